@@ -1,0 +1,157 @@
+# coli — one Makefile for the library, the tools, the tests and the PTX.
+#
+#   make            build build/coli (and build/colid when libmicrohttpd is present)
+#   make deps       install missing Debian/Ubuntu packages (root + apt), else print the line
+#   make test       deps + build + every test in tests/, one line each
+#   make run        deps + build + the demo model: convert on first use, generate
+#   make fuzz       libFuzzer targets for a bounded time (clang)
+#   make format     clang-format every C file in place
+#
+# Knobs: SAN=address,undefined   DEBUG=1   V=1 (show commands)   NVCC=path|no   FUZZ_SECONDS=N
+# Changing any knob or flag rebuilds everything (build/.flags records them).
+
+BUILD   ?= build
+V       ?=
+Q       := $(if $(V),,@)
+CC      ?= cc
+SAN     ?=
+DEBUG   ?=
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+PKGS    := liburing numa openblas libpcre2-8 libutf8proc jansson libxxhash
+OPTPKGS := libmicrohttpd hwloc
+
+# name of the Debian package providing each pkg-config module
+DEB_liburing      := liburing-dev
+DEB_numa          := libnuma-dev
+DEB_openblas      := libopenblas-dev
+DEB_libpcre2-8    := libpcre2-dev
+DEB_libutf8proc   := libutf8proc-dev
+DEB_jansson       := libjansson-dev
+DEB_libxxhash     := libxxhash-dev
+DEB_libmicrohttpd := libmicrohttpd-dev
+DEB_hwloc         := libhwloc-dev
+DEB_TOOLS         := pkg-config python3 python3-venv fio
+
+have = $(shell pkg-config --exists $(1) 2>/dev/null && echo yes || echo no)
+$(foreach p,$(PKGS) $(OPTPKGS),$(eval HAVE_$(p) := $(call have,$(p))))
+MISSING := $(strip $(foreach p,$(PKGS),$(if $(filter no,$(HAVE_$(p))),$(p))))
+
+CFLAGS_BASE := -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes \
+               -fno-strict-aliasing -ffp-contract=off -fPIC -pthread -I. -D_GNU_SOURCE
+ifeq ($(DEBUG),1)
+  OPT := -O0 -g3
+else
+  OPT := -O2 -g
+endif
+ifneq ($(SAN),)
+  OPT += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
+  LDSAN := -fsanitize=$(SAN)
+endif
+PKG_CFLAGS := $(if $(MISSING),,$(shell pkg-config --cflags $(PKGS)))
+PKG_LIBS   := $(if $(MISSING),,$(shell pkg-config --libs $(PKGS)))
+# Debian's openblas.pc names the pthread flavour; fall back to -lopenblas.
+PKG_LIBS   := $(if $(PKG_LIBS),$(PKG_LIBS),-lopenblas)
+
+ifneq ($(NVCC),)
+  HAVE_nvcc := yes
+  GPU_DEF   := -DCOLI_HAVE_PTX=1
+else
+  HAVE_nvcc := no
+  GPU_DEF   :=
+endif
+ifeq ($(HAVE_libmicrohttpd),yes)
+  HTTP_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
+  HTTP_LIBS   := $(shell pkg-config --libs libmicrohttpd)
+endif
+ifeq ($(HAVE_hwloc),yes)
+  HWLOC_DEF  := -DCOLI_HAVE_HWLOC=1 $(shell pkg-config --cflags hwloc)
+  HWLOC_LIBS := $(shell pkg-config --libs hwloc)
+endif
+
+CFLAGS  := $(CFLAGS_BASE) $(OPT) $(PKG_CFLAGS) $(GPU_DEF) $(HWLOC_DEF) $(EXTRA_CFLAGS)
+LDLIBS  := $(PKG_LIBS) $(HWLOC_LIBS) -ldl -lm -pthread
+LDFLAGS := $(LDSAN) $(EXTRA_LDFLAGS)
+
+# Per-file ISA flags: *_avx2.c and *_avx512.c are compiled for their ISA and
+# only called after a cpuid check (cpu/cpu_dispatch.c).
+ISA_avx2   := -mavx2 -mfma -mf16c
+ISA_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
+
+LIB_DIRS := core mem io cpu ptx
+LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TOOL_SRC := $(filter-out tools/colid.c tools/fuzz_%.c,$(wildcard tools/*.c))
+TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/*/*.c)
+TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
+PTX_SRC  := $(wildcard ptx/*.cu)
+
+.PHONY: all deps probe test run fuzz format clean ptx-check tests
+COLID := $(if $(and $(filter yes,$(HAVE_libmicrohttpd)),$(wildcard tools/colid.c)),$(BUILD)/colid)
+all: probe $(BUILD)/coli $(COLID)
+
+probe:
+	@$(foreach p,$(PKGS) $(OPTPKGS) nvcc,printf '  %-14s %s\n' $(p) $(HAVE_$(p));)
+	@$(if $(MISSING),echo "missing: $(MISSING) -- run 'make deps' (as root) or: apt-get install $(foreach p,$(MISSING),$(DEB_$(p)))"; exit 1)
+	@$(if $(filter no,$(HAVE_nvcc)),echo "  (no nvcc: GPU path compiled out; coli says so at run time)")
+
+deps:
+	@sh tools/deps.sh $(foreach p,$(PKGS) $(OPTPKGS),$(DEB_$(p))) $(DEB_TOOLS)
+
+# Rebuild everything when the flags change.
+$(BUILD)/.flags: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS)' > $@
+FORCE:
+
+$(BUILD)/%.o: %.c $(BUILD)/.flags
+	@mkdir -p $(@D)
+	@echo '  CC    $<'
+	$(Q)$(CC) $(CFLAGS) $(ISA_$(lastword $(subst _, ,$(basename $(notdir $<))))) -MMD -MP -c $< -o $@
+
+$(BUILD)/libcoli.a: $(LIB_OBJ)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/coli: $(TOOL_OBJ) $(BUILD)/libcoli.a
+	@echo '  LD    $@'
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libcoli.a $(LDLIBS)
+
+$(BUILD)/tools/colid.o: CFLAGS += $(HTTP_CFLAGS)
+$(BUILD)/colid: $(BUILD)/tools/colid.o $(BUILD)/libcoli.a
+	@echo '  LD    $@'
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(HTTP_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libcoli.a $(BUILD)/.flags
+	@mkdir -p $(@D)
+	@echo '  TEST  $@'
+	$(Q)$(CC) $(CFLAGS) -Itests -MMD -MP -o $@ $< $(BUILD)/libcoli.a $(LDFLAGS) $(LDLIBS)
+
+tests: all $(TEST_BIN)
+
+test: deps
+	@$(MAKE) --no-print-directory tests
+	@BUILD=$(BUILD) sh tests/run.sh
+
+# The demo: convert the bundled model on first use, then generate.
+DEMO_HF   ?= models/demo
+DEMO_COLI ?= $(BUILD)/demo.coli
+DEMO_PROMPT ?= def fibonacci(n):
+run: deps
+	@$(MAKE) --no-print-directory all
+	@sh tools/run_demo.sh $(BUILD) '$(DEMO_HF)' '$(DEMO_COLI)' '$(DEMO_PROMPT)'
+
+ptx-check:
+	@sh tools/ptx_check.sh '$(NVCC)' $(PTX_SRC)
+
+FUZZ_SECONDS ?= 30
+fuzz:
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tools/fuzz.sh
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -1,0 +1,103 @@
+/*
+ * core/coli.h — the public API of libcoli: model config, conversion, the
+ * engine (load, forward, generate), tokenizer and sampler.
+ *
+ * Tensor names inside a .coli file are coli's own (GGUF-like), whatever the
+ * Hugging Face checkpoint called them; core/convert.c maps them:
+ *
+ *   tok_embd            [vocab, hidden]
+ *   out_norm            [hidden]                       f32
+ *   lm_head             [vocab, hidden]                absent when tied to tok_embd
+ *   blk.N.attn_norm     [hidden]                       f32
+ *   blk.N.attn_q        [n_heads*head_dim, hidden]     (+ blk.N.attn_q_bias f32, Qwen2-MoE)
+ *   blk.N.attn_k        [n_kv_heads*head_dim, hidden]  (+ blk.N.attn_k_bias)
+ *   blk.N.attn_v        [n_kv_heads*head_dim, hidden]  (+ blk.N.attn_v_bias)
+ *   blk.N.attn_o        [hidden, n_heads*head_dim]
+ *   blk.N.attn_q_norm   [head_dim] (Qwen3, per head) or [n_heads*head_dim] (OLMoE)   f32
+ *   blk.N.attn_k_norm   [head_dim] or [n_kv_heads*head_dim]                          f32
+ *   blk.N.ffn_norm      [hidden]                       f32
+ *   blk.N.router        [n_experts, hidden]            f32   (MoE layers)
+ *   blk.N.shexp_gate    [shared_inter, hidden]         (Qwen2-MoE shared expert)
+ *   blk.N.shexp_up      [shared_inter, hidden]
+ *   blk.N.shexp_down    [hidden, shared_inter]
+ *   blk.N.shexp_router  [1, hidden]                    f32   (its sigmoid gate)
+ *   blk.N.ffn_gate      [dense_inter, hidden]          (dense MLP layers)
+ *   blk.N.ffn_up        [dense_inter, hidden]
+ *   blk.N.ffn_down      [hidden, dense_inter]
+ *
+ * Routed experts are not tensors: they are slabs in the expert region (io/io.h).
+ * Matrices are stored in the model's quant (bf16/q8_0/q4_0); norms, biases and
+ * routers in f32.
+ */
+#ifndef COLI_H
+#define COLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/cpu.h"
+
+enum coli_arch {
+	COLI_ARCH_QWEN3_MOE = 1,
+	COLI_ARCH_QWEN2_MOE = 2,
+	COLI_ARCH_OLMOE = 3,
+	COLI_ARCH_MIXTRAL = 4,
+};
+
+#define COLI_MAX_LAYERS 256
+#define COLI_MAX_EOS    8
+
+/* The model config as stored in the container's CONFIG section (JSON, keys
+ * are the field names below; see docs/container.md). */
+struct coli_model_config {
+	enum coli_arch arch;
+	char model_type[32]; /* "qwen3_moe" ... */
+	int n_layers;
+	int hidden;
+	int n_heads;
+	int n_kv_heads;
+	int head_dim;
+	int vocab;
+	int n_experts;     /* routed experts per MoE layer */
+	int top_k;
+	int moe_inter;     /* routed expert intermediate size */
+	int shared_inter;  /* 0 = no shared expert */
+	int dense_inter;   /* intermediate size of dense MLP layers (0 if none) */
+	int norm_topk_prob;
+	int qk_norm;       /* 0 none, 1 per head (Qwen3), 2 whole projection (OLMoE) */
+	int qkv_bias;
+	int tie_embeddings;
+	int max_ctx;
+	float norm_eps;
+	float rope_theta;
+	enum coli_dtype quant; /* of matrices and slabs */
+	int is_moe_layer[COLI_MAX_LAYERS];
+	int n_eos;
+	int eos[COLI_MAX_EOS];
+	int bos; /* -1 if none */
+};
+
+const char *coli_arch_name(enum coli_arch a);
+/* "qwen3_moe" -> arch; -EPROTONOSUPPORT for anything else. */
+int coli_arch_parse(const char *model_type, enum coli_arch *out);
+/* The supported model_type values, comma separated, for messages. */
+const char *coli_arch_supported(void);
+
+/* JSON <-> struct. _parse fills *c (and validates ranges); errors are
+ * described in errbuf. _format returns a malloc'd JSON string. */
+int coli_config_parse(const char *json, size_t len, struct coli_model_config *c, char *errbuf,
+		      size_t errlen);
+char *coli_config_format(const struct coli_model_config *c);
+
+/* ---- conversion from a Hugging Face checkpoint directory ---- */
+struct coli_convert_opts {
+	const char *hf_dir;
+	const char *out_path;
+	enum coli_dtype quant; /* COLI_DTYPE_BF16 (default), Q8_0, Q4_0 */
+	int progress;          /* draw a progress bar on stderr */
+};
+void coli_convert_opts_init(struct coli_convert_opts *o);
+/* 0 or -errno; on failure *errbuf says what and where, and no output file exists. */
+int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen);
+
+#endif

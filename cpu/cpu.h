@@ -1,0 +1,145 @@
+/*
+ * cpu/cpu.h — CPU kernels: weight formats, quantization, GEMV / small GEMM,
+ * dense ops and the thread pool. This is the reference every other backend
+ * (the GPU kernels in ptx/) must reproduce bit for bit.
+ *
+ * Weight formats (a matrix is rows x cols, row-major, cols = the reduction dim K):
+ *
+ *   F32   float  [rows][K]
+ *   F16   uint16 [rows][K]                       IEEE half
+ *   BF16  uint16 [rows][K]                       top 16 bits of an fp32
+ *   Q8_0  int8   [rows][K]         then  fp16 d [rows][K/32]
+ *   Q4_0  uint8  [rows][K/2]       then  fp16 d [rows][K/32]
+ *
+ * Quantized matrices are "planar": all quants first, then all block scales,
+ * each plane row-major. The values are GGUF's Q8_0 / Q4_0 blocks exactly
+ * (same fp16 scale, same int8 values, same nibble order: within a 32-block,
+ * byte j holds element j in its low nibble and element j+16 in its high
+ * nibble, value = d * (nibble - 8)), only stored as two planes instead of
+ * 34/18-byte structs, so both AVX-512 and the GPU can load the quants with
+ * aligned vector loads. Import from GGUF is a lossless repack.
+ *
+ * THE CANONICAL REDUCTION (placement never changes tokens; ptx/ follows it):
+ *
+ *   Activations for Q8_0/Q4_0 weights are quantized per 32-block:
+ *       amax = max_i |x_i|;  d = amax / 127.0f;  id = d != 0 ? 1.0f / d : 0.0f;
+ *       q_i  = (int8) roundf(x_i * id)                 (round half away from 0)
+ *   For every output row r, 16 fp32 lane accumulators l[0..15] start at +0.0f.
+ *   The "units" of the row are visited in ascending order; unit u goes to
+ *   lane u % 16:
+ *       F32/F16/BF16: unit = element k:  l[k%16] = fmaf(w[r][k], x[k], l[k%16])
+ *       Q8_0/Q4_0:    unit = block b:    s = exact int32 sum over the block of
+ *                         wq * xq   (Q4_0: wq = nibble - 8)
+ *                     l[b%16] = fmaf((float)s, dw[r][b] * dx[b], l[b%16])
+ *                     where dw is the fp16 scale widened to fp32 and the product
+ *                     dw*dx is rounded to fp32 before the fmaf.
+ *   Then the lanes are folded by a fixed tree: for h = 8, 4, 2, 1:
+ *       l[j] = l[j] + l[j + h]   for j < h;          y[r] = l[0]
+ *   (A warp's shfl_xor butterfly over 16 lanes with offsets 8,4,2,1 yields the
+ *   same value, since fp32 addition is commutative.) The integer block sum may
+ *   be formed in any order: it is exact. Nothing else may be reassociated;
+ *   this file set is compiled with -ffp-contract=off.
+ *
+ * Threads: the kernels are pure functions over [row0, row1); callers split
+ * rows across the pool. No kernel allocates.
+ */
+#ifndef COLI_CPU_H
+#define COLI_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum coli_dtype {
+	COLI_DTYPE_F32 = 0,
+	COLI_DTYPE_F16 = 1,
+	COLI_DTYPE_BF16 = 2,
+	COLI_DTYPE_Q8_0 = 8,
+	COLI_DTYPE_Q4_0 = 9,
+};
+
+#define COLI_QBLOCK 32 /* elements per quantization block */
+#define COLI_LANES  16 /* lanes of the canonical reduction */
+
+const char *coli_dtype_name(enum coli_dtype t);
+/* "f32" "f16" "bf16" "q8"/"q8_0" "q4"/"q4_0" -> dtype; -EINVAL otherwise */
+int coli_dtype_parse(const char *s, enum coli_dtype *out);
+int coli_dtype_is_quant(enum coli_dtype t);
+/* Bytes of a rows x cols matrix in format t (both planes for quant types).
+ * Quant types need cols % 32 == 0; returns 0 when the shape is invalid. */
+size_t coli_dtype_mat_bytes(enum coli_dtype t, size_t rows, size_t cols);
+
+/* A matrix view. For quant types `data` points at the quant plane and
+ * `scales` at the fp16 scale plane (normally data + rows*quant_row_bytes). */
+struct coli_mat {
+	enum coli_dtype dtype;
+	int rows; /* output features */
+	int cols; /* reduction dim K */
+	const void *data;
+	const uint16_t *scales;
+};
+/* Fill a view of a matrix stored contiguously in format t at p. */
+void coli_mat_view(struct coli_mat *m, enum coli_dtype t, int rows, int cols, const void *p);
+
+/* ---- scalar conversions (exact, portable) ---- */
+float coli_fp16_to_f32(uint16_t h);
+uint16_t coli_f32_to_fp16(float f); /* round to nearest even */
+float coli_bf16_to_f32(uint16_t h);
+uint16_t coli_f32_to_bf16(float f); /* round to nearest even, NaN kept quiet */
+
+/* ---- weight quantization (used by convert; GGUF's reference rounding) ----
+ * Quantize a rows x cols fp32 matrix into format t at dst (coli_dtype_mat_bytes
+ * bytes). Q8_0: d = amax/127, q = roundf(x/d). Q4_0: d = max/-8 where max is
+ * the signed value of largest magnitude, q = min(15, (int8)(x/d + 8.5f)). */
+int coli_quantize_mat(enum coli_dtype t, const float *src, int rows, int cols, void *dst);
+/* Dequantize row r of m into out[cols] (any dtype). */
+void coli_mat_row_f32(const struct coli_mat *m, int r, float *out);
+
+/* ---- activations ---- */
+/* An activation vector prepared for every weight format: the fp32 values and,
+ * for quantized weights, their per-32-block int8 form (canonical rule above). */
+struct coli_act {
+	int n;            /* length K, multiple of 32 */
+	const float *f;   /* [n] */
+	int8_t *q;        /* [n] */
+	float *d;         /* [n/32] block scales */
+	int32_t *qsum;    /* [n/32] sum of q per block (for unsigned-by-signed dot tricks) */
+};
+/* Quantize x[n] into a's buffers (which the caller owns: q[n], d[n/32], qsum[n/32]). */
+void coli_act_quantize(struct coli_act *a, const float *x, int n);
+
+/* ---- GEMV / small GEMM ----
+ * y[r - row0] = W[r] . x  for r in [row0, row1), the canonical reduction.
+ * coli_gemm: S activation vectors (S small, decode batch or a prefill chunk),
+ * Y[s][r - row0] with row stride ldy; every element equals coli_gemv's. */
+void coli_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0, int row1);
+void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
+	       int row0, int row1);
+/* The portable scalar reference, always compiled; the dispatcher above picks
+ * AVX-512 / AVX2 / scalar by cpuid once. */
+void coli_gemv_ref(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+		   int row1);
+
+enum coli_cpu_isa { COLI_CPU_ISA_SCALAR = 0, COLI_CPU_ISA_AVX2 = 1, COLI_CPU_ISA_AVX512 = 2 };
+enum coli_cpu_isa coli_cpu_isa(void);
+const char *coli_cpu_isa_name(enum coli_cpu_isa isa);
+/* Force a kernel ISA (tests, benchmarks); -ENOTSUP if the CPU lacks it. */
+int coli_cpu_isa_force(enum coli_cpu_isa isa);
+
+/* ---- thread pool ----
+ * One pool per engine. coli_cpu_pool_run calls fn(arg, task, n_tasks) for
+ * task in [0, n_tasks) across the workers and the caller, and returns when all
+ * are done (the return is a full barrier: writes made by tasks are visible). */
+typedef struct coli_cpu_pool coli_cpu_pool_t;
+int coli_cpu_pool_create(int n_threads, coli_cpu_pool_t **out);
+void coli_cpu_pool_destroy(coli_cpu_pool_t *p);
+int coli_cpu_pool_threads(const coli_cpu_pool_t *p);
+void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks),
+		       void *arg, int n_tasks);
+
+/* GEMV/GEMM split across the pool by row ranges (pool may be NULL). */
+void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x,
+		  float *y);
+void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, int S,
+		  float *y, int ldy);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * io/io.h — the .coli container (write, read, verify), safetensors input,
+ * and (later) the slab streamer. Nothing here knows about models: tensors
+ * are names, dtypes and shapes; expert slabs are (layer, expert) byte ranges.
+ * docs/container.md specifies the file format byte by byte.
+ *
+ * All functions return 0 or -errno. Errors are also described in a message
+ * buffer (coli_io_errmsg) naming the file and the problem, so tools can print
+ * exactly what went wrong.
+ */
+#ifndef COLI_IO_H
+#define COLI_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/cpu.h" /* enum coli_dtype */
+
+/* The last error's description for this thread ("file: what went wrong"). */
+const char *coli_io_errmsg(void);
+
+/* ===================================================================== */
+/* The container                                                          */
+/* ===================================================================== */
+
+#define COLI_CONTAINER_VERSION 1
+#define COLI_SLAB_ALIGN        4096
+#define COLI_TENSOR_NAME_MAX   96
+
+enum coli_section {
+	COLI_SECTION_CONFIG = 1,        /* coli's model config, JSON (core/ defines the keys) */
+	COLI_SECTION_TOKENIZER = 2,     /* tokenizer.json, verbatim */
+	COLI_SECTION_CHAT_TEMPLATE = 3, /* chat template text from tokenizer_config.json */
+	COLI_SECTION_HF_CONFIG = 4,     /* config.json, verbatim (provenance) */
+	COLI_SECTION_GEN_CONFIG = 5,    /* generation_config.json, verbatim, optional */
+	COLI_SECTION_TOKENIZER_CONFIG = 6, /* tokenizer_config.json, verbatim, optional */
+};
+
+struct coli_tensor_info {
+	char name[COLI_TENSOR_NAME_MAX]; /* NUL-terminated */
+	enum coli_dtype dtype;
+	int ndim;           /* 1..4 */
+	uint64_t shape[4];  /* shape[0] = rows (outer), shape[ndim-1] = cols (inner) */
+	uint64_t offset;    /* absolute file offset, 64-byte aligned */
+	uint64_t bytes;
+	uint64_t xxh64;     /* of the tensor's bytes */
+};
+
+/* One MoE layer's expert slabs. Slab e of this layer lives at
+ *   offset + e * slab_bytes
+ * and holds three matrices in `dtype`, each starting 64-byte aligned:
+ *   gate [inter x hidden] at gate_off, up [inter x hidden] at up_off,
+ *   down [hidden x inter] at down_off (offsets within the slab).
+ * slab_bytes is a multiple of COLI_SLAB_ALIGN, so one O_DIRECT read fetches it. */
+struct coli_expert_layer {
+	uint32_t layer;      /* transformer layer index */
+	uint32_t n_experts;
+	enum coli_dtype dtype;
+	uint32_t hidden;
+	uint32_t inter;
+	uint64_t offset;     /* absolute, COLI_SLAB_ALIGN aligned */
+	uint64_t slab_bytes;
+	uint64_t gate_off, up_off, down_off;
+};
+
+/* Computes the slab layout of one layer (gate/up/down offsets, slab_bytes)
+ * from dtype, hidden and inter. -EINVAL if the shape cannot be stored. */
+int coli_io_slab_layout(struct coli_expert_layer *l);
+
+/* ---- writer ----
+ * The writer is told the whole plan up front (every tensor's name, dtype and
+ * shape; every expert layer's geometry), lays the file out, and then accepts
+ * the bytes in any order: tensors and slab parts are pwrite()n to their final
+ * offsets as the converter reads them, shard by shard, in bounded memory.
+ * It writes to "PATH.tmp.<pid>" and renames to PATH only in _commit, after
+ * computing every checksum from what landed on disk and fsyncing; any failure
+ * (including ENOSPC) leaves no file behind after _abort. */
+typedef struct coli_io_writer coli_io_writer_t;
+
+int coli_io_writer_create(const char *path, coli_io_writer_t **out);
+/* Sections are small text blobs kept in memory until _commit. */
+int coli_io_writer_set_section(coli_io_writer_t *w, enum coli_section kind, const void *data,
+			       size_t bytes);
+/* Plan: returns the tensor's index (>= 0) or -errno. Call before _layout. */
+int coli_io_writer_plan_tensor(coli_io_writer_t *w, const char *name, enum coli_dtype dtype,
+			       int ndim, const uint64_t *shape);
+/* Plan an expert layer (l->layer, n_experts, dtype, hidden, inter set); returns
+ * its index among expert layers (>= 0) or -errno. */
+int coli_io_writer_plan_experts(coli_io_writer_t *w, const struct coli_expert_layer *l);
+/* Fixes every offset; after this, only the write calls below and _commit/_abort. */
+int coli_io_writer_layout(coli_io_writer_t *w);
+/* Write bytes [off, off+n) of tensor `idx`. */
+int coli_io_writer_write_tensor(coli_io_writer_t *w, int idx, uint64_t off, const void *p,
+				size_t n);
+/* Write bytes [off, off+n) of slab (expert layer index `li`, expert e). */
+int coli_io_writer_write_slab(coli_io_writer_t *w, int li, uint32_t e, uint64_t off,
+			      const void *p, size_t n);
+/* Checksums, tables, superblock, fsync, rename. Frees w in every case. */
+int coli_io_writer_commit(coli_io_writer_t *w);
+/* Removes the temporary file and frees w. */
+void coli_io_writer_abort(coli_io_writer_t *w);
+/* Planned file size (valid after _layout), for progress and space checks. */
+uint64_t coli_io_writer_file_bytes(const coli_io_writer_t *w);
+
+/* ---- reader ----
+ * _open validates the superblock, its checksum, the section table and every
+ * offset and size against the file size before anything is used; it does not
+ * hash the tensors or slabs (that is coli_io_container_verify's job). The file
+ * is mapped read-only; pointers returned stay valid until _close. */
+typedef struct coli_container coli_container_t;
+
+int coli_io_container_open(const char *path, coli_container_t **out);
+void coli_io_container_close(coli_container_t *c);
+const char *coli_io_container_path(const coli_container_t *c);
+uint64_t coli_io_container_file_bytes(const coli_container_t *c);
+/* Section bytes (not NUL-terminated; *bytes set) or NULL if absent. */
+const void *coli_io_container_section(const coli_container_t *c, enum coli_section kind,
+				      size_t *bytes);
+int coli_io_container_n_tensors(const coli_container_t *c);
+const struct coli_tensor_info *coli_io_container_tensor(const coli_container_t *c, int i);
+const struct coli_tensor_info *coli_io_container_find(const coli_container_t *c,
+						      const char *name);
+/* Pointer to a tensor's bytes in the mapping. */
+const void *coli_io_container_tensor_data(const coli_container_t *c,
+					  const struct coli_tensor_info *t);
+int coli_io_container_n_expert_layers(const coli_container_t *c);
+const struct coli_expert_layer *coli_io_container_expert_layer(const coli_container_t *c,
+							       int i);
+/* Expert layer for a transformer layer index, or NULL if that layer is dense. */
+const struct coli_expert_layer *coli_io_container_experts_of(const coli_container_t *c,
+							     uint32_t layer);
+/* Absolute offset of slab (li, e); pointer into the mapping; stored checksum. */
+uint64_t coli_io_container_slab_offset(const coli_container_t *c, int li, uint32_t e);
+const void *coli_io_container_slab_data(const coli_container_t *c, int li, uint32_t e);
+uint64_t coli_io_container_slab_xxh64(const coli_container_t *c, int li, uint32_t e);
+/* A file descriptor opened O_RDONLY (for the streamer's own O_DIRECT fd, reopen path). */
+int coli_io_container_fd(const coli_container_t *c);
+
+/* Hash everything. Returns 0 if all good, -EBADMSG at the first mismatch with
+ * the object named in coli_io_errmsg(). progress (may be NULL) is called with
+ * bytes done / total. */
+int coli_io_container_verify(const coli_container_t *c,
+			     void (*progress)(void *arg, uint64_t done, uint64_t total),
+			     void *arg);
+
+/* ===================================================================== */
+/* safetensors input                                                      */
+/* ===================================================================== */
+
+enum coli_st_dtype { COLI_ST_F32, COLI_ST_F16, COLI_ST_BF16, COLI_ST_OTHER };
+
+struct coli_st_tensor {
+	char *name;
+	enum coli_st_dtype dtype;
+	char dtype_name[16]; /* as written in the header, for error messages */
+	int ndim;
+	uint64_t shape[4];
+	uint64_t offset; /* absolute in the file (8 + header + data_offsets[0]) */
+	uint64_t bytes;
+};
+
+/* One safetensors file: header parsed and validated (every data range inside
+ * the file, sizes consistent with dtype x shape, no overlap required order). */
+struct coli_st_file {
+	char *path;
+	int fd;
+	uint64_t file_bytes;
+	int n;
+	struct coli_st_tensor *t;
+};
+
+int coli_io_st_open(const char *path, struct coli_st_file *f);
+void coli_io_st_close(struct coli_st_file *f);
+/* Parse a header from memory (the fuzz target's entry); f->fd = -1. */
+int coli_io_st_parse_header(const char *json, size_t len, uint64_t data_bytes, const char *path,
+			    struct coli_st_file *f);
+const struct coli_st_tensor *coli_io_st_find(const struct coli_st_file *f, const char *name);
+/* Read a tensor converted to fp32 into dst[numel]. */
+int coli_io_st_read_f32(const struct coli_st_file *f, const struct coli_st_tensor *t, float *dst);
+
+/* xxh64 with seed 0 (wrapper over libxxhash, so only io/ links it directly). */
+uint64_t coli_io_xxh64(const void *p, size_t n);
+
+#endif
