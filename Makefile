@@ -134,7 +134,7 @@ test: deps
 	@BUILD=$(BUILD) sh tests/run.sh
 
 # The demo: convert the bundled model on first use, then generate.
-DEMO_HF   ?= models/demo
+DEMO_HF   ?= tests/fixtures/qwen3_moe
 DEMO_COLI ?= $(BUILD)/demo.coli
 DEMO_PROMPT ?= def fibonacci(n):
 run: deps

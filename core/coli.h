@@ -34,6 +34,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cpu/cpu.h"
 
@@ -99,5 +100,89 @@ struct coli_convert_opts {
 void coli_convert_opts_init(struct coli_convert_opts *o);
 /* 0 or -errno; on failure *errbuf says what and where, and no output file exists. */
 int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen);
+
+
+/* ===================================================================== */
+/* Options: one table (core/options.c) drives flags, environment, --help  */
+/* and the startup print. Nothing else reads the environment.             */
+/* ===================================================================== */
+
+struct coli_opts {
+	double ram_gb;       /* --ram-gb: host budget for experts (<0: unlimited) */
+	double vram_gb;      /* --vram-gb: device budget (<0: auto) */
+	char gpu[64];        /* --gpu auto|off|sim|LIST */
+	int threads;         /* --threads (0: all online CPUs) */
+	int ctx;             /* --ctx: KV cache positions (0: min(model, 4096)) */
+	char usage[512];     /* --usage FILE (empty: beside the model) */
+	int profile;         /* --profile */
+	char numa_bind[32];  /* --numa-bind auto|off|interleave|N */
+	int group_async;     /* COLI_GROUP_ASYNC */
+	int cuda_profile;    /* COLI_CUDA_PROFILE */
+	int release_host;    /* CUDA_RELEASE_HOST */
+	char route_trace[512]; /* ROUTE_TRACE */
+	int gpu_fail_after;  /* COLI_GPU_FAIL_AFTER (-1 off) */
+	int verbose;         /* --verbose: the startup print */
+};
+
+/* Defaults, then the environment variables of the table. */
+void coli_opts_init(struct coli_opts *o);
+/* If argv[*i] is an engine flag, consume it (and its value), advance *i and
+ * return 1; 0 if it is not an engine flag; -EINVAL (message in err) if its
+ * value is missing or malformed. */
+int coli_opts_parse_arg(struct coli_opts *o, int argc, char **argv, int *i, char *err,
+			size_t errlen);
+void coli_opts_help(FILE *f);
+/* One line per option with its value and where it came from. */
+void coli_opts_print(const struct coli_opts *o, FILE *f);
+
+/* ===================================================================== */
+/* The engine                                                             */
+/* ===================================================================== */
+
+typedef struct coli_tokenizer coli_tokenizer_t;
+typedef struct coli_engine coli_engine_t;
+
+/* Open a .coli model with options o (NULL: defaults). err says what failed. */
+int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t **out,
+		     char *err, size_t errlen);
+void coli_engine_close(coli_engine_t *e);
+const struct coli_model_config *coli_engine_config(const coli_engine_t *e);
+/* The model's tokenizer, or NULL when the container carries none. */
+const coli_tokenizer_t *coli_engine_tokenizer(const coli_engine_t *e);
+int coli_engine_ctx(const coli_engine_t *e); /* KV capacity in tokens */
+int coli_engine_pos(const coli_engine_t *e); /* tokens in the KV cache */
+void coli_engine_reset(coli_engine_t *e);   /* empty the KV cache */
+/* Run n tokens at positions pos..pos+n-1 (appending to the KV cache).
+ * logits: [n][vocab] when all_logits, else [vocab] for the last token.
+ * -E2BIG when the context would overflow (nothing is changed then). */
+int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, int all_logits);
+
+/* ---- sampling ---- */
+struct coli_sampler {
+	float temperature; /* 0: greedy */
+	float top_p;       /* 1: off */
+	int top_k;         /* 0: off */
+	uint64_t seed;
+	uint64_t state;    /* rng state (set by coli_sampler_init) */
+};
+void coli_sampler_init(struct coli_sampler *s, float temperature, float top_p, int top_k,
+		       uint64_t seed);
+/* Pick a token from logits[vocab]. Greedy ties go to the lowest id. */
+int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab);
+
+/* ---- generation (shared by coli generate and colid) ---- */
+struct coli_gen_stats {
+	int n_prompt, n_gen;
+	double prefill_s, decode_s;
+	int stopped_eos;
+	uint64_t expert_calls, expert_bytes;
+};
+/* Called for every generated token with its decoded UTF-8 text (complete
+ * characters only; may be empty). Return nonzero to stop. */
+typedef int (*coli_gen_cb)(void *arg, int id, const char *text, size_t len);
+/* Prefill prompt ids then generate up to max_new tokens, stopping at EOS. The
+ * KV cache is reset first. */
+int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
+		  struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st);
 
 #endif

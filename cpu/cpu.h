@@ -142,4 +142,17 @@ void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct col
 void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, int S,
 		  float *y, int ldy);
 
+/* ---- dense ops (cpu/ops.c) ----
+ * Elementwise and normalisation ops of the forward pass. coli_expf and
+ * coli_silu_mul use only IEEE +, *, fmaf and exact scaling, so a GPU kernel
+ * written the same way reproduces their bits (expert outputs go through
+ * silu; the placement invariant needs them exact). */
+float coli_expf(float x);
+/* h[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u */
+void coli_silu_mul(const float *g, const float *u, float *h, int n);
+/* y = x / sqrt(mean(x^2) + eps) * w   (w may be NULL) */
+void coli_rmsnorm(const float *x, const float *w, float *y, int n, float eps);
+/* In place softmax over n values. */
+void coli_softmax(float *x, int n);
+
 #endif

@@ -13,4 +13,23 @@ typedef int (*coli_cmd_fn)(int argc, char **argv);
 /* "coli <cmd>: <message>\n" on stderr; returns 1 for `return die(...)`. */
 int tool_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+struct coli_opts;
+#include "core/coli.h"
+
+/* -m MODEL plus the engine options of core/options.c, shared by every
+ * command that opens a model. */
+struct tool_engine_args {
+	const char *model;
+	struct coli_opts opts;
+};
+void tool_engine_args_init(struct tool_engine_args *a);
+/* Consumes argv[*i] if it is -m/--model or an engine flag: returns 1 (and
+ * advances *i), 0 if not ours, -1 after printing an error. */
+int tool_engine_arg(struct tool_engine_args *a, int argc, char **argv, int *i);
+/* Prompt from text (through the model's tokenizer) or from "1,2,3"; ids is
+ * malloc'd. Prints the error and returns 1 on failure. */
+int tool_prompt_ids(coli_engine_t *e, const char *text, const char *ids_csv, int **ids, int *n);
+/* The stderr summary of a generation. */
+void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st);
+
 #endif

@@ -3,6 +3,8 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tools/tools.h"
 
@@ -16,4 +18,103 @@ int tool_err(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return 1;
+}
+
+void tool_engine_args_init(struct tool_engine_args *a)
+{
+	a->model = NULL;
+	coli_opts_init(&a->opts);
+}
+
+int tool_engine_arg(struct tool_engine_args *a, int argc, char **argv, int *i)
+{
+	char err[256];
+	int rc;
+
+	if (!strcmp(argv[*i], "-m") || !strcmp(argv[*i], "--model")) {
+		if (*i + 1 >= argc) {
+			tool_err(argv[0], "%s needs a file", argv[*i]);
+			return -1;
+		}
+		a->model = argv[*i + 1];
+		*i += 2;
+		return 1;
+	}
+	rc = coli_opts_parse_arg(&a->opts, argc, argv, i, err, sizeof(err));
+	if (rc < 0) {
+		tool_err(argv[0], "%s", err);
+		return -1;
+	}
+	return rc;
+}
+
+int tool_prompt_ids(coli_engine_t *e, const char *text, const char *ids_csv, int **ids, int *n)
+{
+	const struct coli_model_config *c = coli_engine_config(e);
+	char err[256];
+
+	if (ids_csv) {
+		int cap = 16, k = 0;
+		const char *p = ids_csv;
+		int *v = malloc(sizeof(int) * cap);
+
+		while (v && *p) {
+			char *end;
+			long x = strtol(p, &end, 10);
+
+			if (end == p || x < 0 || x >= c->vocab) {
+				free(v);
+				tool_err("ids", "bad token id list at '%s' (ids are 0..%d)", p,
+					 c->vocab - 1);
+				return 1;
+			}
+			if (k == cap) {
+				int *nv = realloc(v, sizeof(int) * (cap *= 2));
+
+				if (!nv)
+					break;
+				v = nv;
+			}
+			v[k++] = (int)x;
+			p = *end == ',' || *end == ' ' ? end + 1 : end;
+		}
+		*ids = v;
+		*n = k;
+		return v ? 0 : 1;
+	}
+	if (!coli_engine_tokenizer(e)) {
+		tool_err("prompt", "this model has no tokenizer; pass the prompt as --ids");
+		return 1;
+	}
+	if (coli_tokenizer_encode(coli_engine_tokenizer(e), text, strlen(text), ids, n, err,
+				  sizeof(err))) {
+		tool_err("prompt", "%s", err);
+		return 1;
+	}
+	if (*n == 0) {
+		/* an empty prompt: start from BOS, or the first EOS (end of a document) */
+		int start = c->bos >= 0 ? c->bos : (c->n_eos ? c->eos[0] : 0);
+
+		free(*ids);
+		*ids = malloc(sizeof(int));
+		if (!*ids)
+			return 1;
+		(*ids)[0] = start;
+		*n = 1;
+	}
+	return 0;
+}
+
+void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st)
+{
+	(void)e;
+	fprintf(stderr,
+		"coli: prompt %d tok, prefill %.1f tok/s | generated %d tok, decode %.2f tok/s%s | "
+		"experts: %.1f per token from RAM (mmap)\n",
+		st->n_prompt, st->prefill_s > 0 ? st->n_prompt / st->prefill_s : 0, st->n_gen,
+		st->decode_s > 0 && st->n_gen > 1 ? (st->n_gen - 1) / st->decode_s : 0,
+		st->stopped_eos ? " (eos)" : "",
+		st->n_prompt + st->n_gen > 0
+			? (double)st->expert_calls / (st->n_prompt + st->n_gen)
+			: 0);
 }

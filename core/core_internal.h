@@ -1,0 +1,116 @@
+/*
+ * core/core_internal.h — the engine's private structures: the bound model
+ * (tensor views into the container), the KV cache and scratch buffers.
+ *
+ * Data flow of one forward call over T tokens (prefill T > 1, decode T = 1):
+ *
+ *   ids[T] -> x[T][hidden] (embedding rows)
+ *   per layer l:
+ *     xn = rmsnorm(x) ---> q,k,v -> (q/k norm) -> rope -> kv cache -> attention -> o
+ *     x += o
+ *     xn = rmsnorm(x) ---> MoE block (router, top-k, experts [, shared expert])
+ *                          or dense MLP
+ *     x += mlp
+ *   logits = lm_head(rmsnorm(x))   for the rows asked for
+ */
+#ifndef COLI_CORE_INTERNAL_H
+#define COLI_CORE_INTERNAL_H
+
+#include <stdio.h>
+
+#include "core/coli.h"
+#include "io/io.h"
+
+struct coli_layer {
+	const float *attn_norm; /* [hidden] */
+	const float *ffn_norm;  /* [hidden] */
+	struct coli_mat q, k, v, o;
+	const float *q_bias, *k_bias, *v_bias; /* [nh*hd], [nkv*hd], [nkv*hd] or NULL */
+	const float *q_norm, *k_norm;          /* see cfg.qk_norm, or NULL */
+	int moe;
+	/* MoE layers */
+	struct coli_mat router;     /* [n_experts, hidden] f32 */
+	int xl;                     /* index of the container's expert layer */
+	struct coli_mat sh_gate, sh_up, sh_down; /* shared expert (rows 0 if none) */
+	struct coli_mat sh_router;  /* [1, hidden] f32 */
+	/* dense MLP layers */
+	struct coli_mat ffn_gate, ffn_up, ffn_down;
+};
+
+struct coli_model {
+	coli_container_t *c;
+	struct coli_model_config cfg;
+	struct coli_mat tok_embd; /* [vocab, hidden] */
+	struct coli_mat lm_head;  /* [vocab, hidden] (tok_embd when tied) */
+	const float *out_norm;    /* [hidden] */
+	struct coli_layer layers[COLI_MAX_LAYERS];
+};
+
+/* Bind every tensor of the container to the model's views; checks that each
+ * required tensor exists with the expected shape and dtype. */
+int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t errlen);
+
+/* An expert's three matrices, viewed in its slab. */
+struct coli_expert_view {
+	struct coli_mat gate, up, down;
+};
+void coli_model_expert(const struct coli_model *m, int layer, int expert,
+		       struct coli_expert_view *v);
+
+/* Per-token activation scratch: fp32 values plus their quantized form. */
+struct coli_actbuf {
+	int n;
+	float *f;      /* [n] */
+	int8_t *q;     /* [n] */
+	float *d;      /* [n/32] */
+	int32_t *qsum; /* [n/32] */
+	struct coli_act act;
+};
+
+struct coli_route_stats {
+	uint64_t expert_calls; /* (token, expert) pairs computed */
+	uint64_t expert_bytes; /* slab bytes touched, per token summed */
+};
+
+struct coli_engine {
+	struct coli_opts opts;
+	struct coli_model m;
+	coli_tokenizer_t *tok;      /* NULL when the container has none */
+	coli_cpu_pool_t *pool;
+	int ctx;                    /* KV positions */
+	int pos;                    /* tokens in the cache */
+	float *kcache, *vcache;     /* [n_layers][ctx][n_kv*hd] */
+	size_t kv_bytes;
+	/* scratch for up to tmax tokens per forward call */
+	int tmax;
+	float *x;                   /* [tmax][hidden] residual stream */
+	float *xn;                  /* [tmax][hidden] normed */
+	float *q;                   /* [tmax][nh*hd] */
+	float *kx, *vx;             /* [tmax][nkv*hd] */
+	float *att;                 /* [tmax][nh*hd] attention output */
+	float *scores;              /* [threads][ctx] */
+	float *mlp;                 /* [tmax][hidden] MoE / MLP output */
+	float *proj;                /* [tmax][hidden] projection output */
+	float *rlog;                /* [tmax][n_experts] router logits */
+	int *sel;                   /* [tmax][top_k] routed experts */
+	float *selw;                /* [tmax][top_k] their weights */
+	float *g, *u;               /* [tmax][max_inter] */
+	float *ey;                  /* [tmax][hidden] one expert's output rows */
+	struct coli_actbuf *ax;     /* [tmax] over hidden-sized inputs */
+	struct coli_actbuf *ah;     /* [tmax] over inter / attention-sized inputs */
+	struct coli_act *ag;        /* [tmax] gathered activations (struct copies) */
+	float *inv_freq;            /* [head_dim/2] rope frequencies */
+	int *rows;                  /* [tmax] gather list of token rows */
+	FILE *trace;                /* ROUTE_TRACE */
+	struct coli_route_stats stats;
+};
+
+/* forward.c */
+int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
+/* moe.c: out[T][hidden] = MoE(xn) for layer l; xn's activations are prepared. */
+void coli_moe_block(struct coli_engine *e, int l, int T, float *out);
+void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
+/* Prepare actbuf from x[n] (fp32 copy + quantized form). */
+void coli_actbuf_set(struct coli_actbuf *a, const float *x);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * core/engine.c — the engine object: opens the container, binds the model,
+ * loads the tokenizer, sizes the KV cache and the scratch buffers, owns the
+ * thread pool and the route trace. The forward pass lives in forward.c and
+ * moe.c; this file only allocates and frees.
+ *
+ * Memory: the KV cache is fp32, [n_layers][ctx][n_kv_heads*head_dim] for K
+ * and again for V, allocated through mem/ (NUMA placement decided there).
+ * Scratch is sized for tmax tokens per forward call; longer prompts are fed
+ * in chunks of tmax by the caller (coli_engine_forward does it).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core_internal.h"
+#include "mem/mem.h"
+
+#define TMAX_DEFAULT 256 /* tokens per forward call (prefill chunk) */
+
+static int actbufs_alloc(struct coli_actbuf **out, int count, int n, int quant)
+{
+	struct coli_actbuf *a = calloc((size_t)count, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	*out = a;
+	for (int i = 0; i < count; i++) {
+		a[i].n = n;
+		if (!quant)
+			continue;
+		a[i].q = malloc((size_t)n);
+		a[i].d = malloc(sizeof(float) * (n / COLI_QBLOCK));
+		a[i].qsum = malloc(sizeof(int32_t) * (n / COLI_QBLOCK));
+		if (!a[i].q || !a[i].d || !a[i].qsum)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void actbufs_free(struct coli_actbuf *a, int count)
+{
+	if (!a)
+		return;
+	for (int i = 0; i < count; i++) {
+		free(a[i].q);
+		free(a[i].d);
+		free(a[i].qsum);
+	}
+	free(a);
+}
+
+static int max3(int a, int b, int c)
+{
+	int m = a > b ? a : b;
+
+	return m > c ? m : c;
+}
+
+static int scratch_alloc(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int T = e->tmax, H = c->hidden, qd = c->n_heads * c->head_dim;
+	int kvd = c->n_kv_heads * c->head_dim;
+	int inter = max3(c->moe_inter, c->shared_inter, c->dense_inter);
+	int quant = coli_dtype_is_quant(c->quant);
+	int threads = coli_cpu_pool_threads(e->pool);
+	int rc;
+
+#define ALLOC(p, n) ((p) = calloc((size_t)(n), sizeof(*(p))), (p) ? 0 : -ENOMEM)
+	rc = ALLOC(e->x, (size_t)T * H);
+	rc = rc ? rc : ALLOC(e->xn, (size_t)T * H);
+	rc = rc ? rc : ALLOC(e->q, (size_t)T * qd);
+	rc = rc ? rc : ALLOC(e->kx, (size_t)T * kvd);
+	rc = rc ? rc : ALLOC(e->vx, (size_t)T * kvd);
+	rc = rc ? rc : ALLOC(e->att, (size_t)T * qd);
+	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->ctx);
+	rc = rc ? rc : ALLOC(e->mlp, (size_t)T * H);
+	rc = rc ? rc : ALLOC(e->proj, (size_t)T * H);
+	rc = rc ? rc : ALLOC(e->rlog, (size_t)T * (c->n_experts > 1 ? c->n_experts : 1));
+	rc = rc ? rc : ALLOC(e->sel, (size_t)T * c->top_k);
+	rc = rc ? rc : ALLOC(e->selw, (size_t)T * c->top_k);
+	rc = rc ? rc : ALLOC(e->g, (size_t)T * inter);
+	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
+	rc = rc ? rc : ALLOC(e->ey, (size_t)T * H);
+	rc = rc ? rc : ALLOC(e->ag, T);
+	rc = rc ? rc : ALLOC(e->rows, (size_t)T * c->top_k);
+	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
+#undef ALLOC
+	rc = rc ? rc : actbufs_alloc(&e->ax, T, H, quant);
+	rc = rc ? rc : actbufs_alloc(&e->ah, T, qd > inter ? qd : inter, quant);
+	if (rc)
+		return rc;
+	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32 */
+	for (int i = 0; i < c->head_dim / 2; i++)
+		e->inv_freq[i] =
+			1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
+	return 0;
+}
+
+int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t **out,
+		     char *err, size_t errlen)
+{
+	struct coli_engine *e = calloc(1, sizeof(*e));
+	coli_container_t *c = NULL;
+	const void *tj;
+	size_t tlen, kvd;
+	int rc, threads;
+
+	if (!e)
+		return -ENOMEM;
+	if (o)
+		e->opts = *o;
+	else
+		coli_opts_init(&e->opts);
+	rc = coli_io_container_open(path, &c);
+	if (rc) {
+		snprintf(err, errlen, "%s", coli_io_errmsg());
+		goto err;
+	}
+	rc = coli_model_bind(&e->m, c, err, errlen);
+	if (rc)
+		goto err;
+	c = NULL; /* owned by e->m now */
+	tj = coli_io_container_section(e->m.c, COLI_SECTION_TOKENIZER, &tlen);
+	if (tj) {
+		rc = coli_tokenizer_load(tj, tlen, &e->tok, err, errlen);
+		if (rc)
+			goto err;
+	}
+	threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	rc = coli_cpu_pool_create(threads, &e->pool);
+	if (rc) {
+		snprintf(err, errlen, "cannot start %d CPU threads", threads);
+		goto err;
+	}
+	e->ctx = e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
+	kvd = (size_t)e->m.cfg.n_kv_heads * e->m.cfg.head_dim;
+	e->kv_bytes = sizeof(float) * (size_t)e->m.cfg.n_layers * e->ctx * kvd;
+	e->kcache = coli_mem_alloc(e->kv_bytes, COLI_MEM_NODE_ANY);
+	e->vcache = coli_mem_alloc(e->kv_bytes, COLI_MEM_NODE_ANY);
+	if (!e->kcache || !e->vcache) {
+		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens)",
+			 2 * e->kv_bytes >> 20, e->ctx);
+		rc = -ENOMEM;
+		goto err;
+	}
+	e->tmax = TMAX_DEFAULT;
+	rc = scratch_alloc(e);
+	if (rc) {
+		snprintf(err, errlen, "out of memory for scratch buffers");
+		goto err;
+	}
+	if (e->opts.route_trace[0]) {
+		e->trace = fopen(e->opts.route_trace, "w");
+		if (!e->trace) {
+			rc = -errno;
+			snprintf(err, errlen, "ROUTE_TRACE: cannot write '%s'", e->opts.route_trace);
+			goto err;
+		}
+		fprintf(e->trace, "# coli route trace v1: pos layer expert:weight...\n");
+	}
+	*out = e;
+	return 0;
+err:
+	if (c)
+		coli_io_container_close(c);
+	coli_engine_close(e);
+	return rc;
+}
+
+void coli_engine_close(coli_engine_t *e)
+{
+	if (!e)
+		return;
+	if (e->trace)
+		fclose(e->trace);
+	coli_mem_free(e->kcache, e->kv_bytes);
+	coli_mem_free(e->vcache, e->kv_bytes);
+	free(e->x), free(e->xn), free(e->q), free(e->kx), free(e->vx), free(e->att);
+	free(e->scores), free(e->mlp), free(e->proj), free(e->rlog), free(e->sel);
+	free(e->selw), free(e->g), free(e->u), free(e->ey), free(e->ag), free(e->rows);
+	free(e->inv_freq);
+	actbufs_free(e->ax, e->tmax);
+	actbufs_free(e->ah, e->tmax);
+	if (e->pool)
+		coli_cpu_pool_destroy(e->pool);
+	if (e->tok)
+		coli_tokenizer_free(e->tok);
+	if (e->m.c)
+		coli_io_container_close(e->m.c);
+	free(e);
+}
+
+const struct coli_model_config *coli_engine_config(const coli_engine_t *e)
+{
+	return &e->m.cfg;
+}
+
+const coli_tokenizer_t *coli_engine_tokenizer(const coli_engine_t *e)
+{
+	return e->tok;
+}
+
+int coli_engine_ctx(const coli_engine_t *e)
+{
+	return e->ctx;
+}
+
+int coli_engine_pos(const coli_engine_t *e)
+{
+	return e->pos;
+}
+
+void coli_engine_reset(coli_engine_t *e)
+{
+	e->pos = 0;
+}
+
+int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, int all_logits)
+{
+	int V = e->m.cfg.vocab;
+
+	if (n <= 0)
+		return -EINVAL;
+	if (e->pos + n > e->ctx)
+		return -E2BIG;
+	for (int i = 0; i < n; i += e->tmax) {
+		int chunk = n - i < e->tmax ? n - i : e->tmax, last = i + chunk == n;
+		float *dst = NULL;
+		int rc;
+
+		if (logits && all_logits)
+			dst = logits + (size_t)i * V;
+		else if (logits && last)
+			dst = logits;
+		rc = coli_forward(e, ids + i, chunk, dst, all_logits);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,223 @@
+/*
+ * core/forward.c — the CPU forward pass over T tokens: embeddings, attention
+ * with RoPE over the KV cache, the MLP/MoE block of each layer, final norm and
+ * lm_head. Prefill runs the prompt as one batch (every matrix sees all T
+ * rows, so a weight row is read once per call); decode is the same code with
+ * T = 1.
+ *
+ * Buffers (engine scratch, see core_internal.h), t = token in the call:
+ *   x    [T][hidden]       residual stream, fp32
+ *   xn   [T][hidden]       normed input of attention / MLP
+ *   q    [T][nh*hd]        queries; kx, vx [T][nkv*hd] keys and values
+ *   kcache, vcache [layer][ctx][nkv*hd]
+ *   att  [T][nh*hd]        attention output (input of attn_o)
+ * Attention follows transformers' eager path: scores scaled by 1/sqrt(hd),
+ * causal, softmax in fp32, RoPE in the rotate-half convention.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+void coli_actbuf_set(struct coli_actbuf *a, const float *x)
+{
+	a->act.n = a->n;
+	a->act.f = x;
+	a->act.q = a->q;
+	a->act.d = a->d;
+	a->act.qsum = a->qsum;
+	if (a->q)
+		coli_act_quantize(&a->act, x, a->n);
+}
+
+/* Prepare T activation buffers over rows of x [T][n]. */
+static void prep(struct coli_actbuf *ab, const float *x, int T, int n)
+{
+	for (int t = 0; t < T; t++) {
+		ab[t].n = n;
+		coli_actbuf_set(&ab[t], x + (size_t)t * n);
+	}
+}
+
+/* y[T][rows] = W . act[t] for the T prepared activations. */
+static void matmul(struct coli_engine *e, const struct coli_mat *w, struct coli_actbuf *ab, int T,
+		   float *y)
+{
+	for (int t = 0; t < T; t++)
+		e->ag[t] = ab[t].act;
+	coli_gemm_mt(e->pool, w, e->ag, T, y, w->rows);
+}
+
+static void add_bias(float *y, const float *b, int T, int n)
+{
+	if (!b)
+		return;
+	for (int t = 0; t < T; t++)
+		for (int i = 0; i < n; i++)
+			y[(size_t)t * n + i] += b[i];
+}
+
+/* RMSNorm of each head (Qwen3: weight [hd]) or of the whole row (OLMoE). */
+static void qk_norm(const struct coli_model_config *c, float *v, const float *w, int T, int nh)
+{
+	int hd = c->head_dim;
+
+	for (int t = 0; t < T; t++) {
+		float *row = v + (size_t)t * nh * hd;
+
+		if (c->qk_norm == 1)
+			for (int h = 0; h < nh; h++)
+				coli_rmsnorm(row + h * hd, w, row + h * hd, hd, c->norm_eps);
+		else
+			coli_rmsnorm(row, w, row, nh * hd, c->norm_eps);
+	}
+}
+
+static void rope(const struct coli_engine *e, float *v, int T, int nh, int pos0)
+{
+	int hd = e->m.cfg.head_dim, half = hd / 2;
+
+	for (int t = 0; t < T; t++) {
+		float p = (float)(pos0 + t);
+
+		for (int i = 0; i < half; i++) {
+			float ang = p * e->inv_freq[i];
+			float cs = (float)cos((double)ang), sn = (float)sin((double)ang);
+
+			for (int h = 0; h < nh; h++) {
+				float *x = v + ((size_t)t * nh + h) * hd;
+				float x1 = x[i], x2 = x[i + half];
+
+				x[i] = x1 * cs - x2 * sn;
+				x[i + half] = x2 * cs + x1 * sn;
+			}
+		}
+	}
+}
+
+struct attn_job {
+	struct coli_engine *e;
+	int l, T, pos0;
+};
+
+/* One task handles the (t, h) pairs congruent to its index; scores[task]. */
+static void attn_task(void *arg, int task, int n_tasks)
+{
+	struct attn_job *j = arg;
+	struct coli_engine *e = j->e;
+	const struct coli_model_config *c = &e->m.cfg;
+	int hd = c->head_dim, nh = c->n_heads, kvd = c->n_kv_heads * hd;
+	int group = nh / c->n_kv_heads;
+	float scale = 1.0f / sqrtf((float)hd);
+	float *sc = e->scores + (size_t)task * e->ctx;
+	const float *K = e->kcache + (size_t)j->l * e->ctx * kvd;
+	const float *V = e->vcache + (size_t)j->l * e->ctx * kvd;
+
+	for (int th = task; th < j->T * nh; th += n_tasks) {
+		int t = th / nh, h = th % nh, kvh = h / group, n = j->pos0 + t + 1;
+		const float *q = e->q + ((size_t)t * nh + h) * hd;
+		float *out = e->att + ((size_t)t * nh + h) * hd;
+		float mx = -INFINITY, sum = 0;
+
+		for (int p = 0; p < n; p++) {
+			const float *k = K + (size_t)p * kvd + kvh * hd;
+			float s = 0;
+
+			for (int i = 0; i < hd; i++)
+				s += q[i] * k[i];
+			sc[p] = s * scale;
+			mx = sc[p] > mx ? sc[p] : mx;
+		}
+		for (int p = 0; p < n; p++) {
+			sc[p] = expf(sc[p] - mx);
+			sum += sc[p];
+		}
+		memset(out, 0, sizeof(float) * hd);
+		for (int p = 0; p < n; p++) {
+			const float *v = V + (size_t)p * kvd + kvh * hd;
+			float w = sc[p] / sum;
+
+			for (int i = 0; i < hd; i++)
+				out[i] += w * v[i];
+		}
+	}
+}
+
+static void attention(struct coli_engine *e, int l, int T, int pos0)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const struct coli_layer *L = &e->m.layers[l];
+	int H = c->hidden, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+	struct attn_job job = {e, l, T, pos0};
+
+	for (int t = 0; t < T; t++)
+		coli_rmsnorm(e->x + (size_t)t * H, L->attn_norm, e->xn + (size_t)t * H, H,
+			     c->norm_eps);
+	prep(e->ax, e->xn, T, H);
+	matmul(e, &L->q, e->ax, T, e->q);
+	matmul(e, &L->k, e->ax, T, e->kx);
+	matmul(e, &L->v, e->ax, T, e->vx);
+	add_bias(e->q, L->q_bias, T, qd);
+	add_bias(e->kx, L->k_bias, T, kvd);
+	add_bias(e->vx, L->v_bias, T, kvd);
+	if (c->qk_norm) {
+		qk_norm(c, e->q, L->q_norm, T, c->n_heads);
+		qk_norm(c, e->kx, L->k_norm, T, c->n_kv_heads);
+	}
+	rope(e, e->q, T, c->n_heads, pos0);
+	rope(e, e->kx, T, c->n_kv_heads, pos0);
+	/* append this call's keys and values to the cache */
+	memcpy(e->kcache + ((size_t)l * e->ctx + pos0) * kvd, e->kx, sizeof(float) * T * kvd);
+	memcpy(e->vcache + ((size_t)l * e->ctx + pos0) * kvd, e->vx, sizeof(float) * T * kvd);
+	coli_cpu_pool_run(e->pool, attn_task, &job, coli_cpu_pool_threads(e->pool));
+	prep(e->ah, e->att, T, qd);
+	matmul(e, &L->o, e->ah, T, e->proj);
+	for (size_t i = 0; i < (size_t)T * H; i++)
+		e->x[i] += e->proj[i];
+}
+
+static void embed(struct coli_engine *e, const int *ids, int T)
+{
+	for (int t = 0; t < T; t++)
+		coli_mat_row_f32(&e->m.tok_embd, ids[t], e->x + (size_t)t * e->m.cfg.hidden);
+}
+
+int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int H = c->hidden, pos0 = e->pos;
+
+	if (T <= 0 || T > e->tmax)
+		return -EINVAL;
+	if (pos0 + T > e->ctx)
+		return -E2BIG;
+	for (int t = 0; t < T; t++)
+		if (ids[t] < 0 || ids[t] >= c->vocab)
+			return -EINVAL;
+	embed(e, ids, T);
+	for (int l = 0; l < c->n_layers; l++) {
+		attention(e, l, T, pos0);
+		for (int t = 0; t < T; t++)
+			coli_rmsnorm(e->x + (size_t)t * H, e->m.layers[l].ffn_norm,
+				     e->xn + (size_t)t * H, H, c->norm_eps);
+		prep(e->ax, e->xn, T, H);
+		if (e->m.layers[l].moe)
+			coli_moe_block(e, l, T, e->mlp);
+		else
+			coli_mlp_dense(e, l, T, e->mlp);
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			e->x[i] += e->mlp[i];
+	}
+	e->pos += T;
+	if (logits) {
+		int t0 = all_logits ? 0 : T - 1, n = T - t0;
+
+		for (int t = t0; t < T; t++)
+			coli_rmsnorm(e->x + (size_t)t * H, e->m.out_norm,
+				     e->xn + (size_t)(t - t0) * H, H, c->norm_eps);
+		prep(e->ax, e->xn, n, H);
+		matmul(e, &e->m.lm_head, e->ax, n, logits);
+	}
+	return 0;
+}

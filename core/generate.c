@@ -1,0 +1,84 @@
+/*
+ * core/generate.c — the generation loop shared by `coli generate` and colid:
+ * reset the KV cache, prefill the prompt in one batch, then decode one token
+ * at a time, sampling, streaming complete UTF-8 text to a callback, stopping
+ * at an EOS id of the model or after max_new tokens.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core_internal.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int is_eos(const struct coli_model_config *c, int id)
+{
+	for (int i = 0; i < c->n_eos; i++)
+		if (c->eos[i] == id)
+			return 1;
+	return 0;
+}
+
+int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
+		  struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_detok dt;
+	float *logits;
+	char text[256];
+	double t0, t1;
+	int rc = 0, id;
+
+	memset(st, 0, sizeof(*st));
+	st->n_prompt = n_prompt;
+	if (n_prompt <= 0)
+		return -EINVAL;
+	if (n_prompt + (max_new > 0 ? max_new - 1 : 0) > e->ctx)
+		return -E2BIG;
+	logits = malloc(sizeof(float) * (size_t)c->vocab);
+	if (!logits)
+		return -ENOMEM;
+	coli_engine_reset(e);
+	e->stats = (struct coli_route_stats){0};
+	coli_detok_init(&dt);
+	t0 = now_s();
+	rc = coli_engine_forward(e, prompt, n_prompt, logits, 0);
+	t1 = now_s();
+	st->prefill_s = t1 - t0;
+	for (int i = 0; !rc && i < max_new; i++) {
+		int n;
+
+		id = coli_sampler_pick(s, logits, c->vocab);
+		if (is_eos(c, id)) {
+			st->stopped_eos = 1;
+			break;
+		}
+		st->n_gen++;
+		n = e->tok ? coli_detok_push(e->tok, &dt, id, text, sizeof(text)) : 0;
+		if (n < 0)
+			n = 0;
+		if (cb && cb(arg, id, text, (size_t)n))
+			break;
+		if (i + 1 < max_new)
+			rc = coli_engine_forward(e, &id, 1, logits, 0);
+	}
+	if (!rc && e->tok && cb) {
+		int n = coli_detok_flush(e->tok, &dt, text, sizeof(text));
+
+		if (n > 0)
+			cb(arg, -1, text, (size_t)n);
+	}
+	st->decode_s = now_s() - t1;
+	st->expert_calls = e->stats.expert_calls;
+	st->expert_bytes = e->stats.expert_bytes;
+	free(logits);
+	return rc;
+}

@@ -1,0 +1,176 @@
+/*
+ * core/model.c — binding a container's tensors to the model: every tensor the
+ * architecture needs is looked up by its coli name (core/coli.h lists them),
+ * its shape and dtype are checked against the config, and a view (struct
+ * coli_mat or a float pointer) into the mapped file is kept. Nothing is copied:
+ * the dense part is read through the mapping (page cache) for now; mem/ will
+ * own copies once tiers and devices land.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+struct bind_ctx {
+	coli_container_t *c;
+	char *err;
+	size_t errlen;
+};
+
+static const struct coli_tensor_info *find(struct bind_ctx *b, const char *name, int required)
+{
+	const struct coli_tensor_info *t = coli_io_container_find(b->c, name);
+
+	if (!t && required)
+		snprintf(b->err, b->errlen, "%s: tensor '%s' is missing",
+			 coli_io_container_path(b->c), name);
+	return t;
+}
+
+/* A matrix [rows, cols] in any dtype. */
+static int bind_mat(struct bind_ctx *b, struct coli_mat *m, const char *name, int rows, int cols,
+		    int required)
+{
+	const struct coli_tensor_info *t = find(b, name, required);
+
+	memset(m, 0, sizeof(*m));
+	if (!t)
+		return required ? -ENOENT : 0;
+	if (t->ndim != 2 || t->shape[0] != (uint64_t)rows || t->shape[1] != (uint64_t)cols) {
+		snprintf(b->err, b->errlen, "%s: tensor '%s' has shape [%llu, %llu], expected [%d, %d]",
+			 coli_io_container_path(b->c), name, (unsigned long long)t->shape[0],
+			 (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0), rows, cols);
+		return -EINVAL;
+	}
+	coli_mat_view(m, t->dtype, rows, cols, coli_io_container_tensor_data(b->c, t));
+	return 0;
+}
+
+/* An f32 vector of n values. */
+static int bind_vec(struct bind_ctx *b, const float **v, const char *name, int n, int required)
+{
+	const struct coli_tensor_info *t = find(b, name, required);
+
+	*v = NULL;
+	if (!t)
+		return required ? -ENOENT : 0;
+	if (t->dtype != COLI_DTYPE_F32 || t->ndim != 1 || t->shape[0] != (uint64_t)n) {
+		snprintf(b->err, b->errlen, "%s: tensor '%s' must be f32 [%d]",
+			 coli_io_container_path(b->c), name, n);
+		return -EINVAL;
+	}
+	*v = coli_io_container_tensor_data(b->c, t);
+	return 0;
+}
+
+static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
+{
+	const struct coli_model_config *cfg = &m->cfg;
+	struct coli_layer *L = &m->layers[l];
+	int H = cfg->hidden, qd = cfg->n_heads * cfg->head_dim, kd = cfg->n_kv_heads * cfg->head_dim;
+	char n[COLI_TENSOR_NAME_MAX];
+	int rc = 0;
+
+#define NAME(s) (snprintf(n, sizeof(n), "blk.%d.%s", l, s), n)
+	rc = rc ? rc : bind_vec(b, &L->attn_norm, NAME("attn_norm"), H, 1);
+	rc = rc ? rc : bind_vec(b, &L->ffn_norm, NAME("ffn_norm"), H, 1);
+	rc = rc ? rc : bind_mat(b, &L->q, NAME("attn_q"), qd, H, 1);
+	rc = rc ? rc : bind_mat(b, &L->k, NAME("attn_k"), kd, H, 1);
+	rc = rc ? rc : bind_mat(b, &L->v, NAME("attn_v"), kd, H, 1);
+	rc = rc ? rc : bind_mat(b, &L->o, NAME("attn_o"), H, qd, 1);
+	if (cfg->qkv_bias) {
+		rc = rc ? rc : bind_vec(b, &L->q_bias, NAME("attn_q_bias"), qd, 1);
+		rc = rc ? rc : bind_vec(b, &L->k_bias, NAME("attn_k_bias"), kd, 1);
+		rc = rc ? rc : bind_vec(b, &L->v_bias, NAME("attn_v_bias"), kd, 1);
+	}
+	if (cfg->qk_norm) {
+		int per_head = cfg->qk_norm == 1;
+
+		rc = rc ? rc : bind_vec(b, &L->q_norm, NAME("attn_q_norm"),
+				       per_head ? cfg->head_dim : qd, 1);
+		rc = rc ? rc : bind_vec(b, &L->k_norm, NAME("attn_k_norm"),
+				       per_head ? cfg->head_dim : kd, 1);
+	}
+	L->moe = cfg->is_moe_layer[l];
+	if (L->moe) {
+		const struct coli_expert_layer *xl = coli_io_container_experts_of(b->c, l);
+
+		rc = rc ? rc : bind_mat(b, &L->router, NAME("router"), cfg->n_experts, H, 1);
+		if (!rc && L->router.dtype != COLI_DTYPE_F32) {
+			snprintf(b->err, b->errlen, "%s: router of layer %d must be f32",
+				 coli_io_container_path(b->c), l);
+			rc = -EINVAL;
+		}
+		if (!rc && (!xl || xl->n_experts != (uint32_t)cfg->n_experts ||
+			    xl->hidden != (uint32_t)H || xl->inter != (uint32_t)cfg->moe_inter)) {
+			snprintf(b->err, b->errlen,
+				 "%s: expert slabs of layer %d are missing or do not match the config",
+				 coli_io_container_path(b->c), l);
+			rc = -EINVAL;
+		}
+		for (int i = 0; !rc && i < coli_io_container_n_expert_layers(b->c); i++)
+			if (coli_io_container_expert_layer(b->c, i) == xl)
+				L->xl = i;
+		if (cfg->shared_inter) {
+			int S = cfg->shared_inter;
+
+			rc = rc ? rc : bind_mat(b, &L->sh_gate, NAME("shexp_gate"), S, H, 1);
+			rc = rc ? rc : bind_mat(b, &L->sh_up, NAME("shexp_up"), S, H, 1);
+			rc = rc ? rc : bind_mat(b, &L->sh_down, NAME("shexp_down"), H, S, 1);
+			rc = rc ? rc : bind_mat(b, &L->sh_router, NAME("shexp_router"), 1, H, 1);
+		}
+	} else {
+		int D = cfg->dense_inter;
+
+		rc = rc ? rc : bind_mat(b, &L->ffn_gate, NAME("ffn_gate"), D, H, 1);
+		rc = rc ? rc : bind_mat(b, &L->ffn_up, NAME("ffn_up"), D, H, 1);
+		rc = rc ? rc : bind_mat(b, &L->ffn_down, NAME("ffn_down"), H, D, 1);
+	}
+#undef NAME
+	return rc;
+}
+
+int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t errlen)
+{
+	struct bind_ctx b = {c, err, errlen};
+	const void *js;
+	size_t len;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	m->c = c;
+	js = coli_io_container_section(c, COLI_SECTION_CONFIG, &len);
+	if (!js) {
+		snprintf(err, errlen, "%s: no model config section", coli_io_container_path(c));
+		return -EINVAL;
+	}
+	rc = coli_config_parse(js, len, &m->cfg, err, errlen);
+	if (rc)
+		return rc;
+	rc = bind_mat(&b, &m->tok_embd, "tok_embd", m->cfg.vocab, m->cfg.hidden, 1);
+	if (!rc)
+		rc = bind_vec(&b, &m->out_norm, "out_norm", m->cfg.hidden, 1);
+	if (!rc) {
+		if (m->cfg.tie_embeddings)
+			m->lm_head = m->tok_embd;
+		else
+			rc = bind_mat(&b, &m->lm_head, "lm_head", m->cfg.vocab, m->cfg.hidden, 1);
+	}
+	for (int l = 0; !rc && l < m->cfg.n_layers; l++)
+		rc = bind_layer(&b, m, l);
+	return rc;
+}
+
+void coli_model_expert(const struct coli_model *m, int layer, int expert,
+		       struct coli_expert_view *v)
+{
+	int li = m->layers[layer].xl;
+	const struct coli_expert_layer *xl = coli_io_container_expert_layer(m->c, li);
+	const char *slab = coli_io_container_slab_data(m->c, li, (uint32_t)expert);
+	int H = (int)xl->hidden, I = (int)xl->inter;
+
+	coli_mat_view(&v->gate, xl->dtype, I, H, slab + xl->gate_off);
+	coli_mat_view(&v->up, xl->dtype, I, H, slab + xl->up_off);
+	coli_mat_view(&v->down, xl->dtype, H, I, slab + xl->down_off);
+}

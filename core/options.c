@@ -1,0 +1,177 @@
+/*
+ * core/options.c — the one options table. Each row names a field of struct
+ * coli_opts, its command-line flag and/or environment variable, its type,
+ * default and help. Defaults, environment lookup, flag parsing, --help and
+ * the startup print all walk this table; no other file calls getenv().
+ *
+ * Precedence: default < environment < command line.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/coli.h"
+
+enum opt_type { OPT_INT, OPT_DOUBLE, OPT_STR, OPT_FLAG };
+
+struct opt_row {
+	const char *flag; /* "--ram-gb" or NULL */
+	const char *env;  /* "COLI_RAM_GB" or NULL */
+	enum opt_type type;
+	size_t off;
+	size_t size; /* for strings */
+	const char *def;
+	const char *help;
+};
+
+#define F(field) offsetof(struct coli_opts, field), sizeof(((struct coli_opts *)0)->field)
+static const struct opt_row g_opts[] = {
+	{"--ram-gb", "COLI_RAM_GB", OPT_DOUBLE, F(ram_gb), "-1",
+	 "host RAM budget in GB for the whole engine (-1: no limit)"},
+	{"--vram-gb", "COLI_VRAM_GB", OPT_DOUBLE, F(vram_gb), "-1",
+	 "GPU memory budget in GB (-1: what the device has free)"},
+	{"--gpu", "COLI_GPU", OPT_STR, F(gpu), "auto", "auto | off | sim | device list (0,1)"},
+	{"--threads", "COLI_THREADS", OPT_INT, F(threads), "0", "CPU threads (0: all online CPUs)"},
+	{"--ctx", "COLI_CTX", OPT_INT, F(ctx), "0",
+	 "KV cache length in tokens (0: the model's, at most 4096)"},
+	{"--usage", "COLI_USAGE", OPT_STR, F(usage), "", "expert usage file (default: beside the model)"},
+	{"--profile", "COLI_PROFILE", OPT_FLAG, F(profile), "0", "per-token timing report"},
+	{"--numa-bind", "COLI_NUMA_BIND", OPT_STR, F(numa_bind), "auto",
+	 "auto | off | interleave | NODE: where engine memory and threads live"},
+	{"--verbose", "COLI_VERBOSE", OPT_FLAG, F(verbose), "0", "print the options at start"},
+	{NULL, "COLI_GROUP_ASYNC", OPT_INT, F(group_async), "1",
+	 "overlap GPU groups with CPU rows (0: synchronous, for A/B)"},
+	{NULL, "COLI_CUDA_PROFILE", OPT_INT, F(cuda_profile), "0", "print the overlap window split"},
+	{NULL, "CUDA_RELEASE_HOST", OPT_INT, F(release_host), "0",
+	 "drop a slab's host copy after its upload to VRAM"},
+	{NULL, "ROUTE_TRACE", OPT_STR, F(route_trace), "",
+	 "write routed experts per position and layer to FILE"},
+	{NULL, "COLI_GPU_FAIL_AFTER", OPT_INT, F(gpu_fail_after), "-1",
+	 "fault injection: fail the GPU after N launches"},
+};
+#undef F
+#define N_OPTS (int)(sizeof(g_opts) / sizeof(g_opts[0]))
+
+static int set_value(struct coli_opts *o, const struct opt_row *r, const char *v)
+{
+	char *end;
+	void *p = (char *)o + r->off;
+
+	switch (r->type) {
+	case OPT_FLAG:
+	case OPT_INT: {
+		long x = strtol(v, &end, 10);
+
+		if (!*v || *end)
+			return -EINVAL;
+		*(int *)p = (int)x;
+		return 0;
+	}
+	case OPT_DOUBLE: {
+		double x = strtod(v, &end);
+
+		if (!*v || *end)
+			return -EINVAL;
+		*(double *)p = x;
+		return 0;
+	}
+	case OPT_STR:
+		if (strlen(v) >= r->size)
+			return -ENAMETOOLONG;
+		memcpy(p, v, strlen(v) + 1);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void coli_opts_init(struct coli_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	for (int i = 0; i < N_OPTS; i++) {
+		const char *v = g_opts[i].env ? getenv(g_opts[i].env) : NULL;
+
+		set_value(o, &g_opts[i], g_opts[i].def);
+		if (v && *v && set_value(o, &g_opts[i], v))
+			fprintf(stderr, "coli: ignoring %s='%s' (not a valid value)\n", g_opts[i].env,
+				v);
+	}
+}
+
+int coli_opts_parse_arg(struct coli_opts *o, int argc, char **argv, int *i, char *err,
+			size_t errlen)
+{
+	const char *a = argv[*i];
+
+	for (int k = 0; k < N_OPTS; k++) {
+		const struct opt_row *r = &g_opts[k];
+		size_t fl;
+		const char *v;
+		int rc;
+
+		if (!r->flag)
+			continue;
+		fl = strlen(r->flag);
+		if (strncmp(a, r->flag, fl) || (a[fl] && a[fl] != '='))
+			continue;
+		if (r->type == OPT_FLAG && !a[fl]) {
+			*(int *)((char *)o + r->off) = 1;
+			*i += 1;
+			return 1;
+		}
+		if (a[fl] == '=') {
+			v = a + fl + 1;
+			*i += 1;
+		} else {
+			if (*i + 1 >= argc) {
+				snprintf(err, errlen, "%s needs a value", r->flag);
+				return -EINVAL;
+			}
+			v = argv[*i + 1];
+			*i += 2;
+		}
+		rc = set_value(o, r, v);
+		if (rc) {
+			snprintf(err, errlen, "%s: invalid value '%s'", r->flag, v);
+			return rc;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+void coli_opts_help(FILE *f)
+{
+	fprintf(f, "engine options (flag / environment, default):\n");
+	for (int i = 0; i < N_OPTS; i++) {
+		const struct opt_row *r = &g_opts[i];
+		char lhs[64];
+
+		snprintf(lhs, sizeof(lhs), "%s%s%s", r->flag ? r->flag : "",
+			 r->flag && r->env ? " / " : "", r->env ? r->env : "");
+		fprintf(f, "  %-32s %s [%s]\n", lhs, r->help, *r->def ? r->def : "none");
+	}
+}
+
+void coli_opts_print(const struct coli_opts *o, FILE *f)
+{
+	for (int i = 0; i < N_OPTS; i++) {
+		const struct opt_row *r = &g_opts[i];
+		const void *p = (const char *)o + r->off;
+		const char *name = r->flag ? r->flag + 2 : r->env;
+
+		switch (r->type) {
+		case OPT_FLAG:
+		case OPT_INT:
+			fprintf(f, "  %-18s %d\n", name, *(const int *)p);
+			break;
+		case OPT_DOUBLE:
+			fprintf(f, "  %-18s %g\n", name, *(const double *)p);
+			break;
+		case OPT_STR:
+			fprintf(f, "  %-18s %s\n", name, *(const char *)p ? (const char *)p : "-");
+			break;
+		}
+	}
+}

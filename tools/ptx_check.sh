@@ -1,0 +1,32 @@
+#!/bin/sh
+# make ptx-check: compile every ptx/*.cu to PTX and assemble it with ptxas for
+# the GPUs coli targets (sm_80, sm_90), so a kernel that stops assembling is
+# caught on machines without a GPU. Usage: tools/ptx_check.sh NVCC FILE.cu...
+NVCC=$1
+shift
+if [ -z "$NVCC" ]; then
+	echo "ptx-check: no nvcc on this machine; skipped"
+	exit 0
+fi
+if [ $# -eq 0 ]; then
+	echo "ptx-check: no kernels in ptx/ yet"
+	exit 0
+fi
+PTXAS=$(dirname "$NVCC")/ptxas
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rc=0
+for cu in "$@"; do
+	base=$(basename "$cu" .cu)
+	if ! "$NVCC" -ptx -arch=compute_80 -o "$tmp/$base.ptx" "$cu"; then
+		echo "ptx-check: $cu: nvcc failed"; rc=1; continue
+	fi
+	for sm in sm_80 sm_90; do
+		if "$PTXAS" -arch=$sm -o "$tmp/$base.$sm.cubin" "$tmp/$base.ptx"; then
+			printf '  %-28s %s ok\n' "$cu" $sm
+		else
+			echo "ptx-check: $cu: ptxas -arch=$sm failed"; rc=1
+		fi
+	done
+done
+exit $rc
