@@ -31,7 +31,8 @@
  *
  * The integer sums are exact, so the order in which the partial products are
  * added does not matter; the fp32 operations are the reference's, lane by lane.
- * A trailing group of fewer than 8 blocks (or 16 elements) is finished in
+ * Two rows run together and share the activation loads (and, for Q4_0, the
+ * rearranged x). A trailing group of fewer than 8 blocks (or 16 elements) is finished in
  * scalar code on the stored lanes; the fold is the canonical tree.
  */
 #include <immintrin.h>
@@ -117,7 +118,7 @@ INLINE void float_rows(enum coli_dtype dt, const struct coli_mat *w, const float
 	}
 }
 
-static void gemv_float(enum coli_dtype dt, const struct coli_mat *w, const float *x, float *y,
+INLINE void gemv_float(enum coli_dtype dt, const struct coli_mat *w, const float *x, float *y,
                        int row0, int row1)
 {
 	int r = row0;
@@ -161,28 +162,32 @@ INLINE __m256i q8_sums8(const int8_t *wq, const int8_t *xq)
 	return reduce8(p[0], p[1], p[2], p[3]);
 }
 
-/* Exact int32 sums of blocks b..b+7 of a Q4_0 row (wq at block b, 16 B/block),
- * including the -8 offset through qsum. */
-INLINE __m256i q4_sums8(const uint8_t *wq, const int8_t *xq, const int32_t *qsum)
+/* Exact int32 sums of blocks b..b+7 of R Q4_0 rows (wq[i] at block b, 16 B
+ * per block), including the -8 offset through qsum. The rearranged x is
+ * shared by the R rows. */
+INLINE void q4_sums8(const uint8_t *const *wq, const int R, const int8_t *xq, const int32_t *qsum,
+                     __m256i *out)
 {
 	const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
-	__m256i p[4];
+	__m256i p[2][4];
 
 	for (int i = 0; i < 4; i++) {
-		__m256i v = _mm256_loadu_si256((const __m256i *)(wq + 32 * i));
-		__m256i lo = _mm256_and_si256(v, m4);
-		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
 		__m256i xa = _mm256_loadu_si256((const __m256i *)(xq + 64 * i));
 		__m256i xb = _mm256_loadu_si256((const __m256i *)(xq + 64 * i + 32));
 		__m256i xlo = _mm256_permute2x128_si256(xa, xb, 0x20);
 		__m256i xhi = _mm256_permute2x128_si256(xa, xb, 0x31);
-		__m256i s16 =
-		    _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi));
-		p[i] = _mm256_madd_epi16(s16, ones);
+		for (int j = 0; j < R; j++) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)(wq[j] + 32 * i));
+			__m256i lo = _mm256_and_si256(v, m4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+			__m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo),
+			                               _mm256_maddubs_epi16(hi, xhi));
+			p[j][i] = _mm256_madd_epi16(s16, ones);
+		}
 	}
-	__m256i s = reduce8(p[0], p[1], p[2], p[3]);
-	__m256i qs = _mm256_loadu_si256((const __m256i *)qsum);
-	return _mm256_sub_epi32(s, _mm256_slli_epi32(qs, 3));
+	__m256i qs8 = _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)qsum), 3);
+	for (int j = 0; j < R; j++)
+		out[j] = _mm256_sub_epi32(reduce8(p[j][0], p[j][1], p[j][2], p[j][3]), qs8);
 }
 
 /* Scalar block sum for the tail (fewer than 8 blocks left). */
@@ -203,41 +208,64 @@ static int32_t block_sum1(enum coli_dtype dt, const void *wrow, const int8_t *xq
 	return s;
 }
 
-INLINE float quant_row(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
-                       int r)
+/* y[0..R) = rows r..r+R of a quantized matrix; R is 1 or 2 (two rows share
+ * the activation loads and, for Q4_0, its rearrangement). */
+INLINE void quant_rows(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       float *y, int r, const int R)
 {
 	const int nb = w->cols / COLI_QBLOCK, nb8 = nb & ~7;
 	const size_t rb = dt == COLI_DTYPE_Q8_0 ? (size_t)w->cols : (size_t)w->cols / 2;
-	const uint8_t *wrow = (const uint8_t *)w->data + (size_t)r * rb;
-	const uint16_t *dw = w->scales + (size_t)r * nb;
-	__m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+	const uint8_t *wrow[2];
+	const uint16_t *dw[2];
+	__m256 acc[2][2];
 
+	for (int j = 0; j < R; j++) {
+		wrow[j] = (const uint8_t *)w->data + (size_t)(r + j) * rb;
+		dw[j] = w->scales + (size_t)(r + j) * nb;
+		acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+	}
 	for (int b = 0; b < nb8; b += 8) {
-		__m256i s = dt == COLI_DTYPE_Q8_0
-		                ? q8_sums8((const int8_t *)wrow + b * 32, x->q + b * 32)
-		                : q4_sums8(wrow + b * 16, x->q + b * 32, x->qsum + b);
-		__m256 sc =
-		    _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + b))),
-		                  _mm256_loadu_ps(x->d + b));
-		acc[(b >> 3) & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc[(b >> 3) & 1]);
+		__m256i s[2];
+		if (dt == COLI_DTYPE_Q8_0) {
+			for (int j = 0; j < R; j++)
+				s[j] = q8_sums8((const int8_t *)wrow[j] + b * 32, x->q + b * 32);
+		} else {
+			const uint8_t *wb[2] = {wrow[0] + b * 16, R > 1 ? wrow[1] + b * 16 : NULL};
+			q4_sums8(wb, R, x->q + b * 32, x->qsum + b, s);
+		}
+		__m256 dx = _mm256_loadu_ps(x->d + b);
+		for (int j = 0; j < R; j++) {
+			__m256 dwf = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw[j] + b)));
+			__m256 sc = _mm256_mul_ps(dwf, dx);
+			acc[j][(b >> 3) & 1] =
+			    _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j]), sc, acc[j][(b >> 3) & 1]);
+		}
 	}
-	if (nb8 == nb)
-		return fold2(acc[0], acc[1]);
-	float l[16];
-	_mm256_storeu_ps(l, acc[0]);
-	_mm256_storeu_ps(l + 8, acc[1]);
-	for (int b = nb8; b < nb; b++) {
-		float sc = coli_fp16_to_f32(dw[b]) * x->d[b];
-		l[b % 16] = fmaf((float)block_sum1(dt, wrow, x->q, b), sc, l[b % 16]);
+	for (int j = 0; j < R; j++) {
+		if (nb8 == nb) {
+			y[j] = fold2(acc[j][0], acc[j][1]);
+			continue;
+		}
+		float l[16];
+		_mm256_storeu_ps(l, acc[j][0]);
+		_mm256_storeu_ps(l + 8, acc[j][1]);
+		for (int b = nb8; b < nb; b++) {
+			float sc = coli_fp16_to_f32(dw[j][b]) * x->d[b];
+			l[b % 16] = fmaf((float)block_sum1(dt, wrow[j], x->q, b), sc, l[b % 16]);
+		}
+		y[j] = coli_lanes_fold(l);
 	}
-	return coli_lanes_fold(l);
 }
 
-static void gemv_quant(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+INLINE void gemv_quant(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
                        float *y, int row0, int row1)
 {
-	for (int r = row0; r < row1; r++)
-		y[r - row0] = quant_row(dt, w, x, r);
+	int r = row0;
+
+	for (; r + 2 <= row1; r += 2)
+		quant_rows(dt, w, x, y + (r - row0), r, 2);
+	for (; r < row1; r++)
+		quant_rows(dt, w, x, y + (r - row0), r, 1);
 }
 
 /* ---------------- entry points ---------------- */

@@ -101,7 +101,7 @@ INLINE void float_rows(enum coli_dtype dt, const struct coli_mat *w, const float
 	}
 }
 
-static void gemv_float(enum coli_dtype dt, const struct coli_mat *w, const float *x, float *y,
+INLINE void gemv_float(enum coli_dtype dt, const struct coli_mat *w, const float *x, float *y,
                        int row0, int row1)
 {
 	int r = row0;
@@ -223,7 +223,7 @@ INLINE float quant_row(enum coli_dtype dt, const struct coli_mat *w, const struc
 	return fold16(acc);
 }
 
-static void gemv_quant(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+INLINE void gemv_quant(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
                        float *y, int row0, int row1)
 {
 	for (int r = row0; r < row1; r++)
