@@ -1,0 +1,323 @@
+/*
+ * tools/bench_kernels.c — `coli bench kernels`: how close the CPU expert
+ * kernels come to the memory bound.
+ *
+ * A decode-time GEMV reads every weight byte once and does ~1 FMA per weight,
+ * so its bound is the host read bandwidth. We build, per dtype (bf16, q8, q4),
+ * a set of expert-shaped matrices larger than the last-level cache (default
+ * 256 MiB: Qwen3-30B-A3B experts, gate/up 768 x 2048 and down 2048 x 768,
+ * alternating), and time one pass over the whole set:
+ *
+ *   S = 1      coli_gemv_mt per matrix          (decode)
+ *   S = 2,4,8  coli_gemm_mt per matrix          (a batch / prefill chunk)
+ *
+ * reporting weight bytes / second. In the same run, with the same threads,
+ * a STREAM-like read kernel (sum of 64-bit words, 4 independent accumulators)
+ * over a separate 256 MiB buffer gives the bound. Arms are interleaved (every
+ * repetition runs every arm once, in turn) so drift in clock or neighbours
+ * hits all arms alike; the figures are medians over the repetitions.
+ *
+ * Buffers:  weights  uint8 [set bytes] per dtype, matrices back to back
+ *           acts     S=8 activations per K (2048 and 768), canonical form
+ *           y        float [8][2048]
+ */
+#include <errno.h>
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu/cpu.h"
+#include "tools/tools.h"
+
+#define MAX_S 8
+
+struct wset {
+	enum coli_dtype dt;
+	int n;              /* matrices */
+	struct coli_mat *m; /* [n] */
+	uint8_t *buf;       /* all of them */
+	size_t bytes;
+};
+
+struct acts {
+	int K;
+	float *x;      /* [MAX_S][K] */
+	int8_t *q;     /* [MAX_S][K] */
+	float *d;      /* [MAX_S][K/32] */
+	int32_t *qsum; /* [MAX_S][K/32] */
+	struct coli_act a[MAX_S];
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t g_rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	g_rng ^= g_rng << 13;
+	g_rng ^= g_rng >> 7;
+	g_rng ^= g_rng << 17;
+	return g_rng;
+}
+
+static void *alloc_big(size_t n)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 2 << 20, n))
+		return NULL;
+	return p;
+}
+
+/* Random weights with finite, normal values: quants are any byte, bf16 values
+ * lie in [2^-8, 2) in magnitude, scales in [1e-3, 1e-2]. */
+static int wset_build(struct wset *s, enum coli_dtype dt, size_t target)
+{
+	static const int shape[2][2] = {{768, 2048}, {2048, 768}};
+	size_t per = coli_dtype_mat_bytes(dt, 768, 2048), off = 0;
+
+	s->dt = dt;
+	s->n = (int)((target + per - 1) / per);
+	s->n += s->n & 1;
+	s->bytes = per * (size_t)s->n;
+	s->buf = alloc_big(s->bytes);
+	s->m = calloc((size_t)s->n, sizeof(*s->m));
+	if (!s->buf || !s->m)
+		return -ENOMEM;
+	for (int i = 0; i < s->n; i++) {
+		int rows = shape[i & 1][0], K = shape[i & 1][1];
+		coli_mat_view(&s->m[i], dt, rows, K, s->buf + off);
+		off += per;
+	}
+	uint64_t *w = (uint64_t *)s->buf;
+	for (size_t i = 0; i < s->bytes / 8; i++)
+		w[i] = rnd();
+	for (int i = 0; i < s->n; i++) {
+		struct coli_mat *m = &s->m[i];
+		if (dt == COLI_DTYPE_BF16) {
+			uint16_t *h = (uint16_t *)m->data;
+			for (size_t k = 0; k < (size_t)m->rows * m->cols; k++)
+				h[k] =
+				    (uint16_t)(0x3b80 | (h[k] & 0x807f) | ((h[k] >> 1) & 0x0380));
+		} else {
+			uint16_t *sc = (uint16_t *)m->scales;
+			for (size_t k = 0; k < (size_t)m->rows * (m->cols / 32); k++)
+				sc[k] = coli_f32_to_fp16(1e-3f + (float)(rnd() % 1000) * 9e-6f);
+		}
+	}
+	return 0;
+}
+
+static int acts_build(struct acts *a, int K)
+{
+	a->K = K;
+	a->x = malloc(sizeof(float) * MAX_S * K);
+	a->q = malloc((size_t)MAX_S * K);
+	a->d = malloc(sizeof(float) * MAX_S * (K / 32));
+	a->qsum = malloc(sizeof(int32_t) * MAX_S * (K / 32));
+	if (!a->x || !a->q || !a->d || !a->qsum)
+		return -ENOMEM;
+	for (int s = 0; s < MAX_S; s++) {
+		for (int k = 0; k < K; k++)
+			a->x[s * K + k] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
+		a->a[s].q = a->q + s * K;
+		a->a[s].d = a->d + s * (K / 32);
+		a->a[s].qsum = a->qsum + s * (K / 32);
+		coli_act_quantize(&a->a[s], a->x + s * K, K);
+	}
+	return 0;
+}
+
+/* ---- the bound: a STREAM-like read over the same threads ---- */
+
+struct readbw {
+	const uint64_t *buf;
+	size_t words;
+	uint64_t sink[64]; /* one per task; keeps the sums alive */
+};
+
+__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size_t n)
+{
+	__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		a0 = _mm256_add_epi64(a0, _mm256_load_si256((const __m256i *)(p + i)));
+		a1 = _mm256_add_epi64(a1, _mm256_load_si256((const __m256i *)(p + i + 4)));
+		a2 = _mm256_add_epi64(a2, _mm256_load_si256((const __m256i *)(p + i + 8)));
+		a3 = _mm256_add_epi64(a3, _mm256_load_si256((const __m256i *)(p + i + 12)));
+	}
+	__m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+	uint64_t out[4];
+	_mm256_storeu_si256((__m256i *)out, s);
+	return out[0] + out[1] + out[2] + out[3];
+}
+
+static uint64_t sum_scalar(const uint64_t *p, size_t n)
+{
+	uint64_t a = 0, b = 0, c = 0, d = 0;
+	for (size_t i = 0; i + 4 <= n; i += 4) {
+		a += p[i];
+		b += p[i + 1];
+		c += p[i + 2];
+		d += p[i + 3];
+	}
+	return a + b + c + d;
+}
+
+static void readbw_task(void *arg, int t, int n)
+{
+	struct readbw *r = arg;
+	size_t chunk = (r->words / (size_t)n) & ~(size_t)15;
+	const uint64_t *p = r->buf + chunk * (size_t)t;
+
+	r->sink[t & 63] +=
+	    __builtin_cpu_supports("avx2") ? sum_avx2(p, chunk) : sum_scalar(p, chunk);
+}
+
+/* ---- arms ---- */
+
+struct arm {
+	const char *name;
+	struct wset *ws; /* NULL: the read-bandwidth arm */
+	int S;
+	double *t; /* [reps] seconds per pass */
+	double med;
+};
+
+static void pass_kernels(coli_cpu_pool_t *pool, struct wset *ws, int S, struct acts *a2048,
+                         struct acts *a768, float *y)
+{
+	for (int i = 0; i < ws->n; i++) {
+		const struct coli_mat *m = &ws->m[i];
+		struct acts *a = m->cols == 2048 ? a2048 : a768;
+		if (S == 1)
+			coli_gemv_mt(pool, m, &a->a[0], y);
+		else
+			coli_gemm_mt(pool, m, a->a, S, y, 2048);
+	}
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, z = *(const double *)b;
+	return x < z ? -1 : x > z;
+}
+
+int bench_kernels_main(int argc, char **argv)
+{
+	static const enum coli_dtype dts[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
+	static const int Ss[] = {1, 2, 4, 8};
+	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), reps = 7, json = 0, mib = 256, err;
+	struct wset ws[3] = {0};
+	struct acts a2048 = {0}, a768 = {0};
+	struct arm arms[1 + 3 * 4];
+	int n_arms = 0;
+	coli_cpu_pool_t *pool = NULL;
+	struct readbw rb = {0};
+	float *y = malloc(sizeof(float) * MAX_S * 2048);
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--mib") && i + 1 < argc)
+			mib = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else
+			return tool_err("bench kernels",
+			                "unknown argument '%s' (see coli bench --help)", argv[i]);
+	}
+	if (threads < 1 || reps < 1 || mib < 1 || !y)
+		return tool_err("bench kernels", "--threads, --reps and --mib must be positive");
+	err = coli_cpu_pool_create(threads, &pool);
+	if (err)
+		return tool_err("bench kernels", "thread pool of %d: %s", threads, strerror(-err));
+
+	size_t target = (size_t)mib << 20;
+	rb.words = target / 8;
+	rb.buf = alloc_big(target);
+	if (!rb.buf)
+		return tool_err("bench kernels", "cannot allocate %d MiB", mib);
+	for (size_t i = 0; i < rb.words; i++)
+		((uint64_t *)rb.buf)[i] = i;
+	if (acts_build(&a2048, 2048) || acts_build(&a768, 768))
+		return tool_err("bench kernels", "out of memory");
+	arms[n_arms++] = (struct arm){"read", NULL, 0, NULL, 0};
+	for (int d = 0; d < 3; d++) {
+		if (wset_build(&ws[d], dts[d], target))
+			return tool_err("bench kernels", "cannot allocate %d MiB of %s weights",
+			                mib, coli_dtype_name(dts[d]));
+		for (int s = 0; s < 4; s++)
+			arms[n_arms++] =
+			    (struct arm){coli_dtype_name(dts[d]), &ws[d], Ss[s], NULL, 0};
+	}
+	for (int i = 0; i < n_arms; i++)
+		arms[i].t = calloc((size_t)reps, sizeof(double));
+
+	/* one warm-up pass per arm (page faults, frequency), then reps rounds */
+	for (int r = -1; r < reps; r++) {
+		for (int i = 0; i < n_arms; i++) {
+			double t0 = now_s();
+			if (!arms[i].ws)
+				coli_cpu_pool_run(pool, readbw_task, &rb, threads);
+			else
+				pass_kernels(pool, arms[i].ws, arms[i].S, &a2048, &a768, y);
+			double t = now_s() - t0;
+			if (r >= 0)
+				arms[i].t[r] = t;
+		}
+	}
+	for (int i = 0; i < n_arms; i++) {
+		qsort(arms[i].t, (size_t)reps, sizeof(double), cmp_d);
+		arms[i].med = arms[i].t[reps / 2];
+	}
+	double bound = (double)target / arms[0].med / 1e9;
+
+	if (json) {
+		printf("{\"isa\": \"%s\", \"threads\": %d, \"reps\": %d, \"set_mib\": %d, "
+		       "\"read_gbs\": %.3f, \"arms\": [",
+		       coli_cpu_isa_name(coli_cpu_isa()), threads, reps, mib, bound);
+		for (int i = 1; i < n_arms; i++) {
+			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
+			printf("%s{\"dtype\": \"%s\", \"S\": %d, \"weight_gbs\": %.3f, \"ratio\": "
+			       "%.3f, "
+			       "\"ms\": %.3f}",
+			       i > 1 ? ", " : "", arms[i].name, arms[i].S, gbs, gbs / bound,
+			       arms[i].med * 1e3);
+		}
+		printf("]}\n");
+	} else {
+		printf("coli bench kernels: isa %s, %d threads, %d MiB of weights per dtype "
+		       "(768x2048 + 2048x768 experts), median of %d interleaved reps\n",
+		       coli_cpu_isa_name(coli_cpu_isa()), threads, mib, reps);
+		printf("host read bandwidth (STREAM-like sum, %d threads): %.2f GB/s  [bound]\n\n",
+		       threads, bound);
+		printf("%-6s %2s %10s %14s %10s %8s\n", "dtype", "S", "ms/pass", "weight GB/s",
+		       "bound GB/s", "ratio");
+		for (int i = 1; i < n_arms; i++) {
+			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
+			printf("%-6s %2d %10.2f %14.2f %10.2f %8.2f\n", arms[i].name, arms[i].S,
+			       arms[i].med * 1e3, gbs, bound, gbs / bound);
+		}
+	}
+	for (int i = 0; i < n_arms; i++)
+		free(arms[i].t);
+	for (int d = 0; d < 3; d++) {
+		free(ws[d].buf);
+		free(ws[d].m);
+	}
+	free((void *)rb.buf);
+	free(a2048.x), free(a2048.q), free(a2048.d), free(a2048.qsum);
+	free(a768.x), free(a768.q), free(a768.d), free(a768.qsum);
+	free(y);
+	coli_cpu_pool_destroy(pool);
+	return 0;
+}
