@@ -1,0 +1,350 @@
+/*
+ * cpu/dtype.c — weight formats: names, sizes, views, exact scalar fp16/bf16
+ * conversions, GGUF-compatible Q8_0/Q4_0 weight quantization, dequantization
+ * of a row, and the canonical per-32-block quantization of activations.
+ *
+ * Planar layout of a quantized rows x K matrix (K % 32 == 0, nb = K/32):
+ *
+ *   Q8_0:  int8  q[rows][K]      then  uint16 d[rows][nb]   (fp16 scales)
+ *   Q4_0:  uint8 q[rows][K/2]    then  uint16 d[rows][nb]
+ *          within block b of a row, byte j (0..15) holds element 32b+j in its
+ *          low nibble and element 32b+j+16 in its high nibble; value =
+ *          d * (nibble - 8).
+ *
+ * The quantizers are GGUF's reference ones (ggml quantize_row_q{8,4}_0_ref):
+ * the scale is computed in fp32, the values are quantized with the fp32
+ * inverse scale id = 1/d (x * id, not x / d), and only then is d rounded to
+ * fp16 for storage. They are written here from that description, so a matrix
+ * quantized by coli and one imported from GGUF hold the same bits.
+ *
+ * All conversions are bit-level and independent of the FPU's rounding mode
+ * (except the quantizers, which use the default round-to-nearest fp32 ops like
+ * ggml does).
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+
+const char *coli_dtype_name(enum coli_dtype t)
+{
+	switch (t) {
+	case COLI_DTYPE_F32:
+		return "f32";
+	case COLI_DTYPE_F16:
+		return "f16";
+	case COLI_DTYPE_BF16:
+		return "bf16";
+	case COLI_DTYPE_Q8_0:
+		return "q8_0";
+	case COLI_DTYPE_Q4_0:
+		return "q4_0";
+	}
+	return "?";
+}
+
+int coli_dtype_parse(const char *s, enum coli_dtype *out)
+{
+	static const struct {
+		const char *name;
+		enum coli_dtype t;
+	} names[] = {
+	    {"f32", COLI_DTYPE_F32},   {"f16", COLI_DTYPE_F16},   {"bf16", COLI_DTYPE_BF16},
+	    {"q8", COLI_DTYPE_Q8_0},   {"q8_0", COLI_DTYPE_Q8_0}, {"q4", COLI_DTYPE_Q4_0},
+	    {"q4_0", COLI_DTYPE_Q4_0},
+	};
+	if (!s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(s, names[i].name)) {
+			*out = names[i].t;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int coli_dtype_is_quant(enum coli_dtype t)
+{
+	return t == COLI_DTYPE_Q8_0 || t == COLI_DTYPE_Q4_0;
+}
+
+size_t coli_dtype_mat_bytes(enum coli_dtype t, size_t rows, size_t cols)
+{
+	size_t n = rows * cols;
+
+	if (rows && n / rows != cols)
+		return 0;
+	switch (t) {
+	case COLI_DTYPE_F32:
+		return n * 4;
+	case COLI_DTYPE_F16:
+	case COLI_DTYPE_BF16:
+		return n * 2;
+	case COLI_DTYPE_Q8_0:
+		if (cols % COLI_QBLOCK)
+			return 0;
+		return n + rows * (cols / COLI_QBLOCK) * 2;
+	case COLI_DTYPE_Q4_0:
+		if (cols % COLI_QBLOCK)
+			return 0;
+		return n / 2 + rows * (cols / COLI_QBLOCK) * 2;
+	}
+	return 0;
+}
+
+void coli_mat_view(struct coli_mat *m, enum coli_dtype t, int rows, int cols, const void *p)
+{
+	m->dtype = t;
+	m->rows = rows;
+	m->cols = cols;
+	m->data = p;
+	m->scales = NULL;
+	if (t == COLI_DTYPE_Q8_0)
+		m->scales = (const uint16_t *)((const uint8_t *)p + (size_t)rows * cols);
+	else if (t == COLI_DTYPE_Q4_0)
+		m->scales = (const uint16_t *)((const uint8_t *)p + (size_t)rows * cols / 2);
+}
+
+/* ---- scalar conversions ---- */
+
+static inline uint32_t f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static inline float bits_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* Matches F16C's vcvtph2ps: exact, subnormals widened, a signalling NaN
+ * comes out quiet with its payload kept. */
+float coli_fp16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+	uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+
+	if (e == 0x1f)
+		return bits_f32(sign | 0x7f800000 | (m << 13) | (m ? 0x400000 : 0));
+	if (e == 0) {
+		if (!m)
+			return bits_f32(sign);
+		/* subnormal: m * 2^-24; normalize so the top bit is the implicit 1 */
+		e = 113; /* biased f32 exponent of 2^-14 */
+		while (!(m & 0x400)) {
+			m <<= 1;
+			e--;
+		}
+		return bits_f32(sign | (e << 23) | ((m & 0x3ff) << 13));
+	}
+	return bits_f32(sign | ((e + 112) << 23) | (m << 13));
+}
+
+uint16_t coli_f32_to_fp16(float f)
+{
+	uint32_t x = f32_bits(f);
+	uint16_t sign = (x >> 16) & 0x8000;
+	uint32_t e, m, h, rem, half, shift;
+
+	x &= 0x7fffffff;
+	if (x >= 0x7f800000) /* inf stays inf; NaN stays NaN, quiet, top payload kept */
+		return sign | 0x7c00 | (x > 0x7f800000 ? 0x200 | ((x >> 13) & 0x3ff) : 0);
+	if (x >= 0x477ff000) /* >= 65520 rounds to inf (ties go to the even inf) */
+		return sign | 0x7c00;
+	e = x >> 23;
+	if (e >= 113) { /* normal half: keep 10 mantissa bits, round the other 13 */
+		h = ((e - 112) << 10) | ((x >> 13) & 0x3ff);
+		rem = x & 0x1fff;
+		if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+			h++; /* a carry into the exponent is the right answer */
+		return sign | h;
+	}
+	/* subnormal half: value / 2^-24 = m >> shift, rounded to nearest even */
+	if (e < 102) /* below 2^-25: rounds to zero */
+		return sign;
+	m = (x & 0x7fffff) | 0x800000;
+	shift = 126 - e; /* 14..24 */
+	h = m >> shift;
+	rem = m & ((1u << shift) - 1);
+	half = 1u << (shift - 1);
+	if (rem > half || (rem == half && (h & 1)))
+		h++;
+	return sign | h;
+}
+
+float coli_bf16_to_f32(uint16_t h)
+{
+	return bits_f32((uint32_t)h << 16);
+}
+
+uint16_t coli_f32_to_bf16(float f)
+{
+	uint32_t x = f32_bits(f);
+
+	if ((x & 0x7fffffff) > 0x7f800000)
+		return (x >> 16) | 0x40; /* NaN: keep sign and top payload, force quiet */
+	return (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+}
+
+/* ---- weight quantization ---- */
+
+static int quantize_q8_0_row(const float *x, int K, int8_t *q, uint16_t *d)
+{
+	for (int b = 0; b < K / COLI_QBLOCK; b++, x += COLI_QBLOCK, q += COLI_QBLOCK) {
+		float amax = 0.0f;
+		for (int j = 0; j < COLI_QBLOCK; j++) {
+			if (!isfinite(x[j]))
+				return -EINVAL;
+			amax = fmaxf(amax, fabsf(x[j]));
+		}
+		const float db = amax / 127.0f;
+		const float id = db != 0.0f ? 1.0f / db : 0.0f;
+		d[b] = coli_f32_to_fp16(db);
+		for (int j = 0; j < COLI_QBLOCK; j++)
+			q[j] = (int8_t)roundf(x[j] * id); /* |x*id| <= 127.00002 */
+	}
+	return 0;
+}
+
+static int quantize_q4_0_row(const float *x, int K, uint8_t *q, uint16_t *d)
+{
+	for (int b = 0; b < K / COLI_QBLOCK; b++, x += COLI_QBLOCK, q += COLI_QBLOCK / 2) {
+		float amax = 0.0f, max = 0.0f; /* max: the signed value of largest magnitude */
+		for (int j = 0; j < COLI_QBLOCK; j++) {
+			if (!isfinite(x[j]))
+				return -EINVAL;
+			if (amax < fabsf(x[j])) {
+				amax = fabsf(x[j]);
+				max = x[j];
+			}
+		}
+		const float db = max / -8.0f;
+		const float id = db != 0.0f ? 1.0f / db : 0.0f;
+		d[b] = coli_f32_to_fp16(db);
+		for (int j = 0; j < COLI_QBLOCK / 2; j++) {
+			/* x*id + 8.5 lies in [0.49, 16.5]: truncation is floor here */
+			int lo = (int)(x[j] * id + 8.5f), hi = (int)(x[j + 16] * id + 8.5f);
+			lo = lo > 15 ? 15 : lo;
+			hi = hi > 15 ? 15 : hi;
+			q[j] = (uint8_t)(lo | hi << 4);
+		}
+	}
+	return 0;
+}
+
+int coli_quantize_mat(enum coli_dtype t, const float *src, int rows, int cols, void *dst)
+{
+	struct coli_mat m;
+	int nb = cols / COLI_QBLOCK, err;
+	size_t n = (size_t)rows * cols;
+
+	if (rows < 0 || cols <= 0 || !coli_dtype_mat_bytes(t, rows, cols))
+		return -EINVAL;
+	coli_mat_view(&m, t, rows, cols, dst);
+	switch (t) {
+	case COLI_DTYPE_F32:
+		memcpy(dst, src, n * 4);
+		return 0;
+	case COLI_DTYPE_F16:
+		for (size_t i = 0; i < n; i++)
+			((uint16_t *)dst)[i] = coli_f32_to_fp16(src[i]);
+		return 0;
+	case COLI_DTYPE_BF16:
+		for (size_t i = 0; i < n; i++)
+			((uint16_t *)dst)[i] = coli_f32_to_bf16(src[i]);
+		return 0;
+	case COLI_DTYPE_Q8_0:
+		for (int r = 0; r < rows; r++) {
+			err = quantize_q8_0_row(src + (size_t)r * cols, cols,
+			                        (int8_t *)dst + (size_t)r * cols,
+			                        (uint16_t *)m.scales + (size_t)r * nb);
+			if (err)
+				return err;
+		}
+		return 0;
+	case COLI_DTYPE_Q4_0:
+		for (int r = 0; r < rows; r++) {
+			err = quantize_q4_0_row(src + (size_t)r * cols, cols,
+			                        (uint8_t *)dst + (size_t)r * cols / 2,
+			                        (uint16_t *)m.scales + (size_t)r * nb);
+			if (err)
+				return err;
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void coli_mat_row_f32(const struct coli_mat *m, int r, float *out)
+{
+	size_t K = (size_t)m->cols, nb = K / COLI_QBLOCK;
+
+	switch (m->dtype) {
+	case COLI_DTYPE_F32:
+		memcpy(out, (const float *)m->data + r * K, K * 4);
+		return;
+	case COLI_DTYPE_F16:
+		for (size_t k = 0; k < K; k++)
+			out[k] = coli_fp16_to_f32(((const uint16_t *)m->data)[r * K + k]);
+		return;
+	case COLI_DTYPE_BF16:
+		for (size_t k = 0; k < K; k++)
+			out[k] = coli_bf16_to_f32(((const uint16_t *)m->data)[r * K + k]);
+		return;
+	case COLI_DTYPE_Q8_0: {
+		const int8_t *q = (const int8_t *)m->data + r * K;
+		for (size_t b = 0; b < nb; b++) {
+			float d = coli_fp16_to_f32(m->scales[r * nb + b]);
+			for (int j = 0; j < COLI_QBLOCK; j++)
+				out[b * 32 + j] = (float)q[b * 32 + j] * d;
+		}
+		return;
+	}
+	case COLI_DTYPE_Q4_0: {
+		const uint8_t *q = (const uint8_t *)m->data + r * K / 2;
+		for (size_t b = 0; b < nb; b++) {
+			float d = coli_fp16_to_f32(m->scales[r * nb + b]);
+			for (int j = 0; j < 16; j++) {
+				out[b * 32 + j] = (float)((q[b * 16 + j] & 15) - 8) * d;
+				out[b * 32 + j + 16] = (float)((q[b * 16 + j] >> 4) - 8) * d;
+			}
+		}
+		return;
+	}
+	}
+}
+
+/* ---- activations: the canonical rule of cpu.h ---- */
+
+void coli_act_quantize(struct coli_act *a, const float *x, int n)
+{
+	a->n = n;
+	a->f = x;
+	for (int b = 0; b < n / COLI_QBLOCK; b++) {
+		const float *xb = x + b * COLI_QBLOCK;
+		int8_t *q = a->q + b * COLI_QBLOCK;
+		float amax = 0.0f;
+		int32_t sum = 0;
+
+		for (int j = 0; j < COLI_QBLOCK; j++)
+			amax = fmaxf(amax, fabsf(xb[j]));
+		const float d = amax / 127.0f;
+		const float id = d != 0.0f ? 1.0f / d : 0.0f;
+		for (int j = 0; j < COLI_QBLOCK; j++) {
+			float v = roundf(xb[j] * id);
+			/* finite inputs give |v| <= 127; the clamp only keeps a NaN
+			 * or inf input from being undefined behaviour */
+			int qi = v != v ? 0 : v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
+			q[j] = (int8_t)qi;
+			sum += qi;
+		}
+		a->d[b] = d;
+		a->qsum[b] = sum;
+	}
+}
