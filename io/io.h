@@ -78,7 +78,8 @@ int coli_io_slab_layout(struct coli_expert_layer *l);
 typedef struct coli_io_writer coli_io_writer_t;
 
 int coli_io_writer_create(const char *path, coli_io_writer_t **out);
-/* Sections are small text blobs kept in memory until _commit. */
+/* Sections are small text blobs kept in memory until _commit; set them
+ * before _layout (their sizes are part of the layout). */
 int coli_io_writer_set_section(coli_io_writer_t *w, enum coli_section kind, const void *data,
 			       size_t bytes);
 /* Plan: returns the tensor's index (>= 0) or -errno. Call before _layout. */
@@ -89,7 +90,9 @@ int coli_io_writer_plan_tensor(coli_io_writer_t *w, const char *name, enum coli_
 int coli_io_writer_plan_experts(coli_io_writer_t *w, const struct coli_expert_layer *l);
 /* Fixes every offset; after this, only the write calls below and _commit/_abort. */
 int coli_io_writer_layout(coli_io_writer_t *w);
-/* Write bytes [off, off+n) of tensor `idx`. */
+/* Write bytes [off, off+n) of tensor `idx`. The write calls may run
+ * concurrently from several threads (disjoint ranges); bytes never written
+ * read as zero. */
 int coli_io_writer_write_tensor(coli_io_writer_t *w, int idx, uint64_t off, const void *p,
 				size_t n);
 /* Write bytes [off, off+n) of slab (expert layer index `li`, expert e). */

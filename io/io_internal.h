@@ -1,0 +1,133 @@
+/*
+ * io/io_internal.h — what io/'s files share and nobody else sees: the
+ * container's on-disk constants and record layouts (docs/container.md is the
+ * prose version; keep the two in step), little-endian field access, the
+ * thread-local error message, and full-length pread/pwrite.
+ *
+ * On-disk records are never cast from the mapping: every field is read and
+ * written through le32/le64 helpers at the documented byte offset, so the
+ * format does not depend on the compiler's struct layout or on host endianness.
+ */
+#ifndef COLI_IO_INTERNAL_H
+#define COLI_IO_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "io/io.h"
+
+/* ---- the superblock: bytes [0, 4096) ---- */
+#define CT_MAGIC                                                                                   \
+	"\x89"                                                                                     \
+	"COLI\r\n\x1a" /* split: \x89C would be one escape */
+#define CT_MAGIC_BYTES   8
+#define CT_SUPER_BYTES   4096
+#define CT_SUPER_SUM_OFF (CT_SUPER_BYTES - 8) /* xxh64 of bytes [0, CT_SUPER_SUM_OFF) */
+#define CT_SEC_TABLE_OFF 64
+#define CT_SEC_ENTRY     32
+#define CT_MAX_SECTIONS  64
+#define CT_TENSOR_ALIGN  64
+#define CT_SECTION_ALIGN 64
+
+/* superblock field offsets */
+enum {
+	SB_MAGIC = 0,
+	SB_VERSION = 8,      /* u32 */
+	SB_FLAGS = 12,       /* u32, must be 0 in v1 */
+	SB_FILE_BYTES = 16,  /* u64 */
+	SB_SUPER_BYTES = 24, /* u32, CT_SUPER_BYTES */
+	SB_N_SECTIONS = 28,  /* u32 */
+	SB_DENSE_OFF = 32,   /* u64 */
+	SB_DENSE_BYTES = 40, /* u64 */
+	SB_EXPERT_OFF = 48,  /* u64 */
+	SB_EXPERT_BYTES = 56 /* u64 */
+};
+/* section entry: u32 kind, u32 reserved (0), u64 offset, u64 bytes, u64 xxh64 */
+enum { SE_KIND = 0, SE_RSVD = 4, SE_OFFSET = 8, SE_BYTES = 16, SE_XXH = 24 };
+
+/* Section kinds that hold the container's own tables (public kinds are 1..63). */
+enum {
+	CT_SECTION_TENSORS = 64,       /* tensor table: n x CT_TENSOR_ENTRY */
+	CT_SECTION_EXPERT_LAYERS = 65, /* expert layer table: n x CT_LAYER_ENTRY */
+	CT_SECTION_SLAB_XXH = 66,      /* u64 xxh64 per slab, layer-table order, expert-major */
+};
+
+/* tensor entry, 160 bytes */
+#define CT_TENSOR_ENTRY 160
+enum {
+	TE_NAME = 0,    /* char[96], NUL-terminated, NUL-padded */
+	TE_DTYPE = 96,  /* u32 */
+	TE_NDIM = 100,  /* u32 */
+	TE_SHAPE = 104, /* u64[4], unused dims 0 */
+	TE_OFFSET = 136,
+	TE_BYTES = 144,
+	TE_XXH = 152
+};
+
+/* expert layer entry, 64 bytes */
+#define CT_LAYER_ENTRY 64
+enum {
+	LE_LAYER = 0,     /* u32 */
+	LE_N_EXPERTS = 4, /* u32 */
+	LE_DTYPE = 8,     /* u32 */
+	LE_HIDDEN = 12,   /* u32 */
+	LE_INTER = 16,    /* u32 */
+	LE_RSVD = 20,     /* u32, 0 */
+	LE_OFFSET = 24,   /* u64 */
+	LE_SLAB_BYTES = 32,
+	LE_GATE_OFF = 40,
+	LE_UP_OFF = 48,
+	LE_DOWN_OFF = 56
+};
+
+/* Sanity caps that bound allocations made from a hostile file. */
+#define CT_MAX_TENSORS       (1u << 20)
+#define CT_MAX_EXPERT_LAYERS 65536u
+#define CT_MAX_EXPERTS       65536u
+
+/* ---- little-endian fields ---- */
+static inline uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t le64(const unsigned char *p)
+{
+	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+static inline void put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint64_t align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+/* ---- io_util.c ---- */
+/* Formats the thread's error message ("PATH: what"), returns rc. */
+int io_err(int rc, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Full-length pwrite/pread: retry short transfers and EINTR; 0 or -errno.
+ * pread past end of file returns -EIO (a short file where bytes were due). */
+int io_pwrite_full(int fd, const void *p, size_t n, uint64_t off);
+int io_pread_full(int fd, void *p, size_t n, uint64_t off);
+
+/* ---- container_format.c ---- */
+/* Bytes of a rows x cols matrix in dtype t (cpu/cpu.h's formats), with
+ * overflow checks: 0 or -EINVAL (unknown dtype, zero dim, quant cols % 32)
+ * or -EOVERFLOW. Must agree with coli_dtype_mat_bytes. */
+int io_mat_bytes(uint32_t dtype, uint64_t rows, uint64_t cols, uint64_t *out);
+/* A tensor's bytes from its shape: rows = product of shape[0..ndim-2], cols =
+ * shape[ndim-1] (a 1-D tensor is one row). */
+int io_tensor_bytes(uint32_t dtype, int ndim, const uint64_t *shape, uint64_t *out);
+const char *io_dtype_name(uint32_t dtype);
+const char *io_section_name(uint32_t kind);
+void io_tensor_encode(unsigned char *e, const struct coli_tensor_info *t);
+void io_layer_encode(unsigned char *e, const struct coli_expert_layer *l);
+
+#endif
