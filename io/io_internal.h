@@ -109,6 +109,36 @@ static inline uint64_t align_up(uint64_t x, uint64_t a)
 	return (x + a - 1) / a * a;
 }
 
+/* ---- the reader's state (container_read.c opens, container_verify.c hashes) ---- */
+struct ct_section {
+	uint32_t kind;
+	uint64_t offset, bytes, xxh64;
+};
+
+struct coli_container {
+	char *path;
+	int fd;                   /* O_RDONLY, kept for coli_io_container_fd */
+	const unsigned char *map; /* the whole file, PROT_READ */
+	uint64_t file_bytes;
+	int n_sec;
+	struct ct_section sec[CT_MAX_SECTIONS];
+	uint64_t dense_off, dense_bytes, expert_off, expert_bytes;
+	int nt;
+	struct coli_tensor_info *t; /* [nt], decoded and validated */
+	int nl;
+	struct coli_expert_layer *l;   /* [nl], decoded and validated */
+	uint64_t *first_slab;          /* [nl] index of the layer's slab 0 in slab_xxh */
+	const unsigned char *slab_xxh; /* u64 LE [total slabs], in the mapping */
+};
+
+/* Libfuzzer builds define this so mutated files get past the checksums to
+ * the structural checks behind them; never set for a real build. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define CT_CHECKSUMS_ENFORCED 0
+#else
+#define CT_CHECKSUMS_ENFORCED 1
+#endif
+
 /* ---- io_util.c ---- */
 /* Formats the thread's error message ("PATH: what"), returns rc. */
 int io_err(int rc, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -1,0 +1,37 @@
+/*
+ * cpu/cpu_internal.h — what the files of cpu/ share and nothing else sees:
+ * the per-ISA kernel entry points the dispatcher (cpu/dispatch.c) chooses
+ * among. Every entry computes THE CANONICAL REDUCTION of cpu.h, so all of
+ * them return the same bits; they differ only in speed.
+ */
+#ifndef COLI_CPU_INTERNAL_H
+#define COLI_CPU_INTERNAL_H
+
+#include "cpu/cpu.h"
+
+/* Rows a gemm pass keeps hot while it walks the S activations: small enough
+ * that the row group stays in L1/L2 (4 rows x 2048 bf16 = 16 KiB). */
+#define COLI_GEMM_ROWS 4
+
+/* The scalar reference for one row: y = W[r] . x. */
+float coli_gemv_ref_row(const struct coli_mat *w, const struct coli_act *x, int r);
+
+void coli_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+                    int row1);
+void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
+                    int row0, int row1);
+void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+                      int row1);
+void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
+                      int row0, int row1);
+
+/* Fold 16 lanes by the canonical tree (h = 8, 4, 2, 1); l is clobbered. */
+static inline float coli_lanes_fold(float *l)
+{
+	for (int h = 8; h >= 1; h >>= 1)
+		for (int j = 0; j < h; j++)
+			l[j] = l[j] + l[j + h];
+	return l[0];
+}
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * cpu/dispatch.c — chooses the kernel ISA once by cpuid and routes coli_gemv /
+ * coli_gemm / their pool-split forms to it.
+ *
+ * COLI never assumes AVX-512: the AVX-512 kernels need F, BW, VL, DQ and VNNI
+ * (Ice Lake / Zen 4 and later) and are used only when cpuid reports all of
+ * them; AVX2 needs AVX2, FMA and F16C; the scalar reference always works.
+ * Since every ISA computes the canonical reduction, the choice changes speed,
+ * never bits. coli_cpu_isa_force exists so tests and benchmarks can run each
+ * ISA the CPU has; it is not meant to be called while kernels run.
+ */
+#include <errno.h>
+
+#include "cpu/cpu_internal.h"
+
+static int g_isa = -1; /* enum coli_cpu_isa once chosen */
+
+static enum coli_cpu_isa detect(void)
+{
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+	    __builtin_cpu_supports("avx512vnni"))
+		return COLI_CPU_ISA_AVX512;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+	    __builtin_cpu_supports("f16c"))
+		return COLI_CPU_ISA_AVX2;
+	return COLI_CPU_ISA_SCALAR;
+}
+
+/* The best ISA of this CPU (cached; the race on first use is benign: every
+ * thread computes the same value). */
+static enum coli_cpu_isa best(void)
+{
+	static int best_isa = -1;
+	int v = __atomic_load_n(&best_isa, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		v = detect();
+		__atomic_store_n(&best_isa, v, __ATOMIC_RELAXED);
+	}
+	return (enum coli_cpu_isa)v;
+}
+
+enum coli_cpu_isa coli_cpu_isa(void)
+{
+	int v = __atomic_load_n(&g_isa, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		v = best();
+		__atomic_store_n(&g_isa, v, __ATOMIC_RELAXED);
+	}
+	return (enum coli_cpu_isa)v;
+}
+
+const char *coli_cpu_isa_name(enum coli_cpu_isa isa)
+{
+	switch (isa) {
+	case COLI_CPU_ISA_SCALAR:
+		return "scalar";
+	case COLI_CPU_ISA_AVX2:
+		return "avx2";
+	case COLI_CPU_ISA_AVX512:
+		return "avx512";
+	}
+	return "?";
+}
+
+int coli_cpu_isa_force(enum coli_cpu_isa isa)
+{
+	if ((int)isa < COLI_CPU_ISA_SCALAR || isa > best())
+		return -ENOTSUP;
+	__atomic_store_n(&g_isa, (int)isa, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void coli_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0, int row1)
+{
+	switch (coli_cpu_isa()) {
+	case COLI_CPU_ISA_AVX512:
+		coli_gemv_avx512(w, x, y, row0, row1);
+		return;
+	case COLI_CPU_ISA_AVX2:
+		coli_gemv_avx2(w, x, y, row0, row1);
+		return;
+	default:
+		coli_gemv_ref(w, x, y, row0, row1);
+	}
+}
+
+void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
+               int row0, int row1)
+{
+	switch (coli_cpu_isa()) {
+	case COLI_CPU_ISA_AVX512:
+		coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
+		return;
+	case COLI_CPU_ISA_AVX2:
+		coli_gemm_avx2(w, x, S, y, ldy, row0, row1);
+		return;
+	default:
+		for (int s = 0; s < S; s++)
+			coli_gemv_ref(w, &x[s], y + (size_t)s * ldy, row0, row1);
+	}
+}
+
+/* ---- split across the pool by row ranges ---- */
+
+struct split {
+	const struct coli_mat *w;
+	const struct coli_act *x;
+	int S;    /* 0: gemv */
+	float *y; /* gemv: [rows]; gemm: [S][ldy] */
+	int ldy;
+};
+
+/* Rows of task t of n: equal shares, boundaries on multiples of 16 rows so
+ * two threads never write the same cache line of y. */
+static void task_rows(int rows, int t, int n, int *r0, int *r1)
+{
+	int units = (rows + 15) / 16;
+	int a = (int)((long)units * t / n) * 16, b = (int)((long)units * (t + 1) / n) * 16;
+
+	*r0 = a < rows ? a : rows;
+	*r1 = b < rows ? b : rows;
+}
+
+static void split_task(void *arg, int t, int n)
+{
+	const struct split *sp = arg;
+	int r0, r1;
+
+	task_rows(sp->w->rows, t, n, &r0, &r1);
+	if (r0 >= r1)
+		return;
+	if (sp->S)
+		coli_gemm(sp->w, sp->x, sp->S, sp->y + r0, sp->ldy, r0, r1);
+	else
+		coli_gemv(sp->w, sp->x, sp->y + r0, r0, r1);
+}
+
+void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, float *y)
+{
+	struct split sp = {w, x, 0, y, 0};
+	int n = p ? coli_cpu_pool_threads(p) : 1;
+
+	if (n <= 1 || w->rows < 32) {
+		coli_gemv(w, x, y, 0, w->rows);
+		return;
+	}
+	coli_cpu_pool_run(p, split_task, &sp, n);
+}
+
+void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, int S,
+                  float *y, int ldy)
+{
+	struct split sp = {w, x, S, y, ldy};
+	int n = p ? coli_cpu_pool_threads(p) : 1;
+
+	if (S <= 0)
+		return;
+	if (n <= 1 || w->rows < 32) {
+		coli_gemm(w, x, S, y, ldy, 0, w->rows);
+		return;
+	}
+	coli_cpu_pool_run(p, split_task, &sp, n);
+}

@@ -1,0 +1,266 @@
+/*
+ * cpu/gemv_avx512.c — AVX-512 (F, BW, VL, DQ, VNNI) kernels of THE CANONICAL
+ * REDUCTION (cpu.h), bit-identical to cpu/gemv_ref.c. Called only when cpuid
+ * reports all of those (cpu/dispatch.c).
+ *
+ * One zmm holds the 16 canonical lanes of a row:   acc = lanes 0..15 (fp32)
+ *
+ * Float weights: 16 consecutive elements k..k+15 (k % 16 == 0) are one fmadd
+ * into acc; four rows run together for four independent FMA chains.
+ *
+ * Quantized weights: 16 consecutive blocks b..b+15 (b % 16 == 0, 512
+ * elements) are one fmadd into acc:
+ *
+ *   1. int32 partial dot products with vpdpbusd (u8 x s8, 4 products per
+ *      int32), arranged as t[j] = [blk 4j: 4 | blk 4j+1: 4 | blk 4j+2: 4 |
+ *      blk 4j+3: 4] (one 128-bit lane per block):
+ *        Q8_0: vpdpbusd needs an unsigned operand: w + 128 (= w ^ 0x80) meets
+ *              the signed activations; sum((w+128)*x) = sum(w*x) + 128*qsum.
+ *              A zmm of weights holds 2 blocks (8 int32 each); adding the
+ *              matching 128-bit lanes of two such results gives t[j].
+ *        Q4_0: 64 bytes of quants = 4 blocks; low nibbles [A 0..15 | B | C |
+ *              D] meet x rearranged as [xA 0..15 | xB 0..15 | xC | xD], high
+ *              nibbles meet [xA 16..31 | ...]; the nibbles are the unsigned
+ *              operand, so sum(nib*x) - 8*qsum is the block sum.
+ *   2. three emulated hadds (shuffle_ps even/odd + add, within 128-bit lanes)
+ *      turn t[0..3] into 16 block sums in the order 4j+k at position 4k+j;
+ *      one vpermd restores block order; then the qsum correction;
+ *   3. acc = fmadd((float)s, fp16->f32(dw) * dx, acc) — the reference's fp32
+ *      operations, lane by lane.
+ *
+ * A trailing group of fewer than 16 blocks uses masked loads (zeros past the
+ * end) and a masked fmadd that leaves the unused lanes untouched, exactly like
+ * the reference, which never visits them. Everything in int32 is exact, so
+ * only the fp32 steps need to follow the reference, and they do.
+ */
+#include <immintrin.h>
+#include <math.h>
+
+#include "cpu/cpu_internal.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* The canonical fold of 16 lanes: 8, 4, 2, 1. */
+INLINE float fold16(__m512 a)
+{
+	__m256 v8 = _mm256_add_ps(_mm512_castps512_ps256(a),
+	                          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+	__m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
+	__m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+	__m128 v1 = _mm_add_ss(v2, _mm_movehdup_ps(v2));
+	return _mm_cvtss_f32(v1);
+}
+
+/* ---------------- float weights ---------------- */
+
+INLINE __m512 load16(enum coli_dtype dt, const void *w, size_t k)
+{
+	if (dt == COLI_DTYPE_F32)
+		return _mm512_loadu_ps((const float *)w + k);
+	__m256i v = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + k));
+	if (dt == COLI_DTYPE_F16)
+		return _mm512_cvtph_ps(v);
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+
+INLINE float widen1(enum coli_dtype dt, const void *w, size_t k)
+{
+	if (dt == COLI_DTYPE_F32)
+		return ((const float *)w)[k];
+	if (dt == COLI_DTYPE_F16)
+		return coli_fp16_to_f32(((const uint16_t *)w)[k]);
+	return coli_bf16_to_f32(((const uint16_t *)w)[k]);
+}
+
+/* y[0..R) = rows r..r+R of a float-type matrix; R is 1 or 4. */
+INLINE void float_rows(enum coli_dtype dt, const struct coli_mat *w, const float *x, float *y,
+                       int r, const int R)
+{
+	const size_t K = (size_t)w->cols, K16 = K & ~(size_t)15;
+	const size_t esz = dt == COLI_DTYPE_F32 ? 4 : 2;
+	const char *base = (const char *)w->data + (size_t)r * K * esz;
+	__m512 acc[4];
+
+	for (int i = 0; i < R; i++)
+		acc[i] = _mm512_setzero_ps();
+	for (size_t k = 0; k < K16; k += 16) {
+		__m512 xv = _mm512_loadu_ps(x + k);
+		for (int i = 0; i < R; i++)
+			acc[i] = _mm512_fmadd_ps(load16(dt, base + i * K * esz, k), xv, acc[i]);
+	}
+	for (int i = 0; i < R; i++) {
+		if (K16 == K) {
+			y[i] = fold16(acc[i]);
+			continue;
+		}
+		float l[16];
+		_mm512_storeu_ps(l, acc[i]);
+		for (size_t k = K16; k < K; k++)
+			l[k % 16] = fmaf(widen1(dt, base + i * K * esz, k), x[k], l[k % 16]);
+		y[i] = coli_lanes_fold(l);
+	}
+}
+
+static void gemv_float(enum coli_dtype dt, const struct coli_mat *w, const float *x, float *y,
+                       int row0, int row1)
+{
+	int r = row0;
+
+	for (; r + 4 <= row1; r += 4)
+		float_rows(dt, w, x, y + (r - row0), r, 4);
+	for (; r < row1; r++)
+		float_rows(dt, w, x, y + (r - row0), r, 1);
+}
+
+/* ---------------- quantized weights ---------------- */
+
+/* Per 128-bit lane: [a0+a1, a2+a3, b0+b1, b2+b3] (int32). */
+INLINE __m512i hadd32(__m512i a, __m512i b)
+{
+	__m512 fa = _mm512_castsi512_ps(a), fb = _mm512_castsi512_ps(b);
+	__m512i ev = _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, _MM_SHUFFLE(2, 0, 2, 0)));
+	__m512i od = _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, _MM_SHUFFLE(3, 1, 3, 1)));
+	return _mm512_add_epi32(ev, od);
+}
+
+/* t[j] lane k = 4 partials of block 4j+k  ->  16 block sums in block order. */
+INLINE __m512i reduce16(__m512i t0, __m512i t1, __m512i t2, __m512i t3)
+{
+	__m512i h = hadd32(hadd32(t0, t1), hadd32(t2, t3)); /* pos 4k+j = blk 4j+k */
+	const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+	return _mm512_permutexvar_epi32(idx, h);
+}
+
+/* Byte mask of the first `bytes` (0..64) bytes of a zmm. */
+INLINE __mmask64 bmask(int bytes)
+{
+	return bytes <= 0 ? 0 : bytes >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << bytes) - 1);
+}
+
+/* Exact int32 sums of blocks b..b+nblk-1 (nblk 1..16; zeros past nblk) of a
+ * Q8_0 row (wq and xq at block b). */
+INLINE __m512i q8_sums16(const int8_t *wq, const int8_t *xq, const int32_t *qsum, int nblk)
+{
+	const __m512i off = _mm512_set1_epi8((char)0x80);
+	__m512i p[8], t[4];
+
+	for (int i = 0; i < 8; i++) {
+		__mmask64 m = bmask((nblk - 2 * i) * 32);
+		__m512i wv = _mm512_maskz_loadu_epi8(m, wq + 64 * i);
+		__m512i xv = _mm512_maskz_loadu_epi8(m, xq + 64 * i);
+		/* masked-off bytes: (0 ^ 0x80) * 0 = 0 */
+		p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(wv, off), xv);
+	}
+	for (int j = 0; j < 4; j++) {
+		/* p = [blk 2i: L0 L1 | blk 2i+1: L2 L3] -> [2i | 2i+1 | 2i+2 | 2i+3] */
+		__m512i a = p[2 * j], b = p[2 * j + 1];
+		t[j] = _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+		                        _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+	}
+	__m512i s = reduce16(t[0], t[1], t[2], t[3]);
+	__m512i qs = _mm512_maskz_loadu_epi32((__mmask16)((1u << nblk) - 1), qsum);
+	return _mm512_sub_epi32(s, _mm512_slli_epi32(qs, 7));
+}
+
+/* The same for a Q4_0 row (wq at block b, 16 B per block). */
+INLINE __m512i q4_sums16(const uint8_t *wq, const int8_t *xq, const int32_t *qsum, int nblk)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	__m512i t[4];
+
+	for (int i = 0; i < 4; i++) {
+		__m512i v = _mm512_maskz_loadu_epi8(bmask((nblk - 4 * i) * 16), wq + 64 * i);
+		__m512i lo = _mm512_and_si512(v, m4);
+		__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+		__m512i xa = _mm512_maskz_loadu_epi8(bmask((nblk - 4 * i) * 32), xq + 128 * i);
+		__m512i xb =
+		    _mm512_maskz_loadu_epi8(bmask((nblk - 4 * i - 2) * 32), xq + 128 * i + 64);
+		/* xa = [A 0..15 | A 16..31 | B 0..15 | B 16..31], xb likewise C, D */
+		__m512i xlo = _mm512_shuffle_i64x2(xa, xb, _MM_SHUFFLE(2, 0, 2, 0));
+		__m512i xhi = _mm512_shuffle_i64x2(xa, xb, _MM_SHUFFLE(3, 1, 3, 1));
+		__m512i acc = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo);
+		t[i] = _mm512_dpbusd_epi32(acc, hi, xhi);
+	}
+	__m512i s = reduce16(t[0], t[1], t[2], t[3]);
+	__m512i qs = _mm512_maskz_loadu_epi32((__mmask16)((1u << nblk) - 1), qsum);
+	return _mm512_sub_epi32(s, _mm512_slli_epi32(qs, 3));
+}
+
+/* acc (+)= sums * (dw * dx) on the first nblk lanes; the others untouched. */
+INLINE __m512 scale_fma(__m512i s, const uint16_t *dw, const float *dx, int nblk, __m512 acc)
+{
+	__mmask16 m = (__mmask16)((1u << nblk) - 1);
+	__m512 w = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, dw));
+	__m512 sc = _mm512_mul_ps(w, _mm512_maskz_loadu_ps(m, dx));
+	return _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc, m);
+}
+
+INLINE float quant_row(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       int r)
+{
+	const int nb = w->cols / COLI_QBLOCK, nb16 = nb & ~15;
+	const size_t rb = dt == COLI_DTYPE_Q8_0 ? (size_t)w->cols : (size_t)w->cols / 2;
+	const uint8_t *wrow = (const uint8_t *)w->data + (size_t)r * rb;
+	const uint16_t *dw = w->scales + (size_t)r * nb;
+	__m512 acc = _mm512_setzero_ps();
+	int b = 0;
+
+	for (; b < nb16; b += 16) {
+		__m512i s =
+		    dt == COLI_DTYPE_Q8_0
+		        ? q8_sums16((const int8_t *)wrow + b * 32, x->q + b * 32, x->qsum + b, 16)
+		        : q4_sums16(wrow + b * 16, x->q + b * 32, x->qsum + b, 16);
+		acc = scale_fma(s, dw + b, x->d + b, 16, acc);
+	}
+	if (b < nb) {
+		int n = nb - b;
+		__m512i s =
+		    dt == COLI_DTYPE_Q8_0
+		        ? q8_sums16((const int8_t *)wrow + b * 32, x->q + b * 32, x->qsum + b, n)
+		        : q4_sums16(wrow + b * 16, x->q + b * 32, x->qsum + b, n);
+		acc = scale_fma(s, dw + b, x->d + b, n, acc);
+	}
+	return fold16(acc);
+}
+
+static void gemv_quant(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       float *y, int row0, int row1)
+{
+	for (int r = row0; r < row1; r++)
+		y[r - row0] = quant_row(dt, w, x, r);
+}
+
+/* ---------------- entry points ---------------- */
+
+void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+                      int row1)
+{
+	switch (w->dtype) {
+	case COLI_DTYPE_F32:
+		gemv_float(COLI_DTYPE_F32, w, x->f, y, row0, row1);
+		return;
+	case COLI_DTYPE_F16:
+		gemv_float(COLI_DTYPE_F16, w, x->f, y, row0, row1);
+		return;
+	case COLI_DTYPE_BF16:
+		gemv_float(COLI_DTYPE_BF16, w, x->f, y, row0, row1);
+		return;
+	case COLI_DTYPE_Q8_0:
+		gemv_quant(COLI_DTYPE_Q8_0, w, x, y, row0, row1);
+		return;
+	case COLI_DTYPE_Q4_0:
+		gemv_quant(COLI_DTYPE_Q4_0, w, x, y, row0, row1);
+		return;
+	}
+}
+
+/* As in gemv_avx2.c: a row group read once, reused for the S activations. */
+void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
+                      int row0, int row1)
+{
+	for (int r = row0; r < row1; r += COLI_GEMM_ROWS) {
+		int r1 = r + COLI_GEMM_ROWS < row1 ? r + COLI_GEMM_ROWS : row1;
+		for (int s = 0; s < S; s++)
+			coli_gemv_avx512(w, &x[s], y + (size_t)s * ldy + (r - row0), r, r1);
+	}
+}
