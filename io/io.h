@@ -163,7 +163,9 @@ struct coli_st_tensor {
 };
 
 /* One safetensors file: header parsed and validated (every data range inside
- * the file, sizes consistent with dtype x shape, no overlap required order). */
+ * the file, sizes consistent with dtype x shape, no two ranges overlapping;
+ * at most 4 dims; header at most 100 MiB). Errors: -EBADMSG with the file and
+ * the problem in coli_io_errmsg(). */
 struct coli_st_file {
 	char *path;
 	int fd;
@@ -180,6 +182,14 @@ int coli_io_st_parse_header(const char *json, size_t len, uint64_t data_bytes, c
 const struct coli_st_tensor *coli_io_st_find(const struct coli_st_file *f, const char *name);
 /* Read a tensor converted to fp32 into dst[numel]. */
 int coli_io_st_read_f32(const struct coli_st_file *f, const struct coli_st_tensor *t, float *dst);
+/* Read elements [elem0, elem0+n) (row-major order) converted to fp32 into
+ * dst[n]: how the converter streams big tensors in bounded row chunks.
+ * -ENOTSUP (message names dtype and tensor) for dtypes other than F32/F16/BF16. */
+int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st_tensor *t,
+			      uint64_t elem0, uint64_t n, float *dst);
+uint64_t coli_io_st_numel(const struct coli_st_tensor *t);
+/* Bytes per element of a readable dtype; 0 for COLI_ST_OTHER. */
+unsigned coli_io_st_dtype_bytes(enum coli_st_dtype d);
 
 /* xxh64 with seed 0 (wrapper over libxxhash, so only io/ links it directly). */
 uint64_t coli_io_xxh64(const void *p, size_t n);

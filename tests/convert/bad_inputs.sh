@@ -1,0 +1,135 @@
+#!/bin/sh
+# tests/convert/bad_inputs.sh — every bad input makes `coli convert` exit
+# nonzero with a message naming the file and the problem, and leaves neither
+# the output file nor a temporary behind: missing shard, four kinds of broken
+# safetensors header, unsupported model_type, unsupported tensor dtypes,
+# unknown / missing tensors, a shape mismatch, q4 with cols % 32 != 0, disk
+# full (RLIMIT_FSIZE; a small tmpfs when root), missing or unwritable output
+# directory. Also checks config dialect results (rope_parameters, eos union).
+MK="python3 $ROOT/tests/convert/mkckpt.py"
+command -v python3 >/dev/null || { echo "python3 needed to make checkpoints"; exit 77; }
+fail=0
+
+# expect_fail LABEL OUT PATTERN... -- ARGS... : convert must fail, stderr must
+# match every PATTERN (grep -E), OUT and OUT.tmp.* must not exist.
+expect_fail() {
+	label=$1 out=$2
+	shift 2
+	pats=""
+	while [ "$1" != "--" ]; do pats="$pats
+$1"; shift; done
+	shift
+	"$COLI" convert "$@" -o "$out" 2>err.txt
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "FAIL $label: convert succeeded"; fail=1; return
+	fi
+	echo "$pats" | while IFS= read -r p; do
+		[ -z "$p" ] && continue
+		grep -qE -- "$p" err.txt || { echo "FAIL $label: message lacks /$p/:"; cat err.txt; echo x >>failed; }
+	done
+	[ -f failed ] && { fail=1; rm -f failed; }
+	if ls "$out" "$out".tmp* >/dev/null 2>&1; then
+		echo "FAIL $label: left behind: $(ls "$out" "$out".tmp* 2>/dev/null)"; fail=1
+	fi
+	echo "ok   $label: $(grep -v warning err.txt | head -1)"
+}
+
+# 1. missing shard named by the index
+$MK sh --arch qwen3_moe --shards 3 || exit 1
+rm sh/model-00002-of-00003.safetensors
+expect_fail missing-shard o.coli 'model-00002-of-00003.safetensors' 'model.safetensors.index.json' \
+	'missing shard' -- sh
+
+# 2. broken safetensors headers (valid checkpoint, then one file rewritten)
+$MK good --arch olmoe || exit 1
+corrupt() { # corrupt KIND: rewrites good/model.safetensors into bad_KIND/
+	rm -rf "bad_$1" && cp -r good "bad_$1"
+	python3 - "$1" "bad_$1/model.safetensors" <<'EOF'
+import json, struct, sys
+kind, path = sys.argv[1], sys.argv[2]
+raw = open(path, 'rb').read()
+n = struct.unpack('<Q', raw[:8])[0]
+hdr, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+name = next(k for k in hdr if k != '__metadata__')
+if kind == 'hdrlen':
+    open(path, 'wb').write(struct.pack('<Q', len(raw) + 100) + raw[8:])
+    sys.exit()
+if kind == 'json':
+    h = raw[8:8 + n].replace(b'"dtype"', b'"dtype" "', 1)
+elif kind == 'offsets':
+    hdr[name]['data_offsets'][1] = len(data) + 4096
+    h = json.dumps(hdr).encode()
+elif kind == 'size':
+    hdr[name]['shape'][0] += 1
+    h = json.dumps(hdr).encode()
+open(path, 'wb').write(struct.pack('<Q', len(h)) + h + data)
+EOF
+}
+corrupt hdrlen
+expect_fail header-length o.coli 'bad_hdrlen/model.safetensors' 'header length' -- bad_hdrlen
+corrupt json
+expect_fail header-json o.coli 'bad_json/model.safetensors' 'invalid JSON' -- bad_json
+corrupt offsets
+expect_fail header-offsets o.coli 'bad_offsets/model.safetensors' 'data_offsets.*outside' -- bad_offsets
+corrupt size
+expect_fail header-size o.coli 'bad_size/model.safetensors' 'dtype BF16 x shape needs' -- bad_size
+
+# 3. unsupported model_type
+cp -r good llama && sed -i 's/"olmoe"/"llama"/' llama/config.json
+expect_fail model-type o.coli 'llama/config.json' "'llama' is not supported" 'qwen3_moe, qwen2_moe, olmoe, mixtral' -- llama
+
+# 4. unsupported tensor dtypes
+$MK i8 --arch mixtral --extra model.layers.0.self_attn.q_proj.weight_scale:I8 || exit 1
+expect_fail dtype-I8 o.coli 'i8/model.safetensors' 'weight_scale' 'dtype I8' -- i8
+$MK f8 --arch qwen2_moe --extra lm_head.weight_scale_inv:F8_E4M3 || exit 1
+expect_fail dtype-F8 o.coli 'f8/model.safetensors' 'weight_scale_inv' 'F8_E4M3' -- f8
+
+# 5. unknown tensor, missing tensor, shape mismatch, q4 on 80 columns
+$MK unk --arch qwen3_moe --extra model.layers.1.mlp.bogus.weight:BF16 || exit 1
+expect_fail unknown-name o.coli 'unk/model.safetensors' 'mlp.bogus.weight' 'not part of' -- unk
+$MK miss --arch qwen3_moe --drop model.layers.2.mlp.experts.3.up_proj.weight || exit 1
+expect_fail missing-tensor o.coli 'miss/model.safetensors' 'model.layers.2.mlp.experts.3.up_proj.weight' -- miss
+$MK miss2 --arch mixtral --drop model.layers.0.block_sparse_moe.gate.weight || exit 1
+expect_fail missing-router o.coli 'model.layers.0.block_sparse_moe.gate.weight' -- miss2
+cp -r good shape && sed -i 's/"vocab_size": 128/"vocab_size": 256/' shape/config.json
+expect_fail shape o.coli 'shape/model.safetensors' 'embed_tokens.weight' 'shape \[128, 64\].*\[256, 64\]' -- shape
+$MK hd --arch qwen3_moe --head-dim 20 || exit 1
+expect_fail q4-cols o.coli 'attn_o' '80 columns' 'multiple of 32' -- hd --quant q4
+"$COLI" convert hd -o hd.coli --quant bf16 2>/dev/null || { echo "FAIL bf16 of head_dim 20"; fail=1; }
+
+# 6. disk full: RLIMIT_FSIZE (SIGXFSZ ignored -> EFBIG), then a small tmpfs when root
+(trap '' XFSZ; ulimit -f 64; "$COLI" convert good -o full.coli 2>err.txt; echo $? >rc.txt)
+if [ "$(cat rc.txt)" = 0 ]; then
+	echo "FAIL disk-full(fsize): succeeded"; fail=1
+elif ! grep -q 'full.coli' err.txt || ! grep -qiE 'too large|no space|EFBIG' err.txt; then
+	echo "FAIL disk-full(fsize): message:"; cat err.txt; fail=1
+elif ls full.coli* >/dev/null 2>&1; then
+	echo "FAIL disk-full(fsize): left $(ls full.coli*)"; fail=1
+else
+	echo "ok   disk-full(fsize): $(grep -v warning err.txt | head -1)"
+fi
+mkdir -p mnt
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=48k tmpfs mnt 2>/dev/null; then
+	expect_fail disk-full-tmpfs mnt/o.coli 'mnt/o.coli' 'space|too large' -- good
+	umount mnt
+else
+	echo "skip disk-full-tmpfs: needs root and tmpfs"
+fi
+
+# 7. output directory missing / unwritable
+expect_fail out-missing nodir/sub/o.coli 'nodir/sub/o.coli' -- good
+mkdir ro && chmod 555 ro
+if [ "$(id -u)" != 0 ]; then
+	expect_fail out-unwritable ro/o.coli 'ro/o.coli' -- good
+else
+	expect_fail out-unwritable /proc/o.coli '/proc/o.coli' -- good
+fi
+
+# 8. config dialects: rope_parameters, eos union from generation_config.json
+$MK rp --arch qwen3_moe --rope-params --shards 2 || exit 1
+"$COLI" convert rp -o rp.coli 2>/dev/null || { echo "FAIL rope_parameters convert"; fail=1; }
+grep -aq '"rope_theta": 500000' rp.coli || { echo "FAIL rope_parameters.rope_theta not used"; fail=1; }
+tr -d ' \n' <rp.coli | grep -aq '"eos":\[2,3\]' || { echo "FAIL eos union"; fail=1; }
+tr -d ' \n' <rp.coli | grep -aq '"norm_topk_prob":1' || { echo "FAIL norm_topk_prob"; fail=1; }
+exit $fail

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Tiny Hugging Face-style MoE checkpoints for the converter's tests.
+
+Pure standard library (struct/json/random), so tests run wherever python3
+does. Writes config.json (in the dialect of the chosen architecture),
+generation_config.json, tokenizer_config.json and model.safetensors, or
+shards plus model.safetensors.index.json.
+
+  mkckpt.py OUT --arch qwen3_moe|qwen2_moe|olmoe|mixtral
+            [--fused] [--shards N] [--rope-params] [--dtype bf16|f16|f32]
+            [--hidden H] [--head-dim D] [--seed S] [--extra NAME:DTYPE] [--drop NAME]
+"""
+import argparse, json, os, random, struct
+
+
+def f32_to_bf16_bits(x):
+    b = struct.unpack('<I', struct.pack('<f', x))[0]
+    return (b + 0x7fff + ((b >> 16) & 1)) >> 16
+
+
+def encode(vals, dtype):
+    if dtype == 'F32':
+        return struct.pack('<%df' % len(vals), *vals)
+    if dtype == 'F16':
+        return struct.pack('<%de' % len(vals), *vals)
+    if dtype == 'BF16':
+        return struct.pack('<%dH' % len(vals), *[f32_to_bf16_bits(v) for v in vals])
+    if dtype in ('I8', 'F8_E4M3', 'U8'):
+        return bytes(len(vals))
+    raise ValueError(dtype)
+
+
+def write_st(path, tensors):
+    """tensors: list of (name, dtype, shape, bytes)."""
+    hdr, off, blobs = {"__metadata__": {"format": "pt"}}, 0, []
+    for name, dt, shape, data in tensors:
+        hdr[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(data)]}
+        off += len(data)
+        blobs.append(data)
+    h = json.dumps(hdr).encode()
+    h += b' ' * (-len(h) % 8)
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(h)) + h)
+        for b in blobs:
+            f.write(b)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('out')
+    ap.add_argument('--arch', default='qwen3_moe')
+    ap.add_argument('--fused', action='store_true')
+    ap.add_argument('--shards', type=int, default=1)
+    ap.add_argument('--rope-params', action='store_true')
+    ap.add_argument('--dtype', default='bf16')
+    ap.add_argument('--hidden', type=int, default=64)
+    ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--head-dim', type=int, default=16)
+    ap.add_argument('--extra', action='append', default=[])
+    ap.add_argument('--drop', action='append', default=[])
+    a = ap.parse_args()
+    rnd = random.Random(a.seed)
+    dt = a.dtype.upper()
+    H, nh, nkv, hd, L, E, K, MI, DI, SI, V = a.hidden, 4, 2, a.head_dim, 3, 4, 2, 32, 96, 64, 128
+    arch = a.arch
+    cfg = {"model_type": arch, "hidden_size": H, "num_attention_heads": nh,
+           "num_key_value_heads": nkv, "num_hidden_layers": L, "vocab_size": V,
+           "num_experts_per_tok": K, "rms_norm_eps": 1e-6, "max_position_embeddings": 4096,
+           "tie_word_embeddings": False, "hidden_act": "silu", "bos_token_id": 1,
+           "eos_token_id": 2, "torch_dtype": "bfloat16"}
+    qwen = arch in ('qwen3_moe', 'qwen2_moe')
+    if qwen:
+        cfg.update(num_experts=E, moe_intermediate_size=MI, intermediate_size=DI,
+                   decoder_sparse_step=1, mlp_only_layers=[1], norm_topk_prob=True)
+    else:
+        cfg.update(intermediate_size=MI)
+        cfg['num_local_experts' if arch == 'mixtral' else 'num_experts'] = E
+    if arch == 'qwen3_moe':
+        cfg['head_dim'] = hd
+    else:
+        hd = H // nh
+    if arch == 'qwen2_moe':
+        cfg['shared_expert_intermediate_size'] = SI
+    if a.rope_params:
+        cfg['rope_parameters'] = {"rope_type": "default", "rope_theta": 500000.0}
+    else:
+        cfg['rope_theta'] = 1000000.0
+    moe = [not (qwen and i in cfg['mlp_only_layers']) for i in range(L)]
+
+    T = []
+
+    def add(name, shape, scale=0.05, one=False):
+        n = 1
+        for s in shape:
+            n *= s
+        vals = [1.0 + rnd.gauss(0, 0.1) if one else rnd.gauss(0, scale) for _ in range(n)]
+        T.append((name, dt, shape, encode(vals, dt)))
+
+    add('model.embed_tokens.weight', [V, H])
+    for l in range(L):
+        p = 'model.layers.%d.' % l
+        add(p + 'input_layernorm.weight', [H], one=True)
+        add(p + 'post_attention_layernorm.weight', [H], one=True)
+        add(p + 'self_attn.q_proj.weight', [nh * hd, H])
+        add(p + 'self_attn.k_proj.weight', [nkv * hd, H])
+        add(p + 'self_attn.v_proj.weight', [nkv * hd, H])
+        add(p + 'self_attn.o_proj.weight', [H, nh * hd])
+        if arch == 'qwen2_moe':
+            for x, n in (('q', nh), ('k', nkv), ('v', nkv)):
+                add(p + 'self_attn.%s_proj.bias' % x, [n * hd])
+        if arch == 'qwen3_moe':
+            add(p + 'self_attn.q_norm.weight', [hd], one=True)
+            add(p + 'self_attn.k_norm.weight', [hd], one=True)
+        if arch == 'olmoe':
+            add(p + 'self_attn.q_norm.weight', [nh * hd], one=True)
+            add(p + 'self_attn.k_norm.weight', [nkv * hd], one=True)
+        if not moe[l]:
+            add(p + 'mlp.gate_proj.weight', [DI, H])
+            add(p + 'mlp.up_proj.weight', [DI, H])
+            add(p + 'mlp.down_proj.weight', [H, DI])
+            continue
+        mp = p + ('block_sparse_moe.' if arch == 'mixtral' and not a.fused else 'mlp.')
+        add(mp + 'gate.weight', [E, H])
+        if a.fused:
+            add(mp + 'experts.gate_up_proj', [E, 2 * MI, H])
+            add(mp + 'experts.down_proj', [E, H, MI])
+        else:
+            names = ('w1', 'w3', 'w2') if arch == 'mixtral' else ('gate_proj', 'up_proj', 'down_proj')
+            for e in range(E):
+                add(mp + 'experts.%d.%s.weight' % (e, names[0]), [MI, H])
+                add(mp + 'experts.%d.%s.weight' % (e, names[1]), [MI, H])
+                add(mp + 'experts.%d.%s.weight' % (e, names[2]), [H, MI])
+        if arch == 'qwen2_moe':
+            add(p + 'mlp.shared_expert.gate_proj.weight', [SI, H])
+            add(p + 'mlp.shared_expert.up_proj.weight', [SI, H])
+            add(p + 'mlp.shared_expert.down_proj.weight', [H, SI])
+            add(p + 'mlp.shared_expert_gate.weight', [1, H])
+    add('model.norm.weight', [H], one=True)
+    add('lm_head.weight', [V, H])
+    for x in a.extra:
+        name, xdt = x.split(':')
+        T.append((name, xdt, [4, 8], encode([0.0] * 32, xdt)))
+    T = [t for t in T if t[0] not in a.drop]
+
+    os.makedirs(a.out, exist_ok=True)
+    json.dump(cfg, open(os.path.join(a.out, 'config.json'), 'w'), indent=2)
+    json.dump({"bos_token_id": 1, "eos_token_id": [2, 3]},
+              open(os.path.join(a.out, 'generation_config.json'), 'w'))
+    json.dump({"chat_template": [{"name": "tool_use", "template": "T"},
+                                 {"name": "default", "template": "{{ messages }}"}]},
+              open(os.path.join(a.out, 'tokenizer_config.json'), 'w'))
+    if a.shards <= 1:
+        write_st(os.path.join(a.out, 'model.safetensors'), T)
+        return
+    per = (len(T) + a.shards - 1) // a.shards
+    wm = {}
+    for s in range(a.shards):
+        fn = 'model-%05d-of-%05d.safetensors' % (s + 1, a.shards)
+        part = T[s * per:(s + 1) * per]
+        write_st(os.path.join(a.out, fn), part)
+        for t in part:
+            wm[t[0]] = fn
+    json.dump({"metadata": {}, "weight_map": wm},
+              open(os.path.join(a.out, 'model.safetensors.index.json'), 'w'), indent=1)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,297 @@
+/*
+ * tests/convert/roundtrip.c — every checkpoint converts in every quant, the
+ * container verifies, and every converted tensor matches its source:
+ *
+ *   f32 (norms, biases, routers)  bit-exact
+ *   bf16 matrices                 bit-exact when the source is bf16,
+ *                                 else exact round-to-nearest-even of the source
+ *   q8_0 / q4_0                   dequantized relative RMS error below 1% / 12%
+ *
+ * Checkpoints: every $FIXTURES/<arch>/config.json (the fixtures branch), plus
+ * tiny ones generated here with tests/convert/mkckpt.py for each architecture,
+ * a fused-experts sharded qwen3_moe with rope_parameters, and an f16/f32 one.
+ * The HF -> coli name mapping is re-derived here independently of
+ * core/convert.c. Prints the relative RMS errors it saw (docs/quant.md).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/coli.h"
+#include "io/io.h"
+
+static int g_fail;
+static double g_err2[16], g_ref2[16]; /* per dtype: sum of squared error / reference */
+
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		g_fail = 1;                                                                        \
+	} while (0)
+
+static const struct {
+	const char *hf, *coli;
+} g_names[] = {
+    {"input_layernorm.weight", "attn_norm"},
+    {"post_attention_layernorm.weight", "ffn_norm"},
+    {"self_attn.q_proj.weight", "attn_q"},
+    {"self_attn.k_proj.weight", "attn_k"},
+    {"self_attn.v_proj.weight", "attn_v"},
+    {"self_attn.o_proj.weight", "attn_o"},
+    {"self_attn.q_proj.bias", "attn_q_bias"},
+    {"self_attn.k_proj.bias", "attn_k_bias"},
+    {"self_attn.v_proj.bias", "attn_v_bias"},
+    {"self_attn.q_norm.weight", "attn_q_norm"},
+    {"self_attn.k_norm.weight", "attn_k_norm"},
+    {"mlp.gate.weight", "router"},
+    {"block_sparse_moe.gate.weight", "router"},
+    {"mlp.shared_expert.gate_proj.weight", "shexp_gate"},
+    {"mlp.shared_expert.up_proj.weight", "shexp_up"},
+    {"mlp.shared_expert.down_proj.weight", "shexp_down"},
+    {"mlp.shared_expert_gate.weight", "shexp_router"},
+    {"mlp.gate_proj.weight", "ffn_gate"},
+    {"mlp.up_proj.weight", "ffn_up"},
+    {"mlp.down_proj.weight", "ffn_down"},
+};
+
+/* Compares `rows` x `cols` source values with a stored matrix. */
+static void compare(const char *what, const float *src, const void *stored, enum coli_dtype dt,
+                    int srcbf16, int rows, int cols)
+{
+	struct coli_mat m;
+	float *row = malloc(sizeof(float) * cols);
+	double e2 = 0, r2 = 0;
+
+	coli_mat_view(&m, dt, rows, cols, stored);
+	for (int r = 0; r < rows; r++) {
+		coli_mat_row_f32(&m, r, row);
+		for (int k = 0; k < cols; k++) {
+			float s = src[(size_t)r * cols + k], want = s;
+
+			if (dt == COLI_DTYPE_BF16 && !srcbf16)
+				want = coli_bf16_to_f32(coli_f32_to_bf16(s));
+			if (!coli_dtype_is_quant(dt) && memcmp(&row[k], &want, 4)) {
+				FAIL("%s [%d,%d]: stored %g, source %g (%s must be exact)", what, r,
+				     k, row[k], want, coli_dtype_name(dt));
+				free(row);
+				return;
+			}
+			e2 += ((double)row[k] - s) * ((double)row[k] - s);
+			r2 += (double)s * s;
+		}
+	}
+	free(row);
+	g_err2[dt] += e2;
+	g_ref2[dt] += r2;
+	if (coli_dtype_is_quant(dt) && r2 > 0) {
+		double rel = sqrt(e2 / r2), lim = dt == COLI_DTYPE_Q8_0 ? 0.01 : 0.12;
+		if (rel > lim)
+			FAIL("%s: relative RMS error %.4f above %.2f for %s", what, rel, lim,
+			     coli_dtype_name(dt));
+	}
+}
+
+/* One source tensor against the container. */
+static void check_tensor(coli_container_t *c, const struct coli_st_file *f,
+                         const struct coli_st_tensor *t)
+{
+	uint64_t n = coli_io_st_numel(t);
+	float *src = malloc(sizeof(float) * n);
+	char coli[128] = "", rest[160];
+	int l = -1, e = -1, off = 0, bf = t->dtype == COLI_ST_BF16;
+
+	if (coli_io_st_read_f32(f, t, src)) {
+		FAIL("%s", coli_io_errmsg());
+		goto out;
+	}
+	if (!strcmp(t->name, "model.embed_tokens.weight"))
+		strcpy(coli, "tok_embd");
+	else if (!strcmp(t->name, "model.norm.weight"))
+		strcpy(coli, "out_norm");
+	else if (!strcmp(t->name, "lm_head.weight"))
+		strcpy(coli, "lm_head");
+	else if (sscanf(t->name, "model.layers.%d.%n", &l, &off) == 1 && off) {
+		snprintf(rest, sizeof(rest), "%s", t->name + off);
+		for (size_t i = 0; i < sizeof(g_names) / sizeof(g_names[0]); i++)
+			if (!strcmp(rest, g_names[i].hf))
+				snprintf(coli, sizeof(coli), "blk.%d.%s", l, g_names[i].coli);
+	}
+	if (*coli) {
+		const struct coli_tensor_info *ti = coli_io_container_find(c, coli);
+		int rows = ti && ti->ndim == 2 ? (int)ti->shape[0] : 1;
+
+		if (!ti) {
+			FAIL("%s: %s (from %s) missing", coli_io_container_path(c), coli, t->name);
+			goto out;
+		}
+		compare(coli, src, coli_io_container_tensor_data(c, ti), ti->dtype, bf, rows,
+		        (int)(n / rows));
+		goto out;
+	}
+	/* experts */
+	const struct coli_expert_layer *el = coli_io_container_experts_of(c, (uint32_t)l);
+	int li = -1, part = -1, fused = 0;
+	char pn[32] = "";
+
+	for (int i = 0; el && i < coli_io_container_n_expert_layers(c); i++)
+		if (coli_io_container_expert_layer(c, i) == el)
+			li = i;
+	if (li < 0) {
+		FAIL("%s: no expert layer for %s", coli_io_container_path(c), t->name);
+		goto out;
+	}
+	if (sscanf(rest, "mlp.experts.%d.%31[a-z_0-9]", &e, pn) == 2 ||
+	    sscanf(rest, "block_sparse_moe.experts.%d.%31[a-z_0-9]", &e, pn) == 2) {
+		part = !strcmp(pn, "gate_proj") || !strcmp(pn, "w1") ? 0
+		       : !strcmp(pn, "up_proj") || !strcmp(pn, "w3") ? 1
+		                                                     : 2;
+	} else if (strstr(rest, "experts.gate_up_proj")) {
+		fused = 1;
+	} else if (strstr(rest, "experts.down_proj")) {
+		fused = 1, part = 2;
+	} else {
+		FAIL("test does not know %s", t->name);
+		goto out;
+	}
+	int I = (int)el->inter, H = (int)el->hidden;
+	for (int x = fused ? 0 : e; x < (fused ? (int)el->n_experts : e + 1); x++) {
+		const unsigned char *slab = coli_io_container_slab_data(c, li, (uint32_t)x);
+		const float *base = src + (fused ? (size_t)x * (part == 2 ? H * I : 2 * I * H) : 0);
+		char what[96];
+
+		snprintf(what, sizeof(what), "layer %d expert %d", l, x);
+		if (part == 2) {
+			compare(what, base, slab + el->down_off, el->dtype, bf, H, I);
+		} else if (fused) {
+			compare(what, base, slab + el->gate_off, el->dtype, bf, I, H);
+			compare(what, base + (size_t)I * H, slab + el->up_off, el->dtype, bf, I, H);
+		} else {
+			compare(what, base, slab + (part ? el->up_off : el->gate_off), el->dtype,
+			        bf, I, H);
+		}
+	}
+out:
+	free(src);
+}
+
+static void check_dir(const char *dir, const char *label)
+{
+	static const enum coli_dtype q[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
+	char out[512], err[2048];
+
+	for (int qi = 0; qi < 3; qi++) {
+		struct coli_convert_opts o;
+		coli_container_t *c;
+		const void *sec;
+		size_t bytes;
+		int rc;
+
+		coli_convert_opts_init(&o);
+		snprintf(out, sizeof(out), "%s-%s.coli", label, coli_dtype_name(q[qi]));
+		o.hf_dir = dir;
+		o.out_path = out;
+		o.quant = q[qi];
+		rc = coli_convert(&o, err, sizeof(err));
+		if (rc) {
+			FAIL("convert %s --quant %s: %s", dir, coli_dtype_name(q[qi]), err);
+			continue;
+		}
+		if (coli_io_container_open(out, &c)) {
+			FAIL("%s", coli_io_errmsg());
+			continue;
+		}
+		if (coli_io_container_verify(c, NULL, NULL))
+			FAIL("verify %s: %s", out, coli_io_errmsg());
+		sec = coli_io_container_section(c, COLI_SECTION_CONFIG, &bytes);
+		struct coli_model_config cfg;
+		if (!sec || coli_config_parse(sec, bytes, &cfg, err, sizeof(err)) ||
+		    cfg.quant != q[qi])
+			FAIL("%s: CONFIG section missing or bad: %s", out, sec ? err : "absent");
+		if (!coli_io_container_section(c, COLI_SECTION_HF_CONFIG, &bytes))
+			FAIL("%s: HF config section missing", out);
+		/* every source tensor, from the index or the single file */
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			size_t n = strlen(de->d_name);
+			struct coli_st_file f;
+			char p[1024];
+
+			if (n < 12 || strcmp(de->d_name + n - 12, ".safetensors"))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+			if (coli_io_st_open(p, &f)) {
+				FAIL("%s", coli_io_errmsg());
+				continue;
+			}
+			for (int i = 0; i < f.n; i++)
+				check_tensor(c, &f, &f.t[i]);
+			coli_io_st_close(&f);
+		}
+		if (d)
+			closedir(d);
+		coli_io_container_close(c);
+		unlink(out);
+		printf("%-40s %-5s ok\n", label, coli_dtype_name(q[qi]));
+	}
+}
+
+int main(void)
+{
+	static const char *const gen[][2] = {
+	    {"qwen3_moe", "--arch qwen3_moe"},
+	    {"qwen2_moe", "--arch qwen2_moe"},
+	    {"olmoe", "--arch olmoe"},
+	    {"mixtral", "--arch mixtral"},
+	    {"mixtral_fused_sharded", "--arch mixtral --fused --shards 2"},
+	    {"qwen3_fused_sharded_rope", "--arch qwen3_moe --fused --shards 3 --rope-params"},
+	    {"olmoe_f16", "--arch olmoe --dtype f16"},
+	    {"qwen2_f32", "--arch qwen2_moe --dtype f32"},
+	};
+	const char *root = getenv("ROOT"), *fx = getenv("FIXTURES");
+	char cmd[2048], dir[1024];
+	int n = 0;
+
+	if (!root)
+		root = ".";
+	for (size_t i = 0; i < sizeof(gen) / sizeof(gen[0]); i++) {
+		snprintf(dir, sizeof(dir), "gen_%s", gen[i][0]);
+		snprintf(cmd, sizeof(cmd), "python3 %s/tests/convert/mkckpt.py %s %s", root, dir,
+		         gen[i][1]);
+		if (system(cmd)) {
+			printf(
+			    "python3 with tests/convert/mkckpt.py is needed to make checkpoints\n");
+			return 77;
+		}
+		check_dir(dir, dir);
+		n++;
+	}
+	DIR *d = fx ? opendir(fx) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char cfg[1200];
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", fx, de->d_name);
+		snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+		if (access(cfg, R_OK))
+			continue;
+		snprintf(cfg, sizeof(cfg), "fixture_%s", de->d_name);
+		check_dir(dir, cfg);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	for (int t = 0; t < 16; t++)
+		if (g_ref2[t] > 0)
+			printf("relative RMS error over all %s weights: %.5f\n",
+			       coli_dtype_name((enum coli_dtype)t), sqrt(g_err2[t] / g_ref2[t]));
+	printf("%d checkpoints x 3 quants\n", n);
+	return g_fail;
+}
