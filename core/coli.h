@@ -101,6 +101,66 @@ void coli_convert_opts_init(struct coli_convert_opts *o);
 /* 0 or -errno; on failure *errbuf says what and where, and no output file exists. */
 int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen);
 
+/* ===================================================================== */
+/* tokenizer (core/tokenizer*.c)                                          */
+/* ===================================================================== */
+/*
+ * A Hugging Face tokenizer.json interpreter: byte-level BPE (Qwen2/Qwen3,
+ * OLMoE, GPT-2 style) and SentencePiece-style BPE with byte fallback
+ * (Mixtral). docs/tokenizer.md lists what is supported; anything else fails
+ * at load with -ENOTSUP and a message naming the feature.
+ *
+ * encode does not apply the post_processor (no BOS/EOS template): callers
+ * add the model's BOS (struct coli_model_config.bos) themselves.
+ * A loaded tokenizer is immutable: one may be shared by many threads.
+ */
+typedef struct coli_tokenizer coli_tokenizer_t;
+
+/* json: the bytes of tokenizer.json (need not be NUL-terminated). */
+int coli_tokenizer_load(const char *json, size_t len, coli_tokenizer_t **out, char *err,
+			size_t errlen);
+void coli_tokenizer_free(coli_tokenizer_t *t);
+/* 1 + the largest id of the vocab and added tokens. */
+int coli_tokenizer_n_vocab(const coli_tokenizer_t *t);
+/* Id of a token by its text as written in tokenizer.json ("<|im_end|>",
+ * "Ġthe"); added tokens first. -1 if none. */
+int coli_tokenizer_token_id(const coli_tokenizer_t *t, const char *token_str);
+/* Text of a token as written in tokenizer.json (NUL-terminated), or NULL. */
+const char *coli_tokenizer_token_str(const coli_tokenizer_t *t, int id);
+/* 1 if id is an added token marked "special", else 0. */
+int coli_tokenizer_is_special(const coli_tokenizer_t *t, int id);
+
+/* Encode UTF-8 text; added tokens (special or not) written in the text are
+ * matched as HF tokenizers does. *ids is malloc'd (free it), even when
+ * *n_ids is 0. Invalid UTF-8 anywhere in text: -EILSEQ, nothing returned,
+ * and err says the byte offset. */
+int coli_tokenizer_encode(const coli_tokenizer_t *t, const char *text, size_t len, int **ids,
+			  int *n_ids, char *err, size_t errlen);
+
+/* Streaming decode: feed ids one at a time; only complete UTF-8 comes out.
+ * Bytes of an incomplete character are held in pending until completed; an
+ * invalid sequence becomes U+FFFD (one per maximal invalid subpart, as
+ * Rust's from_utf8_lossy, hence HF's decode). Special tokens decode to
+ * their text. */
+struct coli_detok {
+	unsigned char pending[8]; /* an incomplete UTF-8 sequence (<= 3 bytes) */
+	int n_pending;
+	int n_tokens;   /* ids pushed so far */
+	int n_stripped; /* leading spaces removed so far (decoders that Strip) */
+};
+void coli_detok_init(struct coli_detok *d);
+/* Writes at most cap bytes (not NUL-terminated); returns bytes written, or
+ * -EINVAL for an id outside [0, n_vocab), -ENOSPC when cap is too small (d
+ * is then unchanged). cap >= coli_tokenizer_max_piece_bytes(t) always fits. */
+int coli_detok_push(const coli_tokenizer_t *t, struct coli_detok *d, int id, char *out,
+		    size_t cap);
+/* End of stream: pending bytes become U+FFFD. Returns bytes written (<= 3*8). */
+int coli_detok_flush(const coli_tokenizer_t *t, struct coli_detok *d, char *out, size_t cap);
+size_t coli_tokenizer_max_piece_bytes(const coli_tokenizer_t *t);
+/* Whole-sequence decode (same bytes as pushing every id then flushing);
+ * *text is malloc'd and NUL-terminated, *len excludes the NUL. */
+int coli_tokenizer_decode(const coli_tokenizer_t *t, const int *ids, int n_ids, char **text,
+			  size_t *len);
 
 /* ===================================================================== */
 /* Options: one table (core/options.c) drives flags, environment, --help  */
@@ -139,7 +199,6 @@ void coli_opts_print(const struct coli_opts *o, FILE *f);
 /* The engine                                                             */
 /* ===================================================================== */
 
-typedef struct coli_tokenizer coli_tokenizer_t;
 typedef struct coli_engine coli_engine_t;
 
 /* Open a .coli model with options o (NULL: defaults). err says what failed. */

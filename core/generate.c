@@ -33,7 +33,8 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_detok dt;
 	float *logits;
-	char text[256];
+	char *text = NULL;
+	size_t cap = 0;
 	double t0, t1;
 	int rc = 0, id;
 
@@ -43,9 +44,14 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 		return -EINVAL;
 	if (n_prompt + (max_new > 0 ? max_new - 1 : 0) > e->ctx)
 		return -E2BIG;
+	cap = e->tok ? coli_tokenizer_max_piece_bytes(e->tok) + 32 : 32;
 	logits = malloc(sizeof(float) * (size_t)c->vocab);
-	if (!logits)
+	text = malloc(cap);
+	if (!logits || !text) {
+		free(logits);
+		free(text);
 		return -ENOMEM;
+	}
 	coli_engine_reset(e);
 	e->stats = (struct coli_route_stats){0};
 	coli_detok_init(&dt);
@@ -62,7 +68,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			break;
 		}
 		st->n_gen++;
-		n = e->tok ? coli_detok_push(e->tok, &dt, id, text, sizeof(text)) : 0;
+		n = e->tok ? coli_detok_push(e->tok, &dt, id, text, cap) : 0;
 		if (n < 0)
 			n = 0;
 		if (cb && cb(arg, id, text, (size_t)n))
@@ -71,7 +77,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			rc = coli_engine_forward(e, &id, 1, logits, 0);
 	}
 	if (!rc && e->tok && cb) {
-		int n = coli_detok_flush(e->tok, &dt, text, sizeof(text));
+		int n = coli_detok_flush(e->tok, &dt, text, cap);
 
 		if (n > 0)
 			cb(arg, -1, text, (size_t)n);
@@ -80,5 +86,6 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	st->expert_calls = e->stats.expert_calls;
 	st->expert_bytes = e->stats.expert_bytes;
 	free(logits);
+	free(text);
 	return rc;
 }

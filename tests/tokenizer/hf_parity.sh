@@ -1,0 +1,55 @@
+#!/bin/sh
+# tests/tokenizer/hf_parity.sh — coli's tokenizer against HF tokenizers.
+#
+# Trains five small tokenizers with the `tokenizers` library (Qwen2-style
+# Split+ByteLevel+NFC with ChatML specials, the same with ignore_merges,
+# GPT-2-style ByteLevel(use_regex) with lstrip/rstrip/single_word/normalized
+# added tokens and "a b" merges, SentencePiece-style Prepend/Replace + byte
+# fallback, and the Metaspace layout), then on a fixed set of cases plus
+# $PARITY_N random strings (default 3000, seed 42) compares:
+#   ids          coli tokenize --lines        vs  Tokenizer.encode(x).ids
+#   decode       coli tokenize --decode       vs  Tokenizer.decode(HF ids)
+#   round trip   decode(encode(x)) == normalizer(x)  (byte-level ones)
+# It also runs on $FIXTURES/*/tokenizer.json and $FIXTURES/tokenizer/*.json
+# when the fixtures exist. The venv is cached in $ROOT/$BUILD/pyenv.
+set -u
+PY="$ROOT/$BUILD/pyenv/bin/python"
+DRV="$ROOT/tests/tokenizer/hf_parity.py"
+N=${PARITY_N:-3000}
+
+if ! "$PY" -c 'import tokenizers' 2>/dev/null; then
+	rm -rf "$ROOT/$BUILD/pyenv"
+	python3 -m venv "$ROOT/$BUILD/pyenv" || { echo "python3 -m venv failed (python3-venv missing)"; exit 77; }
+	if ! "$PY" -m pip install -q tokenizers >pip.log 2>&1; then
+		cat pip.log
+		if grep -qiE 'connection|resolve|network|timed out|No matching distribution' pip.log; then
+			echo "PyPI unreachable: cannot install tokenizers"
+			exit 77
+		fi
+		exit 1
+	fi
+fi
+"$PY" -c 'import tokenizers; print("tokenizers", tokenizers.__version__)'
+
+"$PY" "$DRV" train . || exit 1
+"$PY" "$DRV" cases cases.jsonl "$N" 42 || exit 1
+
+fail=0
+check() { # name tokenizer.json roundtrip
+	name=$1 tj=$2 rt=$3
+	"$PY" "$DRV" expect "$tj" cases.jsonl "$name.ids" "$name.dec" "$name.rt" || { fail=1; return; }
+	"$COLI" tokenize --tokenizer-json "$tj" --lines cases.jsonl >"$name.got" || { echo "$name: coli tokenize failed"; fail=1; return; }
+	"$COLI" tokenize --tokenizer-json "$tj" --decode --lines "$name.ids" >"$name.gotdec" || { echo "$name: coli decode failed"; fail=1; return; }
+	"$PY" "$DRV" compare "$name" cases.jsonl "$name.ids" "$name.got" "$name.dec" "$name.gotdec" "$name.rt" "$rt" || fail=1
+}
+
+check qwen2 qwen2.json 1
+check qwen2_ignore_merges qwen2_im.json 1
+check gpt2 gpt2.json 1
+check spm spm.json 0
+check spm_metaspace spm_meta.json 0
+for tj in "$FIXTURES"/*/tokenizer.json "$FIXTURES"/tokenizer/*.json; do
+	[ -f "$tj" ] || continue
+	check "fixture:$(basename "$(dirname "$tj")")/$(basename "$tj")" "$tj" 0
+done
+exit $fail
