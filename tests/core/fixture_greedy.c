@@ -111,7 +111,7 @@ int main(void)
 		return 1;
 	}
 	for (int f = 0; f < nf; f++) {
-		char p16[1024], p8[1024];
+		char p16[8192], p8[8192];
 
 		if (fx_convert(names[f], COLI_DTYPE_BF16, fx_tmpdir(), p16, sizeof(p16)) ||
 		    fx_convert(names[f], COLI_DTYPE_Q8_0, fx_tmpdir(), p8, sizeof(p8)))

@@ -73,7 +73,7 @@ int main(void)
 		return 1;
 	}
 	for (int f = 0; f < nf; f++) {
-		char p16[1024], p8[1024], p4[1024];
+		char p16[8192], p8[8192], p4[8192];
 		int n, V;
 		int *ids = fx_read_ints(names[f], "ids.txt", &n);
 		size_t nref;

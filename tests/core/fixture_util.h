@@ -39,7 +39,7 @@ static inline int fx_list(char names[][64], int max)
 	if (!d)
 		return 0;
 	while ((de = readdir(d)) && n < max) {
-		char p[1024];
+		char p[4096];
 		struct stat st;
 
 		if (de->d_name[0] == '.' || strlen(de->d_name) >= 64)
@@ -66,10 +66,11 @@ static inline int fx_convert(const char *name, enum coli_dtype q, const char *di
 			     size_t outlen)
 {
 	struct coli_convert_opts o;
-	char hf[1024], err[512];
+	char hf[2048], err[512];
 	int rc;
 
-	snprintf(hf, sizeof(hf), "%s/%s", fx_root(), name);
+	if (snprintf(hf, sizeof(hf), "%s/%s", fx_root(), name) >= (int)sizeof(hf))
+		return -1;
 	snprintf(out, outlen, "%s/%s.%s.coli", dir, name, coli_dtype_name(q));
 	if (access(out, F_OK) == 0)
 		return 0;
@@ -86,7 +87,7 @@ static inline int fx_convert(const char *name, enum coli_dtype q, const char *di
 /* Whitespace-separated integers from a file; malloc'd. */
 static inline int *fx_read_ints(const char *name, const char *file, int *n)
 {
-	char p[1024];
+	char p[4096];
 	FILE *f;
 	int cap = 64, *v = malloc(sizeof(int) * cap), x;
 
@@ -110,7 +111,7 @@ static inline int *fx_read_ints(const char *name, const char *file, int *n)
 
 static inline float *fx_read_floats(const char *name, const char *file, size_t *n)
 {
-	char p[1024];
+	char p[4096];
 	FILE *f;
 	float *v;
 	long sz;
@@ -135,7 +136,7 @@ static inline float *fx_read_floats(const char *name, const char *file, size_t *
 /* Margins file holds floats as text. */
 static inline float *fx_read_margins(const char *name, int *n)
 {
-	char p[1024];
+	char p[4096];
 	FILE *f;
 	int cap = 64;
 	float *v = malloc(sizeof(float) * cap), x;
