@@ -37,7 +37,7 @@ for t in tools/fuzz_*.c; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .c | sed 's/^fuzz_//')
 	dir="$BUILD/fuzz/$name"
-	mkdir -p "$dir/corpus" "$dir/obj"
+	mkdir -p "$dir/corpus"
 	echo "fuzz: building $name"
 	$CLANG $CFLAGS -fsanitize=fuzzer,address,undefined -o "$dir/fuzz_$name" "$t" "$LIBDIR/libcoli-fuzz.a" $LIBS -ldl ||
 		{ echo "fuzz: $name does not build"; status=1; continue; }
