@@ -88,8 +88,11 @@ uint16_t coli_f32_to_bf16(float f); /* round to nearest even, NaN kept quiet */
 
 /* ---- weight quantization (used by convert; GGUF's reference rounding) ----
  * Quantize a rows x cols fp32 matrix into format t at dst (coli_dtype_mat_bytes
- * bytes). Q8_0: d = amax/127, q = roundf(x/d). Q4_0: d = max/-8 where max is
- * the signed value of largest magnitude, q = min(15, (int8)(x/d + 8.5f)). */
+ * bytes). Q8_0: d = amax/127, q = roundf(x*id). Q4_0: d = max/-8 where max is
+ * the signed value of largest magnitude, q = min(15, (int8)(x*id + 8.5f)).
+ * As in GGUF: id = d != 0 ? 1.0f/d : 0 in fp32 (x*id can differ from x/d in
+ * the last bit), and d is rounded to fp16 only for storage. Returns -EINVAL
+ * on a non-finite input or a bad shape. */
 int coli_quantize_mat(enum coli_dtype t, const float *src, int rows, int cols, void *dst);
 /* Dequantize row r of m into out[cols] (any dtype). */
 void coli_mat_row_f32(const struct coli_mat *m, int r, float *out);
