@@ -151,21 +151,6 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 			  "inconsistent shapes (heads not a multiple of kv heads, or top_k > experts)");
 		goto out;
 	}
-	/* every matrix's reduction dim must hold whole lanes (16) or whole blocks (32) */
-	{
-		int unit = coli_dtype_is_quant(c->quant) ? COLI_QBLOCK : COLI_LANES;
-		int dims[] = {c->hidden, c->moe_inter, c->shared_inter, c->dense_inter,
-			      c->n_heads * c->head_dim};
-
-		for (int i = 0; i < 5; i++)
-			if (dims[i] % unit) {
-				snprintf(errbuf, errlen,
-					 "model config: size %d is not a multiple of %d, as %s needs",
-					 dims[i], unit, coli_dtype_name(c->quant));
-				rc = -EINVAL;
-				goto out;
-			}
-	}
 	v = json_object_get(root, "moe_layers");
 	if (!json_is_array(v)) {
 		rc = fail(errbuf, errlen, "model config lacks \"%s\"", "moe_layers");

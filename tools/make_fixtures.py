@@ -355,7 +355,7 @@ PRIMARIES = {
         seed=1028, cls="MixtralForCausalLM", cfg_cls="MixtralConfig", chat="inst",
         cfg=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2,
-                 intermediate_size=48, rms_norm_eps=1e-5, rope_theta=80000.0,
+                 intermediate_size=64, rms_norm_eps=1e-5, rope_theta=80000.0,
                  sliding_window=None, bos_token_id=ID_EOT, eos_token_id=ID_EOT)),
 }
 # Variants: (name, primary, how). They share the primary's weights and references.
@@ -388,7 +388,11 @@ def reinit(model, seed):
     """Weights with spread, so that logits are far from uniform and routing is decisive.
 
     norms 1 +- 0.1, biases 0.1, routers 0.5 (router logits ~ 4 std), embeddings 1.0,
-    lm_head 0.2, everything else 0.15 (the default 0.02 would make every logit ~0)."""
+    lm_head 1.0, everything else 0.04 (the default 0.02 would make every logit ~0).
+    Inner weights stay small (gain < 1 per matrix) so the network is not chaotic: with
+    0.15 a q8 rounding anywhere flipped ~10% of the argmaxes, which says nothing about
+    the engine; with 0.04 attention and experts still move every logit by far more than
+    the 1e-3 test tolerance."""
     g = torch.Generator().manual_seed(seed)
     for name, p in model.named_parameters():
         r = torch.randn(p.shape, generator=g, dtype=torch.float32)
@@ -401,9 +405,9 @@ def reinit(model, seed):
         elif "embed_tokens" in name:
             p.copy_(1.0 * r)
         elif name == "lm_head.weight":
-            p.copy_(0.2 * r)
+            p.copy_(1.0 * r)
         else:
-            p.copy_(0.15 * r)
+            p.copy_(0.04 * r)
 
 
 def hub_dialect(cfg):
