@@ -9,11 +9,11 @@
 #include "tokenizer/tok_test.h"
 
 static json_t *added(int id, const char *content, int special, int normalized, int lstrip,
-		     int rstrip, int single_word)
+                     int rstrip, int single_word)
 {
 	return json_pack("{s:i, s:s, s:b, s:b, s:b, s:b, s:b}", "id", id, "content", content,
-			 "special", special, "normalized", normalized, "lstrip", lstrip, "rstrip",
-			 rstrip, "single_word", single_word);
+	                 "special", special, "normalized", normalized, "lstrip", lstrip, "rstrip",
+	                 rstrip, "single_word", single_word);
 }
 
 static void expect_text(const coli_tokenizer_t *t, const int *ids, int n, const char *want)
@@ -45,10 +45,10 @@ int main(void)
 
 	CHECK(coli_tokenizer_n_vocab(t) == 309, "n_vocab %d", coli_tokenizer_n_vocab(t));
 	expect_ids(t, "<|im_start|>user\nhi<|im_end|>",
-		   (int[]){301, 'u', 's', 'e', 'r', '\n', 'h', 'i', 302, -1});
+	           (int[]){301, 'u', 's', 'e', 'r', '\n', 'h', 'i', 302, -1});
 	expect_ids(t, "<|im_end|><|im_end|>", (int[]){302, 302, -1});
 	expect_ids(t, "a<|endoftext|>b", (int[]){'a', 300, 'b', -1});
-	expect_ids(t, "<|im_x", (int[]){306, '_', 'x', -1});            /* the shorter one */
+	expect_ids(t, "<|im_x", (int[]){306, '_', 'x', -1});             /* the shorter one */
 	expect_ids(t, "<|im_end", (int[]){306, '_', 'e', 'n', 'd', -1}); /* not the longer */
 	expect_ids(t, "x  [MASK] y", (int[]){'x', 303, ' ', 'y', -1});   /* lstrip */
 	expect_ids(t, "a <tool> \t b", (int[]){'a', ' ', 304, 'b', -1}); /* rstrip */
@@ -64,7 +64,7 @@ int main(void)
 	CHECK(coli_tokenizer_token_id(t, "<|im_end|>") == 302, "token_id");
 	CHECK(coli_tokenizer_token_id(t, "<|endoftext|>") == 300, "token_id");
 	CHECK(coli_tokenizer_is_special(t, 302) && !coli_tokenizer_is_special(t, 304) &&
-		  !coli_tokenizer_is_special(t, 'a'),
+	          !coli_tokenizer_is_special(t, 'a'),
 	      "is_special");
 	expect_text(t, (int[]){301, 'h', 'i', 302}, 4, "<|im_start|>hi<|im_end|>");
 	expect_text(t, (int[]){'a', 308, 'b'}, 3, "a  b"); /* raw: ' ' has no byte-level char */

@@ -9,17 +9,17 @@
 #include "tokenizer/tok_test.h"
 
 static const char *const MERGES[][2] = {
-    {"a", "a"},   /* 256 */
-    {"h", "e"},   /* 257 */
-    {"l", "l"},   /* 258 */
-    {"he", "ll"}, /* 259 */
+    {"a", "a"},    /* 256 */
+    {"h", "e"},    /* 257 */
+    {"l", "l"},    /* 258 */
+    {"he", "ll"},  /* 259 */
     {"hell", "o"}, /* 260 */
-    {" ", "w"},   /* 261 */
-    {"aa", "a"},  /* 262: lower rank than "a a", used only after it */
-    {"o", "r"},   /* 263 */
-    {" w", "or"}, /* 264 */
-    {"x", "y"},   /* 265 */
-    {"y", "z"},   /* 266: "xyz" -> "xy" "z" (xy ranks first) */
+    {" ", "w"},    /* 261 */
+    {"aa", "a"},   /* 262: lower rank than "a a", used only after it */
+    {"o", "r"},    /* 263 */
+    {" w", "or"},  /* 264 */
+    {"x", "y"},    /* 265 */
+    {"y", "z"},    /* 266: "xyz" -> "xy" "z" (xy ranks first) */
 };
 #define N_MERGES ((int)(sizeof(MERGES) / sizeof(MERGES[0])))
 
@@ -55,9 +55,9 @@ int main(void)
 	CHECK(coli_tokenizer_n_vocab(t) == 256 + N_MERGES, "n_vocab %d", coli_tokenizer_n_vocab(t));
 	expect_ids(t, "hello", (int[]){260, -1});
 	expect_ids(t, "hello world", (int[]){260, 264, 'l', 'd', -1});
-	expect_ids(t, "aaa", (int[]){262, -1});          /* aa + a, then aaa */
-	expect_ids(t, "aaaa", (int[]){256, 256, -1});    /* leftmost pairs first */
-	expect_ids(t, "aaaaa", (int[]){256, 262, -1});   /* aa aa a, then aa aaa */
+	expect_ids(t, "aaa", (int[]){262, -1});        /* aa + a, then aaa */
+	expect_ids(t, "aaaa", (int[]){256, 256, -1});  /* leftmost pairs first */
+	expect_ids(t, "aaaaa", (int[]){256, 262, -1}); /* aa aa a, then aa aaa */
 	expect_ids(t, "xyz", (int[]){265, 'z', -1});
 	expect_ids(t, "", (int[]){-1});
 	/* Qwen2 regex: digits one by one, letters after one non-letter */
@@ -104,12 +104,12 @@ int main(void)
 	{
 		char s[64];
 		snprintf(s, sizeof(s), "%s %s", json_string_value(json_array_get(m, 0)),
-			 json_string_value(json_array_get(m, 1)));
+		         json_string_value(json_array_get(m, 1)));
 		json_array_set_new(jm, i, json_string(s));
 	}
 	/* a vocab entry no merge path reaches: only ignore_merges finds it */
 	json_object_set_new(json_object_get(json_object_get(root, "model"), "vocab"), "zz",
-			    json_integer(300));
+	                    json_integer(300));
 	char *s1 = json_dumps(root, 0);
 	t = load_or_die(s1);
 	expect_ids(t, "hello world", (int[]){260, 264, 'l', 'd', -1});

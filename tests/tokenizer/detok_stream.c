@@ -57,11 +57,11 @@ static void byte_level(void)
 	push(t, &d, 0xE2, 0);
 	push(t, &d, 0x82, 0);
 	push(t, &d, 'A', 4);
-	push(t, &d, 0x80, 3);              /* lone continuation byte */
-	push(t, &d, 0xC0, 3);              /* never valid */
-	push(t, &d, 0xED, 0);              /* ED A0: a surrogate -> two U+FFFD */
+	push(t, &d, 0x80, 3); /* lone continuation byte */
+	push(t, &d, 0xC0, 3); /* never valid */
+	push(t, &d, 0xED, 0); /* ED A0: a surrogate -> two U+FFFD */
 	push(t, &d, 0xA0, 6);
-	push(t, &d, 0xF0, 0);              /* dangling at the end */
+	push(t, &d, 0xF0, 0); /* dangling at the end */
 	expect_out(&d, t, FFFD "A" FFFD FFFD FFFD FFFD FFFD);
 
 	/* -ENOSPC leaves the state as it was; the same id can be pushed again */

@@ -44,11 +44,14 @@ int main(void)
 	free(json);
 
 	expect_bad(t, "ab\x80", 3, 2);
-	expect_bad(t, "\xC0\xAF", 2, 0);             /* overlong '/' */
-	expect_bad(t, "x\xED\xA0\x80y", 5, 1);       /* surrogate U+D800 */
-	expect_bad(t, "xx\xF4\x90\x80\x80", 6, 2);   /* U+110000 */
-	expect_bad(t, "hello \xF0\x9F\x98", 9, 6);   /* truncated at the end */
-	expect_bad(t, "\xE2\x82" "A", 3, 0);         /* cut short */
+	expect_bad(t, "\xC0\xAF", 2, 0);           /* overlong '/' */
+	expect_bad(t, "x\xED\xA0\x80y", 5, 1);     /* surrogate U+D800 */
+	expect_bad(t, "xx\xF4\x90\x80\x80", 6, 2); /* U+110000 */
+	expect_bad(t, "hello \xF0\x9F\x98", 9, 6); /* truncated at the end */
+	expect_bad(t,
+	           "\xE2\x82"
+	           "A",
+	           3, 0); /* cut short */
 	expect_bad(t, "\xFF", 1, 0);
 	expect_ok(t, "a\0b", 3);
 	expect_ok(t, "\xF4\x8F\xBF\xBF \xEF\xBF\xBF \xEF\xBF\xBD", 12);

@@ -19,7 +19,7 @@ static int g_fail;
 #define CHECK(cond, ...)                                                                           \
 	do {                                                                                       \
 		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);                  \
+			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);                 \
 			fprintf(stderr, __VA_ARGS__);                                              \
 			fputc('\n', stderr);                                                       \
 			g_fail = 1;                                                                \
@@ -64,16 +64,16 @@ __attribute__((unused)) static const char *bl_str(const char *raw)
 __attribute__((unused)) static json_t *qwen2_pre(void)
 {
 	return json_pack("{s:s, s:[{s:s, s:{s:s}, s:s, s:b}, {s:s, s:b, s:b, s:b}]}", "type",
-			 "Sequence", "pretokenizers", "type", "Split", "pattern", "Regex", QWEN2_RE,
-			 "behavior", "Isolated", "invert", 0, "type", "ByteLevel", "add_prefix_space",
-			 0, "trim_offsets", 0, "use_regex", 0);
+	                 "Sequence", "pretokenizers", "type", "Split", "pattern", "Regex", QWEN2_RE,
+	                 "behavior", "Isolated", "invert", 0, "type", "ByteLevel",
+	                 "add_prefix_space", 0, "trim_offsets", 0, "use_regex", 0);
 }
 
 /* merges: n pairs of raw strings; added: JSON array or NULL (stolen);
  * pre: pre_tokenizer (stolen; NULL = qwen2_pre()); model_extra merged into
  * "model" (stolen, may be NULL). Returns the JSON text (malloc'd). */
-__attribute__((unused)) static char *bl_json(const char *const (*merges)[2], int n, json_t *added, json_t *pre,
-		     json_t *model_extra)
+__attribute__((unused)) static char *bl_json(const char *const (*merges)[2], int n, json_t *added,
+                                             json_t *pre, json_t *model_extra)
 {
 	json_t *vocab = json_object(), *jm = json_array();
 	char key[1024];
@@ -93,10 +93,10 @@ __attribute__((unused)) static char *bl_json(const char *const (*merges)[2], int
 	json_t *model = json_pack("{s:s, s:o, s:o}", "type", "BPE", "vocab", vocab, "merges", jm);
 	if (model_extra)
 		json_object_update(model, model_extra), json_decref(model_extra);
-	json_t *root = json_pack("{s:s, s:o, s:{s:s}, s:o, s:{s:s}, s:o}", "version", "1.0",
-				 "added_tokens", added ? added : json_array(), "normalizer", "type",
-				 "NFC", "pre_tokenizer", pre ? pre : qwen2_pre(), "decoder", "type",
-				 "ByteLevel", "model", model);
+	json_t *root =
+	    json_pack("{s:s, s:o, s:{s:s}, s:o, s:{s:s}, s:o}", "version", "1.0", "added_tokens",
+	              added ? added : json_array(), "normalizer", "type", "NFC", "pre_tokenizer",
+	              pre ? pre : qwen2_pre(), "decoder", "type", "ByteLevel", "model", model);
 	char *s = json_dumps(root, 0);
 	json_decref(root);
 	return s;
@@ -115,7 +115,8 @@ __attribute__((unused)) static coli_tokenizer_t *load_or_die(const char *json)
 }
 
 /* Encodes text and compares with the expected ids (terminated by -1). */
-__attribute__((unused)) static void expect_ids(const coli_tokenizer_t *t, const char *text, const int *want)
+__attribute__((unused)) static void expect_ids(const coli_tokenizer_t *t, const char *text,
+                                               const int *want)
 {
 	char err[256];
 	int *ids, n, m = 0;
