@@ -470,6 +470,11 @@ static int set_added(struct load *l, json_t *added)
 		struct tok_added *d = &t->added[t->n_added];
 		json_t *c = json_object_get(a, "content");
 		int id = (int)json_integer_value(json_object_get(a, "id"));
+		/* HF: content already in the model vocab takes the vocab's id
+		 * (consistent files have the same id in both places) */
+		if (json_string_length(c) == strlen(json_string_value(c)) &&
+		    vocab_id(l, json_string_value(c)) >= 0)
+			id = vocab_id(l, json_string_value(c));
 		d->id = id;
 		d->special = (uint8_t)jbool(a, "special", 0);
 		d->normalized = (uint8_t)jbool(a, "normalized", !d->special);

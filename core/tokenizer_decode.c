@@ -39,14 +39,12 @@ static int printable(int b)
 	return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
 }
 
+/* The 68 non-printable bytes in order: 0-32 (n 0-32), 127-160 (n 33-66), 173 (n 67). */
 uint32_t tok_byte_to_cp(uint8_t b)
 {
 	if (printable(b))
 		return b;
-	uint32_t n = 0;
-	for (int i = 0; i < b; i++)
-		n += !printable(i);
-	return 256 + n;
+	return 256 + (b <= 32 ? b : b <= 160 ? 33u + (b - 127u) : 67u);
 }
 
 int tok_cp_to_byte(uint32_t cp)
@@ -56,10 +54,7 @@ int tok_cp_to_byte(uint32_t cp)
 	if (cp >= 256 + 68)
 		return -1;
 	uint32_t n = cp - 256;
-	for (int b = 0; b < 256; b++)
-		if (!printable(b) && n-- == 0)
-			return b;
-	return -1;
+	return n <= 32 ? (int)n : n <= 66 ? (int)(127 + n - 33) : 173;
 }
 
 /* Scans a UTF-8 sequence at p: *need = its full length (1..4, or 1 for a

@@ -6,6 +6,7 @@ coli's answers against HF's:
 
   train DIR                    DIR/{qwen2,qwen2_im,gpt2,spm,spm_meta}.json
   cases FILE N SEED            FILE: JSON lines, a fixed set + N random strings
+  long FILE                    FILE: three ~100k-character cases
   expect TOK CASES IDS DEC RT  HF's ids per case (IDS), HF's decode of them
                                (DEC, JSON lines), normalizer(case) (RT)
   compare NAME CASES IDS GOT_IDS DEC GOT_DEC RT ROUNDTRIP
@@ -163,6 +164,17 @@ def cases(path, n, seed):
             f.write(json.dumps(c) + "\n")
 
 
+def long_cases(path):
+    """Three ~100k-character inputs: mixed random text, one 100k-letter word, CJK."""
+    rng = random.Random(7)
+    mixed = ""
+    while len(mixed) < 100000:
+        mixed += random_case(rng) + " "
+    with open(path, "w") as f:
+        for c in [mixed[:100000], "abcdefgh" * 12500, "日本語中文한국어" * 10000]:
+            f.write(json.dumps(c) + "\n")
+
+
 def read_cases(path):
     return [json.loads(l) for l in open(path)]
 
@@ -211,6 +223,8 @@ if __name__ == "__main__":
         train(*a)
     elif cmd == "cases":
         cases(a[0], int(a[1]), int(a[2]))
+    elif cmd == "long":
+        long_cases(a[0])
     elif cmd == "expect":
         expect(*a)
     elif cmd == "compare":

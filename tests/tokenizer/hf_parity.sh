@@ -11,7 +11,7 @@
 #   decode       coli tokenize --decode       vs  Tokenizer.decode(HF ids)
 #   round trip   decode(encode(x)) == normalizer(x)  (byte-level ones)
 # It also runs on $FIXTURES/*/tokenizer.json and $FIXTURES/tokenizer/*.json
-# when the fixtures exist. The venv is cached in $ROOT/$BUILD/pyenv.
+# when the fixtures exist, and three ~100k-character inputs (timed). The venv is cached in $ROOT/$BUILD/pyenv.
 set -u
 PY="$ROOT/$BUILD/pyenv/bin/python"
 DRV="$ROOT/tests/tokenizer/hf_parity.py"
@@ -35,12 +35,15 @@ fi
 "$PY" "$DRV" cases cases.jsonl "$N" 42 || exit 1
 
 fail=0
-check() { # name tokenizer.json roundtrip
-	name=$1 tj=$2 rt=$3
-	"$PY" "$DRV" expect "$tj" cases.jsonl "$name.ids" "$name.dec" "$name.rt" || { fail=1; return; }
-	"$COLI" tokenize --tokenizer-json "$tj" --lines cases.jsonl >"$name.got" || { echo "$name: coli tokenize failed"; fail=1; return; }
+check() { # name tokenizer.json roundtrip [cases]
+	name=$1 tj=$2 rt=$3 cases=${4:-cases.jsonl}
+	"$PY" "$DRV" expect "$tj" "$cases" "$name.ids" "$name.dec" "$name.rt" || { fail=1; return; }
+	t0=$(date +%s.%N)
+	"$COLI" tokenize --tokenizer-json "$tj" --lines "$cases" >"$name.got" || { echo "$name: coli tokenize failed"; fail=1; return; }
+	t1=$(date +%s.%N)
 	"$COLI" tokenize --tokenizer-json "$tj" --decode --lines "$name.ids" >"$name.gotdec" || { echo "$name: coli decode failed"; fail=1; return; }
-	"$PY" "$DRV" compare "$name" cases.jsonl "$name.ids" "$name.got" "$name.dec" "$name.gotdec" "$name.rt" "$rt" || fail=1
+	"$PY" "$DRV" compare "$name" "$cases" "$name.ids" "$name.got" "$name.dec" "$name.gotdec" "$name.rt" "$rt" || fail=1
+	awk -v a="$t0" -v b="$t1" -v n="$name" 'BEGIN { printf "  %s: coli tokenize --lines took %.3f s (load included)\n", n, b - a }'
 }
 
 check qwen2 qwen2.json 1
@@ -48,6 +51,10 @@ check qwen2_ignore_merges qwen2_im.json 1
 check gpt2 gpt2.json 1
 check spm spm.json 0
 check spm_metaspace spm_meta.json 0
+"$PY" "$DRV" long long.jsonl || exit 1
+check qwen2_long100k qwen2.json 1 long.jsonl
+check gpt2_long100k gpt2.json 1 long.jsonl
+check spm_long100k spm.json 0 long.jsonl
 for tj in "$FIXTURES"/*/tokenizer.json "$FIXTURES"/tokenizer/*.json; do
 	[ -f "$tj" ] || continue
 	check "fixture:$(basename "$(dirname "$tj")")/$(basename "$tj")" "$tj" 0
