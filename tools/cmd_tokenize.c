@@ -71,22 +71,18 @@ static int load(const char *model, const char *tj, coli_tokenizer_t **t)
 		rc = coli_tokenizer_load(json, len, t, err, sizeof(err));
 		free(json);
 	} else {
-#ifdef COLI_HAVE_CONTAINER_READER
 		coli_container_t *c;
+		const char *json;
+
 		if ((rc = coli_io_container_open(model, &c)))
 			return tool_err("tokenize", "%s", coli_io_errmsg());
-		const char *json = coli_io_container_section(c, COLI_SECTION_TOKENIZER, &len);
+		json = coli_io_container_section(c, COLI_SECTION_TOKENIZER, &len);
 		if (!json) {
 			coli_io_container_close(c);
-			return tool_err("tokenize", "%s: no tokenizer section", model);
+			return tool_err("tokenize", "%s: this model has no tokenizer (converted without tokenizer.json)", model);
 		}
 		rc = coli_tokenizer_load(json, len, t, err, sizeof(err));
 		coli_io_container_close(c);
-#else
-		return tool_err("tokenize",
-		                "-m needs the container reader, not in this build yet; use "
-		                "--tokenizer-json FILE");
-#endif
 	}
 	if (rc)
 		return tool_err("tokenize", "%s: %s", tj ? tj : model, err);
