@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -242,11 +243,16 @@ static int check_tensor(coli_container_t *c, int i, const unsigned char *e)
 	t->bytes = le64(e + TE_BYTES);
 	t->xxh64 = le64(e + TE_XXH);
 	rc = io_tensor_bytes(dtype, t->ndim, t->shape, &want);
-	if (rc || want != t->bytes)
-		return CORRUPT(c, "tensor %s: %llu bytes do not match %s %llux%llux%llux%llu",
-		               t->name, (unsigned long long)t->bytes, io_dtype_name(dtype),
-		               (unsigned long long)t->shape[0], (unsigned long long)t->shape[1],
-		               (unsigned long long)t->shape[2], (unsigned long long)t->shape[3]);
+	if (rc || want != t->bytes) {
+		char shape[128];
+		int k = 0;
+
+		for (int d = 0; d < t->ndim; d++)
+			k += snprintf(shape + k, sizeof(shape) - (size_t)k, "%s%llu",
+			              d ? " x " : "[", (unsigned long long)t->shape[d]);
+		return CORRUPT(c, "tensor %s: %llu bytes do not match %s %s]", t->name,
+		               (unsigned long long)t->bytes, io_dtype_name(dtype), shape);
+	}
 	if (t->offset % CT_TENSOR_ALIGN ||
 	    !inside(t->offset, t->bytes, c->dense_off, c->dense_off + c->dense_bytes))
 		return CORRUPT(c,

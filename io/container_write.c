@@ -235,6 +235,18 @@ static int place(uint64_t *off, uint64_t a, uint64_t bytes, uint64_t *at)
 	return 0;
 }
 
+/* "1.50 GiB" / "12.0 MiB" / "640 KiB" for messages about space */
+static const char *human(uint64_t b, char *buf, size_t n)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, n, "%.2f GiB", b / 1073741824.0);
+	else if (b >= (1ull << 20))
+		snprintf(buf, n, "%.1f MiB", b / 1048576.0);
+	else
+		snprintf(buf, n, "%llu KiB", (unsigned long long)(b >> 10));
+	return buf;
+}
+
 static int reserve(coli_io_writer_t *w)
 {
 	struct statvfs sv;
@@ -242,14 +254,15 @@ static int reserve(coli_io_writer_t *w)
 
 	if (fstatvfs(w->fd, &sv) == 0) {
 		uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+		char h1[32], h2[32];
 
 		if (avail < w->file_bytes)
-			return io_err(
-			    -ENOSPC, w->path,
-			    "not enough free space: the container needs %llu bytes (%.2f GiB), "
-			    "its file system has %llu bytes (%.2f GiB) free",
-			    (unsigned long long)w->file_bytes, w->file_bytes / 1073741824.0,
-			    (unsigned long long)avail, avail / 1073741824.0);
+			return io_err(-ENOSPC, w->path,
+			              "not enough free space: the container needs %llu bytes (%s), "
+			              "its file system has %llu bytes (%s) free",
+			              (unsigned long long)w->file_bytes,
+			              human(w->file_bytes, h1, sizeof(h1)),
+			              (unsigned long long)avail, human(avail, h2, sizeof(h2)));
 	}
 	do
 		rc = fallocate(w->fd, 0, 0, (off_t)w->file_bytes) ? -errno : 0;

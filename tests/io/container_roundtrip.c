@@ -99,6 +99,15 @@ static void check_tensors(coli_container_t *c)
 		      "%s dtype/shape", t->name);
 		CHECK(t->bytes == g_synth_tensors[i].bytes, "%s bytes %llu", t->name,
 		      (unsigned long long)t->bytes);
+		{
+			size_t rows = 1;
+
+			for (int d = 0; d < t->ndim - 1; d++)
+				rows *= t->shape[d];
+			CHECK(t->bytes ==
+			          coli_dtype_mat_bytes(t->dtype, rows, t->shape[t->ndim - 1]),
+			      "%s: container bytes differ from coli_dtype_mat_bytes", t->name);
+		}
 		CHECK(t->offset % 64 == 0, "%s offset %llu", t->name,
 		      (unsigned long long)t->offset);
 		CHECK(!byte_mismatch(coli_io_container_tensor_data(c, t), (uint32_t)i, t->bytes),

@@ -1,0 +1,163 @@
+/*
+ * tools/cmd_inspect.c — `coli inspect [-v] MODEL.coli`: what a container
+ * holds. The model summary comes from the CONFIG section (core/config.c);
+ * the layout (dense bytes, slab geometry per MoE layer, totals) from the
+ * container's own tables, so a file whose config is unreadable still shows
+ * its structure (and exits 1). -v adds the tensor table.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/coli.h"
+#include "io/io.h"
+#include "tools/tools.h"
+
+static const char *human(uint64_t b, char *buf, size_t n)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, n, "%.2f GiB", b / 1073741824.0);
+	else if (b >= (1ull << 20))
+		snprintf(buf, n, "%.2f MiB", b / 1048576.0);
+	else if (b >= 1024)
+		snprintf(buf, n, "%.1f KiB", b / 1024.0);
+	else
+		snprintf(buf, n, "%llu B", (unsigned long long)b);
+	return buf;
+}
+
+static int print_config(coli_container_t *c)
+{
+	struct coli_model_config *m;
+	char err[256];
+	const char *s;
+	size_t n;
+	int n_moe = 0, rc;
+
+	s = coli_io_container_section(c, COLI_SECTION_CONFIG, &n);
+	if (!s)
+		return tool_err("inspect", "%s: no CONFIG section", coli_io_container_path(c));
+	m = malloc(sizeof(*m));
+	if (!m)
+		return tool_err("inspect", "out of memory");
+	rc = coli_config_parse(s, n, m, err, sizeof(err));
+	if (rc) {
+		free(m);
+		return tool_err("inspect", "%s: %s", coli_io_container_path(c), err);
+	}
+	for (int l = 0; l < m->n_layers; l++)
+		n_moe += m->is_moe_layer[l];
+	printf("architecture   %s\n", coli_arch_name(m->arch));
+	printf("layers         %d (%d dense, %d MoE)\n", m->n_layers, m->n_layers - n_moe, n_moe);
+	printf("hidden         %d, heads %d (kv %d) x %d, vocab %d, max context %d\n", m->hidden,
+	       m->n_heads, m->n_kv_heads, m->head_dim, m->vocab, m->max_ctx);
+	printf("experts        %d per MoE layer, top-k %d, expert inter %d", m->n_experts, m->top_k,
+	       m->moe_inter);
+	if (m->shared_inter)
+		printf(", shared expert inter %d", m->shared_inter);
+	if (m->dense_inter)
+		printf(", dense MLP inter %d", m->dense_inter);
+	printf("\nquant          %s\n", coli_dtype_name(m->quant));
+	printf("norm eps       %g, rope theta %g, qk norm %d, qkv bias %d, tied embeddings %d\n",
+	       m->norm_eps, m->rope_theta, m->qk_norm, m->qkv_bias, m->tie_embeddings);
+	free(m);
+	return 0;
+}
+
+static void print_sections(coli_container_t *c)
+{
+	static const struct {
+		enum coli_section kind;
+		const char *name;
+	} k[] = {{COLI_SECTION_CONFIG, "config"},
+	         {COLI_SECTION_TOKENIZER, "tokenizer"},
+	         {COLI_SECTION_CHAT_TEMPLATE, "chat-template"},
+	         {COLI_SECTION_HF_CONFIG, "hf-config"},
+	         {COLI_SECTION_GEN_CONFIG, "generation-config"},
+	         {COLI_SECTION_TOKENIZER_CONFIG, "tokenizer-config"}};
+	char h[32];
+	size_t n;
+
+	printf("sections      ");
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		if (coli_io_container_section(c, k[i].kind, &n))
+			printf(" %s (%s)", k[i].name, human(n, h, sizeof(h)));
+	printf("\n");
+}
+
+static void print_tensors(coli_container_t *c)
+{
+	printf("\n%-40s %-5s %-24s %12s %12s\n", "tensor", "dtype", "shape", "offset", "bytes");
+	for (int i = 0; i < coli_io_container_n_tensors(c); i++) {
+		const struct coli_tensor_info *t = coli_io_container_tensor(c, i);
+		char shape[96];
+		int k = 0;
+
+		for (int d = 0; d < t->ndim; d++)
+			k += snprintf(shape + k, sizeof(shape) - (size_t)k, "%s%llu",
+			              d ? " x " : "", (unsigned long long)t->shape[d]);
+		printf("%-40s %-5s %-24s %12llu %12llu\n", t->name, coli_dtype_name(t->dtype),
+		       shape, (unsigned long long)t->offset, (unsigned long long)t->bytes);
+	}
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+	const char *path = NULL;
+	coli_container_t *c;
+	uint64_t dense = 0, experts = 0;
+	char h[32];
+	int verbose = 0, rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+			verbose = 1;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: coli inspect [-v] MODEL.coli\n"
+			       "  print the model config and the container layout; -v adds the "
+			       "tensor table\n");
+			return 0;
+		} else if (!path && argv[i][0] != '-') {
+			path = argv[i];
+		} else {
+			return tool_err("inspect", "unexpected argument '%s' (see --help)",
+			                argv[i]);
+		}
+	}
+	if (!path)
+		return tool_err("inspect", "usage: coli inspect [-v] MODEL.coli");
+	rc = coli_io_container_open(path, &c);
+	if (rc)
+		return tool_err("inspect", "%s", coli_io_errmsg());
+	printf("file           %s\n", path);
+	printf("container      v%d, %llu bytes (%s)\n", COLI_CONTAINER_VERSION,
+	       (unsigned long long)coli_io_container_file_bytes(c),
+	       human(coli_io_container_file_bytes(c), h, sizeof(h)));
+	rc = print_config(c);
+	print_sections(c);
+	for (int i = 0; i < coli_io_container_n_tensors(c); i++)
+		dense += coli_io_container_tensor(c, i)->bytes;
+	printf("dense tensors  %d, %llu bytes (%s)\n", coli_io_container_n_tensors(c),
+	       (unsigned long long)dense, human(dense, h, sizeof(h)));
+	printf("expert layers  %d\n", coli_io_container_n_expert_layers(c));
+	if (coli_io_container_n_expert_layers(c))
+		printf("  %5s %7s %5s %6s %6s %12s %12s %12s\n", "layer", "experts", "dtype",
+		       "hidden", "inter", "offset", "slab bytes", "layer bytes");
+	for (int i = 0; i < coli_io_container_n_expert_layers(c); i++) {
+		const struct coli_expert_layer *l = coli_io_container_expert_layer(c, i);
+
+		printf("  %5u %7u %5s %6u %6u %12llu %12llu %12llu\n", l->layer, l->n_experts,
+		       coli_dtype_name(l->dtype), l->hidden, l->inter,
+		       (unsigned long long)l->offset, (unsigned long long)l->slab_bytes,
+		       (unsigned long long)(l->slab_bytes * l->n_experts));
+		experts += l->slab_bytes * l->n_experts;
+	}
+	printf("expert bytes   %llu (%s)\n", (unsigned long long)experts,
+	       human(experts, h, sizeof(h)));
+	printf("file total     %llu (%s)\n", (unsigned long long)coli_io_container_file_bytes(c),
+	       human(coli_io_container_file_bytes(c), h, sizeof(h)));
+	if (verbose)
+		print_tensors(c);
+	coli_io_container_close(c);
+	return rc ? 1 : 0;
+}
