@@ -146,7 +146,10 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 		rc = fail(errbuf, errlen, "model config: quant '%s' unknown", s ? s : "(missing)");
 		goto out;
 	}
-	if (c->n_heads % c->n_kv_heads || c->top_k > c->n_experts) {
+	/* Multiples of 32 matter only for quantized blocks; bf16 takes any size. */
+	if (c->n_heads % c->n_kv_heads || c->top_k > c->n_experts ||
+	    (coli_dtype_is_quant(c->quant) &&
+	     (c->hidden % COLI_QBLOCK || c->moe_inter % COLI_QBLOCK))) {
 		rc = fail(errbuf, errlen, "model config: %s",
 			  "inconsistent shapes (heads not a multiple of kv heads, or top_k > experts)");
 		goto out;

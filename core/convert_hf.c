@@ -323,6 +323,26 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 	c->norm_eps = (float)eps;
 	c->rope_theta = (float)theta;
 	c->quant = quant;
+	if (coli_dtype_is_quant(quant)) {
+		/* Every matrix's columns are one of these (attn_o: n_heads x head_dim). */
+		const struct {
+			const char *what;
+			long v;
+		} dims[] = {{"hidden_size", hid},
+		            {qwen ? "moe_intermediate_size" : "intermediate_size", c->moe_inter},
+		            {"num_attention_heads x head_dim", nh * hd},
+		            {"intermediate_size (dense layers)", qwen ? inter : 0},
+		            {"shared_expert_intermediate_size", c->shared_inter}};
+
+		for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
+			if (dims[i].v % COLI_QBLOCK)
+				return errf(
+				    errbuf, errlen, -EINVAL,
+				    "%s: %s is %ld; --quant %s needs matrix columns that are "
+				    "multiples of %d (use --quant bf16)",
+				    path, dims[i].what, dims[i].v, coli_dtype_name(quant),
+				    COLI_QBLOCK);
+	}
 	if (nl > COLI_MAX_LAYERS)
 		return errf(errbuf, errlen, -EINVAL, "%s: %ld layers (coli supports at most %d)",
 		            path, nl, COLI_MAX_LAYERS);

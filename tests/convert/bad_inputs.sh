@@ -28,11 +28,14 @@ $1"; shift; done
 		[ -z "$p" ] && continue
 		grep -qE -- "$p" err.txt || { echo "FAIL $label: message lacks /$p/:"; cat err.txt; echo x >>failed; }
 	done
-	[ -f failed ] && { fail=1; rm -f failed; }
 	if ls "$out" "$out".tmp* >/dev/null 2>&1; then
-		echo "FAIL $label: left behind: $(ls "$out" "$out".tmp* 2>/dev/null)"; fail=1
+		echo "FAIL $label: left behind: $(ls "$out" "$out".tmp* 2>/dev/null)"; echo x >>failed
 	fi
-	echo "ok   $label: $(grep -v warning err.txt | head -1)"
+	if [ -f failed ]; then
+		fail=1; rm -f failed
+	else
+		echo "ok   $label: $(grep -v warning err.txt | head -1)"
+	fi
 }
 
 # 1. missing shard named by the index
@@ -95,7 +98,7 @@ expect_fail missing-router o.coli 'model.layers.0.block_sparse_moe.gate.weight' 
 cp -r good shape && sed -i 's/"vocab_size": 128/"vocab_size": 256/' shape/config.json
 expect_fail shape o.coli 'shape/model.safetensors' 'embed_tokens.weight' 'shape \[128, 64\].*\[256, 64\]' -- shape
 $MK hd --arch qwen3_moe --head-dim 20 || exit 1
-expect_fail q4-cols o.coli 'attn_o' '80 columns' 'multiple of 32' -- hd --quant q4
+expect_fail q4-cols o.coli 'hd/config.json' 'head_dim is 80' 'multiples of 32' -- hd --quant q4
 "$COLI" convert hd -o hd.coli --quant bf16 2>/dev/null || { echo "FAIL bf16 of head_dim 20"; fail=1; }
 
 # 6. disk full: RLIMIT_FSIZE (SIGXFSZ ignored -> EFBIG), then a small tmpfs when root

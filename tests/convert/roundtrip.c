@@ -197,6 +197,14 @@ static void check_dir(const char *dir, const char *label)
 		o.out_path = out;
 		o.quant = q[qi];
 		rc = coli_convert(&o, err, sizeof(err));
+		if (rc && q[qi] != COLI_DTYPE_BF16 && strstr(err, "multiples of 32")) {
+			/* e.g. the mixtral fixture's expert size 48: q8/q4 must refuse it */
+			printf("%-40s %-5s refused as expected: %s\n", label,
+			       coli_dtype_name(q[qi]), err);
+			if (access(out, F_OK) == 0)
+				FAIL("%s left behind", out);
+			continue;
+		}
 		if (rc) {
 			FAIL("convert %s --quant %s: %s", dir, coli_dtype_name(q[qi]), err);
 			continue;
