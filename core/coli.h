@@ -244,4 +244,22 @@ typedef int (*coli_gen_cb)(void *arg, int id, const char *text, size_t len);
 int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
 		  struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st);
 
+/* ---- where experts came from (filled by the tier manager, read by
+ * generate's summary, coli bench and colid's /metrics) ----
+ * Counters are cumulative since coli_engine_open; callers diff two reads. */
+enum coli_tier { COLI_TIER_VRAM = 0, COLI_TIER_RAM = 1, COLI_TIER_DISK = 2, COLI_TIER_N = 3 };
+struct coli_engine_stats {
+	uint64_t tokens;                  /* tokens run through the forward pass */
+	uint64_t expert_uses;             /* (token, routed expert) pairs */
+	uint64_t hits[COLI_TIER_N];       /* expert-layer loads served by each tier */
+	uint64_t bytes[COLI_TIER_N];      /* slab bytes served by each tier */
+	uint64_t disk_reads;              /* slab reads issued (demand + prefetch) */
+	uint64_t disk_bytes_read;
+	double disk_read_s;               /* wall time with reads in flight */
+	double disk_wait_s;               /* time the forward pass blocked on disk */
+	uint64_t prefetch_issued, prefetch_used, prefetch_wasted;
+	uint64_t h2d_bytes;               /* host -> device copies (GPU path) */
+};
+void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
+
 #endif

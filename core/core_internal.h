@@ -103,6 +103,7 @@ struct coli_engine {
 	int *rows;                  /* [tmax] gather list of token rows */
 	FILE *trace;                /* ROUTE_TRACE */
 	struct coli_route_stats stats;
+	struct coli_engine_stats est; /* cumulative, see coli_engine_stats */
 };
 
 /* forward.c */

@@ -242,3 +242,8 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
 	}
 	return 0;
 }
+
+void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
+{
+	*st = e->est;
+}

@@ -210,6 +210,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 			e->x[i] += e->mlp[i];
 	}
 	e->pos += T;
+	e->est.tokens += T;
 	if (logits) {
 		int t0 = all_logits ? 0 : T - 1, n = T - t0;
 

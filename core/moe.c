@@ -124,6 +124,9 @@ void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 		}
 		e->stats.expert_calls += n;
 		e->stats.expert_bytes += xl->slab_bytes;
+		e->est.expert_uses += n;
+		e->est.hits[COLI_TIER_RAM]++;
+		e->est.bytes[COLI_TIER_RAM] += xl->slab_bytes;
 	}
 	if (c->shared_inter) {
 		/* gate[t] = sigmoid(shexp_router . xn[t]); out[t] += gate[t] * shared(xn[t]) */
