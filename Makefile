@@ -85,8 +85,15 @@ TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*/*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 PTX_SRC  := $(wildcard ptx/*.cu)
+# Kernels: ptx/*.cu -> PTX (compute_80, JIT-compiled by the driver for the GPU at
+# hand) -> a C string linked into libcoli. IEEE-exact flags: the placement
+# invariant needs the GPU to reproduce the CPU's bits.
+NVCC_FLAGS := -ptx -arch=compute_80 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false -I.
+ifeq ($(HAVE_nvcc),yes)
+  LIB_OBJ += $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%_ptx.o)
+endif
 
-.PHONY: all deps probe test run fuzz format clean ptx-check tests
+.PHONY: all deps probe test test-gpu run fuzz format clean ptx-check tests
 COLID := $(if $(and $(filter yes,$(HAVE_libmicrohttpd)),$(wildcard tools/colid.c)),$(BUILD)/colid)
 all: probe $(BUILD)/coli $(COLID)
 
@@ -109,6 +116,17 @@ $(BUILD)/%.o: %.c $(BUILD)/.flags
 	@echo '  CC    $<'
 	$(Q)$(CC) $(CFLAGS) $(ISA_$(lastword $(subst _, ,$(basename $(notdir $<))))) -MMD -MP -c $< -o $@
 
+$(BUILD)/ptx/%.ptx: ptx/%.cu ptx/kernels_abi.h $(BUILD)/.flags
+	@mkdir -p $(@D)
+	@echo '  NVCC  $<'
+	$(Q)$(NVCC) $(NVCC_FLAGS) -o $@ $<
+
+$(BUILD)/ptx/%_ptx.c: $(BUILD)/ptx/%.ptx tools/embed_ptx.sh
+	$(Q)sh tools/embed_ptx.sh coli_ptx_$* $< > $@
+
+$(BUILD)/ptx/%_ptx.o: $(BUILD)/ptx/%_ptx.c
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
 $(BUILD)/libcoli.a: $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
@@ -130,8 +148,13 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libcoli.a $(BUILD)/.flags
 tests: all $(TEST_BIN)
 
 test: deps
-	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory tests ptx-check
 	@BUILD=$(BUILD) sh tests/run.sh
+
+# GPU tests only (every kernel against the CPU reference); they skip without a GPU.
+test-gpu: deps
+	@$(MAKE) --no-print-directory tests
+	@BUILD=$(BUILD) sh tests/run.sh ptx
 
 # The demo: convert the bundled model on first use, then generate.
 DEMO_HF   ?= tests/fixtures/qwen3_moe
@@ -142,7 +165,7 @@ run: deps
 	@sh tools/run_demo.sh $(BUILD) '$(DEMO_HF)' '$(DEMO_COLI)' '$(DEMO_PROMPT)'
 
 ptx-check:
-	@sh tools/ptx_check.sh '$(NVCC)' $(PTX_SRC)
+	@sh tools/ptx_check.sh '$(NVCC)' '$(NVCC_FLAGS)' $(PTX_SRC)
 
 FUZZ_SECONDS ?= 30
 fuzz:

@@ -4,12 +4,23 @@
  *
  * One round (coli_cpu_pool_run) at a time, driven by the caller:
  *
- *   job      fn, arg, n_tasks            written by the caller before publishing
+ *   job      fn, arg, base, n_total      written by the caller before publishing
  *   gen      uint32 futex word           bumped (seq_cst) to publish a round
- *   ticket   uint64 = gen << 32 | next   a task is claimed by a CAS that checks
- *                                        the round, so a worker that wakes late
- *                                        can never take a task of a newer round
- *   done     tasks finished this round   the caller waits for done == n_tasks
+ *   ticket   uint64 = gen << 32 | n << 16 | next
+ *                                        a task is claimed by a CAS on the whole
+ *                                        word: the round and its task count travel
+ *                                        with the index, so a worker that wakes
+ *                                        late can neither take a task of a newer
+ *                                        round nor judge "tasks left" by another
+ *                                        round's count (that was a real bug: a
+ *                                        stale n_tasks let a task run twice).
+ *                                        The job fields are read only after a
+ *                                        successful claim: the round cannot end,
+ *                                        so they cannot be rewritten, before the
+ *                                        claimed task is done.
+ *   done     tasks finished this round   the caller waits for done == n
+ *
+ * A round holds at most 65535 tasks; larger counts run as several rounds.
  *
  * Workers spin on gen for a while (a decode step launches rounds every few
  * microseconds) and then sleep on the futex; `sleepers` lets the caller skip
@@ -40,7 +51,7 @@ struct coli_cpu_pool {
 	pthread_t *threads; /* [n_threads - 1] */
 	void (*fn)(void *arg, int task, int n_tasks);
 	void *arg;
-	int n_tasks;
+	int base, n_total; /* this round runs tasks base + [0, n) of n_total */
 	uint32_t gen;
 	uint64_t ticket;
 	int done;
@@ -65,27 +76,28 @@ static void futex_wake_all(uint32_t *addr)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+#define ROUND_MAX 0xffff
+
 /* Claim and run tasks of round g until none is left. */
 static void run_tasks(struct coli_cpu_pool *p, uint32_t g)
 {
-	/* The job fields were written before gen was published (release via the
-	 * seq_cst bump) and are not rewritten until every task of round g is
-	 * done, which needs our claims below; a stale read is harmless because
-	 * the CAS then fails on the round number. */
-	void (*fn)(void *, int, int) = __atomic_load_n(&p->fn, __ATOMIC_ACQUIRE);
-	void *arg = __atomic_load_n(&p->arg, __ATOMIC_ACQUIRE);
-	int n = __atomic_load_n(&p->n_tasks, __ATOMIC_ACQUIRE);
 	uint64_t t = __atomic_load_n(&p->ticket, __ATOMIC_ACQUIRE);
 
 	for (;;) {
-		if ((uint32_t)(t >> 32) != g || (int)(uint32_t)t >= n)
+		int n = (int)((t >> 16) & ROUND_MAX), idx = (int)(t & ROUND_MAX);
+
+		if ((uint32_t)(t >> 32) != g || idx >= n)
 			return;
 		if (!__atomic_compare_exchange_n(&p->ticket, &t, t + 1, 0, __ATOMIC_ACQ_REL,
 		                                 __ATOMIC_ACQUIRE))
 			continue; /* t was reloaded */
-		fn(arg, (int)(uint32_t)t, n);
+		/* acquire on the claim pairs with the caller's release of this
+		 * round's ticket: the job fields below are this round's */
+		__atomic_load_n(&p->fn, __ATOMIC_RELAXED)(__atomic_load_n(&p->arg, __ATOMIC_RELAXED),
+		                                          __atomic_load_n(&p->base, __ATOMIC_RELAXED) + idx,
+		                                          __atomic_load_n(&p->n_total, __ATOMIC_RELAXED));
 		/* release: the task's writes happen-before the caller's acquire
-		 * load that sees done == n_tasks */
+		 * load that sees done == n */
 		__atomic_add_fetch(&p->done, 1, __ATOMIC_RELEASE);
 		t = __atomic_load_n(&p->ticket, __ATOMIC_ACQUIRE);
 	}
@@ -166,6 +178,36 @@ int coli_cpu_pool_threads(const coli_cpu_pool_t *p)
 	return p ? p->n_threads : 1;
 }
 
+/* One round of n <= ROUND_MAX tasks, base..base+n-1 of n_total. */
+static void run_round(coli_cpu_pool_t *p, void (*fn)(void *, int, int), void *arg, int base, int n,
+                      int n_total)
+{
+	uint32_t g = p->gen + 1; /* only the caller writes gen */
+
+	__atomic_store_n(&p->fn, fn, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->arg, arg, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->base, base, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->n_total, n_total, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
+	/* release: the job fields above happen-before any successful claim */
+	__atomic_store_n(&p->ticket, (uint64_t)g << 32 | (uint64_t)n << 16, __ATOMIC_RELEASE);
+	/* publish: seq_cst pairs with the sleepers check below and the
+	 * worker's increment of sleepers before it waits */
+	__atomic_store_n(&p->gen, g, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0)
+		futex_wake_all(&p->gen);
+
+	run_tasks(p, g);
+
+	/* barrier: acquire pairs with each task's release increment of done */
+	for (int spins = 0; __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < n; spins++) {
+		if (spins < SPIN_ITERS)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
 void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks), void *arg,
                        int n_tasks)
 {
@@ -176,26 +218,7 @@ void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n
 			fn(arg, t, n_tasks);
 		return;
 	}
-	uint32_t g = p->gen + 1; /* only the caller writes gen */
-
-	__atomic_store_n(&p->fn, fn, __ATOMIC_RELAXED);
-	__atomic_store_n(&p->arg, arg, __ATOMIC_RELAXED);
-	__atomic_store_n(&p->n_tasks, n_tasks, __ATOMIC_RELAXED);
-	__atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&p->ticket, (uint64_t)g << 32, __ATOMIC_RELEASE);
-	/* publish: seq_cst pairs with the sleepers check below and the
-	 * worker's increment of sleepers before it waits */
-	__atomic_store_n(&p->gen, g, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0)
-		futex_wake_all(&p->gen);
-
-	run_tasks(p, g);
-
-	/* barrier: acquire pairs with each task's release increment of done */
-	for (int spins = 0; __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < n_tasks; spins++) {
-		if (spins < SPIN_ITERS)
-			cpu_relax();
-		else
-			sched_yield();
-	}
+	for (int base = 0; base < n_tasks; base += ROUND_MAX)
+		run_round(p, fn, arg, base, n_tasks - base < ROUND_MAX ? n_tasks - base : ROUND_MAX,
+		          n_tasks);
 }

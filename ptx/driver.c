@@ -1,47 +1,148 @@
 /*
  * ptx/driver.c — finding the CUDA driver. libcuda.so.1 is opened with dlopen
- * (never linked), so a machine without a GPU runs the same binary CPU-only.
- * Kernel loading and launches land here with the GPU path (issue #6).
+ * (never linked) and every entry point coli uses is resolved by name, taking
+ * the _v2 variants where the driver API versioned them, so one binary runs
+ * CPU-only on a machine without a GPU and says why once.
+ *
+ * CUresult values are mapped to -errno here, at the ptx/ boundary, and logged
+ * with their names (cuGetErrorName): nothing above ptx/ sees CUDA types.
  */
 #include <dlfcn.h>
-#include <stddef.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 
 #include "ptx/ptx.h"
+#include "ptx/ptx_internal.h"
 
-typedef int (*cu_init_fn)(unsigned int);
-typedef int (*cu_device_get_count_fn)(int *);
+static struct coli_cu g_cu;
+static int g_cu_rc = 1; /* 1: not tried yet */
+static const char *g_cu_why;
+static pthread_once_t g_cu_once = PTHREAD_ONCE_INIT;
+
+#ifdef COLI_HAVE_PTX
+static int resolve(void *h)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} syms[] = {
+#define S(field, name) {name, offsetof(struct coli_cu, field)}
+		S(Init, "cuInit"),
+		S(DeviceGetCount, "cuDeviceGetCount"),
+		S(DeviceGet, "cuDeviceGet"),
+		S(DeviceGetName, "cuDeviceGetName"),
+		S(DeviceGetAttribute, "cuDeviceGetAttribute"),
+		S(DeviceTotalMem, "cuDeviceTotalMem_v2"),
+		S(CtxCreate, "cuCtxCreate_v2"),
+		S(CtxDestroy, "cuCtxDestroy_v2"),
+		S(CtxSetCurrent, "cuCtxSetCurrent"),
+		S(CtxSynchronize, "cuCtxSynchronize"),
+		S(MemGetInfo, "cuMemGetInfo_v2"),
+		S(ModuleLoadDataEx, "cuModuleLoadDataEx"),
+		S(ModuleUnload, "cuModuleUnload"),
+		S(ModuleGetFunction, "cuModuleGetFunction"),
+		S(MemAlloc, "cuMemAlloc_v2"),
+		S(MemFree, "cuMemFree_v2"),
+		S(MemcpyHtoD, "cuMemcpyHtoD_v2"),
+		S(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+		S(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+		S(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+		S(MemsetD8, "cuMemsetD8_v2"),
+		S(MemHostRegister, "cuMemHostRegister_v2"),
+		S(MemHostUnregister, "cuMemHostUnregister"),
+		S(StreamCreate, "cuStreamCreate"),
+		S(StreamDestroy, "cuStreamDestroy_v2"),
+		S(StreamSynchronize, "cuStreamSynchronize"),
+		S(StreamWaitEvent, "cuStreamWaitEvent"),
+		S(EventCreate, "cuEventCreate"),
+		S(EventDestroy, "cuEventDestroy_v2"),
+		S(EventRecord, "cuEventRecord"),
+		S(EventSynchronize, "cuEventSynchronize"),
+		S(EventElapsedTime, "cuEventElapsedTime"),
+		S(LaunchKernel, "cuLaunchKernel"),
+		S(GetErrorName, "cuGetErrorName"),
+#undef S
+	};
+
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		void *p = dlsym(h, syms[i].name);
+
+		if (!p) {
+			g_cu_why = "libcuda.so.1 lacks an entry point coli needs (driver too old)";
+			return -ENOSYS;
+		}
+		*(void **)((char *)&g_cu + syms[i].off) = p;
+	}
+	return 0;
+}
+#endif
+
+static void load_once(void)
+{
+#ifndef COLI_HAVE_PTX
+	g_cu_why = "built without nvcc: GPU path compiled out";
+	g_cu_rc = -ENODEV;
+#else
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	int n = 0;
+
+	if (!h) {
+		g_cu_why = "libcuda.so.1 not found (no NVIDIA driver)";
+		g_cu_rc = -ENODEV;
+		return;
+	}
+	g_cu_rc = resolve(h);
+	if (g_cu_rc)
+		return;
+	if (g_cu.Init(0) != CUDA_SUCCESS) {
+		g_cu_why = "cuInit failed (driver present, no usable device)";
+		g_cu_rc = -ENODEV;
+	} else if (g_cu.DeviceGetCount(&n) != CUDA_SUCCESS || n == 0) {
+		g_cu_why = "no CUDA device";
+		g_cu_rc = -ENODEV;
+	}
+#endif
+}
+
+int coli_cu_load(const struct coli_cu **out, const char **why)
+{
+	pthread_once(&g_cu_once, load_once);
+	*out = g_cu_rc ? NULL : &g_cu;
+	if (why)
+		*why = g_cu_why;
+	return g_cu_rc;
+}
+
+int coli_cu_check(CUresult r, const char *what)
+{
+	const char *name = "CUDA_ERROR_UNKNOWN";
+
+	if (r == CUDA_SUCCESS)
+		return 0;
+	if (g_cu.GetErrorName)
+		g_cu.GetErrorName(r, &name);
+	fprintf(stderr, "coli: %s: %s (%d)\n", what, name, r);
+	switch (r) {
+	case 2: /* CUDA_ERROR_OUT_OF_MEMORY */
+		return -ENOMEM;
+	case 1: /* CUDA_ERROR_INVALID_VALUE */
+		return -EINVAL;
+	case 100: /* CUDA_ERROR_NO_DEVICE */
+	case 101: /* CUDA_ERROR_INVALID_DEVICE */
+		return -ENODEV;
+	default:
+		return -EIO;
+	}
+}
 
 int coli_ptx_probe(const char **why)
 {
-#ifndef COLI_HAVE_PTX
-	*why = "built without nvcc: GPU path compiled out";
-	return 0;
-#else
-	static int n = -1;
-	static const char *reason = NULL;
-	void *h;
-	cu_init_fn cu_init;
-	cu_device_get_count_fn cu_count;
+	const struct coli_cu *cu;
+	int n = 0;
 
-	if (n >= 0) {
-		*why = reason;
-		return n;
-	}
-	n = 0;
-	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		reason = "libcuda.so.1 not found (no NVIDIA driver)";
-	} else {
-		cu_init = (cu_init_fn)dlsym(h, "cuInit");
-		cu_count = (cu_device_get_count_fn)dlsym(h, "cuDeviceGetCount");
-		if (!cu_init || !cu_count)
-			reason = "libcuda.so.1 lacks cuInit/cuDeviceGetCount";
-		else if (cu_init(0) != 0)
-			reason = "cuInit failed (no usable device)";
-		else if (cu_count(&n) != 0 || n == 0)
-			reason = "no CUDA device";
-	}
-	*why = reason;
+	if (coli_cu_load(&cu, why))
+		return 0;
+	cu->DeviceGetCount(&n);
 	return n;
-#endif
 }

@@ -1,14 +1,63 @@
 /*
  * ptx/ptx.h — the GPU through the CUDA driver API: libcuda.so.1 loaded with
- * dlopen, precompiled PTX embedded at build time. Without nvcc at build time
- * or without a driver at run time, every entry says "no GPU" and the engine
- * runs on the CPU (said once).
+ * dlopen, PTX compiled from ptx/kernels.cu at build time and embedded, loaded
+ * with cuModuleLoadDataEx (the JIT log is printed on failure). Without nvcc at
+ * build time or without a driver at run time, coli_ptx_probe says why and
+ * the engine runs on the CPU.
+ *
+ * A coli_gpu_t is one device: its context, the kernel module, one stream.
+ * Device addresses are plain uint64_t above ptx/. Every call returns 0 or
+ * -errno (CUDA errors are logged by name here). Calls on one coli_gpu_t must
+ * come from one thread at a time.
  */
 #ifndef COLI_PTX_H
 #define COLI_PTX_H
 
-/* Number of usable CUDA devices (0 when none); *why describes the reason when
- * there are none ("built without nvcc", "libcuda.so.1 not found", ...). */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/cpu.h"
+#include "ptx/kernels_abi.h"
+
+/* Number of usable CUDA devices (0 when none; *why then says why). */
 int coli_ptx_probe(const char **why);
+
+typedef struct coli_gpu coli_gpu_t;
+
+int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen);
+void coli_gpu_close(coli_gpu_t *g);
+const char *coli_gpu_name(const coli_gpu_t *g);
+int coli_gpu_mem_info(coli_gpu_t *g, size_t *free_bytes, size_t *total_bytes);
+
+int coli_gpu_alloc(coli_gpu_t *g, size_t bytes, uint64_t *dptr);
+void coli_gpu_free(coli_gpu_t *g, uint64_t dptr);
+int coli_gpu_memset(coli_gpu_t *g, uint64_t dptr, unsigned char v, size_t n);
+/* Synchronous copies (complete on return). */
+int coli_gpu_upload(coli_gpu_t *g, uint64_t dst, const void *src, size_t n);
+int coli_gpu_download(coli_gpu_t *g, void *dst, uint64_t src, size_t n);
+/* Stream-ordered copies: src/dst must stay valid until coli_gpu_sync; they
+ * overlap with the host only when the host memory is pinned/registered. */
+int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n);
+int coli_gpu_download_async(coli_gpu_t *g, void *dst, uint64_t src, size_t n);
+int coli_gpu_sync(coli_gpu_t *g);
+/* Page-lock host memory for DMA (cuMemHostRegister). */
+int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n);
+void coli_gpu_host_unregister(coli_gpu_t *g, void *p);
+
+/* ---- kernels (stream-ordered, asynchronous) ----
+ * GEMV jobs: each is one matrix [rows x K] in `dtype` times S <= COLI_GPU_MAX_S
+ * activation vectors, with the canonical reduction of cpu/cpu.h: results are
+ * bit-identical to coli_gemv. All jobs of one call run in one launch. */
+int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
+		  int n_jobs);
+/* h[i] = silu(g[i]) * u[i], bit-identical to coli_silu_mul. */
+int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int n);
+/* Canonical per-32-block quantization of x[n_blocks*32] (coli_act_quantize). */
+int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
+			  int n_blocks);
+
+/* Elapsed milliseconds of the work queued between two marks (profiling). */
+int coli_gpu_mark(coli_gpu_t *g, int slot);
+int coli_gpu_elapsed_ms(coli_gpu_t *g, int from_slot, int to_slot, float *ms);
 
 #endif

@@ -1,9 +1,10 @@
 #!/bin/sh
 # make ptx-check: compile every ptx/*.cu to PTX and assemble it with ptxas for
 # the GPUs coli targets (sm_80, sm_90), so a kernel that stops assembling is
-# caught on machines without a GPU. Usage: tools/ptx_check.sh NVCC FILE.cu...
+# caught on machines without a GPU. Usage: tools/ptx_check.sh NVCC NVCC_FLAGS FILE.cu...
 NVCC=$1
-shift
+FLAGS=$2
+shift 2
 if [ -z "$NVCC" ]; then
 	echo "ptx-check: no nvcc on this machine; skipped"
 	exit 0
@@ -18,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 rc=0
 for cu in "$@"; do
 	base=$(basename "$cu" .cu)
-	if ! "$NVCC" -ptx -arch=compute_80 -o "$tmp/$base.ptx" "$cu"; then
+	if ! "$NVCC" $FLAGS -o "$tmp/$base.ptx" "$cu"; then
 		echo "ptx-check: $cu: nvcc failed"; rc=1; continue
 	fi
 	for sm in sm_80 sm_90; do

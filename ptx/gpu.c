@@ -1,0 +1,337 @@
+/*
+ * ptx/gpu.c — one CUDA device as coli uses it: a context, the embedded PTX
+ * module with its kernel handles, one stream, a device buffer for GEMV job
+ * tables, and a few events for profiling.
+ *
+ * Kernel launches go through cuLaunchKernel with the argument-pointer array;
+ * the GEMV job table is copied to the device on the same stream just before
+ * the launch that reads it, so stream order keeps a later call from
+ * overwriting a table an earlier launch still reads.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx/ptx.h"
+#include "ptx/ptx_internal.h"
+
+#define MAX_JOBS   4096 /* GEMV jobs per launch (experts x matrices) */
+#define N_MARKS    8
+#define JIT_LOG_SZ 8192
+
+struct coli_gpu {
+	const struct coli_cu *cu;
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+	CUstream stream;
+	CUfunction f_gemv[10]; /* indexed by enum coli_dtype */
+	CUfunction f_silu, f_actq;
+	CUdeviceptr jobs; /* struct coli_gpu_gemv_job [MAX_JOBS] */
+	CUevent marks[N_MARKS];
+	char name[128];
+};
+
+#ifdef COLI_HAVE_PTX
+#define CK(call, what)                                                                     \
+	do {                                                                               \
+		int rc_ = coli_cu_check((call), (what));                                   \
+		if (rc_)                                                                   \
+			return rc_;                                                        \
+	} while (0)
+
+static int load_module(coli_gpu_t *g, char *err, size_t errlen)
+{
+	static char info[JIT_LOG_SZ], elog[JIT_LOG_SZ];
+	int opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+		      CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+	void *vals[] = {info, (void *)(uintptr_t)JIT_LOG_SZ, elog, (void *)(uintptr_t)JIT_LOG_SZ};
+	CUresult r;
+
+	r = g->cu->ModuleLoadDataEx(&g->mod, coli_ptx_kernels, 4, opts, vals);
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, errlen, "loading the embedded PTX failed; JIT log: %s", elog);
+		return coli_cu_check(r, "cuModuleLoadDataEx");
+	}
+	return 0;
+}
+
+static int get_functions(coli_gpu_t *g)
+{
+	CK(g->cu->ModuleGetFunction(&g->f_gemv[COLI_DTYPE_Q8_0], g->mod, "coli_gemv_q8_0"),
+	   "cuModuleGetFunction(coli_gemv_q8_0)");
+	CK(g->cu->ModuleGetFunction(&g->f_gemv[COLI_DTYPE_Q4_0], g->mod, "coli_gemv_q4_0"),
+	   "cuModuleGetFunction(coli_gemv_q4_0)");
+	CK(g->cu->ModuleGetFunction(&g->f_gemv[COLI_DTYPE_BF16], g->mod, "coli_gemv_bf16"),
+	   "cuModuleGetFunction(coli_gemv_bf16)");
+	CK(g->cu->ModuleGetFunction(&g->f_silu, g->mod, "coli_silu_mul"),
+	   "cuModuleGetFunction(coli_silu_mul)");
+	CK(g->cu->ModuleGetFunction(&g->f_actq, g->mod, "coli_act_quantize"),
+	   "cuModuleGetFunction(coli_act_quantize)");
+	return 0;
+}
+#endif
+
+int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
+{
+#ifndef COLI_HAVE_PTX
+	(void)ordinal;
+	(void)out;
+	snprintf(err, errlen, "built without nvcc: GPU path compiled out");
+	return -ENODEV;
+#else
+	const struct coli_cu *cu;
+	const char *why;
+	coli_gpu_t *g;
+	int rc, n = 0;
+
+	if (coli_cu_load(&cu, &why)) {
+		snprintf(err, errlen, "%s", why);
+		return -ENODEV;
+	}
+	cu->DeviceGetCount(&n);
+	if (ordinal < 0 || ordinal >= n) {
+		snprintf(err, errlen, "no CUDA device %d (this machine has %d)", ordinal, n);
+		return -ENODEV;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->cu = cu;
+	rc = coli_cu_check(cu->DeviceGet(&g->dev, ordinal), "cuDeviceGet");
+	if (!rc)
+		rc = coli_cu_check(cu->DeviceGetName(g->name, sizeof(g->name), g->dev),
+				   "cuDeviceGetName");
+	if (!rc)
+		rc = coli_cu_check(cu->CtxCreate(&g->ctx, 0, g->dev), "cuCtxCreate");
+	if (!rc)
+		rc = load_module(g, err, errlen);
+	if (!rc)
+		rc = get_functions(g);
+	if (!rc)
+		rc = coli_cu_check(cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING),
+				   "cuStreamCreate");
+	if (!rc)
+		rc = coli_cu_check(cu->MemAlloc(&g->jobs, sizeof(struct coli_gpu_gemv_job) * MAX_JOBS),
+				   "cuMemAlloc(job table)");
+	for (int i = 0; !rc && i < N_MARKS; i++)
+		rc = coli_cu_check(cu->EventCreate(&g->marks[i], CU_EVENT_DEFAULT),
+				   "cuEventCreate");
+	if (rc) {
+		if (!err[0])
+			snprintf(err, errlen, "CUDA device %d: initialisation failed", ordinal);
+		coli_gpu_close(g);
+		return rc;
+	}
+	*out = g;
+	return 0;
+#endif
+}
+
+void coli_gpu_close(coli_gpu_t *g)
+{
+	if (!g)
+		return;
+#ifdef COLI_HAVE_PTX
+	if (g->ctx) {
+		g->cu->CtxSetCurrent(g->ctx);
+		for (int i = 0; i < N_MARKS; i++)
+			if (g->marks[i])
+				g->cu->EventDestroy(g->marks[i]);
+		if (g->jobs)
+			g->cu->MemFree(g->jobs);
+		if (g->stream)
+			g->cu->StreamDestroy(g->stream);
+		if (g->mod)
+			g->cu->ModuleUnload(g->mod);
+		g->cu->CtxDestroy(g->ctx);
+	}
+#endif
+	free(g);
+}
+
+const char *coli_gpu_name(const coli_gpu_t *g)
+{
+	return g->name;
+}
+
+#ifdef COLI_HAVE_PTX
+/* The context is made current on the calling thread before each call: the
+ * engine may drive a device from different threads over its life. */
+#define CUR(g) CK((g)->cu->CtxSetCurrent((g)->ctx), "cuCtxSetCurrent")
+
+int coli_gpu_mem_info(coli_gpu_t *g, size_t *free_bytes, size_t *total_bytes)
+{
+	CUR(g);
+	CK(g->cu->MemGetInfo(free_bytes, total_bytes), "cuMemGetInfo");
+	return 0;
+}
+
+int coli_gpu_alloc(coli_gpu_t *g, size_t bytes, uint64_t *dptr)
+{
+	CUdeviceptr p;
+
+	CUR(g);
+	CK(g->cu->MemAlloc(&p, bytes), "cuMemAlloc");
+	*dptr = p;
+	return 0;
+}
+
+void coli_gpu_free(coli_gpu_t *g, uint64_t dptr)
+{
+	if (dptr && !g->cu->CtxSetCurrent(g->ctx))
+		g->cu->MemFree(dptr);
+}
+
+int coli_gpu_memset(coli_gpu_t *g, uint64_t dptr, unsigned char v, size_t n)
+{
+	CUR(g);
+	CK(g->cu->MemsetD8(dptr, v, n), "cuMemsetD8");
+	return 0;
+}
+
+int coli_gpu_upload(coli_gpu_t *g, uint64_t dst, const void *src, size_t n)
+{
+	CUR(g);
+	CK(g->cu->MemcpyHtoDAsync(dst, src, n, g->stream), "cuMemcpyHtoDAsync");
+	CK(g->cu->StreamSynchronize(g->stream), "cuStreamSynchronize");
+	return 0;
+}
+
+int coli_gpu_download(coli_gpu_t *g, void *dst, uint64_t src, size_t n)
+{
+	CUR(g);
+	CK(g->cu->MemcpyDtoHAsync(dst, src, n, g->stream), "cuMemcpyDtoHAsync");
+	CK(g->cu->StreamSynchronize(g->stream), "cuStreamSynchronize");
+	return 0;
+}
+
+int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n)
+{
+	CUR(g);
+	CK(g->cu->MemcpyHtoDAsync(dst, src, n, g->stream), "cuMemcpyHtoDAsync");
+	return 0;
+}
+
+int coli_gpu_download_async(coli_gpu_t *g, void *dst, uint64_t src, size_t n)
+{
+	CUR(g);
+	CK(g->cu->MemcpyDtoHAsync(dst, src, n, g->stream), "cuMemcpyDtoHAsync");
+	return 0;
+}
+
+int coli_gpu_sync(coli_gpu_t *g)
+{
+	CUR(g);
+	CK(g->cu->StreamSynchronize(g->stream), "cuStreamSynchronize");
+	return 0;
+}
+
+int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n)
+{
+	CUR(g);
+	CK(g->cu->MemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE), "cuMemHostRegister");
+	return 0;
+}
+
+void coli_gpu_host_unregister(coli_gpu_t *g, void *p)
+{
+	if (!g->cu->CtxSetCurrent(g->ctx))
+		g->cu->MemHostUnregister(p);
+}
+
+int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
+		  int n_jobs)
+{
+	CUfunction f;
+	int max_rows = 0;
+	void *args[1];
+
+	if ((unsigned)dtype >= sizeof(g->f_gemv) / sizeof(g->f_gemv[0]) || !g->f_gemv[dtype])
+		return -ENOTSUP;
+	if (n_jobs <= 0 || n_jobs > MAX_JOBS)
+		return -EINVAL;
+	f = g->f_gemv[dtype];
+	for (int i = 0; i < n_jobs; i++) {
+		if (jobs[i].S < 1 || jobs[i].S > COLI_GPU_MAX_S || jobs[i].K % 32)
+			return -EINVAL;
+		max_rows = jobs[i].rows > max_rows ? jobs[i].rows : max_rows;
+	}
+	CUR(g);
+	/* stream-ordered: the previous launch has read its table before this copy lands */
+	CK(g->cu->MemcpyHtoDAsync(g->jobs, jobs, sizeof(*jobs) * n_jobs, g->stream),
+	   "cuMemcpyHtoDAsync(job table)");
+	args[0] = &g->jobs;
+	CK(g->cu->LaunchKernel(f, (unsigned)(max_rows + 15) / 16, (unsigned)n_jobs, 1, 256, 1, 1,
+			       0, g->stream, args, NULL),
+	   "cuLaunchKernel(gemv)");
+	return 0;
+}
+
+int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int n)
+{
+	CUdeviceptr a = gate, b = up, c = h;
+	void *args[] = {&a, &b, &c, &n};
+
+	CUR(g);
+	CK(g->cu->LaunchKernel(g->f_silu, (unsigned)(n + 255) / 256, 1, 1, 256, 1, 1, 0,
+			       g->stream, args, NULL),
+	   "cuLaunchKernel(silu_mul)");
+	return 0;
+}
+
+int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
+			  int n_blocks)
+{
+	CUdeviceptr a = x, b = q, c = d, e = qsum;
+	void *args[] = {&a, &b, &c, &e, &n_blocks};
+
+	CUR(g);
+	/* 8 warps per CTA, one warp per 32-block */
+	CK(g->cu->LaunchKernel(g->f_actq, (unsigned)(n_blocks + 7) / 8, 1, 1, 256, 1, 1, 0,
+			       g->stream, args, NULL),
+	   "cuLaunchKernel(act_quantize)");
+	return 0;
+}
+
+int coli_gpu_mark(coli_gpu_t *g, int slot)
+{
+	if (slot < 0 || slot >= N_MARKS)
+		return -EINVAL;
+	CUR(g);
+	CK(g->cu->EventRecord(g->marks[slot], g->stream), "cuEventRecord");
+	return 0;
+}
+
+int coli_gpu_elapsed_ms(coli_gpu_t *g, int from_slot, int to_slot, float *ms)
+{
+	if (from_slot < 0 || from_slot >= N_MARKS || to_slot < 0 || to_slot >= N_MARKS)
+		return -EINVAL;
+	CUR(g);
+	CK(g->cu->EventSynchronize(g->marks[to_slot]), "cuEventSynchronize");
+	CK(g->cu->EventElapsedTime(ms, g->marks[from_slot], g->marks[to_slot]),
+	   "cuEventElapsedTime");
+	return 0;
+}
+
+#else /* no GPU path: every entry reports it */
+
+#define NO_GPU return -ENODEV
+int coli_gpu_mem_info(coli_gpu_t *g, size_t *f, size_t *t) { NO_GPU; }
+int coli_gpu_alloc(coli_gpu_t *g, size_t b, uint64_t *d) { NO_GPU; }
+void coli_gpu_free(coli_gpu_t *g, uint64_t d) {}
+int coli_gpu_memset(coli_gpu_t *g, uint64_t d, unsigned char v, size_t n) { NO_GPU; }
+int coli_gpu_upload(coli_gpu_t *g, uint64_t d, const void *s, size_t n) { NO_GPU; }
+int coli_gpu_download(coli_gpu_t *g, void *d, uint64_t s, size_t n) { NO_GPU; }
+int coli_gpu_upload_async(coli_gpu_t *g, uint64_t d, const void *s, size_t n) { NO_GPU; }
+int coli_gpu_download_async(coli_gpu_t *g, void *d, uint64_t s, size_t n) { NO_GPU; }
+int coli_gpu_sync(coli_gpu_t *g) { NO_GPU; }
+int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n) { NO_GPU; }
+void coli_gpu_host_unregister(coli_gpu_t *g, void *p) {}
+int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemv_job *j, int n) { NO_GPU; }
+int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t a, uint64_t b, uint64_t h, int n) { NO_GPU; }
+int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t s, int n) { NO_GPU; }
+int coli_gpu_mark(coli_gpu_t *g, int slot) { NO_GPU; }
+int coli_gpu_elapsed_ms(coli_gpu_t *g, int a, int b, float *ms) { NO_GPU; }
+#endif

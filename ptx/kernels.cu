@@ -1,0 +1,245 @@
+/*
+ * ptx/kernels.cu — coli's GPU kernels, compiled to PTX at build time and
+ * embedded in the binary (no CUDA runtime, no toolkit at run time).
+ *
+ * Every kernel that touches a routed expert reproduces the CPU kernels' bits
+ * (cpu/cpu.h, "THE CANONICAL REDUCTION"): the placement invariant says a
+ * token's logits do not depend on where its experts ran. So:
+ *   - only IEEE-exact intrinsics (__fmaf_rn, __fmul_rn, __fadd_rn, __fdiv_rn);
+ *     the file is also compiled with -fmad=false -prec-div=true -ftz=false;
+ *   - a row of a GEMV is owned by 16 consecutive threads (a half-warp);
+ *     thread j of the half-warp is the canonical lane j: it visits units
+ *     u = j, j+16, j+32, ... in ascending order (unit = element for bf16,
+ *     32-block for q8/q4) and accumulates with one fmaf each;
+ *   - the 16 lanes fold with shfl_xor over offsets 8, 4, 2, 1, which equals
+ *     the CPU's tree l[j] = l[j] + l[j+h];
+ *   - integer block sums (dp4a) are exact, so their order is free.
+ *
+ * Launch shapes: GEMV kernels take an array of jobs (one matrix times up to
+ * COLI_GPU_MAX_S activation vectors each); blockIdx.y picks the job,
+ * blockIdx.x a group of 16 rows (256 threads), so all experts of a layer run
+ * in one launch.
+ */
+#include <cuda_fp16.h>
+
+#include "ptx/kernels_abi.h"
+
+#define LANES 16
+#define ROWS_PER_CTA 16
+
+static __device__ __forceinline__ float fold16(float v)
+{
+	/* lanes j and j^h hold l[j], l[j+h]: after the step both hold their sum */
+	v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 8, 16));
+	v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 4, 16));
+	v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2, 16));
+	v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1, 16));
+	return v;
+}
+
+static __device__ __forceinline__ float half_to_float(unsigned short h)
+{
+	return __half2float(__ushort_as_half(h));
+}
+
+static __device__ __forceinline__ float bf16_to_float(unsigned short h)
+{
+	return __uint_as_float((unsigned int)h << 16);
+}
+
+/* ---- Q8_0 ---- */
+extern "C" __global__ void coli_gemv_q8_0(const struct coli_gpu_gemv_job *jobs)
+{
+	const struct coli_gpu_gemv_job *jb = &jobs[blockIdx.y];
+	const int lane = threadIdx.x & (LANES - 1);
+	const int row = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
+	const int K = jb->K, nb = K / 32, S = jb->S;
+	const bool valid = row < jb->rows;
+	float acc[COLI_GPU_MAX_S];
+
+	for (int s = 0; s < COLI_GPU_MAX_S; s++)
+		acc[s] = 0.0f;
+	if (valid) {
+		const signed char *w = (const signed char *)jb->w + (size_t)row * K;
+		const unsigned short *dw = jb->scales + (size_t)row * nb;
+
+		for (int b = lane; b < nb; b += LANES) {
+			const int4 w0 = *(const int4 *)(w + b * 32);
+			const int4 w1 = *(const int4 *)(w + b * 32 + 16);
+			const float wd = half_to_float(dw[b]);
+
+			for (int s = 0; s < S; s++) {
+				const signed char *xq = jb->xq + (size_t)s * K + b * 32;
+				const int4 x0 = *(const int4 *)xq, x1 = *(const int4 *)(xq + 16);
+				int isum = 0;
+
+				isum = __dp4a(w0.x, x0.x, isum);
+				isum = __dp4a(w0.y, x0.y, isum);
+				isum = __dp4a(w0.z, x0.z, isum);
+				isum = __dp4a(w0.w, x0.w, isum);
+				isum = __dp4a(w1.x, x1.x, isum);
+				isum = __dp4a(w1.y, x1.y, isum);
+				isum = __dp4a(w1.z, x1.z, isum);
+				isum = __dp4a(w1.w, x1.w, isum);
+				acc[s] = __fmaf_rn((float)isum,
+						   __fmul_rn(wd, jb->xd[(size_t)s * nb + b]), acc[s]);
+			}
+		}
+	}
+	for (int s = 0; s < S; s++) {
+		float v = fold16(acc[s]);
+
+		if (valid && lane == 0)
+			jb->y[(size_t)s * jb->ldy + row] = v;
+	}
+}
+
+/* ---- Q4_0: byte j of a block holds element j (low nibble) and j+16 (high) ---- */
+extern "C" __global__ void coli_gemv_q4_0(const struct coli_gpu_gemv_job *jobs)
+{
+	const struct coli_gpu_gemv_job *jb = &jobs[blockIdx.y];
+	const int lane = threadIdx.x & (LANES - 1);
+	const int row = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
+	const int K = jb->K, nb = K / 32, S = jb->S;
+	const bool valid = row < jb->rows;
+	float acc[COLI_GPU_MAX_S];
+
+	for (int s = 0; s < COLI_GPU_MAX_S; s++)
+		acc[s] = 0.0f;
+	if (valid) {
+		const unsigned char *w = (const unsigned char *)jb->w + (size_t)row * (K / 2);
+		const unsigned short *dw = jb->scales + (size_t)row * nb;
+
+		for (int b = lane; b < nb; b += LANES) {
+			const int4 q = *(const int4 *)(w + b * 16);
+			const int qw[4] = {q.x, q.y, q.z, q.w};
+			const float wd = half_to_float(dw[b]);
+
+			for (int s = 0; s < S; s++) {
+				const signed char *xq = jb->xq + (size_t)s * K + b * 32;
+				const int4 x0 = *(const int4 *)xq, x1 = *(const int4 *)(xq + 16);
+				const int xl[4] = {x0.x, x0.y, x0.z, x0.w};
+				const int xh[4] = {x1.x, x1.y, x1.z, x1.w};
+				int isum = 0;
+
+				for (int i = 0; i < 4; i++) {
+					isum = __dp4a(qw[i] & 0x0f0f0f0f, xl[i], isum);
+					isum = __dp4a((qw[i] >> 4) & 0x0f0f0f0f, xh[i], isum);
+				}
+				isum -= 8 * jb->xqsum[(size_t)s * nb + b];
+				acc[s] = __fmaf_rn((float)isum,
+						   __fmul_rn(wd, jb->xd[(size_t)s * nb + b]), acc[s]);
+			}
+		}
+	}
+	for (int s = 0; s < S; s++) {
+		float v = fold16(acc[s]);
+
+		if (valid && lane == 0)
+			jb->y[(size_t)s * jb->ldy + row] = v;
+	}
+}
+
+/* ---- BF16: unit = element; lane j takes k = j, j+16, ... ---- */
+extern "C" __global__ void coli_gemv_bf16(const struct coli_gpu_gemv_job *jobs)
+{
+	const struct coli_gpu_gemv_job *jb = &jobs[blockIdx.y];
+	const int lane = threadIdx.x & (LANES - 1);
+	const int row = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
+	const int K = jb->K, S = jb->S;
+	const bool valid = row < jb->rows;
+	float acc[COLI_GPU_MAX_S];
+
+	for (int s = 0; s < COLI_GPU_MAX_S; s++)
+		acc[s] = 0.0f;
+	if (valid) {
+		const unsigned short *w = (const unsigned short *)jb->w + (size_t)row * K;
+
+		for (int k = lane; k < K; k += LANES) {
+			const float wf = bf16_to_float(w[k]);
+
+			for (int s = 0; s < S; s++)
+				acc[s] = __fmaf_rn(wf, jb->xf[(size_t)s * K + k], acc[s]);
+		}
+	}
+	for (int s = 0; s < S; s++) {
+		float v = fold16(acc[s]);
+
+		if (valid && lane == 0)
+			jb->y[(size_t)s * jb->ldy + row] = v;
+	}
+}
+
+/* ---- exp and SwiGLU, step for step as cpu/ops.c ---- */
+static __device__ float coli_expf_dev(float x)
+{
+	const float log2e = 1.44269502f;
+	const float ln2_hi = 0.693145751953125f;
+	const float ln2_lo = 1.42860677e-06f;
+	float n, r, p;
+
+	if (x != x)
+		return x;
+	if (x > 88.7f)
+		return __int_as_float(0x7f800000);
+	if (x < -87.0f)
+		return 0.0f;
+	n = floorf(__fadd_rn(__fmul_rn(x, log2e), 0.5f));
+	r = __fmaf_rn(-n, ln2_hi, x);
+	r = __fmaf_rn(-n, ln2_lo, r);
+	p = 1.0f / 5040.0f;
+	p = __fmaf_rn(p, r, 1.0f / 720.0f);
+	p = __fmaf_rn(p, r, 1.0f / 120.0f);
+	p = __fmaf_rn(p, r, 1.0f / 24.0f);
+	p = __fmaf_rn(p, r, 1.0f / 6.0f);
+	p = __fmaf_rn(p, r, 0.5f);
+	p = __fmaf_rn(p, r, 1.0f);
+	p = __fmaf_rn(p, r, 1.0f);
+	if (n > 127.0f) {
+		p = __fmul_rn(p, 2.0f);
+		n = __fadd_rn(n, -1.0f);
+	}
+	return __fmul_rn(p, __int_as_float(((int)n + 127) << 23));
+}
+
+/* h[i] = silu(g[i]) * u[i] over n elements */
+extern "C" __global__ void coli_silu_mul(const float *g, const float *u, float *h, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n) {
+		float gi = g[i];
+		float e = coli_expf_dev(-gi);
+
+		h[i] = __fmul_rn(__fdiv_rn(gi, __fadd_rn(1.0f, e)), u[i]);
+	}
+}
+
+/* Canonical activation quantization: one warp per 32-block of x[n_blocks*32]. */
+extern "C" __global__ void coli_act_quantize(const float *x, signed char *q, float *d, int *qsum,
+					     int n_blocks)
+{
+	const int lane = threadIdx.x & 31;
+	const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+	float v, amax, dd, id, r;
+	int qi, sum;
+
+	if (b >= n_blocks)
+		return; /* whole warps exit together: b is uniform per warp */
+	v = x[(size_t)b * 32 + lane];
+	amax = fmaxf(0.0f, fabsf(v)); /* as the CPU: a NaN never becomes the max */
+	for (int off = 16; off; off >>= 1)
+		amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+	dd = __fdiv_rn(amax, 127.0f);
+	id = dd != 0.0f ? __fdiv_rn(1.0f, dd) : 0.0f;
+	r = roundf(__fmul_rn(v, id));
+	qi = r != r ? 0 : r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+	q[(size_t)b * 32 + lane] = (signed char)qi;
+	sum = qi;
+	for (int off = 16; off; off >>= 1)
+		sum += __shfl_xor_sync(0xffffffffu, sum, off);
+	if (lane == 0) {
+		d[b] = dd;
+		qsum[b] = sum;
+	}
+}

@@ -1,0 +1,24 @@
+/*
+ * ptx/kernels_abi.h — structures passed from the host to the kernels of
+ * ptx/kernels.cu. Compiled by both gcc (host, x86-64) and nvcc (device): only
+ * fixed-size fields and 64-bit pointers, so both see the same layout.
+ */
+#ifndef COLI_PTX_KERNELS_ABI_H
+#define COLI_PTX_KERNELS_ABI_H
+
+#define COLI_GPU_MAX_S 4 /* activation vectors per GEMV job (decode batch) */
+
+/* One matrix [rows x K] times S activation vectors; all pointers are device
+ * addresses. Quantized weights read xq/xd/xqsum, float weights read xf. */
+struct coli_gpu_gemv_job {
+	const void *w;                /* quants [rows][K] (q4: [rows][K/2]) or bf16 [rows][K] */
+	const unsigned short *scales; /* fp16 [rows][K/32] (quant types) */
+	const signed char *xq;        /* [S][K] int8 activations */
+	const float *xd;              /* [S][K/32] activation block scales */
+	const int *xqsum;             /* [S][K/32] sum of xq per block (q4) */
+	const float *xf;              /* [S][K] fp32 activations (bf16) */
+	float *y;                     /* [S][ldy] outputs, row r at y[s*ldy + r] */
+	int rows, K, S, ldy;
+};
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * ptx/ptx_internal.h — the slice of the CUDA driver API coli uses, declared
+ * here (no cuda.h needed to build) and resolved from libcuda.so.1 at run time
+ * by ptx/driver.c. Handles are opaque pointers; CUdeviceptr is 64-bit.
+ */
+#ifndef COLI_PTX_INTERNAL_H
+#define COLI_PTX_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+#define CUDA_SUCCESS 0
+#define CU_JIT_INFO_LOG_BUFFER 3
+#define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
+#define CU_JIT_ERROR_LOG_BUFFER 5
+#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID 33
+#define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID 34
+#define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID 50
+#define CU_STREAM_NON_BLOCKING 1
+#define CU_EVENT_DEFAULT 0
+#define CU_MEMHOSTREGISTER_PORTABLE 1
+
+/* The driver entry points, filled by coli_cu_load(). */
+struct coli_cu {
+	CUresult (*Init)(unsigned int);
+	CUresult (*DeviceGetCount)(int *);
+	CUresult (*DeviceGet)(CUdevice *, int);
+	CUresult (*DeviceGetName)(char *, int, CUdevice);
+	CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+	CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+	CUresult (*CtxCreate)(CUcontext *, unsigned int, CUdevice);
+	CUresult (*CtxDestroy)(CUcontext);
+	CUresult (*CtxSetCurrent)(CUcontext);
+	CUresult (*CtxSynchronize)(void);
+	CUresult (*MemGetInfo)(size_t *, size_t *);
+	CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned int, int *, void **);
+	CUresult (*ModuleUnload)(CUmodule);
+	CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+	CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+	CUresult (*MemFree)(CUdeviceptr);
+	CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+	CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+	CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+	CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+	CUresult (*MemHostRegister)(void *, size_t, unsigned int);
+	CUresult (*MemHostUnregister)(void *);
+	CUresult (*StreamCreate)(CUstream *, unsigned int);
+	CUresult (*StreamDestroy)(CUstream);
+	CUresult (*StreamSynchronize)(CUstream);
+	CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned int);
+	CUresult (*EventCreate)(CUevent *, unsigned int);
+	CUresult (*EventDestroy)(CUevent);
+	CUresult (*EventRecord)(CUevent, CUstream);
+	CUresult (*EventSynchronize)(CUevent);
+	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+	CUresult (*LaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int,
+				 unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
+				 void **, void **);
+	CUresult (*GetErrorName)(CUresult, const char **);
+};
+
+/* Loads libcuda.so.1 once and resolves every entry; 0 or -ENODEV (why set). */
+int coli_cu_load(const struct coli_cu **out, const char **why);
+/* Maps a CUresult to -errno and logs "coli: <what>: CUDA_ERROR_x" once per call. */
+int coli_cu_check(CUresult r, const char *what);
+
+/* The embedded PTX (build/ptx/kernels_ptx.c, made from ptx/kernels.cu). */
+extern const char coli_ptx_kernels[];
+
+#endif

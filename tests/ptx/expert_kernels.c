@@ -1,0 +1,252 @@
+/*
+ * tests/ptx/expert_kernels.c — every expert kernel of ptx/ against the CPU
+ * reference, bit for bit (the placement invariant).
+ *
+ *   act_quantize   random blocks incl. all-zero, tiny and huge values
+ *   silu_mul       g over [-120, 120] plus edge values, exact bits of coli_silu_mul
+ *   gemv           q8_0 / q4_0 / bf16, several shapes and S = 1..4 in one grouped
+ *                  launch (K from 32 to 2048: fewer and more than 16 units a lane)
+ *   expert         gate, up -> silu -> quantize -> down, all on the GPU, vs CPU
+ *
+ * Outputs are poisoned (0xff bytes = NaN) before each run, inputs are fresh
+ * random draws, max |error| and the mismatch count are printed. Skips (77)
+ * without a usable GPU.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx/ptx.h"
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ULL;
+
+static float frand(void) /* uniform [-1, 1) */
+{
+	g_rng ^= g_rng << 13;
+	g_rng ^= g_rng >> 7;
+	g_rng ^= g_rng << 17;
+	return (float)((g_rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+
+static coli_gpu_t *g_gpu;
+
+static uint64_t dev_copy(const void *p, size_t n)
+{
+	uint64_t d = 0;
+
+	if (coli_gpu_alloc(g_gpu, n ? n : 1, &d) || (n && coli_gpu_upload(g_gpu, d, p, n))) {
+		fprintf(stderr, "device allocation/upload of %zu bytes failed\n", n);
+		exit(1);
+	}
+	return d;
+}
+
+static uint64_t dev_poison(size_t n)
+{
+	uint64_t d = 0;
+
+	if (coli_gpu_alloc(g_gpu, n, &d) || coli_gpu_memset(g_gpu, d, 0xff, n))
+		exit(1);
+	return d;
+}
+
+static int compare(const char *what, const float *got, const float *want, size_t n)
+{
+	size_t bad = 0;
+	double maxe = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double e = fabs((double)got[i] - want[i]);
+
+		if (memcmp(&got[i], &want[i], 4))
+			bad++;
+		if (e > maxe || e != e)
+			maxe = e != e ? INFINITY : e;
+	}
+	printf("  %-34s %8zu values  max|err| %.3g  mismatches %zu\n", what, n, maxe, bad);
+	return bad != 0;
+}
+
+static int test_act_quantize(void)
+{
+	const int nb = 1000, n = nb * 32;
+	float *x = malloc(sizeof(float) * n), *d = malloc(sizeof(float) * nb), *gd;
+	int8_t *q = malloc(n), *gq = malloc(n);
+	int32_t *qs = malloc(4 * nb), *gqs = malloc(4 * nb);
+	struct coli_act a = {.q = q, .d = d, .qsum = qs};
+	uint64_t dx, dq, dd, dqs;
+	int rc = 0;
+
+	for (int i = 0; i < n; i++) {
+		float scale = (i / 32) % 7 == 0 ? 1e-30f : (i / 32) % 5 == 0 ? 1e6f : 3.0f;
+
+		x[i] = (i / 32) % 11 == 0 ? 0.0f : frand() * scale;
+	}
+	coli_act_quantize(&a, x, n);
+	dx = dev_copy(x, sizeof(float) * n);
+	dq = dev_poison(n);
+	dd = dev_poison(sizeof(float) * nb);
+	dqs = dev_poison(4 * nb);
+	gd = malloc(sizeof(float) * nb);
+	if (coli_gpu_act_quantize(g_gpu, dx, dq, dd, dqs, nb) ||
+	    coli_gpu_download(g_gpu, gq, dq, n) || coli_gpu_download(g_gpu, gd, dd, 4 * nb) ||
+	    coli_gpu_download(g_gpu, gqs, dqs, 4 * nb))
+		return 1;
+	rc |= compare("act_quantize scales", gd, d, nb);
+	if (memcmp(gq, q, n) || memcmp(gqs, qs, 4 * nb)) {
+		printf("  act_quantize: int8 values or block sums differ\n");
+		rc = 1;
+	}
+	coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dd);
+	coli_gpu_free(g_gpu, dqs);
+	free(x), free(d), free(gd), free(q), free(gq), free(qs), free(gqs);
+	return rc;
+}
+
+static int test_silu(void)
+{
+	const int n = 1 << 20;
+	float *gt = malloc(4 * n), *u = malloc(4 * n), *h = malloc(4 * n), *gh = malloc(4 * n);
+	const float edge[] = {0.0f, -0.0f, 1e-38f, -1e-38f, 87.0f, -87.0f, 88.69f, -88.69f,
+			      88.8f, -88.8f, 103.0f, -103.0f, 1e30f, -1e30f, 0.5f, -0.5f};
+	uint64_t dg, du, dh;
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		gt[i] = i < 16 ? edge[i] : frand() * (i % 3 ? 8.0f : 120.0f);
+		u[i] = frand() * 4;
+	}
+	coli_silu_mul(gt, u, h, n);
+	dg = dev_copy(gt, 4 * n);
+	du = dev_copy(u, 4 * n);
+	dh = dev_poison(4 * n);
+	if (coli_gpu_silu_mul(g_gpu, dg, du, dh, n) || coli_gpu_download(g_gpu, gh, dh, 4 * n))
+		return 1;
+	rc = compare("silu_mul", gh, h, n);
+	coli_gpu_free(g_gpu, dg), coli_gpu_free(g_gpu, du), coli_gpu_free(g_gpu, dh);
+	free(gt), free(u), free(h), free(gh);
+	return rc;
+}
+
+/* One grouped launch over several matrices of one dtype. */
+static int test_gemv(enum coli_dtype t)
+{
+	static const int shapes[][2] = {{17, 32}, {33, 64}, {64, 96}, {768, 2048}, {2048, 768},
+					{100, 512}, {256, 544}, {5, 1024}};
+	enum { NJ = sizeof(shapes) / sizeof(shapes[0]) };
+	struct coli_gpu_gemv_job jobs[NJ];
+	float *want[NJ], *got[NJ];
+	uint64_t dev[NJ][6];
+	int rc = 0;
+	char what[64];
+	size_t total = 0;
+
+	memset(jobs, 0, sizeof(jobs));
+	for (int j = 0; j < NJ; j++) {
+		int R = shapes[j][0], K = shapes[j][1], S = 1 + j % COLI_GPU_MAX_S, nb = K / 32;
+		float *wf = malloc(sizeof(float) * R * K), *x = malloc(sizeof(float) * S * K);
+		void *w = malloc(coli_dtype_mat_bytes(t, R, K));
+		int8_t *xq = malloc((size_t)S * K);
+		float *xd = malloc(sizeof(float) * S * nb);
+		int32_t *xs = malloc(4 * S * nb);
+		struct coli_mat m;
+
+		for (int i = 0; i < R * K; i++)
+			wf[i] = frand() * 0.1f;
+		for (int i = 0; i < S * K; i++)
+			x[i] = frand() * 2.0f;
+		coli_quantize_mat(t == COLI_DTYPE_BF16 ? COLI_DTYPE_BF16 : t, wf, R, K, w);
+		coli_mat_view(&m, t, R, K, w);
+		want[j] = malloc(sizeof(float) * S * R);
+		got[j] = malloc(sizeof(float) * S * R);
+		for (int s = 0; s < S; s++) {
+			struct coli_act a = {.q = xq + s * K, .d = xd + s * nb, .qsum = xs + s * nb};
+
+			coli_act_quantize(&a, x + s * K, K);
+			coli_gemv(&m, &a, want[j] + s * R, 0, R);
+		}
+		dev[j][0] = dev_copy(w, coli_dtype_mat_bytes(t, R, K));
+		dev[j][1] = dev_copy(xq, (size_t)S * K);
+		dev[j][2] = dev_copy(xd, sizeof(float) * S * nb);
+		dev[j][3] = dev_copy(xs, 4 * S * nb);
+		dev[j][4] = dev_copy(x, sizeof(float) * S * K);
+		dev[j][5] = dev_poison(sizeof(float) * S * R);
+		jobs[j].w = (const void *)(uintptr_t)dev[j][0];
+		jobs[j].scales = m.scales ? (const unsigned short *)(uintptr_t)(
+						    dev[j][0] + ((const char *)m.scales - (const char *)w))
+					  : NULL;
+		jobs[j].xq = (const signed char *)(uintptr_t)dev[j][1];
+		jobs[j].xd = (const float *)(uintptr_t)dev[j][2];
+		jobs[j].xqsum = (const int *)(uintptr_t)dev[j][3];
+		jobs[j].xf = (const float *)(uintptr_t)dev[j][4];
+		jobs[j].y = (float *)(uintptr_t)dev[j][5];
+		jobs[j].rows = R;
+		jobs[j].K = K;
+		jobs[j].S = S;
+		jobs[j].ldy = R;
+		free(wf), free(x), free(w), free(xq), free(xd), free(xs);
+	}
+	if (coli_gpu_gemv(g_gpu, t, jobs, NJ))
+		return 1;
+	for (int j = 0; j < NJ; j++) {
+		size_t n = (size_t)jobs[j].S * jobs[j].rows;
+		size_t bad_before = 0;
+
+		if (coli_gpu_download(g_gpu, got[j], dev[j][5], sizeof(float) * n))
+			return 1;
+		for (size_t i = 0; i < n; i++)
+			bad_before += memcmp(&got[j][i], &want[j][i], 4) != 0;
+		if (bad_before) {
+			snprintf(what, sizeof(what), "gemv %s %dx%d S=%d", coli_dtype_name(t),
+				 jobs[j].rows, jobs[j].K, jobs[j].S);
+			rc |= compare(what, got[j], want[j], n);
+		}
+		total += n;
+		for (int k = 0; k < 6; k++)
+			coli_gpu_free(g_gpu, dev[j][k]);
+	}
+	{
+		/* one summary line over every job of the launch */
+		size_t bad = 0;
+		double maxe = 0;
+
+		for (int j = 0; j < NJ; j++)
+			for (int i = 0; i < jobs[j].S * jobs[j].rows; i++) {
+				double e = fabs((double)got[j][i] - want[j][i]);
+
+				bad += memcmp(&got[j][i], &want[j][i], 4) != 0;
+				maxe = e > maxe || e != e ? (e != e ? INFINITY : e) : maxe;
+			}
+		printf("  gemv %-29s %8zu values  max|err| %.3g  mismatches %zu  (%d jobs, one launch)\n",
+		       coli_dtype_name(t), total, maxe, bad, NJ);
+		rc |= bad != 0;
+	}
+	for (int j = 0; j < NJ; j++)
+		free(want[j]), free(got[j]);
+	return rc;
+}
+
+int main(void)
+{
+	const char *why;
+	char err[512] = "";
+	int n = coli_ptx_probe(&why), rc = 0;
+
+	if (n == 0) {
+		printf("no GPU: %s\n", why);
+		return 77;
+	}
+	if (coli_gpu_open(0, &g_gpu, err, sizeof(err))) {
+		printf("GPU 0 did not open: %s\n", err);
+		return 1;
+	}
+	printf("device: %s\n", coli_gpu_name(g_gpu));
+	rc |= test_act_quantize();
+	rc |= test_silu();
+	rc |= test_gemv(COLI_DTYPE_Q8_0);
+	rc |= test_gemv(COLI_DTYPE_Q4_0);
+	rc |= test_gemv(COLI_DTYPE_BF16);
+	coli_gpu_close(g_gpu);
+	return rc;
+}
