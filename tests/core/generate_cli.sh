@@ -1,0 +1,83 @@
+#!/bin/sh
+# tests/core/generate_cli.sh — coli generate / logits / tokenize / trace-diff
+# as a user meets them: normal runs, -n 0, empty prompt, a prompt longer than
+# the context, invalid UTF-8, a model without a tokenizer, seeded sampling,
+# and route traces.
+set -u
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+FX="$FIXTURES/qwen3_moe"
+"$COLI" convert "$FX" -o m.coli --quant q8 >/dev/null 2>&1 || { echo "convert failed"; exit 1; }
+
+# 1. a normal run: text on stdout, the summary on stderr
+"$COLI" generate -m m.coli -p "def fibonacci(n):" -n 8 >out.txt 2>err.txt
+[ $? -eq 0 ] && [ -s out.txt ] && grep -q "decode" err.txt && ! grep -q "decode" out.txt &&
+	ok "generate: text on stdout, stats on stderr" || bad "generate normal run"
+
+# 2. -n 0: prefill only, nothing printed
+"$COLI" generate -m m.coli -p "hello" -n 0 >out.txt 2>err.txt
+[ $? -eq 0 ] && [ ! -s out.txt ] && ok "-n 0 prints nothing" || bad "-n 0"
+
+# 3. empty prompt: starts from the model's BOS/EOS token
+"$COLI" generate -m m.coli -p "" -n 4 >out.txt 2>err.txt
+[ $? -eq 0 ] && ok "empty prompt generates" || { bad "empty prompt"; cat err.txt; }
+
+# 4. prompt longer than the context: a clear error
+long=$(awk 'BEGIN { for (i = 0; i < 200; i++) printf "word%d ", i }')
+"$COLI" generate -m m.coli --ctx 32 -p "$long" -n 4 >out.txt 2>err.txt
+rc=$?
+[ $rc -ne 0 ] && grep -q "exceeds the context of 32" err.txt && ok "long prompt refused: $(cat err.txt)" ||
+	{ bad "long prompt (rc $rc)"; cat err.txt; }
+"$COLI" logits -m m.coli --ctx 16 --text "$long" -o l.f32 >/dev/null 2>err.txt
+[ $? -ne 0 ] && grep -q "exceed the context of 16" err.txt && ok "logits: long input refused" ||
+	{ bad "logits long input"; cat err.txt; }
+
+# 5. invalid UTF-8: refused with the byte offset (documented in docs/tokenizer.md)
+"$COLI" generate -m m.coli -p "$(printf 'ab\377cd')" -n 4 >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "invalid UTF-8 at byte offset 2" err.txt && ok "invalid UTF-8 refused" ||
+	{ bad "invalid UTF-8"; cat err.txt; }
+
+# 6. a model converted without tokenizer.json: text commands refuse, ids work
+mkdir notok && cp "$FX"/config.json "$FX"/generation_config.json "$FX"/model.safetensors notok/
+"$COLI" convert notok -o notok.coli >/dev/null 2>&1 || bad "convert without tokenizer"
+"$COLI" generate -m notok.coli -p "hello" -n 4 >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "no tokenizer" err.txt && ok "no tokenizer: text refused" ||
+	{ bad "no tokenizer text"; cat err.txt; }
+"$COLI" tokenize -m notok.coli "hello" >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "no tokenizer" err.txt && ok "no tokenizer: tokenize refused" ||
+	{ bad "no tokenizer tokenize"; cat err.txt; }
+"$COLI" generate -m notok.coli --ids 1,2,3 -n 4 >out.txt 2>err.txt
+[ $? -eq 0 ] && ok "no tokenizer: --ids works" || { bad "no tokenizer ids"; cat err.txt; }
+
+# 7. seeded sampling is reproducible; greedy ignores the seed
+"$COLI" generate -m m.coli -p "import os" -n 16 --temperature 0.9 --top-p 0.95 --seed 7 >s1.txt 2>/dev/null
+"$COLI" generate -m m.coli -p "import os" -n 16 --temperature 0.9 --top-p 0.95 --seed 7 >s2.txt 2>/dev/null
+cmp -s s1.txt s2.txt && ok "same seed, same text" || bad "seeded sampling not reproducible"
+differ=0
+for s in 1 2 3; do
+	"$COLI" generate -m m.coli -p "import os" -n 16 --temperature 1.5 --seed $s >s3.txt 2>/dev/null
+	cmp -s s1.txt s3.txt || differ=1
+done
+[ $differ = 1 ] && ok "other seeds give other text" || bad "seed has no effect"
+"$COLI" generate -m m.coli -p "bad" -n 4 --temperature -1 >/dev/null 2>err.txt
+[ $? -eq 2 ] && ok "negative temperature refused" || bad "negative temperature accepted"
+
+# 8. logits: [n_tokens x vocab] float32
+n=$("$COLI" tokenize -m m.coli "def f(x): return x" | wc -w)
+"$COLI" logits -m m.coli --text "def f(x): return x" -o l.f32 2>err.txt || bad "logits run"
+[ "$(stat -c %s l.f32)" -eq $((n * 1024 * 4)) ] && ok "logits file is $n x 1024 floats" ||
+	bad "logits size $(stat -c %s l.f32) for $n tokens"
+
+# 9. route traces: identical runs agree; bf16 vs q8 are compared position by position
+ROUTE_TRACE=t1.txt "$COLI" generate -m m.coli -p "for i in range(3):" -n 8 >/dev/null 2>&1
+ROUTE_TRACE=t2.txt "$COLI" generate -m m.coli -p "for i in range(3):" -n 8 >/dev/null 2>&1
+"$COLI" trace-diff t1.txt t2.txt >d.txt && grep -q identical d.txt && ok "trace-diff: identical runs" ||
+	bad "trace-diff identical"
+lines=$(grep -vc '^#' t1.txt)
+[ "$lines" -gt 0 ] && ok "trace has $lines routing lines" || bad "empty trace"
+sed '5s/ [0-9]*:/ 7:/' t1.txt >t3.txt
+"$COLI" trace-diff t1.txt t3.txt >d.txt
+[ $? -eq 1 ] && grep -q "first difference at position" d.txt && ok "trace-diff: $(head -n 1 d.txt)" ||
+	{ bad "trace-diff difference"; cat d.txt; }
+exit $fail
