@@ -258,7 +258,8 @@ struct coli_engine_stats {
 	double disk_read_s;               /* wall time with reads in flight */
 	double disk_wait_s;               /* time the forward pass blocked on disk */
 	uint64_t prefetch_issued, prefetch_used, prefetch_wasted;
-	uint64_t h2d_bytes;               /* host -> device copies (GPU path) */
+	uint64_t h2d_bytes;               /* host -> device copies per token (activations) */
+	uint64_t h2d_const_bytes;         /* host -> device uploads of weights (at placement) */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 

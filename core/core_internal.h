@@ -72,6 +72,29 @@ struct coli_route_stats {
 	uint64_t expert_bytes; /* slab bytes touched, per token summed */
 };
 
+#define COLI_MAX_DEVS 8
+
+/* One device's share of the MoE work (core/moe_dev.c). Device addresses
+ * are uint64_t; s* are host staging buffers of the same shapes. */
+struct coli_dev_slot {
+	struct coli_dev *dev;
+	size_t budget, used;  /* VRAM for resident expert slabs, bytes */
+	int n_experts;        /* resident */
+	int pmax;             /* pairs the buffers hold: tmax * top_k */
+	uint64_t xq, xd, xqs, xf; /* pair activations [P][H] (+ scales, sums) or f32 */
+	uint64_t g, u, h;     /* [P][I] f32 */
+	uint64_t hq, hd, hqs; /* h quantized */
+	uint64_t y;           /* [P][H] expert outputs */
+	int8_t *sx_q;
+	float *sx_d, *sx_f, *sy;
+	int32_t *sx_s;
+	struct coli_gpu_gemv_job *jobs;
+	struct dev_run {
+		int expert, pair0, n, row0;
+	} *runs;              /* this layer's experts on the device */
+	int n_runs, P;
+};
+
 struct coli_engine {
 	struct coli_opts opts;
 	struct coli_model m;
@@ -95,12 +118,21 @@ struct coli_engine {
 	int *sel;                   /* [tmax][top_k] routed experts */
 	float *selw;                /* [tmax][top_k] their weights */
 	float *g, *u;               /* [tmax][max_inter] */
-	float *ey;                  /* [tmax][hidden] one expert's output rows */
+	float *ey;                  /* [tmax*top_k][hidden] per-pair expert outputs */
+	/* the layer's (token, expert) pairs, sorted by expert then token */
+	int n_pairs;
+	int *pair_expert, *pair_token;
+	float *pair_w;
+	/* devices and the VRAM expert tier (core/moe_dev.c) */
+	struct coli_dev *devs[COLI_MAX_DEVS];
+	int n_devs;
+	struct coli_dev_slot vram[COLI_MAX_DEVS];
+	signed char *where;         /* [n_layers][n_experts]: device index, -1 host */
+	uint64_t *dev_slab;         /* [n_layers][n_experts]: device address of the slab */
 	struct coli_actbuf *ax;     /* [tmax] over hidden-sized inputs */
 	struct coli_actbuf *ah;     /* [tmax] over inter / attention-sized inputs */
 	struct coli_act *ag;        /* [tmax] gathered activations (struct copies) */
 	float *inv_freq;            /* [head_dim/2] rope frequencies */
-	int *rows;                  /* [tmax] gather list of token rows */
 	FILE *trace;                /* ROUTE_TRACE */
 	struct coli_route_stats stats;
 	struct coli_engine_stats est; /* cumulative, see coli_engine_stats */
@@ -111,6 +143,12 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 /* moe.c: out[T][hidden] = MoE(xn) for layer l; xn's activations are prepared. */
 void coli_moe_block(struct coli_engine *e, int l, int T, float *out);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
+/* moe_dev.c: place experts in VRAM at open; per layer, queue device d's
+ * experts (issue) and collect their outputs into e->ey (take). */
+int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
+void coli_moe_dev_release(struct coli_engine *e);
+int coli_moe_dev_issue(struct coli_engine *e, int l, int d);
+int coli_moe_dev_take(struct coli_engine *e, int l, int d);
 /* Prepare actbuf from x[n] (fp32 copy + quantized form). */
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/core_internal.h"
+#include "core/dev.h"
 #include "mem/mem.h"
 
 #define TMAX_DEFAULT 256 /* tokens per forward call (prefill chunk) */
@@ -84,9 +85,11 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->selw, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->g, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
-	rc = rc ? rc : ALLOC(e->ey, (size_t)T * H);
-	rc = rc ? rc : ALLOC(e->ag, T);
-	rc = rc ? rc : ALLOC(e->rows, (size_t)T * c->top_k);
+	rc = rc ? rc : ALLOC(e->ey, (size_t)T * c->top_k * H);
+	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
+	rc = rc ? rc : ALLOC(e->pair_token, (size_t)T * c->top_k);
+	rc = rc ? rc : ALLOC(e->pair_w, (size_t)T * c->top_k);
+	rc = rc ? rc : ALLOC(e->ag, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
 #undef ALLOC
 	rc = rc ? rc : actbufs_alloc(&e->ax, T, H, quant);
@@ -153,6 +156,15 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		snprintf(err, errlen, "out of memory for scratch buffers");
 		goto err;
 	}
+	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->devs, COLI_MAX_DEVS,
+			       &e->n_devs, err, errlen);
+	if (rc)
+		goto err;
+	if (e->n_devs) {
+		rc = coli_moe_dev_place(e, err, errlen);
+		if (rc)
+			goto err;
+	}
 	if (e->opts.route_trace[0]) {
 		e->trace = fopen(e->opts.route_trace, "w");
 		if (!e->trace) {
@@ -181,8 +193,13 @@ void coli_engine_close(coli_engine_t *e)
 	coli_mem_free(e->vcache, e->kv_bytes);
 	free(e->x), free(e->xn), free(e->q), free(e->kx), free(e->vx), free(e->att);
 	free(e->scores), free(e->mlp), free(e->proj), free(e->rlog), free(e->sel);
-	free(e->selw), free(e->g), free(e->u), free(e->ey), free(e->ag), free(e->rows);
+	free(e->selw), free(e->g), free(e->u), free(e->ey), free(e->ag);
 	free(e->inv_freq);
+	free(e->pair_expert), free(e->pair_token), free(e->pair_w);
+	if (e->n_devs)
+		coli_moe_dev_release(e);
+	for (int d = 0; d < e->n_devs; d++)
+		coli_dev_close(e->devs[d]);
 	actbufs_free(e->ax, e->tmax);
 	actbufs_free(e->ah, e->tmax);
 	if (e->pool)

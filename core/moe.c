@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/core_internal.h"
+#include "core/dev.h"
 
 /* Top-k of p[n] by value (descending, ties to the lower index). */
 static void topk(const float *p, int n, int k, int *idx, float *val)
@@ -91,42 +92,91 @@ static void swiglu(struct coli_engine *e, const struct coli_mat *gate, const str
 	coli_gemm_mt(e->pool, down, e->ag, n, y, down->rows);
 }
 
+/* Sort the layer's (token, expert) pairs by expert, then token. */
+static void plan_pairs(struct coli_engine *e, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int K = c->top_k, n = 0;
+
+	for (int ex = 0; ex < c->n_experts; ex++)
+		for (int t = 0; t < T; t++)
+			for (int j = 0; j < K; j++)
+				if (e->sel[t * K + j] == ex) {
+					e->pair_expert[n] = ex;
+					e->pair_token[n] = t;
+					e->pair_w[n] = e->selw[t * K + j];
+					n++;
+				}
+	e->n_pairs = n;
+}
+
+/* Compute the pairs [p0, p0+n) of expert ex on the CPU into e->ey. */
+static void cpu_expert(struct coli_engine *e, int l, int ex, int p0, int n)
+{
+	const struct coli_expert_layer *xl =
+		coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	struct coli_expert_view v;
+
+	for (int i = 0; i < n; i++)
+		e->ag[i] = e->ax[e->pair_token[p0 + i]].act;
+	coli_model_expert(&e->m, l, ex, &v);
+	swiglu(e, &v.gate, &v.up, &v.down, n, e->ey + (size_t)p0 * e->m.cfg.hidden);
+	e->est.hits[COLI_TIER_RAM]++;
+	e->est.bytes[COLI_TIER_RAM] += xl->slab_bytes;
+}
+
+static int on_device(const struct coli_engine *e, int l, int ex, int d)
+{
+	return e->where && e->where[(size_t)l * e->m.cfg.n_experts + ex] == d;
+}
+
 void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_layer *L = &e->m.layers[l];
 	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, L->xl);
-	int H = c->hidden, K = c->top_k;
+	int H = c->hidden;
+	int issued[COLI_MAX_DEVS] = {0};
 
 	route(e, l, T);
-	memset(out, 0, sizeof(float) * T * H);
-	for (int ex = 0; ex < c->n_experts; ex++) {
-		struct coli_expert_view v;
-		int n = 0;
+	plan_pairs(e, T);
+	e->stats.expert_calls += e->n_pairs;
+	e->est.expert_uses += e->n_pairs;
+	/* issue: every device queues its resident experts; a failure here sends
+	 * the device's share of this layer to the CPU (synchronous path) */
+	for (int d = 0; d < e->n_devs; d++)
+		issued[d] = !e->devs[d]->failed && coli_moe_dev_issue(e, l, d) == 0;
+	/* CPU rows: the experts no device took, while the devices work */
+	for (int p = 0; p < e->n_pairs;) {
+		int ex = e->pair_expert[p], n = 0, d, dev = -1;
 
-		for (int t = 0; t < T; t++)
-			for (int j = 0; j < K; j++)
-				if (e->sel[t * K + j] == ex)
-					e->rows[n++] = t * K + j;
-		if (!n)
-			continue;
-		for (int i = 0; i < n; i++)
-			e->ag[i] = e->ax[e->rows[i] / K].act;
-		coli_model_expert(&e->m, l, ex, &v);
-		swiglu(e, &v.gate, &v.up, &v.down, n, e->ey);
-		for (int i = 0; i < n; i++) {
-			float w = e->selw[e->rows[i]];
-			float *o = out + (size_t)(e->rows[i] / K) * H;
-			const float *y = e->ey + (size_t)i * H;
-
-			for (int j = 0; j < H; j++)
-				o[j] = o[j] + w * y[j];
-		}
-		e->stats.expert_calls += n;
+		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
+			n++;
+		for (d = 0; d < e->n_devs; d++)
+			if (on_device(e, l, ex, d))
+				dev = d;
+		if (dev < 0 || !issued[dev])
+			cpu_expert(e, l, ex, p, n);
 		e->stats.expert_bytes += xl->slab_bytes;
-		e->est.expert_uses += n;
-		e->est.hits[COLI_TIER_RAM]++;
-		e->est.bytes[COLI_TIER_RAM] += xl->slab_bytes;
+		p += n;
+	}
+	/* take: a device failing now has its experts recomputed on the CPU */
+	for (int d = 0; d < e->n_devs; d++) {
+		if (!issued[d] || coli_moe_dev_take(e, l, d) == 0)
+			continue;
+		for (int r = 0; r < e->vram[d].n_runs; r++)
+			cpu_expert(e, l, e->vram[d].runs[r].expert, e->vram[d].runs[r].pair0,
+				   e->vram[d].runs[r].n);
+	}
+	/* accumulate in ascending expert id, whoever computed each pair */
+	memset(out, 0, sizeof(float) * T * H);
+	for (int p = 0; p < e->n_pairs; p++) {
+		float w = e->pair_w[p];
+		float *o = out + (size_t)e->pair_token[p] * H;
+		const float *y = e->ey + (size_t)p * H;
+
+		for (int j = 0; j < H; j++)
+			o[j] = o[j] + w * y[j];
 	}
 	if (c->shared_inter) {
 		/* gate[t] = sigmoid(shexp_router . xn[t]); out[t] += gate[t] * shared(xn[t]) */

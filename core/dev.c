@@ -1,0 +1,198 @@
+/*
+ * core/dev.c — opening expert devices from --gpu, and the checked entry
+ * points the scheduler calls: each forwards to the backend's op unless the
+ * device has failed or the fault injector (COLI_GPU_FAIL_AFTER) fires; a
+ * failure is sticky, so a device that failed once is never trusted again and
+ * its experts are computed on the CPU from then on.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dev.h"
+#include "ptx/ptx.h"
+
+#define SIM_MEM_BYTES ((size_t)1 << 30) /* what the simulated device reports */
+
+static int fail(struct coli_dev *d, int rc, const char *what)
+{
+	if (!d->failed)
+		fprintf(stderr, "coli: device %s: %s failed (%s); its experts move to the CPU\n",
+			d->name, what, strerror(-rc));
+	d->failed = 1;
+	return rc;
+}
+
+/* Counts a launch or sync; -EIO once the injected budget is spent. */
+static int launch_gate(struct coli_dev *d)
+{
+	if (d->failed)
+		return -EIO;
+	if (d->fail_after >= 0 && d->launches >= d->fail_after)
+		return fail(d, -EIO, "injected fault (COLI_GPU_FAIL_AFTER)");
+	d->launches++;
+	return 0;
+}
+
+#define CHECKED(call, what)                                                                \
+	do {                                                                               \
+		int rc_;                                                                   \
+		if (d->failed)                                                             \
+			return -EIO;                                                       \
+		rc_ = (call);                                                              \
+		return rc_ ? fail(d, rc_, what) : 0;                                       \
+	} while (0)
+
+int coli_dev_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr)
+{
+	if (d->failed)
+		return -EIO;
+	return d->ops->alloc(d, bytes, addr); /* out of memory is not a device failure */
+}
+
+void coli_dev_free(struct coli_dev *d, uint64_t addr)
+{
+	if (addr)
+		d->ops->free(d, addr);
+}
+
+int coli_dev_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	CHECKED(d->ops->upload(d, dst, src, n), "upload");
+}
+
+int coli_dev_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	CHECKED(d->ops->upload_async(d, dst, src, n), "upload");
+}
+
+int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n)
+{
+	CHECKED(d->ops->download_async(d, dst, src, n), "download");
+}
+
+int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+		  int n_jobs)
+{
+	int rc = launch_gate(d);
+
+	if (rc)
+		return rc;
+	CHECKED(d->ops->gemv(d, t, jobs, n_jobs), "gemv launch");
+}
+
+int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n)
+{
+	int rc = launch_gate(d);
+
+	if (rc)
+		return rc;
+	CHECKED(d->ops->silu_mul(d, g, u, h, n), "silu launch");
+}
+
+int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
+			  int n_blocks)
+{
+	int rc = launch_gate(d);
+
+	if (rc)
+		return rc;
+	CHECKED(d->ops->act_quantize(d, x, q, dd, qs, n_blocks), "quantize launch");
+}
+
+int coli_dev_sync(struct coli_dev *d)
+{
+	int rc = launch_gate(d); /* a sync counts, so injection can fail a take too */
+
+	if (rc)
+		return rc;
+	CHECKED(d->ops->sync(d), "synchronize");
+}
+
+int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes)
+{
+	CHECKED(d->ops->mem_info(d, free_bytes, total_bytes), "memory query");
+}
+
+void coli_dev_close(struct coli_dev *d)
+{
+	if (d)
+		d->ops->close(d);
+}
+
+/* "0,2" -> ordinals; returns count or -EINVAL. */
+static int parse_list(const char *s, int *ord, int max)
+{
+	int n = 0;
+
+	while (*s) {
+		char *end;
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v < 0 || v > 63 || n == max)
+			return -EINVAL;
+		ord[n++] = (int)v;
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			return -EINVAL;
+	}
+	return n;
+}
+
+int coli_dev_open_all(const char *spec, long fail_after, struct coli_dev **devs, int max, int *n,
+		      char *err, size_t errlen)
+{
+	int ord[16], n_ord, rc;
+	const char *why = NULL;
+
+	*n = 0;
+	if (!strcmp(spec, "off"))
+		return 0;
+	if (!strcmp(spec, "sim")) {
+		rc = coli_dev_sim_open(&devs[0], SIM_MEM_BYTES);
+		if (rc) {
+			snprintf(err, errlen, "cannot create the simulated device");
+			return rc;
+		}
+		devs[0]->fail_after = fail_after;
+		*n = 1;
+		return 0;
+	}
+	if (!strcmp(spec, "auto")) {
+		int count = coli_ptx_probe(&why);
+
+		if (count == 0) {
+			fprintf(stderr, "coli: no GPU (%s): experts run on the CPU\n", why);
+			return 0;
+		}
+		n_ord = count < max ? count : max;
+		for (int i = 0; i < n_ord; i++)
+			ord[i] = i;
+	} else {
+		n_ord = parse_list(spec, ord, max < 16 ? max : 16);
+		if (n_ord <= 0) {
+			snprintf(err, errlen, "--gpu '%s': expected auto, off, sim or a list like 0,1",
+				 spec);
+			return -EINVAL;
+		}
+	}
+	for (int i = 0; i < n_ord; i++) {
+		rc = coli_dev_gpu_open(ord[i], &devs[*n], err, errlen);
+		if (rc) {
+			if (!strcmp(spec, "auto")) { /* best effort: say it and go on */
+				fprintf(stderr, "coli: GPU %d unusable (%s)\n", ord[i], err);
+				err[0] = 0;
+				continue;
+			}
+			for (int k = 0; k < *n; k++)
+				coli_dev_close(devs[k]);
+			*n = 0;
+			return rc;
+		}
+		devs[*n]->fail_after = fail_after;
+		devs[*n]->index = *n;
+		(*n)++;
+	}
+	return 0;
+}

@@ -1,0 +1,79 @@
+/*
+ * core/dev.h — expert execution devices behind one ops table (private to core/).
+ *
+ * The MoE scheduler (core/moe.c, core/moe_dev.c) speaks only to this table:
+ *   cuda   ptx/ through the CUDA driver API (core/dev_gpu.c)
+ *   sim    host memory and the CPU kernels, same semantics (core/dev_sim.c),
+ *          so the scheduler's issue / take / fallback logic runs in CI
+ * The CPU path itself is not a device: CPU rows are computed in place by
+ * core/moe.c and are the reference every device must reproduce bit for bit.
+ *
+ * Addresses are uint64_t: device pointers for cuda, host pointers for sim.
+ * Every op returns 0 or -errno; ops marked (async) are ordered on the
+ * device's one stream and complete by the next successful sync. Fault
+ * injection (COLI_GPU_FAIL_AFTER=N) lives in the wrappers of dev.c: after N
+ * launches every op fails with -EIO, as a device that fell off the bus.
+ */
+#ifndef COLI_CORE_DEV_H
+#define COLI_CORE_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/cpu.h"
+#include "ptx/kernels_abi.h"
+
+struct coli_dev;
+
+struct coli_dev_ops {
+	const char *kind;
+	int (*mem_info)(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
+	int (*alloc)(struct coli_dev *d, size_t bytes, uint64_t *addr);
+	void (*free)(struct coli_dev *d, uint64_t addr);
+	int (*upload)(struct coli_dev *d, uint64_t dst, const void *src, size_t n); /* sync */
+	int (*upload_async)(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
+	int (*download_async)(struct coli_dev *d, void *dst, uint64_t src, size_t n);
+	int (*gemv)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+		    int n_jobs); /* async */
+	int (*silu_mul)(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n); /* async */
+	int (*act_quantize)(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qsum,
+			    int n_blocks); /* async */
+	int (*sync)(struct coli_dev *d);
+	void (*close)(struct coli_dev *d);
+};
+
+struct coli_dev {
+	const struct coli_dev_ops *ops;
+	void *impl;
+	char name[128];
+	int index;
+	long fail_after; /* launches before injected failure; -1 never */
+	long launches;
+	int failed;      /* sticky: once failed, the device is not used again */
+};
+
+/* Open the devices named by --gpu (auto | off | sim | 0,1,...): *n devices
+ * in devs[]; prints one line when a GPU was asked for but is absent. */
+int coli_dev_open_all(const char *spec, long fail_after, struct coli_dev **devs, int max,
+		      int *n, char *err, size_t errlen);
+void coli_dev_close(struct coli_dev *d);
+
+/* The checked entry points the scheduler uses (fault injection, sticky failure). */
+int coli_dev_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr);
+void coli_dev_free(struct coli_dev *d, uint64_t addr);
+int coli_dev_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
+int coli_dev_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
+int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n);
+int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+		  int n_jobs);
+int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n);
+int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
+			  int n_blocks);
+int coli_dev_sync(struct coli_dev *d);
+int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
+
+/* Backends. */
+int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen);
+int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes);
+
+#endif

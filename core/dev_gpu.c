@@ -1,0 +1,95 @@
+/*
+ * core/dev_gpu.c — the CUDA device as an expert-execution backend: each op
+ * forwards to ptx/ (driver API, embedded PTX kernels).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/dev.h"
+#include "ptx/ptx.h"
+
+#define G(d) ((coli_gpu_t *)(d)->impl)
+
+static int g_mem_info(struct coli_dev *d, size_t *f, size_t *t)
+{
+	return coli_gpu_mem_info(G(d), f, t);
+}
+static int g_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr)
+{
+	return coli_gpu_alloc(G(d), bytes, addr);
+}
+static void g_free(struct coli_dev *d, uint64_t addr)
+{
+	coli_gpu_free(G(d), addr);
+}
+static int g_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	return coli_gpu_upload(G(d), dst, src, n);
+}
+static int g_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	return coli_gpu_upload_async(G(d), dst, src, n);
+}
+static int g_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n)
+{
+	return coli_gpu_download_async(G(d), dst, src, n);
+}
+static int g_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+		  int n)
+{
+	return coli_gpu_gemv(G(d), t, jobs, n);
+}
+static int g_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n)
+{
+	return coli_gpu_silu_mul(G(d), g, u, h, n);
+}
+static int g_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
+{
+	return coli_gpu_act_quantize(G(d), x, q, dd, qs, nb);
+}
+static int g_sync(struct coli_dev *d)
+{
+	return coli_gpu_sync(G(d));
+}
+static void g_close(struct coli_dev *d)
+{
+	coli_gpu_close(G(d));
+	free(d);
+}
+
+static const struct coli_dev_ops g_gpu_ops = {
+	.kind = "cuda",
+	.mem_info = g_mem_info,
+	.alloc = g_alloc,
+	.free = g_free,
+	.upload = g_upload,
+	.upload_async = g_upload_async,
+	.download_async = g_download_async,
+	.gemv = g_gemv,
+	.silu_mul = g_silu,
+	.act_quantize = g_actq,
+	.sync = g_sync,
+	.close = g_close,
+};
+
+int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen)
+{
+	struct coli_dev *d = calloc(1, sizeof(*d));
+	coli_gpu_t *g;
+	int rc;
+
+	if (!d)
+		return -ENOMEM;
+	rc = coli_gpu_open(ordinal, &g, err, errlen);
+	if (rc) {
+		free(d);
+		return rc;
+	}
+	d->ops = &g_gpu_ops;
+	d->impl = g;
+	d->fail_after = -1;
+	snprintf(d->name, sizeof(d->name), "cuda:%d (%s)", ordinal, coli_gpu_name(g));
+	*out = d;
+	return 0;
+}

@@ -1,0 +1,153 @@
+/*
+ * core/dev_sim.c — a simulated expert device: host memory and the CPU
+ * kernels behind the same ops as the GPU, so the scheduler's issue / take /
+ * fallback paths (and COLI_GPU_FAIL_AFTER) run in CI without a GPU.
+ *
+ * "Device addresses" are host pointers. Async ops run immediately on the
+ * calling thread (the stream is always drained); GEMV jobs are executed with
+ * coli_gemv on views built from the job, so the simulated device computes the
+ * same bits the real one must.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dev.h"
+
+struct sim {
+	size_t mem_bytes, used;
+};
+
+static int s_mem_info(struct coli_dev *d, size_t *f, size_t *t)
+{
+	struct sim *s = d->impl;
+
+	*t = s->mem_bytes;
+	*f = s->mem_bytes - s->used;
+	return 0;
+}
+
+/* Each allocation carries its size in front, for the memory accounting. */
+static int s_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr)
+{
+	struct sim *s = d->impl;
+	size_t *p;
+
+	if (s->used + bytes > s->mem_bytes)
+		return -ENOMEM;
+	p = aligned_alloc(64, 64 + ((bytes + 63) & ~(size_t)63));
+	if (!p)
+		return -ENOMEM;
+	p[0] = bytes;
+	s->used += bytes;
+	*addr = (uint64_t)(uintptr_t)((char *)p + 64);
+	return 0;
+}
+
+static void s_free(struct coli_dev *d, uint64_t addr)
+{
+	struct sim *s = d->impl;
+	size_t *p = (size_t *)((char *)(uintptr_t)addr - 64);
+
+	s->used -= p[0];
+	free(p);
+}
+
+static int s_copy(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	memcpy((void *)(uintptr_t)dst, src, n);
+	return 0;
+}
+
+static int s_download(struct coli_dev *d, void *dst, uint64_t src, size_t n)
+{
+	memcpy(dst, (const void *)(uintptr_t)src, n);
+	return 0;
+}
+
+static int s_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+		  int n_jobs)
+{
+	for (int j = 0; j < n_jobs; j++) {
+		const struct coli_gpu_gemv_job *jb = &jobs[j];
+		struct coli_mat m;
+
+		coli_mat_view(&m, t, jb->rows, jb->K, jb->w);
+		for (int s = 0; s < jb->S; s++) {
+			int nb = jb->K / COLI_QBLOCK;
+			struct coli_act a = {
+				.n = jb->K,
+				.f = jb->xf ? jb->xf + (size_t)s * jb->K : NULL,
+				.q = jb->xq ? (int8_t *)jb->xq + (size_t)s * jb->K : NULL,
+				.d = jb->xd ? (float *)jb->xd + (size_t)s * nb : NULL,
+				.qsum = jb->xqsum ? (int32_t *)jb->xqsum + (size_t)s * nb : NULL,
+			};
+
+			coli_gemv(&m, &a, jb->y + (size_t)s * jb->ldy, 0, jb->rows);
+		}
+	}
+	return 0;
+}
+
+static int s_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n)
+{
+	coli_silu_mul((const float *)(uintptr_t)g, (const float *)(uintptr_t)u,
+		      (float *)(uintptr_t)h, n);
+	return 0;
+}
+
+static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
+{
+	struct coli_act a = {.q = (int8_t *)(uintptr_t)q,
+			     .d = (float *)(uintptr_t)dd,
+			     .qsum = (int32_t *)(uintptr_t)qs};
+
+	coli_act_quantize(&a, (const float *)(uintptr_t)x, nb * COLI_QBLOCK);
+	return 0;
+}
+
+static int s_sync(struct coli_dev *d)
+{
+	return 0;
+}
+
+static void s_close(struct coli_dev *d)
+{
+	free(d->impl);
+	free(d);
+}
+
+static const struct coli_dev_ops g_sim_ops = {
+	.kind = "sim",
+	.mem_info = s_mem_info,
+	.alloc = s_alloc,
+	.free = s_free,
+	.upload = s_copy,
+	.upload_async = s_copy,
+	.download_async = s_download,
+	.gemv = s_gemv,
+	.silu_mul = s_silu,
+	.act_quantize = s_actq,
+	.sync = s_sync,
+	.close = s_close,
+};
+
+int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes)
+{
+	struct coli_dev *d = calloc(1, sizeof(*d));
+	struct sim *s = calloc(1, sizeof(*s));
+
+	if (!d || !s) {
+		free(d);
+		free(s);
+		return -ENOMEM;
+	}
+	s->mem_bytes = mem_bytes;
+	d->ops = &g_sim_ops;
+	d->impl = s;
+	d->fail_after = -1;
+	snprintf(d->name, sizeof(d->name), "sim:0 (host memory)");
+	*out = d;
+	return 0;
+}

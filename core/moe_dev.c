@@ -1,0 +1,315 @@
+/*
+ * core/moe_dev.c — routed experts on devices: the VRAM expert tier and the
+ * issue / take halves of a layer's device work.
+ *
+ * Placement (at open): each device gets working buffers for tmax*top_k
+ * (token, expert) pairs, then whole expert slabs are uploaded — interleaved
+ * across layers (expert 0 of every MoE layer, then expert 1, ...) so every
+ * layer gets the same share — until --vram-gb (or the device's free memory
+ * less a reserve) is used. The slab keeps its container layout in VRAM, so
+ * gate/up/down offsets are the container's. where[l][e] says which device
+ * holds an expert (-1: host).
+ *
+ * A layer on device d (all launches on d's one stream, nothing waits):
+ *   upload   pair activations, gathered per expert   [P][H] int8 + scales, or f32
+ *   gemv     gate and up of every resident expert     -> g, u [P][I]   (one launch)
+ *   silu     h = silu(g) * u                           [P][I]          (one launch)
+ *   quant    h -> int8 per 32-block (q8/q4 models)                     (one launch)
+ *   gemv     down of every resident expert             -> y [P][H]     (one launch)
+ *   download y to host staging
+ * take() waits for the stream and scatters y into the engine's per-pair
+ * outputs; core/moe.c then accumulates all pairs in ascending expert order,
+ * whoever computed them, so the bits do not depend on placement.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+#include "core/dev.h"
+
+#define RESERVE_BYTES ((size_t)512 << 20) /* left free on a device when no budget is given */
+
+static size_t quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
+{
+	return t == COLI_DTYPE_Q8_0 ? rows * K : t == COLI_DTYPE_Q4_0 ? rows * K / 2 : 0;
+}
+
+/* Device view of one matrix inside a resident slab. */
+static void job_matrix(struct coli_gpu_gemv_job *j, enum coli_dtype t, uint64_t base, int rows,
+		       int K)
+{
+	size_t qb = quant_plane_bytes(t, rows, K);
+
+	j->w = (const void *)(uintptr_t)base;
+	j->scales = qb ? (const unsigned short *)(uintptr_t)(base + qb) : NULL;
+	j->rows = rows;
+	j->K = K;
+}
+
+static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t P = (size_t)e->tmax * c->top_k, H = c->hidden, I = c->moe_inter;
+	int rc = 0;
+
+	v->pmax = (int)P;
+#define A(f, n) (rc = rc ? rc : coli_dev_alloc(v->dev, (n), &v->f))
+	A(xq, P * H);
+	A(xd, P * H / 32 * 4);
+	A(xqs, P * H / 32 * 4);
+	A(xf, P * H * 4);
+	A(g, P * I * 4);
+	A(u, P * I * 4);
+	A(h, P * I * 4);
+	A(hq, P * I);
+	A(hd, P * I / 32 * 4);
+	A(hqs, P * I / 32 * 4);
+	A(y, P * H * 4);
+#undef A
+	if (rc)
+		return rc;
+	v->sx_q = malloc(P * H);
+	v->sx_d = malloc(P * H / 32 * 4);
+	v->sx_s = malloc(P * H / 32 * 4);
+	v->sx_f = malloc(P * H * 4);
+	v->sy = malloc(P * H * 4);
+	v->jobs = malloc(sizeof(*v->jobs) * (2 * P + 2 * (size_t)c->n_experts + 8));
+	v->runs = malloc(sizeof(*v->runs) * c->n_experts);
+	if (!v->sx_q || !v->sx_d || !v->sx_s || !v->sx_f || !v->sy || !v->jobs || !v->runs)
+		return -ENOMEM;
+	return 0;
+}
+
+static void free_buffers(struct coli_dev_slot *v)
+{
+	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g, &v->u,
+			    &v->h,  &v->hq, &v->hd,  &v->hqs, &v->y};
+
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		coli_dev_free(v->dev, *bufs[i]);
+	free(v->sx_q), free(v->sx_d), free(v->sx_s), free(v->sx_f), free(v->sy);
+	free(v->jobs), free(v->runs);
+}
+
+int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t n_slots = (size_t)c->n_layers * c->n_experts;
+	int dev = 0;
+
+	e->where = malloc(n_slots);
+	e->dev_slab = calloc(n_slots, sizeof(uint64_t));
+	if (!e->where || !e->dev_slab)
+		return -ENOMEM;
+	memset(e->where, -1, n_slots);
+	for (int d = 0; d < e->n_devs; d++) {
+		struct coli_dev_slot *v = &e->vram[d];
+		size_t free_b = 0, total_b = 0;
+		int rc;
+
+		v->dev = e->devs[d];
+		rc = alloc_buffers(e, v);
+		if (rc) {
+			snprintf(err, errlen, "device %s: no memory for the working buffers",
+				 v->dev->name);
+			return rc;
+		}
+		coli_dev_mem_info(v->dev, &free_b, &total_b);
+		if (e->opts.vram_gb >= 0)
+			v->budget = (size_t)(e->opts.vram_gb * 1e9);
+		else
+			v->budget = free_b > RESERVE_BYTES ? free_b - RESERVE_BYTES : 0;
+		if (v->budget > free_b)
+			v->budget = free_b;
+	}
+	/* interleave: expert e of every MoE layer before expert e+1 */
+	for (int x = 0; x < c->n_experts && dev < e->n_devs; x++) {
+		for (int l = 0; l < c->n_layers && dev < e->n_devs; l++) {
+			struct coli_dev_slot *v;
+			const struct coli_expert_layer *xl;
+			uint64_t addr;
+
+			if (!c->is_moe_layer[l])
+				continue;
+			xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+			while (dev < e->n_devs && e->vram[dev].used + xl->slab_bytes > e->vram[dev].budget)
+				dev++;
+			if (dev == e->n_devs)
+				break;
+			v = &e->vram[dev];
+			if (coli_dev_alloc(v->dev, xl->slab_bytes, &addr)) {
+				dev++; /* full after all: try the next device */
+				continue;
+			}
+			if (coli_dev_upload(v->dev, addr,
+					    coli_io_container_slab_data(e->m.c, e->m.layers[l].xl,
+									(uint32_t)x),
+					    xl->slab_bytes)) {
+				coli_dev_free(v->dev, addr);
+				snprintf(err, errlen, "device %s: uploading experts failed",
+					 v->dev->name);
+				return -EIO;
+			}
+			v->used += xl->slab_bytes;
+			v->n_experts++;
+			e->est.h2d_const_bytes += xl->slab_bytes;
+			e->dev_slab[(size_t)l * c->n_experts + x] = addr;
+			e->where[(size_t)l * c->n_experts + x] = (signed char)dev;
+		}
+	}
+	for (int d = 0; d < e->n_devs; d++)
+		fprintf(stderr, "coli: %s: %d experts resident (%.2f GB of %.2f GB budget)\n",
+			e->vram[d].dev->name, e->vram[d].n_experts, e->vram[d].used / 1e9,
+			e->vram[d].budget / 1e9);
+	return 0;
+}
+
+void coli_moe_dev_release(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+
+	for (int d = 0; d < e->n_devs; d++) {
+		struct coli_dev_slot *v = &e->vram[d];
+
+		if (!v->dev)
+			continue;
+		if (e->dev_slab)
+			for (size_t i = 0; i < (size_t)c->n_layers * c->n_experts; i++)
+				if (e->where[i] == d)
+					coli_dev_free(v->dev, e->dev_slab[i]);
+		free_buffers(v);
+	}
+	free(e->where);
+	free(e->dev_slab);
+}
+
+/* Gather the activations of device d's pairs into staging, build the job
+ * tables and queue the whole layer. Pairs: e->pair_* (ascending expert). */
+int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	enum coli_dtype t = xl->dtype;
+	int H = c->hidden, I = c->moe_inter, quant = coli_dtype_is_quant(t);
+	int P = 0, nj = 0, n_runs = 0, rc;
+	struct coli_gpu_gemv_job *jobs = v->jobs;
+
+	v->n_runs = 0;
+	for (int p = 0; p < e->n_pairs;) {
+		int ex = e->pair_expert[p], n = 0;
+		uint64_t slab;
+
+		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
+			n++;
+		if (e->where[(size_t)l * c->n_experts + ex] != d) {
+			p += n;
+			continue;
+		}
+		slab = e->dev_slab[(size_t)l * c->n_experts + ex];
+		v->runs[n_runs].pair0 = p;
+		v->runs[n_runs].n = n;
+		v->runs[n_runs].row0 = P;
+		v->runs[n_runs].expert = ex;
+		n_runs++;
+		for (int i = 0; i < n; i++) {
+			const struct coli_act *a = &e->ax[e->pair_token[p + i]].act;
+
+			if (quant) {
+				memcpy(v->sx_q + (size_t)(P + i) * H, a->q, (size_t)H);
+				memcpy(v->sx_d + (size_t)(P + i) * (H / 32), a->d, sizeof(float) * (H / 32));
+				memcpy(v->sx_s + (size_t)(P + i) * (H / 32), a->qsum,
+				       sizeof(int32_t) * (H / 32));
+			} else {
+				memcpy(v->sx_f + (size_t)(P + i) * H, a->f, sizeof(float) * H);
+			}
+		}
+		/* gate and up, up to COLI_GPU_MAX_S pairs per job */
+		for (int c0 = 0; c0 < n; c0 += COLI_GPU_MAX_S) {
+			int S = n - c0 < COLI_GPU_MAX_S ? n - c0 : COLI_GPU_MAX_S, row = P + c0;
+
+			for (int m = 0; m < 2; m++) {
+				struct coli_gpu_gemv_job *j = &jobs[nj++];
+
+				memset(j, 0, sizeof(*j));
+				job_matrix(j, t, slab + (m ? xl->up_off : xl->gate_off), I, H);
+				j->xq = (const signed char *)(uintptr_t)(v->xq + (size_t)row * H);
+				j->xd = (const float *)(uintptr_t)(v->xd + (size_t)row * (H / 32) * 4);
+				j->xqsum = (const int *)(uintptr_t)(v->xqs + (size_t)row * (H / 32) * 4);
+				j->xf = (const float *)(uintptr_t)(v->xf + (size_t)row * H * 4);
+				j->y = (float *)(uintptr_t)((m ? v->u : v->g) + (size_t)row * I * 4);
+				j->S = S;
+				j->ldy = I;
+			}
+		}
+		P += n;
+		p += n;
+	}
+	v->n_runs = n_runs;
+	v->P = P;
+	if (!P)
+		return 0;
+	if (quant) {
+		rc = coli_dev_upload_async(v->dev, v->xq, v->sx_q, (size_t)P * H);
+		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xd, v->sx_d, (size_t)P * H / 32 * 4);
+		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xqs, v->sx_s, (size_t)P * H / 32 * 4);
+		e->est.h2d_bytes += (size_t)P * H + (size_t)P * H / 32 * 8;
+	} else {
+		rc = coli_dev_upload_async(v->dev, v->xf, v->sx_f, (size_t)P * H * 4);
+		e->est.h2d_bytes += (size_t)P * H * 4;
+	}
+	rc = rc ? rc : coli_dev_gemv(v->dev, t, jobs, nj);
+	rc = rc ? rc : coli_dev_silu_mul(v->dev, v->g, v->u, v->h, P * I);
+	if (quant)
+		rc = rc ? rc : coli_dev_act_quantize(v->dev, v->h, v->hq, v->hd, v->hqs, P * I / 32);
+	if (rc)
+		return rc;
+	/* down: y[P][H] = W_down . h */
+	nj = 0;
+	for (int r = 0; r < n_runs; r++) {
+		uint64_t slab = e->dev_slab[(size_t)l * c->n_experts + v->runs[r].expert];
+
+		for (int c0 = 0; c0 < v->runs[r].n; c0 += COLI_GPU_MAX_S) {
+			int S = v->runs[r].n - c0 < COLI_GPU_MAX_S ? v->runs[r].n - c0 : COLI_GPU_MAX_S;
+			int row = v->runs[r].row0 + c0;
+			struct coli_gpu_gemv_job *j = &jobs[nj++];
+
+			memset(j, 0, sizeof(*j));
+			job_matrix(j, t, slab + xl->down_off, H, I);
+			j->xq = (const signed char *)(uintptr_t)(v->hq + (size_t)row * I);
+			j->xd = (const float *)(uintptr_t)(v->hd + (size_t)row * (I / 32) * 4);
+			j->xqsum = (const int *)(uintptr_t)(v->hqs + (size_t)row * (I / 32) * 4);
+			j->xf = (const float *)(uintptr_t)(v->h + (size_t)row * I * 4);
+			j->y = (float *)(uintptr_t)(v->y + (size_t)row * H * 4);
+			j->S = S;
+			j->ldy = H;
+		}
+	}
+	rc = coli_dev_gemv(v->dev, t, jobs, nj);
+	rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
+	return rc;
+}
+
+/* Wait for device d and scatter its outputs into e->ey (per pair). */
+int coli_moe_dev_take(struct coli_engine *e, int l, int d)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	int H = c->hidden, rc;
+
+	if (!v->P)
+		return 0;
+	rc = coli_dev_sync(v->dev);
+	if (rc)
+		return rc;
+	for (int r = 0; r < v->n_runs; r++) {
+		memcpy(e->ey + (size_t)v->runs[r].pair0 * H, v->sy + (size_t)v->runs[r].row0 * H,
+		       sizeof(float) * H * v->runs[r].n);
+		e->est.hits[COLI_TIER_VRAM]++;
+		e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
+	}
+	return 0;
+}

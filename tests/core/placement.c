@@ -1,0 +1,130 @@
+/*
+ * tests/core/placement.c — placement never changes tokens.
+ *
+ * For every fixture in bf16, q8 and q4: teacher-forced logits of the prompt
+ * (one batched prefill) and 12 greedy decode steps with every expert on the
+ * CPU are the reference. Then the same with experts on a device — the
+ * simulated one always, and GPU 0 when this machine has one — at VRAM budgets
+ * of nothing, a few slabs, about half, and everything, and with injected
+ * device failures after 0, 2, 3, 4 and 9 launches or syncs (a layer queues 3
+ * or 4 launches then syncs, so these fail at issue and at take). Every run must give byte-identical logits and identical ids.
+ */
+#include <math.h>
+
+#include "fixture_util.h"
+#include "io/io.h"
+#include "ptx/ptx.h"
+
+#define STEPS 12
+
+struct run {
+	float *logits; /* [n][vocab] prefill, then [STEPS][vocab] decode */
+	int ids[STEPS];
+};
+
+static int do_run(const char *path, const char *gpu, double vram_gb, int fail_after,
+		  const int *ids, int n, int V, struct run *r)
+{
+	struct coli_opts o;
+	coli_engine_t *e;
+	char err[512];
+	int rc, id;
+
+	coli_opts_init(&o);
+	o.threads = 2;
+	snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
+	o.vram_gb = vram_gb;
+	o.gpu_fail_after = fail_after;
+	rc = coli_engine_open(path, &o, &e, err, sizeof(err));
+	if (rc) {
+		printf("open %s (gpu %s): %s\n", path, gpu, err);
+		return rc;
+	}
+	for (size_t i = 0; i < (size_t)(n + STEPS) * V; i++)
+		r->logits[i] = NAN; /* poison */
+	rc = coli_engine_forward(e, ids, n, r->logits, 1);
+	id = 0;
+	for (int v = 1; v < V; v++)
+		if (r->logits[(size_t)(n - 1) * V + v] > r->logits[(size_t)(n - 1) * V + id])
+			id = v;
+	for (int s = 0; !rc && s < STEPS; s++) {
+		float *l = r->logits + (size_t)(n + s) * V;
+
+		r->ids[s] = id;
+		rc = coli_engine_forward(e, &id, 1, l, 0);
+		id = 0;
+		for (int v = 1; v < V; v++)
+			if (l[v] > l[id])
+				id = v;
+	}
+	coli_engine_close(e);
+	return rc;
+}
+
+int main(void)
+{
+	char names[MAX_FIXTURES][64];
+	int nf = fx_list(names, MAX_FIXTURES), fails = 0, runs = 0;
+	const char *why;
+	const char *devs[2] = {"sim", "0"};
+	int n_devs = coli_ptx_probe(&why) > 0 ? 2 : 1;
+	enum coli_dtype quants[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
+
+	if (n_devs == 1)
+		printf("no GPU (%s): simulated device only\n", why);
+	if (nf == 0) {
+		printf("no fixtures under %s\n", fx_root());
+		return 1;
+	}
+	for (int f = 0; f < nf; f++) {
+		int n, V;
+		int *ids = fx_read_ints(names[f], "ids.txt", &n);
+
+		for (int qi = 0; qi < 3; qi++) {
+			char path[8192];
+			struct run ref, got;
+			coli_container_t *c;
+			const struct coli_expert_layer *xl;
+			double slab_gb;
+
+			if (fx_convert(names[f], quants[qi], fx_tmpdir(), path, sizeof(path)))
+				return 1;
+			if (coli_io_container_open(path, &c))
+				return 1;
+			xl = coli_io_container_expert_layer(c, 0);
+			slab_gb = xl->slab_bytes / 1e9;
+			coli_io_container_close(c);
+			V = 1024;
+			ref.logits = malloc(sizeof(float) * (n + STEPS) * V);
+			got.logits = malloc(sizeof(float) * (n + STEPS) * V);
+			if (do_run(path, "off", -1, -1, ids, n, V, &ref))
+				return 1;
+			for (int d = 0; d < n_devs; d++) {
+				const double budgets[] = {0, 3.5 * slab_gb, 8.5 * slab_gb, -1};
+				const int fails_after[] = {0, 2, 3, 4, 9};
+
+				for (int b = 0; b < 4 + 5; b++) {
+					double vram = b < 4 ? budgets[b] : -1;
+					int fa = b < 4 ? -1 : fails_after[b - 4];
+
+					if (do_run(path, devs[d], vram, fa, ids, n, V, &got))
+						return 1;
+					runs++;
+					if (memcmp(ref.logits, got.logits,
+						   sizeof(float) * (n + STEPS) * V) ||
+					    memcmp(ref.ids, got.ids, sizeof(ref.ids))) {
+						printf("%s %s: device %s vram %.2g GB fail_after %d: "
+						       "logits or ids differ from the CPU\n",
+						       names[f], coli_dtype_name(quants[qi]), devs[d],
+						       vram, fa);
+						fails++;
+					}
+				}
+			}
+			free(ref.logits), free(got.logits);
+		}
+		free(ids);
+	}
+	printf("%d placements compared with the CPU reference, %d differ\n", runs, fails);
+	return fails != 0;
+}
