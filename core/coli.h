@@ -181,6 +181,8 @@ struct coli_opts {
 	int release_host;    /* CUDA_RELEASE_HOST */
 	char route_trace[512]; /* ROUTE_TRACE */
 	int gpu_fail_after;  /* COLI_GPU_FAIL_AFTER (-1 off) */
+	char stream[16];     /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
+	int stream_slots;    /* --stream-slots: VRAM staging slabs per device */
 	int verbose;         /* --verbose: the startup print */
 };
 
@@ -260,6 +262,8 @@ struct coli_engine_stats {
 	uint64_t prefetch_issued, prefetch_used, prefetch_wasted;
 	uint64_t h2d_bytes;               /* host -> device copies per token (activations) */
 	uint64_t h2d_const_bytes;         /* host -> device uploads of weights (at placement) */
+	uint64_t stream_experts;          /* RAM-tier expert loads streamed to a device */
+	uint64_t stream_bytes;            /* their slab bytes (part of h2d, per token) */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 

@@ -91,8 +91,15 @@ struct coli_dev_slot {
 	struct coli_gpu_gemv_job *jobs;
 	struct dev_run {
 		int expert, pair0, n, row0;
+		uint64_t slab; /* resident slab or staging slot */
 	} *runs;              /* this layer's experts on the device */
 	int n_runs, P;
+	/* streaming: RAM-tier slabs copied into a VRAM staging ring */
+	uint64_t stage;       /* n_stage slots of stage_bytes */
+	int n_stage;
+	size_t stage_bytes;
+	uint64_t streamed_bytes; /* this layer */
+	double t_issue;       /* when this layer's issue began (s) */
 };
 
 struct coli_engine {
@@ -128,6 +135,10 @@ struct coli_engine {
 	int n_devs;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
 	signed char *where;         /* [n_layers][n_experts]: device index, -1 host */
+	signed char *assign;        /* [n_experts] this layer: device computing it, -1 CPU */
+	unsigned char *streamed;    /* [n_experts] this layer: 1 if copied to the device */
+	int *cand, *cand_n;         /* [n_experts] scratch of assign_experts */
+	double bw_cpu, bw_stream;   /* cost model: bytes/s of CPU rows and of streaming */
 	uint64_t *dev_slab;         /* [n_layers][n_experts]: device address of the slab */
 	struct coli_actbuf *ax;     /* [tmax] over hidden-sized inputs */
 	struct coli_actbuf *ah;     /* [tmax] over inter / attention-sized inputs */

@@ -89,6 +89,10 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->pair_token, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->pair_w, (size_t)T * c->top_k);
+	rc = rc ? rc : ALLOC(e->assign, c->n_experts);
+	rc = rc ? rc : ALLOC(e->streamed, c->n_experts);
+	rc = rc ? rc : ALLOC(e->cand, c->n_experts);
+	rc = rc ? rc : ALLOC(e->cand_n, c->n_experts);
 	rc = rc ? rc : ALLOC(e->ag, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
 #undef ALLOC
@@ -196,6 +200,7 @@ void coli_engine_close(coli_engine_t *e)
 	free(e->selw), free(e->g), free(e->u), free(e->ey), free(e->ag);
 	free(e->inv_freq);
 	free(e->pair_expert), free(e->pair_token), free(e->pair_w);
+	free(e->assign), free(e->streamed), free(e->cand), free(e->cand_n);
 	if (e->n_devs)
 		coli_moe_dev_release(e);
 	for (int d = 0; d < e->n_devs; d++)

@@ -18,6 +18,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/core_internal.h"
 #include "core/dev.h"
@@ -125,9 +126,77 @@ static void cpu_expert(struct coli_engine *e, int l, int ex, int p0, int n)
 	e->est.bytes[COLI_TIER_RAM] += xl->slab_bytes;
 }
 
-static int on_device(const struct coli_engine *e, int l, int ex, int d)
+static double now_s(void)
 {
-	return e->where && e->where[(size_t)l * e->m.cfg.n_experts + ex] == d;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Who computes each routed expert of layer l: the device holding it in VRAM;
+ * else, for RAM-tier experts, the cost model splits them between the CPU and
+ * streaming to a device so both finish together:
+ *     k / n = bw_stream / (bw_cpu + bw_stream)
+ * taking the experts with the most tokens first (a streamed slab costs the
+ * same whatever its token count; CPU rows cost per token). */
+static void assign_experts(struct coli_engine *e, int l)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int E = c->n_experts, n_cand = 0, k, slots_left[COLI_MAX_DEVS], d_next = 0;
+	int *cand = e->cand, *cnt = e->cand_n;
+
+	memset(e->assign, -1, (size_t)E);
+	memset(e->streamed, 0, (size_t)E);
+	memset(cnt, 0, sizeof(int) * E);
+	for (int p = 0; p < e->n_pairs; p++)
+		cnt[e->pair_expert[p]]++;
+	for (int ex = 0; ex < E; ex++) {
+		int d = e->where ? e->where[(size_t)l * E + ex] : -1;
+
+		if (!cnt[ex])
+			continue;
+		if (d >= 0 && !e->devs[d]->failed)
+			e->assign[ex] = (signed char)d;
+		else
+			cand[n_cand++] = ex;
+	}
+	if (!e->n_devs || !n_cand || !strcmp(e->opts.stream, "off"))
+		return;
+	/* most tokens first, then ascending id (insertion sort: n_cand <= E) */
+	for (int i = 1; i < n_cand; i++)
+		for (int j = i; j > 0 && (cnt[cand[j]] > cnt[cand[j - 1]] ||
+					  (cnt[cand[j]] == cnt[cand[j - 1]] && cand[j] < cand[j - 1]));
+		     j--) {
+			int t = cand[j];
+
+			cand[j] = cand[j - 1];
+			cand[j - 1] = t;
+		}
+	if (!strcmp(e->opts.stream, "only")) {
+		k = n_cand;
+	} else {
+		double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
+
+		k = (int)(n_cand * bs / (bs + bc) + 0.5);
+	}
+	for (int d = 0; d < e->n_devs; d++)
+		slots_left[d] = e->devs[d]->failed ? 0 : e->vram[d].n_stage;
+	for (int i = 0; i < n_cand && k > 0; i++) {
+		int tries = 0;
+
+		while (tries < e->n_devs && slots_left[d_next] == 0) {
+			d_next = (d_next + 1) % e->n_devs;
+			tries++;
+		}
+		if (slots_left[d_next] == 0)
+			break; /* staging full: the rest stay CPU rows */
+		e->assign[cand[i]] = (signed char)d_next;
+		e->streamed[cand[i]] = 1;
+		slots_left[d_next]--;
+		d_next = (d_next + 1) % e->n_devs;
+		k--;
+	}
 }
 
 void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
@@ -138,8 +207,12 @@ void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 	int H = c->hidden;
 	int issued[COLI_MAX_DEVS] = {0};
 
+	double t_cpu;
+	uint64_t cpu_bytes = 0;
+
 	route(e, l, T);
 	plan_pairs(e, T);
+	assign_experts(e, l);
 	e->stats.expert_calls += e->n_pairs;
 	e->est.expert_uses += e->n_pairs;
 	/* issue: every device queues its resident experts; a failure here sends
@@ -147,18 +220,23 @@ void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 	for (int d = 0; d < e->n_devs; d++)
 		issued[d] = !e->devs[d]->failed && coli_moe_dev_issue(e, l, d) == 0;
 	/* CPU rows: the experts no device took, while the devices work */
+	t_cpu = now_s();
 	for (int p = 0; p < e->n_pairs;) {
-		int ex = e->pair_expert[p], n = 0, d, dev = -1;
+		int ex = e->pair_expert[p], n = 0, dev = e->assign[ex];
 
 		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
 			n++;
-		for (d = 0; d < e->n_devs; d++)
-			if (on_device(e, l, ex, d))
-				dev = d;
-		if (dev < 0 || !issued[dev])
+		if (dev < 0 || !issued[dev]) {
 			cpu_expert(e, l, ex, p, n);
+			cpu_bytes += xl->slab_bytes;
+		}
 		e->stats.expert_bytes += xl->slab_bytes;
 		p += n;
+	}
+	if (cpu_bytes && e->n_devs) {
+		double bw = cpu_bytes / (now_s() - t_cpu + 1e-9);
+
+		e->bw_cpu = e->bw_cpu > 0 ? 0.8 * e->bw_cpu + 0.2 * bw : bw;
 	}
 	/* take: a device failing now has its experts recomputed on the CPU */
 	for (int d = 0; d < e->n_devs; d++) {

@@ -20,16 +20,34 @@
  * take() waits for the stream and scatters y into the engine's per-pair
  * outputs; core/moe.c then accumulates all pairs in ascending expert order,
  * whoever computed them, so the bits do not depend on placement.
+ *
+ * Streaming: a RAM-tier expert assigned to a device by the cost model
+ * (core/moe.c) is copied into one of the device's staging slots with an
+ * async upload queued before the launches that read it; on one stream the
+ * copy-then-compute order needs no event, and a slot is never rewritten
+ * while a queued launch still reads it because the next copy into it is
+ * queued after that launch. The cost model's bandwidths: streaming is timed
+ * at open (a slab-sized upload) and recalibrated at every take that had to
+ * wait (then the device time is known); CPU rows are timed as they run.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/core_internal.h"
 #include "core/dev.h"
 
 #define RESERVE_BYTES ((size_t)512 << 20) /* left free on a device when no budget is given */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static size_t quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
 {
@@ -93,6 +111,44 @@ static void free_buffers(struct coli_dev_slot *v)
 	free(v->jobs), free(v->runs);
 }
 
+/* Staging slots for streamed slabs, taken from the VRAM budget, and a first
+ * measure of the streaming bandwidth (best of three slab-sized uploads). */
+static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t best = 0;
+	double t_best = 1e30;
+	void *tmp;
+	int rc;
+
+	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {
+		size_t b = coli_io_container_expert_layer(e->m.c, i)->slab_bytes;
+
+		best = b > best ? b : best;
+	}
+	if (!best || c->n_experts == 0)
+		return 0;
+	v->stage_bytes = best;
+	v->n_stage = e->opts.stream_slots;
+	rc = coli_dev_alloc(v->dev, v->stage_bytes * v->n_stage, &v->stage);
+	if (rc)
+		return rc;
+	v->used += v->stage_bytes * v->n_stage;
+	tmp = calloc(1, v->stage_bytes);
+	if (!tmp)
+		return -ENOMEM;
+	for (int i = 0; i < 3; i++) {
+		double t0 = now_s();
+
+		if (coli_dev_upload(v->dev, v->stage, tmp, v->stage_bytes) == 0 && now_s() - t0 < t_best)
+			t_best = now_s() - t0;
+	}
+	free(tmp);
+	if (t_best < 1e29 && t_best > 0)
+		e->bw_stream = v->stage_bytes / t_best;
+	return 0;
+}
+
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -123,6 +179,14 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 			v->budget = free_b > RESERVE_BYTES ? free_b - RESERVE_BYTES : 0;
 		if (v->budget > free_b)
 			v->budget = free_b;
+		if (strcmp(e->opts.stream, "off") && e->opts.stream_slots > 0) {
+			rc = alloc_stage(e, v);
+			if (rc) {
+				snprintf(err, errlen, "device %s: no memory for %d staging slots",
+					 v->dev->name, e->opts.stream_slots);
+				return rc;
+			}
+		}
 	}
 	/* interleave: expert e of every MoE layer before expert e+1 */
 	for (int x = 0; x < c->n_experts && dev < e->n_devs; x++) {
@@ -194,25 +258,42 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	enum coli_dtype t = xl->dtype;
 	int H = c->hidden, I = c->moe_inter, quant = coli_dtype_is_quant(t);
-	int P = 0, nj = 0, n_runs = 0, rc;
+	int P = 0, nj = 0, n_runs = 0, rc = 0;
 	struct coli_gpu_gemv_job *jobs = v->jobs;
 
+	int n_streamed = 0;
+	double t_start = now_s();
+
 	v->n_runs = 0;
+	v->streamed_bytes = 0;
 	for (int p = 0; p < e->n_pairs;) {
 		int ex = e->pair_expert[p], n = 0;
 		uint64_t slab;
 
 		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
 			n++;
-		if (e->where[(size_t)l * c->n_experts + ex] != d) {
+		if (e->assign[ex] != d) {
 			p += n;
 			continue;
 		}
-		slab = e->dev_slab[(size_t)l * c->n_experts + ex];
+		if (e->streamed[ex]) {
+			/* RAM tier: copy the host slab into the next staging slot */
+			slab = v->stage + (uint64_t)(n_streamed++ % v->n_stage) * v->stage_bytes;
+			rc = coli_dev_upload_async(
+				v->dev, slab,
+				coli_io_container_slab_data(e->m.c, e->m.layers[l].xl, (uint32_t)ex),
+				xl->slab_bytes);
+			if (rc)
+				return rc;
+			v->streamed_bytes += xl->slab_bytes;
+		} else {
+			slab = e->dev_slab[(size_t)l * c->n_experts + ex];
+		}
 		v->runs[n_runs].pair0 = p;
 		v->runs[n_runs].n = n;
 		v->runs[n_runs].row0 = P;
 		v->runs[n_runs].expert = ex;
+		v->runs[n_runs].slab = slab;
 		n_runs++;
 		for (int i = 0; i < n; i++) {
 			const struct coli_act *a = &e->ax[e->pair_token[p + i]].act;
@@ -269,7 +350,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	/* down: y[P][H] = W_down . h */
 	nj = 0;
 	for (int r = 0; r < n_runs; r++) {
-		uint64_t slab = e->dev_slab[(size_t)l * c->n_experts + v->runs[r].expert];
+		uint64_t slab = v->runs[r].slab;
 
 		for (int c0 = 0; c0 < v->runs[r].n; c0 += COLI_GPU_MAX_S) {
 			int S = v->runs[r].n - c0 < COLI_GPU_MAX_S ? v->runs[r].n - c0 : COLI_GPU_MAX_S;
@@ -289,6 +370,8 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	}
 	rc = coli_dev_gemv(v->dev, t, jobs, nj);
 	rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
+	e->est.h2d_bytes += v->streamed_bytes;
+	v->t_issue = t_start;
 	return rc;
 }
 
@@ -300,16 +383,35 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int H = c->hidden, rc;
 
+	double t0;
+
 	if (!v->P)
 		return 0;
+	t0 = now_s();
 	rc = coli_dev_sync(v->dev);
 	if (rc)
 		return rc;
+	/* recalibrate only when the device was the critical path: then the time
+	 * from issue to now is the device's (copies + compute) */
+	if (v->streamed_bytes && now_s() - t0 > 50e-6) {
+		double bw = v->streamed_bytes / (now_s() - v->t_issue);
+
+		e->bw_stream = e->bw_stream > 0 ? 0.8 * e->bw_stream + 0.2 * bw : bw;
+	}
 	for (int r = 0; r < v->n_runs; r++) {
+		int ex = v->runs[r].expert;
+
 		memcpy(e->ey + (size_t)v->runs[r].pair0 * H, v->sy + (size_t)v->runs[r].row0 * H,
 		       sizeof(float) * H * v->runs[r].n);
-		e->est.hits[COLI_TIER_VRAM]++;
-		e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
+		if (e->streamed[ex]) {
+			e->est.stream_experts++;
+			e->est.stream_bytes += xl->slab_bytes;
+			e->est.hits[COLI_TIER_RAM]++;
+			e->est.bytes[COLI_TIER_RAM] += xl->slab_bytes;
+		} else {
+			e->est.hits[COLI_TIER_VRAM]++;
+			e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
+		}
 	}
 	return 0;
 }

@@ -23,7 +23,7 @@ struct run {
 };
 
 static int do_run(const char *path, const char *gpu, double vram_gb, int fail_after,
-		  const int *ids, int n, int V, struct run *r)
+		  const char *stream, int slots, const int *ids, int n, int V, struct run *r)
 {
 	struct coli_opts o;
 	coli_engine_t *e;
@@ -35,6 +35,8 @@ static int do_run(const char *path, const char *gpu, double vram_gb, int fail_af
 	snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
 	o.vram_gb = vram_gb;
 	o.gpu_fail_after = fail_after;
+	snprintf(o.stream, sizeof(o.stream), "%s", stream);
+	o.stream_slots = slots;
 	rc = coli_engine_open(path, &o, &e, err, sizeof(err));
 	if (rc) {
 		printf("open %s (gpu %s): %s\n", path, gpu, err);
@@ -97,26 +99,38 @@ int main(void)
 			V = 1024;
 			ref.logits = malloc(sizeof(float) * (n + STEPS) * V);
 			got.logits = malloc(sizeof(float) * (n + STEPS) * V);
-			if (do_run(path, "off", -1, -1, ids, n, V, &ref))
+			if (do_run(path, "off", -1, -1, "off", 0, ids, n, V, &ref))
 				return 1;
 			for (int d = 0; d < n_devs; d++) {
-				const double budgets[] = {0, 3.5 * slab_gb, 8.5 * slab_gb, -1};
-				const int fails_after[] = {0, 2, 3, 4, 9};
+				/* VRAM budget (slabs), fault injection, streaming mode, slots */
+				const struct {
+					double slabs;
+					int fail_after;
+					const char *stream;
+					int slots;
+				} cases[] = {
+					{0, -1, "off", 16},   {3.5, -1, "off", 16}, {8.5, -1, "off", 16},
+					{-1, -1, "off", 16},  {0, -1, "auto", 16},  {3.5, -1, "auto", 16},
+					{0, -1, "only", 16},  {3.5, -1, "only", 16}, {0, -1, "only", 1},
+					{0, 0, "only", 16},   {3.5, 2, "auto", 16}, {3.5, 3, "only", 16},
+					{0, 4, "only", 16},   {-1, 9, "auto", 16},
+				};
 
-				for (int b = 0; b < 4 + 5; b++) {
-					double vram = b < 4 ? budgets[b] : -1;
-					int fa = b < 4 ? -1 : fails_after[b - 4];
+				for (size_t b = 0; b < sizeof(cases) / sizeof(cases[0]); b++) {
+					double vram = cases[b].slabs < 0 ? -1 : cases[b].slabs * slab_gb;
+					int fa = cases[b].fail_after;
 
-					if (do_run(path, devs[d], vram, fa, ids, n, V, &got))
+					if (do_run(path, devs[d], vram, fa, cases[b].stream,
+						   cases[b].slots, ids, n, V, &got))
 						return 1;
 					runs++;
 					if (memcmp(ref.logits, got.logits,
 						   sizeof(float) * (n + STEPS) * V) ||
 					    memcmp(ref.ids, got.ids, sizeof(ref.ids))) {
-						printf("%s %s: device %s vram %.2g GB fail_after %d: "
-						       "logits or ids differ from the CPU\n",
+						printf("%s %s: device %s vram %.2g GB fail_after %d "
+						       "stream %s/%d: logits or ids differ from the CPU\n",
 						       names[f], coli_dtype_name(quants[qi]), devs[d],
-						       vram, fa);
+						       vram, fa, cases[b].stream, cases[b].slots);
 						fails++;
 					}
 				}
