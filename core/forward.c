@@ -74,28 +74,6 @@ static void qk_norm(const struct coli_model_config *c, float *v, const float *w,
 	}
 }
 
-static void rope(const struct coli_engine *e, float *v, int T, int nh, int pos0)
-{
-	int hd = e->m.cfg.head_dim, half = hd / 2;
-
-	for (int t = 0; t < T; t++) {
-		float p = (float)(pos0 + t);
-
-		for (int i = 0; i < half; i++) {
-			float ang = p * e->inv_freq[i];
-			float cs = (float)cos((double)ang), sn = (float)sin((double)ang);
-
-			for (int h = 0; h < nh; h++) {
-				float *x = v + ((size_t)t * nh + h) * hd;
-				float x1 = x[i], x2 = x[i + half];
-
-				x[i] = x1 * cs - x2 * sn;
-				x[i + half] = x2 * cs + x1 * sn;
-			}
-		}
-	}
-}
-
 struct attn_job {
 	struct coli_engine *e;
 	int l, T, pos0;
@@ -115,32 +93,11 @@ static void attn_task(void *arg, int task, int n_tasks)
 	const float *V = e->vcache + (size_t)j->l * e->ctx * kvd;
 
 	for (int th = task; th < j->T * nh; th += n_tasks) {
-		int t = th / nh, h = th % nh, kvh = h / group, n = j->pos0 + t + 1;
-		const float *q = e->q + ((size_t)t * nh + h) * hd;
-		float *out = e->att + ((size_t)t * nh + h) * hd;
-		float mx = -INFINITY, sum = 0;
+		int t = th / nh, h = th % nh, kvh = h / group;
 
-		for (int p = 0; p < n; p++) {
-			const float *k = K + (size_t)p * kvd + kvh * hd;
-			float s = 0;
-
-			for (int i = 0; i < hd; i++)
-				s += q[i] * k[i];
-			sc[p] = s * scale;
-			mx = sc[p] > mx ? sc[p] : mx;
-		}
-		for (int p = 0; p < n; p++) {
-			sc[p] = expf(sc[p] - mx);
-			sum += sc[p];
-		}
-		memset(out, 0, sizeof(float) * hd);
-		for (int p = 0; p < n; p++) {
-			const float *v = V + (size_t)p * kvd + kvh * hd;
-			float w = sc[p] / sum;
-
-			for (int i = 0; i < hd; i++)
-				out[i] += w * v[i];
-		}
+		coli_attention_head(e->q + ((size_t)t * nh + h) * hd, K + kvh * hd, V + kvh * hd,
+				    j->pos0 + t + 1, kvd, hd, scale, sc,
+				    e->att + ((size_t)t * nh + h) * hd);
 	}
 }
 
@@ -165,8 +122,8 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 		qk_norm(c, e->q, L->q_norm, T, c->n_heads);
 		qk_norm(c, e->kx, L->k_norm, T, c->n_kv_heads);
 	}
-	rope(e, e->q, T, c->n_heads, pos0);
-	rope(e, e->kx, T, c->n_kv_heads, pos0);
+	coli_rope(e->q, T, c->n_heads, c->head_dim, pos0, e->inv_freq);
+	coli_rope(e->kx, T, c->n_kv_heads, c->head_dim, pos0, e->inv_freq);
 	/* append this call's keys and values to the cache */
 	memcpy(e->kcache + ((size_t)l * e->ctx + pos0) * kvd, e->kx, sizeof(float) * T * kvd);
 	memcpy(e->vcache + ((size_t)l * e->ctx + pos0) * kvd, e->vx, sizeof(float) * T * kvd);

@@ -157,5 +157,13 @@ void coli_silu_mul(const float *g, const float *u, float *h, int n);
 void coli_rmsnorm(const float *x, const float *w, float *y, int n, float eps);
 /* In place softmax over n values. */
 void coli_softmax(float *x, int n);
+/* Rotate-half RoPE in place over x[T][nh][hd] at positions pos0 + t, with
+ * angle = (float)pos * inv_freq[i] for i < hd/2 (transformers' convention). */
+void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq);
+/* One attention head for one query: out[hd] = softmax(q . k_p * scale) . v_p
+ * over positions p < n_pos, keys/values at K + p*stride (the head's offset
+ * already applied). scores: [n_pos] scratch. Scores are summed in order. */
+void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
+			 int hd, float scale, float *scores, float *out);
 
 #endif

@@ -82,3 +82,53 @@ void coli_softmax(float *x, int n)
 	for (int i = 0; i < n; i++)
 		x[i] = (float)(x[i] / sum);
 }
+
+void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
+{
+	int half = hd / 2;
+
+	for (int t = 0; t < T; t++) {
+		float p = (float)(pos0 + t);
+
+		for (int i = 0; i < half; i++) {
+			float ang = p * inv_freq[i];
+			float cs = (float)cos((double)ang), sn = (float)sin((double)ang);
+
+			for (int h = 0; h < nh; h++) {
+				float *v = x + ((size_t)t * nh + h) * hd;
+				float x1 = v[i], x2 = v[i + half];
+
+				v[i] = x1 * cs - x2 * sn;
+				v[i + half] = x2 * cs + x1 * sn;
+			}
+		}
+	}
+}
+
+void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
+			 int hd, float scale, float *scores, float *out)
+{
+	float mx = -INFINITY, sum = 0;
+
+	for (int p = 0; p < n_pos; p++) {
+		const float *k = K + (size_t)p * stride;
+		float s = 0;
+
+		for (int i = 0; i < hd; i++)
+			s += q[i] * k[i];
+		scores[p] = s * scale;
+		mx = scores[p] > mx ? scores[p] : mx;
+	}
+	for (int p = 0; p < n_pos; p++) {
+		scores[p] = expf(scores[p] - mx);
+		sum += scores[p];
+	}
+	memset(out, 0, sizeof(float) * hd);
+	for (int p = 0; p < n_pos; p++) {
+		const float *v = V + (size_t)p * stride;
+		float w = scores[p] / sum;
+
+		for (int i = 0; i < hd; i++)
+			out[i] += w * v[i];
+	}
+}
