@@ -139,6 +139,9 @@ struct coli_engine {
 	unsigned char *streamed;    /* [n_experts] this layer: 1 if copied to the device */
 	int *cand, *cand_n;         /* [n_experts] scratch of assign_experts */
 	double bw_cpu, bw_stream;   /* cost model: bytes/s of CPU rows and of streaming */
+	struct coli_dense_dev *dd;  /* dense part on a device (core/forward_dev.c), or NULL */
+	int *hist;                  /* [ctx] token ids in the KV cache, to rebuild it on the
+				     * CPU if the dense device fails */
 	uint64_t *dev_slab;         /* [n_layers][n_experts]: device address of the slab */
 	struct coli_actbuf *ax;     /* [tmax] over hidden-sized inputs */
 	struct coli_actbuf *ah;     /* [tmax] over inter / attention-sized inputs */
@@ -149,10 +152,18 @@ struct coli_engine {
 	struct coli_engine_stats est; /* cumulative, see coli_engine_stats */
 };
 
+/* forward_dev.c: the dense part on device dev (uploaded once at open). */
+int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, size_t errlen);
+void coli_dense_dev_close(struct coli_engine *e);
+int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
+
 /* forward.c */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
 /* moe.c: out[T][hidden] = MoE(xn) for layer l; xn's activations are prepared. */
 void coli_moe_block(struct coli_engine *e, int l, int T, float *out);
+/* From router logits in e->rlog and activations in e->ax: route, plan,
+ * issue to devices, CPU rows, take. Leaves per-pair outputs in e->ey. */
+void coli_moe_experts(struct coli_engine *e, int l, int T);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 /* moe_dev.c: place experts in VRAM at open; per layer, queue device d's
  * experts (issue) and collect their outputs into e->ey (take). */

@@ -115,6 +115,66 @@ int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_byte
 	CHECKED(d->ops->mem_info(d, free_bytes, total_bytes), "memory query");
 }
 
+#define LAUNCH(call, what)                                                                 \
+	do {                                                                               \
+		int gate_ = launch_gate(d);                                                \
+		if (gate_)                                                                 \
+			return gate_;                                                      \
+		CHECKED(call, what);                                                       \
+	} while (0)
+
+int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
+{
+	CHECKED(d->ops->copy(d, dst, src, n), "device copy");
+}
+
+int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
+		     float eps)
+{
+	LAUNCH(d->ops->rmsnorm(d, x, w, y, rows, n, eps), "rmsnorm launch");
+}
+
+int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
+{
+	LAUNCH(d->ops->add_bias(d, y, b, rows, n), "bias launch");
+}
+
+int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
+{
+	LAUNCH(d->ops->add(d, x, y, n), "add launch");
+}
+
+int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
+		  uint64_t inv_freq)
+{
+	LAUNCH(d->ops->rope(d, x, T, nh, hd, pos0, inv_freq), "rope launch");
+}
+
+int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
+		       int T, int pos0, int nh, int nkv, int hd, float scale)
+{
+	LAUNCH(d->ops->attention(d, q, K, V, out, T, pos0, nh, nkv, hd, scale),
+	       "attention launch");
+}
+
+int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
+		   uint64_t ids, uint64_t x, int T, int H)
+{
+	LAUNCH(d->ops->embed(d, t, table, scales, ids, x, T, H), "embed launch");
+}
+
+int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
+			    uint64_t pair_w, int n_pairs, int T, int H)
+{
+	LAUNCH(d->ops->moe_accumulate(d, out, y, pair_token, pair_w, n_pairs, T, H),
+	       "accumulate launch");
+}
+
+int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
+{
+	LAUNCH(d->ops->gated_add(d, out, y, gate, T, H), "gate launch");
+}
+
 void coli_dev_close(struct coli_dev *d)
 {
 	if (d)

@@ -40,6 +40,21 @@ struct coli_dev_ops {
 			    int n_blocks); /* async */
 	int (*sync)(struct coli_dev *d);
 	void (*close)(struct coli_dev *d);
+	/* the dense part (all async; rows are tokens, fp32) */
+	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
+	int (*rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
+		       float eps);
+	int (*add_bias)(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
+	int (*add)(struct coli_dev *d, uint64_t x, uint64_t y, int n);
+	int (*rope)(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
+		    uint64_t inv_freq);
+	int (*attention)(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
+			 int T, int pos0, int nh, int nkv, int hd, float scale);
+	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
+		     uint64_t ids, uint64_t x, int T, int H);
+	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
+			      uint64_t pair_w, int n_pairs, int T, int H);
+	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
 };
 
 struct coli_dev {
@@ -71,6 +86,22 @@ int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t d
 			  int n_blocks);
 int coli_dev_sync(struct coli_dev *d);
 int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
+
+/* The dense part: checked like the rest (each counts as a launch). */
+int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
+int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
+		     float eps);
+int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
+int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n);
+int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
+		  uint64_t inv_freq);
+int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
+		       int T, int pos0, int nh, int nkv, int hd, float scale);
+int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
+		   uint64_t ids, uint64_t x, int T, int H);
+int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
+			    uint64_t pair_w, int n_pairs, int T, int H);
+int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
 
 /* Backends. */
 int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen);

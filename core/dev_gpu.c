@@ -52,6 +52,46 @@ static int g_sync(struct coli_dev *d)
 {
 	return coli_gpu_sync(G(d));
 }
+static int g_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
+{
+	return coli_gpu_copy(G(d), dst, src, n);
+}
+static int g_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
+		     float eps)
+{
+	return coli_gpu_rmsnorm(G(d), x, w, y, rows, n, eps);
+}
+static int g_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
+{
+	return coli_gpu_add_bias(G(d), y, b, rows, n);
+}
+static int g_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
+{
+	return coli_gpu_add(G(d), x, y, n);
+}
+static int g_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
+{
+	return coli_gpu_rope(G(d), x, T, nh, hd, pos0, f);
+}
+static int g_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
+		       int T, int pos0, int nh, int nkv, int hd, float scale)
+{
+	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, nh, nkv, hd, scale);
+}
+static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
+		   uint64_t ids, uint64_t x, int T, int H)
+{
+	return coli_gpu_embed(G(d), t, table, scales, ids, x, T, H);
+}
+static int g_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
+		     int n_pairs, int T, int H)
+{
+	return coli_gpu_moe_accumulate(G(d), out, y, pt, pw, n_pairs, T, H);
+}
+static int g_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
+{
+	return coli_gpu_gated_add(G(d), out, y, gate, T, H);
+}
 static void g_close(struct coli_dev *d)
 {
 	coli_gpu_close(G(d));
@@ -71,6 +111,15 @@ static const struct coli_dev_ops g_gpu_ops = {
 	.act_quantize = g_actq,
 	.sync = g_sync,
 	.close = g_close,
+	.copy = g_copy,
+	.rmsnorm = g_rmsnorm,
+	.add_bias = g_add_bias,
+	.add = g_add,
+	.rope = g_rope,
+	.attention = g_attention,
+	.embed = g_embed,
+	.moe_accumulate = g_moe_acc,
+	.gated_add = g_gated,
 };
 
 int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen)

@@ -9,6 +9,7 @@
  * same bits the real one must.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,100 @@ static int s_sync(struct coli_dev *d)
 	return 0;
 }
 
+#define F(a) ((float *)(uintptr_t)(a))
+
+static int s_d2d(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
+{
+	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	return 0;
+}
+
+static int s_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
+		     float eps)
+{
+	for (int r = 0; r < rows; r++)
+		coli_rmsnorm(F(x) + (size_t)r * n, w ? F(w) : NULL, F(y) + (size_t)r * n, n, eps);
+	return 0;
+}
+
+static int s_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
+{
+	for (size_t i = 0; i < (size_t)rows * n; i++)
+		F(y)[i] += F(b)[i % n];
+	return 0;
+}
+
+static int s_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
+{
+	for (int i = 0; i < n; i++)
+		F(x)[i] += F(y)[i];
+	return 0;
+}
+
+static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
+{
+	coli_rope(F(x), T, nh, hd, pos0, F(f));
+	return 0;
+}
+
+static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
+		       int T, int pos0, int nh, int nkv, int hd, float scale)
+{
+	float *sc = malloc(sizeof(float) * (size_t)(pos0 + T));
+	int group = nh / nkv, kvd = nkv * hd;
+
+	if (!sc)
+		return -ENOMEM;
+	for (int t = 0; t < T; t++)
+		for (int h = 0; h < nh; h++)
+			coli_attention_head(F(q) + ((size_t)t * nh + h) * hd,
+					    F(K) + (h / group) * hd, F(V) + (h / group) * hd,
+					    pos0 + t + 1, kvd, hd, scale, sc,
+					    F(out) + ((size_t)t * nh + h) * hd);
+	free(sc);
+	return 0;
+}
+
+static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
+		   uint64_t ids, uint64_t x, int T, int H)
+{
+	struct coli_mat m;
+	const int *id = (const int *)(uintptr_t)ids;
+
+	coli_mat_view(&m, t, 1, H, (const void *)(uintptr_t)table);
+	m.scales = (const uint16_t *)(uintptr_t)scales; /* rows index both planes */
+	for (int i = 0; i < T; i++)
+		coli_mat_row_f32(&m, id[i], F(x) + (size_t)i * H);
+	return 0;
+}
+
+static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
+		     int n_pairs, int T, int H)
+{
+	const int *tok = (const int *)(uintptr_t)pt;
+
+	memset(F(out), 0, sizeof(float) * (size_t)T * H);
+	for (int p = 0; p < n_pairs; p++) {
+		float w = F(pw)[p], *o = F(out) + (size_t)tok[p] * H;
+		const float *yy = F(y) + (size_t)p * H;
+
+		for (int j = 0; j < H; j++)
+			o[j] = o[j] + w * yy[j];
+	}
+	return 0;
+}
+
+static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
+{
+	for (int t = 0; t < T; t++) {
+		float g = 1.0f / (1.0f + expf(-F(gate)[t]));
+
+		for (int j = 0; j < H; j++)
+			F(out)[(size_t)t * H + j] = F(out)[(size_t)t * H + j] + g * F(y)[(size_t)t * H + j];
+	}
+	return 0;
+}
+
 static void s_close(struct coli_dev *d)
 {
 	free(d->impl);
@@ -131,6 +226,15 @@ static const struct coli_dev_ops g_sim_ops = {
 	.act_quantize = s_actq,
 	.sync = s_sync,
 	.close = s_close,
+	.copy = s_d2d,
+	.rmsnorm = s_rmsnorm,
+	.add_bias = s_add_bias,
+	.add = s_add,
+	.rope = s_rope,
+	.attention = s_attention,
+	.embed = s_embed,
+	.moe_accumulate = s_moe_acc,
+	.gated_add = s_gated,
 };
 
 int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes)

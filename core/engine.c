@@ -164,6 +164,17 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 			       &e->n_devs, err, errlen);
 	if (rc)
 		goto err;
+	e->hist = calloc((size_t)e->ctx, sizeof(int));
+	if (!e->hist) {
+		rc = -ENOMEM;
+		goto err;
+	}
+	/* the dense part first: it must fit; experts then take what is left */
+	if (e->n_devs && strcmp(e->opts.dense, "cpu")) {
+		rc = coli_dense_dev_open(e, e->devs[0], err, errlen);
+		if (rc)
+			goto err;
+	}
 	if (e->n_devs) {
 		rc = coli_moe_dev_place(e, err, errlen);
 		if (rc)
@@ -203,6 +214,8 @@ void coli_engine_close(coli_engine_t *e)
 	free(e->assign), free(e->streamed), free(e->cand), free(e->cand_n);
 	if (e->n_devs)
 		coli_moe_dev_release(e);
+	coli_dense_dev_close(e);
+	free(e->hist);
 	for (int d = 0; d < e->n_devs; d++)
 		coli_dev_close(e->devs[d]);
 	actbufs_free(e->ax, e->tmax);
@@ -241,6 +254,40 @@ void coli_engine_reset(coli_engine_t *e)
 	e->pos = 0;
 }
 
+/* One chunk on the dense device, or on the CPU. If the dense device fails,
+ * it is dropped and the KV cache is rebuilt on the CPU from the token
+ * history, then the chunk runs there: no token is lost. */
+static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *logits,
+			 int all_logits)
+{
+	int pos0 = e->pos, rc;
+
+	if (e->dd) {
+		rc = coli_forward_dev(e, ids, T, logits, all_logits);
+		if (rc == 0 || rc == -E2BIG || rc == -EINVAL) {
+			if (rc == 0)
+				memcpy(e->hist + pos0, ids, sizeof(int) * T);
+			return rc;
+		}
+		fprintf(stderr, "coli: the dense device failed (%s); rebuilding %d cached tokens "
+				"on the CPU\n",
+			strerror(-rc), pos0);
+		coli_dense_dev_close(e);
+		e->pos = 0;
+		for (int i = 0; i < pos0; i += e->tmax) {
+			int n = pos0 - i < e->tmax ? pos0 - i : e->tmax;
+
+			rc = coli_forward(e, e->hist + i, n, NULL, 0);
+			if (rc)
+				return rc;
+		}
+	}
+	rc = coli_forward(e, ids, T, logits, all_logits);
+	if (rc == 0)
+		memcpy(e->hist + pos0, ids, sizeof(int) * T);
+	return rc;
+}
+
 int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, int all_logits)
 {
 	int V = e->m.cfg.vocab;
@@ -258,7 +305,7 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
 			dst = logits + (size_t)i * V;
 		else if (logits && last)
 			dst = logits;
-		rc = coli_forward(e, ids + i, chunk, dst, all_logits);
+		rc = forward_chunk(e, ids + i, chunk, dst, all_logits);
 		if (rc)
 			return rc;
 	}

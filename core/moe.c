@@ -42,14 +42,21 @@ static void topk(const float *p, int n, int k, int *idx, float *val)
 	}
 }
 
-static void route(struct coli_engine *e, int l, int T)
+/* Router logits e->rlog[T][E] = router . xn on the CPU (the device path
+ * computes them on the device and downloads them instead). */
+static void route_logits(struct coli_engine *e, int l, int T)
+{
+	for (int t = 0; t < T; t++)
+		e->ag[t] = e->ax[t].act;
+	coli_gemm_mt(e->pool, &e->m.layers[l].router, e->ag, T, e->rlog, e->m.cfg.n_experts);
+}
+
+/* Softmax, top-k and weights from e->rlog, for every token. */
+static void route_select(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	int E = c->n_experts, K = c->top_k;
 
-	for (int t = 0; t < T; t++)
-		e->ag[t] = e->ax[t].act;
-	coli_gemm_mt(e->pool, &e->m.layers[l].router, e->ag, T, e->rlog, E);
 	for (int t = 0; t < T; t++) {
 		float *p = e->rlog + (size_t)t * E, *w = e->selw + (size_t)t * K;
 		int *s = e->sel + (size_t)t * K;
@@ -199,18 +206,15 @@ static void assign_experts(struct coli_engine *e, int l)
 	}
 }
 
-void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
+void coli_moe_experts(struct coli_engine *e, int l, int T)
 {
-	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_layer *L = &e->m.layers[l];
 	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, L->xl);
-	int H = c->hidden;
 	int issued[COLI_MAX_DEVS] = {0};
-
 	double t_cpu;
 	uint64_t cpu_bytes = 0;
 
-	route(e, l, T);
+	route_select(e, l, T);
 	plan_pairs(e, T);
 	assign_experts(e, l);
 	e->stats.expert_calls += e->n_pairs;
@@ -246,6 +250,16 @@ void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 			cpu_expert(e, l, e->vram[d].runs[r].expert, e->vram[d].runs[r].pair0,
 				   e->vram[d].runs[r].n);
 	}
+}
+
+void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const struct coli_layer *L = &e->m.layers[l];
+	int H = c->hidden;
+
+	route_logits(e, l, T);
+	coli_moe_experts(e, l, T);
 	/* accumulate in ascending expert id, whoever computed each pair */
 	memset(out, 0, sizeof(float) * T * H);
 	for (int p = 0; p < e->n_pairs; p++) {

@@ -42,6 +42,8 @@ static const struct opt_row g_opts[] = {
 	 "auto | off | interleave | NODE: where engine memory and threads live"},
 	{"--stream", "COLI_STREAM", OPT_STR, F(stream), "auto",
 	 "RAM-tier experts: auto (split CPU/GPU by measured speed) | off (CPU) | only (GPU)"},
+	{"--dense", "COLI_DENSE", OPT_STR, F(dense), "auto",
+	 "dense part (attention, norms, routers, lm_head, KV cache): auto (first device) | cpu"},
 	{"--stream-slots", "COLI_STREAM_SLOTS", OPT_INT, F(stream_slots), "16",
 	 "VRAM staging slabs per device for streamed experts"},
 	{"--verbose", "COLI_VERBOSE", OPT_FLAG, F(verbose), "0", "print the options at start"},

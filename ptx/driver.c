@@ -48,6 +48,7 @@ static int resolve(void *h)
 		S(MemcpyDtoH, "cuMemcpyDtoH_v2"),
 		S(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
 		S(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+		S(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
 		S(MemsetD8, "cuMemsetD8_v2"),
 		S(MemHostRegister, "cuMemHostRegister_v2"),
 		S(MemHostUnregister, "cuMemHostUnregister"),

@@ -16,31 +16,7 @@
 #include "ptx/ptx.h"
 #include "ptx/ptx_internal.h"
 
-#define MAX_JOBS   4096 /* GEMV jobs per launch (experts x matrices) */
-#define N_MARKS    8
-#define JIT_LOG_SZ 8192
-
-struct coli_gpu {
-	const struct coli_cu *cu;
-	CUdevice dev;
-	CUcontext ctx;
-	CUmodule mod;
-	CUstream stream;
-	CUfunction f_gemv[10]; /* indexed by enum coli_dtype */
-	CUfunction f_silu, f_actq;
-	CUdeviceptr jobs; /* struct coli_gpu_gemv_job [MAX_JOBS] */
-	CUevent marks[N_MARKS];
-	char name[128];
-};
-
 #ifdef COLI_HAVE_PTX
-#define CK(call, what)                                                                     \
-	do {                                                                               \
-		int rc_ = coli_cu_check((call), (what));                                   \
-		if (rc_)                                                                   \
-			return rc_;                                                        \
-	} while (0)
-
 static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 {
 	static char info[JIT_LOG_SZ], elog[JIT_LOG_SZ];
@@ -50,6 +26,8 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 	CUresult r;
 
 	r = g->cu->ModuleLoadDataEx(&g->mod, coli_ptx_kernels, 4, opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(&g->mod_dense, coli_ptx_dense, 4, opts, vals);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "loading the embedded PTX failed; JIT log: %s", elog);
 		return coli_cu_check(r, "cuModuleLoadDataEx");
@@ -65,11 +43,13 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_gemv_q4_0)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv[COLI_DTYPE_BF16], g->mod, "coli_gemv_bf16"),
 	   "cuModuleGetFunction(coli_gemv_bf16)");
+	CK(g->cu->ModuleGetFunction(&g->f_gemv[COLI_DTYPE_F32], g->mod, "coli_gemv_f32"),
+	   "cuModuleGetFunction(coli_gemv_f32)");
 	CK(g->cu->ModuleGetFunction(&g->f_silu, g->mod, "coli_silu_mul"),
 	   "cuModuleGetFunction(coli_silu_mul)");
 	CK(g->cu->ModuleGetFunction(&g->f_actq, g->mod, "coli_act_quantize"),
 	   "cuModuleGetFunction(coli_act_quantize)");
-	return 0;
+	return coli_gpu_dense_functions(g);
 }
 #endif
 
@@ -145,6 +125,8 @@ void coli_gpu_close(coli_gpu_t *g)
 			g->cu->StreamDestroy(g->stream);
 		if (g->mod)
 			g->cu->ModuleUnload(g->mod);
+		if (g->mod_dense)
+			g->cu->ModuleUnload(g->mod_dense);
 		g->cu->CtxDestroy(g->ctx);
 	}
 #endif
@@ -157,9 +139,6 @@ const char *coli_gpu_name(const coli_gpu_t *g)
 }
 
 #ifdef COLI_HAVE_PTX
-/* The context is made current on the calling thread before each call: the
- * engine may drive a device from different threads over its life. */
-#define CUR(g) CK((g)->cu->CtxSetCurrent((g)->ctx), "cuCtxSetCurrent")
 
 int coli_gpu_mem_info(coli_gpu_t *g, size_t *free_bytes, size_t *total_bytes)
 {

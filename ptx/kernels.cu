@@ -170,6 +170,33 @@ extern "C" __global__ void coli_gemv_bf16(const struct coli_gpu_gemv_job *jobs)
 	}
 }
 
+/* ---- F32 (routers): unit = element, as bf16 ---- */
+extern "C" __global__ void coli_gemv_f32(const struct coli_gpu_gemv_job *jobs)
+{
+	const struct coli_gpu_gemv_job *jb = &jobs[blockIdx.y];
+	const int lane = threadIdx.x & (LANES - 1);
+	const int row = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
+	const int K = jb->K, S = jb->S;
+	const bool valid = row < jb->rows;
+	float acc[COLI_GPU_MAX_S];
+
+	for (int s = 0; s < COLI_GPU_MAX_S; s++)
+		acc[s] = 0.0f;
+	if (valid) {
+		const float *w = (const float *)jb->w + (size_t)row * K;
+
+		for (int k = lane; k < K; k += LANES)
+			for (int s = 0; s < S; s++)
+				acc[s] = __fmaf_rn(w[k], jb->xf[(size_t)s * K + k], acc[s]);
+	}
+	for (int s = 0; s < S; s++) {
+		float v = fold16(acc[s]);
+
+		if (valid && lane == 0)
+			jb->y[(size_t)s * jb->ldy + row] = v;
+	}
+}
+
 /* ---- exp and SwiGLU, step for step as cpu/ops.c ---- */
 static __device__ float coli_expf_dev(float x)
 {

@@ -56,6 +56,21 @@ int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
 			  int n_blocks);
 
+/* ---- the dense part (ptx/dense.cu): rows are tokens, fp32, stream-ordered ---- */
+int coli_gpu_copy(coli_gpu_t *g, uint64_t dst, uint64_t src, size_t n);
+int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows, int n, float eps);
+int coli_gpu_add_bias(coli_gpu_t *g, uint64_t y, uint64_t b, int rows, int n);
+int coli_gpu_add(coli_gpu_t *g, uint64_t x, uint64_t y, int n);
+int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, uint64_t inv_freq);
+/* q [T][nh][hd], K/V the layer's cache [ctx][nkv*hd], out like q. */
+int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+		       int pos0, int nh, int nkv, int hd, float scale);
+int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales,
+		   uint64_t ids, uint64_t x, int T, int H);
+int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,
+			    uint64_t pair_w, int n_pairs, int T, int H);
+int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+
 /* Elapsed milliseconds of the work queued between two marks (profiling). */
 int coli_gpu_mark(coli_gpu_t *g, int slot);
 int coli_gpu_elapsed_ms(coli_gpu_t *g, int from_slot, int to_slot, float *ms);

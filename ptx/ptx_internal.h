@@ -55,6 +55,7 @@ struct coli_cu {
 	CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
 	CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
 	CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+	CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
 	CUresult (*MemHostRegister)(void *, size_t, unsigned int);
 	CUresult (*MemHostUnregister)(void *);
@@ -78,7 +79,41 @@ int coli_cu_load(const struct coli_cu **out, const char **why);
 /* Maps a CUresult to -errno and logs "coli: <what>: CUDA_ERROR_x" once per call. */
 int coli_cu_check(CUresult r, const char *what);
 
-/* The embedded PTX (build/ptx/kernels_ptx.c, made from ptx/kernels.cu). */
+/* One device (ptx/gpu.c opens it, ptx/gpu_dense.c adds the dense kernels). */
+#define MAX_JOBS   4096 /* GEMV jobs per launch (experts x matrices) */
+#define N_MARKS    8
+#define JIT_LOG_SZ 8192
+
+struct coli_gpu {
+	const struct coli_cu *cu;
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod, mod_dense;
+	CUstream stream;
+	CUfunction f_gemv[10]; /* indexed by enum coli_dtype */
+	CUfunction f_silu, f_actq;
+	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
+	CUdeviceptr jobs; /* struct coli_gpu_gemv_job [MAX_JOBS] */
+	CUevent marks[N_MARKS];
+	char name[128];
+};
+
+/* CUresult -> -errno, returning from the calling function on failure. */
+#define CK(call, what)                                                                     \
+	do {                                                                               \
+		int rc_ = coli_cu_check((call), (what));                                   \
+		if (rc_)                                                                   \
+			return rc_;                                                        \
+	} while (0)
+
+/* The context is made current on the calling thread before each call: the
+ * engine may drive a device from different threads over its life. */
+#define CUR(g) CK((g)->cu->CtxSetCurrent((g)->ctx), "cuCtxSetCurrent")
+
+int coli_gpu_dense_functions(struct coli_gpu *g);
+
+/* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<name>.cu). */
 extern const char coli_ptx_kernels[];
+extern const char coli_ptx_dense[];
 
 #endif

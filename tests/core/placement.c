@@ -23,7 +23,8 @@ struct run {
 };
 
 static int do_run(const char *path, const char *gpu, double vram_gb, int fail_after,
-		  const char *stream, int slots, const int *ids, int n, int V, struct run *r)
+		  const char *stream, int slots, const char *dense, const int *ids, int n, int V,
+		  struct run *r)
 {
 	struct coli_opts o;
 	coli_engine_t *e;
@@ -37,6 +38,7 @@ static int do_run(const char *path, const char *gpu, double vram_gb, int fail_af
 	o.gpu_fail_after = fail_after;
 	snprintf(o.stream, sizeof(o.stream), "%s", stream);
 	o.stream_slots = slots;
+	snprintf(o.dense, sizeof(o.dense), "%s", dense);
 	rc = coli_engine_open(path, &o, &e, err, sizeof(err));
 	if (rc) {
 		printf("open %s (gpu %s): %s\n", path, gpu, err);
@@ -84,7 +86,7 @@ int main(void)
 
 		for (int qi = 0; qi < 3; qi++) {
 			char path[8192];
-			struct run ref, got;
+			struct run ref, got, gref;
 			coli_container_t *c;
 			const struct coli_expert_layer *xl;
 			double slab_gb;
@@ -99,21 +101,35 @@ int main(void)
 			V = 1024;
 			ref.logits = malloc(sizeof(float) * (n + STEPS) * V);
 			got.logits = malloc(sizeof(float) * (n + STEPS) * V);
-			if (do_run(path, "off", -1, -1, "off", 0, ids, n, V, &ref))
+			gref.logits = malloc(sizeof(float) * (n + STEPS) * V);
+			if (do_run(path, "off", -1, -1, "off", 0, "cpu", ids, n, V, &ref))
 				return 1;
 			for (int d = 0; d < n_devs; d++) {
-				/* VRAM budget (slabs), fault injection, streaming mode, slots */
+				/* the reference for dense-on-device cases: the simulated
+				 * device must match the CPU; a GPU matches its own dense run
+				 * with every expert on the CPU */
+				if (d == 1 && do_run(path, devs[d], 0, -1, "off", 16, "auto", ids, n, V,
+						     &gref))
+					return 1;
+				/* VRAM budget (slabs), fault injection, streaming mode,
+				 * slots, dense part on the CPU or the device */
 				const struct {
 					double slabs;
 					int fail_after;
 					const char *stream;
 					int slots;
+					const char *dense;
 				} cases[] = {
-					{0, -1, "off", 16},   {3.5, -1, "off", 16}, {8.5, -1, "off", 16},
-					{-1, -1, "off", 16},  {0, -1, "auto", 16},  {3.5, -1, "auto", 16},
-					{0, -1, "only", 16},  {3.5, -1, "only", 16}, {0, -1, "only", 1},
-					{0, 0, "only", 16},   {3.5, 2, "auto", 16}, {3.5, 3, "only", 16},
-					{0, 4, "only", 16},   {-1, 9, "auto", 16},
+					{0, -1, "off", 16, "cpu"},   {3.5, -1, "off", 16, "cpu"},
+					{8.5, -1, "off", 16, "cpu"}, {-1, -1, "off", 16, "cpu"},
+					{0, -1, "auto", 16, "cpu"},  {3.5, -1, "only", 16, "cpu"},
+					{0, -1, "only", 1, "cpu"},   {0, 0, "only", 16, "cpu"},
+					{3.5, 2, "auto", 16, "cpu"}, {3.5, 3, "only", 16, "cpu"},
+					{0, 4, "only", 16, "cpu"},   {-1, 9, "auto", 16, "cpu"},
+					{0, -1, "off", 16, "auto"},  {3.5, -1, "auto", 16, "auto"},
+					{-1, -1, "off", 16, "auto"}, {0, -1, "only", 2, "auto"},
+					{3.5, 5, "auto", 16, "auto"}, {3.5, 80, "auto", 16, "auto"},
+					{-1, 300, "only", 16, "auto"},
 				};
 
 				for (size_t b = 0; b < sizeof(cases) / sizeof(cases[0]); b++) {
@@ -121,21 +137,29 @@ int main(void)
 					int fa = cases[b].fail_after;
 
 					if (do_run(path, devs[d], vram, fa, cases[b].stream,
-						   cases[b].slots, ids, n, V, &got))
+						   cases[b].slots, cases[b].dense, ids, n, V, &got))
 						return 1;
+					const struct run *want = d == 1 && !strcmp(cases[b].dense, "auto")
+									 ? &gref
+									 : &ref;
+
 					runs++;
-					if (memcmp(ref.logits, got.logits,
+					if (d == 1 && !strcmp(cases[b].dense, "auto") && fa >= 0)
+						continue; /* dense moved GPU -> CPU mid-run: completes, rounds differently */
+					if (memcmp(want->logits, got.logits,
 						   sizeof(float) * (n + STEPS) * V) ||
-					    memcmp(ref.ids, got.ids, sizeof(ref.ids))) {
+					    memcmp(want->ids, got.ids, sizeof(ref.ids))) {
 						printf("%s %s: device %s vram %.2g GB fail_after %d "
-						       "stream %s/%d: logits or ids differ from the CPU\n",
+						       "stream %s/%d dense %s: logits or ids differ "
+						       "from the CPU\n",
 						       names[f], coli_dtype_name(quants[qi]), devs[d],
-						       vram, fa, cases[b].stream, cases[b].slots);
+						       vram, fa, cases[b].stream, cases[b].slots,
+						       cases[b].dense);
 						fails++;
 					}
 				}
 			}
-			free(ref.logits), free(got.logits);
+			free(ref.logits), free(got.logits), free(gref.logits);
 		}
 		free(ids);
 	}

@@ -1,0 +1,379 @@
+/*
+ * core/forward_dev.c — the forward pass with the dense part on a device:
+ * embeddings, norms, attention with its KV cache, routers, shared experts,
+ * dense MLPs and lm_head live in the device's memory, uploaded once at open
+ * (no per-token copy of a constant: only token ids, the activations the CPU
+ * rows need, and the CPU rows' outputs cross the bus).
+ *
+ * Per MoE layer the device computes the router logits and the normed input,
+ * the host downloads both (T x n_experts + T x hidden floats), routes and
+ * plans exactly as the CPU path does (core/moe.c: issue to devices, CPU rows,
+ * take), uploads the per-pair outputs, and the device accumulates them in
+ * ascending expert id with core/moe.c's bits. So for a given dense device,
+ * logits do not depend on where experts ran. The simulated device runs the
+ * same sequence with the CPU kernels, so --gpu sim reproduces the CPU path
+ * bit for bit, which is what CI checks.
+ *
+ * Device buffers (rows are tokens, fp32 unless said):
+ *   x, xn, mlp, proj, shy [tmax][H]; q, att [tmax][nh*hd]; k, v [tmax][nkv*hd]
+ *   aq int8 / ad / aqs: the quantized form of the current GEMV input, [tmax][K_max]
+ *   g, u, h [tmax][I_max]; rlog [tmax][E]; gl [tmax]; ey [tmax*top_k][H]
+ *   kcache, vcache [n_layers][ctx][nkv*hd]; logits [tmax][vocab]
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+#include "core/dev.h"
+
+struct dmat {
+	enum coli_dtype dtype;
+	int rows, cols;
+	uint64_t w, scales;
+};
+
+struct dlayer {
+	uint64_t attn_norm, ffn_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
+	struct dmat q, k, v, o, router, sh_gate, sh_up, sh_down, sh_router, ffn_gate, ffn_up,
+		ffn_down;
+};
+
+struct coli_dense_dev {
+	struct coli_dev *dev;
+	struct dmat tok_embd, lm_head;
+	uint64_t out_norm, inv_freq;
+	struct dlayer *L;
+	uint64_t kcache, vcache;
+	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
+		pw, logits;
+	struct coli_gpu_gemv_job *jobs;
+	int kmax;
+	uint64_t *allocs; /* every allocation, for release */
+	int n_allocs, cap_allocs;
+};
+
+static int dalloc(struct coli_dense_dev *dd, size_t bytes, uint64_t *addr)
+{
+	int rc;
+
+	if (dd->n_allocs == dd->cap_allocs) {
+		int cap = dd->cap_allocs ? 2 * dd->cap_allocs : 256;
+		uint64_t *a = realloc(dd->allocs, sizeof(*a) * cap);
+
+		if (!a)
+			return -ENOMEM;
+		dd->allocs = a;
+		dd->cap_allocs = cap;
+	}
+	rc = coli_dev_alloc(dd->dev, bytes ? bytes : 4, addr);
+	if (!rc)
+		dd->allocs[dd->n_allocs++] = *addr;
+	return rc;
+}
+
+static int up_vec(struct coli_engine *e, struct coli_dense_dev *dd, const float *v, int n,
+		  uint64_t *addr)
+{
+	int rc;
+
+	*addr = 0;
+	if (!v)
+		return 0;
+	rc = dalloc(dd, sizeof(float) * n, addr);
+	if (!rc) {
+		rc = coli_dev_upload(dd->dev, *addr, v, sizeof(float) * n);
+		e->est.h2d_const_bytes += sizeof(float) * n;
+	}
+	return rc;
+}
+
+static int up_mat(struct coli_engine *e, struct coli_dense_dev *dd, const struct coli_mat *m,
+		  struct dmat *out)
+{
+	size_t bytes;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!m->data || !m->rows)
+		return 0;
+	bytes = coli_dtype_mat_bytes(m->dtype, m->rows, m->cols);
+	out->dtype = m->dtype;
+	out->rows = m->rows;
+	out->cols = m->cols;
+	rc = dalloc(dd, bytes, &out->w);
+	if (rc)
+		return rc;
+	if (m->scales)
+		out->scales = out->w + (uint64_t)((const char *)m->scales - (const char *)m->data);
+	e->est.h2d_const_bytes += bytes;
+	return coli_dev_upload(dd->dev, out->w, m->data, bytes);
+}
+
+int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, size_t errlen)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = calloc(1, sizeof(*dd));
+	size_t T = (size_t)e->tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
+	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
+	size_t I = (size_t)(c->moe_inter > c->shared_inter ? c->moe_inter : c->shared_inter);
+	int rc = 0;
+
+	if (!dd)
+		return -ENOMEM;
+	e->dd = dd;
+	dd->dev = dev;
+	I = I > (size_t)c->dense_inter ? I : (size_t)c->dense_inter;
+	dd->kmax = (int)(H > qd ? H : qd);
+	dd->kmax = dd->kmax > (int)I ? dd->kmax : (int)I;
+	dd->L = calloc((size_t)c->n_layers, sizeof(*dd->L));
+	dd->jobs = malloc(sizeof(*dd->jobs) * (T + COLI_GPU_MAX_S) / COLI_GPU_MAX_S * 2);
+	if (!dd->L || !dd->jobs)
+		return -ENOMEM;
+	rc = rc ? rc : up_mat(e, dd, &e->m.tok_embd, &dd->tok_embd);
+	if (!rc)
+		dd->lm_head = dd->tok_embd;
+	if (!rc && !c->tie_embeddings)
+		rc = up_mat(e, dd, &e->m.lm_head, &dd->lm_head);
+	rc = rc ? rc : up_vec(e, dd, e->m.out_norm, (int)H, &dd->out_norm);
+	rc = rc ? rc : up_vec(e, dd, e->inv_freq, c->head_dim / 2, &dd->inv_freq);
+	for (int l = 0; !rc && l < c->n_layers; l++) {
+		const struct coli_layer *L = &e->m.layers[l];
+		struct dlayer *D = &dd->L[l];
+		int qn = c->qk_norm == 1 ? c->head_dim : (int)qd, kn = c->qk_norm == 1 ? c->head_dim : (int)kvd;
+
+		rc = rc ? rc : up_vec(e, dd, L->attn_norm, (int)H, &D->attn_norm);
+		rc = rc ? rc : up_vec(e, dd, L->ffn_norm, (int)H, &D->ffn_norm);
+		rc = rc ? rc : up_vec(e, dd, L->q_bias, (int)qd, &D->q_bias);
+		rc = rc ? rc : up_vec(e, dd, L->k_bias, (int)kvd, &D->k_bias);
+		rc = rc ? rc : up_vec(e, dd, L->v_bias, (int)kvd, &D->v_bias);
+		rc = rc ? rc : up_vec(e, dd, L->q_norm, qn, &D->q_norm);
+		rc = rc ? rc : up_vec(e, dd, L->k_norm, kn, &D->k_norm);
+		rc = rc ? rc : up_mat(e, dd, &L->q, &D->q);
+		rc = rc ? rc : up_mat(e, dd, &L->k, &D->k);
+		rc = rc ? rc : up_mat(e, dd, &L->v, &D->v);
+		rc = rc ? rc : up_mat(e, dd, &L->o, &D->o);
+		rc = rc ? rc : up_mat(e, dd, &L->router, &D->router);
+		rc = rc ? rc : up_mat(e, dd, &L->sh_gate, &D->sh_gate);
+		rc = rc ? rc : up_mat(e, dd, &L->sh_up, &D->sh_up);
+		rc = rc ? rc : up_mat(e, dd, &L->sh_down, &D->sh_down);
+		rc = rc ? rc : up_mat(e, dd, &L->sh_router, &D->sh_router);
+		rc = rc ? rc : up_mat(e, dd, &L->ffn_gate, &D->ffn_gate);
+		rc = rc ? rc : up_mat(e, dd, &L->ffn_up, &D->ffn_up);
+		rc = rc ? rc : up_mat(e, dd, &L->ffn_down, &D->ffn_down);
+	}
+#define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
+	B(kcache, e->kv_bytes);
+	B(vcache, e->kv_bytes);
+	B(ids, T * 4);
+	B(x, T * H * 4);
+	B(xn, T * H * 4);
+	B(mlp, T * H * 4);
+	B(proj, T * H * 4);
+	B(shy, T * H * 4);
+	B(q, T * qd * 4);
+	B(att, T * qd * 4);
+	B(k, T * kvd * 4);
+	B(v, T * kvd * 4);
+	B(aq, T * dd->kmax);
+	B(ad, T * dd->kmax / 32 * 4);
+	B(aqs, T * dd->kmax / 32 * 4);
+	B(g, T * I * 4);
+	B(u, T * I * 4);
+	B(h, T * I * 4);
+	B(rlog, T * (c->n_experts > 0 ? c->n_experts : 1) * 4);
+	B(gl, T * 4);
+	B(ey, P * H * 4);
+	B(ptok, P * 4);
+	B(pw, P * 4);
+	B(logits, T * c->vocab * 4);
+#undef B
+	if (rc)
+		snprintf(err, errlen, "device %s: cannot hold the dense part (%s)", dev->name,
+			 strerror(-rc));
+	else
+		fprintf(stderr, "coli: dense part and KV cache on %s (%.2f GB uploaded)\n", dev->name,
+			e->est.h2d_const_bytes / 1e9);
+	return rc;
+}
+
+void coli_dense_dev_close(struct coli_engine *e)
+{
+	struct coli_dense_dev *dd = e->dd;
+
+	if (!dd)
+		return;
+	for (int i = 0; i < dd->n_allocs; i++)
+		coli_dev_free(dd->dev, dd->allocs[i]);
+	free(dd->allocs);
+	free(dd->L);
+	free(dd->jobs);
+	free(dd);
+	e->dd = NULL;
+}
+
+/* Quantize rows of x [T][K] into aq/ad/aqs when m is quantized. */
+static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T)
+{
+	if (!coli_dtype_is_quant(m->dtype))
+		return 0;
+	return coli_dev_act_quantize(dd->dev, x, dd->aq, dd->ad, dd->aqs, T * m->cols / 32);
+}
+
+/* y[T][ldy] = m . x[T][K]: jobs of up to COLI_GPU_MAX_S tokens. prep() first
+ * for quantized matrices (the quantized activations are in aq/ad/aqs). */
+static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T, uint64_t y,
+		int ldy)
+{
+	int K = m->cols, nj = 0, rc = prep(dd, m, x, T);
+
+	if (rc)
+		return rc;
+	for (int t = 0; t < T; t += COLI_GPU_MAX_S) {
+		struct coli_gpu_gemv_job *j = &dd->jobs[nj++];
+
+		memset(j, 0, sizeof(*j));
+		j->w = (const void *)(uintptr_t)m->w;
+		j->scales = (const unsigned short *)(uintptr_t)m->scales;
+		j->xq = (const signed char *)(uintptr_t)(dd->aq + (size_t)t * K);
+		j->xd = (const float *)(uintptr_t)(dd->ad + (size_t)t * (K / 32) * 4);
+		j->xqsum = (const int *)(uintptr_t)(dd->aqs + (size_t)t * (K / 32) * 4);
+		j->xf = (const float *)(uintptr_t)(x + (size_t)t * K * 4);
+		j->y = (float *)(uintptr_t)(y + (size_t)t * ldy * 4);
+		j->rows = m->rows;
+		j->K = K;
+		j->S = T - t < COLI_GPU_MAX_S ? T - t : COLI_GPU_MAX_S;
+		j->ldy = ldy;
+	}
+	return coli_dev_gemv(dd->dev, m->dtype, dd->jobs, nj);
+}
+
+static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const struct dmat *up,
+		  const struct dmat *down, uint64_t x, int T, uint64_t y)
+{
+	int I = gate->rows, rc;
+
+	rc = gemm(dd, gate, x, T, dd->g, I);
+	rc = rc ? rc : gemm(dd, up, x, T, dd->u, I);
+	rc = rc ? rc : coli_dev_silu_mul(dd->dev, dd->g, dd->u, dd->h, T * I);
+	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
+	return rc;
+}
+
+static int attention(struct coli_engine *e, int l, int T, int pos0)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	const struct dlayer *D = &dd->L[l];
+	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
+	int qd = nh * hd, kvd = nkv * hd, rc;
+	uint64_t kc = dd->kcache + ((size_t)l * e->ctx) * kvd * 4;
+	uint64_t vc = dd->vcache + ((size_t)l * e->ctx) * kvd * 4;
+
+	rc = coli_dev_rmsnorm(dd->dev, dd->x, D->attn_norm, dd->xn, T, H, c->norm_eps);
+	rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
+	rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
+	rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
+	if (!rc && D->q_bias) {
+		rc = coli_dev_add_bias(dd->dev, dd->q, D->q_bias, T, qd);
+		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->k, D->k_bias, T, kvd);
+		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->v, D->v_bias, T, kvd);
+	}
+	if (!rc && c->qk_norm == 1) {
+		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T * nh, hd, c->norm_eps);
+		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T * nkv, hd, c->norm_eps);
+	} else if (!rc && c->qk_norm == 2) {
+		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T, qd, c->norm_eps);
+		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T, kvd, c->norm_eps);
+	}
+	rc = rc ? rc : coli_dev_rope(dd->dev, dd->q, T, nh, hd, pos0, dd->inv_freq);
+	rc = rc ? rc : coli_dev_rope(dd->dev, dd->k, T, nkv, hd, pos0, dd->inv_freq);
+	rc = rc ? rc : coli_dev_copy(dd->dev, kc + (size_t)pos0 * kvd * 4, dd->k, (size_t)T * kvd * 4);
+	rc = rc ? rc : coli_dev_copy(dd->dev, vc + (size_t)pos0 * kvd * 4, dd->v, (size_t)T * kvd * 4);
+	rc = rc ? rc : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, nh, nkv, hd,
+					  1.0f / sqrtf((float)hd));
+	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
+	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->proj, T * H);
+	return rc;
+}
+
+static int moe(struct coli_engine *e, int l, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	const struct dlayer *D = &dd->L[l];
+	int H = c->hidden, E = c->n_experts, rc;
+
+	rc = gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
+	rc = rc ? rc : coli_dev_download_async(dd->dev, e->rlog, dd->rlog, sizeof(float) * T * E);
+	rc = rc ? rc : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
+	rc = rc ? rc : coli_dev_sync(dd->dev);
+	if (rc)
+		return rc;
+	for (int t = 0; t < T; t++) {
+		e->ax[t].n = H;
+		coli_actbuf_set(&e->ax[t], e->xn + (size_t)t * H);
+	}
+	coli_moe_experts(e, l, T);
+	rc = coli_dev_upload_async(dd->dev, dd->ey, e->ey, sizeof(float) * e->n_pairs * H);
+	rc = rc ? rc : coli_dev_upload_async(dd->dev, dd->ptok, e->pair_token, sizeof(int) * e->n_pairs);
+	rc = rc ? rc : coli_dev_upload_async(dd->dev, dd->pw, e->pair_w, sizeof(float) * e->n_pairs);
+	e->est.h2d_bytes += (sizeof(float) * H + 8) * e->n_pairs;
+	rc = rc ? rc : coli_dev_moe_accumulate(dd->dev, dd->mlp, dd->ey, dd->ptok, dd->pw,
+					       e->n_pairs, T, H);
+	if (!rc && c->shared_inter) {
+		rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, T, dd->shy);
+		rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
+		rc = rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, H);
+	}
+	/* e->ey and the pair lists must outlive the async uploads: sync here */
+	rc = rc ? rc : coli_dev_sync(dd->dev);
+	return rc;
+}
+
+int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	int H = c->hidden, pos0 = e->pos, rc;
+
+	if (T <= 0 || T > e->tmax)
+		return -EINVAL;
+	if (pos0 + T > e->ctx)
+		return -E2BIG;
+	for (int t = 0; t < T; t++)
+		if (ids[t] < 0 || ids[t] >= c->vocab)
+			return -EINVAL;
+	rc = coli_dev_upload_async(dd->dev, dd->ids, ids, sizeof(int) * T);
+	e->est.h2d_bytes += sizeof(int) * T;
+	rc = rc ? rc : coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w, dd->tok_embd.scales,
+				      dd->ids, dd->x, T, H);
+	for (int l = 0; !rc && l < c->n_layers; l++) {
+		const struct dlayer *D = &dd->L[l];
+
+		rc = attention(e, l, T, pos0);
+		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, dd->x, D->ffn_norm, dd->xn, T, H, c->norm_eps);
+		if (!rc && e->m.layers[l].moe)
+			rc = moe(e, l, T);
+		else if (!rc)
+			rc = swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, T, dd->mlp);
+		rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);
+	}
+	if (!rc && logits) {
+		int t0 = all_logits ? 0 : T - 1, n = T - t0;
+
+		rc = coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm, dd->xn, n, H,
+				      c->norm_eps);
+		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, dd->logits, c->vocab);
+		rc = rc ? rc : coli_dev_download_async(dd->dev, logits, dd->logits,
+						       sizeof(float) * n * c->vocab);
+	}
+	rc = rc ? rc : coli_dev_sync(dd->dev);
+	if (rc)
+		return rc;
+	e->pos += T;
+	e->est.tokens += T;
+	return 0;
+}
