@@ -47,7 +47,8 @@ static void help(FILE *f)
 	           "  --max-connections N    simultaneous connections (default 64)\n"
 	           "  --timeout S            idle connection timeout in seconds (default 300)\n"
 	           "  --shutdown-grace S     seconds a running request may finish after SIGTERM "
-	           "(default 30)\n\n");
+	           "(default 30)\n"
+	           "  --debug-token-delay-ms N  sleep N ms per generated token (tests only)\n\n");
 	coli_opts_help(f);
 }
 
@@ -225,6 +226,7 @@ int main(int argc, char **argv)
 	const char *host = "127.0.0.1", *key_file = NULL, *name = NULL;
 	int port = 8080, queue = 16, rc, sig;
 	double grace = 30;
+	int delay_ms = 0;
 	sigset_t set;
 	char err[512];
 
@@ -264,6 +266,8 @@ int main(int argc, char **argv)
 			srv.timeout_s = atoi(v);
 		else if (!strcmp(o, "--shutdown-grace"))
 			grace = strtod(v, NULL);
+		else if (!strcmp(o, "--debug-token-delay-ms"))
+			delay_ms = atoi(v);
 		else
 			return die("unknown option '%s' (see --help)", o);
 		i += 2;
@@ -309,6 +313,7 @@ int main(int argc, char **argv)
 	        srv.chat.from_template ? "" : " (no known template: detected from the tokenizer)");
 	colid_metrics_init(&srv.metrics);
 	if ((rc = colid_queue_init(&srv.queue, queue, srv.engine, &srv.metrics)) ||
+	    (srv.queue.delay_us = (unsigned)delay_ms * 1000u, 0) ||
 	    (rc = colid_queue_start(&srv.queue))) {
 		fprintf(stderr, "colid: cannot start the worker: %s\n", strerror(-rc));
 		goto out_engine;

@@ -102,6 +102,7 @@ struct colid_job {
 	atomic_int cancel;
 	/* the worker's private state */
 	int stopped;
+	unsigned delay_us; /* --debug-token-delay-ms, for tests */
 };
 
 /* A job holding one reference; ids are copied. */
@@ -122,6 +123,7 @@ struct colid_queue {
 	struct colid_metrics *metrics;
 	pthread_t worker;
 	int worker_started;
+	unsigned delay_us; /* sleep per token (tests of cancellation, 429, shutdown) */
 };
 int colid_queue_init(struct colid_queue *q, int cap, coli_engine_t *e, struct colid_metrics *m);
 /* Starts the worker thread. */

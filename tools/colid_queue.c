@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tools/colid.h"
 
@@ -179,6 +180,8 @@ static int on_token(void *arg, int id, const char *text, size_t len)
 		j->stopped = 1;
 		return 1;
 	}
+	if (j->delay_us)
+		usleep(j->delay_us);
 	if (id >= 0 && id == j->eot_id) {
 		j->stopped = 1;
 		j->finish = COLID_FINISH_STOP;
@@ -293,6 +296,7 @@ int colid_queue_push(struct colid_queue *q, struct colid_job *j)
 		pthread_mutex_lock(&j->mu);
 		j->refs++;
 		j->enqueued_s = colid_now_s();
+		j->delay_us = q->delay_us;
 		pthread_mutex_unlock(&j->mu);
 		q->ring[(q->head + q->n) % q->cap] = j;
 		q->n++;
