@@ -9,8 +9,8 @@
  *         engine -> detect the chat family -> start the worker -> listen,
  *         printing "colid: listening on http://HOST:PORT" (--port 0: a free
  *         port, which tests read from this line).
- * Stop:   SIGTERM or SIGINT (blocked in every thread, taken here by
- *         sigtimedwait) -> /health says 503, the listening socket closes,
+ * Stop:   SIGTERM or SIGINT (a handler writes to a self-pipe that main
+ *         waits on) -> /health says 503, the listening socket closes,
  *         queued jobs end with 503, the running one finishes within
  *         --shutdown-grace seconds (a second signal cancels it at once) ->
  *         connections close -> the engine closes (mem/'s tier map writes the
@@ -18,7 +18,9 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <numa.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -184,19 +186,50 @@ static void model_id(const char *path, char *out, size_t cap)
 	snprintf(out, cap, "%.*s", (int)n, b);
 }
 
-/* Waits for SIGINT/SIGTERM for up to timeout_s (<0: forever); the signal or 0. */
-static int wait_signal(const sigset_t *set, double timeout_s)
-{
-	struct timespec ts = {(time_t)timeout_s, (long)((timeout_s - (time_t)timeout_s) * 1e9)};
-	int sig;
+/* SIGINT/SIGTERM land in a self-pipe: a handler, not a blocked mask, because
+ * libraries may start threads before main (OpenBLAS does) whose masks we do
+ * not control, and a signal delivered there would kill the process. */
+static int g_sig_pipe[2] = {-1, -1};
 
-	if (timeout_s < 0)
-		return sigwait(set, &sig) ? 0 : sig;
-	sig = sigtimedwait(set, NULL, &ts);
-	return sig < 0 ? 0 : sig;
+static void on_signal(int sig)
+{
+	unsigned char c = (unsigned char)sig;
+	int saved = errno;
+
+	if (write(g_sig_pipe[1], &c, 1) < 0) {
+		/* the pipe is full: enough signals are pending already */
+	}
+	errno = saved;
 }
 
-static void shutdown_server(struct colid_server *s, const sigset_t *set, double grace_s)
+static int install_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(g_sig_pipe, O_CLOEXEC | O_NONBLOCK))
+		return -errno;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+/* Waits for SIGINT/SIGTERM for up to timeout_s (<0: forever); the signal or 0. */
+static int wait_signal(double timeout_s)
+{
+	struct pollfd p = {.fd = g_sig_pipe[0], .events = POLLIN};
+	unsigned char c;
+
+	if (poll(&p, 1, timeout_s < 0 ? -1 : (int)(timeout_s * 1000)) <= 0)
+		return 0;
+	return read(g_sig_pipe[0], &c, 1) == 1 ? c : 0;
+}
+
+static void shutdown_server(struct colid_server *s, double grace_s)
 {
 	double t0 = colid_now_s();
 
@@ -204,7 +237,7 @@ static void shutdown_server(struct colid_server *s, const sigset_t *set, double 
 	colid_http_quiesce(s);
 	colid_queue_close(&s->queue);
 	while (colid_queue_join(&s->queue, 0.1) == -ETIMEDOUT) {
-		if (wait_signal(set, 0)) {
+		if (wait_signal(0)) {
 			fprintf(stderr, "colid: second signal: cancelling the running request\n");
 			colid_queue_cancel_running(&s->queue);
 		} else if (colid_now_s() - t0 > grace_s) {
@@ -216,7 +249,11 @@ static void shutdown_server(struct colid_server *s, const sigset_t *set, double 
 			t0 = 1e300; /* once */
 		}
 	}
-	colid_http_stop(s);
+	/* Nothing left to cancel: a late signal must not kill the exit path
+	 * (LeakSanitizer's stop-the-world at exit changes signal masks). */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	colid_http_stop(s, 10);
 }
 
 int main(int argc, char **argv)
@@ -227,7 +264,6 @@ int main(int argc, char **argv)
 	int port = 8080, queue = 16, rc, sig;
 	double grace = 30;
 	int delay_ms = 0;
-	sigset_t set;
 	char err[512];
 
 	tool_engine_args_init(&a);
@@ -284,12 +320,9 @@ int main(int argc, char **argv)
 		return die("--api-key-file: cannot read a key from '%s' (empty, or unreadable)",
 		           key_file);
 
-	/* Before any thread exists: every thread inherits the mask and the binding. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	/* Before the engine's threads exist: they inherit the NUMA binding. */
+	if (install_signals())
+		return die("%s", "cannot install signal handlers");
 	if (apply_numa_bind(&a.opts))
 		return 2;
 
@@ -329,9 +362,10 @@ int main(int argc, char **argv)
 	        host, strchr(host, ':') ? "]" : "", srv.port,
 	        srv.api_key[0] ? " (API key required)" : "");
 
-	sig = wait_signal(&set, -1);
+	while (!(sig = wait_signal(-1)))
+		;
 	fprintf(stderr, "colid: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-	shutdown_server(&srv, &set, grace);
+	shutdown_server(&srv, grace);
 	fprintf(stderr, "colid: stopped after %llu generations\n",
 	        (unsigned long long)srv.metrics.jobs);
 out_queue:

@@ -189,7 +189,8 @@ struct colid_server {
 	int max_conn;
 	int timeout_s; /* idle connection timeout */
 	atomic_int stopping;
-	long created; /* unix time of start, for /v1/models */
+	atomic_int inflight; /* requests holding a job whose reply is not yet sent */
+	long created;        /* unix time of start, for /v1/models */
 	struct MHD_Daemon *mhd;
 	unsigned short port;
 };
@@ -197,7 +198,8 @@ struct colid_server {
 int colid_http_start(struct colid_server *s, const char *host, int port, char *err, size_t errlen);
 /* Stop accepting connections (open ones are served). */
 void colid_http_quiesce(struct colid_server *s);
-/* Close every connection and join their threads. */
-void colid_http_stop(struct colid_server *s);
+/* Wait (up to timeout_s) for replies of finished jobs to be sent, then
+ * close every connection and join their threads. */
+void colid_http_stop(struct colid_server *s, double timeout_s);
 
 #endif

@@ -432,6 +432,7 @@ static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *m
 	free(ids);
 	if (!k->job)
 		FAIL(500, "server_error", NULL, NULL, "out of memory");
+	atomic_fetch_add(&s->inflight, 1);
 	snprintf(k->id, sizeof(k->id), "%s-%llx%06llx", ep == COLID_EP_CHAT ? "chatcmpl" : "cmpl",
 	         (unsigned long long)s->created, (unsigned long long)seq);
 	k->created = (long)time(NULL);
@@ -626,6 +627,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 			atomic_store(&k->job->cancel, 1);
 		pthread_mutex_unlock(&k->job->mu);
 		colid_job_put(k->job);
+		atomic_fetch_sub(&((struct colid_server *)cls)->inflight, 1);
 	}
 	colid_request_free(&k->req);
 	free(k->body);
@@ -683,8 +685,13 @@ void colid_http_quiesce(struct colid_server *s)
 		close(fd);
 }
 
-void colid_http_stop(struct colid_server *s)
+void colid_http_stop(struct colid_server *s, double timeout_s)
 {
+	double t0 = colid_now_s();
+
+	/* Jobs are all finished here; let their last bytes go out. */
+	while (atomic_load(&s->inflight) > 0 && colid_now_s() - t0 < timeout_s)
+		usleep(10000);
 	if (s->mhd)
 		MHD_stop_daemon(s->mhd);
 	s->mhd = NULL;
