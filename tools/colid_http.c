@@ -181,7 +181,7 @@ static enum MHD_Result answer_whole(struct colid_server *s, struct MHD_Connectio
 		colid_metrics_request(&s->metrics, k->route, 499);
 		return MHD_NO; /* nobody to answer: close */
 	}
-	if (j->status == -ESHUTDOWN) {
+	if (j->status == -ESHUTDOWN || (j->status == -ECANCELED && atomic_load(&s->stopping))) {
 		pthread_mutex_unlock(&j->mu);
 		FAIL(503, "server_error", "shutting_down", NULL,
 		     "the server is shutting down; retry on another instance");
