@@ -80,7 +80,9 @@ ISA_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf
 LIB_DIRS := core mem io cpu ptx
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-TOOL_SRC := $(filter-out tools/colid.c tools/fuzz_%.c,$(wildcard tools/*.c))
+COLID_SRC := $(wildcard tools/colid*.c)
+COLID_OBJ := $(COLID_SRC:%.c=$(BUILD)/%.o)
+TOOL_SRC := $(filter-out $(COLID_SRC) tools/fuzz_%.c,$(wildcard tools/*.c))
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*/*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
@@ -135,8 +137,8 @@ $(BUILD)/coli: $(TOOL_OBJ) $(BUILD)/libcoli.a
 	@echo '  LD    $@'
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libcoli.a $(LDLIBS)
 
-$(BUILD)/tools/colid.o: CFLAGS += $(HTTP_CFLAGS)
-$(BUILD)/colid: $(BUILD)/tools/colid.o $(BUILD)/libcoli.a
+$(COLID_OBJ): CFLAGS += $(HTTP_CFLAGS)
+$(BUILD)/colid: $(COLID_OBJ) $(BUILD)/tools/tools_util.o $(BUILD)/libcoli.a
 	@echo '  LD    $@'
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(HTTP_LIBS) $(LDLIBS)
 
@@ -177,4 +179,4 @@ format:
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(COLID_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -268,4 +268,48 @@ struct coli_engine_stats {
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 
+/* ===================================================================== */
+/* Chat prompts (core/chat.c)                                             */
+/* ===================================================================== */
+/*
+ * The container keeps the model's Hugging Face chat template, which is
+ * Jinja; coli does not run Jinja. It recognises the family the template
+ * belongs to and renders that family in C (docs/api.md, "Chat templates"):
+ *
+ *   CHATML  "<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message, then
+ *           "<|im_start|>assistant\n" (Qwen2/Qwen3, OLMoE-style templates)
+ *   INST    [BOS]"[INST] USER [/INST]" and "ASSISTANT" EOS (Mixtral); a
+ *           system message is put before the first user message
+ *   PLAIN   the documented fallback: "System: ...\n\nUser: ...\nAssistant:"
+ *
+ * Detection: markers in the template text, then the tokenizer's added
+ * tokens, then the architecture. A template is plain data after _init and
+ * can be shared by threads.
+ */
+enum coli_chat_family { COLI_CHAT_PLAIN = 0, COLI_CHAT_CHATML = 1, COLI_CHAT_INST = 2 };
+
+struct coli_chat_msg {
+	const char *role;    /* "system", "user" or "assistant" */
+	const char *content; /* UTF-8, NUL-terminated */
+};
+
+struct coli_chat_template {
+	enum coli_chat_family family;
+	char bos[64];   /* text put first (the template names bos_token), or "" */
+	char eos[64];   /* text closing an assistant turn (INST), or "" */
+	int eot_id;     /* token that ends the assistant's turn (<|im_end|>), or -1 */
+	int from_template; /* 1: the family came from the stored template text */
+};
+
+const char *coli_chat_family_name(enum coli_chat_family f);
+/* The container's chat template text (not NUL-terminated), NULL if none. */
+const char *coli_engine_chat_template(const coli_engine_t *e, size_t *len);
+/* Detects the family of e's model and fills t. Never fails: PLAIN at worst. */
+void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *t);
+/* Renders n messages (and the assistant's opening when add_generation_prompt)
+ * into *out (malloc'd, NUL-terminated, *len without the NUL).
+ * -EINVAL for an unknown role, -ENOMEM. */
+int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_msg *m, int n,
+		     int add_generation_prompt, char **out, size_t *len);
+
 #endif

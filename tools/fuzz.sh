@@ -39,7 +39,9 @@ for t in tools/fuzz_*.c; do
 	dir="$BUILD/fuzz/$name"
 	mkdir -p "$dir/corpus"
 	echo "fuzz: building $name"
-	$CLANG $CFLAGS -fsanitize=fuzzer,address,undefined -o "$dir/fuzz_$name" "$t" "$LIBDIR/libcoli-fuzz.a" $LIBS -ldl ||
+	# A target may name extra sources of tools/ in a " * fuzz-sources: a.c b.c" line.
+	extra=$(sed -n 's/^ \* fuzz-sources: //p' "$t")
+	$CLANG $CFLAGS -fsanitize=fuzzer,address,undefined -o "$dir/fuzz_$name" "$t" $extra "$LIBDIR/libcoli-fuzz.a" $LIBS -ldl ||
 		{ echo "fuzz: $name does not build"; status=1; continue; }
 	[ -f "tools/fuzz_$name.seed.sh" ] && BUILD=$BUILD sh "tools/fuzz_$name.seed.sh" "$dir/corpus"
 	echo "fuzz: running $name for ${FUZZ_SECONDS}s"

@@ -1,0 +1,121 @@
+/*
+ * tests/daemon/chat_render.c — core/chat.c against what transformers'
+ * apply_chat_template renders for the fixtures
+ * (tests/fixtures/tokenizer/chat_cases.jsonl: messages, add_generation_prompt,
+ * text, ids): the family detected from each converted model, the text, and
+ * the ids of that text through the model's tokenizer. Then the cases with no
+ * reference: the PLAIN fallback, a system message under [INST], a bad role.
+ */
+#include <errno.h>
+#include <jansson.h>
+
+#include "core/fixture_util.h"
+
+static int fails;
+
+#define CHECK(c, ...)                                                                              \
+	do {                                                                                       \
+		if (!(c)) {                                                                        \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			fails++;                                                                   \
+		}                                                                                  \
+	} while (0)
+
+static void one_case(json_t *c, const char *dir)
+{
+	const char *fx = json_string_value(json_object_get(c, "fixture"));
+	json_t *msgs = json_object_get(c, "messages"), *m, *ids = json_object_get(c, "ids");
+	int gen = json_is_true(json_object_get(c, "add_generation_prompt"));
+	struct coli_chat_msg cm[16];
+	struct coli_chat_template t;
+	coli_engine_t *e;
+	char path[4096], err[512], *text;
+	size_t len, i;
+	int *got, n;
+
+	if (fx_convert(fx, COLI_DTYPE_BF16, dir, path, sizeof(path)) ||
+	    coli_engine_open(path, NULL, &e, err, sizeof(err))) {
+		CHECK(0, "%s: cannot convert or open", fx);
+		return;
+	}
+	coli_chat_template_init(e, &t);
+	CHECK(t.from_template, "%s: family not from the template", fx);
+	CHECK(t.family == (strcmp(fx, "mixtral") ? COLI_CHAT_CHATML : COLI_CHAT_INST),
+	      "%s: family %s", fx, coli_chat_family_name(t.family));
+	json_array_foreach(msgs, i, m)
+	{
+		cm[i].role = json_string_value(json_object_get(m, "role"));
+		cm[i].content = json_string_value(json_object_get(m, "content"));
+	}
+	CHECK(coli_chat_render(&t, cm, (int)json_array_size(msgs), gen, &text, &len) == 0,
+	      "%s: render failed", fx);
+	CHECK(text && !strcmp(text, json_string_value(json_object_get(c, "text"))),
+	      "%s gen=%d: rendered\n%s\nwant\n%s", fx, gen, text,
+	      json_string_value(json_object_get(c, "text")));
+	if (text && !coli_tokenizer_encode(coli_engine_tokenizer(e), text, len, &got, &n, err,
+	                                   sizeof(err))) {
+		int same = n == (int)json_array_size(ids);
+
+		for (int k = 0; same && k < n; k++)
+			same = got[k] == (int)json_integer_value(json_array_get(ids, (size_t)k));
+		CHECK(same, "%s gen=%d: ids of the rendered text differ from transformers'", fx,
+		      gen);
+		free(got);
+	}
+	printf("ok  %-10s gen=%d family=%s eot=%d bytes=%zu\n", fx, gen,
+	       coli_chat_family_name(t.family), t.eot_id, len);
+	free(text);
+	coli_engine_close(e);
+}
+
+static void no_reference_cases(void)
+{
+	struct coli_chat_template t = {.family = COLI_CHAT_PLAIN, .eot_id = -1};
+	struct coli_chat_msg m[] = {
+	    {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
+	char *s;
+	size_t n;
+
+	CHECK(!coli_chat_render(&t, m, 4, 1, &s, &n), "plain");
+	CHECK(!strcmp(s, "System: Be brief.\n\nUser: Hi\nAssistant: Hello.\nUser: Bye\nAssistant:"),
+	      "plain: %s", s);
+	free(s);
+	t.family = COLI_CHAT_INST;
+	strcpy(t.bos, "<s>");
+	strcpy(t.eos, "</s>");
+	CHECK(!coli_chat_render(&t, m, 4, 1, &s, &n), "inst");
+	CHECK(!strcmp(s, "<s>[INST] Be brief.\n\nHi [/INST]Hello.</s>[INST] Bye [/INST]"),
+	      "inst with system: %s", s);
+	free(s);
+	m[1].role = "tool";
+	CHECK(coli_chat_render(&t, m, 4, 1, &s, &n) == -EINVAL, "bad role accepted");
+	CHECK(!coli_chat_render(&t, m, 0, 1, &s, &n) && n == strlen(t.bos), "empty");
+	free(s);
+	printf("ok  plain fallback, [INST] system message, bad role\n");
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TEST_TMP");
+	char p[4096], line[65536];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/tokenizer/chat_cases.jsonl", fx_root());
+	f = fopen(p, "r");
+	if (!f) {
+		printf("no %s\n", p);
+		return 77;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		json_t *c = json_loads(line, 0, NULL);
+
+		if (c)
+			one_case(c, tmp ? tmp : ".");
+		json_decref(c);
+	}
+	fclose(f);
+	no_reference_cases();
+	return fails ? 1 : 0;
+}

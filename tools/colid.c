@@ -1,0 +1,376 @@
+/*
+ * tools/colid.c — `colid -m MODEL.coli [--host H] [--port P] [engine flags]`:
+ * the OpenAI-compatible server (docs/api.md). This file is the process: flags,
+ * NUMA binding, the engine, the worker, the listener, and an orderly stop.
+ *
+ * Start:  parse flags -> resolve and apply --numa-bind on this thread (the
+ *         engine's pool, the worker and the HTTP threads are created after,
+ *         so they inherit the CPU affinity and memory policy) -> open the
+ *         engine -> detect the chat family -> start the worker -> listen,
+ *         printing "colid: listening on http://HOST:PORT" (--port 0: a free
+ *         port, which tests read from this line).
+ * Stop:   SIGTERM or SIGINT (a handler writes to a self-pipe that main
+ *         waits on) -> /health says 503, the listening socket closes,
+ *         queued jobs end with 503, the running one finishes within
+ *         --shutdown-grace seconds (a second signal cancels it at once) ->
+ *         connections close -> the engine closes (mem/'s tier map writes the
+ *         usage file there) -> exit 0.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <numa.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/colid.h"
+#include "tools/tools.h"
+
+static void help(FILE *f)
+{
+	fprintf(f, "usage: colid -m MODEL.coli [--host 127.0.0.1] [--port 8080] [options] [engine "
+	           "options]\n"
+	           "  --host ADDR            numeric IPv4/IPv6 address to listen on (default "
+	           "127.0.0.1)\n"
+	           "  --port N               TCP port (default 8080; 0: any free port)\n"
+	           "  --api-key-file FILE    require 'Authorization: Bearer KEY' on /v1/* (first "
+	           "line of FILE)\n"
+	           "  --model-name NAME      id shown by /v1/models (default: file name without "
+	           ".coli)\n"
+	           "  --queue N              requests waiting for the engine before 429 (default "
+	           "16)\n"
+	           "  --max-body-bytes N     larger request bodies get 413 (default 1048576)\n"
+	           "  --max-connections N    simultaneous connections (default 64)\n"
+	           "  --timeout S            idle connection timeout in seconds (default 300)\n"
+	           "  --shutdown-grace S     seconds a running request may finish after SIGTERM "
+	           "(default 30)\n"
+	           "  --debug-token-delay-ms N  sleep N ms per generated token (tests only)\n\n");
+	coli_opts_help(f);
+}
+
+static int die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "colid: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	return 2;
+}
+
+/* ---- --numa-bind ---- */
+
+/* The NUMA node of the first NVIDIA display/3D controller, or -1. */
+static int gpu_node(void)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *de;
+	int node = -1;
+
+	while (d && (de = readdir(d)) && node < 0) {
+		char p[512], v[32] = "", c[32] = "", nn[16] = "";
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/vendor", de->d_name);
+		if ((f = fopen(p, "r"))) {
+			if (!fgets(v, sizeof(v), f))
+				v[0] = 0;
+			fclose(f);
+		}
+		snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/class", de->d_name);
+		if ((f = fopen(p, "r"))) {
+			if (!fgets(c, sizeof(c), f))
+				c[0] = 0;
+			fclose(f);
+		}
+		if (strncmp(v, "0x10de", 6) || strncmp(c, "0x03", 4))
+			continue;
+		snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/numa_node", de->d_name);
+		if ((f = fopen(p, "r"))) {
+			if (fgets(nn, sizeof(nn), f))
+				node = atoi(nn);
+			fclose(f);
+		}
+	}
+	if (d)
+		closedir(d);
+	return node;
+}
+
+/* Resolves and applies --numa-bind to the calling thread; prints the choice.
+ * TODO(mem/): when mem/ exports its NUMA resolver (the tiers branch), call
+ * it here so colid, coli and the arenas agree on one answer. */
+static int apply_numa_bind(const struct coli_opts *o)
+{
+	const char *spec = o->numa_bind;
+	char *end;
+	long node;
+
+	if (!strcmp(spec, "off")) {
+		fprintf(stderr, "colid: numa-bind off\n");
+		return 0;
+	}
+	if (numa_available() < 0) {
+		fprintf(stderr, "colid: numa-bind %s -> off (this kernel or machine has no NUMA)\n",
+		        spec);
+		return 0;
+	}
+	if (!strcmp(spec, "interleave")) {
+		numa_set_interleave_mask(numa_all_nodes_ptr);
+		fprintf(stderr,
+		        "colid: numa-bind interleave -> memory interleaved over nodes 0-%d\n",
+		        numa_max_node());
+		return 0;
+	}
+	if (!strcmp(spec, "auto")) {
+		const char *why = "the GPU's node";
+		int cpu = sched_getcpu();
+
+		node = strcmp(o->gpu, "off") ? gpu_node() : -1;
+		if (node < 0) {
+			why = "the first CPU's node; no GPU found";
+			node = numa_node_of_cpu(cpu < 0 ? 0 : cpu);
+			if (node < 0)
+				node = 0;
+		}
+		fprintf(stderr, "colid: numa-bind auto -> node %ld (%s)\n", node, why);
+	} else {
+		node = strtol(spec, &end, 10);
+		if (!*spec || *end || node < 0 || node > numa_max_node()) {
+			fprintf(stderr,
+			        "colid: --numa-bind '%s': want auto, off, interleave or a node "
+			        "0..%d\n",
+			        spec, numa_max_node());
+			return -EINVAL;
+		}
+		fprintf(stderr, "colid: numa-bind node %ld\n", node);
+	}
+	if (numa_run_on_node((int)node))
+		fprintf(stderr, "colid: warning: cannot run on node %ld: %s\n", node,
+		        strerror(errno));
+	numa_set_preferred((int)node);
+	return 0;
+}
+
+static int read_key(const char *path, char *key, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	if (!fgets(key, (int)cap, f))
+		key[0] = 0;
+	fclose(f);
+	n = strlen(key);
+	while (n && (key[n - 1] == '\n' || key[n - 1] == '\r' || key[n - 1] == ' '))
+		key[--n] = 0;
+	return n ? 0 : -ENODATA;
+}
+
+static void model_id(const char *path, char *out, size_t cap)
+{
+	const char *b = strrchr(path, '/');
+	size_t n;
+
+	b = b ? b + 1 : path;
+	n = strlen(b);
+	if (n > 5 && !strcmp(b + n - 5, ".coli"))
+		n -= 5;
+	snprintf(out, cap, "%.*s", (int)n, b);
+}
+
+/* SIGINT/SIGTERM land in a self-pipe: a handler, not a blocked mask, because
+ * libraries may start threads before main (OpenBLAS does) whose masks we do
+ * not control, and a signal delivered there would kill the process. */
+static int g_sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+	unsigned char c = (unsigned char)sig;
+	int saved = errno;
+
+	if (write(g_sig_pipe[1], &c, 1) < 0) {
+		/* the pipe is full: enough signals are pending already */
+	}
+	errno = saved;
+}
+
+static int install_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(g_sig_pipe, O_CLOEXEC | O_NONBLOCK))
+		return -errno;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+/* Waits for SIGINT/SIGTERM for up to timeout_s (<0: forever); the signal or 0. */
+static int wait_signal(double timeout_s)
+{
+	struct pollfd p = {.fd = g_sig_pipe[0], .events = POLLIN};
+	unsigned char c;
+
+	if (poll(&p, 1, timeout_s < 0 ? -1 : (int)(timeout_s * 1000)) <= 0)
+		return 0;
+	return read(g_sig_pipe[0], &c, 1) == 1 ? c : 0;
+}
+
+static void shutdown_server(struct colid_server *s, double grace_s)
+{
+	double t0 = colid_now_s();
+
+	atomic_store(&s->stopping, 1);
+	colid_http_quiesce(s);
+	colid_queue_close(&s->queue);
+	while (colid_queue_join(&s->queue, 0.1) == -ETIMEDOUT) {
+		if (wait_signal(0)) {
+			fprintf(stderr, "colid: second signal: cancelling the running request\n");
+			colid_queue_cancel_running(&s->queue);
+		} else if (colid_now_s() - t0 > grace_s) {
+			fprintf(stderr,
+			        "colid: --shutdown-grace %.0f s over: cancelling the "
+			        "running request\n",
+			        grace_s);
+			colid_queue_cancel_running(&s->queue);
+			t0 = 1e300; /* once */
+		}
+	}
+	/* Nothing left to cancel: a late signal must not kill the exit path
+	 * (LeakSanitizer's stop-the-world at exit changes signal masks). */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	colid_http_stop(s, 10);
+}
+
+int main(int argc, char **argv)
+{
+	static struct colid_server srv; /* large; and signal-free, so static is fine */
+	struct tool_engine_args a;
+	const char *host = "127.0.0.1", *key_file = NULL, *name = NULL;
+	int port = 8080, queue = 16, rc, sig;
+	double grace = 30;
+	int delay_ms = 0;
+	char err[512];
+
+	tool_engine_args_init(&a);
+	srv.max_body = 1 << 20;
+	srv.max_conn = 64;
+	srv.timeout_s = 300;
+	for (int i = 1; i < argc;) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		rc = tool_engine_arg(&a, argc, argv, &i);
+		if (rc < 0)
+			return 2;
+		if (rc)
+			continue;
+		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+			help(stdout);
+			return 0;
+		}
+		if (!v)
+			return die("%s needs a value (see --help)", o);
+		if (!strcmp(o, "--host"))
+			host = v;
+		else if (!strcmp(o, "--port"))
+			port = atoi(v);
+		else if (!strcmp(o, "--api-key-file"))
+			key_file = v;
+		else if (!strcmp(o, "--model-name"))
+			name = v;
+		else if (!strcmp(o, "--queue"))
+			queue = atoi(v);
+		else if (!strcmp(o, "--max-body-bytes"))
+			srv.max_body = strtoull(v, NULL, 10);
+		else if (!strcmp(o, "--max-connections"))
+			srv.max_conn = atoi(v);
+		else if (!strcmp(o, "--timeout"))
+			srv.timeout_s = atoi(v);
+		else if (!strcmp(o, "--shutdown-grace"))
+			grace = strtod(v, NULL);
+		else if (!strcmp(o, "--debug-token-delay-ms"))
+			delay_ms = atoi(v);
+		else
+			return die("unknown option '%s' (see --help)", o);
+		i += 2;
+	}
+	if (!a.model) {
+		help(stderr);
+		return 2;
+	}
+	if (port < 0 || port > 65535 || queue < 1 || srv.max_body < 64 || srv.max_conn < 1 ||
+	    srv.timeout_s < 1 || grace < 0)
+		return die("%s", "invalid --port, --queue, --max-body-bytes, --max-connections, "
+		                 "--timeout or --shutdown-grace");
+	if (key_file && (rc = read_key(key_file, srv.api_key, sizeof(srv.api_key))))
+		return die("--api-key-file: cannot read a key from '%s' (empty, or unreadable)",
+		           key_file);
+
+	/* Before the engine's threads exist: they inherit the NUMA binding. */
+	if (install_signals())
+		return die("%s", "cannot install signal handlers");
+	if (apply_numa_bind(&a.opts))
+		return 2;
+
+	rc = coli_engine_open(a.model, &a.opts, &srv.engine, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "colid: %s\n", err);
+		return 1;
+	}
+	srv.tok = coli_engine_tokenizer(srv.engine);
+	srv.cfg = coli_engine_config(srv.engine);
+	srv.ctx = coli_engine_ctx(srv.engine);
+	srv.created = (long)time(NULL);
+	coli_chat_template_init(srv.engine, &srv.chat);
+	if (name)
+		snprintf(srv.model_id, sizeof(srv.model_id), "%s", name);
+	else
+		model_id(a.model, srv.model_id, sizeof(srv.model_id));
+	fprintf(stderr, "colid: model %s (%s), context %d tokens, chat template %s%s\n",
+	        srv.model_id, coli_arch_name(srv.cfg->arch), srv.ctx,
+	        coli_chat_family_name(srv.chat.family),
+	        srv.chat.from_template ? "" : " (no known template: detected from the tokenizer)");
+	colid_metrics_init(&srv.metrics);
+	if ((rc = colid_queue_init(&srv.queue, queue, srv.engine, &srv.metrics)) ||
+	    (srv.queue.delay_us = (unsigned)delay_ms * 1000u, 0) ||
+	    (rc = colid_queue_start(&srv.queue))) {
+		fprintf(stderr, "colid: cannot start the worker: %s\n", strerror(-rc));
+		goto out_engine;
+	}
+	rc = colid_http_start(&srv, host, port, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "colid: %s\n", err);
+		colid_queue_close(&srv.queue);
+		colid_queue_join(&srv.queue, 1e9);
+		goto out_queue;
+	}
+	fprintf(stderr, "colid: listening on http://%s%s%s:%u%s\n", strchr(host, ':') ? "[" : "",
+	        host, strchr(host, ':') ? "]" : "", srv.port,
+	        srv.api_key[0] ? " (API key required)" : "");
+
+	while (!(sig = wait_signal(-1)))
+		;
+	fprintf(stderr, "colid: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	shutdown_server(&srv, grace);
+	fprintf(stderr, "colid: stopped after %llu generations\n",
+	        (unsigned long long)srv.metrics.jobs);
+out_queue:
+	colid_queue_free(&srv.queue);
+out_engine:
+	coli_engine_close(srv.engine); /* mem/'s tier map saves the usage file here */
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,205 @@
+/*
+ * tools/colid.h — what the files of colid share. colid serves one engine
+ * over an OpenAI-compatible HTTP API (docs/api.md):
+ *
+ *   colid.c          main: flags, NUMA binding, engine, signals, shutdown
+ *   colid_http.c     libmicrohttpd: routing, auth, bodies, JSON and SSE replies
+ *   colid_request.c  request bodies -> struct colid_request (pure; fuzzed)
+ *   colid_queue.c    the bounded FIFO, the one worker that owns the engine, jobs
+ *   colid_metrics.c  counters and the Prometheus text of /metrics
+ *
+ * Threads: libmicrohttpd runs one thread per connection; it parses, tokenizes
+ * (the tokenizer is immutable) and renders replies. Exactly one worker thread
+ * calls the engine. They meet in a struct colid_job: the HTTP side fills its
+ * input and pushes it; the worker appends generated text under job->mu and
+ * signals job->cv; the HTTP side copies committed text out. A job is
+ * reference counted (HTTP side + queue/worker) and freed by the last one.
+ */
+#ifndef COLI_COLID_H
+#define COLI_COLID_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/coli.h"
+
+#define COLID_MAX_STOP     4   /* stop strings per request, as OpenAI */
+#define COLID_MAX_STOP_LEN 256 /* bytes per stop string */
+
+/* ---- errors: an OpenAI error object and its HTTP status ---- */
+struct colid_error {
+	int status;       /* 400, 401, 404, 405, 413, 429, 500, 503 */
+	const char *type; /* "invalid_request_error", "server_error", ... */
+	const char *code; /* "context_length_exceeded" ... or NULL */
+	char param[64];   /* the offending field, or "" */
+	char message[320];
+};
+/* Fills e and returns -EINVAL (for `return colid_error_set(...)`). */
+int colid_error_set(struct colid_error *e, int status, const char *type, const char *code,
+                    const char *param, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* {"error":{"message","type","param","code"}}, malloc'd. */
+char *colid_error_json(const struct colid_error *e);
+
+/* ---- requests (colid_request.c) ---- */
+enum colid_endpoint { COLID_EP_COMPLETIONS = 0, COLID_EP_CHAT = 1 };
+
+struct colid_request {
+	enum colid_endpoint ep;
+	char *model;                /* as sent, or NULL */
+	struct coli_chat_msg *msgs; /* chat: n_msgs messages (strings owned here) */
+	int n_msgs;
+	char *prompt; /* completions: text, or NULL when prompt_ids */
+	size_t prompt_len;
+	int *prompt_ids; /* completions: token ids given directly */
+	int n_prompt_ids;
+	int max_tokens;     /* -1: not given */
+	double temperature; /* default 1, as OpenAI */
+	double top_p;       /* default 1 */
+	int top_k;          /* extension; 0 = off */
+	uint64_t seed;
+	int has_seed;
+	char *stop[COLID_MAX_STOP];
+	int n_stop;
+	int stream;
+	int include_usage; /* stream_options.include_usage */
+};
+/* Parses and validates a body. 0, or -EINVAL with e filled (4xx). On error
+ * nothing needs freeing; on success call colid_request_free. */
+int colid_request_parse(const char *body, size_t len, enum colid_endpoint ep,
+                        struct colid_request *r, struct colid_error *e);
+void colid_request_free(struct colid_request *r);
+/* Offset of the first invalid UTF-8 byte, or -1 if s[0..n) is valid. */
+long colid_utf8_invalid_at(const char *s, size_t n);
+
+/* ---- jobs and the queue (colid_queue.c) ---- */
+enum colid_finish { COLID_FINISH_NONE = 0, COLID_FINISH_STOP, COLID_FINISH_LENGTH };
+
+struct colid_job {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int refs; /* under mu */
+	/* input: set before colid_queue_push, read-only after */
+	int *ids;
+	int n_ids;
+	int max_tokens;
+	struct coli_sampler sampler;
+	char *stop[COLID_MAX_STOP];
+	int n_stop;
+	int eot_id; /* extra end-of-turn id (ChatML <|im_end|>), or -1 */
+	double enqueued_s;
+	/* output: under mu */
+	char *text; /* generated text [len], NUL-terminated */
+	size_t len, cap;
+	size_t committed; /* text[0..committed) is final (stop strings held back) */
+	int n_gen;        /* completion tokens */
+	int done;         /* the worker is finished with it */
+	int status;       /* 0, or -errno (-ESHUTDOWN: dropped at shutdown) */
+	enum colid_finish finish;
+	struct coli_gen_stats st;
+	/* set by the HTTP side when the client is gone, read by the worker */
+	atomic_int cancel;
+	/* the worker's private state */
+	int stopped;
+	unsigned delay_us; /* --debug-token-delay-ms, for tests */
+};
+
+/* A job holding one reference; ids are copied. */
+struct colid_job *colid_job_new(const int *ids, int n_ids, int max_tokens,
+                                const struct coli_sampler *s, char *const *stop, int n_stop,
+                                int eot_id);
+void colid_job_put(struct colid_job *j);
+
+struct colid_metrics;
+struct colid_queue {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct colid_job **ring; /* [cap] */
+	int cap, head, n;
+	int closing;               /* no more pushes; the worker drains and exits */
+	struct colid_job *running; /* the job the engine is on, or NULL */
+	coli_engine_t *engine;     /* owned by the worker while it runs */
+	struct colid_metrics *metrics;
+	pthread_t worker;
+	int worker_started;
+	unsigned delay_us; /* sleep per token (tests of cancellation, 429, shutdown) */
+};
+int colid_queue_init(struct colid_queue *q, int cap, coli_engine_t *e, struct colid_metrics *m);
+/* Starts the worker thread. */
+int colid_queue_start(struct colid_queue *q);
+/* Takes a reference on success. -EAGAIN when full, -ESHUTDOWN when closing. */
+int colid_queue_push(struct colid_queue *q, struct colid_job *j);
+int colid_queue_depth(struct colid_queue *q); /* waiting, not counting the running one */
+/* Stop taking jobs: queued ones end with -ESHUTDOWN (their clients get
+ * 503), the running one goes on; the worker exits when it is done. */
+void colid_queue_close(struct colid_queue *q);
+/* Cancel the job the engine is on (shutdown grace over, second signal). */
+void colid_queue_cancel_running(struct colid_queue *q);
+/* Join the worker; -ETIMEDOUT if it is still busy after timeout_s. */
+int colid_queue_join(struct colid_queue *q, double timeout_s);
+void colid_queue_free(struct colid_queue *q);
+
+/* ---- metrics (colid_metrics.c) ---- */
+enum colid_route {
+	COLID_R_CHAT,
+	COLID_R_COMPLETIONS,
+	COLID_R_MODELS,
+	COLID_R_HEALTH,
+	COLID_R_METRICS,
+	COLID_R_OTHER,
+	COLID_R_N
+};
+struct colid_metrics {
+	pthread_mutex_t mu;
+	uint64_t requests[COLID_R_N][6]; /* by status class: 2xx 4xx(other) 429 5xx 401 413 */
+	uint64_t prompt_tokens, completion_tokens;
+	uint64_t jobs, cancelled;
+	double prefill_s, decode_s, queue_s;
+	double last_prefill_tps, last_decode_tps;
+	uint64_t decode_tokens;       /* tokens behind decode_s (n_gen - 1 per job) */
+	struct coli_engine_stats est; /* snapshot taken by the worker after each job */
+	double started_s;
+};
+void colid_metrics_init(struct colid_metrics *m);
+void colid_metrics_request(struct colid_metrics *m, enum colid_route r, int status);
+/* Called by the worker after a job, with the engine's cumulative stats. */
+void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j,
+                       const struct coli_engine_stats *est, double queue_s);
+/* Mean seconds per job so far (for Retry-After), 1 when unknown. */
+double colid_metrics_job_s(struct colid_metrics *m);
+/* The Prometheus text exposition, malloc'd. */
+char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q);
+
+double colid_now_s(void);
+
+/* ---- the server (colid_http.c) ---- */
+struct MHD_Daemon;
+struct colid_server {
+	coli_engine_t *engine; /* used only by the queue's worker */
+	const coli_tokenizer_t *tok;
+	const struct coli_model_config *cfg;
+	struct coli_chat_template chat;
+	char model_id[128];
+	int ctx;
+	struct colid_queue queue;
+	struct colid_metrics metrics;
+	char api_key[512]; /* "" = no auth */
+	size_t max_body;   /* bytes */
+	int max_conn;
+	int timeout_s; /* idle connection timeout */
+	atomic_int stopping;
+	atomic_int inflight; /* requests holding a job whose reply is not yet sent */
+	long created;        /* unix time of start, for /v1/models */
+	struct MHD_Daemon *mhd;
+	unsigned short port;
+};
+/* Listens on host:port (port 0: any free one, stored in s->port). */
+int colid_http_start(struct colid_server *s, const char *host, int port, char *err, size_t errlen);
+/* Stop accepting connections (open ones are served). */
+void colid_http_quiesce(struct colid_server *s);
+/* Wait (up to timeout_s) for replies of finished jobs to be sent, then
+ * close every connection and join their threads. */
+void colid_http_stop(struct colid_server *s, double timeout_s);
+
+#endif

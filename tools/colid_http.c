@@ -1,0 +1,698 @@
+/*
+ * tools/colid_http.c — colid's HTTP face, on libmicrohttpd with one thread
+ * per connection (so a handler may block on its job's condition variable).
+ *
+ * A request goes through the access handler three ways:
+ *   1st call   headers only: allocate struct conn, pick the route; a body
+ *              announced bigger than --max-body-bytes with "Expect:
+ *              100-continue" is refused now (413) before it is sent
+ *   n-th call  body bytes: kept up to the limit, counted and dropped after
+ *   last call  dispatch: auth, route, method, then the endpoint
+ *
+ * Generation endpoints parse (colid_request.c), render the chat template,
+ * tokenize (the tokenizer is immutable, so this runs here, not on the
+ * engine's thread), check the context, and push a job. Then:
+ *   stream=false  wait on job->cv in the handler, polling the socket for
+ *                 POLLRDHUP every 50 ms; a vanished client cancels the job
+ *   stream=true   answer 200 at once with a chunked text/event-stream whose
+ *                 reader callback turns committed text into OpenAI chunks,
+ *                 with the same socket check while it waits
+ * The request-completed callback cancels an unfinished job (the client went
+ * away mid-stream) and drops the connection's reference to it.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "tools/colid.h"
+
+enum stage { ST_ROLE, ST_TEXT, ST_END };
+
+struct conn {
+	enum colid_route route;
+	char *body;
+	size_t len, cap, seen;
+	int too_big;
+	int answered; /* a reply was queued at the headers */
+	struct colid_request req;
+	struct colid_job *job;
+	int n_prompt;
+	char id[48];
+	long created;
+	/* streaming */
+	struct colid_server *srv;
+	struct MHD_Connection *mc;
+	enum stage stage;
+	size_t sent;
+	char *ev; /* the event being written [ev_len], ev_off sent */
+	size_t ev_len, ev_off;
+};
+
+static atomic_ullong g_req_seq;
+
+/* ---- replies ---- */
+
+static enum MHD_Result reply(struct colid_server *s, struct MHD_Connection *mc, struct conn *k,
+                             int status, char *body, const char *ctype, int retry_after)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!body)
+		body =
+		    strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}");
+	r = MHD_create_response_from_buffer(body ? strlen(body) : 0, body, MHD_RESPMEM_MUST_FREE);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", ctype);
+	if (retry_after > 0) {
+		char v[16];
+
+		snprintf(v, sizeof(v), "%d", retry_after);
+		MHD_add_response_header(r, "Retry-After", v);
+	}
+	ret = MHD_queue_response(mc, (unsigned)status, r);
+	MHD_destroy_response(r);
+	colid_metrics_request(&s->metrics, k ? k->route : COLID_R_OTHER, status);
+	return ret;
+}
+
+static enum MHD_Result reply_json(struct colid_server *s, struct MHD_Connection *mc, struct conn *k,
+                                  int status, json_t *o)
+{
+	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	return reply(s, mc, k, status, body, "application/json", 0);
+}
+
+static enum MHD_Result reply_error(struct colid_server *s, struct MHD_Connection *mc,
+                                   struct conn *k, const struct colid_error *e, int retry_after)
+{
+	return reply(s, mc, k, e->status, colid_error_json(e), "application/json", retry_after);
+}
+
+#define FAIL(status, type, code, param, ...)                                                       \
+	do {                                                                                       \
+		struct colid_error e_;                                                             \
+		colid_error_set(&e_, status, type, code, param, __VA_ARGS__);                      \
+		return reply_error(s, mc, k, &e_, 0);                                              \
+	} while (0)
+
+/* ---- the client's socket ---- */
+
+/* 1 when the peer closed or reset the connection. A pipelined next request
+ * shows as readable data, not as a hang-up, so it does not count. */
+static int client_gone(struct MHD_Connection *mc)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct pollfd p;
+
+	if (!ci)
+		return 0;
+	p.fd = ci->connect_fd;
+	p.events = POLLRDHUP;
+	p.revents = 0;
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+/* Waits until pred(job) or the client leaves (then cancels the job and
+ * returns -ECONNRESET). Caller holds j->mu. */
+static int wait_job(struct colid_job *j, struct MHD_Connection *mc, size_t sent, int need_text)
+{
+	while (!j->done && !(need_text && j->committed > sent)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+		if (!j->done && client_gone(mc)) {
+			atomic_store(&j->cancel, 1);
+			return -ECONNRESET;
+		}
+	}
+	return 0;
+}
+
+static const char *finish_name(enum colid_finish f)
+{
+	return f == COLID_FINISH_LENGTH ? "length" : "stop";
+}
+
+static json_t *usage_json(int n_prompt, int n_gen)
+{
+	return json_pack("{s:i,s:i,s:i}", "prompt_tokens", n_prompt, "completion_tokens", n_gen,
+	                 "total_tokens", n_prompt + n_gen);
+}
+
+/* A chunk or a whole completion object around `choice`. */
+static json_t *envelope(struct colid_server *s, struct conn *k, const char *object, json_t *choice)
+{
+	return json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", k->id, "object", object, "created",
+	                 (json_int_t)k->created, "model", s->model_id, "choices", choice);
+}
+
+static enum MHD_Result answer_whole(struct colid_server *s, struct MHD_Connection *mc,
+                                    struct conn *k)
+{
+	struct colid_job *j = k->job;
+	int chat = k->req.ep == COLID_EP_CHAT;
+	json_t *choice, *o;
+
+	pthread_mutex_lock(&j->mu);
+	if (wait_job(j, mc, 0, 0)) {
+		pthread_mutex_unlock(&j->mu);
+		colid_metrics_request(&s->metrics, k->route, 499);
+		return MHD_NO; /* nobody to answer: close */
+	}
+	if (j->status == -ESHUTDOWN || (j->status == -ECANCELED && atomic_load(&s->stopping))) {
+		pthread_mutex_unlock(&j->mu);
+		FAIL(503, "server_error", "shutting_down", NULL,
+		     "the server is shutting down; retry on another instance");
+	}
+	if (j->status) {
+		int st = j->status;
+
+		pthread_mutex_unlock(&j->mu);
+		FAIL(500, "server_error", NULL, NULL, "generation failed: %s", strerror(-st));
+	}
+	if (chat)
+		choice = json_pack("{s:i,s:{s:s,s:s%},s:n,s:s}", "index", 0, "message", "role",
+		                   "assistant", "content", j->text, j->len, "logprobs",
+		                   "finish_reason", finish_name(j->finish));
+	else
+		choice = json_pack("{s:s%,s:i,s:n,s:s}", "text", j->text, j->len, "index", 0,
+		                   "logprobs", "finish_reason", finish_name(j->finish));
+	o = envelope(s, k, chat ? "chat.completion" : "text_completion", choice);
+	if (o)
+		json_object_set_new(o, "usage", usage_json(k->n_prompt, j->n_gen));
+	pthread_mutex_unlock(&j->mu);
+	return reply_json(s, mc, k, 200, o);
+}
+
+/* ---- server-sent events ---- */
+
+/* k->ev = "data: A\n\n" ["data: B\n\n"] ["data: [DONE]\n\n"]; takes a and b. */
+static int set_event(struct conn *k, json_t *a, json_t *b, int done)
+{
+	char *sa = a ? json_dumps(a, JSON_COMPACT) : NULL;
+	char *sb = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	size_t n = (sa ? strlen(sa) : 0) + (sb ? strlen(sb) : 0) + 64;
+
+	json_decref(a);
+	json_decref(b);
+	free(k->ev);
+	k->ev = malloc(n);
+	k->ev_len = k->ev_off = 0;
+	if (k->ev) {
+		if (sa)
+			k->ev_len += (size_t)sprintf(k->ev + k->ev_len, "data: %s\n\n", sa);
+		if (sb)
+			k->ev_len += (size_t)sprintf(k->ev + k->ev_len, "data: %s\n\n", sb);
+		if (done)
+			k->ev_len += (size_t)sprintf(k->ev + k->ev_len, "data: [DONE]\n\n");
+	}
+	free(sa);
+	free(sb);
+	return k->ev ? 0 : -ENOMEM;
+}
+
+static json_t *chunk(struct colid_server *s, struct conn *k, const char *text, size_t n,
+                     const char *finish, int role)
+{
+	int chat = k->req.ep == COLID_EP_CHAT;
+	json_t *fin = finish ? json_string(finish) : json_null(), *c;
+
+	if (chat)
+		c = role   ? json_pack("{s:i,s:{s:s,s:s},s:n,s:o}", "index", 0, "delta", "role",
+		                       "assistant", "content", "", "logprobs", "finish_reason", fin)
+		    : text ? json_pack("{s:i,s:{s:s%},s:n,s:o}", "index", 0, "delta", "content",
+		                       text, n, "logprobs", "finish_reason", fin)
+		           : json_pack("{s:i,s:{},s:n,s:o}", "index", 0, "delta", "logprobs",
+		                       "finish_reason", fin);
+	else
+		c = json_pack("{s:s%,s:i,s:n,s:o}", "text", text ? text : "", text ? n : 0, "index",
+		              0, "logprobs", "finish_reason", fin);
+	return envelope(s, k, chat ? "chat.completion.chunk" : "text_completion", c);
+}
+
+/* Builds the next event into k->ev; -1 when the stream must end in error. */
+static int next_event(struct conn *k)
+{
+	struct colid_server *s = k->srv;
+	struct colid_job *j = k->job;
+	const char *object =
+	    k->req.ep == COLID_EP_CHAT ? "chat.completion.chunk" : "text_completion";
+	json_t *o, *u = NULL;
+
+	if (k->stage == ST_ROLE) {
+		k->stage = ST_TEXT;
+		if (k->req.ep == COLID_EP_CHAT)
+			return set_event(k, chunk(s, k, NULL, 0, NULL, 1), NULL, 0);
+	}
+	pthread_mutex_lock(&j->mu);
+	if (wait_job(j, k->mc, k->sent, 1)) {
+		pthread_mutex_unlock(&j->mu);
+		return -1;
+	}
+	if (j->committed > k->sent) {
+		o = chunk(s, k, j->text + k->sent, j->committed - k->sent, NULL, 0);
+		k->sent = j->committed;
+		pthread_mutex_unlock(&j->mu);
+		return set_event(k, o, NULL, 0);
+	}
+	k->stage = ST_END;
+	if (j->status) { /* headers are gone already: the error travels as an event */
+		int shut = j->status == -ESHUTDOWN;
+
+		o = json_pack("{s:{s:s,s:s,s:n,s:o}}", "error", "message",
+		              shut ? "the server is shutting down" : strerror(-j->status), "type",
+		              "server_error", "param", "code",
+		              shut ? json_string("shutting_down") : json_null());
+		pthread_mutex_unlock(&j->mu);
+		return set_event(k, o, NULL, 1);
+	}
+	o = chunk(s, k, NULL, 0, finish_name(j->finish), 0);
+	if (k->req.include_usage) {
+		u = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", k->id, "object", object,
+		              "created", (json_int_t)k->created, "model", s->model_id, "choices",
+		              "usage", usage_json(k->n_prompt, j->n_gen));
+	}
+	pthread_mutex_unlock(&j->mu);
+	return set_event(k, o, u, 1);
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct conn *k = cls;
+
+	for (;;) {
+		if (k->ev_off < k->ev_len) {
+			size_t n = k->ev_len - k->ev_off < max ? k->ev_len - k->ev_off : max;
+
+			memcpy(buf, k->ev + k->ev_off, n);
+			k->ev_off += n;
+			return (ssize_t)n;
+		}
+		if (k->stage == ST_END)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (next_event(k) < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+}
+
+static enum MHD_Result answer_stream(struct colid_server *s, struct MHD_Connection *mc,
+                                     struct conn *k)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	k->srv = s;
+	k->mc = mc;
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, k, NULL);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", "text/event-stream");
+	MHD_add_response_header(r, "Cache-Control", "no-cache");
+	ret = MHD_queue_response(mc, 200, r);
+	MHD_destroy_response(r);
+	colid_metrics_request(&s->metrics, k->route, 200);
+	return ret;
+}
+
+/* ---- generation endpoints ---- */
+
+/* The prompt as token ids, or a 4xx/5xx in *e. */
+static int prompt_ids(struct colid_server *s, struct conn *k, int **ids, int *n,
+                      struct colid_error *e)
+{
+	struct colid_request *r = &k->req;
+	char err[256];
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	*ids = NULL;
+	*n = 0;
+	if (r->prompt_ids) {
+		int vocab = s->cfg->vocab;
+
+		for (int i = 0; i < r->n_prompt_ids; i++)
+			if (r->prompt_ids[i] >= vocab)
+				return colid_error_set(e, 400, "invalid_request_error", NULL,
+				                       "prompt",
+				                       "'prompt' token id %d is outside the "
+				                       "vocabulary (0..%d)",
+				                       r->prompt_ids[i], vocab - 1);
+		*ids = malloc(sizeof(int) * (size_t)r->n_prompt_ids);
+		if (!*ids)
+			return colid_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+		memcpy(*ids, r->prompt_ids, sizeof(int) * (size_t)r->n_prompt_ids);
+		*n = r->n_prompt_ids;
+		return 0;
+	}
+	if (!s->tok)
+		return colid_error_set(e, 400, "invalid_request_error", NULL, "prompt",
+		                       "this model has no tokenizer; send 'prompt' as token ids");
+	if (r->ep == COLID_EP_CHAT) {
+		rc = coli_chat_render(&s->chat, r->msgs, r->n_msgs, 1, &text, &len);
+		if (rc)
+			return colid_error_set(
+			    e, rc == -ENOMEM ? 500 : 400,
+			    rc == -ENOMEM ? "server_error" : "invalid_request_error", NULL,
+			    "messages", "cannot render the messages: %s", strerror(-rc));
+	}
+	rc = coli_tokenizer_encode(s->tok, text ? text : r->prompt, text ? len : r->prompt_len, ids,
+	                           n, err, sizeof(err));
+	free(text);
+	if (rc == -EILSEQ)
+		return colid_error_set(e, 400, "invalid_request_error", NULL, "prompt", "%s", err);
+	if (rc)
+		return colid_error_set(e, 500, "server_error", NULL, NULL, "tokenizer: %s", err);
+	if (*n == 0) {
+		free(*ids);
+		*ids = NULL;
+		return colid_error_set(e, 400, "invalid_request_error", NULL, "prompt",
+		                       "the prompt encodes to no tokens");
+	}
+	return 0;
+}
+
+static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *mc, struct conn *k,
+                                enum colid_endpoint ep)
+{
+	struct colid_request *r = &k->req;
+	struct colid_error e;
+	struct coli_sampler smp;
+	int *ids = NULL, n = 0, max_new, rc;
+	uint64_t seq = atomic_fetch_add(&g_req_seq, 1) + 1;
+
+	if (colid_request_parse(k->body ? k->body : "", k->len, ep, r, &e))
+		return reply_error(s, mc, k, &e, 0);
+	if (prompt_ids(s, k, &ids, &n, &e))
+		return reply_error(s, mc, k, &e, 0);
+	k->n_prompt = n;
+	max_new = r->max_tokens;
+	if (max_new <
+	    0) /* OpenAI's defaults: 16 for completions, the rest of the context for chat */
+		max_new = ep == COLID_EP_CHAT ? s->ctx - n : (s->ctx - n < 16 ? s->ctx - n : 16);
+	if (n >= s->ctx || (long)n + max_new > s->ctx) {
+		free(ids);
+		colid_error_set(
+		    &e, 400, "invalid_request_error", "context_length_exceeded",
+		    ep == COLID_EP_CHAT ? "messages" : "prompt",
+		    "This model's maximum context length is %d tokens. However, you "
+		    "requested %ld tokens (%d in the %s, %d for the completion). Please "
+		    "reduce the length of the %s or of max_tokens.",
+		    s->ctx, (long)n + (max_new > 0 ? max_new : 0), n,
+		    ep == COLID_EP_CHAT ? "messages" : "prompt", max_new > 0 ? max_new : 0,
+		    ep == COLID_EP_CHAT ? "messages" : "prompt");
+		return reply_error(s, mc, k, &e, 0);
+	}
+	coli_sampler_init(&smp, (float)r->temperature, (float)r->top_p, r->top_k,
+	                  r->has_seed ? r->seed : (uint64_t)time(NULL) * 2654435761u + seq);
+	k->job = colid_job_new(ids, n, max_new, &smp, r->stop, r->n_stop,
+	                       ep == COLID_EP_CHAT ? s->chat.eot_id : -1);
+	free(ids);
+	if (!k->job)
+		FAIL(500, "server_error", NULL, NULL, "out of memory");
+	atomic_fetch_add(&s->inflight, 1);
+	snprintf(k->id, sizeof(k->id), "%s-%llx%06llx", ep == COLID_EP_CHAT ? "chatcmpl" : "cmpl",
+	         (unsigned long long)s->created, (unsigned long long)seq);
+	k->created = (long)time(NULL);
+	rc = colid_queue_push(&s->queue, k->job);
+	if (rc == -EAGAIN) {
+		int depth = colid_queue_depth(&s->queue);
+		double wait = (depth + 1) * colid_metrics_job_s(&s->metrics);
+		int after = wait < 1 ? 1 : (int)(wait + 0.999);
+
+		colid_error_set(&e, 429, "rate_limit_error", "queue_full", NULL,
+		                "the server is busy (%d requests queued); retry after %d s", depth,
+		                after);
+		return reply_error(s, mc, k, &e, after);
+	}
+	if (rc)
+		FAIL(503, "server_error", "shutting_down", NULL, "the server is shutting down");
+	return r->stream ? answer_stream(s, mc, k) : answer_whole(s, mc, k);
+}
+
+/* ---- the other routes ---- */
+
+static enum MHD_Result models(struct colid_server *s, struct MHD_Connection *mc, struct conn *k,
+                              const char *which)
+{
+	json_t *m = json_pack("{s:s,s:s,s:I,s:s}", "id", s->model_id, "object", "model", "created",
+	                      (json_int_t)s->created, "owned_by", "coli");
+
+	if (!which)
+		return reply_json(s, mc, k, 200,
+		                  json_pack("{s:s,s:[o]}", "object", "list", "data", m));
+	if (strcmp(which, s->model_id)) {
+		json_decref(m);
+		FAIL(404, "invalid_request_error", "model_not_found", "model",
+		     "The model '%s' does not exist; this server has '%s'", which, s->model_id);
+	}
+	return reply_json(s, mc, k, 200, m);
+}
+
+static enum MHD_Result health(struct colid_server *s, struct MHD_Connection *mc, struct conn *k)
+{
+	int stopping = atomic_load(&s->stopping);
+
+	return reply_json(s, mc, k, stopping ? 503 : 200,
+	                  json_pack("{s:s,s:s,s:i,s:i}", "status", stopping ? "stopping" : "ok",
+	                            "model", s->model_id, "queue_depth",
+	                            colid_queue_depth(&s->queue), "queue_capacity", s->queue.cap));
+}
+
+/* Constant-time comparison of the bearer token with the key. */
+static int authorized(struct colid_server *s, struct MHD_Connection *mc)
+{
+	const char *h = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Authorization");
+	size_t n = strlen(s->api_key), m;
+	unsigned char diff = 0;
+
+	if (!n)
+		return 1;
+	if (!h || strncasecmp(h, "Bearer ", 7))
+		return 0;
+	h += 7;
+	m = strlen(h);
+	for (size_t i = 0; i < n; i++)
+		diff |= (unsigned char)s->api_key[i] ^ (unsigned char)(i < m ? h[i] : 0);
+	return !diff && m == n;
+}
+
+static enum colid_route route_of(const char *url)
+{
+	if (!strcmp(url, "/v1/chat/completions"))
+		return COLID_R_CHAT;
+	if (!strcmp(url, "/v1/completions"))
+		return COLID_R_COMPLETIONS;
+	if (!strcmp(url, "/v1/models") || !strncmp(url, "/v1/models/", 11))
+		return COLID_R_MODELS;
+	if (!strcmp(url, "/health"))
+		return COLID_R_HEALTH;
+	if (!strcmp(url, "/metrics"))
+		return COLID_R_METRICS;
+	return COLID_R_OTHER;
+}
+
+static enum MHD_Result dispatch(struct colid_server *s, struct MHD_Connection *mc, struct conn *k,
+                                const char *url, const char *method)
+{
+	int post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
+
+	if (k->route == COLID_R_OTHER)
+		FAIL(404, "invalid_request_error", "not_found", NULL, "Invalid URL (%s %s)", method,
+		     url);
+	if (!strncmp(url, "/v1/", 4) && !authorized(s, mc)) {
+		struct colid_error e;
+
+		colid_error_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
+		                "Incorrect or missing API key: send 'Authorization: Bearer KEY'");
+		return reply_error(s, mc, k, &e, 0);
+	}
+	if (k->route == COLID_R_CHAT || k->route == COLID_R_COMPLETIONS) {
+		if (!post)
+			FAIL(405, "invalid_request_error", "method_not_allowed", NULL,
+			     "%s needs POST, not %s", url, method);
+		if (k->too_big)
+			FAIL(413, "invalid_request_error", "request_too_large", NULL,
+			     "the request body (%zu bytes) is larger than the limit of %zu bytes "
+			     "(colid --max-body-bytes)",
+			     k->seen, s->max_body);
+		if (atomic_load(&s->stopping))
+			FAIL(503, "server_error", "shutting_down", NULL,
+			     "the server is shutting down");
+		return generate(s, mc, k,
+		                k->route == COLID_R_CHAT ? COLID_EP_CHAT : COLID_EP_COMPLETIONS);
+	}
+	if (!get)
+		FAIL(405, "invalid_request_error", "method_not_allowed", NULL,
+		     "%s needs GET, not %s", url, method);
+	if (k->route == COLID_R_MODELS)
+		return models(s, mc, k, url[10] == '/' ? url + 11 : NULL);
+	if (k->route == COLID_R_HEALTH)
+		return health(s, mc, k);
+	return reply(s, mc, k, 200, colid_metrics_text(&s->metrics, &s->queue),
+	             "text/plain; version=0.0.4; charset=utf-8", 0);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *data_size, void **con_cls)
+{
+	struct colid_server *s = cls;
+	struct conn *k = *con_cls;
+
+	if (!k) { /* headers only */
+		const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length");
+		const char *ex = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Expect");
+
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return MHD_NO;
+		k->route = route_of(url);
+		*con_cls = k;
+		if (cl && ex && !strcasecmp(ex, "100-continue") &&
+		    strtoull(cl, NULL, 10) > s->max_body) {
+			k->too_big = 1;
+			k->answered = 1;
+			k->seen = strtoull(cl, NULL, 10);
+			FAIL(413, "invalid_request_error", "request_too_large", NULL,
+			     "the request body (%zu bytes) is larger than the limit of %zu bytes "
+			     "(colid --max-body-bytes)",
+			     k->seen, s->max_body);
+		}
+		return MHD_YES;
+	}
+	if (*data_size) { /* body bytes: keep up to the limit, count the rest */
+		size_t n = *data_size;
+
+		k->seen += n;
+		*data_size = 0;
+		if (k->too_big || k->len + n > s->max_body) {
+			k->too_big = 1;
+			return MHD_YES;
+		}
+		if (k->len + n + 1 > k->cap) {
+			size_t cap = k->cap ? k->cap : 4096;
+			char *p;
+
+			while (cap < k->len + n + 1)
+				cap *= 2;
+			p = realloc(k->body, cap);
+			if (!p)
+				return MHD_NO;
+			k->body = p;
+			k->cap = cap;
+		}
+		memcpy(k->body + k->len, data, n);
+		k->len += n;
+		k->body[k->len] = 0;
+		return MHD_YES;
+	}
+	if (k->answered) /* refused at the headers already */
+		return MHD_YES;
+	return dispatch(s, mc, k, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	struct conn *k = *con_cls;
+
+	if (!k)
+		return;
+	if (k->job) {
+		pthread_mutex_lock(&k->job->mu);
+		if (!k->job->done) /* the client left mid-stream */
+			atomic_store(&k->job->cancel, 1);
+		pthread_mutex_unlock(&k->job->mu);
+		colid_job_put(k->job);
+		atomic_fetch_sub(&((struct colid_server *)cls)->inflight, 1);
+	}
+	colid_request_free(&k->req);
+	free(k->body);
+	free(k->ev);
+	free(k);
+	*con_cls = NULL;
+}
+
+int colid_http_start(struct colid_server *s, const char *host, int port, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+	                 MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	const union MHD_DaemonInfo *di;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons((uint16_t)port);
+	} else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons((uint16_t)port);
+		flags |= MHD_USE_IPv6;
+	} else {
+		snprintf(err, errlen, "--host '%s' is not a numeric IPv4 or IPv6 address", host);
+		return -EINVAL;
+	}
+	s->mhd = MHD_start_daemon(
+	    flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED,
+	    on_completed, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_conn, MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)s->timeout_s, MHD_OPTION_END);
+	if (!s->mhd) {
+		snprintf(err, errlen,
+		         "cannot listen on %s port %d (in use, or not an address of "
+		         "this host?)",
+		         host, port);
+		return -EADDRINUSE;
+	}
+	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = di ? di->port : (unsigned short)port;
+	return 0;
+}
+
+void colid_http_quiesce(struct colid_server *s)
+{
+	MHD_socket fd;
+
+	if (!s->mhd)
+		return;
+	fd = MHD_quiesce_daemon(s->mhd);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+}
+
+void colid_http_stop(struct colid_server *s, double timeout_s)
+{
+	double t0 = colid_now_s();
+
+	/* Jobs are all finished here; let their last bytes go out. */
+	while (atomic_load(&s->inflight) > 0 && colid_now_s() - t0 < timeout_s)
+		usleep(10000);
+	if (s->mhd)
+		MHD_stop_daemon(s->mhd);
+	s->mhd = NULL;
+}

@@ -1,0 +1,205 @@
+/*
+ * tools/colid_metrics.c — colid's counters and their Prometheus text format
+ * (GET /metrics, version 0.0.4 of the exposition format).
+ *
+ * Two sources: the server's own counters (requests by route and status
+ * class, tokens, seconds in prefill/decode/queue), bumped under m->mu by
+ * HTTP threads and the worker; and the engine's cumulative stats
+ * (struct coli_engine_stats: tier hits and bytes, disk reads), which only the
+ * worker may read, so it snapshots them into m->est after every job. Every
+ * name starts with coli_; docs/api.md lists them.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/colid.h"
+
+static const char *g_route_names[COLID_R_N] = {"chat",   "completions", "models",
+                                               "health", "metrics",     "other"};
+/* index into requests[][]: status classes kept apart where they matter */
+static const char *g_code_names[6] = {"2xx", "4xx", "429", "5xx", "401", "413"};
+
+void colid_metrics_init(struct colid_metrics *m)
+{
+	memset(m, 0, sizeof(*m));
+	pthread_mutex_init(&m->mu, NULL);
+	m->started_s = colid_now_s();
+}
+
+void colid_metrics_request(struct colid_metrics *m, enum colid_route r, int status)
+{
+	int c = status == 429   ? 2
+	        : status == 401 ? 4
+	        : status == 413 ? 5
+	        : status >= 500 ? 3
+	        : status >= 400 ? 1
+	                        : 0;
+
+	pthread_mutex_lock(&m->mu);
+	m->requests[r][c]++;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j,
+                       const struct coli_engine_stats *est, double queue_s)
+{
+	pthread_mutex_lock(&m->mu);
+	m->jobs++;
+	if (j->status == -ECANCELED)
+		m->cancelled++;
+	if (est) {
+		m->est = *est;
+		m->prompt_tokens += (uint64_t)j->st.n_prompt;
+		m->completion_tokens += (uint64_t)j->n_gen;
+		m->prefill_s += j->st.prefill_s;
+		m->decode_s += j->st.decode_s;
+		m->queue_s += queue_s;
+		if (j->st.prefill_s > 0)
+			m->last_prefill_tps = j->st.n_prompt / j->st.prefill_s;
+		if (j->st.n_gen > 1 && j->st.decode_s > 0) {
+			m->decode_tokens += (uint64_t)(j->st.n_gen - 1);
+			m->last_decode_tps = (j->st.n_gen - 1) / j->st.decode_s;
+		}
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+double colid_metrics_job_s(struct colid_metrics *m)
+{
+	double s = 1;
+
+	pthread_mutex_lock(&m->mu);
+	if (m->jobs)
+		s = (m->prefill_s + m->decode_s) / (double)m->jobs;
+	pthread_mutex_unlock(&m->mu);
+	return s;
+}
+
+/* ---- text building ---- */
+struct out {
+	char *p;
+	size_t len, cap;
+};
+
+static void __attribute__((format(printf, 2, 3))) emit(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(o->p ? o->p + o->len : NULL, o->p ? o->cap - o->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if (o->p && o->len + (size_t)n < o->cap) {
+			o->len += (size_t)n;
+			return;
+		}
+		size_t cap = o->cap ? o->cap * 2 : 4096;
+		while (cap < o->len + (size_t)n + 1)
+			cap *= 2;
+		char *p = realloc(o->p, cap);
+		if (!p)
+			return;
+		o->p = p;
+		o->cap = cap;
+	}
+}
+
+static void head(struct out *o, const char *name, const char *type, const char *help)
+{
+	emit(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
+{
+	static const char *tiers[COLI_TIER_N] = {"vram", "ram", "disk"};
+	struct colid_metrics s;
+	struct out o = {0};
+	int depth = colid_queue_depth(q), running;
+
+	pthread_mutex_lock(&q->mu);
+	running = q->running != NULL;
+	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_lock(&m->mu);
+	s = *m; /* a consistent copy; the mutex field of the copy is not used */
+	pthread_mutex_unlock(&m->mu);
+
+	head(&o, "coli_requests_total", "counter", "HTTP requests answered, by route and status");
+	for (int r = 0; r < COLID_R_N; r++)
+		for (int c = 0; c < 6; c++)
+			emit(&o, "coli_requests_total{route=\"%s\",code=\"%s\"} %llu\n",
+			     g_route_names[r], g_code_names[c],
+			     (unsigned long long)s.requests[r][c]);
+	head(&o, "coli_generations_total", "counter", "generation jobs run by the engine");
+	emit(&o, "coli_generations_total %llu\n", (unsigned long long)s.jobs);
+	head(&o, "coli_generations_cancelled_total", "counter",
+	     "jobs stopped because the client went away or the server stopped");
+	emit(&o, "coli_generations_cancelled_total %llu\n", (unsigned long long)s.cancelled);
+	head(&o, "coli_prompt_tokens_total", "counter", "prompt tokens prefilled");
+	emit(&o, "coli_prompt_tokens_total %llu\n", (unsigned long long)s.prompt_tokens);
+	head(&o, "coli_completion_tokens_total", "counter", "tokens generated");
+	emit(&o, "coli_completion_tokens_total %llu\n", (unsigned long long)s.completion_tokens);
+	head(&o, "coli_prefill_seconds_total", "counter", "seconds spent in prefill");
+	emit(&o, "coli_prefill_seconds_total %.6f\n", s.prefill_s);
+	head(&o, "coli_decode_seconds_total", "counter", "seconds spent decoding");
+	emit(&o, "coli_decode_seconds_total %.6f\n", s.decode_s);
+	head(&o, "coli_queue_wait_seconds_total", "counter", "seconds jobs waited in the queue");
+	emit(&o, "coli_queue_wait_seconds_total %.6f\n", s.queue_s);
+	head(&o, "coli_prefill_tokens_per_second", "gauge",
+	     "prefill rate: all jobs (avg), last job");
+	emit(&o, "coli_prefill_tokens_per_second{window=\"all\"} %.3f\n",
+	     s.prefill_s > 0 ? s.prompt_tokens / s.prefill_s : 0);
+	emit(&o, "coli_prefill_tokens_per_second{window=\"last\"} %.3f\n", s.last_prefill_tps);
+	head(&o, "coli_decode_tokens_per_second", "gauge", "decode rate: all jobs (avg), last job");
+	emit(&o, "coli_decode_tokens_per_second{window=\"all\"} %.3f\n",
+	     s.decode_s > 0 ? s.decode_tokens / s.decode_s : 0);
+	emit(&o, "coli_decode_tokens_per_second{window=\"last\"} %.3f\n", s.last_decode_tps);
+	head(&o, "coli_queue_depth", "gauge", "jobs waiting for the engine");
+	emit(&o, "coli_queue_depth %d\n", depth);
+	head(&o, "coli_queue_capacity", "gauge", "queue slots (a full queue answers 429)");
+	emit(&o, "coli_queue_capacity %d\n", q->cap);
+	head(&o, "coli_running", "gauge", "1 while the engine is generating");
+	emit(&o, "coli_running %d\n", running);
+	head(&o, "coli_engine_tokens_total", "counter", "tokens through the forward pass");
+	emit(&o, "coli_engine_tokens_total %llu\n", (unsigned long long)s.est.tokens);
+	head(&o, "coli_expert_uses_total", "counter", "(token, routed expert) pairs");
+	emit(&o, "coli_expert_uses_total %llu\n", (unsigned long long)s.est.expert_uses);
+	head(&o, "coli_tier_hits_total", "counter", "expert-layer loads served by each tier");
+	for (int t = 0; t < COLI_TIER_N; t++)
+		emit(&o, "coli_tier_hits_total{tier=\"%s\"} %llu\n", tiers[t],
+		     (unsigned long long)s.est.hits[t]);
+	head(&o, "coli_tier_bytes_total", "counter", "slab bytes served by each tier");
+	for (int t = 0; t < COLI_TIER_N; t++)
+		emit(&o, "coli_tier_bytes_total{tier=\"%s\"} %llu\n", tiers[t],
+		     (unsigned long long)s.est.bytes[t]);
+	head(&o, "coli_disk_reads_total", "counter", "slab reads issued (demand + prefetch)");
+	emit(&o, "coli_disk_reads_total %llu\n", (unsigned long long)s.est.disk_reads);
+	head(&o, "coli_disk_read_bytes_total", "counter", "bytes read from disk");
+	emit(&o, "coli_disk_read_bytes_total %llu\n", (unsigned long long)s.est.disk_bytes_read);
+	head(&o, "coli_disk_read_seconds_total", "counter",
+	     "wall seconds with disk reads in flight");
+	emit(&o, "coli_disk_read_seconds_total %.6f\n", s.est.disk_read_s);
+	head(&o, "coli_disk_gigabytes_per_second", "gauge", "disk read rate while reading");
+	emit(&o, "coli_disk_gigabytes_per_second %.4f\n",
+	     s.est.disk_read_s > 0 ? s.est.disk_bytes_read / s.est.disk_read_s / 1e9 : 0);
+	head(&o, "coli_disk_wait_seconds_total", "counter",
+	     "seconds the forward pass blocked on disk");
+	emit(&o, "coli_disk_wait_seconds_total %.6f\n", s.est.disk_wait_s);
+	head(&o, "coli_prefetch_total", "counter", "router-lookahead prefetches by outcome");
+	emit(&o, "coli_prefetch_total{outcome=\"issued\"} %llu\n",
+	     (unsigned long long)s.est.prefetch_issued);
+	emit(&o, "coli_prefetch_total{outcome=\"used\"} %llu\n",
+	     (unsigned long long)s.est.prefetch_used);
+	emit(&o, "coli_prefetch_total{outcome=\"wasted\"} %llu\n",
+	     (unsigned long long)s.est.prefetch_wasted);
+	head(&o, "coli_h2d_bytes_total", "counter", "host to device copies");
+	emit(&o, "coli_h2d_bytes_total %llu\n", (unsigned long long)s.est.h2d_bytes);
+	head(&o, "coli_uptime_seconds", "gauge", "seconds since colid started");
+	emit(&o, "coli_uptime_seconds %.3f\n", colid_now_s() - s.started_s);
+	return o.p;
+}

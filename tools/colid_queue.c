@@ -1,0 +1,373 @@
+/*
+ * tools/colid_queue.c — the bounded FIFO of generation jobs and the one
+ * worker thread that owns the engine.
+ *
+ * The engine is not thread-safe, so exactly one thread calls it. HTTP threads
+ * push jobs into a ring of `cap` slots (full: -EAGAIN, which the server turns
+ * into 429 + Retry-After); the worker pops in order, runs coli_generate, and
+ * publishes text as it decodes:
+ *
+ *   job->text  [len]        everything decoded so far (complete UTF-8 only)
+ *   job->committed          prefix that is final: the last (longest stop - 1)
+ *                           bytes are held back until no stop string can
+ *                           begin there; a match truncates text at the match
+ *
+ * Under job->mu the worker appends, moves `committed`, and broadcasts
+ * job->cv; readers wait on the same cv. Generation stops at the model's EOS
+ * (the engine), at the template's end-of-turn id (ChatML <|im_end|>, which
+ * some models lack in their EOS list), at a stop string, at max_tokens, or
+ * when job->cancel is set (the client went away, or shutdown), checked at
+ * every token. A job whose client left while queued is skipped.
+ *
+ * Lock order: queue->mu, then job->mu; never the reverse.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/colid.h"
+
+double colid_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct colid_job *colid_job_new(const int *ids, int n_ids, int max_tokens,
+                                const struct coli_sampler *s, char *const *stop, int n_stop,
+                                int eot_id)
+{
+	struct colid_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_cond_init(&j->cv, NULL);
+	j->refs = 1;
+	j->ids = malloc(sizeof(int) * (size_t)n_ids);
+	j->cap = 256;
+	j->text = malloc(j->cap);
+	if (!j->ids || !j->text)
+		goto err;
+	j->text[0] = 0;
+	memcpy(j->ids, ids, sizeof(int) * (size_t)n_ids);
+	j->n_ids = n_ids;
+	j->max_tokens = max_tokens;
+	j->sampler = *s;
+	j->eot_id = eot_id;
+	for (int i = 0; i < n_stop && i < COLID_MAX_STOP; i++) {
+		j->stop[i] = strdup(stop[i]);
+		if (!j->stop[i])
+			goto err;
+		j->n_stop = i + 1;
+	}
+	atomic_init(&j->cancel, 0);
+	j->enqueued_s = colid_now_s();
+	return j;
+err:
+	colid_job_put(j);
+	return NULL;
+}
+
+void colid_job_put(struct colid_job *j)
+{
+	int last;
+
+	if (!j)
+		return;
+	pthread_mutex_lock(&j->mu);
+	last = --j->refs == 0;
+	pthread_mutex_unlock(&j->mu);
+	if (!last)
+		return;
+	for (int i = 0; i < j->n_stop; i++)
+		free(j->stop[i]);
+	free(j->ids);
+	free(j->text);
+	pthread_mutex_destroy(&j->mu);
+	pthread_cond_destroy(&j->cv);
+	free(j);
+}
+
+/* Caller holds j->mu. Marks the job finished and wakes its reader. */
+static void job_finish(struct colid_job *j, int status)
+{
+	j->status = status;
+	j->committed = j->len;
+	j->done = 1;
+	pthread_cond_broadcast(&j->cv);
+}
+
+/* ---- the generation callback: runs on the worker, once per token ---- */
+
+static size_t longest_stop(const struct colid_job *j)
+{
+	size_t m = 0;
+
+	for (int i = 0; i < j->n_stop; i++)
+		if (strlen(j->stop[i]) > m)
+			m = strlen(j->stop[i]);
+	return m;
+}
+
+static int append(struct colid_job *j, const char *s, size_t n)
+{
+	if (j->len + n + 1 > j->cap) {
+		size_t cap = j->cap * 2;
+		char *p;
+
+		while (cap < j->len + n + 1)
+			cap *= 2;
+		p = realloc(j->text, cap);
+		if (!p)
+			return -ENOMEM;
+		j->text = p;
+		j->cap = cap;
+	}
+	memcpy(j->text + j->len, s, n);
+	j->len += n;
+	j->text[j->len] = 0;
+	return 0;
+}
+
+/* After appending: look for a stop string that ends in the new bytes, else
+ * commit all but the last (longest - 1) bytes, backed off to a character
+ * boundary so a reader never gets half a UTF-8 sequence. */
+static void scan_stops(struct colid_job *j, size_t old_len)
+{
+	size_t hold = longest_stop(j), from, best = (size_t)-1, c;
+
+	if (!hold) {
+		j->committed = j->len;
+		return;
+	}
+	from = old_len > hold - 1 ? old_len - (hold - 1) : 0;
+	for (int i = 0; i < j->n_stop; i++) {
+		const char *p =
+		    memmem(j->text + from, j->len - from, j->stop[i], strlen(j->stop[i]));
+
+		if (p && (size_t)(p - j->text) < best)
+			best = (size_t)(p - j->text);
+	}
+	if (best != (size_t)-1) {
+		j->len = best;
+		j->text[best] = 0;
+		j->committed = best;
+		j->stopped = 1;
+		j->finish = COLID_FINISH_STOP;
+		return;
+	}
+	c = j->len > hold - 1 ? j->len - (hold - 1) : 0;
+	while (c > j->committed && ((unsigned char)j->text[c] & 0xc0) == 0x80)
+		c--;
+	if (c > j->committed)
+		j->committed = c;
+}
+
+static int on_token(void *arg, int id, const char *text, size_t len)
+{
+	struct colid_job *j = arg;
+	size_t old;
+	int rc = 0;
+
+	if (j->stopped)
+		return 1; /* the flush after a stop: nothing more belongs to the reply */
+	if (atomic_load(&j->cancel)) {
+		j->stopped = 1;
+		return 1;
+	}
+	if (j->delay_us)
+		usleep(j->delay_us);
+	if (id >= 0 && id == j->eot_id) {
+		j->stopped = 1;
+		j->finish = COLID_FINISH_STOP;
+		return 1;
+	}
+	pthread_mutex_lock(&j->mu);
+	if (id >= 0)
+		j->n_gen++;
+	old = j->len;
+	if (len && append(j, text, len))
+		rc = j->stopped = 1;
+	else
+		scan_stops(j, old);
+	if (j->committed > 0 || j->stopped)
+		pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	return rc || j->stopped;
+}
+
+static void run_job(struct colid_queue *q, struct colid_job *j)
+{
+	struct coli_engine_stats est;
+	double t0 = colid_now_s();
+	int rc;
+
+	rc = coli_generate(q->engine, j->ids, j->n_ids, j->max_tokens, &j->sampler, on_token, j,
+	                   &j->st);
+	coli_engine_stats(q->engine, &est);
+	pthread_mutex_lock(&j->mu);
+	if (!j->finish && !rc)
+		j->finish = j->st.stopped_eos || j->n_gen < j->max_tokens ? COLID_FINISH_STOP
+		                                                          : COLID_FINISH_LENGTH;
+	if (!rc && atomic_load(&j->cancel))
+		rc = -ECANCELED;
+	job_finish(j, rc);
+	pthread_mutex_unlock(&j->mu);
+	colid_metrics_job(q->metrics, j, &est, t0 - j->enqueued_s);
+}
+
+static void *worker_main(void *arg)
+{
+	struct colid_queue *q = arg;
+
+	for (;;) {
+		struct colid_job *j;
+
+		pthread_mutex_lock(&q->mu);
+		while (!q->n && !q->closing)
+			pthread_cond_wait(&q->cv, &q->mu);
+		if (!q->n) { /* closing and drained */
+			pthread_mutex_unlock(&q->mu);
+			break;
+		}
+		j = q->ring[q->head];
+		q->head = (q->head + 1) % q->cap;
+		q->n--;
+		q->running = j;
+		pthread_mutex_unlock(&q->mu);
+
+		if (atomic_load(&j->cancel)) { /* the client left while it waited */
+			pthread_mutex_lock(&j->mu);
+			job_finish(j, -ECANCELED);
+			pthread_mutex_unlock(&j->mu);
+			colid_metrics_job(q->metrics, j, NULL, 0);
+		} else {
+			run_job(q, j);
+		}
+		pthread_mutex_lock(&q->mu);
+		q->running = NULL;
+		pthread_mutex_unlock(&q->mu);
+		colid_job_put(j);
+	}
+	return NULL;
+}
+
+int colid_queue_init(struct colid_queue *q, int cap, coli_engine_t *e, struct colid_metrics *m)
+{
+	memset(q, 0, sizeof(*q));
+	if (cap < 1)
+		return -EINVAL;
+	q->ring = calloc((size_t)cap, sizeof(*q->ring));
+	if (!q->ring)
+		return -ENOMEM;
+	q->cap = cap;
+	q->engine = e;
+	q->metrics = m;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	return 0;
+}
+
+int colid_queue_start(struct colid_queue *q)
+{
+	int rc = pthread_create(&q->worker, NULL, worker_main, q);
+
+	if (rc)
+		return -rc;
+	q->worker_started = 1;
+	return 0;
+}
+
+int colid_queue_push(struct colid_queue *q, struct colid_job *j)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&q->mu);
+	if (q->closing)
+		rc = -ESHUTDOWN;
+	else if (q->n == q->cap)
+		rc = -EAGAIN;
+	else {
+		pthread_mutex_lock(&j->mu);
+		j->refs++;
+		j->enqueued_s = colid_now_s();
+		j->delay_us = q->delay_us;
+		pthread_mutex_unlock(&j->mu);
+		q->ring[(q->head + q->n) % q->cap] = j;
+		q->n++;
+		pthread_cond_signal(&q->cv);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return rc;
+}
+
+int colid_queue_depth(struct colid_queue *q)
+{
+	int n;
+
+	pthread_mutex_lock(&q->mu);
+	n = q->n;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+void colid_queue_close(struct colid_queue *q)
+{
+	pthread_mutex_lock(&q->mu);
+	q->closing = 1;
+	/* Waiting jobs end now; their readers answer 503. */
+	while (q->n) {
+		struct colid_job *j = q->ring[q->head];
+
+		q->head = (q->head + 1) % q->cap;
+		q->n--;
+		pthread_mutex_lock(&j->mu);
+		job_finish(j, -ESHUTDOWN);
+		pthread_mutex_unlock(&j->mu);
+		colid_job_put(j);
+	}
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void colid_queue_cancel_running(struct colid_queue *q)
+{
+	pthread_mutex_lock(&q->mu);
+	if (q->running)
+		atomic_store(&q->running->cancel, 1);
+	pthread_mutex_unlock(&q->mu);
+}
+
+int colid_queue_join(struct colid_queue *q, double timeout_s)
+{
+	struct timespec ts;
+	int rc;
+
+	if (!q->worker_started)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)timeout_s;
+	ts.tv_nsec += (long)((timeout_s - (time_t)timeout_s) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	rc = pthread_timedjoin_np(q->worker, NULL, &ts);
+	if (rc)
+		return -rc;
+	q->worker_started = 0;
+	return 0;
+}
+
+void colid_queue_free(struct colid_queue *q)
+{
+	free(q->ring);
+	pthread_mutex_destroy(&q->mu);
+	pthread_cond_destroy(&q->cv);
+	memset(q, 0, sizeof(*q));
+}

@@ -1,0 +1,61 @@
+/*
+ * tools/fuzz_request.c — libFuzzer target for colid's request parser
+ * (tools/colid_request.c): the input is an HTTP body, parsed as both a chat
+ * and a completions request; an accepted one is rendered through every chat
+ * family (core/chat.c) and its error path is formatted, so a parser that
+ * lets through something the renderer or the JSON writer cannot take shows
+ * up as an ASan/UBSan report. The first byte picks nothing: the body is the
+ * whole input, so a corpus of real request bodies works as seeds.
+ *
+ * fuzz-sources: tools/colid_request.c
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/colid.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void render_all(const struct colid_request *r)
+{
+	struct coli_chat_template t = {.eot_id = -1};
+
+	strcpy(t.bos, "<s>");
+	strcpy(t.eos, "</s>");
+	for (int f = COLI_CHAT_PLAIN; f <= COLI_CHAT_INST; f++) {
+		char *s;
+		size_t n;
+
+		t.family = (enum coli_chat_family)f;
+		if (!coli_chat_render(&t, r->msgs, r->n_msgs, 1, &s, &n)) {
+			if (strlen(s) != n) /* contents hold no NUL: jansson refuses \u0000 */
+				abort();
+			free(s);
+		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	for (int ep = COLID_EP_COMPLETIONS; ep <= COLID_EP_CHAT; ep++) {
+		struct colid_request r;
+		struct colid_error e;
+
+		memset(&e, 0, sizeof(e));
+		if (colid_request_parse((const char *)data, size, (enum colid_endpoint)ep, &r,
+		                        &e)) {
+			char *js = colid_error_json(&e);
+
+			if (!js || e.status < 400 || e.status > 599)
+				abort();
+			free(js);
+			continue;
+		}
+		if (ep == COLID_EP_CHAT)
+			render_all(&r);
+		else if (!r.prompt && !r.n_prompt_ids)
+			abort();
+		colid_request_free(&r);
+	}
+	return 0;
+}
