@@ -182,7 +182,7 @@ int bench_io_main(int argc, char **argv)
 		    "%.4f},\n"
 		    " \"slabs\": {\"n\": %d, \"slab_bytes\": %llu, \"bytes\": %llu, \"gbs\": %.4f, "
 		    "\"gbs_min\": %.4f, \"gbs_max\": %.4f, \"slabs_per_s\": %.2f},\n"
-		    " \"ratio\": %.4f}\n",
+		    " \"ratio\": %.6g}\n",
 		    model, seq.last.direct ? "true" : "false", eng, qd, block, rounds,
 		    (unsigned long long)seq_bytes, seq.med, seq.min, seq.max, n_slabs,
 		    (unsigned long long)l0->slab_bytes, (unsigned long long)slab_sum, slabs.med,

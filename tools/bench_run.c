@@ -383,7 +383,7 @@ static void print_json(struct run *R)
 			if (a->bound.term_s[t] >= 0)
 				printf("%s\"%s\": %.6g", k++ ? ", " : "", bench_term_name[t],
 				       a->bound.term_s[t]);
-		printf("}, \"bound_term\": \"%s\", \"bound_tok_s\": %.4f, \"ratio\": %.4f}",
+		printf("}, \"bound_term\": \"%s\", \"bound_tok_s\": %.6g, \"ratio\": %.6g}",
 		       bench_term_name[a->bound.dominant], 1.0 / a->bound.bound_s,
 		       a->tok_s * a->bound.bound_s);
 	}
