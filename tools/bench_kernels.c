@@ -153,6 +153,7 @@ int bench_kernels_main(int argc, char **argv)
 	static const enum coli_dtype dts[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
 	static const int Ss[] = {1, 2, 4, 8};
 	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), reps = 7, json = 0, mib = 256, err;
+	int read_only = 0; /* --read-only: only the host read (tools/bench_vs_fio.sh) */
 	struct wset ws[3] = {0};
 	struct acts a2048 = {0}, a768 = {0};
 	struct arm arms[1 + 3 * 4];
@@ -170,6 +171,8 @@ int bench_kernels_main(int argc, char **argv)
 			mib = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--json"))
 			json = 1;
+		else if (!strcmp(argv[i], "--read-only"))
+			read_only = 1;
 		else
 			return tool_err("bench kernels",
 			                "unknown argument '%s' (see coli bench --help)", argv[i]);
@@ -186,7 +189,7 @@ int bench_kernels_main(int argc, char **argv)
 	if (acts_build(&a2048, 2048) || acts_build(&a768, 768))
 		return tool_err("bench kernels", "out of memory");
 	arms[n_arms++] = (struct arm){"read", NULL, 0, NULL, 0};
-	for (int d = 0; d < 3; d++) {
+	for (int d = 0; d < (read_only ? 0 : 3); d++) {
 		if (wset_build(&ws[d], dts[d], target))
 			return tool_err("bench kernels", "cannot allocate %d MiB of %s weights",
 			                mib, coli_dtype_name(dts[d]));

@@ -6,7 +6,8 @@
 #   disk  `coli bench io` sequential O_DIRECT read of the expert region
 #         vs fio --ioengine=io_uring --direct=1 --rw=read, same file, offset,
 #         size, block (4 MiB) and depth (8)
-#   RAM   `coli bench kernels` host read (tools/bench_measure.c)
+#   RAM   `coli bench kernels --read-only` host read (tools/bench_measure.c,
+#         median of 10 passes)
 #         vs a STREAM-style read-only kernel written independently here
 #         (plain C sum over 256 MiB, OpenMP threads = online CPUs, compiled
 #         by the system cc with -O2 -march=native)
@@ -77,7 +78,7 @@ f = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))
 print(f["jobs"][0]["read"]["bw_bytes"] / 1e9, c["seq"]["gbs"], c["direct"])
 P
 	"$T/stream_read" >"$T/s.txt"
-	"$COLI" bench kernels --json --reps 5 --mib 256 >"$T/k.json"
+	"$COLI" bench kernels --json --read-only --reps 10 --mib 256 >"$T/k.json"
 	python3 - "$T/s.txt" "$T/k.json" >>"$T/ram.txt" <<'P'
 import json, sys
 s = open(sys.argv[1]).read().split(); k = json.load(open(sys.argv[2]))
