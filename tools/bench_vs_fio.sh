@@ -7,10 +7,11 @@
 #         vs fio --ioengine=io_uring --direct=1 --rw=read, same file, offset,
 #         size, block (4 MiB) and depth (8)
 #   RAM   `coli bench kernels --read-only` host read (tools/bench_measure.c,
-#         median of 10 passes)
+#         median of 10 passes), with all online CPUs and with one thread
 #         vs a STREAM-style read-only kernel written independently here
 #         (plain C sum over 256 MiB, OpenMP threads = online CPUs, compiled
-#         by the system cc with -O2 -march=native)
+#         by the system cc with -O3 -march=native; at -O2 gcc 12 leaves the
+#         sum scalar and it is compute bound, ~5 GB/s per thread here)
 #
 # Not a test: it prints figures for docs/perf/README.md, with the machine
 # and the commit. Needs fio, python3, cc with OpenMP. Run from the repo root.
@@ -62,7 +63,7 @@ int main(void)
 	return 0;
 }
 C
-cc -O2 -march=native -fopenmp -o "$T/stream_read" "$T/stream_read.c"
+cc -O3 -march=native -fopenmp -o "$T/stream_read" "$T/stream_read.c"
 
 : >"$T/disk.txt"
 : >"$T/ram.txt"
@@ -77,13 +78,15 @@ import json, sys
 f = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))
 print(f["jobs"][0]["read"]["bw_bytes"] / 1e9, c["seq"]["gbs"], c["direct"])
 P
-	"$T/stream_read" >"$T/s.txt"
-	"$COLI" bench kernels --json --read-only --reps 10 --mib 256 >"$T/k.json"
-	python3 - "$T/s.txt" "$T/k.json" >>"$T/ram.txt" <<'P'
+	for th in $(nproc) 1; do
+		OMP_NUM_THREADS=$th "$T/stream_read" >"$T/s.txt"
+		"$COLI" bench kernels --json --read-only --reps 10 --mib 256 --threads $th >"$T/k.json"
+		python3 - "$T/s.txt" "$T/k.json" $th >>"$T/ram.txt" <<'P'
 import json, sys
 s = open(sys.argv[1]).read().split(); k = json.load(open(sys.argv[2]))
-print(float(s[0]), k["read_gbs"], float(s[1]))
+print(float(s[0]), k["read_gbs"], float(s[1]), sys.argv[3])
 P
+	done
 done
 
 python3 - "$T/disk.txt" "$T/ram.txt" "$MODEL" "$OFF" "$SIZE" "$ROUNDS" <<'P'
@@ -92,14 +95,18 @@ d = [l.split() for l in open(sys.argv[1])]
 r = [l.split() for l in open(sys.argv[2])]
 med = lambda v: st.median(float(x) for x in v)
 fio, cd = med(x[0] for x in d), med(x[1] for x in d)
-sr, cr, sbest = med(x[0] for x in r), med(x[1] for x in r), med(x[2] for x in r)
 print("model %s, expert region offset %s, %d MiB per read pass, %s rounds, medians"
       % (sys.argv[3], sys.argv[4], int(sys.argv[5]) >> 20, sys.argv[6]))
 print("%-6s %-44s %9s   %-34s %9s %7s" % ("", "independent tool", "GB/s", "coli bench", "GB/s", "coli/ref"))
 print("%-6s %-44s %9.3f   %-34s %9.3f %7.3f" % ("disk", "fio io_uring direct=1 read bs=4M qd=8", fio,
       "bench io seq (O_DIRECT=%s)" % d[0][2], cd, cd / fio))
-print("%-6s %-44s %9.3f   %-34s %9.3f %7.3f" % ("RAM", "stream_read (OpenMP sum, median; best %.2f)" % sbest,
-      sr, "bench kernels read_gbs", cr, cr / sr))
+for th in sorted(set(x[3] for x in r), key=int, reverse=True):
+    rr = [x for x in r if x[3] == th]
+    sr, cr, sbest = med(x[0] for x in rr), med(x[1] for x in rr), med(x[2] for x in rr)
+    print("%-6s %-44s %9.3f   %-34s %9.3f %7.3f" % ("RAM/" + th,
+          "stream_read %s thr (median; best %.2f)" % (th, sbest), sr,
+          "bench kernels --threads %s read_gbs" % th, cr, cr / sr))
 print("per round (fio, coli):", " ".join("(%.3f, %.3f)" % (float(x[0]), float(x[1])) for x in d))
-print("per round (stream, coli):", " ".join("(%.2f, %.2f)" % (float(x[0]), float(x[1])) for x in r))
+for th in sorted(set(x[3] for x in r), key=int, reverse=True):
+    print("per round, %s thr (stream, coli):" % th, " ".join("(%.2f, %.2f)" % (float(x[0]), float(x[1])) for x in r if x[3] == th))
 P
