@@ -101,6 +101,30 @@ void coli_convert_opts_init(struct coli_convert_opts *o);
 /* 0 or -errno; on failure *errbuf says what and where, and no output file exists. */
 int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen);
 
+/* ---- synthetic models (core/synth.c; `coli bench make-model`) ----
+ * A valid .coli in the geometry of a real MoE model (docs/shapes.md), with
+ * seeded random weights written directly in the target format, at disk speed.
+ * No tokenizer section: use token ids. */
+struct coli_synth_opts {
+	const char *shape;     /* "qwen3-30b-a3b", ... (coli_synth_shapes) */
+	const char *out_path;
+	enum coli_dtype quant; /* BF16, Q8_0, Q4_0 (default Q4_0) */
+	int n_layers;          /* 0: the shape's depth */
+	uint64_t seed;         /* same seed, shape, quant, layers -> same bytes */
+	int threads;           /* generator threads (0: online CPUs) */
+	int progress;          /* progress line on stderr */
+};
+void coli_synth_opts_init(struct coli_synth_opts *o);
+/* The shape names, comma separated, for messages. */
+const char *coli_synth_shapes(void);
+/* The config of a named shape with quant and depth applied (n_layers 0: the
+ * shape's); *source (may be NULL) names where its numbers come from.
+ * -ENOENT for an unknown name, -EINVAL for a bad depth. */
+int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
+		     struct coli_model_config *c, const char **source);
+/* Write the model; 0 or -errno with err saying what failed (no file left). */
+int coli_synth_write(const struct coli_synth_opts *o, char *err, size_t errlen);
+
 /* ===================================================================== */
 /* tokenizer (core/tokenizer*.c)                                          */
 /* ===================================================================== */
@@ -265,6 +289,14 @@ struct coli_engine_stats {
 	uint64_t h2d_const_bytes;         /* host -> device uploads of weights (at placement) */
 	uint64_t stream_experts;          /* RAM-tier expert loads streamed to a device */
 	uint64_t stream_bytes;            /* their slab bytes (part of h2d, per token) */
+	/* wall time per phase of the forward pass (core/forward.c), for coli
+	 * bench's split; other = forward_s minus the four phases (embedding,
+	 * residual adds, norms outside the phases) */
+	double forward_s;                 /* inside coli_engine_forward */
+	double attention_s;               /* norm, q/k/v, rope, attention, o */
+	double moe_s;                     /* norm, router, routed + shared experts */
+	double dense_mlp_s;               /* norm, dense MLP layers */
+	double lm_head_s;                 /* final norm and lm_head */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 

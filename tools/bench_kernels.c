@@ -12,8 +12,9 @@
  *   S = 2,4,8  coli_gemm_mt per matrix          (a batch / prefill chunk)
  *
  * reporting weight bytes / second. In the same run, with the same threads,
- * a STREAM-like read kernel (sum of 64-bit words, 4 independent accumulators)
- * over a separate 256 MiB buffer gives the bound. Arms are interleaved (every
+ * tools/bench_measure.c's STREAM-like read (sum of 64-bit words, 4 independent
+ * accumulators, shared with decode/prefill) over a separate 256 MiB buffer
+ * gives the bound. Arms are interleaved (every
  * repetition runs every arm once, in turn) so drift in clock or neighbours
  * hits all arms alike; the figures are medians over the repetitions.
  *
@@ -22,14 +23,13 @@
  *           y        float [8][2048]
  */
 #include <errno.h>
-#include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cpu/cpu.h"
+#include "tools/bench.h"
 #include "tools/tools.h"
 
 #define MAX_S 8
@@ -51,13 +51,6 @@ struct acts {
 	struct coli_act a[MAX_S];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static uint64_t g_rng = 88172645463325252ull;
 static uint64_t rnd(void)
 {
@@ -65,14 +58,6 @@ static uint64_t rnd(void)
 	g_rng ^= g_rng >> 7;
 	g_rng ^= g_rng << 17;
 	return g_rng;
-}
-
-static void *alloc_big(size_t n)
-{
-	void *p = NULL;
-	if (posix_memalign(&p, 2 << 20, n))
-		return NULL;
-	return p;
 }
 
 /* Random weights with finite, normal values: quants are any byte, bf16 values
@@ -86,7 +71,7 @@ static int wset_build(struct wset *s, enum coli_dtype dt, size_t target)
 	s->n = (int)((target + per - 1) / per);
 	s->n += s->n & 1;
 	s->bytes = per * (size_t)s->n;
-	s->buf = alloc_big(s->bytes);
+	s->buf = bench_alloc(s->bytes);
 	s->m = calloc((size_t)s->n, sizeof(*s->m));
 	if (!s->buf || !s->m)
 		return -ENOMEM;
@@ -134,52 +119,6 @@ static int acts_build(struct acts *a, int K)
 	return 0;
 }
 
-/* ---- the bound: a STREAM-like read over the same threads ---- */
-
-struct readbw {
-	const uint64_t *buf;
-	size_t words;
-	uint64_t sink[64]; /* one per task; keeps the sums alive */
-};
-
-__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size_t n)
-{
-	__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-	size_t i = 0;
-	for (; i + 16 <= n; i += 16) {
-		a0 = _mm256_add_epi64(a0, _mm256_load_si256((const __m256i *)(p + i)));
-		a1 = _mm256_add_epi64(a1, _mm256_load_si256((const __m256i *)(p + i + 4)));
-		a2 = _mm256_add_epi64(a2, _mm256_load_si256((const __m256i *)(p + i + 8)));
-		a3 = _mm256_add_epi64(a3, _mm256_load_si256((const __m256i *)(p + i + 12)));
-	}
-	__m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
-	uint64_t out[4];
-	_mm256_storeu_si256((__m256i *)out, s);
-	return out[0] + out[1] + out[2] + out[3];
-}
-
-static uint64_t sum_scalar(const uint64_t *p, size_t n)
-{
-	uint64_t a = 0, b = 0, c = 0, d = 0;
-	for (size_t i = 0; i + 4 <= n; i += 4) {
-		a += p[i];
-		b += p[i + 1];
-		c += p[i + 2];
-		d += p[i + 3];
-	}
-	return a + b + c + d;
-}
-
-static void readbw_task(void *arg, int t, int n)
-{
-	struct readbw *r = arg;
-	size_t chunk = (r->words / (size_t)n) & ~(size_t)15;
-	const uint64_t *p = r->buf + chunk * (size_t)t;
-
-	r->sink[t & 63] +=
-	    __builtin_cpu_supports("avx2") ? sum_avx2(p, chunk) : sum_scalar(p, chunk);
-}
-
 /* ---- arms ---- */
 
 struct arm {
@@ -214,12 +153,13 @@ int bench_kernels_main(int argc, char **argv)
 	static const enum coli_dtype dts[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
 	static const int Ss[] = {1, 2, 4, 8};
 	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), reps = 7, json = 0, mib = 256, err;
+	int read_only = 0; /* --read-only: only the host read (tools/bench_vs_fio.sh) */
 	struct wset ws[3] = {0};
 	struct acts a2048 = {0}, a768 = {0};
 	struct arm arms[1 + 3 * 4];
 	int n_arms = 0;
 	coli_cpu_pool_t *pool = NULL;
-	struct readbw rb = {0};
+	struct bench_readbw rb;
 	float *y = malloc(sizeof(float) * MAX_S * 2048);
 
 	for (int i = 1; i < argc; i++) {
@@ -231,6 +171,8 @@ int bench_kernels_main(int argc, char **argv)
 			mib = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--json"))
 			json = 1;
+		else if (!strcmp(argv[i], "--read-only"))
+			read_only = 1;
 		else
 			return tool_err("bench kernels",
 			                "unknown argument '%s' (see coli bench --help)", argv[i]);
@@ -242,16 +184,12 @@ int bench_kernels_main(int argc, char **argv)
 		return tool_err("bench kernels", "thread pool of %d: %s", threads, strerror(-err));
 
 	size_t target = (size_t)mib << 20;
-	rb.words = target / 8;
-	rb.buf = alloc_big(target);
-	if (!rb.buf)
+	if (bench_readbw_init(&rb, target))
 		return tool_err("bench kernels", "cannot allocate %d MiB", mib);
-	for (size_t i = 0; i < rb.words; i++)
-		((uint64_t *)rb.buf)[i] = i;
 	if (acts_build(&a2048, 2048) || acts_build(&a768, 768))
 		return tool_err("bench kernels", "out of memory");
 	arms[n_arms++] = (struct arm){"read", NULL, 0, NULL, 0};
-	for (int d = 0; d < 3; d++) {
+	for (int d = 0; d < (read_only ? 0 : 3); d++) {
 		if (wset_build(&ws[d], dts[d], target))
 			return tool_err("bench kernels", "cannot allocate %d MiB of %s weights",
 			                mib, coli_dtype_name(dts[d]));
@@ -265,12 +203,12 @@ int bench_kernels_main(int argc, char **argv)
 	/* one warm-up pass per arm (page faults, frequency), then reps rounds */
 	for (int r = -1; r < reps; r++) {
 		for (int i = 0; i < n_arms; i++) {
-			double t0 = now_s();
+			double t0 = bench_now_s();
 			if (!arms[i].ws)
-				coli_cpu_pool_run(pool, readbw_task, &rb, threads);
+				bench_readbw_pass(&rb, pool);
 			else
 				pass_kernels(pool, arms[i].ws, arms[i].S, &a2048, &a768, y);
-			double t = now_s() - t0;
+			double t = bench_now_s() - t0;
 			if (r >= 0)
 				arms[i].t[r] = t;
 		}
@@ -314,7 +252,7 @@ int bench_kernels_main(int argc, char **argv)
 		free(ws[d].buf);
 		free(ws[d].m);
 	}
-	free((void *)rb.buf);
+	bench_readbw_free(&rb);
 	free(a2048.x), free(a2048.q), free(a2048.d), free(a2048.qsum);
 	free(a768.x), free(a768.q), free(a768.d), free(a768.qsum);
 	free(y);

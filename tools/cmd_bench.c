@@ -5,29 +5,38 @@
  *
  *   kernels      CPU GEMV/GEMM weight throughput vs host read bandwidth
  *                (tools/bench_kernels.c)
- *   decode, prefill, io, make-model   not built yet (exit 2)
+ *   make-model   a synthetic model of a real shape (tools/bench_model.c)
+ *   decode       tok/s per arm next to the bound (tools/bench_run.c)
+ *   prefill      the same for a prompt batch
+ *   io           slab streaming vs sequential O_DIRECT (tools/bench_io.c)
+ *
+ * The measurements they share live in tools/bench_measure.c (tools/bench.h).
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "tools/bench.h"
 #include "tools/tools.h"
-
-/* tools/bench_kernels.c; argv[0] = "kernels" */
-int bench_kernels_main(int argc, char **argv);
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: coli bench SUBCOMMAND [ARGS]\n\n"
-	           "  kernels [--threads N] [--mib M] [--reps R] [--json]\n"
+	           "  kernels [--threads N] [--mib M] [--reps R] [--read-only] [--json]\n"
 	           "              CPU GEMV/GEMM weight GB/s for bf16/q8/q4, S = 1,2,4,8,\n"
 	           "              next to the host read bandwidth measured in the same run\n"
-	           "  decode | prefill | io | make-model   (not built yet)\n");
+	           "  make-model --shape NAME -o FILE [--layers N] [--quant q4|q8|bf16]\n"
+	           "              a synthetic model of a real shape, seeded random weights\n"
+	           "  decode  -m MODEL [--tokens N] [--arms A,B,..] [--json] [engine options]\n"
+	           "  prefill -m MODEL [--prompt N] [--arms A,B,..] [--json] [engine options]\n"
+	           "              tok/s per arm (median, spread), bytes per tier per token,\n"
+	           "              per-phase split, the bound from bandwidths measured in the run\n"
+	           "  io      -m MODEL [--slabs N] [--qd Q] [--json]\n"
+	           "              random slab reads vs the file's sequential O_DIRECT bandwidth\n"
+	           "(coli bench SUBCOMMAND --help for each)\n");
 }
 
 int cmd_bench(int argc, char **argv)
 {
-	static const char *const later[] = {"decode", "prefill", "io", "make-model"};
-
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
@@ -38,12 +47,12 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "kernels"))
 		return bench_kernels_main(argc - 1, argv + 1);
-	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
-		if (!strcmp(argv[1], later[i])) {
-			tool_err("bench", "'%s' is not built yet", argv[1]);
-			return 2;
-		}
-	}
+	if (!strcmp(argv[1], "make-model"))
+		return bench_model_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "decode") || !strcmp(argv[1], "prefill"))
+		return bench_run_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "io"))
+		return bench_io_main(argc - 1, argv + 1);
 	tool_err("bench", "unknown subcommand '%s' (try: coli bench --help)", argv[1]);
 	return 2;
 }

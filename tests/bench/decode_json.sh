@@ -1,0 +1,18 @@
+#!/bin/sh
+# tests/bench/decode_json.sh — `coli bench decode --json` on the tiny shape,
+# two arms: the report is one JSON object with tok_s/bound/ratio keys, bytes
+# per tier add up to the routed experts' bytes (layers x top_k x slab bytes
+# per decode token), the bound and ratio follow from the reported bytes and
+# bandwidths, and ratio lies in (0, 1.5]. No wall-time assertions.
+set -u
+command -v python3 >/dev/null || { echo "python3 not installed"; exit 77; }
+"$COLI" bench make-model --shape tiny -o tiny.coli 2>/dev/null || { echo "make-model failed"; exit 1; }
+"$COLI" bench decode -m tiny.coli --json --arms default,threads=1 --rounds 3 --tokens 6 \
+	--disk-mib 1 --read-mib 32 >out.json || { echo "bench decode failed"; exit 1; }
+python3 "$ROOT/tests/bench/check_json.py" decode out.json || { cat out.json; exit 1; }
+"$COLI" bench decode -m tiny.coli --rounds 1 --tokens 2 --disk-mib 1 --read-mib 16 >table.txt ||
+	{ echo "table output failed"; exit 1; }
+grep -q "ratio" table.txt && grep -q "bound" table.txt || { cat table.txt; echo "table lacks columns"; exit 1; }
+"$COLI" bench decode -m tiny.coli --arms nope=1 >/dev/null 2>err.txt && { echo "bad arm accepted"; exit 1; }
+grep -q "arm 'nope=1'" err.txt || { cat err.txt; echo "bad arm: message"; exit 1; }
+exit 0

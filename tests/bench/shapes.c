@@ -1,0 +1,93 @@
+/*
+ * tests/bench/shapes.c — every synthetic shape (core/synth.c) yields a config
+ * that survives coli_config_format -> coli_config_parse unchanged, has the
+ * hyperparameters docs/shapes.md lists, and lays out as q4/q8/bf16 slabs.
+ * Writes nothing: the real shapes are far too big for a test, so this is
+ * how their configs are checked; tests/bench/make_model.sh writes the tiny one.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/coli.h"
+#include "io/io.h"
+
+static const struct {
+	const char *name, *arch;
+	int layers, hidden, heads, kv, hd, vocab, experts, top_k, inter, ntp, qk;
+	float theta;
+} g_want[] = {
+    {"qwen3-30b-a3b", "qwen3_moe", 48, 2048, 32, 4, 128, 151936, 128, 8, 768, 1, 1, 1e6f},
+    {"qwen3-235b-a22b", "qwen3_moe", 94, 4096, 64, 4, 128, 151936, 128, 8, 1536, 1, 1, 1e6f},
+    {"mixtral-8x7b", "mixtral", 32, 4096, 32, 8, 128, 32000, 8, 2, 14336, 1, 0, 1e6f},
+    {"olmoe-1b-7b", "olmoe", 16, 2048, 16, 16, 128, 50304, 64, 8, 1024, 0, 2, 1e4f},
+    {"tiny", "qwen3_moe", 2, 256, 4, 2, 64, 1024, 16, 4, 128, 1, 1, 1e6f},
+};
+
+int main(void)
+{
+	static const enum coli_dtype qs[] = {COLI_DTYPE_Q4_0, COLI_DTYPE_Q8_0, COLI_DTYPE_BF16};
+	struct coli_model_config c, back;
+	char err[256];
+	int fails = 0;
+
+	for (size_t i = 0; i < sizeof(g_want) / sizeof(g_want[0]); i++) {
+		for (int q = 0; q < 3; q++) {
+			const char *src = NULL;
+			int rc = coli_synth_shape(g_want[i].name, qs[q], 0, &c, &src);
+			char *js;
+
+			if (rc || !src) {
+				printf("FAIL %s: coli_synth_shape %d\n", g_want[i].name, rc);
+				return 1;
+			}
+			if (strcmp(c.model_type, g_want[i].arch) ||
+			    c.n_layers != g_want[i].layers || c.hidden != g_want[i].hidden ||
+			    c.n_heads != g_want[i].heads || c.n_kv_heads != g_want[i].kv ||
+			    c.head_dim != g_want[i].hd || c.vocab != g_want[i].vocab ||
+			    c.n_experts != g_want[i].experts || c.top_k != g_want[i].top_k ||
+			    c.moe_inter != g_want[i].inter || c.norm_topk_prob != g_want[i].ntp ||
+			    c.qk_norm != g_want[i].qk || c.rope_theta != g_want[i].theta ||
+			    c.quant != qs[q]) {
+				printf("FAIL %s: hyperparameters differ from docs/shapes.md\n",
+				       g_want[i].name);
+				fails++;
+			}
+			js = coli_config_format(&c);
+			rc = js ? coli_config_parse(js, strlen(js), &back, err, sizeof(err))
+			        : -ENOMEM;
+			free(js);
+			if (rc || memcmp(&c, &back, sizeof(c))) {
+				printf("FAIL %s %s: config round trip (%s)\n", g_want[i].name,
+				       coli_dtype_name(qs[q]), rc ? err : "fields differ");
+				fails++;
+			}
+			struct coli_expert_layer l = {.n_experts = (uint32_t)c.n_experts,
+			                              .dtype = qs[q],
+			                              .hidden = (uint32_t)c.hidden,
+			                              .inter = (uint32_t)c.moe_inter};
+			if (coli_io_slab_layout(&l) || l.slab_bytes % COLI_SLAB_ALIGN ||
+			    l.slab_bytes < 3 * coli_dtype_mat_bytes(qs[q], c.moe_inter, c.hidden)) {
+				printf("FAIL %s %s: slab layout\n", g_want[i].name,
+				       coli_dtype_name(qs[q]));
+				fails++;
+			}
+			if (q == 0)
+				printf("ok   %-16s %s, q4 slab %.2f MB, experts per layer %.1f MB "
+				       "(%s)\n",
+				       g_want[i].name, c.model_type, l.slab_bytes / 1e6,
+				       l.slab_bytes * (double)c.n_experts / 1e6, src);
+		}
+	}
+	if (coli_synth_shape("tiny", COLI_DTYPE_Q4_0, 5, &c, NULL) || c.n_layers != 5 ||
+	    !c.is_moe_layer[4] || c.is_moe_layer[5]) {
+		printf("FAIL --layers 5 not applied\n");
+		fails++;
+	}
+	if (coli_synth_shape("nope", COLI_DTYPE_Q4_0, 0, &c, NULL) != -ENOENT) {
+		printf("FAIL unknown shape not -ENOENT\n");
+		fails++;
+	}
+	return fails ? 1 : 0;
+}

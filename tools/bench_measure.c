@@ -1,0 +1,332 @@
+/*
+ * tools/bench_measure.c — the measurements every `coli bench` shares: host
+ * read bandwidth (STREAM-like), file read bandwidth (O_DIRECT, io_uring), and
+ * the bound of DESIGN.md's performance model computed from them.
+ *
+ * Host read. Each pool task sums its contiguous share of a buffer larger
+ * than the last-level cache as 64-bit words with four independent AVX2
+ * accumulators (scalar without AVX2). Only loads: the figure is the read
+ * bandwidth a GEMV over weights can reach, which is the CPU term's BW.
+ *
+ * File reads. An extent list is read through io_uring with O_DIRECT and up
+ * to qd reads in flight, each read at most max_io bytes into its own
+ * 4 KiB-aligned buffer (qd buffers of max_io bytes):
+ *
+ *   extents  [off, bytes] ...   -> reads [off, min(bytes, max_io)] ... in order
+ *   ring     qd SQEs; a completion frees its buffer for the next read
+ *
+ * This is what fio does with --ioengine=io_uring --direct=1 --bs=max_io
+ * --iodepth=qd, so tools/bench_vs_fio.sh can run both with the same knobs.
+ * When the kernel refuses io_uring (seccomp, old kernel) a pread loop with one
+ * read in flight is used and reported; when the file system refuses O_DIRECT
+ * (tmpfs: EINVAL) the file is read buffered and reported as such — that
+ * figure is the page cache's, not the disk's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <immintrin.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/bench.h"
+
+const char *const bench_term_name[BENCH_N_TERMS] = {"hbm", "cpu", "pcie", "disk"};
+
+double bench_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), cmp_d);
+	return n & 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void *bench_alloc(size_t bytes)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 2 << 20, bytes ? bytes : 1))
+		return NULL;
+	return p;
+}
+
+/* ---- host read ---- */
+
+__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size_t n)
+{
+	__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+	size_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		a0 = _mm256_add_epi64(a0, _mm256_load_si256((const __m256i *)(p + i)));
+		a1 = _mm256_add_epi64(a1, _mm256_load_si256((const __m256i *)(p + i + 4)));
+		a2 = _mm256_add_epi64(a2, _mm256_load_si256((const __m256i *)(p + i + 8)));
+		a3 = _mm256_add_epi64(a3, _mm256_load_si256((const __m256i *)(p + i + 12)));
+	}
+	__m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+	uint64_t out[4];
+
+	_mm256_storeu_si256((__m256i *)out, s);
+	return out[0] + out[1] + out[2] + out[3];
+}
+
+static uint64_t sum_scalar(const uint64_t *p, size_t n)
+{
+	uint64_t a = 0, b = 0, c = 0, d = 0;
+
+	for (size_t i = 0; i + 4 <= n; i += 4) {
+		a += p[i];
+		b += p[i + 1];
+		c += p[i + 2];
+		d += p[i + 3];
+	}
+	return a + b + c + d;
+}
+
+static void readbw_task(void *arg, int t, int n)
+{
+	struct bench_readbw *r = arg;
+	size_t chunk = (r->words / (size_t)n) & ~(size_t)15;
+	const uint64_t *p = r->buf + chunk * (size_t)t;
+
+	r->sink[t & 63] +=
+	    __builtin_cpu_supports("avx2") ? sum_avx2(p, chunk) : sum_scalar(p, chunk);
+}
+
+int bench_readbw_init(struct bench_readbw *r, size_t bytes)
+{
+	uint64_t *b;
+
+	memset(r, 0, sizeof(*r));
+	r->words = bytes / 8;
+	b = bench_alloc(r->words * 8);
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->words; i++)
+		b[i] = i;
+	r->buf = b;
+	return 0;
+}
+
+void bench_readbw_free(struct bench_readbw *r)
+{
+	free((void *)r->buf);
+	r->buf = NULL;
+}
+
+double bench_readbw_pass(struct bench_readbw *r, coli_cpu_pool_t *pool)
+{
+	int n = coli_cpu_pool_threads(pool);
+	double t0 = bench_now_s();
+
+	coli_cpu_pool_run(pool, readbw_task, r, n);
+	return bench_now_s() - t0;
+}
+
+/* ---- file reads ---- */
+
+static int open_direct(const char *path, int *direct)
+{
+	int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+
+	*direct = 1;
+	if (fd < 0 && errno == EINVAL) {
+		*direct = 0;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		int rc = -errno;
+
+		fprintf(stderr, "coli bench: cannot open %s: %s\n", path, strerror(-rc));
+		return rc;
+	}
+	return fd;
+}
+
+/* Reads of at most max_io bytes, in extent order: *k = extent, *off = done in it. */
+struct cursor {
+	const struct bench_extent *ext;
+	size_t n, k;
+	uint64_t off;
+	size_t max_io;
+};
+
+static int next_read(struct cursor *c, uint64_t *off, size_t *len)
+{
+	while (c->k < c->n && c->off >= c->ext[c->k].bytes) {
+		c->k++;
+		c->off = 0;
+	}
+	if (c->k >= c->n)
+		return 0;
+	uint64_t left = c->ext[c->k].bytes - c->off;
+
+	*off = c->ext[c->k].off + c->off;
+	*len = left < c->max_io ? (size_t)left : c->max_io;
+	c->off += *len;
+	return 1;
+}
+
+static int read_pread(int fd, struct cursor *c, void *buf, uint64_t *bytes)
+{
+	uint64_t off;
+	size_t len;
+
+	while (next_read(c, &off, &len)) {
+		ssize_t got = pread(fd, buf, len, (off_t)off);
+
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		*bytes += (uint64_t)got;
+	}
+	return 0;
+}
+
+static int read_uring(int fd, struct cursor *c, char *bufs, int qd, uint64_t *bytes)
+{
+	struct io_uring ring;
+	int *free_slot = malloc(sizeof(int) * (size_t)qd), n_free = qd, inflight = 0, rc;
+
+	if (!free_slot)
+		return -ENOMEM;
+	rc = io_uring_queue_init((unsigned)qd, &ring, 0);
+	if (rc) {
+		free(free_slot);
+		return rc; /* caller falls back to pread */
+	}
+	for (int i = 0; i < qd; i++)
+		free_slot[i] = i;
+	for (;;) {
+		uint64_t off;
+		size_t len;
+		int queued = 0;
+
+		while (n_free && next_read(c, &off, &len)) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			int slot = free_slot[--n_free];
+
+			io_uring_prep_read(sqe, fd, bufs + (size_t)slot * c->max_io, (unsigned)len,
+			                   off);
+			io_uring_sqe_set_data64(sqe, (uint64_t)slot);
+			queued++;
+		}
+		if (queued) {
+			rc = io_uring_submit(&ring);
+			if (rc < 0)
+				break;
+			inflight += queued;
+		}
+		if (!inflight) {
+			rc = 0;
+			break;
+		}
+		struct io_uring_cqe *cqe;
+
+		rc = io_uring_wait_cqe(&ring, &cqe);
+		if (rc < 0)
+			break;
+		if (cqe->res < 0) {
+			rc = cqe->res;
+			break;
+		}
+		*bytes += (uint64_t)cqe->res;
+		free_slot[n_free++] = (int)io_uring_cqe_get_data64(cqe);
+		io_uring_cqe_seen(&ring, cqe);
+		inflight--;
+	}
+	io_uring_queue_exit(&ring);
+	free(free_slot);
+	return rc < 0 ? rc : 0;
+}
+
+int bench_read_extents(const char *path, const struct bench_extent *ext, size_t n, int qd,
+                       size_t max_io, struct bench_read_result *r)
+{
+	struct cursor c = {ext, n, 0, 0, max_io};
+	char *bufs;
+	int fd, rc;
+	double t0;
+
+	memset(r, 0, sizeof(*r));
+	if (qd < 1 || max_io < 4096 || max_io % 4096)
+		return -EINVAL;
+	fd = open_direct(path, &r->direct);
+	if (fd < 0)
+		return fd;
+	bufs = bench_alloc((size_t)qd * max_io);
+	if (!bufs) {
+		close(fd);
+		return -ENOMEM;
+	}
+	t0 = bench_now_s();
+	rc = read_uring(fd, &c, bufs, qd, &r->bytes);
+	r->uring = rc == 0;
+	if (rc == -ENOSYS || rc == -EPERM || rc == -ENOMEM) {
+		c.k = 0, c.off = 0, r->bytes = 0;
+		t0 = bench_now_s();
+		rc = read_pread(fd, &c, bufs, &r->bytes);
+	}
+	r->seconds = bench_now_s() - t0;
+	r->gbs = r->seconds > 0 ? r->bytes / r->seconds / 1e9 : 0;
+	if (rc)
+		fprintf(stderr, "coli bench: reading %s: %s\n", path, strerror(-rc));
+	free(bufs);
+	close(fd);
+	return rc;
+}
+
+int bench_read_seq(const char *path, uint64_t off, uint64_t bytes, int qd, size_t max_io,
+                   struct bench_read_result *r)
+{
+	struct bench_extent e = {off & ~(uint64_t)4095, (bytes + 4095) & ~(uint64_t)4095};
+
+	return bench_read_extents(path, &e, 1, qd, max_io, r);
+}
+
+/* ---- the bound ---- */
+
+void bench_bound(const struct bench_bytes *b, const struct bench_bw *bw, struct bench_bound *out)
+{
+	const double gbs[BENCH_N_TERMS] = {bw->hbm_gbs, bw->cpu_gbs, bw->pcie_gbs, bw->disk_gbs};
+
+	out->bound_s = 0;
+	out->dominant = BENCH_TERM_CPU;
+	for (int i = 0; i < BENCH_N_TERMS; i++) {
+		out->term_s[i] = gbs[i] > 0 ? b->b[i] / (gbs[i] * 1e9) : -1;
+		if (out->term_s[i] > out->bound_s) {
+			out->bound_s = out->term_s[i];
+			out->dominant = (enum bench_term)i;
+		}
+	}
+}
+
+int bench_gpu_bw(struct bench_bw *bw)
+{
+	/* The GPU build measures pinned H2D (cuMemcpyHtoDAsync from registered host
+	 * memory, >= 4 MiB transfers) and device-memory read bandwidth here and
+	 * sets bw->pcie_gbs and bw->hbm_gbs. Without it both terms stay absent. */
+	(void)bw;
+	return -ENODEV;
+}

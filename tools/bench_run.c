@@ -1,0 +1,570 @@
+/*
+ * tools/bench_run.c — `coli bench decode|prefill -m MODEL [--arms A,B,...]`:
+ * tokens per second per arm, next to the bound of DESIGN.md's performance
+ * model computed from bandwidths measured in the same run.
+ *
+ * Arms. An arm is a set of engine options written as the flags without
+ * dashes, '+' between several: "ram-gb=0", "ram-gb=2+threads=1". Each arm
+ * gets its own engine (options = the command line's, then the arm's), opened
+ * once. "default" (or an empty arm) changes nothing.
+ *
+ * Rounds. After --warmup rounds, --rounds rounds each run every arm once, in
+ * turn (A B A B ...), so drift from clocks or neighbours hits all arms alike.
+ * A decode round: reset the KV cache, prefill a fixed prompt of token ids,
+ * then time --tokens greedy decode steps (argmax, fed back; EOS ignored). A
+ * prefill round: reset, time one forward over the prompt. Right after an arm
+ * runs, one host-read pass with a pool of that arm's thread count; once per
+ * round, one O_DIRECT sequential read of --disk-mib of the model's expert
+ * region (rotating through it). Every figure is a median over the rounds,
+ * with min and max as the spread.
+ *
+ * Bytes per token (coli_engine_stats deltas over the timed part):
+ *   ram, disk, vram   slab bytes each tier served (the tier manager fills
+ *                     them; until #5 every expert is a RAM hit via the mmap)
+ *   dense             every dense tensor read once per forward call (tok_embd
+ *                     only its rows unless tied), plus the KV cache the
+ *                     attention reads, divided by the tokens of the call
+ * Terms of the bound, CPU-only host (no GPU path measured):
+ *   cpu   = dense + ram + disk   every byte the CPU multiplies: slabs that came
+ *                                from disk are read again from memory by the
+ *                                CPU rows, so they count here too
+ *   disk  = disk                 at the O_DIRECT sequential bandwidth
+ * With a GPU path (bench_gpu_bw measured), the lead's placement decides
+ * which bytes go to hbm and pcie; the structure is here (bench_bound).
+ * Prefill's bound is memory-only: large prompts become compute bound, so
+ * its ratio is expected well below 1.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/coli.h"
+#include "io/io.h"
+#include "tools/bench.h"
+#include "tools/tools.h"
+
+#define MAX_ARMS   16
+#define MAX_ROUNDS 101
+#define N_PHASES   5
+
+static const char *const g_phase[N_PHASES] = {"attention", "moe", "dense_mlp", "lm_head", "other"};
+
+struct round {
+	double tok_s, host_gbs;
+	double tier_b[COLI_TIER_N]; /* bytes per token */
+	double dense_b;
+	double uses;               /* routed (token, expert) pairs per token */
+	double hits;               /* expert-layer loads per token */
+	double phase_ms[N_PHASES]; /* per token */
+};
+
+struct arm {
+	char name[128];
+	struct coli_opts opts;
+	coli_engine_t *e;
+	coli_cpu_pool_t *pool; /* for the host read, the engine's thread count */
+	int threads;
+	struct round r[MAX_ROUNDS];
+	/* medians */
+	double tok_s, tok_s_min, tok_s_max, host_gbs, tier_b[COLI_TIER_N], dense_b, uses, hits;
+	double phase_ms[N_PHASES];
+	struct bench_bytes bytes;
+	struct bench_bound bound;
+};
+
+struct run {
+	int prefill;
+	const char *model;
+	int tokens, prompt, rounds, warmup, json, disk_mib, read_mib, qd;
+	size_t max_io;
+	int *ids; /* [prompt] */
+	struct arm arm[MAX_ARMS];
+	int n_arms;
+	/* from the container */
+	uint64_t dense_call_bytes; /* dense tensors read per forward call */
+	uint64_t embd_row_bytes;   /* one tok_embd row (untied) */
+	uint64_t kv_row_bytes;     /* K + V of one position, all layers, fp32 */
+	uint64_t expert_off, expert_bytes, slab_bytes;
+	int n_moe_layers;
+	struct coli_model_config cfg;
+	double disk_gbs[MAX_ROUNDS];
+	struct bench_read_result disk;
+	double disk_med;
+	int have_gpu;
+	struct bench_bw gpu;
+};
+
+static void help(FILE *f, const char *cmd)
+{
+	fprintf(
+	    f,
+	    "usage: coli bench %s -m MODEL.coli [--arms A,B,...] [--tokens N] [--prompt N]\n"
+	    "                  [--rounds R] [--warmup W] [--disk-mib M] [--read-mib M]\n"
+	    "                  [--qd Q] [--json] [engine options]\n"
+	    "  --arms LIST     engine option sets, comma separated; options of one arm\n"
+	    "                  joined by '+' (e.g. ram-gb=0,ram-gb=2,ram-gb=-1+threads=1);\n"
+	    "                  default: one arm with the command line's options\n"
+	    "  --tokens N      decode steps timed per round (default 16)\n"
+	    "  --prompt N      prompt length in tokens (default 8 decode, 64 prefill)\n"
+	    "  --rounds R      interleaved rounds after warm-up (default 5)\n"
+	    "  --warmup W      untimed rounds first (default 1)\n"
+	    "  --disk-mib M    O_DIRECT read per round for the disk bandwidth (default 256;\n"
+	    "                  0: skip the disk term)\n"
+	    "  --read-mib M    buffer of the host read measurement (default 256)\n"
+	    "  --qd Q          reads in flight for the disk measurement (default 8, 4 MiB each)\n"
+	    "  --json          one JSON object on stdout instead of the table\n\n",
+	    cmd);
+	coli_opts_help(f);
+}
+
+/* "ram-gb=2+threads=1" -> options on top of base. */
+static int arm_parse(struct arm *a, const char *spec, const struct coli_opts *base)
+{
+	char buf[128], *save = NULL, err[256];
+
+	snprintf(a->name, sizeof(a->name), "%s", *spec ? spec : "default");
+	a->opts = *base;
+	if (!*spec || !strcmp(spec, "default"))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (char *tok = strtok_r(buf, "+", &save); tok; tok = strtok_r(NULL, "+", &save)) {
+		char flag[160], *argv[1] = {flag};
+		int i = 0, rc;
+
+		snprintf(flag, sizeof(flag), "--%s", tok);
+		rc = coli_opts_parse_arg(&a->opts, 1, argv, &i, err, sizeof(err));
+		if (rc <= 0)
+			return tool_err("bench", "arm '%s': %s", spec,
+			                rc ? err : "not an engine option (see --help)");
+	}
+	return 0;
+}
+
+/* Dense bytes per forward call and the geometry bench needs, from the file. */
+static int model_bytes(struct run *R)
+{
+	coli_container_t *c;
+	const struct coli_model_config *cfg = &R->cfg;
+	int rc = coli_io_container_open(R->model, &c);
+
+	if (rc)
+		return tool_err("bench", "%s", coli_io_errmsg());
+	for (int i = 0; i < coli_io_container_n_tensors(c); i++) {
+		const struct coli_tensor_info *t = coli_io_container_tensor(c, i);
+
+		if (!strcmp(t->name, "tok_embd")) {
+			R->embd_row_bytes = t->bytes / t->shape[0];
+			if (!cfg->tie_embeddings)
+				continue; /* only the rows of the tokens */
+		}
+		R->dense_call_bytes += t->bytes;
+	}
+	R->kv_row_bytes = 2ull * cfg->n_layers * cfg->n_kv_heads * cfg->head_dim * sizeof(float);
+	R->n_moe_layers = coli_io_container_n_expert_layers(c);
+	if (R->n_moe_layers) {
+		const struct coli_expert_layer *l0 = coli_io_container_expert_layer(c, 0);
+		const struct coli_expert_layer *ln =
+		    coli_io_container_expert_layer(c, R->n_moe_layers - 1);
+
+		R->slab_bytes = l0->slab_bytes;
+		R->expert_off = l0->offset;
+		R->expert_bytes = ln->offset + ln->slab_bytes * ln->n_experts - l0->offset;
+	}
+	coli_io_container_close(c);
+	return 0;
+}
+
+static int argmax(const float *v, int n)
+{
+	int b = 0;
+
+	for (int i = 1; i < n; i++)
+		if (v[i] > v[b])
+			b = i;
+	return b;
+}
+
+/* One timed round of arm a; fills *r. */
+static int run_round(struct run *R, struct arm *a, struct round *r, float *logits)
+{
+	struct coli_engine_stats s0, s1;
+	int V = R->cfg.vocab, n_tok, rc, id;
+	double t0, t1, calls;
+
+	coli_engine_reset(a->e);
+	if (!R->prefill) {
+		rc = coli_engine_forward(a->e, R->ids, R->prompt, logits, 0);
+		if (rc)
+			return rc;
+	}
+	coli_engine_stats(a->e, &s0);
+	t0 = bench_now_s();
+	if (R->prefill) {
+		rc = coli_engine_forward(a->e, R->ids, R->prompt, logits, 0);
+		n_tok = R->prompt;
+	} else {
+		rc = 0;
+		for (int i = 0; i < R->tokens && !rc; i++) {
+			id = argmax(logits, V);
+			rc = coli_engine_forward(a->e, &id, 1, logits, 0);
+		}
+		n_tok = R->tokens;
+	}
+	t1 = bench_now_s();
+	if (rc)
+		return rc;
+	coli_engine_stats(a->e, &s1);
+	r->tok_s = n_tok / (t1 - t0);
+	for (int x = 0; x < COLI_TIER_N; x++)
+		r->tier_b[x] = (double)(s1.bytes[x] - s0.bytes[x]) / n_tok;
+	r->uses = (double)(s1.expert_uses - s0.expert_uses) / n_tok;
+	r->hits = 0;
+	for (int x = 0; x < COLI_TIER_N; x++)
+		r->hits += (double)(s1.hits[x] - s0.hits[x]) / n_tok;
+	/* dense: every tensor once per call (256 tokens per call at most), embedding
+	 * rows per token, and the KV positions attention reads */
+	calls = R->prefill ? (R->prompt + 255) / 256 : R->tokens;
+	double kv = 0;
+
+	if (R->prefill) /* the call's own K/V: read at least once */
+		kv = (double)R->prompt * R->kv_row_bytes;
+	else /* step p reads K and V of positions 0..p */
+		for (int p = R->prompt; p < R->prompt + R->tokens; p++)
+			kv += (double)(p + 1) * R->kv_row_bytes;
+	r->dense_b = (calls * R->dense_call_bytes + kv) / n_tok + R->embd_row_bytes;
+	r->phase_ms[0] = (s1.attention_s - s0.attention_s) * 1e3 / n_tok;
+	r->phase_ms[1] = (s1.moe_s - s0.moe_s) * 1e3 / n_tok;
+	r->phase_ms[2] = (s1.dense_mlp_s - s0.dense_mlp_s) * 1e3 / n_tok;
+	r->phase_ms[3] = (s1.lm_head_s - s0.lm_head_s) * 1e3 / n_tok;
+	r->phase_ms[4] = (s1.forward_s - s0.forward_s) * 1e3 / n_tok - r->phase_ms[0] -
+	                 r->phase_ms[1] - r->phase_ms[2] - r->phase_ms[3];
+	return 0;
+}
+
+static double med_of(struct arm *a, int n, size_t off)
+{
+	double v[MAX_ROUNDS];
+
+	for (int i = 0; i < n; i++)
+		v[i] = *(const double *)((const char *)&a->r[i] + off);
+	return bench_median(v, n);
+}
+
+static void summarize(struct run *R, struct arm *a)
+{
+	int n = R->rounds;
+	double v[MAX_ROUNDS];
+
+	for (int i = 0; i < n; i++)
+		v[i] = a->r[i].tok_s;
+	a->tok_s = bench_median(v, n);
+	a->tok_s_min = v[0];
+	a->tok_s_max = v[n - 1];
+	a->host_gbs = med_of(a, n, offsetof(struct round, host_gbs));
+	for (int x = 0; x < COLI_TIER_N; x++)
+		a->tier_b[x] = med_of(a, n, offsetof(struct round, tier_b) + x * sizeof(double));
+	a->dense_b = med_of(a, n, offsetof(struct round, dense_b));
+	a->uses = med_of(a, n, offsetof(struct round, uses));
+	a->hits = med_of(a, n, offsetof(struct round, hits));
+	for (int p = 0; p < N_PHASES; p++)
+		a->phase_ms[p] =
+		    med_of(a, n, offsetof(struct round, phase_ms) + p * sizeof(double));
+
+	struct bench_bw bw = {.cpu_gbs = a->host_gbs, .disk_gbs = R->disk_med};
+
+	memset(&a->bytes, 0, sizeof(a->bytes));
+	a->bytes.b[BENCH_TERM_CPU] =
+	    a->dense_b + a->tier_b[COLI_TIER_RAM] + a->tier_b[COLI_TIER_DISK];
+	a->bytes.b[BENCH_TERM_DISK] = a->tier_b[COLI_TIER_DISK];
+	if (R->have_gpu) {
+		/* GPU hosts: the lead's placement maps VRAM-tier bytes (and the dense
+		 * part) to hbm and streamed bytes to pcie; a first cut: */
+		bw.hbm_gbs = R->gpu.hbm_gbs;
+		bw.pcie_gbs = R->gpu.pcie_gbs;
+		a->bytes.b[BENCH_TERM_HBM] = a->tier_b[COLI_TIER_VRAM];
+	}
+	bench_bound(&a->bytes, &bw, &a->bound);
+}
+
+/* ---- output ---- */
+
+static void print_table(struct run *R)
+{
+	const char *what = R->prefill ? "prefill" : "decode";
+
+	printf("coli bench %s: %s, %s %s, %d layers, top-%d of %d experts, slab %.2f MB\n", what,
+	       R->model, R->cfg.model_type, coli_dtype_name(R->cfg.quant), R->cfg.n_layers,
+	       R->cfg.top_k, R->cfg.n_experts, R->slab_bytes / 1e6);
+	if (R->prefill)
+		printf("prompt %d tokens per round", R->prompt);
+	else
+		printf("prompt %d, %d greedy decode tokens per round", R->prompt, R->tokens);
+	printf("; %d warm-up + %d interleaved rounds; medians [min..max]\n", R->warmup, R->rounds);
+	printf("bandwidth measured in this run: host read %s; disk ", "per arm (below)");
+	if (R->disk_mib)
+		printf("%.2f GB/s (%s, %s, %d x %zu KiB in flight, median of %d x %d MiB)\n",
+		       R->disk_med, R->disk.direct ? "O_DIRECT" : "BUFFERED: O_DIRECT refused",
+		       R->disk.uring ? "io_uring" : "pread", R->qd, R->max_io >> 10, R->rounds,
+		       R->disk_mib);
+	else
+		printf("not measured (--disk-mib 0)\n");
+	printf("GPU: %s\n\n", R->have_gpu ? "measured" : "none (hbm and pcie terms absent)");
+	printf("%-20s %9s %17s %8s %8s %8s %8s %9s %9s %-5s %6s\n", "arm", "tok/s", "[min..max]",
+	       "ram MB", "disk MB", "vram MB", "dense MB", "host GB/s", "bound t/s", "by", "ratio");
+	for (int i = 0; i < R->n_arms; i++) {
+		struct arm *a = &R->arm[i];
+		char spread[40];
+
+		snprintf(spread, sizeof(spread), "[%.2f..%.2f]", a->tok_s_min, a->tok_s_max);
+		printf("%-20s %9.2f %17s %8.2f %8.2f %8.2f %8.2f %9.2f %9.2f %-5s %6.3f\n", a->name,
+		       a->tok_s, spread, a->tier_b[COLI_TIER_RAM] / 1e6,
+		       a->tier_b[COLI_TIER_DISK] / 1e6, a->tier_b[COLI_TIER_VRAM] / 1e6,
+		       a->dense_b / 1e6, a->host_gbs, 1.0 / a->bound.bound_s,
+		       bench_term_name[a->bound.dominant], a->tok_s * a->bound.bound_s);
+	}
+	printf("\nper-token split, ms (median): ");
+	for (int p = 0; p < N_PHASES; p++)
+		printf("%s%s", p ? " | " : "", g_phase[p]);
+	printf("\n");
+	for (int i = 0; i < R->n_arms; i++) {
+		struct arm *a = &R->arm[i];
+
+		printf("%-20s", a->name);
+		for (int p = 0; p < N_PHASES; p++)
+			printf(" %9.3f", a->phase_ms[p]);
+		printf("   (%.1f expert loads, %.1f routed pairs per token)\n", a->hits, a->uses);
+	}
+	printf("\nMB = 1e6 bytes per token. bound: max over terms of bytes/bandwidth (cpu = dense "
+	       "+ ram + disk bytes at the host read GB/s; disk = disk bytes at the disk GB/s); "
+	       "ratio = achieved / bound.\n");
+}
+
+static void print_json(struct run *R)
+{
+	printf("{\"bench\": \"%s\", \"model\": \"%s\", \"arch\": \"%s\", \"quant\": \"%s\", "
+	       "\"n_layers\": %d, \"n_moe_layers\": %d, \"n_experts\": %d, \"top_k\": %d, "
+	       "\"slab_bytes\": %llu, \"prompt\": %d, \"tokens\": %d, \"rounds\": %d, "
+	       "\"warmup\": %d, \"isa\": \"%s\", \"cpus\": %ld,\n",
+	       R->prefill ? "prefill" : "decode", R->model, R->cfg.model_type,
+	       coli_dtype_name(R->cfg.quant), R->cfg.n_layers, R->n_moe_layers, R->cfg.n_experts,
+	       R->cfg.top_k, (unsigned long long)R->slab_bytes, R->prompt,
+	       R->prefill ? R->prompt : R->tokens, R->rounds, R->warmup,
+	       coli_cpu_isa_name(coli_cpu_isa()), sysconf(_SC_NPROCESSORS_ONLN));
+	printf(" \"bandwidth\": {\"disk_gbs\": %.4f, \"disk_direct\": %s, \"disk_engine\": \"%s\", "
+	       "\"disk_qd\": %d, \"disk_block_bytes\": %zu, \"hbm_gbs\": %s, \"pcie_gbs\": %s},\n",
+	       R->disk_mib ? R->disk_med : 0.0, R->disk.direct ? "true" : "false",
+	       R->disk_mib ? (R->disk.uring ? "io_uring" : "pread") : "none", R->qd, R->max_io,
+	       R->have_gpu ? "0" : "null", R->have_gpu ? "0" : "null");
+	printf(" \"arms\": [");
+	for (int i = 0; i < R->n_arms; i++) {
+		struct arm *a = &R->arm[i];
+		double sum = 0;
+
+		for (int x = 0; x < COLI_TIER_N; x++)
+			sum += a->tier_b[x];
+		printf("%s\n  {\"arm\": \"%s\", \"threads\": %d, \"tok_s\": %.4f, \"tok_s_min\": "
+		       "%.4f, \"tok_s_max\": %.4f, \"tok_s_rounds\": [",
+		       i ? "," : "", a->name, a->threads, a->tok_s, a->tok_s_min, a->tok_s_max);
+		for (int k = 0; k < R->rounds; k++)
+			printf("%s%.4f", k ? ", " : "", a->r[k].tok_s);
+		printf("],\n   \"host_read_gbs\": %.4f, \"bytes_per_token\": {\"vram\": %.1f, "
+		       "\"ram\": %.1f, \"disk\": %.1f, \"experts\": %.1f, \"dense\": %.1f},\n",
+		       a->host_gbs, a->tier_b[COLI_TIER_VRAM], a->tier_b[COLI_TIER_RAM],
+		       a->tier_b[COLI_TIER_DISK], sum, a->dense_b);
+		printf("   \"expert_loads_per_token\": %.3f, \"routed_pairs_per_token\": %.3f,\n",
+		       a->hits, a->uses);
+		printf("   \"phase_ms_per_token\": {");
+		for (int p = 0; p < N_PHASES; p++)
+			printf("%s\"%s\": %.4f", p ? ", " : "", g_phase[p], a->phase_ms[p]);
+		printf("},\n   \"bound_terms_s\": {");
+		for (int t = 0, k = 0; t < BENCH_N_TERMS; t++)
+			if (a->bound.term_s[t] >= 0)
+				printf("%s\"%s\": %.6g", k++ ? ", " : "", bench_term_name[t],
+				       a->bound.term_s[t]);
+		printf("}, \"bound_term\": \"%s\", \"bound_tok_s\": %.6g, \"ratio\": %.6g}",
+		       bench_term_name[a->bound.dominant], 1.0 / a->bound.bound_s,
+		       a->tok_s * a->bound.bound_s);
+	}
+	printf("\n ]}\n");
+}
+
+/* ---- main ---- */
+
+static int parse(struct run *R, int argc, char **argv, const char **arms)
+{
+	struct tool_engine_args ea;
+
+	tool_engine_args_init(&ea);
+	for (int i = 1; i < argc;) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int rc = tool_engine_arg(&ea, argc, argv, &i);
+
+		if (rc < 0)
+			return 2;
+		if (rc)
+			continue;
+		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+			help(stdout, argv[0]);
+			return -1;
+		}
+		if (!strcmp(o, "--json")) {
+			R->json = 1;
+			i++;
+			continue;
+		}
+		if (!v)
+			return tool_err("bench", "%s needs a value (see --help)", o), 2;
+		if (!strcmp(o, "--arms"))
+			*arms = v;
+		else if (!strcmp(o, "--tokens"))
+			R->tokens = atoi(v);
+		else if (!strcmp(o, "--prompt"))
+			R->prompt = atoi(v);
+		else if (!strcmp(o, "--rounds"))
+			R->rounds = atoi(v);
+		else if (!strcmp(o, "--warmup"))
+			R->warmup = atoi(v);
+		else if (!strcmp(o, "--disk-mib"))
+			R->disk_mib = atoi(v);
+		else if (!strcmp(o, "--read-mib"))
+			R->read_mib = atoi(v);
+		else if (!strcmp(o, "--qd"))
+			R->qd = atoi(v);
+		else
+			return tool_err("bench", "unknown option '%s' (see --help)", o), 2;
+		i += 2;
+	}
+	R->model = ea.model;
+	if (!R->model) {
+		help(stderr, argv[0]);
+		return 2;
+	}
+	if (R->tokens < 1 || R->prompt < 1 || R->rounds < 1 || R->rounds > MAX_ROUNDS ||
+	    R->warmup < 0 || R->disk_mib < 0 || R->read_mib < 1 || R->qd < 1)
+		return tool_err("bench",
+		                "--tokens, --prompt, --rounds (<= %d), --read-mib and --qd "
+		                "must be positive",
+		                MAX_ROUNDS),
+		       2;
+	/* arms: each on top of the command line's options */
+	char list[1024], *save = NULL;
+
+	snprintf(list, sizeof(list), "%s", *arms ? *arms : "default");
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (R->n_arms == MAX_ARMS)
+			return tool_err("bench", "at most %d arms", MAX_ARMS), 2;
+		if (arm_parse(&R->arm[R->n_arms++], t, &ea.opts))
+			return 2;
+	}
+	return 0;
+}
+
+static int open_arms(struct run *R)
+{
+	char err[512];
+
+	for (int i = 0; i < R->n_arms; i++) {
+		struct arm *a = &R->arm[i];
+		int need = R->prompt + (R->prefill ? 0 : R->tokens) + 1, rc;
+
+		if (a->opts.ctx <= 0)
+			a->opts.ctx = need; /* the KV cache the bench needs, not the model's max */
+		rc = coli_engine_open(R->model, &a->opts, &a->e, err, sizeof(err));
+		if (rc)
+			return tool_err("bench", "arm '%s': %s", a->name, err);
+		if (coli_engine_ctx(a->e) < need)
+			return tool_err("bench", "arm '%s': context %d < %d tokens needed", a->name,
+			                coli_engine_ctx(a->e), need);
+		a->threads =
+		    a->opts.threads > 0 ? a->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+		if (coli_cpu_pool_create(a->threads, &a->pool))
+			return tool_err("bench", "cannot start %d threads", a->threads);
+	}
+	R->cfg = *coli_engine_config(R->arm[0].e);
+	return 0;
+}
+
+int bench_run_main(int argc, char **argv)
+{
+	struct run *R = calloc(1, sizeof(*R));
+	struct bench_readbw rb = {0};
+	const char *arms = NULL;
+	float *logits = NULL;
+	int rc;
+
+	if (!R)
+		return tool_err("bench", "out of memory");
+	R->prefill = !strcmp(argv[0], "prefill");
+	R->tokens = 16, R->rounds = 5, R->warmup = 1, R->disk_mib = 256, R->read_mib = 256;
+	R->qd = 8, R->max_io = 4u << 20;
+	R->prompt = R->prefill ? 64 : 8;
+	rc = parse(R, argc, argv, &arms);
+	if (rc)
+		goto out;
+	rc = open_arms(R) || model_bytes(R);
+	if (rc)
+		goto out;
+	R->have_gpu = bench_gpu_bw(&R->gpu) == 0;
+	R->ids = malloc(sizeof(int) * (size_t)R->prompt);
+	logits = malloc(sizeof(float) * (size_t)R->cfg.vocab);
+	if (!R->ids || !logits || bench_readbw_init(&rb, (size_t)R->read_mib << 20)) {
+		rc = tool_err("bench", "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < R->prompt; i++) /* a fixed prompt, spread over the vocab */
+		R->ids[i] = (int)((1 + 7919ull * (uint64_t)i) % (uint64_t)R->cfg.vocab);
+	for (int k = -R->warmup; k < R->rounds; k++) {
+		for (int i = 0; i < R->n_arms; i++) {
+			struct arm *a = &R->arm[i];
+			struct round tmp, *r = k >= 0 ? &a->r[k] : &tmp;
+
+			rc = run_round(R, a, r, logits);
+			if (rc) {
+				rc = tool_err("bench", "arm '%s': forward failed: %s", a->name,
+				              strerror(-rc));
+				goto out;
+			}
+			r->host_gbs = (double)rb.words * 8 / bench_readbw_pass(&rb, a->pool) / 1e9;
+		}
+		if (k >= 0 && R->disk_mib && R->expert_bytes) {
+			uint64_t want = (uint64_t)R->disk_mib << 20, span = R->expert_bytes;
+			uint64_t off = want >= span ? 0 : (uint64_t)k * want % (span - want);
+
+			if (want > span)
+				want = span;
+			rc = bench_read_seq(R->model, R->expert_off + off, want, R->qd, R->max_io,
+			                    &R->disk);
+			if (rc) {
+				rc = tool_err("bench", "disk read of %s failed", R->model);
+				goto out;
+			}
+			R->disk_gbs[k] = R->disk.gbs;
+		}
+	}
+	if (R->disk_mib && R->expert_bytes)
+		R->disk_med = bench_median(R->disk_gbs, R->rounds);
+	else
+		R->disk_mib = 0;
+	for (int i = 0; i < R->n_arms; i++)
+		summarize(R, &R->arm[i]);
+	if (R->json)
+		print_json(R);
+	else
+		print_table(R);
+out:
+	if (rc < 0) /* --help */
+		rc = 0;
+	for (int i = 0; i < R->n_arms; i++) {
+		if (R->arm[i].e)
+			coli_engine_close(R->arm[i].e);
+		if (R->arm[i].pool)
+			coli_cpu_pool_destroy(R->arm[i].pool);
+	}
+	bench_readbw_free(&rb);
+	free(logits);
+	free(R->ids);
+	free(R);
+	return rc;
+}
