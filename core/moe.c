@@ -15,7 +15,16 @@
  * starting from +0.0, then the shared expert's gated output is added. Whoever
  * computed y_e (CPU row, resident GPU group, streamed expert), the sum is
  * formed here in this order.
+ *
+ * Where slabs come from (core/tiers.c): the routed experts of a call, in
+ * ascending id, are acquired from the tier manager in chunks that fit its
+ * RAM slots (one chunk unless the budget is tiny and the call is a long
+ * prefill). A chunk's misses go to disk as one batch; the next layer's
+ * likely experts are prefetched (core/lookahead.c) while the batch lands;
+ * then the chunk is computed in ascending order, so the sum is the same
+ * whatever was resident.
  */
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -91,43 +100,69 @@ static void swiglu(struct coli_engine *e, const struct coli_mat *gate, const str
 	coli_gemm_mt(e->pool, down, e->ag, n, y, down->rows);
 }
 
-void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
+/* y[n][H] accumulated into out: out[t] += w * y for each gathered row. */
+static void expert_rows(struct coli_engine *e, int l, int ex, const void *slab, int T, float *out)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int H = c->hidden, K = c->top_k, n = 0;
+	struct coli_expert_view v;
+
+	for (int t = 0; t < T; t++)
+		for (int j = 0; j < K; j++)
+			if (e->sel[t * K + j] == ex)
+				e->rows[n++] = t * K + j;
+	for (int i = 0; i < n; i++)
+		e->ag[i] = e->ax[e->rows[i] / K].act;
+	coli_model_expert_at(&e->m, l, slab, &v);
+	swiglu(e, &v.gate, &v.up, &v.down, n, e->ey);
+	for (int i = 0; i < n; i++) {
+		float w = e->selw[e->rows[i]];
+		float *o = out + (size_t)(e->rows[i] / K) * H;
+		const float *y = e->ey + (size_t)i * H;
+
+		for (int j = 0; j < H; j++)
+			o[j] = o[j] + w * y[j];
+	}
+}
+
+int coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_layer *L = &e->m.layers[l];
 	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, L->xl);
-	int H = c->hidden, K = c->top_k;
+	int H = c->hidden, K = c->top_k, E = c->n_experts, n_need = 0;
+	int need[E], uses[E]; /* routed experts, ascending, and their token counts */
+	const void *slabs[E];
 
 	route(e, l, T);
 	memset(out, 0, sizeof(float) * T * H);
-	for (int ex = 0; ex < c->n_experts; ex++) {
-		struct coli_expert_view v;
-		int n = 0;
-
-		for (int t = 0; t < T; t++)
-			for (int j = 0; j < K; j++)
-				if (e->sel[t * K + j] == ex)
-					e->rows[n++] = t * K + j;
-		if (!n)
-			continue;
-		for (int i = 0; i < n; i++)
-			e->ag[i] = e->ax[e->rows[i] / K].act;
-		coli_model_expert(&e->m, l, ex, &v);
-		swiglu(e, &v.gate, &v.up, &v.down, n, e->ey);
-		for (int i = 0; i < n; i++) {
-			float w = e->selw[e->rows[i]];
-			float *o = out + (size_t)(e->rows[i] / K) * H;
-			const float *y = e->ey + (size_t)i * H;
-
-			for (int j = 0; j < H; j++)
-				o[j] = o[j] + w * y[j];
+	memset(uses, 0, sizeof(uses));
+	for (int i = 0; i < T * K; i++)
+		uses[e->sel[i]]++;
+	for (int ex = 0; ex < E; ex++)
+		if (uses[ex]) {
+			uses[n_need] = uses[ex];
+			need[n_need++] = ex;
+			e->stats.expert_calls += uses[ex];
+			e->stats.expert_bytes += xl->slab_bytes;
+			e->est.expert_uses += uses[ex];
 		}
-		e->stats.expert_calls += n;
-		e->stats.expert_bytes += xl->slab_bytes;
-		e->est.expert_uses += n;
-		e->est.hits[COLI_TIER_RAM]++;
-		e->est.bytes[COLI_TIER_RAM] += xl->slab_bytes;
+	for (int i = 0, k; i < n_need; i += k) {
+		int rc;
+
+		k = coli_tiers_acquire(e, l, need + i, uses + i, n_need - i, slabs);
+		if (k <= 0)
+			return k < 0 ? k : -EIO;
+		if (i == 0)
+			coli_lookahead(e, l, T);
+		rc = coli_tiers_wait(e);
+		for (int j = 0; !rc && j < k; j++)
+			expert_rows(e, l, need[i + j], slabs[j], T, out);
+		coli_tiers_release(e);
+		if (rc)
+			return rc;
 	}
+	coli_tiers_layer_end(e, l);
 	if (c->shared_inter) {
 		/* gate[t] = sigmoid(shexp_router . xn[t]); out[t] += gate[t] * shared(xn[t]) */
 		for (int t = 0; t < T; t++)
@@ -143,6 +178,7 @@ void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 				o[j] = o[j] + gate * y[j];
 		}
 	}
+	return 0;
 }
 
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out)
