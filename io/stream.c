@@ -524,16 +524,20 @@ int coli_io_stream_submit(coli_io_stream_t *s, const struct coli_io_read *r, int
 		const struct coli_expert_layer *xl =
 		    r[k].li >= 0 && r[k].li < nl ? coli_io_container_expert_layer(s->c, r[k].li)
 		                                 : NULL;
+		int rc = 0;
 
 		if (r[k].slot < 0 || r[k].slot >= s->n_slots || !xl ||
-		    r[k].expert >= xl->n_experts || xl->slab_bytes > s->slot_bytes) {
+		    r[k].expert >= xl->n_experts || xl->slab_bytes > s->slot_bytes)
+			rc = -EINVAL;
+		else if (s->req[r[k].slot].state != SR_IDLE) /* pending, or twice in r */
+			rc = -EBUSY;
+		if (rc) {
+			for (int j = 0; j < k; j++) /* undo the marks below */
+				s->req[r[j].slot].state = SR_IDLE;
 			pthread_mutex_unlock(&s->mu);
-			return -EINVAL;
+			return rc;
 		}
-		if (s->req[r[k].slot].state != SR_IDLE) {
-			pthread_mutex_unlock(&s->mu);
-			return -EBUSY;
-		}
+		s->req[r[k].slot].state = SR_QUEUED; /* tentative: catches duplicates */
 	}
 	for (int k = 0; k < n; k++) {
 		struct stream_req *q = &s->req[r[k].slot];
