@@ -197,7 +197,8 @@ static int pick_victim(struct coli_tiers *t, int demand, float cand, int *transi
 				loading = i;
 				continue;
 			}
-			cls = sl->transient ? 0 : sl->protect > t->step ? 2 : 1;
+			/* protection first: a slot just prefetched may be transient */
+			cls = sl->protect > t->step ? 2 : sl->transient ? 0 : 1;
 			if (!demand && cls == 2)
 				continue;
 			sc = score_now(t, X(t, sl->xl, sl->ex));
@@ -311,8 +312,11 @@ int coli_tiers_wait(struct coli_engine *e)
 	for (int j = 0; j < t->n_acq; j++) {
 		int i = t->acq[j], r;
 
-		if (t->s[i].state != SL_LOADING)
+		/* belt and braces: a slot the streamer still writes is waited on
+		 * whatever the map says, so no expert is computed from a slab in flight */
+		if (t->s[i].state != SL_LOADING && !coli_io_stream_busy(t->io, i))
 			continue;
+		t->s[i].state = SL_LOADING;
 		if (!t0)
 			t0 = now_s();
 		r = settle(t, i, 1, &e->est);
@@ -372,11 +376,16 @@ void coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char 
 		if (i < 0)
 			break; /* no room worth taking: the rest come on demand */
 		assign(t, i, xl, ex, tr);
+		/* pinned until submitted: a LOADING slot the stream does not know
+		 * yet must not be settled (it would read as landed) nor taken */
+		t->s[i].pins = 1;
 		t->s[i].prefetched = 1;
 		t->s[i].pf_xl = xl;
 		t->s[i].protect = t->step + 1;
 		t->batch[nb++] = (struct coli_io_read){xl, (uint32_t)ex, i};
 	}
+	for (int j = 0; j < nb; j++)
+		t->s[t->batch[j].slot].pins = 0;
 	if (nb && coli_io_stream_submit(t->io, t->batch, nb, COLI_IO_PREFETCH)) {
 		for (int j = 0; j < nb; j++) { /* could not queue: forget them */
 			t->s[t->batch[j].slot].prefetched = 0;
