@@ -209,6 +209,10 @@ struct coli_opts {
 	char dense[16];      /* --dense auto|cpu: where attention, norms, routers, lm_head run */
 	int stream_slots;    /* --stream-slots: VRAM staging slabs per device */
 	int verbose;         /* --verbose: the startup print */
+	int prefetch;        /* --prefetch on|off: router lookahead */
+	char io[16];         /* --io auto|uring|pread: slab streamer backend */
+	char verify_slabs[8]; /* --verify-slabs auto|on|off */
+	int usage_every;     /* --usage-every N: write the usage file every N tokens (0: at close) */
 };
 
 /* Defaults, then the environment variables of the table. */
@@ -238,6 +242,8 @@ const coli_tokenizer_t *coli_engine_tokenizer(const coli_engine_t *e);
 int coli_engine_ctx(const coli_engine_t *e); /* KV capacity in tokens */
 int coli_engine_pos(const coli_engine_t *e); /* tokens in the KV cache */
 void coli_engine_reset(coli_engine_t *e);   /* empty the KV cache */
+/* Why the last coli_engine_forward failed ("" if it did not). */
+const char *coli_engine_errmsg(const coli_engine_t *e);
 /* Run n tokens at positions pos..pos+n-1 (appending to the KV cache).
  * logits: [n][vocab] when all_logits, else [vocab] for the last token.
  * -E2BIG when the context would overflow (nothing is changed then). */
@@ -297,6 +303,16 @@ struct coli_engine_stats {
 	double moe_s;                     /* norm, router, routed + shared experts */
 	double dense_mlp_s;               /* norm, dense MLP layers */
 	double lm_head_s;                 /* final norm and lm_head */
+	/* added by the tier manager (core/tiers.c); docs/tiers.md */
+	uint64_t lookahead_routed;        /* experts routed at layers a lookahead guessed */
+	uint64_t lookahead_hit;           /* ... of which the guess named: recall = hit/routed */
+	uint64_t ram_budget_bytes;        /* resolved --ram-gb */
+	uint64_t ram_fixed_bytes;         /* dense + KV cache + scratch counted against it */
+	uint64_t slot_bytes;              /* one expert slot (largest slab, 4 KiB rounded) */
+	uint64_t ram_slots;               /* expert slots in RAM */
+	uint64_t min_slots;               /* the working set: slots one layer needs */
+	uint64_t total_slabs;             /* routed experts in the model */
+	uint64_t disk_retries;            /* short reads, EIO and checksum re-reads */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 
@@ -343,5 +359,13 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
  * -EINVAL for an unknown role, -ENOMEM. */
 int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_msg *m, int n,
 		     int add_generation_prompt, char **out, size_t *len);
+
+/* ---- usage file (core/usage.c, docs/tiers.md) ---- */
+/* MODEL.usage: the default usage file of a model. */
+void coli_usage_default_path(const char *model, char *out, size_t len);
+/* Validate `from` against the model (hash and shape) and write it atomically
+ * to `to`: `coli usage snapshot` and `restore` are this with the roles swapped. */
+int coli_usage_copy(const char *model, const char *from, const char *to, char *err,
+		    size_t errlen);
 
 #endif

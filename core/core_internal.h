@@ -56,6 +56,12 @@ struct coli_expert_view {
 };
 void coli_model_expert(const struct coli_model *m, int layer, int expert,
 		       struct coli_expert_view *v);
+/* The same view over a copy of the slab at `slab` (a tier slot). */
+void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
+			  struct coli_expert_view *v);
+/* Re-point every tensor view inside [from, from + bytes) to the same offset
+ * in `to` (the dense region copied into an arena). */
+void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, const void *to);
 
 /* Per-token activation scratch: fp32 values plus their quantized form. */
 struct coli_actbuf {
@@ -101,6 +107,46 @@ struct coli_dev_slot {
 	uint64_t streamed_bytes; /* this layer */
 	double t_issue;       /* when this layer's issue began (s) */
 };
+/* ---- usage file (core/usage.c) ---- */
+struct coli_usage {
+	uint64_t model_hash;
+	int n_layers, n_experts; /* expert layers x experts per layer */
+	uint64_t tokens;
+	uint64_t *counts;        /* [n_layers][n_experts] */
+};
+int coli_usage_read(const char *path, struct coli_usage *u, char *err, size_t errlen);
+int coli_usage_write(const char *path, const struct coli_usage *u, char *err, size_t errlen);
+
+/* ---- expert tiers (core/tiers.c) ----
+ * The MoE block's protocol for one layer, experts in ascending id:
+ *
+ *   k = coli_tiers_acquire(e, l, ex, uses, n, slabs)  pins ex[0..k) (k >= 1),
+ *                      their misses submitted as ONE batch of demand reads;
+ *                      slabs[j] = where expert ex[j]'s slab will be
+ *   coli_lookahead(e, l, T)          (first chunk only) prefetch layer l+1
+ *   rc = coli_tiers_wait(e)          every pinned slab is in RAM (or -errno)
+ *   ... compute ex[0..k) in order, accumulate ...
+ *   coli_tiers_release(e)
+ *   (repeat from ex + k while experts remain: a small budget is a slow one)
+ *   coli_tiers_layer_end(e, l)
+ */
+struct coli_tiers;
+int coli_tiers_open(struct coli_engine *e, char *err, size_t errlen);
+void coli_tiers_close(struct coli_engine *e);
+int coli_tiers_acquire(struct coli_engine *e, int l, const int *ex, const int *uses, int n,
+		       const void **slabs);
+int coli_tiers_wait(struct coli_engine *e);
+void coli_tiers_release(struct coli_engine *e);
+void coli_tiers_layer_end(struct coli_engine *e, int l);
+/* Lookahead's entry: experts predicted for MoE layer l_next (ascending, mask
+ * over n_experts); reads are issued for misses as prefetches. */
+void coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char *mask);
+/* Per-token bookkeeping (usage file every N tokens). */
+void coli_tiers_tokens(struct coli_engine *e, int T);
+void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st);
+/* core/lookahead.c: after layer l's routing, guess layer l+1's experts from
+ * the current normed hidden state and prefetch them. */
+void coli_lookahead(struct coli_engine *e, int l, int T);
 
 struct coli_engine {
 	struct coli_opts opts;
@@ -137,7 +183,11 @@ struct coli_engine {
 	signed char *where;         /* [n_layers][n_experts]: device index, -1 host */
 	signed char *assign;        /* [n_experts] this layer: device computing it, -1 CPU */
 	unsigned char *streamed;    /* [n_experts] this layer: 1 if copied to the device */
-	int *cand, *cand_n;         /* [n_experts] scratch of assign_experts */
+	int *cand, *cand_n;         /* [n_experts] scratch of assign_experts / cpu_list */
+	int *pair_first, *pair_n;   /* [n_experts] this layer: first pair, pair count */
+	int *need, *redo;           /* [n_experts] experts the host reads; CPU recomputes */
+	const void **slab_ptr;      /* [n_experts] slabs of the acquired chunk */
+	const void **host_slab;     /* [n_experts] RAM slab of a streamed expert */
 	double bw_cpu, bw_stream;   /* cost model: bytes/s of CPU rows and of streaming */
 	struct coli_dense_dev *dd;  /* dense part on a device (core/forward_dev.c), or NULL */
 	int *hist;                  /* [ctx] token ids in the KV cache, to rebuild it on the
@@ -150,6 +200,10 @@ struct coli_engine {
 	FILE *trace;                /* ROUTE_TRACE */
 	struct coli_route_stats stats;
 	struct coli_engine_stats est; /* cumulative, see coli_engine_stats */
+	size_t scratch_bytes;       /* what scratch_alloc took, for the budget */
+	int numa_node;              /* resolved --numa-bind */
+	struct coli_tiers *tiers;   /* expert slots, streamer, heat */
+	char errmsg[512];           /* why the last forward failed */
 };
 
 /* forward_dev.c: the dense part on device dev (uploaded once at open). */
@@ -159,11 +213,13 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 
 /* forward.c */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
-/* moe.c: out[T][hidden] = MoE(xn) for layer l; xn's activations are prepared. */
-void coli_moe_block(struct coli_engine *e, int l, int T, float *out);
 /* From router logits in e->rlog and activations in e->ax: route, plan,
- * issue to devices, CPU rows, take. Leaves per-pair outputs in e->ey. */
-void coli_moe_experts(struct coli_engine *e, int l, int T);
+ * issue to devices, CPU rows, take. Leaves per-pair outputs in e->ey;
+ * -errno (e->errmsg) when a slab could not be read. */
+int coli_moe_experts(struct coli_engine *e, int l, int T);
+/* moe.c: out[T][hidden] = MoE(xn) for layer l; xn's activations are prepared.
+ * 0, or -errno when an expert's slab could not be read (e->errmsg says which). */
+int coli_moe_block(struct coli_engine *e, int l, int T, float *out);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 /* moe_dev.c: place experts in VRAM at open; per layer, queue device d's
  * experts (issue) and collect their outputs into e->ey (take). */

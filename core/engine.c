@@ -8,6 +8,12 @@
  * and again for V, allocated through mem/ (NUMA placement decided there).
  * Scratch is sized for tmax tokens per forward call; longer prompts are fed
  * in chunks of tmax by the caller (coli_engine_forward does it).
+ *
+ * NUMA and tiers: --numa-bind is resolved first (mem/numa.c) and the
+ * opening thread is bound there before the CPU pool starts, so pool threads
+ * inherit the node; the KV cache, the dense copy and the expert slots are
+ * allocated on it. The tier manager (core/tiers.c) opens last because its
+ * RAM budget counts the KV cache and scratch sized here.
  */
 #include <errno.h>
 #include <math.h>
@@ -70,7 +76,9 @@ static int scratch_alloc(struct coli_engine *e)
 	int threads = coli_cpu_pool_threads(e->pool);
 	int rc;
 
-#define ALLOC(p, n) ((p) = calloc((size_t)(n), sizeof(*(p))), (p) ? 0 : -ENOMEM)
+#define ALLOC(p, n)                                                                                \
+	((p) = calloc((size_t)(n), sizeof(*(p))), e->scratch_bytes += (size_t)(n) * sizeof(*(p)),  \
+	 (p) ? 0 : -ENOMEM)
 	rc = ALLOC(e->x, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->xn, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->q, (size_t)T * qd);
@@ -93,11 +101,19 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->streamed, c->n_experts);
 	rc = rc ? rc : ALLOC(e->cand, c->n_experts);
 	rc = rc ? rc : ALLOC(e->cand_n, c->n_experts);
+	rc = rc ? rc : ALLOC(e->pair_first, c->n_experts);
+	rc = rc ? rc : ALLOC(e->pair_n, c->n_experts);
+	rc = rc ? rc : ALLOC(e->need, c->n_experts);
+	rc = rc ? rc : ALLOC(e->redo, c->n_experts);
+	rc = rc ? rc : ALLOC(e->slab_ptr, c->n_experts);
+	rc = rc ? rc : ALLOC(e->host_slab, c->n_experts);
 	rc = rc ? rc : ALLOC(e->ag, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
 #undef ALLOC
 	rc = rc ? rc : actbufs_alloc(&e->ax, T, H, quant);
 	rc = rc ? rc : actbufs_alloc(&e->ah, T, qd > inter ? qd : inter, quant);
+	if (quant) /* int8 values, fp32 scales and int32 sums per 32-block */
+		e->scratch_bytes += (size_t)T * (H + (qd > inter ? qd : inter)) * 2;
 	if (rc)
 		return rc;
 	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32 */
@@ -137,6 +153,20 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		if (rc)
 			goto err;
 	}
+	{
+		char why[256];
+
+		rc = coli_mem_numa_resolve(e->opts.numa_bind, &e->numa_node, why, sizeof(why));
+		if (rc) {
+			snprintf(err, errlen, "--numa-bind: %s", why);
+			goto err;
+		}
+		if (e->numa_node >= 0 && coli_mem_numa_bind_thread(e->numa_node))
+			fprintf(stderr, "coli: cannot run on NUMA node %d; threads left unbound\n",
+				e->numa_node);
+		if (e->opts.verbose)
+			fprintf(stderr, "coli: numa-bind %s\n", why);
+	}
 	threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	rc = coli_cpu_pool_create(threads, &e->pool);
 	if (rc) {
@@ -146,8 +176,8 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	e->ctx = e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
 	kvd = (size_t)e->m.cfg.n_kv_heads * e->m.cfg.head_dim;
 	e->kv_bytes = sizeof(float) * (size_t)e->m.cfg.n_layers * e->ctx * kvd;
-	e->kcache = coli_mem_alloc(e->kv_bytes, COLI_MEM_NODE_ANY);
-	e->vcache = coli_mem_alloc(e->kv_bytes, COLI_MEM_NODE_ANY);
+	e->kcache = coli_mem_alloc(e->kv_bytes, e->numa_node);
+	e->vcache = coli_mem_alloc(e->kv_bytes, e->numa_node);
 	if (!e->kcache || !e->vcache) {
 		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens)",
 			 2 * e->kv_bytes >> 20, e->ctx);
@@ -160,6 +190,10 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		snprintf(err, errlen, "out of memory for scratch buffers");
 		goto err;
 	}
+	/* host tiers first: the RAM budget counts the dense part and the KV cache */
+	rc = coli_tiers_open(e, err, errlen);
+	if (rc)
+		goto err;
 	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->devs, COLI_MAX_DEVS,
 			       &e->n_devs, err, errlen);
 	if (rc)
@@ -204,6 +238,7 @@ void coli_engine_close(coli_engine_t *e)
 		return;
 	if (e->trace)
 		fclose(e->trace);
+	coli_tiers_close(e);
 	coli_mem_free(e->kcache, e->kv_bytes);
 	coli_mem_free(e->vcache, e->kv_bytes);
 	free(e->x), free(e->xn), free(e->q), free(e->kx), free(e->vx), free(e->att);
@@ -212,6 +247,8 @@ void coli_engine_close(coli_engine_t *e)
 	free(e->inv_freq);
 	free(e->pair_expert), free(e->pair_token), free(e->pair_w);
 	free(e->assign), free(e->streamed), free(e->cand), free(e->cand_n);
+	free(e->pair_first), free(e->pair_n), free(e->need), free(e->redo);
+	free((void *)e->slab_ptr), free((void *)e->host_slab);
 	if (e->n_devs)
 		coli_moe_dev_release(e);
 	coli_dense_dev_close(e);
@@ -306,8 +343,11 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
 		else if (logits && last)
 			dst = logits;
 		rc = forward_chunk(e, ids + i, chunk, dst, all_logits);
-		if (rc)
+		if (rc) {
+			if (!e->errmsg[0])
+				snprintf(e->errmsg, sizeof(e->errmsg), "%s", strerror(-rc));
 			return rc;
+		}
 	}
 	return 0;
 }
@@ -315,4 +355,10 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 {
 	*st = e->est;
+	coli_tiers_stats((struct coli_engine *)e, st); /* the streamer's counters */
+}
+
+const char *coli_engine_errmsg(const coli_engine_t *e)
+{
+	return e->errmsg;
 }

@@ -157,6 +157,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 
 	if (T <= 0 || T > e->tmax)
 		return -EINVAL;
+	e->errmsg[0] = 0;
 	if (pos0 + T > e->ctx)
 		return -E2BIG;
 	for (int t = 0; t < T; t++)
@@ -172,10 +173,14 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 			coli_rmsnorm(e->x + (size_t)t * H, e->m.layers[l].ffn_norm,
 				     e->xn + (size_t)t * H, H, c->norm_eps);
 		prep(e->ax, e->xn, T, H);
-		if (e->m.layers[l].moe)
-			coli_moe_block(e, l, T, e->mlp);
-		else
+		if (e->m.layers[l].moe) {
+			int rc = coli_moe_block(e, l, T, e->mlp);
+
+			if (rc)
+				return rc; /* a slab could not be read: e->errmsg; pos unchanged */
+		} else {
 			coli_mlp_dense(e, l, T, e->mlp);
+		}
 		t1 = now_s();
 		*(e->m.layers[l].moe ? &e->est.moe_s : &e->est.dense_mlp_s) += t1 - t2;
 		for (size_t i = 0; i < (size_t)T * H; i++)
@@ -183,6 +188,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 	}
 	e->pos += T;
 	e->est.tokens += T;
+	coli_tiers_tokens(e, T);
 	t1 = now_s();
 	if (logits) {
 		int r0 = all_logits ? 0 : T - 1, n = T - r0;

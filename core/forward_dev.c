@@ -316,7 +316,9 @@ static int moe(struct coli_engine *e, int l, int T)
 		e->ax[t].n = H;
 		coli_actbuf_set(&e->ax[t], e->xn + (size_t)t * H);
 	}
-	coli_moe_experts(e, l, T);
+	rc = coli_moe_experts(e, l, T);
+	if (rc)
+		return rc;
 	rc = coli_dev_upload_async(dd->dev, dd->ey, e->ey, sizeof(float) * e->n_pairs * H);
 	rc = rc ? rc : coli_dev_upload_async(dd->dev, dd->ptok, e->pair_token, sizeof(int) * e->n_pairs);
 	rc = rc ? rc : coli_dev_upload_async(dd->dev, dd->pw, e->pair_w, sizeof(float) * e->n_pairs);

@@ -2,9 +2,10 @@
  * core/model.c — binding a container's tensors to the model: every tensor the
  * architecture needs is looked up by its coli name (core/coli.h lists them),
  * its shape and dtype are checked against the config, and a view (struct
- * coli_mat or a float pointer) into the mapped file is kept. Nothing is copied:
- * the dense part is read through the mapping (page cache) for now; mem/ will
- * own copies once tiers and devices land.
+ * coli_mat or a float pointer) into the mapped file is kept. Nothing is copied
+ * here: with a RAM budget the tier manager copies the dense region into an
+ * arena and re-points the views (coli_model_rebase); routed experts are
+ * viewed in whichever slot holds their slab (coli_model_expert_at).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -173,4 +174,60 @@ void coli_model_expert(const struct coli_model *m, int layer, int expert,
 	coli_mat_view(&v->gate, xl->dtype, I, H, slab + xl->gate_off);
 	coli_mat_view(&v->up, xl->dtype, I, H, slab + xl->up_off);
 	coli_mat_view(&v->down, xl->dtype, H, I, slab + xl->down_off);
+}
+
+void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
+			  struct coli_expert_view *v)
+{
+	const struct coli_expert_layer *xl = coli_io_container_expert_layer(m->c, m->layers[layer].xl);
+	const char *p = slab;
+	int H = (int)xl->hidden, I = (int)xl->inter;
+
+	coli_mat_view(&v->gate, xl->dtype, I, H, p + xl->gate_off);
+	coli_mat_view(&v->up, xl->dtype, I, H, p + xl->up_off);
+	coli_mat_view(&v->down, xl->dtype, H, I, p + xl->down_off);
+}
+
+struct rebase {
+	const char *lo, *hi, *to;
+};
+
+static void rb_ptr(const struct rebase *r, const void **p)
+{
+	const char *q = *p;
+
+	if (q && q >= r->lo && q < r->hi)
+		*p = r->to + (q - r->lo);
+}
+
+static void rb_vec(const struct rebase *r, const float **v)
+{
+	rb_ptr(r, (const void **)v);
+}
+
+static void rb_mat(const struct rebase *r, struct coli_mat *m)
+{
+	rb_ptr(r, &m->data);
+	rb_ptr(r, (const void **)&m->scales);
+}
+
+void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, const void *to)
+{
+	struct rebase r = {from, (const char *)from + bytes, to};
+
+	rb_mat(&r, &m->tok_embd);
+	rb_mat(&r, &m->lm_head);
+	rb_vec(&r, &m->out_norm);
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		struct coli_layer *L = &m->layers[l];
+
+		rb_vec(&r, &L->attn_norm), rb_vec(&r, &L->ffn_norm);
+		rb_mat(&r, &L->q), rb_mat(&r, &L->k), rb_mat(&r, &L->v), rb_mat(&r, &L->o);
+		rb_vec(&r, &L->q_bias), rb_vec(&r, &L->k_bias), rb_vec(&r, &L->v_bias);
+		rb_vec(&r, &L->q_norm), rb_vec(&r, &L->k_norm);
+		rb_mat(&r, &L->router);
+		rb_mat(&r, &L->sh_gate), rb_mat(&r, &L->sh_up), rb_mat(&r, &L->sh_down);
+		rb_mat(&r, &L->sh_router);
+		rb_mat(&r, &L->ffn_gate), rb_mat(&r, &L->ffn_up), rb_mat(&r, &L->ffn_down);
+	}
 }

@@ -15,7 +15,17 @@
  * starting from +0.0, then the shared expert's gated output is added. Whoever
  * computed y_e (CPU row, resident GPU group, streamed expert), the sum is
  * formed here in this order.
+ *
+ * Where slabs come from (core/tiers.c): the experts the host must read (CPU
+ * rows and streamed ones) are acquired from the tier manager in ascending id,
+ * in chunks that fit its RAM slots; a chunk's misses go to disk as one batch
+ * and the next layer's likely experts are prefetched (core/lookahead.c) while
+ * it lands. Devices are issued first when nothing they need comes from the
+ * host, so they work while the CPU waits for disk. Streaming needs every
+ * streamed slab pinned until take; if they do not all fit in one chunk the
+ * layer keeps its RAM-tier experts on the CPU.
  */
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -106,7 +116,8 @@ static void plan_pairs(struct coli_engine *e, int T)
 	const struct coli_model_config *c = &e->m.cfg;
 	int K = c->top_k, n = 0;
 
-	for (int ex = 0; ex < c->n_experts; ex++)
+	for (int ex = 0; ex < c->n_experts; ex++) {
+		e->pair_first[ex] = n;
 		for (int t = 0; t < T; t++)
 			for (int j = 0; j < K; j++)
 				if (e->sel[t * K + j] == ex) {
@@ -115,22 +126,56 @@ static void plan_pairs(struct coli_engine *e, int T)
 					e->pair_w[n] = e->selw[t * K + j];
 					n++;
 				}
+		e->pair_n[ex] = n - e->pair_first[ex];
+	}
 	e->n_pairs = n;
 }
 
-/* Compute the pairs [p0, p0+n) of expert ex on the CPU into e->ey. */
-static void cpu_expert(struct coli_engine *e, int l, int ex, int p0, int n)
+/* Compute expert ex's pairs (e->pair_first/pair_n) on the CPU into e->ey,
+ * from its slab in RAM. */
+static void cpu_expert(struct coli_engine *e, int l, int ex, const void *slab)
 {
-	const struct coli_expert_layer *xl =
-		coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	int p0 = e->pair_first[ex], n = e->pair_n[ex];
 	struct coli_expert_view v;
 
 	for (int i = 0; i < n; i++)
 		e->ag[i] = e->ax[e->pair_token[p0 + i]].act;
-	coli_model_expert(&e->m, l, ex, &v);
+	coli_model_expert_at(&e->m, l, slab, &v);
 	swiglu(e, &v.gate, &v.up, &v.down, n, e->ey + (size_t)p0 * e->m.cfg.hidden);
-	e->est.hits[COLI_TIER_RAM]++;
-	e->est.bytes[COLI_TIER_RAM] += xl->slab_bytes;
+}
+
+/* CPU rows for a list of experts (ascending): acquire from the tiers in
+ * chunks, wait, compute, release. *lookahead_done says whether this layer
+ * already prefetched the next one. Returns bytes computed, or -errno. */
+static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, int n,
+			int *lookahead_done)
+{
+	const struct coli_expert_layer *xl =
+		coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	int64_t bytes = 0;
+
+	for (int i = 0, k; i < n; i += k) {
+		int rc;
+
+		for (int j = i; j < n; j++)
+			e->cand_n[j - i] = e->pair_n[list[j]];
+		k = coli_tiers_acquire(e, l, list + i, e->cand_n, n - i, e->slab_ptr);
+		if (k <= 0)
+			return k < 0 ? k : -EIO;
+		if (!*lookahead_done) {
+			coli_lookahead(e, l, T);
+			*lookahead_done = 1;
+		}
+		rc = coli_tiers_wait(e);
+		for (int j = 0; !rc && j < k; j++) {
+			cpu_expert(e, l, list[i + j], e->slab_ptr[j]);
+			bytes += xl->slab_bytes;
+		}
+		coli_tiers_release(e);
+		if (rc)
+			return rc;
+	}
+	return bytes;
 }
 
 static double now_s(void)
@@ -206,36 +251,81 @@ static void assign_experts(struct coli_engine *e, int l)
 	}
 }
 
-void coli_moe_experts(struct coli_engine *e, int l, int T)
+int coli_moe_experts(struct coli_engine *e, int l, int T)
 {
-	const struct coli_layer *L = &e->m.layers[l];
-	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, L->xl);
+	const struct coli_model_config *c = &e->m.cfg;
+	const struct coli_expert_layer *xl =
+		coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int issued[COLI_MAX_DEVS] = {0};
+	int *need = e->need, *redo = e->redo, n_need = 0, n_redo = 0, n_stream = 0, pinned = 0;
+	int lookahead_done = 0, rc = 0, first_rest;
 	double t_cpu;
-	uint64_t cpu_bytes = 0;
+	int64_t cpu_bytes = 0, r;
 
 	route_select(e, l, T);
 	plan_pairs(e, T);
 	assign_experts(e, l);
 	e->stats.expert_calls += e->n_pairs;
 	e->est.expert_uses += e->n_pairs;
-	/* issue: every device queues its resident experts; a failure here sends
-	 * the device's share of this layer to the CPU (synchronous path) */
+	for (int ex = 0; ex < c->n_experts; ex++) {
+		if (!e->pair_n[ex])
+			continue;
+		e->stats.expert_bytes += xl->slab_bytes;
+		if (e->assign[ex] < 0 || e->streamed[ex])
+			need[n_need++] = ex;
+		n_stream += e->streamed[ex];
+	}
+	/* streamed slabs must be in RAM and pinned until take */
+	if (n_stream) {
+		for (int j = 0; j < n_need; j++)
+			e->cand_n[j] = e->pair_n[need[j]];
+		pinned = coli_tiers_acquire(e, l, need, e->cand_n, n_need, e->slab_ptr);
+		if (pinned <= 0)
+			return pinned < 0 ? pinned : -EIO;
+		coli_lookahead(e, l, T);
+		lookahead_done = 1;
+		rc = coli_tiers_wait(e);
+		if (rc) {
+			coli_tiers_release(e);
+			return rc;
+		}
+		for (int j = 0; j < pinned; j++)
+			e->host_slab[need[j]] = e->slab_ptr[j];
+		if (pinned < n_need) { /* they do not all fit: this layer streams nothing */
+			for (int j = 0; j < n_need; j++)
+				if (e->streamed[need[j]]) {
+					e->streamed[need[j]] = 0;
+					e->assign[need[j]] = -1;
+				}
+			n_stream = 0;
+		}
+	}
+	/* issue: every device queues its experts; a failure sends its share to the CPU */
 	for (int d = 0; d < e->n_devs; d++)
 		issued[d] = !e->devs[d]->failed && coli_moe_dev_issue(e, l, d) == 0;
-	/* CPU rows: the experts no device took, while the devices work */
+	/* CPU rows, while the devices work: the pinned chunk first, then the rest */
 	t_cpu = now_s();
-	for (int p = 0; p < e->n_pairs;) {
-		int ex = e->pair_expert[p], n = 0, dev = e->assign[ex];
-
-		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
-			n++;
-		if (dev < 0 || !issued[dev]) {
-			cpu_expert(e, l, ex, p, n);
+	for (int j = 0; j < pinned; j++)
+		if (e->assign[need[j]] < 0) {
+			cpu_expert(e, l, need[j], e->slab_ptr[j]);
 			cpu_bytes += xl->slab_bytes;
 		}
-		e->stats.expert_bytes += xl->slab_bytes;
-		p += n;
+	first_rest = pinned;
+	if (pinned && !n_stream) {
+		coli_tiers_release(e); /* nothing streamed: the chunk can go now */
+		pinned = 0;
+	}
+	{
+		int n_rest = 0;
+
+		for (int j = first_rest; j < n_need; j++)
+			if (e->assign[need[j]] < 0)
+				e->cand[n_rest++] = need[j];
+		r = n_rest ? cpu_list(e, l, T, e->cand, n_rest, &lookahead_done) : 0;
+		if (r < 0)
+			rc = (int)r;
+		else
+			cpu_bytes += r;
 	}
 	if (cpu_bytes && e->n_devs) {
 		double bw = cpu_bytes / (now_s() - t_cpu + 1e-9);
@@ -244,22 +334,34 @@ void coli_moe_experts(struct coli_engine *e, int l, int T)
 	}
 	/* take: a device failing now has its experts recomputed on the CPU */
 	for (int d = 0; d < e->n_devs; d++) {
-		if (!issued[d] || coli_moe_dev_take(e, l, d) == 0)
-			continue;
-		for (int r = 0; r < e->vram[d].n_runs; r++)
-			cpu_expert(e, l, e->vram[d].runs[r].expert, e->vram[d].runs[r].pair0,
-				   e->vram[d].runs[r].n);
+		int failed = !issued[d] || coli_moe_dev_take(e, l, d) != 0;
+
+		for (int ex = 0; failed && ex < c->n_experts; ex++)
+			if (e->pair_n[ex] && e->assign[ex] == d)
+				redo[n_redo++] = ex;
 	}
+	if (pinned)
+		coli_tiers_release(e);
+	if (!rc && n_redo) {
+		r = cpu_list(e, l, T, redo, n_redo, &lookahead_done);
+		rc = r < 0 ? (int)r : 0;
+	}
+	if (!lookahead_done && !rc)
+		coli_lookahead(e, l, T); /* every expert was on a device: still prefetch */
+	coli_tiers_layer_end(e, l);
+	return rc;
 }
 
-void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
+int coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_layer *L = &e->m.layers[l];
-	int H = c->hidden;
+	int H = c->hidden, rc;
 
 	route_logits(e, l, T);
-	coli_moe_experts(e, l, T);
+	rc = coli_moe_experts(e, l, T);
+	if (rc)
+		return rc; /* a slab could not be read: e->errmsg says which */
 	/* accumulate in ascending expert id, whoever computed each pair */
 	memset(out, 0, sizeof(float) * T * H);
 	for (int p = 0; p < e->n_pairs; p++) {
@@ -285,6 +387,7 @@ void coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 				o[j] = o[j] + gate * y[j];
 		}
 	}
+	return 0;
 }
 
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out)

@@ -279,10 +279,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 		if (e->streamed[ex]) {
 			/* RAM tier: copy the host slab into the next staging slot */
 			slab = v->stage + (uint64_t)(n_streamed++ % v->n_stage) * v->stage_bytes;
-			rc = coli_dev_upload_async(
-				v->dev, slab,
-				coli_io_container_slab_data(e->m.c, e->m.layers[l].xl, (uint32_t)ex),
-				xl->slab_bytes);
+			rc = coli_dev_upload_async(v->dev, slab, e->host_slab[ex], xl->slab_bytes);
 			if (rc)
 				return rc;
 			v->streamed_bytes += xl->slab_bytes;
@@ -403,11 +400,9 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 
 		memcpy(e->ey + (size_t)v->runs[r].pair0 * H, v->sy + (size_t)v->runs[r].row0 * H,
 		       sizeof(float) * H * v->runs[r].n);
-		if (e->streamed[ex]) {
+		if (e->streamed[ex]) { /* its RAM/disk hit was counted by the tiers */
 			e->est.stream_experts++;
 			e->est.stream_bytes += xl->slab_bytes;
-			e->est.hits[COLI_TIER_RAM]++;
-			e->est.bytes[COLI_TIER_RAM] += xl->slab_bytes;
 		} else {
 			e->est.hits[COLI_TIER_VRAM]++;
 			e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;

@@ -14,7 +14,7 @@
 
 #include "core/coli.h"
 
-enum opt_type { OPT_INT, OPT_DOUBLE, OPT_STR, OPT_FLAG };
+enum opt_type { OPT_INT, OPT_DOUBLE, OPT_STR, OPT_FLAG, OPT_BOOL };
 
 struct opt_row {
 	const char *flag; /* "--ram-gb" or NULL */
@@ -36,7 +36,8 @@ static const struct opt_row g_opts[] = {
 	{"--threads", "COLI_THREADS", OPT_INT, F(threads), "0", "CPU threads (0: all online CPUs)"},
 	{"--ctx", "COLI_CTX", OPT_INT, F(ctx), "0",
 	 "KV cache length in tokens (0: the model's, at most 4096)"},
-	{"--usage", "COLI_USAGE", OPT_STR, F(usage), "", "expert usage file (default: beside the model)"},
+	{"--usage", "COLI_USAGE", OPT_STR, F(usage), "",
+	 "expert usage file (default: MODEL.usage; off: none)"},
 	{"--profile", "COLI_PROFILE", OPT_FLAG, F(profile), "0", "per-token timing report"},
 	{"--numa-bind", "COLI_NUMA_BIND", OPT_STR, F(numa_bind), "auto",
 	 "auto | off | interleave | NODE: where engine memory and threads live"},
@@ -47,6 +48,14 @@ static const struct opt_row g_opts[] = {
 	{"--stream-slots", "COLI_STREAM_SLOTS", OPT_INT, F(stream_slots), "16",
 	 "VRAM staging slabs per device for streamed experts"},
 	{"--verbose", "COLI_VERBOSE", OPT_FLAG, F(verbose), "0", "print the options at start"},
+	{"--prefetch", "COLI_PREFETCH", OPT_BOOL, F(prefetch), "on",
+	 "on | off: prefetch the next layer's likely experts (router lookahead)"},
+	{"--io", "COLI_IO", OPT_STR, F(io), "auto",
+	 "auto | uring | pread: how expert slabs are read (pread: the fallback)"},
+	{"--verify-slabs", "COLI_VERIFY_SLABS", OPT_STR, F(verify_slabs), "auto",
+	 "auto | on | off: xxh64 of every slab read (auto: on if under 5% of read time)"},
+	{"--usage-every", "COLI_USAGE_EVERY", OPT_INT, F(usage_every), "1024",
+	 "write the expert usage file every N tokens (0: only at exit)"},
 	{NULL, "COLI_GROUP_ASYNC", OPT_INT, F(group_async), "1",
 	 "overlap GPU groups with CPU rows (0: synchronous, for A/B)"},
 	{NULL, "COLI_CUDA_PROFILE", OPT_INT, F(cuda_profile), "0", "print the overlap window split"},
@@ -83,6 +92,14 @@ static int set_value(struct coli_opts *o, const struct opt_row *r, const char *v
 		*(double *)p = x;
 		return 0;
 	}
+	case OPT_BOOL:
+		if (!strcmp(v, "on") || !strcmp(v, "1") || !strcmp(v, "yes"))
+			*(int *)p = 1;
+		else if (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no"))
+			*(int *)p = 0;
+		else
+			return -EINVAL;
+		return 0;
 	case OPT_STR:
 		if (strlen(v) >= r->size)
 			return -ENAMETOOLONG;
@@ -168,6 +185,9 @@ void coli_opts_print(const struct coli_opts *o, FILE *f)
 		const char *name = r->flag ? r->flag + 2 : r->env;
 
 		switch (r->type) {
+		case OPT_BOOL:
+			fprintf(f, "  %-18s %s\n", name, *(const int *)p ? "on" : "off");
+			break;
 		case OPT_FLAG:
 		case OPT_INT:
 			fprintf(f, "  %-18s %d\n", name, *(const int *)p);

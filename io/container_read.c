@@ -560,3 +560,14 @@ int coli_io_container_fd(const coli_container_t *c)
 {
 	return c->fd;
 }
+
+void coli_io_container_dense_region(const coli_container_t *c, uint64_t *offset, uint64_t *bytes)
+{
+	*offset = c->dense_off;
+	*bytes = c->dense_bytes;
+}
+
+uint64_t coli_io_container_hash(const coli_container_t *c)
+{
+	return coli_io_xxh64(c->map, CT_SUPER_BYTES);
+}

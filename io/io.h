@@ -1,6 +1,6 @@
 /*
  * io/io.h — the .coli container (write, read, verify), safetensors input,
- * and (later) the slab streamer. Nothing here knows about models: tensors
+ * and the slab streamer (io_uring + O_DIRECT into mem/'s slots, pread fallback). Nothing here knows about models: tensors
  * are names, dtypes and shapes; expert slabs are (layer, expert) byte ranges.
  * docs/container.md specifies the file format byte by byte.
  *
@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "cpu/cpu.h" /* enum coli_dtype */
+#include "mem/mem.h" /* slab slots */
 
 /* The last error's description for this thread ("file: what went wrong"). */
 const char *coli_io_errmsg(void);
@@ -138,6 +139,11 @@ const void *coli_io_container_slab_data(const coli_container_t *c, int li, uint3
 uint64_t coli_io_container_slab_xxh64(const coli_container_t *c, int li, uint32_t e);
 /* A file descriptor opened O_RDONLY (for the streamer's own O_DIRECT fd, reopen path). */
 int coli_io_container_fd(const coli_container_t *c);
+/* The dense region [offset, offset + bytes) (4096-aligned) and the file's
+ * identity: xxh64 of the superblock, which covers the section table and so
+ * the checksums of the tensor table, expert layers and every slab. */
+void coli_io_container_dense_region(const coli_container_t *c, uint64_t *offset, uint64_t *bytes);
+uint64_t coli_io_container_hash(const coli_container_t *c);
 
 /* Hash everything. Returns 0 if all good, -EBADMSG at the first mismatch with
  * the object named in coli_io_errmsg(). progress (may be NULL) is called with
@@ -145,6 +151,89 @@ int coli_io_container_fd(const coli_container_t *c);
 int coli_io_container_verify(const coli_container_t *c,
 			     void (*progress)(void *arg, uint64_t done, uint64_t total),
 			     void *arg);
+
+/* ===================================================================== */
+/* The slab streamer (io/stream.c: io_uring; io/stream_pread.c: fallback) */
+/* ===================================================================== */
+/*
+ * Reads whole slabs from a container into slots of a coli_mem_slots arena:
+ * one read per slot at a time, addressed by (expert layer index, expert).
+ * Requests are queued in two classes, demand before prefetch: a queued
+ * prefetch never delays a demand read that arrives after it (reads already
+ * handed to the kernel are not reordered). Completion runs on the streamer's
+ * own thread(s): short reads continue where they stopped, EIO is retried,
+ * the slab's xxh64 is checked, then the slot is marked done.
+ *
+ * Backends, each fallback announced once on stderr:
+ *   io_uring   read_fixed into the registered slot arena, O_DIRECT fd
+ *              (plain reads when buffer registration is refused)
+ *   pread      a small thread pool (io_uring refused: ENOSYS, EPERM under
+ *              seccomp, or forced with COLI_IO_PREAD for tests)
+ *   O_DIRECT refused (EINVAL, e.g. tmpfs) -> buffered fd, same backend.
+ *
+ * Thread rules: submit/wait/busy/stats may be called from one thread (the
+ * engine's) concurrently with the streamer's own threads; not from several
+ * caller threads at once.
+ */
+enum coli_io_backend { COLI_IO_AUTO = 0, COLI_IO_URING = 1, COLI_IO_PREAD = 2 };
+enum coli_io_verify { COLI_IO_VERIFY_AUTO = 0, COLI_IO_VERIFY_ON = 1, COLI_IO_VERIFY_OFF = 2 };
+enum coli_io_prio { COLI_IO_DEMAND = 0, COLI_IO_PREFETCH = 1 };
+
+/* Test hook, called after every read attempt with its result (bytes or
+ * -errno) and the bytes landed at buf; returns the result to act on (a
+ * smaller count = short read, -EIO = error); may also scribble over buf. */
+typedef int (*coli_io_fault_fn)(void *arg, int li, uint32_t expert, int attempt, void *buf,
+				int res);
+
+struct coli_io_stream_opts {
+	enum coli_io_backend backend; /* AUTO: io_uring, else pread */
+	int direct;                   /* 1: O_DIRECT (default), 0: buffered */
+	enum coli_io_verify verify;   /* AUTO: on if it costs < 5% of read time */
+	int queue_depth;              /* reads in flight (default 32) */
+	int threads;                  /* pread workers (default 4) */
+	int retries;                  /* extra attempts after EIO / bad checksum (default 3) */
+	coli_io_fault_fn fault;       /* NULL except in tests */
+	void *fault_arg;
+	int quiet;                    /* 1: no fallback announcements (tests) */
+};
+void coli_io_stream_opts_init(struct coli_io_stream_opts *o);
+
+struct coli_io_read {
+	int li;          /* expert layer index (coli_io_container_expert_layer) */
+	uint32_t expert;
+	int slot;        /* destination slot; must not have a read pending */
+};
+
+struct coli_io_stream_stats {
+	uint64_t reads, bytes;    /* completed slab reads and their bytes */
+	uint64_t retries;         /* attempts repeated (short, EIO, checksum) */
+	uint64_t verified;        /* slabs whose xxh64 was checked */
+	double busy_s;            /* wall time with at least one read queued or in flight */
+	double hash_s;            /* time spent in xxh64 */
+};
+
+typedef struct coli_io_stream coli_io_stream_t;
+/* The slots arena must outlive the stream. */
+int coli_io_stream_create(coli_container_t *c, coli_mem_slots_t *slots,
+			  const struct coli_io_stream_opts *o, coli_io_stream_t **out);
+/* Waits for every pending read, then frees. */
+void coli_io_stream_destroy(coli_io_stream_t *s);
+/* Queue n reads of one class and start them; returns 0 or -errno (-EBUSY if
+ * a slot already has a read pending, -EINVAL for a bad slab or slot). */
+int coli_io_stream_submit(coli_io_stream_t *s, const struct coli_io_read *r, int n,
+			  enum coli_io_prio prio);
+/* Block until the slot's read is done: 0, or -errno with the slab named in
+ * coli_io_errmsg() ("PATH: slab (layer 3, expert 17): ..."). A slot without a
+ * pending read returns its last result. Moves a queued prefetch for this
+ * slot to the demand class first. */
+int coli_io_stream_wait(coli_io_stream_t *s, int slot);
+/* 1 while the slot's read is queued or in flight. */
+int coli_io_stream_busy(coli_io_stream_t *s, int slot);
+void coli_io_stream_stats(coli_io_stream_t *s, struct coli_io_stream_stats *st);
+/* "io_uring, O_DIRECT, fixed buffers", "pread x4, buffered", ... */
+const char *coli_io_stream_describe(const coli_io_stream_t *s);
+/* Whether reads are being verified now (auto may have decided). */
+int coli_io_stream_verifying(const coli_io_stream_t *s);
 
 /* ===================================================================== */
 /* safetensors input                                                      */

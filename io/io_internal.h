@@ -11,6 +11,8 @@
 #ifndef COLI_IO_INTERNAL_H
 #define COLI_IO_INTERNAL_H
 
+#include <liburing.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -138,6 +140,82 @@ struct coli_container {
 #else
 #define CT_CHECKSUMS_ENFORCED 1
 #endif
+
+/* ---- the slab streamer (stream.c common + io_uring, stream_pread.c) ----
+ * One request per slot, indexed by slot. Life of a request:
+ *   IDLE -> QUEUED (in q[prio]) -> INFLIGHT (kernel or a worker)
+ *        -> back to QUEUED after a short read / retryable error
+ *        -> IDLE with err set (0 or -errno), waiters woken.
+ * Every field below the mutex is guarded by mu; a request's buffer and its
+ * done/len belong to whoever holds it INFLIGHT. */
+enum { SR_IDLE = 0, SR_QUEUED = 1, SR_INFLIGHT = 2 };
+
+struct stream_req {
+	int li;
+	uint32_t expert;
+	uint64_t off;    /* slab's absolute file offset */
+	size_t len;      /* slab bytes */
+	size_t done;     /* bytes landed so far */
+	int state, prio, err;
+	int attempts; /* failed attempts (EIO, end of file) */
+	int checks;   /* checksum mismatches */
+	int tries;    /* every attempt, for the fault hook */
+};
+
+struct stream_queue {
+	int *v; /* ring of slot indices, capacity n_slots */
+	int head, n;
+};
+
+struct coli_io_stream {
+	coli_container_t *c;
+	coli_mem_slots_t *slots;
+	struct coli_io_stream_opts o;
+	int n_slots;
+	char *base;        /* slot arena */
+	size_t slot_bytes;
+	int fd;            /* O_DIRECT (or buffered after fallback) */
+	int fd_direct;     /* whether fd has O_DIRECT */
+	int fd_old;        /* the O_DIRECT fd after a fallback, closed at the end */
+	int verify;        /* current decision: 1 hash every slab */
+	int verify_auto;   /* still calibrating */
+	enum coli_io_backend backend;
+	char desc[96];
+	struct stream_req *req; /* [n_slots] */
+	struct stream_queue q[2];
+
+	pthread_mutex_t mu;
+	pthread_cond_t done_cv; /* a request went IDLE */
+	pthread_cond_t work_cv; /* pread workers: work queued or stop */
+	int pending;            /* QUEUED + INFLIGHT */
+	int inflight;
+	int stop;
+	double busy_t0;
+	struct coli_io_stream_stats st;
+
+	/* io_uring */
+	struct io_uring ring;
+	int ring_ok, fixed;
+	int slots_per_buf; /* slots per registered iovec (each <= 1 GiB) */
+	pthread_t reaper;
+	int reaper_ok;
+
+	/* pread pool */
+	pthread_t *workers;
+	int n_workers;
+};
+
+/* stream.c, called with mu held */
+int stream_queue_pop(struct coli_io_stream *s);
+/* Outcome of one attempt on slot i (res = bytes or -errno, fault hook already
+ * applied); called WITHOUT mu, by the thread holding the request INFLIGHT.
+ * Verifies when complete, then under mu requeues or finishes it. */
+void stream_attempt_done(struct coli_io_stream *s, int i, int res);
+double stream_now(void);
+
+/* stream_pread.c */
+int stream_pread_start(struct coli_io_stream *s);
+void stream_pread_stop(struct coli_io_stream *s);
 
 /* ---- io_util.c ---- */
 /* Formats the thread's error message ("PATH: what"), returns rc. */

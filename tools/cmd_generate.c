@@ -98,7 +98,7 @@ int cmd_generate(int argc, char **argv)
 		goto out;
 	}
 	if (rc) {
-		tool_err("generate", "generation failed: %s", strerror(-rc));
+		tool_err("generate", "generation failed: %s", coli_engine_errmsg(e));
 		rc = 1;
 		goto out;
 	}

@@ -77,7 +77,7 @@ int cmd_logits(int argc, char **argv)
 	}
 	rc = coli_engine_forward(e, ids, n, logits, 1);
 	if (rc) {
-		rc = tool_err("logits", "forward failed: %s", strerror(-rc));
+		rc = tool_err("logits", "forward failed: %s", coli_engine_errmsg(e));
 		goto out;
 	}
 	f = fopen(out, "wb");

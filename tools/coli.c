@@ -19,6 +19,7 @@ CMD(logits)
 CMD(bench)
 CMD(perplexity)
 CMD(trace_diff)
+CMD(usage)
 #undef CMD
 
 static const struct {
@@ -35,6 +36,7 @@ static const struct {
 	{"bench", cmd_bench, "kernels|decode|prefill|io|make-model ... measure against bounds"},
 	{"perplexity", cmd_perplexity, "-m MODEL.coli -f FILE                    perplexity of a text"},
 	{"trace-diff", cmd_trace_diff, "A B                                     first differing route"},
+	{"usage", cmd_usage, "snapshot|restore MODEL.coli [FILE]       save / restore expert heat"},
 };
 
 static void usage(FILE *f)

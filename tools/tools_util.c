@@ -65,7 +65,7 @@ int tool_prompt_ids(coli_engine_t *e, const char *text, const char *ids_csv, int
 			if (end == p || x < 0 || x >= c->vocab) {
 				free(v);
 				tool_err("ids", "bad token id list at '%s' (ids are 0..%d)", p,
-					 c->vocab - 1);
+				         c->vocab - 1);
 				return 1;
 			}
 			if (k == cap) {
@@ -87,7 +87,7 @@ int tool_prompt_ids(coli_engine_t *e, const char *text, const char *ids_csv, int
 		return 1;
 	}
 	if (coli_tokenizer_encode(coli_engine_tokenizer(e), text, strlen(text), ids, n, err,
-				  sizeof(err))) {
+	                          sizeof(err))) {
 		tool_err("prompt", "%s", err);
 		return 1;
 	}
@@ -107,14 +107,32 @@ int tool_prompt_ids(coli_engine_t *e, const char *text, const char *ids_csv, int
 
 void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st)
 {
-	(void)e;
+	struct coli_engine_stats es;
+	uint64_t loads;
+
+	coli_engine_stats(e, &es);
+	loads = es.hits[COLI_TIER_VRAM] + es.hits[COLI_TIER_RAM] + es.hits[COLI_TIER_DISK];
 	fprintf(stderr,
-		"coli: prompt %d tok, prefill %.1f tok/s | generated %d tok, decode %.2f tok/s%s | "
-		"experts: %.1f per token from RAM (mmap)\n",
-		st->n_prompt, st->prefill_s > 0 ? st->n_prompt / st->prefill_s : 0, st->n_gen,
-		st->decode_s > 0 && st->n_gen > 1 ? (st->n_gen - 1) / st->decode_s : 0,
-		st->stopped_eos ? " (eos)" : "",
-		st->n_prompt + st->n_gen > 0
-			? (double)st->expert_calls / (st->n_prompt + st->n_gen)
-			: 0);
+	        "coli: prompt %d tok, prefill %.1f tok/s | generated %d tok, decode %.2f tok/s%s | "
+	        "experts: %.1f per token\n",
+	        st->n_prompt, st->prefill_s > 0 ? st->n_prompt / st->prefill_s : 0, st->n_gen,
+	        st->decode_s > 0 && st->n_gen > 1 ? (st->n_gen - 1) / st->decode_s : 0,
+	        st->stopped_eos ? " (eos)" : "",
+	        st->n_prompt + st->n_gen > 0 ? (double)st->expert_calls / (st->n_prompt + st->n_gen)
+	                                     : 0);
+	if (!loads)
+		return;
+	fprintf(stderr,
+	        "coli: tiers: %llu expert loads, VRAM %.1f%% RAM %.1f%% disk %.1f%% (%llu RAM "
+	        "slots for "
+	        "%llu experts) | disk %.1f MB in %.3f s (%.2f GB/s), blocked %.3f s | "
+	        "prefetch recall %.1f%%, waste %.1f%% of %llu\n",
+	        (unsigned long long)loads, 100.0 * es.hits[COLI_TIER_VRAM] / loads,
+	        100.0 * es.hits[COLI_TIER_RAM] / loads, 100.0 * es.hits[COLI_TIER_DISK] / loads,
+	        (unsigned long long)es.ram_slots, (unsigned long long)es.total_slabs,
+	        es.disk_bytes_read / 1e6, es.disk_read_s,
+	        es.disk_read_s > 0 ? es.disk_bytes_read / 1e9 / es.disk_read_s : 0, es.disk_wait_s,
+	        es.lookahead_routed ? 100.0 * es.lookahead_hit / es.lookahead_routed : 0,
+	        es.prefetch_issued ? 100.0 * es.prefetch_wasted / es.prefetch_issued : 0,
+	        (unsigned long long)es.prefetch_issued);
 }

@@ -1,0 +1,60 @@
+/*
+ * core/lookahead.c — router lookahead: guess the next MoE layer's experts a
+ * layer early and prefetch their slabs, so disk reads overlap this layer's
+ * expert compute and the next layer's attention.
+ *
+ * The guess applies layer l+1's router to layer l's normed MoE input
+ * (xn = rmsnorm(x, ffn_norm_l), already quantized in e->ax): the residual
+ * stream changes little across one layer, so the top-k of those logits
+ * overlaps much of what l+1 will route. Per token its top_k; the union over
+ * the call's tokens is the set prefetched. Recall (experts routed at l+1
+ * that were guessed / routed) and waste (prefetched reads l+1 did not use)
+ * are counted by the tier manager and printed at the end of generate.
+ *
+ * The router logits go to e->rlog (route() is done with it by now) as
+ * [T][n_experts] fp32; top-k on logits equals top-k on softmax.
+ */
+#include <string.h>
+
+#include "core/core_internal.h"
+
+static int next_moe_layer(const struct coli_engine *e, int l)
+{
+	for (int n = l + 1; n < e->m.cfg.n_layers; n++)
+		if (e->m.layers[n].moe)
+			return n;
+	return -1;
+}
+
+void coli_lookahead(struct coli_engine *e, int l, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int E = c->n_experts, K = c->top_k, next;
+	unsigned char mask[E];
+
+	if (!e->opts.prefetch || !e->tiers)
+		return;
+	next = next_moe_layer(e, l);
+	if (next < 0)
+		return;
+	for (int t = 0; t < T; t++)
+		e->ag[t] = e->ax[t].act;
+	coli_gemm_mt(e->pool, &e->m.layers[next].router, e->ag, T, e->rlog, E);
+	memset(mask, 0, sizeof(mask));
+	for (int t = 0; t < T; t++) {
+		const float *p = e->rlog + (size_t)t * E;
+		unsigned char taken[E];
+
+		memset(taken, 0, sizeof(taken));
+		for (int j = 0; j < K; j++) {
+			int best = -1;
+
+			for (int i = 0; i < E; i++)
+				if (!taken[i] && (best < 0 || p[i] > p[best]))
+					best = i;
+			taken[best] = 1;
+			mask[best] = 1;
+		}
+	}
+	coli_tiers_prefetch(e, next, mask);
+}
