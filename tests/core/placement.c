@@ -23,8 +23,8 @@ struct run {
 };
 
 static int do_run(const char *path, const char *gpu, double vram_gb, int fail_after,
-		  const char *stream, int slots, const char *dense, const int *ids, int n, int V,
-		  struct run *r)
+		  const char *stream, int slots, const char *dense, double ram_gb, const int *ids,
+		  int n, int V, struct run *r)
 {
 	struct coli_opts o;
 	coli_engine_t *e;
@@ -39,6 +39,7 @@ static int do_run(const char *path, const char *gpu, double vram_gb, int fail_af
 	snprintf(o.stream, sizeof(o.stream), "%s", stream);
 	o.stream_slots = slots;
 	snprintf(o.dense, sizeof(o.dense), "%s", dense);
+	o.ram_gb = ram_gb;
 	rc = coli_engine_open(path, &o, &e, err, sizeof(err));
 	if (rc) {
 		printf("open %s (gpu %s): %s\n", path, gpu, err);
@@ -102,14 +103,14 @@ int main(void)
 			ref.logits = malloc(sizeof(float) * (n + STEPS) * V);
 			got.logits = malloc(sizeof(float) * (n + STEPS) * V);
 			gref.logits = malloc(sizeof(float) * (n + STEPS) * V);
-			if (do_run(path, "off", -1, -1, "off", 0, "cpu", ids, n, V, &ref))
+			if (do_run(path, "off", -1, -1, "off", 0, "cpu", -1, ids, n, V, &ref))
 				return 1;
 			for (int d = 0; d < n_devs; d++) {
 				/* the reference for dense-on-device cases: the simulated
 				 * device must match the CPU; a GPU matches its own dense run
 				 * with every expert on the CPU */
-				if (d == 1 && do_run(path, devs[d], 0, -1, "off", 16, "auto", ids, n, V,
-						     &gref))
+				if (d == 1 && do_run(path, devs[d], 0, -1, "off", 16, "auto", -1, ids, n,
+						     V, &gref))
 					return 1;
 				/* VRAM budget (slabs), fault injection, streaming mode,
 				 * slots, dense part on the CPU or the device */
@@ -119,17 +120,23 @@ int main(void)
 					const char *stream;
 					int slots;
 					const char *dense;
+					double ram_gb;
 				} cases[] = {
-					{0, -1, "off", 16, "cpu"},   {3.5, -1, "off", 16, "cpu"},
-					{8.5, -1, "off", 16, "cpu"}, {-1, -1, "off", 16, "cpu"},
-					{0, -1, "auto", 16, "cpu"},  {3.5, -1, "only", 16, "cpu"},
-					{0, -1, "only", 1, "cpu"},   {0, 0, "only", 16, "cpu"},
-					{3.5, 2, "auto", 16, "cpu"}, {3.5, 3, "only", 16, "cpu"},
-					{0, 4, "only", 16, "cpu"},   {-1, 9, "auto", 16, "cpu"},
-					{0, -1, "off", 16, "auto"},  {3.5, -1, "auto", 16, "auto"},
-					{-1, -1, "off", 16, "auto"}, {0, -1, "only", 2, "auto"},
-					{3.5, 5, "auto", 16, "auto"}, {3.5, 80, "auto", 16, "auto"},
-					{-1, 300, "only", 16, "auto"},
+					{0, -1, "off", 16, "cpu", -1},   {3.5, -1, "off", 16, "cpu", -1},
+					{8.5, -1, "off", 16, "cpu", -1}, {-1, -1, "off", 16, "cpu", -1},
+					{0, -1, "auto", 16, "cpu", -1},  {3.5, -1, "only", 16, "cpu", -1},
+					{0, -1, "only", 1, "cpu", -1},   {0, 0, "only", 16, "cpu", -1},
+					{3.5, 2, "auto", 16, "cpu", -1}, {3.5, 3, "only", 16, "cpu", -1},
+					{0, 4, "only", 16, "cpu", -1},   {-1, 9, "auto", 16, "cpu", -1},
+					{0, -1, "off", 16, "auto", -1},  {3.5, -1, "auto", 16, "auto", -1},
+					{-1, -1, "off", 16, "auto", -1}, {0, -1, "only", 2, "auto", -1},
+					{3.5, 5, "auto", 16, "auto", -1}, {3.5, 80, "auto", 16, "auto", -1},
+					{-1, 300, "only", 16, "auto", -1},
+					/* host tiers at their minimum (--ram-gb 0: top_k slots): a
+					 * prefill's experts come in chunks from disk and streaming
+					 * steps aside; decode streams from pinned slots */
+					{0, -1, "only", 16, "cpu", 0}, {3.5, -1, "auto", 16, "cpu", 0},
+					{0, -1, "only", 16, "auto", 0}, {0, 3, "only", 16, "cpu", 0},
 				};
 
 				for (size_t b = 0; b < sizeof(cases) / sizeof(cases[0]); b++) {
@@ -137,7 +144,8 @@ int main(void)
 					int fa = cases[b].fail_after;
 
 					if (do_run(path, devs[d], vram, fa, cases[b].stream,
-						   cases[b].slots, cases[b].dense, ids, n, V, &got))
+						   cases[b].slots, cases[b].dense, cases[b].ram_gb, ids, n,
+						   V, &got))
 						return 1;
 					const struct run *want = d == 1 && !strcmp(cases[b].dense, "auto")
 									 ? &gref
