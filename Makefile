@@ -159,9 +159,9 @@ test-gpu: deps
 	@BUILD=$(BUILD) sh tests/run.sh ptx
 
 # The demo: convert the bundled model on first use, then generate.
-DEMO_HF   ?= tests/fixtures/qwen3_moe
+DEMO_HF   ?= models/demo
 DEMO_COLI ?= $(BUILD)/demo.coli
-DEMO_PROMPT ?= def fibonacci(n):
+DEMO_PROMPT ?= def read_file(path):
 run: deps
 	@$(MAKE) --no-print-directory all
 	@sh tools/run_demo.sh $(BUILD) '$(DEMO_HF)' '$(DEMO_COLI)' '$(DEMO_PROMPT)'

@@ -11,11 +11,13 @@ if [ ! -f "$OUT" ] || [ -n "$(find "$HF" -newer "$OUT" -type f | head -n 1)" ]; 
 	echo "make run: converting $HF -> $OUT (first use)" >&2
 	"$BUILD/coli" convert "$HF" -o "$OUT" --quant q8
 fi
-if [ -f "$HF/DEMO_NOTE" ]; then
-	cat "$HF/DEMO_NOTE" >&2
-fi
-echo "make run: coli generate -m $OUT -p '$PROMPT' -n 48" >&2
+echo "make run: coli generate -m $OUT -p '$PROMPT' -n 64" >&2
 echo "----" >&2
+stats=$(mktemp)
+trap 'rm -f "$stats"' EXIT
 printf '%s' "$PROMPT"
-"$BUILD/coli" generate -m "$OUT" -p "$PROMPT" -n 48
-echo
+rc=0
+"$BUILD/coli" generate -m "$OUT" -p "$PROMPT" -n 64 2>"$stats" || rc=$?
+printf '\n----\n' >&2
+cat "$stats" >&2
+exit $rc
