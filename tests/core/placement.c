@@ -99,7 +99,13 @@ int main(void)
 			xl = coli_io_container_expert_layer(c, 0);
 			slab_gb = xl->slab_bytes / 1e9;
 			coli_io_container_close(c);
-			V = 1024;
+			{
+				size_t nref = 0;
+				float *refl = fx_read_floats(names[f], "logits.f32", &nref);
+
+				free(refl);
+				V = (int)(nref / (size_t)n); /* the vocabulary, from the reference */
+			}
 			ref.logits = malloc(sizeof(float) * (n + STEPS) * V);
 			got.logits = malloc(sizeof(float) * (n + STEPS) * V);
 			gref.logits = malloc(sizeof(float) * (n + STEPS) * V);
