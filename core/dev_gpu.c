@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "core/dev.h"
+#include "mem/mem.h"
 #include "ptx/ptx.h"
 
 #define G(d) ((coli_gpu_t *)(d)->impl)
@@ -92,8 +93,22 @@ static int g_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 {
 	return coli_gpu_gated_add(G(d), out, y, gate, T, H);
 }
+/* mem/'s registration hook: every host region mem/ records (the tier
+ * manager's slot arena above all) is page-locked for DMA, so streamed slabs
+ * copy at the PCIe rate instead of through a pageable bounce buffer. */
+static int g_reg_hook(void *arg, void *p, size_t bytes, int reg)
+{
+	coli_gpu_t *g = arg;
+
+	if (reg)
+		return coli_gpu_host_register(g, p, bytes);
+	coli_gpu_host_unregister(g, p);
+	return 0;
+}
+
 static void g_close(struct coli_dev *d)
 {
+	coli_mem_unregister_hook(g_reg_hook, G(d));
 	coli_gpu_close(G(d));
 	free(d);
 }
@@ -139,6 +154,10 @@ int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errl
 	d->impl = g;
 	d->fail_after = -1;
 	snprintf(d->name, sizeof(d->name), "cuda:%d (%s)", ordinal, coli_gpu_name(g));
+	if (coli_mem_register_hook(g_reg_hook, g))
+		fprintf(stderr, "coli: %s: host memory not page-locked (cuMemHostRegister "
+				"failed): streamed experts copy at pageable speed\n",
+			d->name);
 	*out = d;
 	return 0;
 }

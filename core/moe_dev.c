@@ -38,6 +38,7 @@
 
 #include "core/core_internal.h"
 #include "core/dev.h"
+#include "mem/mem.h"
 
 #define RESERVE_BYTES ((size_t)512 << 20) /* left free on a device when no budget is given */
 
@@ -134,16 +135,19 @@ static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
 	if (rc)
 		return rc;
 	v->used += v->stage_bytes * v->n_stage;
-	tmp = calloc(1, v->stage_bytes);
+	/* measured from registered memory, as the tier slots it streams from */
+	tmp = coli_mem_alloc(v->stage_bytes, COLI_MEM_NODE_ANY);
 	if (!tmp)
 		return -ENOMEM;
+	coli_mem_register(tmp, v->stage_bytes, COLI_MEM_NODE_ANY);
 	for (int i = 0; i < 3; i++) {
 		double t0 = now_s();
 
 		if (coli_dev_upload(v->dev, v->stage, tmp, v->stage_bytes) == 0 && now_s() - t0 < t_best)
 			t_best = now_s() - t0;
 	}
-	free(tmp);
+	coli_mem_unregister(tmp);
+	coli_mem_free(tmp, v->stage_bytes);
 	if (t_best < 1e29 && t_best > 0)
 		e->bw_stream = v->stage_bytes / t_best;
 	return 0;
