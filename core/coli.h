@@ -295,6 +295,10 @@ struct coli_engine_stats {
 	uint64_t h2d_const_bytes;         /* host -> device uploads of weights (at placement) */
 	uint64_t stream_experts;          /* RAM-tier expert loads streamed to a device */
 	uint64_t stream_bytes;            /* their slab bytes (part of h2d, per token) */
+	int dense_on_device;              /* 1: attention, norms, routers, lm_head on a device */
+	/* the MoE overlap window (COLI_CUDA_PROFILE): plan + pack + issue to the
+	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */
+	double moe_issue_s, moe_cpu_s, moe_take_s;
 	/* wall time per phase of the forward pass (core/forward.c), for coli
 	 * bench's split; other = forward_s minus the four phases (embedding,
 	 * residual adds, norms outside the phases) */

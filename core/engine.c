@@ -355,6 +355,7 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 {
 	*st = e->est;
+	st->dense_on_device = e->dd != NULL;
 	coli_tiers_stats((struct coli_engine *)e, st); /* the streamer's counters */
 }
 

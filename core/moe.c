@@ -259,7 +259,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	int issued[COLI_MAX_DEVS] = {0};
 	int *need = e->need, *redo = e->redo, n_need = 0, n_redo = 0, n_stream = 0, pinned = 0;
 	int lookahead_done = 0, rc = 0, first_rest;
-	double t_cpu;
+	double t_cpu, t0 = now_s(), t_take;
 	int64_t cpu_bytes = 0, r;
 
 	route_select(e, l, T);
@@ -305,6 +305,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		issued[d] = !e->devs[d]->failed && coli_moe_dev_issue(e, l, d) == 0;
 	/* CPU rows, while the devices work: the pinned chunk first, then the rest */
 	t_cpu = now_s();
+	e->est.moe_issue_s += t_cpu - t0;
 	for (int j = 0; j < pinned; j++)
 		if (e->assign[need[j]] < 0) {
 			cpu_expert(e, l, need[j], e->slab_ptr[j]);
@@ -333,6 +334,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		e->bw_cpu = e->bw_cpu > 0 ? 0.8 * e->bw_cpu + 0.2 * bw : bw;
 	}
 	/* take: a device failing now has its experts recomputed on the CPU */
+	t_take = now_s();
+	e->est.moe_cpu_s += t_take - t_cpu;
 	for (int d = 0; d < e->n_devs; d++) {
 		int failed = !issued[d] || coli_moe_dev_take(e, l, d) != 0;
 
@@ -340,6 +343,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			if (e->pair_n[ex] && e->assign[ex] == d)
 				redo[n_redo++] = ex;
 	}
+	e->est.moe_take_s += now_s() - t_take;
 	if (pinned)
 		coli_tiers_release(e);
 	if (!rc && n_redo) {

@@ -55,6 +55,8 @@ struct round {
 	double tok_s, host_gbs;
 	double tier_b[COLI_TIER_N]; /* bytes per token */
 	double dense_b;
+	double stream_b;  /* streamed slab bytes per token (part of tier_b RAM/DISK) */
+	int dense_dev;    /* the dense part ran on a device */
 	double uses;               /* routed (token, expert) pairs per token */
 	double hits;               /* expert-layer loads per token */
 	double phase_ms[N_PHASES]; /* per token */
@@ -69,6 +71,8 @@ struct arm {
 	struct round r[MAX_ROUNDS];
 	/* medians */
 	double tok_s, tok_s_min, tok_s_max, host_gbs, tier_b[COLI_TIER_N], dense_b, uses, hits;
+	double stream_b;
+	int dense_dev;
 	double phase_ms[N_PHASES];
 	struct bench_bytes bytes;
 	struct bench_bound bound;
@@ -234,6 +238,8 @@ static int run_round(struct run *R, struct arm *a, struct round *r, float *logit
 		for (int p = R->prompt; p < R->prompt + R->tokens; p++)
 			kv += (double)(p + 1) * R->kv_row_bytes;
 	r->dense_b = (calls * R->dense_call_bytes + kv) / n_tok + R->embd_row_bytes;
+	r->stream_b = (double)(s1.stream_bytes - s0.stream_bytes) / n_tok;
+	r->dense_dev = s1.dense_on_device;
 	r->phase_ms[0] = (s1.attention_s - s0.attention_s) * 1e3 / n_tok;
 	r->phase_ms[1] = (s1.moe_s - s0.moe_s) * 1e3 / n_tok;
 	r->phase_ms[2] = (s1.dense_mlp_s - s0.dense_mlp_s) * 1e3 / n_tok;
@@ -266,6 +272,8 @@ static void summarize(struct run *R, struct arm *a)
 	for (int x = 0; x < COLI_TIER_N; x++)
 		a->tier_b[x] = med_of(a, n, offsetof(struct round, tier_b) + x * sizeof(double));
 	a->dense_b = med_of(a, n, offsetof(struct round, dense_b));
+	a->stream_b = med_of(a, n, offsetof(struct round, stream_b));
+	a->dense_dev = a->r[0].dense_dev;
 	a->uses = med_of(a, n, offsetof(struct round, uses));
 	a->hits = med_of(a, n, offsetof(struct round, hits));
 	for (int p = 0; p < N_PHASES; p++)
@@ -275,15 +283,18 @@ static void summarize(struct run *R, struct arm *a)
 	struct bench_bw bw = {.cpu_gbs = a->host_gbs, .disk_gbs = R->disk_med};
 
 	memset(&a->bytes, 0, sizeof(a->bytes));
-	a->bytes.b[BENCH_TERM_CPU] =
-	    a->dense_b + a->tier_b[COLI_TIER_RAM] + a->tier_b[COLI_TIER_DISK];
+	/* The CPU reads the dense part (when it runs there) and every slab it
+	 * computes; streamed slabs cross PCIe and are read again from VRAM;
+	 * VRAM-resident slabs and a device-resident dense part are HBM reads. */
+	a->bytes.b[BENCH_TERM_CPU] = (a->dense_dev ? 0 : a->dense_b) + a->tier_b[COLI_TIER_RAM] +
+				     a->tier_b[COLI_TIER_DISK] - a->stream_b;
 	a->bytes.b[BENCH_TERM_DISK] = a->tier_b[COLI_TIER_DISK];
 	if (R->have_gpu) {
-		/* GPU hosts: the lead's placement maps VRAM-tier bytes (and the dense
-		 * part) to hbm and streamed bytes to pcie; a first cut: */
 		bw.hbm_gbs = R->gpu.hbm_gbs;
 		bw.pcie_gbs = R->gpu.pcie_gbs;
-		a->bytes.b[BENCH_TERM_HBM] = a->tier_b[COLI_TIER_VRAM];
+		a->bytes.b[BENCH_TERM_HBM] =
+			a->tier_b[COLI_TIER_VRAM] + a->stream_b + (a->dense_dev ? a->dense_b : 0);
+		a->bytes.b[BENCH_TERM_PCIE] = a->stream_b;
 	}
 	bench_bound(&a->bytes, &bw, &a->bound);
 }
@@ -310,7 +321,12 @@ static void print_table(struct run *R)
 		       R->disk_mib);
 	else
 		printf("not measured (--disk-mib 0)\n");
-	printf("GPU: %s\n\n", R->have_gpu ? "measured" : "none (hbm and pcie terms absent)");
+	if (R->have_gpu)
+		printf("GPU 0: pinned H2D %.1f GB/s, device memory %.0f GB/s (read + write of a "
+		       "copy)\n\n",
+		       R->gpu.pcie_gbs, R->gpu.hbm_gbs);
+	else
+		printf("GPU: none (hbm and pcie terms absent)\n\n");
 	printf("%-20s %9s %17s %8s %8s %8s %8s %9s %9s %-5s %6s\n", "arm", "tok/s", "[min..max]",
 	       "ram MB", "disk MB", "vram MB", "dense MB", "host GB/s", "bound t/s", "by", "ratio");
 	for (int i = 0; i < R->n_arms; i++) {
@@ -352,11 +368,17 @@ static void print_json(struct run *R)
 	       R->cfg.top_k, (unsigned long long)R->slab_bytes, R->prompt,
 	       R->prefill ? R->prompt : R->tokens, R->rounds, R->warmup,
 	       coli_cpu_isa_name(coli_cpu_isa()), sysconf(_SC_NPROCESSORS_ONLN));
+	char hbm[32] = "null", pcie[32] = "null";
+
+	if (R->have_gpu) {
+		snprintf(hbm, sizeof(hbm), "%.2f", R->gpu.hbm_gbs);
+		snprintf(pcie, sizeof(pcie), "%.2f", R->gpu.pcie_gbs);
+	}
 	printf(" \"bandwidth\": {\"disk_gbs\": %.4f, \"disk_direct\": %s, \"disk_engine\": \"%s\", "
 	       "\"disk_qd\": %d, \"disk_block_bytes\": %zu, \"hbm_gbs\": %s, \"pcie_gbs\": %s},\n",
 	       R->disk_mib ? R->disk_med : 0.0, R->disk.direct ? "true" : "false",
 	       R->disk_mib ? (R->disk.uring ? "io_uring" : "pread") : "none", R->qd, R->max_io,
-	       R->have_gpu ? "0" : "null", R->have_gpu ? "0" : "null");
+	       hbm, pcie);
 	printf(" \"arms\": [");
 	for (int i = 0; i < R->n_arms; i++) {
 		struct arm *a = &R->arm[i];

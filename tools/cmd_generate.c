@@ -104,7 +104,7 @@ int cmd_generate(int argc, char **argv)
 	}
 	if (isatty(STDOUT_FILENO))
 		fputc('\n', stdout);
-	tool_print_gen_stats(e, &st);
+	tool_print_gen_stats(e, &st, a.opts.profile || a.opts.cuda_profile);
 out:
 	free(ids);
 	coli_engine_close(e);

@@ -29,7 +29,8 @@ int tool_engine_arg(struct tool_engine_args *a, int argc, char **argv, int *i);
 /* Prompt from text (through the model's tokenizer) or from "1,2,3"; ids is
  * malloc'd. Prints the error and returns 1 on failure. */
 int tool_prompt_ids(coli_engine_t *e, const char *text, const char *ids_csv, int **ids, int *n);
-/* The stderr summary of a generation. */
-void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st);
+/* The stderr summary of a generation; profile adds the overlap window split
+ * and the device traffic (--profile, COLI_CUDA_PROFILE=1). */
+void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int profile);
 
 #endif
