@@ -299,6 +299,7 @@ struct coli_engine_stats {
 	/* the MoE overlap window (COLI_CUDA_PROFILE): plan + pack + issue to the
 	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */
 	double moe_issue_s, moe_cpu_s, moe_take_s;
+	uint64_t vram_swaps;              /* experts swapped into VRAM between tokens */
 	/* wall time per phase of the forward pass (core/forward.c), for coli
 	 * bench's split; other = forward_s minus the four phases (embedding,
 	 * residual adds, norms outside the phases) */

@@ -141,6 +141,11 @@ void coli_tiers_layer_end(struct coli_engine *e, int l);
 /* Lookahead's entry: experts predicted for MoE layer l_next (ascending, mask
  * over n_experts); reads are issued for misses as prefetches. */
 void coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char *mask);
+/* Heat of expert ex of expert layer xl (accesses, usage file included), and
+ * counting accesses served outside the RAM tier (VRAM-resident experts), so
+ * the usage file sees every access wherever it was served. */
+uint64_t coli_tiers_heat(struct coli_engine *e, int xl, int ex);
+void coli_tiers_count(struct coli_engine *e, int l, int ex, int uses);
 /* Per-token bookkeeping (usage file every N tokens). */
 void coli_tiers_tokens(struct coli_engine *e, int T);
 void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st);
@@ -190,6 +195,7 @@ struct coli_engine {
 	const void **host_slab;     /* [n_experts] RAM slab of a streamed expert */
 	double bw_cpu, bw_stream;   /* cost model: bytes/s of CPU rows and of streaming */
 	struct coli_dense_dev *dd;  /* dense part on a device (core/forward_dev.c), or NULL */
+	uint64_t adapt_at;          /* token count of the next VRAM adaptation round */
 	int *hist;                  /* [ctx] token ids in the KV cache, to rebuild it on the
 				     * CPU if the dense device fails */
 	uint64_t *dev_slab;         /* [n_layers][n_experts]: device address of the slab */
@@ -227,6 +233,9 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
 void coli_moe_dev_release(struct coli_engine *e);
 int coli_moe_dev_issue(struct coli_engine *e, int l, int d);
 int coli_moe_dev_take(struct coli_engine *e, int l, int d);
+/* Between tokens: swap a cold resident expert for a hotter one, per layer,
+ * with hysteresis (call after each forward). */
+void coli_moe_dev_adapt(struct coli_engine *e);
 /* Prepare actbuf from x[n] (fp32 copy + quantized form). */
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
 

@@ -343,6 +343,8 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
 		else if (logits && last)
 			dst = logits;
 		rc = forward_chunk(e, ids + i, chunk, dst, all_logits);
+		if (!rc && e->n_devs)
+			coli_moe_dev_adapt(e);
 		if (rc) {
 			if (!e->errmsg[0])
 				snprintf(e->errmsg, sizeof(e->errmsg), "%s", strerror(-rc));

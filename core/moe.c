@@ -271,6 +271,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		if (!e->pair_n[ex])
 			continue;
 		e->stats.expert_bytes += xl->slab_bytes;
+		if (e->assign[ex] >= 0 && !e->streamed[ex]) /* VRAM: the tiers never see it */
+			coli_tiers_count(e, l, ex, e->pair_n[ex]);
 		if (e->assign[ex] < 0 || e->streamed[ex])
 			need[n_need++] = ex;
 		n_stream += e->streamed[ex];

@@ -153,11 +153,36 @@ static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
 	return 0;
 }
 
+/* qsort has no context argument in C11: placement runs once, at open, on the
+ * opening thread, so a file-static engine pointer is safe here. */
+static struct coli_engine *g_sort_e;
+
+static uint64_t heat_of(struct coli_engine *e, int i)
+{
+	int E = e->m.cfg.n_experts;
+
+	return coli_tiers_heat(e, e->m.layers[i / E].xl, i % E);
+}
+
+/* Descending heat; equal heat keeps the interleaved order (the index order). */
+static int cmp_heat(const void *a, const void *b)
+{
+	int i = *(const int *)a, j = *(const int *)b;
+	uint64_t hi = heat_of(g_sort_e, i), hj = heat_of(g_sort_e, j);
+
+	int E = g_sort_e->m.cfg.n_experts, L = g_sort_e->m.cfg.n_layers;
+	int pi = (i % E) * L + i / E, pj = (j % E) * L + j / E; /* interleaved position */
+
+	if (hi != hj)
+		return hi > hj ? -1 : 1;
+	return pi - pj;
+}
+
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	size_t n_slots = (size_t)c->n_layers * c->n_experts;
-	int dev = 0;
+	int dev = 0, n_order, *order;
 
 	e->where = malloc(n_slots);
 	e->dev_slab = calloc(n_slots, sizeof(uint64_t));
@@ -192,41 +217,49 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 			}
 		}
 	}
-	/* interleave: expert e of every MoE layer before expert e+1 */
-	for (int x = 0; x < c->n_experts && dev < e->n_devs; x++) {
-		for (int l = 0; l < c->n_layers && dev < e->n_devs; l++) {
-			struct coli_dev_slot *v;
-			const struct coli_expert_layer *xl;
-			uint64_t addr;
+	/* hottest first (the usage file's heat); ties, and a model without heat,
+	 * interleave: expert x of every MoE layer before expert x+1 */
+	order = malloc(sizeof(int) * n_slots);
+	if (!order)
+		return -ENOMEM;
+	n_order = 0;
+	for (int x = 0; x < c->n_experts; x++)
+		for (int l = 0; l < c->n_layers; l++)
+			if (c->is_moe_layer[l])
+				order[n_order++] = l * c->n_experts + x;
+	g_sort_e = e;
+	qsort(order, (size_t)n_order, sizeof(int), cmp_heat);
+	for (int i = 0; i < n_order && dev < e->n_devs; i++) {
+		int l = order[i] / c->n_experts, x = order[i] % c->n_experts;
+		struct coli_dev_slot *v;
+		const struct coli_expert_layer *xl;
+		uint64_t addr;
 
-			if (!c->is_moe_layer[l])
-				continue;
-			xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
-			while (dev < e->n_devs && e->vram[dev].used + xl->slab_bytes > e->vram[dev].budget)
-				dev++;
-			if (dev == e->n_devs)
-				break;
-			v = &e->vram[dev];
-			if (coli_dev_alloc(v->dev, xl->slab_bytes, &addr)) {
-				dev++; /* full after all: try the next device */
-				continue;
-			}
-			if (coli_dev_upload(v->dev, addr,
-					    coli_io_container_slab_data(e->m.c, e->m.layers[l].xl,
-									(uint32_t)x),
-					    xl->slab_bytes)) {
-				coli_dev_free(v->dev, addr);
-				snprintf(err, errlen, "device %s: uploading experts failed",
-					 v->dev->name);
-				return -EIO;
-			}
-			v->used += xl->slab_bytes;
-			v->n_experts++;
-			e->est.h2d_const_bytes += xl->slab_bytes;
-			e->dev_slab[(size_t)l * c->n_experts + x] = addr;
-			e->where[(size_t)l * c->n_experts + x] = (signed char)dev;
+		xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+		while (dev < e->n_devs && e->vram[dev].used + xl->slab_bytes > e->vram[dev].budget)
+			dev++;
+		if (dev == e->n_devs)
+			break;
+		v = &e->vram[dev];
+		if (coli_dev_alloc(v->dev, xl->slab_bytes, &addr)) {
+			dev++; /* full after all: try the next device */
+			continue;
 		}
+		if (coli_dev_upload(v->dev, addr,
+				    coli_io_container_slab_data(e->m.c, e->m.layers[l].xl, (uint32_t)x),
+				    xl->slab_bytes)) {
+			coli_dev_free(v->dev, addr);
+			free(order);
+			snprintf(err, errlen, "device %s: uploading experts failed", v->dev->name);
+			return -EIO;
+		}
+		v->used += xl->slab_bytes;
+		v->n_experts++;
+		e->est.h2d_const_bytes += xl->slab_bytes;
+		e->dev_slab[(size_t)l * c->n_experts + x] = addr;
+		e->where[(size_t)l * c->n_experts + x] = (signed char)dev;
 	}
+	free(order);
 	for (int d = 0; d < e->n_devs; d++)
 		fprintf(stderr, "coli: %s: %d experts resident (%.2f GB of %.2f GB budget)\n",
 			e->vram[d].dev->name, e->vram[d].n_experts, e->vram[d].used / 1e9,
@@ -413,4 +446,55 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 		}
 	}
 	return 0;
+}
+
+#define ADAPT_TOKENS 128 /* tokens between two adaptation rounds */
+#define ADAPT_MARGIN 1.25 /* a newcomer must be this much hotter, plus ADAPT_MIN */
+#define ADAPT_MIN    16
+
+/* Between tokens: per MoE layer, if the hottest expert not in VRAM is clearly
+ * hotter than the coldest resident one (hysteresis: ADAPT_MARGIN x + ADAPT_MIN
+ * accesses), its slab replaces the cold one in place (same layer, same slab
+ * size). One swap per layer per round keeps the upload small; the tokens do
+ * not change, only who computes them. */
+void coli_moe_dev_adapt(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int E = c->n_experts;
+
+	if (!e->where || e->est.tokens < e->adapt_at)
+		return;
+	e->adapt_at = e->est.tokens + ADAPT_TOKENS;
+	for (int l = 0; l < c->n_layers; l++) {
+		int xli = e->m.layers[l].xl, hot = -1, cold = -1;
+		uint64_t h_hot = 0, h_cold = UINT64_MAX;
+		const struct coli_expert_layer *xl;
+		struct coli_dev *dev;
+
+		if (!c->is_moe_layer[l])
+			continue;
+		for (int x = 0; x < E; x++) {
+			uint64_t h = coli_tiers_heat(e, xli, x);
+			int d = e->where[(size_t)l * E + x];
+
+			if (d < 0 && (hot < 0 || h > h_hot))
+				hot = x, h_hot = h;
+			if (d >= 0 && !e->devs[d]->failed && h < h_cold)
+				cold = x, h_cold = h;
+		}
+		if (hot < 0 || cold < 0 || (double)h_hot <= ADAPT_MARGIN * h_cold + ADAPT_MIN)
+			continue;
+		xl = coli_io_container_expert_layer(e->m.c, xli);
+		dev = e->devs[e->where[(size_t)l * E + cold]];
+		if (coli_dev_upload(dev, e->dev_slab[(size_t)l * E + cold],
+				    coli_io_container_slab_data(e->m.c, xli, (uint32_t)hot),
+				    xl->slab_bytes))
+			continue; /* a failed device: it is marked, its experts go to the CPU */
+		e->dev_slab[(size_t)l * E + hot] = e->dev_slab[(size_t)l * E + cold];
+		e->where[(size_t)l * E + hot] = e->where[(size_t)l * E + cold];
+		e->dev_slab[(size_t)l * E + cold] = 0;
+		e->where[(size_t)l * E + cold] = -1;
+		e->est.h2d_bytes += xl->slab_bytes; /* an expert, not a constant */
+		e->est.vram_swaps++;
+	}
 }

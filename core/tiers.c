@@ -761,3 +761,19 @@ void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st)
 	st->disk_read_s = io.busy_s;
 	st->disk_retries = io.retries;
 }
+
+uint64_t coli_tiers_heat(struct coli_engine *e, int xl, int ex)
+{
+	struct coli_tiers *t = e->tiers;
+
+	return t && xl >= 0 && xl < t->nxl && ex >= 0 && ex < t->E ? t->count[(size_t)xl * t->E + ex]
+								     : 0;
+}
+
+void coli_tiers_count(struct coli_engine *e, int l, int ex, int uses)
+{
+	struct coli_tiers *t = e->tiers;
+
+	if (t)
+		t->count[(size_t)e->m.layers[l].xl * t->E + ex] += (uint64_t)uses;
+}

@@ -149,11 +149,11 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		        win > 0 ? 100.0 * es.moe_take_s / win : 0);
 		fprintf(stderr,
 		        "coli: devices: %llu experts streamed, %.3f GB (%.2f GB/s over the decode), "
-		        "activations %.1f MB host->device, weights uploaded once %.2f GB, dense part "
-		        "on %s\n",
+		        "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
+		        "swaps, dense part on %s\n",
 		        (unsigned long long)es.stream_experts, es.stream_bytes / 1e9,
 		        st->decode_s > 0 ? es.stream_bytes / 1e9 / (st->prefill_s + st->decode_s) : 0,
 		        (es.h2d_bytes - es.stream_bytes) / 1e6, es.h2d_const_bytes / 1e9,
-		        es.dense_on_device ? "the device" : "the CPU");
+		        (unsigned long long)es.vram_swaps, es.dense_on_device ? "the device" : "the CPU");
 	}
 }
