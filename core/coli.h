@@ -205,6 +205,7 @@ struct coli_opts {
 	int release_host;    /* CUDA_RELEASE_HOST */
 	char route_trace[512]; /* ROUTE_TRACE */
 	int gpu_fail_after;  /* COLI_GPU_FAIL_AFTER (-1 off) */
+	int sim_latency_us;  /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
 	char stream[16];     /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
 	char dense[16];      /* --dense auto|cpu: where attention, norms, routers, lm_head run */
 	int stream_slots;    /* --stream-slots: VRAM staging slabs per device */

@@ -200,8 +200,8 @@ static int parse_list(const char *s, int *ord, int max)
 	return n;
 }
 
-int coli_dev_open_all(const char *spec, long fail_after, struct coli_dev **devs, int max, int *n,
-		      char *err, size_t errlen)
+int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us,
+		      struct coli_dev **devs, int max, int *n, char *err, size_t errlen)
 {
 	int ord[16], n_ord, rc;
 	const char *why = NULL;
@@ -210,7 +210,7 @@ int coli_dev_open_all(const char *spec, long fail_after, struct coli_dev **devs,
 	if (!strcmp(spec, "off"))
 		return 0;
 	if (!strcmp(spec, "sim")) {
-		rc = coli_dev_sim_open(&devs[0], SIM_MEM_BYTES);
+		rc = coli_dev_sim_open(&devs[0], SIM_MEM_BYTES, sim_latency_us);
 		if (rc) {
 			snprintf(err, errlen, "cannot create the simulated device");
 			return rc;

@@ -69,8 +69,8 @@ struct coli_dev {
 
 /* Open the devices named by --gpu (auto | off | sim | 0,1,...): *n devices
  * in devs[]; prints one line when a GPU was asked for but is absent. */
-int coli_dev_open_all(const char *spec, long fail_after, struct coli_dev **devs, int max,
-		      int *n, char *err, size_t errlen);
+int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us,
+		      struct coli_dev **devs, int max, int *n, char *err, size_t errlen);
 void coli_dev_close(struct coli_dev *d);
 
 /* The checked entry points the scheduler uses (fault injection, sticky failure). */
@@ -105,6 +105,6 @@ int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t ga
 
 /* Backends. */
 int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen);
-int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes);
+int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes, int latency_us);
 
 #endif

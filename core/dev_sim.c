@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/dev.h"
 
 struct sim {
 	size_t mem_bytes, used;
+	int latency_us; /* each sync takes this long: device time the host can overlap */
 };
 
 static int s_mem_info(struct coli_dev *d, size_t *f, size_t *t)
@@ -110,6 +112,10 @@ static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint6
 
 static int s_sync(struct coli_dev *d)
 {
+	struct sim *s = d->impl;
+
+	if (s->latency_us > 0)
+		usleep((useconds_t)s->latency_us);
 	return 0;
 }
 
@@ -237,7 +243,7 @@ static const struct coli_dev_ops g_sim_ops = {
 	.gated_add = s_gated,
 };
 
-int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes)
+int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes, int latency_us)
 {
 	struct coli_dev *d = calloc(1, sizeof(*d));
 	struct sim *s = calloc(1, sizeof(*s));
@@ -248,6 +254,7 @@ int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes)
 		return -ENOMEM;
 	}
 	s->mem_bytes = mem_bytes;
+	s->latency_us = latency_us;
 	d->ops = &g_sim_ops;
 	d->impl = s;
 	d->fail_after = -1;

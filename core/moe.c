@@ -256,7 +256,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_expert_layer *xl =
 		coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
-	int issued[COLI_MAX_DEVS] = {0};
+	int issued[COLI_MAX_DEVS] = {0}, took[COLI_MAX_DEVS] = {0};
 	int *need = e->need, *redo = e->redo, n_need = 0, n_redo = 0, n_stream = 0, pinned = 0;
 	int lookahead_done = 0, rc = 0, first_rest;
 	double t_cpu, t0 = now_s(), t_take;
@@ -305,6 +305,10 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	/* issue: every device queues its experts; a failure sends its share to the CPU */
 	for (int d = 0; d < e->n_devs; d++)
 		issued[d] = !e->devs[d]->failed && coli_moe_dev_issue(e, l, d) == 0;
+	/* COLI_GROUP_ASYNC=0, for A/B: take the devices now, before the CPU rows */
+	if (!e->opts.group_async)
+		for (int d = 0; d < e->n_devs; d++)
+			took[d] = !issued[d] ? -1 : coli_moe_dev_take(e, l, d) == 0 ? 1 : -1;
 	/* CPU rows, while the devices work: the pinned chunk first, then the rest */
 	t_cpu = now_s();
 	e->est.moe_issue_s += t_cpu - t0;
@@ -339,7 +343,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	t_take = now_s();
 	e->est.moe_cpu_s += t_take - t_cpu;
 	for (int d = 0; d < e->n_devs; d++) {
-		int failed = !issued[d] || coli_moe_dev_take(e, l, d) != 0;
+		int failed = took[d] ? took[d] < 0 : !issued[d] || coli_moe_dev_take(e, l, d) != 0;
 
 		for (int ex = 0; failed && ex < c->n_experts; ex++)
 			if (e->pair_n[ex] && e->assign[ex] == d)

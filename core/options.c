@@ -64,7 +64,9 @@ static const struct opt_row g_opts[] = {
 	{NULL, "ROUTE_TRACE", OPT_STR, F(route_trace), "",
 	 "write routed experts per position and layer to FILE"},
 	{NULL, "COLI_GPU_FAIL_AFTER", OPT_INT, F(gpu_fail_after), "-1",
-	 "fault injection: fail the GPU after N launches"},
+	 "fault injection: fail a device after N launches or syncs"},
+	{NULL, "COLI_SIM_LATENCY_US", OPT_INT, F(sim_latency_us), "0",
+	 "--gpu sim: microseconds each sync takes (device time to overlap with)"},
 };
 #undef F
 #define N_OPTS (int)(sizeof(g_opts) / sizeof(g_opts[0]))
