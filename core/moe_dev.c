@@ -103,8 +103,8 @@ static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
 
 static void free_buffers(struct coli_dev_slot *v)
 {
-	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g, &v->u,
-			    &v->h,  &v->hq, &v->hd,  &v->hqs, &v->y};
+	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g,  &v->u,
+			    &v->h,  &v->hq, &v->hd,  &v->hqs, &v->y, &v->stage};
 
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		coli_dev_free(v->dev, *bufs[i]);
