@@ -535,9 +535,12 @@ int bench_run_main(int argc, char **argv)
 		rc = tool_err("bench", "out of memory");
 		goto out;
 	}
-	for (int i = 0; i < R->prompt; i++) /* a fixed prompt, spread over the vocab */
-		R->ids[i] = (int)((1 + 7919ull * (uint64_t)i) % (uint64_t)R->cfg.vocab);
 	for (int k = -R->warmup; k < R->rounds; k++) {
+		/* a new prompt each round (every arm gets the same one in a round), so
+		 * a partial --ram-gb is not simply warm from the round before */
+		for (int i = 0; i < R->prompt; i++)
+			R->ids[i] = (int)((1 + 7919ull * (uint64_t)(i + (k + R->warmup) * R->prompt)) %
+					  (uint64_t)R->cfg.vocab);
 		for (int i = 0; i < R->n_arms; i++) {
 			struct arm *a = &R->arm[i];
 			struct round tmp, *r = k >= 0 ? &a->r[k] : &tmp;
