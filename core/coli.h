@@ -59,13 +59,13 @@ struct coli_model_config {
 	int n_kv_heads;
 	int head_dim;
 	int vocab;
-	int n_experts;     /* routed experts per MoE layer */
+	int n_experts; /* routed experts per MoE layer */
 	int top_k;
-	int moe_inter;     /* routed expert intermediate size */
-	int shared_inter;  /* 0 = no shared expert */
-	int dense_inter;   /* intermediate size of dense MLP layers (0 if none) */
+	int moe_inter;    /* routed expert intermediate size */
+	int shared_inter; /* 0 = no shared expert */
+	int dense_inter;  /* intermediate size of dense MLP layers (0 if none) */
 	int norm_topk_prob;
-	int qk_norm;       /* 0 none, 1 per head (Qwen3), 2 whole projection (OLMoE) */
+	int qk_norm; /* 0 none, 1 per head (Qwen3), 2 whole projection (OLMoE) */
 	int qkv_bias;
 	int tie_embeddings;
 	int max_ctx;
@@ -87,7 +87,7 @@ const char *coli_arch_supported(void);
 /* JSON <-> struct. _parse fills *c (and validates ranges); errors are
  * described in errbuf. _format returns a malloc'd JSON string. */
 int coli_config_parse(const char *json, size_t len, struct coli_model_config *c, char *errbuf,
-		      size_t errlen);
+                      size_t errlen);
 char *coli_config_format(const struct coli_model_config *c);
 
 /* ---- conversion from a Hugging Face checkpoint directory ---- */
@@ -106,7 +106,7 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
  * seeded random weights written directly in the target format, at disk speed.
  * No tokenizer section: use token ids. */
 struct coli_synth_opts {
-	const char *shape;     /* "qwen3-30b-a3b", ... (coli_synth_shapes) */
+	const char *shape; /* "qwen3-30b-a3b", ... (coli_synth_shapes) */
 	const char *out_path;
 	enum coli_dtype quant; /* BF16, Q8_0, Q4_0 (default Q4_0) */
 	int n_layers;          /* 0: the shape's depth */
@@ -121,7 +121,7 @@ const char *coli_synth_shapes(void);
  * shape's); *source (may be NULL) names where its numbers come from.
  * -ENOENT for an unknown name, -EINVAL for a bad depth. */
 int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
-		     struct coli_model_config *c, const char **source);
+                     struct coli_model_config *c, const char **source);
 /* Write the model; 0 or -errno with err saying what failed (no file left). */
 int coli_synth_write(const struct coli_synth_opts *o, char *err, size_t errlen);
 
@@ -142,7 +142,7 @@ typedef struct coli_tokenizer coli_tokenizer_t;
 
 /* json: the bytes of tokenizer.json (need not be NUL-terminated). */
 int coli_tokenizer_load(const char *json, size_t len, coli_tokenizer_t **out, char *err,
-			size_t errlen);
+                        size_t errlen);
 void coli_tokenizer_free(coli_tokenizer_t *t);
 /* 1 + the largest id of the vocab and added tokens. */
 int coli_tokenizer_n_vocab(const coli_tokenizer_t *t);
@@ -159,7 +159,7 @@ int coli_tokenizer_is_special(const coli_tokenizer_t *t, int id);
  * *n_ids is 0. Invalid UTF-8 anywhere in text: -EILSEQ, nothing returned,
  * and err says the byte offset. */
 int coli_tokenizer_encode(const coli_tokenizer_t *t, const char *text, size_t len, int **ids,
-			  int *n_ids, char *err, size_t errlen);
+                          int *n_ids, char *err, size_t errlen);
 
 /* Streaming decode: feed ids one at a time; only complete UTF-8 comes out.
  * Bytes of an incomplete character are held in pending until completed; an
@@ -176,15 +176,14 @@ void coli_detok_init(struct coli_detok *d);
 /* Writes at most cap bytes (not NUL-terminated); returns bytes written, or
  * -EINVAL for an id outside [0, n_vocab), -ENOSPC when cap is too small (d
  * is then unchanged). cap >= coli_tokenizer_max_piece_bytes(t) always fits. */
-int coli_detok_push(const coli_tokenizer_t *t, struct coli_detok *d, int id, char *out,
-		    size_t cap);
+int coli_detok_push(const coli_tokenizer_t *t, struct coli_detok *d, int id, char *out, size_t cap);
 /* End of stream: pending bytes become U+FFFD. Returns bytes written (<= 3*8). */
 int coli_detok_flush(const coli_tokenizer_t *t, struct coli_detok *d, char *out, size_t cap);
 size_t coli_tokenizer_max_piece_bytes(const coli_tokenizer_t *t);
 /* Whole-sequence decode (same bytes as pushing every id then flushing);
  * *text is malloc'd and NUL-terminated, *len excludes the NUL. */
 int coli_tokenizer_decode(const coli_tokenizer_t *t, const int *ids, int n_ids, char **text,
-			  size_t *len);
+                          size_t *len);
 
 /* ===================================================================== */
 /* Options: one table (core/options.c) drives flags, environment, --help  */
@@ -192,28 +191,28 @@ int coli_tokenizer_decode(const coli_tokenizer_t *t, const int *ids, int n_ids, 
 /* ===================================================================== */
 
 struct coli_opts {
-	double ram_gb;       /* --ram-gb: host budget for experts (<0: unlimited) */
-	double vram_gb;      /* --vram-gb: device budget (<0: auto) */
-	char gpu[64];        /* --gpu auto|off|sim|LIST */
-	int threads;         /* --threads (0: all online CPUs) */
-	int ctx;             /* --ctx: KV cache positions (0: min(model, 4096)) */
-	char usage[512];     /* --usage FILE (empty: beside the model) */
-	int profile;         /* --profile */
-	char numa_bind[32];  /* --numa-bind auto|off|interleave|N */
-	int group_async;     /* COLI_GROUP_ASYNC */
-	int cuda_profile;    /* COLI_CUDA_PROFILE */
-	int release_host;    /* CUDA_RELEASE_HOST */
+	double ram_gb;         /* --ram-gb: host budget for experts (<0: unlimited) */
+	double vram_gb;        /* --vram-gb: device budget (<0: auto) */
+	char gpu[64];          /* --gpu auto|off|sim|LIST */
+	int threads;           /* --threads (0: all online CPUs) */
+	int ctx;               /* --ctx: KV cache positions (0: min(model, 4096)) */
+	char usage[512];       /* --usage FILE (empty: beside the model) */
+	int profile;           /* --profile */
+	char numa_bind[32];    /* --numa-bind auto|off|interleave|N */
+	int group_async;       /* COLI_GROUP_ASYNC */
+	int cuda_profile;      /* COLI_CUDA_PROFILE */
+	int release_host;      /* CUDA_RELEASE_HOST */
 	char route_trace[512]; /* ROUTE_TRACE */
-	int gpu_fail_after;  /* COLI_GPU_FAIL_AFTER (-1 off) */
-	int sim_latency_us;  /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
-	char stream[16];     /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
-	char dense[16];      /* --dense auto|cpu: where attention, norms, routers, lm_head run */
-	int stream_slots;    /* --stream-slots: VRAM staging slabs per device */
-	int verbose;         /* --verbose: the startup print */
-	int prefetch;        /* --prefetch on|off: router lookahead */
-	char io[16];         /* --io auto|uring|pread: slab streamer backend */
-	char verify_slabs[8]; /* --verify-slabs auto|on|off */
-	int usage_every;     /* --usage-every N: write the usage file every N tokens (0: at close) */
+	int gpu_fail_after;    /* COLI_GPU_FAIL_AFTER (-1 off) */
+	int sim_latency_us;    /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
+	char stream[16];       /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
+	char dense[16];        /* --dense auto|cpu: where attention, norms, routers, lm_head run */
+	int stream_slots;      /* --stream-slots: VRAM staging slabs per device */
+	int verbose;           /* --verbose: the startup print */
+	int prefetch;          /* --prefetch on|off: router lookahead */
+	char io[16];           /* --io auto|uring|pread: slab streamer backend */
+	char verify_slabs[8];  /* --verify-slabs auto|on|off */
+	int usage_every; /* --usage-every N: write the usage file every N tokens (0: at close) */
 };
 
 /* Defaults, then the environment variables of the table. */
@@ -222,7 +221,7 @@ void coli_opts_init(struct coli_opts *o);
  * return 1; 0 if it is not an engine flag; -EINVAL (message in err) if its
  * value is missing or malformed. */
 int coli_opts_parse_arg(struct coli_opts *o, int argc, char **argv, int *i, char *err,
-			size_t errlen);
+                        size_t errlen);
 void coli_opts_help(FILE *f);
 /* One line per option with its value and where it came from. */
 void coli_opts_print(const struct coli_opts *o, FILE *f);
@@ -234,15 +233,15 @@ void coli_opts_print(const struct coli_opts *o, FILE *f);
 typedef struct coli_engine coli_engine_t;
 
 /* Open a .coli model with options o (NULL: defaults). err says what failed. */
-int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t **out,
-		     char *err, size_t errlen);
+int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t **out, char *err,
+                     size_t errlen);
 void coli_engine_close(coli_engine_t *e);
 const struct coli_model_config *coli_engine_config(const coli_engine_t *e);
 /* The model's tokenizer, or NULL when the container carries none. */
 const coli_tokenizer_t *coli_engine_tokenizer(const coli_engine_t *e);
 int coli_engine_ctx(const coli_engine_t *e); /* KV capacity in tokens */
 int coli_engine_pos(const coli_engine_t *e); /* tokens in the KV cache */
-void coli_engine_reset(coli_engine_t *e);   /* empty the KV cache */
+void coli_engine_reset(coli_engine_t *e);    /* empty the KV cache */
 /* Why the last coli_engine_forward failed ("" if it did not). */
 const char *coli_engine_errmsg(const coli_engine_t *e);
 /* Run n tokens at positions pos..pos+n-1 (appending to the KV cache).
@@ -256,10 +255,10 @@ struct coli_sampler {
 	float top_p;       /* 1: off */
 	int top_k;         /* 0: off */
 	uint64_t seed;
-	uint64_t state;    /* rng state (set by coli_sampler_init) */
+	uint64_t state; /* rng state (set by coli_sampler_init) */
 };
 void coli_sampler_init(struct coli_sampler *s, float temperature, float top_p, int top_k,
-		       uint64_t seed);
+                       uint64_t seed);
 /* Pick a token from logits[vocab]. Greedy ties go to the lowest id. */
 int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab);
 
@@ -276,49 +275,49 @@ typedef int (*coli_gen_cb)(void *arg, int id, const char *text, size_t len);
 /* Prefill prompt ids then generate up to max_new tokens, stopping at EOS. The
  * KV cache is reset first. */
 int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
-		  struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st);
+                  struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st);
 
 /* ---- where experts came from (filled by the tier manager, read by
  * generate's summary, coli bench and colid's /metrics) ----
  * Counters are cumulative since coli_engine_open; callers diff two reads. */
 enum coli_tier { COLI_TIER_VRAM = 0, COLI_TIER_RAM = 1, COLI_TIER_DISK = 2, COLI_TIER_N = 3 };
 struct coli_engine_stats {
-	uint64_t tokens;                  /* tokens run through the forward pass */
-	uint64_t expert_uses;             /* (token, routed expert) pairs */
-	uint64_t hits[COLI_TIER_N];       /* expert-layer loads served by each tier */
-	uint64_t bytes[COLI_TIER_N];      /* slab bytes served by each tier */
-	uint64_t disk_reads;              /* slab reads issued (demand + prefetch) */
+	uint64_t tokens;             /* tokens run through the forward pass */
+	uint64_t expert_uses;        /* (token, routed expert) pairs */
+	uint64_t hits[COLI_TIER_N];  /* expert-layer loads served by each tier */
+	uint64_t bytes[COLI_TIER_N]; /* slab bytes served by each tier */
+	uint64_t disk_reads;         /* slab reads issued (demand + prefetch) */
 	uint64_t disk_bytes_read;
-	double disk_read_s;               /* wall time with reads in flight */
-	double disk_wait_s;               /* time the forward pass blocked on disk */
+	double disk_read_s; /* wall time with reads in flight */
+	double disk_wait_s; /* time the forward pass blocked on disk */
 	uint64_t prefetch_issued, prefetch_used, prefetch_wasted;
-	uint64_t h2d_bytes;               /* host -> device copies per token (activations) */
-	uint64_t h2d_const_bytes;         /* host -> device uploads of weights (at placement) */
-	uint64_t stream_experts;          /* RAM-tier expert loads streamed to a device */
-	uint64_t stream_bytes;            /* their slab bytes (part of h2d, per token) */
-	int dense_on_device;              /* 1: attention, norms, routers, lm_head on a device */
+	uint64_t h2d_bytes;       /* host -> device copies per token (activations) */
+	uint64_t h2d_const_bytes; /* host -> device uploads of weights (at placement) */
+	uint64_t stream_experts;  /* RAM-tier expert loads streamed to a device */
+	uint64_t stream_bytes;    /* their slab bytes (part of h2d, per token) */
+	int dense_on_device;      /* 1: attention, norms, routers, lm_head on a device */
 	/* the MoE overlap window (COLI_CUDA_PROFILE): plan + pack + issue to the
 	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */
 	double moe_issue_s, moe_cpu_s, moe_take_s;
-	uint64_t vram_swaps;              /* experts swapped into VRAM between tokens */
+	uint64_t vram_swaps; /* experts swapped into VRAM between tokens */
 	/* wall time per phase of the forward pass (core/forward.c), for coli
 	 * bench's split; other = forward_s minus the four phases (embedding,
 	 * residual adds, norms outside the phases) */
-	double forward_s;                 /* inside coli_engine_forward */
-	double attention_s;               /* norm, q/k/v, rope, attention, o */
-	double moe_s;                     /* norm, router, routed + shared experts */
-	double dense_mlp_s;               /* norm, dense MLP layers */
-	double lm_head_s;                 /* final norm and lm_head */
+	double forward_s;   /* inside coli_engine_forward */
+	double attention_s; /* norm, q/k/v, rope, attention, o */
+	double moe_s;       /* norm, router, routed + shared experts */
+	double dense_mlp_s; /* norm, dense MLP layers */
+	double lm_head_s;   /* final norm and lm_head */
 	/* added by the tier manager (core/tiers.c); docs/tiers.md */
-	uint64_t lookahead_routed;        /* experts routed at layers a lookahead guessed */
-	uint64_t lookahead_hit;           /* ... of which the guess named: recall = hit/routed */
-	uint64_t ram_budget_bytes;        /* resolved --ram-gb */
-	uint64_t ram_fixed_bytes;         /* dense + KV cache + scratch counted against it */
-	uint64_t slot_bytes;              /* one expert slot (largest slab, 4 KiB rounded) */
-	uint64_t ram_slots;               /* expert slots in RAM */
-	uint64_t min_slots;               /* the working set: slots one layer needs */
-	uint64_t total_slabs;             /* routed experts in the model */
-	uint64_t disk_retries;            /* short reads, EIO and checksum re-reads */
+	uint64_t lookahead_routed; /* experts routed at layers a lookahead guessed */
+	uint64_t lookahead_hit;    /* ... of which the guess named: recall = hit/routed */
+	uint64_t ram_budget_bytes; /* resolved --ram-gb */
+	uint64_t ram_fixed_bytes;  /* dense + KV cache + scratch counted against it */
+	uint64_t slot_bytes;       /* one expert slot (largest slab, 4 KiB rounded) */
+	uint64_t ram_slots;        /* expert slots in RAM */
+	uint64_t min_slots;        /* the working set: slots one layer needs */
+	uint64_t total_slabs;      /* routed experts in the model */
+	uint64_t disk_retries;     /* short reads, EIO and checksum re-reads */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 
@@ -349,9 +348,9 @@ struct coli_chat_msg {
 
 struct coli_chat_template {
 	enum coli_chat_family family;
-	char bos[64];   /* text put first (the template names bos_token), or "" */
-	char eos[64];   /* text closing an assistant turn (INST), or "" */
-	int eot_id;     /* token that ends the assistant's turn (<|im_end|>), or -1 */
+	char bos[64];      /* text put first (the template names bos_token), or "" */
+	char eos[64];      /* text closing an assistant turn (INST), or "" */
+	int eot_id;        /* token that ends the assistant's turn (<|im_end|>), or -1 */
 	int from_template; /* 1: the family came from the stored template text */
 };
 
@@ -364,14 +363,13 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
  * into *out (malloc'd, NUL-terminated, *len without the NUL).
  * -EINVAL for an unknown role, -ENOMEM. */
 int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_msg *m, int n,
-		     int add_generation_prompt, char **out, size_t *len);
+                     int add_generation_prompt, char **out, size_t *len);
 
 /* ---- usage file (core/usage.c, docs/tiers.md) ---- */
 /* MODEL.usage: the default usage file of a model. */
 void coli_usage_default_path(const char *model, char *out, size_t len);
 /* Validate `from` against the model (hash and shape) and write it atomically
  * to `to`: `coli usage snapshot` and `restore` are this with the roles swapped. */
-int coli_usage_copy(const char *model, const char *from, const char *to, char *err,
-		    size_t errlen);
+int coli_usage_copy(const char *model, const char *from, const char *to, char *err, size_t errlen);
 
 #endif

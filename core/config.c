@@ -20,10 +20,10 @@ static const struct {
 	enum coli_arch arch;
 	const char *name;
 } g_arch_names[] = {
-	{COLI_ARCH_QWEN3_MOE, "qwen3_moe"},
-	{COLI_ARCH_QWEN2_MOE, "qwen2_moe"},
-	{COLI_ARCH_OLMOE, "olmoe"},
-	{COLI_ARCH_MIXTRAL, "mixtral"},
+    {COLI_ARCH_QWEN3_MOE, "qwen3_moe"},
+    {COLI_ARCH_QWEN2_MOE, "qwen2_moe"},
+    {COLI_ARCH_OLMOE, "olmoe"},
+    {COLI_ARCH_MIXTRAL, "mixtral"},
 };
 #define N_ARCH (int)(sizeof(g_arch_names) / sizeof(g_arch_names[0]))
 
@@ -52,29 +52,32 @@ const char *coli_arch_supported(void)
 }
 
 /* Integer fields: name, offset, minimum, maximum (inclusive). */
-#define FIELD(f, lo, hi) {#f, offsetof(struct coli_model_config, f), lo, hi}
+#define FIELD(f, lo, hi)                                                                           \
+	{                                                                                          \
+#f, offsetof(struct coli_model_config, f), lo, hi                                  \
+	}
 static const struct {
 	const char *key;
 	size_t off;
 	long lo, hi;
 } g_int_fields[] = {
-	FIELD(n_layers, 1, COLI_MAX_LAYERS),
-	FIELD(hidden, 32, 1 << 16),
-	FIELD(n_heads, 1, 1024),
-	FIELD(n_kv_heads, 1, 1024),
-	FIELD(head_dim, 16, 1024),
-	FIELD(vocab, 1, 1 << 22),
-	FIELD(n_experts, 1, 4096),
-	FIELD(top_k, 1, 64),
-	FIELD(moe_inter, 32, 1 << 17),
-	FIELD(shared_inter, 0, 1 << 17),
-	FIELD(dense_inter, 0, 1 << 18),
-	FIELD(norm_topk_prob, 0, 1),
-	FIELD(qk_norm, 0, 2),
-	FIELD(qkv_bias, 0, 1),
-	FIELD(tie_embeddings, 0, 1),
-	FIELD(max_ctx, 1, 1 << 24),
-	FIELD(bos, -1, 1 << 22),
+    FIELD(n_layers, 1, COLI_MAX_LAYERS),
+    FIELD(hidden, 32, 1 << 16),
+    FIELD(n_heads, 1, 1024),
+    FIELD(n_kv_heads, 1, 1024),
+    FIELD(head_dim, 16, 1024),
+    FIELD(vocab, 1, 1 << 22),
+    FIELD(n_experts, 1, 4096),
+    FIELD(top_k, 1, 64),
+    FIELD(moe_inter, 32, 1 << 17),
+    FIELD(shared_inter, 0, 1 << 17),
+    FIELD(dense_inter, 0, 1 << 18),
+    FIELD(norm_topk_prob, 0, 1),
+    FIELD(qk_norm, 0, 2),
+    FIELD(qkv_bias, 0, 1),
+    FIELD(tie_embeddings, 0, 1),
+    FIELD(max_ctx, 1, 1 << 24),
+    FIELD(bos, -1, 1 << 22),
 };
 #undef FIELD
 #define N_INT (int)(sizeof(g_int_fields) / sizeof(g_int_fields[0]))
@@ -86,7 +89,7 @@ static int fail(char *errbuf, size_t errlen, const char *fmt, const char *what)
 }
 
 int coli_config_parse(const char *json, size_t len, struct coli_model_config *c, char *errbuf,
-		      size_t errlen)
+                      size_t errlen)
 {
 	json_error_t jerr;
 	json_t *root, *v;
@@ -97,7 +100,7 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 	root = json_loadb(json, len, 0, &jerr);
 	if (!root) {
 		snprintf(errbuf, errlen, "model config is not valid JSON (line %d: %s)", jerr.line,
-			 jerr.text);
+		         jerr.text);
 		return -EINVAL;
 	}
 	if (!json_is_object(root)) {
@@ -111,7 +114,7 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 	}
 	if (coli_arch_parse(s, &c->arch)) {
 		snprintf(errbuf, errlen, "unsupported architecture '%s' (supported: %s)", s,
-			 coli_arch_supported());
+		         coli_arch_supported());
 		rc = -EPROTONOSUPPORT;
 		goto out;
 	}
@@ -122,13 +125,13 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 
 		if (!json_is_integer(jv)) {
 			rc = fail(errbuf, errlen, "model config: \"%s\" missing or not an integer",
-				  g_int_fields[i].key);
+			          g_int_fields[i].key);
 			goto out;
 		}
 		x = (long)json_integer_value(jv);
 		if (x < g_int_fields[i].lo || x > g_int_fields[i].hi) {
 			rc = fail(errbuf, errlen, "model config: \"%s\" out of range",
-				  g_int_fields[i].key);
+			          g_int_fields[i].key);
 			goto out;
 		}
 		*(int *)((char *)c + g_int_fields[i].off) = (int)x;
@@ -150,8 +153,9 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 	if (c->n_heads % c->n_kv_heads || c->top_k > c->n_experts ||
 	    (coli_dtype_is_quant(c->quant) &&
 	     (c->hidden % COLI_QBLOCK || c->moe_inter % COLI_QBLOCK))) {
-		rc = fail(errbuf, errlen, "model config: %s",
-			  "inconsistent shapes (heads not a multiple of kv heads, or top_k > experts)");
+		rc = fail(
+		    errbuf, errlen, "model config: %s",
+		    "inconsistent shapes (heads not a multiple of kv heads, or top_k > experts)");
 		goto out;
 	}
 	v = json_object_get(root, "moe_layers");
@@ -164,7 +168,8 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 		long l = json_is_integer(e) ? (long)json_integer_value(e) : -1;
 
 		if (l < 0 || l >= c->n_layers) {
-			rc = fail(errbuf, errlen, "model config: %s", "moe_layers entry out of range");
+			rc = fail(errbuf, errlen, "model config: %s",
+			          "moe_layers entry out of range");
 			goto out;
 		}
 		c->is_moe_layer[l] = 1;
@@ -176,7 +181,8 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 			long id = json_is_integer(e) ? (long)json_integer_value(e) : -1;
 
 			if (id < 0 || id >= c->vocab) {
-				rc = fail(errbuf, errlen, "model config: %s", "eos id out of range");
+				rc =
+				    fail(errbuf, errlen, "model config: %s", "eos id out of range");
 				goto out;
 			}
 			c->eos[c->n_eos++] = (int)id;
@@ -199,8 +205,9 @@ char *coli_config_format(const struct coli_model_config *c)
 
 	json_object_set_new(root, "arch", json_string(coli_arch_name(c->arch)));
 	for (int i = 0; i < N_INT; i++)
-		json_object_set_new(root, g_int_fields[i].key,
-				    json_integer(*(const int *)((const char *)c + g_int_fields[i].off)));
+		json_object_set_new(
+		    root, g_int_fields[i].key,
+		    json_integer(*(const int *)((const char *)c + g_int_fields[i].off)));
 	json_object_set_new(root, "norm_eps", json_real(c->norm_eps));
 	json_object_set_new(root, "rope_theta", json_real(c->rope_theta));
 	json_object_set_new(root, "quant", json_string(coli_dtype_name(c->quant)));

@@ -29,10 +29,10 @@ struct coli_layer {
 	const float *q_norm, *k_norm;          /* see cfg.qk_norm, or NULL */
 	int moe;
 	/* MoE layers */
-	struct coli_mat router;     /* [n_experts, hidden] f32 */
-	int xl;                     /* index of the container's expert layer */
+	struct coli_mat router;                  /* [n_experts, hidden] f32 */
+	int xl;                                  /* index of the container's expert layer */
 	struct coli_mat sh_gate, sh_up, sh_down; /* shared expert (rows 0 if none) */
-	struct coli_mat sh_router;  /* [1, hidden] f32 */
+	struct coli_mat sh_router;               /* [1, hidden] f32 */
 	/* dense MLP layers */
 	struct coli_mat ffn_gate, ffn_up, ffn_down;
 };
@@ -55,10 +55,10 @@ struct coli_expert_view {
 	struct coli_mat gate, up, down;
 };
 void coli_model_expert(const struct coli_model *m, int layer, int expert,
-		       struct coli_expert_view *v);
+                       struct coli_expert_view *v);
 /* The same view over a copy of the slab at `slab` (a tier slot). */
 void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
-			  struct coli_expert_view *v);
+                          struct coli_expert_view *v);
 /* Re-point every tensor view inside [from, from + bytes) to the same offset
  * in `to` (the dense region copied into an arena). */
 void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, const void *to);
@@ -84,13 +84,13 @@ struct coli_route_stats {
  * are uint64_t; s* are host staging buffers of the same shapes. */
 struct coli_dev_slot {
 	struct coli_dev *dev;
-	size_t budget, used;  /* VRAM for resident expert slabs, bytes */
-	int n_experts;        /* resident */
-	int pmax;             /* pairs the buffers hold: tmax * top_k */
+	size_t budget, used;      /* VRAM for resident expert slabs, bytes */
+	int n_experts;            /* resident */
+	int pmax;                 /* pairs the buffers hold: tmax * top_k */
 	uint64_t xq, xd, xqs, xf; /* pair activations [P][H] (+ scales, sums) or f32 */
-	uint64_t g, u, h;     /* [P][I] f32 */
-	uint64_t hq, hd, hqs; /* h quantized */
-	uint64_t y;           /* [P][H] expert outputs */
+	uint64_t g, u, h;         /* [P][I] f32 */
+	uint64_t hq, hd, hqs;     /* h quantized */
+	uint64_t y;               /* [P][H] expert outputs */
 	int8_t *sx_q;
 	float *sx_d, *sx_f, *sy;
 	int32_t *sx_s;
@@ -98,21 +98,21 @@ struct coli_dev_slot {
 	struct dev_run {
 		int expert, pair0, n, row0;
 		uint64_t slab; /* resident slab or staging slot */
-	} *runs;              /* this layer's experts on the device */
+	} * runs;              /* this layer's experts on the device */
 	int n_runs, P;
 	/* streaming: RAM-tier slabs copied into a VRAM staging ring */
-	uint64_t stage;       /* n_stage slots of stage_bytes */
+	uint64_t stage; /* n_stage slots of stage_bytes */
 	int n_stage;
 	size_t stage_bytes;
 	uint64_t streamed_bytes; /* this layer */
-	double t_issue;       /* when this layer's issue began (s) */
+	double t_issue;          /* when this layer's issue began (s) */
 };
 /* ---- usage file (core/usage.c) ---- */
 struct coli_usage {
 	uint64_t model_hash;
 	int n_layers, n_experts; /* expert layers x experts per layer */
 	uint64_t tokens;
-	uint64_t *counts;        /* [n_layers][n_experts] */
+	uint64_t *counts; /* [n_layers][n_experts] */
 };
 int coli_usage_read(const char *path, struct coli_usage *u, char *err, size_t errlen);
 int coli_usage_write(const char *path, const struct coli_usage *u, char *err, size_t errlen);
@@ -134,7 +134,7 @@ struct coli_tiers;
 int coli_tiers_open(struct coli_engine *e, char *err, size_t errlen);
 void coli_tiers_close(struct coli_engine *e);
 int coli_tiers_acquire(struct coli_engine *e, int l, const int *ex, const int *uses, int n,
-		       const void **slabs);
+                       const void **slabs);
 int coli_tiers_wait(struct coli_engine *e);
 void coli_tiers_release(struct coli_engine *e);
 void coli_tiers_layer_end(struct coli_engine *e, int l);
@@ -156,27 +156,27 @@ void coli_lookahead(struct coli_engine *e, int l, int T);
 struct coli_engine {
 	struct coli_opts opts;
 	struct coli_model m;
-	coli_tokenizer_t *tok;      /* NULL when the container has none */
+	coli_tokenizer_t *tok; /* NULL when the container has none */
 	coli_cpu_pool_t *pool;
-	int ctx;                    /* KV positions */
-	int pos;                    /* tokens in the cache */
-	float *kcache, *vcache;     /* [n_layers][ctx][n_kv*hd] */
+	int ctx;                /* KV positions */
+	int pos;                /* tokens in the cache */
+	float *kcache, *vcache; /* [n_layers][ctx][n_kv*hd] */
 	size_t kv_bytes;
 	/* scratch for up to tmax tokens per forward call */
 	int tmax;
-	float *x;                   /* [tmax][hidden] residual stream */
-	float *xn;                  /* [tmax][hidden] normed */
-	float *q;                   /* [tmax][nh*hd] */
-	float *kx, *vx;             /* [tmax][nkv*hd] */
-	float *att;                 /* [tmax][nh*hd] attention output */
-	float *scores;              /* [threads][ctx] */
-	float *mlp;                 /* [tmax][hidden] MoE / MLP output */
-	float *proj;                /* [tmax][hidden] projection output */
-	float *rlog;                /* [tmax][n_experts] router logits */
-	int *sel;                   /* [tmax][top_k] routed experts */
-	float *selw;                /* [tmax][top_k] their weights */
-	float *g, *u;               /* [tmax][max_inter] */
-	float *ey;                  /* [tmax*top_k][hidden] per-pair expert outputs */
+	float *x;       /* [tmax][hidden] residual stream */
+	float *xn;      /* [tmax][hidden] normed */
+	float *q;       /* [tmax][nh*hd] */
+	float *kx, *vx; /* [tmax][nkv*hd] */
+	float *att;     /* [tmax][nh*hd] attention output */
+	float *scores;  /* [threads][ctx] */
+	float *mlp;     /* [tmax][hidden] MoE / MLP output */
+	float *proj;    /* [tmax][hidden] projection output */
+	float *rlog;    /* [tmax][n_experts] router logits */
+	int *sel;       /* [tmax][top_k] routed experts */
+	float *selw;    /* [tmax][top_k] their weights */
+	float *g, *u;   /* [tmax][max_inter] */
+	float *ey;      /* [tmax*top_k][hidden] per-pair expert outputs */
 	/* the layer's (token, expert) pairs, sorted by expert then token */
 	int n_pairs;
 	int *pair_expert, *pair_token;
@@ -185,31 +185,31 @@ struct coli_engine {
 	struct coli_dev *devs[COLI_MAX_DEVS];
 	int n_devs;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
-	signed char *where;         /* [n_layers][n_experts]: device index, -1 host */
-	signed char *assign;        /* [n_experts] this layer: device computing it, -1 CPU */
-	unsigned char *streamed;    /* [n_experts] this layer: 1 if copied to the device */
-	int *cand, *cand_n;         /* [n_experts] scratch of assign_experts / cpu_list */
-	int *pair_first, *pair_n;   /* [n_experts] this layer: first pair, pair count */
-	int *need, *redo;           /* [n_experts] experts the host reads; CPU recomputes */
-	const void **slab_ptr;      /* [n_experts] slabs of the acquired chunk */
-	const void **host_slab;     /* [n_experts] RAM slab of a streamed expert */
-	double bw_cpu, bw_stream;   /* cost model: bytes/s of CPU rows and of streaming */
-	struct coli_dense_dev *dd;  /* dense part on a device (core/forward_dev.c), or NULL */
-	uint64_t adapt_at;          /* token count of the next VRAM adaptation round */
-	int *hist;                  /* [ctx] token ids in the KV cache, to rebuild it on the
-				     * CPU if the dense device fails */
-	uint64_t *dev_slab;         /* [n_layers][n_experts]: device address of the slab */
-	struct coli_actbuf *ax;     /* [tmax] over hidden-sized inputs */
-	struct coli_actbuf *ah;     /* [tmax] over inter / attention-sized inputs */
-	struct coli_act *ag;        /* [tmax] gathered activations (struct copies) */
-	float *inv_freq;            /* [head_dim/2] rope frequencies */
-	FILE *trace;                /* ROUTE_TRACE */
+	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */
+	signed char *assign;       /* [n_experts] this layer: device computing it, -1 CPU */
+	unsigned char *streamed;   /* [n_experts] this layer: 1 if copied to the device */
+	int *cand, *cand_n;        /* [n_experts] scratch of assign_experts / cpu_list */
+	int *pair_first, *pair_n;  /* [n_experts] this layer: first pair, pair count */
+	int *need, *redo;          /* [n_experts] experts the host reads; CPU recomputes */
+	const void **slab_ptr;     /* [n_experts] slabs of the acquired chunk */
+	const void **host_slab;    /* [n_experts] RAM slab of a streamed expert */
+	double bw_cpu, bw_stream;  /* cost model: bytes/s of CPU rows and of streaming */
+	struct coli_dense_dev *dd; /* dense part on a device (core/forward_dev.c), or NULL */
+	uint64_t adapt_at;         /* token count of the next VRAM adaptation round */
+	int *hist;                 /* [ctx] token ids in the KV cache, to rebuild it on the
+	                            * CPU if the dense device fails */
+	uint64_t *dev_slab;        /* [n_layers][n_experts]: device address of the slab */
+	struct coli_actbuf *ax;    /* [tmax] over hidden-sized inputs */
+	struct coli_actbuf *ah;    /* [tmax] over inter / attention-sized inputs */
+	struct coli_act *ag;       /* [tmax] gathered activations (struct copies) */
+	float *inv_freq;           /* [head_dim/2] rope frequencies */
+	FILE *trace;               /* ROUTE_TRACE */
 	struct coli_route_stats stats;
 	struct coli_engine_stats est; /* cumulative, see coli_engine_stats */
-	size_t scratch_bytes;       /* what scratch_alloc took, for the budget */
-	int numa_node;              /* resolved --numa-bind */
-	struct coli_tiers *tiers;   /* expert slots, streamer, heat */
-	char errmsg[512];           /* why the last forward failed */
+	size_t scratch_bytes;         /* what scratch_alloc took, for the budget */
+	int numa_node;                /* resolved --numa-bind */
+	struct coli_tiers *tiers;     /* expert slots, streamer, heat */
+	char errmsg[512];             /* why the last forward failed */
 };
 
 /* forward_dev.c: the dense part on device dev (uploaded once at open). */

@@ -19,7 +19,7 @@ static int fail(struct coli_dev *d, int rc, const char *what)
 {
 	if (!d->failed)
 		fprintf(stderr, "coli: device %s: %s failed (%s); its experts move to the CPU\n",
-			d->name, what, strerror(-rc));
+		        d->name, what, strerror(-rc));
 	d->failed = 1;
 	return rc;
 }
@@ -35,13 +35,13 @@ static int launch_gate(struct coli_dev *d)
 	return 0;
 }
 
-#define CHECKED(call, what)                                                                \
-	do {                                                                               \
-		int rc_;                                                                   \
-		if (d->failed)                                                             \
-			return -EIO;                                                       \
-		rc_ = (call);                                                              \
-		return rc_ ? fail(d, rc_, what) : 0;                                       \
+#define CHECKED(call, what)                                                                        \
+	do {                                                                                       \
+		int rc_;                                                                           \
+		if (d->failed)                                                                     \
+			return -EIO;                                                               \
+		rc_ = (call);                                                                      \
+		return rc_ ? fail(d, rc_, what) : 0;                                               \
 	} while (0)
 
 int coli_dev_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr)
@@ -73,7 +73,7 @@ int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t 
 }
 
 int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-		  int n_jobs)
+                  int n_jobs)
 {
 	int rc = launch_gate(d);
 
@@ -92,7 +92,7 @@ int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, in
 }
 
 int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
-			  int n_blocks)
+                          int n_blocks)
 {
 	int rc = launch_gate(d);
 
@@ -115,12 +115,12 @@ int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_byte
 	CHECKED(d->ops->mem_info(d, free_bytes, total_bytes), "memory query");
 }
 
-#define LAUNCH(call, what)                                                                 \
-	do {                                                                               \
-		int gate_ = launch_gate(d);                                                \
-		if (gate_)                                                                 \
-			return gate_;                                                      \
-		CHECKED(call, what);                                                       \
+#define LAUNCH(call, what)                                                                         \
+	do {                                                                                       \
+		int gate_ = launch_gate(d);                                                        \
+		if (gate_)                                                                         \
+			return gate_;                                                              \
+		CHECKED(call, what);                                                               \
 	} while (0)
 
 int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
@@ -129,7 +129,7 @@ int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
 }
 
 int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-		     float eps)
+                     float eps)
 {
 	LAUNCH(d->ops->rmsnorm(d, x, w, y, rows, n, eps), "rmsnorm launch");
 }
@@ -145,26 +145,25 @@ int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
 }
 
 int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
-		  uint64_t inv_freq)
+                  uint64_t inv_freq)
 {
 	LAUNCH(d->ops->rope(d, x, T, nh, hd, pos0, inv_freq), "rope launch");
 }
 
-int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
-		       int T, int pos0, int nh, int nkv, int hd, float scale)
+int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                       int pos0, int nh, int nkv, int hd, float scale)
 {
-	LAUNCH(d->ops->attention(d, q, K, V, out, T, pos0, nh, nkv, hd, scale),
-	       "attention launch");
+	LAUNCH(d->ops->attention(d, q, K, V, out, T, pos0, nh, nkv, hd, scale), "attention launch");
 }
 
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-		   uint64_t ids, uint64_t x, int T, int H)
+                   uint64_t ids, uint64_t x, int T, int H)
 {
 	LAUNCH(d->ops->embed(d, t, table, scales, ids, x, T, H), "embed launch");
 }
 
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-			    uint64_t pair_w, int n_pairs, int T, int H)
+                            uint64_t pair_w, int n_pairs, int T, int H)
 {
 	LAUNCH(d->ops->moe_accumulate(d, out, y, pair_token, pair_w, n_pairs, T, H),
 	       "accumulate launch");
@@ -200,8 +199,8 @@ static int parse_list(const char *s, int *ord, int max)
 	return n;
 }
 
-int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us,
-		      struct coli_dev **devs, int max, int *n, char *err, size_t errlen)
+int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, struct coli_dev **devs,
+                      int max, int *n, char *err, size_t errlen)
 {
 	int ord[16], n_ord, rc;
 	const char *why = NULL;
@@ -232,8 +231,8 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us,
 	} else {
 		n_ord = parse_list(spec, ord, max < 16 ? max : 16);
 		if (n_ord <= 0) {
-			snprintf(err, errlen, "--gpu '%s': expected auto, off, sim or a list like 0,1",
-				 spec);
+			snprintf(err, errlen,
+			         "--gpu '%s': expected auto, off, sim or a list like 0,1", spec);
 			return -EINVAL;
 		}
 	}

@@ -34,26 +34,26 @@ struct coli_dev_ops {
 	int (*upload_async)(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
 	int (*download_async)(struct coli_dev *d, void *dst, uint64_t src, size_t n);
 	int (*gemv)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-		    int n_jobs); /* async */
+	            int n_jobs);                                                        /* async */
 	int (*silu_mul)(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n); /* async */
 	int (*act_quantize)(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qsum,
-			    int n_blocks); /* async */
+	                    int n_blocks); /* async */
 	int (*sync)(struct coli_dev *d);
 	void (*close)(struct coli_dev *d);
 	/* the dense part (all async; rows are tokens, fp32) */
 	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
 	int (*rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-		       float eps);
+	               float eps);
 	int (*add_bias)(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
 	int (*add)(struct coli_dev *d, uint64_t x, uint64_t y, int n);
 	int (*rope)(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
-		    uint64_t inv_freq);
+	            uint64_t inv_freq);
 	int (*attention)(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
-			 int T, int pos0, int nh, int nkv, int hd, float scale);
+	                 int T, int pos0, int nh, int nkv, int hd, float scale);
 	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-		     uint64_t ids, uint64_t x, int T, int H);
+	             uint64_t ids, uint64_t x, int T, int H);
 	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-			      uint64_t pair_w, int n_pairs, int T, int H);
+	                      uint64_t pair_w, int n_pairs, int T, int H);
 	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
 };
 
@@ -64,13 +64,13 @@ struct coli_dev {
 	int index;
 	long fail_after; /* launches before injected failure; -1 never */
 	long launches;
-	int failed;      /* sticky: once failed, the device is not used again */
+	int failed; /* sticky: once failed, the device is not used again */
 };
 
 /* Open the devices named by --gpu (auto | off | sim | 0,1,...): *n devices
  * in devs[]; prints one line when a GPU was asked for but is absent. */
-int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us,
-		      struct coli_dev **devs, int max, int *n, char *err, size_t errlen);
+int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, struct coli_dev **devs,
+                      int max, int *n, char *err, size_t errlen);
 void coli_dev_close(struct coli_dev *d);
 
 /* The checked entry points the scheduler uses (fault injection, sticky failure). */
@@ -80,27 +80,27 @@ int coli_dev_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
 int coli_dev_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n);
 int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-		  int n_jobs);
+                  int n_jobs);
 int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n);
 int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
-			  int n_blocks);
+                          int n_blocks);
 int coli_dev_sync(struct coli_dev *d);
 int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
 
 /* The dense part: checked like the rest (each counts as a launch). */
 int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
 int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-		     float eps);
+                     float eps);
 int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
 int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n);
 int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
-		  uint64_t inv_freq);
-int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
-		       int T, int pos0, int nh, int nkv, int hd, float scale);
+                  uint64_t inv_freq);
+int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                       int pos0, int nh, int nkv, int hd, float scale);
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-		   uint64_t ids, uint64_t x, int T, int H);
+                   uint64_t ids, uint64_t x, int T, int H);
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-			    uint64_t pair_w, int n_pairs, int T, int H);
+                            uint64_t pair_w, int n_pairs, int T, int H);
 int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
 
 /* Backends. */

@@ -37,7 +37,7 @@ static int g_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t 
 	return coli_gpu_download_async(G(d), dst, src, n);
 }
 static int g_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-		  int n)
+                  int n)
 {
 	return coli_gpu_gemv(G(d), t, jobs, n);
 }
@@ -58,7 +58,7 @@ static int g_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
 	return coli_gpu_copy(G(d), dst, src, n);
 }
 static int g_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-		     float eps)
+                     float eps)
 {
 	return coli_gpu_rmsnorm(G(d), x, w, y, rows, n, eps);
 }
@@ -74,18 +74,18 @@ static int g_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 {
 	return coli_gpu_rope(G(d), x, T, nh, hd, pos0, f);
 }
-static int g_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
-		       int T, int pos0, int nh, int nkv, int hd, float scale)
+static int g_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                       int pos0, int nh, int nkv, int hd, float scale)
 {
 	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, nh, nkv, hd, scale);
 }
 static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-		   uint64_t ids, uint64_t x, int T, int H)
+                   uint64_t ids, uint64_t x, int T, int H)
 {
 	return coli_gpu_embed(G(d), t, table, scales, ids, x, T, H);
 }
 static int g_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
-		     int n_pairs, int T, int H)
+                     int n_pairs, int T, int H)
 {
 	return coli_gpu_moe_accumulate(G(d), out, y, pt, pw, n_pairs, T, H);
 }
@@ -114,27 +114,27 @@ static void g_close(struct coli_dev *d)
 }
 
 static const struct coli_dev_ops g_gpu_ops = {
-	.kind = "cuda",
-	.mem_info = g_mem_info,
-	.alloc = g_alloc,
-	.free = g_free,
-	.upload = g_upload,
-	.upload_async = g_upload_async,
-	.download_async = g_download_async,
-	.gemv = g_gemv,
-	.silu_mul = g_silu,
-	.act_quantize = g_actq,
-	.sync = g_sync,
-	.close = g_close,
-	.copy = g_copy,
-	.rmsnorm = g_rmsnorm,
-	.add_bias = g_add_bias,
-	.add = g_add,
-	.rope = g_rope,
-	.attention = g_attention,
-	.embed = g_embed,
-	.moe_accumulate = g_moe_acc,
-	.gated_add = g_gated,
+    .kind = "cuda",
+    .mem_info = g_mem_info,
+    .alloc = g_alloc,
+    .free = g_free,
+    .upload = g_upload,
+    .upload_async = g_upload_async,
+    .download_async = g_download_async,
+    .gemv = g_gemv,
+    .silu_mul = g_silu,
+    .act_quantize = g_actq,
+    .sync = g_sync,
+    .close = g_close,
+    .copy = g_copy,
+    .rmsnorm = g_rmsnorm,
+    .add_bias = g_add_bias,
+    .add = g_add,
+    .rope = g_rope,
+    .attention = g_attention,
+    .embed = g_embed,
+    .moe_accumulate = g_moe_acc,
+    .gated_add = g_gated,
 };
 
 int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen)
@@ -155,9 +155,10 @@ int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errl
 	d->fail_after = -1;
 	snprintf(d->name, sizeof(d->name), "cuda:%d (%s)", ordinal, coli_gpu_name(g));
 	if (coli_mem_register_hook(g_reg_hook, g))
-		fprintf(stderr, "coli: %s: host memory not page-locked (cuMemHostRegister "
-				"failed): streamed experts copy at pageable speed\n",
-			d->name);
+		fprintf(stderr,
+		        "coli: %s: host memory not page-locked (cuMemHostRegister "
+		        "failed): streamed experts copy at pageable speed\n",
+		        d->name);
 	*out = d;
 	return 0;
 }

@@ -70,7 +70,7 @@ static int s_download(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 }
 
 static int s_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-		  int n_jobs)
+                  int n_jobs)
 {
 	for (int j = 0; j < n_jobs; j++) {
 		const struct coli_gpu_gemv_job *jb = &jobs[j];
@@ -80,11 +80,11 @@ static int s_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
 		for (int s = 0; s < jb->S; s++) {
 			int nb = jb->K / COLI_QBLOCK;
 			struct coli_act a = {
-				.n = jb->K,
-				.f = jb->xf ? jb->xf + (size_t)s * jb->K : NULL,
-				.q = jb->xq ? (int8_t *)jb->xq + (size_t)s * jb->K : NULL,
-				.d = jb->xd ? (float *)jb->xd + (size_t)s * nb : NULL,
-				.qsum = jb->xqsum ? (int32_t *)jb->xqsum + (size_t)s * nb : NULL,
+			    .n = jb->K,
+			    .f = jb->xf ? jb->xf + (size_t)s * jb->K : NULL,
+			    .q = jb->xq ? (int8_t *)jb->xq + (size_t)s * jb->K : NULL,
+			    .d = jb->xd ? (float *)jb->xd + (size_t)s * nb : NULL,
+			    .qsum = jb->xqsum ? (int32_t *)jb->xqsum + (size_t)s * nb : NULL,
 			};
 
 			coli_gemv(&m, &a, jb->y + (size_t)s * jb->ldy, 0, jb->rows);
@@ -96,15 +96,15 @@ static int s_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
 static int s_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n)
 {
 	coli_silu_mul((const float *)(uintptr_t)g, (const float *)(uintptr_t)u,
-		      (float *)(uintptr_t)h, n);
+	              (float *)(uintptr_t)h, n);
 	return 0;
 }
 
 static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
 {
 	struct coli_act a = {.q = (int8_t *)(uintptr_t)q,
-			     .d = (float *)(uintptr_t)dd,
-			     .qsum = (int32_t *)(uintptr_t)qs};
+	                     .d = (float *)(uintptr_t)dd,
+	                     .qsum = (int32_t *)(uintptr_t)qs};
 
 	coli_act_quantize(&a, (const float *)(uintptr_t)x, nb * COLI_QBLOCK);
 	return 0;
@@ -128,7 +128,7 @@ static int s_d2d(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
 }
 
 static int s_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-		     float eps)
+                     float eps)
 {
 	for (int r = 0; r < rows; r++)
 		coli_rmsnorm(F(x) + (size_t)r * n, w ? F(w) : NULL, F(y) + (size_t)r * n, n, eps);
@@ -155,8 +155,8 @@ static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 	return 0;
 }
 
-static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
-		       int T, int pos0, int nh, int nkv, int hd, float scale)
+static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                       int pos0, int nh, int nkv, int hd, float scale)
 {
 	float *sc = malloc(sizeof(float) * (size_t)(pos0 + T));
 	int group = nh / nkv, kvd = nkv * hd;
@@ -166,15 +166,15 @@ static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
 	for (int t = 0; t < T; t++)
 		for (int h = 0; h < nh; h++)
 			coli_attention_head(F(q) + ((size_t)t * nh + h) * hd,
-					    F(K) + (h / group) * hd, F(V) + (h / group) * hd,
-					    pos0 + t + 1, kvd, hd, scale, sc,
-					    F(out) + ((size_t)t * nh + h) * hd);
+			                    F(K) + (h / group) * hd, F(V) + (h / group) * hd,
+			                    pos0 + t + 1, kvd, hd, scale, sc,
+			                    F(out) + ((size_t)t * nh + h) * hd);
 	free(sc);
 	return 0;
 }
 
 static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-		   uint64_t ids, uint64_t x, int T, int H)
+                   uint64_t ids, uint64_t x, int T, int H)
 {
 	struct coli_mat m;
 	const int *id = (const int *)(uintptr_t)ids;
@@ -187,7 +187,7 @@ static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64
 }
 
 static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
-		     int n_pairs, int T, int H)
+                     int n_pairs, int T, int H)
 {
 	const int *tok = (const int *)(uintptr_t)pt;
 
@@ -208,7 +208,9 @@ static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 		float g = 1.0f / (1.0f + expf(-F(gate)[t]));
 
 		for (int j = 0; j < H; j++)
-			F(out)[(size_t)t * H + j] = F(out)[(size_t)t * H + j] + g * F(y)[(size_t)t * H + j];
+			F(out)
+			[(size_t)t * H + j] =
+			    F(out)[(size_t)t * H + j] + g * F(y)[(size_t)t * H + j];
 	}
 	return 0;
 }
@@ -220,27 +222,27 @@ static void s_close(struct coli_dev *d)
 }
 
 static const struct coli_dev_ops g_sim_ops = {
-	.kind = "sim",
-	.mem_info = s_mem_info,
-	.alloc = s_alloc,
-	.free = s_free,
-	.upload = s_copy,
-	.upload_async = s_copy,
-	.download_async = s_download,
-	.gemv = s_gemv,
-	.silu_mul = s_silu,
-	.act_quantize = s_actq,
-	.sync = s_sync,
-	.close = s_close,
-	.copy = s_d2d,
-	.rmsnorm = s_rmsnorm,
-	.add_bias = s_add_bias,
-	.add = s_add,
-	.rope = s_rope,
-	.attention = s_attention,
-	.embed = s_embed,
-	.moe_accumulate = s_moe_acc,
-	.gated_add = s_gated,
+    .kind = "sim",
+    .mem_info = s_mem_info,
+    .alloc = s_alloc,
+    .free = s_free,
+    .upload = s_copy,
+    .upload_async = s_copy,
+    .download_async = s_download,
+    .gemv = s_gemv,
+    .silu_mul = s_silu,
+    .act_quantize = s_actq,
+    .sync = s_sync,
+    .close = s_close,
+    .copy = s_d2d,
+    .rmsnorm = s_rmsnorm,
+    .add_bias = s_add_bias,
+    .add = s_add,
+    .rope = s_rope,
+    .attention = s_attention,
+    .embed = s_embed,
+    .moe_accumulate = s_moe_acc,
+    .gated_add = s_gated,
 };
 
 int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes, int latency_us)

@@ -118,13 +118,12 @@ static int scratch_alloc(struct coli_engine *e)
 		return rc;
 	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32 */
 	for (int i = 0; i < c->head_dim / 2; i++)
-		e->inv_freq[i] =
-			1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
+		e->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
 	return 0;
 }
 
-int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t **out,
-		     char *err, size_t errlen)
+int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t **out, char *err,
+                     size_t errlen)
 {
 	struct coli_engine *e = calloc(1, sizeof(*e));
 	coli_container_t *c = NULL;
@@ -163,7 +162,7 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		}
 		if (e->numa_node >= 0 && coli_mem_numa_bind_thread(e->numa_node))
 			fprintf(stderr, "coli: cannot run on NUMA node %d; threads left unbound\n",
-				e->numa_node);
+			        e->numa_node);
 		if (e->opts.verbose)
 			fprintf(stderr, "coli: numa-bind %s\n", why);
 	}
@@ -173,14 +172,15 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		snprintf(err, errlen, "cannot start %d CPU threads", threads);
 		goto err;
 	}
-	e->ctx = e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
+	e->ctx =
+	    e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
 	kvd = (size_t)e->m.cfg.n_kv_heads * e->m.cfg.head_dim;
 	e->kv_bytes = sizeof(float) * (size_t)e->m.cfg.n_layers * e->ctx * kvd;
 	e->kcache = coli_mem_alloc(e->kv_bytes, e->numa_node);
 	e->vcache = coli_mem_alloc(e->kv_bytes, e->numa_node);
 	if (!e->kcache || !e->vcache) {
 		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens)",
-			 2 * e->kv_bytes >> 20, e->ctx);
+		         2 * e->kv_bytes >> 20, e->ctx);
 		rc = -ENOMEM;
 		goto err;
 	}
@@ -194,8 +194,8 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	rc = coli_tiers_open(e, err, errlen);
 	if (rc)
 		goto err;
-	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us,
-			       e->devs, COLI_MAX_DEVS, &e->n_devs, err, errlen);
+	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us, e->devs,
+	                       COLI_MAX_DEVS, &e->n_devs, err, errlen);
 	if (rc)
 		goto err;
 	e->hist = calloc((size_t)e->ctx, sizeof(int));
@@ -218,7 +218,8 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		e->trace = fopen(e->opts.route_trace, "w");
 		if (!e->trace) {
 			rc = -errno;
-			snprintf(err, errlen, "ROUTE_TRACE: cannot write '%s'", e->opts.route_trace);
+			snprintf(err, errlen, "ROUTE_TRACE: cannot write '%s'",
+			         e->opts.route_trace);
 			goto err;
 		}
 		fprintf(e->trace, "# coli route trace v1: pos layer expert:weight...\n");
@@ -295,7 +296,7 @@ void coli_engine_reset(coli_engine_t *e)
  * it is dropped and the KV cache is rebuilt on the CPU from the token
  * history, then the chunk runs there: no token is lost. */
 static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *logits,
-			 int all_logits)
+                         int all_logits)
 {
 	int pos0 = e->pos, rc;
 
@@ -306,9 +307,10 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 				memcpy(e->hist + pos0, ids, sizeof(int) * T);
 			return rc;
 		}
-		fprintf(stderr, "coli: the dense device failed (%s); rebuilding %d cached tokens "
-				"on the CPU\n",
-			strerror(-rc), pos0);
+		fprintf(stderr,
+		        "coli: the dense device failed (%s); rebuilding %d cached tokens "
+		        "on the CPU\n",
+		        strerror(-rc), pos0);
 		coli_dense_dev_close(e);
 		e->pos = 0;
 		for (int i = 0; i < pos0; i += e->tmax) {

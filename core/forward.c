@@ -43,7 +43,7 @@ static void prep(struct coli_actbuf *ab, const float *x, int T, int n)
 
 /* y[T][rows] = W . act[t] for the T prepared activations. */
 static void matmul(struct coli_engine *e, const struct coli_mat *w, struct coli_actbuf *ab, int T,
-		   float *y)
+                   float *y)
 {
 	for (int t = 0; t < T; t++)
 		e->ag[t] = ab[t].act;
@@ -97,8 +97,8 @@ static void attn_task(void *arg, int task, int n_tasks)
 		int t = th / nh, h = th % nh, kvh = h / group;
 
 		coli_attention_head(e->q + ((size_t)t * nh + h) * hd, K + kvh * hd, V + kvh * hd,
-				    j->pos0 + t + 1, kvd, hd, scale, sc,
-				    e->att + ((size_t)t * nh + h) * hd);
+		                    j->pos0 + t + 1, kvd, hd, scale, sc,
+		                    e->att + ((size_t)t * nh + h) * hd);
 	}
 }
 
@@ -111,7 +111,7 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 
 	for (int t = 0; t < T; t++)
 		coli_rmsnorm(e->x + (size_t)t * H, L->attn_norm, e->xn + (size_t)t * H, H,
-			     c->norm_eps);
+		             c->norm_eps);
 	prep(e->ax, e->xn, T, H);
 	matmul(e, &L->q, e->ax, T, e->q);
 	matmul(e, &L->k, e->ax, T, e->kx);
@@ -171,7 +171,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 		e->est.attention_s += t2 - t1;
 		for (int t = 0; t < T; t++)
 			coli_rmsnorm(e->x + (size_t)t * H, e->m.layers[l].ffn_norm,
-				     e->xn + (size_t)t * H, H, c->norm_eps);
+			             e->xn + (size_t)t * H, H, c->norm_eps);
 		prep(e->ax, e->xn, T, H);
 		if (e->m.layers[l].moe) {
 			int rc = coli_moe_block(e, l, T, e->mlp);
@@ -195,7 +195,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 
 		for (int t = r0; t < T; t++)
 			coli_rmsnorm(e->x + (size_t)t * H, e->m.out_norm,
-				     e->xn + (size_t)(t - r0) * H, H, c->norm_eps);
+			             e->xn + (size_t)(t - r0) * H, H, c->norm_eps);
 		prep(e->ax, e->xn, n, H);
 		matmul(e, &e->m.lm_head, e->ax, n, logits);
 	}

@@ -38,7 +38,7 @@ struct dmat {
 struct dlayer {
 	uint64_t attn_norm, ffn_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
 	struct dmat q, k, v, o, router, sh_gate, sh_up, sh_down, sh_router, ffn_gate, ffn_up,
-		ffn_down;
+	    ffn_down;
 };
 
 struct coli_dense_dev {
@@ -48,7 +48,7 @@ struct coli_dense_dev {
 	struct dlayer *L;
 	uint64_t kcache, vcache;
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
-		pw, logits;
+	    pw, logits;
 	struct coli_gpu_gemv_job *jobs;
 	int kmax;
 	uint64_t *allocs; /* every allocation, for release */
@@ -75,7 +75,7 @@ static int dalloc(struct coli_dense_dev *dd, size_t bytes, uint64_t *addr)
 }
 
 static int up_vec(struct coli_engine *e, struct coli_dense_dev *dd, const float *v, int n,
-		  uint64_t *addr)
+                  uint64_t *addr)
 {
 	int rc;
 
@@ -91,7 +91,7 @@ static int up_vec(struct coli_engine *e, struct coli_dense_dev *dd, const float 
 }
 
 static int up_mat(struct coli_engine *e, struct coli_dense_dev *dd, const struct coli_mat *m,
-		  struct dmat *out)
+                  struct dmat *out)
 {
 	size_t bytes;
 	int rc;
@@ -142,7 +142,8 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	for (int l = 0; !rc && l < c->n_layers; l++) {
 		const struct coli_layer *L = &e->m.layers[l];
 		struct dlayer *D = &dd->L[l];
-		int qn = c->qk_norm == 1 ? c->head_dim : (int)qd, kn = c->qk_norm == 1 ? c->head_dim : (int)kvd;
+		int qn = c->qk_norm == 1 ? c->head_dim : (int)qd,
+		    kn = c->qk_norm == 1 ? c->head_dim : (int)kvd;
 
 		rc = rc ? rc : up_vec(e, dd, L->attn_norm, (int)H, &D->attn_norm);
 		rc = rc ? rc : up_vec(e, dd, L->ffn_norm, (int)H, &D->ffn_norm);
@@ -192,10 +193,10 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 #undef B
 	if (rc)
 		snprintf(err, errlen, "device %s: cannot hold the dense part (%s)", dev->name,
-			 strerror(-rc));
+		         strerror(-rc));
 	else
-		fprintf(stderr, "coli: dense part and KV cache on %s (%.2f GB uploaded)\n", dev->name,
-			e->est.h2d_const_bytes / 1e9);
+		fprintf(stderr, "coli: dense part and KV cache on %s (%.2f GB uploaded)\n",
+		        dev->name, e->est.h2d_const_bytes / 1e9);
 	return rc;
 }
 
@@ -225,7 +226,7 @@ static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 /* y[T][ldy] = m . x[T][K]: jobs of up to COLI_GPU_MAX_S tokens. prep() first
  * for quantized matrices (the quantized activations are in aq/ad/aqs). */
 static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T, uint64_t y,
-		int ldy)
+                int ldy)
 {
 	int K = m->cols, nj = 0, rc = prep(dd, m, x, T);
 
@@ -251,7 +252,7 @@ static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 }
 
 static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const struct dmat *up,
-		  const struct dmat *down, uint64_t x, int T, uint64_t y)
+                  const struct dmat *down, uint64_t x, int T, uint64_t y)
 {
 	int I = gate->rows, rc;
 
@@ -283,17 +284,23 @@ static int attention(struct coli_engine *e, int l, int T, int pos0)
 	}
 	if (!rc && c->qk_norm == 1) {
 		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T * nh, hd, c->norm_eps);
-		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T * nkv, hd, c->norm_eps);
+		rc = rc ? rc
+		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T * nkv, hd,
+		                           c->norm_eps);
 	} else if (!rc && c->qk_norm == 2) {
 		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T, qd, c->norm_eps);
-		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T, kvd, c->norm_eps);
+		rc = rc ? rc
+		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T, kvd, c->norm_eps);
 	}
 	rc = rc ? rc : coli_dev_rope(dd->dev, dd->q, T, nh, hd, pos0, dd->inv_freq);
 	rc = rc ? rc : coli_dev_rope(dd->dev, dd->k, T, nkv, hd, pos0, dd->inv_freq);
-	rc = rc ? rc : coli_dev_copy(dd->dev, kc + (size_t)pos0 * kvd * 4, dd->k, (size_t)T * kvd * 4);
-	rc = rc ? rc : coli_dev_copy(dd->dev, vc + (size_t)pos0 * kvd * 4, dd->v, (size_t)T * kvd * 4);
-	rc = rc ? rc : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, nh, nkv, hd,
-					  1.0f / sqrtf((float)hd));
+	rc = rc ? rc
+	        : coli_dev_copy(dd->dev, kc + (size_t)pos0 * kvd * 4, dd->k, (size_t)T * kvd * 4);
+	rc = rc ? rc
+	        : coli_dev_copy(dd->dev, vc + (size_t)pos0 * kvd * 4, dd->v, (size_t)T * kvd * 4);
+	rc = rc ? rc
+	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, nh, nkv, hd,
+	                             1.0f / sqrtf((float)hd));
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->proj, T * H);
 	return rc;
@@ -320,11 +327,14 @@ static int moe(struct coli_engine *e, int l, int T)
 	if (rc)
 		return rc;
 	rc = coli_dev_upload_async(dd->dev, dd->ey, e->ey, sizeof(float) * e->n_pairs * H);
-	rc = rc ? rc : coli_dev_upload_async(dd->dev, dd->ptok, e->pair_token, sizeof(int) * e->n_pairs);
-	rc = rc ? rc : coli_dev_upload_async(dd->dev, dd->pw, e->pair_w, sizeof(float) * e->n_pairs);
+	rc = rc ? rc
+	        : coli_dev_upload_async(dd->dev, dd->ptok, e->pair_token, sizeof(int) * e->n_pairs);
+	rc =
+	    rc ? rc : coli_dev_upload_async(dd->dev, dd->pw, e->pair_w, sizeof(float) * e->n_pairs);
 	e->est.h2d_bytes += (sizeof(float) * H + 8) * e->n_pairs;
-	rc = rc ? rc : coli_dev_moe_accumulate(dd->dev, dd->mlp, dd->ey, dd->ptok, dd->pw,
-					       e->n_pairs, T, H);
+	rc = rc ? rc
+	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, dd->ey, dd->ptok, dd->pw, e->n_pairs, T,
+	                                  H);
 	if (!rc && c->shared_inter) {
 		rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, T, dd->shy);
 		rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
@@ -350,13 +360,15 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 			return -EINVAL;
 	rc = coli_dev_upload_async(dd->dev, dd->ids, ids, sizeof(int) * T);
 	e->est.h2d_bytes += sizeof(int) * T;
-	rc = rc ? rc : coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w, dd->tok_embd.scales,
-				      dd->ids, dd->x, T, H);
+	rc = rc ? rc
+	        : coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w, dd->tok_embd.scales,
+	                         dd->ids, dd->x, T, H);
 	for (int l = 0; !rc && l < c->n_layers; l++) {
 		const struct dlayer *D = &dd->L[l];
 
 		rc = attention(e, l, T, pos0);
-		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, dd->x, D->ffn_norm, dd->xn, T, H, c->norm_eps);
+		rc = rc ? rc
+		        : coli_dev_rmsnorm(dd->dev, dd->x, D->ffn_norm, dd->xn, T, H, c->norm_eps);
 		if (!rc && e->m.layers[l].moe)
 			rc = moe(e, l, T);
 		else if (!rc)
@@ -366,11 +378,12 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	if (!rc && logits) {
 		int t0 = all_logits ? 0 : T - 1, n = T - t0;
 
-		rc = coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm, dd->xn, n, H,
-				      c->norm_eps);
+		rc = coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm, dd->xn, n,
+		                      H, c->norm_eps);
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, dd->logits, c->vocab);
-		rc = rc ? rc : coli_dev_download_async(dd->dev, logits, dd->logits,
-						       sizeof(float) * n * c->vocab);
+		rc = rc ? rc
+		        : coli_dev_download_async(dd->dev, logits, dd->logits,
+		                                  sizeof(float) * n * c->vocab);
 	}
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)

@@ -28,7 +28,7 @@ static int is_eos(const struct coli_model_config *c, int id)
 }
 
 int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
-		  struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st)
+                  struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_detok dt;

@@ -25,13 +25,13 @@ static const struct coli_tensor_info *find(struct bind_ctx *b, const char *name,
 
 	if (!t && required)
 		snprintf(b->err, b->errlen, "%s: tensor '%s' is missing",
-			 coli_io_container_path(b->c), name);
+		         coli_io_container_path(b->c), name);
 	return t;
 }
 
 /* A matrix [rows, cols] in any dtype. */
 static int bind_mat(struct bind_ctx *b, struct coli_mat *m, const char *name, int rows, int cols,
-		    int required)
+                    int required)
 {
 	const struct coli_tensor_info *t = find(b, name, required);
 
@@ -39,9 +39,10 @@ static int bind_mat(struct bind_ctx *b, struct coli_mat *m, const char *name, in
 	if (!t)
 		return required ? -ENOENT : 0;
 	if (t->ndim != 2 || t->shape[0] != (uint64_t)rows || t->shape[1] != (uint64_t)cols) {
-		snprintf(b->err, b->errlen, "%s: tensor '%s' has shape [%llu, %llu], expected [%d, %d]",
-			 coli_io_container_path(b->c), name, (unsigned long long)t->shape[0],
-			 (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0), rows, cols);
+		snprintf(b->err, b->errlen,
+		         "%s: tensor '%s' has shape [%llu, %llu], expected [%d, %d]",
+		         coli_io_container_path(b->c), name, (unsigned long long)t->shape[0],
+		         (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0), rows, cols);
 		return -EINVAL;
 	}
 	coli_mat_view(m, t->dtype, rows, cols, coli_io_container_tensor_data(b->c, t));
@@ -58,7 +59,7 @@ static int bind_vec(struct bind_ctx *b, const float **v, const char *name, int n
 		return required ? -ENOENT : 0;
 	if (t->dtype != COLI_DTYPE_F32 || t->ndim != 1 || t->shape[0] != (uint64_t)n) {
 		snprintf(b->err, b->errlen, "%s: tensor '%s' must be f32 [%d]",
-			 coli_io_container_path(b->c), name, n);
+		         coli_io_container_path(b->c), name, n);
 		return -EINVAL;
 	}
 	*v = coli_io_container_tensor_data(b->c, t);
@@ -69,7 +70,8 @@ static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 {
 	const struct coli_model_config *cfg = &m->cfg;
 	struct coli_layer *L = &m->layers[l];
-	int H = cfg->hidden, qd = cfg->n_heads * cfg->head_dim, kd = cfg->n_kv_heads * cfg->head_dim;
+	int H = cfg->hidden, qd = cfg->n_heads * cfg->head_dim,
+	    kd = cfg->n_kv_heads * cfg->head_dim;
 	char n[COLI_TENSOR_NAME_MAX];
 	int rc = 0;
 
@@ -88,10 +90,12 @@ static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 	if (cfg->qk_norm) {
 		int per_head = cfg->qk_norm == 1;
 
-		rc = rc ? rc : bind_vec(b, &L->q_norm, NAME("attn_q_norm"),
-				       per_head ? cfg->head_dim : qd, 1);
-		rc = rc ? rc : bind_vec(b, &L->k_norm, NAME("attn_k_norm"),
-				       per_head ? cfg->head_dim : kd, 1);
+		rc = rc ? rc
+		        : bind_vec(b, &L->q_norm, NAME("attn_q_norm"),
+		                   per_head ? cfg->head_dim : qd, 1);
+		rc = rc ? rc
+		        : bind_vec(b, &L->k_norm, NAME("attn_k_norm"),
+		                   per_head ? cfg->head_dim : kd, 1);
 	}
 	L->moe = cfg->is_moe_layer[l];
 	if (L->moe) {
@@ -100,14 +104,15 @@ static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 		rc = rc ? rc : bind_mat(b, &L->router, NAME("router"), cfg->n_experts, H, 1);
 		if (!rc && L->router.dtype != COLI_DTYPE_F32) {
 			snprintf(b->err, b->errlen, "%s: router of layer %d must be f32",
-				 coli_io_container_path(b->c), l);
+			         coli_io_container_path(b->c), l);
 			rc = -EINVAL;
 		}
 		if (!rc && (!xl || xl->n_experts != (uint32_t)cfg->n_experts ||
-			    xl->hidden != (uint32_t)H || xl->inter != (uint32_t)cfg->moe_inter)) {
-			snprintf(b->err, b->errlen,
-				 "%s: expert slabs of layer %d are missing or do not match the config",
-				 coli_io_container_path(b->c), l);
+		            xl->hidden != (uint32_t)H || xl->inter != (uint32_t)cfg->moe_inter)) {
+			snprintf(
+			    b->err, b->errlen,
+			    "%s: expert slabs of layer %d are missing or do not match the config",
+			    coli_io_container_path(b->c), l);
 			rc = -EINVAL;
 		}
 		for (int i = 0; !rc && i < coli_io_container_n_expert_layers(b->c); i++)
@@ -164,7 +169,7 @@ int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t
 }
 
 void coli_model_expert(const struct coli_model *m, int layer, int expert,
-		       struct coli_expert_view *v)
+                       struct coli_expert_view *v)
 {
 	int li = m->layers[layer].xl;
 	const struct coli_expert_layer *xl = coli_io_container_expert_layer(m->c, li);
@@ -177,9 +182,10 @@ void coli_model_expert(const struct coli_model *m, int layer, int expert,
 }
 
 void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
-			  struct coli_expert_view *v)
+                          struct coli_expert_view *v)
 {
-	const struct coli_expert_layer *xl = coli_io_container_expert_layer(m->c, m->layers[layer].xl);
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(m->c, m->layers[layer].xl);
 	const char *p = slab;
 	int H = (int)xl->hidden, I = (int)xl->inter;
 

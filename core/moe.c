@@ -93,7 +93,7 @@ static void route_select(struct coli_engine *e, int l, int T)
 /* h[n][I] = silu(W_gate . x) * (W_up . x) for the n gathered activations in
  * e->ag; then y[n][H] = W_down . h. Uses e->g, e->u, e->ah. */
 static void swiglu(struct coli_engine *e, const struct coli_mat *gate, const struct coli_mat *up,
-		   const struct coli_mat *down, int n, float *y)
+                   const struct coli_mat *down, int n, float *y)
 {
 	int I = gate->rows;
 
@@ -148,10 +148,10 @@ static void cpu_expert(struct coli_engine *e, int l, int ex, const void *slab)
  * chunks, wait, compute, release. *lookahead_done says whether this layer
  * already prefetched the next one. Returns bytes computed, or -errno. */
 static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, int n,
-			int *lookahead_done)
+                        int *lookahead_done)
 {
 	const struct coli_expert_layer *xl =
-		coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int64_t bytes = 0;
 
 	for (int i = 0, k; i < n; i += k) {
@@ -217,8 +217,9 @@ static void assign_experts(struct coli_engine *e, int l)
 		return;
 	/* most tokens first, then ascending id (insertion sort: n_cand <= E) */
 	for (int i = 1; i < n_cand; i++)
-		for (int j = i; j > 0 && (cnt[cand[j]] > cnt[cand[j - 1]] ||
-					  (cnt[cand[j]] == cnt[cand[j - 1]] && cand[j] < cand[j - 1]));
+		for (int j = i;
+		     j > 0 && (cnt[cand[j]] > cnt[cand[j - 1]] ||
+		               (cnt[cand[j]] == cnt[cand[j - 1]] && cand[j] < cand[j - 1]));
 		     j--) {
 			int t = cand[j];
 
@@ -228,7 +229,8 @@ static void assign_experts(struct coli_engine *e, int l)
 	if (!strcmp(e->opts.stream, "only")) {
 		k = n_cand;
 	} else {
-		double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
+		double bs = e->bw_stream > 0 ? e->bw_stream : 1,
+		       bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
 
 		k = (int)(n_cand * bs / (bs + bc) + 0.5);
 	}
@@ -255,7 +257,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_expert_layer *xl =
-		coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int issued[COLI_MAX_DEVS] = {0}, took[COLI_MAX_DEVS] = {0};
 	int *need = e->need, *redo = e->redo, n_need = 0, n_redo = 0, n_stream = 0, pinned = 0;
 	int lookahead_done = 0, rc = 0, first_rest;

@@ -57,7 +57,7 @@ static size_t quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
 
 /* Device view of one matrix inside a resident slab. */
 static void job_matrix(struct coli_gpu_gemv_job *j, enum coli_dtype t, uint64_t base, int rows,
-		       int K)
+                       int K)
 {
 	size_t qb = quant_plane_bytes(t, rows, K);
 
@@ -103,8 +103,8 @@ static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
 
 static void free_buffers(struct coli_dev_slot *v)
 {
-	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g,  &v->u,
-			    &v->h,  &v->hq, &v->hd,  &v->hqs, &v->y, &v->stage};
+	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf,  &v->g, &v->u,
+	                    &v->h,  &v->hq, &v->hd,  &v->hqs, &v->y, &v->stage};
 
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		coli_dev_free(v->dev, *bufs[i]);
@@ -143,7 +143,8 @@ static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
 	for (int i = 0; i < 3; i++) {
 		double t0 = now_s();
 
-		if (coli_dev_upload(v->dev, v->stage, tmp, v->stage_bytes) == 0 && now_s() - t0 < t_best)
+		if (coli_dev_upload(v->dev, v->stage, tmp, v->stage_bytes) == 0 &&
+		    now_s() - t0 < t_best)
 			t_best = now_s() - t0;
 	}
 	coli_mem_unregister(tmp);
@@ -198,7 +199,7 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 		rc = alloc_buffers(e, v);
 		if (rc) {
 			snprintf(err, errlen, "device %s: no memory for the working buffers",
-				 v->dev->name);
+			         v->dev->name);
 			return rc;
 		}
 		coli_dev_mem_info(v->dev, &free_b, &total_b);
@@ -212,7 +213,7 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 			rc = alloc_stage(e, v);
 			if (rc) {
 				snprintf(err, errlen, "device %s: no memory for %d staging slots",
-					 v->dev->name, e->opts.stream_slots);
+				         v->dev->name, e->opts.stream_slots);
 				return rc;
 			}
 		}
@@ -245,9 +246,10 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 			dev++; /* full after all: try the next device */
 			continue;
 		}
-		if (coli_dev_upload(v->dev, addr,
-				    coli_io_container_slab_data(e->m.c, e->m.layers[l].xl, (uint32_t)x),
-				    xl->slab_bytes)) {
+		if (coli_dev_upload(
+		        v->dev, addr,
+		        coli_io_container_slab_data(e->m.c, e->m.layers[l].xl, (uint32_t)x),
+		        xl->slab_bytes)) {
 			coli_dev_free(v->dev, addr);
 			free(order);
 			snprintf(err, errlen, "device %s: uploading experts failed", v->dev->name);
@@ -262,8 +264,8 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 	free(order);
 	for (int d = 0; d < e->n_devs; d++)
 		fprintf(stderr, "coli: %s: %d experts resident (%.2f GB of %.2f GB budget)\n",
-			e->vram[d].dev->name, e->vram[d].n_experts, e->vram[d].used / 1e9,
-			e->vram[d].budget / 1e9);
+		        e->vram[d].dev->name, e->vram[d].n_experts, e->vram[d].used / 1e9,
+		        e->vram[d].budget / 1e9);
 	return 0;
 }
 
@@ -292,7 +294,8 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
-	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	enum coli_dtype t = xl->dtype;
 	int H = c->hidden, I = c->moe_inter, quant = coli_dtype_is_quant(t);
 	int P = 0, nj = 0, n_runs = 0, rc = 0;
@@ -334,7 +337,8 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 
 			if (quant) {
 				memcpy(v->sx_q + (size_t)(P + i) * H, a->q, (size_t)H);
-				memcpy(v->sx_d + (size_t)(P + i) * (H / 32), a->d, sizeof(float) * (H / 32));
+				memcpy(v->sx_d + (size_t)(P + i) * (H / 32), a->d,
+				       sizeof(float) * (H / 32));
 				memcpy(v->sx_s + (size_t)(P + i) * (H / 32), a->qsum,
 				       sizeof(int32_t) * (H / 32));
 			} else {
@@ -351,10 +355,13 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 				memset(j, 0, sizeof(*j));
 				job_matrix(j, t, slab + (m ? xl->up_off : xl->gate_off), I, H);
 				j->xq = (const signed char *)(uintptr_t)(v->xq + (size_t)row * H);
-				j->xd = (const float *)(uintptr_t)(v->xd + (size_t)row * (H / 32) * 4);
-				j->xqsum = (const int *)(uintptr_t)(v->xqs + (size_t)row * (H / 32) * 4);
+				j->xd =
+				    (const float *)(uintptr_t)(v->xd + (size_t)row * (H / 32) * 4);
+				j->xqsum =
+				    (const int *)(uintptr_t)(v->xqs + (size_t)row * (H / 32) * 4);
 				j->xf = (const float *)(uintptr_t)(v->xf + (size_t)row * H * 4);
-				j->y = (float *)(uintptr_t)((m ? v->u : v->g) + (size_t)row * I * 4);
+				j->y =
+				    (float *)(uintptr_t)((m ? v->u : v->g) + (size_t)row * I * 4);
 				j->S = S;
 				j->ldy = I;
 			}
@@ -368,8 +375,10 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 		return 0;
 	if (quant) {
 		rc = coli_dev_upload_async(v->dev, v->xq, v->sx_q, (size_t)P * H);
-		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xd, v->sx_d, (size_t)P * H / 32 * 4);
-		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xqs, v->sx_s, (size_t)P * H / 32 * 4);
+		rc =
+		    rc ? rc : coli_dev_upload_async(v->dev, v->xd, v->sx_d, (size_t)P * H / 32 * 4);
+		rc = rc ? rc
+		        : coli_dev_upload_async(v->dev, v->xqs, v->sx_s, (size_t)P * H / 32 * 4);
 		e->est.h2d_bytes += (size_t)P * H + (size_t)P * H / 32 * 8;
 	} else {
 		rc = coli_dev_upload_async(v->dev, v->xf, v->sx_f, (size_t)P * H * 4);
@@ -378,7 +387,8 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	rc = rc ? rc : coli_dev_gemv(v->dev, t, jobs, nj);
 	rc = rc ? rc : coli_dev_silu_mul(v->dev, v->g, v->u, v->h, P * I);
 	if (quant)
-		rc = rc ? rc : coli_dev_act_quantize(v->dev, v->h, v->hq, v->hd, v->hqs, P * I / 32);
+		rc =
+		    rc ? rc : coli_dev_act_quantize(v->dev, v->h, v->hq, v->hd, v->hqs, P * I / 32);
 	if (rc)
 		return rc;
 	/* down: y[P][H] = W_down . h */
@@ -387,7 +397,8 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 		uint64_t slab = v->runs[r].slab;
 
 		for (int c0 = 0; c0 < v->runs[r].n; c0 += COLI_GPU_MAX_S) {
-			int S = v->runs[r].n - c0 < COLI_GPU_MAX_S ? v->runs[r].n - c0 : COLI_GPU_MAX_S;
+			int S =
+			    v->runs[r].n - c0 < COLI_GPU_MAX_S ? v->runs[r].n - c0 : COLI_GPU_MAX_S;
 			int row = v->runs[r].row0 + c0;
 			struct coli_gpu_gemv_job *j = &jobs[nj++];
 
@@ -414,7 +425,8 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
-	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int H = c->hidden, rc;
 
 	double t0;
@@ -448,7 +460,7 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	return 0;
 }
 
-#define ADAPT_TOKENS 128 /* tokens between two adaptation rounds */
+#define ADAPT_TOKENS 128  /* tokens between two adaptation rounds */
 #define ADAPT_MARGIN 1.25 /* a newcomer must be this much hotter, plus ADAPT_MIN */
 #define ADAPT_MIN    16
 
@@ -487,8 +499,8 @@ void coli_moe_dev_adapt(struct coli_engine *e)
 		xl = coli_io_container_expert_layer(e->m.c, xli);
 		dev = e->devs[e->where[(size_t)l * E + cold]];
 		if (coli_dev_upload(dev, e->dev_slab[(size_t)l * E + cold],
-				    coli_io_container_slab_data(e->m.c, xli, (uint32_t)hot),
-				    xl->slab_bytes))
+		                    coli_io_container_slab_data(e->m.c, xli, (uint32_t)hot),
+		                    xl->slab_bytes))
 			continue; /* a failed device: it is marked, its experts go to the CPU */
 		e->dev_slab[(size_t)l * E + hot] = e->dev_slab[(size_t)l * E + cold];
 		e->where[(size_t)l * E + hot] = e->where[(size_t)l * E + cold];

@@ -28,45 +28,45 @@ struct opt_row {
 
 #define F(field) offsetof(struct coli_opts, field), sizeof(((struct coli_opts *)0)->field)
 static const struct opt_row g_opts[] = {
-	{"--ram-gb", "COLI_RAM_GB", OPT_DOUBLE, F(ram_gb), "-1",
-	 "host RAM budget in GB for the whole engine (-1: no limit)"},
-	{"--vram-gb", "COLI_VRAM_GB", OPT_DOUBLE, F(vram_gb), "-1",
-	 "GPU memory budget in GB (-1: what the device has free)"},
-	{"--gpu", "COLI_GPU", OPT_STR, F(gpu), "auto", "auto | off | sim | device list (0,1)"},
-	{"--threads", "COLI_THREADS", OPT_INT, F(threads), "0", "CPU threads (0: all online CPUs)"},
-	{"--ctx", "COLI_CTX", OPT_INT, F(ctx), "0",
-	 "KV cache length in tokens (0: the model's, at most 4096)"},
-	{"--usage", "COLI_USAGE", OPT_STR, F(usage), "",
-	 "expert usage file (default: MODEL.usage; off: none)"},
-	{"--profile", "COLI_PROFILE", OPT_FLAG, F(profile), "0", "per-token timing report"},
-	{"--numa-bind", "COLI_NUMA_BIND", OPT_STR, F(numa_bind), "auto",
-	 "auto | off | interleave | NODE: where engine memory and threads live"},
-	{"--stream", "COLI_STREAM", OPT_STR, F(stream), "auto",
-	 "RAM-tier experts: auto (split CPU/GPU by measured speed) | off (CPU) | only (GPU)"},
-	{"--dense", "COLI_DENSE", OPT_STR, F(dense), "auto",
-	 "dense part (attention, norms, routers, lm_head, KV cache): auto (first device) | cpu"},
-	{"--stream-slots", "COLI_STREAM_SLOTS", OPT_INT, F(stream_slots), "16",
-	 "VRAM staging slabs per device for streamed experts"},
-	{"--verbose", "COLI_VERBOSE", OPT_FLAG, F(verbose), "0", "print the options at start"},
-	{"--prefetch", "COLI_PREFETCH", OPT_BOOL, F(prefetch), "on",
-	 "on | off: prefetch the next layer's likely experts (router lookahead)"},
-	{"--io", "COLI_IO", OPT_STR, F(io), "auto",
-	 "auto | uring | pread: how expert slabs are read (pread: the fallback)"},
-	{"--verify-slabs", "COLI_VERIFY_SLABS", OPT_STR, F(verify_slabs), "auto",
-	 "auto | on | off: xxh64 of every slab read (auto: on if under 5% of read time)"},
-	{"--usage-every", "COLI_USAGE_EVERY", OPT_INT, F(usage_every), "1024",
-	 "write the expert usage file every N tokens (0: only at exit)"},
-	{NULL, "COLI_GROUP_ASYNC", OPT_INT, F(group_async), "1",
-	 "overlap GPU groups with CPU rows (0: synchronous, for A/B)"},
-	{NULL, "COLI_CUDA_PROFILE", OPT_INT, F(cuda_profile), "0", "print the overlap window split"},
-	{NULL, "CUDA_RELEASE_HOST", OPT_INT, F(release_host), "0",
-	 "drop a slab's host copy after its upload to VRAM"},
-	{NULL, "ROUTE_TRACE", OPT_STR, F(route_trace), "",
-	 "write routed experts per position and layer to FILE"},
-	{NULL, "COLI_GPU_FAIL_AFTER", OPT_INT, F(gpu_fail_after), "-1",
-	 "fault injection: fail a device after N launches or syncs"},
-	{NULL, "COLI_SIM_LATENCY_US", OPT_INT, F(sim_latency_us), "0",
-	 "--gpu sim: microseconds each sync takes (device time to overlap with)"},
+    {"--ram-gb", "COLI_RAM_GB", OPT_DOUBLE, F(ram_gb), "-1",
+     "host RAM budget in GB for the whole engine (-1: no limit)"},
+    {"--vram-gb", "COLI_VRAM_GB", OPT_DOUBLE, F(vram_gb), "-1",
+     "GPU memory budget in GB (-1: what the device has free)"},
+    {"--gpu", "COLI_GPU", OPT_STR, F(gpu), "auto", "auto | off | sim | device list (0,1)"},
+    {"--threads", "COLI_THREADS", OPT_INT, F(threads), "0", "CPU threads (0: all online CPUs)"},
+    {"--ctx", "COLI_CTX", OPT_INT, F(ctx), "0",
+     "KV cache length in tokens (0: the model's, at most 4096)"},
+    {"--usage", "COLI_USAGE", OPT_STR, F(usage), "",
+     "expert usage file (default: MODEL.usage; off: none)"},
+    {"--profile", "COLI_PROFILE", OPT_FLAG, F(profile), "0", "per-token timing report"},
+    {"--numa-bind", "COLI_NUMA_BIND", OPT_STR, F(numa_bind), "auto",
+     "auto | off | interleave | NODE: where engine memory and threads live"},
+    {"--stream", "COLI_STREAM", OPT_STR, F(stream), "auto",
+     "RAM-tier experts: auto (split CPU/GPU by measured speed) | off (CPU) | only (GPU)"},
+    {"--dense", "COLI_DENSE", OPT_STR, F(dense), "auto",
+     "dense part (attention, norms, routers, lm_head, KV cache): auto (first device) | cpu"},
+    {"--stream-slots", "COLI_STREAM_SLOTS", OPT_INT, F(stream_slots), "16",
+     "VRAM staging slabs per device for streamed experts"},
+    {"--verbose", "COLI_VERBOSE", OPT_FLAG, F(verbose), "0", "print the options at start"},
+    {"--prefetch", "COLI_PREFETCH", OPT_BOOL, F(prefetch), "on",
+     "on | off: prefetch the next layer's likely experts (router lookahead)"},
+    {"--io", "COLI_IO", OPT_STR, F(io), "auto",
+     "auto | uring | pread: how expert slabs are read (pread: the fallback)"},
+    {"--verify-slabs", "COLI_VERIFY_SLABS", OPT_STR, F(verify_slabs), "auto",
+     "auto | on | off: xxh64 of every slab read (auto: on if under 5% of read time)"},
+    {"--usage-every", "COLI_USAGE_EVERY", OPT_INT, F(usage_every), "1024",
+     "write the expert usage file every N tokens (0: only at exit)"},
+    {NULL, "COLI_GROUP_ASYNC", OPT_INT, F(group_async), "1",
+     "overlap GPU groups with CPU rows (0: synchronous, for A/B)"},
+    {NULL, "COLI_CUDA_PROFILE", OPT_INT, F(cuda_profile), "0", "print the overlap window split"},
+    {NULL, "CUDA_RELEASE_HOST", OPT_INT, F(release_host), "0",
+     "drop a slab's host copy after its upload to VRAM"},
+    {NULL, "ROUTE_TRACE", OPT_STR, F(route_trace), "",
+     "write routed experts per position and layer to FILE"},
+    {NULL, "COLI_GPU_FAIL_AFTER", OPT_INT, F(gpu_fail_after), "-1",
+     "fault injection: fail a device after N launches or syncs"},
+    {NULL, "COLI_SIM_LATENCY_US", OPT_INT, F(sim_latency_us), "0",
+     "--gpu sim: microseconds each sync takes (device time to overlap with)"},
 };
 #undef F
 #define N_OPTS (int)(sizeof(g_opts) / sizeof(g_opts[0]))
@@ -119,13 +119,13 @@ void coli_opts_init(struct coli_opts *o)
 
 		set_value(o, &g_opts[i], g_opts[i].def);
 		if (v && *v && set_value(o, &g_opts[i], v))
-			fprintf(stderr, "coli: ignoring %s='%s' (not a valid value)\n", g_opts[i].env,
-				v);
+			fprintf(stderr, "coli: ignoring %s='%s' (not a valid value)\n",
+			        g_opts[i].env, v);
 	}
 }
 
 int coli_opts_parse_arg(struct coli_opts *o, int argc, char **argv, int *i, char *err,
-			size_t errlen)
+                        size_t errlen)
 {
 	const char *a = argv[*i];
 
@@ -174,7 +174,7 @@ void coli_opts_help(FILE *f)
 		char lhs[64];
 
 		snprintf(lhs, sizeof(lhs), "%s%s%s", r->flag ? r->flag : "",
-			 r->flag && r->env ? " / " : "", r->env ? r->env : "");
+		         r->flag && r->env ? " / " : "", r->env ? r->env : "");
 		fprintf(f, "  %-32s %s [%s]\n", lhs, r->help, *r->def ? r->def : "none");
 	}
 }

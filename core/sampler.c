@@ -22,7 +22,7 @@ static uint64_t splitmix64(uint64_t *s)
 }
 
 void coli_sampler_init(struct coli_sampler *s, float temperature, float top_p, int top_k,
-		       uint64_t seed)
+                       uint64_t seed)
 {
 	s->temperature = temperature;
 	s->top_p = top_p;

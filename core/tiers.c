@@ -766,8 +766,9 @@ uint64_t coli_tiers_heat(struct coli_engine *e, int xl, int ex)
 {
 	struct coli_tiers *t = e->tiers;
 
-	return t && xl >= 0 && xl < t->nxl && ex >= 0 && ex < t->E ? t->count[(size_t)xl * t->E + ex]
-								     : 0;
+	return t && xl >= 0 && xl < t->nxl && ex >= 0 && ex < t->E
+	           ? t->count[(size_t)xl * t->E + ex]
+	           : 0;
 }
 
 void coli_tiers_count(struct coli_engine *e, int l, int ex, int uses)

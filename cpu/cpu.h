@@ -101,11 +101,11 @@ void coli_mat_row_f32(const struct coli_mat *m, int r, float *out);
 /* An activation vector prepared for every weight format: the fp32 values and,
  * for quantized weights, their per-32-block int8 form (canonical rule above). */
 struct coli_act {
-	int n;            /* length K, multiple of 32 */
-	const float *f;   /* [n] */
-	int8_t *q;        /* [n] */
-	float *d;         /* [n/32] block scales */
-	int32_t *qsum;    /* [n/32] sum of q per block (for unsigned-by-signed dot tricks) */
+	int n;          /* length K, multiple of 32 */
+	const float *f; /* [n] */
+	int8_t *q;      /* [n] */
+	float *d;       /* [n/32] block scales */
+	int32_t *qsum;  /* [n/32] sum of q per block (for unsigned-by-signed dot tricks) */
 };
 /* Quantize x[n] into a's buffers (which the caller owns: q[n], d[n/32], qsum[n/32]). */
 void coli_act_quantize(struct coli_act *a, const float *x, int n);
@@ -116,11 +116,11 @@ void coli_act_quantize(struct coli_act *a, const float *x, int n);
  * Y[s][r - row0] with row stride ldy; every element equals coli_gemv's. */
 void coli_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0, int row1);
 void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
-	       int row0, int row1);
+               int row0, int row1);
 /* The portable scalar reference, always compiled; the dispatcher above picks
  * AVX-512 / AVX2 / scalar by cpuid once. */
 void coli_gemv_ref(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
-		   int row1);
+                   int row1);
 
 enum coli_cpu_isa { COLI_CPU_ISA_SCALAR = 0, COLI_CPU_ISA_AVX2 = 1, COLI_CPU_ISA_AVX512 = 2 };
 enum coli_cpu_isa coli_cpu_isa(void);
@@ -136,14 +136,13 @@ typedef struct coli_cpu_pool coli_cpu_pool_t;
 int coli_cpu_pool_create(int n_threads, coli_cpu_pool_t **out);
 void coli_cpu_pool_destroy(coli_cpu_pool_t *p);
 int coli_cpu_pool_threads(const coli_cpu_pool_t *p);
-void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks),
-		       void *arg, int n_tasks);
+void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks), void *arg,
+                       int n_tasks);
 
 /* GEMV/GEMM split across the pool by row ranges (pool may be NULL). */
-void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x,
-		  float *y);
+void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, float *y);
 void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, int S,
-		  float *y, int ldy);
+                  float *y, int ldy);
 
 /* ---- dense ops (cpu/ops.c) ----
  * Elementwise and normalisation ops of the forward pass. coli_expf and
@@ -164,6 +163,6 @@ void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
  * over positions p < n_pos, keys/values at K + p*stride (the head's offset
  * already applied). scores: [n_pos] scratch. Scores are summed in order. */
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
-			 int hd, float scale, float *scores, float *out);
+                         int hd, float scale, float *scores, float *out);
 
 #endif

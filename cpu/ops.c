@@ -106,7 +106,7 @@ void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
 }
 
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
-			 int hd, float scale, float *scores, float *out)
+                         int hd, float scale, float *scores, float *out)
 {
 	float mx = -INFINITY, sum = 0;
 

@@ -93,9 +93,10 @@ static void run_tasks(struct coli_cpu_pool *p, uint32_t g)
 			continue; /* t was reloaded */
 		/* acquire on the claim pairs with the caller's release of this
 		 * round's ticket: the job fields below are this round's */
-		__atomic_load_n(&p->fn, __ATOMIC_RELAXED)(__atomic_load_n(&p->arg, __ATOMIC_RELAXED),
-		                                          __atomic_load_n(&p->base, __ATOMIC_RELAXED) + idx,
-		                                          __atomic_load_n(&p->n_total, __ATOMIC_RELAXED));
+		__atomic_load_n(&p->fn,
+		                __ATOMIC_RELAXED)(__atomic_load_n(&p->arg, __ATOMIC_RELAXED),
+		                                  __atomic_load_n(&p->base, __ATOMIC_RELAXED) + idx,
+		                                  __atomic_load_n(&p->n_total, __ATOMIC_RELAXED));
 		/* release: the task's writes happen-before the caller's acquire
 		 * load that sees done == n */
 		__atomic_add_fetch(&p->done, 1, __ATOMIC_RELEASE);

@@ -1,7 +1,7 @@
 /*
  * io/io.h — the .coli container (write, read, verify), safetensors input,
- * and the slab streamer (io_uring + O_DIRECT into mem/'s slots, pread fallback). Nothing here knows about models: tensors
- * are names, dtypes and shapes; expert slabs are (layer, expert) byte ranges.
+ * and the slab streamer (io_uring + O_DIRECT into mem/'s slots, pread fallback). Nothing here knows
+ * about models: tensors are names, dtypes and shapes; expert slabs are (layer, expert) byte ranges.
  * docs/container.md specifies the file format byte by byte.
  *
  * All functions return 0 or -errno. Errors are also described in a message
@@ -29,22 +29,22 @@ const char *coli_io_errmsg(void);
 #define COLI_TENSOR_NAME_MAX   96
 
 enum coli_section {
-	COLI_SECTION_CONFIG = 1,        /* coli's model config, JSON (core/ defines the keys) */
-	COLI_SECTION_TOKENIZER = 2,     /* tokenizer.json, verbatim */
-	COLI_SECTION_CHAT_TEMPLATE = 3, /* chat template text from tokenizer_config.json */
-	COLI_SECTION_HF_CONFIG = 4,     /* config.json, verbatim (provenance) */
-	COLI_SECTION_GEN_CONFIG = 5,    /* generation_config.json, verbatim, optional */
+	COLI_SECTION_CONFIG = 1,           /* coli's model config, JSON (core/ defines the keys) */
+	COLI_SECTION_TOKENIZER = 2,        /* tokenizer.json, verbatim */
+	COLI_SECTION_CHAT_TEMPLATE = 3,    /* chat template text from tokenizer_config.json */
+	COLI_SECTION_HF_CONFIG = 4,        /* config.json, verbatim (provenance) */
+	COLI_SECTION_GEN_CONFIG = 5,       /* generation_config.json, verbatim, optional */
 	COLI_SECTION_TOKENIZER_CONFIG = 6, /* tokenizer_config.json, verbatim, optional */
 };
 
 struct coli_tensor_info {
 	char name[COLI_TENSOR_NAME_MAX]; /* NUL-terminated */
 	enum coli_dtype dtype;
-	int ndim;           /* 1..4 */
-	uint64_t shape[4];  /* shape[0] = rows (outer), shape[ndim-1] = cols (inner) */
-	uint64_t offset;    /* absolute file offset, 64-byte aligned */
+	int ndim;          /* 1..4 */
+	uint64_t shape[4]; /* shape[0] = rows (outer), shape[ndim-1] = cols (inner) */
+	uint64_t offset;   /* absolute file offset, 64-byte aligned */
 	uint64_t bytes;
-	uint64_t xxh64;     /* of the tensor's bytes */
+	uint64_t xxh64; /* of the tensor's bytes */
 };
 
 /* One MoE layer's expert slabs. Slab e of this layer lives at
@@ -54,12 +54,12 @@ struct coli_tensor_info {
  *   down [hidden x inter] at down_off (offsets within the slab).
  * slab_bytes is a multiple of COLI_SLAB_ALIGN, so one O_DIRECT read fetches it. */
 struct coli_expert_layer {
-	uint32_t layer;      /* transformer layer index */
+	uint32_t layer; /* transformer layer index */
 	uint32_t n_experts;
 	enum coli_dtype dtype;
 	uint32_t hidden;
 	uint32_t inter;
-	uint64_t offset;     /* absolute, COLI_SLAB_ALIGN aligned */
+	uint64_t offset; /* absolute, COLI_SLAB_ALIGN aligned */
 	uint64_t slab_bytes;
 	uint64_t gate_off, up_off, down_off;
 };
@@ -82,10 +82,10 @@ int coli_io_writer_create(const char *path, coli_io_writer_t **out);
 /* Sections are small text blobs kept in memory until _commit; set them
  * before _layout (their sizes are part of the layout). */
 int coli_io_writer_set_section(coli_io_writer_t *w, enum coli_section kind, const void *data,
-			       size_t bytes);
+                               size_t bytes);
 /* Plan: returns the tensor's index (>= 0) or -errno. Call before _layout. */
 int coli_io_writer_plan_tensor(coli_io_writer_t *w, const char *name, enum coli_dtype dtype,
-			       int ndim, const uint64_t *shape);
+                               int ndim, const uint64_t *shape);
 /* Plan an expert layer (l->layer, n_experts, dtype, hidden, inter set); returns
  * its index among expert layers (>= 0) or -errno. */
 int coli_io_writer_plan_experts(coli_io_writer_t *w, const struct coli_expert_layer *l);
@@ -95,10 +95,10 @@ int coli_io_writer_layout(coli_io_writer_t *w);
  * concurrently from several threads (disjoint ranges); bytes never written
  * read as zero. */
 int coli_io_writer_write_tensor(coli_io_writer_t *w, int idx, uint64_t off, const void *p,
-				size_t n);
+                                size_t n);
 /* Write bytes [off, off+n) of slab (expert layer index `li`, expert e). */
-int coli_io_writer_write_slab(coli_io_writer_t *w, int li, uint32_t e, uint64_t off,
-			      const void *p, size_t n);
+int coli_io_writer_write_slab(coli_io_writer_t *w, int li, uint32_t e, uint64_t off, const void *p,
+                              size_t n);
 /* Checksums, tables, superblock, fsync, rename. Frees w in every case. */
 int coli_io_writer_commit(coli_io_writer_t *w);
 /* Removes the temporary file and frees w. */
@@ -119,20 +119,18 @@ const char *coli_io_container_path(const coli_container_t *c);
 uint64_t coli_io_container_file_bytes(const coli_container_t *c);
 /* Section bytes (not NUL-terminated; *bytes set) or NULL if absent. */
 const void *coli_io_container_section(const coli_container_t *c, enum coli_section kind,
-				      size_t *bytes);
+                                      size_t *bytes);
 int coli_io_container_n_tensors(const coli_container_t *c);
 const struct coli_tensor_info *coli_io_container_tensor(const coli_container_t *c, int i);
-const struct coli_tensor_info *coli_io_container_find(const coli_container_t *c,
-						      const char *name);
+const struct coli_tensor_info *coli_io_container_find(const coli_container_t *c, const char *name);
 /* Pointer to a tensor's bytes in the mapping. */
 const void *coli_io_container_tensor_data(const coli_container_t *c,
-					  const struct coli_tensor_info *t);
+                                          const struct coli_tensor_info *t);
 int coli_io_container_n_expert_layers(const coli_container_t *c);
-const struct coli_expert_layer *coli_io_container_expert_layer(const coli_container_t *c,
-							       int i);
+const struct coli_expert_layer *coli_io_container_expert_layer(const coli_container_t *c, int i);
 /* Expert layer for a transformer layer index, or NULL if that layer is dense. */
 const struct coli_expert_layer *coli_io_container_experts_of(const coli_container_t *c,
-							     uint32_t layer);
+                                                             uint32_t layer);
 /* Absolute offset of slab (li, e); pointer into the mapping; stored checksum. */
 uint64_t coli_io_container_slab_offset(const coli_container_t *c, int li, uint32_t e);
 const void *coli_io_container_slab_data(const coli_container_t *c, int li, uint32_t e);
@@ -149,8 +147,7 @@ uint64_t coli_io_container_hash(const coli_container_t *c);
  * the object named in coli_io_errmsg(). progress (may be NULL) is called with
  * bytes done / total. */
 int coli_io_container_verify(const coli_container_t *c,
-			     void (*progress)(void *arg, uint64_t done, uint64_t total),
-			     void *arg);
+                             void (*progress)(void *arg, uint64_t done, uint64_t total), void *arg);
 
 /* ===================================================================== */
 /* The slab streamer (io/stream.c: io_uring; io/stream_pread.c: fallback) */
@@ -183,7 +180,7 @@ enum coli_io_prio { COLI_IO_DEMAND = 0, COLI_IO_PREFETCH = 1 };
  * -errno) and the bytes landed at buf; returns the result to act on (a
  * smaller count = short read, -EIO = error); may also scribble over buf. */
 typedef int (*coli_io_fault_fn)(void *arg, int li, uint32_t expert, int attempt, void *buf,
-				int res);
+                                int res);
 
 struct coli_io_stream_opts {
 	enum coli_io_backend backend; /* AUTO: io_uring, else pread */
@@ -194,34 +191,34 @@ struct coli_io_stream_opts {
 	int retries;                  /* extra attempts after EIO / bad checksum (default 3) */
 	coli_io_fault_fn fault;       /* NULL except in tests */
 	void *fault_arg;
-	int quiet;                    /* 1: no fallback announcements (tests) */
+	int quiet; /* 1: no fallback announcements (tests) */
 };
 void coli_io_stream_opts_init(struct coli_io_stream_opts *o);
 
 struct coli_io_read {
-	int li;          /* expert layer index (coli_io_container_expert_layer) */
+	int li; /* expert layer index (coli_io_container_expert_layer) */
 	uint32_t expert;
-	int slot;        /* destination slot; must not have a read pending */
+	int slot; /* destination slot; must not have a read pending */
 };
 
 struct coli_io_stream_stats {
-	uint64_t reads, bytes;    /* completed slab reads and their bytes */
-	uint64_t retries;         /* attempts repeated (short, EIO, checksum) */
-	uint64_t verified;        /* slabs whose xxh64 was checked */
-	double busy_s;            /* wall time with at least one read queued or in flight */
-	double hash_s;            /* time spent in xxh64 */
+	uint64_t reads, bytes; /* completed slab reads and their bytes */
+	uint64_t retries;      /* attempts repeated (short, EIO, checksum) */
+	uint64_t verified;     /* slabs whose xxh64 was checked */
+	double busy_s;         /* wall time with at least one read queued or in flight */
+	double hash_s;         /* time spent in xxh64 */
 };
 
 typedef struct coli_io_stream coli_io_stream_t;
 /* The slots arena must outlive the stream. */
 int coli_io_stream_create(coli_container_t *c, coli_mem_slots_t *slots,
-			  const struct coli_io_stream_opts *o, coli_io_stream_t **out);
+                          const struct coli_io_stream_opts *o, coli_io_stream_t **out);
 /* Waits for every pending read, then frees. */
 void coli_io_stream_destroy(coli_io_stream_t *s);
 /* Queue n reads of one class and start them; returns 0 or -errno (-EBUSY if
  * a slot already has a read pending, -EINVAL for a bad slab or slot). */
 int coli_io_stream_submit(coli_io_stream_t *s, const struct coli_io_read *r, int n,
-			  enum coli_io_prio prio);
+                          enum coli_io_prio prio);
 /* Block until the slot's read is done: 0, or -errno with the slab named in
  * coli_io_errmsg() ("PATH: slab (layer 3, expert 17): ..."). A slot without a
  * pending read returns its last result. Moves a queued prefetch for this
@@ -267,7 +264,7 @@ int coli_io_st_open(const char *path, struct coli_st_file *f);
 void coli_io_st_close(struct coli_st_file *f);
 /* Parse a header from memory (the fuzz target's entry); f->fd = -1. */
 int coli_io_st_parse_header(const char *json, size_t len, uint64_t data_bytes, const char *path,
-			    struct coli_st_file *f);
+                            struct coli_st_file *f);
 const struct coli_st_tensor *coli_io_st_find(const struct coli_st_file *f, const char *name);
 /* Read a tensor converted to fp32 into dst[numel]. */
 int coli_io_st_read_f32(const struct coli_st_file *f, const struct coli_st_tensor *t, float *dst);
@@ -275,7 +272,7 @@ int coli_io_st_read_f32(const struct coli_st_file *f, const struct coli_st_tenso
  * dst[n]: how the converter streams big tensors in bounded row chunks.
  * -ENOTSUP (message names dtype and tensor) for dtypes other than F32/F16/BF16. */
 int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st_tensor *t,
-			      uint64_t elem0, uint64_t n, float *dst);
+                              uint64_t elem0, uint64_t n, float *dst);
 uint64_t coli_io_st_numel(const struct coli_st_tensor *t);
 /* Bytes per element of a readable dtype; 0 for COLI_ST_OTHER. */
 unsigned coli_io_st_dtype_bytes(enum coli_st_dtype d);

@@ -153,9 +153,9 @@ enum { SR_IDLE = 0, SR_QUEUED = 1, SR_INFLIGHT = 2 };
 struct stream_req {
 	int li;
 	uint32_t expert;
-	uint64_t off;    /* slab's absolute file offset */
-	size_t len;      /* slab bytes */
-	size_t done;     /* bytes landed so far */
+	uint64_t off; /* slab's absolute file offset */
+	size_t len;   /* slab bytes */
+	size_t done;  /* bytes landed so far */
 	int state, prio, err;
 	int attempts; /* failed attempts (EIO, end of file) */
 	int checks;   /* checksum mismatches */
@@ -172,13 +172,13 @@ struct coli_io_stream {
 	coli_mem_slots_t *slots;
 	struct coli_io_stream_opts o;
 	int n_slots;
-	char *base;        /* slot arena */
+	char *base; /* slot arena */
 	size_t slot_bytes;
-	int fd;            /* O_DIRECT (or buffered after fallback) */
-	int fd_direct;     /* whether fd has O_DIRECT */
-	int fd_old;        /* the O_DIRECT fd after a fallback, closed at the end */
-	int verify;        /* current decision: 1 hash every slab */
-	int verify_auto;   /* still calibrating */
+	int fd;          /* O_DIRECT (or buffered after fallback) */
+	int fd_direct;   /* whether fd has O_DIRECT */
+	int fd_old;      /* the O_DIRECT fd after a fallback, closed at the end */
+	int verify;      /* current decision: 1 hash every slab */
+	int verify_auto; /* still calibrating */
 	enum coli_io_backend backend;
 	char desc[96];
 	struct stream_req *req; /* [n_slots] */

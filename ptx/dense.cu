@@ -70,7 +70,8 @@ extern "C" __global__ void coli_add(float *x, const float *y, int n)
 }
 
 /* Rotate-half RoPE in place: x [T][nh][hd], one thread per (t, h, i < hd/2). */
-extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
+extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
+                                     const float *inv_freq)
 {
 	int half = hd / 2;
 	size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -95,8 +96,9 @@ extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0, 
 /* Causal attention, one CTA per (query t, head h): scores over positions
  * p <= pos0 + t in dynamic shared memory ([ctx] floats), softmax, then the
  * weighted sum of values. K, V: the layer's cache [ctx][nkv*hd]. */
-extern "C" __global__ void coli_attention(const float *q, const float *K, const float *V, float *out,
-					  int pos0, int nh, int nkv, int hd, float scale)
+extern "C" __global__ void coli_attention(const float *q, const float *K, const float *V,
+                                          float *out, int pos0, int nh, int nkv, int hd,
+                                          float scale)
 {
 	extern __shared__ float sc[];
 	__shared__ float red[33];
@@ -147,7 +149,7 @@ extern "C" __global__ void coli_attention(const float *q, const float *K, const 
 /* x[t] = row ids[t] of an embedding table [vocab][H], dequantized. dtype: 2 bf16,
  * 8 q8_0, 9 q4_0 (enum coli_dtype), 0 f32; scales: the fp16 plane (quant). */
 extern "C" __global__ void coli_embed(const void *table, const unsigned short *scales, int dtype,
-				      const int *ids, float *x, int H)
+                                      const int *ids, float *x, int H)
 {
 	const int t = blockIdx.x, r = ids[t];
 
@@ -155,16 +157,20 @@ extern "C" __global__ void coli_embed(const void *table, const unsigned short *s
 		float v;
 
 		if (dtype == 2) {
-			v = __uint_as_float((unsigned int)((const unsigned short *)table)[(size_t)r * H + i] << 16);
+			v = __uint_as_float(
+			    (unsigned int)((const unsigned short *)table)[(size_t)r * H + i] << 16);
 		} else if (dtype == 8) {
-			float d = __half2float(__ushort_as_half(scales[(size_t)r * (H / 32) + i / 32]));
+			float d =
+			    __half2float(__ushort_as_half(scales[(size_t)r * (H / 32) + i / 32]));
 
 			v = d * (float)((const signed char *)table)[(size_t)r * H + i];
 		} else if (dtype == 9) {
-			const unsigned char *b = (const unsigned char *)table + (size_t)r * (H / 2) + (i / 32) * 16;
+			const unsigned char *b =
+			    (const unsigned char *)table + (size_t)r * (H / 2) + (i / 32) * 16;
 			int j = i % 32;
 			int q = j < 16 ? (b[j] & 15) : (b[j - 16] >> 4);
-			float d = __half2float(__ushort_as_half(scales[(size_t)r * (H / 32) + i / 32]));
+			float d =
+			    __half2float(__ushort_as_half(scales[(size_t)r * (H / 32) + i / 32]));
 
 			v = d * (float)(q - 8);
 		} else {
@@ -177,7 +183,7 @@ extern "C" __global__ void coli_embed(const void *table, const unsigned short *s
 /* out[t] = sum over the pairs of token t, in pair order (ascending expert id),
  * of w_p * y_p: product rounded, then added, from +0 — core/moe.c's bits. */
 extern "C" __global__ void coli_moe_accumulate(float *out, const float *y, const int *pair_token,
-					       const float *pair_w, int n_pairs, int H)
+                                               const float *pair_w, int n_pairs, int H)
 {
 	const int t = blockIdx.x;
 

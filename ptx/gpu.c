@@ -21,7 +21,7 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 {
 	static char info[JIT_LOG_SZ], elog[JIT_LOG_SZ];
 	int opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-		      CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+	              CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
 	void *vals[] = {info, (void *)(uintptr_t)JIT_LOG_SZ, elog, (void *)(uintptr_t)JIT_LOG_SZ};
 	CUresult r;
 
@@ -82,7 +82,7 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 	rc = coli_cu_check(cu->DeviceGet(&g->dev, ordinal), "cuDeviceGet");
 	if (!rc)
 		rc = coli_cu_check(cu->DeviceGetName(g->name, sizeof(g->name), g->dev),
-				   "cuDeviceGetName");
+		                   "cuDeviceGetName");
 	if (!rc)
 		rc = coli_cu_check(cu->CtxCreate(&g->ctx, 0, g->dev), "cuCtxCreate");
 	if (!rc)
@@ -91,13 +91,14 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 		rc = get_functions(g);
 	if (!rc)
 		rc = coli_cu_check(cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING),
-				   "cuStreamCreate");
+		                   "cuStreamCreate");
 	if (!rc)
-		rc = coli_cu_check(cu->MemAlloc(&g->jobs, sizeof(struct coli_gpu_gemv_job) * MAX_JOBS),
-				   "cuMemAlloc(job table)");
+		rc = coli_cu_check(
+		    cu->MemAlloc(&g->jobs, sizeof(struct coli_gpu_gemv_job) * MAX_JOBS),
+		    "cuMemAlloc(job table)");
 	for (int i = 0; !rc && i < N_MARKS; i++)
-		rc = coli_cu_check(cu->EventCreate(&g->marks[i], CU_EVENT_DEFAULT),
-				   "cuEventCreate");
+		rc =
+		    coli_cu_check(cu->EventCreate(&g->marks[i], CU_EVENT_DEFAULT), "cuEventCreate");
 	if (rc) {
 		if (!err[0])
 			snprintf(err, errlen, "CUDA device %d: initialisation failed", ordinal);
@@ -221,7 +222,7 @@ void coli_gpu_host_unregister(coli_gpu_t *g, void *p)
 }
 
 int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
-		  int n_jobs)
+                  int n_jobs)
 {
 	CUfunction f;
 	int max_rows = 0;
@@ -242,8 +243,8 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 	CK(g->cu->MemcpyHtoDAsync(g->jobs, jobs, sizeof(*jobs) * n_jobs, g->stream),
 	   "cuMemcpyHtoDAsync(job table)");
 	args[0] = &g->jobs;
-	CK(g->cu->LaunchKernel(f, (unsigned)(max_rows + 15) / 16, (unsigned)n_jobs, 1, 256, 1, 1,
-			       0, g->stream, args, NULL),
+	CK(g->cu->LaunchKernel(f, (unsigned)(max_rows + 15) / 16, (unsigned)n_jobs, 1, 256, 1, 1, 0,
+	                       g->stream, args, NULL),
 	   "cuLaunchKernel(gemv)");
 	return 0;
 }
@@ -254,14 +255,14 @@ int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int
 	void *args[] = {&a, &b, &c, &n};
 
 	CUR(g);
-	CK(g->cu->LaunchKernel(g->f_silu, (unsigned)(n + 255) / 256, 1, 1, 256, 1, 1, 0,
-			       g->stream, args, NULL),
+	CK(g->cu->LaunchKernel(g->f_silu, (unsigned)(n + 255) / 256, 1, 1, 256, 1, 1, 0, g->stream,
+	                       args, NULL),
 	   "cuLaunchKernel(silu_mul)");
 	return 0;
 }
 
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
-			  int n_blocks)
+                          int n_blocks)
 {
 	CUdeviceptr a = x, b = q, c = d, e = qsum;
 	void *args[] = {&a, &b, &c, &e, &n_blocks};
@@ -269,7 +270,7 @@ int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uin
 	CUR(g);
 	/* 8 warps per CTA, one warp per 32-block */
 	CK(g->cu->LaunchKernel(g->f_actq, (unsigned)(n_blocks + 7) / 8, 1, 1, 256, 1, 1, 0,
-			       g->stream, args, NULL),
+	                       g->stream, args, NULL),
 	   "cuLaunchKernel(act_quantize)");
 	return 0;
 }
@@ -297,20 +298,66 @@ int coli_gpu_elapsed_ms(coli_gpu_t *g, int from_slot, int to_slot, float *ms)
 #else /* no GPU path: every entry reports it */
 
 #define NO_GPU return -ENODEV
-int coli_gpu_mem_info(coli_gpu_t *g, size_t *f, size_t *t) { NO_GPU; }
-int coli_gpu_alloc(coli_gpu_t *g, size_t b, uint64_t *d) { NO_GPU; }
-void coli_gpu_free(coli_gpu_t *g, uint64_t d) {}
-int coli_gpu_memset(coli_gpu_t *g, uint64_t d, unsigned char v, size_t n) { NO_GPU; }
-int coli_gpu_upload(coli_gpu_t *g, uint64_t d, const void *s, size_t n) { NO_GPU; }
-int coli_gpu_download(coli_gpu_t *g, void *d, uint64_t s, size_t n) { NO_GPU; }
-int coli_gpu_upload_async(coli_gpu_t *g, uint64_t d, const void *s, size_t n) { NO_GPU; }
-int coli_gpu_download_async(coli_gpu_t *g, void *d, uint64_t s, size_t n) { NO_GPU; }
-int coli_gpu_sync(coli_gpu_t *g) { NO_GPU; }
-int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n) { NO_GPU; }
-void coli_gpu_host_unregister(coli_gpu_t *g, void *p) {}
-int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemv_job *j, int n) { NO_GPU; }
-int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t a, uint64_t b, uint64_t h, int n) { NO_GPU; }
-int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t s, int n) { NO_GPU; }
-int coli_gpu_mark(coli_gpu_t *g, int slot) { NO_GPU; }
-int coli_gpu_elapsed_ms(coli_gpu_t *g, int a, int b, float *ms) { NO_GPU; }
+int coli_gpu_mem_info(coli_gpu_t *g, size_t *f, size_t *t)
+{
+	NO_GPU;
+}
+int coli_gpu_alloc(coli_gpu_t *g, size_t b, uint64_t *d)
+{
+	NO_GPU;
+}
+void coli_gpu_free(coli_gpu_t *g, uint64_t d)
+{
+}
+int coli_gpu_memset(coli_gpu_t *g, uint64_t d, unsigned char v, size_t n)
+{
+	NO_GPU;
+}
+int coli_gpu_upload(coli_gpu_t *g, uint64_t d, const void *s, size_t n)
+{
+	NO_GPU;
+}
+int coli_gpu_download(coli_gpu_t *g, void *d, uint64_t s, size_t n)
+{
+	NO_GPU;
+}
+int coli_gpu_upload_async(coli_gpu_t *g, uint64_t d, const void *s, size_t n)
+{
+	NO_GPU;
+}
+int coli_gpu_download_async(coli_gpu_t *g, void *d, uint64_t s, size_t n)
+{
+	NO_GPU;
+}
+int coli_gpu_sync(coli_gpu_t *g)
+{
+	NO_GPU;
+}
+int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n)
+{
+	NO_GPU;
+}
+void coli_gpu_host_unregister(coli_gpu_t *g, void *p)
+{
+}
+int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemv_job *j, int n)
+{
+	NO_GPU;
+}
+int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t a, uint64_t b, uint64_t h, int n)
+{
+	NO_GPU;
+}
+int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t s, int n)
+{
+	NO_GPU;
+}
+int coli_gpu_mark(coli_gpu_t *g, int slot)
+{
+	NO_GPU;
+}
+int coli_gpu_elapsed_ms(coli_gpu_t *g, int a, int b, float *ms)
+{
+	NO_GPU;
+}
 #endif

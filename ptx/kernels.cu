@@ -24,7 +24,7 @@
 
 #include "ptx/kernels_abi.h"
 
-#define LANES 16
+#define LANES        16
 #define ROWS_PER_CTA 16
 
 static __device__ __forceinline__ float fold16(float v)
@@ -81,8 +81,8 @@ extern "C" __global__ void coli_gemv_q8_0(const struct coli_gpu_gemv_job *jobs)
 				isum = __dp4a(w1.y, x1.y, isum);
 				isum = __dp4a(w1.z, x1.z, isum);
 				isum = __dp4a(w1.w, x1.w, isum);
-				acc[s] = __fmaf_rn((float)isum,
-						   __fmul_rn(wd, jb->xd[(size_t)s * nb + b]), acc[s]);
+				acc[s] = __fmaf_rn(
+				    (float)isum, __fmul_rn(wd, jb->xd[(size_t)s * nb + b]), acc[s]);
 			}
 		}
 	}
@@ -127,8 +127,8 @@ extern "C" __global__ void coli_gemv_q4_0(const struct coli_gpu_gemv_job *jobs)
 					isum = __dp4a((qw[i] >> 4) & 0x0f0f0f0f, xh[i], isum);
 				}
 				isum -= 8 * jb->xqsum[(size_t)s * nb + b];
-				acc[s] = __fmaf_rn((float)isum,
-						   __fmul_rn(wd, jb->xd[(size_t)s * nb + b]), acc[s]);
+				acc[s] = __fmaf_rn(
+				    (float)isum, __fmul_rn(wd, jb->xd[(size_t)s * nb + b]), acc[s]);
 			}
 		}
 	}
@@ -244,7 +244,7 @@ extern "C" __global__ void coli_silu_mul(const float *g, const float *u, float *
 
 /* Canonical activation quantization: one warp per 32-block of x[n_blocks*32]. */
 extern "C" __global__ void coli_act_quantize(const float *x, signed char *q, float *d, int *qsum,
-					     int n_blocks)
+                                             int n_blocks)
 {
 	const int lane = threadIdx.x & 31;
 	const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);

@@ -49,12 +49,12 @@ void coli_gpu_host_unregister(coli_gpu_t *g, void *p);
  * activation vectors, with the canonical reduction of cpu/cpu.h: results are
  * bit-identical to coli_gemv. All jobs of one call run in one launch. */
 int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
-		  int n_jobs);
+                  int n_jobs);
 /* h[i] = silu(g[i]) * u[i], bit-identical to coli_silu_mul. */
 int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int n);
 /* Canonical per-32-block quantization of x[n_blocks*32] (coli_act_quantize). */
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
-			  int n_blocks);
+                          int n_blocks);
 
 /* ---- the dense part (ptx/dense.cu): rows are tokens, fp32, stream-ordered ---- */
 int coli_gpu_copy(coli_gpu_t *g, uint64_t dst, uint64_t src, size_t n);
@@ -64,11 +64,11 @@ int coli_gpu_add(coli_gpu_t *g, uint64_t x, uint64_t y, int n);
 int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, uint64_t inv_freq);
 /* q [T][nh][hd], K/V the layer's cache [ctx][nkv*hd], out like q. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-		       int pos0, int nh, int nkv, int hd, float scale);
-int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales,
-		   uint64_t ids, uint64_t x, int T, int H);
+                       int pos0, int nh, int nkv, int hd, float scale);
+int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales, uint64_t ids,
+                   uint64_t x, int T, int H);
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,
-			    uint64_t pair_w, int n_pairs, int T, int H);
+                            uint64_t pair_w, int n_pairs, int T, int H);
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
 
 /* Elapsed milliseconds of the work queued between two marks (profiling). */

@@ -18,20 +18,20 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
 
-#define CUDA_SUCCESS 0
-#define CU_JIT_INFO_LOG_BUFFER 3
-#define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
-#define CU_JIT_ERROR_LOG_BUFFER 5
-#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
-#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CUDA_SUCCESS                                 0
+#define CU_JIT_INFO_LOG_BUFFER                       3
+#define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES            4
+#define CU_JIT_ERROR_LOG_BUFFER                      5
+#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES           6
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT     16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
-#define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID 33
-#define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID 34
-#define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID 50
-#define CU_STREAM_NON_BLOCKING 1
-#define CU_EVENT_DEFAULT 0
-#define CU_MEMHOSTREGISTER_PORTABLE 1
+#define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID               33
+#define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID            34
+#define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID            50
+#define CU_STREAM_NON_BLOCKING                       1
+#define CU_EVENT_DEFAULT                             0
+#define CU_MEMHOSTREGISTER_PORTABLE                  1
 
 /* The driver entry points, filled by coli_cu_load(). */
 struct coli_cu {
@@ -68,9 +68,9 @@ struct coli_cu {
 	CUresult (*EventRecord)(CUevent, CUstream);
 	CUresult (*EventSynchronize)(CUevent);
 	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
-	CUresult (*LaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int,
-				 unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
-				 void **, void **);
+	CUresult (*LaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+	                         unsigned int, unsigned int, unsigned int, CUstream, void **,
+	                         void **);
 	CUresult (*GetErrorName)(CUresult, const char **);
 };
 
@@ -99,11 +99,11 @@ struct coli_gpu {
 };
 
 /* CUresult -> -errno, returning from the calling function on failure. */
-#define CK(call, what)                                                                     \
-	do {                                                                               \
-		int rc_ = coli_cu_check((call), (what));                                   \
-		if (rc_)                                                                   \
-			return rc_;                                                        \
+#define CK(call, what)                                                                             \
+	do {                                                                                       \
+		int rc_ = coli_cu_check((call), (what));                                           \
+		if (rc_)                                                                           \
+			return rc_;                                                                \
 	} while (0)
 
 /* The context is made current on the calling thread before each call: the

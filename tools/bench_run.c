@@ -55,8 +55,8 @@ struct round {
 	double tok_s, host_gbs;
 	double tier_b[COLI_TIER_N]; /* bytes per token */
 	double dense_b;
-	double stream_b;  /* streamed slab bytes per token (part of tier_b RAM/DISK) */
-	int dense_dev;    /* the dense part ran on a device */
+	double stream_b;           /* streamed slab bytes per token (part of tier_b RAM/DISK) */
+	int dense_dev;             /* the dense part ran on a device */
 	double uses;               /* routed (token, expert) pairs per token */
 	double hits;               /* expert-layer loads per token */
 	double phase_ms[N_PHASES]; /* per token */
@@ -287,13 +287,13 @@ static void summarize(struct run *R, struct arm *a)
 	 * computes; streamed slabs cross PCIe and are read again from VRAM;
 	 * VRAM-resident slabs and a device-resident dense part are HBM reads. */
 	a->bytes.b[BENCH_TERM_CPU] = (a->dense_dev ? 0 : a->dense_b) + a->tier_b[COLI_TIER_RAM] +
-				     a->tier_b[COLI_TIER_DISK] - a->stream_b;
+	                             a->tier_b[COLI_TIER_DISK] - a->stream_b;
 	a->bytes.b[BENCH_TERM_DISK] = a->tier_b[COLI_TIER_DISK];
 	if (R->have_gpu) {
 		bw.hbm_gbs = R->gpu.hbm_gbs;
 		bw.pcie_gbs = R->gpu.pcie_gbs;
 		a->bytes.b[BENCH_TERM_HBM] =
-			a->tier_b[COLI_TIER_VRAM] + a->stream_b + (a->dense_dev ? a->dense_b : 0);
+		    a->tier_b[COLI_TIER_VRAM] + a->stream_b + (a->dense_dev ? a->dense_b : 0);
 		a->bytes.b[BENCH_TERM_PCIE] = a->stream_b;
 	}
 	bench_bound(&a->bytes, &bw, &a->bound);
@@ -377,8 +377,8 @@ static void print_json(struct run *R)
 	printf(" \"bandwidth\": {\"disk_gbs\": %.4f, \"disk_direct\": %s, \"disk_engine\": \"%s\", "
 	       "\"disk_qd\": %d, \"disk_block_bytes\": %zu, \"hbm_gbs\": %s, \"pcie_gbs\": %s},\n",
 	       R->disk_mib ? R->disk_med : 0.0, R->disk.direct ? "true" : "false",
-	       R->disk_mib ? (R->disk.uring ? "io_uring" : "pread") : "none", R->qd, R->max_io,
-	       hbm, pcie);
+	       R->disk_mib ? (R->disk.uring ? "io_uring" : "pread") : "none", R->qd, R->max_io, hbm,
+	       pcie);
 	printf(" \"arms\": [");
 	for (int i = 0; i < R->n_arms; i++) {
 		struct arm *a = &R->arm[i];
@@ -539,8 +539,9 @@ int bench_run_main(int argc, char **argv)
 		/* a new prompt each round (every arm gets the same one in a round), so
 		 * a partial --ram-gb is not simply warm from the round before */
 		for (int i = 0; i < R->prompt; i++)
-			R->ids[i] = (int)((1 + 7919ull * (uint64_t)(i + (k + R->warmup) * R->prompt)) %
-					  (uint64_t)R->cfg.vocab);
+			R->ids[i] =
+			    (int)((1 + 7919ull * (uint64_t)(i + (k + R->warmup) * R->prompt)) %
+			          (uint64_t)R->cfg.vocab);
 		for (int i = 0; i < R->n_arms; i++) {
 			struct arm *a = &R->arm[i];
 			struct round tmp, *r = k >= 0 ? &a->r[k] : &tmp;

@@ -13,11 +13,12 @@
 
 static void help(FILE *f)
 {
-	fprintf(f, "usage: coli generate -m MODEL.coli -p TEXT [-n N] [--temperature T] [--top-p P]\n"
-		   "                     [--top-k K] [--seed S] [--ids 1,2,3] [engine options]\n"
-		   "  -n N            tokens to generate (default 64; 0: prefill only)\n"
-		   "  --temperature T 0 = greedy (default), else sampling\n"
-		   "  --ids LIST      prompt as token ids instead of text\n\n");
+	fprintf(f,
+	        "usage: coli generate -m MODEL.coli -p TEXT [-n N] [--temperature T] [--top-p P]\n"
+	        "                     [--top-k K] [--seed S] [--ids 1,2,3] [engine options]\n"
+	        "  -n N            tokens to generate (default 64; 0: prefill only)\n"
+	        "  --temperature T 0 = greedy (default), else sampling\n"
+	        "  --ids LIST      prompt as token ids instead of text\n\n");
 	coli_opts_help(f);
 }
 
@@ -92,8 +93,9 @@ int cmd_generate(int argc, char **argv)
 	coli_sampler_init(&s, temp, top_p, top_k, seed);
 	rc = coli_generate(e, ids, n_ids, n, &s, on_token, NULL, &st);
 	if (rc == -E2BIG) {
-		tool_err("generate", "prompt (%d tokens) plus %d new tokens exceeds the context of %d",
-			 n_ids, n, coli_engine_ctx(e));
+		tool_err("generate",
+		         "prompt (%d tokens) plus %d new tokens exceeds the context of %d", n_ids,
+		         n, coli_engine_ctx(e));
 		rc = 1;
 		goto out;
 	}

@@ -13,8 +13,8 @@
 static void help(FILE *f)
 {
 	fprintf(f, "usage: coli logits -m MODEL.coli (--text TEXT | --ids 1,2,3) -o FILE "
-		   "[engine options]\n"
-		   "  writes float32 little-endian logits, [n_tokens x vocab]\n\n");
+	           "[engine options]\n"
+	           "  writes float32 little-endian logits, [n_tokens x vocab]\n\n");
 	coli_opts_help(f);
 }
 
@@ -66,13 +66,13 @@ int cmd_logits(int argc, char **argv)
 		goto out;
 	if (n > coli_engine_ctx(e)) {
 		rc = tool_err("logits", "%d tokens exceed the context of %d (--ctx)", n,
-			      coli_engine_ctx(e));
+		              coli_engine_ctx(e));
 		goto out;
 	}
 	logits = malloc(sizeof(float) * (size_t)n * coli_engine_config(e)->vocab);
 	if (!logits) {
 		rc = tool_err("logits", "out of memory for %d x %d logits", n,
-			      coli_engine_config(e)->vocab);
+		              coli_engine_config(e)->vocab);
 		goto out;
 	}
 	rc = coli_engine_forward(e, ids, n, logits, 1);
@@ -82,7 +82,7 @@ int cmd_logits(int argc, char **argv)
 	}
 	f = fopen(out, "wb");
 	if (!f || fwrite(logits, sizeof(float) * coli_engine_config(e)->vocab, (size_t)n, f) !=
-			  (size_t)n) {
+	              (size_t)n) {
 		rc = tool_err("logits", "cannot write '%s': %s", out, strerror(errno));
 		if (f)
 			fclose(f);

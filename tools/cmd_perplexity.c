@@ -62,7 +62,8 @@ int cmd_perplexity(int argc, char **argv)
 		if (rc)
 			continue;
 		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-			printf("usage: coli perplexity -m MODEL.coli -f FILE [--window N] [engine options]\n");
+			printf("usage: coli perplexity -m MODEL.coli -f FILE [--window N] [engine "
+			       "options]\n");
 			return 0;
 		}
 		if (!v)
@@ -91,7 +92,8 @@ int cmd_perplexity(int argc, char **argv)
 		rc = tool_err("perplexity", "%s has no tokenizer", a.model);
 		goto out;
 	}
-	if (coli_tokenizer_encode(coli_engine_tokenizer(e), text, len, &ids, &n, err, sizeof(err))) {
+	if (coli_tokenizer_encode(coli_engine_tokenizer(e), text, len, &ids, &n, err,
+	                          sizeof(err))) {
 		rc = tool_err("perplexity", "%s: %s", file, err);
 		goto out;
 	}
@@ -134,8 +136,8 @@ int cmd_perplexity(int argc, char **argv)
 		rc = tool_err("perplexity", "%s: fewer than 2 tokens", file);
 		goto out;
 	}
-	printf("tokens %d  predicted %ld  loss %.4f  perplexity %.3f  (uniform: %d)\n", n, predicted,
-	       nll / predicted, exp(nll / predicted), V);
+	printf("tokens %d  predicted %ld  loss %.4f  perplexity %.3f  (uniform: %d)\n", n,
+	       predicted, nll / predicted, exp(nll / predicted), V);
 	rc = 0;
 out:
 	free(logits);

@@ -79,7 +79,10 @@ static int load(const char *model, const char *tj, coli_tokenizer_t **t)
 		json = coli_io_container_section(c, COLI_SECTION_TOKENIZER, &len);
 		if (!json) {
 			coli_io_container_close(c);
-			return tool_err("tokenize", "%s: this model has no tokenizer (converted without tokenizer.json)", model);
+			return tool_err(
+			    "tokenize",
+			    "%s: this model has no tokenizer (converted without tokenizer.json)",
+			    model);
 		}
 		rc = coli_tokenizer_load(json, len, t, err, sizeof(err));
 		coli_io_container_close(c);

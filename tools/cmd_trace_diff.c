@@ -25,7 +25,8 @@ int cmd_trace_diff(int argc, char **argv)
 	int rc = 0;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: coli trace-diff A B   (files written with ROUTE_TRACE=FILE)\n");
+		fprintf(stderr,
+		        "usage: coli trace-diff A B   (files written with ROUTE_TRACE=FILE)\n");
 		return 2;
 	}
 	a = fopen(argv[1], "r");
@@ -48,16 +49,16 @@ int cmd_trace_diff(int argc, char **argv)
 			break;
 		}
 		if (ha != hb) {
-			printf("%s ends first after %ld routing decisions\n", ha ? argv[2] : argv[1],
-			       line - 1);
+			printf("%s ends first after %ld routing decisions\n",
+			       ha ? argv[2] : argv[1], line - 1);
 			rc = 1;
 			break;
 		}
 		if (strcmp(la, lb)) {
 			sscanf(la, "%d %d", &pos, &layer);
 			la[strcspn(la, "\n")] = lb[strcspn(lb, "\n")] = 0;
-			printf("first difference at position %d, layer %d:\n  %s: %s\n  %s: %s\n", pos,
-			       layer, argv[1], la, argv[2], lb);
+			printf("first difference at position %d, layer %d:\n  %s: %s\n  %s: %s\n",
+			       pos, layer, argv[1], la, argv[2], lb);
 			rc = 1;
 			break;
 		}

@@ -27,16 +27,17 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *help;
 } g_cmds[] = {
-	{"convert", cmd_convert, "HF_DIR -o OUT.coli [--quant bf16|q8|q4]   convert a checkpoint"},
-	{"inspect", cmd_inspect, "MODEL.coli                              print what a container holds"},
-	{"verify", cmd_verify, "MODEL.coli                              check every checksum"},
-	{"tokenize", cmd_tokenize, "-m MODEL.coli TEXT                      print token ids"},
-	{"generate", cmd_generate, "-m MODEL.coli -p TEXT [-n N] ...         generate text"},
-	{"logits", cmd_logits, "-m MODEL.coli (--text T | --ids I) -o F  teacher-forced logits"},
-	{"bench", cmd_bench, "kernels|decode|prefill|io|make-model ... measure against bounds"},
-	{"perplexity", cmd_perplexity, "-m MODEL.coli -f FILE                    perplexity of a text"},
-	{"trace-diff", cmd_trace_diff, "A B                                     first differing route"},
-	{"usage", cmd_usage, "snapshot|restore MODEL.coli [FILE]       save / restore expert heat"},
+    {"convert", cmd_convert, "HF_DIR -o OUT.coli [--quant bf16|q8|q4]   convert a checkpoint"},
+    {"inspect", cmd_inspect,
+     "MODEL.coli                              print what a container holds"},
+    {"verify", cmd_verify, "MODEL.coli                              check every checksum"},
+    {"tokenize", cmd_tokenize, "-m MODEL.coli TEXT                      print token ids"},
+    {"generate", cmd_generate, "-m MODEL.coli -p TEXT [-n N] ...         generate text"},
+    {"logits", cmd_logits, "-m MODEL.coli (--text T | --ids I) -o F  teacher-forced logits"},
+    {"bench", cmd_bench, "kernels|decode|prefill|io|make-model ... measure against bounds"},
+    {"perplexity", cmd_perplexity, "-m MODEL.coli -f FILE                    perplexity of a text"},
+    {"trace-diff", cmd_trace_diff, "A B                                     first differing route"},
+    {"usage", cmd_usage, "snapshot|restore MODEL.coli [FILE]       save / restore expert heat"},
 };
 
 static void usage(FILE *f)
@@ -44,7 +45,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: coli COMMAND [ARGS]   (coli COMMAND --help for details)\n\n");
 	for (size_t i = 0; i < sizeof(g_cmds) / sizeof(g_cmds[0]); i++)
 		fprintf(f, "  %-11s %s%s\n", g_cmds[i].name, g_cmds[i].help,
-			g_cmds[i].fn ? "" : "  (not built yet)");
+		        g_cmds[i].fn ? "" : "  (not built yet)");
 }
 
 int main(int argc, char **argv)

@@ -142,18 +142,21 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		double n = st->n_prompt + st->n_gen > 0 ? st->n_prompt + st->n_gen : 1;
 		double win = es.moe_issue_s + es.moe_cpu_s + es.moe_take_s;
 
-		fprintf(stderr,
-		        "coli: overlap window: pack+issue %.3f s | cpu-rows %.3f s | take(sync+acc) "
-		        "%.3f s  (%.2f ms per token; take %.0f%% of the window)\n",
-		        es.moe_issue_s, es.moe_cpu_s, es.moe_take_s, 1e3 * win / n,
-		        win > 0 ? 100.0 * es.moe_take_s / win : 0);
-		fprintf(stderr,
-		        "coli: devices: %llu experts streamed, %.3f GB (%.2f GB/s over the decode), "
-		        "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
-		        "swaps, dense part on %s\n",
-		        (unsigned long long)es.stream_experts, es.stream_bytes / 1e9,
-		        st->decode_s > 0 ? es.stream_bytes / 1e9 / (st->prefill_s + st->decode_s) : 0,
-		        (es.h2d_bytes - es.stream_bytes) / 1e6, es.h2d_const_bytes / 1e9,
-		        (unsigned long long)es.vram_swaps, es.dense_on_device ? "the device" : "the CPU");
+		fprintf(
+		    stderr,
+		    "coli: overlap window: pack+issue %.3f s | cpu-rows %.3f s | take(sync+acc) "
+		    "%.3f s  (%.2f ms per token; take %.0f%% of the window)\n",
+		    es.moe_issue_s, es.moe_cpu_s, es.moe_take_s, 1e3 * win / n,
+		    win > 0 ? 100.0 * es.moe_take_s / win : 0);
+		fprintf(
+		    stderr,
+		    "coli: devices: %llu experts streamed, %.3f GB (%.2f GB/s over the decode), "
+		    "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
+		    "swaps, dense part on %s\n",
+		    (unsigned long long)es.stream_experts, es.stream_bytes / 1e9,
+		    st->decode_s > 0 ? es.stream_bytes / 1e9 / (st->prefill_s + st->decode_s) : 0,
+		    (es.h2d_bytes - es.stream_bytes) / 1e6, es.h2d_const_bytes / 1e9,
+		    (unsigned long long)es.vram_swaps,
+		    es.dense_on_device ? "the device" : "the CPU");
 	}
 }

@@ -57,8 +57,8 @@ static int greedy(const char *name, const char *path)
 		if (margin[i] < 1e-2f)
 			break;
 		if (id != ref[i]) {
-			printf("%s: greedy step %d: coli %d, transformers %d (margin %.3g)\n", name, i,
-			       id, ref[i], margin[i]);
+			printf("%s: greedy step %d: coli %d, transformers %d (margin %.3g)\n", name,
+			       i, id, ref[i], margin[i]);
 			rc = 1;
 			break;
 		}

@@ -113,15 +113,17 @@ int main(void)
 			}
 			if (!(md <= 1e-3 * mr)) {
 				if (!fails)
-					printf("%s: position %d: max|d| %.3g > 1e-3 * %.3g\n", names[f], t,
-					       md, mr);
+					printf("%s: position %d: max|d| %.3g > 1e-3 * %.3g\n",
+					       names[f], t, md, mr);
 				fails++;
 			}
 			maxref = mr > maxref ? mr : maxref;
 			maxd = md > maxd ? md : maxd;
 			if (!strcmp(names[f], "demo")) {
-				d8 += argmax(l8 + (size_t)t * V, V) == argmax(l16 + (size_t)t * V, V);
-				d4 += argmax(l4 + (size_t)t * V, V) == argmax(l16 + (size_t)t * V, V);
+				d8 +=
+				    argmax(l8 + (size_t)t * V, V) == argmax(l16 + (size_t)t * V, V);
+				d4 +=
+				    argmax(l4 + (size_t)t * V, V) == argmax(l16 + (size_t)t * V, V);
 				dn++;
 				continue;
 			}
@@ -130,9 +132,10 @@ int main(void)
 			q4_kl += kl(l16 + (size_t)t * V, l4 + (size_t)t * V, V);
 			total++;
 		}
-		printf("%-20s bf16 vs transformers: %d positions, max|d| %.3g, max|ref| %.3g, ratio "
-		       "%.2g\n",
-		       names[f], n, maxd, maxref, maxd / maxref);
+		printf(
+		    "%-20s bf16 vs transformers: %d positions, max|d| %.3g, max|ref| %.3g, ratio "
+		    "%.2g\n",
+		    names[f], n, maxd, maxref, maxd / maxref);
 		free(l16), free(l8), free(l4), free(ref), free(ids);
 	}
 	printf("random fixtures: q8 top-1 agreement with bf16: %ld/%ld = %.2f%%\n", q8_agree, total,
@@ -140,8 +143,8 @@ int main(void)
 	printf("q4 top-1 agreement with bf16: %ld/%ld = %.2f%%, mean KL %.4g nats\n", q4_agree,
 	       total, 100.0 * q4_agree / total, q4_kl / total);
 	if (dn)
-		printf("demo model: q8 top-1 agreement %ld/%ld, q4 %ld/%ld (reported)\n", d8, dn, d4,
-		       dn);
+		printf("demo model: q8 top-1 agreement %ld/%ld, q4 %ld/%ld (reported)\n", d8, dn,
+		       d4, dn);
 	if (fails) {
 		printf("FAIL: %d positions outside 1e-3 relative\n", fails);
 		return 1;

@@ -63,7 +63,7 @@ static inline int fx_list(char names[][64], int max)
 
 /* Convert fixture `name` at quant q into dir/name.<q>.coli; path returned in out. */
 static inline int fx_convert(const char *name, enum coli_dtype q, const char *dir, char *out,
-			     size_t outlen)
+                             size_t outlen)
 {
 	struct coli_convert_opts o;
 	char hf[2048], err[512];

@@ -49,8 +49,9 @@ static int check(const char *path, const char *gpu)
 	       (unsigned long long)(s1.h2d_const_bytes - s0.h2d_const_bytes), per_tok, cap);
 	if (rc || !s1.dense_on_device || s0.h2d_const_bytes == 0 ||
 	    s1.h2d_const_bytes != s0.h2d_const_bytes || per_tok <= 0 || per_tok > cap) {
-		printf("FAIL: constants crossed the bus while decoding, or the dense part is not on "
-		       "the device\n");
+		printf(
+		    "FAIL: constants crossed the bus while decoding, or the dense part is not on "
+		    "the device\n");
 		rc = 1;
 	}
 	free(logits);

@@ -7,7 +7,8 @@
  * simulated one always, and GPU 0 when this machine has one — at VRAM budgets
  * of nothing, a few slabs, about half, and everything, and with injected
  * device failures after 0, 2, 3, 4 and 9 launches or syncs (a layer queues 3
- * or 4 launches then syncs, so these fail at issue and at take). Every run must give byte-identical logits and identical ids.
+ * or 4 launches then syncs, so these fail at issue and at take). Every run must give byte-identical
+ * logits and identical ids.
  */
 #include <math.h>
 
@@ -23,8 +24,8 @@ struct run {
 };
 
 static int do_run(const char *path, const char *gpu, double vram_gb, int fail_after,
-		  const char *stream, int slots, const char *dense, double ram_gb, const int *ids,
-		  int n, int V, struct run *r)
+                  const char *stream, int slots, const char *dense, double ram_gb, const int *ids,
+                  int n, int V, struct run *r)
 {
 	struct coli_opts o;
 	coli_engine_t *e;
@@ -105,7 +106,8 @@ int main(void)
 				float *refl = fx_read_floats(names[f], "logits.f32", &nref);
 
 				free(refl);
-				V = (int)(nref / (size_t)n); /* the vocabulary, from the reference */
+				V = (int)(nref /
+				          (size_t)n); /* the vocabulary, from the reference */
 			}
 			ref.logits = malloc(sizeof(float) * (n + STEPS) * V);
 			got.logits = malloc(sizeof(float) * (n + STEPS) * V);
@@ -116,8 +118,8 @@ int main(void)
 				/* the reference for dense-on-device cases: the simulated
 				 * device must match the CPU; a GPU matches its own dense run
 				 * with every expert on the CPU */
-				if (d == 1 && do_run(path, devs[d], 0, -1, "off", 16, "auto", -1, ids, n,
-						     V, &gref))
+				if (d == 1 && do_run(path, devs[d], 0, -1, "off", 16, "auto", -1,
+				                     ids, n, V, &gref))
 					return 1;
 				/* VRAM budget (slabs), fault injection, streaming mode,
 				 * slots, dense part on the CPU or the device */
@@ -129,47 +131,61 @@ int main(void)
 					const char *dense;
 					double ram_gb;
 				} cases[] = {
-					{0, -1, "off", 16, "cpu", -1},   {3.5, -1, "off", 16, "cpu", -1},
-					{8.5, -1, "off", 16, "cpu", -1}, {-1, -1, "off", 16, "cpu", -1},
-					{0, -1, "auto", 16, "cpu", -1},  {3.5, -1, "only", 16, "cpu", -1},
-					{0, -1, "only", 1, "cpu", -1},   {0, 0, "only", 16, "cpu", -1},
-					{3.5, 2, "auto", 16, "cpu", -1}, {3.5, 3, "only", 16, "cpu", -1},
-					{0, 4, "only", 16, "cpu", -1},   {-1, 9, "auto", 16, "cpu", -1},
-					{0, -1, "off", 16, "auto", -1},  {3.5, -1, "auto", 16, "auto", -1},
-					{-1, -1, "off", 16, "auto", -1}, {0, -1, "only", 2, "auto", -1},
-					{3.5, 5, "auto", 16, "auto", -1}, {3.5, 80, "auto", 16, "auto", -1},
-					{-1, 300, "only", 16, "auto", -1},
-					/* host tiers at their minimum (--ram-gb 0: top_k slots): a
-					 * prefill's experts come in chunks from disk and streaming
-					 * steps aside; decode streams from pinned slots */
-					{0, -1, "only", 16, "cpu", 0}, {3.5, -1, "auto", 16, "cpu", 0},
-					{0, -1, "only", 16, "auto", 0}, {0, 3, "only", 16, "cpu", 0},
+				    {0, -1, "off", 16, "cpu", -1},
+				    {3.5, -1, "off", 16, "cpu", -1},
+				    {8.5, -1, "off", 16, "cpu", -1},
+				    {-1, -1, "off", 16, "cpu", -1},
+				    {0, -1, "auto", 16, "cpu", -1},
+				    {3.5, -1, "only", 16, "cpu", -1},
+				    {0, -1, "only", 1, "cpu", -1},
+				    {0, 0, "only", 16, "cpu", -1},
+				    {3.5, 2, "auto", 16, "cpu", -1},
+				    {3.5, 3, "only", 16, "cpu", -1},
+				    {0, 4, "only", 16, "cpu", -1},
+				    {-1, 9, "auto", 16, "cpu", -1},
+				    {0, -1, "off", 16, "auto", -1},
+				    {3.5, -1, "auto", 16, "auto", -1},
+				    {-1, -1, "off", 16, "auto", -1},
+				    {0, -1, "only", 2, "auto", -1},
+				    {3.5, 5, "auto", 16, "auto", -1},
+				    {3.5, 80, "auto", 16, "auto", -1},
+				    {-1, 300, "only", 16, "auto", -1},
+				    /* host tiers at their minimum (--ram-gb 0: top_k slots): a
+				     * prefill's experts come in chunks from disk and streaming
+				     * steps aside; decode streams from pinned slots */
+				    {0, -1, "only", 16, "cpu", 0},
+				    {3.5, -1, "auto", 16, "cpu", 0},
+				    {0, -1, "only", 16, "auto", 0},
+				    {0, 3, "only", 16, "cpu", 0},
 				};
 
 				for (size_t b = 0; b < sizeof(cases) / sizeof(cases[0]); b++) {
-					double vram = cases[b].slabs < 0 ? -1 : cases[b].slabs * slab_gb;
+					double vram =
+					    cases[b].slabs < 0 ? -1 : cases[b].slabs * slab_gb;
 					int fa = cases[b].fail_after;
 
 					if (do_run(path, devs[d], vram, fa, cases[b].stream,
-						   cases[b].slots, cases[b].dense, cases[b].ram_gb, ids, n,
-						   V, &got))
+					           cases[b].slots, cases[b].dense, cases[b].ram_gb,
+					           ids, n, V, &got))
 						return 1;
-					const struct run *want = d == 1 && !strcmp(cases[b].dense, "auto")
-									 ? &gref
-									 : &ref;
+					const struct run *want =
+					    d == 1 && !strcmp(cases[b].dense, "auto") ? &gref
+					                                              : &ref;
 
 					runs++;
 					if (d == 1 && !strcmp(cases[b].dense, "auto") && fa >= 0)
-						continue; /* dense moved GPU -> CPU mid-run: completes, rounds differently */
+						continue; /* dense moved GPU -> CPU mid-run:
+						             completes, rounds differently */
 					if (memcmp(want->logits, got.logits,
-						   sizeof(float) * (n + STEPS) * V) ||
+					           sizeof(float) * (n + STEPS) * V) ||
 					    memcmp(want->ids, got.ids, sizeof(ref.ids))) {
-						printf("%s %s: device %s vram %.2g GB fail_after %d "
-						       "stream %s/%d dense %s: logits or ids differ "
-						       "from the CPU\n",
-						       names[f], coli_dtype_name(quants[qi]), devs[d],
-						       vram, fa, cases[b].stream, cases[b].slots,
-						       cases[b].dense);
+						printf(
+						    "%s %s: device %s vram %.2g GB fail_after %d "
+						    "stream %s/%d dense %s: logits or ids differ "
+						    "from the CPU\n",
+						    names[f], coli_dtype_name(quants[qi]), devs[d],
+						    vram, fa, cases[b].stream, cases[b].slots,
+						    cases[b].dense);
 						fails++;
 					}
 				}

@@ -108,8 +108,8 @@ static int test_silu(void)
 {
 	const int n = 1 << 20;
 	float *gt = malloc(4 * n), *u = malloc(4 * n), *h = malloc(4 * n), *gh = malloc(4 * n);
-	const float edge[] = {0.0f, -0.0f, 1e-38f, -1e-38f, 87.0f, -87.0f, 88.69f, -88.69f,
-			      88.8f, -88.8f, 103.0f, -103.0f, 1e30f, -1e30f, 0.5f, -0.5f};
+	const float edge[] = {0.0f,  -0.0f,  1e-38f, -1e-38f, 87.0f, -87.0f, 88.69f, -88.69f,
+	                      88.8f, -88.8f, 103.0f, -103.0f, 1e30f, -1e30f, 0.5f,   -0.5f};
 	uint64_t dg, du, dh;
 	int rc;
 
@@ -132,8 +132,8 @@ static int test_silu(void)
 /* One grouped launch over several matrices of one dtype. */
 static int test_gemv(enum coli_dtype t)
 {
-	static const int shapes[][2] = {{17, 32}, {33, 64}, {64, 96}, {768, 2048}, {2048, 768},
-					{100, 512}, {256, 544}, {5, 1024}};
+	static const int shapes[][2] = {{17, 32},    {33, 64},   {64, 96},   {768, 2048},
+	                                {2048, 768}, {100, 512}, {256, 544}, {5, 1024}};
 	enum { NJ = sizeof(shapes) / sizeof(shapes[0]) };
 	struct coli_gpu_gemv_job jobs[NJ];
 	float *want[NJ], *got[NJ];
@@ -161,7 +161,8 @@ static int test_gemv(enum coli_dtype t)
 		want[j] = malloc(sizeof(float) * S * R);
 		got[j] = malloc(sizeof(float) * S * R);
 		for (int s = 0; s < S; s++) {
-			struct coli_act a = {.q = xq + s * K, .d = xd + s * nb, .qsum = xs + s * nb};
+			struct coli_act a = {
+			    .q = xq + s * K, .d = xd + s * nb, .qsum = xs + s * nb};
 
 			coli_act_quantize(&a, x + s * K, K);
 			coli_gemv(&m, &a, want[j] + s * R, 0, R);
@@ -173,9 +174,11 @@ static int test_gemv(enum coli_dtype t)
 		dev[j][4] = dev_copy(x, sizeof(float) * S * K);
 		dev[j][5] = dev_poison(sizeof(float) * S * R);
 		jobs[j].w = (const void *)(uintptr_t)dev[j][0];
-		jobs[j].scales = m.scales ? (const unsigned short *)(uintptr_t)(
-						    dev[j][0] + ((const char *)m.scales - (const char *)w))
-					  : NULL;
+		jobs[j].scales =
+		    m.scales
+		        ? (const unsigned short *)(uintptr_t)(dev[j][0] + ((const char *)m.scales -
+		                                                           (const char *)w))
+		        : NULL;
 		jobs[j].xq = (const signed char *)(uintptr_t)dev[j][1];
 		jobs[j].xd = (const float *)(uintptr_t)dev[j][2];
 		jobs[j].xqsum = (const int *)(uintptr_t)dev[j][3];
@@ -199,7 +202,7 @@ static int test_gemv(enum coli_dtype t)
 			bad_before += memcmp(&got[j][i], &want[j][i], 4) != 0;
 		if (bad_before) {
 			snprintf(what, sizeof(what), "gemv %s %dx%d S=%d", coli_dtype_name(t),
-				 jobs[j].rows, jobs[j].K, jobs[j].S);
+			         jobs[j].rows, jobs[j].K, jobs[j].S);
 			rc |= compare(what, got[j], want[j], n);
 		}
 		total += n;
@@ -218,7 +221,8 @@ static int test_gemv(enum coli_dtype t)
 				bad += memcmp(&got[j][i], &want[j][i], 4) != 0;
 				maxe = e > maxe || e != e ? (e != e ? INFINITY : e) : maxe;
 			}
-		printf("  gemv %-29s %8zu values  max|err| %.3g  mismatches %zu  (%d jobs, one launch)\n",
+		printf("  gemv %-29s %8zu values  max|err| %.3g  mismatches %zu  (%d jobs, one "
+		       "launch)\n",
 		       coli_dtype_name(t), total, maxe, bad, NJ);
 		rc |= bad != 0;
 	}
