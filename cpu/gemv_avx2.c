@@ -160,15 +160,6 @@ INLINE __m256i reduce8x8(const __m256i *v)
 	                        _mm256_permute2x128_si256(q0, q1, 0x21));
 }
 
-/* Four vectors p[i] = [blk 2i: 4 partials | blk 2i+1: 4 partials] -> the 8
- * block sums in block order. */
-INLINE __m256i reduce4x8(const __m256i *p)
-{
-	__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-	/* h = [b0 b2 b4 b6 | b1 b3 b5 b7] */
-	return _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
 /* |w| of blocks b..b+7 of a Q8_0 row (as unsigned bytes: |-128| = 128),
  * computed once for the T activations. */
 INLINE void q8_abs(const int8_t *wq, __m256i *aw)
@@ -226,8 +217,12 @@ INLINE void q4_unpack(const uint8_t *wq, __m256i *nib)
 	}
 }
 
-/* Exact int32 sums of 8 Q4_0 blocks without the -8 offset: maddubs(nibble,
- * x) pairs (<= 2*15*127), low + high in int16 (<= 7620), madd with 1s. */
+/* Exact int32 sums of 8 Q4_0 blocks without the -8 offset, in the order
+ * [b0 b2 b4 b6 | b1 b3 b5 b7]. Per block pair, maddubs(nibble, x) gives
+ * pairs (|.| <= 2*15*128 = 3840), low + high nibbles add in int16 (<= 7680)
+ * to p = [A: 8 | B: 8]; two levels of hadd_epi16 stay exact in int16 (<=
+ * 15360, then <= 30720 < 2^15) and transpose the 4 pairs' vectors into one;
+ * a single madd with 1s widens to the 8 int32 block sums. */
 INLINE __m256i q4_group(const __m256i *nib, const __m256i *xr)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
@@ -235,11 +230,11 @@ INLINE __m256i q4_group(const __m256i *nib, const __m256i *xr)
 
 #pragma GCC unroll 4
 	for (int i = 0; i < 4; i++)
-		p[i] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(nib[2 * i], xr[2 * i]),
-		                                          _mm256_maddubs_epi16(nib[2 * i + 1],
-		                                                               xr[2 * i + 1])),
-		                         ones);
-	return reduce4x8(p);
+		p[i] = _mm256_add_epi16(_mm256_maddubs_epi16(nib[2 * i], xr[2 * i]),
+		                        _mm256_maddubs_epi16(nib[2 * i + 1], xr[2 * i + 1]));
+	/* hadd16(p0, p1) = [b0: 4 | b2: 4 || b1: 4 | b3: 4] (lanes of 128 bits) */
+	__m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(p[0], p[1]), _mm256_hadd_epi16(p[2], p[3]));
+	return _mm256_madd_epi16(h, ones);
 }
 
 /* Scalar block sum for the tail (fewer than 8 blocks left). */
@@ -277,13 +272,16 @@ INLINE void quant_group(const enum coli_dtype dt, const struct qtile *t,
                         const struct coli_act *x, const int T, const int R, int b,
                         __m256 acc[QROWS][QACTS])
 {
-	__m256i xr[QACTS][8];
+	__m256i xr[QACTS][8], qs8[QACTS];
 	__m256 dx[QACTS];
 
 #pragma GCC unroll 4
 	for (int s = 0; s < T; s++) {
-		if (dt == COLI_DTYPE_Q4_0)
+		if (dt == COLI_DTYPE_Q4_0) {
 			q4_xprep(x[s].q + b * 32, xr[s]);
+			qs8[s] = _mm256_slli_epi32(
+			    _mm256_loadu_si256((const __m256i *)(x[s].qsum + b)), 3);
+		}
 
 		dx[s] = _mm256_loadu_ps(x[s].d + b);
 	}
@@ -316,9 +314,9 @@ INLINE void quant_group(const enum coli_dtype dt, const struct qtile *t,
 					q8_abs((const int8_t *)wq, nib);
 				sum = q8_group((const int8_t *)wq, nib, x[s].q + b * 32);
 			} else {
-				__m256i qs8 = _mm256_slli_epi32(
-				    _mm256_loadu_si256((const __m256i *)(x[s].qsum + b)), 3);
-				sum = _mm256_sub_epi32(q4_group(nib, xr[s]), qs8);
+				sum = _mm256_permutevar8x32_epi32(
+				    q4_group(nib, xr[s]), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+				sum = _mm256_sub_epi32(sum, qs8[s]);
 			}
 			acc[i][s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),
 			                            _mm256_mul_ps(dwf, dx[s]), acc[i][s]);
