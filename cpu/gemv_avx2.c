@@ -146,7 +146,6 @@ INLINE void gemv_float(enum coli_dtype dt, const struct coli_mat *w, const float
 #define QROWS 4
 #define QACTS 2
 
-
 /* Eight int32 partial-sum vectors, v[k] = 8 partials of block k (4 per
  * 128-bit half) -> the 8 block sums in block order. The hadds transpose as
  * they add: after two levels q0 = [b0 b1 b2 b3 (low halves) | b0 b1 b2 b3
@@ -154,10 +153,10 @@ INLINE void gemv_float(enum coli_dtype dt, const struct coli_mat *w, const float
  * the halves. */
 INLINE __m256i reduce8x8(const __m256i *v)
 {
-	__m256i q0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]),
-	                               _mm256_hadd_epi32(v[2], v[3]));
-	__m256i q1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]),
-	                               _mm256_hadd_epi32(v[6], v[7]));
+	__m256i q0 =
+	    _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+	__m256i q1 =
+	    _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
 	return _mm256_add_epi32(_mm256_blend_epi32(q0, q1, 0xf0),
 	                        _mm256_permute2x128_si256(q0, q1, 0x21));
 }
@@ -185,7 +184,8 @@ INLINE __m256i q8_group(const int8_t *wq, const __m256i *aw, const int8_t *xq)
 	for (int k = 0; k < 8; k++) {
 		__m256i wv = _mm256_loadu_si256((const __m256i *)(wq + 32 * k));
 		__m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * k));
-		v[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[k], _mm256_sign_epi8(xv, wv)), ones);
+		v[k] =
+		    _mm256_madd_epi16(_mm256_maddubs_epi16(aw[k], _mm256_sign_epi8(xv, wv)), ones);
 	}
 	return reduce8x8(v);
 }
@@ -270,9 +270,8 @@ struct qtile {
  * the reference's fp32 operations lane by lane. The quants (and Q4_0's
  * unpacked nibbles) of a row are loaded once for the T activations; the
  * activations (and Q4_0's rearrangement of them) once for the R rows. */
-INLINE void quant_group(const enum coli_dtype dt, const struct qtile *t,
-                        const struct coli_act *x, const int T, const int R, int b,
-                        __m256 acc[QROWS][QACTS])
+INLINE void quant_group(const enum coli_dtype dt, const struct qtile *t, const struct coli_act *x,
+                        const int T, const int R, int b, __m256 acc[QROWS][QACTS])
 {
 	__m256i xr[QACTS][8], qs8[QACTS];
 	__m256 dx[QACTS];
@@ -317,7 +316,8 @@ INLINE void quant_group(const enum coli_dtype dt, const struct qtile *t,
 				sum = q8_group((const int8_t *)wq, nib, x[s].q + b * 32);
 			} else {
 				sum = _mm256_permutevar8x32_epi32(
-				    q4_group(nib, xr[s]), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+				    q4_group(nib, xr[s]),
+				    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 				sum = _mm256_sub_epi32(sum, qs8[s]);
 			}
 			acc[i][s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),
@@ -328,9 +328,8 @@ INLINE void quant_group(const enum coli_dtype dt, const struct qtile *t,
 
 /* Y[s][i] = rows r..r+R of a quantized matrix against activations x[0..T),
  * y at row r of activation 0, ldy between activations. */
-INLINE void quant_tile(const enum coli_dtype dt, const struct coli_mat *w,
-                       const struct coli_act *x, const int T, float *y, size_t ldy, int r,
-                       const int R)
+INLINE void quant_tile(const enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       const int T, float *y, size_t ldy, int r, const int R)
 {
 	const int nb = w->cols / COLI_QBLOCK;
 	struct qtile t;
@@ -412,26 +411,27 @@ INLINE void quant_tile_any(const enum coli_dtype dt, const struct coli_mat *w,
 
 /* Rows [row0, row1) x S activations: each group of QROWS rows is read from
  * memory once and then serves all S activations from L1, QACTS at a time. */
-INLINE void gemm_quant(const enum coli_dtype dt, const struct coli_mat *w,
-                       const struct coli_act *x, int S, float *y, size_t ldy, int row0, int row1)
+INLINE void gemm_quant(const enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       int S, float *y, size_t ldy, int row0, int row1)
 {
 	for (int r = row0; r < row1; r += QROWS) {
 		int R = row1 - r < QROWS ? row1 - r : QROWS;
 		for (int s = 0; s < S; s += QACTS) {
 			int T = S - s < QACTS ? S - s : QACTS;
-			quant_tile_any(dt, w, x + s, T, y + (size_t)s * ldy + (r - row0), ldy, r, R);
+			quant_tile_any(dt, w, x + s, T, y + (size_t)s * ldy + (r - row0), ldy, r,
+			               R);
 		}
 	}
 }
 
-static void gemm_q8(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
-                    size_t ldy, int row0, int row1)
+static void gemm_q8(const struct coli_mat *w, const struct coli_act *x, int S, float *y, size_t ldy,
+                    int row0, int row1)
 {
 	gemm_quant(COLI_DTYPE_Q8_0, w, x, S, y, ldy, row0, row1);
 }
 
-static void gemm_q4(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
-                    size_t ldy, int row0, int row1)
+static void gemm_q4(const struct coli_mat *w, const struct coli_act *x, int S, float *y, size_t ldy,
+                    int row0, int row1)
 {
 	gemm_quant(COLI_DTYPE_Q4_0, w, x, S, y, ldy, row0, row1);
 }

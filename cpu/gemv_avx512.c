@@ -210,9 +210,8 @@ INLINE __m512 scale_fma(__m512i s, const uint16_t *dw, const float *dx, int nblk
 /* Blocks b..b+n-1 (n 1..16) of the tile into acc[i][s]: the rows' quants
  * come from memory once, the other activations find them in L1. */
 INLINE void quant_group(const enum coli_dtype dt, const uint8_t *const *wrow,
-                        const uint16_t *const *dw, size_t bpb, size_t pf,
-                        const struct coli_act *x, const int T, const int R, int b, int n,
-                        __m512 acc[QROWS][QACTS])
+                        const uint16_t *const *dw, size_t bpb, size_t pf, const struct coli_act *x,
+                        const int T, const int R, int b, int n, __m512 acc[QROWS][QACTS])
 {
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++) {
@@ -234,9 +233,8 @@ INLINE void quant_group(const enum coli_dtype dt, const uint8_t *const *wrow,
 
 /* Y[s][i] = rows r..r+R against activations x[0..T); y at row r of
  * activation 0, ldy between activations. */
-INLINE void quant_tile(const enum coli_dtype dt, const struct coli_mat *w,
-                       const struct coli_act *x, const int T, float *y, size_t ldy, int r,
-                       const int R)
+INLINE void quant_tile(const enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       const int T, float *y, size_t ldy, int r, const int R)
 {
 	const int nb = w->cols / COLI_QBLOCK, nb16 = nb & ~15;
 	const size_t bpb = dt == COLI_DTYPE_Q8_0 ? 32 : 16;
@@ -305,26 +303,27 @@ INLINE void quant_tile_any(const enum coli_dtype dt, const struct coli_mat *w,
 
 /* Rows [row0, row1) x S activations: each group of QROWS rows is read from
  * memory once and then serves all S activations from L1, QACTS at a time. */
-INLINE void gemm_quant(const enum coli_dtype dt, const struct coli_mat *w,
-                       const struct coli_act *x, int S, float *y, size_t ldy, int row0, int row1)
+INLINE void gemm_quant(const enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       int S, float *y, size_t ldy, int row0, int row1)
 {
 	for (int r = row0; r < row1; r += QROWS) {
 		int R = row1 - r < QROWS ? row1 - r : QROWS;
 		for (int s = 0; s < S; s += QACTS) {
 			int T = S - s < QACTS ? S - s : QACTS;
-			quant_tile_any(dt, w, x + s, T, y + (size_t)s * ldy + (r - row0), ldy, r, R);
+			quant_tile_any(dt, w, x + s, T, y + (size_t)s * ldy + (r - row0), ldy, r,
+			               R);
 		}
 	}
 }
 
-static void gemm_q8(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
-                    size_t ldy, int row0, int row1)
+static void gemm_q8(const struct coli_mat *w, const struct coli_act *x, int S, float *y, size_t ldy,
+                    int row0, int row1)
 {
 	gemm_quant(COLI_DTYPE_Q8_0, w, x, S, y, ldy, row0, row1);
 }
 
-static void gemm_q4(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
-                    size_t ldy, int row0, int row1)
+static void gemm_q4(const struct coli_mat *w, const struct coli_act *x, int S, float *y, size_t ldy,
+                    int row0, int row1)
 {
 	gemm_quant(COLI_DTYPE_Q4_0, w, x, S, y, ldy, row0, row1);
 }

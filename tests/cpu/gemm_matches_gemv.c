@@ -1,7 +1,7 @@
 /*
  * tests/cpu/gemm_matches_gemv.c — coli_gemm (S activation vectors) returns, for
- * every s, exactly coli_gemv's bits (checked against coli_gemv_ref directly), on every ISA this CPU has, for S = 1..8,
- * 13 and 33 (full and partial tiles of activations), K with and without a
+ * every s, exactly coli_gemv's bits (checked against coli_gemv_ref directly), on every ISA this CPU
+ * has, for S = 1..8, 13 and 33 (full and partial tiles of activations), K with and without a
  * trailing group of fewer than 8 or 16 blocks, row counts and sub-range starts
  * that are not multiples of the row tile, a row stride larger than the row
  * count; the pool-split forms (coli_gemv_mt / coli_gemm_mt) too. Every
