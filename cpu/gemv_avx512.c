@@ -28,6 +28,12 @@
  *   3. acc = fmadd((float)s, fp16->f32(dw) * dx, acc) — the reference's fp32
  *      operations, lane by lane.
  *
+ * The quantized work is cut into tiles of R rows (4, or 1 for leftovers) x T
+ * activations (1..4; coli_gemv is T = 1), as in gemv_avx2.c: coli_gemm walks
+ * row tiles outermost so a tile's rows, read from memory once, stay in L1
+ * while all S activations pass over them, and each row prefetches the same
+ * position one tile ahead.
+ *
  * A trailing group of fewer than 16 blocks uses masked loads (zeros past the
  * end) and a masked fmadd that leaves the unused lanes untouched, exactly like
  * the reference, which never visits them. Everything in int32 is exact, so
@@ -195,39 +201,131 @@ INLINE __m512 scale_fma(__m512i s, const uint16_t *dw, const float *dx, int nblk
 	return _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc, m);
 }
 
-INLINE float quant_row(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
-                       int r)
-{
-	const int nb = w->cols / COLI_QBLOCK, nb16 = nb & ~15;
-	const size_t rb = dt == COLI_DTYPE_Q8_0 ? (size_t)w->cols : (size_t)w->cols / 2;
-	const uint8_t *wrow = (const uint8_t *)w->data + (size_t)r * rb;
-	const uint16_t *dw = w->scales + (size_t)r * nb;
-	__m512 acc = _mm512_setzero_ps();
-	int b = 0;
+/* A tile is R rows (1..QROWS) x T activations (1..QACTS); the R*T zmm
+ * accumulators stay in registers. Prefetch runs one tile ahead (the next R
+ * rows follow these in memory), as in gemv_avx2.c. */
+#define QROWS 4
+#define QACTS 4
 
-	for (; b < nb16; b += 16) {
-		__m512i s =
-		    dt == COLI_DTYPE_Q8_0
-		        ? q8_sums16((const int8_t *)wrow + b * 32, x->q + b * 32, x->qsum + b, 16)
-		        : q4_sums16(wrow + b * 16, x->q + b * 32, x->qsum + b, 16);
-		acc = scale_fma(s, dw + b, x->d + b, 16, acc);
+/* Blocks b..b+n-1 (n 1..16) of the tile into acc[i][s]: the rows' quants
+ * come from memory once, the other activations find them in L1. */
+INLINE void quant_group(const enum coli_dtype dt, const uint8_t *const *wrow,
+                        const uint16_t *const *dw, size_t bpb, size_t pf, const struct coli_act *x,
+                        const int T, const int R, int b, int n, __m512 acc[QROWS][QACTS])
+{
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++) {
+		const uint8_t *wq = wrow[i] + (size_t)b * bpb;
+		const char *p = (const char *)wq + pf;
+#pragma GCC unroll 8
+		for (size_t l = 0; l < 16 * bpb; l += 64)
+			_mm_prefetch(p + l, _MM_HINT_T0);
+#pragma GCC unroll 4
+		for (int s = 0; s < T; s++) {
+			__m512i sum =
+			    dt == COLI_DTYPE_Q8_0
+			        ? q8_sums16((const int8_t *)wq, x[s].q + b * 32, x[s].qsum + b, n)
+			        : q4_sums16(wq, x[s].q + b * 32, x[s].qsum + b, n);
+			acc[i][s] = scale_fma(sum, dw[i] + b, x[s].d + b, n, acc[i][s]);
+		}
 	}
-	if (b < nb) {
-		int n = nb - b;
-		__m512i s =
-		    dt == COLI_DTYPE_Q8_0
-		        ? q8_sums16((const int8_t *)wrow + b * 32, x->q + b * 32, x->qsum + b, n)
-		        : q4_sums16(wrow + b * 16, x->q + b * 32, x->qsum + b, n);
-		acc = scale_fma(s, dw + b, x->d + b, n, acc);
-	}
-	return fold16(acc);
 }
 
-INLINE void gemv_quant(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
-                       float *y, int row0, int row1)
+/* Y[s][i] = rows r..r+R against activations x[0..T); y at row r of
+ * activation 0, ldy between activations. */
+INLINE void quant_tile(const enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       const int T, float *y, size_t ldy, int r, const int R)
 {
-	for (int r = row0; r < row1; r++)
-		y[r - row0] = quant_row(dt, w, x, r);
+	const int nb = w->cols / COLI_QBLOCK, nb16 = nb & ~15;
+	const size_t bpb = dt == COLI_DTYPE_Q8_0 ? 32 : 16;
+	const size_t pf = (size_t)R * nb * bpb;
+	const uint8_t *wrow[QROWS];
+	const uint16_t *dw[QROWS];
+	__m512 acc[QROWS][QACTS];
+	int b = 0;
+
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++) {
+		wrow[i] = (const uint8_t *)w->data + (size_t)(r + i) * nb * bpb;
+		dw[i] = w->scales + (size_t)(r + i) * nb;
+#pragma GCC unroll 4
+		for (int s = 0; s < T; s++)
+			acc[i][s] = _mm512_setzero_ps();
+	}
+	for (; b < nb16; b += 16)
+		quant_group(dt, wrow, dw, bpb, pf, x, T, R, b, 16, acc);
+	if (b < nb)
+		quant_group(dt, wrow, dw, bpb, pf, x, T, R, b, nb - b, acc);
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+		for (int s = 0; s < T; s++)
+			y[(size_t)s * ldy + i] = fold16(acc[i][s]);
+}
+
+/* One tile of R rows (1..QROWS) x T activations (1..QACTS). */
+INLINE void quant_tile_any(const enum coli_dtype dt, const struct coli_mat *w,
+                           const struct coli_act *x, int T, float *y, size_t ldy, int r, int R)
+{
+	if (R == QROWS) {
+		switch (T) {
+		case 1:
+			quant_tile(dt, w, x, 1, y, ldy, r, QROWS);
+			return;
+		case 2:
+			quant_tile(dt, w, x, 2, y, ldy, r, QROWS);
+			return;
+		case 3:
+			quant_tile(dt, w, x, 3, y, ldy, r, QROWS);
+			return;
+		default:
+			quant_tile(dt, w, x, 4, y, ldy, r, QROWS);
+			return;
+		}
+	}
+	for (int i = 0; i < R; i++) {
+		switch (T) {
+		case 1:
+			quant_tile(dt, w, x, 1, y + i, ldy, r + i, 1);
+			break;
+		case 2:
+			quant_tile(dt, w, x, 2, y + i, ldy, r + i, 1);
+			break;
+		case 3:
+			quant_tile(dt, w, x, 3, y + i, ldy, r + i, 1);
+			break;
+		default:
+			quant_tile(dt, w, x, 4, y + i, ldy, r + i, 1);
+			break;
+		}
+	}
+}
+
+/* Rows [row0, row1) x S activations: each group of QROWS rows is read from
+ * memory once and then serves all S activations from L1, QACTS at a time. */
+INLINE void gemm_quant(const enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       int S, float *y, size_t ldy, int row0, int row1)
+{
+	for (int r = row0; r < row1; r += QROWS) {
+		int R = row1 - r < QROWS ? row1 - r : QROWS;
+		for (int s = 0; s < S; s += QACTS) {
+			int T = S - s < QACTS ? S - s : QACTS;
+			quant_tile_any(dt, w, x + s, T, y + (size_t)s * ldy + (r - row0), ldy, r,
+			               R);
+		}
+	}
+}
+
+static void gemm_q8(const struct coli_mat *w, const struct coli_act *x, int S, float *y, size_t ldy,
+                    int row0, int row1)
+{
+	gemm_quant(COLI_DTYPE_Q8_0, w, x, S, y, ldy, row0, row1);
+}
+
+static void gemm_q4(const struct coli_mat *w, const struct coli_act *x, int S, float *y, size_t ldy,
+                    int row0, int row1)
+{
+	gemm_quant(COLI_DTYPE_Q4_0, w, x, S, y, ldy, row0, row1);
 }
 
 /* ---------------- entry points ---------------- */
@@ -246,10 +344,10 @@ void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float 
 		gemv_float(COLI_DTYPE_BF16, w, x->f, y, row0, row1);
 		return;
 	case COLI_DTYPE_Q8_0:
-		gemv_quant(COLI_DTYPE_Q8_0, w, x, y, row0, row1);
+		gemm_q8(w, x, 1, y, 0, row0, row1);
 		return;
 	case COLI_DTYPE_Q4_0:
-		gemv_quant(COLI_DTYPE_Q4_0, w, x, y, row0, row1);
+		gemm_q4(w, x, 1, y, 0, row0, row1);
 		return;
 	}
 }
@@ -258,6 +356,14 @@ void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float 
 void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                       int row0, int row1)
 {
+	if (w->dtype == COLI_DTYPE_Q8_0) {
+		gemm_q8(w, x, S, y, (size_t)ldy, row0, row1);
+		return;
+	}
+	if (w->dtype == COLI_DTYPE_Q4_0) {
+		gemm_q4(w, x, S, y, (size_t)ldy, row0, row1);
+		return;
+	}
 	for (int r = row0; r < row1; r += COLI_GEMM_ROWS) {
 		int r1 = r + COLI_GEMM_ROWS < row1 ? r + COLI_GEMM_ROWS : row1;
 		for (int s = 0; s < S; s++)

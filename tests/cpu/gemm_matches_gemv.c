@@ -1,12 +1,16 @@
 /*
  * tests/cpu/gemm_matches_gemv.c — coli_gemm (S activation vectors) returns, for
- * every s, exactly coli_gemv's bits, on every ISA this CPU has, for S = 1..8
- * and 33, with a row stride larger than the row count and row sub-ranges; the
- * pool-split forms (coli_gemv_mt / coli_gemm_mt) too.
+ * every s, exactly coli_gemv's bits (checked against coli_gemv_ref directly), on every ISA this CPU
+ * has, for S = 1..8, 13 and 33 (full and partial tiles of activations), K with and without a
+ * trailing group of fewer than 8 or 16 blocks, row counts and sub-range starts
+ * that are not multiples of the row tile, a row stride larger than the row
+ * count; the pool-split forms (coli_gemv_mt / coli_gemm_mt) too. Every
+ * (dtype, S) runs with several random shapes.
  */
 #include "helpers.h"
 
-static const int g_S[] = {1, 2, 3, 4, 5, 6, 7, 8, 33};
+static const int g_S[] = {1, 2, 3, 4, 5, 6, 7, 8, 13, 33};
+static const int g_K[] = {32, 64, 96, 288, 544, 768, 2048, 2080};
 
 int main(void)
 {
@@ -26,13 +30,15 @@ int main(void)
 		}
 		int isa_fails = fails;
 		for (int di = 0; di < N_DTYPES; di++) {
-			for (size_t si = 0; si < sizeof(g_S) / sizeof(g_S[0]); si++) {
+			for (size_t ci = 0; ci < 3 * sizeof(g_S) / sizeof(g_S[0]); ci++) {
 				enum coli_dtype dt = g_dtypes[di];
-				int S = g_S[si];
-				int K = (int[]){64, 544, 768, 2048}[rng_u64() % 4];
+				int S = g_S[ci % (sizeof(g_S) / sizeof(g_S[0]))];
+				int K = g_K[rng_u64() % (sizeof(g_K) / sizeof(g_K[0]))];
 				int rows = 1 + (int)(rng_u64() % 70);
 				int ldy = rows + (int)(rng_u64() % 5);
-				int r0 = (int)(rng_u64() % 2) < rows ? (int)(rng_u64() % 2) : 0;
+				int r0 = (int)(rng_u64() % 6);
+				if (r0 >= rows)
+					r0 = 0;
 				struct coli_mat m;
 				void *buf = rand_mat(&m, dt, rows, K, (int)(rng_u64() & 1));
 				struct test_act *t = xmalloc((size_t)S * sizeof(*t));
@@ -49,7 +55,8 @@ int main(void)
 				coli_gemm(&m, acts, S, yg, ldy, r0, rows);
 				for (int s = 0; s < S; s++) {
 					poison(yv, rows);
-					coli_gemv(&m, &acts[s], yv, r0, rows);
+					/* the reference itself: gemm's tiles are not gemv's */
+					coli_gemv_ref(&m, &acts[s], yv, r0, rows);
 					cases++;
 					if (memcmp(yv, yg + (size_t)s * ldy,
 					           (size_t)(rows - r0) * 4)) {
