@@ -209,8 +209,7 @@ static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 
 		for (int j = 0; j < H; j++)
 			F(out)
-			[(size_t)t * H + j] =
-			    F(out)[(size_t)t * H + j] + g * F(y)[(size_t)t * H + j];
+		[(size_t)t * H + j] = F(out)[(size_t)t * H + j] + g * F(y)[(size_t)t * H + j];
 	}
 	return 0;
 }
