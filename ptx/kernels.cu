@@ -47,19 +47,37 @@ static __device__ __forceinline__ float bf16_to_float(unsigned short h)
 	return __uint_as_float((unsigned int)h << 16);
 }
 
-/* ---- Q8_0 ---- */
-extern "C" __global__ void coli_gemv_q8_0(const struct coli_gpu_gemv_job *jobs)
+/* The frame every GEMV kernel shares: job and row from the grid, 16 lanes
+ * per row, accumulators from +0, then the canonical fold and the store. Row
+ * supplies the dtype's lane loop (the units of lane `lane`, ascending). */
+template <class Row>
+static __device__ __forceinline__ void gemv(const struct coli_gpu_gemv_job *jobs)
 {
 	const struct coli_gpu_gemv_job *jb = &jobs[blockIdx.y];
 	const int lane = threadIdx.x & (LANES - 1);
 	const int row = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
-	const int K = jb->K, nb = K / 32, S = jb->S;
 	const bool valid = row < jb->rows;
 	float acc[COLI_GPU_MAX_S];
 
 	for (int s = 0; s < COLI_GPU_MAX_S; s++)
 		acc[s] = 0.0f;
-	if (valid) {
+	if (valid)
+		Row::run(jb, row, lane, acc);
+	/* every lane folds, valid or not: shfl_xor needs the whole warp */
+	for (int s = 0; s < jb->S; s++) {
+		float v = fold16(acc[s]);
+
+		if (valid && lane == 0)
+			jb->y[(size_t)s * jb->ldy + row] = v;
+	}
+}
+
+/* ---- Q8_0 ---- */
+struct RowQ8 {
+	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row,
+	                                           int lane, float *acc)
+	{
+		const int K = jb->K, S = jb->S, nb = K / 32;
 		const signed char *w = (const signed char *)jb->w + (size_t)row * K;
 		const unsigned short *dw = jb->scales + (size_t)row * nb;
 
@@ -86,27 +104,19 @@ extern "C" __global__ void coli_gemv_q8_0(const struct coli_gpu_gemv_job *jobs)
 			}
 		}
 	}
-	for (int s = 0; s < S; s++) {
-		float v = fold16(acc[s]);
+};
 
-		if (valid && lane == 0)
-			jb->y[(size_t)s * jb->ldy + row] = v;
-	}
+extern "C" __global__ void coli_gemv_q8_0(const struct coli_gpu_gemv_job *jobs)
+{
+	gemv<RowQ8>(jobs);
 }
 
 /* ---- Q4_0: byte j of a block holds element j (low nibble) and j+16 (high) ---- */
-extern "C" __global__ void coli_gemv_q4_0(const struct coli_gpu_gemv_job *jobs)
-{
-	const struct coli_gpu_gemv_job *jb = &jobs[blockIdx.y];
-	const int lane = threadIdx.x & (LANES - 1);
-	const int row = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
-	const int K = jb->K, nb = K / 32, S = jb->S;
-	const bool valid = row < jb->rows;
-	float acc[COLI_GPU_MAX_S];
-
-	for (int s = 0; s < COLI_GPU_MAX_S; s++)
-		acc[s] = 0.0f;
-	if (valid) {
+struct RowQ4 {
+	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row,
+	                                           int lane, float *acc)
+	{
+		const int K = jb->K, S = jb->S, nb = K / 32;
 		const unsigned char *w = (const unsigned char *)jb->w + (size_t)row * (K / 2);
 		const unsigned short *dw = jb->scales + (size_t)row * nb;
 
@@ -132,27 +142,19 @@ extern "C" __global__ void coli_gemv_q4_0(const struct coli_gpu_gemv_job *jobs)
 			}
 		}
 	}
-	for (int s = 0; s < S; s++) {
-		float v = fold16(acc[s]);
+};
 
-		if (valid && lane == 0)
-			jb->y[(size_t)s * jb->ldy + row] = v;
-	}
+extern "C" __global__ void coli_gemv_q4_0(const struct coli_gpu_gemv_job *jobs)
+{
+	gemv<RowQ4>(jobs);
 }
 
 /* ---- BF16: unit = element; lane j takes k = j, j+16, ... ---- */
-extern "C" __global__ void coli_gemv_bf16(const struct coli_gpu_gemv_job *jobs)
-{
-	const struct coli_gpu_gemv_job *jb = &jobs[blockIdx.y];
-	const int lane = threadIdx.x & (LANES - 1);
-	const int row = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
-	const int K = jb->K, S = jb->S;
-	const bool valid = row < jb->rows;
-	float acc[COLI_GPU_MAX_S];
-
-	for (int s = 0; s < COLI_GPU_MAX_S; s++)
-		acc[s] = 0.0f;
-	if (valid) {
+struct RowBF16 {
+	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row,
+	                                           int lane, float *acc)
+	{
+		const int K = jb->K, S = jb->S;
 		const unsigned short *w = (const unsigned short *)jb->w + (size_t)row * K;
 
 		for (int k = lane; k < K; k += LANES) {
@@ -162,39 +164,30 @@ extern "C" __global__ void coli_gemv_bf16(const struct coli_gpu_gemv_job *jobs)
 				acc[s] = __fmaf_rn(wf, jb->xf[(size_t)s * K + k], acc[s]);
 		}
 	}
-	for (int s = 0; s < S; s++) {
-		float v = fold16(acc[s]);
+};
 
-		if (valid && lane == 0)
-			jb->y[(size_t)s * jb->ldy + row] = v;
-	}
+extern "C" __global__ void coli_gemv_bf16(const struct coli_gpu_gemv_job *jobs)
+{
+	gemv<RowBF16>(jobs);
 }
 
 /* ---- F32 (routers): unit = element, as bf16 ---- */
-extern "C" __global__ void coli_gemv_f32(const struct coli_gpu_gemv_job *jobs)
-{
-	const struct coli_gpu_gemv_job *jb = &jobs[blockIdx.y];
-	const int lane = threadIdx.x & (LANES - 1);
-	const int row = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
-	const int K = jb->K, S = jb->S;
-	const bool valid = row < jb->rows;
-	float acc[COLI_GPU_MAX_S];
-
-	for (int s = 0; s < COLI_GPU_MAX_S; s++)
-		acc[s] = 0.0f;
-	if (valid) {
+struct RowF32 {
+	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row,
+	                                           int lane, float *acc)
+	{
+		const int K = jb->K, S = jb->S;
 		const float *w = (const float *)jb->w + (size_t)row * K;
 
 		for (int k = lane; k < K; k += LANES)
 			for (int s = 0; s < S; s++)
 				acc[s] = __fmaf_rn(w[k], jb->xf[(size_t)s * K + k], acc[s]);
 	}
-	for (int s = 0; s < S; s++) {
-		float v = fold16(acc[s]);
+};
 
-		if (valid && lane == 0)
-			jb->y[(size_t)s * jb->ldy + row] = v;
-	}
+extern "C" __global__ void coli_gemv_f32(const struct coli_gpu_gemv_job *jobs)
+{
+	gemv<RowF32>(jobs);
 }
 
 /* ---- exp and SwiGLU, step for step as cpu/ops.c ---- */
