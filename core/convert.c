@@ -553,7 +553,7 @@ static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n
 	uint64_t qrow, srow, pieces[2][2]; /* {offset, bytes} */
 	int np = 1, rc;
 
-	rc = coli_quantize_mat(j->dtype, in, (int)n, (int)j->cols, out);
+	rc = coli_quantize_mat_ex(j->dtype, in, (int)n, (int)j->cols, out, COLI_ROUND_MSE);
 	if (rc) {
 		snprintf(v->errbuf, v->errlen,
 		         "%s: tensor '%s' rows %llu..%llu: cannot convert to %s (NaN or Inf in "

@@ -94,6 +94,13 @@ uint16_t coli_f32_to_bf16(float f); /* round to nearest even, NaN kept quiet */
  * the last bit), and d is rounded to fp16 only for storage. Returns -EINVAL
  * on a non-finite input or a bad shape. */
 int coli_quantize_mat(enum coli_dtype t, const float *src, int rows, int cols, void *dst);
+/* The same with a choice of rounding. COLI_ROUND_GGUF is GGUF's reference
+ * (above). COLI_ROUND_MSE (Q4_0 only; Q8_0 and others as GGUF) searches each
+ * block's scale around GGUF's for the least squared error: the blocks are
+ * still plain Q4_0, the error is lower (docs/quant.md). coli convert uses it. */
+enum coli_quant_rounding { COLI_ROUND_GGUF = 0, COLI_ROUND_MSE = 1 };
+int coli_quantize_mat_ex(enum coli_dtype t, const float *src, int rows, int cols, void *dst,
+                         enum coli_quant_rounding rounding);
 /* Dequantize row r of m into out[cols] (any dtype). */
 void coli_mat_row_f32(const struct coli_mat *m, int r, float *out);
 

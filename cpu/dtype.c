@@ -212,7 +212,29 @@ static int quantize_q8_0_row(const float *x, int K, int8_t *q, uint16_t *d)
 	return 0;
 }
 
-static int quantize_q4_0_row(const float *x, int K, uint8_t *q, uint16_t *d)
+/* Squared error of block x[32] stored with scale d (as fp16) and GGUF's
+ * nibble rounding at that scale. */
+static float q4_block_err(const float *x, float d)
+{
+	float dq = coli_fp16_to_f32(coli_f32_to_fp16(d)), id = 1.0f / d, e = 0.0f;
+
+	for (int j = 0; j < COLI_QBLOCK; j++) {
+		int qi = (int)floorf(x[j] * id + 8.5f);
+		float r;
+
+		qi = qi < 0 ? 0 : qi > 15 ? 15 : qi;
+		r = x[j] - dq * (float)(qi - 8);
+		e += r * r;
+	}
+	return e;
+}
+
+/* rounding: COLI_ROUND_GGUF takes GGUF's scale (max / -8); COLI_ROUND_MSE
+ * tries 25 scales from 0.76x to 1.24x of it and keeps the one with the least
+ * squared error. Either way the block is a valid Q4_0 block (value =
+ * d * (nibble - 8)); only the choice of d differs. */
+static int quantize_q4_0_row(const float *x, int K, uint8_t *q, uint16_t *d,
+                             enum coli_quant_rounding rounding)
 {
 	for (int b = 0; b < K / COLI_QBLOCK; b++, x += COLI_QBLOCK, q += COLI_QBLOCK / 2) {
 		float amax = 0.0f, max = 0.0f; /* max: the signed value of largest magnitude */
@@ -224,21 +246,36 @@ static int quantize_q4_0_row(const float *x, int K, uint8_t *q, uint16_t *d)
 				max = x[j];
 			}
 		}
-		const float db = max / -8.0f;
+		float db = max / -8.0f;
+		if (rounding == COLI_ROUND_MSE && db != 0.0f) {
+			float best = db, best_e = q4_block_err(x, db);
+
+			for (int k = -12; k <= 12; k++) {
+				float cand = db * (1.0f + 0.02f * (float)k), err = q4_block_err(x, cand);
+
+				if (err < best_e) {
+					best_e = err;
+					best = cand;
+				}
+			}
+			db = best;
+		}
 		const float id = db != 0.0f ? 1.0f / db : 0.0f;
 		d[b] = coli_f32_to_fp16(db);
 		for (int j = 0; j < COLI_QBLOCK / 2; j++) {
-			/* x*id + 8.5 lies in [0.49, 16.5]: truncation is floor here */
-			int lo = (int)(x[j] * id + 8.5f), hi = (int)(x[j + 16] * id + 8.5f);
-			lo = lo > 15 ? 15 : lo;
-			hi = hi > 15 ? 15 : hi;
+			/* GGUF's scale puts x*id + 8.5 in [0.49, 16.5]; a searched one may
+			 * step outside, so clamp both ends */
+			int lo = (int)floorf(x[j] * id + 8.5f), hi = (int)floorf(x[j + 16] * id + 8.5f);
+			lo = lo > 15 ? 15 : lo < 0 ? 0 : lo;
+			hi = hi > 15 ? 15 : hi < 0 ? 0 : hi;
 			q[j] = (uint8_t)(lo | hi << 4);
 		}
 	}
 	return 0;
 }
 
-int coli_quantize_mat(enum coli_dtype t, const float *src, int rows, int cols, void *dst)
+int coli_quantize_mat_ex(enum coli_dtype t, const float *src, int rows, int cols, void *dst,
+                         enum coli_quant_rounding rounding)
 {
 	struct coli_mat m;
 	int nb = cols / COLI_QBLOCK, err;
@@ -272,13 +309,18 @@ int coli_quantize_mat(enum coli_dtype t, const float *src, int rows, int cols, v
 		for (int r = 0; r < rows; r++) {
 			err = quantize_q4_0_row(src + (size_t)r * cols, cols,
 			                        (uint8_t *)dst + (size_t)r * cols / 2,
-			                        (uint16_t *)m.scales + (size_t)r * nb);
+			                        (uint16_t *)m.scales + (size_t)r * nb, rounding);
 			if (err)
 				return err;
 		}
 		return 0;
 	}
 	return -EINVAL;
+}
+
+int coli_quantize_mat(enum coli_dtype t, const float *src, int rows, int cols, void *dst)
+{
+	return coli_quantize_mat_ex(t, src, rows, cols, dst, COLI_ROUND_GGUF);
 }
 
 void coli_mat_row_f32(const struct coli_mat *m, int r, float *out)
