@@ -42,6 +42,12 @@
  * reference's, lane by lane. A trailing group of fewer than 8 blocks (or 16
  * elements) is finished in scalar code on the stored lanes; the fold is the
  * canonical tree.
+ *
+ * Q4_0 decode (coli_gemv, one activation) has its own path, gemv_q4: the
+ * rearranged activation, 8*qsum and dx are prepared once per call (on the
+ * stack, K <= 16384), the row's lanes stay in q4_group's order (its scales
+ * are shuffled to match instead of permuting the sums), and rows run one at
+ * a time as one sequential, software-prefetched stream.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -474,7 +480,8 @@ static void q4_prep(struct q4_prep *p, const struct coli_act *x, int nb8)
 		__m256i qs = _mm256_loadu_si256((const __m256i *)(x->qsum + b));
 		_mm256_store_si256((__m256i *)(p->qs8 + b),
 		                   _mm256_slli_epi32(_mm256_permutevar8x32_epi32(qs, perm), 3));
-		_mm256_store_ps(p->dx + b, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x->d + b), perm));
+		_mm256_store_ps(p->dx + b,
+		                _mm256_permutevar8x32_ps(_mm256_loadu_ps(x->d + b), perm));
 	}
 }
 
