@@ -22,15 +22,24 @@ ISA_avx512="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
 # target needs it, and then the link says which symbol is missing.
 LIBDIR="$BUILD/fuzz/lib"
 rm -rf "$LIBDIR" && mkdir -p "$LIBDIR"
+JOBS=$(nproc 2>/dev/null || echo 2)
+running=0
 for f in core/*.c mem/*.c io/*.c cpu/*.c ptx/*.c; do
 	[ -f "$f" ] || continue
 	isa=$(basename "$f" .c | sed -n 's/.*_\(avx2\|avx512\)$/\1/p')
 	flags=""
 	[ -n "$isa" ] && eval flags=\$ISA_$isa
 	o="$LIBDIR/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')"
-	$CLANG $CFLAGS $flags -fsanitize=fuzzer-no-link,address,undefined -c "$f" -o "$o" 2>"$o.log" ||
-		echo "fuzz: note: $f does not compile with $CLANG (left out; see $o.log)"
+	# one compile per core at a time
+	($CLANG $CFLAGS $flags -fsanitize=fuzzer-no-link,address,undefined -c "$f" -o "$o" 2>"$o.log" ||
+		echo "fuzz: note: $f does not compile with $CLANG (left out; see $o.log)") &
+	running=$((running + 1))
+	if [ $running -ge "$JOBS" ]; then
+		wait
+		running=0
+	fi
 done
+wait
 ar rcs "$LIBDIR/libcoli-fuzz.a" "$LIBDIR"/*.o
 status=0
 for t in tools/fuzz_*.c; do
