@@ -17,6 +17,7 @@
 #define COLI_CORE_INTERNAL_H
 
 #include <stdio.h>
+#include <time.h>
 
 #include "core/coli.h"
 #include "io/io.h"
@@ -54,8 +55,6 @@ int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t
 struct coli_expert_view {
 	struct coli_mat gate, up, down;
 };
-void coli_model_expert(const struct coli_model *m, int layer, int expert,
-                       struct coli_expert_view *v);
 /* The same view over a copy of the slab at `slab` (a tier slot). */
 void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
                           struct coli_expert_view *v);
@@ -71,11 +70,6 @@ struct coli_actbuf {
 	float *d;      /* [n/32] */
 	int32_t *qsum; /* [n/32] */
 	struct coli_act act;
-};
-
-struct coli_route_stats {
-	uint64_t expert_calls; /* (token, expert) pairs computed */
-	uint64_t expert_bytes; /* slab bytes touched, per token summed */
 };
 
 #define COLI_MAX_DEVS 8
@@ -185,32 +179,40 @@ struct coli_engine {
 	struct coli_dev *devs[COLI_MAX_DEVS];
 	int n_devs;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
-	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */
-	signed char *assign;       /* [n_experts] this layer: device computing it, -1 CPU */
-	unsigned char *streamed;   /* [n_experts] this layer: 1 if copied to the device */
-	int *cand, *cand_n;        /* [n_experts] scratch of assign_experts / cpu_list */
-	int *pair_first, *pair_n;  /* [n_experts] this layer: first pair, pair count */
-	int *need, *redo;          /* [n_experts] experts the host reads; CPU recomputes */
-	const void **slab_ptr;     /* [n_experts] slabs of the acquired chunk */
-	const void **host_slab;    /* [n_experts] RAM slab of a streamed expert */
-	double bw_cpu, bw_stream;  /* cost model: bytes/s of CPU rows and of streaming */
-	struct coli_dense_dev *dd; /* dense part on a device (core/forward_dev.c), or NULL */
-	uint64_t adapt_at;         /* token count of the next VRAM adaptation round */
-	int *hist;                 /* [ctx] token ids in the KV cache, to rebuild it on the
-	                            * CPU if the dense device fails */
-	uint64_t *dev_slab;        /* [n_layers][n_experts]: device address of the slab */
-	struct coli_actbuf *ax;    /* [tmax] over hidden-sized inputs */
-	struct coli_actbuf *ah;    /* [tmax] over inter / attention-sized inputs */
-	struct coli_act *ag;       /* [tmax] gathered activations (struct copies) */
-	float *inv_freq;           /* [head_dim/2] rope frequencies */
-	FILE *trace;               /* ROUTE_TRACE */
-	struct coli_route_stats stats;
+	signed char *where;           /* [n_layers][n_experts]: device index, -1 host */
+	signed char *assign;          /* [n_experts] this layer: device computing it, -1 CPU */
+	unsigned char *streamed;      /* [n_experts] this layer: 1 if copied to the device */
+	int *cand, *cand_n;           /* [n_experts] scratch of assign_experts / cpu_list */
+	int *pair_first, *pair_n;     /* [n_experts] this layer: first pair, pair count */
+	int *need, *redo;             /* [n_experts] experts the host reads; CPU recomputes */
+	const void **slab_ptr;        /* [n_experts] slabs of the acquired chunk */
+	const void **host_slab;       /* [n_experts] RAM slab of a streamed expert */
+	double bw_cpu, bw_stream;     /* cost model: bytes/s of CPU rows and of streaming */
+	struct coli_dense_dev *dd;    /* dense part on a device (core/forward_dev.c), or NULL */
+	uint64_t adapt_at;            /* token count of the next VRAM adaptation round */
+	int *hist;                    /* [ctx] token ids in the KV cache, to rebuild it on the
+	                               * CPU if the dense device fails */
+	uint64_t *dev_slab;           /* [n_layers][n_experts]: device address of the slab */
+	struct coli_actbuf *ax;       /* [tmax] over hidden-sized inputs */
+	struct coli_actbuf *ah;       /* [tmax] over inter / attention-sized inputs */
+	struct coli_act *ag;          /* [tmax] gathered activations (struct copies) */
+	float *inv_freq;              /* [head_dim/2] rope frequencies */
+	FILE *trace;                  /* ROUTE_TRACE */
 	struct coli_engine_stats est; /* cumulative, see coli_engine_stats */
 	size_t scratch_bytes;         /* what scratch_alloc took, for the budget */
 	int numa_node;                /* resolved --numa-bind */
 	struct coli_tiers *tiers;     /* expert slots, streamer, heat */
 	char errmsg[512];             /* why the last forward failed */
 };
+
+/* Monotonic seconds, for the engine's timers. */
+static inline double coli_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* forward_dev.c: the dense part on device dev (uploaded once at open). */
 int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, size_t errlen);

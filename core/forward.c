@@ -141,19 +141,11 @@ static void embed(struct coli_engine *e, const int *ids, int T)
 		coli_mat_row_f32(&e->m.tok_embd, ids[t], e->x + (size_t)t * e->m.cfg.hidden);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	int H = c->hidden, pos0 = e->pos;
-	double t0 = now_s(), t1, t2;
+	double t0 = coli_now_s(), t1, t2;
 
 	if (T <= 0 || T > e->tmax)
 		return -EINVAL;
@@ -165,9 +157,9 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 			return -EINVAL;
 	embed(e, ids, T);
 	for (int l = 0; l < c->n_layers; l++) {
-		t1 = now_s();
+		t1 = coli_now_s();
 		attention(e, l, T, pos0);
-		t2 = now_s();
+		t2 = coli_now_s();
 		e->est.attention_s += t2 - t1;
 		for (int t = 0; t < T; t++)
 			coli_rmsnorm(e->x + (size_t)t * H, e->m.layers[l].ffn_norm,
@@ -181,7 +173,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 		} else {
 			coli_mlp_dense(e, l, T, e->mlp);
 		}
-		t1 = now_s();
+		t1 = coli_now_s();
 		*(e->m.layers[l].moe ? &e->est.moe_s : &e->est.dense_mlp_s) += t1 - t2;
 		for (size_t i = 0; i < (size_t)T * H; i++)
 			e->x[i] += e->mlp[i];
@@ -189,7 +181,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 	e->pos += T;
 	e->est.tokens += T;
 	coli_tiers_tokens(e, T);
-	t1 = now_s();
+	t1 = coli_now_s();
 	if (logits) {
 		int r0 = all_logits ? 0 : T - 1, n = T - r0;
 
@@ -199,7 +191,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 		prep(e->ax, e->xn, n, H);
 		matmul(e, &e->m.lm_head, e->ax, n, logits);
 	}
-	t2 = now_s();
+	t2 = coli_now_s();
 	e->est.lm_head_s += t2 - t1;
 	e->est.forward_s += t2 - t0;
 	return 0;

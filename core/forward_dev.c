@@ -215,7 +215,9 @@ void coli_dense_dev_close(struct coli_engine *e)
 	e->dd = NULL;
 }
 
-/* Quantize rows of x [T][K] into aq/ad/aqs when m is quantized. */
+/* Quantize rows of x [T][K] into aq/ad/aqs when m is quantized. Once per
+ * input: every matrix that reads x after it (q, k and v; gate and up) uses
+ * the same quantized rows. */
 static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T)
 {
 	if (!coli_dtype_is_quant(m->dtype))
@@ -223,15 +225,13 @@ static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 	return coli_dev_act_quantize(dd->dev, x, dd->aq, dd->ad, dd->aqs, T * m->cols / 32);
 }
 
-/* y[T][ldy] = m . x[T][K]: jobs of up to COLI_GPU_MAX_S tokens. prep() first
- * for quantized matrices (the quantized activations are in aq/ad/aqs). */
+/* y[T][ldy] = m . x[T][K]: jobs of up to COLI_GPU_MAX_S tokens. A quantized
+ * matrix reads x's quantized rows from aq/ad/aqs: prep(x) must come first. */
 static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T, uint64_t y,
                 int ldy)
 {
-	int K = m->cols, nj = 0, rc = prep(dd, m, x, T);
+	int K = m->cols, nj = 0;
 
-	if (rc)
-		return rc;
 	for (int t = 0; t < T; t += COLI_GPU_MAX_S) {
 		struct coli_gpu_gemv_job *j = &dd->jobs[nj++];
 
@@ -256,9 +256,11 @@ static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const stru
 {
 	int I = gate->rows, rc;
 
-	rc = gemm(dd, gate, x, T, dd->g, I);
+	rc = prep(dd, gate, x, T);
+	rc = rc ? rc : gemm(dd, gate, x, T, dd->g, I);
 	rc = rc ? rc : gemm(dd, up, x, T, dd->u, I);
 	rc = rc ? rc : coli_dev_silu_mul(dd->dev, dd->g, dd->u, dd->h, T * I);
+	rc = rc ? rc : prep(dd, down, dd->h, T);
 	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
 	return rc;
 }
@@ -274,6 +276,7 @@ static int attention(struct coli_engine *e, int l, int T, int pos0)
 	uint64_t vc = dd->vcache + ((size_t)l * e->ctx) * kvd * 4;
 
 	rc = coli_dev_rmsnorm(dd->dev, dd->x, D->attn_norm, dd->xn, T, H, c->norm_eps);
+	rc = rc ? rc : prep(dd, &D->q, dd->xn, T);
 	rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
 	rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
 	rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
@@ -301,6 +304,7 @@ static int attention(struct coli_engine *e, int l, int T, int pos0)
 	rc = rc ? rc
 	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, nh, nkv, hd,
 	                             1.0f / sqrtf((float)hd));
+	rc = rc ? rc : prep(dd, &D->o, dd->att, T);
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->proj, T * H);
 	return rc;
@@ -313,7 +317,8 @@ static int moe(struct coli_engine *e, int l, int T)
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, E = c->n_experts, rc;
 
-	rc = gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
+	rc = prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
+	rc = rc ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
 	rc = rc ? rc : coli_dev_download_async(dd->dev, e->rlog, dd->rlog, sizeof(float) * T * E);
 	rc = rc ? rc : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
 	rc = rc ? rc : coli_dev_sync(dd->dev);
@@ -337,6 +342,7 @@ static int moe(struct coli_engine *e, int l, int T)
 	                                  H);
 	if (!rc && c->shared_inter) {
 		rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, T, dd->shy);
+		rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
 		rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
 		rc = rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, H);
 	}
@@ -380,6 +386,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 
 		rc = coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm, dd->xn, n,
 		                      H, c->norm_eps);
+		rc = rc ? rc : prep(dd, &dd->lm_head, dd->xn, n);
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, dd->logits, c->vocab);
 		rc = rc ? rc
 		        : coli_dev_download_async(dd->dev, logits, dd->logits,

@@ -11,14 +11,6 @@
 
 #include "core/core_internal.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int is_eos(const struct coli_model_config *c, int id)
 {
 	for (int i = 0; i < c->n_eos; i++)
@@ -32,6 +24,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_detok dt;
+	struct coli_engine_stats e0;
 	float *logits;
 	char *text = NULL;
 	size_t cap = 0;
@@ -53,11 +46,11 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 		return -ENOMEM;
 	}
 	coli_engine_reset(e);
-	e->stats = (struct coli_route_stats){0};
+	e0 = e->est; /* the generation's expert counts are differences of these */
 	coli_detok_init(&dt);
-	t0 = now_s();
+	t0 = coli_now_s();
 	rc = coli_engine_forward(e, prompt, n_prompt, logits, 0);
-	t1 = now_s();
+	t1 = coli_now_s();
 	st->prefill_s = t1 - t0;
 	for (int i = 0; !rc && i < max_new; i++) {
 		int n;
@@ -82,9 +75,11 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 		if (n > 0)
 			cb(arg, -1, text, (size_t)n);
 	}
-	st->decode_s = now_s() - t1;
-	st->expert_calls = e->stats.expert_calls;
-	st->expert_bytes = e->stats.expert_bytes;
+	st->decode_s = coli_now_s() - t1;
+	st->expert_calls = e->est.expert_uses - e0.expert_uses;
+	st->expert_bytes = 0;
+	for (int x = 0; x < COLI_TIER_N; x++)
+		st->expert_bytes += e->est.bytes[x] - e0.bytes[x];
 	free(logits);
 	free(text);
 	return rc;

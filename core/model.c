@@ -168,19 +168,6 @@ int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t
 	return rc;
 }
 
-void coli_model_expert(const struct coli_model *m, int layer, int expert,
-                       struct coli_expert_view *v)
-{
-	int li = m->layers[layer].xl;
-	const struct coli_expert_layer *xl = coli_io_container_expert_layer(m->c, li);
-	const char *slab = coli_io_container_slab_data(m->c, li, (uint32_t)expert);
-	int H = (int)xl->hidden, I = (int)xl->inter;
-
-	coli_mat_view(&v->gate, xl->dtype, I, H, slab + xl->gate_off);
-	coli_mat_view(&v->up, xl->dtype, I, H, slab + xl->up_off);
-	coli_mat_view(&v->down, xl->dtype, H, I, slab + xl->down_off);
-}
-
 void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
                           struct coli_expert_view *v)
 {

@@ -178,14 +178,6 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 	return bytes;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Who computes each routed expert of layer l: the device holding it in VRAM;
  * else, for RAM-tier experts, the cost model splits them between the CPU and
  * streaming to a device so both finish together:
@@ -196,13 +188,13 @@ static void assign_experts(struct coli_engine *e, int l)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	int E = c->n_experts, n_cand = 0, k, slots_left[COLI_MAX_DEVS], d_next = 0;
-	int *cand = e->cand, *cnt = e->cand_n;
+	int *cand = e->cand;
+	const int *cnt = e->pair_n; /* tokens per expert, from plan_pairs */
 
+	if (E <= 0) /* the config guarantees >= 1; this tells the compiler too */
+		return;
 	memset(e->assign, -1, (size_t)E);
 	memset(e->streamed, 0, (size_t)E);
-	memset(cnt, 0, sizeof(int) * E);
-	for (int p = 0; p < e->n_pairs; p++)
-		cnt[e->pair_expert[p]]++;
 	for (int ex = 0; ex < E; ex++) {
 		int d = e->where ? e->where[(size_t)l * E + ex] : -1;
 
@@ -261,18 +253,16 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	int issued[COLI_MAX_DEVS] = {0}, took[COLI_MAX_DEVS] = {0};
 	int *need = e->need, *redo = e->redo, n_need = 0, n_redo = 0, n_stream = 0, pinned = 0;
 	int lookahead_done = 0, rc = 0, first_rest;
-	double t_cpu, t0 = now_s(), t_take;
+	double t_cpu, t0 = coli_now_s(), t_take;
 	int64_t cpu_bytes = 0, r;
 
 	route_select(e, l, T);
 	plan_pairs(e, T);
 	assign_experts(e, l);
-	e->stats.expert_calls += e->n_pairs;
 	e->est.expert_uses += e->n_pairs;
 	for (int ex = 0; ex < c->n_experts; ex++) {
 		if (!e->pair_n[ex])
 			continue;
-		e->stats.expert_bytes += xl->slab_bytes;
 		if (e->assign[ex] >= 0 && !e->streamed[ex]) /* VRAM: the tiers never see it */
 			coli_tiers_count(e, l, ex, e->pair_n[ex]);
 		if (e->assign[ex] < 0 || e->streamed[ex])
@@ -312,7 +302,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		for (int d = 0; d < e->n_devs; d++)
 			took[d] = !issued[d] ? -1 : coli_moe_dev_take(e, l, d) == 0 ? 1 : -1;
 	/* CPU rows, while the devices work: the pinned chunk first, then the rest */
-	t_cpu = now_s();
+	t_cpu = coli_now_s();
 	e->est.moe_issue_s += t_cpu - t0;
 	for (int j = 0; j < pinned; j++)
 		if (e->assign[need[j]] < 0) {
@@ -337,12 +327,12 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			cpu_bytes += r;
 	}
 	if (cpu_bytes && e->n_devs) {
-		double bw = cpu_bytes / (now_s() - t_cpu + 1e-9);
+		double bw = cpu_bytes / (coli_now_s() - t_cpu + 1e-9);
 
 		e->bw_cpu = e->bw_cpu > 0 ? 0.8 * e->bw_cpu + 0.2 * bw : bw;
 	}
 	/* take: a device failing now has its experts recomputed on the CPU */
-	t_take = now_s();
+	t_take = coli_now_s();
 	e->est.moe_cpu_s += t_take - t_cpu;
 	for (int d = 0; d < e->n_devs; d++) {
 		int failed = took[d] ? took[d] < 0 : !issued[d] || coli_moe_dev_take(e, l, d) != 0;
@@ -351,7 +341,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			if (e->pair_n[ex] && e->assign[ex] == d)
 				redo[n_redo++] = ex;
 	}
-	e->est.moe_take_s += now_s() - t_take;
+	e->est.moe_take_s += coli_now_s() - t_take;
 	if (pinned)
 		coli_tiers_release(e);
 	if (!rc && n_redo) {

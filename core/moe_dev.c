@@ -42,14 +42,6 @@
 
 #define RESERVE_BYTES ((size_t)512 << 20) /* left free on a device when no budget is given */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static size_t quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
 {
 	return t == COLI_DTYPE_Q8_0 ? rows * K : t == COLI_DTYPE_Q4_0 ? rows * K / 2 : 0;
@@ -141,11 +133,11 @@ static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
 		return -ENOMEM;
 	coli_mem_register(tmp, v->stage_bytes, COLI_MEM_NODE_ANY);
 	for (int i = 0; i < 3; i++) {
-		double t0 = now_s();
+		double t0 = coli_now_s();
 
 		if (coli_dev_upload(v->dev, v->stage, tmp, v->stage_bytes) == 0 &&
-		    now_s() - t0 < t_best)
-			t_best = now_s() - t0;
+		    coli_now_s() - t0 < t_best)
+			t_best = coli_now_s() - t0;
 	}
 	coli_mem_unregister(tmp);
 	coli_mem_free(tmp, v->stage_bytes);
@@ -302,7 +294,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	struct coli_gpu_gemv_job *jobs = v->jobs;
 
 	int n_streamed = 0;
-	double t_start = now_s();
+	double t_start = coli_now_s();
 
 	v->n_runs = 0;
 	v->streamed_bytes = 0;
@@ -433,14 +425,14 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 
 	if (!v->P)
 		return 0;
-	t0 = now_s();
+	t0 = coli_now_s();
 	rc = coli_dev_sync(v->dev);
 	if (rc)
 		return rc;
 	/* recalibrate only when the device was the critical path: then the time
 	 * from issue to now is the device's (copies + compute) */
-	if (v->streamed_bytes && now_s() - t0 > 50e-6) {
-		double bw = v->streamed_bytes / (now_s() - v->t_issue);
+	if (v->streamed_bytes && coli_now_s() - t0 > 50e-6) {
+		double bw = v->streamed_bytes / (coli_now_s() - v->t_issue);
 
 		e->bw_stream = e->bw_stream > 0 ? 0.8 * e->bw_stream + 0.2 * bw : bw;
 	}

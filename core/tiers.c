@@ -97,14 +97,6 @@ struct coli_tiers {
 	size_t dense_bytes;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static float score_now(const struct coli_tiers *t, const struct texp *x)
 {
 	if (x->score == 0 || t->tokens == x->last)
@@ -318,7 +310,7 @@ int coli_tiers_wait(struct coli_engine *e)
 			continue;
 		t->s[i].state = SL_LOADING;
 		if (!t0)
-			t0 = now_s();
+			t0 = coli_now_s();
 		r = settle(t, i, 1, &e->est);
 		if (r && !rc) {
 			rc = r;
@@ -326,7 +318,7 @@ int coli_tiers_wait(struct coli_engine *e)
 		}
 	}
 	if (t0)
-		e->est.disk_wait_s += now_s() - t0;
+		e->est.disk_wait_s += coli_now_s() - t0;
 	return rc;
 }
 
