@@ -268,6 +268,10 @@ struct coli_gen_stats {
 	double prefill_s, decode_s;
 	int stopped_eos;
 	uint64_t expert_calls, expert_bytes;
+	/* the MoE overlap window over the decode steps only (see
+	 * coli_engine_stats.moe_*_s), and how many forward calls they were */
+	double decode_issue_s, decode_plan_s, decode_slabs_s, decode_cpu_s, decode_take_s;
+	int decode_steps;
 };
 /* Called for every generated token with its decoded UTF-8 text (complete
  * characters only; may be empty). Return nonzero to stop. */
@@ -299,6 +303,7 @@ struct coli_engine_stats {
 	/* the MoE overlap window (COLI_CUDA_PROFILE): plan + pack + issue to the
 	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */
 	double moe_issue_s, moe_cpu_s, moe_take_s;
+	double moe_plan_s, moe_slabs_s; /* inside pack+issue: route+plan, pinning host slabs */
 	uint64_t vram_swaps; /* experts swapped into VRAM between tokens */
 	/* wall time per phase of the forward pass (core/forward.c), for coli
 	 * bench's split; other = forward_s minus the four phases (embedding,

@@ -85,6 +85,10 @@ struct coli_dev_slot {
 	uint64_t g, u, h;         /* [P][I] f32 */
 	uint64_t hq, hd, hqs;     /* h quantized */
 	uint64_t y;               /* [P][H] expert outputs */
+	/* host staging of the pair activations and outputs: one page-locked region
+	 * (mem/ registers it with every device), so copies are truly asynchronous */
+	void *host;
+	size_t host_bytes;
 	int8_t *sx_q;
 	float *sx_d, *sx_f, *sy;
 	int32_t *sx_s;
@@ -178,6 +182,8 @@ struct coli_engine {
 	/* devices and the VRAM expert tier (core/moe_dev.c) */
 	struct coli_dev *devs[COLI_MAX_DEVS];
 	int n_devs;
+	void *xfer; /* page-locked region holding xn, rlog, ey, pair_token, pair_w */
+	size_t xfer_bytes;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
 	signed char *where;           /* [n_layers][n_experts]: device index, -1 host */
 	signed char *assign;          /* [n_experts] this layer: device computing it, -1 CPU */

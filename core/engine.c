@@ -79,8 +79,32 @@ static int scratch_alloc(struct coli_engine *e)
 #define ALLOC(p, n)                                                                                \
 	((p) = calloc((size_t)(n), sizeof(*(p))), e->scratch_bytes += (size_t)(n) * sizeof(*(p)),  \
 	 (p) ? 0 : -ENOMEM)
+	{
+		/* what crosses to or from a device every layer (normed input, router
+		 * logits, per-pair outputs and lists) lives in one region that mem/
+		 * registers with the devices: an async copy from pageable memory
+		 * first waits for the device's stream to drain */
+		size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
+		size_t sz[] = {(size_t)T * H * 4, (size_t)T * E1 * 4, P * H * 4, P * 4, P * 4};
+		void **dst[] = {(void **)&e->xn, (void **)&e->rlog, (void **)&e->ey,
+		                (void **)&e->pair_token, (void **)&e->pair_w};
+		size_t off = 0;
+
+		for (int i = 0; i < 5; i++)
+			off += (sz[i] + 63) & ~(size_t)63;
+		e->xfer_bytes = off;
+		e->xfer = coli_mem_alloc(off, COLI_MEM_NODE_ANY);
+		if (!e->xfer)
+			return -ENOMEM;
+		e->scratch_bytes += off;
+		coli_mem_register(e->xfer, off, COLI_MEM_NODE_ANY);
+		off = 0;
+		for (int i = 0; i < 5; i++) {
+			*dst[i] = (char *)e->xfer + off;
+			off += (sz[i] + 63) & ~(size_t)63;
+		}
+	}
 	rc = ALLOC(e->x, (size_t)T * H);
-	rc = rc ? rc : ALLOC(e->xn, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->q, (size_t)T * qd);
 	rc = rc ? rc : ALLOC(e->kx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(e->vx, (size_t)T * kvd);
@@ -88,15 +112,11 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->ctx);
 	rc = rc ? rc : ALLOC(e->mlp, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->proj, (size_t)T * H);
-	rc = rc ? rc : ALLOC(e->rlog, (size_t)T * (c->n_experts > 1 ? c->n_experts : 1));
 	rc = rc ? rc : ALLOC(e->sel, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->selw, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->g, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
-	rc = rc ? rc : ALLOC(e->ey, (size_t)T * c->top_k * H);
 	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
-	rc = rc ? rc : ALLOC(e->pair_token, (size_t)T * c->top_k);
-	rc = rc ? rc : ALLOC(e->pair_w, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->assign, c->n_experts);
 	rc = rc ? rc : ALLOC(e->streamed, c->n_experts);
 	rc = rc ? rc : ALLOC(e->cand, c->n_experts);
@@ -242,11 +262,11 @@ void coli_engine_close(coli_engine_t *e)
 	coli_tiers_close(e);
 	coli_mem_free(e->kcache, e->kv_bytes);
 	coli_mem_free(e->vcache, e->kv_bytes);
-	free(e->x), free(e->xn), free(e->q), free(e->kx), free(e->vx), free(e->att);
-	free(e->scores), free(e->mlp), free(e->proj), free(e->rlog), free(e->sel);
-	free(e->selw), free(e->g), free(e->u), free(e->ey), free(e->ag);
+	free(e->x), free(e->q), free(e->kx), free(e->vx), free(e->att);
+	free(e->scores), free(e->mlp), free(e->proj), free(e->sel);
+	free(e->selw), free(e->g), free(e->u), free(e->ag);
 	free(e->inv_freq);
-	free(e->pair_expert), free(e->pair_token), free(e->pair_w);
+	free(e->pair_expert);
 	free(e->assign), free(e->streamed), free(e->cand), free(e->cand_n);
 	free(e->pair_first), free(e->pair_n), free(e->need), free(e->redo);
 	free((void *)e->slab_ptr), free((void *)e->host_slab);
@@ -256,6 +276,10 @@ void coli_engine_close(coli_engine_t *e)
 	free(e->hist);
 	for (int d = 0; d < e->n_devs; d++)
 		coli_dev_close(e->devs[d]);
+	if (e->xfer) { /* after the devices: no live registration left on it */
+		coli_mem_unregister(e->xfer);
+		coli_mem_free(e->xfer, e->xfer_bytes);
+	}
 	actbufs_free(e->ax, e->tmax);
 	actbufs_free(e->ah, e->tmax);
 	if (e->pool)

@@ -24,7 +24,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_detok dt;
-	struct coli_engine_stats e0;
+	struct coli_engine_stats e0, e1;
 	float *logits;
 	char *text = NULL;
 	size_t cap = 0;
@@ -52,6 +52,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	rc = coli_engine_forward(e, prompt, n_prompt, logits, 0);
 	t1 = coli_now_s();
 	st->prefill_s = t1 - t0;
+	e1 = e->est;
 	for (int i = 0; !rc && i < max_new; i++) {
 		int n;
 
@@ -76,6 +77,12 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			cb(arg, -1, text, (size_t)n);
 	}
 	st->decode_s = coli_now_s() - t1;
+	st->decode_issue_s = e->est.moe_issue_s - e1.moe_issue_s;
+	st->decode_plan_s = e->est.moe_plan_s - e1.moe_plan_s;
+	st->decode_slabs_s = e->est.moe_slabs_s - e1.moe_slabs_s;
+	st->decode_cpu_s = e->est.moe_cpu_s - e1.moe_cpu_s;
+	st->decode_take_s = e->est.moe_take_s - e1.moe_take_s;
+	st->decode_steps = (int)(e->est.tokens - e1.tokens);
 	st->expert_calls = e->est.expert_uses - e0.expert_uses;
 	st->expert_bytes = 0;
 	for (int x = 0; x < COLI_TIER_N; x++)

@@ -259,6 +259,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	route_select(e, l, T);
 	plan_pairs(e, T);
 	assign_experts(e, l);
+	e->est.moe_plan_s += coli_now_s() - t0;
 	e->est.expert_uses += e->n_pairs;
 	for (int ex = 0; ex < c->n_experts; ex++) {
 		if (!e->pair_n[ex])
@@ -271,6 +272,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	}
 	/* streamed slabs must be in RAM and pinned until take */
 	if (n_stream) {
+		double t_slabs = coli_now_s();
+
 		for (int j = 0; j < n_need; j++)
 			e->cand_n[j] = e->pair_n[need[j]];
 		pinned = coli_tiers_acquire(e, l, need, e->cand_n, n_need, e->slab_ptr);
@@ -285,6 +288,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		}
 		for (int j = 0; j < pinned; j++)
 			e->host_slab[need[j]] = e->slab_ptr[j];
+		e->est.moe_slabs_s += coli_now_s() - t_slabs;
 		if (pinned < n_need) { /* they do not all fit: this layer streams nothing */
 			for (int j = 0; j < n_need; j++)
 				if (e->streamed[need[j]]) {

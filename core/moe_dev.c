@@ -81,14 +81,29 @@ static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
 #undef A
 	if (rc)
 		return rc;
-	v->sx_q = malloc(P * H);
-	v->sx_d = malloc(P * H / 32 * 4);
-	v->sx_s = malloc(P * H / 32 * 4);
-	v->sx_f = malloc(P * H * 4);
-	v->sy = malloc(P * H * 4);
+	{
+		/* a pageable source or destination would make the async copies wait
+		 * for the stream to drain: the staging is one registered region */
+		size_t sz[] = {P * H, P * H / 32 * 4, P * H / 32 * 4, P * H * 4, P * H * 4}, off = 0;
+		void **dst[] = {(void **)&v->sx_q, (void **)&v->sx_d, (void **)&v->sx_s,
+		                (void **)&v->sx_f, (void **)&v->sy};
+
+		for (int i = 0; i < 5; i++)
+			off += (sz[i] + 63) & ~(size_t)63;
+		v->host_bytes = off;
+		v->host = coli_mem_alloc(off, COLI_MEM_NODE_ANY);
+		if (!v->host)
+			return -ENOMEM;
+		coli_mem_register(v->host, off, COLI_MEM_NODE_ANY); /* unregistered still works */
+		off = 0;
+		for (int i = 0; i < 5; i++) {
+			*dst[i] = (char *)v->host + off;
+			off += (sz[i] + 63) & ~(size_t)63;
+		}
+	}
 	v->jobs = malloc(sizeof(*v->jobs) * (2 * P + 2 * (size_t)c->n_experts + 8));
 	v->runs = malloc(sizeof(*v->runs) * c->n_experts);
-	if (!v->sx_q || !v->sx_d || !v->sx_s || !v->sx_f || !v->sy || !v->jobs || !v->runs)
+	if (!v->jobs || !v->runs)
 		return -ENOMEM;
 	return 0;
 }
@@ -100,7 +115,10 @@ static void free_buffers(struct coli_dev_slot *v)
 
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		coli_dev_free(v->dev, *bufs[i]);
-	free(v->sx_q), free(v->sx_d), free(v->sx_s), free(v->sx_f), free(v->sy);
+	if (v->host) {
+		coli_mem_unregister(v->host);
+		coli_mem_free(v->host, v->host_bytes);
+	}
 	free(v->jobs), free(v->runs);
 }
 

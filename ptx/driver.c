@@ -50,6 +50,8 @@ static int resolve(void *h)
 	    S(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
 	    S(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
 	    S(MemsetD8, "cuMemsetD8_v2"),
+	    S(MemHostAlloc, "cuMemHostAlloc"),
+	    S(MemFreeHost, "cuMemFreeHost"),
 	    S(MemHostRegister, "cuMemHostRegister_v2"),
 	    S(MemHostUnregister, "cuMemHostUnregister"),
 	    S(StreamCreate, "cuStreamCreate"),

@@ -93,9 +93,13 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 		rc = coli_cu_check(cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING),
 		                   "cuStreamCreate");
 	if (!rc)
-		rc = coli_cu_check(
-		    cu->MemAlloc(&g->jobs, sizeof(struct coli_gpu_gemv_job) * MAX_JOBS),
-		    "cuMemAlloc(job table)");
+		rc = coli_cu_check(cu->MemAlloc(&g->ring_dev, JOB_RING), "cuMemAlloc(job ring)");
+	if (!rc)
+		rc = coli_cu_check(cu->MemHostAlloc((void **)&g->ring_host, JOB_RING, 0),
+		                   "cuMemHostAlloc(job ring)");
+	for (int i = 0; !rc && i < JOB_SEGS; i++)
+		rc = coli_cu_check(cu->EventCreate(&g->ring_left[i], CU_EVENT_DISABLE_TIMING),
+		                   "cuEventCreate");
 	for (int i = 0; !rc && i < N_MARKS; i++)
 		rc =
 		    coli_cu_check(cu->EventCreate(&g->marks[i], CU_EVENT_DEFAULT), "cuEventCreate");
@@ -120,8 +124,13 @@ void coli_gpu_close(coli_gpu_t *g)
 		for (int i = 0; i < N_MARKS; i++)
 			if (g->marks[i])
 				g->cu->EventDestroy(g->marks[i]);
-		if (g->jobs)
-			g->cu->MemFree(g->jobs);
+		for (int i = 0; i < JOB_SEGS; i++)
+			if (g->ring_left[i])
+				g->cu->EventDestroy(g->ring_left[i]);
+		if (g->ring_dev)
+			g->cu->MemFree(g->ring_dev);
+		if (g->ring_host)
+			g->cu->MemFreeHost(g->ring_host);
 		if (g->stream)
 			g->cu->StreamDestroy(g->stream);
 		if (g->mod)
@@ -221,9 +230,40 @@ void coli_gpu_host_unregister(coli_gpu_t *g, void *p)
 		g->cu->MemHostUnregister(p);
 }
 
+/* A launch's job table travels through a ring of page-locked host memory:
+ * copied from pageable memory, cuMemcpyHtoDAsync would first wait for the
+ * stream to drain (CUDA's rule for pageable sources) and every grouped launch
+ * would stall the host until the device is idle. Each table takes the next
+ * bytes of the ring; entering a segment waits for the event recorded when the
+ * stream last left it, so a table is never rewritten while its copy is still
+ * queued. Returns the table's device address in *dptr. */
+int coli_gpu_job_table(coli_gpu_t *g, const void *jobs, size_t bytes, uint64_t *dptr)
+{
+	const size_t seg = JOB_RING / JOB_SEGS;
+	size_t at = g->ring_off;
+
+	if (bytes > seg)
+		return -E2BIG;
+	CUR(g);
+	if (at % seg + bytes > seg) { /* leave this segment for the next one */
+		size_t next = (at / seg + 1) % JOB_SEGS;
+
+		CK(g->cu->EventRecord(g->ring_left[at / seg], g->stream), "cuEventRecord");
+		CK(g->cu->EventSynchronize(g->ring_left[next]), "cuEventSynchronize");
+		at = next * seg;
+	}
+	memcpy(g->ring_host + at, jobs, bytes);
+	CK(g->cu->MemcpyHtoDAsync(g->ring_dev + at, g->ring_host + at, bytes, g->stream),
+	   "cuMemcpyHtoDAsync(job table)");
+	*dptr = g->ring_dev + at;
+	g->ring_off = at + ((bytes + 255) & ~(size_t)255);
+	return 0;
+}
+
 int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
                   int n_jobs)
 {
+	CUdeviceptr table;
 	CUfunction f;
 	int max_rows = 0;
 	void *args[1];
@@ -238,11 +278,15 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 			return -EINVAL;
 		max_rows = jobs[i].rows > max_rows ? jobs[i].rows : max_rows;
 	}
-	CUR(g);
-	/* stream-ordered: the previous launch has read its table before this copy lands */
-	CK(g->cu->MemcpyHtoDAsync(g->jobs, jobs, sizeof(*jobs) * n_jobs, g->stream),
-	   "cuMemcpyHtoDAsync(job table)");
-	args[0] = &g->jobs;
+	{
+		uint64_t t;
+		int rc = coli_gpu_job_table(g, jobs, sizeof(*jobs) * n_jobs, &t);
+
+		if (rc)
+			return rc;
+		table = t;
+	}
+	args[0] = &table;
 	CK(g->cu->LaunchKernel(f, (unsigned)(max_rows + 15) / 16, (unsigned)n_jobs, 1, 256, 1, 1, 0,
 	                       g->stream, args, NULL),
 	   "cuLaunchKernel(gemv)");

@@ -31,6 +31,7 @@ typedef unsigned long long CUdeviceptr;
 #define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID            50
 #define CU_STREAM_NON_BLOCKING                       1
 #define CU_EVENT_DEFAULT                             0
+#define CU_EVENT_DISABLE_TIMING                      2
 #define CU_MEMHOSTREGISTER_PORTABLE                  1
 
 /* The driver entry points, filled by coli_cu_load(). */
@@ -57,6 +58,8 @@ struct coli_cu {
 	CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
 	CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+	CUresult (*MemHostAlloc)(void **, size_t, unsigned int);
+	CUresult (*MemFreeHost)(void *);
 	CUresult (*MemHostRegister)(void *, size_t, unsigned int);
 	CUresult (*MemHostUnregister)(void *);
 	CUresult (*StreamCreate)(CUstream *, unsigned int);
@@ -81,6 +84,8 @@ int coli_cu_check(CUresult r, const char *what);
 
 /* One device (ptx/gpu.c opens it, ptx/gpu_dense.c adds the dense kernels). */
 #define MAX_JOBS   4096 /* GEMV jobs per launch (experts x matrices) */
+#define JOB_RING   ((size_t)4 << 20) /* page-locked ring the job tables travel through */
+#define JOB_SEGS   4
 #define N_MARKS    8
 #define JIT_LOG_SZ 8192
 
@@ -93,7 +98,11 @@ struct coli_gpu {
 	CUfunction f_gemv[10]; /* indexed by enum coli_dtype */
 	CUfunction f_silu, f_actq;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
-	CUdeviceptr jobs; /* struct coli_gpu_gemv_job [MAX_JOBS] */
+	/* job tables: host ring (page-locked) -> device ring, same offsets */
+	unsigned char *ring_host;
+	CUdeviceptr ring_dev;
+	size_t ring_off;
+	CUevent ring_left[JOB_SEGS]; /* recorded when the stream left segment i */
 	CUevent marks[N_MARKS];
 	char name[128];
 };
@@ -111,6 +120,8 @@ struct coli_gpu {
 #define CUR(g) CK((g)->cu->CtxSetCurrent((g)->ctx), "cuCtxSetCurrent")
 
 int coli_gpu_dense_functions(struct coli_gpu *g);
+/* Queue a job table's copy through the page-locked ring (ptx/gpu.c). */
+int coli_gpu_job_table(struct coli_gpu *g, const void *jobs, size_t bytes, uint64_t *dptr);
 
 /* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<name>.cu). */
 extern const char coli_ptx_kernels[];

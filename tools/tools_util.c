@@ -137,17 +137,18 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 	        (unsigned long long)es.prefetch_issued);
 	if (!profile)
 		return;
-	/* the overlap window, per token (--profile, COLI_CUDA_PROFILE=1) */
+	/* the overlap window over the decode steps (--profile, COLI_CUDA_PROFILE=1) */
 	{
-		double n = st->n_prompt + st->n_gen > 0 ? st->n_prompt + st->n_gen : 1;
-		double win = es.moe_issue_s + es.moe_cpu_s + es.moe_take_s;
+		double n = st->decode_steps > 0 ? st->decode_steps : 1;
+		double win = st->decode_issue_s + st->decode_cpu_s + st->decode_take_s;
 
-		fprintf(
-		    stderr,
-		    "coli: overlap window: pack+issue %.3f s | cpu-rows %.3f s | take(sync+acc) "
-		    "%.3f s  (%.2f ms per token; take %.0f%% of the window)\n",
-		    es.moe_issue_s, es.moe_cpu_s, es.moe_take_s, 1e3 * win / n,
-		    win > 0 ? 100.0 * es.moe_take_s / win : 0);
+		fprintf(stderr,
+		        "coli: overlap window per decode token: pack+issue %.3f ms (route %.3f, "
+		        "host slabs %.3f) | cpu-rows %.3f ms | take(sync+acc) %.3f ms = %.3f ms "
+		        "of %.3f ms\n",
+		        1e3 * st->decode_issue_s / n, 1e3 * st->decode_plan_s / n,
+		        1e3 * st->decode_slabs_s / n, 1e3 * st->decode_cpu_s / n,
+		        1e3 * st->decode_take_s / n, 1e3 * win / n, 1e3 * st->decode_s / n);
 		fprintf(
 		    stderr,
 		    "coli: devices: %llu experts streamed, %.3f GB (%.2f GB/s over the decode), "
