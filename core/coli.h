@@ -299,6 +299,8 @@ struct coli_engine_stats {
 	uint64_t h2d_const_bytes; /* host -> device uploads of weights (at placement) */
 	uint64_t stream_experts;  /* RAM-tier expert loads streamed to a device */
 	uint64_t stream_bytes;    /* their slab bytes (part of h2d, per token) */
+	uint64_t stream_prefetched; /* slabs copied a layer ahead on the lookahead's guess */
+	uint64_t stream_staged_hits; /* streamed experts found already staged (no copy) */
 	int dense_on_device;      /* 1: attention, norms, routers, lm_head on a device */
 	/* the MoE overlap window (COLI_CUDA_PROFILE): plan + pack + issue to the
 	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */

@@ -95,13 +95,21 @@ struct coli_dev_slot {
 	struct coli_gpu_gemv_job *jobs;
 	struct dev_run {
 		int expert, pair0, n, row0;
+		int stage;     /* staging slot, -1 for a resident expert */
 		uint64_t slab; /* resident slab or staging slot */
 	} * runs;              /* this layer's experts on the device */
 	int n_runs, P;
-	/* streaming: RAM-tier slabs copied into a VRAM staging ring */
+	/* streaming: RAM-tier slabs copied into VRAM staging slots, a small LRU
+	 * cache tagged (layer, expert); copies run on the device's copy stream */
 	uint64_t stage; /* n_stage slots of stage_bytes */
 	int n_stage;
 	size_t stage_bytes;
+	struct dev_stage {
+		int l, ex;     /* what the slot holds (or is receiving); l = -1: nothing */
+		uint64_t used; /* st_clock of the last layer that used or claimed it */
+		int tslot;     /* RAM slot pinned until a prefetch copy lands, or -1 */
+	} * st;
+	uint64_t st_clock;
 	uint64_t streamed_bytes; /* this layer */
 	double t_issue;          /* when this layer's issue began (s) */
 };
@@ -139,6 +147,12 @@ void coli_tiers_layer_end(struct coli_engine *e, int l);
 /* Lookahead's entry: experts predicted for MoE layer l_next (ascending, mask
  * over n_experts); reads are issued for misses as prefetches. */
 void coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char *mask);
+/* Pin a slab already in RAM for a device copy (NULL if it is not); unpin when
+ * the copy has landed. */
+const void *coli_tiers_pin_ready(struct coli_engine *e, int l, int ex, int *slot);
+void coli_tiers_unpin(struct coli_engine *e, int slot);
+/* Count an access served from a device's staged copy as a RAM-tier hit. */
+void coli_tiers_served_staged(struct coli_engine *e, int l, int ex, int uses);
 /* Heat of expert ex of expert layer xl (accesses, usage file included), and
  * counting accesses served outside the RAM tier (VRAM-resident experts), so
  * the usage file sees every access wherever it was served. */
@@ -182,7 +196,10 @@ struct coli_engine {
 	/* devices and the VRAM expert tier (core/moe_dev.c) */
 	struct coli_dev *devs[COLI_MAX_DEVS];
 	int n_devs;
-	void *xfer; /* page-locked region holding xn, rlog, ey, pair_token, pair_w */
+	unsigned char *pred_mask; /* [n_experts] lookahead's guess for layer pred_l */
+	int pred_l;               /* -1: no guess pending */
+	void *xfer; /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids */
+	int *xids;  /* [tmax] token ids on their way to the dense device */
 	size_t xfer_bytes;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
 	signed char *where;           /* [n_layers][n_experts]: device index, -1 host */
@@ -241,6 +258,9 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
 void coli_moe_dev_release(struct coli_engine *e);
 int coli_moe_dev_issue(struct coli_engine *e, int l, int d);
 int coli_moe_dev_take(struct coli_engine *e, int l, int d);
+int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex);
+int coli_moe_dev_stage_room(struct coli_engine *e, int d);
+void coli_moe_dev_prefetch(struct coli_engine *e);
 /* Between tokens: swap a cold resident expert for a hotter one, per layer,
  * with hysteresis (call after each forward). */
 void coli_moe_dev_adapt(struct coli_engine *e);

@@ -67,6 +67,41 @@ int coli_dev_upload_async(struct coli_dev *d, uint64_t dst, const void *src, siz
 	CHECKED(d->ops->upload_async(d, dst, src, n), "upload");
 }
 
+int coli_dev_stage_init(struct coli_dev *d, int n)
+{
+	CHECKED(d->ops->stage_init(d, n), "staging setup");
+}
+
+int coli_dev_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n)
+{
+	int rc = launch_gate(d);
+
+	if (rc)
+		return rc;
+	CHECKED(d->ops->stage_copy(d, slot, dst, src, n), "staging copy");
+}
+
+int coli_dev_stage_use(struct coli_dev *d, int slot)
+{
+	CHECKED(d->ops->stage_use(d, slot), "staging wait");
+}
+
+int coli_dev_stage_done(struct coli_dev *d, int slot)
+{
+	CHECKED(d->ops->stage_done(d, slot), "staging event");
+}
+
+/* 1: slot's copy landed; 0: in flight; a failed device has nothing in flight. */
+int coli_dev_stage_landed(struct coli_dev *d, int slot)
+{
+	int rc;
+
+	if (d->failed)
+		return 1;
+	rc = d->ops->stage_landed(d, slot);
+	return rc < 0 ? (fail(d, rc, "staging query"), 1) : rc;
+}
+
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 {
 	CHECKED(d->ops->download_async(d, dst, src, n), "download");

@@ -40,6 +40,14 @@ struct coli_dev_ops {
 	                    int n_blocks); /* async */
 	int (*sync)(struct coli_dev *d);
 	void (*close)(struct coli_dev *d);
+	/* staging slots for streamed slabs: copies on a second stream, ordered by
+	 * events (ptx/gpu.c says how); sim copies at once and orders nothing */
+	int (*stage_init)(struct coli_dev *d, int n);
+	int (*stage_copy)(struct coli_dev *d, int slot, uint64_t dst, const void *src,
+	                  size_t n);                      /* async, copy stream */
+	int (*stage_use)(struct coli_dev *d, int slot);  /* compute waits for the copy */
+	int (*stage_done)(struct coli_dev *d, int slot); /* readers of slot are queued */
+	int (*stage_landed)(struct coli_dev *d, int slot); /* 1 landed, 0 in flight */
 	/* the dense part (all async; rows are tokens, fp32) */
 	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
 	int (*rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
@@ -86,6 +94,11 @@ int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t d
                           int n_blocks);
 int coli_dev_sync(struct coli_dev *d);
 int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
+int coli_dev_stage_init(struct coli_dev *d, int n);
+int coli_dev_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n);
+int coli_dev_stage_use(struct coli_dev *d, int slot);
+int coli_dev_stage_done(struct coli_dev *d, int slot);
+int coli_dev_stage_landed(struct coli_dev *d, int slot);
 
 /* The dense part: checked like the rest (each counts as a launch). */
 int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);

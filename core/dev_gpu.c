@@ -106,6 +106,27 @@ static int g_reg_hook(void *arg, void *p, size_t bytes, int reg)
 	return 0;
 }
 
+static int g_stage_init(struct coli_dev *d, int n)
+{
+	return coli_gpu_stage_init(G(d), n);
+}
+static int g_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n)
+{
+	return coli_gpu_stage_copy(G(d), slot, dst, src, n);
+}
+static int g_stage_use(struct coli_dev *d, int slot)
+{
+	return coli_gpu_stage_use(G(d), slot);
+}
+static int g_stage_done(struct coli_dev *d, int slot)
+{
+	return coli_gpu_stage_done(G(d), slot);
+}
+static int g_stage_landed(struct coli_dev *d, int slot)
+{
+	return coli_gpu_stage_landed(G(d), slot);
+}
+
 static void g_close(struct coli_dev *d)
 {
 	coli_mem_unregister_hook(g_reg_hook, G(d));
@@ -126,6 +147,11 @@ static const struct coli_dev_ops g_gpu_ops = {
     .act_quantize = g_actq,
     .sync = g_sync,
     .close = g_close,
+    .stage_init = g_stage_init,
+    .stage_copy = g_stage_copy,
+    .stage_use = g_stage_use,
+    .stage_done = g_stage_done,
+    .stage_landed = g_stage_landed,
     .copy = g_copy,
     .rmsnorm = g_rmsnorm,
     .add_bias = g_add_bias,

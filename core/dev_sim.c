@@ -220,6 +220,28 @@ static void s_close(struct coli_dev *d)
 	free(d);
 }
 
+/* Staging: the copy happens at once, so there is nothing to order. */
+static int s_stage_init(struct coli_dev *d, int n)
+{
+	(void)d, (void)n;
+	return 0;
+}
+static int s_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n)
+{
+	(void)slot;
+	return s_copy(d, dst, src, n);
+}
+static int s_stage_nop(struct coli_dev *d, int slot)
+{
+	(void)d, (void)slot;
+	return 0;
+}
+static int s_stage_landed(struct coli_dev *d, int slot)
+{
+	(void)d, (void)slot;
+	return 1;
+}
+
 static const struct coli_dev_ops g_sim_ops = {
     .kind = "sim",
     .mem_info = s_mem_info,
@@ -233,6 +255,11 @@ static const struct coli_dev_ops g_sim_ops = {
     .act_quantize = s_actq,
     .sync = s_sync,
     .close = s_close,
+    .stage_init = s_stage_init,
+    .stage_copy = s_stage_copy,
+    .stage_use = s_stage_nop,
+    .stage_done = s_stage_nop,
+    .stage_landed = s_stage_landed,
     .copy = s_d2d,
     .rmsnorm = s_rmsnorm,
     .add_bias = s_add_bias,

@@ -83,14 +83,17 @@ static int scratch_alloc(struct coli_engine *e)
 		/* what crosses to or from a device every layer (normed input, router
 		 * logits, per-pair outputs and lists) lives in one region that mem/
 		 * registers with the devices: an async copy from pageable memory
-		 * first waits for the device's stream to drain */
+		 * first waits for the device's stream to drain, and a small upload
+		 * from registered memory is pulled by a kernel instead of queuing
+		 * behind the copy engine's slab copies (ptx/gpu.c) */
 		size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
-		size_t sz[] = {(size_t)T * H * 4, (size_t)T * E1 * 4, P * H * 4, P * 4, P * 4};
-		void **dst[] = {(void **)&e->xn, (void **)&e->rlog, (void **)&e->ey,
-		                (void **)&e->pair_token, (void **)&e->pair_w};
+		size_t sz[] = {(size_t)T * H * 4, (size_t)T * E1 * 4, P * H * 4, P * 4, P * 4,
+		               (size_t)T * 4};
+		void **dst[] = {(void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
+		                (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids};
 		size_t off = 0;
 
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < 6; i++)
 			off += (sz[i] + 63) & ~(size_t)63;
 		e->xfer_bytes = off;
 		e->xfer = coli_mem_alloc(off, COLI_MEM_NODE_ANY);
@@ -99,7 +102,7 @@ static int scratch_alloc(struct coli_engine *e)
 		e->scratch_bytes += off;
 		coli_mem_register(e->xfer, off, COLI_MEM_NODE_ANY);
 		off = 0;
-		for (int i = 0; i < 5; i++) {
+		for (int i = 0; i < 6; i++) {
 			*dst[i] = (char *)e->xfer + off;
 			off += (sz[i] + 63) & ~(size_t)63;
 		}
@@ -118,6 +121,7 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->assign, c->n_experts);
+	rc = rc ? rc : ALLOC(e->pred_mask, c->n_experts);
 	rc = rc ? rc : ALLOC(e->streamed, c->n_experts);
 	rc = rc ? rc : ALLOC(e->cand, c->n_experts);
 	rc = rc ? rc : ALLOC(e->cand_n, c->n_experts);
@@ -136,6 +140,7 @@ static int scratch_alloc(struct coli_engine *e)
 		e->scratch_bytes += (size_t)T * (H + (qd > inter ? qd : inter)) * 2;
 	if (rc)
 		return rc;
+	e->pred_l = -1;
 	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32 */
 	for (int i = 0; i < c->head_dim / 2; i++)
 		e->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
@@ -267,7 +272,7 @@ void coli_engine_close(coli_engine_t *e)
 	free(e->selw), free(e->g), free(e->u), free(e->ag);
 	free(e->inv_freq);
 	free(e->pair_expert);
-	free(e->assign), free(e->streamed), free(e->cand), free(e->cand_n);
+	free(e->assign), free(e->pred_mask), free(e->streamed), free(e->cand), free(e->cand_n);
 	free(e->pair_first), free(e->pair_n), free(e->need), free(e->redo);
 	free((void *)e->slab_ptr), free((void *)e->host_slab);
 	if (e->n_devs)

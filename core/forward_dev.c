@@ -364,7 +364,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	for (int t = 0; t < T; t++)
 		if (ids[t] < 0 || ids[t] >= c->vocab)
 			return -EINVAL;
-	rc = coli_dev_upload_async(dd->dev, dd->ids, ids, sizeof(int) * T);
+	memcpy(e->xids, ids, sizeof(int) * T); /* registered: see engine.c */
+	rc = coli_dev_upload_async(dd->dev, dd->ids, e->xids, sizeof(int) * T);
 	e->est.h2d_bytes += sizeof(int) * T;
 	rc = rc ? rc
 	        : coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w, dd->tok_embd.scales,

@@ -57,4 +57,6 @@ void coli_lookahead(struct coli_engine *e, int l, int T)
 		}
 	}
 	coli_tiers_prefetch(e, next, mask);
+	memcpy(e->pred_mask, mask, (size_t)E); /* the devices stage these too */
+	e->pred_l = next;
 }

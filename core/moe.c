@@ -164,6 +164,7 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 			return k < 0 ? k : -EIO;
 		if (!*lookahead_done) {
 			coli_lookahead(e, l, T);
+			coli_moe_dev_prefetch(e);
 			*lookahead_done = 1;
 		}
 		rc = coli_tiers_wait(e);
@@ -183,7 +184,9 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
  * streaming to a device so both finish together:
  *     k / n = bw_stream / (bw_cpu + bw_stream)
  * taking the experts with the most tokens first (a streamed slab costs the
- * same whatever its token count; CPU rows cost per token). */
+ * same whatever its token count; CPU rows cost per token). Experts a device
+ * staged a layer early (core/moe_dev.c's prefetch) are streamed first: their
+ * copy is already paid. */
 static void assign_experts(struct coli_engine *e, int l)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -207,6 +210,20 @@ static void assign_experts(struct coli_engine *e, int l)
 	}
 	if (!e->n_devs || !n_cand || !strcmp(e->opts.stream, "off"))
 		return;
+	for (int d = 0; d < e->n_devs; d++)
+		slots_left[d] = e->devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);
+	/* staged a layer early (the lookahead's guess): the copy is paid, stream it */
+	for (int i = 0; i < n_cand; i++)
+		for (int d = 0; d < e->n_devs; d++)
+			if (coli_moe_dev_staged(e, d, l, cand[i])) {
+				e->assign[cand[i]] = (signed char)d;
+				e->streamed[cand[i]] = 2;
+				slots_left[d]--;
+				cand[i--] = cand[--n_cand];
+				break;
+			}
+	if (!n_cand)
+		return;
 	/* most tokens first, then ascending id (insertion sort: n_cand <= E) */
 	for (int i = 1; i < n_cand; i++)
 		for (int j = i;
@@ -226,8 +243,6 @@ static void assign_experts(struct coli_engine *e, int l)
 
 		k = (int)(n_cand * bs / (bs + bc) + 0.5);
 	}
-	for (int d = 0; d < e->n_devs; d++)
-		slots_left[d] = e->devs[d]->failed ? 0 : e->vram[d].n_stage;
 	for (int i = 0; i < n_cand && k > 0; i++) {
 		int tries = 0;
 
@@ -266,9 +281,11 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			continue;
 		if (e->assign[ex] >= 0 && !e->streamed[ex]) /* VRAM: the tiers never see it */
 			coli_tiers_count(e, l, ex, e->pair_n[ex]);
-		if (e->assign[ex] < 0 || e->streamed[ex])
+		if (e->streamed[ex] == 2) /* staged: its copy read the RAM tier */
+			coli_tiers_served_staged(e, l, ex, e->pair_n[ex]);
+		if (e->assign[ex] < 0 || e->streamed[ex] == 1)
 			need[n_need++] = ex;
-		n_stream += e->streamed[ex];
+		n_stream += e->streamed[ex] == 1;
 	}
 	/* streamed slabs must be in RAM and pinned until take */
 	if (n_stream) {
@@ -289,9 +306,9 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		for (int j = 0; j < pinned; j++)
 			e->host_slab[need[j]] = e->slab_ptr[j];
 		e->est.moe_slabs_s += coli_now_s() - t_slabs;
-		if (pinned < n_need) { /* they do not all fit: this layer streams nothing */
+		if (pinned < n_need) { /* they do not all fit: this layer copies nothing */
 			for (int j = 0; j < n_need; j++)
-				if (e->streamed[need[j]]) {
+				if (e->streamed[need[j]] == 1) {
 					e->streamed[need[j]] = 0;
 					e->assign[need[j]] = -1;
 				}
@@ -301,6 +318,12 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	/* issue: every device queues its experts; a failure sends its share to the CPU */
 	for (int d = 0; d < e->n_devs; d++)
 		issued[d] = !e->devs[d]->failed && coli_moe_dev_issue(e, l, d) == 0;
+	if (!lookahead_done && !n_need) { /* no host slab to wait for: guess now */
+		coli_lookahead(e, l, T);
+		lookahead_done = 1;
+	}
+	if (lookahead_done) /* the next layer's guess, copied while this one runs */
+		coli_moe_dev_prefetch(e);
 	/* COLI_GROUP_ASYNC=0, for A/B: take the devices now, before the CPU rows */
 	if (!e->opts.group_async)
 		for (int d = 0; d < e->n_devs; d++)
@@ -353,7 +376,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		rc = r < 0 ? (int)r : 0;
 	}
 	if (!lookahead_done && !rc)
-		coli_lookahead(e, l, T); /* every expert was on a device: still prefetch */
+		coli_lookahead(e, l, T); /* a failed read: still prefetch */
 	coli_tiers_layer_end(e, l);
 	return rc;
 }

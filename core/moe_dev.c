@@ -119,7 +119,7 @@ static void free_buffers(struct coli_dev_slot *v)
 		coli_mem_unregister(v->host);
 		coli_mem_free(v->host, v->host_bytes);
 	}
-	free(v->jobs), free(v->runs);
+	free(v->jobs), free(v->runs), free(v->st);
 }
 
 /* Staging slots for streamed slabs, taken from the VRAM budget, and a first
@@ -141,7 +141,13 @@ static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
 		return 0;
 	v->stage_bytes = best;
 	v->n_stage = e->opts.stream_slots;
+	v->st = malloc(sizeof(*v->st) * (size_t)v->n_stage);
+	if (!v->st)
+		return -ENOMEM;
+	for (int i = 0; i < v->n_stage; i++)
+		v->st[i] = (struct dev_stage){.l = -1, .ex = -1, .used = 0, .tslot = -1};
 	rc = coli_dev_alloc(v->dev, v->stage_bytes * v->n_stage, &v->stage);
+	rc = rc ? rc : coli_dev_stage_init(v->dev, v->n_stage);
 	if (rc)
 		return rc;
 	v->used += v->stage_bytes * v->n_stage;
@@ -298,6 +304,113 @@ void coli_moe_dev_release(struct coli_engine *e)
 	free(e->dev_slab);
 }
 
+/* ---- staging slots ---- */
+
+static int stage_find(const struct coli_dev_slot *v, int l, int ex)
+{
+	for (int i = 0; i < v->n_stage; i++)
+		if (v->st[i].l == l && v->st[i].ex == ex)
+			return i;
+	return -1;
+}
+
+/* Least recently used slot not claimed this round and with no prefetch copy
+ * in flight (its RAM slot is still pinned), or -1. */
+static int stage_victim(const struct coli_dev_slot *v)
+{
+	int best = -1;
+
+	for (int i = 0; i < v->n_stage; i++)
+		if (v->st[i].used < v->st_clock && v->st[i].tslot < 0 &&
+		    (best < 0 || v->st[i].used < v->st[best].used))
+			best = i;
+	return best;
+}
+
+/* Prefetch copies that landed give their RAM slots back to the tiers. */
+static void stage_reap(struct coli_engine *e, struct coli_dev_slot *v)
+{
+	for (int i = 0; i < v->n_stage; i++)
+		if (v->st[i].tslot >= 0 && coli_dev_stage_landed(v->dev, i)) {
+			coli_tiers_unpin(e, v->st[i].tslot);
+			v->st[i].tslot = -1;
+		}
+}
+
+/* Staging slots device d can fill now: all but those whose prefetch copy is
+ * still in flight. */
+int coli_moe_dev_stage_room(struct coli_engine *e, int d)
+{
+	struct coli_dev_slot *v = &e->vram[d];
+	int n = 0;
+
+	if (!v->st)
+		return 0;
+	stage_reap(e, v);
+	for (int i = 0; i < v->n_stage; i++)
+		n += v->st[i].tslot < 0;
+	return n;
+}
+
+/* Is expert ex of layer l already staged on device d (a copy landed or in
+ * flight)? core/moe.c streams such experts first: their copy is paid. */
+int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex)
+{
+	const struct coli_dev_slot *v = &e->vram[d];
+
+	return v->st && !v->dev->failed && stage_find(v, l, ex) >= 0;
+}
+
+/* After layer l's issue: copy the lookahead's guess for the next MoE layer
+ * into free staging slots on the copy stream, while the compute stream runs
+ * this layer's experts and the next layer's attention. Only slabs already in
+ * RAM are copied (pinned until the copy lands); VRAM-resident and already
+ * staged experts are skipped. */
+void coli_moe_dev_prefetch(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int n = e->pred_l;
+
+	if (n < 0 || !e->where || strcmp(e->opts.stream, "off") == 0)
+		return;
+	for (int d = 0; d < e->n_devs; d++) {
+		struct coli_dev_slot *v = &e->vram[d];
+		const struct coli_expert_layer *xl =
+		    coli_io_container_expert_layer(e->m.c, e->m.layers[n].xl);
+
+		if (!v->st || v->dev->failed)
+			continue;
+		for (int ex = 0; ex < c->n_experts; ex++) {
+			const void *src;
+			int s, ts;
+
+			if (!e->pred_mask[ex] || e->where[(size_t)n * c->n_experts + ex] >= 0 ||
+			    stage_find(v, n, ex) >= 0)
+				continue;
+			/* one device per guess: the first with a free slot takes it */
+			for (int o = 0; o < d; o++)
+				if (e->vram[o].st && stage_find(&e->vram[o], n, ex) >= 0)
+					goto next;
+			s = stage_victim(v);
+			if (s < 0)
+				break;
+			src = coli_tiers_pin_ready(e, n, ex, &ts);
+			if (!src)
+				continue;
+			if (coli_dev_stage_copy(v->dev, s, v->stage + (uint64_t)s * v->stage_bytes, src,
+			                        xl->slab_bytes)) {
+				coli_tiers_unpin(e, ts);
+				break; /* the device failed: its experts go to the CPU */
+			}
+			v->st[s] = (struct dev_stage){.l = n, .ex = ex, .used = v->st_clock, .tslot = ts};
+			e->est.stream_prefetched++;
+			e->est.h2d_bytes += xl->slab_bytes;
+		next:;
+		}
+	}
+	e->pred_l = -1;
+}
+
 /* Gather the activations of device d's pairs into staging, build the job
  * tables and queue the whole layer. Pairs: e->pair_* (ascending expert). */
 int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
@@ -311,14 +424,28 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	int P = 0, nj = 0, n_runs = 0, rc = 0;
 	struct coli_gpu_gemv_job *jobs = v->jobs;
 
-	int n_streamed = 0;
 	double t_start = coli_now_s();
 
 	v->n_runs = 0;
 	v->streamed_bytes = 0;
+	if (v->st) {
+		/* a new round: this layer's staged experts are claimed before any
+		 * copy of this layer picks a victim */
+		stage_reap(e, v);
+		v->st_clock++;
+		for (int ex = 0; ex < c->n_experts; ex++) {
+			int s = e->pair_n[ex] && e->assign[ex] == d && e->streamed[ex]
+			            ? stage_find(v, l, ex)
+			            : -1;
+
+			if (s >= 0)
+				v->st[s].used = v->st_clock;
+		}
+	}
 	for (int p = 0; p < e->n_pairs;) {
 		int ex = e->pair_expert[p], n = 0;
 		uint64_t slab;
+		int stage;
 
 		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
 			n++;
@@ -326,13 +453,30 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 			p += n;
 			continue;
 		}
+		stage = -1;
 		if (e->streamed[ex]) {
-			/* RAM tier: copy the host slab into the next staging slot */
-			slab = v->stage + (uint64_t)(n_streamed++ % v->n_stage) * v->stage_bytes;
-			rc = coli_dev_upload_async(v->dev, slab, e->host_slab[ex], xl->slab_bytes);
+			/* RAM tier: staged a layer early, or copied now from the pinned
+			 * host slab into the least recently used free slot */
+			stage = stage_find(v, l, ex);
+			if (stage >= 0) {
+				e->est.stream_staged_hits++;
+			} else {
+				stage = stage_victim(v);
+				if (stage < 0 || e->streamed[ex] != 1)
+					return -ENOSPC; /* assign_experts counts the slots */
+				rc = coli_dev_stage_copy(v->dev, stage,
+				                         v->stage + (uint64_t)stage * v->stage_bytes,
+				                         e->host_slab[ex], xl->slab_bytes);
+				if (rc)
+					return rc;
+				v->st[stage] = (struct dev_stage){
+				    .l = l, .ex = ex, .used = v->st_clock, .tslot = -1};
+				v->streamed_bytes += xl->slab_bytes;
+			}
+			rc = coli_dev_stage_use(v->dev, stage);
 			if (rc)
 				return rc;
-			v->streamed_bytes += xl->slab_bytes;
+			slab = v->stage + (uint64_t)stage * v->stage_bytes;
 		} else {
 			slab = e->dev_slab[(size_t)l * c->n_experts + ex];
 		}
@@ -340,6 +484,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 		v->runs[n_runs].n = n;
 		v->runs[n_runs].row0 = P;
 		v->runs[n_runs].expert = ex;
+		v->runs[n_runs].stage = stage;
 		v->runs[n_runs].slab = slab;
 		n_runs++;
 		for (int i = 0; i < n; i++) {
@@ -424,6 +569,9 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 		}
 	}
 	rc = coli_dev_gemv(v->dev, t, jobs, nj);
+	for (int r = 0; !rc && r < n_runs; r++) /* the staged slabs' last reader is queued */
+		if (v->runs[r].stage >= 0)
+			rc = coli_dev_stage_done(v->dev, v->runs[r].stage);
 	rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
 	e->est.h2d_bytes += v->streamed_bytes;
 	v->t_issue = t_start;

@@ -224,6 +224,35 @@ static int pick_victim(struct coli_tiers *t, int demand, float cand, int *transi
 
 /* ---- the MoE block's protocol ---- */
 
+/* An access: count, heat, lookahead recall. */
+static void count_access(struct coli_tiers *t, int xl, int ex, int uses,
+                         struct coli_engine_stats *st)
+{
+	struct texp *x = X(t, xl, ex);
+
+	t->count[(size_t)xl * t->E + ex] += (uint64_t)uses;
+	x->score = score_now(t, x) + (float)uses;
+	x->last = t->tokens;
+	if (t->pred_xl == xl) {
+		st->lookahead_routed++;
+		st->lookahead_hit += t->pred[ex];
+	}
+}
+
+/* An expert computed from a copy a device staged earlier (core/moe_dev.c's
+ * prefetch): served by the RAM tier, whose slab the copy read. */
+void coli_tiers_served_staged(struct coli_engine *e, int l, int ex, int uses)
+{
+	struct coli_tiers *t = e->tiers;
+	int xl = e->m.layers[l].xl;
+
+	if (!t)
+		return;
+	count_access(t, xl, ex, uses, &e->est);
+	e->est.hits[COLI_TIER_RAM]++;
+	e->est.bytes[COLI_TIER_RAM] += slab_bytes(t, xl);
+}
+
 int coli_tiers_acquire(struct coli_engine *e, int l, const int *ex, const int *uses, int n,
                        const void **slabs)
 {
@@ -237,13 +266,7 @@ int coli_tiers_acquire(struct coli_engine *e, int l, const int *ex, const int *u
 	for (int j = 0; j < k; j++) {
 		struct texp *x = X(t, xl, ex[j]);
 
-		t->count[(size_t)xl * t->E + ex[j]] += (uint64_t)uses[j];
-		x->score = score_now(t, x) + (float)uses[j];
-		x->last = t->tokens;
-		if (t->pred_xl == xl) {
-			st->lookahead_routed++;
-			st->lookahead_hit += t->pred[ex[j]];
-		}
+		count_access(t, xl, ex[j], uses[j], st);
 		if (x->slot >= 0) {
 			struct tslot *sl = &t->s[x->slot];
 
@@ -333,6 +356,33 @@ void coli_tiers_release(struct coli_engine *e)
 			coli_mem_slots_free(t->slots, t->acq[j]);
 	}
 	t->n_acq = 0;
+}
+
+/* The streaming path's prefetch (core/moe_dev.c): pin expert ex of layer l
+ * if its slab is ready in a RAM slot, so a copy to a device can read it
+ * while later layers acquire and evict; NULL if it is not (on disk, being
+ * read, or no tiers). Counts no access: the layer that uses it does. */
+const void *coli_tiers_pin_ready(struct coli_engine *e, int l, int ex, int *slot)
+{
+	struct coli_tiers *t = e->tiers;
+	struct texp *x;
+
+	if (!t || !e->m.layers[l].moe)
+		return NULL;
+	x = X(t, e->m.layers[l].xl, ex);
+	if (x->slot < 0 || t->s[x->slot].state != SL_READY || coli_io_stream_busy(t->io, x->slot))
+		return NULL;
+	t->s[x->slot].pins++;
+	*slot = x->slot;
+	return coli_mem_slots_ptr(t->slots, x->slot);
+}
+
+void coli_tiers_unpin(struct coli_engine *e, int slot)
+{
+	struct tslot *sl = &e->tiers->s[slot];
+
+	if (sl->pins && --sl->pins == 0 && sl->state == SL_FREE)
+		coli_mem_slots_free(e->tiers->slots, slot);
 }
 
 void coli_tiers_layer_end(struct coli_engine *e, int l)

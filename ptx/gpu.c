@@ -39,16 +39,26 @@ static int get_functions(coli_gpu_t *g)
 {
 	CK(g->cu->ModuleGetFunction(&g->f_gemv[COLI_DTYPE_Q8_0], g->mod, "coli_gemv_q8_0"),
 	   "cuModuleGetFunction(coli_gemv_q8_0)");
+	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_Q8_0], g->mod, "coli_gemv_q8_0_inl"),
+	   "cuModuleGetFunction(coli_gemv_q8_0_inl)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv[COLI_DTYPE_Q4_0], g->mod, "coli_gemv_q4_0"),
 	   "cuModuleGetFunction(coli_gemv_q4_0)");
+	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_Q4_0], g->mod, "coli_gemv_q4_0_inl"),
+	   "cuModuleGetFunction(coli_gemv_q4_0_inl)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv[COLI_DTYPE_BF16], g->mod, "coli_gemv_bf16"),
 	   "cuModuleGetFunction(coli_gemv_bf16)");
+	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_BF16], g->mod, "coli_gemv_bf16_inl"),
+	   "cuModuleGetFunction(coli_gemv_bf16_inl)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv[COLI_DTYPE_F32], g->mod, "coli_gemv_f32"),
 	   "cuModuleGetFunction(coli_gemv_f32)");
+	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_F32], g->mod, "coli_gemv_f32_inl"),
+	   "cuModuleGetFunction(coli_gemv_f32_inl)");
 	CK(g->cu->ModuleGetFunction(&g->f_silu, g->mod, "coli_silu_mul"),
 	   "cuModuleGetFunction(coli_silu_mul)");
 	CK(g->cu->ModuleGetFunction(&g->f_actq, g->mod, "coli_act_quantize"),
 	   "cuModuleGetFunction(coli_act_quantize)");
+	CK(g->cu->ModuleGetFunction(&g->f_pull, g->mod, "coli_pull"),
+	   "cuModuleGetFunction(coli_pull)");
 	return coli_gpu_dense_functions(g);
 }
 #endif
@@ -93,10 +103,15 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 		rc = coli_cu_check(cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING),
 		                   "cuStreamCreate");
 	if (!rc)
-		rc = coli_cu_check(cu->MemAlloc(&g->ring_dev, JOB_RING), "cuMemAlloc(job ring)");
+		rc = coli_cu_check(cu->StreamCreate(&g->copy, CU_STREAM_NON_BLOCKING),
+		                   "cuStreamCreate");
 	if (!rc)
-		rc = coli_cu_check(cu->MemHostAlloc((void **)&g->ring_host, JOB_RING, 0),
+		rc = coli_cu_check(cu->MemHostAlloc((void **)&g->ring_host, JOB_RING,
+		                                    CU_MEMHOSTALLOC_DEVICEMAP),
 		                   "cuMemHostAlloc(job ring)");
+	if (!rc)
+		rc = coli_cu_check(cu->MemHostGetDevicePointer(&g->ring_dev, g->ring_host, 0),
+		                   "cuMemHostGetDevicePointer(job ring)");
 	for (int i = 0; !rc && i < JOB_SEGS; i++)
 		rc = coli_cu_check(cu->EventCreate(&g->ring_left[i], CU_EVENT_DISABLE_TIMING),
 		                   "cuEventCreate");
@@ -127,10 +142,17 @@ void coli_gpu_close(coli_gpu_t *g)
 		for (int i = 0; i < JOB_SEGS; i++)
 			if (g->ring_left[i])
 				g->cu->EventDestroy(g->ring_left[i]);
-		if (g->ring_dev)
-			g->cu->MemFree(g->ring_dev);
 		if (g->ring_host)
 			g->cu->MemFreeHost(g->ring_host);
+		for (int i = 0; i < g->n_stage; i++) {
+			if (g->st_full[i])
+				g->cu->EventDestroy(g->st_full[i]);
+			if (g->st_free[i])
+				g->cu->EventDestroy(g->st_free[i]);
+		}
+		free(g->st_full), free(g->st_free);
+		if (g->copy)
+			g->cu->StreamDestroy(g->copy);
 		if (g->stream)
 			g->cu->StreamDestroy(g->stream);
 		if (g->mod)
@@ -196,9 +218,32 @@ int coli_gpu_download(coli_gpu_t *g, void *dst, uint64_t src, size_t n)
 	return 0;
 }
 
+#define PULL_MAX ((size_t)4 << 20) /* larger uploads are the copy engine's */
+
+/* Small uploads from registered memory are pulled by a kernel reading the
+ * mapped host pages (coli_pull), so they do not wait behind the staging
+ * copies queued on the copy engine; the rest go through cuMemcpyHtoDAsync. */
 int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n)
 {
+	const char *p = src;
+
 	CUR(g);
+	if (n <= PULL_MAX && n % 4 == 0 && dst % 4 == 0 && (uintptr_t)src % 4 == 0)
+		for (int i = 0; i < g->n_regs; i++)
+			if (p >= g->regs[i].p && p + n <= g->regs[i].p + g->regs[i].n) {
+				CUdeviceptr d = dst, s = g->regs[i].d + (CUdeviceptr)(p - g->regs[i].p);
+				unsigned long long n4 = n / 4;
+				unsigned blocks = (unsigned)((n4 + 255) / 256);
+				void *args[] = {&d, &s, &n4};
+
+				if (!n)
+					return 0;
+				blocks = blocks > 264 ? 264 : blocks;
+				CK(g->cu->LaunchKernel(g->f_pull, blocks, 1, 1, 256, 1, 1, 0, g->stream,
+				                       args, NULL),
+				   "cuLaunchKernel(pull)");
+				return 0;
+			}
 	CK(g->cu->MemcpyHtoDAsync(dst, src, n, g->stream), "cuMemcpyHtoDAsync");
 	return 0;
 }
@@ -219,24 +264,38 @@ int coli_gpu_sync(coli_gpu_t *g)
 
 int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n)
 {
+	CUdeviceptr d;
+
 	CUR(g);
-	CK(g->cu->MemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE), "cuMemHostRegister");
+	CK(g->cu->MemHostRegister(p, n,
+	                          CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
+	   "cuMemHostRegister");
+	/* mapped too: small uploads from it are pulled by a kernel */
+	if (g->n_regs < (int)(sizeof(g->regs) / sizeof(g->regs[0])) &&
+	    g->cu->MemHostGetDevicePointer(&d, p, 0) == CUDA_SUCCESS)
+		g->regs[g->n_regs++] = (struct coli_gpu_reg){p, n, d};
 	return 0;
 }
 
 void coli_gpu_host_unregister(coli_gpu_t *g, void *p)
 {
+	for (int i = 0; i < g->n_regs; i++)
+		if (g->regs[i].p == p) {
+			g->regs[i] = g->regs[--g->n_regs];
+			break;
+		}
 	if (!g->cu->CtxSetCurrent(g->ctx))
 		g->cu->MemHostUnregister(p);
 }
 
-/* A launch's job table travels through a ring of page-locked host memory:
- * copied from pageable memory, cuMemcpyHtoDAsync would first wait for the
- * stream to drain (CUDA's rule for pageable sources) and every grouped launch
- * would stall the host until the device is idle. Each table takes the next
- * bytes of the ring; entering a segment waits for the event recorded when the
- * stream last left it, so a table is never rewritten while its copy is still
- * queued. Returns the table's device address in *dptr. */
+/* A launch's job table lives in a ring of page-locked host memory that the
+ * device maps; the kernel reads it in place. No copy: from pageable memory
+ * cuMemcpyHtoDAsync first waits for the stream to drain (CUDA's rule for
+ * pageable sources), and any H2D copy on the compute stream queues behind the
+ * slab copies that keep the copy engine busy. Each table takes the next bytes
+ * of the ring; entering a segment waits for the event recorded when the
+ * stream last left it, so a table is never rewritten while a queued launch
+ * may still read it. Returns the table's device address in *dptr. */
 int coli_gpu_job_table(coli_gpu_t *g, const void *jobs, size_t bytes, uint64_t *dptr)
 {
 	const size_t seg = JOB_RING / JOB_SEGS;
@@ -253,8 +312,6 @@ int coli_gpu_job_table(coli_gpu_t *g, const void *jobs, size_t bytes, uint64_t *
 		at = next * seg;
 	}
 	memcpy(g->ring_host + at, jobs, bytes);
-	CK(g->cu->MemcpyHtoDAsync(g->ring_dev + at, g->ring_host + at, bytes, g->stream),
-	   "cuMemcpyHtoDAsync(job table)");
 	*dptr = g->ring_dev + at;
 	g->ring_off = at + ((bytes + 255) & ~(size_t)255);
 	return 0;
@@ -277,6 +334,18 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		if (jobs[i].S < 1 || jobs[i].S > COLI_GPU_MAX_S || jobs[i].K % 32)
 			return -EINVAL;
 		max_rows = jobs[i].rows > max_rows ? jobs[i].rows : max_rows;
+	}
+	if (n_jobs <= COLI_GPU_INL_JOBS) { /* small: the table rides in the parameters */
+		struct coli_gpu_gemv_inline inl;
+
+		memset(&inl, 0, sizeof(inl));
+		memcpy(inl.j, jobs, sizeof(*jobs) * n_jobs);
+		args[0] = &inl;
+		CUR(g);
+		CK(g->cu->LaunchKernel(g->f_gemv_inl[dtype], (unsigned)(max_rows + 15) / 16,
+		                       (unsigned)n_jobs, 1, 256, 1, 1, 0, g->stream, args, NULL),
+		   "cuLaunchKernel(gemv)");
+		return 0;
 	}
 	{
 		uint64_t t;
@@ -317,6 +386,71 @@ int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uin
 	                       g->stream, args, NULL),
 	   "cuLaunchKernel(act_quantize)");
 	return 0;
+}
+
+/* ---- staging slots: two streams ordered by events ----
+ * A streamed slab is copied on the copy stream while the compute stream runs
+ * whatever it has queued (the dense part of a layer, another layer's
+ * experts). Per slot, st_full says the copy landed (the compute stream waits
+ * on it before the launches that read the slot) and st_free says the last
+ * launch reading it is done (the copy stream waits on it before writing the
+ * slot again). Neither wait blocks the host. */
+int coli_gpu_stage_init(coli_gpu_t *g, int n)
+{
+	CUR(g);
+	g->st_full = calloc((size_t)n, sizeof(CUevent));
+	g->st_free = calloc((size_t)n, sizeof(CUevent));
+	if (!g->st_full || !g->st_free)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++, g->n_stage = i) {
+		CK(g->cu->EventCreate(&g->st_full[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+		CK(g->cu->EventCreate(&g->st_free[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+	}
+	g->n_stage = n;
+	return 0;
+}
+
+int coli_gpu_stage_copy(coli_gpu_t *g, int slot, uint64_t dst, const void *src, size_t n)
+{
+	if (slot < 0 || slot >= g->n_stage)
+		return -EINVAL;
+	CUR(g);
+	CK(g->cu->StreamWaitEvent(g->copy, g->st_free[slot], 0), "cuStreamWaitEvent");
+	CK(g->cu->MemcpyHtoDAsync(dst, src, n, g->copy), "cuMemcpyHtoDAsync(stage)");
+	CK(g->cu->EventRecord(g->st_full[slot], g->copy), "cuEventRecord");
+	return 0;
+}
+
+int coli_gpu_stage_use(coli_gpu_t *g, int slot)
+{
+	if (slot < 0 || slot >= g->n_stage)
+		return -EINVAL;
+	CUR(g);
+	CK(g->cu->StreamWaitEvent(g->stream, g->st_full[slot], 0), "cuStreamWaitEvent");
+	return 0;
+}
+
+int coli_gpu_stage_done(coli_gpu_t *g, int slot)
+{
+	if (slot < 0 || slot >= g->n_stage)
+		return -EINVAL;
+	CUR(g);
+	CK(g->cu->EventRecord(g->st_free[slot], g->stream), "cuEventRecord");
+	return 0;
+}
+
+int coli_gpu_stage_landed(coli_gpu_t *g, int slot)
+{
+	CUresult r;
+
+	if (slot < 0 || slot >= g->n_stage)
+		return -EINVAL;
+	CUR(g);
+	r = g->cu->EventQuery(g->st_full[slot]);
+	if (r == CUDA_ERROR_NOT_READY)
+		return 0;
+	CK(r, "cuEventQuery");
+	return 1;
 }
 
 int coli_gpu_mark(coli_gpu_t *g, int slot)
@@ -377,6 +511,26 @@ int coli_gpu_sync(coli_gpu_t *g)
 {
 	NO_GPU;
 }
+int coli_gpu_stage_init(coli_gpu_t *g, int n)
+{
+	NO_GPU;
+}
+int coli_gpu_stage_copy(coli_gpu_t *g, int slot, uint64_t dst, const void *src, size_t n)
+{
+	NO_GPU;
+}
+int coli_gpu_stage_use(coli_gpu_t *g, int slot)
+{
+	NO_GPU;
+}
+int coli_gpu_stage_done(coli_gpu_t *g, int slot)
+{
+	NO_GPU;
+}
+int coli_gpu_stage_landed(coli_gpu_t *g, int slot)
+{
+	NO_GPU;
+}
 int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n)
 {
 	NO_GPU;
@@ -396,6 +550,71 @@ int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uin
 {
 	NO_GPU;
 }
+/* ---- staging slots: two streams ordered by events ----
+ * A streamed slab is copied on the copy stream while the compute stream runs
+ * whatever it has queued (the dense part of a layer, another layer's
+ * experts). Per slot, st_full says the copy landed (the compute stream waits
+ * on it before the launches that read the slot) and st_free says the last
+ * launch reading it is done (the copy stream waits on it before writing the
+ * slot again). Neither wait blocks the host. */
+int coli_gpu_stage_init(coli_gpu_t *g, int n)
+{
+	CUR(g);
+	g->st_full = calloc((size_t)n, sizeof(CUevent));
+	g->st_free = calloc((size_t)n, sizeof(CUevent));
+	if (!g->st_full || !g->st_free)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++, g->n_stage = i) {
+		CK(g->cu->EventCreate(&g->st_full[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+		CK(g->cu->EventCreate(&g->st_free[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+	}
+	g->n_stage = n;
+	return 0;
+}
+
+int coli_gpu_stage_copy(coli_gpu_t *g, int slot, uint64_t dst, const void *src, size_t n)
+{
+	if (slot < 0 || slot >= g->n_stage)
+		return -EINVAL;
+	CUR(g);
+	CK(g->cu->StreamWaitEvent(g->copy, g->st_free[slot], 0), "cuStreamWaitEvent");
+	CK(g->cu->MemcpyHtoDAsync(dst, src, n, g->copy), "cuMemcpyHtoDAsync(stage)");
+	CK(g->cu->EventRecord(g->st_full[slot], g->copy), "cuEventRecord");
+	return 0;
+}
+
+int coli_gpu_stage_use(coli_gpu_t *g, int slot)
+{
+	if (slot < 0 || slot >= g->n_stage)
+		return -EINVAL;
+	CUR(g);
+	CK(g->cu->StreamWaitEvent(g->stream, g->st_full[slot], 0), "cuStreamWaitEvent");
+	return 0;
+}
+
+int coli_gpu_stage_done(coli_gpu_t *g, int slot)
+{
+	if (slot < 0 || slot >= g->n_stage)
+		return -EINVAL;
+	CUR(g);
+	CK(g->cu->EventRecord(g->st_free[slot], g->stream), "cuEventRecord");
+	return 0;
+}
+
+int coli_gpu_stage_landed(coli_gpu_t *g, int slot)
+{
+	CUresult r;
+
+	if (slot < 0 || slot >= g->n_stage)
+		return -EINVAL;
+	CUR(g);
+	r = g->cu->EventQuery(g->st_full[slot]);
+	if (r == CUDA_ERROR_NOT_READY)
+		return 0;
+	CK(r, "cuEventQuery");
+	return 1;
+}
+
 int coli_gpu_mark(coli_gpu_t *g, int slot)
 {
 	NO_GPU;

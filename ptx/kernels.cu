@@ -53,7 +53,15 @@ static __device__ __forceinline__ float bf16_to_float(unsigned short h)
 template <class Row>
 static __device__ __forceinline__ void gemv(const struct coli_gpu_gemv_job *jobs)
 {
-	const struct coli_gpu_gemv_job *jb = &jobs[blockIdx.y];
+	/* the table is in the launch's parameters or in mapped host memory
+	 * (ptx/gpu.c): read it once per CTA */
+	__shared__ struct coli_gpu_gemv_job sj;
+
+	static_assert(sizeof(sj) % 4 == 0 && sizeof(sj) / 4 <= 256, "job copy");
+	if (threadIdx.x < sizeof(sj) / 4)
+		((unsigned *)&sj)[threadIdx.x] = ((const unsigned *)&jobs[blockIdx.y])[threadIdx.x];
+	__syncthreads();
+	const struct coli_gpu_gemv_job *jb = &sj;
 	const int lane = threadIdx.x & (LANES - 1);
 	const int row = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
 	const bool valid = row < jb->rows;
@@ -110,6 +118,10 @@ extern "C" __global__ void coli_gemv_q8_0(const struct coli_gpu_gemv_job *jobs)
 {
 	gemv<RowQ8>(jobs);
 }
+extern "C" __global__ void coli_gemv_q8_0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
+{
+	gemv<RowQ8>(p.j);
+}
 
 /* ---- Q4_0: byte j of a block holds element j (low nibble) and j+16 (high) ---- */
 struct RowQ4 {
@@ -148,6 +160,10 @@ extern "C" __global__ void coli_gemv_q4_0(const struct coli_gpu_gemv_job *jobs)
 {
 	gemv<RowQ4>(jobs);
 }
+extern "C" __global__ void coli_gemv_q4_0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
+{
+	gemv<RowQ4>(p.j);
+}
 
 /* ---- BF16: unit = element; lane j takes k = j, j+16, ... ---- */
 struct RowBF16 {
@@ -170,6 +186,10 @@ extern "C" __global__ void coli_gemv_bf16(const struct coli_gpu_gemv_job *jobs)
 {
 	gemv<RowBF16>(jobs);
 }
+extern "C" __global__ void coli_gemv_bf16_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
+{
+	gemv<RowBF16>(p.j);
+}
 
 /* ---- F32 (routers): unit = element, as bf16 ---- */
 struct RowF32 {
@@ -188,6 +208,10 @@ struct RowF32 {
 extern "C" __global__ void coli_gemv_f32(const struct coli_gpu_gemv_job *jobs)
 {
 	gemv<RowF32>(jobs);
+}
+extern "C" __global__ void coli_gemv_f32_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
+{
+	gemv<RowF32>(p.j);
 }
 
 /* ---- exp and SwiGLU, step for step as cpu/ops.c ---- */
@@ -262,4 +286,15 @@ extern "C" __global__ void coli_act_quantize(const float *x, signed char *q, flo
 		d[b] = dd;
 		qsum[b] = sum;
 	}
+}
+
+/* Copy n4 32-bit words from page-locked host memory the device maps into
+ * device memory, with the SMs instead of a copy engine: a small upload on the
+ * compute stream must not queue behind the slab copies that keep the H2D
+ * engine busy (ptx/gpu.c coli_gpu_upload_async). */
+extern "C" __global__ void coli_pull(unsigned *dst, const unsigned *src, unsigned long long n4)
+{
+	for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
+	     i += (unsigned long long)gridDim.x * blockDim.x)
+		dst[i] = src[i];
 }

@@ -21,4 +21,11 @@ struct coli_gpu_gemv_job {
 	int rows, K, S, ldy;
 };
 
+/* Small tables travel in the launch's parameters instead of memory (the
+ * *_inl kernels): nothing to copy, nothing to read over the bus. */
+#define COLI_GPU_INL_JOBS 16
+struct coli_gpu_gemv_inline {
+	struct coli_gpu_gemv_job j[COLI_GPU_INL_JOBS];
+};
+
 #endif

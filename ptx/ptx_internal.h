@@ -19,6 +19,7 @@ typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
 
 #define CUDA_SUCCESS                                 0
+#define CUDA_ERROR_NOT_READY                         600
 #define CU_JIT_INFO_LOG_BUFFER                       3
 #define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES            4
 #define CU_JIT_ERROR_LOG_BUFFER                      5
@@ -32,7 +33,10 @@ typedef unsigned long long CUdeviceptr;
 #define CU_STREAM_NON_BLOCKING                       1
 #define CU_EVENT_DEFAULT                             0
 #define CU_EVENT_DISABLE_TIMING                      2
+#define CU_MEMHOSTALLOC_PORTABLE                     1
+#define CU_MEMHOSTALLOC_DEVICEMAP                    2
 #define CU_MEMHOSTREGISTER_PORTABLE                  1
+#define CU_MEMHOSTREGISTER_DEVICEMAP                 2
 
 /* The driver entry points, filled by coli_cu_load(). */
 struct coli_cu {
@@ -61,6 +65,7 @@ struct coli_cu {
 	CUresult (*MemHostAlloc)(void **, size_t, unsigned int);
 	CUresult (*MemFreeHost)(void *);
 	CUresult (*MemHostRegister)(void *, size_t, unsigned int);
+	CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned int);
 	CUresult (*MemHostUnregister)(void *);
 	CUresult (*StreamCreate)(CUstream *, unsigned int);
 	CUresult (*StreamDestroy)(CUstream);
@@ -70,6 +75,7 @@ struct coli_cu {
 	CUresult (*EventDestroy)(CUevent);
 	CUresult (*EventRecord)(CUevent, CUstream);
 	CUresult (*EventSynchronize)(CUevent);
+	CUresult (*EventQuery)(CUevent);
 	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
 	CUresult (*LaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
 	                         unsigned int, unsigned int, unsigned int, CUstream, void **,
@@ -94,14 +100,26 @@ struct coli_gpu {
 	CUdevice dev;
 	CUcontext ctx;
 	CUmodule mod, mod_dense;
-	CUstream stream;
-	CUfunction f_gemv[10]; /* indexed by enum coli_dtype */
-	CUfunction f_silu, f_actq;
+	CUstream stream; /* compute: kernels, activations, outputs */
+	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu.c coli_gpu_stage_*) */
+	int n_stage;
+	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */
+	CUfunction f_gemv[10];     /* indexed by enum coli_dtype */
+	CUfunction f_gemv_inl[10]; /* the same, job table in the parameters */
+	CUfunction f_silu, f_actq, f_pull;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
-	/* job tables: host ring (page-locked) -> device ring, same offsets */
+	/* job tables: a ring of page-locked host memory the device maps and the
+	 * kernels read in place (no copy engine involved) */
 	unsigned char *ring_host;
-	CUdeviceptr ring_dev;
+	CUdeviceptr ring_dev; /* the same memory, as the device sees it */
 	size_t ring_off;
+	/* host regions registered with this device, mapped (coli_gpu_upload_async) */
+	struct coli_gpu_reg {
+		const char *p;
+		size_t n;
+		CUdeviceptr d;
+	} regs[64];
+	int n_regs;
 	CUevent ring_left[JOB_SEGS]; /* recorded when the stream left segment i */
 	CUevent marks[N_MARKS];
 	char name[128];

@@ -151,10 +151,12 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		        1e3 * st->decode_take_s / n, 1e3 * win / n, 1e3 * st->decode_s / n);
 		fprintf(
 		    stderr,
-		    "coli: devices: %llu experts streamed, %.3f GB (%.2f GB/s over the decode), "
+		    "coli: devices: %llu experts streamed (%llu staged a layer ahead, of %llu "
+		    "prefetched), %.3f GB (%.2f GB/s over the decode), "
 		    "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
 		    "swaps, dense part on %s\n",
-		    (unsigned long long)es.stream_experts, es.stream_bytes / 1e9,
+		    (unsigned long long)es.stream_experts, (unsigned long long)es.stream_staged_hits,
+		    (unsigned long long)es.stream_prefetched, es.stream_bytes / 1e9,
 		    st->decode_s > 0 ? es.stream_bytes / 1e9 / (st->prefill_s + st->decode_s) : 0,
 		    (es.h2d_bytes - es.stream_bytes) / 1e6, es.h2d_const_bytes / 1e9,
 		    (unsigned long long)es.vram_swaps,
