@@ -295,8 +295,12 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		}
 	}
 	/* issue: every device queues its experts; a failure sends its share to the CPU */
-	for (int d = 0; d < e->n_devs; d++)
-		issued[d] = !e->devs[d]->failed && coli_moe_dev_issue(e, l, d) == 0;
+	for (int d = 0; d < e->n_devs; d++) {
+		if (e->devs[d]->failed)
+			continue;
+		issued[d] = coli_moe_dev_issue(e, l, d) == 0;
+		e->est.dev_fail_issue += !issued[d];
+	}
 	/* COLI_GROUP_ASYNC=0, for A/B: take the devices now, before the CPU rows */
 	if (!e->opts.group_async)
 		for (int d = 0; d < e->n_devs; d++)
@@ -337,6 +341,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	for (int d = 0; d < e->n_devs; d++) {
 		int failed = took[d] ? took[d] < 0 : !issued[d] || coli_moe_dev_take(e, l, d) != 0;
 
+		e->est.dev_fail_take += failed && issued[d];
+		/* (a slab CUDA_RELEASE_HOST dropped is read back by cpu_list's acquire) */
 		for (int ex = 0; failed && ex < c->n_experts; ex++)
 			if (e->pair_n[ex] && e->assign[ex] == d)
 				redo[n_redo++] = ex;
