@@ -153,10 +153,13 @@ test: deps
 	@$(MAKE) --no-print-directory tests ptx-check
 	@BUILD=$(BUILD) sh tests/run.sh
 
-# GPU tests only (every kernel against the CPU reference); they skip without a GPU.
+# GPU tests: every kernel against the CPU reference (they skip without a GPU),
+# then the scheduler's overlap / streaming / fault / CUDA_RELEASE_HOST reload
+# test, which runs on GPU 0 besides the simulated device when there is one.
 test-gpu: deps
 	@$(MAKE) --no-print-directory tests
 	@BUILD=$(BUILD) sh tests/run.sh ptx
+	@BUILD=$(BUILD) sh tests/run.sh core/overlap_release
 
 # The demo: convert the bundled model on first use, then generate.
 DEMO_HF   ?= models/demo

@@ -307,6 +307,15 @@ struct coli_engine_stats {
 	double moe_issue_s, moe_cpu_s, moe_take_s;
 	double moe_plan_s, moe_slabs_s; /* inside pack+issue: route+plan, pinning host slabs */
 	uint64_t vram_swaps; /* experts swapped into VRAM between tokens */
+	/* faults (core/moe.c): a device's layer failing when queued (issue: the
+	 * layer's share goes to the CPU) or when collected (take: its experts are
+	 * recomputed on the CPU); a failed device is not used again */
+	uint64_t dev_fail_issue, dev_fail_take;
+	/* CUDA_RELEASE_HOST (docs/tiers.md): host copies dropped after an upload
+	 * to VRAM, and dropped slabs read back from disk because the device that
+	 * held them failed (reloads, their bytes: part of the disk tier's) */
+	uint64_t host_drops;
+	uint64_t reloads, reload_bytes;
 	/* wall time per phase of the forward pass (core/forward.c), for coli
 	 * bench's split; other = forward_s minus the four phases (embedding,
 	 * residual adds, norms outside the phases) */
@@ -327,6 +336,10 @@ struct coli_engine_stats {
 	uint64_t disk_retries;     /* short reads, EIO and checksum re-reads */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
+/* Wait until every slab read the engine queued on its own (the usage file's
+ * warm-up reads, router prefetches) has landed: a measurement then starts
+ * from a settled state (coli bench stream). */
+void coli_engine_settle(coli_engine_t *e);
 
 /* ===================================================================== */
 /* Chat prompts (core/chat.c)                                             */

@@ -158,6 +158,15 @@ void coli_tiers_served_staged(struct coli_engine *e, int l, int ex, int uses);
  * the usage file sees every access wherever it was served. */
 uint64_t coli_tiers_heat(struct coli_engine *e, int xl, int ex);
 void coli_tiers_count(struct coli_engine *e, int l, int ex, int uses);
+/* CUDA_RELEASE_HOST: expert ex of layer l now lives on a device; drop its
+ * host copies (its RAM slot, the container mapping's and page cache's pages)
+ * and count its next read from disk as a reload. host_back: it left the
+ * device (VRAM swap), so a later read is an ordinary miss again. */
+void coli_tiers_drop_host(struct coli_engine *e, int l, int ex);
+void coli_tiers_host_back(struct coli_engine *e, int l, int ex);
+/* Wait for every slab read queued and not pinned (prefetches, the usage
+ * file's warm-up reads). */
+void coli_tiers_settle_all(struct coli_engine *e);
 /* Per-token bookkeeping (usage file every N tokens). */
 void coli_tiers_tokens(struct coli_engine *e, int T);
 void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st);

@@ -392,6 +392,11 @@ void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 	coli_tiers_stats((struct coli_engine *)e, st); /* the streamer's counters */
 }
 
+void coli_engine_settle(coli_engine_t *e)
+{
+	coli_tiers_settle_all(e);
+}
+
 const char *coli_engine_errmsg(const coli_engine_t *e)
 {
 	return e->errmsg;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/core_internal.h"
+#include "core/dev.h"
 
 static int next_moe_layer(const struct coli_engine *e, int l)
 {
@@ -55,6 +56,15 @@ void coli_lookahead(struct coli_engine *e, int l, int T)
 			taken[best] = 1;
 			mask[best] = 1;
 		}
+	}
+	/* experts resident on a working device are not read by the host: a
+	 * prefetch would be a wasted read (and, under CUDA_RELEASE_HOST, bring
+	 * back the copy that was dropped) */
+	for (int i = 0; e->where && i < E; i++) {
+		int d = e->where[(size_t)next * E + i];
+
+		if (d >= 0 && !e->devs[d]->failed)
+			mask[i] = 0;
 	}
 	coli_tiers_prefetch(e, next, mask);
 	memcpy(e->pred_mask, mask, (size_t)E); /* the devices stage these too */

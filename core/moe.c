@@ -240,7 +240,15 @@ static void assign_experts(struct coli_engine *e, int l)
 	} else {
 		double bs = e->bw_stream > 0 ? e->bw_stream : 1,
 		       bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
+		int sim = 1;
 
+		/* a simulated device has no bandwidth of its own: an even split
+		 * keeps --gpu sim runs reproducible launch for launch (the fault
+		 * tests inject failures by launch count) */
+		for (int d = 0; d < e->n_devs; d++)
+			sim = sim && !strcmp(e->devs[d]->ops->kind, "sim");
+		if (sim)
+			bs = bc = 1;
 		k = (int)(n_cand * bs / (bs + bc) + 0.5);
 	}
 	for (int i = 0; i < n_cand && k > 0; i++) {
@@ -316,8 +324,12 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		}
 	}
 	/* issue: every device queues its experts; a failure sends its share to the CPU */
-	for (int d = 0; d < e->n_devs; d++)
-		issued[d] = !e->devs[d]->failed && coli_moe_dev_issue(e, l, d) == 0;
+	for (int d = 0; d < e->n_devs; d++) {
+		if (e->devs[d]->failed)
+			continue;
+		issued[d] = coli_moe_dev_issue(e, l, d) == 0;
+		e->est.dev_fail_issue += !issued[d];
+	}
 	if (!lookahead_done && !n_need) { /* no host slab to wait for: guess now */
 		coli_lookahead(e, l, T);
 		lookahead_done = 1;
@@ -364,6 +376,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	for (int d = 0; d < e->n_devs; d++) {
 		int failed = took[d] ? took[d] < 0 : !issued[d] || coli_moe_dev_take(e, l, d) != 0;
 
+		e->est.dev_fail_take += failed && issued[d];
+		/* (a slab CUDA_RELEASE_HOST dropped is read back by cpu_list's acquire) */
 		for (int ex = 0; failed && ex < c->n_experts; ex++)
 			if (e->pair_n[ex] && e->assign[ex] == d)
 				redo[n_redo++] = ex;

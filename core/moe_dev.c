@@ -29,6 +29,11 @@
  * queued after that launch. The cost model's bandwidths: streaming is timed
  * at open (a slab-sized upload) and recalibrated at every take that had to
  * wait (then the device time is known); CPU rows are timed as they run.
+ *
+ * CUDA_RELEASE_HOST=1: once a slab is resident (placement, or a swap in
+ * adapt), its host copies are dropped (core/tiers.c: RAM slot, mapping,
+ * page cache); if the device fails, core/moe.c's CPU path reads it back
+ * from disk through the tiers, counted as a reload.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -122,8 +127,9 @@ static void free_buffers(struct coli_dev_slot *v)
 	free(v->jobs), free(v->runs), free(v->st);
 }
 
-/* Staging slots for streamed slabs, taken from the VRAM budget, and a first
- * measure of the streaming bandwidth (best of three slab-sized uploads). */
+/* Staging slots for streamed slabs (on top of an explicit --vram-gb, out of
+ * the free memory otherwise), and a first measure of the streaming bandwidth
+ * (best of three slab-sized uploads). */
 static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -150,7 +156,8 @@ static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
 	rc = rc ? rc : coli_dev_stage_init(v->dev, v->n_stage);
 	if (rc)
 		return rc;
-	v->used += v->stage_bytes * v->n_stage;
+	if (e->opts.vram_gb < 0) /* budget = free memory: the slots come out of it */
+		v->used += v->stage_bytes * v->n_stage;
 	/* measured from registered memory, as the tier slots it streams from */
 	tmp = coli_mem_alloc(v->stage_bytes, COLI_MEM_NODE_ANY);
 	if (!tmp)
@@ -276,6 +283,8 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 		e->est.h2d_const_bytes += xl->slab_bytes;
 		e->dev_slab[(size_t)l * c->n_experts + x] = addr;
 		e->where[(size_t)l * c->n_experts + x] = (signed char)dev;
+		if (e->opts.release_host)
+			coli_tiers_drop_host(e, l, x);
 	}
 	free(order);
 	for (int d = 0; d < e->n_devs; d++)
@@ -664,6 +673,10 @@ void coli_moe_dev_adapt(struct coli_engine *e)
 		e->where[(size_t)l * E + hot] = e->where[(size_t)l * E + cold];
 		e->dev_slab[(size_t)l * E + cold] = 0;
 		e->where[(size_t)l * E + cold] = -1;
+		if (e->opts.release_host) {
+			coli_tiers_drop_host(e, l, hot);
+			coli_tiers_host_back(e, l, cold);
+		}
 		e->est.h2d_bytes += xl->slab_bytes; /* an expert, not a constant */
 		e->est.vram_swaps++;
 	}

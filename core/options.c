@@ -31,7 +31,8 @@ static const struct opt_row g_opts[] = {
     {"--ram-gb", "COLI_RAM_GB", OPT_DOUBLE, F(ram_gb), "-1",
      "host RAM budget in GB for the whole engine (-1: no limit)"},
     {"--vram-gb", "COLI_VRAM_GB", OPT_DOUBLE, F(vram_gb), "-1",
-     "GPU memory budget in GB (-1: what the device has free)"},
+     "GPU memory for resident experts in GB (-1: what the device has free); "
+     "staging slots come on top"},
     {"--gpu", "COLI_GPU", OPT_STR, F(gpu), "auto", "auto | off | sim | device list (0,1)"},
     {"--threads", "COLI_THREADS", OPT_INT, F(threads), "0", "CPU threads (0: all online CPUs)"},
     {"--ctx", "COLI_CTX", OPT_INT, F(ctx), "0",

@@ -71,7 +71,8 @@ struct tslot {
 struct texp {
 	int slot;
 	float score;
-	uint64_t last; /* token clock at the last score update */
+	uint64_t last;    /* token clock at the last score update */
+	int host_dropped; /* CUDA_RELEASE_HOST dropped it after upload: a read is a reload */
 };
 
 struct coli_tiers {
@@ -112,6 +113,17 @@ static struct texp *X(struct coli_tiers *t, int xl, int ex)
 static size_t slab_bytes(struct coli_tiers *t, int xl)
 {
 	return coli_io_container_expert_layer(t->c, xl)->slab_bytes;
+}
+
+/* A read of expert x is about to be queued: if its host copy was dropped
+ * (CUDA_RELEASE_HOST) because a device held it, this read is a reload. */
+static void count_reload(struct texp *x, size_t sb, struct coli_engine_stats *st)
+{
+	if (!x->host_dropped)
+		return;
+	x->host_dropped = 0;
+	st->reloads++;
+	st->reload_bytes += sb;
 }
 
 /* ---- slots ---- */
@@ -294,6 +306,7 @@ int coli_tiers_acquire(struct coli_engine *e, int l, const int *ex, const int *u
 			t->batch[nb++] = (struct coli_io_read){xl, (uint32_t)ex[j], i};
 			st->hits[COLI_TIER_DISK]++;
 			st->bytes[COLI_TIER_DISK] += sb;
+			count_reload(x, sb, st);
 		}
 		t->acq[t->n_acq++] = x->slot;
 		slabs[j] = coli_mem_slots_ptr(t->slots, x->slot);
@@ -425,6 +438,7 @@ void coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char 
 		t->s[i].pf_xl = xl;
 		t->s[i].protect = t->step + 1;
 		t->batch[nb++] = (struct coli_io_read){xl, (uint32_t)ex, i};
+		count_reload(x, slab_bytes(t, xl), &e->est);
 	}
 	for (int j = 0; j < nb; j++)
 		t->s[t->batch[j].slot].pins = 0;
@@ -437,6 +451,50 @@ void coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char 
 		nb = 0;
 	}
 	e->est.prefetch_issued += (uint64_t)nb;
+}
+
+/* ---- CUDA_RELEASE_HOST ---- */
+
+void coli_tiers_drop_host(struct coli_engine *e, int l, int ex)
+{
+	struct coli_tiers *t = e->tiers;
+	int xl = e->m.layers[l].xl;
+	struct texp *x;
+
+	if (!t || !t->x)
+		return;
+	x = X(t, xl, ex);
+	if (x->slot >= 0) {
+		int i = x->slot;
+
+		if (t->s[i].pins)
+			return;           /* in use by the layer being computed: keep it */
+		settle(t, i, 1, &e->est); /* a read in flight lands before the slot goes */
+		if (t->s[i].state != SL_FREE) {
+			evict(t, i, &e->est);
+			coli_mem_slots_free(t->slots, i);
+		}
+	}
+	coli_io_container_slab_drop(t->c, xl, (uint32_t)ex); /* advice: failure is harmless */
+	x->host_dropped = 1;
+	e->est.host_drops++;
+}
+
+void coli_tiers_host_back(struct coli_engine *e, int l, int ex)
+{
+	struct coli_tiers *t = e->tiers;
+
+	if (t && t->x)
+		X(t, e->m.layers[l].xl, ex)->host_dropped = 0;
+}
+
+void coli_tiers_settle_all(struct coli_engine *e)
+{
+	struct coli_tiers *t = e->tiers;
+
+	for (int i = 0; t && t->s && i < t->n_slots; i++)
+		if (!t->s[i].pins)
+			settle(t, i, 1, &e->est);
 }
 
 /* ---- usage ---- */

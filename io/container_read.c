@@ -549,6 +549,27 @@ const void *coli_io_container_slab_data(const coli_container_t *c, int li, uint3
 	return off ? c->map + off : NULL;
 }
 
+/* CUDA_RELEASE_HOST: the engine keeps no host copy of a slab a device holds.
+ * The mapping's pages of the slab go (MADV_DONTNEED: the next touch faults
+ * them back in from the file), and so do the page cache's (POSIX_FADV_
+ * DONTNEED: clean pages are dropped, dirty ones cannot exist in a read-only
+ * container). Slabs are COLI_SLAB_ALIGN aligned and sized, so the range is
+ * whole pages. Advice only: 0, or -errno if the kernel refused it. */
+int coli_io_container_slab_drop(const coli_container_t *c, int li, uint32_t e)
+{
+	uint64_t off = coli_io_container_slab_offset(c, li, e);
+	size_t n;
+	int rc = 0, r;
+
+	if (!off)
+		return -EINVAL;
+	n = (size_t)c->l[li].slab_bytes;
+	if (c->map && madvise((void *)(c->map + off), n, MADV_DONTNEED))
+		rc = -errno;
+	r = posix_fadvise(c->fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED); /* errno value */
+	return rc ? rc : -r;
+}
+
 uint64_t coli_io_container_slab_xxh64(const coli_container_t *c, int li, uint32_t e)
 {
 	if (li < 0 || li >= c->nl || e >= c->l[li].n_experts)

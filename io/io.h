@@ -135,6 +135,10 @@ const struct coli_expert_layer *coli_io_container_experts_of(const coli_containe
 uint64_t coli_io_container_slab_offset(const coli_container_t *c, int li, uint32_t e);
 const void *coli_io_container_slab_data(const coli_container_t *c, int li, uint32_t e);
 uint64_t coli_io_container_slab_xxh64(const coli_container_t *c, int li, uint32_t e);
+/* Drop the host's copies of slab (li, e): its pages in the mapping and in
+ * the page cache (advice; the data is read back from the file when touched
+ * again). For CUDA_RELEASE_HOST; 0 or -errno. */
+int coli_io_container_slab_drop(const coli_container_t *c, int li, uint32_t e);
 /* A file descriptor opened O_RDONLY (for the streamer's own O_DIRECT fd, reopen path). */
 int coli_io_container_fd(const coli_container_t *c);
 /* The dense region [offset, offset + bytes) (4096-aligned) and the file's

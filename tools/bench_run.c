@@ -60,6 +60,9 @@ struct round {
 	double uses;               /* routed (token, expert) pairs per token */
 	double hits;               /* expert-layer loads per token */
 	double phase_ms[N_PHASES]; /* per token */
+	double win_ms[3];          /* overlap window per token: pack+issue | cpu-rows | take */
+	double stream_gbs;         /* streamed slab bytes / timed seconds */
+	double reloads, reload_b;  /* CUDA_RELEASE_HOST reloads in the round, their bytes */
 };
 
 struct arm {
@@ -74,8 +77,10 @@ struct arm {
 	double stream_b;
 	int dense_dev;
 	double phase_ms[N_PHASES];
+	double win_ms[3], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
 	struct bench_bytes bytes;
 	struct bench_bound bound;
+	struct bench_bound ideal; /* stream: host bytes split so CPU and PCIe finish together */
 };
 
 struct run {
@@ -98,6 +103,15 @@ struct run {
 	double disk_med;
 	int have_gpu;
 	struct bench_bw gpu;
+	/* bench stream (see the stream section below) */
+	int stream;
+	double vram_frac; /* VRAM expert budget, fraction of the expert bytes */
+	int heat_tokens;  /* greedy tokens that make the heat when no usage file exists */
+	char heat_from[4200];
+	char usage_cur[512], usage_snap[512]; /* the arms' usage file, the snapshot (as opts) */
+	const char *arm_list;
+	struct coli_opts base;
+	double expert_total_bytes;
 };
 
 static void help(FILE *f, const char *cmd)
@@ -118,8 +132,17 @@ static void help(FILE *f, const char *cmd)
 	    "                  0: skip the disk term)\n"
 	    "  --read-mib M    buffer of the host read measurement (default 256)\n"
 	    "  --qd Q          reads in flight for the disk measurement (default 8, 4 MiB each)\n"
-	    "  --json          one JSON object on stdout instead of the table\n\n",
+	    "  --json          one JSON object on stdout instead of the table\n",
 	    cmd);
+	if (!strcmp(cmd, "stream"))
+		fprintf(
+		    f, "stream: arms sync, overlap, overlap+stream, stream-only, cpu-only (--arms\n"
+		       "  picks some); each round on a fresh engine from the same heat\n"
+		       "  --vram-frac F   VRAM expert budget as a fraction of the expert bytes\n"
+		       "                  (default 0.25); streaming arms add their staging slots\n"
+		       "  --heat-tokens N greedy tokens that make the heat when the model has no\n"
+		       "                  usage file (default 128)\n");
+	fputc('\n', f);
 	coli_opts_help(f);
 }
 
@@ -176,6 +199,11 @@ static int model_bytes(struct run *R)
 		R->expert_off = l0->offset;
 		R->expert_bytes = ln->offset + ln->slab_bytes * ln->n_experts - l0->offset;
 	}
+	for (int i = 0; i < R->n_moe_layers; i++) {
+		const struct coli_expert_layer *l = coli_io_container_expert_layer(c, i);
+
+		R->expert_total_bytes += (double)l->slab_bytes * l->n_experts;
+	}
 	coli_io_container_close(c);
 	return 0;
 }
@@ -191,7 +219,7 @@ static int argmax(const float *v, int n)
 }
 
 /* One timed round of arm a; fills *r. */
-static int run_round(struct run *R, struct arm *a, struct round *r, float *logits)
+static int round_body(struct run *R, struct arm *a, struct round *r, float *logits)
 {
 	struct coli_engine_stats s0, s1;
 	int V = R->cfg.vocab, n_tok, rc, id;
@@ -203,6 +231,8 @@ static int run_round(struct run *R, struct arm *a, struct round *r, float *logit
 		if (rc)
 			return rc;
 	}
+	if (R->stream) /* the usage file's warm-up reads land before the clock starts */
+		coli_engine_settle(a->e);
 	coli_engine_stats(a->e, &s0);
 	t0 = bench_now_s();
 	if (R->prefill) {
@@ -246,7 +276,168 @@ static int run_round(struct run *R, struct arm *a, struct round *r, float *logit
 	r->phase_ms[3] = (s1.lm_head_s - s0.lm_head_s) * 1e3 / n_tok;
 	r->phase_ms[4] = (s1.forward_s - s0.forward_s) * 1e3 / n_tok - r->phase_ms[0] -
 	                 r->phase_ms[1] - r->phase_ms[2] - r->phase_ms[3];
+	r->win_ms[0] = (s1.moe_issue_s - s0.moe_issue_s) * 1e3 / n_tok;
+	r->win_ms[1] = (s1.moe_cpu_s - s0.moe_cpu_s) * 1e3 / n_tok;
+	r->win_ms[2] = (s1.moe_take_s - s0.moe_take_s) * 1e3 / n_tok;
+	r->stream_gbs = (double)(s1.stream_bytes - s0.stream_bytes) / (t1 - t0) / 1e9;
+	r->reloads = (double)(s1.reloads - s0.reloads);
+	r->reload_b = (double)(s1.reload_bytes - s0.reload_bytes);
 	return 0;
+}
+
+/* ---- bench stream: five fixed arms over one VRAM budget, each round on a
+ * fresh engine that starts from the same heat ----
+ *
+ *   sync            COLI_GROUP_ASYNC=0, --stream off
+ *   overlap         COLI_GROUP_ASYNC=1, --stream off
+ *   overlap+stream  COLI_GROUP_ASYNC=1, --stream auto (the cost model's split)
+ *   stream-only     COLI_GROUP_ASYNC=1, --stream only
+ *   cpu-only        --vram-gb 0, --stream off
+ *
+ * VRAM: n = floor(--vram-frac x experts) slabs resident (default 25% of the
+ * expert bytes); streaming arms get their --stream-slots staging slabs on
+ * top, so every arm but cpu-only holds the same experts. The rest is in RAM
+ * (--ram-gb as given; default: no limit).
+ *
+ * Heat: the model's usage file (or --usage FILE) when it exists, else a
+ * warm-up run of --heat-tokens greedy tokens on the cpu-only options; it is
+ * snapshotted to MODEL.usage.bench-snapshot, and before every arm's round
+ * restored to MODEL.usage.bench (coli_usage_copy, as `coli usage restore`),
+ * which that round's engine opens with: VRAM placement and the RAM warm-up
+ * reads start from the same heat whatever the arm before did. The prompt is
+ * prefilled and the warm-up reads settle (coli_engine_settle) before the
+ * clock starts. Both files are removed at the end. */
+
+static int stream_arm(struct run *R, struct arm *a, const char *name)
+{
+	double slab = (double)R->slab_bytes;
+	int total = (int)(R->expert_total_bytes / slab + 0.5), n_res = (int)(R->vram_frac * total);
+	double vram = (n_res + 0.5) * slab, stage = (double)R->base.stream_slots * slab;
+
+	memset(a, 0, sizeof(*a));
+	snprintf(a->name, sizeof(a->name), "%s", name);
+	a->opts = R->base;
+	a->opts.group_async = strcmp(name, "sync") != 0;
+	snprintf(a->opts.stream, sizeof(a->opts.stream), "off");
+	a->opts.vram_gb = vram / 1e9;
+	if (!strcmp(name, "overlap+stream") || !strcmp(name, "stream-only")) {
+		snprintf(a->opts.stream, sizeof(a->opts.stream), "%s",
+		         !strcmp(name, "stream-only") ? "only" : "auto");
+		a->opts.vram_gb = (vram + stage) / 1e9;
+	} else if (!strcmp(name, "cpu-only")) {
+		a->opts.vram_gb = 0;
+	} else if (strcmp(name, "sync") && strcmp(name, "overlap")) {
+		return tool_err("bench",
+		                "stream: unknown arm '%s' (sync, overlap, overlap+stream, "
+		                "stream-only, cpu-only)",
+		                name);
+	}
+	a->opts.ctx = R->prompt + R->tokens + 1;
+	snprintf(a->opts.usage, sizeof(a->opts.usage), "%s", R->usage_cur);
+	a->threads = a->opts.threads > 0 ? a->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (coli_cpu_pool_create(a->threads, &a->pool))
+		return tool_err("bench", "cannot start %d threads", a->threads);
+	return 0;
+}
+
+/* The heat every arm starts from (see above); also reads the config. */
+static int stream_heat(struct run *R)
+{
+	char err[1024], src[4200] = "";
+	struct coli_opts o = R->base;
+	coli_engine_t *e;
+	int have = 0, rc = 0, *ids, id, V;
+	float *logits;
+
+	if (snprintf(R->usage_snap, sizeof(R->usage_snap), "%s.usage.bench-snapshot", R->model) >=
+	    (int)sizeof(R->usage_snap))
+		return tool_err("bench", "stream: model path too long");
+	snprintf(R->usage_cur, sizeof(R->usage_cur), "%s.usage.bench", R->model);
+	if (R->base.usage[0] && strcmp(R->base.usage, "off") && strcmp(R->base.usage, "none"))
+		snprintf(src, sizeof(src), "%s", R->base.usage);
+	else if (!R->base.usage[0])
+		coli_usage_default_path(R->model, src, sizeof(src));
+	if (src[0] && access(src, R_OK) == 0) {
+		if (coli_usage_copy(R->model, src, R->usage_cur, err, sizeof(err)))
+			return tool_err("bench", "stream: heat from %s: %s", src, err);
+		snprintf(R->heat_from, sizeof(R->heat_from), "%s", src);
+		have = 1;
+	} else {
+		unlink(R->usage_cur);
+	}
+	o.vram_gb = 0;
+	snprintf(o.stream, sizeof(o.stream), "off");
+	snprintf(o.usage, sizeof(o.usage), "%s", R->usage_cur);
+	o.ctx = R->prompt + R->heat_tokens + 1;
+	if (coli_engine_open(R->model, &o, &e, err, sizeof(err)))
+		return tool_err("bench", "stream: %s", err);
+	R->cfg = *coli_engine_config(e);
+	V = R->cfg.vocab;
+	ids = malloc(sizeof(int) * (size_t)R->prompt);
+	logits = malloc(sizeof(float) * (size_t)V);
+	if (!have && ids && logits) {
+		for (int i = 0; i < R->prompt; i++) /* not a timed round's prompt */
+			ids[i] = (int)((3 + 104729ull * (uint64_t)i) % (uint64_t)V);
+		rc = coli_engine_forward(e, ids, R->prompt, logits, 0);
+		for (int i = 0; !rc && i < R->heat_tokens; i++) {
+			id = argmax(logits, V);
+			rc = coli_engine_forward(e, &id, 1, logits, 0);
+		}
+		snprintf(R->heat_from, sizeof(R->heat_from),
+		         "a warm-up of %d prompt + %d greedy tokens (cpu-only options)", R->prompt,
+		         R->heat_tokens);
+	}
+	if (!ids || !logits)
+		rc = -ENOMEM;
+	free(ids), free(logits);
+	coli_engine_close(e); /* writes the usage file */
+	if (rc)
+		return tool_err("bench", "stream: heat run: %s", strerror(-rc));
+	if (coli_usage_copy(R->model, R->usage_cur, R->usage_snap, err, sizeof(err)))
+		return tool_err("bench", "stream: snapshot: %s", err);
+	return 0;
+}
+
+static int stream_setup(struct run *R)
+{
+	char list[1024], *save = NULL;
+
+	if (!R->n_moe_layers || R->expert_total_bytes <= 0)
+		return tool_err("bench", "stream: %s has no routed experts", R->model);
+	if (stream_heat(R))
+		return 1;
+	snprintf(list, sizeof(list), "%s",
+	         R->arm_list ? R->arm_list : "sync,overlap,overlap+stream,stream-only,cpu-only");
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (R->n_arms == MAX_ARMS)
+			return tool_err("bench", "at most %d arms", MAX_ARMS);
+		if (stream_arm(R, &R->arm[R->n_arms++], t))
+			return 1;
+	}
+	return 0;
+}
+
+/* A stream round: the snapshot restored, a fresh engine, the round, closed. */
+static int run_round(struct run *R, struct arm *a, struct round *r, float *logits)
+{
+	char err[1024];
+	int rc;
+
+	if (!R->stream)
+		return round_body(R, a, r, logits);
+	if (coli_usage_copy(R->model, R->usage_snap, R->usage_cur, err, sizeof(err))) {
+		tool_err("bench", "stream: restoring the heat: %s", err);
+		return -EIO;
+	}
+	rc = coli_engine_open(R->model, &a->opts, &a->e, err, sizeof(err));
+	if (rc) {
+		tool_err("bench", "arm '%s': %s", a->name, err);
+		return rc;
+	}
+	rc = round_body(R, a, r, logits);
+	coli_engine_close(a->e);
+	a->e = NULL;
+	return rc;
 }
 
 static double med_of(struct arm *a, int n, size_t off)
@@ -280,7 +471,17 @@ static void summarize(struct run *R, struct arm *a)
 		a->phase_ms[p] =
 		    med_of(a, n, offsetof(struct round, phase_ms) + p * sizeof(double));
 
+	for (int p = 0; p < 3; p++)
+		a->win_ms[p] = med_of(a, n, offsetof(struct round, win_ms) + p * sizeof(double));
+	a->stream_gbs = med_of(a, n, offsetof(struct round, stream_gbs));
+	a->reloads = a->reload_b = 0;
+	for (int i = 0; i < n; i++) {
+		a->reloads += a->r[i].reloads;
+		a->reload_b += a->r[i].reload_b;
+	}
+
 	struct bench_bw bw = {.cpu_gbs = a->host_gbs, .disk_gbs = R->disk_med};
+	int sim = !strcmp(a->opts.gpu, "sim");
 
 	memset(&a->bytes, 0, sizeof(a->bytes));
 	/* The CPU reads the dense part (when it runs there) and every slab it
@@ -296,7 +497,28 @@ static void summarize(struct run *R, struct arm *a)
 		    a->tier_b[COLI_TIER_VRAM] + a->stream_b + (a->dense_dev ? a->dense_b : 0);
 		a->bytes.b[BENCH_TERM_PCIE] = a->stream_b;
 	}
+	if (sim) { /* the simulated device computes with the CPU, from host memory */
+		memset(&a->bytes, 0, sizeof(a->bytes));
+		bw.hbm_gbs = bw.pcie_gbs = 0;
+		a->bytes.b[BENCH_TERM_CPU] = a->dense_b + a->tier_b[COLI_TIER_VRAM] +
+		                             a->tier_b[COLI_TIER_RAM] + a->tier_b[COLI_TIER_DISK];
+		a->bytes.b[BENCH_TERM_DISK] = a->tier_b[COLI_TIER_DISK];
+	}
 	bench_bound(&a->bytes, &bw, &a->bound);
+	/* DESIGN.md's T_ram >= B_ram / (BW_cpu + BW_pcie): the host's expert bytes
+	 * split between CPU rows and streaming so both finish together */
+	a->ideal = a->bound;
+	if (R->stream && !sim && R->have_gpu) {
+		struct bench_bytes b = a->bytes;
+		struct bench_bw w = bw;
+
+		b.b[BENCH_TERM_CPU] = (a->dense_dev ? 0 : a->dense_b) + a->tier_b[COLI_TIER_RAM] +
+		                      a->tier_b[COLI_TIER_DISK];
+		b.b[BENCH_TERM_PCIE] = 0;
+		b.b[BENCH_TERM_HBM] = a->tier_b[COLI_TIER_VRAM] + (a->dense_dev ? a->dense_b : 0);
+		w.cpu_gbs = bw.cpu_gbs + bw.pcie_gbs;
+		bench_bound(&b, &w, &a->ideal);
+	}
 }
 
 /* ---- output ---- */
@@ -357,16 +579,64 @@ static void print_table(struct run *R)
 	       "ratio = achieved / bound.\n");
 }
 
+static void print_stream_table(struct run *R)
+{
+	int total = (int)(R->expert_total_bytes / R->slab_bytes + 0.5);
+
+	printf("coli bench stream: %s, %s %s, %d layers, top-%d of %d experts, slab %.2f MB\n",
+	       R->model, R->cfg.model_type, coli_dtype_name(R->cfg.quant), R->cfg.n_layers,
+	       R->cfg.top_k, R->cfg.n_experts, R->slab_bytes / 1e6);
+	printf("device %s; VRAM: %d of %d experts resident (%.0f%% of %.2f GB) in every arm but "
+	       "cpu-only, + %d staging slabs in streaming arms; the rest in RAM\n",
+	       R->base.gpu, (int)(R->vram_frac * total), total, 100 * R->vram_frac,
+	       R->expert_total_bytes / 1e9, R->base.stream_slots);
+	printf("heat: %s, restored before every round of every arm\n", R->heat_from);
+	printf("prompt %d, %d greedy decode tokens per round; %d warm-up + %d interleaved rounds; "
+	       "medians [min..max]\n",
+	       R->prompt, R->tokens, R->warmup, R->rounds);
+	if (R->disk_mib)
+		printf("disk %.2f GB/s (%s); ", R->disk_med,
+		       R->disk.direct ? "O_DIRECT" : "BUFFERED");
+	if (R->have_gpu && strcmp(R->base.gpu, "sim"))
+		printf("GPU 0: pinned H2D %.1f GB/s, device memory %.0f GB/s\n\n", R->gpu.pcie_gbs,
+		       R->gpu.hbm_gbs);
+	else
+		printf("no GPU measured (sim: every byte is a CPU byte)\n\n");
+	printf("%-15s %8s %15s %8s %8s %8s %8s %7s %9s %9s %8s %9s %-4s %6s %9s %6s\n", "arm",
+	       "tok/s", "[min..max]", "vram MB", "ram MB", "disk MB", "strm MB", "strm GB/s",
+	       "pack+iss", "cpu-rows", "take", "bound t/s", "by", "ratio", "ideal t/s", "ratio");
+	for (int i = 0; i < R->n_arms; i++) {
+		struct arm *a = &R->arm[i];
+		char spread[40];
+
+		snprintf(spread, sizeof(spread), "[%.2f..%.2f]", a->tok_s_min, a->tok_s_max);
+		printf("%-15s %8.2f %15s %8.2f %8.2f %8.2f %8.2f %9.2f %9.3f %9.3f %8.3f %9.2f "
+		       "%-4s %6.3f %9.2f %6.3f\n",
+		       a->name, a->tok_s, spread, a->tier_b[COLI_TIER_VRAM] / 1e6,
+		       a->tier_b[COLI_TIER_RAM] / 1e6, a->tier_b[COLI_TIER_DISK] / 1e6,
+		       a->stream_b / 1e6, a->stream_gbs, a->win_ms[0], a->win_ms[1], a->win_ms[2],
+		       1.0 / a->bound.bound_s, bench_term_name[a->bound.dominant],
+		       a->tok_s * a->bound.bound_s, 1.0 / a->ideal.bound_s,
+		       a->tok_s * a->ideal.bound_s);
+	}
+	printf("\nMB = 1e6 bytes per token (strm: streamed, part of ram + disk); pack+iss | "
+	       "cpu-rows | take: the MoE overlap window, ms per token; bound: this arm's split "
+	       "(cpu = CPU rows, pcie = streamed, hbm = VRAM); ideal: RAM-tier bytes split so CPU "
+	       "and PCIe finish together, B_ram / (BW_cpu + BW_pcie); ratio = achieved / bound.\n");
+}
+
 static void print_json(struct run *R)
 {
 	printf("{\"bench\": \"%s\", \"model\": \"%s\", \"arch\": \"%s\", \"quant\": \"%s\", "
 	       "\"n_layers\": %d, \"n_moe_layers\": %d, \"n_experts\": %d, \"top_k\": %d, "
 	       "\"slab_bytes\": %llu, \"prompt\": %d, \"tokens\": %d, \"rounds\": %d, "
 	       "\"warmup\": %d, \"isa\": \"%s\", \"cpus\": %ld,\n",
-	       R->prefill ? "prefill" : "decode", R->model, R->cfg.model_type,
-	       coli_dtype_name(R->cfg.quant), R->cfg.n_layers, R->n_moe_layers, R->cfg.n_experts,
-	       R->cfg.top_k, (unsigned long long)R->slab_bytes, R->prompt,
-	       R->prefill ? R->prompt : R->tokens, R->rounds, R->warmup,
+	       R->stream    ? "stream"
+	       : R->prefill ? "prefill"
+	                    : "decode",
+	       R->model, R->cfg.model_type, coli_dtype_name(R->cfg.quant), R->cfg.n_layers,
+	       R->n_moe_layers, R->cfg.n_experts, R->cfg.top_k, (unsigned long long)R->slab_bytes,
+	       R->prompt, R->prefill ? R->prompt : R->tokens, R->rounds, R->warmup,
 	       coli_cpu_isa_name(coli_cpu_isa()), sysconf(_SC_NPROCESSORS_ONLN));
 	char hbm[32] = "null", pcie[32] = "null";
 
@@ -405,11 +675,30 @@ static void print_json(struct run *R)
 			if (a->bound.term_s[t] >= 0)
 				printf("%s\"%s\": %.6g", k++ ? ", " : "", bench_term_name[t],
 				       a->bound.term_s[t]);
-		printf("}, \"bound_term\": \"%s\", \"bound_tok_s\": %.6g, \"ratio\": %.6g}",
+		printf("}, \"bound_term\": \"%s\", \"bound_tok_s\": %.6g, \"ratio\": %.6g,\n   "
+		       "\"reloads\": %.0f, \"reload_bytes\": %.0f",
 		       bench_term_name[a->bound.dominant], 1.0 / a->bound.bound_s,
-		       a->tok_s * a->bound.bound_s);
+		       a->tok_s * a->bound.bound_s, a->reloads, a->reload_b);
+		if (R->stream)
+			printf(
+			    ",\n   \"group_async\": %d, \"stream\": \"%s\", \"vram_gb\": %.6g, "
+			    "\"stream_bytes_per_token\": %.1f, \"stream_gbs\": %.4f,\n   "
+			    "\"overlap_window_ms_per_token\": {\"pack_issue\": %.4f, \"cpu_rows\": "
+			    "%.4f, \"take\": %.4f},\n   \"ideal_bound_term\": "
+			    "\"%s\", \"ideal_bound_tok_s\": %.6g, \"ideal_ratio\": %.6g",
+			    a->opts.group_async, a->opts.stream, a->opts.vram_gb, a->stream_b,
+			    a->stream_gbs, a->win_ms[0], a->win_ms[1], a->win_ms[2],
+			    bench_term_name[a->ideal.dominant], 1.0 / a->ideal.bound_s,
+			    a->tok_s * a->ideal.bound_s);
+		printf("}");
 	}
-	printf("\n ]}\n");
+	printf("\n ]");
+	if (R->stream)
+		printf(",\n \"vram_frac\": %.4f, \"expert_bytes\": %.0f, \"stream_slots\": %d, "
+		       "\"device\": \"%s\", \"heat_from\": \"%s\"",
+		       R->vram_frac, R->expert_total_bytes, R->base.stream_slots, R->base.gpu,
+		       R->heat_from);
+	printf("}\n");
 }
 
 /* ---- main ---- */
@@ -454,6 +743,10 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 			R->read_mib = atoi(v);
 		else if (!strcmp(o, "--qd"))
 			R->qd = atoi(v);
+		else if (R->stream && !strcmp(o, "--vram-frac"))
+			R->vram_frac = atof(v);
+		else if (R->stream && !strcmp(o, "--heat-tokens"))
+			R->heat_tokens = atoi(v);
 		else
 			return tool_err("bench", "unknown option '%s' (see --help)", o), 2;
 		i += 2;
@@ -470,6 +763,15 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 		                "must be positive",
 		                MAX_ROUNDS),
 		       2;
+	if (R->stream) { /* arms need the model's geometry: stream_setup */
+		if (!(R->vram_frac >= 0 && R->vram_frac <= 1) || R->heat_tokens < 0)
+			return tool_err("bench",
+			                "--vram-frac must be in [0, 1], --heat-tokens >= 0"),
+			       2;
+		R->arm_list = *arms;
+		R->base = ea.opts;
+		return 0;
+	}
 	/* arms: each on top of the command line's options */
 	char list[1024], *save = NULL;
 
@@ -519,13 +821,15 @@ int bench_run_main(int argc, char **argv)
 	if (!R)
 		return tool_err("bench", "out of memory");
 	R->prefill = !strcmp(argv[0], "prefill");
+	R->stream = !strcmp(argv[0], "stream");
+	R->vram_frac = 0.25, R->heat_tokens = 128;
 	R->tokens = 16, R->rounds = 5, R->warmup = 1, R->disk_mib = 256, R->read_mib = 256;
 	R->qd = 8, R->max_io = 4u << 20;
 	R->prompt = R->prefill ? 64 : 8;
 	rc = parse(R, argc, argv, &arms);
 	if (rc)
 		goto out;
-	rc = open_arms(R) || model_bytes(R);
+	rc = R->stream ? model_bytes(R) || stream_setup(R) : open_arms(R) || model_bytes(R);
 	if (rc)
 		goto out;
 	R->have_gpu = bench_gpu_bw(&R->gpu) == 0;
@@ -577,6 +881,8 @@ int bench_run_main(int argc, char **argv)
 		summarize(R, &R->arm[i]);
 	if (R->json)
 		print_json(R);
+	else if (R->stream)
+		print_stream_table(R);
 	else
 		print_table(R);
 out:
@@ -587,6 +893,10 @@ out:
 			coli_engine_close(R->arm[i].e);
 		if (R->arm[i].pool)
 			coli_cpu_pool_destroy(R->arm[i].pool);
+	}
+	if (R->stream && R->usage_cur[0]) {
+		unlink(R->usage_cur);
+		unlink(R->usage_snap);
 	}
 	bench_readbw_free(&rb);
 	free(logits);

@@ -8,6 +8,7 @@
  *   make-model   a synthetic model of a real shape (tools/bench_model.c)
  *   decode       tok/s per arm next to the bound (tools/bench_run.c)
  *   prefill      the same for a prompt batch
+ *   stream       the streaming-weight path's five arms (tools/bench_run.c)
  *   io           slab streaming vs sequential O_DIRECT (tools/bench_io.c)
  *
  * The measurements they share live in tools/bench_measure.c (tools/bench.h).
@@ -30,6 +31,11 @@ static void usage(FILE *f)
 	           "  prefill -m MODEL [--prompt N] [--arms A,B,..] [--json] [engine options]\n"
 	           "              tok/s per arm (median, spread), bytes per tier per token,\n"
 	           "              per-phase split, the bound from bandwidths measured in the run\n"
+	           "  stream  -m MODEL [--gpu sim|auto] [--vram-frac F] [--tokens N] [--json]\n"
+	           "              the streaming-weight path: arms sync, overlap, overlap+stream,\n"
+	           "              stream-only, cpu-only at a VRAM budget of 25%% of the experts,\n"
+	           "              each from the same heat; tok/s, overlap window, streamed GB/s,\n"
+	           "              ratio to the bound\n"
 	           "  io      -m MODEL [--slabs N] [--qd Q] [--json]\n"
 	           "              random slab reads vs the file's sequential O_DIRECT bandwidth\n"
 	           "(coli bench SUBCOMMAND --help for each)\n");
@@ -49,7 +55,7 @@ int cmd_bench(int argc, char **argv)
 		return bench_kernels_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "make-model"))
 		return bench_model_main(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "decode") || !strcmp(argv[1], "prefill"))
+	if (!strcmp(argv[1], "decode") || !strcmp(argv[1], "prefill") || !strcmp(argv[1], "stream"))
 		return bench_run_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "io"))
 		return bench_io_main(argc - 1, argv + 1);

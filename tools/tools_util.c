@@ -161,5 +161,11 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		    (es.h2d_bytes - es.stream_bytes) / 1e6, es.h2d_const_bytes / 1e9,
 		    (unsigned long long)es.vram_swaps,
 		    es.dense_on_device ? "the device" : "the CPU");
+		fprintf(stderr,
+		        "coli: faults: device failed at issue %llu, at take %llu | "
+		        "CUDA_RELEASE_HOST: %llu host copies dropped, %llu reloads (%.1f MB)\n",
+		        (unsigned long long)es.dev_fail_issue, (unsigned long long)es.dev_fail_take,
+		        (unsigned long long)es.host_drops, (unsigned long long)es.reloads,
+		        es.reload_bytes / 1e6);
 	}
 }

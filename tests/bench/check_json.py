@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tests/bench/check_json.py KIND FILE — consistency checks of one
-`coli bench decode|prefill|io --json` report (see decode_json.sh). Prints one
+`coli bench decode|prefill|stream|io --json` report (see decode_json.sh). Prints one
 line per check; exits 1 at the first failure. Never checks wall time beyond
 tok/s > 0."""
 import json
@@ -34,6 +34,67 @@ if kind == "io":
         fail("ratio != slabs/seq")
     print("ok   io: seq %.3f GB/s, slabs %.3f GB/s, ratio %.3f" %
           (r["seq"]["gbs"], r["slabs"]["gbs"], r["ratio"]))
+    sys.exit(0)
+
+if kind == "stream":
+    want = ["sync", "overlap", "overlap+stream", "stream-only", "cpu-only"]
+    names = [a["arm"] for a in r["arms"]]
+    if names != want:
+        fail("stream arms %r, expected %r" % (names, want))
+    L, K, S = r["n_moe_layers"], r["top_k"], r["slab_bytes"]
+    if not (0 < r["vram_frac"] <= 1 and r["heat_from"] and r["expert_bytes"] > 0):
+        fail("stream: vram_frac, heat_from or expert_bytes missing")
+    by = {a["arm"]: a for a in r["arms"]}
+    vram = by["sync"]["bytes_per_token"]["vram"]
+    for a in r["arms"]:
+        name, b = a["arm"], a["bytes_per_token"]
+        if not (a["tok_s"] > 0 and a["tok_s_min"] <= a["tok_s"] <= a["tok_s_max"]):
+            fail("%s: tok_s %s not in (0, spread]" % (name, a["tok_s"]))
+        if len(a["tok_s_rounds"]) != r["rounds"]:
+            fail("%s: %d rounds reported" % (name, len(a["tok_s_rounds"])))
+        # bytes per tier add up to the routed experts' bytes
+        if not close(b["vram"] + b["ram"] + b["disk"], L * K * S):
+            fail("%s: vram+ram+disk %.1f != layers x top_k x slab %d" %
+                 (name, b["vram"] + b["ram"] + b["disk"], L * K * S))
+        if not close(a["routed_pairs_per_token"], L * K, 1e-6, 1e-6):
+            fail("%s: routed pairs %.3f != %d" % (name, a["routed_pairs_per_token"], L * K))
+        # same heat, same resident set: the same VRAM bytes in every arm with VRAM
+        want_vram = 0 if name == "cpu-only" else vram
+        if not close(b["vram"], want_vram):
+            fail("%s: vram bytes %.1f, expected %.1f" % (name, b["vram"], want_vram))
+        host = b["ram"] + b["disk"]
+        st = a["stream_bytes_per_token"]
+        if name in ("sync", "overlap", "cpu-only") and st != 0:
+            fail("%s: streamed %.1f bytes with --stream off" % (name, st))
+        if name == "stream-only" and not close(st, host):
+            fail("stream-only: streamed %.1f != ram+disk %.1f" % (st, host))
+        if name == "overlap+stream" and not (-1 <= st <= host + 1):
+            fail("overlap+stream: streamed %.1f outside [0, ram+disk]" % st)
+        if a["group_async"] != (name != "sync"):
+            fail("%s: group_async %d" % (name, a["group_async"]))
+        w = a["overlap_window_ms_per_token"]
+        if not all(v >= 0 for v in w.values()):
+            fail("%s: overlap window %r" % (name, w))
+        if a["reloads"] != 0:
+            fail("%s: %d reloads without CUDA_RELEASE_HOST" % (name, a["reloads"]))
+        terms = a["bound_terms_s"]
+        if not close(a["bound_tok_s"], 1 / max(terms.values()), 2e-3, 1e-6):
+            fail("%s: bound_tok_s != 1 / max(terms)" % name)
+        if not close(a["ratio"], a["tok_s"] / a["bound_tok_s"], 2e-3, 1e-6):
+            fail("%s: ratio != tok_s / bound_tok_s" % name)
+        if not close(a["ideal_ratio"], a["tok_s"] / a["ideal_bound_tok_s"], 2e-3, 1e-6):
+            fail("%s: ideal_ratio != tok_s / ideal_bound_tok_s" % name)
+        if a["ideal_bound_tok_s"] < a["bound_tok_s"] * (1 - 1e-6):
+            fail("%s: the best split's bound is below the arm's own" % name)
+        if r["device"] == "sim":
+            want_cpu = (b["dense"] + b["vram"] + host) / (a["host_read_gbs"] * 1e9)
+            if not close(terms["cpu"], want_cpu, 2e-3, 1e-12):
+                fail("%s: sim: cpu term %.6g != every byte at the host read %.6g" %
+                     (name, terms["cpu"], want_cpu))
+        print("ok   stream %-15s %.1f tok/s, vram/ram/disk/streamed %.0f/%.0f/%.0f/%.0f B/token, "
+              "window %.3f|%.3f|%.3f ms, ratio %.3f" %
+              (name, a["tok_s"], b["vram"], b["ram"], b["disk"], st, w["pack_issue"],
+               w["cpu_rows"], w["take"], a["ratio"]))
     sys.exit(0)
 
 if r.get("bench") != kind:

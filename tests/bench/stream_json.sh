@@ -1,0 +1,23 @@
+#!/bin/sh
+# tests/bench/stream_json.sh — `coli bench stream --json` on the tiny shape
+# with the simulated device: the five arms in order; bytes per tier add up to
+# the routed experts' bytes; every arm with VRAM serves the same VRAM bytes
+# (same heat restored before each round, same resident set) and cpu-only
+# none; only the streaming arms stream, stream-only all of the host's
+# experts; no reloads; bound and ratios follow from the reported figures.
+# The heat files are removed afterwards and the model's own usage file is
+# not created. No wall-time assertions.
+set -u
+command -v python3 >/dev/null || { echo "python3 not installed"; exit 77; }
+"$COLI" bench make-model --shape tiny -o tiny.coli 2>/dev/null || { echo "make-model failed"; exit 1; }
+"$COLI" bench stream -m tiny.coli --gpu sim --json --rounds 2 --tokens 6 --heat-tokens 32 \
+	--disk-mib 1 --read-mib 16 >out.json 2>err.txt || { cat err.txt; echo "bench stream failed"; exit 1; }
+python3 "$ROOT/tests/bench/check_json.py" stream out.json || { cat out.json; exit 1; }
+ls tiny.coli.usage* 2>/dev/null && { echo "FAIL: heat files left behind"; exit 1; }
+"$COLI" bench stream -m tiny.coli --gpu sim --rounds 1 --warmup 0 --tokens 2 --disk-mib 1 \
+	--read-mib 16 --arms sync,cpu-only >table.txt 2>/dev/null || { echo "table output failed"; exit 1; }
+grep -q "^sync " table.txt && grep -q "^cpu-only " table.txt && grep -q "cpu-rows" table.txt ||
+	{ cat table.txt; echo "FAIL: table lacks arms or columns"; exit 1; }
+"$COLI" bench stream -m tiny.coli --gpu sim --arms fast >/dev/null 2>err.txt && { echo "FAIL: unknown arm accepted"; exit 1; }
+grep -q "unknown arm 'fast'" err.txt || { cat err.txt; echo "FAIL: unknown arm: message"; exit 1; }
+exit 0
