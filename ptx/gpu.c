@@ -122,6 +122,7 @@ void coli_gpu_close(coli_gpu_t *g)
 				g->cu->EventDestroy(g->marks[i]);
 		if (g->jobs)
 			g->cu->MemFree(g->jobs);
+		coli_gpu_dense_release(g);
 		if (g->stream)
 			g->cu->StreamDestroy(g->stream);
 		if (g->mod)

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptx/kernels_abi.h"
+
 typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
@@ -93,7 +95,11 @@ struct coli_gpu {
 	CUfunction f_gemv[10]; /* indexed by enum coli_dtype */
 	CUfunction f_silu, f_actq;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
-	CUdeviceptr jobs; /* struct coli_gpu_gemv_job [MAX_JOBS] */
+	CUfunction f_dgemv[4][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0][S - 1] */
+	int sm_count;
+	CUdeviceptr scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c) */
+	CUdeviceptr counts;  /* unsigned [DENSE_COUNTERS], zero between launches */
+	CUdeviceptr jobs;    /* struct coli_gpu_gemv_job [MAX_JOBS] */
 	CUevent marks[N_MARKS];
 	char name[128];
 };
@@ -110,7 +116,9 @@ struct coli_gpu {
  * engine may drive a device from different threads over its life. */
 #define CUR(g) CK((g)->cu->CtxSetCurrent((g)->ctx), "cuCtxSetCurrent")
 
+/* The dense kernels' handles and their scratch (at open; freed at close). */
 int coli_gpu_dense_functions(struct coli_gpu *g);
+void coli_gpu_dense_release(struct coli_gpu *g);
 
 /* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<name>.cu). */
 extern const char coli_ptx_kernels[];
