@@ -63,6 +63,10 @@ struct coli_dev_ops {
 	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
 	                      uint64_t pair_w, int n_pairs, int T, int H);
 	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+	/* a dense matrix times T rows: deterministic, not canonical on cuda; the
+	 * simulated device computes coli_gemv's bits (so --gpu sim = the CPU path) */
+	int (*dense_gemv)(struct coli_dev *d, enum coli_dtype t,
+	                  const struct coli_gpu_dense_gemv *m);
 };
 
 struct coli_dev {
@@ -115,6 +119,7 @@ int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H);
 int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m);
 
 /* Backends. */
 int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen);

@@ -93,6 +93,10 @@ static int g_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 {
 	return coli_gpu_gated_add(G(d), out, y, gate, T, H);
 }
+static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
+{
+	return coli_gpu_dense_gemv(G(d), t, m);
+}
 /* mem/'s registration hook: every host region mem/ records (the tier
  * manager's slot arena above all) is page-locked for DMA, so streamed slabs
  * copy at the PCIe rate instead of through a pageable bounce buffer. */
@@ -161,6 +165,7 @@ static const struct coli_dev_ops g_gpu_ops = {
     .embed = g_embed,
     .moe_accumulate = g_moe_acc,
     .gated_add = g_gated,
+    .dense_gemv = g_dense_gemv,
 };
 
 int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen)

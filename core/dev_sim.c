@@ -214,6 +214,29 @@ static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 	return 0;
 }
 
+/* The CPU path's GEMV, row by row: the simulated dense device is the CPU. */
+static int s_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
+{
+	struct coli_mat w;
+	int nb = m->K / COLI_QBLOCK;
+
+	coli_mat_view(&w, t, m->rows, m->K, m->w);
+	if (m->scales)
+		w.scales = m->scales;
+	for (int s = 0; s < m->T; s++) {
+		struct coli_act a = {
+		    .n = m->K,
+		    .f = m->xf ? (float *)m->xf + (size_t)s * m->K : NULL,
+		    .q = m->xq ? (int8_t *)m->xq + (size_t)s * m->K : NULL,
+		    .d = m->xd ? (float *)m->xd + (size_t)s * nb : NULL,
+		    .qsum = m->xqsum ? (int32_t *)m->xqsum + (size_t)s * nb : NULL,
+		};
+
+		coli_gemv(&w, &a, m->y + (size_t)s * m->ldy, 0, m->rows);
+	}
+	return 0;
+}
+
 static void s_close(struct coli_dev *d)
 {
 	free(d->impl);
@@ -269,6 +292,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .embed = s_embed,
     .moe_accumulate = s_moe_acc,
     .gated_add = s_gated,
+    .dense_gemv = s_dense_gemv,
 };
 
 int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes, int latency_us)

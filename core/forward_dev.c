@@ -225,30 +225,27 @@ static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 	return coli_dev_act_quantize(dd->dev, x, dd->aq, dd->ad, dd->aqs, T * m->cols / 32);
 }
 
-/* y[T][ldy] = m . x[T][K]: jobs of up to COLI_GPU_MAX_S tokens. A quantized
- * matrix reads x's quantized rows from aq/ad/aqs: prep(x) must come first. */
+/* y[T][ldy] = m . x[T][K] in one launch of the dense GEMV (deterministic, not
+ * the experts' canonical kernel: the dense part runs where it runs). A
+ * quantized matrix reads x's quantized rows from aq/ad/aqs: prep(x) first. */
 static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T, uint64_t y,
                 int ldy)
 {
-	int K = m->cols, nj = 0;
+	struct coli_gpu_dense_gemv a = {
+	    .w = (const void *)(uintptr_t)m->w,
+	    .scales = (const unsigned short *)(uintptr_t)m->scales,
+	    .xf = (const float *)(uintptr_t)x,
+	    .xq = (const signed char *)(uintptr_t)dd->aq,
+	    .xd = (const float *)(uintptr_t)dd->ad,
+	    .xqsum = (const int *)(uintptr_t)dd->aqs,
+	    .y = (float *)(uintptr_t)y,
+	    .rows = m->rows,
+	    .K = m->cols,
+	    .T = T,
+	    .ldy = ldy,
+	};
 
-	for (int t = 0; t < T; t += COLI_GPU_MAX_S) {
-		struct coli_gpu_gemv_job *j = &dd->jobs[nj++];
-
-		memset(j, 0, sizeof(*j));
-		j->w = (const void *)(uintptr_t)m->w;
-		j->scales = (const unsigned short *)(uintptr_t)m->scales;
-		j->xq = (const signed char *)(uintptr_t)(dd->aq + (size_t)t * K);
-		j->xd = (const float *)(uintptr_t)(dd->ad + (size_t)t * (K / 32) * 4);
-		j->xqsum = (const int *)(uintptr_t)(dd->aqs + (size_t)t * (K / 32) * 4);
-		j->xf = (const float *)(uintptr_t)(x + (size_t)t * K * 4);
-		j->y = (float *)(uintptr_t)(y + (size_t)t * ldy * 4);
-		j->rows = m->rows;
-		j->K = K;
-		j->S = T - t < COLI_GPU_MAX_S ? T - t : COLI_GPU_MAX_S;
-		j->ldy = ldy;
-	}
-	return coli_dev_gemv(dd->dev, m->dtype, dd->jobs, nj);
+	return coli_dev_dense_gemv(dd->dev, m->dtype, &a);
 }
 
 static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const struct dmat *up,

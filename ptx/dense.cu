@@ -1,54 +1,333 @@
 /*
- * ptx/dense.cu — the dense part of a layer on the GPU: embedding rows,
- * RMSNorm, bias, RoPE, attention over the KV cache, residual adds, the MoE
- * weighted accumulate and the shared expert's sigmoid gate. (The GEMVs are
- * the grouped kernels of kernels.cu, which also serve q/k/v/o, routers,
- * shared experts and lm_head.)
+ * ptx/dense.cu — the dense part of a layer on the GPU: the dense GEMV (q/k/v/o,
+ * routers, shared experts, dense MLPs, lm_head), embedding rows, RMSNorm,
+ * bias, RoPE, attention over the KV cache, residual adds, the MoE weighted
+ * accumulate and the shared expert's sigmoid gate. Routed experts do not come
+ * here: they use the canonical grouped kernels of kernels.cu.
  *
  * The dense part is exempt from the placement invariant (it runs where it
- * runs), so these kernels only follow transformers' float32 math within
- * rounding; the one exception is coli_moe_accumulate, which reproduces
- * core/moe.c's order exactly (pairs in ascending expert id, product rounded
- * then added), so routed-expert results combine with the same bits on any
- * device. Layouts: rows are tokens, row-major, fp32.
+ * runs): these kernels follow transformers' float32 math within rounding and
+ * are deterministic (fixed reduction orders, no float atomics; split work is
+ * combined in a fixed order by the last CTA, see last_arrival), so for a given
+ * dense device the logits do not depend on where experts ran. The one exact
+ * kernel is coli_moe_accumulate, which reproduces core/moe.c's order (pairs in
+ * ascending expert id, product rounded then added), so routed-expert results
+ * combine with the same bits on any device.
+ *
+ * Layouts: rows are tokens, row-major, fp32. Launch shapes and the split
+ * policies live in ptx/gpu_dense.c; the split kernels share one device scratch
+ * and one counter array there, which is safe because the device has one
+ * stream (a launch starts after the previous one ended).
  */
 #include <cuda_fp16.h>
 
-static __device__ float block_sum(float v, float *red)
+#include "ptx/kernels_abi.h"
+
+/* ---- the dense GEMV: y[t][r] = W[r] . x[t] for the dense matrices ----
+ *
+ * Not the canonical reduction of kernels.cu (routed experts keep that one):
+ * the dense part only has to be deterministic. One warp a row; a unit is
+ * 16 bytes of weights (f32: 4 elements, bf16: 8, q8_0: 16 = half a block,
+ * q4_0: 32 = one block), lane l reads units l, l+32, ... of its K range with
+ * DG_UNROLL loads in flight, so a warp-wide load is 512 contiguous bytes; the
+ * warp folds with shfl_xor in a fixed order. Up to S <= 4 tokens share each
+ * weight load (blockIdx.z walks chunks of S tokens for longer inputs).
+ *
+ * Small matrices (the router: 128 rows) cannot fill the GPU one warp a row,
+ * so K is split over gridDim.y CTAs (split-K): each writes its partial sums
+ * to the scratch [split][T][rows], and the last CTA of a row group to arrive
+ * adds them in ascending split order and writes y.
+ */
+#define DG_WARPS  8 /* rows per CTA */
+#define DG_UNROLL 4
+
+/* Split-K / split-position handshake: every CTA of a group publishes its
+ * partials, then counts itself in; the one that brings the count to n is
+ * last, sees every partial (fence on both sides), and resets the counter for
+ * the next launch on the stream. Integer atomics only: which CTA is last
+ * changes nothing in the result, since it sums in a fixed order. */
+static __device__ bool last_arrival(unsigned *count, unsigned n)
 {
-	/* warp shuffles, then one value per warp through shared memory */
-	for (int off = 16; off; off >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, off);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = v;
+	__shared__ bool last;
+
+	__threadfence(); /* release: this thread's partial stores before the count */
 	__syncthreads();
-	if (threadIdx.x < 32) {
-		v = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.0f;
-		for (int off = 16; off; off >>= 1)
-			v += __shfl_xor_sync(0xffffffffu, v, off);
-		if (threadIdx.x == 0)
-			red[32] = v;
+	if (threadIdx.x == 0) {
+		last = atomicAdd(count, 1u) == n - 1;
+		if (last)
+			atomicExch(count, 0u);
 	}
 	__syncthreads();
-	v = red[32];
-	__syncthreads();
+	if (last)
+		__threadfence(); /* acquire: the other CTAs' partials after the count */
+	return last;
+}
+
+static __device__ __forceinline__ int4 ld_stream(const int4 *p)
+{
+	int4 v;
+
+	/* weights are read once a token: keep them out of L1 */
+	asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
+	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+	             : "l"(p));
 	return v;
 }
 
-/* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (w may be NULL); one CTA per row */
-extern "C" __global__ void coli_rmsnorm(const float *x, const float *w, float *y, int n, float eps)
-{
-	__shared__ float red[33];
-	const float *xr = x + (size_t)blockIdx.x * n;
-	float *yr = y + (size_t)blockIdx.x * n;
-	float ss = 0.0f, inv;
+/* dtype codes as enum coli_dtype: 0 f32, 2 bf16, 8 q8_0, 9 q4_0 */
+template <int DT> struct Unit;
 
-	for (int i = threadIdx.x; i < n; i += blockDim.x)
-		ss += xr[i] * xr[i];
-	ss = block_sum(ss, red);
-	inv = rsqrtf(ss / n + eps);
-	for (int i = threadIdx.x; i < n; i += blockDim.x)
-		yr[i] = w ? w[i] * (xr[i] * inv) : xr[i] * inv;
+template <> struct Unit<0> {
+	static constexpr int elems = 4;
+	template <int S>
+	static __device__ __forceinline__ void dot(const struct coli_gpu_dense_gemv &a, int row,
+	                                           int u, int4 wv, int t0, int ns, float *acc)
+	{
+		const float w0 = __int_as_float(wv.x), w1 = __int_as_float(wv.y),
+		            w2 = __int_as_float(wv.z), w3 = __int_as_float(wv.w);
+#pragma unroll
+		for (int s = 0; s < S; s++) {
+			if (s < ns) {
+				const float4 x =
+				    __ldg((const float4 *)(a.xf + (size_t)(t0 + s) * a.K) + u);
+				float v = acc[s];
+
+				v = __fmaf_rn(w0, x.x, v);
+				v = __fmaf_rn(w1, x.y, v);
+				v = __fmaf_rn(w2, x.z, v);
+				acc[s] = __fmaf_rn(w3, x.w, v);
+			}
+		}
+	}
+};
+
+template <> struct Unit<2> {
+	static constexpr int elems = 8;
+	template <int S>
+	static __device__ __forceinline__ void dot(const struct coli_gpu_dense_gemv &a, int row,
+	                                           int u, int4 wv, int t0, int ns, float *acc)
+	{
+		const int q[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+		for (int s = 0; s < S; s++) {
+			if (s < ns) {
+				const float4 *xp =
+				    (const float4 *)(a.xf + (size_t)(t0 + s) * a.K) + 2 * u;
+				const float4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+				const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+				float v = acc[s];
+
+#pragma unroll
+				for (int i = 0; i < 4; i++) {
+					v = __fmaf_rn(__int_as_float(q[i] << 16), x[2 * i], v);
+					v = __fmaf_rn(__int_as_float(q[i] & 0xffff0000),
+					              x[2 * i + 1], v);
+				}
+				acc[s] = v;
+			}
+		}
+	}
+};
+
+template <> struct Unit<8> {
+	static constexpr int elems = 16;
+	template <int S>
+	static __device__ __forceinline__ void dot(const struct coli_gpu_dense_gemv &a, int row,
+	                                           int u, int4 wv, int t0, int ns, float *acc)
+	{
+		const int nb = a.K / 32, b = u >> 1;
+		const float wd = __half2float(__ushort_as_half(a.scales[(size_t)row * nb + b]));
+#pragma unroll
+		for (int s = 0; s < S; s++) {
+			if (s < ns) {
+				const int4 x =
+				    __ldg((const int4 *)(a.xq + (size_t)(t0 + s) * a.K) + u);
+				int is = __dp4a(wv.x, x.x, 0);
+
+				is = __dp4a(wv.y, x.y, is);
+				is = __dp4a(wv.z, x.z, is);
+				is = __dp4a(wv.w, x.w, is);
+				acc[s] =
+				    __fmaf_rn((float)is,
+				              wd * __ldg(a.xd + (size_t)(t0 + s) * nb + b), acc[s]);
+			}
+		}
+	}
+};
+
+/* q4_0: byte j of a block holds element j (low nibble) and j + 16 (high) */
+template <> struct Unit<9> {
+	static constexpr int elems = 32;
+	template <int S>
+	static __device__ __forceinline__ void dot(const struct coli_gpu_dense_gemv &a, int row,
+	                                           int u, int4 wv, int t0, int ns, float *acc)
+	{
+		const int nb = a.K / 32;
+		const int q[4] = {wv.x, wv.y, wv.z, wv.w};
+		const float wd = __half2float(__ushort_as_half(a.scales[(size_t)row * nb + u]));
+#pragma unroll
+		for (int s = 0; s < S; s++) {
+			if (s < ns) {
+				const int4 *xp =
+				    (const int4 *)(a.xq + (size_t)(t0 + s) * a.K) + 2 * u;
+				const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+				const int xl[4] = {x0.x, x0.y, x0.z, x0.w};
+				const int xh[4] = {x1.x, x1.y, x1.z, x1.w};
+				const size_t bi = (size_t)(t0 + s) * nb + u;
+				int is = 0;
+
+#pragma unroll
+				for (int i = 0; i < 4; i++) {
+					is = __dp4a(q[i] & 0x0f0f0f0f, xl[i], is);
+					is = __dp4a((q[i] >> 4) & 0x0f0f0f0f, xh[i], is);
+				}
+				is -= 8 * __ldg(a.xqsum + bi);
+				acc[s] = __fmaf_rn((float)is, wd * __ldg(a.xd + bi), acc[s]);
+			}
+		}
+	}
+};
+
+template <int DT, int S>
+static __device__ __forceinline__ void dgemv(const struct coli_gpu_dense_gemv &a, float *part,
+                                             unsigned *count)
+{
+	const int lane = threadIdx.x & 31;
+	const int row = blockIdx.x * DG_WARPS + (threadIdx.x >> 5);
+	const int splits = gridDim.y, t0 = blockIdx.z * S, ns = min(S, a.T - t0);
+	const int nu = a.K / Unit<DT>::elems;
+	const int span = ((nu + splits - 1) / splits + 31) & ~31;
+	const int u0 = blockIdx.y * span, u1 = min(nu, u0 + span);
+	float acc[S];
+
+#pragma unroll
+	for (int s = 0; s < S; s++)
+		acc[s] = 0.0f;
+	if (row < a.rows) {
+		const int4 *w = (const int4 *)a.w + (size_t)row * nu;
+
+		for (int base = u0 + lane; base < u1; base += 32 * DG_UNROLL) {
+			int4 wv[DG_UNROLL];
+
+#pragma unroll
+			for (int i = 0; i < DG_UNROLL; i++)
+				if (base + 32 * i < u1)
+					wv[i] = ld_stream(w + base + 32 * i);
+#pragma unroll
+			for (int i = 0; i < DG_UNROLL; i++)
+				if (base + 32 * i < u1)
+					Unit<DT>::template dot<S>(a, row, base + 32 * i, wv[i], t0,
+					                          ns, acc);
+		}
+	}
+	/* the whole warp folds (a row is a warp, so validity is warp-uniform) */
+#pragma unroll
+	for (int s = 0; s < S; s++)
+		for (int off = 16; off; off >>= 1)
+			acc[s] = __fadd_rn(acc[s], __shfl_xor_sync(0xffffffffu, acc[s], off));
+	if (splits == 1) {
+		if (lane == 0 && row < a.rows)
+			for (int s = 0; s < ns; s++)
+				a.y[(size_t)(t0 + s) * a.ldy + row] = acc[s];
+		return;
+	}
+	if (lane == 0 && row < a.rows)
+		for (int s = 0; s < ns; s++)
+			part[((size_t)blockIdx.y * a.T + t0 + s) * a.rows + row] = acc[s];
+	if (!last_arrival(&count[blockIdx.z * gridDim.x + blockIdx.x], splits))
+		return;
+	if (lane == 0 && row < a.rows)
+		for (int s = 0; s < ns; s++) {
+			float v = 0.0f;
+
+			for (int k = 0; k < splits; k++)
+				v = __fadd_rn(
+				    v, __ldcg(part + ((size_t)k * a.T + t0 + s) * a.rows + row));
+			a.y[(size_t)(t0 + s) * a.ldy + row] = v;
+		}
+}
+
+#define DGEMV(dt, DT, S)                                                                           \
+	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_##dt##_##S(         \
+	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count)                      \
+	{                                                                                          \
+		dgemv<DT, S>(a, part, count);                                                      \
+	}
+#define DGEMV_S(dt, DT) DGEMV(dt, DT, 1) DGEMV(dt, DT, 2) DGEMV(dt, DT, 3) DGEMV(dt, DT, 4)
+DGEMV_S(f32, 0)
+DGEMV_S(bf16, 2)
+DGEMV_S(q8_0, 8)
+DGEMV_S(q4_0, 9)
+
+/* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (w may be NULL).
+ * G threads a row (a power of two, 32..1024, G >= n/4 when possible), so a
+ * 2048 row is one float4 per thread held in registers, and per-head norms
+ * (n = 128) are a warp each: blockDim / G rows per CTA. The sum of squares is
+ * taken in double (as the CPU), per thread then over the group in a fixed
+ * order: deterministic. x and y may alias (in place). */
+#define RN_REG 4 /* float4 per thread kept in registers; larger rows re-read x */
+extern "C" __global__ void __launch_bounds__(1024)
+    coli_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps, int G)
+{
+	__shared__ double red[32];
+	const int gi = threadIdx.x / G, lt = threadIdx.x % G, wpg = G >> 5;
+	const int row = blockIdx.x * (blockDim.x / G) + gi;
+	const bool ok = row < rows, vec = (n & 3) == 0 && n <= RN_REG * 4 * G;
+	const float *xr = x + (size_t)row * n;
+	float *yr = y + (size_t)row * n;
+	float4 v[RN_REG];
+	double ss = 0.0;
+	float inv;
+
+	if (ok && vec) {
+#pragma unroll
+		for (int k = 0; k < RN_REG; k++) {
+			int i = (lt + k * G) * 4;
+
+			v[k] = i < n ? *(const float4 *)(xr + i) : make_float4(0, 0, 0, 0);
+		}
+#pragma unroll
+		for (int k = 0; k < RN_REG; k++)
+			ss += (double)v[k].x * v[k].x + (double)v[k].y * v[k].y +
+			      (double)v[k].z * v[k].z + (double)v[k].w * v[k].w;
+	} else if (ok) {
+		for (int i = lt; i < n; i += G)
+			ss += (double)xr[i] * xr[i];
+	}
+	for (int off = 16; off; off >>= 1)
+		ss += __shfl_xor_sync(0xffffffffu, ss, off);
+	if (wpg > 1) {
+		/* red[warp] written before the barrier, read after it */
+		if ((threadIdx.x & 31) == 0)
+			red[threadIdx.x >> 5] = ss;
+		__syncthreads();
+		ss = 0.0;
+		for (int k = 0; k < wpg; k++)
+			ss += red[gi * wpg + k];
+	}
+	if (!ok)
+		return;
+	inv = (float)(1.0 / sqrt(ss / n + eps));
+	if (vec) {
+#pragma unroll
+		for (int k = 0; k < RN_REG; k++) {
+			int i = (lt + k * G) * 4;
+			float4 o;
+
+			if (i >= n)
+				break;
+			o = make_float4(v[k].x * inv, v[k].y * inv, v[k].z * inv, v[k].w * inv);
+			if (w) {
+				const float4 ww = __ldg((const float4 *)(w + i));
+
+				o = make_float4(ww.x * o.x, ww.y * o.y, ww.z * o.z, ww.w * o.w);
+			}
+			*(float4 *)(yr + i) = o;
+		}
+	} else {
+		for (int i = lt; i < n; i += G)
+			yr[i] = w ? w[i] * (xr[i] * inv) : xr[i] * inv;
+	}
 }
 
 /* y[r][i] += b[i] over rows*n elements */
@@ -77,6 +356,7 @@ extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
 	size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	int i, h, t;
 	float ang, cs, sn, x1, x2, *v;
+	double dc, ds;
 
 	if (idx >= (size_t)T * nh * half)
 		return;
@@ -84,8 +364,9 @@ extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
 	h = (int)((idx / half) % nh);
 	t = (int)(idx / ((size_t)half * nh));
 	ang = (float)(pos0 + t) * inv_freq[i];
-	cs = (float)cos((double)ang);
-	sn = (float)sin((double)ang);
+	sincos((double)ang, &ds, &dc); /* one range reduction for both, as cos/sin */
+	cs = (float)dc;
+	sn = (float)ds;
 	v = x + ((size_t)t * nh + h) * hd;
 	x1 = v[i];
 	x2 = v[i + half];
@@ -93,56 +374,243 @@ extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
 	v[i + half] = x2 * cs + x1 * sn;
 }
 
-/* Causal attention, one CTA per (query t, head h): scores over positions
- * p <= pos0 + t in dynamic shared memory ([ctx] floats), softmax, then the
- * weighted sum of values. K, V: the layer's cache [ctx][nkv*hd]. */
-extern "C" __global__ void coli_attention(const float *q, const float *K, const float *V,
-                                          float *out, int pos0, int nh, int nkv, int hd,
-                                          float scale)
+/* ---- attention over the KV cache, tiled over positions ----
+ *
+ * One CTA per (split, kv head, query t): it holds the group's q heads
+ * (nh / nkv of them, [g][hd] in shared memory) and walks its range of
+ * positions in tiles of AT_TILE with the online softmax: per tile, scores
+ * (one thread a position), the tile max per head, the running sum and the
+ * weighted values rescaled by exp(m_old - m_new). Shared memory does not grow
+ * with the context, so any length works, and each K/V row is read once for
+ * all heads of its group.
+ *
+ * Decode (few queries) splits the positions over `splits` CTAs per query
+ * (flash-decoding): each writes its (acc[g][hd], m[g], l[g]) to the scratch,
+ * and the last CTA to arrive (an integer counter, see last_arrival) combines
+ * them in ascending split order — fixed order, no float atomics, so the
+ * result does not depend on which CTA finished last. Causal: query t sees
+ * positions p <= pos0 + t; a split past that contributes m = -inf, l = 0.
+ */
+#define AT_THREADS 256
+#define AT_TILE    256  /* positions per tile: one thread each for the scores */
+#define AT_MAXG    16   /* q heads per kv head */
+#define AT_MAXQ    2048 /* group * hd, floats of q in shared memory */
+#define AT_ITEMS   (AT_MAXQ / AT_THREADS)
+#define AT_PV      16 /* value rows loaded ahead in the weighted sum */
+
+extern "C" __global__ void __launch_bounds__(AT_THREADS)
+    coli_attention(const float *q, const float *K, const float *V, float *out, int pos0, int nh,
+                   int nkv, int hd, float scale, int tiles_per_split, float *part, unsigned *count)
 {
-	extern __shared__ float sc[];
-	__shared__ float red[33];
-	const int t = blockIdx.x, h = blockIdx.y, kvh = h / (nh / nkv), kvd = nkv * hd;
-	const int n = pos0 + t + 1;
-	const float *qv = q + ((size_t)t * nh + h) * hd;
-	float mx = -INFINITY, sum = 0.0f;
+	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
+	__shared__ float ss[AT_MAXG * AT_TILE];     /* [g][p]: scores, then weights */
+	__shared__ float s_m[AT_MAXG], s_l[AT_MAXG], s_c[AT_MAXG];
+	const int split = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int group = nh / nkv, kvd = nkv * hd, nq = group * hd;
+	const int n = pos0 + t + 1, span = tiles_per_split * AT_TILE;
+	const int p0 = split * span, p1 = min(n, p0 + span);
+	const float *qg = q + ((size_t)t * nh + (size_t)kvh * group) * hd;
+	const float *Kh = K + (size_t)kvh * hd, *Vh = V + (size_t)kvh * hd;
+	const bool same_i = (AT_THREADS % hd) == 0; /* a thread's items share one dim */
+	float acc[AT_ITEMS];
 
-	for (int p = threadIdx.x; p < n; p += blockDim.x) {
-		const float *k = K + (size_t)p * kvd + kvh * hd;
-		float s = 0.0f;
-
-		for (int i = 0; i < hd; i++)
-			s += qv[i] * k[i];
-		sc[p] = s * scale;
-		mx = fmaxf(mx, sc[p]);
+	for (int i = tid; i < nq; i += AT_THREADS)
+		sq[i] = qg[i];
+	if (tid < group) {
+		s_m[tid] = -INFINITY;
+		s_l[tid] = 0.0f;
 	}
-	/* block max through the same shuffle pattern */
-	for (int off = 16; off; off >>= 1)
-		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = mx;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		float m = red[0];
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++)
+		acc[k] = 0.0f;
+	__syncthreads(); /* sq, s_m, s_l visible to all */
 
-		for (int w = 1; w < (int)(blockDim.x >> 5); w++)
-			m = fmaxf(m, red[w]);
-		red[32] = m;
-	}
-	__syncthreads();
-	mx = red[32];
-	__syncthreads();
-	for (int p = threadIdx.x; p < n; p += blockDim.x) {
-		sc[p] = expf(sc[p] - mx);
-		sum += sc[p];
-	}
-	sum = block_sum(sum, red);
-	for (int i = threadIdx.x; i < hd; i += blockDim.x) {
-		float acc = 0.0f;
+	for (int tile = p0; tile < p1; tile += AT_TILE) {
+		const int np = min(AT_TILE, p1 - tile);
 
-		for (int p = 0; p < n; p++)
-			acc += (sc[p] / sum) * V[(size_t)p * kvd + kvh * hd + i];
-		out[((size_t)t * nh + h) * hd + i] = acc;
+		/* scores: thread tid owns position tile + tid, all heads of the group */
+		for (int g0 = 0; g0 < group; g0 += 8) {
+			float d[8];
+
+#pragma unroll
+			for (int gg = 0; gg < 8; gg++)
+				d[gg] = 0.0f;
+			if (tid < np) {
+				const float *k = Kh + (size_t)(tile + tid) * kvd;
+
+				/* 8 loads in flight, then their FMAs: latency, not bandwidth,
+				 * bounds a decode tile */
+				for (int i0 = 0; i0 < hd; i0 += 32) {
+					float4 kv[8];
+
+#pragma unroll
+					for (int u = 0; u < 8; u++)
+						if (i0 + 4 * u < hd)
+							kv[u] =
+							    __ldg((const float4 *)(k + i0 + 4 * u));
+#pragma unroll
+					for (int u = 0; u < 8; u++) {
+						const int i = i0 + 4 * u;
+
+						if (i >= hd)
+							break;
+#pragma unroll
+						for (int gg = 0; gg < 8; gg++) {
+							if (g0 + gg < group) {
+								const float4 qq =
+								    *(const float4
+								          *)&sq[(g0 + gg) * hd + i];
+
+								d[gg] =
+								    __fmaf_rn(qq.x, kv[u].x, d[gg]);
+								d[gg] =
+								    __fmaf_rn(qq.y, kv[u].y, d[gg]);
+								d[gg] =
+								    __fmaf_rn(qq.z, kv[u].z, d[gg]);
+								d[gg] =
+								    __fmaf_rn(qq.w, kv[u].w, d[gg]);
+							}
+						}
+					}
+				}
+			}
+#pragma unroll
+			for (int gg = 0; gg < 8; gg++)
+				if (g0 + gg < group)
+					ss[(g0 + gg) * AT_TILE + tid] =
+					    tid < np ? d[gg] * scale : -INFINITY;
+		}
+		__syncthreads(); /* scores complete before the per-head max */
+
+		/* online softmax: warp w owns heads w, w + 8 */
+		for (int g = warp; g < group; g += AT_THREADS / 32) {
+			float *sg = ss + g * AT_TILE;
+			float m = -INFINITY, s = 0.0f, mo, mn;
+
+			for (int j = lane; j < AT_TILE; j += 32)
+				m = fmaxf(m, sg[j]);
+			for (int off = 16; off; off >>= 1)
+				m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+			mo = s_m[g];
+			mn = fmaxf(mo, m);
+			for (int j = lane; j < AT_TILE; j += 32) {
+				float e = expf(sg[j] - mn); /* -inf (past np) -> 0 */
+
+				sg[j] = e;
+				s += e;
+			}
+			for (int off = 16; off; off >>= 1)
+				s += __shfl_xor_sync(0xffffffffu, s, off);
+			if (lane == 0) {
+				float c = expf(mo - mn); /* first tile: exp(-inf) = 0 */
+
+				s_c[g] = c;
+				s_l[g] = s_l[g] * c + s;
+				s_m[g] = mn;
+			}
+		}
+		__syncthreads(); /* weights and corrections visible before P.V */
+
+		/* acc[g][i] = acc * c[g] + sum_p w[g][p] * V[p][i]; item = tid + k * AT_THREADS */
+		if (same_i) {
+			const int i = tid % hd;
+			const float *vp = Vh + (size_t)tile * kvd + i;
+
+#pragma unroll
+			for (int k = 0; k < AT_ITEMS; k++) {
+				const int it = tid + k * AT_THREADS;
+
+				if (it < nq)
+					acc[k] *= s_c[it / hd];
+			}
+			/* AT_PV loads in flight per thread; weights past np are 0 */
+			for (int j0 = 0; j0 < np; j0 += AT_PV) {
+				float v[AT_PV];
+
+#pragma unroll
+				for (int u = 0; u < AT_PV; u++)
+					v[u] =
+					    j0 + u < np ? __ldg(vp + (size_t)(j0 + u) * kvd) : 0.0f;
+#pragma unroll
+				for (int k = 0; k < AT_ITEMS; k++) {
+					const int it = tid + k * AT_THREADS;
+					const float *w = ss + (it / hd) * AT_TILE + j0;
+
+					if (it < nq) {
+						float a = acc[k];
+
+#pragma unroll
+						for (int u = 0; u < AT_PV; u++)
+							a = __fmaf_rn(w[u], v[u], a);
+						acc[k] = a;
+					}
+				}
+			}
+		} else {
+#pragma unroll
+			for (int k = 0; k < AT_ITEMS; k++) {
+				const int it = tid + k * AT_THREADS, g = it / hd, i = it % hd;
+				float a;
+
+				if (it >= nq)
+					continue;
+				a = acc[k] * s_c[g];
+#pragma unroll 8
+				for (int j = 0; j < np; j++)
+					a = __fmaf_rn(ss[g * AT_TILE + j],
+					              __ldg(Vh + (size_t)(tile + j) * kvd + i), a);
+				acc[k] = a;
+			}
+		}
+		__syncthreads(); /* ss is rewritten by the next tile's scores */
+	}
+
+	if (splits == 1) {
+#pragma unroll
+		for (int k = 0; k < AT_ITEMS; k++) {
+			const int it = tid + k * AT_THREADS;
+
+			if (it < nq)
+				out[((size_t)t * nh + (size_t)kvh * group) * hd + it] =
+				    acc[k] / s_l[it / hd];
+		}
+		return;
+	}
+	{
+		/* partial of (t, kvh, split): acc [nq], then m [group], l [group] */
+		const size_t stride = (size_t)nq + 2 * group;
+		float *mine = part + (((size_t)t * nkv + kvh) * splits + split) * stride;
+		const float *all = part + ((size_t)t * nkv + kvh) * splits * stride;
+
+#pragma unroll
+		for (int k = 0; k < AT_ITEMS; k++) {
+			const int it = tid + k * AT_THREADS;
+
+			if (it < nq)
+				mine[it] = acc[k];
+		}
+		if (tid < group) {
+			mine[nq + tid] = s_m[tid];
+			mine[nq + group + tid] = s_l[tid];
+		}
+		if (!last_arrival(&count[(size_t)t * nkv + kvh], splits))
+			return;
+		for (int it = tid; it < nq; it += AT_THREADS) {
+			const int g = it / hd;
+			float M = -INFINITY, O = 0.0f, L = 0.0f;
+
+			for (int c = 0; c < splits; c++)
+				M = fmaxf(M, __ldcg(all + c * stride + nq + g));
+			for (int c = 0; c < splits; c++) {
+				const float *pc = all + c * stride;
+				const float f = expf(__ldcg(pc + nq + g) - M); /* empty split: 0 */
+
+				O += __ldcg(pc + it) * f;
+				L += __ldcg(pc + nq + group + g) * f;
+			}
+			out[((size_t)t * nh + (size_t)kvh * group) * hd + it] = O / L;
+		}
 	}
 }
 
@@ -181,20 +649,71 @@ extern "C" __global__ void coli_embed(const void *table, const unsigned short *s
 }
 
 /* out[t] = sum over the pairs of token t, in pair order (ascending expert id),
- * of w_p * y_p: product rounded, then added, from +0 — core/moe.c's bits. */
-extern "C" __global__ void coli_moe_accumulate(float *out, const float *y, const int *pair_token,
-                                               const float *pair_w, int n_pairs, int H)
+ * of w_p * y_p: product rounded, then added, from +0 — core/moe.c's bits.
+ * Grid (ceil(H / 256), T): each CTA first lists token t's pairs in ascending
+ * order (8 warps scan 8 slices; ballot counts, then ordered writes), then one
+ * thread per element j sums them — the per-element order is the pair order,
+ * whatever the grid. Tokens with more than ACC_MAXP pairs fall back to a
+ * scan of all pairs in the same order. */
+#define ACC_MAXP 512
+extern "C" __global__ void __launch_bounds__(256)
+    coli_moe_accumulate(float *out, const float *y, const int *pair_token, const float *pair_w,
+                        int n_pairs, int H)
 {
-	const int t = blockIdx.x;
+	__shared__ int list[ACC_MAXP];
+	__shared__ int wcount[8], total;
+	const int t = blockIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int slice = ((n_pairs + 8 * 32 - 1) / (8 * 32)) * 32;
+	const int b0 = warp * slice, b1 = min(n_pairs, b0 + slice);
+	const unsigned lt = (1u << lane) - 1;
+	int cnt = 0, base;
+	float o = 0.0f;
 
-	for (int j = threadIdx.x; j < H; j += blockDim.x) {
-		float o = 0.0f;
+	for (int b = b0; b < b1; b += 32) {
+		const bool hit = b + lane < b1 && __ldg(pair_token + b + lane) == t;
 
-		for (int p = 0; p < n_pairs; p++)
-			if (pair_token[p] == t)
-				o = __fadd_rn(o, __fmul_rn(pair_w[p], y[(size_t)p * H + j]));
-		out[(size_t)t * H + j] = o;
+		cnt += __popc(__ballot_sync(0xffffffffu, hit));
 	}
+	if (lane == 0)
+		wcount[warp] = cnt;
+	__syncthreads(); /* per-warp counts, then each warp's offset */
+	base = 0;
+	for (int w = 0; w < warp; w++)
+		base += wcount[w];
+	if (threadIdx.x == 0) {
+		int s = 0;
+
+		for (int w = 0; w < 8; w++)
+			s += wcount[w];
+		total = s;
+	}
+	for (int b = b0; b < b1 && base < ACC_MAXP; b += 32) {
+		const bool hit = b + lane < b1 && __ldg(pair_token + b + lane) == t;
+		const unsigned m = __ballot_sync(0xffffffffu, hit);
+		const int at = base + __popc(m & lt);
+
+		if (hit && at < ACC_MAXP)
+			list[at] = b + lane;
+		base += __popc(m);
+	}
+	__syncthreads(); /* the list and total complete */
+	if (j >= H)
+		return;
+	if (total <= ACC_MAXP) {
+		for (int k = 0; k < total; k++) {
+			const int p = list[k];
+
+			o = __fadd_rn(o,
+			              __fmul_rn(__ldg(pair_w + p), __ldg(y + (size_t)p * H + j)));
+		}
+	} else {
+		for (int p = 0; p < n_pairs; p++)
+			if (__ldg(pair_token + p) == t)
+				o = __fadd_rn(
+				    o, __fmul_rn(__ldg(pair_w + p), __ldg(y + (size_t)p * H + j)));
+	}
+	out[(size_t)t * H + j] = o;
 }
 
 /* out[t] += sigmoid(gate[t]) * y[t]  (Qwen2-MoE shared expert) */

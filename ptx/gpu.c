@@ -153,6 +153,7 @@ void coli_gpu_close(coli_gpu_t *g)
 		free(g->st_full), free(g->st_free);
 		if (g->copy)
 			g->cu->StreamDestroy(g->copy);
+		coli_gpu_dense_release(g);
 		if (g->stream)
 			g->cu->StreamDestroy(g->stream);
 		if (g->mod)

@@ -1,7 +1,16 @@
 /*
  * ptx/gpu_dense.c — launch wrappers for the dense-part kernels of
- * ptx/dense.cu: one function per kernel, grid shapes chosen here, everything
- * stream-ordered on the device's one stream.
+ * ptx/dense.cu: one function per kernel, grid shapes and split policies
+ * chosen here, everything stream-ordered on the device's one stream.
+ *
+ * Splits: at decode a dense matrix or an attention head has too little work
+ * to fill the GPU, so the GEMV splits K and attention splits positions over
+ * several CTAs. Their partials go to one device scratch (DENSE_SCRATCH_FLOATS
+ * floats, allocated at open) and the last CTA of a group combines them in a
+ * fixed order, counted in by an integer counter (DENSE_COUNTERS of them, zero
+ * between launches: the last CTA resets its own). Split counts are capped so
+ * the partials fit; the kernels are correct for any split count, the cap only
+ * costs speed. One stream: two split launches never overlap.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +19,13 @@
 #include "ptx/ptx_internal.h"
 
 #ifdef COLI_HAVE_PTX
-#define THREADS 256
+#define THREADS              256
+#define DENSE_SCRATCH_FLOATS ((size_t)2 << 20) /* 8 MiB */
+#define DENSE_COUNTERS       8192
+#define DG_WARPS             8   /* rows per GEMV CTA (dense.cu) */
+#define AT_TILE              256 /* positions per attention tile (dense.cu) */
+#define AT_MAXG              16
+#define AT_MAXQ              2048
 
 int coli_gpu_dense_functions(struct coli_gpu *g)
 {
@@ -30,11 +45,37 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 #undef F
 	};
 
+	static const char *const dt[4] = {"f32", "bf16", "q8_0", "q4_0"};
+	char name[64];
+
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
 		CK(g->cu->ModuleGetFunction((CUfunction *)((char *)g + fns[i].off), g->mod_dense,
 		                            fns[i].name),
 		   fns[i].name);
+	for (int d = 0; d < 4; d++)
+		for (int s = 0; s < COLI_GPU_MAX_S; s++) {
+			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], s + 1);
+			CK(g->cu->ModuleGetFunction(&g->f_dgemv[d][s], g->mod_dense, name), name);
+		}
+	CK(g->cu->DeviceGetAttribute(&g->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+	                             g->dev),
+	   "cuDeviceGetAttribute(multiprocessors)");
+	CK(g->cu->MemAlloc(&g->scratch, sizeof(float) * DENSE_SCRATCH_FLOATS),
+	   "cuMemAlloc(dense scratch)");
+	CK(g->cu->MemAlloc(&g->counts, sizeof(unsigned) * DENSE_COUNTERS),
+	   "cuMemAlloc(dense counters)");
+	CK(g->cu->MemsetD8(g->counts, 0, sizeof(unsigned) * DENSE_COUNTERS),
+	   "cuMemsetD8(dense counters)");
 	return 0;
+}
+
+void coli_gpu_dense_release(struct coli_gpu *g)
+{
+	if (g->scratch)
+		g->cu->MemFree(g->scratch);
+	if (g->counts)
+		g->cu->MemFree(g->counts);
+	g->scratch = g->counts = 0;
 }
 
 static int launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned bx,
@@ -45,6 +86,14 @@ static int launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, un
 	return 0;
 }
 
+static int launch3(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                   unsigned bx, void **args, const char *what)
+{
+	CUR(g);
+	CK(g->cu->LaunchKernel(f, gx, gy, gz, bx, 1, 1, 0, g->stream, args, NULL), what);
+	return 0;
+}
+
 int coli_gpu_copy(coli_gpu_t *g, uint64_t dst, uint64_t src, size_t n)
 {
 	CUR(g);
@@ -52,12 +101,23 @@ int coli_gpu_copy(coli_gpu_t *g, uint64_t dst, uint64_t src, size_t n)
 	return 0;
 }
 
+/* G threads a row: the power of two >= n/4 (one float4 each), 32..1024;
+ * rows of G < 256 threads share a CTA of 256. */
 int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows, int n, float eps)
 {
 	CUdeviceptr a = x, b = w, c = y;
-	void *args[] = {&a, &b, &c, &n, &eps};
+	int G = 32;
+	void *args[] = {&a, &b, &c, &rows, &n, &eps, &G};
+	unsigned bx, per;
 
-	return launch(g, g->f_rmsnorm, (unsigned)rows, 1, THREADS, 0, args, "launch rmsnorm");
+	if (rows <= 0 || n <= 0)
+		return rows == 0 ? 0 : -EINVAL;
+	while (G < 1024 && G * 4 < n)
+		G *= 2;
+	bx = G < THREADS ? THREADS : (unsigned)G;
+	per = bx / (unsigned)G;
+	return launch(g, g->f_rmsnorm, ((unsigned)rows + per - 1) / per, 1, bx, 0, args,
+	              "launch rmsnorm");
 }
 
 int coli_gpu_add_bias(coli_gpu_t *g, uint64_t y, uint64_t b, int rows, int n)
@@ -88,17 +148,78 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
 	              "launch rope");
 }
 
+/* Grid (splits, nkv, T). Few queries (decode): positions split so that about
+ * two CTAs per SM run, each at least one tile; many (prefill): one CTA per
+ * (query, kv head) walks all its positions, no partials. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
                        int pos0, int nh, int nkv, int hd, float scale)
 {
-	CUdeviceptr a = q, b = K, c = V, d = out;
-	void *args[] = {&a, &b, &c, &d, &pos0, &nh, &nkv, &hd, &scale};
-	unsigned shmem = (unsigned)(sizeof(float) * (pos0 + T));
+	CUdeviceptr a = q, b = K, c = V, d = out, part = g->scratch, cnt = g->counts;
+	int group, tiles, splits = 1, tps;
+	long base, want = 2L * g->sm_count;
+	void *args[] = {&a, &b, &c, &d, &pos0, &nh, &nkv, &hd, &scale, &tps, &part, &cnt};
 
-	if (shmem > 48 * 1024)
-		return -E2BIG; /* > 12k positions: needs the tiled kernel (not yet) */
-	return launch(g, g->f_attn, (unsigned)T, (unsigned)nh, 128, shmem, args,
-	              "launch attention");
+	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4)
+		return -EINVAL;
+	group = nh / nkv;
+	if (group > AT_MAXG || group * hd > AT_MAXQ)
+		return -ENOTSUP; /* the shared-memory q block of dense.cu */
+	tiles = (pos0 + T + AT_TILE - 1) / AT_TILE;
+	base = (long)T * nkv;
+	if (base < want && base <= DENSE_COUNTERS) {
+		size_t per = (size_t)base * ((size_t)group * hd + 2 * group); /* floats a split */
+
+		splits = (int)((want + base - 1) / base);
+		splits = splits < tiles ? splits : tiles;
+		while (splits > 1 && (size_t)splits * per > DENSE_SCRATCH_FLOATS)
+			splits--;
+	}
+	tps = (tiles + splits - 1) / splits;
+	splits = (tiles + tps - 1) / tps; /* no split starts past the last position */
+	return launch3(g, g->f_attn, (unsigned)splits, (unsigned)nkv, (unsigned)T, 256, args,
+	               "launch attention");
+}
+
+/* Grid (row groups of 8, splits, chunks of S <= 4 tokens). */
+int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m)
+{
+	struct coli_gpu_dense_gemv a = *m;
+	CUdeviceptr part = g->scratch, cnt = g->counts;
+	void *args[] = {&a, &part, &cnt};
+	int di, S, chunks, groups, nu, splits = 1;
+	long want = 16L * g->sm_count; /* warps: two CTAs of 8 an SM */
+
+	switch (dtype) {
+	case COLI_DTYPE_F32:
+		di = 0, nu = a.K / 4;
+		break;
+	case COLI_DTYPE_BF16:
+		di = 1, nu = a.K / 8;
+		break;
+	case COLI_DTYPE_Q8_0:
+		di = 2, nu = a.K / 16;
+		break;
+	case COLI_DTYPE_Q4_0:
+		di = 3, nu = a.K / 32;
+		break;
+	default:
+		return -ENOTSUP;
+	}
+	if (a.rows <= 0 || a.T <= 0 || a.K <= 0 || a.K % 32 || a.ldy < a.rows)
+		return -EINVAL;
+	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
+	chunks = (a.T + S - 1) / S;
+	groups = (a.rows + DG_WARPS - 1) / DG_WARPS;
+	if (chunks == 1 && a.rows < want && groups <= DENSE_COUNTERS) {
+		splits = (int)((want + a.rows - 1) / a.rows);
+		splits = splits < nu / 32 ? splits : nu / 32; /* a unit a lane at least */
+		splits = splits < 32 ? splits : 32;
+		while (splits > 1 && (size_t)splits * a.T * a.rows > DENSE_SCRATCH_FLOATS)
+			splits--;
+		splits = splits > 1 ? splits : 1;
+	}
+	return launch3(g, g->f_dgemv[di][S - 1], (unsigned)groups, (unsigned)splits,
+	               (unsigned)chunks, DG_WARPS * 32, args, "launch dense gemv");
 }
 
 int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales, uint64_t ids,
@@ -117,7 +238,8 @@ int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pa
 	CUdeviceptr a = out, b = y, c = pair_token, d = pair_w;
 	void *args[] = {&a, &b, &c, &d, &n_pairs, &H};
 
-	return launch(g, g->f_moe_acc, (unsigned)T, 1, THREADS, 0, args, "launch moe_accumulate");
+	return launch(g, g->f_moe_acc, (unsigned)((H + THREADS - 1) / THREADS), (unsigned)T,
+	              THREADS, 0, args, "launch moe_accumulate");
 }
 
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
@@ -152,6 +274,10 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int p, uint6
 }
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T, int p,
                        int nh, int nkv, int hd, float s)
+{
+	NO_GPU;
+}
+int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {
 	NO_GPU;
 }

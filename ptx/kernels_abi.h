@@ -1,6 +1,6 @@
 /*
  * ptx/kernels_abi.h — structures passed from the host to the kernels of
- * ptx/kernels.cu. Compiled by both gcc (host, x86-64) and nvcc (device): only
+ * ptx/kernels.cu and ptx/dense.cu. Compiled by both gcc (host, x86-64) and nvcc (device): only
  * fixed-size fields and 64-bit pointers, so both see the same layout.
  */
 #ifndef COLI_PTX_KERNELS_ABI_H
@@ -26,6 +26,20 @@ struct coli_gpu_gemv_job {
 #define COLI_GPU_INL_JOBS 16
 struct coli_gpu_gemv_inline {
 	struct coli_gpu_gemv_job j[COLI_GPU_INL_JOBS];
+};
+
+/* One dense matrix [rows x K] times T activation rows (any T; the dense GEMV
+ * of ptx/dense.cu, passed by value). Quantized weights read xq/xd/xqsum (the
+ * activations quantized by coli_act_quantize), float weights read xf. */
+struct coli_gpu_dense_gemv {
+	const void *w; /* [rows][K] in the dtype (q4: [rows][K/2]), 16-byte aligned */
+	const unsigned short *scales; /* fp16 [rows][K/32] (quant types) */
+	const float *xf;              /* [T][K] fp32 activations (f32, bf16) */
+	const signed char *xq;        /* [T][K] int8 activations (quant types) */
+	const float *xd;              /* [T][K/32] activation block scales */
+	const int *xqsum;             /* [T][K/32] sum of xq per block (q4) */
+	float *y;                     /* [T][ldy] outputs, row r of token t at y[t*ldy + r] */
+	int rows, K, T, ldy;
 };
 
 #endif

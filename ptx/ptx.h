@@ -71,7 +71,14 @@ int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows
 int coli_gpu_add_bias(coli_gpu_t *g, uint64_t y, uint64_t b, int rows, int n);
 int coli_gpu_add(coli_gpu_t *g, uint64_t x, uint64_t y, int n);
 int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, uint64_t inv_freq);
-/* q [T][nh][hd], K/V the layer's cache [ctx][nkv*hd], out like q. */
+/* Dense matrix times T activation rows (any T): deterministic, not the
+ * canonical reduction (the dense part is exempt from the placement invariant;
+ * routed experts use coli_gpu_gemv). dtype f32, bf16, q8_0 or q4_0; K % 32 == 0;
+ * quantized weights read m->xq/xd/xqsum from coli_gpu_act_quantize. */
+int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m);
+/* Causal attention: q [T][nh][hd], K/V the layer's cache [ctx][nkv*hd] (rows
+ * 0..pos0+T-1 valid), out like q. Any context length; hd % 4 == 0,
+ * nh / nkv <= 16 and (nh / nkv) * hd <= 2048, else -ENOTSUP. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
                        int pos0, int nh, int nkv, int hd, float scale);
 int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales, uint64_t ids,

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptx/kernels_abi.h"
+
 typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
@@ -121,6 +123,10 @@ struct coli_gpu {
 	} regs[64];
 	int n_regs;
 	CUevent ring_left[JOB_SEGS]; /* recorded when the stream left segment i */
+	CUfunction f_dgemv[4][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0][S - 1] */
+	int sm_count;
+	CUdeviceptr scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c) */
+	CUdeviceptr counts;  /* unsigned [DENSE_COUNTERS], zero between launches */
 	CUevent marks[N_MARKS];
 	char name[128];
 };
@@ -137,9 +143,11 @@ struct coli_gpu {
  * engine may drive a device from different threads over its life. */
 #define CUR(g) CK((g)->cu->CtxSetCurrent((g)->ctx), "cuCtxSetCurrent")
 
+/* The dense kernels' handles and their scratch (at open; freed at close). */
 int coli_gpu_dense_functions(struct coli_gpu *g);
 /* Queue a job table's copy through the page-locked ring (ptx/gpu.c). */
 int coli_gpu_job_table(struct coli_gpu *g, const void *jobs, size_t bytes, uint64_t *dptr);
+void coli_gpu_dense_release(struct coli_gpu *g);
 
 /* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<name>.cu). */
 extern const char coli_ptx_kernels[];

@@ -1,0 +1,698 @@
+/*
+ * tests/ptx/dense_kernels.c — the dense-part kernels of ptx/dense.cu against
+ * the CPU reference (cpu/), on fresh random inputs, outputs poisoned (0xff
+ * bytes = NaN) before each launch, max error printed:
+ *
+ *   dense_gemv      f32 / bf16 / q8_0 / q4_0, rows 1..5000, K 32..4096, T 1..9
+ *                   (split-K at small row counts, chunks of 4 tokens past T = 4),
+ *                   vs coli_gemv within 1e-5 of sum|w*x|; gaps of ldy > rows
+ *                   stay poisoned; a second launch gives the same bits
+ *   rmsnorm         rows x n from 1 x 2048 to 32 x 128 and 2 x 20000, in place too
+ *   rope            vs coli_rope
+ *   moe_accumulate  bit-exact vs core/moe.c's order (pairs ascending, product
+ *                   rounded then added), incl. a token with > 512 pairs
+ *   attention       decode at 1, 100, 5000, 12289, 40000 positions and prefill
+ *                   chunks, GQA groups 1..16, hd 16..256, vs coli_attention_head
+ *
+ * Skips (77) without a usable GPU. `dense_kernels --bench` instead times each
+ * kernel at decode shapes (qwen3-30b-a3b) next to a device-to-device copy of
+ * the same run (docs/perf/kernels.md; `--bench ops`: the non-GEMV kernels only);
+ * the bench asserts nothing.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx/ptx.h"
+
+static uint64_t g_rng = 0x2545f4914f6cdd1dULL;
+
+static float frand(void) /* uniform [-1, 1) */
+{
+	g_rng ^= g_rng << 13;
+	g_rng ^= g_rng >> 7;
+	g_rng ^= g_rng << 17;
+	return (float)((g_rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+
+static coli_gpu_t *g_gpu;
+
+#define DP(a) ((uintptr_t)(a))
+
+static uint64_t dev_copy(const void *p, size_t n)
+{
+	uint64_t d = 0;
+
+	if (coli_gpu_alloc(g_gpu, n ? n : 1, &d) || (n && coli_gpu_upload(g_gpu, d, p, n))) {
+		fprintf(stderr, "device allocation/upload of %zu bytes failed\n", n);
+		exit(1);
+	}
+	return d;
+}
+
+static uint64_t dev_poison(size_t n)
+{
+	uint64_t d = 0;
+
+	if (coli_gpu_alloc(g_gpu, n ? n : 1, &d) || coli_gpu_memset(g_gpu, d, 0xff, n)) {
+		fprintf(stderr, "device allocation of %zu bytes failed\n", n);
+		exit(1);
+	}
+	return d;
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p) {
+		fprintf(stderr, "out of memory (%zu bytes)\n", n);
+		exit(1);
+	}
+	return p;
+}
+
+static void download(void *dst, uint64_t src, size_t n)
+{
+	if (coli_gpu_download(g_gpu, dst, src, n)) {
+		fprintf(stderr, "download failed\n");
+		exit(1);
+	}
+}
+
+/* |got - want| <= tol[i] (or tol0 when tol is NULL); prints one line */
+static int check(const char *what, const float *got, const float *want, const float *tol,
+                 float tol0, size_t n)
+{
+	size_t bad = 0;
+	double maxe = 0, maxr = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double e = fabs((double)got[i] - want[i]), t = tol ? tol[i] : tol0;
+
+		if (!(e <= t))
+			bad++;
+		if (e > maxe || e != e)
+			maxe = e != e ? INFINITY : e;
+		if (t > 0 && e / t > maxr)
+			maxr = e / t;
+	}
+	printf("  %-44s %9zu values  max|err| %.3g (%.2f of tol)  bad %zu\n", what, n, maxe, maxr,
+	       bad);
+	return bad != 0;
+}
+
+/* ---- dense GEMV ---- */
+
+struct mat_host {
+	enum coli_dtype t;
+	int R, K;
+	void *w;
+	struct coli_mat m;
+	uint64_t dw, dscales;
+};
+
+static void mat_make(struct mat_host *h, enum coli_dtype t, int R, int K, float amp)
+{
+	float *wf = xmalloc(sizeof(float) * R * K);
+	size_t bytes = coli_dtype_mat_bytes(t, R, K);
+
+	for (size_t i = 0; i < (size_t)R * K; i++)
+		wf[i] = frand() * amp;
+	h->t = t, h->R = R, h->K = K;
+	h->w = xmalloc(bytes);
+	if (coli_quantize_mat(t, wf, R, K, h->w)) {
+		fprintf(stderr, "quantize %dx%d failed\n", R, K);
+		exit(1);
+	}
+	coli_mat_view(&h->m, t, R, K, h->w);
+	h->dw = dev_copy(h->w, bytes);
+	h->dscales =
+	    h->m.scales ? h->dw + (uint64_t)((const char *)h->m.scales - (const char *)h->w) : 0;
+	free(wf);
+}
+
+static void mat_free(struct mat_host *h)
+{
+	coli_gpu_free(g_gpu, h->dw);
+	free(h->w);
+}
+
+/* Activations x [T][K] in fp32 and quantized, on host and device. */
+struct act_host {
+	int T, K;
+	float *x, *xd;
+	int8_t *xq;
+	int32_t *xs;
+	uint64_t dx, dq, dd, ds;
+};
+
+static void act_make(struct act_host *a, int T, int K)
+{
+	int nb = K / 32;
+
+	a->T = T, a->K = K;
+	a->x = xmalloc(sizeof(float) * T * K);
+	a->xq = xmalloc((size_t)T * K);
+	a->xd = xmalloc(sizeof(float) * T * nb);
+	a->xs = xmalloc(4 * (size_t)T * nb);
+	for (size_t i = 0; i < (size_t)T * K; i++)
+		a->x[i] = frand() * 2.0f;
+	for (int t = 0; t < T; t++) {
+		struct coli_act q = {.q = a->xq + (size_t)t * K,
+		                     .d = a->xd + (size_t)t * nb,
+		                     .qsum = a->xs + (size_t)t * nb};
+
+		coli_act_quantize(&q, a->x + (size_t)t * K, K);
+	}
+	a->dx = dev_copy(a->x, sizeof(float) * T * K);
+	a->dq = dev_copy(a->xq, (size_t)T * K);
+	a->dd = dev_copy(a->xd, sizeof(float) * T * nb);
+	a->ds = dev_copy(a->xs, 4 * (size_t)T * nb);
+}
+
+static void act_free(struct act_host *a)
+{
+	coli_gpu_free(g_gpu, a->dx), coli_gpu_free(g_gpu, a->dq);
+	coli_gpu_free(g_gpu, a->dd), coli_gpu_free(g_gpu, a->ds);
+	free(a->x), free(a->xq), free(a->xd), free(a->xs);
+}
+
+static struct coli_gpu_dense_gemv job(const struct mat_host *m, const struct act_host *a,
+                                      uint64_t y, int ldy)
+{
+	struct coli_gpu_dense_gemv j = {
+	    .w = (const void *)DP(m->dw),
+	    .scales = (const unsigned short *)DP(m->dscales),
+	    .xf = (const float *)DP(a->dx),
+	    .xq = (const signed char *)DP(a->dq),
+	    .xd = (const float *)DP(a->dd),
+	    .xqsum = (const int *)DP(a->ds),
+	    .y = (float *)DP(y),
+	    .rows = m->R,
+	    .K = m->K,
+	    .T = a->T,
+	    .ldy = ldy,
+	};
+	return j;
+}
+
+static int test_dense_gemv(enum coli_dtype t)
+{
+	static const int shapes[][3] = {/* rows, K, T */
+	                                {1, 32, 1},     {7, 64, 2},      {128, 2048, 1},
+	                                {128, 2048, 4}, {512, 2048, 1},  {512, 2048, 3},
+	                                {33, 4096, 2},  {2048, 4096, 1}, {5000, 2048, 1},
+	                                {300, 768, 5},  {1000, 2048, 9}, {4096, 2048, 4}};
+	int rc = 0;
+
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		int R = shapes[k][0], K = shapes[k][1], T = shapes[k][2], ldy = R + (k & 1) * 3;
+		struct mat_host m;
+		struct act_host a;
+		float *want = xmalloc(sizeof(float) * T * ldy),
+		      *got = xmalloc(sizeof(float) * T * ldy);
+		float *got2 = xmalloc(sizeof(float) * T * ldy),
+		      *tol = xmalloc(sizeof(float) * T * ldy);
+		float *row = xmalloc(sizeof(float) * K);
+		uint64_t dy = dev_poison(sizeof(float) * T * ldy);
+		struct coli_gpu_dense_gemv j;
+		size_t gaps = 0;
+		char what[96];
+
+		mat_make(&m, t, R, K, 0.1f);
+		act_make(&a, T, K);
+		for (int s = 0; s < T; s++) {
+			struct coli_act q = {.n = K,
+			                     .f = a.x + (size_t)s * K,
+			                     .q = a.xq + (size_t)s * K,
+			                     .d = a.xd + (size_t)s * (K / 32),
+			                     .qsum = a.xs + (size_t)s * (K / 32)};
+
+			coli_gemv(&m.m, &q, want + (size_t)s * ldy, 0, R);
+		}
+		/* tolerance: 1e-5 of sum |w_k x_k| (dequantized weights) */
+		for (int r = 0; r < R; r++) {
+			coli_mat_row_f32(&m.m, r, row);
+			for (int s = 0; s < T; s++) {
+				double sum = 0;
+
+				for (int i = 0; i < K; i++)
+					sum += fabs((double)row[i] * a.x[(size_t)s * K + i]);
+				tol[(size_t)s * ldy + r] = (float)(1e-5 * sum + 1e-30);
+			}
+		}
+		j = job(&m, &a, dy, ldy);
+		if (coli_gpu_dense_gemv(g_gpu, t, &j))
+			return 1;
+		download(got, dy, sizeof(float) * T * ldy);
+		if (coli_gpu_dense_gemv(g_gpu, t, &j))
+			return 1;
+		download(got2, dy, sizeof(float) * T * ldy);
+		for (int s = 0; s < T; s++)
+			for (int r = R; r < ldy; r++) {
+				uint32_t u;
+
+				memcpy(&u, &got[(size_t)s * ldy + r], 4);
+				gaps += u != 0xffffffffu;
+				got[(size_t)s * ldy + r] = want[(size_t)s * ldy + r] = 0;
+				tol[(size_t)s * ldy + r] = 0;
+				got2[(size_t)s * ldy + r] = 0;
+			}
+		snprintf(what, sizeof(what), "dense_gemv %s %dx%d T=%d", coli_dtype_name(t), R, K,
+		         T);
+		rc |= check(what, got, want, tol, 0, (size_t)T * ldy);
+		if (gaps || memcmp(got, got2, sizeof(float) * T * ldy)) {
+			printf("    %zu gap values written; second launch %s\n", gaps,
+			       memcmp(got, got2, sizeof(float) * T * ldy) ? "differs" : "same");
+			rc = 1;
+		}
+		coli_gpu_free(g_gpu, dy);
+		mat_free(&m);
+		act_free(&a);
+		free(want), free(got), free(got2), free(tol), free(row);
+	}
+	return rc;
+}
+
+/* ---- rmsnorm, rope ---- */
+
+static int test_rmsnorm(void)
+{
+	static const int shapes[][2] = {{1, 2048}, {3, 2048}, {32, 128},  {8, 64},   {2, 16},
+	                                {1, 5120}, {5, 18},   {2, 20000}, {4, 4096}, {1, 7168}};
+	int rc = 0;
+
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		int rows = shapes[k][0], n = shapes[k][1], inplace = k % 3 == 2;
+		size_t N = (size_t)rows * n;
+		float *x = xmalloc(4 * N), *w = xmalloc(4 * (size_t)n), *want = xmalloc(4 * N);
+		float *got = xmalloc(4 * N);
+		uint64_t dx, dw, dy;
+		char what[64];
+
+		for (size_t i = 0; i < N; i++)
+			x[i] = frand() * (i % 5 ? 1.0f : 30.0f);
+		for (int i = 0; i < n; i++)
+			w[i] = 1.0f + 0.1f * frand();
+		for (int r = 0; r < rows; r++)
+			coli_rmsnorm(x + (size_t)r * n, k % 4 == 3 ? NULL : w, want + (size_t)r * n,
+			             n, 1e-6f);
+		dx = dev_copy(x, 4 * N);
+		dw = dev_copy(w, 4 * (size_t)n);
+		dy = inplace ? dx : dev_poison(4 * N);
+		if (coli_gpu_rmsnorm(g_gpu, dx, k % 4 == 3 ? 0 : dw, dy, rows, n, 1e-6f))
+			return 1;
+		download(got, dy, 4 * N);
+		snprintf(what, sizeof(what), "rmsnorm %dx%d%s%s", rows, n,
+		         inplace ? " in place" : "", k % 4 == 3 ? " no w" : "");
+		rc |= check(what, got, want, NULL, 4e-6f, N);
+		coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, dw);
+		if (!inplace)
+			coli_gpu_free(g_gpu, dy);
+		free(x), free(w), free(want), free(got);
+	}
+	return rc;
+}
+
+static int test_rope(void)
+{
+	const int T = 3, nh = 32, hd = 128, pos0 = 39990;
+	size_t N = (size_t)T * nh * hd;
+	float *x = xmalloc(4 * N), *want = xmalloc(4 * N), *got = xmalloc(4 * N), f[64];
+	uint64_t dx, df;
+	int rc;
+
+	for (int i = 0; i < hd / 2; i++)
+		f[i] = (float)pow(1e6, -2.0 * i / hd);
+	for (size_t i = 0; i < N; i++)
+		x[i] = want[i] = frand();
+	coli_rope(want, T, nh, hd, pos0, f);
+	dx = dev_copy(x, 4 * N);
+	df = dev_copy(f, sizeof(f));
+	if (coli_gpu_rope(g_gpu, dx, T, nh, hd, pos0, df))
+		return 1;
+	download(got, dx, 4 * N);
+	rc = check("rope 3x32x128 at 39990", got, want, NULL, 1e-6f, N);
+	coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, df);
+	free(x), free(want), free(got);
+	return rc;
+}
+
+/* ---- moe_accumulate: exact ---- */
+
+static int test_moe_acc(void)
+{
+	static const int cases[][3] = {/* T, pairs, H */ {1, 8, 2048},
+	                               {4, 32, 2048},
+	                               {5, 40, 1000},
+	                               {64, 512, 256},
+	                               {1, 600, 64},
+	                               {3, 2000, 96}};
+	int rc = 0;
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int T = cases[k][0], P = cases[k][1], H = cases[k][2];
+		float *y = xmalloc(4 * (size_t)P * H), *w = xmalloc(4 * (size_t)P);
+		float *want = xmalloc(4 * (size_t)T * H), *got = xmalloc(4 * (size_t)T * H);
+		int *tok = xmalloc(4 * (size_t)P);
+		uint64_t dy, dw, dt, dout;
+		size_t bad = 0;
+
+		for (int p = 0; p < P; p++) {
+			tok[p] = (int)((g_rng = g_rng * 6364136223846793005ULL + 1) >> 33) % T;
+			w[p] = 0.5f + 0.5f * frand();
+		}
+		for (size_t i = 0; i < (size_t)P * H; i++)
+			y[i] = frand() * 3.0f;
+		memset(want, 0, 4 * (size_t)T * H);
+		for (int p = 0; p < P; p++) /* core/moe.c: o = o + w * y, pair order */
+			for (int j = 0; j < H; j++) {
+				float prod = w[p] * y[(size_t)p * H + j];
+
+				want[(size_t)tok[p] * H + j] = want[(size_t)tok[p] * H + j] + prod;
+			}
+		dy = dev_copy(y, 4 * (size_t)P * H);
+		dw = dev_copy(w, 4 * (size_t)P);
+		dt = dev_copy(tok, 4 * (size_t)P);
+		dout = dev_poison(4 * (size_t)T * H);
+		if (coli_gpu_moe_accumulate(g_gpu, dout, dy, dt, dw, P, T, H))
+			return 1;
+		download(got, dout, 4 * (size_t)T * H);
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			bad += memcmp(&got[i], &want[i], 4) != 0;
+		printf("  moe_accumulate T=%-3d pairs=%-5d H=%-5d %16s mismatches %zu\n", T, P, H,
+		       "", bad);
+		rc |= bad != 0;
+		coli_gpu_free(g_gpu, dy), coli_gpu_free(g_gpu, dw), coli_gpu_free(g_gpu, dt);
+		coli_gpu_free(g_gpu, dout);
+		free(y), free(w), free(want), free(got), free(tok);
+	}
+	return rc;
+}
+
+/* ---- attention ---- */
+
+static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp)
+{
+	int n = pos0 + T, kvd = nkv * hd, group = nh / nkv;
+	size_t qn = (size_t)T * nh * hd;
+	float *q = xmalloc(4 * qn), *K = xmalloc(4 * (size_t)n * kvd);
+	float *V = xmalloc(4 * (size_t)n * kvd), *want = xmalloc(4 * qn), *got = xmalloc(4 * qn);
+	float *sc = xmalloc(4 * (size_t)n), scale = 1.0f / sqrtf((float)hd);
+	uint64_t dq, dk, dv, dout;
+	char what[96];
+	int rc;
+
+	for (size_t i = 0; i < qn; i++)
+		q[i] = frand() * qamp;
+	for (size_t i = 0; i < (size_t)n * kvd; i++) {
+		K[i] = frand();
+		V[i] = frand();
+	}
+	for (int t = 0; t < T; t++)
+		for (int h = 0; h < nh; h++)
+			coli_attention_head(q + ((size_t)t * nh + h) * hd, K + (h / group) * hd,
+			                    V + (h / group) * hd, pos0 + t + 1, kvd, hd, scale, sc,
+			                    want + ((size_t)t * nh + h) * hd);
+	dq = dev_copy(q, 4 * qn);
+	dk = dev_copy(K, 4 * (size_t)n * kvd);
+	dv = dev_copy(V, 4 * (size_t)n * kvd);
+	dout = dev_poison(4 * qn);
+	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0, nh, nkv, hd, scale)) {
+		printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
+		return 1;
+	}
+	download(got, dout, 4 * qn);
+	snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d", T, n, nh, nkv, hd);
+	rc = check(what, got, want, NULL, 2e-5f, qn);
+	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
+	coli_gpu_free(g_gpu, dout);
+	free(q), free(K), free(V), free(want), free(got), free(sc);
+	return rc;
+}
+
+static int test_attention(void)
+{
+	int rc = 0;
+
+	/* decode, qwen3-30b-a3b heads: 1, 100, 5000, 12289, 40000 positions */
+	rc |= test_attention_case(1, 0, 32, 4, 128, 4.0f);
+	rc |= test_attention_case(1, 99, 32, 4, 128, 4.0f);
+	rc |= test_attention_case(1, 4999, 32, 4, 128, 4.0f);
+	rc |= test_attention_case(1, 12288, 32, 4, 128, 4.0f);
+	rc |= test_attention_case(1, 39999, 32, 4, 128, 8.0f);
+	/* decode batches and prefill chunks (causal within the chunk) */
+	rc |= test_attention_case(4, 12285, 32, 4, 128, 4.0f);
+	rc |= test_attention_case(7, 100, 32, 4, 128, 4.0f);
+	rc |= test_attention_case(64, 300, 32, 4, 128, 4.0f);
+	/* other head shapes: fixtures (hd 16, 64), MHA, group 16, hd 256 */
+	rc |= test_attention_case(5, 3, 4, 2, 16, 2.0f);
+	rc |= test_attention_case(1, 700, 8, 2, 64, 2.0f);
+	rc |= test_attention_case(3, 517, 8, 8, 96, 2.0f);
+	rc |= test_attention_case(1, 2000, 16, 1, 128, 4.0f);
+	rc |= test_attention_case(2, 1000, 16, 2, 256, 4.0f);
+	return rc;
+}
+
+/* ---- --bench: decode shapes against the same run's copy bandwidth ---- */
+
+static double time_us(int (*fn)(void *, int), void *arg, int reps)
+{
+	float ms = 0;
+
+	fn(arg, 0); /* warm: JIT, caches of the launch path */
+	coli_gpu_sync(g_gpu);
+	coli_gpu_mark(g_gpu, 0);
+	for (int i = 0; i < reps; i++)
+		if (fn(arg, i))
+			return -1;
+	coli_gpu_mark(g_gpu, 1);
+	if (coli_gpu_elapsed_ms(g_gpu, 0, 1, &ms))
+		return -1;
+	return ms * 1e3 / reps;
+}
+
+struct bench_gemv {
+	enum coli_dtype t;
+	int n_copies, canonical;
+	struct mat_host m[400];
+	struct act_host a;
+	uint64_t dy;
+};
+
+/* each rep reads another copy of the matrix, so L2 (50 MB on H200) does not serve it */
+static int run_gemv(void *arg, int i)
+{
+	struct bench_gemv *b = arg;
+	const struct mat_host *m = &b->m[i % b->n_copies];
+
+	if (b->canonical) {
+		struct coli_gpu_gemv_job j = {
+		    .w = (const void *)DP(m->dw),
+		    .scales = (const unsigned short *)DP(m->dscales),
+		    .xq = (const signed char *)DP(b->a.dq),
+		    .xd = (const float *)DP(b->a.dd),
+		    .xqsum = (const int *)DP(b->a.ds),
+		    .xf = (const float *)DP(b->a.dx),
+		    .y = (float *)DP(b->dy),
+		    .rows = m->R,
+		    .K = m->K,
+		    .S = b->a.T,
+		    .ldy = m->R,
+		};
+		return coli_gpu_gemv(g_gpu, b->t, &j, 1);
+	}
+	{
+		struct coli_gpu_dense_gemv j = job(m, &b->a, b->dy, m->R);
+
+		return coli_gpu_dense_gemv(g_gpu, b->t, &j);
+	}
+}
+
+static void bench_gemv(const char *name, enum coli_dtype t, int R, int K, int T, double bw)
+{
+	static struct bench_gemv b;
+	size_t bytes = coli_dtype_mat_bytes(t, R, K);
+	double us[2];
+
+	memset(&b, 0, sizeof(b));
+	b.t = t;
+	b.n_copies = (int)((256u << 20) / bytes);
+	b.n_copies = b.n_copies < 1 ? 1 : b.n_copies > 400 ? 400 : b.n_copies;
+	for (int c = 0; c < b.n_copies; c++) {
+		b.m[c].t = t;
+		if (c == 0) {
+			mat_make(&b.m[0], t, R, K, 0.1f);
+		} else {
+			b.m[c] = b.m[0];
+			b.m[c].dw = dev_copy(b.m[0].w, bytes);
+			b.m[c].dscales =
+			    b.m[0].dscales ? b.m[c].dw + (b.m[0].dscales - b.m[0].dw) : 0;
+		}
+	}
+	act_make(&b.a, T, K);
+	b.dy = dev_poison(sizeof(float) * T * R);
+	for (int canon = 0; canon < 2; canon++) {
+		b.canonical = canon;
+		us[canon] = time_us(run_gemv, &b, 200);
+	}
+	b.canonical = 0;
+	printf("  %-10s %-5s %6d x %-5d T=%d %8.2f MB  dense %7.2f us %7.0f GB/s %5.2f of copy",
+	       name, coli_dtype_name(t), R, K, T, bytes / 1e6, us[0], bytes / us[0] / 1e3,
+	       bytes / us[0] / 1e3 / bw);
+	if (us[1] > 0)
+		printf(" | canonical %7.2f us %5.2f", us[1], bytes / us[1] / 1e3 / bw);
+	printf("\n");
+	for (int c = 1; c < b.n_copies; c++)
+		coli_gpu_free(g_gpu, b.m[c].dw);
+	mat_free(&b.m[0]);
+	act_free(&b.a);
+	coli_gpu_free(g_gpu, b.dy);
+}
+
+struct bench_op {
+	int kind; /* 0 rmsnorm, 1 attention, 2 moe_acc, 3 add, 4 rope */
+	int a, b, c;
+	uint64_t p[6];
+};
+
+static int run_op(void *arg, int i)
+{
+	struct bench_op *o = arg;
+
+	switch (o->kind) {
+	case 0:
+		return coli_gpu_rmsnorm(g_gpu, o->p[0], o->p[1], o->p[2], o->a, o->b, 1e-6f);
+	case 1:
+		return coli_gpu_attention(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 1, o->a - 1,
+		                          32, 4, 128, 0.088f);
+	case 2:
+		return coli_gpu_moe_accumulate(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 8, 1,
+		                               2048);
+	case 3:
+		return coli_gpu_add(g_gpu, o->p[0], o->p[1], o->a);
+	default:
+		return coli_gpu_rope(g_gpu, o->p[0], 1, 32, 128, 1000, o->p[1]);
+	}
+}
+
+static void bench_ops(double bw)
+{
+	struct bench_op o;
+	float *buf = xmalloc(4 * (size_t)40000 * 512);
+	double us;
+
+	for (size_t i = 0; i < (size_t)40000 * 512; i++)
+		buf[i] = frand();
+	for (int k = 0; k < 5; k++)
+		o.p[k] = dev_copy(buf, 4 * (size_t)40000 * 512);
+	o.kind = 0;
+	o.a = 1, o.b = 2048;
+	printf("  rmsnorm 1 x 2048          %7.2f us\n", time_us(run_op, &o, 500));
+	o.a = 32, o.b = 128;
+	printf("  rmsnorm 32 x 128 (q norm) %7.2f us\n", time_us(run_op, &o, 500));
+	o.kind = 2;
+	{
+		int tok[8] = {0};
+		float w[8] = {0.1f, 0.2f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.2f};
+
+		coli_gpu_upload(g_gpu, o.p[2], tok, sizeof(tok));
+		coli_gpu_upload(g_gpu, o.p[3], w, sizeof(w));
+	}
+	printf("  moe_accumulate 8 pairs x 2048 %7.2f us\n", time_us(run_op, &o, 500));
+	o.kind = 3;
+	o.a = 2048;
+	printf("  add 2048                  %7.2f us\n", time_us(run_op, &o, 500));
+	o.kind = 4;
+	printf("  rope 32 x 128             %7.2f us\n", time_us(run_op, &o, 500));
+	o.kind = 1;
+	for (int k = 0; k < 5; k++) {
+		static const int ns[] = {100, 1000, 5000, 12289, 40000};
+		int n = ns[k];
+
+		o.a = n;
+		us = time_us(run_op, &o, 100);
+		printf("  attention decode 32/4 x 128 at %5d positions %8.2f us  K+V %6.1f MB "
+		       "%6.0f GB/s %5.2f of copy\n",
+		       n, us, 2.0 * n * 512 * 4 / 1e6, 2.0 * n * 512 * 4 / us / 1e3,
+		       2.0 * n * 512 * 4 / us / 1e3 / bw);
+	}
+	for (int k = 0; k < 5; k++)
+		coli_gpu_free(g_gpu, o.p[k]);
+	free(buf);
+}
+
+static double copy_bw(void)
+{
+	size_t n = (size_t)1 << 30;
+	uint64_t a = dev_poison(n), b = dev_poison(n);
+	float ms = 0;
+
+	coli_gpu_copy(g_gpu, b, a, n);
+	coli_gpu_mark(g_gpu, 0);
+	for (int i = 0; i < 10; i++)
+		coli_gpu_copy(g_gpu, b, a, n);
+	coli_gpu_mark(g_gpu, 1);
+	coli_gpu_elapsed_ms(g_gpu, 0, 1, &ms);
+	coli_gpu_free(g_gpu, a), coli_gpu_free(g_gpu, b);
+	return 2.0 * n * 10 / (ms * 1e-3) / 1e9; /* read + write */
+}
+
+static int bench(int ops_only)
+{
+	double bw = copy_bw();
+	static const struct {
+		const char *name;
+		int R, K;
+	} m[] = {
+	    {"q", 4096, 2048}, {"k/v", 512, 2048}, {"o", 2048, 4096}, {"lm_head", 151936, 2048}};
+	const enum coli_dtype dts[] = {COLI_DTYPE_Q4_0, COLI_DTYPE_Q8_0, COLI_DTYPE_BF16};
+
+	printf("device-to-device copy: %.0f GB/s (read + write, 1 GiB x 10)\n", bw);
+	if (ops_only) {
+		bench_ops(bw);
+		return 0;
+	}
+	bench_gemv("router", COLI_DTYPE_F32, 128, 2048, 1, bw);
+	bench_gemv("router", COLI_DTYPE_F32, 128, 2048, 4, bw);
+	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
+		for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++)
+			for (int T = 1; T <= 4; T += 3)
+				bench_gemv(m[k].name, dts[d], m[k].R, m[k].K, T, bw);
+	bench_ops(bw);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *why;
+	char err[512] = "";
+	int n = coli_ptx_probe(&why), rc = 0;
+
+	if (n == 0) {
+		printf("no GPU: %s\n", why);
+		return 77;
+	}
+	if (coli_gpu_open(0, &g_gpu, err, sizeof(err))) {
+		printf("GPU 0 did not open: %s\n", err);
+		return 1;
+	}
+	printf("device: %s\n", coli_gpu_name(g_gpu));
+	if (argc > 1 && !strcmp(argv[1], "--bench")) {
+		rc = bench(argc > 2 && !strcmp(argv[2], "ops"));
+		coli_gpu_close(g_gpu);
+		return rc;
+	}
+	rc |= test_dense_gemv(COLI_DTYPE_F32);
+	rc |= test_dense_gemv(COLI_DTYPE_BF16);
+	rc |= test_dense_gemv(COLI_DTYPE_Q8_0);
+	rc |= test_dense_gemv(COLI_DTYPE_Q4_0);
+	rc |= test_rmsnorm();
+	rc |= test_rope();
+	rc |= test_moe_acc();
+	rc |= test_attention();
+	coli_gpu_close(g_gpu);
+	return rc;
+}
