@@ -6,7 +6,8 @@
  * so its bound is the host read bandwidth. We build, per dtype (bf16, q8, q4),
  * a set of expert-shaped matrices larger than the last-level cache (default
  * 256 MiB: Qwen3-30B-A3B experts, gate/up 768 x 2048 and down 2048 x 768,
- * alternating), and time one pass over the whole set:
+ * alternating), THP-advised like the engine's slot arena, and time one pass
+ * over the whole set:
  *
  *   S = 1      coli_gemv_mt per matrix          (decode)
  *   S = 2,4,8  coli_gemm_mt per matrix          (a batch / prefill chunk)

@@ -6,7 +6,8 @@
 #   disk/seq    `coli bench io` sequential O_DIRECT read of the expert region
 #               vs fio --ioengine=io_uring --direct=1 --fixedbufs --rw=read,
 #               same file, offset, size, block (4 MiB) and depth (8)
-#   disk/slabs  `coli bench io` slabs arm: SLABS random whole-slab reads at
+#   disk/slabs  `coli bench io` slabs arm: SLABS (default 512, at most every
+#               slab) random whole-slab reads at
 #               the streamer's queue depth (the disk term of `coli bench
 #               decode`'s bound) vs fio --rw=randread --bs=SLAB_BYTES over
 #               the expert region (random, each block once: distinct slabs),
@@ -38,7 +39,7 @@ set -eu
 MODEL=${1:?usage: tools/bench_vs_fio.sh MODEL.coli [ROUNDS]}
 ROUNDS=${2:-5}
 COLI=${COLI:-build/coli}
-SLABS=${SLABS:-256}
+SLABS=${SLABS:-512}
 REF_ACC=${REF_ACC:-4} REF_THP=${REF_THP:-1}
 QD=8 BS_KIB=4096
 T=$(mktemp -d "${TMPDIR:-/tmp}/coli-vs-fio.XXXXXX")
