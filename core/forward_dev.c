@@ -53,6 +53,7 @@ struct coli_dense_dev {
 	int kmax;
 	uint64_t *allocs; /* every allocation, for release */
 	int n_allocs, cap_allocs;
+	double phase_t; /* the phase clock: end of the last phase charged */
 };
 
 static int dalloc(struct coli_dense_dev *dd, size_t bytes, uint64_t *addr)
@@ -215,6 +216,26 @@ void coli_dense_dev_close(struct coli_engine *e)
 	e->dd = NULL;
 }
 
+/* The phase split (coli_engine_stats attention_s, moe_s, dense_mlp_s,
+ * lm_head_s) on an asynchronous device: a phase is over when the device has
+ * finished it, which the host knows only where it waits. Without --profile
+ * nothing extra waits: a phase is charged the wall time up to the host's
+ * next wait that follows it (the router download in moe(), the end of
+ * moe(), the logits download), so attention_s also holds the ffn norm and
+ * the router GEMV, and a dense MLP layer's device time lands in the next
+ * attention. With --profile the device is synchronized at every phase end
+ * (one more round trip per phase, so tok/s drops a little) and the split is
+ * exact. forward_s is exact either way. */
+static int phase_end(struct coli_engine *e, double *acc, int sync)
+{
+	int rc = sync ? coli_dev_sync(e->dd->dev) : 0;
+	double now = coli_now_s();
+
+	*acc += now - e->dd->phase_t;
+	e->dd->phase_t = now;
+	return rc;
+}
+
 /* Quantize rows of x [T][K] into aq/ad/aqs when m is quantized. Once per
  * input: every matrix that reads x after it (q, k and v; gate and up) uses
  * the same quantized rows. */
@@ -319,6 +340,8 @@ static int moe(struct coli_engine *e, int l, int T)
 	rc = rc ? rc : coli_dev_download_async(dd->dev, e->rlog, dd->rlog, sizeof(float) * T * E);
 	rc = rc ? rc : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
 	rc = rc ? rc : coli_dev_sync(dd->dev);
+	if (!rc && !e->opts.profile) /* the layer's attention is done */
+		phase_end(e, &e->est.attention_s, 0);
 	if (rc)
 		return rc;
 	for (int t = 0; t < T; t++) {
@@ -353,11 +376,13 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
 	int H = c->hidden, pos0 = e->pos, rc;
+	double start = coli_now_s();
 
 	if (T <= 0 || T > e->tmax)
 		return -EINVAL;
 	if (pos0 + T > e->ctx)
 		return -E2BIG;
+	dd->phase_t = start;
 	for (int t = 0; t < T; t++)
 		if (ids[t] < 0 || ids[t] >= c->vocab)
 			return -EINVAL;
@@ -371,12 +396,17 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		const struct dlayer *D = &dd->L[l];
 
 		rc = attention(e, l, T, pos0);
+		if (!rc && e->opts.profile)
+			rc = phase_end(e, &e->est.attention_s, 1);
 		rc = rc ? rc
 		        : coli_dev_rmsnorm(dd->dev, dd->x, D->ffn_norm, dd->xn, T, H, c->norm_eps);
 		if (!rc && e->m.layers[l].moe)
 			rc = moe(e, l, T);
 		else if (!rc)
 			rc = swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, T, dd->mlp);
+		if (!rc) /* moe() ended on a sync */
+			rc = phase_end(e, e->m.layers[l].moe ? &e->est.moe_s : &e->est.dense_mlp_s,
+			               e->opts.profile && !e->m.layers[l].moe);
 		rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);
 	}
 	if (!rc && logits) {
@@ -393,6 +423,9 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
+	if (logits)
+		phase_end(e, &e->est.lm_head_s, 0);
+	e->est.forward_s += coli_now_s() - start;
 	e->pos += T;
 	e->est.tokens += T;
 	return 0;

@@ -28,16 +28,21 @@ int bench_io_main(int argc, char **argv);
 double bench_now_s(void);
 /* Sorts v[n] in place; returns the median (mean of the two middle values). */
 double bench_median(double *v, int n);
-/* Page-aligned (2 MiB) allocation, freed with free(). */
+/* 2 MiB-aligned, THP-advised allocation (as mem/ gives the engine), freed
+ * with free(). */
 void *bench_alloc(size_t bytes);
 
 /* ---- host read bandwidth: a STREAM-like read over a thread pool ----
  * Sum of 64-bit words with 4 independent AVX2 accumulators per thread, each
- * thread over its own contiguous share of the buffer. One pass = one read of
- * the buffer; GB/s = bytes / pass seconds. */
+ * thread over its own contiguous share of the buffer. The buffer is
+ * allocated as the engine's weights are (coli_mem_alloc: 2 MiB aligned,
+ * THP-advised), so the figure is the read bandwidth of the memory the
+ * expert slots live in. One pass = one read of every word; GB/s = bytes /
+ * pass seconds (docs/perf/README.md says why these choices). */
 struct bench_readbw {
 	const uint64_t *buf;
 	size_t words;
+	double huge_share; /* share of the buffer backed by huge pages (smaps), -1 unknown */
 	uint64_t sink[64];
 };
 int bench_readbw_init(struct bench_readbw *r, size_t bytes);
@@ -47,27 +52,68 @@ double bench_readbw_pass(struct bench_readbw *r, coli_cpu_pool_t *pool);
 
 /* ---- file reads: O_DIRECT through io_uring (pread fallback) ----
  * An extent list is read with up to qd reads in flight, each at most
- * max_io bytes (longer extents are split, in order). This is the disk side
- * of every bench: sequential = consecutive extents of max_io bytes (what fio
- * --rw=read --bs=max_io --iodepth=qd does); slabs = one extent per slab in
- * the order the engine would want them. When the streamer (io/, #5) lands,
- * bench io can run it over the same extent list next to this loop. */
+ * max_io bytes (longer extents are split, in order), into qd buffers
+ * registered with the ring (read_fixed, as the slab streamer does; plain
+ * reads where registration is refused). Two patterns use it:
+ *   sequential  consecutive extents of max_io bytes (fio --rw=read
+ *               --bs=max_io --iodepth=qd): the file's own bandwidth
+ *   slabs       one whole-slab read per extent at the slabs' offsets, in a
+ *               seeded random order, at the streamer's queue depth (fio
+ *               --rw=randread --bs=slab --iodepth=qd over the expert
+ *               region): what io/stream.c asks of the disk, and the disk
+ *               term of the bound. */
 struct bench_extent {
 	uint64_t off, bytes;
 };
 struct bench_read_result {
 	uint64_t bytes; /* bytes read */
+	uint64_t reads; /* read requests completed */
 	double seconds;
 	double gbs;
 	int direct; /* 1: O_DIRECT; 0: buffered (the file system refused O_DIRECT) */
 	int uring;  /* 1: io_uring; 0: pread loop */
+	int fixed;  /* 1: registered buffers (read_fixed) */
 };
-/* 0 or -errno (message on stderr). */
+/* flags: BENCH_READ_SMALL_PAGES reads into 4 KiB pages (as fio's default
+ * malloc'd buffers) instead of the THP-advised arena the streamer reads
+ * into. It matters: a virtio disk takes at most max_segments (254 here)
+ * discontiguous pieces per request, so a 2.65 MB read into 4 KiB pages
+ * becomes 3 requests and into a huge page 1. 0 or -errno (message on
+ * stderr). */
+#define BENCH_READ_SMALL_PAGES 1u
 int bench_read_extents(const char *path, const struct bench_extent *ext, size_t n, int qd,
-                       size_t max_io, struct bench_read_result *r);
+                       size_t max_io, unsigned flags, struct bench_read_result *r);
 /* Sequential read of [off, off + bytes) in max_io blocks. */
 int bench_read_seq(const char *path, uint64_t off, uint64_t bytes, int qd, size_t max_io,
-                   struct bench_read_result *r);
+                   unsigned flags, struct bench_read_result *r);
+
+/* Every expert slab of a container, in file order. uniform: all slabs have
+ * one size and tile [expert_off, expert_off + expert_bytes) with no gap, so
+ * fio's randread with bs = slab_bytes over that range reads exactly slabs. */
+struct bench_slabs {
+	char *path;
+	struct bench_extent *all; /* [n] */
+	size_t n;
+	uint64_t slab_bytes; /* the largest */
+	uint64_t expert_off, expert_bytes;
+	int uniform;
+	int *li;      /* [n] expert layer index of each slab */
+	uint32_t *ex; /* [n] expert of each slab */
+	size_t *perm; /* [n] scratch for draws */
+};
+int bench_slabs_open(const char *path, struct bench_slabs *s);
+void bench_slabs_close(struct bench_slabs *s);
+/* min(n, all) distinct slabs in a random order, a pure function of seed (a
+ * partial Fisher-Yates over every slab): out[i] = all[idx[i]] (idx may be
+ * NULL). Returns how many. */
+size_t bench_slabs_draw(struct bench_slabs *s, uint64_t seed, size_t n, struct bench_extent *out,
+                        size_t *idx);
+/* Reads ext[n] one whole slab per read, qd in flight. */
+int bench_read_slabs(const struct bench_slabs *s, const struct bench_extent *ext, size_t n, int qd,
+                     unsigned flags, struct bench_read_result *r);
+/* The slab streamer's queue depth (io/stream.c's default, what the engine
+ * runs with). */
+int bench_stream_qd(void);
 
 /* ---- the bound ---- */
 enum bench_term { BENCH_TERM_HBM, BENCH_TERM_CPU, BENCH_TERM_PCIE, BENCH_TERM_DISK, BENCH_N_TERMS };

@@ -1,23 +1,26 @@
 /*
  * tools/bench_io.c — `coli bench io -m MODEL`: how fast expert slabs come off
  * the disk when read the way the engine reads them, next to the file's own
- * sequential O_DIRECT bandwidth (the disk term's BW in the bound).
+ * sequential O_DIRECT bandwidth.
  *
  *   seq     the expert region read front to back in --block blocks, --qd in
- *           flight (fio --rw=read --direct=1 --ioengine=io_uring with the same
- *           block size and depth: tools/bench_vs_fio.sh)
- *   slabs   --slabs random (layer, expert) slabs, a fixed seeded draw, one read
- *           each (split at --block), --qd in flight: the demand pattern of a
- *           token whose routed experts all miss RAM
+ *           flight (fio --rw=read --direct=1 --ioengine=io_uring --fixedbufs
+ *           with the same block size and depth: tools/bench_vs_fio.sh)
+ *   slabs   --slabs distinct random (layer, expert) slabs, a fresh seeded
+ *           draw per round, one whole-slab read each, --slab-qd in flight
+ *           (default: the streamer's queue depth): the pattern io/stream.c
+ *           puts on the disk, and the disk term of `coli bench decode`'s
+ *           bound (fio --rw=randread --bs=SLAB over the expert region)
+ *   stream  the slab streamer itself (io/stream.c, checksums off) over the
+ *           same slab list, --slab-qd slots kept busy: it should come close
+ *           to `slabs` and not beat it, or the disk term is not a bound
  *
- * Both use tools/bench_measure.c's reader, so the two figures differ only in
- * the access pattern. Arms alternate (seq, slabs, seq, slabs, ...) for
- * --rounds rounds; the figures are medians with min and max. O_DIRECT
- * bypasses the page cache, so rounds do not warm each other; where the file
- * system refuses O_DIRECT (tmpfs) the reads are buffered and say so.
- *
- * When the slab streamer lands (io/, #5), a third arm runs it over the same
- * slab list; this reader stays as the raw baseline it is compared with.
+ * All three read with O_DIRECT into registered buffers; seq and slabs share
+ * tools/bench_measure.c's reader, so they differ only in the access pattern.
+ * Arms alternate (seq, slabs, stream, seq, ...) for --rounds rounds; the
+ * figures are medians with min and max. O_DIRECT bypasses the page cache, so
+ * rounds do not warm each other (a host cache below a VM may still); where
+ * the file system refuses O_DIRECT (tmpfs) the reads are buffered and say so.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@
 #include <string.h>
 
 #include "io/io.h"
+#include "mem/mem.h"
 #include "tools/bench.h"
 #include "tools/tools.h"
 
@@ -32,22 +36,21 @@
 
 static void help(FILE *f)
 {
-	fprintf(f, "usage: coli bench io -m MODEL.coli [--slabs N] [--qd Q] [--block KIB]\n"
-	           "                     [--seq-mib M] [--rounds R] [--seed S] [--json]\n"
-	           "  --slabs N     random slabs per round (default 256, at most all of them)\n"
-	           "  --qd Q        reads in flight (default 8)\n"
-	           "  --block KIB   largest single read, KiB (default 4096)\n"
-	           "  --seq-mib M   sequential bytes per round (default: the expert region, at\n"
-	           "                most 1024 MiB)\n"
-	           "  --rounds R    alternating rounds (default 3)\n");
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
+	fprintf(f,
+	        "usage: coli bench io -m MODEL.coli [--slabs N] [--slab-qd Q] [--qd Q]\n"
+	        "                     [--block KIB] [--seq-mib M] [--rounds R] [--seed S]\n"
+	        "                     [--no-stream] [--small-pages] [--json]\n"
+	        "  --slabs N     random slabs per round (default 256, at most all of them)\n"
+	        "  --slab-qd Q   slab reads in flight (default %d: the streamer's)\n"
+	        "  --qd Q        sequential reads in flight (default 8)\n"
+	        "  --block KIB   sequential read size, KiB (default 4096)\n"
+	        "  --seq-mib M   sequential bytes per round (default: the expert region, at\n"
+	        "                most 1024 MiB; 0: no seq arm)\n"
+	        "  --rounds R    alternating rounds (default 3)\n"
+	        "  --no-stream   leave out the streamer arm\n"
+	        "  --small-pages seq and slabs read into 4 KiB pages (fio's default buffers)\n"
+	        "                instead of huge pages (the streamer's slot arena)\n",
+	        bench_stream_qd());
 }
 
 struct io_arm {
@@ -62,14 +65,74 @@ static void finish(struct io_arm *a, int n)
 	a->max = a->gbs[n - 1];
 }
 
+/* The streamer over ext[n] (slab indices idx[n] into s), qd slots: slot
+ * i % qd takes read i once its previous read is done. */
+static int run_stream(const struct bench_slabs *s, const size_t *idx, size_t n, int qd,
+                      struct bench_read_result *r, char *desc, size_t desc_len)
+{
+	struct coli_io_stream_opts o;
+	coli_container_t *c = NULL;
+	coli_mem_slots_t *slots = NULL;
+	coli_io_stream_t *st = NULL;
+	struct coli_io_stream_stats s0, s1;
+	size_t slot_bytes = (s->slab_bytes + 4095) & ~(size_t)4095;
+	double t0;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = coli_io_container_open(s->path, &c);
+	rc = rc ? rc : coli_mem_slots_create(slot_bytes, qd, COLI_MEM_NODE_ANY, &slots);
+	if (!rc)
+		memset(coli_mem_slots_base(slots), 0, coli_mem_slots_bytes(slots));
+	coli_io_stream_opts_init(&o);
+	o.queue_depth = qd;
+	o.verify = COLI_IO_VERIFY_OFF; /* the disk, not xxh64 */
+	o.quiet = 1;
+	rc = rc ? rc : coli_io_stream_create(c, slots, &o, &st);
+	if (rc)
+		goto out;
+	snprintf(desc, desc_len, "%s", coli_io_stream_describe(st));
+	coli_io_stream_stats(st, &s0);
+	t0 = bench_now_s();
+	for (size_t i = 0; i < n + (size_t)qd && !rc; i++) {
+		int slot = (int)(i % (size_t)qd);
+
+		if (i >= (size_t)qd)
+			rc = coli_io_stream_wait(st, slot);
+		if (!rc && i < n) {
+			struct coli_io_read rd = {s->li[idx[i]], s->ex[idx[i]], slot};
+
+			rc = coli_io_stream_submit(st, &rd, 1, COLI_IO_DEMAND);
+		}
+	}
+	r->seconds = bench_now_s() - t0;
+	coli_io_stream_stats(st, &s1);
+	r->bytes = s1.bytes - s0.bytes;
+	r->reads = s1.reads - s0.reads;
+	r->gbs = r->seconds > 0 ? r->bytes / r->seconds / 1e9 : 0;
+out:
+	if (rc)
+		fprintf(stderr, "coli bench io: streamer: %s\n",
+		        coli_io_errmsg()[0] ? coli_io_errmsg() : strerror(-rc));
+	if (st)
+		coli_io_stream_destroy(st);
+	coli_mem_slots_destroy(slots);
+	coli_io_container_close(c);
+	return rc;
+}
+
 int bench_io_main(int argc, char **argv)
 {
 	const char *model = NULL;
-	int n_slabs = 256, qd = 8, block_kib = 4096, seq_mib = 0, rounds = 3, json = 0, rc = 1;
-	uint64_t seed = 1, total_slabs = 0, expert_off = 0, expert_bytes = 0, slab_sum = 0;
-	struct bench_extent *ext = NULL, *all = NULL;
-	struct io_arm seq = {0}, slabs = {0};
-	coli_container_t *c = NULL;
+	int n_slabs = 256, slab_qd = bench_stream_qd(), qd = 8, block_kib = 4096, seq_mib = -1;
+	int rounds = 3, json = 0, stream = 1, rc = 1;
+	unsigned flags = 0;
+	uint64_t seed = 1, slab_sum = 0;
+	struct bench_extent *ext = NULL;
+	size_t *idx = NULL;
+	struct io_arm seq = {0}, slabs = {0}, str = {0};
+	struct bench_slabs S = {0};
+	char desc[128] = "";
 
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -82,12 +145,22 @@ int bench_io_main(int argc, char **argv)
 			json = 1;
 			continue;
 		}
+		if (!strcmp(o, "--no-stream")) {
+			stream = 0;
+			continue;
+		}
+		if (!strcmp(o, "--small-pages")) {
+			flags |= BENCH_READ_SMALL_PAGES;
+			continue;
+		}
 		if (!v)
 			return tool_err("bench io", "%s needs a value (see --help)", o), 2;
 		if (!strcmp(o, "-m") || !strcmp(o, "--model"))
 			model = v;
 		else if (!strcmp(o, "--slabs"))
 			n_slabs = atoi(v);
+		else if (!strcmp(o, "--slab-qd"))
+			slab_qd = atoi(v);
 		else if (!strcmp(o, "--qd"))
 			qd = atoi(v);
 		else if (!strcmp(o, "--block"))
@@ -106,104 +179,112 @@ int bench_io_main(int argc, char **argv)
 		help(stderr);
 		return 2;
 	}
-	if (n_slabs < 1 || qd < 1 || block_kib < 4 || block_kib % 4 || seq_mib < 0 || rounds < 1 ||
-	    rounds > MAX_ROUNDS)
-		return tool_err("bench io", "bad --slabs, --qd, --block (KiB, multiple of 4), "
-		                            "--seq-mib or --rounds"),
+	if (n_slabs < 1 || qd < 1 || slab_qd < 1 || block_kib < 4 || block_kib % 4 ||
+	    seq_mib < -1 || rounds < 1 || rounds > MAX_ROUNDS)
+		return tool_err("bench io",
+		                "bad --slabs, --qd, --slab-qd, --block (KiB, multiple of "
+		                "4), --seq-mib or --rounds"),
 		       2;
-	if (coli_io_container_open(model, &c))
-		return tool_err("bench io", "%s", coli_io_errmsg());
-	int n_layers = coli_io_container_n_expert_layers(c);
-
-	for (int li = 0; li < n_layers; li++)
-		total_slabs += coli_io_container_expert_layer(c, li)->n_experts;
-	if (!total_slabs) {
-		tool_err("bench io", "%s has no expert slabs", model);
-		goto out;
-	}
-	all = malloc(sizeof(*all) * total_slabs);
+	if (bench_slabs_open(model, &S))
+		return tool_err("bench io", "cannot list the slabs of %s", model);
 	ext = malloc(sizeof(*ext) * (size_t)n_slabs);
-	if (!all || !ext) {
+	idx = malloc(sizeof(*idx) * (size_t)n_slabs);
+	if (!ext || !idx) {
 		tool_err("bench io", "out of memory");
 		goto out;
 	}
-	for (int li = 0, k = 0; li < n_layers; li++) {
-		const struct coli_expert_layer *l = coli_io_container_expert_layer(c, li);
+	uint64_t seq_bytes = seq_mib >= 0 ? (uint64_t)seq_mib << 20 : S.expert_bytes;
 
-		for (uint32_t e = 0; e < l->n_experts; e++, k++)
-			all[k] = (struct bench_extent){coli_io_container_slab_offset(c, li, e),
-			                               l->slab_bytes};
-		if (li == 0)
-			expert_off = l->offset;
-		expert_bytes = l->offset + l->slab_bytes * l->n_experts - expert_off;
-	}
-	/* a seeded partial Fisher-Yates: n distinct slabs in random order */
-	if ((uint64_t)n_slabs > total_slabs)
-		n_slabs = (int)total_slabs;
-	seed = seed * 0x9e3779b97f4a7c15ull | 1;
-	for (int i = 0; i < n_slabs; i++) {
-		uint64_t j = i + xorshift(&seed) % (total_slabs - (uint64_t)i);
-		struct bench_extent t = all[i];
-
-		all[i] = all[j];
-		all[j] = t;
-		ext[i] = all[i];
-		slab_sum += ext[i].bytes;
-	}
-	uint64_t seq_bytes = seq_mib ? (uint64_t)seq_mib << 20 : expert_bytes;
-
-	if (!seq_mib && seq_bytes > (1ull << 30))
+	if (seq_mib < 0 && seq_bytes > (1ull << 30))
 		seq_bytes = 1ull << 30;
-	if (seq_bytes > expert_bytes)
-		seq_bytes = expert_bytes;
+	if (seq_bytes > S.expert_bytes)
+		seq_bytes = S.expert_bytes;
 	size_t block = (size_t)block_kib << 10;
 
 	for (int r = 0; r < rounds; r++) {
-		if (bench_read_seq(model, expert_off, seq_bytes, qd, block, &seq.last) ||
-		    bench_read_extents(model, ext, (size_t)n_slabs, qd, block, &slabs.last)) {
+		/* a fresh draw each round: a host cache below a VM is not warmed
+		 * for the next round by this one */
+		n_slabs = (int)bench_slabs_draw(&S, seed + (uint64_t)r, (size_t)n_slabs, ext, idx);
+		slab_sum = 0;
+		for (int i = 0; i < n_slabs; i++)
+			slab_sum += ext[i].bytes;
+		if ((seq_bytes &&
+		     bench_read_seq(model, S.expert_off, seq_bytes, qd, block, flags, &seq.last)) ||
+		    bench_read_slabs(&S, ext, (size_t)n_slabs, slab_qd, flags, &slabs.last)) {
 			tool_err("bench io", "reading %s failed", model);
+			goto out;
+		}
+		if (stream &&
+		    run_stream(&S, idx, (size_t)n_slabs, slab_qd, &str.last, desc, sizeof(desc))) {
+			tool_err("bench io", "the streamer failed on %s", model);
 			goto out;
 		}
 		seq.gbs[r] = seq.last.gbs;
 		slabs.gbs[r] = slabs.last.gbs;
+		str.gbs[r] = str.last.gbs;
 	}
 	finish(&seq, rounds);
 	finish(&slabs, rounds);
-	const struct coli_expert_layer *l0 = coli_io_container_expert_layer(c, 0);
+	finish(&str, rounds);
 	double slab_mb = slab_sum / 1e6 / n_slabs;
-	const char *mode = seq.last.direct ? "O_DIRECT" : "BUFFERED (O_DIRECT refused)";
-	const char *eng = seq.last.uring ? "io_uring" : "pread";
+	const struct bench_read_result *m = &slabs.last;
+	const char *mode = m->direct ? "O_DIRECT" : "BUFFERED (O_DIRECT refused)";
+	const char *eng = m->uring ? (m->fixed ? "io_uring, fixed buffers" : "io_uring") : "pread";
 
 	if (json) {
+		printf("{\"bench\": \"io\", \"model\": \"%s\", \"direct\": %s, \"engine\": \"%s\", "
+		       "\"fixed\": %s, \"pages\": \"%s\", \"rounds\": %d,\n"
+		       " \"expert_offset\": %llu, \"expert_bytes\": %llu, \"n_slabs_total\": %zu, "
+		       "\"uniform\": %s,\n",
+		       model, m->direct ? "true" : "false", m->uring ? "io_uring" : "pread",
+		       m->fixed ? "true" : "false", flags & BENCH_READ_SMALL_PAGES ? "4k" : "thp",
+		       rounds, (unsigned long long)S.expert_off, (unsigned long long)S.expert_bytes,
+		       S.n, S.uniform ? "true" : "false");
 		printf(
-		    "{\"bench\": \"io\", \"model\": \"%s\", \"direct\": %s, \"engine\": \"%s\", "
-		    "\"qd\": %d, \"block_bytes\": %zu, \"rounds\": %d,\n"
-		    " \"seq\": {\"bytes\": %llu, \"gbs\": %.4f, \"gbs_min\": %.4f, \"gbs_max\": "
-		    "%.4f},\n"
-		    " \"slabs\": {\"n\": %d, \"slab_bytes\": %llu, \"bytes\": %llu, \"gbs\": %.4f, "
-		    "\"gbs_min\": %.4f, \"gbs_max\": %.4f, \"slabs_per_s\": %.2f},\n"
-		    " \"ratio\": %.6g}\n",
-		    model, seq.last.direct ? "true" : "false", eng, qd, block, rounds,
-		    (unsigned long long)seq_bytes, seq.med, seq.min, seq.max, n_slabs,
-		    (unsigned long long)l0->slab_bytes, (unsigned long long)slab_sum, slabs.med,
-		    slabs.min, slabs.max, slabs.med * 1e9 / (slab_sum / (double)n_slabs),
-		    slabs.med / seq.med);
+		    " \"seq\": {\"bytes\": %llu, \"qd\": %d, \"block_bytes\": %zu, \"gbs\": %.4f, "
+		    "\"gbs_min\": %.4f, \"gbs_max\": %.4f},\n",
+		    (unsigned long long)seq_bytes, qd, block, seq.med, seq.min, seq.max);
+		printf(" \"slabs\": {\"n\": %d, \"qd\": %d, \"slab_bytes\": %llu, \"bytes\": %llu, "
+		       "\"reads\": %llu, \"gbs\": %.4f, \"gbs_min\": %.4f, \"gbs_max\": %.4f, "
+		       "\"slabs_per_s\": %.2f},\n",
+		       n_slabs, slab_qd, (unsigned long long)S.slab_bytes,
+		       (unsigned long long)slab_sum, (unsigned long long)slabs.last.reads,
+		       slabs.med, slabs.min, slabs.max,
+		       slabs.med * 1e9 / (slab_sum / (double)n_slabs));
+		if (stream)
+			printf(" \"stream\": {\"n\": %d, \"qd\": %d, \"bytes\": %llu, \"reads\": "
+			       "%llu, "
+			       "\"how\": \"%s\", \"gbs\": %.4f, \"gbs_min\": %.4f, \"gbs_max\": "
+			       "%.4f},\n",
+			       n_slabs, slab_qd, (unsigned long long)str.last.bytes,
+			       (unsigned long long)str.last.reads, desc, str.med, str.min, str.max);
+		printf(" \"ratio\": %.6g}\n", seq.med > 0 ? slabs.med / seq.med : 0);
 	} else {
-		printf("coli bench io: %s, %s via %s, %d reads in flight, reads <= %d KiB; "
-		       "medians of %d alternating rounds [min..max]\n",
-		       model, mode, eng, qd, block_kib, rounds);
-		printf("  seq    %8.1f MB of the expert region      %7.3f GB/s [%.3f..%.3f]\n",
-		       seq_bytes / 1e6, seq.med, seq.min, seq.max);
-		printf("  slabs  %8d random slabs of %.2f MB       %7.3f GB/s [%.3f..%.3f]  %.0f "
-		       "slabs/s\n",
-		       n_slabs, slab_mb, slabs.med, slabs.min, slabs.max,
+		printf("coli bench io: %s, %s via %s into %s; medians of %d alternating rounds "
+		       "[min..max]\n",
+		       model, mode, eng,
+		       flags & BENCH_READ_SMALL_PAGES ? "4 KiB pages" : "huge pages", rounds);
+		if (seq_bytes)
+			printf("  seq     %8.1f MB of the expert region, %d x %d KiB    %7.3f GB/s "
+			       "[%.3f..%.3f]\n",
+			       seq_bytes / 1e6, qd, block_kib, seq.med, seq.min, seq.max);
+		printf("  slabs   %8d random slabs of %.2f MB, %d in flight %7.3f GB/s "
+		       "[%.3f..%.3f]  %.0f slabs/s\n",
+		       n_slabs, slab_mb, slab_qd, slabs.med, slabs.min, slabs.max,
 		       slabs.med * 1e3 / slab_mb);
-		printf("  ratio  slabs / seq = %.3f\n", slabs.med / seq.med);
+		if (stream)
+			printf("  stream  the same slabs through io/stream.c (%s) %7.3f GB/s "
+			       "[%.3f..%.3f]\n",
+			       desc, str.med, str.min, str.max);
+		if (seq_bytes)
+			printf("  ratio   slabs / seq = %.3f\n", slabs.med / seq.med);
+		if (stream)
+			printf("  ratio   stream / slabs = %.3f\n", str.med / slabs.med);
 	}
 	rc = 0;
 out:
-	free(all);
 	free(ext);
-	coli_io_container_close(c);
+	free(idx);
+	bench_slabs_close(&S);
 	return rc;
 }

@@ -6,7 +6,8 @@
  * so its bound is the host read bandwidth. We build, per dtype (bf16, q8, q4),
  * a set of expert-shaped matrices larger than the last-level cache (default
  * 256 MiB: Qwen3-30B-A3B experts, gate/up 768 x 2048 and down 2048 x 768,
- * alternating), and time one pass over the whole set:
+ * alternating), THP-advised like the engine's slot arena, and time one pass
+ * over the whole set:
  *
  *   S = 1      coli_gemv_mt per matrix          (decode)
  *   S = 2,4,8  coli_gemm_mt per matrix          (a batch / prefill chunk)
@@ -142,12 +143,6 @@ static void pass_kernels(coli_cpu_pool_t *pool, struct wset *ws, int S, struct a
 	}
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, z = *(const double *)b;
-	return x < z ? -1 : x > z;
-}
-
 int bench_kernels_main(int argc, char **argv)
 {
 	static const enum coli_dtype dts[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
@@ -213,16 +208,14 @@ int bench_kernels_main(int argc, char **argv)
 				arms[i].t[r] = t;
 		}
 	}
-	for (int i = 0; i < n_arms; i++) {
-		qsort(arms[i].t, (size_t)reps, sizeof(double), cmp_d);
-		arms[i].med = arms[i].t[reps / 2];
-	}
+	for (int i = 0; i < n_arms; i++)
+		arms[i].med = bench_median(arms[i].t, reps);
 	double bound = (double)target / arms[0].med / 1e9;
 
 	if (json) {
 		printf("{\"isa\": \"%s\", \"threads\": %d, \"reps\": %d, \"set_mib\": %d, "
-		       "\"read_gbs\": %.3f, \"arms\": [",
-		       coli_cpu_isa_name(coli_cpu_isa()), threads, reps, mib, bound);
+		       "\"read_gbs\": %.3f, \"read_huge_share\": %.3f, \"arms\": [",
+		       coli_cpu_isa_name(coli_cpu_isa()), threads, reps, mib, bound, rb.huge_share);
 		for (int i = 1; i < n_arms; i++) {
 			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
 			printf("%s{\"dtype\": \"%s\", \"S\": %d, \"weight_gbs\": %.3f, \"ratio\": "
@@ -236,8 +229,9 @@ int bench_kernels_main(int argc, char **argv)
 		printf("coli bench kernels: isa %s, %d threads, %d MiB of weights per dtype "
 		       "(768x2048 + 2048x768 experts), median of %d interleaved reps\n",
 		       coli_cpu_isa_name(coli_cpu_isa()), threads, mib, reps);
-		printf("host read bandwidth (STREAM-like sum, %d threads): %.2f GB/s  [bound]\n\n",
-		       threads, bound);
+		printf("host read bandwidth (STREAM-like sum, %d threads, %.0f%% huge pages): %.2f "
+		       "GB/s  [bound]\n\n",
+		       threads, rb.huge_share * 100, bound);
 		printf("%-6s %2s %10s %14s %10s %8s\n", "dtype", "S", "ms/pass", "weight GB/s",
 		       "bound GB/s", "ratio");
 		for (int i = 1; i < n_arms; i++) {

@@ -1,26 +1,35 @@
 /*
  * tools/bench_measure.c — the measurements every `coli bench` shares: host
- * read bandwidth (STREAM-like), file read bandwidth (O_DIRECT, io_uring), and
- * the bound of DESIGN.md's performance model computed from them.
+ * read bandwidth (STREAM-like), file read bandwidth (O_DIRECT, io_uring) in
+ * two patterns, and the bound of DESIGN.md's performance model.
  *
  * Host read. Each pool task sums its contiguous share of a buffer larger
  * than the last-level cache as 64-bit words with four independent AVX2
  * accumulators (scalar without AVX2). Only loads: the figure is the read
- * bandwidth a GEMV over weights can reach, which is the CPU term's BW.
+ * bandwidth a GEMV over weights can reach, which is the CPU term's BW. Why
+ * this shape (docs/perf/README.md has the measurements): four independent
+ * chains keep enough cache misses in flight (one chain reads 5-15% slower
+ * on a busy host; eight or sixteen are no faster than four), and the buffer
+ * is THP-advised like the engine's slot arena (4 KiB pages read ~15%
+ * slower here: the prefetchers stop at page boundaries and the TLB misses).
  *
  * File reads. An extent list is read through io_uring with O_DIRECT and up
  * to qd reads in flight, each read at most max_io bytes into its own
- * 4 KiB-aligned buffer (qd buffers of max_io bytes):
+ * buffer (qd buffers of max_io bytes, one 2 MiB-aligned arena, registered
+ * with the ring as the streamer registers its slots):
  *
  *   extents  [off, bytes] ...   -> reads [off, min(bytes, max_io)] ... in order
  *   ring     qd SQEs; a completion frees its buffer for the next read
  *
- * This is what fio does with --ioengine=io_uring --direct=1 --bs=max_io
- * --iodepth=qd, so tools/bench_vs_fio.sh can run both with the same knobs.
- * When the kernel refuses io_uring (seccomp, old kernel) a pread loop with one
- * read in flight is used and reported; when the file system refuses O_DIRECT
- * (tmpfs: EINVAL) the file is read buffered and reported as such — that
- * figure is the page cache's, not the disk's.
+ * Sequential: fio --ioengine=io_uring --direct=1 --fixedbufs --rw=read
+ * --bs=max_io --iodepth=qd. Slabs (the disk term): whole slabs at their
+ * offsets in a seeded random order, qd = the streamer's queue depth; fio
+ * --rw=randread --bs=slab_bytes over the expert region. tools/bench_vs_fio.sh
+ * runs both next to fio. When the kernel refuses io_uring (seccomp, old
+ * kernel) a pread loop with one read in flight is used and reported; when
+ * the file system refuses O_DIRECT (tmpfs: EINVAL) the file is read
+ * buffered and reported as such — that figure is the page cache's, not the
+ * disk's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,10 +38,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "io/io.h"
 #include "mem/mem.h"
 #include "ptx/ptx.h"
 #include "tools/bench.h"
@@ -68,6 +80,7 @@ void *bench_alloc(size_t bytes)
 
 	if (posix_memalign(&p, 2 << 20, bytes ? bytes : 1))
 		return NULL;
+	madvise(p, bytes, MADV_HUGEPAGE); /* as the engine's arenas: see the top */
 	return p;
 }
 
@@ -104,14 +117,50 @@ static uint64_t sum_scalar(const uint64_t *p, size_t n)
 	return a + b + c + d;
 }
 
+static uint64_t sum_words(const uint64_t *p, size_t n)
+{
+	size_t body = n & ~(size_t)15;
+	uint64_t t = __builtin_cpu_supports("avx2") ? sum_avx2(p, body) : sum_scalar(p, body);
+
+	for (size_t i = body; i < n; i++)
+		t += p[i];
+	return t;
+}
+
+/* Task t of n reads words [t * W / n, (t + 1) * W / n), cut at 16-word
+ * (128-byte) boundaries: every word once, whatever n. */
 static void readbw_task(void *arg, int t, int n)
 {
 	struct bench_readbw *r = arg;
-	size_t chunk = (r->words / (size_t)n) & ~(size_t)15;
-	const uint64_t *p = r->buf + chunk * (size_t)t;
+	size_t units = r->words / 16;
+	size_t a = units * (size_t)t / (size_t)n * 16;
+	size_t b = t == n - 1 ? r->words : units * (size_t)(t + 1) / (size_t)n * 16;
 
-	r->sink[t & 63] +=
-	    __builtin_cpu_supports("avx2") ? sum_avx2(p, chunk) : sum_scalar(p, chunk);
+	r->sink[t & 63] += sum_words(r->buf + a, b - a);
+}
+
+/* Share of [p, p + bytes) backed by huge pages: AnonHugePages of the
+ * mapping that holds p, from /proc/self/smaps; -1 when unreadable. */
+static double huge_share(const void *p, size_t bytes)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	int in = 0;
+	double kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (in && sscanf(line, "AnonHugePages: %lf kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024 / (double)bytes;
 }
 
 int bench_readbw_init(struct bench_readbw *r, size_t bytes)
@@ -120,18 +169,19 @@ int bench_readbw_init(struct bench_readbw *r, size_t bytes)
 
 	memset(r, 0, sizeof(*r));
 	r->words = bytes / 8;
-	b = bench_alloc(r->words * 8);
+	b = coli_mem_alloc(r->words * 8, COLI_MEM_NODE_ANY);
 	if (!b)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->words; i++)
 		b[i] = i;
 	r->buf = b;
+	r->huge_share = huge_share(b, r->words * 8);
 	return 0;
 }
 
 void bench_readbw_free(struct bench_readbw *r)
 {
-	free((void *)r->buf);
+	coli_mem_free((void *)r->buf, r->words * 8);
 	r->buf = NULL;
 }
 
@@ -188,7 +238,7 @@ static int next_read(struct cursor *c, uint64_t *off, size_t *len)
 	return 1;
 }
 
-static int read_pread(int fd, struct cursor *c, void *buf, uint64_t *bytes)
+static int read_pread(int fd, struct cursor *c, void *buf, struct bench_read_result *r)
 {
 	uint64_t off;
 	size_t len;
@@ -201,12 +251,29 @@ static int read_pread(int fd, struct cursor *c, void *buf, uint64_t *bytes)
 				continue;
 			return -errno;
 		}
-		*bytes += (uint64_t)got;
+		r->bytes += (uint64_t)got;
+		r->reads++;
 	}
 	return 0;
 }
 
-static int read_uring(int fd, struct cursor *c, char *bufs, int qd, uint64_t *bytes)
+/* Registers the qd buffers as fixed buffers (one iovec each); 0 when
+ * refused (RLIMIT_MEMLOCK, old kernel): plain reads then. */
+static int register_bufs(struct io_uring *ring, char *bufs, int qd, size_t max_io)
+{
+	struct iovec *iov = malloc(sizeof(*iov) * (size_t)qd);
+	int ok;
+
+	if (!iov)
+		return 0;
+	for (int i = 0; i < qd; i++)
+		iov[i] = (struct iovec){bufs + (size_t)i * max_io, max_io};
+	ok = io_uring_register_buffers(ring, iov, (unsigned)qd) == 0;
+	free(iov);
+	return ok;
+}
+
+static int read_uring(int fd, struct cursor *c, char *bufs, int qd, struct bench_read_result *r)
 {
 	struct io_uring ring;
 	int *free_slot = malloc(sizeof(int) * (size_t)qd), n_free = qd, inflight = 0, rc;
@@ -218,6 +285,7 @@ static int read_uring(int fd, struct cursor *c, char *bufs, int qd, uint64_t *by
 		free(free_slot);
 		return rc; /* caller falls back to pread */
 	}
+	r->fixed = register_bufs(&ring, bufs, qd, c->max_io);
 	for (int i = 0; i < qd; i++)
 		free_slot[i] = i;
 	for (;;) {
@@ -228,9 +296,12 @@ static int read_uring(int fd, struct cursor *c, char *bufs, int qd, uint64_t *by
 		while (n_free && next_read(c, &off, &len)) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 			int slot = free_slot[--n_free];
+			char *dst = bufs + (size_t)slot * c->max_io;
 
-			io_uring_prep_read(sqe, fd, bufs + (size_t)slot * c->max_io, (unsigned)len,
-			                   off);
+			if (r->fixed)
+				io_uring_prep_read_fixed(sqe, fd, dst, (unsigned)len, off, slot);
+			else
+				io_uring_prep_read(sqe, fd, dst, (unsigned)len, off);
 			io_uring_sqe_set_data64(sqe, (uint64_t)slot);
 			queued++;
 		}
@@ -253,7 +324,8 @@ static int read_uring(int fd, struct cursor *c, char *bufs, int qd, uint64_t *by
 			rc = cqe->res;
 			break;
 		}
-		*bytes += (uint64_t)cqe->res;
+		r->bytes += (uint64_t)cqe->res;
+		r->reads++;
 		free_slot[n_free++] = (int)io_uring_cqe_get_data64(cqe);
 		io_uring_cqe_seen(&ring, cqe);
 		inflight--;
@@ -264,9 +336,10 @@ static int read_uring(int fd, struct cursor *c, char *bufs, int qd, uint64_t *by
 }
 
 int bench_read_extents(const char *path, const struct bench_extent *ext, size_t n, int qd,
-                       size_t max_io, struct bench_read_result *r)
+                       size_t max_io, unsigned flags, struct bench_read_result *r)
 {
 	struct cursor c = {ext, n, 0, 0, max_io};
+	size_t buf_bytes = (size_t)qd * max_io;
 	char *bufs;
 	int fd, rc;
 	double t0;
@@ -277,34 +350,166 @@ int bench_read_extents(const char *path, const struct bench_extent *ext, size_t 
 	fd = open_direct(path, &r->direct);
 	if (fd < 0)
 		return fd;
-	bufs = bench_alloc((size_t)qd * max_io);
+	/* like the streamer's slot arena: 2 MiB aligned, THP-advised; or 4 KiB
+	 * pages, like fio's default buffers */
+	if (flags & BENCH_READ_SMALL_PAGES) {
+		void *p = NULL;
+
+		bufs = posix_memalign(&p, 4096, buf_bytes) ? NULL : p;
+		if (bufs)
+			madvise(bufs, buf_bytes, MADV_NOHUGEPAGE);
+	} else {
+		bufs = coli_mem_alloc(buf_bytes, COLI_MEM_NODE_ANY);
+	}
 	if (!bufs) {
 		close(fd);
 		return -ENOMEM;
 	}
+	/* fault the pages in before the clock starts (4 KiB pages: left to the
+	 * ring's registration, as for fio's buffers, which places them
+	 * differently in physical memory than a memset and changes how many
+	 * segments a read needs) */
+	if (!(flags & BENCH_READ_SMALL_PAGES))
+		memset(bufs, 0, buf_bytes);
 	t0 = bench_now_s();
-	rc = read_uring(fd, &c, bufs, qd, &r->bytes);
+	rc = read_uring(fd, &c, bufs, qd, r);
 	r->uring = rc == 0;
 	if (rc == -ENOSYS || rc == -EPERM || rc == -ENOMEM) {
-		c.k = 0, c.off = 0, r->bytes = 0;
+		c.k = 0, c.off = 0, r->bytes = 0, r->reads = 0, r->fixed = 0;
 		t0 = bench_now_s();
-		rc = read_pread(fd, &c, bufs, &r->bytes);
+		rc = read_pread(fd, &c, bufs, r);
 	}
 	r->seconds = bench_now_s() - t0;
 	r->gbs = r->seconds > 0 ? r->bytes / r->seconds / 1e9 : 0;
 	if (rc)
 		fprintf(stderr, "coli bench: reading %s: %s\n", path, strerror(-rc));
-	free(bufs);
+	if (flags & BENCH_READ_SMALL_PAGES)
+		free(bufs);
+	else
+		coli_mem_free(bufs, buf_bytes);
 	close(fd);
 	return rc;
 }
 
 int bench_read_seq(const char *path, uint64_t off, uint64_t bytes, int qd, size_t max_io,
-                   struct bench_read_result *r)
+                   unsigned flags, struct bench_read_result *r)
 {
 	struct bench_extent e = {off & ~(uint64_t)4095, (bytes + 4095) & ~(uint64_t)4095};
 
-	return bench_read_extents(path, &e, 1, qd, max_io, r);
+	return bench_read_extents(path, &e, 1, qd, max_io, flags, r);
+}
+
+/* ---- the slab pattern ---- */
+
+int bench_slabs_open(const char *path, struct bench_slabs *s)
+{
+	coli_container_t *c;
+	int rc, nxl;
+	uint64_t end = 0;
+
+	memset(s, 0, sizeof(*s));
+	rc = coli_io_container_open(path, &c);
+	if (rc) {
+		fprintf(stderr, "coli bench: %s\n", coli_io_errmsg());
+		return rc;
+	}
+	nxl = coli_io_container_n_expert_layers(c);
+	for (int li = 0; li < nxl; li++)
+		s->n += coli_io_container_expert_layer(c, li)->n_experts;
+	s->all = malloc(sizeof(*s->all) * (s->n ? s->n : 1));
+	s->perm = malloc(sizeof(*s->perm) * (s->n ? s->n : 1));
+	s->li = malloc(sizeof(*s->li) * (s->n ? s->n : 1));
+	s->ex = malloc(sizeof(*s->ex) * (s->n ? s->n : 1));
+	s->path = strdup(path);
+	if (!s->all || !s->perm || !s->li || !s->ex || !s->path) {
+		coli_io_container_close(c);
+		bench_slabs_close(s);
+		return -ENOMEM;
+	}
+	s->uniform = 1;
+	for (int li = 0, k = 0; li < nxl; li++) {
+		const struct coli_expert_layer *l = coli_io_container_expert_layer(c, li);
+
+		if (li == 0) {
+			s->expert_off = l->offset;
+			end = l->offset;
+		}
+		for (uint32_t e = 0; e < l->n_experts; e++, k++) {
+			uint64_t off = coli_io_container_slab_offset(c, li, e);
+
+			s->all[k] = (struct bench_extent){off, l->slab_bytes};
+			s->li[k] = li;
+			s->ex[k] = e;
+			if (off != end || (k && l->slab_bytes != s->all[0].bytes))
+				s->uniform = 0;
+			end = off + l->slab_bytes;
+			if (l->slab_bytes > s->slab_bytes)
+				s->slab_bytes = l->slab_bytes;
+		}
+	}
+	s->expert_bytes = end - s->expert_off;
+	coli_io_container_close(c);
+	if (!s->n) {
+		fprintf(stderr, "coli bench: %s has no expert slabs\n", path);
+		bench_slabs_close(s);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+void bench_slabs_close(struct bench_slabs *s)
+{
+	free(s->all);
+	free(s->perm);
+	free(s->li);
+	free(s->ex);
+	free(s->path);
+	memset(s, 0, sizeof(*s));
+}
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+size_t bench_slabs_draw(struct bench_slabs *s, uint64_t seed, size_t n, struct bench_extent *out,
+                        size_t *idx)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull | 1;
+
+	if (n > s->n)
+		n = s->n;
+	for (size_t i = 0; i < s->n; i++)
+		s->perm[i] = i;
+	for (size_t i = 0; i < n; i++) {
+		size_t j = i + (size_t)(xorshift(&x) % (s->n - i)), t = s->perm[i];
+
+		s->perm[i] = s->perm[j];
+		s->perm[j] = t;
+		out[i] = s->all[s->perm[i]];
+		if (idx)
+			idx[i] = s->perm[i];
+	}
+	return n;
+}
+
+int bench_read_slabs(const struct bench_slabs *s, const struct bench_extent *ext, size_t n, int qd,
+                     unsigned flags, struct bench_read_result *r)
+{
+	size_t max_io = (s->slab_bytes + 4095) & ~(size_t)4095;
+
+	return bench_read_extents(s->path, ext, n, qd, max_io, flags, r);
+}
+
+int bench_stream_qd(void)
+{
+	struct coli_io_stream_opts o;
+
+	coli_io_stream_opts_init(&o);
+	return o.queue_depth;
 }
 
 /* ---- the bound ---- */

@@ -14,9 +14,10 @@
  * then time --tokens greedy decode steps (argmax, fed back; EOS ignored). A
  * prefill round: reset, time one forward over the prompt. Right after an arm
  * runs, one host-read pass with a pool of that arm's thread count; once per
- * round, one O_DIRECT sequential read of --disk-mib of the model's expert
- * region (rotating through it). Every figure is a median over the rounds,
- * with min and max as the spread.
+ * round, one O_DIRECT read of --disk-mib of the model's expert slabs in the
+ * slab streamer's pattern (whole random slabs at its queue depth, a fresh
+ * draw each round: tools/bench_measure.c). Every figure is a median over the
+ * rounds, with min and max as the spread.
  *
  * Bytes per token (coli_engine_stats deltas over the timed part):
  *   ram, disk, vram   slab bytes each tier served (the tier manager fills
@@ -28,7 +29,10 @@
  *   cpu   = dense + ram + disk   every byte the CPU multiplies: slabs that came
  *                                from disk are read again from memory by the
  *                                CPU rows, so they count here too
- *   disk  = disk                 at the O_DIRECT sequential bandwidth
+ *   disk  = disk                 at the disk's bandwidth for the streamer's
+ *                                pattern (a sequential read is slower than
+ *                                that on some disks, and then the streamer
+ *                                beat the "bound")
  * With a GPU path (bench_gpu_bw measured), the lead's placement decides
  * which bytes go to hbm and pcie; the structure is here (bench_bound).
  * Prefill's bound is memory-only: large prompts become compute bound, so
@@ -87,7 +91,6 @@ struct run {
 	int prefill;
 	const char *model;
 	int tokens, prompt, rounds, warmup, json, disk_mib, read_mib, qd;
-	size_t max_io;
 	int *ids; /* [prompt] */
 	struct arm arm[MAX_ARMS];
 	int n_arms;
@@ -100,6 +103,9 @@ struct run {
 	struct coli_model_config cfg;
 	double disk_gbs[MAX_ROUNDS];
 	struct bench_read_result disk;
+	struct bench_slabs slabs;  /* the disk term's pattern */
+	struct bench_extent *dext; /* [n_dext] slabs read per round */
+	size_t n_dext;
 	double disk_med;
 	int have_gpu;
 	struct bench_bw gpu;
@@ -116,24 +122,24 @@ struct run {
 
 static void help(FILE *f, const char *cmd)
 {
-	fprintf(
-	    f,
-	    "usage: coli bench %s -m MODEL.coli [--arms A,B,...] [--tokens N] [--prompt N]\n"
-	    "                  [--rounds R] [--warmup W] [--disk-mib M] [--read-mib M]\n"
-	    "                  [--qd Q] [--json] [engine options]\n"
-	    "  --arms LIST     engine option sets, comma separated; options of one arm\n"
-	    "                  joined by '+' (e.g. ram-gb=0,ram-gb=2,ram-gb=-1+threads=1);\n"
-	    "                  default: one arm with the command line's options\n"
-	    "  --tokens N      decode steps timed per round (default 16)\n"
-	    "  --prompt N      prompt length in tokens (default 8 decode, 64 prefill)\n"
-	    "  --rounds R      interleaved rounds after warm-up (default 5)\n"
-	    "  --warmup W      untimed rounds first (default 1)\n"
-	    "  --disk-mib M    O_DIRECT read per round for the disk bandwidth (default 256;\n"
-	    "                  0: skip the disk term)\n"
-	    "  --read-mib M    buffer of the host read measurement (default 256)\n"
-	    "  --qd Q          reads in flight for the disk measurement (default 8, 4 MiB each)\n"
-	    "  --json          one JSON object on stdout instead of the table\n",
-	    cmd);
+	fprintf(f,
+	        "usage: coli bench %s -m MODEL.coli [--arms A,B,...] [--tokens N] [--prompt N]\n"
+	        "                  [--rounds R] [--warmup W] [--disk-mib M] [--read-mib M]\n"
+	        "                  [--qd Q] [--json] [engine options]\n"
+	        "  --arms LIST     engine option sets, comma separated; options of one arm\n"
+	        "                  joined by '+' (e.g. ram-gb=0,ram-gb=2,ram-gb=-1+threads=1);\n"
+	        "                  default: one arm with the command line's options\n"
+	        "  --tokens N      decode steps timed per round (default 16)\n"
+	        "  --prompt N      prompt length in tokens (default 8 decode, 64 prefill)\n"
+	        "  --rounds R      interleaved rounds after warm-up (default 5)\n"
+	        "  --warmup W      untimed rounds first (default 1)\n"
+	        "  --disk-mib M    random expert slabs read per round for the disk bandwidth, as\n"
+	        "                  the streamer reads them (default 256; 0: skip the disk term)\n"
+	        "  --read-mib M    buffer of the host read measurement (default 256)\n"
+	        "  --qd Q          slab reads in flight for the disk measurement (default %d:\n"
+	        "                  the streamer's queue depth)\n"
+	        "  --json          one JSON object on stdout instead of the table\n",
+	        cmd, bench_stream_qd());
 	if (!strcmp(cmd, "stream"))
 		fprintf(
 		    f, "stream: arms sync, overlap, overlap+stream, stream-only, cpu-only (--arms\n"
@@ -295,8 +301,8 @@ static int round_body(struct run *R, struct arm *a, struct round *r, float *logi
  *   cpu-only        --vram-gb 0, --stream off
  *
  * VRAM: n = floor(--vram-frac x experts) slabs resident (default 25% of the
- * expert bytes); streaming arms get their --stream-slots staging slabs on
- * top, so every arm but cpu-only holds the same experts. The rest is in RAM
+ * expert bytes); the staging slots of streaming arms come on top of an
+ * explicit --vram-gb, so every arm but cpu-only holds the same experts. The rest is in RAM
  * (--ram-gb as given; default: no limit).
  *
  * Heat: the model's usage file (or --usage FILE) when it exists, else a
@@ -312,7 +318,7 @@ static int stream_arm(struct run *R, struct arm *a, const char *name)
 {
 	double slab = (double)R->slab_bytes;
 	int total = (int)(R->expert_total_bytes / slab + 0.5), n_res = (int)(R->vram_frac * total);
-	double vram = (n_res + 0.5) * slab, stage = (double)R->base.stream_slots * slab;
+	double vram = (n_res + 0.5) * slab;
 
 	memset(a, 0, sizeof(*a));
 	snprintf(a->name, sizeof(a->name), "%s", name);
@@ -323,7 +329,6 @@ static int stream_arm(struct run *R, struct arm *a, const char *name)
 	if (!strcmp(name, "overlap+stream") || !strcmp(name, "stream-only")) {
 		snprintf(a->opts.stream, sizeof(a->opts.stream), "%s",
 		         !strcmp(name, "stream-only") ? "only" : "auto");
-		a->opts.vram_gb = (vram + stage) / 1e9;
 	} else if (!strcmp(name, "cpu-only")) {
 		a->opts.vram_gb = 0;
 	} else if (strcmp(name, "sync") && strcmp(name, "overlap")) {
@@ -537,10 +542,11 @@ static void print_table(struct run *R)
 	printf("; %d warm-up + %d interleaved rounds; medians [min..max]\n", R->warmup, R->rounds);
 	printf("bandwidth measured in this run: host read %s; disk ", "per arm (below)");
 	if (R->disk_mib)
-		printf("%.2f GB/s (%s, %s, %d x %zu KiB in flight, median of %d x %d MiB)\n",
+		printf("%.2f GB/s (%s, %s%s; the streamer's pattern: %zu random slabs of %.2f MB "
+		       "per round, %d in flight; median of %d rounds)\n",
 		       R->disk_med, R->disk.direct ? "O_DIRECT" : "BUFFERED: O_DIRECT refused",
-		       R->disk.uring ? "io_uring" : "pread", R->qd, R->max_io >> 10, R->rounds,
-		       R->disk_mib);
+		       R->disk.uring ? "io_uring" : "pread", R->disk.fixed ? ", fixed buffers" : "",
+		       R->n_dext, R->slabs.slab_bytes / 1e6, R->qd, R->rounds);
 	else
 		printf("not measured (--disk-mib 0)\n");
 	if (R->have_gpu)
@@ -645,10 +651,14 @@ static void print_json(struct run *R)
 		snprintf(pcie, sizeof(pcie), "%.2f", R->gpu.pcie_gbs);
 	}
 	printf(" \"bandwidth\": {\"disk_gbs\": %.4f, \"disk_direct\": %s, \"disk_engine\": \"%s\", "
-	       "\"disk_qd\": %d, \"disk_block_bytes\": %zu, \"hbm_gbs\": %s, \"pcie_gbs\": %s},\n",
+	       "\"disk_fixed\": %s, \"disk_pattern\": \"%s\", \"disk_qd\": %d, "
+	       "\"disk_block_bytes\": %llu, \"disk_reads_per_round\": %zu, "
+	       "\"disk_bytes_per_round\": %llu, \"hbm_gbs\": %s, \"pcie_gbs\": %s},\n",
 	       R->disk_mib ? R->disk_med : 0.0, R->disk.direct ? "true" : "false",
-	       R->disk_mib ? (R->disk.uring ? "io_uring" : "pread") : "none", R->qd, R->max_io, hbm,
-	       pcie);
+	       R->disk_mib ? (R->disk.uring ? "io_uring" : "pread") : "none",
+	       R->disk.fixed ? "true" : "false", R->disk_mib ? "slabs" : "none", R->qd,
+	       (unsigned long long)R->slabs.slab_bytes, R->disk_mib ? R->n_dext : 0,
+	       (unsigned long long)R->disk.bytes, hbm, pcie);
 	printf(" \"arms\": [");
 	for (int i = 0; i < R->n_arms; i++) {
 		struct arm *a = &R->arm[i];
@@ -675,10 +685,13 @@ static void print_json(struct run *R)
 			if (a->bound.term_s[t] >= 0)
 				printf("%s\"%s\": %.6g", k++ ? ", " : "", bench_term_name[t],
 				       a->bound.term_s[t]);
-		printf("}, \"bound_term\": \"%s\", \"bound_tok_s\": %.6g, \"ratio\": %.6g,\n   "
-		       "\"reloads\": %.0f, \"reload_bytes\": %.0f",
-		       bench_term_name[a->bound.dominant], 1.0 / a->bound.bound_s,
-		       a->tok_s * a->bound.bound_s, a->reloads, a->reload_b);
+		if (a->bound.bound_s > 0)
+			printf("}, \"bound_term\": \"%s\", \"bound_tok_s\": %.6g, \"ratio\": %.6g",
+			       bench_term_name[a->bound.dominant], 1.0 / a->bound.bound_s,
+			       a->tok_s * a->bound.bound_s);
+		else /* every byte went through a term not measured here (a simulated device) */
+			printf("}, \"bound_term\": null, \"bound_tok_s\": null, \"ratio\": null");
+		printf(",\n   \"reloads\": %.0f, \"reload_bytes\": %.0f", a->reloads, a->reload_b);
 		if (R->stream)
 			printf(
 			    ",\n   \"group_async\": %d, \"stream\": \"%s\", \"vram_gb\": %.6g, "
@@ -824,7 +837,7 @@ int bench_run_main(int argc, char **argv)
 	R->stream = !strcmp(argv[0], "stream");
 	R->vram_frac = 0.25, R->heat_tokens = 128;
 	R->tokens = 16, R->rounds = 5, R->warmup = 1, R->disk_mib = 256, R->read_mib = 256;
-	R->qd = 8, R->max_io = 4u << 20;
+	R->qd = bench_stream_qd();
 	R->prompt = R->prefill ? 64 : 8;
 	rc = parse(R, argc, argv, &arms);
 	if (rc)
@@ -832,10 +845,20 @@ int bench_run_main(int argc, char **argv)
 	rc = R->stream ? model_bytes(R) || stream_setup(R) : open_arms(R) || model_bytes(R);
 	if (rc)
 		goto out;
+	if (R->disk_mib && R->expert_bytes) {
+		if (bench_slabs_open(R->model, &R->slabs)) {
+			rc = tool_err("bench", "cannot list the slabs of %s", R->model);
+			goto out;
+		}
+		R->n_dext = ((uint64_t)R->disk_mib << 20) / R->slabs.slab_bytes;
+		R->n_dext = R->n_dext ? R->n_dext : 1;
+		R->dext = malloc(sizeof(*R->dext) * R->n_dext);
+	}
 	R->have_gpu = bench_gpu_bw(&R->gpu) == 0;
 	R->ids = malloc(sizeof(int) * (size_t)R->prompt);
 	logits = malloc(sizeof(float) * (size_t)R->cfg.vocab);
-	if (!R->ids || !logits || bench_readbw_init(&rb, (size_t)R->read_mib << 20)) {
+	if (!R->ids || !logits || (R->n_dext && !R->dext) ||
+	    bench_readbw_init(&rb, (size_t)R->read_mib << 20)) {
 		rc = tool_err("bench", "out of memory");
 		goto out;
 	}
@@ -858,14 +881,10 @@ int bench_run_main(int argc, char **argv)
 			}
 			r->host_gbs = (double)rb.words * 8 / bench_readbw_pass(&rb, a->pool) / 1e9;
 		}
-		if (k >= 0 && R->disk_mib && R->expert_bytes) {
-			uint64_t want = (uint64_t)R->disk_mib << 20, span = R->expert_bytes;
-			uint64_t off = want >= span ? 0 : (uint64_t)k * want % (span - want);
-
-			if (want > span)
-				want = span;
-			rc = bench_read_seq(R->model, R->expert_off + off, want, R->qd, R->max_io,
-			                    &R->disk);
+		if (k >= 0 && R->dext) {
+			R->n_dext =
+			    bench_slabs_draw(&R->slabs, (uint64_t)k + 1, R->n_dext, R->dext, NULL);
+			rc = bench_read_slabs(&R->slabs, R->dext, R->n_dext, R->qd, 0, &R->disk);
 			if (rc) {
 				rc = tool_err("bench", "disk read of %s failed", R->model);
 				goto out;
@@ -873,7 +892,7 @@ int bench_run_main(int argc, char **argv)
 			R->disk_gbs[k] = R->disk.gbs;
 		}
 	}
-	if (R->disk_mib && R->expert_bytes)
+	if (R->dext)
 		R->disk_med = bench_median(R->disk_gbs, R->rounds);
 	else
 		R->disk_mib = 0;
@@ -899,6 +918,8 @@ out:
 		unlink(R->usage_snap);
 	}
 	bench_readbw_free(&rb);
+	bench_slabs_close(&R->slabs);
+	free(R->dext);
 	free(logits);
 	free(R->ids);
 	free(R);

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """tests/bench/check_json.py KIND FILE — consistency checks of one
-`coli bench decode|prefill|stream|io --json` report (see decode_json.sh). Prints one
-line per check; exits 1 at the first failure. Never checks wall time beyond
+`coli bench decode|prefill|stream|io --json` report (see decode_json.sh). KIND
+decode-dev: a decode report whose arms run the dense part on a simulated
+device, whose bytes all count at the host read bandwidth. Prints one line
+per check; exits 1 at the first failure. Never checks wall time beyond
 tok/s > 0."""
 import json
 import sys
@@ -23,17 +25,38 @@ except ValueError as e:
     fail("not one JSON object: %s" % e)
 
 if kind == "io":
-    for k in ("seq", "slabs", "ratio"):
+    for k in ("seq", "slabs", "ratio", "expert_offset", "expert_bytes", "n_slabs_total",
+              "uniform", "pages", "fixed", "direct"):
         if k not in r:
             fail("missing key " + k)
-    if not (r["seq"]["gbs"] > 0 and r["slabs"]["gbs"] > 0):
+    sl = r["slabs"]
+    if not (r["seq"]["gbs"] > 0 and sl["gbs"] > 0):
         fail("bandwidths must be > 0")
-    if r["slabs"]["bytes"] != r["slabs"]["n"] * r["slabs"]["slab_bytes"]:
+    if not (r["seq"]["qd"] >= 1 and sl["qd"] >= 1 and r["seq"]["block_bytes"] % 4096 == 0):
+        fail("seq/slabs depth or block size")
+    if r["pages"] not in ("thp", "4k"):
+        fail("pages %r" % r["pages"])
+    if r["expert_offset"] % 4096:
+        fail("expert region not 4 KiB aligned")
+    if not 0 < sl["n"] <= r["n_slabs_total"]:
+        fail("slabs drawn %d not in (0, %d]" % (sl["n"], r["n_slabs_total"]))
+    if r["uniform"] and r["expert_bytes"] != r["n_slabs_total"] * sl["slab_bytes"]:
+        fail("uniform, but expert bytes != slabs x slab bytes")
+    if sl["bytes"] != sl["n"] * sl["slab_bytes"]:
         fail("slab bytes != n x slab_bytes (one layer geometry expected)")
-    if not close(r["ratio"], r["slabs"]["gbs"] / r["seq"]["gbs"], 2e-3, 1e-4):
+    # the streamer's pattern: one read per whole slab
+    if sl["reads"] != sl["n"]:
+        fail("slabs arm: %d reads for %d slabs" % (sl["reads"], sl["n"]))
+    if "stream" in r:
+        st = r["stream"]
+        if not (st["gbs"] > 0 and st["bytes"] == sl["bytes"] and st["reads"] == sl["n"]
+                and st["qd"] == sl["qd"]):
+            fail("stream arm: not the slabs arm's list (%r)" % st)
+    if not close(r["ratio"], sl["gbs"] / r["seq"]["gbs"], 2e-3, 1e-4):
         fail("ratio != slabs/seq")
-    print("ok   io: seq %.3f GB/s, slabs %.3f GB/s, ratio %.3f" %
-          (r["seq"]["gbs"], r["slabs"]["gbs"], r["ratio"]))
+    print("ok   io: seq %.3f GB/s, slabs %.3f GB/s, ratio %.3f%s" %
+          (r["seq"]["gbs"], sl["gbs"], r["ratio"],
+           ", stream %.3f GB/s" % r["stream"]["gbs"] if "stream" in r else ""))
     sys.exit(0)
 
 if kind == "stream":
@@ -96,12 +119,26 @@ if kind == "stream":
               (name, a["tok_s"], b["vram"], b["ram"], b["disk"], st, w["pack_issue"],
                w["cpu_rows"], w["take"], a["ratio"]))
     sys.exit(0)
+dev = kind == "decode-dev"
+if dev:
+    kind = "decode"
 
 if r.get("bench") != kind:
     fail("bench is %r, expected %r" % (r.get("bench"), kind))
 bw = r["bandwidth"]
 if not (bw["disk_gbs"] > 0):
     fail("disk bandwidth not measured")
+# the disk term is measured in the slab streamer's pattern: whole slabs,
+# one read each, at the streamer's queue depth
+if bw.get("disk_pattern") != "slabs":
+    fail("disk pattern %r, expected slabs" % bw.get("disk_pattern"))
+if bw["disk_block_bytes"] != r["slab_bytes"]:
+    fail("disk reads of %d bytes, slabs are %d" % (bw["disk_block_bytes"], r["slab_bytes"]))
+if not (bw["disk_qd"] >= 1 and bw["disk_reads_per_round"] >= 1):
+    fail("disk depth or reads per round")
+if bw["disk_bytes_per_round"] != bw["disk_reads_per_round"] * r["slab_bytes"]:
+    fail("disk bytes per round %d != %d reads x slab %d" %
+         (bw["disk_bytes_per_round"], bw["disk_reads_per_round"], r["slab_bytes"]))
 if not r["arms"]:
     fail("no arms")
 L, K, S = r["n_moe_layers"], r["top_k"], r["slab_bytes"]
@@ -134,6 +171,24 @@ for a in r["arms"]:
              (name, a["expert_loads_per_token"], L * K))
     if not (b["dense"] > 0 and a["host_read_gbs"] > 0):
         fail("%s: dense bytes or host read bandwidth missing" % name)
+    ph = a["phase_ms_per_token"]
+    if not all(v >= -1e-3 for v in ph.values()) or ph["moe"] <= 0:
+        fail("%s: phase split %r" % (name, ph))
+    if kind == "decode" and not (ph["attention"] > 0 and ph["lm_head"] > 0):
+        fail("%s: decode phase split lacks attention or lm_head: %r" % (name, ph))
+    if dev:
+        # a simulated device computes on the CPU: every byte is a CPU byte
+        want_cpu = (b["dense"] + b["vram"] + b["ram"] + b["disk"]) / (a["host_read_gbs"] * 1e9)
+        if not close(a["bound_terms_s"]["cpu"], want_cpu, 2e-3, 1e-12):
+            fail("%s: sim: cpu term %.6g != every byte at the host read %.6g" %
+                 (name, a["bound_terms_s"]["cpu"], want_cpu))
+        print("ok   %s %s: %.1f tok/s, phases %s" % (kind, name, a["tok_s"], ph))
+        continue
+    if b["disk"] > 0:
+        want = b["disk"] / (bw["disk_gbs"] * 1e9)
+        if not close(a["bound_terms_s"]["disk"], want, 2e-3, 1e-12):
+            fail("%s: disk term %.6g != disk bytes / disk GB/s %.6g" %
+                 (name, a["bound_terms_s"]["disk"], want))
     cpu = a["bound_terms_s"]["cpu"]
     want_cpu = (b["dense"] + b["ram"] + b["disk"]) / (a["host_read_gbs"] * 1e9)
     if not close(cpu, want_cpu, 2e-3, 1e-12):
@@ -145,8 +200,5 @@ for a in r["arms"]:
         fail("%s: ratio != tok_s / bound_tok_s" % name)
     if not (0 < a["ratio"] <= 1.5):
         fail("%s: ratio %.3f outside (0, 1.5]" % (name, a["ratio"]))
-    ph = a["phase_ms_per_token"]
-    if not all(v >= -1e-3 for v in ph.values()) or ph["moe"] <= 0:
-        fail("%s: phase split %r" % (name, ph))
     print("ok   %s %s: %.1f tok/s, bound %.1f tok/s (%s), ratio %.3f, experts %.0f B/token" %
           (kind, name, a["tok_s"], a["bound_tok_s"], a["bound_term"], a["ratio"], b["experts"]))
