@@ -19,7 +19,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <numa.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -29,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mem/mem.h"
 #include "tools/colid.h"
 #include "tools/tools.h"
 
@@ -64,97 +64,32 @@ static int die(const char *fmt, const char *arg)
 
 /* ---- --numa-bind ---- */
 
-/* The NUMA node of the first NVIDIA display/3D controller, or -1. */
-static int gpu_node(void)
-{
-	DIR *d = opendir("/sys/bus/pci/devices");
-	struct dirent *de;
-	int node = -1;
-
-	while (d && (de = readdir(d)) && node < 0) {
-		char p[512], v[32] = "", c[32] = "", nn[16] = "";
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/vendor", de->d_name);
-		if ((f = fopen(p, "r"))) {
-			if (!fgets(v, sizeof(v), f))
-				v[0] = 0;
-			fclose(f);
-		}
-		snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/class", de->d_name);
-		if ((f = fopen(p, "r"))) {
-			if (!fgets(c, sizeof(c), f))
-				c[0] = 0;
-			fclose(f);
-		}
-		if (strncmp(v, "0x10de", 6) || strncmp(c, "0x03", 4))
-			continue;
-		snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/numa_node", de->d_name);
-		if ((f = fopen(p, "r"))) {
-			if (fgets(nn, sizeof(nn), f))
-				node = atoi(nn);
-			fclose(f);
-		}
-	}
-	if (d)
-		closedir(d);
-	return node;
-}
-
-/* Resolves and applies --numa-bind to the calling thread; prints the choice.
- * TODO(mem/): when mem/ exports its NUMA resolver (the tiers branch), call
- * it here so colid, coli and the arenas agree on one answer. */
+/* Resolves --numa-bind with mem/'s resolver, the one the engine's arenas use,
+ * and runs this thread (and the HTTP and engine threads it starts) on that
+ * node; prints the choice. Interleave is the arenas' business: threads stay
+ * unbound. */
 static int apply_numa_bind(const struct coli_opts *o)
 {
-	const char *spec = o->numa_bind;
-	char *end;
-	long node;
+	char why[128] = "";
+	int node, rc = coli_mem_numa_resolve(o->numa_bind, &node, why, sizeof(why));
 
-	if (!strcmp(spec, "off")) {
-		fprintf(stderr, "colid: numa-bind off\n");
-		return 0;
-	}
-	if (numa_available() < 0) {
-		fprintf(stderr, "colid: numa-bind %s -> off (this kernel or machine has no NUMA)\n",
-		        spec);
-		return 0;
-	}
-	if (!strcmp(spec, "interleave")) {
-		numa_set_interleave_mask(numa_all_nodes_ptr);
+	if (rc) {
 		fprintf(stderr,
-		        "colid: numa-bind interleave -> memory interleaved over nodes 0-%d\n",
-		        numa_max_node());
-		return 0;
+		        "colid: --numa-bind '%s': want auto, off, interleave or a node 0..%d\n",
+		        o->numa_bind, coli_mem_numa_nodes() - 1);
+		return -EINVAL;
 	}
-	if (!strcmp(spec, "auto")) {
-		const char *why = "the GPU's node";
-		int cpu = sched_getcpu();
-
-		node = strcmp(o->gpu, "off") ? gpu_node() : -1;
-		if (node < 0) {
-			why = "the first CPU's node; no GPU found";
-			node = numa_node_of_cpu(cpu < 0 ? 0 : cpu);
-			if (node < 0)
-				node = 0;
-		}
-		fprintf(stderr, "colid: numa-bind auto -> node %ld (%s)\n", node, why);
-	} else {
-		node = strtol(spec, &end, 10);
-		if (!*spec || *end || node < 0 || node > numa_max_node()) {
-			fprintf(stderr,
-			        "colid: --numa-bind '%s': want auto, off, interleave or a node "
-			        "0..%d\n",
-			        spec, numa_max_node());
-			return -EINVAL;
-		}
-		fprintf(stderr, "colid: numa-bind node %ld\n", node);
-	}
-	if (numa_run_on_node((int)node))
-		fprintf(stderr, "colid: warning: cannot run on node %ld: %s\n", node,
+	if (node == COLI_MEM_NODE_INTERLEAVE)
+		fprintf(stderr, "colid: numa-bind %s -> memory interleaved over %d nodes\n",
+		        o->numa_bind, coli_mem_numa_nodes());
+	else if (node < 0)
+		fprintf(stderr, "colid: numa-bind %s -> off (%s)\n", o->numa_bind,
+		        why[0] ? why : "no binding");
+	else
+		fprintf(stderr, "colid: numa-bind %s -> node %d (%s)\n", o->numa_bind, node, why);
+	if (node >= 0 && coli_mem_numa_bind_thread(node))
+		fprintf(stderr, "colid: warning: cannot run on node %d: %s\n", node,
 		        strerror(errno));
-	numa_set_preferred((int)node);
 	return 0;
 }
 
