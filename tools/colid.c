@@ -16,11 +16,9 @@
  *         connections close -> the engine closes (mem/'s tier map writes the
  *         usage file there) -> exit 0.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
