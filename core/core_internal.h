@@ -227,6 +227,13 @@ struct coli_engine {
 	uint64_t *dev_slab;           /* [n_layers][n_experts]: device address of the slab */
 	struct coli_actbuf *ax;       /* [tmax] over hidden-sized inputs */
 	struct coli_actbuf *ah;       /* [tmax] over inter / attention-sized inputs */
+	/* CPU rows of a MoE layer, batched over its experts (core/moe.c cpu_experts) */
+	float *pg, *pu;                 /* [tmax * top_k][moe_inter] gate, up (then h) */
+	struct coli_actbuf *ph;         /* [tmax * top_k] h per pair, quantized */
+	struct coli_act *hag;           /* [tmax * top_k] views of ph for the down GEMM */
+	struct coli_expert_view *xview; /* [n_experts] */
+	struct coli_gemm_job *xjobs;    /* [2 * n_experts] */
+	int *xpairs, n_xpairs;          /* pairs whose SwiGLU the pool computes */
 	struct coli_act *ag;          /* [tmax] gathered activations (struct copies) */
 	float *inv_freq;              /* [head_dim/2] rope frequencies */
 	FILE *trace;                  /* ROUTE_TRACE */

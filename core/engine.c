@@ -133,9 +133,22 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->host_slab, c->n_experts);
 	rc = rc ? rc : ALLOC(e->ag, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
-#undef ALLOC
 	rc = rc ? rc : actbufs_alloc(&e->ax, T, H, quant);
 	rc = rc ? rc : actbufs_alloc(&e->ah, T, qd > inter ? qd : inter, quant);
+	if (c->n_experts > 1) {
+		size_t P = (size_t)T * c->top_k, I = (size_t)c->moe_inter;
+
+		rc = rc ? rc : ALLOC(e->pg, P * I);
+		rc = rc ? rc : ALLOC(e->pu, P * I);
+		rc = rc ? rc : ALLOC(e->hag, P);
+		rc = rc ? rc : ALLOC(e->xview, c->n_experts);
+		rc = rc ? rc : ALLOC(e->xjobs, 2 * (size_t)c->n_experts);
+		rc = rc ? rc : ALLOC(e->xpairs, P);
+		rc = rc ? rc : actbufs_alloc(&e->ph, (int)P, c->moe_inter, quant);
+		if (quant)
+			e->scratch_bytes += P * I * 2;
+	}
+#undef ALLOC
 	if (quant) /* int8 values, fp32 scales and int32 sums per 32-block */
 		e->scratch_bytes += (size_t)T * (H + (qd > inter ? qd : inter)) * 2;
 	if (rc)
@@ -287,6 +300,8 @@ void coli_engine_close(coli_engine_t *e)
 	}
 	actbufs_free(e->ax, e->tmax);
 	actbufs_free(e->ah, e->tmax);
+	actbufs_free(e->ph, e->tmax * e->m.cfg.top_k);
+	free(e->pg), free(e->pu), free(e->hag), free(e->xview), free(e->xjobs), free(e->xpairs);
 	if (e->pool)
 		coli_cpu_pool_destroy(e->pool);
 	if (e->tok)

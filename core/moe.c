@@ -131,17 +131,60 @@ static void plan_pairs(struct coli_engine *e, int T)
 	e->n_pairs = n;
 }
 
-/* Compute expert ex's pairs (e->pair_first/pair_n) on the CPU into e->ey,
- * from its slab in RAM. */
-static void cpu_expert(struct coli_engine *e, int l, int ex, const void *slab)
+/* h = silu(g) * u for pairs e->xpairs[], then h quantized (pool task). */
+static void swiglu_pairs(void *arg, int t, int n_tasks)
 {
-	int p0 = e->pair_first[ex], n = e->pair_n[ex];
-	struct coli_expert_view v;
+	struct coli_engine *e = arg;
+	int I = e->m.cfg.moe_inter, a = (int)((long)e->n_xpairs * t / n_tasks),
+	    b = (int)((long)e->n_xpairs * (t + 1) / n_tasks);
 
-	for (int i = 0; i < n; i++)
-		e->ag[i] = e->ax[e->pair_token[p0 + i]].act;
-	coli_model_expert_at(&e->m, l, slab, &v);
-	swiglu(e, &v.gate, &v.up, &v.down, n, e->ey + (size_t)p0 * e->m.cfg.hidden);
+	for (int i = a; i < b; i++) {
+		int p = e->xpairs[i];
+		float *h = e->pg + (size_t)p * I;
+
+		coli_silu_mul(h, e->pu + (size_t)p * I, h, I);
+		coli_actbuf_set(&e->ph[p], h);
+		e->hag[p] = e->ph[p].act;
+	}
+}
+
+/* CPU rows of experts list[0..n) whose slabs (in RAM) are slabs[0..n): each
+ * expert's pairs (e->pair_first/pair_n) into e->ey. The pool wakes three
+ * times for all of them — gate and up of every expert, SwiGLU of every pair,
+ * down of every expert — instead of three times per expert; the bits are
+ * coli_gemm's and coli_silu_mul's, as expert by expert. */
+static void cpu_experts(struct coli_engine *e, int l, const int *list, const void *const *slabs,
+                        int n)
+{
+	int H = e->m.cfg.hidden, I = e->m.cfg.moe_inter, nj = 0;
+
+	e->n_xpairs = 0;
+	for (int j = 0; j < n; j++) {
+		int ex = list[j], p0 = e->pair_first[ex], np = e->pair_n[ex];
+
+		coli_model_expert_at(&e->m, l, slabs[j], &e->xview[j]);
+		for (int i = 0; i < np; i++) {
+			e->ag[p0 + i] = e->ax[e->pair_token[p0 + i]].act;
+			e->xpairs[e->n_xpairs++] = p0 + i;
+		}
+		e->xjobs[nj++] = (struct coli_gemm_job){&e->xview[j].gate, e->ag + p0, np,
+		                                        e->pg + (size_t)p0 * I, I};
+		e->xjobs[nj++] = (struct coli_gemm_job){&e->xview[j].up, e->ag + p0, np,
+		                                        e->pu + (size_t)p0 * I, I};
+	}
+	coli_gemm_batch_mt(e->pool, e->xjobs, nj);
+	if (e->pool && e->n_xpairs > 1 && coli_cpu_pool_threads(e->pool) > 1)
+		coli_cpu_pool_run(e->pool, swiglu_pairs, e, coli_cpu_pool_threads(e->pool));
+	else
+		swiglu_pairs(e, 0, 1);
+	nj = 0;
+	for (int j = 0; j < n; j++) {
+		int p0 = e->pair_first[list[j]];
+
+		e->xjobs[nj++] = (struct coli_gemm_job){&e->xview[j].down, e->hag + p0,
+		                                        e->pair_n[list[j]], e->ey + (size_t)p0 * H, H};
+	}
+	coli_gemm_batch_mt(e->pool, e->xjobs, nj);
 }
 
 /* CPU rows for a list of experts (ascending): acquire from the tiers in
@@ -168,9 +211,9 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 			*lookahead_done = 1;
 		}
 		rc = coli_tiers_wait(e);
-		for (int j = 0; !rc && j < k; j++) {
-			cpu_expert(e, l, list[i + j], e->slab_ptr[j]);
-			bytes += xl->slab_bytes;
+		if (!rc) {
+			cpu_experts(e, l, list + i, e->slab_ptr, k);
+			bytes += (int64_t)k * xl->slab_bytes;
 		}
 		coli_tiers_release(e);
 		if (rc)
@@ -343,11 +386,17 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	/* CPU rows, while the devices work: the pinned chunk first, then the rest */
 	t_cpu = coli_now_s();
 	e->est.moe_issue_s += t_cpu - t0;
-	for (int j = 0; j < pinned; j++)
-		if (e->assign[need[j]] < 0) {
-			cpu_expert(e, l, need[j], e->slab_ptr[j]);
-			cpu_bytes += xl->slab_bytes;
-		}
+	{
+		int n_cpu = 0;
+
+		for (int j = 0; j < pinned; j++)
+			if (e->assign[need[j]] < 0) {
+				e->cand[n_cpu] = need[j];
+				e->slab_ptr[n_cpu++] = e->slab_ptr[j]; /* j >= n_cpu: in place */
+			}
+		cpu_experts(e, l, e->cand, e->slab_ptr, n_cpu);
+		cpu_bytes += (int64_t)n_cpu * xl->slab_bytes;
+	}
 	first_rest = pinned;
 	if (pinned && !n_stream) {
 		coli_tiers_release(e); /* nothing streamed: the chunk can go now */

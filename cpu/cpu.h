@@ -151,6 +151,18 @@ void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct col
 void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, int S,
                   float *y, int ldy);
 
+/* Several independent GEMMs in one dispatch (the CPU-row experts of a MoE
+ * layer): the rows of all jobs are dealt out in 16-row units, contiguous per
+ * worker, so the pool wakes once for all of them. Every y equals coli_gemm's. */
+struct coli_gemm_job {
+	const struct coli_mat *w;
+	const struct coli_act *x; /* [S] */
+	int S;
+	float *y; /* [S][ldy] */
+	int ldy;
+};
+void coli_gemm_batch_mt(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n);
+
 /* ---- dense ops (cpu/ops.c) ----
  * Elementwise and normalisation ops of the forward pass. coli_expf and
  * coli_silu_mul use only IEEE +, *, fmaf and exact scaling, so a GPU kernel

@@ -174,3 +174,44 @@ void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct col
 	}
 	coli_cpu_pool_run(p, split_task, &sp, n);
 }
+
+struct batch {
+	const struct coli_gemm_job *jobs;
+	int n, units; /* units: 16-row groups over every job */
+};
+
+static void batch_task(void *arg, int t, int n_tasks)
+{
+	const struct batch *b = arg;
+	int u0 = (int)((long)b->units * t / n_tasks), u1 = (int)((long)b->units * (t + 1) / n_tasks);
+	int base = 0; /* first unit of job j */
+
+	for (int j = 0; j < b->n && base < u1; j++) {
+		const struct coli_gemm_job *jb = &b->jobs[j];
+		int uj = (jb->w->rows + 15) / 16, a = u0 > base ? u0 - base : 0;
+		int z = u1 - base < uj ? u1 - base : uj;
+
+		if (a < z && jb->S > 0) {
+			int r0 = a * 16, r1 = z * 16 < jb->w->rows ? z * 16 : jb->w->rows;
+
+			coli_gemm(jb->w, jb->x, jb->S, jb->y + r0, jb->ldy, r0, r1);
+		}
+		base += uj;
+	}
+}
+
+void coli_gemm_batch_mt(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n)
+{
+	struct batch b = {jobs, n, 0};
+	int threads = p ? coli_cpu_pool_threads(p) : 1;
+
+	for (int j = 0; j < n; j++)
+		b.units += (jobs[j].w->rows + 15) / 16;
+	if (!b.units)
+		return;
+	if (threads <= 1) {
+		batch_task(&b, 0, 1);
+		return;
+	}
+	coli_cpu_pool_run(p, batch_task, &b, threads < b.units ? threads : b.units);
+}

@@ -4,7 +4,7 @@
  * has, for S = 1..8, 13 and 33 (full and partial tiles of activations), K with and without a
  * trailing group of fewer than 8 or 16 blocks, row counts and sub-range starts
  * that are not multiples of the row tile, a row stride larger than the row
- * count; the pool-split forms (coli_gemv_mt / coli_gemm_mt) too. Every
+ * count; the pool-split forms (coli_gemv_mt / coli_gemm_mt / coli_gemm_batch_mt) too. Every
  * (dtype, S) runs with several random shapes.
  */
 #include "helpers.h"
@@ -93,6 +93,35 @@ int main(void)
 							        coli_dtype_name(dt));
 						fails++;
 					}
+				}
+				/* one dispatch for several GEMMs: the matrix twice, the
+				 * second time over activations 1..S-1 (rows split
+				 * across jobs at 16-row units) */
+				{
+					float *yb = malloc(sizeof(float) * (size_t)S * ldy);
+					struct coli_gemm_job jobs[2] = {
+					    {&m, acts, S, yg, ldy}, {&m, acts + 1, S - 1, yb, ldy}};
+
+					poison(yg, (size_t)S * ldy);
+					poison(yb, (size_t)S * ldy);
+					coli_gemm_batch_mt(pool, jobs, 2);
+					for (int s = 0; yb && s < S; s++) {
+						poison(yv, rows);
+						coli_gemv(&m, &acts[s], yv, 0, rows);
+						cases++;
+						if (memcmp(yv, yg + (size_t)s * ldy, (size_t)rows * 4) ||
+						    (s && memcmp(yv, yb + (size_t)(s - 1) * ldy,
+						                 (size_t)rows * 4))) {
+							if (fails < 10)
+								fprintf(stderr,
+								        "%s %s S=%d: gemm_batch_mt != "
+								        "gemv\n",
+								        coli_cpu_isa_name(isa),
+								        coli_dtype_name(dt), S);
+							fails++;
+						}
+					}
+					free(yb);
 				}
 				for (int s = 0; s < S; s++)
 					act_free(&t[s]);
