@@ -204,6 +204,10 @@ static int check(const struct model *m, const char *gpu, const struct cfg *c, st
 		EXPECT(s->reloads == 0);
 	if (strcmp(c->stream, "off") && c->vram_frac >= 0 && c->vram_frac < 1)
 		EXPECT(s->stream_experts > 0);
+	/* the lookahead's guesses are staged a layer ahead and then used */
+	if (strcmp(c->stream, "off") && c->vram_frac >= 0 && c->vram_frac < 1 && c->fail == NONE)
+		EXPECT(s->stream_prefetched > 0 && s->stream_staged_hits > 0 &&
+		       s->stream_staged_hits <= s->stream_experts);
 	if (!strcmp(c->stream, "off"))
 		EXPECT(s->stream_experts == 0);
 #undef EXPECT
