@@ -21,4 +21,26 @@ struct coli_gpu_gemv_job {
 	int rows, K, S, ldy;
 };
 
+/* One expert matrix [rows x K] times S tokens on tensor cores (ptx/gemm.cu):
+ * the prefill form of a GEMV job, S unbounded (the engine's tmax * top_k at
+ * most). Same operands and layouts as coli_gpu_gemv_job; K % 32 == 0; for
+ * q8/q4 the pointers w, scales, xq must be 16-byte aligned (row strides are
+ * multiples of 16 since K % 32 == 0), for bf16 w and xf. q8/q4 results are
+ * bit-identical to coli_gemv; bf16 only within rounding (tensor cores). */
+#define COLI_GPU_GEMM_TOKENS    64  /* tokens per CTA tile */
+#define COLI_GPU_GEMM_ROWS_Q    64  /* rows per CTA tile, q8_0 / q4_0 */
+#define COLI_GPU_GEMM_ROWS_BF16 128 /* rows per CTA tile, bf16 */
+struct coli_gpu_gemm_job {
+	const void *w;                /* quants [rows][K] (q4: [rows][K/2]) or bf16 [rows][K] */
+	const unsigned short *scales; /* fp16 [rows][K/32] (quant types) */
+	const signed char *xq;        /* [S][K] int8 activations */
+	const float *xd;              /* [S][K/32] activation block scales */
+	const int *xqsum;             /* [S][K/32] sum of xq per block (q4) */
+	const float *xf;              /* [S][K] fp32 activations (bf16) */
+	float *y;                     /* [S][ldy] outputs, row r at y[s*ldy + r] */
+	int rows, K, S, ldy;
+	int tile0; /* first CTA of the job in the launch: set by coli_gpu_gemm */
+	int pad_;
+};
+
 #endif

@@ -80,7 +80,7 @@ int coli_cu_load(const struct coli_cu **out, const char **why);
 int coli_cu_check(CUresult r, const char *what);
 
 /* One device (ptx/gpu.c opens it, ptx/gpu_dense.c adds the dense kernels). */
-#define MAX_JOBS   4096 /* GEMV jobs per launch (experts x matrices) */
+#define MAX_JOBS   4096 /* GEMV (and GEMM) jobs per launch (experts x matrices) */
 #define N_MARKS    8
 #define JIT_LOG_SZ 8192
 
@@ -88,12 +88,15 @@ struct coli_gpu {
 	const struct coli_cu *cu;
 	CUdevice dev;
 	CUcontext ctx;
-	CUmodule mod, mod_dense;
+	CUmodule mod, mod_dense, mod_gemm;
 	CUstream stream;
 	CUfunction f_gemv[10]; /* indexed by enum coli_dtype */
+	CUfunction f_gemm[10]; /* tensor-core GEMM (ptx/gemm.cu), same index */
 	CUfunction f_silu, f_actq;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
-	CUdeviceptr jobs; /* struct coli_gpu_gemv_job [MAX_JOBS] */
+	CUdeviceptr jobs;                     /* struct coli_gpu_gemv_job [MAX_JOBS] */
+	CUdeviceptr gjobs;                    /* struct coli_gpu_gemm_job [MAX_JOBS] */
+	struct coli_gpu_gemm_job *gjobs_host; /* [MAX_JOBS]: the caller's jobs + tile0 */
 	CUevent marks[N_MARKS];
 	char name[128];
 };
@@ -115,5 +118,6 @@ int coli_gpu_dense_functions(struct coli_gpu *g);
 /* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<name>.cu). */
 extern const char coli_ptx_kernels[];
 extern const char coli_ptx_dense[];
+extern const char coli_ptx_gemm[];
 
 #endif
