@@ -17,9 +17,9 @@
  *   quant    h -> int8 per 32-block (q8/q4 models)                     (one launch)
  *   gemv     down of every resident expert             -> y [P][H]     (one launch)
  *   download y to host staging
- * An expert with more than COLI_GPU_MAX_S pairs (prefill) runs its matrices
- * as tensor-core GEMM jobs instead (ptx/gemm.cu: q8/q4 bit-identical to the
- * GEMV, bf16 within rounding), in one more launch next to each gemv.
+ * An expert with COLI_GPU_GEMM_MIN_S pairs or more (prefill) runs its
+ * matrices as tensor-core GEMM jobs instead (ptx/gemm.cu: q8/q4 bit-identical
+ * to the GEMV, bf16 within rounding), in one more launch next to each gemv.
  * take() waits for the stream and scatters y into the engine's per-pair
  * outputs; core/moe.c then accumulates all pairs in ascending expert order,
  * whoever computed them, so the bits do not depend on placement.
@@ -73,16 +73,27 @@ static void job_input(struct coli_gpu_gemv_job *j, uint64_t q, uint64_t d, uint6
 	j->xf = (const float *)(uintptr_t)(f + (size_t)row * K * 4);
 }
 
-/* Queue matrix j times its n pairs: one GEMV job up to COLI_GPU_MAX_S pairs,
- * else one tensor-core GEMM job (prefill). */
+/* Queue matrix j times its n pairs: GEMV jobs of up to COLI_GPU_MAX_S pairs,
+ * or one tensor-core GEMM job for a run of COLI_GPU_GEMM_MIN_S or more
+ * (prefill). q8/q4 bits are the same either way. */
 static void add_job(struct coli_dev_slot *v, const struct coli_gpu_gemv_job *j, int n, int *nj,
                     int *ngj)
 {
 	struct coli_gpu_gemm_job *g;
+	int nb = j->K / 32;
 
-	if (n <= COLI_GPU_MAX_S) {
-		v->jobs[*nj] = *j;
-		v->jobs[(*nj)++].S = n;
+	if (n < COLI_GPU_GEMM_MIN_S) {
+		for (int s0 = 0; s0 < n; s0 += COLI_GPU_MAX_S) {
+			struct coli_gpu_gemv_job *c = &v->jobs[(*nj)++];
+
+			*c = *j;
+			c->S = n - s0 < COLI_GPU_MAX_S ? n - s0 : COLI_GPU_MAX_S;
+			c->xq = j->xq + (size_t)s0 * j->K;
+			c->xd = j->xd + (size_t)s0 * nb;
+			c->xqsum = j->xqsum + (size_t)s0 * nb;
+			c->xf = j->xf + (size_t)s0 * j->K;
+			c->y = j->y + (size_t)s0 * j->ldy;
+		}
 		return;
 	}
 	g = &v->gjobs[(*ngj)++];

@@ -22,8 +22,10 @@
  *     0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15, blocks of a lane
  *     ascending. That is the left-to-right leaf order of the CPU's fold tree
  *     (h = 8, 4, 2, 1), so a finished lane is folded at once into a stack of
- *     partial sums p1..p4 (one per tree level, as in a binary counter):
- *     5 registers per output instead of 16, the same additions as the CPU.
+ *     partial sums (one per tree level, as in a binary counter). The CTA's
+ *     two warp groups take the even and the odd lanes — the tree's two
+ *     subtrees — each with a stack of 3 (4 registers per output instead of
+ *     16), and the root y = o0 + o1 goes through shared memory at the end.
  *     A lane without blocks (K < 512) folds its +0.0f like the CPU's does.
  *
  * bf16: bf16 mma with fp32 accumulation. The tensor core's summation order
@@ -32,13 +34,19 @@
  * (docs/perf/kernels.md). The fp32 activations are split x = hi + lo into
  * two bf16 (two mmas), so the product keeps ~16 bits of x instead of 8.
  *
- * Tiling: a CTA of 256 threads (8 warps, 4 along rows x 2 along tokens)
- * computes 128 rows x 64 tokens of one job; a warp 32 x 32 (2 x 4 mma
- * tiles). A K step is one 32-block (q8/q4) or 32 elements (bf16), staged in
- * shared memory by cp.async several steps ahead (q8: 6 stages, q4: 8, bf16:
- * 3; all static, < 48 KiB). Rows and tokens past the job's end are zero-filled
+ * Tiling, q8/q4: a CTA of 256 threads computes 64 rows x 64 tokens; each
+ * warp group (4 warps, 2 x 2) covers the tile with warp tiles of 32 x 32
+ * (2 x 4 mma tiles) over its half of the blocks. A K step stages the next
+ * block of each group (q8: 4 stages, q4: 5). bf16: 8 warps (4 along rows x
+ * 2 along tokens) compute 128 rows x 64 tokens, a K step is 32 elements,
+ * 3 stages. All shared memory is static (<= 48 KiB), filled by cp.async
+ * several steps ahead. Rows and tokens past the job's end are zero-filled
  * and never stored. Shared rows of 32 or 64 bytes have their 16-byte chunks
  * XOR-swizzled so ldmatrix reads 8 rows without bank conflicts.
+ *
+ * Speed (docs/perf/kernels.md): 7-9% of the bf16 matmul rate for q8/q4,
+ * bound by per-step overhead at one CTA (8 warps) per SM — the fold stack
+ * takes half the registers — not by the tensor cores or the epilogue.
  *
  * Grid: one CTA per tile of every job, jobs back to back (tile0, set by the
  * launcher in ptx/gpu.c), tokens fastest so CTAs that read the same weight
@@ -48,9 +56,9 @@
 
 #include "ptx/kernels_abi.h"
 
-#define THREADS 256
-#define MF      2 /* mma row tiles per warp (16 rows each) */
-#define NF      4 /* mma token tiles per warp (8 tokens each) */
+#define THREADS 256 /* COLI_GPU_GEMM_THREADS_Q and _BF16 */
+#define MF      2   /* mma row tiles per warp (16 rows each) */
+#define NF      4   /* mma token tiles per warp (8 tokens each) */
 #define NOUT    (MF * NF * 4)
 
 #define MAGIC_BITS 0x4B400000 /* 1.5 * 2^23 */

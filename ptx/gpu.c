@@ -278,6 +278,8 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 {
 	const int bm = dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_ROWS_BF16 : COLI_GPU_GEMM_ROWS_Q;
 	const int bn = COLI_GPU_GEMM_TOKENS;
+	const unsigned threads =
+	    dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_THREADS_BF16 : COLI_GPU_GEMM_THREADS_Q;
 	long tiles = 0;
 	void *args[2];
 
@@ -303,7 +305,7 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 	   "cuMemcpyHtoDAsync(GEMM job table)");
 	args[0] = &g->gjobs;
 	args[1] = &n_jobs;
-	CK(g->cu->LaunchKernel(g->f_gemm[dtype], (unsigned)tiles, 1, 1, 256, 1, 1, 0, g->stream,
+	CK(g->cu->LaunchKernel(g->f_gemm[dtype], (unsigned)tiles, 1, 1, threads, 1, 1, 0, g->stream,
 	                       args, NULL),
 	   "cuLaunchKernel(gemm)");
 	return 0;

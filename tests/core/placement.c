@@ -9,10 +9,10 @@
  * device failures after 0, 2, 3, 4 and 9 launches or syncs (a layer queues 3
  * or 4 launches then syncs, so these fail at issue and at take). Every run must give byte-identical
  * logits and identical ids — except bf16 experts on a real GPU: an expert
- * with more than COLI_GPU_MAX_S tokens of a prefill runs on bf16 tensor
+ * with COLI_GPU_GEMM_MIN_S tokens or more of a prefill runs on bf16 tensor
  * cores (ptx/gemm.cu), equal only within rounding (the one documented
  * exception), so there the logits must agree to 1e-4 of max|logit| and the
- * ids exactly.
+ * ids exactly. (On the simulated device every dtype is exact.)
  */
 #include <math.h>
 

@@ -15,7 +15,8 @@
  * (0xff bytes = NaN) with a row stride wider than the matrix; inputs are
  * fresh random draws. Skips (77) without a usable GPU.
  *
- * `gemm_kernels --bench` times the GEMM instead (not a test: no assertion):
+ * `gemm_kernels --quick` leaves the Mixtral-sized shapes out.
+ * `gemm_kernels --bench [--quick]` times the GEMM instead (not a test: no assertion):
  * a Qwen3-30B-A3B MoE layer at prefill (128 experts, gate+up in one launch,
  * down in another) and a Mixtral-sized one (8 experts), TOPS counted as
  * 2 * rows * K * S per job, next to the old path (GEMV jobs of 4 tokens).
@@ -215,8 +216,11 @@ static const int g_shapes[][3] = {
 };
 #define N_SHAPES ((int)(sizeof(g_shapes) / sizeof(g_shapes[0])))
 
+static int g_quick; /* --quick: leave out the Mixtral-sized shapes (the CPU reference is slow) */
+
 static int test_gemm(enum coli_dtype dt)
 {
+	const int n_shapes = g_quick ? N_SHAPES - 2 : N_SHAPES;
 	struct tjob t[N_SHAPES];
 	struct coli_gpu_gemm_job gj[N_SHAPES];
 	struct coli_gpu_gemv_job *vj = malloc(sizeof(*vj) * 4096);
@@ -224,17 +228,17 @@ static int test_gemm(enum coli_dtype dt)
 	double worst_rel = 0, worst_abs = 0;
 	size_t total = 0, bad_cpu = 0, bad_gemv = 0;
 
-	for (int i = 0; i < N_SHAPES; i++) {
+	for (int i = 0; i < n_shapes; i++) {
 		tjob_make(&t[i], dt, g_shapes[i][0], g_shapes[i][1], g_shapes[i][2]);
 		gemm_job(&t[i], &gj[i]);
 		nvj += gemv_jobs(&t[i], vj + nvj);
 	}
-	if (coli_gpu_gemm(g_gpu, dt, gj, N_SHAPES) ||
+	if (coli_gpu_gemm(g_gpu, dt, gj, n_shapes) ||
 	    (quant && coli_gpu_gemv(g_gpu, dt, vj, nvj)) || coli_gpu_sync(g_gpu)) {
 		printf("  gemm %s: launch failed\n", coli_dtype_name(dt));
 		return 1;
 	}
-	for (int i = 0; i < N_SHAPES; i++) {
+	for (int i = 0; i < n_shapes; i++) {
 		struct tjob *q = &t[i];
 		size_t n = (size_t)q->S * q->ldy;
 		float *got = malloc(sizeof(float) * n), *got2 = malloc(sizeof(float) * n);
@@ -289,16 +293,16 @@ static int test_gemm(enum coli_dtype dt)
 		printf(
 		    "  gemm %-5s %d jobs, one launch: %zu values, mismatches vs CPU %zu, vs GEMV "
 		    "%zu, max|err| %.3g\n",
-		    coli_dtype_name(dt), N_SHAPES, total, bad_cpu, bad_gemv, worst_abs);
+		    coli_dtype_name(dt), n_shapes, total, bad_cpu, bad_gemv, worst_abs);
 		rc = bad_cpu || bad_gemv;
 	} else {
 		/* split-bf16 activations keep ~16 bits of x; fp32 tensor-core sums */
 		printf("  gemm bf16  %d jobs, one launch: %zu values, max err/sum|wx| %.3g (bound "
 		       "1e-4), max|err| %.3g\n",
-		       N_SHAPES, total, worst_rel, worst_abs);
+		       n_shapes, total, worst_rel, worst_abs);
 		rc = !(worst_rel <= 1e-4);
 	}
-	for (int i = 0; i < N_SHAPES; i++)
+	for (int i = 0; i < n_shapes; i++)
 		tjob_free(&t[i]);
 	free(vj);
 	return rc;
@@ -467,11 +471,16 @@ static void bench_one(const char *name, int E, int n, int H, int I, enum coli_dt
 	free(b.w), free(hw), free(gj), free(vj);
 }
 
-static void bench(void)
+static void bench(int quick)
 {
 	enum coli_dtype dts[] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0, COLI_DTYPE_BF16};
 
 	printf("best of 10 launches each; TOPS = 2*rows*K*S / time\n");
+	/* where the GEMM overtakes GEMV jobs of 4 (COLI_GPU_GEMM_MIN_S) */
+	bench_one("qwen3-30b", 128, 8, 2048, 768, COLI_DTYPE_Q8_0);
+	bench_one("qwen3-30b", 128, 16, 2048, 768, COLI_DTYPE_Q8_0);
+	if (quick)
+		return;
 	for (int i = 0; i < 3; i++) {
 		bench_one("qwen3-30b", 128, 32, 2048, 768, dts[i]);
 		bench_one("qwen3-30b", 128, 128, 2048, 768, dts[i]);
@@ -495,8 +504,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("device: %s\n", coli_gpu_name(g_gpu));
+	g_quick = argc > 1 && !strcmp(argv[argc - 1], "--quick");
 	if (argc > 1 && !strcmp(argv[1], "--bench")) {
-		bench();
+		bench(g_quick);
 		coli_gpu_close(g_gpu);
 		return 0;
 	}
