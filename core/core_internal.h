@@ -92,7 +92,8 @@ struct coli_dev_slot {
 	int8_t *sx_q;
 	float *sx_d, *sx_f, *sy;
 	int32_t *sx_s;
-	struct coli_gpu_gemv_job *jobs;
+	struct coli_gpu_gemv_job *jobs;  /* runs of <= COLI_GPU_MAX_S pairs */
+	struct coli_gpu_gemm_job *gjobs; /* longer runs (prefill): tensor-core GEMM */
 	struct dev_run {
 		int expert, pair0, n, row0;
 		int stage;     /* staging slot, -1 for a resident expert */

@@ -117,6 +117,16 @@ int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
 	CHECKED(d->ops->gemv(d, t, jobs, n_jobs), "gemv launch");
 }
 
+int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
+                  int n_jobs)
+{
+	int rc = launch_gate(d);
+
+	if (rc)
+		return rc;
+	CHECKED(d->ops->gemm(d, t, jobs, n_jobs), "gemm launch");
+}
+
 int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n)
 {
 	int rc = launch_gate(d);

@@ -34,6 +34,10 @@ struct coli_dev_ops {
 	int (*upload_async)(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
 	int (*download_async)(struct coli_dev *d, void *dst, uint64_t src, size_t n);
 	int (*gemv)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+	            int n_jobs); /* async */
+	/* prefill: one job per matrix, any S (q8/q4 bit-identical to gemv, bf16
+	 * within rounding on a GPU) */
+	int (*gemm)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
 	            int n_jobs);                                                        /* async */
 	int (*silu_mul)(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n); /* async */
 	int (*act_quantize)(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qsum,
@@ -92,6 +96,8 @@ int coli_dev_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
 int coli_dev_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n);
 int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+                  int n_jobs);
+int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
                   int n_jobs);
 int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n);
 int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,

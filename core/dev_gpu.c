@@ -41,6 +41,11 @@ static int g_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
 {
 	return coli_gpu_gemv(G(d), t, jobs, n);
 }
+static int g_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
+                  int n)
+{
+	return coli_gpu_gemm(G(d), t, jobs, n);
+}
 static int g_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n)
 {
 	return coli_gpu_silu_mul(G(d), g, u, h, n);
@@ -147,6 +152,7 @@ static const struct coli_dev_ops g_gpu_ops = {
     .upload_async = g_upload_async,
     .download_async = g_download_async,
     .gemv = g_gemv,
+    .gemm = g_gemm,
     .silu_mul = g_silu,
     .act_quantize = g_actq,
     .sync = g_sync,

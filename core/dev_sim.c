@@ -4,9 +4,10 @@
  * fallback paths (and COLI_GPU_FAIL_AFTER) run in CI without a GPU.
  *
  * "Device addresses" are host pointers. Async ops run immediately on the
- * calling thread (the stream is always drained); GEMV jobs are executed with
- * coli_gemv on views built from the job, so the simulated device computes the
- * same bits the real one must.
+ * calling thread (the stream is always drained); GEMV and GEMM jobs are
+ * executed with coli_gemv on views built from the job, so the simulated
+ * device computes the same bits the real one must (bf16 GEMM: the real one
+ * is within rounding of these).
  */
 #include <errno.h>
 #include <math.h>
@@ -69,26 +70,50 @@ static int s_download(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 	return 0;
 }
 
+/* y[s][ldy] = W . x_s for s < S with the CPU kernels: what a GEMV or GEMM
+ * job means, bit for bit (the real bf16 GEMM differs only within rounding). */
+static void sim_job(enum coli_dtype t, const void *w, int rows, int K, int S, const signed char *xq,
+                    const float *xd, const int *xqsum, const float *xf, float *y, int ldy)
+{
+	struct coli_mat m;
+	int nb = K / COLI_QBLOCK;
+
+	coli_mat_view(&m, t, rows, K, w);
+	for (int s = 0; s < S; s++) {
+		struct coli_act a = {
+		    .n = K,
+		    .f = xf ? xf + (size_t)s * K : NULL,
+		    .q = xq ? (int8_t *)xq + (size_t)s * K : NULL,
+		    .d = xd ? (float *)xd + (size_t)s * nb : NULL,
+		    .qsum = xqsum ? (int32_t *)xqsum + (size_t)s * nb : NULL,
+		};
+
+		coli_gemv(&m, &a, y + (size_t)s * ldy, 0, rows);
+	}
+}
+
 static int s_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
                   int n_jobs)
 {
 	for (int j = 0; j < n_jobs; j++) {
 		const struct coli_gpu_gemv_job *jb = &jobs[j];
-		struct coli_mat m;
 
-		coli_mat_view(&m, t, jb->rows, jb->K, jb->w);
-		for (int s = 0; s < jb->S; s++) {
-			int nb = jb->K / COLI_QBLOCK;
-			struct coli_act a = {
-			    .n = jb->K,
-			    .f = jb->xf ? jb->xf + (size_t)s * jb->K : NULL,
-			    .q = jb->xq ? (int8_t *)jb->xq + (size_t)s * jb->K : NULL,
-			    .d = jb->xd ? (float *)jb->xd + (size_t)s * nb : NULL,
-			    .qsum = jb->xqsum ? (int32_t *)jb->xqsum + (size_t)s * nb : NULL,
-			};
+		sim_job(t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf, jb->y,
+		        jb->ldy);
+	}
+	return 0;
+}
 
-			coli_gemv(&m, &a, jb->y + (size_t)s * jb->ldy, 0, jb->rows);
-		}
+static int s_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
+                  int n_jobs)
+{
+	for (int j = 0; j < n_jobs; j++) {
+		const struct coli_gpu_gemm_job *jb = &jobs[j];
+
+		if (jb->S < 1 || jb->K % 32)
+			return -EINVAL; /* as the real launcher */
+		sim_job(t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf, jb->y,
+		        jb->ldy);
 	}
 	return 0;
 }
@@ -274,6 +299,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .upload_async = s_copy,
     .download_async = s_download,
     .gemv = s_gemv,
+    .gemm = s_gemm,
     .silu_mul = s_silu,
     .act_quantize = s_actq,
     .sync = s_sync,

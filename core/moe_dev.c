@@ -17,6 +17,9 @@
  *   quant    h -> int8 per 32-block (q8/q4 models)                     (one launch)
  *   gemv     down of every resident expert             -> y [P][H]     (one launch)
  *   download y to host staging
+ * An expert with COLI_GPU_GEMM_MIN_S pairs or more (prefill) runs its
+ * matrices as tensor-core GEMM jobs instead (ptx/gemm.cu: q8/q4 bit-identical
+ * to the GEMV, bf16 within rounding), in one more launch next to each gemv.
  * take() waits for the stream and scatters y into the engine's per-pair
  * outputs; core/moe.c then accumulates all pairs in ascending expert order,
  * whoever computed them, so the bits do not depend on placement.
@@ -64,6 +67,54 @@ static void job_matrix(struct coli_gpu_gemv_job *j, enum coli_dtype t, uint64_t 
 	j->K = K;
 }
 
+/* Activation operands: pair row `row` of device buffers [P][K] (q), their
+ * block scales and sums [P][K/32], or f32 [P][K]. */
+static void job_input(struct coli_gpu_gemv_job *j, uint64_t q, uint64_t d, uint64_t qs, uint64_t f,
+                      int row, int K)
+{
+	j->xq = (const signed char *)(uintptr_t)(q + (size_t)row * K);
+	j->xd = (const float *)(uintptr_t)(d + (size_t)row * (K / 32) * 4);
+	j->xqsum = (const int *)(uintptr_t)(qs + (size_t)row * (K / 32) * 4);
+	j->xf = (const float *)(uintptr_t)(f + (size_t)row * K * 4);
+}
+
+/* Queue matrix j times its n pairs: GEMV jobs of up to COLI_GPU_MAX_S pairs,
+ * or one tensor-core GEMM job for a run of COLI_GPU_GEMM_MIN_S or more
+ * (prefill). q8/q4 bits are the same either way. */
+static void add_job(struct coli_dev_slot *v, const struct coli_gpu_gemv_job *j, int n, int *nj,
+                    int *ngj)
+{
+	struct coli_gpu_gemm_job *g;
+	int nb = j->K / 32;
+
+	if (n < COLI_GPU_GEMM_MIN_S) {
+		for (int s0 = 0; s0 < n; s0 += COLI_GPU_MAX_S) {
+			struct coli_gpu_gemv_job *c = &v->jobs[(*nj)++];
+
+			*c = *j;
+			c->S = n - s0 < COLI_GPU_MAX_S ? n - s0 : COLI_GPU_MAX_S;
+			c->xq = j->xq + (size_t)s0 * j->K;
+			c->xd = j->xd + (size_t)s0 * nb;
+			c->xqsum = j->xqsum + (size_t)s0 * nb;
+			c->xf = j->xf + (size_t)s0 * j->K;
+			c->y = j->y + (size_t)s0 * j->ldy;
+		}
+		return;
+	}
+	g = &v->gjobs[(*ngj)++];
+	memset(g, 0, sizeof(*g));
+	g->w = j->w, g->scales = j->scales, g->xq = j->xq, g->xd = j->xd, g->xqsum = j->xqsum;
+	g->xf = j->xf, g->y = j->y, g->rows = j->rows, g->K = j->K, g->S = n, g->ldy = j->ldy;
+}
+
+/* The queued jobs of one step: a GEMV launch and/or a GEMM launch. */
+static int launch_jobs(struct coli_dev_slot *v, enum coli_dtype t, int nj, int ngj)
+{
+	int rc = nj ? coli_dev_gemv(v->dev, t, v->jobs, nj) : 0;
+
+	return rc || !ngj ? rc : coli_dev_gemm(v->dev, t, v->gjobs, ngj);
+}
+
 static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -107,8 +158,9 @@ static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
 		}
 	}
 	v->jobs = malloc(sizeof(*v->jobs) * (2 * P + 2 * (size_t)c->n_experts + 8));
+	v->gjobs = malloc(sizeof(*v->gjobs) * (2 * (size_t)c->n_experts + 8));
 	v->runs = malloc(sizeof(*v->runs) * c->n_experts);
-	if (!v->jobs || !v->runs)
+	if (!v->jobs || !v->gjobs || !v->runs)
 		return -ENOMEM;
 	return 0;
 }
@@ -124,7 +176,7 @@ static void free_buffers(struct coli_dev_slot *v)
 		coli_mem_unregister(v->host);
 		coli_mem_free(v->host, v->host_bytes);
 	}
-	free(v->jobs), free(v->runs), free(v->st);
+	free(v->jobs), free(v->gjobs), free(v->runs), free(v->st);
 }
 
 /* Staging slots for streamed slabs (on top of an explicit --vram-gb, out of
@@ -430,8 +482,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	enum coli_dtype t = xl->dtype;
 	int H = c->hidden, I = c->moe_inter, quant = coli_dtype_is_quant(t);
-	int P = 0, nj = 0, n_runs = 0, rc = 0;
-	struct coli_gpu_gemv_job *jobs = v->jobs;
+	int P = 0, nj = 0, ngj = 0, n_runs = 0, rc = 0;
 
 	double t_start = coli_now_s();
 
@@ -509,26 +560,16 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 				memcpy(v->sx_f + (size_t)(P + i) * H, a->f, sizeof(float) * H);
 			}
 		}
-		/* gate and up, up to COLI_GPU_MAX_S pairs per job */
-		for (int c0 = 0; c0 < n; c0 += COLI_GPU_MAX_S) {
-			int S = n - c0 < COLI_GPU_MAX_S ? n - c0 : COLI_GPU_MAX_S, row = P + c0;
+		/* gate and up */
+		for (int m = 0; m < 2; m++) {
+			struct coli_gpu_gemv_job j;
 
-			for (int m = 0; m < 2; m++) {
-				struct coli_gpu_gemv_job *j = &jobs[nj++];
-
-				memset(j, 0, sizeof(*j));
-				job_matrix(j, t, slab + (m ? xl->up_off : xl->gate_off), I, H);
-				j->xq = (const signed char *)(uintptr_t)(v->xq + (size_t)row * H);
-				j->xd =
-				    (const float *)(uintptr_t)(v->xd + (size_t)row * (H / 32) * 4);
-				j->xqsum =
-				    (const int *)(uintptr_t)(v->xqs + (size_t)row * (H / 32) * 4);
-				j->xf = (const float *)(uintptr_t)(v->xf + (size_t)row * H * 4);
-				j->y =
-				    (float *)(uintptr_t)((m ? v->u : v->g) + (size_t)row * I * 4);
-				j->S = S;
-				j->ldy = I;
-			}
+			memset(&j, 0, sizeof(j));
+			job_matrix(&j, t, slab + (m ? xl->up_off : xl->gate_off), I, H);
+			job_input(&j, v->xq, v->xd, v->xqs, v->xf, P, H);
+			j.y = (float *)(uintptr_t)((m ? v->u : v->g) + (size_t)P * I * 4);
+			j.ldy = I;
+			add_job(v, &j, n, &nj, &ngj);
 		}
 		P += n;
 		p += n;
@@ -548,7 +589,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 		rc = coli_dev_upload_async(v->dev, v->xf, v->sx_f, (size_t)P * H * 4);
 		e->est.h2d_bytes += (size_t)P * H * 4;
 	}
-	rc = rc ? rc : coli_dev_gemv(v->dev, t, jobs, nj);
+	rc = rc ? rc : launch_jobs(v, t, nj, ngj);
 	rc = rc ? rc : coli_dev_silu_mul(v->dev, v->g, v->u, v->h, P * I);
 	if (quant)
 		rc =
@@ -556,28 +597,18 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	if (rc)
 		return rc;
 	/* down: y[P][H] = W_down . h */
-	nj = 0;
+	nj = ngj = 0;
 	for (int r = 0; r < n_runs; r++) {
-		uint64_t slab = v->runs[r].slab;
+		struct coli_gpu_gemv_job j;
 
-		for (int c0 = 0; c0 < v->runs[r].n; c0 += COLI_GPU_MAX_S) {
-			int S =
-			    v->runs[r].n - c0 < COLI_GPU_MAX_S ? v->runs[r].n - c0 : COLI_GPU_MAX_S;
-			int row = v->runs[r].row0 + c0;
-			struct coli_gpu_gemv_job *j = &jobs[nj++];
-
-			memset(j, 0, sizeof(*j));
-			job_matrix(j, t, slab + xl->down_off, H, I);
-			j->xq = (const signed char *)(uintptr_t)(v->hq + (size_t)row * I);
-			j->xd = (const float *)(uintptr_t)(v->hd + (size_t)row * (I / 32) * 4);
-			j->xqsum = (const int *)(uintptr_t)(v->hqs + (size_t)row * (I / 32) * 4);
-			j->xf = (const float *)(uintptr_t)(v->h + (size_t)row * I * 4);
-			j->y = (float *)(uintptr_t)(v->y + (size_t)row * H * 4);
-			j->S = S;
-			j->ldy = H;
-		}
+		memset(&j, 0, sizeof(j));
+		job_matrix(&j, t, v->runs[r].slab + xl->down_off, H, I);
+		job_input(&j, v->hq, v->hd, v->hqs, v->h, v->runs[r].row0, I);
+		j.y = (float *)(uintptr_t)(v->y + (size_t)v->runs[r].row0 * H * 4);
+		j.ldy = H;
+		add_job(v, &j, v->runs[r].n, &nj, &ngj);
 	}
-	rc = coli_dev_gemv(v->dev, t, jobs, nj);
+	rc = launch_jobs(v, t, nj, ngj);
 	for (int r = 0; !rc && r < n_runs; r++) /* the staged slabs' last reader is queued */
 		if (v->runs[r].stage >= 0)
 			rc = coli_dev_stage_done(v->dev, v->runs[r].stage);

@@ -28,6 +28,8 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 	r = g->cu->ModuleLoadDataEx(&g->mod, coli_ptx_kernels, 4, opts, vals);
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(&g->mod_dense, coli_ptx_dense, 4, opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, coli_ptx_gemm, 4, opts, vals);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "loading the embedded PTX failed; JIT log: %s", elog);
 		return coli_cu_check(r, "cuModuleLoadDataEx");
@@ -53,6 +55,12 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_gemv_f32)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_F32], g->mod, "coli_gemv_f32_inl"),
 	   "cuModuleGetFunction(coli_gemv_f32_inl)");
+	CK(g->cu->ModuleGetFunction(&g->f_gemm[COLI_DTYPE_Q8_0], g->mod_gemm, "coli_gemm_q8_0"),
+	   "cuModuleGetFunction(coli_gemm_q8_0)");
+	CK(g->cu->ModuleGetFunction(&g->f_gemm[COLI_DTYPE_Q4_0], g->mod_gemm, "coli_gemm_q4_0"),
+	   "cuModuleGetFunction(coli_gemm_q4_0)");
+	CK(g->cu->ModuleGetFunction(&g->f_gemm[COLI_DTYPE_BF16], g->mod_gemm, "coli_gemm_bf16"),
+	   "cuModuleGetFunction(coli_gemm_bf16)");
 	CK(g->cu->ModuleGetFunction(&g->f_silu, g->mod, "coli_silu_mul"),
 	   "cuModuleGetFunction(coli_silu_mul)");
 	CK(g->cu->ModuleGetFunction(&g->f_actq, g->mod, "coli_act_quantize"),
@@ -115,6 +123,14 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 	for (int i = 0; !rc && i < JOB_SEGS; i++)
 		rc = coli_cu_check(cu->EventCreate(&g->ring_left[i], CU_EVENT_DISABLE_TIMING),
 		                   "cuEventCreate");
+	if (!rc)
+		rc = coli_cu_check(
+		    cu->MemAlloc(&g->gjobs, sizeof(struct coli_gpu_gemm_job) * MAX_JOBS),
+		    "cuMemAlloc(GEMM job table)");
+	if (!rc) {
+		g->gjobs_host = malloc(sizeof(struct coli_gpu_gemm_job) * MAX_JOBS);
+		rc = g->gjobs_host ? 0 : -ENOMEM;
+	}
 	for (int i = 0; !rc && i < N_MARKS; i++)
 		rc =
 		    coli_cu_check(cu->EventCreate(&g->marks[i], CU_EVENT_DEFAULT), "cuEventCreate");
@@ -153,6 +169,8 @@ void coli_gpu_close(coli_gpu_t *g)
 		free(g->st_full), free(g->st_free);
 		if (g->copy)
 			g->cu->StreamDestroy(g->copy);
+		if (g->gjobs)
+			g->cu->MemFree(g->gjobs);
 		coli_gpu_dense_release(g);
 		if (g->stream)
 			g->cu->StreamDestroy(g->stream);
@@ -160,8 +178,11 @@ void coli_gpu_close(coli_gpu_t *g)
 			g->cu->ModuleUnload(g->mod);
 		if (g->mod_dense)
 			g->cu->ModuleUnload(g->mod_dense);
+		if (g->mod_gemm)
+			g->cu->ModuleUnload(g->mod_gemm);
 		g->cu->CtxDestroy(g->ctx);
 	}
+	free(g->gjobs_host);
 #endif
 	free(g);
 }
@@ -363,6 +384,49 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 	return 0;
 }
 
+/* One CTA per tile of every job: tiles are rows_per_tile x
+ * COLI_GPU_GEMM_TOKENS, numbered job after job (tile0), so the kernel finds
+ * its job by binary search over the table. */
+int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
+                  int n_jobs)
+{
+	const int bm = dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_ROWS_BF16 : COLI_GPU_GEMM_ROWS_Q;
+	const int bn = COLI_GPU_GEMM_TOKENS;
+	const unsigned threads =
+	    dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_THREADS_BF16 : COLI_GPU_GEMM_THREADS_Q;
+	long tiles = 0;
+	void *args[2];
+
+	if ((unsigned)dtype >= sizeof(g->f_gemm) / sizeof(g->f_gemm[0]) || !g->f_gemm[dtype])
+		return -ENOTSUP;
+	if (n_jobs <= 0 || n_jobs > MAX_JOBS)
+		return -EINVAL;
+	for (int i = 0; i < n_jobs; i++) {
+		const struct coli_gpu_gemm_job *j = &jobs[i];
+
+		if (j->S < 1 || j->rows < 1 || j->K < 32 || j->K % 32 || j->ldy < j->rows)
+			return -EINVAL;
+		g->gjobs_host[i] = *j;
+		g->gjobs_host[i].tile0 = (int)tiles;
+		tiles += (long)((j->rows + bm - 1) / bm) * ((j->S + bn - 1) / bn);
+		if (tiles > 0x7fffffffL)
+			return -EINVAL;
+	}
+	CUR(g);
+	/* stream-ordered: the copy lands after the previous GEMM launch has read
+	 * its table. The source is pageable, so the call first waits for the
+	 * stream to drain: a prefill GEMM is long enough not to mind (unlike the
+	 * decode GEMVs, whose tables ride in parameters or mapped memory) */
+	CK(g->cu->MemcpyHtoDAsync(g->gjobs, g->gjobs_host, sizeof(*jobs) * n_jobs, g->stream),
+	   "cuMemcpyHtoDAsync(GEMM job table)");
+	args[0] = &g->gjobs;
+	args[1] = &n_jobs;
+	CK(g->cu->LaunchKernel(g->f_gemm[dtype], (unsigned)tiles, 1, 1, threads, 1, 1, 0, g->stream,
+	                       args, NULL),
+	   "cuLaunchKernel(gemm)");
+	return 0;
+}
+
 int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int n)
 {
 	CUdeviceptr a = gate, b = up, c = h;
@@ -540,6 +604,10 @@ void coli_gpu_host_unregister(coli_gpu_t *g, void *p)
 {
 }
 int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemv_job *j, int n)
+{
+	NO_GPU;
+}
+int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemm_job *j, int n)
 {
 	NO_GPU;
 }

@@ -7,6 +7,10 @@
 #define COLI_PTX_KERNELS_ABI_H
 
 #define COLI_GPU_MAX_S 4 /* activation vectors per GEMV job (decode batch) */
+/* An expert's run of at least this many tokens goes to the tensor-core GEMM
+ * (ptx/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S, which were
+ * faster below ~14 tokens on an H200 (docs/perf/kernels.md). */
+#define COLI_GPU_GEMM_MIN_S 16
 
 /* One matrix [rows x K] times S activation vectors; all pointers are device
  * addresses. Quantized weights read xq/xd/xqsum, float weights read xf. */
@@ -40,6 +44,32 @@ struct coli_gpu_dense_gemv {
 	const int *xqsum;             /* [T][K/32] sum of xq per block (q4) */
 	float *y;                     /* [T][ldy] outputs, row r of token t at y[t*ldy + r] */
 	int rows, K, T, ldy;
+};
+
+/* One expert matrix [rows x K] times S tokens on tensor cores (ptx/gemm.cu):
+ * the prefill form of a GEMV job, S unbounded (the engine's tmax * top_k at
+ * most). Same operands and layouts as coli_gpu_gemv_job; K % 32 == 0; for
+ * q8/q4 the pointers w, scales, xq must be 16-byte aligned (row strides are
+ * multiples of 16 since K % 32 == 0), for bf16 w and xf; scales is read in
+ * aligned 4-byte pairs (2 bytes past its end when rows * K/32 is odd, inside
+ * any allocation's granularity). q8/q4 results are
+ * bit-identical to coli_gemv; bf16 only within rounding (tensor cores). */
+#define COLI_GPU_GEMM_TOKENS       64  /* tokens per CTA tile */
+#define COLI_GPU_GEMM_ROWS_Q       64  /* rows per CTA tile, q8_0 / q4_0 */
+#define COLI_GPU_GEMM_ROWS_BF16    128 /* rows per CTA tile, bf16 */
+#define COLI_GPU_GEMM_THREADS_Q    256 /* threads per CTA, q8_0 / q4_0 */
+#define COLI_GPU_GEMM_THREADS_BF16 256
+struct coli_gpu_gemm_job {
+	const void *w;                /* quants [rows][K] (q4: [rows][K/2]) or bf16 [rows][K] */
+	const unsigned short *scales; /* fp16 [rows][K/32] (quant types) */
+	const signed char *xq;        /* [S][K] int8 activations */
+	const float *xd;              /* [S][K/32] activation block scales */
+	const int *xqsum;             /* [S][K/32] sum of xq per block (q4) */
+	const float *xf;              /* [S][K] fp32 activations (bf16) */
+	float *y;                     /* [S][ldy] outputs, row r at y[s*ldy + r] */
+	int rows, K, S, ldy;
+	int tile0; /* first CTA of the job in the launch: set by coli_gpu_gemm */
+	int pad_;
 };
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * ptx/ptx.h — the GPU through the CUDA driver API: libcuda.so.1 loaded with
- * dlopen, PTX compiled from ptx/kernels.cu at build time and embedded, loaded
+ * dlopen, PTX compiled from the ptx/ .cu files at build time and embedded, loaded
  * with cuModuleLoadDataEx (the JIT log is printed on failure). Without nvcc at
  * build time or without a driver at run time, coli_ptx_probe says why and
  * the engine runs on the CPU.
@@ -58,6 +58,14 @@ void coli_gpu_host_unregister(coli_gpu_t *g, void *p);
  * activation vectors, with the canonical reduction of cpu/cpu.h: results are
  * bit-identical to coli_gemv. All jobs of one call run in one launch. */
 int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
+                  int n_jobs);
+/* GEMM jobs (prefill, ptx/gemm.cu): each is one matrix [rows x K] times S
+ * tokens, any S, on tensor cores; all jobs of one call run in one launch.
+ * q8_0 / q4_0: int8 mma, results bit-identical to coli_gemv (the canonical
+ * reduction). bf16: bf16 mma, equal to coli_gemv only within rounding (the
+ * documented exception). -ENOTSUP for other dtypes, -EINVAL for a bad job
+ * (K % 32, S < 1) or more than 4096 jobs. tile0 is filled here. */
+int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
                   int n_jobs);
 /* h[i] = silu(g[i]) * u[i], bit-identical to coli_silu_mul. */
 int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int n);

@@ -101,13 +101,14 @@ struct coli_gpu {
 	const struct coli_cu *cu;
 	CUdevice dev;
 	CUcontext ctx;
-	CUmodule mod, mod_dense;
+	CUmodule mod, mod_dense, mod_gemm;
 	CUstream stream; /* compute: kernels, activations, outputs */
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu.c coli_gpu_stage_*) */
 	int n_stage;
 	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */
 	CUfunction f_gemv[10];     /* indexed by enum coli_dtype */
 	CUfunction f_gemv_inl[10]; /* the same, job table in the parameters */
+	CUfunction f_gemm[10];     /* tensor-core GEMM (ptx/gemm.cu), same index */
 	CUfunction f_silu, f_actq, f_pull;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
 	/* job tables: a ring of page-locked host memory the device maps and the
@@ -127,6 +128,8 @@ struct coli_gpu {
 	int sm_count;
 	CUdeviceptr scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c) */
 	CUdeviceptr counts;  /* unsigned [DENSE_COUNTERS], zero between launches */
+	CUdeviceptr gjobs;                    /* struct coli_gpu_gemm_job [MAX_JOBS] */
+	struct coli_gpu_gemm_job *gjobs_host; /* [MAX_JOBS]: the caller's jobs + tile0 */
 	CUevent marks[N_MARKS];
 	char name[128];
 };
@@ -152,5 +155,6 @@ void coli_gpu_dense_release(struct coli_gpu *g);
 /* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<name>.cu). */
 extern const char coli_ptx_kernels[];
 extern const char coli_ptx_dense[];
+extern const char coli_ptx_gemm[];
 
 #endif

@@ -8,7 +8,11 @@
  * of nothing, a few slabs, about half, and everything, and with injected
  * device failures after 0, 2, 3, 4 and 9 launches or syncs (a layer queues 3
  * or 4 launches then syncs, so these fail at issue and at take). Every run must give byte-identical
- * logits and identical ids.
+ * logits and identical ids — except bf16 experts on a real GPU: an expert
+ * with COLI_GPU_GEMM_MIN_S tokens or more of a prefill runs on bf16 tensor
+ * cores (ptx/gemm.cu), equal only within rounding (the one documented
+ * exception), so there the logits must agree to 1e-4 of max|logit| and the
+ * ids exactly. (On the simulated device every dtype is exact.)
  */
 #include <math.h>
 
@@ -22,6 +26,20 @@ struct run {
 	float *logits; /* [n][vocab] prefill, then [STEPS][vocab] decode */
 	int ids[STEPS];
 };
+
+/* max |a - b| / max |a| over n values (NaN counts as infinitely far) */
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+	double m = 0, d = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double e = fabs((double)a[i] - b[i]);
+
+		m = fabs(a[i]) > m ? fabs(a[i]) : m;
+		d = e > d || e != e ? (e != e ? INFINITY : e) : d;
+	}
+	return m > 0 ? d / m : d;
+}
 
 static int do_run(const char *path, const char *gpu, double vram_gb, int fail_after,
                   const char *stream, int slots, const char *dense, double ram_gb, const int *ids,
@@ -176,8 +194,13 @@ int main(void)
 					if (d == 1 && !strcmp(cases[b].dense, "auto") && fa >= 0)
 						continue; /* dense moved GPU -> CPU mid-run:
 						             completes, rounds differently */
-					if (memcmp(want->logits, got.logits,
-					           sizeof(float) * (n + STEPS) * V) ||
+					int exact = !(d == 1 && quants[qi] == COLI_DTYPE_BF16);
+					size_t nl = (size_t)(n + STEPS) * V;
+
+					if ((exact ? memcmp(want->logits, got.logits,
+					                    sizeof(float) * nl) != 0
+					           : !(rel_diff(want->logits, got.logits, nl) <=
+					               1e-4)) ||
 					    memcmp(want->ids, got.ids, sizeof(ref.ids))) {
 						printf(
 						    "%s %s: device %s vram %.2g GB fail_after %d "
