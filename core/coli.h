@@ -299,8 +299,12 @@ struct coli_engine_stats {
 	uint64_t h2d_const_bytes; /* host -> device uploads of weights (at placement) */
 	uint64_t stream_experts;  /* RAM-tier expert loads streamed to a device */
 	uint64_t stream_bytes;    /* their slab bytes (part of h2d, per token) */
-	uint64_t stream_prefetched; /* slabs copied a layer ahead on the lookahead's guess */
-	uint64_t stream_staged_hits; /* streamed experts found already staged (no copy) */
+	uint64_t stream_copy_bytes;  /* slab bytes copied into staging (PCIe, part of h2d) */
+	uint64_t stream_prefetched;  /* slabs copied a layer ahead on the lookahead's guess */
+	uint64_t stream_staged_hits; /* streamed experts found staged: a layer-ahead copy,
+	                              * or a slot still holding it (no copy at issue) */
+	uint64_t moe_layers_on_dense; /* MoE layer calls whose experts all ran on the
+	                               * dense part's device: outputs never left it */
 	int dense_on_device;      /* 1: attention, norms, routers, lm_head on a device */
 	/* the MoE overlap window (COLI_CUDA_PROFILE): plan + pack + issue to the
 	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */

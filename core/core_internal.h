@@ -222,6 +222,8 @@ struct coli_engine {
 	const void **host_slab;       /* [n_experts] RAM slab of a streamed expert */
 	double bw_cpu, bw_stream;     /* cost model: bytes/s of CPU rows and of streaming */
 	struct coli_dense_dev *dd;    /* dense part on a device (core/forward_dev.c), or NULL */
+	int moe_on_dense; /* this layer: device index holding every pair's output in
+	                   * its own y (it also holds the dense part), or -1 */
 	uint64_t adapt_at;            /* token count of the next VRAM adaptation round */
 	int *hist;                    /* [ctx] token ids in the KV cache, to rebuild it on the
 	                               * CPU if the dense device fails */
@@ -257,6 +259,8 @@ static inline double coli_now_s(void)
 /* forward_dev.c: the dense part on device dev (uploaded once at open). */
 int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, size_t errlen);
 void coli_dense_dev_close(struct coli_engine *e);
+/* The device holding the dense part, or NULL. */
+struct coli_dev *coli_dense_dev_device(struct coli_engine *e);
 int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
 
 /* forward.c */

@@ -9,7 +9,10 @@
  * the host downloads both (T x n_experts + T x hidden floats), routes and
  * plans exactly as the CPU path does (core/moe.c: issue to devices, CPU rows,
  * take), uploads the per-pair outputs, and the device accumulates them in
- * ascending expert id with core/moe.c's bits. So for a given dense device,
+ * ascending expert id with core/moe.c's bits. When every pair of a layer ran
+ * on this same device, the outputs never leave it: the accumulation reads
+ * the expert path's output buffer, which is in pair order, on the same
+ * stream, and take does not wait (core/moe_dev.c). So for a given dense device,
  * logits do not depend on where experts ran. The simulated device runs the
  * same sequence with the CPU kernels, so --gpu sim reproduces the CPU path
  * bit for bit, which is what CI checks.
@@ -334,6 +337,7 @@ static int moe(struct coli_engine *e, int l, int T)
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, E = c->n_experts, rc;
+	uint64_t y = dd->ey;
 
 	rc = prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
 	rc = rc ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
@@ -351,24 +355,35 @@ static int moe(struct coli_engine *e, int l, int T)
 	rc = coli_moe_experts(e, l, T);
 	if (rc)
 		return rc;
-	rc = coli_dev_upload_async(dd->dev, dd->ey, e->ey, sizeof(float) * e->n_pairs * H);
+	if (e->moe_on_dense >= 0) { /* every output is already here, in pair order */
+		y = e->vram[e->moe_on_dense].y;
+		e->est.moe_layers_on_dense++;
+	} else {
+		rc = coli_dev_upload_async(dd->dev, dd->ey, e->ey, sizeof(float) * e->n_pairs * H);
+		e->est.h2d_bytes += sizeof(float) * H * e->n_pairs;
+	}
 	rc = rc ? rc
 	        : coli_dev_upload_async(dd->dev, dd->ptok, e->pair_token, sizeof(int) * e->n_pairs);
 	rc =
 	    rc ? rc : coli_dev_upload_async(dd->dev, dd->pw, e->pair_w, sizeof(float) * e->n_pairs);
-	e->est.h2d_bytes += (sizeof(float) * H + 8) * e->n_pairs;
+	e->est.h2d_bytes += 8 * (size_t)e->n_pairs;
 	rc = rc ? rc
-	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, dd->ey, dd->ptok, dd->pw, e->n_pairs, T,
-	                                  H);
+	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw, e->n_pairs, T, H);
 	if (!rc && c->shared_inter) {
 		rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, T, dd->shy);
 		rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
 		rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
 		rc = rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, H);
 	}
-	/* e->ey and the pair lists must outlive the async uploads: sync here */
-	rc = rc ? rc : coli_dev_sync(dd->dev);
+	/* no wait: the uploads read e->ey and the pair lists when they run, and
+	 * the host writes those again only after the next layer's router
+	 * download has synchronized this stream (or the forward's last sync) */
 	return rc;
+}
+
+struct coli_dev *coli_dense_dev_device(struct coli_engine *e)
+{
+	return e->dd ? e->dd->dev : NULL;
 }
 
 int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)

@@ -366,6 +366,18 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			n_stream = 0;
 		}
 	}
+	/* every pair on the device that holds the dense part: the outputs can stay
+	 * there (no download, no wait at take; core/forward_dev.c reads them) */
+	e->moe_on_dense = -1;
+	if (e->dd && !n_need && e->n_pairs) {
+		int d = e->assign[e->pair_expert[0]];
+
+		for (int p = 0; d >= 0 && p < e->n_pairs; p++)
+			if (e->assign[e->pair_expert[p]] != d)
+				d = -1;
+		if (d >= 0 && e->devs[d] == coli_dense_dev_device(e))
+			e->moe_on_dense = d;
+	}
 	/* issue: every device queues its experts; a failure sends its share to the CPU */
 	for (int d = 0; d < e->n_devs; d++) {
 		if (e->devs[d]->failed)
@@ -434,6 +446,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	e->est.moe_take_s += coli_now_s() - t_take;
 	if (pinned)
 		coli_tiers_release(e);
+	if (n_redo)
+		e->moe_on_dense = -1; /* the outputs are the CPU's, in e->ey */
 	if (!rc && n_redo) {
 		r = cpu_list(e, l, T, redo, n_redo, &lookahead_done);
 		rc = r < 0 ? (int)r : 0;

@@ -466,6 +466,7 @@ void coli_moe_dev_prefetch(struct coli_engine *e)
 			v->st[s] = (struct dev_stage){.l = n, .ex = ex, .used = v->st_clock, .tslot = ts};
 			e->est.stream_prefetched++;
 			e->est.h2d_bytes += xl->slab_bytes;
+			e->est.stream_copy_bytes += xl->slab_bytes;
 		next:;
 		}
 	}
@@ -612,8 +613,10 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	for (int r = 0; !rc && r < n_runs; r++) /* the staged slabs' last reader is queued */
 		if (v->runs[r].stage >= 0)
 			rc = coli_dev_stage_done(v->dev, v->runs[r].stage);
-	rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
+	if (e->moe_on_dense != d) /* else the dense part reads v->y where it is */
+		rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
 	e->est.h2d_bytes += v->streamed_bytes;
+	e->est.stream_copy_bytes += v->streamed_bytes;
 	v->t_issue = t_start;
 	return rc;
 }
@@ -632,7 +635,10 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	if (!v->P)
 		return 0;
 	t0 = coli_now_s();
-	rc = coli_dev_sync(v->dev);
+	/* every pair of the layer is on the device holding the dense part: its
+	 * outputs stay there, in pair order (core/forward_dev.c accumulates them
+	 * on the same stream), and nothing needs waiting for */
+	rc = e->moe_on_dense == d ? 0 : coli_dev_sync(v->dev);
 	if (rc)
 		return rc;
 	/* recalibrate only when the device was the critical path: then the time
@@ -645,8 +651,9 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	for (int r = 0; r < v->n_runs; r++) {
 		int ex = v->runs[r].expert;
 
-		memcpy(e->ey + (size_t)v->runs[r].pair0 * H, v->sy + (size_t)v->runs[r].row0 * H,
-		       sizeof(float) * H * v->runs[r].n);
+		if (e->moe_on_dense != d)
+			memcpy(e->ey + (size_t)v->runs[r].pair0 * H,
+			       v->sy + (size_t)v->runs[r].row0 * H, sizeof(float) * H * v->runs[r].n);
 		if (e->streamed[ex]) { /* its RAM/disk hit was counted by the tiers */
 			e->est.stream_experts++;
 			e->est.stream_bytes += xl->slab_bytes;

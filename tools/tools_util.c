@@ -151,16 +151,18 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		        1e3 * st->decode_take_s / n, 1e3 * win / n, 1e3 * st->decode_s / n);
 		fprintf(
 		    stderr,
-		    "coli: devices: %llu experts streamed (%llu staged a layer ahead, of %llu "
-		    "prefetched), %.3f GB (%.2f GB/s over the decode), "
+		    "coli: devices: %llu experts streamed (%llu found staged; %llu copied a layer "
+		    "ahead), %.3f GB copied (%.2f GB/s over the run), "
 		    "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
-		    "swaps, dense part on %s\n",
+		    "swaps, dense part on %s (%llu MoE layer calls stayed on it)\n",
 		    (unsigned long long)es.stream_experts, (unsigned long long)es.stream_staged_hits,
-		    (unsigned long long)es.stream_prefetched, es.stream_bytes / 1e9,
-		    st->decode_s > 0 ? es.stream_bytes / 1e9 / (st->prefill_s + st->decode_s) : 0,
-		    (es.h2d_bytes - es.stream_bytes) / 1e6, es.h2d_const_bytes / 1e9,
+		    (unsigned long long)es.stream_prefetched, es.stream_copy_bytes / 1e9,
+		    st->decode_s > 0 ? es.stream_copy_bytes / 1e9 / (st->prefill_s + st->decode_s)
+		                     : 0,
+		    (es.h2d_bytes - es.stream_copy_bytes) / 1e6, es.h2d_const_bytes / 1e9,
 		    (unsigned long long)es.vram_swaps,
-		    es.dense_on_device ? "the device" : "the CPU");
+		    es.dense_on_device ? "the device" : "the CPU",
+		    (unsigned long long)es.moe_layers_on_dense);
 		fprintf(stderr,
 		        "coli: faults: device failed at issue %llu, at take %llu | "
 		        "CUDA_RELEASE_HOST: %llu host copies dropped, %llu reloads (%.1f MB)\n",

@@ -93,6 +93,12 @@ if kind == "stream":
             fail("stream-only: streamed %.1f != ram+disk %.1f" % (st, host))
         if name == "overlap+stream" and not (-1 <= st <= host + 1):
             fail("overlap+stream: streamed %.1f outside [0, ram+disk]" % st)
+        # copies: at most one per streamed expert plus the lookahead's guesses
+        # (staged copies that hit need none); none without streaming
+        cp = a["stream_copy_bytes_per_token"]
+        if cp < 0 or (st == 0 and name != "stream-only" and cp > 0 and
+                      name in ("sync", "overlap", "cpu-only")):
+            fail("%s: %.1f bytes copied per token" % (name, cp))
         if a["group_async"] != (name != "sync"):
             fail("%s: group_async %d" % (name, a["group_async"]))
         w = a["overlap_window_ms_per_token"]

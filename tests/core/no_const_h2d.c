@@ -4,8 +4,9 @@
  * device (the simulated one here, GPU 0 too when present), weights — norms,
  * routers, attention, lm_head, expert slabs — are uploaded once at open
  * (h2d_const_bytes); decoding then moves only token ids and activations.
- * Asserted: h2d_const_bytes does not change while decoding, and the per-token
- * traffic stays under what the activations alone can need.
+ * Asserted: h2d_const_bytes does not change while decoding, the per-token
+ * traffic stays under what the activations alone can need, and every MoE
+ * layer's outputs stay on the device (moe_layers_on_dense).
  */
 #include "fixture_util.h"
 #include "ptx/ptx.h"
@@ -52,6 +53,13 @@ static int check(const char *path, const char *gpu)
 		printf(
 		    "FAIL: constants crossed the bus while decoding, or the dense part is not on "
 		    "the device\n");
+		rc = 1;
+	}
+	/* every expert resident on the dense part's device: no MoE output leaves it */
+	if (s1.moe_layers_on_dense - s0.moe_layers_on_dense != (uint64_t)steps * n_moe) {
+		printf("FAIL: %llu of %d MoE layer calls kept their outputs on the device\n",
+		       (unsigned long long)(s1.moe_layers_on_dense - s0.moe_layers_on_dense),
+		       steps * n_moe);
 		rc = 1;
 	}
 	free(logits);
