@@ -26,6 +26,7 @@
  * layer keeps its RAM-tier experts on the CPU.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -265,6 +266,9 @@ static void assign_experts(struct coli_engine *e, int l)
 				cand[i--] = cand[--n_cand];
 				break;
 			}
+	/* a device with a slot left for new copies streams any number, in waves */
+	for (int d = 0; d < e->n_devs; d++)
+		slots_left[d] = slots_left[d] > 0 ? INT_MAX : 0;
 	if (!n_cand)
 		return;
 	/* most tokens first, then ascending id (insertion sort: n_cand <= E) */

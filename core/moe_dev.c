@@ -473,9 +473,12 @@ void coli_moe_dev_prefetch(struct coli_engine *e)
 	e->pred_l = -1;
 }
 
-/* Gather the activations of device d's pairs into staging, build the job
- * tables and queue the whole layer. Pairs: e->pair_* (ascending expert). */
-int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
+/* Queue runs [r0, r1) of device d's layer as one wave: copy its streamed
+ * slabs that are not staged yet, then gate and up, SwiGLU, quantization and
+ * down over the wave's rows. A wave's staging slots are freed for the next
+ * wave once its down is queued (the copy stream waits for it on the slot's
+ * event), so a layer may stream more experts than there are slots. */
+static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int more)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
@@ -483,8 +486,96 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	enum coli_dtype t = xl->dtype;
 	int H = c->hidden, I = c->moe_inter, quant = coli_dtype_is_quant(t);
-	int P = 0, nj = 0, ngj = 0, n_runs = 0, rc = 0;
+	int nj = 0, ngj = 0, rc = 0, row_a = v->runs[r0].row0;
+	int rows = v->runs[r1 - 1].row0 + v->runs[r1 - 1].n - row_a;
 
+	for (int r = r0; r < r1; r++) {
+		struct dev_run *run = &v->runs[r];
+		int ex = run->expert;
+
+		if (!e->streamed[ex])
+			continue;
+		/* RAM tier: staged a layer early, or copied now from the pinned host
+		 * slab into the least recently used free slot */
+		run->stage = stage_find(v, l, ex);
+		if (run->stage >= 0) {
+			e->est.stream_staged_hits++;
+		} else {
+			run->stage = stage_victim(v);
+			if (run->stage < 0 || e->streamed[ex] != 1)
+				return -ENOSPC; /* the wave cap counts the slots */
+			rc = coli_dev_stage_copy(v->dev, run->stage,
+			                         v->stage + (uint64_t)run->stage * v->stage_bytes,
+			                         e->host_slab[ex], xl->slab_bytes);
+			if (rc)
+				return rc;
+			v->st[run->stage] =
+			    (struct dev_stage){.l = l, .ex = ex, .used = v->st_clock, .tslot = -1};
+			v->streamed_bytes += xl->slab_bytes;
+		}
+		rc = coli_dev_stage_use(v->dev, run->stage);
+		if (rc)
+			return rc;
+		run->slab = v->stage + (uint64_t)run->stage * v->stage_bytes;
+	}
+	/* gate and up */
+	for (int r = r0; r < r1; r++)
+		for (int m = 0; m < 2; m++) {
+			struct coli_gpu_gemv_job j;
+
+			memset(&j, 0, sizeof(j));
+			job_matrix(&j, t, v->runs[r].slab + (m ? xl->up_off : xl->gate_off), I, H);
+			job_input(&j, v->xq, v->xd, v->xqs, v->xf, v->runs[r].row0, H);
+			j.y = (float *)(uintptr_t)((m ? v->u : v->g) + (size_t)v->runs[r].row0 * I * 4);
+			j.ldy = I;
+			add_job(v, &j, v->runs[r].n, &nj, &ngj);
+		}
+	rc = launch_jobs(v, t, nj, ngj);
+	rc = rc ? rc
+	        : coli_dev_silu_mul(v->dev, v->g + (size_t)row_a * I * 4, v->u + (size_t)row_a * I * 4,
+	                            v->h + (size_t)row_a * I * 4, rows * I);
+	if (quant)
+		rc = rc ? rc
+		        : coli_dev_act_quantize(v->dev, v->h + (size_t)row_a * I * 4,
+		                                v->hq + (size_t)row_a * I,
+		                                v->hd + (size_t)row_a * (I / 32) * 4,
+		                                v->hqs + (size_t)row_a * (I / 32) * 4, rows * I / 32);
+	if (rc)
+		return rc;
+	/* down: y[P][H] = W_down . h */
+	nj = ngj = 0;
+	for (int r = r0; r < r1; r++) {
+		struct coli_gpu_gemv_job j;
+
+		memset(&j, 0, sizeof(j));
+		job_matrix(&j, t, v->runs[r].slab + xl->down_off, H, I);
+		job_input(&j, v->hq, v->hd, v->hqs, v->h, v->runs[r].row0, I);
+		j.y = (float *)(uintptr_t)(v->y + (size_t)v->runs[r].row0 * H * 4);
+		j.ldy = H;
+		add_job(v, &j, v->runs[r].n, &nj, &ngj);
+	}
+	rc = launch_jobs(v, t, nj, ngj);
+	for (int r = r0; !rc && r < r1; r++) /* the staged slabs' last reader is queued */
+		if (v->runs[r].stage >= 0) {
+			rc = coli_dev_stage_done(v->dev, v->runs[r].stage);
+			if (more) /* the next wave may reuse the slot */
+				v->st[v->runs[r].stage].used = v->st_clock - 1;
+		}
+	return rc;
+}
+
+/* Gather the activations of device d's pairs into staging, upload them once,
+ * and queue the layer in waves of at most half the free staging slots of new
+ * copies each (one wave at decode), so copies of a wave overlap the compute
+ * of the one before. Pairs: e->pair_* (ascending expert). */
+int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	int H = c->hidden, quant = coli_dtype_is_quant(xl->dtype);
+	int P = 0, n_runs = 0, rc = 0, room = 0, cap;
 	double t_start = coli_now_s();
 
 	v->n_runs = 0;
@@ -502,11 +593,11 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 			if (s >= 0)
 				v->st[s].used = v->st_clock;
 		}
+		for (int i = 0; i < v->n_stage; i++)
+			room += v->st[i].used < v->st_clock && v->st[i].tslot < 0;
 	}
 	for (int p = 0; p < e->n_pairs;) {
 		int ex = e->pair_expert[p], n = 0;
-		uint64_t slab;
-		int stage;
 
 		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
 			n++;
@@ -514,39 +605,11 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 			p += n;
 			continue;
 		}
-		stage = -1;
-		if (e->streamed[ex]) {
-			/* RAM tier: staged a layer early, or copied now from the pinned
-			 * host slab into the least recently used free slot */
-			stage = stage_find(v, l, ex);
-			if (stage >= 0) {
-				e->est.stream_staged_hits++;
-			} else {
-				stage = stage_victim(v);
-				if (stage < 0 || e->streamed[ex] != 1)
-					return -ENOSPC; /* assign_experts counts the slots */
-				rc = coli_dev_stage_copy(v->dev, stage,
-				                         v->stage + (uint64_t)stage * v->stage_bytes,
-				                         e->host_slab[ex], xl->slab_bytes);
-				if (rc)
-					return rc;
-				v->st[stage] = (struct dev_stage){
-				    .l = l, .ex = ex, .used = v->st_clock, .tslot = -1};
-				v->streamed_bytes += xl->slab_bytes;
-			}
-			rc = coli_dev_stage_use(v->dev, stage);
-			if (rc)
-				return rc;
-			slab = v->stage + (uint64_t)stage * v->stage_bytes;
-		} else {
-			slab = e->dev_slab[(size_t)l * c->n_experts + ex];
-		}
-		v->runs[n_runs].pair0 = p;
-		v->runs[n_runs].n = n;
-		v->runs[n_runs].row0 = P;
-		v->runs[n_runs].expert = ex;
-		v->runs[n_runs].stage = stage;
-		v->runs[n_runs].slab = slab;
+		v->runs[n_runs] = (struct dev_run){.expert = ex, .pair0 = p, .n = n, .row0 = P,
+		                                   .stage = -1,
+		                                   .slab = e->streamed[ex]
+		                                               ? 0
+		                                               : e->dev_slab[(size_t)l * c->n_experts + ex]};
 		n_runs++;
 		for (int i = 0; i < n; i++) {
 			const struct coli_act *a = &e->ax[e->pair_token[p + i]].act;
@@ -560,17 +623,6 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 			} else {
 				memcpy(v->sx_f + (size_t)(P + i) * H, a->f, sizeof(float) * H);
 			}
-		}
-		/* gate and up */
-		for (int m = 0; m < 2; m++) {
-			struct coli_gpu_gemv_job j;
-
-			memset(&j, 0, sizeof(j));
-			job_matrix(&j, t, slab + (m ? xl->up_off : xl->gate_off), I, H);
-			job_input(&j, v->xq, v->xd, v->xqs, v->xf, P, H);
-			j.y = (float *)(uintptr_t)((m ? v->u : v->g) + (size_t)P * I * 4);
-			j.ldy = I;
-			add_job(v, &j, n, &nj, &ngj);
 		}
 		P += n;
 		p += n;
@@ -590,29 +642,23 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 		rc = coli_dev_upload_async(v->dev, v->xf, v->sx_f, (size_t)P * H * 4);
 		e->est.h2d_bytes += (size_t)P * H * 4;
 	}
-	rc = rc ? rc : launch_jobs(v, t, nj, ngj);
-	rc = rc ? rc : coli_dev_silu_mul(v->dev, v->g, v->u, v->h, P * I);
-	if (quant)
-		rc =
-		    rc ? rc : coli_dev_act_quantize(v->dev, v->h, v->hq, v->hd, v->hqs, P * I / 32);
-	if (rc)
-		return rc;
-	/* down: y[P][H] = W_down . h */
-	nj = ngj = 0;
-	for (int r = 0; r < n_runs; r++) {
-		struct coli_gpu_gemv_job j;
+	cap = room >= 2 ? room / 2 : room;
+	for (int r0 = 0, r1; !rc && r0 < n_runs; r0 = r1) {
+		int misses = 0;
 
-		memset(&j, 0, sizeof(j));
-		job_matrix(&j, t, v->runs[r].slab + xl->down_off, H, I);
-		job_input(&j, v->hq, v->hd, v->hqs, v->h, v->runs[r].row0, I);
-		j.y = (float *)(uintptr_t)(v->y + (size_t)v->runs[r].row0 * H * 4);
-		j.ldy = H;
-		add_job(v, &j, v->runs[r].n, &nj, &ngj);
+		for (r1 = r0; r1 < n_runs; r1++) {
+			int ex = v->runs[r1].expert;
+
+			if (e->streamed[ex] && stage_find(v, l, ex) < 0) {
+				if (misses == cap)
+					break;
+				misses++;
+			}
+		}
+		if (r1 == r0)
+			return -ENOSPC; /* no slot to stream into: assign_experts counts */
+		rc = issue_wave(e, l, d, r0, r1, r1 < n_runs);
 	}
-	rc = launch_jobs(v, t, nj, ngj);
-	for (int r = 0; !rc && r < n_runs; r++) /* the staged slabs' last reader is queued */
-		if (v->runs[r].stage >= 0)
-			rc = coli_dev_stage_done(v->dev, v->runs[r].stage);
 	if (e->moe_on_dense != d) /* else the dense part reads v->y where it is */
 		rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
 	e->est.h2d_bytes += v->streamed_bytes;
