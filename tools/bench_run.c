@@ -46,6 +46,7 @@
 
 #include "core/coli.h"
 #include "io/io.h"
+#include "ptx/ptx.h"
 #include "tools/bench.h"
 #include "tools/tools.h"
 
@@ -411,6 +412,15 @@ static int stream_setup(struct run *R)
 
 	if (!R->n_moe_layers || R->expert_total_bytes <= 0)
 		return tool_err("bench", "stream: %s has no routed experts", R->model);
+	if (strcmp(R->base.gpu, "sim")) {
+		const char *why = "";
+
+		if (!strcmp(R->base.gpu, "off") || coli_ptx_probe(&why) <= 0)
+			return tool_err("bench",
+			                "stream: no GPU to stream to (%s); --gpu sim runs the scheduler "
+			                "on a simulated device",
+			                strcmp(R->base.gpu, "off") ? why : "--gpu off");
+	}
 	if (stream_heat(R))
 		return 1;
 	snprintf(list, sizeof(list), "%s",
