@@ -46,81 +46,12 @@
 
 #include "core/coli.h"
 #include "io/io.h"
-#include "ptx/ptx.h"
 #include "tools/bench.h"
 #include "tools/tools.h"
 
-#define MAX_ARMS   16
-#define MAX_ROUNDS 101
-#define N_PHASES   5
+#include "tools/bench_run.h"
 
 static const char *const g_phase[N_PHASES] = {"attention", "moe", "dense_mlp", "lm_head", "other"};
-
-struct round {
-	double tok_s, host_gbs;
-	double tier_b[COLI_TIER_N]; /* bytes per token */
-	double dense_b;
-	double stream_b;           /* streamed slab bytes per token (part of tier_b RAM/DISK) */
-	double stream_copy_b;      /* of which copied over PCIe (the rest hit staged copies) */
-	int dense_dev;             /* the dense part ran on a device */
-	double uses;               /* routed (token, expert) pairs per token */
-	double hits;               /* expert-layer loads per token */
-	double phase_ms[N_PHASES]; /* per token */
-	double win_ms[3];          /* overlap window per token: pack+issue | cpu-rows | take */
-	double stream_gbs;         /* streamed slab bytes / timed seconds */
-	double reloads, reload_b;  /* CUDA_RELEASE_HOST reloads in the round, their bytes */
-};
-
-struct arm {
-	char name[128];
-	struct coli_opts opts;
-	coli_engine_t *e;
-	coli_cpu_pool_t *pool; /* for the host read, the engine's thread count */
-	int threads;
-	struct round r[MAX_ROUNDS];
-	/* medians */
-	double tok_s, tok_s_min, tok_s_max, host_gbs, tier_b[COLI_TIER_N], dense_b, uses, hits;
-	double stream_b, stream_copy_b;
-	int dense_dev;
-	double phase_ms[N_PHASES];
-	double win_ms[3], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
-	struct bench_bytes bytes;
-	struct bench_bound bound;
-	struct bench_bound ideal; /* stream: host bytes split so CPU and PCIe finish together */
-};
-
-struct run {
-	int prefill;
-	const char *model;
-	int tokens, prompt, rounds, warmup, json, disk_mib, read_mib, qd;
-	int *ids; /* [prompt] */
-	struct arm arm[MAX_ARMS];
-	int n_arms;
-	/* from the container */
-	uint64_t dense_call_bytes; /* dense tensors read per forward call */
-	uint64_t embd_row_bytes;   /* one tok_embd row (untied) */
-	uint64_t kv_row_bytes;     /* K + V of one position, all layers, fp32 */
-	uint64_t expert_off, expert_bytes, slab_bytes;
-	int n_moe_layers;
-	struct coli_model_config cfg;
-	double disk_gbs[MAX_ROUNDS];
-	struct bench_read_result disk;
-	struct bench_slabs slabs;  /* the disk term's pattern */
-	struct bench_extent *dext; /* [n_dext] slabs read per round */
-	size_t n_dext;
-	double disk_med;
-	int have_gpu;
-	struct bench_bw gpu;
-	/* bench stream (see the stream section below) */
-	int stream;
-	double vram_frac; /* VRAM expert budget, fraction of the expert bytes */
-	int heat_tokens;  /* greedy tokens that make the heat when no usage file exists */
-	char heat_from[4200];
-	char usage_cur[512], usage_snap[512]; /* the arms' usage file, the snapshot (as opts) */
-	const char *arm_list;
-	struct coli_opts base;
-	double expert_total_bytes;
-};
 
 static void help(FILE *f, const char *cmd)
 {
@@ -216,7 +147,7 @@ static int model_bytes(struct run *R)
 	return 0;
 }
 
-static int argmax(const float *v, int n)
+int bench_argmax(const float *v, int n)
 {
 	int b = 0;
 
@@ -227,7 +158,7 @@ static int argmax(const float *v, int n)
 }
 
 /* One timed round of arm a; fills *r. */
-static int round_body(struct run *R, struct arm *a, struct round *r, float *logits)
+int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits)
 {
 	struct coli_engine_stats s0, s1;
 	int V = R->cfg.vocab, n_tok, rc, id;
@@ -249,7 +180,7 @@ static int round_body(struct run *R, struct arm *a, struct round *r, float *logi
 	} else {
 		rc = 0;
 		for (int i = 0; i < R->tokens && !rc; i++) {
-			id = argmax(logits, V);
+			id = bench_argmax(logits, V);
 			rc = coli_engine_forward(a->e, &id, 1, logits, 0);
 		}
 		n_tok = R->tokens;
@@ -292,169 +223,6 @@ static int round_body(struct run *R, struct arm *a, struct round *r, float *logi
 	r->reloads = (double)(s1.reloads - s0.reloads);
 	r->reload_b = (double)(s1.reload_bytes - s0.reload_bytes);
 	return 0;
-}
-
-/* ---- bench stream: five fixed arms over one VRAM budget, each round on a
- * fresh engine that starts from the same heat ----
- *
- *   sync            COLI_GROUP_ASYNC=0, --stream off
- *   overlap         COLI_GROUP_ASYNC=1, --stream off
- *   overlap+stream  COLI_GROUP_ASYNC=1, --stream auto (the cost model's split)
- *   stream-only     COLI_GROUP_ASYNC=1, --stream only
- *   cpu-only        --vram-gb 0, --stream off
- *
- * VRAM: n = floor(--vram-frac x experts) slabs resident (default 25% of the
- * expert bytes); the staging slots of streaming arms come on top of an
- * explicit --vram-gb, so every arm but cpu-only holds the same experts. The rest is in RAM
- * (--ram-gb as given; default: no limit).
- *
- * Heat: the model's usage file (or --usage FILE) when it exists, else a
- * warm-up run of --heat-tokens greedy tokens on the cpu-only options; it is
- * snapshotted to MODEL.usage.bench-snapshot, and before every arm's round
- * restored to MODEL.usage.bench (coli_usage_copy, as `coli usage restore`),
- * which that round's engine opens with: VRAM placement and the RAM warm-up
- * reads start from the same heat whatever the arm before did. The prompt is
- * prefilled and the warm-up reads settle (coli_engine_settle) before the
- * clock starts. Both files are removed at the end. */
-
-static int stream_arm(struct run *R, struct arm *a, const char *name)
-{
-	double slab = (double)R->slab_bytes;
-	int total = (int)(R->expert_total_bytes / slab + 0.5), n_res = (int)(R->vram_frac * total);
-	double vram = (n_res + 0.5) * slab;
-
-	memset(a, 0, sizeof(*a));
-	snprintf(a->name, sizeof(a->name), "%s", name);
-	a->opts = R->base;
-	a->opts.group_async = strcmp(name, "sync") != 0;
-	snprintf(a->opts.stream, sizeof(a->opts.stream), "off");
-	a->opts.vram_gb = vram / 1e9;
-	if (!strcmp(name, "overlap+stream") || !strcmp(name, "stream-only")) {
-		snprintf(a->opts.stream, sizeof(a->opts.stream), "%s",
-		         !strcmp(name, "stream-only") ? "only" : "auto");
-	} else if (!strcmp(name, "cpu-only")) {
-		a->opts.vram_gb = 0;
-	} else if (strcmp(name, "sync") && strcmp(name, "overlap")) {
-		return tool_err("bench",
-		                "stream: unknown arm '%s' (sync, overlap, overlap+stream, "
-		                "stream-only, cpu-only)",
-		                name);
-	}
-	a->opts.ctx = R->prompt + R->tokens + 1;
-	snprintf(a->opts.usage, sizeof(a->opts.usage), "%s", R->usage_cur);
-	a->threads = a->opts.threads > 0 ? a->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	if (coli_cpu_pool_create(a->threads, &a->pool))
-		return tool_err("bench", "cannot start %d threads", a->threads);
-	return 0;
-}
-
-/* The heat every arm starts from (see above); also reads the config. */
-static int stream_heat(struct run *R)
-{
-	char err[1024], src[4200] = "";
-	struct coli_opts o = R->base;
-	coli_engine_t *e;
-	int have = 0, rc = 0, *ids, id, V;
-	float *logits;
-
-	if (snprintf(R->usage_snap, sizeof(R->usage_snap), "%s.usage.bench-snapshot", R->model) >=
-	    (int)sizeof(R->usage_snap))
-		return tool_err("bench", "stream: model path too long");
-	snprintf(R->usage_cur, sizeof(R->usage_cur), "%s.usage.bench", R->model);
-	if (R->base.usage[0] && strcmp(R->base.usage, "off") && strcmp(R->base.usage, "none"))
-		snprintf(src, sizeof(src), "%s", R->base.usage);
-	else if (!R->base.usage[0])
-		coli_usage_default_path(R->model, src, sizeof(src));
-	if (src[0] && access(src, R_OK) == 0) {
-		if (coli_usage_copy(R->model, src, R->usage_cur, err, sizeof(err)))
-			return tool_err("bench", "stream: heat from %s: %s", src, err);
-		snprintf(R->heat_from, sizeof(R->heat_from), "%s", src);
-		have = 1;
-	} else {
-		unlink(R->usage_cur);
-	}
-	o.vram_gb = 0;
-	snprintf(o.stream, sizeof(o.stream), "off");
-	snprintf(o.usage, sizeof(o.usage), "%s", R->usage_cur);
-	o.ctx = R->prompt + R->heat_tokens + 1;
-	if (coli_engine_open(R->model, &o, &e, err, sizeof(err)))
-		return tool_err("bench", "stream: %s", err);
-	R->cfg = *coli_engine_config(e);
-	V = R->cfg.vocab;
-	ids = malloc(sizeof(int) * (size_t)R->prompt);
-	logits = malloc(sizeof(float) * (size_t)V);
-	if (!have && ids && logits) {
-		for (int i = 0; i < R->prompt; i++) /* not a timed round's prompt */
-			ids[i] = (int)((3 + 104729ull * (uint64_t)i) % (uint64_t)V);
-		rc = coli_engine_forward(e, ids, R->prompt, logits, 0);
-		for (int i = 0; !rc && i < R->heat_tokens; i++) {
-			id = argmax(logits, V);
-			rc = coli_engine_forward(e, &id, 1, logits, 0);
-		}
-		snprintf(R->heat_from, sizeof(R->heat_from),
-		         "a warm-up of %d prompt + %d greedy tokens (cpu-only options)", R->prompt,
-		         R->heat_tokens);
-	}
-	if (!ids || !logits)
-		rc = -ENOMEM;
-	free(ids), free(logits);
-	coli_engine_close(e); /* writes the usage file */
-	if (rc)
-		return tool_err("bench", "stream: heat run: %s", strerror(-rc));
-	if (coli_usage_copy(R->model, R->usage_cur, R->usage_snap, err, sizeof(err)))
-		return tool_err("bench", "stream: snapshot: %s", err);
-	return 0;
-}
-
-static int stream_setup(struct run *R)
-{
-	char list[1024], *save = NULL;
-
-	if (!R->n_moe_layers || R->expert_total_bytes <= 0)
-		return tool_err("bench", "stream: %s has no routed experts", R->model);
-	if (strcmp(R->base.gpu, "sim")) {
-		const char *why = "";
-
-		if (!strcmp(R->base.gpu, "off") || coli_ptx_probe(&why) <= 0)
-			return tool_err("bench",
-			                "stream: no GPU to stream to (%s); --gpu sim runs the scheduler "
-			                "on a simulated device",
-			                strcmp(R->base.gpu, "off") ? why : "--gpu off");
-	}
-	if (stream_heat(R))
-		return 1;
-	snprintf(list, sizeof(list), "%s",
-	         R->arm_list ? R->arm_list : "sync,overlap,overlap+stream,stream-only,cpu-only");
-	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (R->n_arms == MAX_ARMS)
-			return tool_err("bench", "at most %d arms", MAX_ARMS);
-		if (stream_arm(R, &R->arm[R->n_arms++], t))
-			return 1;
-	}
-	return 0;
-}
-
-/* A stream round: the snapshot restored, a fresh engine, the round, closed. */
-static int run_round(struct run *R, struct arm *a, struct round *r, float *logits)
-{
-	char err[1024];
-	int rc;
-
-	if (!R->stream)
-		return round_body(R, a, r, logits);
-	if (coli_usage_copy(R->model, R->usage_snap, R->usage_cur, err, sizeof(err))) {
-		tool_err("bench", "stream: restoring the heat: %s", err);
-		return -EIO;
-	}
-	rc = coli_engine_open(R->model, &a->opts, &a->e, err, sizeof(err));
-	if (rc) {
-		tool_err("bench", "arm '%s': %s", a->name, err);
-		return rc;
-	}
-	rc = round_body(R, a, r, logits);
-	coli_engine_close(a->e);
-	a->e = NULL;
-	return rc;
 }
 
 static double med_of(struct arm *a, int n, size_t off)
@@ -598,52 +366,6 @@ static void print_table(struct run *R)
 	       "ratio = achieved / bound.\n");
 }
 
-static void print_stream_table(struct run *R)
-{
-	int total = (int)(R->expert_total_bytes / R->slab_bytes + 0.5);
-
-	printf("coli bench stream: %s, %s %s, %d layers, top-%d of %d experts, slab %.2f MB\n",
-	       R->model, R->cfg.model_type, coli_dtype_name(R->cfg.quant), R->cfg.n_layers,
-	       R->cfg.top_k, R->cfg.n_experts, R->slab_bytes / 1e6);
-	printf("device %s; VRAM: %d of %d experts resident (%.0f%% of %.2f GB) in every arm but "
-	       "cpu-only, + %d staging slabs in streaming arms; the rest in RAM\n",
-	       R->base.gpu, (int)(R->vram_frac * total), total, 100 * R->vram_frac,
-	       R->expert_total_bytes / 1e9, R->base.stream_slots);
-	printf("heat: %s, restored before every round of every arm\n", R->heat_from);
-	printf("prompt %d, %d greedy decode tokens per round; %d warm-up + %d interleaved rounds; "
-	       "medians [min..max]\n",
-	       R->prompt, R->tokens, R->warmup, R->rounds);
-	if (R->disk_mib)
-		printf("disk %.2f GB/s (%s); ", R->disk_med,
-		       R->disk.direct ? "O_DIRECT" : "BUFFERED");
-	if (R->have_gpu && strcmp(R->base.gpu, "sim"))
-		printf("GPU 0: pinned H2D %.1f GB/s, device memory %.0f GB/s\n\n", R->gpu.pcie_gbs,
-		       R->gpu.hbm_gbs);
-	else
-		printf("no GPU measured (sim: every byte is a CPU byte)\n\n");
-	printf("%-15s %8s %15s %8s %8s %8s %8s %7s %9s %9s %8s %9s %-4s %6s %9s %6s\n", "arm",
-	       "tok/s", "[min..max]", "vram MB", "ram MB", "disk MB", "strm MB", "strm GB/s",
-	       "pack+iss", "cpu-rows", "take", "bound t/s", "by", "ratio", "ideal t/s", "ratio");
-	for (int i = 0; i < R->n_arms; i++) {
-		struct arm *a = &R->arm[i];
-		char spread[40];
-
-		snprintf(spread, sizeof(spread), "[%.2f..%.2f]", a->tok_s_min, a->tok_s_max);
-		printf("%-15s %8.2f %15s %8.2f %8.2f %8.2f %8.2f %9.2f %9.3f %9.3f %8.3f %9.2f "
-		       "%-4s %6.3f %9.2f %6.3f\n",
-		       a->name, a->tok_s, spread, a->tier_b[COLI_TIER_VRAM] / 1e6,
-		       a->tier_b[COLI_TIER_RAM] / 1e6, a->tier_b[COLI_TIER_DISK] / 1e6,
-		       a->stream_b / 1e6, a->stream_gbs, a->win_ms[0], a->win_ms[1], a->win_ms[2],
-		       1.0 / a->bound.bound_s, bench_term_name[a->bound.dominant],
-		       a->tok_s * a->bound.bound_s, 1.0 / a->ideal.bound_s,
-		       a->tok_s * a->ideal.bound_s);
-	}
-	printf("\nMB = 1e6 bytes per token (strm: streamed, part of ram + disk); pack+iss | "
-	       "cpu-rows | take: the MoE overlap window, ms per token; bound: this arm's split "
-	       "(cpu = CPU rows, pcie = streamed, hbm = VRAM); ideal: RAM-tier bytes split so CPU "
-	       "and PCIe finish together, B_ram / (BW_cpu + BW_pcie); ratio = achieved / bound.\n");
-}
-
 static void print_json(struct run *R)
 {
 	printf("{\"bench\": \"%s\", \"model\": \"%s\", \"arch\": \"%s\", \"quant\": \"%s\", "
@@ -708,15 +430,16 @@ static void print_json(struct run *R)
 		if (R->stream)
 			printf(
 			    ",\n   \"group_async\": %d, \"stream\": \"%s\", \"vram_gb\": %.6g, "
-			    "\"stream_bytes_per_token\": %.1f, \"stream_copy_bytes_per_token\": %.1f, "
+			    "\"stream_bytes_per_token\": %.1f, \"stream_copy_bytes_per_token\": "
+			    "%.1f, "
 			    "\"stream_gbs\": %.4f,\n   "
 			    "\"overlap_window_ms_per_token\": {\"pack_issue\": %.4f, \"cpu_rows\": "
 			    "%.4f, \"take\": %.4f},\n   \"ideal_bound_term\": "
 			    "\"%s\", \"ideal_bound_tok_s\": %.6g, \"ideal_ratio\": %.6g",
 			    a->opts.group_async, a->opts.stream, a->opts.vram_gb, a->stream_b,
-			    a->stream_copy_b, a->stream_gbs, a->win_ms[0], a->win_ms[1], a->win_ms[2],
-			    bench_term_name[a->ideal.dominant], 1.0 / a->ideal.bound_s,
-			    a->tok_s * a->ideal.bound_s);
+			    a->stream_copy_b, a->stream_gbs, a->win_ms[0], a->win_ms[1],
+			    a->win_ms[2], bench_term_name[a->ideal.dominant],
+			    1.0 / a->ideal.bound_s, a->tok_s * a->ideal.bound_s);
 		printf("}");
 	}
 	printf("\n ]");
@@ -856,7 +579,7 @@ int bench_run_main(int argc, char **argv)
 	rc = parse(R, argc, argv, &arms);
 	if (rc)
 		goto out;
-	rc = R->stream ? model_bytes(R) || stream_setup(R) : open_arms(R) || model_bytes(R);
+	rc = R->stream ? model_bytes(R) || bench_stream_setup(R) : open_arms(R) || model_bytes(R);
 	if (rc)
 		goto out;
 	if (R->disk_mib && R->expert_bytes) {
@@ -887,7 +610,8 @@ int bench_run_main(int argc, char **argv)
 			struct arm *a = &R->arm[i];
 			struct round tmp, *r = k >= 0 ? &a->r[k] : &tmp;
 
-			rc = run_round(R, a, r, logits);
+			rc = R->stream ? bench_stream_round(R, a, r, logits)
+			               : bench_round_body(R, a, r, logits);
 			if (rc) {
 				rc = tool_err("bench", "arm '%s': forward failed: %s", a->name,
 				              strerror(-rc));
@@ -915,7 +639,7 @@ int bench_run_main(int argc, char **argv)
 	if (R->json)
 		print_json(R);
 	else if (R->stream)
-		print_stream_table(R);
+		bench_stream_table(R);
 	else
 		print_table(R);
 out:

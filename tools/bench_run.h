@@ -1,0 +1,93 @@
+/*
+ * tools/bench_run.h — private to tools/bench_run.c (decode, prefill: arms,
+ * rounds, medians, the bound, the report) and tools/bench_stream.c (the
+ * stream benchmark's arms, heat and table on top of them).
+ */
+#ifndef COLI_TOOLS_BENCH_RUN_H
+#define COLI_TOOLS_BENCH_RUN_H
+
+#include "core/coli.h"
+#include "tools/bench.h"
+
+#define MAX_ARMS   16
+#define MAX_ROUNDS 101
+#define N_PHASES   5
+
+struct round {
+	double tok_s, host_gbs;
+	double tier_b[COLI_TIER_N]; /* bytes per token */
+	double dense_b;
+	double stream_b;           /* streamed slab bytes per token (part of tier_b RAM/DISK) */
+	double stream_copy_b;      /* of which copied over PCIe (the rest hit staged copies) */
+	int dense_dev;             /* the dense part ran on a device */
+	double uses;               /* routed (token, expert) pairs per token */
+	double hits;               /* expert-layer loads per token */
+	double phase_ms[N_PHASES]; /* per token */
+	double win_ms[3];          /* overlap window per token: pack+issue | cpu-rows | take */
+	double stream_gbs;         /* streamed slab bytes / timed seconds */
+	double reloads, reload_b;  /* CUDA_RELEASE_HOST reloads in the round, their bytes */
+};
+
+struct arm {
+	char name[128];
+	struct coli_opts opts;
+	coli_engine_t *e;
+	coli_cpu_pool_t *pool; /* for the host read, the engine's thread count */
+	int threads;
+	struct round r[MAX_ROUNDS];
+	/* medians */
+	double tok_s, tok_s_min, tok_s_max, host_gbs, tier_b[COLI_TIER_N], dense_b, uses, hits;
+	double stream_b, stream_copy_b;
+	int dense_dev;
+	double phase_ms[N_PHASES];
+	double win_ms[3], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
+	struct bench_bytes bytes;
+	struct bench_bound bound;
+	struct bench_bound ideal; /* stream: host bytes split so CPU and PCIe finish together */
+};
+
+struct run {
+	int prefill;
+	const char *model;
+	int tokens, prompt, rounds, warmup, json, disk_mib, read_mib, qd;
+	int *ids; /* [prompt] */
+	struct arm arm[MAX_ARMS];
+	int n_arms;
+	/* from the container */
+	uint64_t dense_call_bytes; /* dense tensors read per forward call */
+	uint64_t embd_row_bytes;   /* one tok_embd row (untied) */
+	uint64_t kv_row_bytes;     /* K + V of one position, all layers, fp32 */
+	uint64_t expert_off, expert_bytes, slab_bytes;
+	int n_moe_layers;
+	struct coli_model_config cfg;
+	double disk_gbs[MAX_ROUNDS];
+	struct bench_read_result disk;
+	struct bench_slabs slabs;  /* the disk term's pattern */
+	struct bench_extent *dext; /* [n_dext] slabs read per round */
+	size_t n_dext;
+	double disk_med;
+	int have_gpu;
+	struct bench_bw gpu;
+	/* bench stream (see the stream section below) */
+	int stream;
+	double vram_frac; /* VRAM expert budget, fraction of the expert bytes */
+	int heat_tokens;  /* greedy tokens that make the heat when no usage file exists */
+	char heat_from[4200];
+	char usage_cur[512], usage_snap[512]; /* the arms' usage file, the snapshot (as opts) */
+	const char *arm_list;
+	struct coli_opts base;
+	double expert_total_bytes;
+};
+
+/* bench_run.c */
+int bench_argmax(const float *v, int n);
+/* One timed round of arm a on its open engine (decode or prefill). */
+int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits);
+
+/* bench_stream.c */
+int bench_stream_setup(struct run *R); /* heat snapshot and the arms; 0 or 1 (said) */
+/* A stream round: the snapshot restored, a fresh engine, the round, closed. */
+int bench_stream_round(struct run *R, struct arm *a, struct round *r, float *logits);
+void bench_stream_table(struct run *R);
+
+#endif
