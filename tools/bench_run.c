@@ -1,7 +1,8 @@
 /*
  * tools/bench_run.c — `coli bench decode|prefill -m MODEL [--arms A,B,...]`:
  * tokens per second per arm, next to the bound of DESIGN.md's performance
- * model computed from bandwidths measured in the same run.
+ * model computed from bandwidths measured in the same run. `coli bench
+ * stream` runs through here too with fixed arms (tools/bench_stream.c).
  *
  * Arms. An arm is a set of engine options written as the flags without
  * dashes, '+' between several: "ram-gb=0", "ram-gb=2+threads=1". Each arm
@@ -20,8 +21,8 @@
  * rounds, with min and max as the spread.
  *
  * Bytes per token (coli_engine_stats deltas over the timed part):
- *   ram, disk, vram   slab bytes each tier served (the tier manager fills
- *                     them; until #5 every expert is a RAM hit via the mmap)
+ *   ram, disk, vram   slab bytes each tier served (the tier manager and
+ *                     the devices fill them)
  *   dense             every dense tensor read once per forward call (tok_embd
  *                     only its rows unless tied), plus the KV cache the
  *                     attention reads, divided by the tokens of the call
@@ -33,8 +34,9 @@
  *                                pattern (a sequential read is slower than
  *                                that on some disks, and then the streamer
  *                                beat the "bound")
- * With a GPU path (bench_gpu_bw measured), the lead's placement decides
- * which bytes go to hbm and pcie; the structure is here (bench_bound).
+ * With a GPU (bench_gpu_bw measured): VRAM-resident slabs and a device
+ * dense part are hbm bytes, slabs copied to staging are pcie bytes (and hbm
+ * once there); a simulated device's bytes are all cpu bytes.
  * Prefill's bound is memory-only: large prompts become compute bound, so
  * its ratio is expected well below 1.
  */
