@@ -271,6 +271,7 @@ struct coli_gen_stats {
 	/* the MoE overlap window over the decode steps only (see
 	 * coli_engine_stats.moe_*_s), and how many forward calls they were */
 	double decode_issue_s, decode_plan_s, decode_slabs_s, decode_cpu_s, decode_take_s;
+	double decode_dev_busy_s;
 	int decode_steps;
 };
 /* Called for every generated token with its decoded UTF-8 text (complete
@@ -310,6 +311,7 @@ struct coli_engine_stats {
 	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */
 	double moe_issue_s, moe_cpu_s, moe_take_s;
 	double moe_plan_s, moe_slabs_s; /* inside pack+issue: route+plan, pinning host slabs */
+	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */
 	uint64_t vram_swaps; /* experts swapped into VRAM between tokens */
 	/* faults (core/moe.c): a device's layer failing when queued (issue: the
 	 * layer's share goes to the CPU) or when collected (take: its experts are

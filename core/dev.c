@@ -102,6 +102,16 @@ int coli_dev_stage_landed(struct coli_dev *d, int slot)
 	return rc < 0 ? (fail(d, rc, "staging query"), 1) : rc;
 }
 
+int coli_dev_mark(struct coli_dev *d, int slot)
+{
+	CHECKED(d->ops->mark(d, slot), "event record");
+}
+
+int coli_dev_elapsed(struct coli_dev *d, int from, int to, double *s)
+{
+	CHECKED(d->ops->elapsed(d, from, to, s), "event timing");
+}
+
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 {
 	CHECKED(d->ops->download_async(d, dst, src, n), "download");

@@ -52,6 +52,10 @@ struct coli_dev_ops {
 	int (*stage_use)(struct coli_dev *d, int slot);  /* compute waits for the copy */
 	int (*stage_done)(struct coli_dev *d, int slot); /* readers of slot are queued */
 	int (*stage_landed)(struct coli_dev *d, int slot); /* 1 landed, 0 in flight */
+	/* timing marks on the compute stream (--profile): record mark `slot`;
+	 * the seconds between two recorded marks (waits for the second) */
+	int (*mark)(struct coli_dev *d, int slot);
+	int (*elapsed)(struct coli_dev *d, int from, int to, double *s);
 	/* the dense part (all async; rows are tokens, fp32) */
 	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
 	int (*rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
@@ -109,6 +113,8 @@ int coli_dev_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *
 int coli_dev_stage_use(struct coli_dev *d, int slot);
 int coli_dev_stage_done(struct coli_dev *d, int slot);
 int coli_dev_stage_landed(struct coli_dev *d, int slot);
+int coli_dev_mark(struct coli_dev *d, int slot);
+int coli_dev_elapsed(struct coli_dev *d, int from, int to, double *s);
 
 /* The dense part: checked like the rest (each counts as a launch). */
 int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);

@@ -136,6 +136,19 @@ static int g_stage_landed(struct coli_dev *d, int slot)
 	return coli_gpu_stage_landed(G(d), slot);
 }
 
+static int g_mark(struct coli_dev *d, int slot)
+{
+	return coli_gpu_mark(G(d), slot);
+}
+static int g_elapsed(struct coli_dev *d, int from, int to, double *s)
+{
+	float ms = 0;
+	int rc = coli_gpu_elapsed_ms(G(d), from, to, &ms);
+
+	*s = ms / 1e3;
+	return rc;
+}
+
 static void g_close(struct coli_dev *d)
 {
 	coli_mem_unregister_hook(g_reg_hook, G(d));
@@ -162,6 +175,8 @@ static const struct coli_dev_ops g_gpu_ops = {
     .stage_use = g_stage_use,
     .stage_done = g_stage_done,
     .stage_landed = g_stage_landed,
+    .mark = g_mark,
+    .elapsed = g_elapsed,
     .copy = g_copy,
     .rmsnorm = g_rmsnorm,
     .add_bias = g_add_bias,

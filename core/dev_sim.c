@@ -14,13 +14,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/dev.h"
 
+#define SIM_MARKS 8
+
 struct sim {
 	size_t mem_bytes, used;
 	int latency_us; /* each sync takes this long: device time the host can overlap */
+	double marks[SIM_MARKS];
 };
 
 static int s_mem_info(struct coli_dev *d, size_t *f, size_t *t)
@@ -290,6 +294,28 @@ static int s_stage_landed(struct coli_dev *d, int slot)
 	return 1;
 }
 
+/* Marks: the host clock when recorded (the sim computes as it is called). */
+static int s_mark(struct coli_dev *d, int slot)
+{
+	struct sim *s = d->impl;
+	struct timespec ts;
+
+	if (slot < 0 || slot >= SIM_MARKS)
+		return -EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->marks[slot] = ts.tv_sec + ts.tv_nsec * 1e-9;
+	return 0;
+}
+static int s_elapsed(struct coli_dev *d, int from, int to, double *t)
+{
+	struct sim *s = d->impl;
+
+	if (from < 0 || from >= SIM_MARKS || to < 0 || to >= SIM_MARKS)
+		return -EINVAL;
+	*t = s->marks[to] - s->marks[from];
+	return 0;
+}
+
 static const struct coli_dev_ops g_sim_ops = {
     .kind = "sim",
     .mem_info = s_mem_info,
@@ -309,6 +335,8 @@ static const struct coli_dev_ops g_sim_ops = {
     .stage_use = s_stage_nop,
     .stage_done = s_stage_nop,
     .stage_landed = s_stage_landed,
+    .mark = s_mark,
+    .elapsed = s_elapsed,
     .copy = s_d2d,
     .rmsnorm = s_rmsnorm,
     .add_bias = s_add_bias,

@@ -82,6 +82,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	st->decode_slabs_s = e->est.moe_slabs_s - e1.moe_slabs_s;
 	st->decode_cpu_s = e->est.moe_cpu_s - e1.moe_cpu_s;
 	st->decode_take_s = e->est.moe_take_s - e1.moe_take_s;
+	st->decode_dev_busy_s = e->est.dev_busy_s - e1.dev_busy_s;
 	st->decode_steps = (int)(e->est.tokens - e1.tokens);
 	st->expert_calls = e->est.expert_uses - e0.expert_uses;
 	st->expert_bytes = 0;

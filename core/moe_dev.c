@@ -631,8 +631,10 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	v->P = P;
 	if (!P)
 		return 0;
+	if (e->opts.profile || e->opts.cuda_profile) /* the device's expert work, timed */
+		rc = coli_dev_mark(v->dev, 0);
 	if (quant) {
-		rc = coli_dev_upload_async(v->dev, v->xq, v->sx_q, (size_t)P * H);
+		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xq, v->sx_q, (size_t)P * H);
 		rc =
 		    rc ? rc : coli_dev_upload_async(v->dev, v->xd, v->sx_d, (size_t)P * H / 32 * 4);
 		rc = rc ? rc
@@ -661,6 +663,8 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	}
 	if (e->moe_on_dense != d) /* else the dense part reads v->y where it is */
 		rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
+	if (e->opts.profile || e->opts.cuda_profile)
+		rc = rc ? rc : coli_dev_mark(v->dev, 1);
 	e->est.h2d_bytes += v->streamed_bytes;
 	e->est.stream_copy_bytes += v->streamed_bytes;
 	v->t_issue = t_start;
@@ -687,6 +691,14 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	rc = e->moe_on_dense == d ? 0 : coli_dev_sync(v->dev);
 	if (rc)
 		return rc;
+	if (e->opts.profile || e->opts.cuda_profile) { /* waits for the mark: profile only */
+		double busy = 0;
+
+		rc = coli_dev_elapsed(v->dev, 0, 1, &busy);
+		if (rc)
+			return rc;
+		e->est.dev_busy_s += busy;
+	}
 	/* recalibrate only when the device was the critical path: then the time
 	 * from issue to now is the device's (copies + compute) */
 	if (v->streamed_bytes && coli_now_s() - t0 > 50e-6) {
