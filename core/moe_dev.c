@@ -49,6 +49,8 @@
 #include "mem/mem.h"
 
 #define RESERVE_BYTES ((size_t)512 << 20) /* left free on a device when no budget is given */
+#define MARK_ISSUE    0 /* --profile: the device reaches a layer's expert work */
+#define MARK_DONE     1 /* ... and finishes it */
 
 static size_t quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
 {
@@ -632,7 +634,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	if (!P)
 		return 0;
 	if (e->opts.profile || e->opts.cuda_profile) /* the device's expert work, timed */
-		rc = coli_dev_mark(v->dev, 0);
+		rc = coli_dev_mark(v->dev, MARK_ISSUE);
 	if (quant) {
 		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xq, v->sx_q, (size_t)P * H);
 		rc =
@@ -664,7 +666,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	if (e->moe_on_dense != d) /* else the dense part reads v->y where it is */
 		rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
 	if (e->opts.profile || e->opts.cuda_profile)
-		rc = rc ? rc : coli_dev_mark(v->dev, 1);
+		rc = rc ? rc : coli_dev_mark(v->dev, MARK_DONE);
 	e->est.h2d_bytes += v->streamed_bytes;
 	e->est.stream_copy_bytes += v->streamed_bytes;
 	v->t_issue = t_start;
@@ -694,7 +696,7 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	if (e->opts.profile || e->opts.cuda_profile) { /* waits for the mark: profile only */
 		double busy = 0;
 
-		rc = coli_dev_elapsed(v->dev, 0, 1, &busy);
+		rc = coli_dev_elapsed(v->dev, MARK_ISSUE, MARK_DONE, &busy);
 		if (rc)
 			return rc;
 		e->est.dev_busy_s += busy;
