@@ -10,13 +10,15 @@
  * gate/up/down offsets are the container's. where[l][e] says which device
  * holds an expert (-1: host).
  *
- * A layer on device d (all launches on d's one stream, nothing waits):
+ * A layer on device d (compute stream, nothing waits on the host):
  *   upload   pair activations, gathered per expert   [P][H] int8 + scales, or f32
- *   gemv     gate and up of every resident expert     -> g, u [P][I]   (one launch)
- *   silu     h = silu(g) * u                           [P][I]          (one launch)
+ *   then per wave of experts (one wave at decode, see Streaming):
+ *   gemv     gate and up of the wave's experts        -> g, u [P][I]   (one launch)
+ *   silu     h = silu(g) * u over the wave's rows      [P][I]          (one launch)
  *   quant    h -> int8 per 32-block (q8/q4 models)                     (one launch)
- *   gemv     down of every resident expert             -> y [P][H]     (one launch)
- *   download y to host staging
+ *   gemv     down of the wave's experts                -> y [P][H]     (one launch)
+ *   download y to host staging (not when every pair is on the device that
+ *            holds the dense part: core/forward_dev.c reads y where it is)
  * An expert with COLI_GPU_GEMM_MIN_S pairs or more (prefill) runs its
  * matrices as tensor-core GEMM jobs instead (ptx/gemm.cu: q8/q4 bit-identical
  * to the GEMV, bf16 within rounding), in one more launch next to each gemv.
@@ -25,13 +27,16 @@
  * whoever computed them, so the bits do not depend on placement.
  *
  * Streaming: a RAM-tier expert assigned to a device by the cost model
- * (core/moe.c) is copied into one of the device's staging slots with an
- * async upload queued before the launches that read it; on one stream the
- * copy-then-compute order needs no event, and a slot is never rewritten
- * while a queued launch still reads it because the next copy into it is
- * queued after that launch. The cost model's bandwidths: streaming is timed
- * at open (a slab-sized upload) and recalibrated at every take that had to
- * wait (then the device time is known); CPU rows are timed as they run.
+ * (core/moe.c) is computed from one of the device's staging slots, an LRU
+ * cache tagged (layer, expert). Copies run on the device's copy stream;
+ * per slot, a *full* event orders copy -> compute and a *free* event orders
+ * the last reader -> the next copy (ptx/gpu.c). After a layer's issue the
+ * router lookahead's guess for the next MoE layer is staged (prefetch), its
+ * slabs pinned in RAM until the copies land. A layer with more new copies
+ * than half the free slots goes in waves that reuse the slots of the wave
+ * before. The cost model's bandwidths: streaming is timed at open (a
+ * slab-sized upload) and recalibrated at every take that had to wait (then
+ * the device time is known); CPU rows are timed as they run.
  *
  * CUDA_RELEASE_HOST=1: once a slab is resident (placement, or a swap in
  * adapt), its host copies are dropped (core/tiers.c: RAM slot, mapping,
