@@ -1,12 +1,19 @@
 /*
  * ptx/gpu.c — one CUDA device as coli uses it: a context, the embedded PTX
- * module with its kernel handles, one stream, a device buffer for GEMV job
- * tables, and a few events for profiling.
+ * modules with their kernel handles, two streams (compute; copy, for the
+ * staging slots of streamed slabs, ordered by per-slot events), a ring of
+ * mapped page-locked memory for large GEMV job tables, the host regions
+ * registered with it, and a few events for profiling.
  *
- * Kernel launches go through cuLaunchKernel with the argument-pointer array;
- * the GEMV job table is copied to the device on the same stream just before
- * the launch that reads it, so stream order keeps a later call from
- * overwriting a table an earlier launch still reads.
+ * Nothing on the compute stream uses the copy engine while the copy stream
+ * may be busy with slabs (it would queue behind them), and no asynchronous
+ * copy reads pageable memory (CUDA makes that wait for the stream to drain):
+ *   - GEMV job tables of up to COLI_GPU_INL_JOBS jobs ride in the launch's
+ *     parameters; larger ones are read in place from the mapped ring, whose
+ *     segments are reused only after an event says the stream left them;
+ *   - uploads of up to PULL_MAX bytes from a registered region are pulled
+ *     by a kernel (coli_pull) reading the mapped host pages.
+ * Kernel launches go through cuLaunchKernel with the argument-pointer array.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -5,7 +5,8 @@
  * build time or without a driver at run time, coli_ptx_probe says why and
  * the engine runs on the CPU.
  *
- * A coli_gpu_t is one device: its context, the kernel module, one stream.
+ * A coli_gpu_t is one device: its context, the kernel modules, a compute
+ * and a copy stream (ptx/gpu.c says what may go where).
  * Device addresses are plain uint64_t above ptx/. Every call returns 0 or
  * -errno (CUDA errors are logged by name here). Calls on one coli_gpu_t must
  * come from one thread at a time.
