@@ -24,43 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx/ptx.h"
-
-static uint64_t g_rng = 0x2545f4914f6cdd1dULL;
-
-static float frand(void) /* uniform [-1, 1) */
-{
-	g_rng ^= g_rng << 13;
-	g_rng ^= g_rng >> 7;
-	g_rng ^= g_rng << 17;
-	return (float)((g_rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
-
-static coli_gpu_t *g_gpu;
+#include "ptx_test.h"
 
 #define DP(a) ((uintptr_t)(a))
-
-static uint64_t dev_copy(const void *p, size_t n)
-{
-	uint64_t d = 0;
-
-	if (coli_gpu_alloc(g_gpu, n ? n : 1, &d) || (n && coli_gpu_upload(g_gpu, d, p, n))) {
-		fprintf(stderr, "device allocation/upload of %zu bytes failed\n", n);
-		exit(1);
-	}
-	return d;
-}
-
-static uint64_t dev_poison(size_t n)
-{
-	uint64_t d = 0;
-
-	if (coli_gpu_alloc(g_gpu, n ? n : 1, &d) || coli_gpu_memset(g_gpu, d, 0xff, n)) {
-		fprintf(stderr, "device allocation of %zu bytes failed\n", n);
-		exit(1);
-	}
-	return d;
-}
 
 static void *xmalloc(size_t n)
 {
@@ -667,19 +633,10 @@ static int bench(int ops_only)
 
 int main(int argc, char **argv)
 {
-	const char *why;
-	char err[512] = "";
-	int n = coli_ptx_probe(&why), rc = 0;
+	int rc = ptx_test_open();
 
-	if (n == 0) {
-		printf("no GPU: %s\n", why);
-		return 77;
-	}
-	if (coli_gpu_open(0, &g_gpu, err, sizeof(err))) {
-		printf("GPU 0 did not open: %s\n", err);
-		return 1;
-	}
-	printf("device: %s\n", coli_gpu_name(g_gpu));
+	if (rc)
+		return rc;
 	if (argc > 1 && !strcmp(argv[1], "--bench")) {
 		rc = bench(argc > 2 && !strcmp(argv[2], "ops"));
 		coli_gpu_close(g_gpu);

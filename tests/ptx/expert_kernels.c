@@ -17,39 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx/ptx.h"
-
-static uint64_t g_rng = 0x9e3779b97f4a7c15ULL;
-
-static float frand(void) /* uniform [-1, 1) */
-{
-	g_rng ^= g_rng << 13;
-	g_rng ^= g_rng >> 7;
-	g_rng ^= g_rng << 17;
-	return (float)((g_rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
-
-static coli_gpu_t *g_gpu;
-
-static uint64_t dev_copy(const void *p, size_t n)
-{
-	uint64_t d = 0;
-
-	if (coli_gpu_alloc(g_gpu, n ? n : 1, &d) || (n && coli_gpu_upload(g_gpu, d, p, n))) {
-		fprintf(stderr, "device allocation/upload of %zu bytes failed\n", n);
-		exit(1);
-	}
-	return d;
-}
-
-static uint64_t dev_poison(size_t n)
-{
-	uint64_t d = 0;
-
-	if (coli_gpu_alloc(g_gpu, n, &d) || coli_gpu_memset(g_gpu, d, 0xff, n))
-		exit(1);
-	return d;
-}
+#define PTX_TEST_SEED 0x9e3779b97f4a7c15ULL
+#include "ptx_test.h"
 
 static int compare(const char *what, const float *got, const float *want, size_t n)
 {
@@ -233,19 +202,10 @@ static int test_gemv(enum coli_dtype t)
 
 int main(void)
 {
-	const char *why;
-	char err[512] = "";
-	int n = coli_ptx_probe(&why), rc = 0;
+	int rc = ptx_test_open();
 
-	if (n == 0) {
-		printf("no GPU: %s\n", why);
-		return 77;
-	}
-	if (coli_gpu_open(0, &g_gpu, err, sizeof(err))) {
-		printf("GPU 0 did not open: %s\n", err);
-		return 1;
-	}
-	printf("device: %s\n", coli_gpu_name(g_gpu));
+	if (rc)
+		return rc;
 	rc |= test_act_quantize();
 	rc |= test_silu();
 	rc |= test_gemv(COLI_DTYPE_Q8_0);

@@ -1,0 +1,75 @@
+/*
+ * tests/ptx/ptx_test.h — what the GPU kernel tests share: a xorshift draw,
+ * the device (GPU 0, or exit 77 with one line saying why there is none), and
+ * device buffers filled from the host or poisoned (0xff bytes = NaN floats).
+ * Define PTX_TEST_SEED before including to pick the draw's seed.
+ */
+#ifndef COLI_TESTS_PTX_TEST_H
+#define COLI_TESTS_PTX_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ptx/ptx.h"
+
+#ifndef PTX_TEST_SEED
+#define PTX_TEST_SEED 0x2545f4914f6cdd1dULL
+#endif
+
+static uint64_t g_rng = PTX_TEST_SEED;
+static coli_gpu_t *g_gpu;
+
+static uint64_t rnd(void)
+{
+	g_rng ^= g_rng << 13;
+	g_rng ^= g_rng >> 7;
+	g_rng ^= g_rng << 17;
+	return g_rng;
+}
+
+static float frand(void) /* uniform [-1, 1) */
+{
+	return (float)((rnd() >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+
+/* Opens GPU 0 into g_gpu: 0, or the exit code (77 none here, 1 failed). */
+static int ptx_test_open(void)
+{
+	const char *why;
+	char err[512] = "";
+
+	if (coli_ptx_probe(&why) == 0) {
+		printf("no GPU: %s\n", why);
+		return 77;
+	}
+	if (coli_gpu_open(0, &g_gpu, err, sizeof(err))) {
+		printf("GPU 0 did not open: %s\n", err);
+		return 1;
+	}
+	printf("device: %s\n", coli_gpu_name(g_gpu));
+	return 0;
+}
+
+static uint64_t dev_copy(const void *p, size_t n)
+{
+	uint64_t d = 0;
+
+	if (coli_gpu_alloc(g_gpu, n ? n : 1, &d) || (n && coli_gpu_upload(g_gpu, d, p, n))) {
+		fprintf(stderr, "device allocation/upload of %zu bytes failed\n", n);
+		exit(1);
+	}
+	return d;
+}
+
+static uint64_t dev_poison(size_t n)
+{
+	uint64_t d = 0;
+
+	if (coli_gpu_alloc(g_gpu, n ? n : 1, &d) || coli_gpu_memset(g_gpu, d, 0xff, n)) {
+		fprintf(stderr, "device allocation of %zu bytes failed\n", n);
+		exit(1);
+	}
+	return d;
+}
+
+#endif
