@@ -12,16 +12,6 @@
  */
 #include "fixture_util.h"
 
-static int argmax(const float *x, int n)
-{
-	int b = 0;
-
-	for (int i = 1; i < n; i++)
-		if (x[i] > x[b])
-			b = i;
-	return b;
-}
-
 static coli_engine_t *open_model(const char *path)
 {
 	struct coli_opts o;
@@ -52,7 +42,7 @@ static int greedy(const char *name, const char *path)
 	if (coli_engine_forward(e, ids, n, logits, 0))
 		return 1;
 	for (int i = 0; i < ng; i++) {
-		int id = argmax(logits, c->vocab);
+		int id = fx_argmax(logits, c->vocab);
 
 		if (margin[i] < 1e-2f)
 			break;

@@ -34,16 +34,6 @@ static int run_logits(const char *path, const int *ids, int n, float *out)
 	return rc;
 }
 
-static int argmax(const float *x, int n)
-{
-	int b = 0;
-
-	for (int i = 1; i < n; i++)
-		if (x[i] > x[b])
-			b = i;
-	return b;
-}
-
 /* KL(p || q) of softmax(a), softmax(b) in nats. */
 static double kl(const float *a, const float *b, int n)
 {
@@ -120,15 +110,17 @@ int main(void)
 			maxref = mr > maxref ? mr : maxref;
 			maxd = md > maxd ? md : maxd;
 			if (!strcmp(names[f], "demo")) {
-				d8 +=
-				    argmax(l8 + (size_t)t * V, V) == argmax(l16 + (size_t)t * V, V);
-				d4 +=
-				    argmax(l4 + (size_t)t * V, V) == argmax(l16 + (size_t)t * V, V);
+				d8 += fx_argmax(l8 + (size_t)t * V, V) ==
+				      fx_argmax(l16 + (size_t)t * V, V);
+				d4 += fx_argmax(l4 + (size_t)t * V, V) ==
+				      fx_argmax(l16 + (size_t)t * V, V);
 				dn++;
 				continue;
 			}
-			q8_agree += argmax(l8 + (size_t)t * V, V) == argmax(l16 + (size_t)t * V, V);
-			q4_agree += argmax(l4 + (size_t)t * V, V) == argmax(l16 + (size_t)t * V, V);
+			q8_agree +=
+			    fx_argmax(l8 + (size_t)t * V, V) == fx_argmax(l16 + (size_t)t * V, V);
+			q4_agree +=
+			    fx_argmax(l4 + (size_t)t * V, V) == fx_argmax(l16 + (size_t)t * V, V);
 			q4_kl += kl(l16 + (size_t)t * V, l4 + (size_t)t * V, V);
 			total++;
 		}

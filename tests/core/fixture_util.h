@@ -164,4 +164,15 @@ static inline const char *fx_tmpdir(void)
 	return t ? t : "/tmp";
 }
 
+/* Index of the largest of x[n] (ties: the lowest), the greedy token. */
+static inline int fx_argmax(const float *x, int n)
+{
+	int b = 0;
+
+	for (int i = 1; i < n; i++)
+		if (x[i] > x[b])
+			b = i;
+	return b;
+}
+
 #endif

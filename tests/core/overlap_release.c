@@ -61,16 +61,6 @@ struct run {
 	struct coli_engine_stats st;
 };
 
-static int argmax(const float *x, int n)
-{
-	int b = 0;
-
-	for (int i = 1; i < n; i++)
-		if (x[i] > x[b])
-			b = i;
-	return b;
-}
-
 static void opts_for(struct coli_opts *o, const char *gpu, const struct cfg *c, double vram_gb,
                      int fail_after)
 {
@@ -113,7 +103,7 @@ static int run(const struct model *m, const struct coli_opts *o, int steps, int 
 	for (int s = 0; !rc && s < steps; s++) {
 		float *l = r->logits ? r->logits + (size_t)(m->n + s) * m->V : last;
 
-		id = argmax(last, m->V);
+		id = fx_argmax(last, m->V);
 		r->ids[s] = id;
 		rc = coli_engine_forward(e, &id, 1, l, 0);
 		if (l != last)
@@ -166,16 +156,16 @@ static int check(const struct model *m, const char *gpu, const struct cfg *c, st
 			fa = find_fail_after(m, gpu, c, vram_gb, 64 * 4 * 5 + 97 * attempt);
 			if (fa < 0) {
 				printf("%s gpu %s %s: no COLI_GPU_FAIL_AFTER made it fail at %s\n",
-				       m->path, gpu, c->what, c->fail == AT_ISSUE ? "issue" : "take");
+				       m->path, gpu, c->what,
+				       c->fail == AT_ISSUE ? "issue" : "take");
 				return 1;
 			}
 		}
 		opts_for(&o, gpu, c, vram_gb, fa);
 		if (run(m, &o, STEPS, 0, got))
 			return 1;
-		if (c->fail == NONE ||
-		    (s->dev_fail_issue == (c->fail == AT_ISSUE) &&
-		     s->dev_fail_take == (c->fail == AT_TAKE)))
+		if (c->fail == NONE || (s->dev_fail_issue == (c->fail == AT_ISSUE) &&
+		                        s->dev_fail_take == (c->fail == AT_TAKE)))
 			break;
 	}
 	if (memcmp(got->logits, m->ref, sizeof(float) * (size_t)(m->n + STEPS) * m->V) ||
