@@ -57,23 +57,6 @@ int io_tensor_bytes(uint32_t dtype, int ndim, const uint64_t *shape, uint64_t *o
 	return io_mat_bytes(dtype, rows, shape[ndim - 1], out);
 }
 
-const char *io_dtype_name(uint32_t dtype)
-{
-	switch (dtype) {
-	case COLI_DTYPE_F32:
-		return "f32";
-	case COLI_DTYPE_F16:
-		return "f16";
-	case COLI_DTYPE_BF16:
-		return "bf16";
-	case COLI_DTYPE_Q8_0:
-		return "q8_0";
-	case COLI_DTYPE_Q4_0:
-		return "q4_0";
-	}
-	return "unknown";
-}
-
 const char *io_section_name(uint32_t kind)
 {
 	switch (kind) {

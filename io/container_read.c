@@ -251,7 +251,8 @@ static int check_tensor(coli_container_t *c, int i, const unsigned char *e)
 			k += snprintf(shape + k, sizeof(shape) - (size_t)k, "%s%llu",
 			              d ? " x " : "[", (unsigned long long)t->shape[d]);
 		return CORRUPT(c, "tensor %s: %llu bytes do not match %s %s]", t->name,
-		               (unsigned long long)t->bytes, io_dtype_name(dtype), shape);
+		               (unsigned long long)t->bytes,
+		               coli_dtype_name((enum coli_dtype)dtype), shape);
 	}
 	if (t->offset % CT_TENSOR_ALIGN ||
 	    !inside(t->offset, t->bytes, c->dense_off, c->dense_off + c->dense_bytes))
@@ -334,9 +335,9 @@ static int check_layer(coli_container_t *c, int i, const unsigned char *e, uint6
 	x = *l;
 	if (coli_io_slab_layout(&x) || x.slab_bytes != l->slab_bytes || x.gate_off != l->gate_off ||
 	    x.up_off != l->up_off || x.down_off != l->down_off)
-		return CORRUPT(c,
-		               "expert layer %u: slab layout does not match %s hidden %u inter %u",
-		               l->layer, io_dtype_name(dtype), l->hidden, l->inter);
+		return CORRUPT(
+		    c, "expert layer %u: slab layout does not match %s hidden %u inter %u",
+		    l->layer, coli_dtype_name((enum coli_dtype)dtype), l->hidden, l->inter);
 	if (__builtin_mul_overflow(l->slab_bytes, (uint64_t)l->n_experts, &all) ||
 	    l->offset % COLI_SLAB_ALIGN || !inside(l->offset, all, c->expert_off, c->file_bytes))
 		return CORRUPT(c,

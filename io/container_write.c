@@ -174,7 +174,7 @@ int coli_io_writer_plan_tensor(coli_io_writer_t *w, const char *name, enum coli_
 	rc = io_tensor_bytes(dtype, ndim, shape, &bytes);
 	if (rc)
 		return io_err(rc, w->path, "tensor %s: %s x %d-D shape cannot be stored (%s)", name,
-		              io_dtype_name(dtype), ndim,
+		              coli_dtype_name(dtype), ndim,
 		              rc == -EOVERFLOW
 		                  ? "too large"
 		                  : "bad dtype, zero dim or cols not a multiple of 32");
@@ -206,9 +206,9 @@ int coli_io_writer_plan_experts(coli_io_writer_t *w, const struct coli_expert_la
 		              x.layer, x.n_experts, CT_MAX_EXPERTS);
 	rc = coli_io_slab_layout(&x);
 	if (rc)
-		return io_err(rc, w->path,
-		              "expert layer %u: %s hidden %u inter %u cannot be stored as slabs",
-		              x.layer, io_dtype_name(x.dtype), x.hidden, x.inter);
+		return io_err(
+		    rc, w->path, "expert layer %u: %s hidden %u inter %u cannot be stored as slabs",
+		    x.layer, coli_dtype_name((enum coli_dtype)x.dtype), x.hidden, x.inter);
 	for (int i = 0; i < w->nl; i++)
 		if (w->l[i].layer == x.layer)
 			return io_err(-EEXIST, w->path, "expert layer %u planned twice", x.layer);

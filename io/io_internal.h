@@ -233,7 +233,6 @@ int io_mat_bytes(uint32_t dtype, uint64_t rows, uint64_t cols, uint64_t *out);
 /* A tensor's bytes from its shape: rows = product of shape[0..ndim-2], cols =
  * shape[ndim-1] (a 1-D tensor is one row). */
 int io_tensor_bytes(uint32_t dtype, int ndim, const uint64_t *shape, uint64_t *out);
-const char *io_dtype_name(uint32_t dtype);
 const char *io_section_name(uint32_t kind);
 void io_tensor_encode(unsigned char *e, const struct coli_tensor_info *t);
 void io_layer_encode(unsigned char *e, const struct coli_expert_layer *l);
