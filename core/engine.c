@@ -91,21 +91,11 @@ static int scratch_alloc(struct coli_engine *e)
 		               (size_t)T * 4};
 		void **dst[] = {(void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
 		                (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids};
-		size_t off = 0;
 
-		for (int i = 0; i < 6; i++)
-			off += (sz[i] + 63) & ~(size_t)63;
-		e->xfer_bytes = off;
-		e->xfer = coli_mem_alloc(off, COLI_MEM_NODE_ANY);
+		e->xfer = coli_mem_alloc_buffers(sz, dst, 6, COLI_MEM_NODE_ANY, &e->xfer_bytes);
 		if (!e->xfer)
 			return -ENOMEM;
-		e->scratch_bytes += off;
-		coli_mem_register(e->xfer, off, COLI_MEM_NODE_ANY);
-		off = 0;
-		for (int i = 0; i < 6; i++) {
-			*dst[i] = (char *)e->xfer + off;
-			off += (sz[i] + 63) & ~(size_t)63;
-		}
+		e->scratch_bytes += e->xfer_bytes;
 	}
 	rc = ALLOC(e->x, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->q, (size_t)T * qd);
@@ -294,10 +284,7 @@ void coli_engine_close(coli_engine_t *e)
 	free(e->hist);
 	for (int d = 0; d < e->n_devs; d++)
 		coli_dev_close(e->devs[d]);
-	if (e->xfer) { /* after the devices: no live registration left on it */
-		coli_mem_unregister(e->xfer);
-		coli_mem_free(e->xfer, e->xfer_bytes);
-	}
+	coli_mem_free_buffers(e->xfer, e->xfer_bytes); /* after the devices are closed */
 	actbufs_free(e->ax, e->tmax);
 	actbufs_free(e->ah, e->tmax);
 	actbufs_free(e->ph, e->tmax * e->m.cfg.top_k);

@@ -54,8 +54,8 @@
 #include "mem/mem.h"
 
 #define RESERVE_BYTES ((size_t)512 << 20) /* left free on a device when no budget is given */
-#define MARK_ISSUE    0 /* --profile: the device reaches a layer's expert work */
-#define MARK_DONE     1 /* ... and finishes it */
+#define MARK_ISSUE    0                   /* --profile: the device reaches a layer's expert work */
+#define MARK_DONE     1                   /* ... and finishes it */
 
 static size_t quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
 {
@@ -147,22 +147,13 @@ static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
 	{
 		/* a pageable source or destination would make the async copies wait
 		 * for the stream to drain: the staging is one registered region */
-		size_t sz[] = {P * H, P * H / 32 * 4, P * H / 32 * 4, P * H * 4, P * H * 4}, off = 0;
+		size_t sz[] = {P * H, P * H / 32 * 4, P * H / 32 * 4, P * H * 4, P * H * 4};
 		void **dst[] = {(void **)&v->sx_q, (void **)&v->sx_d, (void **)&v->sx_s,
 		                (void **)&v->sx_f, (void **)&v->sy};
 
-		for (int i = 0; i < 5; i++)
-			off += (sz[i] + 63) & ~(size_t)63;
-		v->host_bytes = off;
-		v->host = coli_mem_alloc(off, COLI_MEM_NODE_ANY);
+		v->host = coli_mem_alloc_buffers(sz, dst, 5, COLI_MEM_NODE_ANY, &v->host_bytes);
 		if (!v->host)
 			return -ENOMEM;
-		coli_mem_register(v->host, off, COLI_MEM_NODE_ANY); /* unregistered still works */
-		off = 0;
-		for (int i = 0; i < 5; i++) {
-			*dst[i] = (char *)v->host + off;
-			off += (sz[i] + 63) & ~(size_t)63;
-		}
 	}
 	v->jobs = malloc(sizeof(*v->jobs) * (2 * P + 2 * (size_t)c->n_experts + 8));
 	v->gjobs = malloc(sizeof(*v->gjobs) * (2 * (size_t)c->n_experts + 8));
@@ -179,10 +170,7 @@ static void free_buffers(struct coli_dev_slot *v)
 
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		coli_dev_free(v->dev, *bufs[i]);
-	if (v->host) {
-		coli_mem_unregister(v->host);
-		coli_mem_free(v->host, v->host_bytes);
-	}
+	coli_mem_free_buffers(v->host, v->host_bytes);
 	free(v->jobs), free(v->gjobs), free(v->runs), free(v->st);
 }
 
@@ -465,12 +453,13 @@ void coli_moe_dev_prefetch(struct coli_engine *e)
 			src = coli_tiers_pin_ready(e, n, ex, &ts);
 			if (!src)
 				continue;
-			if (coli_dev_stage_copy(v->dev, s, v->stage + (uint64_t)s * v->stage_bytes, src,
-			                        xl->slab_bytes)) {
+			if (coli_dev_stage_copy(v->dev, s, v->stage + (uint64_t)s * v->stage_bytes,
+			                        src, xl->slab_bytes)) {
 				coli_tiers_unpin(e, ts);
 				break; /* the device failed: its experts go to the CPU */
 			}
-			v->st[s] = (struct dev_stage){.l = n, .ex = ex, .used = v->st_clock, .tslot = ts};
+			v->st[s] =
+			    (struct dev_stage){.l = n, .ex = ex, .used = v->st_clock, .tslot = ts};
 			e->est.stream_prefetched++;
 			e->est.h2d_bytes += xl->slab_bytes;
 			e->est.stream_copy_bytes += xl->slab_bytes;
@@ -533,20 +522,22 @@ static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int m
 			memset(&j, 0, sizeof(j));
 			job_matrix(&j, t, v->runs[r].slab + (m ? xl->up_off : xl->gate_off), I, H);
 			job_input(&j, v->xq, v->xd, v->xqs, v->xf, v->runs[r].row0, H);
-			j.y = (float *)(uintptr_t)((m ? v->u : v->g) + (size_t)v->runs[r].row0 * I * 4);
+			j.y = (float *)(uintptr_t)((m ? v->u : v->g) +
+			                           (size_t)v->runs[r].row0 * I * 4);
 			j.ldy = I;
 			add_job(v, &j, v->runs[r].n, &nj, &ngj);
 		}
 	rc = launch_jobs(v, t, nj, ngj);
 	rc = rc ? rc
-	        : coli_dev_silu_mul(v->dev, v->g + (size_t)row_a * I * 4, v->u + (size_t)row_a * I * 4,
-	                            v->h + (size_t)row_a * I * 4, rows * I);
+	        : coli_dev_silu_mul(v->dev, v->g + (size_t)row_a * I * 4,
+	                            v->u + (size_t)row_a * I * 4, v->h + (size_t)row_a * I * 4,
+	                            rows * I);
 	if (quant)
 		rc = rc ? rc
-		        : coli_dev_act_quantize(v->dev, v->h + (size_t)row_a * I * 4,
-		                                v->hq + (size_t)row_a * I,
-		                                v->hd + (size_t)row_a * (I / 32) * 4,
-		                                v->hqs + (size_t)row_a * (I / 32) * 4, rows * I / 32);
+		        : coli_dev_act_quantize(
+		              v->dev, v->h + (size_t)row_a * I * 4, v->hq + (size_t)row_a * I,
+		              v->hd + (size_t)row_a * (I / 32) * 4,
+		              v->hqs + (size_t)row_a * (I / 32) * 4, rows * I / 32);
 	if (rc)
 		return rc;
 	/* down: y[P][H] = W_down . h */
@@ -612,11 +603,13 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 			p += n;
 			continue;
 		}
-		v->runs[n_runs] = (struct dev_run){.expert = ex, .pair0 = p, .n = n, .row0 = P,
-		                                   .stage = -1,
-		                                   .slab = e->streamed[ex]
-		                                               ? 0
-		                                               : e->dev_slab[(size_t)l * c->n_experts + ex]};
+		v->runs[n_runs] = (struct dev_run){
+		    .expert = ex,
+		    .pair0 = p,
+		    .n = n,
+		    .row0 = P,
+		    .stage = -1,
+		    .slab = e->streamed[ex] ? 0 : e->dev_slab[(size_t)l * c->n_experts + ex]};
 		n_runs++;
 		for (int i = 0; i < n; i++) {
 			const struct coli_act *a = &e->ax[e->pair_token[p + i]].act;
@@ -718,7 +711,8 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 
 		if (e->moe_on_dense != d)
 			memcpy(e->ey + (size_t)v->runs[r].pair0 * H,
-			       v->sy + (size_t)v->runs[r].row0 * H, sizeof(float) * H * v->runs[r].n);
+			       v->sy + (size_t)v->runs[r].row0 * H,
+			       sizeof(float) * H * v->runs[r].n);
 		if (e->streamed[ex]) { /* its RAM/disk hit was counted by the tiers */
 			e->est.stream_experts++;
 			e->est.stream_bytes += xl->slab_bytes;

@@ -168,6 +168,34 @@ void coli_mem_unregister(void *p)
 	pthread_mutex_unlock(&g_reg_mu);
 }
 
+void *coli_mem_alloc_buffers(const size_t *sz, void **const *dst, int n, int node, size_t *bytes)
+{
+	size_t off = 0;
+	char *p;
+
+	for (int i = 0; i < n; i++)
+		off += (sz[i] + 63) & ~(size_t)63;
+	p = coli_mem_alloc(off, node);
+	if (!p)
+		return NULL;
+	coli_mem_register(p, off, node); /* a hook's failure leaves it pageable, still usable */
+	*bytes = off;
+	off = 0;
+	for (int i = 0; i < n; i++) {
+		*dst[i] = p + off;
+		off += (sz[i] + 63) & ~(size_t)63;
+	}
+	return p;
+}
+
+void coli_mem_free_buffers(void *p, size_t bytes)
+{
+	if (!p)
+		return;
+	coli_mem_unregister(p);
+	coli_mem_free(p, bytes);
+}
+
 int coli_mem_register_hook(coli_mem_reg_hook fn, void *arg)
 {
 	int rc = -ENOSPC;

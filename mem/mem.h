@@ -55,6 +55,12 @@ void coli_mem_unregister(void *p);
  * recorded (the consumer falls back to unregistered copies). */
 int coli_mem_register_hook(coli_mem_reg_hook fn, void *arg);
 void coli_mem_unregister_hook(coli_mem_reg_hook fn, void *arg);
+/* n host buffers that devices copy to and from, carved from one registered
+ * region (each 64-byte aligned): *dst[i] gets sz[i] bytes, *bytes the
+ * region's size. NULL (errno set) if the memory is not there. Free with
+ * coli_mem_free_buffers(region, bytes) after the devices are done with it. */
+void *coli_mem_alloc_buffers(const size_t *sz, void **const *dst, int n, int node, size_t *bytes);
+void coli_mem_free_buffers(void *p, size_t bytes);
 /* Copies up to max recorded regions into out; returns how many there are. */
 int coli_mem_regions(struct coli_mem_region *out, int max);
 
