@@ -19,10 +19,14 @@
  * fp32 + coli_quantize_mat (that would cost ~20x the disk time):
  *
  *   Q8_0   quants: random int8 in [-127, 127] (never -128, as GGUF's rounding)
- *   Q4_0   quants: random bytes (every nibble 0..15 is a valid Q4_0 value)
+ *   Q4_0   quants: each nibble from 4 random bits, 0 mapped to 8: values
+ *          -7..7 with 0 twice as likely, symmetric, so mean 0 (plain random
+ *          nibbles have mean -0.5: every projection then carries one common
+ *          direction, hidden states align and routing collapses onto a few
+ *          experts; tests/bench/synth_routing.c)
  *   scales random fp16 d in [0.5, 1.5) * base, base chosen so the weights'
  *          standard deviation is ~0.02 (real checkpoints' init scale):
- *          q8: 0.02 / (73.6 * 1.04), q4: 0.02 / (4.61 * 1.04)
+ *          q8: 0.02 / (73.6 * 1.04), q4: 0.02 / (4.18 * 1.04)
  *   BF16   random sign and 7-bit mantissa, exponent 2^-8 .. 2^-5 (std ~0.027)
  *   f32    norms (and q/k norms) uniform in [0.9, 1.1]; routers and biases
  *          uniform in +-0.0346 (std 0.02)
@@ -251,6 +255,7 @@ struct synth {
 	size_t errlen;
 	pthread_mutex_t err_mu;
 	uint16_t scale8[256], scale4[256]; /* fp16 scale tables */
+	uint8_t sym4[256];                 /* random byte -> two symmetric Q4_0 nibbles */
 	struct timespec t0;
 	double last_draw;
 };
@@ -420,6 +425,9 @@ static void gen_piece(const struct synth *s, enum fill_kind k, uint64_t x, uint8
 		if (k == F_Q8)
 			for (i = 0; i < n; i++)
 				dst[i] = dst[i] == 0x80 ? 0x81 : dst[i];
+		else
+			for (i = 0; i < n; i++)
+				dst[i] = s->sym4[dst[i]];
 		return;
 	case F_SCALE8:
 	case F_SCALE4: {
@@ -625,7 +633,8 @@ int coli_synth_write(const struct coli_synth_opts *o, char *err, size_t errlen)
 		float u = 0.5f + ((float)i + 0.5f) / 256.0f;
 
 		s.scale8[i] = coli_f32_to_fp16(u * 0.02f / (73.6f * 1.04f));
-		s.scale4[i] = coli_f32_to_fp16(u * 0.02f / (4.61f * 1.04f));
+		s.scale4[i] = coli_f32_to_fp16(u * 0.02f / (4.18f * 1.04f));
+		s.sym4[i] = (uint8_t)(((i & 15) ? i & 15 : 8) | ((i >> 4) ? i & 0xf0 : 0x80));
 	}
 	cfg = coli_config_format(&s.c);
 	snprintf(prov, sizeof(prov),
