@@ -12,7 +12,11 @@
  * Rounds. After --warmup rounds, --rounds rounds each run every arm once, in
  * turn (A B A B ...), so drift from clocks or neighbours hits all arms alike.
  * A decode round: reset the KV cache, prefill a fixed prompt of token ids,
- * then time --tokens greedy decode steps (argmax, fed back; EOS ignored). A
+ * then time --tokens decode steps (EOS ignored) fed by bench_feed: by default
+ * a pseudo-random token sequence, the same for every arm in a round. A
+ * synthetic model's greedy output falls into a loop of a few tokens routed to
+ * the same few experts, which makes every tier look hotter than real text
+ * does; --feed greedy feeds the argmax back instead. A
  * prefill round: reset, time one forward over the prompt. Right after an arm
  * runs, one host-read pass with a pool of that arm's thread count; once per
  * round, one O_DIRECT read of --disk-mib of the model's expert slabs in the
@@ -73,6 +77,9 @@ static void help(FILE *f, const char *cmd)
 	        "  --read-mib M    buffer of the host read measurement (default 256)\n"
 	        "  --qd Q          slab reads in flight for the disk measurement (default %d:\n"
 	        "                  the streamer's queue depth)\n"
+	        "  --feed F        what decode steps feed: random (default: a fixed\n"
+	        "                  pseudo-random sequence, the same in every arm) or greedy\n"
+	        "                  (the argmax; a synthetic model then loops on a few experts)\n"
 	        "  --json          one JSON object on stdout instead of the table\n",
 	        cmd, bench_stream_qd());
 	if (!strcmp(cmd, "stream"))
@@ -81,8 +88,8 @@ static void help(FILE *f, const char *cmd)
 		       "  picks some); each round on a fresh engine from the same heat\n"
 		       "  --vram-frac F   VRAM expert budget as a fraction of the expert bytes\n"
 		       "                  (default 0.25); streaming arms add their staging slots\n"
-		       "  --heat-tokens N greedy tokens that make the heat when the model has no\n"
-		       "                  usage file (default 128)\n");
+		       "  --heat-tokens N decode tokens (fed as --feed says) that make the heat\n"
+		       "                  when the model has no usage file (default 128)\n");
 	fputc('\n', f);
 	coli_opts_help(f);
 }
@@ -159,11 +166,21 @@ int bench_argmax(const float *v, int n)
 	return b;
 }
 
+int bench_feed(const struct run *R, const int *prompt, int i, const float *logits)
+{
+	uint64_t h = (uint64_t)prompt[0] * 0x9e3779b97f4a7c15ull + (uint64_t)(i + 1) * 0xbf58476d1ce4e5b9ull;
+
+	if (R->feed_greedy)
+		return bench_argmax(logits, R->cfg.vocab);
+	h ^= h >> 31;
+	return (int)(h % (uint64_t)R->cfg.vocab);
+}
+
 /* One timed round of arm a; fills *r. */
 int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits)
 {
 	struct coli_engine_stats s0, s1;
-	int V = R->cfg.vocab, n_tok, rc, id;
+	int n_tok, rc, id;
 	double t0, t1, calls;
 
 	coli_engine_reset(a->e);
@@ -182,7 +199,7 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 	} else {
 		rc = 0;
 		for (int i = 0; i < R->tokens && !rc; i++) {
-			id = bench_argmax(logits, V);
+			id = bench_feed(R, R->ids, i, logits);
 			rc = coli_engine_forward(a->e, &id, 1, logits, 0);
 		}
 		n_tok = R->tokens;
@@ -321,7 +338,8 @@ static void print_table(struct run *R)
 	if (R->prefill)
 		printf("prompt %d tokens per round", R->prompt);
 	else
-		printf("prompt %d, %d greedy decode tokens per round", R->prompt, R->tokens);
+		printf("prompt %d, %d decode tokens per round (fed %s)", R->prompt, R->tokens,
+		       R->feed_greedy ? "greedy" : "a pseudo-random sequence");
 	printf("; %d warm-up + %d interleaved rounds; medians [min..max]\n", R->warmup, R->rounds);
 	printf("bandwidth measured in this run: host read %s; disk ", "per arm (below)");
 	if (R->disk_mib)
@@ -495,6 +513,8 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 			R->read_mib = atoi(v);
 		else if (!strcmp(o, "--qd"))
 			R->qd = atoi(v);
+		else if (!strcmp(o, "--feed") && (!strcmp(v, "greedy") || !strcmp(v, "random")))
+			R->feed_greedy = !strcmp(v, "greedy");
 		else if (R->stream && !strcmp(o, "--vram-frac"))
 			R->vram_frac = atof(v);
 		else if (R->stream && !strcmp(o, "--heat-tokens"))

@@ -71,16 +71,20 @@ struct run {
 	/* bench stream (see the stream section below) */
 	int stream;
 	double vram_frac; /* VRAM expert budget, fraction of the expert bytes */
-	int heat_tokens;  /* greedy tokens that make the heat when no usage file exists */
+	int heat_tokens;  /* decode tokens that make the heat when no usage file exists */
 	char heat_from[4200];
 	char usage_cur[512], usage_snap[512]; /* the arms' usage file, the snapshot (as opts) */
 	const char *arm_list;
+	int feed_greedy; /* decode feeds the argmax back (--feed greedy), else bench_feed's ids */
 	struct coli_opts base;
 	double expert_total_bytes;
 };
 
 /* bench_run.c */
 int bench_argmax(const float *v, int n);
+/* The id decode step i feeds after `prompt` (see --feed): the argmax of
+ * logits, or a fixed pseudo-random id drawn from the prompt and i. */
+int bench_feed(const struct run *R, const int *prompt, int i, const float *logits);
 /* One timed round of arm a on its open engine (decode or prefill). */
 int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits);
 

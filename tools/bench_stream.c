@@ -16,7 +16,8 @@
  * rest is in RAM (--ram-gb as given; default: no limit).
  *
  * Heat: the model's usage file (or --usage FILE) when it exists, else a
- * warm-up run of --heat-tokens greedy tokens on the cpu-only options; it is
+ * warm-up run of --heat-tokens decode tokens (fed as the rounds feed theirs,
+ * from another prompt) on the cpu-only options; it is
  * snapshotted to MODEL.usage.bench-snapshot, and before every arm's round
  * restored to MODEL.usage.bench (coli_usage_copy, as `coli usage restore`),
  * which that round's engine opens with: VRAM placement and the RAM warm-up
@@ -105,12 +106,12 @@ static int stream_heat(struct run *R)
 			ids[i] = (int)((3 + 104729ull * (uint64_t)i) % (uint64_t)V);
 		rc = coli_engine_forward(e, ids, R->prompt, logits, 0);
 		for (int i = 0; !rc && i < R->heat_tokens; i++) {
-			id = bench_argmax(logits, V);
+			id = bench_feed(R, ids, i, logits);
 			rc = coli_engine_forward(e, &id, 1, logits, 0);
 		}
 		snprintf(R->heat_from, sizeof(R->heat_from),
-		         "a warm-up of %d prompt + %d greedy tokens (cpu-only options)", R->prompt,
-		         R->heat_tokens);
+		         "a warm-up of %d prompt + %d %s tokens (cpu-only options)", R->prompt,
+		         R->heat_tokens, R->feed_greedy ? "greedy" : "pseudo-random");
 	}
 	if (!ids || !logits)
 		rc = -ENOMEM;
@@ -184,9 +185,10 @@ void bench_stream_table(struct run *R)
 	       R->base.gpu, (int)(R->vram_frac * total), total, 100 * R->vram_frac,
 	       R->expert_total_bytes / 1e9, R->base.stream_slots);
 	printf("heat: %s, restored before every round of every arm\n", R->heat_from);
-	printf("prompt %d, %d greedy decode tokens per round; %d warm-up + %d interleaved rounds; "
-	       "medians [min..max]\n",
-	       R->prompt, R->tokens, R->warmup, R->rounds);
+	printf("prompt %d, %d decode tokens per round (fed %s); %d warm-up + %d interleaved "
+	       "rounds; medians [min..max]\n",
+	       R->prompt, R->tokens, R->feed_greedy ? "greedy" : "a pseudo-random sequence",
+	       R->warmup, R->rounds);
 	if (R->disk_mib)
 		printf("disk %.2f GB/s (%s); ", R->disk_med,
 		       R->disk.direct ? "O_DIRECT" : "BUFFERED");
