@@ -204,6 +204,7 @@ struct coli_opts {
 	int release_host;      /* CUDA_RELEASE_HOST */
 	char route_trace[512]; /* ROUTE_TRACE */
 	int gpu_fail_after;    /* COLI_GPU_FAIL_AFTER (-1 off) */
+	char gpu_fail_at[16];  /* COLI_GPU_FAIL_AT any|launch|sync: the kind of op that fails */
 	int sim_latency_us;    /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
 	char stream[16];       /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
 	char dense[16];        /* --dense auto|cpu: where attention, norms, routers, lm_head run */

@@ -24,12 +24,14 @@ static int fail(struct coli_dev *d, int rc, const char *what)
 	return rc;
 }
 
-/* Counts a launch or sync; -EIO once the injected budget is spent. */
-static int launch_gate(struct coli_dev *d)
+/* Counts a launch or sync; -EIO once the injected budget is spent, at the
+ * first op of the kind COLI_GPU_FAIL_AT names. */
+static int launch_gate(struct coli_dev *d, int kind)
 {
 	if (d->failed)
 		return -EIO;
-	if (d->fail_after >= 0 && d->launches >= d->fail_after)
+	if (d->fail_after >= 0 && d->launches >= d->fail_after &&
+	    (!d->fail_at || d->fail_at == kind))
 		return fail(d, -EIO, "injected fault (COLI_GPU_FAIL_AFTER)");
 	d->launches++;
 	return 0;
@@ -74,7 +76,7 @@ int coli_dev_stage_init(struct coli_dev *d, int n)
 
 int coli_dev_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n)
 {
-	int rc = launch_gate(d);
+	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
 
 	if (rc)
 		return rc;
@@ -120,7 +122,7 @@ int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t 
 int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
                   int n_jobs)
 {
-	int rc = launch_gate(d);
+	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
 
 	if (rc)
 		return rc;
@@ -130,7 +132,7 @@ int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
 int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
                   int n_jobs)
 {
-	int rc = launch_gate(d);
+	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
 
 	if (rc)
 		return rc;
@@ -139,7 +141,7 @@ int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
 
 int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n)
 {
-	int rc = launch_gate(d);
+	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
 
 	if (rc)
 		return rc;
@@ -149,7 +151,7 @@ int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, in
 int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
                           int n_blocks)
 {
-	int rc = launch_gate(d);
+	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
 
 	if (rc)
 		return rc;
@@ -158,7 +160,8 @@ int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t d
 
 int coli_dev_sync(struct coli_dev *d)
 {
-	int rc = launch_gate(d); /* a sync counts, so injection can fail a take too */
+	int rc =
+	    launch_gate(d, COLI_FAIL_AT_SYNC); /* a sync counts: injection can fail a take too */
 
 	if (rc)
 		return rc;
@@ -172,7 +175,7 @@ int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_byte
 
 #define LAUNCH(call, what)                                                                         \
 	do {                                                                                       \
-		int gate_ = launch_gate(d);                                                        \
+		int gate_ = launch_gate(d, COLI_FAIL_AT_LAUNCH);                                   \
 		if (gate_)                                                                         \
 			return gate_;                                                              \
 		CHECKED(call, what);                                                               \

@@ -48,9 +48,9 @@ struct coli_dev_ops {
 	 * events (ptx/gpu.c says how); sim copies at once and orders nothing */
 	int (*stage_init)(struct coli_dev *d, int n);
 	int (*stage_copy)(struct coli_dev *d, int slot, uint64_t dst, const void *src,
-	                  size_t n);                      /* async, copy stream */
-	int (*stage_use)(struct coli_dev *d, int slot);  /* compute waits for the copy */
-	int (*stage_done)(struct coli_dev *d, int slot); /* readers of slot are queued */
+	                  size_t n);                       /* async, copy stream */
+	int (*stage_use)(struct coli_dev *d, int slot);    /* compute waits for the copy */
+	int (*stage_done)(struct coli_dev *d, int slot);   /* readers of slot are queued */
 	int (*stage_landed)(struct coli_dev *d, int slot); /* 1 landed, 0 in flight */
 	/* timing marks on the compute stream (--profile): record mark `slot`;
 	 * the seconds between two recorded marks (waits for the second) */
@@ -77,12 +77,15 @@ struct coli_dev_ops {
 	                  const struct coli_gpu_dense_gemv *m);
 };
 
+enum coli_dev_fail_at { COLI_FAIL_AT_ANY, COLI_FAIL_AT_LAUNCH, COLI_FAIL_AT_SYNC };
+
 struct coli_dev {
 	const struct coli_dev_ops *ops;
 	void *impl;
 	char name[128];
 	int index;
 	long fail_after; /* launches before injected failure; -1 never */
+	int fail_at;     /* enum coli_dev_fail_at: the kind of op the injected failure strikes */
 	long launches;
 	int failed; /* sticky: once failed, the device is not used again */
 };

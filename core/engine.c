@@ -226,6 +226,19 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	                       COLI_MAX_DEVS, &e->n_devs, err, errlen);
 	if (rc)
 		goto err;
+	for (int i = 0; i < e->n_devs; i++) {
+		const char *at = e->opts.gpu_fail_at;
+
+		e->devs[i]->fail_at = !strcmp(at, "launch") ? COLI_FAIL_AT_LAUNCH
+		                      : !strcmp(at, "sync") ? COLI_FAIL_AT_SYNC
+		                                            : COLI_FAIL_AT_ANY;
+		if (!e->devs[i]->fail_at && strcmp(at, "any")) {
+			snprintf(err, errlen, "COLI_GPU_FAIL_AT='%s': expected any, launch or sync",
+			         at);
+			rc = -EINVAL;
+			goto err;
+		}
+	}
 	e->hist = calloc((size_t)e->ctx, sizeof(int));
 	if (!e->hist) {
 		rc = -ENOMEM;

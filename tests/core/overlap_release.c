@@ -21,10 +21,11 @@
  * > 0 (reload_bytes = reloads x slab) after a failure under
  * CUDA_RELEASE_HOST, 0 otherwise.
  *
- * Where a failure strikes: each layer with device work makes a fixed number
- * of launches then one sync (the fault injector counts both), so the fault
- * point is found by probing: COLI_GPU_FAIL_AFTER = N, N+1, ... from about
- * token 64 of the probe run, until the counters say issue (or take).
+ * Where a failure strikes: COLI_GPU_FAIL_AFTER = FAIL_AFTER device ops
+ * (about token 64: a layer with device work makes a few launches and one
+ * sync), then COLI_GPU_FAIL_AT = launch (an issue) or sync (a take) picks the
+ * first op of that kind. (Counting alone could not aim: where a real device
+ * streams, the number of ops per layer depends on timing.)
  */
 #include <math.h>
 
@@ -34,6 +35,7 @@
 
 #define STEPS   256
 #define FIXTURE "demo"
+#define FAIL_AFTER (64 * 4 * 5)
 
 enum fail_at { NONE, AT_ISSUE, AT_TAKE };
 
@@ -74,12 +76,14 @@ static void opts_for(struct coli_opts *o, const char *gpu, const struct cfg *c, 
 	o->group_async = c ? c->async : 1;
 	o->release_host = c ? c->release : 0;
 	o->gpu_fail_after = fail_after;
+	if (c) /* the failure strikes the kind of op the case is about */
+		snprintf(o->gpu_fail_at, sizeof(o->gpu_fail_at), "%s",
+		         c->fail == AT_TAKE ? "sync" : c->fail == AT_ISSUE ? "launch" : "any");
 }
 
 /* Prefill then `steps` greedy tokens; logits of every position into r->logits
- * (NULL: not kept). stop_on_fail: end as soon as a device failed (probes). */
-static int run(const struct model *m, const struct coli_opts *o, int steps, int stop_on_fail,
-               struct run *r)
+ * (NULL: not kept). */
+static int run(const struct model *m, const struct coli_opts *o, int steps, struct run *r)
 {
 	coli_engine_t *e;
 	char err[512];
@@ -108,9 +112,6 @@ static int run(const struct model *m, const struct coli_opts *o, int steps, int 
 		rc = coli_engine_forward(e, &id, 1, l, 0);
 		if (l != last)
 			memcpy(last, l, sizeof(float) * m->V);
-		coli_engine_stats(e, &r->st);
-		if (stop_on_fail && r->st.dev_fail_issue + r->st.dev_fail_take)
-			break;
 	}
 	if (rc)
 		printf("forward (gpu %s): %s\n", o->gpu, coli_engine_errmsg(e));
@@ -120,54 +121,16 @@ static int run(const struct model *m, const struct coli_opts *o, int steps, int 
 	return rc;
 }
 
-/* COLI_GPU_FAIL_AFTER that makes case c's device fail at `at`, or -1. */
-static int find_fail_after(const struct model *m, const char *gpu, const struct cfg *c,
-                           double vram_gb, int from)
-{
-	struct run probe = {0};
-	struct coli_opts o;
-
-	for (int n = from; n < from + 12; n++) {
-		opts_for(&o, gpu, c, vram_gb, n);
-		if (run(m, &o, STEPS, 1, &probe))
-			return -1;
-		if ((c->fail == AT_ISSUE && probe.st.dev_fail_issue == 1 &&
-		     !probe.st.dev_fail_take) ||
-		    (c->fail == AT_TAKE && probe.st.dev_fail_take == 1 && !probe.st.dev_fail_issue))
-			return n;
-	}
-	return -1;
-}
-
 static int check(const struct model *m, const char *gpu, const struct cfg *c, struct run *got)
 {
 	double vram_gb = c->vram_frac < 0 ? -1 : c->vram_frac * m->expert_bytes / 1e9;
-	int fa = -1, fails = 0;
+	int fa = c->fail == NONE ? -1 : FAIL_AFTER, fails = 0;
 	struct coli_opts o;
 	const struct coli_engine_stats *s = &got->st;
 
-	/* a quant layer with device work: 4 launches + 1 sync; 64 tokens x the
-	 * layers' ops puts the failure mid-run. Where a real device streams, the
-	 * launch count depends on timing (the cost model's split, copies landed),
-	 * so the probe's failure point may shift in the full run: try again from
-	 * a later point, at most 4 times. */
-	for (int attempt = 0; attempt < 4; attempt++) {
-		if (c->fail != NONE) {
-			fa = find_fail_after(m, gpu, c, vram_gb, 64 * 4 * 5 + 97 * attempt);
-			if (fa < 0) {
-				printf("%s gpu %s %s: no COLI_GPU_FAIL_AFTER made it fail at %s\n",
-				       m->path, gpu, c->what,
-				       c->fail == AT_ISSUE ? "issue" : "take");
-				return 1;
-			}
-		}
-		opts_for(&o, gpu, c, vram_gb, fa);
-		if (run(m, &o, STEPS, 0, got))
-			return 1;
-		if (c->fail == NONE || (s->dev_fail_issue == (c->fail == AT_ISSUE) &&
-		                        s->dev_fail_take == (c->fail == AT_TAKE)))
-			break;
-	}
+	opts_for(&o, gpu, c, vram_gb, fa);
+	if (run(m, &o, STEPS, got))
+		return 1;
 	if (memcmp(got->logits, m->ref, sizeof(float) * (size_t)(m->n + STEPS) * m->V) ||
 	    memcmp(got->ids, m->ref_ids, sizeof(got->ids))) {
 		printf("FAIL %s gpu %s %s: logits or ids differ from the CPU's\n", m->path, gpu,
@@ -235,6 +198,7 @@ int main(void)
 	int n_devs = coli_ptx_probe(&why) > 0 ? 2 : 1, fails = 0, runs = 0, n;
 	int *ids = fx_read_ints(FIXTURE, "ids.txt", &n);
 
+	setvbuf(stdout, NULL, _IOLBF, 0); /* lines whole among the engine's stderr */
 	if (!ids) {
 		printf("no %s fixture under %s\n", FIXTURE, fx_root());
 		return 1;
@@ -271,7 +235,7 @@ int main(void)
 		}
 		ref.logits = malloc(sizeof(float) * (size_t)(n + STEPS) * m.V);
 		got.logits = malloc(sizeof(float) * (size_t)(n + STEPS) * m.V);
-		if (!ref.logits || !got.logits || run(&m, &o, STEPS, 0, &ref))
+		if (!ref.logits || !got.logits || run(&m, &o, STEPS, &ref))
 			return 1;
 		m.ref = ref.logits;
 		memcpy(m.ref_ids, ref.ids, sizeof(m.ref_ids));
