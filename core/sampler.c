@@ -5,7 +5,9 @@
  *
  * Order of the filters, as in transformers' sampling: temperature scales the
  * logits, top-k keeps the k largest, softmax, top-p keeps the smallest prefix
- * (by descending probability) whose mass reaches p, then one draw.
+ * (by descending probability) whose mass reaches p, then one draw. No full
+ * sort of the vocabulary (152k entries took ~25 ms a token): see
+ * coli_sampler_pick. tests/core/sampler checks it against a plain reference.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -41,50 +43,155 @@ static int argmax(const float *x, int n)
 	return best;
 }
 
-/* (scaled logit or probability, token id), sorted by descending value */
+/* (weight, token id); "better" = larger weight, then smaller id */
 struct pair {
 	float p;
 	int i;
 };
 
-static int cmp_desc(const void *a, const void *b)
+static int better(const struct pair *x, const struct pair *y)
 {
-	const struct pair *x = a, *y = b;
-
-	if (x->p != y->p)
-		return x->p < y->p ? 1 : -1;
-	return x->i - y->i;
+	return x->p != y->p ? x->p > y->p : x->i < y->i;
 }
 
+static int cmp_desc(const void *a, const void *b)
+{
+	return better(a, b) ? -1 : better(b, a) ? 1 : 0;
+}
+
+static void swap(struct pair *a, struct pair *b)
+{
+	struct pair t = *a;
+
+	*a = *b, *b = t;
+}
+
+/* Hoare partition of a[lo..hi] (hi - lo >= 2) around the median of three:
+ * on return a[lo..*j] are better than a[*i..hi], and whatever lies between
+ * is the pivot itself (ids make every pair distinct). */
+static void partition(struct pair *a, int lo, int hi, int *pi, int *pj)
+{
+	int mid = lo + (hi - lo) / 2, i = lo, j = hi;
+	struct pair piv;
+
+	if (better(&a[mid], &a[lo]))
+		swap(&a[mid], &a[lo]);
+	if (better(&a[hi], &a[lo]))
+		swap(&a[hi], &a[lo]);
+	if (better(&a[hi], &a[mid]))
+		swap(&a[hi], &a[mid]);
+	piv = a[mid];
+	while (i <= j) {
+		while (better(&a[i], &piv))
+			i++;
+		while (better(&piv, &a[j]))
+			j--;
+		if (i <= j)
+			swap(&a[i++], &a[j--]);
+	}
+	*pi = i, *pj = j;
+}
+
+/* Rearrange a[0..n) so that a[0..k) are its k best (in no order): quickselect,
+ * expected O(n). */
+static void select_best(struct pair *a, int n, int k)
+{
+	int lo = 0, hi = n - 1, i, j;
+
+	while (k > lo && k <= hi) {
+		if (hi - lo < 2) {
+			qsort(a + lo, (size_t)(hi - lo + 1), sizeof(*a), cmp_desc);
+			return;
+		}
+		partition(a, lo, hi, &i, &j);
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return;
+	}
+}
+
+static double mass_of(const struct pair *a, int lo, int hi) /* a[lo..hi) */
+{
+	double m = 0;
+
+	for (int x = lo; x < hi; x++)
+		m += a[x].p;
+	return m;
+}
+
+/* top-p: rearrange a[0..n) so that its best come first and return k, the
+ * length of the shortest best-first prefix whose mass reaches target, as a
+ * full sort would give: the same quickselect, steered by mass, expected O(n). */
+static int select_mass(struct pair *a, int n, double target)
+{
+	int lo = 0, hi = n - 1, i, j;
+	double cum = 0, m; /* mass of a[0..lo), all kept */
+
+	while (lo <= hi) {
+		if (hi - lo < 16) { /* small: sort and walk */
+			qsort(a + lo, (size_t)(hi - lo + 1), sizeof(*a), cmp_desc);
+			for (int x = lo; x <= hi; x++) {
+				cum += a[x].p;
+				if (cum >= target)
+					return x + 1;
+			}
+			return hi + 1;
+		}
+		partition(a, lo, hi, &i, &j);
+		m = mass_of(a, lo, j + 1);
+		if (cum + m >= target) { /* the prefix ends among the better part */
+			hi = j;
+			continue;
+		}
+		cum += m;
+		for (int x = j + 1; x < i; x++) { /* the pivot */
+			cum += a[x].p;
+			if (cum >= target)
+				return x + 1;
+		}
+		lo = i;
+	}
+	return n;
+}
+
+/*
+ * Weights w = exp((logit - max) / T) in id order, one pass. Without top-k and
+ * top-p the draw walks them in id order: O(vocab), no sort. top-k selects its
+ * k best (quickselect), top-p the shortest best-first prefix reaching its
+ * mass (the same quickselect steered by mass). Both expected O(vocab); the
+ * kept set and its probabilities are those of a full descending sort (ties
+ * to the lower id), the draw walks the kept set in whatever order it is left.
+ */
 int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab)
 {
 	struct pair *pr;
-	int n;
+	int n = vocab;
 	double sum = 0, r, acc = 0;
+	float m, inv_t;
 
 	if (s->temperature <= 0)
 		return argmax(logits, vocab);
 	pr = malloc(sizeof(*pr) * (size_t)vocab);
 	if (!pr)
 		return argmax(logits, vocab);
+	m = logits[argmax(logits, vocab)];
+	inv_t = 1.0f / s->temperature;
 	for (int i = 0; i < vocab; i++) {
-		pr[i].p = logits[i] / s->temperature;
+		pr[i].p = expf((logits[i] - m) * inv_t);
 		pr[i].i = i;
 	}
-	qsort(pr, (size_t)vocab, sizeof(*pr), cmp_desc);
-	n = s->top_k > 0 && s->top_k < vocab ? s->top_k : vocab;
-	for (int i = 0; i < n; i++) {
-		pr[i].p = (float)exp((double)pr[i].p - pr[0].p);
-		sum += pr[i].p;
+	if (s->top_k > 0 && s->top_k < vocab) {
+		n = s->top_k;
+		select_best(pr, vocab, n);
 	}
+	for (int i = 0; i < n; i++)
+		sum += pr[i].p;
 	if (s->top_p > 0 && s->top_p < 1) {
-		double mass = 0;
-		int keep = 0;
-
-		while (keep < n && mass < s->top_p * sum)
-			mass += pr[keep++].p;
-		n = keep > 0 ? keep : 1;
-		sum = mass;
+		n = select_mass(pr, n, s->top_p * sum);
+		sum = mass_of(pr, 0, n);
 	}
 	r = (double)(splitmix64(&s->state) >> 11) * (1.0 / 9007199254740992.0) * sum;
 	for (int i = 0; i < n; i++) {

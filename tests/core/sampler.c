@@ -1,0 +1,153 @@
+/*
+ * tests/core/sampler.c — core/sampler.c against a reference written here the
+ * slow, obvious way (double softmax of logits / T, a full descending sort,
+ * top-k, top-p prefix): for each setting no token outside the reference's
+ * kept set is drawn, and the frequencies fit its probabilities (tokens that
+ * expect < 5 of the draws pooled in one cell): chi-square below
+ * dof + 6 sqrt(2 dof) + 10
+ * (a one-in-millions excess for a right sampler; a draw walking the wrong
+ * list or mass lands in the thousands). Greedy ties go to the lowest id; one
+ * seed gives one sequence, another seed another.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/coli.h"
+
+static const float *g_l; /* for the reference's sort */
+
+static int ref_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	if (g_l[x] != g_l[y])
+		return g_l[x] < g_l[y] ? 1 : -1;
+	return x - y;
+}
+
+/* The reference: probabilities over the vocabulary (0 outside the kept set). */
+static void reference(const float *l, int V, float T, int top_k, float top_p, double *p)
+{
+	int *ord = malloc(sizeof(int) * V), n = V;
+	double sum = 0, mass = 0;
+
+	for (int i = 0; i < V; i++)
+		ord[i] = i, p[i] = 0;
+	g_l = l;
+	qsort(ord, V, sizeof(int), ref_cmp);
+	if (top_k > 0 && top_k < V)
+		n = top_k;
+	for (int i = 0; i < n; i++)
+		sum += exp((l[ord[i]] - (double)l[ord[0]]) / T);
+	if (top_p < 1) {
+		int keep = 0;
+
+		while (keep < n && mass < top_p * sum)
+			mass += exp((l[ord[keep++]] - (double)l[ord[0]]) / T);
+		n = keep;
+		sum = mass;
+	}
+	for (int i = 0; i < n; i++)
+		p[ord[i]] = exp((l[ord[i]] - (double)l[ord[0]]) / T) / sum;
+	free(ord);
+}
+
+static int check(const char *what, const float *l, int V, float T, int top_k, float top_p,
+                 int draws)
+{
+	double *p = calloc(V, sizeof(double)), chi = 0, pool_p = 0;
+	long *got = calloc(V, sizeof(long)), pool_n = 0;
+	int fails = 0, dof = -1, outside = 0, kept = 0, fit;
+	struct coli_sampler s;
+
+	reference(l, V, T, top_k, top_p, p);
+	coli_sampler_init(&s, T, top_p, top_k, 42);
+	for (int d = 0; d < draws; d++) {
+		int id = coli_sampler_pick(&s, l, V);
+
+		if (id < 0 || id >= V) {
+			printf("FAIL %s: drew id %d of %d\n", what, id, V);
+			return 1;
+		}
+		got[id]++;
+	}
+	for (int i = 0; i < V; i++) {
+		if (p[i] == 0) {
+			outside += got[i] > 0;
+			continue;
+		}
+		kept++;
+		if (draws * p[i] < 5) {
+			pool_p += p[i], pool_n += got[i];
+			continue;
+		}
+		dof++;
+		chi += (got[i] - draws * p[i]) * (got[i] - draws * p[i]) / (draws * p[i]);
+	}
+	if (draws * pool_p >= 5) {
+		dof++;
+		chi += (pool_n - draws * pool_p) * (pool_n - draws * pool_p) / (draws * pool_p);
+	}
+	fit = dof > 0;
+	printf("%-28s kept %4d  drawn outside it %d  ", what, kept, outside);
+	if (fit)
+		printf("chi2 %.1f, %d dof (bound %.0f)\n", chi, dof,
+		       dof + 6 * sqrt(2.0 * dof) + 10);
+	else
+		printf("(too few draws per token for chi2)\n");
+	if (outside || (fit && chi > dof + 6 * sqrt(2.0 * dof) + 10)) {
+		printf("FAIL %s\n", what);
+		fails++;
+	}
+	free(p), free(got);
+	return fails;
+}
+
+int main(void)
+{
+	enum { V = 200, VF = 4000 };
+	static float l[V], flat[VF], tie[8] = {1, 3, 2, 3, 3, 0, -1, 3};
+	uint64_t x = 7;
+	struct coli_sampler a, b, c;
+	int fails = 0, same_ab = 1, same_ac = 1;
+
+	for (int i = 0; i < V; i++) { /* a peaked head and a long tail, like real logits */
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		l[i] = (float)((x >> 40) % 1000) / 100.0f - (i % 17 == 0 ? 0 : 4);
+	}
+	for (int i = 0; i < VF; i++) { /* nearly flat: top-p has to look deep */
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		flat[i] = (float)((x >> 40) % 1000) / 1000.0f;
+	}
+	coli_sampler_init(&a, 0, 1, 0, 1);
+	if (coli_sampler_pick(&a, tie, 8) != 1) {
+		printf("FAIL greedy: ties must go to the lowest id (1)\n");
+		fails++;
+	}
+	fails += check("T 1", l, V, 1.0f, 0, 1.0f, 100000);
+	fails += check("T 0.7", l, V, 0.7f, 0, 1.0f, 100000);
+	fails += check("T 1 top-k 5", l, V, 1.0f, 5, 1.0f, 100000);
+	fails += check("T 1 top-p 0.5", l, V, 1.0f, 0, 0.5f, 100000);
+	fails += check("T 1.3 top-k 40 top-p 0.9", l, V, 1.3f, 40, 0.9f, 100000);
+	fails += check("flat, T 1", flat, VF, 1.0f, 0, 1.0f, 30000);
+	fails += check("flat, T 1 top-p 0.9", flat, VF, 1.0f, 0, 0.9f, 2000);
+	fails += check("ties, T 1 top-k 2", tie, 8, 1.0f, 2, 1.0f, 100000);
+	coli_sampler_init(&a, 1, 0.9f, 0, 5);
+	coli_sampler_init(&b, 1, 0.9f, 0, 5);
+	coli_sampler_init(&c, 1, 0.9f, 0, 6);
+	for (int i = 0; i < 64; i++) {
+		int ia = coli_sampler_pick(&a, l, V);
+
+		same_ab &= ia == coli_sampler_pick(&b, l, V);
+		same_ac &= ia == coli_sampler_pick(&c, l, V);
+	}
+	if (!same_ab || same_ac) {
+		printf("FAIL seeds: same seed %s, other seed %s\n", same_ab ? "same" : "differs",
+		       same_ac ? "same" : "differs");
+		fails++;
+	}
+	printf("%d failed\n", fails);
+	return fails ? 1 : 0;
+}
