@@ -533,13 +533,16 @@ static int cmp_heat(const void *a, const void *b, void *arg)
 	return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
 }
 
-/* Load the usage file and queue reads of the hottest experts. */
+/* Load the usage file and queue the warm-up reads: the hottest experts,
+ * then the ones it never saw, as far as the RAM slots go. When every expert
+ * fits, all are read (with no usage file too): a model that fits in RAM is
+ * read once, in the background, instead of on first use mid-token. */
 static void usage_open(struct coli_engine *e, const char *model)
 {
 	struct coli_tiers *t = e->tiers;
 	size_t n = (size_t)t->nxl * t->E;
 	char err[700];
-	int *order, room, nb = 0, rc;
+	int *order, room, nb = 0, rc, all_fit = t->n_slots >= t->total;
 	uint64_t maxc = 0;
 
 	if (!strcmp(e->opts.usage, "off") || !strcmp(e->opts.usage, "none"))
@@ -559,7 +562,8 @@ static void usage_open(struct coli_engine *e, const char *model)
 			fprintf(stderr, "coli: usage file ignored: %s\n", err);
 		memset(t->count, 0, n * sizeof(*t->count));
 		t->usage.tokens = 0;
-		return;
+		if (!all_fit)
+			return;
 	}
 	order = malloc(n * sizeof(int));
 	if (!order)
@@ -569,8 +573,8 @@ static void usage_open(struct coli_engine *e, const char *model)
 		maxc = t->count[i] > maxc ? t->count[i] : maxc;
 	}
 	qsort_r(order, n, sizeof(int), cmp_heat, t->count);
-	room = t->n_slots - t->min_slots;
-	for (size_t j = 0; j < n && nb < room && t->count[order[j]]; j++) {
+	room = all_fit ? t->total : t->n_slots - t->min_slots; /* else keep slots for misses */
+	for (size_t j = 0; j < n && nb < room; j++) {
 		int xl = order[j] / t->E, ex = order[j] % t->E, i;
 
 		if (ex >= (int)coli_io_container_expert_layer(t->c, xl)->n_experts)
@@ -580,7 +584,7 @@ static void usage_open(struct coli_engine *e, const char *model)
 			break;
 		assign(t, i, xl, ex, 0);
 		/* start heat from the file, scaled so a live expert can catch up */
-		X(t, xl, ex)->score = 8.0f * (float)t->count[order[j]] / (float)maxc;
+		X(t, xl, ex)->score = maxc ? 8.0f * (float)t->count[order[j]] / (float)maxc : 0;
 		t->batch[nb++] = (struct coli_io_read){xl, (uint32_t)ex, i};
 	}
 	if (nb && coli_io_stream_submit(t->io, t->batch, nb, COLI_IO_PREFETCH))
