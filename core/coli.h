@@ -205,14 +205,15 @@ struct coli_opts {
 	char route_trace[512]; /* ROUTE_TRACE */
 	int gpu_fail_after;    /* COLI_GPU_FAIL_AFTER (-1 off) */
 	char gpu_fail_at[16];  /* COLI_GPU_FAIL_AT any|launch|sync: the kind of op that fails */
-	int sim_latency_us;    /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
-	char stream[16];       /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
-	char dense[16];        /* --dense auto|cpu: where attention, norms, routers, lm_head run */
-	int stream_slots;      /* --stream-slots: VRAM staging slabs per device */
-	int verbose;           /* --verbose: the startup print */
-	int prefetch;          /* --prefetch on|off: router lookahead */
-	char io[16];           /* --io auto|uring|pread: slab streamer backend */
-	char verify_slabs[8];  /* --verify-slabs auto|on|off */
+	int dev_route; /* COLI_DEV_ROUTE: route (and plan resident layers) on the dense device */
+	int sim_latency_us;   /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
+	char stream[16];      /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
+	char dense[16];       /* --dense auto|cpu: where attention, norms, routers, lm_head run */
+	int stream_slots;     /* --stream-slots: VRAM staging slabs per device */
+	int verbose;          /* --verbose: the startup print */
+	int prefetch;         /* --prefetch on|off: router lookahead */
+	char io[16];          /* --io auto|uring|pread: slab streamer backend */
+	char verify_slabs[8]; /* --verify-slabs auto|on|off */
 	int usage_every; /* --usage-every N: write the usage file every N tokens (0: at close) */
 };
 
@@ -297,17 +298,19 @@ struct coli_engine_stats {
 	double disk_read_s; /* wall time with reads in flight */
 	double disk_wait_s; /* time the forward pass blocked on disk */
 	uint64_t prefetch_issued, prefetch_used, prefetch_wasted;
-	uint64_t h2d_bytes;       /* host -> device copies per token (activations) */
-	uint64_t h2d_const_bytes; /* host -> device uploads of weights (at placement) */
-	uint64_t stream_experts;  /* RAM-tier expert loads streamed to a device */
-	uint64_t stream_bytes;    /* their slab bytes (part of h2d, per token) */
-	uint64_t stream_copy_bytes;  /* slab bytes copied into staging (PCIe, part of h2d) */
-	uint64_t stream_prefetched;  /* slabs copied a layer ahead on the lookahead's guess */
-	uint64_t stream_staged_hits; /* streamed experts found staged: a layer-ahead copy,
-	                              * or a slot still holding it (no copy at issue) */
-	uint64_t moe_layers_on_dense; /* MoE layer calls whose experts all ran on the
-	                               * dense part's device: outputs never left it */
-	int dense_on_device;      /* 1: attention, norms, routers, lm_head on a device */
+	uint64_t h2d_bytes;              /* host -> device copies per token (activations) */
+	uint64_t h2d_const_bytes;        /* host -> device uploads of weights (at placement) */
+	uint64_t stream_experts;         /* RAM-tier expert loads streamed to a device */
+	uint64_t stream_bytes;           /* their slab bytes (part of h2d, per token) */
+	uint64_t stream_copy_bytes;      /* slab bytes copied into staging (PCIe, part of h2d) */
+	uint64_t stream_prefetched;      /* slabs copied a layer ahead on the lookahead's guess */
+	uint64_t stream_staged_hits;     /* streamed experts found staged: a layer-ahead copy,
+	                                  * or a slot still holding it (no copy at issue) */
+	uint64_t moe_layers_on_dense;    /* MoE layer calls whose experts all ran on the
+	                                  * dense part's device: outputs never left it */
+	uint64_t moe_layers_dev_planned; /* of those, planned on the device too (fully
+	                                  * resident layer, decode): no host round trip */
+	int dense_on_device;             /* 1: attention, norms, routers, lm_head on a device */
 	/* the MoE overlap window (COLI_CUDA_PROFILE): plan + pack + issue to the
 	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */
 	double moe_issue_s, moe_cpu_s, moe_take_s;

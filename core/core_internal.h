@@ -195,8 +195,9 @@ struct coli_engine {
 	float *mlp;     /* [tmax][hidden] MoE / MLP output */
 	float *proj;    /* [tmax][hidden] projection output */
 	float *rlog;    /* [tmax][n_experts] router logits */
-	int *sel;       /* [tmax][top_k] routed experts */
+	int *sel;       /* [tmax][top_k] routed experts (descending weight) */
 	float *selw;    /* [tmax][top_k] their weights */
+	int routed;     /* this layer's sel/selw came from the dense device (coli_route) */
 	float *g, *u;   /* [tmax][max_inter] */
 	float *ey;      /* [tmax*top_k][hidden] per-pair expert outputs */
 	/* the layer's (token, expert) pairs, sorted by expert then token */
@@ -208,28 +209,31 @@ struct coli_engine {
 	int n_devs;
 	unsigned char *pred_mask; /* [n_experts] lookahead's guess for layer pred_l */
 	int pred_l;               /* -1: no guess pending */
-	void *xfer; /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids */
-	int *xids;  /* [tmax] token ids on their way to the dense device */
+	void *xfer;    /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
+	                * sel, selw, fast_sel */
+	int *fast_sel; /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on
+	                * the dense device this forward, for the host's counts */
+	int *xids;     /* [tmax] token ids on their way to the dense device */
 	size_t xfer_bytes;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
-	signed char *where;           /* [n_layers][n_experts]: device index, -1 host */
-	signed char *assign;          /* [n_experts] this layer: device computing it, -1 CPU */
-	unsigned char *streamed;      /* [n_experts] this layer: 1 if copied to the device */
-	int *cand, *cand_n;           /* [n_experts] scratch of assign_experts / cpu_list */
-	int *pair_first, *pair_n;     /* [n_experts] this layer: first pair, pair count */
-	int *need, *redo;             /* [n_experts] experts the host reads; CPU recomputes */
-	const void **slab_ptr;        /* [n_experts] slabs of the acquired chunk */
-	const void **host_slab;       /* [n_experts] RAM slab of a streamed expert */
-	double bw_cpu, bw_stream;     /* cost model: bytes/s of CPU rows and of streaming */
-	struct coli_dense_dev *dd;    /* dense part on a device (core/forward_dev.c), or NULL */
-	int moe_on_dense; /* this layer: device index holding every pair's output in
-	                   * its own y (it also holds the dense part), or -1 */
-	uint64_t adapt_at;            /* token count of the next VRAM adaptation round */
-	int *hist;                    /* [ctx] token ids in the KV cache, to rebuild it on the
-	                               * CPU if the dense device fails */
-	uint64_t *dev_slab;           /* [n_layers][n_experts]: device address of the slab */
-	struct coli_actbuf *ax;       /* [tmax] over hidden-sized inputs */
-	struct coli_actbuf *ah;       /* [tmax] over inter / attention-sized inputs */
+	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */
+	signed char *assign;       /* [n_experts] this layer: device computing it, -1 CPU */
+	unsigned char *streamed;   /* [n_experts] this layer: 1 if copied to the device */
+	int *cand, *cand_n;        /* [n_experts] scratch of assign_experts / cpu_list */
+	int *pair_first, *pair_n;  /* [n_experts] this layer: first pair, pair count */
+	int *need, *redo;          /* [n_experts] experts the host reads; CPU recomputes */
+	const void **slab_ptr;     /* [n_experts] slabs of the acquired chunk */
+	const void **host_slab;    /* [n_experts] RAM slab of a streamed expert */
+	double bw_cpu, bw_stream;  /* cost model: bytes/s of CPU rows and of streaming */
+	struct coli_dense_dev *dd; /* dense part on a device (core/forward_dev.c), or NULL */
+	int moe_on_dense;          /* this layer: device index holding every pair's output in
+	                            * its own y (it also holds the dense part), or -1 */
+	uint64_t adapt_at;         /* token count of the next VRAM adaptation round */
+	int *hist;                 /* [ctx] token ids in the KV cache, to rebuild it on the
+	                            * CPU if the dense device fails */
+	uint64_t *dev_slab;        /* [n_layers][n_experts]: device address of the slab */
+	struct coli_actbuf *ax;    /* [tmax] over hidden-sized inputs */
+	struct coli_actbuf *ah;    /* [tmax] over inter / attention-sized inputs */
 	/* CPU rows of a MoE layer, batched over its experts (core/moe.c cpu_experts) */
 	float *pg, *pu;                 /* [tmax * top_k][moe_inter] gate, up (then h) */
 	struct coli_actbuf *ph;         /* [tmax * top_k] h per pair, quantized */
@@ -237,14 +241,14 @@ struct coli_engine {
 	struct coli_expert_view *xview; /* [n_experts] */
 	struct coli_gemm_job *xjobs;    /* [2 * n_experts] */
 	int *xpairs, n_xpairs;          /* pairs whose SwiGLU the pool computes */
-	struct coli_act *ag;          /* [tmax] gathered activations (struct copies) */
-	float *inv_freq;              /* [head_dim/2] rope frequencies */
-	FILE *trace;                  /* ROUTE_TRACE */
-	struct coli_engine_stats est; /* cumulative, see coli_engine_stats */
-	size_t scratch_bytes;         /* what scratch_alloc took, for the budget */
-	int numa_node;                /* resolved --numa-bind */
-	struct coli_tiers *tiers;     /* expert slots, streamer, heat */
-	char errmsg[512];             /* why the last forward failed */
+	struct coli_act *ag;            /* [tmax] gathered activations (struct copies) */
+	float *inv_freq;                /* [head_dim/2] rope frequencies */
+	FILE *trace;                    /* ROUTE_TRACE */
+	struct coli_engine_stats est;   /* cumulative, see coli_engine_stats */
+	size_t scratch_bytes;           /* what scratch_alloc took, for the budget */
+	int numa_node;                  /* resolved --numa-bind */
+	struct coli_tiers *tiers;       /* expert slots, streamer, heat */
+	char errmsg[512];               /* why the last forward failed */
 };
 
 /* Monotonic seconds, for the engine's timers. */
@@ -262,6 +266,8 @@ void coli_dense_dev_close(struct coli_engine *e);
 /* The device holding the dense part, or NULL. */
 struct coli_dev *coli_dense_dev_device(struct coli_engine *e);
 int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
+/* After expert placement: the MoE layers the dense device can plan itself. */
+int coli_dense_dev_plan_init(struct coli_engine *e);
 
 /* forward.c */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
@@ -285,6 +291,8 @@ void coli_moe_dev_prefetch(struct coli_engine *e);
 /* Between tokens: swap a cold resident expert for a hotter one, per layer,
  * with hysteresis (call after each forward). */
 void coli_moe_dev_adapt(struct coli_engine *e);
+/* Bytes of a [rows][K] matrix's quant plane in a slab (the scales follow). */
+size_t coli_quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K);
 /* Prepare actbuf from x[n] (fp32 copy + quantized form). */
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
 

@@ -237,6 +237,23 @@ int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 	LAUNCH(d->ops->dense_gemv(d, t, m), "dense gemv launch");
 }
 
+int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+                   uint64_t selw)
+{
+	LAUNCH(d->ops->route(d, rlog, T, E, K, norm, sel, selw), "route launch");
+}
+
+int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
+{
+	LAUNCH(d->ops->moe_plan(d, a), "plan launch");
+}
+
+int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
+                        int max_rows)
+{
+	LAUNCH(d->ops->gemv_table(d, t, table, n_jobs, max_rows), "gemv launch");
+}
+
 void coli_dev_close(struct coli_dev *d)
 {
 	if (d)

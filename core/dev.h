@@ -75,6 +75,14 @@ struct coli_dev_ops {
 	 * simulated device computes coli_gemv's bits (so --gpu sim = the CPU path) */
 	int (*dense_gemv)(struct coli_dev *d, enum coli_dtype t,
 	                  const struct coli_gpu_dense_gemv *m);
+	/* routing on the device (cpu/ops.c coli_route's result; cuda: its expf)
+	 * and the plan of a fully resident layer: job tables written on the
+	 * device, run by gemv_table (see ptx/kernels_abi.h) */
+	int (*route)(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+	             uint64_t selw);
+	int (*moe_plan)(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
+	int (*gemv_table)(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
+	                  int max_rows);
 };
 
 enum coli_dev_fail_at { COLI_FAIL_AT_ANY, COLI_FAIL_AT_LAUNCH, COLI_FAIL_AT_SYNC };
@@ -135,6 +143,11 @@ int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64
                             uint64_t pair_w, int n_pairs, int T, int H);
 int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m);
+int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+                   uint64_t selw);
+int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
+int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
+                        int max_rows);
 
 /* Backends. */
 int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen);

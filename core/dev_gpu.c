@@ -102,6 +102,19 @@ static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 {
 	return coli_gpu_dense_gemv(G(d), t, m);
 }
+static int g_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+                   uint64_t selw)
+{
+	return coli_gpu_route(G(d), rlog, T, E, K, norm, sel, selw);
+}
+static int g_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
+{
+	return coli_gpu_moe_plan(G(d), a);
+}
+static int g_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
+{
+	return coli_gpu_gemv_table(G(d), t, table, n, rows);
+}
 /* mem/'s registration hook: every host region mem/ records (the tier
  * manager's slot arena above all) is page-locked for DMA, so streamed slabs
  * copy at the PCIe rate instead of through a pageable bounce buffer. */
@@ -186,6 +199,9 @@ static const struct coli_dev_ops g_gpu_ops = {
     .embed = g_embed,
     .moe_accumulate = g_moe_acc,
     .gated_add = g_gated,
+    .route = g_route,
+    .moe_plan = g_moe_plan,
+    .gemv_table = g_gemv_table,
     .dense_gemv = g_dense_gemv,
 };
 

@@ -266,6 +266,72 @@ static int s_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 	return 0;
 }
 
+static int s_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+                   uint64_t selw)
+{
+	float *p = malloc(sizeof(float) * (size_t)E);
+
+	if (!p)
+		return -ENOMEM;
+	for (int t = 0; t < T; t++) {
+		memcpy(p, F(rlog) + (size_t)t * E, sizeof(float) * (size_t)E);
+		coli_route(p, E, K, norm, (int *)(uintptr_t)sel + (size_t)t * K,
+		           F(selw) + (size_t)t * K);
+	}
+	free(p);
+	return 0;
+}
+
+/* ptx/dense.cu coli_moe_plan, one pair at a time. */
+static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
+{
+	const int P = a->T * a->K, H = a->H, I = a->I;
+
+	for (int i = 0; i < P; i++) {
+		const int ex = a->sel[i], t = i / a->K;
+		const uint64_t slab = a->slabs[ex];
+		struct coli_gpu_gemv_job j = {.rows = I, .K = H, .S = 1, .ldy = I};
+		int r = 0;
+
+		for (int k = 0; k < P; k++)
+			r += a->sel[k] < ex || (a->sel[k] == ex && k / a->K < t);
+		j.xq = a->xq + (size_t)t * H;
+		j.xd = a->xd + (size_t)t * (H / 32);
+		j.xqsum = a->xqsum + (size_t)t * (H / 32);
+		j.xf = a->xf + (size_t)t * H;
+		for (int m = 0; m < 2; m++) {
+			const uint64_t w = slab + (m ? a->up_off : a->gate_off);
+
+			j.w = (const void *)(uintptr_t)w;
+			j.scales = a->scale_gu
+			               ? (const unsigned short *)(uintptr_t)(w + a->scale_gu)
+			               : NULL;
+			j.y = (m ? a->u : a->g) + (size_t)r * I;
+			a->gu_jobs[2 * r + m] = j;
+		}
+		j = (struct coli_gpu_gemv_job){.rows = H, .K = I, .S = 1, .ldy = H};
+		j.w = (const void *)(uintptr_t)(slab + a->down_off);
+		j.scales =
+		    a->scale_d
+		        ? (const unsigned short *)(uintptr_t)(slab + a->down_off + a->scale_d)
+		        : NULL;
+		j.xq = a->hq + (size_t)r * I;
+		j.xd = a->hd + (size_t)r * (I / 32);
+		j.xqsum = a->hqs + (size_t)r * (I / 32);
+		j.xf = a->h + (size_t)r * I;
+		j.y = a->y + (size_t)r * H;
+		a->down_jobs[r] = j;
+		a->pair_token[r] = t;
+		a->pair_w[r] = a->selw[i];
+	}
+	return 0;
+}
+
+static int s_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
+{
+	return s_gemv(d, t, (const struct coli_gpu_gemv_job *)(uintptr_t)table, n);
+}
+
 static void s_close(struct coli_dev *d)
 {
 	free(d->impl);
@@ -347,6 +413,9 @@ static const struct coli_dev_ops g_sim_ops = {
     .moe_accumulate = s_moe_acc,
     .gated_add = s_gated,
     .dense_gemv = s_dense_gemv,
+    .route = s_route,
+    .moe_plan = s_moe_plan,
+    .gemv_table = s_gemv_table,
 };
 
 int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes, int latency_us)

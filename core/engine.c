@@ -87,12 +87,22 @@ static int scratch_alloc(struct coli_engine *e)
 		 * from registered memory is pulled by a kernel instead of queuing
 		 * behind the copy engine's slab copies (ptx/gpu.c) */
 		size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
-		size_t sz[] = {(size_t)T * H * 4, (size_t)T * E1 * 4, P * H * 4, P * 4, P * 4,
-		               (size_t)T * 4};
-		void **dst[] = {(void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
-		                (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids};
+		size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
+		size_t sz[] = {(size_t)T * H * 4,
+		               (size_t)T * E1 * 4,
+		               P * H * 4,
+		               P * 4,
+		               P * 4,
+		               (size_t)T * 4,
+		               P * 4,
+		               P * 4,
+		               fast * 4 + 4};
+		void **dst[] = {
+		    (void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
+		    (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids,
+		    (void **)&e->sel,        (void **)&e->selw,   (void **)&e->fast_sel};
 
-		e->xfer = coli_mem_alloc_buffers(sz, dst, 6, COLI_MEM_NODE_ANY, &e->xfer_bytes);
+		e->xfer = coli_mem_alloc_buffers(sz, dst, 9, COLI_MEM_NODE_ANY, &e->xfer_bytes);
 		if (!e->xfer)
 			return -ENOMEM;
 		e->scratch_bytes += e->xfer_bytes;
@@ -105,8 +115,6 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->ctx);
 	rc = rc ? rc : ALLOC(e->mlp, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->proj, (size_t)T * H);
-	rc = rc ? rc : ALLOC(e->sel, (size_t)T * c->top_k);
-	rc = rc ? rc : ALLOC(e->selw, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->g, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
@@ -252,6 +260,8 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	}
 	if (e->n_devs) {
 		rc = coli_moe_dev_place(e, err, errlen);
+		if (!rc && (rc = coli_dense_dev_plan_init(e)))
+			snprintf(err, errlen, "device routing tables: %s", strerror(-rc));
 		if (rc)
 			goto err;
 	}
@@ -284,8 +294,8 @@ void coli_engine_close(coli_engine_t *e)
 	coli_mem_free(e->kcache, e->kv_bytes);
 	coli_mem_free(e->vcache, e->kv_bytes);
 	free(e->x), free(e->q), free(e->kx), free(e->vx), free(e->att);
-	free(e->scores), free(e->mlp), free(e->proj), free(e->sel);
-	free(e->selw), free(e->g), free(e->u), free(e->ag);
+	free(e->scores), free(e->mlp), free(e->proj);
+	free(e->g), free(e->u), free(e->ag);
 	free(e->inv_freq);
 	free(e->pair_expert);
 	free(e->assign), free(e->pred_mask), free(e->streamed), free(e->cand), free(e->cand_n);

@@ -5,23 +5,32 @@
  * (no per-token copy of a constant: only token ids, the activations the CPU
  * rows need, and the CPU rows' outputs cross the bus).
  *
- * Per MoE layer the device computes the router logits and the normed input,
- * the host downloads both (T x n_experts + T x hidden floats), routes and
- * plans exactly as the CPU path does (core/moe.c: issue to devices, CPU rows,
- * take), uploads the per-pair outputs, and the device accumulates them in
- * ascending expert id with core/moe.c's bits. When every pair of a layer ran
- * on this same device, the outputs never leave it: the accumulation reads
- * the expert path's output buffer, which is in pair order, on the same
- * stream, and take does not wait (core/moe_dev.c). So for a given dense device,
- * logits do not depend on where experts ran. The simulated device runs the
- * same sequence with the CPU kernels, so --gpu sim reproduces the CPU path
- * bit for bit, which is what CI checks.
+ * Per MoE layer the device computes the router logits and routes them
+ * (coli_route: softmax, top-k, weights). A layer whose every expert is
+ * resident on this device, at T <= COLI_GPU_MAX_S (decode), is then planned
+ * on the device too (coli_moe_plan writes the GEMV job tables and pair
+ * lists): gate/up, silu, quantize, down and the accumulation follow on the
+ * stream with no round trip to the host, whose only part is counting the
+ * routed experts once the forward has synchronized (fast_count). Any other
+ * layer: the host downloads the routing and the normed input, plans exactly
+ * as the CPU path does (core/moe.c: issue to devices, CPU rows, take),
+ * uploads the per-pair outputs, and the device accumulates them in
+ * ascending expert id with core/moe.c's bits. Routing is on the device in
+ * both cases, so the weights do not depend on which case a layer takes. When every pair of a layer
+ * ran on this same device, the outputs never leave it: the accumulation reads the expert path's
+ * output buffer, which is in pair order, on the same stream, and take does not wait
+ * (core/moe_dev.c). So for a given dense device, logits do not depend on where experts ran. The
+ * simulated device runs the same sequence with the CPU kernels, so --gpu sim reproduces the CPU
+ * path bit for bit, which is what CI checks.
  *
  * Device buffers (rows are tokens, fp32 unless said):
  *   x, xn, mlp, proj, shy [tmax][H]; q, att [tmax][nh*hd]; k, v [tmax][nkv*hd]
  *   aq int8 / ad / aqs: the quantized form of the current GEMV input, [tmax][K_max]
  *   g, u, h [tmax][I_max]; rlog [tmax][E]; gl [tmax]; ey [tmax*top_k][H]
  *   kcache, vcache [n_layers][ctx][nkv*hd]; logits [tmax][vocab]
+ *   sel int / selw [tmax][top_k]; slabs u64 [n_layers][n_experts] (resident
+ *   slab of each expert, fully resident layers only); gu_jobs, down_jobs
+ *   [2 or 1][COLI_GPU_MAX_S * top_k] GEMV jobs written by coli_moe_plan
  */
 #include <errno.h>
 #include <math.h>
@@ -51,7 +60,11 @@ struct coli_dense_dev {
 	struct dlayer *L;
 	uint64_t kcache, vcache;
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
-	    pw, logits;
+	    pw, logits, sel, selw, slabs, gu_jobs, down_jobs;
+	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
+	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
+	signed char *full; /* [n_layers] every expert of the layer resident on this device */
+	int *fast_T;       /* [n_layers] tokens of this forward's device-planned layer, or 0 */
 	struct coli_gpu_gemv_job *jobs;
 	int kmax;
 	uint64_t *allocs; /* every allocation, for release */
@@ -194,7 +207,18 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	B(ptok, P * 4);
 	B(pw, P * 4);
 	B(logits, T * c->vocab * 4);
+	B(sel, P * 4);
+	B(selw, P * 4);
+	B(gu_jobs, sizeof(struct coli_gpu_gemv_job) * 2 * COLI_GPU_MAX_S * c->top_k);
+	B(down_jobs, sizeof(struct coli_gpu_gemv_job) * COLI_GPU_MAX_S * c->top_k);
 #undef B
+	dd->route_on_dev = c->n_experts > 0 && c->n_experts <= COLI_GPU_ROUTE_MAX_E &&
+	                   c->top_k >= 1 && c->top_k <= 16 && e->opts.dev_route;
+	dd->plan_dev = -1;
+	dd->full = calloc((size_t)c->n_layers, 1);
+	dd->fast_T = calloc((size_t)c->n_layers, sizeof(int));
+	if (!rc && (!dd->full || !dd->fast_T))
+		rc = -ENOMEM;
 	if (rc)
 		snprintf(err, errlen, "device %s: cannot hold the dense part (%s)", dev->name,
 		         strerror(-rc));
@@ -215,8 +239,51 @@ void coli_dense_dev_close(struct coli_engine *e)
 	free(dd->allocs);
 	free(dd->L);
 	free(dd->jobs);
+	free(dd->full);
+	free(dd->fast_T);
 	free(dd);
 	e->dd = NULL;
+}
+
+/* After placement: which MoE layers have every expert resident on the dense
+ * device, and their slab tables uploaded (once: the VRAM adaptation never
+ * touches a fully resident layer, it swaps a resident expert for one that
+ * is not). */
+int coli_dense_dev_plan_init(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	int E = c->n_experts, any = 0, d = -1, rc;
+	uint64_t *tab;
+
+	if (!dd || !dd->route_on_dev || c->top_k * COLI_GPU_MAX_S > COLI_GPU_PLAN_MAX_P)
+		return 0;
+	for (int i = 0; i < e->n_devs; i++)
+		if (e->devs[i] == dd->dev)
+			d = i;
+	if (d < 0)
+		return 0;
+	for (int l = 0; l < c->n_layers; l++) {
+		dd->full[l] = e->m.layers[l].moe && e->where;
+		for (int x = 0; dd->full[l] && x < E; x++)
+			dd->full[l] = e->where[(size_t)l * E + x] == d;
+		any |= dd->full[l];
+	}
+	if (!any)
+		return 0;
+	tab = calloc((size_t)c->n_layers * E, sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	for (int l = 0; l < c->n_layers; l++)
+		if (dd->full[l])
+			memcpy(tab + (size_t)l * E, e->dev_slab + (size_t)l * E, sizeof(*tab) * E);
+	rc = dalloc(dd, sizeof(*tab) * c->n_layers * E, &dd->slabs);
+	rc = rc ? rc : coli_dev_upload(dd->dev, dd->slabs, tab, sizeof(*tab) * c->n_layers * E);
+	e->est.h2d_const_bytes += sizeof(*tab) * c->n_layers * E;
+	free(tab);
+	if (!rc)
+		dd->plan_dev = d;
+	return rc;
 }
 
 /* The phase split (coli_engine_stats attention_s, moe_s, dense_mlp_s,
@@ -331,17 +398,143 @@ static int attention(struct coli_engine *e, int l, int T, int pos0)
 	return rc;
 }
 
+/* Qwen2-MoE's shared expert: mlp += sigmoid(gate . xn) * swiglu(xn). */
+static int shared_expert(struct coli_engine *e, const struct dlayer *D, int T)
+{
+	struct coli_dense_dev *dd = e->dd;
+	int rc;
+
+	if (!e->m.cfg.shared_inter)
+		return 0;
+	rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, T, dd->shy);
+	rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
+	rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
+	return rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, e->m.cfg.hidden);
+}
+
+/* A fully resident layer at T <= COLI_GPU_MAX_S, from the routing in
+ * dd->sel/selw: planned, computed and accumulated on the stream, no wait.
+ * The routing is copied back for fast_count. */
+static int moe_planned(struct coli_engine *e, int l, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	struct coli_dev_slot *v = &e->vram[dd->plan_dev];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	enum coli_dtype t = xl->dtype;
+	int H = c->hidden, I = c->moe_inter, K = c->top_k, P = T * K, rc = 0;
+	struct coli_gpu_moe_plan a = {
+	    .sel = (const int *)(uintptr_t)dd->sel,
+	    .selw = (const float *)(uintptr_t)dd->selw,
+	    .slabs =
+	        (const unsigned long long *)(uintptr_t)(dd->slabs + (size_t)l * c->n_experts * 8),
+	    .gate_off = xl->gate_off,
+	    .up_off = xl->up_off,
+	    .down_off = xl->down_off,
+	    .scale_gu = coli_quant_plane_bytes(t, I, H),
+	    .scale_d = coli_quant_plane_bytes(t, H, I),
+	    .xq = (const signed char *)(uintptr_t)dd->aq,
+	    .xd = (const float *)(uintptr_t)dd->ad,
+	    .xqsum = (const int *)(uintptr_t)dd->aqs,
+	    .xf = (const float *)(uintptr_t)dd->xn,
+	    .g = (float *)(uintptr_t)v->g,
+	    .u = (float *)(uintptr_t)v->u,
+	    .h = (float *)(uintptr_t)v->h,
+	    .hq = (const signed char *)(uintptr_t)v->hq,
+	    .hd = (const float *)(uintptr_t)v->hd,
+	    .hqs = (const int *)(uintptr_t)v->hqs,
+	    .y = (float *)(uintptr_t)v->y,
+	    .gu_jobs = (struct coli_gpu_gemv_job *)(uintptr_t)dd->gu_jobs,
+	    .down_jobs = (struct coli_gpu_gemv_job *)(uintptr_t)dd->down_jobs,
+	    .pair_token = (int *)(uintptr_t)dd->ptok,
+	    .pair_w = (float *)(uintptr_t)dd->pw,
+	    .T = T,
+	    .K = K,
+	    .H = H,
+	    .I = I,
+	};
+
+	if (coli_dtype_is_quant(t))
+		rc = coli_dev_act_quantize(dd->dev, dd->xn, dd->aq, dd->ad, dd->aqs, T * H / 32);
+	rc = rc ? rc : coli_dev_moe_plan(dd->dev, &a);
+	rc = rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->gu_jobs, 2 * P, I);
+	rc = rc ? rc : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, P * I);
+	if (coli_dtype_is_quant(t))
+		rc = rc ? rc
+		        : coli_dev_act_quantize(dd->dev, v->h, v->hq, v->hd, v->hqs, P * I / 32);
+	rc = rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, H);
+	rc = rc ? rc
+	        : coli_dev_download_async(dd->dev, e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K,
+	                                  dd->sel, sizeof(int) * P);
+	rc = rc ? rc : coli_dev_moe_accumulate(dd->dev, dd->mlp, v->y, dd->ptok, dd->pw, P, T, H);
+	dd->fast_T[l] = rc ? 0 : T;
+	return rc;
+}
+
+/* After the forward's last sync: what the host path counts for each layer
+ * it plans (core/moe.c, core/moe_dev.c take), for the device-planned ones. */
+static void fast_count(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	int K = c->top_k;
+
+	for (int l = 0; l < c->n_layers; l++) {
+		const int *s = e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K;
+		const struct coli_expert_layer *xl;
+		int P = dd->fast_T[l] * K;
+
+		if (!P)
+			continue;
+		xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+		e->est.expert_uses += P;
+		e->est.moe_layers_on_dense++;
+		e->est.moe_layers_dev_planned++;
+		for (int i = 0; i < P; i++) {
+			int first = 1;
+
+			for (int j = 0; j < i; j++)
+				first &= s[j] != s[i];
+			coli_tiers_count(e, l, s[i], 1);
+			if (first) { /* one hit per expert and layer call, as take counts */
+				e->est.hits[COLI_TIER_VRAM]++;
+				e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
+			}
+		}
+		dd->fast_T[l] = 0;
+	}
+}
+
 static int moe(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
-	int H = c->hidden, E = c->n_experts, rc;
+	int H = c->hidden, E = c->n_experts, K = c->top_k, rc;
 	uint64_t y = dd->ey;
 
 	rc = prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
 	rc = rc ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
-	rc = rc ? rc : coli_dev_download_async(dd->dev, e->rlog, dd->rlog, sizeof(float) * T * E);
+	if (dd->route_on_dev) {
+		rc = rc ? rc
+		        : coli_dev_route(dd->dev, dd->rlog, T, E, K, c->norm_topk_prob, dd->sel,
+		                         dd->selw);
+		if (!rc && dd->plan_dev >= 0 && dd->full[l] && T <= COLI_GPU_MAX_S && !e->trace &&
+		    !dd->dev->failed) {
+			rc = moe_planned(e, l, T);
+			return rc ? rc : shared_expert(e, D, T);
+		}
+		rc = rc ? rc
+		        : coli_dev_download_async(dd->dev, e->sel, dd->sel, sizeof(int) * T * K);
+		rc =
+		    rc ? rc
+		       : coli_dev_download_async(dd->dev, e->selw, dd->selw, sizeof(float) * T * K);
+	} else {
+		rc =
+		    rc ? rc
+		       : coli_dev_download_async(dd->dev, e->rlog, dd->rlog, sizeof(float) * T * E);
+	}
 	rc = rc ? rc : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (!rc && !e->opts.profile) /* the layer's attention is done */
@@ -352,7 +545,9 @@ static int moe(struct coli_engine *e, int l, int T)
 		e->ax[t].n = H;
 		coli_actbuf_set(&e->ax[t], e->xn + (size_t)t * H);
 	}
+	e->routed = dd->route_on_dev;
 	rc = coli_moe_experts(e, l, T);
+	e->routed = 0;
 	if (rc)
 		return rc;
 	if (e->moe_on_dense >= 0) { /* every output is already here, in pair order */
@@ -369,12 +564,7 @@ static int moe(struct coli_engine *e, int l, int T)
 	e->est.h2d_bytes += 8 * (size_t)e->n_pairs;
 	rc = rc ? rc
 	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw, e->n_pairs, T, H);
-	if (!rc && c->shared_inter) {
-		rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, T, dd->shy);
-		rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
-		rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
-		rc = rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, H);
-	}
+	rc = rc ? rc : shared_expert(e, D, T);
 	/* no wait: the uploads read e->ey and the pair lists when they run, and
 	 * the host writes those again only after the next layer's router
 	 * download has synchronized this stream (or the forward's last sync) */
@@ -438,6 +628,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
+	fast_count(e);
 	if (logits)
 		phase_end(e, &e->est.lm_head_s, 0);
 	e->est.forward_s += coli_now_s() - start;

@@ -34,25 +34,6 @@
 #include "core/core_internal.h"
 #include "core/dev.h"
 
-/* Top-k of p[n] by value (descending, ties to the lower index). */
-static void topk(const float *p, int n, int k, int *idx, float *val)
-{
-	for (int j = 0; j < k; j++) {
-		int best = -1;
-
-		for (int i = 0; i < n; i++) {
-			int taken = 0;
-
-			for (int q = 0; q < j; q++)
-				taken |= idx[q] == i;
-			if (!taken && (best < 0 || p[i] > p[best]))
-				best = i;
-		}
-		idx[j] = best;
-		val[j] = p[best];
-	}
-}
-
 /* Router logits e->rlog[T][E] = router . xn on the CPU (the device path
  * computes them on the device and downloads them instead). */
 static void route_logits(struct coli_engine *e, int l, int T)
@@ -72,16 +53,8 @@ static void route_select(struct coli_engine *e, int l, int T)
 		float *p = e->rlog + (size_t)t * E, *w = e->selw + (size_t)t * K;
 		int *s = e->sel + (size_t)t * K;
 
-		coli_softmax(p, E);
-		topk(p, E, K, s, w);
-		if (c->norm_topk_prob) {
-			float sum = 0;
-
-			for (int j = 0; j < K; j++)
-				sum += w[j];
-			for (int j = 0; j < K; j++)
-				w[j] /= sum;
-		}
+		if (!e->routed) /* else the dense device routed (core/forward_dev.c) */
+			coli_route(p, E, K, c->norm_topk_prob, s, w);
 		if (e->trace) {
 			fprintf(e->trace, "%d %d", e->pos + t, l);
 			for (int j = 0; j < K; j++)
@@ -182,8 +155,8 @@ static void cpu_experts(struct coli_engine *e, int l, const int *list, const voi
 	for (int j = 0; j < n; j++) {
 		int p0 = e->pair_first[list[j]];
 
-		e->xjobs[nj++] = (struct coli_gemm_job){&e->xview[j].down, e->hag + p0,
-		                                        e->pair_n[list[j]], e->ey + (size_t)p0 * H, H};
+		e->xjobs[nj++] = (struct coli_gemm_job){
+		    &e->xview[j].down, e->hag + p0, e->pair_n[list[j]], e->ey + (size_t)p0 * H, H};
 	}
 	coli_gemm_batch_mt(e->pool, e->xjobs, nj);
 }

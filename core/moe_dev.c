@@ -57,7 +57,7 @@
 #define MARK_ISSUE    0                   /* --profile: the device reaches a layer's expert work */
 #define MARK_DONE     1                   /* ... and finishes it */
 
-static size_t quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
+size_t coli_quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
 {
 	return t == COLI_DTYPE_Q8_0 ? rows * K : t == COLI_DTYPE_Q4_0 ? rows * K / 2 : 0;
 }
@@ -66,7 +66,7 @@ static size_t quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
 static void job_matrix(struct coli_gpu_gemv_job *j, enum coli_dtype t, uint64_t base, int rows,
                        int K)
 {
-	size_t qb = quant_plane_bytes(t, rows, K);
+	size_t qb = coli_quant_plane_bytes(t, rows, K);
 
 	j->w = (const void *)(uintptr_t)base;
 	j->scales = qb ? (const unsigned short *)(uintptr_t)(base + qb) : NULL;

@@ -66,6 +66,8 @@ static const struct opt_row g_opts[] = {
      "write routed experts per position and layer to FILE"},
     {NULL, "COLI_GPU_FAIL_AFTER", OPT_INT, F(gpu_fail_after), "-1",
      "fault injection: fail a device after N launches or syncs"},
+    {NULL, "COLI_DEV_ROUTE", OPT_INT, F(dev_route), "1",
+     "route on the dense device and plan fully resident MoE layers there (0: the host, for A/B)"},
     {NULL, "COLI_GPU_FAIL_AT", OPT_STR, F(gpu_fail_at), "any",
      "fault injection: the injected failure strikes the first launch, sync (a take) or any op"},
     {NULL, "COLI_SIM_LATENCY_US", OPT_INT, F(sim_latency_us), "0",

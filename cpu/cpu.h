@@ -175,6 +175,11 @@ void coli_silu_mul(const float *g, const float *u, float *h, int n);
 void coli_rmsnorm(const float *x, const float *w, float *y, int n, float eps);
 /* In place softmax over n values. */
 void coli_softmax(float *x, int n);
+/* MoE routing of one token (transformers' order): p = softmax(logits[E]) in
+ * place, sel/w = the K largest in descending order (ties to the lower id),
+ * w renormalised to sum 1 when norm. ptx/dense.cu's coli_route is the same
+ * but for the device's expf. */
+void coli_route(float *logits, int E, int K, int norm, int *sel, float *w);
 /* Rotate-half RoPE in place over x[T][nh][hd] at positions pos0 + t, with
  * angle = (float)pos * inv_freq[i] for i < hd/2 (transformers' convention). */
 void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq);

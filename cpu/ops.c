@@ -83,6 +83,33 @@ void coli_softmax(float *x, int n)
 		x[i] = (float)(x[i] / sum);
 }
 
+void coli_route(float *p, int E, int K, int norm, int *sel, float *w)
+{
+	coli_softmax(p, E);
+	for (int j = 0; j < K; j++) {
+		int best = -1;
+
+		for (int i = 0; i < E; i++) {
+			int taken = 0;
+
+			for (int q = 0; q < j; q++)
+				taken |= sel[q] == i;
+			if (!taken && (best < 0 || p[i] > p[best]))
+				best = i;
+		}
+		sel[j] = best;
+		w[j] = p[best];
+	}
+	if (norm) {
+		float sum = 0;
+
+		for (int j = 0; j < K; j++)
+			sum += w[j];
+		for (int j = 0; j < K; j++)
+			w[j] /= sum;
+	}
+}
+
 void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
 {
 	int half = hd / 2;

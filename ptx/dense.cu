@@ -725,3 +725,126 @@ extern "C" __global__ void coli_gated_add(float *out, const float *y, const floa
 	for (int j = threadIdx.x; j < H; j += blockDim.x)
 		out[(size_t)t * H + j] += g * y[(size_t)t * H + j];
 }
+
+/* ---- routing on the device ----
+ *
+ * coli_route: one warp per token (grid T). The softmax is core/moe.c's:
+ * x - max, expf, a double sum in ascending expert order (lane 0 walks it, as
+ * the host does), p = x / sum rounded to float; then top_k rounds of a warp
+ * argmax (larger p, then lower id) and the renormalisation in float, in
+ * order. Only expf may differ from the host's libm in the last place, so
+ * when the dense part is on a device every MoE layer routes here, whoever
+ * computes its experts: the weights, and with them the logits, do not
+ * depend on placement. */
+extern "C" __global__ void __launch_bounds__(32)
+    coli_route(const float *rlog, int E, int K, int norm, int *sel, float *selw)
+{
+	__shared__ float p[COLI_GPU_ROUTE_MAX_E];
+	__shared__ double sum;
+	const int t = blockIdx.x, lane = threadIdx.x;
+	const float *x = rlog + (size_t)t * E;
+	float mx = -INFINITY;
+
+	for (int i = lane; i < E; i += 32)
+		mx = fmaxf(mx, x[i]);
+	for (int o = 16; o; o >>= 1)
+		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+	for (int i = lane; i < E; i += 32)
+		p[i] = expf(x[i] - mx);
+	__syncwarp();
+	if (lane == 0) {
+		double s = 0;
+
+		for (int i = 0; i < E; i++)
+			s += p[i];
+		sum = s;
+	}
+	__syncwarp();
+	for (int i = lane; i < E; i += 32)
+		p[i] = (float)(p[i] / sum);
+	__syncwarp();
+	float wsum = 0.0f, w[16];
+	int id[16];
+
+	for (int k = 0; k < K && k < 16; k++) {
+		float bv = -1.0f;
+		int bi = E;
+
+		for (int i = lane; i < E; i += 32)
+			if (p[i] > bv) /* ascending i: ties keep the lower id */
+				bv = p[i], bi = i;
+		for (int o = 16; o; o >>= 1) {
+			const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+			const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+
+			if (ov > bv || (ov == bv && oi < bi))
+				bv = ov, bi = oi;
+		}
+		id[k] = bi, w[k] = bv;
+		__syncwarp();
+		if (lane == 0)
+			p[bi] = -2.0f; /* taken (probabilities are >= 0) */
+		__syncwarp();
+	}
+	if (lane)
+		return;
+	if (norm) {
+		for (int k = 0; k < K; k++)
+			wsum = __fadd_rn(wsum, w[k]);
+		for (int k = 0; k < K; k++)
+			w[k] = __fdiv_rn(w[k], wsum);
+	}
+	for (int k = 0; k < K; k++) {
+		sel[(size_t)t * K + k] = id[k];
+		selw[(size_t)t * K + k] = w[k];
+	}
+}
+
+/* coli_moe_plan: one CTA, a thread per pair (token t = i / K). A pair's rank
+ * in ascending (expert, token) order is the number of pairs before it; it
+ * writes its GEMV jobs and list entries there (see struct coli_gpu_moe_plan).
+ * The same layout core/moe_dev.c builds on the host, one pair a job. */
+extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
+    coli_moe_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
+{
+	const int P = a.T * a.K, i = threadIdx.x;
+
+	if (i >= P)
+		return;
+	const int ex = a.sel[i], t = i / a.K;
+	int r = 0;
+
+	for (int j = 0; j < P; j++) {
+		const int ej = a.sel[j], tj = j / a.K;
+
+		r += ej < ex || (ej == ex && tj < t);
+	}
+	const unsigned long long slab = a.slabs[ex];
+	const int H = a.H, I = a.I;
+	struct coli_gpu_gemv_job j;
+
+	j.xq = a.xq + (size_t)t * H;
+	j.xd = a.xd + (size_t)t * (H / 32);
+	j.xqsum = a.xqsum + (size_t)t * (H / 32);
+	j.xf = a.xf + (size_t)t * H;
+	j.rows = I, j.K = H, j.S = 1, j.ldy = I;
+	for (int m = 0; m < 2; m++) {
+		const unsigned long long w = slab + (m ? a.up_off : a.gate_off);
+
+		j.w = (const void *)w;
+		j.scales = a.scale_gu ? (const unsigned short *)(w + a.scale_gu) : NULL;
+		j.y = (m ? a.u : a.g) + (size_t)r * I;
+		a.gu_jobs[2 * r + m] = j;
+	}
+	j.w = (const void *)(slab + a.down_off);
+	j.scales = a.scale_d ? (const unsigned short *)(slab + a.down_off + a.scale_d) : NULL;
+	j.xq = a.hq + (size_t)r * I;
+	j.xd = a.hd + (size_t)r * (I / 32);
+	j.xqsum = a.hqs + (size_t)r * (I / 32);
+	j.xf = a.h + (size_t)r * I;
+	j.rows = H, j.K = I, j.S = 1, j.ldy = H;
+	j.y = a.y + (size_t)r * H;
+	a.down_jobs[r] = j;
+	a.pair_token[r] = t;
+	a.pair_w[r] = a.selw[i];
+}

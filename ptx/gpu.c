@@ -121,9 +121,9 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 		rc = coli_cu_check(cu->StreamCreate(&g->copy, CU_STREAM_NON_BLOCKING),
 		                   "cuStreamCreate");
 	if (!rc)
-		rc = coli_cu_check(cu->MemHostAlloc((void **)&g->ring_host, JOB_RING,
-		                                    CU_MEMHOSTALLOC_DEVICEMAP),
-		                   "cuMemHostAlloc(job ring)");
+		rc = coli_cu_check(
+		    cu->MemHostAlloc((void **)&g->ring_host, JOB_RING, CU_MEMHOSTALLOC_DEVICEMAP),
+		    "cuMemHostAlloc(job ring)");
 	if (!rc)
 		rc = coli_cu_check(cu->MemHostGetDevicePointer(&g->ring_dev, g->ring_host, 0),
 		                   "cuMemHostGetDevicePointer(job ring)");
@@ -260,7 +260,8 @@ int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n
 	if (n <= PULL_MAX && n % 4 == 0 && dst % 4 == 0 && (uintptr_t)src % 4 == 0)
 		for (int i = 0; i < g->n_regs; i++)
 			if (p >= g->regs[i].p && p + n <= g->regs[i].p + g->regs[i].n) {
-				CUdeviceptr d = dst, s = g->regs[i].d + (CUdeviceptr)(p - g->regs[i].p);
+				CUdeviceptr d = dst,
+				            s = g->regs[i].d + (CUdeviceptr)(p - g->regs[i].p);
 				unsigned long long n4 = n / 4;
 				unsigned blocks = (unsigned)((n4 + 255) / 256);
 				void *args[] = {&d, &s, &n4};
@@ -268,8 +269,8 @@ int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n
 				if (!n)
 					return 0;
 				blocks = blocks > 264 ? 264 : blocks;
-				CK(g->cu->LaunchKernel(g->f_pull, blocks, 1, 1, 256, 1, 1, 0, g->stream,
-				                       args, NULL),
+				CK(g->cu->LaunchKernel(g->f_pull, blocks, 1, 1, 256, 1, 1, 0,
+				                       g->stream, args, NULL),
 				   "cuLaunchKernel(pull)");
 				return 0;
 			}
@@ -296,8 +297,7 @@ int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n)
 	CUdeviceptr d;
 
 	CUR(g);
-	CK(g->cu->MemHostRegister(p, n,
-	                          CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
+	CK(g->cu->MemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
 	   "cuMemHostRegister");
 	/* mapped too: small uploads from it are pulled by a kernel */
 	if (g->n_regs < (int)(sizeof(g->regs) / sizeof(g->regs[0])) &&
@@ -387,6 +387,23 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 	args[0] = &table;
 	CK(g->cu->LaunchKernel(f, (unsigned)(max_rows + 15) / 16, (unsigned)n_jobs, 1, 256, 1, 1, 0,
 	                       g->stream, args, NULL),
+	   "cuLaunchKernel(gemv)");
+	return 0;
+}
+
+int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, int n_jobs,
+                        int max_rows)
+{
+	CUdeviceptr t = table;
+	void *args[] = {&t};
+
+	if ((unsigned)dtype >= sizeof(g->f_gemv) / sizeof(g->f_gemv[0]) || !g->f_gemv[dtype])
+		return -ENOTSUP;
+	if (n_jobs <= 0 || n_jobs > 65535 || max_rows <= 0)
+		return -EINVAL;
+	CUR(g);
+	CK(g->cu->LaunchKernel(g->f_gemv[dtype], (unsigned)(max_rows + 15) / 16, (unsigned)n_jobs,
+	                       1, 256, 1, 1, 0, g->stream, args, NULL),
 	   "cuLaunchKernel(gemv)");
 	return 0;
 }
@@ -615,6 +632,10 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemv_j
 	NO_GPU;
 }
 int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemm_job *j, int n)
+{
+	NO_GPU;
+}
+int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype t, uint64_t table, int n, int rows)
 {
 	NO_GPU;
 }

@@ -42,6 +42,8 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	    F(f_embed, "coli_embed"),
 	    F(f_moe_acc, "coli_moe_accumulate"),
 	    F(f_gated, "coli_gated_add"),
+	    F(f_route, "coli_route"),
+	    F(f_moe_plan, "coli_moe_plan"),
 #undef F
 	};
 
@@ -250,6 +252,26 @@ int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, i
 	return launch(g, g->f_gated, (unsigned)T, 1, THREADS, 0, args, "launch gated_add");
 }
 
+int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+                   uint64_t selw)
+{
+	CUdeviceptr a = rlog, b = sel, c = selw;
+	void *args[] = {&a, &E, &K, &norm, &b, &c};
+
+	if (E < 1 || E > COLI_GPU_ROUTE_MAX_E || K < 1 || K > 16 || K > E)
+		return -ENOTSUP;
+	return launch(g, g->f_route, (unsigned)T, 1, 32, 0, args, "launch route");
+}
+
+int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
+{
+	void *args[] = {(void *)a};
+
+	if (a->T < 1 || a->T * a->K > COLI_GPU_PLAN_MAX_P)
+		return -ENOTSUP;
+	return launch(g, g->f_moe_plan, 1, 1, COLI_GPU_PLAN_MAX_P, 0, args, "launch moe_plan");
+}
+
 #else
 #define NO_GPU return -ENODEV
 int coli_gpu_copy(coli_gpu_t *g, uint64_t d, uint64_t s, size_t n)
@@ -292,6 +314,14 @@ int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t o, uint64_t y, uint64_t t, u
 	NO_GPU;
 }
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t o, uint64_t y, uint64_t gt, int T, int H)
+{
+	NO_GPU;
+}
+int coli_gpu_route(coli_gpu_t *g, uint64_t r, int T, int E, int K, int n, uint64_t s, uint64_t w)
+{
+	NO_GPU;
+}
+int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
 {
 	NO_GPU;
 }

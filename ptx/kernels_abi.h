@@ -72,4 +72,37 @@ struct coli_gpu_gemm_job {
 	int pad_;
 };
 
+/* Routing on the device (coli_route, ptx/dense.cu): per token, softmax of
+ * the router logits, the top_k largest (ties to the lower id) in descending
+ * order, renormalised when norm; at most this many experts. */
+#define COLI_GPU_ROUTE_MAX_E 1024
+
+/* A MoE layer whose experts are all resident on the dense device, planned on
+ * the device (coli_moe_plan): from the routing of T <= COLI_GPU_MAX_S tokens,
+ * P = T * K (token, expert) pairs in ascending (expert, token) order, each one
+ * GEMV job of S = 1 for gate, up and down, and the pair lists the
+ * accumulation reads. All pointers are device addresses. */
+#define COLI_GPU_PLAN_MAX_P 256
+struct coli_gpu_moe_plan {
+	const int *sel;                                /* [T][K] routed experts */
+	const float *selw;                             /* [T][K] their weights */
+	const unsigned long long *slabs;               /* [E] each expert's resident slab */
+	unsigned long long gate_off, up_off, down_off; /* matrix offsets in a slab */
+	unsigned long long scale_gu, scale_d; /* scale plane offset from a matrix (0: bf16) */
+	const signed char *xq;                /* [T][H] the tokens' activations, int8 */
+	const float *xd;                      /* [T][H/32] */
+	const int *xqsum;                     /* [T][H/32] */
+	const float *xf;                      /* [T][H] f32 (bf16 experts) */
+	float *g, *u, *h;                     /* [P][I] */
+	const signed char *hq;                /* [P][I] h quantized, and its scales, sums */
+	const float *hd;                      /* [P][I/32] */
+	const int *hqs;                       /* [P][I/32] */
+	float *y;                             /* [P][H] expert outputs, pair order */
+	struct coli_gpu_gemv_job *gu_jobs;    /* out [2P]: gate of pair p at 2p, up at 2p+1 */
+	struct coli_gpu_gemv_job *down_jobs;  /* out [P] */
+	int *pair_token;                      /* out [P] */
+	float *pair_w;                        /* out [P] */
+	int T, K, H, I;
+};
+
 #endif

@@ -95,6 +95,17 @@ int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t sc
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H);
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+/* Routing of T tokens from router logits rlog [T][E]: sel/selw [T][K] (see
+ * coli_route in ptx/dense.cu); E <= COLI_GPU_ROUTE_MAX_E, K <= 16. */
+int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+                   uint64_t selw);
+/* The job tables and pair lists of a fully resident layer (ptx/dense.cu
+ * coli_moe_plan), then run with coli_gpu_gemv_table. */
+int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a);
+/* coli_gpu_gemv on a job table already in device memory (written by a
+ * kernel): every job has at most max_rows rows, S <= COLI_GPU_MAX_S. */
+int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, int n_jobs,
+                        int max_rows);
 
 /* Elapsed milliseconds of the work queued between two marks (profiling). */
 int coli_gpu_mark(coli_gpu_t *g, int slot);

@@ -13,6 +13,11 @@
  *                   rounded then added), incl. a token with > 512 pairs
  *   attention       decode at 1, 100, 5000, 12289, 40000 positions and prefill
  *                   chunks, GQA groups 1..16, hd 16..256, vs coli_attention_head
+ *   route           vs cpu/ops.c coli_route (E 8..1024, K 1..16, renormalised or
+ *                   not, ties): the same experts in the same order; weights
+ *                   within 4 ulp (the device's expf), max printed
+ *   moe_plan        job tables and pair lists vs the layout built here: pairs in
+ *                   ascending (expert, token), every field of every job
  *
  * Skips (77) without a usable GPU. `dense_kernels --bench` instead times each
  * kernel at decode shapes (qwen3-30b-a3b) next to a device-to-device copy of
@@ -358,6 +363,176 @@ static int test_moe_acc(void)
 	return rc;
 }
 
+/* ---- route: the same choice as the CPU, weights within the device's expf ---- */
+
+static int test_route(void)
+{
+	static const int cases[][4] = {/* T, E, K, norm */ {1, 128, 8, 1},
+	                               {4, 128, 8, 1},
+	                               {3, 8, 2, 1},
+	                               {2, 64, 8, 0},
+	                               {4, 1024, 16, 1},
+	                               {1, 16, 16, 0},
+	                               {5, 256, 8, 1}};
+	int rc = 0;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int T = cases[c][0], E = cases[c][1], K = cases[c][2], norm = cases[c][3];
+		float *lg = xmalloc(4 * (size_t)T * E), *p = xmalloc(4 * (size_t)E);
+		float *w = xmalloc(4 * (size_t)T * K), *gw = xmalloc(4 * (size_t)T * K);
+		int *s = xmalloc(4 * (size_t)T * K), *gs = xmalloc(4 * (size_t)T * K);
+		uint64_t dl, ds, dw;
+		size_t bad = 0;
+		double ulp = 0;
+
+		for (int i = 0; i < T * E; i++) /* coarse values: ties happen */
+			lg[i] = (float)((int)(frand() * 8)) * 0.25f + (i % 5 == 0 ? 0.0f : frand());
+		for (int t = 0; t < T; t++) {
+			memcpy(p, lg + (size_t)t * E, 4 * (size_t)E);
+			coli_route(p, E, K, norm, s + (size_t)t * K, w + (size_t)t * K);
+		}
+		dl = dev_copy(lg, 4 * (size_t)T * E);
+		ds = dev_poison(4 * (size_t)T * K);
+		dw = dev_poison(4 * (size_t)T * K);
+		if (coli_gpu_route(g_gpu, dl, T, E, K, norm, ds, dw))
+			return 1;
+		download(gs, ds, 4 * (size_t)T * K);
+		download(gw, dw, 4 * (size_t)T * K);
+		for (int i = 0; i < T * K; i++) {
+			double u = fabs((double)gw[i] - w[i]) / (nextafterf(w[i], INFINITY) - w[i]);
+
+			bad += gs[i] != s[i] || !(u <= 4);
+			ulp = u > ulp || u != u ? u : ulp;
+		}
+		printf("  route T=%d E=%-4d K=%-2d norm=%d %22s mismatches %zu, max %.0f ulp\n", T,
+		       E, K, norm, "", bad, ulp);
+		rc |= bad != 0;
+		coli_gpu_free(g_gpu, dl), coli_gpu_free(g_gpu, ds), coli_gpu_free(g_gpu, dw);
+		free(lg), free(p), free(w), free(gw), free(s), free(gs);
+	}
+	return rc;
+}
+
+/* ---- moe_plan: the tables, field by field ---- */
+
+static int test_moe_plan(void)
+{
+	enum { E = 128, H = 2048, I = 768 };
+	static const int cases[][2] = {/* T, K */ {1, 8}, {4, 8}, {3, 2}, {4, 16}};
+	int rc = 0;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int T = cases[c][0], K = cases[c][1], P = T * K, order[256], bad = 0;
+		int sel[256], tok[256];
+		float selw[256], pw[256];
+		unsigned long long slabs[E];
+		struct coli_gpu_gemv_job gu[512], dn[256];
+		uint64_t dsel, dselw, dslabs, dgu, ddn, dtok, dpw;
+		struct coli_gpu_moe_plan a;
+
+		for (int x = 0; x < E; x++)
+			slabs[x] = 0x100000000ull + (unsigned long long)x * 0x300000;
+		for (int t = 0; t < T; t++) /* K distinct experts per token */
+			for (int k = 0; k < K; k++) {
+				int ex;
+				int dup;
+
+				do {
+					ex = (int)(rnd() % E);
+					dup = 0;
+					for (int j = 0; j < k; j++)
+						dup |= sel[t * K + j] == ex;
+				} while (dup);
+				sel[t * K + k] = ex;
+				selw[t * K + k] = 0.1f + 0.01f * (float)(t * K + k);
+			}
+		for (int i = 0; i < P; i++) /* expected order: ascending (expert, token) */
+			order[i] = i;
+		for (int i = 1; i < P; i++)
+			for (int j = i; j > 0 && (sel[order[j - 1]] > sel[order[j]] ||
+			                          (sel[order[j - 1]] == sel[order[j]] &&
+			                           order[j - 1] / K > order[j] / K));
+			     j--) {
+				int x = order[j];
+
+				order[j] = order[j - 1], order[j - 1] = x;
+			}
+		dsel = dev_copy(sel, 4 * (size_t)P);
+		dselw = dev_copy(selw, 4 * (size_t)P);
+		dslabs = dev_copy(slabs, sizeof(slabs));
+		dgu = dev_poison(sizeof(gu[0]) * 2 * P);
+		ddn = dev_poison(sizeof(dn[0]) * P);
+		dtok = dev_poison(4 * (size_t)P);
+		dpw = dev_poison(4 * (size_t)P);
+		memset(&a, 0, sizeof(a));
+		a.sel = (const int *)DP(dsel), a.selw = (const float *)DP(dselw);
+		a.slabs = (const unsigned long long *)DP(dslabs);
+		a.gate_off = 64, a.up_off = 64 + 0x10000, a.down_off = 64 + 0x20000;
+		a.scale_gu = 0x8000, a.scale_d = 0x9000;
+		a.xq = (const signed char *)0x1000, a.xd = (const float *)0x2000;
+		a.xqsum = (const int *)0x3000, a.xf = (const float *)0x4000;
+		a.g = (float *)0x10000000, a.u = (float *)0x20000000, a.h = (float *)0x30000000;
+		a.hq = (const signed char *)0x40000000, a.hd = (const float *)0x50000000;
+		a.hqs = (const int *)0x60000000, a.y = (float *)0x70000000;
+		a.gu_jobs = (struct coli_gpu_gemv_job *)DP(dgu);
+		a.down_jobs = (struct coli_gpu_gemv_job *)DP(ddn);
+		a.pair_token = (int *)DP(dtok), a.pair_w = (float *)DP(dpw);
+		a.T = T, a.K = K, a.H = H, a.I = I;
+		if (coli_gpu_moe_plan(g_gpu, &a))
+			return 1;
+		download(gu, dgu, sizeof(gu[0]) * 2 * P);
+		download(dn, ddn, sizeof(dn[0]) * P);
+		download(tok, dtok, 4 * (size_t)P);
+		download(pw, dpw, 4 * (size_t)P);
+		for (int r = 0; r < P; r++) {
+			int i = order[r], t = i / K;
+			unsigned long long s = slabs[sel[i]];
+			struct coli_gpu_gemv_job want[3];
+
+			memset(want, 0, sizeof(want));
+			for (int m = 0; m < 2; m++) {
+				unsigned long long w = s + (m ? a.up_off : a.gate_off);
+
+				want[m] = (struct coli_gpu_gemv_job){
+				    .w = (const void *)w,
+				    .scales = (const unsigned short *)(w + a.scale_gu),
+				    .xq = a.xq + (size_t)t * H,
+				    .xd = a.xd + (size_t)t * (H / 32),
+				    .xqsum = a.xqsum + (size_t)t * (H / 32),
+				    .xf = a.xf + (size_t)t * H,
+				    .y = (m ? a.u : a.g) + (size_t)r * I,
+				    .rows = I,
+				    .K = H,
+				    .S = 1,
+				    .ldy = I};
+			}
+			want[2] = (struct coli_gpu_gemv_job){
+			    .w = (const void *)(s + a.down_off),
+			    .scales = (const unsigned short *)(s + a.down_off + a.scale_d),
+			    .xq = a.hq + (size_t)r * I,
+			    .xd = a.hd + (size_t)r * (I / 32),
+			    .xqsum = a.hqs + (size_t)r * (I / 32),
+			    .xf = a.h + (size_t)r * I,
+			    .y = a.y + (size_t)r * H,
+			    .rows = H,
+			    .K = I,
+			    .S = 1,
+			    .ldy = H};
+			bad += memcmp(&gu[2 * r], &want[0], sizeof(want[0])) != 0;
+			bad += memcmp(&gu[2 * r + 1], &want[1], sizeof(want[0])) != 0;
+			bad += memcmp(&dn[r], &want[2], sizeof(want[0])) != 0;
+			bad += tok[r] != t || pw[r] != selw[i];
+		}
+		printf("  moe_plan T=%d K=%-2d pairs=%-3d %25s mismatches %d\n", T, K, P, "", bad);
+		rc |= bad != 0;
+		coli_gpu_free(g_gpu, dsel), coli_gpu_free(g_gpu, dselw),
+		    coli_gpu_free(g_gpu, dslabs);
+		coli_gpu_free(g_gpu, dgu), coli_gpu_free(g_gpu, ddn), coli_gpu_free(g_gpu, dtok);
+		coli_gpu_free(g_gpu, dpw);
+	}
+	return rc;
+}
+
 /* ---- attention ---- */
 
 static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp)
@@ -649,6 +824,8 @@ int main(int argc, char **argv)
 	rc |= test_rmsnorm();
 	rc |= test_rope();
 	rc |= test_moe_acc();
+	rc |= test_route();
+	rc |= test_moe_plan();
 	rc |= test_attention();
 	coli_gpu_close(g_gpu);
 	return rc;
