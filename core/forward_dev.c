@@ -293,7 +293,9 @@ int coli_dense_dev_plan_init(struct coli_engine *e)
  * next wait that follows it (the router download in moe(), the end of
  * moe(), the logits download), so attention_s also holds the ffn norm and
  * the router GEMV, and a dense MLP layer's device time lands in the next
- * attention. With --profile the device is synchronized at every phase end
+ * attention. A device-planned layer has no wait at all: its phases are
+ * charged the host's time to queue them and the device time lands at the
+ * forward's last wait (lm_head). With --profile the device is synchronized at every phase end
  * (one more round trip per phase, so tok/s drops a little) and the split is
  * exact. forward_s is exact either way. */
 static int phase_end(struct coli_engine *e, double *acc, int sync)
@@ -522,6 +524,8 @@ static int moe(struct coli_engine *e, int l, int T)
 		                         dd->selw);
 		if (!rc && dd->plan_dev >= 0 && dd->full[l] && T <= COLI_GPU_MAX_S && !e->trace &&
 		    !dd->dev->failed) {
+			if (!e->opts.profile) /* queued, not done: see phase_end */
+				phase_end(e, &e->est.attention_s, 0);
 			rc = moe_planned(e, l, T);
 			return rc ? rc : shared_expert(e, D, T);
 		}
