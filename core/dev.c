@@ -237,6 +237,21 @@ int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 	LAUNCH(d->ops->dense_gemv(d, t, m), "dense gemv launch");
 }
 
+int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
+                         int rows, int n, float eps)
+{
+	LAUNCH(d->ops->add_rmsnorm(d, x, add, w, y, rows, n, eps), "add+rmsnorm launch");
+}
+
+int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                           uint64_t inv_freq, uint64_t kc, uint64_t vc)
+{
+	LAUNCH(
+	    d->ops->qk_rope_store(d, q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, inv_freq, kc, vc),
+	    "qk rope launch");
+}
+
 int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw)
 {

@@ -62,6 +62,14 @@ struct coli_dev_ops {
 	               float eps);
 	int (*add_bias)(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
 	int (*add)(struct coli_dev *d, uint64_t x, uint64_t y, int n);
+	/* x += add, then y = rmsnorm(x) * w: the residual add and the next norm */
+	int (*add_rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
+	                   int rows, int n, float eps);
+	/* per-head q/k norm (weights 0: none), RoPE, k and v into the cache at
+	 * pos0 (kc/vc: the layer's cache) */
+	int (*qk_rope_store)(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+	                     uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+	                     uint64_t inv_freq, uint64_t kc, uint64_t vc);
 	int (*rope)(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
 	            uint64_t inv_freq);
 	int (*attention)(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
@@ -133,6 +141,11 @@ int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int
                      float eps);
 int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
 int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n);
+int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
+                         int rows, int n, float eps);
+int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                           uint64_t inv_freq, uint64_t kc, uint64_t vc);
 int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
                   uint64_t inv_freq);
 int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,

@@ -102,6 +102,17 @@ static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 {
 	return coli_gpu_dense_gemv(G(d), t, m);
 }
+static int g_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
+                         int rows, int n, float eps)
+{
+	return coli_gpu_add_rmsnorm(G(d), x, a, w, y, rows, n, eps);
+}
+static int g_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                           uint64_t f, uint64_t kc, uint64_t vc)
+{
+	return coli_gpu_qk_rope_store(G(d), q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, f, kc, vc);
+}
 static int g_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw)
 {
@@ -200,6 +211,8 @@ static const struct coli_dev_ops g_gpu_ops = {
     .moe_accumulate = g_moe_acc,
     .gated_add = g_gated,
     .route = g_route,
+    .add_rmsnorm = g_add_rmsnorm,
+    .qk_rope_store = g_qk_rope_store,
     .moe_plan = g_moe_plan,
     .gemv_table = g_gemv_table,
     .dense_gemv = g_dense_gemv,

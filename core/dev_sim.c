@@ -178,6 +178,30 @@ static int s_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
 	return 0;
 }
 
+static int s_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
+                         int rows, int n, float eps)
+{
+	s_add(d, x, a, rows * n);
+	return s_rmsnorm(d, x, w, y, rows, n, eps);
+}
+
+static int s_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                           uint64_t f, uint64_t kc, uint64_t vc)
+{
+	size_t kvd = (size_t)nkv * hd;
+
+	if (qw)
+		s_rmsnorm(d, q, qw, q, T * nh, hd, eps);
+	if (kw)
+		s_rmsnorm(d, k, kw, k, T * nkv, hd, eps);
+	coli_rope(F(q), T, nh, hd, pos0, F(f));
+	coli_rope(F(k), T, nkv, hd, pos0, F(f));
+	memcpy(F(kc) + (size_t)pos0 * kvd, F(k), sizeof(float) * T * kvd);
+	memcpy(F(vc) + (size_t)pos0 * kvd, F(v), sizeof(float) * T * kvd);
+	return 0;
+}
+
 static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
 {
 	coli_rope(F(x), T, nh, hd, pos0, F(f));
@@ -414,6 +438,8 @@ static const struct coli_dev_ops g_sim_ops = {
     .gated_add = s_gated,
     .dense_gemv = s_dense_gemv,
     .route = s_route,
+    .add_rmsnorm = s_add_rmsnorm,
+    .qk_rope_store = s_qk_rope_store,
     .moe_plan = s_moe_plan,
     .gemv_table = s_gemv_table,
 };

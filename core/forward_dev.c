@@ -355,7 +355,45 @@ static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const stru
 	return rc;
 }
 
-static int attention(struct coli_engine *e, int l, int T, int pos0)
+/* q/k norms, RoPE, and k and v into the layer's cache rows pos0..: one fused
+ * launch (coli_qk_rope_store) unless the norm spans the whole vector
+ * (qk_norm 2, OLMoE) or the heads are too wide for it. */
+static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int pos0, uint64_t kc,
+                    uint64_t vc)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim, qd = nh * hd, kvd = nkv * hd;
+	int rc = 0;
+
+	if (c->qk_norm != 2 && hd % 2 == 0 && hd <= 256)
+		return coli_dev_qk_rope_store(dd->dev, dd->q, dd->k, dd->v,
+		                              c->qk_norm == 1 ? D->q_norm : 0,
+		                              c->qk_norm == 1 ? D->k_norm : 0, c->norm_eps, T, nh,
+		                              nkv, hd, pos0, dd->inv_freq, kc, vc);
+	if (c->qk_norm == 2) {
+		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T, qd, c->norm_eps);
+		rc = rc ? rc
+		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T, kvd, c->norm_eps);
+	} else if (c->qk_norm == 1) {
+		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T * nh, hd, c->norm_eps);
+		rc = rc ? rc
+		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T * nkv, hd,
+		                           c->norm_eps);
+	}
+	rc = rc ? rc : coli_dev_rope(dd->dev, dd->q, T, nh, hd, pos0, dd->inv_freq);
+	rc = rc ? rc : coli_dev_rope(dd->dev, dd->k, T, nkv, hd, pos0, dd->inv_freq);
+	rc = rc ? rc
+	        : coli_dev_copy(dd->dev, kc + (size_t)pos0 * kvd * 4, dd->k, (size_t)T * kvd * 4);
+	return rc ? rc
+	          : coli_dev_copy(dd->dev, vc + (size_t)pos0 * kvd * 4, dd->v, (size_t)T * kvd * 4);
+}
+
+/* Attention of layer l; first, when `pending` (every layer but the first),
+ * the previous layer's MLP output is added to the residual stream in the same
+ * launch as this layer's norm. Leaves the projection in dd->proj: the caller
+ * adds it with the ffn norm. */
+static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -365,7 +403,9 @@ static int attention(struct coli_engine *e, int l, int T, int pos0)
 	uint64_t kc = dd->kcache + ((size_t)l * e->ctx) * kvd * 4;
 	uint64_t vc = dd->vcache + ((size_t)l * e->ctx) * kvd * 4;
 
-	rc = coli_dev_rmsnorm(dd->dev, dd->x, D->attn_norm, dd->xn, T, H, c->norm_eps);
+	rc = pending ? coli_dev_add_rmsnorm(dd->dev, dd->x, dd->mlp, D->attn_norm, dd->xn, T, H,
+	                                    c->norm_eps)
+	             : coli_dev_rmsnorm(dd->dev, dd->x, D->attn_norm, dd->xn, T, H, c->norm_eps);
 	rc = rc ? rc : prep(dd, &D->q, dd->xn, T);
 	rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
 	rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
@@ -375,28 +415,12 @@ static int attention(struct coli_engine *e, int l, int T, int pos0)
 		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->k, D->k_bias, T, kvd);
 		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->v, D->v_bias, T, kvd);
 	}
-	if (!rc && c->qk_norm == 1) {
-		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T * nh, hd, c->norm_eps);
-		rc = rc ? rc
-		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T * nkv, hd,
-		                           c->norm_eps);
-	} else if (!rc && c->qk_norm == 2) {
-		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T, qd, c->norm_eps);
-		rc = rc ? rc
-		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T, kvd, c->norm_eps);
-	}
-	rc = rc ? rc : coli_dev_rope(dd->dev, dd->q, T, nh, hd, pos0, dd->inv_freq);
-	rc = rc ? rc : coli_dev_rope(dd->dev, dd->k, T, nkv, hd, pos0, dd->inv_freq);
-	rc = rc ? rc
-	        : coli_dev_copy(dd->dev, kc + (size_t)pos0 * kvd * 4, dd->k, (size_t)T * kvd * 4);
-	rc = rc ? rc
-	        : coli_dev_copy(dd->dev, vc + (size_t)pos0 * kvd * 4, dd->v, (size_t)T * kvd * 4);
+	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
 	rc = rc ? rc
 	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, nh, nkv, hd,
 	                             1.0f / sqrtf((float)hd));
 	rc = rc ? rc : prep(dd, &D->o, dd->att, T);
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
-	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->proj, T * H);
 	return rc;
 }
 
@@ -604,11 +628,12 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	for (int l = 0; !rc && l < c->n_layers; l++) {
 		const struct dlayer *D = &dd->L[l];
 
-		rc = attention(e, l, T, pos0);
+		rc = attention(e, l, T, pos0, l > 0);
 		if (!rc && e->opts.profile)
 			rc = phase_end(e, &e->est.attention_s, 1);
 		rc = rc ? rc
-		        : coli_dev_rmsnorm(dd->dev, dd->x, D->ffn_norm, dd->xn, T, H, c->norm_eps);
+		        : coli_dev_add_rmsnorm(dd->dev, dd->x, dd->proj, D->ffn_norm, dd->xn, T, H,
+		                               c->norm_eps);
 		if (!rc && e->m.layers[l].moe)
 			rc = moe(e, l, T);
 		else if (!rc)
@@ -616,8 +641,9 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		if (!rc) /* moe() ended on a sync */
 			rc = phase_end(e, e->m.layers[l].moe ? &e->est.moe_s : &e->est.dense_mlp_s,
 			               e->opts.profile && !e->m.layers[l].moe);
-		rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);
 	}
+	/* the last layer's MLP output (the others were added by the next norm) */
+	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);
 	if (!rc && logits) {
 		int t0 = all_logits ? 0 : T - 1, n = T - t0;
 

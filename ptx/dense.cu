@@ -264,16 +264,20 @@ DGEMV_S(q4_0, 9)
  * 2048 row is one float4 per thread held in registers, and per-head norms
  * (n = 128) are a warp each: blockDim / G rows per CTA. The sum of squares is
  * taken in double (as the CPU), per thread then over the group in a fixed
- * order: deterministic. x and y may alias (in place). */
+ * order: deterministic. x and y may alias (in place). add (may be NULL):
+ * first x += add, written back (the residual add before a norm, fused; then
+ * y must not alias x). */
 #define RN_REG 4 /* float4 per thread kept in registers; larger rows re-read x */
 extern "C" __global__ void __launch_bounds__(1024)
-    coli_rmsnorm(const float *x, const float *w, float *y, int rows, int n, float eps, int G)
+    coli_rmsnorm(float *x, const float *add, const float *w, float *y, int rows, int n, float eps,
+                 int G)
 {
 	__shared__ double red[32];
 	const int gi = threadIdx.x / G, lt = threadIdx.x % G, wpg = G >> 5;
 	const int row = blockIdx.x * (blockDim.x / G) + gi;
 	const bool ok = row < rows, vec = (n & 3) == 0 && n <= RN_REG * 4 * G;
-	const float *xr = x + (size_t)row * n;
+	float *xr = x + (size_t)row * n;
+	const float *ar = add + (size_t)row * n;
 	float *yr = y + (size_t)row * n;
 	float4 v[RN_REG];
 	double ss = 0.0;
@@ -285,14 +289,24 @@ extern "C" __global__ void __launch_bounds__(1024)
 			int i = (lt + k * G) * 4;
 
 			v[k] = i < n ? *(const float4 *)(xr + i) : make_float4(0, 0, 0, 0);
+			if (add && i < n) {
+				const float4 b = *(const float4 *)(ar + i);
+
+				v[k] = make_float4(v[k].x + b.x, v[k].y + b.y, v[k].z + b.z,
+				                   v[k].w + b.w);
+				*(float4 *)(xr + i) = v[k];
+			}
 		}
 #pragma unroll
 		for (int k = 0; k < RN_REG; k++)
 			ss += (double)v[k].x * v[k].x + (double)v[k].y * v[k].y +
 			      (double)v[k].z * v[k].z + (double)v[k].w * v[k].w;
 	} else if (ok) {
-		for (int i = lt; i < n; i += G)
+		for (int i = lt; i < n; i += G) {
+			if (add) /* this thread reads it back below: no other writer */
+				xr[i] += ar[i];
 			ss += (double)xr[i] * xr[i];
+		}
 	}
 	for (int off = 16; off; off >>= 1)
 		ss += __shfl_xor_sync(0xffffffffu, ss, off);
@@ -328,6 +342,67 @@ extern "C" __global__ void __launch_bounds__(1024)
 		for (int i = lt; i < n; i += G)
 			yr[i] = w ? w[i] * (xr[i] * inv) : xr[i] * inv;
 	}
+}
+
+/* The per-head steps between the q/k/v GEMVs and attention, in one launch,
+ * for T tokens at positions pos0 + t: q heads normed (qw: q_norm per head,
+ * NULL: none) and rotated in place; k heads the same (kw), written to the
+ * cache row pos0 + t; v heads copied there. Grid (nh + nkv, T), blockDim a
+ * multiple of 32 >= hd / 2: thread i holds elements i and i + hd/2 (the
+ * rotated pair). The norm is coli_rmsnorm's (double sum of squares in a fixed
+ * order, w * (x * inv)), the rotation coli_rope's. */
+extern "C" __global__ void __launch_bounds__(128)
+    coli_qk_rope_store(float *q, const float *k, const float *v, const float *qw, const float *kw,
+                       float eps, int nh, int nkv, int hd, int pos0, const float *inv_freq,
+                       float *kc, float *vc)
+{
+	__shared__ double red[4];
+	const int h = blockIdx.x, t = blockIdx.y, half = hd / 2, i = threadIdx.x;
+	const bool isk = h >= nh, in = i < half;
+	const int hh = isk ? h - nh : h;
+	const float *x = isk ? k + ((size_t)t * nkv + hh) * hd : q + ((size_t)t * nh + hh) * hd;
+	const float *w = isk ? kw : qw;
+	float x1 = in ? x[i] : 0.0f, x2 = in ? x[i + half] : 0.0f;
+
+	if (w) {
+		double ss = (double)x1 * x1 + (double)x2 * x2;
+
+		for (int off = 16; off; off >>= 1)
+			ss += __shfl_xor_sync(0xffffffffu, ss, off);
+		if ((i & 31) == 0)
+			red[i >> 5] = ss;
+		__syncthreads();
+		ss = 0.0;
+		for (int k2 = 0; k2 < (int)(blockDim.x >> 5); k2++)
+			ss += red[k2];
+		const float inv = (float)(1.0 / sqrt(ss / hd + eps));
+
+		if (in) {
+			x1 = w[i] * (x1 * inv);
+			x2 = w[i + half] * (x2 * inv);
+		}
+	}
+	if (!in)
+		return;
+	const float ang = (float)(pos0 + t) * inv_freq[i];
+	double dc, ds;
+
+	sincos((double)ang, &ds, &dc);
+	const float cs = (float)dc, sn = (float)ds;
+	const float o1 = x1 * cs - x2 * sn, o2 = x2 * cs + x1 * sn;
+
+	if (!isk) {
+		q[((size_t)t * nh + hh) * hd + i] = o1;
+		q[((size_t)t * nh + hh) * hd + i + half] = o2;
+		return;
+	}
+	const size_t row = ((size_t)(pos0 + t) * nkv + hh) * hd;
+	const float *vr = v + ((size_t)t * nkv + hh) * hd;
+
+	kc[row + i] = o1;
+	kc[row + i + half] = o2;
+	vc[row + i] = vr[i];
+	vc[row + i + half] = vr[i + half];
 }
 
 /* y[r][i] += b[i] over rows*n elements */

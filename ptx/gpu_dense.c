@@ -43,6 +43,7 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	    F(f_moe_acc, "coli_moe_accumulate"),
 	    F(f_gated, "coli_gated_add"),
 	    F(f_route, "coli_route"),
+	    F(f_qk_rope, "coli_qk_rope_store"),
 	    F(f_moe_plan, "coli_moe_plan"),
 #undef F
 	};
@@ -107,9 +108,15 @@ int coli_gpu_copy(coli_gpu_t *g, uint64_t dst, uint64_t src, size_t n)
  * rows of G < 256 threads share a CTA of 256. */
 int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows, int n, float eps)
 {
-	CUdeviceptr a = x, b = w, c = y;
+	return coli_gpu_add_rmsnorm(g, x, 0, w, y, rows, n, eps);
+}
+
+int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y, int rows,
+                         int n, float eps)
+{
+	CUdeviceptr a = x, d = add, b = w, c = y;
 	int G = 32;
-	void *args[] = {&a, &b, &c, &rows, &n, &eps, &G};
+	void *args[] = {&a, &d, &b, &c, &rows, &n, &eps, &G};
 	unsigned bx, per;
 
 	if (rows <= 0 || n <= 0)
@@ -138,6 +145,20 @@ int coli_gpu_add(coli_gpu_t *g, uint64_t x, uint64_t y, int n)
 
 	return launch(g, g->f_add, (unsigned)((n + THREADS - 1) / THREADS), 1, THREADS, 0, args,
 	              "launch add");
+}
+
+int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                           uint64_t inv_freq, uint64_t kc, uint64_t vc)
+{
+	CUdeviceptr a = q, b = k, c = v, d = qw, e = kw, f = inv_freq, h = kc, i = vc;
+	void *args[] = {&a, &b, &c, &d, &e, &eps, &nh, &nkv, &hd, &pos0, &f, &h, &i};
+	unsigned bx = (unsigned)((hd / 2 + 31) / 32 * 32);
+
+	if (hd % 2 || hd > 256 || T <= 0)
+		return -ENOTSUP;
+	return launch(g, g->f_qk_rope, (unsigned)(nh + nkv), (unsigned)T, bx, 0, args,
+	              "launch qk_rope_store");
 }
 
 int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, uint64_t inv_freq)
@@ -279,6 +300,17 @@ int coli_gpu_copy(coli_gpu_t *g, uint64_t d, uint64_t s, size_t n)
 	NO_GPU;
 }
 int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int r, int n, float e)
+{
+	NO_GPU;
+}
+int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t a, uint64_t w, uint64_t y, int r,
+                         int n, float e)
+{
+	NO_GPU;
+}
+int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                           uint64_t f, uint64_t kc, uint64_t vc)
 {
 	NO_GPU;
 }

@@ -91,7 +91,7 @@ int coli_cu_load(const struct coli_cu **out, const char **why);
 int coli_cu_check(CUresult r, const char *what);
 
 /* One device (ptx/gpu.c opens it, ptx/gpu_dense.c adds the dense kernels). */
-#define MAX_JOBS   4096 /* GEMV jobs per launch (experts x matrices) */
+#define MAX_JOBS   4096              /* GEMV jobs per launch (experts x matrices) */
 #define JOB_RING   ((size_t)4 << 20) /* page-locked ring the job tables travel through */
 #define JOB_SEGS   4
 #define N_MARKS    8
@@ -106,12 +106,12 @@ struct coli_gpu {
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu.c coli_gpu_stage_*) */
 	int n_stage;
 	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */
-	CUfunction f_gemv[10];     /* indexed by enum coli_dtype */
-	CUfunction f_gemv_inl[10]; /* the same, job table in the parameters */
-	CUfunction f_gemm[10];     /* tensor-core GEMM (ptx/gemm.cu), same index */
+	CUfunction f_gemv[10];      /* indexed by enum coli_dtype */
+	CUfunction f_gemv_inl[10];  /* the same, job table in the parameters */
+	CUfunction f_gemm[10];      /* tensor-core GEMM (ptx/gemm.cu), same index */
 	CUfunction f_silu, f_actq, f_pull;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
-	CUfunction f_route, f_moe_plan;
+	CUfunction f_route, f_moe_plan, f_qk_rope;
 	/* job tables: a ring of page-locked host memory the device maps and the
 	 * kernels read in place (no copy engine involved) */
 	unsigned char *ring_host;
@@ -124,12 +124,12 @@ struct coli_gpu {
 		CUdeviceptr d;
 	} regs[64];
 	int n_regs;
-	CUevent ring_left[JOB_SEGS]; /* recorded when the stream left segment i */
+	CUevent ring_left[JOB_SEGS];           /* recorded when the stream left segment i */
 	CUfunction f_dgemv[4][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0][S - 1] */
 	int sm_count;
 	CUdeviceptr scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c) */
 	CUdeviceptr counts;  /* unsigned [DENSE_COUNTERS], zero between launches */
-	CUdeviceptr gjobs;                    /* struct coli_gpu_gemm_job [MAX_JOBS] */
+	CUdeviceptr gjobs;   /* struct coli_gpu_gemm_job [MAX_JOBS] */
 	struct coli_gpu_gemm_job *gjobs_host; /* [MAX_JOBS]: the caller's jobs + tile0 */
 	CUevent marks[N_MARKS];
 	char name[128];

@@ -9,6 +9,9 @@
  * gets its own engine (options = the command line's, then the arm's), opened
  * once. "default" (or an empty arm) changes nothing.
  *
+ * The arms' engines run with --usage off unless --usage FILE is given: the
+ * model's usage file is neither read nor written.
+ *
  * Rounds. After --warmup rounds, --rounds rounds each run every arm once, in
  * turn (A B A B ...), so drift from clocks or neighbours hits all arms alike.
  * A decode round: reset the KV cache, prefill a fixed prompt of token ids,
@@ -544,8 +547,14 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 		R->base = ea.opts;
 		return 0;
 	}
-	/* arms: each on top of the command line's options */
+	/* arms: each on top of the command line's options. A benchmark leaves the
+	 * model's usage file alone: its rounds replay the same token sequences,
+	 * so heat they wrote would place exactly the experts the next bench
+	 * uses (--usage FILE places by a heat, and updates FILE) */
 	char list[1024], *save = NULL;
+
+	if (!ea.opts.usage[0])
+		snprintf(ea.opts.usage, sizeof(ea.opts.usage), "off");
 
 	snprintf(list, sizeof(list), "%s", *arms ? *arms : "default");
 	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {

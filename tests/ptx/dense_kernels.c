@@ -9,6 +9,12 @@
  *                   stay poisoned; a second launch gives the same bits
  *   rmsnorm         rows x n from 1 x 2048 to 32 x 128 and 2 x 20000, in place too
  *   rope            vs coli_rope
+ *   add_rmsnorm     x + add then coli_rmsnorm: x written back bit-exact, y within
+ *                   the rmsnorm tolerance
+ *   qk_rope_store   vs coli_rmsnorm per head + coli_rope + copies into the cache
+ *                   (qwen3, mixtral and small shapes, decode and prefill): q and
+ *                   cache rows within tolerance, v rows exact, rows outside
+ *                   pos0..pos0+T-1 still poisoned
  *   moe_accumulate  bit-exact vs core/moe.c's order (pairs ascending, product
  *                   rounded then added), incl. a token with > 512 pairs
  *   attention       decode at 1, 100, 5000, 12289, 40000 positions and prefill
@@ -308,6 +314,123 @@ static int test_rope(void)
 	rc = check("rope 3x32x128 at 39990", got, want, NULL, 1e-6f, N);
 	coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, df);
 	free(x), free(want), free(got);
+	return rc;
+}
+
+static int test_add_rmsnorm(void)
+{
+	static const int shapes[][2] = {{1, 2048}, {4, 4096}, {3, 18}, {2, 20000}};
+	int rc = 0;
+
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		int rows = shapes[k][0], n = shapes[k][1];
+		size_t N = (size_t)rows * n, xbad = 0;
+		float *x = xmalloc(4 * N), *a = xmalloc(4 * N), *w = xmalloc(4 * (size_t)n);
+		float *want = xmalloc(4 * N), *got = xmalloc(4 * N), *gx = xmalloc(4 * N);
+		uint64_t dx, da, dw, dy;
+		char what[64];
+
+		for (size_t i = 0; i < N; i++)
+			x[i] = frand() * (i % 5 ? 1.0f : 30.0f), a[i] = frand();
+		for (int i = 0; i < n; i++)
+			w[i] = 1.0f + 0.1f * frand();
+		dx = dev_copy(x, 4 * N);
+		da = dev_copy(a, 4 * N);
+		dw = dev_copy(w, 4 * (size_t)n);
+		dy = dev_poison(4 * N);
+		for (size_t i = 0; i < N; i++)
+			x[i] = x[i] + a[i];
+		for (int r = 0; r < rows; r++)
+			coli_rmsnorm(x + (size_t)r * n, w, want + (size_t)r * n, n, 1e-6f);
+		if (coli_gpu_add_rmsnorm(g_gpu, dx, da, dw, dy, rows, n, 1e-6f))
+			return 1;
+		download(got, dy, 4 * N);
+		download(gx, dx, 4 * N);
+		for (size_t i = 0; i < N; i++)
+			xbad += memcmp(&gx[i], &x[i], 4) != 0;
+		snprintf(what, sizeof(what), "add_rmsnorm %dx%d (x += a: %zu differ)", rows, n,
+		         xbad);
+		rc |= check(what, got, want, NULL, 4e-6f, N) | (xbad != 0);
+		coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, da), coli_gpu_free(g_gpu, dw);
+		coli_gpu_free(g_gpu, dy);
+		free(x), free(a), free(w), free(want), free(got), free(gx);
+	}
+	return rc;
+}
+
+static int test_qk_rope_store(void)
+{
+	static const int cases[][6] = {/* T, nh, nkv, hd, pos0, norm */ {1, 32, 4, 128, 70, 1},
+	                               {5, 32, 4, 128, 0, 1},
+	                               {1, 32, 8, 128, 39990, 0},
+	                               {3, 4, 2, 64, 7, 1},
+	                               {2, 8, 8, 256, 100, 1},
+	                               {1, 6, 3, 18, 3, 1}};
+	int rc = 0;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int T = cases[c][0], nh = cases[c][1], nkv = cases[c][2], hd = cases[c][3];
+		int pos0 = cases[c][4], norm = cases[c][5], ctx = pos0 + T + 2;
+		size_t qn = (size_t)T * nh * hd, kn = (size_t)T * nkv * hd, kvd = (size_t)nkv * hd;
+		size_t cn = (size_t)ctx * kvd, vbad = 0, kept = 0;
+		float *q = xmalloc(4 * qn), *k = xmalloc(4 * kn), *v = xmalloc(4 * kn);
+		float *qw = xmalloc(4 * (size_t)hd), *kw = xmalloc(4 * (size_t)hd), f[128];
+		float *gq = xmalloc(4 * qn), *gk = xmalloc(4 * cn), *gv = xmalloc(4 * cn);
+		uint64_t dq, dk, dv, dqw, dkw, df, dkc, dvc;
+		char what[96];
+
+		for (int i = 0; i < hd / 2; i++)
+			f[i] = (float)pow(1e6, -2.0 * i / hd);
+		for (size_t i = 0; i < qn; i++)
+			q[i] = frand() * 3.0f;
+		for (size_t i = 0; i < kn; i++)
+			k[i] = frand() * 3.0f, v[i] = frand();
+		for (int i = 0; i < hd; i++)
+			qw[i] = 1.0f + 0.1f * frand(), kw[i] = 1.0f + 0.1f * frand();
+		dq = dev_copy(q, 4 * qn), dk = dev_copy(k, 4 * kn), dv = dev_copy(v, 4 * kn);
+		dqw = dev_copy(qw, 4 * (size_t)hd), dkw = dev_copy(kw, 4 * (size_t)hd);
+		df = dev_copy(f, sizeof(f));
+		dkc = dev_poison(4 * cn), dvc = dev_poison(4 * cn);
+		if (norm) { /* the reference: the unfused CPU steps */
+			for (size_t h = 0; h < (size_t)T * nh; h++)
+				coli_rmsnorm(q + h * hd, qw, q + h * hd, hd, 1e-6f);
+			for (size_t h = 0; h < (size_t)T * nkv; h++)
+				coli_rmsnorm(k + h * hd, kw, k + h * hd, hd, 1e-6f);
+		}
+		coli_rope(q, T, nh, hd, pos0, f);
+		coli_rope(k, T, nkv, hd, pos0, f);
+		if (coli_gpu_qk_rope_store(g_gpu, dq, dk, dv, norm ? dqw : 0, norm ? dkw : 0, 1e-6f,
+		                           T, nh, nkv, hd, pos0, df, dkc, dvc))
+			return 1;
+		download(gq, dq, 4 * qn);
+		download(gk, dkc, 4 * cn);
+		download(gv, dvc, 4 * cn);
+		for (size_t i = 0; i < cn; i++) {
+			size_t row = i / kvd;
+			int in = row >= (size_t)pos0 && row < (size_t)pos0 + T;
+
+			if (in)
+				vbad += memcmp(&gv[i], &v[i - (size_t)pos0 * kvd], 4) != 0;
+			else
+				kept += gk[i] != gk[i] && gv[i] != gv[i]; /* NaN: untouched */
+		}
+		snprintf(what, sizeof(what), "qk_rope_store T=%d %dq/%dkv x %d at %d%s: q", T, nh,
+		         nkv, hd, pos0, norm ? " normed" : "");
+		rc |= check(what, gq, q, NULL, 2e-5f, qn);
+		snprintf(what, sizeof(what), "  k in the cache (v rows: %zu differ)", vbad);
+		rc |= check(what, gk + (size_t)pos0 * kvd, k, NULL, 2e-5f, kn);
+		if (vbad || kept != cn - kn) {
+			printf(
+			    "  FAIL: v rows differ (%zu) or rows outside the step written (%zu of "
+			    "%zu kept)\n",
+			    vbad, kept, cn - kn);
+			rc = 1;
+		}
+		coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
+		coli_gpu_free(g_gpu, dqw), coli_gpu_free(g_gpu, dkw), coli_gpu_free(g_gpu, df);
+		coli_gpu_free(g_gpu, dkc), coli_gpu_free(g_gpu, dvc);
+		free(q), free(k), free(v), free(qw), free(kw), free(gq), free(gk), free(gv);
+	}
 	return rc;
 }
 
@@ -823,6 +946,8 @@ int main(int argc, char **argv)
 	rc |= test_dense_gemv(COLI_DTYPE_Q4_0);
 	rc |= test_rmsnorm();
 	rc |= test_rope();
+	rc |= test_add_rmsnorm();
+	rc |= test_qk_rope_store();
 	rc |= test_moe_acc();
 	rc |= test_route();
 	rc |= test_moe_plan();
