@@ -60,7 +60,7 @@ struct coli_dense_dev {
 	struct dlayer *L;
 	uint64_t kcache, vcache;
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
-	    pw, logits, sel, selw, slabs, gu_jobs, down_jobs;
+	    pw, logits, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
 	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
@@ -209,6 +209,9 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	B(logits, T * c->vocab * 4);
 	B(sel, P * 4);
 	B(selw, P * 4);
+	B(grlog, T * (c->n_experts > 0 ? c->n_experts : 1) * 4);
+	B(gsel, P * 4);
+	B(gselw, P * 4);
 	B(gu_jobs, sizeof(struct coli_gpu_gemv_job) * 2 * COLI_GPU_MAX_S * c->top_k);
 	B(down_jobs, sizeof(struct coli_gpu_gemv_job) * COLI_GPU_MAX_S * c->top_k);
 #undef B
@@ -532,6 +535,32 @@ static void fast_count(struct coli_engine *e)
 	}
 }
 
+/* The router lookahead's guess for the next MoE layer (core/lookahead.c),
+ * on the device: its router on this layer's xn, routed, downloaded next to
+ * this layer's routing. Only where the host plans this layer and the next
+ * one is not planned on the device (it needs no prefetch). */
+static int guess_next(struct coli_engine *e, int l, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	int n = l + 1, K = c->top_k, rc;
+
+	e->guess_l = -1;
+	while (n < c->n_layers && !e->m.layers[n].moe)
+		n++;
+	if (n == c->n_layers || !e->opts.prefetch || !e->tiers ||
+	    (dd->plan_dev >= 0 && dd->full[n] && T <= COLI_GPU_MAX_S))
+		return 0;
+	rc = gemm(dd, &dd->L[n].router, dd->xn, T, dd->grlog, c->n_experts);
+	rc = rc ? rc
+	        : coli_dev_route(dd->dev, dd->grlog, T, c->n_experts, K, c->norm_topk_prob,
+	                         dd->gsel, dd->gselw);
+	rc = rc ? rc : coli_dev_download_async(dd->dev, e->guess, dd->gsel, sizeof(int) * T * K);
+	if (!rc)
+		e->guess_l = n;
+	return rc;
+}
+
 static int moe(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -553,6 +582,7 @@ static int moe(struct coli_engine *e, int l, int T)
 			rc = moe_planned(e, l, T);
 			return rc ? rc : shared_expert(e, D, T);
 		}
+		rc = rc ? rc : guess_next(e, l, T);
 		rc = rc ? rc
 		        : coli_dev_download_async(dd->dev, e->sel, dd->sel, sizeof(int) * T * K);
 		rc =

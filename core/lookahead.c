@@ -12,7 +12,11 @@
  * are counted by the tier manager and printed at the end of generate.
  *
  * The router logits go to e->rlog (route() is done with it by now) as
- * [T][n_experts] fp32; top-k on logits equals top-k on softmax.
+ * [T][n_experts] fp32; top-k on logits equals top-k on softmax. With the
+ * dense part on a device the guess is computed there, next to the layer's
+ * own routing (core/forward_dev.c: the next router on the device's xn, then
+ * coli_route), and arrives with it in e->guess: the CPU, which is about to
+ * compute this layer's rows, skips the GEMV.
  */
 #include <string.h>
 
@@ -38,10 +42,17 @@ void coli_lookahead(struct coli_engine *e, int l, int T)
 	next = next_moe_layer(e, l);
 	if (next < 0)
 		return;
-	for (int t = 0; t < T; t++)
-		e->ag[t] = e->ax[t].act;
-	coli_gemm_mt(e->pool, &e->m.layers[next].router, e->ag, T, e->rlog, E);
 	memset(mask, 0, sizeof(mask));
+	if (e->guess_l == next) { /* the device's */
+		for (int i = 0; i < T * K; i++)
+			mask[e->guess[i]] = 1;
+		T = 0;
+		e->guess_l = -1; /* used once */
+	} else {
+		for (int t = 0; t < T; t++)
+			e->ag[t] = e->ax[t].act;
+		coli_gemm_mt(e->pool, &e->m.layers[next].router, e->ag, T, e->rlog, E);
+	}
 	for (int t = 0; t < T; t++) {
 		const float *p = e->rlog + (size_t)t * E;
 		unsigned char taken[E];
