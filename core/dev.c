@@ -139,13 +139,14 @@ int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
 	CHECKED(d->ops->gemm(d, t, jobs, n_jobs), "gemm launch");
 }
 
-int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n)
+int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
+                      uint64_t dd, uint64_t qsum, int n)
 {
 	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
 
 	if (rc)
 		return rc;
-	CHECKED(d->ops->silu_mul(d, g, u, h, n), "silu launch");
+	CHECKED(d->ops->silu_mul(d, g, u, h, q, dd, qsum, n), "silu launch");
 }
 
 int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,

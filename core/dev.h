@@ -38,8 +38,10 @@ struct coli_dev_ops {
 	/* prefill: one job per matrix, any S (q8/q4 bit-identical to gemv, bf16
 	 * within rounding on a GPU) */
 	int (*gemm)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-	            int n_jobs);                                                        /* async */
-	int (*silu_mul)(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n); /* async */
+	            int n_jobs); /* async */
+	/* h = silu(g) * u; when q != 0, h also quantized into q/dd/qsum (n % 32 == 0) */
+	int (*silu_mul)(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
+	                uint64_t dd, uint64_t qsum, int n); /* async */
 	int (*act_quantize)(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qsum,
 	                    int n_blocks); /* async */
 	int (*sync)(struct coli_dev *d);
@@ -122,7 +124,8 @@ int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
                   int n_jobs);
 int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
                   int n_jobs);
-int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n);
+int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
+                      uint64_t dd, uint64_t qsum, int n);
 int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
                           int n_blocks);
 int coli_dev_sync(struct coli_dev *d);

@@ -46,8 +46,11 @@ static int g_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
 {
 	return coli_gpu_gemm(G(d), t, jobs, n);
 }
-static int g_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n)
+static int g_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q, uint64_t dd,
+                  uint64_t qs, int n)
 {
+	if (q)
+		return coli_gpu_silu_mul_q(G(d), g, u, h, q, dd, qs, n / 32);
 	return coli_gpu_silu_mul(G(d), g, u, h, n);
 }
 static int g_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)

@@ -122,11 +122,14 @@ static int s_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
 	return 0;
 }
 
-static int s_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, int n)
+static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb);
+
+static int s_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q, uint64_t dd,
+                  uint64_t qs, int n)
 {
 	coli_silu_mul((const float *)(uintptr_t)g, (const float *)(uintptr_t)u,
 	              (float *)(uintptr_t)h, n);
-	return 0;
+	return q ? s_actq(d, h, q, dd, qs, n / COLI_QBLOCK) : 0;
 }
 
 static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
@@ -311,6 +314,13 @@ static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 {
 	const int P = a->T * a->K, H = a->H, I = a->I;
 
+	if (a->rlog) { /* coli_route_plan: route first */
+		int rc = s_route(d, (uint64_t)(uintptr_t)a->rlog, a->T, a->E, a->K, a->norm,
+		                 (uint64_t)(uintptr_t)a->sel, (uint64_t)(uintptr_t)a->selw);
+
+		if (rc)
+			return rc;
+	}
 	for (int i = 0; i < P; i++) {
 		const int ex = a->sel[i], t = i / a->K;
 		const uint64_t slab = a->slabs[ex];

@@ -352,7 +352,7 @@ static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const stru
 	rc = prep(dd, gate, x, T);
 	rc = rc ? rc : gemm(dd, gate, x, T, dd->g, I);
 	rc = rc ? rc : gemm(dd, up, x, T, dd->u, I);
-	rc = rc ? rc : coli_dev_silu_mul(dd->dev, dd->g, dd->u, dd->h, T * I);
+	rc = rc ? rc : coli_dev_silu_mul(dd->dev, dd->g, dd->u, dd->h, 0, 0, 0, T * I);
 	rc = rc ? rc : prep(dd, down, dd->h, T);
 	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
 	return rc;
@@ -441,9 +441,9 @@ static int shared_expert(struct coli_engine *e, const struct dlayer *D, int T)
 	return rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, e->m.cfg.hidden);
 }
 
-/* A fully resident layer at T <= COLI_GPU_MAX_S, from the routing in
- * dd->sel/selw: planned, computed and accumulated on the stream, no wait.
- * The routing is copied back for fast_count. */
+/* A fully resident layer at T <= COLI_GPU_MAX_S, from the router logits in
+ * dd->rlog: routed and planned (one launch), computed and accumulated on the
+ * stream, no wait. The routing is copied back for fast_count. */
 static int moe_planned(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -482,16 +482,18 @@ static int moe_planned(struct coli_engine *e, int l, int T)
 	    .K = K,
 	    .H = H,
 	    .I = I,
+	    .rlog = (const float *)(uintptr_t)dd->rlog, /* routed in the same launch */
+	    .E = c->n_experts,
+	    .norm = c->norm_topk_prob,
 	};
 
 	if (coli_dtype_is_quant(t))
 		rc = coli_dev_act_quantize(dd->dev, dd->xn, dd->aq, dd->ad, dd->aqs, T * H / 32);
 	rc = rc ? rc : coli_dev_moe_plan(dd->dev, &a);
 	rc = rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->gu_jobs, 2 * P, I);
-	rc = rc ? rc : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, P * I);
-	if (coli_dtype_is_quant(t))
-		rc = rc ? rc
-		        : coli_dev_act_quantize(dd->dev, v->h, v->hq, v->hd, v->hqs, P * I / 32);
+	rc = rc ? rc
+	        : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, coli_dtype_is_quant(t) ? v->hq : 0,
+	                            v->hd, v->hqs, P * I);
 	rc = rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, H);
 	rc = rc ? rc
 	        : coli_dev_download_async(dd->dev, e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K,
@@ -571,17 +573,17 @@ static int moe(struct coli_engine *e, int l, int T)
 
 	rc = prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
 	rc = rc ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
+	if (!rc && dd->route_on_dev && dd->plan_dev >= 0 && dd->full[l] && T <= COLI_GPU_MAX_S &&
+	    !e->trace && !dd->dev->failed) { /* routed and planned here */
+		if (!e->opts.profile)        /* queued, not done: see phase_end */
+			phase_end(e, &e->est.attention_s, 0);
+		rc = moe_planned(e, l, T);
+		return rc ? rc : shared_expert(e, D, T);
+	}
 	if (dd->route_on_dev) {
 		rc = rc ? rc
 		        : coli_dev_route(dd->dev, dd->rlog, T, E, K, c->norm_topk_prob, dd->sel,
 		                         dd->selw);
-		if (!rc && dd->plan_dev >= 0 && dd->full[l] && T <= COLI_GPU_MAX_S && !e->trace &&
-		    !dd->dev->failed) {
-			if (!e->opts.profile) /* queued, not done: see phase_end */
-				phase_end(e, &e->est.attention_s, 0);
-			rc = moe_planned(e, l, T);
-			return rc ? rc : shared_expert(e, D, T);
-		}
 		rc = rc ? rc : guess_next(e, l, T);
 		rc = rc ? rc
 		        : coli_dev_download_async(dd->dev, e->sel, dd->sel, sizeof(int) * T * K);

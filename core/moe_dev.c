@@ -14,8 +14,8 @@
  *   upload   pair activations, gathered per expert   [P][H] int8 + scales, or f32
  *   then per wave of experts (one wave at decode, see Streaming):
  *   gemv     gate and up of the wave's experts        -> g, u [P][I]   (one launch)
- *   silu     h = silu(g) * u over the wave's rows      [P][I]          (one launch)
- *   quant    h -> int8 per 32-block (q8/q4 models)                     (one launch)
+ *   silu     h = silu(g) * u over the wave's rows      [P][I]          (one launch,
+ *            and h -> int8 per 32-block for q8/q4 models in the same one)
  *   gemv     down of the wave's experts                -> y [P][H]     (one launch)
  *   download y to host staging (not when every pair is on the device that
  *            holds the dense part: core/forward_dev.c reads y where it is)
@@ -528,16 +528,12 @@ static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int m
 			add_job(v, &j, v->runs[r].n, &nj, &ngj);
 		}
 	rc = launch_jobs(v, t, nj, ngj);
-	rc = rc ? rc
+	rc = rc ? rc /* h, and for q8/q4 its quantized form, in one launch */
 	        : coli_dev_silu_mul(v->dev, v->g + (size_t)row_a * I * 4,
 	                            v->u + (size_t)row_a * I * 4, v->h + (size_t)row_a * I * 4,
-	                            rows * I);
-	if (quant)
-		rc = rc ? rc
-		        : coli_dev_act_quantize(
-		              v->dev, v->h + (size_t)row_a * I * 4, v->hq + (size_t)row_a * I,
-		              v->hd + (size_t)row_a * (I / 32) * 4,
-		              v->hqs + (size_t)row_a * (I / 32) * 4, rows * I / 32);
+	                            quant ? v->hq + (size_t)row_a * I : 0,
+	                            v->hd + (size_t)row_a * (I / 32) * 4,
+	                            v->hqs + (size_t)row_a * (I / 32) * 4, rows * I);
 	if (rc)
 		return rc;
 	/* down: y[P][H] = W_down . h */

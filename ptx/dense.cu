@@ -811,13 +811,12 @@ extern "C" __global__ void coli_gated_add(float *out, const float *y, const floa
  * when the dense part is on a device every MoE layer routes here, whoever
  * computes its experts: the weights, and with them the logits, do not
  * depend on placement. */
-extern "C" __global__ void __launch_bounds__(32)
-    coli_route(const float *rlog, int E, int K, int norm, int *sel, float *selw)
+/* One token's routing by one warp; p: E floats of shared memory, sum: a
+ * shared double (both this warp's own). */
+static __device__ void route_warp(const float *x, int E, int K, int norm, int *sel, float *selw,
+                                  float *p, double *sum)
 {
-	__shared__ float p[COLI_GPU_ROUTE_MAX_E];
-	__shared__ double sum;
-	const int t = blockIdx.x, lane = threadIdx.x;
-	const float *x = rlog + (size_t)t * E;
+	const int lane = threadIdx.x & 31;
 	float mx = -INFINITY;
 
 	for (int i = lane; i < E; i += 32)
@@ -832,11 +831,11 @@ extern "C" __global__ void __launch_bounds__(32)
 
 		for (int i = 0; i < E; i++)
 			s += p[i];
-		sum = s;
+		*sum = s;
 	}
 	__syncwarp();
 	for (int i = lane; i < E; i += 32)
-		p[i] = (float)(p[i] / sum);
+		p[i] = (float)(p[i] / *sum);
 	__syncwarp();
 	float wsum = 0.0f, w[16];
 	int id[16];
@@ -870,22 +869,30 @@ extern "C" __global__ void __launch_bounds__(32)
 			w[k] = __fdiv_rn(w[k], wsum);
 	}
 	for (int k = 0; k < K; k++) {
-		sel[(size_t)t * K + k] = id[k];
-		selw[(size_t)t * K + k] = w[k];
+		sel[k] = id[k];
+		selw[k] = w[k];
 	}
+}
+
+extern "C" __global__ void __launch_bounds__(32)
+    coli_route(const float *rlog, int E, int K, int norm, int *sel, float *selw)
+{
+	__shared__ float p[COLI_GPU_ROUTE_MAX_E];
+	__shared__ double sum;
+	const int t = blockIdx.x;
+
+	route_warp(rlog + (size_t)t * E, E, K, norm, sel + (size_t)t * K, selw + (size_t)t * K, p,
+	           &sum);
 }
 
 /* coli_moe_plan: one CTA, a thread per pair (token t = i / K). A pair's rank
  * in ascending (expert, token) order is the number of pairs before it; it
  * writes its GEMV jobs and list entries there (see struct coli_gpu_moe_plan).
  * The same layout core/moe_dev.c builds on the host, one pair a job. */
-extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
-    coli_moe_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
+static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i)
 {
-	const int P = a.T * a.K, i = threadIdx.x;
+	const int P = a.T * a.K;
 
-	if (i >= P)
-		return;
 	const int ex = a.sel[i], t = i / a.K;
 	int r = 0;
 
@@ -922,4 +929,29 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 	a.down_jobs[r] = j;
 	a.pair_token[r] = t;
 	a.pair_w[r] = a.selw[i];
+}
+
+extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
+    coli_moe_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
+{
+	if ((int)threadIdx.x < a.T * a.K)
+		plan_pair(a, threadIdx.x);
+}
+
+/* coli_route of a.rlog into a.sel/selw (warp t routes token t), then
+ * coli_moe_plan, in one launch: T <= COLI_GPU_MAX_S. */
+extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
+    coli_route_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
+{
+	__shared__ float p[COLI_GPU_MAX_S][COLI_GPU_ROUTE_MAX_E];
+	__shared__ double sum[COLI_GPU_MAX_S];
+	const int w = threadIdx.x >> 5;
+
+	if (w < a.T)
+		route_warp(a.rlog + (size_t)w * a.E, a.E, a.K, a.norm,
+		           (int *)a.sel + (size_t)w * a.K, (float *)a.selw + (size_t)w * a.K, p[w],
+		           &sum[w]);
+	__syncthreads(); /* the routing, written to global memory by this CTA, is visible */
+	if ((int)threadIdx.x < a.T * a.K)
+		plan_pair(a, threadIdx.x);
 }

@@ -72,6 +72,8 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_silu_mul)");
 	CK(g->cu->ModuleGetFunction(&g->f_actq, g->mod, "coli_act_quantize"),
 	   "cuModuleGetFunction(coli_act_quantize)");
+	CK(g->cu->ModuleGetFunction(&g->f_siluq, g->mod, "coli_silu_mul_q"),
+	   "cuModuleGetFunction(coli_silu_mul_q)");
 	CK(g->cu->ModuleGetFunction(&g->f_pull, g->mod, "coli_pull"),
 	   "cuModuleGetFunction(coli_pull)");
 	return coli_gpu_dense_functions(g);
@@ -463,6 +465,19 @@ int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int
 	return 0;
 }
 
+int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, uint64_t q,
+                        uint64_t d, uint64_t qsum, int n_blocks)
+{
+	CUdeviceptr a = gate, b = up, c = h, e = q, f = d, s = qsum;
+	void *args[] = {&a, &b, &c, &e, &f, &s, &n_blocks};
+
+	CUR(g);
+	CK(g->cu->LaunchKernel(g->f_siluq, (unsigned)(n_blocks + 7) / 8, 1, 1, 256, 1, 1, 0,
+	                       g->stream, args, NULL),
+	   "cuLaunchKernel(silu_mul_q)");
+	return 0;
+}
+
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
                           int n_blocks)
 {
@@ -644,6 +659,11 @@ int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t a, uint64_t b, uint64_t h, int n)
 	NO_GPU;
 }
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t s, int n)
+{
+	NO_GPU;
+}
+int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t a, uint64_t b, uint64_t h, uint64_t q, uint64_t d,
+                        uint64_t s, int n)
 {
 	NO_GPU;
 }

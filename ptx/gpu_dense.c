@@ -44,6 +44,7 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	    F(f_gated, "coli_gated_add"),
 	    F(f_route, "coli_route"),
 	    F(f_qk_rope, "coli_qk_rope_store"),
+	    F(f_route_plan, "coli_route_plan"),
 	    F(f_moe_plan, "coli_moe_plan"),
 #undef F
 	};
@@ -290,7 +291,11 @@ int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
 
 	if (a->T < 1 || a->T * a->K > COLI_GPU_PLAN_MAX_P)
 		return -ENOTSUP;
-	return launch(g, g->f_moe_plan, 1, 1, COLI_GPU_PLAN_MAX_P, 0, args, "launch moe_plan");
+	if (a->rlog && (a->T > COLI_GPU_MAX_S || a->E < 1 || a->E > COLI_GPU_ROUTE_MAX_E ||
+	                a->K > 16 || a->K > a->E))
+		return -ENOTSUP;
+	return launch(g, a->rlog ? g->f_route_plan : g->f_moe_plan, 1, 1, COLI_GPU_PLAN_MAX_P, 0,
+	              args, "launch moe_plan");
 }
 
 #else

@@ -259,18 +259,13 @@ extern "C" __global__ void coli_silu_mul(const float *g, const float *u, float *
 	}
 }
 
-/* Canonical activation quantization: one warp per 32-block of x[n_blocks*32]. */
-extern "C" __global__ void coli_act_quantize(const float *x, signed char *q, float *d, int *qsum,
-                                             int n_blocks)
+/* Canonical quantization of 32-block b, lane's value v (one warp a block). */
+static __device__ __forceinline__ void quant_block(float v, int lane, int b, signed char *q,
+                                                   float *d, int *qsum)
 {
-	const int lane = threadIdx.x & 31;
-	const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-	float v, amax, dd, id, r;
+	float amax, dd, id, r;
 	int qi, sum;
 
-	if (b >= n_blocks)
-		return; /* whole warps exit together: b is uniform per warp */
-	v = x[(size_t)b * 32 + lane];
 	amax = fmaxf(0.0f, fabsf(v)); /* as the CPU: a NaN never becomes the max */
 	for (int off = 16; off; off >>= 1)
 		amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
@@ -288,13 +283,43 @@ extern "C" __global__ void coli_act_quantize(const float *x, signed char *q, flo
 	}
 }
 
+/* Canonical activation quantization: one warp per 32-block of x[n_blocks*32]. */
+extern "C" __global__ void coli_act_quantize(const float *x, signed char *q, float *d, int *qsum,
+                                             int n_blocks)
+{
+	const int lane = threadIdx.x & 31;
+	const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+
+	if (b >= n_blocks)
+		return; /* whole warps exit together: b is uniform per warp */
+	quant_block(x[(size_t)b * 32 + lane], lane, b, q, d, qsum);
+}
+
+/* coli_silu_mul then coli_act_quantize of the result, in one launch: one warp
+ * per 32-block; the same operations, so the same bits as the two. */
+extern "C" __global__ void coli_silu_mul_q(const float *g, const float *u, float *h, signed char *q,
+                                           float *d, int *qsum, int n_blocks)
+{
+	const int lane = threadIdx.x & 31;
+	const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+	const size_t i = (size_t)b * 32 + lane;
+
+	if (b >= n_blocks)
+		return;
+	const float gi = g[i];
+	const float v = __fmul_rn(__fdiv_rn(gi, __fadd_rn(1.0f, coli_expf_dev(-gi))), u[i]);
+
+	h[i] = v;
+	quant_block(v, lane, b, q, d, qsum);
+}
+
 /* Copy n4 32-bit words from page-locked host memory the device maps into
  * device memory, with the SMs instead of a copy engine: a small upload on the
  * compute stream must not queue behind the slab copies that keep the H2D
  * engine busy (ptx/gpu.c coli_gpu_upload_async). */
 extern "C" __global__ void coli_pull(unsigned *dst, const unsigned *src, unsigned long long n4)
 {
-	for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
-	     i += (unsigned long long)gridDim.x * blockDim.x)
+	for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+	     i < n4; i += (unsigned long long)gridDim.x * blockDim.x)
 		dst[i] = src[i];
 }

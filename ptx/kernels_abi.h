@@ -103,6 +103,9 @@ struct coli_gpu_moe_plan {
 	int *pair_token;                      /* out [P] */
 	float *pair_w;                        /* out [P] */
 	int T, K, H, I;
+	const float *rlog; /* [T][E] router logits: route first (coli_route_plan), or NULL */
+	int E, norm;       /* experts, norm_topk_prob (with rlog) */
+	int pad_;
 };
 
 #endif

@@ -70,6 +70,10 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
                   int n_jobs);
 /* h[i] = silu(g[i]) * u[i], bit-identical to coli_silu_mul. */
 int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int n);
+/* The same, then h quantized as coli_gpu_act_quantize does, in one launch
+ * (n_blocks 32-blocks; the same bits as the two launches). */
+int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, uint64_t q,
+                        uint64_t d, uint64_t qsum, int n_blocks);
 /* Canonical per-32-block quantization of x[n_blocks*32] (coli_act_quantize). */
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
                           int n_blocks);
@@ -108,7 +112,8 @@ int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, i
 int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw);
 /* The job tables and pair lists of a fully resident layer (ptx/dense.cu
- * coli_moe_plan), then run with coli_gpu_gemv_table. */
+ * coli_moe_plan), then run with coli_gpu_gemv_table; with a->rlog set the
+ * routing into a->sel/selw comes first, in the same launch (coli_route_plan). */
 int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a);
 /* coli_gpu_gemv on a job table already in device memory (written by a
  * kernel): every job has at most max_rows rows, S <= COLI_GPU_MAX_S. */

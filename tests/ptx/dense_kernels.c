@@ -23,7 +23,9 @@
  *                   not, ties): the same experts in the same order; weights
  *                   within 4 ulp (the device's expf), max printed
  *   moe_plan        job tables and pair lists vs the layout built here: pairs in
- *                   ascending (expert, token), every field of every job
+ *                   ascending (expert, token), every field of every job; with
+ *                   router logits (coli_route_plan) the routing is coli_route's
+ *                   choice and the pair lists follow it
  *
  * Skips (77) without a usable GPU. `dense_kernels --bench` instead times each
  * kernel at decode shapes (qwen3-30b-a3b) next to a device-to-device copy of
@@ -656,6 +658,68 @@ static int test_moe_plan(void)
 	return rc;
 }
 
+static int test_route_plan(void)
+{
+	enum { E = 128, K = 8, H = 256, I = 64 };
+	int rc = 0;
+
+	for (int T = 1; T <= COLI_GPU_MAX_S; T += 3) {
+		int P = T * K, sel[COLI_GPU_MAX_S * K], gsel[COLI_GPU_MAX_S * K];
+		int tok[COLI_GPU_MAX_S * K], bad = 0;
+		float lg[COLI_GPU_MAX_S * E], p[E], w[COLI_GPU_MAX_S * K], pw[COLI_GPU_MAX_S * K];
+		float gw[COLI_GPU_MAX_S * K];
+		unsigned long long slabs[E] = {0};
+		struct coli_gpu_moe_plan a;
+		uint64_t dl, ds, dw, dsl, dgu, ddn, dt, dp;
+
+		for (int i = 0; i < T * E; i++)
+			lg[i] = frand() * 4.0f;
+		for (int t = 0; t < T; t++) {
+			memcpy(p, lg + t * E, sizeof(p));
+			coli_route(p, E, K, 1, sel + t * K, w + t * K);
+		}
+		dl = dev_copy(lg, sizeof(float) * T * E);
+		ds = dev_poison(4 * (size_t)P), dw = dev_poison(4 * (size_t)P);
+		dsl = dev_copy(slabs, sizeof(slabs));
+		dgu = dev_poison(sizeof(struct coli_gpu_gemv_job) * 2 * P);
+		ddn = dev_poison(sizeof(struct coli_gpu_gemv_job) * P);
+		dt = dev_poison(4 * (size_t)P), dp = dev_poison(4 * (size_t)P);
+		memset(&a, 0, sizeof(a));
+		a.sel = (const int *)DP(ds), a.selw = (const float *)DP(dw);
+		a.slabs = (const unsigned long long *)DP(dsl);
+		a.gu_jobs = (struct coli_gpu_gemv_job *)DP(dgu);
+		a.down_jobs = (struct coli_gpu_gemv_job *)DP(ddn);
+		a.pair_token = (int *)DP(dt), a.pair_w = (float *)DP(dp);
+		a.T = T, a.K = K, a.H = H, a.I = I;
+		a.rlog = (const float *)DP(dl), a.E = E, a.norm = 1;
+		if (coli_gpu_moe_plan(g_gpu, &a))
+			return 1;
+		download(gsel, ds, 4 * (size_t)P);
+		download(tok, dt, 4 * (size_t)P);
+		download(pw, dp, 4 * (size_t)P);
+		download(gw, dw, 4 * (size_t)P);
+		for (int i = 0; i < P; i++)
+			bad += gsel[i] != sel[i];
+		for (int r = 1; r < P; r++) { /* the lists follow ascending (expert, token) */
+			int prev = -1, cur = -1;
+
+			for (int i = 0; i < P; i++) { /* the pair each list entry came from */
+				prev =
+				    prev < 0 && i / K == tok[r - 1] && w[i] == pw[r - 1] ? i : prev;
+				cur = cur < 0 && i / K == tok[r] && w[i] == pw[r] ? i : cur;
+			}
+			bad += prev < 0 || cur < 0 || sel[prev] > sel[cur] ||
+			       (sel[prev] == sel[cur] && tok[r - 1] >= tok[r]);
+		}
+		printf("  route_plan T=%d E=%d K=%d %28s mismatches %d\n", T, E, K, "", bad);
+		rc |= bad != 0;
+		coli_gpu_free(g_gpu, dl), coli_gpu_free(g_gpu, ds), coli_gpu_free(g_gpu, dw);
+		coli_gpu_free(g_gpu, dsl), coli_gpu_free(g_gpu, dgu), coli_gpu_free(g_gpu, ddn);
+		coli_gpu_free(g_gpu, dt), coli_gpu_free(g_gpu, dp);
+	}
+	return rc;
+}
+
 /* ---- attention ---- */
 
 static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp)
@@ -951,6 +1015,7 @@ int main(int argc, char **argv)
 	rc |= test_moe_acc();
 	rc |= test_route();
 	rc |= test_moe_plan();
+	rc |= test_route_plan();
 	rc |= test_attention();
 	coli_gpu_close(g_gpu);
 	return rc;

@@ -3,6 +3,8 @@
  * reference, bit for bit (the placement invariant).
  *
  *   act_quantize   random blocks incl. all-zero, tiny and huge values
+ *   silu_mul_q     silu then quantize in one launch: h, int8, scales and sums
+ *                  exact vs coli_silu_mul + coli_act_quantize
  *   silu_mul       g over [-120, 120] plus edge values, exact bits of coli_silu_mul
  *   gemv           q8_0 / q4_0 / bf16, several shapes and S = 1..4 in one grouped
  *                  launch (K from 32 to 2048: fewer and more than 16 units a lane)
@@ -70,6 +72,42 @@ static int test_act_quantize(void)
 	coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dd);
 	coli_gpu_free(g_gpu, dqs);
 	free(x), free(d), free(gd), free(q), free(gq), free(qs), free(gqs);
+	return rc;
+}
+
+static int test_silu_q(void)
+{
+	const int nb = 4096, n = nb * 32;
+	float *g = malloc(4 * n), *u = malloc(4 * n), *h = malloc(4 * n), *gh = malloc(4 * n);
+	float *d = malloc(4 * nb), *gd = malloc(4 * nb);
+	int8_t *q = malloc(n), *gq = malloc(n);
+	int32_t *qs = malloc(4 * nb), *gqs = malloc(4 * nb);
+	struct coli_act a = {.q = q, .d = d, .qsum = qs};
+	uint64_t dg, du, dh, dq, dd, dqs;
+	int rc = 0;
+
+	for (int i = 0; i < n; i++) {
+		g[i] = (i / 32) % 9 == 0 ? 0.0f : frand() * ((i / 32) % 4 ? 8.0f : 120.0f);
+		u[i] = frand() * ((i / 32) % 5 ? 4.0f : 1e-30f);
+	}
+	coli_silu_mul(g, u, h, n);
+	coli_act_quantize(&a, h, n);
+	dg = dev_copy(g, 4 * n), du = dev_copy(u, 4 * n), dh = dev_poison(4 * n);
+	dq = dev_poison(n), dd = dev_poison(4 * nb), dqs = dev_poison(4 * nb);
+	if (coli_gpu_silu_mul_q(g_gpu, dg, du, dh, dq, dd, dqs, nb) ||
+	    coli_gpu_download(g_gpu, gh, dh, 4 * n) || coli_gpu_download(g_gpu, gq, dq, n) ||
+	    coli_gpu_download(g_gpu, gd, dd, 4 * nb) || coli_gpu_download(g_gpu, gqs, dqs, 4 * nb))
+		return 1;
+	rc |= compare("silu_mul_q h", gh, h, n);
+	rc |= compare("silu_mul_q scales", gd, d, nb);
+	if (memcmp(gq, q, n) || memcmp(gqs, qs, 4 * nb)) {
+		printf("  silu_mul_q: int8 values or block sums differ\n");
+		rc = 1;
+	}
+	coli_gpu_free(g_gpu, dg), coli_gpu_free(g_gpu, du), coli_gpu_free(g_gpu, dh);
+	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dd), coli_gpu_free(g_gpu, dqs);
+	free(g), free(u), free(h), free(gh), free(d), free(gd), free(q), free(gq), free(qs);
+	free(gqs);
 	return rc;
 }
 
@@ -208,6 +246,7 @@ int main(void)
 		return rc;
 	rc |= test_act_quantize();
 	rc |= test_silu();
+	rc |= test_silu_q();
 	rc |= test_gemv(COLI_DTYPE_Q8_0);
 	rc |= test_gemv(COLI_DTYPE_Q4_0);
 	rc |= test_gemv(COLI_DTYPE_BF16);
