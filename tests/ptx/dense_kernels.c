@@ -704,9 +704,9 @@ static int test_route_plan(void)
 			int prev = -1, cur = -1;
 
 			for (int i = 0; i < P; i++) { /* the pair each list entry came from */
-				prev =
-				    prev < 0 && i / K == tok[r - 1] && w[i] == pw[r - 1] ? i : prev;
-				cur = cur < 0 && i / K == tok[r] && w[i] == pw[r] ? i : cur;
+				prev = prev < 0 && i / K == tok[r - 1] && gw[i] == pw[r - 1] ? i
+				                                                             : prev;
+				cur = cur < 0 && i / K == tok[r] && gw[i] == pw[r] ? i : cur;
 			}
 			bad += prev < 0 || cur < 0 || sel[prev] > sel[cur] ||
 			       (sel[prev] == sel[cur] && tok[r - 1] >= tok[r]);
