@@ -239,9 +239,10 @@ int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 }
 
 int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-                         int rows, int n, float eps)
+                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps)
 {
-	LAUNCH(d->ops->add_rmsnorm(d, x, add, w, y, rows, n, eps), "add+rmsnorm launch");
+	LAUNCH(d->ops->add_rmsnorm(d, x, add, w, y, q, qd, qsum, rows, n, eps),
+	       "add+rmsnorm launch");
 }
 
 int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,

@@ -64,9 +64,10 @@ struct coli_dev_ops {
 	               float eps);
 	int (*add_bias)(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
 	int (*add)(struct coli_dev *d, uint64_t x, uint64_t y, int n);
-	/* x += add, then y = rmsnorm(x) * w: the residual add and the next norm */
+	/* x += add (0: none), then y = rmsnorm(x) * w: the residual add and the
+	 * next norm; q != 0: y also quantized into q/qd/qsum (act_quantize's bits) */
 	int (*add_rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-	                   int rows, int n, float eps);
+	                   uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
 	/* per-head q/k norm (weights 0: none), RoPE, k and v into the cache at
 	 * pos0 (kc/vc: the layer's cache) */
 	int (*qk_rope_store)(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
@@ -145,7 +146,7 @@ int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int
 int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
 int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n);
 int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-                         int rows, int n, float eps);
+                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
 int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                            uint64_t inv_freq, uint64_t kc, uint64_t vc);

@@ -106,9 +106,9 @@ static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 	return coli_gpu_dense_gemv(G(d), t, m);
 }
 static int g_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
-                         int rows, int n, float eps)
+                         uint64_t q, uint64_t qd, uint64_t qs, int rows, int n, float eps)
 {
-	return coli_gpu_add_rmsnorm(G(d), x, a, w, y, rows, n, eps);
+	return coli_gpu_add_rmsnorm(G(d), x, a, w, y, q, qd, qs, rows, n, eps);
 }
 static int g_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,

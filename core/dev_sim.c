@@ -182,10 +182,12 @@ static int s_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
 }
 
 static int s_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
-                         int rows, int n, float eps)
+                         uint64_t q, uint64_t qd, uint64_t qs, int rows, int n, float eps)
 {
-	s_add(d, x, a, rows * n);
-	return s_rmsnorm(d, x, w, y, rows, n, eps);
+	if (a)
+		s_add(d, x, a, rows * n);
+	s_rmsnorm(d, x, w, y, rows, n, eps);
+	return q ? s_actq(d, y, q, qd, qs, rows * n / COLI_QBLOCK) : 0;
 }
 
 static int s_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,

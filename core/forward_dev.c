@@ -406,10 +406,10 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 	uint64_t kc = dd->kcache + ((size_t)l * e->ctx) * kvd * 4;
 	uint64_t vc = dd->vcache + ((size_t)l * e->ctx) * kvd * 4;
 
-	rc = pending ? coli_dev_add_rmsnorm(dd->dev, dd->x, dd->mlp, D->attn_norm, dd->xn, T, H,
-	                                    c->norm_eps)
-	             : coli_dev_rmsnorm(dd->dev, dd->x, D->attn_norm, dd->xn, T, H, c->norm_eps);
-	rc = rc ? rc : prep(dd, &D->q, dd->xn, T);
+	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
+	rc = coli_dev_add_rmsnorm(dd->dev, dd->x, pending ? dd->mlp : 0, D->attn_norm, dd->xn,
+	                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad, dd->aqs, T,
+	                          H, c->norm_eps);
 	rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
 	rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
 	rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
@@ -441,8 +441,18 @@ static int shared_expert(struct coli_engine *e, const struct dlayer *D, int T)
 	return rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, e->m.cfg.hidden);
 }
 
+/* Whether MoE layer l is routed and planned on the device at T tokens. */
+static int planned(const struct coli_engine *e, int l, int T)
+{
+	const struct coli_dense_dev *dd = e->dd;
+
+	return dd->route_on_dev && dd->plan_dev >= 0 && dd->full[l] && T <= COLI_GPU_MAX_S &&
+	       !e->trace && !dd->dev->failed;
+}
+
 /* A fully resident layer at T <= COLI_GPU_MAX_S, from the router logits in
- * dd->rlog: routed and planned (one launch), computed and accumulated on the
+ * dd->rlog and, for q8/q4 experts, xn's rows quantized in dd->aq by the ffn
+ * norm: routed and planned (one launch), computed and accumulated on the
  * stream, no wait. The routing is copied back for fast_count. */
 static int moe_planned(struct coli_engine *e, int l, int T)
 {
@@ -487,9 +497,7 @@ static int moe_planned(struct coli_engine *e, int l, int T)
 	    .norm = c->norm_topk_prob,
 	};
 
-	if (coli_dtype_is_quant(t))
-		rc = coli_dev_act_quantize(dd->dev, dd->xn, dd->aq, dd->ad, dd->aqs, T * H / 32);
-	rc = rc ? rc : coli_dev_moe_plan(dd->dev, &a);
+	rc = coli_dev_moe_plan(dd->dev, &a);
 	rc = rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->gu_jobs, 2 * P, I);
 	rc = rc ? rc
 	        : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, coli_dtype_is_quant(t) ? v->hq : 0,
@@ -573,9 +581,8 @@ static int moe(struct coli_engine *e, int l, int T)
 
 	rc = prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
 	rc = rc ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
-	if (!rc && dd->route_on_dev && dd->plan_dev >= 0 && dd->full[l] && T <= COLI_GPU_MAX_S &&
-	    !e->trace && !dd->dev->failed) { /* routed and planned here */
-		if (!e->opts.profile)        /* queued, not done: see phase_end */
+	if (!rc && planned(e, l, T)) { /* routed and planned here */
+		if (!e->opts.profile)  /* queued, not done: see phase_end */
 			phase_end(e, &e->est.attention_s, 0);
 		rc = moe_planned(e, l, T);
 		return rc ? rc : shared_expert(e, D, T);
@@ -659,13 +666,18 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	                         dd->ids, dd->x, T, H);
 	for (int l = 0; !rc && l < c->n_layers; l++) {
 		const struct dlayer *D = &dd->L[l];
+		int xq;
 
 		rc = attention(e, l, T, pos0, l > 0);
 		if (!rc && e->opts.profile)
 			rc = phase_end(e, &e->est.attention_s, 1);
+		/* a device-planned layer's q8/q4 experts read xn's rows quantized here */
+		xq = e->m.layers[l].moe && planned(e, l, T) &&
+		     coli_dtype_is_quant(
+		         coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
 		rc = rc ? rc
-		        : coli_dev_add_rmsnorm(dd->dev, dd->x, dd->proj, D->ffn_norm, dd->xn, T, H,
-		                               c->norm_eps);
+		        : coli_dev_add_rmsnorm(dd->dev, dd->x, dd->proj, D->ffn_norm, dd->xn,
+		                               xq ? dd->aq : 0, dd->ad, dd->aqs, T, H, c->norm_eps);
 		if (!rc && e->m.layers[l].moe)
 			rc = moe(e, l, T);
 		else if (!rc)

@@ -21,6 +21,7 @@
  */
 #include <cuda_fp16.h>
 
+#include "ptx/act_quant.cuh"
 #include "ptx/kernels_abi.h"
 
 /* ---- the dense GEMV: y[t][r] = W[r] . x[t] for the dense matrices ----
@@ -266,11 +267,14 @@ DGEMV_S(q4_0, 9)
  * taken in double (as the CPU), per thread then over the group in a fixed
  * order: deterministic. x and y may alias (in place). add (may be NULL):
  * first x += add, written back (the residual add before a norm, fused; then
- * y must not alias x). */
+ * y must not alias x). q (may be NULL): y also quantized per 32-block into
+ * q/d/qsum with coli_act_quantize's steps (ptx/act_quant.cuh); a block is
+ * the float4s of 8 neighbouring threads, so this needs the register path
+ * (n % 32 == 0, n <= RN_REG * 4 * G: the launcher checks). */
 #define RN_REG 4 /* float4 per thread kept in registers; larger rows re-read x */
 extern "C" __global__ void __launch_bounds__(1024)
-    coli_rmsnorm(float *x, const float *add, const float *w, float *y, int rows, int n, float eps,
-                 int G)
+    coli_rmsnorm(float *x, const float *add, const float *w, float *y, signed char *q, float *qd,
+                 int *qsum, int rows, int n, float eps, int G)
 {
 	__shared__ double red[32];
 	const int gi = threadIdx.x / G, lt = threadIdx.x % G, wpg = G >> 5;
@@ -337,6 +341,29 @@ extern "C" __global__ void __launch_bounds__(1024)
 				o = make_float4(ww.x * o.x, ww.y * o.y, ww.z * o.z, ww.w * o.w);
 			}
 			*(float4 *)(yr + i) = o;
+			if (q) { /* lanes 8m..8m+7 hold the block of i */
+				const unsigned m8 = 0xffu << (threadIdx.x & 24);
+				const size_t at = (size_t)row * n + i;
+				float am = act_abs(act_abs(act_abs(act_abs(0.0f, o.x), o.y), o.z),
+				                   o.w),
+				      dd;
+
+				for (int off = 4; off; off >>= 1)
+					am = fmaxf(am, __shfl_xor_sync(m8, am, off));
+				const float id = act_inv(am, &dd);
+				const int q0 = act_q(o.x, id), q1 = act_q(o.y, id),
+				          q2 = act_q(o.z, id), q3 = act_q(o.w, id);
+				int s = q0 + q1 + q2 + q3;
+
+				*(char4 *)(q + at) = make_char4((signed char)q0, (signed char)q1,
+				                                (signed char)q2, (signed char)q3);
+				for (int off = 4; off; off >>= 1)
+					s += __shfl_xor_sync(m8, s, off);
+				if ((threadIdx.x & 7) == 0) {
+					qd[at / 32] = dd;
+					qsum[at / 32] = s;
+				}
+			}
 		}
 	} else {
 		for (int i = lt; i < n; i += G)

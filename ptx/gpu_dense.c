@@ -109,25 +109,33 @@ int coli_gpu_copy(coli_gpu_t *g, uint64_t dst, uint64_t src, size_t n)
  * rows of G < 256 threads share a CTA of 256. */
 int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows, int n, float eps)
 {
-	return coli_gpu_add_rmsnorm(g, x, 0, w, y, rows, n, eps);
+	return coli_gpu_add_rmsnorm(g, x, 0, w, y, 0, 0, 0, rows, n, eps);
 }
 
-int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y, int rows,
-                         int n, float eps)
+#define RN_REG 4 /* as ptx/dense.cu: float4 per thread held in registers */
+
+int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
+                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps)
 {
-	CUdeviceptr a = x, d = add, b = w, c = y;
-	int G = 32;
-	void *args[] = {&a, &d, &b, &c, &rows, &n, &eps, &G};
+	CUdeviceptr a = x, d = add, b = w, c = y, e = q, f = qd, h = qsum;
+	int G = 32, rc, fused;
+	void *args[] = {&a, &d, &b, &c, &e, &f, &h, &rows, &n, &eps, &G};
 	unsigned bx, per;
 
 	if (rows <= 0 || n <= 0)
 		return rows == 0 ? 0 : -EINVAL;
 	while (G < 1024 && G * 4 < n)
 		G *= 2;
+	fused = n % 32 == 0 && n <= RN_REG * 4 * G; /* the kernel's register path */
+	if (!fused)
+		e = 0;
 	bx = G < THREADS ? THREADS : (unsigned)G;
 	per = bx / (unsigned)G;
-	return launch(g, g->f_rmsnorm, ((unsigned)rows + per - 1) / per, 1, bx, 0, args,
-	              "launch rmsnorm");
+	rc = launch(g, g->f_rmsnorm, ((unsigned)rows + per - 1) / per, 1, bx, 0, args,
+	            "launch rmsnorm");
+	if (rc || !q || fused)
+		return rc;
+	return coli_gpu_act_quantize(g, y, q, qd, qsum, rows * n / 32);
 }
 
 int coli_gpu_add_bias(coli_gpu_t *g, uint64_t y, uint64_t b, int rows, int n)
@@ -308,8 +316,8 @@ int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int r, i
 {
 	NO_GPU;
 }
-int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t a, uint64_t w, uint64_t y, int r,
-                         int n, float e)
+int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t a, uint64_t w, uint64_t y, uint64_t q,
+                         uint64_t qd, uint64_t qs, int r, int n, float e)
 {
 	NO_GPU;
 }

@@ -22,6 +22,7 @@
  */
 #include <cuda_fp16.h>
 
+#include "ptx/act_quant.cuh"
 #include "ptx/kernels_abi.h"
 
 #define LANES        16
@@ -263,16 +264,13 @@ extern "C" __global__ void coli_silu_mul(const float *g, const float *u, float *
 static __device__ __forceinline__ void quant_block(float v, int lane, int b, signed char *q,
                                                    float *d, int *qsum)
 {
-	float amax, dd, id, r;
+	float amax = act_abs(0.0f, v), dd, id;
 	int qi, sum;
 
-	amax = fmaxf(0.0f, fabsf(v)); /* as the CPU: a NaN never becomes the max */
 	for (int off = 16; off; off >>= 1)
 		amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-	dd = __fdiv_rn(amax, 127.0f);
-	id = dd != 0.0f ? __fdiv_rn(1.0f, dd) : 0.0f;
-	r = roundf(__fmul_rn(v, id));
-	qi = r != r ? 0 : r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+	id = act_inv(amax, &dd);
+	qi = act_q(v, id);
 	q[(size_t)b * 32 + lane] = (signed char)qi;
 	sum = qi;
 	for (int off = 16; off; off >>= 1)

@@ -81,9 +81,11 @@ int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uin
 /* ---- the dense part (ptx/dense.cu): rows are tokens, fp32, stream-ordered ---- */
 int coli_gpu_copy(coli_gpu_t *g, uint64_t dst, uint64_t src, size_t n);
 int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows, int n, float eps);
-/* x += add, then y = rmsnorm(x) * w (the residual add fused; y != x). */
-int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y, int rows,
-                         int n, float eps);
+/* x += add (add 0: none), then y = rmsnorm(x) * w (the residual add fused; y
+ * != x), and when q != 0 y quantized into q/qd/qsum as coli_gpu_act_quantize
+ * does (n % 32 == 0; in the same launch where the row fits in registers). */
+int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
+                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
 /* q/k per-head norm (qw/kw 0: none), RoPE, k and v into the cache rows
  * pos0.. (ptx/dense.cu coli_qk_rope_store); hd even and <= 256. */
 int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,

@@ -10,7 +10,9 @@
  *   rmsnorm         rows x n from 1 x 2048 to 32 x 128 and 2 x 20000, in place too
  *   rope            vs coli_rope
  *   add_rmsnorm     x + add then coli_rmsnorm: x written back bit-exact, y within
- *                   the rmsnorm tolerance
+ *                   the rmsnorm tolerance, y's quantization (same launch, or a
+ *                   second one past the register path) = coli_act_quantize of
+ *                   the device's y, bit for bit
  *   qk_rope_store   vs coli_rmsnorm per head + coli_rope + copies into the cache
  *                   (qwen3, mixtral and small shapes, decode and prefill): q and
  *                   cache rows within tolerance, v rows exact, rows outside
@@ -321,7 +323,7 @@ static int test_rope(void)
 
 static int test_add_rmsnorm(void)
 {
-	static const int shapes[][2] = {{1, 2048}, {4, 4096}, {3, 18}, {2, 20000}};
+	static const int shapes[][2] = {{1, 2048}, {4, 4096}, {3, 18}, {2, 20000}, {5, 128}};
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
@@ -329,8 +331,13 @@ static int test_add_rmsnorm(void)
 		size_t N = (size_t)rows * n, xbad = 0;
 		float *x = xmalloc(4 * N), *a = xmalloc(4 * N), *w = xmalloc(4 * (size_t)n);
 		float *want = xmalloc(4 * N), *got = xmalloc(4 * N), *gx = xmalloc(4 * N);
-		uint64_t dx, da, dw, dy;
-		char what[64];
+		int quant = n % 32 == 0, nb = (int)(N / 32);
+		int8_t *gq = xmalloc(N + 1), *cq = xmalloc(N + 1);
+		float *gd = xmalloc(4 * (size_t)nb + 4), *cd = xmalloc(4 * (size_t)nb + 4);
+		int32_t *gs = xmalloc(4 * (size_t)nb + 4), *cs = xmalloc(4 * (size_t)nb + 4);
+		struct coli_act ca = {.q = cq, .d = cd, .qsum = cs};
+		uint64_t dx, da, dw, dy, dq = 0, dd = 0, ds = 0;
+		char what[80];
 
 		for (size_t i = 0; i < N; i++)
 			x[i] = frand() * (i % 5 ? 1.0f : 30.0f), a[i] = frand();
@@ -344,18 +351,32 @@ static int test_add_rmsnorm(void)
 			x[i] = x[i] + a[i];
 		for (int r = 0; r < rows; r++)
 			coli_rmsnorm(x + (size_t)r * n, w, want + (size_t)r * n, n, 1e-6f);
-		if (coli_gpu_add_rmsnorm(g_gpu, dx, da, dw, dy, rows, n, 1e-6f))
+		if (quant)
+			dq = dev_poison(N), dd = dev_poison(4 * (size_t)nb),
+			ds = dev_poison(4 * (size_t)nb);
+		if (coli_gpu_add_rmsnorm(g_gpu, dx, da, dw, dy, dq, dd, ds, rows, n, 1e-6f))
 			return 1;
 		download(got, dy, 4 * N);
 		download(gx, dx, 4 * N);
+		if (quant) { /* the quantization of what the device computed, exactly */
+			download(gq, dq, N);
+			download(gd, dd, 4 * (size_t)nb);
+			download(gs, ds, 4 * (size_t)nb);
+			coli_act_quantize(&ca, got, (int)N);
+			xbad += memcmp(gq, cq, N) != 0 || memcmp(gd, cd, 4 * (size_t)nb) != 0 ||
+			        memcmp(gs, cs, 4 * (size_t)nb) != 0;
+			coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dd),
+			    coli_gpu_free(g_gpu, ds);
+		}
 		for (size_t i = 0; i < N; i++)
 			xbad += memcmp(&gx[i], &x[i], 4) != 0;
-		snprintf(what, sizeof(what), "add_rmsnorm %dx%d (x += a: %zu differ)", rows, n,
-		         xbad);
+		snprintf(what, sizeof(what), "add_rmsnorm %dx%d (x += a, quantized y: %zu differ)",
+		         rows, n, xbad);
 		rc |= check(what, got, want, NULL, 4e-6f, N) | (xbad != 0);
 		coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, da), coli_gpu_free(g_gpu, dw);
 		coli_gpu_free(g_gpu, dy);
 		free(x), free(a), free(w), free(want), free(got), free(gx);
+		free(gq), free(cq), free(gd), free(cd), free(gs), free(cs);
 	}
 	return rc;
 }
