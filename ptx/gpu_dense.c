@@ -8,9 +8,11 @@
  * several CTAs. Their partials go to one device scratch (DENSE_SCRATCH_FLOATS
  * floats, allocated at open) and the last CTA of a group combines them in a
  * fixed order, counted in by an integer counter (DENSE_COUNTERS of them, zero
- * between launches: the last CTA resets its own). Split counts are capped so
- * the partials fit; the kernels are correct for any split count, the cap only
- * costs speed. One stream: two split launches never overlap.
+ * between launches: the last CTA resets its own). A GEMV's split count
+ * depends on its matrix only (a prefill batch and a decode step sum a token in
+ * the same order); a batch whose partials would not fit goes in several
+ * launches. Attention's split counts are capped so the partials fit. One
+ * stream: two split launches never overlap.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -240,18 +242,43 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 	if (a.rows <= 0 || a.T <= 0 || a.K <= 0 || a.K % 32 || a.ldy < a.rows)
 		return -EINVAL;
 	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
-	chunks = (a.T + S - 1) / S;
 	groups = (a.rows + DG_WARPS - 1) / DG_WARPS;
-	if (chunks == 1 && a.rows < want && groups <= DENSE_COUNTERS) {
+	/* the split count depends on the matrix only, never on T: a token's sum
+	 * must have the same order in a prefill batch as alone at decode */
+	if (a.rows < want && groups <= DENSE_COUNTERS) {
 		splits = (int)((want + a.rows - 1) / a.rows);
 		splits = splits < nu / 32 ? splits : nu / 32; /* a unit a lane at least */
 		splits = splits < 32 ? splits : 32;
-		while (splits > 1 && (size_t)splits * a.T * a.rows > DENSE_SCRATCH_FLOATS)
-			splits--;
 		splits = splits > 1 ? splits : 1;
 	}
-	return launch3(g, g->f_dgemv[di][S - 1], (unsigned)groups, (unsigned)splits,
-	               (unsigned)chunks, DG_WARPS * 32, args, "launch dense gemv");
+	/* tokens per launch: a split launch's partials [splits][T][rows] and its
+	 * counters [chunks][groups] must fit; longer inputs go in several */
+	int tb = a.T;
+
+	if (splits > 1) {
+		long fit = (long)(DENSE_SCRATCH_FLOATS / ((size_t)splits * a.rows));
+		long by_cnt = (long)(DENSE_COUNTERS / groups) * S;
+
+		fit = fit < by_cnt ? fit : by_cnt;
+		tb = fit < a.T ? (int)(fit / S * S) : a.T;
+		tb = tb > 0 ? tb : 1;
+	}
+	for (int t = 0; t < m->T; t += tb) {
+		int rc;
+
+		a.T = m->T - t < tb ? m->T - t : tb;
+		a.xf = m->xf ? m->xf + (size_t)t * m->K : NULL;
+		a.xq = m->xq ? m->xq + (size_t)t * m->K : NULL;
+		a.xd = m->xd ? m->xd + (size_t)t * (m->K / 32) : NULL;
+		a.xqsum = m->xqsum ? m->xqsum + (size_t)t * (m->K / 32) : NULL;
+		a.y = m->y + (size_t)t * m->ldy;
+		chunks = (a.T + S - 1) / S;
+		rc = launch3(g, g->f_dgemv[di][S - 1], (unsigned)groups, (unsigned)splits,
+		             (unsigned)chunks, DG_WARPS * 32, args, "launch dense gemv");
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales, uint64_t ids,

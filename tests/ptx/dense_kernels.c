@@ -3,10 +3,12 @@
  * the CPU reference (cpu/), on fresh random inputs, outputs poisoned (0xff
  * bytes = NaN) before each launch, max error printed:
  *
- *   dense_gemv      f32 / bf16 / q8_0 / q4_0, rows 1..5000, K 32..4096, T 1..9
+ *   dense_gemv      f32 / bf16 / q8_0 / q4_0, rows 1..5000, K 32..4096, T 1..600
  *                   (split-K at small row counts, chunks of 4 tokens past T = 4),
  *                   vs coli_gemv within 1e-5 of sum|w*x|; gaps of ldy > rows
- *                   stay poisoned; a second launch gives the same bits
+ *                   stay poisoned; a second launch gives the same bits, and so
+ *                   does each token alone (T = 1): a prefill batch sums a token
+ *                   in the order a decode step does
  *   rmsnorm         rows x n from 1 x 2048 to 32 x 128 and 2 x 20000, in place too
  *   rope            vs coli_rope
  *   add_rmsnorm     x + add then coli_rmsnorm: x written back bit-exact, y within
@@ -181,11 +183,11 @@ static struct coli_gpu_dense_gemv job(const struct mat_host *m, const struct act
 
 static int test_dense_gemv(enum coli_dtype t)
 {
-	static const int shapes[][3] = {/* rows, K, T */
-	                                {1, 32, 1},     {7, 64, 2},      {128, 2048, 1},
-	                                {128, 2048, 4}, {512, 2048, 1},  {512, 2048, 3},
-	                                {33, 4096, 2},  {2048, 4096, 1}, {5000, 2048, 1},
-	                                {300, 768, 5},  {1000, 2048, 9}, {4096, 2048, 4}};
+	static const int shapes[][3] = {
+	    /* rows, K, T */
+	    {1, 32, 1},      {7, 64, 2},      {128, 2048, 1},  {128, 2048, 4},  {512, 2048, 1},
+	    {512, 2048, 3},  {33, 4096, 2},   {2048, 4096, 1}, {5000, 2048, 1}, {300, 768, 5},
+	    {1000, 2048, 9}, {4096, 2048, 4}, {128, 2048, 600}};
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
@@ -199,7 +201,7 @@ static int test_dense_gemv(enum coli_dtype t)
 		float *row = xmalloc(sizeof(float) * K);
 		uint64_t dy = dev_poison(sizeof(float) * T * ldy);
 		struct coli_gpu_dense_gemv j;
-		size_t gaps = 0;
+		size_t gaps = 0, alone = 0;
 		char what[96];
 
 		mat_make(&m, t, R, K, 0.1f);
@@ -231,6 +233,23 @@ static int test_dense_gemv(enum coli_dtype t)
 		if (coli_gpu_dense_gemv(g_gpu, t, &j))
 			return 1;
 		download(got2, dy, sizeof(float) * T * ldy);
+		for (int s = 0; s < T; s++) { /* each token alone: the same bits */
+			struct coli_gpu_dense_gemv j1 = j;
+			float *one = got2 + (size_t)s * ldy;
+
+			j1.T = 1;
+			j1.xf += (size_t)s * K, j1.xq += (size_t)s * K;
+			j1.xd += (size_t)s * (K / 32), j1.xqsum += (size_t)s * (K / 32);
+			if (s % 97 && s > 9) /* a sample of the long batch */
+				continue;
+			if (coli_gpu_dense_gemv(g_gpu, t, &j1))
+				return 1;
+			download(one, dy, sizeof(float) * R);
+			alone += memcmp(one, got + (size_t)s * ldy, sizeof(float) * R) != 0;
+			if (coli_gpu_dense_gemv(g_gpu, t, &j)) /* got2: the batch again */
+				return 1;
+			download(got2, dy, sizeof(float) * T * ldy);
+		}
 		for (int s = 0; s < T; s++)
 			for (int r = R; r < ldy; r++) {
 				uint32_t u;
@@ -244,9 +263,12 @@ static int test_dense_gemv(enum coli_dtype t)
 		snprintf(what, sizeof(what), "dense_gemv %s %dx%d T=%d", coli_dtype_name(t), R, K,
 		         T);
 		rc |= check(what, got, want, tol, 0, (size_t)T * ldy);
-		if (gaps || memcmp(got, got2, sizeof(float) * T * ldy)) {
-			printf("    %zu gap values written; second launch %s\n", gaps,
-			       memcmp(got, got2, sizeof(float) * T * ldy) ? "differs" : "same");
+		if (gaps || alone || memcmp(got, got2, sizeof(float) * T * ldy)) {
+			printf("    %zu gap values written; second launch %s; %zu tokens differ "
+			       "alone\n",
+			       gaps,
+			       memcmp(got, got2, sizeof(float) * T * ldy) ? "differs" : "same",
+			       alone);
 			rc = 1;
 		}
 		coli_gpu_free(g_gpu, dy);
