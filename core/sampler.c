@@ -158,31 +158,73 @@ static int select_mass(struct pair *a, int n, double target)
 }
 
 /*
- * Weights w = exp((logit - max) / T) in id order, one pass. Without top-k and
+ * Weights w = exp((logit - max) / T) in id order, one vectorized pass
+ * (cpu/ coli_exp_scaled: within 2 ulp of expf, the same bits on every ISA;
+ * expf took ~0.7 ms a token for 152k logits on the H200 host). Without top-k and
  * top-p the draw walks them in id order: O(vocab), no sort. top-k selects its
  * k best (quickselect), top-p the shortest best-first prefix reaching its
  * mass (the same quickselect steered by mass). Both expected O(vocab); the
  * kept set and its probabilities are those of a full descending sort (ties
  * to the lower id), the draw walks the kept set in whatever order it is left.
  */
+#define SBLK 256 /* weights per block of the temperature-only draw */
+
+/* A uniform draw in [0, sum). */
+static double uniform(struct coli_sampler *s, double sum)
+{
+	return (double)(splitmix64(&s->state) >> 11) * (1.0 / 9007199254740992.0) * sum;
+}
+
 int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab)
 {
 	struct pair *pr;
-	int n = vocab;
+	int n = vocab, id;
 	double sum = 0, r, acc = 0;
-	float m, inv_t;
+	float *w;
 
 	if (s->temperature <= 0)
 		return argmax(logits, vocab);
-	pr = malloc(sizeof(*pr) * (size_t)vocab);
-	if (!pr)
+	w = malloc(sizeof(*w) * (size_t)vocab);
+	if (!w)
 		return argmax(logits, vocab);
-	m = logits[argmax(logits, vocab)];
-	inv_t = 1.0f / s->temperature;
-	for (int i = 0; i < vocab; i++) {
-		pr[i].p = expf((logits[i] - m) * inv_t);
-		pr[i].i = i;
+	coli_exp_scaled(logits, vocab, logits[argmax(logits, vocab)], 1.0f / s->temperature, w);
+	if (!(s->top_k > 0 && s->top_k < vocab) && !(s->top_p > 0 && s->top_p < 1)) {
+		/* temperature only: walk w as it is, by blocks (independent sums, so
+		 * not one long chain of dependent adds), then inside the block */
+		int nb = (vocab + SBLK - 1) / SBLK, b;
+		double *bs = malloc(sizeof(*bs) * (size_t)nb);
+
+		if (!bs) {
+			free(w);
+			return argmax(logits, vocab);
+		}
+		for (b = 0; b < nb; b++) {
+			double t = 0;
+
+			for (int i = b * SBLK; i < vocab && i < (b + 1) * SBLK; i++)
+				t += w[i];
+			bs[b] = t;
+			sum += t;
+		}
+		r = uniform(s, sum);
+		for (b = 0; b < nb - 1 && r >= acc + bs[b]; b++)
+			acc += bs[b];
+		for (id = b * SBLK; id < vocab - 1; id++) {
+			acc += w[id];
+			if (r < acc)
+				break;
+		}
+		free(w), free(bs);
+		return id;
 	}
+	pr = malloc(sizeof(*pr) * (size_t)vocab);
+	if (!pr) {
+		free(w);
+		return argmax(logits, vocab);
+	}
+	for (int i = 0; i < vocab; i++)
+		pr[i] = (struct pair){w[i], i};
+	free(w);
 	if (s->top_k > 0 && s->top_k < vocab) {
 		n = s->top_k;
 		select_best(pr, vocab, n);
@@ -193,17 +235,15 @@ int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab)
 		n = select_mass(pr, n, s->top_p * sum);
 		sum = mass_of(pr, 0, n);
 	}
-	r = (double)(splitmix64(&s->state) >> 11) * (1.0 / 9007199254740992.0) * sum;
+	r = uniform(s, sum);
+	id = pr[n - 1].i; /* r rounding past the last bucket */
 	for (int i = 0; i < n; i++) {
 		acc += pr[i].p;
 		if (r < acc) {
-			int id = pr[i].i;
-
-			free(pr);
-			return id;
+			id = pr[i].i;
+			break;
 		}
 	}
-	n = pr[n - 1].i;
 	free(pr);
-	return n;
+	return id;
 }

@@ -173,6 +173,11 @@ float coli_expf(float x);
 void coli_silu_mul(const float *g, const float *u, float *h, int n);
 /* y = x / sqrt(mean(x^2) + eps) * w   (w may be NULL) */
 void coli_rmsnorm(const float *x, const float *w, float *y, int n, float eps);
+/* w[i] = exp((x[i] - m) * s) for the sampler's weights (x - m <= 0 there):
+ * within 2 ulp of expf, 0 below exp's range, the same bits on every ISA (the
+ * AVX2 form runs the scalar steps eight at a time); not the canonical expf
+ * of the forward pass. */
+void coli_exp_scaled(const float *x, int n, float m, float s, float *w);
 /* In place softmax over n values. */
 void coli_softmax(float *x, int n);
 /* MoE routing of one token (transformers' order): p = softmax(logits[E]) in

@@ -25,6 +25,21 @@ void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float 
 void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                       int row0, int row1);
 
+/* coli_exp_scaled (cpu/ops.c): Cephes' expf steps, the constants every
+ * form uses (range reduction by ln 2 in two parts, a degree-5 polynomial). */
+#define COLI_EXP_LO    -87.33654f /* below: exp underflows, the result is 0 */
+#define COLI_EXP_LOG2E 1.44269504088896341f
+#define COLI_EXP_C1    0.693359375f
+#define COLI_EXP_C2    -2.12194440e-4f
+#define COLI_EXP_P0    1.9875691500e-4f
+#define COLI_EXP_P1    1.3981999507e-3f
+#define COLI_EXP_P2    8.3334519073e-3f
+#define COLI_EXP_P3    4.1665795894e-2f
+#define COLI_EXP_P4    1.6666665459e-1f
+#define COLI_EXP_P5    5.0000001201e-1f
+void coli_exp_scaled_ref(const float *x, int n, float m, float s, float *w);
+void coli_exp_scaled_avx2(const float *x, int n, float m, float s, float *w);
+
 /* Fold 16 lanes by the canonical tree (h = 8, 4, 2, 1); l is clobbered. */
 static inline float coli_lanes_fold(float *l)
 {

@@ -97,6 +97,14 @@ void coli_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int
 	}
 }
 
+void coli_exp_scaled(const float *x, int n, float m, float s, float *w)
+{
+	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2)
+		coli_exp_scaled_avx2(x, n, m, s, w);
+	else
+		coli_exp_scaled_ref(x, n, m, s, w);
+}
+
 void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                int row0, int row1)
 {
@@ -183,7 +191,8 @@ struct batch {
 static void batch_task(void *arg, int t, int n_tasks)
 {
 	const struct batch *b = arg;
-	int u0 = (int)((long)b->units * t / n_tasks), u1 = (int)((long)b->units * (t + 1) / n_tasks);
+	int u0 = (int)((long)b->units * t / n_tasks),
+	    u1 = (int)((long)b->units * (t + 1) / n_tasks);
 	int base = 0; /* first unit of job j */
 
 	for (int j = 0; j < b->n && base < u1; j++) {

@@ -251,7 +251,8 @@ static int quantize_q4_0_row(const float *x, int K, uint8_t *q, uint16_t *d,
 			float best = db, best_e = q4_block_err(x, db);
 
 			for (int k = -12; k <= 12; k++) {
-				float cand = db * (1.0f + 0.02f * (float)k), err = q4_block_err(x, cand);
+				float cand = db * (1.0f + 0.02f * (float)k),
+				      err = q4_block_err(x, cand);
 
 				if (err < best_e) {
 					best_e = err;
@@ -265,7 +266,8 @@ static int quantize_q4_0_row(const float *x, int K, uint8_t *q, uint16_t *d,
 		for (int j = 0; j < COLI_QBLOCK / 2; j++) {
 			/* GGUF's scale puts x*id + 8.5 in [0.49, 16.5]; a searched one may
 			 * step outside, so clamp both ends */
-			int lo = (int)floorf(x[j] * id + 8.5f), hi = (int)floorf(x[j + 16] * id + 8.5f);
+			int lo = (int)floorf(x[j] * id + 8.5f),
+			    hi = (int)floorf(x[j + 16] * id + 8.5f);
 			lo = lo > 15 ? 15 : lo < 0 ? 0 : lo;
 			hi = hi > 15 ? 15 : hi < 0 ? 0 : hi;
 			q[j] = (uint8_t)(lo | hi << 4);

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
 
 float coli_expf(float x)
 {
@@ -81,6 +81,31 @@ void coli_softmax(float *x, int n)
 	}
 	for (int i = 0; i < n; i++)
 		x[i] = (float)(x[i] / sum);
+}
+
+void coli_exp_scaled_ref(const float *x, int n, float m, float s, float *w)
+{
+	for (int i = 0; i < n; i++) {
+		float v = (x[i] - m) * s, fx, z, y;
+		int under = v < COLI_EXP_LO;
+		uint32_t e;
+
+		v = v > COLI_EXP_LO ? v : COLI_EXP_LO; /* as _mm256_max_ps(v, lo) */
+		fx = rintf(v * COLI_EXP_LOG2E);
+		v = fmaf(-fx, COLI_EXP_C1, v);
+		v = fmaf(-fx, COLI_EXP_C2, v);
+		z = v * v;
+		y = COLI_EXP_P0;
+		y = fmaf(y, v, COLI_EXP_P1);
+		y = fmaf(y, v, COLI_EXP_P2);
+		y = fmaf(y, v, COLI_EXP_P3);
+		y = fmaf(y, v, COLI_EXP_P4);
+		y = fmaf(y, v, COLI_EXP_P5);
+		y = fmaf(y, z, v) + 1.0f;
+		e = (uint32_t)((int)fx + 127) << 23;
+		memcpy(&fx, &e, 4);
+		w[i] = under ? 0.0f : y * fx;
+	}
 }
 
 void coli_route(float *p, int E, int K, int norm, int *sel, float *w)
