@@ -261,7 +261,8 @@ int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n
 	CUR(g);
 	if (n <= PULL_MAX && n % 4 == 0 && dst % 4 == 0 && (uintptr_t)src % 4 == 0)
 		for (int i = 0; i < g->n_regs; i++)
-			if (p >= g->regs[i].p && p + n <= g->regs[i].p + g->regs[i].n) {
+			if (g->regs[i].d && p >= g->regs[i].p &&
+			    p + n <= g->regs[i].p + g->regs[i].n) {
 				CUdeviceptr d = dst,
 				            s = g->regs[i].d + (CUdeviceptr)(p - g->regs[i].p);
 				unsigned long long n4 = n / 4;
@@ -294,17 +295,28 @@ int coli_gpu_sync(coli_gpu_t *g)
 	return 0;
 }
 
+/* Registration is PORTABLE: one context page-locks a region for all. A
+ * region another context registered (another engine's, when mem/ offers every
+ * region it knows to every device) is already usable and stays that one's to
+ * release: it is not recorded here, and unregister leaves it alone. */
 int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n)
 {
-	CUdeviceptr d;
+	CUdeviceptr d = 0;
+	CUresult r;
 
+	if (g->n_regs == (int)(sizeof(g->regs) / sizeof(g->regs[0])))
+		return -ENOSPC; /* left pageable: still correct, slower */
 	CUR(g);
-	CK(g->cu->MemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
-	   "cuMemHostRegister");
-	/* mapped too: small uploads from it are pulled by a kernel */
-	if (g->n_regs < (int)(sizeof(g->regs) / sizeof(g->regs[0])) &&
-	    g->cu->MemHostGetDevicePointer(&d, p, 0) == CUDA_SUCCESS)
-		g->regs[g->n_regs++] = (struct coli_gpu_reg){p, n, d};
+	r = g->cu->MemHostRegister(p, n,
+	                           CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+	if (r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+		return 0;
+	CK(r, "cuMemHostRegister");
+	/* ... and from here it is this context's, whatever the mapping query says */
+	/* mapped too: small uploads from it are pulled by a kernel (d = 0: not) */
+	if (g->cu->MemHostGetDevicePointer(&d, p, 0) != CUDA_SUCCESS)
+		d = 0;
+	g->regs[g->n_regs++] = (struct coli_gpu_reg){p, n, d};
 	return 0;
 }
 
@@ -313,10 +325,10 @@ void coli_gpu_host_unregister(coli_gpu_t *g, void *p)
 	for (int i = 0; i < g->n_regs; i++)
 		if (g->regs[i].p == p) {
 			g->regs[i] = g->regs[--g->n_regs];
-			break;
+			if (!g->cu->CtxSetCurrent(g->ctx))
+				g->cu->MemHostUnregister(p);
+			return;
 		}
-	if (!g->cu->CtxSetCurrent(g->ctx))
-		g->cu->MemHostUnregister(p);
 }
 
 /* A launch's job table lives in a ring of page-locked host memory that the

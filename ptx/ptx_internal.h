@@ -22,6 +22,7 @@ typedef unsigned long long CUdeviceptr;
 
 #define CUDA_SUCCESS                                 0
 #define CUDA_ERROR_NOT_READY                         600
+#define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED    712
 #define CU_JIT_INFO_LOG_BUFFER                       3
 #define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES            4
 #define CU_JIT_ERROR_LOG_BUFFER                      5
