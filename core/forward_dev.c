@@ -682,7 +682,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 			rc = moe(e, l, T);
 		else if (!rc)
 			rc = swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, T, dd->mlp);
-		if (!rc) /* moe() ended on a sync */
+		if (!rc) /* a host-planned moe() ended on a sync; a device-planned one queued */
 			rc = phase_end(e, e->m.layers[l].moe ? &e->est.moe_s : &e->est.dense_mlp_s,
 			               e->opts.profile && !e->m.layers[l].moe);
 	}

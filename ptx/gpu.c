@@ -312,8 +312,8 @@ int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n)
 	if (r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
 		return 0;
 	CK(r, "cuMemHostRegister");
-	/* ... and from here it is this context's, whatever the mapping query says */
-	/* mapped too: small uploads from it are pulled by a kernel (d = 0: not) */
+	/* this context's now; mapped too: small uploads from it are pulled by a
+	 * kernel (d = 0: the mapping query failed, they are copied) */
 	if (g->cu->MemHostGetDevicePointer(&d, p, 0) != CUDA_SUCCESS)
 		d = 0;
 	g->regs[g->n_regs++] = (struct coli_gpu_reg){p, n, d};

@@ -118,12 +118,13 @@ struct coli_gpu {
 	unsigned char *ring_host;
 	CUdeviceptr ring_dev; /* the same memory, as the device sees it */
 	size_t ring_off;
-	/* host regions registered with this device, mapped (coli_gpu_upload_async) */
+	/* host regions this context registered (it unregisters them), mapped
+	 * where d != 0 (coli_gpu_upload_async pulls from those) */
 	struct coli_gpu_reg {
 		const char *p;
 		size_t n;
 		CUdeviceptr d;
-	} regs[64];
+	} regs[256];
 	int n_regs;
 	CUevent ring_left[JOB_SEGS];           /* recorded when the stream left segment i */
 	CUfunction f_dgemv[4][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0][S - 1] */
