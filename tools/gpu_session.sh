@@ -1,0 +1,60 @@
+#!/bin/sh
+# tools/gpu_session.sh — the standard check of a GPU host, in one run: the GPU
+# tests against the CPU reference, then the decode figures docs/perf/README.md
+# records (all-resident decode, host- vs device-planned, and `coli bench
+# stream`'s five arms). Prints one line per test and the benchmarks' own
+# tables; asserts nothing about speed.
+#
+#   tools/gpu_session.sh pack DIR      (build host) strip coli and the GPU
+#                                      tests into DIR, small enough to carry
+#   tools/gpu_session.sh run DIR [M]   (GPU host) run them; M: a model path
+#                                      (default /tmp/q30-8.coli, made with
+#                                      `coli bench make-model` if absent)
+#
+# The device machine may lack liburing, utf8proc and libmicrohttpd: set
+# LD_LIBRARY_PATH to their .so files (Debian packages unpacked with dpkg -x).
+set -u
+TESTS="ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels core/no_const_h2d
+core/fixture_logits core/fixture_greedy core/overlap_release core/placement"
+
+case "${1:-}" in
+pack)
+	dir=${2:?usage: tools/gpu_session.sh pack DIR}
+	build=${BUILD:-build}
+	mkdir -p "$dir/tests/core" "$dir/tests/ptx" || exit 1
+	strip -o "$dir/coli" "$build/coli" || exit 1
+	for t in $TESTS; do
+		strip -o "$dir/tests/$t" "$build/tests/$t" || exit 1
+	done
+	du -sh "$dir"
+	;;
+run)
+	dir=${2:?usage: tools/gpu_session.sh run DIR [MODEL]}
+	model=${3:-/tmp/q30-8.coli}
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
+	for t in $TESTS; do
+		start=$(date +%s)
+		TEST_TMP=$tmp FIXTURES=$PWD/tests/fixtures timeout 300 "$dir/tests/$t" \
+			>"$tmp/log" 2>&1
+		rc=$?
+		printf '%-24s rc=%d %4ds  %s\n' "$t" $rc $(($(date +%s) - start)) \
+			"$(grep -E '^ *FAIL|[^0-9 ] differ$| [1-9][0-9]* (differ|(checks )?failed)' "$tmp/log" | head -1 |
+				cut -c1-90)"
+	done
+	[ -f "$model" ] || "$dir/coli" bench make-model --shape qwen3-30b-a3b --layers 8 \
+		--quant q4 -o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+	for dr in 0 1; do
+		printf 'all resident, COLI_DEV_ROUTE=%d: ' $dr
+		COLI_DEV_ROUTE=$dr "$dir/coli" bench decode -m "$model" --gpu 0 --tokens 32 \
+			--rounds 3 --disk-mib 0 2>&1 | grep '^default' | cut -c1-60
+	done
+	"$dir/coli" bench stream -m "$model" --tokens 32 --rounds 5 2>&1 |
+		grep -v '^coli: \(dense\|cuda\)'
+	;;
+*)
+	sed -n '2,15p' "$0"
+	exit 2
+	;;
+esac
