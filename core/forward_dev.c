@@ -7,21 +7,24 @@
  *
  * Per MoE layer the device computes the router logits and routes them
  * (coli_route: softmax, top-k, weights). A layer whose every expert is
- * resident on this device, at T <= COLI_GPU_MAX_S (decode), is then planned
- * on the device too (coli_moe_plan writes the GEMV job tables and pair
- * lists): gate/up, silu, quantize, down and the accumulation follow on the
- * stream with no round trip to the host, whose only part is counting the
- * routed experts once the forward has synchronized (fast_count). Any other
- * layer: the host downloads the routing and the normed input, plans exactly
+ * resident on this device, at T <= COLI_GPU_MAX_S (decode), is planned on
+ * the device too (coli_route_plan routes and writes the GEMV job tables and
+ * pair lists in one launch): gate/up, silu, quantize, down and the
+ * accumulation follow on the stream with no round trip to the host, whose
+ * only part is counting the routed experts once the forward has synchronized
+ * (fast_count). Any other layer: the host downloads the routing, the
+ * lookahead's guess for the next layer and the normed input, plans exactly
  * as the CPU path does (core/moe.c: issue to devices, CPU rows, take),
  * uploads the per-pair outputs, and the device accumulates them in
  * ascending expert id with core/moe.c's bits. Routing is on the device in
- * both cases, so the weights do not depend on which case a layer takes. When every pair of a layer
- * ran on this same device, the outputs never leave it: the accumulation reads the expert path's
- * output buffer, which is in pair order, on the same stream, and take does not wait
- * (core/moe_dev.c). So for a given dense device, logits do not depend on where experts ran. The
- * simulated device runs the same sequence with the CPU kernels, so --gpu sim reproduces the CPU
- * path bit for bit, which is what CI checks.
+ * both cases, so the weights do not depend on which case a layer takes.
+ * When every pair of a layer ran on this same device, the outputs never
+ * leave it: the accumulation reads the expert path's output buffer, which is
+ * in pair order, on the same stream, and take does not wait
+ * (core/moe_dev.c). So for a given dense device, logits do not depend on
+ * where experts ran. The simulated device runs the same sequence with the
+ * CPU kernels, so --gpu sim reproduces the CPU path bit for bit, which is
+ * what CI checks.
  *
  * Device buffers (rows are tokens, fp32 unless said):
  *   x, xn, mlp, proj, shy [tmax][H]; q, att [tmax][nh*hd]; k, v [tmax][nkv*hd]
@@ -30,7 +33,8 @@
  *   kcache, vcache [n_layers][ctx][nkv*hd]; logits [tmax][vocab]
  *   sel int / selw [tmax][top_k]; slabs u64 [n_layers][n_experts] (resident
  *   slab of each expert, fully resident layers only); gu_jobs, down_jobs
- *   [2 or 1][COLI_GPU_MAX_S * top_k] GEMV jobs written by coli_moe_plan
+ *   [2 or 1][COLI_GPU_MAX_S * top_k] GEMV jobs written by coli_route_plan;
+ *   grlog, gsel, gselw: the lookahead's router logits and routing
  */
 #include <errno.h>
 #include <math.h>
@@ -298,9 +302,9 @@ int coli_dense_dev_plan_init(struct coli_engine *e)
  * the router GEMV, and a dense MLP layer's device time lands in the next
  * attention. A device-planned layer has no wait at all: its phases are
  * charged the host's time to queue them and the device time lands at the
- * forward's last wait (lm_head). With --profile the device is synchronized at every phase end
- * (one more round trip per phase, so tok/s drops a little) and the split is
- * exact. forward_s is exact either way. */
+ * forward's last wait (lm_head). With --profile the device is synchronized
+ * at every phase end (one more round trip per phase, so tok/s drops a
+ * little) and the split is exact. forward_s is exact either way. */
 static int phase_end(struct coli_engine *e, double *acc, int sync)
 {
 	int rc = sync ? coli_dev_sync(e->dd->dev) : 0;
