@@ -171,7 +171,8 @@ int bench_argmax(const float *v, int n)
 
 int bench_feed(const struct run *R, const int *prompt, int i, const float *logits)
 {
-	uint64_t h = (uint64_t)prompt[0] * 0x9e3779b97f4a7c15ull + (uint64_t)(i + 1) * 0xbf58476d1ce4e5b9ull;
+	uint64_t h =
+	    (uint64_t)prompt[0] * 0x9e3779b97f4a7c15ull + (uint64_t)(i + 1) * 0xbf58476d1ce4e5b9ull;
 
 	if (R->feed_greedy)
 		return bench_argmax(logits, R->cfg.vocab);

@@ -33,8 +33,8 @@
 #include "io/io.h"
 #include "ptx/ptx.h"
 
-#define STEPS   256
-#define FIXTURE "demo"
+#define STEPS      256
+#define FIXTURE    "demo"
 #define FAIL_AFTER (64 * 4 * 5)
 
 enum fail_at { NONE, AT_ISSUE, AT_TAKE };
@@ -78,7 +78,9 @@ static void opts_for(struct coli_opts *o, const char *gpu, const struct cfg *c, 
 	o->gpu_fail_after = fail_after;
 	if (c) /* the failure strikes the kind of op the case is about */
 		snprintf(o->gpu_fail_at, sizeof(o->gpu_fail_at), "%s",
-		         c->fail == AT_TAKE ? "sync" : c->fail == AT_ISSUE ? "launch" : "any");
+		         c->fail == AT_TAKE    ? "sync"
+		         : c->fail == AT_ISSUE ? "launch"
+		                               : "any");
 }
 
 /* Prefill then `steps` greedy tokens; logits of every position into r->logits

@@ -53,7 +53,8 @@ int main(void)
 			coli_exp_scaled(x, N, 3.0f, scales[k], ref);
 			if (memcmp(ref, w, sizeof(float) * N)) {
 				printf("FAIL scale %.3f: %s and %s differ\n", scales[k],
-				       coli_cpu_isa_name((enum coli_cpu_isa)isa), coli_cpu_isa_name(best));
+				       coli_cpu_isa_name((enum coli_cpu_isa)isa),
+				       coli_cpu_isa_name(best));
 				fails++;
 			}
 		}

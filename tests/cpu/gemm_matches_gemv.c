@@ -109,15 +109,17 @@ int main(void)
 						poison(yv, rows);
 						coli_gemv(&m, &acts[s], yv, 0, rows);
 						cases++;
-						if (memcmp(yv, yg + (size_t)s * ldy, (size_t)rows * 4) ||
+						if (memcmp(yv, yg + (size_t)s * ldy,
+						           (size_t)rows * 4) ||
 						    (s && memcmp(yv, yb + (size_t)(s - 1) * ldy,
 						                 (size_t)rows * 4))) {
 							if (fails < 10)
-								fprintf(stderr,
-								        "%s %s S=%d: gemm_batch_mt != "
-								        "gemv\n",
-								        coli_cpu_isa_name(isa),
-								        coli_dtype_name(dt), S);
+								fprintf(
+								    stderr,
+								    "%s %s S=%d: gemm_batch_mt != "
+								    "gemv\n",
+								    coli_cpu_isa_name(isa),
+								    coli_dtype_name(dt), S);
 							fails++;
 						}
 					}
