@@ -274,6 +274,7 @@ struct coli_gen_stats {
 	 * coli_engine_stats.moe_*_s), and how many forward calls they were */
 	double decode_issue_s, decode_plan_s, decode_slabs_s, decode_cpu_s, decode_take_s;
 	double decode_dev_busy_s;
+	double decode_host_bytes; /* slab bytes the RAM and disk tiers served while decoding */
 	int decode_steps;
 };
 /* Called for every generated token with its decoded UTF-8 text (complete
@@ -316,6 +317,8 @@ struct coli_engine_stats {
 	double moe_issue_s, moe_cpu_s, moe_take_s;
 	double moe_plan_s, moe_slabs_s; /* inside pack+issue: route+plan, pinning host slabs */
 	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */
+	double cost_bw_cpu, cost_bw_stream; /* the cost model's bytes/s of CPU rows and of
+	                                     * streaming, as last measured (0: not yet) */
 	uint64_t vram_swaps; /* experts swapped into VRAM between tokens */
 	/* faults (core/moe.c): a device's layer failing when queued (issue: the
 	 * layer's share goes to the CPU) or when collected (take: its experts are

@@ -83,6 +83,8 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	st->decode_cpu_s = e->est.moe_cpu_s - e1.moe_cpu_s;
 	st->decode_take_s = e->est.moe_take_s - e1.moe_take_s;
 	st->decode_dev_busy_s = e->est.dev_busy_s - e1.dev_busy_s;
+	st->decode_host_bytes = (double)(e->est.bytes[COLI_TIER_RAM] - e1.bytes[COLI_TIER_RAM] +
+	                                 e->est.bytes[COLI_TIER_DISK] - e1.bytes[COLI_TIER_DISK]);
 	st->decode_steps = (int)(e->est.tokens - e1.tokens);
 	st->expert_calls = e->est.expert_uses - e0.expert_uses;
 	st->expert_bytes = 0;
