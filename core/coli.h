@@ -205,7 +205,8 @@ struct coli_opts {
 	char route_trace[512]; /* ROUTE_TRACE */
 	int gpu_fail_after;    /* COLI_GPU_FAIL_AFTER (-1 off) */
 	char gpu_fail_at[16];  /* COLI_GPU_FAIL_AT any|launch|sync: the kind of op that fails */
-	int dev_route; /* COLI_DEV_ROUTE: route (and plan resident layers) on the dense device */
+	int dev_route;   /* COLI_DEV_ROUTE: route (and plan resident layers) on the dense device */
+	int dev_preplan; /* COLI_DEV_PREPLAN: partly resident layers' VRAM experts planned there */
 	int sim_latency_us;   /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
 	char stream[16];      /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
 	char dense[16];       /* --dense auto|cpu: where attention, norms, routers, lm_head run */
@@ -311,7 +312,9 @@ struct coli_engine_stats {
 	                                  * dense part's device: outputs never left it */
 	uint64_t moe_layers_dev_planned; /* of those, planned on the device too (fully
 	                                  * resident layer, decode): no host round trip */
-	int dense_on_device;             /* 1: attention, norms, routers, lm_head on a device */
+	uint64_t moe_layers_dev_preplanned; /* partly resident layers whose VRAM experts the
+	                                     * device started before the host planned */
+	int dense_on_device;                /* 1: attention, norms, routers, lm_head on a device */
 	/* the MoE overlap window (COLI_CUDA_PROFILE): plan + pack + issue to the
 	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */
 	double moe_issue_s, moe_cpu_s, moe_take_s;
@@ -319,7 +322,7 @@ struct coli_engine_stats {
 	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */
 	double cost_bw_cpu, cost_bw_stream; /* the cost model's bytes/s of CPU rows and of
 	                                     * streaming, as last measured (0: not yet) */
-	uint64_t vram_swaps; /* experts swapped into VRAM between tokens */
+	uint64_t vram_swaps;                /* experts swapped into VRAM between tokens */
 	/* faults (core/moe.c): a device's layer failing when queued (issue: the
 	 * layer's share goes to the CPU) or when collected (take: its experts are
 	 * recomputed on the CPU); a failed device is not used again */

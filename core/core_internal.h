@@ -198,6 +198,8 @@ struct coli_engine {
 	int *sel;       /* [tmax][top_k] routed experts (descending weight) */
 	float *selw;    /* [tmax][top_k] their weights */
 	int routed;     /* this layer's sel/selw came from the dense device (coli_route) */
+	int preplanned; /* device whose resident experts of this layer already ran (forward_dev's
+	                 * run_plan; outputs in its y at pair rows), or -1 */
 	float *g, *u;   /* [tmax][max_inter] */
 	float *ey;      /* [tmax*top_k][hidden] per-pair expert outputs */
 	/* the layer's (token, expert) pairs, sorted by expert then token */
@@ -271,6 +273,8 @@ struct coli_dev *coli_dense_dev_device(struct coli_engine *e);
 int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
 /* After expert placement: the MoE layers the dense device can plan itself. */
 int coli_dense_dev_plan_init(struct coli_engine *e);
+/* The VRAM adaptation moved expert ex of layer l to device address addr (0: out). */
+int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr);
 
 /* forward.c */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);

@@ -82,6 +82,8 @@ static void sim_job(enum coli_dtype t, const void *w, int rows, int K, int S, co
 	struct coli_mat m;
 	int nb = K / COLI_QBLOCK;
 
+	if (rows <= 0) /* an empty job (coli_moe_plan: expert not resident) */
+		return;
 	coli_mat_view(&m, t, rows, K, w);
 	for (int s = 0; s < S; s++) {
 		struct coli_act a = {
@@ -326,7 +328,7 @@ static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 	for (int i = 0; i < P; i++) {
 		const int ex = a->sel[i], t = i / a->K;
 		const uint64_t slab = a->slabs[ex];
-		struct coli_gpu_gemv_job j = {.rows = I, .K = H, .S = 1, .ldy = I};
+		struct coli_gpu_gemv_job j = {.rows = slab ? I : 0, .K = H, .S = 1, .ldy = I};
 		int r = 0;
 
 		for (int k = 0; k < P; k++)
@@ -345,7 +347,7 @@ static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 			j.y = (m ? a->u : a->g) + (size_t)r * I;
 			a->gu_jobs[2 * r + m] = j;
 		}
-		j = (struct coli_gpu_gemv_job){.rows = H, .K = I, .S = 1, .ldy = H};
+		j = (struct coli_gpu_gemv_job){.rows = slab ? H : 0, .K = I, .S = 1, .ldy = H};
 		j.w = (const void *)(uintptr_t)(slab + a->down_off);
 		j.scales =
 		    a->scale_d

@@ -104,6 +104,7 @@ static int scratch_alloc(struct coli_engine *e)
 		                (void **)&e->guess};
 
 		e->guess_l = -1;
+		e->preplanned = -1;
 		e->xfer = coli_mem_alloc_buffers(sz, dst, 10, COLI_MEM_NODE_ANY, &e->xfer_bytes);
 		if (!e->xfer)
 			return -ENOMEM;

@@ -68,6 +68,7 @@ struct coli_dense_dev {
 	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
 	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
+	signed char *part; /* [n_layers] some (full or not): the layer can be preplanned */
 	int *fast_T;       /* [n_layers] tokens of this forward's device-planned layer, or 0 */
 	struct coli_gpu_gemv_job *jobs;
 	int kmax;
@@ -223,8 +224,9 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	                   c->top_k >= 1 && c->top_k <= 16 && e->opts.dev_route;
 	dd->plan_dev = -1;
 	dd->full = calloc((size_t)c->n_layers, 1);
+	dd->part = calloc((size_t)c->n_layers, 1);
 	dd->fast_T = calloc((size_t)c->n_layers, sizeof(int));
-	if (!rc && (!dd->full || !dd->fast_T))
+	if (!rc && (!dd->full || !dd->part || !dd->fast_T))
 		rc = -ENOMEM;
 	if (rc)
 		snprintf(err, errlen, "device %s: cannot hold the dense part (%s)", dev->name,
@@ -247,15 +249,17 @@ void coli_dense_dev_close(struct coli_engine *e)
 	free(dd->L);
 	free(dd->jobs);
 	free(dd->full);
+	free(dd->part);
 	free(dd->fast_T);
 	free(dd);
 	e->dd = NULL;
 }
 
 /* After placement: which MoE layers have every expert resident on the dense
- * device, and their slab tables uploaded (once: the VRAM adaptation never
- * touches a fully resident layer, it swaps a resident expert for one that
- * is not). */
+ * device (planned there at decode) and which some (their resident experts
+ * preplanned there, see moe_preplanned), and the slab table of resident
+ * experts uploaded (0: not resident). The VRAM adaptation keeps it current
+ * (coli_dense_dev_slab_set). */
 int coli_dense_dev_plan_init(struct coli_engine *e)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -271,19 +275,21 @@ int coli_dense_dev_plan_init(struct coli_engine *e)
 	if (d < 0)
 		return 0;
 	for (int l = 0; l < c->n_layers; l++) {
-		dd->full[l] = e->m.layers[l].moe && e->where;
-		for (int x = 0; dd->full[l] && x < E; x++)
-			dd->full[l] = e->where[(size_t)l * E + x] == d;
-		any |= dd->full[l];
+		int n = 0;
+
+		for (int x = 0; e->m.layers[l].moe && e->where && x < E; x++)
+			n += e->where[(size_t)l * E + x] == d;
+		dd->full[l] = n == E;
+		dd->part[l] = n > 0 && e->n_devs == 1 && e->opts.dev_preplan;
+		any |= n > 0;
 	}
 	if (!any)
 		return 0;
 	tab = calloc((size_t)c->n_layers * E, sizeof(*tab));
 	if (!tab)
 		return -ENOMEM;
-	for (int l = 0; l < c->n_layers; l++)
-		if (dd->full[l])
-			memcpy(tab + (size_t)l * E, e->dev_slab + (size_t)l * E, sizeof(*tab) * E);
+	for (size_t i = 0; i < (size_t)c->n_layers * E; i++)
+		tab[i] = e->where[i] == d ? e->dev_slab[i] : 0;
 	rc = dalloc(dd, sizeof(*tab) * c->n_layers * E, &dd->slabs);
 	rc = rc ? rc : coli_dev_upload(dd->dev, dd->slabs, tab, sizeof(*tab) * c->n_layers * E);
 	e->est.h2d_const_bytes += sizeof(*tab) * c->n_layers * E;
@@ -291,6 +297,19 @@ int coli_dense_dev_plan_init(struct coli_engine *e)
 	if (!rc)
 		dd->plan_dev = d;
 	return rc;
+}
+
+/* The VRAM adaptation moved expert ex of layer l (addr 0: out of VRAM). */
+int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr)
+{
+	struct coli_dense_dev *dd = e->dd;
+	const struct coli_model_config *c = &e->m.cfg;
+
+	if (!dd || dd->plan_dev < 0)
+		return 0;
+	if (addr && e->where[(size_t)l * c->n_experts + ex] != dd->plan_dev)
+		addr = 0; /* resident elsewhere: not this device's to plan */
+	return coli_dev_upload(dd->dev, dd->slabs + ((size_t)l * c->n_experts + ex) * 8, &addr, 8);
 }
 
 /* The phase split (coli_engine_stats attention_s, moe_s, dense_mlp_s,
@@ -445,20 +464,55 @@ static int shared_expert(struct coli_engine *e, const struct dlayer *D, int T)
 	return rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, e->m.cfg.hidden);
 }
 
-/* Whether MoE layer l is routed and planned on the device at T tokens. */
-static int planned(const struct coli_engine *e, int l, int T)
+/* Whether MoE layer l is routed and planned on the device at T tokens
+ * (every expert resident here), or preplanned (some are: they start here
+ * before the host plans the rest). */
+static int can_plan(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_dense_dev *dd = e->dd;
 
-	return dd->route_on_dev && dd->plan_dev >= 0 && dd->full[l] && T <= COLI_GPU_MAX_S &&
-	       !e->trace && !dd->dev->failed;
+	return dd->route_on_dev && dd->plan_dev >= 0 && T <= COLI_GPU_MAX_S && !e->trace &&
+	       !dd->dev->failed;
 }
 
-/* A fully resident layer at T <= COLI_GPU_MAX_S, from the router logits in
- * dd->rlog and, for q8/q4 experts, xn's rows quantized in dd->aq by the ffn
- * norm: routed and planned (one launch), computed and accumulated on the
- * stream, no wait. The routing is copied back for fast_count. */
-static int moe_planned(struct coli_engine *e, int l, int T)
+static int planned(const struct coli_engine *e, int l, int T)
+{
+	return can_plan(e, l, T) && e->dd->full[l];
+}
+
+static int preplanned(const struct coli_engine *e, int l, int T)
+{
+	return can_plan(e, l, T) && !e->dd->full[l] && e->dd->part[l];
+}
+
+/* A preplanned layer's pairs the CPU computed (e->ey, pair order) go to their
+ * rows of the device's y, next to the resident experts' outputs: one upload
+ * per run of consecutive CPU pairs. */
+static int preplanned_rows(struct coli_engine *e, uint64_t y)
+{
+	size_t row = (size_t)e->m.cfg.hidden * sizeof(float);
+	int rc = 0;
+
+	for (int p = 0; !rc && p < e->n_pairs;) {
+		int n = 0;
+
+		while (p + n < e->n_pairs && e->assign[e->pair_expert[p + n]] < 0)
+			n++;
+		if (n)
+			rc = coli_dev_upload_async(e->dd->dev, y + p * row,
+			                           (const char *)e->ey + p * row, n * row);
+		p += n ? n : 1;
+	}
+	e->est.h2d_bytes += row * (size_t)e->n_pairs; /* at most */
+	return rc;
+}
+
+/* Route layer l's T <= COLI_GPU_MAX_S tokens from the router logits in
+ * dd->rlog and run the plan of its experts resident here (one launch for
+ * both; q8/q4 experts read xn's rows quantized in dd->aq by the ffn norm):
+ * gate/up, silu + quantize, down, on the stream. Outputs in the device slot's
+ * y, a row per pair in pair order; dd->ptok/pw hold the pair lists. */
+static int run_plan(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -506,11 +560,24 @@ static int moe_planned(struct coli_engine *e, int l, int T)
 	rc = rc ? rc
 	        : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, coli_dtype_is_quant(t) ? v->hq : 0,
 	                            v->hd, v->hqs, P * I);
-	rc = rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, H);
+	return rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, H);
+}
+
+/* A fully resident layer: planned, computed and accumulated on the stream,
+ * no wait; the routing is copied back for fast_count. */
+static int moe_planned(struct coli_engine *e, int l, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	int K = c->top_k, P = T * K, rc;
+
+	rc = run_plan(e, l, T);
 	rc = rc ? rc
 	        : coli_dev_download_async(dd->dev, e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K,
 	                                  dd->sel, sizeof(int) * P);
-	rc = rc ? rc : coli_dev_moe_accumulate(dd->dev, dd->mlp, v->y, dd->ptok, dd->pw, P, T, H);
+	rc = rc ? rc
+	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, e->vram[dd->plan_dev].y, dd->ptok,
+	                                  dd->pw, P, T, c->hidden);
 	dd->fast_T[l] = rc ? 0 : T;
 	return rc;
 }
@@ -580,7 +647,7 @@ static int moe(struct coli_engine *e, int l, int T)
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
-	int H = c->hidden, E = c->n_experts, K = c->top_k, rc;
+	int H = c->hidden, E = c->n_experts, K = c->top_k, rc, pre;
 	uint64_t y = dd->ey;
 
 	rc = prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
@@ -591,10 +658,12 @@ static int moe(struct coli_engine *e, int l, int T)
 		rc = moe_planned(e, l, T);
 		return rc ? rc : shared_expert(e, D, T);
 	}
-	if (dd->route_on_dev) {
-		rc = rc ? rc
-		        : coli_dev_route(dd->dev, dd->rlog, T, E, K, c->norm_topk_prob, dd->sel,
-		                         dd->selw);
+	pre = preplanned(e, l, T);
+	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
+		rc = rc    ? rc
+		     : pre ? run_plan(e, l, T)
+		           : coli_dev_route(dd->dev, dd->rlog, T, E, K, c->norm_topk_prob, dd->sel,
+		                            dd->selw);
 		rc = rc ? rc : guess_next(e, l, T);
 		rc = rc ? rc
 		        : coli_dev_download_async(dd->dev, e->sel, dd->sel, sizeof(int) * T * K);
@@ -617,10 +686,21 @@ static int moe(struct coli_engine *e, int l, int T)
 		coli_actbuf_set(&e->ax[t], e->xn + (size_t)t * H);
 	}
 	e->routed = dd->route_on_dev;
+	e->preplanned = pre ? dd->plan_dev : -1;
 	rc = coli_moe_experts(e, l, T);
 	e->routed = 0;
+	e->preplanned = -1;
 	if (rc)
 		return rc;
+	if (pre) { /* every output to the device's y; the pair lists are there */
+		y = e->vram[dd->plan_dev].y;
+		rc = preplanned_rows(e, y);
+		rc = rc ? rc
+		        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw, e->n_pairs,
+		                                  T, H);
+		e->est.moe_layers_dev_preplanned++;
+		return rc ? rc : shared_expert(e, D, T);
+	}
 	if (e->moe_on_dense >= 0) { /* every output is already here, in pair order */
 		y = e->vram[e->moe_on_dense].y;
 		e->est.moe_layers_on_dense++;
@@ -676,7 +756,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		if (!rc && e->opts.profile)
 			rc = phase_end(e, &e->est.attention_s, 1);
 		/* a device-planned layer's q8/q4 experts read xn's rows quantized here */
-		xq = e->m.layers[l].moe && planned(e, l, T) &&
+		xq = e->m.layers[l].moe && (planned(e, l, T) || preplanned(e, l, T)) &&
 		     coli_dtype_is_quant(
 		         coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
 		rc = rc ? rc

@@ -309,6 +309,10 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			continue;
 		if (e->assign[ex] >= 0 && !e->streamed[ex]) /* VRAM: the tiers never see it */
 			coli_tiers_count(e, l, ex, e->pair_n[ex]);
+		if (e->assign[ex] >= 0 && e->assign[ex] == e->preplanned && !e->streamed[ex]) {
+			e->est.hits[COLI_TIER_VRAM]++; /* it ran already: no take counts it */
+			e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
+		}
 		if (e->streamed[ex] == 2) /* staged: its copy read the RAM tier */
 			coli_tiers_served_staged(e, l, ex, e->pair_n[ex]);
 		if (e->assign[ex] < 0 || e->streamed[ex] == 1)
@@ -355,6 +359,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		if (d >= 0 && e->devs[d] == coli_dense_dev_device(e))
 			e->moe_on_dense = d;
 	}
+	if (e->preplanned >= 0) /* the CPU rows' outputs join the device's there */
+		e->moe_on_dense = e->preplanned;
 	/* issue: every device queues its experts; a failure sends its share to the CPU */
 	for (int d = 0; d < e->n_devs; d++) {
 		if (e->devs[d]->failed)

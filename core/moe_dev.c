@@ -544,7 +544,10 @@ static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int m
 		memset(&j, 0, sizeof(j));
 		job_matrix(&j, t, v->runs[r].slab + xl->down_off, H, I);
 		job_input(&j, v->hq, v->hd, v->hqs, v->h, v->runs[r].row0, I);
-		j.y = (float *)(uintptr_t)(v->y + (size_t)v->runs[r].row0 * H * 4);
+		/* a preplanned layer's outputs go to their pair's row (forward_dev) */
+		j.y = (float *)(uintptr_t)(v->y + (size_t)(e->preplanned == d ? v->runs[r].pair0
+		                                                              : v->runs[r].row0) *
+		                                      H * 4);
 		j.ldy = H;
 		add_job(v, &j, v->runs[r].n, &nj, &ngj);
 	}
@@ -595,8 +598,8 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 
 		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
 			n++;
-		if (e->assign[ex] != d) {
-			p += n;
+		if (e->assign[ex] != d || (e->preplanned == d && !e->streamed[ex])) {
+			p += n; /* another's, or resident and already run (forward_dev run_plan) */
 			continue;
 		}
 		v->runs[n_runs] = (struct dev_run){
@@ -766,6 +769,10 @@ void coli_moe_dev_adapt(struct coli_engine *e)
 		e->where[(size_t)l * E + hot] = e->where[(size_t)l * E + cold];
 		e->dev_slab[(size_t)l * E + cold] = 0;
 		e->where[(size_t)l * E + cold] = -1;
+		/* the dense device's table of what it may plan (a failure fails the
+		 * device: the next forward then runs on the CPU) */
+		coli_dense_dev_slab_set(e, l, hot, e->dev_slab[(size_t)l * E + hot]);
+		coli_dense_dev_slab_set(e, l, cold, 0);
 		if (e->opts.release_host) {
 			coli_tiers_drop_host(e, l, hot);
 			coli_tiers_host_back(e, l, cold);

@@ -936,7 +936,7 @@ static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i)
 	j.xd = a.xd + (size_t)t * (H / 32);
 	j.xqsum = a.xqsum + (size_t)t * (H / 32);
 	j.xf = a.xf + (size_t)t * H;
-	j.rows = I, j.K = H, j.S = 1, j.ldy = I;
+	j.rows = slab ? I : 0, j.K = H, j.S = 1, j.ldy = I; /* not resident: an empty job */
 	for (int m = 0; m < 2; m++) {
 		const unsigned long long w = slab + (m ? a.up_off : a.gate_off);
 
@@ -951,7 +951,7 @@ static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i)
 	j.xd = a.hd + (size_t)r * (I / 32);
 	j.xqsum = a.hqs + (size_t)r * (I / 32);
 	j.xf = a.h + (size_t)r * I;
-	j.rows = H, j.K = I, j.S = 1, j.ldy = H;
+	j.rows = slab ? H : 0, j.K = I, j.S = 1, j.ldy = H;
 	j.y = a.y + (size_t)r * H;
 	a.down_jobs[r] = j;
 	a.pair_token[r] = t;

@@ -77,11 +77,12 @@ struct coli_gpu_gemm_job {
  * order, renormalised when norm; at most this many experts. */
 #define COLI_GPU_ROUTE_MAX_E 1024
 
-/* A MoE layer whose experts are all resident on the dense device, planned on
- * the device (coli_moe_plan): from the routing of T <= COLI_GPU_MAX_S tokens,
- * P = T * K (token, expert) pairs in ascending (expert, token) order, each one
- * GEMV job of S = 1 for gate, up and down, and the pair lists the
- * accumulation reads. All pointers are device addresses. */
+/* A MoE layer planned on the device (coli_moe_plan): from the routing of
+ * T <= COLI_GPU_MAX_S tokens, P = T * K (token, expert) pairs in ascending
+ * (expert, token) order, each one GEMV job of S = 1 for gate, up and down,
+ * and the pair lists the accumulation reads. An expert whose slabs[] entry is
+ * 0 (not resident) gets empty jobs (rows = 0): its pairs keep their place in
+ * the lists and y, for the host to fill. All pointers are device addresses. */
 #define COLI_GPU_PLAN_MAX_P 256
 struct coli_gpu_moe_plan {
 	const int *sel;                                /* [T][K] routed experts */

@@ -170,7 +170,7 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		    "ahead), %.3f GB copied (%.2f GB/s over the run), "
 		    "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
 		    "swaps, dense part on %s (%llu MoE layer calls stayed on it, %llu planned "
-		    "there)\n",
+		    "there, %llu preplanned)\n",
 		    (unsigned long long)es.stream_experts,
 		    (unsigned long long)es.stream_staged_hits,
 		    (unsigned long long)es.stream_prefetched, es.stream_copy_bytes / 1e9,
@@ -180,7 +180,8 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		    (unsigned long long)es.vram_swaps,
 		    es.dense_on_device ? "the device" : "the CPU",
 		    (unsigned long long)es.moe_layers_on_dense,
-		    (unsigned long long)es.moe_layers_dev_planned);
+		    (unsigned long long)es.moe_layers_dev_planned,
+		    (unsigned long long)es.moe_layers_dev_preplanned);
 		fprintf(stderr,
 		        "coli: faults: device failed at issue %llu, at take %llu | "
 		        "CUDA_RELEASE_HOST: %llu host copies dropped, %llu reloads (%.1f MB)\n",

@@ -12,7 +12,9 @@
  * with COLI_GPU_GEMM_MIN_S tokens or more of a prefill runs on bf16 tensor
  * cores (ptx/gemm.cu), equal only within rounding (the one documented
  * exception), so there the logits must agree to 1e-4 of max|logit| and the
- * ids exactly. (On the simulated device every dtype is exact.)
+ * ids exactly. (On the simulated device every dtype is exact.) The decode
+ * steps with the dense part on the device and every expert of a layer
+ * resident (planned on the device) or some (preplanned) must have run.
  */
 #include <math.h>
 
@@ -25,6 +27,7 @@
 struct run {
 	float *logits; /* [n][vocab] prefill, then [STEPS][vocab] decode */
 	int ids[STEPS];
+	uint64_t planned, preplanned; /* MoE layer calls the dense device planned, preplanned */
 };
 
 /* max |a - b| / max |a| over n values (NaN counts as infinitely far) */
@@ -82,6 +85,13 @@ static int do_run(const char *path, const char *gpu, double vram_gb, int fail_af
 			if (l[v] > l[id])
 				id = v;
 	}
+	{
+		struct coli_engine_stats st;
+
+		coli_engine_stats(e, &st);
+		r->planned = st.moe_layers_dev_planned;
+		r->preplanned = st.moe_layers_dev_preplanned;
+	}
 	coli_engine_close(e);
 	return rc;
 }
@@ -90,6 +100,7 @@ int main(void)
 {
 	char names[MAX_FIXTURES][64];
 	int nf = fx_list(names, MAX_FIXTURES), fails = 0, runs = 0;
+	uint64_t planned = 0, preplanned = 0; /* the device-planned paths were taken */
 	const char *why;
 	const char *devs[2] = {"sim", "0"};
 	int n_devs = coli_ptx_probe(&why) > 0 ? 2 : 1;
@@ -191,6 +202,7 @@ int main(void)
 					                                              : &ref;
 
 					runs++;
+					planned += got.planned, preplanned += got.preplanned;
 					if (d == 1 && !strcmp(cases[b].dense, "auto") && fa >= 0)
 						continue; /* dense moved GPU -> CPU mid-run:
 						             completes, rounds differently */
@@ -217,6 +229,12 @@ int main(void)
 		}
 		free(ids);
 	}
-	printf("%d placements compared with the CPU reference, %d differ\n", runs, fails);
+	printf("%d placements compared with the CPU reference, %d differ; MoE layer calls "
+	       "planned on the dense device %llu, preplanned %llu\n",
+	       runs, fails, (unsigned long long)planned, (unsigned long long)preplanned);
+	if (!planned || !preplanned) {
+		printf("FAIL: the device-planned (fully or partly resident) paths never ran\n");
+		fails++;
+	}
 	return fails != 0;
 }

@@ -27,7 +27,8 @@
  *                   not, ties): the same experts in the same order; weights
  *                   within 4 ulp (the device's expf), max printed
  *   moe_plan        job tables and pair lists vs the layout built here: pairs in
- *                   ascending (expert, token), every field of every job; with
+ *                   ascending (expert, token), every field of every job (a
+ *                   non-resident expert's jobs empty, its pairs in place); with
  *                   router logits (coli_route_plan) the routing is coli_route's
  *                   choice and the pair lists follow it
  *
@@ -598,8 +599,8 @@ static int test_moe_plan(void)
 		uint64_t dsel, dselw, dslabs, dgu, ddn, dtok, dpw;
 		struct coli_gpu_moe_plan a;
 
-		for (int x = 0; x < E; x++)
-			slabs[x] = 0x100000000ull + (unsigned long long)x * 0x300000;
+		for (int x = 0; x < E; x++) /* every third expert not resident: empty jobs */
+			slabs[x] = x % 3 == 1 ? 0 : 0x100000000ull + (unsigned long long)x * 0x300000;
 		for (int t = 0; t < T; t++) /* K distinct experts per token */
 			for (int k = 0; k < K; k++) {
 				int ex;
@@ -669,7 +670,7 @@ static int test_moe_plan(void)
 				    .xqsum = a.xqsum + (size_t)t * (H / 32),
 				    .xf = a.xf + (size_t)t * H,
 				    .y = (m ? a.u : a.g) + (size_t)r * I,
-				    .rows = I,
+				    .rows = s ? I : 0,
 				    .K = H,
 				    .S = 1,
 				    .ldy = I};
@@ -682,7 +683,7 @@ static int test_moe_plan(void)
 			    .xqsum = a.hqs + (size_t)r * (I / 32),
 			    .xf = a.h + (size_t)r * I,
 			    .y = a.y + (size_t)r * H,
-			    .rows = H,
+			    .rows = s ? H : 0,
 			    .K = I,
 			    .S = 1,
 			    .ldy = H};
