@@ -498,12 +498,13 @@ static int preplanned_rows(struct coli_engine *e, uint64_t y)
 
 		while (p + n < e->n_pairs && e->assign[e->pair_expert[p + n]] < 0)
 			n++;
-		if (n)
+		if (n) {
 			rc = coli_dev_upload_async(e->dd->dev, y + p * row,
 			                           (const char *)e->ey + p * row, n * row);
+			e->est.h2d_bytes += n * row;
+		}
 		p += n ? n : 1;
 	}
-	e->est.h2d_bytes += row * (size_t)e->n_pairs; /* at most */
 	return rc;
 }
 
