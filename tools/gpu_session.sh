@@ -3,8 +3,8 @@
 # tests against the CPU reference, then the decode figures docs/perf/README.md
 # records (all-resident decode, host- vs device-planned, `coli bench
 # stream`'s five arms, and two of them again with COLI_DEV_PREPLAN=0). Prints
-# one line per test and the benchmarks' own
-# tables; asserts nothing about speed.
+# one line per test and the benchmarks' own tables; asserts nothing about
+# speed.
 #
 #   tools/gpu_session.sh pack DIR      (build host) strip coli and the GPU
 #                                      tests into DIR, small enough to carry
@@ -58,7 +58,7 @@ run)
 		--arms sync,overlap+stream 2>&1 | grep -E '^(sync|overlap\+stream) '
 	;;
 *)
-	sed -n '2,15p' "$0"
+	sed -n '2,16p' "$0"
 	exit 2
 	;;
 esac
