@@ -66,9 +66,9 @@ static const struct opt_row g_opts[] = {
      "write routed experts per position and layer to FILE"},
     {NULL, "COLI_GPU_FAIL_AFTER", OPT_INT, F(gpu_fail_after), "-1",
      "fault injection: fail a device after N launches or syncs"},
-    {NULL, "COLI_DEV_PREPLAN", OPT_INT, F(dev_preplan), "1",
+    {NULL, "COLI_DEV_PREPLAN", OPT_INT, F(dev_preplan), "0",
      "start a partly resident MoE layer's VRAM experts on the dense device before the host "
-     "plans the rest (0: the host issues them, for A/B)"},
+     "plans the rest (1; off until measured on a GPU)"},
     {NULL, "COLI_DEV_ROUTE", OPT_INT, F(dev_route), "1",
      "route on the dense device and plan fully resident MoE layers there (0: the host, for A/B)"},
     {NULL, "COLI_GPU_FAIL_AT", OPT_STR, F(gpu_fail_at), "any",
