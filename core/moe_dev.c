@@ -24,7 +24,11 @@
  * to the GEMV, bf16 within rounding), in one more launch next to each gemv.
  * take() waits for the stream and scatters y into the engine's per-pair
  * outputs; core/moe.c then accumulates all pairs in ascending expert order,
- * whoever computed them, so the bits do not depend on placement.
+ * whoever computed them, so the bits do not depend on placement. A
+ * preplanned layer (core/forward_dev.c, e->preplanned == d): its resident
+ * experts already ran with the routing, so only streamed ones are issued
+ * here, their y rows at their pair index (pair0) beside the resident ones;
+ * nothing is downloaded and take does not wait.
  *
  * Streaming: a RAM-tier expert assigned to a device by the cost model
  * (core/moe.c) is computed from one of the device's staging slots, an LRU
