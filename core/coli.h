@@ -276,6 +276,7 @@ struct coli_gen_stats {
 	double decode_issue_s, decode_plan_s, decode_slabs_s, decode_cpu_s, decode_take_s;
 	double decode_dev_busy_s;
 	double decode_host_bytes; /* slab bytes the RAM and disk tiers served while decoding */
+	double decode_dev_ops;    /* device launches, syncs and staging copies while decoding */
 	int decode_steps;
 };
 /* Called for every generated token with its decoded UTF-8 text (complete
@@ -320,6 +321,7 @@ struct coli_engine_stats {
 	double moe_issue_s, moe_cpu_s, moe_take_s;
 	double moe_plan_s, moe_slabs_s; /* inside pack+issue: route+plan, pinning host slabs */
 	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */
+	uint64_t dev_ops;  /* launches, syncs and staging copies queued on all devices */
 	double cost_bw_cpu, cost_bw_stream; /* the cost model's bytes/s of CPU rows and of
 	                                     * streaming, as last measured (0: not yet) */
 	uint64_t vram_swaps;                /* experts swapped into VRAM between tokens */

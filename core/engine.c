@@ -418,6 +418,9 @@ void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 	*st = e->est;
 	st->dense_on_device = e->dd != NULL;
 	coli_tiers_stats((struct coli_engine *)e, st); /* the streamer's counters */
+	st->dev_ops = 0;
+	for (int d = 0; d < e->n_devs; d++)
+		st->dev_ops += (uint64_t)e->devs[d]->launches;
 	st->cost_bw_cpu = e->bw_cpu;
 	st->cost_bw_stream = e->n_devs ? e->bw_stream : 0;
 }

@@ -24,7 +24,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_detok dt;
-	struct coli_engine_stats e0, e1;
+	struct coli_engine_stats e0, e1, s1, s2;
 	float *logits;
 	char *text = NULL;
 	size_t cap = 0;
@@ -53,6 +53,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	t1 = coli_now_s();
 	st->prefill_s = t1 - t0;
 	e1 = e->est;
+	coli_engine_stats(e, &s1); /* with the devices' op counts */
 	for (int i = 0; !rc && i < max_new; i++) {
 		int n;
 
@@ -83,6 +84,8 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	st->decode_cpu_s = e->est.moe_cpu_s - e1.moe_cpu_s;
 	st->decode_take_s = e->est.moe_take_s - e1.moe_take_s;
 	st->decode_dev_busy_s = e->est.dev_busy_s - e1.dev_busy_s;
+	coli_engine_stats(e, &s2);
+	st->decode_dev_ops = (double)(s2.dev_ops - s1.dev_ops);
 	st->decode_host_bytes = (double)(e->est.bytes[COLI_TIER_RAM] - e1.bytes[COLI_TIER_RAM] +
 	                                 e->est.bytes[COLI_TIER_DISK] - e1.bytes[COLI_TIER_DISK]);
 	st->decode_steps = (int)(e->est.tokens - e1.tokens);

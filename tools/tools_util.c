@@ -151,18 +151,25 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		        1e3 * st->decode_take_s / n, 1e3 * win / n, 1e3 * st->decode_s / n,
 		        1e3 * st->decode_dev_busy_s / n,
 		        win > 0 ? 100.0 * st->decode_dev_busy_s / win : 0);
+		if (st->decode_dev_ops > 0)
+			fprintf(
+			    stderr,
+			    "coli: device ops per decode token: %.1f (kernel launches, syncs and "
+			    "staging copies of the dense part and the experts; transfers not counted)\n",
+			    st->decode_dev_ops / n);
 		/* the window's bound: the host tiers' bytes at the CPU's and the
 		 * stream's rates together (DESIGN.md's B_ram / (BW_cpu + BW_pcie)) */
 		if (st->decode_host_bytes > 0 && es.cost_bw_cpu + es.cost_bw_stream > 0) {
 			double bpt = st->decode_host_bytes / n;
 			double bound = bpt / (es.cost_bw_cpu + es.cost_bw_stream);
 
-			fprintf(stderr,
-			        "coli: window bound per decode token: %.1f MB from RAM/disk at CPU "
-			        "%.1f + stream %.1f GB/s (the cost model's, last measured) = %.3f ms; "
-			        "the window is %.2fx it\n",
-			        bpt / 1e6, es.cost_bw_cpu / 1e9, es.cost_bw_stream / 1e9, 1e3 * bound,
-			        win / n / bound);
+			fprintf(
+			    stderr,
+			    "coli: window bound per decode token: %.1f MB from RAM/disk at CPU "
+			    "%.1f + stream %.1f GB/s (the cost model's, last measured) = %.3f ms; "
+			    "the window is %.2fx it\n",
+			    bpt / 1e6, es.cost_bw_cpu / 1e9, es.cost_bw_stream / 1e9, 1e3 * bound,
+			    win / n / bound);
 		}
 		fprintf(
 		    stderr,
