@@ -367,16 +367,20 @@ static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 	return coli_dev_dense_gemv(dd->dev, m->dtype, &a);
 }
 
+/* x_ready: dd->aq already holds x's rows quantized (the norm that wrote x
+ * did it). h is quantized for down by the silu launch itself. */
 static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const struct dmat *up,
-                  const struct dmat *down, uint64_t x, int T, uint64_t y)
+                  const struct dmat *down, uint64_t x, int x_ready, int T, uint64_t y)
 {
 	int I = gate->rows, rc;
 
-	rc = prep(dd, gate, x, T);
+	rc = x_ready ? 0 : prep(dd, gate, x, T);
 	rc = rc ? rc : gemm(dd, gate, x, T, dd->g, I);
 	rc = rc ? rc : gemm(dd, up, x, T, dd->u, I);
-	rc = rc ? rc : coli_dev_silu_mul(dd->dev, dd->g, dd->u, dd->h, 0, 0, 0, T * I);
-	rc = rc ? rc : prep(dd, down, dd->h, T);
+	rc = rc ? rc
+	        : coli_dev_silu_mul(dd->dev, dd->g, dd->u, dd->h,
+	                            coli_dtype_is_quant(down->dtype) ? dd->aq : 0, dd->ad, dd->aqs,
+	                            T * I);
 	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
 	return rc;
 }
@@ -450,15 +454,16 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 	return rc;
 }
 
-/* Qwen2-MoE's shared expert: mlp += sigmoid(gate . xn) * swiglu(xn). */
-static int shared_expert(struct coli_engine *e, const struct dlayer *D, int T)
+/* Qwen2-MoE's shared expert: mlp += sigmoid(gate . xn) * swiglu(xn);
+ * xn_ready: dd->aq holds xn quantized (by the ffn norm). */
+static int shared_expert(struct coli_engine *e, const struct dlayer *D, int T, int xn_ready)
 {
 	struct coli_dense_dev *dd = e->dd;
 	int rc;
 
 	if (!e->m.cfg.shared_inter)
 		return 0;
-	rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, T, dd->shy);
+	rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, xn_ready, T, dd->shy);
 	rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
 	rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
 	return rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, e->m.cfg.hidden);
@@ -643,7 +648,8 @@ static int guess_next(struct coli_engine *e, int l, int T)
 	return rc;
 }
 
-static int moe(struct coli_engine *e, int l, int T)
+/* xq: the ffn norm quantized xn's rows into dd->aq (device-planned layers). */
+static int moe(struct coli_engine *e, int l, int T, int xq)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -657,7 +663,7 @@ static int moe(struct coli_engine *e, int l, int T)
 		if (!e->opts.profile)  /* queued, not done: see phase_end */
 			phase_end(e, &e->est.attention_s, 0);
 		rc = moe_planned(e, l, T);
-		return rc ? rc : shared_expert(e, D, T);
+		return rc ? rc : shared_expert(e, D, T, xq);
 	}
 	pre = preplanned(e, l, T);
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
@@ -700,7 +706,7 @@ static int moe(struct coli_engine *e, int l, int T)
 		        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw, e->n_pairs,
 		                                  T, H);
 		e->est.moe_layers_dev_preplanned++;
-		return rc ? rc : shared_expert(e, D, T);
+		return rc ? rc : shared_expert(e, D, T, xq);
 	}
 	if (e->moe_on_dense >= 0) { /* every output is already here, in pair order */
 		y = e->vram[e->moe_on_dense].y;
@@ -716,7 +722,7 @@ static int moe(struct coli_engine *e, int l, int T)
 	e->est.h2d_bytes += 8 * (size_t)e->n_pairs;
 	rc = rc ? rc
 	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw, e->n_pairs, T, H);
-	rc = rc ? rc : shared_expert(e, D, T);
+	rc = rc ? rc : shared_expert(e, D, T, xq);
 	/* no wait: the uploads read e->ey and the pair lists when they run, and
 	 * the host writes those again only after the next layer's router
 	 * download has synchronized this stream (or the forward's last sync) */
@@ -764,9 +770,10 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		        : coli_dev_add_rmsnorm(dd->dev, dd->x, dd->proj, D->ffn_norm, dd->xn,
 		                               xq ? dd->aq : 0, dd->ad, dd->aqs, T, H, c->norm_eps);
 		if (!rc && e->m.layers[l].moe)
-			rc = moe(e, l, T);
+			rc = moe(e, l, T, xq);
 		else if (!rc)
-			rc = swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, T, dd->mlp);
+			rc = swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T,
+			            dd->mlp);
 		if (!rc) /* a host-planned moe() ended on a sync; a device-planned one queued */
 			rc = phase_end(e, e->m.layers[l].moe ? &e->est.moe_s : &e->est.dense_mlp_s,
 			               e->opts.profile && !e->m.layers[l].moe);
