@@ -85,7 +85,10 @@ static int scratch_alloc(struct coli_engine *e)
 		 * registers with the devices: an async copy from pageable memory
 		 * first waits for the device's stream to drain, and a small upload
 		 * from registered memory is pulled by a kernel instead of queuing
-		 * behind the copy engine's slab copies (ptx/gpu.c) */
+		 * behind the copy engine's slab copies (ptx/gpu.c); and a download
+		 * into pageable memory can leave its pages to fault one by one on the
+		 * host's first read (0.7 ms a token for a 152k-entry logits row on
+		 * the H200 host), so the last row of logits lands in xlogits */
 		size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
 		size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
 		size_t sz[] = {(size_t)T * H * 4,
@@ -97,15 +100,16 @@ static int scratch_alloc(struct coli_engine *e)
 		               P * 4,
 		               P * 4,
 		               fast * 4 + 4,
-		               P * 4};
+		               P * 4,
+		               (size_t)c->vocab * 4};
 		void **dst[] = {(void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
 		                (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids,
 		                (void **)&e->sel,        (void **)&e->selw,   (void **)&e->fast_sel,
-		                (void **)&e->guess};
+		                (void **)&e->guess,      (void **)&e->xlogits};
 
 		e->guess_l = -1;
 		e->preplanned = -1;
-		e->xfer = coli_mem_alloc_buffers(sz, dst, 10, COLI_MEM_NODE_ANY, &e->xfer_bytes);
+		e->xfer = coli_mem_alloc_buffers(sz, dst, 11, COLI_MEM_NODE_ANY, &e->xfer_bytes);
 		if (!e->xfer)
 			return -ENOMEM;
 		e->scratch_bytes += e->xfer_bytes;
