@@ -85,10 +85,9 @@ static int scratch_alloc(struct coli_engine *e)
 		 * registers with the devices: an async copy from pageable memory
 		 * first waits for the device's stream to drain, and a small upload
 		 * from registered memory is pulled by a kernel instead of queuing
-		 * behind the copy engine's slab copies (ptx/gpu.c); and a download
-		 * into pageable memory can leave its pages to fault one by one on the
-		 * host's first read (0.7 ms a token for a 152k-entry logits row on
-		 * the H200 host), so the last row of logits lands in xlogits */
+		 * behind the copy engine's slab copies (ptx/gpu.c); the last row of
+		 * logits lands in xlogits, one DMA, where a download into the
+		 * caller's pageable buffer is staged through the driver's own */
 		size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
 		size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
 		size_t sz[] = {(size_t)T * H * 4,
@@ -96,7 +95,7 @@ static int scratch_alloc(struct coli_engine *e)
 		               P * H * 4,
 		               P * 4,
 		               P * 4,
-		               (size_t)T * 4,
+		               (size_t)(T + 1) * 4,
 		               P * 4,
 		               P * 4,
 		               fast * 4 + 4,

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "core/coli.h"
+#include "cpu/cpu.h"
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -31,16 +32,6 @@ void coli_sampler_init(struct coli_sampler *s, float temperature, float top_p, i
 	s->top_k = top_k;
 	s->seed = seed;
 	s->state = seed;
-}
-
-static int argmax(const float *x, int n)
-{
-	int best = 0;
-
-	for (int i = 1; i < n; i++)
-		if (x[i] > x[best])
-			best = i;
-	return best;
 }
 
 /* (weight, token id); "better" = larger weight, then smaller id */
@@ -183,11 +174,11 @@ int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab)
 	float *w;
 
 	if (s->temperature <= 0)
-		return argmax(logits, vocab);
+		return coli_argmax(logits, vocab);
 	w = malloc(sizeof(*w) * (size_t)vocab);
 	if (!w)
-		return argmax(logits, vocab);
-	coli_exp_scaled(logits, vocab, logits[argmax(logits, vocab)], 1.0f / s->temperature, w);
+		return coli_argmax(logits, vocab);
+	coli_exp_scaled(logits, vocab, logits[coli_argmax(logits, vocab)], 1.0f / s->temperature, w);
 	if (!(s->top_k > 0 && s->top_k < vocab) && !(s->top_p > 0 && s->top_p < 1)) {
 		/* temperature only: walk w as it is, by blocks (independent sums, so
 		 * not one long chain of dependent adds), then inside the block */
@@ -196,7 +187,7 @@ int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab)
 
 		if (!bs) {
 			free(w);
-			return argmax(logits, vocab);
+			return coli_argmax(logits, vocab);
 		}
 		for (b = 0; b < nb; b++) {
 			double t = 0;
@@ -220,7 +211,7 @@ int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab)
 	pr = malloc(sizeof(*pr) * (size_t)vocab);
 	if (!pr) {
 		free(w);
-		return argmax(logits, vocab);
+		return coli_argmax(logits, vocab);
 	}
 	for (int i = 0; i < vocab; i++)
 		pr[i] = (struct pair){w[i], i};

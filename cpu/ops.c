@@ -83,6 +83,43 @@ void coli_softmax(float *x, int n)
 		x[i] = (float)(x[i] / sum);
 }
 
+#define ARGMAX_BLOCK 512
+
+int coli_argmax(const float *x, int n)
+{
+	float best = n > 0 ? x[0] : 0.0f;
+	int b0 = 0;
+
+	if (n <= 0 || best != best)
+		return 0;
+	/* the block holding the first maximum: the first whose maximum beats
+	 * every earlier one; maxima of 8 independent lanes (no chain through
+	 * the running index) */
+	for (int b = 0; b < n; b += ARGMAX_BLOCK) {
+		int e = b + ARGMAX_BLOCK < n ? b + ARGMAX_BLOCK : n, i = b;
+		float m[8], bm;
+
+		for (int j = 0; j < 8; j++)
+			m[j] = best;
+		for (; i + 8 <= e; i += 8)
+			for (int j = 0; j < 8; j++)
+				m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+		for (; i < e; i++)
+			m[0] = x[i] > m[0] ? x[i] : m[0];
+		bm = m[0];
+		for (int j = 1; j < 8; j++)
+			bm = m[j] > bm ? m[j] : bm;
+		if (bm > best) {
+			best = bm;
+			b0 = b;
+		}
+	}
+	for (int i = b0; i < n; i++)
+		if (x[i] == best)
+			return i;
+	return 0;
+}
+
 void coli_exp_scaled_ref(const float *x, int n, float m, float s, float *w)
 {
 	for (int i = 0; i < n; i++) {

@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "core/coli.h"
+#include "cpu/cpu.h"
 #include "io/io.h"
 #include "tools/bench.h"
 #include "tools/tools.h"
@@ -159,23 +160,13 @@ static int model_bytes(struct run *R)
 	return 0;
 }
 
-int bench_argmax(const float *v, int n)
-{
-	int b = 0;
-
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[b])
-			b = i;
-	return b;
-}
-
 int bench_feed(const struct run *R, const int *prompt, int i, const float *logits)
 {
 	uint64_t h =
 	    (uint64_t)prompt[0] * 0x9e3779b97f4a7c15ull + (uint64_t)(i + 1) * 0xbf58476d1ce4e5b9ull;
 
 	if (R->feed_greedy)
-		return bench_argmax(logits, R->cfg.vocab);
+		return coli_argmax(logits, R->cfg.vocab);
 	h ^= h >> 31;
 	return (int)(h % (uint64_t)R->cfg.vocab);
 }

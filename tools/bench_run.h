@@ -81,7 +81,6 @@ struct run {
 };
 
 /* bench_run.c */
-int bench_argmax(const float *v, int n);
 /* The id decode step i feeds after `prompt` (see --feed): the argmax of
  * logits, or a fixed pseudo-random id drawn from the prompt and i. */
 int bench_feed(const struct run *R, const int *prompt, int i, const float *logits);
