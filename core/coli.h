@@ -207,6 +207,7 @@ struct coli_opts {
 	char gpu_fail_at[16];  /* COLI_GPU_FAIL_AT any|launch|sync: the kind of op that fails */
 	int dev_route;   /* COLI_DEV_ROUTE: route (and plan resident layers) on the dense device */
 	int dev_preplan; /* COLI_DEV_PREPLAN: partly resident layers' VRAM experts planned there */
+	int dev_graph;   /* COLI_DEV_GRAPH: decode layers replayed as captured graphs */
 	int sim_latency_us;   /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
 	char stream[16];      /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
 	char dense[16];       /* --dense auto|cpu: where attention, norms, routers, lm_head run */
@@ -315,6 +316,8 @@ struct coli_engine_stats {
 	                                  * resident layer, decode): no host round trip */
 	uint64_t moe_layers_dev_preplanned; /* partly resident layers whose VRAM experts the
 	                                     * device started before the host planned */
+	uint64_t dev_graph_replays;         /* decode layers run as a captured graph */
+	uint64_t dev_graph_captures;        /* graphs captured (once per layer and T) */
 	int dense_on_device;                /* 1: attention, norms, routers, lm_head on a device */
 	/* the MoE overlap window (COLI_CUDA_PROFILE): plan + pack + issue to the
 	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */

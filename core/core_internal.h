@@ -218,7 +218,7 @@ struct coli_engine {
 	int *guess;    /* [tmax][top_k]: the lookahead's top-k for layer guess_l, computed
 	                * on the dense device (core/forward_dev.c), or guess_l = -1 */
 	int guess_l;
-	int *xids;      /* [tmax] token ids on their way to the dense device */
+	int *xids;      /* [1 + tmax] position, then token ids, on their way to the dense device */
 	float *xlogits; /* [vocab] the last token's logits on their way from it */
 	size_t xfer_bytes;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];

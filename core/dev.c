@@ -169,6 +169,42 @@ int coli_dev_sync(struct coli_dev *d)
 	CHECKED(d->ops->sync(d), "synchronize");
 }
 
+int coli_dev_capture_begin(struct coli_dev *d)
+{
+	if (d->failed)
+		return -EIO;
+	if (!d->ops->capture_begin)
+		return -ENOTSUP;
+	d->cap_from = d->launches;
+	return d->ops->capture_begin(d);
+}
+
+int coli_dev_capture_end(struct coli_dev *d, uint64_t *graph, long *n_ops)
+{
+	int rc = d->ops->capture_end(d, graph); /* ends it even on a failed device */
+
+	*n_ops = d->launches - d->cap_from;
+	d->launches = d->cap_from; /* recorded, not launched: the replays count */
+	return rc ? rc : d->failed ? -EIO : 0;
+}
+
+int coli_dev_graph_launch(struct coli_dev *d, uint64_t graph, long n_ops)
+{
+	if (d->failed)
+		return -EIO;
+	if (d->fail_after >= 0 && d->launches + n_ops > d->fail_after &&
+	    d->fail_at != COLI_FAIL_AT_SYNC)
+		return fail(d, -EIO, "injected fault (COLI_GPU_FAIL_AFTER)");
+	d->launches += n_ops;
+	CHECKED(d->ops->graph_launch(d, graph), "graph launch");
+}
+
+void coli_dev_graph_free(struct coli_dev *d, uint64_t graph)
+{
+	if (graph)
+		d->ops->graph_free(d, graph);
+}
+
 int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes)
 {
 	CHECKED(d->ops->mem_info(d, free_bytes, total_bytes), "memory query");
@@ -210,9 +246,10 @@ int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 }
 
 int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
 {
-	LAUNCH(d->ops->attention(d, q, K, V, out, T, pos0, nh, nkv, hd, scale), "attention launch");
+	LAUNCH(d->ops->attention(d, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale),
+	       "attention launch");
 }
 
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
@@ -247,11 +284,11 @@ int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t 
 
 int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t inv_freq, uint64_t kc, uint64_t vc)
+                           uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc)
 {
-	LAUNCH(
-	    d->ops->qk_rope_store(d, q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, inv_freq, kc, vc),
-	    "qk rope launch");
+	LAUNCH(d->ops->qk_rope_store(d, q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp, inv_freq,
+	                             kc, vc),
+	       "qk rope launch");
 }
 
 int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,

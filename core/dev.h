@@ -69,14 +69,16 @@ struct coli_dev_ops {
 	int (*add_rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
 	                   uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
 	/* per-head q/k norm (weights 0: none), RoPE, k and v into the cache at
-	 * pos0 (kc/vc: the layer's cache) */
+	 * pos0 (kc/vc: the layer's cache); posp != 0: pos0 is the int there when
+	 * the op runs (ptx/ptx.h says what that changes for attention) */
 	int (*qk_rope_store)(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
 	                     uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-	                     uint64_t inv_freq, uint64_t kc, uint64_t vc);
+	                     uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
 	int (*rope)(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
 	            uint64_t inv_freq);
 	int (*attention)(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
-	                 int T, int pos0, int nh, int nkv, int hd, float scale);
+	                 int T, int pos0, uint64_t posp, int span, int nh, int nkv, int hd,
+	                 float scale);
 	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
 	             uint64_t ids, uint64_t x, int T, int H);
 	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
@@ -94,6 +96,12 @@ struct coli_dev_ops {
 	int (*moe_plan)(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
 	int (*gemv_table)(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
 	                  int max_rows);
+	/* graphs (NULL: none, as on sim): the ops between capture_begin and
+	 * capture_end are recorded into *graph, not run; graph_launch replays them */
+	int (*capture_begin)(struct coli_dev *d);
+	int (*capture_end)(struct coli_dev *d, uint64_t *graph);
+	int (*graph_launch)(struct coli_dev *d, uint64_t graph);
+	void (*graph_free)(struct coli_dev *d, uint64_t graph);
 };
 
 enum coli_dev_fail_at { COLI_FAIL_AT_ANY, COLI_FAIL_AT_LAUNCH, COLI_FAIL_AT_SYNC };
@@ -106,7 +114,8 @@ struct coli_dev {
 	long fail_after; /* launches before injected failure; -1 never */
 	int fail_at;     /* enum coli_dev_fail_at: the kind of op the injected failure strikes */
 	long launches;
-	int failed; /* sticky: once failed, the device is not used again */
+	long cap_from; /* launches when the capture under way began */
+	int failed;    /* sticky: once failed, the device is not used again */
 };
 
 /* Open the devices named by --gpu (auto | off | sim | 0,1,...): *n devices
@@ -130,6 +139,15 @@ int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, ui
 int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
                           int n_blocks);
 int coli_dev_sync(struct coli_dev *d);
+/* Graphs (-ENOTSUP where the device has none): core/forward_dev.c records a
+ * layer's dense ops once and replays them. A capture that fails leaves the
+ * device usable (the caller runs the ops directly); *n_ops: the launches the
+ * graph holds, which a replay counts (an injected fault strikes the replay
+ * that would cross COLI_GPU_FAIL_AFTER's budget). */
+int coli_dev_capture_begin(struct coli_dev *d);
+int coli_dev_capture_end(struct coli_dev *d, uint64_t *graph, long *n_ops);
+int coli_dev_graph_launch(struct coli_dev *d, uint64_t graph, long n_ops);
+void coli_dev_graph_free(struct coli_dev *d, uint64_t graph);
 int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
 int coli_dev_stage_init(struct coli_dev *d, int n);
 int coli_dev_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n);
@@ -149,11 +167,11 @@ int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t 
                          uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
 int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t inv_freq, uint64_t kc, uint64_t vc);
+                           uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
 int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
                   uint64_t inv_freq);
 int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, int nh, int nkv, int hd, float scale);
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale);
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H);
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,

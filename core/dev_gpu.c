@@ -83,9 +83,9 @@ static int g_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 	return coli_gpu_rope(G(d), x, T, nh, hd, pos0, f);
 }
 static int g_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
 {
-	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, nh, nkv, hd, scale);
+	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale);
 }
 static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H)
@@ -112,9 +112,10 @@ static int g_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w,
 }
 static int g_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t f, uint64_t kc, uint64_t vc)
+                           uint64_t posp, uint64_t f, uint64_t kc, uint64_t vc)
 {
-	return coli_gpu_qk_rope_store(G(d), q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, f, kc, vc);
+	return coli_gpu_qk_rope_store(G(d), q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp, f, kc,
+	                              vc);
 }
 static int g_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw)
@@ -176,6 +177,23 @@ static int g_elapsed(struct coli_dev *d, int from, int to, double *s)
 	return rc;
 }
 
+static int g_capture_begin(struct coli_dev *d)
+{
+	return coli_gpu_capture_begin(G(d));
+}
+static int g_capture_end(struct coli_dev *d, uint64_t *graph)
+{
+	return coli_gpu_capture_end(G(d), graph);
+}
+static int g_graph_launch(struct coli_dev *d, uint64_t graph)
+{
+	return coli_gpu_graph_launch(G(d), graph);
+}
+static void g_graph_free(struct coli_dev *d, uint64_t graph)
+{
+	coli_gpu_graph_free(G(d), graph);
+}
+
 static void g_close(struct coli_dev *d)
 {
 	coli_mem_unregister_hook(g_reg_hook, G(d));
@@ -219,6 +237,10 @@ static const struct coli_dev_ops g_gpu_ops = {
     .moe_plan = g_moe_plan,
     .gemv_table = g_gemv_table,
     .dense_gemv = g_dense_gemv,
+    .capture_begin = g_capture_begin,
+    .capture_end = g_capture_end,
+    .graph_launch = g_graph_launch,
+    .graph_free = g_graph_free,
 };
 
 int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen)

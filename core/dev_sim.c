@@ -194,9 +194,12 @@ static int s_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w,
 
 static int s_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t f, uint64_t kc, uint64_t vc)
+                           uint64_t posp, uint64_t f, uint64_t kc, uint64_t vc)
 {
 	size_t kvd = (size_t)nkv * hd;
+
+	if (posp)
+		pos0 = *(const int *)(uintptr_t)posp;
 
 	if (qw)
 		s_rmsnorm(d, q, qw, q, T * nh, hd, eps);
@@ -216,11 +219,15 @@ static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 }
 
 static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
 {
-	float *sc = malloc(sizeof(float) * (size_t)(pos0 + T));
+	float *sc;
 	int group = nh / nkv, kvd = nkv * hd;
 
+	(void)span; /* the CPU walks positions in one order whatever the split */
+	if (posp)
+		pos0 = *(const int *)(uintptr_t)posp;
+	sc = malloc(sizeof(float) * (size_t)(pos0 + T));
 	if (!sc)
 		return -ENOMEM;
 	for (int t = 0; t < T; t++)

@@ -57,6 +57,18 @@ struct dlayer {
 	    ffn_down;
 };
 
+/* A decode layer's device work captured as a graph (layer_run), for one
+ * token count; kind and guess say what it was captured for. */
+enum { SEG_HOST, SEG_PRE, SEG_PLANNED, SEG_DENSE };
+
+struct seg {
+	uint64_t graph;
+	long n_ops;             /* launches it holds */
+	signed char state;      /* 0 not yet captured, 1 graph ready, -1 run directly */
+	signed char kind;       /* SEG_* */
+	short guess;            /* the lookahead layer its ops route, or -1 */
+};
+
 struct coli_dense_dev {
 	struct coli_dev *dev;
 	struct dmat tok_embd, lm_head;
@@ -70,6 +82,7 @@ struct coli_dense_dev {
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
 	signed char *part; /* [n_layers] some (full or not): the layer can be preplanned */
 	int *fast_T;       /* [n_layers] tokens of this forward's device-planned layer, or 0 */
+	struct seg *seg;   /* [n_layers][COLI_GPU_MAX_S]: decode layers' captured graphs */
 	struct coli_gpu_gemv_job *jobs;
 	int kmax;
 	uint64_t *allocs; /* every allocation, for release */
@@ -190,7 +203,7 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 #define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
 	B(kcache, e->kv_bytes);
 	B(vcache, e->kv_bytes);
-	B(ids, T * 4);
+	B(ids, (T + 1) * 4); /* the position, then the token ids */
 	B(x, T * H * 4);
 	B(xn, T * H * 4);
 	B(mlp, T * H * 4);
@@ -226,7 +239,8 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	dd->full = calloc((size_t)c->n_layers, 1);
 	dd->part = calloc((size_t)c->n_layers, 1);
 	dd->fast_T = calloc((size_t)c->n_layers, sizeof(int));
-	if (!rc && (!dd->full || !dd->part || !dd->fast_T))
+	dd->seg = calloc((size_t)c->n_layers * COLI_GPU_MAX_S, sizeof(*dd->seg));
+	if (!rc && (!dd->full || !dd->part || !dd->fast_T || !dd->seg))
 		rc = -ENOMEM;
 	if (rc)
 		snprintf(err, errlen, "device %s: cannot hold the dense part (%s)", dev->name,
@@ -243,6 +257,9 @@ void coli_dense_dev_close(struct coli_engine *e)
 
 	if (!dd)
 		return;
+	for (int i = 0; dd->seg && i < e->m.cfg.n_layers * COLI_GPU_MAX_S; i++)
+		coli_dev_graph_free(dd->dev, dd->seg[i].graph);
+	free(dd->seg);
 	for (int i = 0; i < dd->n_allocs; i++)
 		coli_dev_free(dd->dev, dd->allocs[i]);
 	free(dd->allocs);
@@ -385,6 +402,14 @@ static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const stru
 	return rc;
 }
 
+/* Whether q/k norms, RoPE and the KV store run as one launch that reads the
+ * position from device memory (coli_qk_rope_store): not where the norm spans
+ * the whole vector (qk_norm 2, OLMoE) or the heads are too wide for it. */
+static int qk_fused(const struct coli_model_config *c)
+{
+	return c->qk_norm != 2 && c->head_dim % 2 == 0 && c->head_dim <= 256;
+}
+
 /* q/k norms, RoPE, and k and v into the layer's cache rows pos0..: one fused
  * launch (coli_qk_rope_store) unless the norm spans the whole vector
  * (qk_norm 2, OLMoE) or the heads are too wide for it. */
@@ -396,11 +421,11 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
 	int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim, qd = nh * hd, kvd = nkv * hd;
 	int rc = 0;
 
-	if (c->qk_norm != 2 && hd % 2 == 0 && hd <= 256)
+	if (qk_fused(c))
 		return coli_dev_qk_rope_store(dd->dev, dd->q, dd->k, dd->v,
 		                              c->qk_norm == 1 ? D->q_norm : 0,
 		                              c->qk_norm == 1 ? D->k_norm : 0, c->norm_eps, T, nh,
-		                              nkv, hd, pos0, dd->inv_freq, kc, vc);
+		                              nkv, hd, pos0, dd->ids, dd->inv_freq, kc, vc);
 	if (c->qk_norm == 2) {
 		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T, qd, c->norm_eps);
 		rc = rc ? rc
@@ -447,8 +472,8 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 	}
 	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
 	rc = rc ? rc
-	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, nh, nkv, hd,
-	                             1.0f / sqrtf((float)hd));
+	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, dd->ids, e->ctx, nh,
+	                             nkv, hd, 1.0f / sqrtf((float)hd));
 	rc = rc ? rc : prep(dd, &D->o, dd->att, T);
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	return rc;
@@ -569,25 +594,6 @@ static int run_plan(struct coli_engine *e, int l, int T)
 	return rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, H);
 }
 
-/* A fully resident layer: planned, computed and accumulated on the stream,
- * no wait; the routing is copied back for fast_count. */
-static int moe_planned(struct coli_engine *e, int l, int T)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
-	int K = c->top_k, P = T * K, rc;
-
-	rc = run_plan(e, l, T);
-	rc = rc ? rc
-	        : coli_dev_download_async(dd->dev, e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K,
-	                                  dd->sel, sizeof(int) * P);
-	rc = rc ? rc
-	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, e->vram[dd->plan_dev].y, dd->ptok,
-	                                  dd->pw, P, T, c->hidden);
-	dd->fast_T[l] = rc ? 0 : T;
-	return rc;
-}
-
 /* After the forward's last sync: what the host path counts for each layer
  * it plans (core/moe.c, core/moe_dev.c take), for the device-planned ones. */
 static void fast_count(struct coli_engine *e)
@@ -625,53 +631,93 @@ static void fast_count(struct coli_engine *e)
 /* The router lookahead's guess for the next MoE layer (core/lookahead.c),
  * on the device: its router on this layer's xn, routed, downloaded next to
  * this layer's routing. Only where the host plans this layer and the next
- * one is not planned on the device (it needs no prefetch). */
-static int guess_next(struct coli_engine *e, int l, int T)
+ * one is not planned on the device (it needs no prefetch): guess_layer says
+ * which layer (-1: none), guess_ops queues it. */
+static int guess_layer(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
-	int n = l + 1, K = c->top_k, rc;
+	const struct coli_dense_dev *dd = e->dd;
+	int n = l + 1;
 
-	e->guess_l = -1;
 	while (n < c->n_layers && !e->m.layers[n].moe)
 		n++;
 	if (n == c->n_layers || !e->opts.prefetch || !e->tiers ||
 	    (dd->plan_dev >= 0 && dd->full[n] && T <= COLI_GPU_MAX_S))
-		return 0;
+		return -1;
+	return n;
+}
+
+static int guess_ops(struct coli_engine *e, int n, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	int K = c->top_k, rc;
+
 	rc = gemm(dd, &dd->L[n].router, dd->xn, T, dd->grlog, c->n_experts);
 	rc = rc ? rc
 	        : coli_dev_route(dd->dev, dd->grlog, T, c->n_experts, K, c->norm_topk_prob,
 	                         dd->gsel, dd->gselw);
-	rc = rc ? rc : coli_dev_download_async(dd->dev, e->guess, dd->gsel, sizeof(int) * T * K);
-	if (!rc)
-		e->guess_l = n;
-	return rc;
+	return rc ? rc : coli_dev_download_async(dd->dev, e->guess, dd->gsel, sizeof(int) * T * K);
 }
 
-/* xq: the ffn norm quantized xn's rows into dd->aq (device-planned layers). */
-static int moe(struct coli_engine *e, int l, int T, int xq)
+static int layer_kind(const struct coli_engine *e, int l, int T)
+{
+	return !e->m.layers[l].moe ? SEG_DENSE
+	       : planned(e, l, T)  ? SEG_PLANNED
+	       : preplanned(e, l, T) ? SEG_PRE
+	                             : SEG_HOST;
+}
+
+/* Layer l's device work up to where the host must look: the embedding
+ * (layer 0), attention, the ffn norm, then
+ *   SEG_DENSE    the dense MLP
+ *   SEG_PLANNED  router, route + plan, experts, accumulate, shared expert
+ *   SEG_HOST/PRE router, routing (with a preplanned layer's resident
+ *                experts), the lookahead's guess (layer gn >= 0), and the
+ *                downloads the host plans from
+ * No host state changes here (layer_run may capture it as a graph and
+ * replay it); xq: the ffn norm quantizes xn's rows for device-planned q8/q4
+ * experts. */
+static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
-	int H = c->hidden, E = c->n_experts, K = c->top_k, rc, pre;
-	uint64_t y = dd->ey;
+	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0;
 
-	rc = prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
+	if (l == 0)
+		rc = coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w, dd->tok_embd.scales,
+		                    dd->ids + 4, dd->x, T, H);
+	rc = rc ? rc : attention(e, l, T, pos0, l > 0);
+	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
+		rc = phase_end(e, &e->est.attention_s, 1);
+	rc = rc ? rc
+	        : coli_dev_add_rmsnorm(dd->dev, dd->x, dd->proj, D->ffn_norm, dd->xn,
+	                               xq ? dd->aq : 0, dd->ad, dd->aqs, T, H, c->norm_eps);
+	if (kind == SEG_DENSE)
+		return rc ? rc
+		          : swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T, dd->mlp);
+	rc = rc ? rc : prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
 	rc = rc ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
-	if (!rc && planned(e, l, T)) { /* routed and planned here */
-		if (!e->opts.profile)  /* queued, not done: see phase_end */
-			phase_end(e, &e->est.attention_s, 0);
-		rc = moe_planned(e, l, T);
+	if (kind == SEG_PLANNED) {
+		/* routed, planned, computed and accumulated here; the routing goes
+		 * back for fast_count */
+		rc = rc ? rc : run_plan(e, l, T);
+		rc = rc ? rc
+		        : coli_dev_download_async(dd->dev,
+		                                  e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K,
+		                                  dd->sel, sizeof(int) * T * K);
+		rc = rc ? rc
+		        : coli_dev_moe_accumulate(dd->dev, dd->mlp, e->vram[dd->plan_dev].y,
+		                                  dd->ptok, dd->pw, T * K, T, H);
 		return rc ? rc : shared_expert(e, D, T, xq);
 	}
-	pre = preplanned(e, l, T);
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
-		rc = rc    ? rc
-		     : pre ? run_plan(e, l, T)
-		           : coli_dev_route(dd->dev, dd->rlog, T, E, K, c->norm_topk_prob, dd->sel,
-		                            dd->selw);
-		rc = rc ? rc : guess_next(e, l, T);
+		rc = rc                ? rc
+		     : kind == SEG_PRE ? run_plan(e, l, T)
+		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K, c->norm_topk_prob,
+		                                        dd->sel, dd->selw);
+		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
 		rc = rc ? rc
 		        : coli_dev_download_async(dd->dev, e->sel, dd->sel, sizeof(int) * T * K);
 		rc =
@@ -682,8 +728,72 @@ static int moe(struct coli_engine *e, int l, int T, int xq)
 		    rc ? rc
 		       : coli_dev_download_async(dd->dev, e->rlog, dd->rlog, sizeof(float) * T * E);
 	}
-	rc = rc ? rc : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
-	rc = rc ? rc : coli_dev_sync(dd->dev);
+	return rc ? rc : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
+}
+
+/* Whether decode layers run as graphs: positions then come from dd->ids on
+ * the device, which every kernel of layer_ops reads them from except the
+ * unfused q/k path (OLMoE's whole-vector norm, heads over 256). */
+static int use_graphs(const struct coli_engine *e, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+
+	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile && qk_fused(c) &&
+	       e->dd->dev->ops->capture_begin;
+}
+
+/* layer_ops, replayed from a graph captured the first time this layer runs
+ * at T tokens (a capture the driver refuses: run directly from then on).
+ * The replay reads what changes per token from device memory: the position
+ * and ids (dd->ids), the routing and job tables its own kernels write. */
+static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn)
+{
+	struct coli_dense_dev *dd = e->dd;
+	struct seg *s = &dd->seg[(size_t)l * COLI_GPU_MAX_S + T - 1];
+	int rc;
+
+	if (!use_graphs(e, T))
+		return layer_ops(e, l, T, pos0, kind, xq, gn);
+	if (s->state && (s->kind != kind || s->guess != gn)) { /* placement changed */
+		coli_dev_graph_free(dd->dev, s->graph);
+		*s = (struct seg){0};
+	}
+	if (!s->state) {
+		s->kind = (signed char)kind;
+		s->guess = (short)gn;
+		s->state = -1;
+		if (coli_dev_capture_begin(dd->dev) == 0) {
+			int rc_end;
+
+			rc = layer_ops(e, l, T, pos0, kind, xq, gn);
+			rc_end = coli_dev_capture_end(dd->dev, &s->graph, &s->n_ops);
+			if (rc || dd->dev->failed)
+				return rc ? rc : -EIO;
+			if (!rc_end && s->graph) {
+				s->state = 1;
+				e->est.dev_graph_captures++;
+			}
+		}
+	}
+	if (s->state == 1) {
+		e->est.dev_graph_replays++;
+		return coli_dev_graph_launch(dd->dev, s->graph, s->n_ops);
+	}
+	return layer_ops(e, l, T, pos0, kind, xq, gn);
+}
+
+/* The host's part of a layer layer_ops planned on the host (SEG_HOST/PRE):
+ * wait for the routing, plan and run the experts (core/moe.c), then the
+ * outputs back on the device and accumulated there, the shared expert. */
+static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	const struct dlayer *D = &dd->L[l];
+	int H = c->hidden, rc;
+	uint64_t y = dd->ey;
+
+	rc = coli_dev_sync(dd->dev);
 	if (!rc && !e->opts.profile) /* the layer's attention is done */
 		phase_end(e, &e->est.attention_s, 0);
 	if (rc)
@@ -749,34 +859,32 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	for (int t = 0; t < T; t++)
 		if (ids[t] < 0 || ids[t] >= c->vocab)
 			return -EINVAL;
-	memcpy(e->xids, ids, sizeof(int) * T); /* registered: see engine.c */
-	rc = coli_dev_upload_async(dd->dev, dd->ids, e->xids, sizeof(int) * T);
-	e->est.h2d_bytes += sizeof(int) * T;
-	rc = rc ? rc
-	        : coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w, dd->tok_embd.scales,
-	                         dd->ids, dd->x, T, H);
+	e->xids[0] = pos0; /* registered: see engine.c */
+	memcpy(e->xids + 1, ids, sizeof(int) * T);
+	rc = coli_dev_upload_async(dd->dev, dd->ids, e->xids, sizeof(int) * (T + 1));
+	e->est.h2d_bytes += sizeof(int) * (T + 1);
 	for (int l = 0; !rc && l < c->n_layers; l++) {
-		const struct dlayer *D = &dd->L[l];
-		int xq;
+		int kind = layer_kind(e, l, T), moe = kind != SEG_DENSE;
+		int gn = kind == SEG_HOST || kind == SEG_PRE ? guess_layer(e, l, T) : -1;
+		/* a device-planned layer's q8/q4 experts read xn's rows quantized by the norm */
+		int xq = (kind == SEG_PLANNED || kind == SEG_PRE) &&
+		         coli_dtype_is_quant(
+		             coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
 
-		rc = attention(e, l, T, pos0, l > 0);
-		if (!rc && e->opts.profile)
-			rc = phase_end(e, &e->est.attention_s, 1);
-		/* a device-planned layer's q8/q4 experts read xn's rows quantized here */
-		xq = e->m.layers[l].moe && (planned(e, l, T) || preplanned(e, l, T)) &&
-		     coli_dtype_is_quant(
-		         coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
-		rc = rc ? rc
-		        : coli_dev_add_rmsnorm(dd->dev, dd->x, dd->proj, D->ffn_norm, dd->xn,
-		                               xq ? dd->aq : 0, dd->ad, dd->aqs, T, H, c->norm_eps);
-		if (!rc && e->m.layers[l].moe)
-			rc = moe(e, l, T, xq);
-		else if (!rc)
-			rc = swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T,
-			            dd->mlp);
-		if (!rc) /* a host-planned moe() ended on a sync; a device-planned one queued */
-			rc = phase_end(e, e->m.layers[l].moe ? &e->est.moe_s : &e->est.dense_mlp_s,
-			               e->opts.profile && !e->m.layers[l].moe);
+		rc = layer_run(e, l, T, pos0, kind, xq, gn);
+		if (!rc && kind == SEG_PLANNED) {
+			dd->fast_T[l] = T;
+			if (!e->opts.profile) /* queued, not done: see phase_end */
+				phase_end(e, &e->est.attention_s, 0);
+		}
+		if (!rc && (kind == SEG_HOST || kind == SEG_PRE)) {
+			if (dd->route_on_dev)
+				e->guess_l = gn;
+			rc = moe_host(e, l, T, kind == SEG_PRE, xq);
+		}
+		if (!rc) /* a host-planned layer ended on a sync; a device-planned one queued */
+			rc = phase_end(e, moe ? &e->est.moe_s : &e->est.dense_mlp_s,
+			               e->opts.profile && !moe);
 	}
 	/* the last layer's MLP output (the others were added by the next norm) */
 	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);

@@ -71,6 +71,9 @@ static const struct opt_row g_opts[] = {
      "plans the rest (1; off until measured on a GPU)"},
     {NULL, "COLI_DEV_ROUTE", OPT_INT, F(dev_route), "1",
      "route on the dense device and plan fully resident MoE layers there (0: the host, for A/B)"},
+    {NULL, "COLI_DEV_GRAPH", OPT_INT, F(dev_graph), "1",
+     "decode: replay each layer's device work as a CUDA graph captured once (0: launch every "
+     "kernel, for A/B)"},
     {NULL, "COLI_GPU_FAIL_AT", OPT_STR, F(gpu_fail_at), "any",
      "fault injection: the injected failure strikes the first launch, sync (a take) or any op"},
     {NULL, "COLI_SIM_LATENCY_US", OPT_INT, F(sim_latency_us), "0",

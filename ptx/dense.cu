@@ -377,11 +377,13 @@ extern "C" __global__ void __launch_bounds__(1024)
  * cache row pos0 + t; v heads copied there. Grid (nh + nkv, T), blockDim a
  * multiple of 32 >= hd / 2: thread i holds elements i and i + hd/2 (the
  * rotated pair). The norm is coli_rmsnorm's (double sum of squares in a fixed
- * order, w * (x * inv)), the rotation coli_rope's. */
+ * order, w * (x * inv)), the rotation coli_rope's. posp != NULL: pos0 is read
+ * there, when the launch runs (a launch captured in a graph replays with the
+ * position of the token at hand). */
 extern "C" __global__ void __launch_bounds__(128)
     coli_qk_rope_store(float *q, const float *k, const float *v, const float *qw, const float *kw,
-                       float eps, int nh, int nkv, int hd, int pos0, const float *inv_freq,
-                       float *kc, float *vc)
+                       float eps, int nh, int nkv, int hd, int pos0, const int *posp,
+                       const float *inv_freq, float *kc, float *vc)
 {
 	__shared__ double red[4];
 	const int h = blockIdx.x, t = blockIdx.y, half = hd / 2, i = threadIdx.x;
@@ -390,6 +392,9 @@ extern "C" __global__ void __launch_bounds__(128)
 	const float *x = isk ? k + ((size_t)t * nkv + hh) * hd : q + ((size_t)t * nh + hh) * hd;
 	const float *w = isk ? kw : qw;
 	float x1 = in ? x[i] : 0.0f, x2 = in ? x[i + half] : 0.0f;
+
+	if (posp)
+		pos0 = *posp;
 
 	if (w) {
 		double ss = (double)x1 * x1 + (double)x2 * x2;
@@ -492,6 +497,9 @@ extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
  * them in ascending split order — fixed order, no float atomics, so the
  * result does not depend on which CTA finished last. Causal: query t sees
  * positions p <= pos0 + t; a split past that contributes m = -inf, l = 0.
+ * posp != NULL: pos0 is read there when the launch runs (graphs, as in
+ * coli_qk_rope_store); the grid then covers the longest span the caller
+ * allows, and splits past the position only add their empty partials.
  */
 #define AT_THREADS 256
 #define AT_TILE    256  /* positions per tile: one thread each for the scores */
@@ -501,8 +509,9 @@ extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
 #define AT_PV      16 /* value rows loaded ahead in the weighted sum */
 
 extern "C" __global__ void __launch_bounds__(AT_THREADS)
-    coli_attention(const float *q, const float *K, const float *V, float *out, int pos0, int nh,
-                   int nkv, int hd, float scale, int tiles_per_split, float *part, unsigned *count)
+    coli_attention(const float *q, const float *K, const float *V, float *out, int pos0,
+                   const int *posp, int nh, int nkv, int hd, float scale, int tiles_per_split,
+                   float *part, unsigned *count)
 {
 	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
 	__shared__ float ss[AT_MAXG * AT_TILE];     /* [g][p]: scores, then weights */
@@ -510,7 +519,7 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 	const int split = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int group = nh / nkv, kvd = nkv * hd, nq = group * hd;
-	const int n = pos0 + t + 1, span = tiles_per_split * AT_TILE;
+	const int n = (posp ? *posp : pos0) + t + 1, span = tiles_per_split * AT_TILE;
 	const int p0 = split * span, p1 = min(n, p0 + span);
 	const float *qg = q + ((size_t)t * nh + (size_t)kvh * group) * hd;
 	const float *Kh = K + (size_t)kvh * hd, *Vh = V + (size_t)kvh * hd;

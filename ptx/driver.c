@@ -67,8 +67,21 @@ static int resolve(void *h)
 	    S(EventElapsedTime, "cuEventElapsedTime"),
 	    S(LaunchKernel, "cuLaunchKernel"),
 	    S(GetErrorName, "cuGetErrorName"),
+	};
+	/* optional: without them (a driver older than CUDA 11.4) no graphs */
+	static const struct {
+		const char *name;
+		size_t off;
+	} opt[] = {
+	    S(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+	    S(StreamEndCapture, "cuStreamEndCapture"),
+	    S(GraphInstantiate, "cuGraphInstantiateWithFlags"),
+	    S(GraphLaunch, "cuGraphLaunch"),
+	    S(GraphExecDestroy, "cuGraphExecDestroy"),
+	    S(GraphDestroy, "cuGraphDestroy"),
 #undef S
 	};
+	int have_graphs = 1;
 
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		void *p = dlsym(h, syms[i].name);
@@ -79,6 +92,9 @@ static int resolve(void *h)
 		}
 		*(void **)((char *)&g_cu + syms[i].off) = p;
 	}
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+		have_graphs &= (*(void **)((char *)&g_cu + opt[i].off) = dlsym(h, opt[i].name)) != NULL;
+	g_cu.have_graphs = have_graphs;
 	return 0;
 }
 #endif

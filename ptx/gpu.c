@@ -295,6 +295,51 @@ int coli_gpu_sync(coli_gpu_t *g)
 	return 0;
 }
 
+/* Graphs: what the compute stream is given between capture_begin and
+ * capture_end is recorded, not run (relaxed mode: other threads may use the
+ * driver meanwhile), and instantiated into one executable graph that
+ * graph_launch replays with the parameters it was captured with. */
+int coli_gpu_capture_begin(coli_gpu_t *g)
+{
+	if (!g->cu->have_graphs)
+		return -ENOTSUP;
+	CUR(g);
+	CK(g->cu->StreamBeginCapture(g->stream, CU_STREAM_CAPTURE_MODE_RELAXED),
+	   "cuStreamBeginCapture");
+	return 0;
+}
+
+int coli_gpu_capture_end(coli_gpu_t *g, uint64_t *graph)
+{
+	CUgraph gr = NULL;
+	CUgraphExec ex = NULL;
+	CUresult r;
+
+	*graph = 0;
+	CUR(g);
+	r = g->cu->StreamEndCapture(g->stream, &gr);
+	if (r == CUDA_SUCCESS && gr)
+		r = g->cu->GraphInstantiate(&ex, gr, 0);
+	if (gr)
+		g->cu->GraphDestroy(gr);
+	CK(r, "cuStreamEndCapture / cuGraphInstantiate");
+	*graph = (uint64_t)(uintptr_t)ex;
+	return 0;
+}
+
+int coli_gpu_graph_launch(coli_gpu_t *g, uint64_t graph)
+{
+	CUR(g);
+	CK(g->cu->GraphLaunch((CUgraphExec)(uintptr_t)graph, g->stream), "cuGraphLaunch");
+	return 0;
+}
+
+void coli_gpu_graph_free(coli_gpu_t *g, uint64_t graph)
+{
+	if (graph && g->cu->CtxSetCurrent(g->ctx) == CUDA_SUCCESS)
+		g->cu->GraphExecDestroy((CUgraphExec)(uintptr_t)graph);
+}
+
 /* Registration is PORTABLE: one context page-locks a region for all. A
  * region another context registered (another engine's, when mem/ offers every
  * region it knows to every device) is already usable and stays that one's to
@@ -626,6 +671,22 @@ int coli_gpu_download_async(coli_gpu_t *g, void *d, uint64_t s, size_t n)
 int coli_gpu_sync(coli_gpu_t *g)
 {
 	NO_GPU;
+}
+int coli_gpu_capture_begin(coli_gpu_t *g)
+{
+	NO_GPU;
+}
+int coli_gpu_capture_end(coli_gpu_t *g, uint64_t *graph)
+{
+	*graph = 0;
+	NO_GPU;
+}
+int coli_gpu_graph_launch(coli_gpu_t *g, uint64_t graph)
+{
+	NO_GPU;
+}
+void coli_gpu_graph_free(coli_gpu_t *g, uint64_t graph)
+{
 }
 int coli_gpu_stage_init(coli_gpu_t *g, int n)
 {

@@ -160,10 +160,10 @@ int coli_gpu_add(coli_gpu_t *g, uint64_t x, uint64_t y, int n)
 
 int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t inv_freq, uint64_t kc, uint64_t vc)
+                           uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc)
 {
-	CUdeviceptr a = q, b = k, c = v, d = qw, e = kw, f = inv_freq, h = kc, i = vc;
-	void *args[] = {&a, &b, &c, &d, &e, &eps, &nh, &nkv, &hd, &pos0, &f, &h, &i};
+	CUdeviceptr a = q, b = k, c = v, d = qw, e = kw, f = inv_freq, h = kc, i = vc, p = posp;
+	void *args[] = {&a, &b, &c, &d, &e, &eps, &nh, &nkv, &hd, &pos0, &p, &f, &h, &i};
 	unsigned bx = (unsigned)((hd / 2 + 31) / 32 * 32);
 
 	if (hd % 2 || hd > 256 || T <= 0)
@@ -186,19 +186,19 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
  * two CTAs per SM run, each at least one tile; many (prefill): one CTA per
  * (query, kv head) walks all its positions, no partials. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
 {
-	CUdeviceptr a = q, b = K, c = V, d = out, part = g->scratch, cnt = g->counts;
+	CUdeviceptr a = q, b = K, c = V, d = out, p = posp, part = g->scratch, cnt = g->counts;
 	int group, tiles, splits = 1, tps;
 	long base, want = 2L * g->sm_count;
-	void *args[] = {&a, &b, &c, &d, &pos0, &nh, &nkv, &hd, &scale, &tps, &part, &cnt};
+	void *args[] = {&a, &b, &c, &d, &pos0, &p, &nh, &nkv, &hd, &scale, &tps, &part, &cnt};
 
-	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4)
+	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T))
 		return -EINVAL;
 	group = nh / nkv;
 	if (group > AT_MAXG || group * hd > AT_MAXQ)
 		return -ENOTSUP; /* the shared-memory q block of dense.cu */
-	tiles = (pos0 + T + AT_TILE - 1) / AT_TILE;
+	tiles = ((posp ? span : pos0 + T) + AT_TILE - 1) / AT_TILE;
 	base = (long)T * nkv;
 	if (base < want && base <= DENSE_COUNTERS) {
 		size_t per = (size_t)base * ((size_t)group * hd + 2 * group); /* floats a split */
@@ -350,7 +350,7 @@ int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t a, uint64_t w, uint
 }
 int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t f, uint64_t kc, uint64_t vc)
+                           uint64_t pp, uint64_t f, uint64_t kc, uint64_t vc)
 {
 	NO_GPU;
 }
@@ -367,7 +367,7 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int p, uint6
 	NO_GPU;
 }
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T, int p,
-                       int nh, int nkv, int hd, float s)
+                       uint64_t pp, int span, int nh, int nkv, int hd, float s)
 {
 	NO_GPU;
 }

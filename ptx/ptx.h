@@ -41,6 +41,15 @@ int coli_gpu_download(coli_gpu_t *g, void *dst, uint64_t src, size_t n);
 int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n);
 int coli_gpu_download_async(coli_gpu_t *g, void *dst, uint64_t src, size_t n);
 int coli_gpu_sync(coli_gpu_t *g);
+/* Graphs: ops queued between capture_begin and capture_end are recorded, not
+ * run, into *graph (an executable graph, 0 on failure); graph_launch replays
+ * it on the stream with the captured parameters (kernels that must see
+ * per-call values read them from device memory). -ENOTSUP: the driver has
+ * no graphs. */
+int coli_gpu_capture_begin(coli_gpu_t *g);
+int coli_gpu_capture_end(coli_gpu_t *g, uint64_t *graph);
+int coli_gpu_graph_launch(coli_gpu_t *g, uint64_t graph);
+void coli_gpu_graph_free(coli_gpu_t *g, uint64_t graph);
 /* Staging slots on a second (copy) stream, ordered by events (ptx/gpu.c):
  * init n slots; copy into slot (after its last reader); make the compute
  * stream wait for slot's copy; mark slot's last reader queued; 1 when the
@@ -87,10 +96,11 @@ int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows
 int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
                          uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
 /* q/k per-head norm (qw/kw 0: none), RoPE, k and v into the cache rows
- * pos0.. (ptx/dense.cu coli_qk_rope_store); hd even and <= 256. */
+ * pos0.. (ptx/dense.cu coli_qk_rope_store); hd even and <= 256. posp != 0:
+ * pos0 is the int at posp when the launch runs (graph-capturable). */
 int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t inv_freq, uint64_t kc, uint64_t vc);
+                           uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
 int coli_gpu_add_bias(coli_gpu_t *g, uint64_t y, uint64_t b, int rows, int n);
 int coli_gpu_add(coli_gpu_t *g, uint64_t x, uint64_t y, int n);
 int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, uint64_t inv_freq);
@@ -101,9 +111,12 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m);
 /* Causal attention: q [T][nh][hd], K/V the layer's cache [ctx][nkv*hd] (rows
  * 0..pos0+T-1 valid), out like q. Any context length; hd % 4 == 0,
- * nh / nkv <= 16 and (nh / nkv) * hd <= 2048, else -ENOTSUP. */
+ * nh / nkv <= 16 and (nh / nkv) * hd <= 2048, else -ENOTSUP. posp != 0:
+ * pos0 is the int at posp when the launch runs (graph-capturable), and the
+ * positions split as for a context of `span` (pos0 + T <= span): the bits
+ * then depend on span and T, not on pos0's value at capture. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, int nh, int nkv, int hd, float scale);
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale);
 int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales, uint64_t ids,
                    uint64_t x, int T, int H);
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,

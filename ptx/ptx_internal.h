@@ -18,6 +18,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 
 #define CUDA_SUCCESS                                 0
@@ -40,6 +42,7 @@ typedef unsigned long long CUdeviceptr;
 #define CU_MEMHOSTALLOC_DEVICEMAP                    2
 #define CU_MEMHOSTREGISTER_PORTABLE                  1
 #define CU_MEMHOSTREGISTER_DEVICEMAP                 2
+#define CU_STREAM_CAPTURE_MODE_RELAXED               2
 
 /* The driver entry points, filled by coli_cu_load(). */
 struct coli_cu {
@@ -84,6 +87,14 @@ struct coli_cu {
 	                         unsigned int, unsigned int, unsigned int, CUstream, void **,
 	                         void **);
 	CUresult (*GetErrorName)(CUresult, const char **);
+	/* graphs (optional entries: have_graphs says whether all resolved) */
+	CUresult (*StreamBeginCapture)(CUstream, int);
+	CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+	CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+	CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+	CUresult (*GraphExecDestroy)(CUgraphExec);
+	CUresult (*GraphDestroy)(CUgraph);
+	int have_graphs;
 };
 
 /* Loads libcuda.so.1 once and resolves every entry; 0 or -ENODEV (why set). */

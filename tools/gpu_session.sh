@@ -1,8 +1,8 @@
 #!/bin/sh
 # tools/gpu_session.sh — the standard check of a GPU host, in one run: the GPU
 # tests against the CPU reference, then the decode figures docs/perf/README.md
-# records (all-resident decode, host- vs device-planned, `coli bench
-# stream`'s five arms, and two of them again with COLI_DEV_PREPLAN=1). Prints
+# records (all-resident decode: host- vs device-planned, graphs off and on;
+# `coli bench stream`'s five arms, two again with COLI_DEV_PREPLAN=1). Prints
 # one line per test and the benchmarks' own tables; asserts nothing about
 # speed.
 #
@@ -16,7 +16,7 @@
 # LD_LIBRARY_PATH to their .so files (Debian packages unpacked with dpkg -x).
 set -u
 TESTS="ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels core/no_const_h2d
-core/fixture_logits core/fixture_greedy core/overlap_release core/placement"
+core/graph_replay core/fixture_logits core/fixture_greedy core/overlap_release core/placement"
 
 case "${1:-}" in
 pack)
@@ -46,10 +46,10 @@ run)
 	done
 	[ -f "$model" ] || "$dir/coli" bench make-model --shape qwen3-30b-a3b --layers 8 \
 		--quant q4 -o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
-	for dr in 0 1; do
-		printf 'all resident, COLI_DEV_ROUTE=%d: ' $dr
-		COLI_DEV_ROUTE=$dr "$dir/coli" bench decode -m "$model" --gpu 0 --tokens 32 \
-			--rounds 3 --disk-mib 0 2>&1 | grep '^default' | cut -c1-60
+	for v in ROUTE=0 GRAPH=0 GRAPH=1 GRAPH=0 GRAPH=1; do
+		printf 'all resident, COLI_DEV_%s: ' $v
+		env COLI_DEV_$v "$dir/coli" bench decode -m "$model" --gpu 0 --tokens 32 \
+			--rounds 3 --disk-mib 0 2>&1 | grep '^default' | head -1 | cut -c1-60
 	done
 	"$dir/coli" bench stream -m "$model" --tokens 32 --rounds 5 2>&1 |
 		grep -v '^coli: \(dense\|cuda\)'

@@ -177,7 +177,7 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		    "ahead), %.3f GB copied (%.2f GB/s over the run), "
 		    "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
 		    "swaps, dense part on %s (%llu MoE layer calls stayed on it, %llu planned "
-		    "there, %llu preplanned)\n",
+		    "there, %llu preplanned; %llu layer calls replayed from %llu graphs)\n",
 		    (unsigned long long)es.stream_experts,
 		    (unsigned long long)es.stream_staged_hits,
 		    (unsigned long long)es.stream_prefetched, es.stream_copy_bytes / 1e9,
@@ -188,7 +188,9 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		    es.dense_on_device ? "the device" : "the CPU",
 		    (unsigned long long)es.moe_layers_on_dense,
 		    (unsigned long long)es.moe_layers_dev_planned,
-		    (unsigned long long)es.moe_layers_dev_preplanned);
+		    (unsigned long long)es.moe_layers_dev_preplanned,
+		    (unsigned long long)es.dev_graph_replays,
+		    (unsigned long long)es.dev_graph_captures);
 		fprintf(stderr,
 		        "coli: faults: device failed at issue %llu, at take %llu | "
 		        "CUDA_RELEASE_HOST: %llu host copies dropped, %llu reloads (%.1f MB)\n",

@@ -422,7 +422,7 @@ static int test_qk_rope_store(void)
 		float *q = xmalloc(4 * qn), *k = xmalloc(4 * kn), *v = xmalloc(4 * kn);
 		float *qw = xmalloc(4 * (size_t)hd), *kw = xmalloc(4 * (size_t)hd), f[128];
 		float *gq = xmalloc(4 * qn), *gk = xmalloc(4 * cn), *gv = xmalloc(4 * cn);
-		uint64_t dq, dk, dv, dqw, dkw, df, dkc, dvc;
+		uint64_t dq, dk, dv, dqw, dkw, df, dkc, dvc, dpos;
 		char what[96];
 
 		for (int i = 0; i < hd / 2; i++)
@@ -445,9 +445,15 @@ static int test_qk_rope_store(void)
 		}
 		coli_rope(q, T, nh, hd, pos0, f);
 		coli_rope(k, T, nkv, hd, pos0, f);
+		/* normed cases read the position from device memory (the argument
+		 * is wrong on purpose), as a launch captured in a graph does */
+		dpos = dev_copy(&pos0, sizeof(pos0));
 		if (coli_gpu_qk_rope_store(g_gpu, dq, dk, dv, norm ? dqw : 0, norm ? dkw : 0, 1e-6f,
-		                           T, nh, nkv, hd, pos0, df, dkc, dvc))
+		                           T, nh, nkv, hd, norm ? (pos0 ? pos0 - 1 : 1) : pos0,
+		                           norm ? dpos : 0,
+		                           df, dkc, dvc))
 			return 1;
+		coli_gpu_free(g_gpu, dpos);
 		download(gq, dq, 4 * qn);
 		download(gk, dkc, 4 * cn);
 		download(gv, dvc, 4 * cn);
@@ -773,7 +779,7 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	float *q = xmalloc(4 * qn), *K = xmalloc(4 * (size_t)n * kvd);
 	float *V = xmalloc(4 * (size_t)n * kvd), *want = xmalloc(4 * qn), *got = xmalloc(4 * qn);
 	float *sc = xmalloc(4 * (size_t)n), scale = 1.0f / sqrtf((float)hd);
-	uint64_t dq, dk, dv, dout;
+	uint64_t dq, dk, dv, dout, dpos;
 	char what[96];
 	int rc;
 
@@ -792,15 +798,28 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	dk = dev_copy(K, 4 * (size_t)n * kvd);
 	dv = dev_copy(V, 4 * (size_t)n * kvd);
 	dout = dev_poison(4 * qn);
-	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0, nh, nkv, hd, scale)) {
+	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd, scale)) {
 		printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
 		return 1;
 	}
 	download(got, dout, 4 * qn);
 	snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d", T, n, nh, nkv, hd);
 	rc = check(what, got, want, NULL, 2e-5f, qn);
-	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
+	/* the position read from device memory (the pos0 argument is wrong on
+	 * purpose), the grid split for a longer context than the one used */
+	dpos = dev_copy(&pos0, sizeof(pos0));
 	coli_gpu_free(g_gpu, dout);
+	dout = dev_poison(4 * qn);
+	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 ? pos0 - 1 : 0, dpos, n + 3000, nh, nkv, hd,
+	                       scale)) {
+		printf("  attention T=%d pos0=%d from memory: launch failed\n", T, pos0);
+		return 1;
+	}
+	download(got, dout, 4 * qn);
+	snprintf(what, sizeof(what), "  the same, position from memory, split for %d", n + 3000);
+	rc |= check(what, got, want, NULL, 2e-5f, qn);
+	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
+	coli_gpu_free(g_gpu, dout), coli_gpu_free(g_gpu, dpos);
 	free(q), free(K), free(V), free(want), free(got), free(sc);
 	return rc;
 }
@@ -938,8 +957,8 @@ static int run_op(void *arg, int i)
 	case 0:
 		return coli_gpu_rmsnorm(g_gpu, o->p[0], o->p[1], o->p[2], o->a, o->b, 1e-6f);
 	case 1:
-		return coli_gpu_attention(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 1, o->a - 1,
-		                          32, 4, 128, 0.088f);
+		return coli_gpu_attention(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 1, o->a - 1, 0,
+		                          0, 32, 4, 128, 0.088f);
 	case 2:
 		return coli_gpu_moe_accumulate(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 8, 1,
 		                               2048);
