@@ -286,6 +286,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T);
 /* moe.c: out[T][hidden] = MoE(xn) for layer l; xn's activations are prepared.
  * 0, or -errno when an expert's slab could not be read (e->errmsg says which). */
 int coli_moe_block(struct coli_engine *e, int l, int T, float *out);
+/* moe.c: the share of a layer's RAM-tier experts the cost model streams. */
+double coli_moe_stream_share(const struct coli_engine *e);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 /* moe_dev.c: place experts in VRAM at open; per layer, queue device d's
  * experts (issue) and collect their outputs into e->ey (take). */

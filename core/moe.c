@@ -196,6 +196,23 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 	return bytes;
 }
 
+/* The cost model's share of RAM-tier experts to stream (the rest are CPU
+ * rows), so that both finish together: bw_stream / (bw_cpu + bw_stream); all
+ * of them with --stream only. A simulated device has no bandwidth of its own:
+ * an even split keeps --gpu sim runs reproducible launch for launch (the
+ * fault tests inject failures by launch count). */
+double coli_moe_stream_share(const struct coli_engine *e)
+{
+	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
+	int sim = 1;
+
+	if (!strcmp(e->opts.stream, "only"))
+		return 1.0;
+	for (int d = 0; d < e->n_devs; d++)
+		sim = sim && !strcmp(e->devs[d]->ops->kind, "sim");
+	return sim ? 0.5 : bs / (bs + bc);
+}
+
 /* Who computes each routed expert of layer l: the device holding it in VRAM;
  * else, for RAM-tier experts, the cost model splits them between the CPU and
  * streaming to a device so both finish together:
@@ -203,11 +220,11 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
  * taking the experts with the most tokens first (a streamed slab costs the
  * same whatever its token count; CPU rows cost per token). Experts a device
  * staged a layer early (core/moe_dev.c's prefetch) are streamed first: their
- * copy is already paid. */
+ * copy is already paid; they count toward the streamed share. */
 static void assign_experts(struct coli_engine *e, int l)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int E = c->n_experts, n_cand = 0, k, slots_left[COLI_MAX_DEVS], d_next = 0;
+	int E = c->n_experts, n_cand = 0, n_host, k, slots_left[COLI_MAX_DEVS], d_next = 0;
 	int *cand = e->cand;
 	const int *cnt = e->pair_n; /* tokens per expert, from plan_pairs */
 
@@ -229,6 +246,7 @@ static void assign_experts(struct coli_engine *e, int l)
 		return;
 	for (int d = 0; d < e->n_devs; d++)
 		slots_left[d] = e->devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);
+	n_host = n_cand;
 	/* staged a layer early (the lookahead's guess): the copy is paid, stream it */
 	for (int i = 0; i < n_cand; i++)
 		for (int d = 0; d < e->n_devs; d++)
@@ -255,22 +273,8 @@ static void assign_experts(struct coli_engine *e, int l)
 			cand[j] = cand[j - 1];
 			cand[j - 1] = t;
 		}
-	if (!strcmp(e->opts.stream, "only")) {
-		k = n_cand;
-	} else {
-		double bs = e->bw_stream > 0 ? e->bw_stream : 1,
-		       bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
-		int sim = 1;
-
-		/* a simulated device has no bandwidth of its own: an even split
-		 * keeps --gpu sim runs reproducible launch for launch (the fault
-		 * tests inject failures by launch count) */
-		for (int d = 0; d < e->n_devs; d++)
-			sim = sim && !strcmp(e->devs[d]->ops->kind, "sim");
-		if (sim)
-			bs = bc = 1;
-		k = (int)(n_cand * bs / (bs + bc) + 0.5);
-	}
+	/* the share of all RAM-tier experts, less those staged already */
+	k = (int)(n_host * coli_moe_stream_share(e) + 0.5) - (n_host - n_cand);
 	for (int i = 0; i < n_cand && k > 0; i++) {
 		int tries = 0;
 

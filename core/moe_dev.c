@@ -429,10 +429,20 @@ int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex)
 void coli_moe_dev_prefetch(struct coli_engine *e)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int n = e->pred_l;
+	int n = e->pred_l, guessed = 0, quota;
 
-	if (n < 0 || !e->where || strcmp(e->opts.stream, "off") == 0)
+	if (n < 0 || !e->where || strcmp(e->opts.stream, "off") == 0 || !e->opts.stage_ahead)
 		return;
+	/* no more copies than the split will stream of the guessed RAM-tier
+	 * experts (core/moe.c assign_experts streams staged ones first): copies
+	 * beyond it, and the wrong guesses among them, took the link from the
+	 * layer being computed (H200: overlap+stream 307 tok/s with every guess
+	 * copied, 370 with this quota, 411 with none: the staging slots then
+	 * keep the experts later tokens reuse, so COLI_STAGE_AHEAD is off by
+	 * default) */
+	for (int ex = 0; ex < c->n_experts; ex++)
+		guessed += e->pred_mask[ex] && e->where[(size_t)n * c->n_experts + ex] < 0;
+	quota = (int)(guessed * coli_moe_stream_share(e) + 0.5);
 	for (int d = 0; d < e->n_devs; d++) {
 		struct coli_dev_slot *v = &e->vram[d];
 		const struct coli_expert_layer *xl =
@@ -447,6 +457,8 @@ void coli_moe_dev_prefetch(struct coli_engine *e)
 			if (!e->pred_mask[ex] || e->where[(size_t)n * c->n_experts + ex] >= 0 ||
 			    stage_find(v, n, ex) >= 0)
 				continue;
+			if (quota-- <= 0)
+				goto done;
 			/* one device per guess: the first with a free slot takes it */
 			for (int o = 0; o < d; o++)
 				if (e->vram[o].st && stage_find(&e->vram[o], n, ex) >= 0)
@@ -470,6 +482,7 @@ void coli_moe_dev_prefetch(struct coli_engine *e)
 		next:;
 		}
 	}
+done:
 	e->pred_l = -1;
 }
 

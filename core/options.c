@@ -71,6 +71,9 @@ static const struct opt_row g_opts[] = {
      "plans the rest (1; off until measured on a GPU)"},
     {NULL, "COLI_DEV_ROUTE", OPT_INT, F(dev_route), "1",
      "route on the dense device and plan fully resident MoE layers there (0: the host, for A/B)"},
+    {NULL, "COLI_STAGE_AHEAD", OPT_INT, F(stage_ahead), "0",
+     "copy the lookahead's guessed RAM-tier experts to staging slots a layer ahead (1; off: "
+     "slower on the H200, wrong guesses evict slots later tokens reuse)"},
     {NULL, "COLI_DEV_GRAPH", OPT_INT, F(dev_graph), "1",
      "decode: replay each layer's device work as a CUDA graph captured once (0: launch every "
      "kernel, for A/B)"},
