@@ -220,11 +220,12 @@ double coli_moe_stream_share(const struct coli_engine *e)
  * taking the experts with the most tokens first (a streamed slab costs the
  * same whatever its token count; CPU rows cost per token). Experts a device
  * staged a layer early (core/moe_dev.c's prefetch) are streamed first: their
- * copy is already paid; they count toward the streamed share. */
+ * copy is already paid (a layer ahead, or left in a slot by an earlier
+ * token), so the share applies to the rest. */
 static void assign_experts(struct coli_engine *e, int l)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int E = c->n_experts, n_cand = 0, n_host, k, slots_left[COLI_MAX_DEVS], d_next = 0;
+	int E = c->n_experts, n_cand = 0, k, slots_left[COLI_MAX_DEVS], d_next = 0;
 	int *cand = e->cand;
 	const int *cnt = e->pair_n; /* tokens per expert, from plan_pairs */
 
@@ -246,7 +247,6 @@ static void assign_experts(struct coli_engine *e, int l)
 		return;
 	for (int d = 0; d < e->n_devs; d++)
 		slots_left[d] = e->devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);
-	n_host = n_cand;
 	/* staged a layer early (the lookahead's guess): the copy is paid, stream it */
 	for (int i = 0; i < n_cand; i++)
 		for (int d = 0; d < e->n_devs; d++)
@@ -273,8 +273,8 @@ static void assign_experts(struct coli_engine *e, int l)
 			cand[j] = cand[j - 1];
 			cand[j - 1] = t;
 		}
-	/* the share of all RAM-tier experts, less those staged already */
-	k = (int)(n_host * coli_moe_stream_share(e) + 0.5) - (n_host - n_cand);
+	/* the share of those still to copy (a staged one costs the link nothing) */
+	k = (int)(n_cand * coli_moe_stream_share(e) + 0.5);
 	for (int i = 0; i < n_cand && k > 0; i++) {
 		int tries = 0;
 
