@@ -26,10 +26,16 @@
  * CPU kernels, so --gpu sim reproduces the CPU path bit for bit, which is
  * what CI checks.
  *
+ * At decode each layer's device part (layer_ops: up to where the host must
+ * look) is captured once as a CUDA graph and replayed (layer_run): what
+ * changes per token is read from device memory (position and ids in dd->ids,
+ * routing and job tables the kernels write).
+ *
  * Device buffers (rows are tokens, fp32 unless said):
  *   x, xn, mlp, proj, shy [tmax][H]; q, att [tmax][nh*hd]; k, v [tmax][nkv*hd]
  *   aq int8 / ad / aqs: the quantized form of the current GEMV input, [tmax][K_max]
  *   g, u, h [tmax][I_max]; rlog [tmax][E]; gl [tmax]; ey [tmax*top_k][H]
+ *   ids int [1 + tmax]: the position, then the token ids
  *   kcache, vcache [n_layers][ctx][nkv*hd]; logits [tmax][vocab]
  *   sel int / selw [tmax][top_k]; slabs u64 [n_layers][n_experts] (resident
  *   slab of each expert, fully resident layers only); gu_jobs, down_jobs
