@@ -218,10 +218,10 @@ double coli_moe_stream_share(const struct coli_engine *e)
  * streaming to a device so both finish together:
  *     k / n = bw_stream / (bw_cpu + bw_stream)
  * taking the experts with the most tokens first (a streamed slab costs the
- * same whatever its token count; CPU rows cost per token). Experts a device
- * staged a layer early (core/moe_dev.c's prefetch) are streamed first: their
- * copy is already paid (a layer ahead, or left in a slot by an earlier
- * token), so the share applies to the rest. */
+ * same whatever its token count; CPU rows cost per token). Experts already
+ * in a device's staging slots (left there by an earlier token, or copied a
+ * layer ahead: core/moe_dev.c's prefetch) are streamed first: their copy is
+ * paid, so the share applies to the rest. */
 static void assign_experts(struct coli_engine *e, int l)
 {
 	const struct coli_model_config *c = &e->m.cfg;
