@@ -32,7 +32,8 @@
  *                   router logits (coli_route_plan) the routing is coli_route's
  *                   choice and the pair lists follow it
  *
- * Skips (77) without a usable GPU. `dense_kernels --bench` instead times each
+ * Skips (77) without a usable GPU. `dense_kernels --bench` instead times the
+ * experts' grouped GEMV at decode (a layer's gate+up and down tables) and each
  * kernel at decode shapes (qwen3-30b-a3b) next to a device-to-device copy of
  * the same run (docs/perf/kernels.md; `--bench ops`: the non-GEMV kernels only);
  * the bench asserts nothing.
@@ -943,6 +944,73 @@ static void bench_gemv(const char *name, enum coli_dtype t, int R, int K, int T,
 	coli_gpu_free(g_gpu, b.dy);
 }
 
+/* The experts' grouped GEMV at decode (issue #6: >= 60% of the device's
+ * memory bandwidth at S = 1): one launch of n jobs, as a layer's gate+up (2 x
+ * top-k jobs) or down (top-k) table; each rep reads other copies of the
+ * matrices, so L2 does not serve them. */
+struct bench_group {
+	enum coli_dtype t;
+	int n_sets, n_jobs;
+	uint64_t dw[64][16];
+	struct mat_host m;
+	struct act_host a;
+	uint64_t dy;
+};
+
+static int run_group(void *arg, int i)
+{
+	struct bench_group *b = arg;
+	struct coli_gpu_gemv_job j[16];
+	const int set = i % b->n_sets;
+
+	for (int k = 0; k < b->n_jobs; k++)
+		j[k] = (struct coli_gpu_gemv_job){
+		    .w = (const void *)DP(b->dw[set][k]),
+		    .scales = b->m.dscales ? (const unsigned short *)DP(
+		                                 b->dw[set][k] + (b->m.dscales - b->m.dw))
+		                           : NULL,
+		    .xq = (const signed char *)DP(b->a.dq),
+		    .xd = (const float *)DP(b->a.dd),
+		    .xqsum = (const int *)DP(b->a.ds),
+		    .xf = (const float *)DP(b->a.dx),
+		    .y = (float *)DP(b->dy) + (size_t)k * b->m.R,
+		    .rows = b->m.R,
+		    .K = b->m.K,
+		    .S = 1,
+		    .ldy = b->m.R,
+		};
+	return coli_gpu_gemv(g_gpu, b->t, j, b->n_jobs);
+}
+
+static void bench_group(const char *name, enum coli_dtype t, int n_jobs, int R, int K, double bw)
+{
+	static struct bench_group b;
+	size_t bytes = coli_dtype_mat_bytes(t, R, K);
+	double us;
+
+	memset(&b, 0, sizeof(b));
+	b.t = t;
+	b.n_jobs = n_jobs;
+	b.n_sets = (int)((256u << 20) / (bytes * n_jobs));
+	b.n_sets = b.n_sets < 1 ? 1 : b.n_sets > 64 ? 64 : b.n_sets;
+	mat_make(&b.m, t, R, K, 0.1f);
+	for (int s = 0; s < b.n_sets; s++)
+		for (int k = 0; k < n_jobs; k++)
+			b.dw[s][k] = dev_copy(b.m.w, bytes);
+	act_make(&b.a, 1, K);
+	b.dy = dev_poison(sizeof(float) * n_jobs * R);
+	us = time_us(run_group, &b, 200);
+	printf("  %-22s %-5s %2d x %5d x %-5d S=1 %7.2f MB %7.2f us %7.0f GB/s %5.2f of copy\n",
+	       name, coli_dtype_name(t), n_jobs, R, K, bytes * n_jobs / 1e6, us,
+	       bytes * n_jobs / us / 1e3, bytes * n_jobs / us / 1e3 / bw);
+	for (int s = 0; s < b.n_sets; s++)
+		for (int k = 0; k < n_jobs; k++)
+			coli_gpu_free(g_gpu, b.dw[s][k]);
+	mat_free(&b.m);
+	act_free(&b.a);
+	coli_gpu_free(g_gpu, b.dy);
+}
+
 struct bench_op {
 	int kind; /* 0 rmsnorm, 1 attention, 2 moe_acc, 3 add, 4 rope */
 	int a, b, c;
@@ -1045,6 +1113,11 @@ static int bench(int ops_only)
 	if (ops_only) {
 		bench_ops(bw);
 		return 0;
+	}
+	/* qwen3-30b-a3b's experts (768 x 2048), top-8: gate+up, then down */
+	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+		bench_group("experts gate+up, top-8", dts[d], 16, 768, 2048, bw);
+		bench_group("experts down, top-8", dts[d], 8, 2048, 768, bw);
 	}
 	bench_gemv("router", COLI_DTYPE_F32, 128, 2048, 1, bw);
 	bench_gemv("router", COLI_DTYPE_F32, 128, 2048, 4, bw);
