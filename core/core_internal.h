@@ -212,14 +212,13 @@ struct coli_engine {
 	unsigned char *pred_mask; /* [n_experts] lookahead's guess for layer pred_l */
 	int pred_l;               /* -1: no guess pending */
 	void *xfer;    /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
-	                * sel, selw, fast_sel, guess, xlogits */
+	                * sel, selw, fast_sel, guess */
 	int *fast_sel; /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on
 	                * the dense device this forward, for the host's counts */
 	int *guess;    /* [tmax][top_k]: the lookahead's top-k for layer guess_l, computed
 	                * on the dense device (core/forward_dev.c), or guess_l = -1 */
 	int guess_l;
-	int *xids;      /* [1 + tmax] position, then token ids, on their way to the dense device */
-	float *xlogits; /* [vocab] the last token's logits on their way from it */
+	int *xids; /* [1 + tmax] position, then token ids, on their way to the dense device */
 	size_t xfer_bytes;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
 	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */

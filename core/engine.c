@@ -85,9 +85,7 @@ static int scratch_alloc(struct coli_engine *e)
 		 * registers with the devices: an async copy from pageable memory
 		 * first waits for the device's stream to drain, and a small upload
 		 * from registered memory is pulled by a kernel instead of queuing
-		 * behind the copy engine's slab copies (ptx/gpu.c); the last row of
-		 * logits lands in xlogits, one DMA, where a download into the
-		 * caller's pageable buffer is staged through the driver's own */
+		 * behind the copy engine's slab copies (ptx/gpu.c) */
 		size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
 		size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
 		size_t sz[] = {(size_t)T * H * 4,
@@ -99,16 +97,15 @@ static int scratch_alloc(struct coli_engine *e)
 		               P * 4,
 		               P * 4,
 		               fast * 4 + 4,
-		               P * 4,
-		               (size_t)c->vocab * 4};
+		               P * 4};
 		void **dst[] = {(void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
 		                (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids,
 		                (void **)&e->sel,        (void **)&e->selw,   (void **)&e->fast_sel,
-		                (void **)&e->guess,      (void **)&e->xlogits};
+		                (void **)&e->guess};
 
 		e->guess_l = -1;
 		e->preplanned = -1;
-		e->xfer = coli_mem_alloc_buffers(sz, dst, 11, COLI_MEM_NODE_ANY, &e->xfer_bytes);
+		e->xfer = coli_mem_alloc_buffers(sz, dst, 10, COLI_MEM_NODE_ANY, &e->xfer_bytes);
 		if (!e->xfer)
 			return -ENOMEM;
 		e->scratch_bytes += e->xfer_bytes;

@@ -901,17 +901,13 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		                      H, c->norm_eps);
 		rc = rc ? rc : prep(dd, &dd->lm_head, dd->xn, n);
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, dd->logits, c->vocab);
-		/* one row through registered memory (see engine.c's xfer), more
-		 * (all_logits) straight to the caller */
 		rc = rc ? rc
-		        : coli_dev_download_async(dd->dev, n == 1 ? e->xlogits : logits,
-		                                  dd->logits, sizeof(float) * n * c->vocab);
+		        : coli_dev_download_async(dd->dev, logits, dd->logits,
+		                                  sizeof(float) * n * c->vocab);
 	}
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
-	if (logits && (!all_logits || T == 1))
-		memcpy(logits, e->xlogits, sizeof(float) * c->vocab);
 	fast_count(e);
 	if (logits)
 		phase_end(e, &e->est.lm_head_s, 0);
