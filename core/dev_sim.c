@@ -299,7 +299,14 @@ static int s_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 		    .qsum = m->xqsum ? (int32_t *)m->xqsum + (size_t)s * nb : NULL,
 		};
 
-		coli_gemv(&w, &a, m->y + (size_t)s * m->ldy, 0, m->rows);
+		if (!m->y2) {
+			coli_gemv(&w, &a, m->y + (size_t)s * m->ldy, 0, m->rows);
+			continue;
+		}
+		/* stacked matrices (q, k, v): each range of rows to its own output */
+		coli_gemv(&w, &a, m->y + (size_t)s * m->ldy, 0, m->rows1);
+		coli_gemv(&w, &a, m->y2 + (size_t)s * m->ldy2, m->rows1, m->rows2);
+		coli_gemv(&w, &a, m->y3 + (size_t)s * m->ldy3, m->rows2, m->rows);
 	}
 	return 0;
 }

@@ -61,6 +61,8 @@ struct dlayer {
 	uint64_t attn_norm, ffn_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
 	struct dmat q, k, v, o, router, sh_gate, sh_up, sh_down, sh_router, ffn_gate, ffn_up,
 	    ffn_down;
+	struct dmat qkv; /* q, k and v stacked in one allocation (q, k, v are views of it),
+	                  * run as one GEMV; rows 0 when they cannot be stacked */
 };
 
 /* A decode layer's device work captured as a graph (layer_run), for one
@@ -153,6 +155,58 @@ static int up_mat(struct coli_engine *e, struct coli_dense_dev *dd, const struct
 	return coli_dev_upload(dd->dev, out->w, m->data, bytes);
 }
 
+/* q, k and v of a layer stacked: their weight planes one after the other,
+ * then their scale planes, so one GEMV over qkv's rows computes the three
+ * (coli_gpu_dense_gemv's y2/y3 send each range of rows to its buffer); q, k
+ * and v stay usable alone, as views. Falls back to three uploads where the
+ * dtypes or widths differ. */
+static int up_qkv(struct coli_engine *e, struct coli_dense_dev *dd, const struct coli_layer *L,
+                  struct dlayer *D)
+{
+	const struct coli_mat *m[3] = {&L->q, &L->k, &L->v};
+	struct dmat *out[3] = {&D->q, &D->k, &D->v};
+	size_t plane[3], all[3], planes = 0, total = 0, off = 0, soff;
+	int rows = 0, rc;
+
+	for (int i = 0; i < 3; i++)
+		if (!m[i]->data || !m[i]->rows || m[i]->dtype != L->q.dtype ||
+		    m[i]->cols != L->q.cols || !m[i]->scales != !L->q.scales) {
+			rc = up_mat(e, dd, &L->q, &D->q);
+			rc = rc ? rc : up_mat(e, dd, &L->k, &D->k);
+			return rc ? rc : up_mat(e, dd, &L->v, &D->v);
+		}
+	for (int i = 0; i < 3; i++) {
+		all[i] = coli_dtype_mat_bytes(m[i]->dtype, m[i]->rows, m[i]->cols);
+		plane[i] = m[i]->scales ? (size_t)((const char *)m[i]->scales -
+		                                   (const char *)m[i]->data)
+		                        : all[i];
+		planes += plane[i];
+		total += all[i];
+		rows += m[i]->rows;
+	}
+	D->qkv = (struct dmat){.dtype = L->q.dtype, .rows = rows, .cols = L->q.cols};
+	rc = dalloc(dd, total, &D->qkv.w);
+	if (rc)
+		return rc;
+	if (L->q.scales)
+		D->qkv.scales = D->qkv.w + planes;
+	soff = planes;
+	for (int i = 0; i < 3 && !rc; i++) {
+		*out[i] = (struct dmat){.dtype = m[i]->dtype,
+		                        .rows = m[i]->rows,
+		                        .cols = m[i]->cols,
+		                        .w = D->qkv.w + off,
+		                        .scales = m[i]->scales ? D->qkv.w + soff : 0};
+		rc = coli_dev_upload(dd->dev, out[i]->w, m[i]->data, plane[i]);
+		if (!rc && m[i]->scales)
+			rc = coli_dev_upload(dd->dev, out[i]->scales, m[i]->scales, all[i] - plane[i]);
+		off += plane[i];
+		soff += all[i] - plane[i];
+	}
+	e->est.h2d_const_bytes += total;
+	return rc;
+}
+
 int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, size_t errlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -193,9 +247,7 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 		rc = rc ? rc : up_vec(e, dd, L->v_bias, (int)kvd, &D->v_bias);
 		rc = rc ? rc : up_vec(e, dd, L->q_norm, qn, &D->q_norm);
 		rc = rc ? rc : up_vec(e, dd, L->k_norm, kn, &D->k_norm);
-		rc = rc ? rc : up_mat(e, dd, &L->q, &D->q);
-		rc = rc ? rc : up_mat(e, dd, &L->k, &D->k);
-		rc = rc ? rc : up_mat(e, dd, &L->v, &D->v);
+		rc = rc ? rc : up_qkv(e, dd, L, D);
 		rc = rc ? rc : up_mat(e, dd, &L->o, &D->o);
 		rc = rc ? rc : up_mat(e, dd, &L->router, &D->router);
 		rc = rc ? rc : up_mat(e, dd, &L->sh_gate, &D->sh_gate);
@@ -367,11 +419,9 @@ static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 	return coli_dev_act_quantize(dd->dev, x, dd->aq, dd->ad, dd->aqs, T * m->cols / 32);
 }
 
-/* y[T][ldy] = m . x[T][K] in one launch of the dense GEMV (deterministic, not
- * the experts' canonical kernel: the dense part runs where it runs). A
- * quantized matrix reads x's quantized rows from aq/ad/aqs: prep(x) first. */
-static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T, uint64_t y,
-                int ldy)
+/* The dense GEMV's arguments for y[T][ldy] = m . x[T][K]. */
+static struct coli_gpu_dense_gemv gemv_args(const struct coli_dense_dev *dd, const struct dmat *m,
+                                            uint64_t x, int T, uint64_t y, int ldy)
 {
 	struct coli_gpu_dense_gemv a = {
 	    .w = (const void *)(uintptr_t)m->w,
@@ -386,6 +436,17 @@ static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 	    .T = T,
 	    .ldy = ldy,
 	};
+
+	return a;
+}
+
+/* y[T][ldy] = m . x[T][K] in one launch of the dense GEMV (deterministic, not
+ * the experts' canonical kernel: the dense part runs where it runs). A
+ * quantized matrix reads x's quantized rows from aq/ad/aqs: prep(x) first. */
+static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T, uint64_t y,
+                int ldy)
+{
+	struct coli_gpu_dense_gemv a = gemv_args(dd, m, x, T, y, ldy);
 
 	return coli_dev_dense_gemv(dd->dev, m->dtype, &a);
 }
@@ -468,9 +529,19 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 	rc = coli_dev_add_rmsnorm(dd->dev, dd->x, pending ? dd->mlp : 0, D->attn_norm, dd->xn,
 	                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad, dd->aqs, T,
 	                          H, c->norm_eps);
-	rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
-	rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
-	rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
+	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
+		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
+
+		a.y2 = (float *)(uintptr_t)dd->k;
+		a.y3 = (float *)(uintptr_t)dd->v;
+		a.rows1 = qd, a.rows2 = qd + kvd;
+		a.ldy2 = a.ldy3 = kvd;
+		rc = rc ? rc : coli_dev_dense_gemv(dd->dev, D->qkv.dtype, &a);
+	} else {
+		rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
+		rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
+		rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
+	}
 	if (!rc && D->q_bias) {
 		rc = coli_dev_add_bias(dd->dev, dd->q, D->q_bias, T, qd);
 		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->k, D->k_bias, T, kvd);

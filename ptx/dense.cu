@@ -189,6 +189,16 @@ template <> struct Unit<9> {
 	}
 };
 
+/* Where row `row` of token t goes (stacked matrices: see kernels_abi.h). */
+static __device__ __forceinline__ float *dg_out(const struct coli_gpu_dense_gemv &a, int t, int row)
+{
+	if (!a.y2 || row < a.rows1)
+		return a.y + (size_t)t * a.ldy + row;
+	if (row < a.rows2)
+		return a.y2 + (size_t)t * a.ldy2 + (row - a.rows1);
+	return a.y3 + (size_t)t * a.ldy3 + (row - a.rows2);
+}
+
 template <int DT, int S>
 static __device__ __forceinline__ void dgemv(const struct coli_gpu_dense_gemv &a, float *part,
                                              unsigned *count)
@@ -229,7 +239,7 @@ static __device__ __forceinline__ void dgemv(const struct coli_gpu_dense_gemv &a
 	if (splits == 1) {
 		if (lane == 0 && row < a.rows)
 			for (int s = 0; s < ns; s++)
-				a.y[(size_t)(t0 + s) * a.ldy + row] = acc[s];
+				*dg_out(a, t0 + s, row) = acc[s];
 		return;
 	}
 	if (lane == 0 && row < a.rows)
@@ -244,7 +254,7 @@ static __device__ __forceinline__ void dgemv(const struct coli_gpu_dense_gemv &a
 			for (int k = 0; k < splits; k++)
 				v = __fadd_rn(
 				    v, __ldcg(part + ((size_t)k * a.T + t0 + s) * a.rows + row));
-			a.y[(size_t)(t0 + s) * a.ldy + row] = v;
+			*dg_out(a, t0 + s, row) = v;
 		}
 }
 

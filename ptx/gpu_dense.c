@@ -239,7 +239,10 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 	default:
 		return -ENOTSUP;
 	}
-	if (a.rows <= 0 || a.T <= 0 || a.K <= 0 || a.K % 32 || a.ldy < a.rows)
+	if (a.rows <= 0 || a.T <= 0 || a.K <= 0 || a.K % 32 ||
+	    a.ldy < (a.y2 ? a.rows1 : a.rows) ||
+	    (a.y2 && (!a.y3 || a.rows1 < 0 || a.rows2 < a.rows1 || a.rows < a.rows2 ||
+	              a.ldy2 < a.rows2 - a.rows1 || a.ldy3 < a.rows - a.rows2)))
 		return -EINVAL;
 	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
 	groups = (a.rows + DG_WARPS - 1) / DG_WARPS;
@@ -272,6 +275,8 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 		a.xd = m->xd ? m->xd + (size_t)t * (m->K / 32) : NULL;
 		a.xqsum = m->xqsum ? m->xqsum + (size_t)t * (m->K / 32) : NULL;
 		a.y = m->y + (size_t)t * m->ldy;
+		a.y2 = m->y2 ? m->y2 + (size_t)t * m->ldy2 : NULL;
+		a.y3 = m->y3 ? m->y3 + (size_t)t * m->ldy3 : NULL;
 		chunks = (a.T + S - 1) / S;
 		rc = launch3(g, g->f_dgemv[di][S - 1], (unsigned)groups, (unsigned)splits,
 		             (unsigned)chunks, DG_WARPS * 32, args, "launch dense gemv");

@@ -44,6 +44,11 @@ struct coli_gpu_dense_gemv {
 	const int *xqsum;             /* [T][K/32] sum of xq per block (q4) */
 	float *y;                     /* [T][ldy] outputs, row r of token t at y[t*ldy + r] */
 	int rows, K, T, ldy;
+	/* y2 != NULL: the rows are three matrices stacked (q, k and v in one
+	 * launch): rows [0, rows1) go to y as above, [rows1, rows2) to
+	 * y2[t*ldy2 + r - rows1], [rows2, rows) to y3[t*ldy3 + r - rows2] */
+	float *y2, *y3;
+	int rows1, rows2, ldy2, ldy3;
 };
 
 /* One expert matrix [rows x K] times S tokens on tensor cores (ptx/gemm.cu):

@@ -273,6 +273,38 @@ static int test_dense_gemv(enum coli_dtype t)
 			       alone);
 			rc = 1;
 		}
+		if (R >= 3) { /* stacked matrices: three ranges of rows, three buffers */
+			int r1 = R / 3, r2 = R - R / 4, l2 = r2 - r1 + 1, l3 = R - r2 + 2;
+			uint64_t d2 = dev_poison(sizeof(float) * T * l2),
+			         d3 = dev_poison(sizeof(float) * T * l3);
+			float *g2 = xmalloc(sizeof(float) * T * l2), *g3 = xmalloc(sizeof(float) * T * l3);
+			size_t bad = 0;
+
+			j = job(&m, &a, dy, ldy);
+			j.y2 = (float *)DP(d2), j.y3 = (float *)DP(d3);
+			j.rows1 = r1, j.rows2 = r2, j.ldy2 = l2, j.ldy3 = l3;
+			if (coli_gpu_dense_gemv(g_gpu, t, &j))
+				return 1;
+			download(got2, dy, sizeof(float) * T * ldy);
+			download(g2, d2, sizeof(float) * T * l2);
+			download(g3, d3, sizeof(float) * T * l3);
+			for (int s = 0; s < T; s++) /* each row's bits where its range sends it */
+				for (int r = 0; r < R; r++) {
+					const float *at = r < r1   ? got2 + (size_t)s * ldy + r
+					                  : r < r2 ? g2 + (size_t)s * l2 + (r - r1)
+					                           : g3 + (size_t)s * l3 + (r - r2);
+
+					bad += memcmp(at, got + (size_t)s * ldy + r, 4) != 0;
+				}
+			if (bad) {
+				printf("    stacked rows %d | %d | %d: %zu values differ from the "
+				       "single launch\n",
+				       r1, r2 - r1, R - r2, bad);
+				rc = 1;
+			}
+			coli_gpu_free(g_gpu, d2), coli_gpu_free(g_gpu, d3);
+			free(g2), free(g3);
+		}
 		coli_gpu_free(g_gpu, dy);
 		mat_free(&m);
 		act_free(&a);
