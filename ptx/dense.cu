@@ -550,15 +550,29 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 	for (int tile = p0; tile < p1; tile += AT_TILE) {
 		const int np = min(AT_TILE, p1 - tile);
 
-		/* scores: thread tid owns position tile + tid, all heads of the group */
-		for (int g0 = 0; g0 < group; g0 += 8) {
+		/* scores: a short tile (decode, few positions) slices the group's heads
+		 * over hs thread groups so that more threads share the work: thread
+		 * tid owns position tile + tid % per for heads [h_lo, h_hi); a full
+		 * tile is one slice (hs 1). A head's dot product takes the same
+		 * steps whichever thread computes it. */
+		int hs = 1;
+
+		while (hs * 2 <= group && group % (hs * 2) == 0 && np * hs * 2 <= AT_THREADS)
+			hs *= 2;
+		const int per = AT_THREADS / hs, pp = tid % per;
+		const int h_lo = tid / per * (group / hs), h_hi = h_lo + group / hs;
+
+		for (int i = tid; i < group * AT_TILE; i += AT_THREADS)
+			if (i % AT_TILE >= np)
+				ss[i] = -INFINITY; /* past the tile's positions, every head */
+		for (int g0 = h_lo; g0 < h_hi; g0 += 8) {
 			float d[8];
 
 #pragma unroll
 			for (int gg = 0; gg < 8; gg++)
 				d[gg] = 0.0f;
-			if (tid < np) {
-				const float *k = Kh + (size_t)(tile + tid) * kvd;
+			if (pp < np) {
+				const float *k = Kh + (size_t)(tile + pp) * kvd;
 
 				/* 8 loads in flight, then their FMAs: latency, not bandwidth,
 				 * bounds a decode tile */
@@ -578,7 +592,7 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 							break;
 #pragma unroll
 						for (int gg = 0; gg < 8; gg++) {
-							if (g0 + gg < group) {
+							if (g0 + gg < h_hi) {
 								const float4 qq =
 								    *(const float4
 								          *)&sq[(g0 + gg) * hd + i];
@@ -598,9 +612,8 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 			}
 #pragma unroll
 			for (int gg = 0; gg < 8; gg++)
-				if (g0 + gg < group)
-					ss[(g0 + gg) * AT_TILE + tid] =
-					    tid < np ? d[gg] * scale : -INFINITY;
+				if (g0 + gg < h_hi && pp < np)
+					ss[(g0 + gg) * AT_TILE + pp] = d[gg] * scale;
 		}
 		__syncthreads(); /* scores complete before the per-head max */
 
