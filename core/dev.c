@@ -76,7 +76,7 @@ int coli_dev_stage_init(struct coli_dev *d, int n)
 
 int coli_dev_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n)
 {
-	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
+	int rc = launch_gate(d, COLI_FAIL_AT_COPY);
 
 	if (rc)
 		return rc;

@@ -104,7 +104,15 @@ struct coli_dev_ops {
 	void (*graph_free)(struct coli_dev *d, uint64_t graph);
 };
 
-enum coli_dev_fail_at { COLI_FAIL_AT_ANY, COLI_FAIL_AT_LAUNCH, COLI_FAIL_AT_SYNC };
+/* COLI_GPU_FAIL_AT: the kind of op an injected fault strikes. Staging copies
+ * are their own kind: the stage-ahead copies follow an issue, so a fault
+ * meant for an issue's kernels could otherwise land between issue and take. */
+enum coli_dev_fail_at {
+	COLI_FAIL_AT_ANY,
+	COLI_FAIL_AT_LAUNCH,
+	COLI_FAIL_AT_SYNC,
+	COLI_FAIL_AT_COPY
+};
 
 struct coli_dev {
 	const struct coli_dev_ops *ops;

@@ -242,10 +242,11 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 
 		e->devs[i]->fail_at = !strcmp(at, "launch") ? COLI_FAIL_AT_LAUNCH
 		                      : !strcmp(at, "sync") ? COLI_FAIL_AT_SYNC
+		                      : !strcmp(at, "copy") ? COLI_FAIL_AT_COPY
 		                                            : COLI_FAIL_AT_ANY;
 		if (!e->devs[i]->fail_at && strcmp(at, "any")) {
-			snprintf(err, errlen, "COLI_GPU_FAIL_AT='%s': expected any, launch or sync",
-			         at);
+			snprintf(err, errlen,
+			         "COLI_GPU_FAIL_AT='%s': expected any, launch, copy or sync", at);
 			rc = -EINVAL;
 			goto err;
 		}

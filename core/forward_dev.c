@@ -71,10 +71,10 @@ enum { SEG_HOST, SEG_PRE, SEG_PLANNED, SEG_DENSE };
 
 struct seg {
 	uint64_t graph;
-	long n_ops;             /* launches it holds */
-	signed char state;      /* 0 not yet captured, 1 graph ready, -1 run directly */
-	signed char kind;       /* SEG_* */
-	short guess;            /* the lookahead layer its ops route, or -1 */
+	long n_ops;        /* launches it holds */
+	signed char state; /* 0 not yet captured, 1 graph ready, -1 run directly */
+	signed char kind;  /* SEG_* */
+	short guess;       /* the lookahead layer its ops route, or -1 */
 };
 
 struct coli_dense_dev {
@@ -177,9 +177,9 @@ static int up_qkv(struct coli_engine *e, struct coli_dense_dev *dd, const struct
 		}
 	for (int i = 0; i < 3; i++) {
 		all[i] = coli_dtype_mat_bytes(m[i]->dtype, m[i]->rows, m[i]->cols);
-		plane[i] = m[i]->scales ? (size_t)((const char *)m[i]->scales -
-		                                   (const char *)m[i]->data)
-		                        : all[i];
+		plane[i] = m[i]->scales
+		               ? (size_t)((const char *)m[i]->scales - (const char *)m[i]->data)
+		               : all[i];
 		planes += plane[i];
 		total += all[i];
 		rows += m[i]->rows;
@@ -199,7 +199,8 @@ static int up_qkv(struct coli_engine *e, struct coli_dense_dev *dd, const struct
 		                        .scales = m[i]->scales ? D->qkv.w + soff : 0};
 		rc = coli_dev_upload(dd->dev, out[i]->w, m[i]->data, plane[i]);
 		if (!rc && m[i]->scales)
-			rc = coli_dev_upload(dd->dev, out[i]->scales, m[i]->scales, all[i] - plane[i]);
+			rc = coli_dev_upload(dd->dev, out[i]->scales, m[i]->scales,
+			                     all[i] - plane[i]);
 		off += plane[i];
 		soff += all[i] - plane[i];
 	}
@@ -739,8 +740,8 @@ static int guess_ops(struct coli_engine *e, int n, int T)
 
 static int layer_kind(const struct coli_engine *e, int l, int T)
 {
-	return !e->m.layers[l].moe ? SEG_DENSE
-	       : planned(e, l, T)  ? SEG_PLANNED
+	return !e->m.layers[l].moe   ? SEG_DENSE
+	       : planned(e, l, T)    ? SEG_PLANNED
 	       : preplanned(e, l, T) ? SEG_PRE
 	                             : SEG_HOST;
 }
@@ -763,8 +764,8 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0;
 
 	if (l == 0)
-		rc = coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w, dd->tok_embd.scales,
-		                    dd->ids + 4, dd->x, T, H);
+		rc = coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w,
+		                    dd->tok_embd.scales, dd->ids + 4, dd->x, T, H);
 	rc = rc ? rc : attention(e, l, T, pos0, l > 0);
 	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
 		rc = phase_end(e, &e->est.attention_s, 1);
@@ -773,7 +774,8 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	                               xq ? dd->aq : 0, dd->ad, dd->aqs, T, H, c->norm_eps);
 	if (kind == SEG_DENSE)
 		return rc ? rc
-		          : swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T, dd->mlp);
+		          : swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T,
+		                   dd->mlp);
 	rc = rc ? rc : prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
 	rc = rc ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
 	if (kind == SEG_PLANNED) {
@@ -792,8 +794,8 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
 		rc = rc                ? rc
 		     : kind == SEG_PRE ? run_plan(e, l, T)
-		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K, c->norm_topk_prob,
-		                                        dd->sel, dd->selw);
+		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K,
+		                                        c->norm_topk_prob, dd->sel, dd->selw);
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
 		rc = rc ? rc
 		        : coli_dev_download_async(dd->dev, e->sel, dd->sel, sizeof(int) * T * K);

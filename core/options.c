@@ -78,7 +78,8 @@ static const struct opt_row g_opts[] = {
      "decode: replay each layer's device work as a CUDA graph captured once (0: launch every "
      "kernel, for A/B)"},
     {NULL, "COLI_GPU_FAIL_AT", OPT_STR, F(gpu_fail_at), "any",
-     "fault injection: the injected failure strikes the first launch, sync (a take) or any op"},
+     "fault injection: the injected failure strikes the first kernel launch, staging copy, sync (a "
+     "take) or any op"},
     {NULL, "COLI_SIM_LATENCY_US", OPT_INT, F(sim_latency_us), "0",
      "--gpu sim: microseconds each sync takes (device time to overlap with)"},
 };

@@ -178,7 +178,8 @@ int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab)
 	w = malloc(sizeof(*w) * (size_t)vocab);
 	if (!w)
 		return coli_argmax(logits, vocab);
-	coli_exp_scaled(logits, vocab, logits[coli_argmax(logits, vocab)], 1.0f / s->temperature, w);
+	coli_exp_scaled(logits, vocab, logits[coli_argmax(logits, vocab)], 1.0f / s->temperature,
+	                w);
 	if (!(s->top_k > 0 && s->top_k < vocab) && !(s->top_p > 0 && s->top_p < 1)) {
 		/* temperature only: walk w as it is, by blocks (independent sums, so
 		 * not one long chain of dependent adds), then inside the block */

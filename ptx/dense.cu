@@ -748,6 +748,205 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 	}
 }
 
+/* ---- attention in chunks of a warp's width ----
+ *
+ * coli_attention above walks tiles of 256 positions with one thread a
+ * position, so a short context is a long chain of dependent loads in a few
+ * CTAs. This kernel splits the positions into chunks of AD_CHUNK = 32 and
+ * gives each CTA one chunk or a few: every thread issues its K slice and its
+ * 32 V values of a chunk at once (one round trip to memory a chunk), then
+ *   scores   AD_SL = 8 threads a position, each a slice of hd / 8 dims of
+ *            every head of the group, folded over the 8 with shfl_xor;
+ *   softmax  warp w takes heads w, w + 8, lane = position;
+ *   P.V      thread tid owns dim tid % hd of its heads (256 % hd == 0),
+ * with the same online-softmax state as coli_attention. Partials are combined
+ * as there (last CTA, ascending split order), over the splits that hold
+ * positions only: with posp the grid covers the longest context and most
+ * splits are empty. The split of the positions is the launcher's and depends
+ * on the span and nkv only, so a query gets the same bits in a prefill batch
+ * (queries t0 + blockIdx.z, launched in batches that fit the scratch) as in a
+ * decode step. Not the same bits as coli_attention (the dense part is exempt
+ * from the placement invariant). hd % 32 == 0 and 256 % hd == 0 (the launcher
+ * checks; other shapes use coli_attention). */
+#define AD_CHUNK 32
+#define AD_SL    8
+#define AD_MAXF4 (256 / 32) /* float4s of K a thread loads: hd / 32 <= 8 */
+
+extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
+    coli_attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0,
+                     const int *posp, int nh, int nkv, int hd, float scale, int chunks_per_split,
+                     float *part, unsigned *count, int t0)
+{
+	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
+	__shared__ float ss[AT_MAXG * AD_CHUNK];    /* [g][p]: scores, then weights */
+	__shared__ float s_m[AT_MAXG], s_l[AT_MAXG], s_c[AT_MAXG];
+	const int split = blockIdx.x, kvh = blockIdx.y, tb = blockIdx.z, t = t0 + tb;
+	const int splits = gridDim.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int group = nh / nkv, kvd = nkv * hd, nq = group * hd, nf4 = hd / 32;
+	const int n = (posp ? *posp : pos0) + t + 1, span = chunks_per_split * AD_CHUNK;
+	const int p0 = split * span, p1 = min(n, p0 + span);
+	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
+	const float *Kh = K + (size_t)kvh * hd + sl * (hd / AD_SL), *Vh = V + (size_t)kvh * hd + di;
+	float acc[AT_ITEMS];
+	float4 kv[AD_MAXF4];
+	float v[AD_CHUNK];
+
+	if (p0 >= n) { /* an empty split (the grid covers a longer context) */
+		if (splits > 1 && last_arrival(&count[(size_t)tb * nkv + kvh], splits))
+			goto combine;
+		return;
+	}
+	/* a chunk's K slice and V column, all loads in flight together */
+#define AD_LOAD(c0, np)                                                                            \
+	do {                                                                                       \
+		_Pragma("unroll") for (int u = 0; u < AD_MAXF4; u++) kv[u] =                       \
+		    u < nf4 && pp < (np)                                                           \
+		        ? __ldg((const float4 *)(Kh + (size_t)((c0) + pp) * kvd) + u)              \
+		        : make_float4(0.0f, 0.0f, 0.0f, 0.0f);                                     \
+		_Pragma("unroll") for (int j = 0; j < AD_CHUNK; j++) v[j] =                        \
+		    j < (np) ? __ldg(Vh + (size_t)((c0) + j) * kvd) : 0.0f;                        \
+	} while (0)
+	AD_LOAD(p0, min(AD_CHUNK, p1 - p0)); /* the first chunk's, before q's */
+	{
+		const float4 *qg =
+		    (const float4 *)(q + ((size_t)t * nh + (size_t)kvh * group) * hd);
+
+		for (int i = tid; i < nq / 4; i += AT_THREADS)
+			((float4 *)sq)[i] = qg[i];
+	}
+	if (tid < group) {
+		s_m[tid] = -INFINITY;
+		s_l[tid] = 0.0f;
+	}
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++)
+		acc[k] = 0.0f;
+
+	for (int c0 = p0; c0 < p1; c0 += AD_CHUNK) {
+		const int np = min(AD_CHUNK, p1 - c0);
+
+		if (c0 > p0)
+			AD_LOAD(c0, np);
+		__syncthreads(); /* sq, s_m, s_l visible; the last chunk's ss consumed */
+
+		/* scores: slice sl of position pp against every head, folded over the 8 */
+		for (int g = 0; g < group; g++) {
+			const float4 *qs = (const float4 *)(sq + g * hd + sl * (hd / AD_SL));
+			float d = 0.0f;
+
+#pragma unroll
+			for (int u = 0; u < AD_MAXF4; u++)
+				if (u < nf4) {
+					const float4 qq = qs[u];
+
+					d = __fmaf_rn(qq.x, kv[u].x, d);
+					d = __fmaf_rn(qq.y, kv[u].y, d);
+					d = __fmaf_rn(qq.z, kv[u].z, d);
+					d = __fmaf_rn(qq.w, kv[u].w, d);
+				}
+			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 4));
+			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 2));
+			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 1));
+			if (sl == (g & (AD_SL - 1)))
+				ss[g * AD_CHUNK + pp] = pp < np ? d * scale : -INFINITY;
+		}
+		__syncthreads();
+
+		/* online softmax over the chunk: warp w owns heads w, w + 8 */
+		for (int g = warp; g < group; g += AT_THREADS / 32) {
+			const float x = ss[g * AD_CHUNK + lane], mo = s_m[g];
+			float m = x, s, e, mn;
+
+			for (int off = 16; off; off >>= 1)
+				m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+			mn = fmaxf(mo, m);
+			e = expf(x - mn); /* -inf (past np) -> 0 */
+			ss[g * AD_CHUNK + lane] = e;
+			s = e;
+			for (int off = 16; off; off >>= 1)
+				s += __shfl_xor_sync(0xffffffffu, s, off);
+			if (lane == 0) {
+				const float cf = expf(mo - mn); /* first chunk: exp(-inf) = 0 */
+
+				s_c[g] = cf;
+				s_l[g] = s_l[g] * cf + s;
+				s_m[g] = mn;
+			}
+		}
+		__syncthreads();
+
+		/* acc[g][di] = acc * c[g] + sum_j w[g][j] * V[j][di] */
+#pragma unroll
+		for (int k = 0; k < AT_ITEMS; k++) {
+			const int it = tid + k * AT_THREADS, g = it / hd;
+
+			if (it < nq) {
+				const float *w = ss + g * AD_CHUNK;
+				float a = acc[k] * s_c[g];
+
+#pragma unroll
+				for (int j = 0; j < AD_CHUNK; j++)
+					a = __fmaf_rn(w[j], v[j], a);
+				acc[k] = a;
+			}
+		}
+	}
+
+	if (splits == 1) {
+#pragma unroll
+		for (int k = 0; k < AT_ITEMS; k++) {
+			const int it = tid + k * AT_THREADS;
+
+			if (it < nq)
+				out[((size_t)t * nh + (size_t)kvh * group) * hd + it] =
+				    acc[k] / s_l[it / hd];
+		}
+		return;
+	}
+	{
+		const size_t stride = (size_t)nq + 2 * group;
+		float *mine = part + (((size_t)tb * nkv + kvh) * splits + split) * stride;
+
+#pragma unroll
+		for (int k = 0; k < AT_ITEMS; k++) {
+			const int it = tid + k * AT_THREADS;
+
+			if (it < nq)
+				mine[it] = acc[k];
+		}
+		if (tid < group) {
+			mine[nq + tid] = s_m[tid];
+			mine[nq + group + tid] = s_l[tid];
+		}
+		if (!last_arrival(&count[(size_t)tb * nkv + kvh], splits))
+			return;
+	}
+#undef AD_LOAD
+combine : {
+	/* the splits holding positions, in ascending order */
+	const size_t stride = (size_t)nq + 2 * group;
+	const float *all = part + ((size_t)tb * nkv + kvh) * splits * stride;
+	const int used = min(splits, (n + span - 1) / span);
+
+	for (int it = tid; it < nq; it += AT_THREADS) {
+		const int g = it / hd;
+		float M = -INFINITY, O = 0.0f, L = 0.0f;
+
+		for (int c = 0; c < used; c++)
+			M = fmaxf(M, __ldcg(all + c * stride + nq + g));
+#pragma unroll 8
+		for (int c = 0; c < used; c++) {
+			const float *pc = all + c * stride;
+			const float f = expf(__ldcg(pc + nq + g) - M);
+
+			O += __ldcg(pc + it) * f;
+			L += __ldcg(pc + nq + group + g) * f;
+		}
+		out[((size_t)t * nh + (size_t)kvh * group) * hd + it] = O / L;
+	}
+}
+}
+
 /* x[t] = row ids[t] of an embedding table [vocab][H], dequantized. dtype: 2 bf16,
  * 8 q8_0, 9 q4_0 (enum coli_dtype), 0 f32; scales: the fp16 plane (quant). */
 extern "C" __global__ void coli_embed(const void *table, const unsigned short *scales, int dtype,
@@ -873,7 +1072,7 @@ extern "C" __global__ void coli_gated_add(float *out, const float *y, const floa
 /* One token's routing by one warp; p: E floats of shared memory, sum: a
  * shared double (both this warp's own). */
 static __device__ void route_warp(const float *x, int E, int K, int norm, int *sel, float *selw,
-                                  float *p, double *sum)
+                                  float *p, double *sum, int *sel_s = NULL, float *selw_s = NULL)
 {
 	const int lane = threadIdx.x & 31;
 	float mx = -INFINITY;
@@ -888,6 +1087,7 @@ static __device__ void route_warp(const float *x, int E, int K, int norm, int *s
 	if (lane == 0) {
 		double s = 0;
 
+#pragma unroll 16
 		for (int i = 0; i < E; i++)
 			s += p[i];
 		*sum = s;
@@ -931,6 +1131,11 @@ static __device__ void route_warp(const float *x, int E, int K, int norm, int *s
 		sel[k] = id[k];
 		selw[k] = w[k];
 	}
+	if (sel_s) /* a shared copy for the plan in the same CTA */
+		for (int k = 0; k < K; k++) {
+			sel_s[k] = id[k];
+			selw_s[k] = w[k];
+		}
 }
 
 extern "C" __global__ void __launch_bounds__(32)
@@ -947,20 +1152,24 @@ extern "C" __global__ void __launch_bounds__(32)
 /* coli_moe_plan: one CTA, a thread per pair (token t = i / K). A pair's rank
  * in ascending (expert, token) order is the number of pairs before it; it
  * writes its GEMV jobs and list entries there (see struct coli_gpu_moe_plan).
- * The same layout core/moe_dev.c builds on the host, one pair a job. */
-static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i)
+ * The same layout core/moe_dev.c builds on the host, one pair a job. sel,
+ * selw: the routing in shared memory (every thread reads every pair: from
+ * global memory that was a chain of round trips); slabs: a.slabs, or a
+ * shared copy of it. */
+static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i, const int *sel,
+                                 const float *selw, const unsigned long long *slabs)
 {
 	const int P = a.T * a.K;
 
-	const int ex = a.sel[i], t = i / a.K;
+	const int ex = sel[i], t = i / a.K;
 	int r = 0;
 
 	for (int j = 0; j < P; j++) {
-		const int ej = a.sel[j], tj = j / a.K;
+		const int ej = sel[j], tj = j / a.K;
 
 		r += ej < ex || (ej == ex && tj < t);
 	}
-	const unsigned long long slab = a.slabs[ex];
+	const unsigned long long slab = slabs[ex];
 	const int H = a.H, I = a.I;
 	struct coli_gpu_gemv_job j;
 
@@ -987,14 +1196,23 @@ static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i)
 	j.y = a.y + (size_t)r * H;
 	a.down_jobs[r] = j;
 	a.pair_token[r] = t;
-	a.pair_w[r] = a.selw[i];
+	a.pair_w[r] = selw[i];
 }
 
 extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
     coli_moe_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
 {
-	if ((int)threadIdx.x < a.T * a.K)
-		plan_pair(a, threadIdx.x);
+	__shared__ int sel[COLI_GPU_PLAN_MAX_P];
+	__shared__ float selw[COLI_GPU_PLAN_MAX_P];
+	const int i = threadIdx.x;
+
+	if (i < a.T * a.K) {
+		sel[i] = a.sel[i];
+		selw[i] = a.selw[i];
+	}
+	__syncthreads();
+	if (i < a.T * a.K)
+		plan_pair(a, i, sel, selw, a.slabs);
 }
 
 /* coli_route of a.rlog into a.sel/selw (warp t routes token t), then
@@ -1004,13 +1222,19 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 {
 	__shared__ float p[COLI_GPU_MAX_S][COLI_GPU_ROUTE_MAX_E];
 	__shared__ double sum[COLI_GPU_MAX_S];
+	__shared__ int sel[COLI_GPU_PLAN_MAX_P];
+	__shared__ float selw[COLI_GPU_PLAN_MAX_P];
+	__shared__ unsigned long long slabs[COLI_GPU_ROUTE_MAX_E];
 	const int w = threadIdx.x >> 5;
 
+	/* the slab table, read while the routing runs rather than after it */
+	for (int e = threadIdx.x; e < a.E; e += blockDim.x)
+		slabs[e] = a.slabs[e];
 	if (w < a.T)
 		route_warp(a.rlog + (size_t)w * a.E, a.E, a.K, a.norm,
 		           (int *)a.sel + (size_t)w * a.K, (float *)a.selw + (size_t)w * a.K, p[w],
-		           &sum[w]);
-	__syncthreads(); /* the routing, written to global memory by this CTA, is visible */
+		           &sum[w], sel + w * a.K, selw + w * a.K);
+	__syncthreads(); /* the routing's and the slab table's shared copies are visible */
 	if ((int)threadIdx.x < a.T * a.K)
-		plan_pair(a, threadIdx.x);
+		plan_pair(a, threadIdx.x, sel, selw, slabs);
 }

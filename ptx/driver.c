@@ -93,7 +93,8 @@ static int resolve(void *h)
 		*(void **)((char *)&g_cu + syms[i].off) = p;
 	}
 	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
-		have_graphs &= (*(void **)((char *)&g_cu + opt[i].off) = dlsym(h, opt[i].name)) != NULL;
+		have_graphs &=
+		    (*(void **)((char *)&g_cu + opt[i].off) = dlsym(h, opt[i].name)) != NULL;
 	g_cu.have_graphs = have_graphs;
 	return 0;
 }

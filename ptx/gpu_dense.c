@@ -22,10 +22,11 @@
 
 #ifdef COLI_HAVE_PTX
 #define THREADS              256
-#define DENSE_SCRATCH_FLOATS ((size_t)2 << 20) /* 8 MiB */
+#define DENSE_SCRATCH_FLOATS ((size_t)16 << 20) /* 64 MiB */
 #define DENSE_COUNTERS       8192
 #define DG_WARPS             8   /* rows per GEMV CTA (dense.cu) */
 #define AT_TILE              256 /* positions per attention tile (dense.cu) */
+#define AD_CHUNK             32  /* positions per decode-attention chunk (dense.cu) */
 #define AT_MAXG              16
 #define AT_MAXQ              2048
 
@@ -41,6 +42,7 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	    F(f_add, "coli_add"),
 	    F(f_rope, "coli_rope"),
 	    F(f_attn, "coli_attention"),
+	    F(f_attn_chunks, "coli_attn_chunks"),
 	    F(f_embed, "coli_embed"),
 	    F(f_moe_acc, "coli_moe_accumulate"),
 	    F(f_gated, "coli_gated_add"),
@@ -182,7 +184,35 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
 	              "launch rope");
 }
 
-/* Grid (splits, nkv, T). Few queries (decode): positions split so that about
+/* coli_attn_chunks: the positions of the span (the context the grid covers)
+ * split over about four CTAs per SM for one query, whatever T is, so a query
+ * gets the same bits in a prefill batch as in a decode step; queries go in
+ * batches whose partials fit the scratch. */
+static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv, int group, int hd)
+{
+	size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
+	int chunks = (span + AD_CHUNK - 1) / AD_CHUNK, splits, cps, t0, tb;
+	int rc = 0;
+
+	splits = (4 * g->sm_count + nkv - 1) / nkv;
+	splits = splits < chunks ? splits : chunks;
+	while (splits > 1 && (size_t)splits * per > DENSE_SCRATCH_FLOATS)
+		splits--;
+	cps = (chunks + splits - 1) / splits;
+	splits = (chunks + cps - 1) / cps; /* no split starts past the span */
+	tb = splits > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)splits * per)) : T;
+	tb = tb < DENSE_COUNTERS / nkv ? tb : DENSE_COUNTERS / nkv;
+	args[10] = &cps;
+	args[13] = &t0;
+	for (t0 = 0; !rc && t0 < T; t0 += tb)
+		rc = launch3(g, g->f_attn_chunks, (unsigned)splits, (unsigned)nkv,
+		             (unsigned)(T - t0 < tb ? T - t0 : tb), THREADS, args,
+		             "launch attention");
+	return rc;
+}
+
+/* Grid (splits, nkv, T). hd a power of two from 32 to 256: coli_attn_chunks
+ * (above). Otherwise coli_attention's tiles: few queries split so that about
  * two CTAs per SM run, each at least one tile; many (prefill): one CTA per
  * (query, kv head) walks all its positions, no partials. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
@@ -191,15 +221,17 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 	CUdeviceptr a = q, b = K, c = V, d = out, p = posp, part = g->scratch, cnt = g->counts;
 	int group, tiles, splits = 1, tps;
 	long base, want = 2L * g->sm_count;
-	void *args[] = {&a, &b, &c, &d, &pos0, &p, &nh, &nkv, &hd, &scale, &tps, &part, &cnt};
+	void *args[] = {&a, &b, &c, &d, &pos0, &p, &nh, &nkv, &hd, &scale, &tps, &part, &cnt, NULL};
 
 	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T))
 		return -EINVAL;
 	group = nh / nkv;
 	if (group > AT_MAXG || group * hd > AT_MAXQ)
 		return -ENOTSUP; /* the shared-memory q block of dense.cu */
-	tiles = ((posp ? span : pos0 + T) + AT_TILE - 1) / AT_TILE;
+	if (hd % 32 == 0 && THREADS % hd == 0 && nkv <= DENSE_COUNTERS)
+		return attention_chunks(g, args, T, posp ? span : pos0 + T, nkv, group, hd);
 	base = (long)T * nkv;
+	tiles = ((posp ? span : pos0 + T) + AT_TILE - 1) / AT_TILE;
 	if (base < want && base <= DENSE_COUNTERS) {
 		size_t per = (size_t)base * ((size_t)group * hd + 2 * group); /* floats a split */
 
@@ -239,8 +271,7 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 	default:
 		return -ENOTSUP;
 	}
-	if (a.rows <= 0 || a.T <= 0 || a.K <= 0 || a.K % 32 ||
-	    a.ldy < (a.y2 ? a.rows1 : a.rows) ||
+	if (a.rows <= 0 || a.T <= 0 || a.K <= 0 || a.K % 32 || a.ldy < (a.y2 ? a.rows1 : a.rows) ||
 	    (a.y2 && (!a.y3 || a.rows1 < 0 || a.rows2 < a.rows1 || a.rows < a.rows2 ||
 	              a.ldy2 < a.rows2 - a.rows1 || a.ldy3 < a.rows - a.rows2)))
 		return -EINVAL;

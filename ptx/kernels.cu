@@ -81,6 +81,22 @@ static __device__ __forceinline__ void gemv(const struct coli_gpu_gemv_job *jobs
 	}
 }
 
+/* Blocks a lane loads before it computes: a row of K = 2048 is 4 blocks a
+ * lane, so its weights are one round trip to memory instead of four. The
+ * accumulation still visits the lane's blocks in ascending order. */
+#define GV_UNROLL 4
+
+static __device__ __forceinline__ int4 ld_stream(const void *p)
+{
+	int4 v;
+
+	/* expert weights are read once a token: keep them out of L1 */
+	asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
+	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+	             : "l"(p));
+	return v;
+}
+
 /* ---- Q8_0 ---- */
 struct RowQ8 {
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row,
@@ -90,26 +106,44 @@ struct RowQ8 {
 		const signed char *w = (const signed char *)jb->w + (size_t)row * K;
 		const unsigned short *dw = jb->scales + (size_t)row * nb;
 
-		for (int b = lane; b < nb; b += LANES) {
-			const int4 w0 = *(const int4 *)(w + b * 32);
-			const int4 w1 = *(const int4 *)(w + b * 32 + 16);
-			const float wd = half_to_float(dw[b]);
+		for (int b0 = lane; b0 < nb; b0 += LANES * GV_UNROLL) {
+			int4 w0[GV_UNROLL], w1[GV_UNROLL];
+			float wd[GV_UNROLL];
 
-			for (int s = 0; s < S; s++) {
-				const signed char *xq = jb->xq + (size_t)s * K + b * 32;
-				const int4 x0 = *(const int4 *)xq, x1 = *(const int4 *)(xq + 16);
-				int isum = 0;
+#pragma unroll
+			for (int u = 0; u < GV_UNROLL; u++) {
+				const int b = b0 + u * LANES;
 
-				isum = __dp4a(w0.x, x0.x, isum);
-				isum = __dp4a(w0.y, x0.y, isum);
-				isum = __dp4a(w0.z, x0.z, isum);
-				isum = __dp4a(w0.w, x0.w, isum);
-				isum = __dp4a(w1.x, x1.x, isum);
-				isum = __dp4a(w1.y, x1.y, isum);
-				isum = __dp4a(w1.z, x1.z, isum);
-				isum = __dp4a(w1.w, x1.w, isum);
-				acc[s] = __fmaf_rn(
-				    (float)isum, __fmul_rn(wd, jb->xd[(size_t)s * nb + b]), acc[s]);
+				if (b < nb) {
+					w0[u] = ld_stream(w + b * 32);
+					w1[u] = ld_stream(w + b * 32 + 16);
+					wd[u] = half_to_float(dw[b]);
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < GV_UNROLL; u++) {
+				const int b = b0 + u * LANES;
+
+				if (b >= nb)
+					break;
+				for (int s = 0; s < S; s++) {
+					const signed char *xq = jb->xq + (size_t)s * K + b * 32;
+					const int4 x0 = *(const int4 *)xq,
+					           x1 = *(const int4 *)(xq + 16);
+					int isum = 0;
+
+					isum = __dp4a(w0[u].x, x0.x, isum);
+					isum = __dp4a(w0[u].y, x0.y, isum);
+					isum = __dp4a(w0[u].z, x0.z, isum);
+					isum = __dp4a(w0[u].w, x0.w, isum);
+					isum = __dp4a(w1[u].x, x1.x, isum);
+					isum = __dp4a(w1[u].y, x1.y, isum);
+					isum = __dp4a(w1[u].z, x1.z, isum);
+					isum = __dp4a(w1[u].w, x1.w, isum);
+					acc[s] = __fmaf_rn(
+					    (float)isum,
+					    __fmul_rn(wd[u], jb->xd[(size_t)s * nb + b]), acc[s]);
+				}
 			}
 		}
 	}
@@ -133,25 +167,44 @@ struct RowQ4 {
 		const unsigned char *w = (const unsigned char *)jb->w + (size_t)row * (K / 2);
 		const unsigned short *dw = jb->scales + (size_t)row * nb;
 
-		for (int b = lane; b < nb; b += LANES) {
-			const int4 q = *(const int4 *)(w + b * 16);
-			const int qw[4] = {q.x, q.y, q.z, q.w};
-			const float wd = half_to_float(dw[b]);
+		for (int b0 = lane; b0 < nb; b0 += LANES * GV_UNROLL) {
+			int4 qv[GV_UNROLL];
+			float wd[GV_UNROLL];
 
-			for (int s = 0; s < S; s++) {
-				const signed char *xq = jb->xq + (size_t)s * K + b * 32;
-				const int4 x0 = *(const int4 *)xq, x1 = *(const int4 *)(xq + 16);
-				const int xl[4] = {x0.x, x0.y, x0.z, x0.w};
-				const int xh[4] = {x1.x, x1.y, x1.z, x1.w};
-				int isum = 0;
+#pragma unroll
+			for (int u = 0; u < GV_UNROLL; u++) {
+				const int b = b0 + u * LANES;
 
-				for (int i = 0; i < 4; i++) {
-					isum = __dp4a(qw[i] & 0x0f0f0f0f, xl[i], isum);
-					isum = __dp4a((qw[i] >> 4) & 0x0f0f0f0f, xh[i], isum);
+				if (b < nb) {
+					qv[u] = ld_stream(w + b * 16);
+					wd[u] = half_to_float(dw[b]);
 				}
-				isum -= 8 * jb->xqsum[(size_t)s * nb + b];
-				acc[s] = __fmaf_rn(
-				    (float)isum, __fmul_rn(wd, jb->xd[(size_t)s * nb + b]), acc[s]);
+			}
+#pragma unroll
+			for (int u = 0; u < GV_UNROLL; u++) {
+				const int b = b0 + u * LANES;
+				const int qw[4] = {qv[u].x, qv[u].y, qv[u].z, qv[u].w};
+
+				if (b >= nb)
+					break;
+				for (int s = 0; s < S; s++) {
+					const signed char *xq = jb->xq + (size_t)s * K + b * 32;
+					const int4 x0 = *(const int4 *)xq,
+					           x1 = *(const int4 *)(xq + 16);
+					const int xl[4] = {x0.x, x0.y, x0.z, x0.w};
+					const int xh[4] = {x1.x, x1.y, x1.z, x1.w};
+					int isum = 0;
+
+					for (int i = 0; i < 4; i++) {
+						isum = __dp4a(qw[i] & 0x0f0f0f0f, xl[i], isum);
+						isum =
+						    __dp4a((qw[i] >> 4) & 0x0f0f0f0f, xh[i], isum);
+					}
+					isum -= 8 * jb->xqsum[(size_t)s * nb + b];
+					acc[s] = __fmaf_rn(
+					    (float)isum,
+					    __fmul_rn(wd[u], jb->xd[(size_t)s * nb + b]), acc[s]);
+				}
 			}
 		}
 	}

@@ -155,7 +155,8 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 			fprintf(
 			    stderr,
 			    "coli: device ops per decode token: %.1f (kernel launches, syncs and "
-			    "staging copies of the dense part and the experts; transfers not counted)\n",
+			    "staging copies of the dense part and the experts; transfers not "
+			    "counted)\n",
 			    st->decode_dev_ops / n);
 		/* the window's bound: the host tiers' bytes at the CPU's and the
 		 * stream's rates together (DESIGN.md's B_ram / (BW_cpu + BW_pcie)) */

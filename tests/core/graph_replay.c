@@ -5,11 +5,10 @@
  *
  * For each fixture (q8 and q4 experts), on GPU 0: two engines, graphs on and
  * off, fed the same 6-token prompt (a prefill: no graphs) and then the graph
- * engine's greedy tokens for 40 steps; the logits of every step must be byte-identical. Placements: every
- * expert in VRAM (layers planned on the device), a few (host-planned layers
- * with the rest on the CPU), and the same with the VRAM experts preplanned.
- * Asserted too: the graph engine captured each layer once and replayed it at
- * every step. Skips without a GPU.
+ * engine's greedy tokens for 40 steps; the logits of every step must be byte-identical. Placements:
+ * every expert in VRAM (layers planned on the device), a few (host-planned layers with the rest on
+ * the CPU), and the same with the VRAM experts preplanned. Asserted too: the graph engine captured
+ * each layer once and replayed it at every step. Skips without a GPU.
  */
 #include "fixture_util.h"
 #include "io/io.h"

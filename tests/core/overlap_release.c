@@ -77,7 +77,7 @@ static void opts_for(struct coli_opts *o, const char *gpu, const struct cfg *c, 
 	o->release_host = c ? c->release : 0;
 	o->gpu_fail_after = fail_after;
 	o->stage_ahead = 1; /* off by default: this test covers staged copies too */
-	if (c) /* the failure strikes the kind of op the case is about */
+	if (c)              /* the failure strikes the kind of op the case is about */
 		snprintf(o->gpu_fail_at, sizeof(o->gpu_fail_at), "%s",
 		         c->fail == AT_TAKE    ? "sync"
 		         : c->fail == AT_ISSUE ? "launch"

@@ -32,8 +32,10 @@ int main(void)
 
 		for (int i = 0; i < n; i++) {
 			s = s * 1103515245u + 12345u;
-			x[i] = kind == 0 ? (float)(s >> 8) : kind == 1 ? (float)((s >> 16) % 7)
-			       : kind == 2 ? -(float)(s >> 9) : (float)(s >> 8) * 1e-6f - 8000.0f;
+			x[i] = kind == 0   ? (float)(s >> 8)
+			       : kind == 1 ? (float)((s >> 16) % 7)
+			       : kind == 2 ? -(float)(s >> 9)
+			                   : (float)(s >> 8) * 1e-6f - 8000.0f;
 		}
 		if (kind == 3) /* NaNs sprinkled, one maybe first */
 			for (int i = k % 2 ? 0 : 3; i < n; i += 97)

@@ -277,7 +277,8 @@ static int test_dense_gemv(enum coli_dtype t)
 			int r1 = R / 3, r2 = R - R / 4, l2 = r2 - r1 + 1, l3 = R - r2 + 2;
 			uint64_t d2 = dev_poison(sizeof(float) * T * l2),
 			         d3 = dev_poison(sizeof(float) * T * l3);
-			float *g2 = xmalloc(sizeof(float) * T * l2), *g3 = xmalloc(sizeof(float) * T * l3);
+			float *g2 = xmalloc(sizeof(float) * T * l2),
+			      *g3 = xmalloc(sizeof(float) * T * l3);
 			size_t bad = 0;
 
 			j = job(&m, &a, dy, ldy);
@@ -483,8 +484,7 @@ static int test_qk_rope_store(void)
 		dpos = dev_copy(&pos0, sizeof(pos0));
 		if (coli_gpu_qk_rope_store(g_gpu, dq, dk, dv, norm ? dqw : 0, norm ? dkw : 0, 1e-6f,
 		                           T, nh, nkv, hd, norm ? (pos0 ? pos0 - 1 : 1) : pos0,
-		                           norm ? dpos : 0,
-		                           df, dkc, dvc))
+		                           norm ? dpos : 0, df, dkc, dvc))
 			return 1;
 		coli_gpu_free(g_gpu, dpos);
 		download(gq, dq, 4 * qn);
@@ -639,7 +639,8 @@ static int test_moe_plan(void)
 		struct coli_gpu_moe_plan a;
 
 		for (int x = 0; x < E; x++) /* every third expert not resident: empty jobs */
-			slabs[x] = x % 3 == 1 ? 0 : 0x100000000ull + (unsigned long long)x * 0x300000;
+			slabs[x] =
+			    x % 3 == 1 ? 0 : 0x100000000ull + (unsigned long long)x * 0x300000;
 		for (int t = 0; t < T; t++) /* K distinct experts per token */
 			for (int k = 0; k < K; k++) {
 				int ex;
@@ -843,14 +844,40 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	dpos = dev_copy(&pos0, sizeof(pos0));
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
-	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 ? pos0 - 1 : 0, dpos, n + 3000, nh, nkv, hd,
-	                       scale)) {
+	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 ? pos0 - 1 : 0, dpos, n + 3000, nh,
+	                       nkv, hd, scale)) {
 		printf("  attention T=%d pos0=%d from memory: launch failed\n", T, pos0);
 		return 1;
 	}
 	download(got, dout, 4 * qn);
 	snprintf(what, sizeof(what), "  the same, position from memory, split for %d", n + 3000);
 	rc |= check(what, got, want, NULL, 2e-5f, qn);
+	/* the batch does not change bits: the last query alone (a decode step at
+	 * its position) gives the same bytes as in the batch */
+	if (T > 1) {
+		int last = pos0 + T - 1;
+		uint64_t d1 = dev_poison(4 * (size_t)nh * hd);
+		float *one = xmalloc(4 * (size_t)nh * hd);
+
+		coli_gpu_free(g_gpu, dpos);
+		dpos = dev_copy(&last, sizeof(last));
+		if (coli_gpu_attention(g_gpu, dq + 4 * (qn - (size_t)nh * hd), dk, dv, d1, 1, 0,
+		                       dpos, n + 3000, nh, nkv, hd, scale)) {
+			printf("  attention T=1 at %d: launch failed\n", last);
+			return 1;
+		}
+		download(one, d1, 4 * (size_t)nh * hd);
+		if (hd % 32 == 0 && 256 % hd == 0 &&
+		    memcmp(one, got + qn - (size_t)nh * hd, 4 * (size_t)nh * hd)) {
+			printf(
+			    "  FAIL attention T=%d pos0=%d: the last query alone differs from the "
+			    "batch\n",
+			    T, pos0);
+			rc = 1;
+		}
+		coli_gpu_free(g_gpu, d1);
+		free(one);
+	}
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
 	coli_gpu_free(g_gpu, dout), coli_gpu_free(g_gpu, dpos);
 	free(q), free(K), free(V), free(want), free(got), free(sc);
@@ -998,8 +1025,8 @@ static int run_group(void *arg, int i)
 	for (int k = 0; k < b->n_jobs; k++)
 		j[k] = (struct coli_gpu_gemv_job){
 		    .w = (const void *)DP(b->dw[set][k]),
-		    .scales = b->m.dscales ? (const unsigned short *)DP(
-		                                 b->dw[set][k] + (b->m.dscales - b->m.dw))
+		    .scales = b->m.dscales ? (const unsigned short *)DP(b->dw[set][k] +
+		                                                        (b->m.dscales - b->m.dw))
 		                           : NULL,
 		    .xq = (const signed char *)DP(b->a.dq),
 		    .xd = (const float *)DP(b->a.dd),
@@ -1056,9 +1083,9 @@ static int run_op(void *arg, int i)
 	switch (o->kind) {
 	case 0:
 		return coli_gpu_rmsnorm(g_gpu, o->p[0], o->p[1], o->p[2], o->a, o->b, 1e-6f);
-	case 1:
-		return coli_gpu_attention(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 1, o->a - 1, 0,
-		                          0, 32, 4, 128, 0.088f);
+	case 1: /* o->b: 0, position as an argument; else read from p[4], grid for span b */
+		return coli_gpu_attention(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 1, o->a - 1,
+		                          o->b ? o->p[4] : 0, o->b, 32, 4, 128, 0.088f);
 	case 2:
 		return coli_gpu_moe_accumulate(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 8, 1,
 		                               2048);
@@ -1099,16 +1126,20 @@ static void bench_ops(double bw)
 	o.kind = 4;
 	printf("  rope 32 x 128             %7.2f us\n", time_us(run_op, &o, 500));
 	o.kind = 1;
-	for (int k = 0; k < 5; k++) {
-		static const int ns[] = {100, 1000, 5000, 12289, 40000};
-		int n = ns[k];
+	for (int k = 0; k < 7; k++) {
+		/* the last two as the engine runs them: position in device memory,
+		 * the grid for a 4096 context (decode graphs) */
+		static const int ns[] = {100, 1000, 5000, 12289, 40000, 100, 1000};
+		int n = ns[k], pos = n - 1;
 
 		o.a = n;
+		o.b = k < 5 ? 0 : 4096;
+		coli_gpu_upload(g_gpu, o.p[4], &pos, sizeof(pos));
 		us = time_us(run_op, &o, 100);
-		printf("  attention decode 32/4 x 128 at %5d positions %8.2f us  K+V %6.1f MB "
+		printf("  attention decode 32/4 x 128 at %5d positions%s %8.2f us  K+V %6.1f MB "
 		       "%6.0f GB/s %5.2f of copy\n",
-		       n, us, 2.0 * n * 512 * 4 / 1e6, 2.0 * n * 512 * 4 / us / 1e3,
-		       2.0 * n * 512 * 4 / us / 1e3 / bw);
+		       n, o.b ? ", ctx 4096" : "          ", us, 2.0 * n * 512 * 4 / 1e6,
+		       2.0 * n * 512 * 4 / us / 1e3, 2.0 * n * 512 * 4 / us / 1e3 / bw);
 	}
 	for (int k = 0; k < 5; k++)
 		coli_gpu_free(g_gpu, o.p[k]);
