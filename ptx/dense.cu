@@ -770,25 +770,26 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
  * checks; other shapes use coli_attention). */
 #define AD_CHUNK 32
 #define AD_SL    8
-#define AD_MAXF4 (256 / 32) /* float4s of K a thread loads: hd / 32 <= 8 */
 
-extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
-    coli_attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0,
-                     const int *posp, int nh, int nkv, int hd, float scale, int chunks_per_split,
-                     float *part, unsigned *count, int t0)
+/* NF4 = hd / 32: the float4s of K a thread loads (one kernel per head size) */
+template <int NF4>
+static __device__ __forceinline__ void
+attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0, const int *posp,
+            int nh, int nkv, int hd, float scale, int chunks_per_split, float *part,
+            unsigned *count, int t0)
 {
 	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
 	__shared__ float ss[AT_MAXG * AD_CHUNK];    /* [g][p]: scores, then weights */
 	__shared__ float s_m[AT_MAXG], s_l[AT_MAXG], s_c[AT_MAXG];
 	const int split = blockIdx.x, kvh = blockIdx.y, tb = blockIdx.z, t = t0 + tb;
 	const int splits = gridDim.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int group = nh / nkv, kvd = nkv * hd, nq = group * hd, nf4 = hd / 32;
+	const int group = nh / nkv, kvd = nkv * hd, nq = group * hd;
 	const int n = (posp ? *posp : pos0) + t + 1, span = chunks_per_split * AD_CHUNK;
 	const int p0 = split * span, p1 = min(n, p0 + span);
 	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
 	const float *Kh = K + (size_t)kvh * hd + sl * (hd / AD_SL), *Vh = V + (size_t)kvh * hd + di;
 	float acc[AT_ITEMS];
-	float4 kv[AD_MAXF4];
+	float4 kv[NF4];
 	float v[AD_CHUNK];
 
 	if (p0 >= n) { /* an empty split (the grid covers a longer context) */
@@ -796,17 +797,22 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 			goto combine;
 		return;
 	}
-	/* a chunk's K slice and V column, all loads in flight together */
-#define AD_LOAD(c0, np)                                                                            \
+	/* a chunk's K slice and V column, each set of loads in flight together;
+	 * the next chunk's K is loaded once the scores have used this one's, its V
+	 * once P.V has (no extra registers: the loads overlap the other phases) */
+#define AD_LOAD_K(c0, np)                                                                          \
 	do {                                                                                       \
-		_Pragma("unroll") for (int u = 0; u < AD_MAXF4; u++) kv[u] =                       \
-		    u < nf4 && pp < (np)                                                           \
-		        ? __ldg((const float4 *)(Kh + (size_t)((c0) + pp) * kvd) + u)              \
-		        : make_float4(0.0f, 0.0f, 0.0f, 0.0f);                                     \
+		_Pragma("unroll") for (int u = 0; u < NF4; u++) kv[u] =                            \
+		    pp < (np) ? __ldg((const float4 *)(Kh + (size_t)((c0) + pp) * kvd) + u)        \
+		              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);                               \
+	} while (0)
+#define AD_LOAD_V(c0, np)                                                                          \
+	do {                                                                                       \
 		_Pragma("unroll") for (int j = 0; j < AD_CHUNK; j++) v[j] =                        \
 		    j < (np) ? __ldg(Vh + (size_t)((c0) + j) * kvd) : 0.0f;                        \
 	} while (0)
-	AD_LOAD(p0, min(AD_CHUNK, p1 - p0)); /* the first chunk's, before q's */
+	AD_LOAD_K(p0, min(AD_CHUNK, p1 - p0)); /* the first chunk's, before q's */
+	AD_LOAD_V(p0, min(AD_CHUNK, p1 - p0));
 	{
 		const float4 *qg =
 		    (const float4 *)(q + ((size_t)t * nh + (size_t)kvh * group) * hd);
@@ -823,33 +829,33 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 		acc[k] = 0.0f;
 
 	for (int c0 = p0; c0 < p1; c0 += AD_CHUNK) {
-		const int np = min(AD_CHUNK, p1 - c0);
+		const int np = min(AD_CHUNK, p1 - c0), nn = min(AD_CHUNK, p1 - c0 - AD_CHUNK);
 
-		if (c0 > p0)
-			AD_LOAD(c0, np);
 		__syncthreads(); /* sq, s_m, s_l visible; the last chunk's ss consumed */
 
 		/* scores: slice sl of position pp against every head, folded over the 8 */
+#pragma unroll 1
 		for (int g = 0; g < group; g++) {
 			const float4 *qs = (const float4 *)(sq + g * hd + sl * (hd / AD_SL));
 			float d = 0.0f;
 
 #pragma unroll
-			for (int u = 0; u < AD_MAXF4; u++)
-				if (u < nf4) {
-					const float4 qq = qs[u];
+			for (int u = 0; u < NF4; u++) {
+				const float4 qq = qs[u];
 
-					d = __fmaf_rn(qq.x, kv[u].x, d);
-					d = __fmaf_rn(qq.y, kv[u].y, d);
-					d = __fmaf_rn(qq.z, kv[u].z, d);
-					d = __fmaf_rn(qq.w, kv[u].w, d);
-				}
+				d = __fmaf_rn(qq.x, kv[u].x, d);
+				d = __fmaf_rn(qq.y, kv[u].y, d);
+				d = __fmaf_rn(qq.z, kv[u].z, d);
+				d = __fmaf_rn(qq.w, kv[u].w, d);
+			}
 			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 4));
 			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 2));
 			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 1));
 			if (sl == (g & (AD_SL - 1)))
 				ss[g * AD_CHUNK + pp] = pp < np ? d * scale : -INFINITY;
 		}
+		if (nn > 0)
+			AD_LOAD_K(c0 + AD_CHUNK, nn);
 		__syncthreads();
 
 		/* online softmax over the chunk: warp w owns heads w, w + 8 */
@@ -890,6 +896,8 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 				acc[k] = a;
 			}
 		}
+		if (nn > 0)
+			AD_LOAD_V(c0 + AD_CHUNK, nn);
 	}
 
 	if (splits == 1) {
@@ -921,7 +929,8 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 		if (!last_arrival(&count[(size_t)tb * nkv + kvh], splits))
 			return;
 	}
-#undef AD_LOAD
+#undef AD_LOAD_K
+#undef AD_LOAD_V
 combine : {
 	/* the splits holding positions, in ascending order */
 	const size_t stride = (size_t)nq + 2 * group;
@@ -946,6 +955,19 @@ combine : {
 	}
 }
 }
+
+#define ATTN_CHUNKS(hd)                                                                            \
+	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd(         \
+	    const float *q, const float *K, const float *V, float *out, int pos0, const int *posp, \
+	    int nh, int nkv, int hdim, float scale, int cps, float *part, unsigned *count, int t0) \
+	{                                                                                          \
+		attn_chunks<hd / 32>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, cps, part,    \
+		                     count, t0);                                                   \
+	}
+ATTN_CHUNKS(32)
+ATTN_CHUNKS(64)
+ATTN_CHUNKS(128)
+ATTN_CHUNKS(256)
 
 /* x[t] = row ids[t] of an embedding table [vocab][H], dequantized. dtype: 2 bf16,
  * 8 q8_0, 9 q4_0 (enum coli_dtype), 0 f32; scales: the fp16 plane (quant). */
@@ -1099,6 +1121,9 @@ static __device__ void route_warp(const float *x, int E, int K, int norm, int *s
 	float wsum = 0.0f, w[16];
 	int id[16];
 
+	/* rolled: one warp runs this once a layer, so unrolled code is code
+	 * fetched cold from memory (the unrolled rounds were most of the time) */
+#pragma unroll 1
 	for (int k = 0; k < K && k < 16; k++) {
 		float bv = -1.0f;
 		int bi = E;

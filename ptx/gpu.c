@@ -430,7 +430,9 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		memcpy(inl.j, jobs, sizeof(*jobs) * n_jobs);
 		args[0] = &inl;
 		CUR(g);
-		CK(g->cu->LaunchKernel(g->f_gemv_inl[dtype], (unsigned)(max_rows + 15) / 16,
+		CK(g->cu->LaunchKernel(g->f_gemv_inl[dtype],
+		                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) /
+		                           COLI_GPU_GEMV_ROWS,
 		                       (unsigned)n_jobs, 1, 256, 1, 1, 0, g->stream, args, NULL),
 		   "cuLaunchKernel(gemv)");
 		return 0;
@@ -444,8 +446,9 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		table = t;
 	}
 	args[0] = &table;
-	CK(g->cu->LaunchKernel(f, (unsigned)(max_rows + 15) / 16, (unsigned)n_jobs, 1, 256, 1, 1, 0,
-	                       g->stream, args, NULL),
+	CK(g->cu->LaunchKernel(f,
+	                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
+	                       (unsigned)n_jobs, 1, 256, 1, 1, 0, g->stream, args, NULL),
 	   "cuLaunchKernel(gemv)");
 	return 0;
 }
@@ -461,8 +464,9 @@ int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, in
 	if (n_jobs <= 0 || n_jobs > 65535 || max_rows <= 0)
 		return -EINVAL;
 	CUR(g);
-	CK(g->cu->LaunchKernel(g->f_gemv[dtype], (unsigned)(max_rows + 15) / 16, (unsigned)n_jobs,
-	                       1, 256, 1, 1, 0, g->stream, args, NULL),
+	CK(g->cu->LaunchKernel(g->f_gemv[dtype],
+	                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
+	                       (unsigned)n_jobs, 1, 256, 1, 1, 0, g->stream, args, NULL),
 	   "cuLaunchKernel(gemv)");
 	return 0;
 }

@@ -42,7 +42,6 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	    F(f_add, "coli_add"),
 	    F(f_rope, "coli_rope"),
 	    F(f_attn, "coli_attention"),
-	    F(f_attn_chunks, "coli_attn_chunks"),
 	    F(f_embed, "coli_embed"),
 	    F(f_moe_acc, "coli_moe_accumulate"),
 	    F(f_gated, "coli_gated_add"),
@@ -60,6 +59,10 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 		CK(g->cu->ModuleGetFunction((CUfunction *)((char *)g + fns[i].off), g->mod_dense,
 		                            fns[i].name),
 		   fns[i].name);
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "coli_attn_chunks_%d", 32 << i);
+		CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[i], g->mod_dense, name), name);
+	}
 	for (int d = 0; d < 4; d++)
 		for (int s = 0; s < COLI_GPU_MAX_S; s++) {
 			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], s + 1);
@@ -191,8 +194,11 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
 static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv, int group, int hd)
 {
 	size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
-	int chunks = (span + AD_CHUNK - 1) / AD_CHUNK, splits, cps, t0, tb;
+	int chunks = (span + AD_CHUNK - 1) / AD_CHUNK, splits, cps, t0, tb, k = 0;
 	int rc = 0;
+
+	while (32 << k < hd)
+		k++;
 
 	splits = (4 * g->sm_count + nkv - 1) / nkv;
 	splits = splits < chunks ? splits : chunks;
@@ -205,7 +211,7 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv
 	args[10] = &cps;
 	args[13] = &t0;
 	for (t0 = 0; !rc && t0 < T; t0 += tb)
-		rc = launch3(g, g->f_attn_chunks, (unsigned)splits, (unsigned)nkv,
+		rc = launch3(g, g->f_attn_chunks[k], (unsigned)splits, (unsigned)nkv,
 		             (unsigned)(T - t0 < tb ? T - t0 : tb), THREADS, args,
 		             "launch attention");
 	return rc;

@@ -17,7 +17,7 @@
  *
  * Launch shapes: GEMV kernels take an array of jobs (one matrix times up to
  * COLI_GPU_MAX_S activation vectors each); blockIdx.y picks the job,
- * blockIdx.x a group of 16 rows (256 threads), so all experts of a layer run
+ * blockIdx.x a group of COLI_GPU_GEMV_ROWS rows (256 threads), so all experts of a layer run
  * in one launch.
  */
 #include <cuda_fp16.h>
@@ -25,8 +25,7 @@
 #include "ptx/act_quant.cuh"
 #include "ptx/kernels_abi.h"
 
-#define LANES        16
-#define ROWS_PER_CTA 16
+#define LANES 16
 
 static __device__ __forceinline__ float fold16(float v)
 {
@@ -48,9 +47,36 @@ static __device__ __forceinline__ float bf16_to_float(unsigned short h)
 	return __uint_as_float((unsigned int)h << 16);
 }
 
-/* The frame every GEMV kernel shares: job and row from the grid, 16 lanes
- * per row, accumulators from +0, then the canonical fold and the store. Row
- * supplies the dtype's lane loop (the units of lane `lane`, ascending). */
+/* Rows a half-warp computes, their weight loads issued together: a layer's
+ * gate+up table (16 jobs of 768 rows) at one row a half-warp was 768 CTAs,
+ * two waves on an H200; two rows make it one wave with twice the loads in
+ * flight a thread. Each row is still summed by its canonical lanes. */
+#define GV_RPH       2
+#define ROWS_PER_CTA (16 * GV_RPH)
+static_assert(ROWS_PER_CTA == COLI_GPU_GEMV_ROWS, "the launchers' grid (ptx/gpu.c)");
+
+/* Blocks a lane loads before it computes: a row of K = 2048 is 4 blocks a
+ * lane, so its weights are one round trip to memory instead of four. The
+ * accumulation still visits the lane's blocks in ascending order. */
+#define GV_UNROLL    4
+#define GV_UNROLL_Q8 2 /* q8 blocks are twice the bytes: as many in flight, half the blocks */
+
+static __device__ __forceinline__ int4 ld_stream(const void *p)
+{
+	int4 v;
+
+	/* expert weights are read once a token: keep them out of L1 */
+	asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
+	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+	             : "l"(p));
+	return v;
+}
+
+/* The frame every GEMV kernel shares: job and rows from the grid, 16 lanes
+ * per row, rows row0 + 16 r (r < GV_RPH) per half-warp, accumulators from +0,
+ * then the canonical fold and the store. Row supplies the dtype's lane loop
+ * (the units of lane `lane`, ascending, for each of the half-warp's rows;
+ * rows past jb->rows are skipped). */
 template <class Row>
 static __device__ __forceinline__ void gemv(const struct coli_gpu_gemv_job *jobs)
 {
@@ -64,126 +90,142 @@ static __device__ __forceinline__ void gemv(const struct coli_gpu_gemv_job *jobs
 	__syncthreads();
 	const struct coli_gpu_gemv_job *jb = &sj;
 	const int lane = threadIdx.x & (LANES - 1);
-	const int row = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
-	const bool valid = row < jb->rows;
-	float acc[COLI_GPU_MAX_S];
+	const int row0 = blockIdx.x * ROWS_PER_CTA + (threadIdx.x >> 4);
+	float acc[GV_RPH][COLI_GPU_MAX_S];
 
-	for (int s = 0; s < COLI_GPU_MAX_S; s++)
-		acc[s] = 0.0f;
-	if (valid)
-		Row::run(jb, row, lane, acc);
-	/* every lane folds, valid or not: shfl_xor needs the whole warp */
-	for (int s = 0; s < jb->S; s++) {
-		float v = fold16(acc[s]);
+#pragma unroll
+	for (int r = 0; r < GV_RPH; r++)
+#pragma unroll
+		for (int s = 0; s < COLI_GPU_MAX_S; s++)
+			acc[r][s] = 0.0f;
+	if (row0 < jb->rows)
+		Row::run(jb, row0, lane, acc);
+		/* every lane folds, valid or not: shfl_xor needs the whole warp */
+#pragma unroll
+	for (int r = 0; r < GV_RPH; r++) {
+		const int row = row0 + 16 * r;
 
-		if (valid && lane == 0)
-			jb->y[(size_t)s * jb->ldy + row] = v;
+#pragma unroll
+		for (int s = 0; s < COLI_GPU_MAX_S; s++) {
+			if (s >= jb->S)
+				break;
+			float v = fold16(acc[r][s]);
+
+			if (row < jb->rows && lane == 0)
+				jb->y[(size_t)s * jb->ldy + row] = v;
+		}
 	}
-}
-
-/* Blocks a lane loads before it computes: a row of K = 2048 is 4 blocks a
- * lane, so its weights are one round trip to memory instead of four. The
- * accumulation still visits the lane's blocks in ascending order. */
-#define GV_UNROLL 4
-
-static __device__ __forceinline__ int4 ld_stream(const void *p)
-{
-	int4 v;
-
-	/* expert weights are read once a token: keep them out of L1 */
-	asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
-	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-	             : "l"(p));
-	return v;
 }
 
 /* ---- Q8_0 ---- */
 struct RowQ8 {
-	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row,
-	                                           int lane, float *acc)
+	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
+	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
 	{
 		const int K = jb->K, S = jb->S, nb = K / 32;
-		const signed char *w = (const signed char *)jb->w + (size_t)row * K;
-		const unsigned short *dw = jb->scales + (size_t)row * nb;
 
-		for (int b0 = lane; b0 < nb; b0 += LANES * GV_UNROLL) {
-			int4 w0[GV_UNROLL], w1[GV_UNROLL];
-			float wd[GV_UNROLL];
+		for (int b0 = lane; b0 < nb; b0 += LANES * GV_UNROLL_Q8) {
+			int4 w0[GV_RPH][GV_UNROLL_Q8], w1[GV_RPH][GV_UNROLL_Q8];
+			float wd[GV_RPH][GV_UNROLL_Q8];
 
 #pragma unroll
-			for (int u = 0; u < GV_UNROLL; u++) {
-				const int b = b0 + u * LANES;
+			for (int r = 0; r < GV_RPH; r++) {
+				const int row = row0 + 16 * r;
+				const signed char *w = (const signed char *)jb->w + (size_t)row * K;
+				const unsigned short *dw = jb->scales + (size_t)row * nb;
 
-				if (b < nb) {
-					w0[u] = ld_stream(w + b * 32);
-					w1[u] = ld_stream(w + b * 32 + 16);
-					wd[u] = half_to_float(dw[b]);
+#pragma unroll
+				for (int u = 0; u < GV_UNROLL_Q8; u++) {
+					const int b = b0 + u * LANES;
+
+					if (row < jb->rows && b < nb) {
+						w0[r][u] = ld_stream(w + b * 32);
+						w1[r][u] = ld_stream(w + b * 32 + 16);
+						wd[r][u] = half_to_float(dw[b]);
+					}
 				}
 			}
 #pragma unroll
-			for (int u = 0; u < GV_UNROLL; u++) {
+			for (int u = 0; u < GV_UNROLL_Q8; u++) {
 				const int b = b0 + u * LANES;
 
 				if (b >= nb)
 					break;
-				for (int s = 0; s < S; s++) {
+#pragma unroll
+				for (int s = 0; s < COLI_GPU_MAX_S; s++) {
+					if (s >= S)
+						break;
 					const signed char *xq = jb->xq + (size_t)s * K + b * 32;
 					const int4 x0 = *(const int4 *)xq,
 					           x1 = *(const int4 *)(xq + 16);
-					int isum = 0;
+					const float xd = jb->xd[(size_t)s * nb + b];
 
-					isum = __dp4a(w0[u].x, x0.x, isum);
-					isum = __dp4a(w0[u].y, x0.y, isum);
-					isum = __dp4a(w0[u].z, x0.z, isum);
-					isum = __dp4a(w0[u].w, x0.w, isum);
-					isum = __dp4a(w1[u].x, x1.x, isum);
-					isum = __dp4a(w1[u].y, x1.y, isum);
-					isum = __dp4a(w1[u].z, x1.z, isum);
-					isum = __dp4a(w1[u].w, x1.w, isum);
-					acc[s] = __fmaf_rn(
-					    (float)isum,
-					    __fmul_rn(wd[u], jb->xd[(size_t)s * nb + b]), acc[s]);
+#pragma unroll
+					for (int r = 0; r < GV_RPH; r++) {
+						int isum = 0;
+
+						if (row0 + 16 * r >= jb->rows)
+							continue;
+						isum = __dp4a(w0[r][u].x, x0.x, isum);
+						isum = __dp4a(w0[r][u].y, x0.y, isum);
+						isum = __dp4a(w0[r][u].z, x0.z, isum);
+						isum = __dp4a(w0[r][u].w, x0.w, isum);
+						isum = __dp4a(w1[r][u].x, x1.x, isum);
+						isum = __dp4a(w1[r][u].y, x1.y, isum);
+						isum = __dp4a(w1[r][u].z, x1.z, isum);
+						isum = __dp4a(w1[r][u].w, x1.w, isum);
+						acc[r][s] =
+						    __fmaf_rn((float)isum, __fmul_rn(wd[r][u], xd),
+						              acc[r][s]);
+					}
 				}
 			}
 		}
 	}
 };
 
-extern "C" __global__ void coli_gemv_q8_0(const struct coli_gpu_gemv_job *jobs)
+extern "C" __global__ void __launch_bounds__(256, 2)
+    coli_gemv_q8_0(const struct coli_gpu_gemv_job *jobs)
 {
 	gemv<RowQ8>(jobs);
 }
-extern "C" __global__ void coli_gemv_q8_0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
+extern "C" __global__ void __launch_bounds__(256, 2)
+    coli_gemv_q8_0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
 {
 	gemv<RowQ8>(p.j);
 }
 
 /* ---- Q4_0: byte j of a block holds element j (low nibble) and j+16 (high) ---- */
 struct RowQ4 {
-	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row,
-	                                           int lane, float *acc)
+	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
+	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
 	{
 		const int K = jb->K, S = jb->S, nb = K / 32;
-		const unsigned char *w = (const unsigned char *)jb->w + (size_t)row * (K / 2);
-		const unsigned short *dw = jb->scales + (size_t)row * nb;
 
 		for (int b0 = lane; b0 < nb; b0 += LANES * GV_UNROLL) {
-			int4 qv[GV_UNROLL];
-			float wd[GV_UNROLL];
+			int4 qv[GV_RPH][GV_UNROLL];
+			float wd[GV_RPH][GV_UNROLL];
 
 #pragma unroll
-			for (int u = 0; u < GV_UNROLL; u++) {
-				const int b = b0 + u * LANES;
+			for (int r = 0; r < GV_RPH; r++) {
+				const int row = row0 + 16 * r;
+				const unsigned char *w =
+				    (const unsigned char *)jb->w + (size_t)row * (K / 2);
+				const unsigned short *dw = jb->scales + (size_t)row * nb;
 
-				if (b < nb) {
-					qv[u] = ld_stream(w + b * 16);
-					wd[u] = half_to_float(dw[b]);
+#pragma unroll
+				for (int u = 0; u < GV_UNROLL; u++) {
+					const int b = b0 + u * LANES;
+
+					if (row < jb->rows && b < nb) {
+						qv[r][u] = ld_stream(w + b * 16);
+						wd[r][u] = half_to_float(dw[b]);
+					}
 				}
 			}
 #pragma unroll
 			for (int u = 0; u < GV_UNROLL; u++) {
 				const int b = b0 + u * LANES;
-				const int qw[4] = {qv[u].x, qv[u].y, qv[u].z, qv[u].w};
 
 				if (b >= nb)
 					break;
@@ -193,61 +235,99 @@ struct RowQ4 {
 					           x1 = *(const int4 *)(xq + 16);
 					const int xl[4] = {x0.x, x0.y, x0.z, x0.w};
 					const int xh[4] = {x1.x, x1.y, x1.z, x1.w};
-					int isum = 0;
+					const float xd = jb->xd[(size_t)s * nb + b];
+					const int xs = 8 * jb->xqsum[(size_t)s * nb + b];
 
-					for (int i = 0; i < 4; i++) {
-						isum = __dp4a(qw[i] & 0x0f0f0f0f, xl[i], isum);
-						isum =
-						    __dp4a((qw[i] >> 4) & 0x0f0f0f0f, xh[i], isum);
+#pragma unroll
+					for (int r = 0; r < GV_RPH; r++) {
+						const int qw[4] = {qv[r][u].x, qv[r][u].y,
+						                   qv[r][u].z, qv[r][u].w};
+						int isum = 0;
+
+						if (row0 + 16 * r >= jb->rows)
+							continue;
+#pragma unroll
+						for (int i = 0; i < 4; i++) {
+							isum =
+							    __dp4a(qw[i] & 0x0f0f0f0f, xl[i], isum);
+							isum = __dp4a((qw[i] >> 4) & 0x0f0f0f0f,
+							              xh[i], isum);
+						}
+						isum -= xs;
+						acc[r][s] =
+						    __fmaf_rn((float)isum, __fmul_rn(wd[r][u], xd),
+						              acc[r][s]);
 					}
-					isum -= 8 * jb->xqsum[(size_t)s * nb + b];
-					acc[s] = __fmaf_rn(
-					    (float)isum,
-					    __fmul_rn(wd[u], jb->xd[(size_t)s * nb + b]), acc[s]);
 				}
 			}
 		}
 	}
 };
 
-extern "C" __global__ void coli_gemv_q4_0(const struct coli_gpu_gemv_job *jobs)
+extern "C" __global__ void __launch_bounds__(256, 3)
+    coli_gemv_q4_0(const struct coli_gpu_gemv_job *jobs)
 {
 	gemv<RowQ4>(jobs);
 }
-extern "C" __global__ void coli_gemv_q4_0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
+extern "C" __global__ void __launch_bounds__(256, 3)
+    coli_gemv_q4_0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
 {
 	gemv<RowQ4>(p.j);
 }
 
 /* ---- BF16: unit = element; lane j takes k = j, j+16, ... ---- */
 struct RowBF16 {
-	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row,
-	                                           int lane, float *acc)
+	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
+	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
 	{
 		const int K = jb->K, S = jb->S;
-		const unsigned short *w = (const unsigned short *)jb->w + (size_t)row * K;
+		const unsigned short *w[GV_RPH];
+		bool ok[GV_RPH];
 
+#pragma unroll
+		for (int r = 0; r < GV_RPH; r++) {
+			ok[r] = row0 + 16 * r < jb->rows;
+			w[r] = (const unsigned short *)jb->w + (size_t)(row0 + 16 * r) * K;
+		}
+		/* the half-warp's rows side by side: their loads in flight together */
 		for (int k = lane; k < K; k += LANES) {
-			const float wf = bf16_to_float(w[k]);
+			float wf[GV_RPH];
 
-			for (int s = 0; s < S; s++)
-				acc[s] = __fmaf_rn(wf, jb->xf[(size_t)s * K + k], acc[s]);
+#pragma unroll
+			for (int r = 0; r < GV_RPH; r++)
+				wf[r] = ok[r] ? bf16_to_float(w[r][k]) : 0.0f;
+			for (int s = 0; s < S; s++) {
+				const float x = jb->xf[(size_t)s * K + k];
+
+#pragma unroll
+				for (int r = 0; r < GV_RPH; r++)
+					acc[r][s] = __fmaf_rn(wf[r], x, acc[r][s]);
+			}
 		}
 	}
 };
 
-extern "C" __global__ void coli_gemv_bf16(const struct coli_gpu_gemv_job *jobs)
+extern "C" __global__ void __launch_bounds__(256, 3)
+    coli_gemv_bf16(const struct coli_gpu_gemv_job *jobs)
 {
 	gemv<RowBF16>(jobs);
 }
-extern "C" __global__ void coli_gemv_bf16_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
+extern "C" __global__ void __launch_bounds__(256, 3)
+    coli_gemv_bf16_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
 {
 	gemv<RowBF16>(p.j);
 }
 
 /* ---- F32 (routers): unit = element, as bf16 ---- */
 struct RowF32 {
-	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row,
+	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
+	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
+	{
+		for (int r = 0; r < GV_RPH; r++)
+			if (row0 + 16 * r < jb->rows)
+				one(jb, row0 + 16 * r, lane, acc[r]);
+	}
+	static __device__ __forceinline__ void one(const struct coli_gpu_gemv_job *jb, int row,
 	                                           int lane, float *acc)
 	{
 		const int K = jb->K, S = jb->S;
@@ -259,11 +339,13 @@ struct RowF32 {
 	}
 };
 
-extern "C" __global__ void coli_gemv_f32(const struct coli_gpu_gemv_job *jobs)
+extern "C" __global__ void __launch_bounds__(256, 3)
+    coli_gemv_f32(const struct coli_gpu_gemv_job *jobs)
 {
 	gemv<RowF32>(jobs);
 }
-extern "C" __global__ void coli_gemv_f32_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
+extern "C" __global__ void __launch_bounds__(256, 3)
+    coli_gemv_f32_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
 {
 	gemv<RowF32>(p.j);
 }

@@ -6,7 +6,8 @@
 #ifndef COLI_PTX_KERNELS_ABI_H
 #define COLI_PTX_KERNELS_ABI_H
 
-#define COLI_GPU_MAX_S 4 /* activation vectors per GEMV job (decode batch) */
+#define COLI_GPU_MAX_S     4  /* activation vectors per GEMV job (decode batch) */
+#define COLI_GPU_GEMV_ROWS 32 /* rows of a job per GEMV CTA (ptx/kernels.cu) */
 /* An expert's run of at least this many tokens goes to the tensor-core GEMM
  * (ptx/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S, which were
  * faster below ~14 tokens on an H200 (docs/perf/kernels.md). */
