@@ -792,14 +792,16 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	float4 kv[NF4];
 	float v[AD_CHUNK];
 
-	if (p0 >= n) { /* an empty split (the grid covers a longer context) */
-		if (splits > 1 && last_arrival(&count[(size_t)tb * nkv + kvh], splits))
-			goto combine;
+	/* the splits holding positions: only they count in, and one alone writes
+	 * the output itself (the combine of one partial, M = m and f = 1, gives
+	 * the same bits) */
+	const int used = min(splits, (n + span - 1) / span);
+
+	if (p0 >= n) /* an empty split: the grid covers a longer context */
 		return;
-	}
-	/* a chunk's K slice and V column, each set of loads in flight together;
-	 * the next chunk's K is loaded once the scores have used this one's, its V
-	 * once P.V has (no extra registers: the loads overlap the other phases) */
+		/* a chunk's K slice and V column, each set of loads in flight together;
+		 * the next chunk's K is loaded once the scores have used this one's, its V
+		 * once P.V has (no extra registers: the loads overlap the other phases) */
 #define AD_LOAD_K(c0, np)                                                                          \
 	do {                                                                                       \
 		_Pragma("unroll") for (int u = 0; u < NF4; u++) kv[u] =                            \
@@ -900,7 +902,7 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 			AD_LOAD_V(c0 + AD_CHUNK, nn);
 	}
 
-	if (splits == 1) {
+	if (used == 1) {
 #pragma unroll
 		for (int k = 0; k < AT_ITEMS; k++) {
 			const int it = tid + k * AT_THREADS;
@@ -926,16 +928,14 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 			mine[nq + tid] = s_m[tid];
 			mine[nq + group + tid] = s_l[tid];
 		}
-		if (!last_arrival(&count[(size_t)tb * nkv + kvh], splits))
+		if (!last_arrival(&count[(size_t)tb * nkv + kvh], used))
 			return;
 	}
 #undef AD_LOAD_K
 #undef AD_LOAD_V
-combine : {
-	/* the splits holding positions, in ascending order */
+	/* the last to arrive: the used splits' partials, in ascending order */
 	const size_t stride = (size_t)nq + 2 * group;
 	const float *all = part + ((size_t)tb * nkv + kvh) * splits * stride;
-	const int used = min(splits, (n + span - 1) / span);
 
 	for (int it = tid; it < nq; it += AT_THREADS) {
 		const int g = it / hd;
@@ -953,7 +953,6 @@ combine : {
 		}
 		out[((size_t)t * nh + (size_t)kvh * group) * hd + it] = O / L;
 	}
-}
 }
 
 #define ATTN_CHUNKS(hd)                                                                            \

@@ -188,9 +188,10 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
 }
 
 /* coli_attn_chunks: the positions of the span (the context the grid covers)
- * split over about four CTAs per SM for one query, whatever T is, so a query
- * gets the same bits in a prefill batch as in a decode step; queries go in
- * batches whose partials fit the scratch. */
+ * split over about two CTAs per SM (what fits at once: 128 registers a
+ * thread) for one query, whatever T is, so a query gets the same bits in a
+ * prefill batch as in a decode step; queries go in batches whose partials fit
+ * the scratch. Splits past a query's position return at once. */
 static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv, int group, int hd)
 {
 	size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
@@ -200,7 +201,7 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv
 	while (32 << k < hd)
 		k++;
 
-	splits = (4 * g->sm_count + nkv - 1) / nkv;
+	splits = (2 * g->sm_count + nkv - 1) / nkv;
 	splits = splits < chunks ? splits : chunks;
 	while (splits > 1 && (size_t)splits * per > DENSE_SCRATCH_FLOATS)
 		splits--;

@@ -1177,10 +1177,15 @@ static int bench(int ops_only)
 		bench_ops(bw);
 		return 0;
 	}
-	/* qwen3-30b-a3b's experts (768 x 2048), top-8: gate+up, then down */
+	/* qwen3-30b-a3b's experts (768 x 2048), top-8: gate+up, then down; the
+	 * same tables at qwen3-235b-a22b's shape (1536 x 4096) */
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
 		bench_group("experts gate+up, top-8", dts[d], 16, 768, 2048, bw);
 		bench_group("experts down, top-8", dts[d], 8, 2048, 768, bw);
+	}
+	for (size_t d = 0; d < 2; d++) {
+		bench_group("235b gate+up, top-8", dts[d], 16, 1536, 4096, bw);
+		bench_group("235b down, top-8", dts[d], 8, 4096, 1536, bw);
 	}
 	bench_gemv("router", COLI_DTYPE_F32, 128, 2048, 1, bw);
 	bench_gemv("router", COLI_DTYPE_F32, 128, 2048, 4, bw);
