@@ -776,14 +776,18 @@ template <int NF4>
 static __device__ __forceinline__ void
 attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0, const int *posp,
             int nh, int nkv, int hd, float scale, int chunks_per_split, float *part,
-            unsigned *count, int t0)
+            unsigned *count, int t0, int hsplit)
 {
-	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
-	__shared__ float ss[AT_MAXG * AD_CHUNK];    /* [g][p]: scores, then weights */
+	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
+	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
 	__shared__ float s_m[AT_MAXG], s_l[AT_MAXG], s_c[AT_MAXG];
-	const int split = blockIdx.x, kvh = blockIdx.y, tb = blockIdx.z, t = t0 + tb;
+	/* blockIdx.y: kv head kvh, and slice hs of its group's heads (hsplit
+	 * slices of `group` heads: each head's steps are the same in any slice) */
+	const int split = blockIdx.x, kvh = blockIdx.y / hsplit, tb = blockIdx.z, t = t0 + tb;
 	const int splits = gridDim.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int group = nh / nkv, kvd = nkv * hd, nq = group * hd;
+	const int group = nh / nkv / hsplit, kvd = nkv * hd, nq = group * hd;
+	const size_t head0 = (size_t)t * nh + (size_t)blockIdx.y * group; /* this CTA's first */
+	const size_t pair = (size_t)tb * gridDim.y + blockIdx.y;          /* partials and counter */
 	const int n = (posp ? *posp : pos0) + t + 1, span = chunks_per_split * AD_CHUNK;
 	const int p0 = split * span, p1 = min(n, p0 + span);
 	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
@@ -816,8 +820,7 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	AD_LOAD_K(p0, min(AD_CHUNK, p1 - p0)); /* the first chunk's, before q's */
 	AD_LOAD_V(p0, min(AD_CHUNK, p1 - p0));
 	{
-		const float4 *qg =
-		    (const float4 *)(q + ((size_t)t * nh + (size_t)kvh * group) * hd);
+		const float4 *qg = (const float4 *)(q + head0 * hd);
 
 		for (int i = tid; i < nq / 4; i += AT_THREADS)
 			((float4 *)sq)[i] = qg[i];
@@ -889,12 +892,18 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 			const int it = tid + k * AT_THREADS, g = it / hd;
 
 			if (it < nq) {
-				const float *w = ss + g * AD_CHUNK;
+				const float4 *w = (const float4 *)(ss + g * AD_CHUNK);
 				float a = acc[k] * s_c[g];
 
 #pragma unroll
-				for (int j = 0; j < AD_CHUNK; j++)
-					a = __fmaf_rn(w[j], v[j], a);
+				for (int j = 0; j < AD_CHUNK; j += 4) {
+					const float4 w4 = w[j / 4]; /* four weights a load */
+
+					a = __fmaf_rn(w4.x, v[j], a);
+					a = __fmaf_rn(w4.y, v[j + 1], a);
+					a = __fmaf_rn(w4.z, v[j + 2], a);
+					a = __fmaf_rn(w4.w, v[j + 3], a);
+				}
 				acc[k] = a;
 			}
 		}
@@ -908,14 +917,13 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 			const int it = tid + k * AT_THREADS;
 
 			if (it < nq)
-				out[((size_t)t * nh + (size_t)kvh * group) * hd + it] =
-				    acc[k] / s_l[it / hd];
+				out[head0 * hd + it] = acc[k] / s_l[it / hd];
 		}
 		return;
 	}
 	{
 		const size_t stride = (size_t)nq + 2 * group;
-		float *mine = part + (((size_t)tb * nkv + kvh) * splits + split) * stride;
+		float *mine = part + (pair * splits + split) * stride;
 
 #pragma unroll
 		for (int k = 0; k < AT_ITEMS; k++) {
@@ -928,14 +936,14 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 			mine[nq + tid] = s_m[tid];
 			mine[nq + group + tid] = s_l[tid];
 		}
-		if (!last_arrival(&count[(size_t)tb * nkv + kvh], used))
+		if (!last_arrival(&count[pair], used))
 			return;
 	}
 #undef AD_LOAD_K
 #undef AD_LOAD_V
 	/* the last to arrive: the used splits' partials, in ascending order */
 	const size_t stride = (size_t)nq + 2 * group;
-	const float *all = part + ((size_t)tb * nkv + kvh) * splits * stride;
+	const float *all = part + pair * splits * stride;
 
 	for (int it = tid; it < nq; it += AT_THREADS) {
 		const int g = it / hd;
@@ -951,17 +959,18 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 			O += __ldcg(pc + it) * f;
 			L += __ldcg(pc + nq + group + g) * f;
 		}
-		out[((size_t)t * nh + (size_t)kvh * group) * hd + it] = O / L;
+		out[head0 * hd + it] = O / L;
 	}
 }
 
 #define ATTN_CHUNKS(hd)                                                                            \
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd(         \
 	    const float *q, const float *K, const float *V, float *out, int pos0, const int *posp, \
-	    int nh, int nkv, int hdim, float scale, int cps, float *part, unsigned *count, int t0) \
+	    int nh, int nkv, int hdim, float scale, int cps, float *part, unsigned *count, int t0, \
+	    int hsplit)                                                                            \
 	{                                                                                          \
 		attn_chunks<hd / 32>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, cps, part,    \
-		                     count, t0);                                                   \
+		                     count, t0, hsplit);                                           \
 	}
 ATTN_CHUNKS(32)
 ATTN_CHUNKS(64)

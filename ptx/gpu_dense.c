@@ -196,10 +196,15 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv
 {
 	size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
 	int chunks = (span + AD_CHUNK - 1) / AD_CHUNK, splits, cps, t0, tb, k = 0;
-	int rc = 0;
+	int rc = 0, hsplit = 1;
 
 	while (32 << k < hd)
 		k++;
+	/* up to a few thousand positions a CTA's time is its instructions, which
+	 * grow with the heads it holds: two heads a CTA, the group's slices side
+	 * by side (longer spans: the whole group, each K/V row read once) */
+	if (span <= 8192 && group >= 4 && group % 2 == 0)
+		hsplit = group / 2;
 
 	splits = (2 * g->sm_count + nkv - 1) / nkv;
 	splits = splits < chunks ? splits : chunks;
@@ -208,11 +213,12 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv
 	cps = (chunks + splits - 1) / splits;
 	splits = (chunks + cps - 1) / cps; /* no split starts past the span */
 	tb = splits > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)splits * per)) : T;
-	tb = tb < DENSE_COUNTERS / nkv ? tb : DENSE_COUNTERS / nkv;
+	tb = tb < DENSE_COUNTERS / (nkv * hsplit) ? tb : DENSE_COUNTERS / (nkv * hsplit);
 	args[10] = &cps;
 	args[13] = &t0;
+	args[14] = &hsplit;
 	for (t0 = 0; !rc && t0 < T; t0 += tb)
-		rc = launch3(g, g->f_attn_chunks[k], (unsigned)splits, (unsigned)nkv,
+		rc = launch3(g, g->f_attn_chunks[k], (unsigned)splits, (unsigned)(nkv * hsplit),
 		             (unsigned)(T - t0 < tb ? T - t0 : tb), THREADS, args,
 		             "launch attention");
 	return rc;
@@ -228,14 +234,15 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 	CUdeviceptr a = q, b = K, c = V, d = out, p = posp, part = g->scratch, cnt = g->counts;
 	int group, tiles, splits = 1, tps;
 	long base, want = 2L * g->sm_count;
-	void *args[] = {&a, &b, &c, &d, &pos0, &p, &nh, &nkv, &hd, &scale, &tps, &part, &cnt, NULL};
+	void *args[] = {&a,  &b,     &c,   &d,    &pos0, &p,   &nh, &nkv,
+	                &hd, &scale, &tps, &part, &cnt,  NULL, NULL};
 
 	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T))
 		return -EINVAL;
 	group = nh / nkv;
 	if (group > AT_MAXG || group * hd > AT_MAXQ)
 		return -ENOTSUP; /* the shared-memory q block of dense.cu */
-	if (hd % 32 == 0 && THREADS % hd == 0 && nkv <= DENSE_COUNTERS)
+	if (hd % 32 == 0 && THREADS % hd == 0 && nh <= DENSE_COUNTERS)
 		return attention_chunks(g, args, T, posp ? span : pos0 + T, nkv, group, hd);
 	base = (long)T * nkv;
 	tiles = ((posp ? span : pos0 + T) + AT_TILE - 1) / AT_TILE;
