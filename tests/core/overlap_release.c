@@ -13,7 +13,8 @@
  *   at VRAM budgets of none, a fifth (experts swapped in between tokens),
  *   half and all; CUDA_RELEASE_HOST=1 without a fault (host copies dropped,
  *   no reload, also across VRAM swaps); and a device failure at issue and at
- *   take, with and without CUDA_RELEASE_HOST, overlapped and synchronous.
+ *   take, with and without CUDA_RELEASE_HOST, overlapped and synchronous,
+ *   and at a staging copy.
  *
  * Every run must give the reference's logits byte for byte and its ids. The
  * engine's counters prove what happened: a fault run fails exactly once and
@@ -23,9 +24,10 @@
  *
  * Where a failure strikes: COLI_GPU_FAIL_AFTER = FAIL_AFTER device ops
  * (about token 64: a layer with device work makes a few launches and one
- * sync), then COLI_GPU_FAIL_AT = launch (an issue) or sync (a take) picks the
- * first op of that kind. (Counting alone could not aim: where a real device
- * streams, the number of ops per layer depends on timing.)
+ * sync), then COLI_GPU_FAIL_AT = launch (an issue), sync (a take) or copy (a
+ * staging copy: at issue, or a layer ahead) picks the first op of that kind.
+ * (Counting alone could not aim: where a real device streams, the number of
+ * ops per layer depends on timing.)
  */
 #include <math.h>
 
@@ -37,7 +39,7 @@
 #define FIXTURE    "demo"
 #define FAIL_AFTER (64 * 4 * 5)
 
-enum fail_at { NONE, AT_ISSUE, AT_TAKE };
+enum fail_at { NONE, AT_ISSUE, AT_TAKE, AT_COPY };
 
 struct cfg {
 	const char *what;
@@ -81,6 +83,7 @@ static void opts_for(struct coli_opts *o, const char *gpu, const struct cfg *c, 
 		snprintf(o->gpu_fail_at, sizeof(o->gpu_fail_at), "%s",
 		         c->fail == AT_TAKE    ? "sync"
 		         : c->fail == AT_ISSUE ? "launch"
+		         : c->fail == AT_COPY  ? "copy"
 		                               : "any");
 }
 
@@ -147,8 +150,12 @@ static int check(const struct model *m, const char *gpu, const struct cfg *c, st
 			fails++;                                                                   \
 		}                                                                                  \
 	} while (0)
-	EXPECT(s->dev_fail_issue == (c->fail == AT_ISSUE));
-	EXPECT(s->dev_fail_take == (c->fail == AT_TAKE));
+	if (c->fail == AT_COPY) /* at issue, or a layer ahead (then the take fails) */
+		EXPECT(s->dev_fail_issue + s->dev_fail_take == 1);
+	else {
+		EXPECT(s->dev_fail_issue == (c->fail == AT_ISSUE));
+		EXPECT(s->dev_fail_take == (c->fail == AT_TAKE));
+	}
 	EXPECT(s->reload_bytes == s->reloads * (uint64_t)m->slab_bytes);
 	if (c->release && c->vram_frac != 0)
 		EXPECT(s->host_drops > 0);
@@ -195,6 +202,7 @@ int main(void)
 	    {"release, fail at issue, sync, all", -1, "off", 0, 1, AT_ISSUE},
 	    {"no release, fail at take, auto 1/2", 0.5, "auto", 1, 0, AT_TAKE},
 	    {"no release, fail at issue, only 0", 0, "only", 1, 0, AT_ISSUE},
+	    {"release, fail at a copy, only 1/2", 0.5, "only", 1, 1, AT_COPY},
 	};
 	enum coli_dtype quants[] = {COLI_DTYPE_Q4_0, COLI_DTYPE_Q8_0};
 	const char *why, *devs[2] = {"sim", "0"};
