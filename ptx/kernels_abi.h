@@ -14,16 +14,21 @@
 #define COLI_GPU_GEMM_MIN_S 16
 
 /* One matrix [rows x K] times S activation vectors; all pointers are device
- * addresses. Quantized weights read xq/xd/xqsum, float weights read xf. */
-struct coli_gpu_gemv_job {
-	const void *w;                /* quants [rows][K] (q4: [rows][K/2]) or bf16 [rows][K] */
-	const unsigned short *scales; /* fp16 [rows][K/32] (quant types) */
-	const signed char *xq;        /* [S][K] int8 activations */
-	const float *xd;              /* [S][K/32] activation block scales */
-	const int *xqsum;             /* [S][K/32] sum of xq per block (q4) */
-	const float *xf;              /* [S][K] fp32 activations (bf16) */
-	float *y;                     /* [S][ldy] outputs, row r at y[s*ldy + r] */
+ * addresses. Quantized weights read xq/xd/xqsum, float weights read xf. The
+ * fields are a macro because the GEMM job (below) starts with the same ones,
+ * in the same order: one list, one layout, and the fields stay direct members
+ * of both (no nested name at every use). */
+#define COLI_GPU_JOB_FIELDS                                                                        \
+	const void *w;                /* quants [rows][K] (q4: [rows][K/2]) or bf16 [rows][K] */   \
+	const unsigned short *scales; /* fp16 [rows][K/32] (quant types) */                        \
+	const signed char *xq;        /* [S][K] int8 activations */                                \
+	const float *xd;              /* [S][K/32] activation block scales */                      \
+	const int *xqsum;             /* [S][K/32] sum of xq per block (q4) */                     \
+	const float *xf;              /* [S][K] fp32 activations (bf16) */                         \
+	float *y;                     /* [S][ldy] outputs, row r at y[s*ldy + r] */                \
 	int rows, K, S, ldy;
+struct coli_gpu_gemv_job {
+	COLI_GPU_JOB_FIELDS
 };
 
 /* Small tables travel in the launch's parameters instead of memory (the
@@ -66,14 +71,7 @@ struct coli_gpu_dense_gemv {
 #define COLI_GPU_GEMM_THREADS_Q    256 /* threads per CTA, q8_0 / q4_0 */
 #define COLI_GPU_GEMM_THREADS_BF16 256
 struct coli_gpu_gemm_job {
-	const void *w;                /* quants [rows][K] (q4: [rows][K/2]) or bf16 [rows][K] */
-	const unsigned short *scales; /* fp16 [rows][K/32] (quant types) */
-	const signed char *xq;        /* [S][K] int8 activations */
-	const float *xd;              /* [S][K/32] activation block scales */
-	const int *xqsum;             /* [S][K/32] sum of xq per block (q4) */
-	const float *xf;              /* [S][K] fp32 activations (bf16) */
-	float *y;                     /* [S][ldy] outputs, row r at y[s*ldy + r] */
-	int rows, K, S, ldy;
+	COLI_GPU_JOB_FIELDS
 	int tile0; /* first CTA of the job in the launch: set by coli_gpu_gemm */
 	int pad_;
 };
