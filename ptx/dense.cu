@@ -22,6 +22,7 @@
 #include <cuda_fp16.h>
 
 #include "ptx/act_quant.cuh"
+#include "ptx/ld_stream.cuh"
 #include "ptx/kernels_abi.h"
 
 /* ---- the dense GEMV: y[t][r] = W[r] . x[t] for the dense matrices ----
@@ -62,17 +63,6 @@ static __device__ bool last_arrival(unsigned *count, unsigned n)
 	if (last)
 		__threadfence(); /* acquire: the other CTAs' partials after the count */
 	return last;
-}
-
-static __device__ __forceinline__ int4 ld_stream(const int4 *p)
-{
-	int4 v;
-
-	/* weights are read once a token: keep them out of L1 */
-	asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
-	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-	             : "l"(p));
-	return v;
 }
 
 /* dtype codes as enum coli_dtype: 0 f32, 2 bf16, 8 q8_0, 9 q4_0 */

@@ -23,6 +23,7 @@
 #include <cuda_fp16.h>
 
 #include "ptx/act_quant.cuh"
+#include "ptx/ld_stream.cuh"
 #include "ptx/kernels_abi.h"
 
 #define LANES 16
@@ -60,17 +61,6 @@ static_assert(ROWS_PER_CTA == COLI_GPU_GEMV_ROWS, "the launchers' grid (ptx/gpu.
  * accumulation still visits the lane's blocks in ascending order. */
 #define GV_UNROLL    4
 #define GV_UNROLL_Q8 2 /* q8 blocks are twice the bytes: as many in flight, half the blocks */
-
-static __device__ __forceinline__ int4 ld_stream(const void *p)
-{
-	int4 v;
-
-	/* expert weights are read once a token: keep them out of L1 */
-	asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
-	             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-	             : "l"(p));
-	return v;
-}
 
 /* The frame every GEMV kernel shares: job and rows from the grid, 16 lanes
  * per row, rows row0 + 16 r (r < GV_RPH) per half-warp, accumulators from +0,
