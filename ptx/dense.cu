@@ -746,7 +746,7 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
  * gives each CTA one chunk or a few: every thread issues its K slice and its
  * 32 V values of a chunk at once (one round trip to memory a chunk), then
  *   scores   AD_SL = 8 threads a position, each a slice of hd / 8 dims of
- *            every head of the group, folded over the 8 with shfl_xor;
+ *            every head the CTA holds, folded over the 8 with shfl_xor;
  *   softmax  warp w takes heads w, w + 8, lane = position;
  *   P.V      thread tid owns dim tid % hd of its heads (256 % hd == 0),
  * with the same online-softmax state as coli_attention. Partials are combined
@@ -755,7 +755,9 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
  * splits are empty. The split of the positions is the launcher's and depends
  * on the span and nkv only, so a query gets the same bits in a prefill batch
  * (queries t0 + blockIdx.z, launched in batches that fit the scratch) as in a
- * decode step. Not the same bits as coli_attention (the dense part is exempt
+ * decode step. A CTA holds all heads of its kv head's group or a slice of
+ * them (blockIdx.y, hsplit: the launcher's choice, same bits either way).
+ * Not the same bits as coli_attention (the dense part is exempt
  * from the placement invariant). hd % 32 == 0 and 256 % hd == 0 (the launcher
  * checks; other shapes use coli_attention). */
 #define AD_CHUNK 32
@@ -793,9 +795,6 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 
 	if (p0 >= n) /* an empty split: the grid covers a longer context */
 		return;
-		/* a chunk's K slice and V column, each set of loads in flight together;
-		 * the next chunk's K is loaded once the scores have used this one's, its V
-		 * once P.V has (no extra registers: the loads overlap the other phases) */
 #define AD_LOAD_K(c0, np)                                                                          \
 	do {                                                                                       \
 		_Pragma("unroll") for (int u = 0; u < NF4; u++) kv[u] =                            \
@@ -807,7 +806,11 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 		_Pragma("unroll") for (int j = 0; j < AD_CHUNK; j++) v[j] =                        \
 		    j < (np) ? __ldg(Vh + (size_t)((c0) + j) * kvd) : 0.0f;                        \
 	} while (0)
-	AD_LOAD_K(p0, min(AD_CHUNK, p1 - p0)); /* the first chunk's, before q's */
+	/* a chunk's K slice and V column, each set of loads in flight together;
+	 * the next chunk's K is loaded once the scores have used this one's, its
+	 * V once P.V has (no extra registers: the loads overlap the other phases).
+	 * The first chunk's go before q's. */
+	AD_LOAD_K(p0, min(AD_CHUNK, p1 - p0));
 	AD_LOAD_V(p0, min(AD_CHUNK, p1 - p0));
 	{
 		const float4 *qg = (const float4 *)(q + head0 * hd);
