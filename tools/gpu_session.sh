@@ -11,6 +11,9 @@
 #   tools/gpu_session.sh run DIR [M]   (GPU host) run them; M: a model path
 #                                      (default /tmp/q30-8.coli, made with
 #                                      `coli bench make-model` if absent)
+#   tools/gpu_session.sh ab A B [M]    (GPU host) two coli binaries, A/B:
+#                                      all-resident decode interleaved three
+#                                      times, then greedy generate with each
 #
 # The device machine may lack liburing, utf8proc and libmicrohttpd: set
 # LD_LIBRARY_PATH to their .so files (Debian packages unpacked with dpkg -x).
@@ -64,8 +67,23 @@ run)
 	COLI_DEV_PREPLAN=1 "$dir/coli" bench stream -m "$model" --tokens 32 --rounds 5 \
 		--arms sync,overlap+stream 2>&1 | grep -E '^(sync|overlap\+stream) '
 	;;
+ab)
+	a=${2:?usage: tools/gpu_session.sh ab COLI_A COLI_B [MODEL]}
+	b=${3:?usage: tools/gpu_session.sh ab COLI_A COLI_B [MODEL]}
+	model=${4:-/tmp/q30-8.coli}
+	[ -f "$model" ] || "$a" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
+		-o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+	for c in "$a" "$b" "$a" "$b" "$a" "$b"; do
+		printf '%-28s %s\n' "$c" "$("$c" bench decode -m "$model" --gpu 0 --tokens 64 \
+			--rounds 3 --disk-mib 0 2>&1 | grep '^default' | head -1 | cut -c1-60)"
+	done
+	for c in "$a" "$b"; do
+		printf '%-28s %s\n' "$c" "$("$c" generate -m "$model" --ids 1,2,3,4,5,6,7,8 -n 256 \
+			--usage off 2>&1 >/dev/null | grep decode | cut -c1-100)"
+	done
+	;;
 *)
-	sed -n '2,16p' "$0"
+	sed -n '2,23p' "$0"
 	exit 2
 	;;
 esac
