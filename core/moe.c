@@ -366,11 +366,16 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	if (e->preplanned >= 0) /* the CPU rows' outputs join the device's there */
 		e->moe_on_dense = e->preplanned;
 	/* issue: every device queues its experts; a failure sends its share to the CPU */
-	for (int d = 0; d < e->n_devs; d++) {
-		if (e->devs[d]->failed)
-			continue;
-		issued[d] = coli_moe_dev_issue(e, l, d) == 0;
-		e->est.dev_fail_issue += !issued[d];
+	{
+		double t_iss = coli_now_s();
+
+		for (int d = 0; d < e->n_devs; d++) {
+			if (e->devs[d]->failed)
+				continue;
+			issued[d] = coli_moe_dev_issue(e, l, d) == 0;
+			e->est.dev_fail_issue += !issued[d];
+		}
+		e->est.moe_devissue_s += coli_now_s() - t_iss;
 	}
 	if (!lookahead_done && !n_need) { /* no host slab to wait for: guess now */
 		coli_lookahead(e, l, T);
