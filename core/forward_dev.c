@@ -479,8 +479,7 @@ static int qk_fused(const struct coli_model_config *c)
 }
 
 /* q/k norms, RoPE, and k and v into the layer's cache rows pos0..: one fused
- * launch (coli_qk_rope_store) unless the norm spans the whole vector
- * (qk_norm 2, OLMoE) or the heads are too wide for it. */
+ * launch (coli_qk_rope_store) where qk_fused allows, else op by op. */
 static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int pos0, uint64_t kc,
                     uint64_t vc)
 {
