@@ -302,6 +302,12 @@ int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 	LAUNCH(d->ops->moe_plan(d, a), "plan launch");
 }
 
+int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a)
+{
+	LAUNCH(d->ops->router_plan(d, r, a), "router + plan launch");
+}
+
 int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
                         int max_rows)
 {

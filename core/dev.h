@@ -94,6 +94,9 @@ struct coli_dev_ops {
 	int (*route)(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
 	             uint64_t selw);
 	int (*moe_plan)(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
+	/* the router's f32 GEMV r into a->rlog, then moe_plan(a), as one op */
+	int (*router_plan)(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+	                   const struct coli_gpu_moe_plan *a);
 	int (*gemv_table)(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
 	                  int max_rows);
 	/* graphs (NULL: none, as on sim): the ops between capture_begin and
@@ -189,6 +192,8 @@ int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw);
 int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
+int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a);
 int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
                         int max_rows);
 

@@ -126,6 +126,11 @@ static int g_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 {
 	return coli_gpu_moe_plan(G(d), a);
 }
+static int g_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a)
+{
+	return coli_gpu_router_plan(G(d), r, a);
+}
 static int g_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
 {
 	return coli_gpu_gemv_table(G(d), t, table, n, rows);
@@ -235,6 +240,7 @@ static const struct coli_dev_ops g_gpu_ops = {
     .add_rmsnorm = g_add_rmsnorm,
     .qk_rope_store = g_qk_rope_store,
     .moe_plan = g_moe_plan,
+    .router_plan = g_router_plan,
     .gemv_table = g_gemv_table,
     .dense_gemv = g_dense_gemv,
     .capture_begin = g_capture_begin,

@@ -379,6 +379,14 @@ static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 	return 0;
 }
 
+static int s_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a)
+{
+	int rc = s_dense_gemv(d, COLI_DTYPE_F32, r);
+
+	return rc ? rc : s_moe_plan(d, a);
+}
+
 static int s_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
 {
 	return s_gemv(d, t, (const struct coli_gpu_gemv_job *)(uintptr_t)table, n);
@@ -469,6 +477,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .add_rmsnorm = s_add_rmsnorm,
     .qk_rope_store = s_qk_rope_store,
     .moe_plan = s_moe_plan,
+    .router_plan = s_router_plan,
     .gemv_table = s_gemv_table,
 };
 

@@ -620,8 +620,10 @@ static int preplanned_rows(struct coli_engine *e, uint64_t y)
  * dd->rlog and run the plan of its experts resident here (one launch for
  * both; q8/q4 experts read xn's rows quantized in dd->aq by the ffn norm):
  * gate/up, silu + quantize, down, on the stream. Outputs in the device slot's
- * y, a row per pair in pair order; dd->ptok/pw hold the pair lists. */
-static int run_plan(struct coli_engine *e, int l, int T)
+ * y, a row per pair in pair order; dd->ptok/pw hold the pair lists. router !=
+ * NULL (f32): the router's GEMV of dd->xn into dd->rlog comes first, in the
+ * same launch as the routing (layer_ops decides). */
+static int run_plan(struct coli_engine *e, int l, int T, const struct dmat *router)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -664,7 +666,13 @@ static int run_plan(struct coli_engine *e, int l, int T)
 	    .norm = c->norm_topk_prob,
 	};
 
-	rc = coli_dev_moe_plan(dd->dev, &a);
+	if (router) {
+		struct coli_gpu_dense_gemv r =
+		    gemv_args(dd, router, dd->xn, T, dd->rlog, c->n_experts);
+
+		rc = coli_dev_router_plan(dd->dev, &r, &a);
+	} else
+		rc = coli_dev_moe_plan(dd->dev, &a);
 	rc = rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->gu_jobs, 2 * P, I);
 	rc = rc ? rc
 	        : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, coli_dtype_is_quant(t) ? v->hq : 0,
@@ -761,7 +769,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
-	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0;
+	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused;
 
 	if (l == 0)
 		rc = coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w,
@@ -777,11 +785,14 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		          : swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T,
 		                   dd->mlp);
 	rc = rc ? rc : prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
-	rc = rc ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
+	/* a planned layer's f32 router runs in the plan's launch */
+	fused = (kind == SEG_PLANNED || kind == SEG_PRE) && dd->route_on_dev &&
+	        D->router.dtype == COLI_DTYPE_F32 && dd->dev->ops->router_plan;
+	rc = rc || fused ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
 	if (kind == SEG_PLANNED) {
 		/* routed, planned, computed and accumulated here; the routing goes
 		 * back for fast_count */
-		rc = rc ? rc : run_plan(e, l, T);
+		rc = rc ? rc : run_plan(e, l, T, fused ? &D->router : NULL);
 		rc = rc ? rc
 		        : coli_dev_download_async(dd->dev,
 		                                  e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K,
@@ -793,7 +804,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	}
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
 		rc = rc                ? rc
-		     : kind == SEG_PRE ? run_plan(e, l, T)
+		     : kind == SEG_PRE ? run_plan(e, l, T, fused ? &D->router : NULL)
 		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K,
 		                                        c->norm_topk_prob, dd->sel, dd->selw);
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);

@@ -189,8 +189,10 @@ static __device__ __forceinline__ float *dg_out(const struct coli_gpu_dense_gemv
 	return a.y3 + (size_t)t * a.ldy3 + (row - a.rows2);
 }
 
+/* Returns whether this CTA wrote its row group's y (CTA-uniform): every CTA
+ * without a split, the last of the group's splits with one. */
 template <int DT, int S>
-static __device__ __forceinline__ void dgemv(const struct coli_gpu_dense_gemv &a, float *part,
+static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a, float *part,
                                              unsigned *count)
 {
 	const int lane = threadIdx.x & 31;
@@ -230,13 +232,13 @@ static __device__ __forceinline__ void dgemv(const struct coli_gpu_dense_gemv &a
 		if (lane == 0 && row < a.rows)
 			for (int s = 0; s < ns; s++)
 				*dg_out(a, t0 + s, row) = acc[s];
-		return;
+		return true;
 	}
 	if (lane == 0 && row < a.rows)
 		for (int s = 0; s < ns; s++)
 			part[((size_t)blockIdx.y * a.T + t0 + s) * a.rows + row] = acc[s];
 	if (!last_arrival(&count[blockIdx.z * gridDim.x + blockIdx.x], splits))
-		return;
+		return false;
 	if (lane == 0 && row < a.rows)
 		for (int s = 0; s < ns; s++) {
 			float v = 0.0f;
@@ -246,6 +248,7 @@ static __device__ __forceinline__ void dgemv(const struct coli_gpu_dense_gemv &a
 				    v, __ldcg(part + ((size_t)k * a.T + t0 + s) * a.rows + row));
 			*dg_out(a, t0 + s, row) = v;
 		}
+	return true;
 }
 
 #define DGEMV(dt, DT, S)                                                                           \
@@ -1100,12 +1103,14 @@ static __device__ void route_warp(const float *x, int E, int K, int norm, int *s
 	const int lane = threadIdx.x & 31;
 	float mx = -INFINITY;
 
+	/* __ldcg: x may have been written by other CTAs of this launch
+	 * (coli_dgemv_f32_plan): read it from L2, never a stale L1 line */
 	for (int i = lane; i < E; i += 32)
-		mx = fmaxf(mx, x[i]);
+		mx = fmaxf(mx, __ldcg(x + i));
 	for (int o = 16; o; o >>= 1)
 		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
 	for (int i = lane; i < E; i += 32)
-		p[i] = expf(x[i] - mx);
+		p[i] = expf(__ldcg(x + i) - mx);
 	__syncwarp();
 	if (lane == 0) {
 		double s = 0;
@@ -1242,9 +1247,9 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 }
 
 /* coli_route of a.rlog into a.sel/selw (warp t routes token t), then
- * coli_moe_plan, in one launch: T <= COLI_GPU_MAX_S. */
-extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
-    coli_route_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
+ * coli_moe_plan, by one CTA of COLI_GPU_PLAN_MAX_P threads: T <=
+ * COLI_GPU_MAX_S. */
+static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan &a)
 {
 	__shared__ float p[COLI_GPU_MAX_S][COLI_GPU_ROUTE_MAX_E];
 	__shared__ double sum[COLI_GPU_MAX_S];
@@ -1264,3 +1269,29 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 	if ((int)threadIdx.x < a.T * a.K)
 		plan_pair(a, threadIdx.x, sel, selw, slabs);
 }
+
+extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
+    coli_route_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
+{
+	route_plan(a);
+}
+
+/* The router's GEMV (f32, T <= COLI_GPU_MAX_S tokens into p.rlog), then
+ * route_plan, in one launch: the CTAs that write a row group's logits count
+ * themselves in at *done, and the last of them routes and plans (its 256
+ * threads are a plan CTA's). One launch and one round trip less a layer than
+ * coli_dgemv_f32 then coli_route_plan; the same bits (the same GEMV, then the
+ * same routing of the same logits). */
+static_assert(DG_WARPS * 32 == COLI_GPU_PLAN_MAX_P, "a GEMV CTA plans");
+#define DGEMV_PLAN(S)                                                                              \
+	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_f32_plan_##S(       \
+	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count, unsigned *done,      \
+	    const struct coli_gpu_moe_plan p)                                                      \
+	{                                                                                          \
+		if (dgemv<0, S>(a, part, count) && last_arrival(done, gridDim.x * gridDim.z))      \
+			route_plan(p);                                                             \
+	}
+DGEMV_PLAN(1)
+DGEMV_PLAN(2)
+DGEMV_PLAN(3)
+DGEMV_PLAN(4)

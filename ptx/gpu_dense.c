@@ -59,6 +59,10 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 		CK(g->cu->ModuleGetFunction((CUfunction *)((char *)g + fns[i].off), g->mod_dense,
 		                            fns[i].name),
 		   fns[i].name);
+	for (int s = 0; s < COLI_GPU_MAX_S; s++) {
+		snprintf(name, sizeof(name), "coli_dgemv_f32_plan_%d", s + 1);
+		CK(g->cu->ModuleGetFunction(&g->f_dgemv_plan[s], g->mod_dense, name), name);
+	}
 	for (int i = 0; i < 4; i++) {
 		snprintf(name, sizeof(name), "coli_attn_chunks_%d", 32 << i);
 		CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[i], g->mod_dense, name), name);
@@ -261,44 +265,59 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 }
 
 /* Grid (row groups of 8, splits, chunks of S <= 4 tokens). */
+/* The dense GEMV's shape: the kernel's dtype index, row groups of DG_WARPS
+ * and the K split. The split count depends on the matrix only, never on T: a
+ * token's sum must have the same order in a prefill batch as alone at
+ * decode. */
+static int dgemv_shape(const coli_gpu_t *g, enum coli_dtype dtype,
+                       const struct coli_gpu_dense_gemv *a, int *di, int *groups, int *splits)
+{
+	long want = 16L * g->sm_count; /* warps: two CTAs of 8 an SM */
+	int nu;
+
+	switch (dtype) {
+	case COLI_DTYPE_F32:
+		*di = 0, nu = a->K / 4;
+		break;
+	case COLI_DTYPE_BF16:
+		*di = 1, nu = a->K / 8;
+		break;
+	case COLI_DTYPE_Q8_0:
+		*di = 2, nu = a->K / 16;
+		break;
+	case COLI_DTYPE_Q4_0:
+		*di = 3, nu = a->K / 32;
+		break;
+	default:
+		return -ENOTSUP;
+	}
+	if (a->rows <= 0 || a->T <= 0 || a->K <= 0 || a->K % 32 ||
+	    a->ldy < (a->y2 ? a->rows1 : a->rows) ||
+	    (a->y2 && (!a->y3 || a->rows1 < 0 || a->rows2 < a->rows1 || a->rows < a->rows2 ||
+	               a->ldy2 < a->rows2 - a->rows1 || a->ldy3 < a->rows - a->rows2)))
+		return -EINVAL;
+	*groups = (a->rows + DG_WARPS - 1) / DG_WARPS;
+	*splits = 1;
+	if (a->rows < want && *groups <= DENSE_COUNTERS) {
+		*splits = (int)((want + a->rows - 1) / a->rows);
+		*splits = *splits < nu / 32 ? *splits : nu / 32; /* a unit a lane at least */
+		*splits = *splits < 32 ? *splits : 32;
+		*splits = *splits > 1 ? *splits : 1;
+	}
+	return 0;
+}
+
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m)
 {
 	struct coli_gpu_dense_gemv a = *m;
 	CUdeviceptr part = g->scratch, cnt = g->counts;
 	void *args[] = {&a, &part, &cnt};
-	int di, S, chunks, groups, nu, splits = 1;
-	long want = 16L * g->sm_count; /* warps: two CTAs of 8 an SM */
+	int di, S, chunks, groups, splits;
+	int rc = dgemv_shape(g, dtype, &a, &di, &groups, &splits);
 
-	switch (dtype) {
-	case COLI_DTYPE_F32:
-		di = 0, nu = a.K / 4;
-		break;
-	case COLI_DTYPE_BF16:
-		di = 1, nu = a.K / 8;
-		break;
-	case COLI_DTYPE_Q8_0:
-		di = 2, nu = a.K / 16;
-		break;
-	case COLI_DTYPE_Q4_0:
-		di = 3, nu = a.K / 32;
-		break;
-	default:
-		return -ENOTSUP;
-	}
-	if (a.rows <= 0 || a.T <= 0 || a.K <= 0 || a.K % 32 || a.ldy < (a.y2 ? a.rows1 : a.rows) ||
-	    (a.y2 && (!a.y3 || a.rows1 < 0 || a.rows2 < a.rows1 || a.rows < a.rows2 ||
-	              a.ldy2 < a.rows2 - a.rows1 || a.ldy3 < a.rows - a.rows2)))
-		return -EINVAL;
+	if (rc)
+		return rc;
 	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
-	groups = (a.rows + DG_WARPS - 1) / DG_WARPS;
-	/* the split count depends on the matrix only, never on T: a token's sum
-	 * must have the same order in a prefill batch as alone at decode */
-	if (a.rows < want && groups <= DENSE_COUNTERS) {
-		splits = (int)((want + a.rows - 1) / a.rows);
-		splits = splits < nu / 32 ? splits : nu / 32; /* a unit a lane at least */
-		splits = splits < 32 ? splits : 32;
-		splits = splits > 1 ? splits : 1;
-	}
 	/* tokens per launch: a split launch's partials [splits][T][rows] and its
 	 * counters [chunks][groups] must fit; longer inputs go in several */
 	int tb = a.T;
@@ -312,8 +331,6 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 		tb = tb > 0 ? tb : 1;
 	}
 	for (int t = 0; t < m->T; t += tb) {
-		int rc;
-
 		a.T = m->T - t < tb ? m->T - t : tb;
 		a.xf = m->xf ? m->xf + (size_t)t * m->K : NULL;
 		a.xq = m->xq ? m->xq + (size_t)t * m->K : NULL;
@@ -383,6 +400,31 @@ int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
 	              args, "launch moe_plan");
 }
 
+/* Grid (row groups, splits, 1), as coli_gpu_dense_gemv; the last counter of
+ * the array counts the row groups done (zero between launches like the
+ * others: the last to arrive resets it). */
+int coli_gpu_router_plan(coli_gpu_t *g, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *p)
+{
+	struct coli_gpu_dense_gemv a = *r;
+	struct coli_gpu_moe_plan pl = *p;
+	CUdeviceptr part = g->scratch, cnt = g->counts,
+	            done = g->counts + sizeof(unsigned) * (DENSE_COUNTERS - 1);
+	void *args[] = {&a, &part, &cnt, &done, &pl};
+	int di, groups, splits, rc = dgemv_shape(g, COLI_DTYPE_F32, &a, &di, &groups, &splits);
+
+	if (rc)
+		return rc;
+	if (a.T > COLI_GPU_MAX_S || a.y2 || !p->rlog ||
+	    (uint64_t)(uintptr_t)p->rlog != (uint64_t)(uintptr_t)a.y || a.ldy != p->E ||
+	    a.rows != p->E || p->T != a.T || p->T * p->K > COLI_GPU_PLAN_MAX_P ||
+	    p->E > COLI_GPU_ROUTE_MAX_E || p->K > 16 || p->K > p->E ||
+	    (size_t)splits * a.T * a.rows > DENSE_SCRATCH_FLOATS || groups >= DENSE_COUNTERS)
+		return -EINVAL;
+	return launch3(g, g->f_dgemv_plan[a.T - 1], (unsigned)groups, (unsigned)splits, 1,
+	               DG_WARPS * 32, args, "launch router + plan");
+}
+
 #else
 #define NO_GPU return -ENODEV
 int coli_gpu_copy(coli_gpu_t *g, uint64_t d, uint64_t s, size_t n)
@@ -444,6 +486,11 @@ int coli_gpu_route(coli_gpu_t *g, uint64_t r, int T, int E, int K, int n, uint64
 	NO_GPU;
 }
 int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
+{
+	NO_GPU;
+}
+int coli_gpu_router_plan(coli_gpu_t *g, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *p)
 {
 	NO_GPU;
 }

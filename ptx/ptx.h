@@ -130,6 +130,11 @@ int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, 
  * coli_moe_plan), then run with coli_gpu_gemv_table; with a->rlog set the
  * routing into a->sel/selw comes first, in the same launch (coli_route_plan). */
 int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a);
+/* The router's f32 GEMV r (T <= COLI_GPU_MAX_S tokens, its output r->y the
+ * plan's rlog, E x E) and then the plan p with routing, in one launch: the
+ * bits of coli_gpu_dense_gemv then coli_gpu_moe_plan. */
+int coli_gpu_router_plan(coli_gpu_t *g, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *p);
 /* coli_gpu_gemv on a job table already in device memory (written by a
  * kernel): every job has at most max_rows rows, S <= COLI_GPU_MAX_S. */
 int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, int n_jobs,

@@ -31,6 +31,8 @@
  *                   non-resident expert's jobs empty, its pairs in place); with
  *                   router logits (coli_route_plan) the routing is coli_route's
  *                   choice and the pair lists follow it
+ *   router_plan     the router's f32 GEMV and the plan in one launch: the bytes
+ *                   of the two launches (logits, routing, jobs, pair lists)
  *
  * Skips (77) without a usable GPU. `dense_kernels --bench` instead times the
  * experts' grouped GEMV at decode (a layer's gate+up and down tables) and each
@@ -804,6 +806,80 @@ static int test_route_plan(void)
 	return rc;
 }
 
+/* The router's GEMV and the plan in one launch (coli_gpu_router_plan) give
+ * the bytes of the two launches: logits, routing, job tables, pair lists. */
+static int test_router_plan(void)
+{
+	enum { E = 128, K = 8, H = 2048, I = 768 };
+	float *w = xmalloc(4 * (size_t)E * H), *x = xmalloc(4 * (size_t)COLI_GPU_MAX_S * H);
+	uint64_t dwt = 0, dx = 0, dsl;
+	unsigned long long slabs[E];
+	int rc = 0;
+
+	for (size_t i = 0; i < (size_t)E * H; i++)
+		w[i] = frand() * 0.05f;
+	for (size_t i = 0; i < (size_t)COLI_GPU_MAX_S * H; i++)
+		x[i] = frand();
+	for (int e = 0; e < E; e++) /* a few "resident" experts: non-empty jobs */
+		slabs[e] = e % 5 ? 0 : 0x100000ull * (e + 1);
+	dwt = dev_copy(w, 4 * (size_t)E * H);
+	dx = dev_copy(x, 4 * (size_t)COLI_GPU_MAX_S * H);
+	dsl = dev_copy(slabs, sizeof(slabs));
+	for (int T = 1; T <= COLI_GPU_MAX_S; T++) {
+		int P = T * K, bad = 0;
+		/* per path: rlog, sel, selw, gu jobs, down jobs, pair_token, pair_w */
+		size_t sz[7] = {4 * (size_t)T * E,
+		                4 * (size_t)P,
+		                4 * (size_t)P,
+		                sizeof(struct coli_gpu_gemv_job) * 2 * P,
+		                sizeof(struct coli_gpu_gemv_job) * P,
+		                4 * (size_t)P,
+		                4 * (size_t)P};
+		uint64_t d[2][7];
+		unsigned char *h[2][7];
+
+		for (int v = 0; v < 2; v++) {
+			struct coli_gpu_dense_gemv r = {0};
+			struct coli_gpu_moe_plan a = {0};
+
+			for (int k = 0; k < 7; k++)
+				d[v][k] = dev_poison(sz[k]), h[v][k] = xmalloc(sz[k]);
+			r.w = (const void *)DP(dwt), r.xf = (const float *)DP(dx);
+			r.y = (float *)DP(d[v][0]);
+			r.rows = E, r.K = H, r.T = T, r.ldy = E;
+			a.sel = (const int *)DP(d[v][1]), a.selw = (const float *)DP(d[v][2]);
+			a.slabs = (const unsigned long long *)DP(dsl);
+			a.gu_jobs = (struct coli_gpu_gemv_job *)DP(d[v][3]);
+			a.down_jobs = (struct coli_gpu_gemv_job *)DP(d[v][4]);
+			a.pair_token = (int *)DP(d[v][5]), a.pair_w = (float *)DP(d[v][6]);
+			a.T = T, a.K = K, a.H = H, a.I = I;
+			a.rlog = (const float *)DP(d[v][0]), a.E = E, a.norm = 1;
+			if (v ? coli_gpu_router_plan(g_gpu, &r, &a)
+			      : coli_gpu_dense_gemv(g_gpu, COLI_DTYPE_F32, &r) ||
+			            coli_gpu_moe_plan(g_gpu, &a)) {
+				printf("  router_plan T=%d: launch failed\n", T);
+				return 1;
+			}
+			for (int k = 0; k < 7; k++)
+				download(h[v][k], d[v][k], sz[k]);
+		}
+		/* the job tables hold the paths' own buffer addresses (sel, ...): none
+		 * of those are in them, so the bytes compare as they are */
+		for (int k = 0; k < 7; k++)
+			bad += memcmp(h[0][k], h[1][k], sz[k]) != 0;
+		printf("  router_plan T=%d E=%d K=%d H=%d: %d of 7 outputs differ from the two "
+		       "launches\n",
+		       T, E, K, H, bad);
+		rc |= bad != 0;
+		for (int v = 0; v < 2; v++)
+			for (int k = 0; k < 7; k++)
+				coli_gpu_free(g_gpu, d[v][k]), free(h[v][k]);
+	}
+	coli_gpu_free(g_gpu, dwt), coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, dsl);
+	free(w), free(x);
+	return rc;
+}
+
 /* ---- attention ---- */
 
 static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp)
@@ -1220,6 +1296,7 @@ int main(int argc, char **argv)
 	rc |= test_route();
 	rc |= test_moe_plan();
 	rc |= test_route_plan();
+	rc |= test_router_plan();
 	rc |= test_attention();
 	coli_gpu_close(g_gpu);
 	return rc;
