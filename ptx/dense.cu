@@ -508,7 +508,80 @@ extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
 #define AT_ITEMS   (AT_MAXQ / AT_THREADS)
 #define AT_PV      16 /* value rows loaded ahead in the weighted sum */
 
-extern "C" __global__ void __launch_bounds__(AT_THREADS)
+/* Both attention kernels end alike. A CTA's items are it = tid + k *
+ * AT_THREADS (k < AT_ITEMS) of its heads' [group][hd] outputs. */
+
+/* The online softmax's state before the first position: m = -inf, l = 0,
+ * acc = 0. */
+static __device__ __forceinline__ void attn_start(float *s_m, float *s_l, float *acc, int group)
+{
+	if ((int)threadIdx.x < group) {
+		s_m[threadIdx.x] = -INFINITY;
+		s_l[threadIdx.x] = 0.0f;
+	}
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++)
+		acc[k] = 0.0f;
+}
+
+/* One split alone: the output, acc / l per head. */
+static __device__ __forceinline__ void attn_put_out(float *o, const float *acc, const float *s_l,
+                                                    int nq, int hd)
+{
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++) {
+		const int it = threadIdx.x + k * AT_THREADS;
+
+		if (it < nq)
+			o[it] = acc[k] / s_l[it / hd];
+	}
+}
+
+/* A split's partial: acc [nq], then m [group], l [group]. */
+static __device__ __forceinline__ void attn_put_partial(float *mine, const float *acc,
+                                                        const float *s_m, const float *s_l, int nq,
+                                                        int group)
+{
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++) {
+		const int it = threadIdx.x + k * AT_THREADS;
+
+		if (it < nq)
+			mine[it] = acc[k];
+	}
+	if ((int)threadIdx.x < group) {
+		mine[nq + threadIdx.x] = s_m[threadIdx.x];
+		mine[nq + group + threadIdx.x] = s_l[threadIdx.x];
+	}
+}
+
+/* The last CTA to arrive: the `used` splits holding positions, combined in
+ * ascending order (a split past the position would add exactly +0: m = -inf,
+ * l = 0, acc = 0). */
+static __device__ __forceinline__ void attn_combine(float *o, const float *all, int used, int nq,
+                                                    int group, int hd)
+{
+	const size_t stride = (size_t)nq + 2 * group;
+
+	for (int it = threadIdx.x; it < nq; it += AT_THREADS) {
+		const int g = it / hd;
+		float M = -INFINITY, O = 0.0f, L = 0.0f;
+
+		for (int c = 0; c < used; c++)
+			M = fmaxf(M, __ldcg(all + c * stride + nq + g));
+#pragma unroll 8
+		for (int c = 0; c < used; c++) {
+			const float *pc = all + c * stride;
+			const float f = expf(__ldcg(pc + nq + g) - M);
+
+			O += __ldcg(pc + it) * f;
+			L += __ldcg(pc + nq + group + g) * f;
+		}
+		o[it] = O / L;
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
     coli_attention(const float *q, const float *K, const float *V, float *out, int pos0,
                    const int *posp, int nh, int nkv, int hd, float scale, int tiles_per_split,
                    float *part, unsigned *count)
@@ -528,13 +601,7 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 
 	for (int i = tid; i < nq; i += AT_THREADS)
 		sq[i] = qg[i];
-	if (tid < group) {
-		s_m[tid] = -INFINITY;
-		s_l[tid] = 0.0f;
-	}
-#pragma unroll
-	for (int k = 0; k < AT_ITEMS; k++)
-		acc[k] = 0.0f;
+	attn_start(s_m, s_l, acc, group);
 	__syncthreads(); /* sq, s_m, s_l visible to all */
 
 	for (int tile = p0; tile < p1; tile += AT_TILE) {
@@ -691,50 +758,18 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 	}
 
 	if (splits == 1) {
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				out[((size_t)t * nh + (size_t)kvh * group) * hd + it] =
-				    acc[k] / s_l[it / hd];
-		}
+		attn_put_out(out + ((size_t)t * nh + (size_t)kvh * group) * hd, acc, s_l, nq, hd);
 		return;
 	}
 	{
-		/* partial of (t, kvh, split): acc [nq], then m [group], l [group] */
 		const size_t stride = (size_t)nq + 2 * group;
-		float *mine = part + (((size_t)t * nkv + kvh) * splits + split) * stride;
-		const float *all = part + ((size_t)t * nkv + kvh) * splits * stride;
+		float *all = part + ((size_t)t * nkv + kvh) * splits * stride;
 
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				mine[it] = acc[k];
-		}
-		if (tid < group) {
-			mine[nq + tid] = s_m[tid];
-			mine[nq + group + tid] = s_l[tid];
-		}
+		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[(size_t)t * nkv + kvh], splits))
 			return;
-		for (int it = tid; it < nq; it += AT_THREADS) {
-			const int g = it / hd;
-			float M = -INFINITY, O = 0.0f, L = 0.0f;
-
-			for (int c = 0; c < splits; c++)
-				M = fmaxf(M, __ldcg(all + c * stride + nq + g));
-			for (int c = 0; c < splits; c++) {
-				const float *pc = all + c * stride;
-				const float f = expf(__ldcg(pc + nq + g) - M); /* empty split: 0 */
-
-				O += __ldcg(pc + it) * f;
-				L += __ldcg(pc + nq + group + g) * f;
-			}
-			out[((size_t)t * nh + (size_t)kvh * group) * hd + it] = O / L;
-		}
+		attn_combine(out + ((size_t)t * nh + (size_t)kvh * group) * hd, all,
+		             min(splits, (n + span - 1) / span), nq, group, hd);
 	}
 }
 
@@ -818,13 +853,7 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 		for (int i = tid; i < nq / 4; i += AT_THREADS)
 			((float4 *)sq)[i] = qg[i];
 	}
-	if (tid < group) {
-		s_m[tid] = -INFINITY;
-		s_l[tid] = 0.0f;
-	}
-#pragma unroll
-	for (int k = 0; k < AT_ITEMS; k++)
-		acc[k] = 0.0f;
+	attn_start(s_m, s_l, acc, group);
 
 	for (int c0 = p0; c0 < p1; c0 += AD_CHUNK) {
 		const int np = min(AD_CHUNK, p1 - c0), nn = min(AD_CHUNK, p1 - c0 - AD_CHUNK);
@@ -905,55 +934,20 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	}
 
 	if (used == 1) {
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				out[head0 * hd + it] = acc[k] / s_l[it / hd];
-		}
+		attn_put_out(out + head0 * hd, acc, s_l, nq, hd);
 		return;
 	}
 	{
 		const size_t stride = (size_t)nq + 2 * group;
-		float *mine = part + (pair * splits + split) * stride;
+		float *all = part + pair * splits * stride;
 
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				mine[it] = acc[k];
-		}
-		if (tid < group) {
-			mine[nq + tid] = s_m[tid];
-			mine[nq + group + tid] = s_l[tid];
-		}
+		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[pair], used))
 			return;
+		attn_combine(out + head0 * hd, all, used, nq, group, hd);
 	}
 #undef AD_LOAD_K
 #undef AD_LOAD_V
-	/* the last to arrive: the used splits' partials, in ascending order */
-	const size_t stride = (size_t)nq + 2 * group;
-	const float *all = part + pair * splits * stride;
-
-	for (int it = tid; it < nq; it += AT_THREADS) {
-		const int g = it / hd;
-		float M = -INFINITY, O = 0.0f, L = 0.0f;
-
-		for (int c = 0; c < used; c++)
-			M = fmaxf(M, __ldcg(all + c * stride + nq + g));
-#pragma unroll 8
-		for (int c = 0; c < used; c++) {
-			const float *pc = all + c * stride;
-			const float f = expf(__ldcg(pc + nq + g) - M);
-
-			O += __ldcg(pc + it) * f;
-			L += __ldcg(pc + nq + group + g) * f;
-		}
-		out[head0 * hd + it] = O / L;
-	}
 }
 
 #define ATTN_CHUNKS(hd)                                                                            \
