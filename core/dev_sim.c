@@ -219,7 +219,8 @@ static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 }
 
 static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
 {
 	float *sc;
 	int group = nh / nkv, kvd = nkv * hd;
@@ -237,7 +238,7 @@ static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
 			                    pos0 + t + 1, kvd, hd, scale, sc,
 			                    F(out) + ((size_t)t * nh + h) * hd);
 	free(sc);
-	return 0;
+	return aq ? s_actq(d, out, aq, ad, aqs, T * nh * hd / COLI_QBLOCK) : 0;
 }
 
 static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,

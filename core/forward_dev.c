@@ -522,7 +522,7 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
-	int qd = nh * hd, kvd = nkv * hd, rc;
+	int qd = nh * hd, kvd = nkv * hd, rc, oq;
 	uint64_t kc = dd->kcache + ((size_t)l * e->ctx) * kvd * 4;
 	uint64_t vc = dd->vcache + ((size_t)l * e->ctx) * kvd * 4;
 
@@ -549,10 +549,12 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->v, D->v_bias, T, kvd);
 	}
 	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
+	/* a quantized o reads the attention output quantized: in the same launch */
+	oq = coli_dtype_is_quant(D->o.dtype);
 	rc = rc ? rc
 	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, dd->ids, e->ctx, nh,
-	                             nkv, hd, 1.0f / sqrtf((float)hd));
-	rc = rc ? rc : prep(dd, &D->o, dd->att, T);
+	                             nkv, hd, 1.0f / sqrtf((float)hd), oq ? dd->aq : 0,
+	                             oq ? dd->ad : 0, oq ? dd->aqs : 0);
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	return rc;
 }

@@ -524,16 +524,52 @@ static __device__ __forceinline__ void attn_start(float *s_m, float *s_l, float 
 		acc[k] = 0.0f;
 }
 
+/* Where the outputs go: o [nq] floats, and with q != NULL the same values
+ * quantized per 32-block (coli_act_quantize's steps) into q [nq], d and qsum
+ * [nq / 32] — the o projection's input, without a launch of its own. */
+struct attn_out {
+	float *o;
+	signed char *q;
+	float *d;
+	int *qsum;
+};
+
+/* Element it of the outputs, value v; the 32 lanes of a warp hold one
+ * aligned block (it = warp base + lane), so the block's scale and sum are
+ * warp reductions (a max and an integer sum: their order is free). */
+static __device__ __forceinline__ void attn_store(const struct attn_out &a, int it, float v)
+{
+	a.o[it] = v;
+	if (a.q) {
+		float amax = act_abs(0.0f, v), d;
+		int qv, s;
+
+		for (int off = 16; off; off >>= 1)
+			amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+		const float id = act_inv(amax, &d);
+
+		qv = act_q(v, id);
+		s = qv;
+		for (int off = 16; off; off >>= 1)
+			s += __shfl_xor_sync(0xffffffffu, s, off);
+		a.q[it] = (signed char)qv;
+		if ((it & 31) == 0) {
+			a.d[it / 32] = d;
+			a.qsum[it / 32] = s;
+		}
+	}
+}
+
 /* One split alone: the output, acc / l per head. */
-static __device__ __forceinline__ void attn_put_out(float *o, const float *acc, const float *s_l,
-                                                    int nq, int hd)
+static __device__ __forceinline__ void attn_put_out(const struct attn_out &a, const float *acc,
+                                                    const float *s_l, int nq, int hd)
 {
 #pragma unroll
 	for (int k = 0; k < AT_ITEMS; k++) {
 		const int it = threadIdx.x + k * AT_THREADS;
 
-		if (it < nq)
-			o[it] = acc[k] / s_l[it / hd];
+		if (it < nq) /* nq % 32 == 0: whole warps */
+			attn_store(a, it, acc[k] / s_l[it / hd]);
 	}
 }
 
@@ -558,8 +594,8 @@ static __device__ __forceinline__ void attn_put_partial(float *mine, const float
 /* The last CTA to arrive: the `used` splits holding positions, combined in
  * ascending order (a split past the position would add exactly +0: m = -inf,
  * l = 0, acc = 0). */
-static __device__ __forceinline__ void attn_combine(float *o, const float *all, int used, int nq,
-                                                    int group, int hd)
+static __device__ __forceinline__ void attn_combine(const struct attn_out &a, const float *all,
+                                                    int used, int nq, int group, int hd)
 {
 	const size_t stride = (size_t)nq + 2 * group;
 
@@ -577,7 +613,7 @@ static __device__ __forceinline__ void attn_combine(float *o, const float *all, 
 			O += __ldcg(pc + it) * f;
 			L += __ldcg(pc + nq + group + g) * f;
 		}
-		o[it] = O / L;
+		attn_store(a, it, O / L);
 	}
 }
 
@@ -758,7 +794,8 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 	}
 
 	if (splits == 1) {
-		attn_put_out(out + ((size_t)t * nh + (size_t)kvh * group) * hd, acc, s_l, nq, hd);
+		attn_put_out({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
+		             acc, s_l, nq, hd);
 		return;
 	}
 	{
@@ -768,8 +805,8 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[(size_t)t * nkv + kvh], splits))
 			return;
-		attn_combine(out + ((size_t)t * nh + (size_t)kvh * group) * hd, all,
-		             min(splits, (n + span - 1) / span), nq, group, hd);
+		attn_combine({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
+		             all, min(splits, (n + span - 1) / span), nq, group, hd);
 	}
 }
 
@@ -803,7 +840,7 @@ template <int NF4>
 static __device__ __forceinline__ void
 attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0, const int *posp,
             int nh, int nkv, int hd, float scale, int chunks_per_split, float *part,
-            unsigned *count, int t0, int hsplit)
+            unsigned *count, int t0, int hsplit, signed char *aq, float *ad, int *aqs)
 {
 	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
 	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
@@ -815,6 +852,9 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	const int group = nh / nkv / hsplit, kvd = nkv * hd, nq = group * hd;
 	const size_t head0 = (size_t)t * nh + (size_t)blockIdx.y * group; /* this CTA's first */
 	const size_t pair = (size_t)tb * gridDim.y + blockIdx.y;          /* partials and counter */
+	const struct attn_out ao = {out + head0 * hd, aq ? aq + head0 * hd : NULL,
+	                            aq ? ad + head0 * hd / 32 : NULL,
+	                            aq ? aqs + head0 * hd / 32 : NULL};
 	const int n = (posp ? *posp : pos0) + t + 1, span = chunks_per_split * AD_CHUNK;
 	const int p0 = split * span, p1 = min(n, p0 + span);
 	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
@@ -934,7 +974,7 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	}
 
 	if (used == 1) {
-		attn_put_out(out + head0 * hd, acc, s_l, nq, hd);
+		attn_put_out(ao, acc, s_l, nq, hd);
 		return;
 	}
 	{
@@ -944,7 +984,7 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[pair], used))
 			return;
-		attn_combine(out + head0 * hd, all, used, nq, group, hd);
+		attn_combine(ao, all, used, nq, group, hd);
 	}
 #undef AD_LOAD_K
 #undef AD_LOAD_V
@@ -954,10 +994,10 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd(         \
 	    const float *q, const float *K, const float *V, float *out, int pos0, const int *posp, \
 	    int nh, int nkv, int hdim, float scale, int cps, float *part, unsigned *count, int t0, \
-	    int hsplit)                                                                            \
+	    int hsplit, signed char *aq, float *ad, int *aqs)                                      \
 	{                                                                                          \
 		attn_chunks<hd / 32>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, cps, part,    \
-		                     count, t0, hsplit);                                           \
+		                     count, t0, hsplit, aq, ad, aqs);                              \
 	}
 ATTN_CHUNKS(32)
 ATTN_CHUNKS(64)

@@ -832,20 +832,45 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	dk = dev_copy(K, 4 * (size_t)n * kvd);
 	dv = dev_copy(V, 4 * (size_t)n * kvd);
 	dout = dev_poison(4 * qn);
-	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd, scale)) {
-		printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
-		return 1;
+	/* with the output also quantized for the o projection (the engine's form
+	 * when o is q8/q4): the same bytes coli_act_quantize makes of the output */
+	{
+		size_t nb = qn / 32;
+		uint64_t daq = dev_poison(qn), dad = dev_poison(4 * nb), das = dev_poison(4 * nb);
+		struct coli_act ref = {
+		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+		struct coli_act dev = {
+		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+
+		if (qn % 32 || coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv,
+		                                  hd, scale, daq, dad, das)) {
+			printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
+			return 1;
+		}
+		download(got, dout, 4 * qn);
+		download(dev.q, daq, qn);
+		download(dev.d, dad, 4 * nb);
+		download(dev.qsum, das, 4 * nb);
+		coli_act_quantize(&ref, got, (int)qn);
+		snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d", T, n, nh,
+		         nkv, hd);
+		rc = check(what, got, want, NULL, 2e-5f, qn);
+		if (memcmp(ref.q, dev.q, qn) || memcmp(ref.d, dev.d, 4 * nb) ||
+		    memcmp(ref.qsum, dev.qsum, 4 * nb)) {
+			printf("  FAIL %s: its quantized output is not coli_act_quantize's\n",
+			       what);
+			rc = 1;
+		}
+		coli_gpu_free(g_gpu, daq), coli_gpu_free(g_gpu, dad), coli_gpu_free(g_gpu, das);
+		free(ref.q), free(ref.d), free(ref.qsum), free(dev.q), free(dev.d), free(dev.qsum);
 	}
-	download(got, dout, 4 * qn);
-	snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d", T, n, nh, nkv, hd);
-	rc = check(what, got, want, NULL, 2e-5f, qn);
 	/* the position read from device memory (the pos0 argument is wrong on
 	 * purpose), the grid split for a longer context than the one used */
 	dpos = dev_copy(&pos0, sizeof(pos0));
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
 	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 ? pos0 - 1 : 0, dpos, n + 3000, nh,
-	                       nkv, hd, scale)) {
+	                       nkv, hd, scale, 0, 0, 0)) {
 		printf("  attention T=%d pos0=%d from memory: launch failed\n", T, pos0);
 		return 1;
 	}
@@ -862,7 +887,7 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 		coli_gpu_free(g_gpu, dpos);
 		dpos = dev_copy(&last, sizeof(last));
 		if (coli_gpu_attention(g_gpu, dq + 4 * (qn - (size_t)nh * hd), dk, dv, d1, 1, 0,
-		                       dpos, n + 3000, nh, nkv, hd, scale)) {
+		                       dpos, n + 3000, nh, nkv, hd, scale, 0, 0, 0)) {
 			printf("  attention T=1 at %d: launch failed\n", last);
 			return 1;
 		}
@@ -1085,7 +1110,7 @@ static int run_op(void *arg, int i)
 		return coli_gpu_rmsnorm(g_gpu, o->p[0], o->p[1], o->p[2], o->a, o->b, 1e-6f);
 	case 1: /* o->b: 0, position as an argument; else read from p[4], grid for span b */
 		return coli_gpu_attention(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 1, o->a - 1,
-		                          o->b ? o->p[4] : 0, o->b, 32, 4, 128, 0.088f);
+		                          o->b ? o->p[4] : 0, o->b, 32, 4, 128, 0.088f, 0, 0, 0);
 	case 2:
 		return coli_gpu_moe_accumulate(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 8, 1,
 		                               2048);
