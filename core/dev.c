@@ -270,6 +270,11 @@ int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t ga
 	LAUNCH(d->ops->gated_add(d, out, y, gate, T, H), "gate launch");
 }
 
+int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	LAUNCH(d->ops->argmax(d, x, n, out), "argmax launch");
+}
+
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {
 	LAUNCH(d->ops->dense_gemv(d, t, m), "dense gemv launch");

@@ -84,6 +84,8 @@ struct coli_dev_ops {
 	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
 	                      uint64_t pair_w, int n_pairs, int T, int H);
 	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+	/* *out (device int) = the first index of the largest of x[0..n): coli_argmax */
+	int (*argmax)(struct coli_dev *d, uint64_t x, int n, uint64_t out);
 	/* a dense matrix times T rows: deterministic, not canonical on cuda; the
 	 * simulated device computes coli_gemv's bits (so --gpu sim = the CPU path) */
 	int (*dense_gemv)(struct coli_dev *d, enum coli_dtype t,
@@ -185,6 +187,7 @@ int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H);
 int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out);
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m);
 int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw);

@@ -101,6 +101,10 @@ static int g_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 {
 	return coli_gpu_gated_add(G(d), out, y, gate, T, H);
 }
+static int g_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	return coli_gpu_argmax(G(d), x, n, out);
+}
 static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {
 	return coli_gpu_dense_gemv(G(d), t, m);
@@ -231,6 +235,7 @@ static const struct coli_dev_ops g_gpu_ops = {
     .embed = g_embed,
     .moe_accumulate = g_moe_acc,
     .gated_add = g_gated,
+    .argmax = g_argmax,
     .route = g_route,
     .add_rmsnorm = g_add_rmsnorm,
     .qk_rope_store = g_qk_rope_store,

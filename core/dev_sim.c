@@ -281,6 +281,12 @@ static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 	return 0;
 }
 
+static int s_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	*(int *)(uintptr_t)out = coli_argmax(F(x), n);
+	return 0;
+}
+
 /* The CPU path's GEMV, row by row: the simulated dense device is the CPU. */
 static int s_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {
@@ -464,6 +470,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .embed = s_embed,
     .moe_accumulate = s_moe_acc,
     .gated_add = s_gated,
+    .argmax = s_argmax,
     .dense_gemv = s_dense_gemv,
     .route = s_route,
     .add_rmsnorm = s_add_rmsnorm,

@@ -84,7 +84,7 @@ struct coli_dense_dev {
 	struct dlayer *L;
 	uint64_t kcache, vcache;
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
-	    pw, logits, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
+	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
 	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
@@ -284,6 +284,7 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	B(ptok, P * 4);
 	B(pw, P * 4);
 	B(logits, T * c->vocab * 4);
+	B(next, 4);
 	B(sel, P * 4);
 	B(selw, P * 4);
 	B(grlog, T * (c->n_experts > 0 ? c->n_experts : 1) * 4);
@@ -923,7 +924,8 @@ struct coli_dev *coli_dense_dev_device(struct coli_engine *e)
 	return e->dd ? e->dd->dev : NULL;
 }
 
-int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
+int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
+                     int *next)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -967,22 +969,30 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	}
 	/* the last layer's MLP output (the others were added by the next norm) */
 	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);
-	if (!rc && logits) {
+	if (!rc && (logits || next)) {
 		int t0 = all_logits ? 0 : T - 1, n = T - t0;
 
 		rc = coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm, dd->xn, n,
 		                      H, c->norm_eps);
 		rc = rc ? rc : prep(dd, &dd->lm_head, dd->xn, n);
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, dd->logits, c->vocab);
-		rc = rc ? rc
-		        : coli_dev_download_async(dd->dev, logits, dd->logits,
-		                                  sizeof(float) * n * c->vocab);
+		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
+			rc = rc ? rc : coli_dev_argmax(dd->dev, dd->logits, c->vocab, dd->next);
+			rc = rc ? rc
+			        : coli_dev_download_async(dd->dev, e->xids + e->tmax + 1, dd->next,
+			                                  sizeof(int));
+		} else
+			rc = rc ? rc
+			        : coli_dev_download_async(dd->dev, logits, dd->logits,
+			                                  sizeof(float) * n * c->vocab);
 	}
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
 	fast_count(e);
-	if (logits)
+	if (next)
+		*next = e->xids[e->tmax + 1];
+	if (logits || next)
 		phase_end(e, &e->est.lm_head_s, 0);
 	e->est.forward_s += coli_now_s() - start;
 	e->pos += T;

@@ -1072,6 +1072,49 @@ extern "C" __global__ void __launch_bounds__(256)
 	out[(size_t)t * H + j] = o;
 }
 
+/* *out = the index of the largest of x[0..n), the first on ties; NaNs are
+ * never the largest and a NaN x[0] gives 0: cpu/ coli_argmax's result (its
+ * plain loop's), so greedy decoding picks the same token whichever side
+ * looks. One CTA: each thread keeps the best (value, index) of its strided
+ * share, better = larger, or equal with a lower index; then the warps and the
+ * CTA fold with the same rule (any order gives the loop's answer). */
+#define AM_THREADS 1024
+static __device__ __forceinline__ void am_take(float &bv, int &bi, float v, int i)
+{
+	if (v == v && (bi < 0 || v > bv || (v == bv && i < bi)))
+		bv = v, bi = i;
+}
+
+extern "C" __global__ void __launch_bounds__(AM_THREADS)
+    coli_argmax(const float *x, int n, int *out)
+{
+	__shared__ float sv[AM_THREADS / 32];
+	__shared__ int si[AM_THREADS / 32];
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	float bv = 0.0f;
+	int bi = -1;
+
+	for (int i = tid; i < n; i += AM_THREADS)
+		am_take(bv, bi, __ldg(x + i), i);
+	for (int off = 16; off; off >>= 1) {
+		const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+		const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+
+		if (oi >= 0)
+			am_take(bv, bi, ov, oi);
+	}
+	if (lane == 0)
+		sv[warp] = bv, si[warp] = bi;
+	__syncthreads();
+	if (tid == 0) {
+		bv = 0.0f, bi = -1;
+		for (int w = 0; w < AM_THREADS / 32; w++)
+			if (si[w] >= 0)
+				am_take(bv, bi, sv[w], si[w]);
+		*out = x[0] != x[0] || bi < 0 ? 0 : bi;
+	}
+}
+
 /* out[t] += sigmoid(gate[t]) * y[t]  (Qwen2-MoE shared expert) */
 extern "C" __global__ void coli_gated_add(float *out, const float *y, const float *gate, int H)
 {

@@ -45,6 +45,7 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	    F(f_embed, "coli_embed"),
 	    F(f_moe_acc, "coli_moe_accumulate"),
 	    F(f_gated, "coli_gated_add"),
+	    F(f_argmax, "coli_argmax"),
 	    F(f_route, "coli_route"),
 	    F(f_qk_rope, "coli_qk_rope_store"),
 	    F(f_route_plan, "coli_route_plan"),
@@ -351,6 +352,16 @@ int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pa
 	              THREADS, 0, args, "launch moe_accumulate");
 }
 
+int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out)
+{
+	CUdeviceptr a = x, b = out;
+	void *args[] = {&a, &n, &b};
+
+	if (n <= 0)
+		return -EINVAL;
+	return launch(g, g->f_argmax, 1, 1, 1024, 0, args, "launch argmax");
+}
+
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
 {
 	CUdeviceptr a = out, b = y, c = gate;
@@ -436,6 +447,10 @@ int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t o, uint64_t y, uint64_t t, u
 	NO_GPU;
 }
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t o, uint64_t y, uint64_t gt, int T, int H)
+{
+	NO_GPU;
+}
+int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out)
 {
 	NO_GPU;
 }

@@ -122,6 +122,9 @@ int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t sc
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H);
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+/* *out (an int in device memory) = the index of the largest of x[0..n), the
+ * first on ties, NaNs never the largest (x[0] NaN: 0): cpu/ coli_argmax's. */
+int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out);
 /* Routing of T tokens from router logits rlog [T][E]: sel/selw [T][K] (see
  * coli_route in ptx/dense.cu); E <= COLI_GPU_ROUTE_MAX_E, K <= 16. */
 int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,

@@ -26,6 +26,9 @@
  *   route           vs cpu/ops.c coli_route (E 8..1024, K 1..16, renormalised or
  *                   not, ties): the same experts in the same order; weights
  *                   within 4 ulp (the device's expf), max printed
+ *   argmax          vs coli_argmax, exact: 152k random logits, the maximum
+ *                   repeated (the first index wins), NaNs (never the maximum;
+ *                   x[0] NaN gives 0), all -inf, -0 vs +0, n = 1 and 33
  *   moe_plan        job tables and pair lists vs the layout built here: pairs in
  *                   ascending (expert, token), every field of every job (a
  *                   non-resident expert's jobs empty, its pairs in place); with
@@ -884,6 +887,55 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	return rc;
 }
 
+/* ---- argmax ---- */
+
+static int argmax_case(const char *what, const float *x, int n)
+{
+	uint64_t dx = dev_copy(x, 4 * (size_t)n), dout = dev_poison(4);
+	int got = -2, want = coli_argmax(x, n), rc = 0;
+
+	if (coli_gpu_argmax(g_gpu, dx, n, dout)) {
+		printf("  argmax %s: launch failed\n", what);
+		rc = 1;
+	} else {
+		download(&got, dout, 4);
+		if (got != want) {
+			printf("  FAIL argmax %s: %d, coli_argmax %d\n", what, got, want);
+			rc = 1;
+		}
+	}
+	coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, dout);
+	return rc;
+}
+
+static int test_argmax(void)
+{
+	const int V = 151936;
+	float *x = xmalloc(4 * (size_t)V);
+	int rc = 0;
+
+	for (int i = 0; i < V; i++)
+		x[i] = frand() * 20.0f;
+	rc |= argmax_case("152k random", x, V);
+	x[777] = x[150000] = x[5] = 1e3f; /* repeated maximum: the first index */
+	rc |= argmax_case("repeated maximum", x, V);
+	x[3] = NAN, x[100000] = NAN; /* NaNs are never the maximum */
+	rc |= argmax_case("with NaNs", x, V);
+	x[0] = NAN; /* x[0] NaN: 0, as the plain loop */
+	rc |= argmax_case("x[0] NaN", x, V);
+	for (int i = 0; i < V; i++)
+		x[i] = -INFINITY;
+	rc |= argmax_case("all -inf", x, V);
+	x[10] = -0.0f, x[20] = 0.0f;
+	for (int i = 0; i < 10; i++)
+		x[i] = -1.0f;
+	rc |= argmax_case("-0 before +0", x, 33);
+	rc |= argmax_case("n = 1", x, 1);
+	printf("  argmax: 7 cases vs coli_argmax%s\n", rc ? ": FAILED" : ", all equal");
+	free(x);
+	return rc;
+}
+
 static int test_attention(void)
 {
 	int rc = 0;
@@ -1221,6 +1273,7 @@ int main(int argc, char **argv)
 	rc |= test_moe_plan();
 	rc |= test_route_plan();
 	rc |= test_attention();
+	rc |= test_argmax();
 	coli_gpu_close(g_gpu);
 	return rc;
 }
