@@ -246,9 +246,11 @@ int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 }
 
 int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
 {
-	LAUNCH(d->ops->attention(d, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale),
+	LAUNCH(d->ops->attention(d, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq, ad,
+	                         aqs),
 	       "attention launch");
 }
 
@@ -268,6 +270,11 @@ int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64
 int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
 {
 	LAUNCH(d->ops->gated_add(d, out, y, gate, T, H), "gate launch");
+}
+
+int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	LAUNCH(d->ops->argmax(d, x, n, out), "argmax launch");
 }
 
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)

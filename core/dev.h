@@ -76,14 +76,17 @@ struct coli_dev_ops {
 	                     uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
 	int (*rope)(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
 	            uint64_t inv_freq);
+	/* aq != 0: out also quantized per 32-block into aq/ad/aqs */
 	int (*attention)(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
 	                 int T, int pos0, uint64_t posp, int span, int nh, int nkv, int hd,
-	                 float scale);
+	                 float scale, uint64_t aq, uint64_t ad, uint64_t aqs);
 	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
 	             uint64_t ids, uint64_t x, int T, int H);
 	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
 	                      uint64_t pair_w, int n_pairs, int T, int H);
 	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+	/* *out (device int) = the first index of the largest of x[0..n): coli_argmax */
+	int (*argmax)(struct coli_dev *d, uint64_t x, int n, uint64_t out);
 	/* a dense matrix times T rows: deterministic, not canonical on cuda; the
 	 * simulated device computes coli_gemv's bits (so --gpu sim = the CPU path) */
 	int (*dense_gemv)(struct coli_dev *d, enum coli_dtype t,
@@ -182,12 +185,14 @@ int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t 
 int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
                   uint64_t inv_freq);
 int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale);
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs);
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H);
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H);
 int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out);
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m);
 int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw);

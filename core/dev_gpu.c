@@ -83,9 +83,11 @@ static int g_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 	return coli_gpu_rope(G(d), x, T, nh, hd, pos0, f);
 }
 static int g_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
 {
-	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale);
+	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
+	                          ad, aqs);
 }
 static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H)
@@ -100,6 +102,10 @@ static int g_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, 
 static int g_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
 {
 	return coli_gpu_gated_add(G(d), out, y, gate, T, H);
+}
+static int g_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	return coli_gpu_argmax(G(d), x, n, out);
 }
 static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {
@@ -236,6 +242,7 @@ static const struct coli_dev_ops g_gpu_ops = {
     .embed = g_embed,
     .moe_accumulate = g_moe_acc,
     .gated_add = g_gated,
+    .argmax = g_argmax,
     .route = g_route,
     .add_rmsnorm = g_add_rmsnorm,
     .qk_rope_store = g_qk_rope_store,

@@ -219,7 +219,8 @@ static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 }
 
 static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
 {
 	float *sc;
 	int group = nh / nkv, kvd = nkv * hd;
@@ -237,7 +238,7 @@ static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
 			                    pos0 + t + 1, kvd, hd, scale, sc,
 			                    F(out) + ((size_t)t * nh + h) * hd);
 	free(sc);
-	return 0;
+	return aq ? s_actq(d, out, aq, ad, aqs, T * nh * hd / COLI_QBLOCK) : 0;
 }
 
 static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
@@ -278,6 +279,12 @@ static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 			F(out)
 		[(size_t)t * H + j] = F(out)[(size_t)t * H + j] + g * F(y)[(size_t)t * H + j];
 	}
+	return 0;
+}
+
+static int s_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	*(int *)(uintptr_t)out = coli_argmax(F(x), n);
 	return 0;
 }
 
@@ -472,6 +479,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .embed = s_embed,
     .moe_accumulate = s_moe_acc,
     .gated_add = s_gated,
+    .argmax = s_argmax,
     .dense_gemv = s_dense_gemv,
     .route = s_route,
     .add_rmsnorm = s_add_rmsnorm,

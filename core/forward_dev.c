@@ -84,7 +84,7 @@ struct coli_dense_dev {
 	struct dlayer *L;
 	uint64_t kcache, vcache;
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
-	    pw, logits, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
+	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
 	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
@@ -284,6 +284,7 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	B(ptok, P * 4);
 	B(pw, P * 4);
 	B(logits, T * c->vocab * 4);
+	B(next, 4);
 	B(sel, P * 4);
 	B(selw, P * 4);
 	B(grlog, T * (c->n_experts > 0 ? c->n_experts : 1) * 4);
@@ -522,7 +523,7 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
-	int qd = nh * hd, kvd = nkv * hd, rc;
+	int qd = nh * hd, kvd = nkv * hd, rc, oq;
 	uint64_t kc = dd->kcache + ((size_t)l * e->ctx) * kvd * 4;
 	uint64_t vc = dd->vcache + ((size_t)l * e->ctx) * kvd * 4;
 
@@ -549,10 +550,12 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->v, D->v_bias, T, kvd);
 	}
 	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
+	/* a quantized o reads the attention output quantized: in the same launch */
+	oq = coli_dtype_is_quant(D->o.dtype);
 	rc = rc ? rc
 	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, dd->ids, e->ctx, nh,
-	                             nkv, hd, 1.0f / sqrtf((float)hd));
-	rc = rc ? rc : prep(dd, &D->o, dd->att, T);
+	                             nkv, hd, 1.0f / sqrtf((float)hd), oq ? dd->aq : 0,
+	                             oq ? dd->ad : 0, oq ? dd->aqs : 0);
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	return rc;
 }
@@ -934,7 +937,8 @@ struct coli_dev *coli_dense_dev_device(struct coli_engine *e)
 	return e->dd ? e->dd->dev : NULL;
 }
 
-int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
+int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
+                     int *next)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -978,22 +982,30 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	}
 	/* the last layer's MLP output (the others were added by the next norm) */
 	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);
-	if (!rc && logits) {
+	if (!rc && (logits || next)) {
 		int t0 = all_logits ? 0 : T - 1, n = T - t0;
 
 		rc = coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm, dd->xn, n,
 		                      H, c->norm_eps);
 		rc = rc ? rc : prep(dd, &dd->lm_head, dd->xn, n);
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, dd->logits, c->vocab);
-		rc = rc ? rc
-		        : coli_dev_download_async(dd->dev, logits, dd->logits,
-		                                  sizeof(float) * n * c->vocab);
+		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
+			rc = rc ? rc : coli_dev_argmax(dd->dev, dd->logits, c->vocab, dd->next);
+			rc = rc ? rc
+			        : coli_dev_download_async(dd->dev, e->xids + e->tmax + 1, dd->next,
+			                                  sizeof(int));
+		} else
+			rc = rc ? rc
+			        : coli_dev_download_async(dd->dev, logits, dd->logits,
+			                                  sizeof(float) * n * c->vocab);
 	}
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
 	fast_count(e);
-	if (logits)
+	if (next)
+		*next = e->xids[e->tmax + 1];
+	if (logits || next)
 		phase_end(e, &e->est.lm_head_s, 0);
 	e->est.forward_s += coli_now_s() - start;
 	e->pos += T;

@@ -511,7 +511,116 @@ extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
 #define AT_ITEMS   (AT_MAXQ / AT_THREADS)
 #define AT_PV      16 /* value rows loaded ahead in the weighted sum */
 
-extern "C" __global__ void __launch_bounds__(AT_THREADS)
+/* Both attention kernels end alike. A CTA's items are it = tid + k *
+ * AT_THREADS (k < AT_ITEMS) of its heads' [group][hd] outputs. */
+
+/* The online softmax's state before the first position: m = -inf, l = 0,
+ * acc = 0. */
+static __device__ __forceinline__ void attn_start(float *s_m, float *s_l, float *acc, int group)
+{
+	if ((int)threadIdx.x < group) {
+		s_m[threadIdx.x] = -INFINITY;
+		s_l[threadIdx.x] = 0.0f;
+	}
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++)
+		acc[k] = 0.0f;
+}
+
+/* Where the outputs go: o [nq] floats, and with q != NULL the same values
+ * quantized per 32-block (coli_act_quantize's steps) into q [nq], d and qsum
+ * [nq / 32] — the o projection's input, without a launch of its own. */
+struct attn_out {
+	float *o;
+	signed char *q;
+	float *d;
+	int *qsum;
+};
+
+/* Element it of the outputs, value v; the 32 lanes of a warp hold one
+ * aligned block (it = warp base + lane), so the block's scale and sum are
+ * warp reductions (a max and an integer sum: their order is free). */
+static __device__ __forceinline__ void attn_store(const struct attn_out &a, int it, float v)
+{
+	a.o[it] = v;
+	if (a.q) {
+		float amax = act_abs(0.0f, v), d;
+		int qv, s;
+
+		for (int off = 16; off; off >>= 1)
+			amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+		const float id = act_inv(amax, &d);
+
+		qv = act_q(v, id);
+		s = qv;
+		for (int off = 16; off; off >>= 1)
+			s += __shfl_xor_sync(0xffffffffu, s, off);
+		a.q[it] = (signed char)qv;
+		if ((it & 31) == 0) {
+			a.d[it / 32] = d;
+			a.qsum[it / 32] = s;
+		}
+	}
+}
+
+/* One split alone: the output, acc / l per head. */
+static __device__ __forceinline__ void attn_put_out(const struct attn_out &a, const float *acc,
+                                                    const float *s_l, int nq, int hd)
+{
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++) {
+		const int it = threadIdx.x + k * AT_THREADS;
+
+		if (it < nq) /* nq % 32 == 0: whole warps */
+			attn_store(a, it, acc[k] / s_l[it / hd]);
+	}
+}
+
+/* A split's partial: acc [nq], then m [group], l [group]. */
+static __device__ __forceinline__ void attn_put_partial(float *mine, const float *acc,
+                                                        const float *s_m, const float *s_l, int nq,
+                                                        int group)
+{
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++) {
+		const int it = threadIdx.x + k * AT_THREADS;
+
+		if (it < nq)
+			mine[it] = acc[k];
+	}
+	if ((int)threadIdx.x < group) {
+		mine[nq + threadIdx.x] = s_m[threadIdx.x];
+		mine[nq + group + threadIdx.x] = s_l[threadIdx.x];
+	}
+}
+
+/* The last CTA to arrive: the `used` splits holding positions, combined in
+ * ascending order (a split past the position would add exactly +0: m = -inf,
+ * l = 0, acc = 0). */
+static __device__ __forceinline__ void attn_combine(const struct attn_out &a, const float *all,
+                                                    int used, int nq, int group, int hd)
+{
+	const size_t stride = (size_t)nq + 2 * group;
+
+	for (int it = threadIdx.x; it < nq; it += AT_THREADS) {
+		const int g = it / hd;
+		float M = -INFINITY, O = 0.0f, L = 0.0f;
+
+		for (int c = 0; c < used; c++)
+			M = fmaxf(M, __ldcg(all + c * stride + nq + g));
+#pragma unroll 8
+		for (int c = 0; c < used; c++) {
+			const float *pc = all + c * stride;
+			const float f = expf(__ldcg(pc + nq + g) - M);
+
+			O += __ldcg(pc + it) * f;
+			L += __ldcg(pc + nq + group + g) * f;
+		}
+		attn_store(a, it, O / L);
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
     coli_attention(const float *q, const float *K, const float *V, float *out, int pos0,
                    const int *posp, int nh, int nkv, int hd, float scale, int tiles_per_split,
                    float *part, unsigned *count)
@@ -531,13 +640,7 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 
 	for (int i = tid; i < nq; i += AT_THREADS)
 		sq[i] = qg[i];
-	if (tid < group) {
-		s_m[tid] = -INFINITY;
-		s_l[tid] = 0.0f;
-	}
-#pragma unroll
-	for (int k = 0; k < AT_ITEMS; k++)
-		acc[k] = 0.0f;
+	attn_start(s_m, s_l, acc, group);
 	__syncthreads(); /* sq, s_m, s_l visible to all */
 
 	for (int tile = p0; tile < p1; tile += AT_TILE) {
@@ -694,50 +797,19 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 	}
 
 	if (splits == 1) {
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				out[((size_t)t * nh + (size_t)kvh * group) * hd + it] =
-				    acc[k] / s_l[it / hd];
-		}
+		attn_put_out({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
+		             acc, s_l, nq, hd);
 		return;
 	}
 	{
-		/* partial of (t, kvh, split): acc [nq], then m [group], l [group] */
 		const size_t stride = (size_t)nq + 2 * group;
-		float *mine = part + (((size_t)t * nkv + kvh) * splits + split) * stride;
-		const float *all = part + ((size_t)t * nkv + kvh) * splits * stride;
+		float *all = part + ((size_t)t * nkv + kvh) * splits * stride;
 
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				mine[it] = acc[k];
-		}
-		if (tid < group) {
-			mine[nq + tid] = s_m[tid];
-			mine[nq + group + tid] = s_l[tid];
-		}
+		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[(size_t)t * nkv + kvh], splits))
 			return;
-		for (int it = tid; it < nq; it += AT_THREADS) {
-			const int g = it / hd;
-			float M = -INFINITY, O = 0.0f, L = 0.0f;
-
-			for (int c = 0; c < splits; c++)
-				M = fmaxf(M, __ldcg(all + c * stride + nq + g));
-			for (int c = 0; c < splits; c++) {
-				const float *pc = all + c * stride;
-				const float f = expf(__ldcg(pc + nq + g) - M); /* empty split: 0 */
-
-				O += __ldcg(pc + it) * f;
-				L += __ldcg(pc + nq + group + g) * f;
-			}
-			out[((size_t)t * nh + (size_t)kvh * group) * hd + it] = O / L;
-		}
+		attn_combine({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
+		             all, min(splits, (n + span - 1) / span), nq, group, hd);
 	}
 }
 
@@ -771,7 +843,7 @@ template <int NF4>
 static __device__ __forceinline__ void
 attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0, const int *posp,
             int nh, int nkv, int hd, float scale, int chunks_per_split, float *part,
-            unsigned *count, int t0, int hsplit)
+            unsigned *count, int t0, int hsplit, signed char *aq, float *ad, int *aqs)
 {
 	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
 	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
@@ -783,6 +855,9 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	const int group = nh / nkv / hsplit, kvd = nkv * hd, nq = group * hd;
 	const size_t head0 = (size_t)t * nh + (size_t)blockIdx.y * group; /* this CTA's first */
 	const size_t pair = (size_t)tb * gridDim.y + blockIdx.y;          /* partials and counter */
+	const struct attn_out ao = {out + head0 * hd, aq ? aq + head0 * hd : NULL,
+	                            aq ? ad + head0 * hd / 32 : NULL,
+	                            aq ? aqs + head0 * hd / 32 : NULL};
 	const int n = (posp ? *posp : pos0) + t + 1, span = chunks_per_split * AD_CHUNK;
 	const int p0 = split * span, p1 = min(n, p0 + span);
 	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
@@ -821,13 +896,7 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 		for (int i = tid; i < nq / 4; i += AT_THREADS)
 			((float4 *)sq)[i] = qg[i];
 	}
-	if (tid < group) {
-		s_m[tid] = -INFINITY;
-		s_l[tid] = 0.0f;
-	}
-#pragma unroll
-	for (int k = 0; k < AT_ITEMS; k++)
-		acc[k] = 0.0f;
+	attn_start(s_m, s_l, acc, group);
 
 	for (int c0 = p0; c0 < p1; c0 += AD_CHUNK) {
 		const int np = min(AD_CHUNK, p1 - c0), nn = min(AD_CHUNK, p1 - c0 - AD_CHUNK);
@@ -908,65 +977,30 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	}
 
 	if (used == 1) {
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				out[head0 * hd + it] = acc[k] / s_l[it / hd];
-		}
+		attn_put_out(ao, acc, s_l, nq, hd);
 		return;
 	}
 	{
 		const size_t stride = (size_t)nq + 2 * group;
-		float *mine = part + (pair * splits + split) * stride;
+		float *all = part + pair * splits * stride;
 
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				mine[it] = acc[k];
-		}
-		if (tid < group) {
-			mine[nq + tid] = s_m[tid];
-			mine[nq + group + tid] = s_l[tid];
-		}
+		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[pair], used))
 			return;
+		attn_combine(ao, all, used, nq, group, hd);
 	}
 #undef AD_LOAD_K
 #undef AD_LOAD_V
-	/* the last to arrive: the used splits' partials, in ascending order */
-	const size_t stride = (size_t)nq + 2 * group;
-	const float *all = part + pair * splits * stride;
-
-	for (int it = tid; it < nq; it += AT_THREADS) {
-		const int g = it / hd;
-		float M = -INFINITY, O = 0.0f, L = 0.0f;
-
-		for (int c = 0; c < used; c++)
-			M = fmaxf(M, __ldcg(all + c * stride + nq + g));
-#pragma unroll 8
-		for (int c = 0; c < used; c++) {
-			const float *pc = all + c * stride;
-			const float f = expf(__ldcg(pc + nq + g) - M);
-
-			O += __ldcg(pc + it) * f;
-			L += __ldcg(pc + nq + group + g) * f;
-		}
-		out[head0 * hd + it] = O / L;
-	}
 }
 
 #define ATTN_CHUNKS(hd)                                                                            \
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd(         \
 	    const float *q, const float *K, const float *V, float *out, int pos0, const int *posp, \
 	    int nh, int nkv, int hdim, float scale, int cps, float *part, unsigned *count, int t0, \
-	    int hsplit)                                                                            \
+	    int hsplit, signed char *aq, float *ad, int *aqs)                                      \
 	{                                                                                          \
 		attn_chunks<hd / 32>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, cps, part,    \
-		                     count, t0, hsplit);                                           \
+		                     count, t0, hsplit, aq, ad, aqs);                              \
 	}
 ATTN_CHUNKS(32)
 ATTN_CHUNKS(64)
@@ -1073,6 +1107,49 @@ extern "C" __global__ void __launch_bounds__(256)
 				    o, __fmul_rn(__ldg(pair_w + p), __ldg(y + (size_t)p * H + j)));
 	}
 	out[(size_t)t * H + j] = o;
+}
+
+/* *out = the index of the largest of x[0..n), the first on ties; NaNs are
+ * never the largest and a NaN x[0] gives 0: cpu/ coli_argmax's result (its
+ * plain loop's), so greedy decoding picks the same token whichever side
+ * looks. One CTA: each thread keeps the best (value, index) of its strided
+ * share, better = larger, or equal with a lower index; then the warps and the
+ * CTA fold with the same rule (any order gives the loop's answer). */
+#define AM_THREADS 1024
+static __device__ __forceinline__ void am_take(float &bv, int &bi, float v, int i)
+{
+	if (v == v && (bi < 0 || v > bv || (v == bv && i < bi)))
+		bv = v, bi = i;
+}
+
+extern "C" __global__ void __launch_bounds__(AM_THREADS)
+    coli_argmax(const float *x, int n, int *out)
+{
+	__shared__ float sv[AM_THREADS / 32];
+	__shared__ int si[AM_THREADS / 32];
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	float bv = 0.0f;
+	int bi = -1;
+
+	for (int i = tid; i < n; i += AM_THREADS)
+		am_take(bv, bi, __ldg(x + i), i);
+	for (int off = 16; off; off >>= 1) {
+		const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+		const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+
+		if (oi >= 0)
+			am_take(bv, bi, ov, oi);
+	}
+	if (lane == 0)
+		sv[warp] = bv, si[warp] = bi;
+	__syncthreads();
+	if (tid == 0) {
+		bv = 0.0f, bi = -1;
+		for (int w = 0; w < AM_THREADS / 32; w++)
+			if (si[w] >= 0)
+				am_take(bv, bi, sv[w], si[w]);
+		*out = x[0] != x[0] || bi < 0 ? 0 : bi;
+	}
 }
 
 /* out[t] += sigmoid(gate[t]) * y[t]  (Qwen2-MoE shared expert) */

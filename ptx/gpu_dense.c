@@ -45,6 +45,7 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	    F(f_embed, "coli_embed"),
 	    F(f_moe_acc, "coli_moe_accumulate"),
 	    F(f_gated, "coli_gated_add"),
+	    F(f_argmax, "coli_argmax"),
 	    F(f_route, "coli_route"),
 	    F(f_qk_rope, "coli_qk_rope_store"),
 	    F(f_route_plan, "coli_route_plan"),
@@ -233,15 +234,19 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv
  * two CTAs per SM run, each at least one tile; many (prefill): one CTA per
  * (query, kv head) walks all its positions, no partials. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
 {
 	CUdeviceptr a = q, b = K, c = V, d = out, p = posp, part = g->scratch, cnt = g->counts;
-	int group, tiles, splits = 1, tps;
+	CUdeviceptr qa = aq, qd = ad, qs = aqs;
+	int group, tiles, splits = 1, tps, rc;
 	long base, want = 2L * g->sm_count;
-	void *args[] = {&a,  &b,     &c,   &d,    &pos0, &p,   &nh, &nkv,
-	                &hd, &scale, &tps, &part, &cnt,  NULL, NULL};
+	/* coli_attn_chunks' parameters; coli_attention takes the first 13 */
+	void *args[] = {&a,     &b,   &c,    &d,   &pos0, &p,   &nh, &nkv, &hd,
+	                &scale, &tps, &part, &cnt, NULL,  NULL, &qa, &qd,  &qs};
 
-	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T))
+	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T) ||
+	    (aq && (nh * hd) % 32))
 		return -EINVAL;
 	group = nh / nkv;
 	if (group > AT_MAXG || group * hd > AT_MAXQ)
@@ -260,8 +265,10 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 	}
 	tps = (tiles + splits - 1) / splits;
 	splits = (tiles + tps - 1) / tps; /* no split starts past the last position */
-	return launch3(g, g->f_attn, (unsigned)splits, (unsigned)nkv, (unsigned)T, 256, args,
-	               "launch attention");
+	rc = launch3(g, g->f_attn, (unsigned)splits, (unsigned)nkv, (unsigned)T, 256, args,
+	             "launch attention");
+	/* coli_attention's items do not make whole blocks a warp: quantize apart */
+	return rc || !aq ? rc : coli_gpu_act_quantize(g, out, aq, ad, aqs, T * nh * hd / 32);
 }
 
 /* Grid (row groups of 8, splits, chunks of S <= 4 tokens). */
@@ -371,6 +378,16 @@ int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pa
 	              THREADS, 0, args, "launch moe_accumulate");
 }
 
+int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out)
+{
+	CUdeviceptr a = x, b = out;
+	void *args[] = {&a, &n, &b};
+
+	if (n <= 0)
+		return -EINVAL;
+	return launch(g, g->f_argmax, 1, 1, 1024, 0, args, "launch argmax");
+}
+
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
 {
 	CUdeviceptr a = out, b = y, c = gate;
@@ -462,7 +479,8 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int p, uint6
 	NO_GPU;
 }
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T, int p,
-                       uint64_t pp, int span, int nh, int nkv, int hd, float s)
+                       uint64_t pp, int span, int nh, int nkv, int hd, float s, uint64_t aq,
+                       uint64_t ad, uint64_t aqs)
 {
 	NO_GPU;
 }
@@ -481,6 +499,10 @@ int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t o, uint64_t y, uint64_t t, u
 	NO_GPU;
 }
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t o, uint64_t y, uint64_t gt, int T, int H)
+{
+	NO_GPU;
+}
+int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out)
 {
 	NO_GPU;
 }

@@ -114,14 +114,20 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
  * nh / nkv <= 16 and (nh / nkv) * hd <= 2048, else -ENOTSUP. posp != 0:
  * pos0 is the int at posp when the launch runs (graph-capturable), and the
  * positions split as for a context of `span` (pos0 + T <= span): the bits
- * then depend on span and T, not on pos0's value at capture. */
+ * then depend on span and T, not on pos0's value at capture. aq != 0: out
+ * also quantized into aq/ad/aqs as coli_gpu_act_quantize does (the o
+ * projection's input), in the same launch where the head size allows. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale);
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs);
 int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales, uint64_t ids,
                    uint64_t x, int T, int H);
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H);
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+/* *out (an int in device memory) = the index of the largest of x[0..n), the
+ * first on ties, NaNs never the largest (x[0] NaN: 0): cpu/ coli_argmax's. */
+int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out);
 /* Routing of T tokens from router logits rlog [T][E]: sel/selw [T][K] (see
  * coli_route in ptx/dense.cu); E <= COLI_GPU_ROUTE_MAX_E, K <= 16. */
 int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,

@@ -26,6 +26,9 @@
  *   route           vs cpu/ops.c coli_route (E 8..1024, K 1..16, renormalised or
  *                   not, ties): the same experts in the same order; weights
  *                   within 4 ulp (the device's expf), max printed
+ *   argmax          vs coli_argmax, exact: 152k random logits, the maximum
+ *                   repeated (the first index wins), NaNs (never the maximum;
+ *                   x[0] NaN gives 0), all -inf, -0 vs +0, n = 1 and 33
  *   moe_plan        job tables and pair lists vs the layout built here: pairs in
  *                   ascending (expert, token), every field of every job (a
  *                   non-resident expert's jobs empty, its pairs in place); with
@@ -908,20 +911,45 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	dk = dev_copy(K, 4 * (size_t)n * kvd);
 	dv = dev_copy(V, 4 * (size_t)n * kvd);
 	dout = dev_poison(4 * qn);
-	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd, scale)) {
-		printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
-		return 1;
+	/* with the output also quantized for the o projection (the engine's form
+	 * when o is q8/q4): the same bytes coli_act_quantize makes of the output */
+	{
+		size_t nb = qn / 32;
+		uint64_t daq = dev_poison(qn), dad = dev_poison(4 * nb), das = dev_poison(4 * nb);
+		struct coli_act ref = {
+		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+		struct coli_act dev = {
+		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+
+		if (qn % 32 || coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv,
+		                                  hd, scale, daq, dad, das)) {
+			printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
+			return 1;
+		}
+		download(got, dout, 4 * qn);
+		download(dev.q, daq, qn);
+		download(dev.d, dad, 4 * nb);
+		download(dev.qsum, das, 4 * nb);
+		coli_act_quantize(&ref, got, (int)qn);
+		snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d", T, n, nh,
+		         nkv, hd);
+		rc = check(what, got, want, NULL, 2e-5f, qn);
+		if (memcmp(ref.q, dev.q, qn) || memcmp(ref.d, dev.d, 4 * nb) ||
+		    memcmp(ref.qsum, dev.qsum, 4 * nb)) {
+			printf("  FAIL %s: its quantized output is not coli_act_quantize's\n",
+			       what);
+			rc = 1;
+		}
+		coli_gpu_free(g_gpu, daq), coli_gpu_free(g_gpu, dad), coli_gpu_free(g_gpu, das);
+		free(ref.q), free(ref.d), free(ref.qsum), free(dev.q), free(dev.d), free(dev.qsum);
 	}
-	download(got, dout, 4 * qn);
-	snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d", T, n, nh, nkv, hd);
-	rc = check(what, got, want, NULL, 2e-5f, qn);
 	/* the position read from device memory (the pos0 argument is wrong on
 	 * purpose), the grid split for a longer context than the one used */
 	dpos = dev_copy(&pos0, sizeof(pos0));
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
 	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 ? pos0 - 1 : 0, dpos, n + 3000, nh,
-	                       nkv, hd, scale)) {
+	                       nkv, hd, scale, 0, 0, 0)) {
 		printf("  attention T=%d pos0=%d from memory: launch failed\n", T, pos0);
 		return 1;
 	}
@@ -938,7 +966,7 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 		coli_gpu_free(g_gpu, dpos);
 		dpos = dev_copy(&last, sizeof(last));
 		if (coli_gpu_attention(g_gpu, dq + 4 * (qn - (size_t)nh * hd), dk, dv, d1, 1, 0,
-		                       dpos, n + 3000, nh, nkv, hd, scale)) {
+		                       dpos, n + 3000, nh, nkv, hd, scale, 0, 0, 0)) {
 			printf("  attention T=1 at %d: launch failed\n", last);
 			return 1;
 		}
@@ -957,6 +985,55 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
 	coli_gpu_free(g_gpu, dout), coli_gpu_free(g_gpu, dpos);
 	free(q), free(K), free(V), free(want), free(got), free(sc);
+	return rc;
+}
+
+/* ---- argmax ---- */
+
+static int argmax_case(const char *what, const float *x, int n)
+{
+	uint64_t dx = dev_copy(x, 4 * (size_t)n), dout = dev_poison(4);
+	int got = -2, want = coli_argmax(x, n), rc = 0;
+
+	if (coli_gpu_argmax(g_gpu, dx, n, dout)) {
+		printf("  argmax %s: launch failed\n", what);
+		rc = 1;
+	} else {
+		download(&got, dout, 4);
+		if (got != want) {
+			printf("  FAIL argmax %s: %d, coli_argmax %d\n", what, got, want);
+			rc = 1;
+		}
+	}
+	coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, dout);
+	return rc;
+}
+
+static int test_argmax(void)
+{
+	const int V = 151936;
+	float *x = xmalloc(4 * (size_t)V);
+	int rc = 0;
+
+	for (int i = 0; i < V; i++)
+		x[i] = frand() * 20.0f;
+	rc |= argmax_case("152k random", x, V);
+	x[777] = x[150000] = x[5] = 1e3f; /* repeated maximum: the first index */
+	rc |= argmax_case("repeated maximum", x, V);
+	x[3] = NAN, x[100000] = NAN; /* NaNs are never the maximum */
+	rc |= argmax_case("with NaNs", x, V);
+	x[0] = NAN; /* x[0] NaN: 0, as the plain loop */
+	rc |= argmax_case("x[0] NaN", x, V);
+	for (int i = 0; i < V; i++)
+		x[i] = -INFINITY;
+	rc |= argmax_case("all -inf", x, V);
+	x[10] = -0.0f, x[20] = 0.0f;
+	for (int i = 0; i < 10; i++)
+		x[i] = -1.0f;
+	rc |= argmax_case("-0 before +0", x, 33);
+	rc |= argmax_case("n = 1", x, 1);
+	printf("  argmax: 7 cases vs coli_argmax%s\n", rc ? ": FAILED" : ", all equal");
+	free(x);
 	return rc;
 }
 
@@ -1161,7 +1238,7 @@ static int run_op(void *arg, int i)
 		return coli_gpu_rmsnorm(g_gpu, o->p[0], o->p[1], o->p[2], o->a, o->b, 1e-6f);
 	case 1: /* o->b: 0, position as an argument; else read from p[4], grid for span b */
 		return coli_gpu_attention(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 1, o->a - 1,
-		                          o->b ? o->p[4] : 0, o->b, 32, 4, 128, 0.088f);
+		                          o->b ? o->p[4] : 0, o->b, 32, 4, 128, 0.088f, 0, 0, 0);
 	case 2:
 		return coli_gpu_moe_accumulate(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 8, 1,
 		                               2048);
@@ -1298,6 +1375,7 @@ int main(int argc, char **argv)
 	rc |= test_route_plan();
 	rc |= test_router_plan();
 	rc |= test_attention();
+	rc |= test_argmax();
 	coli_gpu_close(g_gpu);
 	return rc;
 }
