@@ -289,6 +289,14 @@ int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t 
 	       "add+rmsnorm launch");
 }
 
+int coli_dev_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
+                         float eps)
+{
+	LAUNCH(d->ops->acc_rmsnorm(d, x, p, w, y, q, qd, qsum, rows, n, eps),
+	       "accumulate+rmsnorm launch");
+}
+
 int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                            uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc)

@@ -68,6 +68,10 @@ struct coli_dev_ops {
 	 * next norm; q != 0: y also quantized into q/qd/qsum (act_quantize's bits) */
 	int (*add_rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
 	                   uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
+	/* the same with add = moe_accumulate of the pairs p (one op, the same bits) */
+	int (*acc_rmsnorm)(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p,
+	                   uint64_t w, uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows,
+	                   int n, float eps);
 	/* per-head q/k norm (weights 0: none), RoPE, k and v into the cache at
 	 * pos0 (kc/vc: the layer's cache); posp != 0: pos0 is the int there when
 	 * the op runs (ptx/ptx.h says what that changes for attention) */
@@ -179,6 +183,9 @@ int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int 
 int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n);
 int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
                          uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
+int coli_dev_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
+                         float eps);
 int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                            uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);

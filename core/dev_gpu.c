@@ -116,6 +116,12 @@ static int g_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w,
 {
 	return coli_gpu_add_rmsnorm(G(d), x, a, w, y, q, qd, qs, rows, n, eps);
 }
+static int g_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
+                         float eps)
+{
+	return coli_gpu_acc_rmsnorm(G(d), x, p, w, y, q, qd, qs, rows, n, eps);
+}
 static int g_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                            uint64_t posp, uint64_t f, uint64_t kc, uint64_t vc)
@@ -245,6 +251,7 @@ static const struct coli_dev_ops g_gpu_ops = {
     .argmax = g_argmax,
     .route = g_route,
     .add_rmsnorm = g_add_rmsnorm,
+    .acc_rmsnorm = g_acc_rmsnorm,
     .qk_rope_store = g_qk_rope_store,
     .moe_plan = g_moe_plan,
     .router_plan = g_router_plan,

@@ -270,6 +270,23 @@ static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, 
 	return 0;
 }
 
+/* the pairs summed into a scratch row block first (moe_accumulate's order),
+ * then the residual add and the norm */
+static int s_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
+                         float eps)
+{
+	float *a = malloc(sizeof(float) * (size_t)rows * n);
+	int rc;
+
+	if (!a)
+		return -ENOMEM;
+	s_moe_acc(d, (uint64_t)(uintptr_t)a, p->y, p->token, p->w, p->n, rows, n);
+	rc = s_add_rmsnorm(d, x, (uint64_t)(uintptr_t)a, w, y, q, qd, qs, rows, n, eps);
+	free(a);
+	return rc;
+}
+
 static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
 {
 	for (int t = 0; t < T; t++) {
@@ -483,6 +500,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .dense_gemv = s_dense_gemv,
     .route = s_route,
     .add_rmsnorm = s_add_rmsnorm,
+    .acc_rmsnorm = s_acc_rmsnorm,
     .qk_rope_store = s_qk_rope_store,
     .moe_plan = s_moe_plan,
     .router_plan = s_router_plan,

@@ -74,8 +74,15 @@ struct seg {
 	long n_ops;        /* launches it holds */
 	signed char state; /* 0 not yet captured, 1 graph ready, -1 run directly */
 	signed char kind;  /* SEG_* */
+	signed char pend;  /* what the layer's first norm adds: PEND_* */
 	short guess;       /* the lookahead layer its ops route, or -1 */
 };
+
+/* What a layer's first norm adds to the residual: nothing (layer 0), the
+ * previous layer's MLP output (dd->mlp), or its MoE pairs not yet summed (a
+ * device-planned layer leaves its accumulate to the next norm: one launch
+ * less; see defers). */
+enum { PEND_NONE, PEND_MLP, PEND_PAIRS };
 
 struct coli_dense_dev {
 	struct coli_dev *dev;
@@ -517,7 +524,7 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
  * the previous layer's MLP output is added to the residual stream in the same
  * launch as this layer's norm. Leaves the projection in dd->proj: the caller
  * adds it with the ffn norm. */
-static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
+static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -528,9 +535,20 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 	uint64_t vc = dd->vcache + ((size_t)l * e->ctx) * kvd * 4;
 
 	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
-	rc = coli_dev_add_rmsnorm(dd->dev, dd->x, pending ? dd->mlp : 0, D->attn_norm, dd->xn,
-	                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad, dd->aqs, T,
-	                          H, c->norm_eps);
+	if (pend == PEND_PAIRS) { /* the previous layer's pairs, summed here */
+		const struct coli_gpu_pairs p = {.y = e->vram[dd->plan_dev].y,
+		                                 .token = dd->ptok,
+		                                 .w = dd->pw,
+		                                 .n = T * c->top_k};
+
+		rc = coli_dev_acc_rmsnorm(dd->dev, dd->x, &p, D->attn_norm, dd->xn,
+		                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad,
+		                          dd->aqs, T, H, c->norm_eps);
+	} else
+		rc = coli_dev_add_rmsnorm(dd->dev, dd->x, pend == PEND_MLP ? dd->mlp : 0,
+		                          D->attn_norm, dd->xn,
+		                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad,
+		                          dd->aqs, T, H, c->norm_eps);
 	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
 		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
 
@@ -767,7 +785,16 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
  * No host state changes here (layer_run may capture it as a graph and
  * replay it); xq: the ffn norm quantizes xn's rows for device-planned q8/q4
  * experts. */
-static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn)
+/* Whether layer l, of kind `kind`, leaves its MoE accumulate to the next
+ * layer's first norm: a device-planned layer with a next layer and no shared
+ * expert (whose gated add needs the sum first). */
+static int defers(const struct coli_engine *e, int l, int kind)
+{
+	return kind == SEG_PLANNED && l + 1 < e->m.cfg.n_layers && !e->m.cfg.shared_inter;
+}
+
+static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
+                     int pend)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -777,7 +804,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	if (l == 0)
 		rc = coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w,
 		                    dd->tok_embd.scales, dd->ids + 4, dd->x, T, H);
-	rc = rc ? rc : attention(e, l, T, pos0, l > 0);
+	rc = rc ? rc : attention(e, l, T, pos0, pend);
 	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
 		rc = phase_end(e, &e->est.attention_s, 1);
 	rc = rc ? rc
@@ -800,6 +827,8 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		        : coli_dev_download_async(dd->dev,
 		                                  e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K,
 		                                  dd->sel, sizeof(int) * T * K);
+		if (defers(e, l, kind)) /* summed by the next layer's first norm */
+			return rc;
 		rc = rc ? rc
 		        : coli_dev_moe_accumulate(dd->dev, dd->mlp, e->vram[dd->plan_dev].y,
 		                                  dd->ptok, dd->pw, T * K, T, H);
@@ -839,26 +868,28 @@ static int use_graphs(const struct coli_engine *e, int T)
  * at T tokens (a capture the driver refuses: run directly from then on).
  * The replay reads what changes per token from device memory: the position
  * and ids (dd->ids), the routing and job tables its own kernels write. */
-static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn)
+static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
+                     int pend)
 {
 	struct coli_dense_dev *dd = e->dd;
 	struct seg *s = &dd->seg[(size_t)l * COLI_GPU_MAX_S + T - 1];
 	int rc;
 
 	if (!use_graphs(e, T))
-		return layer_ops(e, l, T, pos0, kind, xq, gn);
-	if (s->state && (s->kind != kind || s->guess != gn)) { /* placement changed */
+		return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
+	if (s->state && (s->kind != kind || s->guess != gn || s->pend != pend)) { /* placement */
 		coli_dev_graph_free(dd->dev, s->graph);
 		*s = (struct seg){0};
 	}
 	if (!s->state) {
 		s->kind = (signed char)kind;
+		s->pend = (signed char)pend;
 		s->guess = (short)gn;
 		s->state = -1;
 		if (coli_dev_capture_begin(dd->dev) == 0) {
 			int rc_end;
 
-			rc = layer_ops(e, l, T, pos0, kind, xq, gn);
+			rc = layer_ops(e, l, T, pos0, kind, xq, gn, pend);
 			rc_end = coli_dev_capture_end(dd->dev, &s->graph, &s->n_ops);
 			if (rc || dd->dev->failed)
 				return rc ? rc : -EIO;
@@ -872,7 +903,7 @@ static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		e->est.dev_graph_replays++;
 		return coli_dev_graph_launch(dd->dev, s->graph, s->n_ops);
 	}
-	return layer_ops(e, l, T, pos0, kind, xq, gn);
+	return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
 }
 
 /* The host's part of a layer layer_ops planned on the host (SEG_HOST/PRE):
@@ -957,7 +988,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	memcpy(e->xids + 1, ids, sizeof(int) * T);
 	rc = coli_dev_upload_async(dd->dev, dd->ids, e->xids, sizeof(int) * (T + 1));
 	e->est.h2d_bytes += sizeof(int) * (T + 1);
-	for (int l = 0; !rc && l < c->n_layers; l++) {
+	for (int l = 0, pend = PEND_NONE; !rc && l < c->n_layers; l++) {
 		int kind = layer_kind(e, l, T), moe = kind != SEG_DENSE;
 		int gn = kind == SEG_HOST || kind == SEG_PRE ? guess_layer(e, l, T) : -1;
 		/* a device-planned layer's q8/q4 experts read xn's rows quantized by the norm */
@@ -965,7 +996,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		         coli_dtype_is_quant(
 		             coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
 
-		rc = layer_run(e, l, T, pos0, kind, xq, gn);
+		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
+		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
 		if (!rc && kind == SEG_PLANNED) {
 			dd->fast_T[l] = T;
 			if (!e->opts.profile) /* queued, not done: see phase_end */

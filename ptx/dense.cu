@@ -273,11 +273,28 @@ DGEMV_S(q4_0, 9)
  * y must not alias x). q (may be NULL): y also quantized per 32-block into
  * q/d/qsum with coli_act_quantize's steps (ptx/act_quant.cuh); a block is
  * the float4s of 8 neighbouring threads, so this needs the register path
- * (n % 32 == 0, n <= RN_REG * 4 * G: the launcher checks). */
+ * (n % 32 == 0, n <= RN_REG * 4 * G: the launcher checks). py != NULL (add
+ * NULL): the add is a MoE layer's np pairs (outputs py [np][n], tokens pt,
+ * weights pw) summed as coli_moe_accumulate does, so the layer needs no
+ * accumulate launch of its own. */
 #define RN_REG 4 /* float4 per thread kept in registers; larger rows re-read x */
+/* Row `row`'s sum of a MoE layer's pairs at element i: coli_moe_accumulate's
+ * order (pairs ascending, product rounded then added, from +0). */
+static __device__ __forceinline__ float pairs_sum(const float *py, const int *pt, const float *pw,
+                                                  int np, int row, int n, int i)
+{
+	float o = 0.0f;
+
+	for (int p = 0; p < np; p++)
+		if (__ldg(pt + p) == row)
+			o = __fadd_rn(o, __fmul_rn(__ldg(pw + p), __ldg(py + (size_t)p * n + i)));
+	return o;
+}
+
 extern "C" __global__ void __launch_bounds__(1024)
     coli_rmsnorm(float *x, const float *add, const float *w, float *y, signed char *q, float *qd,
-                 int *qsum, int rows, int n, float eps, int G)
+                 int *qsum, int rows, int n, float eps, int G, const float *py, const int *pt,
+                 const float *pw, int np)
 {
 	__shared__ double red[32];
 	const int gi = threadIdx.x / G, lt = threadIdx.x % G, wpg = G >> 5;
@@ -296,8 +313,13 @@ extern "C" __global__ void __launch_bounds__(1024)
 			int i = (lt + k * G) * 4;
 
 			v[k] = i < n ? *(const float4 *)(xr + i) : make_float4(0, 0, 0, 0);
-			if (add && i < n) {
-				const float4 b = *(const float4 *)(ar + i);
+			if ((add || py) && i < n) {
+				const float4 b =
+				    add ? *(const float4 *)(ar + i)
+				        : make_float4(pairs_sum(py, pt, pw, np, row, n, i),
+				                      pairs_sum(py, pt, pw, np, row, n, i + 1),
+				                      pairs_sum(py, pt, pw, np, row, n, i + 2),
+				                      pairs_sum(py, pt, pw, np, row, n, i + 3));
 
 				v[k] = make_float4(v[k].x + b.x, v[k].y + b.y, v[k].z + b.z,
 				                   v[k].w + b.w);
@@ -312,6 +334,8 @@ extern "C" __global__ void __launch_bounds__(1024)
 		for (int i = lt; i < n; i += G) {
 			if (add) /* this thread reads it back below: no other writer */
 				xr[i] += ar[i];
+			else if (py)
+				xr[i] += pairs_sum(py, pt, pw, np, row, n, i);
 			ss += (double)xr[i] * xr[i];
 		}
 	}

@@ -126,12 +126,14 @@ int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows
 
 #define RN_REG 4 /* as ptx/dense.cu: float4 per thread held in registers */
 
-int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps)
+static int rmsnorm_launch(coli_gpu_t *g, uint64_t x, uint64_t add, const struct coli_gpu_pairs *p,
+                          uint64_t w, uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows,
+                          int n, float eps)
 {
 	CUdeviceptr a = x, d = add, b = w, c = y, e = q, f = qd, h = qsum;
-	int G = 32, rc, fused;
-	void *args[] = {&a, &d, &b, &c, &e, &f, &h, &rows, &n, &eps, &G};
+	CUdeviceptr py = p ? p->y : 0, pt = p ? p->token : 0, pw = p ? p->w : 0;
+	int G = 32, rc, fused, np = p ? p->n : 0;
+	void *args[] = {&a, &d, &b, &c, &e, &f, &h, &rows, &n, &eps, &G, &py, &pt, &pw, &np};
 	unsigned bx, per;
 
 	if (rows <= 0 || n <= 0)
@@ -148,6 +150,21 @@ int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, ui
 	if (rc || !q || fused)
 		return rc;
 	return coli_gpu_act_quantize(g, y, q, qd, qsum, rows * n / 32);
+}
+
+int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
+                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps)
+{
+	return rmsnorm_launch(g, x, add, NULL, w, y, q, qd, qsum, rows, n, eps);
+}
+
+int coli_gpu_acc_rmsnorm(coli_gpu_t *g, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
+                         float eps)
+{
+	if (!p || p->n < 0 || (p->n && (!p->y || !p->token || !p->w)))
+		return -EINVAL;
+	return rmsnorm_launch(g, x, 0, p, w, y, q, qd, qsum, rows, n, eps);
 }
 
 int coli_gpu_add_bias(coli_gpu_t *g, uint64_t y, uint64_t b, int rows, int n)
@@ -457,6 +474,11 @@ int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int r, i
 }
 int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t a, uint64_t w, uint64_t y, uint64_t q,
                          uint64_t qd, uint64_t qs, int r, int n, float e)
+{
+	NO_GPU;
+}
+int coli_gpu_acc_rmsnorm(coli_gpu_t *g, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int r, int n, float e)
 {
 	NO_GPU;
 }

@@ -95,6 +95,12 @@ int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows
  * does (n % 32 == 0; in the same launch where the row fits in registers). */
 int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
                          uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
+/* coli_gpu_add_rmsnorm with add = coli_gpu_moe_accumulate of the pairs, in the
+ * same launch (the same bits: each row's pairs summed in pair order, product
+ * rounded then added from +0, then x + that). */
+int coli_gpu_acc_rmsnorm(coli_gpu_t *g, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
+                         float eps);
 /* q/k per-head norm (qw/kw 0: none), RoPE, k and v into the cache rows
  * pos0.. (ptx/dense.cu coli_qk_rope_store); hd even and <= 256. posp != 0:
  * pos0 is the int at posp when the launch runs (graph-capturable). */

@@ -20,7 +20,9 @@
  *                   cache rows within tolerance, v rows exact, rows outside
  *                   pos0..pos0+T-1 still poisoned
  *   moe_accumulate  bit-exact vs core/moe.c's order (pairs ascending, product
- *                   rounded then added), incl. a token with > 512 pairs
+ *                   rounded then added), incl. a token with > 512 pairs; the
+ *                   pairs summed inside the next norm (acc_rmsnorm): x, y and
+ *                   y's quantization the bytes of accumulate + add_rmsnorm
  *   attention       decode at 1, 100, 5000, 12289, 40000 positions and prefill
  *                   chunks, GQA groups 1..16, hd 16..256, vs coli_attention_head
  *   route           vs cpu/ops.c coli_route (E 8..1024, K 1..16, renormalised or
@@ -569,6 +571,52 @@ static int test_moe_acc(void)
 		printf("  moe_accumulate T=%-3d pairs=%-5d H=%-5d %16s mismatches %zu\n", T, P, H,
 		       "", bad);
 		rc |= bad != 0;
+		/* the same pairs summed by the next norm (coli_gpu_acc_rmsnorm): x, y
+		 * and y quantized as accumulate then add_rmsnorm, byte for byte */
+		if (H % 32 == 0) {
+			const struct coli_gpu_pairs pr = {.y = dy, .token = dt, .w = dw, .n = P};
+			size_t n = (size_t)T * H, nb = n / 32;
+			float *x = xmalloc(4 * n), *h[2][3];
+			uint64_t dx[2], dyo[2], dq[2], dd[2], ds[2], dnw;
+			size_t sz[3] = {4 * n, 4 * n, n};
+
+			for (size_t i = 0; i < n; i++)
+				x[i] = frand();
+			dnw = dev_copy(x, 4 * (size_t)H); /* any weights */
+			for (int v = 0; v < 2; v++) {
+				dx[v] = dev_copy(x, 4 * n), dyo[v] = dev_poison(4 * n);
+				dq[v] = dev_poison(n), dd[v] = dev_poison(4 * nb);
+				ds[v] = dev_poison(4 * nb);
+			}
+			if (coli_gpu_add_rmsnorm(g_gpu, dx[0], dout, dnw, dyo[0], dq[0], dd[0],
+			                         ds[0], T, H, 1e-6f) ||
+			    coli_gpu_acc_rmsnorm(g_gpu, dx[1], &pr, dnw, dyo[1], dq[1], dd[1],
+			                         ds[1], T, H, 1e-6f))
+				return 1;
+			bad = 0;
+			for (int v = 0; v < 2; v++) {
+				uint64_t src[3] = {dx[v], dyo[v], dq[v]};
+
+				for (int k2 = 0; k2 < 3; k2++) {
+					h[v][k2] = xmalloc(sz[k2]);
+					download(h[v][k2], src[k2], sz[k2]);
+				}
+			}
+			for (int k2 = 0; k2 < 3; k2++)
+				bad += memcmp(h[0][k2], h[1][k2], sz[k2]) != 0;
+			printf("  acc_rmsnorm    T=%-3d pairs=%-5d H=%-5d %16s %zu of 3 differ\n",
+			       T, P, H, "", bad);
+			rc |= bad != 0;
+			for (int v = 0; v < 2; v++) {
+				coli_gpu_free(g_gpu, dx[v]), coli_gpu_free(g_gpu, dyo[v]);
+				coli_gpu_free(g_gpu, dq[v]), coli_gpu_free(g_gpu, dd[v]);
+				coli_gpu_free(g_gpu, ds[v]);
+				for (int k2 = 0; k2 < 3; k2++)
+					free(h[v][k2]);
+			}
+			coli_gpu_free(g_gpu, dnw);
+			free(x);
+		}
 		coli_gpu_free(g_gpu, dy), coli_gpu_free(g_gpu, dw), coli_gpu_free(g_gpu, dt);
 		coli_gpu_free(g_gpu, dout);
 		free(y), free(w), free(want), free(got), free(tok);
