@@ -253,6 +253,11 @@ const char *coli_engine_errmsg(const coli_engine_t *e);
  * logits: [n][vocab] when all_logits, else [vocab] for the last token.
  * -E2BIG when the context would overflow (nothing is changed then). */
 int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, int all_logits);
+/* The same, but only the greedy choice after the last token: *next = the
+ * index of its largest logit, ties to the lowest id (coli_sampler_pick at
+ * temperature 0). With the dense part on a GPU the argmax runs there and only
+ * the index crosses the bus, not the vocabulary's logits. */
+int coli_engine_forward_argmax(coli_engine_t *e, const int *ids, int n, int *next);
 
 /* ---- sampling ---- */
 struct coli_sampler {

@@ -194,6 +194,7 @@ struct coli_engine {
 	float *scores;  /* [threads][ctx] */
 	float *mlp;     /* [tmax][hidden] MoE / MLP output */
 	float *proj;    /* [tmax][hidden] projection output */
+	float *glogits; /* [vocab]: the CPU path's logits for coli_engine_forward_argmax */
 	float *rlog;    /* [tmax][n_experts] router logits */
 	int *sel;       /* [tmax][top_k] routed experts (descending weight) */
 	float *selw;    /* [tmax][top_k] their weights */
@@ -218,7 +219,8 @@ struct coli_engine {
 	int *guess;    /* [tmax][top_k]: the lookahead's top-k for layer guess_l, computed
 	                * on the dense device (core/forward_dev.c), or guess_l = -1 */
 	int guess_l;
-	int *xids; /* [1 + tmax] position, then token ids, on their way to the dense device */
+	int *xids; /* [2 + tmax] position, then token ids, on their way to the dense device;
+	            * the last: the greedy id coming back (coli_engine_forward_argmax) */
 	size_t xfer_bytes;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
 	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */
@@ -270,7 +272,10 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 void coli_dense_dev_close(struct coli_engine *e);
 /* The device holding the dense part, or NULL. */
 struct coli_dev *coli_dense_dev_device(struct coli_engine *e);
-int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
+/* next != NULL (logits NULL): the greedy id after the last token, computed on
+ * the device; only the index is downloaded */
+int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
+                     int *next);
 /* After expert placement: the MoE layers the dense device can plan itself. */
 int coli_dense_dev_plan_init(struct coli_engine *e);
 /* The VRAM adaptation moved expert ex of layer l to device address addr (0: out). */

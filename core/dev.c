@@ -246,9 +246,11 @@ int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 }
 
 int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
 {
-	LAUNCH(d->ops->attention(d, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale),
+	LAUNCH(d->ops->attention(d, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq, ad,
+	                         aqs),
 	       "attention launch");
 }
 
@@ -270,6 +272,11 @@ int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t ga
 	LAUNCH(d->ops->gated_add(d, out, y, gate, T, H), "gate launch");
 }
 
+int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	LAUNCH(d->ops->argmax(d, x, n, out), "argmax launch");
+}
+
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {
 	LAUNCH(d->ops->dense_gemv(d, t, m), "dense gemv launch");
@@ -280,6 +287,14 @@ int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t 
 {
 	LAUNCH(d->ops->add_rmsnorm(d, x, add, w, y, q, qd, qsum, rows, n, eps),
 	       "add+rmsnorm launch");
+}
+
+int coli_dev_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
+                         float eps)
+{
+	LAUNCH(d->ops->acc_rmsnorm(d, x, p, w, y, q, qd, qsum, rows, n, eps),
+	       "accumulate+rmsnorm launch");
 }
 
 int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
@@ -300,6 +315,12 @@ int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int n
 int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 {
 	LAUNCH(d->ops->moe_plan(d, a), "plan launch");
+}
+
+int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a)
+{
+	LAUNCH(d->ops->router_plan(d, r, a), "router + plan launch");
 }
 
 int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,

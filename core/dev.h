@@ -68,6 +68,10 @@ struct coli_dev_ops {
 	 * next norm; q != 0: y also quantized into q/qd/qsum (act_quantize's bits) */
 	int (*add_rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
 	                   uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
+	/* the same with add = moe_accumulate of the pairs p (one op, the same bits) */
+	int (*acc_rmsnorm)(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p,
+	                   uint64_t w, uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows,
+	                   int n, float eps);
 	/* per-head q/k norm (weights 0: none), RoPE, k and v into the cache at
 	 * pos0 (kc/vc: the layer's cache); posp != 0: pos0 is the int there when
 	 * the op runs (ptx/ptx.h says what that changes for attention) */
@@ -76,14 +80,17 @@ struct coli_dev_ops {
 	                     uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
 	int (*rope)(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
 	            uint64_t inv_freq);
+	/* aq != 0: out also quantized per 32-block into aq/ad/aqs */
 	int (*attention)(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
 	                 int T, int pos0, uint64_t posp, int span, int nh, int nkv, int hd,
-	                 float scale);
+	                 float scale, uint64_t aq, uint64_t ad, uint64_t aqs);
 	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
 	             uint64_t ids, uint64_t x, int T, int H);
 	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
 	                      uint64_t pair_w, int n_pairs, int T, int H);
 	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+	/* *out (device int) = the first index of the largest of x[0..n): coli_argmax */
+	int (*argmax)(struct coli_dev *d, uint64_t x, int n, uint64_t out);
 	/* a dense matrix times T rows: deterministic, not canonical on cuda; the
 	 * simulated device computes coli_gemv's bits (so --gpu sim = the CPU path) */
 	int (*dense_gemv)(struct coli_dev *d, enum coli_dtype t,
@@ -94,6 +101,9 @@ struct coli_dev_ops {
 	int (*route)(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
 	             uint64_t selw);
 	int (*moe_plan)(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
+	/* the router's f32 GEMV r into a->rlog, then moe_plan(a), as one op */
+	int (*router_plan)(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+	                   const struct coli_gpu_moe_plan *a);
 	int (*gemv_table)(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
 	                  int max_rows);
 	/* graphs (NULL: none, as on sim): the ops between capture_begin and
@@ -173,22 +183,29 @@ int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int 
 int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n);
 int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
                          uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
+int coli_dev_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
+                         float eps);
 int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                            uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
 int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
                   uint64_t inv_freq);
 int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale);
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs);
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H);
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H);
 int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out);
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m);
 int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw);
 int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
+int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a);
 int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
                         int max_rows);
 

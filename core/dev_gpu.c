@@ -83,9 +83,11 @@ static int g_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 	return coli_gpu_rope(G(d), x, T, nh, hd, pos0, f);
 }
 static int g_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
 {
-	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale);
+	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
+	                          ad, aqs);
 }
 static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H)
@@ -101,6 +103,10 @@ static int g_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 {
 	return coli_gpu_gated_add(G(d), out, y, gate, T, H);
 }
+static int g_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	return coli_gpu_argmax(G(d), x, n, out);
+}
 static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {
 	return coli_gpu_dense_gemv(G(d), t, m);
@@ -109,6 +115,12 @@ static int g_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w,
                          uint64_t q, uint64_t qd, uint64_t qs, int rows, int n, float eps)
 {
 	return coli_gpu_add_rmsnorm(G(d), x, a, w, y, q, qd, qs, rows, n, eps);
+}
+static int g_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
+                         float eps)
+{
+	return coli_gpu_acc_rmsnorm(G(d), x, p, w, y, q, qd, qs, rows, n, eps);
 }
 static int g_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
@@ -125,6 +137,11 @@ static int g_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int n
 static int g_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 {
 	return coli_gpu_moe_plan(G(d), a);
+}
+static int g_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a)
+{
+	return coli_gpu_router_plan(G(d), r, a);
 }
 static int g_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
 {
@@ -231,10 +248,13 @@ static const struct coli_dev_ops g_gpu_ops = {
     .embed = g_embed,
     .moe_accumulate = g_moe_acc,
     .gated_add = g_gated,
+    .argmax = g_argmax,
     .route = g_route,
     .add_rmsnorm = g_add_rmsnorm,
+    .acc_rmsnorm = g_acc_rmsnorm,
     .qk_rope_store = g_qk_rope_store,
     .moe_plan = g_moe_plan,
+    .router_plan = g_router_plan,
     .gemv_table = g_gemv_table,
     .dense_gemv = g_dense_gemv,
     .capture_begin = g_capture_begin,

@@ -219,7 +219,8 @@ static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos
 }
 
 static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
 {
 	float *sc;
 	int group = nh / nkv, kvd = nkv * hd;
@@ -237,7 +238,7 @@ static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
 			                    pos0 + t + 1, kvd, hd, scale, sc,
 			                    F(out) + ((size_t)t * nh + h) * hd);
 	free(sc);
-	return 0;
+	return aq ? s_actq(d, out, aq, ad, aqs, T * nh * hd / COLI_QBLOCK) : 0;
 }
 
 static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
@@ -269,6 +270,23 @@ static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, 
 	return 0;
 }
 
+/* the pairs summed into a scratch row block first (moe_accumulate's order),
+ * then the residual add and the norm */
+static int s_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
+                         float eps)
+{
+	float *a = malloc(sizeof(float) * (size_t)rows * n);
+	int rc;
+
+	if (!a)
+		return -ENOMEM;
+	s_moe_acc(d, (uint64_t)(uintptr_t)a, p->y, p->token, p->w, p->n, rows, n);
+	rc = s_add_rmsnorm(d, x, (uint64_t)(uintptr_t)a, w, y, q, qd, qs, rows, n, eps);
+	free(a);
+	return rc;
+}
+
 static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
 {
 	for (int t = 0; t < T; t++) {
@@ -278,6 +296,12 @@ static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 			F(out)
 		[(size_t)t * H + j] = F(out)[(size_t)t * H + j] + g * F(y)[(size_t)t * H + j];
 	}
+	return 0;
+}
+
+static int s_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	*(int *)(uintptr_t)out = coli_argmax(F(x), n);
 	return 0;
 }
 
@@ -379,6 +403,14 @@ static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 	return 0;
 }
 
+static int s_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a)
+{
+	int rc = s_dense_gemv(d, COLI_DTYPE_F32, r);
+
+	return rc ? rc : s_moe_plan(d, a);
+}
+
 static int s_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
 {
 	return s_gemv(d, t, (const struct coli_gpu_gemv_job *)(uintptr_t)table, n);
@@ -464,11 +496,14 @@ static const struct coli_dev_ops g_sim_ops = {
     .embed = s_embed,
     .moe_accumulate = s_moe_acc,
     .gated_add = s_gated,
+    .argmax = s_argmax,
     .dense_gemv = s_dense_gemv,
     .route = s_route,
     .add_rmsnorm = s_add_rmsnorm,
+    .acc_rmsnorm = s_acc_rmsnorm,
     .qk_rope_store = s_qk_rope_store,
     .moe_plan = s_moe_plan,
+    .router_plan = s_router_plan,
     .gemv_table = s_gemv_table,
 };
 

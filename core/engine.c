@@ -93,7 +93,7 @@ static int scratch_alloc(struct coli_engine *e)
 		               P * H * 4,
 		               P * 4,
 		               P * 4,
-		               (size_t)(T + 1) * 4,
+		               (size_t)(T + 2) * 4,
 		               P * 4,
 		               P * 4,
 		               fast * 4 + 4,
@@ -118,6 +118,7 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->ctx);
 	rc = rc ? rc : ALLOC(e->mlp, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->proj, (size_t)T * H);
+	rc = rc ? rc : ALLOC(e->glogits, c->vocab);
 	rc = rc ? rc : ALLOC(e->g, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
@@ -298,7 +299,7 @@ void coli_engine_close(coli_engine_t *e)
 	coli_mem_free(e->kcache, e->kv_bytes);
 	coli_mem_free(e->vcache, e->kv_bytes);
 	free(e->x), free(e->q), free(e->kx), free(e->vx), free(e->att);
-	free(e->scores), free(e->mlp), free(e->proj);
+	free(e->scores), free(e->mlp), free(e->proj), free(e->glogits);
 	free(e->g), free(e->u), free(e->ag);
 	free(e->inv_freq);
 	free(e->pair_expert);
@@ -353,13 +354,15 @@ void coli_engine_reset(coli_engine_t *e)
 /* One chunk on the dense device, or on the CPU. If the dense device fails,
  * it is dropped and the KV cache is rebuilt on the CPU from the token
  * history, then the chunk runs there: no token is lost. */
+/* next != NULL: logits NULL; *next = the greedy id after the last token
+ * (on the dense device when there is one, else coli_argmax of the CPU's). */
 static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *logits,
-                         int all_logits)
+                         int all_logits, int *next)
 {
 	int pos0 = e->pos, rc;
 
 	if (e->dd) {
-		rc = coli_forward_dev(e, ids, T, logits, all_logits);
+		rc = coli_forward_dev(e, ids, T, logits, all_logits, next);
 		if (rc == 0 || rc == -E2BIG || rc == -EINVAL) {
 			if (rc == 0)
 				memcpy(e->hist + pos0, ids, sizeof(int) * T);
@@ -379,13 +382,19 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 				return rc;
 		}
 	}
-	rc = coli_forward(e, ids, T, logits, all_logits);
-	if (rc == 0)
+	rc = coli_forward(e, ids, T, next ? e->glogits : logits, all_logits);
+	if (rc == 0) {
 		memcpy(e->hist + pos0, ids, sizeof(int) * T);
+		if (next)
+			*next = coli_argmax(e->glogits, e->m.cfg.vocab);
+	}
 	return rc;
 }
 
-int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, int all_logits)
+/* The forward of n tokens in chunks of tmax; the logits (or with next, the
+ * greedy id) of the last chunk only, unless all_logits. */
+static int forward(coli_engine_t *e, const int *ids, int n, float *logits, int all_logits,
+                   int *next)
 {
 	int V = e->m.cfg.vocab;
 
@@ -402,7 +411,7 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
 			dst = logits + (size_t)i * V;
 		else if (logits && last)
 			dst = logits;
-		rc = forward_chunk(e, ids + i, chunk, dst, all_logits);
+		rc = forward_chunk(e, ids + i, chunk, dst, all_logits, last ? next : NULL);
 		if (!rc && e->n_devs)
 			coli_moe_dev_adapt(e);
 		if (rc) {
@@ -412,6 +421,16 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
 		}
 	}
 	return 0;
+}
+
+int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, int all_logits)
+{
+	return forward(e, ids, n, logits, all_logits, NULL);
+}
+
+int coli_engine_forward_argmax(coli_engine_t *e, const int *ids, int n, int *next)
+{
+	return next ? forward(e, ids, n, NULL, 0, next) : -EINVAL;
 }
 
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)

@@ -74,8 +74,15 @@ struct seg {
 	long n_ops;        /* launches it holds */
 	signed char state; /* 0 not yet captured, 1 graph ready, -1 run directly */
 	signed char kind;  /* SEG_* */
+	signed char pend;  /* what the layer's first norm adds: PEND_* */
 	short guess;       /* the lookahead layer its ops route, or -1 */
 };
+
+/* What a layer's first norm adds to the residual: nothing (layer 0), the
+ * previous layer's MLP output (dd->mlp), or its MoE pairs not yet summed (a
+ * device-planned layer leaves its accumulate to the next norm: one launch
+ * less; see defers). */
+enum { PEND_NONE, PEND_MLP, PEND_PAIRS };
 
 struct coli_dense_dev {
 	struct coli_dev *dev;
@@ -84,7 +91,7 @@ struct coli_dense_dev {
 	struct dlayer *L;
 	uint64_t kcache, vcache;
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
-	    pw, logits, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
+	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
 	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
@@ -284,6 +291,7 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	B(ptok, P * 4);
 	B(pw, P * 4);
 	B(logits, T * c->vocab * 4);
+	B(next, 4);
 	B(sel, P * 4);
 	B(selw, P * 4);
 	B(grlog, T * (c->n_experts > 0 ? c->n_experts : 1) * 4);
@@ -515,20 +523,31 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
  * the previous layer's MLP output is added to the residual stream in the same
  * launch as this layer's norm. Leaves the projection in dd->proj: the caller
  * adds it with the ffn norm. */
-static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
+static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
-	int qd = nh * hd, kvd = nkv * hd, rc;
+	int qd = nh * hd, kvd = nkv * hd, rc, oq;
 	uint64_t kc = dd->kcache + ((size_t)l * e->ctx) * kvd * 4;
 	uint64_t vc = dd->vcache + ((size_t)l * e->ctx) * kvd * 4;
 
 	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
-	rc = coli_dev_add_rmsnorm(dd->dev, dd->x, pending ? dd->mlp : 0, D->attn_norm, dd->xn,
-	                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad, dd->aqs, T,
-	                          H, c->norm_eps);
+	if (pend == PEND_PAIRS) { /* the previous layer's pairs, summed here */
+		const struct coli_gpu_pairs p = {.y = e->vram[dd->plan_dev].y,
+		                                 .token = dd->ptok,
+		                                 .w = dd->pw,
+		                                 .n = T * c->top_k};
+
+		rc = coli_dev_acc_rmsnorm(dd->dev, dd->x, &p, D->attn_norm, dd->xn,
+		                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad,
+		                          dd->aqs, T, H, c->norm_eps);
+	} else
+		rc = coli_dev_add_rmsnorm(dd->dev, dd->x, pend == PEND_MLP ? dd->mlp : 0,
+		                          D->attn_norm, dd->xn,
+		                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad,
+		                          dd->aqs, T, H, c->norm_eps);
 	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
 		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
 
@@ -548,10 +567,12 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pending)
 		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->v, D->v_bias, T, kvd);
 	}
 	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
+	/* a quantized o reads the attention output quantized: in the same launch */
+	oq = coli_dtype_is_quant(D->o.dtype);
 	rc = rc ? rc
 	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, dd->ids, e->ctx, nh,
-	                             nkv, hd, 1.0f / sqrtf((float)hd));
-	rc = rc ? rc : prep(dd, &D->o, dd->att, T);
+	                             nkv, hd, 1.0f / sqrtf((float)hd), oq ? dd->aq : 0,
+	                             oq ? dd->ad : 0, oq ? dd->aqs : 0);
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	return rc;
 }
@@ -619,8 +640,10 @@ static int preplanned_rows(struct coli_engine *e, uint64_t y)
  * dd->rlog and run the plan of its experts resident here (one launch for
  * both; q8/q4 experts read xn's rows quantized in dd->aq by the ffn norm):
  * gate/up, silu + quantize, down, on the stream. Outputs in the device slot's
- * y, a row per pair in pair order; dd->ptok/pw hold the pair lists. */
-static int run_plan(struct coli_engine *e, int l, int T)
+ * y, a row per pair in pair order; dd->ptok/pw hold the pair lists. router !=
+ * NULL (f32): the router's GEMV of dd->xn into dd->rlog comes first, in the
+ * same launch as the routing (layer_ops decides). */
+static int run_plan(struct coli_engine *e, int l, int T, const struct dmat *router)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -663,7 +686,13 @@ static int run_plan(struct coli_engine *e, int l, int T)
 	    .norm = c->norm_topk_prob,
 	};
 
-	rc = coli_dev_moe_plan(dd->dev, &a);
+	if (router) {
+		struct coli_gpu_dense_gemv r =
+		    gemv_args(dd, router, dd->xn, T, dd->rlog, c->n_experts);
+
+		rc = coli_dev_router_plan(dd->dev, &r, &a);
+	} else
+		rc = coli_dev_moe_plan(dd->dev, &a);
 	rc = rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->gu_jobs, 2 * P, I);
 	rc = rc ? rc
 	        : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, coli_dtype_is_quant(t) ? v->hq : 0,
@@ -755,17 +784,26 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
  * No host state changes here (layer_run may capture it as a graph and
  * replay it); xq: the ffn norm quantizes xn's rows for device-planned q8/q4
  * experts. */
-static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn)
+/* Whether layer l, of kind `kind`, leaves its MoE accumulate to the next
+ * layer's first norm: a device-planned layer with a next layer and no shared
+ * expert (whose gated add needs the sum first). */
+static int defers(const struct coli_engine *e, int l, int kind)
+{
+	return kind == SEG_PLANNED && l + 1 < e->m.cfg.n_layers && !e->m.cfg.shared_inter;
+}
+
+static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
+                     int pend)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
-	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0;
+	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused;
 
 	if (l == 0)
 		rc = coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w,
 		                    dd->tok_embd.scales, dd->ids + 4, dd->x, T, H);
-	rc = rc ? rc : attention(e, l, T, pos0, l > 0);
+	rc = rc ? rc : attention(e, l, T, pos0, pend);
 	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
 		rc = phase_end(e, &e->est.attention_s, 1);
 	rc = rc ? rc
@@ -776,15 +814,20 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		          : swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T,
 		                   dd->mlp);
 	rc = rc ? rc : prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
-	rc = rc ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
+	/* a planned layer's f32 router runs in the plan's launch */
+	fused = (kind == SEG_PLANNED || kind == SEG_PRE) && dd->route_on_dev &&
+	        D->router.dtype == COLI_DTYPE_F32 && dd->dev->ops->router_plan;
+	rc = rc || fused ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
 	if (kind == SEG_PLANNED) {
 		/* routed, planned, computed and accumulated here; the routing goes
 		 * back for fast_count */
-		rc = rc ? rc : run_plan(e, l, T);
+		rc = rc ? rc : run_plan(e, l, T, fused ? &D->router : NULL);
 		rc = rc ? rc
 		        : coli_dev_download_async(dd->dev,
 		                                  e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K,
 		                                  dd->sel, sizeof(int) * T * K);
+		if (defers(e, l, kind)) /* summed by the next layer's first norm */
+			return rc;
 		rc = rc ? rc
 		        : coli_dev_moe_accumulate(dd->dev, dd->mlp, e->vram[dd->plan_dev].y,
 		                                  dd->ptok, dd->pw, T * K, T, H);
@@ -792,7 +835,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	}
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
 		rc = rc                ? rc
-		     : kind == SEG_PRE ? run_plan(e, l, T)
+		     : kind == SEG_PRE ? run_plan(e, l, T, fused ? &D->router : NULL)
 		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K,
 		                                        c->norm_topk_prob, dd->sel, dd->selw);
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
@@ -824,26 +867,28 @@ static int use_graphs(const struct coli_engine *e, int T)
  * at T tokens (a capture the driver refuses: run directly from then on).
  * The replay reads what changes per token from device memory: the position
  * and ids (dd->ids), the routing and job tables its own kernels write. */
-static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn)
+static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
+                     int pend)
 {
 	struct coli_dense_dev *dd = e->dd;
 	struct seg *s = &dd->seg[(size_t)l * COLI_GPU_MAX_S + T - 1];
 	int rc;
 
 	if (!use_graphs(e, T))
-		return layer_ops(e, l, T, pos0, kind, xq, gn);
-	if (s->state && (s->kind != kind || s->guess != gn)) { /* placement changed */
+		return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
+	if (s->state && (s->kind != kind || s->guess != gn || s->pend != pend)) { /* placement */
 		coli_dev_graph_free(dd->dev, s->graph);
 		*s = (struct seg){0};
 	}
 	if (!s->state) {
 		s->kind = (signed char)kind;
+		s->pend = (signed char)pend;
 		s->guess = (short)gn;
 		s->state = -1;
 		if (coli_dev_capture_begin(dd->dev) == 0) {
 			int rc_end;
 
-			rc = layer_ops(e, l, T, pos0, kind, xq, gn);
+			rc = layer_ops(e, l, T, pos0, kind, xq, gn, pend);
 			rc_end = coli_dev_capture_end(dd->dev, &s->graph, &s->n_ops);
 			if (rc || dd->dev->failed)
 				return rc ? rc : -EIO;
@@ -857,7 +902,7 @@ static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		e->est.dev_graph_replays++;
 		return coli_dev_graph_launch(dd->dev, s->graph, s->n_ops);
 	}
-	return layer_ops(e, l, T, pos0, kind, xq, gn);
+	return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
 }
 
 /* The host's part of a layer layer_ops planned on the host (SEG_HOST/PRE):
@@ -922,7 +967,8 @@ struct coli_dev *coli_dense_dev_device(struct coli_engine *e)
 	return e->dd ? e->dd->dev : NULL;
 }
 
-int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
+int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
+                     int *next)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -941,7 +987,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	memcpy(e->xids + 1, ids, sizeof(int) * T);
 	rc = coli_dev_upload_async(dd->dev, dd->ids, e->xids, sizeof(int) * (T + 1));
 	e->est.h2d_bytes += sizeof(int) * (T + 1);
-	for (int l = 0; !rc && l < c->n_layers; l++) {
+	for (int l = 0, pend = PEND_NONE; !rc && l < c->n_layers; l++) {
 		int kind = layer_kind(e, l, T), moe = kind != SEG_DENSE;
 		int gn = kind == SEG_HOST || kind == SEG_PRE ? guess_layer(e, l, T) : -1;
 		/* a device-planned layer's q8/q4 experts read xn's rows quantized by the norm */
@@ -949,7 +995,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		         coli_dtype_is_quant(
 		             coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
 
-		rc = layer_run(e, l, T, pos0, kind, xq, gn);
+		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
+		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
 		if (!rc && kind == SEG_PLANNED) {
 			dd->fast_T[l] = T;
 			if (!e->opts.profile) /* queued, not done: see phase_end */
@@ -966,22 +1013,30 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	}
 	/* the last layer's MLP output (the others were added by the next norm) */
 	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);
-	if (!rc && logits) {
+	if (!rc && (logits || next)) {
 		int t0 = all_logits ? 0 : T - 1, n = T - t0;
 
 		rc = coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm, dd->xn, n,
 		                      H, c->norm_eps);
 		rc = rc ? rc : prep(dd, &dd->lm_head, dd->xn, n);
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, dd->logits, c->vocab);
-		rc = rc ? rc
-		        : coli_dev_download_async(dd->dev, logits, dd->logits,
-		                                  sizeof(float) * n * c->vocab);
+		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
+			rc = rc ? rc : coli_dev_argmax(dd->dev, dd->logits, c->vocab, dd->next);
+			rc = rc ? rc
+			        : coli_dev_download_async(dd->dev, e->xids + e->tmax + 1, dd->next,
+			                                  sizeof(int));
+		} else
+			rc = rc ? rc
+			        : coli_dev_download_async(dd->dev, logits, dd->logits,
+			                                  sizeof(float) * n * c->vocab);
 	}
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
 	fast_count(e);
-	if (logits)
+	if (next)
+		*next = e->xids[e->tmax + 1];
+	if (logits || next)
 		phase_end(e, &e->est.lm_head_s, 0);
 	e->est.forward_s += coli_now_s() - start;
 	e->pos += T;

@@ -29,7 +29,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	char *text = NULL;
 	size_t cap = 0;
 	double t0, t1;
-	int rc = 0, id;
+	int rc = 0, id, next = 0, greedy;
 
 	memset(st, 0, sizeof(*st));
 	st->n_prompt = n_prompt;
@@ -49,7 +49,11 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	e0 = e->est; /* the generation's expert counts are differences of these */
 	coli_detok_init(&dt);
 	t0 = coli_now_s();
-	rc = coli_engine_forward(e, prompt, n_prompt, logits, 0);
+	/* greedy: the engine returns the argmax (on the GPU when the dense part
+	 * is there), not the logits */
+	greedy = s->temperature <= 0;
+	rc = greedy ? coli_engine_forward_argmax(e, prompt, n_prompt, &next)
+	            : coli_engine_forward(e, prompt, n_prompt, logits, 0);
 	t1 = coli_now_s();
 	st->prefill_s = t1 - t0;
 	e1 = e->est;
@@ -57,7 +61,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	for (int i = 0; !rc && i < max_new; i++) {
 		int n;
 
-		id = coli_sampler_pick(s, logits, c->vocab);
+		id = greedy ? next : coli_sampler_pick(s, logits, c->vocab);
 		if (is_eos(c, id)) {
 			st->stopped_eos = 1;
 			break;
@@ -69,7 +73,8 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 		if (cb && cb(arg, id, text, (size_t)n))
 			break;
 		if (i + 1 < max_new)
-			rc = coli_engine_forward(e, &id, 1, logits, 0);
+			rc = greedy ? coli_engine_forward_argmax(e, &id, 1, &next)
+			            : coli_engine_forward(e, &id, 1, logits, 0);
 	}
 	if (!rc && e->tok && cb) {
 		int n = coli_detok_flush(e->tok, &dt, text, cap);

@@ -189,8 +189,10 @@ static __device__ __forceinline__ float *dg_out(const struct coli_gpu_dense_gemv
 	return a.y3 + (size_t)t * a.ldy3 + (row - a.rows2);
 }
 
+/* Returns whether this CTA wrote its row group's y (CTA-uniform): every CTA
+ * without a split, the last of the group's splits with one. */
 template <int DT, int S>
-static __device__ __forceinline__ void dgemv(const struct coli_gpu_dense_gemv &a, float *part,
+static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a, float *part,
                                              unsigned *count)
 {
 	const int lane = threadIdx.x & 31;
@@ -230,13 +232,13 @@ static __device__ __forceinline__ void dgemv(const struct coli_gpu_dense_gemv &a
 		if (lane == 0 && row < a.rows)
 			for (int s = 0; s < ns; s++)
 				*dg_out(a, t0 + s, row) = acc[s];
-		return;
+		return true;
 	}
 	if (lane == 0 && row < a.rows)
 		for (int s = 0; s < ns; s++)
 			part[((size_t)blockIdx.y * a.T + t0 + s) * a.rows + row] = acc[s];
 	if (!last_arrival(&count[blockIdx.z * gridDim.x + blockIdx.x], splits))
-		return;
+		return false;
 	if (lane == 0 && row < a.rows)
 		for (int s = 0; s < ns; s++) {
 			float v = 0.0f;
@@ -246,6 +248,7 @@ static __device__ __forceinline__ void dgemv(const struct coli_gpu_dense_gemv &a
 				    v, __ldcg(part + ((size_t)k * a.T + t0 + s) * a.rows + row));
 			*dg_out(a, t0 + s, row) = v;
 		}
+	return true;
 }
 
 #define DGEMV(dt, DT, S)                                                                           \
@@ -270,11 +273,28 @@ DGEMV_S(q4_0, 9)
  * y must not alias x). q (may be NULL): y also quantized per 32-block into
  * q/d/qsum with coli_act_quantize's steps (ptx/act_quant.cuh); a block is
  * the float4s of 8 neighbouring threads, so this needs the register path
- * (n % 32 == 0, n <= RN_REG * 4 * G: the launcher checks). */
+ * (n % 32 == 0, n <= RN_REG * 4 * G: the launcher checks). py != NULL (add
+ * NULL): the add is a MoE layer's np pairs (outputs py [np][n], tokens pt,
+ * weights pw) summed as coli_moe_accumulate does, so the layer needs no
+ * accumulate launch of its own. */
 #define RN_REG 4 /* float4 per thread kept in registers; larger rows re-read x */
+/* Row `row`'s sum of a MoE layer's pairs at element i: coli_moe_accumulate's
+ * order (pairs ascending, product rounded then added, from +0). */
+static __device__ __forceinline__ float pairs_sum(const float *py, const int *pt, const float *pw,
+                                                  int np, int row, int n, int i)
+{
+	float o = 0.0f;
+
+	for (int p = 0; p < np; p++)
+		if (__ldg(pt + p) == row)
+			o = __fadd_rn(o, __fmul_rn(__ldg(pw + p), __ldg(py + (size_t)p * n + i)));
+	return o;
+}
+
 extern "C" __global__ void __launch_bounds__(1024)
     coli_rmsnorm(float *x, const float *add, const float *w, float *y, signed char *q, float *qd,
-                 int *qsum, int rows, int n, float eps, int G)
+                 int *qsum, int rows, int n, float eps, int G, const float *py, const int *pt,
+                 const float *pw, int np)
 {
 	__shared__ double red[32];
 	const int gi = threadIdx.x / G, lt = threadIdx.x % G, wpg = G >> 5;
@@ -293,8 +313,13 @@ extern "C" __global__ void __launch_bounds__(1024)
 			int i = (lt + k * G) * 4;
 
 			v[k] = i < n ? *(const float4 *)(xr + i) : make_float4(0, 0, 0, 0);
-			if (add && i < n) {
-				const float4 b = *(const float4 *)(ar + i);
+			if ((add || py) && i < n) {
+				const float4 b =
+				    add ? *(const float4 *)(ar + i)
+				        : make_float4(pairs_sum(py, pt, pw, np, row, n, i),
+				                      pairs_sum(py, pt, pw, np, row, n, i + 1),
+				                      pairs_sum(py, pt, pw, np, row, n, i + 2),
+				                      pairs_sum(py, pt, pw, np, row, n, i + 3));
 
 				v[k] = make_float4(v[k].x + b.x, v[k].y + b.y, v[k].z + b.z,
 				                   v[k].w + b.w);
@@ -309,6 +334,8 @@ extern "C" __global__ void __launch_bounds__(1024)
 		for (int i = lt; i < n; i += G) {
 			if (add) /* this thread reads it back below: no other writer */
 				xr[i] += ar[i];
+			else if (py)
+				xr[i] += pairs_sum(py, pt, pw, np, row, n, i);
 			ss += (double)xr[i] * xr[i];
 		}
 	}
@@ -508,7 +535,116 @@ extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
 #define AT_ITEMS   (AT_MAXQ / AT_THREADS)
 #define AT_PV      16 /* value rows loaded ahead in the weighted sum */
 
-extern "C" __global__ void __launch_bounds__(AT_THREADS)
+/* Both attention kernels end alike. A CTA's items are it = tid + k *
+ * AT_THREADS (k < AT_ITEMS) of its heads' [group][hd] outputs. */
+
+/* The online softmax's state before the first position: m = -inf, l = 0,
+ * acc = 0. */
+static __device__ __forceinline__ void attn_start(float *s_m, float *s_l, float *acc, int group)
+{
+	if ((int)threadIdx.x < group) {
+		s_m[threadIdx.x] = -INFINITY;
+		s_l[threadIdx.x] = 0.0f;
+	}
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++)
+		acc[k] = 0.0f;
+}
+
+/* Where the outputs go: o [nq] floats, and with q != NULL the same values
+ * quantized per 32-block (coli_act_quantize's steps) into q [nq], d and qsum
+ * [nq / 32] — the o projection's input, without a launch of its own. */
+struct attn_out {
+	float *o;
+	signed char *q;
+	float *d;
+	int *qsum;
+};
+
+/* Element it of the outputs, value v; the 32 lanes of a warp hold one
+ * aligned block (it = warp base + lane), so the block's scale and sum are
+ * warp reductions (a max and an integer sum: their order is free). */
+static __device__ __forceinline__ void attn_store(const struct attn_out &a, int it, float v)
+{
+	a.o[it] = v;
+	if (a.q) {
+		float amax = act_abs(0.0f, v), d;
+		int qv, s;
+
+		for (int off = 16; off; off >>= 1)
+			amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+		const float id = act_inv(amax, &d);
+
+		qv = act_q(v, id);
+		s = qv;
+		for (int off = 16; off; off >>= 1)
+			s += __shfl_xor_sync(0xffffffffu, s, off);
+		a.q[it] = (signed char)qv;
+		if ((it & 31) == 0) {
+			a.d[it / 32] = d;
+			a.qsum[it / 32] = s;
+		}
+	}
+}
+
+/* One split alone: the output, acc / l per head. */
+static __device__ __forceinline__ void attn_put_out(const struct attn_out &a, const float *acc,
+                                                    const float *s_l, int nq, int hd)
+{
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++) {
+		const int it = threadIdx.x + k * AT_THREADS;
+
+		if (it < nq) /* nq % 32 == 0: whole warps */
+			attn_store(a, it, acc[k] / s_l[it / hd]);
+	}
+}
+
+/* A split's partial: acc [nq], then m [group], l [group]. */
+static __device__ __forceinline__ void attn_put_partial(float *mine, const float *acc,
+                                                        const float *s_m, const float *s_l, int nq,
+                                                        int group)
+{
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++) {
+		const int it = threadIdx.x + k * AT_THREADS;
+
+		if (it < nq)
+			mine[it] = acc[k];
+	}
+	if ((int)threadIdx.x < group) {
+		mine[nq + threadIdx.x] = s_m[threadIdx.x];
+		mine[nq + group + threadIdx.x] = s_l[threadIdx.x];
+	}
+}
+
+/* The last CTA to arrive: the `used` splits holding positions, combined in
+ * ascending order (a split past the position would add exactly +0: m = -inf,
+ * l = 0, acc = 0). */
+static __device__ __forceinline__ void attn_combine(const struct attn_out &a, const float *all,
+                                                    int used, int nq, int group, int hd)
+{
+	const size_t stride = (size_t)nq + 2 * group;
+
+	for (int it = threadIdx.x; it < nq; it += AT_THREADS) {
+		const int g = it / hd;
+		float M = -INFINITY, O = 0.0f, L = 0.0f;
+
+		for (int c = 0; c < used; c++)
+			M = fmaxf(M, __ldcg(all + c * stride + nq + g));
+#pragma unroll 8
+		for (int c = 0; c < used; c++) {
+			const float *pc = all + c * stride;
+			const float f = expf(__ldcg(pc + nq + g) - M);
+
+			O += __ldcg(pc + it) * f;
+			L += __ldcg(pc + nq + group + g) * f;
+		}
+		attn_store(a, it, O / L);
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
     coli_attention(const float *q, const float *K, const float *V, float *out, int pos0,
                    const int *posp, int nh, int nkv, int hd, float scale, int tiles_per_split,
                    float *part, unsigned *count)
@@ -528,13 +664,7 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 
 	for (int i = tid; i < nq; i += AT_THREADS)
 		sq[i] = qg[i];
-	if (tid < group) {
-		s_m[tid] = -INFINITY;
-		s_l[tid] = 0.0f;
-	}
-#pragma unroll
-	for (int k = 0; k < AT_ITEMS; k++)
-		acc[k] = 0.0f;
+	attn_start(s_m, s_l, acc, group);
 	__syncthreads(); /* sq, s_m, s_l visible to all */
 
 	for (int tile = p0; tile < p1; tile += AT_TILE) {
@@ -691,50 +821,19 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS)
 	}
 
 	if (splits == 1) {
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				out[((size_t)t * nh + (size_t)kvh * group) * hd + it] =
-				    acc[k] / s_l[it / hd];
-		}
+		attn_put_out({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
+		             acc, s_l, nq, hd);
 		return;
 	}
 	{
-		/* partial of (t, kvh, split): acc [nq], then m [group], l [group] */
 		const size_t stride = (size_t)nq + 2 * group;
-		float *mine = part + (((size_t)t * nkv + kvh) * splits + split) * stride;
-		const float *all = part + ((size_t)t * nkv + kvh) * splits * stride;
+		float *all = part + ((size_t)t * nkv + kvh) * splits * stride;
 
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				mine[it] = acc[k];
-		}
-		if (tid < group) {
-			mine[nq + tid] = s_m[tid];
-			mine[nq + group + tid] = s_l[tid];
-		}
+		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[(size_t)t * nkv + kvh], splits))
 			return;
-		for (int it = tid; it < nq; it += AT_THREADS) {
-			const int g = it / hd;
-			float M = -INFINITY, O = 0.0f, L = 0.0f;
-
-			for (int c = 0; c < splits; c++)
-				M = fmaxf(M, __ldcg(all + c * stride + nq + g));
-			for (int c = 0; c < splits; c++) {
-				const float *pc = all + c * stride;
-				const float f = expf(__ldcg(pc + nq + g) - M); /* empty split: 0 */
-
-				O += __ldcg(pc + it) * f;
-				L += __ldcg(pc + nq + group + g) * f;
-			}
-			out[((size_t)t * nh + (size_t)kvh * group) * hd + it] = O / L;
-		}
+		attn_combine({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
+		             all, min(splits, (n + span - 1) / span), nq, group, hd);
 	}
 }
 
@@ -768,7 +867,7 @@ template <int NF4>
 static __device__ __forceinline__ void
 attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0, const int *posp,
             int nh, int nkv, int hd, float scale, int chunks_per_split, float *part,
-            unsigned *count, int t0, int hsplit)
+            unsigned *count, int t0, int hsplit, signed char *aq, float *ad, int *aqs)
 {
 	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
 	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
@@ -780,6 +879,9 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	const int group = nh / nkv / hsplit, kvd = nkv * hd, nq = group * hd;
 	const size_t head0 = (size_t)t * nh + (size_t)blockIdx.y * group; /* this CTA's first */
 	const size_t pair = (size_t)tb * gridDim.y + blockIdx.y;          /* partials and counter */
+	const struct attn_out ao = {out + head0 * hd, aq ? aq + head0 * hd : NULL,
+	                            aq ? ad + head0 * hd / 32 : NULL,
+	                            aq ? aqs + head0 * hd / 32 : NULL};
 	const int n = (posp ? *posp : pos0) + t + 1, span = chunks_per_split * AD_CHUNK;
 	const int p0 = split * span, p1 = min(n, p0 + span);
 	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
@@ -818,13 +920,7 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 		for (int i = tid; i < nq / 4; i += AT_THREADS)
 			((float4 *)sq)[i] = qg[i];
 	}
-	if (tid < group) {
-		s_m[tid] = -INFINITY;
-		s_l[tid] = 0.0f;
-	}
-#pragma unroll
-	for (int k = 0; k < AT_ITEMS; k++)
-		acc[k] = 0.0f;
+	attn_start(s_m, s_l, acc, group);
 
 	for (int c0 = p0; c0 < p1; c0 += AD_CHUNK) {
 		const int np = min(AD_CHUNK, p1 - c0), nn = min(AD_CHUNK, p1 - c0 - AD_CHUNK);
@@ -905,65 +1001,30 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	}
 
 	if (used == 1) {
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				out[head0 * hd + it] = acc[k] / s_l[it / hd];
-		}
+		attn_put_out(ao, acc, s_l, nq, hd);
 		return;
 	}
 	{
 		const size_t stride = (size_t)nq + 2 * group;
-		float *mine = part + (pair * splits + split) * stride;
+		float *all = part + pair * splits * stride;
 
-#pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS;
-
-			if (it < nq)
-				mine[it] = acc[k];
-		}
-		if (tid < group) {
-			mine[nq + tid] = s_m[tid];
-			mine[nq + group + tid] = s_l[tid];
-		}
+		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[pair], used))
 			return;
+		attn_combine(ao, all, used, nq, group, hd);
 	}
 #undef AD_LOAD_K
 #undef AD_LOAD_V
-	/* the last to arrive: the used splits' partials, in ascending order */
-	const size_t stride = (size_t)nq + 2 * group;
-	const float *all = part + pair * splits * stride;
-
-	for (int it = tid; it < nq; it += AT_THREADS) {
-		const int g = it / hd;
-		float M = -INFINITY, O = 0.0f, L = 0.0f;
-
-		for (int c = 0; c < used; c++)
-			M = fmaxf(M, __ldcg(all + c * stride + nq + g));
-#pragma unroll 8
-		for (int c = 0; c < used; c++) {
-			const float *pc = all + c * stride;
-			const float f = expf(__ldcg(pc + nq + g) - M);
-
-			O += __ldcg(pc + it) * f;
-			L += __ldcg(pc + nq + group + g) * f;
-		}
-		out[head0 * hd + it] = O / L;
-	}
 }
 
 #define ATTN_CHUNKS(hd)                                                                            \
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd(         \
 	    const float *q, const float *K, const float *V, float *out, int pos0, const int *posp, \
 	    int nh, int nkv, int hdim, float scale, int cps, float *part, unsigned *count, int t0, \
-	    int hsplit)                                                                            \
+	    int hsplit, signed char *aq, float *ad, int *aqs)                                      \
 	{                                                                                          \
 		attn_chunks<hd / 32>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, cps, part,    \
-		                     count, t0, hsplit);                                           \
+		                     count, t0, hsplit, aq, ad, aqs);                              \
 	}
 ATTN_CHUNKS(32)
 ATTN_CHUNKS(64)
@@ -1072,6 +1133,49 @@ extern "C" __global__ void __launch_bounds__(256)
 	out[(size_t)t * H + j] = o;
 }
 
+/* *out = the index of the largest of x[0..n), the first on ties; NaNs are
+ * never the largest and a NaN x[0] gives 0: cpu/ coli_argmax's result (its
+ * plain loop's), so greedy decoding picks the same token whichever side
+ * looks. One CTA: each thread keeps the best (value, index) of its strided
+ * share, better = larger, or equal with a lower index; then the warps and the
+ * CTA fold with the same rule (any order gives the loop's answer). */
+#define AM_THREADS 1024
+static __device__ __forceinline__ void am_take(float &bv, int &bi, float v, int i)
+{
+	if (v == v && (bi < 0 || v > bv || (v == bv && i < bi)))
+		bv = v, bi = i;
+}
+
+extern "C" __global__ void __launch_bounds__(AM_THREADS)
+    coli_argmax(const float *x, int n, int *out)
+{
+	__shared__ float sv[AM_THREADS / 32];
+	__shared__ int si[AM_THREADS / 32];
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	float bv = 0.0f;
+	int bi = -1;
+
+	for (int i = tid; i < n; i += AM_THREADS)
+		am_take(bv, bi, __ldg(x + i), i);
+	for (int off = 16; off; off >>= 1) {
+		const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+		const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+
+		if (oi >= 0)
+			am_take(bv, bi, ov, oi);
+	}
+	if (lane == 0)
+		sv[warp] = bv, si[warp] = bi;
+	__syncthreads();
+	if (tid == 0) {
+		bv = 0.0f, bi = -1;
+		for (int w = 0; w < AM_THREADS / 32; w++)
+			if (si[w] >= 0)
+				am_take(bv, bi, sv[w], si[w]);
+		*out = x[0] != x[0] || bi < 0 ? 0 : bi;
+	}
+}
+
 /* out[t] += sigmoid(gate[t]) * y[t]  (Qwen2-MoE shared expert) */
 extern "C" __global__ void coli_gated_add(float *out, const float *y, const float *gate, int H)
 {
@@ -1100,12 +1204,14 @@ static __device__ void route_warp(const float *x, int E, int K, int norm, int *s
 	const int lane = threadIdx.x & 31;
 	float mx = -INFINITY;
 
+	/* __ldcg: x may have been written by other CTAs of this launch
+	 * (coli_dgemv_f32_plan): read it from L2, never a stale L1 line */
 	for (int i = lane; i < E; i += 32)
-		mx = fmaxf(mx, x[i]);
+		mx = fmaxf(mx, __ldcg(x + i));
 	for (int o = 16; o; o >>= 1)
 		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
 	for (int i = lane; i < E; i += 32)
-		p[i] = expf(x[i] - mx);
+		p[i] = expf(__ldcg(x + i) - mx);
 	__syncwarp();
 	if (lane == 0) {
 		double s = 0;
@@ -1242,9 +1348,9 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 }
 
 /* coli_route of a.rlog into a.sel/selw (warp t routes token t), then
- * coli_moe_plan, in one launch: T <= COLI_GPU_MAX_S. */
-extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
-    coli_route_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
+ * coli_moe_plan, by one CTA of COLI_GPU_PLAN_MAX_P threads: T <=
+ * COLI_GPU_MAX_S. */
+static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan &a)
 {
 	__shared__ float p[COLI_GPU_MAX_S][COLI_GPU_ROUTE_MAX_E];
 	__shared__ double sum[COLI_GPU_MAX_S];
@@ -1264,3 +1370,29 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 	if ((int)threadIdx.x < a.T * a.K)
 		plan_pair(a, threadIdx.x, sel, selw, slabs);
 }
+
+extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
+    coli_route_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
+{
+	route_plan(a);
+}
+
+/* The router's GEMV (f32, T <= COLI_GPU_MAX_S tokens into p.rlog), then
+ * route_plan, in one launch: the CTAs that write a row group's logits count
+ * themselves in at *done, and the last of them routes and plans (its 256
+ * threads are a plan CTA's). One launch and one round trip less a layer than
+ * coli_dgemv_f32 then coli_route_plan; the same bits (the same GEMV, then the
+ * same routing of the same logits). */
+static_assert(DG_WARPS * 32 == COLI_GPU_PLAN_MAX_P, "a GEMV CTA plans");
+#define DGEMV_PLAN(S)                                                                              \
+	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_f32_plan_##S(       \
+	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count, unsigned *done,      \
+	    const struct coli_gpu_moe_plan p)                                                      \
+	{                                                                                          \
+		if (dgemv<0, S>(a, part, count) && last_arrival(done, gridDim.x * gridDim.z))      \
+			route_plan(p);                                                             \
+	}
+DGEMV_PLAN(1)
+DGEMV_PLAN(2)
+DGEMV_PLAN(3)
+DGEMV_PLAN(4)

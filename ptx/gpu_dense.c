@@ -45,6 +45,7 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	    F(f_embed, "coli_embed"),
 	    F(f_moe_acc, "coli_moe_accumulate"),
 	    F(f_gated, "coli_gated_add"),
+	    F(f_argmax, "coli_argmax"),
 	    F(f_route, "coli_route"),
 	    F(f_qk_rope, "coli_qk_rope_store"),
 	    F(f_route_plan, "coli_route_plan"),
@@ -59,6 +60,10 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 		CK(g->cu->ModuleGetFunction((CUfunction *)((char *)g + fns[i].off), g->mod_dense,
 		                            fns[i].name),
 		   fns[i].name);
+	for (int s = 0; s < COLI_GPU_MAX_S; s++) {
+		snprintf(name, sizeof(name), "coli_dgemv_f32_plan_%d", s + 1);
+		CK(g->cu->ModuleGetFunction(&g->f_dgemv_plan[s], g->mod_dense, name), name);
+	}
 	for (int i = 0; i < 4; i++) {
 		snprintf(name, sizeof(name), "coli_attn_chunks_%d", 32 << i);
 		CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[i], g->mod_dense, name), name);
@@ -121,12 +126,14 @@ int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows
 
 #define RN_REG 4 /* as ptx/dense.cu: float4 per thread held in registers */
 
-int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps)
+static int rmsnorm_launch(coli_gpu_t *g, uint64_t x, uint64_t add, const struct coli_gpu_pairs *p,
+                          uint64_t w, uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows,
+                          int n, float eps)
 {
 	CUdeviceptr a = x, d = add, b = w, c = y, e = q, f = qd, h = qsum;
-	int G = 32, rc, fused;
-	void *args[] = {&a, &d, &b, &c, &e, &f, &h, &rows, &n, &eps, &G};
+	CUdeviceptr py = p ? p->y : 0, pt = p ? p->token : 0, pw = p ? p->w : 0;
+	int G = 32, rc, fused, np = p ? p->n : 0;
+	void *args[] = {&a, &d, &b, &c, &e, &f, &h, &rows, &n, &eps, &G, &py, &pt, &pw, &np};
 	unsigned bx, per;
 
 	if (rows <= 0 || n <= 0)
@@ -143,6 +150,21 @@ int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, ui
 	if (rc || !q || fused)
 		return rc;
 	return coli_gpu_act_quantize(g, y, q, qd, qsum, rows * n / 32);
+}
+
+int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
+                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps)
+{
+	return rmsnorm_launch(g, x, add, NULL, w, y, q, qd, qsum, rows, n, eps);
+}
+
+int coli_gpu_acc_rmsnorm(coli_gpu_t *g, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
+                         float eps)
+{
+	if (!p || p->n < 0 || (p->n && (!p->y || !p->token || !p->w)))
+		return -EINVAL;
+	return rmsnorm_launch(g, x, 0, p, w, y, q, qd, qsum, rows, n, eps);
 }
 
 int coli_gpu_add_bias(coli_gpu_t *g, uint64_t y, uint64_t b, int rows, int n)
@@ -229,15 +251,19 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv
  * two CTAs per SM run, each at least one tile; many (prefill): one CTA per
  * (query, kv head) walks all its positions, no partials. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale)
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
 {
 	CUdeviceptr a = q, b = K, c = V, d = out, p = posp, part = g->scratch, cnt = g->counts;
-	int group, tiles, splits = 1, tps;
+	CUdeviceptr qa = aq, qd = ad, qs = aqs;
+	int group, tiles, splits = 1, tps, rc;
 	long base, want = 2L * g->sm_count;
-	void *args[] = {&a,  &b,     &c,   &d,    &pos0, &p,   &nh, &nkv,
-	                &hd, &scale, &tps, &part, &cnt,  NULL, NULL};
+	/* coli_attn_chunks' parameters; coli_attention takes the first 13 */
+	void *args[] = {&a,     &b,   &c,    &d,   &pos0, &p,   &nh, &nkv, &hd,
+	                &scale, &tps, &part, &cnt, NULL,  NULL, &qa, &qd,  &qs};
 
-	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T))
+	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T) ||
+	    (aq && (nh * hd) % 32))
 		return -EINVAL;
 	group = nh / nkv;
 	if (group > AT_MAXG || group * hd > AT_MAXQ)
@@ -256,49 +282,69 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 	}
 	tps = (tiles + splits - 1) / splits;
 	splits = (tiles + tps - 1) / tps; /* no split starts past the last position */
-	return launch3(g, g->f_attn, (unsigned)splits, (unsigned)nkv, (unsigned)T, 256, args,
-	               "launch attention");
+	rc = launch3(g, g->f_attn, (unsigned)splits, (unsigned)nkv, (unsigned)T, 256, args,
+	             "launch attention");
+	/* coli_attention's items do not make whole blocks a warp: quantize apart */
+	return rc || !aq ? rc : coli_gpu_act_quantize(g, out, aq, ad, aqs, T * nh * hd / 32);
 }
 
 /* Grid (row groups of 8, splits, chunks of S <= 4 tokens). */
+/* The dense GEMV's shape: the kernel's dtype index, row groups of DG_WARPS
+ * and the K split. The split count depends on the matrix only, never on T: a
+ * token's sum must have the same order in a prefill batch as alone at
+ * decode. A matrix with at least half the warps wanted runs unsplit: the
+ * split's combine (a fence, a count, a read of the partials) cost more than
+ * the missing warps (o, 2048 x 4096 q4: 6.3 us split in two, where q,
+ * 4096 x 2048, takes 4.6 unsplit). */
+static int dgemv_shape(const coli_gpu_t *g, enum coli_dtype dtype,
+                       const struct coli_gpu_dense_gemv *a, int *di, int *groups, int *splits)
+{
+	long want = 16L * g->sm_count; /* warps: two CTAs of 8 an SM */
+	int nu;
+
+	switch (dtype) {
+	case COLI_DTYPE_F32:
+		*di = 0, nu = a->K / 4;
+		break;
+	case COLI_DTYPE_BF16:
+		*di = 1, nu = a->K / 8;
+		break;
+	case COLI_DTYPE_Q8_0:
+		*di = 2, nu = a->K / 16;
+		break;
+	case COLI_DTYPE_Q4_0:
+		*di = 3, nu = a->K / 32;
+		break;
+	default:
+		return -ENOTSUP;
+	}
+	if (a->rows <= 0 || a->T <= 0 || a->K <= 0 || a->K % 32 ||
+	    a->ldy < (a->y2 ? a->rows1 : a->rows) ||
+	    (a->y2 && (!a->y3 || a->rows1 < 0 || a->rows2 < a->rows1 || a->rows < a->rows2 ||
+	               a->ldy2 < a->rows2 - a->rows1 || a->ldy3 < a->rows - a->rows2)))
+		return -EINVAL;
+	*groups = (a->rows + DG_WARPS - 1) / DG_WARPS;
+	*splits = 1;
+	if (a->rows * 2 <= want && *groups <= DENSE_COUNTERS) {
+		*splits = (int)((want + a->rows - 1) / a->rows);
+		*splits = *splits < nu / 32 ? *splits : nu / 32; /* a unit a lane at least */
+		*splits = *splits < 32 ? *splits : 32;
+		*splits = *splits > 1 ? *splits : 1;
+	}
+	return 0;
+}
+
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m)
 {
 	struct coli_gpu_dense_gemv a = *m;
 	CUdeviceptr part = g->scratch, cnt = g->counts;
 	void *args[] = {&a, &part, &cnt};
-	int di, S, chunks, groups, nu, splits = 1;
-	long want = 16L * g->sm_count; /* warps: two CTAs of 8 an SM */
+	int di, S, chunks, groups, splits;
+	int rc = dgemv_shape(g, dtype, &a, &di, &groups, &splits);
 
-	switch (dtype) {
-	case COLI_DTYPE_F32:
-		di = 0, nu = a.K / 4;
-		break;
-	case COLI_DTYPE_BF16:
-		di = 1, nu = a.K / 8;
-		break;
-	case COLI_DTYPE_Q8_0:
-		di = 2, nu = a.K / 16;
-		break;
-	case COLI_DTYPE_Q4_0:
-		di = 3, nu = a.K / 32;
-		break;
-	default:
-		return -ENOTSUP;
-	}
-	if (a.rows <= 0 || a.T <= 0 || a.K <= 0 || a.K % 32 || a.ldy < (a.y2 ? a.rows1 : a.rows) ||
-	    (a.y2 && (!a.y3 || a.rows1 < 0 || a.rows2 < a.rows1 || a.rows < a.rows2 ||
-	              a.ldy2 < a.rows2 - a.rows1 || a.ldy3 < a.rows - a.rows2)))
-		return -EINVAL;
+	if (rc)
+		return rc;
 	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
-	groups = (a.rows + DG_WARPS - 1) / DG_WARPS;
-	/* the split count depends on the matrix only, never on T: a token's sum
-	 * must have the same order in a prefill batch as alone at decode */
-	if (a.rows < want && groups <= DENSE_COUNTERS) {
-		splits = (int)((want + a.rows - 1) / a.rows);
-		splits = splits < nu / 32 ? splits : nu / 32; /* a unit a lane at least */
-		splits = splits < 32 ? splits : 32;
-		splits = splits > 1 ? splits : 1;
-	}
 	/* tokens per launch: a split launch's partials [splits][T][rows] and its
 	 * counters [chunks][groups] must fit; longer inputs go in several */
 	int tb = a.T;
@@ -312,8 +358,6 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 		tb = tb > 0 ? tb : 1;
 	}
 	for (int t = 0; t < m->T; t += tb) {
-		int rc;
-
 		a.T = m->T - t < tb ? m->T - t : tb;
 		a.xf = m->xf ? m->xf + (size_t)t * m->K : NULL;
 		a.xq = m->xq ? m->xq + (size_t)t * m->K : NULL;
@@ -351,6 +395,16 @@ int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pa
 	              THREADS, 0, args, "launch moe_accumulate");
 }
 
+int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out)
+{
+	CUdeviceptr a = x, b = out;
+	void *args[] = {&a, &n, &b};
+
+	if (n <= 0)
+		return -EINVAL;
+	return launch(g, g->f_argmax, 1, 1, 1024, 0, args, "launch argmax");
+}
+
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
 {
 	CUdeviceptr a = out, b = y, c = gate;
@@ -383,6 +437,31 @@ int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
 	              args, "launch moe_plan");
 }
 
+/* Grid (row groups, splits, 1), as coli_gpu_dense_gemv; the last counter of
+ * the array counts the row groups done (zero between launches like the
+ * others: the last to arrive resets it). */
+int coli_gpu_router_plan(coli_gpu_t *g, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *p)
+{
+	struct coli_gpu_dense_gemv a = *r;
+	struct coli_gpu_moe_plan pl = *p;
+	CUdeviceptr part = g->scratch, cnt = g->counts,
+	            done = g->counts + sizeof(unsigned) * (DENSE_COUNTERS - 1);
+	void *args[] = {&a, &part, &cnt, &done, &pl};
+	int di, groups, splits, rc = dgemv_shape(g, COLI_DTYPE_F32, &a, &di, &groups, &splits);
+
+	if (rc)
+		return rc;
+	if (a.T > COLI_GPU_MAX_S || a.y2 || !p->rlog ||
+	    (uint64_t)(uintptr_t)p->rlog != (uint64_t)(uintptr_t)a.y || a.ldy != p->E ||
+	    a.rows != p->E || p->T != a.T || p->T * p->K > COLI_GPU_PLAN_MAX_P ||
+	    p->E > COLI_GPU_ROUTE_MAX_E || p->K > 16 || p->K > p->E ||
+	    (size_t)splits * a.T * a.rows > DENSE_SCRATCH_FLOATS || groups >= DENSE_COUNTERS)
+		return -EINVAL;
+	return launch3(g, g->f_dgemv_plan[a.T - 1], (unsigned)groups, (unsigned)splits, 1,
+	               DG_WARPS * 32, args, "launch router + plan");
+}
+
 #else
 #define NO_GPU return -ENODEV
 int coli_gpu_copy(coli_gpu_t *g, uint64_t d, uint64_t s, size_t n)
@@ -395,6 +474,11 @@ int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int r, i
 }
 int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t a, uint64_t w, uint64_t y, uint64_t q,
                          uint64_t qd, uint64_t qs, int r, int n, float e)
+{
+	NO_GPU;
+}
+int coli_gpu_acc_rmsnorm(coli_gpu_t *g, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int r, int n, float e)
 {
 	NO_GPU;
 }
@@ -417,7 +501,8 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int p, uint6
 	NO_GPU;
 }
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T, int p,
-                       uint64_t pp, int span, int nh, int nkv, int hd, float s)
+                       uint64_t pp, int span, int nh, int nkv, int hd, float s, uint64_t aq,
+                       uint64_t ad, uint64_t aqs)
 {
 	NO_GPU;
 }
@@ -439,11 +524,20 @@ int coli_gpu_gated_add(coli_gpu_t *g, uint64_t o, uint64_t y, uint64_t gt, int T
 {
 	NO_GPU;
 }
+int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out)
+{
+	NO_GPU;
+}
 int coli_gpu_route(coli_gpu_t *g, uint64_t r, int T, int E, int K, int n, uint64_t s, uint64_t w)
 {
 	NO_GPU;
 }
 int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
+{
+	NO_GPU;
+}
+int coli_gpu_router_plan(coli_gpu_t *g, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *p)
 {
 	NO_GPU;
 }

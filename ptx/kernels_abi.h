@@ -76,6 +76,15 @@ struct coli_gpu_gemm_job {
 	int pad_;
 };
 
+/* A MoE layer's expert outputs not yet summed (host side: the arguments of
+ * coli_gpu_acc_rmsnorm): y [n][H] a row per (token, expert) pair, token [n]
+ * and weight w [n] per pair, in pair order (ascending expert) — what
+ * coli_moe_accumulate would sum. Device addresses. */
+struct coli_gpu_pairs {
+	unsigned long long y, token, w;
+	int n, pad_;
+};
+
 /* Routing on the device (coli_route, ptx/dense.cu): per token, softmax of
  * the router logits, the top_k largest (ties to the lower id) in descending
  * order, renormalised when norm; at most this many experts. */

@@ -95,6 +95,12 @@ int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows
  * does (n % 32 == 0; in the same launch where the row fits in registers). */
 int coli_gpu_add_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
                          uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
+/* coli_gpu_add_rmsnorm with add = coli_gpu_moe_accumulate of the pairs, in the
+ * same launch (the same bits: each row's pairs summed in pair order, product
+ * rounded then added from +0, then x + that). */
+int coli_gpu_acc_rmsnorm(coli_gpu_t *g, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
+                         float eps);
 /* q/k per-head norm (qw/kw 0: none), RoPE, k and v into the cache rows
  * pos0.. (ptx/dense.cu coli_qk_rope_store); hd even and <= 256. posp != 0:
  * pos0 is the int at posp when the launch runs (graph-capturable). */
@@ -114,14 +120,20 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
  * nh / nkv <= 16 and (nh / nkv) * hd <= 2048, else -ENOTSUP. posp != 0:
  * pos0 is the int at posp when the launch runs (graph-capturable), and the
  * positions split as for a context of `span` (pos0 + T <= span): the bits
- * then depend on span and T, not on pos0's value at capture. */
+ * then depend on span and T, not on pos0's value at capture. aq != 0: out
+ * also quantized into aq/ad/aqs as coli_gpu_act_quantize does (the o
+ * projection's input), in the same launch where the head size allows. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale);
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs);
 int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales, uint64_t ids,
                    uint64_t x, int T, int H);
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H);
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+/* *out (an int in device memory) = the index of the largest of x[0..n), the
+ * first on ties, NaNs never the largest (x[0] NaN: 0): cpu/ coli_argmax's. */
+int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out);
 /* Routing of T tokens from router logits rlog [T][E]: sel/selw [T][K] (see
  * coli_route in ptx/dense.cu); E <= COLI_GPU_ROUTE_MAX_E, K <= 16. */
 int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
@@ -130,6 +142,11 @@ int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, 
  * coli_moe_plan), then run with coli_gpu_gemv_table; with a->rlog set the
  * routing into a->sel/selw comes first, in the same launch (coli_route_plan). */
 int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a);
+/* The router's f32 GEMV r (T <= COLI_GPU_MAX_S tokens, its output r->y the
+ * plan's rlog, E x E) and then the plan p with routing, in one launch: the
+ * bits of coli_gpu_dense_gemv then coli_gpu_moe_plan. */
+int coli_gpu_router_plan(coli_gpu_t *g, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *p);
 /* coli_gpu_gemv on a job table already in device memory (written by a
  * kernel): every job has at most max_rows rows, S <= COLI_GPU_MAX_S. */
 int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, int n_jobs,

@@ -175,12 +175,14 @@ int bench_feed(const struct run *R, const int *prompt, int i, const float *logit
 int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits)
 {
 	struct coli_engine_stats s0, s1;
-	int n_tok, rc, id;
+	int n_tok, rc, id, next = 0;
 	double t0, t1, calls;
 
 	coli_engine_reset(a->e);
 	if (!R->prefill) {
-		rc = coli_engine_forward(a->e, R->ids, R->prompt, logits, 0);
+		/* a greedy feed asks the engine for the argmax, as coli generate does */
+		rc = R->feed_greedy ? coli_engine_forward_argmax(a->e, R->ids, R->prompt, &next)
+		                    : coli_engine_forward(a->e, R->ids, R->prompt, logits, 0);
 		if (rc)
 			return rc;
 	}
@@ -194,8 +196,9 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 	} else {
 		rc = 0;
 		for (int i = 0; i < R->tokens && !rc; i++) {
-			id = bench_feed(R, R->ids, i, logits);
-			rc = coli_engine_forward(a->e, &id, 1, logits, 0);
+			id = R->feed_greedy ? next : bench_feed(R, R->ids, i, logits);
+			rc = R->feed_greedy ? coli_engine_forward_argmax(a->e, &id, 1, &next)
+			                    : coli_engine_forward(a->e, &id, 1, logits, 0);
 		}
 		n_tok = R->tokens;
 	}

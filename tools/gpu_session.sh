@@ -23,7 +23,8 @@
 # run does not need (placement alone takes ~2 minutes of device time).
 set -u
 TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels core/no_const_h2d
-core/graph_replay core/fixture_logits core/fixture_greedy core/overlap_release core/placement"}
+core/graph_replay core/fixture_logits core/fixture_greedy core/forward_argmax core/overlap_release
+core/placement"}
 
 case "${1:-}" in
 pack)

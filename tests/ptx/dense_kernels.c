@@ -20,17 +20,24 @@
  *                   cache rows within tolerance, v rows exact, rows outside
  *                   pos0..pos0+T-1 still poisoned
  *   moe_accumulate  bit-exact vs core/moe.c's order (pairs ascending, product
- *                   rounded then added), incl. a token with > 512 pairs
+ *                   rounded then added), incl. a token with > 512 pairs; the
+ *                   pairs summed inside the next norm (acc_rmsnorm): x, y and
+ *                   y's quantization the bytes of accumulate + add_rmsnorm
  *   attention       decode at 1, 100, 5000, 12289, 40000 positions and prefill
  *                   chunks, GQA groups 1..16, hd 16..256, vs coli_attention_head
  *   route           vs cpu/ops.c coli_route (E 8..1024, K 1..16, renormalised or
  *                   not, ties): the same experts in the same order; weights
  *                   within 4 ulp (the device's expf), max printed
+ *   argmax          vs coli_argmax, exact: 152k random logits, the maximum
+ *                   repeated (the first index wins), NaNs (never the maximum;
+ *                   x[0] NaN gives 0), all -inf, -0 vs +0, n = 1 and 33
  *   moe_plan        job tables and pair lists vs the layout built here: pairs in
  *                   ascending (expert, token), every field of every job (a
  *                   non-resident expert's jobs empty, its pairs in place); with
  *                   router logits (coli_route_plan) the routing is coli_route's
  *                   choice and the pair lists follow it
+ *   router_plan     the router's f32 GEMV and the plan in one launch: the bytes
+ *                   of the two launches (logits, routing, jobs, pair lists)
  *
  * Skips (77) without a usable GPU. `dense_kernels --bench` instead times the
  * experts' grouped GEMV at decode (a layer's gate+up and down tables) and each
@@ -564,6 +571,52 @@ static int test_moe_acc(void)
 		printf("  moe_accumulate T=%-3d pairs=%-5d H=%-5d %16s mismatches %zu\n", T, P, H,
 		       "", bad);
 		rc |= bad != 0;
+		/* the same pairs summed by the next norm (coli_gpu_acc_rmsnorm): x, y
+		 * and y quantized as accumulate then add_rmsnorm, byte for byte */
+		if (H % 32 == 0) {
+			const struct coli_gpu_pairs pr = {.y = dy, .token = dt, .w = dw, .n = P};
+			size_t n = (size_t)T * H, nb = n / 32;
+			float *x = xmalloc(4 * n), *h[2][3];
+			uint64_t dx[2], dyo[2], dq[2], dd[2], ds[2], dnw;
+			size_t sz[3] = {4 * n, 4 * n, n};
+
+			for (size_t i = 0; i < n; i++)
+				x[i] = frand();
+			dnw = dev_copy(x, 4 * (size_t)H); /* any weights */
+			for (int v = 0; v < 2; v++) {
+				dx[v] = dev_copy(x, 4 * n), dyo[v] = dev_poison(4 * n);
+				dq[v] = dev_poison(n), dd[v] = dev_poison(4 * nb);
+				ds[v] = dev_poison(4 * nb);
+			}
+			if (coli_gpu_add_rmsnorm(g_gpu, dx[0], dout, dnw, dyo[0], dq[0], dd[0],
+			                         ds[0], T, H, 1e-6f) ||
+			    coli_gpu_acc_rmsnorm(g_gpu, dx[1], &pr, dnw, dyo[1], dq[1], dd[1],
+			                         ds[1], T, H, 1e-6f))
+				return 1;
+			bad = 0;
+			for (int v = 0; v < 2; v++) {
+				uint64_t src[3] = {dx[v], dyo[v], dq[v]};
+
+				for (int k2 = 0; k2 < 3; k2++) {
+					h[v][k2] = xmalloc(sz[k2]);
+					download(h[v][k2], src[k2], sz[k2]);
+				}
+			}
+			for (int k2 = 0; k2 < 3; k2++)
+				bad += memcmp(h[0][k2], h[1][k2], sz[k2]) != 0;
+			printf("  acc_rmsnorm    T=%-3d pairs=%-5d H=%-5d %16s %zu of 3 differ\n",
+			       T, P, H, "", bad);
+			rc |= bad != 0;
+			for (int v = 0; v < 2; v++) {
+				coli_gpu_free(g_gpu, dx[v]), coli_gpu_free(g_gpu, dyo[v]);
+				coli_gpu_free(g_gpu, dq[v]), coli_gpu_free(g_gpu, dd[v]);
+				coli_gpu_free(g_gpu, ds[v]);
+				for (int k2 = 0; k2 < 3; k2++)
+					free(h[v][k2]);
+			}
+			coli_gpu_free(g_gpu, dnw);
+			free(x);
+		}
 		coli_gpu_free(g_gpu, dy), coli_gpu_free(g_gpu, dw), coli_gpu_free(g_gpu, dt);
 		coli_gpu_free(g_gpu, dout);
 		free(y), free(w), free(want), free(got), free(tok);
@@ -804,6 +857,80 @@ static int test_route_plan(void)
 	return rc;
 }
 
+/* The router's GEMV and the plan in one launch (coli_gpu_router_plan) give
+ * the bytes of the two launches: logits, routing, job tables, pair lists. */
+static int test_router_plan(void)
+{
+	enum { E = 128, K = 8, H = 2048, I = 768 };
+	float *w = xmalloc(4 * (size_t)E * H), *x = xmalloc(4 * (size_t)COLI_GPU_MAX_S * H);
+	uint64_t dwt = 0, dx = 0, dsl;
+	unsigned long long slabs[E];
+	int rc = 0;
+
+	for (size_t i = 0; i < (size_t)E * H; i++)
+		w[i] = frand() * 0.05f;
+	for (size_t i = 0; i < (size_t)COLI_GPU_MAX_S * H; i++)
+		x[i] = frand();
+	for (int e = 0; e < E; e++) /* a few "resident" experts: non-empty jobs */
+		slabs[e] = e % 5 ? 0 : 0x100000ull * (e + 1);
+	dwt = dev_copy(w, 4 * (size_t)E * H);
+	dx = dev_copy(x, 4 * (size_t)COLI_GPU_MAX_S * H);
+	dsl = dev_copy(slabs, sizeof(slabs));
+	for (int T = 1; T <= COLI_GPU_MAX_S; T++) {
+		int P = T * K, bad = 0;
+		/* per path: rlog, sel, selw, gu jobs, down jobs, pair_token, pair_w */
+		size_t sz[7] = {4 * (size_t)T * E,
+		                4 * (size_t)P,
+		                4 * (size_t)P,
+		                sizeof(struct coli_gpu_gemv_job) * 2 * P,
+		                sizeof(struct coli_gpu_gemv_job) * P,
+		                4 * (size_t)P,
+		                4 * (size_t)P};
+		uint64_t d[2][7];
+		unsigned char *h[2][7];
+
+		for (int v = 0; v < 2; v++) {
+			struct coli_gpu_dense_gemv r = {0};
+			struct coli_gpu_moe_plan a = {0};
+
+			for (int k = 0; k < 7; k++)
+				d[v][k] = dev_poison(sz[k]), h[v][k] = xmalloc(sz[k]);
+			r.w = (const void *)DP(dwt), r.xf = (const float *)DP(dx);
+			r.y = (float *)DP(d[v][0]);
+			r.rows = E, r.K = H, r.T = T, r.ldy = E;
+			a.sel = (const int *)DP(d[v][1]), a.selw = (const float *)DP(d[v][2]);
+			a.slabs = (const unsigned long long *)DP(dsl);
+			a.gu_jobs = (struct coli_gpu_gemv_job *)DP(d[v][3]);
+			a.down_jobs = (struct coli_gpu_gemv_job *)DP(d[v][4]);
+			a.pair_token = (int *)DP(d[v][5]), a.pair_w = (float *)DP(d[v][6]);
+			a.T = T, a.K = K, a.H = H, a.I = I;
+			a.rlog = (const float *)DP(d[v][0]), a.E = E, a.norm = 1;
+			if (v ? coli_gpu_router_plan(g_gpu, &r, &a)
+			      : coli_gpu_dense_gemv(g_gpu, COLI_DTYPE_F32, &r) ||
+			            coli_gpu_moe_plan(g_gpu, &a)) {
+				printf("  router_plan T=%d: launch failed\n", T);
+				return 1;
+			}
+			for (int k = 0; k < 7; k++)
+				download(h[v][k], d[v][k], sz[k]);
+		}
+		/* the job tables hold the paths' own buffer addresses (sel, ...): none
+		 * of those are in them, so the bytes compare as they are */
+		for (int k = 0; k < 7; k++)
+			bad += memcmp(h[0][k], h[1][k], sz[k]) != 0;
+		printf("  router_plan T=%d E=%d K=%d H=%d: %d of 7 outputs differ from the two "
+		       "launches\n",
+		       T, E, K, H, bad);
+		rc |= bad != 0;
+		for (int v = 0; v < 2; v++)
+			for (int k = 0; k < 7; k++)
+				coli_gpu_free(g_gpu, d[v][k]), free(h[v][k]);
+	}
+	coli_gpu_free(g_gpu, dwt), coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, dsl);
+	free(w), free(x);
+	return rc;
+}
+
 /* ---- attention ---- */
 
 static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp)
@@ -832,20 +959,45 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	dk = dev_copy(K, 4 * (size_t)n * kvd);
 	dv = dev_copy(V, 4 * (size_t)n * kvd);
 	dout = dev_poison(4 * qn);
-	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd, scale)) {
-		printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
-		return 1;
+	/* with the output also quantized for the o projection (the engine's form
+	 * when o is q8/q4): the same bytes coli_act_quantize makes of the output */
+	{
+		size_t nb = qn / 32;
+		uint64_t daq = dev_poison(qn), dad = dev_poison(4 * nb), das = dev_poison(4 * nb);
+		struct coli_act ref = {
+		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+		struct coli_act dev = {
+		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+
+		if (qn % 32 || coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv,
+		                                  hd, scale, daq, dad, das)) {
+			printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
+			return 1;
+		}
+		download(got, dout, 4 * qn);
+		download(dev.q, daq, qn);
+		download(dev.d, dad, 4 * nb);
+		download(dev.qsum, das, 4 * nb);
+		coli_act_quantize(&ref, got, (int)qn);
+		snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d", T, n, nh,
+		         nkv, hd);
+		rc = check(what, got, want, NULL, 2e-5f, qn);
+		if (memcmp(ref.q, dev.q, qn) || memcmp(ref.d, dev.d, 4 * nb) ||
+		    memcmp(ref.qsum, dev.qsum, 4 * nb)) {
+			printf("  FAIL %s: its quantized output is not coli_act_quantize's\n",
+			       what);
+			rc = 1;
+		}
+		coli_gpu_free(g_gpu, daq), coli_gpu_free(g_gpu, dad), coli_gpu_free(g_gpu, das);
+		free(ref.q), free(ref.d), free(ref.qsum), free(dev.q), free(dev.d), free(dev.qsum);
 	}
-	download(got, dout, 4 * qn);
-	snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d", T, n, nh, nkv, hd);
-	rc = check(what, got, want, NULL, 2e-5f, qn);
 	/* the position read from device memory (the pos0 argument is wrong on
 	 * purpose), the grid split for a longer context than the one used */
 	dpos = dev_copy(&pos0, sizeof(pos0));
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
 	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 ? pos0 - 1 : 0, dpos, n + 3000, nh,
-	                       nkv, hd, scale)) {
+	                       nkv, hd, scale, 0, 0, 0)) {
 		printf("  attention T=%d pos0=%d from memory: launch failed\n", T, pos0);
 		return 1;
 	}
@@ -862,7 +1014,7 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 		coli_gpu_free(g_gpu, dpos);
 		dpos = dev_copy(&last, sizeof(last));
 		if (coli_gpu_attention(g_gpu, dq + 4 * (qn - (size_t)nh * hd), dk, dv, d1, 1, 0,
-		                       dpos, n + 3000, nh, nkv, hd, scale)) {
+		                       dpos, n + 3000, nh, nkv, hd, scale, 0, 0, 0)) {
 			printf("  attention T=1 at %d: launch failed\n", last);
 			return 1;
 		}
@@ -881,6 +1033,55 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
 	coli_gpu_free(g_gpu, dout), coli_gpu_free(g_gpu, dpos);
 	free(q), free(K), free(V), free(want), free(got), free(sc);
+	return rc;
+}
+
+/* ---- argmax ---- */
+
+static int argmax_case(const char *what, const float *x, int n)
+{
+	uint64_t dx = dev_copy(x, 4 * (size_t)n), dout = dev_poison(4);
+	int got = -2, want = coli_argmax(x, n), rc = 0;
+
+	if (coli_gpu_argmax(g_gpu, dx, n, dout)) {
+		printf("  argmax %s: launch failed\n", what);
+		rc = 1;
+	} else {
+		download(&got, dout, 4);
+		if (got != want) {
+			printf("  FAIL argmax %s: %d, coli_argmax %d\n", what, got, want);
+			rc = 1;
+		}
+	}
+	coli_gpu_free(g_gpu, dx), coli_gpu_free(g_gpu, dout);
+	return rc;
+}
+
+static int test_argmax(void)
+{
+	const int V = 151936;
+	float *x = xmalloc(4 * (size_t)V);
+	int rc = 0;
+
+	for (int i = 0; i < V; i++)
+		x[i] = frand() * 20.0f;
+	rc |= argmax_case("152k random", x, V);
+	x[777] = x[150000] = x[5] = 1e3f; /* repeated maximum: the first index */
+	rc |= argmax_case("repeated maximum", x, V);
+	x[3] = NAN, x[100000] = NAN; /* NaNs are never the maximum */
+	rc |= argmax_case("with NaNs", x, V);
+	x[0] = NAN; /* x[0] NaN: 0, as the plain loop */
+	rc |= argmax_case("x[0] NaN", x, V);
+	for (int i = 0; i < V; i++)
+		x[i] = -INFINITY;
+	rc |= argmax_case("all -inf", x, V);
+	x[10] = -0.0f, x[20] = 0.0f;
+	for (int i = 0; i < 10; i++)
+		x[i] = -1.0f;
+	rc |= argmax_case("-0 before +0", x, 33);
+	rc |= argmax_case("n = 1", x, 1);
+	printf("  argmax: 7 cases vs coli_argmax%s\n", rc ? ": FAILED" : ", all equal");
+	free(x);
 	return rc;
 }
 
@@ -1085,7 +1286,7 @@ static int run_op(void *arg, int i)
 		return coli_gpu_rmsnorm(g_gpu, o->p[0], o->p[1], o->p[2], o->a, o->b, 1e-6f);
 	case 1: /* o->b: 0, position as an argument; else read from p[4], grid for span b */
 		return coli_gpu_attention(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 1, o->a - 1,
-		                          o->b ? o->p[4] : 0, o->b, 32, 4, 128, 0.088f);
+		                          o->b ? o->p[4] : 0, o->b, 32, 4, 128, 0.088f, 0, 0, 0);
 	case 2:
 		return coli_gpu_moe_accumulate(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 8, 1,
 		                               2048);
@@ -1220,7 +1421,9 @@ int main(int argc, char **argv)
 	rc |= test_route();
 	rc |= test_moe_plan();
 	rc |= test_route_plan();
+	rc |= test_router_plan();
 	rc |= test_attention();
+	rc |= test_argmax();
 	coli_gpu_close(g_gpu);
 	return rc;
 }

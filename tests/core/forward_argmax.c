@@ -1,0 +1,104 @@
+/*
+ * tests/core/forward_argmax.c — coli_engine_forward_argmax gives the token
+ * greedy decoding would pick from coli_engine_forward's logits.
+ *
+ * For the qwen3_moe fixture (q8 and bf16): two engines on the same device,
+ * one returning logits (the argmax taken here with coli_argmax, as
+ * coli_sampler_pick at temperature 0), one returning the greedy id only; fed
+ * the same 6-token prompt and then the first engine's choices for 48 steps.
+ * Every step's id must match. Devices: the CPU ("off"), the simulated device
+ * holding the dense part ("sim": the device-side argmax op), and GPU 0 when
+ * this machine has one (the coli_argmax kernel after the lm_head, only the
+ * index downloaded). Plus the argument check: next == NULL is -EINVAL.
+ */
+#include <errno.h>
+
+#include "cpu/cpu.h"
+#include "fixture_util.h"
+#include "ptx/ptx.h"
+
+#define STEPS 48
+
+static coli_engine_t *open_engine(const char *path, const char *gpu)
+{
+	struct coli_opts o;
+	coli_engine_t *e = NULL;
+	char err[512];
+
+	coli_opts_init(&o);
+	o.threads = 2;
+	snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
+	snprintf(o.usage, sizeof(o.usage), "off");
+	if (coli_engine_open(path, &o, &e, err, sizeof(err)))
+		printf("open %s (gpu %s): %s\n", path, gpu, err);
+	return e;
+}
+
+static int compare(const char *what, const char *path, const char *gpu)
+{
+	coli_engine_t *a = open_engine(path, gpu), *b = open_engine(path, gpu);
+	struct coli_engine_stats st;
+	int ids[6] = {1, 2, 3, 4, 5, 6}, want, got = -1, V, differ = 0, rc = 0, dense;
+	float *logits;
+
+	if (!a || !b)
+		return 1;
+	V = coli_engine_config(a)->vocab;
+	logits = malloc(sizeof(float) * V);
+	if (!logits)
+		return 1;
+	rc |= coli_engine_forward(a, ids, 6, logits, 0);
+	rc |= coli_engine_forward_argmax(b, ids, 6, &got);
+	want = coli_argmax(logits, V);
+	differ += got != want;
+	for (int i = 0; i < STEPS && !rc; i++) {
+		int id = want;
+
+		got = -1;
+		rc |= coli_engine_forward(a, &id, 1, logits, 0);
+		rc |= coli_engine_forward_argmax(b, &id, 1, &got);
+		want = coli_argmax(logits, V);
+		differ += got != want;
+	}
+	coli_engine_stats(b, &st);
+	dense = st.dense_on_device;
+	printf("%-28s gpu %-3s dense on a device %d: %d of %d greedy ids differ\n", what, gpu,
+	       dense, differ, STEPS + 1);
+	if (rc || differ) {
+		printf("FAIL: %s\n", rc ? "forward failed" : "the greedy ids differ");
+		rc = 1;
+	}
+	/* the device cases must have used the device's argmax */
+	if (strcmp(gpu, "off") && !dense) {
+		printf("FAIL: gpu %s: the dense part is not on the device\n", gpu);
+		rc = 1;
+	}
+	if (coli_engine_forward_argmax(b, ids, 1, NULL) != -EINVAL) {
+		printf("FAIL: next == NULL was accepted\n");
+		rc = 1;
+	}
+	free(logits);
+	coli_engine_close(a);
+	coli_engine_close(b);
+	return rc;
+}
+
+int main(void)
+{
+	static const enum coli_dtype quants[] = {COLI_DTYPE_Q8_0, COLI_DTYPE_BF16};
+	const char *why, *devs[3] = {"off", "sim", "0"};
+	int n_devs = coli_ptx_probe(&why) > 0 ? 3 : 2, rc = 0;
+
+	if (n_devs == 2)
+		printf("no GPU (%s): CPU and simulated device only\n", why);
+	for (size_t q = 0; q < sizeof(quants) / sizeof(quants[0]); q++) {
+		char path[8192], what[64];
+
+		if (fx_convert("qwen3_moe", quants[q], fx_tmpdir(), path, sizeof(path)))
+			return 1;
+		snprintf(what, sizeof(what), "qwen3_moe %s", coli_dtype_name(quants[q]));
+		for (int d = 0; d < n_devs; d++)
+			rc |= compare(what, path, devs[d]);
+	}
+	return rc;
+}
