@@ -282,6 +282,7 @@ struct coli_gen_stats {
 	 * coli_engine_stats.moe_*_s), and how many forward calls they were */
 	double decode_issue_s, decode_plan_s, decode_slabs_s, decode_cpu_s, decode_take_s;
 	double decode_devissue_s; /* inside decode_issue_s: the devices' issue */
+	double decode_beside_s;   /* inside decode_cpu_s: the devices' issue, overlapped */
 	double decode_dev_busy_s;
 	double decode_host_bytes; /* slab bytes the RAM and disk tiers served while decoding */
 	double decode_dev_ops;    /* device launches, syncs and staging copies while decoding */
@@ -332,6 +333,8 @@ struct coli_engine_stats {
 	double moe_plan_s, moe_slabs_s; /* inside pack+issue: route+plan, pinning host slabs */
 	double moe_devissue_s;          /* inside pack+issue: the devices' issue (jobs, copies,
 	                                 * launches) */
+	double moe_beside_s; /* inside CPU rows: the devices' issue run by the calling thread
+	                      * beside the rows' first round (COLI_GROUP_ASYNC=1) */
 	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */
 	uint64_t dev_ops;  /* launches, syncs and staging copies queued on all devices */
 	double cost_bw_cpu, cost_bw_stream; /* the cost model's bytes/s of CPU rows and of

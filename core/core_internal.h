@@ -131,7 +131,8 @@ int coli_usage_write(const char *path, const struct coli_usage *u, char *err, si
  *                      their misses submitted as ONE batch of demand reads;
  *                      slabs[j] = where expert ex[j]'s slab will be
  *   coli_lookahead(e, l, T)          (first chunk only) prefetch layer l+1
- *   rc = coli_tiers_wait(e)          every pinned slab is in RAM (or -errno)
+ *   rc = coli_tiers_wait(e)          every pinned slab is in RAM (or -errno);
+ *                                    coli_tiers_ready(e): 1 if it would not wait
  *   ... compute ex[0..k) in order, accumulate ...
  *   coli_tiers_release(e)
  *   (repeat from ex + k while experts remain: a small budget is a slow one)
@@ -143,6 +144,7 @@ void coli_tiers_close(struct coli_engine *e);
 int coli_tiers_acquire(struct coli_engine *e, int l, const int *ex, const int *uses, int n,
                        const void **slabs);
 int coli_tiers_wait(struct coli_engine *e);
+int coli_tiers_ready(struct coli_engine *e);
 void coli_tiers_release(struct coli_engine *e);
 void coli_tiers_layer_end(struct coli_engine *e, int l);
 /* Lookahead's entry: experts predicted for MoE layer l_next (ascending, mask

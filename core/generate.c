@@ -87,6 +87,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	st->decode_plan_s = e->est.moe_plan_s - e1.moe_plan_s;
 	st->decode_slabs_s = e->est.moe_slabs_s - e1.moe_slabs_s;
 	st->decode_devissue_s = e->est.moe_devissue_s - e1.moe_devissue_s;
+	st->decode_beside_s = e->est.moe_beside_s - e1.moe_beside_s;
 	st->decode_cpu_s = e->est.moe_cpu_s - e1.moe_cpu_s;
 	st->decode_take_s = e->est.moe_take_s - e1.moe_take_s;
 	st->decode_dev_busy_s = e->est.dev_busy_s - e1.dev_busy_s;

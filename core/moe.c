@@ -122,13 +122,45 @@ static void swiglu_pairs(void *arg, int t, int n_tasks)
 	}
 }
 
+/* A layer's device issue (every device's coli_moe_dev_issue, then the next
+ * layer's staging prefetch when the guess is made). With COLI_GROUP_ASYNC=1
+ * and CPU rows to compute it is left pending and runs on the calling thread
+ * beside the CPU rows' first pool round: the workers start on the rows while
+ * the caller queues the devices' work, so the issue is off the token's
+ * critical path. A chunk whose slabs still come from disk runs it first
+ * instead (the devices work while the CPU waits). */
+struct dev_issue {
+	struct coli_engine *e;
+	int l, pending, prefetch;
+	int *issued; /* [n_devs]: issue succeeded */
+};
+
+static void dev_issue_run(void *arg)
+{
+	struct dev_issue *di = arg;
+	struct coli_engine *e = di->e;
+	double t0 = coli_now_s();
+	int beside = di->pending;
+
+	di->pending = 0;
+	for (int d = 0; d < e->n_devs; d++) {
+		if (e->devs[d]->failed)
+			continue;
+		di->issued[d] = coli_moe_dev_issue(e, di->l, d) == 0;
+		e->est.dev_fail_issue += !di->issued[d];
+	}
+	*(beside ? &e->est.moe_beside_s : &e->est.moe_devissue_s) += coli_now_s() - t0;
+	if (di->prefetch) /* the next layer's guess, copied while this one runs */
+		coli_moe_dev_prefetch(e);
+}
+
 /* CPU rows of experts list[0..n) whose slabs (in RAM) are slabs[0..n): each
  * expert's pairs (e->pair_first/pair_n) into e->ey. The pool wakes three
  * times for all of them — gate and up of every expert, SwiGLU of every pair,
  * down of every expert — instead of three times per expert; the bits are
  * coli_gemm's and coli_silu_mul's, as expert by expert. */
 static void cpu_experts(struct coli_engine *e, int l, const int *list, const void *const *slabs,
-                        int n)
+                        int n, struct dev_issue *di)
 {
 	int H = e->m.cfg.hidden, I = e->m.cfg.moe_inter, nj = 0;
 
@@ -146,7 +178,8 @@ static void cpu_experts(struct coli_engine *e, int l, const int *list, const voi
 		e->xjobs[nj++] = (struct coli_gemm_job){&e->xview[j].up, e->ag + p0, np,
 		                                        e->pu + (size_t)p0 * I, I};
 	}
-	coli_gemm_batch_mt(e->pool, e->xjobs, nj);
+	coli_gemm_batch_mt_beside(e->pool, e->xjobs, nj, di && di->pending ? dev_issue_run : NULL,
+	                          di);
 	if (e->pool && e->n_xpairs > 1 && coli_cpu_pool_threads(e->pool) > 1)
 		coli_cpu_pool_run(e->pool, swiglu_pairs, e, coli_cpu_pool_threads(e->pool));
 	else
@@ -163,9 +196,10 @@ static void cpu_experts(struct coli_engine *e, int l, const int *list, const voi
 
 /* CPU rows for a list of experts (ascending): acquire from the tiers in
  * chunks, wait, compute, release. *lookahead_done says whether this layer
- * already prefetched the next one. Returns bytes computed, or -errno. */
+ * already prefetched the next one; di, if not NULL, a pending device issue.
+ * Returns bytes computed, or -errno. */
 static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, int n,
-                        int *lookahead_done)
+                        int *lookahead_done, struct dev_issue *di)
 {
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
@@ -181,12 +215,17 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 			return k < 0 ? k : -EIO;
 		if (!*lookahead_done) {
 			coli_lookahead(e, l, T);
-			coli_moe_dev_prefetch(e);
+			if (di && di->pending)
+				di->prefetch = 1; /* after the issue */
+			else
+				coli_moe_dev_prefetch(e);
 			*lookahead_done = 1;
 		}
+		if (di && di->pending && !coli_tiers_ready(e))
+			dev_issue_run(di); /* the devices work while the disk lands */
 		rc = coli_tiers_wait(e);
 		if (!rc) {
-			cpu_experts(e, l, list + i, e->slab_ptr, k);
+			cpu_experts(e, l, list + i, e->slab_ptr, k, di);
 			bytes += (int64_t)k * xl->slab_bytes;
 		}
 		coli_tiers_release(e);
@@ -298,7 +337,9 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int issued[COLI_MAX_DEVS] = {0}, took[COLI_MAX_DEVS] = {0};
+	struct dev_issue di = {.e = e, .l = l, .issued = issued};
 	int *need = e->need, *redo = e->redo, n_need = 0, n_redo = 0, n_stream = 0, pinned = 0;
+	int n_rows = 0;
 	int lookahead_done = 0, rc = 0, first_rest;
 	double t_cpu, t0 = coli_now_s(), t_take;
 	int64_t cpu_bytes = 0, r;
@@ -322,6 +363,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		if (e->assign[ex] < 0 || e->streamed[ex] == 1)
 			need[n_need++] = ex;
 		n_stream += e->streamed[ex] == 1;
+		n_rows += e->assign[ex] < 0;
 	}
 	/* streamed slabs must be in RAM and pinned until take */
 	if (n_stream) {
@@ -365,24 +407,20 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	}
 	if (e->preplanned >= 0) /* the CPU rows' outputs join the device's there */
 		e->moe_on_dense = e->preplanned;
-	/* issue: every device queues its experts; a failure sends its share to the CPU */
-	{
-		double t_iss = coli_now_s();
-
-		for (int d = 0; d < e->n_devs; d++) {
-			if (e->devs[d]->failed)
-				continue;
-			issued[d] = coli_moe_dev_issue(e, l, d) == 0;
-			e->est.dev_fail_issue += !issued[d];
+	/* issue: every device queues its experts; a failure sends its share to
+	 * the CPU. Overlapped, beside the CPU rows' first round (struct dev_issue). */
+	if (e->opts.group_async && n_rows) {
+		di.pending = 1;
+		di.prefetch = lookahead_done;
+	} else {
+		dev_issue_run(&di);
+		if (!lookahead_done && !n_need) { /* no host slab to wait for: guess now */
+			coli_lookahead(e, l, T);
+			lookahead_done = 1;
 		}
-		e->est.moe_devissue_s += coli_now_s() - t_iss;
+		if (lookahead_done) /* the next layer's guess, copied while this one runs */
+			coli_moe_dev_prefetch(e);
 	}
-	if (!lookahead_done && !n_need) { /* no host slab to wait for: guess now */
-		coli_lookahead(e, l, T);
-		lookahead_done = 1;
-	}
-	if (lookahead_done) /* the next layer's guess, copied while this one runs */
-		coli_moe_dev_prefetch(e);
 	/* COLI_GROUP_ASYNC=0, for A/B: take the devices now, before the CPU rows */
 	if (!e->opts.group_async)
 		for (int d = 0; d < e->n_devs; d++)
@@ -398,7 +436,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 				e->cand[n_cpu] = need[j];
 				e->slab_ptr[n_cpu++] = e->slab_ptr[j]; /* j >= n_cpu: in place */
 			}
-		cpu_experts(e, l, e->cand, e->slab_ptr, n_cpu);
+		if (n_cpu) /* the pinned chunk's CPU rows (streaming layers) */
+			cpu_experts(e, l, e->cand, e->slab_ptr, n_cpu, &di);
 		cpu_bytes += (int64_t)n_cpu * xl->slab_bytes;
 	}
 	first_rest = pinned;
@@ -412,12 +451,14 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		for (int j = first_rest; j < n_need; j++)
 			if (e->assign[need[j]] < 0)
 				e->cand[n_rest++] = need[j];
-		r = n_rest ? cpu_list(e, l, T, e->cand, n_rest, &lookahead_done) : 0;
+		r = n_rest ? cpu_list(e, l, T, e->cand, n_rest, &lookahead_done, &di) : 0;
 		if (r < 0)
 			rc = (int)r;
 		else
 			cpu_bytes += r;
 	}
+	if (di.pending) /* no CPU row ran (a read failed): issue before take */
+		dev_issue_run(&di);
 	if (cpu_bytes && e->n_devs) {
 		double bw = cpu_bytes / (coli_now_s() - t_cpu + 1e-9);
 
@@ -441,7 +482,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	if (n_redo)
 		e->moe_on_dense = -1; /* the outputs are the CPU's, in e->ey */
 	if (!rc && n_redo) {
-		r = cpu_list(e, l, T, redo, n_redo, &lookahead_done);
+		r = cpu_list(e, l, T, redo, n_redo, &lookahead_done, NULL);
 		rc = r < 0 ? (int)r : 0;
 	}
 	if (!lookahead_done && !rc)

@@ -331,6 +331,16 @@ int coli_tiers_acquire(struct coli_engine *e, int l, const int *ex, const int *u
 	return k;
 }
 
+int coli_tiers_ready(struct coli_engine *e)
+{
+	const struct coli_tiers *t = e->tiers;
+
+	for (int j = 0; j < t->n_acq; j++)
+		if (t->s[t->acq[j]].state == SL_LOADING || coli_io_stream_busy(t->io, t->acq[j]))
+			return 0;
+	return 1;
+}
+
 int coli_tiers_wait(struct coli_engine *e)
 {
 	struct coli_tiers *t = e->tiers;

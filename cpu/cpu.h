@@ -145,6 +145,13 @@ void coli_cpu_pool_destroy(coli_cpu_pool_t *p);
 int coli_cpu_pool_threads(const coli_cpu_pool_t *p);
 void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks), void *arg,
                        int n_tasks);
+/* The same, and the caller first runs side(side_arg) while the workers start
+ * on the tasks, then joins them (a side job that is not the pool's: the MoE
+ * block issues its devices' work beside the CPU rows' first round). The
+ * tasks are claimed dynamically, so give more tasks than threads. */
+void coli_cpu_pool_run_beside(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks),
+                              void *arg, int n_tasks, void (*side)(void *side_arg),
+                              void *side_arg);
 
 /* GEMV/GEMM split across the pool by row ranges (pool may be NULL). */
 void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, float *y);
@@ -162,6 +169,11 @@ struct coli_gemm_job {
 	int ldy;
 };
 void coli_gemm_batch_mt(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n);
+/* The same with a side job on the caller (coli_cpu_pool_run_beside): the rows
+ * go in four times as many tasks as threads, so the workers share the
+ * caller's part while it is away. side runs once, even with no rows. */
+void coli_gemm_batch_mt_beside(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n,
+                               void (*side)(void *side_arg), void *side_arg);
 
 /* ---- dense ops (cpu/ops.c) ----
  * Elementwise and normalisation ops of the forward pass. coli_expf and

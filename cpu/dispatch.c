@@ -209,18 +209,26 @@ static void batch_task(void *arg, int t, int n_tasks)
 	}
 }
 
-void coli_gemm_batch_mt(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n)
+void coli_gemm_batch_mt_beside(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n,
+                               void (*side)(void *side_arg), void *side_arg)
 {
 	struct batch b = {jobs, n, 0};
-	int threads = p ? coli_cpu_pool_threads(p) : 1;
+	int threads = p ? coli_cpu_pool_threads(p) : 1, tasks = side ? 4 * threads : threads;
 
 	for (int j = 0; j < n; j++)
 		b.units += (jobs[j].w->rows + 15) / 16;
-	if (!b.units)
-		return;
-	if (threads <= 1) {
-		batch_task(&b, 0, 1);
+	if (!b.units || threads <= 1) {
+		if (side)
+			side(side_arg);
+		if (b.units)
+			batch_task(&b, 0, 1);
 		return;
 	}
-	coli_cpu_pool_run(p, batch_task, &b, threads < b.units ? threads : b.units);
+	coli_cpu_pool_run_beside(p, batch_task, &b, tasks < b.units ? tasks : b.units, side,
+	                         side_arg);
+}
+
+void coli_gemm_batch_mt(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n)
+{
+	coli_gemm_batch_mt_beside(p, jobs, n, NULL, NULL);
 }

@@ -179,9 +179,10 @@ int coli_cpu_pool_threads(const coli_cpu_pool_t *p)
 	return p ? p->n_threads : 1;
 }
 
-/* One round of n <= ROUND_MAX tasks, base..base+n-1 of n_total. */
+/* One round of n <= ROUND_MAX tasks, base..base+n-1 of n_total; the caller
+ * runs side(side_arg) first, if given, while the workers start. */
 static void run_round(coli_cpu_pool_t *p, void (*fn)(void *, int, int), void *arg, int base, int n,
-                      int n_total)
+                      int n_total, void (*side)(void *), void *side_arg)
 {
 	uint32_t g = p->gen + 1; /* only the caller writes gen */
 
@@ -198,6 +199,8 @@ static void run_round(coli_cpu_pool_t *p, void (*fn)(void *, int, int), void *ar
 	if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0)
 		futex_wake_all(&p->gen);
 
+	if (side)
+		side(side_arg);
 	run_tasks(p, g);
 
 	/* barrier: acquire pairs with each task's release increment of done */
@@ -209,17 +212,26 @@ static void run_round(coli_cpu_pool_t *p, void (*fn)(void *, int, int), void *ar
 	}
 }
 
-void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks), void *arg,
-                       int n_tasks)
+void coli_cpu_pool_run_beside(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks),
+                              void *arg, int n_tasks, void (*side)(void *side_arg),
+                              void *side_arg)
 {
-	if (n_tasks <= 0)
-		return;
-	if (!p || p->n_threads == 1 || n_tasks == 1) {
+	if (n_tasks <= 0 || !p || p->n_threads == 1 || n_tasks == 1) {
+		if (side)
+			side(side_arg);
 		for (int t = 0; t < n_tasks; t++)
 			fn(arg, t, n_tasks);
 		return;
 	}
-	for (int base = 0; base < n_tasks; base += ROUND_MAX)
+	for (int base = 0; base < n_tasks; base += ROUND_MAX) {
 		run_round(p, fn, arg, base, n_tasks - base < ROUND_MAX ? n_tasks - base : ROUND_MAX,
-		          n_tasks);
+		          n_tasks, side, side_arg);
+		side = NULL;
+	}
+}
+
+void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks), void *arg,
+                       int n_tasks)
+{
+	coli_cpu_pool_run_beside(p, fn, arg, n_tasks, NULL, NULL);
 }

@@ -145,12 +145,13 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		fprintf(
 		    stderr,
 		    "coli: overlap window per decode token: pack+issue %.3f ms (route %.3f, "
-		    "host slabs %.3f, device issue %.3f) | cpu-rows %.3f ms | take(sync+acc) "
-		    "%.3f ms = %.3f ms of %.3f ms; devices busy with experts %.3f ms (%.0f%% of "
-		    "the window)\n",
+		    "host slabs %.3f, device issue %.3f) | cpu-rows %.3f ms (device issue beside "
+		    "them %.3f) | take(sync+acc) %.3f ms = %.3f ms of %.3f ms; devices busy with "
+		    "experts %.3f ms (%.0f%% of the window)\n",
 		    1e3 * st->decode_issue_s / n, 1e3 * st->decode_plan_s / n,
 		    1e3 * st->decode_slabs_s / n, 1e3 * st->decode_devissue_s / n,
-		    1e3 * st->decode_cpu_s / n, 1e3 * st->decode_take_s / n, 1e3 * win / n,
+		    1e3 * st->decode_cpu_s / n, 1e3 * st->decode_beside_s / n,
+		    1e3 * st->decode_take_s / n, 1e3 * win / n,
 		    1e3 * st->decode_s / n, 1e3 * st->decode_dev_busy_s / n,
 		    win > 0 ? 100.0 * st->decode_dev_busy_s / win : 0);
 		if (st->decode_dev_ops > 0)

@@ -4,6 +4,9 @@
  * (non-atomic) writes made by the tasks are all visible to the caller.
  * Pools of 1..8 threads (more threads than cores on purpose), and rounds
  * separated by pauses long enough for the workers to fall asleep.
+ * coli_cpu_pool_run_beside (every third round): the side job runs once, on
+ * the caller, and the workers start on the tasks while it runs (the side job
+ * waits, up to 5 s, until a worker has finished a task).
  */
 #include <time.h>
 
@@ -15,6 +18,7 @@ struct round {
 	int runs[MAX_TASKS];       /* atomic increments: how many times each ran */
 	uint64_t stamp[MAX_TASKS]; /* plain writes: this round's stamp */
 	uint64_t id;
+	int side_runs, side_saw_work, nt, n;
 };
 
 static void task(void *arg, int t, int n)
@@ -25,6 +29,25 @@ static void task(void *arg, int t, int n)
 		abort();
 	__atomic_add_fetch(&r->runs[t], 1, __ATOMIC_RELAXED);
 	r->stamp[t] = r->id * 1000003u + (uint64_t)t;
+}
+
+static void side(void *arg)
+{
+	struct round *r = arg;
+	struct timespec t0, t;
+
+	r->side_runs++;
+	if (r->nt < 2 || r->n < 2) /* the caller alone runs the tasks, after this */
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (int i = 0; i < MAX_TASKS; i++)
+			if (__atomic_load_n(&r->runs[i], __ATOMIC_RELAXED)) {
+				r->side_saw_work = 1;
+				return;
+			}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < 5);
 }
 
 int main(void)
@@ -45,7 +68,24 @@ int main(void)
 				n = 1 + (int)(rng_u64() % (2 * nt));
 			memset(r.runs, 0, sizeof(r.runs));
 			r.id++;
-			coli_cpu_pool_run(p, task, &r, n);
+			r.side_runs = r.side_saw_work = 0;
+			r.nt = nt;
+			r.n = n;
+			if (it % 3 == 2) {
+				coli_cpu_pool_run_beside(p, task, &r, n, side, &r);
+				if (r.side_runs != 1 || (nt > 1 && n > 1 && !r.side_saw_work)) {
+					if (fails < 10)
+						fprintf(stderr,
+						        "threads=%d round %d beside, %d tasks: side ran "
+						        "%d times, %s\n",
+						        nt, it, n, r.side_runs,
+						        r.side_saw_work ? "workers ran during it"
+						                        : "no worker ran during it");
+					fails++;
+				}
+			} else {
+				coli_cpu_pool_run(p, task, &r, n);
+			}
 			rounds++;
 			for (int t = 0; t < MAX_TASKS; t++) {
 				int want = t < n;
