@@ -87,12 +87,15 @@ TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*/*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 PTX_SRC  := $(wildcard ptx/*.cu)
-# Kernels: ptx/*.cu -> PTX (compute_80, JIT-compiled by the driver for the GPU at
-# hand) -> a C string linked into libcoli. IEEE-exact flags: the placement
-# invariant needs the GPU to reproduce the CPU's bits.
+PTX_HDR  := ptx/kernels_abi.h $(wildcard ptx/*.cuh)
+# Kernels: ptx/*.cu -> PTX, twice: compute_80 (JIT-compiled by the driver for
+# any GPU from sm_80) and compute_90 (what ptx/gpu.c loads on sm_90+: the same
+# code plus programmatic dependent launch, ptx/pdl.cuh) -> C strings
+# coli_ptx_NAME and coli_ptx_NAME_90 linked into libcoli. IEEE-exact flags:
+# the placement invariant needs the GPU to reproduce the CPU's bits.
 NVCC_FLAGS := -ptx -arch=compute_80 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false -I.
 ifeq ($(HAVE_nvcc),yes)
-  LIB_OBJ += $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%_ptx.o)
+  LIB_OBJ += $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%_ptx.o) $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%_90_ptx.o)
 endif
 
 .PHONY: all deps probe test test-gpu run fuzz format clean ptx-check tests
@@ -118,10 +121,15 @@ $(BUILD)/%.o: %.c $(BUILD)/.flags
 	@echo '  CC    $<'
 	$(Q)$(CC) $(CFLAGS) $(ISA_$(lastword $(subst _, ,$(basename $(notdir $<))))) -MMD -MP -c $< -o $@
 
-$(BUILD)/ptx/%.ptx: ptx/%.cu ptx/kernels_abi.h ptx/act_quant.cuh ptx/ld_stream.cuh $(BUILD)/.flags
+$(BUILD)/ptx/%.ptx: ptx/%.cu $(PTX_HDR) $(BUILD)/.flags
 	@mkdir -p $(@D)
 	@echo '  NVCC  $<'
 	$(Q)$(NVCC) $(NVCC_FLAGS) -o $@ $<
+
+$(BUILD)/ptx/%_90.ptx: ptx/%.cu $(PTX_HDR) $(BUILD)/.flags
+	@mkdir -p $(@D)
+	@echo '  NVCC  $< (compute_90)'
+	$(Q)$(NVCC) $(subst compute_80,compute_90,$(NVCC_FLAGS)) -o $@ $<
 
 $(BUILD)/ptx/%_ptx.c: $(BUILD)/ptx/%.ptx tools/embed_ptx.sh
 	$(Q)sh tools/embed_ptx.sh coli_ptx_$* $< > $@

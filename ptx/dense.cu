@@ -24,6 +24,7 @@
 #include "ptx/act_quant.cuh"
 #include "ptx/ld_stream.cuh"
 #include "ptx/kernels_abi.h"
+#include "ptx/pdl.cuh"
 
 /* ---- the dense GEMV: y[t][r] = W[r] . x[t] for the dense matrices ----
  *
@@ -255,6 +256,7 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
 	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_##dt##_##S(         \
 	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count)                      \
 	{                                                                                          \
+		pdl_entry();                                                                       \
 		dgemv<DT, S>(a, part, count);                                                      \
 	}
 #define DGEMV_S(dt, DT) DGEMV(dt, DT, 1) DGEMV(dt, DT, 2) DGEMV(dt, DT, 3) DGEMV(dt, DT, 4)
@@ -296,6 +298,7 @@ extern "C" __global__ void __launch_bounds__(1024)
                  int *qsum, int rows, int n, float eps, int G, const float *py, const int *pt,
                  const float *pw, int np)
 {
+	pdl_entry();
 	__shared__ double red[32];
 	const int gi = threadIdx.x / G, lt = threadIdx.x % G, wpg = G >> 5;
 	const int row = blockIdx.x * (blockDim.x / G) + gi;
@@ -412,6 +415,7 @@ extern "C" __global__ void __launch_bounds__(128)
                        float eps, int nh, int nkv, int hd, int pos0, const int *posp,
                        const float *inv_freq, float *kc, float *vc)
 {
+	pdl_entry();
 	__shared__ double red[4];
 	const int h = blockIdx.x, t = blockIdx.y, half = hd / 2, i = threadIdx.x;
 	const bool isk = h >= nh, in = i < half;
@@ -467,6 +471,7 @@ extern "C" __global__ void __launch_bounds__(128)
 /* y[r][i] += b[i] over rows*n elements */
 extern "C" __global__ void coli_add_bias(float *y, const float *b, int rows, int n)
 {
+	pdl_entry();
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (i < (size_t)rows * n)
@@ -476,6 +481,7 @@ extern "C" __global__ void coli_add_bias(float *y, const float *b, int rows, int
 /* x += y over n elements */
 extern "C" __global__ void coli_add(float *x, const float *y, int n)
 {
+	pdl_entry();
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (i < n)
@@ -486,6 +492,7 @@ extern "C" __global__ void coli_add(float *x, const float *y, int n)
 extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
                                      const float *inv_freq)
 {
+	pdl_entry();
 	int half = hd / 2;
 	size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	int i, h, t;
@@ -649,6 +656,7 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
                    const int *posp, int nh, int nkv, int hd, float scale, int tiles_per_split,
                    float *part, unsigned *count)
 {
+	pdl_entry();
 	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
 	__shared__ float ss[AT_MAXG * AT_TILE];     /* [g][p]: scores, then weights */
 	__shared__ float s_m[AT_MAXG], s_l[AT_MAXG], s_c[AT_MAXG];
@@ -1023,6 +1031,7 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	    int nh, int nkv, int hdim, float scale, int cps, float *part, unsigned *count, int t0, \
 	    int hsplit, signed char *aq, float *ad, int *aqs)                                      \
 	{                                                                                          \
+		pdl_entry();                                                                       \
 		attn_chunks<hd / 32>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, cps, part,    \
 		                     count, t0, hsplit, aq, ad, aqs);                              \
 	}
@@ -1036,6 +1045,7 @@ ATTN_CHUNKS(256)
 extern "C" __global__ void coli_embed(const void *table, const unsigned short *scales, int dtype,
                                       const int *ids, float *x, int H)
 {
+	pdl_entry();
 	const int t = blockIdx.x, r = ids[t];
 
 	for (int i = threadIdx.x; i < H; i += blockDim.x) {
@@ -1077,6 +1087,7 @@ extern "C" __global__ void __launch_bounds__(256)
     coli_moe_accumulate(float *out, const float *y, const int *pair_token, const float *pair_w,
                         int n_pairs, int H)
 {
+	pdl_entry();
 	__shared__ int list[ACC_MAXP];
 	__shared__ int wcount[8], total;
 	const int t = blockIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -1149,6 +1160,7 @@ static __device__ __forceinline__ void am_take(float &bv, int &bi, float v, int 
 extern "C" __global__ void __launch_bounds__(AM_THREADS)
     coli_argmax(const float *x, int n, int *out)
 {
+	pdl_entry();
 	__shared__ float sv[AM_THREADS / 32];
 	__shared__ int si[AM_THREADS / 32];
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -1179,6 +1191,7 @@ extern "C" __global__ void __launch_bounds__(AM_THREADS)
 /* out[t] += sigmoid(gate[t]) * y[t]  (Qwen2-MoE shared expert) */
 extern "C" __global__ void coli_gated_add(float *out, const float *y, const float *gate, int H)
 {
+	pdl_entry();
 	const int t = blockIdx.x;
 	const float g = 1.0f / (1.0f + expf(-gate[t]));
 
@@ -1273,6 +1286,7 @@ static __device__ void route_warp(const float *x, int E, int K, int norm, int *s
 extern "C" __global__ void __launch_bounds__(32)
     coli_route(const float *rlog, int E, int K, int norm, int *sel, float *selw)
 {
+	pdl_entry();
 	__shared__ float p[COLI_GPU_ROUTE_MAX_E];
 	__shared__ double sum;
 	const int t = blockIdx.x;
@@ -1334,6 +1348,7 @@ static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i, const
 extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
     coli_moe_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
 {
+	pdl_entry();
 	__shared__ int sel[COLI_GPU_PLAN_MAX_P];
 	__shared__ float selw[COLI_GPU_PLAN_MAX_P];
 	const int i = threadIdx.x;
@@ -1374,6 +1389,7 @@ static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan
 extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
     coli_route_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
 {
+	pdl_entry();
 	route_plan(a);
 }
 
@@ -1389,6 +1405,7 @@ static_assert(DG_WARPS * 32 == COLI_GPU_PLAN_MAX_P, "a GEMV CTA plans");
 	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count, unsigned *done,      \
 	    const struct coli_gpu_moe_plan p)                                                      \
 	{                                                                                          \
+		pdl_entry();                                                                       \
 		if (dgemv<0, S>(a, part, count) && last_arrival(done, gridDim.x * gridDim.z))      \
 			route_plan(p);                                                             \
 	}

@@ -96,6 +96,7 @@ static int resolve(void *h)
 		have_graphs &=
 		    (*(void **)((char *)&g_cu + opt[i].off) = dlsym(h, opt[i].name)) != NULL;
 	g_cu.have_graphs = have_graphs;
+	*(void **)&g_cu.LaunchKernelEx = dlsym(h, "cuLaunchKernelEx");
 	return 0;
 }
 #endif

@@ -55,6 +55,7 @@
 #include <cuda_fp16.h>
 
 #include "ptx/kernels_abi.h"
+#include "ptx/pdl.cuh"
 
 #define THREADS 256 /* COLI_GPU_GEMM_THREADS_Q and _BF16 */
 #define MF      2   /* mma row tiles per warp (16 rows each) */
@@ -428,12 +429,14 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     coli_gemm_q8_0(const struct coli_gpu_gemm_job *jobs, int n_jobs)
 {
+	pdl_entry();
 	gemm_quant<false>(jobs, n_jobs);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     coli_gemm_q4_0(const struct coli_gpu_gemm_job *jobs, int n_jobs)
 {
+	pdl_entry();
 	gemm_quant<true>(jobs, n_jobs);
 }
 
@@ -529,6 +532,7 @@ static __device__ __forceinline__ void bf16_step(const Bf16Smem &sm, int st, int
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     coli_gemm_bf16(const struct coli_gpu_gemm_job *jobs, int n_jobs)
 {
+	pdl_entry();
 	__shared__ __align__(128) Bf16Smem sm;
 	int row0, tok0;
 	const struct coli_gpu_gemm_job jb = *find_job<BM, BN>(jobs, n_jobs, &row0, &tok0);

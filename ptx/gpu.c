@@ -13,7 +13,14 @@
  *     segments are reused only after an event says the stream left them;
  *   - uploads of up to PULL_MAX bytes from a registered region are pulled
  *     by a kernel (coli_pull) reading the mapped host pages.
- * Kernel launches go through cuLaunchKernel with the argument-pointer array.
+ * Kernel launches go through coli_gpu_launch with the argument-pointer array.
+ *
+ * On sm_90+ the compute_90 build of the modules is loaded and kernels are
+ * launched with programmatic stream serialization (cuLaunchKernelEx): each
+ * may be scheduled while the one before it drains, and waits in pdl_entry()
+ * (ptx/pdl.cuh) until that one's writes are visible. COLI_PDL=0 turns the
+ * attribute off (same modules), for A/B; older drivers and GPUs launch
+ * plainly.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,11 +39,15 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 	void *vals[] = {info, (void *)(uintptr_t)JIT_LOG_SZ, elog, (void *)(uintptr_t)JIT_LOG_SZ};
 	CUresult r;
 
-	r = g->cu->ModuleLoadDataEx(&g->mod, coli_ptx_kernels, 4, opts, vals);
+	const int sm90 = g->cc_major >= 9;
+	r = g->cu->ModuleLoadDataEx(&g->mod, sm90 ? coli_ptx_kernels_90 : coli_ptx_kernels, 4,
+	                            opts, vals);
 	if (r == CUDA_SUCCESS)
-		r = g->cu->ModuleLoadDataEx(&g->mod_dense, coli_ptx_dense, 4, opts, vals);
+		r = g->cu->ModuleLoadDataEx(&g->mod_dense, sm90 ? coli_ptx_dense_90 : coli_ptx_dense,
+		                            4, opts, vals);
 	if (r == CUDA_SUCCESS)
-		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, coli_ptx_gemm, 4, opts, vals);
+		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, sm90 ? coli_ptx_gemm_90 : coli_ptx_gemm, 4,
+		                            opts, vals);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "loading the embedded PTX failed; JIT log: %s", elog);
 		return coli_cu_check(r, "cuModuleLoadDataEx");
@@ -80,6 +91,30 @@ static int get_functions(coli_gpu_t *g)
 }
 #endif
 
+int coli_gpu_launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                    unsigned bx, unsigned shmem, void **args, const char *what)
+{
+#ifdef COLI_HAVE_PTX
+	CUR(g);
+	if (g->pdl) {
+		CUlaunchAttribute at;
+		CUlaunchConfig cfg = {gx, gy, gz, bx, 1, 1, shmem, g->stream, &at, 1};
+
+		memset(&at, 0, sizeof(at));
+		at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		at.value.i = 1;
+		CK(g->cu->LaunchKernelEx(&cfg, f, args, NULL), what);
+		return 0;
+	}
+	CK(g->cu->LaunchKernel(f, gx, gy, gz, bx, 1, 1, shmem, g->stream, args, NULL), what);
+	return 0;
+#else
+	(void)g, (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)shmem, (void)args;
+	(void)what;
+	return -ENODEV;
+#endif
+}
+
 int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 {
 #ifndef COLI_HAVE_PTX
@@ -111,7 +146,16 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 		rc = coli_cu_check(cu->DeviceGetName(g->name, sizeof(g->name), g->dev),
 		                   "cuDeviceGetName");
 	if (!rc)
+		rc = coli_cu_check(cu->DeviceGetAttribute(&g->cc_major,
+		                                          CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+		                                          g->dev),
+		                   "cuDeviceGetAttribute");
+	if (!rc) {
+		const char *env = getenv("COLI_PDL");
+
+		g->pdl = g->cc_major >= 9 && cu->LaunchKernelEx && !(env && !strcmp(env, "0"));
 		rc = coli_cu_check(cu->CtxCreate(&g->ctx, 0, g->dev), "cuCtxCreate");
+	}
 	if (!rc)
 		rc = load_module(g, err, errlen);
 	if (!rc)
@@ -272,10 +316,8 @@ int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n
 				if (!n)
 					return 0;
 				blocks = blocks > 264 ? 264 : blocks;
-				CK(g->cu->LaunchKernel(g->f_pull, blocks, 1, 1, 256, 1, 1, 0,
-				                       g->stream, args, NULL),
-				   "cuLaunchKernel(pull)");
-				return 0;
+				return coli_gpu_launch(g, g->f_pull, blocks, 1, 1, 256, 0, args,
+				                       "cuLaunchKernel(pull)");
 			}
 	CK(g->cu->MemcpyHtoDAsync(dst, src, n, g->stream), "cuMemcpyHtoDAsync");
 	return 0;
@@ -429,13 +471,10 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		memset(&inl, 0, sizeof(inl));
 		memcpy(inl.j, jobs, sizeof(*jobs) * n_jobs);
 		args[0] = &inl;
-		CUR(g);
-		CK(g->cu->LaunchKernel(g->f_gemv_inl[dtype],
+		return coli_gpu_launch(g, g->f_gemv_inl[dtype],
 		                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) /
 		                           COLI_GPU_GEMV_ROWS,
-		                       (unsigned)n_jobs, 1, 256, 1, 1, 0, g->stream, args, NULL),
-		   "cuLaunchKernel(gemv)");
-		return 0;
+		                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
 	}
 	{
 		uint64_t t;
@@ -446,11 +485,8 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		table = t;
 	}
 	args[0] = &table;
-	CK(g->cu->LaunchKernel(f,
-	                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
-	                       (unsigned)n_jobs, 1, 256, 1, 1, 0, g->stream, args, NULL),
-	   "cuLaunchKernel(gemv)");
-	return 0;
+	return coli_gpu_launch(g, f, (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
+	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
 }
 
 int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, int n_jobs,
@@ -463,12 +499,9 @@ int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, in
 		return -ENOTSUP;
 	if (n_jobs <= 0 || n_jobs > 65535 || max_rows <= 0)
 		return -EINVAL;
-	CUR(g);
-	CK(g->cu->LaunchKernel(g->f_gemv[dtype],
+	return coli_gpu_launch(g, g->f_gemv[dtype],
 	                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
-	                       (unsigned)n_jobs, 1, 256, 1, 1, 0, g->stream, args, NULL),
-	   "cuLaunchKernel(gemv)");
-	return 0;
+	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
 }
 
 /* One CTA per tile of every job: tiles are rows_per_tile x
@@ -508,10 +541,8 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 	   "cuMemcpyHtoDAsync(GEMM job table)");
 	args[0] = &g->gjobs;
 	args[1] = &n_jobs;
-	CK(g->cu->LaunchKernel(g->f_gemm[dtype], (unsigned)tiles, 1, 1, threads, 1, 1, 0, g->stream,
-	                       args, NULL),
-	   "cuLaunchKernel(gemm)");
-	return 0;
+	return coli_gpu_launch(g, g->f_gemm[dtype], (unsigned)tiles, 1, 1, threads, 0, args,
+	                       "cuLaunchKernel(gemm)");
 }
 
 int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int n)
@@ -519,11 +550,8 @@ int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int
 	CUdeviceptr a = gate, b = up, c = h;
 	void *args[] = {&a, &b, &c, &n};
 
-	CUR(g);
-	CK(g->cu->LaunchKernel(g->f_silu, (unsigned)(n + 255) / 256, 1, 1, 256, 1, 1, 0, g->stream,
-	                       args, NULL),
-	   "cuLaunchKernel(silu_mul)");
-	return 0;
+	return coli_gpu_launch(g, g->f_silu, (unsigned)(n + 255) / 256, 1, 1, 256, 0, args,
+	                       "cuLaunchKernel(silu_mul)");
 }
 
 int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, uint64_t q,
@@ -532,11 +560,8 @@ int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, u
 	CUdeviceptr a = gate, b = up, c = h, e = q, f = d, s = qsum;
 	void *args[] = {&a, &b, &c, &e, &f, &s, &n_blocks};
 
-	CUR(g);
-	CK(g->cu->LaunchKernel(g->f_siluq, (unsigned)(n_blocks + 7) / 8, 1, 1, 256, 1, 1, 0,
-	                       g->stream, args, NULL),
-	   "cuLaunchKernel(silu_mul_q)");
-	return 0;
+	return coli_gpu_launch(g, g->f_siluq, (unsigned)(n_blocks + 7) / 8, 1, 1, 256, 0, args,
+	                       "cuLaunchKernel(silu_mul_q)");
 }
 
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
@@ -545,12 +570,9 @@ int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uin
 	CUdeviceptr a = x, b = q, c = d, e = qsum;
 	void *args[] = {&a, &b, &c, &e, &n_blocks};
 
-	CUR(g);
 	/* 8 warps per CTA, one warp per 32-block */
-	CK(g->cu->LaunchKernel(g->f_actq, (unsigned)(n_blocks + 7) / 8, 1, 1, 256, 1, 1, 0,
-	                       g->stream, args, NULL),
-	   "cuLaunchKernel(act_quantize)");
-	return 0;
+	return coli_gpu_launch(g, g->f_actq, (unsigned)(n_blocks + 7) / 8, 1, 1, 256, 0, args,
+	                       "cuLaunchKernel(act_quantize)");
 }
 
 /* ---- staging slots: two streams ordered by events ----

@@ -97,17 +97,13 @@ void coli_gpu_dense_release(struct coli_gpu *g)
 static int launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned bx,
                   unsigned shmem, void **args, const char *what)
 {
-	CUR(g);
-	CK(g->cu->LaunchKernel(f, gx, gy, 1, bx, 1, 1, shmem, g->stream, args, NULL), what);
-	return 0;
+	return coli_gpu_launch(g, f, gx, gy, 1, bx, shmem, args, what);
 }
 
 static int launch3(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                    unsigned bx, void **args, const char *what)
 {
-	CUR(g);
-	CK(g->cu->LaunchKernel(f, gx, gy, gz, bx, 1, 1, 0, g->stream, args, NULL), what);
-	return 0;
+	return coli_gpu_launch(g, f, gx, gy, gz, bx, 0, args, what);
 }
 
 int coli_gpu_copy(coli_gpu_t *g, uint64_t dst, uint64_t src, size_t n)

@@ -25,6 +25,7 @@
 #include "ptx/act_quant.cuh"
 #include "ptx/ld_stream.cuh"
 #include "ptx/kernels_abi.h"
+#include "ptx/pdl.cuh"
 
 #define LANES 16
 
@@ -177,11 +178,13 @@ struct RowQ8 {
 extern "C" __global__ void __launch_bounds__(256, 2)
     coli_gemv_q8_0(const struct coli_gpu_gemv_job *jobs)
 {
+	pdl_entry();
 	gemv<RowQ8>(jobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 2)
     coli_gemv_q8_0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
 {
+	pdl_entry();
 	gemv<RowQ8>(p.j);
 }
 
@@ -257,11 +260,13 @@ struct RowQ4 {
 extern "C" __global__ void __launch_bounds__(256, 3)
     coli_gemv_q4_0(const struct coli_gpu_gemv_job *jobs)
 {
+	pdl_entry();
 	gemv<RowQ4>(jobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 3)
     coli_gemv_q4_0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
 {
+	pdl_entry();
 	gemv<RowQ4>(p.j);
 }
 
@@ -300,11 +305,13 @@ struct RowBF16 {
 extern "C" __global__ void __launch_bounds__(256, 3)
     coli_gemv_bf16(const struct coli_gpu_gemv_job *jobs)
 {
+	pdl_entry();
 	gemv<RowBF16>(jobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 3)
     coli_gemv_bf16_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
 {
+	pdl_entry();
 	gemv<RowBF16>(p.j);
 }
 
@@ -332,11 +339,13 @@ struct RowF32 {
 extern "C" __global__ void __launch_bounds__(256, 3)
     coli_gemv_f32(const struct coli_gpu_gemv_job *jobs)
 {
+	pdl_entry();
 	gemv<RowF32>(jobs);
 }
 extern "C" __global__ void __launch_bounds__(256, 3)
     coli_gemv_f32_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
 {
+	pdl_entry();
 	gemv<RowF32>(p.j);
 }
 
@@ -375,6 +384,7 @@ static __device__ float coli_expf_dev(float x)
 /* h[i] = silu(g[i]) * u[i] over n elements */
 extern "C" __global__ void coli_silu_mul(const float *g, const float *u, float *h, int n)
 {
+	pdl_entry();
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (i < n) {
@@ -410,6 +420,7 @@ static __device__ __forceinline__ void quant_block(float v, int lane, int b, sig
 extern "C" __global__ void coli_act_quantize(const float *x, signed char *q, float *d, int *qsum,
                                              int n_blocks)
 {
+	pdl_entry();
 	const int lane = threadIdx.x & 31;
 	const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
 
@@ -423,6 +434,7 @@ extern "C" __global__ void coli_act_quantize(const float *x, signed char *q, flo
 extern "C" __global__ void coli_silu_mul_q(const float *g, const float *u, float *h, signed char *q,
                                            float *d, int *qsum, int n_blocks)
 {
+	pdl_entry();
 	const int lane = threadIdx.x & 31;
 	const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
 	const size_t i = (size_t)b * 32 + lane;
@@ -442,6 +454,7 @@ extern "C" __global__ void coli_silu_mul_q(const float *g, const float *u, float
  * engine busy (ptx/gpu.c coli_gpu_upload_async). */
 extern "C" __global__ void coli_pull(unsigned *dst, const unsigned *src, unsigned long long n4)
 {
+	pdl_entry();
 	for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
 	     i < n4; i += (unsigned long long)gridDim.x * blockDim.x)
 		dst[i] = src[i];

@@ -43,6 +43,26 @@ typedef unsigned long long CUdeviceptr;
 #define CU_MEMHOSTREGISTER_PORTABLE                  1
 #define CU_MEMHOSTREGISTER_DEVICEMAP                 2
 #define CU_STREAM_CAPTURE_MODE_RELAXED               2
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+
+/* cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig, CUlaunchAttribute:
+ * an id, padding to 8 bytes, a 64-byte value union). */
+typedef struct {
+	int id;
+	char pad[4];
+	union {
+		char pad[64];
+		int i; /* programmaticStreamSerializationAllowed */
+	} value;
+} CUlaunchAttribute;
+typedef struct {
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	CUstream hStream;
+	CUlaunchAttribute *attrs;
+	unsigned int numAttrs;
+} CUlaunchConfig;
 
 /* The driver entry points, filled by coli_cu_load(). */
 struct coli_cu {
@@ -95,6 +115,8 @@ struct coli_cu {
 	CUresult (*GraphExecDestroy)(CUgraphExec);
 	CUresult (*GraphDestroy)(CUgraph);
 	int have_graphs;
+	/* optional (CUDA 12): programmatic dependent launch; NULL if absent */
+	CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
 };
 
 /* Loads libcuda.so.1 once and resolves every entry; 0 or -ENODEV (why set). */
@@ -148,6 +170,8 @@ struct coli_gpu {
 	CUdeviceptr gjobs;   /* struct coli_gpu_gemm_job [MAX_JOBS] */
 	struct coli_gpu_gemm_job *gjobs_host; /* [MAX_JOBS]: the caller's jobs + tile0 */
 	CUevent marks[N_MARKS];
+	int cc_major; /* compute capability */
+	int pdl;      /* launches with programmatic stream serialization (coli_gpu_launch) */
 	char name[128];
 };
 
@@ -169,9 +193,16 @@ int coli_gpu_dense_functions(struct coli_gpu *g);
 int coli_gpu_job_table(struct coli_gpu *g, const void *jobs, size_t bytes, uint64_t *dptr);
 void coli_gpu_dense_release(struct coli_gpu *g);
 
-/* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<name>.cu). */
-extern const char coli_ptx_kernels[];
-extern const char coli_ptx_dense[];
-extern const char coli_ptx_gemm[];
+/* Queue kernel f on the compute stream: with g->pdl through cuLaunchKernelEx
+ * and programmatic stream serialization (ptx/pdl.cuh), else cuLaunchKernel.
+ * 0 or -errno (logged with what). */
+int coli_gpu_launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                    unsigned bx, unsigned shmem, void **args, const char *what);
+
+/* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<name>.cu):
+ * the compute_80 build, and the compute_90 one loaded on sm_90+. */
+extern const char coli_ptx_kernels[], coli_ptx_kernels_90[];
+extern const char coli_ptx_dense[], coli_ptx_dense_90[];
+extern const char coli_ptx_gemm[], coli_ptx_gemm_90[];
 
 #endif

@@ -1,7 +1,7 @@
 #!/bin/sh
 # make ptx-check: compile every ptx/*.cu to PTX and assemble it with ptxas for
-# the GPUs coli targets (sm_80, sm_90), so a kernel that stops assembling is
-# caught on machines without a GPU. Usage: tools/ptx_check.sh NVCC NVCC_FLAGS FILE.cu...
+# the GPUs coli targets (sm_80, sm_90; the compute_90 build for sm_90), so a
+# kernel that stops assembling is caught on machines without a GPU. Usage: tools/ptx_check.sh NVCC NVCC_FLAGS FILE.cu...
 NVCC=$1
 FLAGS=$2
 shift 2
@@ -29,5 +29,14 @@ for cu in "$@"; do
 			echo "ptx-check: $cu: ptxas -arch=$sm failed"; rc=1
 		fi
 	done
+	# the compute_90 build (programmatic dependent launch), for sm_90
+	if ! "$NVCC" $(echo "$FLAGS" | sed 's/compute_80/compute_90/') -o "$tmp/$base.90.ptx" "$cu"; then
+		echo "ptx-check: $cu: nvcc (compute_90) failed"; rc=1; continue
+	fi
+	if "$PTXAS" -arch=sm_90 -o "$tmp/$base.90.cubin" "$tmp/$base.90.ptx"; then
+		printf '  %-28s %s ok\n' "$cu" "sm_90 (compute_90 build)"
+	else
+		echo "ptx-check: $cu: ptxas -arch=sm_90 (compute_90 build) failed"; rc=1
+	fi
 done
 exit $rc
