@@ -118,7 +118,7 @@ $(BUILD)/%.o: %.c $(BUILD)/.flags
 	@echo '  CC    $<'
 	$(Q)$(CC) $(CFLAGS) $(ISA_$(lastword $(subst _, ,$(basename $(notdir $<))))) -MMD -MP -c $< -o $@
 
-$(BUILD)/ptx/%.ptx: ptx/%.cu ptx/kernels_abi.h ptx/act_quant.cuh ptx/ld_stream.cuh $(BUILD)/.flags
+$(BUILD)/ptx/%.ptx: ptx/%.cu ptx/kernels_abi.h ptx/act_quant.cuh ptx/ld_stream.cuh ptx/last_arrival.cuh $(BUILD)/.flags
 	@mkdir -p $(@D)
 	@echo '  NVCC  $<'
 	$(Q)$(NVCC) $(NVCC_FLAGS) -o $@ $<

@@ -36,6 +36,8 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(&g->mod_dense, coli_ptx_dense, 4, opts, vals);
 	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(&g->mod_attn, coli_ptx_attention, 4, opts, vals);
+	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, coli_ptx_gemm, 4, opts, vals);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "loading the embedded PTX failed; JIT log: %s", elog);
@@ -187,6 +189,8 @@ void coli_gpu_close(coli_gpu_t *g)
 			g->cu->ModuleUnload(g->mod);
 		if (g->mod_dense)
 			g->cu->ModuleUnload(g->mod_dense);
+		if (g->mod_attn)
+			g->cu->ModuleUnload(g->mod_attn);
 		if (g->mod_gemm)
 			g->cu->ModuleUnload(g->mod_gemm);
 		g->cu->CtxDestroy(g->ctx);

@@ -113,7 +113,7 @@ struct coli_gpu {
 	const struct coli_cu *cu;
 	CUdevice dev;
 	CUcontext ctx;
-	CUmodule mod, mod_dense, mod_gemm;
+	CUmodule mod, mod_dense, mod_attn, mod_gemm;
 	CUstream stream; /* compute: kernels, activations, outputs */
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu.c coli_gpu_stage_*) */
 	int n_stage;
@@ -172,6 +172,7 @@ void coli_gpu_dense_release(struct coli_gpu *g);
 /* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<name>.cu). */
 extern const char coli_ptx_kernels[];
 extern const char coli_ptx_dense[];
+extern const char coli_ptx_attention[];
 extern const char coli_ptx_gemm[];
 
 #endif
