@@ -46,6 +46,10 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 		r = g->cu->ModuleLoadDataEx(&g->mod_dense, sm90 ? coli_ptx_dense_90 : coli_ptx_dense,
 		                            4, opts, vals);
 	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(&g->mod_attn,
+		                            sm90 ? coli_ptx_attention_90 : coli_ptx_attention, 4,
+		                            opts, vals);
+	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, sm90 ? coli_ptx_gemm_90 : coli_ptx_gemm, 4,
 		                            opts, vals);
 	if (r != CUDA_SUCCESS) {
@@ -231,6 +235,8 @@ void coli_gpu_close(coli_gpu_t *g)
 			g->cu->ModuleUnload(g->mod);
 		if (g->mod_dense)
 			g->cu->ModuleUnload(g->mod_dense);
+		if (g->mod_attn)
+			g->cu->ModuleUnload(g->mod_attn);
 		if (g->mod_gemm)
 			g->cu->ModuleUnload(g->mod_gemm);
 		g->cu->CtxDestroy(g->ctx);

@@ -1,7 +1,8 @@
 /*
  * ptx/gpu_dense.c — launch wrappers for the dense-part kernels of
- * ptx/dense.cu: one function per kernel, grid shapes and split policies
- * chosen here, everything stream-ordered on the device's one stream.
+ * ptx/dense.cu and ptx/attention.cu: one function per kernel, grid shapes and
+ * split policies chosen here, everything stream-ordered on the device's one
+ * stream.
  *
  * Splits: at decode a dense matrix or an attention head has too little work
  * to fill the GPU, so the GEMV splits K and attention splits positions over
@@ -25,8 +26,8 @@
 #define DENSE_SCRATCH_FLOATS ((size_t)16 << 20) /* 64 MiB */
 #define DENSE_COUNTERS       8192
 #define DG_WARPS             8   /* rows per GEMV CTA (dense.cu) */
-#define AT_TILE              256 /* positions per attention tile (dense.cu) */
-#define AD_CHUNK             32  /* positions per decode-attention chunk (dense.cu) */
+#define AT_TILE              256 /* positions per attention tile (attention.cu) */
+#define AD_CHUNK             32  /* positions per decode-attention chunk (attention.cu) */
 #define AT_MAXG              16
 #define AT_MAXQ              2048
 
@@ -41,7 +42,6 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	    F(f_add_bias, "coli_add_bias"),
 	    F(f_add, "coli_add"),
 	    F(f_rope, "coli_rope"),
-	    F(f_attn, "coli_attention"),
 	    F(f_embed, "coli_embed"),
 	    F(f_moe_acc, "coli_moe_accumulate"),
 	    F(f_gated, "coli_gated_add"),
@@ -66,8 +66,9 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	}
 	for (int i = 0; i < 4; i++) {
 		snprintf(name, sizeof(name), "coli_attn_chunks_%d", 32 << i);
-		CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[i], g->mod_dense, name), name);
+		CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[i], g->mod_attn, name), name);
 	}
+	CK(g->cu->ModuleGetFunction(&g->f_attn, g->mod_attn, "coli_attention"), "coli_attention");
 	for (int d = 0; d < 4; d++)
 		for (int s = 0; s < COLI_GPU_MAX_S; s++) {
 			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], s + 1);
@@ -263,7 +264,7 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 		return -EINVAL;
 	group = nh / nkv;
 	if (group > AT_MAXG || group * hd > AT_MAXQ)
-		return -ENOTSUP; /* the shared-memory q block of dense.cu */
+		return -ENOTSUP; /* the shared-memory q block of attention.cu */
 	if (hd % 32 == 0 && THREADS % hd == 0 && nh <= DENSE_COUNTERS)
 		return attention_chunks(g, args, T, posp ? span : pos0 + T, nkv, group, hd);
 	base = (long)T * nkv;

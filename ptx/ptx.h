@@ -115,8 +115,8 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
  * routed experts use coli_gpu_gemv). dtype f32, bf16, q8_0 or q4_0; K % 32 == 0;
  * quantized weights read m->xq/xd/xqsum from coli_gpu_act_quantize. */
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m);
-/* Causal attention: q [T][nh][hd], K/V the layer's cache [ctx][nkv*hd] (rows
- * 0..pos0+T-1 valid), out like q. Any context length; hd % 4 == 0,
+/* Causal attention (ptx/attention.cu): q [T][nh][hd], K/V the layer's cache
+ * [ctx][nkv*hd] (rows 0..pos0+T-1 valid), out like q. Any context length; hd % 4 == 0,
  * nh / nkv <= 16 and (nh / nkv) * hd <= 2048, else -ENOTSUP. posp != 0:
  * pos0 is the int at posp when the launch runs (graph-capturable), and the
  * positions split as for a context of `span` (pos0 + T <= span): the bits

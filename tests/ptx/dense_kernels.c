@@ -1,7 +1,7 @@
 /*
- * tests/ptx/dense_kernels.c — the dense-part kernels of ptx/dense.cu against
- * the CPU reference (cpu/), on fresh random inputs, outputs poisoned (0xff
- * bytes = NaN) before each launch, max error printed:
+ * tests/ptx/dense_kernels.c — the dense-part kernels of ptx/dense.cu and
+ * ptx/attention.cu against the CPU reference (cpu/), on fresh random inputs,
+ * outputs poisoned (0xff bytes = NaN) before each launch, max error printed:
  *
  *   dense_gemv      f32 / bf16 / q8_0 / q4_0, rows 1..5000, K 32..4096, T 1..600
  *                   (split-K at small row counts, chunks of 4 tokens past T = 4),
