@@ -171,7 +171,8 @@ static __device__ __forceinline__ float *dg_out(const struct coli_gpu_dense_gemv
 }
 
 /* Returns whether this CTA wrote its row group's y (CTA-uniform): every CTA
- * without a split, the last of the group's splits with one. */
+ * without a split, the last of the group's splits with one. Calls
+ * pdl_entry() itself, after its first weight loads (ptx/pdl.cuh). */
 template <int DT, int S>
 static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a, float *part,
                                              unsigned *count)
@@ -182,28 +183,32 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
 	const int nu = a.K / Unit<DT>::elems;
 	const int span = ((nu + splits - 1) / splits + 31) & ~31;
 	const int u0 = blockIdx.y * span, u1 = min(nu, u0 + span);
+	const int4 *w = (const int4 *)a.w + (size_t)row * nu;
 	float acc[S];
+	int4 wv[DG_UNROLL];
 
 #pragma unroll
 	for (int s = 0; s < S; s++)
 		acc[s] = 0.0f;
-	if (row < a.rows) {
-		const int4 *w = (const int4 *)a.w + (size_t)row * nu;
-
-		for (int base = u0 + lane; base < u1; base += 32 * DG_UNROLL) {
-			int4 wv[DG_UNROLL];
-
+	/* the first weights are loaded before waiting for the inputs */
+	if (row < a.rows)
 #pragma unroll
-			for (int i = 0; i < DG_UNROLL; i++)
-				if (base + 32 * i < u1)
-					wv[i] = ld_stream(w + base + 32 * i);
+		for (int i = 0; i < DG_UNROLL; i++)
+			if (u0 + lane + 32 * i < u1)
+				wv[i] = ld_stream(w + u0 + lane + 32 * i);
+	pdl_entry();
+	if (row < a.rows)
+		for (int base = u0 + lane; base < u1; base += 32 * DG_UNROLL) {
 #pragma unroll
 			for (int i = 0; i < DG_UNROLL; i++)
 				if (base + 32 * i < u1)
 					Unit<DT>::template dot<S>(a, row, base + 32 * i, wv[i], t0,
 					                          ns, acc);
+#pragma unroll
+			for (int i = 0; i < DG_UNROLL; i++)
+				if (base + 32 * (DG_UNROLL + i) < u1)
+					wv[i] = ld_stream(w + base + 32 * (DG_UNROLL + i));
 		}
-	}
 	/* the whole warp folds (a row is a warp, so validity is warp-uniform) */
 #pragma unroll
 	for (int s = 0; s < S; s++)
@@ -236,7 +241,6 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
 	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_##dt##_##S(         \
 	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count)                      \
 	{                                                                                          \
-		pdl_entry();                                                                       \
 		dgemv<DT, S>(a, part, count);                                                      \
 	}
 #define DGEMV_S(dt, DT) DGEMV(dt, DT, 1) DGEMV(dt, DT, 2) DGEMV(dt, DT, 3) DGEMV(dt, DT, 4)
@@ -860,7 +864,6 @@ static_assert(DG_WARPS * 32 == COLI_GPU_PLAN_MAX_P, "a GEMV CTA plans");
 	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count, unsigned *done,      \
 	    const struct coli_gpu_moe_plan p)                                                      \
 	{                                                                                          \
-		pdl_entry();                                                                       \
 		if (dgemv<0, S>(a, part, count) && last_arrival(done, gridDim.x * gridDim.z))      \
 			route_plan(p);                                                             \
 	}

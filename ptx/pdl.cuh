@@ -22,4 +22,9 @@ static __device__ __forceinline__ void pdl_entry(void)
 #endif
 }
 
+/* A kernel may read what no kernel writes (model weights) before its
+ * pdl_entry(): the dense GEMV loads its first weights there, so their DRAM
+ * latency overlaps the kernel before. Every thread still calls pdl_entry()
+ * before any other global access. */
+
 #endif
