@@ -281,6 +281,11 @@ struct coli_gen_stats {
 	/* the MoE overlap window over the decode steps only (see
 	 * coli_engine_stats.moe_*_s), and how many forward calls they were */
 	double decode_issue_s, decode_plan_s, decode_slabs_s, decode_cpu_s, decode_take_s;
+	/* the prompt's forward (--profile): phases, and inside moe the host's
+	 * plan, issue (and its device issue, router lookahead), CPU rows, take */
+	double prefill_attention_s, prefill_moe_s, prefill_lm_head_s;
+	double prefill_plan_s, prefill_issue_s, prefill_devissue_s, prefill_lookahead_s;
+	double prefill_cpu_s, prefill_take_s;
 	double decode_devissue_s; /* inside decode_issue_s: the devices' issue */
 	double decode_beside_s;   /* inside decode_cpu_s: the devices' issue, overlapped */
 	double decode_dev_busy_s;
@@ -333,6 +338,7 @@ struct coli_engine_stats {
 	double moe_plan_s, moe_slabs_s; /* inside pack+issue: route+plan, pinning host slabs */
 	double moe_devissue_s;          /* inside pack+issue: the devices' issue (jobs, copies,
 	                                 * launches) */
+	double lookahead_s;  /* the router lookahead (core/lookahead.c), wherever it ran */
 	double moe_beside_s; /* inside CPU rows: the devices' issue run by the calling thread
 	                      * beside the rows' first round (COLI_GROUP_ASYNC=1) */
 	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */

@@ -57,6 +57,15 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	t1 = coli_now_s();
 	st->prefill_s = t1 - t0;
 	e1 = e->est;
+	st->prefill_attention_s = e1.attention_s - e0.attention_s;
+	st->prefill_moe_s = e1.moe_s - e0.moe_s;
+	st->prefill_lm_head_s = e1.lm_head_s - e0.lm_head_s;
+	st->prefill_plan_s = e1.moe_plan_s - e0.moe_plan_s;
+	st->prefill_issue_s = e1.moe_issue_s - e0.moe_issue_s;
+	st->prefill_devissue_s = e1.moe_devissue_s - e0.moe_devissue_s;
+	st->prefill_lookahead_s = e1.lookahead_s - e0.lookahead_s;
+	st->prefill_cpu_s = e1.moe_cpu_s - e0.moe_cpu_s;
+	st->prefill_take_s = e1.moe_take_s - e0.moe_take_s;
 	coli_engine_stats(e, &s1); /* with the devices' op counts */
 	for (int i = 0; !rc && i < max_new; i++) {
 		int n;

@@ -42,6 +42,8 @@ void coli_lookahead(struct coli_engine *e, int l, int T)
 	next = next_moe_layer(e, l);
 	if (next < 0)
 		return;
+	double t0 = coli_now_s();
+
 	memset(mask, 0, sizeof(mask));
 	if (e->guess_l == next) { /* the device's */
 		for (int i = 0; i < T * K; i++)
@@ -80,4 +82,5 @@ void coli_lookahead(struct coli_engine *e, int l, int T)
 	coli_tiers_prefetch(e, next, mask);
 	memcpy(e->pred_mask, mask, (size_t)E); /* the devices stage these too */
 	e->pred_l = next;
+	e->est.lookahead_s += coli_now_s() - t0;
 }
