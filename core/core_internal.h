@@ -311,5 +311,7 @@ void coli_moe_dev_adapt(struct coli_engine *e);
 size_t coli_quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K);
 /* Prepare actbuf from x[n] (fp32 copy + quantized form). */
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
+/* ab[t] over rows t of x [T][n], t < T (a prefill chunk's rows over the pool). */
+void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n);
 
 #endif

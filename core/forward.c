@@ -32,14 +32,31 @@ void coli_actbuf_set(struct coli_actbuf *a, const float *x)
 		coli_act_quantize(&a->act, x, a->n);
 }
 
-/* Prepare T activation buffers over rows of x [T][n]. */
-static void prep(struct coli_actbuf *ab, const float *x, int T, int n)
+struct rows_set {
+	struct coli_actbuf *ab;
+	const float *x;
+	int T, n;
+};
+
+static void rows_set_task(void *arg, int task, int n_tasks)
 {
-	for (int t = 0; t < T; t++) {
-		ab[t].n = n;
-		coli_actbuf_set(&ab[t], x + (size_t)t * n);
+	const struct rows_set *r = arg;
+
+	for (int t = r->T * task / n_tasks; t < r->T * (task + 1) / n_tasks; t++) {
+		r->ab[t].n = r->n;
+		coli_actbuf_set(&r->ab[t], r->x + (size_t)t * r->n);
 	}
 }
+
+void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n)
+{
+	struct rows_set r = {ab, x, T, n};
+	int threads = coli_cpu_pool_threads(e->pool);
+
+	/* a prefill chunk's rows over the pool; a decode step's on the caller */
+	coli_cpu_pool_run(T >= 16 ? e->pool : NULL, rows_set_task, &r, T < threads ? T : threads);
+}
+
 
 /* y[T][rows] = W . act[t] for the T prepared activations. */
 static void matmul(struct coli_engine *e, const struct coli_mat *w, struct coli_actbuf *ab, int T,
@@ -112,7 +129,7 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 	for (int t = 0; t < T; t++)
 		coli_rmsnorm(e->x + (size_t)t * H, L->attn_norm, e->xn + (size_t)t * H, H,
 		             c->norm_eps);
-	prep(e->ax, e->xn, T, H);
+	coli_actbufs_set(e, e->ax, e->xn, T, H);
 	matmul(e, &L->q, e->ax, T, e->q);
 	matmul(e, &L->k, e->ax, T, e->kx);
 	matmul(e, &L->v, e->ax, T, e->vx);
@@ -129,7 +146,7 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 	memcpy(e->kcache + ((size_t)l * e->ctx + pos0) * kvd, e->kx, sizeof(float) * T * kvd);
 	memcpy(e->vcache + ((size_t)l * e->ctx + pos0) * kvd, e->vx, sizeof(float) * T * kvd);
 	coli_cpu_pool_run(e->pool, attn_task, &job, coli_cpu_pool_threads(e->pool));
-	prep(e->ah, e->att, T, qd);
+	coli_actbufs_set(e, e->ah, e->att, T, qd);
 	matmul(e, &L->o, e->ah, T, e->proj);
 	for (size_t i = 0; i < (size_t)T * H; i++)
 		e->x[i] += e->proj[i];
@@ -164,7 +181,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 		for (int t = 0; t < T; t++)
 			coli_rmsnorm(e->x + (size_t)t * H, e->m.layers[l].ffn_norm,
 			             e->xn + (size_t)t * H, H, c->norm_eps);
-		prep(e->ax, e->xn, T, H);
+		coli_actbufs_set(e, e->ax, e->xn, T, H);
 		if (e->m.layers[l].moe) {
 			int rc = coli_moe_block(e, l, T, e->mlp);
 
@@ -188,7 +205,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 		for (int t = r0; t < T; t++)
 			coli_rmsnorm(e->x + (size_t)t * H, e->m.out_norm,
 			             e->xn + (size_t)(t - r0) * H, H, c->norm_eps);
-		prep(e->ax, e->xn, n, H);
+		coli_actbufs_set(e, e->ax, e->xn, n, H);
 		matmul(e, &e->m.lm_head, e->ax, n, logits);
 	}
 	t2 = coli_now_s();

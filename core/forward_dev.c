@@ -921,10 +921,7 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 		phase_end(e, &e->est.attention_s, 0);
 	if (rc)
 		return rc;
-	for (int t = 0; t < T; t++) {
-		e->ax[t].n = H;
-		coli_actbuf_set(&e->ax[t], e->xn + (size_t)t * H);
-	}
+	coli_actbufs_set(e, e->ax, e->xn, T, H);
 	e->routed = dd->route_on_dev;
 	e->preplanned = pre ? dd->plan_dev : -1;
 	rc = coli_moe_experts(e, l, T);

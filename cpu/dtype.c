@@ -366,29 +366,97 @@ void coli_mat_row_f32(const struct coli_mat *m, int r, float *out)
 
 /* ---- activations: the canonical rule of cpu.h ---- */
 
+/* The rule, per 32-block: amax = the largest |x| (a NaN skipped, as fmaxf
+ * does), d = amax / 127, id = 1 / d (0 for d = 0), q = roundf(x * id)
+ * clamped to +-127 with NaN -> 0 (the clamp and NaN only keep non-finite
+ * inputs defined; clamping before rounding is the same), qsum = sum of q.
+ * roundf without libm: truncate, then one step away from zero when the
+ * dropped fraction is at least a half (s - t is exact for |s| < 2^31).
+ * gcc made libm calls of fmaxf and roundf here, 8.5 ns an element: a
+ * 256-token prefill chunk's activations took 4.6 ms a layer on the H200
+ * host. The SSE2 form computes the same bits four at a time
+ * (tests/cpu/act_quantize checks both against roundf). */
+static inline float block_scale(float amax, float *id)
+{
+	const float d = amax / 127.0f;
+
+	*id = d != 0.0f ? 1.0f / d : 0.0f;
+	return d;
+}
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+static void quantize_block(const float *xb, int8_t *q, float *d, int32_t *qsum)
+{
+	const __m128 sign = _mm_set1_ps(-0.0f), hi = _mm_set1_ps(127.0f),
+	             lo = _mm_set1_ps(-127.0f), half = _mm_set1_ps(0.5f),
+	             mhalf = _mm_set1_ps(-0.5f);
+	__m128 m = _mm_setzero_ps(), idv;
+	__m128i sum = _mm_setzero_si128(), qi[8];
+	float amax4[4], amax, id;
+	int32_t s4[4];
+
+	for (int j = 0; j < 32; j += 4) /* max(v, m) = v > m ? v : m: NaN skipped */
+		m = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(xb + j)), m);
+	_mm_storeu_ps(amax4, m);
+	amax = amax4[0];
+	for (int i = 1; i < 4; i++)
+		amax = amax4[i] > amax ? amax4[i] : amax;
+	*d = block_scale(amax, &id);
+	idv = _mm_set1_ps(id);
+	for (int k = 0; k < 8; k++) {
+		__m128 s = _mm_mul_ps(_mm_loadu_ps(xb + 4 * k), idv), f;
+		__m128i t;
+
+		s = _mm_and_ps(s, _mm_cmpeq_ps(s, s)); /* NaN -> +0 */
+		s = _mm_max_ps(_mm_min_ps(s, hi), lo);
+		t = _mm_cvttps_epi32(s);
+		f = _mm_sub_ps(s, _mm_cvtepi32_ps(t));
+		/* the compares are all-ones (-1) where true */
+		t = _mm_sub_epi32(t, _mm_castps_si128(_mm_cmpge_ps(f, half)));
+		qi[k] = _mm_add_epi32(t, _mm_castps_si128(_mm_cmple_ps(f, mhalf)));
+		sum = _mm_add_epi32(sum, qi[k]);
+	}
+	for (int k = 0; k < 8; k += 4) /* |q| <= 127: the saturating packs are exact */
+		_mm_storeu_si128((__m128i *)(q + 4 * k),
+		                 _mm_packs_epi16(_mm_packs_epi32(qi[k], qi[k + 1]),
+		                                 _mm_packs_epi32(qi[k + 2], qi[k + 3])));
+	_mm_storeu_si128((__m128i *)s4, sum);
+	*qsum = s4[0] + s4[1] + s4[2] + s4[3];
+}
+#else
+static void quantize_block(const float *xb, int8_t *q, float *d, int32_t *qsum)
+{
+	float amax = 0.0f, id;
+	int32_t sum = 0;
+
+	for (int j = 0; j < 32; j++) {
+		const float v = fabsf(xb[j]);
+
+		amax = v > amax ? v : amax;
+	}
+	*d = block_scale(amax, &id);
+	for (int j = 0; j < 32; j++) {
+		float s = xb[j] * id, f;
+		int t;
+
+		s = s == s ? s : 0.0f;
+		s = s > 127.0f ? 127.0f : s < -127.0f ? -127.0f : s;
+		t = (int)s;
+		f = s - (float)t;
+		t += (f >= 0.5f) - (f <= -0.5f);
+		q[j] = (int8_t)t;
+		sum += t;
+	}
+	*qsum = sum;
+}
+#endif
+
 void coli_act_quantize(struct coli_act *a, const float *x, int n)
 {
 	a->n = n;
 	a->f = x;
-	for (int b = 0; b < n / COLI_QBLOCK; b++) {
-		const float *xb = x + b * COLI_QBLOCK;
-		int8_t *q = a->q + b * COLI_QBLOCK;
-		float amax = 0.0f;
-		int32_t sum = 0;
-
-		for (int j = 0; j < COLI_QBLOCK; j++)
-			amax = fmaxf(amax, fabsf(xb[j]));
-		const float d = amax / 127.0f;
-		const float id = d != 0.0f ? 1.0f / d : 0.0f;
-		for (int j = 0; j < COLI_QBLOCK; j++) {
-			float v = roundf(xb[j] * id);
-			/* finite inputs give |v| <= 127; the clamp only keeps a NaN
-			 * or inf input from being undefined behaviour */
-			int qi = v != v ? 0 : v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
-			q[j] = (int8_t)qi;
-			sum += qi;
-		}
-		a->d[b] = d;
-		a->qsum[b] = sum;
-	}
+	for (int b = 0; b < n / COLI_QBLOCK; b++)
+		quantize_block(x + b * COLI_QBLOCK, a->q + b * COLI_QBLOCK, &a->d[b], &a->qsum[b]);
 }
