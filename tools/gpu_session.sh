@@ -30,10 +30,10 @@ case "${1:-}" in
 pack)
 	dir=${2:?usage: tools/gpu_session.sh pack DIR}
 	build=${BUILD:-build}
-	mkdir -p "$dir/tests/core" "$dir/tests/ptx" || exit 1
+	mkdir -p "$dir" || exit 1
 	strip -o "$dir/coli" "$build/coli" || exit 1
 	for t in $TESTS; do
-		strip -o "$dir/tests/$t" "$build/tests/$t" || exit 1
+		mkdir -p "$dir/tests/${t%/*}" && strip -o "$dir/tests/$t" "$build/tests/$t" || exit 1
 	done
 	du -sh "$dir"
 	[ "$(du -sk "$dir" | cut -f1)" -le 17408 ] ||
