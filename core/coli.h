@@ -208,6 +208,7 @@ struct coli_opts {
 	int dev_route;   /* COLI_DEV_ROUTE: route (and plan resident layers) on the dense device */
 	int dev_preplan; /* COLI_DEV_PREPLAN: partly resident layers' VRAM experts planned there */
 	int dev_graph;   /* COLI_DEV_GRAPH: decode layers replayed as captured graphs */
+	int pdl;         /* COLI_PDL: programmatic dependent launch on sm_90+ */
 	int stage_ahead; /* COLI_STAGE_AHEAD: stage the lookahead's guesses a layer ahead */
 	int sim_latency_us;   /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
 	char stream[16];      /* --stream auto|off|only: RAM-tier experts streamed to a GPU */

@@ -354,7 +354,8 @@ static int parse_list(const char *s, int *ord, int max)
 	return n;
 }
 
-int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, struct coli_dev **devs,
+int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int pdl,
+                      struct coli_dev **devs,
                       int max, int *n, char *err, size_t errlen)
 {
 	int ord[16], n_ord, rc;
@@ -392,7 +393,7 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, str
 		}
 	}
 	for (int i = 0; i < n_ord; i++) {
-		rc = coli_dev_gpu_open(ord[i], &devs[*n], err, errlen);
+		rc = coli_dev_gpu_open(ord[i], pdl, &devs[*n], err, errlen);
 		if (rc) {
 			if (!strcmp(spec, "auto")) { /* best effort: say it and go on */
 				fprintf(stderr, "coli: GPU %d unusable (%s)\n", ord[i], err);

@@ -263,7 +263,7 @@ static const struct coli_dev_ops g_gpu_ops = {
     .graph_free = g_graph_free,
 };
 
-int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errlen)
+int coli_dev_gpu_open(int ordinal, int pdl, struct coli_dev **out, char *err, size_t errlen)
 {
 	struct coli_dev *d = calloc(1, sizeof(*d));
 	coli_gpu_t *g;
@@ -276,6 +276,8 @@ int coli_dev_gpu_open(int ordinal, struct coli_dev **out, char *err, size_t errl
 		free(d);
 		return rc;
 	}
+	if (!pdl)
+		coli_gpu_plain_launches(g);
 	d->ops = &g_gpu_ops;
 	d->impl = g;
 	d->fail_after = -1;

@@ -234,8 +234,8 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	rc = coli_tiers_open(e, err, errlen);
 	if (rc)
 		goto err;
-	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us, e->devs,
-	                       COLI_MAX_DEVS, &e->n_devs, err, errlen);
+	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us,
+	                       e->opts.pdl, e->devs, COLI_MAX_DEVS, &e->n_devs, err, errlen);
 	if (rc)
 		goto err;
 	for (int i = 0; i < e->n_devs; i++) {

@@ -77,6 +77,9 @@ static const struct opt_row g_opts[] = {
     {NULL, "COLI_DEV_GRAPH", OPT_INT, F(dev_graph), "1",
      "decode: replay each layer's device work as a CUDA graph captured once (0: launch every "
      "kernel, for A/B)"},
+    {NULL, "COLI_PDL", OPT_INT, F(pdl), "1",
+     "sm_90+: launch kernels with programmatic dependent launch, each scheduled while the one "
+     "before drains (0: plain launches, for A/B)"},
     {NULL, "COLI_GPU_FAIL_AT", OPT_STR, F(gpu_fail_at), "any",
      "fault injection: the injected failure strikes the first kernel launch, staging copy, sync (a "
      "take) or any op"},

@@ -18,9 +18,9 @@
  * On sm_90+ the compute_90 build of the modules is loaded and kernels are
  * launched with programmatic stream serialization (cuLaunchKernelEx): each
  * may be scheduled while the one before it drains, and waits in pdl_entry()
- * (ptx/pdl.cuh) until that one's writes are visible. COLI_PDL=0 turns the
- * attribute off (same modules), for A/B; older drivers and GPUs launch
- * plainly.
+ * (ptx/pdl.cuh) until that one's writes are visible. COLI_PDL=0
+ * (coli_gpu_plain_launches) turns the attribute off, same modules, for A/B;
+ * older drivers and GPUs launch plainly.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -155,9 +155,7 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 		                                          g->dev),
 		                   "cuDeviceGetAttribute");
 	if (!rc) {
-		const char *env = getenv("COLI_PDL");
-
-		g->pdl = g->cc_major >= 9 && cu->LaunchKernelEx && !(env && !strcmp(env, "0"));
+		g->pdl = g->cc_major >= 9 && cu->LaunchKernelEx;
 		rc = coli_cu_check(cu->CtxCreate(&g->ctx, 0, g->dev), "cuCtxCreate");
 	}
 	if (!rc)
@@ -249,6 +247,11 @@ void coli_gpu_close(coli_gpu_t *g)
 const char *coli_gpu_name(const coli_gpu_t *g)
 {
 	return g->name;
+}
+
+void coli_gpu_plain_launches(coli_gpu_t *g)
+{
+	g->pdl = 0;
 }
 
 #ifdef COLI_HAVE_PTX
