@@ -355,8 +355,7 @@ static int parse_list(const char *s, int *ord, int max)
 }
 
 int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int pdl,
-                      struct coli_dev **devs,
-                      int max, int *n, char *err, size_t errlen)
+                      struct coli_dev **devs, int max, int *n, char *err, size_t errlen)
 {
 	int ord[16], n_ord, rc;
 	const char *why = NULL;

@@ -57,7 +57,6 @@ void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float
 	coli_cpu_pool_run(T >= 16 ? e->pool : NULL, rows_set_task, &r, T < threads ? T : threads);
 }
 
-
 /* y[T][rows] = W . act[t] for the T prepared activations. */
 static void matmul(struct coli_engine *e, const struct coli_mat *w, struct coli_actbuf *ab, int T,
                    float *y)

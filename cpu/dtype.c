@@ -389,9 +389,8 @@ static inline float block_scale(float amax, float *id)
 
 static void quantize_block(const float *xb, int8_t *q, float *d, int32_t *qsum)
 {
-	const __m128 sign = _mm_set1_ps(-0.0f), hi = _mm_set1_ps(127.0f),
-	             lo = _mm_set1_ps(-127.0f), half = _mm_set1_ps(0.5f),
-	             mhalf = _mm_set1_ps(-0.5f);
+	const __m128 sign = _mm_set1_ps(-0.0f), hi = _mm_set1_ps(127.0f), lo = _mm_set1_ps(-127.0f),
+	             half = _mm_set1_ps(0.5f), mhalf = _mm_set1_ps(-0.5f);
 	__m128 m = _mm_setzero_ps(), idv;
 	__m128i sum = _mm_setzero_si128(), qi[8];
 	float amax4[4], amax, id;

@@ -213,8 +213,7 @@ static void run_round(coli_cpu_pool_t *p, void (*fn)(void *, int, int), void *ar
 }
 
 void coli_cpu_pool_run_beside(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks),
-                              void *arg, int n_tasks, void (*side)(void *side_arg),
-                              void *side_arg)
+                              void *arg, int n_tasks, void (*side)(void *side_arg), void *side_arg)
 {
 	if (n_tasks <= 0 || !p || p->n_threads == 1 || n_tasks == 1) {
 		if (side)

@@ -40,18 +40,17 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 	CUresult r;
 
 	const int sm90 = g->cc_major >= 9;
-	r = g->cu->ModuleLoadDataEx(&g->mod, sm90 ? coli_ptx_kernels_90 : coli_ptx_kernels, 4,
-	                            opts, vals);
+	r = g->cu->ModuleLoadDataEx(&g->mod, sm90 ? coli_ptx_kernels_90 : coli_ptx_kernels, 4, opts,
+	                            vals);
 	if (r == CUDA_SUCCESS)
-		r = g->cu->ModuleLoadDataEx(&g->mod_dense, sm90 ? coli_ptx_dense_90 : coli_ptx_dense,
+		r = g->cu->ModuleLoadDataEx(
+		    &g->mod_dense, sm90 ? coli_ptx_dense_90 : coli_ptx_dense, 4, opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(
+		    &g->mod_attn, sm90 ? coli_ptx_attention_90 : coli_ptx_attention, 4, opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, sm90 ? coli_ptx_gemm_90 : coli_ptx_gemm,
 		                            4, opts, vals);
-	if (r == CUDA_SUCCESS)
-		r = g->cu->ModuleLoadDataEx(&g->mod_attn,
-		                            sm90 ? coli_ptx_attention_90 : coli_ptx_attention, 4,
-		                            opts, vals);
-	if (r == CUDA_SUCCESS)
-		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, sm90 ? coli_ptx_gemm_90 : coli_ptx_gemm, 4,
-		                            opts, vals);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "loading the embedded PTX failed; JIT log: %s", elog);
 		return coli_cu_check(r, "cuModuleLoadDataEx");
@@ -150,10 +149,10 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 		rc = coli_cu_check(cu->DeviceGetName(g->name, sizeof(g->name), g->dev),
 		                   "cuDeviceGetName");
 	if (!rc)
-		rc = coli_cu_check(cu->DeviceGetAttribute(&g->cc_major,
-		                                          CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-		                                          g->dev),
-		                   "cuDeviceGetAttribute");
+		rc = coli_cu_check(
+		    cu->DeviceGetAttribute(&g->cc_major,
+		                           CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev),
+		    "cuDeviceGetAttribute");
 	if (!rc) {
 		g->pdl = g->cc_major >= 9 && cu->LaunchKernelEx;
 		rc = coli_cu_check(cu->CtxCreate(&g->ctx, 0, g->dev), "cuCtxCreate");
@@ -494,7 +493,8 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		table = t;
 	}
 	args[0] = &table;
-	return coli_gpu_launch(g, f, (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
+	return coli_gpu_launch(g, f,
+	                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
 	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
 }
 

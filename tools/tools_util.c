@@ -165,8 +165,8 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		    1e3 * st->decode_issue_s / n, 1e3 * st->decode_plan_s / n,
 		    1e3 * st->decode_slabs_s / n, 1e3 * st->decode_devissue_s / n,
 		    1e3 * st->decode_cpu_s / n, 1e3 * st->decode_beside_s / n,
-		    1e3 * st->decode_take_s / n, 1e3 * win / n,
-		    1e3 * st->decode_s / n, 1e3 * st->decode_dev_busy_s / n,
+		    1e3 * st->decode_take_s / n, 1e3 * win / n, 1e3 * st->decode_s / n,
+		    1e3 * st->decode_dev_busy_s / n,
 		    win > 0 ? 100.0 * st->decode_dev_busy_s / win : 0);
 		if (st->decode_dev_ops > 0)
 			fprintf(

@@ -45,8 +45,8 @@ static int check(const char *what, const float *x, int n)
 	reference(x, n, rq, rd, rs);
 	for (int i = 0; i < n; i++)
 		if (q[i] != rq[i]) {
-			fprintf(stderr, "%s: element %d (x %a, scaled %a): q %d, want %d\n", what, i,
-			        x[i], x[i] * (rd[i / 32] != 0 ? 1.0f / rd[i / 32] : 0.0f), q[i],
+			fprintf(stderr, "%s: element %d (x %a, scaled %a): q %d, want %d\n", what,
+			        i, x[i], x[i] * (rd[i / 32] != 0 ? 1.0f / rd[i / 32] : 0.0f), q[i],
 			        rq[i]);
 			return 1;
 		}
@@ -107,6 +107,7 @@ int main(void)
 	x[160] = 3e38f, x[161] = -3e38f, x[162] = 1.5f;
 	x[192] = 1e-38f, x[193] = -5e-39f;
 	fails += check("special", x, 32 * 8);
-	printf("coli_act_quantize: %s\n", fails ? "DIFFERS from the rule" : "every case as the rule");
+	printf("coli_act_quantize: %s\n",
+	       fails ? "DIFFERS from the rule" : "every case as the rule");
 	return fails ? 1 : 0;
 }

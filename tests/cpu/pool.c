@@ -76,11 +76,13 @@ int main(void)
 				if (r.side_runs != 1 || (nt > 1 && n > 1 && !r.side_saw_work)) {
 					if (fails < 10)
 						fprintf(stderr,
-						        "threads=%d round %d beside, %d tasks: side ran "
+						        "threads=%d round %d beside, %d tasks: "
+						        "side ran "
 						        "%d times, %s\n",
 						        nt, it, n, r.side_runs,
-						        r.side_saw_work ? "workers ran during it"
-						                        : "no worker ran during it");
+						        r.side_saw_work
+						            ? "workers ran during it"
+						            : "no worker ran during it");
 					fails++;
 				}
 			} else {
