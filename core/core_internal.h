@@ -299,7 +299,9 @@ void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
  * experts (issue) and collect their outputs into e->ey (take). */
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
 void coli_moe_dev_release(struct coli_engine *e);
-int coli_moe_dev_issue(struct coli_engine *e, int l, int d);
+/* pool: where a prefill chunk's activation rows are gathered (NULL: the
+ * caller alone, e.g. when it runs beside a pool round) */
+int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *pool);
 int coli_moe_dev_take(struct coli_engine *e, int l, int d);
 int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex);
 int coli_moe_dev_stage_room(struct coli_engine *e, int d);

@@ -146,7 +146,8 @@ static void dev_issue_run(void *arg)
 	for (int d = 0; d < e->n_devs; d++) {
 		if (e->devs[d]->failed)
 			continue;
-		di->issued[d] = coli_moe_dev_issue(e, di->l, d) == 0;
+		/* beside a pool round, the pool is busy: gather alone */
+		di->issued[d] = coli_moe_dev_issue(e, di->l, d, beside ? NULL : e->pool) == 0;
 		e->est.dev_fail_issue += !di->issued[d];
 	}
 	*(beside ? &e->est.moe_beside_s : &e->est.moe_devissue_s) += coli_now_s() - t0;

@@ -578,11 +578,48 @@ static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int m
 	return rc;
 }
 
+/* Copy the activations of staging rows [r0, r1) of v's runs from their
+ * tokens' (e->ax) into the upload staging. */
+struct gather {
+	struct coli_engine *e;
+	struct coli_dev_slot *v;
+	int quant;
+};
+
+static void gather_task(void *arg, int task, int n_tasks)
+{
+	const struct gather *g = arg;
+	const struct coli_dev_slot *v = g->v;
+	struct coli_engine *e = g->e;
+	int H = e->m.cfg.hidden, r0 = v->P * task / n_tasks, r1 = v->P * (task + 1) / n_tasks;
+
+	for (int k = 0; k < v->n_runs; k++) {
+		const struct dev_run *run = &v->runs[k];
+		int a = r0 > run->row0 ? r0 : run->row0;
+		int b = r1 < run->row0 + run->n ? r1 : run->row0 + run->n;
+
+		for (int r = a; r < b; r++) {
+			const struct coli_act *x =
+			    &e->ax[e->pair_token[run->pair0 + r - run->row0]].act;
+
+			if (g->quant) {
+				memcpy(v->sx_q + (size_t)r * H, x->q, (size_t)H);
+				memcpy(v->sx_d + (size_t)r * (H / 32), x->d,
+				       sizeof(float) * (H / 32));
+				memcpy(v->sx_s + (size_t)r * (H / 32), x->qsum,
+				       sizeof(int32_t) * (H / 32));
+			} else {
+				memcpy(v->sx_f + (size_t)r * H, x->f, sizeof(float) * H);
+			}
+		}
+	}
+}
+
 /* Gather the activations of device d's pairs into staging, upload them once,
  * and queue the layer in waves of at most half the free staging slots of new
  * copies each (one wave at decode), so copies of a wave overlap the compute
  * of the one before. Pairs: e->pair_* (ascending expert). */
-int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
+int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *pool)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
@@ -627,19 +664,6 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 		    .stage = -1,
 		    .slab = e->streamed[ex] ? 0 : e->dev_slab[(size_t)l * c->n_experts + ex]};
 		n_runs++;
-		for (int i = 0; i < n; i++) {
-			const struct coli_act *a = &e->ax[e->pair_token[p + i]].act;
-
-			if (quant) {
-				memcpy(v->sx_q + (size_t)(P + i) * H, a->q, (size_t)H);
-				memcpy(v->sx_d + (size_t)(P + i) * (H / 32), a->d,
-				       sizeof(float) * (H / 32));
-				memcpy(v->sx_s + (size_t)(P + i) * (H / 32), a->qsum,
-				       sizeof(int32_t) * (H / 32));
-			} else {
-				memcpy(v->sx_f + (size_t)(P + i) * H, a->f, sizeof(float) * H);
-			}
-		}
 		P += n;
 		p += n;
 	}
@@ -647,6 +671,13 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d)
 	v->P = P;
 	if (!P)
 		return 0;
+	{ /* a prefill chunk's rows (megabytes) over the pool; a decode step's here */
+		struct gather g = {e, v, quant};
+
+		if (P < 64)
+			pool = NULL;
+		coli_cpu_pool_run(pool, gather_task, &g, pool ? coli_cpu_pool_threads(pool) : 1);
+	}
 	if (e->opts.profile || e->opts.cuda_profile) /* the device's expert work, timed */
 		rc = coli_dev_mark(v->dev, MARK_ISSUE);
 	if (quant) {
