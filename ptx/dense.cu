@@ -243,10 +243,7 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
 	{                                                                                          \
 		dgemv<DT, S>(a, part, count);                                                      \
 	}
-/* S = 1..4: decode; 8: prefill chunks (half the passes over the weights of
- * S = 4; a token's bits do not depend on S) */
-#define DGEMV_S(dt, DT)                                                                            \
-	DGEMV(dt, DT, 1) DGEMV(dt, DT, 2) DGEMV(dt, DT, 3) DGEMV(dt, DT, 4) DGEMV(dt, DT, 8)
+#define DGEMV_S(dt, DT) DGEMV(dt, DT, 1) DGEMV(dt, DT, 2) DGEMV(dt, DT, 3) DGEMV(dt, DT, 4)
 DGEMV_S(f32, 0)
 DGEMV_S(bf16, 2)
 DGEMV_S(q8_0, 8)

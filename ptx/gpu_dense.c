@@ -69,14 +69,11 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 		CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[i], g->mod_attn, name), name);
 	}
 	CK(g->cu->ModuleGetFunction(&g->f_attn, g->mod_attn, "coli_attention"), "coli_attention");
-	for (int d = 0; d < 4; d++) {
+	for (int d = 0; d < 4; d++)
 		for (int s = 0; s < COLI_GPU_MAX_S; s++) {
 			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], s + 1);
 			CK(g->cu->ModuleGetFunction(&g->f_dgemv[d][s], g->mod_dense, name), name);
 		}
-		snprintf(name, sizeof(name), "coli_dgemv_%s_8", dt[d]);
-		CK(g->cu->ModuleGetFunction(&g->f_dgemv8[d], g->mod_dense, name), name);
-	}
 	CK(g->cu->DeviceGetAttribute(&g->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
 	                             g->dev),
 	   "cuDeviceGetAttribute(multiprocessors)");
@@ -344,7 +341,7 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 
 	if (rc)
 		return rc;
-	S = a.T <= COLI_GPU_MAX_S ? a.T : 8; /* decode's S, or prefill's 8 */
+	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
 	/* tokens per launch: a split launch's partials [splits][T][rows] and its
 	 * counters [chunks][groups] must fit; longer inputs go in several */
 	int tb = a.T;
@@ -367,9 +364,8 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 		a.y2 = m->y2 ? m->y2 + (size_t)t * m->ldy2 : NULL;
 		a.y3 = m->y3 ? m->y3 + (size_t)t * m->ldy3 : NULL;
 		chunks = (a.T + S - 1) / S;
-		rc = launch3(g, S == 8 ? g->f_dgemv8[di] : g->f_dgemv[di][S - 1], (unsigned)groups,
-		             (unsigned)splits, (unsigned)chunks, DG_WARPS * 32, args,
-		             "launch dense gemv");
+		rc = launch3(g, g->f_dgemv[di][S - 1], (unsigned)groups, (unsigned)splits,
+		             (unsigned)chunks, DG_WARPS * 32, args, "launch dense gemv");
 		if (rc)
 			return rc;
 	}

@@ -43,10 +43,10 @@ typedef unsigned long long CUdeviceptr;
 #define CU_MEMHOSTREGISTER_PORTABLE                  1
 #define CU_MEMHOSTREGISTER_DEVICEMAP                 2
 #define CU_STREAM_CAPTURE_MODE_RELAXED               2
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
 
 /* cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig, CUlaunchAttribute:
  * an id, padding to 8 bytes, a 64-byte value union). */
-#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
 typedef struct {
 	int id;
 	char pad[4];
@@ -164,7 +164,6 @@ struct coli_gpu {
 	int n_regs;
 	CUevent ring_left[JOB_SEGS];           /* recorded when the stream left segment i */
 	CUfunction f_dgemv[4][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0][S - 1] */
-	CUfunction f_dgemv8[4];                /* the same at S = 8, for prefill chunks */
 	int sm_count;
 	CUdeviceptr scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c) */
 	CUdeviceptr counts;  /* unsigned [DENSE_COUNTERS], zero between launches */
