@@ -31,15 +31,26 @@
 #include "ptx/ptx_internal.h"
 
 #ifdef COLI_HAVE_PTX
-static int load_module(coli_gpu_t *g, char *err, size_t errlen)
+static void unload_modules(coli_gpu_t *g)
 {
-	static char info[JIT_LOG_SZ], elog[JIT_LOG_SZ];
+	CUmodule *m[] = {&g->mod, &g->mod_dense, &g->mod_attn, &g->mod_gemm};
+
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		if (*m[i])
+			g->cu->ModuleUnload(*m[i]);
+		*m[i] = NULL;
+	}
+}
+
+/* The four modules of one build (sm90: the compute_90 one). */
+static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
+{
+	static char info[JIT_LOG_SZ];
 	int opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
 	              CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
 	void *vals[] = {info, (void *)(uintptr_t)JIT_LOG_SZ, elog, (void *)(uintptr_t)JIT_LOG_SZ};
 	CUresult r;
 
-	const int sm90 = g->cc_major >= 9;
 	r = g->cu->ModuleLoadDataEx(&g->mod, sm90 ? coli_ptx_kernels_90 : coli_ptx_kernels, 4, opts,
 	                            vals);
 	if (r == CUDA_SUCCESS)
@@ -51,6 +62,30 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, sm90 ? coli_ptx_gemm_90 : coli_ptx_gemm,
 		                            4, opts, vals);
+	if (r != CUDA_SUCCESS)
+		unload_modules(g);
+	return r;
+}
+
+/* The compute_90 build on sm_90+; if its JIT fails, the compute_80 one with
+ * plain launches (said once); if that fails too, the error and its log. */
+static int load_module(coli_gpu_t *g, char *err, size_t errlen)
+{
+	static char elog[JIT_LOG_SZ];
+	CUresult r = CUDA_ERROR_NOT_READY;
+
+	if (g->cc_major >= 9) {
+		r = load_build(g, 1, elog);
+		if (r != CUDA_SUCCESS) {
+			fprintf(stderr,
+			        "coli: %s: the compute_90 PTX did not load (%.200s); using the "
+			        "compute_80 build without programmatic dependent launch\n",
+			        g->name, elog);
+			g->pdl = 0;
+		}
+	}
+	if (r != CUDA_SUCCESS)
+		r = load_build(g, 0, elog);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "loading the embedded PTX failed; JIT log: %s", elog);
 		return coli_cu_check(r, "cuModuleLoadDataEx");
@@ -98,6 +133,8 @@ int coli_gpu_launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, 
                     unsigned bx, unsigned shmem, void **args, const char *what)
 {
 #ifdef COLI_HAVE_PTX
+	CUresult r;
+
 	CUR(g);
 	if (g->pdl) {
 		CUlaunchAttribute at;
@@ -106,8 +143,17 @@ int coli_gpu_launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, 
 		memset(&at, 0, sizeof(at));
 		at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
 		at.value.i = 1;
-		CK(g->cu->LaunchKernelEx(&cfg, f, args, NULL), what);
-		return 0;
+		r = g->cu->LaunchKernelEx(&cfg, f, args, NULL);
+		if (r != CUDA_ERROR_INVALID_VALUE && r != CUDA_ERROR_NOT_SUPPORTED) {
+			CK(r, what);
+			return 0;
+		}
+		/* the driver refuses the attribute: plain launches from now on */
+		fprintf(stderr,
+		        "coli: %s: programmatic dependent launch refused (%s); launching "
+		        "plainly\n",
+		        g->name, what);
+		g->pdl = 0;
 	}
 	CK(g->cu->LaunchKernel(f, gx, gy, gz, bx, 1, 1, shmem, g->stream, args, NULL), what);
 	return 0;
@@ -228,14 +274,7 @@ void coli_gpu_close(coli_gpu_t *g)
 		coli_gpu_dense_release(g);
 		if (g->stream)
 			g->cu->StreamDestroy(g->stream);
-		if (g->mod)
-			g->cu->ModuleUnload(g->mod);
-		if (g->mod_dense)
-			g->cu->ModuleUnload(g->mod_dense);
-		if (g->mod_attn)
-			g->cu->ModuleUnload(g->mod_attn);
-		if (g->mod_gemm)
-			g->cu->ModuleUnload(g->mod_gemm);
+		unload_modules(g);
 		g->cu->CtxDestroy(g->ctx);
 	}
 	free(g->gjobs_host);

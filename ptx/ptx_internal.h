@@ -23,7 +23,9 @@ typedef struct CUgraphExec_st *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 
 #define CUDA_SUCCESS                                 0
+#define CUDA_ERROR_INVALID_VALUE                     1
 #define CUDA_ERROR_NOT_READY                         600
+#define CUDA_ERROR_NOT_SUPPORTED                     801
 #define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED    712
 #define CU_JIT_INFO_LOG_BUFFER                       3
 #define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES            4
@@ -43,10 +45,10 @@ typedef unsigned long long CUdeviceptr;
 #define CU_MEMHOSTREGISTER_PORTABLE                  1
 #define CU_MEMHOSTREGISTER_DEVICEMAP                 2
 #define CU_STREAM_CAPTURE_MODE_RELAXED               2
-#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
 
 /* cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig, CUlaunchAttribute:
  * an id, padding to 8 bytes, a 64-byte value union). */
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
 typedef struct {
 	int id;
 	char pad[4];
