@@ -207,7 +207,9 @@ void coli_route(float *logits, int E, int K, int norm, int *sel, float *w);
 void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq);
 /* One attention head for one query: out[hd] = softmax(q . k_p * scale) . v_p
  * over positions p < n_pos, keys/values at K + p*stride (the head's offset
- * already applied). scores: [n_pos] scratch. Scores are summed in order. */
+ * already applied). scores: [n_pos] scratch. A q . k dot product is summed in
+ * 8 lanes (element i into lane i % 8, in order) folded pairwise; the softmax
+ * sum over positions in order. */
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
                          int hd, float scale, float *scores, float *out);
 
