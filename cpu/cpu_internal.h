@@ -40,6 +40,14 @@ void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S,
 void coli_exp_scaled_ref(const float *x, int n, float m, float s, float *w);
 void coli_exp_scaled_avx2(const float *x, int n, float m, float s, float *w);
 
+/* coli_expf's constants (cpu/ops.c), and SwiGLU's forms: the AVX2 one is
+ * coli_expf's steps eight at a time, the same bits (tests/cpu/silu_isa). */
+#define COLI_EXPF_LOG2E  1.44269502f
+#define COLI_EXPF_LN2_HI 0.693145751953125f
+#define COLI_EXPF_LN2_LO 1.42860677e-06f
+void coli_silu_mul_ref(const float *g, const float *u, float *h, int n);
+void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n);
+
 /* Fold 16 lanes by the canonical tree (h = 8, 4, 2, 1); l is clobbered. */
 static inline float coli_lanes_fold(float *l)
 {

@@ -97,6 +97,14 @@ void coli_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int
 	}
 }
 
+void coli_silu_mul(const float *g, const float *u, float *h, int n)
+{
+	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2)
+		coli_silu_mul_avx2(g, u, h, n);
+	else
+		coli_silu_mul_ref(g, u, h, n);
+}
+
 void coli_exp_scaled(const float *x, int n, float m, float s, float *w)
 {
 	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2)

@@ -16,9 +16,9 @@
 
 float coli_expf(float x)
 {
-	const float log2e = 1.44269502f;
-	const float ln2_hi = 0.693145751953125f; /* 0x3f317200: exact n*ln2_hi for |n| < 2^11 */
-	const float ln2_lo = 1.42860677e-06f;
+	const float log2e = COLI_EXPF_LOG2E;
+	const float ln2_hi = COLI_EXPF_LN2_HI; /* 0x3f317200: exact n*ln2_hi for |n| < 2^11 */
+	const float ln2_lo = COLI_EXPF_LN2_LO;
 	float n, r, p;
 	uint32_t bits;
 	float scale;
@@ -50,7 +50,7 @@ float coli_expf(float x)
 	return p * scale;
 }
 
-void coli_silu_mul(const float *g, const float *u, float *h, int n)
+void coli_silu_mul_ref(const float *g, const float *u, float *h, int n)
 {
 	for (int i = 0; i < n; i++)
 		h[i] = g[i] / (1.0f + coli_expf(-g[i])) * u[i];
