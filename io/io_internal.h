@@ -156,7 +156,8 @@ struct stream_req {
 	uint64_t off; /* slab's absolute file offset */
 	size_t len;   /* slab bytes */
 	size_t done;  /* bytes landed so far */
-	int state, prio, err;
+	int state, err;
+	int prio;     /* QUEUED: the queue it is in (a retry is a demand read) */
 	int attempts; /* failed attempts (EIO, end of file) */
 	int checks;   /* checksum mismatches */
 	int tries;    /* every attempt, for the fault hook */

@@ -230,7 +230,11 @@ static void requeue(struct coli_io_stream *s, int i)
 	pthread_mutex_lock(&s->mu);
 	s->req[i].state = SR_QUEUED;
 	s->st.retries++;
-	/* a read already started finishes first, whatever its class */
+	/* a read already started finishes first, whatever its class; prio says
+	 * the queue it is in: were it left PREFETCH, coli_io_stream_wait would
+	 * "promote" it into the demand queue a second time, two workers would
+	 * read it and finish it twice (pending went to -1: destroy hung) */
+	s->req[i].prio = COLI_IO_DEMAND;
 	queue_push(s, COLI_IO_DEMAND, i);
 	kick_locked(s);
 	pthread_mutex_unlock(&s->mu);

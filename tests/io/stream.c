@@ -4,10 +4,15 @@
  * buffered reads; a corrupted slab is an error naming (layer, expert), never
  * data; EINVAL from an O_DIRECT read (tmpfs before Linux 6.6) switches to
  * buffered reads; transient EIO and short reads (fault hook) are retried to the right
- * bytes; persistent EIO is an error naming the slab.
+ * bytes; persistent EIO is an error naming the slab. A prefetch read that is
+ * retried and then waited on is read and finished once (it was promoted into
+ * the demand queue a second time: finished twice, destroy waited forever):
+ * 500 rounds of retried prefetch reads on the pread workers, under an alarm so
+ * a hang fails in seconds.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,6 +130,16 @@ static int copy_file(const char *from, const char *to)
 	return fclose(b);
 }
 
+static void on_alarm(int sig)
+{
+	static const char msg[] = "FAIL: the streamer hung (30 s): a read finished twice, or "
+	                          "never\n";
+
+	(void)sig;
+	(void)!write(1, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
 int main(void)
 {
 	char path[4096], bad[4200], shm[256];
@@ -133,7 +148,13 @@ int main(void)
 	coli_container_t *c;
 	uint64_t off;
 
+	signal(SIGALRM, on_alarm);
+	alarm(30); /* the whole test takes a few seconds: a hang fails */
 	CHECK(fx_convert("qwen3_moe", COLI_DTYPE_Q8_0, fx_tmpdir(), path, sizeof(path)) == 0);
+	for (int rep = 0; rep < 500; rep++) { /* retried prefetch reads, waited on at once */
+		f = (struct fault){1, 0};
+		CHECK(read_all(path, COLI_IO_PREAD, &f, 0, &err) == 0 && err == 0);
+	}
 	{ /* the same slot twice in one batch is refused, and nothing is queued */
 		coli_mem_slots_t *sl;
 		coli_io_stream_t *s;
