@@ -108,6 +108,23 @@ static __device__ __forceinline__ void gemv(const struct coli_gpu_gemv_job *jobs
 	}
 }
 
+/* A dtype's two entry points: the job table in memory, or in the launch's
+ * parameters (_inl, up to COLI_GPU_INL_JOBS jobs); min_blocks per SM for
+ * __launch_bounds__. */
+#define GEMV_KERNELS(name, Row, min_blocks)                                                        \
+	extern "C" __global__ void __launch_bounds__(256, min_blocks)                              \
+	    coli_gemv_##name(const struct coli_gpu_gemv_job *jobs)                                 \
+	{                                                                                          \
+		pdl_entry();                                                                       \
+		gemv<Row>(jobs);                                                                   \
+	}                                                                                          \
+	extern "C" __global__ void __launch_bounds__(256, min_blocks)                              \
+	    coli_gemv_##name##_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)          \
+	{                                                                                          \
+		pdl_entry();                                                                       \
+		gemv<Row>(p.j);                                                                    \
+	}
+
 /* ---- Q8_0 ---- */
 struct RowQ8 {
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
@@ -175,18 +192,7 @@ struct RowQ8 {
 	}
 };
 
-extern "C" __global__ void __launch_bounds__(256, 2)
-    coli_gemv_q8_0(const struct coli_gpu_gemv_job *jobs)
-{
-	pdl_entry();
-	gemv<RowQ8>(jobs);
-}
-extern "C" __global__ void __launch_bounds__(256, 2)
-    coli_gemv_q8_0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
-{
-	pdl_entry();
-	gemv<RowQ8>(p.j);
-}
+GEMV_KERNELS(q8_0, RowQ8, 2)
 
 /* ---- Q4_0: byte j of a block holds element j (low nibble) and j+16 (high) ---- */
 struct RowQ4 {
@@ -257,18 +263,7 @@ struct RowQ4 {
 	}
 };
 
-extern "C" __global__ void __launch_bounds__(256, 3)
-    coli_gemv_q4_0(const struct coli_gpu_gemv_job *jobs)
-{
-	pdl_entry();
-	gemv<RowQ4>(jobs);
-}
-extern "C" __global__ void __launch_bounds__(256, 3)
-    coli_gemv_q4_0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
-{
-	pdl_entry();
-	gemv<RowQ4>(p.j);
-}
+GEMV_KERNELS(q4_0, RowQ4, 3)
 
 /* ---- BF16: unit = element; lane j takes k = j, j+16, ... ---- */
 struct RowBF16 {
@@ -302,18 +297,7 @@ struct RowBF16 {
 	}
 };
 
-extern "C" __global__ void __launch_bounds__(256, 3)
-    coli_gemv_bf16(const struct coli_gpu_gemv_job *jobs)
-{
-	pdl_entry();
-	gemv<RowBF16>(jobs);
-}
-extern "C" __global__ void __launch_bounds__(256, 3)
-    coli_gemv_bf16_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
-{
-	pdl_entry();
-	gemv<RowBF16>(p.j);
-}
+GEMV_KERNELS(bf16, RowBF16, 3)
 
 /* ---- F32 (routers): unit = element, as bf16 ---- */
 struct RowF32 {
@@ -336,18 +320,7 @@ struct RowF32 {
 	}
 };
 
-extern "C" __global__ void __launch_bounds__(256, 3)
-    coli_gemv_f32(const struct coli_gpu_gemv_job *jobs)
-{
-	pdl_entry();
-	gemv<RowF32>(jobs);
-}
-extern "C" __global__ void __launch_bounds__(256, 3)
-    coli_gemv_f32_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)
-{
-	pdl_entry();
-	gemv<RowF32>(p.j);
-}
+GEMV_KERNELS(f32, RowF32, 3)
 
 /* ---- exp and SwiGLU, step for step as cpu/ops.c ---- */
 static __device__ float coli_expf_dev(float x)
