@@ -97,9 +97,10 @@ static struct coli_gpu_dense_gemv gemv_args(const struct coli_dense_dev *dd, con
 	return a;
 }
 
-/* y[T][ldy] = m . x[T][K] in one launch of the dense GEMV (deterministic, not
- * the experts' canonical kernel: the dense part runs where it runs). A
- * quantized matrix reads x's quantized rows from aq/ad/aqs: prep(x) first. */
+/* y[T][ldy] = m . x[T][K] in one launch of the dense GEMV (deterministic; the
+ * canonical reduction for q8_0/q4_0, on the tensor-core GEMM from
+ * COLI_GPU_DENSE_GEMM_MIN_T tokens). A quantized matrix reads x's quantized rows
+ * from aq/ad/aqs: prep(x) first. */
 static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T, uint64_t y,
                 int ldy)
 {

@@ -10,10 +10,11 @@
  * runs): these kernels follow transformers' float32 math within rounding and
  * are deterministic (fixed reduction orders, no float atomics; split work is
  * combined in a fixed order by the last CTA, see last_arrival), so for a given
- * dense device the logits do not depend on where experts ran. The one exact
- * kernel is coli_moe_accumulate, which reproduces core/moe.c's order (pairs in
- * ascending expert id, product rounded then added), so routed-expert results
- * combine with the same bits on any device.
+ * dense device the logits do not depend on where experts ran. Exact kernels:
+ * coli_moe_accumulate reproduces core/moe.c's order (pairs in ascending
+ * expert id, product rounded then added), so routed-expert results combine
+ * with the same bits on any device; the GEMV of q8_0/q4_0 matrices is the
+ * canonical reduction (a prefill chunk's GEMM then gives the same bits).
  *
  * Layouts: rows are tokens, row-major, fp32. Launch shapes and the split
  * policies live in ptx/gpu_dense.c; the split kernels share one device scratch
@@ -30,16 +31,17 @@
 
 /* ---- the dense GEMV: y[t][r] = W[r] . x[t] for the dense matrices ----
  *
- * Not the canonical reduction of kernels.cu (routed experts keep that one):
- * the dense part only has to be deterministic. One warp a row; a unit is
+ * f32 and bf16 matrices: not the canonical reduction (the dense part only
+ * has to be deterministic; quantized matrices follow the canonical one, see
+ * dgemv_q below). One warp a row; a unit is
  * 16 bytes of weights (f32: 4 elements, bf16: 8, q8_0: 16 = half a block,
  * q4_0: 32 = one block), lane l reads units l, l+32, ... of its K range with
  * DG_UNROLL loads in flight, so a warp-wide load is 512 contiguous bytes; the
  * warp folds with shfl_xor in a fixed order. Up to S <= 4 tokens share each
  * weight load (blockIdx.z walks chunks of S tokens for longer inputs).
  *
- * Small matrices (the router: 128 rows) cannot fill the GPU one warp a row,
- * so K is split over gridDim.y CTAs (split-K): each writes its partial sums
+ * Small float matrices (the router: 128 rows) cannot fill the GPU one warp a
+ * row, so K is split over gridDim.y CTAs (split-K): each writes its partial sums
  * to the scratch [split][T][rows], and the last CTA of a row group to arrive
  * adds them in ascending split order and writes y.
  */
@@ -101,65 +103,6 @@ template <> struct Unit<2> {
 	}
 };
 
-template <> struct Unit<8> {
-	static constexpr int elems = 16;
-	template <int S>
-	static __device__ __forceinline__ void dot(const struct coli_gpu_dense_gemv &a, int row,
-	                                           int u, int4 wv, int t0, int ns, float *acc)
-	{
-		const int nb = a.K / 32, b = u >> 1;
-		const float wd = __half2float(__ushort_as_half(a.scales[(size_t)row * nb + b]));
-#pragma unroll
-		for (int s = 0; s < S; s++) {
-			if (s < ns) {
-				const int4 x =
-				    __ldg((const int4 *)(a.xq + (size_t)(t0 + s) * a.K) + u);
-				int is = __dp4a(wv.x, x.x, 0);
-
-				is = __dp4a(wv.y, x.y, is);
-				is = __dp4a(wv.z, x.z, is);
-				is = __dp4a(wv.w, x.w, is);
-				acc[s] =
-				    __fmaf_rn((float)is,
-				              wd * __ldg(a.xd + (size_t)(t0 + s) * nb + b), acc[s]);
-			}
-		}
-	}
-};
-
-/* q4_0: byte j of a block holds element j (low nibble) and j + 16 (high) */
-template <> struct Unit<9> {
-	static constexpr int elems = 32;
-	template <int S>
-	static __device__ __forceinline__ void dot(const struct coli_gpu_dense_gemv &a, int row,
-	                                           int u, int4 wv, int t0, int ns, float *acc)
-	{
-		const int nb = a.K / 32;
-		const int q[4] = {wv.x, wv.y, wv.z, wv.w};
-		const float wd = __half2float(__ushort_as_half(a.scales[(size_t)row * nb + u]));
-#pragma unroll
-		for (int s = 0; s < S; s++) {
-			if (s < ns) {
-				const int4 *xp =
-				    (const int4 *)(a.xq + (size_t)(t0 + s) * a.K) + 2 * u;
-				const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
-				const int xl[4] = {x0.x, x0.y, x0.z, x0.w};
-				const int xh[4] = {x1.x, x1.y, x1.z, x1.w};
-				const size_t bi = (size_t)(t0 + s) * nb + u;
-				int is = 0;
-
-#pragma unroll
-				for (int i = 0; i < 4; i++) {
-					is = __dp4a(q[i] & 0x0f0f0f0f, xl[i], is);
-					is = __dp4a((q[i] >> 4) & 0x0f0f0f0f, xh[i], is);
-				}
-				is -= 8 * __ldg(a.xqsum + bi);
-				acc[s] = __fmaf_rn((float)is, wd * __ldg(a.xd + bi), acc[s]);
-			}
-		}
-	}
-};
-
 /* Where row `row` of token t goes (stacked matrices: see kernels_abi.h). */
 static __device__ __forceinline__ float *dg_out(const struct coli_gpu_dense_gemv &a, int t, int row)
 {
@@ -209,7 +152,7 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
 				if (base + 32 * (DG_UNROLL + i) < u1)
 					wv[i] = ld_stream(w + base + 32 * (DG_UNROLL + i));
 		}
-	/* the whole warp folds (a row is a warp, so validity is warp-uniform) */
+		/* the whole warp folds (a row is a warp, so validity is warp-uniform) */
 #pragma unroll
 	for (int s = 0; s < S; s++)
 		for (int off = 16; off; off >>= 1)
@@ -237,17 +180,212 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
 	return true;
 }
 
+/* ---- q8_0 / q4_0: the canonical reduction ----
+ *
+ * Quantized dense matrices are summed as the CPU sums them (cpu/cpu.h, THE
+ * CANONICAL REDUCTION), so the tensor-core GEMM of ptx/gemm.cu, which a
+ * prefill chunk's dense matrices use, gives a token the bits this GEMV gives
+ * it at decode. Still one warp a row, 16-byte units, 32 units a warp-wide
+ * load; a step of the loop covers units U .. U+31 (U a multiple of 32):
+ *   q8_0 (a unit is half a block): threads 2m and 2m+1 hold the halves of
+ *        block U/2 + m, whose canonical lane is m; their int sums add (exact)
+ *        and thread 2m keeps lane m's accumulator;
+ *   q4_0 (a unit is a block): thread t holds block U + t, lane t % 16;
+ *        thread t < 16 keeps lane t and, after its own block, adds the one
+ *        thread t + 16 passes down (lane order: U + t, then U + t + 16).
+ * Then the 16 lanes fold by the tree. A row is never split over CTAs: its
+ * canonical lanes run over all of K. */
+
+/* dw * dx, rounded, then s: the block's term (cpu/cpu.h) */
+template <int S>
+static __device__ __forceinline__ void q_scale(const struct coli_gpu_dense_gemv &a, float wd, int b,
+                                               int t0, int ns, float *dd)
+{
+	const int nb = a.K / 32;
+
+#pragma unroll
+	for (int s = 0; s < S; s++)
+		dd[s] = s < ns ? __fmul_rn(wd, __ldg(a.xd + (size_t)(t0 + s) * nb + b)) : 0.0f;
+}
+
+/* q8_0: the int sum of a half block (unit u) for each token */
+template <int S>
+static __device__ __forceinline__ void q8_half(const struct coli_gpu_dense_gemv &a, int u, int4 wv,
+                                               int t0, int ns, int *is)
+{
+#pragma unroll
+	for (int s = 0; s < S; s++) {
+		is[s] = 0;
+		if (s < ns) {
+			const int4 x = __ldg((const int4 *)(a.xq + (size_t)(t0 + s) * a.K) + u);
+
+			is[s] = __dp4a(wv.w, x.w,
+			               __dp4a(wv.z, x.z, __dp4a(wv.y, x.y, __dp4a(wv.x, x.x, 0))));
+		}
+	}
+}
+
+/* q4_0: the int sum of block b, nibbles minus 8 (byte j holds elements j and
+ * j + 16), for each token */
+template <int S>
+static __device__ __forceinline__ void q4_block(const struct coli_gpu_dense_gemv &a, int b, int4 wv,
+                                                int t0, int ns, int *is)
+{
+	const int nb = a.K / 32;
+	const int q[4] = {wv.x, wv.y, wv.z, wv.w};
+
+#pragma unroll
+	for (int s = 0; s < S; s++) {
+		is[s] = 0;
+		if (s < ns) {
+			const int4 *xp = (const int4 *)(a.xq + (size_t)(t0 + s) * a.K) + 2 * b;
+			const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+			const int xl[4] = {x0.x, x0.y, x0.z, x0.w};
+			const int xh[4] = {x1.x, x1.y, x1.z, x1.w};
+			int v = 0;
+
+#pragma unroll
+			for (int i = 0; i < 4; i++) {
+				v = __dp4a(q[i] & 0x0f0f0f0f, xl[i], v);
+				v = __dp4a((q[i] >> 4) & 0x0f0f0f0f, xh[i], v);
+			}
+			is[s] = v - 8 * __ldg(a.xqsum + (size_t)(t0 + s) * nb + b);
+		}
+	}
+}
+
+/* A step's terms: unit U + lane's int sums and dw * dx for each token
+ * (q8: of its half block). `valid`: the unit is below nu (else zeros). */
+template <int DT, int S>
+static __device__ __forceinline__ void q_terms(const struct coli_gpu_dense_gemv &a, int U, int lane,
+                                               bool valid, int4 wv, float wd, int t0, int ns,
+                                               int *is, float *dd)
+{
+	const int b = DT == 8 ? (U + lane) >> 1 : U + lane;
+
+	q_scale<S>(a, wd, valid ? b : 0, t0, ns, dd);
+	if (DT == 8)
+		q8_half<S>(a, valid ? U + lane : 0, valid ? wv : make_int4(0, 0, 0, 0), t0, ns, is);
+	else
+		q4_block<S>(a, valid ? b : 0, valid ? wv : make_int4(0, 0, 0, 0), t0, ns, is);
+}
+
+/* A step's terms into the canonical lanes' sums (see above: q8 lane m in
+ * thread 2m, q4 lane t in thread t adding thread t + 16's block second). */
+template <int DT, int S>
+static __device__ __forceinline__ void q_add(int U, int lane, int nu, int *is, const float *dd,
+                                             float *acc)
+{
+	if (DT == 8) {
+#pragma unroll
+		for (int s = 0; s < S; s++)
+			is[s] += __shfl_xor_sync(0xffffffffu, is[s], 1);
+		if (U + lane < nu && !(lane & 1))
+#pragma unroll
+			for (int s = 0; s < S; s++)
+				acc[s] = __fmaf_rn((float)is[s], dd[s], acc[s]);
+	} else {
+		float f2[S], d2[S];
+
+#pragma unroll
+		for (int s = 0; s < S; s++) {
+			f2[s] = __shfl_down_sync(0xffffffffu, (float)is[s], 16);
+			d2[s] = __shfl_down_sync(0xffffffffu, dd[s], 16);
+		}
+		if (lane < 16 && U + lane < nu)
+#pragma unroll
+			for (int s = 0; s < S; s++) {
+				acc[s] = __fmaf_rn((float)is[s], dd[s], acc[s]);
+				if (U + lane + 16 < nu)
+					acc[s] = __fmaf_rn(f2[s], d2[s], acc[s]);
+			}
+	}
+}
+
+template <int DT, int S>
+static __device__ __forceinline__ void dgemv_q(const struct coli_gpu_dense_gemv &a)
+{
+	const int lane = threadIdx.x & 31;
+	const int row = blockIdx.x * DG_WARPS + (threadIdx.x >> 5);
+	const int t0 = blockIdx.z * S, ns = min(S, a.T - t0);
+	const int nu = a.K / (DT == 8 ? 16 : 32), nb = a.K / 32;
+	const int4 *w = (const int4 *)a.w + (size_t)row * nu;
+	const unsigned short *sc = a.scales + (size_t)row * nb;
+	float acc[S];
+	int4 wv[DG_UNROLL] = {};
+	float wd[DG_UNROLL] = {};
+
+#pragma unroll
+	for (int s = 0; s < S; s++)
+		acc[s] = 0.0f;
+	/* the first weights and their scales are loaded before waiting for the
+	 * inputs; a unit's scale is its block's (q8: two units a block) */
+	if (row < a.rows)
+#pragma unroll
+		for (int i = 0; i < DG_UNROLL; i++) {
+			const int u = 32 * i + lane;
+
+			if (u < nu) {
+				wv[i] = ld_stream(w + u);
+				wd[i] = __half2float(
+				    __ushort_as_half(__ldg(sc + (DT == 8 ? u >> 1 : u))));
+			}
+		}
+	pdl_entry();
+	if (row >= a.rows) /* warp-uniform: the warp's shuffles stay whole */
+		return;
+	for (int U = 0; U < nu; U += 32 * DG_UNROLL) {
+		int is[DG_UNROLL][S];
+		float dd[DG_UNROLL][S];
+
+		/* every load of the step first, then the shuffles and sums */
+#pragma unroll
+		for (int i = 0; i < DG_UNROLL; i++)
+			if (U + 32 * i < nu) /* warp-uniform */
+				q_terms<DT, S>(a, U + 32 * i, lane, U + 32 * i + lane < nu, wv[i],
+				               wd[i], t0, ns, is[i], dd[i]);
+#pragma unroll
+		for (int i = 0; i < DG_UNROLL; i++) {
+			const int u = U + 32 * (DG_UNROLL + i) + lane;
+
+			if (u < nu) {
+				wv[i] = ld_stream(w + u);
+				wd[i] = __half2float(
+				    __ushort_as_half(__ldg(sc + (DT == 8 ? u >> 1 : u))));
+			}
+		}
+#pragma unroll
+		for (int i = 0; i < DG_UNROLL; i++)
+			if (U + 32 * i < nu)
+				q_add<DT, S>(U + 32 * i, lane, nu, is[i], dd[i], acc);
+	}
+	/* fold the 16 lanes: q8 holds lane m in thread 2m, q4 in thread m */
+#pragma unroll
+	for (int s = 0; s < S; s++)
+		for (int off = DT == 8 ? 16 : 8; off >= (DT == 8 ? 2 : 1); off >>= 1)
+			acc[s] = __fadd_rn(acc[s], __shfl_xor_sync(0xffffffffu, acc[s], off));
+	if (lane == 0)
+		for (int s = 0; s < ns; s++)
+			*dg_out(a, t0 + s, row) = acc[s];
+}
+
 #define DGEMV(dt, DT, S)                                                                           \
 	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_##dt##_##S(         \
 	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count)                      \
 	{                                                                                          \
 		dgemv<DT, S>(a, part, count);                                                      \
 	}
-#define DGEMV_S(dt, DT) DGEMV(dt, DT, 1) DGEMV(dt, DT, 2) DGEMV(dt, DT, 3) DGEMV(dt, DT, 4)
-DGEMV_S(f32, 0)
-DGEMV_S(bf16, 2)
-DGEMV_S(q8_0, 8)
-DGEMV_S(q4_0, 9)
+#define DGEMV_Q(dt, DT, S)                                                                         \
+	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_##dt##_##S(         \
+	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count)                      \
+	{                                                                                          \
+		dgemv_q<DT, S>(a);                                                                 \
+	}
+#define DGEMV_S(M, dt, DT) M(dt, DT, 1) M(dt, DT, 2) M(dt, DT, 3) M(dt, DT, 4)
+DGEMV_S(DGEMV, f32, 0)
+DGEMV_S(DGEMV, bf16, 2)
+DGEMV_S(DGEMV_Q, q8_0, 8)
+DGEMV_S(DGEMV_Q, q4_0, 9)
 
 /* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (w may be NULL).
  * G threads a row (a power of two, 32..1024, G >= n/4 when possible), so a

@@ -426,20 +426,6 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 	}
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-    coli_gemm_q8_0(const struct coli_gpu_gemm_job *jobs, int n_jobs)
-{
-	pdl_entry();
-	gemm_quant<false>(jobs, n_jobs);
-}
-
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-    coli_gemm_q4_0(const struct coli_gpu_gemm_job *jobs, int n_jobs)
-{
-	pdl_entry();
-	gemm_quant<true>(jobs, n_jobs);
-}
-
 /* ---- bf16 (exact within rounding only) ---- */
 
 #define BF_STAGES 3
@@ -529,10 +515,8 @@ static __device__ __forceinline__ void bf16_step(const Bf16Smem &sm, int st, int
 	}
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-    coli_gemm_bf16(const struct coli_gpu_gemm_job *jobs, int n_jobs)
+static __device__ __forceinline__ void gemm_bf16(const struct coli_gpu_gemm_job *jobs, int n_jobs)
 {
-	pdl_entry();
 	__shared__ __align__(128) Bf16Smem sm;
 	int row0, tok0;
 	const struct coli_gpu_gemm_job jb = *find_job<BM, BN>(jobs, n_jobs, &row0, &tok0);
@@ -560,3 +544,23 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 	}
 	store_tile(jb, row0, tok0, wm, wn, &acc[0][0][0]);
 }
+
+/* Two entry points per dtype: the job table in device memory, or (up to
+ * COLI_GPU_INL_JOBS jobs: a prefill chunk's dense matrices, a small MoE
+ * layer) in the launch's parameters, with nothing to copy first. */
+#define GEMM_KERNELS(name, fn)                                                                     \
+	extern "C" __global__ void __launch_bounds__(THREADS, 1)                                   \
+	    coli_gemm_##name(const struct coli_gpu_gemm_job *jobs, int n_jobs)                     \
+	{                                                                                          \
+		pdl_entry();                                                                       \
+		fn(jobs, n_jobs);                                                                  \
+	}                                                                                          \
+	extern "C" __global__ void __launch_bounds__(THREADS, 1) coli_gemm_##name##_inl(           \
+	    const __grid_constant__ struct coli_gpu_gemm_inline p, int n_jobs)                     \
+	{                                                                                          \
+		pdl_entry();                                                                       \
+		fn(p.j, n_jobs);                                                                   \
+	}
+GEMM_KERNELS(q8_0, gemm_quant<false>)
+GEMM_KERNELS(q4_0, gemm_quant<true>)
+GEMM_KERNELS(bf16, gemm_bf16)

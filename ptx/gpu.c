@@ -111,12 +111,18 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_gemv_f32)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_F32], g->mod, "coli_gemv_f32_inl"),
 	   "cuModuleGetFunction(coli_gemv_f32_inl)");
-	CK(g->cu->ModuleGetFunction(&g->f_gemm[COLI_DTYPE_Q8_0], g->mod_gemm, "coli_gemm_q8_0"),
-	   "cuModuleGetFunction(coli_gemm_q8_0)");
-	CK(g->cu->ModuleGetFunction(&g->f_gemm[COLI_DTYPE_Q4_0], g->mod_gemm, "coli_gemm_q4_0"),
-	   "cuModuleGetFunction(coli_gemm_q4_0)");
-	CK(g->cu->ModuleGetFunction(&g->f_gemm[COLI_DTYPE_BF16], g->mod_gemm, "coli_gemm_bf16"),
-	   "cuModuleGetFunction(coli_gemm_bf16)");
+	for (int i = 0; i < 6; i++) { /* coli_gemm_<dtype>[_inl] */
+		static const enum coli_dtype gt[3] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
+		                                      COLI_DTYPE_BF16};
+		char name[40];
+
+		snprintf(name, sizeof(name), "coli_gemm_%s%s", coli_dtype_name(gt[i / 2]),
+		         i % 2 ? "_inl" : "");
+		CK(g->cu->ModuleGetFunction(i % 2 ? &g->f_gemm_inl[gt[i / 2]]
+		                                  : &g->f_gemm[gt[i / 2]],
+		                            g->mod_gemm, name),
+		   name);
+	}
 	CK(g->cu->ModuleGetFunction(&g->f_silu, g->mod, "coli_silu_mul"),
 	   "cuModuleGetFunction(coli_silu_mul)");
 	CK(g->cu->ModuleGetFunction(&g->f_actq, g->mod, "coli_act_quantize"),
@@ -581,10 +587,20 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 			return -EINVAL;
 	}
 	CUR(g);
+	if (n_jobs <= COLI_GPU_INL_JOBS) { /* small: the table rides in the parameters */
+		struct coli_gpu_gemm_inline inl;
+
+		memset(&inl, 0, sizeof(inl));
+		memcpy(inl.j, g->gjobs_host, sizeof(*jobs) * n_jobs);
+		args[0] = &inl;
+		args[1] = &n_jobs;
+		return coli_gpu_launch(g, g->f_gemm_inl[dtype], (unsigned)tiles, 1, 1, threads, 0,
+		                       args, "cuLaunchKernel(gemm)");
+	}
 	/* stream-ordered: the copy lands after the previous GEMM launch has read
 	 * its table. The source is pageable, so the call first waits for the
-	 * stream to drain: a prefill GEMM is long enough not to mind (unlike the
-	 * decode GEMVs, whose tables ride in parameters or mapped memory) */
+	 * stream to drain: a long table is a prefill's MoE layer, long enough
+	 * not to mind */
 	CK(g->cu->MemcpyHtoDAsync(g->gjobs, g->gjobs_host, sizeof(*jobs) * n_jobs, g->stream),
 	   "cuMemcpyHtoDAsync(GEMM job table)");
 	args[0] = &g->gjobs;

@@ -9,11 +9,12 @@
  * several CTAs. Their partials go to one device scratch (DENSE_SCRATCH_FLOATS
  * floats, allocated at open) and the last CTA of a group combines them in a
  * fixed order, counted in by an integer counter (DENSE_COUNTERS of them, zero
- * between launches: the last CTA resets its own). A GEMV's split count
+ * between launches: the last CTA resets its own). A float GEMV's split count
  * depends on its matrix only (a prefill batch and a decode step sum a token in
  * the same order); a batch whose partials would not fit goes in several
- * launches. Attention's split counts are capped so the partials fit. One
- * stream: two split launches never overlap.
+ * launches. Quantized matrices are never split (the canonical reduction runs
+ * over all of K) and take the tensor-core GEMM for prefill chunks. Attention's split counts are
+ * capped so the partials fit. One stream: two split launches never overlap.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -322,13 +323,58 @@ static int dgemv_shape(const coli_gpu_t *g, enum coli_dtype dtype,
 		return -EINVAL;
 	*groups = (a->rows + DG_WARPS - 1) / DG_WARPS;
 	*splits = 1;
-	if (a->rows * 2 <= want && *groups <= DENSE_COUNTERS) {
+	/* quantized rows are the canonical reduction over all of K: never split */
+	if (*di < 2 && a->rows * 2 <= want && *groups <= DENSE_COUNTERS) {
 		*splits = (int)((want + a->rows - 1) / a->rows);
 		*splits = *splits < nu / 32 ? *splits : nu / 32; /* a unit a lane at least */
 		*splits = *splits < 32 ? *splits : 32;
 		*splits = *splits > 1 ? *splits : 1;
 	}
 	return 0;
+}
+
+/* A quantized matrix times a prefill chunk (T >= COLI_GPU_DENSE_GEMM_MIN_T) runs
+ * on the tensor-core GEMM of ptx/gemm.cu, one job per stacked range of rows:
+ * the canonical reduction like the GEMV, so a token gets the bits it gets
+ * at decode, but the weights are read once per 64 tokens instead of once
+ * per 4. Returns 1 where it does not apply (the GEMV runs: same bits). */
+static int dense_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *a)
+{
+	const size_t rb = dtype == COLI_DTYPE_Q4_0 ? (size_t)a->K / 2 : (size_t)a->K;
+	const int nb = a->K / 32;
+	const int r[4] = {0, a->y2 ? a->rows1 : a->rows, a->y2 ? a->rows2 : a->rows, a->rows};
+	float *const y[3] = {a->y, a->y2, a->y3};
+	const int ldy[3] = {a->ldy, a->ldy2, a->ldy3};
+	struct coli_gpu_gemm_job j[3];
+	int n = 0;
+
+	if ((dtype != COLI_DTYPE_Q8_0 && dtype != COLI_DTYPE_Q4_0) ||
+	    a->T < COLI_GPU_DENSE_GEMM_MIN_T)
+		return 1;
+	for (int i = 0; i < 3; i++) {
+		const char *w = (const char *)a->w + r[i] * rb;
+		const unsigned short *sc = a->scales + (size_t)r[i] * nb;
+
+		if (r[i + 1] == r[i])
+			continue;
+		/* the GEMM's copies: 16-byte weight and activation rows, 4-byte
+		 * pairs of scales */
+		if ((uintptr_t)w % 16 || (uintptr_t)sc % 4 || (uintptr_t)a->xq % 16)
+			return 1;
+		j[n++] = (struct coli_gpu_gemm_job){
+		    .w = w,
+		    .scales = sc,
+		    .xq = a->xq,
+		    .xd = a->xd,
+		    .xqsum = a->xqsum,
+		    .y = y[i],
+		    .rows = r[i + 1] - r[i],
+		    .K = a->K,
+		    .S = a->T,
+		    .ldy = ldy[i],
+		};
+	}
+	return coli_gpu_gemm(g, dtype, j, n);
 }
 
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m)
@@ -339,7 +385,7 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 	int di, S, chunks, groups, splits;
 	int rc = dgemv_shape(g, dtype, &a, &di, &groups, &splits);
 
-	if (rc)
+	if (rc || (rc = dense_gemm(g, dtype, &a)) <= 0)
 		return rc;
 	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
 	/* tokens per launch: a split launch's partials [splits][T][rows] and its

@@ -12,6 +12,13 @@
  * (ptx/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S, which were
  * faster below ~14 tokens on an H200 (docs/perf/kernels.md). */
 #define COLI_GPU_GEMM_MIN_S 16
+/* A quantized dense matrix (q/k/v, o, ...) times at least this many tokens
+ * goes to the GEMM too (the same bits as its GEMV). Lower than this a CTA's
+ * walk over K is the GEMM's time whatever the tile count: on an H200 at
+ * qwen3-30b's shapes, q4 qkv at 16 tokens took 37 us against ~29 for the
+ * GEMV, o 66 against ~27; at 64 tokens 43 vs ~116 and 79 vs ~109 (the
+ * GEMV's cost grows with the tokens, docs/perf/kernels.md). */
+#define COLI_GPU_DENSE_GEMM_MIN_T 48
 
 /* One matrix [rows x K] times S activation vectors; all pointers are device
  * addresses. Quantized weights read xq/xd/xqsum, float weights read xf. The
@@ -74,6 +81,9 @@ struct coli_gpu_gemm_job {
 	COLI_GPU_JOB_FIELDS
 	int tile0; /* first CTA of the job in the launch: set by coli_gpu_gemm */
 	int pad_;
+};
+struct coli_gpu_gemm_inline { /* a small table in the launch's parameters */
+	struct coli_gpu_gemm_job j[COLI_GPU_INL_JOBS];
 };
 
 /* A MoE layer's expert outputs not yet summed (host side: the arguments of

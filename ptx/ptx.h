@@ -112,9 +112,10 @@ int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, ui
 int coli_gpu_add_bias(coli_gpu_t *g, uint64_t y, uint64_t b, int rows, int n);
 int coli_gpu_add(coli_gpu_t *g, uint64_t x, uint64_t y, int n);
 int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, uint64_t inv_freq);
-/* Dense matrix times T activation rows (any T): deterministic, not the
- * canonical reduction (the dense part is exempt from the placement invariant;
- * routed experts use coli_gpu_gemv). dtype f32, bf16, q8_0 or q4_0; K % 32 == 0;
+/* Dense matrix times T activation rows (any T): deterministic; f32 and bf16
+ * not the canonical reduction (the dense part is exempt from the placement
+ * invariant), q8_0 and q4_0 the canonical reduction (coli_gemv's bits; from
+ * COLI_GPU_DENSE_GEMM_MIN_T tokens on the tensor-core GEMM). K % 32 == 0;
  * quantized weights read m->xq/xd/xqsum from coli_gpu_act_quantize. */
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m);
 /* Causal attention (ptx/attention.cu): q [T][nh][hd], K/V the layer's cache

@@ -4,8 +4,9 @@
  * outputs poisoned (0xff bytes = NaN) before each launch, max error printed:
  *
  *   dense_gemv      f32 / bf16 / q8_0 / q4_0, rows 1..5000, K 32..4096, T 1..600
- *                   (split-K at small row counts, chunks of 4 tokens past T = 4),
- *                   vs coli_gemv within 1e-5 of sum|w*x|; gaps of ldy > rows
+ *                   (f32/bf16 split-K at small row counts, chunks of 4 tokens
+ *                   past T = 4), vs coli_gemv within 1e-5 of sum|w*x|, q8_0 and
+ *                   q4_0 bit for bit (the canonical reduction); gaps of ldy > rows
  *                   stay poisoned; a second launch gives the same bits, and so
  *                   does each token alone (T = 1): a prefill batch sums a token
  *                   in the order a decode step does
@@ -43,8 +44,9 @@
  * Skips (77) without a usable GPU. `dense_kernels --bench` instead times the
  * experts' grouped GEMV at decode (a layer's gate+up and down tables) and each
  * kernel at decode shapes (qwen3-30b-a3b) next to a device-to-device copy of
- * the same run (docs/perf/kernels.md; `--bench ops`: the non-GEMV kernels only);
- * the bench asserts nothing.
+ * the same run (docs/perf/kernels.md; `--bench ops`: the non-GEMV kernels
+ * only; `--bench prefill`: q/k/v and o at 8..256 tokens, the quantized ones on
+ * the GEMM from COLI_GPU_DENSE_GEMM_MIN_T); the bench asserts nothing.
  */
 #include <math.h>
 #include <stdio.h>
@@ -195,9 +197,10 @@ static int test_dense_gemv(enum coli_dtype t)
 {
 	static const int shapes[][3] = {
 	    /* rows, K, T */
-	    {1, 32, 1},      {7, 64, 2},      {128, 2048, 1},  {128, 2048, 4},  {512, 2048, 1},
-	    {512, 2048, 3},  {33, 4096, 2},   {2048, 4096, 1}, {5000, 2048, 1}, {300, 768, 5},
-	    {1000, 2048, 9}, {4096, 2048, 4}, {128, 2048, 600}};
+	    {1, 32, 1},      {7, 64, 2},      {128, 2048, 1},   {128, 2048, 4},  {512, 2048, 1},
+	    {512, 2048, 3},  {33, 4096, 2},   {2048, 4096, 1},  {5000, 2048, 1}, {300, 768, 5},
+	    {1000, 2048, 9}, {4096, 2048, 4}, {128, 2048, 600}, {200, 1568, 3},  {70, 5120, 2},
+	    {3, 96, 7},      {41, 32, 50},    {300, 768, 70},   {64, 4096, 49}};
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
@@ -273,6 +276,16 @@ static int test_dense_gemv(enum coli_dtype t)
 		snprintf(what, sizeof(what), "dense_gemv %s %dx%d T=%d", coli_dtype_name(t), R, K,
 		         T);
 		rc |= check(what, got, want, tol, 0, (size_t)T * ldy);
+		if (coli_dtype_is_quant(t)) { /* the canonical reduction: coli_gemv's bits */
+			size_t differ = 0;
+
+			for (size_t i = 0; i < (size_t)T * ldy; i++)
+				differ += memcmp(&got[i], &want[i], 4) != 0;
+			if (differ) {
+				printf("    %zu values differ from coli_gemv's bits\n", differ);
+				rc = 1;
+			}
+		}
 		if (gaps || alone || memcmp(got, got2, sizeof(float) * T * ldy)) {
 			printf("    %zu gap values written; second launch %s; %zu tokens differ "
 			       "alone\n",
@@ -1192,12 +1205,15 @@ static void bench_gemv(const char *name, enum coli_dtype t, int R, int K, int T,
 	b.dy = dev_poison(sizeof(float) * T * R);
 	for (int canon = 0; canon < 2; canon++) {
 		b.canonical = canon;
-		us[canon] = time_us(run_gemv, &b, 200);
+		/* the grouped GEMV takes S <= COLI_GPU_MAX_S */
+		us[canon] = canon && T > COLI_GPU_MAX_S ? -1 : time_us(run_gemv, &b, 200);
 	}
 	b.canonical = 0;
-	printf("  %-10s %-5s %6d x %-5d T=%d %8.2f MB  dense %7.2f us %7.0f GB/s %5.2f of copy",
+	printf("  %-10s %-5s %6d x %-5d T=%-3d %8.2f MB  dense %7.2f us %7.0f GB/s %5.2f of copy",
 	       name, coli_dtype_name(t), R, K, T, bytes / 1e6, us[0], bytes / us[0] / 1e3,
 	       bytes / us[0] / 1e3 / bw);
+	if (T > COLI_GPU_MAX_S) /* a prefill chunk: the work, not the bytes */
+		printf("  %6.1f TOPS", 2.0 * R * K * T / us[0] / 1e6);
 	if (us[1] > 0)
 		printf(" | canonical %7.2f us %5.2f", us[1], bytes / us[1] / 1e3 / bw);
 	printf("\n");
@@ -1367,6 +1383,20 @@ static double copy_bw(void)
 	return 2.0 * n * 10 / (ms * 1e-3) / 1e9; /* read + write */
 }
 
+/* A prefill chunk's dense matrices (T tokens): from COLI_GPU_DENSE_GEMM_MIN_T
+ * tokens the quantized ones run on the tensor-core GEMM. */
+static void bench_prefill(double bw)
+{
+	static const int Ts[] = {8, 16, 32, 48, 64, 256};
+	const enum coli_dtype dts[] = {COLI_DTYPE_Q4_0, COLI_DTYPE_Q8_0, COLI_DTYPE_BF16};
+
+	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
+		for (size_t k = 0; k < sizeof(Ts) / sizeof(Ts[0]); k++) {
+			bench_gemv("qkv", dts[d], 5120, 2048, Ts[k], bw);
+			bench_gemv("o", dts[d], 2048, 4096, Ts[k], bw);
+		}
+}
+
 static int bench(int ops_only)
 {
 	double bw = copy_bw();
@@ -1378,8 +1408,12 @@ static int bench(int ops_only)
 	const enum coli_dtype dts[] = {COLI_DTYPE_Q4_0, COLI_DTYPE_Q8_0, COLI_DTYPE_BF16};
 
 	printf("device-to-device copy: %.0f GB/s (read + write, 1 GiB x 10)\n", bw);
-	if (ops_only) {
+	if (ops_only == 1) {
 		bench_ops(bw);
+		return 0;
+	}
+	if (ops_only == 2) {
+		bench_prefill(bw);
 		return 0;
 	}
 	/* qwen3-30b-a3b's experts (768 x 2048), top-8: gate+up, then down; the
@@ -1409,7 +1443,10 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (argc > 1 && !strcmp(argv[1], "--bench")) {
-		rc = bench(argc > 2 && !strcmp(argv[2], "ops"));
+		rc = bench(argc < 3                      ? 0
+		           : !strcmp(argv[2], "ops")     ? 1
+		           : !strcmp(argv[2], "prefill") ? 2
+		                                         : 0);
 		coli_gpu_close(g_gpu);
 		return rc;
 	}
