@@ -192,7 +192,8 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
  *        and thread 2m keeps lane m's accumulator;
  *   q4_0 (a unit is a block): thread t holds block U + t, lane t % 16;
  *        thread t < 16 keeps lane t and, after its own block, adds the one
- *        thread t + 16 passes down (lane order: U + t, then U + t + 16).
+ *        thread t + 16 passes down (lane order: U + t, then U + t + 16);
+ *        long matrices take dgemv_q4h below instead.
  * Then the 16 lanes fold by the tree. A row is never split over CTAs: its
  * canonical lanes run over all of K. */
 
@@ -369,6 +370,72 @@ static __device__ __forceinline__ void dgemv_q(const struct coli_gpu_dense_gemv 
 			*dg_out(a, t0 + s, row) = acc[s];
 }
 
+/* q4_0 for long matrices (lm_head): a half-warp a row, thread j the
+ * canonical lane j reading blocks j, j + 16, ... (a half-warp load is 256
+ * contiguous bytes): no shuffle a step, half the threads' instructions a
+ * byte. Same bits as dgemv_q; ptx/gpu_dense.c picks by the row count. */
+template <int S>
+static __device__ __forceinline__ void dgemv_q4h(const struct coli_gpu_dense_gemv &a)
+{
+	const int j = threadIdx.x & 15;
+	const int row = blockIdx.x * (2 * DG_WARPS) + (threadIdx.x >> 4);
+	const bool live = row < a.rows; /* dead half-warps still shuffle */
+	const int t0 = blockIdx.z * S, ns = min(S, a.T - t0), nb = a.K / 32;
+	const int4 *w = (const int4 *)a.w + (size_t)(live ? row : 0) * nb;
+	const unsigned short *sc = a.scales + (size_t)(live ? row : 0) * nb;
+	float acc[S];
+	int4 wv[DG_UNROLL] = {};
+	float wd[DG_UNROLL] = {};
+
+#pragma unroll
+	for (int s = 0; s < S; s++)
+		acc[s] = 0.0f;
+		/* the first weights and scales before waiting for the inputs */
+#pragma unroll
+	for (int i = 0; i < DG_UNROLL; i++)
+		if (live && j + 16 * i < nb) {
+			wv[i] = ld_stream(w + j + 16 * i);
+			wd[i] = __half2float(__ushort_as_half(__ldg(sc + j + 16 * i)));
+		}
+	pdl_entry();
+	for (int B = 0; B < nb; B += 16 * DG_UNROLL) {
+		int is[DG_UNROLL][S];
+		float dd[DG_UNROLL][S];
+
+#pragma unroll
+		for (int i = 0; i < DG_UNROLL; i++) {
+			const int b = B + 16 * i + j;
+
+			if (live && b < nb) {
+				q_scale<S>(a, wd[i], b, t0, ns, dd[i]);
+				q4_block<S>(a, b, wv[i], t0, ns, is[i]);
+			}
+		}
+#pragma unroll
+		for (int i = 0; i < DG_UNROLL; i++) {
+			const int b = B + 16 * (DG_UNROLL + i) + j;
+
+			if (live && b < nb) {
+				wv[i] = ld_stream(w + b);
+				wd[i] = __half2float(__ushort_as_half(__ldg(sc + b)));
+			}
+		}
+#pragma unroll
+		for (int i = 0; i < DG_UNROLL; i++)
+			if (live && B + 16 * i + j < nb)
+#pragma unroll
+				for (int s = 0; s < S; s++)
+					acc[s] = __fmaf_rn((float)is[i][s], dd[i][s], acc[s]);
+	}
+#pragma unroll
+	for (int s = 0; s < S; s++)
+		for (int off = 8; off; off >>= 1)
+			acc[s] = __fadd_rn(acc[s], __shfl_xor_sync(0xffffffffu, acc[s], off, 16));
+	if (live && j == 0)
+		for (int s = 0; s < ns; s++)
+			*dg_out(a, t0 + s, row) = acc[s];
+}
+
 #define DGEMV(dt, DT, S)                                                                           \
 	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_##dt##_##S(         \
 	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count)                      \
@@ -381,11 +448,18 @@ static __device__ __forceinline__ void dgemv_q(const struct coli_gpu_dense_gemv 
 	{                                                                                          \
 		dgemv_q<DT, S>(a);                                                                 \
 	}
+#define DGEMV_Q4H(dt, DT, S)                                                                       \
+	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_##dt##_##S(         \
+	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count)                      \
+	{                                                                                          \
+		dgemv_q4h<S>(a);                                                                   \
+	}
 #define DGEMV_S(M, dt, DT) M(dt, DT, 1) M(dt, DT, 2) M(dt, DT, 3) M(dt, DT, 4)
 DGEMV_S(DGEMV, f32, 0)
 DGEMV_S(DGEMV, bf16, 2)
 DGEMV_S(DGEMV_Q, q8_0, 8)
 DGEMV_S(DGEMV_Q, q4_0, 9)
+DGEMV_S(DGEMV_Q4H, q4_0h, 9)
 
 /* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (w may be NULL).
  * G threads a row (a power of two, 32..1024, G >= n/4 when possible), so a

@@ -3,7 +3,7 @@
  * ptx/attention.cu against the CPU reference (cpu/), on fresh random inputs,
  * outputs poisoned (0xff bytes = NaN) before each launch, max error printed:
  *
- *   dense_gemv      f32 / bf16 / q8_0 / q4_0, rows 1..5000, K 32..4096, T 1..600
+ *   dense_gemv      f32 / bf16 / q8_0 / q4_0, rows 1..9000, K 32..5120, T 1..600
  *                   (f32/bf16 split-K at small row counts, chunks of 4 tokens
  *                   past T = 4), vs coli_gemv within 1e-5 of sum|w*x|, q8_0 and
  *                   q4_0 bit for bit (the canonical reduction); gaps of ldy > rows
@@ -200,7 +200,8 @@ static int test_dense_gemv(enum coli_dtype t)
 	    {1, 32, 1},      {7, 64, 2},      {128, 2048, 1},   {128, 2048, 4},  {512, 2048, 1},
 	    {512, 2048, 3},  {33, 4096, 2},   {2048, 4096, 1},  {5000, 2048, 1}, {300, 768, 5},
 	    {1000, 2048, 9}, {4096, 2048, 4}, {128, 2048, 600}, {200, 1568, 3},  {70, 5120, 2},
-	    {3, 96, 7},      {41, 32, 50},    {300, 768, 70},   {64, 4096, 49}};
+	    {3, 96, 7},      {41, 32, 50},    {300, 768, 70},   {64, 4096, 49},  {9000, 1568, 2},
+	    {8448, 64, 5}};
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
