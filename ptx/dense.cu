@@ -457,9 +457,12 @@ static __device__ __forceinline__ void dgemv_q4h(const struct coli_gpu_dense_gem
 #define DGEMV_S(M, dt, DT) M(dt, DT, 1) M(dt, DT, 2) M(dt, DT, 3) M(dt, DT, 4)
 DGEMV_S(DGEMV, f32, 0)
 DGEMV_S(DGEMV, bf16, 2)
-DGEMV_S(DGEMV_Q, q8_0, 8)
-DGEMV_S(DGEMV_Q, q4_0, 9)
-DGEMV_S(DGEMV_Q4H, q4_0h, 9)
+/* float matrices times a prefill chunk: 8 or 16 tokens a weight load (a
+ * token's sum is the same whatever S: the routers split K 16 ways, so S = 4
+ * made 16384 CTAs of a 256-token chunk, 105 us a launch on an H200) */
+DGEMV(f32, 0, 8)
+DGEMV(f32, 0, 16) DGEMV(bf16, 2, 8) DGEMV(bf16, 2, 16) DGEMV_S(DGEMV_Q, q8_0, 8)
+    DGEMV_S(DGEMV_Q, q4_0, 9) DGEMV_S(DGEMV_Q4H, q4_0h, 9)
 
 /* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (w may be NULL).
  * G threads a row (a power of two, 32..1024, G >= n/4 when possible), so a
@@ -476,10 +479,10 @@ DGEMV_S(DGEMV_Q4H, q4_0h, 9)
  * weights pw) summed as coli_moe_accumulate does, so the layer needs no
  * accumulate launch of its own. */
 #define RN_REG 4 /* float4 per thread kept in registers; larger rows re-read x */
-/* Row `row`'s sum of a MoE layer's pairs at element i: coli_moe_accumulate's
- * order (pairs ascending, product rounded then added, from +0). */
-static __device__ __forceinline__ float pairs_sum(const float *py, const int *pt, const float *pw,
-                                                  int np, int row, int n, int i)
+    /* Row `row`'s sum of a MoE layer's pairs at element i: coli_moe_accumulate's
+     * order (pairs ascending, product rounded then added, from +0). */
+    static __device__ __forceinline__
+    float pairs_sum(const float *py, const int *pt, const float *pw, int np, int row, int n, int i)
 {
 	float o = 0.0f;
 

@@ -401,6 +401,7 @@ int coli_gpu_capture_begin(coli_gpu_t *g)
 	CUR(g);
 	CK(g->cu->StreamBeginCapture(g->stream, CU_STREAM_CAPTURE_MODE_RELAXED),
 	   "cuStreamBeginCapture");
+	g->capturing = 1;
 	return 0;
 }
 
@@ -412,6 +413,7 @@ int coli_gpu_capture_end(coli_gpu_t *g, uint64_t *graph)
 
 	*graph = 0;
 	CUR(g);
+	g->capturing = 0;
 	r = g->cu->StreamEndCapture(g->stream, &gr);
 	if (r == CUDA_SUCCESS && gr)
 		r = g->cu->GraphInstantiate(&ex, gr, 0);

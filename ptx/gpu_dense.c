@@ -75,6 +75,12 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], s + 1);
 			CK(g->cu->ModuleGetFunction(&g->f_dgemv[d][s], g->mod_dense, name), name);
 		}
+	for (int d = 0; d < 2; d++)
+		for (int s = 0; s < 2; s++) {
+			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], 8 << s);
+			CK(g->cu->ModuleGetFunction(&g->f_dgemv_wide[d][s], g->mod_dense, name),
+			   name);
+		}
 	CK(g->cu->DeviceGetAttribute(&g->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
 	                             g->dev),
 	   "cuDeviceGetAttribute(multiprocessors)");
@@ -211,8 +217,12 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
  * split over about two CTAs per SM (what fits at once: 128 registers a
  * thread) for one query, whatever T is, so a query gets the same bits in a
  * prefill batch as in a decode step; queries go in batches whose partials fit
- * the scratch. Splits past a query's position return at once. */
-static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv, int group, int hd)
+ * the scratch. Splits past a query's position return at once, and splits
+ * past `reach` (the positions any query of the launch sees, when the launch
+ * is not replayed later) are not launched: a 256-token prefill in a context
+ * of 4096 ran 64 splits of which 4 held positions (125 us a launch, H200). */
+static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int reach, int nkv,
+                            int group, int hd)
 {
 	size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
 	int chunks = (span + AD_CHUNK - 1) / AD_CHUNK, splits, cps, t0, tb, k = 0;
@@ -232,6 +242,10 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int nkv
 		splits--;
 	cps = (chunks + splits - 1) / splits;
 	splits = (chunks + cps - 1) / cps; /* no split starts past the span */
+	/* the kernel's `used` (splits holding a query's positions) is the same
+	 * with fewer CTAs in x: only the partials' stride changes */
+	if (reach < span && (reach + cps * AD_CHUNK - 1) / (cps * AD_CHUNK) < splits)
+		splits = (reach + cps * AD_CHUNK - 1) / (cps * AD_CHUNK);
 	tb = splits > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)splits * per)) : T;
 	tb = tb < DENSE_COUNTERS / (nkv * hsplit) ? tb : DENSE_COUNTERS / (nkv * hsplit);
 	args[10] = &cps;
@@ -267,7 +281,8 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 	if (group > AT_MAXG || group * hd > AT_MAXQ)
 		return -ENOTSUP; /* the shared-memory q block of attention.cu */
 	if (hd % 32 == 0 && THREADS % hd == 0 && nh <= DENSE_COUNTERS)
-		return attention_chunks(g, args, T, posp ? span : pos0 + T, nkv, group, hd);
+		return attention_chunks(g, args, T, posp ? span : pos0 + T,
+		                        posp && g->capturing ? span : pos0 + T, nkv, group, hd);
 	base = (long)T * nkv;
 	tiles = ((posp ? span : pos0 + T) + AT_TILE - 1) / AT_TILE;
 	if (base < want && base <= DENSE_COUNTERS) {
@@ -390,10 +405,14 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 	void *args[] = {&a, &part, &cnt};
 	int di, S, chunks, groups, splits;
 	int rc = dgemv_shape(g, dtype, &a, &di, &groups, &splits);
+	CUfunction f;
 
 	if (rc || (rc = dense_gemm(g, dtype, &a)) <= 0)
 		return rc;
 	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
+	f = g->f_dgemv[di][S - 1];
+	if (di < 2 && a.T >= 8) /* float weights at prefill: wider token chunks */
+		S = a.T >= 16 ? 16 : 8, f = g->f_dgemv_wide[di][S == 16];
 	/* tokens per launch: a split launch's partials [splits][T][rows] and its
 	 * counters [chunks][groups] must fit; longer inputs go in several */
 	int tb = a.T;
@@ -416,8 +435,8 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 		a.y2 = m->y2 ? m->y2 + (size_t)t * m->ldy2 : NULL;
 		a.y3 = m->y3 ? m->y3 + (size_t)t * m->ldy3 : NULL;
 		chunks = (a.T + S - 1) / S;
-		rc = launch3(g, g->f_dgemv[di][S - 1], (unsigned)groups, (unsigned)splits,
-		             (unsigned)chunks, DG_WARPS * 32, args, "launch dense gemv");
+		rc = launch3(g, f, (unsigned)groups, (unsigned)splits, (unsigned)chunks,
+		             DG_WARPS * 32, args, "launch dense gemv");
 		if (rc)
 			return rc;
 	}

@@ -140,6 +140,7 @@ struct coli_gpu {
 	CUmodule mod, mod_dense, mod_attn, mod_gemm;
 	CUstream stream; /* compute: kernels, activations, outputs */
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu.c coli_gpu_stage_*) */
+	int capturing;   /* the stream is being captured: launches will be replayed */
 	int n_stage;
 	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */
 	CUfunction f_gemv[10];      /* indexed by enum coli_dtype */
@@ -167,6 +168,7 @@ struct coli_gpu {
 	int n_regs;
 	CUevent ring_left[JOB_SEGS];           /* recorded when the stream left segment i */
 	CUfunction f_dgemv[5][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0 q4_0h][S - 1] */
+	CUfunction f_dgemv_wide[2][2];         /* [f32 bf16][S = 8, 16]: prefill chunks */
 	int sm_count;
 	CUdeviceptr scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c) */
 	CUdeviceptr counts;  /* unsigned [DENSE_COUNTERS], zero between launches */

@@ -1010,12 +1010,14 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 		free(ref.q), free(ref.d), free(ref.qsum), free(dev.q), free(dev.d), free(dev.qsum);
 	}
 	/* the position read from device memory (the pos0 argument is wrong on
-	 * purpose), the grid split for a longer context than the one used */
+	 * purpose, but an upper bound as outside a capture it must be: splits
+	 * past pos0 + T are not launched), the grid split for a longer context
+	 * than the one used */
 	dpos = dev_copy(&pos0, sizeof(pos0));
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
-	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 ? pos0 - 1 : 0, dpos, n + 3000, nh,
-	                       nkv, hd, scale, 0, 0, 0)) {
+	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh, nkv, hd,
+	                       scale, 0, 0, 0)) {
 		printf("  attention T=%d pos0=%d from memory: launch failed\n", T, pos0);
 		return 1;
 	}
@@ -1031,7 +1033,7 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 
 		coli_gpu_free(g_gpu, dpos);
 		dpos = dev_copy(&last, sizeof(last));
-		if (coli_gpu_attention(g_gpu, dq + 4 * (qn - (size_t)nh * hd), dk, dv, d1, 1, 0,
+		if (coli_gpu_attention(g_gpu, dq + 4 * (qn - (size_t)nh * hd), dk, dv, d1, 1, last,
 		                       dpos, n + 3000, nh, nkv, hd, scale, 0, 0, 0)) {
 			printf("  attention T=1 at %d: launch failed\n", last);
 			return 1;
