@@ -92,6 +92,8 @@ struct coli_dev_slot {
 	int8_t *sx_q;
 	float *sx_d, *sx_f, *sy;
 	int32_t *sx_s;
+	int32_t *sx_tok;                 /* [P] each row's token, for a device-side gather */
+	uint64_t tok;                    /* the same on the device */
 	struct coli_gpu_gemv_job *jobs;  /* runs of <= COLI_GPU_MAX_S pairs */
 	struct coli_gpu_gemm_job *gjobs; /* longer runs (prefill): tensor-core GEMM */
 	struct dev_run {
@@ -203,8 +205,16 @@ struct coli_engine {
 	int routed;     /* this layer's sel/selw came from the dense device (coli_route) */
 	int preplanned; /* device whose resident experts of this layer already ran (forward_dev's
 	                 * run_plan; outputs in its y at pair rows), or -1 */
-	float *g, *u;   /* [tmax][max_inter] */
-	float *ey;      /* [tmax*top_k][hidden] per-pair expert outputs */
+	/* this layer's token rows where they already are on a device (the dense
+	 * device's normed rows, q8/q4 quantized by the norm or f32): the pairs
+	 * of that device are gathered there (core/moe_dev.c), not uploaded.
+	 * dev NULL: none */
+	struct {
+		struct coli_dev *dev;
+		uint64_t q, d, qs, f; /* [T][H] int8, [T][H/32] scales and sums; [T][H] f32 */
+	} dev_rows;
+	float *g, *u; /* [tmax][max_inter] */
+	float *ey;    /* [tmax*top_k][hidden] per-pair expert outputs */
 	/* the layer's (token, expert) pairs, sorted by expert then token */
 	int n_pairs;
 	int *pair_expert, *pair_token;

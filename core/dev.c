@@ -254,6 +254,12 @@ int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
 	       "attention launch");
 }
 
+int coli_dev_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
+                         size_t row_bytes)
+{
+	LAUNCH(d->ops->gather_rows(d, dst, src, idx, n, row_bytes), "gather launch");
+}
+
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H)
 {

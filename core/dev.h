@@ -86,6 +86,9 @@ struct coli_dev_ops {
 	                 float scale, uint64_t aq, uint64_t ad, uint64_t aqs);
 	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
 	             uint64_t ids, uint64_t x, int T, int H);
+	/* dst row r = src row idx[r] for r < n, rows of row_bytes (% 4 == 0) */
+	int (*gather_rows)(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
+	                   size_t row_bytes);
 	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
 	                      uint64_t pair_w, int n_pairs, int T, int H);
 	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
@@ -139,8 +142,7 @@ struct coli_dev {
 /* Open the devices named by --gpu (auto | off | sim | 0,1,...): *n devices
  * in devs[]; prints one line when a GPU was asked for but is absent. */
 int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int pdl,
-                      struct coli_dev **devs,
-                      int max, int *n, char *err, size_t errlen);
+                      struct coli_dev **devs, int max, int *n, char *err, size_t errlen);
 void coli_dev_close(struct coli_dev *d);
 
 /* The checked entry points the scheduler uses (fault injection, sticky failure). */
@@ -197,6 +199,8 @@ int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
                        uint64_t aq, uint64_t ad, uint64_t aqs);
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H);
+int coli_dev_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
+                         size_t row_bytes);
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H);
 int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);

@@ -89,6 +89,12 @@ static int g_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
 	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
 	                          ad, aqs);
 }
+static int g_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
+                         size_t row_bytes)
+{
+	return coli_gpu_gather_rows(G(d), dst, src, idx, n, row_bytes);
+}
+
 static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H)
 {
@@ -246,6 +252,7 @@ static const struct coli_dev_ops g_gpu_ops = {
     .rope = g_rope,
     .attention = g_attention,
     .embed = g_embed,
+    .gather_rows = g_gather_rows,
     .moe_accumulate = g_moe_acc,
     .gated_add = g_gated,
     .argmax = g_argmax,

@@ -241,6 +241,17 @@ static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
 	return aq ? s_actq(d, out, aq, ad, aqs, T * nh * hd / COLI_QBLOCK) : 0;
 }
 
+static int s_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
+                         size_t row_bytes)
+{
+	const int *id = (const int *)(uintptr_t)idx;
+
+	for (int r = 0; r < n; r++)
+		memcpy((char *)(uintptr_t)dst + (size_t)r * row_bytes,
+		       (const char *)(uintptr_t)src + (size_t)id[r] * row_bytes, row_bytes);
+	return 0;
+}
+
 static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H)
 {
@@ -494,6 +505,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .rope = s_rope,
     .attention = s_attention,
     .embed = s_embed,
+    .gather_rows = s_gather_rows,
     .moe_accumulate = s_moe_acc,
     .gated_add = s_gated,
     .argmax = s_argmax,

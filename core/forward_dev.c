@@ -431,8 +431,8 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
  *                experts), the lookahead's guess (layer gn >= 0), and the
  *                downloads the host plans from
  * No host state changes here (layer_run may capture it as a graph and
- * replay it); xq: the ffn norm quantizes xn's rows for device-planned q8/q4
- * experts. */
+ * replay it); xq: the ffn norm quantizes xn's rows for q8/q4 experts on
+ * the device. */
 /* Whether layer l, of kind `kind`, leaves its MoE accumulate to the next
  * layer's first norm: a device-planned layer with a next layer and no shared
  * expert (whose gated add needs the sum first). */
@@ -573,7 +573,13 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	coli_actbufs_set(e, e->ax, e->xn, T, H);
 	e->routed = dd->route_on_dev;
 	e->preplanned = pre ? dd->plan_dev : -1;
+	/* the experts of this device gather their rows here (xq: quantized by
+	 * the ffn norm; else the f32 rows) */
+	e->dev_rows.dev = dd->dev;
+	e->dev_rows.q = xq ? dd->aq : 0, e->dev_rows.d = dd->ad, e->dev_rows.qs = dd->aqs;
+	e->dev_rows.f = xq ? 0 : dd->xn;
 	rc = coli_moe_experts(e, l, T);
+	e->dev_rows.dev = NULL;
 	e->routed = 0;
 	e->preplanned = -1;
 	if (rc)
@@ -636,10 +642,11 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	for (int l = 0, pend = PEND_NONE; !rc && l < c->n_layers; l++) {
 		int kind = layer_kind(e, l, T), moe = kind != SEG_DENSE;
 		int gn = kind == SEG_HOST || kind == SEG_PRE ? guess_layer(e, l, T) : -1;
-		/* a device-planned layer's q8/q4 experts read xn's rows quantized by the norm */
-		int xq = (kind == SEG_PLANNED || kind == SEG_PRE) &&
-		         coli_dtype_is_quant(
-		             coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
+		/* q8/q4 experts read xn's rows quantized by the norm (a host-planned
+		 * layer's device experts gather them on the device) */
+		int xq =
+		    moe && coli_dtype_is_quant(
+		               coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
 
 		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
 		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;

@@ -145,17 +145,18 @@ static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
 	A(hd, P * I / 32 * 4);
 	A(hqs, P * I / 32 * 4);
 	A(y, P * H * 4);
+	A(tok, P * 4);
 #undef A
 	if (rc)
 		return rc;
 	{
 		/* a pageable source or destination would make the async copies wait
 		 * for the stream to drain: the staging is one registered region */
-		size_t sz[] = {P * H, P * H / 32 * 4, P * H / 32 * 4, P * H * 4, P * H * 4};
+		size_t sz[] = {P * H, P * H / 32 * 4, P * H / 32 * 4, P * H * 4, P * H * 4, P * 4};
 		void **dst[] = {(void **)&v->sx_q, (void **)&v->sx_d, (void **)&v->sx_s,
-		                (void **)&v->sx_f, (void **)&v->sy};
+		                (void **)&v->sx_f, (void **)&v->sy,   (void **)&v->sx_tok};
 
-		v->host = coli_mem_alloc_buffers(sz, dst, 5, COLI_MEM_NODE_ANY, &v->host_bytes);
+		v->host = coli_mem_alloc_buffers(sz, dst, 6, COLI_MEM_NODE_ANY, &v->host_bytes);
 		if (!v->host)
 			return -ENOMEM;
 	}
@@ -169,8 +170,8 @@ static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
 
 static void free_buffers(struct coli_dev_slot *v)
 {
-	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf,  &v->g, &v->u,
-	                    &v->h,  &v->hq, &v->hd,  &v->hqs, &v->y, &v->stage};
+	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g,     &v->u,  &v->h,
+	                    &v->hq, &v->hd, &v->hqs, &v->y,  &v->stage, &v->tok};
 
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		coli_dev_free(v->dev, *bufs[i]);
@@ -615,6 +616,59 @@ static void gather_task(void *arg, int task, int n_tasks)
 	}
 }
 
+/* The pairs' activation rows: gathered on the host (over the pool for a
+ * prefill chunk's megabytes) and uploaded, ... */
+static int gather_upload(struct coli_engine *e, struct coli_dev_slot *v, int quant,
+                         coli_cpu_pool_t *pool)
+{
+	struct gather g = {e, v, quant};
+	int H = e->m.cfg.hidden, P = v->P, rc = 0;
+
+	coli_cpu_pool_run(P < 64 ? NULL : pool, gather_task, &g,
+	                  P < 64 || !pool ? 1 : coli_cpu_pool_threads(pool));
+	if (e->opts.profile || e->opts.cuda_profile) /* the device's expert work, timed */
+		rc = coli_dev_mark(v->dev, MARK_ISSUE);
+	if (quant) {
+		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xq, v->sx_q, (size_t)P * H);
+		rc =
+		    rc ? rc : coli_dev_upload_async(v->dev, v->xd, v->sx_d, (size_t)P * H / 32 * 4);
+		rc = rc ? rc
+		        : coli_dev_upload_async(v->dev, v->xqs, v->sx_s, (size_t)P * H / 32 * 4);
+		e->est.h2d_bytes += (size_t)P * H + (size_t)P * H / 32 * 8;
+	} else {
+		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xf, v->sx_f, (size_t)P * H * 4);
+		e->est.h2d_bytes += (size_t)P * H * 4;
+	}
+	return rc;
+}
+
+/* ... or, when the tokens' rows are already on this device (e->dev_rows),
+ * gathered there: only each row's token goes up (a 256-token prefill chunk
+ * of qwen3-30b moved 5 MB a layer over PCIe). The same bytes: the device
+ * quantized the rows with coli_act_quantize's steps. */
+static int gather_on_device(struct coli_engine *e, struct coli_dev_slot *v, int quant)
+{
+	int H = e->m.cfg.hidden, P = v->P, rc = 0;
+
+	for (int k = 0; k < v->n_runs; k++)
+		for (int r = 0; r < v->runs[k].n; r++)
+			v->sx_tok[v->runs[k].row0 + r] = e->pair_token[v->runs[k].pair0 + r];
+	if (e->opts.profile || e->opts.cuda_profile)
+		rc = coli_dev_mark(v->dev, MARK_ISSUE);
+	rc = rc ? rc : coli_dev_upload_async(v->dev, v->tok, v->sx_tok, sizeof(int) * P);
+	e->est.h2d_bytes += sizeof(int) * (size_t)P;
+	if (!quant)
+		return rc ? rc
+		          : coli_dev_gather_rows(v->dev, v->xf, e->dev_rows.f, v->tok, P,
+		                                 (size_t)H * 4);
+	rc = rc ? rc : coli_dev_gather_rows(v->dev, v->xq, e->dev_rows.q, v->tok, P, (size_t)H);
+	rc = rc ? rc
+	        : coli_dev_gather_rows(v->dev, v->xd, e->dev_rows.d, v->tok, P, (size_t)H / 32 * 4);
+	return rc ? rc
+	          : coli_dev_gather_rows(v->dev, v->xqs, e->dev_rows.qs, v->tok, P,
+	                                 (size_t)H / 32 * 4);
+}
+
 /* Gather the activations of device d's pairs into staging, upload them once,
  * and queue the layer in waves of at most half the free staging slots of new
  * copies each (one wave at decode), so copies of a wave overlap the compute
@@ -671,26 +725,9 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 	v->P = P;
 	if (!P)
 		return 0;
-	{ /* a prefill chunk's rows (megabytes) over the pool; a decode step's here */
-		struct gather g = {e, v, quant};
-
-		if (P < 64)
-			pool = NULL;
-		coli_cpu_pool_run(pool, gather_task, &g, pool ? coli_cpu_pool_threads(pool) : 1);
-	}
-	if (e->opts.profile || e->opts.cuda_profile) /* the device's expert work, timed */
-		rc = coli_dev_mark(v->dev, MARK_ISSUE);
-	if (quant) {
-		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xq, v->sx_q, (size_t)P * H);
-		rc =
-		    rc ? rc : coli_dev_upload_async(v->dev, v->xd, v->sx_d, (size_t)P * H / 32 * 4);
-		rc = rc ? rc
-		        : coli_dev_upload_async(v->dev, v->xqs, v->sx_s, (size_t)P * H / 32 * 4);
-		e->est.h2d_bytes += (size_t)P * H + (size_t)P * H / 32 * 8;
-	} else {
-		rc = coli_dev_upload_async(v->dev, v->xf, v->sx_f, (size_t)P * H * 4);
-		e->est.h2d_bytes += (size_t)P * H * 4;
-	}
+	rc = e->dev_rows.dev == v->dev && (quant ? e->dev_rows.q : e->dev_rows.f)
+	         ? gather_on_device(e, v, quant)
+	         : gather_upload(e, v, quant, pool);
 	cap = room >= 2 ? room / 2 : room;
 	for (int r0 = 0, r1; !rc && r0 < n_runs; r0 = r1) {
 		int misses = 0;

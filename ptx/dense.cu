@@ -461,8 +461,9 @@ DGEMV_S(DGEMV, bf16, 2)
  * token's sum is the same whatever S: the routers split K 16 ways, so S = 4
  * made 16384 CTAs of a 256-token chunk, 105 us a launch on an H200) */
 DGEMV(f32, 0, 8)
-DGEMV(f32, 0, 16) DGEMV(bf16, 2, 8) DGEMV(bf16, 2, 16) DGEMV_S(DGEMV_Q, q8_0, 8)
-    DGEMV_S(DGEMV_Q, q4_0, 9) DGEMV_S(DGEMV_Q4H, q4_0h, 9)
+DGEMV(f32, 0, 16)
+DGEMV(bf16, 2, 8) DGEMV(bf16, 2, 16) DGEMV_S(DGEMV_Q, q8_0, 8) DGEMV_S(DGEMV_Q, q4_0, 9)
+    DGEMV_S(DGEMV_Q4H, q4_0h, 9)
 
 /* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (w may be NULL).
  * G threads a row (a power of two, 32..1024, G >= n/4 when possible), so a
@@ -716,6 +717,20 @@ extern "C" __global__ void coli_rope(float *x, int T, int nh, int hd, int pos0,
 
 /* x[t] = row ids[t] of an embedding table [vocab][H], dequantized. dtype: 2 bf16,
  * 8 q8_0, 9 q4_0 (enum coli_dtype), 0 f32; scales: the fp16 plane (quant). */
+/* dst row r = src row idx[r], rows of w4 32-bit words: a MoE layer's pair
+ * activations gathered from the token rows already on the device (no host
+ * gather, no upload of the rows). One CTA a row. */
+extern "C" __global__ void coli_gather_rows(unsigned *dst, const unsigned *src, const int *idx,
+                                            int w4)
+{
+	pdl_entry();
+	const unsigned *s = src + (size_t)idx[blockIdx.x] * w4;
+	unsigned *d = dst + (size_t)blockIdx.x * w4;
+
+	for (int i = threadIdx.x; i < w4; i += blockDim.x)
+		d[i] = s[i];
+}
+
 extern "C" __global__ void coli_embed(const void *table, const unsigned short *scales, int dtype,
                                       const int *ids, float *x, int H)
 {

@@ -44,6 +44,7 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	    F(f_add, "coli_add"),
 	    F(f_rope, "coli_rope"),
 	    F(f_embed, "coli_embed"),
+	    F(f_gather, "coli_gather_rows"),
 	    F(f_moe_acc, "coli_moe_accumulate"),
 	    F(f_gated, "coli_gated_add"),
 	    F(f_argmax, "coli_argmax"),
@@ -453,6 +454,19 @@ int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t sc
 	return launch(g, g->f_embed, (unsigned)T, 1, THREADS, 0, args, "launch embed");
 }
 
+int coli_gpu_gather_rows(coli_gpu_t *g, uint64_t dst, uint64_t src, uint64_t idx, int n,
+                         size_t row_bytes)
+{
+	CUdeviceptr a = dst, b = src, c = idx;
+	int w4 = (int)(row_bytes / 4);
+	void *args[] = {&a, &b, &c, &w4};
+
+	if (n < 0 || row_bytes % 4 || row_bytes > ((size_t)1 << 30))
+		return -EINVAL;
+	return n ? launch(g, g->f_gather, (unsigned)n, 1, THREADS, 0, args, "launch gather_rows")
+	         : 0;
+}
+
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H)
 {
@@ -585,6 +599,10 @@ int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t a, uint64_t s, uin
 }
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t o, uint64_t y, uint64_t t, uint64_t w, int n,
                             int T, int H)
+{
+	NO_GPU;
+}
+int coli_gpu_gather_rows(coli_gpu_t *g, uint64_t d, uint64_t s, uint64_t i, int n, size_t b)
 {
 	NO_GPU;
 }

@@ -131,6 +131,10 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
                        int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
                        uint64_t aq, uint64_t ad, uint64_t aqs);
+/* dst row r = src row idx[r] (idx: device ints), n rows of row_bytes (a
+ * multiple of 4): device to device. */
+int coli_gpu_gather_rows(coli_gpu_t *g, uint64_t dst, uint64_t src, uint64_t idx, int n,
+                         size_t row_bytes);
 int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales, uint64_t ids,
                    uint64_t x, int T, int H);
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,

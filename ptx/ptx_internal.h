@@ -149,7 +149,7 @@ struct coli_gpu {
 	CUfunction f_gemm_inl[10];  /* the same, job table in the parameters */
 	CUfunction f_silu, f_actq, f_siluq, f_pull;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
-	CUfunction f_argmax;
+	CUfunction f_argmax, f_gather;
 	CUfunction f_attn_chunks[4]; /* coli_attn_chunks_{32,64,128,256}: by head size */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;

@@ -27,6 +27,7 @@
  *   attention       decode at 1, 100, 5000, 12289, 40000 positions and prefill
  *                   chunks, GQA groups 1..16, hd 16..256, vs coli_attention_head
  *                   (2e-5, times sqrt(n / 10000) past 10000 positions)
+ *   gather_rows     pair rows gathered from token rows: the bytes, repeats too
  *   route           vs cpu/ops.c coli_route (E 8..1024, K 1..16, renormalised or
  *                   not, ties): the same experts in the same order; weights
  *                   within 4 ulp (the device's expf), max printed
@@ -542,6 +543,44 @@ static int test_qk_rope_store(void)
 }
 
 /* ---- moe_accumulate: exact ---- */
+
+/* coli_gather_rows: a MoE layer's pair rows from the token rows, bytes as
+ * they were (int8 rows, 4-byte scale rows, repeated and skipped tokens) */
+static int test_gather(void)
+{
+	static const int shapes[][3] = {/* tokens, pairs, row bytes */
+	                                {256, 2048, 2048},
+	                                {5, 40, 64},
+	                                {1, 8, 4},
+	                                {64, 3, 8192}};
+	int rc = 0;
+
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		int T = shapes[k][0], P = shapes[k][1], rb = shapes[k][2];
+		unsigned char *src = xmalloc((size_t)T * rb), *got = xmalloc((size_t)P * rb);
+		int *idx = xmalloc(sizeof(int) * P);
+		uint64_t ds, dd, di;
+		size_t bad = 0;
+
+		for (size_t i = 0; i < (size_t)T * rb; i++)
+			src[i] = (unsigned char)rnd();
+		for (int r = 0; r < P; r++)
+			idx[r] = (int)(rnd() % (uint64_t)T);
+		ds = dev_copy(src, (size_t)T * rb);
+		di = dev_copy(idx, sizeof(int) * P);
+		dd = dev_poison((size_t)P * rb);
+		if (coli_gpu_gather_rows(g_gpu, dd, ds, di, P, (size_t)rb))
+			return 1;
+		download(got, dd, (size_t)P * rb);
+		for (int r = 0; r < P; r++)
+			bad += memcmp(got + (size_t)r * rb, src + (size_t)idx[r] * rb, rb) != 0;
+		printf("  gather_rows %d of %d rows x %d bytes: %zu rows differ\n", P, T, rb, bad);
+		rc |= bad != 0;
+		coli_gpu_free(g_gpu, ds), coli_gpu_free(g_gpu, dd), coli_gpu_free(g_gpu, di);
+		free(src), free(got), free(idx);
+	}
+	return rc;
+}
 
 static int test_moe_acc(void)
 {
@@ -1462,6 +1501,7 @@ int main(int argc, char **argv)
 	rc |= test_add_rmsnorm();
 	rc |= test_qk_rope_store();
 	rc |= test_moe_acc();
+	rc |= test_gather();
 	rc |= test_route();
 	rc |= test_moe_plan();
 	rc |= test_route_plan();
