@@ -11,7 +11,9 @@
  * holds an expert (-1: host).
  *
  * A layer on device d (compute stream, nothing waits on the host):
- *   upload   pair activations, gathered per expert   [P][H] int8 + scales, or f32
+ *   gather   pair activations in expert order         [P][H] int8 + scales, or f32:
+ *            on this device from the tokens' rows when it holds the dense
+ *            part (e->dev_rows), else on the host and uploaded
  *   then per wave of experts (one wave at decode, see Streaming):
  *   gemv     gate and up of the wave's experts        -> g, u [P][I]   (one launch)
  *   silu     h = silu(g) * u over the wave's rows      [P][I]          (one launch,
