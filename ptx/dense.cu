@@ -113,6 +113,60 @@ static __device__ __forceinline__ float *dg_out(const struct coli_gpu_dense_gemv
 	return a.y3 + (size_t)t * a.ldy3 + (row - a.rows2);
 }
 
+/* Units [u0, u1) of row `row` (< a.rows) for the chunk's tokens into acc[],
+ * folded over the warp (every lane ends with the sum). wv: the range's first
+ * DG_UNROLL loads, already issued by the caller (dg_first). */
+template <int DT, int S>
+static __device__ __forceinline__ void dg_range(const struct coli_gpu_dense_gemv &a, int row,
+                                                int lane, int u0, int u1, int t0, int ns, int4 *wv,
+                                                float *acc)
+{
+	const int4 *w = (const int4 *)a.w + (size_t)row * (a.K / Unit<DT>::elems);
+
+#pragma unroll
+	for (int s = 0; s < S; s++)
+		acc[s] = 0.0f;
+	for (int base = u0 + lane; base < u1; base += 32 * DG_UNROLL) {
+#pragma unroll
+		for (int i = 0; i < DG_UNROLL; i++)
+			if (base + 32 * i < u1)
+				Unit<DT>::template dot<S>(a, row, base + 32 * i, wv[i], t0, ns,
+				                          acc);
+#pragma unroll
+		for (int i = 0; i < DG_UNROLL; i++)
+			if (base + 32 * (DG_UNROLL + i) < u1)
+				wv[i] = ld_stream(w + base + 32 * (DG_UNROLL + i));
+	}
+	/* the whole warp folds (a row is a warp, so validity is warp-uniform) */
+#pragma unroll
+	for (int s = 0; s < S; s++)
+		for (int off = 16; off; off >>= 1)
+			acc[s] = __fadd_rn(acc[s], __shfl_xor_sync(0xffffffffu, acc[s], off));
+}
+
+/* A range's first weight loads: they do not depend on the inputs, so they
+ * go before the programmatic-launch wait */
+template <int DT>
+static __device__ __forceinline__ void dg_first(const struct coli_gpu_dense_gemv &a, int row,
+                                                int lane, int u0, int u1, int4 *wv)
+{
+	const int4 *w = (const int4 *)a.w + (size_t)row * (a.K / Unit<DT>::elems);
+
+#pragma unroll
+	for (int i = 0; i < DG_UNROLL; i++)
+		if (u0 + lane + 32 * i < u1)
+			wv[i] = ld_stream(w + u0 + lane + 32 * i);
+}
+
+/* Split k of `splits`: its units [u0, u1), whole warp loads */
+static __device__ __forceinline__ void dg_split(int nu, int splits, int k, int *u0, int *u1)
+{
+	const int span = ((nu + splits - 1) / splits + 31) & ~31;
+
+	*u0 = k * span;
+	*u1 = min(nu, *u0 + span);
+}
+
 /* Returns whether this CTA wrote its row group's y (CTA-uniform): every CTA
  * without a split, the last of the group's splits with one. Calls
  * pdl_entry() itself, after its first weight loads (ptx/pdl.cuh). */
@@ -123,40 +177,16 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
 	const int lane = threadIdx.x & 31;
 	const int row = blockIdx.x * DG_WARPS + (threadIdx.x >> 5);
 	const int splits = gridDim.y, t0 = blockIdx.z * S, ns = min(S, a.T - t0);
-	const int nu = a.K / Unit<DT>::elems;
-	const int span = ((nu + splits - 1) / splits + 31) & ~31;
-	const int u0 = blockIdx.y * span, u1 = min(nu, u0 + span);
-	const int4 *w = (const int4 *)a.w + (size_t)row * nu;
 	float acc[S];
 	int4 wv[DG_UNROLL];
+	int u0, u1;
 
-#pragma unroll
-	for (int s = 0; s < S; s++)
-		acc[s] = 0.0f;
-	/* the first weights are loaded before waiting for the inputs */
+	dg_split(a.K / Unit<DT>::elems, splits, blockIdx.y, &u0, &u1);
 	if (row < a.rows)
-#pragma unroll
-		for (int i = 0; i < DG_UNROLL; i++)
-			if (u0 + lane + 32 * i < u1)
-				wv[i] = ld_stream(w + u0 + lane + 32 * i);
+		dg_first<DT>(a, row, lane, u0, u1, wv);
 	pdl_entry();
 	if (row < a.rows)
-		for (int base = u0 + lane; base < u1; base += 32 * DG_UNROLL) {
-#pragma unroll
-			for (int i = 0; i < DG_UNROLL; i++)
-				if (base + 32 * i < u1)
-					Unit<DT>::template dot<S>(a, row, base + 32 * i, wv[i], t0,
-					                          ns, acc);
-#pragma unroll
-			for (int i = 0; i < DG_UNROLL; i++)
-				if (base + 32 * (DG_UNROLL + i) < u1)
-					wv[i] = ld_stream(w + base + 32 * (DG_UNROLL + i));
-		}
-		/* the whole warp folds (a row is a warp, so validity is warp-uniform) */
-#pragma unroll
-	for (int s = 0; s < S; s++)
-		for (int off = 16; off; off >>= 1)
-			acc[s] = __fadd_rn(acc[s], __shfl_xor_sync(0xffffffffu, acc[s], off));
+		dg_range<DT, S>(a, row, lane, u0, u1, t0, ns, wv, acc);
 	if (splits == 1) {
 		if (lane == 0 && row < a.rows)
 			for (int s = 0; s < ns; s++)
@@ -178,6 +208,45 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
 			*dg_out(a, t0 + s, row) = v;
 		}
 	return true;
+}
+
+/* A prefill chunk of a float matrix: one warp takes all `splits` ranges of
+ * its row in turn and adds them in split order from +0, the bits of the
+ * split launches and their combine without their CTAs (a router's 16 a row
+ * group), partials or counters. */
+template <int DT, int S>
+static __device__ __forceinline__ void dgemv_joined(const struct coli_gpu_dense_gemv &a, int splits)
+{
+	const int lane = threadIdx.x & 31;
+	const int row = blockIdx.x * DG_WARPS + (threadIdx.x >> 5);
+	const int t0 = blockIdx.z * S, ns = min(S, a.T - t0), nu = a.K / Unit<DT>::elems;
+	float acc[S], v[S];
+	int4 wv[DG_UNROLL];
+	int u0, u1;
+
+	dg_split(nu, splits, 0, &u0, &u1);
+	if (row < a.rows)
+		dg_first<DT>(a, row, lane, u0, u1, wv);
+	pdl_entry();
+	if (row >= a.rows) /* warp-uniform */
+		return;
+#pragma unroll
+	for (int s = 0; s < S; s++)
+		v[s] = 0.0f;
+	for (int k = 0; k < splits; k++) {
+		if (k) {
+			dg_split(nu, splits, k, &u0, &u1);
+			dg_first<DT>(a, row, lane, u0, u1, wv);
+		}
+		dg_range<DT, S>(a, row, lane, u0, u1, t0, ns, wv, acc);
+		/* one split alone: y is its sum itself, as the split launch writes it */
+#pragma unroll
+		for (int s = 0; s < S; s++)
+			v[s] = splits == 1 ? acc[s] : __fadd_rn(v[s], acc[s]);
+	}
+	if (lane == 0)
+		for (int s = 0; s < ns; s++)
+			*dg_out(a, t0 + s, row) = v[s];
 }
 
 /* ---- q8_0 / q4_0: the canonical reduction ----
@@ -455,15 +524,25 @@ static __device__ __forceinline__ void dgemv_q4h(const struct coli_gpu_dense_gem
 		dgemv_q4h<S>(a);                                                                   \
 	}
 #define DGEMV_S(M, dt, DT) M(dt, DT, 1) M(dt, DT, 2) M(dt, DT, 3) M(dt, DT, 4)
+/* float matrices times a prefill chunk: 8 or 16 tokens a weight load, a
+ * split row's ranges in one warp (a token's sum is the same whatever S; the
+ * routers split K 16 ways, so S = 4 made 16384 CTAs of a 256-token chunk,
+ * 105 us a launch on an H200) */
+#define DGEMV_J(dt, DT, S)                                                                         \
+	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32)                                \
+	    coli_dgemv_##dt##_##S(const struct coli_gpu_dense_gemv a, int splits)                  \
+	{                                                                                          \
+		dgemv_joined<DT, S>(a, splits);                                                    \
+	}
+/* clang-format off */
 DGEMV_S(DGEMV, f32, 0)
 DGEMV_S(DGEMV, bf16, 2)
-/* float matrices times a prefill chunk: 8 or 16 tokens a weight load (a
- * token's sum is the same whatever S: the routers split K 16 ways, so S = 4
- * made 16384 CTAs of a 256-token chunk, 105 us a launch on an H200) */
-DGEMV(f32, 0, 8)
-DGEMV(f32, 0, 16)
-DGEMV(bf16, 2, 8) DGEMV(bf16, 2, 16) DGEMV_S(DGEMV_Q, q8_0, 8) DGEMV_S(DGEMV_Q, q4_0, 9)
-    DGEMV_S(DGEMV_Q4H, q4_0h, 9)
+DGEMV_S(DGEMV_Q, q8_0, 8)
+DGEMV_S(DGEMV_Q, q4_0, 9)
+DGEMV_S(DGEMV_Q4H, q4_0h, 9)
+DGEMV_J(f32, 0, 8) DGEMV_J(f32, 0, 16)
+DGEMV_J(bf16, 2, 8) DGEMV_J(bf16, 2, 16)
+/* clang-format on */
 
 /* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (w may be NULL).
  * G threads a row (a power of two, 32..1024, G >= n/4 when possible), so a

@@ -406,14 +406,18 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 	void *args[] = {&a, &part, &cnt};
 	int di, S, chunks, groups, splits;
 	int rc = dgemv_shape(g, dtype, &a, &di, &groups, &splits);
-	CUfunction f;
 
 	if (rc || (rc = dense_gemm(g, dtype, &a)) <= 0)
 		return rc;
+	if (di < 2 && a.T >= 8) { /* float weights at prefill: the joined form */
+		void *jargs[] = {&a, &splits};
+
+		S = a.T >= 16 ? 16 : 8;
+		return launch3(g, g->f_dgemv_wide[di][S == 16], (unsigned)groups, 1,
+		               (unsigned)((a.T + S - 1) / S), DG_WARPS * 32, jargs,
+		               "launch dense gemv");
+	}
 	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
-	f = g->f_dgemv[di][S - 1];
-	if (di < 2 && a.T >= 8) /* float weights at prefill: wider token chunks */
-		S = a.T >= 16 ? 16 : 8, f = g->f_dgemv_wide[di][S == 16];
 	/* tokens per launch: a split launch's partials [splits][T][rows] and its
 	 * counters [chunks][groups] must fit; longer inputs go in several */
 	int tb = a.T;
@@ -436,8 +440,8 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 		a.y2 = m->y2 ? m->y2 + (size_t)t * m->ldy2 : NULL;
 		a.y3 = m->y3 ? m->y3 + (size_t)t * m->ldy3 : NULL;
 		chunks = (a.T + S - 1) / S;
-		rc = launch3(g, f, (unsigned)groups, (unsigned)splits, (unsigned)chunks,
-		             DG_WARPS * 32, args, "launch dense gemv");
+		rc = launch3(g, g->f_dgemv[di][S - 1], (unsigned)groups, (unsigned)splits,
+		             (unsigned)chunks, DG_WARPS * 32, args, "launch dense gemv");
 		if (rc)
 			return rc;
 	}
