@@ -231,10 +231,12 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int rea
 
 	while (32 << k < hd)
 		k++;
-	/* up to a few thousand positions a CTA's time is its instructions, which
-	 * grow with the heads it holds: two heads a CTA, the group's slices side
-	 * by side (longer spans: the whole group, each K/V row read once) */
-	if (span <= 8192 && group >= 4 && group % 2 == 0)
+	/* up to a few thousand positions a decode step's time is a CTA's
+	 * instructions, which grow with the heads it holds: two heads a CTA, the
+	 * group's slices side by side (longer spans: the whole group, each K/V
+	 * row read once). A prefill batch has CTAs enough: the whole group, K/V
+	 * read once for all its heads (the same bits either way) */
+	if (T <= COLI_GPU_MAX_S && span <= 8192 && group >= 4 && group % 2 == 0)
 		hsplit = group / 2;
 
 	splits = (2 * g->sm_count + nkv - 1) / nkv;
