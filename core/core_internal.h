@@ -238,7 +238,7 @@ struct coli_engine {
 	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */
 	signed char *assign;       /* [n_experts] this layer: device computing it, -1 CPU */
 	unsigned char *streamed;   /* [n_experts] this layer: 1 if copied to the device */
-	int *cand, *cand_n;        /* [n_experts] scratch of assign_experts / cpu_list */
+	int *cand, *cand_n;        /* [n_experts] scratch of plan_pairs, assign_experts, cpu_list */
 	int *pair_first, *pair_n;  /* [n_experts] this layer: first pair, pair count */
 	int *need, *redo;          /* [n_experts] experts the host reads; CPU recomputes */
 	const void **slab_ptr;     /* [n_experts] slabs of the acquired chunk */

@@ -84,23 +84,33 @@ static void swiglu(struct coli_engine *e, const struct coli_mat *gate, const str
 	coli_gemm_mt(e->pool, down, e->ag, n, y, down->rows);
 }
 
-/* Sort the layer's (token, expert) pairs by expert, then token. */
+/* Sort the layer's (token, expert) pairs by expert, then token: a counting
+ * sort (one pass to count, one to place in token order). It walked every
+ * expert over every pair before: 128 x 256 x 8 tests a layer of a 256-token
+ * prefill chunk, ~0.3 ms on the H200 host. */
 static void plan_pairs(struct coli_engine *e, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int K = c->top_k, n = 0;
+	int K = c->top_k, E = c->n_experts, n = 0;
+	int *at = e->cand; /* [E]: the next free pair of each expert */
 
-	for (int ex = 0; ex < c->n_experts; ex++) {
-		e->pair_first[ex] = n;
-		for (int t = 0; t < T; t++)
-			for (int j = 0; j < K; j++)
-				if (e->sel[t * K + j] == ex) {
-					e->pair_expert[n] = ex;
-					e->pair_token[n] = t;
-					e->pair_w[n] = e->selw[t * K + j];
-					n++;
-				}
-		e->pair_n[ex] = n - e->pair_first[ex];
+	memset(e->pair_n, 0, sizeof(int) * (size_t)E);
+	for (int i = 0; i < T * K; i++)
+		if (e->sel[i] >= 0 && e->sel[i] < E)
+			e->pair_n[e->sel[i]]++;
+	for (int ex = 0; ex < E; ex++) {
+		e->pair_first[ex] = at[ex] = n;
+		n += e->pair_n[ex];
+	}
+	for (int i = 0; i < T * K; i++) {
+		int ex = e->sel[i], p;
+
+		if (ex < 0 || ex >= E)
+			continue;
+		p = at[ex]++;
+		e->pair_expert[p] = ex;
+		e->pair_token[p] = i / K;
+		e->pair_w[p] = e->selw[i];
 	}
 	e->n_pairs = n;
 }
