@@ -452,14 +452,11 @@ static __device__ __forceinline__ void dgemv_q4h(const struct coli_gpu_dense_gem
 	const int t0 = blockIdx.z * S, ns = min(S, a.T - t0), nb = a.K / 32;
 	const int4 *w = (const int4 *)a.w + (size_t)(live ? row : 0) * nb;
 	const unsigned short *sc = a.scales + (size_t)(live ? row : 0) * nb;
-	float acc[S];
+	float acc[S] = {};
 	int4 wv[DG_UNROLL] = {};
 	float wd[DG_UNROLL] = {};
 
-#pragma unroll
-	for (int s = 0; s < S; s++)
-		acc[s] = 0.0f;
-		/* the first weights and scales before waiting for the inputs */
+	/* the first weights and scales before waiting for the inputs */
 #pragma unroll
 	for (int i = 0; i < DG_UNROLL; i++)
 		if (live && j + 16 * i < nb) {
