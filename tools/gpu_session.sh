@@ -15,6 +15,13 @@
 #   tools/gpu_session.sh ab A B [M]    (GPU host) two coli binaries, A/B:
 #                                      all-resident decode interleaved three
 #                                      times, then greedy generate with each
+#   tools/gpu_session.sh gaps COLI [M] (GPU host) the all-resident decode's
+#                                      kernel time a token (ncu: one greedy
+#                                      run of 1 token and one of 17, the
+#                                      difference over 16) against its wall
+#                                      time a token: the share of a token the
+#                                      GPU spends between kernels (launches,
+#                                      host round trips), issue #6's < 15%
 #
 # The device machine may lack liburing, utf8proc and libmicrohttpd: set
 # LD_LIBRARY_PATH to their .so files (Debian packages unpacked with dpkg -x).
@@ -85,8 +92,40 @@ ab)
 			--usage off 2>&1 >/dev/null | grep decode | cut -c1-100)"
 	done
 	;;
+gaps)
+	c=${2:?usage: tools/gpu_session.sh gaps COLI [MODEL]}
+	model=${3:-/tmp/q30-8.coli}
+	ncu=${NCU:-/usr/local/cuda/bin/ncu}
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	[ -f "$model" ] || "$c" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
+		-o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+	for n in 1 17; do
+		"$ncu" --metrics gpu__time_duration.sum --csv --cache-control none \
+			--clock-control none "$c" generate -m "$model" --ids 1,2,3,4,5,6,7,8 -n $n \
+			--usage off --gpu 0 >"$tmp/k$n.csv" 2>/dev/null || { echo "ncu failed"; exit 1; }
+	done
+	wall=$("$c" generate -m "$model" --ids 1,2,3,4,5,6,7,8 -n 256 --usage off --gpu 0 2>&1 \
+		>/dev/null | sed -n 's/.*decode \([0-9.]*\) tok\/s.*/\1/p')
+	# the kernel rows of ncu's CSV: name and duration (ns, us or ms)
+	for n in 1 17; do
+		awk -F'","' '$0 ~ /gpu__time_duration/ {
+			u = $(NF - 1); v = $NF; gsub(/[",]/, "", v)
+			s += v * (u ~ /msecond/ ? 1e6 : u ~ /usecond/ ? 1e3 : 1); k++
+		} END { printf "%d %.0f\n", k, s }' "$tmp/k$n.csv"
+	done | {
+		read k1 s1
+		read k17 s17
+		awk -v k="$((k17 - k1))" -v s="$((s17 - s1))" -v w="$wall" 'BEGIN {
+			t = 1e6 / w; g = s / 16 / 1e3
+			printf "decode %.0f tok/s = %.1f us a token; kernels %.1f a token, %.1f us: " \
+				"the GPU idles %.0f%% of a token between kernels\n",
+				w, t, k / 16, g, 100 * (1 - g / t)
+		}'
+	}
+	;;
 *)
-	sed -n '2,25p' "$0"
+	sed -n '2,32p' "$0"
 	exit 2
 	;;
 esac
