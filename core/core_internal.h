@@ -252,6 +252,7 @@ struct coli_engine {
 	                            * CPU if the dense device fails */
 	uint64_t *dev_slab;        /* [n_layers][n_experts]: device address of the slab */
 	struct coli_actbuf *ax;    /* [tmax] over hidden-sized inputs */
+	int ax_defer;              /* rows of e->xn not yet in ax: coli_ax_ready makes them */
 	struct coli_actbuf *ah;    /* [tmax] over inter / attention-sized inputs */
 	/* CPU rows of a MoE layer, batched over its experts (core/moe.c cpu_experts) */
 	float *pg, *pu;                 /* [tmax * top_k][moe_inter] gate, up (then h) */
@@ -325,5 +326,9 @@ size_t coli_quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K);
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
 /* ab[t] over rows t of x [T][n], t < T (a prefill chunk's rows over the pool). */
 void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n);
+/* e->ax for the rows of e->xn the dense device left to quantize when needed
+ * (core/forward_dev.c: a prefill chunk whose experts all run on the device
+ * never reads them); every host reader of e->ax calls it first. */
+void coli_ax_ready(struct coli_engine *e);
 
 #endif

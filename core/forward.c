@@ -57,6 +57,14 @@ void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float
 	coli_cpu_pool_run(T >= 16 ? e->pool : NULL, rows_set_task, &r, T < threads ? T : threads);
 }
 
+void coli_ax_ready(struct coli_engine *e)
+{
+	if (e->ax_defer) {
+		coli_actbufs_set(e, e->ax, e->xn, e->ax_defer, e->m.cfg.hidden);
+		e->ax_defer = 0;
+	}
+}
+
 /* y[T][rows] = W . act[t] for the T prepared activations. */
 static void matmul(struct coli_engine *e, const struct coli_mat *w, struct coli_actbuf *ab, int T,
                    float *y)

@@ -570,7 +570,7 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 		phase_end(e, &e->est.attention_s, 0);
 	if (rc)
 		return rc;
-	coli_actbufs_set(e, e->ax, e->xn, T, H);
+	e->ax_defer = T; /* quantized on the host only if something there reads them */
 	e->routed = dd->route_on_dev;
 	e->preplanned = pre ? dd->plan_dev : -1;
 	/* the experts of this device gather their rows here (xq: quantized by
@@ -579,6 +579,7 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	e->dev_rows.q = xq ? dd->aq : 0, e->dev_rows.d = dd->ad, e->dev_rows.qs = dd->aqs;
 	e->dev_rows.f = xq ? 0 : dd->xn;
 	rc = coli_moe_experts(e, l, T);
+	e->ax_defer = 0; /* the next layer's rows replace them */
 	e->dev_rows.dev = NULL;
 	e->routed = 0;
 	e->preplanned = -1;

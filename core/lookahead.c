@@ -51,6 +51,7 @@ void coli_lookahead(struct coli_engine *e, int l, int T)
 		T = 0;
 		e->guess_l = -1; /* used once */
 	} else {
+		coli_ax_ready(e);
 		for (int t = 0; t < T; t++)
 			e->ag[t] = e->ax[t].act;
 		coli_gemm_mt(e->pool, &e->m.layers[next].router, e->ag, T, e->rlog, E);

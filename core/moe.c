@@ -38,6 +38,7 @@
  * computes them on the device and downloads them instead). */
 static void route_logits(struct coli_engine *e, int l, int T)
 {
+	coli_ax_ready(e);
 	for (int t = 0; t < T; t++)
 		e->ag[t] = e->ax[t].act;
 	coli_gemm_mt(e->pool, &e->m.layers[l].router, e->ag, T, e->rlog, e->m.cfg.n_experts);
@@ -175,6 +176,7 @@ static void cpu_experts(struct coli_engine *e, int l, const int *list, const voi
 {
 	int H = e->m.cfg.hidden, I = e->m.cfg.moe_inter, nj = 0;
 
+	coli_ax_ready(e); /* before the pool round that may run a device issue beside */
 	e->n_xpairs = 0;
 	for (int j = 0; j < n; j++) {
 		int ex = list[j], p0 = e->pair_first[ex], np = e->pair_n[ex];
@@ -524,6 +526,7 @@ int coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 	}
 	if (c->shared_inter) {
 		/* gate[t] = sigmoid(shexp_router . xn[t]); out[t] += gate[t] * shared(xn[t]) */
+		coli_ax_ready(e);
 		for (int t = 0; t < T; t++)
 			e->ag[t] = e->ax[t].act;
 		coli_gemm(&L->sh_router, e->ag, T, e->rlog, 1, 0, 1);
@@ -544,6 +547,7 @@ void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out)
 {
 	const struct coli_layer *L = &e->m.layers[l];
 
+	coli_ax_ready(e);
 	for (int t = 0; t < T; t++)
 		e->ag[t] = e->ax[t].act;
 	swiglu(e, &L->ffn_gate, &L->ffn_up, &L->ffn_down, T, out);

@@ -626,6 +626,7 @@ static int gather_upload(struct coli_engine *e, struct coli_dev_slot *v, int qua
 	struct gather g = {e, v, quant};
 	int H = e->m.cfg.hidden, P = v->P, rc = 0;
 
+	coli_ax_ready(e); /* beside the CPU rows, cpu_experts made them before */
 	coli_cpu_pool_run(P < 64 ? NULL : pool, gather_task, &g,
 	                  P < 64 || !pool ? 1 : coli_cpu_pool_threads(pool));
 	if (e->opts.profile || e->opts.cuda_profile) /* the device's expert work, timed */
