@@ -42,6 +42,7 @@ static int resolve(void *h)
 	    S(ModuleLoadDataEx, "cuModuleLoadDataEx"),
 	    S(ModuleUnload, "cuModuleUnload"),
 	    S(ModuleGetFunction, "cuModuleGetFunction"),
+	    S(FuncSetAttribute, "cuFuncSetAttribute"),
 	    S(MemAlloc, "cuMemAlloc_v2"),
 	    S(MemFree, "cuMemFree_v2"),
 	    S(MemcpyHtoD, "cuMemcpyHtoD_v2"),

@@ -54,6 +54,7 @@
  */
 #include <cuda_fp16.h>
 
+#include "ptx/cp_async.cuh"
 #include "ptx/kernels_abi.h"
 #include "ptx/pdl.cuh"
 
@@ -64,35 +65,6 @@
 
 #define MAGIC_BITS 0x4B400000 /* 1.5 * 2^23 */
 #define MAGIC_F    12582912.0f
-
-static __device__ __forceinline__ unsigned smem_addr(const void *p)
-{
-	return (unsigned)__cvta_generic_to_shared(p);
-}
-
-/* 16 (or 4) bytes global -> shared, asynchronously; valid == false zero-fills
- * (nothing is read, src only has to be a valid address). */
-static __device__ __forceinline__ void cp16(void *dst, const void *src, bool valid)
-{
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-	             "l"(src), "r"(valid ? 16 : 0));
-}
-
-static __device__ __forceinline__ void cp4(void *dst, const void *src, bool valid)
-{
-	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
-	             "l"(src), "r"(valid ? 4 : 0));
-}
-
-static __device__ __forceinline__ void cp_commit(void)
-{
-	asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int N> static __device__ __forceinline__ void cp_wait(void)
-{
-	asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 static __device__ __forceinline__ void ldsm4(unsigned *r, const void *p)
 {

@@ -31,6 +31,13 @@
 #define AD_CHUNK             32  /* positions per decode-attention chunk (attention.cu) */
 #define AT_MAXG              16
 #define AT_MAXQ              2048
+/* coli_attn_prefill_<hd> (attention.cu): 8 warps of AP_RW rows, the shared
+ * memory of ApSmem (q rows, two K and two V chunks, weights, O), and the
+ * batches that take it: from AP_MIN_T queries */
+#define AP_RW(hd)   ((hd) == 64 ? 8 : 4)
+#define AP_ROWS(hd) (8 * AP_RW(hd))
+#define AP_SMEM(hd)                                                                                	(4 * (AP_ROWS(hd) * ((hd) + 4) + 4 * AD_CHUNK * ((hd) + 4) + AP_ROWS(hd) * AD_CHUNK +       	      AP_ROWS(hd) * (hd)))
+#define AP_MIN_T 16
 
 int coli_gpu_dense_functions(struct coli_gpu *g)
 {
@@ -71,6 +78,14 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 		CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[i], g->mod_attn, name), name);
 	}
 	CK(g->cu->ModuleGetFunction(&g->f_attn, g->mod_attn, "coli_attention"), "coli_attention");
+	for (int i = 0; i < 2; i++) { /* hd 64, 128: shared memory past the static 48 KiB */
+		snprintf(name, sizeof(name), "coli_attn_prefill_%d", 64 << i);
+		CK(g->cu->ModuleGetFunction(&g->f_attn_prefill[i], g->mod_attn, name), name);
+		CK(g->cu->FuncSetAttribute(g->f_attn_prefill[i],
+		                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		                           AP_SMEM(64 << i)),
+		   "cuFuncSetAttribute(attention prefill shared memory)");
+	}
 	for (int d = 0; d < 5; d++)
 		for (int s = 0; s < COLI_GPU_MAX_S; s++) {
 			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], s + 1);
@@ -222,11 +237,26 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
  * past `reach` (the positions any query of the launch sees, when the launch
  * is not replayed later) are not launched: a 256-token prefill in a context
  * of 4096 ran 64 splits of which 4 held positions (125 us a launch, H200). */
+static void chunk_splits(const coli_gpu_t *g, int span, int nkv, int group, int hd, int *splitsp,
+                         int *cpsp)
+{
+	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
+	const int chunks = (span + AD_CHUNK - 1) / AD_CHUNK;
+	int splits = (2 * g->sm_count + nkv - 1) / nkv, cps;
+
+	splits = splits < chunks ? splits : chunks;
+	while (splits > 1 && (size_t)splits * per > DENSE_SCRATCH_FLOATS)
+		splits--;
+	cps = (chunks + splits - 1) / splits;
+	*splitsp = (chunks + cps - 1) / cps; /* no split starts past the span */
+	*cpsp = cps;
+}
+
 static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int reach, int nkv,
                             int group, int hd)
 {
 	size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
-	int chunks = (span + AD_CHUNK - 1) / AD_CHUNK, splits, cps, t0, tb, k = 0;
+	int splits, cps, t0, tb, k = 0;
 	int rc = 0, hsplit = 1;
 
 	while (32 << k < hd)
@@ -239,12 +269,7 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int rea
 	if (T <= COLI_GPU_MAX_S && span <= 8192 && group >= 4 && group % 2 == 0)
 		hsplit = group / 2;
 
-	splits = (2 * g->sm_count + nkv - 1) / nkv;
-	splits = splits < chunks ? splits : chunks;
-	while (splits > 1 && (size_t)splits * per > DENSE_SCRATCH_FLOATS)
-		splits--;
-	cps = (chunks + splits - 1) / splits;
-	splits = (chunks + cps - 1) / cps; /* no split starts past the span */
+	chunk_splits(g, span, nkv, group, hd, &splits, &cps);
 	/* the kernel's `used` (splits holding a query's positions) is the same
 	 * with fewer CTAs in x: only the partials' stride changes */
 	if (reach < span && (reach + cps * AD_CHUNK - 1) / (cps * AD_CHUNK) < splits)
@@ -259,6 +284,26 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int rea
 		             (unsigned)(T - t0 < tb ? T - t0 : tb), THREADS, args,
 		             "launch attention");
 	return rc;
+}
+
+/* coli_attn_prefill: a CTA a tile of queries of one kv head (all their
+ * heads), the positions split as attention_chunks splits them for the same
+ * span: each query gets the bits it gets there. Grid (tiles, nkv). */
+static int attention_prefill(coli_gpu_t *g, void **args, int T, int span, int nkv, int group,
+                             int hd)
+{
+	int splits, cps, tiles = (T + AP_ROWS(hd) / group - 1) / (AP_ROWS(hd) / group);
+
+	chunk_splits(g, span, nkv, group, hd, &splits, &cps);
+	args[9] = &cps;
+	args[10] = &T;
+	return coli_gpu_launch(g, g->f_attn_prefill[hd == 128], (unsigned)tiles, (unsigned)nkv, 1,
+	                       THREADS, AP_SMEM(hd), args, "launch attention prefill");
+}
+
+void coli_gpu_attn_prefill(coli_gpu_t *g, int on)
+{
+	g->attn_prefill_off = !on;
 }
 
 /* Grid (splits, nkv, T). hd a power of two from 32 to 256: coli_attn_chunks
@@ -283,6 +328,12 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 	group = nh / nkv;
 	if (group > AT_MAXG || group * hd > AT_MAXQ)
 		return -ENOTSUP; /* the shared-memory q block of attention.cu */
+	if (T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
+	    !g->attn_prefill_off) {
+		void *pa[] = {&a, &b, &c, &d, &pos0, &p, &nh, &nkv, &scale, NULL, NULL, &qa, &qd, &qs};
+
+		return attention_prefill(g, pa, T, posp ? span : pos0 + T, nkv, group, hd);
+	}
 	if (hd % 32 == 0 && THREADS % hd == 0 && nh <= DENSE_COUNTERS)
 		return attention_chunks(g, args, T, posp ? span : pos0 + T,
 		                        posp && g->capturing ? span : pos0 + T, nkv, group, hd);
@@ -593,6 +644,10 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
                        uint64_t ad, uint64_t aqs)
 {
 	NO_GPU;
+}
+void coli_gpu_attn_prefill(coli_gpu_t *g, int on)
+{
+	(void)g, (void)on;
 }
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {

@@ -45,6 +45,7 @@ typedef unsigned long long CUdeviceptr;
 #define CU_MEMHOSTREGISTER_PORTABLE                  1
 #define CU_MEMHOSTREGISTER_DEVICEMAP                 2
 #define CU_STREAM_CAPTURE_MODE_RELAXED               2
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 
 /* cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig, CUlaunchAttribute:
  * an id, padding to 8 bytes, a 64-byte value union). */
@@ -82,6 +83,7 @@ struct coli_cu {
 	CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned int, int *, void **);
 	CUresult (*ModuleUnload)(CUmodule);
 	CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+	CUresult (*FuncSetAttribute)(CUfunction, int, int);
 	CUresult (*MemAlloc)(CUdeviceptr *, size_t);
 	CUresult (*MemFree)(CUdeviceptr);
 	CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
@@ -151,6 +153,8 @@ struct coli_gpu {
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
 	CUfunction f_argmax, f_gather;
 	CUfunction f_attn_chunks[4]; /* coli_attn_chunks_{32,64,128,256}: by head size */
+	CUfunction f_attn_prefill[2]; /* coli_attn_prefill_{64,128} */
+	int attn_prefill_off;         /* coli_gpu_attn_prefill(g, 0): tests and bench */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
 	/* job tables: a ring of page-locked host memory the device maps and the

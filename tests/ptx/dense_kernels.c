@@ -1063,27 +1063,54 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	download(got, dout, 4 * qn);
 	snprintf(what, sizeof(what), "  the same, position from memory, split for %d", n + 3000);
 	rc |= check(what, got, want, NULL, tol, qn);
-	/* the batch does not change bits: the last query alone (a decode step at
-	 * its position) gives the same bytes as in the batch */
-	if (T > 1) {
-		int last = pos0 + T - 1;
-		uint64_t d1 = dev_poison(4 * (size_t)nh * hd);
-		float *one = xmalloc(4 * (size_t)nh * hd);
+	/* the batch does not change bits: a query alone (a decode step at its
+	 * position: the first, one in the middle, the last) gives the same bytes
+	 * as in the batch, and so does the whole batch on coli_attn_chunks alone
+	 * (batches of 16 or more take coli_attn_prefill when hd is 64 or 128) */
+	if (T > 1 && hd % 32 == 0 && 256 % hd == 0) {
+		const size_t row = (size_t)nh * hd;
+		uint64_t d1 = dev_poison(4 * row);
+		float *one = xmalloc(4 * row);
 
+		for (int k = 0; k < 3; k++) {
+			int t = k == 0 ? 0 : k == 1 ? T / 2 : T - 1, at = pos0 + t;
+
+			coli_gpu_free(g_gpu, dpos);
+			dpos = dev_copy(&at, sizeof(at));
+			if (coli_gpu_attention(g_gpu, dq + 4 * row * t, dk, dv, d1, 1, at, dpos,
+			                       n + 3000, nh, nkv, hd, scale, 0, 0, 0)) {
+				printf("  attention T=1 at %d: launch failed\n", at);
+				return 1;
+			}
+			download(one, d1, 4 * row);
+			if (memcmp(one, got + row * t, 4 * row)) {
+				printf("  FAIL attention T=%d pos0=%d: query %d alone differs from the "
+				       "batch\n",
+				       T, pos0, t);
+				rc = 1;
+			}
+		}
 		coli_gpu_free(g_gpu, dpos);
-		dpos = dev_copy(&last, sizeof(last));
-		if (coli_gpu_attention(g_gpu, dq + 4 * (qn - (size_t)nh * hd), dk, dv, d1, 1, last,
-		                       dpos, n + 3000, nh, nkv, hd, scale, 0, 0, 0)) {
-			printf("  attention T=1 at %d: launch failed\n", last);
+		dpos = dev_copy(&pos0, sizeof(pos0));
+		coli_gpu_free(g_gpu, dout);
+		dout = dev_poison(4 * qn);
+		coli_gpu_attn_prefill(g_gpu, 0);
+		if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh,
+		                       nkv, hd, scale, 0, 0, 0)) {
+			printf("  attention T=%d pos0=%d on the chunk kernel: launch failed\n", T,
+			       pos0);
 			return 1;
 		}
-		download(one, d1, 4 * (size_t)nh * hd);
-		if (hd % 32 == 0 && 256 % hd == 0 &&
-		    memcmp(one, got + qn - (size_t)nh * hd, 4 * (size_t)nh * hd)) {
-			printf(
-			    "  FAIL attention T=%d pos0=%d: the last query alone differs from the "
-			    "batch\n",
-			    T, pos0);
+		coli_gpu_attn_prefill(g_gpu, 1);
+		download(want, dout, 4 * qn);
+		if (memcmp(want, got, 4 * qn)) {
+			size_t bad = 0;
+
+			for (size_t i = 0; i < qn; i++)
+				bad += memcmp(&want[i], &got[i], 4) != 0;
+			printf("  FAIL attention T=%d pos0=%d: %zu of %zu values differ from the "
+			       "chunk kernel's\n",
+			       T, pos0, bad, qn);
 			rc = 1;
 		}
 		coli_gpu_free(g_gpu, d1);
@@ -1158,6 +1185,14 @@ static int test_attention(void)
 	rc |= test_attention_case(4, 12285, 32, 4, 128, 4.0f);
 	rc |= test_attention_case(7, 100, 32, 4, 128, 4.0f);
 	rc |= test_attention_case(64, 300, 32, 4, 128, 4.0f);
+	/* prefill batches (coli_attn_prefill): long, several splits a query,
+	 * groups of 1, 4, 16, hd 64 */
+	rc |= test_attention_case(600, 100, 32, 4, 128, 4.0f);
+	rc |= test_attention_case(200, 5000, 32, 4, 128, 4.0f);
+	rc |= test_attention_case(300, 40, 16, 4, 64, 4.0f);
+	rc |= test_attention_case(40, 0, 16, 16, 64, 2.0f);
+	rc |= test_attention_case(50, 3000, 16, 1, 128, 4.0f);
+	rc |= test_attention_case(17, 0, 32, 4, 128, 4.0f);
 	/* other head shapes: fixtures (hd 16, 64), MHA, group 16, hd 256 */
 	rc |= test_attention_case(5, 3, 4, 2, 16, 2.0f);
 	rc |= test_attention_case(1, 700, 8, 2, 64, 2.0f);
@@ -1425,12 +1460,67 @@ static double copy_bw(void)
 	return 2.0 * n * 10 / (ms * 1e-3) / 1e9; /* read + write */
 }
 
+struct bench_attn {
+	int T, pos0, nh, nkv, hd;
+	uint64_t q, k, v, o, pos;
+};
+
+static int run_attn(void *arg, int i)
+{
+	struct bench_attn *a = arg;
+
+	(void)i;
+	return coli_gpu_attention(g_gpu, a->q, a->k, a->v, a->o, a->T, a->pos0, a->pos, 4096,
+	                          a->nh, a->nkv, a->hd, 0.088f, 0, 0, 0);
+}
+
+/* A prompt's attention (positions from device memory, the grid of a 4096
+ * context, as the engine runs it), on coli_attn_chunks and coli_attn_prefill;
+ * flops = 4 * hd * nh * (the causal pairs) */
+static void bench_attn_prefill(void)
+{
+	static const int cs[][5] = {{256, 0, 32, 4, 128},  {1024, 0, 32, 4, 128},
+	                            {2048, 0, 32, 4, 128}, {512, 2048, 32, 4, 128},
+	                            {256, 0, 16, 4, 64},   {1024, 0, 16, 4, 64}};
+	struct bench_attn a;
+	float *buf = xmalloc(4 * (size_t)4096 * 4096);
+
+	for (size_t i = 0; i < (size_t)4096 * 4096; i++)
+		buf[i] = frand();
+	a.q = dev_copy(buf, 4 * (size_t)2048 * 4096);
+	a.k = dev_copy(buf, 4 * (size_t)4096 * 512);
+	a.v = dev_copy(buf + 7, 4 * (size_t)4096 * 512);
+	a.o = dev_poison(4 * (size_t)2048 * 4096);
+	a.pos = dev_poison(4);
+	for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
+		double us[2], pairs;
+
+		a.T = cs[c][0], a.pos0 = cs[c][1], a.nh = cs[c][2], a.nkv = cs[c][3];
+		a.hd = cs[c][4];
+		pairs = (double)a.T * a.pos0 + (double)a.T * (a.T + 1) / 2;
+		coli_gpu_upload(g_gpu, a.pos, &a.pos0, 4);
+		for (int on = 0; on < 2; on++) {
+			coli_gpu_attn_prefill(g_gpu, on);
+			us[on] = time_us(run_attn, &a, 10);
+		}
+		printf("  attention prefill T=%4d at %4d, %d/%d x %3d: chunks %8.1f us, prefill "
+		       "%8.1f us (%.2fx, %.1f TFLOPS)\n",
+		       a.T, a.pos0, a.nh, a.nkv, a.hd, us[0], us[1], us[0] / us[1],
+		       4.0 * a.hd * a.nh * pairs / us[1] / 1e6);
+	}
+	coli_gpu_free(g_gpu, a.q), coli_gpu_free(g_gpu, a.k), coli_gpu_free(g_gpu, a.v);
+	coli_gpu_free(g_gpu, a.o), coli_gpu_free(g_gpu, a.pos);
+	free(buf);
+}
+
 /* A prefill chunk's dense matrices (T tokens): from COLI_GPU_DENSE_GEMM_MIN_T
- * tokens the quantized ones run on the tensor-core GEMM. */
+ * tokens the quantized ones run on the tensor-core GEMM; then attention. */
 static void bench_prefill(double bw)
 {
 	static const int Ts[] = {8, 16, 32, 48, 64, 256};
 	const enum coli_dtype dts[] = {COLI_DTYPE_Q4_0, COLI_DTYPE_Q8_0, COLI_DTYPE_BF16};
+
+	bench_attn_prefill();
 
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
 		for (size_t k = 0; k < sizeof(Ts) / sizeof(Ts[0]); k++) {

@@ -1,0 +1,39 @@
+/*
+ * ptx/cp_async.cuh — asynchronous global -> shared copies (sm_80's
+ * cp.async), shared by the kernels that stage tiles in shared memory: the
+ * expert GEMM (ptx/gemm.cu) and prefill attention (ptx/attention.cu).
+ */
+#ifndef COLI_PTX_CP_ASYNC_CUH
+#define COLI_PTX_CP_ASYNC_CUH
+
+static __device__ __forceinline__ unsigned smem_addr(const void *p)
+{
+	return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* 16 (or 4) bytes global -> shared, asynchronously; valid == false zero-fills
+ * (nothing is read, src only has to be a valid address). */
+static __device__ __forceinline__ void cp16(void *dst, const void *src, bool valid)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+	             "l"(src), "r"(valid ? 16 : 0));
+}
+
+static __device__ __forceinline__ void cp4(void *dst, const void *src, bool valid)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
+	             "l"(src), "r"(valid ? 4 : 0));
+}
+
+static __device__ __forceinline__ void cp_commit(void)
+{
+	asm volatile("cp.async.commit_group;\n" ::);
+}
+
+/* wait until at most N committed groups are still in flight */
+template <int N> static __device__ __forceinline__ void cp_wait(void)
+{
+	asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+#endif
