@@ -707,6 +707,42 @@ static __device__ __forceinline__ void ap_store(const struct attn_out &a, size_t
 	}
 }
 
+/* acc[i] += sum_j w[i][j] * V[j] (lane's dims), j ascending. MASK: a chunk
+ * where some row ends (np[i] < AD_CHUNK): the values past a row's end are
+ * +0 for it, as coli_attn_chunks loads them (a select a product; the other
+ * chunks go without). */
+template <int HD, int RW, bool MASK>
+static __device__ __forceinline__ void ap_pv(const ApSmem<HD, RW> &sm, int b, int warp, int lane,
+                                             const int *np, float (*acc)[HD / 32])
+{
+	enum { VD = HD / 32, LD = ApSmem<HD, RW>::LD };
+	const float *vb = &sm.v[b][lane * VD];
+	const float *wr = &sm.w[warp * RW * AD_CHUNK];
+
+#pragma unroll 2
+	for (int j = 0; j < AD_CHUNK; j += 4) {
+		float vv[4][VD];
+
+#pragma unroll
+		for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+			for (int dd = 0; dd < VD; dd++)
+				vv[jj][dd] = vb[(j + jj) * LD + dd];
+#pragma unroll
+		for (int i = 0; i < RW; i++) {
+			const float4 w4 = *(const float4 *)(wr + i * AD_CHUNK + j);
+			const float ww[4] = {w4.x, w4.y, w4.z, w4.w};
+
+#pragma unroll
+			for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+				for (int dd = 0; dd < VD; dd++)
+					acc[i][dd] = __fmaf_rn(
+					    ww[jj], !MASK || j + jj < np[i] ? vv[jj][dd] : 0.0f, acc[i][dd]);
+		}
+	}
+}
+
 template <int HD, int RW>
 static __device__ __forceinline__ void
 attn_prefill(const float *q, const float *K, const float *V, float *out, int pos0,
@@ -822,42 +858,16 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 		}
 		__syncwarp();
 
-		/* acc = acc * c + sum_j w[j] * V[j], j ascending; a row's last chunk
-		 * takes +0 for the values past its end, as coli_attn_chunks loads them */
-		{
-			const float *vb = &sm.v[b][lane * VD];
-			const float *wr = &sm.w[warp * RW * AD_CHUNK];
-
+		/* acc = acc * c + sum_j w[j] * V[j], j ascending */
 #pragma unroll
-			for (int i = 0; i < RW; i++)
+		for (int i = 0; i < RW; i++)
 #pragma unroll
-				for (int dd = 0; dd < VD; dd++)
-					acc[i][dd] = acc[i][dd] * cf[i];
-#pragma unroll 2
-			for (int j = 0; j < AD_CHUNK; j += 4) {
-				float vv[4][VD];
-
-#pragma unroll
-				for (int jj = 0; jj < 4; jj++)
-#pragma unroll
-					for (int dd = 0; dd < VD; dd++)
-						vv[jj][dd] = vb[(j + jj) * LD + dd];
-#pragma unroll
-				for (int i = 0; i < RW; i++) {
-					const float4 w4 = *(const float4 *)(wr + i * AD_CHUNK + j);
-					const float ww[4] = {w4.x, w4.y, w4.z, w4.w};
-
-#pragma unroll
-					for (int jj = 0; jj < 4; jj++)
-#pragma unroll
-						for (int dd = 0; dd < VD; dd++)
-							acc[i][dd] = __fmaf_rn(
-							    ww[jj],
-							    full || j + jj < np[i] ? vv[jj][dd] : 0.0f,
-							    acc[i][dd]);
-				}
-			}
-		}
+			for (int dd = 0; dd < VD; dd++)
+				acc[i][dd] = acc[i][dd] * cf[i];
+		if (full)
+			ap_pv<HD, RW, false>(sm, b, warp, lane, np, acc);
+		else
+			ap_pv<HD, RW, true>(sm, b, warp, lane, np, acc);
 
 		/* a split ends (its last chunk, or the row's): out, or into the combine */
 #pragma unroll
