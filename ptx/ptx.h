@@ -131,7 +131,7 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
                        int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
                        uint64_t aq, uint64_t ad, uint64_t aqs);
-/* Batches of 16 queries or more take coli_attn_prefill (hd 64 or 128: a CTA
+/* Batches of 64 queries or more take coli_attn_prefill (hd 64 or 128: a CTA
  * a tile of queries, K/V chunks in shared memory), the same bits per query
  * as coli_attn_chunks; off (tests, the bench): every batch takes the latter. */
 void coli_gpu_attn_prefill(coli_gpu_t *g, int on);

@@ -1066,7 +1066,7 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	/* the batch does not change bits: a query alone (a decode step at its
 	 * position: the first, one in the middle, the last) gives the same bytes
 	 * as in the batch, and so does the whole batch on coli_attn_chunks alone
-	 * (batches of 16 or more take coli_attn_prefill when hd is 64 or 128) */
+	 * (batches of 64 or more take coli_attn_prefill when hd is 64 or 128) */
 	if (T > 1 && hd % 32 == 0 && 256 % hd == 0) {
 		const size_t row = (size_t)nh * hd;
 		uint64_t d1 = dev_poison(4 * row);
@@ -1190,9 +1190,9 @@ static int test_attention(void)
 	rc |= test_attention_case(600, 100, 32, 4, 128, 4.0f);
 	rc |= test_attention_case(200, 5000, 32, 4, 128, 4.0f);
 	rc |= test_attention_case(300, 40, 16, 4, 64, 4.0f);
-	rc |= test_attention_case(40, 0, 16, 16, 64, 2.0f);
-	rc |= test_attention_case(50, 3000, 16, 1, 128, 4.0f);
-	rc |= test_attention_case(17, 0, 32, 4, 128, 4.0f);
+	rc |= test_attention_case(70, 0, 16, 16, 64, 2.0f);
+	rc |= test_attention_case(66, 3000, 16, 1, 128, 4.0f);
+	rc |= test_attention_case(64, 0, 32, 4, 128, 4.0f);
 	/* other head shapes: fixtures (hd 16, 64), MHA, group 16, hd 256 */
 	rc |= test_attention_case(5, 3, 4, 2, 16, 2.0f);
 	rc |= test_attention_case(1, 700, 8, 2, 64, 2.0f);
@@ -1479,9 +1479,12 @@ static int run_attn(void *arg, int i)
  * flops = 4 * hd * nh * (the causal pairs) */
 static void bench_attn_prefill(void)
 {
-	static const int cs[][5] = {{256, 0, 32, 4, 128},  {1024, 0, 32, 4, 128},
-	                            {2048, 0, 32, 4, 128}, {512, 2048, 32, 4, 128},
-	                            {256, 0, 16, 4, 64},   {1024, 0, 16, 4, 64}};
+	static const int cs[][5] = {
+	    {256, 0, 32, 4, 128},   {1024, 0, 32, 4, 128},  {2048, 0, 32, 4, 128},
+	    {512, 2048, 32, 4, 128}, {256, 0, 16, 4, 64},    {1024, 0, 16, 4, 64},
+	    {16, 0, 32, 4, 128},    {32, 0, 32, 4, 128},    {64, 0, 32, 4, 128},
+	    {128, 0, 32, 4, 128},   {16, 3000, 32, 4, 128}, {64, 3000, 32, 4, 128},
+	    {128, 3000, 32, 4, 128}, {256, 3800, 32, 4, 128}};
 	struct bench_attn a;
 	float *buf = xmalloc(4 * (size_t)4096 * 4096);
 
