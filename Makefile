@@ -168,6 +168,7 @@ test-gpu: deps
 	@$(MAKE) --no-print-directory tests
 	@BUILD=$(BUILD) sh tests/run.sh ptx
 	@BUILD=$(BUILD) sh tests/run.sh core/overlap_release
+	@BUILD=$(BUILD) sh tests/run.sh core/device_faults
 
 # The demo: convert the bundled model on first use, then generate.
 DEMO_HF   ?= models/demo

@@ -124,7 +124,8 @@ enum coli_dev_fail_at {
 	COLI_FAIL_AT_ANY,
 	COLI_FAIL_AT_LAUNCH,
 	COLI_FAIL_AT_SYNC,
-	COLI_FAIL_AT_COPY
+	COLI_FAIL_AT_COPY,
+	COLI_FAIL_AT_ALLOC /* allocations from the Nth on: out of device memory, not a failure */
 };
 
 struct coli_dev {
@@ -135,6 +136,7 @@ struct coli_dev {
 	long fail_after; /* launches before injected failure; -1 never */
 	int fail_at;     /* enum coli_dev_fail_at: the kind of op the injected failure strikes */
 	long launches;
+	long allocs;   /* device allocations so far (COLI_FAIL_AT_ALLOC counts these) */
 	long cap_from; /* launches when the capture under way began */
 	int failed;    /* sticky: once failed, the device is not used again */
 };

@@ -24,6 +24,7 @@
 #include "core/core_internal.h"
 #include "core/dev.h"
 #include "mem/mem.h"
+#include "ptx/ptx.h"
 
 #define TMAX_DEFAULT 256 /* tokens per forward call (prefill chunk) */
 
@@ -162,6 +163,28 @@ static int scratch_alloc(struct coli_engine *e)
 	return 0;
 }
 
+/* Setting the devices up at open failed (rc, err): say so once and go on
+ * CPU-only, as with --gpu off. Experts whose host copies CUDA_RELEASE_HOST
+ * dropped meanwhile are read from the model file again by the tiers. */
+static void devices_off(struct coli_engine *e, const char *what, int rc, char *err)
+{
+	if (err[0]) /* it names the device */
+		fprintf(stderr, "coli: %s; running on the CPU\n", err);
+	else
+		fprintf(stderr, "coli: device %s: %s: %s; running on the CPU\n", e->devs[0]->name,
+		        what, strerror(-rc));
+	err[0] = 0;
+	if (e->where)
+		coli_moe_dev_release(e);
+	e->where = NULL;
+	e->dev_slab = NULL;
+	coli_dense_dev_close(e);
+	for (int d = 0; d < e->n_devs; d++)
+		coli_dev_close(e->devs[d]);
+	memset(e->vram, 0, sizeof(e->vram));
+	e->n_devs = 0;
+}
+
 int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t **out, char *err,
                      size_t errlen)
 {
@@ -234,6 +257,12 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	rc = coli_tiers_open(e, err, errlen);
 	if (rc)
 		goto err;
+	if (e->opts.ptx_fail[0] && strcmp(e->opts.ptx_fail, "90") && strcmp(e->opts.ptx_fail, "all")) {
+		snprintf(err, errlen, "COLI_PTX_FAIL='%s': expected 90 or all", e->opts.ptx_fail);
+		rc = -EINVAL;
+		goto err;
+	}
+	coli_gpu_fail_jit(e->opts.ptx_fail);
 	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us,
 	                       e->opts.pdl, e->devs, COLI_MAX_DEVS, &e->n_devs, err, errlen);
 	if (rc)
@@ -243,11 +272,12 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 
 		e->devs[i]->fail_at = !strcmp(at, "launch") ? COLI_FAIL_AT_LAUNCH
 		                      : !strcmp(at, "sync") ? COLI_FAIL_AT_SYNC
-		                      : !strcmp(at, "copy") ? COLI_FAIL_AT_COPY
-		                                            : COLI_FAIL_AT_ANY;
+		                      : !strcmp(at, "copy")  ? COLI_FAIL_AT_COPY
+		                      : !strcmp(at, "alloc") ? COLI_FAIL_AT_ALLOC
+		                                             : COLI_FAIL_AT_ANY;
 		if (!e->devs[i]->fail_at && strcmp(at, "any")) {
 			snprintf(err, errlen,
-			         "COLI_GPU_FAIL_AT='%s': expected any, launch, copy or sync", at);
+			         "COLI_GPU_FAIL_AT='%s': expected any, launch, copy, sync or alloc", at);
 			rc = -EINVAL;
 			goto err;
 		}
@@ -257,18 +287,23 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		rc = -ENOMEM;
 		goto err;
 	}
-	/* the dense part first: it must fit; experts then take what is left */
+	/* the dense part first: it must fit; experts then take what is left. A
+	 * device that cannot take them (out of its memory, an error) is given up
+	 * with a message: the model then runs on the CPU */
 	if (e->n_devs && strcmp(e->opts.dense, "cpu")) {
 		rc = coli_dense_dev_open(e, e->devs[0], err, errlen);
 		if (rc)
-			goto err;
+			devices_off(e, "the dense part and KV cache", rc, err);
+		rc = 0;
 	}
 	if (e->n_devs) {
 		rc = coli_moe_dev_place(e, err, errlen);
 		if (!rc && (rc = coli_dense_dev_plan_init(e)))
-			snprintf(err, errlen, "device routing tables: %s", strerror(-rc));
+			snprintf(err, errlen, "device %s: routing tables: %s", e->devs[0]->name,
+			         strerror(-rc));
 		if (rc)
-			goto err;
+			devices_off(e, "the experts' buffers", rc, err);
+		rc = 0;
 	}
 	if (e->opts.route_trace[0]) {
 		e->trace = fopen(e->opts.route_trace, "w");

@@ -82,7 +82,10 @@ static const struct opt_row g_opts[] = {
      "before drains (0: plain launches, for A/B)"},
     {NULL, "COLI_GPU_FAIL_AT", OPT_STR, F(gpu_fail_at), "any",
      "fault injection: the injected failure strikes the first kernel launch, staging copy, sync (a "
-     "take) or any op"},
+     "take) or any op; alloc: device allocations from the Nth on fail (out of device memory)"},
+    {NULL, "COLI_PTX_FAIL", OPT_STR, F(ptx_fail), "",
+     "fault injection: the embedded PTX fails to JIT-compile, the compute_90 build (90: coli "
+     "takes the compute_80 one) or both (all: the GPU is unusable)"},
     {NULL, "COLI_SIM_LATENCY_US", OPT_INT, F(sim_latency_us), "0",
      "--gpu sim: microseconds each sync takes (device time to overlap with)"},
 };

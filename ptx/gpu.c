@@ -42,6 +42,13 @@ static void unload_modules(coli_gpu_t *g)
 	}
 }
 
+static int g_fail_jit; /* coli_gpu_fail_jit: 1 the compute_90 build, 2 both */
+
+void coli_gpu_fail_jit(const char *which)
+{
+	g_fail_jit = !strcmp(which, "90") ? 1 : !strcmp(which, "all") ? 2 : 0;
+}
+
 /* The four modules of one build (sm90: the compute_90 one). */
 static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 {
@@ -51,8 +58,14 @@ static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 	void *vals[] = {info, (void *)(uintptr_t)JIT_LOG_SZ, elog, (void *)(uintptr_t)JIT_LOG_SZ};
 	CUresult r;
 
-	r = g->cu->ModuleLoadDataEx(&g->mod, sm90 ? coli_ptx_kernels_90 : coli_ptx_kernels, 4, opts,
-	                            vals);
+	/* injected: PTX the JIT refuses, with its own log */
+	static const char broken[] = ".version 99.9\n.target sm_90\n.address_size 64\n";
+
+	r = g->cu->ModuleLoadDataEx(&g->mod,
+	                            g_fail_jit > !sm90 ? broken
+	                            : sm90             ? coli_ptx_kernels_90
+	                                               : coli_ptx_kernels,
+	                            4, opts, vals);
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(
 		    &g->mod_dense, sm90 ? coli_ptx_dense_90 : coli_ptx_dense, 4, opts, vals);
@@ -729,6 +742,10 @@ int coli_gpu_elapsed_ms(coli_gpu_t *g, int from_slot, int to_slot, float *ms)
 #else /* no GPU path: every entry reports it */
 
 #define NO_GPU return -ENODEV
+void coli_gpu_fail_jit(const char *which)
+{
+	(void)which;
+}
 int coli_gpu_mem_info(coli_gpu_t *g, size_t *f, size_t *t)
 {
 	NO_GPU;

@@ -26,6 +26,10 @@ int coli_ptx_probe(const char **why);
 typedef struct coli_gpu coli_gpu_t;
 
 int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen);
+/* Fault injection (COLI_PTX_FAIL) for the opens that follow: "90" makes the
+ * compute_90 PTX fail to JIT-compile (the compute_80 build is taken), "all"
+ * both (the GPU is unusable); "" (default) none. */
+void coli_gpu_fail_jit(const char *which);
 void coli_gpu_close(coli_gpu_t *g);
 const char *coli_gpu_name(const coli_gpu_t *g);
 /* Launch without programmatic dependent launch from now on (COLI_PDL=0). */

@@ -1,0 +1,67 @@
+#!/bin/sh
+# tests/core/device_faults.sh — a device that cannot be set up at open gives a
+# clear message and a CPU path, never a crash or another token (issue #6's
+# faults at start; failures mid-run are tests/core/overlap_release and
+# placement):
+#   - out of device memory at start (COLI_GPU_FAIL_AT=alloc: allocations
+#     from the Nth on fail), with the simulated device: at the dense part, at
+#     the experts' buffers, at the routing tables after some experts were
+#     placed (and their host copies dropped: CUDA_RELEASE_HOST=1): each run
+#     says so, runs on the CPU and prints the CPU's text byte for byte;
+#   - on a GPU host, the same with the real device, and a PTX JIT failure
+#     (COLI_PTX_FAIL): of the compute_90 build (the compute_80 one is taken,
+#     the same text as the normal GPU run) and of both (the GPU is unusable:
+#     the CPU's text).
+set -u
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+"$COLI" convert "$FIXTURES/qwen3_moe" -o m.coli --quant q8 >/dev/null 2>&1 || { echo "convert failed"; exit 1; }
+gen() { "$COLI" generate -m m.coli -p "def fibonacci(n):" -n 24 --usage off "$@"; }
+gen --gpu off >cpu.txt 2>err.txt || { cat err.txt; exit 1; }
+
+# N: where the allocations start failing; what the message must say ("" : no fallback)
+for c in "0:cannot hold the dense part" "60:device sim:0" "75:device sim:0" "1000:"; do
+	n=${c%%:*} want=${c#*:}
+	for rel in 0 1; do
+		what="sim, allocations fail from the ${n}th, CUDA_RELEASE_HOST=$rel"
+		COLI_GPU_FAIL_AFTER=$n COLI_GPU_FAIL_AT=alloc CUDA_RELEASE_HOST=$rel \
+			gen --gpu sim >out.txt 2>err.txt
+		rc=$?
+		if [ $rc -ne 0 ]; then
+			bad "$what: exit $rc"
+			cat err.txt
+		elif ! cmp -s cpu.txt out.txt; then
+			bad "$what: the text differs from the CPU's"
+		elif [ -n "$want" ] && ! grep "$want" err.txt | grep -q "running on the CPU"; then
+			bad "$what: no message"
+			cat err.txt
+		elif [ -z "$want" ] && grep -q "running on the CPU" err.txt; then
+			bad "$what: fell back without a cause"
+		else
+			ok "$what${want:+: $(grep 'running on the CPU' err.txt)}"
+		fi
+	done
+done
+
+# the real device, when there is one
+gen --gpu auto >gpu.txt 2>err.txt || { cat err.txt; exit 1; }
+if ! grep -q "on cuda:" err.txt; then
+	[ $fail -eq 0 ] || exit 1
+	echo "the GPU half skipped: no usable GPU ($(grep -o 'no GPU.*' err.txt | head -1))"
+	exit 0
+fi
+COLI_GPU_FAIL_AFTER=0 COLI_GPU_FAIL_AT=alloc gen --gpu 0 >out.txt 2>err.txt
+[ $? -eq 0 ] && cmp -s cpu.txt out.txt && grep -q "running on the CPU" err.txt &&
+	ok "cuda:0 out of memory at start: $(grep 'running on the CPU' err.txt)" ||
+	{ bad "cuda:0 out of memory at start"; cat err.txt; }
+COLI_PTX_FAIL=90 gen --gpu 0 >out.txt 2>err.txt
+[ $? -eq 0 ] && cmp -s gpu.txt out.txt && grep -q "compute_90 PTX did not load" err.txt &&
+	grep -q "on cuda:" err.txt &&
+	ok "compute_90 PTX refused: the compute_80 build, the same text" ||
+	{ bad "compute_90 PTX refused"; cat err.txt; }
+COLI_PTX_FAIL=all gen >out.txt 2>err.txt
+[ $? -eq 0 ] && cmp -s cpu.txt out.txt && grep -q "unusable" err.txt &&
+	ok "no PTX loads: $(grep -o 'GPU 0 unusable.\{0,80\}' err.txt)" ||
+	{ bad "no PTX loads"; cat err.txt; }
+exit $fail
