@@ -36,7 +36,10 @@
  *
  * Tiling, q8/q4: a CTA of 256 threads computes 64 rows x 64 tokens; each
  * warp group (4 warps, 2 x 2) covers the tile with warp tiles of 32 x 32
- * (2 x 4 mma tiles) over its half of the blocks. A K step stages the next
+ * (2 x 4 mma tiles) over its half of the blocks. Launches of short runs
+ * (coli_gemm_<dtype>_s, chosen in ptx/gpu.c) use 64 x 32 tiles, warp tiles
+ * of 32 x 16: half the epilogue a K step, 170 registers without spills
+ * where the wide tile takes 255 and spills ~80 bytes. A K step stages the next
  * block of each group (q8: 4 stages, q4: 5). bf16: 8 warps (4 along rows x
  * 2 along tokens) compute 128 rows x 64 tokens, a K step is 32 elements,
  * 3 stages. All shared memory is static (<= 48 KiB), filled by cp.async
@@ -61,7 +64,6 @@
 #define THREADS 256 /* COLI_GPU_GEMM_THREADS_Q and _BF16 */
 #define MF      2   /* mma row tiles per warp (16 rows each) */
 #define NF      4   /* mma token tiles per warp (8 tokens each) */
-#define NOUT    (MF * NF * 4)
 
 #define MAGIC_BITS 0x4B400000 /* 1.5 * 2^23 */
 #define MAGIC_F    12582912.0f
@@ -152,16 +154,18 @@ find_job(const struct coli_gpu_gemm_job *jobs, int n_jobs, int *row0, int *tok0)
  * as 2 x 2 warp tiles of 32 x 32. A K step stages two blocks, the next one of
  * each group (group 1 has one fewer when the block count is odd). */
 #define QBM COLI_GPU_GEMM_ROWS_Q
-#define QBN COLI_GPU_GEMM_TOKENS
 
-template <bool Q4> struct QuantSmem {
+/* BN: tokens a CTA tile, 64 (COLI_GPU_GEMM_TOKENS) or 32 (COLI_GPU_GEMM_TOKENS_S,
+ * for launches of short runs: a warp tile of 32 x 16 holds half the outputs,
+ * so the fold stack takes 64 registers, not 128, and two CTAs fit an SM) */
+template <bool Q4, int BN> struct QuantSmem {
 	enum { ABYTES = Q4 ? 16 : 32, STAGES = Q4 ? 5 : 4 };
 	struct slot {
 		unsigned char a[QBM * ABYTES]; /* weights of one block, [row][ABYTES] */
-		signed char b[QBN * 32];       /* activations of one block, [token][32] */
+		signed char b[BN * 32];        /* activations of one block, [token][32] */
 		unsigned w[QBM];               /* the fp16 scale pair holding dw[row][b] */
-		float d[QBN];                  /* dx[token][b] */
-		int qs[QBN];                   /* qsum[token][b] (q4) */
+		float d[BN];                   /* dx[token][b] */
+		int qs[BN];                    /* qsum[token][b] (q4) */
 	} s[STAGES][2];                        /* [stage][group] */
 };
 
@@ -172,8 +176,8 @@ static __device__ __forceinline__ int swz32(int row, int c)
 }
 
 /* Thread tid fills group tid/128's slot: index i = tid % 128. */
-template <bool Q4>
-static __device__ __forceinline__ void quant_load(typename QuantSmem<Q4>::slot &sl, int b,
+template <bool Q4, int BN>
+static __device__ __forceinline__ void quant_load(typename QuantSmem<Q4, BN>::slot &sl, int b,
                                                   const struct coli_gpu_gemm_job &jb, int row0,
                                                   int tok0)
 {
@@ -187,7 +191,7 @@ static __device__ __forceinline__ void quant_load(typename QuantSmem<Q4>::slot &
 
 		cp16(&sl.a[Q4 ? r * 16 : swz32(r, c)], (const char *)jb.w + (ok ? off : 0), ok);
 	}
-	{
+	if (i < 2 * BN) {
 		const int n = i >> 1, c = i & 1;
 		const bool ok = tok0 + n < jb.S;
 
@@ -200,12 +204,12 @@ static __device__ __forceinline__ void quant_load(typename QuantSmem<Q4>::slot &
 		const size_t e = ok ? ((size_t)(row0 + i) * nb + b) & ~(size_t)1 : 0;
 
 		cp4(&sl.w[i], jb.scales + e, ok);
-		if (Q4) {
+		if (Q4 && i < BN) {
 			const bool okt = tok0 + i < jb.S;
 
 			cp4(&sl.qs[i], jb.xqsum + (okt ? (size_t)(tok0 + i) * nb + b : 0), okt);
 		}
-	} else {
+	} else if (i - QBM < BN) {
 		const int n = i - QBM;
 		const bool ok = tok0 + n < jb.S;
 
@@ -214,17 +218,19 @@ static __device__ __forceinline__ void quant_load(typename QuantSmem<Q4>::slot &
 }
 
 /* One block b (a staged slot) into the running lane accumulators acc[].
- * Output o = (mf * NF + nf) * 4 + e is row wm*32 + mf*16 + g + 8*(e >= 2),
- * token wn*32 + nf*8 + 2*t4 + (e & 1) of the tile (the mma's C layout). */
-template <bool Q4>
-static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4>::slot &sl, int b,
+ * With QN = BN / 16 token tiles a warp: output o = (mf * QN + nf) * 4 + e is
+ * row wm*32 + mf*16 + g + 8*(e >= 2), token wn*BN/2 + nf*8 + 2*t4 + (e & 1)
+ * of the tile (the mma's C layout). */
+template <bool Q4, int BN>
+static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4, BN>::slot &sl, int b,
                                                   int nb, int row0, int wm, int wn, float *acc)
 {
+	constexpr int QN = BN / 16;
 	const int lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
 	const int lr = lane & 7, lm = lane >> 3; /* ldmatrix: row in matrix, matrix */
-	unsigned a[MF][4], bq[NF][2];
-	float dw[MF][2], dx[NF][2];
-	int c[NF][2];
+	unsigned a[MF][4], bq[QN][2];
+	float dw[MF][2], dx[QN][2];
+	int c[QN][2];
 
 	/* A: q8 matrices (rows 0-7 | 8-15) x (bytes 0-15 | 16-31) of each 16-row
 	 * tile -> a0..a3; q4: rows 0-7 | 8-15 of tile 0, then tile 1, packed;
@@ -244,10 +250,10 @@ static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4>::
 			ldsm4(a[mf], &sl.a[swz32(wm * 32 + mf * 16 + (lm & 1) * 8 + lr, lm >> 1)]);
 	}
 	/* B: matrices (tokens 0-7 | bytes 0-15), (0-7 | 16-31), (8-15 | 0-15), (8-15 | 16-31) */
-	for (int h = 0; h < NF / 2; h++) {
+	for (int h = 0; h < QN / 2; h++) {
 		unsigned r[4];
 
-		ldsm4(r, &sl.b[swz32(wn * 32 + h * 16 + (lm >> 1) * 8 + lr, lm & 1)]);
+		ldsm4(r, &sl.b[swz32(wn * (BN / 2) + h * 16 + (lm >> 1) * 8 + lr, lm & 1)]);
 		bq[2 * h][0] = r[0], bq[2 * h][1] = r[1];
 		bq[2 * h + 1][0] = r[2], bq[2 * h + 1][1] = r[3];
 	}
@@ -260,15 +266,15 @@ static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4>::
 			dw[mf][hi] = __half2float(
 			    __ushort_as_half((unsigned short)(odd ? pair >> 16 : pair & 0xffffu)));
 		}
-	for (int nf = 0; nf < NF; nf++)
+	for (int nf = 0; nf < QN; nf++)
 		for (int k = 0; k < 2; k++) {
-			const int n = wn * 32 + nf * 8 + 2 * t4 + k;
+			const int n = wn * (BN / 2) + nf * 8 + 2 * t4 + k;
 
 			dx[nf][k] = sl.d[n];
 			c[nf][k] = Q4 ? MAGIC_BITS - 8 * sl.qs[n] : MAGIC_BITS;
 		}
 	for (int mf = 0; mf < MF; mf++)
-		for (int nf = 0; nf < NF; nf++) {
+		for (int nf = 0; nf < QN; nf++) {
 			const int cc[4] = {c[nf][0], c[nf][1], c[nf][0], c[nf][1]};
 			int d[4];
 
@@ -276,7 +282,7 @@ static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4>::
 			for (int e = 0; e < 4; e++) {
 				const float s = __fsub_rn(__int_as_float(d[e]), MAGIC_F);
 				const float scale = __fmul_rn(dw[mf][e >> 1], dx[nf][e & 1]);
-				float *l = &acc[(mf * NF + nf) * 4 + e];
+				float *l = &acc[(mf * QN + nf) * 4 + e];
 
 				*l = __fmaf_rn(s, scale, *l);
 			}
@@ -287,70 +293,74 @@ static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4>::
  * partial sums of its group's subtree (leaves 0-7 or 8-15). The leaf is a
  * right child at every level where its bit is set; after leaf 7 or 15, acc
  * holds the subtree's sum o0 / o1. i is warp-uniform. */
+template <int N> /* outputs a thread */
 static __device__ __forceinline__ void fold_leaf(int i, float *acc, float *p1, float *p2, float *p3)
 {
 	if (!(i & 1)) {
-		for (int o = 0; o < NOUT; o++)
+		for (int o = 0; o < N; o++)
 			p1[o] = acc[o], acc[o] = 0.0f;
 		return;
 	}
-	for (int o = 0; o < NOUT; o++)
+	for (int o = 0; o < N; o++)
 		acc[o] = __fadd_rn(p1[o], acc[o]);
 	if (!(i & 2)) {
-		for (int o = 0; o < NOUT; o++)
+		for (int o = 0; o < N; o++)
 			p2[o] = acc[o], acc[o] = 0.0f;
 		return;
 	}
-	for (int o = 0; o < NOUT; o++)
+	for (int o = 0; o < N; o++)
 		acc[o] = __fadd_rn(p2[o], acc[o]);
 	if (!(i & 4)) {
-		for (int o = 0; o < NOUT; o++)
+		for (int o = 0; o < N; o++)
 			p3[o] = acc[o], acc[o] = 0.0f;
 		return;
 	}
-	for (int o = 0; o < NOUT; o++)
+	for (int o = 0; o < N; o++)
 		acc[o] = __fadd_rn(p3[o], acc[o]);
 }
 
-/* y of a warp tile: rows wm*32.., tokens wn*32.. of the CTA tile at (row0, tok0) */
+/* y of a warp tile of 32 rows x 8 * QN tokens: rows wm*32.., tokens
+ * wn*8*QN.. of the CTA tile at (row0, tok0) */
+template <int QN>
 static __device__ __forceinline__ void store_tile(const struct coli_gpu_gemm_job &jb, int row0,
                                                   int tok0, int wm, int wn, const float *acc)
 {
 	const int lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
 
 	for (int mf = 0; mf < MF; mf++)
-		for (int nf = 0; nf < NF; nf++)
+		for (int nf = 0; nf < QN; nf++)
 			for (int e = 0; e < 4; e++) {
 				const int r = row0 + wm * 32 + mf * 16 + g + (e >> 1) * 8;
-				const int t = tok0 + wn * 32 + nf * 8 + 2 * t4 + (e & 1);
+				const int t = tok0 + wn * 8 * QN + nf * 8 + 2 * t4 + (e & 1);
 
 				if (r < jb.rows && t < jb.S)
-					jb.y[(size_t)t * jb.ldy + r] = acc[(mf * NF + nf) * 4 + e];
+					jb.y[(size_t)t * jb.ldy + r] = acc[(mf * QN + nf) * 4 + e];
 			}
 }
 
-template <bool Q4>
+template <bool Q4, int BN>
 static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job *jobs, int n_jobs)
 {
-	typedef QuantSmem<Q4> Smem;
+	typedef QuantSmem<Q4, BN> Smem;
+	constexpr int QN = BN / 16, NOUT_Q = MF * QN * 4;
 	__shared__ __align__(128) Smem sm;
 	int row0, tok0;
-	const struct coli_gpu_gemm_job jb = *find_job<QBM, QBN>(jobs, n_jobs, &row0, &tok0);
+	const struct coli_gpu_gemm_job jb = *find_job<QBM, BN>(jobs, n_jobs, &row0, &tok0);
 	const int nb = jb.K / 32, ns = (nb + 1) / 2; /* steps: group 0's block count */
 	const int warp = threadIdx.x >> 5, grp = warp >> 2, wm = warp & 1, wn = (warp >> 1) & 1;
 	const int lgrp = threadIdx.x >> 7,
 	          lend = 8 * lgrp + 8; /* the group this thread loads for */
 	const int end = 8 * grp + 8;
-	float acc[NOUT], p1[NOUT], p2[NOUT], p3[NOUT];
+	float acc[NOUT_Q], p1[NOUT_Q], p2[NOUT_Q], p3[NOUT_Q];
 	int pi = 8 * lgrp, pb = lgrp; /* producer: leaf, block (leaf 8g is lane g) */
 	int ci = 8 * grp, cb = grp;   /* consumer */
 
-	for (int o = 0; o < NOUT; o++)
+	for (int o = 0; o < NOUT_Q; o++)
 		acc[o] = 0.0f;
 	/* prologue: the first STAGES-1 steps in flight */
 	for (int s = 0; s < Smem::STAGES - 1; s++) {
 		if (pb < nb) {
-			quant_load<Q4>(sm.s[s][lgrp], pb, jb, row0, tok0);
+			quant_load<Q4, BN>(sm.s[s][lgrp], pb, jb, row0, tok0);
 			next_block(pi, pb, nb, lend);
 		}
 		cp_commit();
@@ -361,39 +371,39 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 		 * step s-1, whose stage the load below overwrites */
 		__syncthreads();
 		if (pb < nb) {
-			quant_load<Q4>(sm.s[(s + Smem::STAGES - 1) % Smem::STAGES][lgrp], pb, jb,
-			               row0, tok0);
+			quant_load<Q4, BN>(sm.s[(s + Smem::STAGES - 1) % Smem::STAGES][lgrp], pb,
+			                   jb, row0, tok0);
 			next_block(pi, pb, nb, lend);
 		}
 		cp_commit();
 		if (cb >= nb)
 			continue; /* group 1 past its last block (odd count) */
-		quant_step<Q4>(sm.s[s % Smem::STAGES][grp], cb, nb, row0, wm, wn, acc);
+		quant_step<Q4, BN>(sm.s[s % Smem::STAGES][grp], cb, nb, row0, wm, wn, acc);
 		cb += 16;
 		if (cb >= nb) { /* leaf ci is complete; fold it and the empty leaves after it */
 			do {
-				fold_leaf(ci, acc, p1, p2, p3);
+				fold_leaf<NOUT_Q>(ci, acc, p1, p2, p3);
 				ci++;
 			} while (ci < end && leaf_lane(ci) >= nb);
 			cb = ci < end ? leaf_lane(ci) : nb;
 		}
 	}
 	while (ci < end) /* a group without any block (K = 32): its lanes are +0 */
-		fold_leaf(ci++, acc, p1, p2, p3);
+		fold_leaf<NOUT_Q>(ci++, acc, p1, p2, p3);
 	/* y = o0 + o1: group 1 hands its sums over in (now idle) shared memory */
 	cp_wait<0>();
 	__syncthreads();
 	{
-		float *x = (float *)&sm + (warp & 3) * NOUT * 32 + (threadIdx.x & 31);
+		float *x = (float *)&sm + (warp & 3) * NOUT_Q * 32 + (threadIdx.x & 31);
 
 		if (grp == 1)
-			for (int o = 0; o < NOUT; o++)
+			for (int o = 0; o < NOUT_Q; o++)
 				x[o * 32] = acc[o];
 		__syncthreads();
 		if (grp == 0) {
-			for (int o = 0; o < NOUT; o++)
+			for (int o = 0; o < NOUT_Q; o++)
 				acc[o] = __fadd_rn(acc[o], x[o * 32]);
-			store_tile(jb, row0, tok0, wm, wn, acc);
+			store_tile<QN>(jb, row0, tok0, wm, wn, acc);
 		}
 	}
 }
@@ -514,25 +524,46 @@ static __device__ __forceinline__ void gemm_bf16(const struct coli_gpu_gemm_job 
 		cp_commit();
 		bf16_step(sm, s % BF_STAGES, wm, wn, acc);
 	}
-	store_tile(jb, row0, tok0, wm, wn, &acc[0][0][0]);
+	store_tile<NF>(jb, row0, tok0, wm, wn, &acc[0][0][0]);
 }
 
-/* Two entry points per dtype: the job table in device memory, or (up to
+/* The quantized kernels' tile widths: 64 tokens (one CTA an SM) and 32
+ * (coli_gemm_<dtype>_s: launches whose runs are short; two CTAs an SM). */
+static __device__ __forceinline__ void gemm_q8(const struct coli_gpu_gemm_job *j, int n)
+{
+	gemm_quant<false, COLI_GPU_GEMM_TOKENS>(j, n);
+}
+static __device__ __forceinline__ void gemm_q4(const struct coli_gpu_gemm_job *j, int n)
+{
+	gemm_quant<true, COLI_GPU_GEMM_TOKENS>(j, n);
+}
+static __device__ __forceinline__ void gemm_q8_s(const struct coli_gpu_gemm_job *j, int n)
+{
+	gemm_quant<false, COLI_GPU_GEMM_TOKENS_S>(j, n);
+}
+static __device__ __forceinline__ void gemm_q4_s(const struct coli_gpu_gemm_job *j, int n)
+{
+	gemm_quant<true, COLI_GPU_GEMM_TOKENS_S>(j, n);
+}
+
+/* Two entry points per kernel: the job table in device memory, or (up to
  * COLI_GPU_INL_JOBS jobs: a prefill chunk's dense matrices, a small MoE
  * layer) in the launch's parameters, with nothing to copy first. */
-#define GEMM_KERNELS(name, fn)                                                                     \
-	extern "C" __global__ void __launch_bounds__(THREADS, 1)                                   \
+#define GEMM_KERNELS(name, fn, ctas)                                                               \
+	extern "C" __global__ void __launch_bounds__(THREADS, ctas)                                \
 	    coli_gemm_##name(const struct coli_gpu_gemm_job *jobs, int n_jobs)                     \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		fn(jobs, n_jobs);                                                                  \
 	}                                                                                          \
-	extern "C" __global__ void __launch_bounds__(THREADS, 1) coli_gemm_##name##_inl(           \
+	extern "C" __global__ void __launch_bounds__(THREADS, ctas) coli_gemm_##name##_inl(        \
 	    const __grid_constant__ struct coli_gpu_gemm_inline p, int n_jobs)                     \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		fn(p.j, n_jobs);                                                                   \
 	}
-GEMM_KERNELS(q8_0, gemm_quant<false>)
-GEMM_KERNELS(q4_0, gemm_quant<true>)
-GEMM_KERNELS(bf16, gemm_bf16)
+GEMM_KERNELS(q8_0, gemm_q8, 1)
+GEMM_KERNELS(q4_0, gemm_q4, 1)
+GEMM_KERNELS(q8_0_s, gemm_q8_s, 1)
+GEMM_KERNELS(q4_0_s, gemm_q4_s, 1)
+GEMM_KERNELS(bf16, gemm_bf16, 1)

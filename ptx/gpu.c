@@ -124,17 +124,18 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_gemv_f32)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_F32], g->mod, "coli_gemv_f32_inl"),
 	   "cuModuleGetFunction(coli_gemv_f32_inl)");
-	for (int i = 0; i < 6; i++) { /* coli_gemm_<dtype>[_inl] */
-		static const enum coli_dtype gt[3] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
-		                                      COLI_DTYPE_BF16};
+	for (int i = 0; i < 10; i++) { /* coli_gemm_<dtype>[_s][_inl] */
+		static const enum coli_dtype gt[5] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
+		                                      COLI_DTYPE_BF16, COLI_DTYPE_Q8_0,
+		                                      COLI_DTYPE_Q4_0};
+		const int narrow = i >= 6;
+		CUfunction *f = narrow ? (i % 2 ? g->f_gemm_s_inl : g->f_gemm_s)
+		                       : (i % 2 ? g->f_gemm_inl : g->f_gemm);
 		char name[40];
 
-		snprintf(name, sizeof(name), "coli_gemm_%s%s", coli_dtype_name(gt[i / 2]),
-		         i % 2 ? "_inl" : "");
-		CK(g->cu->ModuleGetFunction(i % 2 ? &g->f_gemm_inl[gt[i / 2]]
-		                                  : &g->f_gemm[gt[i / 2]],
-		                            g->mod_gemm, name),
-		   name);
+		snprintf(name, sizeof(name), "coli_gemm_%s%s%s", coli_dtype_name(gt[i / 2]),
+		         narrow ? "_s" : "", i % 2 ? "_inl" : "");
+		CK(g->cu->ModuleGetFunction(&f[gt[i / 2]], g->mod_gemm, name), name);
 	}
 	CK(g->cu->ModuleGetFunction(&g->f_silu, g->mod, "coli_silu_mul"),
 	   "cuModuleGetFunction(coli_silu_mul)");
@@ -573,16 +574,39 @@ int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, in
 	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
 }
 
-/* One CTA per tile of every job: tiles are rows_per_tile x
- * COLI_GPU_GEMM_TOKENS, numbered job after job (tile0), so the kernel finds
- * its job by binary search over the table. */
+/* Whether a q8/q4 launch takes the tiles of COLI_GPU_GEMM_TOKENS_S tokens:
+ * when its runs are short, so that the narrow tiles add at most a quarter
+ * more CTAs than the wide ones (each narrow tile does half the epilogue a
+ * K step and the kernel holds its registers without spilling), or when a
+ * test forces one width (coli_gpu_gemm_tile). */
+static int gemm_narrow(const coli_gpu_t *g, enum coli_dtype dtype,
+                       const struct coli_gpu_gemm_job *jobs, int n_jobs)
+{
+	long wide = 0, narrow = 0;
+
+	if (dtype != COLI_DTYPE_Q8_0 && dtype != COLI_DTYPE_Q4_0)
+		return 0;
+	if (g->gemm_bn)
+		return g->gemm_bn == COLI_GPU_GEMM_TOKENS_S;
+	for (int i = 0; i < n_jobs; i++) {
+		long rt = (jobs[i].rows + COLI_GPU_GEMM_ROWS_Q - 1) / COLI_GPU_GEMM_ROWS_Q;
+
+		wide += rt * ((jobs[i].S + COLI_GPU_GEMM_TOKENS - 1) / COLI_GPU_GEMM_TOKENS);
+		narrow += rt * ((jobs[i].S + COLI_GPU_GEMM_TOKENS_S - 1) / COLI_GPU_GEMM_TOKENS_S);
+	}
+	return narrow * 4 <= wide * 5;
+}
+
+/* One CTA per tile of every job: tiles are rows_per_tile x COLI_GPU_GEMM_TOKENS
+ * (or _S) tokens, numbered job after job (tile0), so the kernel finds its job
+ * by binary search over the table. */
 int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
                   int n_jobs)
 {
 	const int bm = dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_ROWS_BF16 : COLI_GPU_GEMM_ROWS_Q;
-	const int bn = COLI_GPU_GEMM_TOKENS;
 	const unsigned threads =
 	    dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_THREADS_BF16 : COLI_GPU_GEMM_THREADS_Q;
+	int bn = COLI_GPU_GEMM_TOKENS, narrow;
 	long tiles = 0;
 	void *args[2];
 
@@ -590,6 +614,9 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		return -ENOTSUP;
 	if (n_jobs <= 0 || n_jobs > MAX_JOBS)
 		return -EINVAL;
+	narrow = gemm_narrow(g, dtype, jobs, n_jobs);
+	if (narrow)
+		bn = COLI_GPU_GEMM_TOKENS_S;
 	for (int i = 0; i < n_jobs; i++) {
 		const struct coli_gpu_gemm_job *j = &jobs[i];
 
@@ -609,8 +636,9 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		memcpy(inl.j, g->gjobs_host, sizeof(*jobs) * n_jobs);
 		args[0] = &inl;
 		args[1] = &n_jobs;
-		return coli_gpu_launch(g, g->f_gemm_inl[dtype], (unsigned)tiles, 1, 1, threads, 0,
-		                       args, "cuLaunchKernel(gemm)");
+		return coli_gpu_launch(g, narrow ? g->f_gemm_s_inl[dtype] : g->f_gemm_inl[dtype],
+		                       (unsigned)tiles, 1, 1, threads, 0, args,
+		                       "cuLaunchKernel(gemm)");
 	}
 	/* stream-ordered: the copy lands after the previous GEMM launch has read
 	 * its table. The source is pageable, so the call first waits for the
@@ -620,8 +648,13 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 	   "cuMemcpyHtoDAsync(GEMM job table)");
 	args[0] = &g->gjobs;
 	args[1] = &n_jobs;
-	return coli_gpu_launch(g, g->f_gemm[dtype], (unsigned)tiles, 1, 1, threads, 0, args,
-	                       "cuLaunchKernel(gemm)");
+	return coli_gpu_launch(g, narrow ? g->f_gemm_s[dtype] : g->f_gemm[dtype], (unsigned)tiles,
+	                       1, 1, threads, 0, args, "cuLaunchKernel(gemm)");
+}
+
+void coli_gpu_gemm_tile(coli_gpu_t *g, int tokens)
+{
+	g->gemm_bn = tokens;
 }
 
 int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int n)
@@ -831,6 +864,10 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemv_j
 int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemm_job *j, int n)
 {
 	NO_GPU;
+}
+void coli_gpu_gemm_tile(coli_gpu_t *g, int tokens)
+{
+	(void)g, (void)tokens;
 }
 int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype t, uint64_t table, int n, int rows)
 {

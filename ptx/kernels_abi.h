@@ -73,6 +73,7 @@ struct coli_gpu_dense_gemv {
  * any allocation's granularity). q8/q4 results are
  * bit-identical to coli_gemv; bf16 only within rounding (tensor cores). */
 #define COLI_GPU_GEMM_TOKENS       64  /* tokens per CTA tile */
+#define COLI_GPU_GEMM_TOKENS_S     32  /* the same, q8/q4 launches of short runs */
 #define COLI_GPU_GEMM_ROWS_Q       64  /* rows per CTA tile, q8_0 / q4_0 */
 #define COLI_GPU_GEMM_ROWS_BF16    128 /* rows per CTA tile, bf16 */
 #define COLI_GPU_GEMM_THREADS_Q    256 /* threads per CTA, q8_0 / q4_0 */

@@ -4,7 +4,8 @@
  *
  *   q8_0 / q4_0   bit for bit (the placement invariant at prefill): every
  *                 job of one grouped launch equals coli_gemm on the CPU and
- *                 the GEMV kernels run on the same inputs 4 tokens at a time
+ *                 the GEMV kernels run on the same inputs 4 tokens at a time,
+ *                 with tiles of 64 tokens and of 32 (coli_gpu_gemm_tile)
  *   bf16          within rounding only (tensor cores): the error relative to
  *                 sum_k |w_k x_k| of the output is printed and bounded
  *
@@ -388,11 +389,17 @@ static void bench_one(const char *name, int E, int n, int H, int I, enum coli_dt
 	b.h = act_planes((int)T, I);
 	b.y1 = dev_poison(sizeof(float) * 2 * T * I);
 	b.y2 = dev_poison(sizeof(float) * T * H);
-	for (int gemv = 0; gemv < 2; gemv++) {
+	/* arms: the GEMM with tiles of 64 tokens, of 32 (q8/q4), the GEMV path */
+	for (int arm = 0; arm < 3; arm++) {
+		static const char *const names[3] = {"gemm", "gemm32", "gemv"};
+		const int gemv = arm == 2;
 		double ops_t = 0, ms_t = 0;
 
-		if (gemv && (dt != COLI_DTYPE_Q8_0 || n > 32))
+		if (gemv && (dt == COLI_DTYPE_BF16 || n > 32))
 			continue; /* the old path, once, for scale */
+		if (arm == 1 && dt == COLI_DTYPE_BF16)
+			continue;
+		coli_gpu_gemm_tile(g_gpu, arm == 1 ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS);
 		for (int which = 0; which < 2; which++) {
 			double ops;
 			int nj = bench_jobs(&b, dt, which, gemv, gj, vj, &ops);
@@ -418,14 +425,15 @@ static void bench_one(const char *name, int E, int n, int H, int I, enum coli_dt
 				if (r >= 2 && ms < best)
 					best = ms;
 			}
-			printf("  %-10s %-5s %-4s %-7s E=%-3d n=%-4d %8.3f ms %7.1f TOPS\n", name,
-			       coli_dtype_name(dt), gemv ? "gemv" : "gemm",
-			       which ? "down" : "gate+up", E, n, best, ops / best / 1e9);
+			printf("  %-10s %-5s %-6s %-7s E=%-3d n=%-4d %8.3f ms %7.1f TOPS\n", name,
+			       coli_dtype_name(dt), names[arm], which ? "down" : "gate+up", E, n,
+			       best, ops / best / 1e9);
 			ops_t += ops, ms_t += best;
 		}
-		printf("  %-10s %-5s %-4s layer    E=%-3d n=%-4d %8.3f ms %7.1f TOPS\n", name,
-		       coli_dtype_name(dt), gemv ? "gemv" : "gemm", E, n, ms_t, ops_t / ms_t / 1e9);
+		printf("  %-10s %-5s %-6s layer    E=%-3d n=%-4d %8.3f ms %7.1f TOPS\n", name,
+		       coli_dtype_name(dt), names[arm], E, n, ms_t, ops_t / ms_t / 1e9);
 	}
+	coli_gpu_gemm_tile(g_gpu, 0);
 	for (int i = 0; i < 3 * E; i++)
 		coli_gpu_free(g_gpu, b.w[i]);
 	coli_gpu_free(g_gpu, b.x), coli_gpu_free(g_gpu, b.h);
@@ -439,8 +447,12 @@ static void bench(int quick)
 
 	printf("best of 10 launches each; TOPS = 2*rows*K*S / time\n");
 	/* where the GEMM overtakes GEMV jobs of 4 (COLI_GPU_GEMM_MIN_S) */
-	bench_one("qwen3-30b", 128, 8, 2048, 768, COLI_DTYPE_Q8_0);
-	bench_one("qwen3-30b", 128, 16, 2048, 768, COLI_DTYPE_Q8_0);
+	for (int d = 0; d < 2; d++) {
+		static const int ns[] = {4, 6, 8, 12, 16};
+
+		for (int k = 0; k < 5; k++)
+			bench_one("qwen3-30b", 128, ns[k], 2048, 768, dts[d]);
+	}
 	if (quick)
 		return;
 	for (int i = 0; i < 3; i++) {
@@ -467,8 +479,14 @@ int main(int argc, char **argv)
 		printf("no thread pool\n");
 		return 1;
 	}
-	rc |= test_gemm(COLI_DTYPE_Q8_0);
-	rc |= test_gemm(COLI_DTYPE_Q4_0);
+	/* q8/q4: the tiles of 64 tokens and of 32, each bit for bit */
+	for (int bn = COLI_GPU_GEMM_TOKENS; bn >= COLI_GPU_GEMM_TOKENS_S; bn /= 2) {
+		printf("token tile %d:\n", bn);
+		coli_gpu_gemm_tile(g_gpu, bn);
+		rc |= test_gemm(COLI_DTYPE_Q8_0);
+		rc |= test_gemm(COLI_DTYPE_Q4_0);
+	}
+	coli_gpu_gemm_tile(g_gpu, 0);
 	rc |= test_gemm(COLI_DTYPE_BF16);
 	coli_cpu_pool_destroy(g_pool);
 	coli_gpu_close(g_gpu);
