@@ -51,7 +51,7 @@ int coli_dev_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr)
 	if (d->failed)
 		return -EIO;
 	if (d->fail_at == COLI_FAIL_AT_ALLOC && d->fail_after >= 0 && d->allocs++ >= d->fail_after)
-		return -ENOMEM; /* injected */
+		return -ENOMEM;               /* injected */
 	return d->ops->alloc(d, bytes, addr); /* out of memory is not a device failure */
 }
 

@@ -257,7 +257,8 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	rc = coli_tiers_open(e, err, errlen);
 	if (rc)
 		goto err;
-	if (e->opts.ptx_fail[0] && strcmp(e->opts.ptx_fail, "90") && strcmp(e->opts.ptx_fail, "all")) {
+	if (e->opts.ptx_fail[0] && strcmp(e->opts.ptx_fail, "90") &&
+	    strcmp(e->opts.ptx_fail, "all")) {
 		snprintf(err, errlen, "COLI_PTX_FAIL='%s': expected 90 or all", e->opts.ptx_fail);
 		rc = -EINVAL;
 		goto err;
@@ -270,14 +271,15 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	for (int i = 0; i < e->n_devs; i++) {
 		const char *at = e->opts.gpu_fail_at;
 
-		e->devs[i]->fail_at = !strcmp(at, "launch") ? COLI_FAIL_AT_LAUNCH
-		                      : !strcmp(at, "sync") ? COLI_FAIL_AT_SYNC
+		e->devs[i]->fail_at = !strcmp(at, "launch")  ? COLI_FAIL_AT_LAUNCH
+		                      : !strcmp(at, "sync")  ? COLI_FAIL_AT_SYNC
 		                      : !strcmp(at, "copy")  ? COLI_FAIL_AT_COPY
 		                      : !strcmp(at, "alloc") ? COLI_FAIL_AT_ALLOC
 		                                             : COLI_FAIL_AT_ANY;
 		if (!e->devs[i]->fail_at && strcmp(at, "any")) {
 			snprintf(err, errlen,
-			         "COLI_GPU_FAIL_AT='%s': expected any, launch, copy, sync or alloc", at);
+			         "COLI_GPU_FAIL_AT='%s': expected any, launch, copy, sync or alloc",
+			         at);
 			rc = -EINVAL;
 			goto err;
 		}

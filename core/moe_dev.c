@@ -21,16 +21,14 @@
  *   gemv     down of the wave's experts                -> y [P][H]     (one launch)
  *   download y to host staging (not when every pair is on the device that
  *            holds the dense part: core/forward_dev.c reads y where it is)
- * An expert with COLI_GPU_GEMM_MIN_S pairs or more (prefill) runs its
- * matrices as tensor-core GEMM jobs instead (ptx/gemm.cu: q8/q4 bit-identical
- * to the GEMV, bf16 within rounding), in one more launch next to each gemv.
- * take() waits for the stream and scatters y into the engine's per-pair
- * outputs; core/moe.c then accumulates all pairs in ascending expert order,
- * whoever computed them, so the bits do not depend on placement. A
- * preplanned layer (core/forward_dev.c, e->preplanned == d): its resident
- * experts already ran with the routing, so only streamed ones are issued
- * here, their y rows at their pair index (pair0) beside the resident ones;
- * nothing is downloaded and take does not wait.
+ * An expert with COLI_GPU_GEMM_MIN_S pairs or more (prefill; q8/q4:
+ * COLI_GPU_GEMM_MIN_S_Q) runs its matrices as tensor-core GEMM jobs instead (ptx/gemm.cu: q8/q4
+ * bit-identical to the GEMV, bf16 within rounding), in one more launch next to each gemv. take()
+ * waits for the stream and scatters y into the engine's per-pair outputs; core/moe.c then
+ * accumulates all pairs in ascending expert order, whoever computed them, so the bits do not depend
+ * on placement. A preplanned layer (core/forward_dev.c, e->preplanned == d): its resident experts
+ * already ran with the routing, so only streamed ones are issued here, their y rows at their pair
+ * index (pair0) beside the resident ones; nothing is downloaded and take does not wait.
  *
  * Streaming: a RAM-tier expert assigned to a device by the cost model
  * (core/moe.c) is computed from one of the device's staging slots, an LRU
@@ -92,15 +90,15 @@ static void job_input(struct coli_gpu_gemv_job *j, uint64_t q, uint64_t d, uint6
 }
 
 /* Queue matrix j times its n pairs: GEMV jobs of up to COLI_GPU_MAX_S pairs,
- * or one tensor-core GEMM job for a run of COLI_GPU_GEMM_MIN_S or more
- * (prefill). q8/q4 bits are the same either way. */
-static void add_job(struct coli_dev_slot *v, const struct coli_gpu_gemv_job *j, int n, int *nj,
-                    int *ngj)
+ * or one tensor-core GEMM job for a run of COLI_GPU_GEMM_MIN_S (q8/q4:
+ * _MIN_S_Q) or more (prefill). q8/q4 bits are the same either way. */
+static void add_job(struct coli_dev_slot *v, enum coli_dtype t, const struct coli_gpu_gemv_job *j,
+                    int n, int *nj, int *ngj)
 {
 	struct coli_gpu_gemm_job *g;
 	int nb = j->K / 32;
 
-	if (n < COLI_GPU_GEMM_MIN_S) {
+	if (n < (t == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_MIN_S : COLI_GPU_GEMM_MIN_S_Q)) {
 		for (int s0 = 0; s0 < n; s0 += COLI_GPU_MAX_S) {
 			struct coli_gpu_gemv_job *c = &v->jobs[(*nj)++];
 
@@ -545,7 +543,7 @@ static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int m
 			j.y = (float *)(uintptr_t)((m ? v->u : v->g) +
 			                           (size_t)v->runs[r].row0 * I * 4);
 			j.ldy = I;
-			add_job(v, &j, v->runs[r].n, &nj, &ngj);
+			add_job(v, t, &j, v->runs[r].n, &nj, &ngj);
 		}
 	rc = launch_jobs(v, t, nj, ngj);
 	rc = rc ? rc /* h, and for q8/q4 its quantized form, in one launch */
@@ -569,7 +567,7 @@ static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int m
 		                                                              : v->runs[r].row0) *
 		                                      H * 4);
 		j.ldy = H;
-		add_job(v, &j, v->runs[r].n, &nj, &ngj);
+		add_job(v, t, &j, v->runs[r].n, &nj, &ngj);
 	}
 	rc = launch_jobs(v, t, nj, ngj);
 	for (int r = r0; !rc && r < r1; r++) /* the staged slabs' last reader is queued */

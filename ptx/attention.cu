@@ -738,16 +738,16 @@ static __device__ __forceinline__ void ap_pv(const ApSmem<HD, RW> &sm, int b, in
 #pragma unroll
 				for (int dd = 0; dd < VD; dd++)
 					acc[i][dd] = __fmaf_rn(
-					    ww[jj], !MASK || j + jj < np[i] ? vv[jj][dd] : 0.0f, acc[i][dd]);
+					    ww[jj], !MASK || j + jj < np[i] ? vv[jj][dd] : 0.0f,
+					    acc[i][dd]);
 		}
 	}
 }
 
 template <int HD, int RW>
 static __device__ __forceinline__ void
-attn_prefill(const float *q, const float *K, const float *V, float *out, int pos0,
-             const int *posp, int nh, int nkv, float scale, int cps, int T, signed char *aq,
-             float *ad, int *aqs)
+attn_prefill(const float *q, const float *K, const float *V, float *out, int pos0, const int *posp,
+             int nh, int nkv, float scale, int cps, int T, signed char *aq, float *ad, int *aqs)
 {
 	typedef ApSmem<HD, RW> Smem;
 	enum { LD = Smem::LD, VD = HD / 32, ROWS = AP_WARPS * RW };
@@ -796,8 +796,8 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 			cp_wait<0>();
 			__syncthreads(); /* chunk c landed; every warp is past chunk c - 1 */
 			if (c + 1 < nch)
-				ap_load<HD, RW>(sm, (c + 1) & 1, false, K, V, (c + 1) * AD_CHUNK, nmax,
-				                kvd, kvh);
+				ap_load<HD, RW>(sm, (c + 1) & 1, false, K, V, (c + 1) * AD_CHUNK,
+				                nmax, kvd, kvh);
 			cp_commit();
 #pragma unroll
 			for (int i = 0; i < RW; i++)
@@ -826,7 +826,8 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 		cp_wait<0>();
 		__syncthreads();
 		if (c + 1 < nch)
-			ap_load<HD, RW>(sm, (c + 1) & 1, true, K, V, (c + 1) * AD_CHUNK, nmax, kvd, kvh);
+			ap_load<HD, RW>(sm, (c + 1) & 1, true, K, V, (c + 1) * AD_CHUNK, nmax, kvd,
+			                kvh);
 		cp_commit();
 #pragma unroll
 		for (int i = 0; i < RW; i++) {
@@ -864,10 +865,11 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 #pragma unroll
 			for (int dd = 0; dd < VD; dd++)
 				acc[i][dd] = acc[i][dd] * cf[i];
-		if (full)
+		if (full) {
 			ap_pv<HD, RW, false>(sm, b, warp, lane, np, acc);
-		else
+		} else {
 			ap_pv<HD, RW, true>(sm, b, warp, lane, np, acc);
+		}
 
 		/* a split ends (its last chunk, or the row's): out, or into the combine */
 #pragma unroll
@@ -895,11 +897,11 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 				for (int dd = 0; dd < VD; dd++)
 					y[dd] = o[dd] / L[i];
 			}
-			ap_store<VD>(ao,
-			             ((size_t)(t0 + r / group) * nh + (size_t)kvh * group + r % group) *
-			                     HD +
-			                 lane * VD,
-			             lane, y);
+			ap_store<VD>(
+			    ao,
+			    ((size_t)(t0 + r / group) * nh + (size_t)kvh * group + r % group) * HD +
+			        lane * VD,
+			    lane, y);
 		}
 	}
 }

@@ -249,7 +249,8 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 		    "cuMemAlloc(GEMM job table)");
 	if (!rc) {
 		g->gjobs_host = malloc(sizeof(struct coli_gpu_gemm_job) * MAX_JOBS);
-		rc = g->gjobs_host ? 0 : -ENOMEM;
+		g->gjobs_split = malloc(sizeof(struct coli_gpu_gemm_job) * MAX_JOBS);
+		rc = g->gjobs_host && g->gjobs_split ? 0 : -ENOMEM;
 	}
 	for (int i = 0; !rc && i < N_MARKS; i++)
 		rc =
@@ -298,6 +299,7 @@ void coli_gpu_close(coli_gpu_t *g)
 		g->cu->CtxDestroy(g->ctx);
 	}
 	free(g->gjobs_host);
+	free(g->gjobs_split);
 #endif
 	free(g);
 }
@@ -574,49 +576,20 @@ int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, in
 	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
 }
 
-/* Whether a q8/q4 launch takes the tiles of COLI_GPU_GEMM_TOKENS_S tokens:
- * when its runs are short, so that the narrow tiles add at most a quarter
- * more CTAs than the wide ones (each narrow tile does half the epilogue a
- * K step and the kernel holds its registers without spilling), or when a
- * test forces one width (coli_gpu_gemm_tile). */
-static int gemm_narrow(const coli_gpu_t *g, enum coli_dtype dtype,
-                       const struct coli_gpu_gemm_job *jobs, int n_jobs)
-{
-	long wide = 0, narrow = 0;
-
-	if (dtype != COLI_DTYPE_Q8_0 && dtype != COLI_DTYPE_Q4_0)
-		return 0;
-	if (g->gemm_bn)
-		return g->gemm_bn == COLI_GPU_GEMM_TOKENS_S;
-	for (int i = 0; i < n_jobs; i++) {
-		long rt = (jobs[i].rows + COLI_GPU_GEMM_ROWS_Q - 1) / COLI_GPU_GEMM_ROWS_Q;
-
-		wide += rt * ((jobs[i].S + COLI_GPU_GEMM_TOKENS - 1) / COLI_GPU_GEMM_TOKENS);
-		narrow += rt * ((jobs[i].S + COLI_GPU_GEMM_TOKENS_S - 1) / COLI_GPU_GEMM_TOKENS_S);
-	}
-	return narrow * 4 <= wide * 5;
-}
-
-/* One CTA per tile of every job: tiles are rows_per_tile x COLI_GPU_GEMM_TOKENS
- * (or _S) tokens, numbered job after job (tile0), so the kernel finds its job
- * by binary search over the table. */
-int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
-                  int n_jobs)
+/* One launch: one CTA per tile of every job; tiles are rows_per_tile x bn
+ * tokens (COLI_GPU_GEMM_TOKENS, or _S with narrow: q8/q4 only), numbered job
+ * after job (tile0), so the kernel finds its job by binary search over the
+ * table. */
+static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
+                       int n_jobs, int narrow)
 {
 	const int bm = dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_ROWS_BF16 : COLI_GPU_GEMM_ROWS_Q;
+	const int bn = narrow ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS;
 	const unsigned threads =
 	    dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_THREADS_BF16 : COLI_GPU_GEMM_THREADS_Q;
-	int bn = COLI_GPU_GEMM_TOKENS, narrow;
 	long tiles = 0;
 	void *args[2];
 
-	if ((unsigned)dtype >= sizeof(g->f_gemm) / sizeof(g->f_gemm[0]) || !g->f_gemm[dtype])
-		return -ENOTSUP;
-	if (n_jobs <= 0 || n_jobs > MAX_JOBS)
-		return -EINVAL;
-	narrow = gemm_narrow(g, dtype, jobs, n_jobs);
-	if (narrow)
-		bn = COLI_GPU_GEMM_TOKENS_S;
 	for (int i = 0; i < n_jobs; i++) {
 		const struct coli_gpu_gemm_job *j = &jobs[i];
 
@@ -650,6 +623,34 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 	args[1] = &n_jobs;
 	return coli_gpu_launch(g, narrow ? g->f_gemm_s[dtype] : g->f_gemm[dtype], (unsigned)tiles,
 	                       1, 1, threads, 0, args, "cuLaunchKernel(gemm)");
+}
+
+/* q8/q4 runs of up to COLI_GPU_GEMM_TOKENS_S tokens take the narrow tiles
+ * (1.7x the wide ones at 8-32 tokens on an H200, where a wide tile is mostly
+ * padding), longer ones the wide tiles (10% faster at 128): a launch that
+ * has both becomes two, short runs first. coli_gpu_gemm_tile forces one
+ * width for every job (tests, the bench). */
+int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
+                  int n_jobs)
+{
+	int n_short = 0, rc;
+
+	if ((unsigned)dtype >= sizeof(g->f_gemm) / sizeof(g->f_gemm[0]) || !g->f_gemm[dtype])
+		return -ENOTSUP;
+	if (n_jobs <= 0 || n_jobs > MAX_JOBS)
+		return -EINVAL;
+	if (dtype != COLI_DTYPE_Q8_0 && dtype != COLI_DTYPE_Q4_0)
+		return gemm_launch(g, dtype, jobs, n_jobs, 0);
+	if (g->gemm_bn)
+		return gemm_launch(g, dtype, jobs, n_jobs, g->gemm_bn == COLI_GPU_GEMM_TOKENS_S);
+	for (int i = 0; i < n_jobs; i++)
+		n_short += jobs[i].S <= COLI_GPU_GEMM_TOKENS_S;
+	if (n_short == 0 || n_short == n_jobs)
+		return gemm_launch(g, dtype, jobs, n_jobs, n_short > 0);
+	for (int i = 0, a = 0, b = n_short; i < n_jobs; i++) /* short runs, then long */
+		g->gjobs_split[jobs[i].S <= COLI_GPU_GEMM_TOKENS_S ? a++ : b++] = jobs[i];
+	rc = gemm_launch(g, dtype, g->gjobs_split, n_short, 1);
+	return rc ? rc : gemm_launch(g, dtype, g->gjobs_split + n_short, n_jobs - n_short, 0);
 }
 
 void coli_gpu_gemm_tile(coli_gpu_t *g, int tokens)

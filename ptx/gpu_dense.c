@@ -39,7 +39,9 @@
  * 3000 588 vs 773) */
 #define AP_RW(hd)   ((hd) == 64 ? 8 : 4)
 #define AP_ROWS(hd) (8 * AP_RW(hd))
-#define AP_SMEM(hd)                                                                                	(4 * (AP_ROWS(hd) * ((hd) + 4) + 4 * AD_CHUNK * ((hd) + 4) + AP_ROWS(hd) * AD_CHUNK +       	      AP_ROWS(hd) * (hd)))
+#define AP_SMEM(hd)                                                                                \
+	(4 * (AP_ROWS(hd) * ((hd) + 4) + 4 * AD_CHUNK * ((hd) + 4) + AP_ROWS(hd) * AD_CHUNK +      \
+	      AP_ROWS(hd) * (hd)))
 #define AP_MIN_T 64
 
 int coli_gpu_dense_functions(struct coli_gpu *g)
@@ -333,7 +335,8 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 		return -ENOTSUP; /* the shared-memory q block of attention.cu */
 	if (T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
 	    !g->attn_prefill_off) {
-		void *pa[] = {&a, &b, &c, &d, &pos0, &p, &nh, &nkv, &scale, NULL, NULL, &qa, &qd, &qs};
+		void *pa[] = {&a,   &b,     &c,   &d,   &pos0, &p,  &nh,
+		              &nkv, &scale, NULL, NULL, &qa,   &qd, &qs};
 
 		return attention_prefill(g, pa, T, posp ? span : pos0 + T, nkv, group, hd);
 	}

@@ -9,9 +9,12 @@
 #define COLI_GPU_MAX_S     4  /* activation vectors per GEMV job (decode batch) */
 #define COLI_GPU_GEMV_ROWS 32 /* rows of a job per GEMV CTA (ptx/kernels.cu) */
 /* An expert's run of at least this many tokens goes to the tensor-core GEMM
- * (ptx/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S, which were
- * faster below ~14 tokens on an H200 (docs/perf/kernels.md). */
-#define COLI_GPU_GEMM_MIN_S 16
+ * (ptx/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S. bf16: the GEMV
+ * was faster below ~14 tokens on an H200; q8/q4 (tiles of 32 tokens for short
+ * runs): below 6-8 (qwen3-30b, 128 experts: q4 at 6 tokens 0.777 vs 0.781 ms,
+ * at 8 0.782 vs 0.926; docs/perf/kernels.md). */
+#define COLI_GPU_GEMM_MIN_S   16
+#define COLI_GPU_GEMM_MIN_S_Q 8
 /* A quantized dense matrix (q/k/v, o, ...) times at least this many tokens
  * goes to the GEMM too (the same bits as its GEMV). Lower than this a CTA's
  * walk over K is the GEMM's time whatever the tile count: on an H200 at

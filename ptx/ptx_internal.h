@@ -22,29 +22,29 @@ typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 
-#define CUDA_SUCCESS                                 0
-#define CUDA_ERROR_INVALID_VALUE                     1
-#define CUDA_ERROR_NOT_READY                         600
-#define CUDA_ERROR_NOT_SUPPORTED                     801
-#define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED    712
-#define CU_JIT_INFO_LOG_BUFFER                       3
-#define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES            4
-#define CU_JIT_ERROR_LOG_BUFFER                      5
-#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES           6
-#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT     16
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
-#define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID               33
-#define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID            34
-#define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID            50
-#define CU_STREAM_NON_BLOCKING                       1
-#define CU_EVENT_DEFAULT                             0
-#define CU_EVENT_DISABLE_TIMING                      2
-#define CU_MEMHOSTALLOC_PORTABLE                     1
-#define CU_MEMHOSTALLOC_DEVICEMAP                    2
-#define CU_MEMHOSTREGISTER_PORTABLE                  1
-#define CU_MEMHOSTREGISTER_DEVICEMAP                 2
-#define CU_STREAM_CAPTURE_MODE_RELAXED               2
+#define CUDA_SUCCESS                                    0
+#define CUDA_ERROR_INVALID_VALUE                        1
+#define CUDA_ERROR_NOT_READY                            600
+#define CUDA_ERROR_NOT_SUPPORTED                        801
+#define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED       712
+#define CU_JIT_INFO_LOG_BUFFER                          3
+#define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES               4
+#define CU_JIT_ERROR_LOG_BUFFER                         5
+#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES              6
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT        16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR    75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR    76
+#define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID                  33
+#define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID               34
+#define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID               50
+#define CU_STREAM_NON_BLOCKING                          1
+#define CU_EVENT_DEFAULT                                0
+#define CU_EVENT_DISABLE_TIMING                         2
+#define CU_MEMHOSTALLOC_PORTABLE                        1
+#define CU_MEMHOSTALLOC_DEVICEMAP                       2
+#define CU_MEMHOSTREGISTER_PORTABLE                     1
+#define CU_MEMHOSTREGISTER_DEVICEMAP                    2
+#define CU_STREAM_CAPTURE_MODE_RELAXED                  2
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 
 /* cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig, CUlaunchAttribute:
@@ -154,7 +154,7 @@ struct coli_gpu {
 	CUfunction f_silu, f_actq, f_siluq, f_pull;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
 	CUfunction f_argmax, f_gather;
-	CUfunction f_attn_chunks[4]; /* coli_attn_chunks_{32,64,128,256}: by head size */
+	CUfunction f_attn_chunks[4];  /* coli_attn_chunks_{32,64,128,256}: by head size */
 	CUfunction f_attn_prefill[2]; /* coli_attn_prefill_{64,128} */
 	int attn_prefill_off;         /* coli_gpu_attn_prefill(g, 0): tests and bench */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
@@ -180,6 +180,8 @@ struct coli_gpu {
 	CUdeviceptr counts;  /* unsigned [DENSE_COUNTERS], zero between launches */
 	CUdeviceptr gjobs;   /* struct coli_gpu_gemm_job [MAX_JOBS] */
 	struct coli_gpu_gemm_job *gjobs_host; /* [MAX_JOBS]: the caller's jobs + tile0 */
+	struct coli_gpu_gemm_job
+	    *gjobs_split; /* [MAX_JOBS]: short runs, then long (coli_gpu_gemm) */
 	CUevent marks[N_MARKS];
 	int cc_major; /* compute capability */
 	int pdl;      /* launches with programmatic stream serialization (coli_gpu_launch) */

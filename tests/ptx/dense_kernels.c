@@ -1084,7 +1084,8 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 			}
 			download(one, d1, 4 * row);
 			if (memcmp(one, got + row * t, 4 * row)) {
-				printf("  FAIL attention T=%d pos0=%d: query %d alone differs from the "
+				printf("  FAIL attention T=%d pos0=%d: query %d alone differs from "
+				       "the "
 				       "batch\n",
 				       T, pos0, t);
 				rc = 1;
@@ -1470,8 +1471,8 @@ static int run_attn(void *arg, int i)
 	struct bench_attn *a = arg;
 
 	(void)i;
-	return coli_gpu_attention(g_gpu, a->q, a->k, a->v, a->o, a->T, a->pos0, a->pos, 4096,
-	                          a->nh, a->nkv, a->hd, 0.088f, 0, 0, 0);
+	return coli_gpu_attention(g_gpu, a->q, a->k, a->v, a->o, a->T, a->pos0, a->pos, 4096, a->nh,
+	                          a->nkv, a->hd, 0.088f, 0, 0, 0);
 }
 
 /* A prompt's attention (positions from device memory, the grid of a 4096
@@ -1480,10 +1481,10 @@ static int run_attn(void *arg, int i)
 static void bench_attn_prefill(void)
 {
 	static const int cs[][5] = {
-	    {256, 0, 32, 4, 128},   {1024, 0, 32, 4, 128},  {2048, 0, 32, 4, 128},
+	    {256, 0, 32, 4, 128},    {1024, 0, 32, 4, 128},  {2048, 0, 32, 4, 128},
 	    {512, 2048, 32, 4, 128}, {256, 0, 16, 4, 64},    {1024, 0, 16, 4, 64},
-	    {16, 0, 32, 4, 128},    {32, 0, 32, 4, 128},    {64, 0, 32, 4, 128},
-	    {128, 0, 32, 4, 128},   {16, 3000, 32, 4, 128}, {64, 3000, 32, 4, 128},
+	    {16, 0, 32, 4, 128},     {32, 0, 32, 4, 128},    {64, 0, 32, 4, 128},
+	    {128, 0, 32, 4, 128},    {16, 3000, 32, 4, 128}, {64, 3000, 32, 4, 128},
 	    {128, 3000, 32, 4, 128}, {256, 3800, 32, 4, 128}};
 	struct bench_attn a;
 	float *buf = xmalloc(4 * (size_t)4096 * 4096);
