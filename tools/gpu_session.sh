@@ -26,14 +26,15 @@
 # The device machine may lack liburing, utf8proc and libmicrohttpd: set
 # LD_LIBRARY_PATH to their .so files (Debian packages unpacked with dpkg -x).
 #
-# TESTS="..." (both steps) picks the tests. The device tool carries at most
+# TESTS="..." (both steps) picks the tests: compiled ones (build/tests/...) or
+# scripts (tests/<module>/<name>.sh, run in a scratch directory). The device tool carries at most
 # 64 MiB with the tracked tree (~46 MB): the tarball is well under that;
 # drop tests a run does not need (placement alone takes ~2 minutes of
 # device time).
 set -u
 TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels core/no_const_h2d
 core/graph_replay core/fixture_logits core/fixture_greedy core/forward_argmax core/overlap_release
-core/placement"}
+core/placement core/device_faults"}
 
 case "${1:-}" in
 pack)
@@ -41,8 +42,13 @@ pack)
 	build=${BUILD:-build}
 	mkdir -p "$dir" || exit 1
 	strip -o "$dir/coli" "$build/coli" || exit 1
-	for t in $TESTS; do
-		mkdir -p "$dir/tests/${t%/*}" && strip -o "$dir/tests/$t" "$build/tests/$t" || exit 1
+	for t in $TESTS; do # a compiled test, or a script (tests/<module>/<name>.sh)
+		mkdir -p "$dir/tests/${t%/*}" || exit 1
+		if [ -f "tests/$t.sh" ]; then
+			cp "tests/$t.sh" "$dir/tests/$t.sh" || exit 1
+		else
+			strip -o "$dir/tests/$t" "$build/tests/$t" || exit 1
+		fi
 	done
 	# carried compressed: the binaries share most of their bytes (23 MB -> 0.6 MB)
 	tar -C "$(dirname "$dir")" -cJf "$dir.tar.xz" "$(basename "$dir")" || exit 1
@@ -57,8 +63,14 @@ run)
 	nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
 	for t in $TESTS; do
 		start=$(date +%s)
-		TEST_TMP=$tmp FIXTURES=$PWD/tests/fixtures timeout 300 "$dir/tests/$t" \
-			>"$tmp/log" 2>&1
+		if [ -f "$dir/tests/$t.sh" ]; then # scripts run in a scratch directory
+			s=$(realpath "$dir/tests/$t.sh") c=$(realpath "$dir/coli") r=$PWD
+			mkdir -p "$tmp/w" && (cd "$tmp/w" && COLI=$c FIXTURES=$r/tests/fixtures \
+				ROOT=$r timeout 300 sh "$s") >"$tmp/log" 2>&1
+		else
+			TEST_TMP=$tmp FIXTURES=$PWD/tests/fixtures timeout 300 "$dir/tests/$t" \
+				>"$tmp/log" 2>&1
+		fi
 		rc=$?
 		printf '%-24s rc=%d %4ds  %s\n' "$t" $rc $(($(date +%s) - start)) \
 			"$(grep -E '^ *FAIL|[^0-9 ] differ$| [1-9][0-9]* (differ|(checks )?failed)' "$tmp/log" | head -1 |
