@@ -86,10 +86,12 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	for (int i = 0; i < 2; i++) { /* hd 64, 128: shared memory past the static 48 KiB */
 		snprintf(name, sizeof(name), "coli_attn_prefill_%d", 64 << i);
 		CK(g->cu->ModuleGetFunction(&g->f_attn_prefill[i], g->mod_attn, name), name);
-		CK(g->cu->FuncSetAttribute(g->f_attn_prefill[i],
-		                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-		                           AP_SMEM(64 << i)),
-		   "cuFuncSetAttribute(attention prefill shared memory)");
+		/* a GPU with less shared memory a block (sm_86/89: 99 KB; hd 128
+		 * takes 105) keeps the chunk kernel for that head size */
+		if (g->cu->FuncSetAttribute(g->f_attn_prefill[i],
+		                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		                            AP_SMEM(64 << i)) != CUDA_SUCCESS)
+			g->f_attn_prefill[i] = NULL;
 	}
 	for (int d = 0; d < 5; d++)
 		for (int s = 0; s < COLI_GPU_MAX_S; s++) {
@@ -334,7 +336,7 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 	if (group > AT_MAXG || group * hd > AT_MAXQ)
 		return -ENOTSUP; /* the shared-memory q block of attention.cu */
 	if (T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
-	    !g->attn_prefill_off) {
+	    g->f_attn_prefill[hd == 128] && !g->attn_prefill_off) {
 		void *pa[] = {&a,   &b,     &c,   &d,   &pos0, &p,  &nh,
 		              &nkv, &scale, NULL, NULL, &qa,   &qd, &qs};
 
