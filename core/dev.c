@@ -363,7 +363,8 @@ static int parse_list(const char *s, int *ord, int max)
 }
 
 int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int pdl,
-                      struct coli_dev **devs, int max, int *n, char *err, size_t errlen)
+                      unsigned gpu_flags, struct coli_dev **devs, int max, int *n, char *err,
+                      size_t errlen)
 {
 	int ord[16], n_ord, rc;
 	const char *why = NULL;
@@ -400,7 +401,7 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int
 		}
 	}
 	for (int i = 0; i < n_ord; i++) {
-		rc = coli_dev_gpu_open(ord[i], pdl, &devs[*n], err, errlen);
+		rc = coli_dev_gpu_open(ord[i], pdl, gpu_flags, &devs[*n], err, errlen);
 		if (rc) {
 			if (!strcmp(spec, "auto")) { /* best effort: say it and go on */
 				fprintf(stderr, "coli: GPU %d unusable (%s)\n", ord[i], err);

@@ -144,7 +144,8 @@ struct coli_dev {
 /* Open the devices named by --gpu (auto | off | sim | 0,1,...): *n devices
  * in devs[]; prints one line when a GPU was asked for but is absent. */
 int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int pdl,
-                      struct coli_dev **devs, int max, int *n, char *err, size_t errlen);
+                      unsigned gpu_flags, struct coli_dev **devs, int max, int *n, char *err,
+                      size_t errlen);
 void coli_dev_close(struct coli_dev *d);
 
 /* The checked entry points the scheduler uses (fault injection, sticky failure). */
@@ -217,7 +218,9 @@ int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, i
                         int max_rows);
 
 /* Backends. */
-int coli_dev_gpu_open(int ordinal, int pdl, struct coli_dev **out, char *err, size_t errlen);
+/* flags: coli_gpu_open's (COLI_GPU_FAIL_JIT_*: fault injection) */
+int coli_dev_gpu_open(int ordinal, int pdl, unsigned flags, struct coli_dev **out, char *err,
+                      size_t errlen);
 int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes, int latency_us);
 
 #endif

@@ -270,7 +270,8 @@ static const struct coli_dev_ops g_gpu_ops = {
     .graph_free = g_graph_free,
 };
 
-int coli_dev_gpu_open(int ordinal, int pdl, struct coli_dev **out, char *err, size_t errlen)
+int coli_dev_gpu_open(int ordinal, int pdl, unsigned flags, struct coli_dev **out, char *err,
+                      size_t errlen)
 {
 	struct coli_dev *d = calloc(1, sizeof(*d));
 	coli_gpu_t *g;
@@ -278,7 +279,7 @@ int coli_dev_gpu_open(int ordinal, int pdl, struct coli_dev **out, char *err, si
 
 	if (!d)
 		return -ENOMEM;
-	rc = coli_gpu_open(ordinal, &g, err, errlen);
+	rc = coli_gpu_open(ordinal, flags, &g, err, errlen);
 	if (rc) {
 		free(d);
 		return rc;

@@ -192,6 +192,7 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	coli_container_t *c = NULL;
 	const void *tj;
 	size_t tlen, kvd;
+	unsigned gpu_flags;
 	int rc, threads;
 
 	if (!e)
@@ -257,15 +258,17 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	rc = coli_tiers_open(e, err, errlen);
 	if (rc)
 		goto err;
-	if (e->opts.ptx_fail[0] && strcmp(e->opts.ptx_fail, "90") &&
-	    strcmp(e->opts.ptx_fail, "all")) {
+	gpu_flags = !strcmp(e->opts.ptx_fail, "90")    ? COLI_GPU_FAIL_JIT_90
+	            : !strcmp(e->opts.ptx_fail, "all") ? COLI_GPU_FAIL_JIT_ALL
+	                                               : 0;
+	if (e->opts.ptx_fail[0] && !gpu_flags) {
 		snprintf(err, errlen, "COLI_PTX_FAIL='%s': expected 90 or all", e->opts.ptx_fail);
 		rc = -EINVAL;
 		goto err;
 	}
-	coli_gpu_fail_jit(e->opts.ptx_fail);
 	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us,
-	                       e->opts.pdl, e->devs, COLI_MAX_DEVS, &e->n_devs, err, errlen);
+	                       e->opts.pdl, gpu_flags, e->devs, COLI_MAX_DEVS, &e->n_devs, err,
+	                       errlen);
 	if (rc)
 		goto err;
 	for (int i = 0; i < e->n_devs; i++) {

@@ -42,13 +42,6 @@ static void unload_modules(coli_gpu_t *g)
 	}
 }
 
-static int g_fail_jit; /* coli_gpu_fail_jit: 1 the compute_90 build, 2 both */
-
-void coli_gpu_fail_jit(const char *which)
-{
-	g_fail_jit = !strcmp(which, "90") ? 1 : !strcmp(which, "all") ? 2 : 0;
-}
-
 /* The four modules of one build (sm90: the compute_90 one). */
 static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 {
@@ -58,13 +51,15 @@ static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 	void *vals[] = {info, (void *)(uintptr_t)JIT_LOG_SZ, elog, (void *)(uintptr_t)JIT_LOG_SZ};
 	CUresult r;
 
-	/* injected: PTX the JIT refuses, with its own log */
+	/* injected (COLI_GPU_FAIL_JIT_*): PTX the JIT refuses, with its own log */
 	static const char broken[] = ".version 99.9\n.target sm_90\n.address_size 64\n";
+	const int fail = g->open_flags & (sm90 ? COLI_GPU_FAIL_JIT_90 | COLI_GPU_FAIL_JIT_ALL
+	                                       : COLI_GPU_FAIL_JIT_ALL);
 
 	r = g->cu->ModuleLoadDataEx(&g->mod,
-	                            g_fail_jit > !sm90 ? broken
-	                            : sm90             ? coli_ptx_kernels_90
-	                                               : coli_ptx_kernels,
+	                            fail   ? broken
+	                            : sm90 ? coli_ptx_kernels_90
+	                                   : coli_ptx_kernels,
 	                            4, opts, vals);
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(
@@ -184,10 +179,10 @@ int coli_gpu_launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, 
 #endif
 }
 
-int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
+int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size_t errlen)
 {
 #ifndef COLI_HAVE_PTX
-	(void)ordinal;
+	(void)ordinal, (void)flags;
 	(void)out;
 	snprintf(err, errlen, "built without nvcc: GPU path compiled out");
 	return -ENODEV;
@@ -210,6 +205,7 @@ int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen)
 	if (!g)
 		return -ENOMEM;
 	g->cu = cu;
+	g->open_flags = flags;
 	rc = coli_cu_check(cu->DeviceGet(&g->dev, ordinal), "cuDeviceGet");
 	if (!rc)
 		rc = coli_cu_check(cu->DeviceGetName(g->name, sizeof(g->name), g->dev),
@@ -776,10 +772,6 @@ int coli_gpu_elapsed_ms(coli_gpu_t *g, int from_slot, int to_slot, float *ms)
 #else /* no GPU path: every entry reports it */
 
 #define NO_GPU return -ENODEV
-void coli_gpu_fail_jit(const char *which)
-{
-	(void)which;
-}
 int coli_gpu_mem_info(coli_gpu_t *g, size_t *f, size_t *t)
 {
 	NO_GPU;

@@ -25,11 +25,12 @@ int coli_ptx_probe(const char **why);
 
 typedef struct coli_gpu coli_gpu_t;
 
-int coli_gpu_open(int ordinal, coli_gpu_t **out, char *err, size_t errlen);
-/* Fault injection (COLI_PTX_FAIL) for the opens that follow: "90" makes the
- * compute_90 PTX fail to JIT-compile (the compute_80 build is taken), "all"
- * both (the GPU is unusable); "" (default) none. */
-void coli_gpu_fail_jit(const char *which);
+/* flags: 0, or fault injection (COLI_PTX_FAIL): the JIT is handed PTX it
+ * refuses for the compute_90 build (the compute_80 one is taken) or for both
+ * (the open fails with the JIT log). */
+#define COLI_GPU_FAIL_JIT_90  1u
+#define COLI_GPU_FAIL_JIT_ALL 2u
+int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size_t errlen);
 void coli_gpu_close(coli_gpu_t *g);
 const char *coli_gpu_name(const coli_gpu_t *g);
 /* Launch without programmatic dependent launch from now on (COLI_PDL=0). */

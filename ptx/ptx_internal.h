@@ -157,6 +157,7 @@ struct coli_gpu {
 	CUfunction f_attn_chunks[4];  /* coli_attn_chunks_{32,64,128,256}: by head size */
 	CUfunction f_attn_prefill[2]; /* coli_attn_prefill_{64,128} */
 	int attn_prefill_off;         /* coli_gpu_attn_prefill(g, 0): tests and bench */
+	unsigned open_flags;          /* coli_gpu_open's flags (fault injection) */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
 	/* job tables: a ring of page-locked host memory the device maps and the

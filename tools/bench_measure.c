@@ -543,7 +543,7 @@ int bench_gpu_bw(struct bench_bw *bw)
 	double best_h = 1e30, best_d = 1e30;
 	int rc;
 
-	if (coli_ptx_probe(&why) == 0 || coli_gpu_open(0, &g, err, sizeof(err)))
+	if (coli_ptx_probe(&why) == 0 || coli_gpu_open(0, 0, &g, err, sizeof(err)))
 		return -ENODEV;
 	host = coli_mem_alloc(h2d, COLI_MEM_NODE_ANY);
 	rc = host ? coli_gpu_host_register(g, host, h2d) : -ENOMEM;

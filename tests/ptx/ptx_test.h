@@ -42,7 +42,7 @@ static int ptx_test_open(void)
 		printf("no GPU: %s\n", why);
 		return 77;
 	}
-	if (coli_gpu_open(0, &g_gpu, err, sizeof(err))) {
+	if (coli_gpu_open(0, 0, &g_gpu, err, sizeof(err))) {
 		printf("GPU 0 did not open: %s\n", err);
 		return 1;
 	}
