@@ -78,30 +78,54 @@ struct attn_out {
 	int *qsum;
 };
 
-/* Element it of the outputs, value v; the 32 lanes of a warp hold one
- * aligned block (it = warp base + lane), so the block's scale and sum are
- * warp reductions (a max and an integer sum: their order is free). */
-static __device__ __forceinline__ void attn_store(const struct attn_out &a, int it, float v)
+static __device__ __forceinline__ float warp_max(float v)
 {
-	a.o[it] = v;
-	if (a.q) {
-		float amax = act_abs(0.0f, v), d;
-		int qv, s;
+	for (int off = 16; off; off >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+	return v;
+}
 
-		for (int off = 16; off; off >>= 1)
+/* Outputs it .. it + VD - 1 of a lane, values v[VD]: plain and, with a.q,
+ * quantized per 32-block, a block held by 32 / VD lanes (it = their base +
+ * lane * VD), so its scale and sum are reductions over those lanes (a max
+ * and an integer sum: their order is free). */
+template <int VD>
+static __device__ __forceinline__ void attn_store_v(const struct attn_out &a, size_t it, int lane,
+                                                    const float *v)
+{
+#pragma unroll
+	for (int dd = 0; dd < VD; dd++)
+		a.o[it + dd] = v[dd];
+	if (a.q) {
+		float amax = 0.0f, d;
+		int s = 0, qv[VD];
+
+#pragma unroll
+		for (int dd = 0; dd < VD; dd++)
+			amax = act_abs(amax, v[dd]);
+		for (int off = 32 / VD / 2; off; off >>= 1)
 			amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
 		const float id = act_inv(amax, &d);
-
-		qv = act_q(v, id);
-		s = qv;
-		for (int off = 16; off; off >>= 1)
+#pragma unroll
+		for (int dd = 0; dd < VD; dd++) {
+			qv[dd] = act_q(v[dd], id);
+			s += qv[dd];
+			a.q[it + dd] = (signed char)qv[dd];
+		}
+		for (int off = 32 / VD / 2; off; off >>= 1)
 			s += __shfl_xor_sync(0xffffffffu, s, off);
-		a.q[it] = (signed char)qv;
-		if ((it & 31) == 0) {
+		if ((lane & (32 / VD - 1)) == 0) {
 			a.d[it / 32] = d;
 			a.qsum[it / 32] = s;
 		}
 	}
+}
+
+/* Element it of the outputs, value v; the 32 lanes of a warp hold one
+ * aligned block (it = warp base + lane). */
+static __device__ __forceinline__ void attn_store(const struct attn_out &a, int it, float v)
+{
+	attn_store_v<1>(a, (size_t)it, it & 31, &v);
 }
 
 /* One split alone: the output, acc / l per head. */
@@ -262,8 +286,7 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 
 			for (int j = lane; j < AT_TILE; j += 32)
 				m = fmaxf(m, sg[j]);
-			for (int off = 16; off; off >>= 1)
-				m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+			m = warp_max(m);
 			mo = s_m[g];
 			mn = fmaxf(mo, m);
 			for (int j = lane; j < AT_TILE; j += 32) {
@@ -475,8 +498,7 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 			const float x = ss[g * AD_CHUNK + lane], mo = s_m[g];
 			float m = x, s, e, mn;
 
-			for (int off = 16; off; off >>= 1)
-				m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+			m = warp_max(m);
 			mn = fmaxf(mo, m);
 			e = expf(x - mn); /* -inf (past np) -> 0 */
 			ss[g * AD_CHUNK + lane] = e;
@@ -661,48 +683,6 @@ static __device__ __forceinline__ void ap_scores(const ApSmem<HD, RW> &sm, int b
 			}
 			d[i] = __fadd_rn(p3[i], d[i]);
 			x[i] = lane < np[i] ? d[i] * scale : -INFINITY;
-		}
-	}
-}
-
-static __device__ __forceinline__ float warp_max(float v)
-{
-	for (int off = 16; off; off >>= 1)
-		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-	return v;
-}
-
-/* Row i's output v[VD] (dims lane * VD..) of the warp: plain and, with a.q,
- * quantized per 32-block (VD * lanes = 32: the block's scale and sum reduced
- * over those lanes; a max and an integer sum, in any order). */
-template <int VD>
-static __device__ __forceinline__ void ap_store(const struct attn_out &a, size_t it, int lane,
-                                                const float *v)
-{
-#pragma unroll
-	for (int dd = 0; dd < VD; dd++)
-		a.o[it + dd] = v[dd];
-	if (a.q) {
-		float amax = 0.0f, d;
-		int s = 0, qv[VD];
-
-#pragma unroll
-		for (int dd = 0; dd < VD; dd++)
-			amax = act_abs(amax, v[dd]);
-		for (int off = 32 / VD / 2; off; off >>= 1)
-			amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-		const float id = act_inv(amax, &d);
-#pragma unroll
-		for (int dd = 0; dd < VD; dd++) {
-			qv[dd] = act_q(v[dd], id);
-			s += qv[dd];
-			a.q[it + dd] = (signed char)qv[dd];
-		}
-		for (int off = 32 / VD / 2; off; off >>= 1)
-			s += __shfl_xor_sync(0xffffffffu, s, off);
-		if ((lane & (32 / VD - 1)) == 0) {
-			a.d[it / 32] = d;
-			a.qsum[it / 32] = s;
 		}
 	}
 }
@@ -897,7 +877,7 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 				for (int dd = 0; dd < VD; dd++)
 					y[dd] = o[dd] / L[i];
 			}
-			ap_store<VD>(
+			attn_store_v<VD>(
 			    ao,
 			    ((size_t)(t0 + r / group) * nh + (size_t)kvh * group + r % group) * HD +
 			        lane * VD,
