@@ -253,7 +253,11 @@ struct coli_engine {
 	uint64_t *dev_slab;        /* [n_layers][n_experts]: device address of the slab */
 	struct coli_actbuf *ax;    /* [tmax] over hidden-sized inputs */
 	int ax_defer;              /* rows of e->xn not yet in ax: coli_ax_ready makes them */
-	struct coli_actbuf *ah;    /* [tmax] over inter / attention-sized inputs */
+	/* a prefill chunk's normed rows left on the dense device (every pair of
+	 * the layer is resident there): coli_ax_ready downloads them first */
+	struct coli_dev *xn_dev;
+	uint64_t xn_pend;
+	struct coli_actbuf *ah; /* [tmax] over inter / attention-sized inputs */
 	/* CPU rows of a MoE layer, batched over its experts (core/moe.c cpu_experts) */
 	float *pg, *pu;                 /* [tmax * top_k][moe_inter] gate, up (then h) */
 	struct coli_actbuf *ph;         /* [tmax * top_k] h per pair, quantized */
@@ -330,5 +334,7 @@ void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float
  * (core/forward_dev.c: a prefill chunk whose experts all run on the device
  * never reads them); every host reader of e->ax calls it first. */
 void coli_ax_ready(struct coli_engine *e);
+/* The normed rows a prefill layer left on the dense device, into e->xn. */
+void coli_dense_dev_xn(struct coli_engine *e);
 
 #endif

@@ -59,6 +59,8 @@ void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float
 
 void coli_ax_ready(struct coli_engine *e)
 {
+	if (e->ax_defer && e->xn_pend) /* still on the device (core/forward_dev.c) */
+		coli_dense_dev_xn(e);
 	if (e->ax_defer) {
 		coli_actbufs_set(e, e->ax, e->xn, e->ax_defer, e->m.cfg.hidden);
 		e->ax_defer = 0;

@@ -498,7 +498,39 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		    rc ? rc
 		       : coli_dev_download_async(dd->dev, e->rlog, dd->rlog, sizeof(float) * T * E);
 	}
-	return rc ? rc : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
+	/* the normed rows for the host's readers (CPU rows, host routing); a
+	 * prefill chunk's (2 MB a 256-token chunk of a 2048-wide model) only
+	 * when a pair of the layer is not resident on this device (moe_host) */
+	return rc || T > COLI_GPU_MAX_S
+	           ? rc
+	           : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
+}
+
+void coli_dense_dev_xn(struct coli_engine *e)
+{
+	/* only a fault gets here (its experts recomputed on the CPU). A device
+	 * that fails this download fails the rest of the layer too, whose
+	 * tokens are then rebuilt on the CPU (engine.c): these rows go unused */
+	if (!coli_dev_download_async(e->xn_dev, e->xn, e->xn_pend,
+	                             sizeof(float) * e->ax_defer * e->m.cfg.hidden))
+		coli_dev_sync(e->xn_dev);
+	e->xn_pend = 0;
+}
+
+/* Whether a host-planned prefill layer's routing sends a pair anywhere but
+ * the dense device (the host then reads the normed rows); without the
+ * routing on the device, always. */
+static int host_reads_xn(const struct coli_engine *e, int l, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const int E = c->n_experts, here = e->dd->dev->index;
+
+	if (!e->dd->route_on_dev || !e->where)
+		return 1;
+	for (int i = 0; i < T * c->top_k; i++)
+		if (e->sel[i] >= 0 && e->where[(size_t)l * E + e->sel[i]] != here)
+			return 1;
+	return 0;
 }
 
 /* Whether decode layers run as graphs: positions then come from dd->ids on
@@ -568,6 +600,14 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	rc = coli_dev_sync(dd->dev);
 	if (!rc && !e->opts.profile) /* the layer's attention is done */
 		phase_end(e, &e->est.attention_s, 0);
+	if (!rc && T > COLI_GPU_MAX_S) { /* a prefill chunk's rows: see layer_ops */
+		if (host_reads_xn(e, l, T)) {
+			rc = coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
+			rc = rc ? rc : coli_dev_sync(dd->dev);
+		} else {
+			e->xn_dev = dd->dev, e->xn_pend = dd->xn;
+		}
+	}
 	if (rc)
 		return rc;
 	e->ax_defer = T; /* quantized on the host only if something there reads them */
@@ -580,6 +620,7 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	e->dev_rows.f = xq ? 0 : dd->xn;
 	rc = coli_moe_experts(e, l, T);
 	e->ax_defer = 0; /* the next layer's rows replace them */
+	e->xn_pend = 0;
 	e->dev_rows.dev = NULL;
 	e->routed = 0;
 	e->preplanned = -1;
