@@ -609,12 +609,27 @@ static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_g
 		                       (unsigned)tiles, 1, 1, threads, 0, args,
 		                       "cuLaunchKernel(gemm)");
 	}
-	/* stream-ordered: the copy lands after the previous GEMM launch has read
-	 * its table. The source is pageable, so the call first waits for the
-	 * stream to drain: a long table is a prefill's MoE layer, long enough
-	 * not to mind */
-	CK(g->cu->MemcpyHtoDAsync(g->gjobs, g->gjobs_host, sizeof(*jobs) * n_jobs, g->stream),
-	   "cuMemcpyHtoDAsync(GEMM job table)");
+	/* a long table: every CTA binary-searches it, so it goes to device
+	 * memory, pulled by the SMs from the mapped job ring (coli_pull, after
+	 * the previous GEMM launch has read the last one: stream order and
+	 * pdl_entry). Neither a copy from pageable memory (the host would wait
+	 * for the stream to drain) nor one on the copy engine (behind the
+	 * staging copies) */
+	{
+		CUdeviceptr d = g->gjobs, s;
+		unsigned long long n4 = sizeof(*jobs) * n_jobs / 4;
+		uint64_t t;
+		void *pa[] = {&d, &s, &n4};
+		int rc = coli_gpu_job_table(g, g->gjobs_host, sizeof(*jobs) * n_jobs, &t);
+
+		if (rc)
+			return rc;
+		s = t;
+		rc = coli_gpu_launch(g, g->f_pull, (unsigned)((n4 + 255) / 256), 1, 1, 256, 0, pa,
+		                     "cuLaunchKernel(pull GEMM table)");
+		if (rc)
+			return rc;
+	}
 	args[0] = &g->gjobs;
 	args[1] = &n_jobs;
 	return coli_gpu_launch(g, narrow ? g->f_gemm_s[dtype] : g->f_gemm[dtype], (unsigned)tiles,

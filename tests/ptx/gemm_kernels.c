@@ -5,7 +5,10 @@
  *   q8_0 / q4_0   bit for bit (the placement invariant at prefill): every
  *                 job of one grouped launch equals coli_gemm on the CPU and
  *                 the GEMV kernels run on the same inputs 4 tokens at a time,
- *                 with tiles of 64 tokens and of 32 (coli_gpu_gemm_tile)
+ *                 with tiles of 64 tokens and of 32 (coli_gpu_gemm_tile),
+ *                 then each run on its own width (two launches), in a
+ *                 launch of 15 jobs (table in the parameters) and of 26
+ *                 (table in device memory)
  *   bf16          within rounding only (tensor cores): the error relative to
  *                 sum_k |w_k x_k| of the output is printed and bounded
  *
@@ -181,18 +184,24 @@ static const int g_shapes[][3] = {
 
 static int g_quick; /* --quick: leave out the Mixtral-sized shapes (the CPU reference is slow) */
 
-static int test_gemm(enum coli_dtype dt)
+/* One grouped launch of every shape (reps > 1: the shapes but the two
+ * Mixtral-sized ones, reps times over, fresh draws each: more than
+ * COLI_GPU_INL_JOBS jobs, so the table goes through device memory). */
+static int test_gemm(enum coli_dtype dt, int reps)
 {
-	const int n_shapes = g_quick ? N_SHAPES - 2 : N_SHAPES;
-	struct tjob t[N_SHAPES];
-	struct coli_gpu_gemm_job gj[N_SHAPES];
+	const int n_base = g_quick || reps > 1 ? N_SHAPES - 2 : N_SHAPES;
+	const int n_shapes = n_base * reps;
+	struct tjob t[N_SHAPES * 3];
+	struct coli_gpu_gemm_job gj[N_SHAPES * 3];
 	struct coli_gpu_gemv_job *vj = malloc(sizeof(*vj) * 4096);
 	int nvj = 0, rc = 0, quant = dt != COLI_DTYPE_BF16;
 	double worst_rel = 0, worst_abs = 0;
 	size_t total = 0, bad_cpu = 0, bad_gemv = 0;
 
 	for (int i = 0; i < n_shapes; i++) {
-		tjob_make(&t[i], dt, g_shapes[i][0], g_shapes[i][1], g_shapes[i][2]);
+		const int *sh = g_shapes[i % n_base];
+
+		tjob_make(&t[i], dt, sh[0], sh[1], sh[2]);
 		gemm_job(&t[i], &gj[i]);
 		nvj += gemv_jobs(&t[i], vj + nvj);
 	}
@@ -253,14 +262,13 @@ static int test_gemm(enum coli_dtype dt)
 		free(got), free(got2);
 	}
 	if (quant) {
-		printf(
-		    "  gemm %-5s %d jobs, one launch: %zu values, mismatches vs CPU %zu, vs GEMV "
-		    "%zu, max|err| %.3g\n",
-		    coli_dtype_name(dt), n_shapes, total, bad_cpu, bad_gemv, worst_abs);
+		printf("  gemm %-5s %d jobs, one call: %zu values, mismatches vs CPU %zu, vs GEMV "
+		       "%zu, max|err| %.3g\n",
+		       coli_dtype_name(dt), n_shapes, total, bad_cpu, bad_gemv, worst_abs);
 		rc = bad_cpu || bad_gemv;
 	} else {
 		/* split-bf16 activations keep ~16 bits of x; fp32 tensor-core sums */
-		printf("  gemm bf16  %d jobs, one launch: %zu values, max err/sum|wx| %.3g (bound "
+		printf("  gemm bf16  %d jobs, one call: %zu values, max err/sum|wx| %.3g (bound "
 		       "1e-4), max|err| %.3g\n",
 		       n_shapes, total, worst_rel, worst_abs);
 		rc = !(worst_rel <= 1e-4);
@@ -479,15 +487,23 @@ int main(int argc, char **argv)
 		printf("no thread pool\n");
 		return 1;
 	}
-	/* q8/q4: the tiles of 64 tokens and of 32, each bit for bit */
+	/* q8/q4: the tiles of 64 tokens and of 32, each bit for bit; then as the
+	 * engine launches (short runs on the narrow tiles, the rest on the wide
+	 * ones: two launches), with a table in the parameters and a long one */
 	for (int bn = COLI_GPU_GEMM_TOKENS; bn >= COLI_GPU_GEMM_TOKENS_S; bn /= 2) {
 		printf("token tile %d:\n", bn);
 		coli_gpu_gemm_tile(g_gpu, bn);
-		rc |= test_gemm(COLI_DTYPE_Q8_0);
-		rc |= test_gemm(COLI_DTYPE_Q4_0);
+		rc |= test_gemm(COLI_DTYPE_Q8_0, 1);
+		rc |= test_gemm(COLI_DTYPE_Q4_0, 1);
 	}
 	coli_gpu_gemm_tile(g_gpu, 0);
-	rc |= test_gemm(COLI_DTYPE_BF16);
+	printf("token tile by run:\n");
+	for (int reps = 1; reps <= 2; reps++) {
+		rc |= test_gemm(COLI_DTYPE_Q8_0, reps);
+		rc |= test_gemm(COLI_DTYPE_Q4_0, reps);
+	}
+	rc |= test_gemm(COLI_DTYPE_BF16, 1);
+	rc |= test_gemm(COLI_DTYPE_BF16, 2);
 	coli_cpu_pool_destroy(g_pool);
 	coli_gpu_close(g_gpu);
 	return rc;
