@@ -18,15 +18,14 @@
  *         l[b % 16] = fmaf((float)s, dw[r][b] * dx[t][b], l[b % 16])
  *     with dw * dx rounded to fp32 first (__fmul_rn, __fmaf_rn: -fmad=false).
  *   - the 16 lanes are not held at once (16 registers per output would not
- *     fit): blocks are visited lane by lane, lanes in the bit-reversed order
- *     0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15, blocks of a lane
- *     ascending. That is the left-to-right leaf order of the CPU's fold tree
- *     (h = 8, 4, 2, 1), so a finished lane is folded at once into a stack of
- *     partial sums (one per tree level, as in a binary counter). The CTA's
- *     two warp groups take the even and the odd lanes — the tree's two
- *     subtrees — each with a stack of 3 (4 registers per output instead of
- *     16), and the root y = o0 + o1 goes through shared memory at the end.
- *     A lane without blocks (K < 512) folds its +0.0f like the CPU's does.
+ *     fit). The CTA's four K groups take the blocks b % 4 == g: lanes g,
+ *     g + 4, g + 8, g + 12, one subtree of the CPU's fold tree (h = 8, 4 ->
+ *     l[g]); a group visits its lanes in the subtree's leaf order g, g + 8,
+ *     g + 4, g + 12, blocks of a lane ascending, and folds a finished lane at
+ *     once: acc in registers, the two waiting partial sums p1, p2 in shared
+ *     memory (p1 in registers for the narrow tile). The last two levels
+ *     (h = 2, 1) meet through shared memory at the end. A lane without
+ *     blocks (K < 512) folds its +0.0f like the CPU's does.
  *
  * bf16: bf16 mma with fp32 accumulation. The tensor core's summation order
  * and intermediate rounding are not ours, so this is exact only within
@@ -34,22 +33,25 @@
  * (docs/perf/kernels.md). The fp32 activations are split x = hi + lo into
  * two bf16 (two mmas), so the product keeps ~16 bits of x instead of 8.
  *
- * Tiling, q8/q4: a CTA of 256 threads computes 64 rows x 64 tokens; each
- * warp group (4 warps, 2 x 2) covers the tile with warp tiles of 32 x 32
- * (2 x 4 mma tiles) over its half of the blocks. Launches of short runs
- * (coli_gemm_<dtype>_s, chosen in ptx/gpu.c) use 64 x 32 tiles, warp tiles
- * of 32 x 16: half the epilogue a K step, 170 registers without spills
- * where the wide tile takes 255 and spills ~80 bytes. A K step stages the next
- * block of each group (q8: 4 stages, q4: 5). bf16: 8 warps (4 along rows x
- * 2 along tokens) compute 128 rows x 64 tokens, a K step is 32 elements,
- * 3 stages. All shared memory is static (<= 48 KiB), filled by cp.async
- * several steps ahead. Rows and tokens past the job's end are zero-filled
- * and never stored. Shared rows of 32 or 64 bytes have their 16-byte chunks
- * XOR-swizzled so ldmatrix reads 8 rows without bank conflicts.
+ * Tiling, q8/q4: a CTA of 512 threads (4 K groups of 4 warps, 2 x 2)
+ * computes 64 rows x 64 tokens, warp tiles of 32 x 32 (2 x 4 mma tiles),
+ * each group over its quarter of the blocks, waiting only on its own named
+ * barrier (a group stages and reads its own shared memory). Launches of
+ * short runs (coli_gemm_<dtype>_s, chosen in ptx/gpu.c) use 64 x 32 tiles,
+ * warp tiles of 32 x 16. A K step stages the next block of each group (q8:
+ * 3 stages, q4: 4), in dynamic shared memory (COLI_GPU_GEMM_SMEM_Q: ~190 KB
+ * wide, ~75 KB narrow; a GPU refusing the wide size runs narrow tiles only).
+ * bf16: 8 warps (4 along rows x 2 along tokens) compute 128 rows x 64
+ * tokens, a K step is 32 elements, 3 stages, static shared memory. Copies
+ * are cp.async several steps ahead. Rows and tokens past the job's end are
+ * zero-filled and never stored. Shared rows of 32 or 64 bytes have their
+ * 16-byte chunks XOR-swizzled so ldmatrix reads 8 rows without bank
+ * conflicts.
  *
- * Speed (docs/perf/kernels.md): 7-9% of the bf16 matmul rate for q8/q4,
- * bound by per-step overhead at one CTA (8 warps) per SM — the fold stack
- * takes half the registers — not by the tensor cores or the epilogue.
+ * Speed (docs/perf/kernels.md): q8/q4 13-17% of the bf16 matmul rate (was
+ * 7-9% with two K groups of 8 warps and the fold stack in registers);
+ * issue-bound: the canonical epilogue's 3 fp32 instructions per output and
+ * block are ~40% of what a step issues.
  *
  * Grid: one CTA per tile of every job, jobs back to back (tile0, set by the
  * launcher in ptx/gpu.c), tokens fastest so CTAs that read the same weight
@@ -61,9 +63,9 @@
 #include "ptx/kernels_abi.h"
 #include "ptx/pdl.cuh"
 
-#define THREADS 256 /* COLI_GPU_GEMM_THREADS_Q and _BF16 */
-#define MF      2   /* mma row tiles per warp (16 rows each) */
-#define NF      4   /* mma token tiles per warp (8 tokens each) */
+#define BF_THREADS COLI_GPU_GEMM_THREADS_BF16
+#define MF         2 /* mma row tiles per warp (16 rows each) */
+#define NF         4 /* mma token tiles per warp (8 tokens each) */
 
 #define MAGIC_BITS 0x4B400000 /* 1.5 * 2^23 */
 #define MAGIC_F    12582912.0f
@@ -101,23 +103,24 @@ static __device__ __forceinline__ void mma_bf16(float *d, const unsigned *a, con
 	             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* Canonical lane of the i-th leaf of the fold tree (4-bit reversal). */
-static __device__ __forceinline__ int leaf_lane(int i)
+/* The K groups of a CTA (ptx/gemm.cu top): group g owns the blocks b with
+ * b % 4 == g, i.e. the canonical lanes g, g + 4, g + 8, g + 12 — one subtree
+ * of the fold tree — visited in the subtree's left-to-right leaf order. */
+#define QG 4
+
+/* Lane of leaf k (0-3) of group g's subtree: g, g + 8, g + 4, g + 12 */
+static __device__ __forceinline__ int leaf_lane(int g, int k)
 {
-	return (int)(__brev((unsigned)i) >> 28);
+	return g + (k & 1) * 8 + (k >> 1) * 4;
 }
 
-/* The next K step in leaf order: block b of leaf i -> the next block of the
- * same lane, else the first block of the next leaf (before end) with blocks. */
-static __device__ __forceinline__ void next_block(int &i, int &b, int nb, int end)
+/* From leaf k on, the first leaf with blocks (k = 4: none) and its first
+ * block (nb: none). */
+static __device__ __forceinline__ void first_block(int g, int &k, int &b, int nb)
 {
-	b += 16;
-	if (b < nb)
-		return;
-	do
-		i++;
-	while (i < end && leaf_lane(i) >= nb);
-	b = i < end ? leaf_lane(i) : nb; /* nb: no more */
+	while (k < QG && leaf_lane(g, k) >= nb)
+		k++;
+	b = k < QG ? leaf_lane(g, k) : nb;
 }
 
 /* The job and tile of this CTA: jobs[] is sorted by tile0; tiles of a job
@@ -145,29 +148,42 @@ find_job(const struct coli_gpu_gemm_job *jobs, int n_jobs, int *row0, int *tok0)
 
 /* ---- q8_0 / q4_0 ----
  *
- * Two warp groups split the canonical lanes: group 0 (warps 0-3) owns the
- * even lanes, i.e. the even blocks, leaves 0-7 of the tree; group 1 (warps
- * 4-7) the odd ones, leaves 8-15. Each group's leaves form one subtree, so
- * a warp folds its 8 lanes into o0 / o1 with a stack of 3 (acc + p1..p3 = 4
- * registers per output), and the last level y = o0 + o1 goes through shared
- * memory at the end. Each group's 4 warps tile the CTA's 64 rows x 64 tokens
- * as 2 x 2 warp tiles of 32 x 32. A K step stages two blocks, the next one of
- * each group (group 1 has one fewer when the block count is odd). */
-#define QBM COLI_GPU_GEMM_ROWS_Q
+ * Four K groups of four warps (512 threads). Group g (warps 4g..4g+3) owns
+ * the blocks b % 4 == g: leaves 4g..4g+3 of the canonical tree's second
+ * level, lanes g, g + 8, g + 4, g + 12 in leaf order. A warp folds them with
+ * acc and p1 in registers and p2 (the pair g + (g + 8), held over two leaves)
+ * in shared memory, each thread its own column; the groups' sums l[0..3]
+ * meet in shared memory at the end (h = 2, then h = 1). Each group's 4 warps
+ * tile the CTA's 64 rows x BN tokens as 2 x 2 warp tiles of 32 x BN/2. A K
+ * step stages four blocks, the next one of each group (a group with fewer
+ * blocks sits the last steps out). */
+#define QBM      COLI_GPU_GEMM_ROWS_Q
+#define QTHREADS COLI_GPU_GEMM_THREADS_Q
 
 /* BN: tokens a CTA tile, 64 (COLI_GPU_GEMM_TOKENS) or 32 (COLI_GPU_GEMM_TOKENS_S,
- * for launches of short runs: a warp tile of 32 x 16 holds half the outputs,
- * so the fold stack takes 64 registers, not 128, and two CTAs fit an SM) */
+ * launches of short runs: half the outputs a thread). Dynamic shared memory
+ * (COLI_GPU_GEMM_SMEM_Q bytes, set by ptx/gpu.c). */
 template <bool Q4, int BN> struct QuantSmem {
-	enum { ABYTES = Q4 ? 16 : 32, STAGES = Q4 ? 5 : 4 };
+	enum { ABYTES = Q4 ? 16 : 32, STAGES = COLI_GPU_GEMM_STAGES_Q(Q4), NOUT = BN / 2 };
+	/* p1 in shared memory too: with 32 outputs a thread, acc, p1 and a
+	 * step's 8 mma results would take all of the 128 registers 512
+	 * threads may have, and the loader's addresses would be recomputed
+	 * every step */
+	static constexpr bool P1S = BN == COLI_GPU_GEMM_TOKENS;
 	struct slot {
 		unsigned char a[QBM * ABYTES]; /* weights of one block, [row][ABYTES] */
 		signed char b[BN * 32];        /* activations of one block, [token][32] */
 		unsigned w[QBM];               /* the fp16 scale pair holding dw[row][b] */
 		float d[BN];                   /* dx[token][b] */
 		int qs[BN];                    /* qsum[token][b] (q4) */
-	} s[STAGES][2];                        /* [stage][group] */
+	} s[STAGES][QG];                       /* [stage][group] */
+	float p2[NOUT][QTHREADS];              /* [output][thread] */
+	float p1[P1S ? NOUT : 0][QTHREADS];    /* the same for p1 (wide tiles) */
 };
+static_assert(sizeof(QuantSmem<false, 64>) == COLI_GPU_GEMM_SMEM_Q(0, 64), "smem size");
+static_assert(sizeof(QuantSmem<true, 64>) == COLI_GPU_GEMM_SMEM_Q(1, 64), "smem size");
+static_assert(sizeof(QuantSmem<false, 32>) == COLI_GPU_GEMM_SMEM_Q(0, 32), "smem size");
+static_assert(sizeof(QuantSmem<true, 32>) == COLI_GPU_GEMM_SMEM_Q(1, 32), "smem size");
 
 /* One 32-byte row of a stage, 16-byte chunk c, swizzled by (row / 4) % 2. */
 static __device__ __forceinline__ int swz32(int row, int c)
@@ -175,47 +191,60 @@ static __device__ __forceinline__ int swz32(int row, int c)
 	return row * 32 + ((c ^ (row >> 2)) & 1) * 16;
 }
 
-/* Thread tid fills group tid/128's slot: index i = tid % 128. */
-template <bool Q4, int BN>
-static __device__ __forceinline__ void quant_load(typename QuantSmem<Q4, BN>::slot &sl, int b,
-                                                  const struct coli_gpu_gemm_job &jb, int row0,
-                                                  int tok0)
-{
-	const int i = threadIdx.x & 127, K = jb.K, nb = K / 32;
+/* One thread's share of staging a block for its group: which bytes it
+ * copies is fixed for the CTA, only the block b moves them (address + b *
+ * stride), so the addresses are worked out once. Index i = tid % 128 of the
+ * group: q8 weights 2 threads a row, q4 one (i < 64); activations 2 threads a
+ * token (i < 2 * BN); the 4-byte copies: i < 64 the row's scale pair (and for
+ * q4, i < BN, the token's qsum), else i - 64 < BN the token's dx. Rows and
+ * tokens past the job's end are zero-filled (src stays a valid address). */
+template <bool Q4, int BN> struct QuantLoader {
+	typedef typename QuantSmem<Q4, BN>::slot Slot;
+	const char *a, *x; /* weights and activations at block 0 */
+	const float *d;    /* dx at block 0 */
+	const int *qs;     /* qsum at block 0 (q4) */
+	const unsigned short *scales;
+	unsigned e0; /* the row's first scale: row * nb */
+	unsigned char oka, okx, okv, okq;
 
-	if (!Q4 || i < QBM) {
-		const int r = Q4 ? i : i >> 1, c = Q4 ? 0 : i & 1;
-		const bool ok = row0 + r < jb.rows;
-		const size_t off = Q4 ? (size_t)(row0 + r) * (K / 2) + b * 16
-		                      : (size_t)(row0 + r) * K + b * 32 + c * 16;
+	__device__ __forceinline__ QuantLoader(const struct coli_gpu_gemm_job &jb, int row0,
+	                                       int tok0)
+	{
+		const int i = threadIdx.x & 127, K = jb.K, nb = K / 32;
+		const int ra = Q4 ? i : i >> 1, ca = Q4 ? 0 : i & 1, n = i >> 1;
+		const int rv = i < QBM ? i : 0, nv = i < QBM ? i : i - QBM;
 
-		cp16(&sl.a[Q4 ? r * 16 : swz32(r, c)], (const char *)jb.w + (ok ? off : 0), ok);
+		oka = (!Q4 || i < QBM) && row0 + ra < jb.rows;
+		a = (const char *)jb.w +
+		    (oka ? (size_t)(row0 + ra) * (Q4 ? K / 2 : K) + ca * 16 : 0);
+		okx = i < 2 * BN && tok0 + n < jb.S;
+		x = (const char *)jb.xq + (okx ? (size_t)(tok0 + n) * K + (i & 1) * 16 : 0);
+		okv = i < QBM ? row0 + rv < jb.rows : nv < BN && tok0 + nv < jb.S;
+		e0 = okv && i < QBM ? (unsigned)(row0 + rv) * (unsigned)nb : 0;
+		scales = jb.scales;
+		d = jb.xd + (okv && i >= QBM ? (size_t)(tok0 + nv) * nb : 0);
+		okq = Q4 && i < BN && tok0 + i < jb.S;
+		qs = jb.xqsum + (okq ? (size_t)(tok0 + i) * nb : 0);
 	}
-	if (i < 2 * BN) {
-		const int n = i >> 1, c = i & 1;
-		const bool ok = tok0 + n < jb.S;
 
-		cp16(&sl.b[swz32(n, c)],
-		     jb.xq + (ok ? (size_t)(tok0 + n) * K + b * 32 + c * 16 : 0), ok);
-	}
-	if (i < QBM) {
-		const bool ok = row0 + i < jb.rows;
-		/* the 4-byte aligned pair holding element (row, b) of the fp16 plane */
-		const size_t e = ok ? ((size_t)(row0 + i) * nb + b) & ~(size_t)1 : 0;
+	__device__ __forceinline__ void load(Slot &sl, int b) const
+	{
+		const int i = threadIdx.x & 127;
 
-		cp4(&sl.w[i], jb.scales + e, ok);
-		if (Q4 && i < BN) {
-			const bool okt = tok0 + i < jb.S;
-
-			cp4(&sl.qs[i], jb.xqsum + (okt ? (size_t)(tok0 + i) * nb + b : 0), okt);
+		if (!Q4 || i < QBM)
+			cp16(&sl.a[Q4 ? i * 16 : swz32(i >> 1, i & 1)], a + b * (Q4 ? 16 : 32),
+			     oka);
+		if (i < 2 * BN)
+			cp16(&sl.b[swz32(i >> 1, i & 1)], x + b * 32, okx);
+		if (i < QBM) { /* the 4-byte aligned pair holding element (row, b) */
+			cp4(&sl.w[i], scales + ((e0 + b) & ~1u), okv);
+			if (Q4 && i < BN)
+				cp4(&sl.qs[i], qs + b, okq);
+		} else if (i - QBM < BN) {
+			cp4(&sl.d[i - QBM], d + b, okv);
 		}
-	} else if (i - QBM < BN) {
-		const int n = i - QBM;
-		const bool ok = tok0 + n < jb.S;
-
-		cp4(&sl.d[n], jb.xd + (ok ? (size_t)(tok0 + n) * nb + b : 0), ok);
 	}
-}
+};
 
 /* One block b (a staged slot) into the running lane accumulators acc[].
  * With QN = BN / 16 token tiles a warp: output o = (mf * QN + nf) * 4 + e is
@@ -223,7 +252,7 @@ static __device__ __forceinline__ void quant_load(typename QuantSmem<Q4, BN>::sl
  * of the tile (the mma's C layout). */
 template <bool Q4, int BN>
 static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4, BN>::slot &sl, int b,
-                                                  int nb, int row0, int wm, int wn, float *acc)
+                                                  int par, int wm, int wn, float *acc)
 {
 	constexpr int QN = BN / 16;
 	const int lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
@@ -257,14 +286,16 @@ static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4, B
 		bq[2 * h][0] = r[0], bq[2 * h][1] = r[1];
 		bq[2 * h + 1][0] = r[2], bq[2 * h + 1][1] = r[3];
 	}
+	/* dw[row][b] is the high half of its pair when row * nb + b is odd;
+	 * the rows of a thread are 8 apart, so par (row * nb of its first row,
+	 * mod 2) holds for all of them */
+	const int sh = ((par ^ b) & 1) * 16;
+
 	for (int mf = 0; mf < MF; mf++)
 		for (int hi = 0; hi < 2; hi++) {
-			const int row = wm * 32 + mf * 16 + hi * 8 + g;
-			const unsigned pair = sl.w[row];
-			const int odd = (int)(((size_t)(row0 + row) * nb + b) & 1);
+			const unsigned pair = sl.w[wm * 32 + mf * 16 + hi * 8 + g];
 
-			dw[mf][hi] = __half2float(
-			    __ushort_as_half((unsigned short)(odd ? pair >> 16 : pair & 0xffffu)));
+			dw[mf][hi] = __half2float(__ushort_as_half((unsigned short)(pair >> sh)));
 		}
 	for (int nf = 0; nf < QN; nf++)
 		for (int k = 0; k < 2; k++) {
@@ -289,34 +320,27 @@ static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4, B
 		}
 }
 
-/* Leaf i of the fold tree is done (its lane's sum in acc): fold it into the
- * partial sums of its group's subtree (leaves 0-7 or 8-15). The leaf is a
- * right child at every level where its bit is set; after leaf 7 or 15, acc
- * holds the subtree's sum o0 / o1. i is warp-uniform. */
-template <int N> /* outputs a thread */
-static __device__ __forceinline__ void fold_leaf(int i, float *acc, float *p1, float *p2, float *p3)
+/* Leaf k of the group's subtree is done (its lane's sum in acc): the
+ * canonical tree's h = 8 and h = 4 levels. Leaves 0 and 2 wait in p1; leaf
+ * 1 completes l[g] + l[g + 8], kept in p2; leaf 3 completes l[g + 4] +
+ * l[g + 12] and adds it to p2: acc = l[g] after h = 4. p2, and p1 when P1S,
+ * are this thread's columns of shared memory (stride QTHREADS); else p1 is
+ * registers. k is warp-uniform. */
+template <int N, bool P1S> /* outputs a thread */
+static __device__ __forceinline__ void fold_leaf(int k, float *acc, float *p1, float *p2)
 {
-	if (!(i & 1)) {
+	const int s1 = P1S ? QTHREADS : 1;
+
+	if (!(k & 1)) {
 		for (int o = 0; o < N; o++)
-			p1[o] = acc[o], acc[o] = 0.0f;
-		return;
-	}
-	for (int o = 0; o < N; o++)
-		acc[o] = __fadd_rn(p1[o], acc[o]);
-	if (!(i & 2)) {
+			p1[o * s1] = acc[o], acc[o] = 0.0f;
+	} else if (k == 1) {
 		for (int o = 0; o < N; o++)
-			p2[o] = acc[o], acc[o] = 0.0f;
-		return;
-	}
-	for (int o = 0; o < N; o++)
-		acc[o] = __fadd_rn(p2[o], acc[o]);
-	if (!(i & 4)) {
+			p2[o * QTHREADS] = __fadd_rn(p1[o * s1], acc[o]), acc[o] = 0.0f;
+	} else {
 		for (int o = 0; o < N; o++)
-			p3[o] = acc[o], acc[o] = 0.0f;
-		return;
+			acc[o] = __fadd_rn(p2[o * QTHREADS], __fadd_rn(p1[o * s1], acc[o]));
 	}
-	for (int o = 0; o < N; o++)
-		acc[o] = __fadd_rn(p3[o], acc[o]);
 }
 
 /* y of a warp tile of 32 rows x 8 * QN tokens: rows wm*32.., tokens
@@ -342,69 +366,77 @@ template <bool Q4, int BN>
 static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job *jobs, int n_jobs)
 {
 	typedef QuantSmem<Q4, BN> Smem;
-	constexpr int QN = BN / 16, NOUT_Q = MF * QN * 4;
-	__shared__ __align__(128) Smem sm;
+	constexpr int QN = BN / 16, NOUT = Smem::NOUT;
+	extern __shared__ __align__(128) unsigned char smem_raw[];
+	Smem &sm = *(Smem *)smem_raw;
 	int row0, tok0;
 	const struct coli_gpu_gemm_job jb = *find_job<QBM, BN>(jobs, n_jobs, &row0, &tok0);
-	const int nb = jb.K / 32, ns = (nb + 1) / 2; /* steps: group 0's block count */
 	const int warp = threadIdx.x >> 5, grp = warp >> 2, wm = warp & 1, wn = (warp >> 1) & 1;
-	const int lgrp = threadIdx.x >> 7,
-	          lend = 8 * lgrp + 8; /* the group this thread loads for */
-	const int end = 8 * grp + 8;
-	float acc[NOUT_Q], p1[NOUT_Q], p2[NOUT_Q], p3[NOUT_Q];
-	int pi = 8 * lgrp, pb = lgrp; /* producer: leaf, block (leaf 8g is lane g) */
-	int ci = 8 * grp, cb = grp;   /* consumer */
+	const int nb = jb.K / 32, ns = (nb - grp + QG - 1) / QG; /* steps: the group's blocks */
+	const QuantLoader<Q4, BN> ld(jb, row0, tok0);
+	const int par = ((row0 + wm * 32 + ((threadIdx.x & 31) >> 2)) * nb) & 1;
+	float acc[NOUT], p1r[Smem::P1S ? 1 : NOUT], *p2 = &sm.p2[0][threadIdx.x];
+	float *p1 = Smem::P1S ? &sm.p1[0][threadIdx.x] : p1r;
+	int pk = 0, pb, ck = 0, cb; /* producer and consumer: leaf, block */
 
-	for (int o = 0; o < NOUT_Q; o++)
+	for (int o = 0; o < NOUT; o++)
 		acc[o] = 0.0f;
-	/* prologue: the first STAGES-1 steps in flight */
+	first_block(grp, pk, pb, nb);
+	while (ck < QG && leaf_lane(grp, ck) >= nb) /* lanes without blocks fold +0 */
+		fold_leaf<NOUT, Smem::P1S>(ck++, acc, p1, p2);
+	cb = ck < QG ? leaf_lane(grp, ck) : nb;
+	/* prologue: the first STAGES-1 steps in flight; each group loads its own */
 	for (int s = 0; s < Smem::STAGES - 1; s++) {
 		if (pb < nb) {
-			quant_load<Q4, BN>(sm.s[s][lgrp], pb, jb, row0, tok0);
-			next_block(pi, pb, nb, lend);
+			ld.load(sm.s[s][grp], pb);
+			if ((pb += 16) >= nb)
+				pk++, first_block(grp, pk, pb, nb);
 		}
 		cp_commit();
 	}
-	for (int s = 0; s < ns; s++) {
+	for (int s = 0, sc = 0, sp = Smem::STAGES - 1; s < ns; s++) { /* stages: consumed, filled */
 		cp_wait<Smem::STAGES - 2>();
-		/* step s's stage has landed for every thread, and every warp is past
-		 * step s-1, whose stage the load below overwrites */
-		__syncthreads();
+		/* step s's stage has landed for every thread of the group, and its
+		 * warps are past step s-1, whose slot the load below overwrites:
+		 * a group stages and reads only its own slots, so it waits for its
+		 * own 4 warps (named barrier 1 + grp), not the CTA */
+		asm volatile("bar.sync %0, 128;\n" ::"r"(1 + grp));
 		if (pb < nb) {
-			quant_load<Q4, BN>(sm.s[(s + Smem::STAGES - 1) % Smem::STAGES][lgrp], pb,
-			                   jb, row0, tok0);
-			next_block(pi, pb, nb, lend);
+			ld.load(sm.s[sp][grp], pb);
+			if ((pb += 16) >= nb)
+				pk++, first_block(grp, pk, pb, nb);
 		}
 		cp_commit();
-		if (cb >= nb)
-			continue; /* group 1 past its last block (odd count) */
-		quant_step<Q4, BN>(sm.s[s % Smem::STAGES][grp], cb, nb, row0, wm, wn, acc);
-		cb += 16;
-		if (cb >= nb) { /* leaf ci is complete; fold it and the empty leaves after it */
-			do {
-				fold_leaf<NOUT_Q>(ci, acc, p1, p2, p3);
-				ci++;
-			} while (ci < end && leaf_lane(ci) >= nb);
-			cb = ci < end ? leaf_lane(ci) : nb;
+		sp = sp == Smem::STAGES - 1 ? 0 : sp + 1;
+		quant_step<Q4, BN>(sm.s[sc][grp], cb, par, wm, wn, acc);
+		sc = sc == Smem::STAGES - 1 ? 0 : sc + 1;
+		if ((cb += 16) >=
+		    nb) { /* leaf ck is complete; fold it and the empty ones after it */
+			do
+				fold_leaf<NOUT, Smem::P1S>(ck++, acc, p1, p2);
+			while (ck < QG && leaf_lane(grp, ck) >= nb);
+			cb = ck < QG ? leaf_lane(grp, ck) : nb;
 		}
 	}
-	while (ci < end) /* a group without any block (K = 32): its lanes are +0 */
-		fold_leaf<NOUT_Q>(ci++, acc, p1, p2, p3);
-	/* y = o0 + o1: group 1 hands its sums over in (now idle) shared memory */
+	/* the last levels, h = 2 (l[0] + l[2], l[1] + l[3]) and h = 1, through
+	 * the p2 columns (every group is past its last use of them) */
 	cp_wait<0>();
 	__syncthreads();
-	{
-		float *x = (float *)&sm + (warp & 3) * NOUT_Q * 32 + (threadIdx.x & 31);
-
-		if (grp == 1)
-			for (int o = 0; o < NOUT_Q; o++)
-				x[o * 32] = acc[o];
-		__syncthreads();
-		if (grp == 0) {
-			for (int o = 0; o < NOUT_Q; o++)
-				acc[o] = __fadd_rn(acc[o], x[o * 32]);
-			store_tile<QN>(jb, row0, tok0, wm, wn, acc);
-		}
+	if (grp >= 2)
+		for (int o = 0; o < NOUT; o++)
+			p2[o * QTHREADS - 256] = acc[o];
+	__syncthreads();
+	if (grp < 2)
+		for (int o = 0; o < NOUT; o++)
+			acc[o] = __fadd_rn(acc[o], p2[o * QTHREADS]);
+	if (grp == 1) /* into group 2's columns, idle now (group 0 still reads its own) */
+		for (int o = 0; o < NOUT; o++)
+			p2[o * QTHREADS + 128] = acc[o];
+	__syncthreads();
+	if (grp == 0) {
+		for (int o = 0; o < NOUT; o++)
+			acc[o] = __fadd_rn(acc[o], p2[o * QTHREADS + 256]);
+		store_tile<QN>(jb, row0, tok0, wm, wn, acc);
 	}
 }
 
@@ -436,7 +468,7 @@ bf16_load(Bf16Smem &sm, int st, int k0, const struct coli_gpu_gemm_job &jb, int 
 {
 	const int tid = threadIdx.x, K = jb.K;
 
-	for (int i = tid; i < BM * 4; i += THREADS) {
+	for (int i = tid; i < BM * 4; i += BF_THREADS) {
 		const int r = i >> 2, c = i & 3;
 		const bool ok = row0 + r < jb.rows;
 		const unsigned short *src =
@@ -444,7 +476,7 @@ bf16_load(Bf16Smem &sm, int st, int k0, const struct coli_gpu_gemm_job &jb, int 
 
 		cp16(&sm.a[st][swz64(r, c)], src, ok);
 	}
-	for (int i = tid; i < BN * 8; i += THREADS) {
+	for (int i = tid; i < BN * 8; i += BF_THREADS) {
 		const int n = i >> 3, c = i & 7;
 		const bool ok = tok0 + n < jb.S;
 		const float *src = jb.xf + (ok ? (size_t)(tok0 + n) * K + k0 + c * 4 : 0);
@@ -549,21 +581,21 @@ static __device__ __forceinline__ void gemm_q4_s(const struct coli_gpu_gemm_job 
 /* Two entry points per kernel: the job table in device memory, or (up to
  * COLI_GPU_INL_JOBS jobs: a prefill chunk's dense matrices, a small MoE
  * layer) in the launch's parameters, with nothing to copy first. */
-#define GEMM_KERNELS(name, fn, ctas)                                                               \
-	extern "C" __global__ void __launch_bounds__(THREADS, ctas)                                \
+#define GEMM_KERNELS(name, fn, threads)                                                            \
+	extern "C" __global__ void __launch_bounds__(threads, 1)                                   \
 	    coli_gemm_##name(const struct coli_gpu_gemm_job *jobs, int n_jobs)                     \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		fn(jobs, n_jobs);                                                                  \
 	}                                                                                          \
-	extern "C" __global__ void __launch_bounds__(THREADS, ctas) coli_gemm_##name##_inl(        \
+	extern "C" __global__ void __launch_bounds__(threads, 1) coli_gemm_##name##_inl(           \
 	    const __grid_constant__ struct coli_gpu_gemm_inline p, int n_jobs)                     \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		fn(p.j, n_jobs);                                                                   \
 	}
-GEMM_KERNELS(q8_0, gemm_q8, 1)
-GEMM_KERNELS(q4_0, gemm_q4, 1)
-GEMM_KERNELS(q8_0_s, gemm_q8_s, 1)
-GEMM_KERNELS(q4_0_s, gemm_q4_s, 1)
-GEMM_KERNELS(bf16, gemm_bf16, 1)
+GEMM_KERNELS(q8_0, gemm_q8, QTHREADS)
+GEMM_KERNELS(q4_0, gemm_q4, QTHREADS)
+GEMM_KERNELS(q8_0_s, gemm_q8_s, QTHREADS)
+GEMM_KERNELS(q4_0_s, gemm_q4_s, QTHREADS)
+GEMM_KERNELS(bf16, gemm_bf16, COLI_GPU_GEMM_THREADS_BF16)

@@ -103,6 +103,8 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 
 static int get_functions(coli_gpu_t *g)
 {
+	CUresult r;
+
 	CK(g->cu->ModuleGetFunction(&g->f_gemv[COLI_DTYPE_Q8_0], g->mod, "coli_gemv_q8_0"),
 	   "cuModuleGetFunction(coli_gemv_q8_0)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_Q8_0], g->mod, "coli_gemv_q8_0_inl"),
@@ -131,6 +133,19 @@ static int get_functions(coli_gpu_t *g)
 		snprintf(name, sizeof(name), "coli_gemm_%s%s%s", coli_dtype_name(gt[i / 2]),
 		         narrow ? "_s" : "", i % 2 ? "_inl" : "");
 		CK(g->cu->ModuleGetFunction(&f[gt[i / 2]], g->mod_gemm, name), name);
+		if (gt[i / 2] == COLI_DTYPE_BF16)
+			continue;
+		/* q8/q4 tiles take their shared memory dynamically, past the
+		 * static 48 KiB; a GPU that refuses the wide tiles' (sm_86/89
+		 * allow 99 KB a block) runs every launch on the narrow ones */
+		r = g->cu->FuncSetAttribute(
+		    f[gt[i / 2]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		    COLI_GPU_GEMM_SMEM_Q(gt[i / 2] == COLI_DTYPE_Q4_0,
+		                         narrow ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS));
+		if (r != CUDA_SUCCESS && !narrow)
+			g->gemm_narrow = 1;
+		else
+			CK(r, name);
 	}
 	CK(g->cu->ModuleGetFunction(&g->f_silu, g->mod, "coli_silu_mul"),
 	   "cuModuleGetFunction(coli_silu_mul)");
@@ -583,6 +598,8 @@ static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_g
 	const int bn = narrow ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS;
 	const unsigned threads =
 	    dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_THREADS_BF16 : COLI_GPU_GEMM_THREADS_Q;
+	const unsigned smem =
+	    dtype == COLI_DTYPE_BF16 ? 0 : COLI_GPU_GEMM_SMEM_Q(dtype == COLI_DTYPE_Q4_0, bn);
 	long tiles = 0;
 	void *args[2];
 
@@ -606,7 +623,7 @@ static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_g
 		args[0] = &inl;
 		args[1] = &n_jobs;
 		return coli_gpu_launch(g, narrow ? g->f_gemm_s_inl[dtype] : g->f_gemm_inl[dtype],
-		                       (unsigned)tiles, 1, 1, threads, 0, args,
+		                       (unsigned)tiles, 1, 1, threads, smem, args,
 		                       "cuLaunchKernel(gemm)");
 	}
 	/* a long table: every CTA binary-searches it, so it goes to device
@@ -633,7 +650,7 @@ static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_g
 	args[0] = &g->gjobs;
 	args[1] = &n_jobs;
 	return coli_gpu_launch(g, narrow ? g->f_gemm_s[dtype] : g->f_gemm[dtype], (unsigned)tiles,
-	                       1, 1, threads, 0, args, "cuLaunchKernel(gemm)");
+	                       1, 1, threads, smem, args, "cuLaunchKernel(gemm)");
 }
 
 /* q8/q4 runs of up to COLI_GPU_GEMM_TOKENS_S tokens take the narrow tiles
@@ -652,6 +669,8 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		return -EINVAL;
 	if (dtype != COLI_DTYPE_Q8_0 && dtype != COLI_DTYPE_Q4_0)
 		return gemm_launch(g, dtype, jobs, n_jobs, 0);
+	if (g->gemm_narrow)
+		return gemm_launch(g, dtype, jobs, n_jobs, 1);
 	if (g->gemm_bn)
 		return gemm_launch(g, dtype, jobs, n_jobs, g->gemm_bn == COLI_GPU_GEMM_TOKENS_S);
 	for (int i = 0; i < n_jobs; i++)

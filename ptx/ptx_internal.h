@@ -150,7 +150,8 @@ struct coli_gpu {
 	CUfunction f_gemm[10];      /* tensor-core GEMM (ptx/gemm.cu), same index */
 	CUfunction f_gemm_inl[10];  /* the same, job table in the parameters */
 	CUfunction f_gemm_s[10], f_gemm_s_inl[10]; /* q8/q4 tiles of 32 tokens */
-	int gemm_bn; /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
+	int gemm_bn;     /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
+	int gemm_narrow; /* the GPU refused the wide q8/q4 tiles' shared memory */
 	CUfunction f_silu, f_actq, f_siluq, f_pull;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
 	CUfunction f_argmax, f_gather;
