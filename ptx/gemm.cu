@@ -164,7 +164,7 @@ find_job(const struct coli_gpu_gemm_job *jobs, int n_jobs, int *row0, int *tok0)
  * launches of short runs: half the outputs a thread). Dynamic shared memory
  * (COLI_GPU_GEMM_SMEM_Q bytes, set by ptx/gpu.c). */
 template <bool Q4, int BN> struct QuantSmem {
-	enum { ABYTES = Q4 ? 16 : 32, STAGES = COLI_GPU_GEMM_STAGES_Q(Q4), NOUT = BN / 2 };
+	enum { ABYTES = Q4 ? 16 : 32, STAGES = COLI_GPU_GEMM_STAGES_Q(Q4, BN), NOUT = BN / 2 };
 	/* p1 in shared memory too: with 32 outputs a thread, acc, p1 and a
 	 * step's 8 mma results would take all of the 128 registers 512
 	 * threads may have, and the loader's addresses would be recomputed

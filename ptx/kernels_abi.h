@@ -11,10 +11,11 @@
 /* An expert's run of at least this many tokens goes to the tensor-core GEMM
  * (ptx/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S. bf16: the GEMV
  * was faster below ~14 tokens on an H200; q8/q4 (tiles of 32 tokens for short
- * runs): below 6-8 (qwen3-30b, 128 experts: q4 at 6 tokens 0.777 vs 0.781 ms,
- * at 8 0.782 vs 0.926; docs/perf/kernels.md). */
+ * runs): from a run longer than one GEMV job on (qwen3-30b, 128 experts: q4
+ * at 6 tokens 0.591 vs 0.777 ms, at 4 the GEMV 0.438 vs 0.589;
+ * docs/perf/kernels.md). */
 #define COLI_GPU_GEMM_MIN_S   16
-#define COLI_GPU_GEMM_MIN_S_Q 8
+#define COLI_GPU_GEMM_MIN_S_Q (COLI_GPU_MAX_S + 1)
 /* A quantized dense matrix (q/k/v, o, ...) times at least this many tokens
  * goes to the GEMM too (the same bits as its GEMV). Lower than this a CTA's
  * walk over K is the GEMM's time whatever the tile count: on an H200 at
@@ -75,18 +76,20 @@ struct coli_gpu_dense_gemv {
  * aligned 4-byte pairs (2 bytes past its end when rows * K/32 is odd, inside
  * any allocation's granularity). q8/q4 results are
  * bit-identical to coli_gemv; bf16 only within rounding (tensor cores). */
-#define COLI_GPU_GEMM_TOKENS       64  /* tokens per CTA tile */
-#define COLI_GPU_GEMM_TOKENS_S     32  /* the same, q8/q4 launches of short runs */
-#define COLI_GPU_GEMM_ROWS_Q       64  /* rows per CTA tile, q8_0 / q4_0 */
-#define COLI_GPU_GEMM_ROWS_BF16    128 /* rows per CTA tile, bf16 */
-#define COLI_GPU_GEMM_THREADS_Q    512 /* threads per CTA, q8_0 / q4_0: 4 K groups */
-#define COLI_GPU_GEMM_GROUPS_Q     4
-#define COLI_GPU_GEMM_STAGES_Q(q4) ((q4) ? 4 : 3) /* K steps in flight */
+#define COLI_GPU_GEMM_TOKENS    64  /* tokens per CTA tile */
+#define COLI_GPU_GEMM_TOKENS_S  32  /* the same, q8/q4 launches of short runs */
+#define COLI_GPU_GEMM_ROWS_Q    64  /* rows per CTA tile, q8_0 / q4_0 */
+#define COLI_GPU_GEMM_ROWS_BF16 128 /* rows per CTA tile, bf16 */
+#define COLI_GPU_GEMM_THREADS_Q 512 /* threads per CTA, q8_0 / q4_0: 4 K groups */
+#define COLI_GPU_GEMM_GROUPS_Q  4
+/* K steps a group stages ahead (6 / 8 for the narrow tiles and 4 / 5 for
+ * the wide ones measured the same or slower on an H200) */
+#define COLI_GPU_GEMM_STAGES_Q(q4, bn) ((q4) ? 4 : 3)
 /* dynamic shared memory of a q8/q4 CTA: the staged blocks of each group
  * (weights, activations, scales, dx, qsum) and a thread's columns of fold
  * partial sums, one (p2) or with the wide tile two (p1, p2) (ptx/gemm.cu) */
 #define COLI_GPU_GEMM_SMEM_Q(q4, bn)                                                               \
-	(COLI_GPU_GEMM_STAGES_Q(q4) * COLI_GPU_GEMM_GROUPS_Q *                                     \
+	(COLI_GPU_GEMM_STAGES_Q(q4, bn) * COLI_GPU_GEMM_GROUPS_Q *                                 \
 	     (COLI_GPU_GEMM_ROWS_Q * ((q4) ? 20 : 36) + (bn)*40) +                                 \
 	 ((bn) == COLI_GPU_GEMM_TOKENS ? 2 : 1) * (bn) / 2 * COLI_GPU_GEMM_THREADS_Q * 4)
 #define COLI_GPU_GEMM_THREADS_BF16 256
