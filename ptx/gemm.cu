@@ -48,8 +48,8 @@
  * 16-byte chunks XOR-swizzled so ldmatrix reads 8 rows without bank
  * conflicts.
  *
- * Speed (docs/perf/kernels.md): q8/q4 13-17% of the bf16 matmul rate (was
- * 7-9% with two K groups of 8 warps and the fold stack in registers);
+ * Speed (docs/perf/kernels.md): q8/q4 11-17% of the bf16 matmul rate (was
+ * 7-9% with two K groups of 4 warps and the fold stack in registers);
  * issue-bound: the canonical epilogue's 3 fp32 instructions per output and
  * block are ~40% of what a step issues.
  *
