@@ -151,12 +151,13 @@ find_job(const struct coli_gpu_gemm_job *jobs, int n_jobs, int *row0, int *tok0)
  * Four K groups of four warps (512 threads). Group g (warps 4g..4g+3) owns
  * the blocks b % 4 == g: leaves 4g..4g+3 of the canonical tree's second
  * level, lanes g, g + 8, g + 4, g + 12 in leaf order. A warp folds them with
- * acc and p1 in registers and p2 (the pair g + (g + 8), held over two leaves)
- * in shared memory, each thread its own column; the groups' sums l[0..3]
+ * acc in registers and the partial sums that wait (p1, p2: the pair
+ * g + (g + 8) is held over two leaves) in shared memory, each thread its own
+ * column (p1 in registers for the narrow tile); the groups' sums l[0..3]
  * meet in shared memory at the end (h = 2, then h = 1). Each group's 4 warps
  * tile the CTA's 64 rows x BN tokens as 2 x 2 warp tiles of 32 x BN/2. A K
  * step stages four blocks, the next one of each group (a group with fewer
- * blocks sits the last steps out). */
+ * blocks stops earlier). */
 #define QBM      COLI_GPU_GEMM_ROWS_Q
 #define QTHREADS COLI_GPU_GEMM_THREADS_Q
 
