@@ -411,8 +411,7 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 		sp = sp == Smem::STAGES - 1 ? 0 : sp + 1;
 		quant_step<Q4, BN>(sm.s[sc][grp], cb, par, wm, wn, acc);
 		sc = sc == Smem::STAGES - 1 ? 0 : sc + 1;
-		if ((cb += 16) >=
-		    nb) { /* leaf ck is complete; fold it and the empty ones after it */
+		if ((cb += 16) >= nb) { /* leaf ck is done: fold it and the empty ones after it */
 			do
 				fold_leaf<NOUT, Smem::P1S>(ck++, acc, p1, p2);
 			while (ck < QG && leaf_lane(grp, ck) >= nb);
