@@ -123,6 +123,13 @@ static __device__ __forceinline__ void first_block(int g, int &k, int &b, int nb
 	b = k < QG ? leaf_lane(g, k) : nb;
 }
 
+/* After block b of leaf k: the next block in leaf order. */
+static __device__ __forceinline__ void next_block(int g, int &k, int &b, int nb)
+{
+	if ((b += 16) >= nb)
+		k++, first_block(g, k, b, nb);
+}
+
 /* The job and tile of this CTA: jobs[] is sorted by tile0; tiles of a job
  * are BM-row x BN-token, tokens fastest. */
 template <int BM, int BN>
@@ -165,7 +172,7 @@ find_job(const struct coli_gpu_gemm_job *jobs, int n_jobs, int *row0, int *tok0)
  * launches of short runs: half the outputs a thread). Dynamic shared memory
  * (COLI_GPU_GEMM_SMEM_Q bytes, set by ptx/gpu.c). */
 template <bool Q4, int BN> struct QuantSmem {
-	enum { ABYTES = Q4 ? 16 : 32, STAGES = COLI_GPU_GEMM_STAGES_Q(Q4, BN), NOUT = BN / 2 };
+	enum { ABYTES = Q4 ? 16 : 32, STAGES = COLI_GPU_GEMM_STAGES_Q(Q4), NOUT = BN / 2 };
 	/* p1 in shared memory too: with 32 outputs a thread, acc, p1 and a
 	 * step's 8 mma results would take all of the 128 registers 512
 	 * threads may have, and the loader's addresses would be recomputed
@@ -390,8 +397,7 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 	for (int s = 0; s < Smem::STAGES - 1; s++) {
 		if (pb < nb) {
 			ld.load(sm.s[s][grp], pb);
-			if ((pb += 16) >= nb)
-				pk++, first_block(grp, pk, pb, nb);
+			next_block(grp, pk, pb, nb);
 		}
 		cp_commit();
 	}
@@ -404,8 +410,7 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 		asm volatile("bar.sync %0, 128;\n" ::"r"(1 + grp));
 		if (pb < nb) {
 			ld.load(sm.s[sp][grp], pb);
-			if ((pb += 16) >= nb)
-				pk++, first_block(grp, pk, pb, nb);
+			next_block(grp, pk, pb, nb);
 		}
 		cp_commit();
 		sp = sp == Smem::STAGES - 1 ? 0 : sp + 1;

@@ -375,6 +375,20 @@ int coli_gpu_download(coli_gpu_t *g, void *dst, uint64_t src, size_t n)
 
 #define PULL_MAX ((size_t)4 << 20) /* larger uploads are the copy engine's */
 
+/* n bytes (n % 4 == 0) from device-mapped host memory at s to d, copied by
+ * the SMs (coli_pull) in stream order. */
+static int pull(coli_gpu_t *g, CUdeviceptr d, CUdeviceptr s, size_t n)
+{
+	unsigned long long n4 = n / 4;
+	unsigned blocks = (unsigned)((n4 + 255) / 256);
+	void *args[] = {&d, &s, &n4};
+
+	if (!n)
+		return 0;
+	blocks = blocks > 264 ? 264 : blocks;
+	return coli_gpu_launch(g, g->f_pull, blocks, 1, 1, 256, 0, args, "cuLaunchKernel(pull)");
+}
+
 /* Small uploads from registered memory are pulled by a kernel reading the
  * mapped host pages (coli_pull), so they do not wait behind the staging
  * copies queued on the copy engine; the rest go through cuMemcpyHtoDAsync. */
@@ -386,19 +400,9 @@ int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n
 	if (n <= PULL_MAX && n % 4 == 0 && dst % 4 == 0 && (uintptr_t)src % 4 == 0)
 		for (int i = 0; i < g->n_regs; i++)
 			if (g->regs[i].d && p >= g->regs[i].p &&
-			    p + n <= g->regs[i].p + g->regs[i].n) {
-				CUdeviceptr d = dst,
-				            s = g->regs[i].d + (CUdeviceptr)(p - g->regs[i].p);
-				unsigned long long n4 = n / 4;
-				unsigned blocks = (unsigned)((n4 + 255) / 256);
-				void *args[] = {&d, &s, &n4};
-
-				if (!n)
-					return 0;
-				blocks = blocks > 264 ? 264 : blocks;
-				return coli_gpu_launch(g, g->f_pull, blocks, 1, 1, 256, 0, args,
-				                       "cuLaunchKernel(pull)");
-			}
+			    p + n <= g->regs[i].p + g->regs[i].n)
+				return pull(g, dst, g->regs[i].d + (CUdeviceptr)(p - g->regs[i].p),
+				            n);
 	CK(g->cu->MemcpyHtoDAsync(dst, src, n, g->stream), "cuMemcpyHtoDAsync");
 	return 0;
 }
@@ -633,17 +637,10 @@ static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_g
 	 * for the stream to drain) nor one on the copy engine (behind the
 	 * staging copies) */
 	{
-		CUdeviceptr d = g->gjobs, s;
-		unsigned long long n4 = sizeof(*jobs) * n_jobs / 4;
 		uint64_t t;
-		void *pa[] = {&d, &s, &n4};
 		int rc = coli_gpu_job_table(g, g->gjobs_host, sizeof(*jobs) * n_jobs, &t);
 
-		if (rc)
-			return rc;
-		s = t;
-		rc = coli_gpu_launch(g, g->f_pull, (unsigned)((n4 + 255) / 256), 1, 1, 256, 0, pa,
-		                     "cuLaunchKernel(pull GEMM table)");
+		rc = rc ? rc : pull(g, g->gjobs, t, sizeof(*jobs) * n_jobs);
 		if (rc)
 			return rc;
 	}

@@ -82,14 +82,14 @@ struct coli_gpu_dense_gemv {
 #define COLI_GPU_GEMM_ROWS_BF16 128 /* rows per CTA tile, bf16 */
 #define COLI_GPU_GEMM_THREADS_Q 512 /* threads per CTA, q8_0 / q4_0: 4 K groups */
 #define COLI_GPU_GEMM_GROUPS_Q  4
-/* K steps a group stages ahead (6 / 8 for the narrow tiles and 4 / 5 for
- * the wide ones measured the same or slower on an H200) */
-#define COLI_GPU_GEMM_STAGES_Q(q4, bn) ((q4) ? 4 : 3)
+/* K steps a group stages ahead, either tile (6 / 8 for the narrow tiles and
+ * 4 / 5 for the wide ones measured the same or slower on an H200) */
+#define COLI_GPU_GEMM_STAGES_Q(q4) ((q4) ? 4 : 3)
 /* dynamic shared memory of a q8/q4 CTA: the staged blocks of each group
  * (weights, activations, scales, dx, qsum) and a thread's columns of fold
  * partial sums, one (p2) or with the wide tile two (p1, p2) (ptx/gemm.cu) */
 #define COLI_GPU_GEMM_SMEM_Q(q4, bn)                                                               \
-	(COLI_GPU_GEMM_STAGES_Q(q4, bn) * COLI_GPU_GEMM_GROUPS_Q *                                 \
+	(COLI_GPU_GEMM_STAGES_Q(q4) * COLI_GPU_GEMM_GROUPS_Q *                                     \
 	     (COLI_GPU_GEMM_ROWS_Q * ((q4) ? 20 : 36) + (bn)*40) +                                 \
 	 ((bn) == COLI_GPU_GEMM_TOKENS ? 2 : 1) * (bn) / 2 * COLI_GPU_GEMM_THREADS_Q * 4)
 #define COLI_GPU_GEMM_THREADS_BF16 256

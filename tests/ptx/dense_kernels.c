@@ -542,7 +542,7 @@ static int test_qk_rope_store(void)
 	return rc;
 }
 
-/* ---- moe_accumulate: exact ---- */
+/* ---- gather_rows and moe_accumulate: exact ---- */
 
 /* coli_gather_rows: a MoE layer's pair rows from the token rows, bytes as
  * they were (int8 rows, 4-byte scale rows, repeated and skipped tokens) */
