@@ -158,40 +158,52 @@ find_job(const struct coli_gpu_gemm_job *jobs, int n_jobs, int *row0, int *tok0)
  * Four K groups of four warps (512 threads). Group g (warps 4g..4g+3) owns
  * the blocks b % 4 == g: leaves 4g..4g+3 of the canonical tree's second
  * level, lanes g, g + 8, g + 4, g + 12 in leaf order. A warp folds them with
- * acc in registers and the partial sums that wait (p1, p2: the pair
- * g + (g + 8) is held over two leaves) in shared memory, each thread its own
- * column (p1 in registers for the narrow tile); the groups' sums l[0..3]
- * meet in shared memory at the end (h = 2, then h = 1). Each group's 4 warps
- * tile the CTA's 64 rows x BN tokens as 2 x 2 warp tiles of 32 x BN/2. A K
- * step stages four blocks, the next one of each group (a group with fewer
- * blocks stops earlier). */
-#define QBM      COLI_GPU_GEMM_ROWS_Q
+ * acc in registers and the partial sums that wait (p1, p2) in shared memory,
+ * each thread its own column (p1 in registers for the narrow tile); the
+ * groups' sums l[0..3] meet in shared memory at the end (h = 2, then h = 1).
+ * Each group's 4 warps tile the CTA's BM rows x BN tokens with warp tiles of
+ * 32 rows x WT tokens: wide 64 x 64 as 2 x 2 tiles of 32 x 32, narrow
+ * 128 x 16 as 4 x 1 tiles of 32 x 16. A K step stages four blocks, the next
+ * one of each group (a group with fewer blocks stops earlier). */
 #define QTHREADS COLI_GPU_GEMM_THREADS_Q
 
-/* BN: tokens a CTA tile, 64 (COLI_GPU_GEMM_TOKENS) or 32 (COLI_GPU_GEMM_TOKENS_S,
- * launches of short runs: half the outputs a thread). Dynamic shared memory
- * (COLI_GPU_GEMM_SMEM_Q bytes, set by ptx/gpu.c). */
-template <bool Q4, int BN> struct QuantSmem {
-	enum { ABYTES = Q4 ? 16 : 32, STAGES = COLI_GPU_GEMM_STAGES_Q(Q4), NOUT = BN / 2 };
-	/* p1 in shared memory too: with 32 outputs a thread, acc, p1 and a
+/* The two q8/q4 tiles: wide (COLI_GPU_GEMM_ROWS_Q x COLI_GPU_GEMM_TOKENS) and
+ * narrow (_ROWS_Q_S x _TOKENS_S, for launches of short runs: the same warp
+ * work on twice the rows, so a run of up to 16 tokens needs half the CTAs).
+ * Dynamic shared memory (COLI_GPU_GEMM_SMEM_Q bytes, set by ptx/gpu.c). */
+template <bool Q4, bool NARROW> struct QTile {
+	enum {
+		BM = NARROW ? COLI_GPU_GEMM_ROWS_Q_S : COLI_GPU_GEMM_ROWS_Q,
+		BN = NARROW ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS,
+		WM = BM / 32,          /* warps of a group along the rows */
+		WT = BN * WM / 4,      /* tokens of a warp tile */
+		QN = WT / 8,           /* mma token tiles of a warp */
+		NOUT = WT,             /* outputs a thread: 32 x WT over 32 lanes */
+		ABYTES = Q4 ? 16 : 32, /* bytes of a block row */
+		STAGES = COLI_GPU_GEMM_STAGES_Q(Q4)
+	};
+	/* p1 in shared memory too for 32 outputs a thread: acc, p1 and a
 	 * step's 8 mma results would take all of the 128 registers 512
 	 * threads may have, and the loader's addresses would be recomputed
 	 * every step */
-	static constexpr bool P1S = BN == COLI_GPU_GEMM_TOKENS;
+	static constexpr bool P1S = !NARROW;
 	struct slot {
-		unsigned char a[QBM * ABYTES]; /* weights of one block, [row][ABYTES] */
-		signed char b[BN * 32];        /* activations of one block, [token][32] */
-		unsigned w[QBM];               /* the fp16 scale pair holding dw[row][b] */
-		float d[BN];                   /* dx[token][b] */
-		int qs[BN];                    /* qsum[token][b] (q4) */
-	} s[STAGES][QG];                       /* [stage][group] */
-	float p2[NOUT][QTHREADS];              /* [output][thread] */
-	float p1[P1S ? NOUT : 0][QTHREADS];    /* the same for p1 (wide tiles) */
+		unsigned char a[BM * ABYTES]; /* weights of one block, [row][ABYTES] */
+		signed char b[BN * 32];       /* activations of one block, [token][32] */
+		unsigned w[BM];               /* the fp16 scale pair holding dw[row][b] */
+		float d[BN];                  /* dx[token][b] */
+		int qs[BN];                   /* qsum[token][b] (q4) */
+	};
+	struct smem {
+		slot s[STAGES][QG];                 /* [stage][group] */
+		float p2[NOUT][QTHREADS];           /* [output][thread] */
+		float p1[P1S ? NOUT : 0][QTHREADS]; /* the same for p1 */
+	};
 };
-static_assert(sizeof(QuantSmem<false, 64>) == COLI_GPU_GEMM_SMEM_Q(0, 64), "smem size");
-static_assert(sizeof(QuantSmem<true, 64>) == COLI_GPU_GEMM_SMEM_Q(1, 64), "smem size");
-static_assert(sizeof(QuantSmem<false, 32>) == COLI_GPU_GEMM_SMEM_Q(0, 32), "smem size");
-static_assert(sizeof(QuantSmem<true, 32>) == COLI_GPU_GEMM_SMEM_Q(1, 32), "smem size");
+static_assert(sizeof(QTile<false, false>::smem) == COLI_GPU_GEMM_SMEM_Q(0, 0), "smem size");
+static_assert(sizeof(QTile<true, false>::smem) == COLI_GPU_GEMM_SMEM_Q(1, 0), "smem size");
+static_assert(sizeof(QTile<false, true>::smem) == COLI_GPU_GEMM_SMEM_Q(0, 1), "smem size");
+static_assert(sizeof(QTile<true, true>::smem) == COLI_GPU_GEMM_SMEM_Q(1, 1), "smem size");
 
 /* One 32-byte row of a stage, 16-byte chunk c, swizzled by (row / 4) % 2. */
 static __device__ __forceinline__ int swz32(int row, int c)
@@ -202,67 +214,77 @@ static __device__ __forceinline__ int swz32(int row, int c)
 /* One thread's share of staging a block for its group: which bytes it
  * copies is fixed for the CTA, only the block b moves them (address + b *
  * stride), so the addresses are worked out once. Index i = tid % 128 of the
- * group: q8 weights 2 threads a row, q4 one (i < 64); activations 2 threads a
- * token (i < 2 * BN); the 4-byte copies: i < 64 the row's scale pair (and for
- * q4, i < BN, the token's qsum), else i - 64 < BN the token's dx. Rows and
- * tokens past the job's end are zero-filled (src stays a valid address). */
-template <bool Q4, int BN> struct QuantLoader {
-	typedef typename QuantSmem<Q4, BN>::slot Slot;
-	const char *a, *x; /* weights and activations at block 0 */
+ * group: the weights' 16-byte chunks (q8 2 a row, q4 1), CPT consecutive
+ * ones a thread; activations 2 threads a token (i < 2 * BN); the 4-byte
+ * copies: i < BM the row's scale pair (and for q4, i < BN, the token's
+ * qsum), i - BM % 128 in [0, BN) the token's dx. Rows and tokens past the
+ * job's end are zero-filled (src stays a valid address). */
+template <bool Q4, bool NARROW> struct QuantLoader {
+	typedef QTile<Q4, NARROW> T;
+	enum { ACH = Q4 ? 1 : 2, NCH = T::BM * ACH, CPT = NCH >= 128 ? NCH / 128 : 1 };
+	const char *a, *x; /* weights (first chunk) and activations at block 0 */
 	const float *d;    /* dx at block 0 */
 	const int *qs;     /* qsum at block 0 (q4) */
 	const unsigned short *scales;
 	unsigned e0; /* the row's first scale: row * nb */
-	unsigned char oka, okx, okv, okq;
+	unsigned ok; /* bits: OKA weights, OKX activations, OKW scales, OKD dx, OKQ qsum */
+	enum { OKA = 1, OKX = 2, OKW = 4, OKD = 8, OKQ = 16 };
 
 	__device__ __forceinline__ QuantLoader(const struct coli_gpu_gemm_job &jb, int row0,
 	                                       int tok0)
 	{
 		const int i = threadIdx.x & 127, K = jb.K, nb = K / 32;
-		const int ra = Q4 ? i : i >> 1, ca = Q4 ? 0 : i & 1, n = i >> 1;
-		const int rv = i < QBM ? i : 0, nv = i < QBM ? i : i - QBM;
+		const int ra = i * CPT / ACH, ca = i * CPT % ACH, n = i >> 1;
+		const int nd = i - T::BM % 128;
+		const bool oka = i * CPT < NCH && row0 + ra < jb.rows;
+		const bool okx = i < 2 * T::BN && tok0 + n < jb.S;
+		const bool okw = i < T::BM && row0 + i < jb.rows;
+		const bool okd = nd >= 0 && nd < T::BN && tok0 + nd < jb.S;
+		const bool okq = Q4 && i < T::BN && tok0 + i < jb.S;
 
-		oka = (!Q4 || i < QBM) && row0 + ra < jb.rows;
 		a = (const char *)jb.w +
 		    (oka ? (size_t)(row0 + ra) * (Q4 ? K / 2 : K) + ca * 16 : 0);
-		okx = i < 2 * BN && tok0 + n < jb.S;
 		x = (const char *)jb.xq + (okx ? (size_t)(tok0 + n) * K + (i & 1) * 16 : 0);
-		okv = i < QBM ? row0 + rv < jb.rows : nv < BN && tok0 + nv < jb.S;
-		e0 = okv && i < QBM ? (unsigned)(row0 + rv) * (unsigned)nb : 0;
+		e0 = okw ? (unsigned)(row0 + i) * (unsigned)nb : 0;
 		scales = jb.scales;
-		d = jb.xd + (okv && i >= QBM ? (size_t)(tok0 + nv) * nb : 0);
-		okq = Q4 && i < BN && tok0 + i < jb.S;
+		d = jb.xd + (okd ? (size_t)(tok0 + nd) * nb : 0);
 		qs = jb.xqsum + (okq ? (size_t)(tok0 + i) * nb : 0);
+		ok = oka * OKA | okx * OKX | okw * OKW | okd * OKD | okq * OKQ;
 	}
 
-	__device__ __forceinline__ void load(Slot &sl, int b) const
+	__device__ __forceinline__ void load(typename T::slot &sl, int b) const
 	{
-		const int i = threadIdx.x & 127;
+		const int i = threadIdx.x & 127, nd = i - T::BM % 128;
 
-		if (!Q4 || i < QBM)
-			cp16(&sl.a[Q4 ? i * 16 : swz32(i >> 1, i & 1)], a + b * (Q4 ? 16 : 32),
-			     oka);
-		if (i < 2 * BN)
-			cp16(&sl.b[swz32(i >> 1, i & 1)], x + b * 32, okx);
-		if (i < QBM) { /* the 4-byte aligned pair holding element (row, b) */
-			cp4(&sl.w[i], scales + ((e0 + b) & ~1u), okv);
-			if (Q4 && i < BN)
-				cp4(&sl.qs[i], qs + b, okq);
-		} else if (i - QBM < BN) {
-			cp4(&sl.d[i - QBM], d + b, okv);
+		if (i * CPT < NCH)
+			for (int j = 0; j < CPT; j++) { /* chunk c = i * CPT + j */
+				const int c = i * CPT + j;
+
+				cp16(&sl.a[Q4 ? c * 16 : swz32(c >> 1, c & 1)],
+				     a + j * 16 + b * T::ABYTES, ok & OKA);
+			}
+		if (i < 2 * T::BN)
+			cp16(&sl.b[swz32(i >> 1, i & 1)], x + b * 32, ok & OKX);
+		if (i < T::BM) { /* the 4-byte aligned pair holding element (row, b) */
+			cp4(&sl.w[i], scales + ((e0 + b) & ~1u), ok & OKW);
+			if (Q4 && i < T::BN)
+				cp4(&sl.qs[i], qs + b, ok & OKQ);
 		}
+		if (nd >= 0 && nd < T::BN)
+			cp4(&sl.d[nd], d + b, ok & OKD);
 	}
 };
 
 /* One block b (a staged slot) into the running lane accumulators acc[].
- * With QN = BN / 16 token tiles a warp: output o = (mf * QN + nf) * 4 + e is
- * row wm*32 + mf*16 + g + 8*(e >= 2), token wn*BN/2 + nf*8 + 2*t4 + (e & 1)
- * of the tile (the mma's C layout). */
-template <bool Q4, int BN>
-static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4, BN>::slot &sl, int b,
+ * With QN token tiles a warp: output o = (mf * QN + nf) * 4 + e is row
+ * wm*32 + mf*16 + g + 8*(e >= 2), token wn*WT + nf*8 + 2*t4 + (e & 1) of the
+ * tile (the mma's C layout). */
+template <bool Q4, bool NARROW>
+static __device__ __forceinline__ void quant_step(const typename QTile<Q4, NARROW>::slot &sl, int b,
                                                   int par, int wm, int wn, float *acc)
 {
-	constexpr int QN = BN / 16;
+	typedef QTile<Q4, NARROW> T;
+	constexpr int QN = T::QN;
 	const int lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
 	const int lr = lane & 7, lm = lane >> 3; /* ldmatrix: row in matrix, matrix */
 	unsigned a[MF][4], bq[QN][2];
@@ -290,7 +312,7 @@ static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4, B
 	for (int h = 0; h < QN / 2; h++) {
 		unsigned r[4];
 
-		ldsm4(r, &sl.b[swz32(wn * (BN / 2) + h * 16 + (lm >> 1) * 8 + lr, lm & 1)]);
+		ldsm4(r, &sl.b[swz32(wn * T::WT + h * 16 + (lm >> 1) * 8 + lr, lm & 1)]);
 		bq[2 * h][0] = r[0], bq[2 * h][1] = r[1];
 		bq[2 * h + 1][0] = r[2], bq[2 * h + 1][1] = r[3];
 	}
@@ -307,7 +329,7 @@ static __device__ __forceinline__ void quant_step(const typename QuantSmem<Q4, B
 		}
 	for (int nf = 0; nf < QN; nf++)
 		for (int k = 0; k < 2; k++) {
-			const int n = wn * (BN / 2) + nf * 8 + 2 * t4 + k;
+			const int n = wn * T::WT + nf * 8 + 2 * t4 + k;
 
 			dx[nf][k] = sl.d[n];
 			c[nf][k] = Q4 ? MAGIC_BITS - 8 * sl.qs[n] : MAGIC_BITS;
@@ -370,39 +392,41 @@ static __device__ __forceinline__ void store_tile(const struct coli_gpu_gemm_job
 			}
 }
 
-template <bool Q4, int BN>
+template <bool Q4, bool NARROW>
 static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job *jobs, int n_jobs)
 {
-	typedef QuantSmem<Q4, BN> Smem;
-	constexpr int QN = BN / 16, NOUT = Smem::NOUT;
+	typedef QTile<Q4, NARROW> T;
+	typedef typename T::smem Smem;
+	constexpr int NOUT = T::NOUT;
 	extern __shared__ __align__(128) unsigned char smem_raw[];
 	Smem &sm = *(Smem *)smem_raw;
 	int row0, tok0;
-	const struct coli_gpu_gemm_job jb = *find_job<QBM, BN>(jobs, n_jobs, &row0, &tok0);
-	const int warp = threadIdx.x >> 5, grp = warp >> 2, wm = warp & 1, wn = (warp >> 1) & 1;
+	const struct coli_gpu_gemm_job jb = *find_job<T::BM, T::BN>(jobs, n_jobs, &row0, &tok0);
+	const int warp = threadIdx.x >> 5, grp = warp >> 2, wm = warp % T::WM,
+	          wn = (warp & 3) / T::WM;
 	const int nb = jb.K / 32, ns = (nb - grp + QG - 1) / QG; /* steps: the group's blocks */
-	const QuantLoader<Q4, BN> ld(jb, row0, tok0);
+	const QuantLoader<Q4, NARROW> ld(jb, row0, tok0);
 	const int par = ((row0 + wm * 32 + ((threadIdx.x & 31) >> 2)) * nb) & 1;
-	float acc[NOUT], p1r[Smem::P1S ? 1 : NOUT], *p2 = &sm.p2[0][threadIdx.x];
-	float *p1 = Smem::P1S ? &sm.p1[0][threadIdx.x] : p1r;
+	float acc[NOUT], p1r[T::P1S ? 1 : NOUT], *p2 = &sm.p2[0][threadIdx.x];
+	float *p1 = T::P1S ? &sm.p1[0][threadIdx.x] : p1r;
 	int pk = 0, pb, ck = 0, cb; /* producer and consumer: leaf, block */
 
 	for (int o = 0; o < NOUT; o++)
 		acc[o] = 0.0f;
 	first_block(grp, pk, pb, nb);
 	while (ck < QG && leaf_lane(grp, ck) >= nb) /* lanes without blocks fold +0 */
-		fold_leaf<NOUT, Smem::P1S>(ck++, acc, p1, p2);
+		fold_leaf<NOUT, T::P1S>(ck++, acc, p1, p2);
 	cb = ck < QG ? leaf_lane(grp, ck) : nb;
 	/* prologue: the first STAGES-1 steps in flight; each group loads its own */
-	for (int s = 0; s < Smem::STAGES - 1; s++) {
+	for (int s = 0; s < T::STAGES - 1; s++) {
 		if (pb < nb) {
 			ld.load(sm.s[s][grp], pb);
 			next_block(grp, pk, pb, nb);
 		}
 		cp_commit();
 	}
-	for (int s = 0, sc = 0, sp = Smem::STAGES - 1; s < ns; s++) { /* stages: consumed, filled */
-		cp_wait<Smem::STAGES - 2>();
+	for (int s = 0, sc = 0, sp = T::STAGES - 1; s < ns; s++) { /* stages: consumed, filled */
+		cp_wait<T::STAGES - 2>();
 		/* step s's stage has landed for every thread of the group, and its
 		 * warps are past step s-1, whose slot the load below overwrites:
 		 * a group stages and reads only its own slots, so it waits for its
@@ -413,12 +437,12 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 			next_block(grp, pk, pb, nb);
 		}
 		cp_commit();
-		sp = sp == Smem::STAGES - 1 ? 0 : sp + 1;
-		quant_step<Q4, BN>(sm.s[sc][grp], cb, par, wm, wn, acc);
-		sc = sc == Smem::STAGES - 1 ? 0 : sc + 1;
+		sp = sp == T::STAGES - 1 ? 0 : sp + 1;
+		quant_step<Q4, NARROW>(sm.s[sc][grp], cb, par, wm, wn, acc);
+		sc = sc == T::STAGES - 1 ? 0 : sc + 1;
 		if ((cb += 16) >= nb) { /* leaf ck is done: fold it and the empty ones after it */
 			do
-				fold_leaf<NOUT, Smem::P1S>(ck++, acc, p1, p2);
+				fold_leaf<NOUT, T::P1S>(ck++, acc, p1, p2);
 			while (ck < QG && leaf_lane(grp, ck) >= nb);
 			cb = ck < QG ? leaf_lane(grp, ck) : nb;
 		}
@@ -441,19 +465,19 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 	if (grp == 0) {
 		for (int o = 0; o < NOUT; o++)
 			acc[o] = __fadd_rn(acc[o], p2[o * QTHREADS + 256]);
-		store_tile<QN>(jb, row0, tok0, wm, wn, acc);
+		store_tile<T::QN>(jb, row0, tok0, wm, wn, acc);
 	}
 }
 
 /* ---- bf16 (exact within rounding only) ---- */
 
 #define BF_STAGES 3
-#define BM        COLI_GPU_GEMM_ROWS_BF16 /* 8 warps: 4 along rows x 2 along tokens */
-#define BN        COLI_GPU_GEMM_TOKENS
+#define BF_BM     COLI_GPU_GEMM_ROWS_BF16 /* 8 warps: 4 along rows x 2 along tokens */
+#define BF_BN     COLI_GPU_GEMM_TOKENS
 
 struct Bf16Smem {
-	unsigned short a[BF_STAGES][BM * 32]; /* bf16 [row][32], 64-byte rows */
-	float b[BF_STAGES][BN * 32];          /* fp32 [token][32], 128-byte rows */
+	unsigned short a[BF_STAGES][BF_BM * 32]; /* bf16 [row][32], 64-byte rows */
+	float b[BF_STAGES][BF_BN * 32];          /* fp32 [token][32], 128-byte rows */
 };
 
 /* 64-byte rows (4 chunks), chunks XOR (row / 2) % 4: conflict-free ldmatrix */
@@ -473,7 +497,7 @@ bf16_load(Bf16Smem &sm, int st, int k0, const struct coli_gpu_gemm_job &jb, int 
 {
 	const int tid = threadIdx.x, K = jb.K;
 
-	for (int i = tid; i < BM * 4; i += BF_THREADS) {
+	for (int i = tid; i < BF_BM * 4; i += BF_THREADS) {
 		const int r = i >> 2, c = i & 3;
 		const bool ok = row0 + r < jb.rows;
 		const unsigned short *src =
@@ -481,7 +505,7 @@ bf16_load(Bf16Smem &sm, int st, int k0, const struct coli_gpu_gemm_job &jb, int 
 
 		cp16(&sm.a[st][swz64(r, c)], src, ok);
 	}
-	for (int i = tid; i < BN * 8; i += BF_THREADS) {
+	for (int i = tid; i < BF_BN * 8; i += BF_THREADS) {
 		const int n = i >> 3, c = i & 7;
 		const bool ok = tok0 + n < jb.S;
 		const float *src = jb.xf + (ok ? (size_t)(tok0 + n) * K + k0 + c * 4 : 0);
@@ -538,7 +562,7 @@ static __device__ __forceinline__ void gemm_bf16(const struct coli_gpu_gemm_job 
 {
 	__shared__ __align__(128) Bf16Smem sm;
 	int row0, tok0;
-	const struct coli_gpu_gemm_job jb = *find_job<BM, BN>(jobs, n_jobs, &row0, &tok0);
+	const struct coli_gpu_gemm_job jb = *find_job<BF_BM, BF_BN>(jobs, n_jobs, &row0, &tok0);
 	const int nk = jb.K / 32, wm = (threadIdx.x >> 5) & 3, wn = threadIdx.x >> 7;
 	float acc[MF][NF][4];
 
@@ -564,23 +588,23 @@ static __device__ __forceinline__ void gemm_bf16(const struct coli_gpu_gemm_job 
 	store_tile<NF>(jb, row0, tok0, wm, wn, &acc[0][0][0]);
 }
 
-/* The quantized kernels' tile widths: 64 tokens (one CTA an SM) and 32
- * (coli_gemm_<dtype>_s: launches whose runs are short; two CTAs an SM). */
+/* The quantized kernels' tiles: wide (64 x 64) and narrow (128 x 16,
+ * coli_gemm_<dtype>_s: launches whose runs are short). */
 static __device__ __forceinline__ void gemm_q8(const struct coli_gpu_gemm_job *j, int n)
 {
-	gemm_quant<false, COLI_GPU_GEMM_TOKENS>(j, n);
+	gemm_quant<false, false>(j, n);
 }
 static __device__ __forceinline__ void gemm_q4(const struct coli_gpu_gemm_job *j, int n)
 {
-	gemm_quant<true, COLI_GPU_GEMM_TOKENS>(j, n);
+	gemm_quant<true, false>(j, n);
 }
 static __device__ __forceinline__ void gemm_q8_s(const struct coli_gpu_gemm_job *j, int n)
 {
-	gemm_quant<false, COLI_GPU_GEMM_TOKENS_S>(j, n);
+	gemm_quant<false, true>(j, n);
 }
 static __device__ __forceinline__ void gemm_q4_s(const struct coli_gpu_gemm_job *j, int n)
 {
-	gemm_quant<true, COLI_GPU_GEMM_TOKENS_S>(j, n);
+	gemm_quant<true, true>(j, n);
 }
 
 /* Two entry points per kernel: the job table in device memory, or (up to

@@ -140,8 +140,7 @@ static int get_functions(coli_gpu_t *g)
 		 * allow 99 KB a block) runs every launch on the narrow ones */
 		r = g->cu->FuncSetAttribute(
 		    f[gt[i / 2]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-		    COLI_GPU_GEMM_SMEM_Q(gt[i / 2] == COLI_DTYPE_Q4_0,
-		                         narrow ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS));
+		    COLI_GPU_GEMM_SMEM_Q(gt[i / 2] == COLI_DTYPE_Q4_0, narrow));
 		if (r != CUDA_SUCCESS && !narrow)
 			g->gemm_narrow = 1;
 		else
@@ -592,18 +591,20 @@ int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, in
 }
 
 /* One launch: one CTA per tile of every job; tiles are rows_per_tile x bn
- * tokens (COLI_GPU_GEMM_TOKENS, or _S with narrow: q8/q4 only), numbered job
+ * tokens (COLI_GPU_GEMM_TOKENS; narrow, q8/q4 only: _ROWS_Q_S x _TOKENS_S), numbered job
  * after job (tile0), so the kernel finds its job by binary search over the
  * table. */
 static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
                        int n_jobs, int narrow)
 {
-	const int bm = dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_ROWS_BF16 : COLI_GPU_GEMM_ROWS_Q;
+	const int bm = dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_ROWS_BF16
+	               : narrow                 ? COLI_GPU_GEMM_ROWS_Q_S
+	                                        : COLI_GPU_GEMM_ROWS_Q;
 	const int bn = narrow ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS;
 	const unsigned threads =
 	    dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_THREADS_BF16 : COLI_GPU_GEMM_THREADS_Q;
 	const unsigned smem =
-	    dtype == COLI_DTYPE_BF16 ? 0 : COLI_GPU_GEMM_SMEM_Q(dtype == COLI_DTYPE_Q4_0, bn);
+	    dtype == COLI_DTYPE_BF16 ? 0 : COLI_GPU_GEMM_SMEM_Q(dtype == COLI_DTYPE_Q4_0, narrow);
 	long tiles = 0;
 	void *args[2];
 
@@ -650,10 +651,11 @@ static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_g
 	                       1, 1, threads, smem, args, "cuLaunchKernel(gemm)");
 }
 
-/* q8/q4 runs of up to COLI_GPU_GEMM_TOKENS_S tokens take the narrow tiles
- * (1.7x the wide ones at 8-32 tokens on an H200, where a wide tile is mostly
- * padding), longer ones the wide tiles (10% faster at 128): a launch that
- * has both becomes two, short runs first. coli_gpu_gemm_tile forces one
+/* q8/q4 runs of up to COLI_GPU_GEMM_SHORT tokens take the narrow tiles
+ * (128 x 16: 1.3-1.4x the wide ones at 8-32 tokens on an H200 with 64 x 32
+ * narrow tiles, where a wide tile is mostly padding), longer ones the wide
+ * tiles (1.3x faster at 128): a launch that has both becomes two, short runs
+ * first. coli_gpu_gemm_tile forces one
  * width for every job (tests, the bench). */
 int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
                   int n_jobs)
@@ -671,11 +673,11 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 	if (g->gemm_bn)
 		return gemm_launch(g, dtype, jobs, n_jobs, g->gemm_bn == COLI_GPU_GEMM_TOKENS_S);
 	for (int i = 0; i < n_jobs; i++)
-		n_short += jobs[i].S <= COLI_GPU_GEMM_TOKENS_S;
+		n_short += jobs[i].S <= COLI_GPU_GEMM_SHORT;
 	if (n_short == 0 || n_short == n_jobs)
 		return gemm_launch(g, dtype, jobs, n_jobs, n_short > 0);
 	for (int i = 0, a = 0, b = n_short; i < n_jobs; i++) /* short runs, then long */
-		g->gjobs_split[jobs[i].S <= COLI_GPU_GEMM_TOKENS_S ? a++ : b++] = jobs[i];
+		g->gjobs_split[jobs[i].S <= COLI_GPU_GEMM_SHORT ? a++ : b++] = jobs[i];
 	rc = gemm_launch(g, dtype, g->gjobs_split, n_short, 1);
 	return rc ? rc : gemm_launch(g, dtype, g->gjobs_split + n_short, n_jobs - n_short, 0);
 }

@@ -76,9 +76,12 @@ struct coli_gpu_dense_gemv {
  * aligned 4-byte pairs (2 bytes past its end when rows * K/32 is odd, inside
  * any allocation's granularity). q8/q4 results are
  * bit-identical to coli_gemv; bf16 only within rounding (tensor cores). */
-#define COLI_GPU_GEMM_TOKENS    64  /* tokens per CTA tile */
-#define COLI_GPU_GEMM_TOKENS_S  32  /* the same, q8/q4 launches of short runs */
-#define COLI_GPU_GEMM_ROWS_Q    64  /* rows per CTA tile, q8_0 / q4_0 */
+#define COLI_GPU_GEMM_TOKENS 64 /* tokens per CTA tile */
+#define COLI_GPU_GEMM_ROWS_Q 64 /* rows per CTA tile, q8_0 / q4_0 */
+/* q8/q4 runs of up to COLI_GPU_GEMM_SHORT tokens take the narrow tile */
+#define COLI_GPU_GEMM_SHORT     32
+#define COLI_GPU_GEMM_TOKENS_S  16  /* the narrow tile: tokens */
+#define COLI_GPU_GEMM_ROWS_Q_S  128 /* and rows */
 #define COLI_GPU_GEMM_ROWS_BF16 128 /* rows per CTA tile, bf16 */
 #define COLI_GPU_GEMM_THREADS_Q 512 /* threads per CTA, q8_0 / q4_0: 4 K groups */
 #define COLI_GPU_GEMM_GROUPS_Q  4
@@ -87,11 +90,13 @@ struct coli_gpu_dense_gemv {
 #define COLI_GPU_GEMM_STAGES_Q(q4) ((q4) ? 4 : 3)
 /* dynamic shared memory of a q8/q4 CTA: the staged blocks of each group
  * (weights, activations, scales, dx, qsum) and a thread's columns of fold
- * partial sums, one (p2) or with the wide tile two (p1, p2) (ptx/gemm.cu) */
-#define COLI_GPU_GEMM_SMEM_Q(q4, bn)                                                               \
+ * partial sums, p2 and for the wide tile p1 (ptx/gemm.cu; 32 x WT outputs a
+ * warp tile, WT = 32 wide, 16 narrow) */
+#define COLI_GPU_GEMM_SMEM_Q(q4, narrow)                                                           \
 	(COLI_GPU_GEMM_STAGES_Q(q4) * COLI_GPU_GEMM_GROUPS_Q *                                     \
-	     (COLI_GPU_GEMM_ROWS_Q * ((q4) ? 20 : 36) + (bn)*40) +                                 \
-	 ((bn) == COLI_GPU_GEMM_TOKENS ? 2 : 1) * (bn) / 2 * COLI_GPU_GEMM_THREADS_Q * 4)
+	     ((narrow) ? COLI_GPU_GEMM_ROWS_Q_S * ((q4) ? 20 : 36) + COLI_GPU_GEMM_TOKENS_S * 40   \
+	               : COLI_GPU_GEMM_ROWS_Q * ((q4) ? 20 : 36) + COLI_GPU_GEMM_TOKENS * 40) +    \
+	 ((narrow) ? 16 : 2 * 32) * COLI_GPU_GEMM_THREADS_Q * 4)
 #define COLI_GPU_GEMM_THREADS_BF16 256
 struct coli_gpu_gemm_job {
 	COLI_GPU_JOB_FIELDS

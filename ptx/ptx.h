@@ -84,8 +84,8 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
  * (K % 32, S < 1) or more than 4096 jobs. tile0 is filled here. */
 int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
                   int n_jobs);
-/* Tests and benchmarks: the q8/q4 GEMM's token tile forced to 32 or 64
- * (COLI_GPU_GEMM_TOKENS_S / _TOKENS); 0 (the default): chosen per launch
+/* Tests and benchmarks: the q8/q4 GEMM's tile forced to the narrow or the
+ * wide one (tokens COLI_GPU_GEMM_TOKENS_S / _TOKENS); 0 (the default): chosen per launch
  * from its runs. Same bits either way. */
 void coli_gpu_gemm_tile(coli_gpu_t *g, int tokens);
 /* h[i] = silu(g[i]) * u[i], bit-identical to coli_silu_mul. */

@@ -397,9 +397,9 @@ static void bench_one(const char *name, int E, int n, int H, int I, enum coli_dt
 	b.h = act_planes((int)T, I);
 	b.y1 = dev_poison(sizeof(float) * 2 * T * I);
 	b.y2 = dev_poison(sizeof(float) * T * H);
-	/* arms: the GEMM with tiles of 64 tokens, of 32 (q8/q4), the GEMV path */
+	/* arms: the GEMM with the wide tile, the narrow one (q8/q4), the GEMV path */
 	for (int arm = 0; arm < 3; arm++) {
-		static const char *const names[3] = {"gemm", "gemm32", "gemv"};
+		static const char *const names[3] = {"gemm", "narrow", "gemv"};
 		const int gemv = arm == 2;
 		double ops_t = 0, ms_t = 0;
 
@@ -487,10 +487,13 @@ int main(int argc, char **argv)
 		printf("no thread pool\n");
 		return 1;
 	}
-	/* q8/q4: the tiles of 64 tokens and of 32, each bit for bit; then as the
-	 * engine launches (short runs on the narrow tiles, the rest on the wide
-	 * ones: two launches), with a table in the parameters and a long one */
-	for (int bn = COLI_GPU_GEMM_TOKENS; bn >= COLI_GPU_GEMM_TOKENS_S; bn /= 2) {
+	/* q8/q4: the wide tile (64 x 64) and the narrow one (128 x 16), each bit
+	 * for bit; then as the engine launches (short runs on the narrow tiles,
+	 * the rest on the wide ones: two launches), with a table in the
+	 * parameters and a long one */
+	for (int w = 0; w < 2; w++) {
+		const int bn = w ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS;
+
 		printf("token tile %d:\n", bn);
 		coli_gpu_gemm_tile(g_gpu, bn);
 		rc |= test_gemm(COLI_DTYPE_Q8_0, 1);
