@@ -23,7 +23,7 @@
  *     l[g]); a group visits its lanes in the subtree's leaf order g, g + 8,
  *     g + 4, g + 12, blocks of a lane ascending, and folds a finished lane at
  *     once: acc in registers, the two waiting partial sums p1, p2 in shared
- *     memory (p1 in registers for the narrow tile). The last two levels
+ *     memory (p1 in registers for the narrower tiles). The last two levels
  *     (h = 2, 1) meet through shared memory at the end. A lane without
  *     blocks (K < 512) folds its +0.0f like the CPU's does.
  *
@@ -36,11 +36,12 @@
  * Tiling, q8/q4: a CTA of 512 threads (4 K groups of 4 warps, 2 x 2)
  * computes 64 rows x 64 tokens, warp tiles of 32 x 32 (2 x 4 mma tiles),
  * each group over its quarter of the blocks, waiting only on its own named
- * barrier (a group stages and reads its own shared memory). Launches of
- * short runs (coli_gemm_<dtype>_s, chosen in ptx/gpu.c) use 64 x 32 tiles,
- * warp tiles of 32 x 16. A K step stages the next block of each group (q8:
- * 3 stages, q4: 4), in dynamic shared memory (COLI_GPU_GEMM_SMEM_Q: ~190 KB
- * wide, ~75 KB narrow; a GPU refusing the wide size runs narrow tiles only).
+ * barrier (a group stages and reads its own shared memory). Runs of up to
+ * 32 tokens take 64 x 32 tiles, of up to 16 128 x 16 (coli_gemm_<dtype>_n32,
+ * _n16, chosen per run in ptx/gpu.c), warp tiles of 32 x 16. A K step
+ * stages the next block of each group (q8: 3 stages, q4: 4), in dynamic
+ * shared memory (COLI_GPU_GEMM_SMEM_Q: ~190 KB wide, 74-94 KB the others; a
+ * GPU refusing the wide size runs the others only).
  * bf16: 8 warps (4 along rows x 2 along tokens) compute 128 rows x 64
  * tokens, a K step is 32 elements, 3 stages, static shared memory. Copies
  * are cp.async several steps ahead. Rows and tokens past the job's end are
@@ -130,13 +131,11 @@ static __device__ __forceinline__ void next_block(int g, int &k, int &b, int nb)
 		k++, first_block(g, k, b, nb);
 }
 
-/* The job and tile of this CTA: jobs[] is sorted by tile0; tiles of a job
- * are BM-row x BN-token, tokens fastest. */
-template <int BM, int BN>
+/* The job of this CTA: jobs[] is sorted by tile0. */
 static __device__ __forceinline__ const struct coli_gpu_gemm_job *
-find_job(const struct coli_gpu_gemm_job *jobs, int n_jobs, int *row0, int *tok0)
+find_job(const struct coli_gpu_gemm_job *jobs, int n_jobs)
 {
-	int lo = 0, hi = n_jobs - 1, bid = (int)blockIdx.x, local, ntt;
+	int lo = 0, hi = n_jobs - 1, bid = (int)blockIdx.x;
 
 	while (lo < hi) {
 		int mid = (lo + hi + 1) >> 1;
@@ -146,11 +145,17 @@ find_job(const struct coli_gpu_gemm_job *jobs, int n_jobs, int *row0, int *tok0)
 		else
 			hi = mid - 1;
 	}
-	local = bid - jobs[lo].tile0;
-	ntt = (jobs[lo].S + BN - 1) / BN;
-	*row0 = local / ntt * BM;
-	*tok0 = local % ntt * BN;
 	return &jobs[lo];
+}
+
+/* This CTA's tile of its job, tiles of BM rows x BN tokens, tokens
+ * fastest: (first row, first token). */
+template <int BM, int BN>
+static __device__ __forceinline__ int2 tile_origin(const struct coli_gpu_gemm_job &jb)
+{
+	const int local = (int)blockIdx.x - jb.tile0, ntt = (jb.S + BN - 1) / BN;
+
+	return make_int2(local / ntt * BM, local % ntt * BN);
 }
 
 /* ---- q8_0 / q4_0 ----
@@ -159,22 +164,22 @@ find_job(const struct coli_gpu_gemm_job *jobs, int n_jobs, int *row0, int *tok0)
  * the blocks b % 4 == g: leaves 4g..4g+3 of the canonical tree's second
  * level, lanes g, g + 8, g + 4, g + 12 in leaf order. A warp folds them with
  * acc in registers and the partial sums that wait (p1, p2) in shared memory,
- * each thread its own column (p1 in registers for the narrow tile); the
+ * each thread its own column (p1 in registers for the narrower tiles); the
  * groups' sums l[0..3] meet in shared memory at the end (h = 2, then h = 1).
  * Each group's 4 warps tile the CTA's BM rows x BN tokens with warp tiles of
- * 32 rows x WT tokens: wide 64 x 64 as 2 x 2 tiles of 32 x 32, narrow
- * 128 x 16 as 4 x 1 tiles of 32 x 16. A K step stages four blocks, the next
+ * 32 rows x WT tokens: wide 64 x 64 as 2 x 2 tiles of 32 x 32, 64 x 32 as
+ * 2 x 1 tiles of 32 x 16, 128 x 16 as 4 x 1 tiles of 32 x 16. A K step stages four blocks, the next
  * one of each group (a group with fewer blocks stops earlier). */
 #define QTHREADS COLI_GPU_GEMM_THREADS_Q
 
-/* The two q8/q4 tiles: wide (COLI_GPU_GEMM_ROWS_Q x COLI_GPU_GEMM_TOKENS) and
- * narrow (_ROWS_Q_S x _TOKENS_S, for launches of short runs: the same warp
- * work on twice the rows, so a run of up to 16 tokens needs half the CTAs).
- * Dynamic shared memory (COLI_GPU_GEMM_SMEM_Q bytes, set by ptx/gpu.c). */
-template <bool Q4, bool NARROW> struct QTile {
+/* The q8/q4 tile TILE (COLI_GPU_GEMM_TILE_ROWS x _TOKENS): the narrower
+ * ones do the same work a warp as each other on fewer tokens, so a short
+ * run is mostly not padding. Dynamic shared memory (COLI_GPU_GEMM_SMEM_Q
+ * bytes, set by ptx/gpu.c). */
+template <bool Q4, int TILE> struct QTile {
 	enum {
-		BM = NARROW ? COLI_GPU_GEMM_ROWS_Q_S : COLI_GPU_GEMM_ROWS_Q,
-		BN = NARROW ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS,
+		BM = COLI_GPU_GEMM_TILE_ROWS(TILE),
+		BN = COLI_GPU_GEMM_TILE_TOKENS(TILE),
 		WM = BM / 32,          /* warps of a group along the rows */
 		WT = BN * WM / 4,      /* tokens of a warp tile */
 		QN = WT / 8,           /* mma token tiles of a warp */
@@ -186,7 +191,7 @@ template <bool Q4, bool NARROW> struct QTile {
 	 * step's 8 mma results would take all of the 128 registers 512
 	 * threads may have, and the loader's addresses would be recomputed
 	 * every step */
-	static constexpr bool P1S = !NARROW;
+	static constexpr bool P1S = NOUT > 16;
 	struct slot {
 		unsigned char a[BM * ABYTES]; /* weights of one block, [row][ABYTES] */
 		signed char b[BN * 32];       /* activations of one block, [token][32] */
@@ -200,10 +205,12 @@ template <bool Q4, bool NARROW> struct QTile {
 		float p1[P1S ? NOUT : 0][QTHREADS]; /* the same for p1 */
 	};
 };
-static_assert(sizeof(QTile<false, false>::smem) == COLI_GPU_GEMM_SMEM_Q(0, 0), "smem size");
-static_assert(sizeof(QTile<true, false>::smem) == COLI_GPU_GEMM_SMEM_Q(1, 0), "smem size");
-static_assert(sizeof(QTile<false, true>::smem) == COLI_GPU_GEMM_SMEM_Q(0, 1), "smem size");
-static_assert(sizeof(QTile<true, true>::smem) == COLI_GPU_GEMM_SMEM_Q(1, 1), "smem size");
+static_assert(sizeof(QTile<false, 0>::smem) == COLI_GPU_GEMM_SMEM_Q(0, 0), "smem size");
+static_assert(sizeof(QTile<true, 0>::smem) == COLI_GPU_GEMM_SMEM_Q(1, 0), "smem size");
+static_assert(sizeof(QTile<false, 1>::smem) == COLI_GPU_GEMM_SMEM_Q(0, 1), "smem size");
+static_assert(sizeof(QTile<true, 1>::smem) == COLI_GPU_GEMM_SMEM_Q(1, 1), "smem size");
+static_assert(sizeof(QTile<false, 2>::smem) == COLI_GPU_GEMM_SMEM_Q(0, 2), "smem size");
+static_assert(sizeof(QTile<true, 2>::smem) == COLI_GPU_GEMM_SMEM_Q(1, 2), "smem size");
 
 /* One 32-byte row of a stage, 16-byte chunk c, swizzled by (row / 4) % 2. */
 static __device__ __forceinline__ int swz32(int row, int c)
@@ -219,8 +226,8 @@ static __device__ __forceinline__ int swz32(int row, int c)
  * copies: i < BM the row's scale pair (and for q4, i < BN, the token's
  * qsum), i - BM % 128 in [0, BN) the token's dx. Rows and tokens past the
  * job's end are zero-filled (src stays a valid address). */
-template <bool Q4, bool NARROW> struct QuantLoader {
-	typedef QTile<Q4, NARROW> T;
+template <bool Q4, int TILE> struct QuantLoader {
+	typedef QTile<Q4, TILE> T;
 	enum { ACH = Q4 ? 1 : 2, NCH = T::BM * ACH, CPT = NCH >= 128 ? NCH / 128 : 1 };
 	const char *a, *x; /* weights (first chunk) and activations at block 0 */
 	const float *d;    /* dx at block 0 */
@@ -279,11 +286,11 @@ template <bool Q4, bool NARROW> struct QuantLoader {
  * With QN token tiles a warp: output o = (mf * QN + nf) * 4 + e is row
  * wm*32 + mf*16 + g + 8*(e >= 2), token wn*WT + nf*8 + 2*t4 + (e & 1) of the
  * tile (the mma's C layout). */
-template <bool Q4, bool NARROW>
-static __device__ __forceinline__ void quant_step(const typename QTile<Q4, NARROW>::slot &sl, int b,
+template <bool Q4, int TILE>
+static __device__ __forceinline__ void quant_step(const typename QTile<Q4, TILE>::slot &sl, int b,
                                                   int par, int wm, int wn, float *acc)
 {
-	typedef QTile<Q4, NARROW> T;
+	typedef QTile<Q4, TILE> T;
 	constexpr int QN = T::QN;
 	const int lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
 	const int lr = lane & 7, lm = lane >> 3; /* ldmatrix: row in matrix, matrix */
@@ -392,20 +399,20 @@ static __device__ __forceinline__ void store_tile(const struct coli_gpu_gemm_job
 			}
 }
 
-template <bool Q4, bool NARROW>
-static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job *jobs, int n_jobs)
+template <bool Q4, int TILE>
+static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job &jb)
 {
-	typedef QTile<Q4, NARROW> T;
+	typedef QTile<Q4, TILE> T;
 	typedef typename T::smem Smem;
 	constexpr int NOUT = T::NOUT;
 	extern __shared__ __align__(128) unsigned char smem_raw[];
 	Smem &sm = *(Smem *)smem_raw;
-	int row0, tok0;
-	const struct coli_gpu_gemm_job jb = *find_job<T::BM, T::BN>(jobs, n_jobs, &row0, &tok0);
+	const int2 at = tile_origin<T::BM, T::BN>(jb);
+	const int row0 = at.x, tok0 = at.y;
 	const int warp = threadIdx.x >> 5, grp = warp >> 2, wm = warp % T::WM,
 	          wn = (warp & 3) / T::WM;
 	const int nb = jb.K / 32, ns = (nb - grp + QG - 1) / QG; /* steps: the group's blocks */
-	const QuantLoader<Q4, NARROW> ld(jb, row0, tok0);
+	const QuantLoader<Q4, TILE> ld(jb, row0, tok0);
 	const int par = ((row0 + wm * 32 + ((threadIdx.x & 31) >> 2)) * nb) & 1;
 	float acc[NOUT], p1r[T::P1S ? 1 : NOUT], *p2 = &sm.p2[0][threadIdx.x];
 	float *p1 = T::P1S ? &sm.p1[0][threadIdx.x] : p1r;
@@ -438,7 +445,7 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 		}
 		cp_commit();
 		sp = sp == T::STAGES - 1 ? 0 : sp + 1;
-		quant_step<Q4, NARROW>(sm.s[sc][grp], cb, par, wm, wn, acc);
+		quant_step<Q4, TILE>(sm.s[sc][grp], cb, par, wm, wn, acc);
 		sc = sc == T::STAGES - 1 ? 0 : sc + 1;
 		if ((cb += 16) >= nb) { /* leaf ck is done: fold it and the empty ones after it */
 			do
@@ -561,8 +568,9 @@ static __device__ __forceinline__ void bf16_step(const Bf16Smem &sm, int st, int
 static __device__ __forceinline__ void gemm_bf16(const struct coli_gpu_gemm_job *jobs, int n_jobs)
 {
 	__shared__ __align__(128) Bf16Smem sm;
-	int row0, tok0;
-	const struct coli_gpu_gemm_job jb = *find_job<BF_BM, BF_BN>(jobs, n_jobs, &row0, &tok0);
+	const struct coli_gpu_gemm_job jb = *find_job(jobs, n_jobs);
+	const int2 at = tile_origin<BF_BM, BF_BN>(jb);
+	const int row0 = at.x, tok0 = at.y;
 	const int nk = jb.K / 32, wm = (threadIdx.x >> 5) & 3, wn = threadIdx.x >> 7;
 	float acc[MF][NF][4];
 
@@ -588,23 +596,20 @@ static __device__ __forceinline__ void gemm_bf16(const struct coli_gpu_gemm_job 
 	store_tile<NF>(jb, row0, tok0, wm, wn, &acc[0][0][0]);
 }
 
-/* The quantized kernels' tiles: wide (64 x 64) and narrow (128 x 16,
- * coli_gemm_<dtype>_s: launches whose runs are short). */
-static __device__ __forceinline__ void gemm_q8(const struct coli_gpu_gemm_job *j, int n)
+/* q8/q4: each job has its tile (jb.tile, the smallest that holds its run,
+ * set by ptx/gpu.c), so one launch runs short and long runs side by side;
+ * the branch is the same for the whole CTA. */
+template <bool Q4>
+static __device__ __forceinline__ void gemm_q(const struct coli_gpu_gemm_job *jobs, int n_jobs)
 {
-	gemm_quant<false, false>(j, n);
-}
-static __device__ __forceinline__ void gemm_q4(const struct coli_gpu_gemm_job *j, int n)
-{
-	gemm_quant<true, false>(j, n);
-}
-static __device__ __forceinline__ void gemm_q8_s(const struct coli_gpu_gemm_job *j, int n)
-{
-	gemm_quant<false, true>(j, n);
-}
-static __device__ __forceinline__ void gemm_q4_s(const struct coli_gpu_gemm_job *j, int n)
-{
-	gemm_quant<true, true>(j, n);
+	const struct coli_gpu_gemm_job jb = *find_job(jobs, n_jobs);
+
+	if (jb.tile == 2)
+		gemm_quant<Q4, 2>(jb);
+	else if (jb.tile == 1)
+		gemm_quant<Q4, 1>(jb);
+	else
+		gemm_quant<Q4, 0>(jb);
 }
 
 /* Two entry points per kernel: the job table in device memory, or (up to
@@ -623,8 +628,6 @@ static __device__ __forceinline__ void gemm_q4_s(const struct coli_gpu_gemm_job 
 		pdl_entry();                                                                       \
 		fn(p.j, n_jobs);                                                                   \
 	}
-GEMM_KERNELS(q8_0, gemm_q8, QTHREADS)
-GEMM_KERNELS(q4_0, gemm_q4, QTHREADS)
-GEMM_KERNELS(q8_0_s, gemm_q8_s, QTHREADS)
-GEMM_KERNELS(q4_0_s, gemm_q4_s, QTHREADS)
+GEMM_KERNELS(q8_0, gemm_q<false>, QTHREADS)
+GEMM_KERNELS(q4_0, gemm_q<true>, QTHREADS)
 GEMM_KERNELS(bf16, gemm_bf16, COLI_GPU_GEMM_THREADS_BF16)

@@ -121,30 +121,32 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_gemv_f32)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_F32], g->mod, "coli_gemv_f32_inl"),
 	   "cuModuleGetFunction(coli_gemv_f32_inl)");
-	for (int i = 0; i < 10; i++) { /* coli_gemm_<dtype>[_s][_inl] */
-		static const enum coli_dtype gt[5] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
-		                                      COLI_DTYPE_BF16, COLI_DTYPE_Q8_0,
-		                                      COLI_DTYPE_Q4_0};
-		const int narrow = i >= 6;
-		CUfunction *f = narrow ? (i % 2 ? g->f_gemm_s_inl : g->f_gemm_s)
-		                       : (i % 2 ? g->f_gemm_inl : g->f_gemm);
+	for (int i = 0; i < 6; i++) { /* coli_gemm_<dtype>[_inl] */
+		static const enum coli_dtype gt[3] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
+		                                      COLI_DTYPE_BF16};
+		const enum coli_dtype dt = gt[i / 2];
+		const int q4 = dt == COLI_DTYPE_Q4_0;
+		CUfunction *f = i % 2 ? &g->f_gemm_inl[dt] : &g->f_gemm[dt];
 		char name[40];
 
-		snprintf(name, sizeof(name), "coli_gemm_%s%s%s", coli_dtype_name(gt[i / 2]),
-		         narrow ? "_s" : "", i % 2 ? "_inl" : "");
-		CK(g->cu->ModuleGetFunction(&f[gt[i / 2]], g->mod_gemm, name), name);
-		if (gt[i / 2] == COLI_DTYPE_BF16)
+		snprintf(name, sizeof(name), "coli_gemm_%s%s", coli_dtype_name(dt),
+		         i % 2 ? "_inl" : "");
+		CK(g->cu->ModuleGetFunction(f, g->mod_gemm, name), name);
+		if (dt == COLI_DTYPE_BF16)
 			continue;
 		/* q8/q4 tiles take their shared memory dynamically, past the
-		 * static 48 KiB; a GPU that refuses the wide tiles' (sm_86/89
-		 * allow 99 KB a block) runs every launch on the narrow ones */
-		r = g->cu->FuncSetAttribute(
-		    f[gt[i / 2]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-		    COLI_GPU_GEMM_SMEM_Q(gt[i / 2] == COLI_DTYPE_Q4_0, narrow));
-		if (r != CUDA_SUCCESS && !narrow)
-			g->gemm_narrow = 1;
-		else
-			CK(r, name);
+		 * static 48 KiB; a GPU that refuses the wide tile's (sm_86/89
+		 * allow 99 KB a block) runs long runs on the 64 x 32 tile */
+		r = g->cu->FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		                            COLI_GPU_GEMM_SMEM_Q(q4, 0));
+		if (r != CUDA_SUCCESS) {
+			const int s1 = COLI_GPU_GEMM_SMEM_Q(q4, 1), s2 = COLI_GPU_GEMM_SMEM_Q(q4, 2);
+
+			g->gemm_wide_no = 1;
+			r = g->cu->FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+			                            s1 > s2 ? s1 : s2);
+		}
+		CK(r, name);
 	}
 	CK(g->cu->ModuleGetFunction(&g->f_silu, g->mod, "coli_silu_mul"),
 	   "cuModuleGetFunction(coli_silu_mul)");
@@ -259,8 +261,7 @@ int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size
 		    "cuMemAlloc(GEMM job table)");
 	if (!rc) {
 		g->gjobs_host = malloc(sizeof(struct coli_gpu_gemm_job) * MAX_JOBS);
-		g->gjobs_split = malloc(sizeof(struct coli_gpu_gemm_job) * MAX_JOBS);
-		rc = g->gjobs_host && g->gjobs_split ? 0 : -ENOMEM;
+		rc = g->gjobs_host ? 0 : -ENOMEM;
 	}
 	for (int i = 0; !rc && i < N_MARKS; i++)
 		rc =
@@ -309,7 +310,6 @@ void coli_gpu_close(coli_gpu_t *g)
 		g->cu->CtxDestroy(g->ctx);
 	}
 	free(g->gjobs_host);
-	free(g->gjobs_split);
 #endif
 	free(g);
 }
@@ -590,31 +590,63 @@ int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, in
 	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
 }
 
-/* One launch: one CTA per tile of every job; tiles are rows_per_tile x bn
- * tokens (COLI_GPU_GEMM_TOKENS; narrow, q8/q4 only: _ROWS_Q_S x _TOKENS_S), numbered job
- * after job (tile0), so the kernel finds its job by binary search over the
- * table. */
-static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
-                       int n_jobs, int narrow)
+/* The q8/q4 tile of a run of S tokens: the smallest that holds it (on an
+ * H200, qwen3-30b experts: 128 x 16 0.42 ms a layer at 2-16 tokens where
+ * 64 x 32 takes 0.54-0.55 and 64 x 64 0.75-0.77; 64 x 32 0.58 at 32 tokens
+ * where the others take 0.80; 64 x 64 1.3x faster than 64 x 32 at 128).
+ * coli_gpu_gemm_tile forces one (tests, the bench). */
+static int quant_tile(const coli_gpu_t *g, int S)
 {
-	const int bm = dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_ROWS_BF16
-	               : narrow                 ? COLI_GPU_GEMM_ROWS_Q_S
-	                                        : COLI_GPU_GEMM_ROWS_Q;
-	const int bn = narrow ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS;
-	const unsigned threads =
-	    dtype == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_THREADS_BF16 : COLI_GPU_GEMM_THREADS_Q;
-	const unsigned smem =
-	    dtype == COLI_DTYPE_BF16 ? 0 : COLI_GPU_GEMM_SMEM_Q(dtype == COLI_DTYPE_Q4_0, narrow);
+	int t = 0;
+
+	if (g->gemm_bn)
+		S = g->gemm_bn;
+	while (t < COLI_GPU_GEMM_TILES_Q - 1 && S <= COLI_GPU_GEMM_TILE_TOKENS(t + 1))
+		t++;
+	return t == 0 && g->gemm_wide_no ? 1 : t;
+}
+
+/* One launch: one CTA per tile of every job, numbered job after job (tile0),
+ * so a CTA finds its job by binary search over the table. bf16 tiles are
+ * COLI_GPU_GEMM_ROWS_BF16 x _TOKENS; a q8/q4 job has its own (quant_tile),
+ * the wide ones first (their CTAs take longest). */
+int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
+                  int n_jobs)
+{
+	const int quant = dtype == COLI_DTYPE_Q8_0 || dtype == COLI_DTYPE_Q4_0;
+	const unsigned threads = quant ? COLI_GPU_GEMM_THREADS_Q : COLI_GPU_GEMM_THREADS_BF16;
+	int n[COLI_GPU_GEMM_TILES_Q] = {0}, at[COLI_GPU_GEMM_TILES_Q];
+	unsigned smem = 0;
 	long tiles = 0;
 	void *args[2];
 
+	if ((unsigned)dtype >= sizeof(g->f_gemm) / sizeof(g->f_gemm[0]) || !g->f_gemm[dtype])
+		return -ENOTSUP;
+	if (n_jobs <= 0 || n_jobs > MAX_JOBS)
+		return -EINVAL;
 	for (int i = 0; i < n_jobs; i++) {
 		const struct coli_gpu_gemm_job *j = &jobs[i];
 
 		if (j->S < 1 || j->rows < 1 || j->K < 32 || j->K % 32 || j->ldy < j->rows)
 			return -EINVAL;
-		g->gjobs_host[i] = *j;
-		g->gjobs_host[i].tile0 = (int)tiles;
+		n[quant ? quant_tile(g, j->S) : 0]++;
+	}
+	for (int t = 0, a = 0; t < COLI_GPU_GEMM_TILES_Q; t++) { /* wide first */
+		const unsigned st = quant ? COLI_GPU_GEMM_SMEM_Q(dtype == COLI_DTYPE_Q4_0, t) : 0;
+
+		at[t] = a, a += n[t];
+		if (n[t] && st > smem)
+			smem = st;
+	}
+	for (int i = 0; i < n_jobs; i++)
+		g->gjobs_host[at[quant ? quant_tile(g, jobs[i].S) : 0]++] = jobs[i];
+	for (int i = 0; i < n_jobs; i++) {
+		struct coli_gpu_gemm_job *j = &g->gjobs_host[i];
+		const int t = quant ? quant_tile(g, j->S) : 0;
+		const int bm = quant ? COLI_GPU_GEMM_TILE_ROWS(t) : COLI_GPU_GEMM_ROWS_BF16;
+		const int bn = quant ? COLI_GPU_GEMM_TILE_TOKENS(t) : COLI_GPU_GEMM_TOKENS;
+
+		j->tile0 = (int)tiles, j->tile = t;
 		tiles += (long)((j->rows + bm - 1) / bm) * ((j->S + bn - 1) / bn);
 		if (tiles > 0x7fffffffL)
 			return -EINVAL;
@@ -627,9 +659,8 @@ static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_g
 		memcpy(inl.j, g->gjobs_host, sizeof(*jobs) * n_jobs);
 		args[0] = &inl;
 		args[1] = &n_jobs;
-		return coli_gpu_launch(g, narrow ? g->f_gemm_s_inl[dtype] : g->f_gemm_inl[dtype],
-		                       (unsigned)tiles, 1, 1, threads, smem, args,
-		                       "cuLaunchKernel(gemm)");
+		return coli_gpu_launch(g, g->f_gemm_inl[dtype], (unsigned)tiles, 1, 1, threads, smem,
+		                       args, "cuLaunchKernel(gemm)");
 	}
 	/* a long table: every CTA binary-searches it, so it goes to device
 	 * memory, pulled by the SMs from the mapped job ring (coli_pull, after
@@ -638,48 +669,17 @@ static int gemm_launch(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_g
 	 * for the stream to drain) nor one on the copy engine (behind the
 	 * staging copies) */
 	{
-		uint64_t t;
-		int rc = coli_gpu_job_table(g, g->gjobs_host, sizeof(*jobs) * n_jobs, &t);
+		uint64_t table;
+		int rc = coli_gpu_job_table(g, g->gjobs_host, sizeof(*jobs) * n_jobs, &table);
 
-		rc = rc ? rc : pull(g, g->gjobs, t, sizeof(*jobs) * n_jobs);
+		rc = rc ? rc : pull(g, g->gjobs, table, sizeof(*jobs) * n_jobs);
 		if (rc)
 			return rc;
 	}
 	args[0] = &g->gjobs;
 	args[1] = &n_jobs;
-	return coli_gpu_launch(g, narrow ? g->f_gemm_s[dtype] : g->f_gemm[dtype], (unsigned)tiles,
-	                       1, 1, threads, smem, args, "cuLaunchKernel(gemm)");
-}
-
-/* q8/q4 runs of up to COLI_GPU_GEMM_SHORT tokens take the narrow tiles
- * (128 x 16: 1.3-1.4x the wide ones at 8-32 tokens on an H200 with 64 x 32
- * narrow tiles, where a wide tile is mostly padding), longer ones the wide
- * tiles (1.3x faster at 128): a launch that has both becomes two, short runs
- * first. coli_gpu_gemm_tile forces one
- * width for every job (tests, the bench). */
-int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
-                  int n_jobs)
-{
-	int n_short = 0, rc;
-
-	if ((unsigned)dtype >= sizeof(g->f_gemm) / sizeof(g->f_gemm[0]) || !g->f_gemm[dtype])
-		return -ENOTSUP;
-	if (n_jobs <= 0 || n_jobs > MAX_JOBS)
-		return -EINVAL;
-	if (dtype != COLI_DTYPE_Q8_0 && dtype != COLI_DTYPE_Q4_0)
-		return gemm_launch(g, dtype, jobs, n_jobs, 0);
-	if (g->gemm_narrow)
-		return gemm_launch(g, dtype, jobs, n_jobs, 1);
-	if (g->gemm_bn)
-		return gemm_launch(g, dtype, jobs, n_jobs, g->gemm_bn == COLI_GPU_GEMM_TOKENS_S);
-	for (int i = 0; i < n_jobs; i++)
-		n_short += jobs[i].S <= COLI_GPU_GEMM_SHORT;
-	if (n_short == 0 || n_short == n_jobs)
-		return gemm_launch(g, dtype, jobs, n_jobs, n_short > 0);
-	for (int i = 0, a = 0, b = n_short; i < n_jobs; i++) /* short runs, then long */
-		g->gjobs_split[jobs[i].S <= COLI_GPU_GEMM_SHORT ? a++ : b++] = jobs[i];
-	rc = gemm_launch(g, dtype, g->gjobs_split, n_short, 1);
-	return rc ? rc : gemm_launch(g, dtype, g->gjobs_split + n_short, n_jobs - n_short, 0);
+	return coli_gpu_launch(g, g->f_gemm[dtype], (unsigned)tiles, 1, 1, threads, smem, args,
+	                       "cuLaunchKernel(gemm)");
 }
 
 void coli_gpu_gemm_tile(coli_gpu_t *g, int tokens)

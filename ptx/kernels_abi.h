@@ -76,32 +76,34 @@ struct coli_gpu_dense_gemv {
  * aligned 4-byte pairs (2 bytes past its end when rows * K/32 is odd, inside
  * any allocation's granularity). q8/q4 results are
  * bit-identical to coli_gemv; bf16 only within rounding (tensor cores). */
-#define COLI_GPU_GEMM_TOKENS 64 /* tokens per CTA tile */
-#define COLI_GPU_GEMM_ROWS_Q 64 /* rows per CTA tile, q8_0 / q4_0 */
-/* q8/q4 runs of up to COLI_GPU_GEMM_SHORT tokens take the narrow tile */
-#define COLI_GPU_GEMM_SHORT     32
-#define COLI_GPU_GEMM_TOKENS_S  16  /* the narrow tile: tokens */
-#define COLI_GPU_GEMM_ROWS_Q_S  128 /* and rows */
-#define COLI_GPU_GEMM_ROWS_BF16 128 /* rows per CTA tile, bf16 */
-#define COLI_GPU_GEMM_THREADS_Q 512 /* threads per CTA, q8_0 / q4_0: 4 K groups */
-#define COLI_GPU_GEMM_GROUPS_Q  4
-/* K steps a group stages ahead, either tile (6 / 8 for the narrow tiles and
+#define COLI_GPU_GEMM_TOKENS 64 /* tokens per CTA tile (bf16, the wide q8/q4 tile) */
+#define COLI_GPU_GEMM_ROWS_Q 64 /* rows per CTA tile, the wide q8/q4 tile */
+/* The q8/q4 tiles, rows x tokens a CTA: 0 wide (64 x 64), 1 (64 x 32) for
+ * runs of up to 32 tokens, 2 (128 x 16) for runs of up to 16. A job takes
+ * the smallest that holds its run (ptx/gpu.c quant_tile); one launch mixes
+ * them. */
+#define COLI_GPU_GEMM_TILES_Q        3
+#define COLI_GPU_GEMM_TILE_ROWS(t)   ((t) == 2 ? 128 : COLI_GPU_GEMM_ROWS_Q)
+#define COLI_GPU_GEMM_TILE_TOKENS(t) (COLI_GPU_GEMM_TOKENS >> (t))
+#define COLI_GPU_GEMM_ROWS_BF16      128 /* rows per CTA tile, bf16 */
+#define COLI_GPU_GEMM_THREADS_Q      512 /* threads per CTA, q8_0 / q4_0: 4 K groups */
+#define COLI_GPU_GEMM_GROUPS_Q       4
+/* K steps a group stages ahead, any tile (6 / 8 for the 64 x 32 tiles and
  * 4 / 5 for the wide ones measured the same or slower on an H200) */
 #define COLI_GPU_GEMM_STAGES_Q(q4) ((q4) ? 4 : 3)
-/* dynamic shared memory of a q8/q4 CTA: the staged blocks of each group
- * (weights, activations, scales, dx, qsum) and a thread's columns of fold
- * partial sums, p2 and for the wide tile p1 (ptx/gemm.cu; 32 x WT outputs a
- * warp tile, WT = 32 wide, 16 narrow) */
-#define COLI_GPU_GEMM_SMEM_Q(q4, narrow)                                                           \
+/* dynamic shared memory of a q8/q4 CTA of tile t: the staged blocks of each
+ * group (weights, activations, scales, dx, qsum) and a thread's columns of
+ * fold partial sums, p2 and for the wide tile p1 (ptx/gemm.cu; 32 x WT
+ * outputs a warp tile, WT = 32 wide, 16 else) */
+#define COLI_GPU_GEMM_SMEM_Q(q4, t)                                                                \
 	(COLI_GPU_GEMM_STAGES_Q(q4) * COLI_GPU_GEMM_GROUPS_Q *                                     \
-	     ((narrow) ? COLI_GPU_GEMM_ROWS_Q_S * ((q4) ? 20 : 36) + COLI_GPU_GEMM_TOKENS_S * 40   \
-	               : COLI_GPU_GEMM_ROWS_Q * ((q4) ? 20 : 36) + COLI_GPU_GEMM_TOKENS * 40) +    \
-	 ((narrow) ? 16 : 2 * 32) * COLI_GPU_GEMM_THREADS_Q * 4)
+	     (COLI_GPU_GEMM_TILE_ROWS(t) * ((q4) ? 20 : 36) + COLI_GPU_GEMM_TILE_TOKENS(t) * 40) + \
+	 ((t) == 0 ? 2 * 32 : 16) * COLI_GPU_GEMM_THREADS_Q * 4)
 #define COLI_GPU_GEMM_THREADS_BF16 256
 struct coli_gpu_gemm_job {
 	COLI_GPU_JOB_FIELDS
 	int tile0; /* first CTA of the job in the launch: set by coli_gpu_gemm */
-	int pad_;
+	int tile;  /* q8/q4: its tile (0-2, above): set by coli_gpu_gemm */
 };
 struct coli_gpu_gemm_inline { /* a small table in the launch's parameters */
 	struct coli_gpu_gemm_job j[COLI_GPU_INL_JOBS];

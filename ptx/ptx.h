@@ -81,12 +81,13 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
  * q8_0 / q4_0: int8 mma, results bit-identical to coli_gemv (the canonical
  * reduction). bf16: bf16 mma, equal to coli_gemv only within rounding (the
  * documented exception). -ENOTSUP for other dtypes, -EINVAL for a bad job
- * (K % 32, S < 1) or more than 4096 jobs. tile0 is filled here. */
+ * (K % 32, S < 1) or more than 4096 jobs. tile0 and tile are filled here
+ * (the caller's jobs are not written). */
 int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
                   int n_jobs);
-/* Tests and benchmarks: the q8/q4 GEMM's tile forced to the narrow or the
- * wide one (tokens COLI_GPU_GEMM_TOKENS_S / _TOKENS); 0 (the default): chosen per launch
- * from its runs. Same bits either way. */
+/* Tests and benchmarks: the q8/q4 GEMM's tile forced to the one of
+ * `tokens` tokens (COLI_GPU_GEMM_TILE_TOKENS: 64, 32 or 16); 0 (the
+ * default): chosen per run. Same bits either way. */
 void coli_gpu_gemm_tile(coli_gpu_t *g, int tokens);
 /* h[i] = silu(g[i]) * u[i], bit-identical to coli_silu_mul. */
 int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int n);

@@ -147,11 +147,10 @@ struct coli_gpu {
 	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */
 	CUfunction f_gemv[10];      /* indexed by enum coli_dtype */
 	CUfunction f_gemv_inl[10];  /* the same, job table in the parameters */
-	CUfunction f_gemm[10];      /* tensor-core GEMM (ptx/gemm.cu), same index */
-	CUfunction f_gemm_inl[10];  /* the same, job table in the parameters */
-	CUfunction f_gemm_s[10], f_gemm_s_inl[10]; /* q8/q4 tiles of 32 tokens */
-	int gemm_bn;     /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
-	int gemm_narrow; /* the GPU refused the wide q8/q4 tiles' shared memory */
+	CUfunction f_gemm[10];     /* tensor-core GEMM (ptx/gemm.cu), same index */
+	CUfunction f_gemm_inl[10]; /* the same, job table in the parameters */
+	int gemm_bn;      /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
+	int gemm_wide_no; /* the GPU refused the wide q8/q4 tile's shared memory */
 	CUfunction f_silu, f_actq, f_siluq, f_pull;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
 	CUfunction f_argmax, f_gather;
@@ -181,9 +180,8 @@ struct coli_gpu {
 	CUdeviceptr scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c) */
 	CUdeviceptr counts;  /* unsigned [DENSE_COUNTERS], zero between launches */
 	CUdeviceptr gjobs;   /* struct coli_gpu_gemm_job [MAX_JOBS] */
-	struct coli_gpu_gemm_job *gjobs_host; /* [MAX_JOBS]: the caller's jobs + tile0 */
-	struct coli_gpu_gemm_job
-	    *gjobs_split; /* [MAX_JOBS]: short runs, then long (coli_gpu_gemm) */
+	/* [MAX_JOBS]: the caller's jobs by tile, wide first, + tile0, tile */
+	struct coli_gpu_gemm_job *gjobs_host;
 	CUevent marks[N_MARKS];
 	int cc_major; /* compute capability */
 	int pdl;      /* launches with programmatic stream serialization (coli_gpu_launch) */

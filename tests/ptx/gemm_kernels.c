@@ -5,16 +5,17 @@
  *   q8_0 / q4_0   bit for bit (the placement invariant at prefill): every
  *                 job of one grouped launch equals coli_gemm on the CPU and
  *                 the GEMV kernels run on the same inputs 4 tokens at a time,
- *                 with tiles of 64 tokens and of 32 (coli_gpu_gemm_tile),
- *                 then each run on its own width (two launches), in a
- *                 launch of 15 jobs (table in the parameters) and of 26
- *                 (table in device memory)
+ *                 with each tile forced (64, 32, 16 tokens:
+ *                 coli_gpu_gemm_tile), then each run on its own tile (one
+ *                 launch mixing them), in a launch of 16 jobs (table in the
+ *                 parameters) and of 28 (table in device memory)
  *   bf16          within rounding only (tensor cores): the error relative to
  *                 sum_k |w_k x_k| of the output is printed and bounded
  *
  * Shapes: Qwen3-30B-A3B experts (768 x 2048 gate/up, 2048 x 768 down) at
  * S = 5, 16, 64, 200; odd ones (rows not a multiple of the tile, K < 512 so
- * some canonical lanes are empty, an odd block count, S = 1 past a tile);
+ * some canonical lanes are empty, an odd block count, S = 1 past a tile, a
+ * run that fills the 32-token tile);
  * one Mixtral-sized pair (14336 x 4096, 4096 x 14336). Outputs are poisoned
  * (0xff bytes = NaN) with a row stride wider than the matrix; inputs are
  * fresh random draws. Skips (77) without a usable GPU.
@@ -178,7 +179,8 @@ static size_t count_bad(const struct tjob *t, const float *got, const float *wan
 static const int g_shapes[][3] = {
     {768, 2048, 5},  {768, 2048, 16}, {768, 2048, 64},  {768, 2048, 200},  {2048, 768, 5},
     {2048, 768, 16}, {2048, 768, 64}, {2048, 768, 200}, {17, 32, 7},       {100, 96, 65},
-    {130, 544, 33},  {64, 1024, 129}, {200, 1568, 6},   {14336, 4096, 64}, {4096, 14336, 16},
+    {130, 544, 33},  {64, 1024, 129}, {200, 1568, 6},   {96, 352, 32},     {14336, 4096, 64},
+    {4096, 14336, 16},
 };
 #define N_SHAPES ((int)(sizeof(g_shapes) / sizeof(g_shapes[0])))
 
@@ -397,17 +399,17 @@ static void bench_one(const char *name, int E, int n, int H, int I, enum coli_dt
 	b.h = act_planes((int)T, I);
 	b.y1 = dev_poison(sizeof(float) * 2 * T * I);
 	b.y2 = dev_poison(sizeof(float) * T * H);
-	/* arms: the GEMM with the wide tile, the narrow one (q8/q4), the GEMV path */
-	for (int arm = 0; arm < 3; arm++) {
-		static const char *const names[3] = {"gemm", "narrow", "gemv"};
-		const int gemv = arm == 2;
+	/* arms: the GEMM with each tile (q8/q4; bf16 has one), the GEMV path */
+	for (int arm = 0; arm < 4; arm++) {
+		static const char *const names[4] = {"gemm", "n32", "n16", "gemv"};
+		const int gemv = arm == 3;
 		double ops_t = 0, ms_t = 0;
 
 		if (gemv && (dt == COLI_DTYPE_BF16 || n > 32))
 			continue; /* the old path, once, for scale */
-		if (arm == 1 && dt == COLI_DTYPE_BF16)
+		if ((arm == 1 || arm == 2) && dt == COLI_DTYPE_BF16)
 			continue;
-		coli_gpu_gemm_tile(g_gpu, arm == 1 ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS);
+		coli_gpu_gemm_tile(g_gpu, COLI_GPU_GEMM_TILE_TOKENS(gemv ? 0 : arm));
 		for (int which = 0; which < 2; which++) {
 			double ops;
 			int nj = bench_jobs(&b, dt, which, gemv, gj, vj, &ops);
@@ -456,9 +458,9 @@ static void bench(int quick)
 	printf("best of 10 launches each; TOPS = 2*rows*K*S / time\n");
 	/* where the GEMM overtakes GEMV jobs of 4 (COLI_GPU_GEMM_MIN_S) */
 	for (int d = 0; d < 2; d++) {
-		static const int ns[] = {4, 6, 8, 12, 16};
+		static const int ns[] = {2, 3, 4, 6, 8, 12, 16};
 
-		for (int k = 0; k < 5; k++)
+		for (int k = 0; k < 7; k++)
 			bench_one("qwen3-30b", 128, ns[k], 2048, 768, dts[d]);
 	}
 	if (quick)
@@ -487,12 +489,11 @@ int main(int argc, char **argv)
 		printf("no thread pool\n");
 		return 1;
 	}
-	/* q8/q4: the wide tile (64 x 64) and the narrow one (128 x 16), each bit
-	 * for bit; then as the engine launches (short runs on the narrow tiles,
-	 * the rest on the wide ones: two launches), with a table in the
-	 * parameters and a long one */
-	for (int w = 0; w < 2; w++) {
-		const int bn = w ? COLI_GPU_GEMM_TOKENS_S : COLI_GPU_GEMM_TOKENS;
+	/* q8/q4: each tile (64 x 64, 64 x 32, 128 x 16) bit for bit; then as
+	 * the engine launches (each run on the smallest tile that holds it, in
+	 * one launch), with a table in the parameters and a long one */
+	for (int t = 0; t < COLI_GPU_GEMM_TILES_Q; t++) {
+		const int bn = COLI_GPU_GEMM_TILE_TOKENS(t);
 
 		printf("token tile %d:\n", bn);
 		coli_gpu_gemm_tile(g_gpu, bn);
