@@ -201,8 +201,8 @@ template <bool Q4, int TILE> struct QTile {
 	};
 	struct smem {
 		slot s[STAGES][QG];                 /* [stage][group] */
-		float p2[NOUT][QTHREADS];           /* [output][thread] */
-		float p1[P1S ? NOUT : 0][QTHREADS]; /* the same for p1 */
+		float p2[QTHREADS][NOUT];           /* [thread][output]: part() */
+		float p1[P1S ? QTHREADS : 0][NOUT]; /* the same for p1 */
 	};
 };
 static_assert(sizeof(QTile<false, 0>::smem) == COLI_GPU_GEMM_SMEM_Q(0, 0), "smem size");
@@ -357,26 +357,44 @@ static __device__ __forceinline__ void quant_step(const typename QTile<Q4, TILE>
 		}
 }
 
+/* A thread's N partial sums in shared memory: row r of a [QTHREADS][N]
+ * array, read and written 4 outputs (16 bytes) at a time. Chunk c is stored
+ * at c XOR the row (N = 16: row / 2), so the 8 threads of a 16-byte access
+ * phase hit 8 different bank quads. */
+template <int N> static __device__ __forceinline__ float4 *part(float *a, int r, int c)
+{
+	return (float4 *)(a + r * N) + ((c ^ (N >= 32 ? r : r >> 1)) & (N / 4 - 1));
+}
+
+static __device__ __forceinline__ float4 add4(float4 a, float4 b)
+{
+	return make_float4(__fadd_rn(a.x, b.x), __fadd_rn(a.y, b.y), __fadd_rn(a.z, b.z),
+	                   __fadd_rn(a.w, b.w));
+}
+
 /* Leaf k of the group's subtree is done (its lane's sum in acc): the
  * canonical tree's h = 8 and h = 4 levels. Leaves 0 and 2 wait in p1; leaf
  * 1 completes l[g] + l[g + 8], kept in p2; leaf 3 completes l[g + 4] +
  * l[g + 12] and adds it to p2: acc = l[g] after h = 4. p2, and p1 when P1S,
- * are this thread's columns of shared memory (stride QTHREADS); else p1 is
- * registers. k is warp-uniform. */
+ * are this thread's row of shared memory (part()); else p1 is registers
+ * (p1r). k is warp-uniform. */
 template <int N, bool P1S> /* outputs a thread */
-static __device__ __forceinline__ void fold_leaf(int k, float *acc, float *p1, float *p2)
+static __device__ __forceinline__ void fold_leaf(int k, float *acc, float *p1r, float *p1,
+                                                 float *p2)
 {
-	const int s1 = P1S ? QTHREADS : 1;
+	const int r = threadIdx.x;
 
-	if (!(k & 1)) {
-		for (int o = 0; o < N; o++)
-			p1[o * s1] = acc[o], acc[o] = 0.0f;
-	} else if (k == 1) {
-		for (int o = 0; o < N; o++)
-			p2[o * QTHREADS] = __fadd_rn(p1[o * s1], acc[o]), acc[o] = 0.0f;
-	} else {
-		for (int o = 0; o < N; o++)
-			acc[o] = __fadd_rn(p2[o * QTHREADS], __fadd_rn(p1[o * s1], acc[o]));
+	for (int c = 0; c < N / 4; c++) {
+		float4 *a = (float4 *)&acc[4 * c], *q1 = P1S ? part<N>(p1, r, c) : (float4 *)&p1r[4 * c];
+
+		if (!(k & 1))
+			*q1 = *a;
+		else if (k == 1)
+			*part<N>(p2, r, c) = add4(*q1, *a);
+		else
+			*a = add4(*part<N>(p2, r, c), add4(*q1, *a));
+		if (k != 3)
+			*a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 	}
 }
 
@@ -414,15 +432,16 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 	const int nb = jb.K / 32, ns = (nb - grp + QG - 1) / QG; /* steps: the group's blocks */
 	const QuantLoader<Q4, TILE> ld(jb, row0, tok0);
 	const int par = ((row0 + wm * 32 + ((threadIdx.x & 31) >> 2)) * nb) & 1;
-	float acc[NOUT], p1r[T::P1S ? 1 : NOUT], *p2 = &sm.p2[0][threadIdx.x];
-	float *p1 = T::P1S ? &sm.p1[0][threadIdx.x] : p1r;
+	const int tid = threadIdx.x;
+	float acc[NOUT], p1r[T::P1S ? 4 : NOUT], *p2 = &sm.p2[0][0];
+	float *p1 = T::P1S ? &sm.p1[0][0] : p1r;
 	int pk = 0, pb, ck = 0, cb; /* producer and consumer: leaf, block */
 
 	for (int o = 0; o < NOUT; o++)
 		acc[o] = 0.0f;
 	first_block(grp, pk, pb, nb);
 	while (ck < QG && leaf_lane(grp, ck) >= nb) /* lanes without blocks fold +0 */
-		fold_leaf<NOUT, T::P1S>(ck++, acc, p1, p2);
+		fold_leaf<NOUT, T::P1S>(ck++, acc, p1r, p1, p2);
 	cb = ck < QG ? leaf_lane(grp, ck) : nb;
 	/* prologue: the first STAGES-1 steps in flight; each group loads its own */
 	for (int s = 0; s < T::STAGES - 1; s++) {
@@ -449,29 +468,30 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 		sc = sc == T::STAGES - 1 ? 0 : sc + 1;
 		if ((cb += 16) >= nb) { /* leaf ck is done: fold it and the empty ones after it */
 			do
-				fold_leaf<NOUT, T::P1S>(ck++, acc, p1, p2);
+				fold_leaf<NOUT, T::P1S>(ck++, acc, p1r, p1, p2);
 			while (ck < QG && leaf_lane(grp, ck) >= nb);
 			cb = ck < QG ? leaf_lane(grp, ck) : nb;
 		}
 	}
 	/* the last levels, h = 2 (l[0] + l[2], l[1] + l[3]) and h = 1, through
-	 * the p2 columns (every group is past its last use of them) */
+	 * the p2 rows (every group is past its last use of them) */
 	cp_wait<0>();
 	__syncthreads();
 	if (grp >= 2)
-		for (int o = 0; o < NOUT; o++)
-			p2[o * QTHREADS - 256] = acc[o];
+		for (int c = 0; c < NOUT / 4; c++)
+			*part<NOUT>(p2, tid - 256, c) = *(float4 *)&acc[4 * c];
 	__syncthreads();
 	if (grp < 2)
-		for (int o = 0; o < NOUT; o++)
-			acc[o] = __fadd_rn(acc[o], p2[o * QTHREADS]);
-	if (grp == 1) /* into group 2's columns, idle now (group 0 still reads its own) */
-		for (int o = 0; o < NOUT; o++)
-			p2[o * QTHREADS + 128] = acc[o];
+		for (int c = 0; c < NOUT / 4; c++)
+			*(float4 *)&acc[4 * c] = add4(*(float4 *)&acc[4 * c], *part<NOUT>(p2, tid, c));
+	if (grp == 1) /* into group 2's rows, idle now (group 0 still reads its own) */
+		for (int c = 0; c < NOUT / 4; c++)
+			*part<NOUT>(p2, tid + 128, c) = *(float4 *)&acc[4 * c];
 	__syncthreads();
 	if (grp == 0) {
-		for (int o = 0; o < NOUT; o++)
-			acc[o] = __fadd_rn(acc[o], p2[o * QTHREADS + 256]);
+		for (int c = 0; c < NOUT / 4; c++)
+			*(float4 *)&acc[4 * c] =
+			    add4(*(float4 *)&acc[4 * c], *part<NOUT>(p2, tid + 256, c));
 		store_tile<T::QN>(jb, row0, tok0, wm, wn, acc);
 	}
 }
