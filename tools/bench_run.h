@@ -44,6 +44,8 @@ struct arm {
 	struct bench_bytes bytes;
 	struct bench_bound bound;
 	struct bench_bound ideal; /* stream: host bytes split so CPU and PCIe finish together */
+	struct bench_bound moe_ideal; /* stream: the same over the expert bytes alone */
+	double path_s; /* stream: the token's non-MoE time as measured + moe_ideal */
 };
 
 struct run {

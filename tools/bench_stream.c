@@ -197,25 +197,31 @@ void bench_stream_table(struct run *R)
 		       R->gpu.hbm_gbs);
 	else
 		printf("no GPU measured (sim: every byte is a CPU byte)\n\n");
-	printf("%-15s %8s %15s %8s %8s %8s %8s %7s %9s %9s %8s %9s %-4s %6s %9s %6s\n", "arm",
-	       "tok/s", "[min..max]", "vram MB", "ram MB", "disk MB", "strm MB", "strm GB/s",
-	       "pack+iss", "cpu-rows", "take", "bound t/s", "by", "ratio", "ideal t/s", "ratio");
+	printf("%-15s %8s %15s %8s %8s %8s %8s %7s %9s %9s %8s %9s %-4s %6s %9s %6s %7s %7s %9s "
+	       "%6s\n",
+	       "arm", "tok/s", "[min..max]", "vram MB", "ram MB", "disk MB", "strm MB", "strm GB/s",
+	       "pack+iss", "cpu-rows", "take", "bound t/s", "by", "ratio", "ideal t/s", "ratio",
+	       "moe ms", "ideal", "path t/s", "ratio");
 	for (int i = 0; i < R->n_arms; i++) {
 		struct arm *a = &R->arm[i];
 		char spread[40];
 
 		snprintf(spread, sizeof(spread), "[%.2f..%.2f]", a->tok_s_min, a->tok_s_max);
 		printf("%-15s %8.2f %15s %8.2f %8.2f %8.2f %8.2f %9.2f %9.3f %9.3f %8.3f %9.2f "
-		       "%-4s %6.3f %9.2f %6.3f\n",
+		       "%-4s %6.3f %9.2f %6.3f %7.3f %7.3f %9.2f %6.3f\n",
 		       a->name, a->tok_s, spread, a->tier_b[COLI_TIER_VRAM] / 1e6,
 		       a->tier_b[COLI_TIER_RAM] / 1e6, a->tier_b[COLI_TIER_DISK] / 1e6,
 		       a->stream_b / 1e6, a->stream_gbs, a->win_ms[0], a->win_ms[1], a->win_ms[2],
 		       1.0 / a->bound.bound_s, bench_term_name[a->bound.dominant],
 		       a->tok_s * a->bound.bound_s, 1.0 / a->ideal.bound_s,
-		       a->tok_s * a->ideal.bound_s);
+		       a->tok_s * a->ideal.bound_s, a->phase_ms[1], a->moe_ideal.bound_s * 1e3,
+		       a->path_s > 0 ? 1.0 / a->path_s : 0.0, a->tok_s * a->path_s);
 	}
 	printf("\nMB = 1e6 bytes per token (strm: streamed, part of ram + disk); pack+iss | "
 	       "cpu-rows | take: the MoE overlap window, ms per token; bound: this arm's split "
 	       "(cpu = CPU rows, pcie = streamed, hbm = VRAM); ideal: RAM-tier bytes split so CPU "
-	       "and PCIe finish together, B_ram / (BW_cpu + BW_pcie); ratio = achieved / bound.\n");
+	       "and PCIe finish together, B_ram / (BW_cpu + BW_pcie); ratio = achieved / bound. "
+	       "moe ms: the token's MoE phase, ideal: the expert bytes' own ideal; path: the token "
+	       "outside the MoE phase as measured + that ideal (a layer's experts wait for its "
+	       "attention and router).\n");
 }

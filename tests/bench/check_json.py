@@ -115,7 +115,22 @@ if kind == "stream":
             fail("%s: ideal_ratio != tok_s / ideal_bound_tok_s" % name)
         if a["ideal_bound_tok_s"] < a["bound_tok_s"] * (1 - 1e-6):
             fail("%s: the best split's bound is below the arm's own" % name)
+        # the path bound: the token outside the MoE phase + the expert bytes' ideal
+        if not (a["path_bound_tok_s"] > 0 and a["moe_ideal_ms_per_token"] >= 0 and
+                a["moe_ms_per_token"] >= 0):
+            fail("%s: path bound %r, moe ideal %r ms" %
+                 (name, a["path_bound_tok_s"], a["moe_ideal_ms_per_token"]))
+        if not close(a["path_ratio"], a["tok_s"] / a["path_bound_tok_s"], 2e-3, 1e-6):
+            fail("%s: path_ratio != tok_s / path_bound_tok_s" % name)
+        path_ms = 1e3 / a["path_bound_tok_s"]
+        want_path = max(1e3 / a["tok_s"] - a["moe_ms_per_token"], 0) + a["moe_ideal_ms_per_token"]
+        if not close(path_ms, want_path, 2e-3, 1e-6):
+            fail("%s: path %.4f ms != non-MoE + moe ideal %.4f ms" % (name, path_ms, want_path))
         if r["device"] == "sim":
+            want_moe = (b["vram"] + host) / (a["host_read_gbs"] * 1e9) * 1e3
+            if not close(a["moe_ideal_ms_per_token"], want_moe, 2e-3, 1e-9):
+                fail("%s: sim: moe ideal %.6g ms != the expert bytes at the host read %.6g" %
+                     (name, a["moe_ideal_ms_per_token"], want_moe))
             want_cpu = (b["dense"] + b["vram"] + host) / (a["host_read_gbs"] * 1e9)
             if not close(terms["cpu"], want_cpu, 2e-3, 1e-12):
                 fail("%s: sim: cpu term %.6g != every byte at the host read %.6g" %
