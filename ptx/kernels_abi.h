@@ -10,12 +10,12 @@
 #define COLI_GPU_GEMV_ROWS 32 /* rows of a job per GEMV CTA (ptx/kernels.cu) */
 /* An expert's run of at least this many tokens goes to the tensor-core GEMM
  * (ptx/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S. bf16: the GEMV
- * was faster below ~14 tokens on an H200; q8/q4 (tiles of 32 tokens for short
- * runs): from a run longer than one GEMV job on (qwen3-30b, 128 experts: q4
- * at 6 tokens 0.591 vs 0.777 ms, at 4 the GEMV 0.438 vs 0.589;
- * docs/perf/kernels.md). */
+ * was faster below ~14 tokens on an H200; q8/q4 (128 x 16 tiles for short
+ * runs): from 3 tokens on (qwen3-30b, 128 experts on an H200: q4 at 3 tokens
+ * 0.368 vs 0.401 ms, at 2 0.368 vs 0.364; q8 at 3 0.416 vs 0.506;
+ * docs/perf/kernels.md). Same bits either way. */
 #define COLI_GPU_GEMM_MIN_S   16
-#define COLI_GPU_GEMM_MIN_S_Q (COLI_GPU_MAX_S + 1)
+#define COLI_GPU_GEMM_MIN_S_Q 3
 /* A quantized dense matrix (q/k/v, o, ...) times at least this many tokens
  * goes to the GEMM too (the same bits as its GEMV). Lower than this a CTA's
  * walk over K is the GEMM's time whatever the tile count: on an H200 at
