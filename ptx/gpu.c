@@ -638,15 +638,18 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		if (n[t] && st > smem)
 			smem = st;
 	}
-	for (int i = 0; i < n_jobs; i++)
-		g->gjobs_host[at[quant ? quant_tile(g, jobs[i].S) : 0]++] = jobs[i];
+	for (int i = 0; i < n_jobs; i++) {
+		const int t = quant ? quant_tile(g, jobs[i].S) : 0;
+
+		g->gjobs_host[at[t]] = jobs[i];
+		g->gjobs_host[at[t]++].tile = t;
+	}
 	for (int i = 0; i < n_jobs; i++) {
 		struct coli_gpu_gemm_job *j = &g->gjobs_host[i];
-		const int t = quant ? quant_tile(g, j->S) : 0;
-		const int bm = quant ? COLI_GPU_GEMM_TILE_ROWS(t) : COLI_GPU_GEMM_ROWS_BF16;
-		const int bn = quant ? COLI_GPU_GEMM_TILE_TOKENS(t) : COLI_GPU_GEMM_TOKENS;
+		const int bm = quant ? COLI_GPU_GEMM_TILE_ROWS(j->tile) : COLI_GPU_GEMM_ROWS_BF16;
+		const int bn = quant ? COLI_GPU_GEMM_TILE_TOKENS(j->tile) : COLI_GPU_GEMM_TOKENS;
 
-		j->tile0 = (int)tiles, j->tile = t;
+		j->tile0 = (int)tiles;
 		tiles += (long)((j->rows + bm - 1) / bm) * ((j->S + bn - 1) / bn);
 		if (tiles > 0x7fffffffL)
 			return -EINVAL;
