@@ -173,6 +173,26 @@ int bench_stream_round(struct run *R, struct arm *a, struct round *r, float *log
 	return rc;
 }
 
+static const struct arm *arm_named(const struct run *R, const char *name)
+{
+	for (int i = 0; i < R->n_arms; i++)
+		if (!strcmp(R->arm[i].name, name))
+			return &R->arm[i];
+	return NULL;
+}
+
+/* Issue #7's figures: the streaming arm against the synchronous one, and
+ * against its bounds (when both arms ran). */
+static void print_summary(const struct run *R)
+{
+	const struct arm *sync = arm_named(R, "sync"), *os = arm_named(R, "overlap+stream");
+
+	if (sync && os && sync->tok_s > 0)
+		printf("overlap+stream: %.2fx sync; %.2f of the ideal bound, %.2f of the path bound\n",
+		       os->tok_s / sync->tok_s, os->tok_s * os->ideal.bound_s,
+		       os->tok_s * os->path_s);
+}
+
 void bench_stream_table(struct run *R)
 {
 	int total = (int)(R->expert_total_bytes / R->slab_bytes + 0.5);
@@ -224,4 +244,5 @@ void bench_stream_table(struct run *R)
 	       "moe ms: the token's MoE phase, ideal: the expert bytes' own ideal; path: the token "
 	       "outside the MoE phase as measured + that ideal (a layer's experts wait for its "
 	       "attention and router).\n");
+	print_summary(R);
 }

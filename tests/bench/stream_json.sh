@@ -4,7 +4,9 @@
 # the routed experts' bytes; every arm with VRAM serves the same VRAM bytes
 # (same heat restored before each round, same resident set) and cpu-only
 # none; only the streaming arms stream, stream-only all of the host's
-# experts; no reloads; bound and ratios follow from the reported figures.
+# experts; no reloads; bound and ratios follow from the reported figures;
+# the table ends with the overlap+stream summary when sync and
+# overlap+stream both ran, and only then.
 # The heat files are removed afterwards and the model's own usage file is
 # not created. No wall-time assertions.
 set -u
@@ -18,6 +20,11 @@ ls tiny.coli.usage* 2>/dev/null && { echo "FAIL: heat files left behind"; exit 1
 	--read-mib 16 --arms sync,cpu-only >table.txt 2>/dev/null || { echo "table output failed"; exit 1; }
 grep -q "^sync " table.txt && grep -q "^cpu-only " table.txt && grep -q "cpu-rows" table.txt ||
 	{ cat table.txt; echo "FAIL: table lacks arms or columns"; exit 1; }
+grep -q "x sync" table.txt && { cat table.txt; echo "FAIL: a summary without overlap+stream"; exit 1; }
+"$COLI" bench stream -m tiny.coli --gpu sim --rounds 1 --warmup 0 --tokens 2 --disk-mib 1 \
+	--read-mib 16 --arms sync,overlap+stream >table.txt 2>/dev/null || { echo "table output failed"; exit 1; }
+grep -Eq "^overlap\+stream: [0-9.]+x sync; [0-9.]+ of the ideal bound, [0-9.]+ of the path bound$" table.txt ||
+	{ cat table.txt; echo "FAIL: no summary line"; exit 1; }
 "$COLI" bench stream -m tiny.coli --gpu sim --arms fast >/dev/null 2>err.txt && { echo "FAIL: unknown arm accepted"; exit 1; }
 grep -q "unknown arm 'fast'" err.txt || { cat err.txt; echo "FAIL: unknown arm: message"; exit 1; }
 exit 0
