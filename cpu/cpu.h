@@ -150,8 +150,7 @@ void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n
  * block issues its devices' work beside the CPU rows' first round). The
  * tasks are claimed dynamically, so give more tasks than threads. */
 void coli_cpu_pool_run_beside(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks),
-                              void *arg, int n_tasks, void (*side)(void *side_arg),
-                              void *side_arg);
+                              void *arg, int n_tasks, void (*side)(void *side_arg), void *side_arg);
 
 /* GEMV/GEMM split across the pool by row ranges (pool may be NULL). */
 void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, float *y);

@@ -164,12 +164,13 @@ static __device__ __forceinline__ int2 tile_origin(const struct coli_gpu_gemm_jo
  * the blocks b % 4 == g: leaves 4g..4g+3 of the canonical tree's second
  * level, lanes g, g + 8, g + 4, g + 12 in leaf order. A warp folds them with
  * acc in registers and the partial sums that wait (p1, p2) in shared memory,
- * each thread its own column (p1 in registers for the narrower tiles); the
- * groups' sums l[0..3] meet in shared memory at the end (h = 2, then h = 1).
- * Each group's 4 warps tile the CTA's BM rows x BN tokens with warp tiles of
- * 32 rows x WT tokens: wide 64 x 64 as 2 x 2 tiles of 32 x 32, 64 x 32 as
- * 2 x 1 tiles of 32 x 16, 128 x 16 as 4 x 1 tiles of 32 x 16. A K step stages four blocks, the next
- * one of each group (a group with fewer blocks stops earlier). */
+ * each thread its own row of them (part(); p1 in registers for the narrower
+ * tiles); the groups' sums l[0..3] meet in shared memory at the end (h = 2,
+ * then h = 1). Each group's 4 warps tile the CTA's BM rows x BN tokens with
+ * warp tiles of 32 rows x WT tokens: wide 64 x 64 as 2 x 2 tiles of
+ * 32 x 32, 64 x 32 as 2 x 1 tiles of 32 x 16, 128 x 16 as 4 x 1 tiles of
+ * 32 x 16. A K step stages four blocks, the next one of each group (a group
+ * with fewer blocks stops earlier). */
 #define QTHREADS COLI_GPU_GEMM_THREADS_Q
 
 /* The q8/q4 tile TILE (COLI_GPU_GEMM_TILE_ROWS x _TOKENS): the narrower
@@ -385,7 +386,8 @@ static __device__ __forceinline__ void fold_leaf(int k, float *acc, float *p1r, 
 	const int r = threadIdx.x;
 
 	for (int c = 0; c < N / 4; c++) {
-		float4 *a = (float4 *)&acc[4 * c], *q1 = P1S ? part<N>(p1, r, c) : (float4 *)&p1r[4 * c];
+		float4 *a = (float4 *)&acc[4 * c],
+		       *q1 = P1S ? part<N>(p1, r, c) : (float4 *)&p1r[4 * c];
 
 		if (!(k & 1))
 			*q1 = *a;
@@ -483,7 +485,8 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 	__syncthreads();
 	if (grp < 2)
 		for (int c = 0; c < NOUT / 4; c++)
-			*(float4 *)&acc[4 * c] = add4(*(float4 *)&acc[4 * c], *part<NOUT>(p2, tid, c));
+			*(float4 *)&acc[4 * c] =
+			    add4(*(float4 *)&acc[4 * c], *part<NOUT>(p2, tid, c));
 	if (grp == 1) /* into group 2's rows, idle now (group 0 still reads its own) */
 		for (int c = 0; c < NOUT / 4; c++)
 			*part<NOUT>(p2, tid + 128, c) = *(float4 *)&acc[4 * c];

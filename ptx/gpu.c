@@ -140,11 +140,12 @@ static int get_functions(coli_gpu_t *g)
 		r = g->cu->FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 		                            COLI_GPU_GEMM_SMEM_Q(q4, 0));
 		if (r != CUDA_SUCCESS) {
-			const int s1 = COLI_GPU_GEMM_SMEM_Q(q4, 1), s2 = COLI_GPU_GEMM_SMEM_Q(q4, 2);
+			const int s1 = COLI_GPU_GEMM_SMEM_Q(q4, 1),
+			          s2 = COLI_GPU_GEMM_SMEM_Q(q4, 2);
 
 			g->gemm_wide_no = 1;
-			r = g->cu->FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-			                            s1 > s2 ? s1 : s2);
+			r = g->cu->FuncSetAttribute(
+			    *f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, s1 > s2 ? s1 : s2);
 		}
 		CK(r, name);
 	}
@@ -662,8 +663,8 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		memcpy(inl.j, g->gjobs_host, sizeof(*jobs) * n_jobs);
 		args[0] = &inl;
 		args[1] = &n_jobs;
-		return coli_gpu_launch(g, g->f_gemm_inl[dtype], (unsigned)tiles, 1, 1, threads, smem,
-		                       args, "cuLaunchKernel(gemm)");
+		return coli_gpu_launch(g, g->f_gemm_inl[dtype], (unsigned)tiles, 1, 1, threads,
+		                       smem, args, "cuLaunchKernel(gemm)");
 	}
 	/* a long table: every CTA binary-searches it, so it goes to device
 	 * memory, pulled by the SMs from the mapped job ring (coli_pull, after

@@ -147,10 +147,10 @@ struct coli_gpu {
 	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */
 	CUfunction f_gemv[10];      /* indexed by enum coli_dtype */
 	CUfunction f_gemv_inl[10];  /* the same, job table in the parameters */
-	CUfunction f_gemm[10];     /* tensor-core GEMM (ptx/gemm.cu), same index */
-	CUfunction f_gemm_inl[10]; /* the same, job table in the parameters */
-	int gemm_bn;      /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
-	int gemm_wide_no; /* the GPU refused the wide q8/q4 tile's shared memory */
+	CUfunction f_gemm[10];      /* tensor-core GEMM (ptx/gemm.cu), same index */
+	CUfunction f_gemm_inl[10];  /* the same, job table in the parameters */
+	int gemm_bn;                /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
+	int gemm_wide_no;           /* the GPU refused the wide q8/q4 tile's shared memory */
 	CUfunction f_silu, f_actq, f_siluq, f_pull;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
 	CUfunction f_argmax, f_gather;

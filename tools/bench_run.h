@@ -43,9 +43,9 @@ struct arm {
 	double win_ms[3], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
 	struct bench_bytes bytes;
 	struct bench_bound bound;
-	struct bench_bound ideal; /* stream: host bytes split so CPU and PCIe finish together */
+	struct bench_bound ideal;     /* stream: host bytes split so CPU and PCIe finish together */
 	struct bench_bound moe_ideal; /* stream: the same over the expert bytes alone */
-	double path_s; /* stream: the token's non-MoE time as measured + moe_ideal */
+	double path_s;                /* stream: the token's non-MoE time as measured + moe_ideal */
 };
 
 struct run {

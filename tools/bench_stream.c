@@ -188,9 +188,9 @@ static void print_summary(const struct run *R)
 	const struct arm *sync = arm_named(R, "sync"), *os = arm_named(R, "overlap+stream");
 
 	if (sync && os && sync->tok_s > 0)
-		printf("overlap+stream: %.2fx sync; %.2f of the ideal bound, %.2f of the path bound\n",
-		       os->tok_s / sync->tok_s, os->tok_s * os->ideal.bound_s,
-		       os->tok_s * os->path_s);
+		printf(
+		    "overlap+stream: %.2fx sync; %.2f of the ideal bound, %.2f of the path bound\n",
+		    os->tok_s / sync->tok_s, os->tok_s * os->ideal.bound_s, os->tok_s * os->path_s);
 }
 
 void bench_stream_table(struct run *R)
