@@ -43,11 +43,13 @@
  * elements) is finished in scalar code on the stored lanes; the fold is the
  * canonical tree.
  *
- * Q4_0 decode (coli_gemv, one activation) has its own path, gemv_q4: the
- * rearranged activation, 8*qsum and dx are prepared once per call (on the
- * stack, K <= 16384), the row's lanes stay in q4_group's order (its scales
- * are shuffled to match instead of permuting the sums), and rows run one at
- * a time as one sequential, software-prefetched stream.
+ * Decode (one activation: coli_gemv, and coli_gemm at S = 1, which is how the
+ * forward pass calls it) has its own paths. gemv_q4: the rearranged
+ * activation, 8*qsum and dx are prepared once per call (on the stack, K <=
+ * 16384), the row's lanes stay in q4_group's order (its scales are shuffled
+ * to match instead of permuting the sums); gemv_q8: the tile path's group
+ * on one row. Both run rows one at a time as one sequential,
+ * software-prefetched stream.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -559,6 +561,56 @@ static void gemv_q4(const struct coli_mat *w, const struct coli_act *x, float *y
 		y[r - row0] = q4_row(w, &p, x, r);
 }
 
+/* ---------------- Q8_0 decode GEMV (one activation) ----------------
+ *
+ * The same single-stream shape as gemv_q4: rows one at a time, each a
+ * sequential, software-prefetched stream of quants, blocks in order
+ * (q8_group gives the block sums in block order, so nothing is permuted).
+ * Nothing of the activation can be prepared once: the sign trick needs the
+ * row's weights. Every fp32 operation is the tile path's. */
+
+/* y[0] = row r against x. */
+INLINE float q8_row(const struct coli_mat *w, const struct coli_act *x, int r)
+{
+	const int nb = w->cols / COLI_QBLOCK, nb8 = nb & ~7;
+	const int8_t *wq = (const int8_t *)w->data + (size_t)r * nb * 32;
+	const uint16_t *dw = w->scales + (size_t)r * nb;
+	__m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+	__m256i aw[8];
+	int b = 0;
+
+	for (; b < nb8; b += 8) {
+		/* 2 KiB ahead in the quant stream (the next rows follow) */
+		const char *pf = (const char *)(wq + b * 32) + 2048;
+
+#pragma GCC unroll 4
+		for (int l = 0; l < 256; l += 64)
+			_mm_prefetch(pf + l, _MM_HINT_T0);
+		q8_abs(wq + b * 32, aw);
+		__m256i sum = q8_group(wq + b * 32, aw, x->q + b * 32);
+		__m256 sc = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + b))),
+		                          _mm256_loadu_ps(x->d + b));
+		acc[(b >> 3) & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), sc, acc[(b >> 3) & 1]);
+	}
+	if (b == nb)
+		return fold2(acc[0], acc[1]);
+	float l[16];
+	_mm256_storeu_ps(l, acc[0]);
+	_mm256_storeu_ps(l + 8, acc[1]);
+	for (int k = b; k < nb; k++) {
+		float sc = coli_fp16_to_f32(dw[k]) * x->d[k];
+		l[k % 16] = fmaf((float)block_sum1(COLI_DTYPE_Q8_0, wq, x->q, k), sc, l[k % 16]);
+	}
+	return coli_lanes_fold(l);
+}
+
+static void gemv_q8(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+                    int row1)
+{
+	for (int r = row0; r < row1; r++)
+		y[r - row0] = q8_row(w, x, r);
+}
+
 /* ---------------- entry points ---------------- */
 
 void coli_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
@@ -575,7 +627,7 @@ void coli_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y
 		gemv_float(COLI_DTYPE_BF16, w, x->f, y, row0, row1);
 		return;
 	case COLI_DTYPE_Q8_0:
-		gemm_q8(w, x, 1, y, 0, row0, row1);
+		gemv_q8(w, x, y, row0, row1);
 		return;
 	case COLI_DTYPE_Q4_0:
 		gemv_q4(w, x, y, row0, row1);
@@ -589,11 +641,16 @@ void coli_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y
 void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                     int row0, int row1)
 {
+	/* one activation (a decode step): the decode GEMVs, 1.6-1.8x the tile
+	 * path on a Zen 3 (docs/perf/kernels.md) */
 	if (w->dtype == COLI_DTYPE_Q8_0) {
-		gemm_q8(w, x, S, y, (size_t)ldy, row0, row1);
+		if (S == 1)
+			gemv_q8(w, x, y, row0, row1);
+		else
+			gemm_q8(w, x, S, y, (size_t)ldy, row0, row1);
 		return;
 	}
-	if (w->dtype == COLI_DTYPE_Q4_0) { /* one activation: the decode GEMV (1.8x the tile path) */
+	if (w->dtype == COLI_DTYPE_Q4_0) {
 		if (S == 1)
 			gemv_q4(w, x, y, row0, row1);
 		else
