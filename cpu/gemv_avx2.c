@@ -561,6 +561,26 @@ static void gemv_q4(const struct coli_mat *w, const struct coli_act *x, float *y
 		y[r - row0] = q4_row(w, &p, x, r);
 }
 
+/* Q4_0 at S > 1: blocks of Q4_RB rows (32 KiB of quants at K = 2048) stay
+ * in L2 while every activation passes over them with the decode GEMV (its
+ * activation prepared once per block). */
+#define Q4_RB 32
+
+static void gemm_q4_blocked(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+                            size_t ldy, int row0, int row1)
+{
+	if ((w->cols / COLI_QBLOCK & ~7) > Q4_PREP_BLOCKS) {
+		gemm_q4(w, x, S, y, ldy, row0, row1);
+		return;
+	}
+	for (int r = row0; r < row1; r += Q4_RB) {
+		int r1 = r + Q4_RB < row1 ? r + Q4_RB : row1;
+
+		for (int s = 0; s < S; s++)
+			gemv_q4(w, &x[s], y + (size_t)s * ldy + (r - row0), r, r1);
+	}
+}
+
 /* ---------------- Q8_0 decode GEMV (one activation) ----------------
  *
  * The same single-stream shape as gemv_q4: rows one at a time, each a
@@ -654,7 +674,7 @@ void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, f
 		if (S == 1)
 			gemv_q4(w, x, y, row0, row1);
 		else
-			gemm_q4(w, x, S, y, (size_t)ldy, row0, row1);
+			gemm_q4_blocked(w, x, S, y, (size_t)ldy, row0, row1);
 		return;
 	}
 	for (int r = row0; r < row1; r += COLI_GEMM_ROWS) {
