@@ -49,7 +49,9 @@
  * 16384), the row's lanes stay in q4_group's order (its scales are shuffled
  * to match instead of permuting the sums); gemv_q8: the tile path's group
  * on one row. Both run rows one at a time as one sequential,
- * software-prefetched stream.
+ * software-prefetched stream. Q4_0 at S > 1 (K <= 16384) uses gemv_q4 too,
+ * over blocks of rows kept in L2 for every activation: the tile path above
+ * was slower per activation (gemm_q4_blocked).
  */
 #include <immintrin.h>
 #include <math.h>
