@@ -267,6 +267,25 @@ static int32_t block_sum1(enum coli_dtype dt, const void *wrow, const int8_t *xq
 	return s;
 }
 
+/* A quantized row's result from its lanes acc0 (0..7) and acc1 (8..15), in
+ * block order, after blocks [0, b): blocks b..nb-1 (fewer than 8) in scalar
+ * code on the stored lanes, then the canonical fold. */
+INLINE float finish_row(enum coli_dtype dt, __m256 acc0, __m256 acc1, const void *wrow,
+                        const uint16_t *dw, const struct coli_act *x, int b, int nb)
+{
+	float l[16];
+
+	if (b == nb)
+		return fold2(acc0, acc1);
+	_mm256_storeu_ps(l, acc0);
+	_mm256_storeu_ps(l + 8, acc1);
+	for (int k = b; k < nb; k++) {
+		float sc = coli_fp16_to_f32(dw[k]) * x->d[k];
+		l[k % 16] = fmaf((float)block_sum1(dt, wrow, x->q, k), sc, l[k % 16]);
+	}
+	return coli_lanes_fold(l);
+}
+
 /* One tile's view of a quantized matrix. */
 struct qtile {
 	const uint8_t *wrow[QROWS]; /* quants of row r+i at block 0 */
@@ -367,22 +386,9 @@ INLINE void quant_tile(const enum coli_dtype dt, const struct coli_mat *w, const
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++) {
 #pragma GCC unroll 4
-		for (int s = 0; s < T; s++) {
-			float *out = y + (size_t)s * ldy + i;
-			if (b == nb) {
-				*out = fold2(acc0[i][s], acc1[i][s]);
-				continue;
-			}
-			float l[16];
-			_mm256_storeu_ps(l, acc0[i][s]);
-			_mm256_storeu_ps(l + 8, acc1[i][s]);
-			for (int k = b; k < nb; k++) {
-				float sc = coli_fp16_to_f32(t.dw[i][k]) * x[s].d[k];
-				l[k % 16] = fmaf((float)block_sum1(dt, t.wrow[i], x[s].q, k), sc,
-				                 l[k % 16]);
-			}
-			*out = coli_lanes_fold(l);
-		}
+		for (int s = 0; s < T; s++)
+			y[(size_t)s * ldy + i] = finish_row(dt, acc0[i][s], acc1[i][s], t.wrow[i],
+			                                    t.dw[i], &x[s], b, nb);
 	}
 }
 
@@ -536,16 +542,7 @@ INLINE float q4_row(const struct coli_mat *w, const struct q4_prep *p, const str
 	}
 	acc0 = _mm256_permutevar8x32_ps(acc0, unperm);
 	acc1 = _mm256_permutevar8x32_ps(acc1, unperm);
-	if (b == nb)
-		return fold2(acc0, acc1);
-	float l[16];
-	_mm256_storeu_ps(l, acc0);
-	_mm256_storeu_ps(l + 8, acc1);
-	for (int k = b; k < nb; k++) {
-		float sc = coli_fp16_to_f32(dw[k]) * x->d[k];
-		l[k % 16] = fmaf((float)block_sum1(COLI_DTYPE_Q4_0, wq, x->q, k), sc, l[k % 16]);
-	}
-	return coli_lanes_fold(l);
+	return finish_row(COLI_DTYPE_Q4_0, acc0, acc1, wq, dw, x, b, nb);
 }
 
 static void gemv_q4(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
@@ -610,20 +607,12 @@ INLINE float q8_row(const struct coli_mat *w, const struct coli_act *x, int r)
 			_mm_prefetch(pf + l, _MM_HINT_T0);
 		q8_abs(wq + b * 32, aw);
 		__m256i sum = q8_group(wq + b * 32, aw, x->q + b * 32);
-		__m256 sc = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + b))),
-		                          _mm256_loadu_ps(x->d + b));
+		__m256 sc =
+		    _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + b))),
+		                  _mm256_loadu_ps(x->d + b));
 		acc[(b >> 3) & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), sc, acc[(b >> 3) & 1]);
 	}
-	if (b == nb)
-		return fold2(acc[0], acc[1]);
-	float l[16];
-	_mm256_storeu_ps(l, acc[0]);
-	_mm256_storeu_ps(l + 8, acc[1]);
-	for (int k = b; k < nb; k++) {
-		float sc = coli_fp16_to_f32(dw[k]) * x->d[k];
-		l[k % 16] = fmaf((float)block_sum1(COLI_DTYPE_Q8_0, wq, x->q, k), sc, l[k % 16]);
-	}
-	return coli_lanes_fold(l);
+	return finish_row(COLI_DTYPE_Q8_0, acc[0], acc[1], wq, dw, x, b, nb);
 }
 
 static void gemv_q8(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
