@@ -251,6 +251,30 @@ static double med_of(struct arm *a, int n, size_t off)
 	return bench_median(v, n);
 }
 
+/* DESIGN.md's T_ram >= B_ram / (BW_cpu + BW_pcie): the host's expert bytes
+ * split between CPU rows and streaming so both finish together, VRAM
+ * experts at the HBM rate; with_dense: the dense part's bytes too, where
+ * they are read. With a simulated device (or none) every byte is a CPU
+ * byte. */
+static void ideal_bound(const struct run *R, const struct arm *a, const struct bench_bw *bw,
+                        int sim, int with_dense, struct bench_bound *out)
+{
+	const double dense = with_dense ? a->dense_b : 0;
+	struct bench_bytes b = {{0}};
+	struct bench_bw w = *bw;
+
+	b.b[BENCH_TERM_CPU] = a->tier_b[COLI_TIER_RAM] + a->tier_b[COLI_TIER_DISK];
+	b.b[BENCH_TERM_DISK] = a->tier_b[COLI_TIER_DISK];
+	if (!sim && R->have_gpu) {
+		b.b[BENCH_TERM_CPU] += a->dense_dev ? 0 : dense;
+		b.b[BENCH_TERM_HBM] = a->tier_b[COLI_TIER_VRAM] + (a->dense_dev ? dense : 0);
+		w.cpu_gbs = bw->cpu_gbs + bw->pcie_gbs;
+	} else {
+		b.b[BENCH_TERM_CPU] += dense + a->tier_b[COLI_TIER_VRAM];
+	}
+	bench_bound(&b, &w, out);
+}
+
 static void summarize(struct run *R, struct arm *a)
 {
 	int n = R->rounds;
@@ -308,20 +332,10 @@ static void summarize(struct run *R, struct arm *a)
 		a->bytes.b[BENCH_TERM_DISK] = a->tier_b[COLI_TIER_DISK];
 	}
 	bench_bound(&a->bytes, &bw, &a->bound);
-	/* DESIGN.md's T_ram >= B_ram / (BW_cpu + BW_pcie): the host's expert bytes
-	 * split between CPU rows and streaming so both finish together */
 	a->ideal = a->bound;
-	if (R->stream && !sim && R->have_gpu) {
-		struct bench_bytes b = a->bytes;
-		struct bench_bw w = bw;
-
-		b.b[BENCH_TERM_CPU] = (a->dense_dev ? 0 : a->dense_b) + a->tier_b[COLI_TIER_RAM] +
-		                      a->tier_b[COLI_TIER_DISK];
-		b.b[BENCH_TERM_PCIE] = 0;
-		b.b[BENCH_TERM_HBM] = a->tier_b[COLI_TIER_VRAM] + (a->dense_dev ? a->dense_b : 0);
-		w.cpu_gbs = bw.cpu_gbs + bw.pcie_gbs;
-		bench_bound(&b, &w, &a->ideal);
-	}
+	if (!R->stream)
+		return;
+	ideal_bound(R, a, &bw, sim, 1, &a->ideal);
 	/* The path bound. A decode token is a chain: a layer's attention and
 	 * router come before its experts, its experts before the next layer,
 	 * so the part of the token outside the MoE phase (as this arm measured
@@ -330,25 +344,12 @@ static void summarize(struct run *R, struct arm *a)
 	 * expert bytes alone). Copies issued ahead of the routing could still
 	 * hide under the chain, so this is not a floor: it is what the MoE
 	 * machinery is measured against. */
-	if (R->stream) {
-		struct bench_bytes b = {{0}};
-		struct bench_bw w = bw;
-
-		b.b[BENCH_TERM_CPU] = a->tier_b[COLI_TIER_RAM] + a->tier_b[COLI_TIER_DISK];
-		b.b[BENCH_TERM_DISK] = a->tier_b[COLI_TIER_DISK];
-		if (sim)
-			b.b[BENCH_TERM_CPU] += a->tier_b[COLI_TIER_VRAM];
-		else if (R->have_gpu) {
-			b.b[BENCH_TERM_HBM] = a->tier_b[COLI_TIER_VRAM];
-			w.cpu_gbs = bw.cpu_gbs + bw.pcie_gbs;
-		}
-		bench_bound(&b, &w, &a->moe_ideal);
-		a->path_s = 0;
-		if (a->tok_s > 0)
-			a->path_s = 1.0 / a->tok_s - a->phase_ms[1] / 1e3 + a->moe_ideal.bound_s;
-		if (a->path_s < a->moe_ideal.bound_s) /* the MoE phase timed past the token */
-			a->path_s = a->moe_ideal.bound_s;
-	}
+	ideal_bound(R, a, &bw, sim, 0, &a->moe_ideal);
+	a->path_s = 0;
+	if (a->tok_s > 0)
+		a->path_s = 1.0 / a->tok_s - a->phase_ms[1] / 1e3 + a->moe_ideal.bound_s;
+	if (a->path_s < a->moe_ideal.bound_s) /* the MoE phase timed past the token */
+		a->path_s = a->moe_ideal.bound_s;
 }
 
 /* ---- output ---- */
