@@ -150,8 +150,9 @@ int coli_tiers_ready(struct coli_engine *e);
 void coli_tiers_release(struct coli_engine *e);
 void coli_tiers_layer_end(struct coli_engine *e, int l);
 /* Lookahead's entry: experts predicted for MoE layer l_next (ascending, mask
- * over n_experts); reads are issued for misses as prefetches. */
-void coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char *mask);
+ * over n_experts); reads are issued for misses as prefetches. Returns the
+ * reads issued. */
+int coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char *mask);
 /* Pin a slab already in RAM for a device copy (NULL if it is not); unpin when
  * the copy has landed. */
 const void *coli_tiers_pin_ready(struct coli_engine *e, int l, int ex, int *slot);
@@ -178,6 +179,8 @@ void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st);
 /* core/lookahead.c: after layer l's routing, guess layer l+1's experts from
  * the current normed hidden state and prefetch them. */
 void coli_lookahead(struct coli_engine *e, int l, int T);
+/* Whether the guess for MoE layer n is worth its router GEMV this call. */
+int coli_lookahead_wanted(const struct coli_engine *e, int n);
 
 struct coli_engine {
 	struct coli_opts opts;
@@ -224,6 +227,7 @@ struct coli_engine {
 	int n_devs;
 	unsigned char *pred_mask; /* [n_experts] lookahead's guess for layer pred_l */
 	int pred_l;               /* -1: no guess pending */
+	unsigned char *la_idle;   /* [n_layers] guesses in a row that read nothing */
 	void *xfer;    /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
 	                * sel, selw, fast_sel, guess */
 	int *fast_sel; /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on

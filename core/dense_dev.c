@@ -217,7 +217,7 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	dd->full = calloc((size_t)c->n_layers, 1);
 	dd->part = calloc((size_t)c->n_layers, 1);
 	dd->fast_T = calloc((size_t)c->n_layers, sizeof(int));
-	dd->seg = calloc((size_t)c->n_layers * COLI_GPU_MAX_S, sizeof(*dd->seg));
+	dd->seg = calloc((size_t)c->n_layers * COLI_GPU_MAX_S * 2, sizeof(*dd->seg));
 	if (!rc && (!dd->full || !dd->part || !dd->fast_T || !dd->seg))
 		rc = -ENOMEM;
 	if (rc)
@@ -235,7 +235,7 @@ void coli_dense_dev_close(struct coli_engine *e)
 
 	if (!dd)
 		return;
-	for (int i = 0; dd->seg && i < e->m.cfg.n_layers * COLI_GPU_MAX_S; i++)
+	for (int i = 0; dd->seg && i < e->m.cfg.n_layers * COLI_GPU_MAX_S * 2; i++)
 		coli_dev_graph_free(dd->dev, dd->seg[i].graph);
 	free(dd->seg);
 	for (int i = 0; i < dd->n_allocs; i++)

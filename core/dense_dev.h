@@ -67,7 +67,8 @@ struct coli_dense_dev {
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
 	signed char *part; /* [n_layers] some (full or not): the layer can be preplanned */
 	int *fast_T;       /* [n_layers] tokens of this forward's device-planned layer, or 0 */
-	struct seg *seg;   /* [n_layers][COLI_GPU_MAX_S]: decode layers' captured graphs */
+	struct seg *seg;   /* [n_layers][COLI_GPU_MAX_S][2]: decode layers' captured
+	                    * graphs, without and with the lookahead's guess */
 	struct coli_gpu_gemv_job *jobs;
 	int kmax;
 	uint64_t *allocs; /* every allocation, for release */

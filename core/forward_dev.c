@@ -396,7 +396,7 @@ static int guess_layer(const struct coli_engine *e, int l, int T)
 
 	while (n < c->n_layers && !e->m.layers[n].moe)
 		n++;
-	if (n == c->n_layers || !e->opts.prefetch || !e->tiers ||
+	if (n == c->n_layers || !coli_lookahead_wanted(e, n) ||
 	    (dd->plan_dev >= 0 && dd->full[n] && T <= COLI_GPU_MAX_S))
 		return -1;
 	return n;
@@ -545,14 +545,16 @@ static int use_graphs(const struct coli_engine *e, int T)
 }
 
 /* layer_ops, replayed from a graph captured the first time this layer runs
- * at T tokens (a capture the driver refuses: run directly from then on).
+ * at T tokens, with or without a guess (the lookahead skips idle layers at
+ * most positions: core/lookahead.c), or after its placement changed (a
+ * capture the driver refuses: run directly from then on).
  * The replay reads what changes per token from device memory: the position
  * and ids (dd->ids), the routing and job tables its own kernels write. */
 static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
                      int pend)
 {
 	struct coli_dense_dev *dd = e->dd;
-	struct seg *s = &dd->seg[(size_t)l * COLI_GPU_MAX_S + T - 1];
+	struct seg *s = &dd->seg[((size_t)l * COLI_GPU_MAX_S + T - 1) * 2 + (gn >= 0)];
 	int rc;
 
 	if (!use_graphs(e, T))

@@ -31,17 +31,34 @@ static int next_moe_layer(const struct coli_engine *e, int l)
 	return -1;
 }
 
+/* A guess costs the next router's GEMV (on the CPU, or in the device's chain
+ * before the routing comes back), worth it while it finds slabs to read.
+ * Once IDLE_GUESSES guesses in a row for a layer read nothing (its hot
+ * experts are all in RAM: a model that fits, after its first tokens), the
+ * layer is guessed only at every IDLE_PROBE-th position, and a guess that
+ * reads again resumes it. Always with COLI_STAGE_AHEAD (the devices copy the
+ * guesses). Depends only on state the call does not change before
+ * coli_lookahead runs, so the device's guess_layer and the host agree. */
+#define IDLE_GUESSES 8
+#define IDLE_PROBE   8
+
+int coli_lookahead_wanted(const struct coli_engine *e, int n)
+{
+	if (!e->opts.prefetch || !e->tiers)
+		return 0;
+	return e->opts.stage_ahead || e->la_idle[n] < IDLE_GUESSES || e->pos % IDLE_PROBE == 0;
+}
+
 void coli_lookahead(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int E = c->n_experts, K = c->top_k, next;
+	int E = c->n_experts, K = c->top_k, next = next_moe_layer(e, l);
 	unsigned char mask[E];
 
-	if (!e->opts.prefetch || !e->tiers)
+	if (next < 0 || !coli_lookahead_wanted(e, next)) {
+		e->guess_l = -1; /* a guess the device made for it goes unused */
 		return;
-	next = next_moe_layer(e, l);
-	if (next < 0)
-		return;
+	}
 	double t0 = coli_now_s();
 
 	memset(mask, 0, sizeof(mask));
@@ -80,7 +97,10 @@ void coli_lookahead(struct coli_engine *e, int l, int T)
 		if (d >= 0 && !e->devs[d]->failed)
 			mask[i] = 0;
 	}
-	coli_tiers_prefetch(e, next, mask);
+	if (coli_tiers_prefetch(e, next, mask))
+		e->la_idle[next] = 0;
+	else if (e->la_idle[next] < IDLE_GUESSES)
+		e->la_idle[next]++;
 	memcpy(e->pred_mask, mask, (size_t)E); /* the devices stage these too */
 	e->pred_l = next;
 	e->est.lookahead_s += coli_now_s() - t0;

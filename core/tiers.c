@@ -424,7 +424,7 @@ void coli_tiers_layer_end(struct coli_engine *e, int l)
 	t->step++;
 }
 
-void coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char *mask)
+int coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char *mask)
 {
 	struct coli_tiers *t = e->tiers;
 	int xl = e->m.layers[l_next].xl, nb = 0;
@@ -461,6 +461,7 @@ void coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char 
 		nb = 0;
 	}
 	e->est.prefetch_issued += (uint64_t)nb;
+	return nb;
 }
 
 /* ---- CUDA_RELEASE_HOST ---- */

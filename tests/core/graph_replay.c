@@ -8,7 +8,8 @@
  * engine's greedy tokens for 40 steps; the logits of every step must be byte-identical. Placements:
  * every expert in VRAM (layers planned on the device), a few (host-planned layers with the rest on
  * the CPU), and the same with the VRAM experts preplanned. Asserted too: the graph engine captured
- * each layer once and replayed it at every step. Skips without a GPU.
+ * each layer once (twice for a host-planned layer: with and without the lookahead's guess) and
+ * replayed a graph at every step. Skips without a GPU.
  */
 #include "fixture_util.h"
 #include "io/io.h"
@@ -67,9 +68,13 @@ static int compare(const char *what, const char *path, double vram_gb, int prepl
 		printf("FAIL: %s\n", rc ? "forward failed" : "graph replay changed the logits");
 		rc = 1;
 	}
+	/* a host-planned layer has two graphs once its lookahead idles
+	 * (core/lookahead.c: guessed at every 8th position only) */
 	if (s1.dev_graph_replays - s0.dev_graph_replays != (uint64_t)STEPS * n_layers ||
-	    s1.dev_graph_captures != (uint64_t)n_layers) {
-		printf("FAIL: expected %d replays of %d graphs\n", STEPS * n_layers, n_layers);
+	    s1.dev_graph_captures < (uint64_t)n_layers ||
+	    s1.dev_graph_captures > 2 * (uint64_t)n_layers) {
+		printf("FAIL: expected %d replays of %d to %d graphs\n", STEPS * n_layers, n_layers,
+		       2 * n_layers);
 		rc = 1;
 	}
 	free(lg), free(lk);
