@@ -196,7 +196,7 @@ template <bool Q4, int TILE> struct QTile {
 	struct slot {
 		unsigned char a[BM * ABYTES]; /* weights of one block, [row][ABYTES] */
 		signed char b[BN * 32];       /* activations of one block, [token][32] */
-		unsigned w[BM];               /* the fp16 scale pair holding dw[row][b] */
+		unsigned w[BM];               /* the fp16 scale pair holding dw[row][b]: wperm() */
 		float d[BN];                  /* dx[token][b] */
 		int qs[BN];                   /* qsum[token][b] (q4) */
 	};
@@ -212,6 +212,14 @@ static_assert(sizeof(QTile<false, 1>::smem) == COLI_GPU_GEMM_SMEM_Q(0, 1), "smem
 static_assert(sizeof(QTile<true, 1>::smem) == COLI_GPU_GEMM_SMEM_Q(1, 1), "smem size");
 static_assert(sizeof(QTile<false, 2>::smem) == COLI_GPU_GEMM_SMEM_Q(0, 2), "smem size");
 static_assert(sizeof(QTile<true, 2>::smem) == COLI_GPU_GEMM_SMEM_Q(1, 2), "smem size");
+
+/* Where row r's scale pair sits in a slot's w[]: within each 32 rows, rows
+ * g, g + 8, g + 16, g + 24 side by side, so the 4 a thread needs in a step
+ * (quant_step) are one 16-byte load. */
+static __device__ __forceinline__ int wperm(int r)
+{
+	return (r & ~31) | (r & 7) << 2 | (r >> 3 & 3);
+}
 
 /* One 32-byte row of a stage, 16-byte chunk c, swizzled by (row / 4) % 2. */
 static __device__ __forceinline__ int swz32(int row, int c)
@@ -274,7 +282,7 @@ template <bool Q4, int TILE> struct QuantLoader {
 		if (i < 2 * T::BN)
 			cp16(&sl.b[swz32(i >> 1, i & 1)], x + b * 32, ok & OKX);
 		if (i < T::BM) { /* the 4-byte aligned pair holding element (row, b) */
-			cp4(&sl.w[i], scales + ((e0 + b) & ~1u), ok & OKW);
+			cp4(&sl.w[wperm(i)], scales + ((e0 + b) & ~1u), ok & OKW);
 			if (Q4 && i < T::BN)
 				cp4(&sl.qs[i], qs + b, ok & OKQ);
 		}
@@ -328,13 +336,13 @@ static __device__ __forceinline__ void quant_step(const typename QTile<Q4, TILE>
 	 * the rows of a thread are 8 apart, so par (row * nb of its first row,
 	 * mod 2) holds for all of them */
 	const int sh = ((par ^ b) & 1) * 16;
+	const uint4 pairs = *(const uint4 *)&sl.w[wperm(wm * 32 + g)]; /* rows g + 8 * (2mf + hi) */
+	const unsigned pr[4] = {pairs.x, pairs.y, pairs.z, pairs.w};
 
 	for (int mf = 0; mf < MF; mf++)
-		for (int hi = 0; hi < 2; hi++) {
-			const unsigned pair = sl.w[wm * 32 + mf * 16 + hi * 8 + g];
-
-			dw[mf][hi] = __half2float(__ushort_as_half((unsigned short)(pair >> sh)));
-		}
+		for (int hi = 0; hi < 2; hi++)
+			dw[mf][hi] =
+			    __half2float(__ushort_as_half((unsigned short)(pr[mf * 2 + hi] >> sh)));
 	for (int nf = 0; nf < QN; nf++)
 		for (int k = 0; k < 2; k++) {
 			const int n = wn * T::WT + nf * 8 + 2 * t4 + k;
