@@ -204,6 +204,7 @@ struct coli_opts {
 	int release_host;      /* CUDA_RELEASE_HOST */
 	char route_trace[512]; /* ROUTE_TRACE */
 	int gpu_fail_after;    /* COLI_GPU_FAIL_AFTER (-1 off) */
+	int gpu_fail_dev;      /* COLI_GPU_FAIL_DEV: the device it strikes (-1 every one) */
 	char gpu_fail_at[16];  /* COLI_GPU_FAIL_AT any|launch|copy|sync|alloc: the op that fails */
 	char ptx_fail[8];      /* COLI_PTX_FAIL 90|all: the PTX builds that fail to load */
 	int dev_route;   /* COLI_DEV_ROUTE: route (and plan resident layers) on the dense device */

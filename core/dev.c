@@ -372,14 +372,26 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int
 	*n = 0;
 	if (!strcmp(spec, "off"))
 		return 0;
-	if (!strcmp(spec, "sim")) {
-		rc = coli_dev_sim_open(&devs[0], SIM_MEM_BYTES, sim_latency_us);
-		if (rc) {
-			snprintf(err, errlen, "cannot create the simulated device");
-			return rc;
+	if (!strncmp(spec, "sim", 3)) { /* sim or sim:N — N simulated devices */
+		char *end = NULL;
+		long k = spec[3] == ':' ? strtol(spec + 4, &end, 10) : 1;
+
+		if ((spec[3] && (spec[3] != ':' || *end || end == spec + 4)) || k < 1 || k > max) {
+			snprintf(err, errlen, "--gpu '%s': expected sim or sim:N with N from 1 to %d",
+			         spec, max);
+			return -EINVAL;
 		}
-		devs[0]->fail_after = fail_after;
-		*n = 1;
+		for (int i = 0; i < (int)k; i++) {
+			rc = coli_dev_sim_open(&devs[i], i, SIM_MEM_BYTES, sim_latency_us);
+			if (rc) {
+				for (int j = 0; j < i; j++)
+					coli_dev_close(devs[j]);
+				snprintf(err, errlen, "cannot create the simulated device");
+				return rc;
+			}
+			devs[i]->fail_after = fail_after;
+		}
+		*n = (int)k;
 		return 0;
 	}
 	if (!strcmp(spec, "auto")) {
@@ -396,7 +408,7 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int
 		n_ord = parse_list(spec, ord, max < 16 ? max : 16);
 		if (n_ord <= 0) {
 			snprintf(err, errlen,
-			         "--gpu '%s': expected auto, off, sim or a list like 0,1", spec);
+			         "--gpu '%s': expected auto, off, sim, sim:N or a list like 0,1", spec);
 			return -EINVAL;
 		}
 	}

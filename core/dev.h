@@ -221,6 +221,6 @@ int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, i
 /* flags: coli_gpu_open's (COLI_GPU_FAIL_JIT_*: fault injection) */
 int coli_dev_gpu_open(int ordinal, int pdl, unsigned flags, struct coli_dev **out, char *err,
                       size_t errlen);
-int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes, int latency_us);
+int coli_dev_sim_open(struct coli_dev **out, int index, size_t mem_bytes, int latency_us);
 
 #endif

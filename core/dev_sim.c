@@ -519,7 +519,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .gemv_table = s_gemv_table,
 };
 
-int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes, int latency_us)
+int coli_dev_sim_open(struct coli_dev **out, int index, size_t mem_bytes, int latency_us)
 {
 	struct coli_dev *d = calloc(1, sizeof(*d));
 	struct sim *s = calloc(1, sizeof(*s));
@@ -534,7 +534,8 @@ int coli_dev_sim_open(struct coli_dev **out, size_t mem_bytes, int latency_us)
 	d->ops = &g_sim_ops;
 	d->impl = s;
 	d->fail_after = -1;
-	snprintf(d->name, sizeof(d->name), "sim:0 (host memory)");
+	d->index = index;
+	snprintf(d->name, sizeof(d->name), "sim:%d (host memory)", index);
 	*out = d;
 	return 0;
 }

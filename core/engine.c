@@ -275,6 +275,9 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	for (int i = 0; i < e->n_devs; i++) {
 		const char *at = e->opts.gpu_fail_at;
 
+		if (e->opts.gpu_fail_dev >= 0 && e->opts.gpu_fail_dev != i)
+			e->devs[i]->fail_after = -1;
+
 		e->devs[i]->fail_at = !strcmp(at, "launch")  ? COLI_FAIL_AT_LAUNCH
 		                      : !strcmp(at, "sync")  ? COLI_FAIL_AT_SYNC
 		                      : !strcmp(at, "copy")  ? COLI_FAIL_AT_COPY

@@ -33,7 +33,7 @@ static const struct opt_row g_opts[] = {
     {"--vram-gb", "COLI_VRAM_GB", OPT_DOUBLE, F(vram_gb), "-1",
      "GPU memory for resident experts in GB (-1: what the device has free); "
      "staging slots come on top"},
-    {"--gpu", "COLI_GPU", OPT_STR, F(gpu), "auto", "auto | off | sim | device list (0,1)"},
+    {"--gpu", "COLI_GPU", OPT_STR, F(gpu), "auto", "auto | off | sim | sim:N (N simulated devices) | device list (0,1)"},
     {"--threads", "COLI_THREADS", OPT_INT, F(threads), "0", "CPU threads (0: all online CPUs)"},
     {"--ctx", "COLI_CTX", OPT_INT, F(ctx), "0",
      "KV cache length in tokens (0: the model's, at most 4096)"},
@@ -66,6 +66,8 @@ static const struct opt_row g_opts[] = {
      "write routed experts per position and layer to FILE"},
     {NULL, "COLI_GPU_FAIL_AFTER", OPT_INT, F(gpu_fail_after), "-1",
      "fault injection: fail a device after N launches or syncs"},
+    {NULL, "COLI_GPU_FAIL_DEV", OPT_INT, F(gpu_fail_dev), "-1",
+     "fault injection: the device (its index in --gpu) that fails (-1: every device)"},
     {NULL, "COLI_DEV_PREPLAN", OPT_INT, F(dev_preplan), "0",
      "start a partly resident MoE layer's VRAM experts on the dense device before the host "
      "plans the rest (1; off until measured on a GPU)"},

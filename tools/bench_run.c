@@ -308,7 +308,7 @@ static void summarize(struct run *R, struct arm *a)
 	}
 
 	struct bench_bw bw = {.cpu_gbs = a->host_gbs, .disk_gbs = R->disk_med};
-	int sim = !strcmp(a->opts.gpu, "sim");
+	int sim = !strncmp(a->opts.gpu, "sim", 3);
 
 	memset(&a->bytes, 0, sizeof(a->bytes));
 	/* The CPU reads the dense part (when it runs there) and every slab it

@@ -130,7 +130,7 @@ int bench_stream_setup(struct run *R)
 
 	if (!R->n_moe_layers || R->expert_total_bytes <= 0)
 		return tool_err("bench", "stream: %s has no routed experts", R->model);
-	if (strcmp(R->base.gpu, "sim")) {
+	if (strncmp(R->base.gpu, "sim", 3)) {
 		const char *why = "";
 
 		if (!strcmp(R->base.gpu, "off") || coli_ptx_probe(&why) <= 0)
@@ -212,7 +212,7 @@ void bench_stream_table(struct run *R)
 	if (R->disk_mib)
 		printf("disk %.2f GB/s (%s); ", R->disk_med,
 		       R->disk.direct ? "O_DIRECT" : "BUFFERED");
-	if (R->have_gpu && strcmp(R->base.gpu, "sim"))
+	if (R->have_gpu && strncmp(R->base.gpu, "sim", 3))
 		printf("GPU 0: pinned H2D %.1f GB/s, device memory %.0f GB/s\n\n", R->gpu.pcie_gbs,
 		       R->gpu.hbm_gbs);
 	else

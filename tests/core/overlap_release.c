@@ -4,10 +4,11 @@
  *
  * The trained demo model (skewed routing, so the VRAM tier adapts) at q4 and
  * q8: its prompt, one batched prefill, then 256 greedy tokens with every
- * expert on the CPU are the reference (all logits kept). Then, on the
- * simulated device always and on GPU 0 when this machine has one (make
- * test-gpu), with the dense part on the CPU so every device launch is an
- * expert launch:
+ * expert on the CPU are the reference (all logits kept). Then, on one
+ * simulated device and on two (sim:2) always, and on GPU 0 and GPUs 0 and 1
+ * where this machine has them (make test-gpu), with the dense part on the CPU
+ * so every device launch is an expert launch (with two devices, each gets
+ * half of a case's VRAM fraction and the first is the one that fails):
  *
  *   overlap on and off (COLI_GROUP_ASYNC 1 / 0), streaming off, auto and only,
  *   at VRAM budgets of none, a fifth (experts swapped in between tokens),
@@ -129,12 +130,15 @@ static int run(const struct model *m, const struct coli_opts *o, int steps, stru
 
 static int check(const struct model *m, const char *gpu, const struct cfg *c, struct run *got)
 {
-	double vram_gb = c->vram_frac < 0 ? -1 : c->vram_frac * m->expert_bytes / 1e9;
-	int fa = c->fail == NONE ? -1 : FAIL_AFTER, fails = 0;
+	/* a budget is a device's: with several, the fraction is split over them */
+	int n_dev = !strcmp(gpu, "sim:2") || !strcmp(gpu, "0,1") ? 2 : 1;
+	double vram_gb = c->vram_frac < 0 ? -1 : c->vram_frac * m->expert_bytes / 1e9 / n_dev;
+	int fa = c->fail == NONE ? -1 : FAIL_AFTER / n_dev, fails = 0; /* a device's ops */
 	struct coli_opts o;
 	const struct coli_engine_stats *s = &got->st;
 
 	opts_for(&o, gpu, c, vram_gb, fa);
+	o.gpu_fail_dev = 0; /* of two, the first (the hottest experts) fails; the second carries on */
 	if (run(m, &o, STEPS, got))
 		return 1;
 	if (memcmp(got->logits, m->ref, sizeof(float) * (size_t)(m->n + STEPS) * m->V) ||
@@ -205,8 +209,9 @@ int main(void)
 	    {"release, fail at a copy, only 1/2", 0.5, "only", 1, 1, AT_COPY},
 	};
 	enum coli_dtype quants[] = {COLI_DTYPE_Q4_0, COLI_DTYPE_Q8_0};
-	const char *why, *devs[2] = {"sim", "0"};
-	int n_devs = coli_ptx_probe(&why) > 0 ? 2 : 1, fails = 0, runs = 0, n;
+	const char *why, *devs[4] = {"sim", "sim:2", "0", "0,1"};
+	int n_gpus = coli_ptx_probe(&why), fails = 0, runs = 0, n;
+	int n_devs = n_gpus >= 2 ? 4 : n_gpus > 0 ? 3 : 2;
 	int *ids = fx_read_ints(FIXTURE, "ids.txt", &n);
 
 	setvbuf(stdout, NULL, _IOLBF, 0); /* lines whole among the engine's stderr */
@@ -214,8 +219,8 @@ int main(void)
 		printf("no %s fixture under %s\n", FIXTURE, fx_root());
 		return 1;
 	}
-	if (n_devs == 1)
-		printf("no GPU (%s): simulated device only\n", why);
+	if (n_gpus <= 0)
+		printf("no GPU (%s): simulated devices only\n", why);
 	for (int q = 0; q < 2; q++) {
 		struct model m = {.ids = ids, .n = n, .quant = coli_dtype_name(quants[q])};
 		struct run ref = {0}, got = {0};

@@ -3,8 +3,10 @@
  *
  * For every fixture in bf16, q8 and q4: teacher-forced logits of the prompt
  * (one batched prefill) and 12 greedy decode steps with every expert on the
- * CPU are the reference. Then the same with experts on a device — the
- * simulated one always, and GPU 0 when this machine has one — at VRAM budgets
+ * CPU are the reference. Then the same with experts on devices — one
+ * simulated device and two (`sim:2`: experts spread over both, the dense
+ * part on the first) always, GPU 0 when this machine has one and GPUs 0 and
+ * 1 when it has two — at VRAM budgets (a device's)
  * of nothing, a few slabs, about half, and everything, and with injected
  * device failures after 0, 2, 3, 4 and 9 launches or syncs (a layer queues 3
  * or 4 launches then syncs, so these fail at issue and at take). Every run must give byte-identical
@@ -103,12 +105,14 @@ int main(void)
 	int nf = fx_list(names, MAX_FIXTURES), fails = 0, runs = 0;
 	uint64_t planned = 0, preplanned = 0; /* the device-planned paths were taken */
 	const char *why;
-	const char *devs[2] = {"sim", "0"};
-	int n_devs = coli_ptx_probe(&why) > 0 ? 2 : 1;
+	/* one simulated device, two (experts spread over both, the dense part
+	 * on the first), GPU 0, and GPUs 0 and 1 where there are two */
+	const char *devs[4] = {"sim", "sim:2", "0", "0,1"};
+	int n_gpus = coli_ptx_probe(&why), n_devs = n_gpus >= 2 ? 4 : n_gpus > 0 ? 3 : 2;
 	enum coli_dtype quants[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
 
-	if (n_devs == 1)
-		printf("no GPU (%s): simulated device only\n", why);
+	if (n_gpus <= 0)
+		printf("no GPU (%s): simulated devices only\n", why);
 	if (nf == 0) {
 		printf("no fixtures under %s\n", fx_root());
 		return 1;
@@ -145,10 +149,12 @@ int main(void)
 			if (do_run(path, "off", -1, -1, "off", 0, "cpu", -1, ids, n, V, &ref))
 				return 1;
 			for (int d = 0; d < n_devs; d++) {
+				int gpu = strncmp(devs[d], "sim", 3) != 0;
+
 				/* the reference for dense-on-device cases: the simulated
 				 * device must match the CPU; a GPU matches its own dense run
 				 * with every expert on the CPU */
-				if (d == 1 && do_run(path, devs[d], 0, -1, "off", 16, "auto", -1,
+				if (gpu && do_run(path, devs[d], 0, -1, "off", 16, "auto", -1,
 				                     ids, n, V, &gref))
 					return 1;
 				/* VRAM budget (slabs), fault injection, streaming mode,
@@ -199,15 +205,15 @@ int main(void)
 					           ids, n, V, &got))
 						return 1;
 					const struct run *want =
-					    d == 1 && !strcmp(cases[b].dense, "auto") ? &gref
+					    gpu && !strcmp(cases[b].dense, "auto") ? &gref
 					                                              : &ref;
 
 					runs++;
 					planned += got.planned, preplanned += got.preplanned;
-					if (d == 1 && !strcmp(cases[b].dense, "auto") && fa >= 0)
+					if (gpu && !strcmp(cases[b].dense, "auto") && fa >= 0)
 						continue; /* dense moved GPU -> CPU mid-run:
 						             completes, rounds differently */
-					int exact = !(d == 1 && quants[qi] == COLI_DTYPE_BF16);
+					int exact = !(gpu && quants[qi] == COLI_DTYPE_BF16);
 					size_t nl = (size_t)(n + STEPS) * V;
 
 					if ((exact ? memcmp(want->logits, got.logits,
