@@ -6,7 +6,10 @@
  * (token, expert) pairs, then whole expert slabs are uploaded — interleaved
  * across layers (expert 0 of every MoE layer, then expert 1, ...) so every
  * layer gets the same share — until --vram-gb (or the device's free memory
- * less a reserve) is used. The slab keeps its container layout in VRAM, so
+ * less a reserve) is used, the first device before the next. With several
+ * devices, the layers wholly among the experts that fit go to the first (the
+ * dense part's) whole, so they are planned there and not split over devices
+ * (whole_layers_first). The slab keeps its container layout in VRAM, so
  * gate/up/down offsets are the container's. where[l][e] says which device
  * holds an expert (-1: host).
  *
@@ -254,6 +257,88 @@ static int cmp_heat(const void *a, const void *b)
 	return pi - pj;
 }
 
+/* Upload expert x of layer l to device d's VRAM tier: 0, -ENOMEM (no room
+ * on d), or another error (the upload failed; nothing is placed). */
+static int place_one(struct coli_engine *e, int d, int l, int x)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	struct coli_dev_slot *v = &e->vram[d];
+	uint64_t addr;
+
+	if (v->used + xl->slab_bytes > v->budget || coli_dev_alloc(v->dev, xl->slab_bytes, &addr))
+		return -ENOMEM;
+	if (coli_dev_upload(v->dev, addr,
+	                    coli_io_container_slab_data(e->m.c, e->m.layers[l].xl, (uint32_t)x),
+	                    xl->slab_bytes)) {
+		coli_dev_free(v->dev, addr);
+		return -EIO;
+	}
+	v->used += xl->slab_bytes;
+	v->n_experts++;
+	e->est.h2d_const_bytes += xl->slab_bytes;
+	e->dev_slab[(size_t)l * c->n_experts + x] = addr;
+	e->where[(size_t)l * c->n_experts + x] = (signed char)d;
+	if (e->opts.release_host)
+		coli_tiers_drop_host(e, l, x);
+	return 0;
+}
+
+/* Several devices: of the experts the budgets hold together (the hottest,
+ * `order`'s head), the MoE layers that are wholly among them go to the first
+ * device — the one with the dense part — while they fit, so those layers are
+ * planned there (core/dense_dev.c) instead of being split over devices, which
+ * makes every such layer host-planned (H200, two GPUs, half the experts a
+ * device: 738 tok/s split by heat). Placed entries of order become -1.
+ * Returns how many entries of order are left to place by heat, or -EIO (an
+ * upload failed). */
+static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int E = c->n_experts, n_take = 0;
+	size_t room = 0, slots = (size_t)c->n_layers * E;
+	int *pos = malloc(sizeof(int) * slots); /* slot -> its index in order, or -1 */
+
+	if (!pos)
+		return n_order; /* heat order alone: slower, not wrong */
+	for (int d = 0; d < e->n_devs; d++)
+		room += e->vram[d].budget > e->vram[d].used ? e->vram[d].budget - e->vram[d].used : 0;
+	for (size_t i = 0; i < slots; i++)
+		pos[i] = -1;
+	for (; n_take < n_order; n_take++) {
+		int l = order[n_take] / E;
+		size_t b = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
+
+		if (b > room)
+			break;
+		room -= b;
+		pos[order[n_take]] = n_take;
+	}
+	for (int l = 0; l < c->n_layers; l++) {
+		const struct coli_dev_slot *v = &e->vram[0];
+		size_t b = c->is_moe_layer[l]
+		               ? coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes
+		               : 0;
+		int whole = c->is_moe_layer[l] && v->used + b * E <= v->budget;
+
+		for (int x = 0; whole && x < E; x++)
+			whole = pos[(size_t)l * E + x] >= 0;
+		for (int x = 0; whole && x < E; x++) {
+			int rc = place_one(e, 0, l, x);
+
+			if (rc == -ENOMEM)
+				break; /* the rest of the layer goes by heat */
+			if (rc) {
+				free(pos);
+				return rc;
+			}
+			order[pos[(size_t)l * E + x]] = -1;
+		}
+	}
+	free(pos);
+	return n_take;
+}
+
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -305,38 +390,36 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 				order[n_order++] = l * c->n_experts + x;
 	g_sort_e = e;
 	qsort(order, (size_t)n_order, sizeof(int), cmp_heat);
+	if (e->n_devs > 1)
+		n_order = whole_layers_first(e, order, n_order);
+	if (n_order < 0) {
+		free(order);
+		snprintf(err, errlen, "device %s: uploading experts failed", e->vram[0].dev->name);
+		return -EIO;
+	}
 	for (int i = 0; i < n_order && dev < e->n_devs; i++) {
-		int l = order[i] / c->n_experts, x = order[i] % c->n_experts;
-		struct coli_dev_slot *v;
-		const struct coli_expert_layer *xl;
-		uint64_t addr;
+		int l, x, rc;
+		size_t b;
 
-		xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
-		while (dev < e->n_devs && e->vram[dev].used + xl->slab_bytes > e->vram[dev].budget)
+		if (order[i] < 0)
+			continue; /* placed with its whole layer */
+		l = order[i] / c->n_experts, x = order[i] % c->n_experts;
+		b = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
+		while (dev < e->n_devs && e->vram[dev].used + b > e->vram[dev].budget)
 			dev++;
 		if (dev == e->n_devs)
 			break;
-		v = &e->vram[dev];
-		if (coli_dev_alloc(v->dev, xl->slab_bytes, &addr)) {
+		rc = place_one(e, dev, l, x);
+		if (rc == -ENOMEM) {
 			dev++; /* full after all: try the next device */
 			continue;
 		}
-		if (coli_dev_upload(
-		        v->dev, addr,
-		        coli_io_container_slab_data(e->m.c, e->m.layers[l].xl, (uint32_t)x),
-		        xl->slab_bytes)) {
-			coli_dev_free(v->dev, addr);
+		if (rc) {
 			free(order);
-			snprintf(err, errlen, "device %s: uploading experts failed", v->dev->name);
+			snprintf(err, errlen, "device %s: uploading experts failed",
+			         e->vram[dev].dev->name);
 			return -EIO;
 		}
-		v->used += xl->slab_bytes;
-		v->n_experts++;
-		e->est.h2d_const_bytes += xl->slab_bytes;
-		e->dev_slab[(size_t)l * c->n_experts + x] = addr;
-		e->where[(size_t)l * c->n_experts + x] = (signed char)dev;
-		if (e->opts.release_host)
-			coli_tiers_drop_host(e, l, x);
 	}
 	free(order);
 	for (int d = 0; d < e->n_devs; d++)

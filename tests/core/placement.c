@@ -126,7 +126,7 @@ int main(void)
 			struct run ref, got, gref;
 			coli_container_t *c;
 			const struct coli_expert_layer *xl;
-			double slab_gb;
+			double slab_gb, half_slabs; /* half the experts + 1, in slabs */
 
 			if (fx_convert(names[f], quants[qi], fx_tmpdir(), path, sizeof(path)))
 				return 1;
@@ -134,6 +134,7 @@ int main(void)
 				return 1;
 			xl = coli_io_container_expert_layer(c, 0);
 			slab_gb = xl->slab_bytes / 1e9;
+			half_slabs = coli_io_container_n_expert_layers(c) * xl->n_experts / 2 + 1;
 			coli_io_container_close(c);
 			{
 				size_t nref = 0;
@@ -179,6 +180,9 @@ int main(void)
 				    {3.5, 3, "only", 16, "cpu", -1},
 				    {0, 4, "only", 16, "cpu", -1},
 				    {-1, 9, "auto", 16, "cpu", -1},
+				    /* half the experts a device: on two, every layer in
+				     * VRAM, whole layers on the dense device first */
+				    {-2, -1, "off", 16, "auto", -1},
 				    {0, -1, "off", 16, "auto", -1},
 				    {3.5, -1, "auto", 16, "auto", -1},
 				    {-1, -1, "off", 16, "auto", -1},
@@ -196,8 +200,8 @@ int main(void)
 				};
 
 				for (size_t b = 0; b < sizeof(cases) / sizeof(cases[0]); b++) {
-					double vram =
-					    cases[b].slabs < 0 ? -1 : cases[b].slabs * slab_gb;
+					double slabs = cases[b].slabs == -2 ? half_slabs : cases[b].slabs;
+					double vram = slabs < 0 ? -1 : slabs * slab_gb;
 					int fa = cases[b].fail_after;
 
 					if (do_run(path, devs[d], vram, fa, cases[b].stream,
@@ -210,6 +214,13 @@ int main(void)
 
 					runs++;
 					planned += got.planned, preplanned += got.preplanned;
+					if (cases[b].slabs == -2 && (strchr(devs[d], ':') || strchr(devs[d], ',')) &&
+					    !got.planned) {
+						printf("%s %s: device %s, half the experts each: no "
+						       "whole layer was planned on the dense device\n",
+						       names[f], coli_dtype_name(quants[qi]), devs[d]);
+						fails++;
+					}
 					if (gpu && !strcmp(cases[b].dense, "auto") && fa >= 0)
 						continue; /* dense moved GPU -> CPU mid-run:
 						             completes, rounds differently */
