@@ -196,6 +196,7 @@ struct coli_opts {
 	char gpu[64];          /* --gpu auto|off|sim|LIST */
 	int threads;           /* --threads (0: all online CPUs) */
 	int ctx;               /* --ctx: KV cache positions (0: min(model, 4096)) */
+	int ubatch;            /* --ubatch: tokens per forward pass (prefill chunk) */
 	char usage[512];       /* --usage FILE (empty: beside the model) */
 	int profile;           /* --profile */
 	char numa_bind[32];    /* --numa-bind auto|off|interleave|N */

@@ -6,8 +6,9 @@
  *
  * Memory: the KV cache is fp32, [n_layers][ctx][n_kv_heads*head_dim] for K
  * and again for V, allocated through mem/ (NUMA placement decided there).
- * Scratch is sized for tmax tokens per forward call; longer prompts are fed
- * in chunks of tmax by the caller (coli_engine_forward does it).
+ * Scratch is sized for tmax tokens per forward call (--ubatch, at most the
+ * context); longer prompts are fed in chunks of tmax by the caller
+ * (coli_engine_forward does it).
  *
  * NUMA and tiers: --numa-bind is resolved first (mem/numa.c) and the
  * opening thread is bound there before the CPU pool starts, so pool threads
@@ -26,7 +27,7 @@
 #include "mem/mem.h"
 #include "ptx/ptx.h"
 
-#define TMAX_DEFAULT 256 /* tokens per forward call (prefill chunk) */
+#define UBATCH_MAX 16384 /* --ubatch: tokens per forward call (prefill chunk) */
 
 static int actbufs_alloc(struct coli_actbuf **out, int count, int n, int quant)
 {
@@ -249,7 +250,13 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		rc = -ENOMEM;
 		goto err;
 	}
-	e->tmax = TMAX_DEFAULT;
+	if (e->opts.ubatch < 1 || e->opts.ubatch > UBATCH_MAX) {
+		snprintf(err, errlen, "--ubatch %d: expected 1 to %d tokens", e->opts.ubatch,
+		         UBATCH_MAX);
+		rc = -EINVAL;
+		goto err;
+	}
+	e->tmax = e->opts.ubatch < e->ctx ? e->opts.ubatch : e->ctx;
 	rc = scratch_alloc(e);
 	if (rc) {
 		snprintf(err, errlen, "out of memory for scratch buffers");

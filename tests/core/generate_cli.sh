@@ -80,4 +80,13 @@ sed '5s/ [0-9]*:/ 7:/' t1.txt >t3.txt
 "$COLI" trace-diff t1.txt t3.txt >d.txt
 [ $? -eq 1 ] && grep -q "first difference at position" d.txt && ok "trace-diff: $(head -n 1 d.txt)" ||
 	{ bad "trace-diff difference"; cat d.txt; }
+# 10. --ubatch: the prompt in chunks of 3 gives the logits of one pass, byte for byte;
+# a size out of range is refused
+"$COLI" logits -m m.coli --text "def fibonacci(n): return n if n < 2 else" -o u1.f32 >/dev/null 2>&1 &&
+	"$COLI" logits -m m.coli --ubatch 3 --text "def fibonacci(n): return n if n < 2 else" \
+		-o u3.f32 >/dev/null 2>&1 && cmp -s u1.f32 u3.f32 && [ -s u1.f32 ] &&
+	ok "--ubatch 3: logits byte-identical to one pass" || bad "--ubatch 3 logits differ"
+"$COLI" generate -m m.coli --ubatch 0 -p "hi" -n 1 >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "ubatch 0: expected 1 to" err.txt && ok "--ubatch 0 refused: $(cat err.txt)" ||
+	{ bad "--ubatch 0"; cat err.txt; }
 exit $fail
