@@ -377,8 +377,9 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int
 		long k = spec[3] == ':' ? strtol(spec + 4, &end, 10) : 1;
 
 		if ((spec[3] && (spec[3] != ':' || *end || end == spec + 4)) || k < 1 || k > max) {
-			snprintf(err, errlen, "--gpu '%s': expected sim or sim:N with N from 1 to %d",
-			         spec, max);
+			snprintf(err, errlen,
+			         "--gpu '%s': expected sim or sim:N with N from 1 to %d", spec,
+			         max);
 			return -EINVAL;
 		}
 		for (int i = 0; i < (int)k; i++) {
@@ -408,7 +409,8 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int
 		n_ord = parse_list(spec, ord, max < 16 ? max : 16);
 		if (n_ord <= 0) {
 			snprintf(err, errlen,
-			         "--gpu '%s': expected auto, off, sim, sim:N or a list like 0,1", spec);
+			         "--gpu '%s': expected auto, off, sim, sim:N or a list like 0,1",
+			         spec);
 			return -EINVAL;
 		}
 	}

@@ -262,7 +262,8 @@ static int cmp_heat(const void *a, const void *b)
 static int place_one(struct coli_engine *e, int d, int l, int x)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	struct coli_dev_slot *v = &e->vram[d];
 	uint64_t addr;
 
@@ -302,7 +303,8 @@ static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
 	if (!pos)
 		return n_order; /* heat order alone: slower, not wrong */
 	for (int d = 0; d < e->n_devs; d++)
-		room += e->vram[d].budget > e->vram[d].used ? e->vram[d].budget - e->vram[d].used : 0;
+		room +=
+		    e->vram[d].budget > e->vram[d].used ? e->vram[d].budget - e->vram[d].used : 0;
 	for (size_t i = 0; i < slots; i++)
 		pos[i] = -1;
 	for (; n_take < n_order; n_take++) {
@@ -316,9 +318,10 @@ static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
 	}
 	for (int l = 0; l < c->n_layers; l++) {
 		const struct coli_dev_slot *v = &e->vram[0];
-		size_t b = c->is_moe_layer[l]
-		               ? coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes
-		               : 0;
+		size_t b =
+		    c->is_moe_layer[l]
+		        ? coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes
+		        : 0;
 		int whole = c->is_moe_layer[l] && v->used + b * E <= v->budget;
 
 		for (int x = 0; whole && x < E; x++)

@@ -33,7 +33,8 @@ static const struct opt_row g_opts[] = {
     {"--vram-gb", "COLI_VRAM_GB", OPT_DOUBLE, F(vram_gb), "-1",
      "GPU memory for resident experts in GB (-1: what the device has free); "
      "staging slots come on top"},
-    {"--gpu", "COLI_GPU", OPT_STR, F(gpu), "auto", "auto | off | sim | sim:N (N simulated devices) | device list (0,1)"},
+    {"--gpu", "COLI_GPU", OPT_STR, F(gpu), "auto",
+     "auto | off | sim | sim:N (N simulated devices) | device list (0,1)"},
     {"--threads", "COLI_THREADS", OPT_INT, F(threads), "0", "CPU threads (0: all online CPUs)"},
     {"--ctx", "COLI_CTX", OPT_INT, F(ctx), "0",
      "KV cache length in tokens (0: the model's, at most 4096)"},

@@ -138,7 +138,8 @@ static int check(const struct model *m, const char *gpu, const struct cfg *c, st
 	const struct coli_engine_stats *s = &got->st;
 
 	opts_for(&o, gpu, c, vram_gb, fa);
-	o.gpu_fail_dev = 0; /* of two, the first (the hottest experts) fails; the second carries on */
+	o.gpu_fail_dev =
+	    0; /* of two, the first (the hottest experts) fails; the second carries on */
 	if (run(m, &o, STEPS, got))
 		return 1;
 	if (memcmp(got->logits, m->ref, sizeof(float) * (size_t)(m->n + STEPS) * m->V) ||

@@ -155,8 +155,8 @@ int main(void)
 				/* the reference for dense-on-device cases: the simulated
 				 * device must match the CPU; a GPU matches its own dense run
 				 * with every expert on the CPU */
-				if (gpu && do_run(path, devs[d], 0, -1, "off", 16, "auto", -1,
-				                     ids, n, V, &gref))
+				if (gpu && do_run(path, devs[d], 0, -1, "off", 16, "auto", -1, ids,
+				                  n, V, &gref))
 					return 1;
 				/* VRAM budget (slabs), fault injection, streaming mode,
 				 * slots, dense part on the CPU or the device */
@@ -200,7 +200,8 @@ int main(void)
 				};
 
 				for (size_t b = 0; b < sizeof(cases) / sizeof(cases[0]); b++) {
-					double slabs = cases[b].slabs == -2 ? half_slabs : cases[b].slabs;
+					double slabs =
+					    cases[b].slabs == -2 ? half_slabs : cases[b].slabs;
 					double vram = slabs < 0 ? -1 : slabs * slab_gb;
 					int fa = cases[b].fail_after;
 
@@ -209,16 +210,17 @@ int main(void)
 					           ids, n, V, &got))
 						return 1;
 					const struct run *want =
-					    gpu && !strcmp(cases[b].dense, "auto") ? &gref
-					                                              : &ref;
+					    gpu && !strcmp(cases[b].dense, "auto") ? &gref : &ref;
 
 					runs++;
 					planned += got.planned, preplanned += got.preplanned;
-					if (cases[b].slabs == -2 && (strchr(devs[d], ':') || strchr(devs[d], ',')) &&
+					if (cases[b].slabs == -2 &&
+					    (strchr(devs[d], ':') || strchr(devs[d], ',')) &&
 					    !got.planned) {
-						printf("%s %s: device %s, half the experts each: no "
-						       "whole layer was planned on the dense device\n",
-						       names[f], coli_dtype_name(quants[qi]), devs[d]);
+						printf(
+						    "%s %s: device %s, half the experts each: no "
+						    "whole layer was planned on the dense device\n",
+						    names[f], coli_dtype_name(quants[qi]), devs[d]);
 						fails++;
 					}
 					if (gpu && !strcmp(cases[b].dense, "auto") && fa >= 0)
