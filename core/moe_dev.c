@@ -232,6 +232,22 @@ static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
 	return 0;
 }
 
+/* Placement: device d (not the dense part's) cannot hold its working
+ * buffers: it is closed and the devices after it move up, so the others
+ * carry on with every index still dense. */
+static void drop_device(struct coli_engine *e, int d)
+{
+	free_buffers(&e->vram[d]);
+	coli_dev_close(e->devs[d]);
+	for (int i = d; i + 1 < e->n_devs; i++) {
+		e->devs[i] = e->devs[i + 1];
+		e->devs[i]->index = i;
+		e->vram[i] = e->vram[i + 1];
+	}
+	e->n_devs--;
+	memset(&e->vram[e->n_devs], 0, sizeof(e->vram[0]));
+}
+
 /* qsort has no context argument in C11: placement runs once, at open, on the
  * opening thread, so a file-static engine pointer is safe here. */
 static struct coli_engine *g_sort_e;
@@ -360,6 +376,14 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 
 		v->dev = e->devs[d];
 		rc = alloc_buffers(e, v);
+		if (rc && e->n_devs > 1 && v->dev != coli_dense_dev_device(e)) {
+			fprintf(stderr,
+			        "coli: device %s: no memory for the working buffers; going on "
+			        "without it\n",
+			        v->dev->name);
+			drop_device(e, d--);
+			continue;
+		}
 		if (rc) {
 			snprintf(err, errlen, "device %s: no memory for the working buffers",
 			         v->dev->name);
@@ -374,6 +398,14 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 			v->budget = free_b;
 		if (strcmp(e->opts.stream, "off") && e->opts.stream_slots > 0) {
 			rc = alloc_stage(e, v);
+			if (rc && e->n_devs > 1 && v->dev != coli_dense_dev_device(e)) {
+				fprintf(stderr,
+				        "coli: device %s: no memory for %d staging slots; going on "
+				        "without it\n",
+				        v->dev->name, e->opts.stream_slots);
+				drop_device(e, d--);
+				continue;
+			}
 			if (rc) {
 				snprintf(err, errlen, "device %s: no memory for %d staging slots",
 				         v->dev->name, e->opts.stream_slots);
