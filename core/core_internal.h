@@ -314,10 +314,16 @@ int coli_moe_block(struct coli_engine *e, int l, int T, float *out);
 /* moe.c: the share of a layer's RAM-tier experts the cost model streams. */
 double coli_moe_stream_share(const struct coli_engine *e);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
-/* moe_dev.c: place experts in VRAM at open; per layer, queue device d's
- * experts (issue) and collect their outputs into e->ey (take). */
+/* vram.c: place experts in VRAM at open (and free them at close). */
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
 void coli_moe_dev_release(struct coli_engine *e);
+/* moe_dev.c: a device's working buffers for tmax*top_k pairs and its
+ * staging slots (with a first measure of the streaming bandwidth), freed
+ * together; per layer, queue device d's experts (issue) and collect their
+ * outputs into e->ey (take). */
+int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v);
+int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v);
+void coli_moe_dev_slot_free(struct coli_dev_slot *v);
 /* pool: where a prefill chunk's activation rows are gathered (NULL: the
  * caller alone, e.g. when it runs beside a pool round) */
 int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *pool);
@@ -325,8 +331,8 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d);
 int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex);
 int coli_moe_dev_stage_room(struct coli_engine *e, int d);
 void coli_moe_dev_prefetch(struct coli_engine *e);
-/* Between tokens: swap a cold resident expert for a hotter one, per layer,
- * with hysteresis (call after each forward). */
+/* vram.c, between tokens: swap a cold resident expert for a hotter one, per
+ * layer, with hysteresis (call after each forward). */
 void coli_moe_dev_adapt(struct coli_engine *e);
 /* Bytes of a [rows][K] matrix's quant plane in a slab (the scales follow). */
 size_t coli_quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K);

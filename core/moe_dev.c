@@ -1,17 +1,10 @@
 /*
- * core/moe_dev.c — routed experts on devices: the VRAM expert tier and the
- * issue / take halves of a layer's device work.
- *
- * Placement (at open): each device gets working buffers for tmax*top_k
- * (token, expert) pairs, then whole expert slabs are uploaded — interleaved
- * across layers (expert 0 of every MoE layer, then expert 1, ...) so every
- * layer gets the same share — until --vram-gb (or the device's free memory
- * less a reserve) is used, the first device before the next. With several
- * devices, the layers wholly among the experts that fit go to the first (the
- * dense part's) whole, so they are planned there and not split over devices
- * (whole_layers_first). The slab keeps its container layout in VRAM, so
- * gate/up/down offsets are the container's. where[l][e] says which device
- * holds an expert (-1: host).
+ * core/moe_dev.c — routed experts on devices: the issue / take halves of a
+ * layer's device work, the devices' working buffers and staging slots.
+ * Which experts are resident where (the VRAM tier: placement at open,
+ * adaptation between tokens) is core/vram.c; where[l][e] says which device
+ * holds an expert (-1: host), dev_slab[l][e] its slab there, in the
+ * container's layout (gate/up/down offsets are the container's).
  *
  * A layer on device d (compute stream, nothing waits on the host):
  *   gather   pair activations in expert order         [P][H] int8 + scales, or f32:
@@ -60,9 +53,8 @@
 #include "core/dev.h"
 #include "mem/mem.h"
 
-#define RESERVE_BYTES ((size_t)512 << 20) /* left free on a device when no budget is given */
-#define MARK_ISSUE    0                   /* --profile: the device reaches a layer's expert work */
-#define MARK_DONE     1                   /* ... and finishes it */
+#define MARK_ISSUE 0 /* --profile: the device reaches a layer's expert work */
+#define MARK_DONE  1 /* ... and finishes it */
 
 size_t coli_quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
 {
@@ -129,7 +121,7 @@ static int launch_jobs(struct coli_dev_slot *v, enum coli_dtype t, int nj, int n
 	return rc || !ngj ? rc : coli_dev_gemm(v->dev, t, v->gjobs, ngj);
 }
 
-static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
+int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	size_t P = (size_t)e->tmax * c->top_k, H = c->hidden, I = c->moe_inter;
@@ -171,7 +163,7 @@ static int alloc_buffers(struct coli_engine *e, struct coli_dev_slot *v)
 	return 0;
 }
 
-static void free_buffers(struct coli_dev_slot *v)
+void coli_moe_dev_slot_free(struct coli_dev_slot *v)
 {
 	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g,     &v->u,  &v->h,
 	                    &v->hq, &v->hd, &v->hqs, &v->y,  &v->stage, &v->tok};
@@ -185,7 +177,7 @@ static void free_buffers(struct coli_dev_slot *v)
 /* Staging slots for streamed slabs (on top of an explicit --vram-gb, out of
  * the free memory otherwise), and a first measure of the streaming bandwidth
  * (best of three slab-sized uploads). */
-static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
+int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	size_t best = 0;
@@ -230,257 +222,6 @@ static int alloc_stage(struct coli_engine *e, struct coli_dev_slot *v)
 	if (t_best < 1e29 && t_best > 0)
 		e->bw_stream = v->stage_bytes / t_best;
 	return 0;
-}
-
-/* Placement: device d (not the dense part's) cannot hold its working
- * buffers: it is closed and the devices after it move up, so the others
- * carry on with every index still dense. */
-static void drop_device(struct coli_engine *e, int d)
-{
-	free_buffers(&e->vram[d]);
-	coli_dev_close(e->devs[d]);
-	for (int i = d; i + 1 < e->n_devs; i++) {
-		e->devs[i] = e->devs[i + 1];
-		e->devs[i]->index = i;
-		e->vram[i] = e->vram[i + 1];
-	}
-	e->n_devs--;
-	memset(&e->vram[e->n_devs], 0, sizeof(e->vram[0]));
-}
-
-/* qsort has no context argument in C11: placement runs once, at open, on the
- * opening thread, so a file-static engine pointer is safe here. */
-static struct coli_engine *g_sort_e;
-
-static uint64_t heat_of(struct coli_engine *e, int i)
-{
-	int E = e->m.cfg.n_experts;
-
-	return coli_tiers_heat(e, e->m.layers[i / E].xl, i % E);
-}
-
-/* Descending heat; equal heat keeps the interleaved order (the index order). */
-static int cmp_heat(const void *a, const void *b)
-{
-	int i = *(const int *)a, j = *(const int *)b;
-	uint64_t hi = heat_of(g_sort_e, i), hj = heat_of(g_sort_e, j);
-
-	int E = g_sort_e->m.cfg.n_experts, L = g_sort_e->m.cfg.n_layers;
-	int pi = (i % E) * L + i / E, pj = (j % E) * L + j / E; /* interleaved position */
-
-	if (hi != hj)
-		return hi > hj ? -1 : 1;
-	return pi - pj;
-}
-
-/* Upload expert x of layer l to device d's VRAM tier: 0, -ENOMEM (no room
- * on d), or another error (the upload failed; nothing is placed). */
-static int place_one(struct coli_engine *e, int d, int l, int x)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	const struct coli_expert_layer *xl =
-	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
-	struct coli_dev_slot *v = &e->vram[d];
-	uint64_t addr;
-
-	if (v->used + xl->slab_bytes > v->budget || coli_dev_alloc(v->dev, xl->slab_bytes, &addr))
-		return -ENOMEM;
-	if (coli_dev_upload(v->dev, addr,
-	                    coli_io_container_slab_data(e->m.c, e->m.layers[l].xl, (uint32_t)x),
-	                    xl->slab_bytes)) {
-		coli_dev_free(v->dev, addr);
-		return -EIO;
-	}
-	v->used += xl->slab_bytes;
-	v->n_experts++;
-	e->est.h2d_const_bytes += xl->slab_bytes;
-	e->dev_slab[(size_t)l * c->n_experts + x] = addr;
-	e->where[(size_t)l * c->n_experts + x] = (signed char)d;
-	if (e->opts.release_host)
-		coli_tiers_drop_host(e, l, x);
-	return 0;
-}
-
-/* Several devices: of the experts the budgets hold together (the hottest,
- * `order`'s head), the MoE layers that are wholly among them go to the first
- * device — the one with the dense part — while they fit, so those layers are
- * planned there (core/dense_dev.c) instead of being split over devices, which
- * makes every such layer host-planned (H200, two GPUs, half the experts a
- * device: 738 tok/s split by heat). Placed entries of order become -1.
- * Returns how many entries of order are left to place by heat, or -EIO (an
- * upload failed). */
-static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	int E = c->n_experts, n_take = 0;
-	size_t room = 0, slots = (size_t)c->n_layers * E;
-	int *pos = malloc(sizeof(int) * slots); /* slot -> its index in order, or -1 */
-
-	if (!pos)
-		return n_order; /* heat order alone: slower, not wrong */
-	for (int d = 0; d < e->n_devs; d++)
-		room +=
-		    e->vram[d].budget > e->vram[d].used ? e->vram[d].budget - e->vram[d].used : 0;
-	for (size_t i = 0; i < slots; i++)
-		pos[i] = -1;
-	for (; n_take < n_order; n_take++) {
-		int l = order[n_take] / E;
-		size_t b = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
-
-		if (b > room)
-			break;
-		room -= b;
-		pos[order[n_take]] = n_take;
-	}
-	for (int l = 0; l < c->n_layers; l++) {
-		const struct coli_dev_slot *v = &e->vram[0];
-		size_t b =
-		    c->is_moe_layer[l]
-		        ? coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes
-		        : 0;
-		int whole = c->is_moe_layer[l] && v->used + b * E <= v->budget;
-
-		for (int x = 0; whole && x < E; x++)
-			whole = pos[(size_t)l * E + x] >= 0;
-		for (int x = 0; whole && x < E; x++) {
-			int rc = place_one(e, 0, l, x);
-
-			if (rc == -ENOMEM)
-				break; /* the rest of the layer goes by heat */
-			if (rc) {
-				free(pos);
-				return rc;
-			}
-			order[pos[(size_t)l * E + x]] = -1;
-		}
-	}
-	free(pos);
-	return n_take;
-}
-
-int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	size_t n_slots = (size_t)c->n_layers * c->n_experts;
-	int dev = 0, n_order, *order;
-
-	e->where = malloc(n_slots);
-	e->dev_slab = calloc(n_slots, sizeof(uint64_t));
-	if (!e->where || !e->dev_slab)
-		return -ENOMEM;
-	memset(e->where, -1, n_slots);
-	for (int d = 0; d < e->n_devs; d++) {
-		struct coli_dev_slot *v = &e->vram[d];
-		size_t free_b = 0, total_b = 0;
-		int rc;
-
-		v->dev = e->devs[d];
-		rc = alloc_buffers(e, v);
-		if (rc && e->n_devs > 1 && v->dev != coli_dense_dev_device(e)) {
-			fprintf(stderr,
-			        "coli: device %s: no memory for the working buffers; going on "
-			        "without it\n",
-			        v->dev->name);
-			drop_device(e, d--);
-			continue;
-		}
-		if (rc) {
-			snprintf(err, errlen, "device %s: no memory for the working buffers",
-			         v->dev->name);
-			return rc;
-		}
-		coli_dev_mem_info(v->dev, &free_b, &total_b);
-		if (e->opts.vram_gb >= 0)
-			v->budget = (size_t)(e->opts.vram_gb * 1e9);
-		else
-			v->budget = free_b > RESERVE_BYTES ? free_b - RESERVE_BYTES : 0;
-		if (v->budget > free_b)
-			v->budget = free_b;
-		if (strcmp(e->opts.stream, "off") && e->opts.stream_slots > 0) {
-			rc = alloc_stage(e, v);
-			if (rc && e->n_devs > 1 && v->dev != coli_dense_dev_device(e)) {
-				fprintf(stderr,
-				        "coli: device %s: no memory for %d staging slots; going on "
-				        "without it\n",
-				        v->dev->name, e->opts.stream_slots);
-				drop_device(e, d--);
-				continue;
-			}
-			if (rc) {
-				snprintf(err, errlen, "device %s: no memory for %d staging slots",
-				         v->dev->name, e->opts.stream_slots);
-				return rc;
-			}
-		}
-	}
-	/* hottest first (the usage file's heat); ties, and a model without heat,
-	 * interleave: expert x of every MoE layer before expert x+1 */
-	order = malloc(sizeof(int) * n_slots);
-	if (!order)
-		return -ENOMEM;
-	n_order = 0;
-	for (int x = 0; x < c->n_experts; x++)
-		for (int l = 0; l < c->n_layers; l++)
-			if (c->is_moe_layer[l])
-				order[n_order++] = l * c->n_experts + x;
-	g_sort_e = e;
-	qsort(order, (size_t)n_order, sizeof(int), cmp_heat);
-	if (e->n_devs > 1)
-		n_order = whole_layers_first(e, order, n_order);
-	if (n_order < 0) {
-		free(order);
-		snprintf(err, errlen, "device %s: uploading experts failed", e->vram[0].dev->name);
-		return -EIO;
-	}
-	for (int i = 0; i < n_order && dev < e->n_devs; i++) {
-		int l, x, rc;
-		size_t b;
-
-		if (order[i] < 0)
-			continue; /* placed with its whole layer */
-		l = order[i] / c->n_experts, x = order[i] % c->n_experts;
-		b = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
-		while (dev < e->n_devs && e->vram[dev].used + b > e->vram[dev].budget)
-			dev++;
-		if (dev == e->n_devs)
-			break;
-		rc = place_one(e, dev, l, x);
-		if (rc == -ENOMEM) {
-			dev++; /* full after all: try the next device */
-			continue;
-		}
-		if (rc) {
-			free(order);
-			snprintf(err, errlen, "device %s: uploading experts failed",
-			         e->vram[dev].dev->name);
-			return -EIO;
-		}
-	}
-	free(order);
-	for (int d = 0; d < e->n_devs; d++)
-		fprintf(stderr, "coli: %s: %d experts resident (%.2f GB of %.2f GB budget)\n",
-		        e->vram[d].dev->name, e->vram[d].n_experts, e->vram[d].used / 1e9,
-		        e->vram[d].budget / 1e9);
-	return 0;
-}
-
-void coli_moe_dev_release(struct coli_engine *e)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-
-	for (int d = 0; d < e->n_devs; d++) {
-		struct coli_dev_slot *v = &e->vram[d];
-
-		if (!v->dev)
-			continue;
-		if (e->dev_slab)
-			for (size_t i = 0; i < (size_t)c->n_layers * c->n_experts; i++)
-				if (e->where[i] == d)
-					coli_dev_free(v->dev, e->dev_slab[i]);
-		free_buffers(v);
-	}
-	free(e->where);
-	free(e->dev_slab);
 }
 
 /* ---- staging slots ---- */
@@ -925,63 +666,4 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 		}
 	}
 	return 0;
-}
-
-#define ADAPT_TOKENS 128  /* tokens between two adaptation rounds */
-#define ADAPT_MARGIN 1.25 /* a newcomer must be this much hotter, plus ADAPT_MIN */
-#define ADAPT_MIN    16
-
-/* Between tokens: per MoE layer, if the hottest expert not in VRAM is clearly
- * hotter than the coldest resident one (hysteresis: ADAPT_MARGIN x + ADAPT_MIN
- * accesses), its slab replaces the cold one in place (same layer, same slab
- * size). One swap per layer per round keeps the upload small; the tokens do
- * not change, only who computes them. */
-void coli_moe_dev_adapt(struct coli_engine *e)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	int E = c->n_experts;
-
-	if (!e->where || e->est.tokens < e->adapt_at)
-		return;
-	e->adapt_at = e->est.tokens + ADAPT_TOKENS;
-	for (int l = 0; l < c->n_layers; l++) {
-		int xli = e->m.layers[l].xl, hot = -1, cold = -1;
-		uint64_t h_hot = 0, h_cold = UINT64_MAX;
-		const struct coli_expert_layer *xl;
-		struct coli_dev *dev;
-
-		if (!c->is_moe_layer[l])
-			continue;
-		for (int x = 0; x < E; x++) {
-			uint64_t h = coli_tiers_heat(e, xli, x);
-			int d = e->where[(size_t)l * E + x];
-
-			if (d < 0 && (hot < 0 || h > h_hot))
-				hot = x, h_hot = h;
-			if (d >= 0 && !e->devs[d]->failed && h < h_cold)
-				cold = x, h_cold = h;
-		}
-		if (hot < 0 || cold < 0 || (double)h_hot <= ADAPT_MARGIN * h_cold + ADAPT_MIN)
-			continue;
-		xl = coli_io_container_expert_layer(e->m.c, xli);
-		dev = e->devs[e->where[(size_t)l * E + cold]];
-		if (coli_dev_upload(dev, e->dev_slab[(size_t)l * E + cold],
-		                    coli_io_container_slab_data(e->m.c, xli, (uint32_t)hot),
-		                    xl->slab_bytes))
-			continue; /* a failed device: it is marked, its experts go to the CPU */
-		e->dev_slab[(size_t)l * E + hot] = e->dev_slab[(size_t)l * E + cold];
-		e->where[(size_t)l * E + hot] = e->where[(size_t)l * E + cold];
-		e->dev_slab[(size_t)l * E + cold] = 0;
-		e->where[(size_t)l * E + cold] = -1;
-		/* the dense device's table of what it may plan (a failure fails the
-		 * device: the next forward then runs on the CPU) */
-		coli_dense_dev_slab_set(e, l, hot, e->dev_slab[(size_t)l * E + hot]);
-		coli_dense_dev_slab_set(e, l, cold, 0);
-		if (e->opts.release_host) {
-			coli_tiers_drop_host(e, l, hot);
-			coli_tiers_host_back(e, l, cold);
-		}
-		e->est.h2d_bytes += xl->slab_bytes; /* an expert, not a constant */
-		e->est.vram_swaps++;
-	}
 }
