@@ -354,6 +354,9 @@ static int parse_list(const char *s, int *ord, int max)
 
 		if (end == s || v < 0 || v > 63 || n == max)
 			return -EINVAL;
+		for (int i = 0; i < n; i++)
+			if (ord[i] == v)
+				return -EINVAL; /* one context a device */
 		ord[n++] = (int)v;
 		s = *end == ',' ? end + 1 : end;
 		if (*end && *end != ',')
@@ -409,7 +412,8 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int
 		n_ord = parse_list(spec, ord, max < 16 ? max : 16);
 		if (n_ord <= 0) {
 			snprintf(err, errlen,
-			         "--gpu '%s': expected auto, off, sim, sim:N or a list like 0,1",
+			         "--gpu '%s': expected auto, off, sim, sim:N or a list of distinct "
+			         "devices like 0,1",
 			         spec);
 			return -EINVAL;
 		}

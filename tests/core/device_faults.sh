@@ -57,6 +57,9 @@ COLI_GPU_FAIL_AFTER=0 COLI_GPU_FAIL_AT=alloc COLI_GPU_FAIL_DEV=0 gen --gpu sim:2
 [ $? -eq 0 ] && cmp -s cpu.txt out.txt && grep "sim:0" err.txt | grep -q "running on the CPU" &&
 	ok "sim:2, the first out of memory at start: $(grep 'running on the CPU' err.txt)" ||
 	{ bad "sim:2, the first out of memory at start"; cat err.txt; }
+gen --gpu 0,0 >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "a list of distinct devices" err.txt &&
+	ok "--gpu 0,0 refused: $(cat err.txt)" || { bad "--gpu 0,0"; cat err.txt; }
 gen --gpu sim:0 >out.txt 2>err.txt
 [ $? -ne 0 ] && grep -q "expected sim or sim:N with N from 1 to" err.txt &&
 	ok "--gpu sim:0 refused: $(cat err.txt)" || { bad "--gpu sim:0"; cat err.txt; }
