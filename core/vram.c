@@ -169,45 +169,33 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 	for (int d = 0; d < e->n_devs; d++) {
 		struct coli_dev_slot *v = &e->vram[d];
 		size_t free_b = 0, total_b = 0;
+		char what[64] = "the working buffers"; /* what it could not hold */
 		int rc;
 
 		v->dev = e->devs[d];
 		rc = coli_moe_dev_slot_alloc(e, v);
+		if (!rc) {
+			coli_dev_mem_info(v->dev, &free_b, &total_b);
+			if (e->opts.vram_gb >= 0)
+				v->budget = (size_t)(e->opts.vram_gb * 1e9);
+			else
+				v->budget = free_b > RESERVE_BYTES ? free_b - RESERVE_BYTES : 0;
+			if (v->budget > free_b)
+				v->budget = free_b;
+		}
+		if (!rc && strcmp(e->opts.stream, "off") && e->opts.stream_slots > 0) {
+			rc = coli_moe_dev_stage_alloc(e, v);
+			snprintf(what, sizeof(what), "%d staging slots", e->opts.stream_slots);
+		}
 		if (rc && e->n_devs > 1 && v->dev != coli_dense_dev_device(e)) {
-			fprintf(stderr,
-			        "coli: device %s: no memory for the working buffers; going on "
-			        "without it\n",
-			        v->dev->name);
+			fprintf(stderr, "coli: device %s: no memory for %s; going on without it\n",
+			        v->dev->name, what);
 			drop_device(e, d--);
 			continue;
 		}
 		if (rc) {
-			snprintf(err, errlen, "device %s: no memory for the working buffers",
-			         v->dev->name);
+			snprintf(err, errlen, "device %s: no memory for %s", v->dev->name, what);
 			return rc;
-		}
-		coli_dev_mem_info(v->dev, &free_b, &total_b);
-		if (e->opts.vram_gb >= 0)
-			v->budget = (size_t)(e->opts.vram_gb * 1e9);
-		else
-			v->budget = free_b > RESERVE_BYTES ? free_b - RESERVE_BYTES : 0;
-		if (v->budget > free_b)
-			v->budget = free_b;
-		if (strcmp(e->opts.stream, "off") && e->opts.stream_slots > 0) {
-			rc = coli_moe_dev_stage_alloc(e, v);
-			if (rc && e->n_devs > 1 && v->dev != coli_dense_dev_device(e)) {
-				fprintf(stderr,
-				        "coli: device %s: no memory for %d staging slots; going on "
-				        "without it\n",
-				        v->dev->name, e->opts.stream_slots);
-				drop_device(e, d--);
-				continue;
-			}
-			if (rc) {
-				snprintf(err, errlen, "device %s: no memory for %d staging slots",
-				         v->dev->name, e->opts.stream_slots);
-				return rc;
-			}
 		}
 	}
 	/* hottest first (the usage file's heat); ties, and a model without heat,
