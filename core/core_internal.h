@@ -248,6 +248,7 @@ struct coli_engine {
 	const void **slab_ptr;     /* [n_experts] slabs of the acquired chunk */
 	const void **host_slab;    /* [n_experts] RAM slab of a streamed expert */
 	double bw_cpu, bw_stream;  /* cost model: bytes/s of CPU rows and of streaming */
+	double bw_cpu_pair;        /* prefill CPU rows: slab bytes x tokens per second */
 	struct coli_dense_dev *dd; /* dense part on a device (core/forward_dev.c), or NULL */
 	int moe_on_dense;          /* this layer: device index holding every pair's output in
 	                            * its own y (it also holds the dense part), or -1 */

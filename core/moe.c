@@ -253,16 +253,59 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
  * of them with --stream only. A simulated device has no bandwidth of its own:
  * an even split keeps --gpu sim runs reproducible launch for launch (the
  * fault tests inject failures by launch count). */
+static int sim_only(const struct coli_engine *e)
+{
+	int sim = 1;
+
+	for (int d = 0; d < e->n_devs; d++)
+		sim = sim && !strcmp(e->devs[d]->ops->kind, "sim");
+	return sim;
+}
+
 double coli_moe_stream_share(const struct coli_engine *e)
 {
 	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
-	int sim = 1;
 
 	if (!strcmp(e->opts.stream, "only"))
 		return 1.0;
-	for (int d = 0; d < e->n_devs; d++)
-		sim = sim && !strcmp(e->devs[d]->ops->kind, "sim");
-	return sim ? 0.5 : bs / (bs + bc);
+	return sim_only(e) ? 0.5 : bs / (bs + bc);
+}
+
+/* A prefill layer's split (T > COLI_GPU_MAX_S): an expert's CPU rows cost
+ * per token once the CPU is compute-bound — slab x n / bw_cpu_pair, measured
+ * on prefill layers (before the first: assumed as slow per token as decode's
+ * per expert, which streams more, the cheap mistake) — but never less than
+ * reading its slab (slab / bw_cpu); a streamed expert costs its copy, slab /
+ * bw_stream, whatever n (the GPU's GEMM is far faster than the link). cand is
+ * sorted by token count, most first: stream the first k, k the balance point
+ * of the copies against the CPU rows of the rest. */
+static int prefill_stream_count(const struct coli_engine *e, int l, const int *cand, int n_cand)
+{
+	double slab = (double)coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
+	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
+	double bp = e->bw_cpu_pair > 0 ? e->bw_cpu_pair : bc, cpu = 0, best = 1e300;
+	int k_best = 0;
+
+	if (!strcmp(e->opts.stream, "only"))
+		return n_cand;
+	for (int i = 0; i < n_cand; i++) {
+		double per_tok = slab * e->pair_n[cand[i]] / bp, read = slab / bc;
+
+		cpu += per_tok > read ? per_tok : read;
+	}
+	/* k streamed: copies k x slab / bs beside the CPU rows of cand[k..] */
+	for (int k = 0; k <= n_cand; k++) {
+		double t = k * slab / bs > cpu ? k * slab / bs : cpu;
+
+		if (t < best)
+			best = t, k_best = k;
+		if (k < n_cand) {
+			double per_tok = slab * e->pair_n[cand[k]] / bp, read = slab / bc;
+
+			cpu -= per_tok > read ? per_tok : read;
+		}
+	}
+	return k_best;
 }
 
 /* Who computes each routed expert of layer l: the device holding it in VRAM;
@@ -274,7 +317,7 @@ double coli_moe_stream_share(const struct coli_engine *e)
  * in a device's staging slots (left there by an earlier token, or copied a
  * layer ahead: core/moe_dev.c's prefetch) are streamed first: their copy is
  * paid, so the share applies to the rest. */
-static void assign_experts(struct coli_engine *e, int l)
+static void assign_experts(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	int E = c->n_experts, n_cand = 0, k, slots_left[COLI_MAX_DEVS], d_next = 0;
@@ -326,7 +369,8 @@ static void assign_experts(struct coli_engine *e, int l)
 			cand[j - 1] = t;
 		}
 	/* the share of those still to copy (a staged one costs the link nothing) */
-	k = (int)(n_cand * coli_moe_stream_share(e) + 0.5);
+	k = T > COLI_GPU_MAX_S && !sim_only(e) ? prefill_stream_count(e, l, cand, n_cand)
+	                                       : (int)(n_cand * coli_moe_stream_share(e) + 0.5);
 	for (int i = 0; i < n_cand && k > 0; i++) {
 		int tries = 0;
 
@@ -359,7 +403,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 
 	route_select(e, l, T);
 	plan_pairs(e, T);
-	assign_experts(e, l);
+	assign_experts(e, l, T);
 	e->est.moe_plan_s += coli_now_s() - t0;
 	e->est.expert_uses += e->n_pairs;
 	for (int ex = 0; ex < c->n_experts; ex++) {
@@ -472,10 +516,23 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	}
 	if (di.pending) /* no CPU row ran (a read failed): issue before take */
 		dev_issue_run(&di);
+	/* the CPU rows' rates: per expert at decode, per (expert, token) at prefill */
 	if (cpu_bytes && e->n_devs) {
-		double bw = cpu_bytes / (coli_now_s() - t_cpu + 1e-9);
+		double dt = coli_now_s() - t_cpu + 1e-9;
 
-		e->bw_cpu = e->bw_cpu > 0 ? 0.8 * e->bw_cpu + 0.2 * bw : bw;
+		if (T <= COLI_GPU_MAX_S) {
+			double bw = cpu_bytes / dt;
+
+			e->bw_cpu = e->bw_cpu > 0 ? 0.8 * e->bw_cpu + 0.2 * bw : bw;
+		} else {
+			double pair_bytes = 0, bw;
+
+			for (int ex = 0; ex < c->n_experts; ex++)
+				if (e->pair_n[ex] && e->assign[ex] < 0)
+					pair_bytes += (double)e->pair_n[ex] * xl->slab_bytes;
+			bw = pair_bytes / dt;
+			e->bw_cpu_pair = e->bw_cpu_pair > 0 ? 0.8 * e->bw_cpu_pair + 0.2 * bw : bw;
+		}
 	}
 	/* take: a device failing now has its experts recomputed on the CPU */
 	t_take = coli_now_s();
