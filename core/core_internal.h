@@ -249,15 +249,20 @@ struct coli_engine {
 	const void **host_slab;    /* [n_experts] RAM slab of a streamed expert */
 	double bw_cpu, bw_stream;  /* cost model: bytes/s of CPU rows and of streaming */
 	double bw_cpu_pair;        /* prefill CPU rows: slab bytes x tokens per second */
-	struct coli_dense_dev *dd; /* dense part on a device (core/forward_dev.c), or NULL */
-	int moe_on_dense;          /* this layer: device index holding every pair's output in
-	                            * its own y (it also holds the dense part), or -1 */
-	uint64_t adapt_at;         /* token count of the next VRAM adaptation round */
-	int *hist;                 /* [ctx] token ids in the KV cache, to rebuild it on the
-	                            * CPU if the dense device fails */
-	uint64_t *dev_slab;        /* [n_layers][n_experts]: device address of the slab */
-	struct coli_actbuf *ax;    /* [tmax] over hidden-sized inputs */
-	int ax_defer;              /* rows of e->xn not yet in ax: coli_ax_ready makes them */
+	struct coli_dense_dev *dd; /* dense part on a device (core/forward_dev.c), or NULL;
+	                            * with several (layer split), the one of the layer
+	                            * running, else the first */
+	struct coli_dense_dev *dds[COLI_MAX_DEVS]; /* each device's range of layers */
+	int n_dd;
+	signed char *dd_of;     /* [n_layers] index in dds of the layer's dense device */
+	int moe_on_dense;       /* this layer: device index holding every pair's output in
+	                         * its own y (it also holds the dense part), or -1 */
+	uint64_t adapt_at;      /* token count of the next VRAM adaptation round */
+	int *hist;              /* [ctx] token ids in the KV cache, to rebuild it on the
+	                         * CPU if the dense device fails */
+	uint64_t *dev_slab;     /* [n_layers][n_experts]: device address of the slab */
+	struct coli_actbuf *ax; /* [tmax] over hidden-sized inputs */
+	int ax_defer;           /* rows of e->xn not yet in ax: coli_ax_ready makes them */
 	/* a prefill chunk's normed rows left on the dense device (every pair of
 	 * the layer is resident there): coli_ax_ready downloads them first */
 	struct coli_dev *xn_dev;
@@ -289,9 +294,16 @@ static inline double coli_now_s(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* forward_dev.c: the dense part on device dev (uploaded once at open). */
-int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, size_t errlen);
+/* dense_dev.c: the dense part on the devices (uploaded once at open): all of
+ * it on the first, or (--split layers, several devices) each device a
+ * contiguous range of layers with their KV cache, the embeddings on the
+ * first, the output norm and lm_head on the last. */
+int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen);
 void coli_dense_dev_close(struct coli_engine *e);
+/* The device index (in e->devs) whose dense part holds layer l, or -1. */
+int coli_dense_dev_of(const struct coli_engine *e, int l);
+/* Whether dev holds some of the dense part (a range of layers, or all of it). */
+int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev);
 /* The device holding the dense part, or NULL. */
 struct coli_dev *coli_dense_dev_device(struct coli_engine *e);
 /* next != NULL (logits NULL): the greedy id after the last token, computed on

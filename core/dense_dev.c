@@ -1,7 +1,9 @@
 /*
- * core/dense_dev.c — the dense part's residence on a device: at open the
+ * core/dense_dev.c — the dense part's residence on the devices: at open the
  * embeddings, norms, attention and router matrices, shared experts, dense
- * MLPs, lm_head and the KV cache are uploaded once (quantized matrices keep
+ * MLPs, lm_head and the KV cache are uploaded once — all on the first
+ * device, or with several (--split layers) each device a contiguous range of
+ * layers, the embeddings on the first, lm_head on the last (quantized matrices keep
  * their planes; q, k and v stacked when they can run as one GEMV) and the
  * working buffers allocated (core/dense_dev.h draws them); after placement
  * the slab table device-planned layers read; at close everything is freed.
@@ -126,19 +128,16 @@ static int up_qkv(struct coli_engine *e, struct coli_dense_dev *dd, const struct
 	return rc;
 }
 
-int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, size_t errlen)
+/* Upload dd's share (dd->l0..l1, first, last) and allocate its buffers. */
+static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = calloc(1, sizeof(*dd));
 	size_t T = (size_t)e->tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
 	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
 	size_t I = (size_t)(c->moe_inter > c->shared_inter ? c->moe_inter : c->shared_inter);
+	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->ctx * kvd;
 	int rc = 0;
 
-	if (!dd)
-		return -ENOMEM;
-	e->dd = dd;
-	dd->dev = dev;
 	I = I > (size_t)c->dense_inter ? I : (size_t)c->dense_inter;
 	dd->kmax = (int)(H > qd ? H : qd);
 	dd->kmax = dd->kmax > (int)I ? dd->kmax : (int)I;
@@ -146,14 +145,17 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	dd->jobs = malloc(sizeof(*dd->jobs) * (T + COLI_GPU_MAX_S) / COLI_GPU_MAX_S * 2);
 	if (!dd->L || !dd->jobs)
 		return -ENOMEM;
-	rc = rc ? rc : up_mat(e, dd, &e->m.tok_embd, &dd->tok_embd);
-	if (!rc)
+	if (dd->first)
+		rc = up_mat(e, dd, &e->m.tok_embd, &dd->tok_embd);
+	if (!rc && dd->last && c->tie_embeddings)
 		dd->lm_head = dd->tok_embd;
-	if (!rc && !c->tie_embeddings)
-		rc = up_mat(e, dd, &e->m.lm_head, &dd->lm_head);
-	rc = rc ? rc : up_vec(e, dd, e->m.out_norm, (int)H, &dd->out_norm);
+	if (!rc && dd->last && (c->tie_embeddings ? !dd->first : 1))
+		rc =
+		    up_mat(e, dd, c->tie_embeddings ? &e->m.tok_embd : &e->m.lm_head, &dd->lm_head);
+	if (dd->last)
+		rc = rc ? rc : up_vec(e, dd, e->m.out_norm, (int)H, &dd->out_norm);
 	rc = rc ? rc : up_vec(e, dd, e->inv_freq, c->head_dim / 2, &dd->inv_freq);
-	for (int l = 0; !rc && l < c->n_layers; l++) {
+	for (int l = dd->l0; !rc && l < dd->l1; l++) {
 		const struct coli_layer *L = &e->m.layers[l];
 		struct dlayer *D = &dd->L[l];
 		int qn = c->qk_norm == 1 ? c->head_dim : (int)qd,
@@ -178,8 +180,8 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 		rc = rc ? rc : up_mat(e, dd, &L->ffn_down, &D->ffn_down);
 	}
 #define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
-	B(kcache, e->kv_bytes);
-	B(vcache, e->kv_bytes);
+	B(kcache, kv_bytes);
+	B(vcache, kv_bytes);
 	B(ids, (T + 1) * 4); /* the position, then the token ids */
 	B(x, T * H * 4);
 	B(xn, T * H * 4);
@@ -220,21 +222,11 @@ int coli_dense_dev_open(struct coli_engine *e, struct coli_dev *dev, char *err, 
 	dd->seg = calloc((size_t)c->n_layers * COLI_GPU_MAX_S * 2, sizeof(*dd->seg));
 	if (!rc && (!dd->full || !dd->part || !dd->fast_T || !dd->seg))
 		rc = -ENOMEM;
-	if (rc)
-		snprintf(err, errlen, "device %s: cannot hold the dense part (%s)", dev->name,
-		         strerror(-rc));
-	else
-		fprintf(stderr, "coli: dense part and KV cache on %s (%.2f GB uploaded)\n",
-		        dev->name, e->est.h2d_const_bytes / 1e9);
 	return rc;
 }
 
-void coli_dense_dev_close(struct coli_engine *e)
+static void close_one(struct coli_engine *e, struct coli_dense_dev *dd)
 {
-	struct coli_dense_dev *dd = e->dd;
-
-	if (!dd)
-		return;
 	for (int i = 0; dd->seg && i < e->m.cfg.n_layers * COLI_GPU_MAX_S * 2; i++)
 		coli_dev_graph_free(dd->dev, dd->seg[i].graph);
 	free(dd->seg);
@@ -247,7 +239,103 @@ void coli_dense_dev_close(struct coli_engine *e)
 	free(dd->part);
 	free(dd->fast_T);
 	free(dd);
+}
+
+/* --split auto: whether the model — dense part, KV cache, every expert —
+ * fits the first device alone (its --vram-gb, or its free memory less a
+ * reserve), so that a second one would only add a hand-over a token. */
+static int fits_first(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	uint64_t off, dense, experts = 0;
+	size_t free_b = 0, total_b = 0;
+	double kv = 2.0 * sizeof(float) * c->n_layers * e->ctx * c->n_kv_heads * c->head_dim;
+
+	coli_io_container_dense_region(e->m.c, &off, &dense);
+	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {
+		const struct coli_expert_layer *xl = coli_io_container_expert_layer(e->m.c, i);
+
+		experts += (uint64_t)xl->slab_bytes * xl->n_experts;
+	}
+	if (e->opts.vram_gb >= 0)
+		return experts <= e->opts.vram_gb * 1e9;
+	coli_dev_mem_info(e->devs[0], &free_b, &total_b);
+	return dense + kv + experts + (512u << 20) <= (double)free_b; /* moe_dev.c RESERVE_BYTES */
+}
+
+/* The dense part on e->devs: on the first only, or split (--split layers,
+ * or auto when the model does not fit the first device alone) in
+ * contiguous equal ranges of layers, one a device (a model with fewer layers
+ * than devices uses as many devices as it has layers). A device that cannot
+ * hold its share fails the whole open (the caller runs the model on the CPU
+ * then). */
+int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int split = !strcmp(e->opts.split, "layers") ||
+	            (!strcmp(e->opts.split, "auto") && e->n_devs > 1 && !fits_first(e));
+	int n = split ? e->n_devs : 1, L = c->n_layers;
+
+	n = n < L ? n : L;
+	n = n > 0 ? n : 1;
+	e->dd_of = calloc((size_t)L, 1);
+	if (!e->dd_of)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		struct coli_dense_dev *dd = calloc(1, sizeof(*dd));
+		double t0 = e->est.h2d_const_bytes;
+		int rc;
+
+		if (!dd)
+			return -ENOMEM;
+		e->dds[e->n_dd++] = dd;
+		dd->dev = e->devs[i];
+		dd->l0 = L * i / n, dd->l1 = L * (i + 1) / n;
+		dd->first = i == 0, dd->last = i == n - 1;
+		for (int l = dd->l0; l < dd->l1; l++)
+			e->dd_of[l] = (signed char)i;
+		rc = open_one(e, dd);
+		if (rc) {
+			snprintf(err, errlen, "device %s: cannot hold the dense part (%s)",
+			         dd->dev->name, strerror(-rc));
+			return rc;
+		}
+		if (n == 1)
+			fprintf(stderr, "coli: dense part and KV cache on %s (%.2f GB uploaded)\n",
+			        dd->dev->name, (e->est.h2d_const_bytes - t0) / 1e9);
+		else
+			fprintf(stderr,
+			        "coli: dense part and KV cache of layers %d-%d on %s (%.2f GB "
+			        "uploaded)\n",
+			        dd->l0, dd->l1 - 1, dd->dev->name,
+			        (e->est.h2d_const_bytes - t0) / 1e9);
+	}
+	e->dd = e->dds[0];
+	return 0;
+}
+
+void coli_dense_dev_close(struct coli_engine *e)
+{
+	for (int i = 0; i < e->n_dd; i++)
+		close_one(e, e->dds[i]);
+	memset(e->dds, 0, sizeof(e->dds));
+	e->n_dd = 0;
+	free(e->dd_of);
+	e->dd_of = NULL;
 	e->dd = NULL;
+}
+
+int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev)
+{
+	for (int i = 0; i < e->n_dd; i++)
+		if (e->dds[i]->dev == dev)
+			return 1;
+	return 0;
+}
+
+int coli_dense_dev_of(const struct coli_engine *e, int l)
+{
+	return e->n_dd ? e->dds[e->dd_of[l]]->dev->index : -1;
 }
 
 /* After placement: which MoE layers have every expert resident on the dense
@@ -255,21 +343,15 @@ void coli_dense_dev_close(struct coli_engine *e)
  * preplanned there, see moe_preplanned), and the slab table of resident
  * experts uploaded (0: not resident). The VRAM adaptation keeps it current
  * (coli_dense_dev_slab_set). */
-int coli_dense_dev_plan_init(struct coli_engine *e)
+static int plan_init_one(struct coli_engine *e, struct coli_dense_dev *dd)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
-	int E = c->n_experts, any = 0, d = -1, rc;
+	int E = c->n_experts, any = 0, d = dd->dev->index, rc;
 	uint64_t *tab;
 
-	if (!dd || !dd->route_on_dev || c->top_k * COLI_GPU_MAX_S > COLI_GPU_PLAN_MAX_P)
+	if (!dd->route_on_dev || c->top_k * COLI_GPU_MAX_S > COLI_GPU_PLAN_MAX_P)
 		return 0;
-	for (int i = 0; i < e->n_devs; i++)
-		if (e->devs[i] == dd->dev)
-			d = i;
-	if (d < 0)
-		return 0;
-	for (int l = 0; l < c->n_layers; l++) {
+	for (int l = dd->l0; l < dd->l1; l++) {
 		int n = 0;
 
 		for (int x = 0; e->m.layers[l].moe && e->where && x < E; x++)
@@ -294,10 +376,19 @@ int coli_dense_dev_plan_init(struct coli_engine *e)
 	return rc;
 }
 
+int coli_dense_dev_plan_init(struct coli_engine *e)
+{
+	int rc = 0;
+
+	for (int i = 0; !rc && i < e->n_dd; i++)
+		rc = plan_init_one(e, e->dds[i]);
+	return rc;
+}
+
 /* The VRAM adaptation moved expert ex of layer l (addr 0: out of VRAM). */
 int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr)
 {
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->n_dd ? e->dds[e->dd_of[l]] : NULL;
 	const struct coli_model_config *c = &e->m.cfg;
 
 	if (!dd || dd->plan_dev < 0)

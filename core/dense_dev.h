@@ -56,6 +56,8 @@ enum { PEND_NONE, PEND_MLP, PEND_PAIRS };
 
 struct coli_dense_dev {
 	struct coli_dev *dev;
+	int l0, l1;      /* its layers [l0, l1); its KV cache holds only these */
+	int first, last; /* it holds the embeddings / the output norm and lm_head */
 	struct dmat tok_embd, lm_head;
 	uint64_t out_norm, inv_freq;
 	struct dlayer *L;

@@ -306,8 +306,14 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	/* the dense part first: it must fit; experts then take what is left. A
 	 * device that cannot take them (out of its memory, an error) is given up
 	 * with a message: the model then runs on the CPU */
+	if (strcmp(e->opts.split, "auto") && strcmp(e->opts.split, "layers") &&
+	    strcmp(e->opts.split, "none")) {
+		snprintf(err, errlen, "--split '%s': expected auto, layers or none", e->opts.split);
+		rc = -EINVAL;
+		goto err;
+	}
 	if (e->n_devs && strcmp(e->opts.dense, "cpu")) {
-		rc = coli_dense_dev_open(e, e->devs[0], err, errlen);
+		rc = coli_dense_dev_open(e, err, errlen);
 		if (rc)
 			devices_off(e, "the dense part and KV cache", rc, err);
 		rc = 0;

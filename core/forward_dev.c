@@ -31,6 +31,10 @@
  * changes per token is read from device memory (position and ids in dd->ids,
  * routing and job tables the kernels write).
  *
+ * With the layers split over several devices (core/dense_dev.c), e->dd is
+ * the device of the layer running: a layer on the next device's range first
+ * hands the residual stream over (handoff), once a token per boundary.
+ *
  * Its buffers are drawn in core/dense_dev.h, uploaded at open by
  * core/dense_dev.c.
  */
@@ -179,8 +183,8 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
 	int qd = nh * hd, kvd = nkv * hd, rc, oq;
-	uint64_t kc = dd->kcache + ((size_t)l * e->ctx) * kvd * 4;
-	uint64_t vc = dd->vcache + ((size_t)l * e->ctx) * kvd * 4;
+	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
+	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
 
 	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
 	if (pend == PEND_PAIRS) { /* the previous layer's pairs, summed here */
@@ -354,10 +358,10 @@ static int run_plan(struct coli_engine *e, int l, int T, const struct dmat *rout
 static void fast_count(struct coli_engine *e)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
 	int K = c->top_k;
 
 	for (int l = 0; l < c->n_layers; l++) {
+		struct coli_dense_dev *dd = e->dds[e->dd_of[l]];
 		const int *s = e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K;
 		const struct coli_expert_layer *xl;
 		int P = dd->fast_T[l] * K;
@@ -396,7 +400,8 @@ static int guess_layer(const struct coli_engine *e, int l, int T)
 
 	while (n < c->n_layers && !e->m.layers[n].moe)
 		n++;
-	if (n == c->n_layers || !coli_lookahead_wanted(e, n) ||
+	/* (its router lives with its layer: none across a device boundary) */
+	if (n == c->n_layers || n >= dd->l1 || !coli_lookahead_wanted(e, n) ||
 	    (dd->plan_dev >= 0 && dd->full[n] && T <= COLI_GPU_MAX_S))
 		return -1;
 	return n;
@@ -436,9 +441,9 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
 /* Whether layer l, of kind `kind`, leaves its MoE accumulate to the next
  * layer's first norm: a device-planned layer with a next layer and no shared
  * expert (whose gated add needs the sum first). */
-static int defers(const struct coli_engine *e, int l, int kind)
+static int defers(const struct coli_engine *e, int l, int kind) /* (and on this device) */
 {
-	return kind == SEG_PLANNED && l + 1 < e->m.cfg.n_layers && !e->m.cfg.shared_inter;
+	return kind == SEG_PLANNED && l + 1 < e->dd->l1 && !e->m.cfg.shared_inter;
 }
 
 static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
@@ -658,6 +663,26 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	return rc;
 }
 
+/* Layer split: the next layer's dense part is on another device. The
+ * residual stream (with the last layer's MLP output added: a layer before a
+ * boundary does not defer its accumulate) goes over through the host's
+ * registered rows; the device left behind has nothing else queued. */
+static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
+{
+	struct coli_dense_dev *from = e->dd;
+	int H = e->m.cfg.hidden, rc;
+	size_t n = sizeof(float) * T * H;
+
+	rc = coli_dev_add(from->dev, from->x, from->mlp, T * H);
+	rc = rc ? rc : coli_dev_download_async(from->dev, e->xn, from->x, n);
+	rc = rc ? rc : coli_dev_sync(from->dev);
+	rc = rc ? rc : coli_dev_upload_async(to->dev, to->x, e->xn, n);
+	e->est.h2d_bytes += n;
+	to->phase_t = from->phase_t;
+	e->dd = to;
+	return rc;
+}
+
 struct coli_dev *coli_dense_dev_device(struct coli_engine *e)
 {
 	return e->dd ? e->dd->dev : NULL;
@@ -667,24 +692,37 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
                      int *next)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
-	int H = c->hidden, pos0 = e->pos, rc;
+	struct coli_dense_dev *dd = e->dds[0];
+	int H = c->hidden, pos0 = e->pos, rc = 0;
 	double start = coli_now_s();
 
 	if (T <= 0 || T > e->tmax)
 		return -EINVAL;
 	if (pos0 + T > e->ctx)
 		return -E2BIG;
+	e->dd = dd;
 	dd->phase_t = start;
 	for (int t = 0; t < T; t++)
 		if (ids[t] < 0 || ids[t] >= c->vocab)
 			return -EINVAL;
 	e->xids[0] = pos0; /* registered: see engine.c */
 	memcpy(e->xids + 1, ids, sizeof(int) * T);
-	rc = coli_dev_upload_async(dd->dev, dd->ids, e->xids, sizeof(int) * (T + 1));
-	e->est.h2d_bytes += sizeof(int) * (T + 1);
+	for (int i = 0; !rc && i < e->n_dd; i++) { /* every device reads the position */
+		rc = coli_dev_upload_async(e->dds[i]->dev, e->dds[i]->ids, e->xids,
+		                           sizeof(int) * (T + 1));
+		e->est.h2d_bytes += sizeof(int) * (T + 1);
+	}
 	for (int l = 0, pend = PEND_NONE; !rc && l < c->n_layers; l++) {
-		int kind = layer_kind(e, l, T), moe = kind != SEG_DENSE;
+		int kind, moe;
+
+		if (e->dds[e->dd_of[l]] != e->dd) { /* layer split: the next device's range */
+			rc = handoff(e, e->dds[e->dd_of[l]], T);
+			dd = e->dd;
+			pend = PEND_NONE;
+			if (rc)
+				break;
+		}
+		kind = layer_kind(e, l, T), moe = kind != SEG_DENSE;
 		int gn = kind == SEG_HOST || kind == SEG_PRE ? guess_layer(e, l, T) : -1;
 		/* q8/q4 experts read xn's rows quantized by the norm (a host-planned
 		 * layer's device experts gather them on the device) */
@@ -735,6 +773,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		*next = e->xids[e->tmax + 1];
 	if (logits || next)
 		phase_end(e, &e->est.lm_head_s, 0);
+	e->dd = e->dds[0]; /* after the last phase, which the last device's clock ends */
 	e->est.forward_s += coli_now_s() - start;
 	e->pos += T;
 	e->est.tokens += T;

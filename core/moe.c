@@ -342,6 +342,12 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 		return;
 	for (int d = 0; d < e->n_devs; d++)
 		slots_left[d] = e->devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);
+	/* COLI_STREAM_HOME: only the device holding the layer's dense part (its
+	 * outputs then need no trip through the host when nothing else ran) */
+	if (e->opts.stream_home && coli_dense_dev_of(e, l) >= 0)
+		for (int d = 0; d < e->n_devs; d++)
+			if (d != coli_dense_dev_of(e, l))
+				slots_left[d] = 0;
 	/* staged a layer early (the lookahead's guess): the copy is paid, stream it */
 	for (int i = 0; i < n_cand; i++)
 		for (int d = 0; d < e->n_devs; d++)

@@ -49,6 +49,10 @@ static const struct opt_row g_opts[] = {
      "RAM-tier experts: auto (split CPU/GPU by measured speed) | off (CPU) | only (GPU)"},
     {"--dense", "COLI_DENSE", OPT_STR, F(dense), "auto",
      "dense part (attention, norms, routers, lm_head, KV cache): auto (first device) | cpu"},
+    {"--split", "COLI_SPLIT", OPT_STR, F(split), "auto",
+     "several devices: layers (each device a range of layers, their dense part and "
+     "experts) | none (the dense part on the first) | auto (layers when the model does not "
+     "fit the first)"},
     {"--stream-slots", "COLI_STREAM_SLOTS", OPT_INT, F(stream_slots), "32",
      "VRAM staging slabs per device for streamed experts (this layer's and the next's guess)"},
     {"--verbose", "COLI_VERBOSE", OPT_FLAG, F(verbose), "0", "print the options at start"},
@@ -76,6 +80,9 @@ static const struct opt_row g_opts[] = {
      "plans the rest (1; off until measured on a GPU)"},
     {NULL, "COLI_DEV_ROUTE", OPT_INT, F(dev_route), "1",
      "route on the dense device and plan fully resident MoE layers there (0: the host, for A/B)"},
+    {NULL, "COLI_STREAM_HOME", OPT_INT, F(stream_home), "0",
+     "several devices: stream a layer's RAM-tier experts to the device holding its dense "
+     "part only (1; 0: round-robin over the devices with staging room)"},
     {NULL, "COLI_STAGE_AHEAD", OPT_INT, F(stage_ahead), "0",
      "copy the lookahead's guessed RAM-tier experts to staging slots a layer ahead (1; off: "
      "slower on the H200, wrong guesses evict slots later tokens reuse)"},

@@ -9,8 +9,9 @@
  * expert 1, ...) so every layer gets the same share — until --vram-gb (or the
  * device's free memory less a reserve) is used, the first device before the
  * next. With several devices, the layers wholly among the experts that fit
- * go whole to the dense part's device, so they are planned there and not
- * split over devices (whole_layers_first); a device of several that holds
+ * go whole to the device holding their dense part (all of it on the first,
+ * or each device its range of layers: --split), so they are planned there
+ * and not split over devices (whole_layers_first); a device of several that holds
  * none of the dense part and cannot take its buffers is left out
  * (drop_device). The slab keeps its container layout in VRAM. where[l][e]
  * says which device holds an expert (-1: host), dev_slab[l][e] where.
@@ -98,12 +99,21 @@ static int place_one(struct coli_engine *e, int d, int l, int x)
 	return 0;
 }
 
+/* The device whose dense part runs layer l (layer split), else the first. */
+static int home_dev(const struct coli_engine *e, int l)
+{
+	int d = coli_dense_dev_of(e, l);
+
+	return d >= 0 ? d : 0;
+}
+
 /* Several devices: of the experts the budgets hold together (the hottest,
- * `order`'s head), the MoE layers that are wholly among them go to the first
- * device — the one with the dense part — while they fit, so those layers are
- * planned there (core/dense_dev.c) instead of being split over devices, which
- * makes every such layer host-planned (H200, two GPUs, half the experts a
- * device: 738 tok/s split by heat). Placed entries of order become -1.
+ * `order`'s head), the MoE layers that are wholly among them go whole to
+ * their home device — the one with their dense part — while they fit, so
+ * those layers are planned there (core/dense_dev.c) instead of being split
+ * over devices, which makes every such layer host-planned (H200, two GPUs,
+ * half the experts a device: 738 tok/s split by heat). The rest of them try
+ * their home device first too. Placed entries of order become -1.
  * Returns how many entries of order are left to place by heat, or -EIO (an
  * upload failed). */
 static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
@@ -130,7 +140,8 @@ static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
 		pos[order[n_take]] = n_take;
 	}
 	for (int l = 0; l < c->n_layers; l++) {
-		const struct coli_dev_slot *v = &e->vram[0];
+		const int home = home_dev(e, l);
+		const struct coli_dev_slot *v = &e->vram[home];
 		size_t b =
 		    c->is_moe_layer[l]
 		        ? coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes
@@ -140,7 +151,7 @@ static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
 		for (int x = 0; whole && x < E; x++)
 			whole = pos[(size_t)l * E + x] >= 0;
 		for (int x = 0; whole && x < E; x++) {
-			int rc = place_one(e, 0, l, x);
+			int rc = place_one(e, home, l, x);
 
 			if (rc == -ENOMEM)
 				break; /* the rest of the layer goes by heat */
@@ -187,7 +198,7 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 			rc = coli_moe_dev_stage_alloc(e, v);
 			snprintf(what, sizeof(what), "%d staging slots", e->opts.stream_slots);
 		}
-		if (rc && e->n_devs > 1 && v->dev != coli_dense_dev_device(e)) {
+		if (rc && e->n_devs > 1 && !coli_dense_dev_holds(e, v->dev)) {
 			fprintf(stderr, "coli: device %s: no memory for %s; going on without it\n",
 			        v->dev->name, what);
 			drop_device(e, d--);
@@ -225,14 +236,18 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 			continue; /* placed with its whole layer */
 		l = order[i] / c->n_experts, x = order[i] % c->n_experts;
 		b = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
-		while (dev < e->n_devs && e->vram[dev].used + b > e->vram[dev].budget)
-			dev++;
-		if (dev == e->n_devs)
-			break;
-		rc = place_one(e, dev, l, x);
+		/* its home device first, then the first with room */
+		rc = e->n_devs > 1 ? place_one(e, home_dev(e, l), l, x) : -ENOMEM;
 		if (rc == -ENOMEM) {
-			dev++; /* full after all: try the next device */
-			continue;
+			while (dev < e->n_devs && e->vram[dev].used + b > e->vram[dev].budget)
+				dev++;
+			if (dev == e->n_devs)
+				break;
+			rc = place_one(e, dev, l, x);
+			if (rc == -ENOMEM) {
+				dev++; /* full after all: try the next device */
+				continue;
+			}
 		}
 		if (rc) {
 			free(order);

@@ -89,4 +89,12 @@ sed '5s/ [0-9]*:/ 7:/' t1.txt >t3.txt
 "$COLI" generate -m m.coli --ubatch 0 -p "hi" -n 1 >out.txt 2>err.txt
 [ $? -ne 0 ] && grep -q "ubatch 0: expected 1 to" err.txt && ok "--ubatch 0 refused: $(cat err.txt)" ||
 	{ bad "--ubatch 0"; cat err.txt; }
+# 11. --split: two simulated devices split the layers, logits byte-identical to the CPU's
+"$COLI" logits -m m.coli --gpu off --text "def fibonacci(n):" -o s0.f32 >/dev/null 2>&1 &&
+	"$COLI" logits -m m.coli --gpu sim:2 --split layers --text "def fibonacci(n):" -o s2.f32 \
+		>/dev/null 2>err.txt && grep -q "of layers" err.txt && cmp -s s0.f32 s2.f32 &&
+	ok "--split layers on sim:2: logits byte-identical to the CPU" || { bad "--split layers"; cat err.txt; }
+"$COLI" generate -m m.coli --gpu sim:2 --split rows -p "hi" -n 1 >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "expected auto, layers or none" err.txt && ok "--split rows refused" ||
+	{ bad "--split rows"; cat err.txt; }
 exit $fail
