@@ -213,7 +213,7 @@ struct coli_opts {
 	int dev_graph;   /* COLI_DEV_GRAPH: decode layers replayed as captured graphs */
 	int pdl;         /* COLI_PDL: programmatic dependent launch on sm_90+ */
 	int stage_ahead; /* COLI_STAGE_AHEAD: stage the lookahead's guesses a layer ahead */
-	int stream_home; /* COLI_STREAM_HOME: stream only to the layer's dense device */
+	int stream_home; /* COLI_STREAM_HOME: 1 stream only to the layer's dense device, 2 at decode */
 	int sim_latency_us;   /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
 	char stream[16];      /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
 	char dense[16];       /* --dense auto|cpu: where attention, norms, routers, lm_head run */

@@ -80,9 +80,10 @@ static const struct opt_row g_opts[] = {
      "plans the rest (1; off until measured on a GPU)"},
     {NULL, "COLI_DEV_ROUTE", OPT_INT, F(dev_route), "1",
      "route on the dense device and plan fully resident MoE layers there (0: the host, for A/B)"},
-    {NULL, "COLI_STREAM_HOME", OPT_INT, F(stream_home), "0",
+    {NULL, "COLI_STREAM_HOME", OPT_INT, F(stream_home), "2",
      "several devices: stream a layer's RAM-tier experts to the device holding its dense "
-     "part only (1; 0: round-robin over the devices with staging room)"},
+     "part only (1: always; 2: at decode, round-robin at prefill; 0: round-robin over the "
+     "devices with staging room)"},
     {NULL, "COLI_STAGE_AHEAD", OPT_INT, F(stage_ahead), "0",
      "copy the lookahead's guessed RAM-tier experts to staging slots a layer ahead (1; off: "
      "slower on the H200, wrong guesses evict slots later tokens reuse)"},

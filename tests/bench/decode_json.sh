@@ -5,11 +5,12 @@
 # per decode token), the bound and ratio follow from the reported bytes and
 # bandwidths (the ram-gb=0 arm reads every slab from disk: its disk term is
 # disk bytes / the disk bandwidth measured in the streamer's slab pattern),
-# and ratio lies in (0, 1.5]. No wall-time assertions.
+# and ratio lies in (0, 1.5]. No wall-time assertions. The host tiers only
+# (--gpu off: a device, even COLI_GPU=sim in the environment, has its own bound).
 set -u
 command -v python3 >/dev/null || { echo "python3 not installed"; exit 77; }
 "$COLI" bench make-model --shape tiny -o tiny.coli 2>/dev/null || { echo "make-model failed"; exit 1; }
-"$COLI" bench decode -m tiny.coli --json --arms default,threads=1,ram-gb=0 --rounds 3 --tokens 6 \
+"$COLI" bench decode -m tiny.coli --gpu off --json --arms default,threads=1,ram-gb=0 --rounds 3 --tokens 6 \
 	--disk-mib 1 --read-mib 32 >out.json || { echo "bench decode failed"; exit 1; }
 python3 "$ROOT/tests/bench/check_json.py" decode out.json || { cat out.json; exit 1; }
 "$COLI" bench decode -m tiny.coli --rounds 1 --tokens 2 --disk-mib 1 --read-mib 16 >table.txt ||
