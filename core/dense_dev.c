@@ -267,8 +267,8 @@ static int fits_first(struct coli_engine *e)
  * or auto when the model does not fit the first device alone) in
  * contiguous equal ranges of layers, one a device (a model with fewer layers
  * than devices uses as many devices as it has layers). A device that cannot
- * hold its share fails the whole open (the caller runs the model on the CPU
- * then). */
+ * hold its share fails the open, last in e->dds, err naming it (core/engine.c
+ * leaves it out and tries the others again). */
 int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;

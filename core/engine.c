@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/core_internal.h"
+#include "core/dense_dev.h"
 #include "core/dev.h"
 #include "mem/mem.h"
 #include "ptx/ptx.h"
@@ -165,6 +166,27 @@ static int scratch_alloc(struct coli_engine *e)
 	return 0;
 }
 
+/* The dense part and KV cache on the devices. Of several, one that cannot
+ * hold its share (out of its memory, an error) is left out with one line and
+ * the rest take the model over (split again, or whole on one), so a GPU short
+ * of memory costs its share, not the other GPUs. rc != 0 (err set): the last
+ * one could not either. */
+static int dense_open(struct coli_engine *e, char *err, size_t errlen)
+{
+	int rc;
+
+	while ((rc = coli_dense_dev_open(e, err, errlen)) && e->n_devs > 1 && e->n_dd > 0 &&
+	       err[0]) {
+		int bad = e->dds[e->n_dd - 1]->dev->index;
+
+		fprintf(stderr, "coli: %s; going on without it\n", err);
+		err[0] = 0;
+		coli_dense_dev_close(e);
+		coli_vram_drop_device(e, bad);
+	}
+	return rc;
+}
+
 /* Setting the devices up at open failed (rc, err): say so once and go on
  * CPU-only, as with --gpu off. Experts whose host copies CUDA_RELEASE_HOST
  * dropped meanwhile are read from the model file again by the tiers. */
@@ -304,8 +326,10 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		goto err;
 	}
 	/* the dense part first: it must fit; experts then take what is left. A
-	 * device that cannot take them (out of its memory, an error) is given up
-	 * with a message: the model then runs on the CPU */
+	 * device of several that cannot hold its share is left out (dense_open);
+	 * when none can, or the experts' buffers fail on a device holding the
+	 * dense part, every device is given up with a message: the model then
+	 * runs on the CPU */
 	if (strcmp(e->opts.split, "auto") && strcmp(e->opts.split, "layers") &&
 	    strcmp(e->opts.split, "none")) {
 		snprintf(err, errlen, "--split '%s': expected auto, layers or none", e->opts.split);
@@ -313,7 +337,7 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		goto err;
 	}
 	if (e->n_devs && strcmp(e->opts.dense, "cpu")) {
-		rc = coli_dense_dev_open(e, err, errlen);
+		rc = dense_open(e, err, errlen);
 		if (rc)
 			devices_off(e, "the dense part and KV cache", rc, err);
 		rc = 0;

@@ -30,10 +30,11 @@
 
 #define RESERVE_BYTES ((size_t)512 << 20) /* left free on a device when no budget is given */
 
-/* Placement: device d (not the dense part's) cannot hold its working
- * buffers: it is closed and the devices after it move up, so the others
- * carry on with every index still dense. */
-static void drop_device(struct coli_engine *e, int d)
+/* Device d cannot hold its share (the dense part's layers at open, or, not
+ * holding any, its working buffers at placement): it is closed and the
+ * devices after it move up, so the others carry on with every index still
+ * dense. */
+void coli_vram_drop_device(struct coli_engine *e, int d)
 {
 	coli_moe_dev_slot_free(&e->vram[d]);
 	coli_dev_close(e->devs[d]);
@@ -201,7 +202,7 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 		if (rc && e->n_devs > 1 && !coli_dense_dev_holds(e, v->dev)) {
 			fprintf(stderr, "coli: device %s: no memory for %s; going on without it\n",
 			        v->dev->name, what);
-			drop_device(e, d--);
+			coli_vram_drop_device(e, d--);
 			continue;
 		}
 		if (rc) {

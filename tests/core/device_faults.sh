@@ -46,22 +46,34 @@ done
 
 # two simulated devices, the second out of memory at start: it is left out with one
 # line, the first carries on (dense part and experts), the CPU's text; the first out
-# of memory (it holds the dense part): both given up, the CPU's text; split by layers
-# (each holds dense layers), the second out of memory: both given up, the CPU's text
+# of memory (it would hold the dense part): left out, the second takes the model over;
+# split by layers, either out of memory: the other takes the whole model; both out of
+# memory: both given up, the CPU's text
 COLI_GPU_FAIL_AFTER=0 COLI_GPU_FAIL_AT=alloc COLI_GPU_FAIL_DEV=1 gen --gpu sim:2 --split none >out.txt 2>err.txt
 [ $? -eq 0 ] && cmp -s cpu.txt out.txt && grep "sim:1" err.txt | grep -q "going on without it" &&
 	grep -q "sim:0 (host memory): [1-9][0-9]* experts resident" err.txt &&
 	! grep -q "running on the CPU" err.txt &&
 	ok "sim:2, the second out of memory at start: $(grep 'without it' err.txt)" ||
 	{ bad "sim:2, the second out of memory at start"; cat err.txt; }
-COLI_GPU_FAIL_AFTER=0 COLI_GPU_FAIL_AT=alloc COLI_GPU_FAIL_DEV=0 gen --gpu sim:2 --split none >out.txt 2>err.txt
-[ $? -eq 0 ] && cmp -s cpu.txt out.txt && grep "sim:0" err.txt | grep -q "running on the CPU" &&
-	ok "sim:2, the first out of memory at start: $(grep 'running on the CPU' err.txt)" ||
-	{ bad "sim:2, the first out of memory at start"; cat err.txt; }
-COLI_GPU_FAIL_AFTER=0 COLI_GPU_FAIL_AT=alloc COLI_GPU_FAIL_DEV=1 gen --gpu sim:2 --split layers >out.txt 2>err.txt
-[ $? -eq 0 ] && cmp -s cpu.txt out.txt && grep "sim:1" err.txt | grep -q "running on the CPU" &&
-	ok "sim:2 split by layers, the second out of memory at start: $(grep 'running on the CPU' err.txt)" ||
-	{ bad "sim:2 split by layers, the second out of memory at start"; cat err.txt; }
+for split in none layers; do
+	for dev in 0 1; do
+		[ $split = none ] && [ $dev = 1 ] && continue # the case above
+		other=$((1 - dev))
+		COLI_GPU_FAIL_AFTER=0 COLI_GPU_FAIL_AT=alloc COLI_GPU_FAIL_DEV=$dev gen --gpu sim:2 \
+			--split $split >out.txt 2>err.txt
+		[ $? -eq 0 ] && cmp -s cpu.txt out.txt &&
+			grep "sim:$dev" err.txt | grep -q "dense part.*going on without it" &&
+			grep -q "dense part and KV cache on sim:$other" err.txt &&
+			grep -q "sim:$other (host memory): [1-9][0-9]* experts resident" err.txt &&
+			! grep -q "running on the CPU" err.txt &&
+			ok "sim:2 --split $split, sim:$dev out of memory at start: $(grep 'without it' err.txt)" ||
+			{ bad "sim:2 --split $split, sim:$dev out of memory at start"; cat err.txt; }
+	done
+done
+COLI_GPU_FAIL_AFTER=0 COLI_GPU_FAIL_AT=alloc gen --gpu sim:2 --split layers >out.txt 2>err.txt
+[ $? -eq 0 ] && cmp -s cpu.txt out.txt && grep -q "running on the CPU" err.txt &&
+	ok "sim:2, both out of memory at start: $(grep 'running on the CPU' err.txt)" ||
+	{ bad "sim:2, both out of memory at start"; cat err.txt; }
 gen --gpu 0,0 >out.txt 2>err.txt
 [ $? -ne 0 ] && grep -q "a list of distinct devices" err.txt &&
 	ok "--gpu 0,0 refused: $(cat err.txt)" || { bad "--gpu 0,0"; cat err.txt; }
