@@ -244,7 +244,7 @@ static void close_one(struct coli_engine *e, struct coli_dense_dev *dd)
 /* --split auto: whether the model — dense part, KV cache, every expert —
  * fits the first device alone (its --vram-gb, or its free memory less a
  * reserve), so that a second one would only add a hand-over a token. */
-static int fits_first(struct coli_engine *e)
+static int fits_first(struct coli_engine *e, struct coli_dev *first)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	uint64_t off, dense, experts = 0;
@@ -259,23 +259,33 @@ static int fits_first(struct coli_engine *e)
 	}
 	if (e->opts.vram_gb >= 0)
 		return experts <= e->opts.vram_gb * 1e9;
-	coli_dev_mem_info(e->devs[0], &free_b, &total_b);
+	coli_dev_mem_info(first, &free_b, &total_b);
 	return dense + kv + experts + (512u << 20) <= (double)free_b; /* moe_dev.c RESERVE_BYTES */
 }
 
-/* The dense part on e->devs: on the first only, or split (--split layers,
- * or auto when the model does not fit the first device alone) in
- * contiguous equal ranges of layers, one a device (a model with fewer layers
- * than devices uses as many devices as it has layers). A device that cannot
- * hold its share fails the open, last in e->dds, err naming it (core/engine.c
- * leaves it out and tries the others again). */
+/* The dense part on the devices of e->devs that have not failed: on the
+ * first only, or split (--split layers, or auto when the model does not fit
+ * the first device alone) in contiguous equal ranges of layers, one a device
+ * (a model with fewer layers than devices uses as many devices as it has
+ * layers). A device that cannot hold its share fails the open, last in
+ * e->dds, err naming it (core/engine.c leaves it out and tries the others
+ * again at open; mid-run, after a device failed, it moves the dense part
+ * here once more). */
 int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int split = !strcmp(e->opts.split, "layers") ||
-	            (!strcmp(e->opts.split, "auto") && e->n_devs > 1 && !fits_first(e));
-	int n = split ? e->n_devs : 1, L = c->n_layers;
+	int use[COLI_MAX_DEVS], n_use = 0, split, n, L = c->n_layers;
 
+	for (int d = 0; d < e->n_devs; d++)
+		if (!e->devs[d]->failed)
+			use[n_use++] = d;
+	if (!n_use) {
+		snprintf(err, errlen, "no device left");
+		return -ENODEV;
+	}
+	split = !strcmp(e->opts.split, "layers") ||
+	        (!strcmp(e->opts.split, "auto") && n_use > 1 && !fits_first(e, e->devs[use[0]]));
+	n = split ? n_use : 1;
 	n = n < L ? n : L;
 	n = n > 0 ? n : 1;
 	e->dd_of = calloc((size_t)L, 1);
@@ -289,7 +299,7 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 		if (!dd)
 			return -ENOMEM;
 		e->dds[e->n_dd++] = dd;
-		dd->dev = e->devs[i];
+		dd->dev = e->devs[use[i]];
 		dd->l0 = L * i / n, dd->l1 = L * (i + 1) / n;
 		dd->first = i == 0, dd->last = i == n - 1;
 		for (int l = dd->l0; l < dd->l1; l++)

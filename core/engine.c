@@ -433,9 +433,48 @@ void coli_engine_reset(coli_engine_t *e)
 	e->pos = 0;
 }
 
-/* One chunk on the dense device, or on the CPU. If the dense device fails,
- * it is dropped and the KV cache is rebuilt on the CPU from the token
- * history, then the chunk runs there: no token is lost. */
+/* A device holding (part of) the dense part failed with why: the dense
+ * part moves to the devices left, when there are and they can hold it, else
+ * to the CPU; either way the KV cache is rebuilt there from the token
+ * history (pos0 tokens), so no token is lost. */
+static int dense_moved(struct coli_engine *e, int pos0, int why)
+{
+	char err[256] = "";
+	int failed = 0, rc;
+
+	for (int i = 0; i < e->n_dd; i++)
+		failed |= e->dds[i]->dev->failed;
+	fprintf(stderr, "coli: the dense device failed (%s); %d cached tokens to rebuild\n",
+	        strerror(-why), pos0);
+	coli_dense_dev_close(e);
+	e->pos = 0;
+	/* only a device marked failed is left out: anything else would fail again */
+	if (failed && !coli_dense_dev_open(e, err, sizeof(err)) && !coli_dense_dev_plan_init(e)) {
+		for (int i = 0, n; i < pos0; i += n) {
+			n = pos0 - i < e->tmax ? pos0 - i : e->tmax;
+			rc = coli_forward_dev(e, e->hist + i, n, NULL, 0, NULL);
+			if (rc)
+				return dense_moved(e, pos0, rc); /* another fell: again, fewer */
+		}
+		return 0;
+	}
+	coli_dense_dev_close(e); /* a partial open */
+	e->pos = 0;
+	fprintf(stderr, "coli: the dense part runs on the CPU from now on%s%s\n",
+	        err[0] ? ": " : "", err);
+	for (int i = 0; i < pos0; i += e->tmax) {
+		int n = pos0 - i < e->tmax ? pos0 - i : e->tmax;
+
+		rc = coli_forward(e, e->hist + i, n, NULL, 0);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* One chunk on the dense device(s), or on the CPU. If a dense device fails,
+ * the dense part moves (dense_moved) and the chunk runs again: no token is
+ * lost. */
 /* next != NULL: logits NULL; *next = the greedy id after the last token
  * (on the dense device when there is one, else coli_argmax of the CPU's). */
 static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *logits,
@@ -443,26 +482,16 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 {
 	int pos0 = e->pos, rc;
 
-	if (e->dd) {
+	while (e->dd) {
 		rc = coli_forward_dev(e, ids, T, logits, all_logits, next);
 		if (rc == 0 || rc == -E2BIG || rc == -EINVAL) {
 			if (rc == 0)
 				memcpy(e->hist + pos0, ids, sizeof(int) * T);
 			return rc;
 		}
-		fprintf(stderr,
-		        "coli: the dense device failed (%s); rebuilding %d cached tokens "
-		        "on the CPU\n",
-		        strerror(-rc), pos0);
-		coli_dense_dev_close(e);
-		e->pos = 0;
-		for (int i = 0; i < pos0; i += e->tmax) {
-			int n = pos0 - i < e->tmax ? pos0 - i : e->tmax;
-
-			rc = coli_forward(e, e->hist + i, n, NULL, 0);
-			if (rc)
-				return rc;
-		}
+		rc = dense_moved(e, pos0, rc);
+		if (rc)
+			return rc;
 	}
 	rc = coli_forward(e, ids, T, next ? e->glogits : logits, all_logits);
 	if (rc == 0) {

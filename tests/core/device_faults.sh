@@ -1,8 +1,8 @@
 #!/bin/sh
 # tests/core/device_faults.sh — a device that cannot be set up at open gives a
 # clear message and a CPU path, never a crash or another token (issue #6's
-# faults at start; failures mid-run are tests/core/overlap_release and
-# placement):
+# faults at start, and a device of two holding dense layers failing mid-run;
+# other failures mid-run are tests/core/overlap_release and placement):
 #   - out of device memory at start (COLI_GPU_FAIL_AT=alloc: allocations
 #     from the Nth on fail), with the simulated device: at the dense part, at
 #     the experts' buffers, at the routing tables after some experts were
@@ -74,6 +74,19 @@ COLI_GPU_FAIL_AFTER=0 COLI_GPU_FAIL_AT=alloc gen --gpu sim:2 --split layers >out
 [ $? -eq 0 ] && cmp -s cpu.txt out.txt && grep -q "running on the CPU" err.txt &&
 	ok "sim:2, both out of memory at start: $(grep 'running on the CPU' err.txt)" ||
 	{ bad "sim:2, both out of memory at start"; cat err.txt; }
+# mid-run (COLI_GPU_FAIL_AFTER ops), split by layers: the device failing takes its
+# experts to the CPU and its layers' dense part to the other device, which rebuilds
+# the KV cache from the tokens so far; then that one fails too: the CPU. The CPU's text.
+COLI_GPU_FAIL_AFTER=300 COLI_GPU_FAIL_DEV=1 gen --gpu sim:2 --split layers >out.txt 2>err.txt
+[ $? -eq 0 ] && cmp -s cpu.txt out.txt && grep -q "the dense device failed" err.txt &&
+	grep -q "dense part and KV cache on sim:0" err.txt && ! grep -q "on the CPU from now on" err.txt &&
+	ok "sim:2 --split layers, sim:1 fails mid-run: the dense part moves to sim:0" ||
+	{ bad "sim:2 --split layers, sim:1 fails mid-run"; cat err.txt; }
+COLI_GPU_FAIL_AFTER=300 gen --gpu sim:2 --split layers >out.txt 2>err.txt
+[ $? -eq 0 ] && cmp -s cpu.txt out.txt && [ "$(grep -c 'the dense device failed' err.txt)" -eq 2 ] &&
+	grep -q "on the CPU from now on: no device left" err.txt &&
+	ok "sim:2 --split layers, both fail mid-run: $(grep 'from now on' err.txt)" ||
+	{ bad "sim:2 --split layers, both fail mid-run"; cat err.txt; }
 gen --gpu 0,0 >out.txt 2>err.txt
 [ $? -ne 0 ] && grep -q "a list of distinct devices" err.txt &&
 	ok "--gpu 0,0 refused: $(cat err.txt)" || { bad "--gpu 0,0"; cat err.txt; }
