@@ -292,6 +292,7 @@ struct coli_gen_stats {
 	double prefill_attention_s, prefill_moe_s, prefill_lm_head_s;
 	double prefill_plan_s, prefill_issue_s, prefill_devissue_s, prefill_lookahead_s;
 	double prefill_cpu_s, prefill_take_s;
+	double prefill_handoff_s, decode_handoff_s; /* --split layers (--profile: exact) */
 	double decode_devissue_s; /* inside decode_issue_s: the devices' issue */
 	double decode_beside_s;   /* inside decode_cpu_s: the devices' issue, overlapped */
 	double decode_dev_busy_s;
@@ -362,13 +363,14 @@ struct coli_engine_stats {
 	uint64_t host_drops;
 	uint64_t reloads, reload_bytes;
 	/* wall time per phase of the forward pass (core/forward.c), for coli
-	 * bench's split; other = forward_s minus the four phases (embedding,
+	 * bench's split; other = forward_s minus the four phases (handoff, embedding,
 	 * residual adds, norms outside the phases) */
 	double forward_s;   /* inside coli_engine_forward */
 	double attention_s; /* norm, q/k/v, rope, attention, o */
 	double moe_s;       /* norm, router, routed + shared experts */
 	double dense_mlp_s; /* norm, dense MLP layers */
 	double lm_head_s;   /* final norm and lm_head */
+	double handoff_s;   /* --split layers: the residual stream between devices */
 	/* added by the tier manager (core/tiers.c); docs/tiers.md */
 	uint64_t lookahead_routed; /* experts routed at layers a lookahead guessed */
 	uint64_t lookahead_hit;    /* ... of which the guess named: recall = hit/routed */

@@ -666,7 +666,8 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 /* Layer split: the next layer's dense part is on another device. The
  * residual stream (with the last layer's MLP output added: a layer before a
  * boundary does not defer its accumulate) goes over through the host's
- * registered rows; the device left behind has nothing else queued. */
+ * registered rows; the device left behind has nothing else queued. Its own
+ * phase (handoff_s; with --profile the upload is waited for too). */
 static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 {
 	struct coli_dense_dev *from = e->dd;
@@ -680,7 +681,7 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	e->est.h2d_bytes += n;
 	to->phase_t = from->phase_t;
 	e->dd = to;
-	return rc;
+	return rc ? rc : phase_end(e, &e->est.handoff_s, e->opts.profile);
 }
 
 struct coli_dev *coli_dense_dev_device(struct coli_engine *e)

@@ -66,6 +66,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	st->prefill_lookahead_s = e1.lookahead_s - e0.lookahead_s;
 	st->prefill_cpu_s = e1.moe_cpu_s - e0.moe_cpu_s;
 	st->prefill_take_s = e1.moe_take_s - e0.moe_take_s;
+	st->prefill_handoff_s = e1.handoff_s - e0.handoff_s;
 	coli_engine_stats(e, &s1); /* with the devices' op counts */
 	for (int i = 0; !rc && i < max_new; i++) {
 		int n;
@@ -99,6 +100,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	st->decode_beside_s = e->est.moe_beside_s - e1.moe_beside_s;
 	st->decode_cpu_s = e->est.moe_cpu_s - e1.moe_cpu_s;
 	st->decode_take_s = e->est.moe_take_s - e1.moe_take_s;
+	st->decode_handoff_s = e->est.handoff_s - e1.handoff_s;
 	st->decode_dev_busy_s = e->est.dev_busy_s - e1.dev_busy_s;
 	coli_engine_stats(e, &s2);
 	st->decode_dev_ops = (double)(s2.dev_ops - s1.dev_ops);

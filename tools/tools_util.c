@@ -151,6 +151,13 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		        1e3 * st->prefill_lookahead_s / n, 1e3 * st->prefill_cpu_s / n,
 		        1e3 * st->prefill_take_s / n, 1e3 * st->prefill_lm_head_s / n);
 	}
+	if (es.handoff_s > 0)
+		fprintf(
+		    stderr,
+		    "coli: layer split: the residual stream handed between devices in %.3f ms a "
+		    "prompt token, %.3f ms a decode token\n",
+		    st->n_prompt ? 1e3 * st->prefill_handoff_s / st->n_prompt : 0,
+		    st->decode_steps ? 1e3 * st->decode_handoff_s / st->decode_steps : 0);
 	/* the overlap window over the decode steps (--profile, COLI_CUDA_PROFILE=1) */
 	{
 		double n = st->decode_steps > 0 ? st->decode_steps : 1;
