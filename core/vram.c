@@ -11,9 +11,10 @@
  * next. With several devices, the layers wholly among the experts that fit
  * go whole to the device holding their dense part (all of it on the first,
  * or each device its range of layers: --split), so they are planned there
- * and not split over devices (whole_layers_first); a device of several that holds
- * none of the dense part and cannot take its buffers is left out
- * (drop_device). The slab keeps its container layout in VRAM. where[l][e]
+ * and not split over devices (whole_layers_first); a device of several that
+ * holds none of the dense part and cannot take its buffers is left out
+ * (coli_vram_drop_device, which core/engine.c also calls for a device that
+ * cannot hold its share of the dense part at open). The slab keeps its container layout in VRAM. where[l][e]
  * says which device holds an expert (-1: host), dev_slab[l][e] where.
  *
  * Adaptation (between tokens, coli_moe_dev_adapt): a clearly hotter host
