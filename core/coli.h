@@ -213,7 +213,7 @@ struct coli_opts {
 	int dev_graph;   /* COLI_DEV_GRAPH: decode layers replayed as captured graphs */
 	int pdl;         /* COLI_PDL: programmatic dependent launch on sm_90+ */
 	int stage_ahead; /* COLI_STAGE_AHEAD: stage the lookahead's guesses a layer ahead */
-	int stream_home; /* COLI_STREAM_HOME: 1 stream only to the layer's dense device, 2 at decode */
+	int stream_home; /* COLI_STREAM_HOME: stream to the layer's dense device (2: at decode) */
 	int sim_latency_us;   /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
 	char stream[16];      /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
 	char dense[16];       /* --dense auto|cpu: where attention, norms, routers, lm_head run */
@@ -292,7 +292,8 @@ struct coli_gen_stats {
 	double prefill_attention_s, prefill_moe_s, prefill_lm_head_s;
 	double prefill_plan_s, prefill_issue_s, prefill_devissue_s, prefill_lookahead_s;
 	double prefill_cpu_s, prefill_take_s;
-	double prefill_handoff_s, decode_handoff_s; /* --split layers (--profile: exact) */
+	/* a layer split's hand-overs (--profile: exact) */
+	double prefill_handoff_s, decode_handoff_s;
 	double decode_devissue_s; /* inside decode_issue_s: the devices' issue */
 	double decode_beside_s;   /* inside decode_cpu_s: the devices' issue, overlapped */
 	double decode_dev_busy_s;

@@ -14,8 +14,9 @@
  * and not split over devices (whole_layers_first); a device of several that
  * holds none of the dense part and cannot take its buffers is left out
  * (coli_vram_drop_device, which core/engine.c also calls for a device that
- * cannot hold its share of the dense part at open). The slab keeps its container layout in VRAM. where[l][e]
- * says which device holds an expert (-1: host), dev_slab[l][e] where.
+ * cannot hold its share of the dense part at open). The slab keeps its
+ * container layout in VRAM. where[l][e] says which device holds an expert
+ * (-1: host), dev_slab[l][e] where.
  *
  * Adaptation (between tokens, coli_moe_dev_adapt): a clearly hotter host
  * expert replaces the coldest resident one of its layer, in place.
