@@ -331,7 +331,7 @@ void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
 void coli_moe_dev_release(struct coli_engine *e);
 /* vram.c: close device d of several and move the ones after it up. */
-void coli_vram_drop_device(struct coli_engine *e, int d);
+void coli_vram_device_drop(struct coli_engine *e, int d);
 /* moe_dev.c: a device's working buffers for tmax*top_k pairs and its
  * staging slots (with a first measure of the streaming bandwidth), freed
  * together; per layer, queue device d's experts (issue) and collect their

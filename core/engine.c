@@ -182,7 +182,7 @@ static int dense_open(struct coli_engine *e, char *err, size_t errlen)
 		fprintf(stderr, "coli: %s; going on without it\n", err);
 		err[0] = 0;
 		coli_dense_dev_close(e);
-		coli_vram_drop_device(e, bad);
+		coli_vram_device_drop(e, bad);
 	}
 	return rc;
 }

@@ -13,7 +13,7 @@
  * or each device its range of layers: --split), so they are planned there
  * and not split over devices (whole_layers_first); a device of several that
  * holds none of the dense part and cannot take its buffers is left out
- * (coli_vram_drop_device, which core/engine.c also calls for a device that
+ * (coli_vram_device_drop, which core/engine.c also calls for a device that
  * cannot hold its share of the dense part at open). The slab keeps its
  * container layout in VRAM. where[l][e] says which device holds an expert
  * (-1: host), dev_slab[l][e] where.
@@ -36,7 +36,7 @@
  * holding any, its working buffers at placement): it is closed and the
  * devices after it move up, so the others carry on with every index still
  * dense. */
-void coli_vram_drop_device(struct coli_engine *e, int d)
+void coli_vram_device_drop(struct coli_engine *e, int d)
 {
 	coli_moe_dev_slot_free(&e->vram[d]);
 	coli_dev_close(e->devs[d]);
@@ -204,7 +204,7 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 		if (rc && e->n_devs > 1 && !coli_dense_dev_holds(e, v->dev)) {
 			fprintf(stderr, "coli: device %s: no memory for %s; going on without it\n",
 			        v->dev->name, what);
-			coli_vram_drop_device(e, d--);
+			coli_vram_device_drop(e, d--);
 			continue;
 		}
 		if (rc) {
