@@ -336,6 +336,15 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		rc = -EINVAL;
 		goto err;
 	}
+	if (e->opts.stream_home < 0 || e->opts.stream_home > 2) {
+		snprintf(
+		    err, errlen,
+		    "COLI_STREAM_HOME=%d: expected 0 (round-robin), 1 (home device) or 2 (home "
+		    "at decode)",
+		    e->opts.stream_home);
+		rc = -EINVAL;
+		goto err;
+	}
 	if (e->n_devs && strcmp(e->opts.dense, "cpu")) {
 		rc = dense_open(e, err, errlen);
 		if (rc)

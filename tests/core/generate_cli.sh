@@ -97,4 +97,7 @@ sed '5s/ [0-9]*:/ 7:/' t1.txt >t3.txt
 "$COLI" generate -m m.coli --gpu sim:2 --split rows -p "hi" -n 1 >out.txt 2>err.txt
 [ $? -ne 0 ] && grep -q "expected auto, layers or none" err.txt && ok "--split rows refused" ||
 	{ bad "--split rows"; cat err.txt; }
+COLI_STREAM_HOME=3 "$COLI" generate -m m.coli --gpu sim:2 -p "hi" -n 1 >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "COLI_STREAM_HOME=3: expected 0" err.txt && ok "COLI_STREAM_HOME=3 refused" ||
+	{ bad "COLI_STREAM_HOME=3"; cat err.txt; }
 exit $fail
