@@ -330,6 +330,8 @@ void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 /* vram.c: place experts in VRAM at open (and free them at close). */
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
 void coli_moe_dev_release(struct coli_engine *e);
+/* vram.c: left free on a device when no --vram-gb is given */
+#define COLI_VRAM_RESERVE_BYTES ((size_t)512 << 20)
 /* vram.c: close device d of several and move the ones after it up. */
 void coli_vram_device_drop(struct coli_engine *e, int d);
 /* moe_dev.c: a device's working buffers for tmax*top_k pairs and its

@@ -260,7 +260,7 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
 	if (e->opts.vram_gb >= 0)
 		return experts <= e->opts.vram_gb * 1e9;
 	coli_dev_mem_info(first, &free_b, &total_b);
-	return dense + kv + experts + (512u << 20) <= (double)free_b; /* moe_dev.c RESERVE_BYTES */
+	return dense + kv + experts + COLI_VRAM_RESERVE_BYTES <= (double)free_b;
 }
 
 /* The dense part on the devices of e->devs that have not failed: on the

@@ -458,25 +458,18 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 	coli_dense_dev_close(e);
 	e->pos = 0;
 	/* only a device marked failed is left out: anything else would fail again */
-	if (failed && !coli_dense_dev_open(e, err, sizeof(err)) && !coli_dense_dev_plan_init(e)) {
-		for (int i = 0, n; i < pos0; i += n) {
-			n = pos0 - i < e->tmax ? pos0 - i : e->tmax;
-			rc = coli_forward_dev(e, e->hist + i, n, NULL, 0, NULL);
-			if (rc)
-				return dense_moved(e, pos0, rc); /* another fell: again, fewer */
-		}
-		return 0;
+	if (!failed || coli_dense_dev_open(e, err, sizeof(err)) || coli_dense_dev_plan_init(e)) {
+		coli_dense_dev_close(e); /* a partial open */
+		fprintf(stderr, "coli: the dense part runs on the CPU from now on%s%s\n",
+		        err[0] ? ": " : "", err);
 	}
-	coli_dense_dev_close(e); /* a partial open */
-	e->pos = 0;
-	fprintf(stderr, "coli: the dense part runs on the CPU from now on%s%s\n",
-	        err[0] ? ": " : "", err);
-	for (int i = 0; i < pos0; i += e->tmax) {
-		int n = pos0 - i < e->tmax ? pos0 - i : e->tmax;
-
-		rc = coli_forward(e, e->hist + i, n, NULL, 0);
+	for (int i = 0, n; i < pos0; i += n) {
+		n = pos0 - i < e->tmax ? pos0 - i : e->tmax;
+		rc = e->dd ? coli_forward_dev(e, e->hist + i, n, NULL, 0, NULL)
+		           : coli_forward(e, e->hist + i, n, NULL, 0);
 		if (rc)
-			return rc;
+			return e->dd ? dense_moved(e, pos0, rc)
+			             : rc; /* another fell: again, fewer */
 	}
 	return 0;
 }

@@ -248,11 +248,7 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 	return bytes;
 }
 
-/* The cost model's share of RAM-tier experts to stream (the rest are CPU
- * rows), so that both finish together: bw_stream / (bw_cpu + bw_stream); all
- * of them with --stream only. A simulated device has no bandwidth of its own:
- * an even split keeps --gpu sim runs reproducible launch for launch (the
- * fault tests inject failures by launch count). */
+/* Whether every device is simulated (no bandwidth of its own). */
 static int sim_only(const struct coli_engine *e)
 {
 	int sim = 1;
@@ -262,6 +258,11 @@ static int sim_only(const struct coli_engine *e)
 	return sim;
 }
 
+/* The cost model's share of RAM-tier experts to stream (the rest are CPU
+ * rows), so that both finish together: bw_stream / (bw_cpu + bw_stream); all
+ * of them with --stream only. A simulated device has no bandwidth of its own:
+ * an even split keeps --gpu sim runs reproducible launch for launch (the
+ * fault tests inject failures by launch count). */
 double coli_moe_stream_share(const struct coli_engine *e)
 {
 	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
@@ -283,28 +284,25 @@ static int prefill_stream_count(const struct coli_engine *e, int l, const int *c
 {
 	double slab = (double)coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
 	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
-	double bp = e->bw_cpu_pair > 0 ? e->bw_cpu_pair : bc, cpu = 0, best = 1e300;
+	double bp = e->bw_cpu_pair > 0 ? e->bw_cpu_pair : bc, read = slab / bc, cpu = 0;
+	double best = 1e300;
 	int k_best = 0;
 
+#define CPU_COST(ex) (slab * e->pair_n[ex] / bp > read ? slab * e->pair_n[ex] / bp : read)
 	if (!strcmp(e->opts.stream, "only"))
 		return n_cand;
-	for (int i = 0; i < n_cand; i++) {
-		double per_tok = slab * e->pair_n[cand[i]] / bp, read = slab / bc;
-
-		cpu += per_tok > read ? per_tok : read;
-	}
+	for (int i = 0; i < n_cand; i++)
+		cpu += CPU_COST(cand[i]);
 	/* k streamed: copies k x slab / bs beside the CPU rows of cand[k..] */
 	for (int k = 0; k <= n_cand; k++) {
 		double t = k * slab / bs > cpu ? k * slab / bs : cpu;
 
 		if (t < best)
 			best = t, k_best = k;
-		if (k < n_cand) {
-			double per_tok = slab * e->pair_n[cand[k]] / bp, read = slab / bc;
-
-			cpu -= per_tok > read ? per_tok : read;
-		}
+		if (k < n_cand)
+			cpu -= CPU_COST(cand[k]);
 	}
+#undef CPU_COST
 	return k_best;
 }
 

@@ -30,8 +30,6 @@
 #include "core/core_internal.h"
 #include "core/dev.h"
 
-#define RESERVE_BYTES ((size_t)512 << 20) /* left free on a device when no budget is given */
-
 /* Device d cannot hold its share (the dense part's layers at open, or, not
  * holding any, its working buffers at placement): it is closed and the
  * devices after it move up, so the others carry on with every index still
@@ -193,7 +191,9 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 			if (e->opts.vram_gb >= 0)
 				v->budget = (size_t)(e->opts.vram_gb * 1e9);
 			else
-				v->budget = free_b > RESERVE_BYTES ? free_b - RESERVE_BYTES : 0;
+				v->budget = free_b > COLI_VRAM_RESERVE_BYTES
+				                ? free_b - COLI_VRAM_RESERVE_BYTES
+				                : 0;
 			if (v->budget > free_b)
 				v->budget = free_b;
 		}
