@@ -217,7 +217,8 @@ struct coli_engine {
 		uint64_t q, d, qs, f; /* [T][H] int8, [T][H/32] scales and sums; [T][H] f32 */
 	} dev_rows;
 	float *g, *u; /* [tmax][max_inter] */
-	float *ey;    /* [tmax*top_k][hidden] per-pair expert outputs */
+	float *ey;    /* [tmax*top_k][hidden] per-pair expert outputs, then room
+	               * for the pair lists (one upload: core/forward_dev.c) */
 	/* the layer's (token, expert) pairs, sorted by expert then token */
 	int n_pairs;
 	int *pair_expert, *pair_token;

@@ -200,7 +200,7 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	B(h, T * I * 4);
 	B(rlog, T * (c->n_experts > 0 ? c->n_experts : 1) * 4);
 	B(gl, T * 4);
-	B(ey, P * H * 4);
+	B(ey, P * (H + 2) * 4); /* then the pair lists of a host-planned layer */
 	B(ptok, P * 4);
 	B(pw, P * 4);
 	B(logits, T * c->vocab * 4);

@@ -7,6 +7,7 @@
  *   x, xn, mlp, proj, shy [tmax][H]; q, att [tmax][nh*hd]; k, v [tmax][nkv*hd]
  *   aq int8 / ad / aqs: the quantized form of the current GEMV input, [tmax][K_max]
  *   g, u, h [tmax][I_max]; rlog [tmax][E]; gl [tmax]; ey [tmax*top_k][H]
+ *   then 2 x [tmax*top_k] (a host-planned layer's pair lists, uploaded with it)
  *   ids int [1 + tmax]: the position, then the token ids
  *   kcache, vcache [n_layers][ctx][nkv*hd]; logits [tmax][vocab]
  *   sel int / selw [tmax][top_k]; slabs u64 [n_layers][n_experts] (resident

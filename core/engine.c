@@ -93,7 +93,7 @@ static int scratch_alloc(struct coli_engine *e)
 		size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
 		size_t sz[] = {(size_t)T * H * 4,
 		               (size_t)T * E1 * 4,
-		               P * H * 4,
+		               P * (H + 2) * 4,
 		               P * 4,
 		               P * 4,
 		               (size_t)(T + 2) * 4,

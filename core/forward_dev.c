@@ -642,20 +642,23 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 		e->est.moe_layers_dev_preplanned++;
 		return rc ? rc : shared_expert(e, D, T, xq);
 	}
-	if (e->moe_on_dense >= 0) { /* every output is already here, in pair order */
+	/* one upload: the CPU's outputs (unless every output is already here,
+	 * in pair order) and behind them the pair lists, copied into e->ey's
+	 * tail (a small upload is a launch of its own: ptx/gpu.c) */
+	size_t n = (size_t)e->n_pairs, off = n * H;
+
+	if (e->moe_on_dense >= 0) {
 		y = e->vram[e->moe_on_dense].y;
+		off = 0;
 		e->est.moe_layers_on_dense++;
-	} else {
-		rc = coli_dev_upload_async(dd->dev, dd->ey, e->ey, sizeof(float) * e->n_pairs * H);
-		e->est.h2d_bytes += sizeof(float) * H * e->n_pairs;
 	}
+	memcpy(e->ey + off, e->pair_token, n * sizeof(int));
+	memcpy(e->ey + off + n, e->pair_w, n * sizeof(float));
+	rc = coli_dev_upload_async(dd->dev, dd->ey, e->ey, sizeof(float) * (off + 2 * n));
+	e->est.h2d_bytes += sizeof(float) * (off + 2 * n);
 	rc = rc ? rc
-	        : coli_dev_upload_async(dd->dev, dd->ptok, e->pair_token, sizeof(int) * e->n_pairs);
-	rc =
-	    rc ? rc : coli_dev_upload_async(dd->dev, dd->pw, e->pair_w, sizeof(float) * e->n_pairs);
-	e->est.h2d_bytes += 8 * (size_t)e->n_pairs;
-	rc = rc ? rc
-	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw, e->n_pairs, T, H);
+	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ey + 4 * off,
+	                                  dd->ey + 4 * (off + n), (int)n, T, H);
 	rc = rc ? rc : shared_expert(e, D, T, xq);
 	/* no wait: the uploads read e->ey and the pair lists when they run, and
 	 * the host writes those again only after the next layer's router
