@@ -203,8 +203,10 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	B(ey, P * (H + 2) * 4); /* then the pair lists of a host-planned layer */
 	B(ptok, P * 4);
 	B(pw, P * 4);
-	B(logits, T * c->vocab * 4);
-	B(next, 4);
+	if (dd->last) { /* lm_head's rows: a chunk's logits go down in pieces */
+		B(logits, (T < COLI_DEV_LOGIT_ROWS ? T : COLI_DEV_LOGIT_ROWS) * c->vocab * 4);
+		B(next, 4);
+	}
 	B(sel, P * 4);
 	B(selw, P * 4);
 	B(grlog, T * (c->n_experts > 0 ? c->n_experts : 1) * 4);

@@ -55,6 +55,11 @@ struct seg {
  * less; see defers). */
 enum { PEND_NONE, PEND_MLP, PEND_PAIRS };
 
+/* Rows of the device's logits buffer: every position's logits (coli logits,
+ * perplexity) are computed and downloaded this many at a time, so a large
+ * --ubatch does not cost ubatch x vocabulary floats of VRAM. */
+#define COLI_DEV_LOGIT_ROWS 64
+
 struct coli_dense_dev {
 	struct coli_dev *dev;
 	int l0, l1;      /* its layers [l0, l1); its KV cache holds only these */

@@ -752,8 +752,11 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	}
 	/* the last layer's MLP output (the others were added by the next norm) */
 	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);
-	if (!rc && (logits || next)) {
-		int t0 = all_logits ? 0 : T - 1, n = T - t0;
+	/* the last row's logits, or every row's in pieces of COLI_DEV_LOGIT_ROWS
+	 * (the stream orders each download before the next piece overwrites) */
+	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
+	     t0 += COLI_DEV_LOGIT_ROWS) {
+		int n = T - t0 < COLI_DEV_LOGIT_ROWS ? T - t0 : COLI_DEV_LOGIT_ROWS;
 
 		rc = coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm, dd->xn, n,
 		                      H, c->norm_eps);
@@ -764,10 +767,13 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 			rc = rc ? rc
 			        : coli_dev_download_async(dd->dev, e->xids + e->tmax + 1, dd->next,
 			                                  sizeof(int));
-		} else
+		} else {
+			float *dst = logits + (size_t)(all_logits ? t0 : 0) * c->vocab;
+
 			rc = rc ? rc
-			        : coli_dev_download_async(dd->dev, logits, dd->logits,
+			        : coli_dev_download_async(dd->dev, dst, dd->logits,
 			                                  sizeof(float) * n * c->vocab);
+		}
 	}
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)

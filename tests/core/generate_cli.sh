@@ -94,6 +94,13 @@ sed '5s/ [0-9]*:/ 7:/' t1.txt >t3.txt
 	"$COLI" logits -m m.coli --gpu sim:2 --split layers --text "def fibonacci(n):" -o s2.f32 \
 		>/dev/null 2>err.txt && grep -q "of layers" err.txt && cmp -s s0.f32 s2.f32 &&
 	ok "--split layers on sim:2: logits byte-identical to the CPU" || { bad "--split layers"; cat err.txt; }
+# 12. every position's logits on a device come down 64 rows at a time: 150 positions
+# in one 256-token pass on the simulated device, byte-identical to the CPU's
+IDS=$(seq -s, 1 150)
+"$COLI" logits -m m.coli --gpu off --ids "$IDS" -o l0.f32 >/dev/null 2>&1 &&
+	"$COLI" logits -m m.coli --gpu sim --ids "$IDS" -o l1.f32 >/dev/null 2>err.txt &&
+	cmp -s l0.f32 l1.f32 && [ "$(wc -c <l1.f32)" -gt 600000 ] &&
+	ok "150 positions' logits on sim: byte-identical to the CPU" || { bad "150 positions' logits"; cat err.txt; }
 "$COLI" generate -m m.coli --gpu sim:2 --split rows -p "hi" -n 1 >out.txt 2>err.txt
 [ $? -ne 0 ] && grep -q "expected auto, layers or none" err.txt && ok "--split rows refused" ||
 	{ bad "--split rows"; cat err.txt; }
