@@ -291,6 +291,7 @@ struct coli_gen_stats {
 	 * plan, issue (and its device issue, router lookahead), CPU rows, take */
 	double prefill_attention_s, prefill_moe_s, prefill_lm_head_s;
 	double prefill_plan_s, prefill_issue_s, prefill_devissue_s, prefill_lookahead_s;
+	double prefill_slabs_s, prefill_beside_s;
 	double prefill_cpu_s, prefill_take_s;
 	/* a layer split's hand-overs (--profile: exact) */
 	double prefill_handoff_s, decode_handoff_s;

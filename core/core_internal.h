@@ -256,8 +256,9 @@ struct coli_engine {
 	struct coli_dense_dev *dds[COLI_MAX_DEVS]; /* each device's range of layers */
 	int n_dd;
 	signed char *dd_of;     /* [n_layers] index in dds of the layer's dense device */
-	int moe_on_dense;       /* this layer: device index holding every pair's output in
-	                         * its own y (it also holds the dense part), or -1 */
+	int moe_on_dense;       /* this layer: the device holding the dense part, whose
+	                         * pairs' outputs stay in its y at their pair rows (the
+	                         * rest come from e->ey), or -1: all in e->ey */
 	uint64_t adapt_at;      /* token count of the next VRAM adaptation round */
 	int *hist;              /* [ctx] token ids in the KV cache, to rebuild it on the
 	                         * CPU if the dense device fails */

@@ -266,27 +266,28 @@ static int preplanned(const struct coli_engine *e, int l, int T)
 	return can_plan(e, l, T) && !e->dd->full[l] && e->dd->part[l];
 }
 
-/* A preplanned layer's pairs the CPU computed (e->ey, pair order) go to their
- * rows of the device's y, next to the resident experts' outputs: one upload
- * per run of consecutive CPU pairs. */
-static int preplanned_rows(struct coli_engine *e, uint64_t y)
+/* The pairs device d did not compute (the CPU's and other devices', in
+ * e->ey in pair order) go to their rows of d's y, beside d's outputs: one
+ * upload per run of consecutive such pairs. Returns how many went up. */
+static int host_rows(struct coli_engine *e, uint64_t y, int d)
 {
 	size_t row = (size_t)e->m.cfg.hidden * sizeof(float);
-	int rc = 0;
+	int rc = 0, sent = 0;
 
 	for (int p = 0; !rc && p < e->n_pairs;) {
 		int n = 0;
 
-		while (p + n < e->n_pairs && e->assign[e->pair_expert[p + n]] < 0)
+		while (p + n < e->n_pairs && e->assign[e->pair_expert[p + n]] != d)
 			n++;
 		if (n) {
 			rc = coli_dev_upload_async(e->dd->dev, y + p * row,
 			                           (const char *)e->ey + p * row, n * row);
 			e->est.h2d_bytes += n * row;
+			sent += n;
 		}
 		p += n ? n : 1;
 	}
-	return rc;
+	return rc ? rc : sent;
 }
 
 /* Route layer l's T <= COLI_GPU_MAX_S tokens from the router logits in
@@ -633,25 +634,28 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	e->preplanned = -1;
 	if (rc)
 		return rc;
-	if (pre) { /* every output to the device's y; the pair lists are there */
-		y = e->vram[dd->plan_dev].y;
-		rc = preplanned_rows(e, y);
-		rc = rc ? rc
-		        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw, e->n_pairs,
-		                                  T, H);
-		e->est.moe_layers_dev_preplanned++;
-		return rc ? rc : shared_expert(e, D, T, xq);
-	}
-	/* one upload: the CPU's outputs (unless every output is already here,
-	 * in pair order) and behind them the pair lists, copied into e->ey's
-	 * tail (a small upload is a launch of its own: ptx/gpu.c) */
+	/* the outputs this device computed are in its y, in pair order (core/moe.c
+	 * moe_on_dense): the others go up beside them */
 	size_t n = (size_t)e->n_pairs, off = n * H;
 
 	if (e->moe_on_dense >= 0) {
 		y = e->vram[e->moe_on_dense].y;
 		off = 0;
-		e->est.moe_layers_on_dense++;
+		rc = host_rows(e, y, e->moe_on_dense);
+		if (rc < 0)
+			return rc;
+		e->est.moe_layers_on_dense += rc == 0 && !pre;
+		rc = 0;
+		if (pre) { /* the pair lists are here too */
+			rc = coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw,
+			                             e->n_pairs, T, H);
+			e->est.moe_layers_dev_preplanned++;
+			return rc ? rc : shared_expert(e, D, T, xq);
+		}
 	}
+	/* one upload: the outputs when they are all the host's and behind them
+	 * the pair lists, copied into e->ey's tail (a small upload is a launch
+	 * of its own: ptx/gpu.c) */
 	memcpy(e->ey + off, e->pair_token, n * sizeof(int));
 	memcpy(e->ey + off + n, e->pair_w, n * sizeof(float));
 	rc = coli_dev_upload_async(dd->dev, dd->ey, e->ey, sizeof(float) * (off + 2 * n));

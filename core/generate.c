@@ -63,6 +63,8 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	st->prefill_plan_s = e1.moe_plan_s - e0.moe_plan_s;
 	st->prefill_issue_s = e1.moe_issue_s - e0.moe_issue_s;
 	st->prefill_devissue_s = e1.moe_devissue_s - e0.moe_devissue_s;
+	st->prefill_slabs_s = e1.moe_slabs_s - e0.moe_slabs_s;
+	st->prefill_beside_s = e1.moe_beside_s - e0.moe_beside_s;
 	st->prefill_lookahead_s = e1.lookahead_s - e0.lookahead_s;
 	st->prefill_cpu_s = e1.moe_cpu_s - e0.moe_cpu_s;
 	st->prefill_take_s = e1.moe_take_s - e0.moe_take_s;

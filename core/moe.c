@@ -457,20 +457,20 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			n_stream = 0;
 		}
 	}
-	/* every pair on the device that holds the dense part: the outputs can stay
-	 * there (no download, no wait at take; core/forward_dev.c reads them) */
-	e->moe_on_dense = -1;
-	if (e->dd && !n_need && e->n_pairs) {
-		int d = e->assign[e->pair_expert[0]];
+	/* the outputs of the device that holds the dense part stay there, each
+	 * at its pair's row: no download, and core/forward_dev.c uploads the
+	 * CPU's and the other devices' rows beside them. At decode only when every
+	 * pair is there (a few rows: one upload of all outputs with the pair
+	 * lists costs less than one per run of rows), or preplanned. */
+	e->moe_on_dense = e->preplanned;
+	for (int d = 0; e->dd && e->moe_on_dense < 0 && d < e->n_devs; d++) {
+		int all = !n_need;
 
-		for (int p = 0; d >= 0 && p < e->n_pairs; p++)
-			if (e->assign[e->pair_expert[p]] != d)
-				d = -1;
-		if (d >= 0 && e->devs[d] == coli_dense_dev_device(e))
+		for (int p = 0; all && p < e->n_pairs; p++)
+			all = e->assign[e->pair_expert[p]] == d;
+		if (e->devs[d] == coli_dense_dev_device(e) && (all || T > COLI_GPU_MAX_S))
 			e->moe_on_dense = d;
 	}
-	if (e->preplanned >= 0) /* the CPU rows' outputs join the device's there */
-		e->moe_on_dense = e->preplanned;
 	/* issue: every device queues its experts; a failure sends its share to
 	 * the CPU. Overlapped, beside the CPU rows' first round (struct dev_issue). */
 	if (e->opts.group_async && n_rows) {
@@ -556,8 +556,11 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	e->est.moe_take_s += coli_now_s() - t_take;
 	if (pinned)
 		coli_tiers_release(e);
-	if (n_redo)
-		e->moe_on_dense = -1; /* the outputs are the CPU's, in e->ey */
+	for (int j = 0; j < n_redo; j++) { /* their outputs are the CPU's, in e->ey */
+		if (e->assign[redo[j]] == e->moe_on_dense)
+			e->moe_on_dense = -1;
+		e->assign[redo[j]] = -1;
+	}
 	if (!rc && n_redo) {
 		r = cpu_list(e, l, T, redo, n_redo, &lookahead_done, NULL);
 		rc = r < 0 ? (int)r : 0;

@@ -44,6 +44,7 @@
  * from disk through the tiers, counted as a reload.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,9 +422,9 @@ static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int m
 		memset(&j, 0, sizeof(j));
 		job_matrix(&j, t, v->runs[r].slab + xl->down_off, H, I);
 		job_input(&j, v->hq, v->hd, v->hqs, v->h, v->runs[r].row0, I);
-		/* a preplanned layer's outputs go to their pair's row (forward_dev) */
-		j.y = (float *)(uintptr_t)(v->y + (size_t)(e->preplanned == d ? v->runs[r].pair0
-		                                                              : v->runs[r].row0) *
+		/* on the dense part's device, the outputs go to their pair's row */
+		j.y = (float *)(uintptr_t)(v->y + (size_t)(e->moe_on_dense == d ? v->runs[r].pair0
+		                                                                : v->runs[r].row0) *
 		                                      H * 4);
 		j.ldy = H;
 		add_job(v, t, &j, v->runs[r].n, &nj, &ngj);
@@ -615,6 +616,17 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 	return rc;
 }
 
+/* Wait until the slabs this layer copied (not those staged a layer ahead:
+ * stage_reap unpins them) have landed on the device. */
+static int copies_landed(struct coli_engine *e, struct coli_dev_slot *v)
+{
+	for (int r = 0; r < v->n_runs; r++)
+		if (e->streamed[v->runs[r].expert] == 1)
+			while (!coli_dev_stage_landed(v->dev, v->runs[r].stage))
+				sched_yield();
+	return v->dev->failed ? -EIO : 0;
+}
+
 /* Wait for device d and scatter its outputs into e->ey (per pair). */
 int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 {
@@ -629,10 +641,10 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	if (!v->P)
 		return 0;
 	t0 = coli_now_s();
-	/* every pair of the layer is on the device holding the dense part: its
-	 * outputs stay there, in pair order (core/forward_dev.c accumulates them
-	 * on the same stream), and nothing needs waiting for */
-	rc = e->moe_on_dense == d ? 0 : coli_dev_sync(v->dev);
+	/* on the device holding the dense part the outputs stay where they are
+	 * (core/forward_dev.c accumulates them on the same stream): only the
+	 * copies need waiting for, their host slabs are unpinned after take */
+	rc = e->moe_on_dense == d ? copies_landed(e, v) : coli_dev_sync(v->dev);
 	if (rc)
 		return rc;
 	if (e->opts.profile || e->opts.cuda_profile) { /* waits for the mark: profile only */
