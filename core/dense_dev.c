@@ -229,6 +229,10 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 
 static void close_one(struct coli_engine *e, struct coli_dense_dev *dd)
 {
+	/* what the stream still has queued (a forward cut short by another
+	 * device's failure) reads host buffers the next forward rewrites, and
+	 * the memory freed here */
+	coli_dev_sync(dd->dev);
 	for (int i = 0; dd->seg && i < e->m.cfg.n_layers * COLI_GPU_MAX_S * 2; i++)
 		coli_dev_graph_free(dd->dev, dd->seg[i].graph);
 	free(dd->seg);

@@ -8,6 +8,14 @@
  * executed with coli_gemv on views built from the job, so the simulated
  * device computes the same bits the real one must (bf16 GEMM: the real one
  * is within rounding of these).
+ *
+ * What running at once would hide: a GPU reads the source of an async
+ * upload from registered (page-locked, mem/) host memory when the stream
+ * gets there, so the host must not write it before a sync. The sim keeps a
+ * hash of every such source and checks it at the next sync (or the wait
+ * for a mark recorded after it); a source written early aborts the process
+ * with what was written, the bug a real device would turn into wrong
+ * numbers now and then.
  */
 #include <errno.h>
 #include <math.h>
@@ -18,13 +26,27 @@
 #include <unistd.h>
 
 #include "core/dev.h"
+#include "io/io.h"
+#include "mem/mem.h"
 
-#define SIM_MARKS 8
+#define SIM_MARKS   8
+#define SIM_REGIONS 64
+
+/* an async upload's registered source, until the stream is known past it */
+struct pending {
+	const void *src;
+	size_t n;
+	uint64_t hash, seq;
+};
 
 struct sim {
 	size_t mem_bytes, used;
 	int latency_us; /* each sync takes this long: device time the host can overlap */
 	double marks[SIM_MARKS];
+	uint64_t mark_seq[SIM_MARKS]; /* ops queued before each mark */
+	uint64_t seq;                 /* uploads queued so far */
+	struct pending *pend;
+	int n_pend, cap_pend;
 };
 
 static int s_mem_info(struct coli_dev *d, size_t *f, size_t *t)
@@ -68,8 +90,71 @@ static int s_copy(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
 	return 0;
 }
 
+/* Is [p, p + n) inside memory mem/ registered (what a GPU reads late)? */
+static int registered(const void *p, size_t n)
+{
+	struct coli_mem_region r[SIM_REGIONS];
+	int k = coli_mem_regions(r, SIM_REGIONS);
+
+	for (int i = 0; i < k && i < SIM_REGIONS; i++)
+		if ((const char *)p >= (const char *)r[i].p &&
+		    (const char *)p + n <= (const char *)r[i].p + r[i].bytes)
+			return 1;
+	return 0;
+}
+
+static int s_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	struct sim *s = d->impl;
+
+	memcpy((void *)(uintptr_t)dst, src, n);
+	s->seq++;
+	if (!n || !registered(src, n))
+		return 0;
+	if (s->n_pend == s->cap_pend) {
+		int cap = s->cap_pend ? 2 * s->cap_pend : 64;
+		struct pending *p = realloc(s->pend, sizeof(*p) * (size_t)cap);
+
+		if (!p)
+			return -ENOMEM;
+		s->pend = p, s->cap_pend = cap;
+	}
+	s->pend[s->n_pend++] =
+	    (struct pending){.src = src, .n = n, .hash = coli_io_xxh64(src, n), .seq = s->seq};
+	return 0;
+}
+
+/* The stream is past every upload up to seq (and, with n, past those whose
+ * source overlaps [lo, lo + n): a download there is ordered after them):
+ * their sources must be as they were queued. */
+static void check_pending(struct coli_dev *d, uint64_t seq, const void *lo, size_t n)
+{
+	struct sim *s = d->impl;
+	int k = 0;
+
+	for (int i = 0; i < s->n_pend; i++) {
+		const struct pending *p = &s->pend[i];
+		const char *a = p->src, *b = lo;
+
+		if (p->seq > seq && !(n && a < b + n && b < a + p->n)) {
+			s->pend[k++] = *p;
+			continue;
+		}
+		if (coli_io_xxh64(p->src, p->n) != p->hash) {
+			fprintf(stderr,
+			        "coli: %s: the host wrote %zu bytes at %p, the source of an async "
+			        "upload, before the stream had read them (a GPU would have "
+			        "copied the new bytes)\n",
+			        d->name, p->n, p->src);
+			abort();
+		}
+	}
+	s->n_pend = k;
+}
+
 static int s_download(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 {
+	check_pending(d, 0, dst, n); /* the uploads that read dst before it */
 	memcpy(dst, (const void *)(uintptr_t)src, n);
 	return 0;
 }
@@ -148,6 +233,7 @@ static int s_sync(struct coli_dev *d)
 {
 	struct sim *s = d->impl;
 
+	check_pending(d, s->seq, NULL, 0);
 	if (s->latency_us > 0)
 		usleep((useconds_t)s->latency_us);
 	return 0;
@@ -429,6 +515,9 @@ static int s_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, i
 
 static void s_close(struct coli_dev *d)
 {
+	struct sim *s = d->impl;
+
+	free(s->pend);
 	free(d->impl);
 	free(d);
 }
@@ -465,6 +554,7 @@ static int s_mark(struct coli_dev *d, int slot)
 		return -EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	s->marks[slot] = ts.tv_sec + ts.tv_nsec * 1e-9;
+	s->mark_seq[slot] = s->seq;
 	return 0;
 }
 static int s_elapsed(struct coli_dev *d, int from, int to, double *t)
@@ -473,6 +563,7 @@ static int s_elapsed(struct coli_dev *d, int from, int to, double *t)
 
 	if (from < 0 || from >= SIM_MARKS || to < 0 || to >= SIM_MARKS)
 		return -EINVAL;
+	check_pending(d, s->mark_seq[to], NULL, 0); /* a GPU waits for the mark */
 	*t = s->marks[to] - s->marks[from];
 	return 0;
 }
@@ -483,7 +574,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .alloc = s_alloc,
     .free = s_free,
     .upload = s_copy,
-    .upload_async = s_copy,
+    .upload_async = s_upload_async,
     .download_async = s_download,
     .gemv = s_gemv,
     .gemm = s_gemm,

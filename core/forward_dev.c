@@ -635,12 +635,13 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	if (rc)
 		return rc;
 	/* the outputs this device computed are in its y, in pair order (core/moe.c
-	 * moe_on_dense): the others go up beside them */
-	size_t n = (size_t)e->n_pairs, off = n * H;
+	 * moe_on_dense): the others go up beside them. The pair lists go behind
+	 * the outputs in e->ey even then: the uploads read e->ey when they run. */
+	size_t n = (size_t)e->n_pairs, off = n * H, from = 0;
 
 	if (e->moe_on_dense >= 0) {
 		y = e->vram[e->moe_on_dense].y;
-		off = 0;
+		from = off;
 		rc = host_rows(e, y, e->moe_on_dense);
 		if (rc < 0)
 			return rc;
@@ -658,8 +659,9 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	 * of its own: ptx/gpu.c) */
 	memcpy(e->ey + off, e->pair_token, n * sizeof(int));
 	memcpy(e->ey + off + n, e->pair_w, n * sizeof(float));
-	rc = coli_dev_upload_async(dd->dev, dd->ey, e->ey, sizeof(float) * (off + 2 * n));
-	e->est.h2d_bytes += sizeof(float) * (off + 2 * n);
+	rc = coli_dev_upload_async(dd->dev, dd->ey + 4 * from, e->ey + from,
+	                           sizeof(float) * (off - from + 2 * n));
+	e->est.h2d_bytes += sizeof(float) * (off - from + 2 * n);
 	rc = rc ? rc
 	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ey + 4 * off,
 	                                  dd->ey + 4 * (off + n), (int)n, T, H);
