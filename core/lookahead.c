@@ -42,9 +42,25 @@ static int next_moe_layer(const struct coli_engine *e, int l)
 #define IDLE_GUESSES 8
 #define IDLE_PROBE   8
 
+/* Every expert of layer n in a working device's VRAM: a guess would find
+ * nothing to read or stage (the layer after a split's boundary, whose router
+ * is on the other device, would otherwise pay a host GEMM each chunk). */
+static int all_resident(const struct coli_engine *e, int n)
+{
+	int E = e->m.cfg.n_experts;
+
+	for (int i = 0; e->where && i < E; i++) {
+		int d = e->where[(size_t)n * E + i];
+
+		if (d < 0 || e->devs[d]->failed)
+			return 0;
+	}
+	return e->where != NULL;
+}
+
 int coli_lookahead_wanted(const struct coli_engine *e, int n)
 {
-	if (!e->opts.prefetch || !e->tiers)
+	if (!e->opts.prefetch || !e->tiers || all_resident(e, n))
 		return 0;
 	return e->opts.stage_ahead || e->la_idle[n] < IDLE_GUESSES || e->pos % IDLE_PROBE == 0;
 }
