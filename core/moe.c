@@ -318,7 +318,7 @@ static int prefill_stream_count(const struct coli_engine *e, int l, const int *c
 static void assign_experts(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int E = c->n_experts, n_cand = 0, k, slots_left[COLI_MAX_DEVS], d_next = 0;
+	int E = c->n_experts, n_cand = 0, k, slots_left[COLI_MAX_DEVS], d_next = 0, home = -1;
 	int *cand = e->cand;
 	const int *cnt = e->pair_n; /* tokens per expert, from plan_pairs */
 
@@ -346,13 +346,16 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 	 * decode +7%, prefill no better: docs/perf/README.md "session 12") */
 	if ((e->opts.stream_home == 1 || (e->opts.stream_home == 2 && T <= COLI_GPU_MAX_S)) &&
 	    coli_dense_dev_of(e, l) >= 0)
-		for (int d = 0; d < e->n_devs; d++)
-			if (d != coli_dense_dev_of(e, l))
-				slots_left[d] = 0;
-	/* staged a layer early (the lookahead's guess): the copy is paid, stream it */
+		home = coli_dense_dev_of(e, l);
+	for (int d = 0; home >= 0 && d < e->n_devs; d++)
+		if (d != home)
+			slots_left[d] = 0;
+	/* staged a layer early (the lookahead's guess) or still in a slot: the
+	 * copy is paid, stream it (on the home device only, when streaming is:
+	 * what a prefill left on another would keep it busy every token) */
 	for (int i = 0; i < n_cand; i++)
 		for (int d = 0; d < e->n_devs; d++)
-			if (coli_moe_dev_staged(e, d, l, cand[i])) {
+			if ((home < 0 || d == home) && coli_moe_dev_staged(e, d, l, cand[i])) {
 				e->assign[cand[i]] = (signed char)d;
 				e->streamed[cand[i]] = 2;
 				slots_left[d]--;
