@@ -213,9 +213,9 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 	r->hits = 0;
 	for (int x = 0; x < COLI_TIER_N; x++)
 		r->hits += (double)(s1.hits[x] - s0.hits[x]) / n_tok;
-	/* dense: every tensor once per call (256 tokens per call at most), embedding
-	 * rows per token, and the KV positions attention reads */
-	calls = R->prefill ? (R->prompt + 255) / 256 : R->tokens;
+	/* dense: every tensor once per call (--ubatch tokens per call at most),
+	 * embedding rows per token, and the KV positions attention reads */
+	calls = R->prefill ? (R->prompt + a->opts.ubatch - 1) / a->opts.ubatch : R->tokens;
 	double kv = 0;
 
 	if (R->prefill) /* the call's own K/V: read at least once */
@@ -398,14 +398,15 @@ static void print_table(struct run *R)
 	printf("\nper-token split, ms (median): ");
 	for (int p = 0; p < N_PHASES; p++)
 		printf("%s%s", p ? " | " : "", g_phase[p]);
-	printf("\n");
+	printf("; moe = pack+issue | cpu-rows | take\n");
 	for (int i = 0; i < R->n_arms; i++) {
 		struct arm *a = &R->arm[i];
 
 		printf("%-20s", a->name);
 		for (int p = 0; p < N_PHASES; p++)
 			printf(" %9.3f", a->phase_ms[p]);
-		printf("   (%.1f expert loads, %.1f routed pairs per token)\n", a->hits, a->uses);
+		printf("; %.3f | %.3f | %.3f   (%.1f expert loads, %.1f routed pairs per token)\n",
+		       a->win_ms[0], a->win_ms[1], a->win_ms[2], a->hits, a->uses);
 	}
 	printf("\nMB = 1e6 bytes per token. bound: max over terms of bytes/bandwidth (cpu = dense "
 	       "+ ram + disk bytes at the host read GB/s; disk = disk bytes at the disk GB/s); "
