@@ -1,0 +1,75 @@
+/*
+ * tests/core/sim_async_check.c — the simulated device catches what its
+ * at-once copies would hide: a GPU reads an async upload's registered source
+ * when the stream gets there, so the host writing it before a sync is a bug
+ * (session 13 shipped one: placement found it on the H200 only). The sim
+ * must abort on it, and must not on the legal orders: rewriting after a
+ * sync, and a download into the source queued behind the upload.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/dev.h"
+#include "mem/mem.h"
+
+enum { N = 4096 };
+
+/* In a child: upload from registered memory, then act(order); the exit
+ * status, or the signal that ended it. */
+static int child(int order)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct coli_dev *d;
+		char *buf;
+		size_t sz[] = {N}, bytes;
+		void **dst[] = {(void **)&buf};
+		uint64_t dev;
+
+		if (coli_dev_sim_open(&d, 0, 1 << 20, 0) || coli_dev_alloc(d, N, &dev))
+			_exit(2);
+		if (!coli_mem_alloc_buffers(sz, dst, 1, COLI_MEM_NODE_ANY, &bytes))
+			_exit(2);
+		memset(buf, 1, N);
+		if (coli_dev_upload_async(d, dev, buf, N))
+			_exit(2);
+		if (order == 0) { /* the bug: written before the stream is known past it */
+			buf[100] = 2;
+			coli_dev_sync(d);
+		} else if (order == 1) { /* after a sync */
+			coli_dev_sync(d);
+			buf[100] = 2;
+			coli_dev_sync(d);
+		} else { /* the device writes it, behind the upload in stream order */
+			coli_dev_download_async(d, buf, dev, N);
+			coli_dev_sync(d);
+		}
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+int main(void)
+{
+	int fails = 0, rc;
+
+	rc = child(0);
+	printf("host write before sync: %s (status %d)\n",
+	       rc == 128 + SIGABRT ? "aborted, as it must" : "NOT caught", rc);
+	fails += rc != 128 + SIGABRT;
+	rc = child(1);
+	printf("host write after sync: %s (status %d)\n", rc == 0 ? "fine" : "FAILED", rc);
+	fails += rc != 0;
+	rc = child(2);
+	printf("download into the source after the upload: %s (status %d)\n",
+	       rc == 0 ? "fine" : "FAILED", rc);
+	fails += rc != 0;
+	return fails != 0;
+}
