@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,7 +31,9 @@ static int child(int order)
 		size_t sz[] = {N}, bytes;
 		void **dst[] = {(void **)&buf};
 		uint64_t dev;
+		struct rlimit no_core = {0, 0};
 
+		setrlimit(RLIMIT_CORE, &no_core); /* the abort is expected */
 		if (coli_dev_sim_open(&d, 0, 1 << 20, 0) || coli_dev_alloc(d, N, &dev))
 			_exit(2);
 		if (!coli_mem_alloc_buffers(sz, dst, 1, COLI_MEM_NODE_ANY, &bytes))
