@@ -13,9 +13,11 @@
  * upload from registered (page-locked, mem/) host memory when the stream
  * gets there, so the host must not write it before a sync. The sim keeps a
  * hash of every such source and checks it at the next sync (or the wait
- * for a mark recorded after it); a source written early aborts the process
- * with what was written, the bug a real device would turn into wrong
- * numbers now and then.
+ * for a mark recorded after it, or a download into it queued behind); a
+ * staging copy's source (a pinned RAM-tier slab) until the host asks
+ * whether the copy landed, or a sync drains the compute that used it. A
+ * source written early aborts the process with what was written, the bug a
+ * real device would turn into wrong numbers now and then.
  */
 #include <errno.h>
 #include <math.h>
@@ -32,11 +34,14 @@
 #define SIM_MARKS   8
 #define SIM_REGIONS 64
 
-/* an async upload's registered source, until the stream is known past it */
+/* an async upload's registered source, until the stream is known past it;
+ * a staging copy's (slot >= 0) until the host learns it landed, or a sync
+ * drains the compute that waited for it (used) */
 struct pending {
 	const void *src;
 	size_t n;
 	uint64_t hash, seq;
+	int slot, used;
 };
 
 struct sim {
@@ -103,12 +108,10 @@ static int registered(const void *p, size_t n)
 	return 0;
 }
 
-static int s_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+static int remember(struct coli_dev *d, const void *src, size_t n, int slot)
 {
 	struct sim *s = d->impl;
 
-	memcpy((void *)(uintptr_t)dst, src, n);
-	s->seq++;
 	if (!n || !registered(src, n))
 		return 0;
 	if (s->n_pend == s->cap_pend) {
@@ -119,15 +122,25 @@ static int s_upload_async(struct coli_dev *d, uint64_t dst, const void *src, siz
 			return -ENOMEM;
 		s->pend = p, s->cap_pend = cap;
 	}
-	s->pend[s->n_pend++] =
-	    (struct pending){.src = src, .n = n, .hash = coli_io_xxh64(src, n), .seq = s->seq};
+	s->pend[s->n_pend++] = (struct pending){
+	    .src = src, .n = n, .hash = coli_io_xxh64(src, n), .seq = s->seq, .slot = slot};
 	return 0;
 }
 
+static int s_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	struct sim *s = d->impl;
+
+	memcpy((void *)(uintptr_t)dst, src, n);
+	s->seq++;
+	return remember(d, src, n, -1);
+}
+
 /* The stream is past every upload up to seq (and, with n, past those whose
- * source overlaps [lo, lo + n): a download there is ordered after them):
- * their sources must be as they were queued. */
-static void check_pending(struct coli_dev *d, uint64_t seq, const void *lo, size_t n)
+ * source overlaps [lo, lo + n): a download there is ordered after them) and
+ * past the staging copies of slot (-1: those compute used; -2: none): their
+ * sources must be as they were queued. */
+static void check_pending(struct coli_dev *d, uint64_t seq, const void *lo, size_t n, int slot)
 {
 	struct sim *s = d->impl;
 	int k = 0;
@@ -135,17 +148,19 @@ static void check_pending(struct coli_dev *d, uint64_t seq, const void *lo, size
 	for (int i = 0; i < s->n_pend; i++) {
 		const struct pending *p = &s->pend[i];
 		const char *a = p->src, *b = lo;
+		int past = p->slot < 0 ? p->seq <= seq || (n && a < b + n && b < a + p->n)
+		                       : p->slot == slot || (slot == -1 && p->used);
 
-		if (p->seq > seq && !(n && a < b + n && b < a + p->n)) {
+		if (!past) {
 			s->pend[k++] = *p;
 			continue;
 		}
 		if (coli_io_xxh64(p->src, p->n) != p->hash) {
 			fprintf(stderr,
 			        "coli: %s: the host wrote %zu bytes at %p, the source of an async "
-			        "upload, before the stream had read them (a GPU would have "
+			        "%s, before the stream had read them (a GPU would have "
 			        "copied the new bytes)\n",
-			        d->name, p->n, p->src);
+			        d->name, p->n, p->src, p->slot < 0 ? "upload" : "staging copy");
 			abort();
 		}
 	}
@@ -154,7 +169,7 @@ static void check_pending(struct coli_dev *d, uint64_t seq, const void *lo, size
 
 static int s_download(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 {
-	check_pending(d, 0, dst, n); /* the uploads that read dst before it */
+	check_pending(d, 0, dst, n, -2); /* the uploads that read dst before it */
 	memcpy(dst, (const void *)(uintptr_t)src, n);
 	return 0;
 }
@@ -233,7 +248,7 @@ static int s_sync(struct coli_dev *d)
 {
 	struct sim *s = d->impl;
 
-	check_pending(d, s->seq, NULL, 0);
+	check_pending(d, s->seq, NULL, 0, -1);
 	if (s->latency_us > 0)
 		usleep((useconds_t)s->latency_us);
 	return 0;
@@ -522,7 +537,7 @@ static void s_close(struct coli_dev *d)
 	free(d);
 }
 
-/* Staging: the copy happens at once, so there is nothing to order. */
+/* Staging: the copy happens at once; its source is remembered (above). */
 static int s_stage_init(struct coli_dev *d, int n)
 {
 	(void)d, (void)n;
@@ -530,8 +545,17 @@ static int s_stage_init(struct coli_dev *d, int n)
 }
 static int s_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n)
 {
-	(void)slot;
-	return s_copy(d, dst, src, n);
+	s_copy(d, dst, src, n);
+	return remember(d, src, n, slot);
+}
+static int s_stage_use(struct coli_dev *d, int slot)
+{
+	struct sim *s = d->impl;
+
+	for (int i = 0; i < s->n_pend; i++)
+		if (s->pend[i].slot == slot)
+			s->pend[i].used = 1; /* a sync drains compute that waited for it */
+	return 0;
 }
 static int s_stage_nop(struct coli_dev *d, int slot)
 {
@@ -540,7 +564,7 @@ static int s_stage_nop(struct coli_dev *d, int slot)
 }
 static int s_stage_landed(struct coli_dev *d, int slot)
 {
-	(void)d, (void)slot;
+	check_pending(d, 0, NULL, 0, slot);
 	return 1;
 }
 
@@ -563,7 +587,7 @@ static int s_elapsed(struct coli_dev *d, int from, int to, double *t)
 
 	if (from < 0 || from >= SIM_MARKS || to < 0 || to >= SIM_MARKS)
 		return -EINVAL;
-	check_pending(d, s->mark_seq[to], NULL, 0); /* a GPU waits for the mark */
+	check_pending(d, s->mark_seq[to], NULL, 0, -2); /* a GPU waits for the mark */
 	*t = s->marks[to] - s->marks[from];
 	return 0;
 }
@@ -584,7 +608,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .close = s_close,
     .stage_init = s_stage_init,
     .stage_copy = s_stage_copy,
-    .stage_use = s_stage_nop,
+    .stage_use = s_stage_use,
     .stage_done = s_stage_nop,
     .stage_landed = s_stage_landed,
     .mark = s_mark,
