@@ -15,8 +15,9 @@
  *   silu     h = silu(g) * u over the wave's rows      [P][I]          (one launch,
  *            and h -> int8 per 32-block for q8/q4 models in the same one)
  *   gemv     down of the wave's experts                -> y [P][H]     (one launch)
- *   download y to host staging (not when every pair is on the device that
- *            holds the dense part: core/forward_dev.c reads y where it is)
+ *   download y to host staging (not on the device that holds the dense part
+ *            when core/moe.c's moe_on_dense names it: y's rows are then at
+ *            their pair index and core/forward_dev.c reads them there)
  * An expert with COLI_GPU_GEMM_MIN_S pairs or more (prefill; q8/q4:
  * COLI_GPU_GEMM_MIN_S_Q) runs its matrices as tensor-core GEMM jobs instead (ptx/gemm.cu: q8/q4
  * bit-identical to the GEMV, bf16 within rounding), in one more launch next to each gemv. take()
@@ -24,7 +25,8 @@
  * accumulates all pairs in ascending expert order, whoever computed them, so the bits do not depend
  * on placement. A preplanned layer (core/forward_dev.c, e->preplanned == d): its resident experts
  * already ran with the routing, so only streamed ones are issued here, their y rows at their pair
- * index (pair0) beside the resident ones; nothing is downloaded and take does not wait.
+ * index (pair0) beside the resident ones. On the dense part's device take waits for nothing but
+ * the layer's slab copies (their host slabs are unpinned after it).
  *
  * Streaming: a RAM-tier expert assigned to a device by the cost model
  * (core/moe.c) is computed from one of the device's staging slots, an LRU
