@@ -95,6 +95,11 @@ int coli_dev_stage_done(struct coli_dev *d, int slot)
 	CHECKED(d->ops->stage_done(d, slot), "staging event");
 }
 
+int coli_dev_stage_fence(struct coli_dev *d, int slot)
+{
+	CHECKED(d->ops->stage_fence(d, slot), "staging event");
+}
+
 /* 1: slot's copy landed; 0: in flight; a failed device has nothing in flight. */
 int coli_dev_stage_landed(struct coli_dev *d, int slot)
 {

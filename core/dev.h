@@ -54,6 +54,8 @@ struct coli_dev_ops {
 	int (*stage_use)(struct coli_dev *d, int slot);    /* compute waits for the copy */
 	int (*stage_done)(struct coli_dev *d, int slot);   /* readers of slot are queued */
 	int (*stage_landed)(struct coli_dev *d, int slot); /* 1 landed, 0 in flight */
+	int (*stage_fence)(struct coli_dev *d, int slot);  /* slot lands behind every copy
+	                                                    * queued so far (none of its own) */
 	/* timing marks on the compute stream (--profile): record mark `slot`;
 	 * the seconds between two recorded marks (waits for the second) */
 	int (*mark)(struct coli_dev *d, int slot);
@@ -178,6 +180,7 @@ int coli_dev_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *
 int coli_dev_stage_use(struct coli_dev *d, int slot);
 int coli_dev_stage_done(struct coli_dev *d, int slot);
 int coli_dev_stage_landed(struct coli_dev *d, int slot);
+int coli_dev_stage_fence(struct coli_dev *d, int slot);
 int coli_dev_mark(struct coli_dev *d, int slot);
 int coli_dev_elapsed(struct coli_dev *d, int from, int to, double *s);
 

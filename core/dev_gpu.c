@@ -186,6 +186,10 @@ static int g_stage_landed(struct coli_dev *d, int slot)
 {
 	return coli_gpu_stage_landed(G(d), slot);
 }
+static int g_stage_fence(struct coli_dev *d, int slot)
+{
+	return coli_gpu_stage_fence(G(d), slot);
+}
 
 static int g_mark(struct coli_dev *d, int slot)
 {
@@ -243,6 +247,7 @@ static const struct coli_dev_ops g_gpu_ops = {
     .stage_use = g_stage_use,
     .stage_done = g_stage_done,
     .stage_landed = g_stage_landed,
+    .stage_fence = g_stage_fence,
     .mark = g_mark,
     .elapsed = g_elapsed,
     .copy = g_copy,

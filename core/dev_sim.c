@@ -35,21 +35,33 @@
 #define SIM_REGIONS 64
 
 /* an async upload's registered source, until the stream is known past it;
- * a staging copy's (slot >= 0) until the host learns it landed, or a sync
- * drains the compute that waited for it (used) */
+ * a staging copy's (slot >= 0) until the host learns it landed (its slot's
+ * or a later fence's), or a sync drains the compute that waited for it */
 struct pending {
 	const void *src;
 	size_t n;
-	uint64_t hash, seq;
+	uint64_t hash, seq; /* seq: of uploads, or of staging copies */
 	int slot, used;
+};
+
+/* what the host has just learned the device is past */
+struct past {
+	uint64_t uploads; /* uploads queued up to here (a sync, a mark) */
+	const void *lo;   /* and those reading [lo, lo + n): a download there */
+	size_t n;         /* follows them on the stream */
+	int slot;         /* the staging copies of slot (-1: none) */
+	uint64_t copies;  /* and every copy queued up to here (a fence) */
+	int used;         /* and the copies compute waited for (a sync) */
 };
 
 struct sim {
 	size_t mem_bytes, used;
 	int latency_us; /* each sync takes this long: device time the host can overlap */
 	double marks[SIM_MARKS];
-	uint64_t mark_seq[SIM_MARKS]; /* ops queued before each mark */
-	uint64_t seq;                 /* uploads queued so far */
+	uint64_t mark_seq[SIM_MARKS]; /* uploads queued before each mark */
+	uint64_t seq, copy_seq;       /* uploads, staging copies queued so far */
+	uint64_t *fence_at;           /* [slot]: copies queued before its fence */
+	int n_fence;
 	struct pending *pend;
 	int n_pend, cap_pend;
 };
@@ -108,7 +120,7 @@ static int registered(const void *p, size_t n)
 	return 0;
 }
 
-static int remember(struct coli_dev *d, const void *src, size_t n, int slot)
+static int remember(struct coli_dev *d, const void *src, size_t n, int slot, uint64_t seq)
 {
 	struct sim *s = d->impl;
 
@@ -123,7 +135,7 @@ static int remember(struct coli_dev *d, const void *src, size_t n, int slot)
 		s->pend = p, s->cap_pend = cap;
 	}
 	s->pend[s->n_pend++] = (struct pending){
-	    .src = src, .n = n, .hash = coli_io_xxh64(src, n), .seq = s->seq, .slot = slot};
+	    .src = src, .n = n, .hash = coli_io_xxh64(src, n), .seq = seq, .slot = slot};
 	return 0;
 }
 
@@ -133,25 +145,28 @@ static int s_upload_async(struct coli_dev *d, uint64_t dst, const void *src, siz
 
 	memcpy((void *)(uintptr_t)dst, src, n);
 	s->seq++;
-	return remember(d, src, n, -1);
+	return remember(d, src, n, -1, s->seq);
 }
 
-/* The stream is past every upload up to seq (and, with n, past those whose
- * source overlaps [lo, lo + n): a download there is ordered after them) and
- * past the staging copies of slot (-1: those compute used; -2: none): their
- * sources must be as they were queued. */
-static void check_pending(struct coli_dev *d, uint64_t seq, const void *lo, size_t n, int slot)
+static int is_past(const struct pending *p, const struct past *w)
+{
+	const char *a = p->src, *b = w->lo;
+
+	if (p->slot < 0)
+		return p->seq <= w->uploads || (w->n && a < b + w->n && b < a + p->n);
+	return p->slot == w->slot || p->seq <= w->copies || (w->used && p->used);
+}
+
+/* The device is past w: the sources it read must be as they were queued. */
+static void check_pending(struct coli_dev *d, const struct past *w)
 {
 	struct sim *s = d->impl;
 	int k = 0;
 
 	for (int i = 0; i < s->n_pend; i++) {
 		const struct pending *p = &s->pend[i];
-		const char *a = p->src, *b = lo;
-		int past = p->slot < 0 ? p->seq <= seq || (n && a < b + n && b < a + p->n)
-		                       : p->slot == slot || (slot == -1 && p->used);
 
-		if (!past) {
+		if (!is_past(p, w)) {
 			s->pend[k++] = *p;
 			continue;
 		}
@@ -169,7 +184,9 @@ static void check_pending(struct coli_dev *d, uint64_t seq, const void *lo, size
 
 static int s_download(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 {
-	check_pending(d, 0, dst, n, -2); /* the uploads that read dst before it */
+	struct past w = {.lo = dst, .n = n, .slot = -1}; /* uploads that read dst */
+
+	check_pending(d, &w);
 	memcpy(dst, (const void *)(uintptr_t)src, n);
 	return 0;
 }
@@ -248,7 +265,7 @@ static int s_sync(struct coli_dev *d)
 {
 	struct sim *s = d->impl;
 
-	check_pending(d, s->seq, NULL, 0, -1);
+	check_pending(d, &(struct past){.uploads = s->seq, .slot = -1, .used = 1});
 	if (s->latency_us > 0)
 		usleep((useconds_t)s->latency_us);
 	return 0;
@@ -533,6 +550,7 @@ static void s_close(struct coli_dev *d)
 	struct sim *s = d->impl;
 
 	free(s->pend);
+	free(s->fence_at);
 	free(d->impl);
 	free(d);
 }
@@ -540,13 +558,30 @@ static void s_close(struct coli_dev *d)
 /* Staging: the copy happens at once; its source is remembered (above). */
 static int s_stage_init(struct coli_dev *d, int n)
 {
-	(void)d, (void)n;
-	return 0;
+	struct sim *s = d->impl;
+
+	free(s->fence_at);
+	s->fence_at = calloc((size_t)n, sizeof(*s->fence_at));
+	s->n_fence = s->fence_at ? n : 0;
+	return s->fence_at || !n ? 0 : -ENOMEM;
 }
 static int s_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n)
 {
+	struct sim *s = d->impl;
+
 	s_copy(d, dst, src, n);
-	return remember(d, src, n, slot);
+	if (slot < s->n_fence)
+		s->fence_at[slot] = 0;
+	return remember(d, src, n, slot, ++s->copy_seq);
+}
+static int s_stage_fence(struct coli_dev *d, int slot)
+{
+	struct sim *s = d->impl;
+
+	if (slot < 0 || slot >= s->n_fence)
+		return -EINVAL;
+	s->fence_at[slot] = s->copy_seq;
+	return 0;
 }
 static int s_stage_use(struct coli_dev *d, int slot)
 {
@@ -564,7 +599,10 @@ static int s_stage_nop(struct coli_dev *d, int slot)
 }
 static int s_stage_landed(struct coli_dev *d, int slot)
 {
-	check_pending(d, 0, NULL, 0, slot);
+	struct sim *s = d->impl;
+
+	check_pending(
+	    d, &(struct past){.slot = slot, .copies = slot < s->n_fence ? s->fence_at[slot] : 0});
 	return 1;
 }
 
@@ -587,7 +625,8 @@ static int s_elapsed(struct coli_dev *d, int from, int to, double *t)
 
 	if (from < 0 || from >= SIM_MARKS || to < 0 || to >= SIM_MARKS)
 		return -EINVAL;
-	check_pending(d, s->mark_seq[to], NULL, 0, -2); /* a GPU waits for the mark */
+	/* a GPU waits for the mark */
+	check_pending(d, &(struct past){.uploads = s->mark_seq[to], .slot = -1});
 	*t = s->marks[to] - s->marks[from];
 	return 0;
 }
@@ -611,6 +650,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .stage_use = s_stage_use,
     .stage_done = s_stage_nop,
     .stage_landed = s_stage_landed,
+    .stage_fence = s_stage_fence,
     .mark = s_mark,
     .elapsed = s_elapsed,
     .copy = s_d2d,

@@ -203,7 +203,8 @@ int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 	for (int i = 0; i < v->n_stage; i++)
 		v->st[i] = (struct dev_stage){.l = -1, .ex = -1, .used = 0, .tslot = -1};
 	rc = coli_dev_alloc(v->dev, v->stage_bytes * v->n_stage, &v->stage);
-	rc = rc ? rc : coli_dev_stage_init(v->dev, v->n_stage);
+	/* one more: the fence behind a layer's own copies (copies_landed) */
+	rc = rc ? rc : coli_dev_stage_init(v->dev, v->n_stage + 1);
 	if (rc)
 		return rc;
 	if (e->opts.vram_gb < 0) /* budget = free memory: the slots come out of it */
@@ -608,6 +609,8 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 			return -ENOSPC; /* no slot to stream into: assign_experts counts */
 		rc = issue_wave(e, l, d, r0, r1, r1 < n_runs);
 	}
+	if (v->streamed_bytes) /* behind this layer's copies: copies_landed */
+		rc = rc ? rc : coli_dev_stage_fence(v->dev, v->n_stage);
 	if (e->moe_on_dense != d) /* else the dense part reads v->y where it is */
 		rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
 	if (e->opts.profile || e->opts.cuda_profile)
@@ -619,13 +622,14 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 }
 
 /* Wait until the slabs this layer copied (not those staged a layer ahead:
- * stage_reap unpins them) have landed on the device. */
-static int copies_landed(struct coli_engine *e, struct coli_dev_slot *v)
+ * stage_reap unpins them) have landed on the device: the fence issue put
+ * behind them (a slot's own event may belong to a later copy by now, the
+ * next layer's staging into a slot this layer has done with). */
+static int copies_landed(struct coli_dev_slot *v)
 {
-	for (int r = 0; r < v->n_runs; r++)
-		if (e->streamed[v->runs[r].expert] == 1)
-			while (!coli_dev_stage_landed(v->dev, v->runs[r].stage))
-				sched_yield();
+	if (v->streamed_bytes)
+		while (!coli_dev_stage_landed(v->dev, v->n_stage))
+			sched_yield();
 	return v->dev->failed ? -EIO : 0;
 }
 
@@ -646,7 +650,7 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	/* on the device holding the dense part the outputs stay where they are
 	 * (core/forward_dev.c accumulates them on the same stream): only the
 	 * copies need waiting for, their host slabs are unpinned after take */
-	rc = e->moe_on_dense == d ? copies_landed(e, v) : coli_dev_sync(v->dev);
+	rc = e->moe_on_dense == d ? copies_landed(v) : coli_dev_sync(v->dev);
 	if (rc)
 		return rc;
 	if (e->opts.profile || e->opts.cuda_profile) { /* waits for the mark: profile only */

@@ -763,6 +763,15 @@ int coli_gpu_stage_use(coli_gpu_t *g, int slot)
 	return 0;
 }
 
+int coli_gpu_stage_fence(coli_gpu_t *g, int slot)
+{
+	if (slot < 0 || slot >= g->n_stage)
+		return -EINVAL;
+	CUR(g);
+	CK(g->cu->EventRecord(g->st_full[slot], g->copy), "cuEventRecord");
+	return 0;
+}
+
 int coli_gpu_stage_done(coli_gpu_t *g, int slot)
 {
 	if (slot < 0 || slot >= g->n_stage)
@@ -877,6 +886,10 @@ int coli_gpu_stage_done(coli_gpu_t *g, int slot)
 	NO_GPU;
 }
 int coli_gpu_stage_landed(coli_gpu_t *g, int slot)
+{
+	NO_GPU;
+}
+int coli_gpu_stage_fence(coli_gpu_t *g, int slot)
 {
 	NO_GPU;
 }

@@ -60,12 +60,14 @@ void coli_gpu_graph_free(coli_gpu_t *g, uint64_t graph);
 /* Staging slots on a second (copy) stream, ordered by events (ptx/gpu.c):
  * init n slots; copy into slot (after its last reader); make the compute
  * stream wait for slot's copy; mark slot's last reader queued; 1 when the
- * slot's copy has landed, 0 while in flight. */
+ * slot's copy has landed, 0 while in flight; fence: slot's landed event
+ * recorded behind every copy queued so far (no copy of its own). */
 int coli_gpu_stage_init(coli_gpu_t *g, int n);
 int coli_gpu_stage_copy(coli_gpu_t *g, int slot, uint64_t dst, const void *src, size_t n);
 int coli_gpu_stage_use(coli_gpu_t *g, int slot);
 int coli_gpu_stage_done(coli_gpu_t *g, int slot);
 int coli_gpu_stage_landed(coli_gpu_t *g, int slot);
+int coli_gpu_stage_fence(coli_gpu_t *g, int slot);
 /* Page-lock host memory for DMA (cuMemHostRegister). */
 int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n);
 void coli_gpu_host_unregister(coli_gpu_t *g, void *p);

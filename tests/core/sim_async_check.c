@@ -4,7 +4,9 @@
  * when the stream gets there, so the host writing it before a sync is a bug
  * (session 13 shipped one: placement found it on the H200 only). The sim
  * must abort on it, and must not on the legal orders: rewriting after a
- * sync, and a download into the source queued behind the upload.
+ * sync, and a download into the source queued behind the upload. The same
+ * for a staging copy's source (a pinned RAM-tier slab): not to be written
+ * before a fence queued behind the copy is known to have landed.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -34,11 +36,23 @@ static int child(int order)
 		struct rlimit no_core = {0, 0};
 
 		setrlimit(RLIMIT_CORE, &no_core); /* the abort is expected */
-		if (coli_dev_sim_open(&d, 0, 1 << 20, 0) || coli_dev_alloc(d, N, &dev))
+		if (coli_dev_sim_open(&d, 0, 1 << 20, 0) || coli_dev_alloc(d, N, &dev) ||
+		    coli_dev_stage_init(d, 2))
 			_exit(2);
 		if (!coli_mem_alloc_buffers(sz, dst, 1, COLI_MEM_NODE_ANY, &bytes))
 			_exit(2);
 		memset(buf, 1, N);
+		if (order >= 3) { /* a staging copy into slot 0, the fence in slot 1 */
+			if (coli_dev_stage_copy(d, 0, dev, buf, N) || coli_dev_stage_fence(d, 1))
+				_exit(2);
+			if (order == 3) /* the bug: unpinned before the fence landed */
+				buf[100] = 2;
+			while (!coli_dev_stage_landed(d, 1))
+				;
+			buf[100] = 3;
+			coli_dev_sync(d);
+			_exit(0);
+		}
 		if (coli_dev_upload_async(d, dev, buf, N))
 			_exit(2);
 		if (order == 0) { /* the bug: written before the stream is known past it */
@@ -72,6 +86,14 @@ int main(void)
 	fails += rc != 0;
 	rc = child(2);
 	printf("download into the source after the upload: %s (status %d)\n",
+	       rc == 0 ? "fine" : "FAILED", rc);
+	fails += rc != 0;
+	rc = child(3);
+	printf("staging source written before its fence landed: %s (status %d)\n",
+	       rc == 128 + SIGABRT ? "aborted, as it must" : "NOT caught", rc);
+	fails += rc != 128 + SIGABRT;
+	rc = child(4);
+	printf("staging source written after its fence landed: %s (status %d)\n",
 	       rc == 0 ? "fine" : "FAILED", rc);
 	fails += rc != 0;
 	return fails != 0;
