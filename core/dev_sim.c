@@ -17,7 +17,11 @@
  * staging copy's source (a pinned RAM-tier slab) until the host asks
  * whether the copy landed, or a sync drains the compute that used it. A
  * source written early aborts the process with what was written, the bug a
- * real device would turn into wrong numbers now and then.
+ * real device would turn into wrong numbers now and then. The other way, a
+ * download lands in host memory when the stream gets there: the sim keeps
+ * the bytes and writes them at the next sync (or the wait for a later mark,
+ * or an upload that reads them), so a host that reads them early reads what
+ * a GPU would have left there.
  */
 #include <errno.h>
 #include <math.h>
@@ -54,16 +58,25 @@ struct past {
 	int used;         /* and the copies compute waited for (a sync) */
 };
 
+/* a download the host may not see yet */
+struct late {
+	void *dst, *bytes;
+	size_t n;
+	uint64_t seq;
+};
+
 struct sim {
 	size_t mem_bytes, used;
 	int latency_us; /* each sync takes this long: device time the host can overlap */
 	double marks[SIM_MARKS];
-	uint64_t mark_seq[SIM_MARKS]; /* uploads queued before each mark */
-	uint64_t seq, copy_seq;       /* uploads, staging copies queued so far */
+	uint64_t mark_seq[SIM_MARKS]; /* uploads and downloads queued before each mark */
+	uint64_t seq, copy_seq;       /* uploads and downloads, staging copies so far */
 	uint64_t *fence_at;           /* [slot]: copies queued before its fence */
 	int n_fence;
 	struct pending *pend;
 	int n_pend, cap_pend;
+	struct late *late;
+	int n_late, cap_late;
 };
 
 static int s_mem_info(struct coli_dev *d, size_t *f, size_t *t)
@@ -139,10 +152,37 @@ static int remember(struct coli_dev *d, const void *src, size_t n, int slot, uin
 	return 0;
 }
 
+/* Downloads queued up to seq (or, with n, those writing into [lo, lo + n)
+ * and the ones before them) reach the host, in queue order. */
+static void land(struct coli_dev *d, uint64_t seq, const void *lo, size_t n)
+{
+	struct sim *s = d->impl;
+	int k = 0;
+
+	for (int i = 0; n && i < s->n_late; i++) {
+		const char *a = s->late[i].dst, *b = lo;
+
+		if (a < b + n && b < a + s->late[i].n && s->late[i].seq > seq)
+			seq = s->late[i].seq;
+	}
+	for (int i = 0; i < s->n_late; i++) {
+		struct late *l = &s->late[i];
+
+		if (l->seq > seq) {
+			s->late[k++] = *l;
+			continue;
+		}
+		memcpy(l->dst, l->bytes, l->n);
+		free(l->bytes);
+	}
+	s->n_late = k;
+}
+
 static int s_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
 {
 	struct sim *s = d->impl;
 
+	land(d, 0, src, n); /* a download queued before writes what this reads */
 	memcpy((void *)(uintptr_t)dst, src, n);
 	s->seq++;
 	return remember(d, src, n, -1, s->seq);
@@ -184,10 +224,25 @@ static void check_pending(struct coli_dev *d, const struct past *w)
 
 static int s_download(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 {
+	struct sim *s = d->impl;
 	struct past w = {.lo = dst, .n = n, .slot = -1}; /* uploads that read dst */
+	void *bytes = malloc(n ? n : 1);
 
+	if (!bytes)
+		return -ENOMEM;
 	check_pending(d, &w);
-	memcpy(dst, (const void *)(uintptr_t)src, n);
+	if (s->n_late == s->cap_late) {
+		int cap = s->cap_late ? 2 * s->cap_late : 16;
+		struct late *l = realloc(s->late, sizeof(*l) * (size_t)cap);
+
+		if (!l) {
+			free(bytes);
+			return -ENOMEM;
+		}
+		s->late = l, s->cap_late = cap;
+	}
+	memcpy(bytes, (const void *)(uintptr_t)src, n); /* what the device holds now */
+	s->late[s->n_late++] = (struct late){.dst = dst, .bytes = bytes, .n = n, .seq = ++s->seq};
 	return 0;
 }
 
@@ -266,6 +321,7 @@ static int s_sync(struct coli_dev *d)
 	struct sim *s = d->impl;
 
 	check_pending(d, &(struct past){.uploads = s->seq, .slot = -1, .used = 1});
+	land(d, s->seq, NULL, 0);
 	if (s->latency_us > 0)
 		usleep((useconds_t)s->latency_us);
 	return 0;
@@ -551,6 +607,9 @@ static void s_close(struct coli_dev *d)
 
 	free(s->pend);
 	free(s->fence_at);
+	for (int i = 0; i < s->n_late; i++)
+		free(s->late[i].bytes);
+	free(s->late);
 	free(d->impl);
 	free(d);
 }
@@ -627,6 +686,7 @@ static int s_elapsed(struct coli_dev *d, int from, int to, double *t)
 		return -EINVAL;
 	/* a GPU waits for the mark */
 	check_pending(d, &(struct past){.uploads = s->mark_seq[to], .slot = -1});
+	land(d, s->mark_seq[to], NULL, 0);
 	*t = s->marks[to] - s->marks[from];
 	return 0;
 }

@@ -609,7 +609,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 			return -ENOSPC; /* no slot to stream into: assign_experts counts */
 		rc = issue_wave(e, l, d, r0, r1, r1 < n_runs);
 	}
-	if (v->streamed_bytes) /* behind this layer's copies: copies_landed */
+	if (v->streamed_bytes && e->moe_on_dense == d) /* behind them: copies_landed */
 		rc = rc ? rc : coli_dev_stage_fence(v->dev, v->n_stage);
 	if (e->moe_on_dense != d) /* else the dense part reads v->y where it is */
 		rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);

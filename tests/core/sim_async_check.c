@@ -6,10 +6,13 @@
  * must abort on it, and must not on the legal orders: rewriting after a
  * sync, and a download into the source queued behind the upload. The same
  * for a staging copy's source (a pinned RAM-tier slab): not to be written
- * before a fence queued behind the copy is known to have landed.
+ * before a fence queued behind the copy is known to have landed. And a
+ * download reaches the host at the next sync, not before (what a host
+ * reading it early would see on a GPU).
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -88,6 +91,26 @@ int main(void)
 	printf("download into the source after the upload: %s (status %d)\n",
 	       rc == 0 ? "fine" : "FAILED", rc);
 	fails += rc != 0;
+	{ /* a download: the old bytes until the sync */
+		struct coli_dev *d;
+		uint64_t dev;
+		char *host = malloc(N), *fill = malloc(N);
+		int early, late;
+
+		if (!host || !fill || coli_dev_sim_open(&d, 0, 1 << 20, 0) ||
+		    coli_dev_alloc(d, N, &dev))
+			return 1;
+		memset(fill, 7, N), memset(host, 0, N);
+		coli_dev_upload(d, dev, fill, N);
+		coli_dev_download_async(d, host, dev, N);
+		early = host[N - 1];
+		coli_dev_sync(d);
+		late = host[N - 1];
+		printf("download read before the sync %d, after it %d (want 0, 7)\n", early, late);
+		fails += early != 0 || late != 7;
+		coli_dev_close(d);
+		free(host), free(fill);
+	}
 	rc = child(3);
 	printf("staging source written before its fence landed: %s (status %d)\n",
 	       rc == 128 + SIGABRT ? "aborted, as it must" : "NOT caught", rc);
