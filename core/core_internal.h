@@ -306,8 +306,6 @@ void coli_dense_dev_close(struct coli_engine *e);
 int coli_dense_dev_of(const struct coli_engine *e, int l);
 /* Whether dev holds some of the dense part (a range of layers, or all of it). */
 int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev);
-/* The device holding the dense part, or NULL. */
-struct coli_dev *coli_dense_dev_device(struct coli_engine *e);
 /* next != NULL (logits NULL): the greedy id after the last token, computed on
  * the device; only the index is downloaded */
 int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,

@@ -216,6 +216,9 @@ static void check_pending(struct coli_dev *d, const struct past *w)
 			        "%s, before the stream had read them (a GPU would have "
 			        "copied the new bytes)\n",
 			        d->name, p->n, p->src, p->slot < 0 ? "upload" : "staging copy");
+			/* an assertion (CONVENTIONS 3: invariants), not an error to return:
+			 * failing the device would send its work to the CPU and hide the
+			 * bug behind correct tokens; tests/core/sim_async_check expects it */
 			abort();
 		}
 	}

@@ -693,11 +693,6 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	return rc ? rc : phase_end(e, &e->est.handoff_s, e->opts.profile);
 }
 
-struct coli_dev *coli_dense_dev_device(struct coli_engine *e)
-{
-	return e->dd ? e->dd->dev : NULL;
-}
-
 int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
                      int *next)
 {

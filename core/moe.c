@@ -466,13 +466,12 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	 * pair is there (a few rows: one upload of all outputs with the pair
 	 * lists costs less than one per run of rows), or preplanned. */
 	e->moe_on_dense = e->preplanned;
-	for (int d = 0; e->dd && e->moe_on_dense < 0 && d < e->n_devs; d++) {
-		int all = !n_need;
+	if (e->moe_on_dense < 0 && e->dd) {
+		int d = coli_dense_dev_of(e, l), stay = T > COLI_GPU_MAX_S || !n_need;
 
-		for (int p = 0; all && p < e->n_pairs; p++)
-			all = e->assign[e->pair_expert[p]] == d;
-		if (e->devs[d] == coli_dense_dev_device(e) && (all || T > COLI_GPU_MAX_S))
-			e->moe_on_dense = d;
+		for (int p = 0; stay && T <= COLI_GPU_MAX_S && p < e->n_pairs; p++)
+			stay = e->assign[e->pair_expert[p]] == d;
+		e->moe_on_dense = stay ? d : -1;
 	}
 	/* issue: every device queues its experts; a failure sends its share to
 	 * the CPU. Overlapped, beside the CPU rows' first round (struct dev_issue). */
