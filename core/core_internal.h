@@ -109,10 +109,12 @@ struct coli_dev_slot {
 	size_t stage_bytes;
 	struct dev_stage {
 		int l, ex;     /* what the slot holds (or is receiving); l = -1: nothing */
-		uint64_t used; /* st_clock of the last layer that used or claimed it */
+		uint64_t used; /* st_clock of the last round that claimed it (this
+		                  round's: not a victim) */
+		uint64_t last; /* st_tick of its last copy or reader: the LRU order */
 		int tslot;     /* RAM slot pinned until a prefetch copy lands, or -1 */
 	} * st;
-	uint64_t st_clock;
+	uint64_t st_clock, st_tick;
 	uint64_t streamed_bytes; /* this layer */
 	double t_issue;          /* when this layer's issue began (s) */
 };

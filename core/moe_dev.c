@@ -239,16 +239,29 @@ static int stage_find(const struct coli_dev_slot *v, int l, int ex)
 }
 
 /* Least recently used slot not claimed this round and with no prefetch copy
- * in flight (its RAM slot is still pinned), or -1. */
+ * in flight (its RAM slot is still pinned), or -1. Recency is per copy and
+ * per wave, not per round: a wave's slots, released for the next wave, are
+ * the last picked, so a layer streaming more experts than there are slots
+ * copies into slots the wave before is not reading (in round order every
+ * slot tied and the next wave's copies waited for the previous wave's down:
+ * copy and compute ran one after the other). */
 static int stage_victim(const struct coli_dev_slot *v)
 {
 	int best = -1;
 
 	for (int i = 0; i < v->n_stage; i++)
 		if (v->st[i].used < v->st_clock && v->st[i].tslot < 0 &&
-		    (best < 0 || v->st[i].used < v->st[best].used))
+		    (best < 0 || v->st[i].last < v->st[best].last))
 			best = i;
 	return best;
+}
+
+/* Slot s receives expert ex of layer l, claimed this round; tslot: the RAM
+ * slot pinned until a prefetch copy lands, or -1. */
+static void stage_fill(struct coli_dev_slot *v, int s, int l, int ex, int tslot)
+{
+	v->st[s] = (struct dev_stage){
+	    .l = l, .ex = ex, .used = v->st_clock, .last = ++v->st_tick, .tslot = tslot};
 }
 
 /* Prefetch copies that landed give their RAM slots back to the tiers. */
@@ -338,8 +351,7 @@ void coli_moe_dev_prefetch(struct coli_engine *e)
 				coli_tiers_unpin(e, ts);
 				break; /* the device failed: its experts go to the CPU */
 			}
-			v->st[s] =
-			    (struct dev_stage){.l = n, .ex = ex, .used = v->st_clock, .tslot = ts};
+			stage_fill(v, s, n, ex, ts);
 			e->est.stream_prefetched++;
 			e->est.h2d_bytes += xl->slab_bytes;
 			e->est.stream_copy_bytes += xl->slab_bytes;
@@ -386,8 +398,7 @@ static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int m
 			                         e->host_slab[ex], xl->slab_bytes);
 			if (rc)
 				return rc;
-			v->st[run->stage] =
-			    (struct dev_stage){.l = l, .ex = ex, .used = v->st_clock, .tslot = -1};
+			stage_fill(v, run->stage, l, ex, -1);
 			v->streamed_bytes += xl->slab_bytes;
 		}
 		rc = coli_dev_stage_use(v->dev, run->stage);
@@ -436,7 +447,8 @@ static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int m
 	for (int r = r0; !rc && r < r1; r++) /* the staged slabs' last reader is queued */
 		if (v->runs[r].stage >= 0) {
 			rc = coli_dev_stage_done(v->dev, v->runs[r].stage);
-			if (more) /* the next wave may reuse the slot */
+			v->st[v->runs[r].stage].last = ++v->st_tick;
+			if (more) /* the next wave may reuse the slot, after the others */
 				v->st[v->runs[r].stage].used = v->st_clock - 1;
 		}
 	return rc;
