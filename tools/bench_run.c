@@ -62,6 +62,9 @@
 #include "tools/bench_run.h"
 
 static const char *const g_phase[N_PHASES] = {"attention", "moe", "dense_mlp", "lm_head", "other"};
+/* --profile: where the overlap window's time goes (core/coli.h's engine stats) */
+static const char *const g_prof[N_PROF] = {"plan",      "host slabs", "device issue",
+                                           "lookahead", "beside",     "devices busy"};
 
 static void help(FILE *f, const char *cmd)
 {
@@ -236,6 +239,15 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 	r->win_ms[0] = (s1.moe_issue_s - s0.moe_issue_s) * 1e3 / n_tok;
 	r->win_ms[1] = (s1.moe_cpu_s - s0.moe_cpu_s) * 1e3 / n_tok;
 	r->win_ms[2] = (s1.moe_take_s - s0.moe_take_s) * 1e3 / n_tok;
+	{
+		const double d[N_PROF] = {
+		    s1.moe_plan_s - s0.moe_plan_s,         s1.moe_slabs_s - s0.moe_slabs_s,
+		    s1.moe_devissue_s - s0.moe_devissue_s, s1.lookahead_s - s0.lookahead_s,
+		    s1.moe_beside_s - s0.moe_beside_s,     s1.dev_busy_s - s0.dev_busy_s};
+
+		for (int p = 0; p < N_PROF; p++)
+			r->prof_ms[p] = d[p] * 1e3 / n_tok;
+	}
 	r->stream_gbs = (double)(s1.stream_copy_bytes - s0.stream_copy_bytes) / (t1 - t0) / 1e9;
 	r->reloads = (double)(s1.reloads - s0.reloads);
 	r->reload_b = (double)(s1.reload_bytes - s0.reload_bytes);
@@ -300,6 +312,8 @@ static void summarize(struct run *R, struct arm *a)
 
 	for (int p = 0; p < 3; p++)
 		a->win_ms[p] = med_of(a, n, offsetof(struct round, win_ms) + p * sizeof(double));
+	for (int p = 0; p < N_PROF; p++)
+		a->prof_ms[p] = med_of(a, n, offsetof(struct round, prof_ms) + p * sizeof(double));
 	a->stream_gbs = med_of(a, n, offsetof(struct round, stream_gbs));
 	a->reloads = a->reload_b = 0;
 	for (int i = 0; i < n; i++) {
@@ -353,6 +367,33 @@ static void summarize(struct run *R, struct arm *a)
 }
 
 /* ---- output ---- */
+
+/* Arms run with --profile: pack+issue = plan + host slabs + device issue (+ the
+ * lookahead where it ran there); cpu-rows include the devices' issue beside
+ * them; devices busy: event time of the expert work, all devices. */
+static void print_profile(const struct run *R)
+{
+	int any = 0;
+
+	for (int i = 0; i < R->n_arms; i++)
+		any |= R->arm[i].opts.profile || R->arm[i].opts.cuda_profile;
+	if (!any)
+		return;
+	printf("\n--profile, ms per token (median): ");
+	for (int p = 0; p < N_PROF; p++)
+		printf("%s%s", p ? " | " : "", g_prof[p]);
+	printf("; slabs copied to devices, GB/s of the timed run\n");
+	for (int i = 0; i < R->n_arms; i++) {
+		const struct arm *a = &R->arm[i];
+
+		if (!a->opts.profile && !a->opts.cuda_profile)
+			continue;
+		printf("%-20s", a->name);
+		for (int p = 0; p < N_PROF; p++)
+			printf(" %9.3f", a->prof_ms[p]);
+		printf("; %.2f\n", a->stream_gbs);
+	}
+}
 
 static void print_table(struct run *R)
 {
@@ -408,6 +449,7 @@ static void print_table(struct run *R)
 		printf("; %.3f | %.3f | %.3f   (%.1f expert loads, %.1f routed pairs per token)\n",
 		       a->win_ms[0], a->win_ms[1], a->win_ms[2], a->hits, a->uses);
 	}
+	print_profile(R);
 	printf("\nMB = 1e6 bytes per token. bound: max over terms of bytes/bandwidth (cpu = dense "
 	       "+ ram + disk bytes at the host read GB/s; disk = disk bytes at the disk GB/s); "
 	       "ratio = achieved / bound.\n");

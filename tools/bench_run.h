@@ -12,6 +12,7 @@
 #define MAX_ARMS   16
 #define MAX_ROUNDS 101
 #define N_PHASES   5
+#define N_PROF     6
 
 struct round {
 	double tok_s, host_gbs;
@@ -24,6 +25,7 @@ struct round {
 	double hits;               /* expert-layer loads per token */
 	double phase_ms[N_PHASES]; /* per token */
 	double win_ms[3];          /* overlap window per token: pack+issue | cpu-rows | take */
+	double prof_ms[N_PROF];    /* --profile: inside the window, per token (g_prof) */
 	double stream_gbs;         /* streamed slab bytes / timed seconds */
 	double reloads, reload_b;  /* CUDA_RELEASE_HOST reloads in the round, their bytes */
 };
@@ -41,6 +43,7 @@ struct arm {
 	int dense_dev;
 	double phase_ms[N_PHASES];
 	double win_ms[3], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
+	double prof_ms[N_PROF];
 	struct bench_bytes bytes;
 	struct bench_bound bound;
 	struct bench_bound ideal;     /* stream: host bytes split so CPU and PCIe finish together */
