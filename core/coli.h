@@ -355,6 +355,7 @@ struct coli_engine_stats {
 	double cost_bw_cpu, cost_bw_stream; /* the cost model's bytes/s of CPU rows and of
 	                                     * streaming, as last measured (0: not yet) */
 	uint64_t vram_swaps;                /* experts swapped into VRAM between tokens */
+	uint64_t vram_readmits; /* of those they replaced, read back into RAM in the background */
 	/* faults (core/moe.c): a device's layer failing when queued (issue: the
 	 * layer's share goes to the CPU) or when collected (take: its experts are
 	 * recomputed on the CPU); a failed device is not used again */

@@ -172,6 +172,7 @@ void coli_tiers_count(struct coli_engine *e, int l, int ex, int uses);
  * device (VRAM swap), so a later read is an ordinary miss again. */
 void coli_tiers_drop_host(struct coli_engine *e, int l, int ex);
 void coli_tiers_host_back(struct coli_engine *e, int l, int ex);
+int coli_tiers_readmit(struct coli_engine *e, int l, int ex);
 /* Wait for every slab read queued and not pinned (prefetches, the usage
  * file's warm-up reads). */
 void coli_tiers_settle_all(struct coli_engine *e);

@@ -464,6 +464,38 @@ int coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char *
 	return nb;
 }
 
+/* Expert ex of layer l left the VRAM tier (core/vram.c's adaptation): its
+ * slab is read back into RAM in the background where a slot is free or worth
+ * taking (a prefetch's rules), so its next use is a RAM hit and not a demand
+ * read the layer waits for. An expert placed on a device at open never had a
+ * RAM copy; under CUDA_RELEASE_HOST none has. Returns 1 if a read was queued. */
+int coli_tiers_readmit(struct coli_engine *e, int l, int ex)
+{
+	struct coli_tiers *t = e->tiers;
+	struct texp *x;
+	int xl, i, tr;
+
+	if (!t || !t->x)
+		return 0;
+	xl = e->m.layers[l].xl;
+	x = X(t, xl, ex);
+	if (x->slot >= 0)
+		return 0;
+	i = pick_victim(t, 0, score_now(t, x), &tr, &e->est);
+	if (i < 0)
+		return 0;
+	assign(t, i, xl, ex, tr);
+	t->batch[0] = (struct coli_io_read){xl, (uint32_t)ex, i};
+	if (coli_io_stream_submit(t->io, t->batch, 1, COLI_IO_PREFETCH)) {
+		evict(t, i, &e->est);
+		coli_mem_slots_free(t->slots, i);
+		return 0;
+	}
+	count_reload(x, slab_bytes(t, xl), &e->est);
+	e->est.vram_readmits++;
+	return 1;
+}
+
 /* ---- CUDA_RELEASE_HOST ---- */
 
 void coli_tiers_drop_host(struct coli_engine *e, int l, int ex)
