@@ -305,8 +305,9 @@ void coli_moe_dev_adapt(struct coli_engine *e)
 		return;
 	e->adapt_at = e->est.tokens + ADAPT_TOKENS;
 	for (int l = 0; l < c->n_layers; l++) {
-		int xli = e->m.layers[l].xl, hot = -1, cold = -1;
+		int xli = e->m.layers[l].xl, hot = -1, cold = -1, ts = -1, rc;
 		uint64_t h_hot = 0, h_cold = UINT64_MAX;
+		const void *src;
 		const struct coli_expert_layer *xl;
 		struct coli_dev *dev;
 
@@ -325,9 +326,15 @@ void coli_moe_dev_adapt(struct coli_engine *e)
 			continue;
 		xl = coli_io_container_expert_layer(e->m.c, xli);
 		dev = e->devs[e->where[(size_t)l * E + cold]];
-		if (coli_dev_upload(dev, e->dev_slab[(size_t)l * E + cold],
-		                    coli_io_container_slab_data(e->m.c, xli, (uint32_t)hot),
-		                    xl->slab_bytes))
+		/* from its RAM slot when it has one (registered memory; the
+		 * container's mapping may fault the slab in from disk) */
+		src = coli_tiers_pin_ready(e, l, hot, &ts);
+		if (!src)
+			src = coli_io_container_slab_data(e->m.c, xli, (uint32_t)hot), ts = -1;
+		rc = coli_dev_upload(dev, e->dev_slab[(size_t)l * E + cold], src, xl->slab_bytes);
+		if (ts >= 0)
+			coli_tiers_unpin(e, ts);
+		if (rc)
 			continue; /* a failed device: it is marked, its experts go to the CPU */
 		e->dev_slab[(size_t)l * E + hot] = e->dev_slab[(size_t)l * E + cold];
 		e->where[(size_t)l * E + hot] = e->where[(size_t)l * E + cold];
