@@ -65,6 +65,8 @@ static const char *const g_phase[N_PHASES] = {"attention", "moe", "dense_mlp", "
 /* --profile: where the overlap window's time goes (core/coli.h's engine stats) */
 static const char *const g_prof[N_PROF] = {"plan",      "host slabs", "device issue",
                                            "lookahead", "beside",     "devices busy"};
+static const char *const g_prof_key[N_PROF] = {"plan",      "host_slabs", "device_issue",
+                                               "lookahead", "beside",     "devices_busy"};
 
 static void help(FILE *f, const char *cmd)
 {
@@ -370,7 +372,9 @@ static void summarize(struct run *R, struct arm *a)
 
 /* Arms run with --profile: pack+issue = plan + host slabs + device issue (+ the
  * lookahead where it ran there); cpu-rows include the devices' issue beside
- * them; devices busy: event time of the expert work, all devices. */
+ * them; devices busy: event time of the expert work of the layers the host
+ * planned, all devices (a layer planned on the dense part's device, all its
+ * experts resident there, runs outside the window and is not in it). */
 static void print_profile(const struct run *R)
 {
 	int any = 0;
@@ -504,7 +508,15 @@ static void print_json(struct run *R)
 		printf("   \"phase_ms_per_token\": {");
 		for (int p = 0; p < N_PHASES; p++)
 			printf("%s\"%s\": %.4f", p ? ", " : "", g_phase[p], a->phase_ms[p]);
-		printf("},\n   \"bound_terms_s\": {");
+		printf("},\n");
+		if (a->opts.profile || a->opts.cuda_profile) {
+			printf("   \"profile_ms_per_token\": {");
+			for (int p = 0; p < N_PROF; p++)
+				printf("%s\"%s\": %.4f", p ? ", " : "", g_prof_key[p],
+				       a->prof_ms[p]);
+			printf("},\n");
+		}
+		printf("   \"bound_terms_s\": {");
 		for (int t = 0, k = 0; t < BENCH_N_TERMS; t++)
 			if (a->bound.term_s[t] >= 0)
 				printf("%s\"%s\": %.6g", k++ ? ", " : "", bench_term_name[t],

@@ -195,6 +195,19 @@ for a in r["arms"]:
     ph = a["phase_ms_per_token"]
     if not all(v >= -1e-3 for v in ph.values()) or ph["moe"] <= 0:
         fail("%s: phase split %r" % (name, ph))
+    # --profile's window detail: there iff the arm ran with it, its parts inside the MoE
+    # phase (medians of separate sums: some slack), a device's expert work timed where
+    # the host planned the layers (some experts resident, some not; a layer wholly
+    # resident is planned on the dense device, outside the window)
+    pr = a.get("profile_ms_per_token")
+    if ("profile" in name) != (pr is not None):
+        fail("%s: profile detail %s" % (name, "missing" if pr is None else "unasked for"))
+    if pr is not None:
+        inside = pr["plan"] + pr["host_slabs"] + pr["device_issue"] + pr["beside"]
+        if not all(v >= -1e-3 for v in pr.values()) or inside > 1.5 * ph["moe"] + 0.01:
+            fail("%s: profile %r against moe %.4f ms" % (name, pr, ph["moe"]))
+        if dev and b["vram"] > 0 and b["ram"] + b["disk"] > 0 and not pr["devices_busy"] > 0:
+            fail("%s: a device ran the experts, yet devices busy is %r" % (name, pr))
     if kind == "decode" and not (ph["attention"] > 0 and ph["lm_head"] > 0):
         fail("%s: decode phase split lacks attention or lm_head: %r" % (name, ph))
     if dev:
