@@ -576,20 +576,16 @@ static int cmp_heat(const void *a, const void *b, void *arg)
 	return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
 }
 
-/* Load the usage file and queue the warm-up reads: the hottest experts,
- * then the ones it never saw, as far as the RAM slots go. When every expert
- * fits, all are read (with no usage file too): a model that fits in RAM is
- * read once, in the background, instead of on first use mid-token. */
-static void usage_open(struct coli_engine *e, const char *model)
+/* Read the usage file into count[] (--usage off: none). 1 if it gave a heat,
+ * else 0 with count[] zero. */
+static int usage_load(struct coli_engine *e, const char *model)
 {
 	struct coli_tiers *t = e->tiers;
-	size_t n = (size_t)t->nxl * t->E;
 	char err[700];
-	int *order, room, nb = 0, rc, all_fit = t->n_slots >= t->total;
-	uint64_t maxc = 0;
+	int rc;
 
 	if (!strcmp(e->opts.usage, "off") || !strcmp(e->opts.usage, "none"))
-		return;
+		return 0;
 	if (e->opts.usage[0])
 		snprintf(t->usage_path, sizeof(t->usage_path), "%s", e->opts.usage);
 	else
@@ -600,14 +596,30 @@ static void usage_open(struct coli_engine *e, const char *model)
 	t->usage.n_experts = t->E;
 	t->usage.counts = t->count;
 	rc = coli_usage_read(t->usage_path, &t->usage, err, sizeof(err));
-	if (rc) {
-		if (rc != -ENOENT)
-			fprintf(stderr, "coli: usage file ignored: %s\n", err);
-		memset(t->count, 0, n * sizeof(*t->count));
-		t->usage.tokens = 0;
-		if (!all_fit)
-			return;
-	}
+	if (!rc)
+		return 1;
+	if (rc != -ENOENT)
+		fprintf(stderr, "coli: usage file ignored: %s\n", err);
+	memset(t->count, 0, (size_t)t->nxl * t->E * sizeof(*t->count));
+	t->usage.tokens = 0;
+	return 0;
+}
+
+/* Load the usage file and queue the warm-up reads: the hottest experts,
+ * then the ones it never saw, as far as the RAM slots go. When every expert
+ * fits, all are read (with no usage file, or --usage off, too): a model that
+ * fits in RAM is read once, in the background, instead of on first use
+ * mid-token (or, for an expert placed in VRAM at open, when the VRAM tier's
+ * adaptation sends it back). */
+static void usage_open(struct coli_engine *e, const char *model)
+{
+	struct coli_tiers *t = e->tiers;
+	size_t n = (size_t)t->nxl * t->E;
+	int *order, room, nb = 0, all_fit = t->n_slots >= t->total;
+	uint64_t maxc = 0;
+
+	if (!usage_load(e, model) && !all_fit)
+		return;
 	order = malloc(n * sizeof(int));
 	if (!order)
 		return;

@@ -191,8 +191,9 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 		if (rc)
 			return rc;
 	}
-	if (R->stream) /* the usage file's warm-up reads land before the clock starts */
-		coli_engine_settle(a->e);
+	/* the warm-up reads at open (the usage file's hottest experts, or the
+	 * whole model when it fits the RAM budget) land before the clock starts */
+	coli_engine_settle(a->e);
 	coli_engine_stats(a->e, &s0);
 	t0 = bench_now_s();
 	if (R->prefill) {
