@@ -196,7 +196,7 @@ struct coli_opts {
 	char gpu[64];          /* --gpu auto|off|sim|LIST */
 	int threads;           /* --threads (0: all online CPUs) */
 	int ctx;               /* --ctx: KV cache positions (0: min(model, 4096)) */
-	int ubatch;            /* --ubatch: tokens per forward pass (prefill chunk) */
+	int ubatch;            /* --ubatch: tokens per forward pass (prefill chunk; 0: auto) */
 	char usage[512];       /* --usage FILE (empty: beside the model) */
 	int profile;           /* --profile */
 	char numa_bind[32];    /* --numa-bind auto|off|interleave|N */
@@ -250,9 +250,10 @@ void coli_engine_close(coli_engine_t *e);
 const struct coli_model_config *coli_engine_config(const coli_engine_t *e);
 /* The model's tokenizer, or NULL when the container carries none. */
 const coli_tokenizer_t *coli_engine_tokenizer(const coli_engine_t *e);
-int coli_engine_ctx(const coli_engine_t *e); /* KV capacity in tokens */
-int coli_engine_pos(const coli_engine_t *e); /* tokens in the KV cache */
-void coli_engine_reset(coli_engine_t *e);    /* empty the KV cache */
+int coli_engine_ctx(const coli_engine_t *e);    /* KV capacity in tokens */
+int coli_engine_ubatch(const coli_engine_t *e); /* tokens per forward pass, as resolved */
+int coli_engine_pos(const coli_engine_t *e);    /* tokens in the KV cache */
+void coli_engine_reset(coli_engine_t *e);       /* empty the KV cache */
 /* Why the last coli_engine_forward failed ("" if it did not). */
 const char *coli_engine_errmsg(const coli_engine_t *e);
 /* Run n tokens at positions pos..pos+n-1 (appending to the KV cache).

@@ -29,6 +29,25 @@
 #include "ptx/ptx.h"
 
 #define UBATCH_MAX 16384 /* --ubatch: tokens per forward call (prefill chunk) */
+/* --ubatch 0 (the default): with a device, each chunk reads every expert it
+ * routes once (and copies each streamed one over PCIe once), so larger chunks
+ * pay less for the same prompt (H200, 8-layer qwen3-30b q4, 2048-token prompt:
+ * 36.1k -> 39.1k tok/s all resident, 9.1k -> 13.8k with a quarter of the
+ * experts in VRAM, 512 -> 2048); on the CPU the chunk size does not matter
+ * (flat from 128 to 1024), so it keeps the smaller scratch. */
+#define UBATCH_DEV 2048
+#define UBATCH_CPU 512
+
+/* Will the forward run on a device: --gpu sim, or a driver with a device
+ * (unless --gpu off)? Decides only --ubatch's default. */
+static int device_likely(const struct coli_opts *o)
+{
+	const char *why;
+
+	if (!strcmp(o->gpu, "off"))
+		return 0;
+	return !strncmp(o->gpu, "sim", 3) || coli_ptx_probe(&why) > 0;
+}
 
 static int actbufs_alloc(struct coli_actbuf **out, int count, int n, int quant)
 {
@@ -272,9 +291,12 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		rc = -ENOMEM;
 		goto err;
 	}
+	if (e->opts.ubatch == 0)
+		e->opts.ubatch = device_likely(&e->opts) ? UBATCH_DEV : UBATCH_CPU;
 	if (e->opts.ubatch < 1 || e->opts.ubatch > UBATCH_MAX) {
-		snprintf(err, errlen, "--ubatch %d: expected 1 to %d tokens", e->opts.ubatch,
-		         UBATCH_MAX);
+		snprintf(err, errlen,
+		         "--ubatch %d: expected 1 to %d tokens (0: %d with a GPU, %d without)",
+		         e->opts.ubatch, UBATCH_MAX, UBATCH_DEV, UBATCH_CPU);
 		rc = -EINVAL;
 		goto err;
 	}
@@ -430,6 +452,11 @@ const coli_tokenizer_t *coli_engine_tokenizer(const coli_engine_t *e)
 int coli_engine_ctx(const coli_engine_t *e)
 {
 	return e->ctx;
+}
+
+int coli_engine_ubatch(const coli_engine_t *e)
+{
+	return e->tmax;
 }
 
 int coli_engine_pos(const coli_engine_t *e)

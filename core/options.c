@@ -38,8 +38,9 @@ static const struct opt_row g_opts[] = {
     {"--threads", "COLI_THREADS", OPT_INT, F(threads), "0", "CPU threads (0: all online CPUs)"},
     {"--ctx", "COLI_CTX", OPT_INT, F(ctx), "0",
      "KV cache length in tokens (0: the model's, at most 4096)"},
-    {"--ubatch", "COLI_UBATCH", OPT_INT, F(ubatch), "512",
-     "prompt tokens per forward pass (prefill chunk; scratch grows with it)"},
+    {"--ubatch", "COLI_UBATCH", OPT_INT, F(ubatch), "0",
+     "prompt tokens per forward pass (prefill chunk; scratch grows with it; 0: 2048 with a "
+     "GPU, 512 without)"},
     {"--usage", "COLI_USAGE", OPT_STR, F(usage), "",
      "expert usage file (default: MODEL.usage; off: none)"},
     {"--profile", "COLI_PROFILE", OPT_FLAG, F(profile), "0", "per-token timing report"},

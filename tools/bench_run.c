@@ -180,7 +180,7 @@ int bench_feed(const struct run *R, const int *prompt, int i, const float *logit
 int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits)
 {
 	struct coli_engine_stats s0, s1;
-	int n_tok, rc, id, next = 0;
+	int n_tok, rc, id, next = 0, ub;
 	double t0, t1, calls;
 
 	coli_engine_reset(a->e);
@@ -221,7 +221,8 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 		r->hits += (double)(s1.hits[x] - s0.hits[x]) / n_tok;
 	/* dense: every tensor once per call (--ubatch tokens per call at most),
 	 * embedding rows per token, and the KV positions attention reads */
-	calls = R->prefill ? (R->prompt + a->opts.ubatch - 1) / a->opts.ubatch : R->tokens;
+	ub = coli_engine_ubatch(a->e);
+	calls = R->prefill ? (R->prompt + ub - 1) / ub : R->tokens;
 	double kv = 0;
 
 	if (R->prefill) /* the call's own K/V: read at least once */

@@ -143,16 +143,17 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 
 		fprintf(
 		    stderr,
-		    "coli: prefill per prompt token: %.3f ms = attention %.3f | moe %.3f (plan "
-		    "%.3f, pack+issue %.3f with host slabs %.3f, device issue %.3f and "
+		    "coli: prefill per prompt token (chunks of %d): %.3f ms = attention %.3f | moe "
+		    "%.3f (plan %.3f, pack+issue %.3f with host slabs %.3f, device issue %.3f and "
 		    "lookahead %.3f, cpu-rows %.3f with device issue %.3f, take %.3f) | lm_head "
 		    "%.3f | other\n",
-		    1e3 * st->prefill_s / n, 1e3 * st->prefill_attention_s / n,
-		    1e3 * st->prefill_moe_s / n, 1e3 * st->prefill_plan_s / n,
-		    1e3 * st->prefill_issue_s / n, 1e3 * st->prefill_slabs_s / n,
-		    1e3 * st->prefill_devissue_s / n, 1e3 * st->prefill_lookahead_s / n,
-		    1e3 * st->prefill_cpu_s / n, 1e3 * st->prefill_beside_s / n,
-		    1e3 * st->prefill_take_s / n, 1e3 * st->prefill_lm_head_s / n);
+		    coli_engine_ubatch(e), 1e3 * st->prefill_s / n,
+		    1e3 * st->prefill_attention_s / n, 1e3 * st->prefill_moe_s / n,
+		    1e3 * st->prefill_plan_s / n, 1e3 * st->prefill_issue_s / n,
+		    1e3 * st->prefill_slabs_s / n, 1e3 * st->prefill_devissue_s / n,
+		    1e3 * st->prefill_lookahead_s / n, 1e3 * st->prefill_cpu_s / n,
+		    1e3 * st->prefill_beside_s / n, 1e3 * st->prefill_take_s / n,
+		    1e3 * st->prefill_lm_head_s / n);
 	}
 	if (es.handoff_s > 0)
 		fprintf(

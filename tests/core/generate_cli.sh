@@ -81,14 +81,21 @@ sed '5s/ [0-9]*:/ 7:/' t1.txt >t3.txt
 [ $? -eq 1 ] && grep -q "first difference at position" d.txt && ok "trace-diff: $(head -n 1 d.txt)" ||
 	{ bad "trace-diff difference"; cat d.txt; }
 # 10. --ubatch: the prompt in chunks of 3 gives the logits of one pass, byte for byte;
-# a size out of range is refused
+# a size out of range is refused; the default (0) is 512 tokens on the CPU, 2048 with a
+# device (the simulated one here)
 "$COLI" logits -m m.coli --text "def fibonacci(n): return n if n < 2 else" -o u1.f32 >/dev/null 2>&1 &&
 	"$COLI" logits -m m.coli --ubatch 3 --text "def fibonacci(n): return n if n < 2 else" \
 		-o u3.f32 >/dev/null 2>&1 && cmp -s u1.f32 u3.f32 && [ -s u1.f32 ] &&
 	ok "--ubatch 3: logits byte-identical to one pass" || bad "--ubatch 3 logits differ"
-"$COLI" generate -m m.coli --ubatch 0 -p "hi" -n 1 >out.txt 2>err.txt
-[ $? -ne 0 ] && grep -q "ubatch 0: expected 1 to" err.txt && ok "--ubatch 0 refused: $(cat err.txt)" ||
-	{ bad "--ubatch 0"; cat err.txt; }
+"$COLI" generate -m m.coli --ubatch -1 -p "hi" -n 1 >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "ubatch -1: expected 1 to" err.txt && ok "--ubatch -1 refused: $(cat err.txt)" ||
+	{ bad "--ubatch -1"; cat err.txt; }
+for g in off:512 sim:2048; do
+	"$COLI" generate -m m.coli --gpu ${g%:*} --ctx 4096 -p "hi" -n 1 --profile >out.txt 2>err.txt &&
+		grep -q "prefill per prompt token (chunks of ${g#*:})" err.txt &&
+		ok "--gpu ${g%:*}: prompts in chunks of ${g#*:} by default" ||
+		{ bad "--gpu ${g%:*}: default --ubatch"; grep "chunks of" err.txt; }
+done
 # 11. --split: two simulated devices split the layers, logits byte-identical to the CPU's
 "$COLI" logits -m m.coli --gpu off --text "def fibonacci(n):" -o s0.f32 >/dev/null 2>&1 &&
 	"$COLI" logits -m m.coli --gpu sim:2 --split layers --text "def fibonacci(n):" -o s2.f32 \
