@@ -341,6 +341,7 @@ void coli_vram_device_drop(struct coli_engine *e, int d);
  * staging slots (with a first measure of the streaming bandwidth), freed
  * together; per layer, queue device d's experts (issue) and collect their
  * outputs into e->ey (take). */
+size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax);
 int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v);
 int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v);
 void coli_moe_dev_slot_free(struct coli_dev_slot *v);

@@ -370,6 +370,34 @@ static int parse_list(const char *s, int *ord, int max)
 	return n;
 }
 
+size_t coli_dev_spec_mem(const char *spec)
+{
+	int ord[16], n;
+	size_t least = 0;
+	const char *why;
+
+	if (!strcmp(spec, "off"))
+		return 0;
+	if (!strncmp(spec, "sim", 3))
+		return SIM_MEM_BYTES;
+	if (!strcmp(spec, "auto")) {
+		n = coli_ptx_probe(&why);
+		n = n < 16 ? n : 16;
+		for (int i = 0; i < n; i++)
+			ord[i] = i;
+	} else {
+		n = parse_list(spec, ord, 16);
+	}
+	for (int i = 0; i < n; i++) {
+		size_t b = coli_ptx_total_mem(ord[i]);
+
+		if (!b)
+			return 0;
+		least = !least || b < least ? b : least;
+	}
+	return least;
+}
+
 int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int pdl,
                       unsigned gpu_flags, struct coli_dev **devs, int max, int *n, char *err,
                       size_t errlen)

@@ -143,6 +143,9 @@ struct coli_dev {
 	int failed;    /* sticky: once failed, the device is not used again */
 };
 
+/* The memory of the smallest device --gpu SPEC names (sim: what the simulated
+ * device reports), before any is opened; 0: none, or one not found. */
+size_t coli_dev_spec_mem(const char *spec);
 /* Open the devices named by --gpu (auto | off | sim | 0,1,...): *n devices
  * in devs[]; prints one line when a GPU was asked for but is absent. */
 int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int pdl,

@@ -33,20 +33,21 @@
  * routes once (and copies each streamed one over PCIe once), so larger chunks
  * pay less for the same prompt (H200, 8-layer qwen3-30b q4, 2048-token prompt:
  * 36.1k -> 39.1k tok/s all resident, 9.1k -> 13.8k with a quarter of the
- * experts in VRAM, 512 -> 2048); on the CPU the chunk size does not matter
- * (flat from 128 to 1024), so it keeps the smaller scratch. */
-#define UBATCH_DEV 2048
-#define UBATCH_CPU 512
+ * experts in VRAM, 512 -> 2048) — where the experts' working buffers for it
+ * take at most 1/UBATCH_MEM_SHARE of the smallest device (qwen3-30b's 0.48 GB,
+ * qwen3-235b's 0.95 GB; the dense part's scratch comes on top). On the CPU the
+ * chunk size does not matter (flat from 128 to 1024): the smaller scratch. */
+#define UBATCH_DEV       2048
+#define UBATCH_CPU       512
+#define UBATCH_MEM_SHARE 20
 
-/* Will the forward run on a device: --gpu sim, or a driver with a device
- * (unless --gpu off)? Decides only --ubatch's default. */
-static int device_likely(const struct coli_opts *o)
+static int ubatch_auto(const struct coli_engine *e)
 {
-	const char *why;
+	size_t mem = coli_dev_spec_mem(e->opts.gpu);
 
-	if (!strcmp(o->gpu, "off"))
-		return 0;
-	return !strncmp(o->gpu, "sim", 3) || coli_ptx_probe(&why) > 0;
+	return mem && coli_moe_dev_slot_bytes(&e->m.cfg, UBATCH_DEV) <= mem / UBATCH_MEM_SHARE
+	           ? UBATCH_DEV
+	           : UBATCH_CPU;
 }
 
 static int actbufs_alloc(struct coli_actbuf **out, int count, int n, int quant)
@@ -292,10 +293,11 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		goto err;
 	}
 	if (e->opts.ubatch == 0)
-		e->opts.ubatch = device_likely(&e->opts) ? UBATCH_DEV : UBATCH_CPU;
+		e->opts.ubatch = ubatch_auto(e);
 	if (e->opts.ubatch < 1 || e->opts.ubatch > UBATCH_MAX) {
 		snprintf(err, errlen,
-		         "--ubatch %d: expected 1 to %d tokens (0: %d with a GPU, %d without)",
+		         "--ubatch %d: expected 1 to %d tokens (0: %d with a GPU that has room, %d "
+		         "without)",
 		         e->opts.ubatch, UBATCH_MAX, UBATCH_DEV, UBATCH_CPU);
 		rc = -EINVAL;
 		goto err;

@@ -124,6 +124,15 @@ static int launch_jobs(struct coli_dev_slot *v, enum coli_dtype t, int nj, int n
 	return rc || !ngj ? rc : coli_dev_gemm(v->dev, t, v->gjobs, ngj);
 }
 
+/* Device bytes of the working buffers below for tmax tokens a forward call. */
+size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
+{
+	size_t P = (size_t)tmax * c->top_k, H = c->hidden, I = c->moe_inter;
+
+	/* xq xd xqs xf y | g u h hq hd hqs | tok */
+	return P * H * (1 + 4 + 4) + P * H / 32 * 8 + P * I * (3 * 4 + 1) + P * I / 32 * 8 + P * 4;
+}
+
 int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;

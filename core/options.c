@@ -40,7 +40,7 @@ static const struct opt_row g_opts[] = {
      "KV cache length in tokens (0: the model's, at most 4096)"},
     {"--ubatch", "COLI_UBATCH", OPT_INT, F(ubatch), "0",
      "prompt tokens per forward pass (prefill chunk; scratch grows with it; 0: 2048 with a "
-     "GPU, 512 without)"},
+     "GPU that has room, else 512)"},
     {"--usage", "COLI_USAGE", OPT_STR, F(usage), "",
      "expert usage file (default: MODEL.usage; off: none)"},
     {"--profile", "COLI_PROFILE", OPT_FLAG, F(profile), "0", "per-token timing report"},

@@ -170,3 +170,16 @@ int coli_ptx_probe(const char **why)
 	cu->DeviceGetCount(&n);
 	return n;
 }
+
+size_t coli_ptx_total_mem(int ordinal)
+{
+	const struct coli_cu *cu;
+	const char *why;
+	CUdevice dev;
+	size_t bytes = 0;
+
+	if (coli_cu_load(&cu, &why) || cu->DeviceGet(&dev, ordinal) != CUDA_SUCCESS ||
+	    cu->DeviceTotalMem(&bytes, dev) != CUDA_SUCCESS)
+		return 0;
+	return bytes;
+}

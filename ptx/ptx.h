@@ -22,6 +22,8 @@
 
 /* Number of usable CUDA devices (0 when none; *why then says why). */
 int coli_ptx_probe(const char **why);
+/* Device memory of an ordinal in bytes, without a context (0: no such device). */
+size_t coli_ptx_total_mem(int ordinal);
 
 typedef struct coli_gpu coli_gpu_t;
 

@@ -82,7 +82,7 @@ sed '5s/ [0-9]*:/ 7:/' t1.txt >t3.txt
 	{ bad "trace-diff difference"; cat d.txt; }
 # 10. --ubatch: the prompt in chunks of 3 gives the logits of one pass, byte for byte;
 # a size out of range is refused; the default (0) is 512 tokens on the CPU, 2048 with a
-# device (the simulated one here)
+# device that has room for it (the simulated one, 1 GB, for this small model)
 "$COLI" logits -m m.coli --text "def fibonacci(n): return n if n < 2 else" -o u1.f32 >/dev/null 2>&1 &&
 	"$COLI" logits -m m.coli --ubatch 3 --text "def fibonacci(n): return n if n < 2 else" \
 		-o u3.f32 >/dev/null 2>&1 && cmp -s u1.f32 u3.f32 && [ -s u1.f32 ] &&
