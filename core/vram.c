@@ -182,9 +182,12 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 	for (int d = 0; d < e->n_devs; d++) {
 		struct coli_dev_slot *v = &e->vram[d];
 		size_t free_b = 0, total_b = 0;
-		char what[64] = "the working buffers"; /* what it could not hold */
+		char what[96]; /* what it could not hold */
 		int rc;
 
+		snprintf(what, sizeof(what),
+		         "the working buffers of %d-token chunks (%.2f GB; --ubatch sets it)",
+		         e->tmax, coli_moe_dev_slot_bytes(c, e->tmax) / 1e9);
 		v->dev = e->devs[d];
 		rc = coli_moe_dev_slot_alloc(e, v);
 		if (!rc) {
