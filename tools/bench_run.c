@@ -377,7 +377,7 @@ static void summarize(struct run *R, struct arm *a)
  * them; devices busy: event time of the expert work of the layers the host
  * planned, all devices (a layer planned on the dense part's device, all its
  * experts resident there, runs outside the window and is not in it). */
-static void print_profile(const struct run *R)
+void bench_print_profile(const struct run *R)
 {
 	int any = 0;
 
@@ -455,7 +455,7 @@ static void print_table(struct run *R)
 		printf("; %.3f | %.3f | %.3f   (%.1f expert loads, %.1f routed pairs per token)\n",
 		       a->win_ms[0], a->win_ms[1], a->win_ms[2], a->hits, a->uses);
 	}
-	print_profile(R);
+	bench_print_profile(R);
 	printf("\nMB = 1e6 bytes per token. bound: max over terms of bytes/bandwidth (cpu = dense "
 	       "+ ram + disk bytes at the host read GB/s; disk = disk bytes at the disk GB/s); "
 	       "ratio = achieved / bound.\n");

@@ -91,6 +91,8 @@ struct run {
 int bench_feed(const struct run *R, const int *prompt, int i, const float *logits);
 /* One timed round of arm a on its open engine (decode or prefill). */
 int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits);
+/* Arms run with --profile: where their MoE window went, a line each. */
+void bench_print_profile(const struct run *R);
 
 /* bench_stream.c */
 int bench_stream_setup(struct run *R); /* heat snapshot and the arms; 0 or 1 (said) */

@@ -244,5 +244,6 @@ void bench_stream_table(struct run *R)
 	       "moe ms: the token's MoE phase, ideal: the expert bytes' own ideal; path: the token "
 	       "outside the MoE phase as measured + that ideal (a layer's experts wait for its "
 	       "attention and router).\n");
+	bench_print_profile(R);
 	print_summary(R);
 }
