@@ -38,7 +38,8 @@
  *
  * Every access is counted (count[] and stats); the usage file (usage.c)
  * carries count[] across runs, and the hottest experts are read at open
- * (as background prefetch-class reads) up to the slots the budget allows.
+ * (as background-class reads: io/stream.c serves them last, one at a time)
+ * up to the slots the budget allows.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -642,7 +643,7 @@ static void usage_open(struct coli_engine *e, const char *model)
 		X(t, xl, ex)->score = maxc ? 8.0f * (float)t->count[order[j]] / (float)maxc : 0;
 		t->batch[nb++] = (struct coli_io_read){xl, (uint32_t)ex, i};
 	}
-	if (nb && coli_io_stream_submit(t->io, t->batch, nb, COLI_IO_PREFETCH))
+	if (nb && coli_io_stream_submit(t->io, t->batch, nb, COLI_IO_BACKGROUND))
 		for (int j = 0; j < nb; j++) {
 			evict(t, t->batch[j].slot, &e->est);
 			coli_mem_slots_free(t->slots, t->batch[j].slot);

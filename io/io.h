@@ -178,7 +178,11 @@ int coli_io_container_verify(const coli_container_t *c,
  */
 enum coli_io_backend { COLI_IO_AUTO = 0, COLI_IO_URING = 1, COLI_IO_PREAD = 2 };
 enum coli_io_verify { COLI_IO_VERIFY_AUTO = 0, COLI_IO_VERIFY_ON = 1, COLI_IO_VERIFY_OFF = 2 };
-enum coli_io_prio { COLI_IO_DEMAND = 0, COLI_IO_PREFETCH = 1 };
+/* Read classes, served in this order: DEMAND (a layer waits for it),
+ * PREFETCH (the next layer's guess), BACKGROUND (nobody waits yet: the
+ * warm-up at open; one at a time in flight, so later demand reads find the
+ * disk nearly free). Waiting on a queued read makes it a demand read. */
+enum coli_io_prio { COLI_IO_DEMAND = 0, COLI_IO_PREFETCH = 1, COLI_IO_BACKGROUND = 2 };
 
 /* Test hook, called after every read attempt with its result (bytes or
  * -errno) and the bytes landed at buf; returns the result to act on (a
@@ -217,8 +221,13 @@ typedef struct coli_io_stream coli_io_stream_t;
 /* The slots arena must outlive the stream. */
 int coli_io_stream_create(coli_container_t *c, coli_mem_slots_t *slots,
                           const struct coli_io_stream_opts *o, coli_io_stream_t **out);
-/* Waits for every pending read, then frees. */
+/* Drops the reads still queued (coli_io_stream_cancel), waits for those in
+ * flight, then frees. */
 void coli_io_stream_destroy(coli_io_stream_t *s);
+/* Drop the reads still queued, not yet handed to the kernel or a worker: each
+ * ends with -ECANCELED (coli_io_stream_wait returns it). Returns how many;
+ * the reads in flight go on. */
+int coli_io_stream_cancel(coli_io_stream_t *s);
 /* Queue n reads of one class and start them; returns 0 or -errno (-EBUSY if
  * a slot already has a read pending, -EINVAL for a bad slab or slot). */
 int coli_io_stream_submit(coli_io_stream_t *s, const struct coli_io_read *r, int n,

@@ -161,6 +161,7 @@ struct stream_req {
 	int attempts; /* failed attempts (EIO, end of file) */
 	int checks;   /* checksum mismatches */
 	int tries;    /* every attempt, for the fault hook */
+	int bg;       /* INFLIGHT from the background queue (counted in inflight_bg) */
 };
 
 struct stream_queue {
@@ -182,14 +183,15 @@ struct coli_io_stream {
 	int verify_auto; /* still calibrating */
 	enum coli_io_backend backend;
 	char desc[96];
-	struct stream_req *req; /* [n_slots] */
-	struct stream_queue q[2];
+	struct stream_req *req;   /* [n_slots] */
+	struct stream_queue q[3]; /* by enum coli_io_prio */
 
 	pthread_mutex_t mu;
 	pthread_cond_t done_cv; /* a request went IDLE */
 	pthread_cond_t work_cv; /* pread workers: work queued or stop */
 	int pending;            /* QUEUED + INFLIGHT */
 	int inflight;
+	int inflight_bg; /* of them background reads (at most BG_INFLIGHT) */
 	int stop;
 	double busy_t0;
 	struct coli_io_stream_stats st;
@@ -206,8 +208,11 @@ struct coli_io_stream {
 	int n_workers;
 };
 
-/* stream.c, called with mu held */
+/* stream.c, called with mu held: the next read to start, marked in flight
+ * (demand, prefetch, then background while few of those are in flight), or
+ * -1; and the end of an attempt in flight */
 int stream_queue_pop(struct coli_io_stream *s);
+void stream_left_flight(struct coli_io_stream *s, int i);
 /* Outcome of one attempt on slot i (res = bytes or -errno, fault hook already
  * applied); called WITHOUT mu, by the thread holding the request INFLIGHT.
  * Verifies when complete, then under mu requeues or finishes it. */

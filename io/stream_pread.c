@@ -34,8 +34,6 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		r = &s->req[i];
-		r->state = SR_INFLIGHT;
-		s->inflight++;
 		fd = s->fd;
 		pthread_mutex_unlock(&s->mu);
 
@@ -50,7 +48,7 @@ static void *worker_main(void *arg)
 			                 s->base + (size_t)i * s->slot_bytes, (int)res);
 		r->tries++;
 		pthread_mutex_lock(&s->mu);
-		s->inflight--;
+		stream_left_flight(s, i);
 		pthread_mutex_unlock(&s->mu);
 		stream_attempt_done(s, i, (int)res);
 		pthread_mutex_lock(&s->mu);

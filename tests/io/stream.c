@@ -8,7 +8,8 @@
  * retried and then waited on is read and finished once (it was promoted into
  * the demand queue a second time: finished twice, destroy waited forever):
  * 500 rounds of retried prefetch reads on the pread workers, under an alarm so
- * a hang fails in seconds.
+ * a hang fails in seconds. Queued reads cancelled (what closing a stream
+ * does) end cancelled or landed whole, never half.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,9 +90,8 @@ static int read_all(const char *path, enum coli_io_backend be, struct fault *f, 
 
 			for (uint32_t e = e0; e < xl->n_experts && n < 5; e++, n++)
 				r[n] = (struct coli_io_read){li, e, n};
-			/* alternate the classes: the answer must not depend on them */
-			CHECK(coli_io_stream_submit(
-			          s, r, n, e0 % 2 ? COLI_IO_PREFETCH : COLI_IO_DEMAND) == 0);
+			/* cycle through the classes: the answer must not depend on them */
+			CHECK(coli_io_stream_submit(s, r, n, (enum coli_io_prio)(e0 / 5 % 3)) == 0);
 			for (int k = 0; k < n; k++) {
 				int w = coli_io_stream_wait(s, k);
 
@@ -114,6 +114,61 @@ static int read_all(const char *path, enum coli_io_backend be, struct fault *f, 
 	coli_mem_slots_destroy(slots);
 	coli_io_container_close(c);
 	return rc;
+}
+
+/* Queue a read of every slab (one slot each; prefetch and background) on one
+ * worker or one read in flight, cancel at once: each slot ends either landed, with the mapping's
+ * bytes, or cancelled (-ECANCELED), as many as cancel said, and the stream
+ * takes reads again. Which are which depends on timing; the sum does not. */
+static int cancel_queued(const char *path, enum coli_io_backend be)
+{
+	coli_container_t *c;
+	coli_mem_slots_t *slots;
+	coli_io_stream_t *s;
+	struct coli_io_stream_opts o;
+	struct coli_io_read r[256];
+	size_t slot = 0;
+	int n = 0, dropped, landed = 0, cancelled = 0;
+
+	CHECK(coli_io_container_open(path, &c) == 0);
+	for (int li = 0; li < coli_io_container_n_expert_layers(c); li++) {
+		const struct coli_expert_layer *xl = coli_io_container_expert_layer(c, li);
+
+		slot = xl->slab_bytes > slot ? xl->slab_bytes : slot;
+		for (uint32_t e = 0; e < xl->n_experts && n < 256; e++, n++)
+			r[n] = (struct coli_io_read){li, e, n};
+	}
+	CHECK(coli_mem_slots_create(slot, (size_t)n, COLI_MEM_NODE_ANY, &slots) == 0);
+	coli_io_stream_opts_init(&o);
+	o.backend = be;
+	o.queue_depth = 1;
+	o.threads = 1;
+	CHECK(coli_io_stream_create(c, slots, &o, &s) == 0);
+	CHECK(coli_io_stream_submit(s, r, n / 2, COLI_IO_PREFETCH) == 0);
+	CHECK(coli_io_stream_submit(s, r + n / 2, n - n / 2, COLI_IO_BACKGROUND) == 0);
+	dropped = coli_io_stream_cancel(s);
+	for (int k = 0; k < n; k++) {
+		int w = coli_io_stream_wait(s, k);
+
+		if (w == -ECANCELED) {
+			CHECK(strstr(coli_io_errmsg(), "cancelled"));
+			cancelled++;
+			continue;
+		}
+		CHECK(w == 0);
+		CHECK(!memcmp(coli_mem_slots_ptr(slots, k),
+		              coli_io_container_slab_data(c, r[k].li, r[k].expert),
+		              coli_io_container_expert_layer(c, r[k].li)->slab_bytes));
+		landed++;
+	}
+	printf("  %d reads queued: %d cancelled, %d landed\n", n, cancelled, landed);
+	CHECK(cancelled == dropped && landed + cancelled == n);
+	CHECK(coli_io_stream_submit(s, r, 1, COLI_IO_DEMAND) == 0 &&
+	      coli_io_stream_wait(s, 0) == 0);
+	coli_io_stream_destroy(s);
+	coli_mem_slots_destroy(slots);
+	coli_io_container_close(c);
+	return 0;
 }
 
 static int copy_file(const char *from, const char *to)
@@ -188,6 +243,7 @@ int main(void)
 		CHECK(read_all(path, be, &f, 1, &err) == 0 && err == -EIO);
 		CHECK(strstr(coli_io_errmsg(), "slab (layer ") &&
 		      strstr(coli_io_errmsg(), "read failed after 4 attempts"));
+		CHECK(cancel_queued(path, be) == 0);
 	}
 
 	/* a corrupted copy: flip one byte inside slab (expert layer 1, expert 3) */
