@@ -39,7 +39,7 @@ static int fault(void *arg, int li, uint32_t expert, int attempt, void *buf, int
 	struct fault *f = arg;
 
 	(void)li, (void)expert;
-	f->calls++;
+	__atomic_fetch_add(&f->calls, 1, __ATOMIC_RELAXED); /* from every worker */
 	switch (f->mode) {
 	case 1:
 		return attempt < 2 ? -EIO : res;
