@@ -124,36 +124,42 @@ static int launch_jobs(struct coli_dev_slot *v, enum coli_dtype t, int nj, int n
 	return rc || !ngj ? rc : coli_dev_gemm(v->dev, t, v->gjobs, ngj);
 }
 
-/* Device bytes of the working buffers below for tmax tokens a forward call. */
-size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
+/* The working buffers for tmax tokens a forward call, in the order of
+ * slot_buffer_fields: xq xd xqs xf | g u h hq hd hqs | y tok. */
+#define N_SLOT_BUFS 12
+static void slot_buffer_sizes(const struct coli_model_config *c, int tmax, size_t sz[N_SLOT_BUFS])
 {
 	size_t P = (size_t)tmax * c->top_k, H = c->hidden, I = c->moe_inter;
+	const size_t s[N_SLOT_BUFS] = {P * H,          P * H / 32 * 4, P * H / 32 * 4, P * H * 4,
+	                               P * I * 4,      P * I * 4,      P * I * 4,      P * I,
+	                               P * I / 32 * 4, P * I / 32 * 4, P * H * 4,      P * 4};
 
-	/* xq xd xqs xf y | g u h hq hd hqs | tok */
-	return P * H * (1 + 4 + 4) + P * H / 32 * 8 + P * I * (3 * 4 + 1) + P * I / 32 * 8 + P * 4;
+	memcpy(sz, s, sizeof(s));
+}
+
+size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
+{
+	size_t sz[N_SLOT_BUFS], sum = 0;
+
+	slot_buffer_sizes(c, tmax, sz);
+	for (int i = 0; i < N_SLOT_BUFS; i++)
+		sum += sz[i];
+	return sum;
 }
 
 int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t P = (size_t)e->tmax * c->top_k, H = c->hidden, I = c->moe_inter;
+	size_t P = (size_t)e->tmax * c->top_k, H = c->hidden, dsz[N_SLOT_BUFS];
+	uint64_t *const slot_buffer_fields[N_SLOT_BUFS] = {&v->xq, &v->xd,  &v->xqs, &v->xf,
+	                                                   &v->g,  &v->u,   &v->h,   &v->hq,
+	                                                   &v->hd, &v->hqs, &v->y,   &v->tok};
 	int rc = 0;
 
 	v->pmax = (int)P;
-#define A(f, n) (rc = rc ? rc : coli_dev_alloc(v->dev, (n), &v->f))
-	A(xq, P * H);
-	A(xd, P * H / 32 * 4);
-	A(xqs, P * H / 32 * 4);
-	A(xf, P * H * 4);
-	A(g, P * I * 4);
-	A(u, P * I * 4);
-	A(h, P * I * 4);
-	A(hq, P * I);
-	A(hd, P * I / 32 * 4);
-	A(hqs, P * I / 32 * 4);
-	A(y, P * H * 4);
-	A(tok, P * 4);
-#undef A
+	slot_buffer_sizes(c, e->tmax, dsz);
+	for (int i = 0; !rc && i < N_SLOT_BUFS; i++)
+		rc = coli_dev_alloc(v->dev, dsz[i], slot_buffer_fields[i]);
 	if (rc)
 		return rc;
 	{
