@@ -370,6 +370,21 @@ static int parse_list(const char *s, int *ord, int max)
 	return n;
 }
 
+/* The GPU ordinals --gpu auto or a list names (at most max): their count,
+ * 0 when auto finds none (*why says why), or -EINVAL for a bad list. */
+static int spec_ordinals(const char *spec, int *ord, int max, const char **why)
+{
+	int n;
+
+	if (strcmp(spec, "auto"))
+		return parse_list(spec, ord, max);
+	n = coli_ptx_probe(why);
+	n = n < max ? n : max;
+	for (int i = 0; i < n; i++)
+		ord[i] = i;
+	return n;
+}
+
 size_t coli_dev_spec_mem(const char *spec)
 {
 	int ord[16], n;
@@ -380,14 +395,7 @@ size_t coli_dev_spec_mem(const char *spec)
 		return 0;
 	if (!strncmp(spec, "sim", 3))
 		return SIM_MEM_BYTES;
-	if (!strcmp(spec, "auto")) {
-		n = coli_ptx_probe(&why);
-		n = n < 16 ? n : 16;
-		for (int i = 0; i < n; i++)
-			ord[i] = i;
-	} else {
-		n = parse_list(spec, ord, 16);
-	}
+	n = spec_ordinals(spec, ord, 16, &why);
 	for (int i = 0; i < n; i++) {
 		size_t b = coli_ptx_total_mem(ord[i]);
 
@@ -431,25 +439,17 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int
 		*n = (int)k;
 		return 0;
 	}
-	if (!strcmp(spec, "auto")) {
-		int count = coli_ptx_probe(&why);
-
-		if (count == 0) {
-			fprintf(stderr, "coli: no GPU (%s): experts run on the CPU\n", why);
-			return 0;
-		}
-		n_ord = count < max ? count : max;
-		for (int i = 0; i < n_ord; i++)
-			ord[i] = i;
-	} else {
-		n_ord = parse_list(spec, ord, max < 16 ? max : 16);
-		if (n_ord <= 0) {
-			snprintf(err, errlen,
-			         "--gpu '%s': expected auto, off, sim, sim:N or a list of distinct "
-			         "devices like 0,1",
-			         spec);
-			return -EINVAL;
-		}
+	n_ord = spec_ordinals(spec, ord, max < 16 ? max : 16, &why);
+	if (n_ord == 0 && !strcmp(spec, "auto")) {
+		fprintf(stderr, "coli: no GPU (%s): experts run on the CPU\n", why);
+		return 0;
+	}
+	if (n_ord <= 0) {
+		snprintf(err, errlen,
+		         "--gpu '%s': expected auto, off, sim, sim:N or a list of distinct "
+		         "devices like 0,1",
+		         spec);
+		return -EINVAL;
 	}
 	for (int i = 0; i < n_ord; i++) {
 		rc = coli_dev_gpu_open(ord[i], pdl, gpu_flags, &devs[*n], err, errlen);
