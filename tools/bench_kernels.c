@@ -124,11 +124,26 @@ static int acts_build(struct acts *a, int K)
 
 struct arm {
 	const char *name;
-	struct wset *ws; /* NULL: the read-bandwidth arm */
+	struct wset *ws; /* NULL: the read-bandwidth arm, or the pool's round */
 	int S;
 	double *t; /* [reps] seconds per pass */
 	double med;
 };
+
+#define POOL_ROUNDS 1000
+
+static void nothing(void *arg, int t, int n)
+{
+}
+
+/* POOL_ROUNDS rounds of one empty task a thread: what every coli_gemv_mt /
+ * coli_gemm_batch_mt call pays before and after its rows (the wake, the
+ * claims, the barrier) */
+static void pass_pool(coli_cpu_pool_t *pool)
+{
+	for (int i = 0; i < POOL_ROUNDS; i++)
+		coli_cpu_pool_run(pool, nothing, NULL, coli_cpu_pool_threads(pool));
+}
 
 static void pass_kernels(coli_cpu_pool_t *pool, struct wset *ws, int S, struct acts *a2048,
                          struct acts *a768, float *y)
@@ -151,7 +166,7 @@ int bench_kernels_main(int argc, char **argv)
 	int read_only = 0; /* --read-only: only the host read (tools/bench_vs_fio.sh) */
 	struct wset ws[3] = {0};
 	struct acts a2048 = {0}, a768 = {0};
-	struct arm arms[1 + 3 * 4];
+	struct arm arms[2 + 3 * 4];
 	int n_arms = 0;
 	coli_cpu_pool_t *pool = NULL;
 	struct bench_readbw rb;
@@ -184,6 +199,7 @@ int bench_kernels_main(int argc, char **argv)
 	if (acts_build(&a2048, 2048) || acts_build(&a768, 768))
 		return tool_err("bench kernels", "out of memory");
 	arms[n_arms++] = (struct arm){"read", NULL, 0, NULL, 0};
+	arms[n_arms++] = (struct arm){"pool", NULL, 0, NULL, 0};
 	for (int d = 0; d < (read_only ? 0 : 3); d++) {
 		if (wset_build(&ws[d], dts[d], target))
 			return tool_err("bench kernels", "cannot allocate %d MiB of %s weights",
@@ -199,7 +215,9 @@ int bench_kernels_main(int argc, char **argv)
 	for (int r = -1; r < reps; r++) {
 		for (int i = 0; i < n_arms; i++) {
 			double t0 = bench_now_s();
-			if (!arms[i].ws)
+			if (i == 1)
+				pass_pool(pool);
+			else if (!arms[i].ws)
 				bench_readbw_pass(&rb, pool);
 			else
 				pass_kernels(pool, arms[i].ws, arms[i].S, &a2048, &a768, y);
@@ -210,18 +228,21 @@ int bench_kernels_main(int argc, char **argv)
 	}
 	for (int i = 0; i < n_arms; i++)
 		arms[i].med = bench_median(arms[i].t, reps);
-	double bound = (double)target / arms[0].med / 1e9;
+	double bound = (double)target / arms[0].med / 1e9,
+	       round_us = arms[1].med / POOL_ROUNDS * 1e6;
 
 	if (json) {
 		printf("{\"isa\": \"%s\", \"threads\": %d, \"reps\": %d, \"set_mib\": %d, "
-		       "\"read_gbs\": %.3f, \"read_huge_share\": %.3f, \"arms\": [",
-		       coli_cpu_isa_name(coli_cpu_isa()), threads, reps, mib, bound, rb.huge_share);
-		for (int i = 1; i < n_arms; i++) {
+		       "\"read_gbs\": %.3f, \"read_huge_share\": %.3f, \"pool_round_us\": %.3f, "
+		       "\"arms\": [",
+		       coli_cpu_isa_name(coli_cpu_isa()), threads, reps, mib, bound, rb.huge_share,
+		       round_us);
+		for (int i = 2; i < n_arms; i++) {
 			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
 			printf("%s{\"dtype\": \"%s\", \"S\": %d, \"weight_gbs\": %.3f, \"ratio\": "
 			       "%.3f, "
 			       "\"ms\": %.3f}",
-			       i > 1 ? ", " : "", arms[i].name, arms[i].S, gbs, gbs / bound,
+			       i > 2 ? ", " : "", arms[i].name, arms[i].S, gbs, gbs / bound,
 			       arms[i].med * 1e3);
 		}
 		printf("]}\n");
@@ -230,11 +251,15 @@ int bench_kernels_main(int argc, char **argv)
 		       "(768x2048 + 2048x768 experts), median of %d interleaved reps\n",
 		       coli_cpu_isa_name(coli_cpu_isa()), threads, mib, reps);
 		printf("host read bandwidth (STREAM-like sum, %d threads, %.0f%% huge pages): %.2f "
-		       "GB/s  [bound]\n\n",
+		       "GB/s  [bound]\n",
 		       threads, rb.huge_share * 100, bound);
+		printf(
+		    "thread pool round with nothing to do: %.2f us (every S = 1 pass pays it once "
+		    "a matrix)\n\n",
+		    round_us);
 		printf("%-6s %2s %10s %14s %10s %8s\n", "dtype", "S", "ms/pass", "weight GB/s",
 		       "bound GB/s", "ratio");
-		for (int i = 1; i < n_arms; i++) {
+		for (int i = 2; i < n_arms; i++) {
 			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
 			printf("%-6s %2d %10.2f %14.2f %10.2f %8.2f\n", arms[i].name, arms[i].S,
 			       arms[i].med * 1e3, gbs, bound, gbs / bound);
