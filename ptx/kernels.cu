@@ -57,10 +57,16 @@ static __device__ __forceinline__ float bf16_to_float(unsigned short h)
 #define ROWS_PER_CTA (16 * GV_RPH)
 static_assert(ROWS_PER_CTA == COLI_GPU_GEMV_ROWS, "the launchers' grid (ptx/gpu.c)");
 
-/* Blocks a lane loads before it computes: a row of K = 2048 is 4 blocks a
- * lane, so its weights are one round trip to memory instead of four. The
- * accumulation still visits the lane's blocks in ascending order. */
-#define GV_UNROLL    4
+/* Blocks a lane loads before it computes (q4: K = 1536 is 3 blocks a lane,
+ * one round trip; K = 2048 two). The accumulation still visits the lane's
+ * blocks in ascending order. 3, not 4: with the accumulators in registers
+ * (the S loops below are unrolled) 4 spilled at the 85 registers that 3 CTAs
+ * an SM allow. H200, `tests/ptx/dense_kernels --bench`, S = 1 tables as a
+ * fraction of copy bandwidth, q4_0 (4 blocks, S loop rolled: acc in local
+ * memory -> 3 blocks, unrolled): qwen3-235b gate+up 0.60 -> 0.70, down 0.47
+ * -> 0.61; qwen3-30b gate+up 0.46 -> 0.52, down 0.24 -> 0.28 (unrolled with 4
+ * blocks: spills, 0.58 / 0.47; at 2 CTAs an SM: 0.64 / 0.51). */
+#define GV_UNROLL    3
 #define GV_UNROLL_Q8 2 /* q8 blocks are twice the bytes: as many in flight, half the blocks */
 
 /* The frame every GEMV kernel shares: job and rows from the grid, 16 lanes
@@ -228,7 +234,11 @@ struct RowQ4 {
 
 				if (b >= nb)
 					break;
-				for (int s = 0; s < S; s++) {
+#pragma unroll
+				for (int s = 0; s < COLI_GPU_MAX_S; s++) {
+					if (s >= S) /* unrolled: acc stays in registers (a
+					               rolled loop indexed it in local memory) */
+						break;
 					const signed char *xq = jb->xq + (size_t)s * K + b * 32;
 					const int4 x0 = *(const int4 *)xq,
 					           x1 = *(const int4 *)(xq + 16);
@@ -286,7 +296,11 @@ struct RowBF16 {
 #pragma unroll
 			for (int r = 0; r < GV_RPH; r++)
 				wf[r] = ok[r] ? bf16_to_float(w[r][k]) : 0.0f;
-			for (int s = 0; s < S; s++) {
+#pragma unroll
+			for (int s = 0; s < COLI_GPU_MAX_S; s++) {
+				if (s >= S) /* unrolled, as q4: bf16 tables 0.14 -> 0.31
+				               (gate+up), 0.19 -> 0.36 (down) of copy */
+					break;
 				const float x = jb->xf[(size_t)s * K + k];
 
 #pragma unroll
