@@ -111,6 +111,9 @@ int main(void)
 	int n_gpus = coli_ptx_probe(&why), n_devs = n_gpus >= 2 ? 4 : n_gpus > 0 ? 3 : 2;
 	enum coli_dtype quants[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
 
+	/* a line at a time: a run stopped by a timeout still shows how far it
+	 * got and what differed (two GPUs take minutes) */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (n_gpus <= 0)
 		printf("no GPU (%s): simulated devices only\n", why);
 	if (nf == 0) {
@@ -246,6 +249,8 @@ int main(void)
 				}
 			}
 			free(ref.logits), free(got.logits), free(gref.logits);
+			printf("%s %s: %d placements so far, %d differ\n", names[f],
+			       coli_dtype_name(quants[qi]), runs, fails);
 		}
 		free(ids);
 	}
