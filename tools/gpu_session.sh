@@ -11,7 +11,9 @@
 #                                      the tarball, unpack it on the GPU host)
 #   tools/gpu_session.sh run DIR [M]   (GPU host) run them; M: a model path
 #                                      (default /tmp/q30-8.coli, made with
-#                                      `coli bench make-model` if absent)
+#                                      `coli bench make-model` if absent);
+#                                      the tests' lines are repeated last;
+#                                      TESTS_ONLY=1 skips the benchmarks
 #   tools/gpu_session.sh ab A B [M]    (GPU host) two coli binaries, A/B:
 #                                      all-resident decode interleaved three
 #                                      times, then greedy generate with each
@@ -74,8 +76,12 @@ run)
 		rc=$?
 		printf '%-24s rc=%d %4ds  %s\n' "$t" $rc $(($(date +%s) - start)) \
 			"$(grep -E '^ *FAIL|[^0-9 ] differ$| [1-9][0-9]* (differ|(checks )?failed)' "$tmp/log" | head -1 |
-				cut -c1-90)"
+				cut -c1-90)" | tee -a "$tmp/tests"
 	done
+	# the device tool returns only the tail of a long output: the tests'
+	# lines again at the very end, after the benchmarks' tables
+	trap 'echo "== tests"; cat "$tmp/tests"; rm -rf "$tmp"' EXIT
+	[ "${TESTS_ONLY:-0}" = 1 ] && exit 0
 	[ -f "$model" ] || "$dir/coli" bench make-model --shape qwen3-30b-a3b --layers 8 \
 		--quant q4 -o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
 	for v in ROUTE=0 GRAPH=0 GRAPH=1 GRAPH=0 GRAPH=1; do
@@ -137,7 +143,7 @@ gaps)
 	}
 	;;
 *)
-	sed -n '2,32p' "$0"
+	sed -n '2,35p' "$0"
 	exit 2
 	;;
 esac
