@@ -138,7 +138,7 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->kx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(e->vx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(e->att, (size_t)T * qd);
-	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->ctx);
+	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->ctx * 8); /* attention's */
 	rc = rc ? rc : ALLOC(e->mlp, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->proj, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->glogits, c->vocab);

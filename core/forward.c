@@ -106,25 +106,28 @@ struct attn_job {
 	int l, T, pos0;
 };
 
-/* One task handles the (t, h) pairs congruent to its index; scores[task]. */
+/* One task handles the (token, key/value head) pairs congruent to its
+ * index: the query heads of that group at once (coli_attention_group: each
+ * head's bits are coli_attention_head's, the keys and values read once for
+ * the group); scores[task] ([ctx * 8]). */
 static void attn_task(void *arg, int task, int n_tasks)
 {
 	struct attn_job *j = arg;
 	struct coli_engine *e = j->e;
 	const struct coli_model_config *c = &e->m.cfg;
-	int hd = c->head_dim, nh = c->n_heads, kvd = c->n_kv_heads * hd;
-	int group = nh / c->n_kv_heads;
+	int hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, kvd = nkv * hd;
+	int group = nh / nkv;
 	float scale = 1.0f / sqrtf((float)hd);
-	float *sc = e->scores + (size_t)task * e->ctx;
+	float *sc = e->scores + (size_t)task * e->ctx * 8;
 	const float *K = e->kcache + (size_t)j->l * e->ctx * kvd;
 	const float *V = e->vcache + (size_t)j->l * e->ctx * kvd;
 
-	for (int th = task; th < j->T * nh; th += n_tasks) {
-		int t = th / nh, h = th % nh, kvh = h / group;
+	for (int tg = task; tg < j->T * nkv; tg += n_tasks) {
+		int t = tg / nkv, g = tg % nkv;
+		size_t h0 = (size_t)t * nh + (size_t)g * group; /* the group's first head */
 
-		coli_attention_head(e->q + ((size_t)t * nh + h) * hd, K + kvh * hd, V + kvh * hd,
-		                    j->pos0 + t + 1, kvd, hd, scale, sc,
-		                    e->att + ((size_t)t * nh + h) * hd);
+		coli_attention_group(e->q + h0 * hd, group, K + g * hd, V + g * hd, j->pos0 + t + 1,
+		                     kvd, hd, scale, sc, e->att + h0 * hd);
 	}
 }
 

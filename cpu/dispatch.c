@@ -105,6 +105,18 @@ void coli_silu_mul(const float *g, const float *u, float *h, int n)
 		coli_silu_mul_ref(g, u, h, n);
 }
 
+void coli_attention_group(const float *q, int G, const float *K, const float *V, int n_pos,
+                          int stride, int hd, float scale, float *scores, float *out)
+{
+	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && G % 8 == 0) {
+		coli_attention_group_avx2(q, G, K, V, n_pos, stride, hd, scale, scores, out);
+		return;
+	}
+	for (int h = 0; h < G; h++)
+		coli_attention_head(q + (size_t)h * hd, K, V, n_pos, stride, hd, scale, scores,
+		                    out + (size_t)h * hd);
+}
+
 void coli_exp_scaled(const float *x, int n, float m, float s, float *w)
 {
 	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2)

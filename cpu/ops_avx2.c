@@ -1,9 +1,10 @@
 /*
- * cpu/ops_avx2.c — AVX2 forms of cpu/ops.c's elementwise ops that have one:
- * eight lanes of exactly the scalar steps (cpu/ops.c coli_exp_scaled_ref), so
- * the bits do not depend on the ISA.
+ * cpu/ops_avx2.c — AVX2 forms of cpu/ops.c's ops that have one: eight lanes
+ * of exactly the scalar steps (cpu/ops.c coli_exp_scaled_ref, coli_expf,
+ * coli_attention_head), so the bits do not depend on the ISA.
  */
 #include <immintrin.h>
+#include <math.h>
 
 #include "cpu/cpu_internal.h"
 
@@ -89,4 +90,100 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n)
 	}
 	if (i < n)
 		coli_silu_mul_ref(g + i, u + i, h + i, n - i);
+}
+
+#define ATT_TILE 64 /* positions whose value rows the output blocks share */
+
+/* Eight heads of one key/value head (q [8][hd], out [8][hd]) as the eight
+ * lanes of every vector: each lane runs coli_attention_head's steps in its
+ * order (mul then add, no fma; the dot product in eight chains folded
+ * ((0+4)+(2+6))+((1+5)+(3+7)); max, libm expf and the sum over positions in
+ * order; the weight a division, each output summed over positions in order),
+ * so each head's bits are that function's. A key or value element is
+ * broadcast once for the eight heads instead of read eight times, and nothing
+ * is folded across lanes. sc: [n_pos][8] scratch. */
+static void attention8(const float *q, const float *K, const float *V, int n_pos, int stride,
+                       int hd, float scale, float *sc, float *out)
+{
+	const __m256 vscale = _mm256_set1_ps(scale);
+	__m256 mx = _mm256_set1_ps(-__builtin_inff()), sum = _mm256_setzero_ps();
+	float qt[hd * 8];  /* [hd][8 heads] */
+	float acc[hd * 8]; /* [hd][8 heads] */
+
+	for (int h = 0; h < 8; h++)
+		for (int i = 0; i < hd; i++)
+			qt[i * 8 + h] = q[(size_t)h * hd + i];
+	for (int p = 0; p < n_pos; p++) {
+		const float *k = K + (size_t)p * stride;
+		__m256 l[8], s;
+		int i = 0;
+
+		for (int j = 0; j < 8; j++)
+			l[j] = _mm256_setzero_ps();
+		for (; i + 8 <= hd; i += 8)
+			for (int j = 0; j < 8; j++)
+				l[j] = _mm256_add_ps(
+				    l[j], _mm256_mul_ps(_mm256_loadu_ps(qt + (i + j) * 8),
+				                        _mm256_broadcast_ss(k + i + j)));
+		for (; i < hd; i++)
+			l[i & 7] =
+			    _mm256_add_ps(l[i & 7], _mm256_mul_ps(_mm256_loadu_ps(qt + i * 8),
+			                                          _mm256_broadcast_ss(k + i)));
+		s = _mm256_add_ps(
+		    _mm256_add_ps(_mm256_add_ps(l[0], l[4]), _mm256_add_ps(l[2], l[6])),
+		    _mm256_add_ps(_mm256_add_ps(l[1], l[5]), _mm256_add_ps(l[3], l[7])));
+		s = _mm256_mul_ps(s, vscale);
+		_mm256_storeu_ps(sc + (size_t)p * 8, s);
+		mx = _mm256_max_ps(s, mx); /* s > mx ? s : mx, the scalar's test */
+	}
+	for (int p = 0; p < n_pos; p++) {
+		float d[8];
+
+		_mm256_storeu_ps(d, _mm256_sub_ps(_mm256_loadu_ps(sc + (size_t)p * 8), mx));
+		for (int h = 0; h < 8; h++) /* libm's expf, as the scalar form */
+			d[h] = expf(d[h]);
+		_mm256_storeu_ps(sc + (size_t)p * 8, _mm256_loadu_ps(d));
+		sum = _mm256_add_ps(sum, _mm256_loadu_ps(d));
+	}
+	for (int p = 0; p < n_pos; p++) /* the weights */
+		_mm256_storeu_ps(sc + (size_t)p * 8,
+		                 _mm256_div_ps(_mm256_loadu_ps(sc + (size_t)p * 8), sum));
+	/* the outputs eight at a time (eight vectors, one per output, in
+	 * registers) over a tile of positions, tile after tile: each output
+	 * still sums its positions in order, and a tile's value rows (32 KB at
+	 * hd 128) stay in cache while the output blocks walk it */
+	for (int i = 0; i < hd * 8; i++)
+		acc[i] = 0.0f;
+	for (int p0 = 0; p0 < n_pos; p0 += ATT_TILE) {
+		const int p1 = n_pos - p0 < ATT_TILE ? n_pos : p0 + ATT_TILE;
+
+		for (int i0 = 0; i0 < hd; i0 += 8) {
+			const int n = hd - i0 < 8 ? hd - i0 : 8;
+			__m256 a[8];
+
+			for (int j = 0; j < n; j++)
+				a[j] = _mm256_loadu_ps(acc + (i0 + j) * 8);
+			for (int p = p0; p < p1; p++) {
+				const __m256 w = _mm256_loadu_ps(sc + (size_t)p * 8);
+				const float *v = V + (size_t)p * stride + i0;
+
+				for (int j = 0; j < n; j++)
+					a[j] = _mm256_add_ps(
+					    a[j], _mm256_mul_ps(w, _mm256_broadcast_ss(v + j)));
+			}
+			for (int j = 0; j < n; j++)
+				_mm256_storeu_ps(acc + (i0 + j) * 8, a[j]);
+		}
+	}
+	for (int h = 0; h < 8; h++)
+		for (int i = 0; i < hd; i++)
+			out[(size_t)h * hd + i] = acc[i * 8 + h];
+}
+
+void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
+                               int stride, int hd, float scale, float *sc, float *out)
+{
+	for (int h = 0; h < G; h += 8)
+		attention8(q + (size_t)h * hd, K, V, n_pos, stride, hd, scale, sc,
+		           out + (size_t)h * hd);
 }
