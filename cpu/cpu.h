@@ -213,10 +213,10 @@ void coli_attention_head(const float *q, const float *K, const float *V, int n_p
                          int hd, float scale, float *scores, float *out);
 /* The G query heads that share one key/value head (GQA), for one query:
  * q [G][hd], out [G][hd] (consecutive heads); each head's bits are
- * coli_attention_head's. With AVX2 and G a multiple of 8, eight heads are the
- * eight lanes of one vector: a key or value element is read once for them
- * and no dot product is folded across lanes (1024 positions, hd 128, eight
- * heads: docs/perf/kernels.md "CPU attention"). scores: [n_pos * 8] scratch. */
+ * coli_attention_head's. With AVX2 and G >= 4, eight heads are the eight
+ * lanes of one vector (fewer fill them by repeating): a key or value element
+ * is read once for them and no dot product is folded across lanes
+ * (docs/perf/kernels.md "CPU attention"). scores: [n_pos * 8] scratch. */
 void coli_attention_group(const float *q, int G, const float *K, const float *V, int n_pos,
                           int stride, int hd, float scale, float *scores, float *out);
 

@@ -48,7 +48,8 @@ void coli_exp_scaled_avx2(const float *x, int n, float m, float s, float *w);
 void coli_silu_mul_ref(const float *g, const float *u, float *h, int n);
 void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n);
 
-/* coli_attention_group's AVX2 form: G a multiple of 8, the heads in lanes. */
+/* coli_attention_group's AVX2 form: eight heads in the lanes (a last block
+ * of fewer repeats its last head in the free lanes). */
 void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
                                int stride, int hd, float scale, float *sc, float *out);
 

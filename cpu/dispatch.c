@@ -108,7 +108,8 @@ void coli_silu_mul(const float *g, const float *u, float *h, int n)
 void coli_attention_group(const float *q, int G, const float *K, const float *V, int n_pos,
                           int stride, int hd, float scale, float *scores, float *out)
 {
-	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && G % 8 == 0) {
+	/* from four heads the lanes pay (one or two heads: per head is faster) */
+	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && G >= 4) {
 		coli_attention_group_avx2(q, G, K, V, n_pos, stride, hd, scale, scores, out);
 		return;
 	}

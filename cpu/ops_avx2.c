@@ -5,6 +5,7 @@
  */
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 #include "cpu/cpu_internal.h"
 
@@ -183,7 +184,22 @@ static void attention8(const float *q, const float *K, const float *V, int n_pos
 void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
                                int stride, int hd, float scale, float *sc, float *out)
 {
-	for (int h = 0; h < G; h += 8)
-		attention8(q + (size_t)h * hd, K, V, n_pos, stride, hd, scale, sc,
-		           out + (size_t)h * hd);
+	for (int h = 0; h < G; h += 8) {
+		const int n = G - h < 8 ? G - h : 8;
+
+		if (n == 8) {
+			attention8(q + (size_t)h * hd, K, V, n_pos, stride, hd, scale, sc,
+			           out + (size_t)h * hd);
+			continue;
+		}
+		/* fewer than eight heads left (G = 4: Mixtral): the free lanes
+		 * repeat the last head; a lane's steps never see another's */
+		float q8[8 * hd], o8[8 * hd];
+
+		for (int j = 0; j < 8; j++)
+			memcpy(q8 + (size_t)j * hd, q + (size_t)(h + (j < n ? j : n - 1)) * hd,
+			       sizeof(float) * hd);
+		attention8(q8, K, V, n_pos, stride, hd, scale, sc, o8);
+		memcpy(out + (size_t)h * hd, o8, sizeof(float) * n * hd);
+	}
 }

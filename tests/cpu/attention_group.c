@@ -1,8 +1,8 @@
 /*
  * tests/cpu/attention_group.c — coli_attention_group (the G query heads of one
  * key/value head) gives, for every head, exactly coli_attention_head's bits,
- * on every ISA this machine has: G 1..24 (the AVX2 form takes multiples of
- * 8), head sizes with and without a multiple of 8, 1..1500 positions, keys
+ * on every ISA this machine has: G 1..24 (the AVX2 form takes G >= 4, a
+ * last block of fewer than 8 heads padded: G 4, 12), head sizes with and without a multiple of 8, 1..1500 positions, keys
  * and values strided as in the KV cache, scales that make the softmax nearly
  * one-hot (exp underflowing to 0), and outputs poisoned first.
  */
@@ -52,7 +52,7 @@ static int check(int G, int hd, int n_pos, float scale)
 
 int main(void)
 {
-	static const int Gs[] = {1, 4, 8, 16, 12, 24};
+	static const int Gs[] = {1, 2, 4, 5, 8, 16, 12, 24};
 	static const int hds[] = {128, 64, 36, 8, 5};
 	static const int ns[] = {1, 2, 7, 100, 1500};
 	int fails = 0, runs = 0;
