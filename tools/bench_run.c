@@ -401,6 +401,26 @@ void bench_print_profile(const struct run *R)
 	}
 }
 
+double bench_round_ratio(const struct run *R, const struct arm *a, const struct arm *b, double *lo,
+                         double *hi)
+{
+	double v[MAX_ROUNDS];
+	int n = 0;
+
+	for (int i = 0; i < R->rounds; i++)
+		if (b->r[i].tok_s > 0)
+			v[n++] = a->r[i].tok_s / b->r[i].tok_s;
+	if (!n) {
+		*lo = *hi = 0;
+		return 0;
+	}
+	double m = bench_median(v, n); /* sorts v */
+
+	*lo = v[0];
+	*hi = v[n - 1];
+	return m;
+}
+
 static void print_table(struct run *R)
 {
 	const char *what = R->prefill ? "prefill" : "decode";
@@ -441,6 +461,16 @@ static void print_table(struct run *R)
 		       a->tier_b[COLI_TIER_DISK] / 1e6, a->tier_b[COLI_TIER_VRAM] / 1e6,
 		       a->dense_b / 1e6, a->host_gbs, 1.0 / a->bound.bound_s,
 		       bench_term_name[a->bound.dominant], a->tok_s * a->bound.bound_s);
+	}
+	if (R->n_arms > 1) { /* A/B: each arm against the first, round by round */
+		printf("\nx %s, the median [min..max] of the rounds' own ratios:", R->arm[0].name);
+		for (int i = 1; i < R->n_arms; i++) {
+			double lo, hi, x = bench_round_ratio(R, &R->arm[i], &R->arm[0], &lo, &hi);
+
+			printf("%s %s %.3f [%.3f..%.3f]", i > 1 ? ";" : "", R->arm[i].name, x, lo,
+			       hi);
+		}
+		printf("\n");
 	}
 	printf("\nper-token split, ms (median): ");
 	for (int p = 0; p < N_PHASES; p++)

@@ -93,6 +93,11 @@ int bench_feed(const struct run *R, const int *prompt, int i, const float *logit
 int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits);
 /* Arms run with --profile: where their MoE window went, a line each. */
 void bench_print_profile(const struct run *R);
+/* Arm a against arm b: the median of the rounds' own tok/s ratios (the arms
+ * of a round run back to back, so a drift of the host's speed over the run
+ * cancels in each), and their spread in *lo, *hi; 0 when b has no round. */
+double bench_round_ratio(const struct run *R, const struct arm *a, const struct arm *b, double *lo,
+                         double *hi);
 
 /* bench_stream.c */
 int bench_stream_setup(struct run *R); /* heat snapshot and the arms; 0 or 1 (said) */

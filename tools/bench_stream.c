@@ -181,26 +181,21 @@ static const struct arm *arm_named(const struct run *R, const char *name)
 	return NULL;
 }
 
-/* Issue #7's figures: the streaming arm against the synchronous one, and
- * against its bounds (when both arms ran). The speed-up is the median of the
- * rounds' own ratios: a round runs every arm once, back to back, so a drift
- * of the host's speed over the run (the sync arm is CPU-bound and moves with
- * it) cancels in each ratio; the ratio of the two medians is printed beside. */
+/* Issue #7's figures: the streaming arm against the synchronous one (the
+ * median of the rounds' own ratios: the sync arm is CPU-bound and drifts with
+ * the host; the ratio of the two medians beside it), and against its bounds
+ * (when both arms ran). */
 static void print_summary(const struct run *R)
 {
 	const struct arm *sync = arm_named(R, "sync"), *os = arm_named(R, "overlap+stream");
-	double v[MAX_ROUNDS];
-	int n = 0;
+	double lo, hi;
 
 	if (!sync || !os || sync->tok_s <= 0)
 		return;
-	for (int i = 0; i < R->rounds; i++)
-		if (sync->r[i].tok_s > 0)
-			v[n++] = os->r[i].tok_s / sync->r[i].tok_s;
 	printf("overlap+stream: %.2fx sync (median of the rounds' ratios; %.2fx of the medians); "
 	       "%.2f of the ideal bound, %.2f of the path bound\n",
-	       n ? bench_median(v, n) : 0.0, os->tok_s / sync->tok_s, os->tok_s * os->ideal.bound_s,
-	       os->tok_s * os->path_s);
+	       bench_round_ratio(R, os, sync, &lo, &hi), os->tok_s / sync->tok_s,
+	       os->tok_s * os->ideal.bound_s, os->tok_s * os->path_s);
 }
 
 void bench_stream_table(struct run *R)
