@@ -96,6 +96,7 @@ struct coli_convert_opts {
 	const char *out_path;
 	enum coli_dtype quant; /* COLI_DTYPE_BF16 (default), Q8_0, Q4_0 */
 	int progress;          /* draw a progress bar on stderr */
+	int threads;           /* threads converting a chunk (0: all online CPUs) */
 };
 void coli_convert_opts_init(struct coli_convert_opts *o);
 /* 0 or -errno; on failure *errbuf says what and where, and no output file exists. */

@@ -14,8 +14,9 @@
  *      naming the Hugging Face tensor.
  *   3. write: shard by shard, jobs in file-offset order, each job's rows are
  *      read as fp32 in chunks of at most CHUNK_BYTES, converted to the
- *      destination format (coli_quantize_mat: bf16, q8_0, q4_0, f32) and
- *      pwritten at their final offsets. A quantized matrix is planar
+ *      destination format (coli_quantize_rows: bf16, q8_0, q4_0, f32; a
+ *      chunk's rows split over a thread pool, --threads) and pwritten at
+ *      their final offsets. A quantized matrix is planar
  *      (quants [rows][qrow] then fp16 scales [rows][cols/32]), so a chunk of
  *      rows lands as two pieces:
  *
@@ -34,6 +35,7 @@
 #include <time.h>
 
 #include "core/convert_internal.h"
+#include "cpu/cpu.h"
 
 #define CHUNK_BYTES (32u << 20) /* fp32 bytes per read chunk */
 
@@ -78,6 +80,7 @@ struct cv {
 	size_t n_jobs, cap_jobs;
 	char *errbuf;
 	size_t errlen;
+	coli_cpu_pool_t *pool; /* converts a chunk's rows in parallel (--threads) */
 	/* progress */
 	uint64_t done, total;
 	struct timespec t0;
@@ -546,14 +549,38 @@ static void progress(struct cv *v, int final)
 	        since > 0 ? mb / since : 0.0, final ? "\n" : "");
 }
 
+/* A chunk's conversion split by rows over the pool: each task fills its rows
+ * of the chunk's planar output (the bits do not depend on the split). */
+struct quant_job {
+	enum coli_dtype dtype;
+	const float *in;
+	int rows, cols;
+	unsigned char *out;
+	int rc; /* the first failure, any task's */
+};
+
+static void quant_task(void *arg, int t, int n_tasks)
+{
+	struct quant_job *q = arg;
+	int r0 = (int)((long)q->rows * t / n_tasks), r1 = (int)((long)q->rows * (t + 1) / n_tasks);
+	int rc =
+	    coli_quantize_rows(q->dtype, q->in, q->rows, q->cols, q->out, COLI_ROUND_MSE, r0, r1);
+
+	if (rc) /* any task's error will do: the message names the chunk */
+		__atomic_store_n(&q->rc, rc, __ATOMIC_RELAXED);
+}
+
 /* Convert rows [r0, r0+n) of a job's destination from fp32 in `in` and write them. */
 static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n, const float *in,
                       unsigned char *out)
 {
 	uint64_t qrow, srow, pieces[2][2]; /* {offset, bytes} */
-	int np = 1, rc;
+	struct quant_job q = {j->dtype, in, (int)n, (int)j->cols, out, 0};
+	int np = 1, rc, tasks = coli_cpu_pool_threads(v->pool);
 
-	rc = coli_quantize_mat_ex(j->dtype, in, (int)n, (int)j->cols, out, COLI_ROUND_MSE);
+	/* the pool's barrier orders the tasks' writes of `out` before the pwrite */
+	coli_cpu_pool_run(v->pool, quant_task, &q, (int)n < tasks ? (int)n : tasks);
+	rc = q.rc;
 	if (rc) {
 		snprintf(v->errbuf, v->errlen,
 		         "%s: tensor '%s' rows %llu..%llu: cannot convert to %s (NaN or Inf in "
@@ -688,6 +715,12 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 		if (rc)
 			snprintf(errbuf, errlen, "%s", coli_io_errmsg());
 	}
+	if (!rc) {
+		rc = coli_cpu_pool_create(o->threads, &v.pool);
+		if (rc)
+			snprintf(errbuf, errlen, "a thread pool of %d: %s", o->threads,
+			         strerror(-rc));
+	}
 	if (!rc)
 		rc = write_all(&v);
 	if (!rc) {
@@ -701,6 +734,7 @@ out:
 		snprintf(errbuf, errlen, "%s: conversion failed: %s", o->hf_dir, strerror(-rc));
 	if (v.w)
 		coli_io_writer_abort(v.w);
+	coli_cpu_pool_destroy(v.pool);
 	free(v.slots);
 	free(v.el);
 	free(v.part_seen);

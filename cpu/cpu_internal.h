@@ -53,6 +53,12 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n);
 void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
                                int stride, int hd, float scale, float *sc, float *out);
 
+/* Q4_0's scale search (cpu/dtype.c): a block's squared error at scale d,
+ * summed in 8 lanes folded ((0+4)+(2+6))+((1+5)+(3+7)); the AVX2 form is the
+ * same steps, a lane each (tests/cpu/quant_isa). */
+float coli_q4_block_err_ref(const float *x, float d);
+float coli_q4_block_err_avx2(const float *x, float d);
+
 /* Fold 16 lanes by the canonical tree (h = 8, 4, 2, 1); l is clobbered. */
 static inline float coli_lanes_fold(float *l)
 {

@@ -25,7 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
 
 const char *coli_dtype_name(enum coli_dtype t)
 {
@@ -212,21 +212,32 @@ static int quantize_q8_0_row(const float *x, int K, int8_t *q, uint16_t *d)
 	return 0;
 }
 
-/* Squared error of block x[32] stored with scale d (as fp16) and GGUF's
- * nibble rounding at that scale. */
-static float q4_block_err(const float *x, float d)
+/* The nibble of x at inverse scale id, q = floor(x * id + 8.5) clamped to
+ * [0, 15], as a float (every form computes it in float: NaN and -inf give 0,
+ * +inf 15). */
+static inline float q4_nibble(float x, float id)
 {
-	float dq = coli_fp16_to_f32(coli_f32_to_fp16(d)), id = 1.0f / d, e = 0.0f;
+	float q = floorf(x * id + 8.5f);
+
+	q = q > 0.0f ? q : 0.0f; /* NaN fails the test: 0 */
+	return q < 15.0f ? q : 15.0f;
+}
+
+/* Squared error of block x[32] stored with scale d (as fp16) and GGUF's
+ * nibble rounding at that scale: element j's squared error into lane j % 8,
+ * in order, the lanes folded ((0+4)+(2+6))+((1+5)+(3+7)) — the order of the
+ * AVX2 form (cpu/quant_avx2.c), so the search picks the same scale on every
+ * ISA. */
+float coli_q4_block_err_ref(const float *x, float d)
+{
+	float dq = coli_fp16_to_f32(coli_f32_to_fp16(d)), id = 1.0f / d, l[8] = {0};
 
 	for (int j = 0; j < COLI_QBLOCK; j++) {
-		int qi = (int)floorf(x[j] * id + 8.5f);
-		float r;
+		float r = x[j] - dq * (q4_nibble(x[j], id) - 8.0f);
 
-		qi = qi < 0 ? 0 : qi > 15 ? 15 : qi;
-		r = x[j] - dq * (float)(qi - 8);
-		e += r * r;
+		l[j & 7] = l[j & 7] + r * r;
 	}
-	return e;
+	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
 /* rounding: COLI_ROUND_GGUF takes GGUF's scale (max / -8); COLI_ROUND_MSE
@@ -236,6 +247,9 @@ static float q4_block_err(const float *x, float d)
 static int quantize_q4_0_row(const float *x, int K, uint8_t *q, uint16_t *d,
                              enum coli_quant_rounding rounding)
 {
+	float (*q4_block_err)(const float *, float) =
+	    coli_cpu_isa() >= COLI_CPU_ISA_AVX2 ? coli_q4_block_err_avx2 : coli_q4_block_err_ref;
+
 	for (int b = 0; b < K / COLI_QBLOCK; b++, x += COLI_QBLOCK, q += COLI_QBLOCK / 2) {
 		float amax = 0.0f, max = 0.0f; /* max: the signed value of largest magnitude */
 		for (int j = 0; j < COLI_QBLOCK; j++) {
@@ -266,40 +280,39 @@ static int quantize_q4_0_row(const float *x, int K, uint8_t *q, uint16_t *d,
 		for (int j = 0; j < COLI_QBLOCK / 2; j++) {
 			/* GGUF's scale puts x*id + 8.5 in [0.49, 16.5]; a searched one may
 			 * step outside, so clamp both ends */
-			int lo = (int)floorf(x[j] * id + 8.5f),
-			    hi = (int)floorf(x[j + 16] * id + 8.5f);
-			lo = lo > 15 ? 15 : lo < 0 ? 0 : lo;
-			hi = hi > 15 ? 15 : hi < 0 ? 0 : hi;
+			int lo = (int)q4_nibble(x[j], id), hi = (int)q4_nibble(x[j + 16], id);
+
 			q[j] = (uint8_t)(lo | hi << 4);
 		}
 	}
 	return 0;
 }
 
-int coli_quantize_mat_ex(enum coli_dtype t, const float *src, int rows, int cols, void *dst,
-                         enum coli_quant_rounding rounding)
+int coli_quantize_rows(enum coli_dtype t, const float *src, int rows, int cols, void *dst,
+                       enum coli_quant_rounding rounding, int row0, int row1)
 {
 	struct coli_mat m;
 	int nb = cols / COLI_QBLOCK, err;
-	size_t n = (size_t)rows * cols;
+	size_t a = (size_t)row0 * cols, b = (size_t)row1 * cols;
 
-	if (rows < 0 || cols <= 0 || !coli_dtype_mat_bytes(t, rows, cols))
+	if (rows < 0 || cols <= 0 || !coli_dtype_mat_bytes(t, rows, cols) || row0 < 0 ||
+	    row1 > rows || row0 > row1)
 		return -EINVAL;
 	coli_mat_view(&m, t, rows, cols, dst);
 	switch (t) {
 	case COLI_DTYPE_F32:
-		memcpy(dst, src, n * 4);
+		memcpy((float *)dst + a, src + a, (b - a) * 4);
 		return 0;
 	case COLI_DTYPE_F16:
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = a; i < b; i++)
 			((uint16_t *)dst)[i] = coli_f32_to_fp16(src[i]);
 		return 0;
 	case COLI_DTYPE_BF16:
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = a; i < b; i++)
 			((uint16_t *)dst)[i] = coli_f32_to_bf16(src[i]);
 		return 0;
 	case COLI_DTYPE_Q8_0:
-		for (int r = 0; r < rows; r++) {
+		for (int r = row0; r < row1; r++) {
 			err = quantize_q8_0_row(src + (size_t)r * cols, cols,
 			                        (int8_t *)dst + (size_t)r * cols,
 			                        (uint16_t *)m.scales + (size_t)r * nb);
@@ -308,7 +321,7 @@ int coli_quantize_mat_ex(enum coli_dtype t, const float *src, int rows, int cols
 		}
 		return 0;
 	case COLI_DTYPE_Q4_0:
-		for (int r = 0; r < rows; r++) {
+		for (int r = row0; r < row1; r++) {
 			err = quantize_q4_0_row(src + (size_t)r * cols, cols,
 			                        (uint8_t *)dst + (size_t)r * cols / 2,
 			                        (uint16_t *)m.scales + (size_t)r * nb, rounding);
@@ -318,6 +331,12 @@ int coli_quantize_mat_ex(enum coli_dtype t, const float *src, int rows, int cols
 		return 0;
 	}
 	return -EINVAL;
+}
+
+int coli_quantize_mat_ex(enum coli_dtype t, const float *src, int rows, int cols, void *dst,
+                         enum coli_quant_rounding rounding)
+{
+	return coli_quantize_rows(t, src, rows, cols, dst, rounding, 0, rows);
 }
 
 int coli_quantize_mat(enum coli_dtype t, const float *src, int rows, int cols, void *dst)

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,7 +16,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: coli convert HF_DIR -o OUT.coli [--quant bf16|q8|q4] [--progress|--quiet]\n"
+	        "usage: coli convert HF_DIR -o OUT.coli [--quant bf16|q8|q4] [--threads N]\n"
+	        "                    [--progress|--quiet]\n"
 	        "\n"
 	        "Converts a Hugging Face checkpoint directory (config.json, model.safetensors or\n"
 	        "model.safetensors.index.json + shards, tokenizer files) of a qwen3_moe,\n"
@@ -25,6 +27,7 @@ static void usage(FILE *f)
 	        "                      only when complete)\n"
 	        "  --quant Q           format of the matrices and expert slabs: bf16 (default),\n"
 	        "                      q8 (Q8_0) or q4 (Q4_0); norms, biases and routers stay f32\n"
+	        "  --threads N         threads converting each chunk (default: all online CPUs)\n"
 	        "  --progress          draw a progress bar on stderr (default when it is a tty)\n"
 	        "  --quiet             no progress bar\n"
 	        "\n"
@@ -59,6 +62,15 @@ int cmd_convert(int argc, char **argv)
 				                "--quant takes bf16, q8 or q4 (got '%s')",
 				                q ? q : "") +
 				       1;
+		} else if (!strcmp(a, "--threads")) {
+			char *end;
+			long n = ++i < argc ? strtol(argv[i], &end, 10) : -1;
+
+			if (i >= argc || *end || n < 1 || n > 4096)
+				return tool_err("convert",
+				                "--threads takes a count from 1 to 4096") +
+				       1;
+			o.threads = (int)n;
 		} else if (!strcmp(a, "--progress")) {
 			o.progress = 1;
 		} else if (!strcmp(a, "--quiet")) {
