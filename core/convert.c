@@ -23,8 +23,9 @@
  *        quants: base + r0 * qrow              (qrow = cols or cols/2)
  *        scales: base + rows * qrow + r0 * 2 * cols/32
  *
- * Peak memory is two chunk buffers (fp32 in, converted out) plus headers and
- * the job table: independent of model size (docs/quant.md has the numbers).
+ * Peak memory is three chunk buffers (as stored, fp32, converted) plus
+ * headers and the job table: independent of model size (docs/quant.md has
+ * the numbers). The pool's tasks widen and convert their rows of a chunk.
  * The writer works on PATH.tmp.<pid> and renames only in _commit; any error
  * aborts it, so nothing is left behind.
  */
@@ -553,7 +554,9 @@ static void progress(struct cv *v, int final)
  * of the chunk's planar output (the bits do not depend on the split). */
 struct quant_job {
 	enum coli_dtype dtype;
-	const float *in;
+	enum coli_st_dtype src_dtype;
+	const void *raw; /* the rows as stored, or NULL: `in` holds them already */
+	float *in;
 	int rows, cols;
 	unsigned char *out;
 	int rc; /* the first failure, any task's */
@@ -563,19 +566,24 @@ static void quant_task(void *arg, int t, int n_tasks)
 {
 	struct quant_job *q = arg;
 	int r0 = (int)((long)q->rows * t / n_tasks), r1 = (int)((long)q->rows * (t + 1) / n_tasks);
-	int rc =
-	    coli_quantize_rows(q->dtype, q->in, q->rows, q->cols, q->out, COLI_ROUND_MSE, r0, r1);
+	int rc;
+
+	if (q->raw) /* widened here, by rows: the read itself stays one pread */
+		coli_io_st_widen(q->src_dtype, q->raw, (uint64_t)r0 * q->cols,
+		                 (uint64_t)r1 * q->cols, q->in);
+	rc = coli_quantize_rows(q->dtype, q->in, q->rows, q->cols, q->out, COLI_ROUND_MSE, r0, r1);
 
 	if (rc) /* any task's error will do: the message names the chunk */
 		__atomic_store_n(&q->rc, rc, __ATOMIC_RELAXED);
 }
 
-/* Convert rows [r0, r0+n) of a job's destination from fp32 in `in` and write them. */
-static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n, const float *in,
-                      unsigned char *out)
+/* Convert rows [r0, r0+n) of a job's destination from `raw` (as stored; NULL:
+ * already fp32 in `in`) and write them. */
+static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n, const void *raw,
+                      float *in, unsigned char *out)
 {
 	uint64_t qrow, srow, pieces[2][2]; /* {offset, bytes} */
-	struct quant_job q = {j->dtype, in, (int)n, (int)j->cols, out, 0};
+	struct quant_job q = {j->dtype, j->src->dtype, raw, in, (int)n, (int)j->cols, out, 0};
 	int np = 1, rc, tasks = coli_cpu_pool_threads(v->pool);
 
 	/* the pool's barrier orders the tasks' writes of `out` before the pwrite */
@@ -624,6 +632,7 @@ static int write_all(struct cv *v)
 	size_t cap = 0;
 	float *in = NULL;
 	unsigned char *out = NULL;
+	uint16_t *raw = NULL; /* a chunk of a 2-byte source as stored */
 	int rc = 0;
 
 	qsort(v->jobs, v->n_jobs, sizeof(*v->jobs), cmp_job);
@@ -641,9 +650,11 @@ static int write_all(struct cv *v)
 			cap = chunk * j->cols;
 			free(in);
 			free(out);
+			free(raw);
 			in = malloc(cap * 4);
 			out = malloc(cap * 4);
-			if (!in || !out) {
+			raw = malloc(cap * 2);
+			if (!in || !out || !raw) {
 				snprintf(v->errbuf, v->errlen, "out of memory for a %zu-byte chunk",
 				         cap * 4);
 				rc = -ENOMEM;
@@ -653,19 +664,23 @@ static int write_all(struct cv *v)
 		for (uint64_t r0 = 0; r0 < j->rows && !rc; r0 += chunk) {
 			uint64_t n = j->rows - r0 < chunk ? j->rows - r0 : chunk;
 
-			rc = coli_io_st_read_range_f32(f, j->src, (j->src_row0 + r0) * j->cols,
-			                               n * j->cols, in);
+			const int wide = coli_io_st_dtype_bytes(j->src->dtype) == 4;
+
+			rc =
+			    coli_io_st_read_range_raw(f, j->src, (j->src_row0 + r0) * j->cols,
+			                              n * j->cols, wide ? (void *)in : (void *)raw);
 			if (rc) {
 				snprintf(v->errbuf, v->errlen, "%s", coli_io_errmsg());
 				break;
 			}
-			rc = write_rows(v, j, r0, n, in, out);
+			rc = write_rows(v, j, r0, n, wide ? NULL : raw, in, out);
 			v->done += n * j->cols * coli_io_st_dtype_bytes(j->src->dtype);
 			progress(v, 0);
 		}
 	}
 	free(in);
 	free(out);
+	free(raw);
 	if (!rc)
 		progress(v, 1);
 	return rc;

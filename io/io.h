@@ -286,6 +286,13 @@ int coli_io_st_read_f32(const struct coli_st_file *f, const struct coli_st_tenso
  * -ENOTSUP (message names dtype and tensor) for dtypes other than F32/F16/BF16. */
 int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st_tensor *t,
                               uint64_t elem0, uint64_t n, float *dst);
+/* The same elements as stored (dtype bytes each) into dst: a reader thread
+ * reads, then threads widen disjoint ranges with coli_io_st_widen. */
+int coli_io_st_read_range_raw(const struct coli_st_file *f, const struct coli_st_tensor *t,
+                              uint64_t elem0, uint64_t n, void *dst);
+/* Elements [i0, i1) of src (stored as d) to fp32 at dst[i0, i1): the
+ * conversions coli_io_st_read_range_f32 makes. */
+void coli_io_st_widen(enum coli_st_dtype d, const void *src, uint64_t i0, uint64_t i1, float *dst);
 uint64_t coli_io_st_numel(const struct coli_st_tensor *t);
 /* Bytes per element of a readable dtype; 0 for COLI_ST_OTHER. */
 unsigned coli_io_st_dtype_bytes(enum coli_st_dtype d);

@@ -343,12 +343,10 @@ static float half_to_f32(uint16_t h)
 	return f;
 }
 
-int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st_tensor *t,
-                              uint64_t elem0, uint64_t n, float *dst)
+int coli_io_st_read_range_raw(const struct coli_st_file *f, const struct coli_st_tensor *t,
+                              uint64_t elem0, uint64_t n, void *dst)
 {
 	unsigned es = coli_io_st_dtype_bytes(t->dtype);
-	uint16_t *src16;
-	int rc;
 
 	if (!es)
 		return io_err(-ENOTSUP, f->path,
@@ -359,12 +357,37 @@ int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st
 		return io_err(-EINVAL, f->path, "tensor '%s': read past its end", t->name);
 	if (f->fd < 0)
 		return io_err(-EBADF, f->path, "not open for reading");
-	if (es == 4)
-		return pread_full(f->fd, f->path, dst, n * 4, t->offset + elem0 * 4);
-	src16 = (uint16_t *)dst + n; /* upper half of dst */
-	rc = pread_full(f->fd, f->path, src16, n * 2, t->offset + elem0 * 2);
-	if (rc)
+	return pread_full(f->fd, f->path, dst, n * es, t->offset + elem0 * es);
+}
+
+void coli_io_st_widen(enum coli_st_dtype d, const void *src, uint64_t i0, uint64_t i1, float *dst)
+{
+	const uint16_t *s16 = src;
+
+	if (d == COLI_ST_F32) {
+		memcpy(dst + i0, (const float *)src + i0, (i1 - i0) * 4);
+		return;
+	}
+	for (uint64_t i = i0; i < i1; i++) {
+		uint32_t u = (uint32_t)s16[i] << 16;
+
+		if (d == COLI_ST_BF16)
+			memcpy(&dst[i], &u, 4);
+		else
+			dst[i] = half_to_f32(s16[i]);
+	}
+}
+
+int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st_tensor *t,
+                              uint64_t elem0, uint64_t n, float *dst)
+{
+	unsigned es = coli_io_st_dtype_bytes(t->dtype);
+	uint16_t *src16 = (uint16_t *)dst + n; /* 2-byte dtypes: the upper half of dst */
+	int rc = coli_io_st_read_range_raw(f, t, elem0, n, es == 4 ? (void *)dst : (void *)src16);
+
+	if (rc || es == 4)
 		return rc;
+	/* in place, ascending: dst[i] never reaches the src16 entries still unread */
 	for (uint64_t i = 0; i < n; i++) {
 		uint16_t h = src16[i];
 		uint32_t u = (uint32_t)h << 16;
