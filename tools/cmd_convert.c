@@ -31,7 +31,7 @@ static void usage(FILE *f)
 	        "  --progress          draw a progress bar on stderr (default when it is a tty)\n"
 	        "  --quiet             no progress bar\n"
 	        "\n"
-	        "Memory use is bounded by a fixed chunk (about 64 MB), not by the model.\n");
+	        "Memory use is bounded by a fixed chunk (about 80 MB), not by the model.\n");
 }
 
 int cmd_convert(int argc, char **argv)
