@@ -13,7 +13,7 @@
  *      names, duplicates and anything still unfilled afterwards are errors
  *      naming the Hugging Face tensor.
  *   3. write: shard by shard, jobs in file-offset order, each job's rows are
- *      read as fp32 in chunks of at most CHUNK_BYTES, converted to the
+ *      read in chunks of at most CHUNK_BYTES as fp32, widened and converted to the
  *      destination format (coli_quantize_rows: bf16, q8_0, q4_0, f32; a
  *      chunk's rows split over a thread pool, --threads) and pwritten at
  *      their final offsets. A quantized matrix is planar
