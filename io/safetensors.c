@@ -387,16 +387,9 @@ int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st
 
 	if (rc || es == 4)
 		return rc;
-	/* in place, ascending: dst[i] never reaches the src16 entries still unread */
-	for (uint64_t i = 0; i < n; i++) {
-		uint16_t h = src16[i];
-		uint32_t u = (uint32_t)h << 16;
-
-		if (t->dtype == COLI_ST_BF16)
-			memcpy(&dst[i], &u, 4);
-		else
-			dst[i] = half_to_f32(h);
-	}
+	/* in place: coli_io_st_widen goes in ascending order, reading src16[i]
+	 * before writing dst[i], which never reaches the entries still unread */
+	coli_io_st_widen(t->dtype, src16, 0, n, dst);
 	return 0;
 }
 

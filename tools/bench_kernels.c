@@ -132,6 +132,9 @@ struct arm {
 
 #define POOL_ROUNDS 1000
 
+/* arms[]: the read bound, the pool's round, then the kernels */
+enum { ARM_READ, ARM_POOL, ARM_KERNELS };
+
 static void nothing(void *arg, int t, int n)
 {
 }
@@ -215,7 +218,7 @@ int bench_kernels_main(int argc, char **argv)
 	for (int r = -1; r < reps; r++) {
 		for (int i = 0; i < n_arms; i++) {
 			double t0 = bench_now_s();
-			if (i == 1)
+			if (i == ARM_POOL)
 				pass_pool(pool);
 			else if (!arms[i].ws)
 				bench_readbw_pass(&rb, pool);
@@ -228,8 +231,8 @@ int bench_kernels_main(int argc, char **argv)
 	}
 	for (int i = 0; i < n_arms; i++)
 		arms[i].med = bench_median(arms[i].t, reps);
-	double bound = (double)target / arms[0].med / 1e9,
-	       round_us = arms[1].med / POOL_ROUNDS * 1e6;
+	double bound = (double)target / arms[ARM_READ].med / 1e9,
+	       round_us = arms[ARM_POOL].med / POOL_ROUNDS * 1e6;
 
 	if (json) {
 		printf("{\"isa\": \"%s\", \"threads\": %d, \"reps\": %d, \"set_mib\": %d, "
@@ -237,13 +240,13 @@ int bench_kernels_main(int argc, char **argv)
 		       "\"arms\": [",
 		       coli_cpu_isa_name(coli_cpu_isa()), threads, reps, mib, bound, rb.huge_share,
 		       round_us);
-		for (int i = 2; i < n_arms; i++) {
+		for (int i = ARM_KERNELS; i < n_arms; i++) {
 			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
 			printf("%s{\"dtype\": \"%s\", \"S\": %d, \"weight_gbs\": %.3f, \"ratio\": "
 			       "%.3f, "
 			       "\"ms\": %.3f}",
-			       i > 2 ? ", " : "", arms[i].name, arms[i].S, gbs, gbs / bound,
-			       arms[i].med * 1e3);
+			       i > ARM_KERNELS ? ", " : "", arms[i].name, arms[i].S, gbs,
+			       gbs / bound, arms[i].med * 1e3);
 		}
 		printf("]}\n");
 	} else {
@@ -259,7 +262,7 @@ int bench_kernels_main(int argc, char **argv)
 		    round_us);
 		printf("%-6s %2s %10s %14s %10s %8s\n", "dtype", "S", "ms/pass", "weight GB/s",
 		       "bound GB/s", "ratio");
-		for (int i = 2; i < n_arms; i++) {
+		for (int i = ARM_KERNELS; i < n_arms; i++) {
 			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
 			printf("%-6s %2d %10.2f %14.2f %10.2f %8.2f\n", arms[i].name, arms[i].S,
 			       arms[i].med * 1e3, gbs, bound, gbs / bound);

@@ -2,9 +2,9 @@
  * tests/cpu/attention_group.c — coli_attention_group (the G query heads of one
  * key/value head) gives, for every head, exactly coli_attention_head's bits,
  * on every ISA this machine has: G 1..24 (the AVX2 form takes G >= 4, a
- * last block of fewer than 8 heads padded: G 4, 12), head sizes with and without a multiple of 8, 1..1500 positions, keys
- * and values strided as in the KV cache, scales that make the softmax nearly
- * one-hot (exp underflowing to 0), and outputs poisoned first.
+ * last block of fewer than 8 heads padded: G 4, 12), head sizes with and without a multiple of
+ * 8, 1..1500 positions, keys and values strided as in the KV cache, scales that make the softmax
+ * nearly one-hot (exp underflowing to 0), and outputs poisoned first.
  */
 #include "helpers.h"
 
@@ -31,7 +31,7 @@ static int check(int G, int hd, int n_pos, float scale)
 	for (int isa = COLI_CPU_ISA_SCALAR; isa <= (int)best; isa++) {
 		if (coli_cpu_isa_force((enum coli_cpu_isa)isa))
 			continue;
-		memset(got, 0xff, sizeof(float) * G * hd); /* NaN poison */
+		poison(got, (size_t)G * hd);
 		coli_attention_group(q, G, K + hd, V + hd, n_pos, stride, hd, scale, sc, got);
 		for (int i = 0; i < G * hd; i++)
 			if (memcmp(&want[i], &got[i], sizeof(float))) {
