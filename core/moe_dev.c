@@ -7,6 +7,8 @@
  * container's layout (gate/up/down offsets are the container's).
  *
  * A layer on device d (compute stream, nothing waits on the host):
+ *   copy     the first wave's streamed slabs not staged yet (copy stream,
+ *            queued first: see Streaming)
  *   gather   pair activations in expert order         [P][H] int8 + scales, or f32:
  *            on this device from the tokens' rows when it holds the dense
  *            part (e->dev_rows), else on the host and uploaded
@@ -377,30 +379,23 @@ done:
 	e->pred_l = -1;
 }
 
-/* Queue runs [r0, r1) of device d's layer as one wave: copy its streamed
- * slabs that are not staged yet, then gate and up, SwiGLU, quantization and
- * down over the wave's rows. A wave's staging slots are freed for the next
- * wave once its down is queued (the copy stream waits for it on the slot's
- * event), so a layer may stream more experts than there are slots. */
-static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int more)
+/* The copies of wave [r0, r1) of device d's layer: its streamed slabs that
+ * are not staged yet, from the pinned host slabs into the least recently
+ * used free slots, on the copy stream. The first wave's are queued before
+ * the activations' gather (coli_moe_dev_issue), so the link starts at once. */
+static int wave_copies(struct coli_engine *e, int l, int d, int r0, int r1)
 {
-	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
-	enum coli_dtype t = xl->dtype;
-	int H = c->hidden, I = c->moe_inter, quant = coli_dtype_is_quant(t);
-	int nj = 0, ngj = 0, rc = 0, row_a = v->runs[r0].row0;
-	int rows = v->runs[r1 - 1].row0 + v->runs[r1 - 1].n - row_a;
 
 	for (int r = r0; r < r1; r++) {
 		struct dev_run *run = &v->runs[r];
-		int ex = run->expert;
+		int ex = run->expert, rc;
 
 		if (!e->streamed[ex])
 			continue;
-		/* RAM tier: staged a layer early, or copied now from the pinned host
-		 * slab into the least recently used free slot */
+		/* RAM tier: staged a layer early, or copied now */
 		run->stage = stage_find(v, l, ex);
 		if (run->stage >= 0) {
 			e->est.stream_staged_hits++;
@@ -416,11 +411,34 @@ static int issue_wave(struct coli_engine *e, int l, int d, int r0, int r1, int m
 			stage_fill(v, run->stage, l, ex, -1);
 			v->streamed_bytes += xl->slab_bytes;
 		}
-		rc = coli_dev_stage_use(v->dev, run->stage);
-		if (rc)
-			return rc;
 		run->slab = v->stage + (uint64_t)run->stage * v->stage_bytes;
 	}
+	return 0;
+}
+
+/* Queue wave [r0, r1) of device d's layer, its copies queued (wave_copies):
+ * the compute stream waits for its staged slabs, then gate and up, SwiGLU,
+ * quantization and down over the wave's rows. A wave's staging slots are
+ * freed for the next wave once its down is queued (the copy stream waits for
+ * it on the slot's event), so a layer may stream more experts than there are
+ * slots. */
+static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int more)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	enum coli_dtype t = xl->dtype;
+	int H = c->hidden, I = c->moe_inter, quant = coli_dtype_is_quant(t);
+	int nj = 0, ngj = 0, rc = 0, row_a = v->runs[r0].row0;
+	int rows = v->runs[r1 - 1].row0 + v->runs[r1 - 1].n - row_a;
+
+	for (int r = r0; r < r1; r++)
+		if (e->streamed[v->runs[r].expert]) {
+			rc = coli_dev_stage_use(v->dev, v->runs[r].stage);
+			if (rc)
+				return rc;
+		}
 	/* gate and up */
 	for (int r = r0; r < r1; r++)
 		for (int m = 0; m < 2; m++) {
@@ -560,6 +578,25 @@ static int gather_on_device(struct coli_engine *e, struct coli_dev_slot *v, int 
 	                                 (size_t)H / 32 * 4);
 }
 
+/* The end of the wave from run r0: as many runs as hold at most cap streamed
+ * slabs that still need a copy (r0 itself if the first needs one and cap is
+ * 0). */
+static int wave_end(struct coli_engine *e, const struct coli_dev_slot *v, int l, int r0, int cap)
+{
+	int misses = 0, r1;
+
+	for (r1 = r0; r1 < v->n_runs; r1++) {
+		int ex = v->runs[r1].expert;
+
+		if (e->streamed[ex] && stage_find(v, l, ex) < 0) {
+			if (misses == cap)
+				break;
+			misses++;
+		}
+	}
+	return r1;
+}
+
 /* Gather the activations of device d's pairs into staging, upload them once,
  * and queue the layer in waves of at most half the free staging slots of new
  * copies each (one wave at decode), so copies of a wave overlap the compute
@@ -571,7 +608,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int H = c->hidden, quant = coli_dtype_is_quant(xl->dtype);
-	int P = 0, n_runs = 0, rc = 0, room = 0, cap;
+	int P = 0, n_runs = 0, rc = 0, room = 0, cap, r1, on_dev, early;
 	double t_start = coli_now_s();
 
 	v->n_runs = 0;
@@ -616,25 +653,27 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 	v->P = P;
 	if (!P)
 		return 0;
-	rc = e->dev_rows.dev == v->dev && (quant ? e->dev_rows.q : e->dev_rows.f)
-	         ? gather_on_device(e, v, quant)
-	         : gather_upload(e, v, quant, pool);
+	/* the first wave's copies go first, so the link starts before the gather's
+	 * launches are queued (H200 decode trace: a layer's one copy landed ~15 us
+	 * later behind them) -- unless the gather uploads megabytes of rows, which
+	 * would then queue behind the slabs on the one copy engine */
+	on_dev = e->dev_rows.dev == v->dev && (quant ? e->dev_rows.q : e->dev_rows.f);
+	early = on_dev || P < 64;
 	cap = room >= 2 ? room / 2 : room;
-	for (int r0 = 0, r1; !rc && r0 < n_runs; r0 = r1) {
-		int misses = 0;
-
-		for (r1 = r0; r1 < n_runs; r1++) {
-			int ex = v->runs[r1].expert;
-
-			if (e->streamed[ex] && stage_find(v, l, ex) < 0) {
-				if (misses == cap)
-					break;
-				misses++;
-			}
+	r1 = wave_end(e, v, l, 0, cap);
+	if (r1 == 0)
+		return -ENOSPC; /* no slot to stream into: assign_experts counts */
+	rc = early ? wave_copies(e, l, d, 0, r1) : 0;
+	rc = rc ? rc : on_dev ? gather_on_device(e, v, quant) : gather_upload(e, v, quant, pool);
+	rc = rc || early ? rc : wave_copies(e, l, d, 0, r1);
+	for (int r0 = 0; !rc && r0 < n_runs; r0 = r1) {
+		if (r0) { /* a later wave copies into slots the one before freed */
+			r1 = wave_end(e, v, l, r0, cap);
+			if (r1 == r0)
+				return -ENOSPC;
+			rc = wave_copies(e, l, d, r0, r1);
 		}
-		if (r1 == r0)
-			return -ENOSPC; /* no slot to stream into: assign_experts counts */
-		rc = issue_wave(e, l, d, r0, r1, r1 < n_runs);
+		rc = rc ? rc : wave_compute(e, l, d, r0, r1, r1 < n_runs);
 	}
 	if (v->streamed_bytes && e->moe_on_dense == d) /* behind them: copies_landed */
 		rc = rc ? rc : coli_dev_stage_fence(v->dev, v->n_stage);
