@@ -134,11 +134,6 @@ struct bench_bound {
 };
 void bench_bound(const struct bench_bytes *b, const struct bench_bw *bw, struct bench_bound *out);
 
-/* Host read (pool passes over r) and pinned H2D slab copies running at the
- * same time, GB/s each: -ENODEV without a GPU. */
-int bench_shared_bw(struct bench_readbw *r, coli_cpu_pool_t *pool, double *cpu_gbs,
-                    double *pcie_gbs);
-
 /* GPU bandwidths (pinned H2D, device memory): -ENODEV on a host without a
  * GPU path; the GPU build fills them (ptx/, the lead's part). */
 int bench_gpu_bw(struct bench_bw *bw);

@@ -35,8 +35,6 @@
 #include <fcntl.h>
 #include <immintrin.h>
 #include <liburing.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,91 +192,6 @@ double bench_readbw_pass(struct bench_readbw *r, coli_cpu_pool_t *pool)
 
 	coli_cpu_pool_run(pool, readbw_task, r, n);
 	return bench_now_s() - t0;
-}
-
-/* Host read and slab copies at once (the streaming arms' situation: CPU rows
- * and cuMemcpyAsync draw on the same DRAM). 1 GiB of 64 MiB copies on the
- * copy stream (the staging path: coli_gpu_stage_copy from registered memory)
- * while a thread makes the pool's read passes back to back; the copies' rate
- * over their window (polled every 20 us), the reads' over the passes wholly
- * inside it; the best of three rounds each. On the H200 host: read 127 GB/s
- * and H2D 52 GB/s alone, 98-111 + 44 together (docs/perf/README.md, session
- * 16). */
-struct shared_reads {
-	struct bench_readbw *r;
-	coli_cpu_pool_t *pool;
-	_Atomic double t_from, t_to; /* the copy window; t_to set once the copies landed */
-	double bytes, secs;          /* passes inside it */
-	atomic_int stop;
-};
-
-static void *shared_reader(void *arg)
-{
-	struct shared_reads *s = arg;
-
-	while (!atomic_load(&s->stop)) {
-		double t0 = bench_now_s(), t1 = t0 + bench_readbw_pass(s->r, s->pool);
-
-		if (t0 >= s->t_from && t1 <= s->t_to)
-			s->bytes += (double)s->r->words * 8, s->secs += t1 - t0;
-	}
-	return NULL;
-}
-
-int bench_shared_bw(struct bench_readbw *r, coli_cpu_pool_t *pool, double *cpu_gbs,
-                    double *pcie_gbs)
-{
-	const size_t chunk = (size_t)64 << 20, n_copies = 16;
-	const struct timespec poll = {0, 20000};
-	const char *why;
-	char err[256];
-	coli_gpu_t *g;
-	uint64_t dev = 0;
-	void *host;
-	int rc;
-
-	*cpu_gbs = *pcie_gbs = 0;
-	if (coli_ptx_probe(&why) == 0 || coli_gpu_open(0, 0, &g, err, sizeof(err)))
-		return -ENODEV;
-	host = coli_mem_alloc(chunk, COLI_MEM_NODE_ANY);
-	rc = host ? coli_gpu_host_register(g, host, chunk) : -ENOMEM;
-	rc = rc ? rc : coli_gpu_alloc(g, chunk, &dev);
-	rc = rc ? rc : coli_gpu_stage_init(g, 1);
-	if (!rc)
-		memset(host, 1, chunk);
-	for (int round = 0; !rc && round < 3; round++) {
-		struct shared_reads s = {.r = r, .pool = pool, .t_from = 1e300, .t_to = 1e300};
-		pthread_t th;
-		int landed = 0;
-
-		if (pthread_create(&th, NULL, shared_reader, &s)) {
-			rc = -EAGAIN;
-			break;
-		}
-		nanosleep(&poll, NULL); /* the reads under way first */
-		s.t_from = bench_now_s();
-		for (size_t i = 0; !rc && i < n_copies; i++)
-			rc = coli_gpu_stage_copy(g, 0, dev, host, chunk);
-		while (!rc && !landed) {
-			nanosleep(&poll, NULL);
-			landed = coli_gpu_stage_landed(g, 0);
-			rc = landed < 0 ? landed : 0;
-		}
-		s.t_to = bench_now_s();
-		atomic_store(&s.stop, 1);
-		pthread_join(th, NULL);
-		if (!rc && s.secs > 0 && s.bytes / s.secs / 1e9 > *cpu_gbs)
-			*cpu_gbs = s.bytes / s.secs / 1e9;
-		if (!rc && n_copies * chunk / (s.t_to - s.t_from) / 1e9 > *pcie_gbs)
-			*pcie_gbs = n_copies * chunk / (s.t_to - s.t_from) / 1e9;
-	}
-	coli_gpu_free(g, dev);
-	if (host) {
-		coli_gpu_host_unregister(g, host);
-		coli_mem_free(host, chunk);
-	}
-	coli_gpu_close(g);
-	return rc || *cpu_gbs <= 0 ? -ENODEV : 0;
 }
 
 /* ---- file reads ---- */

@@ -268,11 +268,10 @@ static double med_of(struct arm *a, int n, size_t off)
 }
 
 /* DESIGN.md's T_ram >= B_ram / (BW_cpu + BW_pcie): the host's expert bytes
- * split between CPU rows and streaming so both finish together (BW_cpu and
- * BW_pcie measured running at once, bench_shared_bw: alone each would claim
- * DRAM bandwidth the other takes), VRAM experts at the HBM rate;
- * with_dense: the dense part's bytes too, where they are read. With a
- * simulated device (or none) every byte is a CPU byte. */
+ * split between CPU rows and streaming so both finish together, VRAM
+ * experts at the HBM rate; with_dense: the dense part's bytes too, where
+ * they are read. With a simulated device (or none) every byte is a CPU
+ * byte. */
 static void ideal_bound(const struct run *R, const struct arm *a, const struct bench_bw *bw,
                         int sim, int with_dense, struct bench_bound *out)
 {
@@ -285,11 +284,7 @@ static void ideal_bound(const struct run *R, const struct arm *a, const struct b
 	if (!sim && R->have_gpu) {
 		b.b[BENCH_TERM_CPU] += a->dense_dev ? 0 : dense;
 		b.b[BENCH_TERM_HBM] = a->tier_b[COLI_TIER_VRAM] + (a->dense_dev ? dense : 0);
-		/* the two together draw on the host's one DRAM: their rates measured
-		 * running at once where that was measured (H200 host: 98-111 + 44
-		 * GB/s where each alone reads 127 and copies 52) */
-		w.cpu_gbs = R->shared_cpu_gbs > 0 ? R->shared_cpu_gbs + R->shared_pcie_gbs
-		                                  : bw->cpu_gbs + bw->pcie_gbs;
+		w.cpu_gbs = bw->cpu_gbs + bw->pcie_gbs;
 	} else {
 		b.b[BENCH_TERM_CPU] += dense + a->tier_b[COLI_TIER_VRAM];
 	}
@@ -518,13 +513,12 @@ static void print_json(struct run *R)
 	printf(" \"bandwidth\": {\"disk_gbs\": %.4f, \"disk_direct\": %s, \"disk_engine\": \"%s\", "
 	       "\"disk_fixed\": %s, \"disk_pattern\": \"%s\", \"disk_qd\": %d, "
 	       "\"disk_block_bytes\": %llu, \"disk_reads_per_round\": %zu, "
-	       "\"disk_bytes_per_round\": %llu, \"hbm_gbs\": %s, \"pcie_gbs\": %s, "
-	       "\"shared_cpu_gbs\": %.2f, \"shared_pcie_gbs\": %.2f},\n",
+	       "\"disk_bytes_per_round\": %llu, \"hbm_gbs\": %s, \"pcie_gbs\": %s},\n",
 	       R->disk_mib ? R->disk_med : 0.0, R->disk.direct ? "true" : "false",
 	       R->disk_mib ? (R->disk.uring ? "io_uring" : "pread") : "none",
 	       R->disk.fixed ? "true" : "false", R->disk_mib ? "slabs" : "none", R->qd,
 	       (unsigned long long)R->slabs.slab_bytes, R->disk_mib ? R->n_dext : 0,
-	       (unsigned long long)R->disk.bytes, hbm, pcie, R->shared_cpu_gbs, R->shared_pcie_gbs);
+	       (unsigned long long)R->disk.bytes, hbm, pcie);
 	printf(" \"arms\": [");
 	for (int i = 0; i < R->n_arms; i++) {
 		struct arm *a = &R->arm[i];
@@ -750,8 +744,6 @@ int bench_run_main(int argc, char **argv)
 		rc = tool_err("bench", "out of memory");
 		goto out;
 	}
-	if (R->stream && R->have_gpu && strncmp(R->base.gpu, "sim", 3))
-		bench_shared_bw(&rb, R->arm[0].pool, &R->shared_cpu_gbs, &R->shared_pcie_gbs);
 	for (int k = -R->warmup; k < R->rounds; k++) {
 		/* a new prompt each round (every arm gets the same one in a round), so
 		 * a partial --ram-gb is not simply warm from the round before */

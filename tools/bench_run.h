@@ -73,9 +73,6 @@ struct run {
 	double disk_med;
 	int have_gpu;
 	struct bench_bw gpu;
-	/* stream with a GPU: host read and H2D copies running together
-	 * (bench_shared_bw), the rates the ideal split gets; 0: not measured */
-	double shared_cpu_gbs, shared_pcie_gbs;
 	/* bench stream (see the stream section below) */
 	int stream;
 	double vram_frac; /* VRAM expert budget, fraction of the expert bytes */

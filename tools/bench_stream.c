@@ -218,9 +218,8 @@ void bench_stream_table(struct run *R)
 		printf("disk %.2f GB/s (%s); ", R->disk_med,
 		       R->disk.direct ? "O_DIRECT" : "BUFFERED");
 	if (R->have_gpu && strncmp(R->base.gpu, "sim", 3))
-		printf("GPU 0: pinned H2D %.1f GB/s, device memory %.0f GB/s; host read + H2D "
-		       "together %.1f + %.1f GB/s (the ideal's)\n\n",
-		       R->gpu.pcie_gbs, R->gpu.hbm_gbs, R->shared_cpu_gbs, R->shared_pcie_gbs);
+		printf("GPU 0: pinned H2D %.1f GB/s, device memory %.0f GB/s\n\n", R->gpu.pcie_gbs,
+		       R->gpu.hbm_gbs);
 	else
 		printf("no GPU measured (sim: every byte is a CPU byte)\n\n");
 	printf("%-15s %8s %15s %8s %8s %8s %8s %7s %9s %9s %8s %9s %-4s %6s %9s %6s %7s %7s %9s "

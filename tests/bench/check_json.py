@@ -67,13 +67,6 @@ if kind == "stream":
     L, K, S = r["n_moe_layers"], r["top_k"], r["slab_bytes"]
     if not (0 < r["vram_frac"] <= 1 and r["heat_from"] and r["expert_bytes"] > 0):
         fail("stream: vram_frac, heat_from or expert_bytes missing")
-    # host read and H2D measured together (the ideal's rates): with a GPU
-    # only; a simulated device has no link
-    sh = (r["bandwidth"]["shared_cpu_gbs"], r["bandwidth"]["shared_pcie_gbs"])
-    if r["device"] == "sim" and sh != (0, 0):
-        fail("sim: shared bandwidths %r, expected none" % (sh,))
-    if r["device"] != "sim" and r["bandwidth"]["pcie_gbs"] and not (sh[0] > 0 and sh[1] > 0):
-        fail("shared bandwidths %r not measured with a GPU" % (sh,))
     by = {a["arm"]: a for a in r["arms"]}
     vram = by["sync"]["bytes_per_token"]["vram"]
     for a in r["arms"]:
