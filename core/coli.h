@@ -354,6 +354,14 @@ struct coli_engine_stats {
 	                      * beside the rows' first round (COLI_GROUP_ASYNC=1) */
 	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */
 	uint64_t dev_ops;  /* launches, syncs and staging copies queued on all devices */
+	/* a host-planned decode MoE layer with the dense part on a device, timed
+	 * from the moment the host has its routing (core/forward_dev.c moe_host),
+	 * summed over layer calls by the slab copies the layer queued (0, 1, 2,
+	 * 3 or more): [k][0] layer calls; seconds [1] waiting for the routing
+	 * (the dense chain before it), then after it [2] the devices' issue done
+	 * (0: none), [3] the CPU rows done, [4] take done (device outputs or
+	 * copies landed), [5] the outputs queued back: the layer's host part */
+	double moe_layer[4][6];
 	double cost_bw_cpu, cost_bw_stream; /* the cost model's bytes/s of CPU rows and of
 	                                     * streaming, as last measured (0: not yet) */
 	uint64_t vram_swaps;                /* experts swapped into VRAM between tokens */

@@ -288,6 +288,12 @@ struct coli_engine {
 	int numa_node;                  /* resolved --numa-bind */
 	struct coli_tiers *tiers;       /* expert slots, streamer, heat */
 	char errmsg[512];               /* why the last forward failed */
+	/* this MoE layer's timeline (est.moe_layer): set by core/moe.c, summed by
+	 * core/forward_dev.c moe_host */
+	struct {
+		double issue, cpu, take; /* when each ended (issue: 0 if none ran) */
+		int copies;              /* slab copies queued */
+	} tl;
 };
 
 /* Monotonic seconds, for the engine's timers. */

@@ -594,6 +594,21 @@ static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
 }
 
+/* A decode layer's host part, timed (coli_engine_stats moe_layer): what it
+ * waited for its routing, then when the issue, the CPU rows, take and the
+ * whole part ended, counted by the copies the layer made. */
+static void timeline(struct coli_engine *e, double t_wait, double t_route)
+{
+	double *m = e->est.moe_layer[e->tl.copies < 3 ? e->tl.copies : 3];
+
+	m[0] += 1;
+	m[1] += t_route - t_wait;
+	m[2] += e->tl.issue > 0 ? e->tl.issue - t_route : 0;
+	m[3] += e->tl.cpu - t_route;
+	m[4] += e->tl.take - t_route;
+	m[5] += coli_now_s() - t_route;
+}
+
 /* The host's part of a layer layer_ops planned on the host (SEG_HOST/PRE):
  * wait for the routing, plan and run the experts (core/moe.c), then the
  * outputs back on the device and accumulated there, the shared expert. */
@@ -604,8 +619,10 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, rc;
 	uint64_t y = dd->ey;
+	double t_wait = coli_now_s(), t_route;
 
 	rc = coli_dev_sync(dd->dev);
+	t_route = coli_now_s();
 	if (!rc && !e->opts.profile) /* the layer's attention is done */
 		phase_end(e, &e->est.attention_s, 0);
 	if (!rc && T > COLI_GPU_MAX_S) { /* a prefill chunk's rows: see layer_ops */
@@ -651,7 +668,10 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 			rc = coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw,
 			                             e->n_pairs, T, H);
 			e->est.moe_layers_dev_preplanned++;
-			return rc ? rc : shared_expert(e, D, T, xq);
+			rc = rc ? rc : shared_expert(e, D, T, xq);
+			if (!rc && T <= COLI_GPU_MAX_S)
+				timeline(e, t_wait, t_route);
+			return rc;
 		}
 	}
 	/* one upload: the outputs when they are all the host's and behind them
@@ -666,6 +686,8 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ey + 4 * off,
 	                                  dd->ey + 4 * (off + n), (int)n, T, H);
 	rc = rc ? rc : shared_expert(e, D, T, xq);
+	if (!rc && T <= COLI_GPU_MAX_S)
+		timeline(e, t_wait, t_route);
 	/* no wait: the uploads read e->ey and the pair lists when they run, and
 	 * the host writes those again only after the next layer's router
 	 * download has synchronized this stream (or the forward's last sync) */

@@ -161,7 +161,8 @@ static void dev_issue_run(void *arg)
 		di->issued[d] = coli_moe_dev_issue(e, di->l, d, beside ? NULL : e->pool) == 0;
 		e->est.dev_fail_issue += !di->issued[d];
 	}
-	*(beside ? &e->est.moe_beside_s : &e->est.moe_devissue_s) += coli_now_s() - t0;
+	e->tl.issue = coli_now_s();
+	*(beside ? &e->est.moe_beside_s : &e->est.moe_devissue_s) += e->tl.issue - t0;
 	if (di->prefetch) /* the next layer's guess, copied while this one runs */
 		coli_moe_dev_prefetch(e);
 }
@@ -414,6 +415,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	route_select(e, l, T);
 	plan_pairs(e, T);
 	assign_experts(e, l, T);
+	e->tl.issue = 0;
 	e->est.moe_plan_s += coli_now_s() - t0;
 	e->est.expert_uses += e->n_pairs;
 	for (int ex = 0; ex < c->n_experts; ex++) {
@@ -429,7 +431,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			coli_tiers_served_staged(e, l, ex, e->pair_n[ex]);
 		if (e->assign[ex] < 0 || e->streamed[ex] == 1)
 			need[n_need++] = ex;
-		n_stream += e->streamed[ex] == 1;
+		n_stream += e->streamed[ex] == 1; /* a copy each (unless staged by then) */
 		n_rows += e->assign[ex] < 0;
 	}
 	/* streamed slabs must be in RAM and pinned until take */
@@ -545,6 +547,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	}
 	/* take: a device failing now has its experts recomputed on the CPU */
 	t_take = coli_now_s();
+	e->tl.cpu = t_take;
+	e->tl.copies = n_stream;
 	e->est.moe_cpu_s += t_take - t_cpu;
 	for (int d = 0; d < e->n_devs; d++) {
 		int failed = took[d] ? took[d] < 0 : !issued[d] || coli_moe_dev_take(e, l, d) != 0;
@@ -555,7 +559,8 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			if (e->pair_n[ex] && e->assign[ex] == d)
 				redo[n_redo++] = ex;
 	}
-	e->est.moe_take_s += coli_now_s() - t_take;
+	e->tl.take = coli_now_s();
+	e->est.moe_take_s += e->tl.take - t_take;
 	if (pinned)
 		coli_tiers_release(e);
 	for (int j = 0; j < n_redo; j++) { /* their outputs are the CPU's, in e->ey */

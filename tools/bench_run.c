@@ -253,6 +253,9 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 			r->prof_ms[p] = d[p] * 1e3 / n_tok;
 	}
 	r->stream_gbs = (double)(s1.stream_copy_bytes - s0.stream_copy_bytes) / (t1 - t0) / 1e9;
+	for (int k = 0; k < 4; k++)
+		for (int f = 0; f < 6; f++)
+			r->layer[k][f] = s1.moe_layer[k][f] - s0.moe_layer[k][f];
 	r->reloads = (double)(s1.reloads - s0.reloads);
 	r->reload_b = (double)(s1.reload_bytes - s0.reload_bytes);
 	return 0;
@@ -320,9 +323,13 @@ static void summarize(struct run *R, struct arm *a)
 		a->prof_ms[p] = med_of(a, n, offsetof(struct round, prof_ms) + p * sizeof(double));
 	a->stream_gbs = med_of(a, n, offsetof(struct round, stream_gbs));
 	a->reloads = a->reload_b = 0;
+	memset(a->layer, 0, sizeof(a->layer));
 	for (int i = 0; i < n; i++) {
 		a->reloads += a->r[i].reloads;
 		a->reload_b += a->r[i].reload_b;
+		for (int k = 0; k < 4; k++)
+			for (int f = 0; f < 6; f++)
+				a->layer[k][f] += a->r[i].layer[k][f];
 	}
 
 	struct bench_bw bw = {.cpu_gbs = a->host_gbs, .disk_gbs = R->disk_med};
@@ -371,6 +378,46 @@ static void summarize(struct run *R, struct arm *a)
 }
 
 /* ---- output ---- */
+
+/* A host-planned decode MoE layer, step by step (coli_engine_stats
+ * moe_layer): where a streamed layer's time goes, by the copies it made.
+ * Arms with --profile, and every arm of bench stream (the timeline costs the
+ * engine nothing; --profile's phase syncs and ungraphed layers change it). */
+static const char *const g_tl[5] = {"chain", "issue", "cpu", "take", "end"};
+
+void bench_print_timeline(const struct run *R)
+{
+	int any = 0;
+
+	for (int i = 0; i < R->n_arms; i++)
+		for (int k = 0; k < 4; k++)
+			any |=
+			    (R->stream || R->arm[i].opts.profile || R->arm[i].opts.cuda_profile) &&
+			    R->arm[i].layer[k][0] > 0;
+	if (!any)
+		return;
+	printf("\na host-planned decode MoE layer by the slab copies it made, us (mean): chain = "
+	       "waiting for its routing;\nthen, after the routing, when the devices' issue, the "
+	       "CPU rows, take and the layer's host part ended\n");
+	printf("%-20s %6s %7s %7s %7s %7s %7s %7s\n", "arm", "copies", "layers", g_tl[0], g_tl[1],
+	       g_tl[2], g_tl[3], g_tl[4]);
+	for (int i = 0; i < R->n_arms; i++) {
+		const struct arm *a = &R->arm[i];
+
+		if (!R->stream && !a->opts.profile && !a->opts.cuda_profile)
+			continue;
+		for (int k = 0; k < 4; k++) {
+			const double *m = a->layer[k];
+
+			if (m[0] <= 0)
+				continue;
+			printf("%-20s %5d%s %7.0f", a->name, k, k == 3 ? "+" : " ", m[0]);
+			for (int f = 1; f < 6; f++)
+				printf(" %7.1f", m[f] / m[0] * 1e6);
+			printf("\n");
+		}
+	}
+}
 
 /* Arms run with --profile: pack+issue = plan + host slabs + device issue (+ the
  * lookahead where it ran there); cpu-rows include the devices' issue beside
@@ -486,6 +533,7 @@ static void print_table(struct run *R)
 		       a->win_ms[0], a->win_ms[1], a->win_ms[2], a->hits, a->uses);
 	}
 	bench_print_profile(R);
+	bench_print_timeline(R);
 	printf("\nMB = 1e6 bytes per token. bound: max over terms of bytes/bandwidth (cpu = dense "
 	       "+ ram + disk bytes at the host read GB/s; disk = disk bytes at the disk GB/s); "
 	       "ratio = achieved / bound.\n");
@@ -546,7 +594,17 @@ static void print_json(struct run *R)
 			for (int p = 0; p < N_PROF; p++)
 				printf("%s\"%s\": %.4f", p ? ", " : "", g_prof_key[p],
 				       a->prof_ms[p]);
-			printf("},\n");
+			printf("},\n   \"layer_timeline_us\": [");
+			for (int k = 0; k < 4; k++) {
+				const double *m = a->layer[k], n = m[0] > 0 ? m[0] : 1;
+
+				printf("%s{\"copies\": %d, \"layers\": %.0f", k ? ", " : "", k,
+				       m[0]);
+				for (int f = 1; f < 6; f++)
+					printf(", \"%s\": %.2f", g_tl[f - 1], m[f] / n * 1e6);
+				printf("}");
+			}
+			printf("],\n");
 		}
 		printf("   \"bound_terms_s\": {");
 		for (int t = 0, k = 0; t < BENCH_N_TERMS; t++)

@@ -28,6 +28,7 @@ struct round {
 	double prof_ms[N_PROF];    /* --profile: inside the window, per token (g_prof) */
 	double stream_gbs;         /* streamed slab bytes / timed seconds */
 	double reloads, reload_b;  /* CUDA_RELEASE_HOST reloads in the round, their bytes */
+	double layer[4][6];        /* coli_engine_stats moe_layer over the timed steps */
 };
 
 struct arm {
@@ -44,6 +45,7 @@ struct arm {
 	double phase_ms[N_PHASES];
 	double win_ms[3], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
 	double prof_ms[N_PROF];
+	double layer[4][6]; /* the rounds' moe_layer summed (bench_print_timeline) */
 	struct bench_bytes bytes;
 	struct bench_bound bound;
 	struct bench_bound ideal;     /* stream: host bytes split so CPU and PCIe finish together */
@@ -93,6 +95,8 @@ int bench_feed(const struct run *R, const int *prompt, int i, const float *logit
 int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits);
 /* Arms run with --profile: where their MoE window went, a line each. */
 void bench_print_profile(const struct run *R);
+/* The host-planned decode layers' timeline (arms with --profile; all in stream). */
+void bench_print_timeline(const struct run *R);
 /* Arm a against arm b: the median of the rounds' own tok/s ratios (the arms
  * of a round run back to back, so a drift of the host's speed over the run
  * cancels in each), and their spread in *lo, *hi; 0 when b has no round. */

@@ -250,5 +250,6 @@ void bench_stream_table(struct run *R)
 	       "outside the MoE phase as measured + that ideal (a layer's experts wait for its "
 	       "attention and router).\n");
 	bench_print_profile(R);
+	bench_print_timeline(R);
 	print_summary(R);
 }

@@ -208,6 +208,22 @@ for a in r["arms"]:
             fail("%s: profile %r against moe %.4f ms" % (name, pr, ph["moe"]))
         if dev and b["vram"] > 0 and b["ram"] + b["disk"] > 0 and not pr["devices_busy"] > 0:
             fail("%s: a device ran the experts, yet devices busy is %r" % (name, pr))
+        # a host-planned layer's timeline: its steps end in order after the routing,
+        # and with the host planning every layer (a few experts resident), every
+        # timed layer call is counted once
+        tl = a["layer_timeline_us"]
+        if [t["copies"] for t in tl] != [0, 1, 2, 3]:
+            fail("%s: layer timeline classes %r" % (name, tl))
+        for t in tl:
+            if t["layers"] > 0 and not (t["chain"] >= 0 and 0 <= t["issue"] <= t["cpu"] + 1e-3
+                                        and t["cpu"] <= t["take"] + 1e-3
+                                        and t["take"] <= t["end"] + 1e-3):
+                fail("%s: layer timeline out of order %r" % (name, t))
+        if dev and b["vram"] > 0 and b["ram"] + b["disk"] > 0:
+            n = sum(t["layers"] for t in tl)
+            if n != r["rounds"] * r["tokens"] * r["n_moe_layers"]:
+                fail("%s: %d layer calls timed, expected rounds x tokens x MoE layers %d" %
+                     (name, n, r["rounds"] * r["tokens"] * r["n_moe_layers"]))
     if kind == "decode" and not (ph["attention"] > 0 and ph["lm_head"] > 0):
         fail("%s: decode phase split lacks attention or lm_head: %r" % (name, ph))
     if dev:
