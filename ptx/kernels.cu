@@ -435,10 +435,11 @@ extern "C" __global__ void coli_silu_mul_q(const float *g, const float *u, float
 	quant_block(v, lane, b, q, d, qsum);
 }
 
-/* Copy n4 32-bit words from page-locked host memory the device maps into
- * device memory, with the SMs instead of a copy engine: a small upload on the
- * compute stream must not queue behind the slab copies that keep the H2D
- * engine busy (ptx/gpu.c coli_gpu_upload_async). */
+/* Copy n4 32-bit words with the SMs instead of a copy engine, between
+ * page-locked host memory the device maps and device memory: a small upload
+ * on the compute stream must not queue behind the slab copies that keep the
+ * H2D engine busy (ptx/gpu.c coli_gpu_upload_async), and a small download
+ * costs the stream less as a kernel than as a transfer (coli_gpu_download_async). */
 extern "C" __global__ void coli_pull(unsigned *dst, const unsigned *src, unsigned long long n4)
 {
 	pdl_entry();
