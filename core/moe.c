@@ -431,7 +431,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			coli_tiers_served_staged(e, l, ex, e->pair_n[ex]);
 		if (e->assign[ex] < 0 || e->streamed[ex] == 1)
 			need[n_need++] = ex;
-		n_stream += e->streamed[ex] == 1; /* a copy each (unless staged by then) */
+		n_stream += e->streamed[ex] == 1;
 		n_rows += e->assign[ex] < 0;
 	}
 	/* streamed slabs must be in RAM and pinned until take */

@@ -654,7 +654,7 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 	if (!P)
 		return 0;
 	/* the first wave's copies go first, so the link starts before the gather's
-	 * launches are queued (H200 decode trace: a layer's one copy landed ~15 us
+	 * launches are queued (H200 decode trace: a layer's one copy landed ~10 us
 	 * later behind them) -- unless the gather uploads megabytes of rows, which
 	 * would then queue behind the slabs on the one copy engine */
 	on_dev = e->dev_rows.dev == v->dev && (quant ? e->dev_rows.q : e->dev_rows.f);
