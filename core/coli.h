@@ -341,7 +341,8 @@ struct coli_engine_stats {
 	uint64_t moe_layers_dev_preplanned; /* partly resident layers whose VRAM experts the
 	                                     * device started before the host planned */
 	uint64_t dev_graph_replays;         /* decode layers run as a captured graph */
-	uint64_t dev_graph_captures;        /* graphs captured (once per layer and T) */
+	uint64_t dev_graph_captures;        /* graphs captured (once per layer and T, or
+	                                     * once per T for a whole token) */
 	int dense_on_device;                /* 1: attention, norms, routers, lm_head on a device */
 	/* the MoE overlap window (COLI_CUDA_PROFILE): plan + pack + issue to the
 	 * devices | CPU rows (incl. waits for disk) | take (device sync + scatter) */

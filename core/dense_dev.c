@@ -235,6 +235,8 @@ static void close_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	coli_dev_sync(dd->dev);
 	for (int i = 0; dd->seg && i < e->m.cfg.n_layers * COLI_GPU_MAX_S * 2; i++)
 		coli_dev_graph_free(dd->dev, dd->seg[i].graph);
+	for (int i = 0; i < COLI_GPU_MAX_S; i++)
+		coli_dev_graph_free(dd->dev, dd->tok[i].graph);
 	free(dd->seg);
 	for (int i = 0; i < dd->n_allocs; i++)
 		coli_dev_free(dd->dev, dd->allocs[i]);

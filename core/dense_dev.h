@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/core_internal.h"
+#include "core/dev.h"
 
 struct dmat {
 	enum coli_dtype dtype;
@@ -77,6 +78,8 @@ struct coli_dense_dev {
 	int *fast_T;       /* [n_layers] tokens of this forward's device-planned layer, or 0 */
 	struct seg *seg;   /* [n_layers][COLI_GPU_MAX_S][2]: decode layers' captured
 	                    * graphs, without and with the lookahead's guess */
+	struct seg tok[COLI_GPU_MAX_S]; /* every layer in one graph, when none needs
+	                                 * the host (core/forward_dev.c token_run) */
 	struct coli_gpu_gemv_job *jobs;
 	int kmax;
 	uint64_t *allocs; /* every allocation, for release */

@@ -594,6 +594,66 @@ static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
 }
 
+/* Whether layer l's experts read xn's rows quantized by its ffn norm (q8/q4
+ * experts; a host-planned layer's device experts gather them on the device). */
+static int layer_xq(const struct coli_engine *e, int l, int kind)
+{
+	return kind != SEG_DENSE &&
+	       coli_dtype_is_quant(
+	           coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
+}
+
+/* A decode token none of whose layers needs the host (every MoE layer
+ * planned on this device, one device): all the layers' ops in one graph per
+ * token count, captured the first time and replayed, so the boundaries
+ * between the layers' graphs go too (the last kernel of one and the first of
+ * the next then overlap under programmatic dependent launch, as inside a
+ * layer). Its ops are the layer-by-layer path's with the same pend chain, so
+ * the bits are too. Returns 1 when it ran the layers, 0 when the token takes
+ * the layer-by-layer path (a layer needs the host, graphs are off, or the
+ * capture was refused: then never again), or -errno. */
+static int token_run(struct coli_engine *e, int T, int pos0)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	struct seg *s = &dd->tok[T - 1];
+	int rc = 0;
+
+	if (e->n_dd != 1 || s->state < 0 || !use_graphs(e, T))
+		return 0;
+	for (int l = 0; l < c->n_layers; l++)
+		if (layer_kind(e, l, T) != SEG_PLANNED && layer_kind(e, l, T) != SEG_DENSE)
+			return 0;
+	if (!s->state) {
+		int rc_end;
+
+		s->state = -1;
+		if (coli_dev_capture_begin(dd->dev))
+			return 0;
+		for (int l = 0, pend = PEND_NONE; !rc && l < c->n_layers; l++) {
+			int kind = layer_kind(e, l, T);
+
+			rc = layer_ops(e, l, T, pos0, kind, layer_xq(e, l, kind), -1, pend);
+			pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
+		}
+		rc_end = coli_dev_capture_end(dd->dev, &s->graph, &s->n_ops);
+		if (rc || dd->dev->failed)
+			return rc ? rc : -EIO;
+		if (rc_end || !s->graph)
+			return 0; /* recorded, not run: the layers go one by one */
+		s->state = 1;
+		e->est.dev_graph_captures++;
+	}
+	rc = coli_dev_graph_launch(dd->dev, s->graph, s->n_ops);
+	if (rc)
+		return rc;
+	e->est.dev_graph_replays += (uint64_t)c->n_layers;
+	for (int l = 0; l < c->n_layers; l++)
+		if (layer_kind(e, l, T) == SEG_PLANNED)
+			dd->fast_T[l] = T;
+	return 1;
+}
+
 /* A decode layer's host part, timed (coli_engine_stats moe_layer): what it
  * waited for its routing, then when the issue, the CPU rows, take and the
  * whole part ended, counted by the copies the layer made. */
@@ -720,7 +780,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dds[0];
-	int H = c->hidden, pos0 = e->pos, rc = 0;
+	int H = c->hidden, pos0 = e->pos, rc = 0, whole;
 	double start = coli_now_s();
 
 	if (T <= 0 || T > e->tmax)
@@ -739,7 +799,12 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		                           sizeof(int) * (T + 1));
 		e->est.h2d_bytes += sizeof(int) * (T + 1);
 	}
-	for (int l = 0, pend = PEND_NONE; !rc && l < c->n_layers; l++) {
+	rc = T <= COLI_GPU_MAX_S ? token_run(e, T, pos0) : 0;
+	whole = rc == 1;
+	rc = whole ? 0 : rc;
+	if (whole && !e->opts.profile) /* queued, not done: see phase_end */
+		phase_end(e, &e->est.attention_s, 0);
+	for (int l = 0, pend = PEND_NONE; !rc && !whole && l < c->n_layers; l++) {
 		int kind, moe;
 
 		if (e->dds[e->dd_of[l]] != e->dd) { /* layer split: the next device's range */
@@ -751,11 +816,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		}
 		kind = layer_kind(e, l, T), moe = kind != SEG_DENSE;
 		int gn = kind == SEG_HOST || kind == SEG_PRE ? guess_layer(e, l, T) : -1;
-		/* q8/q4 experts read xn's rows quantized by the norm (a host-planned
-		 * layer's device experts gather them on the device) */
-		int xq =
-		    moe && coli_dtype_is_quant(
-		               coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
+		int xq = layer_xq(e, l, kind);
 
 		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
 		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
