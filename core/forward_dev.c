@@ -27,7 +27,8 @@
  * what CI checks.
  *
  * At decode each layer's device part (layer_ops: up to where the host must
- * look) is captured once as a CUDA graph and replayed (layer_run): what
+ * look) is captured once as a CUDA graph and replayed (layer_run), or, when
+ * no layer needs the host, the whole token's layers as one (token_run): what
  * changes per token is read from device memory (position and ids in dd->ids,
  * routing and job tables the kernels write).
  *
