@@ -59,6 +59,24 @@ if kind == "io":
            ", stream %.3f GB/s" % r["stream"]["gbs"] if "stream" in r else ""))
     sys.exit(0)
 
+def timeline(name, a, every_layer):
+    """A host-planned decode layer's timeline (--profile arms): its steps end in
+    order after the routing; every_layer: the host planned every layer, so every
+    timed layer call is counted once."""
+    tl = a["layer_timeline_us"]
+    if [t["copies"] for t in tl] != [0, 1, 2, 3]:
+        fail("%s: layer timeline classes %r" % (name, tl))
+    for t in tl:
+        if t["layers"] > 0 and not (t["chain"] >= 0 and 0 <= t["issue"] <= t["cpu"] + 1e-3
+                                    and t["cpu"] <= t["take"] + 1e-3
+                                    and t["take"] <= t["end"] + 1e-3):
+            fail("%s: layer timeline out of order %r" % (name, t))
+    n, want = sum(t["layers"] for t in tl), r["rounds"] * r["tokens"] * r["n_moe_layers"]
+    if every_layer and n != want:
+        fail("%s: %d layer calls timed, expected rounds x tokens x MoE layers %d" %
+             (name, n, want))
+
+
 if kind == "stream":
     want = ["sync", "overlap", "overlap+stream", "stream-only", "cpu-only"]
     names = [a["arm"] for a in r["arms"]]
@@ -71,6 +89,10 @@ if kind == "stream":
     vram = by["sync"]["bytes_per_token"]["vram"]
     for a in r["arms"]:
         name, b = a["arm"], a["bytes_per_token"]
+        # --profile: a quarter of the experts in VRAM, none in cpu-only: the host
+        # plans every layer of every arm
+        if "layer_timeline_us" in a:
+            timeline(name, a, True)
         if not (a["tok_s"] > 0 and a["tok_s_min"] <= a["tok_s"] <= a["tok_s_max"]):
             fail("%s: tok_s %s not in (0, spread]" % (name, a["tok_s"]))
         if len(a["tok_s_rounds"]) != r["rounds"]:
@@ -208,22 +230,8 @@ for a in r["arms"]:
             fail("%s: profile %r against moe %.4f ms" % (name, pr, ph["moe"]))
         if dev and b["vram"] > 0 and b["ram"] + b["disk"] > 0 and not pr["devices_busy"] > 0:
             fail("%s: a device ran the experts, yet devices busy is %r" % (name, pr))
-        # a host-planned layer's timeline: its steps end in order after the routing,
-        # and with the host planning every layer (a few experts resident), every
-        # timed layer call is counted once
-        tl = a["layer_timeline_us"]
-        if [t["copies"] for t in tl] != [0, 1, 2, 3]:
-            fail("%s: layer timeline classes %r" % (name, tl))
-        for t in tl:
-            if t["layers"] > 0 and not (t["chain"] >= 0 and 0 <= t["issue"] <= t["cpu"] + 1e-3
-                                        and t["cpu"] <= t["take"] + 1e-3
-                                        and t["take"] <= t["end"] + 1e-3):
-                fail("%s: layer timeline out of order %r" % (name, t))
-        if dev and b["vram"] > 0 and b["ram"] + b["disk"] > 0:
-            n = sum(t["layers"] for t in tl)
-            if n != r["rounds"] * r["tokens"] * r["n_moe_layers"]:
-                fail("%s: %d layer calls timed, expected rounds x tokens x MoE layers %d" %
-                     (name, n, r["rounds"] * r["tokens"] * r["n_moe_layers"]))
+        # with the host planning every layer (a few experts resident)
+        timeline(name, a, dev and b["vram"] > 0 and b["ram"] + b["disk"] > 0)
     if kind == "decode" and not (ph["attention"] > 0 and ph["lm_head"] > 0):
         fail("%s: decode phase split lacks attention or lm_head: %r" % (name, ph))
     if dev:

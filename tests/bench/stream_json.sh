@@ -5,6 +5,7 @@
 # (same heat restored before each round, same resident set) and cpu-only
 # none; only the streaming arms stream, stream-only all of the host's
 # experts; no reloads; bound and ratios follow from the reported figures;
+# with --profile each arm times every layer call once, its steps in order;
 # the table ends with the overlap+stream summary (of one round: the
 # median of the rounds' ratios equals the ratio of the medians) when sync and
 # overlap+stream both ran, and only then.
@@ -14,8 +15,9 @@ set -u
 command -v python3 >/dev/null || { echo "python3 not installed"; exit 77; }
 "$COLI" bench make-model --shape tiny -o tiny.coli 2>/dev/null || { echo "make-model failed"; exit 1; }
 "$COLI" bench stream -m tiny.coli --gpu sim --json --rounds 2 --tokens 6 --heat-tokens 32 \
-	--disk-mib 1 --read-mib 16 >out.json 2>err.txt || { cat err.txt; echo "bench stream failed"; exit 1; }
+	--disk-mib 1 --read-mib 16 --profile >out.json 2>err.txt || { cat err.txt; echo "bench stream failed"; exit 1; }
 python3 "$ROOT/tests/bench/check_json.py" stream out.json || { cat out.json; exit 1; }
+grep -q "layer_timeline_us" out.json || { echo "FAIL: --profile JSON lacks the layer timeline"; exit 1; }
 ls tiny.coli.usage* 2>/dev/null && { echo "FAIL: heat files left behind"; exit 1; }
 "$COLI" bench stream -m tiny.coli --gpu sim --rounds 1 --warmup 0 --tokens 2 --disk-mib 1 \
 	--read-mib 16 --arms sync,cpu-only >table.txt 2>/dev/null || { echo "table output failed"; exit 1; }
