@@ -23,9 +23,10 @@
  *        quants: base + r0 * qrow              (qrow = cols or cols/2)
  *        scales: base + rows * qrow + r0 * 2 * cols/32
  *
- * Peak memory is three chunk buffers (as stored, fp32, converted) plus
- * headers and the job table: independent of model size (docs/quant.md has
- * the numbers). The pool's tasks widen and convert their rows of a chunk.
+ * Peak memory is three chunk buffers (as stored: 2-byte sources only; fp32;
+ * converted) plus headers and the job table: independent of model size
+ * (docs/quant.md has the numbers). The pool's tasks widen and convert their
+ * rows of a chunk.
  * The writer works on PATH.tmp.<pid> and renames only in _commit; any error
  * aborts it, so nothing is left behind.
  */
@@ -632,10 +633,12 @@ static int write_all(struct cv *v)
 	size_t cap = 0;
 	float *in = NULL;
 	unsigned char *out = NULL;
-	uint16_t *raw = NULL; /* a chunk of a 2-byte source as stored */
-	int rc = 0;
+	uint16_t *raw = NULL;   /* a chunk of a 2-byte source as stored */
+	int rc = 0, narrow = 0; /* some source is 2-byte (an F32 one reads into `in`) */
 
 	qsort(v->jobs, v->n_jobs, sizeof(*v->jobs), cmp_job);
+	for (size_t k = 0; k < v->n_jobs; k++)
+		narrow |= coli_io_st_dtype_bytes(v->jobs[k].src->dtype) == 2;
 	clock_gettime(CLOCK_MONOTONIC, &v->t0);
 	for (size_t k = 0; k < v->n_jobs && !rc; k++) {
 		const struct job *j = &v->jobs[k];
@@ -653,8 +656,8 @@ static int write_all(struct cv *v)
 			free(raw);
 			in = malloc(cap * 4);
 			out = malloc(cap * 4);
-			raw = malloc(cap * 2);
-			if (!in || !out || !raw) {
+			raw = narrow ? malloc(cap * 2) : NULL;
+			if (!in || !out || (narrow && !raw)) {
 				snprintf(v->errbuf, v->errlen, "out of memory for a %zu-byte chunk",
 				         cap * 4);
 				rc = -ENOMEM;
