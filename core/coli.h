@@ -316,6 +316,11 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
  * generate's summary, coli bench and colid's /metrics) ----
  * Counters are cumulative since coli_engine_open; callers diff two reads. */
 enum coli_tier { COLI_TIER_VRAM = 0, COLI_TIER_RAM = 1, COLI_TIER_DISK = 2, COLI_TIER_N = 3 };
+/* coli_engine_stats moe_layer: layers by slab copies 0, 1, 2, 3+ (classes),
+ * a count and five times each (fields) */
+#define COLI_TL_CLASSES 4
+#define COLI_TL_FIELDS  6
+
 struct coli_engine_stats {
 	uint64_t tokens;             /* tokens run through the forward pass */
 	uint64_t expert_uses;        /* (token, routed expert) pairs */
@@ -362,7 +367,7 @@ struct coli_engine_stats {
 	 * (the dense chain before it), then after it [2] the devices' issue done
 	 * (0: none), [3] the CPU rows done, [4] take done (device outputs or
 	 * copies landed), [5] the outputs queued back: the layer's host part */
-	double moe_layer[4][6];
+	double moe_layer[COLI_TL_CLASSES][COLI_TL_FIELDS];
 	double cost_bw_cpu, cost_bw_stream; /* the cost model's bytes/s of CPU rows and of
 	                                     * streaming, as last measured (0: not yet) */
 	uint64_t vram_swaps;                /* experts swapped into VRAM between tokens */

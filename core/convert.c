@@ -13,12 +13,12 @@
  *      names, duplicates and anything still unfilled afterwards are errors
  *      naming the Hugging Face tensor.
  *   3. write: shard by shard, jobs in file-offset order, each job's rows are
- *      read in chunks of at most CHUNK_BYTES as fp32, widened and converted to the
- *      destination format (coli_quantize_rows: bf16, q8_0, q4_0, f32; a
- *      chunk's rows split over a thread pool, --threads) and pwritten at
- *      their final offsets. A quantized matrix is planar
- *      (quants [rows][qrow] then fp16 scales [rows][cols/32]), so a chunk of
- *      rows lands as two pieces:
+ *      read as stored in chunks of at most CHUNK_BYTES of fp32, widened to
+ *      fp32 and converted to the destination format (coli_quantize_rows:
+ *      bf16, q8_0, q4_0, f32; a chunk's rows split over a thread pool,
+ *      --threads) and pwritten at their final offsets. A quantized matrix
+ *      is planar (quants [rows][qrow] then fp16 scales [rows][cols/32]), so
+ *      a chunk of rows lands as two pieces:
  *
  *        quants: base + r0 * qrow              (qrow = cols or cols/2)
  *        scales: base + rows * qrow + r0 * 2 * cols/32

@@ -660,7 +660,8 @@ static int token_run(struct coli_engine *e, int T, int pos0)
  * whole part ended, counted by the copies the layer made. */
 static void timeline(struct coli_engine *e, double t_wait, double t_route)
 {
-	double *m = e->est.moe_layer[e->tl.copies < 3 ? e->tl.copies : 3];
+	int k = e->tl.copies < COLI_TL_CLASSES - 1 ? e->tl.copies : COLI_TL_CLASSES - 1;
+	double *m = e->est.moe_layer[k];
 
 	m[0] += 1;
 	m[1] += t_route - t_wait;

@@ -286,8 +286,8 @@ int coli_io_st_read_f32(const struct coli_st_file *f, const struct coli_st_tenso
  * -ENOTSUP (message names dtype and tensor) for dtypes other than F32/F16/BF16. */
 int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st_tensor *t,
                               uint64_t elem0, uint64_t n, float *dst);
-/* The same elements as stored (dtype bytes each) into dst: a reader thread
- * reads, then threads widen disjoint ranges with coli_io_st_widen. */
+/* The same elements as stored (dtype bytes each) into dst, one pread: threads
+ * can then widen disjoint ranges with coli_io_st_widen (core/convert.c). */
 int coli_io_st_read_range_raw(const struct coli_st_file *f, const struct coli_st_tensor *t,
                               uint64_t elem0, uint64_t n, void *dst);
 /* Elements [i0, i1) of src (stored as d) to fp32 at dst[i0, i1): the

@@ -391,20 +391,29 @@ static int pull(coli_gpu_t *g, CUdeviceptr d, CUdeviceptr s, size_t n)
 	return coli_gpu_launch(g, g->f_pull, blocks, 1, 1, 256, 0, args, "cuLaunchKernel(pull)");
 }
 
+/* The device's address of host bytes [h, h + n) when a region this context
+ * registered and mapped holds them all, else 0. */
+static CUdeviceptr mapped(const coli_gpu_t *g, const void *h, size_t n)
+{
+	const char *p = h;
+
+	for (int i = 0; i < g->n_regs; i++)
+		if (g->regs[i].d && p >= g->regs[i].p && p + n <= g->regs[i].p + g->regs[i].n)
+			return g->regs[i].d + (CUdeviceptr)(p - g->regs[i].p);
+	return 0;
+}
+
 /* Small uploads from registered memory are pulled by a kernel reading the
  * mapped host pages (coli_pull), so they do not wait behind the staging
  * copies queued on the copy engine; the rest go through cuMemcpyHtoDAsync. */
 int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n)
 {
-	const char *p = src;
+	CUdeviceptr s;
 
 	CUR(g);
-	if (n <= PULL_MAX && n % 4 == 0 && dst % 4 == 0 && (uintptr_t)src % 4 == 0)
-		for (int i = 0; i < g->n_regs; i++)
-			if (g->regs[i].d && p >= g->regs[i].p &&
-			    p + n <= g->regs[i].p + g->regs[i].n)
-				return pull(g, dst, g->regs[i].d + (CUdeviceptr)(p - g->regs[i].p),
-				            n);
+	if (n <= PULL_MAX && n % 4 == 0 && dst % 4 == 0 && (uintptr_t)src % 4 == 0 &&
+	    (s = mapped(g, src, n)))
+		return pull(g, dst, s, n);
 	CK(g->cu->MemcpyHtoDAsync(dst, src, n, g->stream), "cuMemcpyHtoDAsync");
 	return 0;
 }
@@ -418,15 +427,12 @@ int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n
 
 int coli_gpu_download_async(coli_gpu_t *g, void *dst, uint64_t src, size_t n)
 {
-	const char *p = dst;
+	CUdeviceptr d;
 
 	CUR(g);
-	if (n <= PUSH_MAX && n % 4 == 0 && src % 4 == 0 && (uintptr_t)dst % 4 == 0)
-		for (int i = 0; i < g->n_regs; i++)
-			if (g->regs[i].d && p >= g->regs[i].p &&
-			    p + n <= g->regs[i].p + g->regs[i].n)
-				return pull(g, g->regs[i].d + (CUdeviceptr)(p - g->regs[i].p), src,
-				            n);
+	if (n <= PUSH_MAX && n % 4 == 0 && src % 4 == 0 && (uintptr_t)dst % 4 == 0 &&
+	    (d = mapped(g, dst, n)))
+		return pull(g, d, src, n);
 	CK(g->cu->MemcpyDtoHAsync(dst, src, n, g->stream), "cuMemcpyDtoHAsync");
 	return 0;
 }

@@ -253,8 +253,8 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 			r->prof_ms[p] = d[p] * 1e3 / n_tok;
 	}
 	r->stream_gbs = (double)(s1.stream_copy_bytes - s0.stream_copy_bytes) / (t1 - t0) / 1e9;
-	for (int k = 0; k < 4; k++)
-		for (int f = 0; f < 6; f++)
+	for (int k = 0; k < COLI_TL_CLASSES; k++)
+		for (int f = 0; f < COLI_TL_FIELDS; f++)
 			r->layer[k][f] = s1.moe_layer[k][f] - s0.moe_layer[k][f];
 	r->reloads = (double)(s1.reloads - s0.reloads);
 	r->reload_b = (double)(s1.reload_bytes - s0.reload_bytes);
@@ -327,8 +327,8 @@ static void summarize(struct run *R, struct arm *a)
 	for (int i = 0; i < n; i++) {
 		a->reloads += a->r[i].reloads;
 		a->reload_b += a->r[i].reload_b;
-		for (int k = 0; k < 4; k++)
-			for (int f = 0; f < 6; f++)
+		for (int k = 0; k < COLI_TL_CLASSES; k++)
+			for (int f = 0; f < COLI_TL_FIELDS; f++)
 				a->layer[k][f] += a->r[i].layer[k][f];
 	}
 
@@ -383,17 +383,20 @@ static void summarize(struct run *R, struct arm *a)
  * moe_layer): where a streamed layer's time goes, by the copies it made.
  * Arms with --profile, and every arm of bench stream (the timeline costs the
  * engine nothing; --profile's phase syncs and ungraphed layers change it). */
-static const char *const g_tl[5] = {"chain", "issue", "cpu", "take", "end"};
+static const char *const g_tl[COLI_TL_FIELDS - 1] = {"chain", "issue", "cpu", "take", "end"};
+
+static int shows_timeline(const struct run *R, const struct arm *a)
+{
+	return R->stream || a->opts.profile || a->opts.cuda_profile;
+}
 
 void bench_print_timeline(const struct run *R)
 {
 	int any = 0;
 
 	for (int i = 0; i < R->n_arms; i++)
-		for (int k = 0; k < 4; k++)
-			any |=
-			    (R->stream || R->arm[i].opts.profile || R->arm[i].opts.cuda_profile) &&
-			    R->arm[i].layer[k][0] > 0;
+		for (int k = 0; k < COLI_TL_CLASSES; k++)
+			any |= shows_timeline(R, &R->arm[i]) && R->arm[i].layer[k][0] > 0;
 	if (!any)
 		return;
 	printf("\na host-planned decode MoE layer by the slab copies it made, us (mean): chain = "
@@ -404,15 +407,16 @@ void bench_print_timeline(const struct run *R)
 	for (int i = 0; i < R->n_arms; i++) {
 		const struct arm *a = &R->arm[i];
 
-		if (!R->stream && !a->opts.profile && !a->opts.cuda_profile)
+		if (!shows_timeline(R, a))
 			continue;
-		for (int k = 0; k < 4; k++) {
+		for (int k = 0; k < COLI_TL_CLASSES; k++) {
 			const double *m = a->layer[k];
 
 			if (m[0] <= 0)
 				continue;
-			printf("%-20s %5d%s %7.0f", a->name, k, k == 3 ? "+" : " ", m[0]);
-			for (int f = 1; f < 6; f++)
+			printf("%-20s %5d%s %7.0f", a->name, k,
+			       k == COLI_TL_CLASSES - 1 ? "+" : " ", m[0]);
+			for (int f = 1; f < COLI_TL_FIELDS; f++)
 				printf(" %7.1f", m[f] / m[0] * 1e6);
 			printf("\n");
 		}
@@ -595,12 +599,12 @@ static void print_json(struct run *R)
 				printf("%s\"%s\": %.4f", p ? ", " : "", g_prof_key[p],
 				       a->prof_ms[p]);
 			printf("},\n   \"layer_timeline_us\": [");
-			for (int k = 0; k < 4; k++) {
+			for (int k = 0; k < COLI_TL_CLASSES; k++) {
 				const double *m = a->layer[k], n = m[0] > 0 ? m[0] : 1;
 
 				printf("%s{\"copies\": %d, \"layers\": %.0f", k ? ", " : "", k,
 				       m[0]);
-				for (int f = 1; f < 6; f++)
+				for (int f = 1; f < COLI_TL_FIELDS; f++)
 					printf(", \"%s\": %.2f", g_tl[f - 1], m[f] / n * 1e6);
 				printf("}");
 			}

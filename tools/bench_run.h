@@ -28,7 +28,7 @@ struct round {
 	double prof_ms[N_PROF];    /* --profile: inside the window, per token (g_prof) */
 	double stream_gbs;         /* streamed slab bytes / timed seconds */
 	double reloads, reload_b;  /* CUDA_RELEASE_HOST reloads in the round, their bytes */
-	double layer[4][6];        /* coli_engine_stats moe_layer over the timed steps */
+	double layer[COLI_TL_CLASSES][COLI_TL_FIELDS]; /* moe_layer over the timed steps */
 };
 
 struct arm {
@@ -45,7 +45,7 @@ struct arm {
 	double phase_ms[N_PHASES];
 	double win_ms[3], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
 	double prof_ms[N_PROF];
-	double layer[4][6]; /* the rounds' moe_layer summed (bench_print_timeline) */
+	double layer[COLI_TL_CLASSES][COLI_TL_FIELDS]; /* the rounds' moe_layer summed */
 	struct bench_bytes bytes;
 	struct bench_bound bound;
 	struct bench_bound ideal;     /* stream: host bytes split so CPU and PCIe finish together */
