@@ -48,6 +48,7 @@ struct seg {
 	signed char kind;  /* SEG_* */
 	signed char pend;  /* what the layer's first norm adds: PEND_* */
 	short guess;       /* the lookahead layer its ops route, or -1 */
+	signed char point; /* it records the host's wait point (dd->point) */
 };
 
 /* What a layer's first norm adds to the residual: nothing (layer 0), the
@@ -72,6 +73,8 @@ struct coli_dense_dev {
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
 	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
+	int point;         /* the layer queued last recorded the host's wait point behind its
+	                    * downloads (moe_host waits for it, not for the stream) */
 	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
 	signed char *part; /* [n_layers] some (full or not): the layer can be preplanned */

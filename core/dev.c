@@ -121,6 +121,27 @@ int coli_dev_elapsed(struct coli_dev *d, int from, int to, double *s)
 	CHECKED(d->ops->elapsed(d, from, to, s), "event timing");
 }
 
+int coli_dev_point(struct coli_dev *d)
+{
+	int rc;
+
+	if (d->failed)
+		return -EIO;
+	if (!d->ops->point)
+		return 0;
+	rc = d->ops->point(d);
+	return rc ? fail(d, rc, "event record") : 1;
+}
+
+int coli_dev_point_wait(struct coli_dev *d)
+{
+	int rc = launch_gate(d, COLI_FAIL_AT_SYNC);
+
+	if (rc)
+		return rc;
+	CHECKED(d->ops->point_wait(d), "synchronize");
+}
+
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 {
 	CHECKED(d->ops->download_async(d, dst, src, n), "download");

@@ -60,6 +60,10 @@ struct coli_dev_ops {
 	 * the seconds between two recorded marks (waits for the second) */
 	int (*mark)(struct coli_dev *d, int slot);
 	int (*elapsed)(struct coli_dev *d, int from, int to, double *s);
+	/* optional: the host's wait point on the compute stream (recorded into
+	 * a graph when captured) and the wait for it */
+	int (*point)(struct coli_dev *d);
+	int (*point_wait)(struct coli_dev *d);
 	/* the dense part (all async; rows are tokens, fp32) */
 	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
 	int (*rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
@@ -186,6 +190,11 @@ int coli_dev_stage_landed(struct coli_dev *d, int slot);
 int coli_dev_stage_fence(struct coli_dev *d, int slot);
 int coli_dev_mark(struct coli_dev *d, int slot);
 int coli_dev_elapsed(struct coli_dev *d, int from, int to, double *s);
+/* A wait point: 1 recorded on the compute stream, 0 the device has none (wait
+ * with coli_dev_sync); point_wait returns once the stream is past the last
+ * one recorded, counted as the sync it replaces (COLI_GPU_FAIL_AFTER). */
+int coli_dev_point(struct coli_dev *d);
+int coli_dev_point_wait(struct coli_dev *d);
 
 /* The dense part: checked like the rest (each counts as a launch). */
 int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);

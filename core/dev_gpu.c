@@ -36,6 +36,14 @@ static int g_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t 
 {
 	return coli_gpu_download_async(G(d), dst, src, n);
 }
+static int g_point(struct coli_dev *d)
+{
+	return coli_gpu_point(G(d));
+}
+static int g_point_wait(struct coli_dev *d)
+{
+	return coli_gpu_point_wait(G(d));
+}
 static int g_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
                   int n)
 {
@@ -250,6 +258,8 @@ static const struct coli_dev_ops g_gpu_ops = {
     .stage_fence = g_stage_fence,
     .mark = g_mark,
     .elapsed = g_elapsed,
+    .point = g_point,
+    .point_wait = g_point_wait,
     .copy = g_copy,
     .rmsnorm = g_rmsnorm,
     .add_bias = g_add_bias,

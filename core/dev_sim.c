@@ -13,14 +13,15 @@
  * upload from registered (page-locked, mem/) host memory when the stream
  * gets there, so the host must not write it before a sync. The sim keeps a
  * hash of every such source and checks it at the next sync (or the wait
- * for a mark recorded after it, or a download into it queued behind); a
+ * for a mark or the wait point recorded after it, or a download into it
+ * queued behind); a
  * staging copy's source (a pinned RAM-tier slab) until the host asks
  * whether the copy landed, or a sync drains the compute that used it. A
  * source written early aborts the process with what was written, the bug a
  * real device would turn into wrong numbers now and then. The other way, a
  * download lands in host memory when the stream gets there: the sim keeps
- * the bytes and writes them at the next sync (or the wait for a later mark,
- * or an upload that reads them), so a host that reads them early reads what
+ * the bytes and writes them at the next sync (or the wait for a later mark
+ * or wait point, or an upload that reads them), so a host that reads them early reads what
  * a GPU would have left there.
  */
 #include <errno.h>
@@ -71,6 +72,7 @@ struct sim {
 	double marks[SIM_MARKS];
 	uint64_t mark_seq[SIM_MARKS]; /* uploads and downloads queued before each mark */
 	uint64_t seq, copy_seq;       /* uploads and downloads, staging copies so far */
+	uint64_t point_seq;           /* uploads and downloads queued before the point */
 	uint64_t *fence_at;           /* [slot]: copies queued before its fence */
 	int n_fence;
 	struct pending *pend;
@@ -694,6 +696,25 @@ static int s_elapsed(struct coli_dev *d, int from, int to, double *t)
 	return 0;
 }
 
+/* The wait point: what was queued before it lands when the host waits. */
+static int s_point(struct coli_dev *d)
+{
+	struct sim *s = d->impl;
+
+	s->point_seq = s->seq;
+	return 0;
+}
+static int s_point_wait(struct coli_dev *d)
+{
+	struct sim *s = d->impl;
+
+	check_pending(d, &(struct past){.uploads = s->point_seq, .slot = -1});
+	land(d, s->point_seq, NULL, 0);
+	if (s->latency_us > 0)
+		usleep((useconds_t)s->latency_us);
+	return 0;
+}
+
 static const struct coli_dev_ops g_sim_ops = {
     .kind = "sim",
     .mem_info = s_mem_info,
@@ -716,6 +737,8 @@ static const struct coli_dev_ops g_sim_ops = {
     .stage_fence = s_stage_fence,
     .mark = s_mark,
     .elapsed = s_elapsed,
+    .point = s_point,
+    .point_wait = s_point_wait,
     .copy = s_d2d,
     .rmsnorm = s_rmsnorm,
     .add_bias = s_add_bias,

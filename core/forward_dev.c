@@ -14,7 +14,10 @@
  * only part is counting the routed experts once the forward has synchronized
  * (fast_count). Any other layer: the host downloads the routing, the
  * lookahead's guess for the next layer and the normed input, plans exactly
- * as the CPU path does (core/moe.c: issue to devices, CPU rows, take),
+ * as the CPU path does (core/moe.c: issue to devices, CPU rows, take) -- a
+ * preplanned layer's resident experts are queued behind those downloads and
+ * a wait point (coli_dev_point), which the host waits for instead of the
+ * whole stream, so they run while it plans -- then it
  * uploads the per-pair outputs, and the device accumulates them in
  * ascending expert id with core/moe.c's bits. Routing is on the device in
  * both cases, so the weights do not depend on which case a layer takes.
@@ -292,13 +295,11 @@ static int host_rows(struct coli_engine *e, uint64_t y, int d)
 }
 
 /* Route layer l's T <= COLI_GPU_MAX_S tokens from the router logits in
- * dd->rlog and run the plan of its experts resident here (one launch for
- * both; q8/q4 experts read xn's rows quantized in dd->aq by the ffn norm):
- * gate/up, silu + quantize, down, on the stream. Outputs in the device slot's
- * y, a row per pair in pair order; dd->ptok/pw hold the pair lists. router !=
- * NULL (f32): the router's GEMV of dd->xn into dd->rlog comes first, in the
- * same launch as the routing (layer_ops decides). */
-static int run_plan(struct coli_engine *e, int l, int T, const struct dmat *router)
+ * dd->rlog and plan its experts resident here (one launch for both): the
+ * GEMV job tables and pair lists (dd->ptok/pw) on the device. router != NULL
+ * (f32): the router's GEMV of dd->xn into dd->rlog comes first, in the same
+ * launch as the routing (layer_ops decides). */
+static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *router)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -306,7 +307,7 @@ static int run_plan(struct coli_engine *e, int l, int T, const struct dmat *rout
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	enum coli_dtype t = xl->dtype;
-	int H = c->hidden, I = c->moe_inter, K = c->top_k, P = T * K, rc = 0;
+	int H = c->hidden, I = c->moe_inter, K = c->top_k;
 	struct coli_gpu_moe_plan a = {
 	    .sel = (const int *)(uintptr_t)dd->sel,
 	    .selw = (const float *)(uintptr_t)dd->selw,
@@ -345,14 +346,27 @@ static int run_plan(struct coli_engine *e, int l, int T, const struct dmat *rout
 		struct coli_gpu_dense_gemv r =
 		    gemv_args(dd, router, dd->xn, T, dd->rlog, c->n_experts);
 
-		rc = coli_dev_router_plan(dd->dev, &r, &a);
-	} else
-		rc = coli_dev_moe_plan(dd->dev, &a);
-	rc = rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->gu_jobs, 2 * P, I);
+		return coli_dev_router_plan(dd->dev, &r, &a);
+	}
+	return coli_dev_moe_plan(dd->dev, &a);
+}
+
+/* The planned experts, on the stream (q8/q4 experts read xn's rows quantized
+ * in dd->aq by the ffn norm): gate/up, silu + quantize, down. Outputs in the
+ * device slot's y, a row per pair in pair order. */
+static int plan_experts(struct coli_engine *e, int l, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	struct coli_dev_slot *v = &e->vram[dd->plan_dev];
+	enum coli_dtype t = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype;
+	int P = T * c->top_k, rc;
+
+	rc = coli_dev_gemv_table(dd->dev, t, dd->gu_jobs, 2 * P, c->moe_inter);
 	rc = rc ? rc
 	        : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, coli_dtype_is_quant(t) ? v->hq : 0,
-	                            v->hd, v->hqs, P * I);
-	return rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, H);
+	                            v->hd, v->hqs, P * c->moe_inter);
+	return rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, c->hidden);
 }
 
 /* After the forward's last sync: what the host path counts for each layer
@@ -434,9 +448,10 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
  * (layer 0), attention, the ffn norm, then
  *   SEG_DENSE    the dense MLP
  *   SEG_PLANNED  router, route + plan, experts, accumulate, shared expert
- *   SEG_HOST/PRE router, routing (with a preplanned layer's resident
- *                experts), the lookahead's guess (layer gn >= 0), and the
- *                downloads the host plans from
+ *   SEG_HOST/PRE router, routing (with a preplanned layer's plan), the
+ *                lookahead's guess (layer gn >= 0), the downloads the host
+ *                plans from; then a preplanned layer's wait point and its
+ *                resident experts
  * No host state changes here (layer_run may capture it as a graph and
  * replay it); xq: the ffn norm quantizes xn's rows for q8/q4 experts on
  * the device. */
@@ -456,6 +471,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused;
 
+	dd->point = 0;
 	if (l == 0)
 		rc = coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w,
 		                    dd->tok_embd.scales, dd->ids + 4, dd->x, T, H);
@@ -477,7 +493,8 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	if (kind == SEG_PLANNED) {
 		/* routed, planned, computed and accumulated here; the routing goes
 		 * back for fast_count */
-		rc = rc ? rc : run_plan(e, l, T, fused ? &D->router : NULL);
+		rc = rc ? rc : plan_route(e, l, T, fused ? &D->router : NULL);
+		rc = rc ? rc : plan_experts(e, l, T);
 		rc = rc ? rc
 		        : coli_dev_download_async(dd->dev,
 		                                  e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K,
@@ -489,9 +506,14 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		                                  dd->ptok, dd->pw, T * K, T, H);
 		return rc ? rc : shared_expert(e, D, T, xq);
 	}
+	/* what the host plans from: the routing (or the router logits it
+	 * routes), the lookahead's guess, and the normed rows for its readers
+	 * (CPU rows, host routing) -- a prefill chunk's (2 MB a 256-token chunk
+	 * of a 2048-wide model) only when a pair of the layer is not resident on
+	 * this device (moe_host) */
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
 		rc = rc                ? rc
-		     : kind == SEG_PRE ? run_plan(e, l, T, fused ? &D->router : NULL)
+		     : kind == SEG_PRE ? plan_route(e, l, T, fused ? &D->router : NULL)
 		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K,
 		                                        c->norm_topk_prob, dd->sel, dd->selw);
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
@@ -505,12 +527,16 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		    rc ? rc
 		       : coli_dev_download_async(dd->dev, e->rlog, dd->rlog, sizeof(float) * T * E);
 	}
-	/* the normed rows for the host's readers (CPU rows, host routing); a
-	 * prefill chunk's (2 MB a 256-token chunk of a 2048-wide model) only
-	 * when a pair of the layer is not resident on this device (moe_host) */
-	return rc || T > COLI_GPU_MAX_S
-	           ? rc
-	           : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
+	if (T <= COLI_GPU_MAX_S)
+		rc = rc ? rc
+		        : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
+	if (rc || kind != SEG_PRE)
+		return rc;
+	/* the host looks from here: the resident experts run while it plans and
+	 * computes the rest (without a wait point it waits for them too) */
+	rc = coli_dev_point(dd->dev);
+	dd->point = rc > 0;
+	return rc < 0 ? rc : plan_experts(e, l, T);
 }
 
 void coli_dense_dev_xn(struct coli_engine *e)
@@ -584,12 +610,14 @@ static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, in
 				return rc ? rc : -EIO;
 			if (!rc_end && s->graph) {
 				s->state = 1;
+				s->point = (signed char)dd->point;
 				e->est.dev_graph_captures++;
 			}
 		}
 	}
 	if (s->state == 1) {
 		e->est.dev_graph_replays++;
+		dd->point = s->point;
 		return coli_dev_graph_launch(dd->dev, s->graph, s->n_ops);
 	}
 	return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
@@ -683,7 +711,8 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	uint64_t y = dd->ey;
 	double t_wait = coli_now_s(), t_route;
 
-	rc = coli_dev_sync(dd->dev);
+	rc = dd->point ? coli_dev_point_wait(dd->dev) : coli_dev_sync(dd->dev);
+	dd->point = 0;
 	t_route = coli_now_s();
 	if (!rc && !e->opts.profile) /* the layer's attention is done */
 		phase_end(e, &e->est.attention_s, 0);

@@ -76,9 +76,9 @@ static const struct opt_row g_opts[] = {
      "fault injection: fail a device after N launches or syncs"},
     {NULL, "COLI_GPU_FAIL_DEV", OPT_INT, F(gpu_fail_dev), "-1",
      "fault injection: the device (its index in --gpu) that fails (-1: every device)"},
-    {NULL, "COLI_DEV_PREPLAN", OPT_INT, F(dev_preplan), "0",
-     "start a partly resident MoE layer's VRAM experts on the dense device before the host "
-     "plans the rest (1; off until measured on a GPU)"},
+    {NULL, "COLI_DEV_PREPLAN", OPT_INT, F(dev_preplan), "1",
+     "start a partly resident MoE layer's VRAM experts on the dense device while the host "
+     "plans the rest (0: the host plans them too, for A/B)"},
     {NULL, "COLI_DEV_ROUTE", OPT_INT, F(dev_route), "1",
      "route on the dense device and plan fully resident MoE layers there (0: the host, for A/B)"},
     {NULL, "COLI_STREAM_HOME", OPT_INT, F(stream_home), "2",

@@ -80,6 +80,7 @@ static int resolve(void *h)
 	    S(GraphLaunch, "cuGraphLaunch"),
 	    S(GraphExecDestroy, "cuGraphExecDestroy"),
 	    S(GraphDestroy, "cuGraphDestroy"),
+	    S(EventRecordWithFlags, "cuEventRecordWithFlags"),
 #undef S
 	};
 	int have_graphs = 1;

@@ -268,6 +268,9 @@ int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size
 	for (int i = 0; !rc && i < N_MARKS; i++)
 		rc =
 		    coli_cu_check(cu->EventCreate(&g->marks[i], CU_EVENT_DEFAULT), "cuEventCreate");
+	if (!rc)
+		rc = coli_cu_check(cu->EventCreate(&g->point, CU_EVENT_DISABLE_TIMING),
+		                   "cuEventCreate");
 	if (rc) {
 		if (!err[0])
 			snprintf(err, errlen, "CUDA device %d: initialisation failed", ordinal);
@@ -289,6 +292,8 @@ void coli_gpu_close(coli_gpu_t *g)
 		for (int i = 0; i < N_MARKS; i++)
 			if (g->marks[i])
 				g->cu->EventDestroy(g->marks[i]);
+		if (g->point)
+			g->cu->EventDestroy(g->point);
 		for (int i = 0; i < JOB_SEGS; i++)
 			if (g->ring_left[i])
 				g->cu->EventDestroy(g->ring_left[i]);
@@ -827,6 +832,26 @@ int coli_gpu_mark(coli_gpu_t *g, int slot)
 	return 0;
 }
 
+/* The host's wait point: inside a capture an event record node of the graph
+ * (each replay records it), else a plain record. */
+int coli_gpu_point(coli_gpu_t *g)
+{
+	CUR(g);
+	if (g->capturing)
+		CK(g->cu->EventRecordWithFlags(g->point, g->stream, CU_EVENT_RECORD_EXTERNAL),
+		   "cuEventRecordWithFlags");
+	else
+		CK(g->cu->EventRecord(g->point, g->stream), "cuEventRecord");
+	return 0;
+}
+
+int coli_gpu_point_wait(coli_gpu_t *g)
+{
+	CUR(g);
+	CK(g->cu->EventSynchronize(g->point), "cuEventSynchronize");
+	return 0;
+}
+
 int coli_gpu_elapsed_ms(coli_gpu_t *g, int from_slot, int to_slot, float *ms)
 {
 	if (from_slot < 0 || from_slot >= N_MARKS || to_slot < 0 || to_slot >= N_MARKS)
@@ -869,6 +894,14 @@ int coli_gpu_upload_async(coli_gpu_t *g, uint64_t d, const void *s, size_t n)
 	NO_GPU;
 }
 int coli_gpu_download_async(coli_gpu_t *g, void *d, uint64_t s, size_t n)
+{
+	NO_GPU;
+}
+int coli_gpu_point(coli_gpu_t *g)
+{
+	NO_GPU;
+}
+int coli_gpu_point_wait(coli_gpu_t *g)
 {
 	NO_GPU;
 }

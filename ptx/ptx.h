@@ -50,6 +50,11 @@ int coli_gpu_download(coli_gpu_t *g, void *dst, uint64_t src, size_t n);
 int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n);
 int coli_gpu_download_async(coli_gpu_t *g, void *dst, uint64_t src, size_t n);
 int coli_gpu_sync(coli_gpu_t *g);
+/* The host's wait point on the compute stream (one per device): point records
+ * it (captured into a graph as an event record node), point_wait returns once
+ * the stream has passed the last one recorded or replayed. */
+int coli_gpu_point(coli_gpu_t *g);
+int coli_gpu_point_wait(coli_gpu_t *g);
 /* Graphs: ops queued between capture_begin and capture_end are recorded, not
  * run, into *graph (an executable graph, 0 on failure); graph_launch replays
  * it on the stream with the captured parameters (kernels that must see

@@ -40,6 +40,7 @@ typedef unsigned long long CUdeviceptr;
 #define CU_STREAM_NON_BLOCKING                          1
 #define CU_EVENT_DEFAULT                                0
 #define CU_EVENT_DISABLE_TIMING                         2
+#define CU_EVENT_RECORD_EXTERNAL                        1
 #define CU_MEMHOSTALLOC_PORTABLE                        1
 #define CU_MEMHOSTALLOC_DEVICEMAP                       2
 #define CU_MEMHOSTREGISTER_PORTABLE                     1
@@ -118,6 +119,7 @@ struct coli_cu {
 	CUresult (*GraphLaunch)(CUgraphExec, CUstream);
 	CUresult (*GraphExecDestroy)(CUgraphExec);
 	CUresult (*GraphDestroy)(CUgraph);
+	CUresult (*EventRecordWithFlags)(CUevent, CUstream, unsigned);
 	int have_graphs;
 	/* optional (CUDA 12): programmatic dependent launch; NULL if absent */
 	CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
@@ -183,8 +185,9 @@ struct coli_gpu {
 	/* [MAX_JOBS]: the caller's jobs by tile, wide first, + tile0, tile */
 	struct coli_gpu_gemm_job *gjobs_host;
 	CUevent marks[N_MARKS];
-	int cc_major; /* compute capability */
-	int pdl;      /* launches with programmatic stream serialization (coli_gpu_launch) */
+	CUevent point; /* coli_gpu_point */
+	int cc_major;  /* compute capability */
+	int pdl;       /* launches with programmatic stream serialization (coli_gpu_launch) */
 	char name[128];
 };
 

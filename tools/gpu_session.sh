@@ -2,7 +2,7 @@
 # tools/gpu_session.sh — the standard check of a GPU host, in one run: the GPU
 # tests against the CPU reference, then the decode figures docs/perf/README.md
 # records (all-resident decode: host- vs device-planned, graphs off and on;
-# `coli bench stream`'s five arms, two again with COLI_DEV_PREPLAN=1). Prints
+# `coli bench stream`'s five arms, two again with COLI_DEV_PREPLAN=0). Prints
 # one line per test and the benchmarks' own tables; asserts nothing about
 # speed.
 #
@@ -91,8 +91,8 @@ run)
 	done
 	"$dir/coli" bench stream -m "$model" --tokens 32 --rounds 5 2>&1 |
 		grep -v '^coli: \(dense\|cuda\)'
-	echo "the same, resident experts preplanned on the device (COLI_DEV_PREPLAN=1):"
-	COLI_DEV_PREPLAN=1 "$dir/coli" bench stream -m "$model" --tokens 32 --rounds 5 \
+	echo "the same, resident experts planned by the host (COLI_DEV_PREPLAN=0):"
+	COLI_DEV_PREPLAN=0 "$dir/coli" bench stream -m "$model" --tokens 32 --rounds 5 \
 		--arms sync,overlap+stream 2>&1 | grep -E '^(sync|overlap\+stream) '
 	;;
 ab)
