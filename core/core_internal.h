@@ -226,8 +226,6 @@ struct coli_engine {
 	int n_pairs;
 	int *pair_expert, *pair_token;
 	float *pair_w;
-	int *pair_host; /* [tmax*top_k] 1: the pair's row in ey is the host's, read there by
-	                 * the dense device's next norm (core/forward_dev.c PEND_MIXED) */
 	/* devices and the VRAM expert tier (core/moe_dev.c) */
 	struct coli_dev *devs[COLI_MAX_DEVS];
 	int n_devs;
@@ -235,7 +233,7 @@ struct coli_engine {
 	int pred_l;               /* -1: no guess pending */
 	unsigned char *la_idle;   /* [n_layers] guesses in a row that read nothing */
 	void *xfer;    /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
-	                * sel, selw, fast_sel, guess, pair_host */
+	                * sel, selw, fast_sel, guess */
 	int *fast_sel; /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on
 	                * the dense device this forward, for the host's counts */
 	int *guess;    /* [tmax][top_k]: the lookahead's top-k for layer guess_l, computed

@@ -53,11 +53,9 @@ struct seg {
 
 /* What a layer's first norm adds to the residual: nothing (layer 0), the
  * previous layer's MLP output (dd->mlp), or its MoE pairs not yet summed (a
- * device-planned or preplanned layer leaves its accumulate to the next norm:
- * one launch less; see defers) -- with PEND_MIXED the rows of the pairs the
- * host computed are read from its mapped memory (dd->yh, flags dd->hf), not
- * uploaded first. */
-enum { PEND_NONE, PEND_MLP, PEND_PAIRS, PEND_MIXED };
+ * device-planned layer leaves its accumulate to the next norm: one launch
+ * less; see defers). */
+enum { PEND_NONE, PEND_MLP, PEND_PAIRS };
 
 /* Rows of the device's logits buffer: every position's logits (coli logits,
  * perplexity) are computed and downloaded this many at a time, so a large
@@ -75,7 +73,6 @@ struct coli_dense_dev {
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
 	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
-	uint64_t yh, hf;   /* e->ey and e->pair_host as this device maps them (PEND_MIXED) */
 	int point;         /* the layer queued last recorded the host's wait point behind its
 	                    * downloads (moe_host waits for it, not for the stream) */
 	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */

@@ -133,11 +133,6 @@ int coli_dev_point(struct coli_dev *d)
 	return rc ? fail(d, rc, "event record") : 1;
 }
 
-uint64_t coli_dev_mapped(struct coli_dev *d, const void *p, size_t n)
-{
-	return d->failed || !d->ops->mapped ? 0 : d->ops->mapped(d, p, n);
-}
-
 int coli_dev_point_wait(struct coli_dev *d)
 {
 	int rc = launch_gate(d, COLI_FAIL_AT_SYNC);

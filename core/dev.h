@@ -64,8 +64,6 @@ struct coli_dev_ops {
 	 * a graph when captured) and the wait for it */
 	int (*point)(struct coli_dev *d);
 	int (*point_wait)(struct coli_dev *d);
-	/* optional: the device's address of registered host bytes it maps, or 0 */
-	uint64_t (*mapped)(struct coli_dev *d, const void *p, size_t n);
 	/* the dense part (all async; rows are tokens, fp32) */
 	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
 	int (*rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
@@ -197,9 +195,6 @@ int coli_dev_elapsed(struct coli_dev *d, int from, int to, double *s);
  * one recorded, counted as the sync it replaces (COLI_GPU_FAIL_AFTER). */
 int coli_dev_point(struct coli_dev *d);
 int coli_dev_point_wait(struct coli_dev *d);
-/* Where kernels of d read registered host bytes [p, p + n) in place: their
- * device address, 0 if d does not map them. */
-uint64_t coli_dev_mapped(struct coli_dev *d, const void *p, size_t n);
 
 /* The dense part: checked like the rest (each counts as a launch). */
 int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);

@@ -44,10 +44,6 @@ static int g_point_wait(struct coli_dev *d)
 {
 	return coli_gpu_point_wait(G(d));
 }
-static uint64_t g_mapped(struct coli_dev *d, const void *p, size_t n)
-{
-	return coli_gpu_mapped(G(d), p, n);
-}
 static int g_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
                   int n)
 {
@@ -264,7 +260,6 @@ static const struct coli_dev_ops g_gpu_ops = {
     .elapsed = g_elapsed,
     .point = g_point,
     .point_wait = g_point_wait,
-    .mapped = g_mapped,
     .copy = g_copy,
     .rmsnorm = g_rmsnorm,
     .add_bias = g_add_bias,

@@ -460,43 +460,19 @@ static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, 
 	return 0;
 }
 
-/* the pairs summed into a scratch row block first (moe_accumulate's order;
- * a pair the host computed read from its mapped row), then the residual add
- * and the norm */
+/* the pairs summed into a scratch row block first (moe_accumulate's order),
+ * then the residual add and the norm */
 static int s_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
                          uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
                          float eps)
 {
-	struct sim *s = d->impl;
 	float *a = malloc(sizeof(float) * (size_t)rows * n);
-	float *yc = p->yh ? malloc(sizeof(float) * (size_t)p->n * n) : NULL;
 	int rc;
 
-	if (!a || (p->yh && !yc)) {
-		free(a);
-		free(yc);
+	if (!a)
 		return -ENOMEM;
-	}
-	/* each pair's row where it is; a GPU reads the host's when the stream
-	 * gets here, so they and the flags are checked as an upload's source */
-	for (int k = 0; yc && k < p->n; k++) {
-		int host = ((const int *)(uintptr_t)p->host)[k];
-		const float *row = F(host ? p->yh : p->y) + (size_t)k * n;
-
-		memcpy(yc + (size_t)k * n, row, sizeof(float) * n);
-		rc = host ? remember(d, row, sizeof(float) * n, -1, ++s->seq) : 0;
-		if (rc) {
-			free(a);
-			free(yc);
-			return rc;
-		}
-	}
-	rc = yc ? remember(d, (const void *)(uintptr_t)p->host, sizeof(int) * p->n, -1, ++s->seq)
-	        : 0;
-	s_moe_acc(d, (uint64_t)(uintptr_t)a, yc ? (uint64_t)(uintptr_t)yc : p->y, p->token, p->w,
-	          p->n, rows, n);
-	free(yc);
-	rc = rc ? rc : s_add_rmsnorm(d, x, (uint64_t)(uintptr_t)a, w, y, q, qd, qs, rows, n, eps);
+	s_moe_acc(d, (uint64_t)(uintptr_t)a, p->y, p->token, p->w, p->n, rows, n);
+	rc = s_add_rmsnorm(d, x, (uint64_t)(uintptr_t)a, w, y, q, qd, qs, rows, n, eps);
 	free(a);
 	return rc;
 }
@@ -739,13 +715,6 @@ static int s_point_wait(struct coli_dev *d)
 	return 0;
 }
 
-/* Host memory is the simulated device's: it maps every registered byte. */
-static uint64_t s_mapped(struct coli_dev *d, const void *p, size_t n)
-{
-	(void)d;
-	return registered(p, n) ? (uint64_t)(uintptr_t)p : 0;
-}
-
 static const struct coli_dev_ops g_sim_ops = {
     .kind = "sim",
     .mem_info = s_mem_info,
@@ -770,7 +739,6 @@ static const struct coli_dev_ops g_sim_ops = {
     .elapsed = s_elapsed,
     .point = s_point,
     .point_wait = s_point_wait,
-    .mapped = s_mapped,
     .copy = s_d2d,
     .rmsnorm = s_rmsnorm,
     .add_bias = s_add_bias,

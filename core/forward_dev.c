@@ -191,12 +191,10 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
 
 	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
-	if (pend == PEND_PAIRS || pend == PEND_MIXED) { /* the previous layer's pairs */
+	if (pend == PEND_PAIRS) { /* the previous layer's pairs, summed here */
 		const struct coli_gpu_pairs p = {.y = e->vram[dd->plan_dev].y,
 		                                 .token = dd->ptok,
 		                                 .w = dd->pw,
-		                                 .yh = pend == PEND_MIXED ? dd->yh : 0,
-		                                 .host = pend == PEND_MIXED ? dd->hf : 0,
 		                                 .n = T * c->top_k};
 
 		rc = coli_dev_acc_rmsnorm(dd->dev, dd->x, &p, D->attn_norm, dd->xn,
@@ -294,21 +292,6 @@ static int host_rows(struct coli_engine *e, uint64_t y, int d)
 		p += n ? n : 1;
 	}
 	return rc ? rc : sent;
-}
-
-/* PEND_MIXED: the pairs device d did not compute are marked in e->pair_host
- * for the next norm, which reads their rows in e->ey through the mapping.
- * Returns how many. */
-static int host_flags(struct coli_engine *e, int d)
-{
-	int n = 0;
-
-	for (int p = 0; p < e->n_pairs; p++) {
-		e->pair_host[p] = e->assign[e->pair_expert[p]] != d;
-		n += e->pair_host[p];
-	}
-	e->est.h2d_bytes += (size_t)n * e->m.cfg.hidden * sizeof(float);
-	return n;
 }
 
 /* Route layer l's T <= COLI_GPU_MAX_S tokens from the router logits in
@@ -473,29 +456,11 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
  * replay it); xq: the ffn norm quantizes xn's rows for q8/q4 experts on
  * the device. */
 /* Whether layer l, of kind `kind`, leaves its MoE accumulate to the next
- * layer's first norm: a layer planned (or preplanned) on the device, whose
- * pair lists are there, with a next layer and no shared expert (whose gated
- * add needs the sum first). */
+ * layer's first norm: a device-planned layer with a next layer and no shared
+ * expert (whose gated add needs the sum first). */
 static int defers(const struct coli_engine *e, int l, int kind) /* (and on this device) */
 {
-	return (kind == SEG_PLANNED || kind == SEG_PRE) && l + 1 < e->dd->l1 &&
-	       !e->m.cfg.shared_inter;
-}
-
-/* What layer l leaves to the next layer's first norm (PEND_*): a deferring
- * preplanned layer's CPU rows stay in e->ey where the device maps it. */
-static int pend_after(struct coli_engine *e, int l, int kind, int T)
-{
-	struct coli_dense_dev *dd = e->dd;
-	size_t P = (size_t)T * e->m.cfg.top_k;
-
-	if (!defers(e, l, kind))
-		return PEND_MLP;
-	if (kind != SEG_PRE)
-		return PEND_PAIRS;
-	dd->yh = coli_dev_mapped(dd->dev, e->ey, P * e->m.cfg.hidden * sizeof(float));
-	dd->hf = coli_dev_mapped(dd->dev, e->pair_host, P * sizeof(int));
-	return dd->yh && dd->hf ? PEND_MIXED : PEND_PAIRS;
+	return kind == SEG_PLANNED && l + 1 < e->dd->l1 && !e->m.cfg.shared_inter;
 }
 
 static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
@@ -737,7 +702,7 @@ static void timeline(struct coli_engine *e, double t_wait, double t_route)
 /* The host's part of a layer layer_ops planned on the host (SEG_HOST/PRE):
  * wait for the routing, plan and run the experts (core/moe.c), then the
  * outputs back on the device and accumulated there, the shared expert. */
-static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq, int pend)
+static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -785,16 +750,14 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq, int pe
 	if (e->moe_on_dense >= 0) {
 		y = e->vram[e->moe_on_dense].y;
 		from = off;
-		rc = pre && pend == PEND_MIXED ? host_flags(e, e->moe_on_dense)
-		                               : host_rows(e, y, e->moe_on_dense);
+		rc = host_rows(e, y, e->moe_on_dense);
 		if (rc < 0)
 			return rc;
 		e->est.moe_layers_on_dense += rc == 0 && !pre;
 		rc = 0;
-		if (pre) { /* the pair lists are here too: summed now or by the next norm */
-			if (pend == PEND_MLP)
-				rc = coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw,
-				                             e->n_pairs, T, H);
+		if (pre) { /* the pair lists are here too */
+			rc = coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw,
+			                             e->n_pairs, T, H);
 			e->est.moe_layers_dev_preplanned++;
 			rc = rc ? rc : shared_expert(e, D, T, xq);
 			if (!rc && T <= COLI_GPU_MAX_S)
@@ -887,7 +850,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		int xq = layer_xq(e, l, kind);
 
 		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
-		pend = pend_after(e, l, kind, T);
+		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
 		if (!rc && kind == SEG_PLANNED) {
 			dd->fast_T[l] = T;
 			if (!e->opts.profile) /* queued, not done: see phase_end */
@@ -896,7 +859,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		if (!rc && (kind == SEG_HOST || kind == SEG_PRE)) {
 			if (dd->route_on_dev)
 				e->guess_l = gn;
-			rc = moe_host(e, l, T, kind == SEG_PRE, xq, pend);
+			rc = moe_host(e, l, T, kind == SEG_PRE, xq);
 		}
 		if (!rc) /* a host-planned layer ended on a sync; a device-planned one queued */
 			rc = phase_end(e, moe ? &e->est.moe_s : &e->est.dense_mlp_s,

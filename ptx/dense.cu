@@ -86,38 +86,25 @@ DGEMV_J(bf16, 2, 8) DGEMV_J(bf16, 2, 16)
  * accumulate launch of its own. */
 #define RN_REG 4 /* float4 per thread kept in registers; larger rows re-read x */
     /* Row `row`'s sum of a MoE layer's pairs at element i: coli_moe_accumulate's
-     * order (pairs ascending, product rounded then added, from +0); a pair
-     * whose hf is set read from the host's mapped rows ph. */
+     * order (pairs ascending, product rounded then added, from +0). */
     static __device__ __forceinline__
-    float pairs_sum(const float *py, const float *ph, const unsigned char *hf, const int *pt,
-                    const float *pw, int np, int row, int n, int i)
+    float pairs_sum(const float *py, const int *pt, const float *pw, int np, int row, int n, int i)
 {
 	float o = 0.0f;
 
 	for (int p = 0; p < np; p++)
-		if (__ldg(pt + p) == row) {
-			const size_t at = (size_t)p * n + i;
-			const float v = ph && hf[p] ? ph[at] : __ldg(py + at);
-
-			o = __fadd_rn(o, __fmul_rn(__ldg(pw + p), v));
-		}
+		if (__ldg(pt + p) == row)
+			o = __fadd_rn(o, __fmul_rn(__ldg(pw + p), __ldg(py + (size_t)p * n + i)));
 	return o;
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
     coli_rmsnorm(float *x, const float *add, const float *w, float *y, signed char *q, float *qd,
                  int *qsum, int rows, int n, float eps, int G, const float *py, const int *pt,
-                 const float *pw, int np, const float *ph, const int *phost)
+                 const float *pw, int np)
 {
 	pdl_entry();
 	__shared__ double red[32];
-	__shared__ unsigned char hf[COLI_GPU_PLAN_MAX_P]; /* pair p's row is the host's */
-
-	if (ph) { /* one read of the flags over the bus, before any row returns */
-		for (int p = threadIdx.x; p < np && p < COLI_GPU_PLAN_MAX_P; p += blockDim.x)
-			hf[p] = phost[p] != 0;
-		__syncthreads();
-	}
 	const int gi = threadIdx.x / G, lt = threadIdx.x % G, wpg = G >> 5;
 	const int row = blockIdx.x * (blockDim.x / G) + gi;
 	const bool ok = row < rows, vec = (n & 3) == 0 && n <= RN_REG * 4 * G;
@@ -137,11 +124,10 @@ extern "C" __global__ void __launch_bounds__(1024)
 			if ((add || py) && i < n) {
 				const float4 b =
 				    add ? *(const float4 *)(ar + i)
-				        : make_float4(
-				              pairs_sum(py, ph, hf, pt, pw, np, row, n, i),
-				              pairs_sum(py, ph, hf, pt, pw, np, row, n, i + 1),
-				              pairs_sum(py, ph, hf, pt, pw, np, row, n, i + 2),
-				              pairs_sum(py, ph, hf, pt, pw, np, row, n, i + 3));
+				        : make_float4(pairs_sum(py, pt, pw, np, row, n, i),
+				                      pairs_sum(py, pt, pw, np, row, n, i + 1),
+				                      pairs_sum(py, pt, pw, np, row, n, i + 2),
+				                      pairs_sum(py, pt, pw, np, row, n, i + 3));
 
 				v[k] = make_float4(v[k].x + b.x, v[k].y + b.y, v[k].z + b.z,
 				                   v[k].w + b.w);
@@ -157,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(1024)
 			if (add) /* this thread reads it back below: no other writer */
 				xr[i] += ar[i];
 			else if (py)
-				xr[i] += pairs_sum(py, ph, hf, pt, pw, np, row, n, i);
+				xr[i] += pairs_sum(py, pt, pw, np, row, n, i);
 			ss += (double)xr[i] * xr[i];
 		}
 	}

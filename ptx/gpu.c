@@ -521,11 +521,6 @@ int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n)
 	return 0;
 }
 
-uint64_t coli_gpu_mapped(const coli_gpu_t *g, const void *p, size_t n)
-{
-	return mapped(g, p, n);
-}
-
 void coli_gpu_host_unregister(coli_gpu_t *g, void *p)
 {
 	for (int i = 0; i < g->n_regs; i++)
@@ -960,10 +955,6 @@ int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n)
 }
 void coli_gpu_host_unregister(coli_gpu_t *g, void *p)
 {
-}
-uint64_t coli_gpu_mapped(const coli_gpu_t *g, const void *p, size_t n)
-{
-	return 0;
 }
 int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemv_job *j, int n)
 {

@@ -159,10 +159,8 @@ static int rmsnorm_launch(coli_gpu_t *g, uint64_t x, uint64_t add, const struct 
 {
 	CUdeviceptr a = x, d = add, b = w, c = y, e = q, f = qd, h = qsum;
 	CUdeviceptr py = p ? p->y : 0, pt = p ? p->token : 0, pw = p ? p->w : 0;
-	CUdeviceptr ph = p ? p->yh : 0, hf = p ? p->host : 0;
 	int G = 32, rc, fused, np = p ? p->n : 0;
-	void *args[] = {&a,   &d, &b,  &c,  &e,  &f,  &h,  &rows, &n,
-	                &eps, &G, &py, &pt, &pw, &np, &ph, &hf};
+	void *args[] = {&a, &d, &b, &c, &e, &f, &h, &rows, &n, &eps, &G, &py, &pt, &pw, &np};
 	unsigned bx, per;
 
 	if (rows <= 0 || n <= 0)
@@ -191,8 +189,7 @@ int coli_gpu_acc_rmsnorm(coli_gpu_t *g, uint64_t x, const struct coli_gpu_pairs 
                          uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
                          float eps)
 {
-	if (!p || p->n < 0 || (p->n && (!p->y || !p->token || !p->w)) ||
-	    (p->yh && (!p->host || p->n > COLI_GPU_PLAN_MAX_P)))
+	if (!p || p->n < 0 || (p->n && (!p->y || !p->token || !p->w)))
 		return -EINVAL;
 	return rmsnorm_launch(g, x, 0, p, w, y, q, qd, qsum, rows, n, eps);
 }

@@ -112,12 +112,9 @@ struct coli_gpu_gemm_inline { /* a small table in the launch's parameters */
 /* A MoE layer's expert outputs not yet summed (host side: the arguments of
  * coli_gpu_acc_rmsnorm): y [n][H] a row per (token, expert) pair, token [n]
  * and weight w [n] per pair, in pair order (ascending expert) — what
- * coli_moe_accumulate would sum. With yh: the rows the host computed stay in
- * its mapped memory, yh [n][H] (pair p's row where host[p] != 0), read there
- * instead of uploaded. Device addresses. */
+ * coli_moe_accumulate would sum. Device addresses. */
 struct coli_gpu_pairs {
 	unsigned long long y, token, w;
-	unsigned long long yh, host;
 	int n, pad_;
 };
 

@@ -78,9 +78,6 @@ int coli_gpu_stage_fence(coli_gpu_t *g, int slot);
 /* Page-lock host memory for DMA (cuMemHostRegister). */
 int coli_gpu_host_register(coli_gpu_t *g, void *p, size_t n);
 void coli_gpu_host_unregister(coli_gpu_t *g, void *p);
-/* The device's address of registered host bytes [p, p + n) it maps (kernels
- * read and write them over the bus), or 0. */
-uint64_t coli_gpu_mapped(const coli_gpu_t *g, const void *p, size_t n);
 
 /* ---- kernels (stream-ordered, asynchronous) ----
  * GEMV jobs: each is one matrix [rows x K] in `dtype` times S <= COLI_GPU_MAX_S
