@@ -196,14 +196,15 @@ struct coli_engine {
 	size_t kv_bytes;
 	/* scratch for up to tmax tokens per forward call */
 	int tmax;
-	float *x;       /* [tmax][hidden] residual stream */
-	float *xn;      /* [tmax][hidden] normed */
-	float *q;       /* [tmax][nh*hd] */
-	float *kx, *vx; /* [tmax][nkv*hd] */
-	float *att;     /* [tmax][nh*hd] attention output */
-	float *scores;  /* [threads][ctx] */
-	float *mlp;     /* [tmax][hidden] MoE / MLP output */
-	float *proj;    /* [tmax][hidden] projection output */
+	float *x;                     /* [tmax][hidden] residual stream */
+	float *xn;                    /* [tmax][hidden] normed */
+	float *q;                     /* [tmax][nh*hd] */
+	float *kx, *vx;               /* [tmax][nkv*hd] */
+	float *att;                   /* [tmax][nh*hd] attention output */
+	float *scores;                /* [threads][ctx * 8]: attention's, a slot a thread */
+	struct coli_attn_group *attn; /* [tmax * n_kv_heads]: a forward's attention groups */
+	float *mlp;                   /* [tmax][hidden] MoE / MLP output */
+	float *proj;                  /* [tmax][hidden] projection output */
 	float *glogits; /* [vocab]: the CPU path's logits for coli_engine_forward_argmax */
 	float *rlog;    /* [tmax][n_experts] router logits */
 	int *sel;       /* [tmax][top_k] routed experts (descending weight) */

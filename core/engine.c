@@ -139,6 +139,7 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->vx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(e->att, (size_t)T * qd);
 	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->ctx * 8); /* attention's */
+	rc = rc ? rc : ALLOC(e->attn, (size_t)T * c->n_kv_heads);
 	rc = rc ? rc : ALLOC(e->mlp, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->proj, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->glogits, c->vocab);
@@ -413,7 +414,7 @@ void coli_engine_close(coli_engine_t *e)
 	coli_mem_free(e->kcache, e->kv_bytes);
 	coli_mem_free(e->vcache, e->kv_bytes);
 	free(e->x), free(e->q), free(e->kx), free(e->vx), free(e->att);
-	free(e->scores), free(e->mlp), free(e->proj), free(e->glogits);
+	free(e->scores), free(e->attn), free(e->mlp), free(e->proj), free(e->glogits);
 	free(e->g), free(e->u), free(e->ag);
 	free(e->inv_freq);
 	free(e->pair_expert);

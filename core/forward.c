@@ -101,42 +101,14 @@ static void qk_norm(const struct coli_model_config *c, float *v, const float *w,
 	}
 }
 
-struct attn_job {
-	struct coli_engine *e;
-	int l, T, pos0;
-};
-
-/* One task handles the (token, key/value head) pairs congruent to its
- * index: the query heads of that group at once (coli_attention_group: each
- * head's bits are coli_attention_head's, the keys and values read once for
- * the group); scores[task] ([ctx * 8]). */
-static void attn_task(void *arg, int task, int n_tasks)
-{
-	struct attn_job *j = arg;
-	struct coli_engine *e = j->e;
-	const struct coli_model_config *c = &e->m.cfg;
-	int hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, kvd = nkv * hd;
-	int group = nh / nkv;
-	float scale = 1.0f / sqrtf((float)hd);
-	float *sc = e->scores + (size_t)task * e->ctx * 8;
-	const float *K = e->kcache + (size_t)j->l * e->ctx * kvd;
-	const float *V = e->vcache + (size_t)j->l * e->ctx * kvd;
-
-	for (int tg = task; tg < j->T * nkv; tg += n_tasks) {
-		int t = tg / nkv, g = tg % nkv;
-		size_t h0 = (size_t)t * nh + (size_t)g * group; /* the group's first head */
-
-		coli_attention_group(e->q + h0 * hd, group, K + g * hd, V + g * hd, j->pos0 + t + 1,
-		                     kvd, hd, scale, sc, e->att + h0 * hd);
-	}
-}
-
 static void attention(struct coli_engine *e, int l, int T, int pos0)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_layer *L = &e->m.layers[l];
 	int H = c->hidden, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
-	struct attn_job job = {e, l, T, pos0};
+	int hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv;
+	const float *K = e->kcache + (size_t)l * e->ctx * kvd;
+	const float *V = e->vcache + (size_t)l * e->ctx * kvd;
 
 	for (int t = 0; t < T; t++)
 		coli_rmsnorm(e->x + (size_t)t * H, L->attn_norm, e->xn + (size_t)t * H, H,
@@ -157,7 +129,22 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 	/* append this call's keys and values to the cache */
 	memcpy(e->kcache + ((size_t)l * e->ctx + pos0) * kvd, e->kx, sizeof(float) * T * kvd);
 	memcpy(e->vcache + ((size_t)l * e->ctx + pos0) * kvd, e->vx, sizeof(float) * T * kvd);
-	coli_cpu_pool_run(e->pool, attn_task, &job, coli_cpu_pool_threads(e->pool));
+	/* one group a (token, key/value head): the query heads sharing it
+	 * (coli_attention_groups_mt splits the few groups of a decode step
+	 * across the threads; each head's bits are coli_attention_head's) */
+	for (int tg = 0; tg < T * nkv; tg++) {
+		int t = tg / nkv, g = tg % nkv;
+		size_t h0 = (size_t)t * c->n_heads + (size_t)g * group; /* the group's first head */
+
+		e->attn[tg] = (struct coli_attn_group){.q = e->q + h0 * hd,
+		                                       .K = K + g * hd,
+		                                       .V = V + g * hd,
+		                                       .out = e->att + h0 * hd,
+		                                       .G = group,
+		                                       .n_pos = pos0 + t + 1};
+	}
+	coli_attention_groups_mt(e->pool, e->attn, T * nkv, kvd, hd, 1.0f / sqrtf((float)hd),
+	                         e->scores, (size_t)e->ctx * 8, coli_cpu_pool_threads(e->pool));
 	coli_actbufs_set(e, e->ah, e->att, T, qd);
 	matmul(e, &L->o, e->ah, T, e->proj);
 	for (size_t i = 0; i < (size_t)T * H; i++)

@@ -224,5 +224,20 @@ void coli_attention_head(const float *q, const float *K, const float *V, int n_p
  * (docs/perf/kernels.md "CPU attention"). scores: [n_pos * 8] scratch. */
 void coli_attention_group(const float *q, int G, const float *K, const float *V, int n_pos,
                           int stride, int hd, float scale, float *scores, float *out);
+/* One GQA group for one query: coli_attention_group's own arguments. */
+struct coli_attn_group {
+	const float *q, *K, *V;
+	float *out;
+	int G, n_pos;
+};
+/* n groups (sharing stride, hd and scale) across the pool (may be NULL), each
+ * with coli_attention_group's bits. Fewer eight-head units than threads, each
+ * at least 256 positions long (decode at long context), are split by
+ * positions and outputs so that every thread works; otherwise one task a
+ * group. scratch: n_slots slots of `slot` floats, each >= n_pos * 8 of any
+ * group (the engine's attention scratch: a slot a thread). Returns 1 when it
+ * split them, 0 for one task a group. */
+int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g, int n, int stride,
+                             int hd, float scale, float *scratch, size_t slot, int n_slots);
 
 #endif

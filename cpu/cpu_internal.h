@@ -52,6 +52,19 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n);
  * of fewer repeats its last head in the free lanes). */
 void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
                                int stride, int hd, float scale, float *sc, float *out);
+/* Its steps for eight heads (nh <= 8 of them real) over a share of the
+ * positions [p0, p1) or of the outputs [i0, i1), any split giving the same
+ * bits (cpu/ops_avx2.c; coli_attention_groups_mt runs them across a pool):
+ * scores and their max, the max over shares' maxes, exp, the sum of all
+ * exps (in position order), the weights, outputs. */
+void coli_attn8_scores_avx2(const float *q, int nh, const float *K, int p0, int p1, int stride,
+                            int hd, float scale, float *sc, float *mx8);
+void coli_attn8_max_avx2(const float *maxes, int n, float *mx8);
+void coli_attn8_exp_avx2(float *sc, int p0, int p1, const float *mx8);
+void coli_attn8_sum_avx2(const float *sc, int n_pos, float *sum8);
+void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8);
+void coli_attn8_out_avx2(const float *sc, const float *V, int n_pos, int stride, int hd, int i0,
+                         int i1, int nh, float *out);
 
 /* Q4_0's scale search (cpu/dtype.c): a block's squared error at scale d,
  * summed in 8 lanes folded ((0+4)+(2+6))+((1+5)+(3+7)); the AVX2 form is the

@@ -95,26 +95,31 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n)
 
 #define ATT_TILE 64 /* positions whose value rows the output blocks share */
 
-/* Eight heads of one key/value head (q [8][hd], out [8][hd]) as the eight
- * lanes of every vector: each lane runs coli_attention_head's steps in its
- * order (mul then add, no fma; the dot product in eight chains folded
- * ((0+4)+(2+6))+((1+5)+(3+7)); max, libm expf and the sum over positions in
- * order; the weight a division, each output summed over positions in order),
- * so each head's bits are that function's. A key or value element is
- * broadcast once for the eight heads instead of read eight times, and nothing
- * is folded across lanes. sc: [n_pos][8] scratch. */
-static void attention8(const float *q, const float *K, const float *V, int n_pos, int stride,
-                       int hd, float scale, float *sc, float *out)
+/* Eight heads of one key/value head as the eight lanes of every vector: each
+ * lane runs coli_attention_head's steps in its order (mul then add, no fma;
+ * the dot product in eight chains folded ((0+4)+(2+6))+((1+5)+(3+7)); max,
+ * libm expf and the sum over positions in order; the weight a division, each
+ * output summed over positions in order), so each head's bits are that
+ * function's. A key or value element is broadcast once for the eight heads
+ * instead of read eight times, and nothing is folded across lanes. The steps
+ * are four functions over a share of the positions or the outputs, so that
+ * threads can split one group (coli_attention_groups_mt) with the same bits:
+ * nothing a position or an output computes depends on the share. sc:
+ * [n_pos][8] scores, then weights. */
+
+/* Scores of positions [p0, p1) (q: nh <= 8 heads [nh][hd], the free lanes
+ * repeat the last) and their lanes' max (the scalar's test, first of equals). */
+void coli_attn8_scores_avx2(const float *q, int nh, const float *K, int p0, int p1, int stride,
+                            int hd, float scale, float *sc, float *mx8)
 {
 	const __m256 vscale = _mm256_set1_ps(scale);
-	__m256 mx = _mm256_set1_ps(-__builtin_inff()), sum = _mm256_setzero_ps();
-	float qt[hd * 8];  /* [hd][8 heads] */
-	float acc[hd * 8]; /* [hd][8 heads] */
+	__m256 mx = _mm256_set1_ps(-__builtin_inff());
+	float qt[hd * 8]; /* [hd][8 heads] */
 
 	for (int h = 0; h < 8; h++)
 		for (int i = 0; i < hd; i++)
-			qt[i * 8 + h] = q[(size_t)h * hd + i];
-	for (int p = 0; p < n_pos; p++) {
+			qt[i * 8 + h] = q[(size_t)(h < nh ? h : nh - 1) * hd + i];
+	for (int p = p0; p < p1; p++) {
 		const float *k = K + (size_t)p * stride;
 		__m256 l[8], s;
 		int i = 0;
@@ -137,69 +142,109 @@ static void attention8(const float *q, const float *K, const float *V, int n_pos
 		_mm256_storeu_ps(sc + (size_t)p * 8, s);
 		mx = _mm256_max_ps(s, mx); /* s > mx ? s : mx, the scalar's test */
 	}
-	for (int p = 0; p < n_pos; p++) {
+	_mm256_storeu_ps(mx8, mx);
+}
+
+/* The max over several shares' maxes (in position order), in mx8 on return. */
+void coli_attn8_max_avx2(const float *maxes, int n, float *mx8)
+{
+	__m256 mx = _mm256_set1_ps(-__builtin_inff());
+
+	for (int b = 0; b < n; b++)
+		mx = _mm256_max_ps(_mm256_loadu_ps(maxes + (size_t)b * 8), mx);
+	_mm256_storeu_ps(mx8, mx);
+}
+
+/* exp(score - max) of positions [p0, p1), libm's expf as the scalar form. */
+void coli_attn8_exp_avx2(float *sc, int p0, int p1, const float *mx8)
+{
+	const __m256 mx = _mm256_loadu_ps(mx8);
+
+	for (int p = p0; p < p1; p++) {
 		float d[8];
 
 		_mm256_storeu_ps(d, _mm256_sub_ps(_mm256_loadu_ps(sc + (size_t)p * 8), mx));
-		for (int h = 0; h < 8; h++) /* libm's expf, as the scalar form */
+		for (int h = 0; h < 8; h++)
 			d[h] = expf(d[h]);
 		_mm256_storeu_ps(sc + (size_t)p * 8, _mm256_loadu_ps(d));
-		sum = _mm256_add_ps(sum, _mm256_loadu_ps(d));
 	}
-	for (int p = 0; p < n_pos; p++) /* the weights */
+}
+
+/* The sum of the exps of all n_pos positions, in position order. */
+void coli_attn8_sum_avx2(const float *sc, int n_pos, float *sum8)
+{
+	__m256 sum = _mm256_setzero_ps();
+
+	for (int p = 0; p < n_pos; p++)
+		sum = _mm256_add_ps(sum, _mm256_loadu_ps(sc + (size_t)p * 8));
+	_mm256_storeu_ps(sum8, sum);
+}
+
+/* The weights of positions [p0, p1): their exp over the sum. */
+void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8)
+{
+	const __m256 sum = _mm256_loadu_ps(sum8);
+
+	for (int p = p0; p < p1; p++)
 		_mm256_storeu_ps(sc + (size_t)p * 8,
 		                 _mm256_div_ps(_mm256_loadu_ps(sc + (size_t)p * 8), sum));
-	/* the outputs eight at a time (eight vectors, one per output, in
-	 * registers) over a tile of positions, tile after tile: each output
-	 * still sums its positions in order, and a tile's value rows (32 KB at
-	 * hd 128) stay in cache while the output blocks walk it */
-	for (int i = 0; i < hd * 8; i++)
+}
+
+/* Outputs [i0, i1) of the nh heads (out [nh][hd]): eight at a time (eight
+ * vectors, one per output, in registers) over a tile of positions, tile after
+ * tile: each output still sums its positions in order, and a tile's value
+ * rows (32 KB at hd 128) stay in cache while the output blocks walk it. */
+void coli_attn8_out_avx2(const float *sc, const float *V, int n_pos, int stride, int hd, int i0,
+                         int i1, int nh, float *out)
+{
+	const int w = i1 - i0;
+
+	if (w <= 0)
+		return;
+	float acc[w * 8]; /* [w][8 heads] */
+
+	for (int i = 0; i < w * 8; i++)
 		acc[i] = 0.0f;
 	for (int p0 = 0; p0 < n_pos; p0 += ATT_TILE) {
 		const int p1 = n_pos - p0 < ATT_TILE ? n_pos : p0 + ATT_TILE;
 
-		for (int i0 = 0; i0 < hd; i0 += 8) {
-			const int n = hd - i0 < 8 ? hd - i0 : 8;
+		for (int b = 0; b < w; b += 8) {
+			const int n = w - b < 8 ? w - b : 8;
 			__m256 a[8];
 
 			for (int j = 0; j < n; j++)
-				a[j] = _mm256_loadu_ps(acc + (i0 + j) * 8);
+				a[j] = _mm256_loadu_ps(acc + (b + j) * 8);
 			for (int p = p0; p < p1; p++) {
-				const __m256 w = _mm256_loadu_ps(sc + (size_t)p * 8);
-				const float *v = V + (size_t)p * stride + i0;
+				const __m256 wt = _mm256_loadu_ps(sc + (size_t)p * 8);
+				const float *v = V + (size_t)p * stride + i0 + b;
 
 				for (int j = 0; j < n; j++)
 					a[j] = _mm256_add_ps(
-					    a[j], _mm256_mul_ps(w, _mm256_broadcast_ss(v + j)));
+					    a[j], _mm256_mul_ps(wt, _mm256_broadcast_ss(v + j)));
 			}
 			for (int j = 0; j < n; j++)
-				_mm256_storeu_ps(acc + (i0 + j) * 8, a[j]);
+				_mm256_storeu_ps(acc + (b + j) * 8, a[j]);
 		}
 	}
-	for (int h = 0; h < 8; h++)
-		for (int i = 0; i < hd; i++)
-			out[(size_t)h * hd + i] = acc[i * 8 + h];
+	for (int h = 0; h < nh; h++)
+		for (int i = 0; i < w; i++)
+			out[(size_t)h * hd + i0 + i] = acc[i * 8 + h];
 }
 
 void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
                                int stride, int hd, float scale, float *sc, float *out)
 {
+	/* a last block of fewer than eight heads (G = 4: Mixtral) repeats its
+	 * last head in the free lanes; a lane's steps never see another's */
 	for (int h = 0; h < G; h += 8) {
-		const int n = G - h < 8 ? G - h : 8;
+		const int nh = G - h < 8 ? G - h : 8;
+		float mx[8], sum[8];
 
-		if (n == 8) {
-			attention8(q + (size_t)h * hd, K, V, n_pos, stride, hd, scale, sc,
-			           out + (size_t)h * hd);
-			continue;
-		}
-		/* fewer than eight heads left (G = 4: Mixtral): the free lanes
-		 * repeat the last head; a lane's steps never see another's */
-		float q8[8 * hd], o8[8 * hd];
-
-		for (int j = 0; j < 8; j++)
-			memcpy(q8 + (size_t)j * hd, q + (size_t)(h + (j < n ? j : n - 1)) * hd,
-			       sizeof(float) * hd);
-		attention8(q8, K, V, n_pos, stride, hd, scale, sc, o8);
-		memcpy(out + (size_t)h * hd, o8, sizeof(float) * n * hd);
+		coli_attn8_scores_avx2(q + (size_t)h * hd, nh, K, 0, n_pos, stride, hd, scale, sc,
+		                       mx);
+		coli_attn8_exp_avx2(sc, 0, n_pos, mx);
+		coli_attn8_sum_avx2(sc, n_pos, sum);
+		coli_attn8_div_avx2(sc, 0, n_pos, sum);
+		coli_attn8_out_avx2(sc, V, n_pos, stride, hd, 0, hd, nh, out + (size_t)h * hd);
 	}
 }

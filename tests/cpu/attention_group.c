@@ -4,7 +4,9 @@
  * on every ISA this machine has: G 1..24 (the AVX2 form takes G >= 4, a
  * last block of fewer than 8 heads padded: G 4, 12), head sizes with and without a multiple of
  * 8, 1..1500 positions, keys and values strided as in the KV cache, scales that make the softmax
- * nearly one-hot (exp underflowing to 0), and outputs poisoned first.
+ * nearly one-hot (exp underflowing to 0), and outputs poisoned first. And
+ * coli_attention_groups_mt (groups split across a pool by positions and
+ * outputs) gives coli_attention_group's bits, split where it should be.
  */
 #include "helpers.h"
 
@@ -50,6 +52,68 @@ static int check(int G, int hd, int n_pos, float scale)
 	return fails;
 }
 
+/* coli_attention_groups_mt: n groups of G heads over n_pos positions (one
+ * group a key/value head of one token, as the decode step), on a pool of
+ * `threads`: every output the bits of coli_attention_group; split (returns
+ * 1) exactly where it must be: AVX2, fewer units than threads, >= 256
+ * positions. */
+static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, int n_pos)
+{
+	const int stride = n * hd;
+	float *q = xmalloc(sizeof(float) * n * G * hd);
+	float *K = xmalloc(sizeof(float) * n_pos * stride);
+	float *V = xmalloc(sizeof(float) * n_pos * stride);
+	float *want = xmalloc(sizeof(float) * n * G * hd),
+	      *got = xmalloc(sizeof(float) * n * G * hd);
+	float *sc = xmalloc(sizeof(float) * threads * n_pos * 8);
+	struct coli_attn_group g[n];
+	float scale = 1.0f / sqrtf((float)hd);
+	int units = n * ((G + 7) / 8), fails = 0, split, want_split;
+
+	for (int i = 0; i < n * G * hd; i++)
+		q[i] = rng_normalish();
+	for (int i = 0; i < n_pos * stride; i++) {
+		K[i] = rng_normalish();
+		V[i] = rng_normalish();
+	}
+	poison(got, (size_t)n * G * hd);
+	for (int k = 0; k < n; k++) {
+		coli_attention_group(q + (size_t)k * G * hd, G, K + k * hd, V + k * hd, n_pos,
+		                     stride, hd, scale, sc, want + (size_t)k * G * hd);
+		g[k] = (struct coli_attn_group){.q = q + (size_t)k * G * hd,
+		                                .K = K + k * hd,
+		                                .V = V + k * hd,
+		                                .out = got + (size_t)k * G * hd,
+		                                .G = G,
+		                                .n_pos = n_pos - k}; /* lengths differ by token */
+		if (k) /* the reference for the shorter group */
+			coli_attention_group(q + (size_t)k * G * hd, G, K + k * hd, V + k * hd,
+			                     n_pos - k, stride, hd, scale, sc,
+			                     want + (size_t)k * G * hd);
+	}
+	split =
+	    coli_attention_groups_mt(pool, g, n, stride, hd, scale, sc, (size_t)n_pos * 8, threads);
+	want_split = coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && units < threads && n_pos - n + 1 >= 256;
+	if (split != want_split) {
+		fprintf(stderr,
+		        "mt: %d threads, %d groups of %d, %d positions: split %d, want %d\n",
+		        threads, n, G, n_pos, split, want_split);
+		fails++;
+	}
+	for (int i = 0; i < n * G * hd; i++)
+		if (memcmp(&want[i], &got[i], sizeof(float))) {
+			fprintf(stderr,
+			        "mt: %d threads, %d groups of %d, hd %d, %d positions: group %d "
+			        "head %d out[%d] %a, want %a\n",
+			        threads, n, G, hd, n_pos, i / (G * hd), i / hd % G, i % hd, got[i],
+			        want[i]);
+			fails++;
+			break;
+		}
+	free(q), free(K), free(V), free(want), free(got), free(sc);
+	return fails;
+}
+
 int main(void)
 {
 	static const int Gs[] = {1, 2, 4, 5, 8, 16, 12, 24};
@@ -69,5 +133,31 @@ int main(void)
 	printf("%d cases (G, hd, positions, scale) on every ISA, %d differ from the "
 	       "per-head bits (best ISA %s)\n",
 	       runs, fails, coli_cpu_isa_name(coli_cpu_isa()));
+	{
+		static const int threads[] = {2, 5, 16};
+		static const int mt[][4] = {/* groups, G, hd, positions */ {1, 8, 128, 256},
+		                            {4, 8, 128, 1500},
+		                            {1, 4, 64, 700},
+		                            {2, 12, 36, 300},
+		                            {3, 2, 128, 999},
+		                            {1, 24, 128, 4000},
+		                            {4, 8, 128, 200}};
+		int mt_fails = 0, mt_runs = 0;
+
+		for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+			coli_cpu_pool_t *pool;
+
+			if (coli_cpu_pool_create(threads[t], &pool))
+				return 1;
+			for (size_t m = 0; m < sizeof(mt) / sizeof(mt[0]); m++, mt_runs++)
+				mt_fails += check_mt(pool, threads[t], mt[m][0], mt[m][1], mt[m][2],
+				                     mt[m][3]);
+			coli_cpu_pool_destroy(pool);
+		}
+		printf("coli_attention_groups_mt: %d cases (pool sizes 2, 5, 16), %d differ or "
+		       "split where they should not\n",
+		       mt_runs, mt_fails);
+		fails += mt_fails;
+	}
 	return fails != 0;
 }

@@ -1,0 +1,131 @@
+/*
+ * cpu/attention_mt.c — a few GQA groups' attention across the thread pool,
+ * each with coli_attention_group's bits.
+ *
+ * At decode a token has one group per key/value head (four for qwen3-30b):
+ * one task a group leaves most of sixteen threads idle, and at long context
+ * each group is long (its keys, values and one libm expf per position and
+ * head). With AVX2 the group's steps (cpu/ops_avx2.c) run as five rounds
+ * over shares instead: scores by blocks of positions (each block's max kept),
+ * exp by blocks (the max over the blocks' maxes first), the sum of the exps
+ * (in position order: one task a unit of eight heads), the weights by
+ * blocks, outputs by slices of eight dims. Nothing a position or an output computes depends on the
+ * share, so the bits are the unsplit function's (tests/cpu/attention_group).
+ */
+#include "cpu/cpu_internal.h"
+
+#define MT_MIN_POS    256 /* a shorter group is not split: the rounds cost more */
+#define MT_MIN_BLOCK  64  /* positions a block, at least */
+#define MT_MAX_UNITS  64  /* eight-head units split at once */
+#define MT_MAX_BLOCKS 16
+
+enum { SCORES, EXP, SUM, WEIGHTS, OUTPUTS };
+
+struct unit {
+	const struct coli_attn_group *g;
+	int h0, nh; /* heads [h0, h0 + nh) of the group, nh <= 8 */
+	float *sc;  /* [n_pos][8] */
+};
+
+struct job {
+	const struct coli_attn_group *g;
+	int n, stride, hd, step, n_units, nb, ns;
+	float scale, *scratch;
+	size_t slot;
+	struct unit u[MT_MAX_UNITS];
+	float bmax[MT_MAX_UNITS][MT_MAX_BLOCKS][8]; /* each block's lane maxes */
+	float sum[MT_MAX_UNITS][8];                 /* each unit's sum of exps */
+};
+
+/* One task a group (too many, too short, or no AVX2): task k takes the
+ * groups congruent to it, its scratch slot k. */
+static void group_task(void *arg, int task, int n_tasks)
+{
+	struct job *j = arg;
+
+	for (int k = task; k < j->n; k += n_tasks) {
+		const struct coli_attn_group *g = &j->g[k];
+
+		coli_attention_group(g->q, g->G, g->K, g->V, g->n_pos, j->stride, j->hd, j->scale,
+		                     j->scratch + (size_t)task * j->slot, g->out);
+	}
+}
+
+static void share_task(void *arg, int task, int n_tasks)
+{
+	struct job *j = arg;
+	int per = j->step == OUTPUTS ? j->ns : j->step == SUM ? 1 : j->nb, s = task % per;
+	const struct unit *u = &j->u[task / per];
+	const struct coli_attn_group *g = u->g;
+	int p0 = (int)((long long)g->n_pos * s / per),
+	    p1 = (int)((long long)g->n_pos * (s + 1) / per);
+	const float *q = g->q + (size_t)u->h0 * j->hd;
+	float mx[8];
+
+	(void)n_tasks;
+	switch (j->step) {
+	case SCORES:
+		coli_attn8_scores_avx2(q, u->nh, g->K, p0, p1, j->stride, j->hd, j->scale, u->sc,
+		                       j->bmax[task / per][s]);
+		break;
+	case EXP:
+		coli_attn8_max_avx2(j->bmax[task / per][0], j->nb, mx);
+		coli_attn8_exp_avx2(u->sc, p0, p1, mx);
+		break;
+	case SUM: /* in position order, by one task a unit */
+		coli_attn8_sum_avx2(u->sc, g->n_pos, j->sum[task]);
+		break;
+	case WEIGHTS:
+		coli_attn8_div_avx2(u->sc, p0, p1, j->sum[task / per]);
+		break;
+	default: { /* slices of eight dims */
+		int blocks = (j->hd + 7) / 8, b0 = blocks * s / per, b1 = blocks * (s + 1) / per;
+		int i1 = b1 * 8 < j->hd ? b1 * 8 : j->hd;
+
+		coli_attn8_out_avx2(u->sc, g->V, g->n_pos, j->stride, j->hd, b0 * 8, i1, u->nh,
+		                    g->out + (size_t)u->h0 * j->hd);
+	}
+	}
+}
+
+int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g, int n, int stride,
+                             int hd, float scale, float *scratch, size_t slot, int n_slots)
+{
+	int threads = p ? coli_cpu_pool_threads(p) : 1, min_pos = n ? g[0].n_pos : 0, units = 0;
+	struct job job = {.g = g,
+	                  .n = n,
+	                  .stride = stride,
+	                  .hd = hd,
+	                  .scale = scale,
+	                  .scratch = scratch,
+	                  .slot = slot},
+	           *j = &job;
+
+	for (int k = 0; k < n; k++) {
+		min_pos = g[k].n_pos < min_pos ? g[k].n_pos : min_pos;
+		units += (g[k].G + 7) / 8;
+	}
+	if (coli_cpu_isa() < COLI_CPU_ISA_AVX2 || units >= threads || units > MT_MAX_UNITS ||
+	    units > n_slots || min_pos < MT_MIN_POS) {
+		coli_cpu_pool_run(p, group_task, j, n < n_slots ? n : n_slots);
+		return 0;
+	}
+	for (int k = 0; k < n; k++)
+		for (int h = 0; h < g[k].G; h += 8, j->n_units++)
+			j->u[j->n_units] = (struct unit){.g = &g[k],
+			                                 .h0 = h,
+			                                 .nh = g[k].G - h < 8 ? g[k].G - h : 8,
+			                                 .sc = scratch + (size_t)j->n_units * slot};
+	/* about two tasks a thread in each round */
+	j->nb = (2 * threads + units - 1) / units;
+	j->nb = j->nb > MT_MAX_BLOCKS ? MT_MAX_BLOCKS : j->nb;
+	j->nb = j->nb > min_pos / MT_MIN_BLOCK ? min_pos / MT_MIN_BLOCK : j->nb;
+	j->ns = (2 * threads + units - 1) / units;
+	j->ns = j->ns > (hd + 7) / 8 ? (hd + 7) / 8 : j->ns;
+	for (j->step = SCORES; j->step <= OUTPUTS; j->step++)
+		coli_cpu_pool_run(p, share_task, j,
+		                  units * (j->step == OUTPUTS ? j->ns
+		                           : j->step == SUM   ? 1
+		                                              : j->nb));
+	return 1;
+}
