@@ -14,15 +14,14 @@
  * gets there, so the host must not write it before a sync. The sim keeps a
  * hash of every such source and checks it at the next sync (or the wait
  * for a mark or the wait point recorded after it, or a download into it
- * queued behind); a
- * staging copy's source (a pinned RAM-tier slab) until the host asks
- * whether the copy landed, or a sync drains the compute that used it. A
- * source written early aborts the process with what was written, the bug a
- * real device would turn into wrong numbers now and then. The other way, a
- * download lands in host memory when the stream gets there: the sim keeps
- * the bytes and writes them at the next sync (or the wait for a later mark
- * or wait point, or an upload that reads them), so a host that reads them early reads what
- * a GPU would have left there.
+ * queued behind); a staging copy's source (a pinned RAM-tier slab) until
+ * the host asks whether the copy landed, or a sync drains the compute that
+ * used it. A source written early aborts the process with what was written,
+ * the bug a real device would turn into wrong numbers now and then. The
+ * other way, a download lands in host memory when the stream gets there: the
+ * sim keeps the bytes and writes them at the next sync (or the wait for a
+ * later mark or wait point, or an upload that reads them), so a host that
+ * reads them early reads what a GPU would have left there.
  */
 #include <errno.h>
 #include <math.h>
