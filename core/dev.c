@@ -139,7 +139,7 @@ int coli_dev_point_wait(struct coli_dev *d)
 
 	if (rc)
 		return rc;
-	CHECKED(d->ops->point_wait(d), "synchronize");
+	CHECKED(d->ops->point_wait ? d->ops->point_wait(d) : d->ops->sync(d), "synchronize");
 }
 
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n)
