@@ -144,18 +144,25 @@ int main(void)
 		                            {4, 8, 128, 200}};
 		int mt_fails = 0, mt_runs = 0;
 
-		for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
-			coli_cpu_pool_t *pool;
+		enum coli_cpu_isa best = coli_cpu_isa();
 
-			if (coli_cpu_pool_create(threads[t], &pool))
-				return 1;
-			for (size_t m = 0; m < sizeof(mt) / sizeof(mt[0]); m++, mt_runs++)
-				mt_fails += check_mt(pool, threads[t], mt[m][0], mt[m][1], mt[m][2],
-				                     mt[m][3]);
-			coli_cpu_pool_destroy(pool);
+		for (int isa = COLI_CPU_ISA_SCALAR; isa <= (int)best; isa++) {
+			if (coli_cpu_isa_force((enum coli_cpu_isa)isa))
+				continue;
+			for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+				coli_cpu_pool_t *pool;
+
+				if (coli_cpu_pool_create(threads[t], &pool))
+					return 1;
+				for (size_t m = 0; m < sizeof(mt) / sizeof(mt[0]); m++, mt_runs++)
+					mt_fails += check_mt(pool, threads[t], mt[m][0], mt[m][1],
+					                     mt[m][2], mt[m][3]);
+				coli_cpu_pool_destroy(pool);
+			}
 		}
-		printf("coli_attention_groups_mt: %d cases (pool sizes 2, 5, 16), %d differ or "
-		       "split where they should not\n",
+		coli_cpu_isa_force(best);
+		printf("coli_attention_groups_mt: %d cases (pool sizes 2, 5, 16, every ISA), %d "
+		       "differ or split where they should not\n",
 		       mt_runs, mt_fails);
 		fails += mt_fails;
 	}
