@@ -14,13 +14,13 @@
  * only part is counting the routed experts once the forward has synchronized
  * (fast_count). Any other layer: the host downloads the routing, the
  * lookahead's guess for the next layer and the normed input, plans exactly
- * as the CPU path does (core/moe.c: issue to devices, CPU rows, take) -- a
- * preplanned layer's resident experts are queued behind those downloads and
- * a wait point (coli_dev_point), which the host waits for instead of the
- * whole stream, so they run while it plans -- then it
+ * as the CPU path does (core/moe.c: issue to devices, CPU rows, take),
  * uploads the per-pair outputs, and the device accumulates them in
- * ascending expert id with core/moe.c's bits. Routing is on the device in
- * both cases, so the weights do not depend on which case a layer takes.
+ * ascending expert id with core/moe.c's bits. A preplanned layer's resident
+ * experts are queued behind those downloads and a wait point
+ * (coli_dev_point), which the host waits for instead of the whole stream:
+ * they run while it plans. Routing is on the device in both cases, so the
+ * weights do not depend on which case a layer takes.
  * When every pair of a layer ran on this same device, the outputs never
  * leave it: the accumulation reads the expert path's output buffer, which is
  * in pair order, on the same stream, and take does not wait
