@@ -6,11 +6,12 @@
  * one task a group leaves most of sixteen threads idle, and at long context
  * each group is long (its keys, values and one libm expf per position and
  * head). With AVX2 the group's steps (cpu/ops_avx2.c) run as five rounds
- * over shares instead: scores by blocks of positions (each block's max kept),
- * exp by blocks (the max over the blocks' maxes first), the sum of the exps
- * (in position order: one task a unit of eight heads), the weights by
- * blocks, outputs by slices of eight dims. Nothing a position or an output computes depends on the
- * share, so the bits are the unsplit function's (tests/cpu/attention_group).
+ * over shares instead: scores by blocks of positions (each block's max
+ * kept), exp by blocks (the max over the blocks' maxes first), the sum of
+ * the exps (in position order: one task a unit of eight heads), the weights
+ * by blocks, outputs by slices of eight dims. Nothing a position or an
+ * output computes depends on the share, so the bits are the unsplit
+ * function's (tests/cpu/attention_group).
  */
 #include "cpu/cpu_internal.h"
 
@@ -51,10 +52,17 @@ static void group_task(void *arg, int task, int n_tasks)
 	}
 }
 
+/* The shares of a unit in the round j->step: slices of dims, one sum, or
+ * blocks of positions. */
+static int shares(const struct job *j)
+{
+	return j->step == OUTPUTS ? j->ns : j->step == SUM ? 1 : j->nb;
+}
+
 static void share_task(void *arg, int task, int n_tasks)
 {
 	struct job *j = arg;
-	int per = j->step == OUTPUTS ? j->ns : j->step == SUM ? 1 : j->nb, s = task % per;
+	int per = shares(j), s = task % per;
 	const struct unit *u = &j->u[task / per];
 	const struct coli_attn_group *g = u->g;
 	int p0 = (int)((long long)g->n_pos * s / per),
@@ -123,9 +131,6 @@ int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g
 	j->ns = (2 * threads + units - 1) / units;
 	j->ns = j->ns > (hd + 7) / 8 ? (hd + 7) / 8 : j->ns;
 	for (j->step = SCORES; j->step <= OUTPUTS; j->step++)
-		coli_cpu_pool_run(p, share_task, j,
-		                  units * (j->step == OUTPUTS ? j->ns
-		                           : j->step == SUM   ? 1
-		                                              : j->nb));
+		coli_cpu_pool_run(p, share_task, j, units * shares(j));
 	return 1;
 }

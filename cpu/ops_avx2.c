@@ -102,10 +102,11 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n)
  * output summed over positions in order), so each head's bits are that
  * function's. A key or value element is broadcast once for the eight heads
  * instead of read eight times, and nothing is folded across lanes. The steps
- * are four functions over a share of the positions or the outputs, so that
- * threads can split one group (coli_attention_groups_mt) with the same bits:
- * nothing a position or an output computes depends on the share. sc:
- * [n_pos][8] scores, then weights. */
+ * (scores, their max, exp, sum, weights, outputs) are functions over a share
+ * of the positions or the outputs, so that threads can split one group
+ * (coli_attention_groups_mt) with the same bits: nothing a position or an
+ * output computes depends on the share. sc: [n_pos][8] scores, then
+ * weights. */
 
 /* Scores of positions [p0, p1) (q: nh <= 8 heads [nh][hd], the free lanes
  * repeat the last) and their lanes' max (the scalar's test, first of equals). */
