@@ -317,9 +317,9 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
  * Counters are cumulative since coli_engine_open; callers diff two reads. */
 enum coli_tier { COLI_TIER_VRAM = 0, COLI_TIER_RAM = 1, COLI_TIER_DISK = 2, COLI_TIER_N = 3 };
 /* coli_engine_stats moe_layer: layers by slab copies 0, 1, 2, 3+ (classes),
- * a count and five times each (fields) */
+ * a count and six times each (fields) */
 #define COLI_TL_CLASSES 4
-#define COLI_TL_FIELDS  6
+#define COLI_TL_FIELDS  7
 
 struct coli_engine_stats {
 	uint64_t tokens;             /* tokens run through the forward pass */

@@ -233,12 +233,15 @@ struct coli_engine {
 	unsigned char *pred_mask; /* [n_experts] lookahead's guess for layer pred_l */
 	int pred_l;               /* -1: no guess pending */
 	unsigned char *la_idle;   /* [n_layers] guesses in a row that read nothing */
-	void *xfer;    /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
-	                * sel, selw, fast_sel, guess */
-	int *fast_sel; /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on
-	                * the dense device this forward, for the host's counts */
-	int *guess;    /* [tmax][top_k]: the lookahead's top-k for layer guess_l, computed
-	                * on the dense device (core/forward_dev.c), or guess_l = -1 */
+	void *xfer;     /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
+	                 * sel, selw, fast_sel, guess, xlogits */
+	float *xlogits; /* [vocab]: a decode step's logits on their way from the dense
+	                 * device (a download into the caller's pageable buffer went
+	                 * through the driver's staging at a few GB/s) */
+	int *fast_sel;  /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on
+	                 * the dense device this forward, for the host's counts */
+	int *guess;     /* [tmax][top_k]: the lookahead's top-k for layer guess_l, computed
+	                 * on the dense device (core/forward_dev.c), or guess_l = -1 */
 	int guess_l;
 	int *xids; /* [2 + tmax] position, then token ids, on their way to the dense device;
 	            * the last: the greedy id coming back (coli_engine_forward_argmax) */
@@ -292,6 +295,7 @@ struct coli_engine {
 	/* this MoE layer's timeline (est.moe_layer): set by core/moe.c, summed by
 	 * core/forward_dev.c moe_host */
 	struct {
+		double launch;           /* when the layer's device part began to be queued */
 		double issue, cpu, take; /* when each ended (issue: 0 if none ran) */
 		int copies;              /* slab copies queued */
 	} tl;

@@ -120,15 +120,16 @@ static int scratch_alloc(struct coli_engine *e)
 		               P * 4,
 		               P * 4,
 		               fast * 4 + 4,
-		               P * 4};
+		               P * 4,
+		               (size_t)c->vocab * 4};
 		void **dst[] = {(void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
 		                (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids,
 		                (void **)&e->sel,        (void **)&e->selw,   (void **)&e->fast_sel,
-		                (void **)&e->guess};
+		                (void **)&e->guess,      (void **)&e->xlogits};
 
 		e->guess_l = -1;
 		e->preplanned = -1;
-		e->xfer = coli_mem_alloc_buffers(sz, dst, 10, COLI_MEM_NODE_ANY, &e->xfer_bytes);
+		e->xfer = coli_mem_alloc_buffers(sz, dst, 11, COLI_MEM_NODE_ANY, &e->xfer_bytes);
 		if (!e->xfer)
 			return -ENOMEM;
 		e->scratch_bytes += e->xfer_bytes;

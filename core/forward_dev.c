@@ -683,20 +683,22 @@ static int token_run(struct coli_engine *e, int T, int pos0)
 	return 1;
 }
 
-/* A decode layer's host part, timed (coli_engine_stats moe_layer): what it
- * waited for its routing, then when the issue, the CPU rows, take and the
- * whole part ended, counted by the copies the layer made. */
+/* A decode layer's host part, timed (coli_engine_stats moe_layer): the
+ * host's time to queue its device part (layer_run), what it then waited for
+ * its routing, then when the issue, the CPU rows, take and the whole part
+ * ended, counted by the copies the layer made. */
 static void timeline(struct coli_engine *e, double t_wait, double t_route)
 {
 	int k = e->tl.copies < COLI_TL_CLASSES - 1 ? e->tl.copies : COLI_TL_CLASSES - 1;
 	double *m = e->est.moe_layer[k];
 
 	m[0] += 1;
-	m[1] += t_route - t_wait;
-	m[2] += e->tl.issue > 0 ? e->tl.issue - t_route : 0;
-	m[3] += e->tl.cpu - t_route;
-	m[4] += e->tl.take - t_route;
-	m[5] += coli_now_s() - t_route;
+	m[1] += t_wait - e->tl.launch;
+	m[2] += t_route - t_wait;
+	m[3] += e->tl.issue > 0 ? e->tl.issue - t_route : 0;
+	m[4] += e->tl.cpu - t_route;
+	m[5] += e->tl.take - t_route;
+	m[6] += coli_now_s() - t_route;
 }
 
 /* The host's part of a layer layer_ops planned on the host (SEG_HOST/PRE):
@@ -849,6 +851,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		int gn = kind == SEG_HOST || kind == SEG_PRE ? guess_layer(e, l, T) : -1;
 		int xq = layer_xq(e, l, kind);
 
+		e->tl.launch = coli_now_s();
 		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
 		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
 		if (!rc && kind == SEG_PLANNED) {
@@ -883,7 +886,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 			        : coli_dev_download_async(dd->dev, e->xids + e->tmax + 1, dd->next,
 			                                  sizeof(int));
 		} else {
-			float *dst = logits + (size_t)(all_logits ? t0 : 0) * c->vocab;
+			/* one row (a decode step) through the registered e->xlogits */
+			float *dst = !all_logits ? e->xlogits : logits + (size_t)t0 * c->vocab;
 
 			rc = rc ? rc
 			        : coli_dev_download_async(dd->dev, dst, dd->logits,
@@ -893,6 +897,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
+	if (logits && !all_logits)
+		memcpy(logits, e->xlogits, sizeof(float) * c->vocab);
 	fast_count(e);
 	if (next)
 		*next = e->xids[e->tmax + 1];

@@ -441,28 +441,27 @@ extern "C" __global__ void __launch_bounds__(256)
 /* *out = the index of the largest of x[0..n), the first on ties; NaNs are
  * never the largest and a NaN x[0] gives 0: cpu/ coli_argmax's result (its
  * plain loop's), so greedy decoding picks the same token whichever side
- * looks. One CTA: each thread keeps the best (value, index) of its strided
- * share, better = larger, or equal with a lower index; then the warps and the
- * CTA fold with the same rule (any order gives the loop's answer). */
-#define AM_THREADS 1024
+ * looks. Better = larger, or equal with a lower index: a total order, so any
+ * fold gives the loop's answer. Each thread keeps the best of its strided
+ * share (a few loads in flight, the grid spread over the SMs), the warps and
+ * the CTA fold, each CTA writes its best to part[2 * block] as (value,
+ * index bits), and the last CTA to arrive (ptx/last_arrival.cuh) folds the
+ * grid's. One CTA alone read the vocabulary at one SM's rate (~20 us for
+ * 152k logits on the H200). */
+#define AM_THREADS 256
 static __device__ __forceinline__ void am_take(float &bv, int &bi, float v, int i)
 {
 	if (v == v && (bi < 0 || v > bv || (v == bv && i < bi)))
 		bv = v, bi = i;
 }
 
-extern "C" __global__ void __launch_bounds__(AM_THREADS)
-    coli_argmax(const float *x, int n, int *out)
+/* The CTA's fold of each thread's (bv, bi); every thread returns the CTA's. */
+static __device__ __forceinline__ void am_fold(float &bv, int &bi)
 {
-	pdl_entry();
 	__shared__ float sv[AM_THREADS / 32];
 	__shared__ int si[AM_THREADS / 32];
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	float bv = 0.0f;
-	int bi = -1;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-	for (int i = tid; i < n; i += AM_THREADS)
-		am_take(bv, bi, __ldg(x + i), i);
 	for (int off = 16; off; off >>= 1) {
 		const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
 		const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
@@ -473,13 +472,48 @@ extern "C" __global__ void __launch_bounds__(AM_THREADS)
 	if (lane == 0)
 		sv[warp] = bv, si[warp] = bi;
 	__syncthreads();
-	if (tid == 0) {
-		bv = 0.0f, bi = -1;
-		for (int w = 0; w < AM_THREADS / 32; w++)
-			if (si[w] >= 0)
-				am_take(bv, bi, sv[w], si[w]);
-		*out = x[0] != x[0] || bi < 0 ? 0 : bi;
+	bv = 0.0f, bi = -1;
+	for (int w = 0; w < AM_THREADS / 32; w++)
+		if (si[w] >= 0)
+			am_take(bv, bi, sv[w], si[w]);
+}
+
+extern "C" __global__ void __launch_bounds__(AM_THREADS)
+    coli_argmax(const float *x, int n, int *out, float *part, unsigned *count)
+{
+	pdl_entry();
+	const int stride = gridDim.x * AM_THREADS;
+	float bv = 0.0f;
+	int bi = -1;
+
+	for (int i0 = blockIdx.x * AM_THREADS + threadIdx.x; i0 < n; i0 += 4 * stride) {
+		float v[4];
+
+#pragma unroll
+		for (int k = 0; k < 4; k++) /* the loads first, then the compares */
+			v[k] = i0 + k * stride < n ? __ldg(x + i0 + k * stride) : 0.0f;
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			if (i0 + k * stride < n)
+				am_take(bv, bi, v[k], i0 + k * stride);
 	}
+	am_fold(bv, bi);
+	if (threadIdx.x == 0) {
+		part[2 * blockIdx.x] = bv;
+		part[2 * blockIdx.x + 1] = __int_as_float(bi);
+	}
+	if (!last_arrival(count, gridDim.x))
+		return;
+	bv = 0.0f, bi = -1;
+	for (int b = threadIdx.x; b < (int)gridDim.x; b += AM_THREADS) {
+		const int i = __float_as_int(__ldcg(part + 2 * b + 1));
+
+		if (i >= 0)
+			am_take(bv, bi, __ldcg(part + 2 * b), i);
+	}
+	am_fold(bv, bi);
+	if (threadIdx.x == 0)
+		*out = x[0] != x[0] || bi < 0 ? 0 : bi;
 }
 
 /* out[t] += sigmoid(gate[t]) * y[t]  (Qwen2-MoE shared expert) */

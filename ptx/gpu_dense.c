@@ -542,14 +542,19 @@ int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pa
 	              THREADS, 0, args, "launch moe_accumulate");
 }
 
+/* A grid of up to two CTAs an SM, each thread ~4 loads (coli_argmax); the
+ * partials in the scratch, counted in by the second-to-last counter. */
 int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out)
 {
-	CUdeviceptr a = x, b = out;
-	void *args[] = {&a, &n, &b};
+	CUdeviceptr a = x, b = out, part = g->scratch,
+	            cnt = g->counts + sizeof(unsigned) * (DENSE_COUNTERS - 2);
+	void *args[] = {&a, &n, &b, &part, &cnt};
+	long blocks = ((long)n + 4 * 256 - 1) / (4 * 256);
 
 	if (n <= 0)
 		return -EINVAL;
-	return launch(g, g->f_argmax, 1, 1, 1024, 0, args, "launch argmax");
+	blocks = blocks < 2L * g->sm_count ? blocks : 2L * g->sm_count;
+	return launch(g, g->f_argmax, (unsigned)blocks, 1, 256, 0, args, "launch argmax");
 }
 
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H)

@@ -1369,6 +1369,63 @@ static void bench_group(const char *name, enum coli_dtype t, int n_jobs, int R, 
 	coli_gpu_free(g_gpu, b.dy);
 }
 
+/* The router's f32 GEMV with the routing and the plan (coli_gpu_router_plan),
+ * and the routing and plan alone from logits (coli_gpu_moe_plan), at
+ * qwen3-30b-a3b's router (128 x 2048, top-8), one token, chained launches. */
+struct bench_route {
+	struct coli_gpu_dense_gemv r;
+	struct coli_gpu_moe_plan a;
+};
+
+static int run_route(void *arg, int i)
+{
+	struct bench_route *b = arg;
+
+	return i < 0 ? coli_gpu_moe_plan(g_gpu, &b->a) : coli_gpu_router_plan(g_gpu, &b->r, &b->a);
+}
+
+static int run_route_only(void *arg, int i)
+{
+	return run_route(arg, -1 - i);
+}
+
+static void bench_router(void)
+{
+	enum { E = 128, K = 8, H = 2048, I = 768 };
+	float *w = xmalloc(4 * (size_t)E * H), x[H];
+	unsigned long long slabs[E];
+	struct bench_route b = {0};
+	uint64_t d[9];
+
+	for (size_t i = 0; i < (size_t)E * H; i++)
+		w[i] = frand() * 0.05f;
+	for (int i = 0; i < H; i++)
+		x[i] = frand();
+	for (int e = 0; e < E; e++) /* a quarter "resident" */
+		slabs[e] = e % 4 ? 0 : 0x100000ull * (e + 1);
+	d[0] = dev_copy(w, 4 * (size_t)E * H), d[1] = dev_copy(x, sizeof(x));
+	d[2] = dev_copy(slabs, sizeof(slabs)), d[3] = dev_poison(4 * E);
+	d[4] = dev_poison(4 * K), d[5] = dev_poison(4 * K);
+	d[6] = dev_poison(sizeof(struct coli_gpu_gemv_job) * 3 * K);
+	d[7] = dev_poison(4 * K), d[8] = dev_poison(4 * K);
+	b.r.w = (const void *)DP(d[0]), b.r.xf = (const float *)DP(d[1]);
+	b.r.y = (float *)DP(d[3]), b.r.rows = E, b.r.K = H, b.r.T = 1, b.r.ldy = E;
+	b.a.sel = (const int *)DP(d[4]), b.a.selw = (const float *)DP(d[5]);
+	b.a.slabs = (const unsigned long long *)DP(d[2]);
+	b.a.gu_jobs = (struct coli_gpu_gemv_job *)DP(d[6]);
+	b.a.down_jobs = b.a.gu_jobs + 2 * K;
+	b.a.pair_token = (int *)DP(d[7]), b.a.pair_w = (float *)DP(d[8]);
+	b.a.T = 1, b.a.K = K, b.a.H = H, b.a.I = I;
+	b.a.rlog = (const float *)DP(d[3]), b.a.E = E, b.a.norm = 1;
+	printf("  router GEMV + route + plan 128 x 2048 top-8 %7.2f us\n",
+	       time_us(run_route, &b, 500));
+	printf("  route + plan from logits, 128 top-8       %7.2f us\n",
+	       time_us(run_route_only, &b, 500));
+	for (int k = 0; k < 9; k++)
+		coli_gpu_free(g_gpu, d[k]);
+	free(w);
+}
+
 struct bench_op {
 	int kind; /* 0 rmsnorm, 1 attention, 2 moe_acc, 3 add, 4 rope */
 	int a, b, c;
@@ -1424,6 +1481,7 @@ static void bench_ops(double bw)
 	printf("  add 2048                  %7.2f us\n", time_us(run_op, &o, 500));
 	o.kind = 4;
 	printf("  rope 32 x 128             %7.2f us\n", time_us(run_op, &o, 500));
+	bench_router();
 	o.kind = 1;
 	for (int k = 0; k < 7; k++) {
 		/* the last two as the engine runs them: position in device memory,
