@@ -538,21 +538,21 @@ extern "C" __global__ void coli_gated_add(float *out, const float *y, const floa
  * computes its experts: the weights, and with them the logits, do not
  * depend on placement. */
 /* One token's routing by one warp; p: E floats of shared memory, sum: a
- * shared double (both this warp's own). */
+ * shared double (both this warp's own). x: the logits, in global memory
+ * written by an earlier launch, or in shared memory; x may be p (each lane
+ * reads and writes only its own indices lane, lane + 32, ...). */
 static __device__ void route_warp(const float *x, int E, int K, int norm, int *sel, float *selw,
                                   float *p, double *sum, int *sel_s = NULL, float *selw_s = NULL)
 {
 	const int lane = threadIdx.x & 31;
 	float mx = -INFINITY;
 
-	/* __ldcg: x may have been written by other CTAs of this launch
-	 * (coli_dgemv_f32_plan): read it from L2, never a stale L1 line */
 	for (int i = lane; i < E; i += 32)
-		mx = fmaxf(mx, __ldcg(x + i));
+		mx = fmaxf(mx, x[i]);
 	for (int o = 16; o; o >>= 1)
 		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
 	for (int i = lane; i < E; i += 32)
-		p[i] = expf(__ldcg(x + i) - mx);
+		p[i] = expf(x[i] - mx);
 	__syncwarp();
 	if (lane == 0) {
 		double s = 0;
@@ -565,32 +565,37 @@ static __device__ void route_warp(const float *x, int E, int K, int norm, int *s
 	__syncwarp();
 	for (int i = lane; i < E; i += 32)
 		p[i] = (float)(p[i] / *sum);
-	__syncwarp();
 	float wsum = 0.0f, w[16];
 	int id[16];
 
-	/* rolled: one warp runs this once a layer, so unrolled code is code
-	 * fetched cold from memory (the unrolled rounds were most of the time) */
+	/* K rounds of: the largest p not taken, the lower id on ties (a NaN is
+	 * never taken; none left: id E, weight -1). A probability is >= 0, so
+	 * its bits order as it does: each lane's best as a key (bits + 1, 0 for
+	 * none), the warp's largest key and then the lowest id holding it by
+	 * two warp reductions; the lane owning that id marks it taken (-2) in
+	 * its own slot of p, which only it reads. Rolled: one warp runs this
+	 * once a layer, so unrolled code is code fetched cold. */
 #pragma unroll 1
 	for (int k = 0; k < K && k < 16; k++) {
-		float bv = -1.0f;
+		unsigned bk = 0;
 		int bi = E;
 
-		for (int i = lane; i < E; i += 32)
-			if (p[i] > bv) /* ascending i: ties keep the lower id */
-				bv = p[i], bi = i;
-		for (int o = 16; o; o >>= 1) {
-			const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-			const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+		for (int i = lane; i < E; i += 32) {
+			const float v = p[i];
+			/* (-0 as +0: the mask; an expf over a sum is never -0) */
+			const unsigned key =
+			    v >= 0.0f ? (__float_as_uint(v) & 0x7fffffffu) + 1u : 0u;
 
-			if (ov > bv || (ov == bv && oi < bi))
-				bv = ov, bi = oi;
+			if (key > bk) /* ascending i: ties keep the lower id */
+				bk = key, bi = i;
 		}
-		id[k] = bi, w[k] = bv;
-		__syncwarp();
-		if (lane == 0)
-			p[bi] = -2.0f; /* taken (probabilities are >= 0) */
-		__syncwarp();
+		const unsigned m = __reduce_max_sync(0xffffffffu, bk);
+		const int wi = __reduce_min_sync(0xffffffffu, m && bk == m ? bi : E);
+
+		id[k] = m ? wi : E;
+		w[k] = m ? __uint_as_float(m - 1u) : -1.0f;
+		if (m && (wi & 31) == lane)
+			p[wi] = -2.0f;
 	}
 	if (lane)
 		return;
@@ -690,12 +695,14 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 		plan_pair(a, i, sel, selw, a.slabs);
 }
 
-/* coli_route of a.rlog into a.sel/selw (warp t routes token t), then
- * coli_moe_plan, by one CTA of COLI_GPU_PLAN_MAX_P threads: T <=
- * COLI_GPU_MAX_S. */
-static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan &a)
+/* coli_route of the logits lg [T][ld] (a.rlog, or the caller's shared p) into
+ * a.sel/selw (warp t routes token t), then coli_moe_plan, by one CTA of
+ * COLI_GPU_PLAN_MAX_P threads: T <= COLI_GPU_MAX_S. p: shared [MAX_S][MAX_E]
+ * (lg may be p: routed in place). */
+static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan &a,
+                                                  const float *lg, int ld,
+                                                  float (*p)[COLI_GPU_ROUTE_MAX_E])
 {
-	__shared__ float p[COLI_GPU_MAX_S][COLI_GPU_ROUTE_MAX_E];
 	__shared__ double sum[COLI_GPU_MAX_S];
 	__shared__ int sel[COLI_GPU_PLAN_MAX_P];
 	__shared__ float selw[COLI_GPU_PLAN_MAX_P];
@@ -706,9 +713,9 @@ static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan
 	for (int e = threadIdx.x; e < a.E; e += blockDim.x)
 		slabs[e] = a.slabs[e];
 	if (w < a.T)
-		route_warp(a.rlog + (size_t)w * a.E, a.E, a.K, a.norm,
-		           (int *)a.sel + (size_t)w * a.K, (float *)a.selw + (size_t)w * a.K, p[w],
-		           &sum[w], sel + w * a.K, selw + w * a.K);
+		route_warp(lg + (size_t)w * ld, a.E, a.K, a.norm, (int *)a.sel + (size_t)w * a.K,
+		           (float *)a.selw + (size_t)w * a.K, p[w], &sum[w], sel + w * a.K,
+		           selw + w * a.K);
 	__syncthreads(); /* the routing's and the slab table's shared copies are visible */
 	if ((int)threadIdx.x < a.T * a.K)
 		plan_pair(a, threadIdx.x, sel, selw, slabs);
@@ -717,24 +724,58 @@ static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan
 extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
     coli_route_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
 {
+	__shared__ float p[COLI_GPU_MAX_S][COLI_GPU_ROUTE_MAX_E];
+
 	pdl_entry();
-	route_plan(a);
+	route_plan(a, a.rlog, a.E, p);
 }
 
 /* The router's GEMV (f32, T <= COLI_GPU_MAX_S tokens into p.rlog), then
- * route_plan, in one launch: the CTAs that write a row group's logits count
- * themselves in at *done, and the last of them routes and plans (its 256
- * threads are a plan CTA's). One launch and one round trip less a layer than
- * coli_dgemv_f32 then coli_route_plan; the same bits (the same GEMV, then the
- * same routing of the same logits). */
+ * route_plan, in one launch: every CTA writes its split's sums (dgemv_part)
+ * and counts itself in at *done; the last of the grid adds each logit's
+ * splits in ascending order from +0, as dgemv's combine does, writes the
+ * logits and routes them from shared memory, then plans (its 256 threads are
+ * a plan CTA's). One launch and one round trip less a layer than
+ * coli_dgemv_f32 then coli_route_plan, and one handshake where a split GEMV
+ * has two; the same bits (the same sums in the same order, then the same
+ * routing of the same logits). */
 static_assert(DG_WARPS * 32 == COLI_GPU_PLAN_MAX_P, "a GEMV CTA plans");
+template <int S>
+static __device__ __forceinline__ void dgemv_plan(const struct coli_gpu_dense_gemv &a, float *part,
+                                                  unsigned *done,
+                                                  const struct coli_gpu_moe_plan &pl)
+{
+	__shared__ float p[COLI_GPU_MAX_S][COLI_GPU_ROUTE_MAX_E];
+	const int splits = gridDim.y, n = a.T * a.rows;
+
+	dgemv_part<0, S>(a, part);
+	if (!last_arrival(done, gridDim.x * gridDim.y * gridDim.z))
+		return;
+	for (int j = threadIdx.x; j < n; j += blockDim.x) {
+		const int t = j / a.rows, row = j % a.rows;
+		float v;
+
+		if (splits == 1) { /* each CTA wrote its rows' logits itself */
+			v = __ldcg(a.y + (size_t)t * a.ldy + row);
+		} else {
+			v = 0.0f;
+			for (int k = 0; k < splits; k++)
+				v = __fadd_rn(v,
+				              __ldcg(part + ((size_t)k * a.T + t) * a.rows + row));
+			a.y[(size_t)t * a.ldy + row] = v;
+		}
+		p[t][row] = v;
+	}
+	__syncthreads();
+	route_plan(pl, &p[0][0], COLI_GPU_ROUTE_MAX_E, p);
+}
+
 #define DGEMV_PLAN(S)                                                                              \
 	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_f32_plan_##S(       \
 	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count, unsigned *done,      \
 	    const struct coli_gpu_moe_plan p)                                                      \
 	{                                                                                          \
-		if (dgemv<0, S>(a, part, count) && last_arrival(done, gridDim.x * gridDim.z))      \
-			route_plan(p);                                                             \
+		dgemv_plan<S>(a, part, done, p);                                                   \
 	}
 DGEMV_PLAN(1)
 DGEMV_PLAN(2)

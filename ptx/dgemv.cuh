@@ -154,12 +154,11 @@ static __device__ __forceinline__ void dg_split(int nu, int splits, int k, int *
 	*u1 = min(nu, *u0 + span);
 }
 
-/* Returns whether this CTA wrote its row group's y (CTA-uniform): every CTA
- * without a split, the last of the group's splits with one. Calls
+/* This CTA's rows over its split of K (blockIdx.y of gridDim.y): into y
+ * when there is one split, else into the scratch part [split][T][rows]. Calls
  * pdl_entry() itself, after its first weight loads (ptx/pdl.cuh). */
 template <int DT, int S>
-static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a, float *part,
-                                             unsigned *count)
+static __device__ __forceinline__ void dgemv_part(const struct coli_gpu_dense_gemv &a, float *part)
 {
 	const int lane = threadIdx.x & 31;
 	const int row = blockIdx.x * DG_WARPS + (threadIdx.x >> 5);
@@ -174,15 +173,30 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
 	pdl_entry();
 	if (row < a.rows)
 		dg_range<DT, S>(a, row, lane, u0, u1, t0, ns, wv, acc);
-	if (splits == 1) {
-		if (lane == 0 && row < a.rows)
-			for (int s = 0; s < ns; s++)
-				*dg_out(a, t0 + s, row) = acc[s];
-		return true;
-	}
 	if (lane == 0 && row < a.rows)
-		for (int s = 0; s < ns; s++)
-			part[((size_t)blockIdx.y * a.T + t0 + s) * a.rows + row] = acc[s];
+		for (int s = 0; s < ns; s++) {
+			if (splits == 1)
+				*dg_out(a, t0 + s, row) = acc[s];
+			else
+				part[((size_t)blockIdx.y * a.T + t0 + s) * a.rows + row] = acc[s];
+		}
+}
+
+/* dgemv_part, then with splits the last CTA of the row group to arrive adds
+ * its rows' partials in ascending split order from +0 and writes y. Returns
+ * whether this CTA wrote its row group's y (CTA-uniform): every CTA without
+ * a split, the last of the group's splits with one. */
+template <int DT, int S>
+static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a, float *part,
+                                             unsigned *count)
+{
+	const int lane = threadIdx.x & 31;
+	const int row = blockIdx.x * DG_WARPS + (threadIdx.x >> 5);
+	const int splits = gridDim.y, t0 = blockIdx.z * S, ns = min(S, a.T - t0);
+
+	dgemv_part<DT, S>(a, part);
+	if (splits == 1)
+		return true;
 	if (!last_arrival(&count[blockIdx.z * gridDim.x + blockIdx.x], splits))
 		return false;
 	if (lane == 0 && row < a.rows)
