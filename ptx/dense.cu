@@ -551,16 +551,39 @@ static __device__ void route_warp(const float *x, int E, int K, int norm, int *s
 		mx = fmaxf(mx, x[i]);
 	for (int o = 16; o; o >>= 1)
 		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-	for (int i = lane; i < E; i += 32)
-		p[i] = expf(x[i] - mx);
-	__syncwarp();
-	if (lane == 0) {
-		double s = 0;
+	/* The sum in double in ascending i, as the host: when every p is 0 or
+	 * at least 2^(B - 30), 2^B > E >= any partial sum, every term and
+	 * partial sum is a multiple of 2^(B - 53) below 2^B, so exact, and a
+	 * warp's tree gives the loop's double; else one lane runs the loop. */
+	int B = 1;
 
+	while ((1 << B) <= E)
+		B++;
+	const float exact_min = ldexpf(1.0f, B - 30);
+	double s = 0;
+	bool ok = true;
+
+	for (int i = lane; i < E; i += 32) {
+		const float v = expf(x[i] - mx);
+
+		p[i] = v;
+		ok = ok && (v == 0.0f || v >= exact_min);
+		s += v;
+	}
+	if (__all_sync(0xffffffffu, ok)) {
+		for (int o = 16; o; o >>= 1)
+			s += __shfl_xor_sync(0xffffffffu, s, o);
+		if (lane == 0)
+			*sum = s;
+	} else {
+		__syncwarp();
+		if (lane == 0) {
+			s = 0;
 #pragma unroll 16
-		for (int i = 0; i < E; i++)
-			s += p[i];
-		*sum = s;
+			for (int i = 0; i < E; i++)
+				s += p[i];
+			*sum = s;
+		}
 	}
 	__syncwarp();
 	for (int i = lane; i < E; i += 32)

@@ -682,13 +682,17 @@ static int test_moe_acc(void)
 
 static int test_route(void)
 {
-	static const int cases[][4] = {/* T, E, K, norm */ {1, 128, 8, 1},
-	                               {4, 128, 8, 1},
-	                               {3, 8, 2, 1},
-	                               {2, 64, 8, 0},
-	                               {4, 1024, 16, 1},
-	                               {1, 16, 16, 0},
-	                               {5, 256, 8, 1}};
+	/* spread: odd tokens' logits scaled by it, so some of their p fall
+	 * below where the device's warp sum is exact (it then sums in one lane,
+	 * in order); the even tokens' stay above */
+	static const int cases[][5] = {/* T, E, K, norm, spread */ {1, 128, 8, 1, 1},
+	                               {4, 128, 8, 1, 1},
+	                               {3, 8, 2, 1, 1},
+	                               {2, 64, 8, 0, 1},
+	                               {4, 1024, 16, 1, 1},
+	                               {1, 16, 16, 0, 1},
+	                               {5, 256, 8, 1, 1},
+	                               {4, 128, 8, 1, 12}};
 	int rc = 0;
 
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -701,7 +705,9 @@ static int test_route(void)
 		double ulp = 0;
 
 		for (int i = 0; i < T * E; i++) /* coarse values: ties happen */
-			lg[i] = (float)((int)(frand() * 8)) * 0.25f + (i % 5 == 0 ? 0.0f : frand());
+			lg[i] =
+			    ((float)((int)(frand() * 8)) * 0.25f + (i % 5 == 0 ? 0.0f : frand())) *
+			    (float)((i / E) % 2 ? cases[c][4] : 1);
 		for (int t = 0; t < T; t++) {
 			memcpy(p, lg + (size_t)t * E, 4 * (size_t)E);
 			coli_route(p, E, K, norm, s + (size_t)t * K, w + (size_t)t * K);
@@ -719,8 +725,10 @@ static int test_route(void)
 			bad += gs[i] != s[i] || !(u <= 4);
 			ulp = u > ulp || u != u ? u : ulp;
 		}
-		printf("  route T=%d E=%-4d K=%-2d norm=%d %22s mismatches %zu, max %.0f ulp\n", T,
-		       E, K, norm, "", bad, ulp);
+		printf(
+		    "  route T=%d E=%-4d K=%-2d norm=%d spread %-2d %12s mismatches %zu, max %.0f "
+		    "ulp\n",
+		    T, E, K, norm, cases[c][4], "", bad, ulp);
 		rc |= bad != 0;
 		coli_gpu_free(g_gpu, dl), coli_gpu_free(g_gpu, ds), coli_gpu_free(g_gpu, dw);
 		free(lg), free(p), free(w), free(gw), free(s), free(gs);
