@@ -212,6 +212,7 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	B(grlog, T * (c->n_experts > 0 ? c->n_experts : 1) * 4);
 	B(gsel, P * 4);
 	B(gselw, P * 4);
+	B(fsel, (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k * 4);
 	B(gu_jobs, sizeof(struct coli_gpu_gemv_job) * 2 * COLI_GPU_MAX_S * c->top_k);
 	B(down_jobs, sizeof(struct coli_gpu_gemv_job) * COLI_GPU_MAX_S * c->top_k);
 #undef B

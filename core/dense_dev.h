@@ -72,6 +72,8 @@ struct coli_dense_dev {
 	uint64_t kcache, vcache;
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
 	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
+	uint64_t fsel;     /* [n_layers][COLI_GPU_MAX_S][top_k]: each device-planned layer's
+	                    * routing, down once a forward into e->fast_sel (fast_down) */
 	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
 	int point;         /* the layer queued last recorded the host's wait point behind its
 	                    * downloads (moe_host waits for it, not for the stream) */
@@ -79,6 +81,7 @@ struct coli_dense_dev {
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
 	signed char *part; /* [n_layers] some (full or not): the layer can be preplanned */
 	int *fast_T;       /* [n_layers] tokens of this forward's device-planned layer, or 0 */
+	int fast_any;      /* a layer was planned here this forward: its fsel goes down */
 	struct seg *seg;   /* [n_layers][COLI_GPU_MAX_S][2]: decode layers' captured
 	                    * graphs, without and with the lookahead's guess */
 	struct seg tok[COLI_GPU_MAX_S]; /* every layer in one graph, when none needs

@@ -296,10 +296,12 @@ static int host_rows(struct coli_engine *e, uint64_t y, int d)
 
 /* Route layer l's T <= COLI_GPU_MAX_S tokens from the router logits in
  * dd->rlog and plan its experts resident here (one launch for both): the
- * GEMV job tables and pair lists (dd->ptok/pw) on the device. router != NULL
- * (f32): the router's GEMV of dd->xn into dd->rlog comes first, in the same
- * launch as the routing (layer_ops decides). */
-static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *router)
+ * routing into sel (dd->sel, which a preplanned layer downloads, or the
+ * layer's row of dd->fsel), the GEMV job tables and pair lists (dd->ptok/pw)
+ * on the device. router != NULL (f32): the router's GEMV of dd->xn into
+ * dd->rlog comes first, in the same launch as the routing (layer_ops
+ * decides). */
+static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *router, uint64_t sel)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
@@ -309,7 +311,7 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 	enum coli_dtype t = xl->dtype;
 	int H = c->hidden, I = c->moe_inter, K = c->top_k;
 	struct coli_gpu_moe_plan a = {
-	    .sel = (const int *)(uintptr_t)dd->sel,
+	    .sel = (const int *)(uintptr_t)sel,
 	    .selw = (const float *)(uintptr_t)dd->selw,
 	    .slabs =
 	        (const unsigned long long *)(uintptr_t)(dd->slabs + (size_t)l * c->n_experts * 8),
@@ -367,6 +369,22 @@ static int plan_experts(struct coli_engine *e, int l, int T)
 	        : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, coli_dtype_is_quant(t) ? v->hq : 0,
 	                            v->hd, v->hqs, P * c->moe_inter);
 	return rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, c->hidden);
+}
+
+/* The routing of the layers planned on device dd this forward, down into
+ * e->fast_sel in one transfer (of its whole layer range: fast_count reads
+ * only the planned layers' rows), queued before the sync that ends the
+ * device's part of the forward. */
+static int fast_down(struct coli_engine *e, struct coli_dense_dev *dd)
+{
+	const size_t row = (size_t)COLI_GPU_MAX_S * e->m.cfg.top_k;
+
+	if (!dd->fast_any)
+		return 0;
+	dd->fast_any = 0;
+	return coli_dev_download_async(dd->dev, e->fast_sel + (size_t)dd->l0 * row,
+	                               dd->fsel + (size_t)dd->l0 * row * 4,
+	                               sizeof(int) * (size_t)(dd->l1 - dd->l0) * row);
 }
 
 /* After the forward's last sync: what the host path counts for each layer
@@ -492,13 +510,12 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	rc = rc || fused ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
 	if (kind == SEG_PLANNED) {
 		/* routed, planned, computed and accumulated here; the routing goes
-		 * back for fast_count */
-		rc = rc ? rc : plan_route(e, l, T, fused ? &D->router : NULL);
-		rc = rc ? rc : plan_experts(e, l, T);
+		 * back for fast_count with the forward's other planned layers'
+		 * (fast_down) */
 		rc = rc ? rc
-		        : coli_dev_download_async(dd->dev,
-		                                  e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K,
-		                                  dd->sel, sizeof(int) * T * K);
+		        : plan_route(e, l, T, fused ? &D->router : NULL,
+		                     dd->fsel + (size_t)l * COLI_GPU_MAX_S * K * 4);
+		rc = rc ? rc : plan_experts(e, l, T);
 		if (defers(e, l, kind)) /* summed by the next layer's first norm */
 			return rc;
 		rc = rc ? rc
@@ -513,7 +530,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	 * this device (moe_host) */
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
 		rc = rc                ? rc
-		     : kind == SEG_PRE ? plan_route(e, l, T, fused ? &D->router : NULL)
+		     : kind == SEG_PRE ? plan_route(e, l, T, fused ? &D->router : NULL, dd->sel)
 		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K,
 		                                        c->norm_topk_prob, dd->sel, dd->selw);
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
@@ -679,7 +696,7 @@ static int token_run(struct coli_engine *e, int T, int pos0)
 	e->est.dev_graph_replays += (uint64_t)c->n_layers;
 	for (int l = 0; l < c->n_layers; l++)
 		if (layer_kind(e, l, T) == SEG_PLANNED)
-			dd->fast_T[l] = T;
+			dd->fast_T[l] = T, dd->fast_any = 1;
 	return 1;
 }
 
@@ -799,6 +816,7 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	size_t n = sizeof(float) * T * H;
 
 	rc = coli_dev_add(from->dev, from->x, from->mlp, T * H);
+	rc = rc ? rc : fast_down(e, from);
 	rc = rc ? rc : coli_dev_download_async(from->dev, e->xn, from->x, n);
 	rc = rc ? rc : coli_dev_sync(from->dev);
 	rc = rc ? rc : coli_dev_upload_async(to->dev, to->x, e->xn, n);
@@ -855,7 +873,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
 		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
 		if (!rc && kind == SEG_PLANNED) {
-			dd->fast_T[l] = T;
+			dd->fast_T[l] = T, dd->fast_any = 1;
 			if (!e->opts.profile) /* queued, not done: see phase_end */
 				phase_end(e, &e->est.attention_s, 0);
 		}
@@ -894,6 +912,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 			                                  sizeof(float) * n * c->vocab);
 		}
 	}
+	rc = rc ? rc : fast_down(e, dd);
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
