@@ -99,6 +99,7 @@ struct coli_dev_slot {
 	struct dev_run {
 		int expert, pair0, n, row0;
 		int stage;     /* staging slot, -1 for a resident expert */
+		int tail;      /* its down part is still to copy (wave_compute) */
 		uint64_t slab; /* resident slab or staging slot */
 	} * runs;              /* this layer's experts on the device */
 	int n_runs, P;

@@ -382,7 +382,11 @@ done:
 /* The copies of wave [r0, r1) of device d's layer: its streamed slabs that
  * are not staged yet, from the pinned host slabs into the least recently
  * used free slots, on the copy stream. The first wave's are queued before
- * the activations' gather (coli_moe_dev_issue), so the link starts at once. */
+ * the activations' gather (coli_moe_dev_issue), so the link starts at once.
+ * Only the gate and up part of each slab here ([0, down_off)): wave_compute
+ * queues the down parts behind the gate and up launches, so those run while
+ * the downs cross the link (a slot's event is the last copy's: the gate and
+ * up launches wait for the first parts, down for the rest). */
 static int wave_copies(struct coli_engine *e, int l, int d, int r0, int r1)
 {
 	struct coli_dev_slot *v = &e->vram[d];
@@ -405,15 +409,26 @@ static int wave_copies(struct coli_engine *e, int l, int d, int r0, int r1)
 				return -ENOSPC; /* the wave cap counts the slots */
 			rc = coli_dev_stage_copy(v->dev, run->stage,
 			                         v->stage + (uint64_t)run->stage * v->stage_bytes,
-			                         e->host_slab[ex], xl->slab_bytes);
+			                         e->host_slab[ex], xl->down_off);
 			if (rc)
 				return rc;
+			run->tail = 1;
 			stage_fill(v, run->stage, l, ex, -1);
 			v->streamed_bytes += xl->slab_bytes;
 		}
 		run->slab = v->stage + (uint64_t)run->stage * v->stage_bytes;
 	}
 	return 0;
+}
+
+/* A failed issue: slots whose down part was never copied hold no expert. */
+static void drop_tails(struct coli_dev_slot *v)
+{
+	for (int r = 0; r < v->n_runs; r++)
+		if (v->runs[r].tail) {
+			v->st[v->runs[r].stage].l = -1;
+			v->runs[r].tail = 0;
+		}
 }
 
 /* Queue wave [r0, r1) of device d's layer, its copies queued (wave_copies):
@@ -459,6 +474,16 @@ static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int
 	                            quant ? v->hq + (size_t)row_a * I : 0,
 	                            v->hd + (size_t)row_a * (I / 32) * 4,
 	                            v->hqs + (size_t)row_a * (I / 32) * 4, rows * I);
+	/* the down parts of the slabs this wave copies, then down waits for them */
+	for (int r = r0; !rc && r < r1; r++)
+		if (v->runs[r].tail) {
+			rc = coli_dev_stage_copy(
+			    v->dev, v->runs[r].stage, v->runs[r].slab + xl->down_off,
+			    (const char *)e->host_slab[v->runs[r].expert] + xl->down_off,
+			    xl->slab_bytes - xl->down_off);
+			rc = rc ? rc : coli_dev_stage_use(v->dev, v->runs[r].stage);
+			v->runs[r].tail = 0;
+		}
 	if (rc)
 		return rc;
 	/* down: y[P][H] = W_down . h */
@@ -669,12 +694,12 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 	for (int r0 = 0; !rc && r0 < n_runs; r0 = r1) {
 		if (r0) { /* a later wave copies into slots the one before freed */
 			r1 = wave_end(e, v, l, r0, cap);
-			if (r1 == r0)
-				return -ENOSPC;
-			rc = wave_copies(e, l, d, r0, r1);
+			rc = r1 == r0 ? -ENOSPC : wave_copies(e, l, d, r0, r1);
 		}
 		rc = rc ? rc : wave_compute(e, l, d, r0, r1, r1 < n_runs);
 	}
+	if (rc)
+		drop_tails(v);
 	if (v->streamed_bytes && e->moe_on_dense == d) /* behind them: copies_landed */
 		rc = rc ? rc : coli_dev_stage_fence(v->dev, v->n_stage);
 	if (e->moe_on_dense != d) /* else the dense part reads v->y where it is */
