@@ -455,7 +455,9 @@ static __device__ __forceinline__ void am_take(float &bv, int &bi, float v, int 
 		bv = v, bi = i;
 }
 
-/* The CTA's fold of each thread's (bv, bi); every thread returns the CTA's. */
+/* The CTA's fold of each thread's (bv, bi); every thread returns the CTA's.
+ * Two folds in one CTA need a barrier between them (coli_argmax has the last
+ * arrival's): the second writes what the first reads. */
 static __device__ __forceinline__ void am_fold(float &bv, int &bi)
 {
 	__shared__ float sv[AM_THREADS / 32];
