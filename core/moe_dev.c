@@ -7,8 +7,8 @@
  * container's layout (gate/up/down offsets are the container's).
  *
  * A layer on device d (compute stream, nothing waits on the host):
- *   copy     the first wave's streamed slabs not staged yet (copy stream,
- *            queued first: see Streaming)
+ *   copy     the gate and up parts of the first wave's streamed slabs not
+ *            staged yet (copy stream, queued first: see Streaming)
  *   gather   pair activations in expert order         [P][H] int8 + scales, or f32:
  *            on this device from the tokens' rows when it holds the dense
  *            part (e->dev_rows), else on the host and uploaded
@@ -16,6 +16,8 @@
  *   gemv     gate and up of the wave's experts        -> g, u [P][I]   (one launch)
  *   silu     h = silu(g) * u over the wave's rows      [P][I]          (one launch,
  *            and h -> int8 per 32-block for q8/q4 models in the same one)
+ *   copy     the down parts of the slabs this wave copies (crossing while
+ *            gate, up and silu run)
  *   gemv     down of the wave's experts                -> y [P][H]     (one launch)
  *   download y to host staging (not on the device that holds the dense part
  *            when core/moe.c's moe_on_dense names it: y's rows are then at
