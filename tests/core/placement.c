@@ -16,7 +16,10 @@
  * exception), so there the logits must agree to 1e-4 of max|logit| and the
  * ids exactly. (On the simulated device every dtype is exact.) The decode
  * steps with the dense part on the device and every expert of a layer
- * resident (planned on the device) or some (preplanned) must have run.
+ * resident (planned on the device) or some (preplanned) must have run, and
+ * without a fault every run counts the CPU run's expert hits (over all
+ * tiers): a device-planned layer's are counted from the routing it sends
+ * back once a forward.
  */
 #include <math.h>
 
@@ -30,6 +33,7 @@ struct run {
 	float *logits; /* [n][vocab] prefill, then [STEPS][vocab] decode */
 	int ids[STEPS];
 	uint64_t planned, preplanned; /* MoE layer calls the dense device planned, preplanned */
+	uint64_t hits;                /* expert hits of every tier */
 };
 
 /* max |a - b| / max |a| over n values (NaN counts as infinitely far) */
@@ -94,6 +98,8 @@ static int do_run(const char *path, const char *gpu, double vram_gb, int fail_af
 		coli_engine_stats(e, &st);
 		r->planned = st.moe_layers_dev_planned;
 		r->preplanned = st.moe_layers_dev_preplanned;
+		r->hits =
+		    st.hits[COLI_TIER_VRAM] + st.hits[COLI_TIER_RAM] + st.hits[COLI_TIER_DISK];
 	}
 	coli_engine_close(e);
 	return rc;
@@ -217,6 +223,20 @@ int main(void)
 
 					runs++;
 					planned += got.planned, preplanned += got.preplanned;
+					/* each layer call's routed experts are hits of some tier,
+					 * wherever they ran (a fault's redo counts twice): a
+					 * device-planned layer's come from the routing it sent
+					 * back (fast_count) */
+					if (fa < 0 && got.hits != ref.hits) {
+						printf("%s %s: device %s vram %.2g GB stream %s "
+						       "dense %s: "
+						       "%llu expert hits, the CPU's %llu\n",
+						       names[f], coli_dtype_name(quants[qi]),
+						       devs[d], vram, cases[b].stream,
+						       cases[b].dense, (unsigned long long)got.hits,
+						       (unsigned long long)ref.hits);
+						fails++;
+					}
 					if (cases[b].slabs == -2 &&
 					    (strchr(devs[d], ':') || strchr(devs[d], ',')) &&
 					    !got.planned) {
