@@ -783,10 +783,7 @@ static __device__ __forceinline__ void dgemv_plan(const struct coli_gpu_dense_ge
 		if (splits == 1) { /* each CTA wrote its rows' logits itself */
 			v = __ldcg(a.y + (size_t)t * a.ldy + row);
 		} else {
-			v = 0.0f;
-			for (int k = 0; k < splits; k++)
-				v = __fadd_rn(v,
-				              __ldcg(part + ((size_t)k * a.T + t) * a.rows + row));
+			v = dg_combine(a, part, splits, t, row);
 			a.y[(size_t)t * a.ldy + row] = v;
 		}
 		p[t][row] = v;
@@ -796,9 +793,9 @@ static __device__ __forceinline__ void dgemv_plan(const struct coli_gpu_dense_ge
 }
 
 #define DGEMV_PLAN(S)                                                                              \
-	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_f32_plan_##S(       \
-	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count, unsigned *done,      \
-	    const struct coli_gpu_moe_plan p)                                                      \
+	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32)                                \
+	    coli_dgemv_f32_plan_##S(const struct coli_gpu_dense_gemv a, float *part,               \
+	                            unsigned *done, const struct coli_gpu_moe_plan p)              \
 	{                                                                                          \
 		dgemv_plan<S>(a, part, done, p);                                                   \
 	}

@@ -182,6 +182,19 @@ static __device__ __forceinline__ void dgemv_part(const struct coli_gpu_dense_ge
 		}
 }
 
+/* Row `row` of token t: the splits' partials added in ascending split order
+ * from +0 (the combine every split launch uses, so a token's bits do not
+ * depend on which kernel combined them). */
+static __device__ __forceinline__ float dg_combine(const struct coli_gpu_dense_gemv &a,
+                                                   const float *part, int splits, int t, int row)
+{
+	float v = 0.0f;
+
+	for (int k = 0; k < splits; k++)
+		v = __fadd_rn(v, __ldcg(part + ((size_t)k * a.T + t) * a.rows + row));
+	return v;
+}
+
 /* dgemv_part, then with splits the last CTA of the row group to arrive adds
  * its rows' partials in ascending split order from +0 and writes y. Returns
  * whether this CTA wrote its row group's y (CTA-uniform): every CTA without
@@ -200,14 +213,8 @@ static __device__ __forceinline__ bool dgemv(const struct coli_gpu_dense_gemv &a
 	if (!last_arrival(&count[blockIdx.z * gridDim.x + blockIdx.x], splits))
 		return false;
 	if (lane == 0 && row < a.rows)
-		for (int s = 0; s < ns; s++) {
-			float v = 0.0f;
-
-			for (int k = 0; k < splits; k++)
-				v = __fadd_rn(
-				    v, __ldcg(part + ((size_t)k * a.T + t0 + s) * a.rows + row));
-			*dg_out(a, t0 + s, row) = v;
-		}
+		for (int s = 0; s < ns; s++)
+			*dg_out(a, t0 + s, row) = dg_combine(a, part, splits, t0 + s, row);
 	return true;
 }
 

@@ -590,16 +590,15 @@ int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
 }
 
 /* Grid (row groups, splits, 1), as coli_gpu_dense_gemv; the last counter of
- * the array counts the row groups done (zero between launches like the
+ * the array counts the grid's CTAs in (zero between launches like the
  * others: the last to arrive resets it). */
 int coli_gpu_router_plan(coli_gpu_t *g, const struct coli_gpu_dense_gemv *r,
                          const struct coli_gpu_moe_plan *p)
 {
 	struct coli_gpu_dense_gemv a = *r;
 	struct coli_gpu_moe_plan pl = *p;
-	CUdeviceptr part = g->scratch, cnt = g->counts,
-	            done = g->counts + sizeof(unsigned) * (DENSE_COUNTERS - 1);
-	void *args[] = {&a, &part, &cnt, &done, &pl};
+	CUdeviceptr part = g->scratch, done = g->counts + sizeof(unsigned) * (DENSE_COUNTERS - 1);
+	void *args[] = {&a, &part, &done, &pl};
 	int di, groups, splits, rc = dgemv_shape(g, COLI_DTYPE_F32, &a, &di, &groups, &splits);
 
 	if (rc)
@@ -608,7 +607,7 @@ int coli_gpu_router_plan(coli_gpu_t *g, const struct coli_gpu_dense_gemv *r,
 	    (uint64_t)(uintptr_t)p->rlog != (uint64_t)(uintptr_t)a.y || a.ldy != p->E ||
 	    a.rows != p->E || p->T != a.T || p->T * p->K > COLI_GPU_PLAN_MAX_P ||
 	    p->E > COLI_GPU_ROUTE_MAX_E || p->K > 16 || p->K > p->E ||
-	    (size_t)splits * a.T * a.rows > DENSE_SCRATCH_FLOATS || groups >= DENSE_COUNTERS)
+	    (size_t)splits * a.T * a.rows > DENSE_SCRATCH_FLOATS)
 		return -EINVAL;
 	return launch3(g, g->f_dgemv_plan[a.T - 1], (unsigned)groups, (unsigned)splits, 1,
 	               DG_WARPS * 32, args, "launch router + plan");

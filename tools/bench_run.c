@@ -408,7 +408,6 @@ void bench_print_timeline(const struct run *R)
 	       g_tl[1], g_tl[2], g_tl[3], g_tl[4], g_tl[5]);
 	for (int i = 0; i < R->n_arms; i++) {
 		const struct arm *a = &R->arm[i];
-
 		double in_layers = 0; /* s, summed over the rounds */
 
 		if (!shows_timeline(R, a))
