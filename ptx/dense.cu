@@ -103,7 +103,6 @@ extern "C" __global__ void __launch_bounds__(1024)
                  int *qsum, int rows, int n, float eps, int G, const float *py, const int *pt,
                  const float *pw, int np)
 {
-	pdl_entry();
 	__shared__ double red[32];
 	const int gi = threadIdx.x / G, lt = threadIdx.x % G, wpg = G >> 5;
 	const int row = blockIdx.x * (blockDim.x / G) + gi;
@@ -112,6 +111,19 @@ extern "C" __global__ void __launch_bounds__(1024)
 	const float *ar = add + (size_t)row * n;
 	float *yr = y + (size_t)row * n;
 	float4 v[RN_REG];
+
+	/* the weights are the model's (no kernel writes them): fetched into L2
+	 * before waiting for the kernel ahead, so their DRAM latency overlaps it
+	 * (into L2, not registers: at 1024 threads a CTA a thread has 64) */
+	if (ok && vec && w)
+#pragma unroll
+		for (int k = 0; k < RN_REG; k++) {
+			const int i = (lt + k * G) * 4;
+
+			if (i < n && i % 32 == 0) /* a 128-byte line each */
+				asm volatile("prefetch.global.L2 [%0];" ::"l"(w + i));
+		}
+	pdl_entry();
 	double ss = 0.0;
 	float inv;
 
@@ -220,13 +232,17 @@ extern "C" __global__ void __launch_bounds__(128)
                        float eps, int nh, int nkv, int hd, int pos0, const int *posp,
                        const float *inv_freq, float *kc, float *vc)
 {
-	pdl_entry();
 	__shared__ double red[4];
 	const int h = blockIdx.x, t = blockIdx.y, half = hd / 2, i = threadIdx.x;
 	const bool isk = h >= nh, in = i < half;
 	const int hh = isk ? h - nh : h;
 	const float *x = isk ? k + ((size_t)t * nkv + hh) * hd : q + ((size_t)t * nh + hh) * hd;
 	const float *w = isk ? kw : qw;
+	/* the model's constants before waiting for the kernel ahead (as rmsnorm) */
+	const float w1 = w && in ? __ldg(w + i) : 0.0f, w2 = w && in ? __ldg(w + i + half) : 0.0f;
+	const float fr = in ? __ldg(inv_freq + i) : 0.0f;
+
+	pdl_entry();
 	float x1 = in ? x[i] : 0.0f, x2 = in ? x[i + half] : 0.0f;
 
 	if (posp)
@@ -246,13 +262,13 @@ extern "C" __global__ void __launch_bounds__(128)
 		const float inv = (float)(1.0 / sqrt(ss / hd + eps));
 
 		if (in) {
-			x1 = w[i] * (x1 * inv);
-			x2 = w[i + half] * (x2 * inv);
+			x1 = w1 * (x1 * inv);
+			x2 = w2 * (x2 * inv);
 		}
 	}
 	if (!in)
 		return;
-	const float ang = (float)(pos0 + t) * inv_freq[i];
+	const float ang = (float)(pos0 + t) * fr;
 	double dc, ds;
 
 	sincos((double)ang, &ds, &dc);

@@ -23,8 +23,9 @@ static __device__ __forceinline__ void pdl_entry(void)
 }
 
 /* A kernel may read what no kernel writes (model weights) before its
- * pdl_entry(): the dense GEMV loads its first weights there, so their DRAM
- * latency overlaps the kernel before. Every thread still calls pdl_entry()
- * before any other global access. */
+ * pdl_entry(): the dense GEMV loads its first weights there, rmsnorm fetches
+ * its weights into L2 and qk_rope_store loads its norm weights and
+ * frequencies, so their DRAM latency overlaps the kernel before. Every thread
+ * still calls pdl_entry() before any other global access. */
 
 #endif
