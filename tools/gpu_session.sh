@@ -16,7 +16,9 @@
 #                                      TESTS_ONLY=1 skips the benchmarks
 #   tools/gpu_session.sh ab A B [M]    (GPU host) two coli binaries, A/B:
 #                                      all-resident decode interleaved three
-#                                      times, then greedy generate with each
+#                                      times, then greedy generate with each;
+#                                      STREAM=1: then `coli bench stream`'s
+#                                      overlap+stream interleaved twice
 #   tools/gpu_session.sh gaps COLI [M] (GPU host) the all-resident decode's
 #                                      kernel time a token (ncu: one greedy
 #                                      run of 1 token and one of 17, the
@@ -108,6 +110,17 @@ ab)
 	for c in "$a" "$b"; do
 		printf '%-28s %s\n' "$c" "$("$c" generate -m "$model" --ids 1,2,3,4,5,6,7,8 -n 256 \
 			--usage off 2>&1 >/dev/null | grep decode | cut -c1-100)"
+	done
+	[ "${STREAM:-0}" = 1 ] || exit 0
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	for c in "$a" "$b" "$a" "$b"; do # overlap+stream: tok/s, x sync, a 1-copy layer
+		"$c" bench stream -m "$model" --tokens 64 --rounds 3 \
+			--arms sync,overlap+stream >"$tmp/st" 2>&1
+		printf '%-28s %s | %s\n%-28s %s\n' "$c" \
+			"$(grep '^overlap+stream ' "$tmp/st" | head -1 | cut -c1-44)" \
+			"$(grep 'x sync' "$tmp/st" | cut -c17-80)" "" \
+			"$(grep -E '^overlap\+stream +1 ' "$tmp/st")"
 	done
 	;;
 gaps)
