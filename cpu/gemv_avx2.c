@@ -49,9 +49,10 @@
  * 16384), the row's lanes stay in q4_group's order (its scales are shuffled
  * to match instead of permuting the sums); gemv_q8: the tile path's group
  * on one row. Both run rows one at a time as one sequential,
- * software-prefetched stream. Q4_0 at S > 1 (K <= 16384) uses gemv_q4 too,
- * over blocks of rows kept in L2 for every activation: the tile path above
- * was slower per activation (gemm_q4_blocked).
+ * software-prefetched stream. Q4_0 at S > 1 (K <= 16384) uses its steps too,
+ * over blocks of rows kept in L2, two activations a pass sharing each
+ * group's unpacked nibbles and scales (gemm_q4_blocked, q4_row2): the tile
+ * path above was slower per activation.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -560,22 +561,86 @@ static void gemv_q4(const struct coli_mat *w, const struct coli_act *x, float *y
 		y[r - row0] = q4_row(w, &p, x, r);
 }
 
+/* Row r against two prepared activations: each group's nibbles and fp16
+ * scales are unpacked once for both; per activation the steps are
+ * q4_row_group's, so each result has q4_row's bits. */
+INLINE void q4_row2(const struct coli_mat *w, const struct q4_prep *p0, const struct q4_prep *p1,
+                    const struct coli_act *x0, const struct coli_act *x1, int r, float *y0,
+                    float *y1)
+{
+	const int nb = w->cols / COLI_QBLOCK, nb8 = nb & ~7;
+	const uint8_t *wq = (const uint8_t *)w->data + (size_t)r * nb * 16;
+	const uint16_t *dw = w->scales + (size_t)r * nb;
+	const __m256i shuf = _mm256_castsi128_si256(
+	    _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
+	const __m256i unperm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	__m256 acc[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()},
+	                    {_mm256_setzero_ps(), _mm256_setzero_ps()}};
+	const struct q4_prep *pp[2] = {p0, p1};
+	int b = 0;
+
+	for (; b < nb8; b += 8) {
+		__m256i nib[8];
+
+		if (!(b & 8)) { /* 2 KiB ahead, as q4_row: 16 blocks a round */
+			const char *pf = (const char *)(wq + b * 16) + 2048;
+
+			_mm_prefetch(pf, _MM_HINT_T0);
+			_mm_prefetch(pf + 64, _MM_HINT_T0);
+			_mm_prefetch(pf + 128, _MM_HINT_T0);
+			_mm_prefetch(pf + 192, _MM_HINT_T0);
+		}
+		q4_unpack(wq + b * 16, nib);
+		__m128i h = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(dw + b)),
+		                             _mm256_castsi256_si128(shuf));
+		__m256 wsc = _mm256_cvtph_ps(h);
+
+#pragma GCC unroll 2
+		for (int a = 0; a < 2; a++) {
+			__m256i s = q4_group(nib, (const __m256i *)(pp[a]->xr + b * 32));
+			s = _mm256_sub_epi32(s,
+			                     _mm256_load_si256((const __m256i *)(pp[a]->qs8 + b)));
+			__m256 sc = _mm256_mul_ps(wsc, _mm256_load_ps(pp[a]->dx + b));
+
+			acc[a][(b >> 3) & 1] =
+			    _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc[a][(b >> 3) & 1]);
+		}
+	}
+	*y0 = finish_row(COLI_DTYPE_Q4_0, _mm256_permutevar8x32_ps(acc[0][0], unperm),
+	                 _mm256_permutevar8x32_ps(acc[0][1], unperm), wq, dw, x0, b, nb);
+	*y1 = finish_row(COLI_DTYPE_Q4_0, _mm256_permutevar8x32_ps(acc[1][0], unperm),
+	                 _mm256_permutevar8x32_ps(acc[1][1], unperm), wq, dw, x1, b, nb);
+}
+
 /* Q4_0 at S > 1: blocks of Q4_RB rows (32 KiB of quants at K = 2048) stay
- * in L2 while every activation passes over them with the decode GEMV (its
- * activation prepared once per block). */
+ * in L2 while the activations pass over them two at a time (q4_row2: a
+ * group unpacked once for both), each prepared once per block; an odd one
+ * out takes the decode GEMV. */
 #define Q4_RB 32
 
 static void gemm_q4_blocked(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                             size_t ldy, int row0, int row1)
 {
-	if ((w->cols / COLI_QBLOCK & ~7) > Q4_PREP_BLOCKS) {
+	const int nb8 = (w->cols / COLI_QBLOCK) & ~7;
+	struct q4_prep p[2];
+
+	if (nb8 > Q4_PREP_BLOCKS) {
 		gemm_q4(w, x, S, y, ldy, row0, row1);
 		return;
 	}
 	for (int r = row0; r < row1; r += Q4_RB) {
-		int r1 = r + Q4_RB < row1 ? r + Q4_RB : row1;
+		int r1 = r + Q4_RB < row1 ? r + Q4_RB : row1, s = 0;
 
-		for (int s = 0; s < S; s++)
+		for (; s + 2 <= S; s += 2) {
+			float *y0 = y + (size_t)s * ldy + (r - row0), *y1 = y0 + ldy;
+
+			q4_prep(&p[0], &x[s], nb8);
+			q4_prep(&p[1], &x[s + 1], nb8);
+			for (int i = r; i < r1; i++)
+				q4_row2(w, &p[0], &p[1], &x[s], &x[s + 1], i, y0 + (i - r),
+				        y1 + (i - r));
+		}
+		if (s < S)
 			gemv_q4(w, &x[s], y + (size_t)s * ldy + (r - row0), r, r1);
 	}
 }
