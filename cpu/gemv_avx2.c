@@ -496,21 +496,47 @@ static void q4_prep(struct q4_prep *p, const struct coli_act *x, int nb8)
 	}
 }
 
+/* The row's fp16 scales of blocks b..b+7, widened, in the order P. */
+INLINE __m256 q4_row_scales(const uint16_t *dw, int b)
+{
+	const __m128i shuf = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+
+	return _mm256_cvtph_ps(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(dw + b)), shuf));
+}
+
+/* Blocks b..b+7 of a row, unpacked (nib) with their scales (wsc), against
+ * one prepared activation into acc (lanes in the order P). */
+INLINE __m256 q4_row_acc(const __m256i *nib, __m256 wsc, const struct q4_prep *p, int b, __m256 acc)
+{
+	__m256i s = q4_group(nib, (const __m256i *)(p->xr + b * 32));
+
+	s = _mm256_sub_epi32(s, _mm256_load_si256((const __m256i *)(p->qs8 + b)));
+	__m256 sc = _mm256_mul_ps(wsc, _mm256_load_ps(p->dx + b));
+	return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc);
+}
+
 /* Blocks b..b+7 of one row into acc (lanes in the order P). */
 INLINE __m256 q4_row_group(const uint8_t *wq, const uint16_t *dw, const struct q4_prep *p, int b,
                            __m256 acc)
 {
-	const __m256i shuf = _mm256_castsi128_si256(
-	    _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
 	__m256i nib[8];
 
 	q4_unpack(wq, nib);
-	__m256i s = q4_group(nib, (const __m256i *)(p->xr + b * 32));
-	s = _mm256_sub_epi32(s, _mm256_load_si256((const __m256i *)(p->qs8 + b)));
-	__m128i h = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(dw + b)),
-	                             _mm256_castsi256_si128(shuf));
-	__m256 sc = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_load_ps(p->dx + b));
-	return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc);
+	return q4_row_acc(nib, q4_row_scales(dw, b), p, b, acc);
+}
+
+/* 2 KiB ahead in a row's quant stream (the next rows follow it in memory),
+ * the 256 bytes of 16 blocks: two threads from DRAM, under load ~1.8, 0.44 ->
+ * 0.50-0.56 of the read bound; 1-4 KiB and a prefetch of the scales
+ * measured the same. */
+INLINE void q4_prefetch16(const uint8_t *wq)
+{
+	const char *pf = (const char *)wq + 2048;
+
+	_mm_prefetch(pf, _MM_HINT_T0);
+	_mm_prefetch(pf + 64, _MM_HINT_T0);
+	_mm_prefetch(pf + 128, _MM_HINT_T0);
+	_mm_prefetch(pf + 192, _MM_HINT_T0);
 }
 
 /* y[0] = row r against the prepared activation (and x for the tail). */
@@ -525,15 +551,7 @@ INLINE float q4_row(const struct coli_mat *w, const struct q4_prep *p, const str
 	int b = 0;
 
 	for (; b + 16 <= nb8; b += 16) {
-		/* 2 KiB ahead in the quant stream (the next rows follow this
-		 * one in memory): two threads from DRAM, under load ~1.8,
-		 * 0.44 -> 0.50-0.56 of the read bound; 1-4 KiB and a
-		 * prefetch of the scales measured the same. */
-		const char *pf = (const char *)(wq + b * 16) + 2048;
-		_mm_prefetch(pf, _MM_HINT_T0);
-		_mm_prefetch(pf + 64, _MM_HINT_T0);
-		_mm_prefetch(pf + 128, _MM_HINT_T0);
-		_mm_prefetch(pf + 192, _MM_HINT_T0);
+		q4_prefetch16(wq + b * 16);
 		acc0 = q4_row_group(wq + b * 16, dw, p, b, acc0);
 		acc1 = q4_row_group(wq + (b + 8) * 16, dw, p, b + 8, acc1);
 	}
@@ -563,7 +581,7 @@ static void gemv_q4(const struct coli_mat *w, const struct coli_act *x, float *y
 
 /* Row r against two prepared activations: each group's nibbles and fp16
  * scales are unpacked once for both; per activation the steps are
- * q4_row_group's, so each result has q4_row's bits. */
+ * q4_row_acc's, so each result has q4_row's bits. */
 INLINE void q4_row2(const struct coli_mat *w, const struct q4_prep *p0, const struct q4_prep *p1,
                     const struct coli_act *x0, const struct coli_act *x1, int r, float *y0,
                     float *y1)
@@ -571,8 +589,6 @@ INLINE void q4_row2(const struct coli_mat *w, const struct q4_prep *p0, const st
 	const int nb = w->cols / COLI_QBLOCK, nb8 = nb & ~7;
 	const uint8_t *wq = (const uint8_t *)w->data + (size_t)r * nb * 16;
 	const uint16_t *dw = w->scales + (size_t)r * nb;
-	const __m256i shuf = _mm256_castsi128_si256(
-	    _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
 	const __m256i unperm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
 	__m256 acc[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()},
 	                    {_mm256_setzero_ps(), _mm256_setzero_ps()}};
@@ -582,29 +598,14 @@ INLINE void q4_row2(const struct coli_mat *w, const struct q4_prep *p0, const st
 	for (; b < nb8; b += 8) {
 		__m256i nib[8];
 
-		if (!(b & 8)) { /* 2 KiB ahead, as q4_row: 16 blocks a round */
-			const char *pf = (const char *)(wq + b * 16) + 2048;
-
-			_mm_prefetch(pf, _MM_HINT_T0);
-			_mm_prefetch(pf + 64, _MM_HINT_T0);
-			_mm_prefetch(pf + 128, _MM_HINT_T0);
-			_mm_prefetch(pf + 192, _MM_HINT_T0);
-		}
+		if (!(b & 8)) /* as q4_row: once every 16 blocks */
+			q4_prefetch16(wq + b * 16);
 		q4_unpack(wq + b * 16, nib);
-		__m128i h = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(dw + b)),
-		                             _mm256_castsi256_si128(shuf));
-		__m256 wsc = _mm256_cvtph_ps(h);
+		__m256 wsc = q4_row_scales(dw, b);
 
 #pragma GCC unroll 2
-		for (int a = 0; a < 2; a++) {
-			__m256i s = q4_group(nib, (const __m256i *)(pp[a]->xr + b * 32));
-			s = _mm256_sub_epi32(s,
-			                     _mm256_load_si256((const __m256i *)(pp[a]->qs8 + b)));
-			__m256 sc = _mm256_mul_ps(wsc, _mm256_load_ps(pp[a]->dx + b));
-
-			acc[a][(b >> 3) & 1] =
-			    _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc[a][(b >> 3) & 1]);
-		}
+		for (int a = 0; a < 2; a++)
+			acc[a][(b >> 3) & 1] = q4_row_acc(nib, wsc, pp[a], b, acc[a][(b >> 3) & 1]);
 	}
 	*y0 = finish_row(COLI_DTYPE_Q4_0, _mm256_permutevar8x32_ps(acc[0][0], unperm),
 	                 _mm256_permutevar8x32_ps(acc[0][1], unperm), wq, dw, x0, b, nb);
