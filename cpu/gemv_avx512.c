@@ -34,6 +34,12 @@
  * while all S activations pass over them, and each row prefetches the same
  * position one tile ahead.
  *
+ * Q4_0 at S = 1 (decode) takes its own path, gemv_q4z: the activation is
+ * rearranged once a call and the rows run one at a time as one prefetched
+ * stream, lanes left in the hadd order (step 2 without its vpermd); on the
+ * H200 host's Xeon it reads 0.73-0.81 of the host's bandwidth where the
+ * 4-row tile read 0.65-0.70 (docs/perf/kernels.md).
+ *
  * A trailing group of fewer than 16 blocks uses masked loads (zeros past the
  * end) and a masked fmadd that leaves the unused lanes untouched, exactly like
  * the reference, which never visits them. Everything in int32 is exact, so
@@ -328,6 +334,119 @@ static void gemm_q4(const struct coli_mat *w, const struct coli_act *x, int S, f
 	gemm_quant(COLI_DTYPE_Q4_0, w, x, S, y, ldy, row0, row1);
 }
 
+/* ---------------- Q4_0 decode GEMV (one activation) ----------------
+ *
+ * As gemv_avx2.c's gemv_q4: the activation rearranged once per call, rows
+ * one at a time as one sequential, software-prefetched stream, and the row's
+ * lanes left in the order reduce16's hadds produce them (position 4k + j
+ * holds block 4j + k of a group), so the inner loop has no permute of the
+ * sums: the prepared 8 * qsum and dx, and the row's fp16 scales (one vpermw),
+ * are put in that order instead, and the accumulator is put back in block
+ * order once per row. Every fp32 operation is scale_fma's, lane by lane; a
+ * trailing group of fewer than 16 blocks is quant_group's, on the lanes in
+ * block order. The tile path (above) stays for S > 1 and K > 16384. */
+#define Q4Z_GROUPS 32 /* groups of 16 blocks prepared: K <= 16384 */
+
+struct q4z_prep {
+	__m512i x[Q4Z_GROUPS][8]; /* per 4 blocks: [xlo, xhi] as q4_sums16 pairs them */
+	__m512i qs8[Q4Z_GROUPS];  /* 8 * qsum, hadd order */
+	__m512 dx[Q4Z_GROUPS];    /* block scales, hadd order */
+};
+
+/* hadd order: position 4k + j holds block 4j + k (its own inverse) */
+static const int32_t q4z_ord32[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+static const int16_t q4z_ord16[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
+static void q4z_prep(struct q4z_prep *p, const struct coli_act *x, int ng)
+{
+	const __m512i ord = _mm512_loadu_si512(q4z_ord32);
+
+	for (int g = 0; g < ng; g++) {
+		const int8_t *xq = x->q + (size_t)g * 512;
+
+		for (int i = 0; i < 4; i++) {
+			__m512i xa = _mm512_loadu_si512(xq + 128 * i);
+			__m512i xb = _mm512_loadu_si512(xq + 128 * i + 64);
+
+			p->x[g][2 * i] = _mm512_shuffle_i64x2(xa, xb, _MM_SHUFFLE(2, 0, 2, 0));
+			p->x[g][2 * i + 1] = _mm512_shuffle_i64x2(xa, xb, _MM_SHUFFLE(3, 1, 3, 1));
+		}
+		p->qs8[g] = _mm512_slli_epi32(
+		    _mm512_permutexvar_epi32(ord, _mm512_loadu_si512(x->qsum + g * 16)), 3);
+		p->dx[g] = _mm512_permutexvar_ps(ord, _mm512_loadu_ps(x->d + g * 16));
+	}
+}
+
+/* Blocks 16g..16g+15 of one row into acc (lanes in hadd order). */
+INLINE __m512 q4z_group(const uint8_t *wq, const uint16_t *dw, const struct q4z_prep *p, int g,
+                        __m512 acc)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const __m256i ord16 = _mm256_loadu_si256((const __m256i *)q4z_ord16);
+	__m512i t[4];
+
+	for (int i = 0; i < 4; i++) {
+		__m512i v = _mm512_loadu_si512(wq + 64 * i);
+		__m512i lo = _mm512_and_si512(v, m4);
+		__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+
+		t[i] = _mm512_dpbusd_epi32(
+		    _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, p->x[g][2 * i]), hi,
+		    p->x[g][2 * i + 1]);
+	}
+	__m512i s = _mm512_sub_epi32(hadd32(hadd32(t[0], t[1]), hadd32(t[2], t[3])), p->qs8[g]);
+	__m256i h = _mm256_permutexvar_epi16(ord16, _mm256_loadu_si256((const __m256i *)dw));
+	__m512 sc = _mm512_mul_ps(_mm512_cvtph_ps(h), p->dx[g]);
+
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc);
+}
+
+/* y[0] = row r against the prepared activation (and x for the tail). */
+INLINE float q4z_row(const struct coli_mat *w, const struct q4z_prep *p, const struct coli_act *x,
+                     int r)
+{
+	const int nb = w->cols / COLI_QBLOCK, ng = nb / 16;
+	const uint8_t *wq = (const uint8_t *)w->data + (size_t)r * nb * 16;
+	const uint16_t *dw = w->scales + (size_t)r * nb;
+	const __m512i unord = _mm512_loadu_si512(q4z_ord32);
+	__m512 acc = _mm512_setzero_ps();
+
+	for (int g = 0; g < ng; g++) {
+		/* 2 KiB ahead in the quant stream (the next rows follow this one
+		 * in memory), as gemv_avx2.c measured */
+		const char *pf = (const char *)(wq + (size_t)g * 256) + 2048;
+
+		_mm_prefetch(pf, _MM_HINT_T0);
+		_mm_prefetch(pf + 64, _MM_HINT_T0);
+		_mm_prefetch(pf + 128, _MM_HINT_T0);
+		_mm_prefetch(pf + 192, _MM_HINT_T0);
+		acc = q4z_group(wq + (size_t)g * 256, dw + g * 16, p, g, acc);
+	}
+	acc = _mm512_permutexvar_ps(unord, acc);
+	if (ng * 16 < nb) { /* the tile path's masked group */
+		const int b = ng * 16, n = nb - b;
+		__m512i sum = q4_sums16(wq + (size_t)b * 16, x->q + b * 32, x->qsum + b, n);
+
+		acc = scale_fma(sum, dw + b, x->d + b, n, acc);
+	}
+	return fold16(acc);
+}
+
+static void gemv_q4z(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+                     int row1)
+{
+	const int ng = w->cols / COLI_QBLOCK / 16;
+	struct q4z_prep p __attribute__((aligned(64)));
+
+	if (ng > Q4Z_GROUPS) {
+		gemm_q4(w, x, 1, y, 0, row0, row1);
+		return;
+	}
+	q4z_prep(&p, x, ng);
+	for (int r = row0; r < row1; r++)
+		y[r - row0] = q4z_row(w, &p, x, r);
+}
+
 /* ---------------- entry points ---------------- */
 
 void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
@@ -347,7 +466,7 @@ void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float 
 		gemm_q8(w, x, 1, y, 0, row0, row1);
 		return;
 	case COLI_DTYPE_Q4_0:
-		gemm_q4(w, x, 1, y, 0, row0, row1);
+		gemv_q4z(w, x, y, row0, row1);
 		return;
 	}
 }
@@ -361,7 +480,10 @@ void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S,
 		return;
 	}
 	if (w->dtype == COLI_DTYPE_Q4_0) {
-		gemm_q4(w, x, S, y, (size_t)ldy, row0, row1);
+		if (S == 1)
+			gemv_q4z(w, x, y, row0, row1);
+		else
+			gemm_q4(w, x, S, y, (size_t)ldy, row0, row1);
 		return;
 	}
 	for (int r = row0; r < row1; r += COLI_GEMM_ROWS) {
