@@ -307,11 +307,35 @@ static int prefill_stream_count(const struct coli_engine *e, int l, const int *c
 	return k_best;
 }
 
+/* A decode layer's split: k of the n_cand RAM-tier experts streamed, the
+ * rest CPU rows, each costing its slab at the link's or the CPU's rate. The
+ * whole k that finishes first, min over k of max(k / bw_stream, (n_cand -
+ * k) / bw_cpu) -- both finishing together as nearly as whole experts allow
+ * (rounding n_cand x coli_moe_stream_share streamed two of five where the
+ * link, at ~40 GB/s beside the CPU rows, then ended ~40 us after them: H200,
+ * docs/perf/README.md "session 20"). Ties go to the CPU. A simulated device
+ * keeps the even split (coli_moe_stream_share). */
+static int decode_stream_count(const struct coli_engine *e, int n_cand)
+{
+	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
+	double best = 1e300;
+	int k_best = 0;
+
+	if (!strcmp(e->opts.stream, "only") || sim_only(e))
+		return (int)(n_cand * coli_moe_stream_share(e) + 0.5);
+	for (int k = 0; k <= n_cand; k++) {
+		double t = k / bs > (n_cand - k) / bc ? k / bs : (n_cand - k) / bc;
+
+		if (t < best)
+			best = t, k_best = k;
+	}
+	return k_best;
+}
+
 /* Who computes each routed expert of layer l: the device holding it in VRAM;
  * else, for RAM-tier experts, the cost model splits them between the CPU and
- * streaming to a device so both finish together:
- *     k / n = bw_stream / (bw_cpu + bw_stream)
- * taking the experts with the most tokens first (a streamed slab costs the
+ * streaming to a device so both finish together (decode_stream_count,
+ * prefill_stream_count), taking the experts with the most tokens first (a streamed slab costs the
  * same whatever its token count; CPU rows cost per token). Experts already
  * in a device's staging slots (left there by an earlier token, or copied a
  * layer ahead: core/moe_dev.c's prefetch) are streamed first: their copy is
@@ -381,7 +405,7 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 		}
 	/* the share of those still to copy (a staged one costs the link nothing) */
 	k = T > COLI_GPU_MAX_S && !sim_only(e) ? prefill_stream_count(e, l, cand, n_cand)
-	                                       : (int)(n_cand * coli_moe_stream_share(e) + 0.5);
+	                                       : decode_stream_count(e, n_cand);
 	for (int i = 0; i < n_cand && k > 0; i++) {
 		int tries = 0;
 
