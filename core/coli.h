@@ -266,6 +266,12 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
  * temperature 0). With the dense part on a GPU the argmax runs there and only
  * the index crosses the bus, not the vocabulary's logits. */
 int coli_engine_forward_argmax(coli_engine_t *e, const int *ids, int n, int *next);
+/* The same, but *logits = the last token's [vocab] logits in a buffer of the
+ * engine's (page-locked when a GPU holds the dense part: the logits land there
+ * from the device), valid until the next call on e. Saves coli_engine_forward's
+ * copy of the vocabulary into the caller's buffer (152k floats: 30-60 us a
+ * token). Same values as coli_engine_forward's. */
+int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const float **logits);
 
 /* ---- sampling ---- */
 struct coli_sampler {

@@ -577,6 +577,20 @@ int coli_engine_forward_argmax(coli_engine_t *e, const int *ids, int n, int *nex
 	return next ? forward(e, ids, n, NULL, 0, next) : -EINVAL;
 }
 
+int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const float **logits)
+{
+	/* where a decode step's logits arrive from the dense device (else the
+	 * CPU's own buffer): coli_forward_dev then copies nothing */
+	float *buf = e->xlogits ? e->xlogits : e->glogits;
+	int rc;
+
+	if (!logits)
+		return -EINVAL;
+	rc = forward(e, ids, n, buf, 0, NULL);
+	*logits = rc ? NULL : buf;
+	return rc;
+}
+
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 {
 	*st = e->est;

@@ -916,7 +916,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
-	if (logits && !all_logits)
+	if (logits && !all_logits && logits != e->xlogits) /* (coli_engine_forward_last's) */
 		memcpy(logits, e->xlogits, sizeof(float) * c->vocab);
 	fast_count(e);
 	if (next)

@@ -25,7 +25,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_detok dt;
 	struct coli_engine_stats e0, e1, s1, s2;
-	float *logits;
+	const float *logits = NULL; /* the engine's (coli_engine_forward_last) */
 	char *text = NULL;
 	size_t cap = 0;
 	double t0, t1;
@@ -38,13 +38,9 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	if (n_prompt + (max_new > 0 ? max_new - 1 : 0) > e->ctx)
 		return -E2BIG;
 	cap = e->tok ? coli_tokenizer_max_piece_bytes(e->tok) + 32 : 32;
-	logits = malloc(sizeof(float) * (size_t)c->vocab);
 	text = malloc(cap);
-	if (!logits || !text) {
-		free(logits);
-		free(text);
+	if (!text)
 		return -ENOMEM;
-	}
 	coli_engine_reset(e);
 	e0 = e->est; /* the generation's expert counts are differences of these */
 	coli_detok_init(&dt);
@@ -53,7 +49,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	 * is there), not the logits */
 	greedy = s->temperature <= 0;
 	rc = greedy ? coli_engine_forward_argmax(e, prompt, n_prompt, &next)
-	            : coli_engine_forward(e, prompt, n_prompt, logits, 0);
+	            : coli_engine_forward_last(e, prompt, n_prompt, &logits);
 	t1 = coli_now_s();
 	st->prefill_s = t1 - t0;
 	e1 = e->est;
@@ -86,7 +82,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			break;
 		if (i + 1 < max_new)
 			rc = greedy ? coli_engine_forward_argmax(e, &id, 1, &next)
-			            : coli_engine_forward(e, &id, 1, logits, 0);
+			            : coli_engine_forward_last(e, &id, 1, &logits);
 	}
 	if (!rc && e->tok && cb) {
 		int n = coli_detok_flush(e->tok, &dt, text, cap);
@@ -113,7 +109,6 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	st->expert_bytes = 0;
 	for (int x = 0; x < COLI_TIER_N; x++)
 		st->expert_bytes += e->est.bytes[x] - e0.bytes[x];
-	free(logits);
 	free(text);
 	return rc;
 }

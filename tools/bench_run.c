@@ -19,7 +19,10 @@
  * a pseudo-random token sequence, the same for every arm in a round. A
  * synthetic model's greedy output falls into a loop of a few tokens routed to
  * the same few experts, which makes every tier look hotter than real text
- * does; --feed greedy feeds the argmax back instead. A
+ * does; --feed greedy feeds the argmax back instead (coli_engine_forward_argmax,
+ * as coli generate at temperature 0). Each random-feed step's logits come
+ * back as a sampling client takes them (coli_engine_forward_last, as coli
+ * generate: in the engine's buffer, not copied out). A
  * prefill round: reset, time one forward over the prompt. Right after an arm
  * runs, one host-read pass with a pool of that arm's thread count; once per
  * round, one O_DIRECT read of --disk-mib of the model's expert slabs in the
@@ -200,11 +203,15 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 		rc = coli_engine_forward(a->e, R->ids, R->prompt, logits, 0);
 		n_tok = R->prompt;
 	} else {
+		const float *last = logits;
+
 		rc = 0;
+		/* each step's logits delivered as a sampling client takes them (coli
+		 * generate): in the engine's buffer, not copied out */
 		for (int i = 0; i < R->tokens && !rc; i++) {
-			id = R->feed_greedy ? next : bench_feed(R, R->ids, i, logits);
+			id = R->feed_greedy ? next : bench_feed(R, R->ids, i, last);
 			rc = R->feed_greedy ? coli_engine_forward_argmax(a->e, &id, 1, &next)
-			                    : coli_engine_forward(a->e, &id, 1, logits, 0);
+			                    : coli_engine_forward_last(a->e, &id, 1, &last);
 		}
 		n_tok = R->tokens;
 	}

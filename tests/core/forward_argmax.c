@@ -9,7 +9,9 @@
  * Every step's id must match. Devices: the CPU ("off"), the simulated device
  * holding the dense part ("sim": the device-side argmax op), and GPU 0 when
  * this machine has one (the coli_argmax kernel after the lm_head, only the
- * index downloaded). Plus the argument check: next == NULL is -EINVAL.
+ * index downloaded). A third engine takes each step's logits in place
+ * (coli_engine_forward_last): byte-identical to the first's. Plus the
+ * argument checks: next == NULL and logits == NULL are -EINVAL.
  */
 #include <errno.h>
 
@@ -37,11 +39,14 @@ static coli_engine_t *open_engine(const char *path, const char *gpu)
 static int compare(const char *what, const char *path, const char *gpu)
 {
 	coli_engine_t *a = open_engine(path, gpu), *b = open_engine(path, gpu);
+	coli_engine_t *c = open_engine(path, gpu);
 	struct coli_engine_stats st;
 	int ids[6] = {1, 2, 3, 4, 5, 6}, want, got = -1, V, differ = 0, rc = 0, dense;
+	int in_place = 0; /* steps whose in-place logits differ */
+	const float *lc = NULL;
 	float *logits;
 
-	if (!a || !b)
+	if (!a || !b || !c)
 		return 1;
 	V = coli_engine_config(a)->vocab;
 	logits = malloc(sizeof(float) * V);
@@ -49,23 +54,30 @@ static int compare(const char *what, const char *path, const char *gpu)
 		return 1;
 	rc |= coli_engine_forward(a, ids, 6, logits, 0);
 	rc |= coli_engine_forward_argmax(b, ids, 6, &got);
+	rc |= coli_engine_forward_last(c, ids, 6, &lc);
 	want = coli_argmax(logits, V);
 	differ += got != want;
+	in_place += !lc || memcmp(lc, logits, sizeof(float) * V) != 0;
 	for (int i = 0; i < STEPS && !rc; i++) {
 		int id = want;
 
 		got = -1;
 		rc |= coli_engine_forward(a, &id, 1, logits, 0);
 		rc |= coli_engine_forward_argmax(b, &id, 1, &got);
+		rc |= coli_engine_forward_last(c, &id, 1, &lc);
 		want = coli_argmax(logits, V);
 		differ += got != want;
+		in_place += !lc || memcmp(lc, logits, sizeof(float) * V) != 0;
 	}
 	coli_engine_stats(b, &st);
 	dense = st.dense_on_device;
-	printf("%-28s gpu %-3s dense on a device %d: %d of %d greedy ids differ\n", what, gpu,
-	       dense, differ, STEPS + 1);
-	if (rc || differ) {
-		printf("FAIL: %s\n", rc ? "forward failed" : "the greedy ids differ");
+	printf("%-28s gpu %-3s dense on a device %d: %d of %d greedy ids differ, %d in-place "
+	       "logits\n",
+	       what, gpu, dense, differ, STEPS + 1, in_place);
+	if (rc || differ || in_place) {
+		printf("FAIL: %s\n", rc       ? "forward failed"
+		                     : differ ? "the greedy ids differ"
+		                              : "the in-place logits differ");
 		rc = 1;
 	}
 	/* the device cases must have used the device's argmax */
@@ -77,9 +89,14 @@ static int compare(const char *what, const char *path, const char *gpu)
 		printf("FAIL: next == NULL was accepted\n");
 		rc = 1;
 	}
+	if (coli_engine_forward_last(c, ids, 1, NULL) != -EINVAL) {
+		printf("FAIL: logits == NULL was accepted\n");
+		rc = 1;
+	}
 	free(logits);
 	coli_engine_close(a);
 	coli_engine_close(b);
+	coli_engine_close(c);
 	return rc;
 }
 
