@@ -19,16 +19,23 @@
  * repetition runs every arm once, in turn) so drift in clock or neighbours
  * hits all arms alike; the figures are medians over the repetitions.
  *
+ * Then the sampler (core/sampler.c), one pick at a time over 151936 logits
+ * shaped like a trained model's (N(0, 1.5) with 20 tokens 8-15 above), per
+ * setting: microseconds a pick (median of the repetitions' means), beside
+ * one read of the logits at the host bound.
+ *
  * Buffers:  weights  uint8 [set bytes] per dtype, matrices back to back
  *           acts     S=8 activations per K (2048 and 768), canonical form
  *           y        float [8][2048]
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/coli.h"
 #include "cpu/cpu.h"
 #include "tools/bench.h"
 #include "tools/tools.h"
@@ -161,6 +168,49 @@ static void pass_kernels(coli_cpu_pool_t *pool, struct wset *ws, int S, struct a
 	}
 }
 
+#define SAMP_V     151936
+#define SAMP_PICKS 50
+
+static const struct {
+	const char *name;
+	float temperature, top_p;
+	int top_k;
+} g_samp[] = {
+    {"T 0.8", 0.8f, 1, 0},
+    {"T 0.8 top-p 0.9", 0.8f, 0.9f, 0},
+    {"T 0.8 top-k 40", 0.8f, 1, 40},
+    {"T 0.8 top-k 50 top-p 0.95", 0.8f, 0.95f, 50},
+};
+#define N_SAMP (int)(sizeof(g_samp) / sizeof(g_samp[0]))
+
+static float *sampler_logits(void)
+{
+	float *l = malloc(sizeof(float) * SAMP_V);
+
+	for (int i = 0; l && i < SAMP_V; i++) { /* Box-Muller */
+		double u1 = ((double)(rnd() >> 11) + 1) / 9007199254740993.0;
+		double u2 = (double)(rnd() >> 11) / 9007199254740992.0;
+
+		l[i] = (float)(1.5 * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+	}
+	for (int j = 0; l && j < 20; j++)
+		l[(j * 7919) % SAMP_V] += 8 + 0.35f * (float)j;
+	return l;
+}
+
+/* mean seconds a pick over SAMP_PICKS picks of setting i */
+static double sampler_pass(const float *l, int i, uint64_t seed)
+{
+	struct coli_sampler s;
+	double t0 = bench_now_s();
+	int sink = 0;
+
+	coli_sampler_init(&s, g_samp[i].temperature, g_samp[i].top_p, g_samp[i].top_k, seed);
+	for (int p = 0; p < SAMP_PICKS; p++)
+		sink += coli_sampler_pick(&s, l, SAMP_V);
+	return (bench_now_s() - t0 + (sink < 0)) / SAMP_PICKS;
+}
+
 int bench_kernels_main(int argc, char **argv)
 {
 	static const enum coli_dtype dts[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
@@ -231,6 +281,21 @@ int bench_kernels_main(int argc, char **argv)
 	}
 	for (int i = 0; i < n_arms; i++)
 		arms[i].med = bench_median(arms[i].t, reps);
+	/* the sampler, settings interleaved as the arms */
+	double samp[N_SAMP], st[N_SAMP][64];
+	float *sl = read_only ? NULL : sampler_logits();
+	int sreps = reps < 64 ? reps : 64;
+
+	for (int r = -1; sl && r < sreps; r++)
+		for (int i = 0; i < N_SAMP; i++) {
+			double t = sampler_pass(sl, i, (uint64_t)r + 7);
+
+			if (r >= 0)
+				st[i][r] = t;
+		}
+	for (int i = 0; i < N_SAMP; i++)
+		samp[i] = sl ? bench_median(st[i], sreps) : 0;
+	free(sl);
 	double bound = (double)target / arms[ARM_READ].med / 1e9,
 	       round_us = arms[ARM_POOL].med / POOL_ROUNDS * 1e6;
 
@@ -248,6 +313,10 @@ int bench_kernels_main(int argc, char **argv)
 			       i > ARM_KERNELS ? ", " : "", arms[i].name, arms[i].S, gbs,
 			       gbs / bound, arms[i].med * 1e3);
 		}
+		printf("], \"sampler\": [");
+		for (int i = 0; !read_only && i < N_SAMP; i++)
+			printf("%s{\"setting\": \"%s\", \"us\": %.3f}", i ? ", " : "",
+			       g_samp[i].name, samp[i] * 1e6);
 		printf("]}\n");
 	} else {
 		printf("coli bench kernels: isa %s, %d threads, %d MiB of weights per dtype "
@@ -266,6 +335,14 @@ int bench_kernels_main(int argc, char **argv)
 			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
 			printf("%-6s %2d %10.2f %14.2f %10.2f %8.2f\n", arms[i].name, arms[i].S,
 			       arms[i].med * 1e3, gbs, bound, gbs / bound);
+		}
+		if (!read_only) {
+			printf(
+			    "\nsampler (core/sampler.c), %d logits shaped like a trained model's, "
+			    "one thread; one read of them at the bound: %.1f us\n",
+			    SAMP_V, SAMP_V * 4.0 / (bound * 1e9) * 1e6);
+			for (int i = 0; i < N_SAMP; i++)
+				printf("%-28s %8.1f us a pick\n", g_samp[i].name, samp[i] * 1e6);
 		}
 	}
 	for (int i = 0; i < n_arms; i++)

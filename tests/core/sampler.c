@@ -7,7 +7,10 @@
  * dof + 6 sqrt(2 dof) + 10
  * (a one-in-millions excess for a right sampler; a draw walking the wrong
  * list or mass lands in the thousands). Greedy ties go to the lowest id; one
- * seed gives one sequence, another seed another.
+ * seed gives one sequence, another seed another. A vocabulary of Qwen's
+ * size (152k) takes the paths that look only at the tokens that can be kept
+ * (top-k from the block maxima or within d T of the max, top-p within d T, d
+ * doubled when the mass lies deeper).
  */
 #include <math.h>
 #include <stdio.h>
@@ -107,7 +110,7 @@ static int check(const char *what, const float *l, int V, float T, int top_k, fl
 
 int main(void)
 {
-	enum { V = 200, VF = 4000 };
+	enum { V = 200, VF = 4000, VL = 151936 };
 	static float l[V], flat[VF], tie[8] = {1, 3, 2, 3, 3, 0, -1, 3};
 	uint64_t x = 7;
 	struct coli_sampler a, b, c;
@@ -134,6 +137,24 @@ int main(void)
 	fails += check("flat, T 1", flat, VF, 1.0f, 0, 1.0f, 30000);
 	fails += check("flat, T 1 top-p 0.9", flat, VF, 1.0f, 0, 0.9f, 2000);
 	fails += check("ties, T 1 top-k 2", tie, 8, 1.0f, 2, 1.0f, 100000);
+	/* a vocabulary of Qwen's size: top-k's candidates from the block
+	 * maxima, or (k past the blocks' count) within d T of the max; top-p's
+	 * within d T, d doubled when they lack the mass (the tail's below 8 T) */
+	float *big = malloc(sizeof(float) * VL), *tail = malloc(sizeof(float) * VL);
+
+	if (!big || !tail)
+		return 1;
+	for (int i = 0; i < VL; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		big[i] = (float)((x >> 40) % 1000) / 250.0f - (i % 2999 == 0 ? 0 : 12);
+		tail[i] = i == 77 ? 10.0f : 1.5f; /* one head, a tail 8.5 below it */
+	}
+	fails += check("152k, T 0.8 top-k 40", big, VL, 0.8f, 40, 1.0f, 5000);
+	fails += check("152k, T 0.8 top-k 1000", big, VL, 0.8f, 1000, 1.0f, 5000);
+	fails += check("152k, T 0.8 top-p 0.9", big, VL, 0.8f, 0, 0.9f, 5000);
+	fails += check("152k, T 0.8 top-k 50 top-p 0.95", big, VL, 0.8f, 50, 0.95f, 5000);
+	fails += check("152k tail, T 1 top-p 0.5", tail, VL, 1.0f, 0, 0.5f, 300);
+	free(big), free(tail);
 	coli_sampler_init(&a, 1, 0.9f, 0, 5);
 	coli_sampler_init(&b, 1, 0.9f, 0, 5);
 	coli_sampler_init(&c, 1, 0.9f, 0, 6);
