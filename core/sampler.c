@@ -172,6 +172,12 @@ static int select_mass(struct pair *a, int n, double target)
  */
 #define SBLK 256 /* weights per block */
 
+/* Tokens in block b of a vocabulary of `vocab` (the last may be short). */
+static int block_len(int vocab, int b)
+{
+	return vocab - b * SBLK < SBLK ? vocab - b * SBLK : SBLK;
+}
+
 /* A uniform draw in [0, sum). */
 static double uniform(struct coli_sampler *s, double sum)
 {
@@ -202,7 +208,7 @@ static int draw_all(struct coli_sampler *s, const float *logits, int vocab, floa
 	float w[SBLK];
 
 	for (b = 0; b < nb; b++) {
-		int n = vocab - b * SBLK < SBLK ? vocab - b * SBLK : SBLK;
+		int n = block_len(vocab, b);
 
 		bs[b] = block_weights(logits + (size_t)b * SBLK, n, m, inv_t, w);
 		sum += bs[b];
@@ -210,7 +216,7 @@ static int draw_all(struct coli_sampler *s, const float *logits, int vocab, floa
 	r = uniform(s, sum);
 	for (b = 0; b < nb - 1 && r >= acc + bs[b]; b++)
 		acc += bs[b];
-	int n = vocab - b * SBLK < SBLK ? vocab - b * SBLK : SBLK;
+	int n = block_len(vocab, b);
 
 	coli_exp_scaled(logits + (size_t)b * SBLK, n, m, inv_t, w);
 	for (id = 0; id < n - 1; id++) { /* (r rounding past the block: its last) */
@@ -232,7 +238,7 @@ static int gather(const float *logits, int vocab, const float *bmax, float th, f
 
 	for (int b = 0; b < nb; b++) {
 		const float *l = logits + (size_t)b * SBLK;
-		int n = vocab - b * SBLK < SBLK ? vocab - b * SBLK : SBLK, k = 0;
+		int n = block_len(vocab, b), k = 0;
 
 		if (!(bmax[b] >= th))
 			continue;
@@ -283,7 +289,7 @@ static int draw_kept(struct coli_sampler *s, const float *logits, int vocab, flo
 		return coli_argmax(logits, vocab);
 	for (int b = 0; b < nb; b++) {
 		const float *l = logits + (size_t)b * SBLK;
-		int len = vocab - b * SBLK < SBLK ? vocab - b * SBLK : SBLK;
+		int len = block_len(vocab, b);
 		float mx = -INFINITY;
 
 		for (int i = 0; i < len; i++) /* (NaNs never the largest) */
@@ -292,7 +298,7 @@ static int draw_kept(struct coli_sampler *s, const float *logits, int vocab, flo
 	}
 	if (top_p && !top_k) /* the nucleus is a share of every token's mass */
 		for (int b = 0; b < nb; b++) {
-			int len = vocab - b * SBLK < SBLK ? vocab - b * SBLK : SBLK;
+			int len = block_len(vocab, b);
 
 			all += block_weights(logits + (size_t)b * SBLK, len, m, inv_t, w);
 		}
