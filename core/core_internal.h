@@ -330,6 +330,11 @@ int coli_dense_dev_plan_init(struct coli_engine *e);
 /* The VRAM adaptation moved expert ex of layer l to device address addr (0: out). */
 int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr);
 
+/* core/sampler.c: coli_sampler_pick with its per-block passes (block maxima,
+ * weight sums) spread over the engine's pool; the same ids as without. */
+int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int vocab,
+                           coli_cpu_pool_t *pool);
+
 /* forward.c */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
 /* From router logits in e->rlog and activations in e->ax: route, plan,

@@ -69,7 +69,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	for (int i = 0; !rc && i < max_new; i++) {
 		int n;
 
-		id = greedy ? next : coli_sampler_pick(s, logits, c->vocab);
+		id = greedy ? next : coli_sampler_pick_pool(s, logits, c->vocab, e->pool);
 		if (is_eos(c, id)) {
 			st->stopped_eos = 1;
 			break;

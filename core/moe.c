@@ -335,11 +335,11 @@ static int decode_stream_count(const struct coli_engine *e, int n_cand)
 /* Who computes each routed expert of layer l: the device holding it in VRAM;
  * else, for RAM-tier experts, the cost model splits them between the CPU and
  * streaming to a device so both finish together (decode_stream_count,
- * prefill_stream_count), taking the experts with the most tokens first (a streamed slab costs the
- * same whatever its token count; CPU rows cost per token). Experts already
- * in a device's staging slots (left there by an earlier token, or copied a
- * layer ahead: core/moe_dev.c's prefetch) are streamed first: their copy is
- * paid, so the share applies to the rest. */
+ * prefill_stream_count), taking the experts with the most tokens first (a
+ * streamed slab costs the same whatever its token count; CPU rows cost per
+ * token). Experts already in a device's staging slots (left there by an
+ * earlier token, or copied a layer ahead: core/moe_dev.c's prefetch) are
+ * streamed first: their copy is paid, so the split applies to the rest. */
 static void assign_experts(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;

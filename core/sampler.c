@@ -12,8 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/coli.h"
-#include "cpu/cpu.h"
+#include "core/core_internal.h"
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -156,9 +155,13 @@ static int select_mass(struct pair *a, int n, double target)
  * sum (eight independent partial sums, folded in a fixed order), a draw over
  * the blocks, then over the chosen block's weights made again: O(vocab), no
  * sort, no copy. With top-k or top-p only the tokens that can be kept are
- * looked at: those whose logit is within d * T of the max (w >= e^-d), d
- * doubled until they hold the top-k (by count) or the top-p nucleus (by
- * mass); blocks whose max is below that are skipped whole. Among those
+ * looked at: those whose logit reaches the k-th largest block maximum (at
+ * least k tokens do: top-k's first try), or is within d * T of the max
+ * (w >= e^-d), d doubled until they hold the top-k (by count) or the top-p
+ * nucleus (by mass); blocks whose max is below that are skipped whole. The
+ * per-block passes (maxima, sums) run over the engine's pool in coli
+ * generate (coli_sampler_pick_pool); every draw reads them in block order,
+ * so the ids are the single thread's. Among those
  * candidates top-k selects its k best (quickselect), top-p the shortest
  * best-first prefix reaching its mass (the same quickselect steered by
  * mass): the kept set and its probabilities are those of a full descending
@@ -199,20 +202,74 @@ static double block_weights(const float *x, int n, float m, float inv_t, float *
 	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-/* Temperature only: the draw over every token. bs: [nb] scratch. */
+/* The largest of x[0..n), NaNs never (-inf if none): eight independent
+ * maxima, so the loop is vector compares, not one chain. */
+static float block_max(const float *x, int n)
+{
+	float a[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+	              -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+	int i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			a[j] = x[i + j] > a[j] ? x[i + j] : a[j];
+	for (; i < n; i++)
+		a[0] = x[i] > a[0] ? x[i] : a[0];
+	for (int j = 1; j < 8; j++)
+		a[0] = a[j] > a[0] ? a[j] : a[0];
+	return a[0];
+}
+
+/* The per-block passes, over a thread pool when there is one: each block's
+ * largest logit (bmax != NULL; NaNs never the largest), or its weights' sum
+ * (bs != NULL). The draws read them in block order: the same ids with or
+ * without a pool. */
+struct blocks {
+	const float *logits;
+	int vocab;
+	float m, inv_t;
+	float *bmax;
+	double *bs;
+};
+
+static void blocks_run(void *arg, int task, int n_tasks)
+{
+	const struct blocks *j = arg;
+	const int nb = (j->vocab + SBLK - 1) / SBLK;
+	float w[SBLK];
+
+	for (int b = nb * task / n_tasks; b < nb * (task + 1) / n_tasks; b++) {
+		const float *l = j->logits + (size_t)b * SBLK;
+		int n = block_len(j->vocab, b);
+
+		if (j->bs) {
+			j->bs[b] = block_weights(l, n, j->m, j->inv_t, w);
+			continue;
+		}
+		j->bmax[b] = block_max(l, n);
+	}
+}
+
+static void blocks(coli_cpu_pool_t *pool, struct blocks *j)
+{
+	int t = pool ? coli_cpu_pool_threads(pool) : 1;
+
+	if (t > 1)
+		coli_cpu_pool_run(pool, blocks_run, j, t);
+	else
+		blocks_run(j, 0, 1);
+}
+
+/* Temperature only: the draw over every token; bs: each block's sum. */
 static int draw_all(struct coli_sampler *s, const float *logits, int vocab, float m, float inv_t,
-                    double *bs)
+                    const double *bs)
 {
 	int nb = (vocab + SBLK - 1) / SBLK, b, id;
 	double sum = 0, r, acc = 0;
 	float w[SBLK];
 
-	for (b = 0; b < nb; b++) {
-		int n = block_len(vocab, b);
-
-		bs[b] = block_weights(logits + (size_t)b * SBLK, n, m, inv_t, w);
+	for (b = 0; b < nb; b++)
 		sum += bs[b];
-	}
 	r = uniform(s, sum);
 	for (b = 0; b < nb - 1 && r >= acc + bs[b]; b++)
 		acc += bs[b];
@@ -256,8 +313,8 @@ static int gather(const float *logits, int vocab, const float *bmax, float th, f
 }
 
 /* The k-th largest of the nb block maxima (k <= nb): at least k tokens have
- * a logit >= it, so top-k's tokens all do. bmax is reordered. */
-static float kth_block_max(float *bmax, int nb, int k)
+ * a logit >= it, so top-k's tokens all do. */
+static float kth_block_max(const float *bmax, int nb, int k)
 {
 	struct pair *a = malloc(sizeof(*a) * (size_t)nb);
 	float v;
@@ -274,12 +331,13 @@ static float kth_block_max(float *bmax, int nb, int k)
 	return v;
 }
 
+/* top-k and/or top-p: bmax, each block's largest logit; bs (top-p alone:
+ * the nucleus is a share of every token's mass), each block's sum. */
 static int draw_kept(struct coli_sampler *s, const float *logits, int vocab, float m, float inv_t,
-                     double *bs)
+                     const float *bmax, const double *bs)
 {
 	const int nb = (vocab + SBLK - 1) / SBLK, top_k = s->top_k > 0 && s->top_k < vocab;
 	const int top_p = s->top_p > 0 && s->top_p < 1;
-	float *bmax = (float *)bs, w[SBLK]; /* bs has room: nb doubles */
 	double all = 0, sum = 0, r, acc = 0, d = 8;
 	struct pair *pr = malloc(sizeof(*pr) * (size_t)vocab);
 	float th;
@@ -287,21 +345,8 @@ static int draw_kept(struct coli_sampler *s, const float *logits, int vocab, flo
 
 	if (!pr)
 		return coli_argmax(logits, vocab);
-	for (int b = 0; b < nb; b++) {
-		const float *l = logits + (size_t)b * SBLK;
-		int len = block_len(vocab, b);
-		float mx = -INFINITY;
-
-		for (int i = 0; i < len; i++) /* (NaNs never the largest) */
-			mx = l[i] > mx ? l[i] : mx;
-		bmax[b] = mx;
-	}
-	if (top_p && !top_k) /* the nucleus is a share of every token's mass */
-		for (int b = 0; b < nb; b++) {
-			int len = block_len(vocab, b);
-
-			all += block_weights(logits + (size_t)b * SBLK, len, m, inv_t, w);
-		}
+	for (int b = 0; bs && b < nb; b++)
+		all += bs[b];
 	/* first try: top-k's from the block maxima (the k-th largest), else the
 	 * tokens within 8 T of the max (w >= e^-8); then d doubles */
 	th = top_k && s->top_k <= nb ? kth_block_max(bmax, nb, s->top_k)
@@ -341,25 +386,44 @@ static int draw_kept(struct coli_sampler *s, const float *logits, int vocab, flo
 	return id;
 }
 
-int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab)
+int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int vocab,
+                           coli_cpu_pool_t *pool)
 {
-	const int nb = (vocab + SBLK - 1) / SBLK;
-	double stack[1024], *bs = nb <= 1024 ? stack : malloc(sizeof(double) * (size_t)nb);
-	float m, inv_t;
+	const int nb = (vocab + SBLK - 1) / SBLK, top_k = s->top_k > 0 && s->top_k < vocab;
+	const int top_p = s->top_p > 0 && s->top_p < 1;
+	double bs_stack[1024], *bs = bs_stack;
+	float bmax_stack[1024], *bmax = bmax_stack, m = -INFINITY;
 	int id;
 
-	if (s->temperature <= 0 || !bs) {
-		if (bs && bs != stack)
-			free(bs);
+	if (s->temperature <= 0)
 		return coli_argmax(logits, vocab);
+	if (nb > 1024) {
+		bs = malloc(sizeof(*bs) * (size_t)nb);
+		bmax = malloc(sizeof(*bmax) * (size_t)nb);
+		if (!bs || !bmax) {
+			free(bs), free(bmax);
+			return coli_argmax(logits, vocab);
+		}
 	}
-	m = logits[coli_argmax(logits, vocab)];
-	inv_t = 1.0f / s->temperature;
-	if (!(s->top_k > 0 && s->top_k < vocab) && !(s->top_p > 0 && s->top_p < 1))
-		id = draw_all(s, logits, vocab, m, inv_t, bs);
-	else
-		id = draw_kept(s, logits, vocab, m, inv_t, bs);
-	if (bs != stack)
-		free(bs);
+	struct blocks j = {logits, vocab, 0, 1.0f / s->temperature, bmax, NULL};
+
+	blocks(pool, &j);
+	for (int b = 0; b < nb; b++)
+		m = bmax[b] > m ? bmax[b] : m;
+	if (m == -INFINITY) /* every logit NaN or -inf: coli_argmax's pick */
+		m = logits[coli_argmax(logits, vocab)];
+	j.m = m;
+	j.bmax = NULL, j.bs = bs; /* the sums, where every token's mass counts */
+	if (!top_k)
+		blocks(pool, &j);
+	id = top_k || top_p ? draw_kept(s, logits, vocab, m, j.inv_t, bmax, top_k ? NULL : bs)
+	                    : draw_all(s, logits, vocab, m, j.inv_t, bs);
+	if (bs != bs_stack)
+		free(bs), free(bmax);
 	return id;
+}
+
+int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab)
+{
+	return coli_sampler_pick_pool(s, logits, vocab, NULL);
 }

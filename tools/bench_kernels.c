@@ -21,7 +21,8 @@
  *
  * Then the sampler (core/sampler.c), one pick at a time over 151936 logits
  * shaped like a trained model's (N(0, 1.5) with 20 tokens 8-15 above), per
- * setting: microseconds a pick (median of the repetitions' means), beside
+ * setting, its block passes over the pool as in coli generate:
+ * microseconds a pick (median of the repetitions' means), beside
  * one read of the logits at the host bound.
  *
  * Buffers:  weights  uint8 [set bytes] per dtype, matrices back to back
@@ -35,7 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/coli.h"
+#include "core/core_internal.h"
 #include "cpu/cpu.h"
 #include "tools/bench.h"
 #include "tools/tools.h"
@@ -199,7 +200,7 @@ static float *sampler_logits(void)
 }
 
 /* mean seconds a pick over SAMP_PICKS picks of setting i */
-static double sampler_pass(const float *l, int i, uint64_t seed)
+static double sampler_pass(const float *l, int i, uint64_t seed, coli_cpu_pool_t *pool)
 {
 	struct coli_sampler s;
 	double t0 = bench_now_s();
@@ -207,7 +208,7 @@ static double sampler_pass(const float *l, int i, uint64_t seed)
 
 	coli_sampler_init(&s, g_samp[i].temperature, g_samp[i].top_p, g_samp[i].top_k, seed);
 	for (int p = 0; p < SAMP_PICKS; p++)
-		sink += coli_sampler_pick(&s, l, SAMP_V);
+		sink += coli_sampler_pick_pool(&s, l, SAMP_V, pool);
 	return (bench_now_s() - t0 + (sink < 0)) / SAMP_PICKS;
 }
 
@@ -288,7 +289,7 @@ int bench_kernels_main(int argc, char **argv)
 
 	for (int r = -1; sl && r < sreps; r++)
 		for (int i = 0; i < N_SAMP; i++) {
-			double t = sampler_pass(sl, i, (uint64_t)r + 7);
+			double t = sampler_pass(sl, i, (uint64_t)r + 7, pool);
 
 			if (r >= 0)
 				st[i][r] = t;
@@ -339,8 +340,9 @@ int bench_kernels_main(int argc, char **argv)
 		if (!read_only) {
 			printf(
 			    "\nsampler (core/sampler.c), %d logits shaped like a trained model's, "
-			    "one thread; one read of them at the bound: %.1f us\n",
-			    SAMP_V, SAMP_V * 4.0 / (bound * 1e9) * 1e6);
+			    "its block passes over the %d threads (as coli generate); one read of "
+			    "them at the bound: %.1f us\n",
+			    SAMP_V, threads, SAMP_V * 4.0 / (bound * 1e9) * 1e6);
 			for (int i = 0; i < N_SAMP; i++)
 				printf("%-28s %8.1f us a pick\n", g_samp[i].name, samp[i] * 1e6);
 		}

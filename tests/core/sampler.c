@@ -10,14 +10,15 @@
  * seed gives one sequence, another seed another. A vocabulary of Qwen's
  * size (152k) takes the paths that look only at the tokens that can be kept
  * (top-k from the block maxima or within d T of the max, top-p within d T, d
- * doubled when the mass lies deeper).
+ * doubled when the mass lies deeper); over the engine's thread pool
+ * (coli_sampler_pick_pool) the draws are the same, id for id.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/coli.h"
+#include "core/core_internal.h"
 
 static const float *g_l; /* for the reference's sort */
 
@@ -154,6 +155,30 @@ int main(void)
 	fails += check("152k, T 0.8 top-p 0.9", big, VL, 0.8f, 0, 0.9f, 5000);
 	fails += check("152k, T 0.8 top-k 50 top-p 0.95", big, VL, 0.8f, 50, 0.95f, 5000);
 	fails += check("152k tail, T 1 top-p 0.5", tail, VL, 1.0f, 0, 0.5f, 300);
+	/* the block passes over a pool (coli generate's): the same draws */
+	coli_cpu_pool_t *pool = NULL;
+
+	if (coli_cpu_pool_create(4, &pool))
+		return 1;
+	for (int k = 0; k < 4; k++) {
+		static const float tp[4] = {1, 0.9f, 1, 0.95f};
+		static const int tk[4] = {0, 0, 40, 50};
+		int differ = 0;
+
+		coli_sampler_init(&a, 0.8f, tp[k], tk[k], 11);
+		coli_sampler_init(&b, 0.8f, tp[k], tk[k], 11);
+		for (int i = 0; i < 200; i++)
+			differ += coli_sampler_pick(&a, big, VL) !=
+			          coli_sampler_pick_pool(&b, big, VL, pool);
+		printf(
+		    "152k, T 0.8 top-k %d top-p %.2f: over a pool of 4, %d of 200 draws differ\n",
+		    tk[k], tp[k], differ);
+		if (differ) {
+			printf("FAIL: the pool changed the draws\n");
+			fails++;
+		}
+	}
+	coli_cpu_pool_destroy(pool);
 	free(big), free(tail);
 	coli_sampler_init(&a, 1, 0.9f, 0, 5);
 	coli_sampler_init(&b, 1, 0.9f, 0, 5);
