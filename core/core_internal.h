@@ -346,6 +346,10 @@ int coli_moe_experts(struct coli_engine *e, int l, int T);
 int coli_moe_block(struct coli_engine *e, int l, int T, float *out);
 /* moe.c: the share of a layer's RAM-tier experts the cost model streams. */
 double coli_moe_stream_share(const struct coli_engine *e);
+/* A decode layer's split of n RAM-tier experts, a slab each (core/moe.c
+ * decode_stream_count): how many to stream, the k minimizing
+ * max(k / bw_stream, (n - k) / bw_cpu); ties go to the CPU. */
+int coli_moe_decode_split(int n, double bw_stream, double bw_cpu);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 /* vram.c: place experts in VRAM at open (and free them at close). */
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);

@@ -315,21 +315,27 @@ static int prefill_stream_count(const struct coli_engine *e, int l, const int *c
  * link, at ~40 GB/s beside the CPU rows, then ended ~40 us after them: H200,
  * docs/perf/README.md "session 20"). Ties go to the CPU. A simulated device
  * keeps the even split (coli_moe_stream_share). */
-static int decode_stream_count(const struct coli_engine *e, int n_cand)
+int coli_moe_decode_split(int n, double bw_stream, double bw_cpu)
 {
-	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
 	double best = 1e300;
 	int k_best = 0;
 
-	if (!strcmp(e->opts.stream, "only") || sim_only(e))
-		return (int)(n_cand * coli_moe_stream_share(e) + 0.5);
-	for (int k = 0; k <= n_cand; k++) {
-		double t = k / bs > (n_cand - k) / bc ? k / bs : (n_cand - k) / bc;
+	for (int k = 0; k <= n; k++) {
+		double t = k / bw_stream > (n - k) / bw_cpu ? k / bw_stream : (n - k) / bw_cpu;
 
 		if (t < best)
 			best = t, k_best = k;
 	}
 	return k_best;
+}
+
+static int decode_stream_count(const struct coli_engine *e, int n_cand)
+{
+	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
+
+	if (!strcmp(e->opts.stream, "only") || sim_only(e))
+		return (int)(n_cand * coli_moe_stream_share(e) + 0.5);
+	return coli_moe_decode_split(n_cand, bs, bc);
 }
 
 /* Who computes each routed expert of layer l: the device holding it in VRAM;
