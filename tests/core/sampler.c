@@ -10,7 +10,8 @@
  * seed gives one sequence, another seed another. A vocabulary of Qwen's
  * size (152k) takes the paths that look only at the tokens that can be kept
  * (top-k from the block maxima or within d T of the max, top-p within d T, d
- * doubled when the mass lies deeper); over the engine's thread pool
+ * doubled when the mass lies deeper; a nucleus of thousands by the weights'
+ * bits); over the engine's thread pool
  * (coli_sampler_pick_pool) the draws are the same, id for id.
  */
 #include <math.h>
@@ -155,6 +156,12 @@ int main(void)
 	fails += check("152k, T 0.8 top-p 0.9", big, VL, 0.8f, 0, 0.9f, 5000);
 	fails += check("152k, T 0.8 top-k 50 top-p 0.95", big, VL, 0.8f, 50, 0.95f, 5000);
 	fails += check("152k tail, T 1 top-p 0.5", tail, VL, 1.0f, 0, 0.5f, 300);
+	/* a nucleus of thousands (its boundary found by the weights' bits) */
+	for (int i = 0; i < 20000; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		big[i] = i % 6 ? -30.0f : (float)((x >> 40) % 1000) / 500.0f;
+	}
+	fails += check("20k, 3334 high, T 1 top-p 0.9", big, 20000, 1.0f, 0, 0.9f, 30000);
 	/* the block passes over a pool (coli generate's): the same draws */
 	coli_cpu_pool_t *pool = NULL;
 
