@@ -226,15 +226,15 @@ static int select_mass_radix(struct pair *a, int n, double target, struct pair *
  * looked at: those whose logit reaches the k-th largest block maximum (at
  * least k tokens do: top-k's first try), or is within d * T of the max
  * (w >= e^-d), d doubled until they hold the top-k (by count) or the top-p
- * nucleus (by mass); blocks whose max is below that are skipped whole. The
- * per-block passes (maxima, sums) run over the engine's pool in coli
- * generate (coli_sampler_pick_pool); every draw reads them in block order,
- * so the ids are the single thread's. Among those
- * candidates top-k selects its k best (quickselect), top-p the shortest
- * best-first prefix reaching its mass (the same quickselect steered by
- * mass): the kept set and its probabilities are those of a full descending
- * sort (ties to the lower id), since every token left out is worse than every
- * candidate. The draw walks the kept set in whatever order it is left.
+ * nucleus (by mass); blocks whose max is below that are skipped whole.
+ * Among those candidates top-k selects its k best (quickselect), top-p the
+ * shortest best-first prefix reaching its mass (the same quickselect steered
+ * by mass): the kept set and its probabilities are those of a full
+ * descending sort (ties to the lower id), since every token left out is
+ * worse than every candidate. The draw walks the kept set in whatever order
+ * it is left. The per-block passes (maxima, sums) run over the engine's pool
+ * in coli generate (coli_sampler_pick_pool); every draw reads them in block
+ * order, so the ids are the single thread's.
  * `coli bench kernels` times it (152k logits shaped like a trained model's;
  * the dev VM, mean us a pick before -> after this form: T 0.8 236 -> 166,
  * top-p 0.9 1816 -> 273, top-k 40 1588 -> 153, top-k 50 top-p 0.95 1558 ->
