@@ -245,7 +245,13 @@ static int select_mass_radix(struct pair *a, int n, double target, struct pair *
  */
 #define SBLK 256 /* weights per block */
 
-/* Tokens in block b of a vocabulary of `vocab` (the last may be short). */
+/* Blocks of a vocabulary of `vocab`, and the tokens in block b (the last
+ * may be short). */
+static int n_blocks(int vocab)
+{
+	return (vocab + SBLK - 1) / SBLK;
+}
+
 static int block_len(int vocab, int b)
 {
 	return vocab - b * SBLK < SBLK ? vocab - b * SBLK : SBLK;
@@ -305,7 +311,7 @@ struct blocks {
 static void blocks_run(void *arg, int task, int n_tasks)
 {
 	const struct blocks *j = arg;
-	const int nb = (j->vocab + SBLK - 1) / SBLK;
+	const int nb = n_blocks(j->vocab);
 	float w[SBLK];
 
 	for (int b = nb * task / n_tasks; b < nb * (task + 1) / n_tasks; b++) {
@@ -334,7 +340,7 @@ static void blocks(coli_cpu_pool_t *pool, struct blocks *j)
 static int draw_all(struct coli_sampler *s, const float *logits, int vocab, float m, float inv_t,
                     const double *bs)
 {
-	int nb = (vocab + SBLK - 1) / SBLK, b, id;
+	int nb = n_blocks(vocab), b, id;
 	double sum = 0, r, acc = 0;
 	float w[SBLK];
 
@@ -359,7 +365,7 @@ static int draw_all(struct coli_sampler *s, const float *logits, int vocab, floa
 static int gather(const float *logits, int vocab, const float *bmax, float th, float m, float inv_t,
                   struct pair *pr)
 {
-	int nb = (vocab + SBLK - 1) / SBLK, c = 0;
+	int nb = n_blocks(vocab), c = 0;
 	float x[SBLK + 16], w[SBLK + 16];
 	int ids[SBLK + 1];
 
@@ -406,7 +412,7 @@ static float kth_block_max(const float *bmax, int nb, int k)
 static int draw_kept(struct coli_sampler *s, const float *logits, int vocab, float m, float inv_t,
                      const float *bmax, const double *bs)
 {
-	const int nb = (vocab + SBLK - 1) / SBLK, top_k = s->top_k > 0 && s->top_k < vocab;
+	const int nb = n_blocks(vocab), top_k = s->top_k > 0 && s->top_k < vocab;
 	const int top_p = s->top_p > 0 && s->top_p < 1;
 	double all = 0, sum = 0, r, acc = 0, d = 8;
 	struct pair *pr = malloc(sizeof(*pr) * (size_t)vocab);
@@ -464,7 +470,7 @@ static int draw_kept(struct coli_sampler *s, const float *logits, int vocab, flo
 int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int vocab,
                            coli_cpu_pool_t *pool)
 {
-	const int nb = (vocab + SBLK - 1) / SBLK, top_k = s->top_k > 0 && s->top_k < vocab;
+	const int nb = n_blocks(vocab), top_k = s->top_k > 0 && s->top_k < vocab;
 	const int top_p = s->top_p > 0 && s->top_p < 1;
 	double bs_stack[1024], *bs = bs_stack;
 	float bmax_stack[1024], *bmax = bmax_stack, m = -INFINITY;

@@ -525,20 +525,6 @@ INLINE __m256 q4_row_group(const uint8_t *wq, const uint16_t *dw, const struct q
 	return q4_row_acc(nib, q4_row_scales(dw, b), p, b, acc);
 }
 
-/* 2 KiB ahead in a row's quant stream (the next rows follow it in memory),
- * the 256 bytes of 16 blocks: two threads from DRAM, under load ~1.8, 0.44 ->
- * 0.50-0.56 of the read bound; 1-4 KiB and a prefetch of the scales
- * measured the same. */
-INLINE void q4_prefetch16(const uint8_t *wq)
-{
-	const char *pf = (const char *)wq + 2048;
-
-	_mm_prefetch(pf, _MM_HINT_T0);
-	_mm_prefetch(pf + 64, _MM_HINT_T0);
-	_mm_prefetch(pf + 128, _MM_HINT_T0);
-	_mm_prefetch(pf + 192, _MM_HINT_T0);
-}
-
 /* y[0] = row r against the prepared activation (and x for the tail). */
 INLINE float q4_row(const struct coli_mat *w, const struct q4_prep *p, const struct coli_act *x,
                     int r)
@@ -551,7 +537,7 @@ INLINE float q4_row(const struct coli_mat *w, const struct q4_prep *p, const str
 	int b = 0;
 
 	for (; b + 16 <= nb8; b += 16) {
-		q4_prefetch16(wq + b * 16);
+		coli_q4_prefetch16(wq + b * 16);
 		acc0 = q4_row_group(wq + b * 16, dw, p, b, acc0);
 		acc1 = q4_row_group(wq + (b + 8) * 16, dw, p, b + 8, acc1);
 	}
@@ -599,7 +585,7 @@ INLINE void q4_row2(const struct coli_mat *w, const struct q4_prep *p0, const st
 		__m256i nib[8];
 
 		if (!(b & 8)) /* as q4_row: once every 16 blocks */
-			q4_prefetch16(wq + b * 16);
+			coli_q4_prefetch16(wq + b * 16);
 		q4_unpack(wq + b * 16, nib);
 		__m256 wsc = q4_row_scales(dw, b);
 

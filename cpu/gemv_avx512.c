@@ -412,14 +412,7 @@ INLINE float q4z_row(const struct coli_mat *w, const struct q4z_prep *p, const s
 	__m512 acc = _mm512_setzero_ps();
 
 	for (int g = 0; g < ng; g++) {
-		/* 2 KiB ahead in the quant stream (the next rows follow this one
-		 * in memory), as gemv_avx2.c measured */
-		const char *pf = (const char *)(wq + (size_t)g * 256) + 2048;
-
-		_mm_prefetch(pf, _MM_HINT_T0);
-		_mm_prefetch(pf + 64, _MM_HINT_T0);
-		_mm_prefetch(pf + 128, _MM_HINT_T0);
-		_mm_prefetch(pf + 192, _MM_HINT_T0);
+		coli_q4_prefetch16(wq + (size_t)g * 256);
 		acc = q4z_group(wq + (size_t)g * 256, dw + g * 16, p, g, acc);
 	}
 	acc = _mm512_permutexvar_ps(unord, acc);
