@@ -103,6 +103,8 @@ struct coli_dev_slot {
 		uint64_t slab; /* resident slab or staging slot */
 	} * runs;              /* this layer's experts on the device */
 	int n_runs, P;
+	int direct; /* this layer's gate and up read the tokens' rows in e->dev_rows
+	             * (one pair an expert: no gather) */
 	/* streaming: RAM-tier slabs copied into VRAM staging slots, a small LRU
 	 * cache tagged (layer, expert); copies run on the device's copy stream */
 	uint64_t stage; /* n_stage slots of stage_bytes */

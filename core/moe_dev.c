@@ -463,7 +463,11 @@ static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int
 
 			memset(&j, 0, sizeof(j));
 			job_matrix(&j, t, v->runs[r].slab + (m ? xl->up_off : xl->gate_off), I, H);
-			job_input(&j, v->xq, v->xd, v->xqs, v->xf, v->runs[r].row0, H);
+			if (v->direct) /* its one pair's token row, where the dense part left it */
+				job_input(&j, e->dev_rows.q, e->dev_rows.d, e->dev_rows.qs,
+				          e->dev_rows.f, e->pair_token[v->runs[r].pair0], H);
+			else
+				job_input(&j, v->xq, v->xd, v->xqs, v->xf, v->runs[r].row0, H);
 			j.y = (float *)(uintptr_t)((m ? v->u : v->g) +
 			                           (size_t)v->runs[r].row0 * I * 4);
 			j.ldy = I;
@@ -686,12 +690,21 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 	 * would then queue behind the slabs on the one copy engine */
 	on_dev = e->dev_rows.dev == v->dev && (quant ? e->dev_rows.q : e->dev_rows.f);
 	early = on_dev || P < 64;
+	/* one pair an expert (a decode step): the jobs read the rows in place,
+	 * the gather's four launches (a third of a streamed decode layer's issue
+	 * on the H200) are not needed */
+	v->direct = on_dev && P == n_runs;
 	cap = room >= 2 ? room / 2 : room;
 	r1 = wave_end(e, v, l, 0, cap);
 	if (r1 == 0)
 		return -ENOSPC; /* no slot to stream into: assign_experts counts */
 	rc = early ? wave_copies(e, l, d, 0, r1) : 0;
-	rc = rc ? rc : on_dev ? gather_on_device(e, v, quant) : gather_upload(e, v, quant, pool);
+	if (v->direct && (e->opts.profile || e->opts.cuda_profile))
+		rc = rc ? rc : coli_dev_mark(v->dev, MARK_ISSUE);
+	else if (!v->direct)
+		rc = rc       ? rc
+		     : on_dev ? gather_on_device(e, v, quant)
+		              : gather_upload(e, v, quant, pool);
 	rc = rc || early ? rc : wave_copies(e, l, d, 0, r1);
 	for (int r0 = 0; !rc && r0 < n_runs; r0 = r1) {
 		if (r0) { /* a later wave copies into slots the one before freed */
