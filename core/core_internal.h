@@ -290,7 +290,7 @@ struct coli_engine {
 	struct coli_actbuf *ph;         /* [tmax * top_k] h per pair, quantized */
 	struct coli_act *hag;           /* [tmax * top_k] views of ph for the down GEMM */
 	struct coli_expert_view *xview; /* [n_experts] */
-	struct coli_gemm_job *xjobs;    /* [2 * n_experts] */
+	struct coli_gemm_job *xjobs;    /* [3 * n_experts]: gate, up, then down */
 	int *xpairs, n_xpairs;          /* pairs whose SwiGLU the pool computes */
 	struct coli_act *ag;            /* [tmax] gathered activations (struct copies) */
 	float *inv_freq;                /* [head_dim/2] rope frequencies */

@@ -174,7 +174,7 @@ static int scratch_alloc(struct coli_engine *e)
 		rc = rc ? rc : ALLOC(e->pu, P * I);
 		rc = rc ? rc : ALLOC(e->hag, P);
 		rc = rc ? rc : ALLOC(e->xview, c->n_experts);
-		rc = rc ? rc : ALLOC(e->xjobs, 2 * (size_t)c->n_experts);
+		rc = rc ? rc : ALLOC(e->xjobs, 3 * (size_t)c->n_experts);
 		rc = rc ? rc : ALLOC(e->xpairs, P);
 		rc = rc ? rc : actbufs_alloc(&e->ph, (int)P, c->moe_inter, quant);
 		if (quant)

@@ -157,6 +157,20 @@ void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n
 void coli_cpu_pool_run_beside(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks),
                               void *arg, int n_tasks, void (*side)(void *side_arg), void *side_arg);
 
+/* Up to COLI_POOL_PHASES phases of tasks in one round: a phase's tasks start
+ * when every task of the phase before has finished (its writes visible),
+ * the caller joining after side(side_arg) if given. Where phases ran as
+ * rounds one after another, a side job on the caller held back each round
+ * after the first (the round's end waits for the caller). */
+#define COLI_POOL_PHASES 4
+struct coli_pool_phase {
+	void (*fn)(void *arg, int task, int n_tasks);
+	void *arg;
+	int n_tasks;
+};
+void coli_cpu_pool_run_phases(coli_cpu_pool_t *p, const struct coli_pool_phase *ph, int n,
+                              void (*side)(void *side_arg), void *side_arg);
+
 /* GEMV/GEMM split across the pool by row ranges (pool may be NULL). */
 void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, float *y);
 void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, int S,
@@ -178,6 +192,15 @@ void coli_gemm_batch_mt(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, in
  * caller's part while it is away. side runs once, even with no rows. */
 void coli_gemm_batch_mt_beside(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n,
                                void (*side)(void *side_arg), void *side_arg);
+/* The same batch as a phase of coli_cpu_pool_run_phases: init returns the
+ * batch's 16-row units (give at most that many tasks), the task function
+ * is the phase's fn with the batch as its arg. */
+struct coli_gemm_batch {
+	const struct coli_gemm_job *jobs;
+	int n, units;
+};
+int coli_gemm_batch_init(struct coli_gemm_batch *b, const struct coli_gemm_job *jobs, int n);
+void coli_gemm_batch_task(void *batch, int task, int n_tasks);
 
 /* ---- dense ops (cpu/ops.c) ----
  * Elementwise and normalisation ops of the forward pass. coli_expf and

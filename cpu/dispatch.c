@@ -204,14 +204,18 @@ void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct col
 	coli_cpu_pool_run(p, split_task, &sp, n);
 }
 
-struct batch {
-	const struct coli_gemm_job *jobs;
-	int n, units; /* units: 16-row groups over every job */
-};
-
-static void batch_task(void *arg, int t, int n_tasks)
+/* units: 16-row groups over every job */
+int coli_gemm_batch_init(struct coli_gemm_batch *b, const struct coli_gemm_job *jobs, int n)
 {
-	const struct batch *b = arg;
+	*b = (struct coli_gemm_batch){jobs, n, 0};
+	for (int j = 0; j < n; j++)
+		b->units += (jobs[j].w->rows + 15) / 16;
+	return b->units;
+}
+
+void coli_gemm_batch_task(void *arg, int t, int n_tasks)
+{
+	const struct coli_gemm_batch *b = arg;
 	int u0 = (int)((long)b->units * t / n_tasks),
 	    u1 = (int)((long)b->units * (t + 1) / n_tasks);
 	int base = 0; /* first unit of job j */
@@ -233,20 +237,19 @@ static void batch_task(void *arg, int t, int n_tasks)
 void coli_gemm_batch_mt_beside(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n,
                                void (*side)(void *side_arg), void *side_arg)
 {
-	struct batch b = {jobs, n, 0};
+	struct coli_gemm_batch b;
 	int threads = p ? coli_cpu_pool_threads(p) : 1, tasks = side ? 4 * threads : threads;
 
-	for (int j = 0; j < n; j++)
-		b.units += (jobs[j].w->rows + 15) / 16;
+	coli_gemm_batch_init(&b, jobs, n);
 	if (!b.units || threads <= 1) {
 		if (side)
 			side(side_arg);
 		if (b.units)
-			batch_task(&b, 0, 1);
+			coli_gemm_batch_task(&b, 0, 1);
 		return;
 	}
-	coli_cpu_pool_run_beside(p, batch_task, &b, tasks < b.units ? tasks : b.units, side,
-	                         side_arg);
+	coli_cpu_pool_run_beside(p, coli_gemm_batch_task, &b, tasks < b.units ? tasks : b.units,
+	                         side, side_arg);
 }
 
 void coli_gemm_batch_mt(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n)

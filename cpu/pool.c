@@ -246,3 +246,54 @@ void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n
 {
 	coli_cpu_pool_run_beside(p, fn, arg, n_tasks, NULL, NULL);
 }
+
+/* Phases in one round: task t belongs to the phase whose range holds it, and
+ * runs once every task of the phase before is done. Tasks are claimed in
+ * index order, so every task of an earlier phase is already claimed by a
+ * thread that is running it (or ran it), and none of those waits on a later
+ * phase: the spin always ends. The caller claims tasks only after its side
+ * job, so a long side job holds no phase back (three rounds held every
+ * phase after the first until the caller came back). */
+struct phased {
+	const struct coli_pool_phase *ph;
+	int first[COLI_POOL_PHASES + 1]; /* each phase's first task */
+	int done[COLI_POOL_PHASES];      /* its tasks finished */
+};
+
+static void phased_task(void *arg, int t, int n_total)
+{
+	struct phased *q = arg;
+	int k = 0;
+
+	(void)n_total;
+	while (t >= q->first[k + 1])
+		k++;
+	/* acquire pairs with the release increments below: the earlier
+	 * phase's writes are visible to this task */
+	while (k && __atomic_load_n(&q->done[k - 1], __ATOMIC_ACQUIRE) < q->ph[k - 1].n_tasks)
+		cpu_relax();
+	q->ph[k].fn(q->ph[k].arg, t - q->first[k], q->ph[k].n_tasks);
+	__atomic_add_fetch(&q->done[k], 1, __ATOMIC_RELEASE);
+}
+
+void coli_cpu_pool_run_phases(coli_cpu_pool_t *p, const struct coli_pool_phase *ph, int n,
+                              void (*side)(void *side_arg), void *side_arg)
+{
+	struct phased q = {.ph = ph};
+
+	if (n > COLI_POOL_PHASES)
+		n = COLI_POOL_PHASES; /* (the header's bound; callers stay under it) */
+	for (int k = 0; k < n; k++)
+		q.first[k + 1] = q.first[k] + (ph[k].n_tasks > 0 ? ph[k].n_tasks : 0);
+	for (int k = n; k < COLI_POOL_PHASES; k++)
+		q.first[k + 1] = q.first[k];
+	if (!p || p->n_threads == 1 || q.first[n] > ROUND_MAX) { /* one thread: in order */
+		if (side)
+			side(side_arg);
+		for (int k = 0; k < n; k++)
+			for (int t = 0; t < ph[k].n_tasks; t++)
+				ph[k].fn(ph[k].arg, t, ph[k].n_tasks);
+		return;
+	}
+	coli_cpu_pool_run_beside(p, phased_task, &q, q.first[n], side, side_arg);
+}

@@ -7,6 +7,10 @@
  * coli_cpu_pool_run_beside (every third round): the side job runs once, on
  * the caller, and the workers start on the tasks while it runs (the side job
  * waits, up to 5 s, until a worker has finished a task).
+ * coli_cpu_pool_run_phases: three phases of 0..40 tasks each, every task
+ * exactly once, each phase's tasks seeing every plain write of the phase
+ * before, and the last phase running while the caller's side job waits for
+ * it (the phases do not wait for the caller).
  */
 #include <time.h>
 
@@ -48,6 +52,95 @@ static void side(void *arg)
 			}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while (t.tv_sec - t0.tv_sec < 5);
+}
+
+/* ---- phases ---- */
+#define PH_MAX 40
+
+struct phases {
+	int runs[3][PH_MAX];
+	uint64_t val[3][PH_MAX]; /* plain writes */
+	int n[3], nt, bad, side_runs, side_saw_last;
+	uint64_t id;
+};
+
+static struct phases g_ph;
+
+static void phase_task(struct phases *q, int k, int t, int n)
+{
+	if (t < 0 || t >= n || n != q->n[k])
+		abort();
+	for (int i = 0; k && i < q->n[k - 1]; i++) /* the phase before: all done */
+		if (q->val[k - 1][i] != q->id * 7919u + (uint64_t)i)
+			__atomic_store_n(&q->bad, 1, __ATOMIC_RELAXED);
+	q->val[k][t] = q->id * 7919u + (uint64_t)t;
+	__atomic_add_fetch(&q->runs[k][t], 1, __ATOMIC_RELEASE);
+}
+
+static void phase0(void *arg, int t, int n)
+{
+	phase_task(arg, 0, t, n);
+}
+static void phase1(void *arg, int t, int n)
+{
+	phase_task(arg, 1, t, n);
+}
+static void phase2(void *arg, int t, int n)
+{
+	phase_task(arg, 2, t, n);
+}
+
+/* The caller's side job: with workers to spare, wait (up to 5 s) until a
+ * task of the last phase has run. */
+static void phase_side(void *arg)
+{
+	struct phases *q = arg;
+	struct timespec t0, t;
+
+	q->side_runs++;
+	if (q->nt < 2 || !q->n[0] || !q->n[1] || !q->n[2])
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (int i = 0; i < q->n[2]; i++)
+			if (__atomic_load_n(&q->runs[2][i], __ATOMIC_ACQUIRE)) {
+				q->side_saw_last = 1;
+				return;
+			}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < 5);
+}
+
+static int phase_rounds(coli_cpu_pool_t *p, int nt, int rounds)
+{
+	struct phases *q = &g_ph;
+	int fails = 0;
+
+	for (int it = 0; it < rounds; it++) {
+		struct coli_pool_phase ph[3] = {{phase0, q, 0}, {phase1, q, 0}, {phase2, q, 0}};
+		int side = it % 2;
+
+		memset(q->runs, 0, sizeof(q->runs));
+		q->id++;
+		q->nt = nt, q->bad = 0, q->side_runs = 0, q->side_saw_last = 0;
+		for (int k = 0; k < 3; k++)
+			q->n[k] = ph[k].n_tasks = (int)(rng_u64() % (PH_MAX + 1));
+		coli_cpu_pool_run_phases(p, ph, 3, side ? phase_side : NULL, q);
+		for (int k = 0; k < 3; k++)
+			for (int t = 0; t < PH_MAX; t++)
+				if (q->runs[k][t] != (t < q->n[k]))
+					q->bad = 1;
+		if (side && (q->side_runs != 1 ||
+		             (nt > 1 && q->n[0] && q->n[1] && q->n[2] && !q->side_saw_last)))
+			q->bad = 1;
+		if (q->bad && fails++ < 10)
+			fprintf(stderr,
+			        "threads=%d phases %d/%d/%d%s: a task ran twice or not at all, "
+			        "ran before its phase's predecessors, or the last phase waited "
+			        "for the side job\n",
+			        nt, q->n[0], q->n[1], q->n[2], side ? " beside" : "");
+	}
+	return fails;
 }
 
 int main(void)
@@ -110,9 +203,12 @@ int main(void)
 				nanosleep(&ts, NULL);
 			}
 		}
+		fails += phase_rounds(p, nt, 600);
+		rounds += 600;
 		coli_cpu_pool_destroy(p);
 	}
 	coli_cpu_pool_run(NULL, task, &r, 5); /* NULL pool: the caller alone */
+	fails += phase_rounds(NULL, 1, 20);
 	printf("%ld rounds on pools of 1..8 threads, %d failures\n", rounds, fails);
 	return fails ? 1 : 0;
 }
