@@ -250,19 +250,14 @@ struct coli_engine {
 	            * the last: the greedy id coming back (coli_engine_forward_argmax) */
 	size_t xfer_bytes;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
-	signed char *where;       /* [n_layers][n_experts]: device index, -1 host */
-	signed char *assign;      /* [n_experts] this layer: device computing it, -1 CPU */
-	unsigned char *streamed;  /* [n_experts] this layer: 1 if copied to the device */
-	int *cand, *cand_n;       /* [n_experts] scratch of plan_pairs, assign_experts, cpu_list */
-	int *pair_first, *pair_n; /* [n_experts] this layer: first pair, pair count */
-	int *need, *redo;         /* [n_experts] experts the host reads; CPU recomputes */
-	const void **slab_ptr;    /* [n_experts] slabs of the acquired chunk */
-	const void **host_slab;   /* [n_experts] RAM slab of a streamed expert */
-	/* core/warm.c: the experts each layer ran as CPU rows at the last decode
-	 * call, read into the caches while the layer next waits for its routing */
-	int *warm_ex, *warm_n;     /* [n_layers][top_k], [n_layers] */
-	unsigned char *warmed;     /* [n_experts] read ahead for layer warm_l */
-	int warm_l;                /* -1: none this layer */
+	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */
+	signed char *assign;       /* [n_experts] this layer: device computing it, -1 CPU */
+	unsigned char *streamed;   /* [n_experts] this layer: 1 if copied to the device */
+	int *cand, *cand_n;        /* [n_experts] scratch of plan_pairs, assign_experts, cpu_list */
+	int *pair_first, *pair_n;  /* [n_experts] this layer: first pair, pair count */
+	int *need, *redo;          /* [n_experts] experts the host reads; CPU recomputes */
+	const void **slab_ptr;     /* [n_experts] slabs of the acquired chunk */
+	const void **host_slab;    /* [n_experts] RAM slab of a streamed expert */
 	double bw_cpu, bw_stream;  /* cost model: bytes/s of CPU rows and of streaming */
 	double bw_cpu_pair;        /* prefill CPU rows: slab bytes x tokens per second */
 	struct coli_dense_dev *dd; /* dense part on a device (core/forward_dev.c), or NULL;
@@ -357,13 +352,6 @@ double coli_moe_stream_share(const struct coli_engine *e);
  * decode_stream_count): how many to stream, the k minimizing
  * max(k / bw_stream, (n - k) / bw_cpu); ties go to the CPU. */
 int coli_moe_decode_split(int n, double bw_stream, double bw_cpu);
-/* warm.c: a host-planned decode layer's wait for its routing, wait(arg), with
- * the pool reading the slabs of the experts it last ran as CPU rows into the
- * caches meanwhile (coli_warm_note records them after assign_experts).
- * Returns wait's result. */
-#define COLI_WARM_MAX 16 /* slabs read ahead a layer at most */
-void coli_warm_note(struct coli_engine *e, int l, int T);
-int coli_warm_wait(struct coli_engine *e, int l, int T, int (*wait)(void *arg), void *arg);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 /* vram.c: place experts in VRAM at open (and free them at close). */
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);

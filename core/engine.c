@@ -159,10 +159,6 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->redo, c->n_experts);
 	rc = rc ? rc : ALLOC(e->slab_ptr, c->n_experts);
 	rc = rc ? rc : ALLOC(e->host_slab, c->n_experts);
-	rc = rc ? rc : ALLOC(e->warm_ex, (size_t)c->n_layers * c->top_k);
-	rc = rc ? rc : ALLOC(e->warm_n, c->n_layers);
-	rc = rc ? rc : ALLOC(e->warmed, c->n_experts);
-	e->warm_l = -1;
 	rc = rc ? rc : ALLOC(e->ag, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
 	rc = rc ? rc : actbufs_alloc(&e->ax, T, H, quant);
@@ -427,7 +423,6 @@ void coli_engine_close(coli_engine_t *e)
 	    free(e->cand_n);
 	free(e->pair_first), free(e->pair_n), free(e->need), free(e->redo);
 	free((void *)e->slab_ptr), free((void *)e->host_slab);
-	free(e->warm_ex), free(e->warm_n), free(e->warmed);
 	if (e->n_devs)
 		coli_moe_dev_release(e);
 	coli_dense_dev_close(e);

@@ -718,15 +718,6 @@ static void timeline(struct coli_engine *e, double t_wait, double t_route)
 	m[6] += coli_now_s() - t_route;
 }
 
-/* The host's wait for a host-planned layer's routing: its wait point, or the
- * stream (core/warm.c reads slabs into the caches meanwhile). */
-static int routing_wait(void *arg)
-{
-	struct coli_dense_dev *dd = arg;
-
-	return dd->point ? coli_dev_point_wait(dd->dev) : coli_dev_sync(dd->dev);
-}
-
 /* The host's part of a layer layer_ops planned on the host (SEG_HOST/PRE):
  * wait for the routing, plan and run the experts (core/moe.c), then the
  * outputs back on the device and accumulated there, the shared expert. */
@@ -739,7 +730,7 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	uint64_t y = dd->ey;
 	double t_wait = coli_now_s(), t_route;
 
-	rc = coli_warm_wait(e, l, T, routing_wait, dd);
+	rc = dd->point ? coli_dev_point_wait(dd->dev) : coli_dev_sync(dd->dev);
 	dd->point = 0;
 	t_route = coli_now_s();
 	if (!rc && !e->opts.profile) /* the layer's attention is done */

@@ -348,17 +348,6 @@ static int decode_stream_count(const struct coli_engine *e, int n_cand)
 	return coli_moe_decode_split(n_cand, bs, bc);
 }
 
-/* assign_experts' order of RAM-tier candidates: whether expert a goes
- * before b (streamed first) */
-static int cand_before(const struct coli_engine *e, int l, int a, int b)
-{
-	int wa = e->warm_l == l && e->warmed[a], wb = e->warm_l == l && e->warmed[b];
-
-	if (e->pair_n[a] != e->pair_n[b])
-		return e->pair_n[a] > e->pair_n[b];
-	return wa != wb ? wb : a < b;
-}
-
 /* Who computes each routed expert of layer l: the device holding it in VRAM;
  * else, for RAM-tier experts, the cost model splits them between the CPU and
  * streaming to a device so both finish together (decode_stream_count,
@@ -419,11 +408,12 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 		slots_left[d] = slots_left[d] > 0 ? INT_MAX : 0;
 	if (!n_cand)
 		return;
-	/* most tokens first, then the ones not read ahead into the caches while
-	 * the layer waited for its routing (core/warm.c: those are cheap CPU
-	 * rows now), then ascending id (insertion sort: n_cand <= E) */
+	/* most tokens first, then ascending id (insertion sort: n_cand <= E) */
 	for (int i = 1; i < n_cand; i++)
-		for (int j = i; j > 0 && cand_before(e, l, cand[j], cand[j - 1]); j--) {
+		for (int j = i;
+		     j > 0 && (cnt[cand[j]] > cnt[cand[j - 1]] ||
+		               (cnt[cand[j]] == cnt[cand[j - 1]] && cand[j] < cand[j - 1]));
+		     j--) {
 			int t = cand[j];
 
 			cand[j] = cand[j - 1];
@@ -465,7 +455,6 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	route_select(e, l, T);
 	plan_pairs(e, T);
 	assign_experts(e, l, T);
-	coli_warm_note(e, l, T);
 	e->tl.issue = 0;
 	e->est.moe_plan_s += coli_now_s() - t0;
 	e->est.expert_uses += e->n_pairs;
@@ -484,12 +473,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			need[n_need++] = ex;
 		n_stream += e->streamed[ex] == 1;
 		n_rows += e->assign[ex] < 0;
-		if (e->assign[ex] < 0 && e->warm_l == l) { /* core/warm.c's guesses */
-			e->est.warm_rows++;
-			e->est.warm_used += e->warmed[ex];
-		}
 	}
-	e->warm_l = -1;
 	/* streamed slabs must be in RAM and pinned until take */
 	if (n_stream) {
 		double t_slabs = coli_now_s();

@@ -88,9 +88,6 @@ static const struct opt_row g_opts[] = {
     {NULL, "COLI_STAGE_AHEAD", OPT_INT, F(stage_ahead), "0",
      "copy the lookahead's guessed RAM-tier experts to staging slots a layer ahead (1; off: "
      "slower on the H200, wrong guesses evict slots later tokens reuse)"},
-    {NULL, "COLI_WARM_ROWS", OPT_INT, F(warm_rows), "1",
-     "decode: while a host-planned layer waits for its routing, read the slabs of the experts "
-     "it last ran as CPU rows into the caches (0: off, for A/B)"},
     {NULL, "COLI_DEV_GRAPH", OPT_INT, F(dev_graph), "1",
      "decode: replay each layer's device work as a CUDA graph captured once (0: launch every "
      "kernel, for A/B)"},

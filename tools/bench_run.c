@@ -265,10 +265,6 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 			r->layer[k][f] = s1.moe_layer[k][f] - s0.moe_layer[k][f];
 	r->reloads = (double)(s1.reloads - s0.reloads);
 	r->reload_b = (double)(s1.reload_bytes - s0.reload_bytes);
-	r->warm[0] = (double)(s1.warm_slabs - s0.warm_slabs);
-	r->warm[1] = (double)(s1.warm_bytes - s0.warm_bytes);
-	r->warm[2] = (double)(s1.warm_used - s0.warm_used);
-	r->warm[3] = (double)(s1.warm_rows - s0.warm_rows);
 	return 0;
 }
 
@@ -335,12 +331,9 @@ static void summarize(struct run *R, struct arm *a)
 	a->stream_gbs = med_of(a, n, offsetof(struct round, stream_gbs));
 	a->reloads = a->reload_b = 0;
 	memset(a->layer, 0, sizeof(a->layer));
-	memset(a->warm, 0, sizeof(a->warm));
 	for (int i = 0; i < n; i++) {
 		a->reloads += a->r[i].reloads;
 		a->reload_b += a->r[i].reload_b;
-		for (int k = 0; k < 4; k++)
-			a->warm[k] += a->r[i].warm[k];
 		for (int k = 0; k < COLI_TL_CLASSES; k++)
 			for (int f = 0; f < COLI_TL_FIELDS; f++)
 				a->layer[k][f] += a->r[i].layer[k][f];
@@ -442,14 +435,6 @@ void bench_print_timeline(const struct run *R)
 			printf("%-20s outside %.1f us a token (of %.1f)\n", a->name,
 			       (1.0 / a->tok_s - in_layers / ((double)R->rounds * R->tokens)) * 1e6,
 			       1e6 / a->tok_s);
-		if (a->warm[0] > 0) {
-			double n = (double)R->rounds * R->tokens;
-
-			printf("%-20s read ahead %.1f slabs a token (%.1f MB before the routing); "
-			       "%.1f of those layers' %.1f CPU-row experts had been\n",
-			       a->name, a->warm[0] / n, a->warm[1] / n / 1e6, a->warm[2] / n,
-			       a->warm[3] / n);
-		}
 	}
 }
 
@@ -652,9 +637,6 @@ static void print_json(struct run *R)
 		else /* every byte went through a term not measured here (a simulated device) */
 			printf("}, \"bound_term\": null, \"bound_tok_s\": null, \"ratio\": null");
 		printf(",\n   \"reloads\": %.0f, \"reload_bytes\": %.0f", a->reloads, a->reload_b);
-		printf(",\n   \"warm\": {\"slabs\": %.0f, \"bytes\": %.0f, \"used\": %.0f, "
-		       "\"cpu_rows\": %.0f}",
-		       a->warm[0], a->warm[1], a->warm[2], a->warm[3]);
 		if (R->stream)
 			printf(
 			    ",\n   \"group_async\": %d, \"stream\": \"%s\", \"vram_gb\": %.6g, "

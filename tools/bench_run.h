@@ -28,7 +28,6 @@ struct round {
 	double prof_ms[N_PROF];    /* --profile: inside the window, per token (g_prof) */
 	double stream_gbs;         /* streamed slab bytes / timed seconds */
 	double reloads, reload_b;  /* CUDA_RELEASE_HOST reloads in the round, their bytes */
-	double warm[4]; /* core/warm.c over the timed steps: slabs, bytes, used, CPU rows */
 	double layer[COLI_TL_CLASSES][COLI_TL_FIELDS]; /* moe_layer over the timed steps */
 };
 
@@ -47,7 +46,6 @@ struct arm {
 	double win_ms[3], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
 	double prof_ms[N_PROF];
 	double layer[COLI_TL_CLASSES][COLI_TL_FIELDS]; /* the rounds' moe_layer summed */
-	double warm[4];                                /* the rounds' warm[] summed */
 	struct bench_bytes bytes;
 	struct bench_bound bound;
 	struct bench_bound ideal;     /* stream: host bytes split so CPU and PCIe finish together */

@@ -221,14 +221,6 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 		    (unsigned long long)es.moe_layers_dev_preplanned,
 		    (unsigned long long)es.dev_graph_replays,
 		    (unsigned long long)es.dev_graph_captures);
-		if (es.warm_slabs)
-			fprintf(
-			    stderr,
-			    "coli: read ahead while layers waited for their routing: %llu slabs "
-			    "(%.3f GB before the routing came); %llu of those layers' %llu "
-			    "CPU-row experts had been\n",
-			    (unsigned long long)es.warm_slabs, es.warm_bytes / 1e9,
-			    (unsigned long long)es.warm_used, (unsigned long long)es.warm_rows);
 		fprintf(stderr,
 		        "coli: faults: device failed at issue %llu, at take %llu | "
 		        "CUDA_RELEASE_HOST: %llu host copies dropped, %llu reloads (%.1f MB)\n",

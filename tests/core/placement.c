@@ -19,8 +19,7 @@
  * resident (planned on the device) or some (preplanned) must have run, and
  * without a fault every run counts the CPU run's expert hits (over all
  * tiers): a device-planned layer's are counted from the routing it sends
- * back once a forward. Host-planned decode layers read their last CPU rows'
- * slabs ahead of the routing (core/warm.c): some run must have used one.
+ * back once a forward.
  */
 #include <math.h>
 
@@ -33,9 +32,8 @@
 struct run {
 	float *logits; /* [n][vocab] prefill, then [STEPS][vocab] decode */
 	int ids[STEPS];
-	uint64_t planned, preplanned;   /* MoE layer calls the dense device planned, preplanned */
-	uint64_t hits;                  /* expert hits of every tier */
-	uint64_t warm_slabs, warm_used; /* core/warm.c: read ahead, then run as CPU rows */
+	uint64_t planned, preplanned; /* MoE layer calls the dense device planned, preplanned */
+	uint64_t hits;                /* expert hits of every tier */
 };
 
 /* max |a - b| / max |a| over n values (NaN counts as infinitely far) */
@@ -102,7 +100,6 @@ static int do_run(const char *path, const char *gpu, double vram_gb, int fail_af
 		r->preplanned = st.moe_layers_dev_preplanned;
 		r->hits =
 		    st.hits[COLI_TIER_VRAM] + st.hits[COLI_TIER_RAM] + st.hits[COLI_TIER_DISK];
-		r->warm_slabs = st.warm_slabs, r->warm_used = st.warm_used;
 	}
 	coli_engine_close(e);
 	return rc;
@@ -112,8 +109,7 @@ int main(void)
 {
 	char names[MAX_FIXTURES][64];
 	int nf = fx_list(names, MAX_FIXTURES), fails = 0, runs = 0;
-	uint64_t planned = 0, preplanned = 0;   /* the device-planned paths were taken */
-	uint64_t warm_slabs = 0, warm_used = 0; /* and the CPU rows' read-ahead */
+	uint64_t planned = 0, preplanned = 0; /* the device-planned paths were taken */
 	const char *why;
 	/* one simulated device, two (experts spread over both, the dense part
 	 * on the first), GPU 0, and GPUs 0 and 1 where there are two */
@@ -227,7 +223,6 @@ int main(void)
 
 					runs++;
 					planned += got.planned, preplanned += got.preplanned;
-					warm_slabs += got.warm_slabs, warm_used += got.warm_used;
 					/* each layer call's routed experts are hits of some tier,
 					 * wherever they ran (a fault's redo counts twice): a
 					 * device-planned layer's come from the routing it sent
@@ -280,16 +275,10 @@ int main(void)
 		free(ids);
 	}
 	printf("%d placements compared with the CPU reference, %d differ; MoE layer calls "
-	       "planned on the dense device %llu, preplanned %llu; slabs read ahead of their "
-	       "routing %llu, %llu of them then CPU rows\n",
-	       runs, fails, (unsigned long long)planned, (unsigned long long)preplanned,
-	       (unsigned long long)warm_slabs, (unsigned long long)warm_used);
+	       "planned on the dense device %llu, preplanned %llu\n",
+	       runs, fails, (unsigned long long)planned, (unsigned long long)preplanned);
 	if (!planned || !preplanned) {
 		printf("FAIL: the device-planned (fully or partly resident) paths never ran\n");
-		fails++;
-	}
-	if (!warm_used) { /* core/warm.c: the decode steps with CPU rows must have used it */
-		printf("FAIL: no CPU row read its slab ahead of the routing (core/warm.c)\n");
 		fails++;
 	}
 	return fails != 0;
