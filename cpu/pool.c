@@ -268,10 +268,12 @@ static void phased_task(void *arg, int t, int n_total)
 	(void)n_total;
 	while (t >= q->first[k + 1])
 		k++;
-	/* acquire pairs with the release increments below: the earlier
-	 * phase's writes are visible to this task */
-	while (k && __atomic_load_n(&q->done[k - 1], __ATOMIC_ACQUIRE) < q->ph[k - 1].n_tasks)
-		cpu_relax();
+	/* every earlier phase, not only the one before (which may have no
+	 * tasks); acquire pairs with the release increments below: their
+	 * writes are visible to this task */
+	for (int j = 0; j < k; j++)
+		while (__atomic_load_n(&q->done[j], __ATOMIC_ACQUIRE) < q->ph[j].n_tasks)
+			cpu_relax();
 	q->ph[k].fn(q->ph[k].arg, t - q->first[k], q->ph[k].n_tasks);
 	__atomic_add_fetch(&q->done[k], 1, __ATOMIC_RELEASE);
 }

@@ -7,10 +7,11 @@
  * coli_cpu_pool_run_beside (every third round): the side job runs once, on
  * the caller, and the workers start on the tasks while it runs (the side job
  * waits, up to 5 s, until a worker has finished a task).
- * coli_cpu_pool_run_phases: three phases of 0..40 tasks each, every task
- * exactly once, each phase's tasks seeing every plain write of the phase
- * before, and the last phase running while the caller's side job waits for
- * it (the phases do not wait for the caller).
+ * coli_cpu_pool_run_phases: three phases of 0..40 tasks each (every fourth
+ * round with the middle one empty), every task exactly once, each phase's
+ * tasks seeing every plain write of the phases before, and the last phase
+ * running while the caller's side job waits for it (the phases do not wait
+ * for the caller).
  */
 #include <time.h>
 
@@ -70,9 +71,10 @@ static void phase_task(struct phases *q, int k, int t, int n)
 {
 	if (t < 0 || t >= n || n != q->n[k])
 		abort();
-	for (int i = 0; k && i < q->n[k - 1]; i++) /* the phase before: all done */
-		if (q->val[k - 1][i] != q->id * 7919u + (uint64_t)i)
-			__atomic_store_n(&q->bad, 1, __ATOMIC_RELAXED);
+	for (int j = 0; j < k; j++) /* every phase before (one may be empty): all done */
+		for (int i = 0; i < q->n[j]; i++)
+			if (q->val[j][i] != q->id * 7919u + (uint64_t)i)
+				__atomic_store_n(&q->bad, 1, __ATOMIC_RELAXED);
 	q->val[k][t] = q->id * 7919u + (uint64_t)t;
 	__atomic_add_fetch(&q->runs[k][t], 1, __ATOMIC_RELEASE);
 }
@@ -125,6 +127,8 @@ static int phase_rounds(coli_cpu_pool_t *p, int nt, int rounds)
 		q->nt = nt, q->bad = 0, q->side_runs = 0, q->side_saw_last = 0;
 		for (int k = 0; k < 3; k++)
 			q->n[k] = ph[k].n_tasks = (int)(rng_u64() % (PH_MAX + 1));
+		if (it % 4 == 3) /* an empty phase between two: the last waits for the first */
+			q->n[1] = ph[1].n_tasks = 0;
 		coli_cpu_pool_run_phases(p, ph, 3, side ? phase_side : NULL, q);
 		for (int k = 0; k < 3; k++)
 			for (int t = 0; t < PH_MAX; t++)
