@@ -158,8 +158,9 @@ void coli_cpu_pool_run_beside(coli_cpu_pool_t *p, void (*fn)(void *arg, int task
                               void *arg, int n_tasks, void (*side)(void *side_arg), void *side_arg);
 
 /* Up to COLI_POOL_PHASES phases of tasks in one round: a phase's tasks start
- * when every task of the phase before has finished (its writes visible),
- * the caller joining after side(side_arg) if given. Where phases ran as
+ * when every task of the phases before it has finished (their writes
+ * visible; a phase may have no tasks), the caller joining after
+ * side(side_arg) if given. Where phases ran as
  * rounds one after another, a side job on the caller held back each round
  * after the first (the round's end waits for the caller). */
 #define COLI_POOL_PHASES 4
