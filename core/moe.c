@@ -136,7 +136,7 @@ static void swiglu_pairs(void *arg, int t, int n_tasks)
 /* A layer's device issue (every device's coli_moe_dev_issue, then the next
  * layer's staging prefetch when the guess is made). With COLI_GROUP_ASYNC=1
  * and CPU rows to compute it is left pending and runs on the calling thread
- * beside the CPU rows' first pool round: the workers start on the rows while
+ * beside the CPU rows' pool round (cpu_experts): the workers start on the rows while
  * the caller queues the devices' work, so the issue is off the token's
  * critical path. A chunk whose slabs still come from disk runs it first
  * instead (the devices work while the CPU waits). */

@@ -188,11 +188,6 @@ struct coli_gemm_job {
 	int ldy;
 };
 void coli_gemm_batch_mt(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n);
-/* The same with a side job on the caller (coli_cpu_pool_run_beside): the rows
- * go in four times as many tasks as threads, so the workers share the
- * caller's part while it is away. side runs once, even with no rows. */
-void coli_gemm_batch_mt_beside(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n,
-                               void (*side)(void *side_arg), void *side_arg);
 /* The same batch as a phase of coli_cpu_pool_run_phases: init returns the
  * batch's 16-row units (give at most that many tasks), the task function
  * is the phase's fn with the batch as its arg. */

@@ -234,25 +234,16 @@ void coli_gemm_batch_task(void *arg, int t, int n_tasks)
 	}
 }
 
-void coli_gemm_batch_mt_beside(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n,
-                               void (*side)(void *side_arg), void *side_arg)
-{
-	struct coli_gemm_batch b;
-	int threads = p ? coli_cpu_pool_threads(p) : 1, tasks = side ? 4 * threads : threads;
-
-	coli_gemm_batch_init(&b, jobs, n);
-	if (!b.units || threads <= 1) {
-		if (side)
-			side(side_arg);
-		if (b.units)
-			coli_gemm_batch_task(&b, 0, 1);
-		return;
-	}
-	coli_cpu_pool_run_beside(p, coli_gemm_batch_task, &b, tasks < b.units ? tasks : b.units,
-	                         side, side_arg);
-}
-
 void coli_gemm_batch_mt(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, int n)
 {
-	coli_gemm_batch_mt_beside(p, jobs, n, NULL, NULL);
+	struct coli_gemm_batch b;
+	int threads = p ? coli_cpu_pool_threads(p) : 1;
+
+	if (!coli_gemm_batch_init(&b, jobs, n))
+		return;
+	if (threads <= 1)
+		coli_gemm_batch_task(&b, 0, 1);
+	else
+		coli_cpu_pool_run(p, coli_gemm_batch_task, &b,
+		                  threads < b.units ? threads : b.units);
 }
