@@ -214,6 +214,7 @@ struct coli_opts {
 	int dev_graph;   /* COLI_DEV_GRAPH: decode layers replayed as captured graphs */
 	int pdl;         /* COLI_PDL: programmatic dependent launch on sm_90+ */
 	int stage_ahead; /* COLI_STAGE_AHEAD: stage the lookahead's guesses a layer ahead */
+	int tail_ahead;  /* COLI_TAIL_AHEAD: a layer's device tail queued before its CPU rows end */
 	int stream_home; /* COLI_STREAM_HOME: stream to the layer's dense device (2: at decode) */
 	int sim_latency_us;   /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
 	char stream[16];      /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
@@ -345,6 +346,8 @@ struct coli_engine_stats {
 	uint64_t stream_prefetched;      /* slabs copied a layer ahead on the lookahead's guess */
 	uint64_t stream_staged_hits;     /* streamed experts found staged: a layer-ahead copy,
 	                                  * or a slot still holding it (no copy at issue) */
+	uint64_t tail_ahead;             /* decode layers whose device tail was queued before
+	                                  * their CPU rows ended (COLI_TAIL_AHEAD) */
 	uint64_t moe_layers_on_dense;    /* MoE layer calls whose experts all ran on the
 	                                  * dense part's device: outputs never left it */
 	uint64_t moe_layers_dev_planned; /* of those, planned on the device too (fully

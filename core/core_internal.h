@@ -213,6 +213,13 @@ struct coli_engine {
 	int *sel;       /* [tmax][top_k] routed experts (descending weight) */
 	float *selw;    /* [tmax][top_k] their weights */
 	int routed;     /* this layer's sel/selw came from the dense device (coli_route) */
+	/* core/forward_dev.c's tail ahead: a preplanned decode layer's device
+	 * tail (host rows up, the accumulate) queued behind a stream wait at its
+	 * issue, released (host_signal) once the CPU rows are in e->ey. tail_ok:
+	 * this layer may; tail_dev: queued, to signal with tail_seq */
+	int tail_ok;
+	struct coli_dev *tail_dev;
+	uint32_t tail_seq;
 	int preplanned; /* device whose resident experts of this layer already ran (forward_dev's
 	                 * run_plan; outputs in its y at pair rows), or -1 */
 	/* this layer's token rows where they already are on a device (the dense
@@ -352,6 +359,10 @@ double coli_moe_stream_share(const struct coli_engine *e);
  * decode_stream_count): how many to stream, the k minimizing
  * max(k / bw_stream, (n - k) / bw_cpu); ties go to the CPU. */
 int coli_moe_decode_split(int n, double bw_stream, double bw_cpu);
+/* forward_dev.c: queue the layer's device tail behind a wait for the host
+ * (e->tail_ok layers, from core/moe.c's device issue); sets e->tail_dev when
+ * it did, and core/moe.c signals it once the CPU rows are done */
+void coli_dense_dev_tail_ahead(struct coli_engine *e, int l, int T);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 /* vram.c: place experts in VRAM at open (and free them at close). */
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);

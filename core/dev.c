@@ -142,6 +142,26 @@ int coli_dev_point_wait(struct coli_dev *d)
 	CHECKED(d->ops->point_wait ? d->ops->point_wait(d) : d->ops->sync(d), "synchronize");
 }
 
+int coli_dev_host_wait(struct coli_dev *d, uint32_t seq)
+{
+	int rc;
+
+	if (d->failed)
+		return -EIO;
+	if (!d->ops->host_wait)
+		return 0;
+	rc = d->ops->host_wait(d, seq);
+	if (rc == -ENOTSUP) /* a driver without stream waits */
+		return 0;
+	return rc ? fail(d, rc, "stream wait on the host") : 1;
+}
+
+void coli_dev_host_signal(struct coli_dev *d, uint32_t seq)
+{
+	if (d->ops->host_signal)
+		d->ops->host_signal(d, seq);
+}
+
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 {
 	CHECKED(d->ops->download_async(d, dst, src, n), "download");

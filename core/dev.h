@@ -64,6 +64,12 @@ struct coli_dev_ops {
 	 * a graph when captured) and the wait for it */
 	int (*point)(struct coli_dev *d);
 	int (*point_wait)(struct coli_dev *d);
+	/* optional: the compute stream waits (async) until the host signals seq
+	 * or later (a word of host memory the device reads); ops queued behind
+	 * the wait run after it. The host must signal before any op that waits
+	 * for the stream (sync, point_wait, a download's data). */
+	int (*host_wait)(struct coli_dev *d, uint32_t seq);
+	void (*host_signal)(struct coli_dev *d, uint32_t seq);
 	/* the dense part (all async; rows are tokens, fp32) */
 	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
 	int (*rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
@@ -195,6 +201,11 @@ int coli_dev_elapsed(struct coli_dev *d, int from, int to, double *s);
  * one recorded, counted as the sync it replaces (COLI_GPU_FAIL_AFTER). */
 int coli_dev_point(struct coli_dev *d);
 int coli_dev_point_wait(struct coli_dev *d);
+/* The stream waiting for the host (host_wait): 1 queued, 0 the device has no
+ * such wait (queue nothing behind it), -errno; host_signal releases it (and
+ * every earlier seq). Neither counts toward COLI_GPU_FAIL_AFTER. */
+int coli_dev_host_wait(struct coli_dev *d, uint32_t seq);
+void coli_dev_host_signal(struct coli_dev *d, uint32_t seq);
 
 /* The dense part: checked like the rest (each counts as a launch). */
 int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);

@@ -44,6 +44,14 @@ static int g_point_wait(struct coli_dev *d)
 {
 	return coli_gpu_point_wait(G(d));
 }
+static int g_host_wait(struct coli_dev *d, uint32_t seq)
+{
+	return coli_gpu_host_wait(G(d), seq);
+}
+static void g_host_signal(struct coli_dev *d, uint32_t seq)
+{
+	coli_gpu_host_signal(G(d), seq);
+}
 static int g_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
                   int n)
 {
@@ -260,6 +268,8 @@ static const struct coli_dev_ops g_gpu_ops = {
     .elapsed = g_elapsed,
     .point = g_point,
     .point_wait = g_point_wait,
+    .host_wait = g_host_wait,
+    .host_signal = g_host_signal,
     .copy = g_copy,
     .rmsnorm = g_rmsnorm,
     .add_bias = g_add_bias,

@@ -37,6 +37,7 @@
 
 #define SIM_MARKS   8
 #define SIM_REGIONS 64
+#define SIM_DEFER   64 /* ops behind a host wait */
 
 /* an async upload's registered source, until the stream is known past it;
  * a staging copy's (slot >= 0) until the host learns it landed (its slot's
@@ -78,7 +79,33 @@ struct sim {
 	int n_pend, cap_pend;
 	struct late *late;
 	int n_late, cap_late;
+	/* the stream waiting for the host (host_wait): the ops queued behind the
+	 * wait, run when the host signals (only uploads and the MoE accumulate
+	 * may be: anything else queued, or waited for, then aborts) */
+	uint32_t host_word, wait_seq;
+	int waiting, n_def;
+	struct deferred {
+		int acc; /* 0: upload_async(dst, src, n); 1: moe_accumulate */
+		uint64_t dst, y, pt, pw;
+		const void *src;
+		size_t n;
+		int n_pairs, T, H;
+	} def[SIM_DEFER];
 };
+
+/* An op the stream would run (or the host would wait for) behind a host
+ * wait the host has not signalled: a real stream would run it after the
+ * deferred ops (or hang), the sim cannot; the engine never does it. */
+static void in_order(struct coli_dev *d, const char *op)
+{
+	const struct sim *s = d->impl;
+
+	if (!s->waiting)
+		return;
+	fprintf(stderr, "coli: sim: %s queued behind a host wait not yet signalled\n", op);
+	abort();
+}
+#define IN_ORDER(d) in_order(d, __func__)
 
 static int s_mem_info(struct coli_dev *d, size_t *f, size_t *t)
 {
@@ -179,10 +206,22 @@ static void land(struct coli_dev *d, uint64_t seq, const void *lo, size_t n)
 	s->n_late = k;
 }
 
+static int defer(struct coli_dev *d, const struct deferred *op)
+{
+	struct sim *s = d->impl;
+
+	if (s->n_def == SIM_DEFER)
+		return -ENOMEM;
+	s->def[s->n_def++] = *op;
+	return 0;
+}
+
 static int s_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
 {
 	struct sim *s = d->impl;
 
+	if (s->waiting)
+		return defer(d, &(struct deferred){.dst = dst, .src = src, .n = n});
 	land(d, 0, src, n); /* a download queued before writes what this reads */
 	memcpy((void *)(uintptr_t)dst, src, n);
 	s->seq++;
@@ -228,6 +267,7 @@ static void check_pending(struct coli_dev *d, const struct past *w)
 
 static int s_download(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 {
+	IN_ORDER(d);
 	struct sim *s = d->impl;
 	struct past w = {.lo = dst, .n = n, .slot = -1}; /* uploads that read dst */
 	void *bytes = malloc(n ? n : 1);
@@ -277,6 +317,7 @@ static void sim_job(enum coli_dtype t, const void *w, int rows, int K, int S, co
 static int s_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
                   int n_jobs)
 {
+	IN_ORDER(d);
 	for (int j = 0; j < n_jobs; j++) {
 		const struct coli_gpu_gemv_job *jb = &jobs[j];
 
@@ -289,6 +330,7 @@ static int s_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_g
 static int s_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
                   int n_jobs)
 {
+	IN_ORDER(d);
 	for (int j = 0; j < n_jobs; j++) {
 		const struct coli_gpu_gemm_job *jb = &jobs[j];
 
@@ -305,6 +347,7 @@ static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint6
 static int s_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q, uint64_t dd,
                   uint64_t qs, int n)
 {
+	IN_ORDER(d);
 	coli_silu_mul((const float *)(uintptr_t)g, (const float *)(uintptr_t)u,
 	              (float *)(uintptr_t)h, n);
 	return q ? s_actq(d, h, q, dd, qs, n / COLI_QBLOCK) : 0;
@@ -312,6 +355,7 @@ static int s_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64
 
 static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
 {
+	IN_ORDER(d);
 	struct coli_act a = {.q = (int8_t *)(uintptr_t)q,
 	                     .d = (float *)(uintptr_t)dd,
 	                     .qsum = (int32_t *)(uintptr_t)qs};
@@ -322,6 +366,7 @@ static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint6
 
 static int s_sync(struct coli_dev *d)
 {
+	IN_ORDER(d);
 	struct sim *s = d->impl;
 
 	check_pending(d, &(struct past){.uploads = s->seq, .slot = -1, .used = 1});
@@ -335,6 +380,7 @@ static int s_sync(struct coli_dev *d)
 
 static int s_d2d(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
 {
+	IN_ORDER(d);
 	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
 	return 0;
 }
@@ -342,6 +388,7 @@ static int s_d2d(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
 static int s_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
                      float eps)
 {
+	IN_ORDER(d);
 	for (int r = 0; r < rows; r++)
 		coli_rmsnorm(F(x) + (size_t)r * n, w ? F(w) : NULL, F(y) + (size_t)r * n, n, eps);
 	return 0;
@@ -349,6 +396,7 @@ static int s_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int
 
 static int s_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
 {
+	IN_ORDER(d);
 	for (size_t i = 0; i < (size_t)rows * n; i++)
 		F(y)[i] += F(b)[i % n];
 	return 0;
@@ -356,6 +404,7 @@ static int s_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int 
 
 static int s_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
 {
+	IN_ORDER(d);
 	for (int i = 0; i < n; i++)
 		F(x)[i] += F(y)[i];
 	return 0;
@@ -364,6 +413,7 @@ static int s_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
 static int s_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
                          uint64_t q, uint64_t qd, uint64_t qs, int rows, int n, float eps)
 {
+	IN_ORDER(d);
 	if (a)
 		s_add(d, x, a, rows * n);
 	s_rmsnorm(d, x, w, y, rows, n, eps);
@@ -374,6 +424,7 @@ static int s_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t 
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                            uint64_t posp, uint64_t f, uint64_t kc, uint64_t vc)
 {
+	IN_ORDER(d);
 	size_t kvd = (size_t)nkv * hd;
 
 	if (posp)
@@ -392,6 +443,7 @@ static int s_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t 
 
 static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
 {
+	IN_ORDER(d);
 	coli_rope(F(x), T, nh, hd, pos0, F(f));
 	return 0;
 }
@@ -400,6 +452,7 @@ static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
                        int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
                        uint64_t aq, uint64_t ad, uint64_t aqs)
 {
+	IN_ORDER(d);
 	float *sc;
 	int group = nh / nkv, kvd = nkv * hd;
 
@@ -422,6 +475,7 @@ static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
 static int s_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
                          size_t row_bytes)
 {
+	IN_ORDER(d);
 	const int *id = (const int *)(uintptr_t)idx;
 
 	for (int r = 0; r < n; r++)
@@ -433,6 +487,7 @@ static int s_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_
 static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H)
 {
+	IN_ORDER(d);
 	struct coli_mat m;
 	const int *id = (const int *)(uintptr_t)ids;
 
@@ -447,6 +502,16 @@ static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, 
                      int n_pairs, int T, int H)
 {
 	const int *tok = (const int *)(uintptr_t)pt;
+
+	if (((struct sim *)d->impl)->waiting)
+		return defer(d, &(struct deferred){.acc = 1,
+		                                   .dst = out,
+		                                   .y = y,
+		                                   .pt = pt,
+		                                   .pw = pw,
+		                                   .n_pairs = n_pairs,
+		                                   .T = T,
+		                                   .H = H});
 
 	memset(F(out), 0, sizeof(float) * (size_t)T * H);
 	for (int p = 0; p < n_pairs; p++) {
@@ -465,6 +530,7 @@ static int s_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_p
                          uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
                          float eps)
 {
+	IN_ORDER(d);
 	float *a = malloc(sizeof(float) * (size_t)rows * n);
 	int rc;
 
@@ -478,6 +544,7 @@ static int s_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_p
 
 static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
 {
+	IN_ORDER(d);
 	for (int t = 0; t < T; t++) {
 		float g = 1.0f / (1.0f + expf(-F(gate)[t]));
 
@@ -490,6 +557,7 @@ static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, 
 
 static int s_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
 {
+	IN_ORDER(d);
 	*(int *)(uintptr_t)out = coli_argmax(F(x), n);
 	return 0;
 }
@@ -497,6 +565,7 @@ static int s_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
 /* The CPU path's GEMV, row by row: the simulated dense device is the CPU. */
 static int s_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {
+	IN_ORDER(d);
 	struct coli_mat w;
 	int nb = m->K / COLI_QBLOCK;
 
@@ -527,6 +596,7 @@ static int s_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 static int s_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw)
 {
+	IN_ORDER(d);
 	float *p = malloc(sizeof(float) * (size_t)E);
 
 	if (!p)
@@ -543,6 +613,7 @@ static int s_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int n
 /* ptx/dense.cu coli_moe_plan, one pair at a time. */
 static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 {
+	IN_ORDER(d);
 	const int P = a->T * a->K, H = a->H, I = a->I;
 
 	if (a->rlog) { /* coli_route_plan: route first */
@@ -595,6 +666,7 @@ static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 static int s_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
                          const struct coli_gpu_moe_plan *a)
 {
+	IN_ORDER(d);
 	int rc = s_dense_gemv(d, COLI_DTYPE_F32, r);
 
 	return rc ? rc : s_moe_plan(d, a);
@@ -602,6 +674,7 @@ static int s_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r
 
 static int s_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
 {
+	IN_ORDER(d);
 	return s_gemv(d, t, (const struct coli_gpu_gemv_job *)(uintptr_t)table, n);
 }
 
@@ -648,6 +721,7 @@ static int s_stage_fence(struct coli_dev *d, int slot)
 }
 static int s_stage_use(struct coli_dev *d, int slot)
 {
+	IN_ORDER(d);
 	struct sim *s = d->impl;
 
 	for (int i = 0; i < s->n_pend; i++)
@@ -672,6 +746,7 @@ static int s_stage_landed(struct coli_dev *d, int slot)
 /* Marks: the host clock when recorded (the sim computes as it is called). */
 static int s_mark(struct coli_dev *d, int slot)
 {
+	IN_ORDER(d);
 	struct sim *s = d->impl;
 	struct timespec ts;
 
@@ -684,6 +759,7 @@ static int s_mark(struct coli_dev *d, int slot)
 }
 static int s_elapsed(struct coli_dev *d, int from, int to, double *t)
 {
+	IN_ORDER(d);
 	struct sim *s = d->impl;
 
 	if (from < 0 || from >= SIM_MARKS || to < 0 || to >= SIM_MARKS)
@@ -698,6 +774,7 @@ static int s_elapsed(struct coli_dev *d, int from, int to, double *t)
 /* The wait point: what was queued before it lands when the host waits. */
 static int s_point(struct coli_dev *d)
 {
+	IN_ORDER(d);
 	struct sim *s = d->impl;
 
 	s->point_seq = s->seq;
@@ -705,6 +782,7 @@ static int s_point(struct coli_dev *d)
 }
 static int s_point_wait(struct coli_dev *d)
 {
+	IN_ORDER(d);
 	struct sim *s = d->impl;
 
 	check_pending(d, &(struct past){.uploads = s->point_seq, .slot = -1});
@@ -712,6 +790,37 @@ static int s_point_wait(struct coli_dev *d)
 	if (s->latency_us > 0)
 		usleep((useconds_t)s->latency_us);
 	return 0;
+}
+
+static int s_host_wait(struct coli_dev *d, uint32_t seq)
+{
+	struct sim *s = d->impl;
+
+	IN_ORDER(d); /* one wait at a time */
+	s->waiting = (int32_t)(s->host_word - seq) < 0;
+	s->wait_seq = seq;
+	return 0;
+}
+
+/* The host's signal: the ops queued behind the wait run now, in order. */
+static void s_host_signal(struct coli_dev *d, uint32_t seq)
+{
+	struct sim *s = d->impl;
+
+	if ((int32_t)(seq - s->host_word) > 0)
+		s->host_word = seq;
+	if (!s->waiting || (int32_t)(s->host_word - s->wait_seq) < 0)
+		return;
+	s->waiting = 0;
+	for (int i = 0; i < s->n_def; i++) {
+		const struct deferred *o = &s->def[i];
+
+		if (o->acc)
+			s_moe_acc(d, o->dst, o->y, o->pt, o->pw, o->n_pairs, o->T, o->H);
+		else
+			s_upload_async(d, o->dst, o->src, o->n);
+	}
+	s->n_def = 0;
 }
 
 static const struct coli_dev_ops g_sim_ops = {
@@ -738,6 +847,8 @@ static const struct coli_dev_ops g_sim_ops = {
     .elapsed = s_elapsed,
     .point = s_point,
     .point_wait = s_point_wait,
+    .host_wait = s_host_wait,
+    .host_signal = s_host_signal,
     .copy = s_d2d,
     .rmsnorm = s_rmsnorm,
     .add_bias = s_add_bias,

@@ -718,6 +718,46 @@ static void timeline(struct coli_engine *e, double t_wait, double t_route)
 	m[6] += coli_now_s() - t_route;
 }
 
+/* A preplanned layer's device tail: the host's rows up beside the device's
+ * (at their pair rows of the dense device's y), the accumulate with the
+ * pair lists its plan left there, the shared expert. */
+static int pre_tail(struct coli_engine *e, const struct dlayer *D, int T, int xq)
+{
+	struct coli_dense_dev *dd = e->dd;
+	uint64_t y = e->vram[e->moe_on_dense].y;
+	int rc = host_rows(e, y, e->moe_on_dense);
+
+	if (rc < 0)
+		return rc;
+	rc = coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw, e->n_pairs, T,
+	                             e->m.cfg.hidden);
+	e->est.moe_layers_dev_preplanned++;
+	return rc ? rc : shared_expert(e, D, T, xq);
+}
+
+/* The tail ahead (COLI_TAIL_AHEAD; core/moe.c calls it once the layer's
+ * experts are issued, beside the CPU rows): the tail queued now behind a
+ * stream wait for the host, which core/moe.c releases once the CPU rows'
+ * outputs are in e->ey. The host's tail launches (~8 us a layer on the H200)
+ * then leave the layer's critical path: the device starts the tail the
+ * moment the rows are there, while the host takes and queues the next
+ * layer. Only where nothing the tail reads can change after the issue: one
+ * device, the layer preplanned on it (its outputs stay there), no shared
+ * expert (moe_host decides, e->tail_ok). */
+void coli_dense_dev_tail_ahead(struct coli_engine *e, int l, int T)
+{
+	struct coli_dense_dev *dd = e->dd;
+	uint32_t seq = e->tail_seq + 1;
+	int rc = coli_dev_host_wait(dd->dev, seq);
+
+	e->tail_ok = 0;
+	if (rc <= 0)
+		return; /* no stream waits here (moe_host queues the tail), or failed */
+	e->tail_dev = dd->dev, e->tail_seq = seq; /* signalled whatever follows */
+	if (pre_tail(e, &dd->L[l], T, 0) == 0)
+		e->est.tail_ahead++;
+}
+
 /* The host's part of a layer layer_ops planned on the host (SEG_HOST/PRE):
  * wait for the routing, plan and run the experts (core/moe.c), then the
  * outputs back on the device and accumulated there, the shared expert. */
@@ -727,7 +767,7 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, rc;
-	uint64_t y = dd->ey;
+	uint64_t y = dd->ey, est_tail;
 	double t_wait = coli_now_s(), t_route;
 
 	rc = dd->point ? coli_dev_point_wait(dd->dev) : coli_dev_sync(dd->dev);
@@ -753,7 +793,11 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	e->dev_rows.dev = dd->dev;
 	e->dev_rows.q = xq ? dd->aq : 0, e->dev_rows.d = dd->ad, e->dev_rows.qs = dd->aqs;
 	e->dev_rows.f = xq ? 0 : dd->xn;
+	e->tail_ok = pre && T <= COLI_GPU_MAX_S && e->opts.tail_ahead && e->opts.group_async &&
+	             e->n_devs == 1 && !e->m.cfg.shared_inter && !e->opts.profile;
+	est_tail = e->est.tail_ahead;
 	rc = coli_moe_experts(e, l, T);
+	e->tail_ok = 0;
 	e->ax_defer = 0; /* the next layer's rows replace them */
 	e->xn_pend = 0;
 	e->dev_rows.dev = NULL;
@@ -766,23 +810,24 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	 * the outputs in e->ey even then: the uploads read e->ey when they run. */
 	size_t n = (size_t)e->n_pairs, off = n * H, from = 0;
 
+	if (pre && e->moe_on_dense >= 0) { /* the pair lists are here too */
+		rc = 0;
+		if (e->est.tail_ahead == est_tail) /* not queued ahead (core/moe.c) */
+			rc = pre_tail(e, D, T, xq);
+		else if (dd->dev->failed)
+			rc = -EIO;
+		if (!rc && T <= COLI_GPU_MAX_S)
+			timeline(e, t_wait, t_route);
+		return rc;
+	}
 	if (e->moe_on_dense >= 0) {
 		y = e->vram[e->moe_on_dense].y;
 		from = off;
 		rc = host_rows(e, y, e->moe_on_dense);
 		if (rc < 0)
 			return rc;
-		e->est.moe_layers_on_dense += rc == 0 && !pre;
+		e->est.moe_layers_on_dense += rc == 0;
 		rc = 0;
-		if (pre) { /* the pair lists are here too */
-			rc = coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw,
-			                             e->n_pairs, T, H);
-			e->est.moe_layers_dev_preplanned++;
-			rc = rc ? rc : shared_expert(e, D, T, xq);
-			if (!rc && T <= COLI_GPU_MAX_S)
-				timeline(e, t_wait, t_route);
-			return rc;
-		}
 	}
 	/* one upload: the outputs when they are all the host's and behind them
 	 * the pair lists, copied into e->ey's tail (a small upload is a launch

@@ -142,7 +142,7 @@ static void swiglu_pairs(void *arg, int t, int n_tasks)
  * instead (the devices work while the CPU waits). */
 struct dev_issue {
 	struct coli_engine *e;
-	int l, pending, prefetch;
+	int l, T, pending, prefetch;
 	int *issued; /* [n_devs]: issue succeeded */
 };
 
@@ -161,6 +161,8 @@ static void dev_issue_run(void *arg)
 		di->issued[d] = coli_moe_dev_issue(e, di->l, d, beside ? NULL : e->pool) == 0;
 		e->est.dev_fail_issue += !di->issued[d];
 	}
+	if (e->tail_ok && !e->devs[0]->failed && di->issued[0])
+		coli_dense_dev_tail_ahead(e, di->l, di->T);
 	e->tl.issue = coli_now_s();
 	*(beside ? &e->est.moe_beside_s : &e->est.moe_devissue_s) += e->tl.issue - t0;
 	if (di->prefetch) /* the next layer's guess, copied while this one runs */
@@ -445,7 +447,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int issued[COLI_MAX_DEVS] = {0}, took[COLI_MAX_DEVS] = {0};
-	struct dev_issue di = {.e = e, .l = l, .issued = issued};
+	struct dev_issue di = {.e = e, .l = l, .T = T, .issued = issued};
 	int *need = e->need, *redo = e->redo, n_need = 0, n_redo = 0, n_stream = 0, pinned = 0;
 	int n_rows = 0;
 	int lookahead_done = 0, rc = 0, first_rest;
@@ -584,6 +586,11 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			bw = pair_bytes / dt;
 			e->bw_cpu_pair = e->bw_cpu_pair > 0 ? 0.8 * e->bw_cpu_pair + 0.2 * bw : bw;
 		}
+	}
+	/* the device tail queued at issue reads the CPU rows' outputs: now */
+	if (e->tail_dev) {
+		coli_dev_host_signal(e->tail_dev, e->tail_seq);
+		e->tail_dev = NULL;
 	}
 	/* take: a device failing now has its experts recomputed on the CPU */
 	t_take = coli_now_s();

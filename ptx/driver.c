@@ -99,6 +99,7 @@ static int resolve(void *h)
 		    (*(void **)((char *)&g_cu + opt[i].off) = dlsym(h, opt[i].name)) != NULL;
 	g_cu.have_graphs = have_graphs;
 	*(void **)&g_cu.LaunchKernelEx = dlsym(h, "cuLaunchKernelEx");
+	*(void **)&g_cu.StreamWaitValue32 = dlsym(h, "cuStreamWaitValue32_v2");
 	return 0;
 }
 #endif

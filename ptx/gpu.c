@@ -254,6 +254,18 @@ int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size
 	if (!rc)
 		rc = coli_cu_check(cu->MemHostGetDevicePointer(&g->ring_dev, g->ring_host, 0),
 		                   "cuMemHostGetDevicePointer(job ring)");
+	/* the host word: without it (no stream waits) the engine queues nothing
+	 * behind the host */
+	if (!rc && cu->StreamWaitValue32 &&
+	    cu->MemHostAlloc((void **)&g->host_word, 64, CU_MEMHOSTALLOC_DEVICEMAP) ==
+	        CUDA_SUCCESS) {
+		*g->host_word = 0;
+		if (cu->MemHostGetDevicePointer(&g->host_word_dev, (void *)g->host_word, 0) !=
+		    CUDA_SUCCESS) {
+			cu->MemFreeHost((void *)g->host_word);
+			g->host_word = NULL;
+		}
+	}
 	for (int i = 0; !rc && i < JOB_SEGS; i++)
 		rc = coli_cu_check(cu->EventCreate(&g->ring_left[i], CU_EVENT_DISABLE_TIMING),
 		                   "cuEventCreate");
@@ -299,6 +311,8 @@ void coli_gpu_close(coli_gpu_t *g)
 				g->cu->EventDestroy(g->ring_left[i]);
 		if (g->ring_host)
 			g->cu->MemFreeHost(g->ring_host);
+		if (g->host_word)
+			g->cu->MemFreeHost((void *)g->host_word);
 		for (int i = 0; i < g->n_stage; i++) {
 			if (g->st_full[i])
 				g->cu->EventDestroy(g->st_full[i]);
@@ -852,6 +866,33 @@ int coli_gpu_point_wait(coli_gpu_t *g)
 	return 0;
 }
 
+/* The compute stream waits until the host word equals seq (equality: the
+ * word wraps after 2^32 signals, and a wait never has more than one signal
+ * outstanding). */
+int coli_gpu_host_wait(coli_gpu_t *g, uint32_t seq)
+{
+	if (!g->host_word)
+		return -ENOTSUP;
+	CUR(g);
+	CK(g->cu->StreamWaitValue32(g->stream, g->host_word_dev, seq, CU_STREAM_WAIT_VALUE_EQ),
+	   "cuStreamWaitValue32");
+	return 0;
+}
+
+/* A store the device sees over the bus; release: what the host wrote before
+ * (rows the ops behind the wait read) is visible first (x86 keeps stores in
+ * order, the fence keeps the compiler from moving them) */
+void coli_gpu_host_signal(coli_gpu_t *g, uint32_t seq)
+{
+	if (g->host_word)
+		__atomic_store_n(g->host_word, seq, __ATOMIC_RELEASE);
+}
+
+int coli_gpu_has_host_wait(const coli_gpu_t *g)
+{
+	return g->host_word != NULL;
+}
+
 int coli_gpu_elapsed_ms(coli_gpu_t *g, int from_slot, int to_slot, float *ms)
 {
 	if (from_slot < 0 || from_slot >= N_MARKS || to_slot < 0 || to_slot >= N_MARKS)
@@ -904,6 +945,20 @@ int coli_gpu_point(coli_gpu_t *g)
 int coli_gpu_point_wait(coli_gpu_t *g)
 {
 	NO_GPU;
+}
+int coli_gpu_host_wait(coli_gpu_t *g, uint32_t seq)
+{
+	(void)seq;
+	NO_GPU;
+}
+void coli_gpu_host_signal(coli_gpu_t *g, uint32_t seq)
+{
+	(void)g, (void)seq;
+}
+int coli_gpu_has_host_wait(const coli_gpu_t *g)
+{
+	(void)g;
+	return 0;
 }
 int coli_gpu_sync(coli_gpu_t *g)
 {

@@ -55,6 +55,12 @@ int coli_gpu_sync(coli_gpu_t *g);
  * the stream has passed the last one recorded or replayed. */
 int coli_gpu_point(coli_gpu_t *g);
 int coli_gpu_point_wait(coli_gpu_t *g);
+/* The compute stream waits (async) until the host signals seq: a word of
+ * mapped host memory (cuStreamWaitValue32); has_host_wait: 0 where the
+ * driver lacks stream waits (host_wait then fails with -ENOTSUP). */
+int coli_gpu_host_wait(coli_gpu_t *g, uint32_t seq);
+void coli_gpu_host_signal(coli_gpu_t *g, uint32_t seq);
+int coli_gpu_has_host_wait(const coli_gpu_t *g);
 /* Graphs: ops queued between capture_begin and capture_end are recorded, not
  * run, into *graph (an executable graph, 0 on failure); graph_launch replays
  * it on the stream with the captured parameters (kernels that must see

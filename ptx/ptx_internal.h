@@ -38,6 +38,7 @@ typedef unsigned long long CUdeviceptr;
 #define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID               34
 #define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID               50
 #define CU_STREAM_NON_BLOCKING                          1
+#define CU_STREAM_WAIT_VALUE_EQ                         1
 #define CU_EVENT_DEFAULT                                0
 #define CU_EVENT_DISABLE_TIMING                         2
 #define CU_EVENT_RECORD_EXTERNAL                        1
@@ -107,6 +108,8 @@ struct coli_cu {
 	CUresult (*EventRecord)(CUevent, CUstream);
 	CUresult (*EventSynchronize)(CUevent);
 	CUresult (*EventQuery)(CUevent);
+	/* optional (NULL: no stream waits on the host) */
+	CUresult (*StreamWaitValue32)(CUstream, CUdeviceptr, uint32_t, unsigned int);
 	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
 	CUresult (*LaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
 	                         unsigned int, unsigned int, unsigned int, CUstream, void **,
@@ -166,6 +169,10 @@ struct coli_gpu {
 	 * kernels read in place (no copy engine involved) */
 	unsigned char *ring_host;
 	CUdeviceptr ring_dev; /* the same memory, as the device sees it */
+	/* the word the compute stream waits on for the host (coli_gpu_host_wait):
+	 * page-locked, mapped; NULL where the driver has no stream waits */
+	volatile uint32_t *host_word;
+	CUdeviceptr host_word_dev;
 	size_t ring_off;
 	/* host regions this context registered (it unregisters them), mapped
 	 * where d != 0 (coli_gpu_upload_async pulls from those) */

@@ -19,7 +19,9 @@
  * resident (planned on the device) or some (preplanned) must have run, and
  * without a fault every run counts the CPU run's expert hits (over all
  * tiers): a device-planned layer's are counted from the routing it sends
- * back once a forward.
+ * back once a forward. On one device a preplanned decode layer queues its
+ * tail (host rows up, the accumulate) behind a wait for the host when it
+ * issues its experts (COLI_TAIL_AHEAD): some run must have.
  */
 #include <math.h>
 
@@ -34,6 +36,7 @@ struct run {
 	int ids[STEPS];
 	uint64_t planned, preplanned; /* MoE layer calls the dense device planned, preplanned */
 	uint64_t hits;                /* expert hits of every tier */
+	uint64_t tail_ahead;          /* layers whose device tail was queued at issue */
 };
 
 /* max |a - b| / max |a| over n values (NaN counts as infinitely far) */
@@ -100,6 +103,7 @@ static int do_run(const char *path, const char *gpu, double vram_gb, int fail_af
 		r->preplanned = st.moe_layers_dev_preplanned;
 		r->hits =
 		    st.hits[COLI_TIER_VRAM] + st.hits[COLI_TIER_RAM] + st.hits[COLI_TIER_DISK];
+		r->tail_ahead = st.tail_ahead;
 	}
 	coli_engine_close(e);
 	return rc;
@@ -110,6 +114,7 @@ int main(void)
 	char names[MAX_FIXTURES][64];
 	int nf = fx_list(names, MAX_FIXTURES), fails = 0, runs = 0;
 	uint64_t planned = 0, preplanned = 0; /* the device-planned paths were taken */
+	uint64_t tail_ahead = 0;              /* and the preplanned tail queued at issue */
 	const char *why;
 	/* one simulated device, two (experts spread over both, the dense part
 	 * on the first), GPU 0, and GPUs 0 and 1 where there are two */
@@ -223,6 +228,7 @@ int main(void)
 
 					runs++;
 					planned += got.planned, preplanned += got.preplanned;
+					tail_ahead += got.tail_ahead;
 					/* each layer call's routed experts are hits of some tier,
 					 * wherever they ran (a fault's redo counts twice): a
 					 * device-planned layer's come from the routing it sent
@@ -275,10 +281,15 @@ int main(void)
 		free(ids);
 	}
 	printf("%d placements compared with the CPU reference, %d differ; MoE layer calls "
-	       "planned on the dense device %llu, preplanned %llu\n",
-	       runs, fails, (unsigned long long)planned, (unsigned long long)preplanned);
+	       "planned on the dense device %llu, preplanned %llu (tails queued at issue %llu)\n",
+	       runs, fails, (unsigned long long)planned, (unsigned long long)preplanned,
+	       (unsigned long long)tail_ahead);
 	if (!planned || !preplanned) {
 		printf("FAIL: the device-planned (fully or partly resident) paths never ran\n");
+		fails++;
+	}
+	if (!tail_ahead) { /* COLI_TAIL_AHEAD's default: one device's preplanned layers */
+		printf("FAIL: no preplanned layer queued its tail at issue (COLI_TAIL_AHEAD)\n");
 		fails++;
 	}
 	return fails != 0;
