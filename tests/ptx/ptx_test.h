@@ -27,7 +27,7 @@ static uint64_t rnd(void)
 	return g_rng;
 }
 
-static float frand(void) /* uniform [-1, 1) */
+static inline float frand(void) /* uniform [-1, 1) */
 {
 	return (float)((rnd() >> 40) * (1.0 / 8388608.0)) - 1.0f;
 }
@@ -50,7 +50,7 @@ static int ptx_test_open(void)
 	return 0;
 }
 
-static uint64_t dev_copy(const void *p, size_t n)
+static inline uint64_t dev_copy(const void *p, size_t n)
 {
 	uint64_t d = 0;
 
@@ -61,7 +61,7 @@ static uint64_t dev_copy(const void *p, size_t n)
 	return d;
 }
 
-static uint64_t dev_poison(size_t n)
+static inline uint64_t dev_poison(size_t n)
 {
 	uint64_t d = 0;
 
