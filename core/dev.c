@@ -156,6 +156,11 @@ int coli_dev_host_wait(struct coli_dev *d, uint32_t seq)
 	return rc ? fail(d, rc, "stream wait on the host") : 1;
 }
 
+uint64_t coli_dev_host_addr(struct coli_dev *d, const void *p, size_t n)
+{
+	return d->failed || !d->ops->host_addr ? 0 : d->ops->host_addr(d, p, n);
+}
+
 void coli_dev_host_signal(struct coli_dev *d, uint32_t seq)
 {
 	if (d->ops->host_signal)
@@ -315,9 +320,9 @@ int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64
 }
 
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-                            uint64_t pair_w, int n_pairs, int T, int H)
+                            uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
 {
-	LAUNCH(d->ops->moe_accumulate(d, out, y, pair_token, pair_w, n_pairs, T, H),
+	LAUNCH(d->ops->moe_accumulate(d, out, y, pair_token, pair_w, n_pairs, T, H, hy, hmask),
 	       "accumulate launch");
 }
 

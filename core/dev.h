@@ -69,6 +69,9 @@ struct coli_dev_ops {
 	 * the wait run after it. The host must signal before any op that waits
 	 * for the stream (sync, point_wait, a download's data). */
 	int (*host_wait)(struct coli_dev *d, uint32_t seq);
+	/* optional: where the device's kernels read registered host bytes [p,
+	 * p + n) in place, 0 where they cannot */
+	uint64_t (*host_addr)(struct coli_dev *d, const void *p, size_t n);
 	void (*host_signal)(struct coli_dev *d, uint32_t seq);
 	/* the dense part (all async; rows are tokens, fp32) */
 	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
@@ -101,8 +104,11 @@ struct coli_dev_ops {
 	/* dst row r = src row idx[r] for r < n, rows of row_bytes (% 4 == 0) */
 	int (*gather_rows)(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
 	                   size_t row_bytes);
+	/* pair p's row at hy + p * H when p < 64 and bit p of hmask is set (hy
+	 * from host_addr: the rows read in place), else at y + p * H */
 	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-	                      uint64_t pair_w, int n_pairs, int T, int H);
+	                      uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
+	                      uint64_t hmask);
 	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
 	/* *out (device int) = the first index of the largest of x[0..n): coli_argmax */
 	int (*argmax)(struct coli_dev *d, uint64_t x, int n, uint64_t out);
@@ -231,7 +237,11 @@ int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64
 int coli_dev_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
                          size_t row_bytes);
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-                            uint64_t pair_w, int n_pairs, int T, int H);
+                            uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
+                            uint64_t hmask);
+/* The device's address of registered host bytes [p, p + n) its kernels can
+ * read in place (the GPU: mapped memory), else 0 (then upload them). */
+uint64_t coli_dev_host_addr(struct coli_dev *d, const void *p, size_t n);
 int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
 int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out);
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m);

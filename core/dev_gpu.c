@@ -48,6 +48,10 @@ static int g_host_wait(struct coli_dev *d, uint32_t seq)
 {
 	return coli_gpu_host_wait(G(d), seq);
 }
+static uint64_t g_host_addr(struct coli_dev *d, const void *p, size_t n)
+{
+	return coli_gpu_mapped(G(d), p, n);
+}
 static void g_host_signal(struct coli_dev *d, uint32_t seq)
 {
 	coli_gpu_host_signal(G(d), seq);
@@ -117,9 +121,9 @@ static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64
 	return coli_gpu_embed(G(d), t, table, scales, ids, x, T, H);
 }
 static int g_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
-                     int n_pairs, int T, int H)
+                     int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
 {
-	return coli_gpu_moe_accumulate(G(d), out, y, pt, pw, n_pairs, T, H);
+	return coli_gpu_moe_accumulate(G(d), out, y, pt, pw, n_pairs, T, H, hy, hmask);
 }
 static int g_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
 {
@@ -270,6 +274,7 @@ static const struct coli_dev_ops g_gpu_ops = {
     .point_wait = g_point_wait,
     .host_wait = g_host_wait,
     .host_signal = g_host_signal,
+    .host_addr = g_host_addr,
     .copy = g_copy,
     .rmsnorm = g_rmsnorm,
     .add_bias = g_add_bias,

@@ -86,7 +86,7 @@ struct sim {
 	int waiting, n_def;
 	struct deferred {
 		int acc; /* 0: upload_async(dst, src, n); 1: moe_accumulate */
-		uint64_t dst, y, pt, pw;
+		uint64_t dst, y, pt, pw, hy, hmask;
 		const void *src;
 		size_t n;
 		int n_pairs, T, H;
@@ -498,17 +498,28 @@ static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64
 	return 0;
 }
 
-static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
-                     int n_pairs, int T, int H)
+/* Is pair p's row host memory read in place (moe_accumulate's hmask)? */
+static int in_host(uint64_t hy, uint64_t hmask, int p)
 {
-	const int *tok = (const int *)(uintptr_t)pt;
+	return hy && p < 64 && (hmask >> p & 1);
+}
 
-	if (((struct sim *)d->impl)->waiting)
+static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
+                     int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
+{
+	struct sim *s = d->impl;
+	const int *tok = (const int *)(uintptr_t)pt;
+	const size_t row = sizeof(float) * (size_t)H;
+	int rc = 0;
+
+	if (s->waiting)
 		return defer(d, &(struct deferred){.acc = 1,
 		                                   .dst = out,
 		                                   .y = y,
 		                                   .pt = pt,
 		                                   .pw = pw,
+		                                   .hy = hy,
+		                                   .hmask = hmask,
 		                                   .n_pairs = n_pairs,
 		                                   .T = T,
 		                                   .H = H});
@@ -516,12 +527,28 @@ static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, 
 	memset(F(out), 0, sizeof(float) * (size_t)T * H);
 	for (int p = 0; p < n_pairs; p++) {
 		float w = F(pw)[p], *o = F(out) + (size_t)tok[p] * H;
-		const float *yy = F(y) + (size_t)p * H;
+		const float *yy = F(in_host(hy, hmask, p) ? hy : y) + (size_t)p * H;
 
 		for (int j = 0; j < H; j++)
 			o[j] = o[j] + w * yy[j];
 	}
-	return 0;
+	/* the host rows read in place are read when the stream gets here on a
+	 * GPU: checked as an upload's source is (written before the next sync:
+	 * abort) */
+	for (int p = 0; !rc && p < n_pairs; p++)
+		if (in_host(hy, hmask, p)) {
+			land(d, 0, (const char *)F(hy) + p * row, row);
+			s->seq++;
+			rc = remember(d, (const char *)F(hy) + p * row, row, -1, s->seq);
+		}
+	return rc;
+}
+
+/* registered host memory is where the sim's kernels read it */
+static uint64_t s_host_addr(struct coli_dev *d, const void *p, size_t n)
+{
+	(void)d;
+	return registered(p, n) ? (uint64_t)(uintptr_t)p : 0;
 }
 
 /* the pairs summed into a scratch row block first (moe_accumulate's order),
@@ -536,7 +563,7 @@ static int s_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_p
 
 	if (!a)
 		return -ENOMEM;
-	s_moe_acc(d, (uint64_t)(uintptr_t)a, p->y, p->token, p->w, p->n, rows, n);
+	s_moe_acc(d, (uint64_t)(uintptr_t)a, p->y, p->token, p->w, p->n, rows, n, 0, 0);
 	rc = s_add_rmsnorm(d, x, (uint64_t)(uintptr_t)a, w, y, q, qd, qs, rows, n, eps);
 	free(a);
 	return rc;
@@ -816,7 +843,8 @@ static void s_host_signal(struct coli_dev *d, uint32_t seq)
 		const struct deferred *o = &s->def[i];
 
 		if (o->acc)
-			s_moe_acc(d, o->dst, o->y, o->pt, o->pw, o->n_pairs, o->T, o->H);
+			s_moe_acc(d, o->dst, o->y, o->pt, o->pw, o->n_pairs, o->T, o->H, o->hy,
+			          o->hmask);
 		else
 			s_upload_async(d, o->dst, o->src, o->n);
 	}
@@ -849,6 +877,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .point_wait = s_point_wait,
     .host_wait = s_host_wait,
     .host_signal = s_host_signal,
+    .host_addr = s_host_addr,
     .copy = s_d2d,
     .rmsnorm = s_rmsnorm,
     .add_bias = s_add_bias,

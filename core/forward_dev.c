@@ -520,7 +520,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 			return rc;
 		rc = rc ? rc
 		        : coli_dev_moe_accumulate(dd->dev, dd->mlp, e->vram[dd->plan_dev].y,
-		                                  dd->ptok, dd->pw, T * K, T, H);
+		                                  dd->ptok, dd->pw, T * K, T, H, 0, 0);
 		return rc ? rc : shared_expert(e, D, T, xq);
 	}
 	/* what the host plans from: the routing (or the router logits it
@@ -718,19 +718,41 @@ static void timeline(struct coli_engine *e, double t_wait, double t_route)
 	m[6] += coli_now_s() - t_route;
 }
 
-/* A preplanned layer's device tail: the host's rows up beside the device's
- * (at their pair rows of the dense device's y), the accumulate with the
- * pair lists its plan left there, the shared expert. */
+/* The pairs device d did not compute as a mask (bit p: pair p's row is the
+ * host's, in e->ey) and *hy, where d's kernels read e->ey in place; 0 and
+ * *hy = 0 where they cannot (more than 64 pairs, e->ey not mapped): then
+ * host_rows uploads them. */
+static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
+{
+	size_t row = (size_t)e->m.cfg.hidden * sizeof(float);
+	uint64_t m = 0;
+
+	*hy = 0;
+	if (e->n_pairs > 64)
+		return 0;
+	for (int p = 0; p < e->n_pairs; p++)
+		if (e->assign[e->pair_expert[p]] != d)
+			m |= 1ull << p;
+	if (m && (*hy = coli_dev_host_addr(e->dd->dev, e->ey, e->n_pairs * row)))
+		e->est.h2d_bytes += (uint64_t)__builtin_popcountll(m) * row;
+	return *hy ? m : 0;
+}
+
+/* A preplanned layer's device tail: the accumulate with the pair lists its
+ * plan left on the dense device, the host's rows read in place beside the
+ * device's (or uploaded to their pair rows of its y first), the shared
+ * expert. */
 static int pre_tail(struct coli_engine *e, const struct dlayer *D, int T, int xq)
 {
 	struct coli_dense_dev *dd = e->dd;
-	uint64_t y = e->vram[e->moe_on_dense].y;
-	int rc = host_rows(e, y, e->moe_on_dense);
+	uint64_t y = e->vram[e->moe_on_dense].y, hy;
+	uint64_t m = host_mask(e, e->moe_on_dense, &hy);
+	int rc = hy ? 0 : host_rows(e, y, e->moe_on_dense);
 
 	if (rc < 0)
 		return rc;
 	rc = coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw, e->n_pairs, T,
-	                             e->m.cfg.hidden);
+	                             e->m.cfg.hidden, hy, m);
 	e->est.moe_layers_dev_preplanned++;
 	return rc ? rc : shared_expert(e, D, T, xq);
 }
@@ -839,7 +861,7 @@ static int moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
 	e->est.h2d_bytes += sizeof(float) * (off - from + 2 * n);
 	rc = rc ? rc
 	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ey + 4 * off,
-	                                  dd->ey + 4 * (off + n), (int)n, T, H);
+	                                  dd->ey + 4 * (off + n), (int)n, T, H, 0, 0);
 	rc = rc ? rc : shared_expert(e, D, T, xq);
 	if (!rc && T <= COLI_GPU_MAX_S)
 		timeline(e, t_wait, t_route);

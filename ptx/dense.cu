@@ -391,11 +391,22 @@ extern "C" __global__ void coli_embed(const void *table, const unsigned short *s
  * order (8 warps scan 8 slices; ballot counts, then ordered writes), then one
  * thread per element j sums them — the per-element order is the pair order,
  * whatever the grid. Tokens with more than ACC_MAXP pairs fall back to a
- * scan of all pairs in the same order. */
-#define ACC_MAXP 512
+ * scan of all pairs in the same order. Pair p < 64 with bit p of hmask set
+ * has its row at hy (host memory read through the mapping: the CPU's rows,
+ * read here instead of pulled up first); a thread loads ACC_BATCH pairs'
+ * elements before it sums them, so those reads cross the bus together, not
+ * one round trip after another. */
+#define ACC_MAXP  512
+#define ACC_BATCH 8
+static __device__ __forceinline__ const float *acc_row(const float *y, const float *hy,
+                                                       unsigned long long hmask, int p, int H)
+{
+	return (p < 64 && (hmask >> p & 1) ? hy : y) + (size_t)p * H;
+}
+
 extern "C" __global__ void __launch_bounds__(256)
     coli_moe_accumulate(float *out, const float *y, const int *pair_token, const float *pair_w,
-                        int n_pairs, int H)
+                        int n_pairs, int H, const float *hy, unsigned long long hmask)
 {
 	pdl_entry();
 	__shared__ int list[ACC_MAXP];
@@ -439,17 +450,27 @@ extern "C" __global__ void __launch_bounds__(256)
 	if (j >= H)
 		return;
 	if (total <= ACC_MAXP) {
-		for (int k = 0; k < total; k++) {
-			const int p = list[k];
+		for (int k0 = 0; k0 < total; k0 += ACC_BATCH) {
+			float v[ACC_BATCH], w[ACC_BATCH];
 
-			o = __fadd_rn(o,
-			              __fmul_rn(__ldg(pair_w + p), __ldg(y + (size_t)p * H + j)));
+#pragma unroll
+			for (int u = 0; u < ACC_BATCH; u++)
+				if (k0 + u < total) {
+					const int p = list[k0 + u];
+
+					w[u] = __ldg(pair_w + p);
+					v[u] = acc_row(y, hy, hmask, p, H)[j];
+				}
+#pragma unroll
+			for (int u = 0; u < ACC_BATCH; u++)
+				if (k0 + u < total)
+					o = __fadd_rn(o, __fmul_rn(w[u], v[u]));
 		}
 	} else {
 		for (int p = 0; p < n_pairs; p++)
 			if (__ldg(pair_token + p) == t)
-				o = __fadd_rn(
-				    o, __fmul_rn(__ldg(pair_w + p), __ldg(y + (size_t)p * H + j)));
+				o = __fadd_rn(o, __fmul_rn(__ldg(pair_w + p),
+				                           acc_row(y, hy, hmask, p, H)[j]));
 	}
 	out[(size_t)t * H + j] = o;
 }

@@ -422,6 +422,11 @@ static CUdeviceptr mapped(const coli_gpu_t *g, const void *h, size_t n)
 	return 0;
 }
 
+uint64_t coli_gpu_mapped(const coli_gpu_t *g, const void *p, size_t n)
+{
+	return mapped(g, p, n);
+}
+
 /* Small uploads from registered memory are pulled by a kernel reading the
  * mapped host pages (coli_pull), so they do not wait behind the staging
  * copies queued on the copy engine; the rest go through cuMemcpyHtoDAsync. */

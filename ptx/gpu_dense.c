@@ -533,10 +533,11 @@ int coli_gpu_gather_rows(coli_gpu_t *g, uint64_t dst, uint64_t src, uint64_t idx
 }
 
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,
-                            uint64_t pair_w, int n_pairs, int T, int H)
+                            uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
 {
-	CUdeviceptr a = out, b = y, c = pair_token, d = pair_w;
-	void *args[] = {&a, &b, &c, &d, &n_pairs, &H};
+	CUdeviceptr a = out, b = y, c = pair_token, d = pair_w, h = hy;
+	unsigned long long m = hy ? hmask : 0;
+	void *args[] = {&a, &b, &c, &d, &n_pairs, &H, &h, &m};
 
 	return launch(g, g->f_moe_acc, (unsigned)((H + THREADS - 1) / THREADS), (unsigned)T,
 	              THREADS, 0, args, "launch moe_accumulate");
@@ -671,7 +672,7 @@ int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t a, uint64_t s, uin
 	NO_GPU;
 }
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t o, uint64_t y, uint64_t t, uint64_t w, int n,
-                            int T, int H)
+                            int T, int H, uint64_t hy, uint64_t hmask)
 {
 	NO_GPU;
 }

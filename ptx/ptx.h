@@ -48,6 +48,10 @@ int coli_gpu_download(coli_gpu_t *g, void *dst, uint64_t src, size_t n);
 /* Stream-ordered copies: src/dst must stay valid until coli_gpu_sync; they
  * overlap with the host only when the host memory is pinned/registered. */
 int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n);
+/* The device's address of host bytes [p, p + n) when memory this context
+ * registered and mapped holds them all (kernels read them over the bus),
+ * else 0. */
+uint64_t coli_gpu_mapped(const coli_gpu_t *g, const void *p, size_t n);
 int coli_gpu_download_async(coli_gpu_t *g, void *dst, uint64_t src, size_t n);
 int coli_gpu_sync(coli_gpu_t *g);
 /* The host's wait point on the compute stream (one per device): point records
@@ -166,8 +170,13 @@ int coli_gpu_gather_rows(coli_gpu_t *g, uint64_t dst, uint64_t src, uint64_t idx
                          size_t row_bytes);
 int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales, uint64_t ids,
                    uint64_t x, int T, int H);
+/* out[t] = the sum of token t's pairs (pair order, product rounded then
+ * added: core/moe.c's bits); pair p's row is y + p * H, or hy + p * H when
+ * p < 64 and bit p of hmask is set (hy: mapped host memory, coli_gpu_mapped,
+ * read over the bus where a pull would have copied it first). */
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,
-                            uint64_t pair_w, int n_pairs, int T, int H);
+                            uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
+                            uint64_t hmask);
 int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
 /* *out (an int in device memory) = the index of the largest of x[0..n), the
  * first on ties, NaNs never the largest (x[0] NaN: 0): cpu/ coli_argmax's. */

@@ -582,6 +582,53 @@ static int test_gather(void)
 	return rc;
 }
 
+/* The pairs of a random mask (every other, the first, none, all) read
+ * through the mapping from registered host memory, their device rows
+ * poisoned: the sums must not change by a bit. */
+static int moe_acc_host(const float *y, const float *want, int T, int P, int H, uint64_t dt,
+                        uint64_t dw)
+{
+	const size_t row = 4 * (size_t)H, n = (size_t)P * row;
+	uint64_t masks[] = {rnd() & ((P < 64 ? 1ull << P : 0) - 1), 0x5555555555555555ull, 1, 0,
+	                    ~0ull};
+	float *host = aligned_alloc(4096, (n + 4095) & ~(size_t)4095);
+	float *got = xmalloc(4 * (size_t)T * H);
+	uint64_t hy, dy, dout;
+	int rc = 0;
+
+	if (!host || coli_gpu_host_register(g_gpu, host, (n + 4095) & ~(size_t)4095) ||
+	    !(hy = coli_gpu_mapped(g_gpu, host, n))) {
+		printf("  moe_accumulate: registering or mapping host rows failed\n");
+		return 1;
+	}
+	for (size_t m = 0; m < sizeof(masks) / sizeof(masks[0]); m++) {
+		size_t bad = 0;
+
+		dy = dev_copy(y, n);
+		memset(host, 0xff, n); /* NaN where a row is the device's */
+		for (int p = 0; p < P; p++)
+			if (masks[m] >> p & 1) { /* the host's row; the device's copy NaN */
+				memcpy((char *)host + p * row, (const char *)y + p * row, row);
+				if (coli_gpu_memset(g_gpu, dy + p * row, 0xff, row))
+					return 1;
+			}
+		dout = dev_poison(4 * (size_t)T * H);
+		if (coli_gpu_moe_accumulate(g_gpu, dout, dy, dt, dw, P, T, H, hy, masks[m]))
+			return 1;
+		download(got, dout, 4 * (size_t)T * H);
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			bad += memcmp(&got[i], &want[i], 4) != 0;
+		printf(
+		    "  moe_accumulate T=%-3d pairs=%-5d H=%-5d host mask %016llx mismatches %zu\n",
+		    T, P, H, (unsigned long long)masks[m], bad);
+		rc |= bad != 0;
+		coli_gpu_free(g_gpu, dy), coli_gpu_free(g_gpu, dout);
+	}
+	coli_gpu_host_unregister(g_gpu, host);
+	free(host), free(got);
+	return rc;
+}
+
 static int test_moe_acc(void)
 {
 	static const int cases[][3] = {/* T, pairs, H */ {1, 8, 2048},
@@ -617,7 +664,7 @@ static int test_moe_acc(void)
 		dw = dev_copy(w, 4 * (size_t)P);
 		dt = dev_copy(tok, 4 * (size_t)P);
 		dout = dev_poison(4 * (size_t)T * H);
-		if (coli_gpu_moe_accumulate(g_gpu, dout, dy, dt, dw, P, T, H))
+		if (coli_gpu_moe_accumulate(g_gpu, dout, dy, dt, dw, P, T, H, 0, 0))
 			return 1;
 		download(got, dout, 4 * (size_t)T * H);
 		for (size_t i = 0; i < (size_t)T * H; i++)
@@ -625,6 +672,8 @@ static int test_moe_acc(void)
 		printf("  moe_accumulate T=%-3d pairs=%-5d H=%-5d %16s mismatches %zu\n", T, P, H,
 		       "", bad);
 		rc |= bad != 0;
+		if (P <= 64) /* some rows read from mapped host memory instead */
+			rc |= moe_acc_host(y, want, T, P, H, dt, dw);
 		/* the same pairs summed by the next norm (coli_gpu_acc_rmsnorm): x, y
 		 * and y quantized as accumulate then add_rmsnorm, byte for byte */
 		if (H % 32 == 0) {
@@ -1452,7 +1501,7 @@ static int run_op(void *arg, int i)
 		                          o->b ? o->p[4] : 0, o->b, 32, 4, 128, 0.088f, 0, 0, 0);
 	case 2:
 		return coli_gpu_moe_accumulate(g_gpu, o->p[0], o->p[1], o->p[2], o->p[3], 8, 1,
-		                               2048);
+		                               2048, 0, 0);
 	case 3:
 		return coli_gpu_add(g_gpu, o->p[0], o->p[1], o->a);
 	default:
