@@ -326,7 +326,7 @@ enum coli_tier { COLI_TIER_VRAM = 0, COLI_TIER_RAM = 1, COLI_TIER_DISK = 2, COLI
 /* coli_engine_stats moe_layer: layers by slab copies 0, 1, 2, 3+ (classes),
  * a count and six times each (fields) */
 #define COLI_TL_CLASSES 4
-#define COLI_TL_FIELDS  7
+#define COLI_TL_FIELDS  8
 
 struct coli_engine_stats {
 	uint64_t tokens;             /* tokens run through the forward pass */
@@ -372,10 +372,12 @@ struct coli_engine_stats {
 	/* a host-planned decode MoE layer with the dense part on a device, timed
 	 * from the moment the host has its routing (core/forward_dev.c moe_host),
 	 * summed over layer calls by the slab copies the layer queued (0, 1, 2,
-	 * 3 or more): [k][0] layer calls; seconds [1] waiting for the routing
-	 * (the dense chain before it), then after it [2] the devices' issue done
-	 * (0: none), [3] the CPU rows done, [4] take done (device outputs or
-	 * copies landed), [5] the outputs queued back: the layer's host part */
+	 * 3 or more): [k][0] layer calls; seconds [1] queuing its device part,
+	 * [2] then waiting for the routing (the dense chain before it), then
+	 * after it [3] the first slab copy queued (0: none), [4] the devices'
+	 * issue done (0: none), [5] the CPU rows done, [6] take done (device
+	 * outputs or copies landed), [7] the outputs queued back: the layer's
+	 * host part */
 	double moe_layer[COLI_TL_CLASSES][COLI_TL_FIELDS];
 	double cost_bw_cpu, cost_bw_stream; /* the cost model's bytes/s of CPU rows and of
 	                                     * streaming, as last measured (0: not yet) */

@@ -103,6 +103,11 @@ struct coli_dev_slot {
 		uint64_t slab; /* resident slab or staging slot */
 	} * runs;              /* this layer's experts on the device */
 	int n_runs, P;
+	/* the issue's first part (moe_dev.c issue_begin): its first wave's end
+	 * and cap; early: that wave's copies went first; on_dev: the pairs'
+	 * rows are on this device (e->dev_rows); ahead: queued already by
+	 * coli_moe_dev_copy_ahead, which returned ahead_rc */
+	int r1, cap, early, on_dev, ahead, ahead_rc;
 	int direct; /* this layer's gate and up read the tokens' rows in e->dev_rows
 	             * (one pair an expert: no gather) */
 	/* streaming: RAM-tier slabs copied into VRAM staging slots, a small LRU
@@ -306,6 +311,7 @@ struct coli_engine {
 	 * core/forward_dev.c moe_host */
 	struct {
 		double launch;           /* when the layer's device part began to be queued */
+		double copy;             /* when its first slab copy was queued (0: none) */
 		double issue, cpu, take; /* when each ended (issue: 0 if none ran) */
 		int copies;              /* slab copies queued */
 	} tl;
@@ -386,6 +392,7 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d);
 int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex);
 int coli_moe_dev_stage_room(struct coli_engine *e, int d);
 void coli_moe_dev_prefetch(struct coli_engine *e);
+int coli_moe_dev_copy_ahead(struct coli_engine *e, int l, int d);
 /* vram.c, between tokens: swap a cold resident expert for a hotter one, per
  * layer, with hysteresis (call after each forward). */
 void coli_moe_dev_adapt(struct coli_engine *e);

@@ -702,8 +702,9 @@ static int token_run(struct coli_engine *e, int T, int pos0)
 
 /* A decode layer's host part, timed (coli_engine_stats moe_layer): the
  * host's time to queue its device part (layer_run), what it then waited for
- * its routing, then when the issue, the CPU rows, take and the whole part
- * ended, counted by the copies the layer made. */
+ * its routing, then when its first slab copy was queued and when the issue,
+ * the CPU rows, take and the whole part ended, counted by the copies the
+ * layer made. */
 static void timeline(struct coli_engine *e, double t_wait, double t_route)
 {
 	int k = e->tl.copies < COLI_TL_CLASSES - 1 ? e->tl.copies : COLI_TL_CLASSES - 1;
@@ -712,10 +713,11 @@ static void timeline(struct coli_engine *e, double t_wait, double t_route)
 	m[0] += 1;
 	m[1] += t_wait - e->tl.launch;
 	m[2] += t_route - t_wait;
-	m[3] += e->tl.issue > 0 ? e->tl.issue - t_route : 0;
-	m[4] += e->tl.cpu - t_route;
-	m[5] += e->tl.take - t_route;
-	m[6] += coli_now_s() - t_route;
+	m[3] += e->tl.copy > 0 ? e->tl.copy - t_route : 0;
+	m[4] += e->tl.issue > 0 ? e->tl.issue - t_route : 0;
+	m[5] += e->tl.cpu - t_route;
+	m[6] += e->tl.take - t_route;
+	m[7] += coli_now_s() - t_route;
 }
 
 /* The pairs device d did not compute as a mask (bit p: pair p's row is the

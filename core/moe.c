@@ -457,7 +457,9 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	route_select(e, l, T);
 	plan_pairs(e, T);
 	assign_experts(e, l, T);
-	e->tl.issue = 0;
+	e->tl.issue = e->tl.copy = 0;
+	for (int d = 0; d < e->n_devs; d++)
+		e->vram[d].ahead = 0; /* no first part queued yet (coli_moe_dev_copy_ahead) */
 	e->est.moe_plan_s += coli_now_s() - t0;
 	e->est.expert_uses += e->n_pairs;
 	for (int ex = 0; ex < c->n_experts; ex++) {
@@ -485,8 +487,10 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		pinned = coli_tiers_acquire(e, l, need, e->cand_n, n_need, e->slab_ptr);
 		if (pinned <= 0)
 			return pinned < 0 ? pinned : -EIO;
-		coli_lookahead(e, l, T);
-		lookahead_done = 1;
+		if (!coli_tiers_ready(e)) { /* the next layer's guess while the disk lands */
+			coli_lookahead(e, l, T);
+			lookahead_done = 1;
+		}
 		rc = coli_tiers_wait(e);
 		if (rc) {
 			coli_tiers_release(e);
@@ -502,6 +506,16 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 					e->assign[need[j]] = -1;
 				}
 			n_stream = 0;
+		}
+		/* the copies first: the link starts before the CPU rows' round, and
+		 * the issue beside that round goes on from there */
+		for (int d = 0; n_stream && d < e->n_devs; d++)
+			if (!e->devs[d]->failed && coli_moe_dev_copy_ahead(e, l, d) &&
+			    e->devs[d]->failed) /* the issue skips it: its share goes to the CPU */
+				e->est.dev_fail_issue++;
+		if (!lookahead_done) {
+			coli_lookahead(e, l, T);
+			lookahead_done = 1;
 		}
 	}
 	/* the outputs of the device that holds the dense part stay there, each

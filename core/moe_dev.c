@@ -414,6 +414,8 @@ static int wave_copies(struct coli_engine *e, int l, int d, int r0, int r1)
 			                         e->host_slab[ex], xl->down_off);
 			if (rc)
 				return rc;
+			if (!e->tl.copy)
+				e->tl.copy = coli_now_s();
 			run->tail = 1;
 			stage_fill(v, run->stage, l, ex, -1);
 			v->streamed_bytes += xl->slab_bytes;
@@ -628,20 +630,19 @@ static int wave_end(struct coli_engine *e, const struct coli_dev_slot *v, int l,
 	return r1;
 }
 
-/* Gather the activations of device d's pairs into staging, upload them once,
- * and queue the layer in waves of at most half the free staging slots of new
- * copies each (one wave at decode), so copies of a wave overlap the compute
- * of the one before. Pairs: e->pair_* (ascending expert). */
-int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *pool)
+/* The issue's first part: device d's runs of layer l (v->runs, v->P), the
+ * size of its first wave (v->cap, v->r1) and, when they go first (v->early),
+ * that wave's slab copies. */
+static int issue_begin(struct coli_engine *e, int l, int d)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
-	int H = c->hidden, quant = coli_dtype_is_quant(xl->dtype);
-	int P = 0, n_runs = 0, rc = 0, room = 0, cap, r1, on_dev, early;
-	double t_start = coli_now_s();
+	int quant = coli_dtype_is_quant(xl->dtype);
+	int P = 0, n_runs = 0, room = 0;
 
+	v->t_issue = coli_now_s();
 	v->n_runs = 0;
 	v->streamed_bytes = 0;
 	if (v->st) {
@@ -688,17 +689,48 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 	 * launches are queued (H200 decode trace: a layer's one copy landed ~10 us
 	 * later behind them) -- unless the gather uploads megabytes of rows, which
 	 * would then queue behind the slabs on the one copy engine */
-	on_dev = e->dev_rows.dev == v->dev && (quant ? e->dev_rows.q : e->dev_rows.f);
-	early = on_dev || P < 64;
+	v->on_dev = e->dev_rows.dev == v->dev && (quant ? e->dev_rows.q : e->dev_rows.f);
+	v->early = v->on_dev || P < 64;
 	/* one pair an expert (a decode step): the jobs read the rows in place,
 	 * the gather's four launches (a third of a streamed decode layer's issue
 	 * on the H200) are not needed */
-	v->direct = on_dev && P == n_runs;
-	cap = room >= 2 ? room / 2 : room;
-	r1 = wave_end(e, v, l, 0, cap);
-	if (r1 == 0)
+	v->direct = v->on_dev && P == n_runs;
+	v->cap = room >= 2 ? room / 2 : room;
+	v->r1 = wave_end(e, v, l, 0, v->cap);
+	if (v->r1 == 0)
 		return -ENOSPC; /* no slot to stream into: assign_experts counts */
-	rc = early ? wave_copies(e, l, d, 0, r1) : 0;
+	return v->early ? wave_copies(e, l, d, 0, v->r1) : 0;
+}
+
+/* The issue's first part queued now, as soon as the layer's streamed slabs
+ * are pinned (core/moe.c): the link starts before the CPU rows' round does,
+ * and coli_moe_dev_issue goes on from there. */
+int coli_moe_dev_copy_ahead(struct coli_engine *e, int l, int d)
+{
+	struct coli_dev_slot *v = &e->vram[d];
+
+	v->ahead_rc = issue_begin(e, l, d);
+	v->ahead = 1;
+	return v->ahead_rc;
+}
+
+/* Gather the activations of device d's pairs into staging, upload them once,
+ * and queue the layer in waves of at most half the free staging slots of new
+ * copies each (one wave at decode), so copies of a wave overlap the compute
+ * of the one before. Pairs: e->pair_* (ascending expert). */
+int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *pool)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	int H = c->hidden, quant = coli_dtype_is_quant(xl->dtype);
+	int rc = v->ahead ? v->ahead_rc : issue_begin(e, l, d), P = v->P, n_runs = v->n_runs;
+	int cap = v->cap, r1 = v->r1, on_dev = v->on_dev, early = v->early;
+
+	v->ahead = 0;
+	if (!rc && !P)
+		return 0;
 	if (v->direct && (e->opts.profile || e->opts.cuda_profile))
 		rc = rc ? rc : coli_dev_mark(v->dev, MARK_ISSUE);
 	else if (!v->direct)
@@ -723,7 +755,6 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 		rc = rc ? rc : coli_dev_mark(v->dev, MARK_DONE);
 	e->est.h2d_bytes += v->streamed_bytes;
 	e->est.stream_copy_bytes += v->streamed_bytes;
-	v->t_issue = t_start;
 	return rc;
 }
 

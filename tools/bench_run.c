@@ -390,7 +390,7 @@ static void summarize(struct run *R, struct arm *a)
  * moe_layer): where a streamed layer's time goes, by the copies it made.
  * Arms with --profile, and every arm of bench stream (the timeline costs the
  * engine nothing; --profile's phase syncs and ungraphed layers change it). */
-static const char *const g_tl[COLI_TL_FIELDS - 1] = {"launch", "chain", "issue",
+static const char *const g_tl[COLI_TL_FIELDS - 1] = {"launch", "chain", "copy", "issue",
                                                      "cpu",    "take",  "end"};
 
 static int shows_timeline(const struct run *R, const struct arm *a)
@@ -409,10 +409,11 @@ void bench_print_timeline(const struct run *R)
 		return;
 	printf("\na host-planned decode MoE layer by the slab copies it made, us (mean): launch = "
 	       "queuing its device part,\nchain = then waiting for its routing; then, after the "
-	       "routing, when the devices' issue, the CPU rows,\ntake and the layer's host part "
-	       "ended. outside: a token's time beyond these layers' launch + chain + end\n");
-	printf("%-20s %6s %7s %7s %7s %7s %7s %7s %7s\n", "arm", "copies", "layers", g_tl[0],
-	       g_tl[1], g_tl[2], g_tl[3], g_tl[4], g_tl[5]);
+	       "routing, when its first slab copy was queued (0: none),\nwhen the devices' issue, "
+	       "the CPU rows, take and the layer's host part ended.\noutside: a token's time "
+	       "beyond these layers' launch + chain + end\n");
+	printf("%-20s %6s %7s %7s %7s %7s %7s %7s %7s %7s\n", "arm", "copies", "layers", g_tl[0],
+	       g_tl[1], g_tl[2], g_tl[3], g_tl[4], g_tl[5], g_tl[6]);
 	for (int i = 0; i < R->n_arms; i++) {
 		const struct arm *a = &R->arm[i];
 		double in_layers = 0; /* s, summed over the rounds */
@@ -429,7 +430,7 @@ void bench_print_timeline(const struct run *R)
 			for (int f = 1; f < COLI_TL_FIELDS; f++)
 				printf(" %7.1f", m[f] / m[0] * 1e6);
 			printf("\n");
-			in_layers += m[1] + m[2] + m[6];
+			in_layers += m[1] + m[2] + m[7];
 		}
 		if (a->tok_s > 0 && in_layers > 0)
 			printf("%-20s outside %.1f us a token (of %.1f)\n", a->name,
