@@ -219,7 +219,7 @@ struct coli_engine {
 	float *selw;    /* [tmax][top_k] their weights */
 	int routed;     /* this layer's sel/selw came from the dense device (coli_route) */
 	/* core/forward_dev.c's tail ahead: a preplanned decode layer's device
-	 * tail (host rows up, the accumulate) queued behind a stream wait at its
+	 * tail (the accumulate, reading the CPU rows in place) queued behind a stream wait at its
 	 * issue, released (host_signal) once the CPU rows are in e->ey. tail_ok:
 	 * this layer may; tail_dev: queued, to signal with tail_seq */
 	int tail_ok;

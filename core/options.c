@@ -89,9 +89,9 @@ static const struct opt_row g_opts[] = {
      "copy the lookahead's guessed RAM-tier experts to staging slots a layer ahead (1; off: "
      "slower on the H200, wrong guesses evict slots later tokens reuse)"},
     {NULL, "COLI_TAIL_AHEAD", OPT_INT, F(tail_ahead), "1",
-     "decode, one device: queue a preplanned layer's device tail (host rows up, the "
-     "accumulate) behind a stream wait when its experts are issued, released when the CPU "
-     "rows are done (0: queue it after them, for A/B)"},
+     "decode, one device: queue a preplanned layer's device tail (the accumulate reading "
+     "the CPU rows in place) behind a stream wait when its experts are issued, released "
+     "when the CPU rows are done (0: queue it after them, for A/B)"},
     {NULL, "COLI_DEV_GRAPH", OPT_INT, F(dev_graph), "1",
      "decode: replay each layer's device work as a CUDA graph captured once (0: launch every "
      "kernel, for A/B)"},
