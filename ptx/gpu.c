@@ -412,7 +412,7 @@ static int pull(coli_gpu_t *g, CUdeviceptr d, CUdeviceptr s, size_t n)
 
 /* The device's address of host bytes [h, h + n) when a region this context
  * registered and mapped holds them all, else 0. */
-static CUdeviceptr mapped(const coli_gpu_t *g, const void *h, size_t n)
+uint64_t coli_gpu_mapped(const coli_gpu_t *g, const void *h, size_t n)
 {
 	const char *p = h;
 
@@ -420,11 +420,6 @@ static CUdeviceptr mapped(const coli_gpu_t *g, const void *h, size_t n)
 		if (g->regs[i].d && p >= g->regs[i].p && p + n <= g->regs[i].p + g->regs[i].n)
 			return g->regs[i].d + (CUdeviceptr)(p - g->regs[i].p);
 	return 0;
-}
-
-uint64_t coli_gpu_mapped(const coli_gpu_t *g, const void *p, size_t n)
-{
-	return mapped(g, p, n);
 }
 
 /* Small uploads from registered memory are pulled by a kernel reading the
@@ -436,7 +431,7 @@ int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n
 
 	CUR(g);
 	if (n <= PULL_MAX && n % 4 == 0 && dst % 4 == 0 && (uintptr_t)src % 4 == 0 &&
-	    (s = mapped(g, src, n)))
+	    (s = coli_gpu_mapped(g, src, n)))
 		return pull(g, dst, s, n);
 	CK(g->cu->MemcpyHtoDAsync(dst, src, n, g->stream), "cuMemcpyHtoDAsync");
 	return 0;
@@ -455,7 +450,7 @@ int coli_gpu_download_async(coli_gpu_t *g, void *dst, uint64_t src, size_t n)
 
 	CUR(g);
 	if (n <= PUSH_MAX && n % 4 == 0 && src % 4 == 0 && (uintptr_t)dst % 4 == 0 &&
-	    (d = mapped(g, dst, n)))
+	    (d = coli_gpu_mapped(g, dst, n)))
 		return pull(g, d, src, n);
 	CK(g->cu->MemcpyDtoHAsync(dst, src, n, g->stream), "cuMemcpyDtoHAsync");
 	return 0;
@@ -938,6 +933,11 @@ int coli_gpu_download(coli_gpu_t *g, void *d, uint64_t s, size_t n)
 int coli_gpu_upload_async(coli_gpu_t *g, uint64_t d, const void *s, size_t n)
 {
 	NO_GPU;
+}
+uint64_t coli_gpu_mapped(const coli_gpu_t *g, const void *p, size_t n)
+{
+	(void)g, (void)p, (void)n;
+	return 0;
 }
 int coli_gpu_download_async(coli_gpu_t *g, void *d, uint64_t s, size_t n)
 {
