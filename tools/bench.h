@@ -119,9 +119,11 @@ int bench_stream_qd(void);
 enum bench_term { BENCH_TERM_HBM, BENCH_TERM_CPU, BENCH_TERM_PCIE, BENCH_TERM_DISK, BENCH_N_TERMS };
 extern const char *const bench_term_name[BENCH_N_TERMS];
 
-/* Bandwidths in GB/s; 0 = not measured (the term is then absent). */
+/* Bandwidths in GB/s; 0 = not measured (the term is then absent).
+ * dram_gbs: the host's memory with the cores reading and the link copying at
+ * once (DESIGN's BW_dram; it caps BW_cpu + BW_pcie). */
 struct bench_bw {
-	double hbm_gbs, cpu_gbs, pcie_gbs, disk_gbs;
+	double hbm_gbs, cpu_gbs, pcie_gbs, disk_gbs, dram_gbs;
 };
 /* Bytes per token through each term. */
 struct bench_bytes {
@@ -137,5 +139,11 @@ void bench_bound(const struct bench_bytes *b, const struct bench_bw *bw, struct 
 /* GPU bandwidths (pinned H2D, device memory): -ENODEV on a host without a
  * GPU path; the GPU build fills them (ptx/, the lead's part). */
 int bench_gpu_bw(struct bench_bw *bw);
+/* The host's memory shared by the cores and the link (bw->dram_gbs): the
+ * pool's read passes over r while GPU 0 copies pinned memory to the device
+ * back to back (bw->pcie_gbs sizes the window); *cores_gbs: the cores' part.
+ * -ENODEV without a GPU, -EAGAIN when a pass is too long for the window. */
+int bench_gpu_dram(struct bench_readbw *r, coli_cpu_pool_t *pool, struct bench_bw *bw,
+                   double *cores_gbs);
 
 #endif

@@ -277,11 +277,12 @@ static double med_of(struct arm *a, int n, size_t off)
 	return bench_median(v, n);
 }
 
-/* DESIGN.md's T_ram >= B_ram / (BW_cpu + BW_pcie): the host's expert bytes
- * split between CPU rows and streaming so both finish together, VRAM
- * experts at the HBM rate; with_dense: the dense part's bytes too, where
- * they are read. With a simulated device (or none) every byte is a CPU
- * byte. */
+/* DESIGN.md's T_ram >= B_ram / (BW_cpu + BW_pcie), also >= B_ram / BW_dram:
+ * the host's expert bytes split between CPU rows and streaming so both
+ * finish together, at most at the rate the host's memory serves the cores
+ * and the link together (bw->dram_gbs, where measured), VRAM experts at the
+ * HBM rate; with_dense: the dense part's bytes too, where they are read.
+ * With a simulated device (or none) every byte is a CPU byte. */
 static void ideal_bound(const struct run *R, const struct arm *a, const struct bench_bw *bw,
                         int sim, int with_dense, struct bench_bound *out)
 {
@@ -295,6 +296,8 @@ static void ideal_bound(const struct run *R, const struct arm *a, const struct b
 		b.b[BENCH_TERM_CPU] += a->dense_dev ? 0 : dense;
 		b.b[BENCH_TERM_HBM] = a->tier_b[COLI_TIER_VRAM] + (a->dense_dev ? dense : 0);
 		w.cpu_gbs = bw->cpu_gbs + bw->pcie_gbs;
+		if (bw->dram_gbs > 0 && bw->dram_gbs < w.cpu_gbs) /* B_ram / BW_dram */
+			w.cpu_gbs = bw->dram_gbs;
 	} else {
 		b.b[BENCH_TERM_CPU] += dense + a->tier_b[COLI_TIER_VRAM];
 	}
@@ -352,6 +355,7 @@ static void summarize(struct run *R, struct arm *a)
 	if (R->have_gpu) {
 		bw.hbm_gbs = R->gpu.hbm_gbs;
 		bw.pcie_gbs = R->gpu.pcie_gbs;
+		bw.dram_gbs = R->gpu.dram_gbs;
 		a->bytes.b[BENCH_TERM_HBM] =
 		    a->tier_b[COLI_TIER_VRAM] + a->stream_b + (a->dense_dev ? a->dense_b : 0);
 		a->bytes.b[BENCH_TERM_PCIE] = a->stream_copy_b; /* staged hits cost no copy */
@@ -368,6 +372,12 @@ static void summarize(struct run *R, struct arm *a)
 	if (!R->stream)
 		return;
 	ideal_bound(R, a, &bw, sim, 1, &a->ideal);
+	{
+		struct bench_bw free_bw = bw;
+
+		free_bw.dram_gbs = 0;
+		ideal_bound(R, a, &free_bw, sim, 1, &a->ideal_free);
+	}
 	/* The path bound. A decode token is a chain: a layer's attention and
 	 * router come before its experts, its experts before the next layer,
 	 * so the part of the token outside the MoE phase (as this arm measured
@@ -572,21 +582,24 @@ static void print_json(struct run *R)
 	       R->n_moe_layers, R->cfg.n_experts, R->cfg.top_k, (unsigned long long)R->slab_bytes,
 	       R->prompt, R->prefill ? R->prompt : R->tokens, R->rounds, R->warmup,
 	       coli_cpu_isa_name(coli_cpu_isa()), sysconf(_SC_NPROCESSORS_ONLN));
-	char hbm[32] = "null", pcie[32] = "null";
+	char hbm[32] = "null", pcie[32] = "null", dram[32] = "null";
 
 	if (R->have_gpu) {
 		snprintf(hbm, sizeof(hbm), "%.2f", R->gpu.hbm_gbs);
 		snprintf(pcie, sizeof(pcie), "%.2f", R->gpu.pcie_gbs);
 	}
+	if (R->gpu.dram_gbs > 0)
+		snprintf(dram, sizeof(dram), "%.2f", R->gpu.dram_gbs);
 	printf(" \"bandwidth\": {\"disk_gbs\": %.4f, \"disk_direct\": %s, \"disk_engine\": \"%s\", "
 	       "\"disk_fixed\": %s, \"disk_pattern\": \"%s\", \"disk_qd\": %d, "
 	       "\"disk_block_bytes\": %llu, \"disk_reads_per_round\": %zu, "
-	       "\"disk_bytes_per_round\": %llu, \"hbm_gbs\": %s, \"pcie_gbs\": %s},\n",
+	       "\"disk_bytes_per_round\": %llu, \"hbm_gbs\": %s, \"pcie_gbs\": %s, "
+	       "\"dram_gbs\": %s},\n",
 	       R->disk_mib ? R->disk_med : 0.0, R->disk.direct ? "true" : "false",
 	       R->disk_mib ? (R->disk.uring ? "io_uring" : "pread") : "none",
 	       R->disk.fixed ? "true" : "false", R->disk_mib ? "slabs" : "none", R->qd,
 	       (unsigned long long)R->slabs.slab_bytes, R->disk_mib ? R->n_dext : 0,
-	       (unsigned long long)R->disk.bytes, hbm, pcie);
+	       (unsigned long long)R->disk.bytes, hbm, pcie, dram);
 	printf(" \"arms\": [");
 	for (int i = 0; i < R->n_arms; i++) {
 		struct arm *a = &R->arm[i];
@@ -646,13 +659,15 @@ static void print_json(struct run *R)
 			    "\"stream_gbs\": %.4f,\n   "
 			    "\"overlap_window_ms_per_token\": {\"pack_issue\": %.4f, \"cpu_rows\": "
 			    "%.4f, \"take\": %.4f},\n   \"ideal_bound_term\": "
-			    "\"%s\", \"ideal_bound_tok_s\": %.6g, \"ideal_ratio\": %.6g,\n   "
+			    "\"%s\", \"ideal_bound_tok_s\": %.6g, \"ideal_ratio\": %.6g, "
+			    "\"ideal_ratio_uncapped\": %.6g,\n   "
 			    "\"moe_ms_per_token\": %.6g, \"moe_ideal_ms_per_token\": %.6g, "
 			    "\"path_bound_tok_s\": %.6g, \"path_ratio\": %.6g",
 			    a->opts.group_async, a->opts.stream, a->opts.vram_gb, a->stream_b,
 			    a->stream_copy_b, a->stream_gbs, a->win_ms[0], a->win_ms[1],
 			    a->win_ms[2], bench_term_name[a->ideal.dominant],
-			    1.0 / a->ideal.bound_s, a->tok_s * a->ideal.bound_s, a->phase_ms[1],
+			    1.0 / a->ideal.bound_s, a->tok_s * a->ideal.bound_s,
+			    a->tok_s * a->ideal_free.bound_s, a->phase_ms[1],
 			    a->moe_ideal.bound_s * 1e3, a->path_s > 0 ? 1.0 / a->path_s : 0.0,
 			    a->tok_s * a->path_s);
 		printf("}");
@@ -822,6 +837,9 @@ int bench_run_main(int argc, char **argv)
 		rc = tool_err("bench", "out of memory");
 		goto out;
 	}
+	if (R->stream && R->have_gpu && strncmp(R->base.gpu, "sim", 3) &&
+	    bench_gpu_dram(&rb, R->arm[0].pool, &R->gpu, &R->dram_cores))
+		R->gpu.dram_gbs = 0; /* not measured: no cap */
 	for (int k = -R->warmup; k < R->rounds; k++) {
 		/* a new prompt each round (every arm gets the same one in a round), so
 		 * a partial --ram-gb is not simply warm from the round before */

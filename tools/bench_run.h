@@ -48,9 +48,10 @@ struct arm {
 	double layer[COLI_TL_CLASSES][COLI_TL_FIELDS]; /* the rounds' moe_layer summed */
 	struct bench_bytes bytes;
 	struct bench_bound bound;
-	struct bench_bound ideal;     /* stream: host bytes split so CPU and PCIe finish together */
-	struct bench_bound moe_ideal; /* stream: the same over the expert bytes alone */
-	double path_s;                /* stream: the token's non-MoE time as measured + moe_ideal */
+	struct bench_bound ideal; /* stream: host bytes split so CPU and PCIe finish together */
+	struct bench_bound ideal_free; /* the same without the host memory's cap (dram_gbs) */
+	struct bench_bound moe_ideal;  /* stream: the same over the expert bytes alone */
+	double path_s; /* stream: the token's non-MoE time as measured + moe_ideal */
 };
 
 struct run {
@@ -74,7 +75,8 @@ struct run {
 	size_t n_dext;
 	double disk_med;
 	int have_gpu;
-	struct bench_bw gpu;
+	struct bench_bw gpu; /* .dram_gbs: bench stream, with a GPU */
+	double dram_cores;   /* the cores' part of gpu.dram_gbs */
 	/* bench stream (see the stream section below) */
 	int stream;
 	double vram_frac; /* VRAM expert budget, fraction of the expert bytes */

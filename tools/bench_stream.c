@@ -193,9 +193,11 @@ static void print_summary(const struct run *R)
 	if (!sync || !os || sync->tok_s <= 0)
 		return;
 	printf("overlap+stream: %.2fx sync (median of the rounds' ratios; %.2fx of the medians); "
-	       "%.2f of the ideal bound, %.2f of the path bound\n",
+	       "%.2f of the ideal bound (%.2f without the host memory's cap), %.2f of the path "
+	       "bound\n",
 	       bench_round_ratio(R, os, sync, &lo, &hi), os->tok_s / sync->tok_s,
-	       os->tok_s * os->ideal.bound_s, os->tok_s * os->path_s);
+	       os->tok_s * os->ideal.bound_s, os->tok_s * os->ideal_free.bound_s,
+	       os->tok_s * os->path_s);
 }
 
 void bench_stream_table(struct run *R)
@@ -217,10 +219,15 @@ void bench_stream_table(struct run *R)
 	if (R->disk_mib)
 		printf("disk %.2f GB/s (%s); ", R->disk_med,
 		       R->disk.direct ? "O_DIRECT" : "BUFFERED");
-	if (R->have_gpu && strncmp(R->base.gpu, "sim", 3))
-		printf("GPU 0: pinned H2D %.1f GB/s, device memory %.0f GB/s\n\n", R->gpu.pcie_gbs,
+	if (R->have_gpu && strncmp(R->base.gpu, "sim", 3)) {
+		printf("GPU 0: pinned H2D %.1f GB/s, device memory %.0f GB/s", R->gpu.pcie_gbs,
 		       R->gpu.hbm_gbs);
-	else
+		if (R->gpu.dram_gbs > 0)
+			printf("; host memory with the link busy %.0f GB/s (the cores' part %.0f): "
+			       "the ideal's cap on CPU + PCIe",
+			       R->gpu.dram_gbs, R->dram_cores);
+		printf("\n\n");
+	} else
 		printf("no GPU measured (sim: every byte is a CPU byte)\n\n");
 	printf("%-15s %8s %15s %8s %8s %8s %8s %7s %9s %9s %8s %9s %-4s %6s %9s %6s %7s %7s %9s "
 	       "%6s\n",

@@ -135,6 +135,13 @@ if kind == "stream":
             fail("%s: ratio != tok_s / bound_tok_s" % name)
         if not close(a["ideal_ratio"], a["tok_s"] / a["ideal_bound_tok_s"], 2e-3, 1e-6):
             fail("%s: ideal_ratio != tok_s / ideal_bound_tok_s" % name)
+        # the host memory's cap only lowers the bound's rate; measured only
+        # with a GPU (sim: none, so the two agree)
+        if a["ideal_ratio"] < a["ideal_ratio_uncapped"] * (1 - 1e-6):
+            fail("%s: the capped ideal ratio below the uncapped one" % name)
+        if r["bandwidth"]["dram_gbs"] is None and not close(
+                a["ideal_ratio"], a["ideal_ratio_uncapped"], 1e-6, 1e-9):
+            fail("%s: no host memory cap measured, yet the ratios differ" % name)
         if a["ideal_bound_tok_s"] < a["bound_tok_s"] * (1 - 1e-6):
             fail("%s: the best split's bound is below the arm's own" % name)
         # the path bound: the token outside the MoE phase + the expert bytes' ideal
