@@ -137,13 +137,12 @@ struct bench_bound {
 void bench_bound(const struct bench_bytes *b, const struct bench_bw *bw, struct bench_bound *out);
 
 /* GPU bandwidths (pinned H2D, device memory): -ENODEV on a host without a
- * GPU path; the GPU build fills them (ptx/, the lead's part). */
-int bench_gpu_bw(struct bench_bw *bw);
-/* The host's memory shared by the cores and the link (bw->dram_gbs): the
- * pool's read passes over r while GPU 0 copies pinned memory to the device
- * back to back (bw->pcie_gbs sizes the window); *cores_gbs: the cores' part.
- * -ENODEV without a GPU, -EAGAIN when a pass is too long for the window. */
-int bench_gpu_dram(struct bench_readbw *r, coli_cpu_pool_t *pool, struct bench_bw *bw,
-                   double *cores_gbs);
+ * GPU path; the GPU build fills them (ptx/, the lead's part). With r and
+ * pool also the host's memory shared by the cores and the link
+ * (bw->dram_gbs, 0 when not measured): the pool's read passes over r while
+ * GPU 0 copies pinned memory to the device back to back; *cores_gbs: the
+ * cores' part. */
+int bench_gpu_bw(struct bench_bw *bw, struct bench_readbw *r, coli_cpu_pool_t *pool,
+                 double *cores_gbs);
 
 #endif

@@ -514,39 +514,25 @@ int bench_stream_qd(void)
 
 /* ---- the bound ---- */
 
-/* Copies of 64 MiB queued back to back on GPU 0's stream, a window of at
- * least eight read passes; the passes that start inside 85% of it are the
- * cores' contended rate (a pass that outlasts the copies would count
- * uncontended time), the copies' events their own. A probe on the H200 host
- * of session 22 (one simple reader a core) saw the cores alone at 103 GB/s,
- * 79 beside a link at 50: ~129 together, not 153. These passes (session 23)
- * read 119 GB/s beside the link, 171 in all: above CPU + PCIe, so there the
- * cap does not bind. */
-int bench_gpu_dram(struct bench_readbw *r, coli_cpu_pool_t *pool, struct bench_bw *bw,
-                   double *cores_gbs)
+/* The host's memory shared by the cores and the link: copies of the
+ * registered chunk (host, chunk bytes) to dev queued back to back, a
+ * window of at least eight read passes; the passes that start inside 85% of
+ * it are the cores' contended rate (a pass that outlasts the copies would
+ * count uncontended time), the copies' events their own. A probe on the
+ * H200 host of session 22 (one simple reader a core) saw the cores alone at
+ * 103 GB/s, 79 beside a link at 50: ~129 together, not 153. These passes
+ * (session 23) read 119 GB/s beside the link, 171 in all: above CPU + PCIe,
+ * so there the cap does not bind. */
+static int gpu_dram(coli_gpu_t *g, void *host, size_t chunk, uint64_t dev, struct bench_readbw *r,
+                    coli_cpu_pool_t *pool, struct bench_bw *bw, double *cores_gbs)
 {
-	const size_t chunk = (size_t)64 << 20;
-	const char *why;
-	char err[256];
-	coli_gpu_t *g;
-	uint64_t dev = 0;
-	void *host;
-	double pass, window, t0, t_read = 0, bytes = 0;
+	double pass = bench_readbw_pass(r, pool), window, t0, t_read = 0, bytes = 0;
+	int k = (int)(8 * pass * bw->pcie_gbs * 1e9 / chunk) + 1, rc;
 	float ms = 0;
-	int rc, k;
 
-	if (bw->pcie_gbs <= 0 || coli_ptx_probe(&why) == 0 ||
-	    coli_gpu_open(0, 0, &g, err, sizeof(err)))
-		return -ENODEV;
-	pass = bench_readbw_pass(r, pool); /* warm, and how long one takes */
-	k = (int)(8 * pass * bw->pcie_gbs * 1e9 / chunk) + 1;
 	k = k < 16 ? 16 : k;
 	window = k * (double)chunk / (bw->pcie_gbs * 1e9);
-	host = coli_mem_alloc(chunk, COLI_MEM_NODE_ANY);
-	rc = host ? coli_gpu_host_register(g, host, chunk) : -ENOMEM;
-	rc = rc ? rc : coli_gpu_alloc(g, chunk, &dev);
-	rc = rc ? rc : coli_gpu_upload(g, dev, host, chunk); /* warm */
-	rc = rc ? rc : coli_gpu_mark(g, 0);
+	rc = coli_gpu_mark(g, 0);
 	for (int i = 0; !rc && i < k; i++)
 		rc = coli_gpu_upload_async(g, dev, host, chunk);
 	rc = rc ? rc : coli_gpu_mark(g, 1);
@@ -562,13 +548,6 @@ int bench_gpu_dram(struct bench_readbw *r, coli_cpu_pool_t *pool, struct bench_b
 		*cores_gbs = bytes / t_read / 1e9;
 		bw->dram_gbs = *cores_gbs + k * (double)chunk / (ms * 1e-3) / 1e9;
 	}
-	if (dev)
-		coli_gpu_free(g, dev);
-	if (host) {
-		coli_gpu_host_unregister(g, host);
-		coli_mem_free(host, chunk);
-	}
-	coli_gpu_close(g);
 	return rc;
 }
 
@@ -589,8 +568,11 @@ void bench_bound(const struct bench_bytes *b, const struct bench_bw *bw, struct 
 
 /* GPU 0: pinned host -> device (64 MiB copies from cuMemHostRegister'd
  * memory, the PCIe term) and device memory (a 512 MiB device-to-device copy
- * counted as read + write bytes, the HBM term), best of 5 each. */
-int bench_gpu_bw(struct bench_bw *bw)
+ * counted as read + write bytes, the HBM term), best of 5 each; with r and
+ * pool, then the host memory's cap (gpu_dram) with the same buffers (not
+ * measured: dram_gbs 0). */
+int bench_gpu_bw(struct bench_bw *bw, struct bench_readbw *r, coli_cpu_pool_t *pool,
+                 double *cores_gbs)
 {
 	const size_t h2d = (size_t)64 << 20, d2d = (size_t)512 << 20;
 	const char *why;
@@ -627,6 +609,9 @@ int bench_gpu_bw(struct bench_bw *bw)
 		bw->pcie_gbs = h2d / (best_h * 1e-3) / 1e9;
 		bw->hbm_gbs = 2.0 * d2d / (best_d * 1e-3) / 1e9;
 	}
+	bw->dram_gbs = 0;
+	if (!rc && r && pool && gpu_dram(g, host, h2d, b, r, pool, bw, cores_gbs))
+		bw->dram_gbs = 0; /* not measured: no cap */
 	coli_gpu_free(g, a);
 	coli_gpu_free(g, b);
 	if (host) {

@@ -829,7 +829,6 @@ int bench_run_main(int argc, char **argv)
 		R->n_dext = R->n_dext ? R->n_dext : 1;
 		R->dext = malloc(sizeof(*R->dext) * R->n_dext);
 	}
-	R->have_gpu = bench_gpu_bw(&R->gpu) == 0;
 	R->ids = malloc(sizeof(int) * (size_t)R->prompt);
 	logits = malloc(sizeof(float) * (size_t)R->cfg.vocab);
 	if (!R->ids || !logits || (R->n_dext && !R->dext) ||
@@ -837,9 +836,12 @@ int bench_run_main(int argc, char **argv)
 		rc = tool_err("bench", "out of memory");
 		goto out;
 	}
-	if (R->stream && R->have_gpu && strncmp(R->base.gpu, "sim", 3) &&
-	    bench_gpu_dram(&rb, R->arm[0].pool, &R->gpu, &R->dram_cores))
-		R->gpu.dram_gbs = 0; /* not measured: no cap */
+	{ /* the host memory's cap: stream, with a real GPU */
+		int cap = R->stream && strncmp(R->base.gpu, "sim", 3);
+
+		R->have_gpu = bench_gpu_bw(&R->gpu, cap ? &rb : NULL, cap ? R->arm[0].pool : NULL,
+		                           &R->dram_cores) == 0;
+	}
 	for (int k = -R->warmup; k < R->rounds; k++) {
 		/* a new prompt each round (every arm gets the same one in a round), so
 		 * a partial --ram-gb is not simply warm from the round before */
