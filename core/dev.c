@@ -172,6 +172,17 @@ int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t 
 	CHECKED(d->ops->download_async(d, dst, src, n), "download");
 }
 
+int coli_dev_download_many(struct coli_dev *d, const struct coli_dev_down *v, int n)
+{
+	int rc = 0;
+
+	if (d->ops->download_many)
+		CHECKED(d->ops->download_many(d, v, n), "download");
+	for (int i = 0; i < n && !rc; i++)
+		rc = coli_dev_download_async(d, v[i].dst, v[i].src, v[i].n);
+	return rc;
+}
+
 int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
                   int n_jobs)
 {

@@ -25,6 +25,13 @@
 
 struct coli_dev;
 
+/* One download of a list (coli_dev_download_many): n bytes from src to dst. */
+struct coli_dev_down {
+	void *dst;
+	uint64_t src;
+	size_t n;
+};
+
 struct coli_dev_ops {
 	const char *kind;
 	int (*mem_info)(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
@@ -33,6 +40,9 @@ struct coli_dev_ops {
 	int (*upload)(struct coli_dev *d, uint64_t dst, const void *src, size_t n); /* sync */
 	int (*upload_async)(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
 	int (*download_async)(struct coli_dev *d, void *dst, uint64_t src, size_t n);
+	/* optional: n downloads as one op (the GPU: one kernel where each would
+	 * be one, a dependent step of the stream less each); NULL: one by one */
+	int (*download_many)(struct coli_dev *d, const struct coli_dev_down *v, int n);
 	int (*gemv)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
 	            int n_jobs); /* async */
 	/* prefill: one job per matrix, any S (q8/q4 bit-identical to gemv, bf16
@@ -175,6 +185,8 @@ void coli_dev_free(struct coli_dev *d, uint64_t addr);
 int coli_dev_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
 int coli_dev_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n);
+/* v[0..n) downloaded in stream order, as download_async each would be. */
+int coli_dev_download_many(struct coli_dev *d, const struct coli_dev_down *v, int n);
 int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
                   int n_jobs);
 int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,

@@ -374,17 +374,19 @@ static int plan_experts(struct coli_engine *e, int l, int T)
 /* The routing of the layers planned on device dd this forward, down into
  * e->fast_sel in one transfer (of its whole layer range: fast_count reads
  * only the planned layers' rows), queued before the sync that ends the
- * device's part of the forward. */
-static int fast_down(struct coli_engine *e, struct coli_dense_dev *dd)
+ * device's part of the forward: appended to the downloads v[*n] queued
+ * there as one op. */
+static void fast_down(struct coli_engine *e, struct coli_dense_dev *dd, struct coli_dev_down *v,
+                      int *n)
 {
 	const size_t row = (size_t)COLI_GPU_MAX_S * e->m.cfg.top_k;
 
 	if (!dd->fast_any)
-		return 0;
+		return;
 	dd->fast_any = 0;
-	return coli_dev_download_async(dd->dev, e->fast_sel + (size_t)dd->l0 * row,
-	                               dd->fsel + (size_t)dd->l0 * row * 4,
-	                               sizeof(int) * (size_t)(dd->l1 - dd->l0) * row);
+	v[(*n)++] = (struct coli_dev_down){e->fast_sel + (size_t)dd->l0 * row,
+	                                   dd->fsel + (size_t)dd->l0 * row * 4,
+	                                   sizeof(int) * (size_t)(dd->l1 - dd->l0) * row};
 }
 
 /* After the forward's last sync: what the host path counts for each layer
@@ -425,7 +427,8 @@ static void fast_count(struct coli_engine *e)
  * on the device: its router on this layer's xn, routed, downloaded next to
  * this layer's routing. Only where the host plans this layer and the next
  * one is not planned on the device (it needs no prefetch): guess_layer says
- * which layer (-1: none), guess_ops queues it. */
+ * which layer (-1: none), guess_ops queues its router and routing (layer_ops
+ * downloads it with the layer's own). */
 static int guess_layer(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -448,10 +451,9 @@ static int guess_ops(struct coli_engine *e, int n, int T)
 	int K = c->top_k, rc;
 
 	rc = gemm(dd, &dd->L[n].router, dd->xn, T, dd->grlog, c->n_experts);
-	rc = rc ? rc
-	        : coli_dev_route(dd->dev, dd->grlog, T, c->n_experts, K, c->norm_topk_prob,
-	                         dd->gsel, dd->gselw);
-	return rc ? rc : coli_dev_download_async(dd->dev, e->guess, dd->gsel, sizeof(int) * T * K);
+	return rc ? rc
+	          : coli_dev_route(dd->dev, dd->grlog, T, c->n_experts, K, c->norm_topk_prob,
+	                           dd->gsel, dd->gselw);
 }
 
 static int layer_kind(const struct coli_engine *e, int l, int T)
@@ -487,7 +489,8 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
-	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused;
+	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused, nd = 0;
+	struct coli_dev_down down[4]; /* what the host plans from */
 
 	dd->point = 0;
 	if (l == 0)
@@ -534,19 +537,18 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K,
 		                                        c->norm_topk_prob, dd->sel, dd->selw);
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
-		rc = rc ? rc
-		        : coli_dev_download_async(dd->dev, e->sel, dd->sel, sizeof(int) * T * K);
-		rc =
-		    rc ? rc
-		       : coli_dev_download_async(dd->dev, e->selw, dd->selw, sizeof(float) * T * K);
-	} else {
-		rc =
-		    rc ? rc
-		       : coli_dev_download_async(dd->dev, e->rlog, dd->rlog, sizeof(float) * T * E);
-	}
+		if (gn >= 0)
+			down[nd++] =
+			    (struct coli_dev_down){e->guess, dd->gsel, sizeof(int) * T * K};
+		down[nd++] = (struct coli_dev_down){e->sel, dd->sel, sizeof(int) * T * K};
+		down[nd++] = (struct coli_dev_down){e->selw, dd->selw, sizeof(float) * T * K};
+	} else
+		down[nd++] = (struct coli_dev_down){e->rlog, dd->rlog, sizeof(float) * T * E};
 	if (T <= COLI_GPU_MAX_S)
-		rc = rc ? rc
-		        : coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
+		down[nd++] = (struct coli_dev_down){e->xn, dd->xn, sizeof(float) * T * H};
+	/* in one op: on a GPU one kernel, so the chain the host waits for has
+	 * one dependent step here, not up to four (~2.5 us each) */
+	rc = rc ? rc : coli_dev_download_many(dd->dev, down, nd);
 	if (rc || kind != SEG_PRE)
 		return rc;
 	/* the host looks from here: the resident experts run while it plans and
@@ -883,10 +885,12 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	struct coli_dense_dev *from = e->dd;
 	int H = e->m.cfg.hidden, rc;
 	size_t n = sizeof(float) * T * H;
+	struct coli_dev_down down[2] = {{e->xn, from->x, n}};
+	int nd = 1;
 
 	rc = coli_dev_add(from->dev, from->x, from->mlp, T * H);
-	rc = rc ? rc : fast_down(e, from);
-	rc = rc ? rc : coli_dev_download_async(from->dev, e->xn, from->x, n);
+	fast_down(e, from, down, &nd);
+	rc = rc ? rc : coli_dev_download_many(from->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(from->dev);
 	rc = rc ? rc : coli_dev_upload_async(to->dev, to->x, e->xn, n);
 	e->est.h2d_bytes += n;
@@ -900,7 +904,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dds[0];
-	int H = c->hidden, pos0 = e->pos, rc = 0, whole;
+	int H = c->hidden, pos0 = e->pos, rc = 0, whole, nd = 0;
+	struct coli_dev_down down[2]; /* the forward's last downloads, as one */
 	double start = coli_now_s();
 
 	if (T <= 0 || T > e->tmax)
@@ -958,30 +963,33 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	/* the last layer's MLP output (the others were added by the next norm) */
 	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);
 	/* the last row's logits, or every row's in pieces of COLI_DEV_LOGIT_ROWS
-	 * (the stream orders each download before the next piece overwrites) */
+	 * (the stream orders each download before the next piece overwrites);
+	 * the last piece's comes down with the planned layers' routing, as one */
 	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
 	     t0 += COLI_DEV_LOGIT_ROWS) {
 		int n = T - t0 < COLI_DEV_LOGIT_ROWS ? T - t0 : COLI_DEV_LOGIT_ROWS;
 
-		rc = coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm, dd->xn, n,
-		                      H, c->norm_eps);
+		rc = coli_dev_download_many(dd->dev, down, nd); /* the piece before */
+		nd = 0;
+		rc = rc ? rc
+		        : coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm,
+		                           dd->xn, n, H, c->norm_eps);
 		rc = rc ? rc : prep(dd, &dd->lm_head, dd->xn, n);
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, dd->logits, c->vocab);
 		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
 			rc = rc ? rc : coli_dev_argmax(dd->dev, dd->logits, c->vocab, dd->next);
-			rc = rc ? rc
-			        : coli_dev_download_async(dd->dev, e->xids + e->tmax + 1, dd->next,
-			                                  sizeof(int));
+			down[nd++] =
+			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
 		} else {
 			/* one row (a decode step) through the registered e->xlogits */
 			float *dst = !all_logits ? e->xlogits : logits + (size_t)t0 * c->vocab;
 
-			rc = rc ? rc
-			        : coli_dev_download_async(dd->dev, dst, dd->logits,
-			                                  sizeof(float) * n * c->vocab);
+			down[nd++] =
+			    (struct coli_dev_down){dst, dd->logits, sizeof(float) * n * c->vocab};
 		}
 	}
-	rc = rc ? rc : fast_down(e, dd);
+	fast_down(e, dd, down, &nd);
+	rc = rc ? rc : coli_dev_download_many(dd->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;

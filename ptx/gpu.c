@@ -396,19 +396,31 @@ int coli_gpu_download(coli_gpu_t *g, void *dst, uint64_t src, size_t n)
 
 #define PULL_MAX ((size_t)4 << 20) /* larger uploads are the copy engine's */
 
-/* n bytes (n % 4 == 0) from s to d, copied by the SMs (coli_pull) in stream
- * order: device-mapped host memory to the device (small uploads) or the
- * device to mapped host memory (small downloads). */
-static int pull(coli_gpu_t *g, CUdeviceptr d, CUdeviceptr s, size_t n)
+/* The ranges of p (byte counts in n4, each % 4 == 0), copied by the SMs
+ * (coli_pull) in stream order: device-mapped host memory to the device (small
+ * uploads) or the device to mapped host memory (small downloads). */
+static int pull_ranges(coli_gpu_t *g, struct coli_gpu_pulls *p)
 {
-	unsigned long long n4 = n / 4;
-	unsigned blocks = (unsigned)((n4 + 255) / 256);
-	void *args[] = {&d, &s, &n4};
+	unsigned long long most = 0;
+	unsigned blocks;
+	void *args[] = {p};
 
-	if (!n)
+	for (int r = 0; r < p->n; r++) {
+		p->n4[r] /= 4;
+		most = p->n4[r] > most ? p->n4[r] : most;
+	}
+	if (!most)
 		return 0;
+	blocks = (unsigned)((most + 255) / 256);
 	blocks = blocks > 264 ? 264 : blocks;
 	return coli_gpu_launch(g, g->f_pull, blocks, 1, 1, 256, 0, args, "cuLaunchKernel(pull)");
+}
+
+static int pull(coli_gpu_t *g, CUdeviceptr d, CUdeviceptr s, size_t n)
+{
+	struct coli_gpu_pulls p = {.dst = {d}, .src = {s}, .n4 = {n}, .n = 1};
+
+	return pull_ranges(g, &p);
 }
 
 /* The device's address of host bytes [h, h + n) when a region this context
@@ -455,6 +467,30 @@ int coli_gpu_download_async(coli_gpu_t *g, void *dst, uint64_t src, size_t n)
 		return pull(g, d, src, n);
 	CK(g->cu->MemcpyDtoHAsync(dst, src, n, g->stream), "cuMemcpyDtoHAsync");
 	return 0;
+}
+
+/* n downloads as one: up to COLI_GPU_PULLS that coli_gpu_download_async
+ * would push by kernel go in one coli_pull launch; otherwise each as
+ * coli_gpu_download_async does it. */
+int coli_gpu_download_many(coli_gpu_t *g, int n, void *const *dst, const uint64_t *src,
+                           const size_t *bytes)
+{
+	struct coli_gpu_pulls p = {.n = n};
+	CUdeviceptr d;
+	int rc = 0;
+
+	CUR(g);
+	for (int i = 0; i < n && n <= COLI_GPU_PULLS; i++) {
+		if (bytes[i] > PUSH_MAX || bytes[i] % 4 || src[i] % 4 || (uintptr_t)dst[i] % 4 ||
+		    !(d = coli_gpu_mapped(g, dst[i], bytes[i])))
+			break;
+		p.dst[i] = d, p.src[i] = src[i], p.n4[i] = bytes[i];
+		if (i == n - 1)
+			return pull_ranges(g, &p);
+	}
+	for (int i = 0; i < n && !rc; i++)
+		rc = coli_gpu_download_async(g, dst[i], src[i], bytes[i]);
+	return rc;
 }
 
 int coli_gpu_sync(coli_gpu_t *g)

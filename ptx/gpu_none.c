@@ -49,6 +49,10 @@ int coli_gpu_download_async(coli_gpu_t *g, void *d, uint64_t s, size_t n)
 {
 	NO_GPU;
 }
+int coli_gpu_download_many(coli_gpu_t *g, int n, void *const *d, const uint64_t *s, const size_t *b)
+{
+	NO_GPU;
+}
 int coli_gpu_point(coli_gpu_t *g)
 {
 	NO_GPU;

@@ -435,15 +435,24 @@ extern "C" __global__ void coli_silu_mul_q(const float *g, const float *u, float
 	quant_block(v, lane, b, q, d, qsum);
 }
 
-/* Copy n4 32-bit words with the SMs instead of a copy engine, between
+/* Copy 32-bit words with the SMs instead of a copy engine, between
  * page-locked host memory the device maps and device memory: a small upload
  * on the compute stream must not queue behind the slab copies that keep the
  * H2D engine busy (ptx/gpu.c coli_gpu_upload_async), and a small download
- * costs the stream less as a kernel than as a transfer (coli_gpu_download_async). */
-extern "C" __global__ void coli_pull(unsigned *dst, const unsigned *src, unsigned long long n4)
+ * costs the stream less as a kernel than as a transfer (coli_gpu_download_async).
+ * Up to COLI_GPU_PULLS ranges in one launch: a host-planned decode layer's
+ * routing, weights and normed rows come down as one dependent step of the
+ * stream, not three (coli_gpu_download_many). */
+extern "C" __global__ void coli_pull(struct coli_gpu_pulls p)
 {
 	pdl_entry();
-	for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-	     i < n4; i += (unsigned long long)gridDim.x * blockDim.x)
-		dst[i] = src[i];
+	for (int r = 0; r < p.n; r++) {
+		unsigned *dst = (unsigned *)p.dst[r];
+		const unsigned *src = (const unsigned *)p.src[r];
+
+		for (unsigned long long i =
+		         blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+		     i < p.n4[r]; i += (unsigned long long)gridDim.x * blockDim.x)
+			dst[i] = src[i];
+	}
 }

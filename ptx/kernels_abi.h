@@ -118,6 +118,14 @@ struct coli_gpu_pairs {
 	int n, pad_;
 };
 
+/* Word copies by the SMs (coli_pull): range r is n4[r] 32-bit words from
+ * src[r] to dst[r] (device addresses, mapped host memory included). */
+#define COLI_GPU_PULLS 4
+struct coli_gpu_pulls {
+	unsigned long long dst[COLI_GPU_PULLS], src[COLI_GPU_PULLS], n4[COLI_GPU_PULLS];
+	int n, pad_;
+};
+
 /* Routing on the device (coli_route, ptx/dense.cu): per token, softmax of
  * the router logits, the top_k largest (ties to the lower id) in descending
  * order, renormalised when norm; at most this many experts. */

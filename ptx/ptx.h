@@ -53,6 +53,10 @@ int coli_gpu_upload_async(coli_gpu_t *g, uint64_t dst, const void *src, size_t n
  * else 0. */
 uint64_t coli_gpu_mapped(const coli_gpu_t *g, const void *p, size_t n);
 int coli_gpu_download_async(coli_gpu_t *g, void *dst, uint64_t src, size_t n);
+/* n downloads (bytes[i] from src[i] to dst[i]) in stream order, as one
+ * kernel where each would be pushed by one (small, into mapped memory). */
+int coli_gpu_download_many(coli_gpu_t *g, int n, void *const *dst, const uint64_t *src,
+                           const size_t *bytes);
 int coli_gpu_sync(coli_gpu_t *g);
 /* The host's wait point on the compute stream (one per device): point records
  * it (captured into a graph as an event record node), point_wait returns once

@@ -582,6 +582,68 @@ static int test_gather(void)
 	return rc;
 }
 
+/* coli_gpu_download_many: ranges of device bytes into registered host memory
+ * as one kernel (up to COLI_GPU_PULLS of them), and the fallbacks (more
+ * ranges, one too large to push, a pageable destination) as single
+ * downloads: every byte lands, nothing between the ranges is touched. */
+static int test_download_many(void)
+{
+	static const size_t cases[][6] = {
+	    /* ranges, then their sizes in bytes (a decode layer's: routing, weights, xn) */
+	    {4, 32, 32, 8192, 32},
+	    {3, 4, 102400, 16},
+	    {5, 64, 64, 64, 64, 64},
+	    {2, 8192, 300 << 10}};
+	const size_t span = 1 << 20, gap = 256;
+	unsigned char *host = aligned_alloc(4096, span), *want = xmalloc(span);
+	unsigned char *src = xmalloc(span);
+	int rc = 0;
+
+	if (!host || coli_gpu_host_register(g_gpu, host, span)) {
+		printf("  download_many: registering host memory failed\n");
+		return 1;
+	}
+	for (size_t i = 0; i < span; i++)
+		src[i] = (unsigned char)rnd();
+	uint64_t ds = dev_copy(src, span);
+	unsigned char *pageable = xmalloc(8192);
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]) + 1; k++) {
+		/* the last case: the first case's ranges, its second into pageable memory */
+		const size_t *c = cases[k < sizeof(cases) / sizeof(cases[0]) ? k : 0];
+		int n = (int)c[0];
+		void *dst[5];
+		uint64_t from[5];
+		size_t off = 0, bad = 0;
+
+		memset(host, 0xa5, span), memcpy(want, host, span), memset(pageable, 0, 8192);
+		for (int r = 0; r < n; r++) {
+			size_t sz = c[1 + r], at = (size_t)(rnd() % (span / 2)) & ~(size_t)3;
+
+			at = at + sz <= span ? at : 0;
+			dst[r] =
+			    k == sizeof(cases) / sizeof(cases[0]) && r == 1 ? pageable : host + off;
+			from[r] = ds + at;
+			if (dst[r] != pageable)
+				memcpy(want + off, src + at, sz);
+			off += sz + gap;
+		}
+		if (coli_gpu_download_many(g_gpu, n, dst, from, c + 1) || coli_gpu_sync(g_gpu))
+			return 1;
+		bad = memcmp(host, want, span) != 0;
+		if (k == sizeof(cases) / sizeof(cases[0]))
+			bad += memcmp(pageable, src + (from[1] - ds), c[2]) != 0;
+		printf("  download_many %d ranges%s: %s\n", n,
+		       k == sizeof(cases) / sizeof(cases[0]) ? " (one pageable)" : "",
+		       bad ? "bytes differ" : "every byte landed, gaps untouched");
+		rc |= bad != 0;
+	}
+	coli_gpu_host_unregister(g_gpu, host);
+	coli_gpu_free(g_gpu, ds);
+	free(host), free(want), free(src), free(pageable);
+	return rc;
+}
+
 /* The pairs of a random mask (every other, the first, none, all) read
  * through the mapping from registered host memory, their device rows
  * poisoned: the sums must not change by a bit. */
@@ -1711,6 +1773,7 @@ int main(int argc, char **argv)
 	rc |= test_qk_rope_store();
 	rc |= test_moe_acc();
 	rc |= test_gather();
+	rc |= test_download_many();
 	rc |= test_route();
 	rc |= test_moe_plan();
 	rc |= test_route_plan();
