@@ -522,9 +522,14 @@ int bench_stream_qd(void)
  * H200 host of session 22 (one simple reader a core) saw the cores alone at
  * 103 GB/s, 79 beside a link at 50: ~129 together, not 153. These passes
  * (session 23) read 119 GB/s beside the link, 171 in all: above CPU + PCIe,
- * so there the cap does not bind. */
-static int gpu_dram(coli_gpu_t *g, void *host, size_t chunk, uint64_t dev, struct bench_readbw *r,
-                    coli_cpu_pool_t *pool, struct bench_bw *bw, double *cores_gbs)
+ * so there the cap does not bind; on other runs of that host 121-161, so
+ * the window is taken DRAM_WINDOWS times and the best kept (as the other
+ * bandwidths are best of 5: one slow window would lower the bound). */
+#define DRAM_WINDOWS 3
+
+static int dram_window(coli_gpu_t *g, void *host, size_t chunk, uint64_t dev,
+                       struct bench_readbw *r, coli_cpu_pool_t *pool, const struct bench_bw *bw,
+                       double *cores_gbs, double *dram_gbs)
 {
 	double pass = bench_readbw_pass(r, pool), window, t0, t_read = 0, bytes = 0;
 	int k = (int)(8 * pass * bw->pcie_gbs * 1e9 / chunk) + 1, rc;
@@ -546,7 +551,22 @@ static int gpu_dram(coli_gpu_t *g, void *host, size_t chunk, uint64_t dev, struc
 		rc = -EAGAIN;
 	if (!rc) {
 		*cores_gbs = bytes / t_read / 1e9;
-		bw->dram_gbs = *cores_gbs + k * (double)chunk / (ms * 1e-3) / 1e9;
+		*dram_gbs = *cores_gbs + k * (double)chunk / (ms * 1e-3) / 1e9;
+	}
+	return rc;
+}
+
+static int gpu_dram(coli_gpu_t *g, void *host, size_t chunk, uint64_t dev, struct bench_readbw *r,
+                    coli_cpu_pool_t *pool, struct bench_bw *bw, double *cores_gbs)
+{
+	double cores, dram;
+	int rc = 0;
+
+	bw->dram_gbs = 0;
+	for (int i = 0; !rc && i < DRAM_WINDOWS; i++) {
+		rc = dram_window(g, host, chunk, dev, r, pool, bw, &cores, &dram);
+		if (!rc && dram > bw->dram_gbs)
+			bw->dram_gbs = dram, *cores_gbs = cores;
 	}
 	return rc;
 }
