@@ -960,27 +960,36 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 			rc = phase_end(e, moe ? &e->est.moe_s : &e->est.dense_mlp_s,
 			               e->opts.profile && !moe);
 	}
-	/* the last layer's MLP output (the others were added by the next norm) */
-	rc = rc ? rc : coli_dev_add(dd->dev, dd->x, dd->mlp, T * H);
 	/* the last row's logits, or every row's in pieces of COLI_DEV_LOGIT_ROWS
 	 * (the stream orders each download before the next piece overwrites);
-	 * the last piece's comes down with the planned layers' routing, as one */
+	 * the last piece's comes down with the planned layers' routing, as one.
+	 * A piece's rows get the last layer's MLP output added (the others were
+	 * added by the next layer's norm), normed and, for a quantized lm_head,
+	 * quantized in one launch. A decode step's logits (a quantized lm_head:
+	 * its GEMV writes a CTA's rows as one store, ptx/dgemv.cuh) go straight
+	 * into the registered e->xlogits, no download behind the GEMV. */
+	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
+	                  ? coli_dev_host_addr(dd->dev, e->xlogits, sizeof(float) * c->vocab)
+	                  : 0;
+
 	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
 	     t0 += COLI_DEV_LOGIT_ROWS) {
 		int n = T - t0 < COLI_DEV_LOGIT_ROWS ? T - t0 : COLI_DEV_LOGIT_ROWS;
+		size_t at = (size_t)t0 * H * 4;
 
 		rc = coli_dev_download_many(dd->dev, down, nd); /* the piece before */
 		nd = 0;
 		rc = rc ? rc
-		        : coli_dev_rmsnorm(dd->dev, dd->x + (size_t)t0 * H * 4, dd->out_norm,
-		                           dd->xn, n, H, c->norm_eps);
-		rc = rc ? rc : prep(dd, &dd->lm_head, dd->xn, n);
-		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, dd->logits, c->vocab);
+		        : coli_dev_add_rmsnorm(dd->dev, dd->x + at, dd->mlp + at, dd->out_norm,
+		                               dd->xn,
+		                               coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
+		                               dd->ad, dd->aqs, n, H, c->norm_eps);
+		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
 		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
 			rc = rc ? rc : coli_dev_argmax(dd->dev, dd->logits, c->vocab, dd->next);
 			down[nd++] =
 			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
-		} else {
+		} else if (!hx) {
 			/* one row (a decode step) through the registered e->xlogits */
 			float *dst = !all_logits ? e->xlogits : logits + (size_t)t0 * c->vocab;
 

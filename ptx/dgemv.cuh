@@ -380,6 +380,23 @@ static __device__ __forceinline__ void q_add(int U, int lane, int nu, int *is, c
 	}
 }
 
+/* A CTA's rows are consecutive: their sums (out[s][i]: token s, the CTA's
+ * i-th row, set by the threads that hold them) leave as one store a token,
+ * thread i of a group of R writing row i, so a token's R rows are one
+ * 4R-byte write. y may be mapped host memory (a decode step's logits go
+ * straight to the host: core/forward_dev.c), where a lone 4-byte store is a
+ * bus transaction of its own. Every thread of the CTA calls it. */
+template <int S, int R>
+static __device__ __forceinline__ void q_store(const struct coli_gpu_dense_gemv &a, float (*out)[R],
+                                               int row0, int t0, int ns)
+{
+	const int s = threadIdx.x / R, r = row0 + threadIdx.x % R;
+
+	__syncthreads();
+	if (s < ns && r < a.rows)
+		*dg_out(a, t0 + s, r) = out[s][threadIdx.x % R];
+}
+
 template <int DT, int S>
 static __device__ __forceinline__ void dgemv_q(const struct coli_gpu_dense_gemv &a)
 {
@@ -389,6 +406,8 @@ static __device__ __forceinline__ void dgemv_q(const struct coli_gpu_dense_gemv 
 	const int nu = a.K / (DT == 8 ? 16 : 32), nb = a.K / 32;
 	const int4 *w = (const int4 *)a.w + (size_t)row * nu;
 	const unsigned short *sc = a.scales + (size_t)row * nb;
+	const bool live = row < a.rows; /* warp-uniform: the warp's shuffles stay whole */
+	__shared__ float out[S][DG_WARPS];
 	float acc[S];
 	int4 wv[DG_UNROLL] = {};
 	float wd[DG_UNROLL] = {};
@@ -398,7 +417,7 @@ static __device__ __forceinline__ void dgemv_q(const struct coli_gpu_dense_gemv 
 		acc[s] = 0.0f;
 	/* the first weights and their scales are loaded before waiting for the
 	 * inputs; a unit's scale is its block's (q8: two units a block) */
-	if (row < a.rows)
+	if (live)
 #pragma unroll
 		for (int i = 0; i < DG_UNROLL; i++) {
 			const int u = 32 * i + lane;
@@ -410,9 +429,7 @@ static __device__ __forceinline__ void dgemv_q(const struct coli_gpu_dense_gemv 
 			}
 		}
 	pdl_entry();
-	if (row >= a.rows) /* warp-uniform: the warp's shuffles stay whole */
-		return;
-	for (int U = 0; U < nu; U += 32 * DG_UNROLL) {
+	for (int U = 0; live && U < nu; U += 32 * DG_UNROLL) {
 		int is[DG_UNROLL][S];
 		float dd[DG_UNROLL][S];
 
@@ -442,9 +459,10 @@ static __device__ __forceinline__ void dgemv_q(const struct coli_gpu_dense_gemv 
 	for (int s = 0; s < S; s++)
 		for (int off = DT == 8 ? 16 : 8; off >= (DT == 8 ? 2 : 1); off >>= 1)
 			acc[s] = __fadd_rn(acc[s], __shfl_xor_sync(0xffffffffu, acc[s], off));
-	if (lane == 0)
+	if (live && lane == 0)
 		for (int s = 0; s < ns; s++)
-			*dg_out(a, t0 + s, row) = acc[s];
+			out[s][threadIdx.x >> 5] = acc[s];
+	q_store<S, DG_WARPS>(a, out, blockIdx.x * DG_WARPS, t0, ns);
 }
 
 /* q4_0 for long matrices (lm_head): a half-warp a row, thread j the
@@ -458,6 +476,7 @@ static __device__ __forceinline__ void dgemv_q4h(const struct coli_gpu_dense_gem
 	const int row = blockIdx.x * (2 * DG_WARPS) + (threadIdx.x >> 4);
 	const bool live = row < a.rows; /* dead half-warps still shuffle */
 	const int t0 = blockIdx.z * S, ns = min(S, a.T - t0), nb = a.K / 32;
+	__shared__ float out[S][2 * DG_WARPS];
 	const int4 *w = (const int4 *)a.w + (size_t)(live ? row : 0) * nb;
 	const unsigned short *sc = a.scales + (size_t)(live ? row : 0) * nb;
 	float acc[S] = {};
@@ -507,7 +526,8 @@ static __device__ __forceinline__ void dgemv_q4h(const struct coli_gpu_dense_gem
 			acc[s] = __fadd_rn(acc[s], __shfl_xor_sync(0xffffffffu, acc[s], off, 16));
 	if (live && j == 0)
 		for (int s = 0; s < ns; s++)
-			*dg_out(a, t0 + s, row) = acc[s];
+			out[s][threadIdx.x >> 4] = acc[s];
+	q_store<S, 2 * DG_WARPS>(a, out, blockIdx.x * 2 * DG_WARPS, t0, ns);
 }
 
 #endif
