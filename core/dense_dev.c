@@ -222,7 +222,8 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	dd->full = calloc((size_t)c->n_layers, 1);
 	dd->part = calloc((size_t)c->n_layers, 1);
 	dd->fast_T = calloc((size_t)c->n_layers, sizeof(int));
-	dd->seg = calloc((size_t)c->n_layers * COLI_GPU_MAX_S * 2, sizeof(*dd->seg));
+	dd->seg =
+	    calloc((size_t)c->n_layers * COLI_GPU_MAX_S * 2 * COLI_ATTN_BUCKETS, sizeof(*dd->seg));
 	if (!rc && (!dd->full || !dd->part || !dd->fast_T || !dd->seg))
 		rc = -ENOMEM;
 	return rc;
@@ -234,10 +235,12 @@ static void close_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	 * device's failure) reads host buffers the next forward rewrites, and
 	 * the memory freed here */
 	coli_dev_sync(dd->dev);
-	for (int i = 0; dd->seg && i < e->m.cfg.n_layers * COLI_GPU_MAX_S * 2; i++)
+	for (int i = 0; dd->seg && i < e->m.cfg.n_layers * COLI_GPU_MAX_S * 2 * COLI_ATTN_BUCKETS;
+	     i++)
 		coli_dev_graph_free(dd->dev, dd->seg[i].graph);
 	for (int i = 0; i < COLI_GPU_MAX_S; i++)
-		coli_dev_graph_free(dd->dev, dd->tok[i].graph);
+		for (int b = 0; b < COLI_ATTN_BUCKETS; b++)
+			coli_dev_graph_free(dd->dev, dd->tok[i][b].graph);
 	free(dd->seg);
 	for (int i = 0; i < dd->n_allocs; i++)
 		coli_dev_free(dd->dev, dd->allocs[i]);

@@ -82,10 +82,13 @@ struct coli_dense_dev {
 	signed char *part; /* [n_layers] some (full or not): the layer can be preplanned */
 	int *fast_T;       /* [n_layers] tokens of this forward's device-planned layer, or 0 */
 	int fast_any;      /* a layer was planned here this forward: its fsel goes down */
-	struct seg *seg;   /* [n_layers][COLI_GPU_MAX_S][2]: decode layers' captured
-	                    * graphs, without and with the lookahead's guess */
-	struct seg tok[COLI_GPU_MAX_S]; /* every layer in one graph, when none needs
-	                                 * the host (core/forward_dev.c token_run) */
+	struct seg *seg;   /* [n_layers][COLI_GPU_MAX_S][2][COLI_ATTN_BUCKETS]: decode
+	                    * layers' captured graphs, without and with the
+	                    * lookahead's guess, by the positions attention covers
+	                    * (kernels_abi.h coli_gpu_attn_reach) */
+	struct seg tok[COLI_GPU_MAX_S][COLI_ATTN_BUCKETS]; /* every layer in one graph,
+	                                                    * when none needs the host
+	                                                    * (forward_dev.c token_run) */
 	struct coli_gpu_gemv_job *jobs;
 	int kmax;
 	uint64_t *allocs; /* every allocation, for release */

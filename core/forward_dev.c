@@ -598,15 +598,19 @@ static int use_graphs(const struct coli_engine *e, int T)
 
 /* layer_ops, replayed from a graph captured the first time this layer runs
  * at T tokens, with or without a guess (the lookahead skips idle layers at
- * most positions: core/lookahead.c), or after its placement changed (a
- * capture the driver refuses: run directly from then on).
+ * most positions: core/lookahead.c), in the position's bucket (attention's
+ * grid covers the bucket's positions, not the whole context: 256 at first,
+ * doubling), or after its placement changed (a capture the driver refuses:
+ * run directly from then on).
  * The replay reads what changes per token from device memory: the position
  * and ids (dd->ids), the routing and job tables its own kernels write. */
 static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
                      int pend)
 {
 	struct coli_dense_dev *dd = e->dd;
-	struct seg *s = &dd->seg[((size_t)l * COLI_GPU_MAX_S + T - 1) * 2 + (gn >= 0)];
+	struct seg *s =
+	    &dd->seg[(((size_t)l * COLI_GPU_MAX_S + T - 1) * 2 + (gn >= 0)) * COLI_ATTN_BUCKETS +
+	             coli_gpu_attn_bucket(pos0 + T)];
 	int rc;
 
 	if (!use_graphs(e, T))
@@ -664,7 +668,7 @@ static int token_run(struct coli_engine *e, int T, int pos0)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
-	struct seg *s = &dd->tok[T - 1];
+	struct seg *s = &dd->tok[T - 1][coli_gpu_attn_bucket(pos0 + T)];
 	int rc = 0;
 
 	if (e->n_dd != 1 || s->state < 0 || !use_graphs(e, T))

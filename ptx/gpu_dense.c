@@ -344,7 +344,9 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 	}
 	if (hd % 32 == 0 && THREADS % hd == 0 && nh <= DENSE_COUNTERS)
 		return attention_chunks(g, args, T, posp ? span : pos0 + T,
-		                        posp && g->capturing ? span : pos0 + T, nkv, group, hd);
+		                        posp && g->capturing ? coli_gpu_attn_reach(pos0 + T, span)
+		                                             : pos0 + T,
+		                        nkv, group, hd);
 	base = (long)T * nkv;
 	tiles = ((posp ? span : pos0 + T) + AT_TILE - 1) / AT_TILE;
 	if (base < want && base <= DENSE_COUNTERS) {

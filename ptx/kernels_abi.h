@@ -118,6 +118,32 @@ struct coli_gpu_pairs {
 	int n, pad_;
 };
 
+/* The positions a captured decode step's attention launches splits for
+ * (ptx/gpu_dense.c): a graph captured at a step ending at position n (pos0 +
+ * T) holds the CTAs of the first coli_gpu_attn_reach(n, span) positions, not
+ * the whole span's (the same bits: a split past the position returns at
+ * once), and may be replayed while pos0 + T stays within them. Buckets of
+ * powers of two from COLI_ATTN_REACH0, the last one the whole span; bucket
+ * b's reach is coli_gpu_attn_reach((COLI_ATTN_REACH0 << b), span). */
+#define COLI_ATTN_REACH0  256
+#define COLI_ATTN_BUCKETS 6
+
+static inline int coli_gpu_attn_bucket(int n)
+{
+	int b = 0;
+
+	while (b < COLI_ATTN_BUCKETS - 1 && (COLI_ATTN_REACH0 << b) < n)
+		b++;
+	return b;
+}
+
+static inline int coli_gpu_attn_reach(int n, int span)
+{
+	int b = coli_gpu_attn_bucket(n), r = COLI_ATTN_REACH0 << b;
+
+	return b == COLI_ATTN_BUCKETS - 1 || r > span ? span : r;
+}
+
 /* Word copies by the SMs (coli_pull): range r is n4[r] 32-bit words from
  * src[r] to dst[r] (device addresses, mapped host memory included). */
 #define COLI_GPU_PULLS 4

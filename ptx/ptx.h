@@ -158,7 +158,9 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
  * positions split as for a context of `span` (pos0 + T <= span): the bits
  * then depend on span and T, not on pos0's value at capture. Outside a
  * capture the pos0 argument must still be at least the int at posp: splits
- * past pos0 + T are not launched (same bits, fewer CTAs). aq != 0: out
+ * past pos0 + T are not launched (same bits, fewer CTAs); in a capture those
+ * past coli_gpu_attn_reach(pos0 + T, span) (kernels_abi.h), so a replay must
+ * stay within that many positions. aq != 0: out
  * also quantized into aq/ad/aqs as coli_gpu_act_quantize does (the o
  * projection's input), in the same launch where the head size allows. */
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,

@@ -4,19 +4,23 @@
  * launched kernel by kernel (COLI_DEV_GRAPH=0).
  *
  * For each fixture (q8 and q4 experts), on GPU 0: two engines, graphs on and
- * off, fed the same 6-token prompt (a prefill: no graphs) and then the graph
- * engine's greedy tokens for 40 steps; the logits of every step must be byte-identical. Placements:
+ * off, fed the same 240-token prompt (a prefill: no graphs) and then the graph
+ * engine's greedy tokens for 40 steps, across position 256, where a step's
+ * attention leaves the first bucket of positions its graphs cover
+ * (kernels_abi.h coli_gpu_attn_reach); the logits of every step must be byte-identical. Placements:
  * every expert in VRAM (layers planned on the device), a few (host-planned layers with the rest on
  * the CPU), and the same with the VRAM experts preplanned. Asserted too: every layer ran from a
- * graph at every step; with every expert in VRAM the whole token is one graph, captured once
- * (core/forward_dev.c token_run), else each layer has its own (two for a host-planned layer: with
- * and without the lookahead's guess). Skips without a GPU.
+ * graph at every step; with every expert in VRAM the whole token is one graph, captured once a
+ * bucket (core/forward_dev.c token_run), else each layer has its own (two for a host-planned layer:
+ * with and without the lookahead's guess) in each bucket. Skips without a GPU.
  */
 #include "fixture_util.h"
 #include "io/io.h"
 #include "ptx/ptx.h"
 
-#define STEPS 40
+#define STEPS   40
+#define PROMPT  240
+#define BUCKETS 2 /* the steps' positions 241..280 span two */
 
 static coli_engine_t *open_engine(const char *path, int graph, double vram_gb, int preplan)
 {
@@ -43,17 +47,19 @@ static int compare(const char *what, const char *path, double vram_gb, int prepl
 	coli_engine_t *g = open_engine(path, 1, vram_gb, preplan);
 	coli_engine_t *k = open_engine(path, 0, vram_gb, preplan);
 	struct coli_engine_stats s0, s1;
-	int ids[6] = {1, 2, 3, 4, 5, 6}, id, V, differ = 0, rc = 0, n_layers;
+	int ids[PROMPT], id, V, differ = 0, rc = 0, n_layers;
 	float *lg, *lk;
 
 	if (!g || !k)
 		return 1;
 	V = coli_engine_config(g)->vocab;
 	n_layers = coli_engine_config(g)->n_layers;
+	for (int i = 0; i < PROMPT; i++)
+		ids[i] = 1 + (i * 37) % (V - 1);
 	lg = malloc(sizeof(float) * V);
 	lk = malloc(sizeof(float) * V);
-	rc |= coli_engine_forward(g, ids, 6, lg, 0);
-	rc |= coli_engine_forward(k, ids, 6, lk, 0);
+	rc |= coli_engine_forward(g, ids, PROMPT, lg, 0);
+	rc |= coli_engine_forward(k, ids, PROMPT, lk, 0);
 	differ += memcmp(lg, lk, sizeof(float) * V) != 0;
 	coli_engine_stats(g, &s0);
 	for (int i = 0; i < STEPS && !rc; i++) {
@@ -73,9 +79,9 @@ static int compare(const char *what, const char *path, double vram_gb, int prepl
 	/* a host-planned layer has two graphs once its lookahead idles
 	 * (core/lookahead.c: guessed at every 8th position only) */
 	if (s1.dev_graph_replays - s0.dev_graph_replays != (uint64_t)STEPS * n_layers ||
-	    (whole ? s1.dev_graph_captures != 1
-	           : s1.dev_graph_captures < (uint64_t)n_layers ||
-	                 s1.dev_graph_captures > 2 * (uint64_t)n_layers)) {
+	    (whole ? s1.dev_graph_captures != BUCKETS
+	           : s1.dev_graph_captures < (uint64_t)BUCKETS * n_layers ||
+	                 s1.dev_graph_captures > 2 * (uint64_t)BUCKETS * n_layers)) {
 		printf("FAIL: expected %d layer replays of %s graphs\n", STEPS * n_layers,
 		       whole ? "one token's" : "per-layer");
 		rc = 1;
