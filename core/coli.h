@@ -370,7 +370,7 @@ struct coli_engine_stats {
 	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */
 	uint64_t dev_ops;  /* launches, syncs and staging copies queued on all devices */
 	/* a host-planned decode MoE layer with the dense part on a device, timed
-	 * from the moment the host has its routing (core/forward_dev.c moe_host),
+	 * from the moment the host has its routing (core/layer_host.c coli_dense_dev_moe_host),
 	 * summed over layer calls by the slab copies the layer queued (0, 1, 2,
 	 * 3 or more): [k][0] layer calls; seconds [1] queuing its device part,
 	 * [2] then waiting for the routing (the dense chain before it), then

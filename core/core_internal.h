@@ -308,7 +308,7 @@ struct coli_engine {
 	struct coli_tiers *tiers;       /* expert slots, streamer, heat */
 	char errmsg[512];               /* why the last forward failed */
 	/* this MoE layer's timeline (est.moe_layer): set by core/moe.c, summed by
-	 * core/forward_dev.c moe_host */
+	 * core/layer_host.c coli_dense_dev_moe_host */
 	struct {
 		double launch;           /* when the layer's device part began to be queued */
 		double copy;             /* when its first slab copy was queued (0: none) */

@@ -76,7 +76,7 @@ struct coli_dense_dev {
 	                    * routing, down once a forward into e->fast_sel (fast_down) */
 	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
 	int point;         /* the layer queued last recorded the host's wait point behind its
-	                    * downloads (moe_host waits for it, not for the stream) */
+	                    * downloads (the host part waits for it, not the stream) */
 	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
 	signed char *part; /* [n_layers] some (full or not): the layer can be preplanned */
@@ -95,5 +95,17 @@ struct coli_dense_dev {
 	int n_allocs, cap_allocs;
 	double phase_t; /* the phase clock: end of the last phase charged */
 };
+
+/* Shared by core/forward_dev.c and core/layer_host.c. */
+/* Charge the time since the last phase end to *acc (sync: wait for the
+ * device first, --profile's exact split); see core/forward_dev.c. */
+int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync);
+/* Qwen2-MoE's shared expert on the dense device: mlp += sigmoid(gate . xn)
+ * * swiglu(xn); xn_ready: dd->aq holds xn quantized. */
+int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T,
+                                 int xn_ready);
+/* The host's part of a layer layer_ops queued up to its routing (SEG_HOST,
+ * or SEG_PRE when pre): core/layer_host.c. */
+int coli_dense_dev_moe_host(struct coli_engine *e, int l, int T, int pre, int xq);
 
 #endif
