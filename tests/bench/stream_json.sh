@@ -8,7 +8,8 @@
 # with --profile each arm times every layer call once, its steps in order;
 # the table ends with the overlap+stream summary (of one round: the
 # median of the rounds' ratios equals the ratio of the medians) when sync and
-# overlap+stream both ran, and only then.
+# overlap+stream both ran, and only then; a token's part outside the timed
+# layers is not negative.
 # The heat files are removed afterwards and the model's own usage file is
 # not created. No wall-time assertions.
 set -u
@@ -31,6 +32,13 @@ grep -Eq "^overlap\+stream: [0-9.]+x sync \(median of the rounds' ratios; [0-9.]
 # one round: its own ratio is the ratio of the medians
 sed -n "s/^overlap+stream: \([0-9.]*\)x sync (median of the rounds' ratios; \([0-9.]*\)x of the medians).*/\1 \2/p" \
 	table.txt | { read a b && [ "$a" = "$b" ]; } || { cat table.txt; echo "FAIL: one round, two ratios"; exit 1; }
+# the layers' timed parts lie inside the rounds' tokens: the part outside them is
+# never below zero (two rounds: the token's and the layers' time both the rounds' mean)
+"$COLI" bench stream -m tiny.coli --gpu sim --rounds 2 --warmup 0 --tokens 4 --disk-mib 1 \
+	--read-mib 16 --arms sync,overlap+stream >table.txt 2>/dev/null || { echo "table output failed"; exit 1; }
+grep -q " outside " table.txt || { cat table.txt; echo "FAIL: no outside line"; exit 1; }
+awk '$2 == "outside" && $3 < 0 { bad = 1 } END { exit bad }' table.txt ||
+	{ cat table.txt; echo "FAIL: a token's outside part below zero"; exit 1; }
 "$COLI" bench stream -m tiny.coli --gpu sim --arms fast >/dev/null 2>err.txt && { echo "FAIL: unknown arm accepted"; exit 1; }
 grep -q "unknown arm 'fast'" err.txt || { cat err.txt; echo "FAIL: unknown arm: message"; exit 1; }
 exit 0
