@@ -396,9 +396,10 @@ int coli_gpu_download(coli_gpu_t *g, void *dst, uint64_t src, size_t n)
 
 #define PULL_MAX ((size_t)4 << 20) /* larger uploads are the copy engine's */
 
-/* The ranges of p (byte counts in n4, each % 4 == 0), copied by the SMs
- * (coli_pull) in stream order: device-mapped host memory to the device (small
- * uploads) or the device to mapped host memory (small downloads). */
+/* The ranges of p copied by the SMs (coli_pull) in stream order:
+ * device-mapped host memory to the device (small uploads) or the device to
+ * mapped host memory (small downloads). The callers give each range's size
+ * in bytes (% 4 == 0) in n4; it is made words here, as the kernel counts. */
 static int pull_ranges(coli_gpu_t *g, struct coli_gpu_pulls *p)
 {
 	unsigned long long most = 0;
