@@ -176,10 +176,19 @@ int coli_dev_download_many(struct coli_dev *d, const struct coli_dev_down *v, in
 {
 	int rc = 0;
 
-	if (d->ops->download_many)
-		CHECKED(d->ops->download_many(d, v, n), "download");
-	for (int i = 0; i < n && !rc; i++)
-		rc = coli_dev_download_async(d, v[i].dst, v[i].src, v[i].n);
+	if (!d->ops->download_many) {
+		for (int i = 0; i < n && !rc; i++)
+			rc = coli_dev_download_async(d, v[i].dst, v[i].src, v[i].n);
+		return rc;
+	}
+	for (int i = 0; i < n && !rc; i += COLI_DEV_DOWN_MAX) {
+		int k = n - i < COLI_DEV_DOWN_MAX ? n - i : COLI_DEV_DOWN_MAX;
+
+		if (d->failed)
+			return -EIO;
+		rc = d->ops->download_many(d, v + i, k);
+		rc = rc ? fail(d, rc, "download") : 0;
+	}
 	return rc;
 }
 

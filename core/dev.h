@@ -25,7 +25,9 @@
 
 struct coli_dev;
 
-/* One download of a list (coli_dev_download_many): n bytes from src to dst. */
+/* One download of a list (coli_dev_download_many): n bytes from src to dst;
+ * a device's download_many takes up to COLI_DEV_DOWN_MAX at once. */
+#define COLI_DEV_DOWN_MAX COLI_GPU_PULLS
 struct coli_dev_down {
 	void *dst;
 	uint64_t src;
@@ -40,8 +42,8 @@ struct coli_dev_ops {
 	int (*upload)(struct coli_dev *d, uint64_t dst, const void *src, size_t n); /* sync */
 	int (*upload_async)(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
 	int (*download_async)(struct coli_dev *d, void *dst, uint64_t src, size_t n);
-	/* optional: n downloads as one op (the GPU: one kernel where each would
-	 * be one, a dependent step of the stream less each); NULL: one by one */
+	/* optional: n <= COLI_DEV_DOWN_MAX downloads as one op (the GPU: one
+	 * kernel where each would be one); NULL: one by one */
 	int (*download_many)(struct coli_dev *d, const struct coli_dev_down *v, int n);
 	int (*gemv)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
 	            int n_jobs); /* async */

@@ -38,16 +38,10 @@ static int g_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t 
 }
 static int g_download_many(struct coli_dev *d, const struct coli_dev_down *v, int n)
 {
-	void *dst[COLI_GPU_PULLS];
-	uint64_t src[COLI_GPU_PULLS];
-	size_t bytes[COLI_GPU_PULLS];
-	int rc = 0;
+	void *dst[COLI_DEV_DOWN_MAX];
+	uint64_t src[COLI_DEV_DOWN_MAX];
+	size_t bytes[COLI_DEV_DOWN_MAX];
 
-	if (n > COLI_GPU_PULLS) { /* more than one launch takes: one by one */
-		for (int i = 0; i < n && !rc; i++)
-			rc = coli_gpu_download_async(G(d), v[i].dst, v[i].src, v[i].n);
-		return rc;
-	}
 	for (int i = 0; i < n; i++)
 		dst[i] = v[i].dst, src[i] = v[i].src, bytes[i] = v[i].n;
 	return coli_gpu_download_many(G(d), n, dst, src, bytes);

@@ -467,7 +467,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	struct coli_dense_dev *dd = e->dd;
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused, nd = 0;
-	struct coli_dev_down down[4]; /* what the host plans from */
+	struct coli_dev_down down[COLI_DEV_DOWN_MAX]; /* what the host plans from */
 
 	dd->point = 0;
 	if (l == 0)
@@ -523,8 +523,9 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		down[nd++] = (struct coli_dev_down){e->rlog, dd->rlog, sizeof(float) * T * E};
 	if (T <= COLI_GPU_MAX_S)
 		down[nd++] = (struct coli_dev_down){e->xn, dd->xn, sizeof(float) * T * H};
-	/* in one op: on a GPU one kernel, so the chain the host waits for has
-	 * one dependent step here, not up to four (~2.5 us each) */
+	/* in one op: on a GPU one kernel, not up to four (each costs the chain
+	 * well under a microsecond: docs/perf session 24, but a launch and a
+	 * graph node apiece) */
 	rc = rc ? rc : coli_dev_download_many(dd->dev, down, nd);
 	if (rc || kind != SEG_PRE)
 		return rc;
