@@ -3,7 +3,7 @@
  * engine (load, forward, generate), tokenizer and sampler.
  *
  * Tensor names inside a .coli file are coli's own (GGUF-like), whatever the
- * Hugging Face checkpoint called them; core/convert.c maps them:
+ * Hugging Face checkpoint called them; core/model/convert.c maps them:
  *
  *   tok_embd            [vocab, hidden]
  *   out_norm            [hidden]                       f32
@@ -102,7 +102,7 @@ void coli_convert_opts_init(struct coli_convert_opts *o);
 /* 0 or -errno; on failure *errbuf says what and where, and no output file exists. */
 int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen);
 
-/* ---- synthetic models (core/synth.c; `coli bench make-model`) ----
+/* ---- synthetic models (core/model/synth.c; `coli bench make-model`) ----
  * A valid .coli in the geometry of a real MoE model (docs/shapes.md), with
  * seeded random weights written directly in the target format, at disk speed.
  * No tokenizer section: use token ids. */
@@ -364,13 +364,13 @@ struct coli_engine_stats {
 	double moe_plan_s, moe_slabs_s; /* inside pack+issue: route+plan, pinning host slabs */
 	double moe_devissue_s;          /* inside pack+issue: the devices' issue (jobs, copies,
 	                                 * launches) */
-	double lookahead_s;  /* the router lookahead (core/lookahead.c), wherever it ran */
+	double lookahead_s;  /* the router lookahead (core/moe/lookahead.c), wherever it ran */
 	double moe_beside_s; /* inside CPU rows: the devices' issue run by the calling thread
 	                      * beside the rows' first round (COLI_GROUP_ASYNC=1) */
 	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */
 	uint64_t dev_ops;  /* launches, syncs and staging copies queued on all devices */
 	/* a host-planned decode MoE layer with the dense part on a device, timed
-	 * from the moment the host has its routing (core/layer_host.c coli_dense_dev_moe_host),
+	 * from the moment the host has its routing (core/forward/layer_host.c coli_dense_dev_moe_host),
 	 * summed over layer calls by the slab copies the layer queued (0, 1, 2,
 	 * 3 or more): [k][0] layer calls; seconds [1] queuing its device part,
 	 * [2] then waiting for the routing (the dense chain before it), then
@@ -383,7 +383,7 @@ struct coli_engine_stats {
 	                                     * streaming, as last measured (0: not yet) */
 	uint64_t vram_swaps;                /* experts swapped into VRAM between tokens */
 	uint64_t vram_readmits; /* of those they replaced, read back into RAM in the background */
-	/* faults (core/moe.c): a device's layer failing when queued (issue: the
+	/* faults (core/moe/moe.c): a device's layer failing when queued (issue: the
 	 * layer's share goes to the CPU) or when collected (take: its experts are
 	 * recomputed on the CPU); a failed device is not used again */
 	uint64_t dev_fail_issue, dev_fail_take;
@@ -392,7 +392,7 @@ struct coli_engine_stats {
 	 * held them failed (reloads, their bytes: part of the disk tier's) */
 	uint64_t host_drops;
 	uint64_t reloads, reload_bytes;
-	/* wall time per phase of the forward pass (core/forward.c), for coli
+	/* wall time per phase of the forward pass (core/forward/forward.c), for coli
 	 * bench's split; other = forward_s minus the four phases (handoff, embedding,
 	 * residual adds, norms outside the phases) */
 	double forward_s;   /* inside coli_engine_forward */
@@ -401,7 +401,7 @@ struct coli_engine_stats {
 	double dense_mlp_s; /* norm, dense MLP layers */
 	double lm_head_s;   /* final norm and lm_head */
 	double handoff_s;   /* --split layers: the residual stream between devices */
-	/* added by the tier manager (core/tiers.c); docs/tiers.md */
+	/* added by the tier manager (core/place/tiers.c); docs/tiers.md */
 	uint64_t lookahead_routed; /* experts routed at layers a lookahead guessed */
 	uint64_t lookahead_hit;    /* ... of which the guess named: recall = hit/routed */
 	uint64_t ram_budget_bytes; /* resolved --ram-gb */
@@ -419,7 +419,7 @@ void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 void coli_engine_settle(coli_engine_t *e);
 
 /* ===================================================================== */
-/* Chat prompts (core/chat.c)                                             */
+/* Chat prompts (core/text/chat.c)                                             */
 /* ===================================================================== */
 /*
  * The container keeps the model's Hugging Face chat template, which is
@@ -462,7 +462,7 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_msg *m, int n,
                      int add_generation_prompt, char **out, size_t *len);
 
-/* ---- usage file (core/usage.c, docs/tiers.md) ---- */
+/* ---- usage file (core/place/usage.c, docs/tiers.md) ---- */
 /* MODEL.usage: the default usage file of a model. */
 void coli_usage_default_path(const char *model, char *out, size_t len);
 /* Validate `from` against the model (hash and shape) and write it atomically

@@ -74,7 +74,7 @@ struct coli_actbuf {
 
 #define COLI_MAX_DEVS 8
 
-/* One device's share of the MoE work (core/moe_dev.c). Device addresses
+/* One device's share of the MoE work (core/moe/moe_dev.c). Device addresses
  * are uint64_t; s* are host staging buffers of the same shapes. */
 struct coli_dev_slot {
 	struct coli_dev *dev;
@@ -126,7 +126,7 @@ struct coli_dev_slot {
 	uint64_t streamed_bytes; /* this layer */
 	double t_issue;          /* when this layer's issue began (s) */
 };
-/* ---- usage file (core/usage.c) ---- */
+/* ---- usage file (core/place/usage.c) ---- */
 struct coli_usage {
 	uint64_t model_hash;
 	int n_layers, n_experts; /* expert layers x experts per layer */
@@ -136,7 +136,7 @@ struct coli_usage {
 int coli_usage_read(const char *path, struct coli_usage *u, char *err, size_t errlen);
 int coli_usage_write(const char *path, const struct coli_usage *u, char *err, size_t errlen);
 
-/* ---- expert tiers (core/tiers.c) ----
+/* ---- expert tiers (core/place/tiers.c) ----
  * The MoE block's protocol for one layer, experts in ascending id:
  *
  *   k = coli_tiers_acquire(e, l, ex, uses, n, slabs)  pins ex[0..k) (k >= 1),
@@ -187,7 +187,7 @@ void coli_tiers_settle_all(struct coli_engine *e);
 /* Per-token bookkeeping (usage file every N tokens). */
 void coli_tiers_tokens(struct coli_engine *e, int T);
 void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st);
-/* core/lookahead.c: after layer l's routing, guess layer l+1's experts from
+/* core/moe/lookahead.c: after layer l's routing, guess layer l+1's experts from
  * the current normed hidden state and prefetch them. */
 void coli_lookahead(struct coli_engine *e, int l, int T);
 /* Whether the guess for MoE layer n is worth its router GEMV this call. */
@@ -218,7 +218,7 @@ struct coli_engine {
 	int *sel;       /* [tmax][top_k] routed experts (descending weight) */
 	float *selw;    /* [tmax][top_k] their weights */
 	int routed;     /* this layer's sel/selw came from the dense device (coli_route) */
-	/* core/forward_dev.c's tail ahead: a preplanned decode layer's device
+	/* core/forward/forward_dev.c's tail ahead: a preplanned decode layer's device
 	 * tail (the accumulate, reading the CPU rows in place) queued behind a stream wait at its
 	 * issue, released (host_signal) once the CPU rows are in e->ey. tail_ok:
 	 * this layer may; tail_dev: queued, to signal with tail_seq */
@@ -229,7 +229,7 @@ struct coli_engine {
 	                 * run_plan; outputs in its y at pair rows), or -1 */
 	/* this layer's token rows where they already are on a device (the dense
 	 * device's normed rows, q8/q4 quantized by the norm or f32): the pairs
-	 * of that device are gathered there (core/moe_dev.c), not uploaded.
+	 * of that device are gathered there (core/moe/moe_dev.c), not uploaded.
 	 * dev NULL: none */
 	struct {
 		struct coli_dev *dev;
@@ -237,12 +237,12 @@ struct coli_engine {
 	} dev_rows;
 	float *g, *u; /* [tmax][max_inter] */
 	float *ey;    /* [tmax*top_k][hidden] per-pair expert outputs, then room
-	               * for the pair lists (one upload: core/forward_dev.c) */
+	               * for the pair lists (one upload: core/forward/forward_dev.c) */
 	/* the layer's (token, expert) pairs, sorted by expert then token */
 	int n_pairs;
 	int *pair_expert, *pair_token;
 	float *pair_w;
-	/* devices and the VRAM expert tier (core/moe_dev.c) */
+	/* devices and the VRAM expert tier (core/moe/moe_dev.c) */
 	struct coli_dev *devs[COLI_MAX_DEVS];
 	int n_devs;
 	unsigned char *pred_mask; /* [n_experts] lookahead's guess for layer pred_l */
@@ -256,7 +256,7 @@ struct coli_engine {
 	int *fast_sel;  /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on
 	                 * the dense device this forward, for the host's counts */
 	int *guess;     /* [tmax][top_k]: the lookahead's top-k for layer guess_l, computed
-	                 * on the dense device (core/forward_dev.c), or guess_l = -1 */
+	                 * on the dense device (core/forward/forward_dev.c), or guess_l = -1 */
 	int guess_l;
 	int *xids; /* [2 + tmax] position, then token ids, on their way to the dense device;
 	            * the last: the greedy id coming back (coli_engine_forward_argmax) */
@@ -272,7 +272,7 @@ struct coli_engine {
 	const void **host_slab;    /* [n_experts] RAM slab of a streamed expert */
 	double bw_cpu, bw_stream;  /* cost model: bytes/s of CPU rows and of streaming */
 	double bw_cpu_pair;        /* prefill CPU rows: slab bytes x tokens per second */
-	struct coli_dense_dev *dd; /* dense part on a device (core/forward_dev.c), or NULL;
+	struct coli_dense_dev *dd; /* dense part on a device (core/forward/forward_dev.c), or NULL;
 	                            * with several (layer split), the one of the layer
 	                            * running, else the first */
 	struct coli_dense_dev *dds[COLI_MAX_DEVS]; /* each device's range of layers */
@@ -292,7 +292,7 @@ struct coli_engine {
 	struct coli_dev *xn_dev;
 	uint64_t xn_pend;
 	struct coli_actbuf *ah; /* [tmax] over inter / attention-sized inputs */
-	/* CPU rows of a MoE layer, batched over its experts (core/moe.c cpu_experts) */
+	/* CPU rows of a MoE layer, batched over its experts (core/moe/moe.c cpu_experts) */
 	float *pg, *pu;                 /* [tmax * top_k][moe_inter] gate, up (then h) */
 	struct coli_actbuf *ph;         /* [tmax * top_k] h per pair, quantized */
 	struct coli_act *hag;           /* [tmax * top_k] views of ph for the down GEMM */
@@ -307,8 +307,8 @@ struct coli_engine {
 	int numa_node;                  /* resolved --numa-bind */
 	struct coli_tiers *tiers;       /* expert slots, streamer, heat */
 	char errmsg[512];               /* why the last forward failed */
-	/* this MoE layer's timeline (est.moe_layer): set by core/moe.c, summed by
-	 * core/layer_host.c coli_dense_dev_moe_host */
+	/* this MoE layer's timeline (est.moe_layer): set by core/moe/moe.c, summed by
+	 * core/forward/layer_host.c coli_dense_dev_moe_host */
 	struct {
 		double launch;           /* when the layer's device part began to be queued */
 		double copy;             /* when its first slab copy was queued (0: none) */
@@ -345,7 +345,7 @@ int coli_dense_dev_plan_init(struct coli_engine *e);
 /* The VRAM adaptation moved expert ex of layer l to device address addr (0: out). */
 int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr);
 
-/* core/sampler.c: coli_sampler_pick with its per-block passes (block maxima,
+/* core/text/sampler.c: coli_sampler_pick with its per-block passes (block maxima,
  * weight sums) spread over the engine's pool; the same ids as without. */
 int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int vocab,
                            coli_cpu_pool_t *pool);
@@ -361,13 +361,13 @@ int coli_moe_experts(struct coli_engine *e, int l, int T);
 int coli_moe_block(struct coli_engine *e, int l, int T, float *out);
 /* moe.c: the share of a layer's RAM-tier experts the cost model streams. */
 double coli_moe_stream_share(const struct coli_engine *e);
-/* A decode layer's split of n RAM-tier experts, a slab each (core/moe.c
+/* A decode layer's split of n RAM-tier experts, a slab each (core/moe/moe.c
  * decode_stream_count): how many to stream, the k minimizing
  * max(k / bw_stream, (n - k) / bw_cpu); ties go to the CPU. */
 int coli_moe_decode_split(int n, double bw_stream, double bw_cpu);
 /* forward_dev.c: queue the layer's device tail behind a wait for the host
- * (e->tail_ok layers, from core/moe.c's device issue); sets e->tail_dev when
- * it did, and core/moe.c signals it once the CPU rows are done */
+ * (e->tail_ok layers, from core/moe/moe.c's device issue); sets e->tail_dev when
+ * it did, and core/moe/moe.c signals it once the CPU rows are done */
 void coli_dense_dev_tail_ahead(struct coli_engine *e, int l, int T);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 /* vram.c: place experts in VRAM at open (and free them at close). */
@@ -403,7 +403,7 @@ void coli_actbuf_set(struct coli_actbuf *a, const float *x);
 /* ab[t] over rows t of x [T][n], t < T (a prefill chunk's rows over the pool). */
 void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n);
 /* e->ax for the rows of e->xn the dense device left to quantize when needed
- * (core/forward_dev.c: a prefill chunk whose experts all run on the device
+ * (core/forward/forward_dev.c: a prefill chunk whose experts all run on the device
  * never reads them); every host reader of e->ax calls it first. */
 void coli_ax_ready(struct coli_engine *e);
 /* The normed rows a prefill layer left on the dense device, into e->xn. */

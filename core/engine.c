@@ -13,7 +13,7 @@
  * NUMA and tiers: --numa-bind is resolved first (mem/numa.c) and the
  * opening thread is bound there before the CPU pool starts, so pool threads
  * inherit the node; the KV cache, the dense copy and the expert slots are
- * allocated on it. The tier manager (core/tiers.c) opens last because its
+ * allocated on it. The tier manager (core/place/tiers.c) opens last because its
  * RAM budget counts the KV cache and scratch sized here.
  */
 #include <errno.h>
@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "core/core_internal.h"
-#include "core/dense_dev.h"
-#include "core/dev.h"
+#include "core/forward/dense_dev.h"
+#include "core/dev/dev.h"
 #include "mem/mem.h"
 #include "ptx/ptx.h"
 

@@ -19,7 +19,7 @@
  * repetition runs every arm once, in turn) so drift in clock or neighbours
  * hits all arms alike; the figures are medians over the repetitions.
  *
- * Then the sampler (core/sampler.c), one pick at a time over 151936 logits
+ * Then the sampler (core/text/sampler.c), one pick at a time over 151936 logits
  * shaped like a trained model's (N(0, 1.5) with 20 tokens 8-15 above), per
  * setting, its block passes over the pool as in coli generate:
  * microseconds a pick (median of the repetitions' means), beside
@@ -339,7 +339,7 @@ int bench_kernels_main(int argc, char **argv)
 		}
 		if (!read_only) {
 			printf(
-			    "\nsampler (core/sampler.c), %d logits shaped like a trained model's, "
+			    "\nsampler (core/text/sampler.c), %d logits shaped like a trained model's, "
 			    "its block passes over the %d threads (as coli generate); one read of "
 			    "them at the bound: %.1f us\n",
 			    SAMP_V, threads, SAMP_V * 4.0 / (bound * 1e9) * 1e6);

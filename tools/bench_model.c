@@ -1,7 +1,7 @@
 /*
  * tools/bench_model.c — `coli bench make-model --shape NAME [--layers N]
  * [--quant q4|q8|bf16] [--seed S] [--threads N] -o FILE.coli`: a synthetic
- * model of a real shape with seeded random weights (core/synth.c), for
+ * model of a real shape with seeded random weights (core/model/synth.c), for
  * benchmarks that need real geometry but not real weights. The shapes and
  * their sources are in docs/shapes.md.
  */

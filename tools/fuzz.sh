@@ -24,7 +24,7 @@ LIBDIR="$BUILD/fuzz/lib"
 rm -rf "$LIBDIR" && mkdir -p "$LIBDIR"
 JOBS=$(nproc 2>/dev/null || echo 2)
 running=0
-for f in core/*.c mem/*.c io/*.c cpu/*.c ptx/*.c; do
+for f in core/*.c core/*/*.c mem/*.c io/*.c cpu/*.c ptx/*.c; do
 	[ -f "$f" ] || continue
 	# the SIMD kernels take minutes under ASan+UBSan and no parser reaches them
 	case "$f" in *_avx2.c | *_avx512.c) continue ;; esac

@@ -2,7 +2,7 @@
  * tools/fuzz_request.c — libFuzzer target for colid's request parser
  * (tools/colid_request.c): the input is an HTTP body, parsed as both a chat
  * and a completions request; an accepted one is rendered through every chat
- * family (core/chat.c) and its error path is formatted, so a parser that
+ * family (core/text/chat.c) and its error path is formatted, so a parser that
  * lets through something the renderer or the JSON writer cannot take shows
  * up as an ASan/UBSan report. The first byte picks nothing: the body is the
  * whole input, so a corpus of real request bodies works as seeds.

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/bench/decode_dev_json.sh — `coli bench decode --json` with the dense
 # part on the simulated device (--gpu sim), with and without --profile: the
-# report is complete and consistent, and core/forward_dev.c fills the
+# report is complete and consistent, and core/forward/forward_dev.c fills the
 # per-phase split (attention, moe and lm_head > 0, nothing negative, the four
 # phases within the forward time); with a few experts in VRAM (the host plans
 # the layers) --profile's window detail times the device's expert work. No

@@ -1,5 +1,5 @@
 /*
- * tests/bench/shapes.c — every synthetic shape (core/synth.c) yields a config
+ * tests/bench/shapes.c — every synthetic shape (core/model/synth.c) yields a config
  * that survives coli_config_format -> coli_config_parse unchanged, has the
  * hyperparameters docs/shapes.md lists, and lays out as q4/q8/bf16 slabs.
  * Writes nothing: the real shapes are far too big for a test, so this is

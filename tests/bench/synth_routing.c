@@ -7,7 +7,7 @@
  * used and the busiest quarter of them taking at most 75% of the picks (even
  * routing: 25%). Q4_0 quants drawn as plain random bytes have mean -0.5:
  * every projection then carries one common direction, the hidden states
- * align and the busiest quarter took 95% in layer 1; core/synth.c draws them
+ * align and the busiest quarter took 95% in layer 1; core/model/synth.c draws them
  * symmetric (now 41-68%: random attention still averages a common part into
  * the residual, which skews the layers after the first).
  */

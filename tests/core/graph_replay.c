@@ -1,6 +1,6 @@
 /*
  * tests/core/graph_replay.c — decode layers replayed from captured CUDA
- * graphs (core/forward_dev.c layer_run) give the bits of the same layers
+ * graphs (core/forward/forward_dev.c layer_run) give the bits of the same layers
  * launched kernel by kernel (COLI_DEV_GRAPH=0).
  *
  * For each fixture (q8 and q4 experts), on GPU 0: two engines, graphs on and
@@ -11,7 +11,7 @@
  * every expert in VRAM (layers planned on the device), a few (host-planned layers with the rest on
  * the CPU), and the same with the VRAM experts preplanned. Asserted too: every layer ran from a
  * graph at every step; with every expert in VRAM the whole token is one graph, captured once a
- * bucket (core/forward_dev.c token_run), else each layer has its own (two for a host-planned layer:
+ * bucket (core/forward/forward_dev.c token_run), else each layer has its own (two for a host-planned layer:
  * with and without the lookahead's guess) in each bucket. Skips without a GPU.
  */
 #include "fixture_util.h"
@@ -77,7 +77,7 @@ static int compare(const char *what, const char *path, double vram_gb, int prepl
 		rc = 1;
 	}
 	/* a host-planned layer has two graphs once its lookahead idles
-	 * (core/lookahead.c: guessed at every 8th position only) */
+	 * (core/moe/lookahead.c: guessed at every 8th position only) */
 	if (s1.dev_graph_replays - s0.dev_graph_replays != (uint64_t)STEPS * n_layers ||
 	    (whole ? s1.dev_graph_captures != BUCKETS
 	           : s1.dev_graph_captures < (uint64_t)BUCKETS * n_layers ||

@@ -1,5 +1,5 @@
 /*
- * tests/core/sampler.c — core/sampler.c against a reference written here the
+ * tests/core/sampler.c — core/text/sampler.c against a reference written here the
  * slow, obvious way (double softmax of logits / T, a full descending sort,
  * top-k, top-p prefix): for each setting no token outside the reference's
  * kept set is drawn, and the frequencies fit its probabilities (tokens that

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/dev.h"
+#include "core/dev/dev.h"
 #include "mem/mem.h"
 
 enum { N = 4096 };

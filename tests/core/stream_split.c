@@ -1,5 +1,5 @@
 /*
- * tests/core/stream_split.c — the cost model's decode split (core/moe.c
+ * tests/core/stream_split.c — the cost model's decode split (core/moe/moe.c
  * coli_moe_decode_split): of n RAM-tier experts, a slab each, the k streamed
  * must minimize max(k / bw_stream, (n - k) / bw_cpu), ties to the CPU.
  *

@@ -1,5 +1,5 @@
 /*
- * tests/daemon/chat_render.c — core/chat.c against what transformers'
+ * tests/daemon/chat_render.c — core/text/chat.c against what transformers'
  * apply_chat_template renders for the fixtures
  * (tests/fixtures/tokenizer/chat_cases.jsonl: messages, add_generation_prompt,
  * text, ids): the family detected from each converted model, the text, and

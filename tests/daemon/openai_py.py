@@ -8,7 +8,7 @@ import openai
 from colid_util import Colid, check, convert, generate
 
 CHAT = {
-    # what core/chat.c renders for one user message (docs/api.md)
+    # what core/text/chat.c renders for one user message (docs/api.md)
     "qwen3_moe": "<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n",
     "mixtral": "[INST] {} [/INST]",
 }

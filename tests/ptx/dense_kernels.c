@@ -20,7 +20,7 @@
  *                   (qwen3, mixtral and small shapes, decode and prefill): q and
  *                   cache rows within tolerance, v rows exact, rows outside
  *                   pos0..pos0+T-1 still poisoned
- *   moe_accumulate  bit-exact vs core/moe.c's order (pairs ascending, product
+ *   moe_accumulate  bit-exact vs core/moe/moe.c's order (pairs ascending, product
  *                   rounded then added), incl. a token with > 512 pairs; the
  *                   pairs summed inside the next norm (acc_rmsnorm): x, y and
  *                   y's quantization the bytes of accumulate + add_rmsnorm
@@ -716,7 +716,7 @@ static int test_moe_acc(void)
 		for (size_t i = 0; i < (size_t)P * H; i++)
 			y[i] = frand() * 3.0f;
 		memset(want, 0, 4 * (size_t)T * H);
-		for (int p = 0; p < P; p++) /* core/moe.c: o = o + w * y, pair order */
+		for (int p = 0; p < P; p++) /* core/moe/moe.c: o = o + w * y, pair order */
 			for (int j = 0; j < H; j++) {
 				float prod = w[p] * y[(size_t)p * H + j];
 

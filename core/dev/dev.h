@@ -1,0 +1,276 @@
+/*
+ * core/dev/dev.h — expert execution devices behind one ops table (private to core/).
+ *
+ * The MoE scheduler (core/moe/moe.c, core/moe/moe_dev.c) speaks only to this table:
+ *   cuda   ptx/ through the CUDA driver API (core/dev/dev_gpu.c)
+ *   sim    host memory and the CPU kernels, same semantics (core/dev/dev_sim.c),
+ *          so the scheduler's issue / take / fallback logic runs in CI
+ * The CPU path itself is not a device: CPU rows are computed in place by
+ * core/moe/moe.c and are the reference every device must reproduce bit for bit.
+ *
+ * Addresses are uint64_t: device pointers for cuda, host pointers for sim.
+ * Every op returns 0 or -errno; ops marked (async) are ordered on the
+ * device's one stream and complete by the next successful sync. Fault
+ * injection (COLI_GPU_FAIL_AFTER=N) lives in the wrappers of dev.c: after N
+ * launches every op fails with -EIO, as a device that fell off the bus.
+ */
+#ifndef COLI_CORE_DEV_H
+#define COLI_CORE_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/cpu.h"
+#include "ptx/kernels_abi.h"
+
+struct coli_dev;
+
+/* One download of a list (coli_dev_download_many): n bytes from src to dst;
+ * a device's download_many takes up to COLI_DEV_DOWN_MAX at once. */
+#define COLI_DEV_DOWN_MAX COLI_GPU_PULLS
+struct coli_dev_down {
+	void *dst;
+	uint64_t src;
+	size_t n;
+};
+
+struct coli_dev_ops {
+	const char *kind;
+	int (*mem_info)(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
+	int (*alloc)(struct coli_dev *d, size_t bytes, uint64_t *addr);
+	void (*free)(struct coli_dev *d, uint64_t addr);
+	int (*upload)(struct coli_dev *d, uint64_t dst, const void *src, size_t n); /* sync */
+	int (*upload_async)(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
+	int (*download_async)(struct coli_dev *d, void *dst, uint64_t src, size_t n);
+	/* optional: n <= COLI_DEV_DOWN_MAX downloads as one op (the GPU: one
+	 * kernel where each would be one); NULL: one by one */
+	int (*download_many)(struct coli_dev *d, const struct coli_dev_down *v, int n);
+	int (*gemv)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+	            int n_jobs); /* async */
+	/* prefill: one job per matrix, any S (q8/q4 bit-identical to gemv, bf16
+	 * within rounding on a GPU) */
+	int (*gemm)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
+	            int n_jobs); /* async */
+	/* h = silu(g) * u; when q != 0, h also quantized into q/dd/qsum (n % 32 == 0) */
+	int (*silu_mul)(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
+	                uint64_t dd, uint64_t qsum, int n); /* async */
+	int (*act_quantize)(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qsum,
+	                    int n_blocks); /* async */
+	int (*sync)(struct coli_dev *d);
+	void (*close)(struct coli_dev *d);
+	/* staging slots for streamed slabs: copies on a second stream, ordered by
+	 * events (ptx/gpu.c says how); sim copies at once and orders nothing */
+	int (*stage_init)(struct coli_dev *d, int n);
+	int (*stage_copy)(struct coli_dev *d, int slot, uint64_t dst, const void *src,
+	                  size_t n);                       /* async, copy stream */
+	int (*stage_use)(struct coli_dev *d, int slot);    /* compute waits for the copy */
+	int (*stage_done)(struct coli_dev *d, int slot);   /* readers of slot are queued */
+	int (*stage_landed)(struct coli_dev *d, int slot); /* 1 landed, 0 in flight */
+	int (*stage_fence)(struct coli_dev *d, int slot);  /* slot lands behind every copy
+	                                                    * queued so far (none of its own) */
+	/* timing marks on the compute stream (--profile): record mark `slot`;
+	 * the seconds between two recorded marks (waits for the second) */
+	int (*mark)(struct coli_dev *d, int slot);
+	int (*elapsed)(struct coli_dev *d, int from, int to, double *s);
+	/* optional: the host's wait point on the compute stream (recorded into
+	 * a graph when captured) and the wait for it */
+	int (*point)(struct coli_dev *d);
+	int (*point_wait)(struct coli_dev *d);
+	/* optional: the compute stream waits (async) until the host signals seq
+	 * or later (a word of host memory the device reads); ops queued behind
+	 * the wait run after it. The host must signal before any op that waits
+	 * for the stream (sync, point_wait, a download's data). */
+	int (*host_wait)(struct coli_dev *d, uint32_t seq);
+	/* optional: where the device's kernels read registered host bytes [p,
+	 * p + n) in place, 0 where they cannot */
+	uint64_t (*host_addr)(struct coli_dev *d, const void *p, size_t n);
+	void (*host_signal)(struct coli_dev *d, uint32_t seq);
+	/* the dense part (all async; rows are tokens, fp32) */
+	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
+	int (*rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
+	               float eps);
+	int (*add_bias)(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
+	int (*add)(struct coli_dev *d, uint64_t x, uint64_t y, int n);
+	/* x += add (0: none), then y = rmsnorm(x) * w: the residual add and the
+	 * next norm; q != 0: y also quantized into q/qd/qsum (act_quantize's bits) */
+	int (*add_rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
+	                   uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
+	/* the same with add = moe_accumulate of the pairs p (one op, the same bits) */
+	int (*acc_rmsnorm)(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p,
+	                   uint64_t w, uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows,
+	                   int n, float eps);
+	/* per-head q/k norm (weights 0: none), RoPE, k and v into the cache at
+	 * pos0 (kc/vc: the layer's cache); posp != 0: pos0 is the int there when
+	 * the op runs (ptx/ptx.h says what that changes for attention) */
+	int (*qk_rope_store)(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+	                     uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+	                     uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
+	int (*rope)(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
+	            uint64_t inv_freq);
+	/* aq != 0: out also quantized per 32-block into aq/ad/aqs */
+	int (*attention)(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
+	                 int T, int pos0, uint64_t posp, int span, int nh, int nkv, int hd,
+	                 float scale, uint64_t aq, uint64_t ad, uint64_t aqs);
+	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
+	             uint64_t ids, uint64_t x, int T, int H);
+	/* dst row r = src row idx[r] for r < n, rows of row_bytes (% 4 == 0) */
+	int (*gather_rows)(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
+	                   size_t row_bytes);
+	/* pair p's row at hy + p * H when p < 64 and bit p of hmask is set (hy
+	 * from host_addr: the rows read in place), else at y + p * H */
+	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
+	                      uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
+	                      uint64_t hmask);
+	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+	/* *out (device int) = the first index of the largest of x[0..n): coli_argmax */
+	int (*argmax)(struct coli_dev *d, uint64_t x, int n, uint64_t out);
+	/* a dense matrix times T rows: deterministic, not canonical on cuda; the
+	 * simulated device computes coli_gemv's bits (so --gpu sim = the CPU path) */
+	int (*dense_gemv)(struct coli_dev *d, enum coli_dtype t,
+	                  const struct coli_gpu_dense_gemv *m);
+	/* routing on the device (cpu/ops.c coli_route's result; cuda: its expf)
+	 * and the plan of a fully resident layer: job tables written on the
+	 * device, run by gemv_table (see ptx/kernels_abi.h) */
+	int (*route)(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+	             uint64_t selw);
+	int (*moe_plan)(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
+	/* the router's f32 GEMV r into a->rlog, then moe_plan(a), as one op */
+	int (*router_plan)(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+	                   const struct coli_gpu_moe_plan *a);
+	int (*gemv_table)(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
+	                  int max_rows);
+	/* graphs (NULL: none, as on sim): the ops between capture_begin and
+	 * capture_end are recorded into *graph, not run; graph_launch replays them */
+	int (*capture_begin)(struct coli_dev *d);
+	int (*capture_end)(struct coli_dev *d, uint64_t *graph);
+	int (*graph_launch)(struct coli_dev *d, uint64_t graph);
+	void (*graph_free)(struct coli_dev *d, uint64_t graph);
+};
+
+/* COLI_GPU_FAIL_AT: the kind of op an injected fault strikes. Staging copies
+ * are their own kind: the stage-ahead copies follow an issue, so a fault
+ * meant for an issue's kernels could otherwise land between issue and take. */
+enum coli_dev_fail_at {
+	COLI_FAIL_AT_ANY,
+	COLI_FAIL_AT_LAUNCH,
+	COLI_FAIL_AT_SYNC,
+	COLI_FAIL_AT_COPY,
+	COLI_FAIL_AT_ALLOC /* allocations from the Nth on: out of device memory, not a failure */
+};
+
+struct coli_dev {
+	const struct coli_dev_ops *ops;
+	void *impl;
+	char name[128];
+	int index;
+	long fail_after; /* launches before injected failure; -1 never */
+	int fail_at;     /* enum coli_dev_fail_at: the kind of op the injected failure strikes */
+	long launches;
+	long allocs;   /* device allocations so far (COLI_FAIL_AT_ALLOC counts these) */
+	long cap_from; /* launches when the capture under way began */
+	int failed;    /* sticky: once failed, the device is not used again */
+};
+
+/* The memory of the smallest device --gpu SPEC names (sim: what the simulated
+ * device reports), before any is opened; 0: none, or one not found. */
+size_t coli_dev_spec_mem(const char *spec);
+/* Open the devices named by --gpu (auto | off | sim | 0,1,...): *n devices
+ * in devs[]; prints one line when a GPU was asked for but is absent. */
+int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int pdl,
+                      unsigned gpu_flags, struct coli_dev **devs, int max, int *n, char *err,
+                      size_t errlen);
+void coli_dev_close(struct coli_dev *d);
+
+/* The checked entry points the scheduler uses (fault injection, sticky failure). */
+int coli_dev_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr);
+void coli_dev_free(struct coli_dev *d, uint64_t addr);
+int coli_dev_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
+int coli_dev_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
+int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n);
+/* v[0..n) downloaded in stream order, as download_async each would be. */
+int coli_dev_download_many(struct coli_dev *d, const struct coli_dev_down *v, int n);
+int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+                  int n_jobs);
+int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
+                  int n_jobs);
+int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
+                      uint64_t dd, uint64_t qsum, int n);
+int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
+                          int n_blocks);
+int coli_dev_sync(struct coli_dev *d);
+/* Graphs (-ENOTSUP where the device has none): core/forward/forward_dev.c records a
+ * layer's dense ops once and replays them. A capture that fails leaves the
+ * device usable (the caller runs the ops directly); *n_ops: the launches the
+ * graph holds, which a replay counts (an injected fault strikes the replay
+ * that would cross COLI_GPU_FAIL_AFTER's budget). */
+int coli_dev_capture_begin(struct coli_dev *d);
+int coli_dev_capture_end(struct coli_dev *d, uint64_t *graph, long *n_ops);
+int coli_dev_graph_launch(struct coli_dev *d, uint64_t graph, long n_ops);
+void coli_dev_graph_free(struct coli_dev *d, uint64_t graph);
+int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
+int coli_dev_stage_init(struct coli_dev *d, int n);
+int coli_dev_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n);
+int coli_dev_stage_use(struct coli_dev *d, int slot);
+int coli_dev_stage_done(struct coli_dev *d, int slot);
+int coli_dev_stage_landed(struct coli_dev *d, int slot);
+int coli_dev_stage_fence(struct coli_dev *d, int slot);
+int coli_dev_mark(struct coli_dev *d, int slot);
+int coli_dev_elapsed(struct coli_dev *d, int from, int to, double *s);
+/* A wait point: 1 recorded on the compute stream, 0 the device has none (wait
+ * with coli_dev_sync); point_wait returns once the stream is past the last
+ * one recorded, counted as the sync it replaces (COLI_GPU_FAIL_AFTER). */
+int coli_dev_point(struct coli_dev *d);
+int coli_dev_point_wait(struct coli_dev *d);
+/* The stream waiting for the host (host_wait): 1 queued, 0 the device has no
+ * such wait (queue nothing behind it), -errno; host_signal releases it (and
+ * every earlier seq). Neither counts toward COLI_GPU_FAIL_AFTER. */
+int coli_dev_host_wait(struct coli_dev *d, uint32_t seq);
+void coli_dev_host_signal(struct coli_dev *d, uint32_t seq);
+
+/* The dense part: checked like the rest (each counts as a launch). */
+int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
+int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
+                     float eps);
+int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
+int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n);
+int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
+                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
+int coli_dev_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
+                         float eps);
+int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                           uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
+int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
+                  uint64_t inv_freq);
+int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs);
+int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
+                   uint64_t ids, uint64_t x, int T, int H);
+int coli_dev_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
+                         size_t row_bytes);
+int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
+                            uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
+                            uint64_t hmask);
+/* The device's address of registered host bytes [p, p + n) its kernels can
+ * read in place (the GPU: mapped memory), else 0 (then upload them). */
+uint64_t coli_dev_host_addr(struct coli_dev *d, const void *p, size_t n);
+int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out);
+int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m);
+int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+                   uint64_t selw);
+int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
+int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a);
+int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
+                        int max_rows);
+
+/* Backends. */
+/* flags: coli_gpu_open's (COLI_GPU_FAIL_JIT_*: fault injection) */
+int coli_dev_gpu_open(int ordinal, int pdl, unsigned flags, struct coli_dev **out, char *err,
+                      size_t errlen);
+int coli_dev_sim_open(struct coli_dev **out, int index, size_t mem_bytes, int latency_us);
+
+#endif

@@ -1,0 +1,341 @@
+/*
+ * core/dev/dev_gpu.c — the CUDA device as an expert-execution backend: each op
+ * forwards to ptx/ (driver API, embedded PTX kernels).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/dev/dev.h"
+#include "mem/mem.h"
+#include "ptx/ptx.h"
+
+#define G(d) ((coli_gpu_t *)(d)->impl)
+
+static int g_mem_info(struct coli_dev *d, size_t *f, size_t *t)
+{
+	return coli_gpu_mem_info(G(d), f, t);
+}
+static int g_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr)
+{
+	return coli_gpu_alloc(G(d), bytes, addr);
+}
+static void g_free(struct coli_dev *d, uint64_t addr)
+{
+	coli_gpu_free(G(d), addr);
+}
+static int g_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	return coli_gpu_upload(G(d), dst, src, n);
+}
+static int g_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	return coli_gpu_upload_async(G(d), dst, src, n);
+}
+static int g_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n)
+{
+	return coli_gpu_download_async(G(d), dst, src, n);
+}
+static int g_download_many(struct coli_dev *d, const struct coli_dev_down *v, int n)
+{
+	void *dst[COLI_DEV_DOWN_MAX];
+	uint64_t src[COLI_DEV_DOWN_MAX];
+	size_t bytes[COLI_DEV_DOWN_MAX];
+
+	for (int i = 0; i < n; i++)
+		dst[i] = v[i].dst, src[i] = v[i].src, bytes[i] = v[i].n;
+	return coli_gpu_download_many(G(d), n, dst, src, bytes);
+}
+static int g_point(struct coli_dev *d)
+{
+	return coli_gpu_point(G(d));
+}
+static int g_point_wait(struct coli_dev *d)
+{
+	return coli_gpu_point_wait(G(d));
+}
+static int g_host_wait(struct coli_dev *d, uint32_t seq)
+{
+	return coli_gpu_host_wait(G(d), seq);
+}
+static uint64_t g_host_addr(struct coli_dev *d, const void *p, size_t n)
+{
+	return coli_gpu_mapped(G(d), p, n);
+}
+static void g_host_signal(struct coli_dev *d, uint32_t seq)
+{
+	coli_gpu_host_signal(G(d), seq);
+}
+static int g_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+                  int n)
+{
+	return coli_gpu_gemv(G(d), t, jobs, n);
+}
+static int g_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
+                  int n)
+{
+	return coli_gpu_gemm(G(d), t, jobs, n);
+}
+static int g_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q, uint64_t dd,
+                  uint64_t qs, int n)
+{
+	if (q)
+		return coli_gpu_silu_mul_q(G(d), g, u, h, q, dd, qs, n / 32);
+	return coli_gpu_silu_mul(G(d), g, u, h, n);
+}
+static int g_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
+{
+	return coli_gpu_act_quantize(G(d), x, q, dd, qs, nb);
+}
+static int g_sync(struct coli_dev *d)
+{
+	return coli_gpu_sync(G(d));
+}
+static int g_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
+{
+	return coli_gpu_copy(G(d), dst, src, n);
+}
+static int g_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
+                     float eps)
+{
+	return coli_gpu_rmsnorm(G(d), x, w, y, rows, n, eps);
+}
+static int g_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
+{
+	return coli_gpu_add_bias(G(d), y, b, rows, n);
+}
+static int g_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
+{
+	return coli_gpu_add(G(d), x, y, n);
+}
+static int g_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
+{
+	return coli_gpu_rope(G(d), x, T, nh, hd, pos0, f);
+}
+static int g_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
+{
+	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
+	                          ad, aqs);
+}
+static int g_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
+                         size_t row_bytes)
+{
+	return coli_gpu_gather_rows(G(d), dst, src, idx, n, row_bytes);
+}
+
+static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
+                   uint64_t ids, uint64_t x, int T, int H)
+{
+	return coli_gpu_embed(G(d), t, table, scales, ids, x, T, H);
+}
+static int g_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
+                     int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
+{
+	return coli_gpu_moe_accumulate(G(d), out, y, pt, pw, n_pairs, T, H, hy, hmask);
+}
+static int g_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
+{
+	return coli_gpu_gated_add(G(d), out, y, gate, T, H);
+}
+static int g_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	return coli_gpu_argmax(G(d), x, n, out);
+}
+static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
+{
+	return coli_gpu_dense_gemv(G(d), t, m);
+}
+static int g_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
+                         uint64_t q, uint64_t qd, uint64_t qs, int rows, int n, float eps)
+{
+	return coli_gpu_add_rmsnorm(G(d), x, a, w, y, q, qd, qs, rows, n, eps);
+}
+static int g_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
+                         float eps)
+{
+	return coli_gpu_acc_rmsnorm(G(d), x, p, w, y, q, qd, qs, rows, n, eps);
+}
+static int g_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                           uint64_t posp, uint64_t f, uint64_t kc, uint64_t vc)
+{
+	return coli_gpu_qk_rope_store(G(d), q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp, f, kc,
+	                              vc);
+}
+static int g_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+                   uint64_t selw)
+{
+	return coli_gpu_route(G(d), rlog, T, E, K, norm, sel, selw);
+}
+static int g_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
+{
+	return coli_gpu_moe_plan(G(d), a);
+}
+static int g_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a)
+{
+	return coli_gpu_router_plan(G(d), r, a);
+}
+static int g_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
+{
+	return coli_gpu_gemv_table(G(d), t, table, n, rows);
+}
+/* mem/'s registration hook: every host region mem/ records (the tier
+ * manager's slot arena above all) is page-locked for DMA, so streamed slabs
+ * copy at the PCIe rate instead of through a pageable bounce buffer. */
+static int g_reg_hook(void *arg, void *p, size_t bytes, int reg)
+{
+	coli_gpu_t *g = arg;
+
+	if (reg)
+		return coli_gpu_host_register(g, p, bytes);
+	coli_gpu_host_unregister(g, p);
+	return 0;
+}
+
+static int g_stage_init(struct coli_dev *d, int n)
+{
+	return coli_gpu_stage_init(G(d), n);
+}
+static int g_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n)
+{
+	return coli_gpu_stage_copy(G(d), slot, dst, src, n);
+}
+static int g_stage_use(struct coli_dev *d, int slot)
+{
+	return coli_gpu_stage_use(G(d), slot);
+}
+static int g_stage_done(struct coli_dev *d, int slot)
+{
+	return coli_gpu_stage_done(G(d), slot);
+}
+static int g_stage_landed(struct coli_dev *d, int slot)
+{
+	return coli_gpu_stage_landed(G(d), slot);
+}
+static int g_stage_fence(struct coli_dev *d, int slot)
+{
+	return coli_gpu_stage_fence(G(d), slot);
+}
+
+static int g_mark(struct coli_dev *d, int slot)
+{
+	return coli_gpu_mark(G(d), slot);
+}
+static int g_elapsed(struct coli_dev *d, int from, int to, double *s)
+{
+	float ms = 0;
+	int rc = coli_gpu_elapsed_ms(G(d), from, to, &ms);
+
+	*s = ms / 1e3;
+	return rc;
+}
+
+static int g_capture_begin(struct coli_dev *d)
+{
+	return coli_gpu_capture_begin(G(d));
+}
+static int g_capture_end(struct coli_dev *d, uint64_t *graph)
+{
+	return coli_gpu_capture_end(G(d), graph);
+}
+static int g_graph_launch(struct coli_dev *d, uint64_t graph)
+{
+	return coli_gpu_graph_launch(G(d), graph);
+}
+static void g_graph_free(struct coli_dev *d, uint64_t graph)
+{
+	coli_gpu_graph_free(G(d), graph);
+}
+
+static void g_close(struct coli_dev *d)
+{
+	coli_mem_unregister_hook(g_reg_hook, G(d));
+	coli_gpu_close(G(d));
+	free(d);
+}
+
+static const struct coli_dev_ops g_gpu_ops = {
+    .kind = "cuda",
+    .mem_info = g_mem_info,
+    .alloc = g_alloc,
+    .free = g_free,
+    .upload = g_upload,
+    .upload_async = g_upload_async,
+    .download_async = g_download_async,
+    .download_many = g_download_many,
+    .gemv = g_gemv,
+    .gemm = g_gemm,
+    .silu_mul = g_silu,
+    .act_quantize = g_actq,
+    .sync = g_sync,
+    .close = g_close,
+    .stage_init = g_stage_init,
+    .stage_copy = g_stage_copy,
+    .stage_use = g_stage_use,
+    .stage_done = g_stage_done,
+    .stage_landed = g_stage_landed,
+    .stage_fence = g_stage_fence,
+    .mark = g_mark,
+    .elapsed = g_elapsed,
+    .point = g_point,
+    .point_wait = g_point_wait,
+    .host_wait = g_host_wait,
+    .host_signal = g_host_signal,
+    .host_addr = g_host_addr,
+    .copy = g_copy,
+    .rmsnorm = g_rmsnorm,
+    .add_bias = g_add_bias,
+    .add = g_add,
+    .rope = g_rope,
+    .attention = g_attention,
+    .embed = g_embed,
+    .gather_rows = g_gather_rows,
+    .moe_accumulate = g_moe_acc,
+    .gated_add = g_gated,
+    .argmax = g_argmax,
+    .route = g_route,
+    .add_rmsnorm = g_add_rmsnorm,
+    .acc_rmsnorm = g_acc_rmsnorm,
+    .qk_rope_store = g_qk_rope_store,
+    .moe_plan = g_moe_plan,
+    .router_plan = g_router_plan,
+    .gemv_table = g_gemv_table,
+    .dense_gemv = g_dense_gemv,
+    .capture_begin = g_capture_begin,
+    .capture_end = g_capture_end,
+    .graph_launch = g_graph_launch,
+    .graph_free = g_graph_free,
+};
+
+int coli_dev_gpu_open(int ordinal, int pdl, unsigned flags, struct coli_dev **out, char *err,
+                      size_t errlen)
+{
+	struct coli_dev *d = calloc(1, sizeof(*d));
+	coli_gpu_t *g;
+	int rc;
+
+	if (!d)
+		return -ENOMEM;
+	rc = coli_gpu_open(ordinal, flags, &g, err, errlen);
+	if (rc) {
+		free(d);
+		return rc;
+	}
+	if (!pdl)
+		coli_gpu_plain_launches(g);
+	d->ops = &g_gpu_ops;
+	d->impl = g;
+	d->fail_after = -1;
+	snprintf(d->name, sizeof(d->name), "cuda:%d (%s)", ordinal, coli_gpu_name(g));
+	if (coli_mem_register_hook(g_reg_hook, g))
+		fprintf(stderr,
+		        "coli: %s: host memory not page-locked (cuMemHostRegister "
+		        "failed): streamed experts copy at pageable speed\n",
+		        d->name);
+	*out = d;
+	return 0;
+}

@@ -1,0 +1,921 @@
+/*
+ * core/dev/dev_sim.c — a simulated expert device: host memory and the CPU
+ * kernels behind the same ops as the GPU, so the scheduler's issue / take /
+ * fallback paths (and COLI_GPU_FAIL_AFTER) run in CI without a GPU.
+ *
+ * "Device addresses" are host pointers. Async ops run immediately on the
+ * calling thread (the stream is always drained); GEMV and GEMM jobs are
+ * executed with coli_gemv on views built from the job, so the simulated
+ * device computes the same bits the real one must (bf16 GEMM: the real one
+ * is within rounding of these).
+ *
+ * What running at once would hide: a GPU reads the source of an async
+ * upload from registered (page-locked, mem/) host memory when the stream
+ * gets there, so the host must not write it before a sync. The sim keeps a
+ * hash of every such source and checks it at the next sync (or the wait
+ * for a mark or the wait point recorded after it, or a download into it
+ * queued behind); a staging copy's source (a pinned RAM-tier slab) until
+ * the host asks whether the copy landed, or a sync drains the compute that
+ * used it. A source written early aborts the process with what was written,
+ * the bug a real device would turn into wrong numbers now and then. The
+ * other way, a download lands in host memory when the stream gets there: the
+ * sim keeps the bytes and writes them at the next sync (or the wait for a
+ * later mark or wait point, or an upload that reads them), so a host that
+ * reads them early reads what a GPU would have left there.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/dev/dev.h"
+#include "io/io.h"
+#include "mem/mem.h"
+
+#define SIM_MARKS   8
+#define SIM_REGIONS 64
+#define SIM_DEFER   64 /* ops behind a host wait */
+
+/* an async upload's registered source, until the stream is known past it;
+ * a staging copy's (slot >= 0) until the host learns it landed (its slot's
+ * or a later fence's), or a sync drains the compute that waited for it */
+struct pending {
+	const void *src;
+	size_t n;
+	uint64_t hash, seq; /* seq: of uploads, or of staging copies */
+	int slot, used;
+};
+
+/* what the host has just learned the device is past */
+struct past {
+	uint64_t uploads; /* uploads queued up to here (a sync, a mark) */
+	const void *lo;   /* and those reading [lo, lo + n): a download there */
+	size_t n;         /* follows them on the stream */
+	int slot;         /* the staging copies of slot (-1: none) */
+	uint64_t copies;  /* and every copy queued up to here (a fence) */
+	int used;         /* and the copies compute waited for (a sync) */
+};
+
+/* a download the host may not see yet */
+struct late {
+	void *dst, *bytes;
+	size_t n;
+	uint64_t seq;
+};
+
+struct sim {
+	size_t mem_bytes, used;
+	int latency_us; /* each sync takes this long: device time the host can overlap */
+	double marks[SIM_MARKS];
+	uint64_t mark_seq[SIM_MARKS]; /* uploads and downloads queued before each mark */
+	uint64_t seq, copy_seq;       /* uploads and downloads, staging copies so far */
+	uint64_t point_seq;           /* uploads and downloads queued before the point */
+	uint64_t *fence_at;           /* [slot]: copies queued before its fence */
+	int n_fence;
+	struct pending *pend;
+	int n_pend, cap_pend;
+	struct late *late;
+	int n_late, cap_late;
+	/* the stream waiting for the host (host_wait): the ops queued behind the
+	 * wait, run when the host signals (only uploads and the MoE accumulate
+	 * may be: anything else queued, or waited for, then aborts) */
+	uint32_t host_word, wait_seq;
+	int waiting, n_def;
+	struct deferred {
+		int acc; /* 0: upload_async(dst, src, n); 1: moe_accumulate */
+		uint64_t dst, y, pt, pw, hy, hmask;
+		const void *src;
+		size_t n;
+		int n_pairs, T, H;
+	} def[SIM_DEFER];
+};
+
+/* An op the stream would run (or the host would wait for) behind a host
+ * wait the host has not signalled: a real stream would run it after the
+ * deferred ops (or hang), the sim cannot; the engine never does it. */
+static void in_order(struct coli_dev *d, const char *op)
+{
+	const struct sim *s = d->impl;
+
+	if (!s->waiting)
+		return;
+	fprintf(stderr, "coli: sim: %s queued behind a host wait not yet signalled\n", op);
+	abort();
+}
+#define IN_ORDER(d) in_order(d, __func__)
+
+static int s_mem_info(struct coli_dev *d, size_t *f, size_t *t)
+{
+	struct sim *s = d->impl;
+
+	*t = s->mem_bytes;
+	*f = s->mem_bytes - s->used;
+	return 0;
+}
+
+/* Each allocation carries its size in front, for the memory accounting. */
+static int s_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr)
+{
+	struct sim *s = d->impl;
+	size_t *p;
+
+	if (s->used + bytes > s->mem_bytes)
+		return -ENOMEM;
+	p = aligned_alloc(64, 64 + ((bytes + 63) & ~(size_t)63));
+	if (!p)
+		return -ENOMEM;
+	p[0] = bytes;
+	s->used += bytes;
+	*addr = (uint64_t)(uintptr_t)((char *)p + 64);
+	return 0;
+}
+
+static void s_free(struct coli_dev *d, uint64_t addr)
+{
+	struct sim *s = d->impl;
+	size_t *p = (size_t *)((char *)(uintptr_t)addr - 64);
+
+	s->used -= p[0];
+	free(p);
+}
+
+static int s_copy(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	memcpy((void *)(uintptr_t)dst, src, n);
+	return 0;
+}
+
+/* Is [p, p + n) inside memory mem/ registered (what a GPU reads late)? */
+static int registered(const void *p, size_t n)
+{
+	struct coli_mem_region r[SIM_REGIONS];
+	int k = coli_mem_regions(r, SIM_REGIONS);
+
+	for (int i = 0; i < k && i < SIM_REGIONS; i++)
+		if ((const char *)p >= (const char *)r[i].p &&
+		    (const char *)p + n <= (const char *)r[i].p + r[i].bytes)
+			return 1;
+	return 0;
+}
+
+static int remember(struct coli_dev *d, const void *src, size_t n, int slot, uint64_t seq)
+{
+	struct sim *s = d->impl;
+
+	if (!n || !registered(src, n))
+		return 0;
+	if (s->n_pend == s->cap_pend) {
+		int cap = s->cap_pend ? 2 * s->cap_pend : 64;
+		struct pending *p = realloc(s->pend, sizeof(*p) * (size_t)cap);
+
+		if (!p)
+			return -ENOMEM;
+		s->pend = p, s->cap_pend = cap;
+	}
+	s->pend[s->n_pend++] = (struct pending){
+	    .src = src, .n = n, .hash = coli_io_xxh64(src, n), .seq = seq, .slot = slot};
+	return 0;
+}
+
+/* Downloads queued up to seq (or, with n, those writing into [lo, lo + n)
+ * and the ones before them) reach the host, in queue order. */
+static void land(struct coli_dev *d, uint64_t seq, const void *lo, size_t n)
+{
+	struct sim *s = d->impl;
+	int k = 0;
+
+	for (int i = 0; n && i < s->n_late; i++) {
+		const char *a = s->late[i].dst, *b = lo;
+
+		if (a < b + n && b < a + s->late[i].n && s->late[i].seq > seq)
+			seq = s->late[i].seq;
+	}
+	for (int i = 0; i < s->n_late; i++) {
+		struct late *l = &s->late[i];
+
+		if (l->seq > seq) {
+			s->late[k++] = *l;
+			continue;
+		}
+		memcpy(l->dst, l->bytes, l->n);
+		free(l->bytes);
+	}
+	s->n_late = k;
+}
+
+static int defer(struct coli_dev *d, const struct deferred *op)
+{
+	struct sim *s = d->impl;
+
+	if (s->n_def == SIM_DEFER)
+		return -ENOMEM;
+	s->def[s->n_def++] = *op;
+	return 0;
+}
+
+static int s_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
+{
+	struct sim *s = d->impl;
+
+	if (s->waiting)
+		return defer(d, &(struct deferred){.dst = dst, .src = src, .n = n});
+	land(d, 0, src, n); /* a download queued before writes what this reads */
+	memcpy((void *)(uintptr_t)dst, src, n);
+	s->seq++;
+	return remember(d, src, n, -1, s->seq);
+}
+
+static int is_past(const struct pending *p, const struct past *w)
+{
+	const char *a = p->src, *b = w->lo;
+
+	if (p->slot < 0)
+		return p->seq <= w->uploads || (w->n && a < b + w->n && b < a + p->n);
+	return p->slot == w->slot || p->seq <= w->copies || (w->used && p->used);
+}
+
+/* The device is past w: the sources it read must be as they were queued. */
+static void check_pending(struct coli_dev *d, const struct past *w)
+{
+	struct sim *s = d->impl;
+	int k = 0;
+
+	for (int i = 0; i < s->n_pend; i++) {
+		const struct pending *p = &s->pend[i];
+
+		if (!is_past(p, w)) {
+			s->pend[k++] = *p;
+			continue;
+		}
+		if (coli_io_xxh64(p->src, p->n) != p->hash) {
+			fprintf(stderr,
+			        "coli: %s: the host wrote %zu bytes at %p, the source of an async "
+			        "%s, before the stream had read them (a GPU would have "
+			        "copied the new bytes)\n",
+			        d->name, p->n, p->src, p->slot < 0 ? "upload" : "staging copy");
+			/* an assertion (CONVENTIONS 3: invariants), not an error to return:
+			 * failing the device would send its work to the CPU and hide the
+			 * bug behind correct tokens; tests/core/sim_async_check expects it */
+			abort();
+		}
+	}
+	s->n_pend = k;
+}
+
+static int s_download(struct coli_dev *d, void *dst, uint64_t src, size_t n)
+{
+	IN_ORDER(d);
+	struct sim *s = d->impl;
+	struct past w = {.lo = dst, .n = n, .slot = -1}; /* uploads that read dst */
+	void *bytes = malloc(n ? n : 1);
+
+	if (!bytes)
+		return -ENOMEM;
+	check_pending(d, &w);
+	if (s->n_late == s->cap_late) {
+		int cap = s->cap_late ? 2 * s->cap_late : 16;
+		struct late *l = realloc(s->late, sizeof(*l) * (size_t)cap);
+
+		if (!l) {
+			free(bytes);
+			return -ENOMEM;
+		}
+		s->late = l, s->cap_late = cap;
+	}
+	memcpy(bytes, (const void *)(uintptr_t)src, n); /* what the device holds now */
+	s->late[s->n_late++] = (struct late){.dst = dst, .bytes = bytes, .n = n, .seq = ++s->seq};
+	return 0;
+}
+
+/* y[s][ldy] = W . x_s for s < S with the CPU kernels: what a GEMV or GEMM
+ * job means, bit for bit (the real bf16 GEMM differs only within rounding). */
+static void sim_job(enum coli_dtype t, const void *w, int rows, int K, int S, const signed char *xq,
+                    const float *xd, const int *xqsum, const float *xf, float *y, int ldy)
+{
+	struct coli_mat m;
+	int nb = K / COLI_QBLOCK;
+
+	if (rows <= 0) /* an empty job (coli_moe_plan: expert not resident) */
+		return;
+	coli_mat_view(&m, t, rows, K, w);
+	for (int s = 0; s < S; s++) {
+		struct coli_act a = {
+		    .n = K,
+		    .f = xf ? xf + (size_t)s * K : NULL,
+		    .q = xq ? (int8_t *)xq + (size_t)s * K : NULL,
+		    .d = xd ? (float *)xd + (size_t)s * nb : NULL,
+		    .qsum = xqsum ? (int32_t *)xqsum + (size_t)s * nb : NULL,
+		};
+
+		coli_gemv(&m, &a, y + (size_t)s * ldy, 0, rows);
+	}
+}
+
+static int s_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
+                  int n_jobs)
+{
+	IN_ORDER(d);
+	for (int j = 0; j < n_jobs; j++) {
+		const struct coli_gpu_gemv_job *jb = &jobs[j];
+
+		sim_job(t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf, jb->y,
+		        jb->ldy);
+	}
+	return 0;
+}
+
+static int s_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
+                  int n_jobs)
+{
+	IN_ORDER(d);
+	for (int j = 0; j < n_jobs; j++) {
+		const struct coli_gpu_gemm_job *jb = &jobs[j];
+
+		if (jb->S < 1 || jb->K % 32)
+			return -EINVAL; /* as the real launcher */
+		sim_job(t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf, jb->y,
+		        jb->ldy);
+	}
+	return 0;
+}
+
+static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb);
+
+static int s_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q, uint64_t dd,
+                  uint64_t qs, int n)
+{
+	IN_ORDER(d);
+	coli_silu_mul((const float *)(uintptr_t)g, (const float *)(uintptr_t)u,
+	              (float *)(uintptr_t)h, n);
+	return q ? s_actq(d, h, q, dd, qs, n / COLI_QBLOCK) : 0;
+}
+
+static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
+{
+	IN_ORDER(d);
+	struct coli_act a = {.q = (int8_t *)(uintptr_t)q,
+	                     .d = (float *)(uintptr_t)dd,
+	                     .qsum = (int32_t *)(uintptr_t)qs};
+
+	coli_act_quantize(&a, (const float *)(uintptr_t)x, nb * COLI_QBLOCK);
+	return 0;
+}
+
+static int s_sync(struct coli_dev *d)
+{
+	IN_ORDER(d);
+	struct sim *s = d->impl;
+
+	check_pending(d, &(struct past){.uploads = s->seq, .slot = -1, .used = 1});
+	land(d, s->seq, NULL, 0);
+	if (s->latency_us > 0)
+		usleep((useconds_t)s->latency_us);
+	return 0;
+}
+
+#define F(a) ((float *)(uintptr_t)(a))
+
+static int s_d2d(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
+{
+	IN_ORDER(d);
+	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	return 0;
+}
+
+static int s_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
+                     float eps)
+{
+	IN_ORDER(d);
+	for (int r = 0; r < rows; r++)
+		coli_rmsnorm(F(x) + (size_t)r * n, w ? F(w) : NULL, F(y) + (size_t)r * n, n, eps);
+	return 0;
+}
+
+static int s_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
+{
+	IN_ORDER(d);
+	for (size_t i = 0; i < (size_t)rows * n; i++)
+		F(y)[i] += F(b)[i % n];
+	return 0;
+}
+
+static int s_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
+{
+	IN_ORDER(d);
+	for (int i = 0; i < n; i++)
+		F(x)[i] += F(y)[i];
+	return 0;
+}
+
+static int s_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
+                         uint64_t q, uint64_t qd, uint64_t qs, int rows, int n, float eps)
+{
+	IN_ORDER(d);
+	if (a)
+		s_add(d, x, a, rows * n);
+	s_rmsnorm(d, x, w, y, rows, n, eps);
+	return q ? s_actq(d, y, q, qd, qs, rows * n / COLI_QBLOCK) : 0;
+}
+
+static int s_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                           uint64_t posp, uint64_t f, uint64_t kc, uint64_t vc)
+{
+	IN_ORDER(d);
+	size_t kvd = (size_t)nkv * hd;
+
+	if (posp)
+		pos0 = *(const int *)(uintptr_t)posp;
+
+	if (qw)
+		s_rmsnorm(d, q, qw, q, T * nh, hd, eps);
+	if (kw)
+		s_rmsnorm(d, k, kw, k, T * nkv, hd, eps);
+	coli_rope(F(q), T, nh, hd, pos0, F(f));
+	coli_rope(F(k), T, nkv, hd, pos0, F(f));
+	memcpy(F(kc) + (size_t)pos0 * kvd, F(k), sizeof(float) * T * kvd);
+	memcpy(F(vc) + (size_t)pos0 * kvd, F(v), sizeof(float) * T * kvd);
+	return 0;
+}
+
+static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
+{
+	IN_ORDER(d);
+	coli_rope(F(x), T, nh, hd, pos0, F(f));
+	return 0;
+}
+
+static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
+{
+	IN_ORDER(d);
+	float *sc;
+	int group = nh / nkv, kvd = nkv * hd;
+
+	(void)span; /* the CPU walks positions in one order whatever the split */
+	if (posp)
+		pos0 = *(const int *)(uintptr_t)posp;
+	sc = malloc(sizeof(float) * (size_t)(pos0 + T));
+	if (!sc)
+		return -ENOMEM;
+	for (int t = 0; t < T; t++)
+		for (int h = 0; h < nh; h++)
+			coli_attention_head(F(q) + ((size_t)t * nh + h) * hd,
+			                    F(K) + (h / group) * hd, F(V) + (h / group) * hd,
+			                    pos0 + t + 1, kvd, hd, scale, sc,
+			                    F(out) + ((size_t)t * nh + h) * hd);
+	free(sc);
+	return aq ? s_actq(d, out, aq, ad, aqs, T * nh * hd / COLI_QBLOCK) : 0;
+}
+
+static int s_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
+                         size_t row_bytes)
+{
+	IN_ORDER(d);
+	const int *id = (const int *)(uintptr_t)idx;
+
+	for (int r = 0; r < n; r++)
+		memcpy((char *)(uintptr_t)dst + (size_t)r * row_bytes,
+		       (const char *)(uintptr_t)src + (size_t)id[r] * row_bytes, row_bytes);
+	return 0;
+}
+
+static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
+                   uint64_t ids, uint64_t x, int T, int H)
+{
+	IN_ORDER(d);
+	struct coli_mat m;
+	const int *id = (const int *)(uintptr_t)ids;
+
+	coli_mat_view(&m, t, 1, H, (const void *)(uintptr_t)table);
+	m.scales = (const uint16_t *)(uintptr_t)scales; /* rows index both planes */
+	for (int i = 0; i < T; i++)
+		coli_mat_row_f32(&m, id[i], F(x) + (size_t)i * H);
+	return 0;
+}
+
+/* Is pair p's row host memory read in place (moe_accumulate's hmask)? */
+static int in_host(uint64_t hy, uint64_t hmask, int p)
+{
+	return hy && p < 64 && (hmask >> p & 1);
+}
+
+static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
+                     int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
+{
+	struct sim *s = d->impl;
+	const int *tok = (const int *)(uintptr_t)pt;
+	const size_t row = sizeof(float) * (size_t)H;
+	int rc = 0;
+
+	if (s->waiting)
+		return defer(d, &(struct deferred){.acc = 1,
+		                                   .dst = out,
+		                                   .y = y,
+		                                   .pt = pt,
+		                                   .pw = pw,
+		                                   .hy = hy,
+		                                   .hmask = hmask,
+		                                   .n_pairs = n_pairs,
+		                                   .T = T,
+		                                   .H = H});
+
+	memset(F(out), 0, sizeof(float) * (size_t)T * H);
+	for (int p = 0; p < n_pairs; p++) {
+		float w = F(pw)[p], *o = F(out) + (size_t)tok[p] * H;
+		const float *yy = F(in_host(hy, hmask, p) ? hy : y) + (size_t)p * H;
+
+		for (int j = 0; j < H; j++)
+			o[j] = o[j] + w * yy[j];
+	}
+	/* the host rows read in place are read when the stream gets here on a
+	 * GPU: checked as an upload's source is (written before the next sync:
+	 * abort) */
+	for (int p = 0; !rc && p < n_pairs; p++)
+		if (in_host(hy, hmask, p)) {
+			land(d, 0, (const char *)F(hy) + p * row, row);
+			s->seq++;
+			rc = remember(d, (const char *)F(hy) + p * row, row, -1, s->seq);
+		}
+	return rc;
+}
+
+/* registered host memory is where the sim's kernels read it */
+static uint64_t s_host_addr(struct coli_dev *d, const void *p, size_t n)
+{
+	(void)d;
+	return registered(p, n) ? (uint64_t)(uintptr_t)p : 0;
+}
+
+/* the pairs summed into a scratch row block first (moe_accumulate's order),
+ * then the residual add and the norm */
+static int s_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
+                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
+                         float eps)
+{
+	IN_ORDER(d);
+	float *a = malloc(sizeof(float) * (size_t)rows * n);
+	int rc;
+
+	if (!a)
+		return -ENOMEM;
+	s_moe_acc(d, (uint64_t)(uintptr_t)a, p->y, p->token, p->w, p->n, rows, n, 0, 0);
+	rc = s_add_rmsnorm(d, x, (uint64_t)(uintptr_t)a, w, y, q, qd, qs, rows, n, eps);
+	free(a);
+	return rc;
+}
+
+static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
+{
+	IN_ORDER(d);
+	for (int t = 0; t < T; t++) {
+		float g = 1.0f / (1.0f + expf(-F(gate)[t]));
+
+		for (int j = 0; j < H; j++)
+			F(out)
+		[(size_t)t * H + j] = F(out)[(size_t)t * H + j] + g * F(y)[(size_t)t * H + j];
+	}
+	return 0;
+}
+
+static int s_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+{
+	IN_ORDER(d);
+	*(int *)(uintptr_t)out = coli_argmax(F(x), n);
+	return 0;
+}
+
+/* The CPU path's GEMV, row by row: the simulated dense device is the CPU. */
+static int s_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
+{
+	IN_ORDER(d);
+	struct coli_mat w;
+	int nb = m->K / COLI_QBLOCK;
+
+	coli_mat_view(&w, t, m->rows, m->K, m->w);
+	if (m->scales)
+		w.scales = m->scales;
+	for (int s = 0; s < m->T; s++) {
+		struct coli_act a = {
+		    .n = m->K,
+		    .f = m->xf ? (float *)m->xf + (size_t)s * m->K : NULL,
+		    .q = m->xq ? (int8_t *)m->xq + (size_t)s * m->K : NULL,
+		    .d = m->xd ? (float *)m->xd + (size_t)s * nb : NULL,
+		    .qsum = m->xqsum ? (int32_t *)m->xqsum + (size_t)s * nb : NULL,
+		};
+
+		if (!m->y2) {
+			coli_gemv(&w, &a, m->y + (size_t)s * m->ldy, 0, m->rows);
+			continue;
+		}
+		/* stacked matrices (q, k, v): each range of rows to its own output */
+		coli_gemv(&w, &a, m->y + (size_t)s * m->ldy, 0, m->rows1);
+		coli_gemv(&w, &a, m->y2 + (size_t)s * m->ldy2, m->rows1, m->rows2);
+		coli_gemv(&w, &a, m->y3 + (size_t)s * m->ldy3, m->rows2, m->rows);
+	}
+	return 0;
+}
+
+static int s_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
+                   uint64_t selw)
+{
+	IN_ORDER(d);
+	float *p = malloc(sizeof(float) * (size_t)E);
+
+	if (!p)
+		return -ENOMEM;
+	for (int t = 0; t < T; t++) {
+		memcpy(p, F(rlog) + (size_t)t * E, sizeof(float) * (size_t)E);
+		coli_route(p, E, K, norm, (int *)(uintptr_t)sel + (size_t)t * K,
+		           F(selw) + (size_t)t * K);
+	}
+	free(p);
+	return 0;
+}
+
+/* ptx/dense.cu coli_moe_plan, one pair at a time. */
+static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
+{
+	IN_ORDER(d);
+	const int P = a->T * a->K, H = a->H, I = a->I;
+
+	if (a->rlog) { /* coli_route_plan: route first */
+		int rc = s_route(d, (uint64_t)(uintptr_t)a->rlog, a->T, a->E, a->K, a->norm,
+		                 (uint64_t)(uintptr_t)a->sel, (uint64_t)(uintptr_t)a->selw);
+
+		if (rc)
+			return rc;
+	}
+	for (int i = 0; i < P; i++) {
+		const int ex = a->sel[i], t = i / a->K;
+		const uint64_t slab = a->slabs[ex];
+		struct coli_gpu_gemv_job j = {.rows = slab ? I : 0, .K = H, .S = 1, .ldy = I};
+		int r = 0;
+
+		for (int k = 0; k < P; k++)
+			r += a->sel[k] < ex || (a->sel[k] == ex && k / a->K < t);
+		j.xq = a->xq + (size_t)t * H;
+		j.xd = a->xd + (size_t)t * (H / 32);
+		j.xqsum = a->xqsum + (size_t)t * (H / 32);
+		j.xf = a->xf + (size_t)t * H;
+		for (int m = 0; m < 2; m++) {
+			const uint64_t w = slab + (m ? a->up_off : a->gate_off);
+
+			j.w = (const void *)(uintptr_t)w;
+			j.scales = a->scale_gu
+			               ? (const unsigned short *)(uintptr_t)(w + a->scale_gu)
+			               : NULL;
+			j.y = (m ? a->u : a->g) + (size_t)r * I;
+			a->gu_jobs[2 * r + m] = j;
+		}
+		j = (struct coli_gpu_gemv_job){.rows = slab ? H : 0, .K = I, .S = 1, .ldy = H};
+		j.w = (const void *)(uintptr_t)(slab + a->down_off);
+		j.scales =
+		    a->scale_d
+		        ? (const unsigned short *)(uintptr_t)(slab + a->down_off + a->scale_d)
+		        : NULL;
+		j.xq = a->hq + (size_t)r * I;
+		j.xd = a->hd + (size_t)r * (I / 32);
+		j.xqsum = a->hqs + (size_t)r * (I / 32);
+		j.xf = a->h + (size_t)r * I;
+		j.y = a->y + (size_t)r * H;
+		a->down_jobs[r] = j;
+		a->pair_token[r] = t;
+		a->pair_w[r] = a->selw[i];
+	}
+	return 0;
+}
+
+static int s_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
+                         const struct coli_gpu_moe_plan *a)
+{
+	IN_ORDER(d);
+	int rc = s_dense_gemv(d, COLI_DTYPE_F32, r);
+
+	return rc ? rc : s_moe_plan(d, a);
+}
+
+static int s_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
+{
+	IN_ORDER(d);
+	return s_gemv(d, t, (const struct coli_gpu_gemv_job *)(uintptr_t)table, n);
+}
+
+static void s_close(struct coli_dev *d)
+{
+	struct sim *s = d->impl;
+
+	free(s->pend);
+	free(s->fence_at);
+	for (int i = 0; i < s->n_late; i++)
+		free(s->late[i].bytes);
+	free(s->late);
+	free(d->impl);
+	free(d);
+}
+
+/* Staging: the copy happens at once; its source is remembered (above). */
+static int s_stage_init(struct coli_dev *d, int n)
+{
+	struct sim *s = d->impl;
+
+	free(s->fence_at);
+	s->fence_at = calloc((size_t)n, sizeof(*s->fence_at));
+	s->n_fence = s->fence_at ? n : 0;
+	return s->fence_at || !n ? 0 : -ENOMEM;
+}
+static int s_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n)
+{
+	struct sim *s = d->impl;
+
+	s_copy(d, dst, src, n);
+	if (slot < s->n_fence)
+		s->fence_at[slot] = 0;
+	return remember(d, src, n, slot, ++s->copy_seq);
+}
+static int s_stage_fence(struct coli_dev *d, int slot)
+{
+	struct sim *s = d->impl;
+
+	if (slot < 0 || slot >= s->n_fence)
+		return -EINVAL;
+	s->fence_at[slot] = s->copy_seq;
+	return 0;
+}
+static int s_stage_use(struct coli_dev *d, int slot)
+{
+	IN_ORDER(d);
+	struct sim *s = d->impl;
+
+	for (int i = 0; i < s->n_pend; i++)
+		if (s->pend[i].slot == slot)
+			s->pend[i].used = 1; /* a sync drains compute that waited for it */
+	return 0;
+}
+static int s_stage_nop(struct coli_dev *d, int slot)
+{
+	(void)d, (void)slot;
+	return 0;
+}
+static int s_stage_landed(struct coli_dev *d, int slot)
+{
+	struct sim *s = d->impl;
+
+	check_pending(
+	    d, &(struct past){.slot = slot, .copies = slot < s->n_fence ? s->fence_at[slot] : 0});
+	return 1;
+}
+
+/* Marks: the host clock when recorded (the sim computes as it is called). */
+static int s_mark(struct coli_dev *d, int slot)
+{
+	IN_ORDER(d);
+	struct sim *s = d->impl;
+	struct timespec ts;
+
+	if (slot < 0 || slot >= SIM_MARKS)
+		return -EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->marks[slot] = ts.tv_sec + ts.tv_nsec * 1e-9;
+	s->mark_seq[slot] = s->seq;
+	return 0;
+}
+static int s_elapsed(struct coli_dev *d, int from, int to, double *t)
+{
+	IN_ORDER(d);
+	struct sim *s = d->impl;
+
+	if (from < 0 || from >= SIM_MARKS || to < 0 || to >= SIM_MARKS)
+		return -EINVAL;
+	/* a GPU waits for the mark */
+	check_pending(d, &(struct past){.uploads = s->mark_seq[to], .slot = -1});
+	land(d, s->mark_seq[to], NULL, 0);
+	*t = s->marks[to] - s->marks[from];
+	return 0;
+}
+
+/* The wait point: what was queued before it lands when the host waits. */
+static int s_point(struct coli_dev *d)
+{
+	IN_ORDER(d);
+	struct sim *s = d->impl;
+
+	s->point_seq = s->seq;
+	return 0;
+}
+static int s_point_wait(struct coli_dev *d)
+{
+	IN_ORDER(d);
+	struct sim *s = d->impl;
+
+	check_pending(d, &(struct past){.uploads = s->point_seq, .slot = -1});
+	land(d, s->point_seq, NULL, 0);
+	if (s->latency_us > 0)
+		usleep((useconds_t)s->latency_us);
+	return 0;
+}
+
+static int s_host_wait(struct coli_dev *d, uint32_t seq)
+{
+	struct sim *s = d->impl;
+
+	IN_ORDER(d); /* one wait at a time */
+	s->waiting = (int32_t)(s->host_word - seq) < 0;
+	s->wait_seq = seq;
+	return 0;
+}
+
+/* The host's signal: the ops queued behind the wait run now, in order. */
+static void s_host_signal(struct coli_dev *d, uint32_t seq)
+{
+	struct sim *s = d->impl;
+
+	if ((int32_t)(seq - s->host_word) > 0)
+		s->host_word = seq;
+	if (!s->waiting || (int32_t)(s->host_word - s->wait_seq) < 0)
+		return;
+	s->waiting = 0;
+	for (int i = 0; i < s->n_def; i++) {
+		const struct deferred *o = &s->def[i];
+
+		if (o->acc)
+			s_moe_acc(d, o->dst, o->y, o->pt, o->pw, o->n_pairs, o->T, o->H, o->hy,
+			          o->hmask);
+		else
+			s_upload_async(d, o->dst, o->src, o->n);
+	}
+	s->n_def = 0;
+}
+
+static const struct coli_dev_ops g_sim_ops = {
+    .kind = "sim",
+    .mem_info = s_mem_info,
+    .alloc = s_alloc,
+    .free = s_free,
+    .upload = s_copy,
+    .upload_async = s_upload_async,
+    .download_async = s_download,
+    .gemv = s_gemv,
+    .gemm = s_gemm,
+    .silu_mul = s_silu,
+    .act_quantize = s_actq,
+    .sync = s_sync,
+    .close = s_close,
+    .stage_init = s_stage_init,
+    .stage_copy = s_stage_copy,
+    .stage_use = s_stage_use,
+    .stage_done = s_stage_nop,
+    .stage_landed = s_stage_landed,
+    .stage_fence = s_stage_fence,
+    .mark = s_mark,
+    .elapsed = s_elapsed,
+    .point = s_point,
+    .point_wait = s_point_wait,
+    .host_wait = s_host_wait,
+    .host_signal = s_host_signal,
+    .host_addr = s_host_addr,
+    .copy = s_d2d,
+    .rmsnorm = s_rmsnorm,
+    .add_bias = s_add_bias,
+    .add = s_add,
+    .rope = s_rope,
+    .attention = s_attention,
+    .embed = s_embed,
+    .gather_rows = s_gather_rows,
+    .moe_accumulate = s_moe_acc,
+    .gated_add = s_gated,
+    .argmax = s_argmax,
+    .dense_gemv = s_dense_gemv,
+    .route = s_route,
+    .add_rmsnorm = s_add_rmsnorm,
+    .acc_rmsnorm = s_acc_rmsnorm,
+    .qk_rope_store = s_qk_rope_store,
+    .moe_plan = s_moe_plan,
+    .router_plan = s_router_plan,
+    .gemv_table = s_gemv_table,
+};
+
+int coli_dev_sim_open(struct coli_dev **out, int index, size_t mem_bytes, int latency_us)
+{
+	struct coli_dev *d = calloc(1, sizeof(*d));
+	struct sim *s = calloc(1, sizeof(*s));
+
+	if (!d || !s) {
+		free(d);
+		free(s);
+		return -ENOMEM;
+	}
+	s->mem_bytes = mem_bytes;
+	s->latency_us = latency_us;
+	d->ops = &g_sim_ops;
+	d->impl = s;
+	d->fail_after = -1;
+	d->index = index;
+	snprintf(d->name, sizeof(d->name), "sim:%d (host memory)", index);
+	*out = d;
+	return 0;
+}

@@ -1,0 +1,111 @@
+/*
+ * core/forward/dense_dev.h — the dense part on a device (core/forward/dense_dev.c uploads it
+ * at open, core/forward/forward_dev.c runs the forward over it): its matrices, the
+ * captured decode graphs and the working buffers.
+ *
+ * Device buffers (rows are tokens, fp32 unless said):
+ *   x, xn, mlp, proj, shy [tmax][H]; q, att [tmax][nh*hd]; k, v [tmax][nkv*hd]
+ *   aq int8 / ad / aqs: the quantized form of the current GEMV input, [tmax][K_max]
+ *   g, u, h [tmax][I_max]; rlog [tmax][E]; gl [tmax]; ey [tmax*top_k][H]
+ *   then 2 x [tmax*top_k] (a host-planned layer's pair lists, uploaded with it)
+ *   ids int [1 + tmax]: the position, then the token ids
+ *   kcache, vcache [n_layers][ctx][nkv*hd]; logits [tmax][vocab]
+ *   sel int / selw [tmax][top_k]; slabs u64 [n_layers][n_experts] (resident
+ *   slab of each expert, fully resident layers only); gu_jobs, down_jobs
+ *   [2 or 1][COLI_GPU_MAX_S * top_k] GEMV jobs written by coli_route_plan;
+ *   grlog, gsel, gselw: the lookahead's router logits and routing
+ */
+#ifndef COLI_CORE_DENSE_DEV_H
+#define COLI_CORE_DENSE_DEV_H
+
+#include <stdint.h>
+
+#include "core/core_internal.h"
+#include "core/dev/dev.h"
+
+struct dmat {
+	enum coli_dtype dtype;
+	int rows, cols;
+	uint64_t w, scales;
+};
+
+struct dlayer {
+	uint64_t attn_norm, ffn_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
+	struct dmat q, k, v, o, router, sh_gate, sh_up, sh_down, sh_router, ffn_gate, ffn_up,
+	    ffn_down;
+	struct dmat qkv; /* q, k and v stacked in one allocation (q, k, v are views of it),
+	                  * run as one GEMV; rows 0 when they cannot be stacked */
+};
+
+/* A decode layer's device work captured as a graph (layer_run), for one
+ * token count; kind and guess say what it was captured for. */
+enum { SEG_HOST, SEG_PRE, SEG_PLANNED, SEG_DENSE };
+
+struct seg {
+	uint64_t graph;
+	long n_ops;        /* launches it holds */
+	signed char state; /* 0 not yet captured, 1 graph ready, -1 run directly */
+	signed char kind;  /* SEG_* */
+	signed char pend;  /* what the layer's first norm adds: PEND_* */
+	short guess;       /* the lookahead layer its ops route, or -1 */
+	signed char point; /* it records the host's wait point (dd->point) */
+};
+
+/* What a layer's first norm adds to the residual: nothing (layer 0), the
+ * previous layer's MLP output (dd->mlp), or its MoE pairs not yet summed (a
+ * device-planned layer leaves its accumulate to the next norm: one launch
+ * less; see defers). */
+enum { PEND_NONE, PEND_MLP, PEND_PAIRS };
+
+/* Rows of the device's logits buffer: every position's logits (coli logits,
+ * perplexity) are computed and downloaded this many at a time, so a large
+ * --ubatch does not cost ubatch x vocabulary floats of VRAM. */
+#define COLI_DEV_LOGIT_ROWS 64
+
+struct coli_dense_dev {
+	struct coli_dev *dev;
+	int l0, l1;      /* its layers [l0, l1); its KV cache holds only these */
+	int first, last; /* it holds the embeddings / the output norm and lm_head */
+	struct dmat tok_embd, lm_head;
+	uint64_t out_norm, inv_freq;
+	struct dlayer *L;
+	uint64_t kcache, vcache;
+	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
+	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
+	uint64_t fsel;     /* [n_layers][COLI_GPU_MAX_S][top_k]: each device-planned layer's
+	                    * routing, down once a forward into e->fast_sel (fast_down) */
+	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
+	int point;         /* the layer queued last recorded the host's wait point behind its
+	                    * downloads (the host part waits for it, not the stream) */
+	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
+	signed char *full; /* [n_layers] every expert of the layer resident on this device */
+	signed char *part; /* [n_layers] some (full or not): the layer can be preplanned */
+	int *fast_T;       /* [n_layers] tokens of this forward's device-planned layer, or 0 */
+	int fast_any;      /* a layer was planned here this forward: its fsel goes down */
+	struct seg *seg;   /* [n_layers][COLI_GPU_MAX_S][2][COLI_ATTN_BUCKETS]: decode
+	                    * layers' captured graphs, without and with the
+	                    * lookahead's guess, by the positions attention covers
+	                    * (kernels_abi.h coli_gpu_attn_reach) */
+	struct seg tok[COLI_GPU_MAX_S][COLI_ATTN_BUCKETS]; /* every layer in one graph,
+	                                                    * when none needs the host
+	                                                    * (forward_dev.c token_run) */
+	struct coli_gpu_gemv_job *jobs;
+	int kmax;
+	uint64_t *allocs; /* every allocation, for release */
+	int n_allocs, cap_allocs;
+	double phase_t; /* the phase clock: end of the last phase charged */
+};
+
+/* Shared by core/forward/forward_dev.c and core/forward/layer_host.c. */
+/* Charge the time since the last phase end to *acc (sync: wait for the
+ * device first, --profile's exact split); see core/forward/forward_dev.c. */
+int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync);
+/* Qwen2-MoE's shared expert on the dense device: mlp += sigmoid(gate . xn)
+ * * swiglu(xn); xn_ready: dd->aq holds xn quantized. */
+int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T,
+                                 int xn_ready);
+/* The host's part of a layer layer_ops queued up to its routing (SEG_HOST,
+ * or SEG_PRE when pre): core/forward/layer_host.c. */
+int coli_dense_dev_moe_host(struct coli_engine *e, int l, int T, int pre, int xq);
+
+#endif

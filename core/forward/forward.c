@@ -1,0 +1,214 @@
+/*
+ * core/forward/forward.c — the CPU forward pass over T tokens: embeddings, attention
+ * with RoPE over the KV cache, the MLP/MoE block of each layer, final norm and
+ * lm_head. Prefill runs the prompt as one batch (every matrix sees all T
+ * rows, so a weight row is read once per call); decode is the same code with
+ * T = 1.
+ *
+ * Buffers (engine scratch, see core_internal.h), t = token in the call:
+ *   x    [T][hidden]       residual stream, fp32
+ *   xn   [T][hidden]       normed input of attention / MLP
+ *   q    [T][nh*hd]        queries; kx, vx [T][nkv*hd] keys and values
+ *   kcache, vcache [layer][ctx][nkv*hd]
+ *   att  [T][nh*hd]        attention output (input of attn_o)
+ * Attention follows transformers' eager path: scores scaled by 1/sqrt(hd),
+ * causal, softmax in fp32, RoPE in the rotate-half convention.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core_internal.h"
+
+void coli_actbuf_set(struct coli_actbuf *a, const float *x)
+{
+	a->act.n = a->n;
+	a->act.f = x;
+	a->act.q = a->q;
+	a->act.d = a->d;
+	a->act.qsum = a->qsum;
+	if (a->q)
+		coli_act_quantize(&a->act, x, a->n);
+}
+
+struct rows_set {
+	struct coli_actbuf *ab;
+	const float *x;
+	int T, n;
+};
+
+static void rows_set_task(void *arg, int task, int n_tasks)
+{
+	const struct rows_set *r = arg;
+
+	for (int t = r->T * task / n_tasks; t < r->T * (task + 1) / n_tasks; t++) {
+		r->ab[t].n = r->n;
+		coli_actbuf_set(&r->ab[t], r->x + (size_t)t * r->n);
+	}
+}
+
+void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n)
+{
+	struct rows_set r = {ab, x, T, n};
+	int threads = coli_cpu_pool_threads(e->pool);
+
+	/* a prefill chunk's rows over the pool; a decode step's on the caller */
+	coli_cpu_pool_run(T >= 16 ? e->pool : NULL, rows_set_task, &r, T < threads ? T : threads);
+}
+
+void coli_ax_ready(struct coli_engine *e)
+{
+	if (e->ax_defer && e->xn_pend) /* still on the device (core/forward/forward_dev.c) */
+		coli_dense_dev_xn(e);
+	if (e->ax_defer) {
+		coli_actbufs_set(e, e->ax, e->xn, e->ax_defer, e->m.cfg.hidden);
+		e->ax_defer = 0;
+	}
+}
+
+/* y[T][rows] = W . act[t] for the T prepared activations. */
+static void matmul(struct coli_engine *e, const struct coli_mat *w, struct coli_actbuf *ab, int T,
+                   float *y)
+{
+	for (int t = 0; t < T; t++)
+		e->ag[t] = ab[t].act;
+	coli_gemm_mt(e->pool, w, e->ag, T, y, w->rows);
+}
+
+static void add_bias(float *y, const float *b, int T, int n)
+{
+	if (!b)
+		return;
+	for (int t = 0; t < T; t++)
+		for (int i = 0; i < n; i++)
+			y[(size_t)t * n + i] += b[i];
+}
+
+/* RMSNorm of each head (Qwen3: weight [hd]) or of the whole row (OLMoE). */
+static void qk_norm(const struct coli_model_config *c, float *v, const float *w, int T, int nh)
+{
+	int hd = c->head_dim;
+
+	for (int t = 0; t < T; t++) {
+		float *row = v + (size_t)t * nh * hd;
+
+		if (c->qk_norm == 1)
+			for (int h = 0; h < nh; h++)
+				coli_rmsnorm(row + h * hd, w, row + h * hd, hd, c->norm_eps);
+		else
+			coli_rmsnorm(row, w, row, nh * hd, c->norm_eps);
+	}
+}
+
+static void attention(struct coli_engine *e, int l, int T, int pos0)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const struct coli_layer *L = &e->m.layers[l];
+	int H = c->hidden, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+	int hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv;
+	const float *K = e->kcache + (size_t)l * e->ctx * kvd;
+	const float *V = e->vcache + (size_t)l * e->ctx * kvd;
+
+	for (int t = 0; t < T; t++)
+		coli_rmsnorm(e->x + (size_t)t * H, L->attn_norm, e->xn + (size_t)t * H, H,
+		             c->norm_eps);
+	coli_actbufs_set(e, e->ax, e->xn, T, H);
+	matmul(e, &L->q, e->ax, T, e->q);
+	matmul(e, &L->k, e->ax, T, e->kx);
+	matmul(e, &L->v, e->ax, T, e->vx);
+	add_bias(e->q, L->q_bias, T, qd);
+	add_bias(e->kx, L->k_bias, T, kvd);
+	add_bias(e->vx, L->v_bias, T, kvd);
+	if (c->qk_norm) {
+		qk_norm(c, e->q, L->q_norm, T, c->n_heads);
+		qk_norm(c, e->kx, L->k_norm, T, c->n_kv_heads);
+	}
+	coli_rope(e->q, T, c->n_heads, c->head_dim, pos0, e->inv_freq);
+	coli_rope(e->kx, T, c->n_kv_heads, c->head_dim, pos0, e->inv_freq);
+	/* append this call's keys and values to the cache */
+	memcpy(e->kcache + ((size_t)l * e->ctx + pos0) * kvd, e->kx, sizeof(float) * T * kvd);
+	memcpy(e->vcache + ((size_t)l * e->ctx + pos0) * kvd, e->vx, sizeof(float) * T * kvd);
+	/* one group a (token, key/value head): the query heads sharing it
+	 * (coli_attention_groups_mt splits the few groups of a decode step
+	 * across the threads; each head's bits are coli_attention_head's) */
+	for (int tg = 0; tg < T * nkv; tg++) {
+		int t = tg / nkv, g = tg % nkv;
+		size_t h0 = (size_t)t * c->n_heads + (size_t)g * group; /* the group's first head */
+
+		e->attn[tg] = (struct coli_attn_group){.q = e->q + h0 * hd,
+		                                       .K = K + g * hd,
+		                                       .V = V + g * hd,
+		                                       .out = e->att + h0 * hd,
+		                                       .G = group,
+		                                       .n_pos = pos0 + t + 1};
+	}
+	coli_attention_groups_mt(e->pool, e->attn, T * nkv, kvd, hd, 1.0f / sqrtf((float)hd),
+	                         e->scores, (size_t)e->ctx * 8, coli_cpu_pool_threads(e->pool));
+	coli_actbufs_set(e, e->ah, e->att, T, qd);
+	matmul(e, &L->o, e->ah, T, e->proj);
+	for (size_t i = 0; i < (size_t)T * H; i++)
+		e->x[i] += e->proj[i];
+}
+
+static void embed(struct coli_engine *e, const int *ids, int T)
+{
+	for (int t = 0; t < T; t++)
+		coli_mat_row_f32(&e->m.tok_embd, ids[t], e->x + (size_t)t * e->m.cfg.hidden);
+}
+
+int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int H = c->hidden, pos0 = e->pos;
+	double t0 = coli_now_s(), t1, t2;
+
+	if (T <= 0 || T > e->tmax)
+		return -EINVAL;
+	e->errmsg[0] = 0;
+	if (pos0 + T > e->ctx)
+		return -E2BIG;
+	for (int t = 0; t < T; t++)
+		if (ids[t] < 0 || ids[t] >= c->vocab)
+			return -EINVAL;
+	embed(e, ids, T);
+	for (int l = 0; l < c->n_layers; l++) {
+		t1 = coli_now_s();
+		attention(e, l, T, pos0);
+		t2 = coli_now_s();
+		e->est.attention_s += t2 - t1;
+		for (int t = 0; t < T; t++)
+			coli_rmsnorm(e->x + (size_t)t * H, e->m.layers[l].ffn_norm,
+			             e->xn + (size_t)t * H, H, c->norm_eps);
+		coli_actbufs_set(e, e->ax, e->xn, T, H);
+		if (e->m.layers[l].moe) {
+			int rc = coli_moe_block(e, l, T, e->mlp);
+
+			if (rc)
+				return rc; /* a slab could not be read: e->errmsg; pos unchanged */
+		} else {
+			coli_mlp_dense(e, l, T, e->mlp);
+		}
+		t1 = coli_now_s();
+		*(e->m.layers[l].moe ? &e->est.moe_s : &e->est.dense_mlp_s) += t1 - t2;
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			e->x[i] += e->mlp[i];
+	}
+	e->pos += T;
+	e->est.tokens += T;
+	coli_tiers_tokens(e, T);
+	t1 = coli_now_s();
+	if (logits) {
+		int r0 = all_logits ? 0 : T - 1, n = T - r0;
+
+		for (int t = r0; t < T; t++)
+			coli_rmsnorm(e->x + (size_t)t * H, e->m.out_norm,
+			             e->xn + (size_t)(t - r0) * H, H, c->norm_eps);
+		coli_actbufs_set(e, e->ax, e->xn, n, H);
+		matmul(e, &e->m.lm_head, e->ax, n, logits);
+	}
+	t2 = coli_now_s();
+	e->est.lm_head_s += t2 - t1;
+	e->est.forward_s += t2 - t0;
+	return 0;
+}

@@ -1,0 +1,799 @@
+/*
+ * core/forward/forward_dev.c — the forward pass with the dense part on a device:
+ * embeddings, norms, attention with its KV cache, routers, shared experts,
+ * dense MLPs and lm_head live in the device's memory, uploaded once at open
+ * (no per-token copy of a constant: only token ids, the activations the CPU
+ * rows need, and the CPU rows' outputs cross the bus).
+ *
+ * Per MoE layer the device computes the router logits and routes them
+ * (coli_route: softmax, top-k, weights). A layer whose every expert is
+ * resident on this device, at T <= COLI_GPU_MAX_S (decode), is planned on
+ * the device too (coli_route_plan routes and writes the GEMV job tables and
+ * pair lists in one launch): gate/up, silu, quantize, down and the
+ * accumulation follow on the stream with no round trip to the host, whose
+ * only part is counting the routed experts once the forward has synchronized
+ * (fast_count). Any other layer: the host downloads the routing, the
+ * lookahead's guess for the next layer and the normed input, plans exactly
+ * as the CPU path does (core/moe/moe.c: issue to devices, CPU rows, take),
+ * uploads the per-pair outputs, and the device accumulates them in
+ * ascending expert id with core/moe/moe.c's bits (that host part:
+ * core/forward/layer_host.c). A preplanned layer's resident
+ * experts are queued behind those downloads and a wait point
+ * (coli_dev_point), which the host waits for instead of the whole stream:
+ * they run while it plans. Routing is on the device in both cases, so the
+ * weights do not depend on which case a layer takes.
+ * When every pair of a layer ran on this same device, the outputs never
+ * leave it: the accumulation reads the expert path's output buffer, which is
+ * in pair order, on the same stream, and take does not wait
+ * (core/moe/moe_dev.c). So for a given dense device, logits do not depend on
+ * where experts ran. The simulated device runs the same sequence with the
+ * CPU kernels, so --gpu sim reproduces the CPU path bit for bit, which is
+ * what CI checks.
+ *
+ * At decode each layer's device part (layer_ops: up to where the host must
+ * look) is captured once as a CUDA graph and replayed (layer_run), or, when
+ * no layer needs the host, the whole token's layers as one (token_run): what
+ * changes per token is read from device memory (position and ids in dd->ids,
+ * routing and job tables the kernels write).
+ *
+ * With the layers split over several devices (core/forward/dense_dev.c), e->dd is
+ * the device of the layer running: a layer on the next device's range first
+ * hands the residual stream over (handoff), once a token per boundary.
+ *
+ * Its buffers are drawn in core/forward/dense_dev.h, uploaded at open by
+ * core/forward/dense_dev.c.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+#include "core/forward/dense_dev.h"
+#include "core/dev/dev.h"
+
+/* The phase split (coli_engine_stats attention_s, moe_s, dense_mlp_s,
+ * lm_head_s) on an asynchronous device: a phase is over when the device has
+ * finished it, which the host knows only where it waits. Without --profile
+ * nothing extra waits: a phase is charged the wall time up to the host's
+ * next wait that follows it (the router download in moe(), the end of
+ * moe(), the logits download), so attention_s also holds the ffn norm and
+ * the router GEMV, and a dense MLP layer's device time lands in the next
+ * attention. A device-planned layer has no wait at all: its phases are
+ * charged the host's time to queue them and the device time lands at the
+ * forward's last wait (lm_head). With --profile the device is synchronized
+ * at every phase end (one more round trip per phase, so tok/s drops a
+ * little) and the split is exact. forward_s is exact either way. */
+int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync)
+{
+	int rc = sync ? coli_dev_sync(e->dd->dev) : 0;
+	double now = coli_now_s();
+
+	*acc += now - e->dd->phase_t;
+	e->dd->phase_t = now;
+	return rc;
+}
+
+/* Quantize rows of x [T][K] into aq/ad/aqs when m is quantized. Once per
+ * input: every matrix that reads x after it (q, k and v; gate and up) uses
+ * the same quantized rows. */
+static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T)
+{
+	if (!coli_dtype_is_quant(m->dtype))
+		return 0;
+	return coli_dev_act_quantize(dd->dev, x, dd->aq, dd->ad, dd->aqs, T * m->cols / 32);
+}
+
+/* The dense GEMV's arguments for y[T][ldy] = m . x[T][K]. */
+static struct coli_gpu_dense_gemv gemv_args(const struct coli_dense_dev *dd, const struct dmat *m,
+                                            uint64_t x, int T, uint64_t y, int ldy)
+{
+	struct coli_gpu_dense_gemv a = {
+	    .w = (const void *)(uintptr_t)m->w,
+	    .scales = (const unsigned short *)(uintptr_t)m->scales,
+	    .xf = (const float *)(uintptr_t)x,
+	    .xq = (const signed char *)(uintptr_t)dd->aq,
+	    .xd = (const float *)(uintptr_t)dd->ad,
+	    .xqsum = (const int *)(uintptr_t)dd->aqs,
+	    .y = (float *)(uintptr_t)y,
+	    .rows = m->rows,
+	    .K = m->cols,
+	    .T = T,
+	    .ldy = ldy,
+	};
+
+	return a;
+}
+
+/* y[T][ldy] = m . x[T][K] in one launch of the dense GEMV (deterministic; the
+ * canonical reduction for q8_0/q4_0, on the tensor-core GEMM from
+ * COLI_GPU_DENSE_GEMM_MIN_T tokens). A quantized matrix reads x's quantized rows
+ * from aq/ad/aqs: prep(x) first. */
+static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T, uint64_t y,
+                int ldy)
+{
+	struct coli_gpu_dense_gemv a = gemv_args(dd, m, x, T, y, ldy);
+
+	return coli_dev_dense_gemv(dd->dev, m->dtype, &a);
+}
+
+/* x_ready: dd->aq already holds x's rows quantized (the norm that wrote x
+ * did it). h is quantized for down by the silu launch itself. */
+static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const struct dmat *up,
+                  const struct dmat *down, uint64_t x, int x_ready, int T, uint64_t y)
+{
+	int I = gate->rows, rc;
+
+	rc = x_ready ? 0 : prep(dd, gate, x, T);
+	rc = rc ? rc : gemm(dd, gate, x, T, dd->g, I);
+	rc = rc ? rc : gemm(dd, up, x, T, dd->u, I);
+	rc = rc ? rc
+	        : coli_dev_silu_mul(dd->dev, dd->g, dd->u, dd->h,
+	                            coli_dtype_is_quant(down->dtype) ? dd->aq : 0, dd->ad, dd->aqs,
+	                            T * I);
+	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
+	return rc;
+}
+
+/* Whether q/k norms, RoPE and the KV store run as one launch that reads the
+ * position from device memory (coli_qk_rope_store): not where the norm spans
+ * the whole vector (qk_norm 2, OLMoE) or the heads are too wide for it. */
+static int qk_fused(const struct coli_model_config *c)
+{
+	return c->qk_norm != 2 && c->head_dim % 2 == 0 && c->head_dim <= 256;
+}
+
+/* q/k norms, RoPE, and k and v into the layer's cache rows pos0..: one fused
+ * launch (coli_qk_rope_store) where qk_fused allows, else op by op. */
+static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int pos0, uint64_t kc,
+                    uint64_t vc)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim, qd = nh * hd, kvd = nkv * hd;
+	int rc = 0;
+
+	if (qk_fused(c))
+		return coli_dev_qk_rope_store(dd->dev, dd->q, dd->k, dd->v,
+		                              c->qk_norm == 1 ? D->q_norm : 0,
+		                              c->qk_norm == 1 ? D->k_norm : 0, c->norm_eps, T, nh,
+		                              nkv, hd, pos0, dd->ids, dd->inv_freq, kc, vc);
+	if (c->qk_norm == 2) {
+		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T, qd, c->norm_eps);
+		rc = rc ? rc
+		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T, kvd, c->norm_eps);
+	} else if (c->qk_norm == 1) {
+		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T * nh, hd, c->norm_eps);
+		rc = rc ? rc
+		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T * nkv, hd,
+		                           c->norm_eps);
+	}
+	rc = rc ? rc : coli_dev_rope(dd->dev, dd->q, T, nh, hd, pos0, dd->inv_freq);
+	rc = rc ? rc : coli_dev_rope(dd->dev, dd->k, T, nkv, hd, pos0, dd->inv_freq);
+	rc = rc ? rc
+	        : coli_dev_copy(dd->dev, kc + (size_t)pos0 * kvd * 4, dd->k, (size_t)T * kvd * 4);
+	return rc ? rc
+	          : coli_dev_copy(dd->dev, vc + (size_t)pos0 * kvd * 4, dd->v, (size_t)T * kvd * 4);
+}
+
+/* Attention of layer l; first, when `pending` (every layer but the first),
+ * the previous layer's MLP output is added to the residual stream in the same
+ * launch as this layer's norm. Leaves the projection in dd->proj: the caller
+ * adds it with the ffn norm. */
+static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	const struct dlayer *D = &dd->L[l];
+	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
+	int qd = nh * hd, kvd = nkv * hd, rc, oq;
+	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
+	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
+
+	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
+	if (pend == PEND_PAIRS) { /* the previous layer's pairs, summed here */
+		const struct coli_gpu_pairs p = {.y = e->vram[dd->plan_dev].y,
+		                                 .token = dd->ptok,
+		                                 .w = dd->pw,
+		                                 .n = T * c->top_k};
+
+		rc = coli_dev_acc_rmsnorm(dd->dev, dd->x, &p, D->attn_norm, dd->xn,
+		                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad,
+		                          dd->aqs, T, H, c->norm_eps);
+	} else
+		rc = coli_dev_add_rmsnorm(dd->dev, dd->x, pend == PEND_MLP ? dd->mlp : 0,
+		                          D->attn_norm, dd->xn,
+		                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad,
+		                          dd->aqs, T, H, c->norm_eps);
+	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
+		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
+
+		a.y2 = (float *)(uintptr_t)dd->k;
+		a.y3 = (float *)(uintptr_t)dd->v;
+		a.rows1 = qd, a.rows2 = qd + kvd;
+		a.ldy2 = a.ldy3 = kvd;
+		rc = rc ? rc : coli_dev_dense_gemv(dd->dev, D->qkv.dtype, &a);
+	} else {
+		rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
+		rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
+		rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
+	}
+	if (!rc && D->q_bias) {
+		rc = coli_dev_add_bias(dd->dev, dd->q, D->q_bias, T, qd);
+		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->k, D->k_bias, T, kvd);
+		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->v, D->v_bias, T, kvd);
+	}
+	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
+	/* a quantized o reads the attention output quantized: in the same launch */
+	oq = coli_dtype_is_quant(D->o.dtype);
+	rc = rc ? rc
+	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, dd->ids, e->ctx, nh,
+	                             nkv, hd, 1.0f / sqrtf((float)hd), oq ? dd->aq : 0,
+	                             oq ? dd->ad : 0, oq ? dd->aqs : 0);
+	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
+	return rc;
+}
+
+/* Qwen2-MoE's shared expert: mlp += sigmoid(gate . xn) * swiglu(xn);
+ * xn_ready: dd->aq holds xn quantized (by the ffn norm). */
+int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T, int xn_ready)
+{
+	struct coli_dense_dev *dd = e->dd;
+	int rc;
+
+	if (!e->m.cfg.shared_inter)
+		return 0;
+	rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, xn_ready, T, dd->shy);
+	rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
+	rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
+	return rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, e->m.cfg.hidden);
+}
+
+/* Whether MoE layer l is routed and planned on the device at T tokens
+ * (every expert resident here), or preplanned (some are: they start here
+ * before the host plans the rest). */
+static int can_plan(const struct coli_engine *e, int l, int T)
+{
+	const struct coli_dense_dev *dd = e->dd;
+
+	return dd->route_on_dev && dd->plan_dev >= 0 && T <= COLI_GPU_MAX_S && !e->trace &&
+	       !dd->dev->failed;
+}
+
+static int planned(const struct coli_engine *e, int l, int T)
+{
+	return can_plan(e, l, T) && e->dd->full[l];
+}
+
+static int preplanned(const struct coli_engine *e, int l, int T)
+{
+	return can_plan(e, l, T) && !e->dd->full[l] && e->dd->part[l];
+}
+
+/* Route layer l's T <= COLI_GPU_MAX_S tokens from the router logits in
+ * dd->rlog and plan its experts resident here (one launch for both): the
+ * routing into sel (dd->sel, which a preplanned layer downloads, or the
+ * layer's row of dd->fsel), the GEMV job tables and pair lists (dd->ptok/pw)
+ * on the device. router != NULL (f32): the router's GEMV of dd->xn into
+ * dd->rlog comes first, in the same launch as the routing (layer_ops
+ * decides). */
+static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *router, uint64_t sel)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	struct coli_dev_slot *v = &e->vram[dd->plan_dev];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	enum coli_dtype t = xl->dtype;
+	int H = c->hidden, I = c->moe_inter, K = c->top_k;
+	struct coli_gpu_moe_plan a = {
+	    .sel = (const int *)(uintptr_t)sel,
+	    .selw = (const float *)(uintptr_t)dd->selw,
+	    .slabs =
+	        (const unsigned long long *)(uintptr_t)(dd->slabs + (size_t)l * c->n_experts * 8),
+	    .gate_off = xl->gate_off,
+	    .up_off = xl->up_off,
+	    .down_off = xl->down_off,
+	    .scale_gu = coli_quant_plane_bytes(t, I, H),
+	    .scale_d = coli_quant_plane_bytes(t, H, I),
+	    .xq = (const signed char *)(uintptr_t)dd->aq,
+	    .xd = (const float *)(uintptr_t)dd->ad,
+	    .xqsum = (const int *)(uintptr_t)dd->aqs,
+	    .xf = (const float *)(uintptr_t)dd->xn,
+	    .g = (float *)(uintptr_t)v->g,
+	    .u = (float *)(uintptr_t)v->u,
+	    .h = (float *)(uintptr_t)v->h,
+	    .hq = (const signed char *)(uintptr_t)v->hq,
+	    .hd = (const float *)(uintptr_t)v->hd,
+	    .hqs = (const int *)(uintptr_t)v->hqs,
+	    .y = (float *)(uintptr_t)v->y,
+	    .gu_jobs = (struct coli_gpu_gemv_job *)(uintptr_t)dd->gu_jobs,
+	    .down_jobs = (struct coli_gpu_gemv_job *)(uintptr_t)dd->down_jobs,
+	    .pair_token = (int *)(uintptr_t)dd->ptok,
+	    .pair_w = (float *)(uintptr_t)dd->pw,
+	    .T = T,
+	    .K = K,
+	    .H = H,
+	    .I = I,
+	    .rlog = (const float *)(uintptr_t)dd->rlog, /* routed in the same launch */
+	    .E = c->n_experts,
+	    .norm = c->norm_topk_prob,
+	};
+
+	if (router) {
+		struct coli_gpu_dense_gemv r =
+		    gemv_args(dd, router, dd->xn, T, dd->rlog, c->n_experts);
+
+		return coli_dev_router_plan(dd->dev, &r, &a);
+	}
+	return coli_dev_moe_plan(dd->dev, &a);
+}
+
+/* The planned experts, on the stream (q8/q4 experts read xn's rows quantized
+ * in dd->aq by the ffn norm): gate/up, silu + quantize, down. Outputs in the
+ * device slot's y, a row per pair in pair order. */
+static int plan_experts(struct coli_engine *e, int l, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	struct coli_dev_slot *v = &e->vram[dd->plan_dev];
+	enum coli_dtype t = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype;
+	int P = T * c->top_k, rc;
+
+	rc = coli_dev_gemv_table(dd->dev, t, dd->gu_jobs, 2 * P, c->moe_inter);
+	rc = rc ? rc
+	        : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, coli_dtype_is_quant(t) ? v->hq : 0,
+	                            v->hd, v->hqs, P * c->moe_inter);
+	return rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, c->hidden);
+}
+
+/* The routing of the layers planned on device dd this forward, down into
+ * e->fast_sel in one transfer (of its whole layer range: fast_count reads
+ * only the planned layers' rows), queued before the sync that ends the
+ * device's part of the forward: appended to the downloads v[*n] queued
+ * there as one op. */
+static void fast_down(struct coli_engine *e, struct coli_dense_dev *dd, struct coli_dev_down *v,
+                      int *n)
+{
+	const size_t row = (size_t)COLI_GPU_MAX_S * e->m.cfg.top_k;
+
+	if (!dd->fast_any)
+		return;
+	dd->fast_any = 0;
+	v[(*n)++] = (struct coli_dev_down){e->fast_sel + (size_t)dd->l0 * row,
+	                                   dd->fsel + (size_t)dd->l0 * row * 4,
+	                                   sizeof(int) * (size_t)(dd->l1 - dd->l0) * row};
+}
+
+/* After the forward's last sync: what the host path counts for each layer
+ * it plans (core/moe/moe.c, core/moe/moe_dev.c take), for the device-planned ones. */
+static void fast_count(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int K = c->top_k;
+
+	for (int l = 0; l < c->n_layers; l++) {
+		struct coli_dense_dev *dd = e->dds[e->dd_of[l]];
+		const int *s = e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K;
+		const struct coli_expert_layer *xl;
+		int P = dd->fast_T[l] * K;
+
+		if (!P)
+			continue;
+		xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+		e->est.expert_uses += P;
+		e->est.moe_layers_on_dense++;
+		e->est.moe_layers_dev_planned++;
+		for (int i = 0; i < P; i++) {
+			int first = 1;
+
+			for (int j = 0; j < i; j++)
+				first &= s[j] != s[i];
+			coli_tiers_count(e, l, s[i], 1);
+			if (first) { /* one hit per expert and layer call, as take counts */
+				e->est.hits[COLI_TIER_VRAM]++;
+				e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
+			}
+		}
+		dd->fast_T[l] = 0;
+	}
+}
+
+/* The router lookahead's guess for the next MoE layer (core/moe/lookahead.c),
+ * on the device: its router on this layer's xn, routed, downloaded next to
+ * this layer's routing. Only where the host plans this layer and the next
+ * one is not planned on the device (it needs no prefetch): guess_layer says
+ * which layer (-1: none), guess_ops queues its router and routing (layer_ops
+ * downloads it with the layer's own). */
+static int guess_layer(const struct coli_engine *e, int l, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const struct coli_dense_dev *dd = e->dd;
+	int n = l + 1;
+
+	while (n < c->n_layers && !e->m.layers[n].moe)
+		n++;
+	/* (its router lives with its layer: none across a device boundary) */
+	if (n == c->n_layers || n >= dd->l1 || !coli_lookahead_wanted(e, n) ||
+	    (dd->plan_dev >= 0 && dd->full[n] && T <= COLI_GPU_MAX_S))
+		return -1;
+	return n;
+}
+
+static int guess_ops(struct coli_engine *e, int n, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	int K = c->top_k, rc;
+
+	rc = gemm(dd, &dd->L[n].router, dd->xn, T, dd->grlog, c->n_experts);
+	return rc ? rc
+	          : coli_dev_route(dd->dev, dd->grlog, T, c->n_experts, K, c->norm_topk_prob,
+	                           dd->gsel, dd->gselw);
+}
+
+static int layer_kind(const struct coli_engine *e, int l, int T)
+{
+	return !e->m.layers[l].moe   ? SEG_DENSE
+	       : planned(e, l, T)    ? SEG_PLANNED
+	       : preplanned(e, l, T) ? SEG_PRE
+	                             : SEG_HOST;
+}
+
+/* Layer l's device work up to where the host must look: the embedding
+ * (layer 0), attention, the ffn norm, then
+ *   SEG_DENSE    the dense MLP
+ *   SEG_PLANNED  router, route + plan, experts, accumulate, shared expert
+ *   SEG_HOST/PRE router, routing (with a preplanned layer's plan), the
+ *                lookahead's guess (layer gn >= 0), the downloads the host
+ *                plans from; then a preplanned layer's wait point and its
+ *                resident experts
+ * No host state changes here (layer_run may capture it as a graph and
+ * replay it); xq: the ffn norm quantizes xn's rows for q8/q4 experts on
+ * the device. */
+/* Whether layer l, of kind `kind`, leaves its MoE accumulate to the next
+ * layer's first norm: a device-planned layer with a next layer and no shared
+ * expert (whose gated add needs the sum first). */
+static int defers(const struct coli_engine *e, int l, int kind) /* (and on this device) */
+{
+	return kind == SEG_PLANNED && l + 1 < e->dd->l1 && !e->m.cfg.shared_inter;
+}
+
+static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
+                     int pend)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	const struct dlayer *D = &dd->L[l];
+	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused, nd = 0;
+	struct coli_dev_down down[COLI_DEV_DOWN_MAX]; /* what the host plans from */
+
+	dd->point = 0;
+	if (l == 0)
+		rc = coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w,
+		                    dd->tok_embd.scales, dd->ids + 4, dd->x, T, H);
+	rc = rc ? rc : attention(e, l, T, pos0, pend);
+	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
+		rc = coli_dense_dev_phase_end(e, &e->est.attention_s, 1);
+	rc = rc ? rc
+	        : coli_dev_add_rmsnorm(dd->dev, dd->x, dd->proj, D->ffn_norm, dd->xn,
+	                               xq ? dd->aq : 0, dd->ad, dd->aqs, T, H, c->norm_eps);
+	if (kind == SEG_DENSE)
+		return rc ? rc
+		          : swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T,
+		                   dd->mlp);
+	rc = rc ? rc : prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
+	/* a planned layer's f32 router runs in the plan's launch */
+	fused = (kind == SEG_PLANNED || kind == SEG_PRE) && dd->route_on_dev &&
+	        D->router.dtype == COLI_DTYPE_F32 && dd->dev->ops->router_plan;
+	rc = rc || fused ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
+	if (kind == SEG_PLANNED) {
+		/* routed, planned, computed and accumulated here; the routing goes
+		 * back for fast_count with the forward's other planned layers'
+		 * (fast_down) */
+		rc = rc ? rc
+		        : plan_route(e, l, T, fused ? &D->router : NULL,
+		                     dd->fsel + (size_t)l * COLI_GPU_MAX_S * K * 4);
+		rc = rc ? rc : plan_experts(e, l, T);
+		if (defers(e, l, kind)) /* summed by the next layer's first norm */
+			return rc;
+		rc = rc ? rc
+		        : coli_dev_moe_accumulate(dd->dev, dd->mlp, e->vram[dd->plan_dev].y,
+		                                  dd->ptok, dd->pw, T * K, T, H, 0, 0);
+		return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
+	}
+	/* what the host plans from: the routing (or the router logits it
+	 * routes), the lookahead's guess, and the normed rows for its readers
+	 * (CPU rows, host routing) -- a prefill chunk's (2 MB a 256-token chunk
+	 * of a 2048-wide model) only when a pair of the layer is not resident on
+	 * this device (coli_dense_dev_moe_host) */
+	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
+		rc = rc                ? rc
+		     : kind == SEG_PRE ? plan_route(e, l, T, fused ? &D->router : NULL, dd->sel)
+		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K,
+		                                        c->norm_topk_prob, dd->sel, dd->selw);
+		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
+		if (gn >= 0)
+			down[nd++] =
+			    (struct coli_dev_down){e->guess, dd->gsel, sizeof(int) * T * K};
+		down[nd++] = (struct coli_dev_down){e->sel, dd->sel, sizeof(int) * T * K};
+		down[nd++] = (struct coli_dev_down){e->selw, dd->selw, sizeof(float) * T * K};
+	} else
+		down[nd++] = (struct coli_dev_down){e->rlog, dd->rlog, sizeof(float) * T * E};
+	if (T <= COLI_GPU_MAX_S)
+		down[nd++] = (struct coli_dev_down){e->xn, dd->xn, sizeof(float) * T * H};
+	/* in one op: on a GPU one kernel, not up to four (each costs the chain
+	 * well under a microsecond: docs/perf session 24, but a launch and a
+	 * graph node apiece) */
+	rc = rc ? rc : coli_dev_download_many(dd->dev, down, nd);
+	if (rc || kind != SEG_PRE)
+		return rc;
+	/* the host looks from here: the resident experts run while it plans and
+	 * computes the rest (without a wait point it waits for them too) */
+	rc = coli_dev_point(dd->dev);
+	dd->point = rc > 0;
+	return rc < 0 ? rc : plan_experts(e, l, T);
+}
+
+/* Whether decode layers run as graphs: positions then come from dd->ids on
+ * the device, which every kernel of layer_ops reads them from except the
+ * unfused q/k path (OLMoE's whole-vector norm, heads over 256). */
+static int use_graphs(const struct coli_engine *e, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+
+	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile && qk_fused(c) &&
+	       e->dd->dev->ops->capture_begin;
+}
+
+/* layer_ops, replayed from a graph captured the first time this layer runs
+ * at T tokens, with or without a guess (the lookahead skips idle layers at
+ * most positions: core/moe/lookahead.c), in the position's bucket (attention's
+ * grid covers the bucket's positions, not the whole context: 256 at first,
+ * doubling), or after its placement changed (a capture the driver refuses:
+ * run directly from then on).
+ * The replay reads what changes per token from device memory: the position
+ * and ids (dd->ids), the routing and job tables its own kernels write. */
+static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
+                     int pend)
+{
+	struct coli_dense_dev *dd = e->dd;
+	struct seg *s =
+	    &dd->seg[(((size_t)l * COLI_GPU_MAX_S + T - 1) * 2 + (gn >= 0)) * COLI_ATTN_BUCKETS +
+	             coli_gpu_attn_bucket(pos0 + T)];
+	int rc;
+
+	if (!use_graphs(e, T))
+		return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
+	if (s->state && (s->kind != kind || s->guess != gn || s->pend != pend)) { /* placement */
+		coli_dev_graph_free(dd->dev, s->graph);
+		*s = (struct seg){0};
+	}
+	if (!s->state) {
+		s->kind = (signed char)kind;
+		s->pend = (signed char)pend;
+		s->guess = (short)gn;
+		s->state = -1;
+		if (coli_dev_capture_begin(dd->dev) == 0) {
+			int rc_end;
+
+			rc = layer_ops(e, l, T, pos0, kind, xq, gn, pend);
+			rc_end = coli_dev_capture_end(dd->dev, &s->graph, &s->n_ops);
+			if (rc || dd->dev->failed)
+				return rc ? rc : -EIO;
+			if (!rc_end && s->graph) {
+				s->state = 1;
+				s->point = (signed char)dd->point;
+				e->est.dev_graph_captures++;
+			}
+		}
+	}
+	if (s->state == 1) {
+		e->est.dev_graph_replays++;
+		dd->point = s->point;
+		return coli_dev_graph_launch(dd->dev, s->graph, s->n_ops);
+	}
+	return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
+}
+
+/* Whether layer l's experts read xn's rows quantized by its ffn norm (q8/q4
+ * experts; a host-planned layer's device experts gather them on the device). */
+static int layer_xq(const struct coli_engine *e, int l, int kind)
+{
+	return kind != SEG_DENSE &&
+	       coli_dtype_is_quant(
+	           coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype);
+}
+
+/* A decode token none of whose layers needs the host (every MoE layer
+ * planned on this device, one device): all the layers' ops in one graph per
+ * token count, captured the first time and replayed, so the boundaries
+ * between the layers' graphs go too (the last kernel of one and the first of
+ * the next then overlap under programmatic dependent launch, as inside a
+ * layer). Its ops are the layer-by-layer path's with the same pend chain, so
+ * the bits are too. Returns 1 when it ran the layers, 0 when the token takes
+ * the layer-by-layer path (a layer needs the host, graphs are off, or the
+ * capture was refused: then never again), or -errno. */
+static int token_run(struct coli_engine *e, int T, int pos0)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	struct seg *s = &dd->tok[T - 1][coli_gpu_attn_bucket(pos0 + T)];
+	int rc = 0;
+
+	if (e->n_dd != 1 || s->state < 0 || !use_graphs(e, T))
+		return 0;
+	for (int l = 0; l < c->n_layers; l++)
+		if (layer_kind(e, l, T) != SEG_PLANNED && layer_kind(e, l, T) != SEG_DENSE)
+			return 0;
+	if (!s->state) {
+		int rc_end;
+
+		s->state = -1;
+		if (coli_dev_capture_begin(dd->dev))
+			return 0;
+		for (int l = 0, pend = PEND_NONE; !rc && l < c->n_layers; l++) {
+			int kind = layer_kind(e, l, T);
+
+			rc = layer_ops(e, l, T, pos0, kind, layer_xq(e, l, kind), -1, pend);
+			pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
+		}
+		rc_end = coli_dev_capture_end(dd->dev, &s->graph, &s->n_ops);
+		if (rc || dd->dev->failed)
+			return rc ? rc : -EIO;
+		if (rc_end || !s->graph)
+			return 0; /* recorded, not run: the layers go one by one */
+		s->state = 1;
+		e->est.dev_graph_captures++;
+	}
+	rc = coli_dev_graph_launch(dd->dev, s->graph, s->n_ops);
+	if (rc)
+		return rc;
+	e->est.dev_graph_replays += (uint64_t)c->n_layers;
+	for (int l = 0; l < c->n_layers; l++)
+		if (layer_kind(e, l, T) == SEG_PLANNED)
+			dd->fast_T[l] = T, dd->fast_any = 1;
+	return 1;
+}
+
+/* Layer split: the next layer's dense part is on another device. The
+ * residual stream (with the last layer's MLP output added: a layer before a
+ * boundary does not defer its accumulate) goes over through the host's
+ * registered rows; the device left behind has nothing else queued. Its own
+ * phase (handoff_s; with --profile the upload is waited for too). */
+static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
+{
+	struct coli_dense_dev *from = e->dd;
+	int H = e->m.cfg.hidden, rc;
+	size_t n = sizeof(float) * T * H;
+	struct coli_dev_down down[2] = {{e->xn, from->x, n}};
+	int nd = 1;
+
+	rc = coli_dev_add(from->dev, from->x, from->mlp, T * H);
+	fast_down(e, from, down, &nd);
+	rc = rc ? rc : coli_dev_download_many(from->dev, down, nd);
+	rc = rc ? rc : coli_dev_sync(from->dev);
+	rc = rc ? rc : coli_dev_upload_async(to->dev, to->x, e->xn, n);
+	e->est.h2d_bytes += n;
+	to->phase_t = from->phase_t;
+	e->dd = to;
+	return rc ? rc : coli_dense_dev_phase_end(e, &e->est.handoff_s, e->opts.profile);
+}
+
+int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
+                     int *next)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dds[0];
+	int H = c->hidden, pos0 = e->pos, rc = 0, whole, nd = 0;
+	struct coli_dev_down down[2]; /* the forward's last downloads, as one */
+	double start = coli_now_s();
+
+	if (T <= 0 || T > e->tmax)
+		return -EINVAL;
+	if (pos0 + T > e->ctx)
+		return -E2BIG;
+	e->dd = dd;
+	dd->phase_t = start;
+	for (int t = 0; t < T; t++)
+		if (ids[t] < 0 || ids[t] >= c->vocab)
+			return -EINVAL;
+	e->xids[0] = pos0; /* registered: see engine.c */
+	memcpy(e->xids + 1, ids, sizeof(int) * T);
+	for (int i = 0; !rc && i < e->n_dd; i++) { /* every device reads the position */
+		rc = coli_dev_upload_async(e->dds[i]->dev, e->dds[i]->ids, e->xids,
+		                           sizeof(int) * (T + 1));
+		e->est.h2d_bytes += sizeof(int) * (T + 1);
+	}
+	rc = T <= COLI_GPU_MAX_S ? token_run(e, T, pos0) : 0;
+	whole = rc == 1;
+	rc = whole ? 0 : rc;
+	if (whole && !e->opts.profile) /* queued, not done: see coli_dense_dev_phase_end */
+		coli_dense_dev_phase_end(e, &e->est.attention_s, 0);
+	for (int l = 0, pend = PEND_NONE; !rc && !whole && l < c->n_layers; l++) {
+		int kind, moe;
+
+		if (e->dds[e->dd_of[l]] != e->dd) { /* layer split: the next device's range */
+			rc = handoff(e, e->dds[e->dd_of[l]], T);
+			dd = e->dd;
+			pend = PEND_NONE;
+			if (rc)
+				break;
+		}
+		kind = layer_kind(e, l, T), moe = kind != SEG_DENSE;
+		int gn = kind == SEG_HOST || kind == SEG_PRE ? guess_layer(e, l, T) : -1;
+		int xq = layer_xq(e, l, kind);
+
+		e->tl.launch = coli_now_s();
+		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
+		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
+		if (!rc && kind == SEG_PLANNED) {
+			dd->fast_T[l] = T, dd->fast_any = 1;
+			if (!e->opts.profile) /* queued, not done: see coli_dense_dev_phase_end */
+				coli_dense_dev_phase_end(e, &e->est.attention_s, 0);
+		}
+		if (!rc && (kind == SEG_HOST || kind == SEG_PRE)) {
+			if (dd->route_on_dev)
+				e->guess_l = gn;
+			rc = coli_dense_dev_moe_host(e, l, T, kind == SEG_PRE, xq);
+		}
+		if (!rc) /* a host-planned layer ended on a sync; a device-planned one queued */
+			rc = coli_dense_dev_phase_end(e, moe ? &e->est.moe_s : &e->est.dense_mlp_s,
+			                              e->opts.profile && !moe);
+	}
+	/* the last row's logits, or every row's in pieces of COLI_DEV_LOGIT_ROWS
+	 * (the stream orders each download before the next piece overwrites);
+	 * the last piece's comes down with the planned layers' routing, as one.
+	 * A piece's rows get the last layer's MLP output added (the others were
+	 * added by the next layer's norm), normed and, for a quantized lm_head,
+	 * quantized in one launch. A decode step's logits (a quantized lm_head:
+	 * its GEMV writes a CTA's rows as one store, ptx/dgemv.cuh) go straight
+	 * into the registered e->xlogits, no download behind the GEMV. */
+	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
+	                  ? coli_dev_host_addr(dd->dev, e->xlogits, sizeof(float) * c->vocab)
+	                  : 0;
+
+	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
+	     t0 += COLI_DEV_LOGIT_ROWS) {
+		int n = T - t0 < COLI_DEV_LOGIT_ROWS ? T - t0 : COLI_DEV_LOGIT_ROWS;
+		size_t at = (size_t)t0 * H * 4;
+
+		rc = coli_dev_download_many(dd->dev, down, nd); /* the piece before */
+		nd = 0;
+		rc = rc ? rc
+		        : coli_dev_add_rmsnorm(dd->dev, dd->x + at, dd->mlp + at, dd->out_norm,
+		                               dd->xn,
+		                               coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
+		                               dd->ad, dd->aqs, n, H, c->norm_eps);
+		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
+		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
+			rc = rc ? rc : coli_dev_argmax(dd->dev, dd->logits, c->vocab, dd->next);
+			down[nd++] =
+			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
+		} else if (!hx) {
+			/* one row (a decode step) through the registered e->xlogits */
+			float *dst = !all_logits ? e->xlogits : logits + (size_t)t0 * c->vocab;
+
+			down[nd++] =
+			    (struct coli_dev_down){dst, dd->logits, sizeof(float) * n * c->vocab};
+		}
+	}
+	fast_down(e, dd, down, &nd);
+	rc = rc ? rc : coli_dev_download_many(dd->dev, down, nd);
+	rc = rc ? rc : coli_dev_sync(dd->dev);
+	if (rc)
+		return rc;
+	if (logits && !all_logits && logits != e->xlogits) /* (coli_engine_forward_last's) */
+		memcpy(logits, e->xlogits, sizeof(float) * c->vocab);
+	fast_count(e);
+	if (next)
+		*next = e->xids[e->tmax + 1];
+	if (logits || next)
+		coli_dense_dev_phase_end(e, &e->est.lm_head_s, 0);
+	e->dd = e->dds[0]; /* after the last phase, which the last device's clock ends */
+	e->est.forward_s += coli_now_s() - start;
+	e->pos += T;
+	e->est.tokens += T;
+	return 0;
+}

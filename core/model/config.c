@@ -1,0 +1,224 @@
+/*
+ * core/model/config.c — the model config: coli's own JSON (the container's CONFIG
+ * section) to and from struct coli_model_config, with range checks so that a
+ * corrupt or hostile file cannot make the engine size buffers from nonsense.
+ *
+ * The JSON keys are the struct's field names; "quant" is a dtype name,
+ * "arch" is the Hugging Face model_type, "moe_layers" lists the indices of
+ * the layers whose MLP is a routed MoE block (the others are dense MLPs),
+ * "eos" is an array of token ids. Unknown keys are ignored (forward
+ * compatibility within a container version).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/coli.h"
+
+static const struct {
+	enum coli_arch arch;
+	const char *name;
+} g_arch_names[] = {
+    {COLI_ARCH_QWEN3_MOE, "qwen3_moe"},
+    {COLI_ARCH_QWEN2_MOE, "qwen2_moe"},
+    {COLI_ARCH_OLMOE, "olmoe"},
+    {COLI_ARCH_MIXTRAL, "mixtral"},
+};
+#define N_ARCH (int)(sizeof(g_arch_names) / sizeof(g_arch_names[0]))
+
+const char *coli_arch_name(enum coli_arch a)
+{
+	for (int i = 0; i < N_ARCH; i++)
+		if (g_arch_names[i].arch == a)
+			return g_arch_names[i].name;
+	return "unknown";
+}
+
+int coli_arch_parse(const char *model_type, enum coli_arch *out)
+{
+	for (int i = 0; i < N_ARCH; i++) {
+		if (!strcmp(model_type, g_arch_names[i].name)) {
+			*out = g_arch_names[i].arch;
+			return 0;
+		}
+	}
+	return -EPROTONOSUPPORT;
+}
+
+const char *coli_arch_supported(void)
+{
+	return "qwen3_moe, qwen2_moe, olmoe, mixtral";
+}
+
+/* Integer fields: name, offset, minimum, maximum (inclusive). */
+#define FIELD(f, lo, hi)                                                                           \
+	{                                                                                          \
+#f, offsetof(struct coli_model_config, f), lo, hi                                  \
+	}
+static const struct {
+	const char *key;
+	size_t off;
+	long lo, hi;
+} g_int_fields[] = {
+    FIELD(n_layers, 1, COLI_MAX_LAYERS),
+    FIELD(hidden, 32, 1 << 16),
+    FIELD(n_heads, 1, 1024),
+    FIELD(n_kv_heads, 1, 1024),
+    FIELD(head_dim, 16, 1024),
+    FIELD(vocab, 1, 1 << 22),
+    FIELD(n_experts, 1, 4096),
+    FIELD(top_k, 1, 64),
+    FIELD(moe_inter, 32, 1 << 17),
+    FIELD(shared_inter, 0, 1 << 17),
+    FIELD(dense_inter, 0, 1 << 18),
+    FIELD(norm_topk_prob, 0, 1),
+    FIELD(qk_norm, 0, 2),
+    FIELD(qkv_bias, 0, 1),
+    FIELD(tie_embeddings, 0, 1),
+    FIELD(max_ctx, 1, 1 << 24),
+    FIELD(bos, -1, 1 << 22),
+};
+#undef FIELD
+#define N_INT (int)(sizeof(g_int_fields) / sizeof(g_int_fields[0]))
+
+static int fail(char *errbuf, size_t errlen, const char *fmt, const char *what)
+{
+	snprintf(errbuf, errlen, fmt, what);
+	return -EINVAL;
+}
+
+int coli_config_parse(const char *json, size_t len, struct coli_model_config *c, char *errbuf,
+                      size_t errlen)
+{
+	json_error_t jerr;
+	json_t *root, *v;
+	const char *s;
+	int rc = -EINVAL;
+
+	memset(c, 0, sizeof(*c));
+	root = json_loadb(json, len, 0, &jerr);
+	if (!root) {
+		snprintf(errbuf, errlen, "model config is not valid JSON (line %d: %s)", jerr.line,
+		         jerr.text);
+		return -EINVAL;
+	}
+	if (!json_is_object(root)) {
+		rc = fail(errbuf, errlen, "model config is not a JSON object%s", "");
+		goto out;
+	}
+	s = json_string_value(json_object_get(root, "arch"));
+	if (!s) {
+		rc = fail(errbuf, errlen, "model config lacks \"%s\"", "arch");
+		goto out;
+	}
+	if (coli_arch_parse(s, &c->arch)) {
+		snprintf(errbuf, errlen, "unsupported architecture '%s' (supported: %s)", s,
+		         coli_arch_supported());
+		rc = -EPROTONOSUPPORT;
+		goto out;
+	}
+	snprintf(c->model_type, sizeof(c->model_type), "%s", s);
+	for (int i = 0; i < N_INT; i++) {
+		json_t *jv = json_object_get(root, g_int_fields[i].key);
+		long x;
+
+		if (!json_is_integer(jv)) {
+			rc = fail(errbuf, errlen, "model config: \"%s\" missing or not an integer",
+			          g_int_fields[i].key);
+			goto out;
+		}
+		x = (long)json_integer_value(jv);
+		if (x < g_int_fields[i].lo || x > g_int_fields[i].hi) {
+			rc = fail(errbuf, errlen, "model config: \"%s\" out of range",
+			          g_int_fields[i].key);
+			goto out;
+		}
+		*(int *)((char *)c + g_int_fields[i].off) = (int)x;
+	}
+	v = json_object_get(root, "norm_eps");
+	c->norm_eps = (float)json_number_value(v);
+	v = json_object_get(root, "rope_theta");
+	c->rope_theta = (float)json_number_value(v);
+	if (!(c->norm_eps > 0 && c->norm_eps < 1) || !(c->rope_theta > 0)) {
+		rc = fail(errbuf, errlen, "model config: %s", "norm_eps or rope_theta invalid");
+		goto out;
+	}
+	s = json_string_value(json_object_get(root, "quant"));
+	if (!s || coli_dtype_parse(s, &c->quant)) {
+		rc = fail(errbuf, errlen, "model config: quant '%s' unknown", s ? s : "(missing)");
+		goto out;
+	}
+	/* Multiples of 32 matter only for quantized blocks; bf16 takes any size. */
+	if (c->n_heads % c->n_kv_heads || c->top_k > c->n_experts ||
+	    (coli_dtype_is_quant(c->quant) &&
+	     (c->hidden % COLI_QBLOCK || c->moe_inter % COLI_QBLOCK))) {
+		rc = fail(
+		    errbuf, errlen, "model config: %s",
+		    "inconsistent shapes (heads not a multiple of kv heads, or top_k > experts)");
+		goto out;
+	}
+	v = json_object_get(root, "moe_layers");
+	if (!json_is_array(v)) {
+		rc = fail(errbuf, errlen, "model config lacks \"%s\"", "moe_layers");
+		goto out;
+	}
+	for (size_t i = 0; i < json_array_size(v); i++) {
+		json_t *e = json_array_get(v, i);
+		long l = json_is_integer(e) ? (long)json_integer_value(e) : -1;
+
+		if (l < 0 || l >= c->n_layers) {
+			rc = fail(errbuf, errlen, "model config: %s",
+			          "moe_layers entry out of range");
+			goto out;
+		}
+		c->is_moe_layer[l] = 1;
+	}
+	v = json_object_get(root, "eos");
+	if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v) && c->n_eos < COLI_MAX_EOS; i++) {
+			json_t *e = json_array_get(v, i);
+			long id = json_is_integer(e) ? (long)json_integer_value(e) : -1;
+
+			if (id < 0 || id >= c->vocab) {
+				rc =
+				    fail(errbuf, errlen, "model config: %s", "eos id out of range");
+				goto out;
+			}
+			c->eos[c->n_eos++] = (int)id;
+		}
+	}
+	if (c->bos >= c->vocab) {
+		rc = fail(errbuf, errlen, "model config: %s", "bos id out of range");
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}
+
+char *coli_config_format(const struct coli_model_config *c)
+{
+	json_t *root = json_object(), *layers = json_array(), *eos = json_array();
+	char *s;
+
+	json_object_set_new(root, "arch", json_string(coli_arch_name(c->arch)));
+	for (int i = 0; i < N_INT; i++)
+		json_object_set_new(
+		    root, g_int_fields[i].key,
+		    json_integer(*(const int *)((const char *)c + g_int_fields[i].off)));
+	json_object_set_new(root, "norm_eps", json_real(c->norm_eps));
+	json_object_set_new(root, "rope_theta", json_real(c->rope_theta));
+	json_object_set_new(root, "quant", json_string(coli_dtype_name(c->quant)));
+	for (int l = 0; l < c->n_layers && l < COLI_MAX_LAYERS; l++)
+		if (c->is_moe_layer[l])
+			json_array_append_new(layers, json_integer(l));
+	json_object_set_new(root, "moe_layers", layers);
+	for (int i = 0; i < c->n_eos; i++)
+		json_array_append_new(eos, json_integer(c->eos[i]));
+	json_object_set_new(root, "eos", eos);
+	s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+	json_decref(root);
+	return s;
+}

@@ -1,0 +1,572 @@
+/*
+ * core/model/convert_hf.c — reading a Hugging Face checkpoint directory: the
+ * config.json dialects, generation/tokenizer files, and the safetensors
+ * shard list. The result is a struct coli_model_config (stored as the
+ * container's CONFIG section) plus the text sections kept verbatim.
+ *
+ * Config dialects (keys seen in released checkpoints and in transformers'
+ * config classes; defaults are the config classes' defaults, v5):
+ *
+ *   experts        num_experts (qwen*, olmoe) | num_local_experts (mixtral)
+ *   expert inter   moe_intermediate_size (qwen*) | intermediate_size (olmoe, mixtral)
+ *   dense inter    intermediate_size (qwen*, for mlp_only_layers / sparse step)
+ *   MoE layers     qwen*: i not in mlp_only_layers and (i+1) % decoder_sparse_step == 0
+ *                  olmoe, mixtral: every layer
+ *   rope theta     rope_theta | rope_parameters.rope_theta | rope_scaling.rope_theta;
+ *                  default 10000 (mixtral 1e6); a rope_type other than "default" is refused
+ *   norm_topk_prob qwen3_moe/qwen2_moe/olmoe: key, default false; mixtral: always 1
+ *   head_dim       key if present and not null, else hidden / n_heads
+ *   n_kv_heads     num_key_value_heads, default n_heads
+ *   qkv bias       qwen2_moe: qkv_bias (default true); qwen3_moe/olmoe: attention_bias
+ *                  (default false; true also biases o_proj, which coli lacks -> refused)
+ *   qk norm        qwen3_moe per head [head_dim]; olmoe whole projection [n*head_dim]
+ *   eos            union of generation_config.json's and config.json's eos_token_id
+ *                  (int or list); bos_token_id likewise, -1 if none
+ *   refused        hidden_act != silu, olmoe clip_qkv, qwen use_sliding_window,
+ *                  mixtral sliding_window < max_position_embeddings
+ *
+ * A missing tokenizer.json is not an error: the container is written without
+ * a TOKENIZER section (a warning says so) and the engine refuses text
+ * commands on it, while --ids paths still work. That keeps weight-only test
+ * checkpoints convertible.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/model/convert_internal.h"
+
+#define TEXT_MAX (256u << 20) /* tokenizer.json of a 150k vocab is ~10 MB */
+
+static int errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errbuf, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+char *coli_convert_path_join(const char *dir, const char *name)
+{
+	size_t a = strlen(dir), b = strlen(name);
+	char *p = malloc(a + b + 2);
+
+	if (p)
+		snprintf(p, a + b + 2, "%s%s%s", dir, a && dir[a - 1] == '/' ? "" : "/", name);
+	return p;
+}
+
+/* Whole small file into a malloc'd NUL-terminated buffer. -ENOENT if absent. */
+static int read_text(const char *path, char **out, size_t *len)
+{
+	struct stat st;
+	ssize_t r;
+	size_t got = 0;
+	char *buf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	*out = NULL;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > TEXT_MAX) {
+		close(fd);
+		return -EFBIG;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size) {
+		r = read(fd, buf + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = r < 0 ? -errno : -EIO;
+			free(buf);
+			close(fd);
+			return rc;
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	buf[got] = 0;
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+/* Reads DIR/name as a section (verbatim). Absent -> 0 with nothing stored
+ * unless required. Returns the parsed JSON in *root when root != NULL. */
+static int load_file(struct coli_convert_hf *h, const char *name, enum coli_section sec,
+                     int required, json_t **root, char *errbuf, size_t errlen)
+{
+	char *path = coli_convert_path_join(h->dir, name), *buf = NULL;
+	json_error_t jerr;
+	size_t len = 0;
+	int rc;
+
+	if (root)
+		*root = NULL;
+	if (!path)
+		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+	rc = read_text(path, &buf, &len);
+	if (rc == -ENOENT && !required) {
+		free(path);
+		return 0;
+	}
+	if (rc) {
+		errf(errbuf, errlen, rc, "%s: cannot read: %s", path, strerror(-rc));
+		free(path);
+		return rc;
+	}
+	if (root) {
+		*root = json_loadb(buf, len, 0, &jerr);
+		if (!*root || !json_is_object(*root)) {
+			errf(errbuf, errlen, -EINVAL, "%s: not a JSON object (line %d: %s)", path,
+			     jerr.line, *root ? "top level is not an object" : jerr.text);
+			json_decref(*root);
+			*root = NULL;
+			free(buf);
+			free(path);
+			return -EINVAL;
+		}
+	}
+	free(path);
+	if (sec) {
+		free(h->section[sec]);
+		h->section[sec] = buf;
+		h->section_bytes[sec] = len;
+	} else {
+		free(buf);
+	}
+	return 0;
+}
+
+/* Integer key with default; null counts as absent. -1 on a wrong type. */
+static int get_int(json_t *o, const char *key, long dflt, long *out)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v || json_is_null(v)) {
+		*out = dflt;
+		return 0;
+	}
+	if (json_is_boolean(v)) {
+		*out = json_is_true(v);
+		return 0;
+	}
+	if (!json_is_integer(v))
+		return -1;
+	*out = (long)json_integer_value(v);
+	return 0;
+}
+
+/* eos_token_id / bos_token_id: int or list of ints; appended to ids[]. */
+static void add_ids(json_t *v, int *ids, int *n, int max)
+{
+	json_t *e;
+	size_t i;
+
+	if (json_is_integer(v)) {
+		long x = (long)json_integer_value(v);
+
+		for (int j = 0; j < *n; j++)
+			if (ids[j] == x)
+				return;
+		if (*n < max && x >= 0)
+			ids[(*n)++] = (int)x;
+		return;
+	}
+	json_array_foreach(v, i, e) add_ids(e, ids, n, max);
+}
+
+/* rope: returns theta or < 0 with errbuf set. */
+static double rope_theta(json_t *cfg, enum coli_arch arch, const char *path, char *errbuf,
+                         size_t errlen)
+{
+	static const char *const nests[] = {"rope_parameters", "rope_scaling"};
+	double theta = arch == COLI_ARCH_MIXTRAL ? 1e6 : 1e4;
+	json_t *v = json_object_get(cfg, "rope_theta");
+
+	if (json_is_number(v))
+		theta = json_number_value(v);
+	for (int i = 0; i < 2; i++) {
+		json_t *p = json_object_get(cfg, nests[i]), *t;
+		const char *type;
+
+		if (!json_is_object(p))
+			continue;
+		type = json_string_value(json_object_get(p, "rope_type"));
+		if (!type)
+			type = json_string_value(json_object_get(p, "type"));
+		if (type && strcmp(type, "default")) {
+			errf(errbuf, errlen, -ENOTSUP,
+			     "%s: %s.rope_type '%s' is not supported (only default RoPE)", path,
+			     nests[i], type);
+			return -1;
+		}
+		t = json_object_get(p, "rope_theta");
+		if (json_is_number(t))
+			theta = json_number_value(t);
+	}
+	return theta;
+}
+
+/* config.json -> h->cfg. */
+static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enum coli_dtype quant,
+                        char *errbuf, size_t errlen)
+{
+	struct coli_model_config *c = &h->cfg;
+	char path[4096];
+	const char *mt = json_string_value(json_object_get(cfg, "model_type")), *act;
+	long nl, hid, nh, nkv, hd, voc, ne, ne2, k, moe_i, inter, sh_i, step, ntp, bias, tie, ctx,
+	    swin;
+	json_t *mlp_only, *v;
+	int any_dense = 0, qwen;
+	double eps, theta;
+
+	snprintf(path, sizeof(path), "%s/config.json", h->dir);
+	memset(c, 0, sizeof(*c));
+	if (!mt)
+		return errf(errbuf, errlen, -EINVAL, "%s: no \"model_type\" (supported: %s)", path,
+		            coli_arch_supported());
+	if (coli_arch_parse(mt, &c->arch))
+		return errf(errbuf, errlen, -EPROTONOSUPPORT,
+		            "%s: model_type '%s' is not supported (supported: %s)", path, mt,
+		            coli_arch_supported());
+	snprintf(c->model_type, sizeof(c->model_type), "%s", mt);
+	qwen = c->arch == COLI_ARCH_QWEN3_MOE || c->arch == COLI_ARCH_QWEN2_MOE;
+	act = json_string_value(json_object_get(cfg, "hidden_act"));
+	if (act && strcmp(act, "silu"))
+		return errf(errbuf, errlen, -ENOTSUP,
+		            "%s: hidden_act '%s' is not supported (only silu)", path, act);
+	if (get_int(cfg, "num_hidden_layers", 0, &nl) || get_int(cfg, "hidden_size", 0, &hid) ||
+	    get_int(cfg, "num_attention_heads", 0, &nh) ||
+	    get_int(cfg, "num_key_value_heads", nh, &nkv) || get_int(cfg, "vocab_size", 0, &voc) ||
+	    get_int(cfg, "num_experts", 0, &ne) || get_int(cfg, "num_local_experts", 0, &ne2) ||
+	    get_int(cfg, "num_experts_per_tok", 0, &k) ||
+	    get_int(cfg, "moe_intermediate_size", 0, &moe_i) ||
+	    get_int(cfg, "intermediate_size", 0, &inter) ||
+	    get_int(cfg, "shared_expert_intermediate_size",
+	            c->arch == COLI_ARCH_QWEN2_MOE ? 5632 : 0, &sh_i) ||
+	    get_int(cfg, "decoder_sparse_step", 1, &step) ||
+	    get_int(cfg, "norm_topk_prob", 0, &ntp) ||
+	    get_int(cfg, "tie_word_embeddings", 0, &tie) ||
+	    get_int(cfg, "sliding_window", 0, &swin))
+		return errf(errbuf, errlen, -EINVAL, "%s: a size or flag key is not an integer",
+		            path);
+	if (nh <= 0 || hid <= 0 || nl <= 0)
+		return errf(errbuf, errlen, -EINVAL,
+		            "%s: needs positive num_hidden_layers, hidden_size and "
+		            "num_attention_heads",
+		            path);
+	if (get_int(cfg, "head_dim", hid / nh, &hd) ||
+	    get_int(cfg, "max_position_embeddings",
+	            c->arch == COLI_ARCH_OLMOE     ? 4096
+	            : c->arch == COLI_ARCH_MIXTRAL ? 131072
+	                                           : 32768,
+	            &ctx))
+		return errf(errbuf, errlen, -EINVAL,
+		            "%s: head_dim or max_position_embeddings "
+		            "is not an integer",
+		            path);
+	if (c->arch == COLI_ARCH_QWEN2_MOE) {
+		if (get_int(cfg, "qkv_bias", 1, &bias))
+			return errf(errbuf, errlen, -EINVAL, "%s: qkv_bias not a boolean", path);
+	} else if (get_int(cfg, "attention_bias", 0, &bias) || bias) {
+		return errf(errbuf, errlen, -ENOTSUP,
+		            "%s: attention_bias=true is not supported for %s (it adds an o_proj "
+		            "bias coli does not have)",
+		            path, mt);
+	}
+	if (c->arch == COLI_ARCH_OLMOE && json_is_number(json_object_get(cfg, "clip_qkv")))
+		return errf(errbuf, errlen, -ENOTSUP, "%s: clip_qkv is not supported", path);
+	if (qwen && json_is_true(json_object_get(cfg, "use_sliding_window")))
+		return errf(errbuf, errlen, -ENOTSUP,
+		            "%s: use_sliding_window=true is not supported", path);
+	if (c->arch == COLI_ARCH_MIXTRAL && swin > 0 && swin < ctx)
+		return errf(errbuf, errlen, -ENOTSUP,
+		            "%s: sliding_window %ld < max_position_embeddings is not supported",
+		            path, swin);
+	v = json_object_get(cfg, "rms_norm_eps");
+	eps = json_is_number(v) ? json_number_value(v) : qwen ? 1e-6 : 1e-5;
+	theta = rope_theta(cfg, c->arch, path, errbuf, errlen);
+	if (theta < 0)
+		return -ENOTSUP;
+
+	c->n_layers = (int)nl;
+	c->hidden = (int)hid;
+	c->n_heads = (int)nh;
+	c->n_kv_heads = (int)nkv;
+	c->head_dim = (int)hd;
+	c->vocab = (int)voc;
+	c->n_experts = (int)(ne ? ne : ne2);
+	c->top_k = (int)k;
+	c->moe_inter = (int)(qwen ? moe_i : inter);
+	c->shared_inter = c->arch == COLI_ARCH_QWEN2_MOE ? (int)sh_i : 0;
+	c->norm_topk_prob = c->arch == COLI_ARCH_MIXTRAL ? 1 : !!ntp;
+	c->qk_norm = c->arch == COLI_ARCH_QWEN3_MOE ? 1 : c->arch == COLI_ARCH_OLMOE ? 2 : 0;
+	c->qkv_bias = c->arch == COLI_ARCH_QWEN2_MOE ? !!bias : 0;
+	c->tie_embeddings = !!tie;
+	c->max_ctx = (int)ctx;
+	c->norm_eps = (float)eps;
+	c->rope_theta = (float)theta;
+	c->quant = quant;
+	if (coli_dtype_is_quant(quant)) {
+		/* Every matrix's columns are one of these (attn_o: n_heads x head_dim). */
+		const struct {
+			const char *what;
+			long v;
+		} dims[] = {{"hidden_size", hid},
+		            {qwen ? "moe_intermediate_size" : "intermediate_size", c->moe_inter},
+		            {"num_attention_heads x head_dim", nh * hd},
+		            {"intermediate_size (dense layers)", qwen ? inter : 0},
+		            {"shared_expert_intermediate_size", c->shared_inter}};
+
+		for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
+			if (dims[i].v % COLI_QBLOCK)
+				return errf(
+				    errbuf, errlen, -EINVAL,
+				    "%s: %s is %ld; --quant %s needs matrix columns that are "
+				    "multiples of %d (use --quant bf16)",
+				    path, dims[i].what, dims[i].v, coli_dtype_name(quant),
+				    COLI_QBLOCK);
+	}
+	if (nl > COLI_MAX_LAYERS)
+		return errf(errbuf, errlen, -EINVAL, "%s: %ld layers (coli supports at most %d)",
+		            path, nl, COLI_MAX_LAYERS);
+	mlp_only = json_object_get(cfg, "mlp_only_layers");
+	for (int i = 0; i < c->n_layers; i++) {
+		int moe = c->n_experts > 0;
+
+		if (qwen) {
+			json_t *e;
+			size_t j;
+
+			moe = moe && step > 0 && (i + 1) % step == 0;
+			json_array_foreach(mlp_only, j, e) if (json_integer_value(e) == i) moe = 0;
+		}
+		c->is_moe_layer[i] = moe;
+		any_dense |= !moe;
+	}
+	c->dense_inter = any_dense ? (int)inter : 0;
+
+	c->bos = -1;
+	{
+		int bos[1], nb = 0;
+
+		add_ids(json_object_get(gen, "bos_token_id"), bos, &nb, 1);
+		add_ids(json_object_get(cfg, "bos_token_id"), bos, &nb, 1);
+		if (nb)
+			c->bos = bos[0];
+	}
+	add_ids(json_object_get(gen, "eos_token_id"), c->eos, &c->n_eos, COLI_MAX_EOS);
+	add_ids(json_object_get(cfg, "eos_token_id"), c->eos, &c->n_eos, COLI_MAX_EOS);
+	return 0;
+}
+
+/* tokenizer_config.json's chat_template: a string, or a list of
+ * {name, template} from which "default" (else the first) is taken.
+ * A chat_template.jinja file, when present, wins (transformers >= 4.43
+ * writes the template there). */
+static int load_chat_template(struct coli_convert_hf *h, json_t *tokcfg, char *errbuf,
+                              size_t errlen)
+{
+	json_t *t = json_object_get(tokcfg, "chat_template"), *e;
+	const char *s = NULL;
+	size_t i;
+	int rc;
+
+	rc = load_file(h, "chat_template.jinja", COLI_SECTION_CHAT_TEMPLATE, 0, NULL, errbuf,
+	               errlen);
+	if (rc || h->section[COLI_SECTION_CHAT_TEMPLATE])
+		return rc;
+	if (json_is_string(t))
+		s = json_string_value(t);
+	json_array_foreach(t, i, e)
+	{
+		const char *name = json_string_value(json_object_get(e, "name"));
+		const char *tpl = json_string_value(json_object_get(e, "template"));
+
+		if (tpl && (!s || (name && !strcmp(name, "default"))))
+			s = tpl;
+	}
+	if (!s)
+		return 0;
+	h->section[COLI_SECTION_CHAT_TEMPLATE] = strdup(s);
+	if (!h->section[COLI_SECTION_CHAT_TEMPLATE])
+		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+	h->section_bytes[COLI_SECTION_CHAT_TEMPLATE] = strlen(s);
+	return 0;
+}
+
+/* The shard list: the index's weight_map values in first-use order, or the
+ * single model.safetensors. */
+static int find_shards(struct coli_convert_hf *h, char *errbuf, size_t errlen)
+{
+	json_t *idx = NULL, *map, *v;
+	const char *key;
+	int rc;
+
+	h->index_path = coli_convert_path_join(h->dir, "model.safetensors.index.json");
+	if (!h->index_path)
+		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+	if (access(h->index_path, F_OK)) {
+		free(h->index_path);
+		h->index_path = NULL;
+		h->shards = calloc(1, sizeof(char *));
+		if (!h->shards ||
+		    !(h->shards[0] = coli_convert_path_join(h->dir, "model.safetensors")))
+			return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		h->n_shards = 1;
+		if (access(h->shards[0], F_OK))
+			return errf(errbuf, errlen, -ENOENT,
+			            "%s: no model.safetensors and no model.safetensors.index.json",
+			            h->dir);
+		return 0;
+	}
+	rc = load_file(h, "model.safetensors.index.json", 0, 1, &idx, errbuf, errlen);
+	if (rc)
+		return rc;
+	map = json_object_get(idx, "weight_map");
+	if (!json_is_object(map) || !json_object_size(map)) {
+		json_decref(idx);
+		return errf(errbuf, errlen, -EINVAL, "%s: no \"weight_map\" object", h->index_path);
+	}
+	h->shards = calloc(json_object_size(map), sizeof(char *));
+	if (!h->shards) {
+		json_decref(idx);
+		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+	}
+	json_object_foreach(map, key, v)
+	{
+		const char *f = json_string_value(v);
+		char *p;
+		int dup = 0;
+
+		if (!f || !*f || strchr(f, '/')) {
+			json_decref(idx);
+			return errf(errbuf, errlen, -EINVAL,
+			            "%s: weight_map entry for '%s' is not a file name in the same "
+			            "directory",
+			            h->index_path, key);
+		}
+		p = coli_convert_path_join(h->dir, f);
+		if (!p) {
+			json_decref(idx);
+			return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		}
+		for (int i = 0; i < h->n_shards && !dup; i++)
+			dup = !strcmp(h->shards[i], p);
+		if (dup)
+			free(p);
+		else
+			h->shards[h->n_shards++] = p;
+	}
+	json_decref(idx);
+	return 0;
+}
+
+int coli_convert_hf_load(const char *dir, enum coli_dtype quant, struct coli_convert_hf *h,
+                         char *errbuf, size_t errlen)
+{
+	json_t *cfg = NULL, *gen = NULL, *tokcfg = NULL;
+	char *cjson = NULL, tmp[512];
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	h->dir = strdup(dir);
+	if (!h->dir)
+		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+	rc = load_file(h, "config.json", COLI_SECTION_HF_CONFIG, 1, &cfg, errbuf, errlen);
+	if (!rc)
+		rc = load_file(h, "generation_config.json", COLI_SECTION_GEN_CONFIG, 0, &gen,
+		               errbuf, errlen);
+	if (!rc)
+		rc = load_file(h, "tokenizer_config.json", COLI_SECTION_TOKENIZER_CONFIG, 0,
+		               &tokcfg, errbuf, errlen);
+	if (!rc)
+		rc =
+		    load_file(h, "tokenizer.json", COLI_SECTION_TOKENIZER, 0, NULL, errbuf, errlen);
+	if (!rc)
+		rc = load_chat_template(h, tokcfg, errbuf, errlen);
+	if (!rc)
+		rc = parse_config(h, cfg, gen, quant, errbuf, errlen);
+	if (!rc) {
+		/* Round-trip through the engine's own parser: its range checks apply. */
+		cjson = coli_config_format(&h->cfg);
+		if (!cjson) {
+			rc = errf(errbuf, errlen, -ENOMEM, "out of memory");
+		} else {
+			struct coli_model_config back;
+
+			rc = coli_config_parse(cjson, strlen(cjson), &back, tmp, sizeof(tmp));
+			if (rc)
+				errf(errbuf, errlen, rc, "%s/config.json: %s", dir, tmp);
+		}
+	}
+	if (!rc) {
+		h->section[COLI_SECTION_CONFIG] = cjson;
+		h->section_bytes[COLI_SECTION_CONFIG] = strlen(cjson);
+		cjson = NULL;
+		rc = find_shards(h, errbuf, errlen);
+	}
+	if (!rc && !h->section[COLI_SECTION_TOKENIZER])
+		fprintf(stderr,
+		        "coli convert: warning: %s has no tokenizer.json; the container will "
+		        "refuse text commands (token ids still work)\n",
+		        dir);
+	free(cjson);
+	json_decref(cfg);
+	json_decref(gen);
+	json_decref(tokcfg);
+	if (rc)
+		coli_convert_hf_free(h);
+	return rc;
+}
+
+int coli_convert_hf_open_shards(struct coli_convert_hf *h, char *errbuf, size_t errlen)
+{
+	h->st = calloc(h->n_shards, sizeof(*h->st));
+	if (!h->st)
+		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+	for (int i = 0; i < h->n_shards; i++)
+		h->st[i].fd = -1;
+	for (int i = 0; i < h->n_shards; i++) {
+		int rc = coli_io_st_open(h->shards[i], &h->st[i]);
+
+		if (rc == -ENOENT && h->index_path)
+			return errf(errbuf, errlen, rc, "%s: missing shard (named by %s)",
+			            h->shards[i], h->index_path);
+		if (rc)
+			return errf(errbuf, errlen, rc, "%s", coli_io_errmsg());
+	}
+	return 0;
+}
+
+void coli_convert_hf_free(struct coli_convert_hf *h)
+{
+	for (int i = 0; i < h->n_shards; i++) {
+		if (h->st)
+			coli_io_st_close(&h->st[i]);
+		free(h->shards[i]);
+	}
+	free(h->st);
+	free(h->shards);
+	free(h->index_path);
+	for (int i = 0; i < COLI_CONVERT_N_SECTIONS; i++)
+		free(h->section[i]);
+	free(h->dir);
+	memset(h, 0, sizeof(*h));
+}

@@ -1,0 +1,226 @@
+/*
+ * core/model/model.c — binding a container's tensors to the model: every tensor the
+ * architecture needs is looked up by its coli name (core/coli.h lists them),
+ * its shape and dtype are checked against the config, and a view (struct
+ * coli_mat or a float pointer) into the mapped file is kept. Nothing is copied
+ * here: with a RAM budget the tier manager copies the dense region into an
+ * arena and re-points the views (coli_model_rebase); routed experts are
+ * viewed in whichever slot holds their slab (coli_model_expert_at).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+struct bind_ctx {
+	coli_container_t *c;
+	char *err;
+	size_t errlen;
+};
+
+static const struct coli_tensor_info *find(struct bind_ctx *b, const char *name, int required)
+{
+	const struct coli_tensor_info *t = coli_io_container_find(b->c, name);
+
+	if (!t && required)
+		snprintf(b->err, b->errlen, "%s: tensor '%s' is missing",
+		         coli_io_container_path(b->c), name);
+	return t;
+}
+
+/* A matrix [rows, cols] in any dtype. */
+static int bind_mat(struct bind_ctx *b, struct coli_mat *m, const char *name, int rows, int cols,
+                    int required)
+{
+	const struct coli_tensor_info *t = find(b, name, required);
+
+	memset(m, 0, sizeof(*m));
+	if (!t)
+		return required ? -ENOENT : 0;
+	if (t->ndim != 2 || t->shape[0] != (uint64_t)rows || t->shape[1] != (uint64_t)cols) {
+		snprintf(b->err, b->errlen,
+		         "%s: tensor '%s' has shape [%llu, %llu], expected [%d, %d]",
+		         coli_io_container_path(b->c), name, (unsigned long long)t->shape[0],
+		         (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0), rows, cols);
+		return -EINVAL;
+	}
+	coli_mat_view(m, t->dtype, rows, cols, coli_io_container_tensor_data(b->c, t));
+	return 0;
+}
+
+/* An f32 vector of n values. */
+static int bind_vec(struct bind_ctx *b, const float **v, const char *name, int n, int required)
+{
+	const struct coli_tensor_info *t = find(b, name, required);
+
+	*v = NULL;
+	if (!t)
+		return required ? -ENOENT : 0;
+	if (t->dtype != COLI_DTYPE_F32 || t->ndim != 1 || t->shape[0] != (uint64_t)n) {
+		snprintf(b->err, b->errlen, "%s: tensor '%s' must be f32 [%d]",
+		         coli_io_container_path(b->c), name, n);
+		return -EINVAL;
+	}
+	*v = coli_io_container_tensor_data(b->c, t);
+	return 0;
+}
+
+static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
+{
+	const struct coli_model_config *cfg = &m->cfg;
+	struct coli_layer *L = &m->layers[l];
+	int H = cfg->hidden, qd = cfg->n_heads * cfg->head_dim,
+	    kd = cfg->n_kv_heads * cfg->head_dim;
+	char n[COLI_TENSOR_NAME_MAX];
+	int rc = 0;
+
+#define NAME(s) (snprintf(n, sizeof(n), "blk.%d.%s", l, s), n)
+	rc = rc ? rc : bind_vec(b, &L->attn_norm, NAME("attn_norm"), H, 1);
+	rc = rc ? rc : bind_vec(b, &L->ffn_norm, NAME("ffn_norm"), H, 1);
+	rc = rc ? rc : bind_mat(b, &L->q, NAME("attn_q"), qd, H, 1);
+	rc = rc ? rc : bind_mat(b, &L->k, NAME("attn_k"), kd, H, 1);
+	rc = rc ? rc : bind_mat(b, &L->v, NAME("attn_v"), kd, H, 1);
+	rc = rc ? rc : bind_mat(b, &L->o, NAME("attn_o"), H, qd, 1);
+	if (cfg->qkv_bias) {
+		rc = rc ? rc : bind_vec(b, &L->q_bias, NAME("attn_q_bias"), qd, 1);
+		rc = rc ? rc : bind_vec(b, &L->k_bias, NAME("attn_k_bias"), kd, 1);
+		rc = rc ? rc : bind_vec(b, &L->v_bias, NAME("attn_v_bias"), kd, 1);
+	}
+	if (cfg->qk_norm) {
+		int per_head = cfg->qk_norm == 1;
+
+		rc = rc ? rc
+		        : bind_vec(b, &L->q_norm, NAME("attn_q_norm"),
+		                   per_head ? cfg->head_dim : qd, 1);
+		rc = rc ? rc
+		        : bind_vec(b, &L->k_norm, NAME("attn_k_norm"),
+		                   per_head ? cfg->head_dim : kd, 1);
+	}
+	L->moe = cfg->is_moe_layer[l];
+	if (L->moe) {
+		const struct coli_expert_layer *xl = coli_io_container_experts_of(b->c, l);
+
+		rc = rc ? rc : bind_mat(b, &L->router, NAME("router"), cfg->n_experts, H, 1);
+		if (!rc && L->router.dtype != COLI_DTYPE_F32) {
+			snprintf(b->err, b->errlen, "%s: router of layer %d must be f32",
+			         coli_io_container_path(b->c), l);
+			rc = -EINVAL;
+		}
+		if (!rc && (!xl || xl->n_experts != (uint32_t)cfg->n_experts ||
+		            xl->hidden != (uint32_t)H || xl->inter != (uint32_t)cfg->moe_inter)) {
+			snprintf(
+			    b->err, b->errlen,
+			    "%s: expert slabs of layer %d are missing or do not match the config",
+			    coli_io_container_path(b->c), l);
+			rc = -EINVAL;
+		}
+		for (int i = 0; !rc && i < coli_io_container_n_expert_layers(b->c); i++)
+			if (coli_io_container_expert_layer(b->c, i) == xl)
+				L->xl = i;
+		if (cfg->shared_inter) {
+			int S = cfg->shared_inter;
+
+			rc = rc ? rc : bind_mat(b, &L->sh_gate, NAME("shexp_gate"), S, H, 1);
+			rc = rc ? rc : bind_mat(b, &L->sh_up, NAME("shexp_up"), S, H, 1);
+			rc = rc ? rc : bind_mat(b, &L->sh_down, NAME("shexp_down"), H, S, 1);
+			rc = rc ? rc : bind_mat(b, &L->sh_router, NAME("shexp_router"), 1, H, 1);
+		}
+	} else {
+		int D = cfg->dense_inter;
+
+		rc = rc ? rc : bind_mat(b, &L->ffn_gate, NAME("ffn_gate"), D, H, 1);
+		rc = rc ? rc : bind_mat(b, &L->ffn_up, NAME("ffn_up"), D, H, 1);
+		rc = rc ? rc : bind_mat(b, &L->ffn_down, NAME("ffn_down"), H, D, 1);
+	}
+#undef NAME
+	return rc;
+}
+
+int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t errlen)
+{
+	struct bind_ctx b = {c, err, errlen};
+	const void *js;
+	size_t len;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	m->c = c;
+	js = coli_io_container_section(c, COLI_SECTION_CONFIG, &len);
+	if (!js) {
+		snprintf(err, errlen, "%s: no model config section", coli_io_container_path(c));
+		return -EINVAL;
+	}
+	rc = coli_config_parse(js, len, &m->cfg, err, errlen);
+	if (rc)
+		return rc;
+	rc = bind_mat(&b, &m->tok_embd, "tok_embd", m->cfg.vocab, m->cfg.hidden, 1);
+	if (!rc)
+		rc = bind_vec(&b, &m->out_norm, "out_norm", m->cfg.hidden, 1);
+	if (!rc) {
+		if (m->cfg.tie_embeddings)
+			m->lm_head = m->tok_embd;
+		else
+			rc = bind_mat(&b, &m->lm_head, "lm_head", m->cfg.vocab, m->cfg.hidden, 1);
+	}
+	for (int l = 0; !rc && l < m->cfg.n_layers; l++)
+		rc = bind_layer(&b, m, l);
+	return rc;
+}
+
+void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
+                          struct coli_expert_view *v)
+{
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(m->c, m->layers[layer].xl);
+	const char *p = slab;
+	int H = (int)xl->hidden, I = (int)xl->inter;
+
+	coli_mat_view(&v->gate, xl->dtype, I, H, p + xl->gate_off);
+	coli_mat_view(&v->up, xl->dtype, I, H, p + xl->up_off);
+	coli_mat_view(&v->down, xl->dtype, H, I, p + xl->down_off);
+}
+
+struct rebase {
+	const char *lo, *hi, *to;
+};
+
+static void rb_ptr(const struct rebase *r, const void **p)
+{
+	const char *q = *p;
+
+	if (q && q >= r->lo && q < r->hi)
+		*p = r->to + (q - r->lo);
+}
+
+static void rb_vec(const struct rebase *r, const float **v)
+{
+	rb_ptr(r, (const void **)v);
+}
+
+static void rb_mat(const struct rebase *r, struct coli_mat *m)
+{
+	rb_ptr(r, &m->data);
+	rb_ptr(r, (const void **)&m->scales);
+}
+
+void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, const void *to)
+{
+	struct rebase r = {from, (const char *)from + bytes, to};
+
+	rb_mat(&r, &m->tok_embd);
+	rb_mat(&r, &m->lm_head);
+	rb_vec(&r, &m->out_norm);
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		struct coli_layer *L = &m->layers[l];
+
+		rb_vec(&r, &L->attn_norm), rb_vec(&r, &L->ffn_norm);
+		rb_mat(&r, &L->q), rb_mat(&r, &L->k), rb_mat(&r, &L->v), rb_mat(&r, &L->o);
+		rb_vec(&r, &L->q_bias), rb_vec(&r, &L->k_bias), rb_vec(&r, &L->v_bias);
+		rb_vec(&r, &L->q_norm), rb_vec(&r, &L->k_norm);
+		rb_mat(&r, &L->router);
+		rb_mat(&r, &L->sh_gate), rb_mat(&r, &L->sh_up), rb_mat(&r, &L->sh_down);
+		rb_mat(&r, &L->sh_router);
+		rb_mat(&r, &L->ffn_gate), rb_mat(&r, &L->ffn_up), rb_mat(&r, &L->ffn_down);
+	}
+}

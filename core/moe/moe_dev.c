@@ -1,0 +1,824 @@
+/*
+ * core/moe/moe_dev.c — routed experts on devices: the issue / take halves of a
+ * layer's device work, the devices' working buffers and staging slots.
+ * Which experts are resident where (the VRAM tier: placement at open,
+ * adaptation between tokens) is core/place/vram.c; where[l][e] says which device
+ * holds an expert (-1: host), dev_slab[l][e] its slab there, in the
+ * container's layout (gate/up/down offsets are the container's).
+ *
+ * A layer on device d (compute stream, nothing waits on the host):
+ *   copy     the gate and up parts of the first wave's streamed slabs not
+ *            staged yet (copy stream, queued first: see Streaming)
+ *   gather   pair activations in expert order         [P][H] int8 + scales, or f32:
+ *            on this device from the tokens' rows when it holds the dense
+ *            part (e->dev_rows), else on the host and uploaded
+ *   then per wave of experts (one wave at decode, see Streaming):
+ *   gemv     gate and up of the wave's experts        -> g, u [P][I]   (one launch)
+ *   silu     h = silu(g) * u over the wave's rows      [P][I]          (one launch,
+ *            and h -> int8 per 32-block for q8/q4 models in the same one)
+ *   copy     the down parts of the slabs this wave copies (crossing while
+ *            gate, up and silu run)
+ *   gemv     down of the wave's experts                -> y [P][H]     (one launch)
+ *   download y to host staging (not on the device that holds the dense part
+ *            when core/moe/moe.c's moe_on_dense names it: y's rows are then at
+ *            their pair index and core/forward/forward_dev.c reads them there)
+ * An expert with COLI_GPU_GEMM_MIN_S pairs or more (prefill; q8/q4:
+ * COLI_GPU_GEMM_MIN_S_Q) runs its matrices as tensor-core GEMM jobs instead (ptx/gemm.cu: q8/q4
+ * bit-identical to the GEMV, bf16 within rounding), in one more launch next to each gemv. take()
+ * waits for the stream and scatters y into the engine's per-pair outputs; core/moe/moe.c then
+ * accumulates all pairs in ascending expert order, whoever computed them, so the bits do not depend
+ * on placement. A preplanned layer (core/forward/forward_dev.c, e->preplanned == d): its resident experts
+ * already ran with the routing, so only streamed ones are issued here, their y rows at their pair
+ * index (pair0) beside the resident ones. On the dense part's device take waits for nothing but
+ * the layer's slab copies (their host slabs are unpinned after it).
+ *
+ * Streaming: a RAM-tier expert assigned to a device by the cost model
+ * (core/moe/moe.c) is computed from one of the device's staging slots, an LRU
+ * cache tagged (layer, expert). Copies run on the device's copy stream;
+ * per slot, a *full* event orders copy -> compute and a *free* event orders
+ * the last reader -> the next copy (ptx/gpu.c). After a layer's issue the
+ * router lookahead's guess for the next MoE layer is staged (prefetch), its
+ * slabs pinned in RAM until the copies land. A layer with more new copies
+ * than half the free slots goes in waves that reuse the slots of the wave
+ * before. The cost model's bandwidths: streaming is timed at open (a
+ * slab-sized upload) and recalibrated at every take that had to wait (then
+ * the device time is known); CPU rows are timed as they run.
+ *
+ * CUDA_RELEASE_HOST=1: once a slab is resident (placement, or a swap in
+ * adapt), its host copies are dropped (core/place/tiers.c: RAM slot, mapping,
+ * page cache); if the device fails, core/moe/moe.c's CPU path reads it back
+ * from disk through the tiers, counted as a reload.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core_internal.h"
+#include "core/dev/dev.h"
+#include "mem/mem.h"
+
+#define MARK_ISSUE 0 /* --profile: the device reaches a layer's expert work */
+#define MARK_DONE  1 /* ... and finishes it */
+
+size_t coli_quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K)
+{
+	return t == COLI_DTYPE_Q8_0 ? rows * K : t == COLI_DTYPE_Q4_0 ? rows * K / 2 : 0;
+}
+
+/* Device view of one matrix inside a resident slab. */
+static void job_matrix(struct coli_gpu_gemv_job *j, enum coli_dtype t, uint64_t base, int rows,
+                       int K)
+{
+	size_t qb = coli_quant_plane_bytes(t, rows, K);
+
+	j->w = (const void *)(uintptr_t)base;
+	j->scales = qb ? (const unsigned short *)(uintptr_t)(base + qb) : NULL;
+	j->rows = rows;
+	j->K = K;
+}
+
+/* Activation operands: pair row `row` of device buffers [P][K] (q), their
+ * block scales and sums [P][K/32], or f32 [P][K]. */
+static void job_input(struct coli_gpu_gemv_job *j, uint64_t q, uint64_t d, uint64_t qs, uint64_t f,
+                      int row, int K)
+{
+	j->xq = (const signed char *)(uintptr_t)(q + (size_t)row * K);
+	j->xd = (const float *)(uintptr_t)(d + (size_t)row * (K / 32) * 4);
+	j->xqsum = (const int *)(uintptr_t)(qs + (size_t)row * (K / 32) * 4);
+	j->xf = (const float *)(uintptr_t)(f + (size_t)row * K * 4);
+}
+
+/* Queue matrix j times its n pairs: GEMV jobs of up to COLI_GPU_MAX_S pairs,
+ * or one tensor-core GEMM job for a run of COLI_GPU_GEMM_MIN_S (q8/q4:
+ * _MIN_S_Q) or more (prefill). q8/q4 bits are the same either way. */
+static void add_job(struct coli_dev_slot *v, enum coli_dtype t, const struct coli_gpu_gemv_job *j,
+                    int n, int *nj, int *ngj)
+{
+	struct coli_gpu_gemm_job *g;
+	int nb = j->K / 32;
+
+	if (n < (t == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_MIN_S : COLI_GPU_GEMM_MIN_S_Q)) {
+		for (int s0 = 0; s0 < n; s0 += COLI_GPU_MAX_S) {
+			struct coli_gpu_gemv_job *c = &v->jobs[(*nj)++];
+
+			*c = *j;
+			c->S = n - s0 < COLI_GPU_MAX_S ? n - s0 : COLI_GPU_MAX_S;
+			c->xq = j->xq + (size_t)s0 * j->K;
+			c->xd = j->xd + (size_t)s0 * nb;
+			c->xqsum = j->xqsum + (size_t)s0 * nb;
+			c->xf = j->xf + (size_t)s0 * j->K;
+			c->y = j->y + (size_t)s0 * j->ldy;
+		}
+		return;
+	}
+	g = &v->gjobs[(*ngj)++];
+	memset(g, 0, sizeof(*g));
+	g->w = j->w, g->scales = j->scales, g->xq = j->xq, g->xd = j->xd, g->xqsum = j->xqsum;
+	g->xf = j->xf, g->y = j->y, g->rows = j->rows, g->K = j->K, g->S = n, g->ldy = j->ldy;
+}
+
+/* The queued jobs of one step: a GEMV launch and/or a GEMM launch. */
+static int launch_jobs(struct coli_dev_slot *v, enum coli_dtype t, int nj, int ngj)
+{
+	int rc = nj ? coli_dev_gemv(v->dev, t, v->jobs, nj) : 0;
+
+	return rc || !ngj ? rc : coli_dev_gemm(v->dev, t, v->gjobs, ngj);
+}
+
+/* The working buffers for tmax tokens a forward call, in the order of
+ * slot_buffer_fields: xq xd xqs xf | g u h hq hd hqs | y tok. */
+#define N_SLOT_BUFS 12
+static void slot_buffer_sizes(const struct coli_model_config *c, int tmax, size_t sz[N_SLOT_BUFS])
+{
+	size_t P = (size_t)tmax * c->top_k, H = c->hidden, I = c->moe_inter;
+	const size_t s[N_SLOT_BUFS] = {P * H,          P * H / 32 * 4, P * H / 32 * 4, P * H * 4,
+	                               P * I * 4,      P * I * 4,      P * I * 4,      P * I,
+	                               P * I / 32 * 4, P * I / 32 * 4, P * H * 4,      P * 4};
+
+	memcpy(sz, s, sizeof(s));
+}
+
+size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
+{
+	size_t sz[N_SLOT_BUFS], sum = 0;
+
+	slot_buffer_sizes(c, tmax, sz);
+	for (int i = 0; i < N_SLOT_BUFS; i++)
+		sum += sz[i];
+	return sum;
+}
+
+int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t P = (size_t)e->tmax * c->top_k, H = c->hidden, dsz[N_SLOT_BUFS];
+	uint64_t *const slot_buffer_fields[N_SLOT_BUFS] = {&v->xq, &v->xd,  &v->xqs, &v->xf,
+	                                                   &v->g,  &v->u,   &v->h,   &v->hq,
+	                                                   &v->hd, &v->hqs, &v->y,   &v->tok};
+	int rc = 0;
+
+	v->pmax = (int)P;
+	slot_buffer_sizes(c, e->tmax, dsz);
+	for (int i = 0; !rc && i < N_SLOT_BUFS; i++)
+		rc = coli_dev_alloc(v->dev, dsz[i], slot_buffer_fields[i]);
+	if (rc)
+		return rc;
+	{
+		/* a pageable source or destination would make the async copies wait
+		 * for the stream to drain: the staging is one registered region */
+		size_t sz[] = {P * H, P * H / 32 * 4, P * H / 32 * 4, P * H * 4, P * H * 4, P * 4};
+		void **dst[] = {(void **)&v->sx_q, (void **)&v->sx_d, (void **)&v->sx_s,
+		                (void **)&v->sx_f, (void **)&v->sy,   (void **)&v->sx_tok};
+
+		v->host = coli_mem_alloc_buffers(sz, dst, 6, COLI_MEM_NODE_ANY, &v->host_bytes);
+		if (!v->host)
+			return -ENOMEM;
+	}
+	v->jobs = malloc(sizeof(*v->jobs) * (2 * P + 2 * (size_t)c->n_experts + 8));
+	v->gjobs = malloc(sizeof(*v->gjobs) * (2 * (size_t)c->n_experts + 8));
+	v->runs = malloc(sizeof(*v->runs) * c->n_experts);
+	if (!v->jobs || !v->gjobs || !v->runs)
+		return -ENOMEM;
+	return 0;
+}
+
+void coli_moe_dev_slot_free(struct coli_dev_slot *v)
+{
+	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g,     &v->u,  &v->h,
+	                    &v->hq, &v->hd, &v->hqs, &v->y,  &v->stage, &v->tok};
+
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		coli_dev_free(v->dev, *bufs[i]);
+	coli_mem_free_buffers(v->host, v->host_bytes);
+	free(v->jobs), free(v->gjobs), free(v->runs), free(v->st);
+}
+
+/* Staging slots for streamed slabs (on top of an explicit --vram-gb, out of
+ * the free memory otherwise), and a first measure of the streaming bandwidth
+ * (best of three slab-sized uploads). */
+int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t best = 0;
+	double t_best = 1e30;
+	void *tmp;
+	int rc;
+
+	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {
+		size_t b = coli_io_container_expert_layer(e->m.c, i)->slab_bytes;
+
+		best = b > best ? b : best;
+	}
+	if (!best || c->n_experts == 0)
+		return 0;
+	v->stage_bytes = best;
+	v->n_stage = e->opts.stream_slots;
+	v->st = malloc(sizeof(*v->st) * (size_t)v->n_stage);
+	if (!v->st)
+		return -ENOMEM;
+	for (int i = 0; i < v->n_stage; i++)
+		v->st[i] = (struct dev_stage){.l = -1, .ex = -1, .used = 0, .tslot = -1};
+	rc = coli_dev_alloc(v->dev, v->stage_bytes * v->n_stage, &v->stage);
+	/* one more: the fence behind a layer's own copies (copies_landed) */
+	rc = rc ? rc : coli_dev_stage_init(v->dev, v->n_stage + 1);
+	if (rc)
+		return rc;
+	if (e->opts.vram_gb < 0) /* budget = free memory: the slots come out of it */
+		v->used += v->stage_bytes * v->n_stage;
+	/* measured from registered memory, as the tier slots it streams from */
+	tmp = coli_mem_alloc(v->stage_bytes, COLI_MEM_NODE_ANY);
+	if (!tmp)
+		return -ENOMEM;
+	coli_mem_register(tmp, v->stage_bytes, COLI_MEM_NODE_ANY);
+	for (int i = 0; i < 3; i++) {
+		double t0 = coli_now_s();
+
+		if (coli_dev_upload(v->dev, v->stage, tmp, v->stage_bytes) == 0 &&
+		    coli_now_s() - t0 < t_best)
+			t_best = coli_now_s() - t0;
+	}
+	coli_mem_unregister(tmp);
+	coli_mem_free(tmp, v->stage_bytes);
+	if (t_best < 1e29 && t_best > 0)
+		e->bw_stream = v->stage_bytes / t_best;
+	return 0;
+}
+
+/* ---- staging slots ---- */
+
+static int stage_find(const struct coli_dev_slot *v, int l, int ex)
+{
+	for (int i = 0; i < v->n_stage; i++)
+		if (v->st[i].l == l && v->st[i].ex == ex)
+			return i;
+	return -1;
+}
+
+/* Least recently used slot not claimed this round and with no prefetch copy
+ * in flight (its RAM slot is still pinned), or -1. Recency is per copy and
+ * per wave, not per round: a wave's slots, released for the next wave, are
+ * the last picked, so a layer streaming more experts than there are slots
+ * copies into slots the wave before is not reading (in round order every
+ * slot tied and the next wave's copies waited for the previous wave's down:
+ * copy and compute ran one after the other). */
+static int stage_victim(const struct coli_dev_slot *v)
+{
+	int best = -1;
+
+	for (int i = 0; i < v->n_stage; i++)
+		if (v->st[i].used < v->st_clock && v->st[i].tslot < 0 &&
+		    (best < 0 || v->st[i].last < v->st[best].last))
+			best = i;
+	return best;
+}
+
+/* Slot s receives expert ex of layer l, claimed this round; tslot: the RAM
+ * slot pinned until a prefetch copy lands, or -1. */
+static void stage_fill(struct coli_dev_slot *v, int s, int l, int ex, int tslot)
+{
+	v->st[s] = (struct dev_stage){
+	    .l = l, .ex = ex, .used = v->st_clock, .last = ++v->st_tick, .tslot = tslot};
+}
+
+/* Prefetch copies that landed give their RAM slots back to the tiers. */
+static void stage_reap(struct coli_engine *e, struct coli_dev_slot *v)
+{
+	for (int i = 0; i < v->n_stage; i++)
+		if (v->st[i].tslot >= 0 && coli_dev_stage_landed(v->dev, i)) {
+			coli_tiers_unpin(e, v->st[i].tslot);
+			v->st[i].tslot = -1;
+		}
+}
+
+/* Staging slots device d can fill now: all but those whose prefetch copy is
+ * still in flight. */
+int coli_moe_dev_stage_room(struct coli_engine *e, int d)
+{
+	struct coli_dev_slot *v = &e->vram[d];
+	int n = 0;
+
+	if (!v->st)
+		return 0;
+	stage_reap(e, v);
+	for (int i = 0; i < v->n_stage; i++)
+		n += v->st[i].tslot < 0;
+	return n;
+}
+
+/* Is expert ex of layer l already staged on device d (a copy landed or in
+ * flight)? core/moe/moe.c streams such experts first: their copy is paid. */
+int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex)
+{
+	const struct coli_dev_slot *v = &e->vram[d];
+
+	return v->st && !v->dev->failed && stage_find(v, l, ex) >= 0;
+}
+
+/* After layer l's issue: copy the lookahead's guess for the next MoE layer
+ * into free staging slots on the copy stream, while the compute stream runs
+ * this layer's experts and the next layer's attention. Only slabs already in
+ * RAM are copied (pinned until the copy lands); VRAM-resident and already
+ * staged experts are skipped. */
+void coli_moe_dev_prefetch(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int n = e->pred_l, guessed = 0, quota;
+
+	if (n < 0 || !e->where || strcmp(e->opts.stream, "off") == 0 || !e->opts.stage_ahead)
+		return;
+	/* no more copies than the split will stream of the guessed RAM-tier
+	 * experts (core/moe/moe.c assign_experts streams staged ones first): copies
+	 * beyond it, and the wrong guesses among them, took the link from the
+	 * layer being computed (H200: overlap+stream 307 tok/s with every guess
+	 * copied, 370 with this quota, 411 with none: the staging slots then
+	 * keep the experts later tokens reuse, so COLI_STAGE_AHEAD is off by
+	 * default) */
+	for (int ex = 0; ex < c->n_experts; ex++)
+		guessed += e->pred_mask[ex] && e->where[(size_t)n * c->n_experts + ex] < 0;
+	quota = (int)(guessed * coli_moe_stream_share(e) + 0.5);
+	for (int d = 0; d < e->n_devs; d++) {
+		struct coli_dev_slot *v = &e->vram[d];
+		const struct coli_expert_layer *xl =
+		    coli_io_container_expert_layer(e->m.c, e->m.layers[n].xl);
+
+		if (!v->st || v->dev->failed)
+			continue;
+		for (int ex = 0; ex < c->n_experts; ex++) {
+			const void *src;
+			int s, ts;
+
+			if (!e->pred_mask[ex] || e->where[(size_t)n * c->n_experts + ex] >= 0 ||
+			    stage_find(v, n, ex) >= 0)
+				continue;
+			if (quota-- <= 0)
+				goto done;
+			/* one device per guess: the first with a free slot takes it */
+			for (int o = 0; o < d; o++)
+				if (e->vram[o].st && stage_find(&e->vram[o], n, ex) >= 0)
+					goto next;
+			s = stage_victim(v);
+			if (s < 0)
+				break;
+			src = coli_tiers_pin_ready(e, n, ex, &ts);
+			if (!src)
+				continue;
+			if (coli_dev_stage_copy(v->dev, s, v->stage + (uint64_t)s * v->stage_bytes,
+			                        src, xl->slab_bytes)) {
+				coli_tiers_unpin(e, ts);
+				break; /* the device failed: its experts go to the CPU */
+			}
+			stage_fill(v, s, n, ex, ts);
+			e->est.stream_prefetched++;
+			e->est.h2d_bytes += xl->slab_bytes;
+			e->est.stream_copy_bytes += xl->slab_bytes;
+		next:;
+		}
+	}
+done:
+	e->pred_l = -1;
+}
+
+/* The copies of wave [r0, r1) of device d's layer: its streamed slabs that
+ * are not staged yet, from the pinned host slabs into the least recently
+ * used free slots, on the copy stream. The first wave's are queued before
+ * the activations' gather (coli_moe_dev_issue), so the link starts at once.
+ * Only the gate and up part of each slab here ([0, down_off)): wave_compute
+ * queues the down parts behind the gate and up launches, so those run while
+ * the downs cross the link (a slot's event is the last copy's: the gate and
+ * up launches wait for the first parts, down for the rest). */
+static int wave_copies(struct coli_engine *e, int l, int d, int r0, int r1)
+{
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+
+	for (int r = r0; r < r1; r++) {
+		struct dev_run *run = &v->runs[r];
+		int ex = run->expert, rc;
+
+		if (!e->streamed[ex])
+			continue;
+		/* RAM tier: staged a layer early, or copied now */
+		run->stage = stage_find(v, l, ex);
+		if (run->stage >= 0) {
+			e->est.stream_staged_hits++;
+		} else {
+			run->stage = stage_victim(v);
+			if (run->stage < 0 || e->streamed[ex] != 1)
+				return -ENOSPC; /* the wave cap counts the slots */
+			rc = coli_dev_stage_copy(v->dev, run->stage,
+			                         v->stage + (uint64_t)run->stage * v->stage_bytes,
+			                         e->host_slab[ex], xl->down_off);
+			if (rc)
+				return rc;
+			if (!e->tl.copy)
+				e->tl.copy = coli_now_s();
+			run->tail = 1;
+			stage_fill(v, run->stage, l, ex, -1);
+			v->streamed_bytes += xl->slab_bytes;
+		}
+		run->slab = v->stage + (uint64_t)run->stage * v->stage_bytes;
+	}
+	return 0;
+}
+
+/* A failed issue: slots whose down part was never copied hold no expert. */
+static void drop_tails(struct coli_dev_slot *v)
+{
+	for (int r = 0; r < v->n_runs; r++)
+		if (v->runs[r].tail) {
+			v->st[v->runs[r].stage].l = -1;
+			v->runs[r].tail = 0;
+		}
+}
+
+/* Queue wave [r0, r1) of device d's layer, its copies queued (wave_copies):
+ * the compute stream waits for its staged slabs, then gate and up, SwiGLU,
+ * quantization and down over the wave's rows. A wave's staging slots are
+ * freed for the next wave once its down is queued (the copy stream waits for
+ * it on the slot's event), so a layer may stream more experts than there are
+ * slots. */
+static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int more)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	enum coli_dtype t = xl->dtype;
+	int H = c->hidden, I = c->moe_inter, quant = coli_dtype_is_quant(t);
+	int nj = 0, ngj = 0, rc = 0, row_a = v->runs[r0].row0;
+	int rows = v->runs[r1 - 1].row0 + v->runs[r1 - 1].n - row_a;
+
+	for (int r = r0; r < r1; r++)
+		if (e->streamed[v->runs[r].expert]) {
+			rc = coli_dev_stage_use(v->dev, v->runs[r].stage);
+			if (rc)
+				return rc;
+		}
+	/* gate and up */
+	for (int r = r0; r < r1; r++)
+		for (int m = 0; m < 2; m++) {
+			struct coli_gpu_gemv_job j;
+
+			memset(&j, 0, sizeof(j));
+			job_matrix(&j, t, v->runs[r].slab + (m ? xl->up_off : xl->gate_off), I, H);
+			if (v->direct) /* its one pair's token row, where the dense part left it */
+				job_input(&j, e->dev_rows.q, e->dev_rows.d, e->dev_rows.qs,
+				          e->dev_rows.f, e->pair_token[v->runs[r].pair0], H);
+			else
+				job_input(&j, v->xq, v->xd, v->xqs, v->xf, v->runs[r].row0, H);
+			j.y = (float *)(uintptr_t)((m ? v->u : v->g) +
+			                           (size_t)v->runs[r].row0 * I * 4);
+			j.ldy = I;
+			add_job(v, t, &j, v->runs[r].n, &nj, &ngj);
+		}
+	rc = launch_jobs(v, t, nj, ngj);
+	rc = rc ? rc /* h, and for q8/q4 its quantized form, in one launch */
+	        : coli_dev_silu_mul(v->dev, v->g + (size_t)row_a * I * 4,
+	                            v->u + (size_t)row_a * I * 4, v->h + (size_t)row_a * I * 4,
+	                            quant ? v->hq + (size_t)row_a * I : 0,
+	                            v->hd + (size_t)row_a * (I / 32) * 4,
+	                            v->hqs + (size_t)row_a * (I / 32) * 4, rows * I);
+	/* the down parts of the slabs this wave copies, then down waits for them */
+	for (int r = r0; !rc && r < r1; r++)
+		if (v->runs[r].tail) {
+			rc = coli_dev_stage_copy(
+			    v->dev, v->runs[r].stage, v->runs[r].slab + xl->down_off,
+			    (const char *)e->host_slab[v->runs[r].expert] + xl->down_off,
+			    xl->slab_bytes - xl->down_off);
+			rc = rc ? rc : coli_dev_stage_use(v->dev, v->runs[r].stage);
+			v->runs[r].tail = 0;
+		}
+	if (rc)
+		return rc;
+	/* down: y[P][H] = W_down . h */
+	nj = ngj = 0;
+	for (int r = r0; r < r1; r++) {
+		struct coli_gpu_gemv_job j;
+
+		memset(&j, 0, sizeof(j));
+		job_matrix(&j, t, v->runs[r].slab + xl->down_off, H, I);
+		job_input(&j, v->hq, v->hd, v->hqs, v->h, v->runs[r].row0, I);
+		/* on the dense part's device, the outputs go to their pair's row */
+		j.y = (float *)(uintptr_t)(v->y + (size_t)(e->moe_on_dense == d ? v->runs[r].pair0
+		                                                                : v->runs[r].row0) *
+		                                      H * 4);
+		j.ldy = H;
+		add_job(v, t, &j, v->runs[r].n, &nj, &ngj);
+	}
+	rc = launch_jobs(v, t, nj, ngj);
+	for (int r = r0; !rc && r < r1; r++) /* the staged slabs' last reader is queued */
+		if (v->runs[r].stage >= 0) {
+			rc = coli_dev_stage_done(v->dev, v->runs[r].stage);
+			v->st[v->runs[r].stage].last = ++v->st_tick;
+			if (more) /* the next wave may reuse the slot, after the others */
+				v->st[v->runs[r].stage].used = v->st_clock - 1;
+		}
+	return rc;
+}
+
+/* Copy the activations of staging rows [r0, r1) of v's runs from their
+ * tokens' (e->ax) into the upload staging. */
+struct gather {
+	struct coli_engine *e;
+	struct coli_dev_slot *v;
+	int quant;
+};
+
+static void gather_task(void *arg, int task, int n_tasks)
+{
+	const struct gather *g = arg;
+	const struct coli_dev_slot *v = g->v;
+	struct coli_engine *e = g->e;
+	int H = e->m.cfg.hidden, r0 = v->P * task / n_tasks, r1 = v->P * (task + 1) / n_tasks;
+
+	for (int k = 0; k < v->n_runs; k++) {
+		const struct dev_run *run = &v->runs[k];
+		int a = r0 > run->row0 ? r0 : run->row0;
+		int b = r1 < run->row0 + run->n ? r1 : run->row0 + run->n;
+
+		for (int r = a; r < b; r++) {
+			const struct coli_act *x =
+			    &e->ax[e->pair_token[run->pair0 + r - run->row0]].act;
+
+			if (g->quant) {
+				memcpy(v->sx_q + (size_t)r * H, x->q, (size_t)H);
+				memcpy(v->sx_d + (size_t)r * (H / 32), x->d,
+				       sizeof(float) * (H / 32));
+				memcpy(v->sx_s + (size_t)r * (H / 32), x->qsum,
+				       sizeof(int32_t) * (H / 32));
+			} else {
+				memcpy(v->sx_f + (size_t)r * H, x->f, sizeof(float) * H);
+			}
+		}
+	}
+}
+
+/* The pairs' activation rows: gathered on the host (over the pool for a
+ * prefill chunk's megabytes) and uploaded, ... */
+static int gather_upload(struct coli_engine *e, struct coli_dev_slot *v, int quant,
+                         coli_cpu_pool_t *pool)
+{
+	struct gather g = {e, v, quant};
+	int H = e->m.cfg.hidden, P = v->P, rc = 0;
+
+	coli_ax_ready(e); /* beside the CPU rows, cpu_experts made them before */
+	coli_cpu_pool_run(P < 64 ? NULL : pool, gather_task, &g,
+	                  P < 64 || !pool ? 1 : coli_cpu_pool_threads(pool));
+	if (e->opts.profile || e->opts.cuda_profile) /* the device's expert work, timed */
+		rc = coli_dev_mark(v->dev, MARK_ISSUE);
+	if (quant) {
+		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xq, v->sx_q, (size_t)P * H);
+		rc =
+		    rc ? rc : coli_dev_upload_async(v->dev, v->xd, v->sx_d, (size_t)P * H / 32 * 4);
+		rc = rc ? rc
+		        : coli_dev_upload_async(v->dev, v->xqs, v->sx_s, (size_t)P * H / 32 * 4);
+		e->est.h2d_bytes += (size_t)P * H + (size_t)P * H / 32 * 8;
+	} else {
+		rc = rc ? rc : coli_dev_upload_async(v->dev, v->xf, v->sx_f, (size_t)P * H * 4);
+		e->est.h2d_bytes += (size_t)P * H * 4;
+	}
+	return rc;
+}
+
+/* ... or, when the tokens' rows are already on this device (e->dev_rows),
+ * gathered there: only each row's token goes up (a 256-token prefill chunk
+ * of qwen3-30b moved 5 MB a layer over PCIe). The same bytes: the device
+ * quantized the rows with coli_act_quantize's steps. */
+static int gather_on_device(struct coli_engine *e, struct coli_dev_slot *v, int quant)
+{
+	int H = e->m.cfg.hidden, P = v->P, rc = 0;
+
+	for (int k = 0; k < v->n_runs; k++)
+		for (int r = 0; r < v->runs[k].n; r++)
+			v->sx_tok[v->runs[k].row0 + r] = e->pair_token[v->runs[k].pair0 + r];
+	if (e->opts.profile || e->opts.cuda_profile)
+		rc = coli_dev_mark(v->dev, MARK_ISSUE);
+	rc = rc ? rc : coli_dev_upload_async(v->dev, v->tok, v->sx_tok, sizeof(int) * P);
+	e->est.h2d_bytes += sizeof(int) * (size_t)P;
+	if (!quant)
+		return rc ? rc
+		          : coli_dev_gather_rows(v->dev, v->xf, e->dev_rows.f, v->tok, P,
+		                                 (size_t)H * 4);
+	rc = rc ? rc : coli_dev_gather_rows(v->dev, v->xq, e->dev_rows.q, v->tok, P, (size_t)H);
+	rc = rc ? rc
+	        : coli_dev_gather_rows(v->dev, v->xd, e->dev_rows.d, v->tok, P, (size_t)H / 32 * 4);
+	return rc ? rc
+	          : coli_dev_gather_rows(v->dev, v->xqs, e->dev_rows.qs, v->tok, P,
+	                                 (size_t)H / 32 * 4);
+}
+
+/* The end of the wave from run r0: as many runs as hold at most cap streamed
+ * slabs that still need a copy (r0 itself if the first needs one and cap is
+ * 0). */
+static int wave_end(struct coli_engine *e, const struct coli_dev_slot *v, int l, int r0, int cap)
+{
+	int misses = 0, r1;
+
+	for (r1 = r0; r1 < v->n_runs; r1++) {
+		int ex = v->runs[r1].expert;
+
+		if (e->streamed[ex] && stage_find(v, l, ex) < 0) {
+			if (misses == cap)
+				break;
+			misses++;
+		}
+	}
+	return r1;
+}
+
+/* The issue's first part: device d's runs of layer l (v->runs, v->P), the
+ * size of its first wave (v->cap, v->r1) and, when they go first (v->early),
+ * that wave's slab copies. */
+static int issue_begin(struct coli_engine *e, int l, int d)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	int quant = coli_dtype_is_quant(xl->dtype);
+	int P = 0, n_runs = 0, room = 0;
+
+	v->t_issue = coli_now_s();
+	v->n_runs = 0;
+	v->streamed_bytes = 0;
+	if (v->st) {
+		/* a new round: this layer's staged experts are claimed before any
+		 * copy of this layer picks a victim */
+		stage_reap(e, v);
+		v->st_clock++;
+		for (int ex = 0; ex < c->n_experts; ex++) {
+			int s = e->pair_n[ex] && e->assign[ex] == d && e->streamed[ex]
+			            ? stage_find(v, l, ex)
+			            : -1;
+
+			if (s >= 0)
+				v->st[s].used = v->st_clock;
+		}
+		for (int i = 0; i < v->n_stage; i++)
+			room += v->st[i].used < v->st_clock && v->st[i].tslot < 0;
+	}
+	for (int p = 0; p < e->n_pairs;) {
+		int ex = e->pair_expert[p], n = 0;
+
+		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
+			n++;
+		if (e->assign[ex] != d || (e->preplanned == d && !e->streamed[ex])) {
+			p += n; /* another's, or resident and already run (forward_dev run_plan) */
+			continue;
+		}
+		v->runs[n_runs] = (struct dev_run){
+		    .expert = ex,
+		    .pair0 = p,
+		    .n = n,
+		    .row0 = P,
+		    .stage = -1,
+		    .slab = e->streamed[ex] ? 0 : e->dev_slab[(size_t)l * c->n_experts + ex]};
+		n_runs++;
+		P += n;
+		p += n;
+	}
+	v->n_runs = n_runs;
+	v->P = P;
+	if (!P)
+		return 0;
+	/* the first wave's copies go first, so the link starts before the gather's
+	 * launches are queued (H200 decode trace: a layer's one copy landed ~10 us
+	 * later behind them) -- unless the gather uploads megabytes of rows, which
+	 * would then queue behind the slabs on the one copy engine */
+	v->on_dev = e->dev_rows.dev == v->dev && (quant ? e->dev_rows.q : e->dev_rows.f);
+	v->early = v->on_dev || P < 64;
+	/* one pair an expert (a decode step): the jobs read the rows in place,
+	 * the gather's four launches (a third of a streamed decode layer's issue
+	 * on the H200) are not needed */
+	v->direct = v->on_dev && P == n_runs;
+	v->cap = room >= 2 ? room / 2 : room;
+	v->r1 = wave_end(e, v, l, 0, v->cap);
+	if (v->r1 == 0)
+		return -ENOSPC; /* no slot to stream into: assign_experts counts */
+	return v->early ? wave_copies(e, l, d, 0, v->r1) : 0;
+}
+
+/* The issue's first part queued now, as soon as the layer's streamed slabs
+ * are pinned (core/moe/moe.c): the link starts before the CPU rows' round does,
+ * and coli_moe_dev_issue goes on from there. */
+int coli_moe_dev_copy_ahead(struct coli_engine *e, int l, int d)
+{
+	struct coli_dev_slot *v = &e->vram[d];
+
+	v->ahead_rc = issue_begin(e, l, d);
+	v->ahead = 1;
+	return v->ahead_rc;
+}
+
+/* Gather the activations of device d's pairs into staging, upload them once,
+ * and queue the layer in waves of at most half the free staging slots of new
+ * copies each (one wave at decode), so copies of a wave overlap the compute
+ * of the one before. Pairs: e->pair_* (ascending expert). */
+int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *pool)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	int H = c->hidden, quant = coli_dtype_is_quant(xl->dtype);
+	int rc = v->ahead ? v->ahead_rc : issue_begin(e, l, d), P = v->P, n_runs = v->n_runs;
+	int cap = v->cap, r1 = v->r1, on_dev = v->on_dev, early = v->early;
+
+	v->ahead = 0;
+	if (!rc && !P)
+		return 0;
+	if (v->direct && (e->opts.profile || e->opts.cuda_profile))
+		rc = rc ? rc : coli_dev_mark(v->dev, MARK_ISSUE);
+	else if (!v->direct)
+		rc = rc       ? rc
+		     : on_dev ? gather_on_device(e, v, quant)
+		              : gather_upload(e, v, quant, pool);
+	rc = rc || early ? rc : wave_copies(e, l, d, 0, r1);
+	for (int r0 = 0; !rc && r0 < n_runs; r0 = r1) {
+		if (r0) { /* a later wave copies into slots the one before freed */
+			r1 = wave_end(e, v, l, r0, cap);
+			rc = r1 == r0 ? -ENOSPC : wave_copies(e, l, d, r0, r1);
+		}
+		rc = rc ? rc : wave_compute(e, l, d, r0, r1, r1 < n_runs);
+	}
+	if (rc)
+		drop_tails(v);
+	if (v->streamed_bytes && e->moe_on_dense == d) /* behind them: copies_landed */
+		rc = rc ? rc : coli_dev_stage_fence(v->dev, v->n_stage);
+	if (e->moe_on_dense != d) /* else the dense part reads v->y where it is */
+		rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
+	if (e->opts.profile || e->opts.cuda_profile)
+		rc = rc ? rc : coli_dev_mark(v->dev, MARK_DONE);
+	e->est.h2d_bytes += v->streamed_bytes;
+	e->est.stream_copy_bytes += v->streamed_bytes;
+	return rc;
+}
+
+/* Wait until the slabs this layer copied (not those staged a layer ahead:
+ * stage_reap unpins them) have landed on the device: the fence issue put
+ * behind them (a slot's own event may belong to a later copy by now, the
+ * next layer's staging into a slot this layer has done with). */
+static int copies_landed(struct coli_dev_slot *v)
+{
+	if (v->streamed_bytes)
+		while (!coli_dev_stage_landed(v->dev, v->n_stage))
+			sched_yield();
+	return v->dev->failed ? -EIO : 0;
+}
+
+/* Wait for device d and scatter its outputs into e->ey (per pair). */
+int coli_moe_dev_take(struct coli_engine *e, int l, int d)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	int H = c->hidden, rc;
+
+	double t0;
+
+	if (!v->P)
+		return 0;
+	t0 = coli_now_s();
+	/* on the device holding the dense part the outputs stay where they are
+	 * (core/forward/forward_dev.c accumulates them on the same stream): only the
+	 * copies need waiting for, their host slabs are unpinned after take */
+	rc = e->moe_on_dense == d ? copies_landed(v) : coli_dev_sync(v->dev);
+	if (rc)
+		return rc;
+	if (e->opts.profile || e->opts.cuda_profile) { /* waits for the mark: profile only */
+		double busy = 0;
+
+		rc = coli_dev_elapsed(v->dev, MARK_ISSUE, MARK_DONE, &busy);
+		if (rc)
+			return rc;
+		e->est.dev_busy_s += busy;
+	}
+	/* recalibrate only when the device was the critical path: then the time
+	 * from issue to now is the device's (copies + compute) */
+	if (v->streamed_bytes && coli_now_s() - t0 > 50e-6) {
+		double bw = v->streamed_bytes / (coli_now_s() - v->t_issue);
+
+		e->bw_stream = e->bw_stream > 0 ? 0.8 * e->bw_stream + 0.2 * bw : bw;
+	}
+	for (int r = 0; r < v->n_runs; r++) {
+		int ex = v->runs[r].expert;
+
+		if (e->moe_on_dense != d)
+			memcpy(e->ey + (size_t)v->runs[r].pair0 * H,
+			       v->sy + (size_t)v->runs[r].row0 * H,
+			       sizeof(float) * H * v->runs[r].n);
+		if (e->streamed[ex]) { /* its RAM/disk hit was counted by the tiers */
+			e->est.stream_experts++;
+			e->est.stream_bytes += xl->slab_bytes;
+		} else {
+			e->est.hits[COLI_TIER_VRAM]++;
+			e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,361 @@
+/*
+ * core/place/vram.c — the VRAM expert tier: which routed experts are resident on
+ * which device, decided at open and adapted between tokens.
+ *
+ * Placement (at open, coli_moe_dev_place): each device gets working buffers
+ * for tmax*top_k (token, expert) pairs and its staging slots (core/moe/moe_dev.c),
+ * then whole expert slabs are uploaded — hottest first by the usage file's
+ * heat, ties interleaved across layers (expert 0 of every MoE layer, then
+ * expert 1, ...) so every layer gets the same share — until --vram-gb (or the
+ * device's free memory less a reserve) is used, the first device before the
+ * next. With several devices, the layers wholly among the experts that fit
+ * go whole to the device holding their dense part (all of it on the first,
+ * or each device its range of layers: --split), so they are planned there
+ * and not split over devices (whole_layers_first); a device of several that
+ * holds none of the dense part and cannot take its buffers is left out
+ * (coli_vram_device_drop, which core/engine.c also calls for a device that
+ * cannot hold its share of the dense part at open). The slab keeps its
+ * container layout in VRAM. where[l][e] says which device holds an expert
+ * (-1: host), dev_slab[l][e] where.
+ *
+ * Adaptation (between tokens, coli_moe_dev_adapt): a clearly hotter host
+ * expert replaces the coldest resident one of its layer, in place; the cold
+ * one is read back into RAM in the background (coli_tiers_readmit).
+ * CUDA_RELEASE_HOST=1 drops a resident slab's host copies (core/place/tiers.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+#include "core/dev/dev.h"
+
+/* Device d cannot hold its share (the dense part's layers at open, or, not
+ * holding any, its working buffers at placement): it is closed and the
+ * devices after it move up, so the others carry on with every index still
+ * dense. */
+void coli_vram_device_drop(struct coli_engine *e, int d)
+{
+	coli_moe_dev_slot_free(&e->vram[d]);
+	coli_dev_close(e->devs[d]);
+	for (int i = d; i + 1 < e->n_devs; i++) {
+		e->devs[i] = e->devs[i + 1];
+		e->devs[i]->index = i;
+		e->vram[i] = e->vram[i + 1];
+	}
+	e->n_devs--;
+	memset(&e->vram[e->n_devs], 0, sizeof(e->vram[0]));
+}
+
+/* qsort has no context argument in C11: placement runs once, at open, on the
+ * opening thread, so a file-static engine pointer is safe here. */
+static struct coli_engine *g_sort_e;
+
+static uint64_t heat_of(struct coli_engine *e, int i)
+{
+	int E = e->m.cfg.n_experts;
+
+	return coli_tiers_heat(e, e->m.layers[i / E].xl, i % E);
+}
+
+/* Descending heat; equal heat keeps the interleaved order (the index order). */
+static int cmp_heat(const void *a, const void *b)
+{
+	int i = *(const int *)a, j = *(const int *)b;
+	uint64_t hi = heat_of(g_sort_e, i), hj = heat_of(g_sort_e, j);
+
+	int E = g_sort_e->m.cfg.n_experts, L = g_sort_e->m.cfg.n_layers;
+	int pi = (i % E) * L + i / E, pj = (j % E) * L + j / E; /* interleaved position */
+
+	if (hi != hj)
+		return hi > hj ? -1 : 1;
+	return pi - pj;
+}
+
+/* Upload expert x of layer l to device d's VRAM tier: 0, -ENOMEM (no room
+ * on d), or another error (the upload failed; nothing is placed). */
+static int place_one(struct coli_engine *e, int d, int l, int x)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	struct coli_dev_slot *v = &e->vram[d];
+	uint64_t addr;
+
+	if (v->used + xl->slab_bytes > v->budget || coli_dev_alloc(v->dev, xl->slab_bytes, &addr))
+		return -ENOMEM;
+	if (coli_dev_upload(v->dev, addr,
+	                    coli_io_container_slab_data(e->m.c, e->m.layers[l].xl, (uint32_t)x),
+	                    xl->slab_bytes)) {
+		coli_dev_free(v->dev, addr);
+		return -EIO;
+	}
+	v->used += xl->slab_bytes;
+	v->n_experts++;
+	e->est.h2d_const_bytes += xl->slab_bytes;
+	e->dev_slab[(size_t)l * c->n_experts + x] = addr;
+	e->where[(size_t)l * c->n_experts + x] = (signed char)d;
+	if (e->opts.release_host)
+		coli_tiers_drop_host(e, l, x);
+	return 0;
+}
+
+/* The device whose dense part runs layer l (layer split), else the first. */
+static int home_dev(const struct coli_engine *e, int l)
+{
+	int d = coli_dense_dev_of(e, l);
+
+	return d >= 0 ? d : 0;
+}
+
+/* Several devices: of the experts the budgets hold together (the hottest,
+ * `order`'s head), the MoE layers that are wholly among them go whole to
+ * their home device — the one with their dense part — while they fit, so
+ * those layers are planned there (core/forward/dense_dev.c) instead of being split
+ * over devices, which makes every such layer host-planned (H200, two GPUs,
+ * half the experts a device: 738 tok/s split by heat). The rest of them try
+ * their home device first too. Placed entries of order become -1.
+ * Returns how many entries of order are left to place by heat, or -EIO (an
+ * upload failed). */
+static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int E = c->n_experts, n_take = 0;
+	size_t room = 0, slots = (size_t)c->n_layers * E;
+	int *pos = malloc(sizeof(int) * slots); /* slot -> its index in order, or -1 */
+
+	if (!pos)
+		return n_order; /* heat order alone: slower, not wrong */
+	for (int d = 0; d < e->n_devs; d++)
+		room +=
+		    e->vram[d].budget > e->vram[d].used ? e->vram[d].budget - e->vram[d].used : 0;
+	for (size_t i = 0; i < slots; i++)
+		pos[i] = -1;
+	for (; n_take < n_order; n_take++) {
+		int l = order[n_take] / E;
+		size_t b = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
+
+		if (b > room)
+			break;
+		room -= b;
+		pos[order[n_take]] = n_take;
+	}
+	for (int l = 0; l < c->n_layers; l++) {
+		const int home = home_dev(e, l);
+		const struct coli_dev_slot *v = &e->vram[home];
+		size_t b =
+		    c->is_moe_layer[l]
+		        ? coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes
+		        : 0;
+		int whole = c->is_moe_layer[l] && v->used + b * E <= v->budget;
+
+		for (int x = 0; whole && x < E; x++)
+			whole = pos[(size_t)l * E + x] >= 0;
+		for (int x = 0; whole && x < E; x++) {
+			int rc = place_one(e, home, l, x);
+
+			if (rc == -ENOMEM)
+				break; /* the rest of the layer goes by heat */
+			if (rc) {
+				free(pos);
+				return rc;
+			}
+			order[pos[(size_t)l * E + x]] = -1;
+		}
+	}
+	free(pos);
+	return n_take;
+}
+
+int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t n_slots = (size_t)c->n_layers * c->n_experts;
+	int dev = 0, n_order, *order;
+
+	e->where = malloc(n_slots);
+	e->dev_slab = calloc(n_slots, sizeof(uint64_t));
+	if (!e->where || !e->dev_slab)
+		return -ENOMEM;
+	memset(e->where, -1, n_slots);
+	for (int d = 0; d < e->n_devs; d++) {
+		struct coli_dev_slot *v = &e->vram[d];
+		size_t free_b = 0, total_b = 0;
+		char what[96]; /* what it could not hold */
+		int rc;
+
+		snprintf(what, sizeof(what),
+		         "the working buffers of %d-token chunks (%.2f GB; --ubatch sets it)",
+		         e->tmax, coli_moe_dev_slot_bytes(c, e->tmax) / 1e9);
+		v->dev = e->devs[d];
+		rc = coli_moe_dev_slot_alloc(e, v);
+		if (!rc) {
+			coli_dev_mem_info(v->dev, &free_b, &total_b);
+			if (e->opts.vram_gb >= 0)
+				v->budget = (size_t)(e->opts.vram_gb * 1e9);
+			else
+				v->budget = free_b > COLI_VRAM_RESERVE_BYTES
+				                ? free_b - COLI_VRAM_RESERVE_BYTES
+				                : 0;
+			if (v->budget > free_b)
+				v->budget = free_b;
+		}
+		if (!rc && strcmp(e->opts.stream, "off") && e->opts.stream_slots > 0) {
+			rc = coli_moe_dev_stage_alloc(e, v);
+			snprintf(what, sizeof(what), "%d staging slots", e->opts.stream_slots);
+		}
+		if (rc && e->n_devs > 1 && !coli_dense_dev_holds(e, v->dev)) {
+			fprintf(stderr, "coli: device %s: no memory for %s; going on without it\n",
+			        v->dev->name, what);
+			coli_vram_device_drop(e, d--);
+			continue;
+		}
+		if (rc) {
+			snprintf(err, errlen, "device %s: no memory for %s", v->dev->name, what);
+			return rc;
+		}
+	}
+	/* hottest first (the usage file's heat); ties, and a model without heat,
+	 * interleave: expert x of every MoE layer before expert x+1 */
+	order = malloc(sizeof(int) * n_slots);
+	if (!order)
+		return -ENOMEM;
+	n_order = 0;
+	for (int x = 0; x < c->n_experts; x++)
+		for (int l = 0; l < c->n_layers; l++)
+			if (c->is_moe_layer[l])
+				order[n_order++] = l * c->n_experts + x;
+	g_sort_e = e;
+	qsort(order, (size_t)n_order, sizeof(int), cmp_heat);
+	if (e->n_devs > 1)
+		n_order = whole_layers_first(e, order, n_order);
+	if (n_order < 0) {
+		free(order);
+		snprintf(err, errlen, "device %s: uploading experts failed", e->vram[0].dev->name);
+		return -EIO;
+	}
+	for (int i = 0; i < n_order && dev < e->n_devs; i++) {
+		int l, x, rc;
+		size_t b;
+
+		if (order[i] < 0)
+			continue; /* placed with its whole layer */
+		l = order[i] / c->n_experts, x = order[i] % c->n_experts;
+		b = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
+		/* its home device first, then the first with room */
+		rc = e->n_devs > 1 ? place_one(e, home_dev(e, l), l, x) : -ENOMEM;
+		if (rc == -ENOMEM) {
+			while (dev < e->n_devs && e->vram[dev].used + b > e->vram[dev].budget)
+				dev++;
+			if (dev == e->n_devs)
+				break;
+			rc = place_one(e, dev, l, x);
+			if (rc == -ENOMEM) {
+				dev++; /* full after all: try the next device */
+				continue;
+			}
+		}
+		if (rc) {
+			free(order);
+			snprintf(err, errlen, "device %s: uploading experts failed",
+			         e->vram[dev].dev->name);
+			return -EIO;
+		}
+	}
+	free(order);
+	for (int d = 0; d < e->n_devs; d++)
+		fprintf(stderr, "coli: %s: %d experts resident (%.2f GB of %.2f GB budget)\n",
+		        e->vram[d].dev->name, e->vram[d].n_experts, e->vram[d].used / 1e9,
+		        e->vram[d].budget / 1e9);
+	return 0;
+}
+
+void coli_moe_dev_release(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+
+	for (int d = 0; d < e->n_devs; d++) {
+		struct coli_dev_slot *v = &e->vram[d];
+
+		if (!v->dev)
+			continue;
+		if (e->dev_slab)
+			for (size_t i = 0; i < (size_t)c->n_layers * c->n_experts; i++)
+				if (e->where[i] == d)
+					coli_dev_free(v->dev, e->dev_slab[i]);
+		coli_moe_dev_slot_free(v);
+	}
+	free(e->where);
+	free(e->dev_slab);
+}
+
+#define ADAPT_TOKENS 128  /* tokens between two adaptation rounds */
+#define ADAPT_MARGIN 1.25 /* a newcomer must be this much hotter, plus ADAPT_MIN */
+#define ADAPT_MIN    16
+
+/* Between tokens: per MoE layer, if the hottest expert not in VRAM is clearly
+ * hotter than the coldest resident one (hysteresis: ADAPT_MARGIN x + ADAPT_MIN
+ * accesses), its slab replaces the cold one in place (same layer, same slab
+ * size). One swap per layer per round keeps the upload small; the tokens do
+ * not change, only who computes them. */
+void coli_moe_dev_adapt(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int E = c->n_experts;
+
+	if (!e->where || e->est.tokens < e->adapt_at)
+		return;
+	e->adapt_at = e->est.tokens + ADAPT_TOKENS;
+	for (int l = 0; l < c->n_layers; l++) {
+		int xli = e->m.layers[l].xl, hot = -1, cold = -1, ts = -1, rc;
+		uint64_t h_hot = 0, h_cold = UINT64_MAX;
+		const void *src;
+		const struct coli_expert_layer *xl;
+		struct coli_dev *dev;
+
+		if (!c->is_moe_layer[l])
+			continue;
+		for (int x = 0; x < E; x++) {
+			uint64_t h = coli_tiers_heat(e, xli, x);
+			int d = e->where[(size_t)l * E + x];
+
+			if (d < 0 && (hot < 0 || h > h_hot))
+				hot = x, h_hot = h;
+			if (d >= 0 && !e->devs[d]->failed && h < h_cold)
+				cold = x, h_cold = h;
+		}
+		if (hot < 0 || cold < 0 || (double)h_hot <= ADAPT_MARGIN * h_cold + ADAPT_MIN)
+			continue;
+		xl = coli_io_container_expert_layer(e->m.c, xli);
+		dev = e->devs[e->where[(size_t)l * E + cold]];
+		/* from its RAM slot when it has one (registered memory; the
+		 * container's mapping may fault the slab in from disk) */
+		src = coli_tiers_pin_ready(e, l, hot, &ts);
+		if (!src)
+			src = coli_io_container_slab_data(e->m.c, xli, (uint32_t)hot), ts = -1;
+		rc = coli_dev_upload(dev, e->dev_slab[(size_t)l * E + cold], src, xl->slab_bytes);
+		if (ts >= 0)
+			coli_tiers_unpin(e, ts);
+		if (rc)
+			continue; /* a failed device: it is marked, its experts go to the CPU */
+		e->dev_slab[(size_t)l * E + hot] = e->dev_slab[(size_t)l * E + cold];
+		e->where[(size_t)l * E + hot] = e->where[(size_t)l * E + cold];
+		e->dev_slab[(size_t)l * E + cold] = 0;
+		e->where[(size_t)l * E + cold] = -1;
+		/* the dense device's table of what it may plan (a failure fails the
+		 * device: the next forward then runs on the CPU) */
+		coli_dense_dev_slab_set(e, l, hot, e->dev_slab[(size_t)l * E + hot]);
+		coli_dense_dev_slab_set(e, l, cold, 0);
+		if (e->opts.release_host) {
+			coli_tiers_drop_host(e, l, hot);
+			coli_tiers_host_back(e, l, cold);
+		}
+		/* the cold one is the host's again: in RAM before its next use
+		 * (H200, a streamed 2048-token prefill: the demand reads of the
+		 * experts that adaptation sent back were 0.055 of 0.103 ms a token) */
+		coli_tiers_readmit(e, l, cold);
+		e->est.h2d_bytes += xl->slab_bytes; /* an expert, not a constant */
+		e->est.vram_swaps++;
+	}
+}

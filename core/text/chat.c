@@ -1,0 +1,199 @@
+/*
+ * core/text/chat.c — chat prompts without Jinja.
+ *
+ * A Hugging Face model ships its chat format as a Jinja template
+ * (tokenizer_config.json "chat_template", stored verbatim in the container's
+ * COLI_SECTION_CHAT_TEMPLATE). The MoE families coli reads use one of two
+ * formats, so instead of interpreting Jinja we recognise the family and write
+ * the format in C:
+ *
+ *   family  recognised by                           renders
+ *   CHATML  "<|im_start|>" in the template, else    <|im_start|>system\nS<|im_end|>\n
+ *           an added token "<|im_start|>"           <|im_start|>user\nU<|im_end|>\n
+ *                                                   <|im_start|>assistant\nA<|im_end|>\n
+ *                                                   <|im_start|>assistant\n   (generation)
+ *   INST    "[INST]" in the template, else the      BOS [INST] S\n\nU [/INST]A EOS[INST] U [/INST]
+ *           mixtral architecture                    (BOS only if the template names bos_token)
+ *   PLAIN   anything else (documented fallback)     System: S\n\nUser: U\nAssistant: A\n
+ *                                                   ...Assistant:
+ *
+ * The renderer produces text; special tokens in it (<|im_start|>, <s>, EOS)
+ * become their ids when the caller encodes it, since coli_tokenizer_encode
+ * matches added tokens written in text. The end-of-turn id of ChatML
+ * (<|im_end|>) is reported so that a server stops there even when the model's
+ * EOS list lacks it. tests/fixtures/tokenizer/chat_cases.jsonl holds the text
+ * transformers renders for the fixtures; tests/daemon/chat_render checks it.
+ *
+ * This file is pure (no engine), so colid's request fuzzer links it alone;
+ * recognising the family of a model is core/text/chat_detect.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/coli.h"
+
+const char *coli_chat_family_name(enum coli_chat_family f)
+{
+	switch (f) {
+	case COLI_CHAT_CHATML:
+		return "chatml";
+	case COLI_CHAT_INST:
+		return "inst";
+	default:
+		return "plain";
+	}
+}
+
+/* ---- a growing string ---- */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+
+static void put(struct sbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (b->err)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+}
+
+enum role { ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT, ROLE_BAD };
+
+static enum role role_of(const char *r)
+{
+	if (!r)
+		return ROLE_BAD;
+	if (!strcmp(r, "system"))
+		return ROLE_SYSTEM;
+	if (!strcmp(r, "user"))
+		return ROLE_USER;
+	if (!strcmp(r, "assistant"))
+		return ROLE_ASSISTANT;
+	return ROLE_BAD;
+}
+
+static void render_chatml(struct sbuf *b, const struct coli_chat_msg *m, int n, int gen)
+{
+	for (int i = 0; i < n; i++) {
+		put(b, "<|im_start|>");
+		put(b, m[i].role);
+		put(b, "\n");
+		put(b, m[i].content);
+		put(b, "<|im_end|>\n");
+	}
+	if (gen)
+		put(b, "<|im_start|>assistant\n");
+}
+
+/* Mixtral: user turns in [INST] ... [/INST], assistant turns closed by EOS.
+ * The system text goes before the first user message, separated by a blank
+ * line (what Mistral's later templates do; Mixtral's own refuses it). */
+static void render_inst(struct sbuf *b, const struct coli_chat_template *t,
+                        const struct coli_chat_msg *m, int n)
+{
+	const char *sys = NULL;
+
+	put(b, t->bos);
+	for (int i = 0; i < n; i++) {
+		switch (role_of(m[i].role)) {
+		case ROLE_SYSTEM:
+			sys = m[i].content;
+			break;
+		case ROLE_USER:
+			put(b, "[INST] ");
+			if (sys) {
+				put(b, sys);
+				put(b, "\n\n");
+				sys = NULL;
+			}
+			put(b, m[i].content);
+			put(b, " [/INST]");
+			break;
+		default:
+			put(b, m[i].content);
+			put(b, t->eos);
+			break;
+		}
+	}
+	if (sys) { /* a system message with no user message after it */
+		put(b, "[INST] ");
+		put(b, sys);
+		put(b, " [/INST]");
+	}
+}
+
+static void render_plain(struct sbuf *b, const struct coli_chat_msg *m, int n, int gen)
+{
+	for (int i = 0; i < n; i++) {
+		switch (role_of(m[i].role)) {
+		case ROLE_SYSTEM:
+			put(b, "System: ");
+			put(b, m[i].content);
+			put(b, "\n\n");
+			break;
+		case ROLE_USER:
+			put(b, "User: ");
+			put(b, m[i].content);
+			put(b, "\n");
+			break;
+		default:
+			put(b, "Assistant: ");
+			put(b, m[i].content);
+			put(b, "\n");
+			break;
+		}
+	}
+	if (gen)
+		put(b, "Assistant:");
+}
+
+int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_msg *m, int n,
+                     int add_generation_prompt, char **out, size_t *len)
+{
+	struct sbuf b = {0};
+
+	*out = NULL;
+	*len = 0;
+	for (int i = 0; i < n; i++)
+		if (role_of(m[i].role) == ROLE_BAD || !m[i].content)
+			return -EINVAL;
+	put(&b, ""); /* an empty conversation is an empty string, not NULL */
+	switch (t->family) {
+	case COLI_CHAT_CHATML:
+		render_chatml(&b, m, n, add_generation_prompt);
+		break;
+	case COLI_CHAT_INST:
+		render_inst(&b, t, m, n);
+		break;
+	default:
+		render_plain(&b, m, n, add_generation_prompt);
+		break;
+	}
+	if (b.err) {
+		free(b.p);
+		return b.err;
+	}
+	*out = b.p;
+	*len = b.len;
+	return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * core/text/chat_detect.c — which chat family a model's prompts use (see
+ * core/text/chat.c for the families and their rendering): the container's stored
+ * template text first (its markers "<|im_start|>" or "[INST]"), then the
+ * tokenizer's added tokens, then the architecture. Also fills the BOS/EOS
+ * text the [INST] family writes and the ChatML end-of-turn id.
+ */
+#include <string.h>
+
+#include "core/core_internal.h"
+
+const char *coli_engine_chat_template(const coli_engine_t *e, size_t *len)
+{
+	const char *s;
+
+	*len = 0;
+	if (!e || !e->m.c)
+		return NULL;
+	s = coli_io_container_section(e->m.c, COLI_SECTION_CHAT_TEMPLATE, len);
+	if (!s || !*len) {
+		*len = 0;
+		return NULL;
+	}
+	return s;
+}
+
+static int contains(const char *s, size_t n, const char *needle)
+{
+	return s && memmem(s, n, needle, strlen(needle)) != NULL;
+}
+
+static void copy_token(char *dst, size_t cap, const coli_tokenizer_t *tok, int id)
+{
+	const char *s = tok && id >= 0 ? coli_tokenizer_token_str(tok, id) : NULL;
+
+	dst[0] = 0;
+	if (s && strlen(s) < cap)
+		strcpy(dst, s);
+}
+
+void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *t)
+{
+	const struct coli_model_config *c = coli_engine_config(e);
+	const coli_tokenizer_t *tok = coli_engine_tokenizer(e);
+	size_t n = 0;
+	const char *tpl = coli_engine_chat_template(e, &n);
+
+	memset(t, 0, sizeof(*t));
+	t->eot_id = -1;
+	t->from_template = 1;
+	if (contains(tpl, n, "<|im_start|>"))
+		t->family = COLI_CHAT_CHATML;
+	else if (contains(tpl, n, "[INST]"))
+		t->family = COLI_CHAT_INST;
+	else {
+		t->from_template = 0;
+		if (tok && coli_tokenizer_token_id(tok, "<|im_start|>") >= 0)
+			t->family = COLI_CHAT_CHATML;
+		else if (c->arch == COLI_ARCH_MIXTRAL)
+			t->family = COLI_CHAT_INST;
+		else
+			t->family = COLI_CHAT_PLAIN;
+	}
+	if (t->family == COLI_CHAT_CHATML && tok)
+		t->eot_id = coli_tokenizer_token_id(tok, "<|im_end|>");
+	if (t->family == COLI_CHAT_INST) {
+		/* Mixtral's own template starts with {{ bos_token }}; without a
+		 * template we follow it, with one we do what it says. */
+		if (c->bos >= 0 && (!tpl || contains(tpl, n, "bos_token")))
+			copy_token(t->bos, sizeof(t->bos), tok, c->bos);
+		if (c->n_eos > 0)
+			copy_token(t->eos, sizeof(t->eos), tok, c->eos[0]);
+	}
+}
