@@ -287,7 +287,7 @@ int coli_io_st_read_f32(const struct coli_st_file *f, const struct coli_st_tenso
 int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st_tensor *t,
                               uint64_t elem0, uint64_t n, float *dst);
 /* The same elements as stored (dtype bytes each) into dst, one pread: threads
- * can then widen disjoint ranges with coli_io_st_widen (core/convert.c). */
+ * can then widen disjoint ranges with coli_io_st_widen (core/model/convert.c). */
 int coli_io_st_read_range_raw(const struct coli_st_file *f, const struct coli_st_tensor *t,
                               uint64_t elem0, uint64_t n, void *dst);
 /* Elements [i0, i1) of src (stored as d) to fp32 at dst[i0, i1): the

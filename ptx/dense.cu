@@ -12,7 +12,7 @@
  * are deterministic (fixed reduction orders, no float atomics; split work is
  * combined in a fixed order by the last CTA, see last_arrival), so for a given
  * dense device the logits do not depend on where experts ran. Exact kernels:
- * coli_moe_accumulate reproduces core/moe.c's order (pairs in ascending
+ * coli_moe_accumulate reproduces core/moe/moe.c's order (pairs in ascending
  * expert id, product rounded then added), so routed-expert results combine
  * with the same bits on any device; the GEMV of q8_0/q4_0 matrices is the
  * canonical reduction (a prefill chunk's GEMM then gives the same bits).
@@ -386,7 +386,7 @@ extern "C" __global__ void coli_embed(const void *table, const unsigned short *s
 }
 
 /* out[t] = sum over the pairs of token t, in pair order (ascending expert id),
- * of w_p * y_p: product rounded, then added, from +0 — core/moe.c's bits.
+ * of w_p * y_p: product rounded, then added, from +0 — core/moe/moe.c's bits.
  * Grid (ceil(H / 256), T): each CTA first lists token t's pairs in ascending
  * order (8 warps scan 8 slices; ballot counts, then ordered writes), then one
  * thread per element j sums them — the per-element order is the pair order,
@@ -568,7 +568,7 @@ extern "C" __global__ void coli_gated_add(float *out, const float *y, const floa
 
 /* ---- routing on the device ----
  *
- * coli_route: one warp per token (grid T). The softmax is core/moe.c's:
+ * coli_route: one warp per token (grid T). The softmax is core/moe/moe.c's:
  * x - max, expf, a double sum in ascending expert order (lane 0 walks it, as
  * the host does), p = x / sum rounded to float; then top_k rounds of a warp
  * argmax (larger p, then lower id) and the renormalisation in float, in
@@ -693,7 +693,7 @@ extern "C" __global__ void __launch_bounds__(32)
 /* coli_moe_plan: one CTA, a thread per pair (token t = i / K). A pair's rank
  * in ascending (expert, token) order is the number of pairs before it; it
  * writes its GEMV jobs and list entries there (see struct coli_gpu_moe_plan).
- * The same layout core/moe_dev.c builds on the host, one pair a job. sel,
+ * The same layout core/moe/moe_dev.c builds on the host, one pair a job. sel,
  * selw: the routing in shared memory (every thread reads every pair: from
  * global memory that was a chain of round trips); slabs: a.slabs, or a
  * shared copy of it. */

@@ -384,7 +384,7 @@ static __device__ __forceinline__ void q_add(int U, int lane, int nu, int *is, c
  * i-th row, set by the threads that hold them) leave as one store a token,
  * thread i of a group of R writing row i, so a token's R rows are one
  * 4R-byte write. y may be mapped host memory (a decode step's logits go
- * straight to the host: core/forward_dev.c), where a lone 4-byte store is a
+ * straight to the host: core/forward/forward_dev.c), where a lone 4-byte store is a
  * bus transaction of its own. Every thread of the CTA calls it. */
 template <int S, int R>
 static __device__ __forceinline__ void q_store(const struct coli_gpu_dense_gemv &a, float (*out)[R],

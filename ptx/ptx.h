@@ -177,7 +177,7 @@ int coli_gpu_gather_rows(coli_gpu_t *g, uint64_t dst, uint64_t src, uint64_t idx
 int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t scales, uint64_t ids,
                    uint64_t x, int T, int H);
 /* out[t] = the sum of token t's pairs (pair order, product rounded then
- * added: core/moe.c's bits); pair p's row is y + p * H, or hy + p * H when
+ * added: core/moe/moe.c's bits); pair p's row is y + p * H, or hy + p * H when
  * p < 64 and bit p of hmask is set (hy: mapped host memory, coli_gpu_mapped,
  * read over the bus where a pull would have copied it first). */
 int coli_gpu_moe_accumulate(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t pair_token,
