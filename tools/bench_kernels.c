@@ -339,7 +339,8 @@ int bench_kernels_main(int argc, char **argv)
 		}
 		if (!read_only) {
 			printf(
-			    "\nsampler (core/text/sampler.c), %d logits shaped like a trained model's, "
+			    "\nsampler (core/text/sampler.c), %d logits shaped like a trained "
+			    "model's, "
 			    "its block passes over the %d threads (as coli generate); one read of "
 			    "them at the bound: %.1f us\n",
 			    SAMP_V, threads, SAMP_V * 4.0 / (bound * 1e9) * 1e6);
