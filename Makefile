@@ -5,6 +5,7 @@
 #   make test       deps + build + every test in tests/, one line each
 #   make run        deps + build + the demo model: convert on first use, generate
 #   make fuzz       libFuzzer targets for a bounded time (clang)
+#   make check-layers  includes and calls against the one-way rule between parts
 #   make format     clang-format every C file in place
 #
 # Knobs: SAN=address,undefined   DEBUG=1   V=1 (show commands)   NVCC=path|no   FUZZ_SECONDS=N
@@ -98,7 +99,7 @@ ifeq ($(HAVE_nvcc),yes)
   LIB_OBJ += $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%_ptx.o) $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%_90_ptx.o)
 endif
 
-.PHONY: all deps probe test test-gpu run fuzz format clean ptx-check tests
+.PHONY: all deps probe test test-gpu run fuzz format clean ptx-check tests check-layers
 COLID := $(if $(and $(filter yes,$(HAVE_libmicrohttpd)),$(wildcard tools/colid.c)),$(BUILD)/colid)
 all: probe $(BUILD)/coli $(COLID)
 
@@ -180,6 +181,11 @@ run: deps
 
 ptx-check:
 	@sh tools/ptx_check.sh '$(NVCC)' '$(NVCC_FLAGS)' $(PTX_SRC)
+
+# The one-way rule between folders and core's parts (tools/check_layers.py
+# says which may call which), over the sources' includes and the objects' calls.
+check-layers: all
+	@python3 tools/check_layers.py $(BUILD)
 
 FUZZ_SECONDS ?= 30
 fuzz:

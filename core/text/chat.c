@@ -25,7 +25,7 @@
  * transformers renders for the fixtures; tests/daemon/chat_render checks it.
  *
  * This file is pure (no engine), so colid's request fuzzer links it alone;
- * recognising the family of a model is core/text/chat_detect.c.
+ * recognising the family of a model is core/chat_detect.c.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,9 +1,11 @@
 /*
- * core/text/chat_detect.c — which chat family a model's prompts use (see
+ * core/chat_detect.c — which chat family a model's prompts use (see
  * core/text/chat.c for the families and their rendering): the container's stored
  * template text first (its markers "<|im_start|>" or "[INST]"), then the
  * tokenizer's added tokens, then the architecture. Also fills the BOS/EOS
- * text the [INST] family writes and the ChatML end-of-turn id.
+ * text the [INST] family writes and the ChatML end-of-turn id. It reads
+ * an open engine (its container, config and tokenizer), so it sits at core's
+ * top, above core/text.
  */
 #include <string.h>
 
