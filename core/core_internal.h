@@ -48,7 +48,8 @@ struct coli_model {
 };
 
 /* Bind every tensor of the container to the model's views; checks that each
- * required tensor exists with the expected shape and dtype. */
+ * required tensor exists with the expected shape and dtype. m owns c (m->c)
+ * once this returns 0; on failure m->c is NULL and c is still the caller's. */
 int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t errlen);
 
 /* An expert's three matrices, viewed in its slab. */

@@ -149,11 +149,14 @@ int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t
 	js = coli_io_container_section(c, COLI_SECTION_CONFIG, &len);
 	if (!js) {
 		snprintf(err, errlen, "%s: no model config section", coli_io_container_path(c));
+		m->c = NULL;
 		return -EINVAL;
 	}
 	rc = coli_config_parse(js, len, &m->cfg, err, errlen);
-	if (rc)
+	if (rc) {
+		m->c = NULL;
 		return rc;
+	}
 	rc = bind_mat(&b, &m->tok_embd, "tok_embd", m->cfg.vocab, m->cfg.hidden, 1);
 	if (!rc)
 		rc = bind_vec(&b, &m->out_norm, "out_norm", m->cfg.hidden, 1);
@@ -165,6 +168,8 @@ int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t
 	}
 	for (int l = 0; !rc && l < m->cfg.n_layers; l++)
 		rc = bind_layer(&b, m, l);
+	if (rc)
+		m->c = NULL; /* the caller still owns c */
 	return rc;
 }
 
