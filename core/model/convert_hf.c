@@ -132,6 +132,11 @@ static int load_file(struct coli_convert_hf *h, const char *name, enum coli_sect
 	}
 	if (root) {
 		*root = json_loadb(buf, len, 0, &jerr);
+		/* transformers writes integers past 64 bits (tokenizer_config.json's
+		 * "no limit" model_max_length, 1e30): read such a file with every
+		 * integer as a double; json_long() takes both */
+		if (!*root && json_error_code(&jerr) == json_error_numeric_overflow)
+			*root = json_loadb(buf, len, JSON_DECODE_INT_AS_REAL, &jerr);
 		if (!*root || !json_is_object(*root)) {
 			errf(errbuf, errlen, -EINVAL, "%s: not a JSON object (line %d: %s)", path,
 			     jerr.line, *root ? "top level is not an object" : jerr.text);
@@ -153,6 +158,25 @@ static int load_file(struct coli_convert_hf *h, const char *name, enum coli_sect
 	return 0;
 }
 
+/* An integer, or a double holding one (a file read with
+ * JSON_DECODE_INT_AS_REAL): 0, or -1 when v is neither or out of range. */
+static int json_long(const json_t *v, long *out)
+{
+	double d;
+
+	if (json_is_integer(v)) {
+		*out = (long)json_integer_value(v);
+		return 0;
+	}
+	if (!json_is_real(v))
+		return -1;
+	d = json_real_value(v);
+	if (!(d >= -9.007199254740992e15 && d <= 9.007199254740992e15) || d != (double)(long)d)
+		return -1; /* past 2^53 a double no longer holds every integer */
+	*out = (long)d;
+	return 0;
+}
+
 /* Integer key with default; null counts as absent. -1 on a wrong type. */
 static int get_int(json_t *o, const char *key, long dflt, long *out)
 {
@@ -166,10 +190,7 @@ static int get_int(json_t *o, const char *key, long dflt, long *out)
 		*out = json_is_true(v);
 		return 0;
 	}
-	if (!json_is_integer(v))
-		return -1;
-	*out = (long)json_integer_value(v);
-	return 0;
+	return json_long(v, out);
 }
 
 /* eos_token_id / bos_token_id: int or list of ints; appended to ids[]. */
@@ -177,10 +198,9 @@ static void add_ids(json_t *v, int *ids, int *n, int max)
 {
 	json_t *e;
 	size_t i;
+	long x;
 
-	if (json_is_integer(v)) {
-		long x = (long)json_integer_value(v);
-
+	if (!json_long(v, &x)) {
 		for (int j = 0; j < *n; j++)
 			if (ids[j] == x)
 				return;
@@ -355,7 +375,13 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 			size_t j;
 
 			moe = moe && step > 0 && (i + 1) % step == 0;
-			json_array_foreach(mlp_only, j, e) if (json_integer_value(e) == i) moe = 0;
+			json_array_foreach(mlp_only, j, e)
+			{
+				long x;
+
+				if (!json_long(e, &x) && x == i)
+					moe = 0;
+			}
 		}
 		c->is_moe_layer[i] = moe;
 		any_dense |= !moe;

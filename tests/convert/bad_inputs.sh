@@ -5,7 +5,8 @@
 # safetensors header, unsupported model_type, unsupported tensor dtypes,
 # unknown / missing tensors, a shape mismatch, q4 with cols % 32 != 0, disk
 # full (RLIMIT_FSIZE; a small tmpfs when root), missing or unwritable output
-# directory. Also checks config dialect results (rope_parameters, eos union).
+# directory. Also checks config dialect results (rope_parameters, eos union)
+# and a tokenizer_config.json holding an integer past 64 bits.
 MK="python3 $ROOT/tests/convert/mkckpt.py"
 command -v python3 >/dev/null || { echo "python3 needed to make checkpoints"; exit 77; }
 fail=0
@@ -135,4 +136,23 @@ $MK rp --arch qwen3_moe --rope-params --shards 2 || exit 1
 grep -aq '"rope_theta": 500000' rp.coli || { echo "FAIL rope_parameters.rope_theta not used"; fail=1; }
 tr -d ' \n' <rp.coli | grep -aq '"eos":\[2,3\]' || { echo "FAIL eos union"; fail=1; }
 tr -d ' \n' <rp.coli | grep -aq '"norm_topk_prob":1' || { echo "FAIL norm_topk_prob"; fail=1; }
+
+# 9. integers past 64 bits, as transformers writes "no limit": tokenizer_config.json's
+# model_max_length converts, and the model reads the same as without it
+cp -r "$FIXTURES/qwen3_moe" big && chmod -R u+w big
+python3 - big/tokenizer_config.json <<'PY' || exit 1
+import json, sys
+p = sys.argv[1]
+t = json.load(open(p))
+t["model_max_length"] = 1000000000000000019884624838656
+json.dump(t, open(p, "w"))
+PY
+grep -q 1000000000000000019884624838656 big/tokenizer_config.json || { echo "FAIL big int not written"; fail=1; }
+if "$COLI" convert big -o big.coli 2>err.txt && "$COLI" convert "$FIXTURES/qwen3_moe" -o ref.coli 2>/dev/null &&
+	"$COLI" logits -m big.coli --ids 1,2,3 -o big.f32 --gpu off 2>/dev/null &&
+	"$COLI" logits -m ref.coli --ids 1,2,3 -o ref.f32 --gpu off 2>/dev/null && cmp -s big.f32 ref.f32; then
+	echo "ok   model_max_length 1e30: converts, same logits"
+else
+	echo "FAIL model_max_length 1e30:"; cat err.txt; fail=1
+fi
 exit $fail
