@@ -31,7 +31,7 @@ DEB_jansson       := libjansson-dev
 DEB_libxxhash     := libxxhash-dev
 DEB_libmicrohttpd := libmicrohttpd-dev
 DEB_hwloc         := libhwloc-dev
-DEB_TOOLS         := pkg-config python3 python3-venv fio
+DEB_TOOLS         := pkg-config python3 python3-venv fio clang libclang-rt-dev
 
 have = $(shell pkg-config --exists $(1) 2>/dev/null && echo yes || echo no)
 $(foreach p,$(PKGS) $(OPTPKGS),$(eval HAVE_$(p) := $(call have,$(p))))

@@ -1,17 +1,25 @@
 #!/bin/sh
 # tools/fuzz.sh — build and run every libFuzzer target tools/fuzz_<name>.c
-# (make fuzz). Each target is compiled with clang -fsanitize=fuzzer,address,
-# undefined against the library sources (instrumented the same way) and
-# -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (checksums not enforced, so
-# mutations reach the structural checks), then run for $FUZZ_SECONDS.
-# Seeds: tools/fuzz_<name>.seed.sh OUTDIR, when present, writes seed inputs.
-# Corpora and crash files live in $BUILD/fuzz/<name>/. Exit 1 if any target
-# found a crash, 77 if clang with libFuzzer is missing.
+# (make fuzz; tests/tools/fuzz_smoke runs it for a few seconds a target).
+# Each target is compiled with clang -fsanitize=fuzzer,address,undefined
+# against the library sources (instrumented the same way, but for the SIMD
+# kernels, which no parser reaches and which take minutes under ASan: those
+# are built plain) and -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (checksums
+# not enforced, so mutations reach the structural checks), then run from the
+# repository's root for $FUZZ_SECONDS each.
+# Seeds: the committed corpus tests/fuzz/<name>/ (add every crash found
+# there, once fixed), and tools/fuzz_<name>.seed.sh OUTDIR when present.
+# A target may say " * fuzz-sources: a.c b.c" (more sources of tools/) and
+# " * fuzz-max-len: N" (its inputs' size cap; default 262144).
+# Corpora and crash files live in $BUILD/fuzz/<name>/. FUZZ_TARGETS="a b"
+# picks targets; FUZZ_REUSE_LIB=1 keeps the instrumented library of the last
+# run (after a change to a target only). Exit 1 if any target found a crash or did not build, 77 if
+# clang with libFuzzer is missing.
 BUILD=${BUILD:-build}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 CLANG=${CLANG:-clang}
 command -v "$CLANG" >/dev/null 2>&1 || { echo "fuzz: clang not found (apt-get install clang)"; exit 77; }
-PKGS="jansson libxxhash libpcre2-8 libutf8proc"
+PKGS="jansson libxxhash libpcre2-8 libutf8proc liburing numa"
 CFLAGS="-std=gnu11 -g -O1 -I. -D_GNU_SOURCE -ffp-contract=off -fno-omit-frame-pointer
 	-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION $(pkg-config --cflags $PKGS 2>/dev/null)"
 LIBS="$(pkg-config --libs $PKGS 2>/dev/null) -lm -pthread"
@@ -21,32 +29,34 @@ ISA_avx512="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
 # uses, so a source clang cannot compile (GCC-only builtins) matters only if a
 # target needs it, and then the link says which symbol is missing.
 LIBDIR="$BUILD/fuzz/lib"
-rm -rf "$LIBDIR" && mkdir -p "$LIBDIR"
-JOBS=$(nproc 2>/dev/null || echo 2)
-running=0
-for f in core/*.c core/*/*.c mem/*.c io/*.c cpu/*.c ptx/*.c; do
-	[ -f "$f" ] || continue
-	# the SIMD kernels take minutes under ASan+UBSan and no parser reaches them
-	case "$f" in *_avx2.c | *_avx512.c) continue ;; esac
-	isa=$(basename "$f" .c | sed -n 's/.*_\(avx2\|avx512\)$/\1/p')
-	flags=""
-	[ -n "$isa" ] && eval flags=\$ISA_$isa
-	o="$LIBDIR/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')"
-	# one compile per core at a time
-	($CLANG $CFLAGS $flags -fsanitize=fuzzer-no-link,address,undefined -c "$f" -o "$o" 2>"$o.log" ||
-		echo "fuzz: note: $f does not compile with $CLANG (left out; see $o.log)") &
-	running=$((running + 1))
-	if [ $running -ge "$JOBS" ]; then
-		wait
-		running=0
-	fi
-done
-wait
-ar rcs "$LIBDIR/libcoli-fuzz.a" "$LIBDIR"/*.o
+build_lib() {
+	rm -rf "$LIBDIR" && mkdir -p "$LIBDIR"
+	JOBS=$(nproc 2>/dev/null || echo 2)
+	running=0
+	for f in core/*.c core/*/*.c mem/*.c io/*.c cpu/*.c ptx/*.c; do
+		[ -f "$f" ] || continue
+		isa=$(basename "$f" .c | sed -n 's/.*_\(avx2\|avx512\)$/\1/p')
+		flags="-fsanitize=fuzzer-no-link,address,undefined"
+		[ -n "$isa" ] && eval flags=\$ISA_$isa # plain: see the top
+		o="$LIBDIR/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')"
+		# one compile per core at a time
+		($CLANG $CFLAGS $flags -c "$f" -o "$o" 2>"$o.log" ||
+			echo "fuzz: note: $f does not compile with $CLANG (left out; see $o.log)") &
+		running=$((running + 1))
+		if [ $running -ge "$JOBS" ]; then
+			wait
+			running=0
+		fi
+	done
+	wait
+	ar rcs "$LIBDIR/libcoli-fuzz.a" "$LIBDIR"/*.o
+}
+[ "${FUZZ_REUSE_LIB:-0}" = 1 ] && [ -f "$LIBDIR/libcoli-fuzz.a" ] || build_lib
 status=0
 for t in tools/fuzz_*.c; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .c | sed 's/^fuzz_//')
+	[ -n "${FUZZ_TARGETS:-}" ] && case " $FUZZ_TARGETS " in *" $name "*) ;; *) continue ;; esac
 	dir="$BUILD/fuzz/$name"
 	mkdir -p "$dir/corpus"
 	echo "fuzz: building $name"
@@ -54,10 +64,12 @@ for t in tools/fuzz_*.c; do
 	extra=$(sed -n 's/^ \* fuzz-sources: //p' "$t")
 	$CLANG $CFLAGS -fsanitize=fuzzer,address,undefined -o "$dir/fuzz_$name" "$t" $extra "$LIBDIR/libcoli-fuzz.a" $LIBS -ldl ||
 		{ echo "fuzz: $name does not build"; status=1; continue; }
+	[ -d "tests/fuzz/$name" ] && cp tests/fuzz/"$name"/* "$dir/corpus/" 2>/dev/null
 	[ -f "tools/fuzz_$name.seed.sh" ] && BUILD=$BUILD sh "tools/fuzz_$name.seed.sh" "$dir/corpus"
+	maxlen=$(sed -n 's/^ \* fuzz-max-len: //p' "$t")
 	echo "fuzz: running $name for ${FUZZ_SECONDS}s"
-	(cd "$dir" && ./"fuzz_$name" -max_total_time="$FUZZ_SECONDS" -max_len=262144 -rss_limit_mb=4096 \
-		-print_final_stats=1 corpus >run.log 2>&1)
+	"$dir/fuzz_$name" -max_total_time="$FUZZ_SECONDS" -max_len="${maxlen:-262144}" -rss_limit_mb=4096 \
+		-artifact_prefix="$dir/" -print_final_stats=1 "$dir/corpus" >"$dir/run.log" 2>&1
 	rc=$?
 	tail -n 12 "$dir/run.log" | grep -E "stat::number_of_executed_units|stat::new_units_added|Done|ERROR|SUMMARY" | sed "s/^/  $name: /"
 	if [ $rc -ne 0 ]; then

@@ -1,0 +1,10 @@
+#!/bin/sh
+# tests/tools/fuzz_smoke.sh — every libFuzzer target (tools/fuzz_*.c: the
+# model file through engine open and a token, the container reader,
+# safetensors headers, config and tokenizer parsing, colid's requests through
+# the chat renderer) builds under ASan+UBSan and runs a few seconds from its
+# seeds (tests/fuzz/ and the targets' seed scripts) without a report. `make
+# fuzz` runs them longer (FUZZ_SECONDS, 30 by default).
+command -v clang >/dev/null 2>&1 || { echo "no clang (make deps installs clang and libclang-rt-dev)"; exit 77; }
+cd "$ROOT" || exit 1
+BUILD=$BUILD FUZZ_SECONDS=${FUZZ_SMOKE_SECONDS:-4} sh tools/fuzz.sh
