@@ -7,11 +7,12 @@
  * than the last-level cache as 64-bit words with four independent AVX2
  * accumulators (scalar without AVX2). Only loads: the figure is the read
  * bandwidth a GEMV over weights can reach, which is the CPU term's BW. Why
- * this shape (docs/perf/README.md has the measurements): four independent
- * chains keep enough cache misses in flight (one chain reads 5-15% slower
- * on a busy host; eight or sixteen are no faster than four), and the buffer
- * is THP-advised like the engine's slot arena (4 KiB pages read ~15%
- * slower here: the prefetchers stop at page boundaries and the TLB misses).
+ * this shape (docs/perf/history/2026-11-29.md has the measurements): four
+ * independent chains keep enough cache misses in flight (one chain reads
+ * 5-15% slower on a busy host; eight or sixteen are no faster than four),
+ * and the buffer is THP-advised like the engine's slot arena (4 KiB pages
+ * read ~15% slower here: the prefetchers stop at page boundaries and the
+ * TLB misses).
  *
  * File reads. An extent list is read through io_uring with O_DIRECT and up
  * to qd reads in flight, each read at most max_io bytes into its own
