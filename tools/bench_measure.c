@@ -520,9 +520,9 @@ int bench_stream_qd(void)
  * window of at least eight read passes; the passes that start inside 85% of
  * it are the cores' contended rate (a pass that outlasts the copies would
  * count uncontended time), the copies' events their own. A probe on the
- * H200 host of session 22 (one simple reader a core) saw the cores alone at
+ * H200 host on 2026-11-30 (one simple reader a core) saw the cores alone at
  * 103 GB/s, 79 beside a link at 50: ~129 together, not 153. These passes
- * (session 23) read 119 GB/s beside the link, 171 in all: above CPU + PCIe,
+ * (d0354ea, 2026-12-01) read 119 GB/s beside the link, 171 in all: above CPU + PCIe,
  * so there the cap does not bind; on other runs of that host 121-161, so
  * the window is taken DRAM_WINDOWS times and the best kept (as the other
  * bandwidths are best of 5: one slow window would lower the bound). */
