@@ -31,10 +31,9 @@
 #define UBATCH_MAX 16384 /* --ubatch: tokens per forward call (prefill chunk) */
 /* --ubatch 0 (the default): with a device, each chunk reads every expert it
  * routes once (and copies each streamed one over PCIe once), so larger chunks
- * pay less for the same prompt (H200, 8-layer qwen3-30b q4, 2048-token prompt:
- * 36.1k -> 39.1k tok/s all resident, 9.1k -> 13.8k with a quarter of the
- * experts in VRAM, 512 -> 2048) — where the experts' working buffers for it
- * take at most 1/UBATCH_MEM_SHARE of the smallest device (qwen3-30b's 0.48 GB,
+ * pay less for the same prompt (measured from 512 to 2048 on the H200, all
+ * resident and a quarter resident: docs/perf/history/2026-11-30.md) — where the experts' working
+ * buffers for it take at most 1/UBATCH_MEM_SHARE of the smallest device (qwen3-30b's 0.48 GB,
  * qwen3-235b's 0.95 GB; the dense part's scratch comes on top). On the CPU the
  * chunk size does not matter (flat from 128 to 1024): the smaller scratch. */
 #define UBATCH_DEV       2048

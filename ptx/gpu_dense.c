@@ -33,10 +33,9 @@
 #define AT_MAXQ              2048
 /* coli_attn_prefill_<hd> (attention.cu): 8 warps of AP_RW rows, the shared
  * memory of ApSmem (q rows, two K and two V chunks, weights, O), and the
- * batches that take it: from AP_MIN_T queries (H200, 32 heads / 4 kv x 128:
- * 16 or 32 queries at position 0 took 8.8 us against the chunk kernel's 7.6,
- * 16 at 3000 581 us against 212: too few CTAs; 64 at 0 12.9 vs 17.7, at
- * 3000 588 vs 773) */
+ * batches that take it: from AP_MIN_T queries (below it too few CTAs: it
+ * lost to the chunk kernel at 16 queries on the H200, won from 64;
+ * docs/perf/history/2026-11-29.md) */
 #define AP_RW(hd)   ((hd) == 64 ? 8 : 4)
 #define AP_ROWS(hd) (8 * AP_RW(hd))
 #define AP_SMEM(hd)                                                                                \

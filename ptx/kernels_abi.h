@@ -11,17 +11,15 @@
 /* An expert's run of at least this many tokens goes to the tensor-core GEMM
  * (ptx/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S. bf16: the GEMV
  * was faster below ~14 tokens on an H200; q8/q4 (128 x 16 tiles for short
- * runs): from 3 tokens on (qwen3-30b, 128 experts on an H200: q4 at 3 tokens
- * 0.368 vs 0.401 ms, at 2 0.368 vs 0.364; q8 at 3 0.416 vs 0.506;
- * docs/perf/kernels.md). Same bits either way. */
+ * runs): from 3 tokens on (the crossover of qwen3-30b's 128 experts on an
+ * H200, docs/perf/kernels.md). Same bits either way. */
 #define COLI_GPU_GEMM_MIN_S   16
 #define COLI_GPU_GEMM_MIN_S_Q 3
 /* A quantized dense matrix (q/k/v, o, ...) times at least this many tokens
  * goes to the GEMM too (the same bits as its GEMV). Lower than this a CTA's
- * walk over K is the GEMM's time whatever the tile count: on an H200 at
- * qwen3-30b's shapes, q4 qkv at 16 tokens took 37 us against ~29 for the
- * GEMV, o 66 against ~27; at 64 tokens 43 vs ~116 and 79 vs ~109 (the
- * GEMV's cost grows with the tokens, docs/perf/kernels.md). */
+ * walk over K is the GEMM's time whatever the tile count (qwen3-30b's q/k/v
+ * and o on an H200, GEMM against GEMV at 16 and 64 tokens:
+ * docs/perf/kernels.md). */
 #define COLI_GPU_DENSE_GEMM_MIN_T 48
 
 /* One matrix [rows x K] times S activation vectors; all pointers are device

@@ -38,7 +38,7 @@ void *bench_alloc(size_t bytes);
  * allocated as the engine's weights are (coli_mem_alloc: 2 MiB aligned,
  * THP-advised), so the figure is the read bandwidth of the memory the
  * expert slots live in. One pass = one read of every word; GB/s = bytes /
- * pass seconds (docs/perf/README.md says why these choices). */
+ * pass seconds (docs/perf/history/2026-11-29.md says why these choices). */
 struct bench_readbw {
 	const uint64_t *buf;
 	size_t words;

@@ -7,11 +7,12 @@
  * than the last-level cache as 64-bit words with four independent AVX2
  * accumulators (scalar without AVX2). Only loads: the figure is the read
  * bandwidth a GEMV over weights can reach, which is the CPU term's BW. Why
- * this shape (docs/perf/README.md has the measurements): four independent
- * chains keep enough cache misses in flight (one chain reads 5-15% slower
- * on a busy host; eight or sixteen are no faster than four), and the buffer
- * is THP-advised like the engine's slot arena (4 KiB pages read ~15%
- * slower here: the prefetchers stop at page boundaries and the TLB misses).
+ * this shape (docs/perf/history/2026-11-29.md has the measurements): four
+ * independent chains keep enough cache misses in flight (one chain reads
+ * 5-15% slower on a busy host; eight or sixteen are no faster than four),
+ * and the buffer is THP-advised like the engine's slot arena (4 KiB pages
+ * read ~15% slower here: the prefetchers stop at page boundaries and the
+ * TLB misses).
  *
  * File reads. An extent list is read through io_uring with O_DIRECT and up
  * to qd reads in flight, each read at most max_io bytes into its own
@@ -519,9 +520,9 @@ int bench_stream_qd(void)
  * window of at least eight read passes; the passes that start inside 85% of
  * it are the cores' contended rate (a pass that outlasts the copies would
  * count uncontended time), the copies' events their own. A probe on the
- * H200 host of session 22 (one simple reader a core) saw the cores alone at
+ * H200 host on 2026-11-30 (one simple reader a core) saw the cores alone at
  * 103 GB/s, 79 beside a link at 50: ~129 together, not 153. These passes
- * (session 23) read 119 GB/s beside the link, 171 in all: above CPU + PCIe,
+ * (d0354ea, 2026-12-01) read 119 GB/s beside the link, 171 in all: above CPU + PCIe,
  * so there the cap does not bind; on other runs of that host 121-161, so
  * the window is taken DRAM_WINDOWS times and the best kept (as the other
  * bandwidths are best of 5: one slow window would lower the bound). */

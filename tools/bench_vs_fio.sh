@@ -14,7 +14,7 @@
 #               same depth, same byte count; the streamer's own figure on
 #               the same slab list is printed next to them
 #   Both with the same destination memory on both sides, which a virtio
-#   disk is sensitive to (docs/perf/README.md): "4k" = fio's default
+#   disk is sensitive to (docs/perf/history/2026-11-29.md): "4k" = fio's default
 #   malloc'd buffers vs `coli bench io --small-pages`, always; "huge" =
 #   fio --mem=mmaphuge on a hugetlbfs mount vs coli's default THP buffers
 #   (what the streamer reads into and what the bound uses), when
@@ -31,7 +31,7 @@
 #               buffer THP-advised like the engine's weights);
 #               REF_ACC=1 REF_THP=0 gives the reference of the first version
 #               of this script (one accumulator chain, 4 KiB pages), which
-#               reads 5-25% slower on a busy VM (docs/perf/README.md)
+#               reads 5-25% slower on a busy VM (docs/perf/history/2026-11-29.md)
 #
 # Not a test: it prints figures for docs/perf/README.md, with the machine
 # and the commit. Needs fio, python3, cc with OpenMP. Run from the repo root.

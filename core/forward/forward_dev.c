@@ -524,7 +524,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	if (T <= COLI_GPU_MAX_S)
 		down[nd++] = (struct coli_dev_down){e->xn, dd->xn, sizeof(float) * T * H};
 	/* in one op: on a GPU one kernel, not up to four (each costs the chain
-	 * well under a microsecond: docs/perf session 24, but a launch and a
+	 * well under a microsecond: docs/perf/history/2026-12-01.md, but a launch and a
 	 * graph node apiece) */
 	rc = rc ? rc : coli_dev_download_many(dd->dev, down, nd);
 	if (rc || kind != SEG_PRE)

@@ -325,7 +325,7 @@ static int prefill_stream_count(const struct coli_engine *e, int l, const int *c
  * k) / bw_cpu) -- both finishing together as nearly as whole experts allow
  * (rounding n_cand x coli_moe_stream_share streamed two of five where the
  * link, at ~40 GB/s beside the CPU rows, then ended ~40 us after them: H200,
- * docs/perf/README.md "session 20"). Ties go to the CPU. A simulated device
+ * docs/perf/history/2026-11-30.md). Ties go to the CPU. A simulated device
  * keeps the even split (coli_moe_stream_share). */
 int coli_moe_decode_split(int n, double bw_stream, double bw_cpu)
 {
@@ -386,7 +386,7 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 	/* COLI_STREAM_HOME: only the device holding the layer's dense part (its
 	 * outputs then need no trip through the host when nothing else ran); by
 	 * default at decode only (two H200s, a quarter of the experts on each:
-	 * decode +7%, prefill no better: docs/perf/README.md "session 12") */
+	 * decode +7%, prefill no better: docs/perf/history/2026-11-30.md) */
 	if ((e->opts.stream_home == 1 || (e->opts.stream_home == 2 && T <= COLI_GPU_MAX_S)) &&
 	    coli_dense_dev_of(e, l) >= 0)
 		home = coli_dense_dev_of(e, l);

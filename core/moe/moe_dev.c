@@ -27,10 +27,10 @@
  * bit-identical to the GEMV, bf16 within rounding), in one more launch next to each gemv. take()
  * waits for the stream and scatters y into the engine's per-pair outputs; core/moe/moe.c then
  * accumulates all pairs in ascending expert order, whoever computed them, so the bits do not depend
- * on placement. A preplanned layer (core/forward/forward_dev.c, e->preplanned == d): its resident experts
- * already ran with the routing, so only streamed ones are issued here, their y rows at their pair
- * index (pair0) beside the resident ones. On the dense part's device take waits for nothing but
- * the layer's slab copies (their host slabs are unpinned after it).
+ * on placement. A preplanned layer (core/forward/forward_dev.c, e->preplanned == d): its resident
+ * experts already ran with the routing, so only streamed ones are issued here, their y rows at
+ * their pair index (pair0) beside the resident ones. On the dense part's device take waits for
+ * nothing but the layer's slab copies (their host slabs are unpinned after it).
  *
  * Streaming: a RAM-tier expert assigned to a device by the cost model
  * (core/moe/moe.c) is computed from one of the device's staging slots, an LRU
@@ -332,10 +332,9 @@ void coli_moe_dev_prefetch(struct coli_engine *e)
 	/* no more copies than the split will stream of the guessed RAM-tier
 	 * experts (core/moe/moe.c assign_experts streams staged ones first): copies
 	 * beyond it, and the wrong guesses among them, took the link from the
-	 * layer being computed (H200: overlap+stream 307 tok/s with every guess
-	 * copied, 370 with this quota, 411 with none: the staging slots then
-	 * keep the experts later tokens reuse, so COLI_STAGE_AHEAD is off by
-	 * default) */
+	 * layer being computed (H200: every guess copied < this quota < none,
+	 * docs/perf/history/2026-11-29.md: the staging slots then keep the experts
+	 * later tokens reuse, so COLI_STAGE_AHEAD is off by default) */
 	for (int ex = 0; ex < c->n_experts; ex++)
 		guessed += e->pred_mask[ex] && e->where[(size_t)n * c->n_experts + ex] < 0;
 	quota = (int)(guessed * coli_moe_stream_share(e) + 0.5);

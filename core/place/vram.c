@@ -113,8 +113,8 @@ static int home_dev(const struct coli_engine *e, int l)
  * `order`'s head), the MoE layers that are wholly among them go whole to
  * their home device — the one with their dense part — while they fit, so
  * those layers are planned there (core/forward/dense_dev.c) instead of being split
- * over devices, which makes every such layer host-planned (H200, two GPUs,
- * half the experts a device: 738 tok/s split by heat). The rest of them try
+ * over devices, which makes every such layer host-planned (H200, two GPUs:
+ * docs/perf/history/2026-11-30.md). The rest of them try
  * their home device first too. Placed entries of order become -1.
  * Returns how many entries of order are left to place by heat, or -EIO (an
  * upload failed). */

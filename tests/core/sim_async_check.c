@@ -2,7 +2,7 @@
  * tests/core/sim_async_check.c — the simulated device catches what its
  * at-once copies would hide: a GPU reads an async upload's registered source
  * when the stream gets there, so the host writing it before a sync is a bug
- * (session 13 shipped one: placement found it on the H200 only). The sim
+ * (one shipped on 2026-11-30: placement found it on the H200 only). The sim
  * must abort on it, and must not on the legal orders: rewriting after a
  * sync, and a download into the source queued behind the upload. The same
  * for a staging copy's source (a pinned RAM-tier slab): not to be written

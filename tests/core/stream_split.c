@@ -4,8 +4,8 @@
  * must minimize max(k / bw_stream, (n - k) / bw_cpu), ties to the CPU.
  *
  * Checked against a brute force written here over 20,000 random (n,
- * bandwidths), and on the H200 cases that motivated it (docs/perf/README.md
- * session 20: a link at ~38 GB/s beside CPU rows at ~86 GB/s): five experts
+ * bandwidths), and on the H200 cases that motivated it (docs/perf/history/
+ * 2026-11-30.md: a link at ~38 GB/s beside CPU rows at ~86 GB/s): five experts
  * stream one, where rounding 5 x 38 / (38 + 86) streamed two; two stay on
  * the CPU; a link far faster than the CPU takes them all; n = 0 streams none.
  */
