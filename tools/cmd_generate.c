@@ -44,7 +44,8 @@ int cmd_generate(int argc, char **argv)
 	coli_engine_t *e;
 	char err[512];
 
-	tool_engine_args_init(&a);
+	if (tool_engine_args_init(&a, "coli generate"))
+		return 2;
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;

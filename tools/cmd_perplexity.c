@@ -52,7 +52,8 @@ int cmd_perplexity(int argc, char **argv)
 	long predicted = 0;
 	coli_engine_t *e;
 
-	tool_engine_args_init(&a);
+	if (tool_engine_args_init(&a, "coli perplexity"))
+		return 2;
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 

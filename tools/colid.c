@@ -199,7 +199,8 @@ int main(int argc, char **argv)
 	int delay_ms = 0;
 	char err[512];
 
-	tool_engine_args_init(&a);
+	if (tool_engine_args_init(&a, "colid"))
+		return 2;
 	srv.max_body = 1 << 20;
 	srv.max_conn = 64;
 	srv.timeout_s = 300;

@@ -22,7 +22,9 @@ struct tool_engine_args {
 	const char *model;
 	struct coli_opts opts;
 };
-void tool_engine_args_init(struct tool_engine_args *a);
+/* Defaults and the environment; -1 after printing "PROG: NAME='V': expected
+ * ..." when a variable of the table is malformed. */
+int tool_engine_args_init(struct tool_engine_args *a, const char *prog);
 /* Consumes argv[*i] if it is -m/--model or an engine flag: returns 1 (and
  * advances *i), 0 if not ours, -1 after printing an error. */
 int tool_engine_arg(struct tool_engine_args *a, int argc, char **argv, int *i);

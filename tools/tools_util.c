@@ -20,10 +20,16 @@ int tool_err(const char *cmd, const char *fmt, ...)
 	return 1;
 }
 
-void tool_engine_args_init(struct tool_engine_args *a)
+int tool_engine_args_init(struct tool_engine_args *a, const char *prog)
 {
+	char err[300];
+
 	a->model = NULL;
-	coli_opts_init(&a->opts);
+	if (coli_opts_init(&a->opts, err, sizeof(err))) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return -1;
+	}
+	return 0;
 }
 
 int tool_engine_arg(struct tool_engine_args *a, int argc, char **argv, int *i)

@@ -280,7 +280,7 @@ double coli_moe_stream_share(const struct coli_engine *e)
 {
 	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
 
-	if (!strcmp(e->opts.stream, "only"))
+	if (e->opts.stream == COLI_OPT_STREAM_ONLY)
 		return 1.0;
 	return sim_only(e) ? 0.5 : bs / (bs + bc);
 }
@@ -302,7 +302,7 @@ static int prefill_stream_count(const struct coli_engine *e, int l, const int *c
 	int k_best = 0;
 
 #define CPU_COST(ex) (slab * e->pair_n[ex] / bp > read ? slab * e->pair_n[ex] / bp : read)
-	if (!strcmp(e->opts.stream, "only"))
+	if (e->opts.stream == COLI_OPT_STREAM_ONLY)
 		return n_cand;
 	for (int i = 0; i < n_cand; i++)
 		cpu += CPU_COST(cand[i]);
@@ -345,7 +345,7 @@ static int decode_stream_count(const struct coli_engine *e, int n_cand)
 {
 	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
 
-	if (!strcmp(e->opts.stream, "only") || sim_only(e))
+	if (e->opts.stream == COLI_OPT_STREAM_ONLY || sim_only(e))
 		return (int)(n_cand * coli_moe_stream_share(e) + 0.5);
 	return coli_moe_decode_split(n_cand, bs, bc);
 }
@@ -379,7 +379,7 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 		else
 			cand[n_cand++] = ex;
 	}
-	if (!e->n_devs || !n_cand || !strcmp(e->opts.stream, "off"))
+	if (!e->n_devs || !n_cand || e->opts.stream == COLI_OPT_STREAM_OFF)
 		return;
 	for (int d = 0; d < e->n_devs; d++)
 		slots_left[d] = e->devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);

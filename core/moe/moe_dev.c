@@ -27,10 +27,10 @@
  * bit-identical to the GEMV, bf16 within rounding), in one more launch next to each gemv. take()
  * waits for the stream and scatters y into the engine's per-pair outputs; core/moe/moe.c then
  * accumulates all pairs in ascending expert order, whoever computed them, so the bits do not depend
- * on placement. A preplanned layer (core/forward/forward_dev.c, e->preplanned == d): its resident experts
- * already ran with the routing, so only streamed ones are issued here, their y rows at their pair
- * index (pair0) beside the resident ones. On the dense part's device take waits for nothing but
- * the layer's slab copies (their host slabs are unpinned after it).
+ * on placement. A preplanned layer (core/forward/forward_dev.c, e->preplanned == d): its resident
+ * experts already ran with the routing, so only streamed ones are issued here, their y rows at
+ * their pair index (pair0) beside the resident ones. On the dense part's device take waits for
+ * nothing but the layer's slab copies (their host slabs are unpinned after it).
  *
  * Streaming: a RAM-tier expert assigned to a device by the cost model
  * (core/moe/moe.c) is computed from one of the device's staging slots, an LRU
@@ -327,7 +327,7 @@ void coli_moe_dev_prefetch(struct coli_engine *e)
 	const struct coli_model_config *c = &e->m.cfg;
 	int n = e->pred_l, guessed = 0, quota;
 
-	if (n < 0 || !e->where || strcmp(e->opts.stream, "off") == 0 || !e->opts.stage_ahead)
+	if (n < 0 || !e->where || e->opts.stream == COLI_OPT_STREAM_OFF || !e->opts.stage_ahead)
 		return;
 	/* no more copies than the split will stream of the guessed RAM-tier
 	 * experts (core/moe/moe.c assign_experts streams staged ones first): copies

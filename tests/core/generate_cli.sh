@@ -88,7 +88,7 @@ sed '5s/ [0-9]*:/ 7:/' t1.txt >t3.txt
 		-o u3.f32 >/dev/null 2>&1 && cmp -s u1.f32 u3.f32 && [ -s u1.f32 ] &&
 	ok "--ubatch 3: logits byte-identical to one pass" || bad "--ubatch 3 logits differ"
 "$COLI" generate -m m.coli --ubatch -1 -p "hi" -n 1 >out.txt 2>err.txt
-[ $? -ne 0 ] && grep -q "ubatch -1: expected 1 to" err.txt && ok "--ubatch -1 refused: $(cat err.txt)" ||
+[ $? -ne 0 ] && grep -q "ubatch '-1': expected an integer in 0..16384" err.txt && ok "--ubatch -1 refused: $(cat err.txt)" ||
 	{ bad "--ubatch -1"; cat err.txt; }
 for g in off:512 sim:2048; do
 	"$COLI" generate -m m.coli --gpu ${g%:*} --ctx 4096 -p "hi" -n 1 --profile >out.txt 2>err.txt &&
@@ -112,6 +112,6 @@ IDS=$(seq -s, 1 150)
 [ $? -ne 0 ] && grep -q "expected auto, layers or none" err.txt && ok "--split rows refused" ||
 	{ bad "--split rows"; cat err.txt; }
 COLI_STREAM_HOME=3 "$COLI" generate -m m.coli --gpu sim:2 -p "hi" -n 1 >out.txt 2>err.txt
-[ $? -ne 0 ] && grep -q "COLI_STREAM_HOME=3: expected 0" err.txt && ok "COLI_STREAM_HOME=3 refused" ||
+[ $? -ne 0 ] && grep -q "COLI_STREAM_HOME='3': expected an integer in 0..2" err.txt && ok "COLI_STREAM_HOME=3 refused" ||
 	{ bad "COLI_STREAM_HOME=3"; cat err.txt; }
 exit $fail
