@@ -694,6 +694,8 @@ static void print_json(struct run *R)
 
 /* ---- main ---- */
 
+#define P "coli bench"
+
 static int parse(struct run *R, int argc, char **argv, const char **arms)
 {
 	struct tool_engine_args ea;
@@ -702,7 +704,7 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 		return 2;
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int rc = tool_engine_arg(&ea, argc, argv, &i);
+		int rc = tool_engine_arg(&ea, argc, argv, &i), bad = 0;
 
 		if (rc < 0)
 			return 2;
@@ -722,27 +724,29 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 		if (!strcmp(o, "--arms"))
 			*arms = v;
 		else if (!strcmp(o, "--tokens"))
-			R->tokens = atoi(v);
+			bad = tool_int(P, o, v, 1, 1 << 20, &R->tokens);
 		else if (!strcmp(o, "--prompt"))
-			R->prompt = atoi(v);
+			bad = tool_int(P, o, v, 1, 1 << 20, &R->prompt);
 		else if (!strcmp(o, "--rounds"))
-			R->rounds = atoi(v);
+			bad = tool_int(P, o, v, 1, MAX_ROUNDS, &R->rounds);
 		else if (!strcmp(o, "--warmup"))
-			R->warmup = atoi(v);
+			bad = tool_int(P, o, v, 0, 1 << 20, &R->warmup);
 		else if (!strcmp(o, "--disk-mib"))
-			R->disk_mib = atoi(v);
+			bad = tool_int(P, o, v, 0, 1 << 24, &R->disk_mib);
 		else if (!strcmp(o, "--read-mib"))
-			R->read_mib = atoi(v);
+			bad = tool_int(P, o, v, 1, 1 << 24, &R->read_mib);
 		else if (!strcmp(o, "--qd"))
-			R->qd = atoi(v);
+			bad = tool_int(P, o, v, 1, 4096, &R->qd);
 		else if (!strcmp(o, "--feed") && (!strcmp(v, "greedy") || !strcmp(v, "random")))
 			R->feed_greedy = !strcmp(v, "greedy");
 		else if (R->stream && !strcmp(o, "--vram-frac"))
-			R->vram_frac = atof(v);
+			bad = tool_double(P, o, v, 0, 1, &R->vram_frac);
 		else if (R->stream && !strcmp(o, "--heat-tokens"))
-			R->heat_tokens = atoi(v);
+			bad = tool_int(P, o, v, 0, 1 << 24, &R->heat_tokens);
 		else
 			return tool_err("bench", "unknown option '%s' (see --help)", o), 2;
+		if (bad)
+			return 2;
 		i += 2;
 	}
 	R->model = ea.model;

@@ -20,6 +20,49 @@ int tool_err(const char *cmd, const char *fmt, ...)
 	return 1;
 }
 
+/* "PROG: OPT 'V': expected WHAT" */
+static int bad_number(const char *prog, const char *opt, const char *v, const char *what)
+{
+	fprintf(stderr, "%s: %s '%.200s': expected %s\n", prog, opt, v, what);
+	return -1;
+}
+
+int tool_int(const char *prog, const char *opt, const char *v, int min, int max, int *out)
+{
+	char what[96];
+
+	if (!coli_parse_int(v, min, max, out))
+		return 0;
+	coli_parse_expect_long(min, max, what, sizeof(what));
+	return bad_number(prog, opt, v, what);
+}
+
+int tool_double(const char *prog, const char *opt, const char *v, double min, double max,
+                double *out)
+{
+	char what[96];
+
+	if (!coli_parse_double(v, min, max, out))
+		return 0;
+	coli_parse_expect_double(min, max, what, sizeof(what));
+	return bad_number(prog, opt, v, what);
+}
+
+int tool_u64(const char *prog, const char *opt, const char *v, uint64_t min, uint64_t max,
+             uint64_t *out)
+{
+	char what[96];
+	uint64_t x;
+
+	if (!coli_parse_u64(v, max, &x) && x >= min) {
+		*out = x;
+		return 0;
+	}
+	snprintf(what, sizeof(what), "an integer in %llu..%llu%s", (unsigned long long)min,
+	         (unsigned long long)max, max == UINT64_MAX ? " (or 0x hex)" : "");
+	return bad_number(prog, opt, v, what);
+}
+
 int tool_engine_args_init(struct tool_engine_args *a, const char *prog)
 {
 	char err[300];
