@@ -253,7 +253,6 @@ struct coli_opts {
 	int dev_preplan; /* COLI_DEV_PREPLAN: partly resident layers' VRAM experts planned there */
 	int dev_graph;   /* COLI_DEV_GRAPH: decode layers replayed as captured graphs */
 	int pdl;         /* COLI_PDL: programmatic dependent launch on sm_90+ */
-	int stage_ahead; /* COLI_STAGE_AHEAD: stage the lookahead's guesses a layer ahead */
 	int tail_ahead;  /* COLI_TAIL_AHEAD: a layer's device tail queued before its CPU rows end */
 	int stream_home; /* COLI_STREAM_HOME: stream to the layer's dense device (2: at decode) */
 	int sim_latency_us;                /* COLI_SIM_LATENCY_US: the simulated device's sync */
@@ -392,20 +391,19 @@ struct coli_engine_stats {
 	double disk_read_s; /* wall time with reads in flight */
 	double disk_wait_s; /* time the forward pass blocked on disk */
 	uint64_t prefetch_issued, prefetch_used, prefetch_wasted;
-	uint64_t h2d_bytes;              /* host -> device copies per token (activations) */
-	uint64_t h2d_const_bytes;        /* host -> device uploads of weights (at placement) */
-	uint64_t stream_experts;         /* RAM-tier expert loads streamed to a device */
-	uint64_t stream_bytes;           /* their slab bytes (part of h2d, per token) */
-	uint64_t stream_copy_bytes;      /* slab bytes copied into staging (PCIe, part of h2d) */
-	uint64_t stream_prefetched;      /* slabs copied a layer ahead on the lookahead's guess */
-	uint64_t stream_staged_hits;     /* streamed experts found staged: a layer-ahead copy,
-	                                  * or a slot still holding it (no copy at issue) */
-	uint64_t tail_ahead;             /* decode layers whose device tail was queued before
-	                                  * their CPU rows ended (COLI_TAIL_AHEAD) */
-	uint64_t moe_layers_on_dense;    /* MoE layer calls whose experts all ran on the
-	                                  * dense part's device: outputs never left it */
-	uint64_t moe_layers_dev_planned; /* of those, planned on the device too (fully
-	                                  * resident layer, decode): no host round trip */
+	uint64_t h2d_bytes;                 /* host -> device copies per token (activations) */
+	uint64_t h2d_const_bytes;           /* host -> device uploads of weights (at placement) */
+	uint64_t stream_experts;            /* RAM-tier expert loads streamed to a device */
+	uint64_t stream_bytes;              /* their slab bytes (part of h2d, per token) */
+	uint64_t stream_copy_bytes;         /* slab bytes copied into staging (PCIe, part of h2d) */
+	uint64_t stream_staged_hits;        /* streamed experts found staged: a slot still holding
+	                                     * it (no copy at issue) */
+	uint64_t tail_ahead;                /* decode layers whose device tail was queued before
+	                                     * their CPU rows ended (COLI_TAIL_AHEAD) */
+	uint64_t moe_layers_on_dense;       /* MoE layer calls whose experts all ran on the
+	                                     * dense part's device: outputs never left it */
+	uint64_t moe_layers_dev_planned;    /* of those, planned on the device too (fully
+	                                     * resident layer, decode): no host round trip */
 	uint64_t moe_layers_dev_preplanned; /* partly resident layers whose VRAM experts the
 	                                     * device started before the host planned */
 	uint64_t dev_graph_replays;         /* decode layers run as a captured graph */

@@ -148,7 +148,6 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->assign, c->n_experts);
-	rc = rc ? rc : ALLOC(e->pred_mask, c->n_experts);
 	rc = rc ? rc : ALLOC(e->la_idle, c->n_layers);
 	rc = rc ? rc : ALLOC(e->streamed, c->n_experts);
 	rc = rc ? rc : ALLOC(e->cand, c->n_experts);
@@ -181,7 +180,6 @@ static int scratch_alloc(struct coli_engine *e)
 		e->scratch_bytes += (size_t)T * (H + (qd > inter ? qd : inter)) * 2;
 	if (rc)
 		return rc;
-	e->pred_l = -1;
 	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32 */
 	for (int i = 0; i < c->head_dim / 2; i++)
 		e->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
@@ -400,8 +398,7 @@ void coli_engine_close(coli_engine_t *e)
 	free(e->g), free(e->u), free(e->ag);
 	free(e->inv_freq);
 	free(e->pair_expert);
-	free(e->assign), free(e->pred_mask), free(e->la_idle), free(e->streamed), free(e->cand),
-	    free(e->cand_n);
+	free(e->assign), free(e->la_idle), free(e->streamed), free(e->cand), free(e->cand_n);
 	free(e->pair_first), free(e->pair_n), free(e->need), free(e->redo);
 	free((void *)e->slab_ptr), free((void *)e->host_slab);
 	if (e->n_devs)

@@ -132,9 +132,6 @@ static const struct opt_row g_opts[] = {
      "several devices: stream a layer's RAM-tier experts to the device holding its dense "
      "part only (1: always; 2: at decode, round-robin at prefill; 0: round-robin over the "
      "devices with staging room)"},
-    {NULL, "COLI_STAGE_AHEAD", SWITCH, F(stage_ahead), "0",
-     "copy the lookahead's guessed RAM-tier experts to staging slots a layer ahead (1; off: "
-     "slower on the H200, wrong guesses evict slots later tokens reuse)"},
     {NULL, "COLI_TAIL_AHEAD", SWITCH, F(tail_ahead), "1",
      "decode, one device: queue a preplanned layer's device tail (the accumulate reading "
      "the CPU rows in place) behind a stream wait when its experts are issued, released "

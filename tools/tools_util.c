@@ -249,27 +249,26 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 			    bpt / 1e6, es.cost_bw_cpu / 1e9, es.cost_bw_stream / 1e9, 1e3 * bound,
 			    win / n / bound);
 		}
-		fprintf(
-		    stderr,
-		    "coli: devices: %llu experts streamed (%llu found staged; %llu copied a layer "
-		    "ahead), %.3f GB copied (%.2f GB/s over the run), "
-		    "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
-		    "swaps (%llu read back into RAM), dense part on %s (%llu MoE layer calls "
-		    "stayed on it, %llu planned there, %llu preplanned; %llu layer calls "
-		    "replayed from %llu graphs)\n",
-		    (unsigned long long)es.stream_experts,
-		    (unsigned long long)es.stream_staged_hits,
-		    (unsigned long long)es.stream_prefetched, es.stream_copy_bytes / 1e9,
-		    st->decode_s > 0 ? es.stream_copy_bytes / 1e9 / (st->prefill_s + st->decode_s)
-		                     : 0,
-		    (es.h2d_bytes - es.stream_copy_bytes) / 1e6, es.h2d_const_bytes / 1e9,
-		    (unsigned long long)es.vram_swaps, (unsigned long long)es.vram_readmits,
-		    es.dense_on_device ? "the device" : "the CPU",
-		    (unsigned long long)es.moe_layers_on_dense,
-		    (unsigned long long)es.moe_layers_dev_planned,
-		    (unsigned long long)es.moe_layers_dev_preplanned,
-		    (unsigned long long)es.dev_graph_replays,
-		    (unsigned long long)es.dev_graph_captures);
+		fprintf(stderr,
+		        "coli: devices: %llu experts streamed (%llu found staged), %.3f GB copied "
+		        "(%.2f GB/s over the run), "
+		        "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
+		        "swaps (%llu read back into RAM), dense part on %s (%llu MoE layer calls "
+		        "stayed on it, %llu planned there, %llu preplanned; %llu layer calls "
+		        "replayed from %llu graphs)\n",
+		        (unsigned long long)es.stream_experts,
+		        (unsigned long long)es.stream_staged_hits, es.stream_copy_bytes / 1e9,
+		        st->decode_s > 0
+		            ? es.stream_copy_bytes / 1e9 / (st->prefill_s + st->decode_s)
+		            : 0,
+		        (es.h2d_bytes - es.stream_copy_bytes) / 1e6, es.h2d_const_bytes / 1e9,
+		        (unsigned long long)es.vram_swaps, (unsigned long long)es.vram_readmits,
+		        es.dense_on_device ? "the device" : "the CPU",
+		        (unsigned long long)es.moe_layers_on_dense,
+		        (unsigned long long)es.moe_layers_dev_planned,
+		        (unsigned long long)es.moe_layers_dev_preplanned,
+		        (unsigned long long)es.dev_graph_replays,
+		        (unsigned long long)es.dev_graph_captures);
 		fprintf(stderr,
 		        "coli: faults: device failed at issue %llu, at take %llu | "
 		        "CUDA_RELEASE_HOST: %llu host copies dropped, %llu reloads (%.1f MB)\n",

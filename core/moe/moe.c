@@ -133,8 +133,7 @@ static void swiglu_pairs(void *arg, int t, int n_tasks)
 	}
 }
 
-/* A layer's device issue (every device's coli_moe_dev_issue, then the next
- * layer's staging prefetch when the guess is made). With COLI_GROUP_ASYNC=1
+/* A layer's device issue (every device's coli_moe_dev_issue). With COLI_GROUP_ASYNC=1
  * and CPU rows to compute it is left pending and runs on the calling thread
  * beside the CPU rows' pool round (cpu_experts): the workers start on the rows while
  * the caller queues the devices' work, so the issue is off the token's
@@ -142,7 +141,7 @@ static void swiglu_pairs(void *arg, int t, int n_tasks)
  * instead (the devices work while the CPU waits). */
 struct dev_issue {
 	struct coli_engine *e;
-	int l, T, pending, prefetch;
+	int l, T, pending;
 	int *issued; /* [n_devs]: issue succeeded */
 };
 
@@ -165,8 +164,6 @@ static void dev_issue_run(void *arg)
 		coli_dense_dev_tail_ahead(e, di->l, di->T);
 	e->tl.issue = coli_now_s();
 	*(beside ? &e->est.moe_beside_s : &e->est.moe_devissue_s) += e->tl.issue - t0;
-	if (di->prefetch) /* the next layer's guess, copied while this one runs */
-		coli_moe_dev_prefetch(e);
 }
 
 /* CPU rows of experts list[0..n) whose slabs (in RAM) are slabs[0..n): each
@@ -241,10 +238,6 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 			return k < 0 ? k : -EIO;
 		if (!*lookahead_done) {
 			coli_lookahead(e, l, T);
-			if (di && di->pending)
-				di->prefetch = 1; /* after the issue */
-			else
-				coli_moe_dev_prefetch(e);
 			*lookahead_done = 1;
 		}
 		if (di && di->pending && !coli_tiers_ready(e))
@@ -356,8 +349,8 @@ static int decode_stream_count(const struct coli_engine *e, int n_cand)
  * prefill_stream_count), taking the experts with the most tokens first (a
  * streamed slab costs the same whatever its token count; CPU rows cost per
  * token). Experts already in a device's staging slots (left there by an
- * earlier token, or copied a layer ahead: core/moe/moe_dev.c's prefetch) are
- * streamed first: their copy is paid, so the split applies to the rest. */
+ * earlier token) are streamed first: their copy is paid, so the split
+ * applies to the rest. */
 static void assign_experts(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -393,9 +386,9 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 	for (int d = 0; home >= 0 && d < e->n_devs; d++)
 		if (d != home)
 			slots_left[d] = 0;
-	/* staged a layer early (the lookahead's guess) or still in a slot: the
-	 * copy is paid, stream it (on the home device only, when streaming is:
-	 * what a prefill left on another would keep it busy every token) */
+	/* still in a slot from an earlier token: the copy is paid, stream it
+	 * (on the home device only, when streaming is: what a prefill left on
+	 * another would keep it busy every token) */
 	for (int i = 0; i < n_cand; i++)
 		for (int d = 0; d < e->n_devs; d++)
 			if ((home < 0 || d == home) && coli_moe_dev_staged(e, d, l, cand[i])) {
@@ -535,15 +528,12 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	 * the CPU. Overlapped, beside the CPU rows' first round (struct dev_issue). */
 	if (e->opts.group_async && n_rows) {
 		di.pending = 1;
-		di.prefetch = lookahead_done;
 	} else {
 		dev_issue_run(&di);
 		if (!lookahead_done && !n_need) { /* no host slab to wait for: guess now */
 			coli_lookahead(e, l, T);
 			lookahead_done = 1;
 		}
-		if (lookahead_done) /* the next layer's guess, copied while this one runs */
-			coli_moe_dev_prefetch(e);
 	}
 	/* COLI_GROUP_ASYNC=0, for A/B: take the devices now, before the CPU rows */
 	if (!e->opts.group_async)
