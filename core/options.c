@@ -127,7 +127,8 @@ static const struct opt_row g_opts[] = {
      "start a partly resident MoE layer's VRAM experts on the dense device while the host "
      "plans the rest (0: the host plans them too, for A/B)"},
     {NULL, "COLI_DEV_ROUTE", SWITCH, F(dev_route), "1",
-     "route on the dense device and plan fully resident MoE layers there (0: the host, for A/B)"},
+     "route on the dense device and plan fully resident MoE layers there (0: the host, the "
+     "path of models past the device router's limits; tests/core/generate_cli)"},
     {NULL, "COLI_STREAM_HOME", INT(0, 2), F(stream_home), "2",
      "several devices: stream a layer's RAM-tier experts to the device holding its dense "
      "part only (1: always; 2: at decode, round-robin at prefill; 0: round-robin over the "

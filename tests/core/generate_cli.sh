@@ -101,6 +101,17 @@ done
 	"$COLI" logits -m m.coli --gpu sim:2 --split layers --text "def fibonacci(n):" -o s2.f32 \
 		>/dev/null 2>err.txt && grep -q "of layers" err.txt && cmp -s s0.f32 s2.f32 &&
 	ok "--split layers on sim:2: logits byte-identical to the CPU" || { bad "--split layers"; cat err.txt; }
+# 11b. COLI_DEV_ROUTE=0: the dense part on a device, every MoE layer routed and planned
+# by the host (the path of models past the device router's limits: more than 1024
+# experts, top-k above 16); logits byte-identical to the CPU's, nothing planned there
+COLI_DEV_ROUTE=0 "$COLI" logits -m m.coli --gpu sim --text "def fibonacci(n):" -o r0.f32 \
+	>/dev/null 2>&1 && cmp -s s0.f32 r0.f32 &&
+	COLI_DEV_ROUTE=0 "$COLI" generate -m m.coli --gpu sim -p "hi" -n 4 --profile >out.txt 2>err.txt &&
+	grep -q "stayed on it, 0 planned there" err.txt &&
+	"$COLI" generate -m m.coli --gpu sim -p "hi" -n 4 --profile >out.txt 2>err.txt &&
+	grep -q "stayed on it, [1-9][0-9]* planned there" err.txt &&
+	ok "COLI_DEV_ROUTE=0 on sim: host routing, logits byte-identical to the CPU" ||
+	{ bad "COLI_DEV_ROUTE=0"; cat err.txt; }
 # 12. every position's logits on a device come down 64 rows at a time: 150 positions
 # in one 256-token pass on the simulated device, byte-identical to the CPU's
 IDS=$(seq -s, 1 150)
