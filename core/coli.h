@@ -254,7 +254,6 @@ struct coli_opts {
 	int dev_graph;   /* COLI_DEV_GRAPH: decode layers replayed as captured graphs */
 	int pdl;         /* COLI_PDL: programmatic dependent launch on sm_90+ */
 	int tail_ahead;  /* COLI_TAIL_AHEAD: a layer's device tail queued before its CPU rows end */
-	int stream_home; /* COLI_STREAM_HOME: stream to the layer's dense device (2: at decode) */
 	int sim_latency_us;                /* COLI_SIM_LATENCY_US: the simulated device's sync */
 	enum coli_opt_stream stream;       /* --stream */
 	enum coli_opt_dense dense;         /* --dense: where attention, norms, routers run */

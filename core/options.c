@@ -129,10 +129,6 @@ static const struct opt_row g_opts[] = {
     {NULL, "COLI_DEV_ROUTE", SWITCH, F(dev_route), "1",
      "route on the dense device and plan fully resident MoE layers there (0: the host, the "
      "path of models past the device router's limits; tests/core/generate_cli)"},
-    {NULL, "COLI_STREAM_HOME", INT(0, 2), F(stream_home), "2",
-     "several devices: stream a layer's RAM-tier experts to the device holding its dense "
-     "part only (1: always; 2: at decode, round-robin at prefill; 0: round-robin over the "
-     "devices with staging room)"},
     {NULL, "COLI_TAIL_AHEAD", SWITCH, F(tail_ahead), "1",
      "decode, one device: queue a preplanned layer's device tail (the accumulate reading "
      "the CPU rows in place) behind a stream wait when its experts are issued, released "

@@ -376,12 +376,12 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 		return;
 	for (int d = 0; d < e->n_devs; d++)
 		slots_left[d] = e->devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);
-	/* COLI_STREAM_HOME: only the device holding the layer's dense part (its
-	 * outputs then need no trip through the host when nothing else ran); by
-	 * default at decode only (two H200s, a quarter of the experts on each:
-	 * decode +7%, prefill no better: docs/perf/README.md "session 12") */
-	if ((e->opts.stream_home == 1 || (e->opts.stream_home == 2 && T <= COLI_GPU_MAX_S)) &&
-	    coli_dense_dev_of(e, l) >= 0)
+	/* at decode, only the device holding the layer's dense part (its
+	 * outputs then need no trip through the host when nothing else ran);
+	 * at prefill round-robin over the devices with staging room (two H200s,
+	 * a quarter of the experts on each: decode +7%, prefill no better with
+	 * home: docs/perf/README.md) */
+	if (T <= COLI_GPU_MAX_S && coli_dense_dev_of(e, l) >= 0)
 		home = coli_dense_dev_of(e, l);
 	for (int d = 0; home >= 0 && d < e->n_devs; d++)
 		if (d != home)

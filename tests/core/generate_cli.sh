@@ -122,7 +122,7 @@ IDS=$(seq -s, 1 150)
 "$COLI" generate -m m.coli --gpu sim:2 --split rows -p "hi" -n 1 >out.txt 2>err.txt
 [ $? -ne 0 ] && grep -q "expected auto, layers or none" err.txt && ok "--split rows refused" ||
 	{ bad "--split rows"; cat err.txt; }
-COLI_STREAM_HOME=3 "$COLI" generate -m m.coli --gpu sim:2 -p "hi" -n 1 >out.txt 2>err.txt
-[ $? -ne 0 ] && grep -q "COLI_STREAM_HOME='3': expected an integer in 0..2" err.txt && ok "COLI_STREAM_HOME=3 refused" ||
-	{ bad "COLI_STREAM_HOME=3"; cat err.txt; }
+COLI_GPU_FAIL_DEV=8 "$COLI" generate -m m.coli --gpu sim:2 -p "hi" -n 1 >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "COLI_GPU_FAIL_DEV='8': expected an integer in -1..7" err.txt &&
+	ok "COLI_GPU_FAIL_DEV=8 refused" || { bad "COLI_GPU_FAIL_DEV=8"; cat err.txt; }
 exit $fail
