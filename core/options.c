@@ -47,13 +47,33 @@ struct opt_row {
 	size_t off_word;             /* OPT_PATH: the int "off" sets */
 };
 
-static const char *const k_stream[] = {"auto", "off", "only", NULL};
-static const char *const k_dense[] = {"auto", "cpu", NULL};
-static const char *const k_split[] = {"auto", "layers", "none", NULL};
-static const char *const k_io[] = {"auto", "uring", "pread", NULL};
-static const char *const k_verify[] = {"auto", "on", "off", NULL};
-static const char *const k_fail_at[] = {"any", "launch", "copy", "sync", "alloc", NULL};
-static const char *const k_ptx_fail[] = {"none", "90", "all", NULL};
+/* Choice names, each at its enum value (the value stored in the field). */
+static const char *const k_stream[] = {[COLI_OPT_STREAM_AUTO] = "auto",
+                                       [COLI_OPT_STREAM_OFF] = "off",
+                                       [COLI_OPT_STREAM_ONLY] = "only",
+                                       [COLI_OPT_STREAM_ONLY + 1] = NULL};
+static const char *const k_dense[] = {
+    [COLI_OPT_DENSE_AUTO] = "auto", [COLI_OPT_DENSE_CPU] = "cpu", [COLI_OPT_DENSE_CPU + 1] = NULL};
+static const char *const k_split[] = {[COLI_OPT_SPLIT_AUTO] = "auto",
+                                      [COLI_OPT_SPLIT_LAYERS] = "layers",
+                                      [COLI_OPT_SPLIT_NONE] = "none",
+                                      [COLI_OPT_SPLIT_NONE + 1] = NULL};
+static const char *const k_io[] = {[COLI_OPT_IO_AUTO] = "auto",
+                                   [COLI_OPT_IO_URING] = "uring",
+                                   [COLI_OPT_IO_PREAD] = "pread",
+                                   [COLI_OPT_IO_PREAD + 1] = NULL};
+static const char *const k_verify[] = {[COLI_OPT_VERIFY_AUTO] = "auto",
+                                       [COLI_OPT_VERIFY_ON] = "on",
+                                       [COLI_OPT_VERIFY_OFF] = "off",
+                                       [COLI_OPT_VERIFY_OFF + 1] = NULL};
+static const char *const k_fail_at[] = {
+    [COLI_OPT_FAIL_AT_ANY] = "any",     [COLI_OPT_FAIL_AT_LAUNCH] = "launch",
+    [COLI_OPT_FAIL_AT_COPY] = "copy",   [COLI_OPT_FAIL_AT_SYNC] = "sync",
+    [COLI_OPT_FAIL_AT_ALLOC] = "alloc", [COLI_OPT_FAIL_AT_ALLOC + 1] = NULL};
+static const char *const k_ptx_fail[] = {[COLI_OPT_PTX_FAIL_NONE] = "none",
+                                         [COLI_OPT_PTX_FAIL_90] = "90",
+                                         [COLI_OPT_PTX_FAIL_ALL] = "all",
+                                         [COLI_OPT_PTX_FAIL_ALL + 1] = NULL};
 
 static int check_gpu(const char *v);
 static int check_numa(const char *v);
