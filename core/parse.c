@@ -17,7 +17,8 @@
  * coli_parse_expect_* say in words what a caller's range allows, for the
  * messages ("expected an integer in 0..65535").
  *
- * A leaf: it uses libc only, so tools/ may call it as core/ does.
+ * A leaf: it uses libc only, so every part of core/ may call it, and tools/
+ * (tools/check_layers.py knows it as core/parse).
  */
 #include <ctype.h>
 #include <errno.h>
