@@ -133,7 +133,7 @@ static const struct opt_row g_opts[] = {
     {"--usage-every", "COLI_USAGE_EVERY", INT(0, MANY), F(usage_every), "1024",
      "write the expert usage file every N tokens (0: only at exit)"},
     {NULL, "COLI_GROUP_ASYNC", SWITCH, F(group_async), "1",
-     "overlap GPU groups with CPU rows (0: synchronous, for A/B)"},
+     "overlap GPU groups with CPU rows (0: synchronous: `coli bench stream`'s sync arm)"},
     {NULL, "COLI_CUDA_PROFILE", SWITCH, F(cuda_profile), "0", "print the overlap window split"},
     {NULL, "CUDA_RELEASE_HOST", SWITCH, F(release_host), "0",
      "drop a slab's host copy after its upload to VRAM"},
@@ -145,20 +145,21 @@ static const struct opt_row g_opts[] = {
      "fault injection: the device (its index in --gpu) that fails (-1: every device)"},
     {NULL, "COLI_DEV_PREPLAN", SWITCH, F(dev_preplan), "1",
      "start a partly resident MoE layer's VRAM experts on the dense device while the host "
-     "plans the rest (0: the host plans them too, for A/B)"},
+     "plans the rest (0: the host plans them too; tests/core/graph_replay covers both)"},
     {NULL, "COLI_DEV_ROUTE", SWITCH, F(dev_route), "1",
      "route on the dense device and plan fully resident MoE layers there (0: the host, the "
      "path of models past the device router's limits; tests/core/generate_cli)"},
     {NULL, "COLI_TAIL_AHEAD", SWITCH, F(tail_ahead), "1",
      "decode, one device: queue a preplanned layer's device tail (the accumulate reading "
      "the CPU rows in place) behind a stream wait when its experts are issued, released "
-     "when the CPU rows are done (0: queue it after them, for A/B)"},
+     "when the CPU rows are done (0: queue it after them, no wait on host memory: to rule "
+     "that wait out when a device stalls)"},
     {NULL, "COLI_DEV_GRAPH", SWITCH, F(dev_graph), "1",
      "decode: replay each layer's device work as a CUDA graph captured once (0: launch every "
-     "kernel, for A/B)"},
+     "kernel: for profilers that see kernels only as launched)"},
     {NULL, "COLI_PDL", SWITCH, F(pdl), "1",
      "sm_90+: launch kernels with programmatic dependent launch, each scheduled while the one "
-     "before drains (0: plain launches, for A/B)"},
+     "before drains (0: plain launches, to rule PDL out)"},
     {NULL, "COLI_GPU_FAIL_AT", ENUM(k_fail_at), F(gpu_fail_at), "any",
      "fault injection: the injected failure strikes the first kernel launch, staging copy, sync (a "
      "take) or any op; alloc: device allocations from the Nth on fail (out of device memory)"},
