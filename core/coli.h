@@ -187,56 +187,108 @@ int coli_tokenizer_decode(const coli_tokenizer_t *t, const int *ids, int n_ids, 
                           size_t *len);
 
 /* ===================================================================== */
-/* Options: one table (core/options.c) drives flags, environment, --help  */
-/* and the startup print. Nothing else reads the environment.             */
+/* Strict numbers (core/parse.c): the whole string, range checked, no     */
+/* suffixes. 0, -EINVAL (not a number), -ERANGE (outside [min, max]).      */
 /* ===================================================================== */
+
+int coli_parse_long(const char *s, long min, long max, long *out);
+int coli_parse_int(const char *s, int min, int max, int *out);
+/* Decimal or 0x hexadecimal, no sign (seeds). */
+int coli_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* Finite numbers only (no nan, no inf). */
+int coli_parse_double(const char *s, double min, double max, double *out);
+/* "an integer in 0..65535" ("an integer >= 0" when max is INT_MAX or
+ * LONG_MAX), "a number in 0..2": what a range allows, for messages. */
+void coli_parse_expect_long(long min, long max, char *buf, size_t len);
+void coli_parse_expect_double(double min, double max, char *buf, size_t len);
+
+/* ===================================================================== */
+/* Options: one table (core/options.c) drives flags, environment, --help  */
+/* and the startup print. Nothing else reads the environment. A choice is */
+/* an enum, parsed once from its name; numbers carry bounds.              */
+/* ===================================================================== */
+
+enum coli_opt_stream {                       /* --stream: RAM-tier experts */
+	               COLI_OPT_STREAM_AUTO, /* split CPU/GPU by measured speed */
+	               COLI_OPT_STREAM_OFF,  /* on the CPU */
+	               COLI_OPT_STREAM_ONLY  /* all streamed to a GPU */
+};
+enum coli_opt_dense { COLI_OPT_DENSE_AUTO, COLI_OPT_DENSE_CPU };
+enum coli_opt_split { COLI_OPT_SPLIT_AUTO, COLI_OPT_SPLIT_LAYERS, COLI_OPT_SPLIT_NONE };
+enum coli_opt_io { COLI_OPT_IO_AUTO, COLI_OPT_IO_URING, COLI_OPT_IO_PREAD };
+enum coli_opt_verify { COLI_OPT_VERIFY_AUTO, COLI_OPT_VERIFY_ON, COLI_OPT_VERIFY_OFF };
+enum coli_opt_fail_at { /* COLI_GPU_FAIL_AT: the op the injected failure strikes */
+	                COLI_OPT_FAIL_AT_ANY,
+	                COLI_OPT_FAIL_AT_LAUNCH,
+	                COLI_OPT_FAIL_AT_COPY,
+	                COLI_OPT_FAIL_AT_SYNC,
+	                COLI_OPT_FAIL_AT_ALLOC
+};
+enum coli_opt_ptx_fail { /* COLI_PTX_FAIL: the embedded PTX builds that fail to load */
+	                 COLI_OPT_PTX_FAIL_NONE,
+	                 COLI_OPT_PTX_FAIL_90,
+	                 COLI_OPT_PTX_FAIL_ALL
+};
 
 struct coli_opts {
 	double ram_gb;         /* --ram-gb: host budget for experts (<0: unlimited) */
 	double vram_gb;        /* --vram-gb: device budget (<0: auto) */
-	char gpu[64];          /* --gpu auto|off|sim|LIST */
+	char gpu[64];          /* --gpu auto|off|sim|sim:N|LIST (checked when set) */
 	int threads;           /* --threads (0: all online CPUs) */
 	int ctx;               /* --ctx: KV cache positions (0: min(model, 4096)) */
 	int ubatch;            /* --ubatch: tokens per forward pass (prefill chunk; 0: auto) */
 	char usage[512];       /* --usage FILE (empty: beside the model) */
+	int usage_off;         /* --usage off|none: no usage file */
 	int profile;           /* --profile */
-	char numa_bind[32];    /* --numa-bind auto|off|interleave|N */
+	char numa_bind[32];    /* --numa-bind auto|off|interleave|N (checked when set) */
 	int group_async;       /* COLI_GROUP_ASYNC */
 	int cuda_profile;      /* COLI_CUDA_PROFILE */
 	int release_host;      /* CUDA_RELEASE_HOST */
 	char route_trace[512]; /* ROUTE_TRACE */
 	int gpu_fail_after;    /* COLI_GPU_FAIL_AFTER (-1 off) */
 	int gpu_fail_dev;      /* COLI_GPU_FAIL_DEV: the device it strikes (-1 every one) */
-	char gpu_fail_at[16];  /* COLI_GPU_FAIL_AT any|launch|copy|sync|alloc: the op that fails */
-	char ptx_fail[8];      /* COLI_PTX_FAIL 90|all: the PTX builds that fail to load */
+	enum coli_opt_fail_at gpu_fail_at; /* COLI_GPU_FAIL_AT */
+	enum coli_opt_ptx_fail ptx_fail;   /* COLI_PTX_FAIL */
 	int dev_route;   /* COLI_DEV_ROUTE: route (and plan resident layers) on the dense device */
 	int dev_preplan; /* COLI_DEV_PREPLAN: partly resident layers' VRAM experts planned there */
 	int dev_graph;   /* COLI_DEV_GRAPH: decode layers replayed as captured graphs */
 	int pdl;         /* COLI_PDL: programmatic dependent launch on sm_90+ */
-	int stage_ahead; /* COLI_STAGE_AHEAD: stage the lookahead's guesses a layer ahead */
 	int tail_ahead;  /* COLI_TAIL_AHEAD: a layer's device tail queued before its CPU rows end */
-	int stream_home; /* COLI_STREAM_HOME: stream to the layer's dense device (2: at decode) */
-	int sim_latency_us;   /* COLI_SIM_LATENCY_US: the simulated device's time per sync */
-	char stream[16];      /* --stream auto|off|only: RAM-tier experts streamed to a GPU */
-	char dense[16];       /* --dense auto|cpu: where attention, norms, routers, lm_head run */
-	char split[16];       /* --split auto|layers|none: the dense part over devices */
-	int stream_slots;     /* --stream-slots: VRAM staging slabs per device */
-	int verbose;          /* --verbose: the startup print */
-	int prefetch;         /* --prefetch on|off: router lookahead */
-	char io[16];          /* --io auto|uring|pread: slab streamer backend */
-	char verify_slabs[8]; /* --verify-slabs auto|on|off */
+	int sim_latency_us;                /* COLI_SIM_LATENCY_US: the simulated device's sync */
+	enum coli_opt_stream stream;       /* --stream */
+	enum coli_opt_dense dense;         /* --dense: where attention, norms, routers run */
+	enum coli_opt_split split;         /* --split: the dense part over devices */
+	int stream_slots;                  /* --stream-slots: VRAM staging slabs per device */
+	int verbose;                       /* --verbose: the startup print */
+	int prefetch;                      /* --prefetch on|off: router lookahead */
+	enum coli_opt_io io;               /* --io: slab streamer backend */
+	enum coli_opt_verify verify_slabs; /* --verify-slabs */
 	int usage_every; /* --usage-every N: write the usage file every N tokens (0: at close) */
 };
 
-/* Defaults, then the environment variables of the table. */
-void coli_opts_init(struct coli_opts *o);
+/* Defaults, then the environment variables of the table. A malformed or
+ * out-of-range variable leaves that option at its default and returns
+ * -EINVAL with "NAME='VALUE': expected ..." in err (err may be NULL); the
+ * other variables are still read. */
+int coli_opts_init(struct coli_opts *o, char *err, size_t errlen);
 /* If argv[*i] is an engine flag, consume it (and its value), advance *i and
- * return 1; 0 if it is not an engine flag; -EINVAL (message in err) if its
- * value is missing or malformed. */
+ * return 1; 0 if it is not an engine flag; -EINVAL (message in err naming
+ * the flag, the value and what it allows) if its value is missing or bad. */
 int coli_opts_parse_arg(struct coli_opts *o, int argc, char **argv, int *i, char *err,
                         size_t errlen);
+/* Set one option by its flag ("--stream") or environment name
+ * ("COLI_STREAM") from text, as a flag or the environment would: 0, -ENOENT
+ * for an unknown name, -EINVAL (message in err) for a bad value. */
+int coli_opts_set(struct coli_opts *o, const char *name, const char *value, char *err,
+                  size_t errlen);
+/* An option's value as text ("only", "32", "-1") in buf, which it returns;
+ * NULL for an unknown name. */
+const char *coli_opts_get(const struct coli_opts *o, const char *name, char *buf, size_t len);
+/* Every field within its row's bounds and choices (a struct filled by
+ * hand, not through the table): 0, or -EINVAL naming the first that is not. */
+int coli_opts_check(const struct coli_opts *o, char *err, size_t errlen);
 void coli_opts_help(FILE *f);
-/* One line per option with its value and where it came from. */
+/* One line per option with its value and what it allows. */
 void coli_opts_print(const struct coli_opts *o, FILE *f);
 
 /* ===================================================================== */
@@ -338,20 +390,19 @@ struct coli_engine_stats {
 	double disk_read_s; /* wall time with reads in flight */
 	double disk_wait_s; /* time the forward pass blocked on disk */
 	uint64_t prefetch_issued, prefetch_used, prefetch_wasted;
-	uint64_t h2d_bytes;              /* host -> device copies per token (activations) */
-	uint64_t h2d_const_bytes;        /* host -> device uploads of weights (at placement) */
-	uint64_t stream_experts;         /* RAM-tier expert loads streamed to a device */
-	uint64_t stream_bytes;           /* their slab bytes (part of h2d, per token) */
-	uint64_t stream_copy_bytes;      /* slab bytes copied into staging (PCIe, part of h2d) */
-	uint64_t stream_prefetched;      /* slabs copied a layer ahead on the lookahead's guess */
-	uint64_t stream_staged_hits;     /* streamed experts found staged: a layer-ahead copy,
-	                                  * or a slot still holding it (no copy at issue) */
-	uint64_t tail_ahead;             /* decode layers whose device tail was queued before
-	                                  * their CPU rows ended (COLI_TAIL_AHEAD) */
-	uint64_t moe_layers_on_dense;    /* MoE layer calls whose experts all ran on the
-	                                  * dense part's device: outputs never left it */
-	uint64_t moe_layers_dev_planned; /* of those, planned on the device too (fully
-	                                  * resident layer, decode): no host round trip */
+	uint64_t h2d_bytes;                 /* host -> device copies per token (activations) */
+	uint64_t h2d_const_bytes;           /* host -> device uploads of weights (at placement) */
+	uint64_t stream_experts;            /* RAM-tier expert loads streamed to a device */
+	uint64_t stream_bytes;              /* their slab bytes (part of h2d, per token) */
+	uint64_t stream_copy_bytes;         /* slab bytes copied into staging (PCIe, part of h2d) */
+	uint64_t stream_staged_hits;        /* streamed experts found staged: a slot still holding
+	                                     * it (no copy at issue) */
+	uint64_t tail_ahead;                /* decode layers whose device tail was queued before
+	                                     * their CPU rows ended (COLI_TAIL_AHEAD) */
+	uint64_t moe_layers_on_dense;       /* MoE layer calls whose experts all ran on the
+	                                     * dense part's device: outputs never left it */
+	uint64_t moe_layers_dev_planned;    /* of those, planned on the device too (fully
+	                                     * resident layer, decode): no host round trip */
 	uint64_t moe_layers_dev_preplanned; /* partly resident layers whose VRAM experts the
 	                                     * device started before the host planned */
 	uint64_t dev_graph_replays;         /* decode layers run as a captured graph */
@@ -370,13 +421,12 @@ struct coli_engine_stats {
 	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */
 	uint64_t dev_ops;  /* launches, syncs and staging copies queued on all devices */
 	/* a host-planned decode MoE layer with the dense part on a device, timed
-	 * from the moment the host has its routing (core/forward/layer_host.c coli_dense_dev_moe_host),
-	 * summed over layer calls by the slab copies the layer queued (0, 1, 2,
-	 * 3 or more): [k][0] layer calls; seconds [1] queuing its device part,
-	 * [2] then waiting for the routing (the dense chain before it), then
-	 * after it [3] the first slab copy queued (0: none), [4] the devices'
-	 * issue done (0: none), [5] the CPU rows done, [6] take done (device
-	 * outputs or copies landed), [7] the outputs queued back: the layer's
+	 * from the moment the host has its routing (core/forward/layer_host.c
+	 * coli_dense_dev_moe_host), summed over layer calls by the slab copies the layer queued (0,
+	 * 1, 2, 3 or more): [k][0] layer calls; seconds [1] queuing its device part, [2] then
+	 * waiting for the routing (the dense chain before it), then after it [3] the first slab
+	 * copy queued (0: none), [4] the devices' issue done (0: none), [5] the CPU rows done, [6]
+	 * take done (device outputs or copies landed), [7] the outputs queued back: the layer's
 	 * host part */
 	double moe_layer[COLI_TL_CLASSES][COLI_TL_FIELDS];
 	double cost_bw_cpu, cost_bw_stream; /* the cost model's bytes/s of CPU rows and of

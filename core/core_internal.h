@@ -121,7 +121,6 @@ struct coli_dev_slot {
 		uint64_t used; /* st_clock of the last round that claimed it (this
 		                  round's: not a victim) */
 		uint64_t last; /* st_tick of its last copy or reader: the LRU order */
-		int tslot;     /* RAM slot pinned until a prefetch copy lands, or -1 */
 	} * st;
 	uint64_t st_clock, st_tick;
 	uint64_t streamed_bytes; /* this layer */
@@ -246,9 +245,7 @@ struct coli_engine {
 	/* devices and the VRAM expert tier (core/moe/moe_dev.c) */
 	struct coli_dev *devs[COLI_MAX_DEVS];
 	int n_devs;
-	unsigned char *pred_mask; /* [n_experts] lookahead's guess for layer pred_l */
-	int pred_l;               /* -1: no guess pending */
-	unsigned char *la_idle;   /* [n_layers] guesses in a row that read nothing */
+	unsigned char *la_idle; /* [n_layers] guesses in a row that read nothing */
 	void *xfer;     /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
 	                 * sel, selw, fast_sel, guess, xlogits */
 	float *xlogits; /* [vocab]: a decode step's logits on their way from the dense
@@ -392,7 +389,6 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 int coli_moe_dev_take(struct coli_engine *e, int l, int d);
 int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex);
 int coli_moe_dev_stage_room(struct coli_engine *e, int d);
-void coli_moe_dev_prefetch(struct coli_engine *e);
 int coli_moe_dev_copy_ahead(struct coli_engine *e, int l, int d);
 /* vram.c, between tokens: swap a cold resident expert for a hotter one, per
  * layer, with hysteresis (call after each forward). */

@@ -147,7 +147,6 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->assign, c->n_experts);
-	rc = rc ? rc : ALLOC(e->pred_mask, c->n_experts);
 	rc = rc ? rc : ALLOC(e->la_idle, c->n_layers);
 	rc = rc ? rc : ALLOC(e->streamed, c->n_experts);
 	rc = rc ? rc : ALLOC(e->cand, c->n_experts);
@@ -180,7 +179,6 @@ static int scratch_alloc(struct coli_engine *e)
 		e->scratch_bytes += (size_t)T * (H + (qd > inter ? qd : inter)) * 2;
 	if (rc)
 		return rc;
-	e->pred_l = -1;
 	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32 */
 	for (int i = 0; i < c->head_dim / 2; i++)
 		e->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
@@ -244,8 +242,15 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		return -ENOMEM;
 	if (o)
 		e->opts = *o;
-	else
-		coli_opts_init(&e->opts);
+	else if ((rc = coli_opts_init(&e->opts, err, errlen)))
+		goto err;
+	rc = coli_opts_check(&e->opts, err, errlen);
+	if (rc)
+		goto err;
+	if (e->opts.verbose) {
+		fprintf(stderr, "coli: options (value, allowed):\n");
+		coli_opts_print(&e->opts, stderr);
+	}
 	rc = coli_io_container_open(path, &c);
 	if (rc) {
 		snprintf(err, errlen, "%s", coli_io_errmsg());
@@ -313,37 +318,26 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	rc = coli_tiers_open(e, err, errlen);
 	if (rc)
 		goto err;
-	gpu_flags = !strcmp(e->opts.ptx_fail, "90")    ? COLI_GPU_FAIL_JIT_90
-	            : !strcmp(e->opts.ptx_fail, "all") ? COLI_GPU_FAIL_JIT_ALL
-	                                               : 0;
-	if (e->opts.ptx_fail[0] && !gpu_flags) {
-		snprintf(err, errlen, "COLI_PTX_FAIL='%s': expected 90 or all", e->opts.ptx_fail);
-		rc = -EINVAL;
-		goto err;
-	}
+	gpu_flags = e->opts.ptx_fail == COLI_OPT_PTX_FAIL_90    ? COLI_GPU_FAIL_JIT_90
+	            : e->opts.ptx_fail == COLI_OPT_PTX_FAIL_ALL ? COLI_GPU_FAIL_JIT_ALL
+	                                                        : 0;
 	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us,
 	                       e->opts.pdl, gpu_flags, e->devs, COLI_MAX_DEVS, &e->n_devs, err,
 	                       errlen);
 	if (rc)
 		goto err;
 	for (int i = 0; i < e->n_devs; i++) {
-		const char *at = e->opts.gpu_fail_at;
+		static const enum coli_dev_fail_at at[] = {
+		    [COLI_OPT_FAIL_AT_ANY] = COLI_FAIL_AT_ANY,
+		    [COLI_OPT_FAIL_AT_LAUNCH] = COLI_FAIL_AT_LAUNCH,
+		    [COLI_OPT_FAIL_AT_COPY] = COLI_FAIL_AT_COPY,
+		    [COLI_OPT_FAIL_AT_SYNC] = COLI_FAIL_AT_SYNC,
+		    [COLI_OPT_FAIL_AT_ALLOC] = COLI_FAIL_AT_ALLOC,
+		};
 
 		if (e->opts.gpu_fail_dev >= 0 && e->opts.gpu_fail_dev != i)
 			e->devs[i]->fail_after = -1;
-
-		e->devs[i]->fail_at = !strcmp(at, "launch")  ? COLI_FAIL_AT_LAUNCH
-		                      : !strcmp(at, "sync")  ? COLI_FAIL_AT_SYNC
-		                      : !strcmp(at, "copy")  ? COLI_FAIL_AT_COPY
-		                      : !strcmp(at, "alloc") ? COLI_FAIL_AT_ALLOC
-		                                             : COLI_FAIL_AT_ANY;
-		if (!e->devs[i]->fail_at && strcmp(at, "any")) {
-			snprintf(err, errlen,
-			         "COLI_GPU_FAIL_AT='%s': expected any, launch, copy, sync or alloc",
-			         at);
-			rc = -EINVAL;
-			goto err;
-		}
+		e->devs[i]->fail_at = at[e->opts.gpu_fail_at];
 	}
 	e->hist = calloc((size_t)e->ctx, sizeof(int));
 	if (!e->hist) {
@@ -355,22 +349,7 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	 * when none can, or the experts' buffers fail on a device holding the
 	 * dense part, every device is given up with a message: the model then
 	 * runs on the CPU */
-	if (strcmp(e->opts.split, "auto") && strcmp(e->opts.split, "layers") &&
-	    strcmp(e->opts.split, "none")) {
-		snprintf(err, errlen, "--split '%s': expected auto, layers or none", e->opts.split);
-		rc = -EINVAL;
-		goto err;
-	}
-	if (e->opts.stream_home < 0 || e->opts.stream_home > 2) {
-		snprintf(
-		    err, errlen,
-		    "COLI_STREAM_HOME=%d: expected 0 (round-robin), 1 (home device) or 2 (home "
-		    "at decode)",
-		    e->opts.stream_home);
-		rc = -EINVAL;
-		goto err;
-	}
-	if (e->n_devs && strcmp(e->opts.dense, "cpu")) {
+	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
 		rc = dense_open(e, err, errlen);
 		if (rc)
 			devices_off(e, "the dense part and KV cache", rc, err);
@@ -418,8 +397,7 @@ void coli_engine_close(coli_engine_t *e)
 	free(e->g), free(e->u), free(e->ag);
 	free(e->inv_freq);
 	free(e->pair_expert);
-	free(e->assign), free(e->pred_mask), free(e->la_idle), free(e->streamed), free(e->cand),
-	    free(e->cand_n);
+	free(e->assign), free(e->la_idle), free(e->streamed), free(e->cand), free(e->cand_n);
 	free(e->pair_first), free(e->pair_n), free(e->need), free(e->redo);
 	free((void *)e->slab_ptr), free((void *)e->host_slab);
 	if (e->n_devs)

@@ -121,6 +121,8 @@ out:
 	return rc;
 }
 
+#define P "coli bench io"
+
 int bench_io_main(int argc, char **argv)
 {
 	const char *model = NULL;
@@ -136,6 +138,7 @@ int bench_io_main(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int bad = 0;
 
 		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
 			help(stdout);
@@ -158,21 +161,23 @@ int bench_io_main(int argc, char **argv)
 		if (!strcmp(o, "-m") || !strcmp(o, "--model"))
 			model = v;
 		else if (!strcmp(o, "--slabs"))
-			n_slabs = atoi(v);
+			bad = tool_int(P, o, v, 1, 1 << 24, &n_slabs);
 		else if (!strcmp(o, "--slab-qd"))
-			slab_qd = atoi(v);
+			bad = tool_int(P, o, v, 1, 4096, &slab_qd);
 		else if (!strcmp(o, "--qd"))
-			qd = atoi(v);
+			bad = tool_int(P, o, v, 1, 4096, &qd);
 		else if (!strcmp(o, "--block"))
-			block_kib = atoi(v);
+			bad = tool_int(P, o, v, 4, 1 << 20, &block_kib);
 		else if (!strcmp(o, "--seq-mib"))
-			seq_mib = atoi(v);
+			bad = tool_int(P, o, v, -1, 1 << 24, &seq_mib);
 		else if (!strcmp(o, "--rounds"))
-			rounds = atoi(v);
+			bad = tool_int(P, o, v, 1, MAX_ROUNDS, &rounds);
 		else if (!strcmp(o, "--seed"))
-			seed = strtoull(v, NULL, 0);
+			bad = tool_u64(P, o, v, 0, UINT64_MAX, &seed);
 		else
 			return tool_err("bench io", "unknown option '%s' (see --help)", o), 2;
+		if (bad)
+			return 2;
 		i++;
 	}
 	if (!model) {

@@ -227,13 +227,19 @@ int bench_kernels_main(int argc, char **argv)
 	float *y = malloc(sizeof(float) * MAX_S * 2048);
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-			threads = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-			mib = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--json"))
+		if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+			if (tool_int("coli bench kernels", argv[i], argv[i + 1], 1, 4096, &threads))
+				return 2;
+			i++;
+		} else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+			if (tool_int("coli bench kernels", argv[i], argv[i + 1], 1, 1 << 20, &reps))
+				return 2;
+			i++;
+		} else if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
+			if (tool_int("coli bench kernels", argv[i], argv[i + 1], 1, 1 << 20, &mib))
+				return 2;
+			i++;
+		} else if (!strcmp(argv[i], "--json"))
 			json = 1;
 		else if (!strcmp(argv[i], "--read-only"))
 			read_only = 1;

@@ -29,6 +29,8 @@ static void help(FILE *f)
 	        coli_synth_shapes());
 }
 
+#define P "coli bench make-model"
+
 int bench_model_main(int argc, char **argv)
 {
 	struct coli_synth_opts o;
@@ -52,13 +54,16 @@ int bench_model_main(int argc, char **argv)
 			o.shape = v;
 		else if (!strcmp(a, "-o"))
 			o.out_path = v;
-		else if (!strcmp(a, "--layers"))
-			o.n_layers = atoi(v);
-		else if (!strcmp(a, "--seed"))
-			o.seed = strtoull(v, NULL, 0);
-		else if (!strcmp(a, "--threads"))
-			o.threads = atoi(v);
-		else if (!strcmp(a, "--quant")) {
+		else if (!strcmp(a, "--layers")) {
+			if (tool_int(P, a, v, 0, COLI_MAX_LAYERS, &o.n_layers))
+				return 2;
+		} else if (!strcmp(a, "--seed")) {
+			if (tool_u64(P, a, v, 0, UINT64_MAX, &o.seed))
+				return 2;
+		} else if (!strcmp(a, "--threads")) {
+			if (tool_int(P, a, v, 0, 4096, &o.threads))
+				return 2;
+		} else if (!strcmp(a, "--quant")) {
 			if (coli_dtype_parse(v, &o.quant))
 				return tool_err("bench make-model",
 				                "--quant %s: use q4, q8 or bf16", v),

@@ -592,7 +592,7 @@ static void print_json(struct run *R)
 	       R->n_moe_layers, R->cfg.n_experts, R->cfg.top_k, (unsigned long long)R->slab_bytes,
 	       R->prompt, R->prefill ? R->prompt : R->tokens, R->rounds, R->warmup,
 	       coli_cpu_isa_name(coli_cpu_isa()), sysconf(_SC_NPROCESSORS_ONLN));
-	char hbm[32] = "null", pcie[32] = "null", dram[32] = "null";
+	char hbm[32] = "null", pcie[32] = "null", dram[32] = "null", sbuf[16];
 
 	if (R->have_gpu) {
 		snprintf(hbm, sizeof(hbm), "%.2f", R->gpu.hbm_gbs);
@@ -673,13 +673,14 @@ static void print_json(struct run *R)
 			    "\"ideal_ratio_uncapped\": %.6g,\n   "
 			    "\"moe_ms_per_token\": %.6g, \"moe_ideal_ms_per_token\": %.6g, "
 			    "\"path_bound_tok_s\": %.6g, \"path_ratio\": %.6g",
-			    a->opts.group_async, a->opts.stream, a->opts.vram_gb, a->stream_b,
-			    a->stream_copy_b, a->stream_gbs, a->win_ms[0], a->win_ms[1],
-			    a->win_ms[2], bench_term_name[a->ideal.dominant],
-			    1.0 / a->ideal.bound_s, a->tok_s * a->ideal.bound_s,
-			    a->tok_s * a->ideal_free.bound_s, a->phase_ms[1],
-			    a->moe_ideal.bound_s * 1e3, a->path_s > 0 ? 1.0 / a->path_s : 0.0,
-			    a->tok_s * a->path_s);
+			    a->opts.group_async,
+			    coli_opts_get(&a->opts, "--stream", sbuf, sizeof(sbuf)),
+			    a->opts.vram_gb, a->stream_b, a->stream_copy_b, a->stream_gbs,
+			    a->win_ms[0], a->win_ms[1], a->win_ms[2],
+			    bench_term_name[a->ideal.dominant], 1.0 / a->ideal.bound_s,
+			    a->tok_s * a->ideal.bound_s, a->tok_s * a->ideal_free.bound_s,
+			    a->phase_ms[1], a->moe_ideal.bound_s * 1e3,
+			    a->path_s > 0 ? 1.0 / a->path_s : 0.0, a->tok_s * a->path_s);
 		printf("}");
 	}
 	printf("\n ]");
@@ -693,14 +694,17 @@ static void print_json(struct run *R)
 
 /* ---- main ---- */
 
+#define P "coli bench"
+
 static int parse(struct run *R, int argc, char **argv, const char **arms)
 {
 	struct tool_engine_args ea;
 
-	tool_engine_args_init(&ea);
+	if (tool_engine_args_init(&ea, "coli bench"))
+		return 2;
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int rc = tool_engine_arg(&ea, argc, argv, &i);
+		int rc = tool_engine_arg(&ea, argc, argv, &i), bad = 0;
 
 		if (rc < 0)
 			return 2;
@@ -720,27 +724,29 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 		if (!strcmp(o, "--arms"))
 			*arms = v;
 		else if (!strcmp(o, "--tokens"))
-			R->tokens = atoi(v);
+			bad = tool_int(P, o, v, 1, 1 << 20, &R->tokens);
 		else if (!strcmp(o, "--prompt"))
-			R->prompt = atoi(v);
+			bad = tool_int(P, o, v, 1, 1 << 20, &R->prompt);
 		else if (!strcmp(o, "--rounds"))
-			R->rounds = atoi(v);
+			bad = tool_int(P, o, v, 1, MAX_ROUNDS, &R->rounds);
 		else if (!strcmp(o, "--warmup"))
-			R->warmup = atoi(v);
+			bad = tool_int(P, o, v, 0, 1 << 20, &R->warmup);
 		else if (!strcmp(o, "--disk-mib"))
-			R->disk_mib = atoi(v);
+			bad = tool_int(P, o, v, 0, 1 << 24, &R->disk_mib);
 		else if (!strcmp(o, "--read-mib"))
-			R->read_mib = atoi(v);
+			bad = tool_int(P, o, v, 1, 1 << 24, &R->read_mib);
 		else if (!strcmp(o, "--qd"))
-			R->qd = atoi(v);
+			bad = tool_int(P, o, v, 1, 4096, &R->qd);
 		else if (!strcmp(o, "--feed") && (!strcmp(v, "greedy") || !strcmp(v, "random")))
 			R->feed_greedy = !strcmp(v, "greedy");
 		else if (R->stream && !strcmp(o, "--vram-frac"))
-			R->vram_frac = atof(v);
+			bad = tool_double(P, o, v, 0, 1, &R->vram_frac);
 		else if (R->stream && !strcmp(o, "--heat-tokens"))
-			R->heat_tokens = atoi(v);
+			bad = tool_int(P, o, v, 0, 1 << 24, &R->heat_tokens);
 		else
 			return tool_err("bench", "unknown option '%s' (see --help)", o), 2;
+		if (bad)
+			return 2;
 		i += 2;
 	}
 	R->model = ea.model;
@@ -771,7 +777,7 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 	char list[1024], *save = NULL;
 
 	if (!ea.opts.usage[0])
-		snprintf(ea.opts.usage, sizeof(ea.opts.usage), "off");
+		ea.opts.usage_off = 1;
 
 	snprintf(list, sizeof(list), "%s", *arms ? *arms : "default");
 	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {

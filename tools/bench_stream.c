@@ -45,11 +45,11 @@ static int stream_arm(struct run *R, struct arm *a, const char *name)
 	snprintf(a->name, sizeof(a->name), "%s", name);
 	a->opts = R->base;
 	a->opts.group_async = strcmp(name, "sync") != 0;
-	snprintf(a->opts.stream, sizeof(a->opts.stream), "off");
+	a->opts.stream = COLI_OPT_STREAM_OFF;
 	a->opts.vram_gb = vram / 1e9;
 	if (!strcmp(name, "overlap+stream") || !strcmp(name, "stream-only")) {
-		snprintf(a->opts.stream, sizeof(a->opts.stream), "%s",
-		         !strcmp(name, "stream-only") ? "only" : "auto");
+		a->opts.stream =
+		    !strcmp(name, "stream-only") ? COLI_OPT_STREAM_ONLY : COLI_OPT_STREAM_AUTO;
 	} else if (!strcmp(name, "cpu-only")) {
 		a->opts.vram_gb = 0;
 	} else if (strcmp(name, "sync") && strcmp(name, "overlap")) {
@@ -60,6 +60,7 @@ static int stream_arm(struct run *R, struct arm *a, const char *name)
 	}
 	a->opts.ctx = R->prompt + R->tokens + 1;
 	snprintf(a->opts.usage, sizeof(a->opts.usage), "%s", R->usage_cur);
+	a->opts.usage_off = 0;
 	a->threads = a->opts.threads > 0 ? a->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (coli_cpu_pool_create(a->threads, &a->pool))
 		return tool_err("bench", "cannot start %d threads", a->threads);
@@ -92,8 +93,9 @@ static int stream_heat(struct run *R)
 		unlink(R->usage_cur);
 	}
 	o.vram_gb = 0;
-	snprintf(o.stream, sizeof(o.stream), "off");
+	o.stream = COLI_OPT_STREAM_OFF;
 	snprintf(o.usage, sizeof(o.usage), "%s", R->usage_cur);
+	o.usage_off = 0;
 	o.ctx = R->prompt + R->heat_tokens + 1;
 	if (coli_engine_open(R->model, &o, &e, err, sizeof(err)))
 		return tool_err("bench", "stream: %s", err);

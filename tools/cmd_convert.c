@@ -63,14 +63,10 @@ int cmd_convert(int argc, char **argv)
 				                q ? q : "") +
 				       1;
 		} else if (!strcmp(a, "--threads")) {
-			char *end;
-			long n = ++i < argc ? strtol(argv[i], &end, 10) : -1;
-
-			if (i >= argc || *end || n < 1 || n > 4096)
-				return tool_err("convert",
-				                "--threads takes a count from 1 to 4096") +
-				       1;
-			o.threads = (int)n;
+			if (++i >= argc)
+				return tool_err("convert", "--threads needs a count") + 1;
+			if (tool_int("coli convert", a, argv[i], 1, 4096, &o.threads))
+				return 2;
 		} else if (!strcmp(a, "--progress")) {
 			o.progress = 1;
 		} else if (!strcmp(a, "--quiet")) {

@@ -11,13 +11,20 @@
 #include "core/coli.h"
 #include "tools/tools.h"
 
+#define P        "coli generate"
+#define GEN_MAX  (1 << 24) /* -n, --top-k: --ctx's bound */
+#define TEMP_MAX 100.0
+
 static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: coli generate -m MODEL.coli -p TEXT [-n N] [--temperature T] [--top-p P]\n"
 	        "                     [--top-k K] [--seed S] [--ids 1,2,3] [engine options]\n"
-	        "  -n N            tokens to generate (default 64; 0: prefill only)\n"
-	        "  --temperature T 0 = greedy (default), else sampling\n"
+	        "  -n N            tokens to generate, 0..16777216 (default 64; 0: prefill only)\n"
+	        "  --temperature T 0..100: 0 = greedy (default), else sampling\n"
+	        "  --top-p P       nucleus sampling, (0, 1] (default 1: off)\n"
+	        "  --top-k K       sample among the K likeliest, 0..16777216 (default 0: off)\n"
+	        "  --seed S        sampler seed, 64-bit, decimal or 0x hex (default 0)\n"
 	        "  --ids LIST      prompt as token ids instead of text\n\n");
 	coli_opts_help(f);
 }
@@ -37,17 +44,19 @@ int cmd_generate(int argc, char **argv)
 	struct coli_sampler s;
 	struct coli_gen_stats st;
 	const char *prompt = NULL, *ids_arg = NULL;
-	float temp = 0, top_p = 1;
+	double temp = 0, top_p = 1;
 	int top_k = 0, n = 64, rc, n_ids = 0;
-	unsigned long long seed = 0;
+	uint64_t seed = 0;
 	int *ids = NULL;
 	coli_engine_t *e;
 	char err[512];
 
-	tool_engine_args_init(&a);
+	if (tool_engine_args_init(&a, "coli generate"))
+		return 2;
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int bad = 0;
 
 		rc = tool_engine_arg(&a, argc, argv, &i);
 		if (rc < 0)
@@ -65,32 +74,34 @@ int cmd_generate(int argc, char **argv)
 		else if (!strcmp(o, "--ids"))
 			ids_arg = v;
 		else if (!strcmp(o, "-n"))
-			n = atoi(v);
+			bad = tool_int(P, o, v, 0, GEN_MAX, &n);
 		else if (!strcmp(o, "--temperature"))
-			temp = strtof(v, NULL);
+			bad = tool_double(P, o, v, 0, TEMP_MAX, &temp);
 		else if (!strcmp(o, "--top-p"))
-			top_p = strtof(v, NULL);
+			bad = tool_double(P, o, v, 0, 1, &top_p);
 		else if (!strcmp(o, "--top-k"))
-			top_k = atoi(v);
+			bad = tool_int(P, o, v, 0, GEN_MAX, &top_k);
 		else if (!strcmp(o, "--seed"))
-			seed = strtoull(v, NULL, 0);
+			bad = tool_u64(P, o, v, 0, UINT64_MAX, &seed);
 		else
 			return tool_err("generate", "unknown option '%s' (see --help)", o), 2;
+		if (bad)
+			return 2;
 		i += 2;
 	}
 	if (!a.model || (!prompt && !ids_arg)) {
 		help(stderr);
 		return 2;
 	}
-	if (n < 0 || temp < 0 || top_p <= 0 || top_p > 1 || top_k < 0)
-		return tool_err("generate", "invalid sampling settings"), 2;
+	if (top_p == 0)
+		return tool_err("generate", "--top-p '0': expected a number in (0, 1]"), 2;
 	rc = coli_engine_open(a.model, &a.opts, &e, err, sizeof(err));
 	if (rc)
 		return tool_err("generate", "%s", err);
 	rc = tool_prompt_ids(e, prompt, ids_arg, &ids, &n_ids);
 	if (rc)
 		goto out;
-	coli_sampler_init(&s, temp, top_p, top_k, seed);
+	coli_sampler_init(&s, (float)temp, (float)top_p, top_k, seed);
 	rc = coli_generate(e, ids, n_ids, n, &s, on_token, NULL, &st);
 	if (rc == -E2BIG) {
 		tool_err("generate",

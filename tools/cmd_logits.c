@@ -28,7 +28,8 @@ int cmd_logits(int argc, char **argv)
 	char err[512];
 	FILE *f;
 
-	tool_engine_args_init(&a);
+	if (tool_engine_args_init(&a, "coli logits"))
+		return 2;
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -52,7 +52,8 @@ int cmd_perplexity(int argc, char **argv)
 	long predicted = 0;
 	coli_engine_t *e;
 
-	tool_engine_args_init(&a);
+	if (tool_engine_args_init(&a, "coli perplexity"))
+		return 2;
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -70,9 +71,10 @@ int cmd_perplexity(int argc, char **argv)
 			return tool_err("perplexity", "%s needs a value", o), 2;
 		if (!strcmp(o, "-f"))
 			file = v;
-		else if (!strcmp(o, "--window"))
-			window = atoi(v);
-		else
+		else if (!strcmp(o, "--window")) {
+			if (tool_int("coli perplexity", o, v, 2, 1 << 24, &window))
+				return 2;
+		} else
 			return tool_err("perplexity", "unknown option '%s'", o), 2;
 		i += 2;
 	}

@@ -16,6 +16,7 @@
  * drives thousands of cases through.
  */
 #include <errno.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,8 +125,8 @@ static int parse_ids(const char *s, int **ids, int *n)
 		if (!*s)
 			return 0;
 		long v = strtol(s, &end, 10);
-		if (end == s)
-			break;
+		if (end == s || v < 0 || v > INT_MAX)
+			break; /* not an id (LONG_MAX: an overflow) */
 		if ((size_t)*n == cap) {
 			int *nv = realloc(*ids, (cap *= 2) * sizeof(int));
 			if (!nv)

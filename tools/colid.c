@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,25 +31,31 @@
 #include "tools/colid.h"
 #include "tools/tools.h"
 
+#define P "colid"
+
 static void help(FILE *f)
 {
-	fprintf(f, "usage: colid -m MODEL.coli [--host 127.0.0.1] [--port 8080] [options] [engine "
-	           "options]\n"
-	           "  --host ADDR            numeric IPv4/IPv6 address to listen on (default "
-	           "127.0.0.1)\n"
-	           "  --port N               TCP port (default 8080; 0: any free port)\n"
-	           "  --api-key-file FILE    require 'Authorization: Bearer KEY' on /v1/* (first "
-	           "line of FILE)\n"
-	           "  --model-name NAME      id shown by /v1/models (default: file name without "
-	           ".coli)\n"
-	           "  --queue N              requests waiting for the engine before 429 (default "
-	           "16)\n"
-	           "  --max-body-bytes N     larger request bodies get 413 (default 1048576)\n"
-	           "  --max-connections N    simultaneous connections (default 64)\n"
-	           "  --timeout S            idle connection timeout in seconds (default 300)\n"
-	           "  --shutdown-grace S     seconds a running request may finish after SIGTERM "
-	           "(default 30)\n"
-	           "  --debug-token-delay-ms N  sleep N ms per generated token (tests only)\n\n");
+	fprintf(
+	    f,
+	    "usage: colid -m MODEL.coli [--host 127.0.0.1] [--port 8080] [options] [engine "
+	    "options]\n"
+	    "  --host ADDR            numeric IPv4/IPv6 address to listen on (default "
+	    "127.0.0.1)\n"
+	    "  --port N               TCP port 0..65535 (default 8080; 0: any free port)\n"
+	    "  --api-key-file FILE    require 'Authorization: Bearer KEY' on /v1/* (first "
+	    "line of FILE)\n"
+	    "  --model-name NAME      id shown by /v1/models (default: file name without "
+	    ".coli)\n"
+	    "  --queue N              requests waiting for the engine before 429, 1..1048576 "
+	    "(default 16)\n"
+	    "  --max-body-bytes N     larger request bodies get 413, 64..2^40 (default 1048576)\n"
+	    "  --max-connections N    simultaneous connections, 1..1048576 (default 64)\n"
+	    "  --timeout S            idle connection timeout in whole seconds, >= 1 (default "
+	    "300)\n"
+	    "  --shutdown-grace S     seconds a running request may finish after SIGTERM, "
+	    "0..1e9 (default 30)\n"
+	    "  --debug-token-delay-ms N  sleep N ms per generated token, 0..60000 (tests "
+	    "only)\n\n");
 	coli_opts_help(f);
 }
 
@@ -195,16 +202,16 @@ int main(int argc, char **argv)
 	struct tool_engine_args a;
 	const char *host = "127.0.0.1", *key_file = NULL, *name = NULL;
 	int port = 8080, queue = 16, rc, sig;
+	int max_conn = 64, timeout_s = 300, delay_ms = 0;
+	uint64_t max_body = 1 << 20;
 	double grace = 30;
-	int delay_ms = 0;
 	char err[512];
 
-	tool_engine_args_init(&a);
-	srv.max_body = 1 << 20;
-	srv.max_conn = 64;
-	srv.timeout_s = 300;
+	if (tool_engine_args_init(&a, P))
+		return 2;
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int bad = 0;
 
 		rc = tool_engine_arg(&a, argc, argv, &i);
 		if (rc < 0)
@@ -220,35 +227,36 @@ int main(int argc, char **argv)
 		if (!strcmp(o, "--host"))
 			host = v;
 		else if (!strcmp(o, "--port"))
-			port = atoi(v);
+			bad = tool_int(P, o, v, 0, 65535, &port);
 		else if (!strcmp(o, "--api-key-file"))
 			key_file = v;
 		else if (!strcmp(o, "--model-name"))
 			name = v;
 		else if (!strcmp(o, "--queue"))
-			queue = atoi(v);
+			bad = tool_int(P, o, v, 1, 1 << 20, &queue);
 		else if (!strcmp(o, "--max-body-bytes"))
-			srv.max_body = strtoull(v, NULL, 10);
+			bad = tool_u64(P, o, v, 64, (uint64_t)1 << 40, &max_body);
 		else if (!strcmp(o, "--max-connections"))
-			srv.max_conn = atoi(v);
+			bad = tool_int(P, o, v, 1, 1 << 20, &max_conn);
 		else if (!strcmp(o, "--timeout"))
-			srv.timeout_s = atoi(v);
+			bad = tool_int(P, o, v, 1, INT_MAX, &timeout_s);
 		else if (!strcmp(o, "--shutdown-grace"))
-			grace = strtod(v, NULL);
+			bad = tool_double(P, o, v, 0, 1e9, &grace);
 		else if (!strcmp(o, "--debug-token-delay-ms"))
-			delay_ms = atoi(v);
+			bad = tool_int(P, o, v, 0, 60000, &delay_ms);
 		else
 			return die("unknown option '%s' (see --help)", o);
+		if (bad)
+			return 2;
 		i += 2;
 	}
 	if (!a.model) {
 		help(stderr);
 		return 2;
 	}
-	if (port < 0 || port > 65535 || queue < 1 || srv.max_body < 64 || srv.max_conn < 1 ||
-	    srv.timeout_s < 1 || grace < 0)
-		return die("%s", "invalid --port, --queue, --max-body-bytes, --max-connections, "
-		                 "--timeout or --shutdown-grace");
+	srv.max_body = max_body;
+	srv.max_conn = max_conn;
+	srv.timeout_s = timeout_s;
 	if (key_file && (rc = read_key(key_file, srv.api_key, sizeof(srv.api_key))))
 		return die("--api-key-file: cannot read a key from '%s' (empty, or unreadable)",
 		           key_file);

@@ -5,6 +5,7 @@
 #ifndef COLI_TOOLS_H
 #define COLI_TOOLS_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* Every subcommand: argv[0] is its own name; returns the process exit code. */
@@ -12,6 +13,16 @@ typedef int (*coli_cmd_fn)(int argc, char **argv);
 
 /* "coli <cmd>: <message>\n" on stderr; returns 1 for `return die(...)`. */
 int tool_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Strict numbers for a program's options (core/parse.c: the whole string,
+ * range checked): 0, or -1 after printing "PROG: OPT 'V': expected an
+ * integer in MIN..MAX" (PROG: "coli generate", "colid"). */
+int tool_int(const char *prog, const char *opt, const char *v, int min, int max, int *out);
+int tool_double(const char *prog, const char *opt, const char *v, double min, double max,
+                double *out);
+/* Decimal or 0x hex, no sign (seeds, byte counts). */
+int tool_u64(const char *prog, const char *opt, const char *v, uint64_t min, uint64_t max,
+             uint64_t *out);
 
 struct coli_opts;
 #include "core/coli.h"
@@ -22,7 +33,9 @@ struct tool_engine_args {
 	const char *model;
 	struct coli_opts opts;
 };
-void tool_engine_args_init(struct tool_engine_args *a);
+/* Defaults and the environment; -1 after printing "PROG: NAME='V': expected
+ * ..." when a variable of the table is malformed. */
+int tool_engine_args_init(struct tool_engine_args *a, const char *prog);
 /* Consumes argv[*i] if it is -m/--model or an engine flag: returns 1 (and
  * advances *i), 0 if not ours, -1 after printing an error. */
 int tool_engine_arg(struct tool_engine_args *a, int argc, char **argv, int *i);

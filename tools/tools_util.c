@@ -20,10 +20,59 @@ int tool_err(const char *cmd, const char *fmt, ...)
 	return 1;
 }
 
-void tool_engine_args_init(struct tool_engine_args *a)
+/* "PROG: OPT 'V': expected WHAT" */
+static int bad_number(const char *prog, const char *opt, const char *v, const char *what)
 {
+	fprintf(stderr, "%s: %s '%.200s': expected %s\n", prog, opt, v, what);
+	return -1;
+}
+
+int tool_int(const char *prog, const char *opt, const char *v, int min, int max, int *out)
+{
+	char what[96];
+
+	if (!coli_parse_int(v, min, max, out))
+		return 0;
+	coli_parse_expect_long(min, max, what, sizeof(what));
+	return bad_number(prog, opt, v, what);
+}
+
+int tool_double(const char *prog, const char *opt, const char *v, double min, double max,
+                double *out)
+{
+	char what[96];
+
+	if (!coli_parse_double(v, min, max, out))
+		return 0;
+	coli_parse_expect_double(min, max, what, sizeof(what));
+	return bad_number(prog, opt, v, what);
+}
+
+int tool_u64(const char *prog, const char *opt, const char *v, uint64_t min, uint64_t max,
+             uint64_t *out)
+{
+	char what[96];
+	uint64_t x;
+
+	if (!coli_parse_u64(v, max, &x) && x >= min) {
+		*out = x;
+		return 0;
+	}
+	snprintf(what, sizeof(what), "an integer in %llu..%llu%s", (unsigned long long)min,
+	         (unsigned long long)max, max == UINT64_MAX ? " (or 0x hex)" : "");
+	return bad_number(prog, opt, v, what);
+}
+
+int tool_engine_args_init(struct tool_engine_args *a, const char *prog)
+{
+	char err[300];
+
 	a->model = NULL;
-	coli_opts_init(&a->opts);
+	if (coli_opts_init(&a->opts, err, sizeof(err))) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return -1;
+	}
+	return 0;
 }
 
 int tool_engine_arg(struct tool_engine_args *a, int argc, char **argv, int *i)
@@ -200,27 +249,26 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 			    bpt / 1e6, es.cost_bw_cpu / 1e9, es.cost_bw_stream / 1e9, 1e3 * bound,
 			    win / n / bound);
 		}
-		fprintf(
-		    stderr,
-		    "coli: devices: %llu experts streamed (%llu found staged; %llu copied a layer "
-		    "ahead), %.3f GB copied (%.2f GB/s over the run), "
-		    "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
-		    "swaps (%llu read back into RAM), dense part on %s (%llu MoE layer calls "
-		    "stayed on it, %llu planned there, %llu preplanned; %llu layer calls "
-		    "replayed from %llu graphs)\n",
-		    (unsigned long long)es.stream_experts,
-		    (unsigned long long)es.stream_staged_hits,
-		    (unsigned long long)es.stream_prefetched, es.stream_copy_bytes / 1e9,
-		    st->decode_s > 0 ? es.stream_copy_bytes / 1e9 / (st->prefill_s + st->decode_s)
-		                     : 0,
-		    (es.h2d_bytes - es.stream_copy_bytes) / 1e6, es.h2d_const_bytes / 1e9,
-		    (unsigned long long)es.vram_swaps, (unsigned long long)es.vram_readmits,
-		    es.dense_on_device ? "the device" : "the CPU",
-		    (unsigned long long)es.moe_layers_on_dense,
-		    (unsigned long long)es.moe_layers_dev_planned,
-		    (unsigned long long)es.moe_layers_dev_preplanned,
-		    (unsigned long long)es.dev_graph_replays,
-		    (unsigned long long)es.dev_graph_captures);
+		fprintf(stderr,
+		        "coli: devices: %llu experts streamed (%llu found staged), %.3f GB copied "
+		        "(%.2f GB/s over the run), "
+		        "other host->device %.1f MB, weights uploaded at open %.2f GB, %llu VRAM "
+		        "swaps (%llu read back into RAM), dense part on %s (%llu MoE layer calls "
+		        "stayed on it, %llu planned there, %llu preplanned; %llu layer calls "
+		        "replayed from %llu graphs)\n",
+		        (unsigned long long)es.stream_experts,
+		        (unsigned long long)es.stream_staged_hits, es.stream_copy_bytes / 1e9,
+		        st->decode_s > 0
+		            ? es.stream_copy_bytes / 1e9 / (st->prefill_s + st->decode_s)
+		            : 0,
+		        (es.h2d_bytes - es.stream_copy_bytes) / 1e6, es.h2d_const_bytes / 1e9,
+		        (unsigned long long)es.vram_swaps, (unsigned long long)es.vram_readmits,
+		        es.dense_on_device ? "the device" : "the CPU",
+		        (unsigned long long)es.moe_layers_on_dense,
+		        (unsigned long long)es.moe_layers_dev_planned,
+		        (unsigned long long)es.moe_layers_dev_preplanned,
+		        (unsigned long long)es.dev_graph_replays,
+		        (unsigned long long)es.dev_graph_captures);
 		fprintf(stderr,
 		        "coli: faults: device failed at issue %llu, at take %llu | "
 		        "CUDA_RELEASE_HOST: %llu host copies dropped, %llu reloads (%.1f MB)\n",

@@ -295,8 +295,9 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 		snprintf(err, errlen, "no device left");
 		return -ENODEV;
 	}
-	split = !strcmp(e->opts.split, "layers") ||
-	        (!strcmp(e->opts.split, "auto") && n_use > 1 && !fits_first(e, e->devs[use[0]]));
+	split =
+	    e->opts.split == COLI_OPT_SPLIT_LAYERS ||
+	    (e->opts.split == COLI_OPT_SPLIT_AUTO && n_use > 1 && !fits_first(e, e->devs[use[0]]));
 	n = split ? n_use : 1;
 	n = n < L ? n : L;
 	n = n > 0 ? n : 1;

@@ -36,8 +36,7 @@ static int next_moe_layer(const struct coli_engine *e, int l)
  * Once IDLE_GUESSES guesses in a row for a layer read nothing (its hot
  * experts are all in RAM: a model that fits, after its first tokens), the
  * layer is guessed only at every IDLE_PROBE-th position, and a guess that
- * reads again resumes it. Always with COLI_STAGE_AHEAD (the devices copy the
- * guesses). Depends only on state the call does not change before
+ * reads again resumes it. Depends only on state the call does not change before
  * coli_lookahead runs, so the device's guess_layer and the host agree. */
 #define IDLE_GUESSES 8
 #define IDLE_PROBE   8
@@ -62,7 +61,7 @@ int coli_lookahead_wanted(const struct coli_engine *e, int n)
 {
 	if (!e->opts.prefetch || !e->tiers || all_resident(e, n))
 		return 0;
-	return e->opts.stage_ahead || e->la_idle[n] < IDLE_GUESSES || e->pos % IDLE_PROBE == 0;
+	return e->la_idle[n] < IDLE_GUESSES || e->pos % IDLE_PROBE == 0;
 }
 
 void coli_lookahead(struct coli_engine *e, int l, int T)
@@ -117,7 +116,5 @@ void coli_lookahead(struct coli_engine *e, int l, int T)
 		e->la_idle[next] = 0;
 	else if (e->la_idle[next] < IDLE_GUESSES)
 		e->la_idle[next]++;
-	memcpy(e->pred_mask, mask, (size_t)E); /* the devices stage these too */
-	e->pred_l = next;
 	e->est.lookahead_s += coli_now_s() - t0;
 }

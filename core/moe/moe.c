@@ -133,8 +133,7 @@ static void swiglu_pairs(void *arg, int t, int n_tasks)
 	}
 }
 
-/* A layer's device issue (every device's coli_moe_dev_issue, then the next
- * layer's staging prefetch when the guess is made). With COLI_GROUP_ASYNC=1
+/* A layer's device issue (every device's coli_moe_dev_issue). With COLI_GROUP_ASYNC=1
  * and CPU rows to compute it is left pending and runs on the calling thread
  * beside the CPU rows' pool round (cpu_experts): the workers start on the rows while
  * the caller queues the devices' work, so the issue is off the token's
@@ -142,7 +141,7 @@ static void swiglu_pairs(void *arg, int t, int n_tasks)
  * instead (the devices work while the CPU waits). */
 struct dev_issue {
 	struct coli_engine *e;
-	int l, T, pending, prefetch;
+	int l, T, pending;
 	int *issued; /* [n_devs]: issue succeeded */
 };
 
@@ -165,8 +164,6 @@ static void dev_issue_run(void *arg)
 		coli_dense_dev_tail_ahead(e, di->l, di->T);
 	e->tl.issue = coli_now_s();
 	*(beside ? &e->est.moe_beside_s : &e->est.moe_devissue_s) += e->tl.issue - t0;
-	if (di->prefetch) /* the next layer's guess, copied while this one runs */
-		coli_moe_dev_prefetch(e);
 }
 
 /* CPU rows of experts list[0..n) whose slabs (in RAM) are slabs[0..n): each
@@ -241,10 +238,6 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 			return k < 0 ? k : -EIO;
 		if (!*lookahead_done) {
 			coli_lookahead(e, l, T);
-			if (di && di->pending)
-				di->prefetch = 1; /* after the issue */
-			else
-				coli_moe_dev_prefetch(e);
 			*lookahead_done = 1;
 		}
 		if (di && di->pending && !coli_tiers_ready(e))
@@ -280,7 +273,7 @@ double coli_moe_stream_share(const struct coli_engine *e)
 {
 	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
 
-	if (!strcmp(e->opts.stream, "only"))
+	if (e->opts.stream == COLI_OPT_STREAM_ONLY)
 		return 1.0;
 	return sim_only(e) ? 0.5 : bs / (bs + bc);
 }
@@ -302,7 +295,7 @@ static int prefill_stream_count(const struct coli_engine *e, int l, const int *c
 	int k_best = 0;
 
 #define CPU_COST(ex) (slab * e->pair_n[ex] / bp > read ? slab * e->pair_n[ex] / bp : read)
-	if (!strcmp(e->opts.stream, "only"))
+	if (e->opts.stream == COLI_OPT_STREAM_ONLY)
 		return n_cand;
 	for (int i = 0; i < n_cand; i++)
 		cpu += CPU_COST(cand[i]);
@@ -345,7 +338,7 @@ static int decode_stream_count(const struct coli_engine *e, int n_cand)
 {
 	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
 
-	if (!strcmp(e->opts.stream, "only") || sim_only(e))
+	if (e->opts.stream == COLI_OPT_STREAM_ONLY || sim_only(e))
 		return (int)(n_cand * coli_moe_stream_share(e) + 0.5);
 	return coli_moe_decode_split(n_cand, bs, bc);
 }
@@ -356,8 +349,8 @@ static int decode_stream_count(const struct coli_engine *e, int n_cand)
  * prefill_stream_count), taking the experts with the most tokens first (a
  * streamed slab costs the same whatever its token count; CPU rows cost per
  * token). Experts already in a device's staging slots (left there by an
- * earlier token, or copied a layer ahead: core/moe/moe_dev.c's prefetch) are
- * streamed first: their copy is paid, so the split applies to the rest. */
+ * earlier token) are streamed first: their copy is paid, so the split
+ * applies to the rest. */
 static void assign_experts(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -379,23 +372,23 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 		else
 			cand[n_cand++] = ex;
 	}
-	if (!e->n_devs || !n_cand || !strcmp(e->opts.stream, "off"))
+	if (!e->n_devs || !n_cand || e->opts.stream == COLI_OPT_STREAM_OFF)
 		return;
 	for (int d = 0; d < e->n_devs; d++)
 		slots_left[d] = e->devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);
-	/* COLI_STREAM_HOME: only the device holding the layer's dense part (its
-	 * outputs then need no trip through the host when nothing else ran); by
-	 * default at decode only (two H200s, a quarter of the experts on each:
-	 * decode +7%, prefill no better: docs/perf/history/2026-11-30.md) */
-	if ((e->opts.stream_home == 1 || (e->opts.stream_home == 2 && T <= COLI_GPU_MAX_S)) &&
-	    coli_dense_dev_of(e, l) >= 0)
+	/* at decode, only the device holding the layer's dense part (its
+	 * outputs then need no trip through the host when nothing else ran);
+	 * at prefill round-robin over the devices with staging room (two H200s,
+	 * a quarter of the experts on each: decode +7%, prefill no better with
+	 * home: docs/perf/history/2026-11-30.md) */
+	if (T <= COLI_GPU_MAX_S && coli_dense_dev_of(e, l) >= 0)
 		home = coli_dense_dev_of(e, l);
 	for (int d = 0; home >= 0 && d < e->n_devs; d++)
 		if (d != home)
 			slots_left[d] = 0;
-	/* staged a layer early (the lookahead's guess) or still in a slot: the
-	 * copy is paid, stream it (on the home device only, when streaming is:
-	 * what a prefill left on another would keep it busy every token) */
+	/* still in a slot from an earlier token: the copy is paid, stream it
+	 * (on the home device only, when streaming is: what a prefill left on
+	 * another would keep it busy every token) */
 	for (int i = 0; i < n_cand; i++)
 		for (int d = 0; d < e->n_devs; d++)
 			if ((home < 0 || d == home) && coli_moe_dev_staged(e, d, l, cand[i])) {
@@ -535,15 +528,12 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	 * the CPU. Overlapped, beside the CPU rows' first round (struct dev_issue). */
 	if (e->opts.group_async && n_rows) {
 		di.pending = 1;
-		di.prefetch = lookahead_done;
 	} else {
 		dev_issue_run(&di);
 		if (!lookahead_done && !n_need) { /* no host slab to wait for: guess now */
 			coli_lookahead(e, l, T);
 			lookahead_done = 1;
 		}
-		if (lookahead_done) /* the next layer's guess, copied while this one runs */
-			coli_moe_dev_prefetch(e);
 	}
 	/* COLI_GROUP_ASYNC=0, for A/B: take the devices now, before the CPU rows */
 	if (!e->opts.group_async)

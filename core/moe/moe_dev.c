@@ -36,9 +36,8 @@
  * (core/moe/moe.c) is computed from one of the device's staging slots, an LRU
  * cache tagged (layer, expert). Copies run on the device's copy stream;
  * per slot, a *full* event orders copy -> compute and a *free* event orders
- * the last reader -> the next copy (ptx/gpu.c). After a layer's issue the
- * router lookahead's guess for the next MoE layer is staged (prefetch), its
- * slabs pinned in RAM until the copies land. A layer with more new copies
+ * the last reader -> the next copy (ptx/gpu.c). The slots keep what they
+ * hold for later tokens (a staged hit costs no copy). A layer with more new copies
  * than half the free slots goes in waves that reuse the slots of the wave
  * before. The cost model's bandwidths: streaming is timed at open (a
  * slab-sized upload) and recalibrated at every take that had to wait (then
@@ -220,7 +219,7 @@ int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 	if (!v->st)
 		return -ENOMEM;
 	for (int i = 0; i < v->n_stage; i++)
-		v->st[i] = (struct dev_stage){.l = -1, .ex = -1, .used = 0, .tslot = -1};
+		v->st[i] = (struct dev_stage){.l = -1, .ex = -1, .used = 0};
 	rc = coli_dev_alloc(v->dev, v->stage_bytes * v->n_stage, &v->stage);
 	/* one more: the fence behind a layer's own copies (copies_landed) */
 	rc = rc ? rc : coli_dev_stage_init(v->dev, v->n_stage + 1);
@@ -257,8 +256,7 @@ static int stage_find(const struct coli_dev_slot *v, int l, int ex)
 	return -1;
 }
 
-/* Least recently used slot not claimed this round and with no prefetch copy
- * in flight (its RAM slot is still pinned), or -1. Recency is per copy and
+/* Least recently used slot not claimed this round, or -1. Recency is per copy and
  * per wave, not per round: a wave's slots, released for the next wave, are
  * the last picked, so a layer streaming more experts than there are slots
  * copies into slots the wave before is not reading (in round order every
@@ -269,43 +267,23 @@ static int stage_victim(const struct coli_dev_slot *v)
 	int best = -1;
 
 	for (int i = 0; i < v->n_stage; i++)
-		if (v->st[i].used < v->st_clock && v->st[i].tslot < 0 &&
-		    (best < 0 || v->st[i].last < v->st[best].last))
+		if (v->st[i].used < v->st_clock && (best < 0 || v->st[i].last < v->st[best].last))
 			best = i;
 	return best;
 }
 
-/* Slot s receives expert ex of layer l, claimed this round; tslot: the RAM
- * slot pinned until a prefetch copy lands, or -1. */
-static void stage_fill(struct coli_dev_slot *v, int s, int l, int ex, int tslot)
+/* Slot s receives expert ex of layer l, claimed this round. */
+static void stage_fill(struct coli_dev_slot *v, int s, int l, int ex)
 {
-	v->st[s] = (struct dev_stage){
-	    .l = l, .ex = ex, .used = v->st_clock, .last = ++v->st_tick, .tslot = tslot};
+	v->st[s] = (struct dev_stage){.l = l, .ex = ex, .used = v->st_clock, .last = ++v->st_tick};
 }
 
-/* Prefetch copies that landed give their RAM slots back to the tiers. */
-static void stage_reap(struct coli_engine *e, struct coli_dev_slot *v)
-{
-	for (int i = 0; i < v->n_stage; i++)
-		if (v->st[i].tslot >= 0 && coli_dev_stage_landed(v->dev, i)) {
-			coli_tiers_unpin(e, v->st[i].tslot);
-			v->st[i].tslot = -1;
-		}
-}
-
-/* Staging slots device d can fill now: all but those whose prefetch copy is
- * still in flight. */
+/* Staging slots device d can fill now. */
 int coli_moe_dev_stage_room(struct coli_engine *e, int d)
 {
-	struct coli_dev_slot *v = &e->vram[d];
-	int n = 0;
+	const struct coli_dev_slot *v = &e->vram[d];
 
-	if (!v->st)
-		return 0;
-	stage_reap(e, v);
-	for (int i = 0; i < v->n_stage; i++)
-		n += v->st[i].tslot < 0;
-	return n;
+	return v->st ? v->n_stage : 0;
 }
 
 /* Is expert ex of layer l already staged on device d (a copy landed or in
@@ -315,69 +293,6 @@ int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex)
 	const struct coli_dev_slot *v = &e->vram[d];
 
 	return v->st && !v->dev->failed && stage_find(v, l, ex) >= 0;
-}
-
-/* After layer l's issue: copy the lookahead's guess for the next MoE layer
- * into free staging slots on the copy stream, while the compute stream runs
- * this layer's experts and the next layer's attention. Only slabs already in
- * RAM are copied (pinned until the copy lands); VRAM-resident and already
- * staged experts are skipped. */
-void coli_moe_dev_prefetch(struct coli_engine *e)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	int n = e->pred_l, guessed = 0, quota;
-
-	if (n < 0 || !e->where || strcmp(e->opts.stream, "off") == 0 || !e->opts.stage_ahead)
-		return;
-	/* no more copies than the split will stream of the guessed RAM-tier
-	 * experts (core/moe/moe.c assign_experts streams staged ones first): copies
-	 * beyond it, and the wrong guesses among them, took the link from the
-	 * layer being computed (H200: every guess copied < this quota < none,
-	 * docs/perf/history/2026-11-29.md: the staging slots then keep the experts
-	 * later tokens reuse, so COLI_STAGE_AHEAD is off by default) */
-	for (int ex = 0; ex < c->n_experts; ex++)
-		guessed += e->pred_mask[ex] && e->where[(size_t)n * c->n_experts + ex] < 0;
-	quota = (int)(guessed * coli_moe_stream_share(e) + 0.5);
-	for (int d = 0; d < e->n_devs; d++) {
-		struct coli_dev_slot *v = &e->vram[d];
-		const struct coli_expert_layer *xl =
-		    coli_io_container_expert_layer(e->m.c, e->m.layers[n].xl);
-
-		if (!v->st || v->dev->failed)
-			continue;
-		for (int ex = 0; ex < c->n_experts; ex++) {
-			const void *src;
-			int s, ts;
-
-			if (!e->pred_mask[ex] || e->where[(size_t)n * c->n_experts + ex] >= 0 ||
-			    stage_find(v, n, ex) >= 0)
-				continue;
-			if (quota-- <= 0)
-				goto done;
-			/* one device per guess: the first with a free slot takes it */
-			for (int o = 0; o < d; o++)
-				if (e->vram[o].st && stage_find(&e->vram[o], n, ex) >= 0)
-					goto next;
-			s = stage_victim(v);
-			if (s < 0)
-				break;
-			src = coli_tiers_pin_ready(e, n, ex, &ts);
-			if (!src)
-				continue;
-			if (coli_dev_stage_copy(v->dev, s, v->stage + (uint64_t)s * v->stage_bytes,
-			                        src, xl->slab_bytes)) {
-				coli_tiers_unpin(e, ts);
-				break; /* the device failed: its experts go to the CPU */
-			}
-			stage_fill(v, s, n, ex, ts);
-			e->est.stream_prefetched++;
-			e->est.h2d_bytes += xl->slab_bytes;
-			e->est.stream_copy_bytes += xl->slab_bytes;
-		next:;
-		}
-	}
-done:
-	e->pred_l = -1;
 }
 
 /* The copies of wave [r0, r1) of device d's layer: its streamed slabs that
@@ -416,7 +331,7 @@ static int wave_copies(struct coli_engine *e, int l, int d, int r0, int r1)
 			if (!e->tl.copy)
 				e->tl.copy = coli_now_s();
 			run->tail = 1;
-			stage_fill(v, run->stage, l, ex, -1);
+			stage_fill(v, run->stage, l, ex);
 			v->streamed_bytes += xl->slab_bytes;
 		}
 		run->slab = v->stage + (uint64_t)run->stage * v->stage_bytes;
@@ -647,7 +562,6 @@ static int issue_begin(struct coli_engine *e, int l, int d)
 	if (v->st) {
 		/* a new round: this layer's staged experts are claimed before any
 		 * copy of this layer picks a victim */
-		stage_reap(e, v);
 		v->st_clock++;
 		for (int ex = 0; ex < c->n_experts; ex++) {
 			int s = e->pair_n[ex] && e->assign[ex] == d && e->streamed[ex]
@@ -658,7 +572,7 @@ static int issue_begin(struct coli_engine *e, int l, int d)
 				v->st[s].used = v->st_clock;
 		}
 		for (int i = 0; i < v->n_stage; i++)
-			room += v->st[i].used < v->st_clock && v->st[i].tslot < 0;
+			room += v->st[i].used < v->st_clock;
 	}
 	for (int p = 0; p < e->n_pairs;) {
 		int ex = e->pair_expert[p], n = 0;
@@ -757,10 +671,9 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 	return rc;
 }
 
-/* Wait until the slabs this layer copied (not those staged a layer ahead:
- * stage_reap unpins them) have landed on the device: the fence issue put
- * behind them (a slot's own event may belong to a later copy by now, the
- * next layer's staging into a slot this layer has done with). */
+/* Wait until the slabs this layer copied have landed on the device: the
+ * fence issue put behind them (a slot's own event may belong to a later copy
+ * by now, a later wave's into a slot this layer has done with). */
 static int copies_landed(struct coli_dev_slot *v)
 {
 	if (v->streamed_bytes)

@@ -585,7 +585,7 @@ static int usage_load(struct coli_engine *e, const char *model)
 	char err[700];
 	int rc;
 
-	if (!strcmp(e->opts.usage, "off") || !strcmp(e->opts.usage, "none"))
+	if (e->opts.usage_off)
 		return 0;
 	if (e->opts.usage[0])
 		snprintf(t->usage_path, sizeof(t->usage_path), "%s", e->opts.usage);
@@ -797,13 +797,6 @@ static int budget(struct coli_engine *e, const char *model, char *err, size_t er
 	return 0;
 }
 
-static enum coli_io_verify parse_verify(const char *v)
-{
-	return !strcmp(v, "on")    ? COLI_IO_VERIFY_ON
-	       : !strcmp(v, "off") ? COLI_IO_VERIFY_OFF
-	                           : COLI_IO_VERIFY_AUTO;
-}
-
 int coli_tiers_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	struct coli_tiers *t = calloc(1, sizeof(*t));
@@ -831,17 +824,6 @@ int coli_tiers_open(struct coli_engine *e, char *err, size_t errlen)
 	t->min_slots = e->m.cfg.top_k > 0 ? e->m.cfg.top_k : 1;
 	if (t->min_slots > t->total)
 		t->min_slots = t->total;
-	if (strcmp(e->opts.verify_slabs, "auto") && strcmp(e->opts.verify_slabs, "on") &&
-	    strcmp(e->opts.verify_slabs, "off")) {
-		snprintf(err, errlen, "--verify-slabs '%s': expected auto, on or off",
-		         e->opts.verify_slabs);
-		return -EINVAL;
-	}
-	if (strcmp(e->opts.io, "auto") && strcmp(e->opts.io, "uring") &&
-	    strcmp(e->opts.io, "pread")) {
-		snprintf(err, errlen, "--io '%s': expected auto, uring or pread", e->opts.io);
-		return -EINVAL;
-	}
 	rc = budget(e, model, err, errlen);
 	if (rc)
 		return rc;
@@ -859,7 +841,7 @@ int coli_tiers_open(struct coli_engine *e, char *err, size_t errlen)
 	for (size_t i = 0; i < n; i++)
 		t->x[i].slot = -1;
 	if (e->opts.ram_gb >= 0) {
-		rc = dense_load(e, strcmp(e->opts.verify_slabs, "off"), err, errlen);
+		rc = dense_load(e, e->opts.verify_slabs != COLI_OPT_VERIFY_OFF, err, errlen);
 		if (rc)
 			return rc;
 	}
@@ -873,10 +855,12 @@ int coli_tiers_open(struct coli_engine *e, char *err, size_t errlen)
 		coli_mem_lock(coli_mem_slots_base(t->slots), coli_mem_slots_bytes(t->slots),
 		              "expert slots");
 	coli_io_stream_opts_init(&so);
-	so.backend = !strcmp(e->opts.io, "pread")   ? COLI_IO_PREAD
-	             : !strcmp(e->opts.io, "uring") ? COLI_IO_URING
-	                                            : COLI_IO_AUTO;
-	so.verify = parse_verify(e->opts.verify_slabs);
+	so.backend = e->opts.io == COLI_OPT_IO_PREAD   ? COLI_IO_PREAD
+	             : e->opts.io == COLI_OPT_IO_URING ? COLI_IO_URING
+	                                               : COLI_IO_AUTO;
+	so.verify = e->opts.verify_slabs == COLI_OPT_VERIFY_ON    ? COLI_IO_VERIFY_ON
+	            : e->opts.verify_slabs == COLI_OPT_VERIFY_OFF ? COLI_IO_VERIFY_OFF
+	                                                          : COLI_IO_VERIFY_AUTO;
 	rc = coli_io_stream_create(t->c, t->slots, &so, &t->io);
 	if (rc) {
 		snprintf(err, errlen, "%s", coli_io_errmsg());

@@ -201,7 +201,7 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 			if (v->budget > free_b)
 				v->budget = free_b;
 		}
-		if (!rc && strcmp(e->opts.stream, "off") && e->opts.stream_slots > 0) {
+		if (!rc && e->opts.stream != COLI_OPT_STREAM_OFF && e->opts.stream_slots > 0) {
 			rc = coli_moe_dev_stage_alloc(e, v);
 			snprintf(what, sizeof(what), "%d staging slots", e->opts.stream_slots);
 		}

@@ -42,9 +42,9 @@ static int check(enum coli_dtype q, const char *dir)
 		printf("FAIL make %s: %s\n", path, err);
 		return 1;
 	}
-	coli_opts_init(&o);
+	coli_opts_init(&o, NULL, 0);
 	snprintf(o.gpu, sizeof(o.gpu), "off");
-	snprintf(o.usage, sizeof(o.usage), "%s", upath);
+	coli_opts_set(&o, "--usage", upath, NULL, 0);
 	o.threads = 2;
 	if (coli_engine_open(path, &o, &e, err, sizeof(err))) {
 		printf("FAIL open %s: %s\n", path, err);

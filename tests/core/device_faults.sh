@@ -88,10 +88,10 @@ COLI_GPU_FAIL_AFTER=300 gen --gpu sim:2 --split layers >out.txt 2>err.txt
 	ok "sim:2 --split layers, both fail mid-run: $(grep 'from now on' err.txt)" ||
 	{ bad "sim:2 --split layers, both fail mid-run"; cat err.txt; }
 gen --gpu 0,0 >out.txt 2>err.txt
-[ $? -ne 0 ] && grep -q "a list of distinct devices" err.txt &&
+[ $? -ne 0 ] && grep -q "a list of distinct GPU ordinals" err.txt &&
 	ok "--gpu 0,0 refused: $(cat err.txt)" || { bad "--gpu 0,0"; cat err.txt; }
 gen --gpu sim:0 >out.txt 2>err.txt
-[ $? -ne 0 ] && grep -q "expected sim or sim:N with N from 1 to" err.txt &&
+[ $? -ne 0 ] && grep -q "sim:N (N 1..8)" err.txt &&
 	ok "--gpu sim:0 refused: $(cat err.txt)" || { bad "--gpu sim:0"; cat err.txt; }
 
 # the real device, when there is one

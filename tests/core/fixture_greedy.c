@@ -18,7 +18,7 @@ static coli_engine_t *open_model(const char *path)
 	coli_engine_t *e = NULL;
 	char err[512];
 
-	coli_opts_init(&o);
+	coli_opts_init(&o, NULL, 0);
 	o.threads = 2;
 	if (coli_engine_open(path, &o, &e, err, sizeof(err)))
 		fprintf(stderr, "open %s: %s\n", path, err);

@@ -22,7 +22,7 @@ static int run_logits(const char *path, const int *ids, int n, float *out)
 	char err[512];
 	int rc;
 
-	coli_opts_init(&o);
+	coli_opts_init(&o, NULL, 0);
 	o.threads = 2;
 	rc = coli_engine_open(path, &o, &e, err, sizeof(err));
 	if (rc) {

@@ -27,10 +27,10 @@ static coli_engine_t *open_engine(const char *path, const char *gpu)
 	coli_engine_t *e = NULL;
 	char err[512];
 
-	coli_opts_init(&o);
+	coli_opts_init(&o, NULL, 0);
 	o.threads = 2;
 	snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
-	snprintf(o.usage, sizeof(o.usage), "off");
+	coli_opts_set(&o, "--usage", "off", NULL, 0);
 	if (coli_engine_open(path, &o, &e, err, sizeof(err)))
 		printf("open %s (gpu %s): %s\n", path, gpu, err);
 	return e;

@@ -88,7 +88,7 @@ sed '5s/ [0-9]*:/ 7:/' t1.txt >t3.txt
 		-o u3.f32 >/dev/null 2>&1 && cmp -s u1.f32 u3.f32 && [ -s u1.f32 ] &&
 	ok "--ubatch 3: logits byte-identical to one pass" || bad "--ubatch 3 logits differ"
 "$COLI" generate -m m.coli --ubatch -1 -p "hi" -n 1 >out.txt 2>err.txt
-[ $? -ne 0 ] && grep -q "ubatch -1: expected 1 to" err.txt && ok "--ubatch -1 refused: $(cat err.txt)" ||
+[ $? -ne 0 ] && grep -q "ubatch '-1': expected an integer in 0..16384" err.txt && ok "--ubatch -1 refused: $(cat err.txt)" ||
 	{ bad "--ubatch -1"; cat err.txt; }
 for g in off:512 sim:2048; do
 	"$COLI" generate -m m.coli --gpu ${g%:*} --ctx 4096 -p "hi" -n 1 --profile >out.txt 2>err.txt &&
@@ -101,6 +101,17 @@ done
 	"$COLI" logits -m m.coli --gpu sim:2 --split layers --text "def fibonacci(n):" -o s2.f32 \
 		>/dev/null 2>err.txt && grep -q "of layers" err.txt && cmp -s s0.f32 s2.f32 &&
 	ok "--split layers on sim:2: logits byte-identical to the CPU" || { bad "--split layers"; cat err.txt; }
+# 11b. COLI_DEV_ROUTE=0: the dense part on a device, every MoE layer routed and planned
+# by the host (the path of models past the device router's limits: more than 1024
+# experts, top-k above 16); logits byte-identical to the CPU's, nothing planned there
+COLI_DEV_ROUTE=0 "$COLI" logits -m m.coli --gpu sim --text "def fibonacci(n):" -o r0.f32 \
+	>/dev/null 2>&1 && cmp -s s0.f32 r0.f32 &&
+	COLI_DEV_ROUTE=0 "$COLI" generate -m m.coli --gpu sim -p "hi" -n 4 --profile >out.txt 2>err.txt &&
+	grep -q "stayed on it, 0 planned there" err.txt &&
+	"$COLI" generate -m m.coli --gpu sim -p "hi" -n 4 --profile >out.txt 2>err.txt &&
+	grep -q "stayed on it, [1-9][0-9]* planned there" err.txt &&
+	ok "COLI_DEV_ROUTE=0 on sim: host routing, logits byte-identical to the CPU" ||
+	{ bad "COLI_DEV_ROUTE=0"; cat err.txt; }
 # 12. every position's logits on a device come down 64 rows at a time: 150 positions
 # in one 256-token pass on the simulated device, byte-identical to the CPU's
 IDS=$(seq -s, 1 150)
@@ -111,7 +122,7 @@ IDS=$(seq -s, 1 150)
 "$COLI" generate -m m.coli --gpu sim:2 --split rows -p "hi" -n 1 >out.txt 2>err.txt
 [ $? -ne 0 ] && grep -q "expected auto, layers or none" err.txt && ok "--split rows refused" ||
 	{ bad "--split rows"; cat err.txt; }
-COLI_STREAM_HOME=3 "$COLI" generate -m m.coli --gpu sim:2 -p "hi" -n 1 >out.txt 2>err.txt
-[ $? -ne 0 ] && grep -q "COLI_STREAM_HOME=3: expected 0" err.txt && ok "COLI_STREAM_HOME=3 refused" ||
-	{ bad "COLI_STREAM_HOME=3"; cat err.txt; }
+COLI_GPU_FAIL_DEV=8 "$COLI" generate -m m.coli --gpu sim:2 -p "hi" -n 1 >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "COLI_GPU_FAIL_DEV='8': expected an integer in -1..7" err.txt &&
+	ok "COLI_GPU_FAIL_DEV=8 refused" || { bad "COLI_GPU_FAIL_DEV=8"; cat err.txt; }
 exit $fail

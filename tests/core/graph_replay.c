@@ -11,8 +11,8 @@
  * every expert in VRAM (layers planned on the device), a few (host-planned layers with the rest on
  * the CPU), and the same with the VRAM experts preplanned. Asserted too: every layer ran from a
  * graph at every step; with every expert in VRAM the whole token is one graph, captured once a
- * bucket (core/forward/forward_dev.c token_run), else each layer has its own (two for a host-planned layer:
- * with and without the lookahead's guess) in each bucket. Skips without a GPU.
+ * bucket (core/forward/forward_dev.c token_run), else each layer has its own (two for a
+ * host-planned layer: with and without the lookahead's guess) in each bucket. Skips without a GPU.
  */
 #include "fixture_util.h"
 #include "io/io.h"
@@ -28,14 +28,14 @@ static coli_engine_t *open_engine(const char *path, int graph, double vram_gb, i
 	coli_engine_t *e = NULL;
 	char err[512];
 
-	coli_opts_init(&o);
+	coli_opts_init(&o, NULL, 0);
 	o.threads = 2;
 	o.vram_gb = vram_gb;
 	o.dev_graph = graph;
 	o.dev_preplan = preplan;
 	snprintf(o.gpu, sizeof(o.gpu), "0");
-	snprintf(o.stream, sizeof(o.stream), "off");
-	snprintf(o.usage, sizeof(o.usage), "off");
+	coli_opts_set(&o, "--stream", "off", NULL, 0);
+	coli_opts_set(&o, "--usage", "off", NULL, 0);
 	if (coli_engine_open(path, &o, &e, err, sizeof(err)))
 		printf("open %s: %s\n", path, err);
 	return e;

@@ -23,10 +23,10 @@ static int check(const char *path, const char *gpu)
 	double per_tok, cap;
 	int n_moe = 0;
 
-	coli_opts_init(&o);
+	coli_opts_init(&o, NULL, 0);
 	o.threads = 2;
 	snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
-	snprintf(o.stream, sizeof(o.stream), "off");
+	coli_opts_set(&o, "--stream", "off", NULL, 0);
 	if (coli_engine_open(path, &o, &e, err, sizeof(err))) {
 		printf("open (gpu %s): %s\n", gpu, err);
 		return 1;

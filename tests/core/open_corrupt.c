@@ -86,10 +86,10 @@ static void try_open(const char *name, unsigned char *b, int must_fail)
 		g_fail++;
 		return;
 	}
-	coli_opts_init(&o);
+	coli_opts_init(&o, NULL, 0);
 	o.threads = 2;
 	snprintf(o.gpu, sizeof(o.gpu), "off");
-	snprintf(o.usage, sizeof(o.usage), "off");
+	coli_opts_set(&o, "--usage", "off", NULL, 0);
 	rc = coli_engine_open(path, &o, &e, err, sizeof(err));
 	if (rc) {
 		g_refused++;

@@ -62,14 +62,14 @@ static int do_run(const char *path, const char *gpu, double vram_gb, int fail_af
 	char err[512];
 	int rc, id;
 
-	coli_opts_init(&o);
+	coli_opts_init(&o, NULL, 0);
 	o.threads = 2;
 	snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
 	o.vram_gb = vram_gb;
 	o.gpu_fail_after = fail_after;
-	snprintf(o.stream, sizeof(o.stream), "%s", stream);
+	coli_opts_set(&o, "--stream", stream, NULL, 0);
 	o.stream_slots = slots;
-	snprintf(o.dense, sizeof(o.dense), "%s", dense);
+	coli_opts_set(&o, "--dense", dense, NULL, 0);
 	o.ram_gb = ram_gb;
 	o.group_async = !(fail_after == 2 || fail_after == 80); /* some runs take synchronously */
 	o.dev_preplan = 1; /* the default, asserted to have run below */

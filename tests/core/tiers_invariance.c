@@ -28,12 +28,12 @@ static int run(const char *path, double ram_gb, int prefetch, const char *io, co
 	coli_engine_t *e;
 	int V, rc;
 
-	coli_opts_init(&o);
+	coli_opts_init(&o, NULL, 0);
 	o.threads = 2;
 	o.ram_gb = ram_gb;
 	o.prefetch = prefetch;
-	snprintf(o.io, sizeof(o.io), "%s", io);
-	snprintf(o.verify_slabs, sizeof(o.verify_slabs), "on");
+	coli_opts_set(&o, "--io", io, NULL, 0);
+	coli_opts_set(&o, "--verify-slabs", "on", NULL, 0);
 	rc = coli_engine_open(path, &o, &e, err, errlen);
 	if (rc)
 		return rc;
@@ -73,7 +73,7 @@ static int fixture(const char *name, enum coli_dtype q)
 		struct coli_opts o;
 		coli_engine_t *e;
 
-		coli_opts_init(&o);
+		coli_opts_init(&o, NULL, 0);
 		if (coli_engine_open(path, &o, &e, err, sizeof(err))) {
 			printf("%s: %s\n", path, err);
 			return 1;
