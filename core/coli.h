@@ -36,7 +36,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cpu/cpu.h"
+#include "mem/dtype.h" /* enum coli_dtype */
 
 enum coli_arch {
 	COLI_ARCH_QWEN3_MOE = 1,
@@ -370,13 +370,12 @@ struct coli_engine_stats {
 	double dev_busy_s; /* --profile: device time of the MoE expert work (events), all devices */
 	uint64_t dev_ops;  /* launches, syncs and staging copies queued on all devices */
 	/* a host-planned decode MoE layer with the dense part on a device, timed
-	 * from the moment the host has its routing (core/forward/layer_host.c coli_dense_dev_moe_host),
-	 * summed over layer calls by the slab copies the layer queued (0, 1, 2,
-	 * 3 or more): [k][0] layer calls; seconds [1] queuing its device part,
-	 * [2] then waiting for the routing (the dense chain before it), then
-	 * after it [3] the first slab copy queued (0: none), [4] the devices'
-	 * issue done (0: none), [5] the CPU rows done, [6] take done (device
-	 * outputs or copies landed), [7] the outputs queued back: the layer's
+	 * from the moment the host has its routing (core/forward/layer_host.c
+	 * coli_dense_dev_moe_host), summed over layer calls by the slab copies the layer queued (0,
+	 * 1, 2, 3 or more): [k][0] layer calls; seconds [1] queuing its device part, [2] then
+	 * waiting for the routing (the dense chain before it), then after it [3] the first slab
+	 * copy queued (0: none), [4] the devices' issue done (0: none), [5] the CPU rows done, [6]
+	 * take done (device outputs or copies landed), [7] the outputs queued back: the layer's
 	 * host part */
 	double moe_layer[COLI_TL_CLASSES][COLI_TL_FIELDS];
 	double cost_bw_cpu, cost_bw_stream; /* the cost model's bytes/s of CPU rows and of

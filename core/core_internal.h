@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "core/coli.h"
+#include "cpu/cpu.h"
 #include "io/io.h"
 
 struct coli_layer {
