@@ -18,13 +18,12 @@ CC      ?= cc
 SAN     ?=
 DEBUG   ?=
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-PKGS    := liburing numa openblas libpcre2-8 libutf8proc jansson libxxhash
+PKGS    := liburing numa libpcre2-8 libutf8proc jansson libxxhash
 OPTPKGS := libmicrohttpd hwloc
 
 # name of the Debian package providing each pkg-config module
 DEB_liburing      := liburing-dev
 DEB_numa          := libnuma-dev
-DEB_openblas      := libopenblas-dev
 DEB_libpcre2-8    := libpcre2-dev
 DEB_libutf8proc   := libutf8proc-dev
 DEB_jansson       := libjansson-dev
@@ -50,8 +49,6 @@ ifneq ($(SAN),)
 endif
 PKG_CFLAGS := $(if $(MISSING),,$(shell pkg-config --cflags $(PKGS)))
 PKG_LIBS   := $(if $(MISSING),,$(shell pkg-config --libs $(PKGS)))
-# Debian's openblas.pc names the pthread flavour; fall back to -lopenblas.
-PKG_LIBS   := $(if $(PKG_LIBS),$(PKG_LIBS),-lopenblas)
 
 ifneq ($(NVCC),)
   HAVE_nvcc := yes

@@ -89,8 +89,8 @@ static void model_id(const char *path, char *out, size_t cap)
 }
 
 /* SIGINT/SIGTERM land in a self-pipe: a handler, not a blocked mask, because
- * libraries may start threads before main (OpenBLAS does) whose masks we do
- * not control, and a signal delivered there would kill the process. */
+ * libraries may start threads before main whose masks we do not control, and
+ * a signal delivered there would kill the process. */
 static int g_sig_pipe[2] = {-1, -1};
 
 static void on_signal(int sig)
