@@ -198,7 +198,7 @@ clean:
 # make install [PREFIX=/usr/local] [DESTDIR=...] [BINDIR= LIBDIR= INCLUDEDIR=
 # PKGCONFIGDIR= SYSTEMDDIR=]: coli, colid (when built), libcoli.a, libcoli.so
 # (soname libcoli.so.$(SO_MAJOR)), the public headers under INCLUDEDIR/coli/
-# (core/coli.h includes mem/dtype.h relative to itself), coli.pc and colid's
+# (core/coli.h includes cpu/dtype.h relative to itself), coli.pc and colid's
 # systemd unit (ExecStart pointed at BINDIR). make uninstall, with the same
 # variables, removes exactly those files, then the headers' folders if empty.
 PREFIX       ?= /usr/local
@@ -219,7 +219,7 @@ D            := $(DESTDIR)
 INSTALLED    := $(D)$(BINDIR)/coli $(if $(COLID),$(D)$(BINDIR)/colid) $(D)$(LIBDIR)/libcoli.a \
                 $(D)$(LIBDIR)/$(SO_FILE) $(D)$(LIBDIR)/libcoli.so.$(SO_MAJOR) \
                 $(D)$(LIBDIR)/libcoli.so $(D)$(INCLUDEDIR)/coli/coli.h \
-                $(D)$(INCLUDEDIR)/coli/mem/dtype.h $(D)$(PKGCONFIGDIR)/coli.pc \
+                $(D)$(INCLUDEDIR)/coli/cpu/dtype.h $(D)$(PKGCONFIGDIR)/coli.pc \
                 $(if $(COLID),$(D)$(SYSTEMDDIR)/colid.service)
 
 .PHONY: install uninstall shared
@@ -232,14 +232,14 @@ $(BUILD)/$(SO_FILE): $(LIB_OBJ)
 		$(LIB_OBJ) $(LDLIBS)
 
 install: $(BUILD)/coli $(COLID) $(BUILD)/libcoli.a $(BUILD)/$(SO_FILE)
-	install -d $(D)$(BINDIR) $(D)$(LIBDIR) $(D)$(INCLUDEDIR)/coli/mem $(D)$(PKGCONFIGDIR)
+	install -d $(D)$(BINDIR) $(D)$(LIBDIR) $(D)$(INCLUDEDIR)/coli/cpu $(D)$(PKGCONFIGDIR)
 	install -m 755 $(BUILD)/coli $(COLID) $(D)$(BINDIR)/
 	install -m 644 $(BUILD)/libcoli.a $(D)$(LIBDIR)/libcoli.a
 	install -m 755 $(BUILD)/$(SO_FILE) $(D)$(LIBDIR)/$(SO_FILE)
 	ln -sf $(SO_FILE) $(D)$(LIBDIR)/libcoli.so.$(SO_MAJOR)
 	ln -sf libcoli.so.$(SO_MAJOR) $(D)$(LIBDIR)/libcoli.so
 	install -m 644 core/coli.h $(D)$(INCLUDEDIR)/coli/coli.h
-	install -m 644 mem/dtype.h $(D)$(INCLUDEDIR)/coli/mem/dtype.h
+	install -m 644 cpu/dtype.h $(D)$(INCLUDEDIR)/coli/cpu/dtype.h
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 		'Name: coli' 'Description: MoE inference engine for models larger than VRAM' \
 		'Version: $(SO_VERSION)' 'Requires.private: $(PC_REQUIRES)' \
@@ -251,6 +251,6 @@ install: $(BUILD)/coli $(COLID) $(BUILD)/libcoli.a $(BUILD)/$(SO_FILE)
 
 uninstall:
 	rm -f $(INSTALLED)
-	rmdir $(D)$(INCLUDEDIR)/coli/mem $(D)$(INCLUDEDIR)/coli 2>/dev/null || true
+	rmdir $(D)$(INCLUDEDIR)/coli/cpu $(D)$(INCLUDEDIR)/coli 2>/dev/null || true
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(COLID_OBJ:.o=.d) $(TEST_BIN:=.d)

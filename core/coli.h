@@ -36,7 +36,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "mem/dtype.h" /* enum coli_dtype */
+#include "cpu/dtype.h" /* enum coli_dtype */
 
 enum coli_arch {
 	COLI_ARCH_QWEN3_MOE = 1,

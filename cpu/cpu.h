@@ -49,7 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mem/dtype.h" /* enum coli_dtype, its names and sizes; COLI_QBLOCK */
+#include "cpu/dtype.h" /* enum coli_dtype, its names and sizes; COLI_QBLOCK */
 
 #define COLI_LANES 16 /* lanes of the canonical reduction */
 

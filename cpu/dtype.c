@@ -1,8 +1,8 @@
 /*
- * cpu/dtype.c — weight formats: views, exact scalar fp16/bf16 conversions,
- * GGUF-compatible Q8_0/Q4_0 weight quantization, dequantization of a row, and
- * the canonical per-32-block quantization of activations. Their names and
- * sizes are mem/dtype.c's.
+ * cpu/dtype.c — weight formats: names and sizes (cpu/dtype.h), views, exact
+ * scalar fp16/bf16 conversions, GGUF-compatible Q8_0/Q4_0 weight
+ * quantization, dequantization of a row, and the canonical per-32-block
+ * quantization of activations.
  *
  * Planar layout of a quantized rows x K matrix (K % 32 == 0, nb = K/32):
  *
@@ -27,6 +27,73 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
+
+const char *coli_dtype_name(enum coli_dtype t)
+{
+	switch (t) {
+	case COLI_DTYPE_F32:
+		return "f32";
+	case COLI_DTYPE_F16:
+		return "f16";
+	case COLI_DTYPE_BF16:
+		return "bf16";
+	case COLI_DTYPE_Q8_0:
+		return "q8_0";
+	case COLI_DTYPE_Q4_0:
+		return "q4_0";
+	}
+	return "?";
+}
+
+int coli_dtype_parse(const char *s, enum coli_dtype *out)
+{
+	static const struct {
+		const char *name;
+		enum coli_dtype t;
+	} names[] = {
+	    {"f32", COLI_DTYPE_F32},   {"f16", COLI_DTYPE_F16},   {"bf16", COLI_DTYPE_BF16},
+	    {"q8", COLI_DTYPE_Q8_0},   {"q8_0", COLI_DTYPE_Q8_0}, {"q4", COLI_DTYPE_Q4_0},
+	    {"q4_0", COLI_DTYPE_Q4_0},
+	};
+	if (!s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(s, names[i].name)) {
+			*out = names[i].t;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int coli_dtype_is_quant(enum coli_dtype t)
+{
+	return t == COLI_DTYPE_Q8_0 || t == COLI_DTYPE_Q4_0;
+}
+
+size_t coli_dtype_mat_bytes(enum coli_dtype t, size_t rows, size_t cols)
+{
+	size_t n = rows * cols;
+
+	if (rows && n / rows != cols)
+		return 0;
+	switch (t) {
+	case COLI_DTYPE_F32:
+		return n * 4;
+	case COLI_DTYPE_F16:
+	case COLI_DTYPE_BF16:
+		return n * 2;
+	case COLI_DTYPE_Q8_0:
+		if (cols % COLI_QBLOCK)
+			return 0;
+		return n + rows * (cols / COLI_QBLOCK) * 2;
+	case COLI_DTYPE_Q4_0:
+		if (cols % COLI_QBLOCK)
+			return 0;
+		return n / 2 + rows * (cols / COLI_QBLOCK) * 2;
+	}
+	return 0;
+}
 
 void coli_mat_view(struct coli_mat *m, enum coli_dtype t, int rows, int cols, const void *p)
 {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mem/dtype.h" /* enum coli_dtype */
+#include "cpu/dtype.h" /* enum coli_dtype */
 #include "mem/mem.h"   /* slab slots */
 
 /* The last error's description for this thread ("file: what went wrong"). */

@@ -9,10 +9,6 @@
  *             and thread binding
  *   slots.c   fixed-size slab slots carved from one arena, O(1) alloc/free
  *
- * mem/dtype.h (with dtype.c) is mem/'s second public header, a leaf: the
- * weight formats' enum, names and sizes, which cpu/, io/, ptx/ and core/
- * share without knowing each other (and which libcoli installs with coli.h).
- *
  * All functions return 0 / -errno (or NULL with errno set) and never exit.
  */
 #ifndef COLI_MEM_H

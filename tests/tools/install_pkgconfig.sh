@@ -25,7 +25,7 @@ fi
 make -C "$ROOT" BUILD="$BUILD" install DESTDIR="$dest" PREFIX=/usr >install.log 2>&1 ||
 	{ tail -n 20 install.log; fail "make install"; }
 for f in usr/bin/coli usr/lib/libcoli.a usr/lib/libcoli.so.0.1.0 usr/include/coli/coli.h \
-	usr/include/coli/mem/dtype.h usr/lib/pkgconfig/coli.pc; do
+	usr/include/coli/cpu/dtype.h usr/lib/pkgconfig/coli.pc; do
 	[ -f "$dest/$f" ] || fail "make install did not write $f"
 done
 [ "$(readlink "$dest/usr/lib/libcoli.so")" = libcoli.so.0 ] || fail "libcoli.so -> libcoli.so.0"

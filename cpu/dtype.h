@@ -1,9 +1,10 @@
 /*
- * mem/dtype.h — the weight formats as names and sizes: a leaf header that
- * cpu/, io/, ptx/ and core/ all include (and that libcoli installs beside
- * core/coli.h), so the container reader and the GPU backend know a format
- * without knowing the CPU's kernels. What the formats hold, and the
- * canonical reduction every backend follows, are in cpu/cpu.h.
+ * cpu/dtype.h — the weight formats as names and sizes: the leaf header that
+ * io/, ptx/ and core/ include (and that libcoli installs beside core/coli.h),
+ * so the container reader and the GPU backend know a format without seeing
+ * the CPU's kernels (tools/check_layers.py's part "cpu/dtype"; the functions
+ * are in cpu/dtype.c). What the formats hold, and the canonical reduction
+ * every backend follows, are in cpu/cpu.h.
  *
  *   F32   float  [rows][K]
  *   F16   uint16 [rows][K]                       IEEE half
@@ -13,8 +14,8 @@
  *
  * The values are stored in the container: never renumber them.
  */
-#ifndef COLI_MEM_DTYPE_H
-#define COLI_MEM_DTYPE_H
+#ifndef COLI_CPU_DTYPE_H
+#define COLI_CPU_DTYPE_H
 
 #include <stddef.h>
 
