@@ -18,13 +18,12 @@ CC      ?= cc
 SAN     ?=
 DEBUG   ?=
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-PKGS    := liburing numa openblas libpcre2-8 libutf8proc jansson libxxhash
+PKGS    := liburing numa libpcre2-8 libutf8proc jansson libxxhash
 OPTPKGS := libmicrohttpd hwloc
 
 # name of the Debian package providing each pkg-config module
 DEB_liburing      := liburing-dev
 DEB_numa          := libnuma-dev
-DEB_openblas      := libopenblas-dev
 DEB_libpcre2-8    := libpcre2-dev
 DEB_libutf8proc   := libutf8proc-dev
 DEB_jansson       := libjansson-dev
@@ -50,8 +49,6 @@ ifneq ($(SAN),)
 endif
 PKG_CFLAGS := $(if $(MISSING),,$(shell pkg-config --cflags $(PKGS)))
 PKG_LIBS   := $(if $(MISSING),,$(shell pkg-config --libs $(PKGS)))
-# Debian's openblas.pc names the pthread flavour; fall back to -lopenblas.
-PKG_LIBS   := $(if $(PKG_LIBS),$(PKG_LIBS),-lopenblas)
 
 ifneq ($(NVCC),)
   HAVE_nvcc := yes
@@ -196,5 +193,64 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- install: libcoli as a library people embed (README, "Embedding") ----
+# make install [PREFIX=/usr/local] [DESTDIR=...] [BINDIR= LIBDIR= INCLUDEDIR=
+# PKGCONFIGDIR= SYSTEMDDIR=]: coli, colid (when built), libcoli.a, libcoli.so
+# (soname libcoli.so.$(SO_MAJOR)), the public headers under INCLUDEDIR/coli/
+# (core/coli.h includes cpu/dtype.h relative to itself), coli.pc and colid's
+# systemd unit (ExecStart pointed at BINDIR). make uninstall, with the same
+# variables, removes exactly those files, then the headers' folders if empty.
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SYSTEMDDIR   ?= $(PREFIX)/lib/systemd/system
+SO_VERSION   := 0.1.0
+SO_MAJOR     := 0
+SO_FILE      := libcoli.so.$(SO_VERSION)
+# coli.pc: the pkg-config modules libcoli links (colid's libmicrohttpd is not
+# libcoli's), and in Libs.private their libraries as the build links them, so
+# `pkg-config --static --maximum-traverse-depth=2` (pkgconf) links libcoli.a
+# against them without asking for their own static closure
+PC_REQUIRES  := $(PKGS) $(if $(filter yes,$(HAVE_hwloc)),hwloc)
+D            := $(DESTDIR)
+INSTALLED    := $(D)$(BINDIR)/coli $(if $(COLID),$(D)$(BINDIR)/colid) $(D)$(LIBDIR)/libcoli.a \
+                $(D)$(LIBDIR)/$(SO_FILE) $(D)$(LIBDIR)/libcoli.so.$(SO_MAJOR) \
+                $(D)$(LIBDIR)/libcoli.so $(D)$(INCLUDEDIR)/coli/coli.h \
+                $(D)$(INCLUDEDIR)/coli/cpu/dtype.h $(D)$(PKGCONFIGDIR)/coli.pc \
+                $(if $(COLID),$(D)$(SYSTEMDDIR)/colid.service)
+
+.PHONY: install uninstall shared
+shared: $(BUILD)/$(SO_FILE)
+
+# -z defs: every symbol libcoli needs is in a library it names (libcuda is dlopen'ed)
+$(BUILD)/$(SO_FILE): $(LIB_OBJ)
+	@echo '  LD    $@'
+	$(Q)$(CC) -shared -Wl,-soname,libcoli.so.$(SO_MAJOR) -Wl,-z,defs $(LDFLAGS) -o $@ \
+		$(LIB_OBJ) $(LDLIBS)
+
+install: $(BUILD)/coli $(COLID) $(BUILD)/libcoli.a $(BUILD)/$(SO_FILE)
+	install -d $(D)$(BINDIR) $(D)$(LIBDIR) $(D)$(INCLUDEDIR)/coli/cpu $(D)$(PKGCONFIGDIR)
+	install -m 755 $(BUILD)/coli $(COLID) $(D)$(BINDIR)/
+	install -m 644 $(BUILD)/libcoli.a $(D)$(LIBDIR)/libcoli.a
+	install -m 755 $(BUILD)/$(SO_FILE) $(D)$(LIBDIR)/$(SO_FILE)
+	ln -sf $(SO_FILE) $(D)$(LIBDIR)/libcoli.so.$(SO_MAJOR)
+	ln -sf libcoli.so.$(SO_MAJOR) $(D)$(LIBDIR)/libcoli.so
+	install -m 644 core/coli.h $(D)$(INCLUDEDIR)/coli/coli.h
+	install -m 644 cpu/dtype.h $(D)$(INCLUDEDIR)/coli/cpu/dtype.h
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+		'Name: coli' 'Description: MoE inference engine for models larger than VRAM' \
+		'Version: $(SO_VERSION)' 'Requires.private: $(PC_REQUIRES)' \
+		'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lcoli' \
+		'Libs.private: $(LDLIBS)' > $(D)$(PKGCONFIGDIR)/coli.pc
+	$(if $(COLID),install -d $(D)$(SYSTEMDDIR))
+	$(if $(COLID),sed 's|/usr/local/bin/colid|$(BINDIR)/colid|' tools/colid.service \
+		> $(D)$(SYSTEMDDIR)/colid.service)
+
+uninstall:
+	rm -f $(INSTALLED)
+	rmdir $(D)$(INCLUDEDIR)/coli/cpu $(D)$(INCLUDEDIR)/coli 2>/dev/null || true
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(COLID_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -36,7 +36,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cpu/cpu.h"
+#include "cpu/dtype.h" /* enum coli_dtype */
 
 enum coli_arch {
 	COLI_ARCH_QWEN3_MOE = 1,
@@ -308,6 +308,13 @@ int coli_engine_ctx(const coli_engine_t *e);    /* KV capacity in tokens */
 int coli_engine_ubatch(const coli_engine_t *e); /* tokens per forward pass, as resolved */
 int coli_engine_pos(const coli_engine_t *e);    /* tokens in the KV cache */
 void coli_engine_reset(coli_engine_t *e);       /* empty the KV cache */
+/* --numa-bind as coli_engine_open resolved and applied it: the NUMA node the
+ * engine's memory and threads are on (>= 0), -1 when none was chosen (off,
+ * or a one-node machine: the kernel places), -2 when memory is interleaved
+ * over every node. *why (if why is not NULL) is one line saying what and why
+ * ("node 1 (auto: node 1 of GPU 0000:17:00.0)"). The opening thread runs on
+ * that node afterwards, so threads the caller starts after open inherit it. */
+int coli_engine_numa(const coli_engine_t *e, const char **why);
 /* Why the last coli_engine_forward failed ("" if it did not). */
 const char *coli_engine_errmsg(const coli_engine_t *e);
 /* Run n tokens at positions pos..pos+n-1 (appending to the KV cache).

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "core/coli.h"
+#include "cpu/cpu.h"
 #include "io/io.h"
 
 struct coli_layer {
@@ -303,6 +304,7 @@ struct coli_engine {
 	struct coli_engine_stats est;   /* cumulative, see coli_engine_stats */
 	size_t scratch_bytes;           /* what scratch_alloc took, for the budget */
 	int numa_node;                  /* resolved --numa-bind */
+	char numa_why[160];             /* what it resolved to and why (coli_engine_numa) */
 	struct coli_tiers *tiers;       /* expert slots, streamer, heat */
 	char errmsg[512];               /* why the last forward failed */
 	/* this MoE layer's timeline (est.moe_layer): set by core/moe/moe.c, summed by

@@ -12,9 +12,11 @@
  *
  * NUMA and tiers: --numa-bind is resolved first (mem/numa.c) and the
  * opening thread is bound there before the CPU pool starts, so pool threads
- * inherit the node; the KV cache, the dense copy and the expert slots are
- * allocated on it. The tier manager (core/place/tiers.c) opens last because its
- * RAM budget counts the KV cache and scratch sized here.
+ * (and the caller's threads started after open: colid's) inherit the node;
+ * the KV cache, the dense copy and the expert slots are allocated on it.
+ * This is the one place that applies the binding; colid asks
+ * coli_engine_numa what it was. The tier manager (core/place/tiers.c) opens
+ * last because its RAM budget counts the KV cache and scratch sized here.
  */
 #include <errno.h>
 #include <math.h>
@@ -228,6 +230,41 @@ static void devices_off(struct coli_engine *e, const char *what, int rc, char *e
 	e->n_devs = 0;
 }
 
+_Static_assert(COLI_MEM_NODE_ANY == -1 && COLI_MEM_NODE_INTERLEAVE == -2,
+               "coli_engine_numa's documented values are mem/'s");
+
+/* --numa-bind: resolved by mem/ (mem/numa.c), applied to the opening thread
+ * before the CPU pool starts, so the pool's threads and every thread the
+ * caller starts after coli_engine_open (colid's worker and HTTP threads)
+ * inherit the node; the KV cache, the dense copy and the expert slots are
+ * allocated on it. e->numa_why says what was chosen and why, for
+ * coli_engine_numa. */
+static int numa_bind(struct coli_engine *e, char *err, size_t errlen)
+{
+	char why[128];
+	int rc = coli_mem_numa_resolve(e->opts.numa_bind, &e->numa_node, why, sizeof(why));
+
+	if (rc) {
+		snprintf(err, errlen, "--numa-bind: %s", why);
+		return rc;
+	}
+	if (e->numa_node == COLI_MEM_NODE_INTERLEAVE)
+		snprintf(e->numa_why, sizeof(e->numa_why), "memory interleaved over %d nodes",
+		         coli_mem_numa_nodes());
+	else if (e->numa_node < 0 && !strcmp(why, "off"))
+		snprintf(e->numa_why, sizeof(e->numa_why), "off");
+	else if (e->numa_node < 0)
+		snprintf(e->numa_why, sizeof(e->numa_why), "off (%s)", why);
+	else
+		snprintf(e->numa_why, sizeof(e->numa_why), "node %d (%s)", e->numa_node, why);
+	if (e->numa_node >= 0 && (rc = coli_mem_numa_bind_thread(e->numa_node)))
+		fprintf(stderr, "coli: cannot run on NUMA node %d (%s); threads left unbound\n",
+		        e->numa_node, strerror(-rc));
+	if (e->opts.verbose)
+		fprintf(stderr, "coli: numa-bind %s -> %s\n", e->opts.numa_bind, e->numa_why);
+	return 0;
+}
+
 int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t **out, char *err,
                      size_t errlen)
 {
@@ -266,20 +303,9 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		if (rc)
 			goto err;
 	}
-	{
-		char why[256];
-
-		rc = coli_mem_numa_resolve(e->opts.numa_bind, &e->numa_node, why, sizeof(why));
-		if (rc) {
-			snprintf(err, errlen, "--numa-bind: %s", why);
-			goto err;
-		}
-		if (e->numa_node >= 0 && coli_mem_numa_bind_thread(e->numa_node))
-			fprintf(stderr, "coli: cannot run on NUMA node %d; threads left unbound\n",
-			        e->numa_node);
-		if (e->opts.verbose)
-			fprintf(stderr, "coli: numa-bind %s\n", why);
-	}
+	rc = numa_bind(e, err, errlen);
+	if (rc)
+		goto err;
 	threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	rc = coli_cpu_pool_create(threads, &e->pool);
 	if (rc) {
@@ -588,4 +614,11 @@ void coli_engine_settle(coli_engine_t *e)
 const char *coli_engine_errmsg(const coli_engine_t *e)
 {
 	return e->errmsg;
+}
+
+int coli_engine_numa(const coli_engine_t *e, const char **why)
+{
+	if (why)
+		*why = e->numa_why;
+	return e->numa_node;
 }

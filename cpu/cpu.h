@@ -49,24 +49,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum coli_dtype {
-	COLI_DTYPE_F32 = 0,
-	COLI_DTYPE_F16 = 1,
-	COLI_DTYPE_BF16 = 2,
-	COLI_DTYPE_Q8_0 = 8,
-	COLI_DTYPE_Q4_0 = 9,
-};
+#include "cpu/dtype.h" /* enum coli_dtype, its names and sizes; COLI_QBLOCK */
 
-#define COLI_QBLOCK 32 /* elements per quantization block */
-#define COLI_LANES  16 /* lanes of the canonical reduction */
-
-const char *coli_dtype_name(enum coli_dtype t);
-/* "f32" "f16" "bf16" "q8"/"q8_0" "q4"/"q4_0" -> dtype; -EINVAL otherwise */
-int coli_dtype_parse(const char *s, enum coli_dtype *out);
-int coli_dtype_is_quant(enum coli_dtype t);
-/* Bytes of a rows x cols matrix in format t (both planes for quant types).
- * Quant types need cols % 32 == 0; returns 0 when the shape is invalid. */
-size_t coli_dtype_mat_bytes(enum coli_dtype t, size_t rows, size_t cols);
+#define COLI_LANES 16 /* lanes of the canonical reduction */
 
 /* A matrix view. For quant types `data` points at the quant plane and
  * `scales` at the fp16 scale plane (normally data + rows*quant_row_bytes). */

@@ -1,7 +1,8 @@
 /*
- * cpu/dtype.c — weight formats: names, sizes, views, exact scalar fp16/bf16
- * conversions, GGUF-compatible Q8_0/Q4_0 weight quantization, dequantization
- * of a row, and the canonical per-32-block quantization of activations.
+ * cpu/dtype.c — weight formats: names and sizes (cpu/dtype.h), views, exact
+ * scalar fp16/bf16 conversions, GGUF-compatible Q8_0/Q4_0 weight
+ * quantization, dequantization of a row, and the canonical per-32-block
+ * quantization of activations.
  *
  * Planar layout of a quantized rows x K matrix (K % 32 == 0, nb = K/32):
  *

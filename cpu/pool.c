@@ -30,9 +30,7 @@
  * and FUTEX_WAIT re-checks the word in the kernel).
  *
  * Tasks must not call coli_cpu_pool_run on the same pool. The pool does not
- * pin threads (mem/ owns NUMA placement). Note: OpenBLAS keeps its own threads;
- * when both run at once they oversubscribe the cores — the engine should call
- * OpenBLAS single-threaded from inside pool tasks, or not overlap the two.
+ * pin threads (mem/ owns NUMA placement).
  */
 #include <errno.h>
 #include <limits.h>

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cpu/cpu.h" /* enum coli_dtype */
-#include "mem/mem.h" /* slab slots */
+#include "cpu/dtype.h" /* enum coli_dtype */
+#include "mem/mem.h"   /* slab slots */
 
 /* The last error's description for this thread ("file: what went wrong"). */
 const char *coli_io_errmsg(void);

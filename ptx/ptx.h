@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cpu/cpu.h"
+#include "cpu/dtype.h"
 #include "ptx/kernels_abi.h"
 
 /* Number of usable CUDA devices (0 when none; *why then says why). */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/coli.h"
+#include "cpu/cpu.h" /* coli_cpu_pool_t */
 
 /* ---- subcommands ---- */
 int bench_kernels_main(int argc, char **argv);

@@ -1,12 +1,13 @@
 /*
  * tools/colid.c — `colid -m MODEL.coli [--host H] [--port P] [engine flags]`:
  * the OpenAI-compatible server (docs/api.md). This file is the process: flags,
- * NUMA binding, the engine, the worker, the listener, and an orderly stop.
+ * the engine, the worker, the listener, and an orderly stop.
  *
- * Start:  parse flags -> resolve and apply --numa-bind on this thread (the
- *         engine's pool, the worker and the HTTP threads are created after,
- *         so they inherit the CPU affinity and memory policy) -> open the
- *         engine -> detect the chat family -> start the worker -> listen,
+ * Start:  parse flags -> open the engine (it resolves --numa-bind and runs
+ *         this thread on the node before its pool starts; the worker and the
+ *         HTTP threads, created after, inherit the CPU affinity) -> print the
+ *         binding (coli_engine_numa) -> detect the chat family -> start the
+ *         worker -> listen,
  *         printing "colid: listening on http://HOST:PORT" (--port 0: a free
  *         port, which tests read from this line).
  * Stop:   SIGTERM or SIGINT (a handler writes to a self-pipe that main
@@ -27,7 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mem/mem.h"
 #include "tools/colid.h"
 #include "tools/tools.h"
 
@@ -67,37 +67,6 @@ static int die(const char *fmt, const char *arg)
 	return 2;
 }
 
-/* ---- --numa-bind ---- */
-
-/* Resolves --numa-bind with mem/'s resolver, the one the engine's arenas use,
- * and runs this thread (and the HTTP and engine threads it starts) on that
- * node; prints the choice. Interleave is the arenas' business: threads stay
- * unbound. */
-static int apply_numa_bind(const struct coli_opts *o)
-{
-	char why[128] = "";
-	int node, rc = coli_mem_numa_resolve(o->numa_bind, &node, why, sizeof(why));
-
-	if (rc) {
-		fprintf(stderr,
-		        "colid: --numa-bind '%s': want auto, off, interleave or a node 0..%d\n",
-		        o->numa_bind, coli_mem_numa_nodes() - 1);
-		return -EINVAL;
-	}
-	if (node == COLI_MEM_NODE_INTERLEAVE)
-		fprintf(stderr, "colid: numa-bind %s -> memory interleaved over %d nodes\n",
-		        o->numa_bind, coli_mem_numa_nodes());
-	else if (node < 0)
-		fprintf(stderr, "colid: numa-bind %s -> off (%s)\n", o->numa_bind,
-		        why[0] ? why : "no binding");
-	else
-		fprintf(stderr, "colid: numa-bind %s -> node %d (%s)\n", o->numa_bind, node, why);
-	if (node >= 0 && coli_mem_numa_bind_thread(node))
-		fprintf(stderr, "colid: warning: cannot run on node %d: %s\n", node,
-		        strerror(errno));
-	return 0;
-}
-
 static int read_key(const char *path, char *key, size_t cap)
 {
 	FILE *f = fopen(path, "r");
@@ -127,8 +96,8 @@ static void model_id(const char *path, char *out, size_t cap)
 }
 
 /* SIGINT/SIGTERM land in a self-pipe: a handler, not a blocked mask, because
- * libraries may start threads before main (OpenBLAS does) whose masks we do
- * not control, and a signal delivered there would kill the process. */
+ * libraries may start threads before main whose masks we do not control, and
+ * a signal delivered there would kill the process. */
 static int g_sig_pipe[2] = {-1, -1};
 
 static void on_signal(int sig)
@@ -261,16 +230,21 @@ int main(int argc, char **argv)
 		return die("--api-key-file: cannot read a key from '%s' (empty, or unreadable)",
 		           key_file);
 
-	/* Before the engine's threads exist: they inherit the NUMA binding. */
 	if (install_signals())
 		return die("%s", "cannot install signal handlers");
-	if (apply_numa_bind(&a.opts))
-		return 2;
 
+	/* The engine applies --numa-bind to this thread: the worker and the HTTP
+	 * threads started below inherit it. */
 	rc = coli_engine_open(a.model, &a.opts, &srv.engine, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "colid: %s\n", err);
 		return 1;
+	}
+	{
+		const char *why;
+
+		coli_engine_numa(srv.engine, &why);
+		fprintf(stderr, "colid: numa-bind %s -> %s\n", a.opts.numa_bind, why);
 	}
 	srv.tok = coli_engine_tokenizer(srv.engine);
 	srv.cfg = coli_engine_config(srv.engine);

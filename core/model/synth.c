@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "core/coli.h"
+#include "cpu/cpu.h"
 #include "io/io.h"
 
 #define CHUNK       (8u << 20) /* bytes per work item */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/coli.h"
+#include "cpu/cpu.h"
 #include "io/io.h"
 
 static int g_fail;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cpu/cpu.h" /* the CPU reference the kernels must match */
 #include "ptx/ptx.h"
 
 #ifndef PTX_TEST_SEED
