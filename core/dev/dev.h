@@ -10,13 +10,20 @@
  *
  * Addresses are uint64_t: device pointers for cuda, host pointers for sim.
  * Every op returns 0 or -errno; ops marked (async) are ordered on the
- * device's one stream and complete by the next successful sync. Fault
- * injection (COLI_GPU_FAIL_AFTER=N) lives in the wrappers of dev.c: after N
- * launches every op fails with -EIO, as a device that fell off the bus.
+ * device's one stream and complete by the next successful sync. Every op
+ * passes one gate (coli_dev_gate, below): the sticky failure, the fault
+ * injector (COLI_GPU_FAIL_AFTER=N: after N counted ops every op fails with
+ * -EIO, as a device that fell off the bus; COLI_GPU_FAIL_AT: which kind of
+ * op it strikes) and the launch count a graph capture records; then
+ * coli_dev_settle turns the backend's error into the sticky failure.
+ *
+ * What a caller may ask of a device is a capability (COLI_DEV_CAP_*), never
+ * its kind: the kind names it in messages only.
  */
 #ifndef COLI_CORE_DEV_H
 #define COLI_CORE_DEV_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,16 +41,18 @@ struct coli_dev_down {
 	size_t n;
 };
 
+/* The backend's table. Members marked (optional) may be NULL; the entry
+ * point's behaviour then is given after "NULL:". */
 struct coli_dev_ops {
-	const char *kind;
+	const char *kind; /* "cuda", "sim": for messages only (ask a capability) */
 	int (*mem_info)(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
 	int (*alloc)(struct coli_dev *d, size_t bytes, uint64_t *addr);
 	void (*free)(struct coli_dev *d, uint64_t addr);
 	int (*upload)(struct coli_dev *d, uint64_t dst, const void *src, size_t n); /* sync */
 	int (*upload_async)(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
 	int (*download_async)(struct coli_dev *d, void *dst, uint64_t src, size_t n);
-	/* optional: n <= COLI_DEV_DOWN_MAX downloads as one op (the GPU: one
-	 * kernel where each would be one); NULL: one by one */
+	/* (optional) n <= COLI_DEV_DOWN_MAX downloads as one op (the GPU: one
+	 * kernel where each would be one); NULL: download_async one by one */
 	int (*download_many)(struct coli_dev *d, const struct coli_dev_down *v, int n);
 	int (*gemv)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
 	            int n_jobs); /* async */
@@ -72,17 +81,19 @@ struct coli_dev_ops {
 	 * the seconds between two recorded marks (waits for the second) */
 	int (*mark)(struct coli_dev *d, int slot);
 	int (*elapsed)(struct coli_dev *d, int from, int to, double *s);
-	/* optional: the host's wait point on the compute stream (recorded into
-	 * a graph when captured) and the wait for it */
+	/* (optional) the host's wait point on the compute stream (recorded into
+	 * a graph when captured) and the wait for it; NULL: point records
+	 * nothing (returns 0), point_wait is sync */
 	int (*point)(struct coli_dev *d);
 	int (*point_wait)(struct coli_dev *d);
-	/* optional: the compute stream waits (async) until the host signals seq
-	 * or later (a word of host memory the device reads); ops queued behind
-	 * the wait run after it. The host must signal before any op that waits
-	 * for the stream (sync, point_wait, a download's data). */
+	/* (optional, COLI_DEV_CAP_HOST_WAIT) the compute stream waits (async)
+	 * until the host signals seq or later (a word of host memory the device
+	 * reads); ops queued behind the wait run after it. The host must signal
+	 * before any op that waits for the stream (sync, point_wait, a
+	 * download's data). NULL: nothing queued, host_signal does nothing */
 	int (*host_wait)(struct coli_dev *d, uint32_t seq);
-	/* optional: where the device's kernels read registered host bytes [p,
-	 * p + n) in place, 0 where they cannot */
+	/* (optional) where the device's kernels read registered host bytes [p,
+	 * p + n) in place, 0 where they cannot; NULL: 0 always */
 	uint64_t (*host_addr)(struct coli_dev *d, const void *p, size_t n);
 	void (*host_signal)(struct coli_dev *d, uint32_t seq);
 	/* the dense part (all async; rows are tokens, fp32) */
@@ -134,17 +145,35 @@ struct coli_dev_ops {
 	int (*route)(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
 	             uint64_t selw);
 	int (*moe_plan)(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
-	/* the router's f32 GEMV r into a->rlog, then moe_plan(a), as one op */
+	/* (optional) the router's f32 GEMV r into a->rlog, then moe_plan(a),
+	 * as one op; NULL: the caller runs the two */
 	int (*router_plan)(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
 	                   const struct coli_gpu_moe_plan *a);
 	int (*gemv_table)(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
 	                  int max_rows);
-	/* graphs (NULL: none, as on sim): the ops between capture_begin and
-	 * capture_end are recorded into *graph, not run; graph_launch replays them */
+	/* (optional, COLI_DEV_CAP_GRAPHS) graphs: the ops between capture_begin
+	 * and capture_end are recorded into *graph, not run; graph_launch
+	 * replays them. NULL (all four): capture_begin returns -ENOTSUP */
 	int (*capture_begin)(struct coli_dev *d);
 	int (*capture_end)(struct coli_dev *d, uint64_t *graph);
 	int (*graph_launch)(struct coli_dev *d, uint64_t graph);
 	void (*graph_free)(struct coli_dev *d, uint64_t graph);
+};
+
+/* What a device can do (struct coli_dev's caps, set when it opens): the
+ * questions the scheduler asks, instead of the device's kind. */
+enum coli_dev_cap {
+	/* its own bandwidth and timing: the cost model's measured stream rate
+	 * means something (sim: none, the split is even) */
+	COLI_DEV_CAP_BANDWIDTH = 1u << 0,
+	/* capture_begin .. graph_launch (cuda, where the driver has graphs) */
+	COLI_DEV_CAP_GRAPHS = 1u << 1,
+	/* host_wait queues a wait for the host (cuda: where the driver has
+	 * stream waits) */
+	COLI_DEV_CAP_HOST_WAIT = 1u << 2,
+	/* the dense ops compute the CPU path's bits (sim): --gpu sim's logits
+	 * are the CPU's */
+	COLI_DEV_CAP_EXACT_DENSE = 1u << 3,
 };
 
 /* COLI_GPU_FAIL_AT: the kind of op an injected fault strikes. Staging copies
@@ -158,11 +187,23 @@ enum coli_dev_fail_at {
 	COLI_FAIL_AT_ALLOC /* allocations from the Nth on: out of device memory, not a failure */
 };
 
+/* What an op counts as at the gate: one launch, sync or staging copy (the
+ * kinds COLI_GPU_FAIL_AT names), a graph's replay (its launches; struck
+ * unless COLI_GPU_FAIL_AT=sync), or nothing (only the sticky failure). */
+enum coli_dev_count {
+	COLI_DEV_COUNT_NONE = -1,
+	COLI_DEV_COUNT_LAUNCH = COLI_FAIL_AT_LAUNCH,
+	COLI_DEV_COUNT_SYNC = COLI_FAIL_AT_SYNC,
+	COLI_DEV_COUNT_COPY = COLI_FAIL_AT_COPY,
+	COLI_DEV_COUNT_GRAPH = 16,
+};
+
 struct coli_dev {
 	const struct coli_dev_ops *ops;
 	void *impl;
 	char name[128];
 	int index;
+	unsigned caps;   /* enum coli_dev_cap */
 	long fail_after; /* launches before injected failure; -1 never */
 	int fail_at;     /* enum coli_dev_fail_at: the kind of op the injected failure strikes */
 	long launches;
@@ -170,6 +211,39 @@ struct coli_dev {
 	long cap_from; /* launches when the capture under way began */
 	int failed;    /* sticky: once failed, the device is not used again */
 };
+
+static inline int coli_dev_can(const struct coli_dev *d, enum coli_dev_cap cap)
+{
+	return (d->caps & cap) != 0;
+}
+
+/* The device fails for good (the first time: one line saying what failed,
+ * its experts move to the CPU); returns rc. */
+int coli_dev_fail(struct coli_dev *d, int rc, const char *what);
+
+/* The gate every op passes before the backend sees it: -EIO on a failed
+ * device, or once the injected budget (COLI_GPU_FAIL_AFTER) is spent at an
+ * op of the kind COLI_GPU_FAIL_AT names; else the op's n launches are
+ * counted (what a capture records and a replay charges). */
+static inline int coli_dev_gate(struct coli_dev *d, enum coli_dev_count kind, long n)
+{
+	if (d->failed)
+		return -EIO;
+	if (kind == COLI_DEV_COUNT_NONE)
+		return 0;
+	if (d->fail_after >= 0 && d->launches + n > d->fail_after &&
+	    (kind == COLI_DEV_COUNT_GRAPH ? d->fail_at != COLI_FAIL_AT_SYNC
+	                                  : !d->fail_at || d->fail_at == (int)kind))
+		return coli_dev_fail(d, -EIO, "injected fault (COLI_GPU_FAIL_AFTER)");
+	d->launches += n;
+	return 0;
+}
+
+/* The backend's result: an error makes the failure sticky. */
+static inline int coli_dev_settle(struct coli_dev *d, int rc, const char *what)
+{
+	return rc ? coli_dev_fail(d, rc, what) : 0;
+}
 
 /* The memory of the smallest device --gpu SPEC names (sim: what the simulated
  * device reports), before any is opened; 0: none, or one not found. */

@@ -330,6 +330,10 @@ int coli_dev_gpu_open(int ordinal, int pdl, unsigned flags, struct coli_dev **ou
 	d->ops = &g_gpu_ops;
 	d->impl = g;
 	d->fail_after = -1;
+	/* graphs: a driver without them fails capture_begin with -ENOTSUP, and
+	 * the caller runs the ops directly */
+	d->caps = COLI_DEV_CAP_BANDWIDTH | COLI_DEV_CAP_GRAPHS |
+	          (coli_gpu_has_host_wait(g) ? COLI_DEV_CAP_HOST_WAIT : 0);
 	snprintf(d->name, sizeof(d->name), "cuda:%d (%s)", ordinal, coli_gpu_name(g));
 	if (coli_mem_register_hook(g_reg_hook, g))
 		fprintf(stderr,

@@ -544,7 +544,7 @@ static int use_graphs(const struct coli_engine *e, int T)
 	const struct coli_model_config *c = &e->m.cfg;
 
 	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile && qk_fused(c) &&
-	       e->dd->dev->ops->capture_begin;
+	       coli_dev_can(e->dd->dev, COLI_DEV_CAP_GRAPHS);
 }
 
 /* layer_ops, replayed from a graph captured the first time this layer runs
