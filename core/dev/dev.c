@@ -239,27 +239,6 @@ int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_byte
 	GATED(COLI_DEV_COUNT_NONE, d->ops->mem_info(d, free_bytes, total_bytes), "memory query");
 }
 
-int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
-{
-	GATED(COLI_DEV_COUNT_NONE, d->ops->copy(d, dst, src, n), "device copy");
-}
-
-int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-                     float eps)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->rmsnorm(d, x, w, y, rows, n, eps), "rmsnorm launch");
-}
-
-int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->add_bias(d, y, b, rows, n), "bias launch");
-}
-
-int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->add(d, x, y, n), "add launch");
-}
-
 int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
                   uint64_t inv_freq)
 {
@@ -298,11 +277,6 @@ int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64
 	      "accumulate launch");
 }
 
-int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->gated_add(d, out, y, gate, T, H), "gate launch");
-}
-
 int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
 {
 	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->argmax(d, x, n, out), "argmax launch");
@@ -311,22 +285,6 @@ int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {
 	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->dense_gemv(d, t, m), "dense gemv launch");
-}
-
-int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH,
-	      d->ops->add_rmsnorm(d, x, add, w, y, q, qd, qsum, rows, n, eps),
-	      "add+rmsnorm launch");
-}
-
-int coli_dev_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
-                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
-                         float eps)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->acc_rmsnorm(d, x, p, w, y, q, qd, qsum, rows, n, eps),
-	      "accumulate+rmsnorm launch");
 }
 
 int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,

@@ -41,6 +41,44 @@ struct coli_dev_down {
 	size_t n;
 };
 
+/* Argument structs, one per kernel family, filled with designated
+ * initializers at the call. A field left 0 is "none" where the comment
+ * allows it. Shapes: rows are tokens, activations fp32. */
+
+/* A device-to-device copy of n bytes (async). */
+struct coli_dev_copy {
+	uint64_t dst, src;
+	size_t n;
+};
+
+/* The norms: rmsnorm (y = rmsnorm(x) * w), add_rmsnorm (x += add first),
+ * acc_rmsnorm (x += moe_accumulate of pairs first, one op, the same bits). */
+struct coli_dev_norm {
+	uint64_t x;                         /* [rows][n] */
+	uint64_t add;                       /* add_rmsnorm: [rows][n] added into x (0: none) */
+	const struct coli_gpu_pairs *pairs; /* acc_rmsnorm: the pairs summed into x */
+	uint64_t w;                         /* [n] (rmsnorm: 0, none) */
+	uint64_t y;                         /* [rows][n] (may be x for rmsnorm) */
+	uint64_t q, qd, qsum; /* y quantized per 32-block (0: not; act_quantize's bits) */
+	int rows, n;
+	float eps;
+};
+
+/* Elementwise: add (x[i] += y[i], i < n), bias (y[r] += b for rows r of n),
+ * gated (out[t] += sigmoid(gate[t]) * y[t], rows of n). */
+struct coli_dev_add {
+	uint64_t x, y;
+	int n;
+};
+struct coli_dev_bias {
+	uint64_t y, b;
+	int rows, n;
+};
+struct coli_dev_gated {
+	uint64_t out, y, gate;
+	int T, H;
+};
+
 /* The backend's table. Members marked (optional) may be NULL; the entry
  * point's behaviour then is given after "NULL:". */
 struct coli_dev_ops {
@@ -97,19 +135,12 @@ struct coli_dev_ops {
 	uint64_t (*host_addr)(struct coli_dev *d, const void *p, size_t n);
 	void (*host_signal)(struct coli_dev *d, uint32_t seq);
 	/* the dense part (all async; rows are tokens, fp32) */
-	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
-	int (*rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-	               float eps);
-	int (*add_bias)(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
-	int (*add)(struct coli_dev *d, uint64_t x, uint64_t y, int n);
-	/* x += add (0: none), then y = rmsnorm(x) * w: the residual add and the
-	 * next norm; q != 0: y also quantized into q/qd/qsum (act_quantize's bits) */
-	int (*add_rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-	                   uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
-	/* the same with add = moe_accumulate of the pairs p (one op, the same bits) */
-	int (*acc_rmsnorm)(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p,
-	                   uint64_t w, uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows,
-	                   int n, float eps);
+	int (*copy)(struct coli_dev *d, const struct coli_dev_copy *a);
+	int (*rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
+	int (*add_bias)(struct coli_dev *d, const struct coli_dev_bias *a);
+	int (*add)(struct coli_dev *d, const struct coli_dev_add *a);
+	int (*add_rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
+	int (*acc_rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
 	/* per-head q/k norm (weights 0: none), RoPE, k and v into the cache at
 	 * pos0 (kc/vc: the layer's cache); posp != 0: pos0 is the int there when
 	 * the op runs (ptx/ptx.h says what that changes for attention) */
@@ -132,7 +163,7 @@ struct coli_dev_ops {
 	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
 	                      uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
 	                      uint64_t hmask);
-	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
+	int (*gated_add)(struct coli_dev *d, const struct coli_dev_gated *a);
 	/* *out (device int) = the first index of the largest of x[0..n): coli_argmax */
 	int (*argmax)(struct coli_dev *d, uint64_t x, int n, uint64_t out);
 	/* a dense matrix times T rows: deterministic, not canonical on cuda; the
@@ -245,6 +276,23 @@ static inline int coli_dev_settle(struct coli_dev *d, int rc, const char *what)
 	return rc ? coli_dev_fail(d, rc, what) : 0;
 }
 
+/* The kernels' checked entry points, coli_dev_OP(d, &(struct ARGS){...}):
+ * the gate, the backend's op, its result settled; `what` names the op in the
+ * failure's message. Inline: one indirect call per op. */
+#define COLI_DEV_OP(op, args, count, what)                                                         \
+	static inline int coli_dev_##op(struct coli_dev *d, const args *a)                         \
+	{                                                                                          \
+		int rc = coli_dev_gate(d, count, 1);                                               \
+		return rc ? rc : coli_dev_settle(d, d->ops->op(d, a), what);                       \
+	}
+COLI_DEV_OP(copy, struct coli_dev_copy, COLI_DEV_COUNT_NONE, "device copy")
+COLI_DEV_OP(rmsnorm, struct coli_dev_norm, COLI_DEV_COUNT_LAUNCH, "rmsnorm launch")
+COLI_DEV_OP(add_rmsnorm, struct coli_dev_norm, COLI_DEV_COUNT_LAUNCH, "add+rmsnorm launch")
+COLI_DEV_OP(acc_rmsnorm, struct coli_dev_norm, COLI_DEV_COUNT_LAUNCH, "accumulate+rmsnorm launch")
+COLI_DEV_OP(add_bias, struct coli_dev_bias, COLI_DEV_COUNT_LAUNCH, "bias launch")
+COLI_DEV_OP(add, struct coli_dev_add, COLI_DEV_COUNT_LAUNCH, "add launch")
+COLI_DEV_OP(gated_add, struct coli_dev_gated, COLI_DEV_COUNT_LAUNCH, "gate launch")
+
 /* The memory of the smallest device --gpu SPEC names (sim: what the simulated
  * device reports), before any is opened; 0: none, or one not found. */
 size_t coli_dev_spec_mem(const char *spec);
@@ -302,16 +350,6 @@ int coli_dev_host_wait(struct coli_dev *d, uint32_t seq);
 void coli_dev_host_signal(struct coli_dev *d, uint32_t seq);
 
 /* The dense part: checked like the rest (each counts as a launch). */
-int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
-int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-                     float eps);
-int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
-int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n);
-int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
-int coli_dev_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
-                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
-                         float eps);
 int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                            uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
@@ -330,7 +368,6 @@ int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64
 /* The device's address of registered host bytes [p, p + n) its kernels can
  * read in place (the GPU: mapped memory), else 0 (then upload them). */
 uint64_t coli_dev_host_addr(struct coli_dev *d, const void *p, size_t n);
-int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
 int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out);
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m);
 int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,

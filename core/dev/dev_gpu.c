@@ -91,22 +91,21 @@ static int g_sync(struct coli_dev *d)
 {
 	return coli_gpu_sync(G(d));
 }
-static int g_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
+static int g_copy(struct coli_dev *d, const struct coli_dev_copy *a)
 {
-	return coli_gpu_copy(G(d), dst, src, n);
+	return coli_gpu_copy(G(d), a->dst, a->src, a->n);
 }
-static int g_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-                     float eps)
+static int g_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
-	return coli_gpu_rmsnorm(G(d), x, w, y, rows, n, eps);
+	return coli_gpu_rmsnorm(G(d), a->x, a->w, a->y, a->rows, a->n, a->eps);
 }
-static int g_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
+static int g_add_bias(struct coli_dev *d, const struct coli_dev_bias *a)
 {
-	return coli_gpu_add_bias(G(d), y, b, rows, n);
+	return coli_gpu_add_bias(G(d), a->y, a->b, a->rows, a->n);
 }
-static int g_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
+static int g_add(struct coli_dev *d, const struct coli_dev_add *a)
 {
-	return coli_gpu_add(G(d), x, y, n);
+	return coli_gpu_add(G(d), a->x, a->y, a->n);
 }
 static int g_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
 {
@@ -135,9 +134,9 @@ static int g_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, 
 {
 	return coli_gpu_moe_accumulate(G(d), out, y, pt, pw, n_pairs, T, H, hy, hmask);
 }
-static int g_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
+static int g_gated(struct coli_dev *d, const struct coli_dev_gated *a)
 {
-	return coli_gpu_gated_add(G(d), out, y, gate, T, H);
+	return coli_gpu_gated_add(G(d), a->out, a->y, a->gate, a->T, a->H);
 }
 static int g_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
 {
@@ -147,16 +146,15 @@ static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 {
 	return coli_gpu_dense_gemv(G(d), t, m);
 }
-static int g_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
-                         uint64_t q, uint64_t qd, uint64_t qs, int rows, int n, float eps)
+static int g_add_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
-	return coli_gpu_add_rmsnorm(G(d), x, a, w, y, q, qd, qs, rows, n, eps);
+	return coli_gpu_add_rmsnorm(G(d), a->x, a->add, a->w, a->y, a->q, a->qd, a->qsum, a->rows,
+	                            a->n, a->eps);
 }
-static int g_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
-                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
-                         float eps)
+static int g_acc_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
-	return coli_gpu_acc_rmsnorm(G(d), x, p, w, y, q, qd, qs, rows, n, eps);
+	return coli_gpu_acc_rmsnorm(G(d), a->x, a->pairs, a->w, a->y, a->q, a->qd, a->qsum, a->rows,
+	                            a->n, a->eps);
 }
 static int g_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,

@@ -378,46 +378,45 @@ static int s_sync(struct coli_dev *d)
 
 #define F(a) ((float *)(uintptr_t)(a))
 
-static int s_d2d(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
+static int s_d2d(struct coli_dev *d, const struct coli_dev_copy *a)
 {
 	IN_ORDER(d);
-	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	memmove((void *)(uintptr_t)a->dst, (const void *)(uintptr_t)a->src, a->n);
 	return 0;
 }
 
-static int s_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-                     float eps)
+static int s_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
 	IN_ORDER(d);
-	for (int r = 0; r < rows; r++)
-		coli_rmsnorm(F(x) + (size_t)r * n, w ? F(w) : NULL, F(y) + (size_t)r * n, n, eps);
+	for (int r = 0; r < a->rows; r++)
+		coli_rmsnorm(F(a->x) + (size_t)r * a->n, a->w ? F(a->w) : NULL,
+		             F(a->y) + (size_t)r * a->n, a->n, a->eps);
 	return 0;
 }
 
-static int s_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
+static int s_add_bias(struct coli_dev *d, const struct coli_dev_bias *a)
 {
 	IN_ORDER(d);
-	for (size_t i = 0; i < (size_t)rows * n; i++)
-		F(y)[i] += F(b)[i % n];
+	for (size_t i = 0; i < (size_t)a->rows * a->n; i++)
+		F(a->y)[i] += F(a->b)[i % a->n];
 	return 0;
 }
 
-static int s_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
+static int s_add(struct coli_dev *d, const struct coli_dev_add *a)
 {
 	IN_ORDER(d);
-	for (int i = 0; i < n; i++)
-		F(x)[i] += F(y)[i];
+	for (int i = 0; i < a->n; i++)
+		F(a->x)[i] += F(a->y)[i];
 	return 0;
 }
 
-static int s_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
-                         uint64_t q, uint64_t qd, uint64_t qs, int rows, int n, float eps)
+static int s_add_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
 	IN_ORDER(d);
-	if (a)
-		s_add(d, x, a, rows * n);
-	s_rmsnorm(d, x, w, y, rows, n, eps);
-	return q ? s_actq(d, y, q, qd, qs, rows * n / COLI_QBLOCK) : 0;
+	if (a->add)
+		s_add(d, &(struct coli_dev_add){.x = a->x, .y = a->add, .n = a->rows * a->n});
+	s_rmsnorm(d, a);
+	return a->q ? s_actq(d, a->y, a->q, a->qd, a->qsum, a->rows * a->n / COLI_QBLOCK) : 0;
 }
 
 static int s_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
@@ -431,9 +430,11 @@ static int s_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t 
 		pos0 = *(const int *)(uintptr_t)posp;
 
 	if (qw)
-		s_rmsnorm(d, q, qw, q, T * nh, hd, eps);
+		s_rmsnorm(d, &(struct coli_dev_norm){
+		                 .x = q, .w = qw, .y = q, .rows = T * nh, .n = hd, .eps = eps});
 	if (kw)
-		s_rmsnorm(d, k, kw, k, T * nkv, hd, eps);
+		s_rmsnorm(d, &(struct coli_dev_norm){
+		                 .x = k, .w = kw, .y = k, .rows = T * nkv, .n = hd, .eps = eps});
 	coli_rope(F(q), T, nh, hd, pos0, F(f));
 	coli_rope(F(k), T, nkv, hd, pos0, F(f));
 	memcpy(F(kc) + (size_t)pos0 * kvd, F(k), sizeof(float) * T * kvd);
@@ -553,31 +554,35 @@ static uint64_t s_host_addr(struct coli_dev *d, const void *p, size_t n)
 
 /* the pairs summed into a scratch row block first (moe_accumulate's order),
  * then the residual add and the norm */
-static int s_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
-                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
-                         float eps)
+static int s_acc_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
 	IN_ORDER(d);
-	float *a = malloc(sizeof(float) * (size_t)rows * n);
+	const struct coli_gpu_pairs *p = a->pairs;
+	float *sum = malloc(sizeof(float) * (size_t)a->rows * a->n);
+	struct coli_dev_norm b = *a;
 	int rc;
 
-	if (!a)
+	if (!sum)
 		return -ENOMEM;
-	s_moe_acc(d, (uint64_t)(uintptr_t)a, p->y, p->token, p->w, p->n, rows, n, 0, 0);
-	rc = s_add_rmsnorm(d, x, (uint64_t)(uintptr_t)a, w, y, q, qd, qs, rows, n, eps);
-	free(a);
+	s_moe_acc(d, (uint64_t)(uintptr_t)sum, p->y, p->token, p->w, p->n, a->rows, a->n, 0, 0);
+	b.add = (uint64_t)(uintptr_t)sum;
+	rc = s_add_rmsnorm(d, &b);
+	free(sum);
 	return rc;
 }
 
-static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
+static int s_gated(struct coli_dev *d, const struct coli_dev_gated *a)
 {
 	IN_ORDER(d);
-	for (int t = 0; t < T; t++) {
-		float g = 1.0f / (1.0f + expf(-F(gate)[t]));
+	const int H = a->H;
+
+	for (int t = 0; t < a->T; t++) {
+		float g = 1.0f / (1.0f + expf(-F(a->gate)[t]));
+		float *out = F(a->out) + (size_t)t * H;
+		const float *y = F(a->y) + (size_t)t * H;
 
 		for (int j = 0; j < H; j++)
-			F(out)
-		[(size_t)t * H + j] = F(out)[(size_t)t * H + j] + g * F(y)[(size_t)t * H + j];
+			out[j] = out[j] + g * y[j];
 	}
 	return 0;
 }

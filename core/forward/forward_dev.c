@@ -159,22 +159,29 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
 		                              c->qk_norm == 1 ? D->q_norm : 0,
 		                              c->qk_norm == 1 ? D->k_norm : 0, c->norm_eps, T, nh,
 		                              nkv, hd, pos0, dd->ids, dd->inv_freq, kc, vc);
-	if (c->qk_norm == 2) {
-		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T, qd, c->norm_eps);
-		rc = rc ? rc
-		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T, kvd, c->norm_eps);
-	} else if (c->qk_norm == 1) {
-		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T * nh, hd, c->norm_eps);
-		rc = rc ? rc
-		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T * nkv, hd,
-		                           c->norm_eps);
+	if (c->qk_norm) { /* 2: over the whole q and k, 1: per head */
+		int whole = c->qk_norm == 2;
+		struct coli_dev_norm nq = {
+		    .x = dd->q, .w = D->q_norm, .y = dd->q, .eps = c->norm_eps};
+		struct coli_dev_norm nk = {
+		    .x = dd->k, .w = D->k_norm, .y = dd->k, .eps = c->norm_eps};
+
+		nq.rows = whole ? T : T * nh, nq.n = whole ? qd : hd;
+		nk.rows = whole ? T : T * nkv, nk.n = whole ? kvd : hd;
+		rc = coli_dev_rmsnorm(dd->dev, &nq);
+		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, &nk);
 	}
 	rc = rc ? rc : coli_dev_rope(dd->dev, dd->q, T, nh, hd, pos0, dd->inv_freq);
 	rc = rc ? rc : coli_dev_rope(dd->dev, dd->k, T, nkv, hd, pos0, dd->inv_freq);
 	rc = rc ? rc
-	        : coli_dev_copy(dd->dev, kc + (size_t)pos0 * kvd * 4, dd->k, (size_t)T * kvd * 4);
+	        : coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = kc + (size_t)pos0 * kvd * 4,
+	                                                         .src = dd->k,
+	                                                         .n = (size_t)T * kvd * 4});
 	return rc ? rc
-	          : coli_dev_copy(dd->dev, vc + (size_t)pos0 * kvd * 4, dd->v, (size_t)T * kvd * 4);
+	          : coli_dev_copy(dd->dev,
+	                          &(struct coli_dev_copy){.dst = vc + (size_t)pos0 * kvd * 4,
+	                                                  .src = dd->v,
+	                                                  .n = (size_t)T * kvd * 4});
 }
 
 /* Attention of layer l; first, when `pending` (every layer but the first),
@@ -192,20 +199,23 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
 
 	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
-	if (pend == PEND_PAIRS) { /* the previous layer's pairs, summed here */
-		const struct coli_gpu_pairs p = {.y = e->vram[dd->plan_dev].y,
-		                                 .token = dd->ptok,
-		                                 .w = dd->pw,
-		                                 .n = T * c->top_k};
+	const struct coli_gpu_pairs p = {
+	    .y = e->vram[dd->plan_dev].y, .token = dd->ptok, .w = dd->pw, .n = T * c->top_k};
+	const struct coli_dev_norm nm = {.x = dd->x,
+	                                 .add = pend == PEND_MLP ? dd->mlp : 0,
+	                                 .pairs = &p, /* read by acc_rmsnorm only */
+	                                 .w = D->attn_norm,
+	                                 .y = dd->xn,
+	                                 .q = coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0,
+	                                 .qd = dd->ad,
+	                                 .qsum = dd->aqs,
+	                                 .rows = T,
+	                                 .n = H,
+	                                 .eps = c->norm_eps};
 
-		rc = coli_dev_acc_rmsnorm(dd->dev, dd->x, &p, D->attn_norm, dd->xn,
-		                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad,
-		                          dd->aqs, T, H, c->norm_eps);
-	} else
-		rc = coli_dev_add_rmsnorm(dd->dev, dd->x, pend == PEND_MLP ? dd->mlp : 0,
-		                          D->attn_norm, dd->xn,
-		                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad,
-		                          dd->aqs, T, H, c->norm_eps);
+	rc = pend == PEND_PAIRS
+	         ? coli_dev_acc_rmsnorm(dd->dev, &nm) /* the previous layer's pairs */
+	         : coli_dev_add_rmsnorm(dd->dev, &nm);
 	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
 		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
 
@@ -220,9 +230,13 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 		rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
 	}
 	if (!rc && D->q_bias) {
-		rc = coli_dev_add_bias(dd->dev, dd->q, D->q_bias, T, qd);
-		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->k, D->k_bias, T, kvd);
-		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->v, D->v_bias, T, kvd);
+		struct coli_dev_bias bq = {.y = dd->q, .b = D->q_bias, .rows = T, .n = qd};
+		struct coli_dev_bias bk = {.y = dd->k, .b = D->k_bias, .rows = T, .n = kvd};
+		struct coli_dev_bias bv = {.y = dd->v, .b = D->v_bias, .rows = T, .n = kvd};
+
+		rc = coli_dev_add_bias(dd->dev, &bq);
+		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bk);
+		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bv);
 	}
 	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
 	/* a quantized o reads the attention output quantized: in the same launch */
@@ -247,7 +261,12 @@ int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, 
 	rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, xn_ready, T, dd->shy);
 	rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
 	rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
-	return rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, e->m.cfg.hidden);
+	return rc ? rc
+	          : coli_dev_gated_add(dd->dev, &(struct coli_dev_gated){.out = dd->mlp,
+	                                                                 .y = dd->shy,
+	                                                                 .gate = dd->gl,
+	                                                                 .T = T,
+	                                                                 .H = e->m.cfg.hidden});
 }
 
 /* Whether MoE layer l is routed and planned on the device at T tokens
@@ -477,8 +496,16 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
 		rc = coli_dense_dev_phase_end(e, &e->est.attention_s, 1);
 	rc = rc ? rc
-	        : coli_dev_add_rmsnorm(dd->dev, dd->x, dd->proj, D->ffn_norm, dd->xn,
-	                               xq ? dd->aq : 0, dd->ad, dd->aqs, T, H, c->norm_eps);
+	        : coli_dev_add_rmsnorm(dd->dev, &(struct coli_dev_norm){.x = dd->x,
+	                                                                .add = dd->proj,
+	                                                                .w = D->ffn_norm,
+	                                                                .y = dd->xn,
+	                                                                .q = xq ? dd->aq : 0,
+	                                                                .qd = dd->ad,
+	                                                                .qsum = dd->aqs,
+	                                                                .rows = T,
+	                                                                .n = H,
+	                                                                .eps = c->norm_eps});
 	if (kind == SEG_DENSE)
 		return rc ? rc
 		          : swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T,
@@ -670,7 +697,8 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	struct coli_dev_down down[2] = {{e->xn, from->x, n}};
 	int nd = 1;
 
-	rc = coli_dev_add(from->dev, from->x, from->mlp, T * H);
+	rc = coli_dev_add(from->dev,
+	                  &(struct coli_dev_add){.x = from->x, .y = from->mlp, .n = T * H});
 	fast_down(e, from, down, &nd);
 	rc = rc ? rc : coli_dev_download_many(from->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(from->dev);
@@ -753,6 +781,13 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
 	                  ? coli_dev_host_addr(dd->dev, e->xlogits, sizeof(float) * c->vocab)
 	                  : 0;
+	struct coli_dev_norm nm = {.w = dd->out_norm,
+	                           .y = dd->xn,
+	                           .q = coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
+	                           .qd = dd->ad,
+	                           .qsum = dd->aqs,
+	                           .n = H,
+	                           .eps = c->norm_eps};
 
 	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
 	     t0 += COLI_DEV_LOGIT_ROWS) {
@@ -761,11 +796,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 
 		rc = coli_dev_download_many(dd->dev, down, nd); /* the piece before */
 		nd = 0;
-		rc = rc ? rc
-		        : coli_dev_add_rmsnorm(dd->dev, dd->x + at, dd->mlp + at, dd->out_norm,
-		                               dd->xn,
-		                               coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
-		                               dd->ad, dd->aqs, n, H, c->norm_eps);
+		nm.x = dd->x + at, nm.add = dd->mlp + at, nm.rows = n;
+		rc = rc ? rc : coli_dev_add_rmsnorm(dd->dev, &nm);
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
 		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
 			rc = rc ? rc : coli_dev_argmax(dd->dev, dd->logits, c->vocab, dd->next);
