@@ -239,22 +239,6 @@ int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_byte
 	GATED(COLI_DEV_COUNT_NONE, d->ops->mem_info(d, free_bytes, total_bytes), "memory query");
 }
 
-int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
-                  uint64_t inv_freq)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->rope(d, x, T, nh, hd, pos0, inv_freq), "rope launch");
-}
-
-int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
-                       uint64_t aq, uint64_t ad, uint64_t aqs)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH,
-	      d->ops->attention(d, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq, ad,
-	                        aqs),
-	      "attention launch");
-}
-
 int coli_dev_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
                          size_t row_bytes)
 {
@@ -285,16 +269,6 @@ int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
 int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
 {
 	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->dense_gemv(d, t, m), "dense gemv launch");
-}
-
-int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
-                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH,
-	      d->ops->qk_rope_store(d, q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp, inv_freq,
-	                            kc, vc),
-	      "qk rope launch");
 }
 
 int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,

@@ -79,6 +79,37 @@ struct coli_dev_gated {
 	int T, H;
 };
 
+/* Per-head q/k norm (qw/kw 0: none), RoPE, k and v into the layer's cache
+ * kc/vc at pos0; posp != 0: pos0 is the int there when the op runs (ptx/ptx.h
+ * says what that changes for attention). */
+struct coli_dev_qk_rope {
+	uint64_t q, k, v; /* [T][nh][hd], [T][nkv][hd], [T][nkv][hd] */
+	uint64_t qw, kw;  /* [hd] */
+	float eps;
+	int T, nh, nkv, hd, pos0;
+	uint64_t posp;
+	uint64_t inv_freq; /* [hd / 2] */
+	uint64_t kc, vc;   /* [ctx][nkv][hd] */
+};
+
+/* RoPE of x [T][nh][hd] in place at positions pos0.. */
+struct coli_dev_rope {
+	uint64_t x, inv_freq;
+	int T, nh, hd, pos0;
+};
+
+/* Causal attention of q [T][nh][hd] over the cache k/v [ctx][nkv * hd] into
+ * out (like q); posp and span as for qk_rope (ptx/ptx.h coli_gpu_attention);
+ * aq != 0: out also quantized per 32-block into aq/ad/aqs. */
+struct coli_dev_attention {
+	uint64_t q, k, v, out;
+	int T, pos0;
+	uint64_t posp;
+	int span, nh, nkv, hd;
+	float scale;
+	uint64_t aq, ad, aqs;
+};
+
 /* The backend's table. Members marked (optional) may be NULL; the entry
  * point's behaviour then is given after "NULL:". */
 struct coli_dev_ops {
@@ -141,18 +172,9 @@ struct coli_dev_ops {
 	int (*add)(struct coli_dev *d, const struct coli_dev_add *a);
 	int (*add_rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
 	int (*acc_rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
-	/* per-head q/k norm (weights 0: none), RoPE, k and v into the cache at
-	 * pos0 (kc/vc: the layer's cache); posp != 0: pos0 is the int there when
-	 * the op runs (ptx/ptx.h says what that changes for attention) */
-	int (*qk_rope_store)(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
-	                     uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-	                     uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
-	int (*rope)(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
-	            uint64_t inv_freq);
-	/* aq != 0: out also quantized per 32-block into aq/ad/aqs */
-	int (*attention)(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
-	                 int T, int pos0, uint64_t posp, int span, int nh, int nkv, int hd,
-	                 float scale, uint64_t aq, uint64_t ad, uint64_t aqs);
+	int (*qk_rope_store)(struct coli_dev *d, const struct coli_dev_qk_rope *a);
+	int (*rope)(struct coli_dev *d, const struct coli_dev_rope *a);
+	int (*attention)(struct coli_dev *d, const struct coli_dev_attention *a);
 	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
 	             uint64_t ids, uint64_t x, int T, int H);
 	/* dst row r = src row idx[r] for r < n, rows of row_bytes (% 4 == 0) */
@@ -292,6 +314,9 @@ COLI_DEV_OP(acc_rmsnorm, struct coli_dev_norm, COLI_DEV_COUNT_LAUNCH, "accumulat
 COLI_DEV_OP(add_bias, struct coli_dev_bias, COLI_DEV_COUNT_LAUNCH, "bias launch")
 COLI_DEV_OP(add, struct coli_dev_add, COLI_DEV_COUNT_LAUNCH, "add launch")
 COLI_DEV_OP(gated_add, struct coli_dev_gated, COLI_DEV_COUNT_LAUNCH, "gate launch")
+COLI_DEV_OP(qk_rope_store, struct coli_dev_qk_rope, COLI_DEV_COUNT_LAUNCH, "qk rope launch")
+COLI_DEV_OP(rope, struct coli_dev_rope, COLI_DEV_COUNT_LAUNCH, "rope launch")
+COLI_DEV_OP(attention, struct coli_dev_attention, COLI_DEV_COUNT_LAUNCH, "attention launch")
 
 /* The memory of the smallest device --gpu SPEC names (sim: what the simulated
  * device reports), before any is opened; 0: none, or one not found. */
@@ -350,14 +375,6 @@ int coli_dev_host_wait(struct coli_dev *d, uint32_t seq);
 void coli_dev_host_signal(struct coli_dev *d, uint32_t seq);
 
 /* The dense part: checked like the rest (each counts as a launch). */
-int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
-                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
-int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
-                  uint64_t inv_freq);
-int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
-                       uint64_t aq, uint64_t ad, uint64_t aqs);
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H);
 int coli_dev_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,

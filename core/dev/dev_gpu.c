@@ -107,16 +107,14 @@ static int g_add(struct coli_dev *d, const struct coli_dev_add *a)
 {
 	return coli_gpu_add(G(d), a->x, a->y, a->n);
 }
-static int g_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
+static int g_rope(struct coli_dev *d, const struct coli_dev_rope *a)
 {
-	return coli_gpu_rope(G(d), x, T, nh, hd, pos0, f);
+	return coli_gpu_rope(G(d), a->x, a->T, a->nh, a->hd, a->pos0, a->inv_freq);
 }
-static int g_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
-                       uint64_t aq, uint64_t ad, uint64_t aqs)
+static int g_attention(struct coli_dev *d, const struct coli_dev_attention *a)
 {
-	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
-	                          ad, aqs);
+	return coli_gpu_attention(G(d), a->q, a->k, a->v, a->out, a->T, a->pos0, a->posp, a->span,
+	                          a->nh, a->nkv, a->hd, a->scale, a->aq, a->ad, a->aqs);
 }
 static int g_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
                          size_t row_bytes)
@@ -156,12 +154,10 @@ static int g_acc_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 	return coli_gpu_acc_rmsnorm(G(d), a->x, a->pairs, a->w, a->y, a->q, a->qd, a->qsum, a->rows,
 	                            a->n, a->eps);
 }
-static int g_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
-                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t posp, uint64_t f, uint64_t kc, uint64_t vc)
+static int g_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 {
-	return coli_gpu_qk_rope_store(G(d), q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp, f, kc,
-	                              vc);
+	return coli_gpu_qk_rope_store(G(d), a->q, a->k, a->v, a->qw, a->kw, a->eps, a->T, a->nh,
+	                              a->nkv, a->hd, a->pos0, a->posp, a->inv_freq, a->kc, a->vc);
 }
 static int g_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw)

@@ -419,47 +419,47 @@ static int s_add_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 	return a->q ? s_actq(d, a->y, a->q, a->qd, a->qsum, a->rows * a->n / COLI_QBLOCK) : 0;
 }
 
-static int s_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
-                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t posp, uint64_t f, uint64_t kc, uint64_t vc)
+static int s_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 {
 	IN_ORDER(d);
+	const int T = a->T, nh = a->nh, nkv = a->nkv, hd = a->hd;
+	const int pos0 = a->posp ? *(const int *)(uintptr_t)a->posp : a->pos0;
 	size_t kvd = (size_t)nkv * hd;
 
-	if (posp)
-		pos0 = *(const int *)(uintptr_t)posp;
-
-	if (qw)
-		s_rmsnorm(d, &(struct coli_dev_norm){
-		                 .x = q, .w = qw, .y = q, .rows = T * nh, .n = hd, .eps = eps});
-	if (kw)
-		s_rmsnorm(d, &(struct coli_dev_norm){
-		                 .x = k, .w = kw, .y = k, .rows = T * nkv, .n = hd, .eps = eps});
-	coli_rope(F(q), T, nh, hd, pos0, F(f));
-	coli_rope(F(k), T, nkv, hd, pos0, F(f));
-	memcpy(F(kc) + (size_t)pos0 * kvd, F(k), sizeof(float) * T * kvd);
-	memcpy(F(vc) + (size_t)pos0 * kvd, F(v), sizeof(float) * T * kvd);
+	if (a->qw)
+		s_rmsnorm(
+		    d,
+		    &(struct coli_dev_norm){
+		        .x = a->q, .w = a->qw, .y = a->q, .rows = T * nh, .n = hd, .eps = a->eps});
+	if (a->kw)
+		s_rmsnorm(
+		    d,
+		    &(struct coli_dev_norm){
+		        .x = a->k, .w = a->kw, .y = a->k, .rows = T * nkv, .n = hd, .eps = a->eps});
+	coli_rope(F(a->q), T, nh, hd, pos0, F(a->inv_freq));
+	coli_rope(F(a->k), T, nkv, hd, pos0, F(a->inv_freq));
+	memcpy(F(a->kc) + (size_t)pos0 * kvd, F(a->k), sizeof(float) * T * kvd);
+	memcpy(F(a->vc) + (size_t)pos0 * kvd, F(a->v), sizeof(float) * T * kvd);
 	return 0;
 }
 
-static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
+static int s_rope(struct coli_dev *d, const struct coli_dev_rope *a)
 {
 	IN_ORDER(d);
-	coli_rope(F(x), T, nh, hd, pos0, F(f));
+	coli_rope(F(a->x), a->T, a->nh, a->hd, a->pos0, F(a->inv_freq));
 	return 0;
 }
 
-static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
-                       uint64_t aq, uint64_t ad, uint64_t aqs)
+static int s_attention(struct coli_dev *d, const struct coli_dev_attention *a)
 {
 	IN_ORDER(d);
+	const uint64_t q = a->q, K = a->k, V = a->v, out = a->out;
+	const int T = a->T, nh = a->nh, hd = a->hd, group = nh / a->nkv, kvd = a->nkv * hd;
+	const float scale = a->scale;
+	/* the CPU walks positions in one order whatever the split (span) */
+	const int pos0 = a->posp ? *(const int *)(uintptr_t)a->posp : a->pos0;
 	float *sc;
-	int group = nh / nkv, kvd = nkv * hd;
 
-	(void)span; /* the CPU walks positions in one order whatever the split */
-	if (posp)
-		pos0 = *(const int *)(uintptr_t)posp;
 	sc = malloc(sizeof(float) * (size_t)(pos0 + T));
 	if (!sc)
 		return -ENOMEM;
@@ -470,7 +470,7 @@ static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, u
 			                    pos0 + t + 1, kvd, hd, scale, sc,
 			                    F(out) + ((size_t)t * nh + h) * hd);
 	free(sc);
-	return aq ? s_actq(d, out, aq, ad, aqs, T * nh * hd / COLI_QBLOCK) : 0;
+	return a->aq ? s_actq(d, out, a->aq, a->ad, a->aqs, T * nh * hd / COLI_QBLOCK) : 0;
 }
 
 static int s_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,

@@ -155,10 +155,22 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
 	int rc = 0;
 
 	if (qk_fused(c))
-		return coli_dev_qk_rope_store(dd->dev, dd->q, dd->k, dd->v,
-		                              c->qk_norm == 1 ? D->q_norm : 0,
-		                              c->qk_norm == 1 ? D->k_norm : 0, c->norm_eps, T, nh,
-		                              nkv, hd, pos0, dd->ids, dd->inv_freq, kc, vc);
+		return coli_dev_qk_rope_store(
+		    dd->dev, &(struct coli_dev_qk_rope){.q = dd->q,
+		                                        .k = dd->k,
+		                                        .v = dd->v,
+		                                        .qw = c->qk_norm == 1 ? D->q_norm : 0,
+		                                        .kw = c->qk_norm == 1 ? D->k_norm : 0,
+		                                        .eps = c->norm_eps,
+		                                        .T = T,
+		                                        .nh = nh,
+		                                        .nkv = nkv,
+		                                        .hd = hd,
+		                                        .pos0 = pos0,
+		                                        .posp = dd->ids,
+		                                        .inv_freq = dd->inv_freq,
+		                                        .kc = kc,
+		                                        .vc = vc});
 	if (c->qk_norm) { /* 2: over the whole q and k, 1: per head */
 		int whole = c->qk_norm == 2;
 		struct coli_dev_norm nq = {
@@ -171,8 +183,13 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
 		rc = coli_dev_rmsnorm(dd->dev, &nq);
 		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, &nk);
 	}
-	rc = rc ? rc : coli_dev_rope(dd->dev, dd->q, T, nh, hd, pos0, dd->inv_freq);
-	rc = rc ? rc : coli_dev_rope(dd->dev, dd->k, T, nkv, hd, pos0, dd->inv_freq);
+	struct coli_dev_rope rq = {
+	    .x = dd->q, .inv_freq = dd->inv_freq, .T = T, .nh = nh, .hd = hd, .pos0 = pos0};
+	struct coli_dev_rope rk = {
+	    .x = dd->k, .inv_freq = dd->inv_freq, .T = T, .nh = nkv, .hd = hd, .pos0 = pos0};
+
+	rc = rc ? rc : coli_dev_rope(dd->dev, &rq);
+	rc = rc ? rc : coli_dev_rope(dd->dev, &rk);
 	rc = rc ? rc
 	        : coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = kc + (size_t)pos0 * kvd * 4,
 	                                                         .src = dd->k,
@@ -242,9 +259,22 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 	/* a quantized o reads the attention output quantized: in the same launch */
 	oq = coli_dtype_is_quant(D->o.dtype);
 	rc = rc ? rc
-	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, dd->ids, e->ctx, nh,
-	                             nkv, hd, 1.0f / sqrtf((float)hd), oq ? dd->aq : 0,
-	                             oq ? dd->ad : 0, oq ? dd->aqs : 0);
+	        : coli_dev_attention(dd->dev,
+	                             &(struct coli_dev_attention){.q = dd->q,
+	                                                          .k = kc,
+	                                                          .v = vc,
+	                                                          .out = dd->att,
+	                                                          .T = T,
+	                                                          .pos0 = pos0,
+	                                                          .posp = dd->ids,
+	                                                          .span = e->ctx,
+	                                                          .nh = nh,
+	                                                          .nkv = nkv,
+	                                                          .hd = hd,
+	                                                          .scale = 1.0f / sqrtf((float)hd),
+	                                                          .aq = oq ? dd->aq : 0,
+	                                                          .ad = oq ? dd->ad : 0,
+	                                                          .aqs = oq ? dd->aqs : 0});
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	return rc;
 }
