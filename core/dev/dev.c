@@ -169,31 +169,6 @@ int coli_dev_download_many(struct coli_dev *d, const struct coli_dev_down *v, in
 	return rc;
 }
 
-int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-                  int n_jobs)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->gemv(d, t, jobs, n_jobs), "gemv launch");
-}
-
-int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-                  int n_jobs)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->gemm(d, t, jobs, n_jobs), "gemm launch");
-}
-
-int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
-                      uint64_t dd, uint64_t qsum, int n)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->silu_mul(d, g, u, h, q, dd, qsum, n), "silu launch");
-}
-
-int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
-                          int n_blocks)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->act_quantize(d, x, q, dd, qs, n_blocks),
-	      "quantize launch");
-}
-
 int coli_dev_sync(struct coli_dev *d)
 {
 	/* a sync counts: injection can fail a take too */
@@ -239,13 +214,6 @@ int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_byte
 	GATED(COLI_DEV_COUNT_NONE, d->ops->mem_info(d, free_bytes, total_bytes), "memory query");
 }
 
-int coli_dev_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
-                         size_t row_bytes)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->gather_rows(d, dst, src, idx, n, row_bytes),
-	      "gather launch");
-}
-
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H)
 {
@@ -287,13 +255,6 @@ int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r
                          const struct coli_gpu_moe_plan *a)
 {
 	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->router_plan(d, r, a), "router + plan launch");
-}
-
-int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
-                        int max_rows)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->gemv_table(d, t, table, n_jobs, max_rows),
-	      "gemv launch");
 }
 
 void coli_dev_close(struct coli_dev *d)

@@ -110,6 +110,38 @@ struct coli_dev_attention {
 	uint64_t aq, ad, aqs;
 };
 
+/* h = silu(g) * u over n; q != 0: h also quantized into q/qd/qsum (n % 32 == 0). */
+struct coli_dev_silu {
+	uint64_t g, u, h, q, qd, qsum;
+	int n;
+};
+
+/* x [n_blocks * 32] quantized into q/qd/qsum (cpu/ coli_act_quantize's bits). */
+struct coli_dev_quantize {
+	uint64_t x, q, qd, qsum;
+	int n_blocks;
+};
+
+/* dst row r = src row idx[r] for r < n, rows of row_bytes (% 4 == 0). */
+struct coli_dev_gather {
+	uint64_t dst, src, idx;
+	int n;
+	size_t row_bytes;
+};
+
+/* Expert GEMV/GEMM jobs of dtype t (kernels_abi.h): gemv runs jobs[0..n_jobs)
+ * (S <= COLI_GPU_MAX_S), gemm gemm_jobs[0..n_jobs) (prefill, any S: q8/q4
+ * bit-identical to gemv, bf16 within rounding on a GPU), gemv_table the
+ * table of n_jobs jobs already in device memory (written by moe_plan), each
+ * of at most max_rows rows. */
+struct coli_dev_jobs {
+	enum coli_dtype t;
+	const struct coli_gpu_gemv_job *jobs;
+	const struct coli_gpu_gemm_job *gemm_jobs;
+	uint64_t table;
+	int n_jobs, max_rows;
+};
+
 /* The backend's table. Members marked (optional) may be NULL; the entry
  * point's behaviour then is given after "NULL:". */
 struct coli_dev_ops {
@@ -123,17 +155,10 @@ struct coli_dev_ops {
 	/* (optional) n <= COLI_DEV_DOWN_MAX downloads as one op (the GPU: one
 	 * kernel where each would be one); NULL: download_async one by one */
 	int (*download_many)(struct coli_dev *d, const struct coli_dev_down *v, int n);
-	int (*gemv)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-	            int n_jobs); /* async */
-	/* prefill: one job per matrix, any S (q8/q4 bit-identical to gemv, bf16
-	 * within rounding on a GPU) */
-	int (*gemm)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-	            int n_jobs); /* async */
-	/* h = silu(g) * u; when q != 0, h also quantized into q/dd/qsum (n % 32 == 0) */
-	int (*silu_mul)(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
-	                uint64_t dd, uint64_t qsum, int n); /* async */
-	int (*act_quantize)(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qsum,
-	                    int n_blocks); /* async */
+	int (*gemv)(struct coli_dev *d, const struct coli_dev_jobs *a);
+	int (*gemm)(struct coli_dev *d, const struct coli_dev_jobs *a);
+	int (*silu_mul)(struct coli_dev *d, const struct coli_dev_silu *a);
+	int (*act_quantize)(struct coli_dev *d, const struct coli_dev_quantize *a);
 	int (*sync)(struct coli_dev *d);
 	void (*close)(struct coli_dev *d);
 	/* staging slots for streamed slabs: copies on a second stream, ordered by
@@ -177,9 +202,7 @@ struct coli_dev_ops {
 	int (*attention)(struct coli_dev *d, const struct coli_dev_attention *a);
 	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
 	             uint64_t ids, uint64_t x, int T, int H);
-	/* dst row r = src row idx[r] for r < n, rows of row_bytes (% 4 == 0) */
-	int (*gather_rows)(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
-	                   size_t row_bytes);
+	int (*gather_rows)(struct coli_dev *d, const struct coli_dev_gather *a);
 	/* pair p's row at hy + p * H when p < 64 and bit p of hmask is set (hy
 	 * from host_addr: the rows read in place), else at y + p * H */
 	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
@@ -202,8 +225,7 @@ struct coli_dev_ops {
 	 * as one op; NULL: the caller runs the two */
 	int (*router_plan)(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
 	                   const struct coli_gpu_moe_plan *a);
-	int (*gemv_table)(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
-	                  int max_rows);
+	int (*gemv_table)(struct coli_dev *d, const struct coli_dev_jobs *a);
 	/* (optional, COLI_DEV_CAP_GRAPHS) graphs: the ops between capture_begin
 	 * and capture_end are recorded into *graph, not run; graph_launch
 	 * replays them. NULL (all four): capture_begin returns -ENOTSUP */
@@ -317,6 +339,12 @@ COLI_DEV_OP(gated_add, struct coli_dev_gated, COLI_DEV_COUNT_LAUNCH, "gate launc
 COLI_DEV_OP(qk_rope_store, struct coli_dev_qk_rope, COLI_DEV_COUNT_LAUNCH, "qk rope launch")
 COLI_DEV_OP(rope, struct coli_dev_rope, COLI_DEV_COUNT_LAUNCH, "rope launch")
 COLI_DEV_OP(attention, struct coli_dev_attention, COLI_DEV_COUNT_LAUNCH, "attention launch")
+COLI_DEV_OP(gemv, struct coli_dev_jobs, COLI_DEV_COUNT_LAUNCH, "gemv launch")
+COLI_DEV_OP(gemm, struct coli_dev_jobs, COLI_DEV_COUNT_LAUNCH, "gemm launch")
+COLI_DEV_OP(gemv_table, struct coli_dev_jobs, COLI_DEV_COUNT_LAUNCH, "gemv launch")
+COLI_DEV_OP(silu_mul, struct coli_dev_silu, COLI_DEV_COUNT_LAUNCH, "silu launch")
+COLI_DEV_OP(act_quantize, struct coli_dev_quantize, COLI_DEV_COUNT_LAUNCH, "quantize launch")
+COLI_DEV_OP(gather_rows, struct coli_dev_gather, COLI_DEV_COUNT_LAUNCH, "gather launch")
 
 /* The memory of the smallest device --gpu SPEC names (sim: what the simulated
  * device reports), before any is opened; 0: none, or one not found. */
@@ -336,14 +364,6 @@ int coli_dev_upload_async(struct coli_dev *d, uint64_t dst, const void *src, siz
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n);
 /* v[0..n) downloaded in stream order, as download_async each would be. */
 int coli_dev_download_many(struct coli_dev *d, const struct coli_dev_down *v, int n);
-int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-                  int n_jobs);
-int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-                  int n_jobs);
-int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
-                      uint64_t dd, uint64_t qsum, int n);
-int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
-                          int n_blocks);
 int coli_dev_sync(struct coli_dev *d);
 /* Graphs (-ENOTSUP where the device has none): core/forward/forward_dev.c records a
  * layer's dense ops once and replays them. A capture that fails leaves the
@@ -377,8 +397,6 @@ void coli_dev_host_signal(struct coli_dev *d, uint32_t seq);
 /* The dense part: checked like the rest (each counts as a launch). */
 int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
                    uint64_t ids, uint64_t x, int T, int H);
-int coli_dev_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
-                         size_t row_bytes);
 int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
                             uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
                             uint64_t hmask);
@@ -392,8 +410,6 @@ int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int n
 int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
 int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
                          const struct coli_gpu_moe_plan *a);
-int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
-                        int max_rows);
 
 /* Backends. */
 /* flags: coli_gpu_open's (COLI_GPU_FAIL_JIT_*: fault injection) */

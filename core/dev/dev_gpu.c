@@ -66,26 +66,23 @@ static void g_host_signal(struct coli_dev *d, uint32_t seq)
 {
 	coli_gpu_host_signal(G(d), seq);
 }
-static int g_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-                  int n)
+static int g_gemv(struct coli_dev *d, const struct coli_dev_jobs *a)
 {
-	return coli_gpu_gemv(G(d), t, jobs, n);
+	return coli_gpu_gemv(G(d), a->t, a->jobs, a->n_jobs);
 }
-static int g_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-                  int n)
+static int g_gemm(struct coli_dev *d, const struct coli_dev_jobs *a)
 {
-	return coli_gpu_gemm(G(d), t, jobs, n);
+	return coli_gpu_gemm(G(d), a->t, a->gemm_jobs, a->n_jobs);
 }
-static int g_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q, uint64_t dd,
-                  uint64_t qs, int n)
+static int g_silu(struct coli_dev *d, const struct coli_dev_silu *a)
 {
-	if (q)
-		return coli_gpu_silu_mul_q(G(d), g, u, h, q, dd, qs, n / 32);
-	return coli_gpu_silu_mul(G(d), g, u, h, n);
+	if (a->q)
+		return coli_gpu_silu_mul_q(G(d), a->g, a->u, a->h, a->q, a->qd, a->qsum, a->n / 32);
+	return coli_gpu_silu_mul(G(d), a->g, a->u, a->h, a->n);
 }
-static int g_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
+static int g_actq(struct coli_dev *d, const struct coli_dev_quantize *a)
 {
-	return coli_gpu_act_quantize(G(d), x, q, dd, qs, nb);
+	return coli_gpu_act_quantize(G(d), a->x, a->q, a->qd, a->qsum, a->n_blocks);
 }
 static int g_sync(struct coli_dev *d)
 {
@@ -116,10 +113,9 @@ static int g_attention(struct coli_dev *d, const struct coli_dev_attention *a)
 	return coli_gpu_attention(G(d), a->q, a->k, a->v, a->out, a->T, a->pos0, a->posp, a->span,
 	                          a->nh, a->nkv, a->hd, a->scale, a->aq, a->ad, a->aqs);
 }
-static int g_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
-                         size_t row_bytes)
+static int g_gather_rows(struct coli_dev *d, const struct coli_dev_gather *a)
 {
-	return coli_gpu_gather_rows(G(d), dst, src, idx, n, row_bytes);
+	return coli_gpu_gather_rows(G(d), a->dst, a->src, a->idx, a->n, a->row_bytes);
 }
 
 static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
@@ -173,9 +169,9 @@ static int g_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r
 {
 	return coli_gpu_router_plan(G(d), r, a);
 }
-static int g_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
+static int g_gemv_table(struct coli_dev *d, const struct coli_dev_jobs *a)
 {
-	return coli_gpu_gemv_table(G(d), t, table, n, rows);
+	return coli_gpu_gemv_table(G(d), a->t, a->table, a->n_jobs, a->max_rows);
 }
 /* mem/'s registration hook: every host region mem/ records (the tier
  * manager's slot arena above all) is page-locked for DMA, so streamed slabs

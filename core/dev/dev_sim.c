@@ -314,46 +314,35 @@ static void sim_job(enum coli_dtype t, const void *w, int rows, int K, int S, co
 	}
 }
 
-static int s_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-                  int n_jobs)
+static int s_gemv(struct coli_dev *d, const struct coli_dev_jobs *a)
 {
 	IN_ORDER(d);
-	for (int j = 0; j < n_jobs; j++) {
-		const struct coli_gpu_gemv_job *jb = &jobs[j];
+	for (int j = 0; j < a->n_jobs; j++) {
+		const struct coli_gpu_gemv_job *jb = &a->jobs[j];
 
-		sim_job(t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf, jb->y,
-		        jb->ldy);
+		sim_job(a->t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf,
+		        jb->y, jb->ldy);
 	}
 	return 0;
 }
 
-static int s_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-                  int n_jobs)
+static int s_gemm(struct coli_dev *d, const struct coli_dev_jobs *a)
 {
 	IN_ORDER(d);
-	for (int j = 0; j < n_jobs; j++) {
-		const struct coli_gpu_gemm_job *jb = &jobs[j];
+	for (int j = 0; j < a->n_jobs; j++) {
+		const struct coli_gpu_gemm_job *jb = &a->gemm_jobs[j];
 
 		if (jb->S < 1 || jb->K % 32)
 			return -EINVAL; /* as the real launcher */
-		sim_job(t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf, jb->y,
-		        jb->ldy);
+		sim_job(a->t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf,
+		        jb->y, jb->ldy);
 	}
 	return 0;
 }
 
-static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb);
-
-static int s_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q, uint64_t dd,
-                  uint64_t qs, int n)
-{
-	IN_ORDER(d);
-	coli_silu_mul((const float *)(uintptr_t)g, (const float *)(uintptr_t)u,
-	              (float *)(uintptr_t)h, n);
-	return q ? s_actq(d, h, q, dd, qs, n / COLI_QBLOCK) : 0;
-}
-
-static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
+/* x [nb * 32] quantized into q/dd/qs (act_quantize, and the ops that
+ * quantize their output in the same launch) */
+static int actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
 {
 	IN_ORDER(d);
 	struct coli_act a = {.q = (int8_t *)(uintptr_t)q,
@@ -362,6 +351,19 @@ static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint6
 
 	coli_act_quantize(&a, (const float *)(uintptr_t)x, nb * COLI_QBLOCK);
 	return 0;
+}
+
+static int s_actq(struct coli_dev *d, const struct coli_dev_quantize *a)
+{
+	return actq(d, a->x, a->q, a->qd, a->qsum, a->n_blocks);
+}
+
+static int s_silu(struct coli_dev *d, const struct coli_dev_silu *a)
+{
+	IN_ORDER(d);
+	coli_silu_mul((const float *)(uintptr_t)a->g, (const float *)(uintptr_t)a->u,
+	              (float *)(uintptr_t)a->h, a->n);
+	return a->q ? actq(d, a->h, a->q, a->qd, a->qsum, a->n / COLI_QBLOCK) : 0;
 }
 
 static int s_sync(struct coli_dev *d)
@@ -416,7 +418,7 @@ static int s_add_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 	if (a->add)
 		s_add(d, &(struct coli_dev_add){.x = a->x, .y = a->add, .n = a->rows * a->n});
 	s_rmsnorm(d, a);
-	return a->q ? s_actq(d, a->y, a->q, a->qd, a->qsum, a->rows * a->n / COLI_QBLOCK) : 0;
+	return a->q ? actq(d, a->y, a->q, a->qd, a->qsum, a->rows * a->n / COLI_QBLOCK) : 0;
 }
 
 static int s_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
@@ -470,18 +472,18 @@ static int s_attention(struct coli_dev *d, const struct coli_dev_attention *a)
 			                    pos0 + t + 1, kvd, hd, scale, sc,
 			                    F(out) + ((size_t)t * nh + h) * hd);
 	free(sc);
-	return a->aq ? s_actq(d, out, a->aq, a->ad, a->aqs, T * nh * hd / COLI_QBLOCK) : 0;
+	return a->aq ? actq(d, out, a->aq, a->ad, a->aqs, T * nh * hd / COLI_QBLOCK) : 0;
 }
 
-static int s_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
-                         size_t row_bytes)
+static int s_gather_rows(struct coli_dev *d, const struct coli_dev_gather *a)
 {
 	IN_ORDER(d);
-	const int *id = (const int *)(uintptr_t)idx;
+	const int *id = (const int *)(uintptr_t)a->idx;
+	const size_t row = a->row_bytes;
 
-	for (int r = 0; r < n; r++)
-		memcpy((char *)(uintptr_t)dst + (size_t)r * row_bytes,
-		       (const char *)(uintptr_t)src + (size_t)id[r] * row_bytes, row_bytes);
+	for (int r = 0; r < a->n; r++)
+		memcpy((char *)(uintptr_t)a->dst + (size_t)r * row,
+		       (const char *)(uintptr_t)a->src + (size_t)id[r] * row, row);
 	return 0;
 }
 
@@ -704,10 +706,13 @@ static int s_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r
 	return rc ? rc : s_moe_plan(d, a);
 }
 
-static int s_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
+static int s_gemv_table(struct coli_dev *d, const struct coli_dev_jobs *a)
 {
 	IN_ORDER(d);
-	return s_gemv(d, t, (const struct coli_gpu_gemv_job *)(uintptr_t)table, n);
+	return s_gemv(d, &(struct coli_dev_jobs){
+	                     .t = a->t,
+	                     .jobs = (const struct coli_gpu_gemv_job *)(uintptr_t)a->table,
+	                     .n_jobs = a->n_jobs});
 }
 
 static void s_close(struct coli_dev *d)

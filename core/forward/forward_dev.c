@@ -82,7 +82,10 @@ static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 {
 	if (!coli_dtype_is_quant(m->dtype))
 		return 0;
-	return coli_dev_act_quantize(dd->dev, x, dd->aq, dd->ad, dd->aqs, T * m->cols / 32);
+	return coli_dev_act_quantize(
+	    dd->dev,
+	    &(struct coli_dev_quantize){
+	        .x = x, .q = dd->aq, .qd = dd->ad, .qsum = dd->aqs, .n_blocks = T * m->cols / 32});
 }
 
 /* The dense GEMV's arguments for y[T][ldy] = m . x[T][K]. */
@@ -129,9 +132,14 @@ static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const stru
 	rc = rc ? rc : gemm(dd, gate, x, T, dd->g, I);
 	rc = rc ? rc : gemm(dd, up, x, T, dd->u, I);
 	rc = rc ? rc
-	        : coli_dev_silu_mul(dd->dev, dd->g, dd->u, dd->h,
-	                            coli_dtype_is_quant(down->dtype) ? dd->aq : 0, dd->ad, dd->aqs,
-	                            T * I);
+	        : coli_dev_silu_mul(dd->dev, &(struct coli_dev_silu){
+	                                         .g = dd->g,
+	                                         .u = dd->u,
+	                                         .h = dd->h,
+	                                         .q = coli_dtype_is_quant(down->dtype) ? dd->aq : 0,
+	                                         .qd = dd->ad,
+	                                         .qsum = dd->aqs,
+	                                         .n = T * I});
 	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
 	return rc;
 }
@@ -389,12 +397,21 @@ static int plan_experts(struct coli_engine *e, int l, int T)
 	struct coli_dev_slot *v = &e->vram[dd->plan_dev];
 	enum coli_dtype t = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype;
 	int P = T * c->top_k, rc;
+	const struct coli_dev_jobs gu = {
+	    .t = t, .table = dd->gu_jobs, .n_jobs = 2 * P, .max_rows = c->moe_inter};
+	const struct coli_dev_jobs down = {
+	    .t = t, .table = dd->down_jobs, .n_jobs = P, .max_rows = c->hidden};
+	const struct coli_dev_silu silu = {.g = v->g,
+	                                   .u = v->u,
+	                                   .h = v->h,
+	                                   .q = coli_dtype_is_quant(t) ? v->hq : 0,
+	                                   .qd = v->hd,
+	                                   .qsum = v->hqs,
+	                                   .n = P * c->moe_inter};
 
-	rc = coli_dev_gemv_table(dd->dev, t, dd->gu_jobs, 2 * P, c->moe_inter);
-	rc = rc ? rc
-	        : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, coli_dtype_is_quant(t) ? v->hq : 0,
-	                            v->hd, v->hqs, P * c->moe_inter);
-	return rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, c->hidden);
+	rc = coli_dev_gemv_table(dd->dev, &gu);
+	rc = rc ? rc : coli_dev_silu_mul(dd->dev, &silu);
+	return rc ? rc : coli_dev_gemv_table(dd->dev, &down);
 }
 
 /* The routing of the layers planned on device dd this forward, down into
