@@ -214,49 +214,6 @@ int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_byte
 	GATED(COLI_DEV_COUNT_NONE, d->ops->mem_info(d, free_bytes, total_bytes), "memory query");
 }
 
-int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-                   uint64_t ids, uint64_t x, int T, int H)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->embed(d, t, table, scales, ids, x, T, H),
-	      "embed launch");
-}
-
-int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-                            uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH,
-	      d->ops->moe_accumulate(d, out, y, pair_token, pair_w, n_pairs, T, H, hy, hmask),
-	      "accumulate launch");
-}
-
-int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->argmax(d, x, n, out), "argmax launch");
-}
-
-int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->dense_gemv(d, t, m), "dense gemv launch");
-}
-
-int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
-                   uint64_t selw)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->route(d, rlog, T, E, K, norm, sel, selw),
-	      "route launch");
-}
-
-int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->moe_plan(d, a), "plan launch");
-}
-
-int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
-                         const struct coli_gpu_moe_plan *a)
-{
-	GATED(COLI_DEV_COUNT_LAUNCH, d->ops->router_plan(d, r, a), "router + plan launch");
-}
-
 void coli_dev_close(struct coli_dev *d)
 {
 	if (d)

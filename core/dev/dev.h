@@ -142,6 +142,48 @@ struct coli_dev_jobs {
 	int n_jobs, max_rows;
 };
 
+/* Rows of the token embedding table (t: its dtype, scales its fp16 plane
+ * or 0) for the T ids (device ints) into x [T][H]. */
+struct coli_dev_embed {
+	enum coli_dtype t;
+	uint64_t table, scales, ids, x;
+	int T, H;
+};
+
+/* *out (a device int) = the first index of the largest of x[0..n): coli_argmax. */
+struct coli_dev_argmax {
+	uint64_t x, out;
+	int n;
+};
+
+/* out [T][H] = the sum of each token's pairs (core/moe/moe.c's bits); pair
+ * p's row at hy + p * H when p < 64 and bit p of hmask is set (hy from
+ * coli_dev_host_addr: the rows read in place), else at y + p * H. */
+struct coli_dev_accumulate {
+	uint64_t out, y, pair_token, pair_w;
+	int n_pairs, T, H;
+	uint64_t hy, hmask;
+};
+
+/* Routing on the device (cpu/ops.c coli_route's result; cuda: its expf):
+ * router logits rlog [T][E] into sel/selw [T][K], renormalised when norm. */
+struct coli_dev_route {
+	uint64_t rlog, sel, selw;
+	int T, E, K, norm;
+};
+
+/* A dense matrix times T rows (kernels_abi.h's struct, and its dtype):
+ * deterministic, not canonical on cuda; COLI_DEV_CAP_EXACT_DENSE: coli_gemv's
+ * bits. router_plan: the router's f32 GEMV r into plan->rlog, then the plan. */
+struct coli_dev_dense {
+	enum coli_dtype t;
+	const struct coli_gpu_dense_gemv *m;
+};
+struct coli_dev_router_plan {
+	const struct coli_gpu_dense_gemv *r;
+	const struct coli_gpu_moe_plan *plan;
+};
+
 /* The backend's table. Members marked (optional) may be NULL; the entry
  * point's behaviour then is given after "NULL:". */
 struct coli_dev_ops {
@@ -200,31 +242,20 @@ struct coli_dev_ops {
 	int (*qk_rope_store)(struct coli_dev *d, const struct coli_dev_qk_rope *a);
 	int (*rope)(struct coli_dev *d, const struct coli_dev_rope *a);
 	int (*attention)(struct coli_dev *d, const struct coli_dev_attention *a);
-	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-	             uint64_t ids, uint64_t x, int T, int H);
+	int (*embed)(struct coli_dev *d, const struct coli_dev_embed *a);
 	int (*gather_rows)(struct coli_dev *d, const struct coli_dev_gather *a);
-	/* pair p's row at hy + p * H when p < 64 and bit p of hmask is set (hy
-	 * from host_addr: the rows read in place), else at y + p * H */
-	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-	                      uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
-	                      uint64_t hmask);
+	int (*moe_accumulate)(struct coli_dev *d, const struct coli_dev_accumulate *a);
 	int (*gated_add)(struct coli_dev *d, const struct coli_dev_gated *a);
-	/* *out (device int) = the first index of the largest of x[0..n): coli_argmax */
-	int (*argmax)(struct coli_dev *d, uint64_t x, int n, uint64_t out);
-	/* a dense matrix times T rows: deterministic, not canonical on cuda; the
-	 * simulated device computes coli_gemv's bits (so --gpu sim = the CPU path) */
-	int (*dense_gemv)(struct coli_dev *d, enum coli_dtype t,
-	                  const struct coli_gpu_dense_gemv *m);
+	int (*argmax)(struct coli_dev *d, const struct coli_dev_argmax *a);
+	int (*dense_gemv)(struct coli_dev *d, const struct coli_dev_dense *a);
 	/* routing on the device (cpu/ops.c coli_route's result; cuda: its expf)
 	 * and the plan of a fully resident layer: job tables written on the
 	 * device, run by gemv_table (see ptx/kernels_abi.h) */
-	int (*route)(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
-	             uint64_t selw);
+	int (*route)(struct coli_dev *d, const struct coli_dev_route *a);
 	int (*moe_plan)(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
 	/* (optional) the router's f32 GEMV r into a->rlog, then moe_plan(a),
 	 * as one op; NULL: the caller runs the two */
-	int (*router_plan)(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
-	                   const struct coli_gpu_moe_plan *a);
+	int (*router_plan)(struct coli_dev *d, const struct coli_dev_router_plan *a);
 	int (*gemv_table)(struct coli_dev *d, const struct coli_dev_jobs *a);
 	/* (optional, COLI_DEV_CAP_GRAPHS) graphs: the ops between capture_begin
 	 * and capture_end are recorded into *graph, not run; graph_launch
@@ -345,6 +376,13 @@ COLI_DEV_OP(gemv_table, struct coli_dev_jobs, COLI_DEV_COUNT_LAUNCH, "gemv launc
 COLI_DEV_OP(silu_mul, struct coli_dev_silu, COLI_DEV_COUNT_LAUNCH, "silu launch")
 COLI_DEV_OP(act_quantize, struct coli_dev_quantize, COLI_DEV_COUNT_LAUNCH, "quantize launch")
 COLI_DEV_OP(gather_rows, struct coli_dev_gather, COLI_DEV_COUNT_LAUNCH, "gather launch")
+COLI_DEV_OP(embed, struct coli_dev_embed, COLI_DEV_COUNT_LAUNCH, "embed launch")
+COLI_DEV_OP(argmax, struct coli_dev_argmax, COLI_DEV_COUNT_LAUNCH, "argmax launch")
+COLI_DEV_OP(moe_accumulate, struct coli_dev_accumulate, COLI_DEV_COUNT_LAUNCH, "accumulate launch")
+COLI_DEV_OP(route, struct coli_dev_route, COLI_DEV_COUNT_LAUNCH, "route launch")
+COLI_DEV_OP(dense_gemv, struct coli_dev_dense, COLI_DEV_COUNT_LAUNCH, "dense gemv launch")
+COLI_DEV_OP(moe_plan, struct coli_gpu_moe_plan, COLI_DEV_COUNT_LAUNCH, "plan launch")
+COLI_DEV_OP(router_plan, struct coli_dev_router_plan, COLI_DEV_COUNT_LAUNCH, "router + plan launch")
 
 /* The memory of the smallest device --gpu SPEC names (sim: what the simulated
  * device reports), before any is opened; 0: none, or one not found. */
@@ -395,21 +433,9 @@ int coli_dev_host_wait(struct coli_dev *d, uint32_t seq);
 void coli_dev_host_signal(struct coli_dev *d, uint32_t seq);
 
 /* The dense part: checked like the rest (each counts as a launch). */
-int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-                   uint64_t ids, uint64_t x, int T, int H);
-int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-                            uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
-                            uint64_t hmask);
 /* The device's address of registered host bytes [p, p + n) its kernels can
  * read in place (the GPU: mapped memory), else 0 (then upload them). */
 uint64_t coli_dev_host_addr(struct coli_dev *d, const void *p, size_t n);
-int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out);
-int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m);
-int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
-                   uint64_t selw);
-int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
-int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
-                         const struct coli_gpu_moe_plan *a);
 
 /* Backends. */
 /* flags: coli_gpu_open's (COLI_GPU_FAIL_JIT_*: fault injection) */

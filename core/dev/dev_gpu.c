@@ -118,27 +118,26 @@ static int g_gather_rows(struct coli_dev *d, const struct coli_dev_gather *a)
 	return coli_gpu_gather_rows(G(d), a->dst, a->src, a->idx, a->n, a->row_bytes);
 }
 
-static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-                   uint64_t ids, uint64_t x, int T, int H)
+static int g_embed(struct coli_dev *d, const struct coli_dev_embed *a)
 {
-	return coli_gpu_embed(G(d), t, table, scales, ids, x, T, H);
+	return coli_gpu_embed(G(d), a->t, a->table, a->scales, a->ids, a->x, a->T, a->H);
 }
-static int g_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
-                     int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
+static int g_moe_acc(struct coli_dev *d, const struct coli_dev_accumulate *a)
 {
-	return coli_gpu_moe_accumulate(G(d), out, y, pt, pw, n_pairs, T, H, hy, hmask);
+	return coli_gpu_moe_accumulate(G(d), a->out, a->y, a->pair_token, a->pair_w, a->n_pairs,
+	                               a->T, a->H, a->hy, a->hmask);
 }
 static int g_gated(struct coli_dev *d, const struct coli_dev_gated *a)
 {
 	return coli_gpu_gated_add(G(d), a->out, a->y, a->gate, a->T, a->H);
 }
-static int g_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+static int g_argmax(struct coli_dev *d, const struct coli_dev_argmax *a)
 {
-	return coli_gpu_argmax(G(d), x, n, out);
+	return coli_gpu_argmax(G(d), a->x, a->n, a->out);
 }
-static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
+static int g_dense_gemv(struct coli_dev *d, const struct coli_dev_dense *a)
 {
-	return coli_gpu_dense_gemv(G(d), t, m);
+	return coli_gpu_dense_gemv(G(d), a->t, a->m);
 }
 static int g_add_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
@@ -155,19 +154,17 @@ static int g_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 	return coli_gpu_qk_rope_store(G(d), a->q, a->k, a->v, a->qw, a->kw, a->eps, a->T, a->nh,
 	                              a->nkv, a->hd, a->pos0, a->posp, a->inv_freq, a->kc, a->vc);
 }
-static int g_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
-                   uint64_t selw)
+static int g_route(struct coli_dev *d, const struct coli_dev_route *a)
 {
-	return coli_gpu_route(G(d), rlog, T, E, K, norm, sel, selw);
+	return coli_gpu_route(G(d), a->rlog, a->T, a->E, a->K, a->norm, a->sel, a->selw);
 }
 static int g_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 {
 	return coli_gpu_moe_plan(G(d), a);
 }
-static int g_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
-                         const struct coli_gpu_moe_plan *a)
+static int g_router_plan(struct coli_dev *d, const struct coli_dev_router_plan *a)
 {
-	return coli_gpu_router_plan(G(d), r, a);
+	return coli_gpu_router_plan(G(d), a->r, a->plan);
 }
 static int g_gemv_table(struct coli_dev *d, const struct coli_dev_jobs *a)
 {

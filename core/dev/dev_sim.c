@@ -85,11 +85,11 @@ struct sim {
 	uint32_t host_word, wait_seq;
 	int waiting, n_def;
 	struct deferred {
-		int acc; /* 0: upload_async(dst, src, n); 1: moe_accumulate */
-		uint64_t dst, y, pt, pw, hy, hmask;
+		int acc; /* 0: upload_async(dst, src, n); 1: moe_accumulate(a) */
+		uint64_t dst;
 		const void *src;
 		size_t n;
-		int n_pairs, T, H;
+		struct coli_dev_accumulate a;
 	} def[SIM_DEFER];
 };
 
@@ -487,17 +487,16 @@ static int s_gather_rows(struct coli_dev *d, const struct coli_dev_gather *a)
 	return 0;
 }
 
-static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-                   uint64_t ids, uint64_t x, int T, int H)
+static int s_embed(struct coli_dev *d, const struct coli_dev_embed *a)
 {
 	IN_ORDER(d);
 	struct coli_mat m;
-	const int *id = (const int *)(uintptr_t)ids;
+	const int *id = (const int *)(uintptr_t)a->ids;
 
-	coli_mat_view(&m, t, 1, H, (const void *)(uintptr_t)table);
-	m.scales = (const uint16_t *)(uintptr_t)scales; /* rows index both planes */
-	for (int i = 0; i < T; i++)
-		coli_mat_row_f32(&m, id[i], F(x) + (size_t)i * H);
+	coli_mat_view(&m, a->t, 1, a->H, (const void *)(uintptr_t)a->table);
+	m.scales = (const uint16_t *)(uintptr_t)a->scales; /* rows index both planes */
+	for (int i = 0; i < a->T; i++)
+		coli_mat_row_f32(&m, id[i], F(a->x) + (size_t)i * a->H);
 	return 0;
 }
 
@@ -507,25 +506,17 @@ static int in_host(uint64_t hy, uint64_t hmask, int p)
 	return hy && p < 64 && (hmask >> p & 1);
 }
 
-static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
-                     int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
+static int s_moe_acc(struct coli_dev *d, const struct coli_dev_accumulate *a)
 {
 	struct sim *s = d->impl;
-	const int *tok = (const int *)(uintptr_t)pt;
+	const uint64_t out = a->out, y = a->y, pw = a->pair_w, hy = a->hy, hmask = a->hmask;
+	const int n_pairs = a->n_pairs, T = a->T, H = a->H;
+	const int *tok = (const int *)(uintptr_t)a->pair_token;
 	const size_t row = sizeof(float) * (size_t)H;
 	int rc = 0;
 
 	if (s->waiting)
-		return defer(d, &(struct deferred){.acc = 1,
-		                                   .dst = out,
-		                                   .y = y,
-		                                   .pt = pt,
-		                                   .pw = pw,
-		                                   .hy = hy,
-		                                   .hmask = hmask,
-		                                   .n_pairs = n_pairs,
-		                                   .T = T,
-		                                   .H = H});
+		return defer(d, &(struct deferred){.acc = 1, .a = *a});
 
 	memset(F(out), 0, sizeof(float) * (size_t)T * H);
 	for (int p = 0; p < n_pairs; p++) {
@@ -566,7 +557,13 @@ static int s_acc_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 
 	if (!sum)
 		return -ENOMEM;
-	s_moe_acc(d, (uint64_t)(uintptr_t)sum, p->y, p->token, p->w, p->n, a->rows, a->n, 0, 0);
+	s_moe_acc(d, &(struct coli_dev_accumulate){.out = (uint64_t)(uintptr_t)sum,
+	                                           .y = p->y,
+	                                           .pair_token = p->token,
+	                                           .pair_w = p->w,
+	                                           .n_pairs = p->n,
+	                                           .T = a->rows,
+	                                           .H = a->n});
 	b.add = (uint64_t)(uintptr_t)sum;
 	rc = s_add_rmsnorm(d, &b);
 	free(sum);
@@ -589,17 +586,19 @@ static int s_gated(struct coli_dev *d, const struct coli_dev_gated *a)
 	return 0;
 }
 
-static int s_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+static int s_argmax(struct coli_dev *d, const struct coli_dev_argmax *a)
 {
 	IN_ORDER(d);
-	*(int *)(uintptr_t)out = coli_argmax(F(x), n);
+	*(int *)(uintptr_t)a->out = coli_argmax(F(a->x), a->n);
 	return 0;
 }
 
 /* The CPU path's GEMV, row by row: the simulated dense device is the CPU. */
-static int s_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
+static int s_dense_gemv(struct coli_dev *d, const struct coli_dev_dense *op)
 {
 	IN_ORDER(d);
+	const struct coli_gpu_dense_gemv *m = op->m;
+	const enum coli_dtype t = op->t;
 	struct coli_mat w;
 	int nb = m->K / COLI_QBLOCK;
 
@@ -627,10 +626,11 @@ static int s_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli
 	return 0;
 }
 
-static int s_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
-                   uint64_t selw)
+static int s_route(struct coli_dev *d, const struct coli_dev_route *a)
 {
 	IN_ORDER(d);
+	const uint64_t rlog = a->rlog, sel = a->sel, selw = a->selw;
+	const int T = a->T, E = a->E, K = a->K, norm = a->norm;
 	float *p = malloc(sizeof(float) * (size_t)E);
 
 	if (!p)
@@ -651,8 +651,13 @@ static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 	const int P = a->T * a->K, H = a->H, I = a->I;
 
 	if (a->rlog) { /* coli_route_plan: route first */
-		int rc = s_route(d, (uint64_t)(uintptr_t)a->rlog, a->T, a->E, a->K, a->norm,
-		                 (uint64_t)(uintptr_t)a->sel, (uint64_t)(uintptr_t)a->selw);
+		int rc = s_route(d, &(struct coli_dev_route){.rlog = (uint64_t)(uintptr_t)a->rlog,
+		                                             .sel = (uint64_t)(uintptr_t)a->sel,
+		                                             .selw = (uint64_t)(uintptr_t)a->selw,
+		                                             .T = a->T,
+		                                             .E = a->E,
+		                                             .K = a->K,
+		                                             .norm = a->norm});
 
 		if (rc)
 			return rc;
@@ -697,13 +702,12 @@ static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 	return 0;
 }
 
-static int s_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
-                         const struct coli_gpu_moe_plan *a)
+static int s_router_plan(struct coli_dev *d, const struct coli_dev_router_plan *a)
 {
 	IN_ORDER(d);
-	int rc = s_dense_gemv(d, COLI_DTYPE_F32, r);
+	int rc = s_dense_gemv(d, &(struct coli_dev_dense){.t = COLI_DTYPE_F32, .m = a->r});
 
-	return rc ? rc : s_moe_plan(d, a);
+	return rc ? rc : s_moe_plan(d, a->plan);
 }
 
 static int s_gemv_table(struct coli_dev *d, const struct coli_dev_jobs *a)
@@ -853,8 +857,7 @@ static void s_host_signal(struct coli_dev *d, uint32_t seq)
 		const struct deferred *o = &s->def[i];
 
 		if (o->acc)
-			s_moe_acc(d, o->dst, o->y, o->pt, o->pw, o->n_pairs, o->T, o->H, o->hy,
-			          o->hmask);
+			s_moe_acc(d, &o->a);
 		else
 			s_upload_async(d, o->dst, o->src, o->n);
 	}

@@ -118,7 +118,7 @@ static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 {
 	struct coli_gpu_dense_gemv a = gemv_args(dd, m, x, T, y, ldy);
 
-	return coli_dev_dense_gemv(dd->dev, m->dtype, &a);
+	return coli_dev_dense_gemv(dd->dev, &(struct coli_dev_dense){.t = m->dtype, .m = &a});
 }
 
 /* x_ready: dd->aq already holds x's rows quantized (the norm that wrote x
@@ -248,7 +248,9 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 		a.y3 = (float *)(uintptr_t)dd->v;
 		a.rows1 = qd, a.rows2 = qd + kvd;
 		a.ldy2 = a.ldy3 = kvd;
-		rc = rc ? rc : coli_dev_dense_gemv(dd->dev, D->qkv.dtype, &a);
+		rc = rc ? rc
+		        : coli_dev_dense_gemv(dd->dev,
+		                              &(struct coli_dev_dense){.t = D->qkv.dtype, .m = &a});
 	} else {
 		rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
 		rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
@@ -382,7 +384,8 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 		struct coli_gpu_dense_gemv r =
 		    gemv_args(dd, router, dd->xn, T, dd->rlog, c->n_experts);
 
-		return coli_dev_router_plan(dd->dev, &r, &a);
+		return coli_dev_router_plan(dd->dev,
+		                            &(struct coli_dev_router_plan){.r = &r, .plan = &a});
 	}
 	return coli_dev_moe_plan(dd->dev, &a);
 }
@@ -495,8 +498,13 @@ static int guess_ops(struct coli_engine *e, int n, int T)
 
 	rc = gemm(dd, &dd->L[n].router, dd->xn, T, dd->grlog, c->n_experts);
 	return rc ? rc
-	          : coli_dev_route(dd->dev, dd->grlog, T, c->n_experts, K, c->norm_topk_prob,
-	                           dd->gsel, dd->gselw);
+	          : coli_dev_route(dd->dev, &(struct coli_dev_route){.rlog = dd->grlog,
+	                                                             .sel = dd->gsel,
+	                                                             .selw = dd->gselw,
+	                                                             .T = T,
+	                                                             .E = c->n_experts,
+	                                                             .K = K,
+	                                                             .norm = c->norm_topk_prob});
 }
 
 static int layer_kind(const struct coli_engine *e, int l, int T)
@@ -537,8 +545,13 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 
 	dd->point = 0;
 	if (l == 0)
-		rc = coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w,
-		                    dd->tok_embd.scales, dd->ids + 4, dd->x, T, H);
+		rc = coli_dev_embed(dd->dev, &(struct coli_dev_embed){.t = dd->tok_embd.dtype,
+		                                                      .table = dd->tok_embd.w,
+		                                                      .scales = dd->tok_embd.scales,
+		                                                      .ids = dd->ids + 4,
+		                                                      .x = dd->x,
+		                                                      .T = T,
+		                                                      .H = H});
 	rc = rc ? rc : attention(e, l, T, pos0, pend);
 	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
 		rc = coli_dense_dev_phase_end(e, &e->est.attention_s, 1);
@@ -573,8 +586,14 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		if (defers(e, l, kind)) /* summed by the next layer's first norm */
 			return rc;
 		rc = rc ? rc
-		        : coli_dev_moe_accumulate(dd->dev, dd->mlp, e->vram[dd->plan_dev].y,
-		                                  dd->ptok, dd->pw, T * K, T, H, 0, 0);
+		        : coli_dev_moe_accumulate(
+		              dd->dev, &(struct coli_dev_accumulate){.out = dd->mlp,
+		                                                     .y = e->vram[dd->plan_dev].y,
+		                                                     .pair_token = dd->ptok,
+		                                                     .pair_w = dd->pw,
+		                                                     .n_pairs = T * K,
+		                                                     .T = T,
+		                                                     .H = H});
 		return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
 	}
 	/* what the host plans from: the routing (or the router logits it
@@ -583,10 +602,17 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	 * of a 2048-wide model) only when a pair of the layer is not resident on
 	 * this device (coli_dense_dev_moe_host) */
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
-		rc = rc                ? rc
-		     : kind == SEG_PRE ? plan_route(e, l, T, fused ? &D->router : NULL, dd->sel)
-		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K,
-		                                        c->norm_topk_prob, dd->sel, dd->selw);
+		rc = rc ? rc
+		     : kind == SEG_PRE
+		         ? plan_route(e, l, T, fused ? &D->router : NULL, dd->sel)
+		         : coli_dev_route(dd->dev,
+		                          &(struct coli_dev_route){.rlog = dd->rlog,
+		                                                   .sel = dd->sel,
+		                                                   .selw = dd->selw,
+		                                                   .T = T,
+		                                                   .E = E,
+		                                                   .K = K,
+		                                                   .norm = c->norm_topk_prob});
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
 		if (gn >= 0)
 			down[nd++] =
@@ -847,7 +873,11 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		rc = rc ? rc : coli_dev_add_rmsnorm(dd->dev, &nm);
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
 		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
-			rc = rc ? rc : coli_dev_argmax(dd->dev, dd->logits, c->vocab, dd->next);
+			rc =
+			    rc ? rc
+			       : coli_dev_argmax(dd->dev, &(struct coli_dev_argmax){.x = dd->logits,
+			                                                            .out = dd->next,
+			                                                            .n = c->vocab});
 			down[nd++] =
 			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
 		} else if (!hx) {
