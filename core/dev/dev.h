@@ -1,7 +1,8 @@
 /*
  * core/dev/dev.h — expert execution devices behind one ops table (private to core/).
  *
- * The MoE scheduler (core/moe/moe.c, core/moe/moe_dev.c) speaks only to this table:
+ * The MoE scheduler (core/moe/) and the device forward (core/forward/) speak
+ * only to this table:
  *   cuda   ptx/ through the CUDA driver API (core/dev/dev_gpu.c)
  *   sim    host memory and the CPU kernels, same semantics (core/dev/dev_sim.c),
  *          so the scheduler's issue / take / fallback logic runs in CI
@@ -10,12 +11,20 @@
  *
  * Addresses are uint64_t: device pointers for cuda, host pointers for sim.
  * Every op returns 0 or -errno; ops marked (async) are ordered on the
- * device's one stream and complete by the next successful sync. Every op
- * passes one gate (coli_dev_gate, below): the sticky failure, the fault
- * injector (COLI_GPU_FAIL_AFTER=N: after N counted ops every op fails with
- * -EIO, as a device that fell off the bus; COLI_GPU_FAIL_AT: which kind of
- * op it strikes) and the launch count a graph capture records; then
- * coli_dev_settle turns the backend's error into the sticky failure.
+ * device's one stream and complete by the next successful sync.
+ *
+ * A kernel's arguments travel in a struct of its family (struct
+ * coli_dev_norm, _attention, _qk_rope, ...; kernels_abi.h's own where ptx/
+ * has one), filled with designated initializers at the call, so every
+ * argument is named where it is passed and a field left out is 0 ("none").
+ * Every op passes one gate (coli_dev_gate, below): the sticky failure, the
+ * fault injector (COLI_GPU_FAIL_AFTER=N: after N counted ops every op fails
+ * with -EIO, as a device that fell off the bus; COLI_GPU_FAIL_AT: which kind
+ * of op it strikes) and the launch count a graph capture records; then
+ * coli_dev_settle turns the backend's error into the sticky failure. The
+ * kernels' entry points are inline (COLI_DEV_OP): one indirect call per op,
+ * as before. Adding a kernel: its struct and its member of struct
+ * coli_dev_ops here, one COLI_DEV_OP line, the backends, the caller.
  *
  * What a caller may ask of a device is a capability (COLI_DEV_CAP_*), never
  * its kind: the kind names it in messages only.
@@ -197,10 +206,6 @@ struct coli_dev_ops {
 	/* (optional) n <= COLI_DEV_DOWN_MAX downloads as one op (the GPU: one
 	 * kernel where each would be one); NULL: download_async one by one */
 	int (*download_many)(struct coli_dev *d, const struct coli_dev_down *v, int n);
-	int (*gemv)(struct coli_dev *d, const struct coli_dev_jobs *a);
-	int (*gemm)(struct coli_dev *d, const struct coli_dev_jobs *a);
-	int (*silu_mul)(struct coli_dev *d, const struct coli_dev_silu *a);
-	int (*act_quantize)(struct coli_dev *d, const struct coli_dev_quantize *a);
 	int (*sync)(struct coli_dev *d);
 	void (*close)(struct coli_dev *d);
 	/* staging slots for streamed slabs: copies on a second stream, ordered by
@@ -228,35 +233,38 @@ struct coli_dev_ops {
 	 * before any op that waits for the stream (sync, point_wait, a
 	 * download's data). NULL: nothing queued, host_signal does nothing */
 	int (*host_wait)(struct coli_dev *d, uint32_t seq);
+	void (*host_signal)(struct coli_dev *d, uint32_t seq);
 	/* (optional) where the device's kernels read registered host bytes [p,
 	 * p + n) in place, 0 where they cannot; NULL: 0 always */
 	uint64_t (*host_addr)(struct coli_dev *d, const void *p, size_t n);
-	void (*host_signal)(struct coli_dev *d, uint32_t seq);
-	/* the dense part (all async; rows are tokens, fp32) */
+	/* the kernels (all async): the argument structs above */
+	int (*gemv)(struct coli_dev *d, const struct coli_dev_jobs *a);
+	int (*gemm)(struct coli_dev *d, const struct coli_dev_jobs *a);
+	int (*gemv_table)(struct coli_dev *d, const struct coli_dev_jobs *a);
+	int (*silu_mul)(struct coli_dev *d, const struct coli_dev_silu *a);
+	int (*act_quantize)(struct coli_dev *d, const struct coli_dev_quantize *a);
 	int (*copy)(struct coli_dev *d, const struct coli_dev_copy *a);
 	int (*rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
-	int (*add_bias)(struct coli_dev *d, const struct coli_dev_bias *a);
-	int (*add)(struct coli_dev *d, const struct coli_dev_add *a);
 	int (*add_rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
 	int (*acc_rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
+	int (*add_bias)(struct coli_dev *d, const struct coli_dev_bias *a);
+	int (*add)(struct coli_dev *d, const struct coli_dev_add *a);
+	int (*gated_add)(struct coli_dev *d, const struct coli_dev_gated *a);
 	int (*qk_rope_store)(struct coli_dev *d, const struct coli_dev_qk_rope *a);
 	int (*rope)(struct coli_dev *d, const struct coli_dev_rope *a);
 	int (*attention)(struct coli_dev *d, const struct coli_dev_attention *a);
 	int (*embed)(struct coli_dev *d, const struct coli_dev_embed *a);
 	int (*gather_rows)(struct coli_dev *d, const struct coli_dev_gather *a);
 	int (*moe_accumulate)(struct coli_dev *d, const struct coli_dev_accumulate *a);
-	int (*gated_add)(struct coli_dev *d, const struct coli_dev_gated *a);
 	int (*argmax)(struct coli_dev *d, const struct coli_dev_argmax *a);
 	int (*dense_gemv)(struct coli_dev *d, const struct coli_dev_dense *a);
-	/* routing on the device (cpu/ops.c coli_route's result; cuda: its expf)
-	 * and the plan of a fully resident layer: job tables written on the
-	 * device, run by gemv_table (see ptx/kernels_abi.h) */
+	/* routing and the plan of a fully resident layer: job tables written on
+	 * the device, run by gemv_table (see ptx/kernels_abi.h) */
 	int (*route)(struct coli_dev *d, const struct coli_dev_route *a);
 	int (*moe_plan)(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
-	/* (optional) the router's f32 GEMV r into a->rlog, then moe_plan(a),
-	 * as one op; NULL: the caller runs the two */
+	/* (optional) NULL: the caller (which checks) runs the router's GEMV,
+	 * then moe_plan */
 	int (*router_plan)(struct coli_dev *d, const struct coli_dev_router_plan *a);
-	int (*gemv_table)(struct coli_dev *d, const struct coli_dev_jobs *a);
 	/* (optional, COLI_DEV_CAP_GRAPHS) graphs: the ops between capture_begin
 	 * and capture_end are recorded into *graph, not run; graph_launch
 	 * replays them. NULL (all four): capture_begin returns -ENOTSUP */
@@ -353,7 +361,8 @@ static inline int coli_dev_settle(struct coli_dev *d, int rc, const char *what)
 
 /* The kernels' checked entry points, coli_dev_OP(d, &(struct ARGS){...}):
  * the gate, the backend's op, its result settled; `what` names the op in the
- * failure's message. Inline: one indirect call per op. */
+ * failure's message. Inline: one indirect call per op, no allocation. The
+ * device copy does not count toward COLI_GPU_FAIL_AFTER. */
 #define COLI_DEV_OP(op, args, count, what)                                                         \
 	static inline int coli_dev_##op(struct coli_dev *d, const args *a)                         \
 	{                                                                                          \
@@ -394,7 +403,7 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int
                       size_t errlen);
 void coli_dev_close(struct coli_dev *d);
 
-/* The checked entry points the scheduler uses (fault injection, sticky failure). */
+/* The other checked entry points (core/dev/dev.c), through the same gate. */
 int coli_dev_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr);
 void coli_dev_free(struct coli_dev *d, uint64_t addr);
 int coli_dev_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
@@ -432,7 +441,6 @@ int coli_dev_point_wait(struct coli_dev *d);
 int coli_dev_host_wait(struct coli_dev *d, uint32_t seq);
 void coli_dev_host_signal(struct coli_dev *d, uint32_t seq);
 
-/* The dense part: checked like the rest (each counts as a launch). */
 /* The device's address of registered host bytes [p, p + n) its kernels can
  * read in place (the GPU: mapped memory), else 0 (then upload them). */
 uint64_t coli_dev_host_addr(struct coli_dev *d, const void *p, size_t n);
