@@ -4,8 +4,9 @@
  * The MoE scheduler (core/moe/) and the device forward (core/forward/) speak
  * only to this table:
  *   cuda   ptx/ through the CUDA driver API (core/dev/dev_gpu.c)
- *   sim    host memory and the CPU kernels, same semantics (core/dev/dev_sim.c),
- *          so the scheduler's issue / take / fallback logic runs in CI
+ *   sim    host memory and the CPU kernels, same semantics (core/dev/dev_sim.c,
+ *          its kernels core/dev/dev_sim_ops.c), so the scheduler's issue /
+ *          take / fallback logic runs in CI
  * The CPU path itself is not a device: CPU rows are computed in place by
  * core/moe/moe.c and are the reference every device must reproduce bit for bit.
  *
