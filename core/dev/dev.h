@@ -27,8 +27,9 @@
  * as before. Adding a kernel: its struct and its member of struct
  * coli_dev_ops here, one COLI_DEV_OP line, the backends, the caller.
  *
- * What a caller may ask of a device is a capability (COLI_DEV_CAP_*), never
- * its kind: the kind names it in messages only.
+ * What a caller may ask of a device is a capability (COLI_DEV_CAP_*); the
+ * table carries no kind to compare (struct coli_dev's name says which it is
+ * in messages).
  */
 #ifndef COLI_CORE_DEV_H
 #define COLI_CORE_DEV_H
@@ -197,7 +198,6 @@ struct coli_dev_router_plan {
 /* The backend's table. Members marked (optional) may be NULL; the entry
  * point's behaviour then is given after "NULL:". */
 struct coli_dev_ops {
-	const char *kind; /* "cuda", "sim": for messages only (ask a capability) */
 	int (*mem_info)(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
 	int (*alloc)(struct coli_dev *d, size_t bytes, uint64_t *addr);
 	void (*free)(struct coli_dev *d, uint64_t addr);

@@ -246,7 +246,6 @@ static void g_close(struct coli_dev *d)
 }
 
 static const struct coli_dev_ops g_gpu_ops = {
-    .kind = "cuda",
     .mem_info = g_mem_info,
     .alloc = g_alloc,
     .free = g_free,

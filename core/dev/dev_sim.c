@@ -516,7 +516,6 @@ static void s_host_signal(struct coli_dev *d, uint32_t seq)
 }
 
 static const struct coli_dev_ops g_sim_ops = {
-    .kind = "sim",
     .mem_info = s_mem_info,
     .alloc = s_alloc,
     .free = s_free,
