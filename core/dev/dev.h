@@ -110,7 +110,8 @@ struct coli_dev_rope {
 };
 
 /* Causal attention of q [T][nh][hd] over the cache k/v [ctx][nkv * hd] into
- * out (like q); posp and span as for qk_rope (ptx/ptx.h coli_gpu_attention);
+ * out (like q); posp as for qk_rope, and then the positions split as for a
+ * context of span (ptx/ptx.h coli_gpu_attention says what a graph needs);
  * aq != 0: out also quantized per 32-block into aq/ad/aqs. */
 struct coli_dev_attention {
 	uint64_t q, k, v, out;
