@@ -1,9 +1,11 @@
 /*
  * core/dev/dev.c — opening expert devices from --gpu, and the checked entry
- * points the scheduler calls: each forwards to the backend's op unless the
- * device has failed or the fault injector (COLI_GPU_FAIL_AFTER) fires; a
- * failure is sticky, so a device that failed once is never trusted again and
- * its experts are computed on the CPU from then on.
+ * points the scheduler calls beside the kernels' (dev.h): each passes
+ * coli_dev_gate (the device has not failed, the fault injector
+ * COLI_GPU_FAIL_AFTER does not fire, the launch counted) and forwards to the
+ * backend's op; a failure is sticky (coli_dev_fail), so a device that failed
+ * once is never trusted again and its experts are computed on the CPU from
+ * then on.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +17,7 @@
 
 #define SIM_MEM_BYTES ((size_t)1 << 30) /* what the simulated device reports */
 
-static int fail(struct coli_dev *d, int rc, const char *what)
+int coli_dev_fail(struct coli_dev *d, int rc, const char *what)
 {
 	if (!d->failed)
 		fprintf(stderr, "coli: device %s: %s failed (%s); its experts move to the CPU\n",
@@ -24,32 +26,20 @@ static int fail(struct coli_dev *d, int rc, const char *what)
 	return rc;
 }
 
-/* Counts a launch or sync; -EIO once the injected budget is spent, at the
- * first op of the kind COLI_GPU_FAIL_AT names. */
-static int launch_gate(struct coli_dev *d, int kind)
-{
-	if (d->failed)
-		return -EIO;
-	if (d->fail_after >= 0 && d->launches >= d->fail_after &&
-	    (!d->fail_at || d->fail_at == kind))
-		return fail(d, -EIO, "injected fault (COLI_GPU_FAIL_AFTER)");
-	d->launches++;
-	return 0;
-}
-
-#define CHECKED(call, what)                                                                        \
+/* One op through the gate, counted as `count`, and the backend's result
+ * settled (the body of every entry point below). */
+#define GATED(count, call, what)                                                                   \
 	do {                                                                                       \
-		int rc_;                                                                           \
-		if (d->failed)                                                                     \
-			return -EIO;                                                               \
-		rc_ = (call);                                                                      \
-		return rc_ ? fail(d, rc_, what) : 0;                                               \
+		int rc_ = coli_dev_gate(d, count, 1);                                              \
+		return rc_ ? rc_ : coli_dev_settle(d, (call), what);                               \
 	} while (0)
 
 int coli_dev_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr)
 {
-	if (d->failed)
-		return -EIO;
+	int rc = coli_dev_gate(d, COLI_DEV_COUNT_NONE, 1);
+
+	if (rc)
+		return rc;
 	if (d->fail_at == COLI_FAIL_AT_ALLOC && d->fail_after >= 0 && d->allocs++ >= d->fail_after)
 		return -ENOMEM;               /* injected */
 	return d->ops->alloc(d, bytes, addr); /* out of memory is not a device failure */
@@ -63,41 +53,37 @@ void coli_dev_free(struct coli_dev *d, uint64_t addr)
 
 int coli_dev_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
 {
-	CHECKED(d->ops->upload(d, dst, src, n), "upload");
+	GATED(COLI_DEV_COUNT_NONE, d->ops->upload(d, dst, src, n), "upload");
 }
 
 int coli_dev_upload_async(struct coli_dev *d, uint64_t dst, const void *src, size_t n)
 {
-	CHECKED(d->ops->upload_async(d, dst, src, n), "upload");
+	GATED(COLI_DEV_COUNT_NONE, d->ops->upload_async(d, dst, src, n), "upload");
 }
 
 int coli_dev_stage_init(struct coli_dev *d, int n)
 {
-	CHECKED(d->ops->stage_init(d, n), "staging setup");
+	GATED(COLI_DEV_COUNT_NONE, d->ops->stage_init(d, n), "staging setup");
 }
 
 int coli_dev_stage_copy(struct coli_dev *d, int slot, uint64_t dst, const void *src, size_t n)
 {
-	int rc = launch_gate(d, COLI_FAIL_AT_COPY);
-
-	if (rc)
-		return rc;
-	CHECKED(d->ops->stage_copy(d, slot, dst, src, n), "staging copy");
+	GATED(COLI_DEV_COUNT_COPY, d->ops->stage_copy(d, slot, dst, src, n), "staging copy");
 }
 
 int coli_dev_stage_use(struct coli_dev *d, int slot)
 {
-	CHECKED(d->ops->stage_use(d, slot), "staging wait");
+	GATED(COLI_DEV_COUNT_NONE, d->ops->stage_use(d, slot), "staging wait");
 }
 
 int coli_dev_stage_done(struct coli_dev *d, int slot)
 {
-	CHECKED(d->ops->stage_done(d, slot), "staging event");
+	GATED(COLI_DEV_COUNT_NONE, d->ops->stage_done(d, slot), "staging event");
 }
 
 int coli_dev_stage_fence(struct coli_dev *d, int slot)
 {
-	CHECKED(d->ops->stage_fence(d, slot), "staging event");
+	GATED(COLI_DEV_COUNT_NONE, d->ops->stage_fence(d, slot), "staging event");
 }
 
 /* 1: slot's copy landed; 0: in flight; a failed device has nothing in flight. */
@@ -108,52 +94,45 @@ int coli_dev_stage_landed(struct coli_dev *d, int slot)
 	if (d->failed)
 		return 1;
 	rc = d->ops->stage_landed(d, slot);
-	return rc < 0 ? (fail(d, rc, "staging query"), 1) : rc;
+	return rc < 0 ? (coli_dev_fail(d, rc, "staging query"), 1) : rc;
 }
 
 int coli_dev_mark(struct coli_dev *d, int slot)
 {
-	CHECKED(d->ops->mark(d, slot), "event record");
+	GATED(COLI_DEV_COUNT_NONE, d->ops->mark(d, slot), "event record");
 }
 
 int coli_dev_elapsed(struct coli_dev *d, int from, int to, double *s)
 {
-	CHECKED(d->ops->elapsed(d, from, to, s), "event timing");
+	GATED(COLI_DEV_COUNT_NONE, d->ops->elapsed(d, from, to, s), "event timing");
 }
 
 int coli_dev_point(struct coli_dev *d)
 {
-	int rc;
+	int rc = coli_dev_gate(d, COLI_DEV_COUNT_NONE, 1);
 
-	if (d->failed)
-		return -EIO;
-	if (!d->ops->point)
-		return 0;
+	if (rc || !d->ops->point)
+		return rc;
 	rc = d->ops->point(d);
-	return rc ? fail(d, rc, "event record") : 1;
+	return rc ? coli_dev_fail(d, rc, "event record") : 1;
 }
 
 int coli_dev_point_wait(struct coli_dev *d)
 {
-	int rc = launch_gate(d, COLI_FAIL_AT_SYNC);
-
-	if (rc)
-		return rc;
-	CHECKED(d->ops->point_wait ? d->ops->point_wait(d) : d->ops->sync(d), "synchronize");
+	GATED(COLI_DEV_COUNT_SYNC, d->ops->point_wait ? d->ops->point_wait(d) : d->ops->sync(d),
+	      "synchronize");
 }
 
 int coli_dev_host_wait(struct coli_dev *d, uint32_t seq)
 {
-	int rc;
+	int rc = coli_dev_gate(d, COLI_DEV_COUNT_NONE, 1);
 
-	if (d->failed)
-		return -EIO;
-	if (!d->ops->host_wait)
-		return 0;
+	if (rc || !coli_dev_can(d, COLI_DEV_CAP_HOST_WAIT))
+		return rc;
 	rc = d->ops->host_wait(d, seq);
 	if (rc == -ENOTSUP) /* a driver without stream waits */
 		return 0;
-	return rc ? fail(d, rc, "stream wait on the host") : 1;
+	return rc ? coli_dev_fail(d, rc, "stream wait on the host") : 1;
 }
 
 uint64_t coli_dev_host_addr(struct coli_dev *d, const void *p, size_t n)
@@ -169,7 +148,7 @@ void coli_dev_host_signal(struct coli_dev *d, uint32_t seq)
 
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 {
-	CHECKED(d->ops->download_async(d, dst, src, n), "download");
+	GATED(COLI_DEV_COUNT_NONE, d->ops->download_async(d, dst, src, n), "download");
 }
 
 int coli_dev_download_many(struct coli_dev *d, const struct coli_dev_down *v, int n)
@@ -184,69 +163,25 @@ int coli_dev_download_many(struct coli_dev *d, const struct coli_dev_down *v, in
 	for (int i = 0; i < n && !rc; i += COLI_DEV_DOWN_MAX) {
 		int k = n - i < COLI_DEV_DOWN_MAX ? n - i : COLI_DEV_DOWN_MAX;
 
-		if (d->failed)
-			return -EIO;
-		rc = d->ops->download_many(d, v + i, k);
-		rc = rc ? fail(d, rc, "download") : 0;
+		rc = coli_dev_gate(d, COLI_DEV_COUNT_NONE, 1);
+		rc = rc ? rc : coli_dev_settle(d, d->ops->download_many(d, v + i, k), "download");
 	}
 	return rc;
 }
 
-int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-                  int n_jobs)
-{
-	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
-
-	if (rc)
-		return rc;
-	CHECKED(d->ops->gemv(d, t, jobs, n_jobs), "gemv launch");
-}
-
-int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-                  int n_jobs)
-{
-	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
-
-	if (rc)
-		return rc;
-	CHECKED(d->ops->gemm(d, t, jobs, n_jobs), "gemm launch");
-}
-
-int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
-                      uint64_t dd, uint64_t qsum, int n)
-{
-	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
-
-	if (rc)
-		return rc;
-	CHECKED(d->ops->silu_mul(d, g, u, h, q, dd, qsum, n), "silu launch");
-}
-
-int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
-                          int n_blocks)
-{
-	int rc = launch_gate(d, COLI_FAIL_AT_LAUNCH);
-
-	if (rc)
-		return rc;
-	CHECKED(d->ops->act_quantize(d, x, q, dd, qs, n_blocks), "quantize launch");
-}
-
 int coli_dev_sync(struct coli_dev *d)
 {
-	int rc =
-	    launch_gate(d, COLI_FAIL_AT_SYNC); /* a sync counts: injection can fail a take too */
-
-	if (rc)
-		return rc;
-	CHECKED(d->ops->sync(d), "synchronize");
+	/* a sync counts: injection can fail a take too */
+	GATED(COLI_DEV_COUNT_SYNC, d->ops->sync(d), "synchronize");
 }
 
 int coli_dev_capture_begin(struct coli_dev *d)
 {
-	if (d->failed)
-		return -EIO;
-	if (!d->ops->capture_begin)
+	int rc = coli_dev_gate(d, COLI_DEV_COUNT_NONE, 1);
+
+	if (rc)
+		return rc;
+	if (!coli_dev_can(d, COLI_DEV_CAP_GRAPHS))
 		return -ENOTSUP;
 	d->cap_from = d->launches;
 	return d->ops->capture_begin(d);
@@ -263,13 +198,9 @@ int coli_dev_capture_end(struct coli_dev *d, uint64_t *graph, long *n_ops)
 
 int coli_dev_graph_launch(struct coli_dev *d, uint64_t graph, long n_ops)
 {
-	if (d->failed)
-		return -EIO;
-	if (d->fail_after >= 0 && d->launches + n_ops > d->fail_after &&
-	    d->fail_at != COLI_FAIL_AT_SYNC)
-		return fail(d, -EIO, "injected fault (COLI_GPU_FAIL_AFTER)");
-	d->launches += n_ops;
-	CHECKED(d->ops->graph_launch(d, graph), "graph launch");
+	int rc = coli_dev_gate(d, COLI_DEV_COUNT_GRAPH, n_ops); /* the launches it holds */
+
+	return rc ? rc : coli_dev_settle(d, d->ops->graph_launch(d, graph), "graph launch");
 }
 
 void coli_dev_graph_free(struct coli_dev *d, uint64_t graph)
@@ -280,132 +211,7 @@ void coli_dev_graph_free(struct coli_dev *d, uint64_t graph)
 
 int coli_dev_mem_info(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes)
 {
-	CHECKED(d->ops->mem_info(d, free_bytes, total_bytes), "memory query");
-}
-
-#define LAUNCH(call, what)                                                                         \
-	do {                                                                                       \
-		int gate_ = launch_gate(d, COLI_FAIL_AT_LAUNCH);                                   \
-		if (gate_)                                                                         \
-			return gate_;                                                              \
-		CHECKED(call, what);                                                               \
-	} while (0)
-
-int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
-{
-	CHECKED(d->ops->copy(d, dst, src, n), "device copy");
-}
-
-int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-                     float eps)
-{
-	LAUNCH(d->ops->rmsnorm(d, x, w, y, rows, n, eps), "rmsnorm launch");
-}
-
-int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
-{
-	LAUNCH(d->ops->add_bias(d, y, b, rows, n), "bias launch");
-}
-
-int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
-{
-	LAUNCH(d->ops->add(d, x, y, n), "add launch");
-}
-
-int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
-                  uint64_t inv_freq)
-{
-	LAUNCH(d->ops->rope(d, x, T, nh, hd, pos0, inv_freq), "rope launch");
-}
-
-int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
-                       uint64_t aq, uint64_t ad, uint64_t aqs)
-{
-	LAUNCH(d->ops->attention(d, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq, ad,
-	                         aqs),
-	       "attention launch");
-}
-
-int coli_dev_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
-                         size_t row_bytes)
-{
-	LAUNCH(d->ops->gather_rows(d, dst, src, idx, n, row_bytes), "gather launch");
-}
-
-int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-                   uint64_t ids, uint64_t x, int T, int H)
-{
-	LAUNCH(d->ops->embed(d, t, table, scales, ids, x, T, H), "embed launch");
-}
-
-int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-                            uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
-{
-	LAUNCH(d->ops->moe_accumulate(d, out, y, pair_token, pair_w, n_pairs, T, H, hy, hmask),
-	       "accumulate launch");
-}
-
-int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
-{
-	LAUNCH(d->ops->gated_add(d, out, y, gate, T, H), "gate launch");
-}
-
-int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
-{
-	LAUNCH(d->ops->argmax(d, x, n, out), "argmax launch");
-}
-
-int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
-{
-	LAUNCH(d->ops->dense_gemv(d, t, m), "dense gemv launch");
-}
-
-int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps)
-{
-	LAUNCH(d->ops->add_rmsnorm(d, x, add, w, y, q, qd, qsum, rows, n, eps),
-	       "add+rmsnorm launch");
-}
-
-int coli_dev_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
-                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
-                         float eps)
-{
-	LAUNCH(d->ops->acc_rmsnorm(d, x, p, w, y, q, qd, qsum, rows, n, eps),
-	       "accumulate+rmsnorm launch");
-}
-
-int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
-                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc)
-{
-	LAUNCH(d->ops->qk_rope_store(d, q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp, inv_freq,
-	                             kc, vc),
-	       "qk rope launch");
-}
-
-int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
-                   uint64_t selw)
-{
-	LAUNCH(d->ops->route(d, rlog, T, E, K, norm, sel, selw), "route launch");
-}
-
-int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
-{
-	LAUNCH(d->ops->moe_plan(d, a), "plan launch");
-}
-
-int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
-                         const struct coli_gpu_moe_plan *a)
-{
-	LAUNCH(d->ops->router_plan(d, r, a), "router + plan launch");
-}
-
-int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
-                        int max_rows)
-{
-	LAUNCH(d->ops->gemv_table(d, t, table, n_jobs, max_rows), "gemv launch");
+	GATED(COLI_DEV_COUNT_NONE, d->ops->mem_info(d, free_bytes, total_bytes), "memory query");
 }
 
 void coli_dev_close(struct coli_dev *d)

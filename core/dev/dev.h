@@ -1,22 +1,40 @@
 /*
  * core/dev/dev.h — expert execution devices behind one ops table (private to core/).
  *
- * The MoE scheduler (core/moe/moe.c, core/moe/moe_dev.c) speaks only to this table:
+ * The MoE scheduler (core/moe/) and the device forward (core/forward/) speak
+ * only to this table:
  *   cuda   ptx/ through the CUDA driver API (core/dev/dev_gpu.c)
- *   sim    host memory and the CPU kernels, same semantics (core/dev/dev_sim.c),
- *          so the scheduler's issue / take / fallback logic runs in CI
+ *   sim    host memory and the CPU kernels, same semantics (core/dev/dev_sim.c,
+ *          its kernels core/dev/dev_sim_ops.c), so the scheduler's issue /
+ *          take / fallback logic runs in CI
  * The CPU path itself is not a device: CPU rows are computed in place by
  * core/moe/moe.c and are the reference every device must reproduce bit for bit.
  *
  * Addresses are uint64_t: device pointers for cuda, host pointers for sim.
  * Every op returns 0 or -errno; ops marked (async) are ordered on the
- * device's one stream and complete by the next successful sync. Fault
- * injection (COLI_GPU_FAIL_AFTER=N) lives in the wrappers of dev.c: after N
- * launches every op fails with -EIO, as a device that fell off the bus.
+ * device's one stream and complete by the next successful sync.
+ *
+ * A kernel's arguments travel in a struct of its family (struct
+ * coli_dev_norm, _attention, _qk_rope, ...; kernels_abi.h's own where ptx/
+ * has one), filled with designated initializers at the call, so every
+ * argument is named where it is passed and a field left out is 0 ("none").
+ * Every op passes one gate (coli_dev_gate, below): the sticky failure, the
+ * fault injector (COLI_GPU_FAIL_AFTER=N: after N counted ops every op fails
+ * with -EIO, as a device that fell off the bus; COLI_GPU_FAIL_AT: which kind
+ * of op it strikes) and the launch count a graph capture records; then
+ * coli_dev_settle turns the backend's error into the sticky failure. The
+ * kernels' entry points are inline (COLI_DEV_OP): one indirect call per op,
+ * as before. Adding a kernel: its struct and its member of struct
+ * coli_dev_ops here, one COLI_DEV_OP line, the backends, the caller.
+ *
+ * What a caller may ask of a device is a capability (COLI_DEV_CAP_*); the
+ * table carries no kind to compare (struct coli_dev's name says which it is
+ * in messages).
  */
 #ifndef COLI_CORE_DEV_H
 #define COLI_CORE_DEV_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,28 +52,162 @@ struct coli_dev_down {
 	size_t n;
 };
 
+/* Argument structs, one per kernel family, filled with designated
+ * initializers at the call. A field left 0 is "none" where the comment
+ * allows it. Shapes: rows are tokens, activations fp32. */
+
+/* A device-to-device copy of n bytes (async). */
+struct coli_dev_copy {
+	uint64_t dst, src;
+	size_t n;
+};
+
+/* The norms: rmsnorm (y = rmsnorm(x) * w), add_rmsnorm (x += add first),
+ * acc_rmsnorm (x += moe_accumulate of pairs first, one op, the same bits). */
+struct coli_dev_norm {
+	uint64_t x;                         /* [rows][n] */
+	uint64_t add;                       /* add_rmsnorm: [rows][n] added into x (0: none) */
+	const struct coli_gpu_pairs *pairs; /* acc_rmsnorm: the pairs summed into x */
+	uint64_t w;                         /* [n] (rmsnorm: 0, none) */
+	uint64_t y;                         /* [rows][n] (may be x for rmsnorm) */
+	uint64_t q, qd, qsum; /* y quantized per 32-block (0: not; act_quantize's bits) */
+	int rows, n;
+	float eps;
+};
+
+/* Elementwise: add (x[i] += y[i], i < n), bias (y[r] += b for rows r of n),
+ * gated (out[t] += sigmoid(gate[t]) * y[t], rows of n). */
+struct coli_dev_add {
+	uint64_t x, y;
+	int n;
+};
+struct coli_dev_bias {
+	uint64_t y, b;
+	int rows, n;
+};
+struct coli_dev_gated {
+	uint64_t out, y, gate;
+	int T, H;
+};
+
+/* Per-head q/k norm (qw/kw 0: none), RoPE, k and v into the layer's cache
+ * kc/vc at pos0; posp != 0: pos0 is the int there when the op runs (ptx/ptx.h
+ * says what that changes for attention). */
+struct coli_dev_qk_rope {
+	uint64_t q, k, v; /* [T][nh][hd], [T][nkv][hd], [T][nkv][hd] */
+	uint64_t qw, kw;  /* [hd] */
+	float eps;
+	int T, nh, nkv, hd, pos0;
+	uint64_t posp;
+	uint64_t inv_freq; /* [hd / 2] */
+	uint64_t kc, vc;   /* [ctx][nkv][hd] */
+};
+
+/* RoPE of x [T][nh][hd] in place at positions pos0.. */
+struct coli_dev_rope {
+	uint64_t x, inv_freq;
+	int T, nh, hd, pos0;
+};
+
+/* Causal attention of q [T][nh][hd] over the cache k/v [ctx][nkv * hd] into
+ * out (like q); posp as for qk_rope, and then the positions split as for a
+ * context of span (ptx/ptx.h coli_gpu_attention says what a graph needs);
+ * aq != 0: out also quantized per 32-block into aq/ad/aqs. */
+struct coli_dev_attention {
+	uint64_t q, k, v, out;
+	int T, pos0;
+	uint64_t posp;
+	int span, nh, nkv, hd;
+	float scale;
+	uint64_t aq, ad, aqs;
+};
+
+/* h = silu(g) * u over n; q != 0: h also quantized into q/qd/qsum (n % 32 == 0). */
+struct coli_dev_silu {
+	uint64_t g, u, h, q, qd, qsum;
+	int n;
+};
+
+/* x [n_blocks * 32] quantized into q/qd/qsum (cpu/ coli_act_quantize's bits). */
+struct coli_dev_quantize {
+	uint64_t x, q, qd, qsum;
+	int n_blocks;
+};
+
+/* dst row r = src row idx[r] for r < n, rows of row_bytes (% 4 == 0). */
+struct coli_dev_gather {
+	uint64_t dst, src, idx;
+	int n;
+	size_t row_bytes;
+};
+
+/* Expert GEMV/GEMM jobs of dtype t (kernels_abi.h): gemv runs jobs[0..n_jobs)
+ * (S <= COLI_GPU_MAX_S), gemm gemm_jobs[0..n_jobs) (prefill, any S: q8/q4
+ * bit-identical to gemv, bf16 within rounding on a GPU), gemv_table the
+ * table of n_jobs jobs already in device memory (written by moe_plan), each
+ * of at most max_rows rows. */
+struct coli_dev_jobs {
+	enum coli_dtype t;
+	const struct coli_gpu_gemv_job *jobs;
+	const struct coli_gpu_gemm_job *gemm_jobs;
+	uint64_t table;
+	int n_jobs, max_rows;
+};
+
+/* Rows of the token embedding table (t: its dtype, scales its fp16 plane
+ * or 0) for the T ids (device ints) into x [T][H]. */
+struct coli_dev_embed {
+	enum coli_dtype t;
+	uint64_t table, scales, ids, x;
+	int T, H;
+};
+
+/* *out (a device int) = the first index of the largest of x[0..n): coli_argmax. */
+struct coli_dev_argmax {
+	uint64_t x, out;
+	int n;
+};
+
+/* out [T][H] = the sum of each token's pairs (core/moe/moe.c's bits); pair
+ * p's row at hy + p * H when p < 64 and bit p of hmask is set (hy from
+ * coli_dev_host_addr: the rows read in place), else at y + p * H. */
+struct coli_dev_accumulate {
+	uint64_t out, y, pair_token, pair_w;
+	int n_pairs, T, H;
+	uint64_t hy, hmask;
+};
+
+/* Routing on the device (cpu/ops.c coli_route's result; cuda: its expf):
+ * router logits rlog [T][E] into sel/selw [T][K], renormalised when norm. */
+struct coli_dev_route {
+	uint64_t rlog, sel, selw;
+	int T, E, K, norm;
+};
+
+/* A dense matrix times T rows (kernels_abi.h's struct, and its dtype):
+ * deterministic, not canonical on cuda; COLI_DEV_CAP_EXACT_DENSE: coli_gemv's
+ * bits. router_plan: the router's f32 GEMV r into plan->rlog, then the plan. */
+struct coli_dev_dense {
+	enum coli_dtype t;
+	const struct coli_gpu_dense_gemv *m;
+};
+struct coli_dev_router_plan {
+	const struct coli_gpu_dense_gemv *r;
+	const struct coli_gpu_moe_plan *plan;
+};
+
+/* The backend's table. Members marked (optional) may be NULL; the entry
+ * point's behaviour then is given after "NULL:". */
 struct coli_dev_ops {
-	const char *kind;
 	int (*mem_info)(struct coli_dev *d, size_t *free_bytes, size_t *total_bytes);
 	int (*alloc)(struct coli_dev *d, size_t bytes, uint64_t *addr);
 	void (*free)(struct coli_dev *d, uint64_t addr);
 	int (*upload)(struct coli_dev *d, uint64_t dst, const void *src, size_t n); /* sync */
 	int (*upload_async)(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
 	int (*download_async)(struct coli_dev *d, void *dst, uint64_t src, size_t n);
-	/* optional: n <= COLI_DEV_DOWN_MAX downloads as one op (the GPU: one
-	 * kernel where each would be one); NULL: one by one */
+	/* (optional) n <= COLI_DEV_DOWN_MAX downloads as one op (the GPU: one
+	 * kernel where each would be one); NULL: download_async one by one */
 	int (*download_many)(struct coli_dev *d, const struct coli_dev_down *v, int n);
-	int (*gemv)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-	            int n_jobs); /* async */
-	/* prefill: one job per matrix, any S (q8/q4 bit-identical to gemv, bf16
-	 * within rounding on a GPU) */
-	int (*gemm)(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-	            int n_jobs); /* async */
-	/* h = silu(g) * u; when q != 0, h also quantized into q/dd/qsum (n % 32 == 0) */
-	int (*silu_mul)(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
-	                uint64_t dd, uint64_t qsum, int n); /* async */
-	int (*act_quantize)(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qsum,
-	                    int n_blocks); /* async */
 	int (*sync)(struct coli_dev *d);
 	void (*close)(struct coli_dev *d);
 	/* staging slots for streamed slabs: copies on a second stream, ordered by
@@ -72,79 +224,72 @@ struct coli_dev_ops {
 	 * the seconds between two recorded marks (waits for the second) */
 	int (*mark)(struct coli_dev *d, int slot);
 	int (*elapsed)(struct coli_dev *d, int from, int to, double *s);
-	/* optional: the host's wait point on the compute stream (recorded into
-	 * a graph when captured) and the wait for it */
+	/* (optional) the host's wait point on the compute stream (recorded into
+	 * a graph when captured) and the wait for it; NULL: point records
+	 * nothing (returns 0), point_wait is sync */
 	int (*point)(struct coli_dev *d);
 	int (*point_wait)(struct coli_dev *d);
-	/* optional: the compute stream waits (async) until the host signals seq
-	 * or later (a word of host memory the device reads); ops queued behind
-	 * the wait run after it. The host must signal before any op that waits
-	 * for the stream (sync, point_wait, a download's data). */
+	/* (optional, COLI_DEV_CAP_HOST_WAIT) the compute stream waits (async)
+	 * until the host signals seq or later (a word of host memory the device
+	 * reads); ops queued behind the wait run after it. The host must signal
+	 * before any op that waits for the stream (sync, point_wait, a
+	 * download's data). NULL: nothing queued, host_signal does nothing */
 	int (*host_wait)(struct coli_dev *d, uint32_t seq);
-	/* optional: where the device's kernels read registered host bytes [p,
-	 * p + n) in place, 0 where they cannot */
-	uint64_t (*host_addr)(struct coli_dev *d, const void *p, size_t n);
 	void (*host_signal)(struct coli_dev *d, uint32_t seq);
-	/* the dense part (all async; rows are tokens, fp32) */
-	int (*copy)(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
-	int (*rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-	               float eps);
-	int (*add_bias)(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
-	int (*add)(struct coli_dev *d, uint64_t x, uint64_t y, int n);
-	/* x += add (0: none), then y = rmsnorm(x) * w: the residual add and the
-	 * next norm; q != 0: y also quantized into q/qd/qsum (act_quantize's bits) */
-	int (*add_rmsnorm)(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-	                   uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
-	/* the same with add = moe_accumulate of the pairs p (one op, the same bits) */
-	int (*acc_rmsnorm)(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p,
-	                   uint64_t w, uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows,
-	                   int n, float eps);
-	/* per-head q/k norm (weights 0: none), RoPE, k and v into the cache at
-	 * pos0 (kc/vc: the layer's cache); posp != 0: pos0 is the int there when
-	 * the op runs (ptx/ptx.h says what that changes for attention) */
-	int (*qk_rope_store)(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
-	                     uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-	                     uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
-	int (*rope)(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
-	            uint64_t inv_freq);
-	/* aq != 0: out also quantized per 32-block into aq/ad/aqs */
-	int (*attention)(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out,
-	                 int T, int pos0, uint64_t posp, int span, int nh, int nkv, int hd,
-	                 float scale, uint64_t aq, uint64_t ad, uint64_t aqs);
-	int (*embed)(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-	             uint64_t ids, uint64_t x, int T, int H);
-	/* dst row r = src row idx[r] for r < n, rows of row_bytes (% 4 == 0) */
-	int (*gather_rows)(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
-	                   size_t row_bytes);
-	/* pair p's row at hy + p * H when p < 64 and bit p of hmask is set (hy
-	 * from host_addr: the rows read in place), else at y + p * H */
-	int (*moe_accumulate)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-	                      uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
-	                      uint64_t hmask);
-	int (*gated_add)(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
-	/* *out (device int) = the first index of the largest of x[0..n): coli_argmax */
-	int (*argmax)(struct coli_dev *d, uint64_t x, int n, uint64_t out);
-	/* a dense matrix times T rows: deterministic, not canonical on cuda; the
-	 * simulated device computes coli_gemv's bits (so --gpu sim = the CPU path) */
-	int (*dense_gemv)(struct coli_dev *d, enum coli_dtype t,
-	                  const struct coli_gpu_dense_gemv *m);
-	/* routing on the device (cpu/ops.c coli_route's result; cuda: its expf)
-	 * and the plan of a fully resident layer: job tables written on the
-	 * device, run by gemv_table (see ptx/kernels_abi.h) */
-	int (*route)(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
-	             uint64_t selw);
+	/* (optional) where the device's kernels read registered host bytes [p,
+	 * p + n) in place, 0 where they cannot; NULL: 0 always */
+	uint64_t (*host_addr)(struct coli_dev *d, const void *p, size_t n);
+	/* the kernels (all async): the argument structs above */
+	int (*gemv)(struct coli_dev *d, const struct coli_dev_jobs *a);
+	int (*gemm)(struct coli_dev *d, const struct coli_dev_jobs *a);
+	int (*gemv_table)(struct coli_dev *d, const struct coli_dev_jobs *a);
+	int (*silu_mul)(struct coli_dev *d, const struct coli_dev_silu *a);
+	int (*act_quantize)(struct coli_dev *d, const struct coli_dev_quantize *a);
+	int (*copy)(struct coli_dev *d, const struct coli_dev_copy *a);
+	int (*rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
+	int (*add_rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
+	int (*acc_rmsnorm)(struct coli_dev *d, const struct coli_dev_norm *a);
+	int (*add_bias)(struct coli_dev *d, const struct coli_dev_bias *a);
+	int (*add)(struct coli_dev *d, const struct coli_dev_add *a);
+	int (*gated_add)(struct coli_dev *d, const struct coli_dev_gated *a);
+	int (*qk_rope_store)(struct coli_dev *d, const struct coli_dev_qk_rope *a);
+	int (*rope)(struct coli_dev *d, const struct coli_dev_rope *a);
+	int (*attention)(struct coli_dev *d, const struct coli_dev_attention *a);
+	int (*embed)(struct coli_dev *d, const struct coli_dev_embed *a);
+	int (*gather_rows)(struct coli_dev *d, const struct coli_dev_gather *a);
+	int (*moe_accumulate)(struct coli_dev *d, const struct coli_dev_accumulate *a);
+	int (*argmax)(struct coli_dev *d, const struct coli_dev_argmax *a);
+	int (*dense_gemv)(struct coli_dev *d, const struct coli_dev_dense *a);
+	/* routing and the plan of a fully resident layer: job tables written on
+	 * the device, run by gemv_table (see ptx/kernels_abi.h) */
+	int (*route)(struct coli_dev *d, const struct coli_dev_route *a);
 	int (*moe_plan)(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
-	/* the router's f32 GEMV r into a->rlog, then moe_plan(a), as one op */
-	int (*router_plan)(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
-	                   const struct coli_gpu_moe_plan *a);
-	int (*gemv_table)(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
-	                  int max_rows);
-	/* graphs (NULL: none, as on sim): the ops between capture_begin and
-	 * capture_end are recorded into *graph, not run; graph_launch replays them */
+	/* (optional) NULL: the caller (which checks) runs the router's GEMV,
+	 * then moe_plan */
+	int (*router_plan)(struct coli_dev *d, const struct coli_dev_router_plan *a);
+	/* (optional, COLI_DEV_CAP_GRAPHS) graphs: the ops between capture_begin
+	 * and capture_end are recorded into *graph, not run; graph_launch
+	 * replays them. NULL (all four): capture_begin returns -ENOTSUP */
 	int (*capture_begin)(struct coli_dev *d);
 	int (*capture_end)(struct coli_dev *d, uint64_t *graph);
 	int (*graph_launch)(struct coli_dev *d, uint64_t graph);
 	void (*graph_free)(struct coli_dev *d, uint64_t graph);
+};
+
+/* What a device can do (struct coli_dev's caps, set when it opens): the
+ * questions the scheduler asks, instead of the device's kind. */
+enum coli_dev_cap {
+	/* its own bandwidth and timing: the cost model's measured stream rate
+	 * means something (sim: none, the split is even) */
+	COLI_DEV_CAP_BANDWIDTH = 1u << 0,
+	/* capture_begin .. graph_launch (cuda, where the driver has graphs) */
+	COLI_DEV_CAP_GRAPHS = 1u << 1,
+	/* host_wait queues a wait for the host (cuda: where the driver has
+	 * stream waits) */
+	COLI_DEV_CAP_HOST_WAIT = 1u << 2,
+	/* the dense ops compute the CPU path's bits (sim): --gpu sim's logits
+	 * are the CPU's */
+	COLI_DEV_CAP_EXACT_DENSE = 1u << 3,
 };
 
 /* COLI_GPU_FAIL_AT: the kind of op an injected fault strikes. Staging copies
@@ -158,11 +303,23 @@ enum coli_dev_fail_at {
 	COLI_FAIL_AT_ALLOC /* allocations from the Nth on: out of device memory, not a failure */
 };
 
+/* What an op counts as at the gate: one launch, sync or staging copy (the
+ * kinds COLI_GPU_FAIL_AT names), a graph's replay (its launches; struck
+ * unless COLI_GPU_FAIL_AT=sync), or nothing (only the sticky failure). */
+enum coli_dev_count {
+	COLI_DEV_COUNT_NONE = -1,
+	COLI_DEV_COUNT_LAUNCH = COLI_FAIL_AT_LAUNCH,
+	COLI_DEV_COUNT_SYNC = COLI_FAIL_AT_SYNC,
+	COLI_DEV_COUNT_COPY = COLI_FAIL_AT_COPY,
+	COLI_DEV_COUNT_GRAPH = 16,
+};
+
 struct coli_dev {
 	const struct coli_dev_ops *ops;
 	void *impl;
 	char name[128];
 	int index;
+	unsigned caps;   /* enum coli_dev_cap */
 	long fail_after; /* launches before injected failure; -1 never */
 	int fail_at;     /* enum coli_dev_fail_at: the kind of op the injected failure strikes */
 	long launches;
@@ -170,6 +327,73 @@ struct coli_dev {
 	long cap_from; /* launches when the capture under way began */
 	int failed;    /* sticky: once failed, the device is not used again */
 };
+
+static inline int coli_dev_can(const struct coli_dev *d, enum coli_dev_cap cap)
+{
+	return (d->caps & cap) != 0;
+}
+
+/* The device fails for good (the first time: one line saying what failed,
+ * its experts move to the CPU); returns rc. */
+int coli_dev_fail(struct coli_dev *d, int rc, const char *what);
+
+/* The gate every op passes before the backend sees it: -EIO on a failed
+ * device, or once the injected budget (COLI_GPU_FAIL_AFTER) is spent at an
+ * op of the kind COLI_GPU_FAIL_AT names; else the op's n launches are
+ * counted (what a capture records and a replay charges). */
+static inline int coli_dev_gate(struct coli_dev *d, enum coli_dev_count kind, long n)
+{
+	if (d->failed)
+		return -EIO;
+	if (kind == COLI_DEV_COUNT_NONE)
+		return 0;
+	if (d->fail_after >= 0 && d->launches + n > d->fail_after &&
+	    (kind == COLI_DEV_COUNT_GRAPH ? d->fail_at != COLI_FAIL_AT_SYNC
+	                                  : !d->fail_at || d->fail_at == (int)kind))
+		return coli_dev_fail(d, -EIO, "injected fault (COLI_GPU_FAIL_AFTER)");
+	d->launches += n;
+	return 0;
+}
+
+/* The backend's result: an error makes the failure sticky. */
+static inline int coli_dev_settle(struct coli_dev *d, int rc, const char *what)
+{
+	return rc ? coli_dev_fail(d, rc, what) : 0;
+}
+
+/* The kernels' checked entry points, coli_dev_OP(d, &(struct ARGS){...}):
+ * the gate, the backend's op, its result settled; `what` names the op in the
+ * failure's message. Inline: one indirect call per op, no allocation. The
+ * device copy does not count toward COLI_GPU_FAIL_AFTER. */
+#define COLI_DEV_OP(op, args, count, what)                                                         \
+	static inline int coli_dev_##op(struct coli_dev *d, const args *a)                         \
+	{                                                                                          \
+		int rc = coli_dev_gate(d, count, 1);                                               \
+		return rc ? rc : coli_dev_settle(d, d->ops->op(d, a), what);                       \
+	}
+COLI_DEV_OP(copy, struct coli_dev_copy, COLI_DEV_COUNT_NONE, "device copy")
+COLI_DEV_OP(rmsnorm, struct coli_dev_norm, COLI_DEV_COUNT_LAUNCH, "rmsnorm launch")
+COLI_DEV_OP(add_rmsnorm, struct coli_dev_norm, COLI_DEV_COUNT_LAUNCH, "add+rmsnorm launch")
+COLI_DEV_OP(acc_rmsnorm, struct coli_dev_norm, COLI_DEV_COUNT_LAUNCH, "accumulate+rmsnorm launch")
+COLI_DEV_OP(add_bias, struct coli_dev_bias, COLI_DEV_COUNT_LAUNCH, "bias launch")
+COLI_DEV_OP(add, struct coli_dev_add, COLI_DEV_COUNT_LAUNCH, "add launch")
+COLI_DEV_OP(gated_add, struct coli_dev_gated, COLI_DEV_COUNT_LAUNCH, "gate launch")
+COLI_DEV_OP(qk_rope_store, struct coli_dev_qk_rope, COLI_DEV_COUNT_LAUNCH, "qk rope launch")
+COLI_DEV_OP(rope, struct coli_dev_rope, COLI_DEV_COUNT_LAUNCH, "rope launch")
+COLI_DEV_OP(attention, struct coli_dev_attention, COLI_DEV_COUNT_LAUNCH, "attention launch")
+COLI_DEV_OP(gemv, struct coli_dev_jobs, COLI_DEV_COUNT_LAUNCH, "gemv launch")
+COLI_DEV_OP(gemm, struct coli_dev_jobs, COLI_DEV_COUNT_LAUNCH, "gemm launch")
+COLI_DEV_OP(gemv_table, struct coli_dev_jobs, COLI_DEV_COUNT_LAUNCH, "gemv launch")
+COLI_DEV_OP(silu_mul, struct coli_dev_silu, COLI_DEV_COUNT_LAUNCH, "silu launch")
+COLI_DEV_OP(act_quantize, struct coli_dev_quantize, COLI_DEV_COUNT_LAUNCH, "quantize launch")
+COLI_DEV_OP(gather_rows, struct coli_dev_gather, COLI_DEV_COUNT_LAUNCH, "gather launch")
+COLI_DEV_OP(embed, struct coli_dev_embed, COLI_DEV_COUNT_LAUNCH, "embed launch")
+COLI_DEV_OP(argmax, struct coli_dev_argmax, COLI_DEV_COUNT_LAUNCH, "argmax launch")
+COLI_DEV_OP(moe_accumulate, struct coli_dev_accumulate, COLI_DEV_COUNT_LAUNCH, "accumulate launch")
+COLI_DEV_OP(route, struct coli_dev_route, COLI_DEV_COUNT_LAUNCH, "route launch")
+COLI_DEV_OP(dense_gemv, struct coli_dev_dense, COLI_DEV_COUNT_LAUNCH, "dense gemv launch")
+COLI_DEV_OP(moe_plan, struct coli_gpu_moe_plan, COLI_DEV_COUNT_LAUNCH, "plan launch")
+COLI_DEV_OP(router_plan, struct coli_dev_router_plan, COLI_DEV_COUNT_LAUNCH, "router + plan launch")
 
 /* The memory of the smallest device --gpu SPEC names (sim: what the simulated
  * device reports), before any is opened; 0: none, or one not found. */
@@ -181,7 +405,7 @@ int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int
                       size_t errlen);
 void coli_dev_close(struct coli_dev *d);
 
-/* The checked entry points the scheduler uses (fault injection, sticky failure). */
+/* The other checked entry points (core/dev/dev.c), through the same gate. */
 int coli_dev_alloc(struct coli_dev *d, size_t bytes, uint64_t *addr);
 void coli_dev_free(struct coli_dev *d, uint64_t addr);
 int coli_dev_upload(struct coli_dev *d, uint64_t dst, const void *src, size_t n);
@@ -189,14 +413,6 @@ int coli_dev_upload_async(struct coli_dev *d, uint64_t dst, const void *src, siz
 int coli_dev_download_async(struct coli_dev *d, void *dst, uint64_t src, size_t n);
 /* v[0..n) downloaded in stream order, as download_async each would be. */
 int coli_dev_download_many(struct coli_dev *d, const struct coli_dev_down *v, int n);
-int coli_dev_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-                  int n_jobs);
-int coli_dev_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-                  int n_jobs);
-int coli_dev_silu_mul(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q,
-                      uint64_t dd, uint64_t qsum, int n);
-int coli_dev_act_quantize(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs,
-                          int n_blocks);
 int coli_dev_sync(struct coli_dev *d);
 /* Graphs (-ENOTSUP where the device has none): core/forward/forward_dev.c records a
  * layer's dense ops once and replays them. A capture that fails leaves the
@@ -227,45 +443,9 @@ int coli_dev_point_wait(struct coli_dev *d);
 int coli_dev_host_wait(struct coli_dev *d, uint32_t seq);
 void coli_dev_host_signal(struct coli_dev *d, uint32_t seq);
 
-/* The dense part: checked like the rest (each counts as a launch). */
-int coli_dev_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n);
-int coli_dev_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-                     float eps);
-int coli_dev_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n);
-int coli_dev_add(struct coli_dev *d, uint64_t x, uint64_t y, int n);
-int coli_dev_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t add, uint64_t w, uint64_t y,
-                         uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n, float eps);
-int coli_dev_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
-                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
-                         float eps);
-int coli_dev_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
-                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
-int coli_dev_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0,
-                  uint64_t inv_freq);
-int coli_dev_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
-                       uint64_t aq, uint64_t ad, uint64_t aqs);
-int coli_dev_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-                   uint64_t ids, uint64_t x, int T, int H);
-int coli_dev_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
-                         size_t row_bytes);
-int coli_dev_moe_accumulate(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pair_token,
-                            uint64_t pair_w, int n_pairs, int T, int H, uint64_t hy,
-                            uint64_t hmask);
 /* The device's address of registered host bytes [p, p + n) its kernels can
  * read in place (the GPU: mapped memory), else 0 (then upload them). */
 uint64_t coli_dev_host_addr(struct coli_dev *d, const void *p, size_t n);
-int coli_dev_gated_add(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H);
-int coli_dev_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out);
-int coli_dev_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m);
-int coli_dev_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
-                   uint64_t selw);
-int coli_dev_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a);
-int coli_dev_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
-                         const struct coli_gpu_moe_plan *a);
-int coli_dev_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n_jobs,
-                        int max_rows);
 
 /* Backends. */
 /* flags: coli_gpu_open's (COLI_GPU_FAIL_JIT_*: fault injection) */

@@ -66,122 +66,109 @@ static void g_host_signal(struct coli_dev *d, uint32_t seq)
 {
 	coli_gpu_host_signal(G(d), seq);
 }
-static int g_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-                  int n)
+static int g_gemv(struct coli_dev *d, const struct coli_dev_jobs *a)
 {
-	return coli_gpu_gemv(G(d), t, jobs, n);
+	return coli_gpu_gemv(G(d), a->t, a->jobs, a->n_jobs);
 }
-static int g_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-                  int n)
+static int g_gemm(struct coli_dev *d, const struct coli_dev_jobs *a)
 {
-	return coli_gpu_gemm(G(d), t, jobs, n);
+	return coli_gpu_gemm(G(d), a->t, a->gemm_jobs, a->n_jobs);
 }
-static int g_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q, uint64_t dd,
-                  uint64_t qs, int n)
+static int g_silu(struct coli_dev *d, const struct coli_dev_silu *a)
 {
-	if (q)
-		return coli_gpu_silu_mul_q(G(d), g, u, h, q, dd, qs, n / 32);
-	return coli_gpu_silu_mul(G(d), g, u, h, n);
+	if (a->q)
+		return coli_gpu_silu_mul_q(G(d), a->g, a->u, a->h, a->q, a->qd, a->qsum, a->n / 32);
+	return coli_gpu_silu_mul(G(d), a->g, a->u, a->h, a->n);
 }
-static int g_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
+static int g_actq(struct coli_dev *d, const struct coli_dev_quantize *a)
 {
-	return coli_gpu_act_quantize(G(d), x, q, dd, qs, nb);
+	return coli_gpu_act_quantize(G(d), a->x, a->q, a->qd, a->qsum, a->n_blocks);
 }
 static int g_sync(struct coli_dev *d)
 {
 	return coli_gpu_sync(G(d));
 }
-static int g_copy(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
+static int g_copy(struct coli_dev *d, const struct coli_dev_copy *a)
 {
-	return coli_gpu_copy(G(d), dst, src, n);
+	return coli_gpu_copy(G(d), a->dst, a->src, a->n);
 }
-static int g_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-                     float eps)
+static int g_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
-	return coli_gpu_rmsnorm(G(d), x, w, y, rows, n, eps);
+	return coli_gpu_rmsnorm(G(d), a->x, a->w, a->y, a->rows, a->n, a->eps);
 }
-static int g_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
+static int g_add_bias(struct coli_dev *d, const struct coli_dev_bias *a)
 {
-	return coli_gpu_add_bias(G(d), y, b, rows, n);
+	return coli_gpu_add_bias(G(d), a->y, a->b, a->rows, a->n);
 }
-static int g_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
+static int g_add(struct coli_dev *d, const struct coli_dev_add *a)
 {
-	return coli_gpu_add(G(d), x, y, n);
+	return coli_gpu_add(G(d), a->x, a->y, a->n);
 }
-static int g_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
+static int g_rope(struct coli_dev *d, const struct coli_dev_rope *a)
 {
-	return coli_gpu_rope(G(d), x, T, nh, hd, pos0, f);
+	return coli_gpu_rope(G(d), a->x, a->T, a->nh, a->hd, a->pos0, a->inv_freq);
 }
-static int g_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
-                       uint64_t aq, uint64_t ad, uint64_t aqs)
+static int g_attention(struct coli_dev *d, const struct coli_dev_attention *a)
 {
-	return coli_gpu_attention(G(d), q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
-	                          ad, aqs);
+	return coli_gpu_attention(G(d), a->q, a->k, a->v, a->out, a->T, a->pos0, a->posp, a->span,
+	                          a->nh, a->nkv, a->hd, a->scale, a->aq, a->ad, a->aqs);
 }
-static int g_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
-                         size_t row_bytes)
+static int g_gather_rows(struct coli_dev *d, const struct coli_dev_gather *a)
 {
-	return coli_gpu_gather_rows(G(d), dst, src, idx, n, row_bytes);
+	return coli_gpu_gather_rows(G(d), a->dst, a->src, a->idx, a->n, a->row_bytes);
 }
 
-static int g_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-                   uint64_t ids, uint64_t x, int T, int H)
+static int g_embed(struct coli_dev *d, const struct coli_dev_embed *a)
 {
-	return coli_gpu_embed(G(d), t, table, scales, ids, x, T, H);
+	return coli_gpu_embed(G(d), a->t, a->table, a->scales, a->ids, a->x, a->T, a->H);
 }
-static int g_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
-                     int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
+static int g_moe_acc(struct coli_dev *d, const struct coli_dev_accumulate *a)
 {
-	return coli_gpu_moe_accumulate(G(d), out, y, pt, pw, n_pairs, T, H, hy, hmask);
+	return coli_gpu_moe_accumulate(G(d), a->out, a->y, a->pair_token, a->pair_w, a->n_pairs,
+	                               a->T, a->H, a->hy, a->hmask);
 }
-static int g_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
+static int g_gated(struct coli_dev *d, const struct coli_dev_gated *a)
 {
-	return coli_gpu_gated_add(G(d), out, y, gate, T, H);
+	return coli_gpu_gated_add(G(d), a->out, a->y, a->gate, a->T, a->H);
 }
-static int g_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
+static int g_argmax(struct coli_dev *d, const struct coli_dev_argmax *a)
 {
-	return coli_gpu_argmax(G(d), x, n, out);
+	return coli_gpu_argmax(G(d), a->x, a->n, a->out);
 }
-static int g_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
+static int g_dense_gemv(struct coli_dev *d, const struct coli_dev_dense *a)
 {
-	return coli_gpu_dense_gemv(G(d), t, m);
+	return coli_gpu_dense_gemv(G(d), a->t, a->m);
 }
-static int g_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
-                         uint64_t q, uint64_t qd, uint64_t qs, int rows, int n, float eps)
+static int g_add_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
-	return coli_gpu_add_rmsnorm(G(d), x, a, w, y, q, qd, qs, rows, n, eps);
+	return coli_gpu_add_rmsnorm(G(d), a->x, a->add, a->w, a->y, a->q, a->qd, a->qsum, a->rows,
+	                            a->n, a->eps);
 }
-static int g_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
-                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
-                         float eps)
+static int g_acc_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
-	return coli_gpu_acc_rmsnorm(G(d), x, p, w, y, q, qd, qs, rows, n, eps);
+	return coli_gpu_acc_rmsnorm(G(d), a->x, a->pairs, a->w, a->y, a->q, a->qd, a->qsum, a->rows,
+	                            a->n, a->eps);
 }
-static int g_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
-                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t posp, uint64_t f, uint64_t kc, uint64_t vc)
+static int g_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 {
-	return coli_gpu_qk_rope_store(G(d), q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp, f, kc,
-	                              vc);
+	return coli_gpu_qk_rope_store(G(d), a->q, a->k, a->v, a->qw, a->kw, a->eps, a->T, a->nh,
+	                              a->nkv, a->hd, a->pos0, a->posp, a->inv_freq, a->kc, a->vc);
 }
-static int g_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
-                   uint64_t selw)
+static int g_route(struct coli_dev *d, const struct coli_dev_route *a)
 {
-	return coli_gpu_route(G(d), rlog, T, E, K, norm, sel, selw);
+	return coli_gpu_route(G(d), a->rlog, a->T, a->E, a->K, a->norm, a->sel, a->selw);
 }
 static int g_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 {
 	return coli_gpu_moe_plan(G(d), a);
 }
-static int g_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
-                         const struct coli_gpu_moe_plan *a)
+static int g_router_plan(struct coli_dev *d, const struct coli_dev_router_plan *a)
 {
-	return coli_gpu_router_plan(G(d), r, a);
+	return coli_gpu_router_plan(G(d), a->r, a->plan);
 }
-static int g_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
+static int g_gemv_table(struct coli_dev *d, const struct coli_dev_jobs *a)
 {
-	return coli_gpu_gemv_table(G(d), t, table, n, rows);
+	return coli_gpu_gemv_table(G(d), a->t, a->table, a->n_jobs, a->max_rows);
 }
 /* mem/'s registration hook: every host region mem/ records (the tier
  * manager's slot arena above all) is page-locked for DMA, so streamed slabs
@@ -259,7 +246,6 @@ static void g_close(struct coli_dev *d)
 }
 
 static const struct coli_dev_ops g_gpu_ops = {
-    .kind = "cuda",
     .mem_info = g_mem_info,
     .alloc = g_alloc,
     .free = g_free,
@@ -330,6 +316,10 @@ int coli_dev_gpu_open(int ordinal, int pdl, unsigned flags, struct coli_dev **ou
 	d->ops = &g_gpu_ops;
 	d->impl = g;
 	d->fail_after = -1;
+	/* graphs: a driver without them fails capture_begin with -ENOTSUP, and
+	 * the caller runs the ops directly */
+	d->caps = COLI_DEV_CAP_BANDWIDTH | COLI_DEV_CAP_GRAPHS |
+	          (coli_gpu_has_host_wait(g) ? COLI_DEV_CAP_HOST_WAIT : 0);
 	snprintf(d->name, sizeof(d->name), "cuda:%d (%s)", ordinal, coli_gpu_name(g));
 	if (coli_mem_register_hook(g_reg_hook, g))
 		fprintf(stderr,

@@ -4,10 +4,9 @@
  * fallback paths (and COLI_GPU_FAIL_AFTER) run in CI without a GPU.
  *
  * "Device addresses" are host pointers. Async ops run immediately on the
- * calling thread (the stream is always drained); GEMV and GEMM jobs are
- * executed with coli_gemv on views built from the job, so the simulated
- * device computes the same bits the real one must (bf16 GEMM: the real one
- * is within rounding of these).
+ * calling thread (the stream is always drained); the kernels are the CPU's
+ * (core/dev/dev_sim_ops.c), so the simulated device computes the same bits
+ * the real one must (bf16 GEMM: the real one is within rounding of these).
  *
  * What running at once would hide: a GPU reads the source of an async
  * upload from registered (page-locked, mem/) host memory when the stream
@@ -24,7 +23,6 @@
  * reads them early reads what a GPU would have left there.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +30,7 @@
 #include <unistd.h>
 
 #include "core/dev/dev.h"
+#include "core/dev/dev_sim.h"
 #include "io/io.h"
 #include "mem/mem.h"
 
@@ -85,18 +84,18 @@ struct sim {
 	uint32_t host_word, wait_seq;
 	int waiting, n_def;
 	struct deferred {
-		int acc; /* 0: upload_async(dst, src, n); 1: moe_accumulate */
-		uint64_t dst, y, pt, pw, hy, hmask;
+		int acc; /* 0: upload_async(dst, src, n); 1: moe_accumulate(a) */
+		uint64_t dst;
 		const void *src;
 		size_t n;
-		int n_pairs, T, H;
+		struct coli_dev_accumulate a;
 	} def[SIM_DEFER];
 };
 
 /* An op the stream would run (or the host would wait for) behind a host
  * wait the host has not signalled: a real stream would run it after the
  * deferred ops (or hang), the sim cannot; the engine never does it. */
-static void in_order(struct coli_dev *d, const char *op)
+void coli_dev_sim_in_order(struct coli_dev *d, const char *op)
 {
 	const struct sim *s = d->impl;
 
@@ -105,7 +104,6 @@ static void in_order(struct coli_dev *d, const char *op)
 	fprintf(stderr, "coli: sim: %s queued behind a host wait not yet signalled\n", op);
 	abort();
 }
-#define IN_ORDER(d) in_order(d, __func__)
 
 static int s_mem_info(struct coli_dev *d, size_t *f, size_t *t)
 {
@@ -290,80 +288,6 @@ static int s_download(struct coli_dev *d, void *dst, uint64_t src, size_t n)
 	return 0;
 }
 
-/* y[s][ldy] = W . x_s for s < S with the CPU kernels: what a GEMV or GEMM
- * job means, bit for bit (the real bf16 GEMM differs only within rounding). */
-static void sim_job(enum coli_dtype t, const void *w, int rows, int K, int S, const signed char *xq,
-                    const float *xd, const int *xqsum, const float *xf, float *y, int ldy)
-{
-	struct coli_mat m;
-	int nb = K / COLI_QBLOCK;
-
-	if (rows <= 0) /* an empty job (coli_moe_plan: expert not resident) */
-		return;
-	coli_mat_view(&m, t, rows, K, w);
-	for (int s = 0; s < S; s++) {
-		struct coli_act a = {
-		    .n = K,
-		    .f = xf ? xf + (size_t)s * K : NULL,
-		    .q = xq ? (int8_t *)xq + (size_t)s * K : NULL,
-		    .d = xd ? (float *)xd + (size_t)s * nb : NULL,
-		    .qsum = xqsum ? (int32_t *)xqsum + (size_t)s * nb : NULL,
-		};
-
-		coli_gemv(&m, &a, y + (size_t)s * ldy, 0, rows);
-	}
-}
-
-static int s_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemv_job *jobs,
-                  int n_jobs)
-{
-	IN_ORDER(d);
-	for (int j = 0; j < n_jobs; j++) {
-		const struct coli_gpu_gemv_job *jb = &jobs[j];
-
-		sim_job(t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf, jb->y,
-		        jb->ldy);
-	}
-	return 0;
-}
-
-static int s_gemm(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_gemm_job *jobs,
-                  int n_jobs)
-{
-	IN_ORDER(d);
-	for (int j = 0; j < n_jobs; j++) {
-		const struct coli_gpu_gemm_job *jb = &jobs[j];
-
-		if (jb->S < 1 || jb->K % 32)
-			return -EINVAL; /* as the real launcher */
-		sim_job(t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf, jb->y,
-		        jb->ldy);
-	}
-	return 0;
-}
-
-static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb);
-
-static int s_silu(struct coli_dev *d, uint64_t g, uint64_t u, uint64_t h, uint64_t q, uint64_t dd,
-                  uint64_t qs, int n)
-{
-	IN_ORDER(d);
-	coli_silu_mul((const float *)(uintptr_t)g, (const float *)(uintptr_t)u,
-	              (float *)(uintptr_t)h, n);
-	return q ? s_actq(d, h, q, dd, qs, n / COLI_QBLOCK) : 0;
-}
-
-static int s_actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
-{
-	IN_ORDER(d);
-	struct coli_act a = {.q = (int8_t *)(uintptr_t)q,
-	                     .d = (float *)(uintptr_t)dd,
-	                     .qsum = (int32_t *)(uintptr_t)qs};
-
-	coli_act_quantize(&a, (const float *)(uintptr_t)x, nb * COLI_QBLOCK);
-	return 0;
-}
-
 static int s_sync(struct coli_dev *d)
 {
 	IN_ORDER(d);
@@ -376,153 +300,23 @@ static int s_sync(struct coli_dev *d)
 	return 0;
 }
 
-#define F(a) ((float *)(uintptr_t)(a))
-
-static int s_d2d(struct coli_dev *d, uint64_t dst, uint64_t src, size_t n)
-{
-	IN_ORDER(d);
-	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
-	return 0;
-}
-
-static int s_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t w, uint64_t y, int rows, int n,
-                     float eps)
-{
-	IN_ORDER(d);
-	for (int r = 0; r < rows; r++)
-		coli_rmsnorm(F(x) + (size_t)r * n, w ? F(w) : NULL, F(y) + (size_t)r * n, n, eps);
-	return 0;
-}
-
-static int s_add_bias(struct coli_dev *d, uint64_t y, uint64_t b, int rows, int n)
-{
-	IN_ORDER(d);
-	for (size_t i = 0; i < (size_t)rows * n; i++)
-		F(y)[i] += F(b)[i % n];
-	return 0;
-}
-
-static int s_add(struct coli_dev *d, uint64_t x, uint64_t y, int n)
-{
-	IN_ORDER(d);
-	for (int i = 0; i < n; i++)
-		F(x)[i] += F(y)[i];
-	return 0;
-}
-
-static int s_add_rmsnorm(struct coli_dev *d, uint64_t x, uint64_t a, uint64_t w, uint64_t y,
-                         uint64_t q, uint64_t qd, uint64_t qs, int rows, int n, float eps)
-{
-	IN_ORDER(d);
-	if (a)
-		s_add(d, x, a, rows * n);
-	s_rmsnorm(d, x, w, y, rows, n, eps);
-	return q ? s_actq(d, y, q, qd, qs, rows * n / COLI_QBLOCK) : 0;
-}
-
-static int s_qk_rope_store(struct coli_dev *d, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
-                           uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
-                           uint64_t posp, uint64_t f, uint64_t kc, uint64_t vc)
-{
-	IN_ORDER(d);
-	size_t kvd = (size_t)nkv * hd;
-
-	if (posp)
-		pos0 = *(const int *)(uintptr_t)posp;
-
-	if (qw)
-		s_rmsnorm(d, q, qw, q, T * nh, hd, eps);
-	if (kw)
-		s_rmsnorm(d, k, kw, k, T * nkv, hd, eps);
-	coli_rope(F(q), T, nh, hd, pos0, F(f));
-	coli_rope(F(k), T, nkv, hd, pos0, F(f));
-	memcpy(F(kc) + (size_t)pos0 * kvd, F(k), sizeof(float) * T * kvd);
-	memcpy(F(vc) + (size_t)pos0 * kvd, F(v), sizeof(float) * T * kvd);
-	return 0;
-}
-
-static int s_rope(struct coli_dev *d, uint64_t x, int T, int nh, int hd, int pos0, uint64_t f)
-{
-	IN_ORDER(d);
-	coli_rope(F(x), T, nh, hd, pos0, F(f));
-	return 0;
-}
-
-static int s_attention(struct coli_dev *d, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
-                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
-                       uint64_t aq, uint64_t ad, uint64_t aqs)
-{
-	IN_ORDER(d);
-	float *sc;
-	int group = nh / nkv, kvd = nkv * hd;
-
-	(void)span; /* the CPU walks positions in one order whatever the split */
-	if (posp)
-		pos0 = *(const int *)(uintptr_t)posp;
-	sc = malloc(sizeof(float) * (size_t)(pos0 + T));
-	if (!sc)
-		return -ENOMEM;
-	for (int t = 0; t < T; t++)
-		for (int h = 0; h < nh; h++)
-			coli_attention_head(F(q) + ((size_t)t * nh + h) * hd,
-			                    F(K) + (h / group) * hd, F(V) + (h / group) * hd,
-			                    pos0 + t + 1, kvd, hd, scale, sc,
-			                    F(out) + ((size_t)t * nh + h) * hd);
-	free(sc);
-	return aq ? s_actq(d, out, aq, ad, aqs, T * nh * hd / COLI_QBLOCK) : 0;
-}
-
-static int s_gather_rows(struct coli_dev *d, uint64_t dst, uint64_t src, uint64_t idx, int n,
-                         size_t row_bytes)
-{
-	IN_ORDER(d);
-	const int *id = (const int *)(uintptr_t)idx;
-
-	for (int r = 0; r < n; r++)
-		memcpy((char *)(uintptr_t)dst + (size_t)r * row_bytes,
-		       (const char *)(uintptr_t)src + (size_t)id[r] * row_bytes, row_bytes);
-	return 0;
-}
-
-static int s_embed(struct coli_dev *d, enum coli_dtype t, uint64_t table, uint64_t scales,
-                   uint64_t ids, uint64_t x, int T, int H)
-{
-	IN_ORDER(d);
-	struct coli_mat m;
-	const int *id = (const int *)(uintptr_t)ids;
-
-	coli_mat_view(&m, t, 1, H, (const void *)(uintptr_t)table);
-	m.scales = (const uint16_t *)(uintptr_t)scales; /* rows index both planes */
-	for (int i = 0; i < T; i++)
-		coli_mat_row_f32(&m, id[i], F(x) + (size_t)i * H);
-	return 0;
-}
-
 /* Is pair p's row host memory read in place (moe_accumulate's hmask)? */
 static int in_host(uint64_t hy, uint64_t hmask, int p)
 {
 	return hy && p < 64 && (hmask >> p & 1);
 }
 
-static int s_moe_acc(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t pt, uint64_t pw,
-                     int n_pairs, int T, int H, uint64_t hy, uint64_t hmask)
+static int s_moe_acc(struct coli_dev *d, const struct coli_dev_accumulate *a)
 {
 	struct sim *s = d->impl;
-	const int *tok = (const int *)(uintptr_t)pt;
+	const uint64_t out = a->out, y = a->y, pw = a->pair_w, hy = a->hy, hmask = a->hmask;
+	const int n_pairs = a->n_pairs, T = a->T, H = a->H;
+	const int *tok = (const int *)(uintptr_t)a->pair_token;
 	const size_t row = sizeof(float) * (size_t)H;
 	int rc = 0;
 
 	if (s->waiting)
-		return defer(d, &(struct deferred){.acc = 1,
-		                                   .dst = out,
-		                                   .y = y,
-		                                   .pt = pt,
-		                                   .pw = pw,
-		                                   .hy = hy,
-		                                   .hmask = hmask,
-		                                   .n_pairs = n_pairs,
-		                                   .T = T,
-		                                   .H = H});
+		return defer(d, &(struct deferred){.acc = 1, .a = *a});
 
 	memset(F(out), 0, sizeof(float) * (size_t)T * H);
 	for (int p = 0; p < n_pairs; p++) {
@@ -553,156 +347,27 @@ static uint64_t s_host_addr(struct coli_dev *d, const void *p, size_t n)
 
 /* the pairs summed into a scratch row block first (moe_accumulate's order),
  * then the residual add and the norm */
-static int s_acc_rmsnorm(struct coli_dev *d, uint64_t x, const struct coli_gpu_pairs *p, uint64_t w,
-                         uint64_t y, uint64_t q, uint64_t qd, uint64_t qs, int rows, int n,
-                         float eps)
+static int s_acc_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 {
 	IN_ORDER(d);
-	float *a = malloc(sizeof(float) * (size_t)rows * n);
+	const struct coli_gpu_pairs *p = a->pairs;
+	float *sum = malloc(sizeof(float) * (size_t)a->rows * a->n);
+	struct coli_dev_norm b = *a;
 	int rc;
 
-	if (!a)
+	if (!sum)
 		return -ENOMEM;
-	s_moe_acc(d, (uint64_t)(uintptr_t)a, p->y, p->token, p->w, p->n, rows, n, 0, 0);
-	rc = s_add_rmsnorm(d, x, (uint64_t)(uintptr_t)a, w, y, q, qd, qs, rows, n, eps);
-	free(a);
+	s_moe_acc(d, &(struct coli_dev_accumulate){.out = (uint64_t)(uintptr_t)sum,
+	                                           .y = p->y,
+	                                           .pair_token = p->token,
+	                                           .pair_w = p->w,
+	                                           .n_pairs = p->n,
+	                                           .T = a->rows,
+	                                           .H = a->n});
+	b.add = (uint64_t)(uintptr_t)sum;
+	rc = coli_dev_sim_add_rmsnorm(d, &b);
+	free(sum);
 	return rc;
-}
-
-static int s_gated(struct coli_dev *d, uint64_t out, uint64_t y, uint64_t gate, int T, int H)
-{
-	IN_ORDER(d);
-	for (int t = 0; t < T; t++) {
-		float g = 1.0f / (1.0f + expf(-F(gate)[t]));
-
-		for (int j = 0; j < H; j++)
-			F(out)
-		[(size_t)t * H + j] = F(out)[(size_t)t * H + j] + g * F(y)[(size_t)t * H + j];
-	}
-	return 0;
-}
-
-static int s_argmax(struct coli_dev *d, uint64_t x, int n, uint64_t out)
-{
-	IN_ORDER(d);
-	*(int *)(uintptr_t)out = coli_argmax(F(x), n);
-	return 0;
-}
-
-/* The CPU path's GEMV, row by row: the simulated dense device is the CPU. */
-static int s_dense_gemv(struct coli_dev *d, enum coli_dtype t, const struct coli_gpu_dense_gemv *m)
-{
-	IN_ORDER(d);
-	struct coli_mat w;
-	int nb = m->K / COLI_QBLOCK;
-
-	coli_mat_view(&w, t, m->rows, m->K, m->w);
-	if (m->scales)
-		w.scales = m->scales;
-	for (int s = 0; s < m->T; s++) {
-		struct coli_act a = {
-		    .n = m->K,
-		    .f = m->xf ? (float *)m->xf + (size_t)s * m->K : NULL,
-		    .q = m->xq ? (int8_t *)m->xq + (size_t)s * m->K : NULL,
-		    .d = m->xd ? (float *)m->xd + (size_t)s * nb : NULL,
-		    .qsum = m->xqsum ? (int32_t *)m->xqsum + (size_t)s * nb : NULL,
-		};
-
-		if (!m->y2) {
-			coli_gemv(&w, &a, m->y + (size_t)s * m->ldy, 0, m->rows);
-			continue;
-		}
-		/* stacked matrices (q, k, v): each range of rows to its own output */
-		coli_gemv(&w, &a, m->y + (size_t)s * m->ldy, 0, m->rows1);
-		coli_gemv(&w, &a, m->y2 + (size_t)s * m->ldy2, m->rows1, m->rows2);
-		coli_gemv(&w, &a, m->y3 + (size_t)s * m->ldy3, m->rows2, m->rows);
-	}
-	return 0;
-}
-
-static int s_route(struct coli_dev *d, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
-                   uint64_t selw)
-{
-	IN_ORDER(d);
-	float *p = malloc(sizeof(float) * (size_t)E);
-
-	if (!p)
-		return -ENOMEM;
-	for (int t = 0; t < T; t++) {
-		memcpy(p, F(rlog) + (size_t)t * E, sizeof(float) * (size_t)E);
-		coli_route(p, E, K, norm, (int *)(uintptr_t)sel + (size_t)t * K,
-		           F(selw) + (size_t)t * K);
-	}
-	free(p);
-	return 0;
-}
-
-/* ptx/dense.cu coli_moe_plan, one pair at a time. */
-static int s_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
-{
-	IN_ORDER(d);
-	const int P = a->T * a->K, H = a->H, I = a->I;
-
-	if (a->rlog) { /* coli_route_plan: route first */
-		int rc = s_route(d, (uint64_t)(uintptr_t)a->rlog, a->T, a->E, a->K, a->norm,
-		                 (uint64_t)(uintptr_t)a->sel, (uint64_t)(uintptr_t)a->selw);
-
-		if (rc)
-			return rc;
-	}
-	for (int i = 0; i < P; i++) {
-		const int ex = a->sel[i], t = i / a->K;
-		const uint64_t slab = a->slabs[ex];
-		struct coli_gpu_gemv_job j = {.rows = slab ? I : 0, .K = H, .S = 1, .ldy = I};
-		int r = 0;
-
-		for (int k = 0; k < P; k++)
-			r += a->sel[k] < ex || (a->sel[k] == ex && k / a->K < t);
-		j.xq = a->xq + (size_t)t * H;
-		j.xd = a->xd + (size_t)t * (H / 32);
-		j.xqsum = a->xqsum + (size_t)t * (H / 32);
-		j.xf = a->xf + (size_t)t * H;
-		for (int m = 0; m < 2; m++) {
-			const uint64_t w = slab + (m ? a->up_off : a->gate_off);
-
-			j.w = (const void *)(uintptr_t)w;
-			j.scales = a->scale_gu
-			               ? (const unsigned short *)(uintptr_t)(w + a->scale_gu)
-			               : NULL;
-			j.y = (m ? a->u : a->g) + (size_t)r * I;
-			a->gu_jobs[2 * r + m] = j;
-		}
-		j = (struct coli_gpu_gemv_job){.rows = slab ? H : 0, .K = I, .S = 1, .ldy = H};
-		j.w = (const void *)(uintptr_t)(slab + a->down_off);
-		j.scales =
-		    a->scale_d
-		        ? (const unsigned short *)(uintptr_t)(slab + a->down_off + a->scale_d)
-		        : NULL;
-		j.xq = a->hq + (size_t)r * I;
-		j.xd = a->hd + (size_t)r * (I / 32);
-		j.xqsum = a->hqs + (size_t)r * (I / 32);
-		j.xf = a->h + (size_t)r * I;
-		j.y = a->y + (size_t)r * H;
-		a->down_jobs[r] = j;
-		a->pair_token[r] = t;
-		a->pair_w[r] = a->selw[i];
-	}
-	return 0;
-}
-
-static int s_router_plan(struct coli_dev *d, const struct coli_gpu_dense_gemv *r,
-                         const struct coli_gpu_moe_plan *a)
-{
-	IN_ORDER(d);
-	int rc = s_dense_gemv(d, COLI_DTYPE_F32, r);
-
-	return rc ? rc : s_moe_plan(d, a);
-}
-
-static int s_gemv_table(struct coli_dev *d, enum coli_dtype t, uint64_t table, int n, int rows)
-{
-	IN_ORDER(d);
-	return s_gemv(d, t, (const struct coli_gpu_gemv_job *)(uintptr_t)table, n);
 }
 
 static void s_close(struct coli_dev *d)
@@ -843,8 +508,7 @@ static void s_host_signal(struct coli_dev *d, uint32_t seq)
 		const struct deferred *o = &s->def[i];
 
 		if (o->acc)
-			s_moe_acc(d, o->dst, o->y, o->pt, o->pw, o->n_pairs, o->T, o->H, o->hy,
-			          o->hmask);
+			s_moe_acc(d, &o->a);
 		else
 			s_upload_async(d, o->dst, o->src, o->n);
 	}
@@ -852,17 +516,16 @@ static void s_host_signal(struct coli_dev *d, uint32_t seq)
 }
 
 static const struct coli_dev_ops g_sim_ops = {
-    .kind = "sim",
     .mem_info = s_mem_info,
     .alloc = s_alloc,
     .free = s_free,
     .upload = s_copy,
     .upload_async = s_upload_async,
     .download_async = s_download,
-    .gemv = s_gemv,
-    .gemm = s_gemm,
-    .silu_mul = s_silu,
-    .act_quantize = s_actq,
+    .gemv = coli_dev_sim_gemv,
+    .gemm = coli_dev_sim_gemm,
+    .silu_mul = coli_dev_sim_silu_mul,
+    .act_quantize = coli_dev_sim_act_quantize,
     .sync = s_sync,
     .close = s_close,
     .stage_init = s_stage_init,
@@ -878,25 +541,25 @@ static const struct coli_dev_ops g_sim_ops = {
     .host_wait = s_host_wait,
     .host_signal = s_host_signal,
     .host_addr = s_host_addr,
-    .copy = s_d2d,
-    .rmsnorm = s_rmsnorm,
-    .add_bias = s_add_bias,
-    .add = s_add,
-    .rope = s_rope,
-    .attention = s_attention,
-    .embed = s_embed,
-    .gather_rows = s_gather_rows,
+    .copy = coli_dev_sim_copy,
+    .rmsnorm = coli_dev_sim_rmsnorm,
+    .add_bias = coli_dev_sim_add_bias,
+    .add = coli_dev_sim_add,
+    .rope = coli_dev_sim_rope,
+    .attention = coli_dev_sim_attention,
+    .embed = coli_dev_sim_embed,
+    .gather_rows = coli_dev_sim_gather_rows,
     .moe_accumulate = s_moe_acc,
-    .gated_add = s_gated,
-    .argmax = s_argmax,
-    .dense_gemv = s_dense_gemv,
-    .route = s_route,
-    .add_rmsnorm = s_add_rmsnorm,
+    .gated_add = coli_dev_sim_gated_add,
+    .argmax = coli_dev_sim_argmax,
+    .dense_gemv = coli_dev_sim_dense_gemv,
+    .route = coli_dev_sim_route,
+    .add_rmsnorm = coli_dev_sim_add_rmsnorm,
     .acc_rmsnorm = s_acc_rmsnorm,
-    .qk_rope_store = s_qk_rope_store,
-    .moe_plan = s_moe_plan,
-    .router_plan = s_router_plan,
-    .gemv_table = s_gemv_table,
+    .qk_rope_store = coli_dev_sim_qk_rope_store,
+    .moe_plan = coli_dev_sim_moe_plan,
+    .router_plan = coli_dev_sim_router_plan,
+    .gemv_table = coli_dev_sim_gemv_table,
 };
 
 int coli_dev_sim_open(struct coli_dev **out, int index, size_t mem_bytes, int latency_us)
@@ -915,6 +578,7 @@ int coli_dev_sim_open(struct coli_dev **out, int index, size_t mem_bytes, int la
 	d->impl = s;
 	d->fail_after = -1;
 	d->index = index;
+	d->caps = COLI_DEV_CAP_HOST_WAIT | COLI_DEV_CAP_EXACT_DENSE; /* no bandwidth of its own */
 	snprintf(d->name, sizeof(d->name), "sim:%d (host memory)", index);
 	*out = d;
 	return 0;

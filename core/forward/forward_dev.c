@@ -82,7 +82,10 @@ static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 {
 	if (!coli_dtype_is_quant(m->dtype))
 		return 0;
-	return coli_dev_act_quantize(dd->dev, x, dd->aq, dd->ad, dd->aqs, T * m->cols / 32);
+	return coli_dev_act_quantize(
+	    dd->dev,
+	    &(struct coli_dev_quantize){
+	        .x = x, .q = dd->aq, .qd = dd->ad, .qsum = dd->aqs, .n_blocks = T * m->cols / 32});
 }
 
 /* The dense GEMV's arguments for y[T][ldy] = m . x[T][K]. */
@@ -115,7 +118,7 @@ static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int
 {
 	struct coli_gpu_dense_gemv a = gemv_args(dd, m, x, T, y, ldy);
 
-	return coli_dev_dense_gemv(dd->dev, m->dtype, &a);
+	return coli_dev_dense_gemv(dd->dev, &(struct coli_dev_dense){.t = m->dtype, .m = &a});
 }
 
 /* x_ready: dd->aq already holds x's rows quantized (the norm that wrote x
@@ -129,9 +132,14 @@ static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const stru
 	rc = rc ? rc : gemm(dd, gate, x, T, dd->g, I);
 	rc = rc ? rc : gemm(dd, up, x, T, dd->u, I);
 	rc = rc ? rc
-	        : coli_dev_silu_mul(dd->dev, dd->g, dd->u, dd->h,
-	                            coli_dtype_is_quant(down->dtype) ? dd->aq : 0, dd->ad, dd->aqs,
-	                            T * I);
+	        : coli_dev_silu_mul(dd->dev, &(struct coli_dev_silu){
+	                                         .g = dd->g,
+	                                         .u = dd->u,
+	                                         .h = dd->h,
+	                                         .q = coli_dtype_is_quant(down->dtype) ? dd->aq : 0,
+	                                         .qd = dd->ad,
+	                                         .qsum = dd->aqs,
+	                                         .n = T * I});
 	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
 	return rc;
 }
@@ -155,26 +163,50 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
 	int rc = 0;
 
 	if (qk_fused(c))
-		return coli_dev_qk_rope_store(dd->dev, dd->q, dd->k, dd->v,
-		                              c->qk_norm == 1 ? D->q_norm : 0,
-		                              c->qk_norm == 1 ? D->k_norm : 0, c->norm_eps, T, nh,
-		                              nkv, hd, pos0, dd->ids, dd->inv_freq, kc, vc);
-	if (c->qk_norm == 2) {
-		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T, qd, c->norm_eps);
-		rc = rc ? rc
-		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T, kvd, c->norm_eps);
-	} else if (c->qk_norm == 1) {
-		rc = coli_dev_rmsnorm(dd->dev, dd->q, D->q_norm, dd->q, T * nh, hd, c->norm_eps);
-		rc = rc ? rc
-		        : coli_dev_rmsnorm(dd->dev, dd->k, D->k_norm, dd->k, T * nkv, hd,
-		                           c->norm_eps);
+		return coli_dev_qk_rope_store(
+		    dd->dev, &(struct coli_dev_qk_rope){.q = dd->q,
+		                                        .k = dd->k,
+		                                        .v = dd->v,
+		                                        .qw = c->qk_norm == 1 ? D->q_norm : 0,
+		                                        .kw = c->qk_norm == 1 ? D->k_norm : 0,
+		                                        .eps = c->norm_eps,
+		                                        .T = T,
+		                                        .nh = nh,
+		                                        .nkv = nkv,
+		                                        .hd = hd,
+		                                        .pos0 = pos0,
+		                                        .posp = dd->ids,
+		                                        .inv_freq = dd->inv_freq,
+		                                        .kc = kc,
+		                                        .vc = vc});
+	if (c->qk_norm) { /* 2: over the whole q and k, 1: per head */
+		int whole = c->qk_norm == 2;
+		struct coli_dev_norm nq = {
+		    .x = dd->q, .w = D->q_norm, .y = dd->q, .eps = c->norm_eps};
+		struct coli_dev_norm nk = {
+		    .x = dd->k, .w = D->k_norm, .y = dd->k, .eps = c->norm_eps};
+
+		nq.rows = whole ? T : T * nh, nq.n = whole ? qd : hd;
+		nk.rows = whole ? T : T * nkv, nk.n = whole ? kvd : hd;
+		rc = coli_dev_rmsnorm(dd->dev, &nq);
+		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, &nk);
 	}
-	rc = rc ? rc : coli_dev_rope(dd->dev, dd->q, T, nh, hd, pos0, dd->inv_freq);
-	rc = rc ? rc : coli_dev_rope(dd->dev, dd->k, T, nkv, hd, pos0, dd->inv_freq);
+	struct coli_dev_rope rq = {
+	    .x = dd->q, .inv_freq = dd->inv_freq, .T = T, .nh = nh, .hd = hd, .pos0 = pos0};
+	struct coli_dev_rope rk = {
+	    .x = dd->k, .inv_freq = dd->inv_freq, .T = T, .nh = nkv, .hd = hd, .pos0 = pos0};
+
+	rc = rc ? rc : coli_dev_rope(dd->dev, &rq);
+	rc = rc ? rc : coli_dev_rope(dd->dev, &rk);
 	rc = rc ? rc
-	        : coli_dev_copy(dd->dev, kc + (size_t)pos0 * kvd * 4, dd->k, (size_t)T * kvd * 4);
+	        : coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = kc + (size_t)pos0 * kvd * 4,
+	                                                         .src = dd->k,
+	                                                         .n = (size_t)T * kvd * 4});
 	return rc ? rc
-	          : coli_dev_copy(dd->dev, vc + (size_t)pos0 * kvd * 4, dd->v, (size_t)T * kvd * 4);
+	          : coli_dev_copy(dd->dev,
+	                          &(struct coli_dev_copy){.dst = vc + (size_t)pos0 * kvd * 4,
+	                                                  .src = dd->v,
+	                                                  .n = (size_t)T * kvd * 4});
 }
 
 /* Attention of layer l; first, when `pending` (every layer but the first),
@@ -192,20 +224,23 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
 
 	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
-	if (pend == PEND_PAIRS) { /* the previous layer's pairs, summed here */
-		const struct coli_gpu_pairs p = {.y = e->vram[dd->plan_dev].y,
-		                                 .token = dd->ptok,
-		                                 .w = dd->pw,
-		                                 .n = T * c->top_k};
+	const struct coli_gpu_pairs p = {
+	    .y = e->vram[dd->plan_dev].y, .token = dd->ptok, .w = dd->pw, .n = T * c->top_k};
+	const struct coli_dev_norm nm = {.x = dd->x,
+	                                 .add = pend == PEND_MLP ? dd->mlp : 0,
+	                                 .pairs = &p, /* read by acc_rmsnorm only */
+	                                 .w = D->attn_norm,
+	                                 .y = dd->xn,
+	                                 .q = coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0,
+	                                 .qd = dd->ad,
+	                                 .qsum = dd->aqs,
+	                                 .rows = T,
+	                                 .n = H,
+	                                 .eps = c->norm_eps};
 
-		rc = coli_dev_acc_rmsnorm(dd->dev, dd->x, &p, D->attn_norm, dd->xn,
-		                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad,
-		                          dd->aqs, T, H, c->norm_eps);
-	} else
-		rc = coli_dev_add_rmsnorm(dd->dev, dd->x, pend == PEND_MLP ? dd->mlp : 0,
-		                          D->attn_norm, dd->xn,
-		                          coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0, dd->ad,
-		                          dd->aqs, T, H, c->norm_eps);
+	rc = pend == PEND_PAIRS
+	         ? coli_dev_acc_rmsnorm(dd->dev, &nm) /* the previous layer's pairs */
+	         : coli_dev_add_rmsnorm(dd->dev, &nm);
 	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
 		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
 
@@ -213,24 +248,43 @@ static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 		a.y3 = (float *)(uintptr_t)dd->v;
 		a.rows1 = qd, a.rows2 = qd + kvd;
 		a.ldy2 = a.ldy3 = kvd;
-		rc = rc ? rc : coli_dev_dense_gemv(dd->dev, D->qkv.dtype, &a);
+		rc = rc ? rc
+		        : coli_dev_dense_gemv(dd->dev,
+		                              &(struct coli_dev_dense){.t = D->qkv.dtype, .m = &a});
 	} else {
 		rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
 		rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
 		rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
 	}
 	if (!rc && D->q_bias) {
-		rc = coli_dev_add_bias(dd->dev, dd->q, D->q_bias, T, qd);
-		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->k, D->k_bias, T, kvd);
-		rc = rc ? rc : coli_dev_add_bias(dd->dev, dd->v, D->v_bias, T, kvd);
+		struct coli_dev_bias bq = {.y = dd->q, .b = D->q_bias, .rows = T, .n = qd};
+		struct coli_dev_bias bk = {.y = dd->k, .b = D->k_bias, .rows = T, .n = kvd};
+		struct coli_dev_bias bv = {.y = dd->v, .b = D->v_bias, .rows = T, .n = kvd};
+
+		rc = coli_dev_add_bias(dd->dev, &bq);
+		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bk);
+		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bv);
 	}
 	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
 	/* a quantized o reads the attention output quantized: in the same launch */
 	oq = coli_dtype_is_quant(D->o.dtype);
 	rc = rc ? rc
-	        : coli_dev_attention(dd->dev, dd->q, kc, vc, dd->att, T, pos0, dd->ids, e->ctx, nh,
-	                             nkv, hd, 1.0f / sqrtf((float)hd), oq ? dd->aq : 0,
-	                             oq ? dd->ad : 0, oq ? dd->aqs : 0);
+	        : coli_dev_attention(dd->dev,
+	                             &(struct coli_dev_attention){.q = dd->q,
+	                                                          .k = kc,
+	                                                          .v = vc,
+	                                                          .out = dd->att,
+	                                                          .T = T,
+	                                                          .pos0 = pos0,
+	                                                          .posp = dd->ids,
+	                                                          .span = e->ctx,
+	                                                          .nh = nh,
+	                                                          .nkv = nkv,
+	                                                          .hd = hd,
+	                                                          .scale = 1.0f / sqrtf((float)hd),
+	                                                          .aq = oq ? dd->aq : 0,
+	                                                          .ad = oq ? dd->ad : 0,
+	                                                          .aqs = oq ? dd->aqs : 0});
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	return rc;
 }
@@ -247,7 +301,12 @@ int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, 
 	rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, xn_ready, T, dd->shy);
 	rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
 	rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
-	return rc ? rc : coli_dev_gated_add(dd->dev, dd->mlp, dd->shy, dd->gl, T, e->m.cfg.hidden);
+	return rc ? rc
+	          : coli_dev_gated_add(dd->dev, &(struct coli_dev_gated){.out = dd->mlp,
+	                                                                 .y = dd->shy,
+	                                                                 .gate = dd->gl,
+	                                                                 .T = T,
+	                                                                 .H = e->m.cfg.hidden});
 }
 
 /* Whether MoE layer l is routed and planned on the device at T tokens
@@ -325,7 +384,8 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 		struct coli_gpu_dense_gemv r =
 		    gemv_args(dd, router, dd->xn, T, dd->rlog, c->n_experts);
 
-		return coli_dev_router_plan(dd->dev, &r, &a);
+		return coli_dev_router_plan(dd->dev,
+		                            &(struct coli_dev_router_plan){.r = &r, .plan = &a});
 	}
 	return coli_dev_moe_plan(dd->dev, &a);
 }
@@ -340,12 +400,21 @@ static int plan_experts(struct coli_engine *e, int l, int T)
 	struct coli_dev_slot *v = &e->vram[dd->plan_dev];
 	enum coli_dtype t = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype;
 	int P = T * c->top_k, rc;
+	const struct coli_dev_jobs gu = {
+	    .t = t, .table = dd->gu_jobs, .n_jobs = 2 * P, .max_rows = c->moe_inter};
+	const struct coli_dev_jobs down = {
+	    .t = t, .table = dd->down_jobs, .n_jobs = P, .max_rows = c->hidden};
+	const struct coli_dev_silu silu = {.g = v->g,
+	                                   .u = v->u,
+	                                   .h = v->h,
+	                                   .q = coli_dtype_is_quant(t) ? v->hq : 0,
+	                                   .qd = v->hd,
+	                                   .qsum = v->hqs,
+	                                   .n = P * c->moe_inter};
 
-	rc = coli_dev_gemv_table(dd->dev, t, dd->gu_jobs, 2 * P, c->moe_inter);
-	rc = rc ? rc
-	        : coli_dev_silu_mul(dd->dev, v->g, v->u, v->h, coli_dtype_is_quant(t) ? v->hq : 0,
-	                            v->hd, v->hqs, P * c->moe_inter);
-	return rc ? rc : coli_dev_gemv_table(dd->dev, t, dd->down_jobs, P, c->hidden);
+	rc = coli_dev_gemv_table(dd->dev, &gu);
+	rc = rc ? rc : coli_dev_silu_mul(dd->dev, &silu);
+	return rc ? rc : coli_dev_gemv_table(dd->dev, &down);
 }
 
 /* The routing of the layers planned on device dd this forward, down into
@@ -429,8 +498,13 @@ static int guess_ops(struct coli_engine *e, int n, int T)
 
 	rc = gemm(dd, &dd->L[n].router, dd->xn, T, dd->grlog, c->n_experts);
 	return rc ? rc
-	          : coli_dev_route(dd->dev, dd->grlog, T, c->n_experts, K, c->norm_topk_prob,
-	                           dd->gsel, dd->gselw);
+	          : coli_dev_route(dd->dev, &(struct coli_dev_route){.rlog = dd->grlog,
+	                                                             .sel = dd->gsel,
+	                                                             .selw = dd->gselw,
+	                                                             .T = T,
+	                                                             .E = c->n_experts,
+	                                                             .K = K,
+	                                                             .norm = c->norm_topk_prob});
 }
 
 static int layer_kind(const struct coli_engine *e, int l, int T)
@@ -471,14 +545,27 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 
 	dd->point = 0;
 	if (l == 0)
-		rc = coli_dev_embed(dd->dev, dd->tok_embd.dtype, dd->tok_embd.w,
-		                    dd->tok_embd.scales, dd->ids + 4, dd->x, T, H);
+		rc = coli_dev_embed(dd->dev, &(struct coli_dev_embed){.t = dd->tok_embd.dtype,
+		                                                      .table = dd->tok_embd.w,
+		                                                      .scales = dd->tok_embd.scales,
+		                                                      .ids = dd->ids + 4,
+		                                                      .x = dd->x,
+		                                                      .T = T,
+		                                                      .H = H});
 	rc = rc ? rc : attention(e, l, T, pos0, pend);
 	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
 		rc = coli_dense_dev_phase_end(e, &e->est.attention_s, 1);
 	rc = rc ? rc
-	        : coli_dev_add_rmsnorm(dd->dev, dd->x, dd->proj, D->ffn_norm, dd->xn,
-	                               xq ? dd->aq : 0, dd->ad, dd->aqs, T, H, c->norm_eps);
+	        : coli_dev_add_rmsnorm(dd->dev, &(struct coli_dev_norm){.x = dd->x,
+	                                                                .add = dd->proj,
+	                                                                .w = D->ffn_norm,
+	                                                                .y = dd->xn,
+	                                                                .q = xq ? dd->aq : 0,
+	                                                                .qd = dd->ad,
+	                                                                .qsum = dd->aqs,
+	                                                                .rows = T,
+	                                                                .n = H,
+	                                                                .eps = c->norm_eps});
 	if (kind == SEG_DENSE)
 		return rc ? rc
 		          : swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T,
@@ -499,8 +586,14 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		if (defers(e, l, kind)) /* summed by the next layer's first norm */
 			return rc;
 		rc = rc ? rc
-		        : coli_dev_moe_accumulate(dd->dev, dd->mlp, e->vram[dd->plan_dev].y,
-		                                  dd->ptok, dd->pw, T * K, T, H, 0, 0);
+		        : coli_dev_moe_accumulate(
+		              dd->dev, &(struct coli_dev_accumulate){.out = dd->mlp,
+		                                                     .y = e->vram[dd->plan_dev].y,
+		                                                     .pair_token = dd->ptok,
+		                                                     .pair_w = dd->pw,
+		                                                     .n_pairs = T * K,
+		                                                     .T = T,
+		                                                     .H = H});
 		return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
 	}
 	/* what the host plans from: the routing (or the router logits it
@@ -509,10 +602,17 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	 * of a 2048-wide model) only when a pair of the layer is not resident on
 	 * this device (coli_dense_dev_moe_host) */
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
-		rc = rc                ? rc
-		     : kind == SEG_PRE ? plan_route(e, l, T, fused ? &D->router : NULL, dd->sel)
-		                       : coli_dev_route(dd->dev, dd->rlog, T, E, K,
-		                                        c->norm_topk_prob, dd->sel, dd->selw);
+		rc = rc ? rc
+		     : kind == SEG_PRE
+		         ? plan_route(e, l, T, fused ? &D->router : NULL, dd->sel)
+		         : coli_dev_route(dd->dev,
+		                          &(struct coli_dev_route){.rlog = dd->rlog,
+		                                                   .sel = dd->sel,
+		                                                   .selw = dd->selw,
+		                                                   .T = T,
+		                                                   .E = E,
+		                                                   .K = K,
+		                                                   .norm = c->norm_topk_prob});
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
 		if (gn >= 0)
 			down[nd++] =
@@ -544,7 +644,7 @@ static int use_graphs(const struct coli_engine *e, int T)
 	const struct coli_model_config *c = &e->m.cfg;
 
 	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile && qk_fused(c) &&
-	       e->dd->dev->ops->capture_begin;
+	       coli_dev_can(e->dd->dev, COLI_DEV_CAP_GRAPHS);
 }
 
 /* layer_ops, replayed from a graph captured the first time this layer runs
@@ -670,7 +770,8 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	struct coli_dev_down down[2] = {{e->xn, from->x, n}};
 	int nd = 1;
 
-	rc = coli_dev_add(from->dev, from->x, from->mlp, T * H);
+	rc = coli_dev_add(from->dev,
+	                  &(struct coli_dev_add){.x = from->x, .y = from->mlp, .n = T * H});
 	fast_down(e, from, down, &nd);
 	rc = rc ? rc : coli_dev_download_many(from->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(from->dev);
@@ -753,6 +854,13 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
 	                  ? coli_dev_host_addr(dd->dev, e->xlogits, sizeof(float) * c->vocab)
 	                  : 0;
+	struct coli_dev_norm nm = {.w = dd->out_norm,
+	                           .y = dd->xn,
+	                           .q = coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
+	                           .qd = dd->ad,
+	                           .qsum = dd->aqs,
+	                           .n = H,
+	                           .eps = c->norm_eps};
 
 	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
 	     t0 += COLI_DEV_LOGIT_ROWS) {
@@ -761,14 +869,15 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 
 		rc = coli_dev_download_many(dd->dev, down, nd); /* the piece before */
 		nd = 0;
-		rc = rc ? rc
-		        : coli_dev_add_rmsnorm(dd->dev, dd->x + at, dd->mlp + at, dd->out_norm,
-		                               dd->xn,
-		                               coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
-		                               dd->ad, dd->aqs, n, H, c->norm_eps);
+		nm.x = dd->x + at, nm.add = dd->mlp + at, nm.rows = n;
+		rc = rc ? rc : coli_dev_add_rmsnorm(dd->dev, &nm);
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
 		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
-			rc = rc ? rc : coli_dev_argmax(dd->dev, dd->logits, c->vocab, dd->next);
+			rc =
+			    rc ? rc
+			       : coli_dev_argmax(dd->dev, &(struct coli_dev_argmax){.x = dd->logits,
+			                                                            .out = dd->next,
+			                                                            .n = c->vocab});
 			down[nd++] =
 			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
 		} else if (!hx) {

@@ -122,8 +122,15 @@ static int pre_tail(struct coli_engine *e, const struct dlayer *D, int T, int xq
 
 	if (rc < 0)
 		return rc;
-	rc = coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ptok, dd->pw, e->n_pairs, T,
-	                             e->m.cfg.hidden, hy, m);
+	rc = coli_dev_moe_accumulate(dd->dev, &(struct coli_dev_accumulate){.out = dd->mlp,
+	                                                                    .y = y,
+	                                                                    .pair_token = dd->ptok,
+	                                                                    .pair_w = dd->pw,
+	                                                                    .n_pairs = e->n_pairs,
+	                                                                    .T = T,
+	                                                                    .H = e->m.cfg.hidden,
+	                                                                    .hy = hy,
+	                                                                    .hmask = m});
 	e->est.moe_layers_dev_preplanned++;
 	return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
 }
@@ -231,8 +238,14 @@ int coli_dense_dev_moe_host(struct coli_engine *e, int l, int T, int pre, int xq
 	                           sizeof(float) * (off - from + 2 * n));
 	e->est.h2d_bytes += sizeof(float) * (off - from + 2 * n);
 	rc = rc ? rc
-	        : coli_dev_moe_accumulate(dd->dev, dd->mlp, y, dd->ey + 4 * off,
-	                                  dd->ey + 4 * (off + n), (int)n, T, H, 0, 0);
+	        : coli_dev_moe_accumulate(
+	              dd->dev, &(struct coli_dev_accumulate){.out = dd->mlp,
+	                                                     .y = y,
+	                                                     .pair_token = dd->ey + 4 * off,
+	                                                     .pair_w = dd->ey + 4 * (off + n),
+	                                                     .n_pairs = (int)n,
+	                                                     .T = T,
+	                                                     .H = H});
 	rc = rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
 	if (!rc && T <= COLI_GPU_MAX_S)
 		timeline(e, t_wait, t_route);

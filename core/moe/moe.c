@@ -254,13 +254,13 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 	return bytes;
 }
 
-/* Whether every device is simulated (no bandwidth of its own). */
+/* Whether no device has a bandwidth of its own (simulated ones). */
 static int sim_only(const struct coli_engine *e)
 {
 	int sim = 1;
 
 	for (int d = 0; d < e->n_devs; d++)
-		sim = sim && !strcmp(e->devs[d]->ops->kind, "sim");
+		sim = sim && !coli_dev_can(e->devs[d], COLI_DEV_CAP_BANDWIDTH);
 	return sim;
 }
 

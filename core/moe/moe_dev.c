@@ -122,9 +122,14 @@ static void add_job(struct coli_dev_slot *v, enum coli_dtype t, const struct col
 /* The queued jobs of one step: a GEMV launch and/or a GEMM launch. */
 static int launch_jobs(struct coli_dev_slot *v, enum coli_dtype t, int nj, int ngj)
 {
-	int rc = nj ? coli_dev_gemv(v->dev, t, v->jobs, nj) : 0;
+	int rc = nj ? coli_dev_gemv(v->dev,
+	                            &(struct coli_dev_jobs){.t = t, .jobs = v->jobs, .n_jobs = nj})
+	            : 0;
 
-	return rc || !ngj ? rc : coli_dev_gemm(v->dev, t, v->gjobs, ngj);
+	return rc || !ngj
+	           ? rc
+	           : coli_dev_gemm(v->dev, &(struct coli_dev_jobs){
+	                                       .t = t, .gemm_jobs = v->gjobs, .n_jobs = ngj});
 }
 
 /* The working buffers for tmax tokens a forward call, in the order of
@@ -391,11 +396,14 @@ static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int
 		}
 	rc = launch_jobs(v, t, nj, ngj);
 	rc = rc ? rc /* h, and for q8/q4 its quantized form, in one launch */
-	        : coli_dev_silu_mul(v->dev, v->g + (size_t)row_a * I * 4,
-	                            v->u + (size_t)row_a * I * 4, v->h + (size_t)row_a * I * 4,
-	                            quant ? v->hq + (size_t)row_a * I : 0,
-	                            v->hd + (size_t)row_a * (I / 32) * 4,
-	                            v->hqs + (size_t)row_a * (I / 32) * 4, rows * I);
+	        : coli_dev_silu_mul(
+	              v->dev, &(struct coli_dev_silu){.g = v->g + (size_t)row_a * I * 4,
+	                                              .u = v->u + (size_t)row_a * I * 4,
+	                                              .h = v->h + (size_t)row_a * I * 4,
+	                                              .q = quant ? v->hq + (size_t)row_a * I : 0,
+	                                              .qd = v->hd + (size_t)row_a * (I / 32) * 4,
+	                                              .qsum = v->hqs + (size_t)row_a * (I / 32) * 4,
+	                                              .n = rows * I});
 	/* the down parts of the slabs this wave copies, then down waits for them */
 	for (int r = r0; !rc && r < r1; r++)
 		if (v->runs[r].tail) {
@@ -515,14 +523,21 @@ static int gather_on_device(struct coli_engine *e, struct coli_dev_slot *v, int 
 	e->est.h2d_bytes += sizeof(int) * (size_t)P;
 	if (!quant)
 		return rc ? rc
-		          : coli_dev_gather_rows(v->dev, v->xf, e->dev_rows.f, v->tok, P,
-		                                 (size_t)H * 4);
-	rc = rc ? rc : coli_dev_gather_rows(v->dev, v->xq, e->dev_rows.q, v->tok, P, (size_t)H);
-	rc = rc ? rc
-	        : coli_dev_gather_rows(v->dev, v->xd, e->dev_rows.d, v->tok, P, (size_t)H / 32 * 4);
-	return rc ? rc
-	          : coli_dev_gather_rows(v->dev, v->xqs, e->dev_rows.qs, v->tok, P,
-	                                 (size_t)H / 32 * 4);
+		          : coli_dev_gather_rows(
+		                v->dev, &(struct coli_dev_gather){.dst = v->xf,
+		                                                  .src = e->dev_rows.f,
+		                                                  .idx = v->tok,
+		                                                  .n = P,
+		                                                  .row_bytes = (size_t)H * 4});
+	struct coli_dev_gather gq = {.dst = v->xq, .src = e->dev_rows.q, .idx = v->tok, .n = P};
+	struct coli_dev_gather gd = gq, gs = gq;
+
+	gq.row_bytes = (size_t)H;
+	gd.dst = v->xd, gd.src = e->dev_rows.d, gd.row_bytes = (size_t)H / 32 * 4;
+	gs.dst = v->xqs, gs.src = e->dev_rows.qs, gs.row_bytes = (size_t)H / 32 * 4;
+	rc = rc ? rc : coli_dev_gather_rows(v->dev, &gq);
+	rc = rc ? rc : coli_dev_gather_rows(v->dev, &gd);
+	return rc ? rc : coli_dev_gather_rows(v->dev, &gs);
 }
 
 /* The end of the wave from run r0: as many runs as hold at most cap streamed

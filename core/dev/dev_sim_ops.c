@@ -1,0 +1,363 @@
+/*
+ * core/dev/dev_sim_ops.c — the simulated device's kernels: each op of struct
+ * coli_dev_ops on its argument struct, computed at once on the calling
+ * thread with the CPU kernels (cpu/), so --gpu sim gives the CPU path's bits
+ * (GEMV and GEMM jobs through coli_gemv on views built from the job; the real
+ * bf16 GEMM is within rounding of these). The device itself (memory, order,
+ * the accumulate that reads host rows in place) is core/dev/dev_sim.c.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dev/dev_sim.h"
+
+/* y[s][ldy] = W . x_s for s < S with the CPU kernels: what a GEMV or GEMM
+ * job means, bit for bit (the real bf16 GEMM differs only within rounding). */
+static void sim_job(enum coli_dtype t, const void *w, int rows, int K, int S, const signed char *xq,
+                    const float *xd, const int *xqsum, const float *xf, float *y, int ldy)
+{
+	struct coli_mat m;
+	int nb = K / COLI_QBLOCK;
+
+	if (rows <= 0) /* an empty job (coli_moe_plan: expert not resident) */
+		return;
+	coli_mat_view(&m, t, rows, K, w);
+	for (int s = 0; s < S; s++) {
+		struct coli_act a = {
+		    .n = K,
+		    .f = xf ? xf + (size_t)s * K : NULL,
+		    .q = xq ? (int8_t *)xq + (size_t)s * K : NULL,
+		    .d = xd ? (float *)xd + (size_t)s * nb : NULL,
+		    .qsum = xqsum ? (int32_t *)xqsum + (size_t)s * nb : NULL,
+		};
+
+		coli_gemv(&m, &a, y + (size_t)s * ldy, 0, rows);
+	}
+}
+
+int coli_dev_sim_gemv(struct coli_dev *d, const struct coli_dev_jobs *a)
+{
+	IN_ORDER(d);
+	for (int j = 0; j < a->n_jobs; j++) {
+		const struct coli_gpu_gemv_job *jb = &a->jobs[j];
+
+		sim_job(a->t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf,
+		        jb->y, jb->ldy);
+	}
+	return 0;
+}
+
+int coli_dev_sim_gemm(struct coli_dev *d, const struct coli_dev_jobs *a)
+{
+	IN_ORDER(d);
+	for (int j = 0; j < a->n_jobs; j++) {
+		const struct coli_gpu_gemm_job *jb = &a->gemm_jobs[j];
+
+		if (jb->S < 1 || jb->K % 32)
+			return -EINVAL; /* as the real launcher */
+		sim_job(a->t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf,
+		        jb->y, jb->ldy);
+	}
+	return 0;
+}
+
+/* x [nb * 32] quantized into q/dd/qs (act_quantize, and the ops that
+ * quantize their output in the same launch) */
+static int actq(struct coli_dev *d, uint64_t x, uint64_t q, uint64_t dd, uint64_t qs, int nb)
+{
+	IN_ORDER(d);
+	struct coli_act a = {.q = (int8_t *)(uintptr_t)q,
+	                     .d = (float *)(uintptr_t)dd,
+	                     .qsum = (int32_t *)(uintptr_t)qs};
+
+	coli_act_quantize(&a, (const float *)(uintptr_t)x, nb * COLI_QBLOCK);
+	return 0;
+}
+
+int coli_dev_sim_act_quantize(struct coli_dev *d, const struct coli_dev_quantize *a)
+{
+	return actq(d, a->x, a->q, a->qd, a->qsum, a->n_blocks);
+}
+
+int coli_dev_sim_silu_mul(struct coli_dev *d, const struct coli_dev_silu *a)
+{
+	IN_ORDER(d);
+	coli_silu_mul((const float *)(uintptr_t)a->g, (const float *)(uintptr_t)a->u,
+	              (float *)(uintptr_t)a->h, a->n);
+	return a->q ? actq(d, a->h, a->q, a->qd, a->qsum, a->n / COLI_QBLOCK) : 0;
+}
+
+int coli_dev_sim_copy(struct coli_dev *d, const struct coli_dev_copy *a)
+{
+	IN_ORDER(d);
+	memmove((void *)(uintptr_t)a->dst, (const void *)(uintptr_t)a->src, a->n);
+	return 0;
+}
+
+int coli_dev_sim_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
+{
+	IN_ORDER(d);
+	for (int r = 0; r < a->rows; r++)
+		coli_rmsnorm(F(a->x) + (size_t)r * a->n, a->w ? F(a->w) : NULL,
+		             F(a->y) + (size_t)r * a->n, a->n, a->eps);
+	return 0;
+}
+
+int coli_dev_sim_add_bias(struct coli_dev *d, const struct coli_dev_bias *a)
+{
+	IN_ORDER(d);
+	for (size_t i = 0; i < (size_t)a->rows * a->n; i++)
+		F(a->y)[i] += F(a->b)[i % a->n];
+	return 0;
+}
+
+int coli_dev_sim_add(struct coli_dev *d, const struct coli_dev_add *a)
+{
+	IN_ORDER(d);
+	for (int i = 0; i < a->n; i++)
+		F(a->x)[i] += F(a->y)[i];
+	return 0;
+}
+
+int coli_dev_sim_add_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
+{
+	IN_ORDER(d);
+	if (a->add)
+		coli_dev_sim_add(
+		    d, &(struct coli_dev_add){.x = a->x, .y = a->add, .n = a->rows * a->n});
+	coli_dev_sim_rmsnorm(d, a);
+	return a->q ? actq(d, a->y, a->q, a->qd, a->qsum, a->rows * a->n / COLI_QBLOCK) : 0;
+}
+
+int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
+{
+	IN_ORDER(d);
+	const int T = a->T, nh = a->nh, nkv = a->nkv, hd = a->hd;
+	const int pos0 = a->posp ? *(const int *)(uintptr_t)a->posp : a->pos0;
+	size_t kvd = (size_t)nkv * hd;
+
+	if (a->qw)
+		coli_dev_sim_rmsnorm(
+		    d,
+		    &(struct coli_dev_norm){
+		        .x = a->q, .w = a->qw, .y = a->q, .rows = T * nh, .n = hd, .eps = a->eps});
+	if (a->kw)
+		coli_dev_sim_rmsnorm(
+		    d,
+		    &(struct coli_dev_norm){
+		        .x = a->k, .w = a->kw, .y = a->k, .rows = T * nkv, .n = hd, .eps = a->eps});
+	coli_rope(F(a->q), T, nh, hd, pos0, F(a->inv_freq));
+	coli_rope(F(a->k), T, nkv, hd, pos0, F(a->inv_freq));
+	memcpy(F(a->kc) + (size_t)pos0 * kvd, F(a->k), sizeof(float) * T * kvd);
+	memcpy(F(a->vc) + (size_t)pos0 * kvd, F(a->v), sizeof(float) * T * kvd);
+	return 0;
+}
+
+int coli_dev_sim_rope(struct coli_dev *d, const struct coli_dev_rope *a)
+{
+	IN_ORDER(d);
+	coli_rope(F(a->x), a->T, a->nh, a->hd, a->pos0, F(a->inv_freq));
+	return 0;
+}
+
+int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *a)
+{
+	IN_ORDER(d);
+	const uint64_t q = a->q, K = a->k, V = a->v, out = a->out;
+	const int T = a->T, nh = a->nh, hd = a->hd, group = nh / a->nkv, kvd = a->nkv * hd;
+	const float scale = a->scale;
+	/* the CPU walks positions in one order whatever the split (span) */
+	const int pos0 = a->posp ? *(const int *)(uintptr_t)a->posp : a->pos0;
+	float *sc;
+
+	sc = malloc(sizeof(float) * (size_t)(pos0 + T));
+	if (!sc)
+		return -ENOMEM;
+	for (int t = 0; t < T; t++)
+		for (int h = 0; h < nh; h++)
+			coli_attention_head(F(q) + ((size_t)t * nh + h) * hd,
+			                    F(K) + (h / group) * hd, F(V) + (h / group) * hd,
+			                    pos0 + t + 1, kvd, hd, scale, sc,
+			                    F(out) + ((size_t)t * nh + h) * hd);
+	free(sc);
+	return a->aq ? actq(d, out, a->aq, a->ad, a->aqs, T * nh * hd / COLI_QBLOCK) : 0;
+}
+
+int coli_dev_sim_gather_rows(struct coli_dev *d, const struct coli_dev_gather *a)
+{
+	IN_ORDER(d);
+	const int *id = (const int *)(uintptr_t)a->idx;
+	const size_t row = a->row_bytes;
+
+	for (int r = 0; r < a->n; r++)
+		memcpy((char *)(uintptr_t)a->dst + (size_t)r * row,
+		       (const char *)(uintptr_t)a->src + (size_t)id[r] * row, row);
+	return 0;
+}
+
+int coli_dev_sim_embed(struct coli_dev *d, const struct coli_dev_embed *a)
+{
+	IN_ORDER(d);
+	struct coli_mat m;
+	const int *id = (const int *)(uintptr_t)a->ids;
+
+	coli_mat_view(&m, a->t, 1, a->H, (const void *)(uintptr_t)a->table);
+	m.scales = (const uint16_t *)(uintptr_t)a->scales; /* rows index both planes */
+	for (int i = 0; i < a->T; i++)
+		coli_mat_row_f32(&m, id[i], F(a->x) + (size_t)i * a->H);
+	return 0;
+}
+
+int coli_dev_sim_gated_add(struct coli_dev *d, const struct coli_dev_gated *a)
+{
+	IN_ORDER(d);
+	const int H = a->H;
+
+	for (int t = 0; t < a->T; t++) {
+		float g = 1.0f / (1.0f + expf(-F(a->gate)[t]));
+		float *out = F(a->out) + (size_t)t * H;
+		const float *y = F(a->y) + (size_t)t * H;
+
+		for (int j = 0; j < H; j++)
+			out[j] = out[j] + g * y[j];
+	}
+	return 0;
+}
+
+int coli_dev_sim_argmax(struct coli_dev *d, const struct coli_dev_argmax *a)
+{
+	IN_ORDER(d);
+	*(int *)(uintptr_t)a->out = coli_argmax(F(a->x), a->n);
+	return 0;
+}
+
+/* The CPU path's GEMV, row by row: the simulated dense device is the CPU. */
+int coli_dev_sim_dense_gemv(struct coli_dev *d, const struct coli_dev_dense *op)
+{
+	IN_ORDER(d);
+	const struct coli_gpu_dense_gemv *m = op->m;
+	const enum coli_dtype t = op->t;
+	struct coli_mat w;
+	int nb = m->K / COLI_QBLOCK;
+
+	coli_mat_view(&w, t, m->rows, m->K, m->w);
+	if (m->scales)
+		w.scales = m->scales;
+	for (int s = 0; s < m->T; s++) {
+		struct coli_act a = {
+		    .n = m->K,
+		    .f = m->xf ? (float *)m->xf + (size_t)s * m->K : NULL,
+		    .q = m->xq ? (int8_t *)m->xq + (size_t)s * m->K : NULL,
+		    .d = m->xd ? (float *)m->xd + (size_t)s * nb : NULL,
+		    .qsum = m->xqsum ? (int32_t *)m->xqsum + (size_t)s * nb : NULL,
+		};
+
+		if (!m->y2) {
+			coli_gemv(&w, &a, m->y + (size_t)s * m->ldy, 0, m->rows);
+			continue;
+		}
+		/* stacked matrices (q, k, v): each range of rows to its own output */
+		coli_gemv(&w, &a, m->y + (size_t)s * m->ldy, 0, m->rows1);
+		coli_gemv(&w, &a, m->y2 + (size_t)s * m->ldy2, m->rows1, m->rows2);
+		coli_gemv(&w, &a, m->y3 + (size_t)s * m->ldy3, m->rows2, m->rows);
+	}
+	return 0;
+}
+
+int coli_dev_sim_route(struct coli_dev *d, const struct coli_dev_route *a)
+{
+	IN_ORDER(d);
+	const uint64_t rlog = a->rlog, sel = a->sel, selw = a->selw;
+	const int T = a->T, E = a->E, K = a->K, norm = a->norm;
+	float *p = malloc(sizeof(float) * (size_t)E);
+
+	if (!p)
+		return -ENOMEM;
+	for (int t = 0; t < T; t++) {
+		memcpy(p, F(rlog) + (size_t)t * E, sizeof(float) * (size_t)E);
+		coli_route(p, E, K, norm, (int *)(uintptr_t)sel + (size_t)t * K,
+		           F(selw) + (size_t)t * K);
+	}
+	free(p);
+	return 0;
+}
+
+/* ptx/dense.cu coli_moe_plan, one pair at a time. */
+int coli_dev_sim_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
+{
+	IN_ORDER(d);
+	const int P = a->T * a->K, H = a->H, I = a->I;
+
+	if (a->rlog) { /* coli_route_plan: route first */
+		int rc = coli_dev_sim_route(
+		    d, &(struct coli_dev_route){.rlog = (uint64_t)(uintptr_t)a->rlog,
+		                                .sel = (uint64_t)(uintptr_t)a->sel,
+		                                .selw = (uint64_t)(uintptr_t)a->selw,
+		                                .T = a->T,
+		                                .E = a->E,
+		                                .K = a->K,
+		                                .norm = a->norm});
+
+		if (rc)
+			return rc;
+	}
+	for (int i = 0; i < P; i++) {
+		const int ex = a->sel[i], t = i / a->K;
+		const uint64_t slab = a->slabs[ex];
+		struct coli_gpu_gemv_job j = {.rows = slab ? I : 0, .K = H, .S = 1, .ldy = I};
+		int r = 0;
+
+		for (int k = 0; k < P; k++)
+			r += a->sel[k] < ex || (a->sel[k] == ex && k / a->K < t);
+		j.xq = a->xq + (size_t)t * H;
+		j.xd = a->xd + (size_t)t * (H / 32);
+		j.xqsum = a->xqsum + (size_t)t * (H / 32);
+		j.xf = a->xf + (size_t)t * H;
+		for (int m = 0; m < 2; m++) {
+			const uint64_t w = slab + (m ? a->up_off : a->gate_off);
+
+			j.w = (const void *)(uintptr_t)w;
+			j.scales = a->scale_gu
+			               ? (const unsigned short *)(uintptr_t)(w + a->scale_gu)
+			               : NULL;
+			j.y = (m ? a->u : a->g) + (size_t)r * I;
+			a->gu_jobs[2 * r + m] = j;
+		}
+		j = (struct coli_gpu_gemv_job){.rows = slab ? H : 0, .K = I, .S = 1, .ldy = H};
+		j.w = (const void *)(uintptr_t)(slab + a->down_off);
+		j.scales =
+		    a->scale_d
+		        ? (const unsigned short *)(uintptr_t)(slab + a->down_off + a->scale_d)
+		        : NULL;
+		j.xq = a->hq + (size_t)r * I;
+		j.xd = a->hd + (size_t)r * (I / 32);
+		j.xqsum = a->hqs + (size_t)r * (I / 32);
+		j.xf = a->h + (size_t)r * I;
+		j.y = a->y + (size_t)r * H;
+		a->down_jobs[r] = j;
+		a->pair_token[r] = t;
+		a->pair_w[r] = a->selw[i];
+	}
+	return 0;
+}
+
+int coli_dev_sim_router_plan(struct coli_dev *d, const struct coli_dev_router_plan *a)
+{
+	IN_ORDER(d);
+	int rc =
+	    coli_dev_sim_dense_gemv(d, &(struct coli_dev_dense){.t = COLI_DTYPE_F32, .m = a->r});
+
+	return rc ? rc : coli_dev_sim_moe_plan(d, a->plan);
+}
+
+int coli_dev_sim_gemv_table(struct coli_dev *d, const struct coli_dev_jobs *a)
+{
+	IN_ORDER(d);
+	return coli_dev_sim_gemv(
+	    d,
+	    &(struct coli_dev_jobs){.t = a->t,
+	                            .jobs = (const struct coli_gpu_gemv_job *)(uintptr_t)a->table,
+	                            .n_jobs = a->n_jobs});
+}
