@@ -216,7 +216,7 @@ enum coli_opt_stream {                       /* --stream: RAM-tier experts */
 enum coli_opt_dense { COLI_OPT_DENSE_AUTO, COLI_OPT_DENSE_CPU };
 enum coli_opt_split { COLI_OPT_SPLIT_AUTO, COLI_OPT_SPLIT_LAYERS, COLI_OPT_SPLIT_NONE };
 enum coli_opt_io { COLI_OPT_IO_AUTO, COLI_OPT_IO_URING, COLI_OPT_IO_PREAD };
-enum coli_opt_verify { COLI_OPT_VERIFY_AUTO, COLI_OPT_VERIFY_ON, COLI_OPT_VERIFY_OFF };
+enum coli_opt_verify { COLI_OPT_VERIFY_FIRST, COLI_OPT_VERIFY_ON, COLI_OPT_VERIFY_OFF };
 enum coli_opt_fail_at { /* COLI_GPU_FAIL_AT: the op the injected failure strikes */
 	                COLI_OPT_FAIL_AT_ANY,
 	                COLI_OPT_FAIL_AT_LAUNCH,

@@ -62,7 +62,7 @@ static const char *const k_io[] = {[COLI_OPT_IO_AUTO] = "auto",
                                    [COLI_OPT_IO_URING] = "uring",
                                    [COLI_OPT_IO_PREAD] = "pread",
                                    [COLI_OPT_IO_PREAD + 1] = NULL};
-static const char *const k_verify[] = {[COLI_OPT_VERIFY_AUTO] = "auto",
+static const char *const k_verify[] = {[COLI_OPT_VERIFY_FIRST] = "first",
                                        [COLI_OPT_VERIFY_ON] = "on",
                                        [COLI_OPT_VERIFY_OFF] = "off",
                                        [COLI_OPT_VERIFY_OFF + 1] = NULL};
@@ -128,8 +128,9 @@ static const struct opt_row g_opts[] = {
      "prefetch the next layer's likely experts (router lookahead)"},
     {"--io", "COLI_IO", ENUM(k_io), F(io), "auto",
      "how expert slabs are read (pread: the fallback)"},
-    {"--verify-slabs", "COLI_VERIFY_SLABS", ENUM(k_verify), F(verify_slabs), "auto",
-     "xxh64 of every slab read (auto: on if under 5% of read time)"},
+    {"--verify-slabs", "COLI_VERIFY_SLABS", ENUM(k_verify), F(verify_slabs), "first",
+     "xxh64 of the dense tensors at open and of each expert slab the first time it is read "
+     "(first), of every slab read (on), or of nothing (off: the way out, at your risk)"},
     {"--usage-every", "COLI_USAGE_EVERY", INT(0, MANY), F(usage_every), "1024",
      "write the expert usage file every N tokens (0: only at exit)"},
     {NULL, "COLI_GROUP_ASYNC", SWITCH, F(group_async), "1",

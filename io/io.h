@@ -177,7 +177,10 @@ int coli_io_container_verify(const coli_container_t *c,
  * caller threads at once.
  */
 enum coli_io_backend { COLI_IO_AUTO = 0, COLI_IO_URING = 1, COLI_IO_PREAD = 2 };
-enum coli_io_verify { COLI_IO_VERIFY_AUTO = 0, COLI_IO_VERIFY_ON = 1, COLI_IO_VERIFY_OFF = 2 };
+/* FIRST: a slab's xxh64 is checked the first time the stream reads it (a
+ * later read of the same slab, after an eviction, is not hashed again); ON:
+ * every read; OFF: none. */
+enum coli_io_verify { COLI_IO_VERIFY_FIRST = 0, COLI_IO_VERIFY_ON = 1, COLI_IO_VERIFY_OFF = 2 };
 /* Read classes, served in this order: DEMAND (a layer waits for it),
  * PREFETCH (the next layer's guess), BACKGROUND (nobody waits yet: the
  * warm-up at open; one at a time in flight, so later demand reads find the
@@ -193,7 +196,7 @@ typedef int (*coli_io_fault_fn)(void *arg, int li, uint32_t expert, int attempt,
 struct coli_io_stream_opts {
 	enum coli_io_backend backend; /* AUTO: io_uring, else pread */
 	int direct;                   /* 1: O_DIRECT (default), 0: buffered */
-	enum coli_io_verify verify;   /* AUTO: on if it costs < 5% of read time */
+	enum coli_io_verify verify;   /* default FIRST */
 	int queue_depth;              /* reads in flight (default 32) */
 	int threads;                  /* pread workers (default 4) */
 	int retries;                  /* extra attempts after EIO / bad checksum (default 3) */
@@ -242,7 +245,7 @@ int coli_io_stream_busy(coli_io_stream_t *s, int slot);
 void coli_io_stream_stats(coli_io_stream_t *s, struct coli_io_stream_stats *st);
 /* "io_uring, O_DIRECT, fixed buffers", "pread x4, buffered", ... */
 const char *coli_io_stream_describe(const coli_io_stream_t *s);
-/* Whether reads are being verified now (auto may have decided). */
+/* Whether reads are verified (FIRST or ON). */
 int coli_io_stream_verifying(const coli_io_stream_t *s);
 
 /* ===================================================================== */

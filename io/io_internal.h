@@ -176,11 +176,13 @@ struct coli_io_stream {
 	int n_slots;
 	char *base; /* slot arena */
 	size_t slot_bytes;
-	int fd;          /* O_DIRECT (or buffered after fallback) */
-	int fd_direct;   /* whether fd has O_DIRECT */
-	int fd_old;      /* the O_DIRECT fd after a fallback, closed at the end */
-	int verify;      /* current decision: 1 hash every slab */
-	int verify_auto; /* still calibrating */
+	int fd;        /* O_DIRECT (or buffered after fallback) */
+	int fd_direct; /* whether fd has O_DIRECT */
+	int fd_old;    /* the O_DIRECT fd after a fallback, closed at the end */
+	enum coli_io_verify verify;
+	unsigned char *checked; /* [slab]: its xxh64 matched once (FIRST); slab
+	                         * = first[li] + expert */
+	uint64_t *first;        /* [n_expert_layers]: the layer's first slab */
 	enum coli_io_backend backend;
 	char desc[96];
 	struct stream_req *req;   /* [n_slots] */

@@ -25,10 +25,11 @@
  * corrupt file does not), then the read fails with the slab named.
  * EINVAL from an O_DIRECT read switches the stream to a buffered fd.
  *
- * Checksums, --verify-slabs auto: the first AUTO_READS slabs are hashed
- * while the time spent hashing and the time with reads in flight are
- * measured; hashing stays on if it costs under 5% of the read time, and the
- * decision is announced once.
+ * Checksums (opts.verify): by default every slab is hashed the first time
+ * it lands after the stream was created, whatever that costs (xxh64 runs at
+ * several GB/s a core, above any disk; `coli bench io` prints the rate), so
+ * corruption on disk is always caught before a token uses it; a slab read
+ * again after an eviction is not hashed again (ON: every read; OFF: none).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,15 +45,13 @@
 
 #define STOP_TAG      UINT64_MAX
 #define MAX_BUF_BYTES ((size_t)1 << 30)
-#define AUTO_READS    32
-#define AUTO_SHARE    0.05
 /* Background reads in flight at once. With a queue depth of them, the
  * warm-up read of a whole model at open held a short run's first demand reads
  * behind it (2-token prompt, 8-layer qwen3-30b q4, 2-core VM: 1.5 tok/s
  * prefill with 32 in flight, 2.1-2.6 with 8, 6.5 with 1, decode no slower). */
 #define BG_INFLIGHT 1
 
-static atomic_int g_said_direct, g_said_uring, g_said_fixed, g_said_verify;
+static atomic_int g_said_direct, g_said_uring, g_said_fixed;
 
 /* One line on stderr, once per process per flag. */
 #define ANNOUNCE(s, flag, ...)                                                                     \
@@ -74,7 +73,7 @@ void coli_io_stream_opts_init(struct coli_io_stream_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->backend = COLI_IO_AUTO;
 	o->direct = 1;
-	o->verify = COLI_IO_VERIFY_AUTO;
+	o->verify = COLI_IO_VERIFY_FIRST;
 	o->queue_depth = 32;
 	o->threads = 4;
 	o->retries = 3;
@@ -275,20 +274,12 @@ static void finish(struct coli_io_stream *s, int i, int err)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* --verify-slabs auto: decide after AUTO_READS hashed slabs (mu held). */
-static void verify_decide(struct coli_io_stream *s)
+/* Whether a landed read of (li, expert) is to be hashed. */
+static int wants_hash(const struct coli_io_stream *s, int li, uint32_t expert)
 {
-	double busy = s->st.busy_s + (s->pending ? stream_now() - s->busy_t0 : 0);
-	double share = busy > 0 ? s->st.hash_s / busy : 1;
-
-	if (s->st.verified < AUTO_READS)
-		return;
-	s->verify_auto = 0;
-	__atomic_store_n(&s->verify, share < AUTO_SHARE, __ATOMIC_RELAXED);
-	ANNOUNCE(s, g_said_verify,
-	         "coli: slab checksums cost %.1f%% of read time (%.2f GB/s hashed): %s\n",
-	         100 * share, s->st.hash_s > 0 ? s->st.bytes / s->st.hash_s / 1e9 : 0,
-	         s->verify ? "kept on" : "turned off (--verify-slabs on keeps them)");
+	return s->verify == COLI_IO_VERIFY_ON ||
+	       (s->verify == COLI_IO_VERIFY_FIRST &&
+	        !__atomic_load_n(&s->checked[s->first[li] + expert], __ATOMIC_RELAXED));
 }
 
 void stream_attempt_done(struct coli_io_stream *s, int i, int res)
@@ -303,7 +294,7 @@ void stream_attempt_done(struct coli_io_stream *s, int i, int res)
 			requeue(s, i);
 			return;
 		}
-		if (__atomic_load_n(&s->verify, __ATOMIC_RELAXED)) {
+		if (wants_hash(s, r->li, r->expert)) {
 			const char *p = s->base + (size_t)i * s->slot_bytes;
 			double t0 = stream_now();
 			uint64_t h = coli_io_xxh64(p, r->len);
@@ -312,9 +303,11 @@ void stream_attempt_done(struct coli_io_stream *s, int i, int res)
 			pthread_mutex_lock(&s->mu);
 			s->st.hash_s += stream_now() - t0;
 			s->st.verified++;
-			if (s->verify_auto)
-				verify_decide(s);
 			pthread_mutex_unlock(&s->mu);
+			/* a flag, not an order: two reads of one slab at once both hash */
+			if (h == want)
+				__atomic_store_n(&s->checked[s->first[r->li] + r->expert], 1,
+				                 __ATOMIC_RELAXED);
 			if (h != want) {
 				r->done = 0;
 				if (++r->checks <= s->o.retries) {
@@ -445,6 +438,27 @@ static void uring_stop(struct coli_io_stream *s)
 		io_uring_queue_exit(&s->ring);
 }
 
+/* The FIRST policy's flags, a byte a slab of every expert layer. */
+static int checked_alloc(struct coli_io_stream *s)
+{
+	int nl = coli_io_container_n_expert_layers(s->c);
+	uint64_t n = 0;
+
+	s->first = calloc((size_t)(nl > 0 ? nl : 1), sizeof(*s->first));
+	if (!s->first)
+		return io_err(-ENOMEM, coli_io_container_path(s->c),
+		              "out of memory for the streamer");
+	for (int li = 0; li < nl; li++) {
+		s->first[li] = n;
+		n += coli_io_container_expert_layer(s->c, li)->n_experts;
+	}
+	s->checked = calloc((size_t)(n > 0 ? n : 1), 1);
+	if (!s->checked)
+		return io_err(-ENOMEM, coli_io_container_path(s->c),
+		              "out of memory for the streamer");
+	return 0;
+}
+
 int coli_io_stream_create(coli_container_t *c, coli_mem_slots_t *slots,
                           const struct coli_io_stream_opts *o, coli_io_stream_t **out)
 {
@@ -484,8 +498,10 @@ int coli_io_stream_create(coli_container_t *c, coli_mem_slots_t *slots,
 	rc = open_fd(s);
 	if (rc)
 		goto err;
-	s->verify = s->o.verify != COLI_IO_VERIFY_OFF;
-	s->verify_auto = s->o.verify == COLI_IO_VERIFY_AUTO;
+	s->verify = s->o.verify;
+	rc = checked_alloc(s);
+	if (rc)
+		goto err;
 	s->backend = COLI_IO_PREAD;
 	if (s->o.backend != COLI_IO_PREAD) {
 		rc = uring_start(s);
@@ -555,6 +571,8 @@ void coli_io_stream_destroy(coli_io_stream_t *s)
 	pthread_cond_destroy(&s->done_cv);
 	pthread_cond_destroy(&s->work_cv);
 	free(s->req);
+	free(s->checked);
+	free(s->first);
 	for (int p = 0; p < 3; p++)
 		free(s->q[p].v);
 	free(s);
@@ -681,5 +699,5 @@ const char *coli_io_stream_describe(const coli_io_stream_t *s)
 
 int coli_io_stream_verifying(const coli_io_stream_t *s)
 {
-	return __atomic_load_n(&s->verify, __ATOMIC_RELAXED);
+	return s->verify != COLI_IO_VERIFY_OFF;
 }

@@ -47,7 +47,8 @@ static void help(FILE *f)
 	        "  --seq-mib M   sequential bytes per round (default: the expert region, at\n"
 	        "                most 1024 MiB; 0: no seq arm)\n"
 	        "  --rounds R    alternating rounds (default 3)\n"
-	        "  --no-stream   leave out the streamer arm\n"
+	        "  --no-stream   leave out the streamer arms (without and with the slabs'\n"
+	        "                checksums, as the engine reads them by default)\n"
 	        "  --small-pages seq and slabs read into 4 KiB pages (fio's default buffers)\n"
 	        "                instead of huge pages (the streamer's slot arena)\n",
 	        bench_stream_qd());
@@ -66,9 +67,12 @@ static void finish(struct io_arm *a, int n)
 }
 
 /* The streamer over ext[n] (slab indices idx[n] into s), qd slots: slot
- * i % qd takes read i once its previous read is done. */
+ * i % qd takes read i once its previous read is done. verify: the engine's
+ * default (each slab's xxh64 checked the first time it lands, which in a
+ * fresh stream is every read here) or none (the disk alone). */
 static int run_stream(const struct bench_slabs *s, const size_t *idx, size_t n, int qd,
-                      struct bench_read_result *r, char *desc, size_t desc_len)
+                      enum coli_io_verify verify, struct bench_read_result *r, char *desc,
+                      size_t desc_len)
 {
 	struct coli_io_stream_opts o;
 	coli_container_t *c = NULL;
@@ -86,7 +90,7 @@ static int run_stream(const struct bench_slabs *s, const size_t *idx, size_t n, 
 		memset(coli_mem_slots_base(slots), 0, coli_mem_slots_bytes(slots));
 	coli_io_stream_opts_init(&o);
 	o.queue_depth = qd;
-	o.verify = COLI_IO_VERIFY_OFF; /* the disk, not xxh64 */
+	o.verify = verify;
 	o.quiet = 1;
 	rc = rc ? rc : coli_io_stream_create(c, slots, &o, &st);
 	if (rc)
@@ -132,7 +136,7 @@ int bench_io_main(int argc, char **argv)
 	uint64_t seed = 1, slab_sum = 0;
 	struct bench_extent *ext = NULL;
 	size_t *idx = NULL;
-	struct io_arm seq = {0}, slabs = {0}, str = {0};
+	struct io_arm seq = {0}, slabs = {0}, str = {0}, ver = {0};
 	struct bench_slabs S = {0};
 	char desc[128] = "";
 
@@ -219,18 +223,22 @@ int bench_io_main(int argc, char **argv)
 			tool_err("bench io", "reading %s failed", model);
 			goto out;
 		}
-		if (stream &&
-		    run_stream(&S, idx, (size_t)n_slabs, slab_qd, &str.last, desc, sizeof(desc))) {
+		if (stream && (run_stream(&S, idx, (size_t)n_slabs, slab_qd, COLI_IO_VERIFY_OFF,
+		                          &str.last, desc, sizeof(desc)) ||
+		               run_stream(&S, idx, (size_t)n_slabs, slab_qd, COLI_IO_VERIFY_FIRST,
+		                          &ver.last, desc, sizeof(desc)))) {
 			tool_err("bench io", "the streamer failed on %s", model);
 			goto out;
 		}
 		seq.gbs[r] = seq.last.gbs;
 		slabs.gbs[r] = slabs.last.gbs;
 		str.gbs[r] = str.last.gbs;
+		ver.gbs[r] = ver.last.gbs;
 	}
 	finish(&seq, rounds);
 	finish(&slabs, rounds);
 	finish(&str, rounds);
+	finish(&ver, rounds);
 	double slab_mb = slab_sum / 1e6 / n_slabs;
 	const struct bench_read_result *m = &slabs.last;
 	const char *mode = m->direct ? "O_DIRECT" : "BUFFERED (O_DIRECT refused)";
@@ -263,6 +271,10 @@ int bench_io_main(int argc, char **argv)
 			       "%.4f},\n",
 			       n_slabs, slab_qd, (unsigned long long)str.last.bytes,
 			       (unsigned long long)str.last.reads, desc, str.med, str.min, str.max);
+		if (stream)
+			printf(" \"verify\": {\"gbs\": %.4f, \"gbs_min\": %.4f, \"gbs_max\": %.4f, "
+			       "\"cost\": %.4f},\n",
+			       ver.med, ver.min, ver.max, str.med > 0 ? 1 - ver.med / str.med : 0);
 		printf(" \"ratio\": %.6g}\n", seq.med > 0 ? slabs.med / seq.med : 0);
 	} else {
 		printf("coli bench io: %s, %s via %s into %s; medians of %d alternating rounds "
@@ -281,10 +293,16 @@ int bench_io_main(int argc, char **argv)
 			printf("  stream  the same slabs through io/stream.c (%s) %7.3f GB/s "
 			       "[%.3f..%.3f]\n",
 			       desc, str.med, str.min, str.max);
+		if (stream)
+			printf("  verify  the same with each slab's xxh64 checked (the engine's "
+			       "default) %7.3f GB/s [%.3f..%.3f]\n",
+			       ver.med, ver.min, ver.max);
 		if (seq_bytes)
 			printf("  ratio   slabs / seq = %.3f\n", slabs.med / seq.med);
 		if (stream)
-			printf("  ratio   stream / slabs = %.3f\n", str.med / slabs.med);
+			printf("  ratio   stream / slabs = %.3f; checksums cost %.1f%% of the "
+			       "stream's rate\n",
+			       str.med / slabs.med, 100 * (1 - ver.med / str.med));
 	}
 	rc = 0;
 out:

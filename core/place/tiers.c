@@ -678,6 +678,28 @@ static uint64_t mem_available(void)
 	return kb * 1024;
 }
 
+/* Every dense tensor's xxh64 over its bytes, before anything reads them:
+ * in the arena's copy of the dense region (which starts at file offset off),
+ * or with no arena in the container's mapping. */
+static int dense_verify(const coli_container_t *c, const char *arena, uint64_t off, char *err,
+                        size_t errlen)
+{
+	for (int i = 0; i < coli_io_container_n_tensors(c); i++) {
+		const struct coli_tensor_info *ti = coli_io_container_tensor(c, i);
+		const char *p = arena ? arena + (ti->offset - off)
+		                      : (const char *)coli_io_container_tensor_data(c, ti);
+
+		if (coli_io_xxh64(p, ti->bytes) != ti->xxh64) {
+			snprintf(err, errlen,
+			         "%s: tensor %s is corrupt: its checksum does not match (run 'coli "
+			         "verify'; --verify-slabs off skips the check)",
+			         coli_io_container_path(c), ti->name);
+			return -EBADMSG;
+		}
+	}
+	return 0;
+}
+
 /* The dense region into an arena on our node, so the budget counts it. */
 static int dense_load(struct coli_engine *e, int verify, char *err, size_t errlen)
 {
@@ -722,15 +744,10 @@ static int dense_load(struct coli_engine *e, int verify, char *err, size_t errle
 		snprintf(err, errlen, "%s: cannot read the dense weights: %s", path, strerror(-rc));
 		return rc;
 	}
-	for (int i = 0; verify && i < coli_io_container_n_tensors(t->c); i++) {
-		const struct coli_tensor_info *ti = coli_io_container_tensor(t->c, i);
-
-		if (coli_io_xxh64((char *)t->dense + (ti->offset - off), ti->bytes) != ti->xxh64) {
-			snprintf(err, errlen,
-			         "%s: tensor %s: checksum mismatch (run 'coli verify')", path,
-			         ti->name);
-			return -EBADMSG;
-		}
+	if (verify) {
+		rc = dense_verify(t->c, t->dense, off, err, errlen);
+		if (rc)
+			return rc;
 	}
 	coli_mem_lock(t->dense, bytes, "dense weights");
 	if (coli_io_container_n_tensors(t->c) > 0) {
@@ -844,6 +861,11 @@ int coli_tiers_open(struct coli_engine *e, char *err, size_t errlen)
 		rc = dense_load(e, e->opts.verify_slabs != COLI_OPT_VERIFY_OFF, err, errlen);
 		if (rc)
 			return rc;
+	} else if (e->opts.verify_slabs != COLI_OPT_VERIFY_OFF) {
+		/* no budget: the tensors are read in place from the mapping */
+		rc = dense_verify(t->c, NULL, 0, err, errlen);
+		if (rc)
+			return rc;
 	}
 	rc = coli_mem_slots_create(t->slot_bytes, t->n_slots, e->numa_node, &t->slots);
 	if (rc) {
@@ -860,7 +882,7 @@ int coli_tiers_open(struct coli_engine *e, char *err, size_t errlen)
 	                                               : COLI_IO_AUTO;
 	so.verify = e->opts.verify_slabs == COLI_OPT_VERIFY_ON    ? COLI_IO_VERIFY_ON
 	            : e->opts.verify_slabs == COLI_OPT_VERIFY_OFF ? COLI_IO_VERIFY_OFF
-	                                                          : COLI_IO_VERIFY_AUTO;
+	                                                          : COLI_IO_VERIFY_FIRST;
 	rc = coli_io_stream_create(t->c, t->slots, &so, &t->io);
 	if (rc) {
 		snprintf(err, errlen, "%s", coli_io_errmsg());
