@@ -25,6 +25,7 @@
 #include "core/core_internal.h"
 #include "core/forward/dense_dev.h"
 #include "core/dev/dev.h"
+#include "core/moe/moe.h"
 #include "mem/mem.h"
 #include "ptx/ptx.h"
 
@@ -126,8 +127,6 @@ static int scratch_alloc(struct coli_engine *e)
 		                (void **)&e->sel,        (void **)&e->selw,   (void **)&e->fast_sel,
 		                (void **)&e->guess,      (void **)&e->xlogits};
 
-		e->guess_l = -1;
-		e->preplanned = -1;
 		e->xfer = coli_mem_alloc_buffers(sz, dst, 11, COLI_MEM_NODE_ANY, &e->xfer_bytes);
 		if (!e->xfer)
 			return -ENOMEM;

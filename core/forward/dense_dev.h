@@ -105,7 +105,9 @@ int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync);
 int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T,
                                  int xn_ready);
 /* The host's part of a layer layer_ops queued up to its routing (SEG_HOST,
- * or SEG_PRE when pre): core/forward/layer_host.c. */
-int coli_dense_dev_moe_host(struct coli_engine *e, int l, int T, int pre, int xq);
+ * or SEG_PRE when pre): core/forward/layer_host.c completes the layer call ml
+ * (core/moe/moe.h) and runs it. */
+struct coli_moe_layer;
+int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq);
 
 #endif

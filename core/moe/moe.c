@@ -33,28 +33,30 @@
 
 #include "core/core_internal.h"
 #include "core/dev/dev.h"
+#include "core/moe/moe.h"
 
 /* Router logits e->rlog[T][E] = router . xn on the CPU (the device path
  * computes them on the device and downloads them instead). */
-static void route_logits(struct coli_engine *e, int l, int T)
+static void route_logits(struct coli_engine *e, struct coli_moe_layer *ml)
 {
-	coli_ax_ready(e);
-	for (int t = 0; t < T; t++)
+	coli_moe_ax_ready(e, ml);
+	for (int t = 0; t < ml->T; t++)
 		e->ag[t] = e->ax[t].act;
-	coli_gemm_mt(e->pool, &e->m.layers[l].router, e->ag, T, e->rlog, e->m.cfg.n_experts);
+	coli_gemm_mt(e->pool, &e->m.layers[ml->l].router, e->ag, ml->T, e->rlog,
+	             e->m.cfg.n_experts);
 }
 
 /* Softmax, top-k and weights from e->rlog, for every token. */
-static void route_select(struct coli_engine *e, int l, int T)
+static void route_select(struct coli_engine *e, const struct coli_moe_layer *ml)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int E = c->n_experts, K = c->top_k;
+	int E = c->n_experts, K = c->top_k, l = ml->l, T = ml->T;
 
 	for (int t = 0; t < T; t++) {
 		float *p = e->rlog + (size_t)t * E, *w = e->selw + (size_t)t * K;
 		int *s = e->sel + (size_t)t * K;
 
-		if (!e->routed) /* else the dense device routed (core/forward/forward_dev.c) */
+		if (!ml->routed) /* else the dense device routed (core/forward/forward_dev.c) */
 			coli_route(p, E, K, c->norm_topk_prob, s, w);
 		if (e->trace) {
 			fprintf(e->trace, "%d %d", e->pos + t, l);
@@ -142,7 +144,8 @@ static void swiglu_pairs(void *arg, int t, int n_tasks)
  * instead (the devices work while the CPU waits). */
 struct dev_issue {
 	struct coli_engine *e;
-	int l, T, pending, prefetch;
+	struct coli_moe_layer *ml;
+	int pending, prefetch;
 	int *issued; /* [n_devs]: issue succeeded */
 };
 
@@ -150,6 +153,7 @@ static void dev_issue_run(void *arg)
 {
 	struct dev_issue *di = arg;
 	struct coli_engine *e = di->e;
+	struct coli_moe_layer *ml = di->ml;
 	double t0 = coli_now_s();
 	int beside = di->pending;
 
@@ -158,13 +162,13 @@ static void dev_issue_run(void *arg)
 		if (e->devs[d]->failed)
 			continue;
 		/* beside a pool round, the pool is busy: gather alone */
-		di->issued[d] = coli_moe_dev_issue(e, di->l, d, beside ? NULL : e->pool) == 0;
+		di->issued[d] = coli_moe_dev_issue(e, ml, d, beside ? NULL : e->pool) == 0;
 		e->est.dev_fail_issue += !di->issued[d];
 	}
-	if (e->tail_ok && !e->devs[0]->failed && di->issued[0])
-		coli_dense_dev_tail_ahead(e, di->l, di->T);
-	e->tl.issue = coli_now_s();
-	*(beside ? &e->est.moe_beside_s : &e->est.moe_devissue_s) += e->tl.issue - t0;
+	if (ml->tail_ok && !e->devs[0]->failed && di->issued[0])
+		ml->tail_ahead.fn(e, ml, ml->tail_ahead.ctx);
+	ml->tl.issue = coli_now_s();
+	*(beside ? &e->est.moe_beside_s : &e->est.moe_devissue_s) += ml->tl.issue - t0;
 	if (di->prefetch) /* the next layer's guess, copied while this one runs */
 		coli_moe_dev_prefetch(e);
 }
@@ -177,8 +181,8 @@ static void dev_issue_run(void *arg)
  * issue runs on the caller beside the round, and the phases do not wait for
  * it (as three rounds, SwiGLU and down waited for the caller: a decode
  * layer's rows ended ~20 us after the issue on the H200). */
-static void cpu_experts(struct coli_engine *e, int l, const int *list, const void *const *slabs,
-                        int n, struct dev_issue *di)
+static void cpu_experts(struct coli_engine *e, struct coli_moe_layer *ml, const int *list,
+                        const void *const *slabs, int n, struct dev_issue *di)
 {
 	int H = e->m.cfg.hidden, I = e->m.cfg.moe_inter, nj = 0;
 	int threads = coli_cpu_pool_threads(e->pool), side = di && di->pending;
@@ -187,12 +191,12 @@ static void cpu_experts(struct coli_engine *e, int l, const int *list, const voi
 	struct coli_gemm_batch gu, down;
 	struct coli_pool_phase ph[3];
 
-	coli_ax_ready(e); /* before the pool round that may run a device issue beside */
+	coli_moe_ax_ready(e, ml); /* before the pool round that may run a device issue beside */
 	e->n_xpairs = 0;
 	for (int j = 0; j < n; j++) {
 		int ex = list[j], p0 = e->pair_first[ex], np = e->pair_n[ex];
 
-		coli_model_expert_at(&e->m, l, slabs[j], &e->xview[j]);
+		coli_model_expert_at(&e->m, ml->l, slabs[j], &e->xview[j]);
 		for (int i = 0; i < np; i++) {
 			e->ag[p0 + i] = e->ax[e->pair_token[p0 + i]].act;
 			e->xpairs[e->n_xpairs++] = p0 + i;
@@ -224,9 +228,10 @@ static void cpu_experts(struct coli_engine *e, int l, const int *list, const voi
  * chunks, wait, compute, release. *lookahead_done says whether this layer
  * already prefetched the next one; di, if not NULL, a pending device issue.
  * Returns bytes computed, or -errno. */
-static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, int n,
+static int64_t cpu_list(struct coli_engine *e, struct coli_moe_layer *ml, const int *list, int n,
                         int *lookahead_done, struct dev_issue *di)
 {
+	int l = ml->l;
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int64_t bytes = 0;
@@ -240,7 +245,7 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 		if (k <= 0)
 			return k < 0 ? k : -EIO;
 		if (!*lookahead_done) {
-			coli_lookahead(e, l, T);
+			coli_lookahead(e, ml);
 			if (di && di->pending)
 				di->prefetch = 1; /* after the issue */
 			else
@@ -251,7 +256,7 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 			dev_issue_run(di); /* the devices work while the disk lands */
 		rc = coli_tiers_wait(e);
 		if (!rc) {
-			cpu_experts(e, l, list + i, e->slab_ptr, k, di);
+			cpu_experts(e, ml, list + i, e->slab_ptr, k, di);
 			bytes += (int64_t)k * xl->slab_bytes;
 		}
 		coli_tiers_release(e);
@@ -358,9 +363,10 @@ static int decode_stream_count(const struct coli_engine *e, int n_cand)
  * token). Experts already in a device's staging slots (left there by an
  * earlier token, or copied a layer ahead: core/moe/moe_dev.c's prefetch) are
  * streamed first: their copy is paid, so the split applies to the rest. */
-static void assign_experts(struct coli_engine *e, int l, int T)
+static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *ml)
 {
 	const struct coli_model_config *c = &e->m.cfg;
+	int l = ml->l, T = ml->T;
 	int E = c->n_experts, n_cand = 0, k, slots_left[COLI_MAX_DEVS], d_next = 0, home = -1;
 	int *cand = e->cand;
 	const int *cnt = e->pair_n; /* tokens per expert, from plan_pairs */
@@ -388,8 +394,8 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 	 * default at decode only (two H200s, a quarter of the experts on each:
 	 * decode +7%, prefill no better: docs/perf/history/2026-11-30.md) */
 	if ((e->opts.stream_home == 1 || (e->opts.stream_home == 2 && T <= COLI_GPU_MAX_S)) &&
-	    coli_dense_dev_of(e, l) >= 0)
-		home = coli_dense_dev_of(e, l);
+	    ml->dense_dev >= 0)
+		home = ml->dense_dev;
 	for (int d = 0; home >= 0 && d < e->n_devs; d++)
 		if (d != home)
 			slots_left[d] = 0;
@@ -441,23 +447,24 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 	}
 }
 
-int coli_moe_experts(struct coli_engine *e, int l, int T)
+int coli_moe_experts(struct coli_engine *e, struct coli_moe_layer *ml)
 {
 	const struct coli_model_config *c = &e->m.cfg;
+	int l = ml->l, T = ml->T;
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int issued[COLI_MAX_DEVS] = {0}, took[COLI_MAX_DEVS] = {0};
-	struct dev_issue di = {.e = e, .l = l, .T = T, .issued = issued};
+	struct dev_issue di = {.e = e, .ml = ml, .issued = issued};
 	int *need = e->need, *redo = e->redo, n_need = 0, n_redo = 0, n_stream = 0, pinned = 0;
 	int n_rows = 0;
 	int lookahead_done = 0, rc = 0, first_rest;
 	double t_cpu, t0 = coli_now_s(), t_take;
 	int64_t cpu_bytes = 0, r;
 
-	route_select(e, l, T);
+	route_select(e, ml);
 	plan_pairs(e, T);
-	assign_experts(e, l, T);
-	e->tl.issue = e->tl.copy = 0;
+	assign_experts(e, ml);
+	ml->tl.issue = ml->tl.copy = 0;
 	for (int d = 0; d < e->n_devs; d++)
 		e->vram[d].ahead = 0; /* no first part queued yet (coli_moe_dev_copy_ahead) */
 	e->est.moe_plan_s += coli_now_s() - t0;
@@ -467,7 +474,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			continue;
 		if (e->assign[ex] >= 0 && !e->streamed[ex]) /* VRAM: the tiers never see it */
 			coli_tiers_count(e, l, ex, e->pair_n[ex]);
-		if (e->assign[ex] >= 0 && e->assign[ex] == e->preplanned && !e->streamed[ex]) {
+		if (e->assign[ex] >= 0 && e->assign[ex] == ml->preplanned && !e->streamed[ex]) {
 			e->est.hits[COLI_TIER_VRAM]++; /* it ran already: no take counts it */
 			e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
 		}
@@ -488,7 +495,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		if (pinned <= 0)
 			return pinned < 0 ? pinned : -EIO;
 		if (!coli_tiers_ready(e)) { /* the next layer's guess while the disk lands */
-			coli_lookahead(e, l, T);
+			coli_lookahead(e, ml);
 			lookahead_done = 1;
 		}
 		rc = coli_tiers_wait(e);
@@ -510,11 +517,11 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		/* the copies first: the link starts before the CPU rows' round, and
 		 * the issue beside that round goes on from there */
 		for (int d = 0; n_stream && d < e->n_devs; d++)
-			if (!e->devs[d]->failed && coli_moe_dev_copy_ahead(e, l, d) &&
+			if (!e->devs[d]->failed && coli_moe_dev_copy_ahead(e, ml, d) &&
 			    e->devs[d]->failed) /* the issue skips it: its share goes to the CPU */
 				e->est.dev_fail_issue++;
 		if (!lookahead_done) {
-			coli_lookahead(e, l, T);
+			coli_lookahead(e, ml);
 			lookahead_done = 1;
 		}
 	}
@@ -523,13 +530,13 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	 * CPU's and the other devices' rows beside them. At decode only when every
 	 * pair is there (a few rows: one upload of all outputs with the pair
 	 * lists costs less than one per run of rows), or preplanned. */
-	e->moe_on_dense = e->preplanned;
-	if (e->moe_on_dense < 0 && e->dd) {
-		int d = coli_dense_dev_of(e, l), stay = T > COLI_GPU_MAX_S || !n_need;
+	ml->moe_on_dense = ml->preplanned;
+	if (ml->moe_on_dense < 0 && ml->dense_dev >= 0) {
+		int d = ml->dense_dev, stay = T > COLI_GPU_MAX_S || !n_need;
 
 		for (int p = 0; stay && T <= COLI_GPU_MAX_S && p < e->n_pairs; p++)
 			stay = e->assign[e->pair_expert[p]] == d;
-		e->moe_on_dense = stay ? d : -1;
+		ml->moe_on_dense = stay ? d : -1;
 	}
 	/* issue: every device queues its experts; a failure sends its share to
 	 * the CPU. Overlapped, beside the CPU rows' first round (struct dev_issue). */
@@ -539,7 +546,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	} else {
 		dev_issue_run(&di);
 		if (!lookahead_done && !n_need) { /* no host slab to wait for: guess now */
-			coli_lookahead(e, l, T);
+			coli_lookahead(e, ml);
 			lookahead_done = 1;
 		}
 		if (lookahead_done) /* the next layer's guess, copied while this one runs */
@@ -548,7 +555,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 	/* COLI_GROUP_ASYNC=0, for A/B: take the devices now, before the CPU rows */
 	if (!e->opts.group_async)
 		for (int d = 0; d < e->n_devs; d++)
-			took[d] = !issued[d] ? -1 : coli_moe_dev_take(e, l, d) == 0 ? 1 : -1;
+			took[d] = !issued[d] ? -1 : coli_moe_dev_take(e, ml, d) == 0 ? 1 : -1;
 	/* CPU rows, while the devices work: the pinned chunk first, then the rest */
 	t_cpu = coli_now_s();
 	e->est.moe_issue_s += t_cpu - t0;
@@ -561,7 +568,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 				e->slab_ptr[n_cpu++] = e->slab_ptr[j]; /* j >= n_cpu: in place */
 			}
 		if (n_cpu) /* the pinned chunk's CPU rows (streaming layers) */
-			cpu_experts(e, l, e->cand, e->slab_ptr, n_cpu, &di);
+			cpu_experts(e, ml, e->cand, e->slab_ptr, n_cpu, &di);
 		cpu_bytes += (int64_t)n_cpu * xl->slab_bytes;
 	}
 	first_rest = pinned;
@@ -575,7 +582,7 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		for (int j = first_rest; j < n_need; j++)
 			if (e->assign[need[j]] < 0)
 				e->cand[n_rest++] = need[j];
-		r = n_rest ? cpu_list(e, l, T, e->cand, n_rest, &lookahead_done, &di) : 0;
+		r = n_rest ? cpu_list(e, ml, e->cand, n_rest, &lookahead_done, &di) : 0;
 		if (r < 0)
 			rc = (int)r;
 		else
@@ -602,17 +609,17 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 		}
 	}
 	/* the device tail queued at issue reads the CPU rows' outputs: now */
-	if (e->tail_dev) {
-		coli_dev_host_signal(e->tail_dev, e->tail_seq);
-		e->tail_dev = NULL;
+	if (ml->tail_dev) {
+		coli_dev_host_signal(ml->tail_dev, ml->tail_seq);
+		ml->tail_dev = NULL;
 	}
 	/* take: a device failing now has its experts recomputed on the CPU */
 	t_take = coli_now_s();
-	e->tl.cpu = t_take;
-	e->tl.copies = n_stream;
+	ml->tl.cpu = t_take;
+	ml->tl.copies = n_stream;
 	e->est.moe_cpu_s += t_take - t_cpu;
 	for (int d = 0; d < e->n_devs; d++) {
-		int failed = took[d] ? took[d] < 0 : !issued[d] || coli_moe_dev_take(e, l, d) != 0;
+		int failed = took[d] ? took[d] < 0 : !issued[d] || coli_moe_dev_take(e, ml, d) != 0;
 
 		e->est.dev_fail_take += failed && issued[d];
 		/* (a slab CUDA_RELEASE_HOST dropped is read back by cpu_list's acquire) */
@@ -620,33 +627,33 @@ int coli_moe_experts(struct coli_engine *e, int l, int T)
 			if (e->pair_n[ex] && e->assign[ex] == d)
 				redo[n_redo++] = ex;
 	}
-	e->tl.take = coli_now_s();
-	e->est.moe_take_s += e->tl.take - t_take;
+	ml->tl.take = coli_now_s();
+	e->est.moe_take_s += ml->tl.take - t_take;
 	if (pinned)
 		coli_tiers_release(e);
 	for (int j = 0; j < n_redo; j++) { /* their outputs are the CPU's, in e->ey */
-		if (e->assign[redo[j]] == e->moe_on_dense)
-			e->moe_on_dense = -1;
+		if (e->assign[redo[j]] == ml->moe_on_dense)
+			ml->moe_on_dense = -1;
 		e->assign[redo[j]] = -1;
 	}
 	if (!rc && n_redo) {
-		r = cpu_list(e, l, T, redo, n_redo, &lookahead_done, NULL);
+		r = cpu_list(e, ml, redo, n_redo, &lookahead_done, NULL);
 		rc = r < 0 ? (int)r : 0;
 	}
 	if (!lookahead_done && !rc)
-		coli_lookahead(e, l, T); /* a failed read: still prefetch */
+		coli_lookahead(e, ml); /* a failed read: still prefetch */
 	coli_tiers_layer_end(e, l);
 	return rc;
 }
 
-int coli_moe_block(struct coli_engine *e, int l, int T, float *out)
+int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	const struct coli_layer *L = &e->m.layers[l];
-	int H = c->hidden, rc;
+	const struct coli_layer *L = &e->m.layers[ml->l];
+	int H = c->hidden, T = ml->T, rc;
 
-	route_logits(e, l, T);
-	rc = coli_moe_experts(e, l, T);
+	route_logits(e, ml);
+	rc = coli_moe_experts(e, ml);
 	if (rc)
 		return rc; /* a slab could not be read: e->errmsg says which */
 	/* accumulate in ascending expert id, whoever computed each pair */
@@ -661,7 +668,7 @@ int coli_moe_block(struct coli_engine *e, int l, int T, float *out)
 	}
 	if (c->shared_inter) {
 		/* gate[t] = sigmoid(shexp_router . xn[t]); out[t] += gate[t] * shared(xn[t]) */
-		coli_ax_ready(e);
+		coli_moe_ax_ready(e, ml);
 		for (int t = 0; t < T; t++)
 			e->ag[t] = e->ax[t].act;
 		coli_gemm(&L->sh_router, e->ag, T, e->rlog, 1, 0, 1);
@@ -682,7 +689,7 @@ void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out)
 {
 	const struct coli_layer *L = &e->m.layers[l];
 
-	coli_ax_ready(e);
+	/* e->ax holds xn's rows: core/forward/forward.c prepared them */
 	for (int t = 0; t < T; t++)
 		e->ag[t] = e->ax[t].act;
 	swiglu(e, &L->ffn_gate, &L->ffn_up, &L->ffn_down, T, out);

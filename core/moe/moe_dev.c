@@ -11,7 +11,7 @@
  *            staged yet (copy stream, queued first: see Streaming)
  *   gather   pair activations in expert order         [P][H] int8 + scales, or f32:
  *            on this device from the tokens' rows when it holds the dense
- *            part (e->dev_rows), else on the host and uploaded
+ *            part (ml->dev_rows), else on the host and uploaded
  *   then per wave of experts (one wave at decode, see Streaming):
  *   gemv     gate and up of the wave's experts        -> g, u [P][I]   (one launch)
  *   silu     h = silu(g) * u over the wave's rows      [P][I]          (one launch,
@@ -27,7 +27,7 @@
  * bit-identical to the GEMV, bf16 within rounding), in one more launch next to each gemv. take()
  * waits for the stream and scatters y into the engine's per-pair outputs; core/moe/moe.c then
  * accumulates all pairs in ascending expert order, whoever computed them, so the bits do not depend
- * on placement. A preplanned layer (core/forward/forward_dev.c, e->preplanned == d): its resident
+ * on placement. A preplanned layer (core/forward/forward_dev.c, ml->preplanned == d): its resident
  * experts already ran with the routing, so only streamed ones are issued here, their y rows at
  * their pair index (pair0) beside the resident ones. On the dense part's device take waits for
  * nothing but the layer's slab copies (their host slabs are unpinned after it).
@@ -58,6 +58,7 @@
 
 #include "core/core_internal.h"
 #include "core/dev/dev.h"
+#include "core/moe/moe.h"
 #include "mem/mem.h"
 
 #define MARK_ISSUE 0 /* --profile: the device reaches a layer's expert work */
@@ -388,9 +389,10 @@ done:
  * queues the down parts behind the gate and up launches, so those run while
  * the downs cross the link (a slot's event is the last copy's: the gate and
  * up launches wait for the first parts, down for the rest). */
-static int wave_copies(struct coli_engine *e, int l, int d, int r0, int r1)
+static int wave_copies(struct coli_engine *e, struct coli_moe_layer *ml, int d, int r0, int r1)
 {
 	struct coli_dev_slot *v = &e->vram[d];
+	int l = ml->l;
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 
@@ -413,8 +415,8 @@ static int wave_copies(struct coli_engine *e, int l, int d, int r0, int r1)
 			                         e->host_slab[ex], xl->down_off);
 			if (rc)
 				return rc;
-			if (!e->tl.copy)
-				e->tl.copy = coli_now_s();
+			if (!ml->tl.copy)
+				ml->tl.copy = coli_now_s();
 			run->tail = 1;
 			stage_fill(v, run->stage, l, ex, -1);
 			v->streamed_bytes += xl->slab_bytes;
@@ -440,8 +442,10 @@ static void drop_tails(struct coli_dev_slot *v)
  * freed for the next wave once its down is queued (the copy stream waits for
  * it on the slot's event), so a layer may stream more experts than there are
  * slots. */
-static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int more)
+static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, int d, int r0,
+                        int r1, int more)
 {
+	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
 	const struct coli_expert_layer *xl =
@@ -465,8 +469,8 @@ static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int
 			memset(&j, 0, sizeof(j));
 			job_matrix(&j, t, v->runs[r].slab + (m ? xl->up_off : xl->gate_off), I, H);
 			if (v->direct) /* its one pair's token row, where the dense part left it */
-				job_input(&j, e->dev_rows.q, e->dev_rows.d, e->dev_rows.qs,
-				          e->dev_rows.f, e->pair_token[v->runs[r].pair0], H);
+				job_input(&j, ml->dev_rows.q, ml->dev_rows.d, ml->dev_rows.qs,
+				          ml->dev_rows.f, e->pair_token[v->runs[r].pair0], H);
 			else
 				job_input(&j, v->xq, v->xd, v->xqs, v->xf, v->runs[r].row0, H);
 			j.y = (float *)(uintptr_t)((m ? v->u : v->g) +
@@ -502,9 +506,10 @@ static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int
 		job_matrix(&j, t, v->runs[r].slab + xl->down_off, H, I);
 		job_input(&j, v->hq, v->hd, v->hqs, v->h, v->runs[r].row0, I);
 		/* on the dense part's device, the outputs go to their pair's row */
-		j.y = (float *)(uintptr_t)(v->y + (size_t)(e->moe_on_dense == d ? v->runs[r].pair0
-		                                                                : v->runs[r].row0) *
-		                                      H * 4);
+		j.y =
+		    (float *)(uintptr_t)(v->y + (size_t)(ml->moe_on_dense == d ? v->runs[r].pair0
+		                                                               : v->runs[r].row0) *
+		                                    H * 4);
 		j.ldy = H;
 		add_job(v, t, &j, v->runs[r].n, &nj, &ngj);
 	}
@@ -558,13 +563,13 @@ static void gather_task(void *arg, int task, int n_tasks)
 
 /* The pairs' activation rows: gathered on the host (over the pool for a
  * prefill chunk's megabytes) and uploaded, ... */
-static int gather_upload(struct coli_engine *e, struct coli_dev_slot *v, int quant,
-                         coli_cpu_pool_t *pool)
+static int gather_upload(struct coli_engine *e, struct coli_moe_layer *ml, struct coli_dev_slot *v,
+                         int quant, coli_cpu_pool_t *pool)
 {
 	struct gather g = {e, v, quant};
 	int H = e->m.cfg.hidden, P = v->P, rc = 0;
 
-	coli_ax_ready(e); /* beside the CPU rows, cpu_experts made them before */
+	coli_moe_ax_ready(e, ml); /* beside the CPU rows, cpu_experts made them before */
 	coli_cpu_pool_run(P < 64 ? NULL : pool, gather_task, &g,
 	                  P < 64 || !pool ? 1 : coli_cpu_pool_threads(pool));
 	if (e->opts.profile || e->opts.cuda_profile) /* the device's expert work, timed */
@@ -583,11 +588,12 @@ static int gather_upload(struct coli_engine *e, struct coli_dev_slot *v, int qua
 	return rc;
 }
 
-/* ... or, when the tokens' rows are already on this device (e->dev_rows),
+/* ... or, when the tokens' rows are already on this device (ml->dev_rows),
  * gathered there: only each row's token goes up (a 256-token prefill chunk
  * of qwen3-30b moved 5 MB a layer over PCIe). The same bytes: the device
  * quantized the rows with coli_act_quantize's steps. */
-static int gather_on_device(struct coli_engine *e, struct coli_dev_slot *v, int quant)
+static int gather_on_device(struct coli_engine *e, const struct coli_moe_layer *ml,
+                            struct coli_dev_slot *v, int quant)
 {
 	int H = e->m.cfg.hidden, P = v->P, rc = 0;
 
@@ -600,13 +606,14 @@ static int gather_on_device(struct coli_engine *e, struct coli_dev_slot *v, int 
 	e->est.h2d_bytes += sizeof(int) * (size_t)P;
 	if (!quant)
 		return rc ? rc
-		          : coli_dev_gather_rows(v->dev, v->xf, e->dev_rows.f, v->tok, P,
+		          : coli_dev_gather_rows(v->dev, v->xf, ml->dev_rows.f, v->tok, P,
 		                                 (size_t)H * 4);
-	rc = rc ? rc : coli_dev_gather_rows(v->dev, v->xq, e->dev_rows.q, v->tok, P, (size_t)H);
-	rc = rc ? rc
-	        : coli_dev_gather_rows(v->dev, v->xd, e->dev_rows.d, v->tok, P, (size_t)H / 32 * 4);
+	rc = rc ? rc : coli_dev_gather_rows(v->dev, v->xq, ml->dev_rows.q, v->tok, P, (size_t)H);
+	rc =
+	    rc ? rc
+	       : coli_dev_gather_rows(v->dev, v->xd, ml->dev_rows.d, v->tok, P, (size_t)H / 32 * 4);
 	return rc ? rc
-	          : coli_dev_gather_rows(v->dev, v->xqs, e->dev_rows.qs, v->tok, P,
+	          : coli_dev_gather_rows(v->dev, v->xqs, ml->dev_rows.qs, v->tok, P,
 	                                 (size_t)H / 32 * 4);
 }
 
@@ -632,8 +639,9 @@ static int wave_end(struct coli_engine *e, const struct coli_dev_slot *v, int l,
 /* The issue's first part: device d's runs of layer l (v->runs, v->P), the
  * size of its first wave (v->cap, v->r1) and, when they go first (v->early),
  * that wave's slab copies. */
-static int issue_begin(struct coli_engine *e, int l, int d)
+static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 {
+	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
 	const struct coli_expert_layer *xl =
@@ -665,7 +673,7 @@ static int issue_begin(struct coli_engine *e, int l, int d)
 
 		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
 			n++;
-		if (e->assign[ex] != d || (e->preplanned == d && !e->streamed[ex])) {
+		if (e->assign[ex] != d || (ml->preplanned == d && !e->streamed[ex])) {
 			p += n; /* another's, or resident and already run (forward_dev run_plan) */
 			continue;
 		}
@@ -688,7 +696,7 @@ static int issue_begin(struct coli_engine *e, int l, int d)
 	 * launches are queued (H200 decode trace: a layer's one copy landed ~10 us
 	 * later behind them) -- unless the gather uploads megabytes of rows, which
 	 * would then queue behind the slabs on the one copy engine */
-	v->on_dev = e->dev_rows.dev == v->dev && (quant ? e->dev_rows.q : e->dev_rows.f);
+	v->on_dev = ml->dev_rows.dev == v->dev && (quant ? ml->dev_rows.q : ml->dev_rows.f);
 	v->early = v->on_dev || P < 64;
 	/* one pair an expert (a decode step): the jobs read the rows in place,
 	 * the gather's four launches (a third of a streamed decode layer's issue
@@ -698,17 +706,17 @@ static int issue_begin(struct coli_engine *e, int l, int d)
 	v->r1 = wave_end(e, v, l, 0, v->cap);
 	if (v->r1 == 0)
 		return -ENOSPC; /* no slot to stream into: assign_experts counts */
-	return v->early ? wave_copies(e, l, d, 0, v->r1) : 0;
+	return v->early ? wave_copies(e, ml, d, 0, v->r1) : 0;
 }
 
 /* The issue's first part queued now, as soon as the layer's streamed slabs
  * are pinned (core/moe/moe.c): the link starts before the CPU rows' round does,
  * and coli_moe_dev_issue goes on from there. */
-int coli_moe_dev_copy_ahead(struct coli_engine *e, int l, int d)
+int coli_moe_dev_copy_ahead(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 {
 	struct coli_dev_slot *v = &e->vram[d];
 
-	v->ahead_rc = issue_begin(e, l, d);
+	v->ahead_rc = issue_begin(e, ml, d);
 	v->ahead = 1;
 	return v->ahead_rc;
 }
@@ -717,14 +725,16 @@ int coli_moe_dev_copy_ahead(struct coli_engine *e, int l, int d)
  * and queue the layer in waves of at most half the free staging slots of new
  * copies each (one wave at decode), so copies of a wave overlap the compute
  * of the one before. Pairs: e->pair_* (ascending expert). */
-int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *pool)
+int coli_moe_dev_issue(struct coli_engine *e, struct coli_moe_layer *ml, int d,
+                       coli_cpu_pool_t *pool)
 {
+	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int H = c->hidden, quant = coli_dtype_is_quant(xl->dtype);
-	int rc = v->ahead ? v->ahead_rc : issue_begin(e, l, d), P = v->P, n_runs = v->n_runs;
+	int rc = v->ahead ? v->ahead_rc : issue_begin(e, ml, d), P = v->P, n_runs = v->n_runs;
 	int cap = v->cap, r1 = v->r1, on_dev = v->on_dev, early = v->early;
 
 	v->ahead = 0;
@@ -734,21 +744,21 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 		rc = rc ? rc : coli_dev_mark(v->dev, MARK_ISSUE);
 	else if (!v->direct)
 		rc = rc       ? rc
-		     : on_dev ? gather_on_device(e, v, quant)
-		              : gather_upload(e, v, quant, pool);
-	rc = rc || early ? rc : wave_copies(e, l, d, 0, r1);
+		     : on_dev ? gather_on_device(e, ml, v, quant)
+		              : gather_upload(e, ml, v, quant, pool);
+	rc = rc || early ? rc : wave_copies(e, ml, d, 0, r1);
 	for (int r0 = 0; !rc && r0 < n_runs; r0 = r1) {
 		if (r0) { /* a later wave copies into slots the one before freed */
 			r1 = wave_end(e, v, l, r0, cap);
-			rc = r1 == r0 ? -ENOSPC : wave_copies(e, l, d, r0, r1);
+			rc = r1 == r0 ? -ENOSPC : wave_copies(e, ml, d, r0, r1);
 		}
-		rc = rc ? rc : wave_compute(e, l, d, r0, r1, r1 < n_runs);
+		rc = rc ? rc : wave_compute(e, ml, d, r0, r1, r1 < n_runs);
 	}
 	if (rc)
 		drop_tails(v);
-	if (v->streamed_bytes && e->moe_on_dense == d) /* behind them: copies_landed */
+	if (v->streamed_bytes && ml->moe_on_dense == d) /* behind them: copies_landed */
 		rc = rc ? rc : coli_dev_stage_fence(v->dev, v->n_stage);
-	if (e->moe_on_dense != d) /* else the dense part reads v->y where it is */
+	if (ml->moe_on_dense != d) /* else the dense part reads v->y where it is */
 		rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
 	if (e->opts.profile || e->opts.cuda_profile)
 		rc = rc ? rc : coli_dev_mark(v->dev, MARK_DONE);
@@ -770,8 +780,9 @@ static int copies_landed(struct coli_dev_slot *v)
 }
 
 /* Wait for device d and scatter its outputs into e->ey (per pair). */
-int coli_moe_dev_take(struct coli_engine *e, int l, int d)
+int coli_moe_dev_take(struct coli_engine *e, const struct coli_moe_layer *ml, int d)
 {
+	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
 	const struct coli_expert_layer *xl =
@@ -786,7 +797,7 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	/* on the device holding the dense part the outputs stay where they are
 	 * (core/forward/forward_dev.c accumulates them on the same stream): only the
 	 * copies need waiting for, their host slabs are unpinned after take */
-	rc = e->moe_on_dense == d ? copies_landed(v) : coli_dev_sync(v->dev);
+	rc = ml->moe_on_dense == d ? copies_landed(v) : coli_dev_sync(v->dev);
 	if (rc)
 		return rc;
 	if (e->opts.profile || e->opts.cuda_profile) { /* waits for the mark: profile only */
@@ -807,7 +818,7 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	for (int r = 0; r < v->n_runs; r++) {
 		int ex = v->runs[r].expert;
 
-		if (e->moe_on_dense != d)
+		if (ml->moe_on_dense != d)
 			memcpy(e->ey + (size_t)v->runs[r].pair0 * H,
 			       v->sy + (size_t)v->runs[r].row0 * H,
 			       sizeof(float) * H * v->runs[r].n);

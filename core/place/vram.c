@@ -30,6 +30,7 @@
 
 #include "core/core_internal.h"
 #include "core/dev/dev.h"
+#include "core/moe/moe.h"
 
 /* Device d cannot hold its share (the dense part's layers at open, or, not
  * holding any, its working buffers at placement): it is closed and the
