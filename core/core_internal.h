@@ -256,7 +256,13 @@ struct coli_engine {
 	                            * running, else the first */
 	struct coli_dense_dev *dds[COLI_MAX_DEVS]; /* each device's range of layers */
 	int n_dd;
-	signed char *dd_of;     /* [n_layers] index in dds of the layer's dense device */
+	signed char *dd_of; /* [n_layers] index in dds of the layer's dense device */
+	struct coli_dev *dd_dev[COLI_MAX_DEVS]; /* dds[i]'s device, for the parts that do not
+	                                         * see struct coli_dense_dev (place, moe) */
+	/* the VRAM adaptation moved expert ex of layer l to device address addr
+	 * (0: out of VRAM): core/place/vram.c calls the hook core/engine.c
+	 * installs at open (the dense device's table of what it may plan) */
+	int (*slab_moved)(struct coli_engine *e, int l, int ex, uint64_t addr);
 	uint64_t adapt_at;      /* token count of the next VRAM adaptation round */
 	int *hist;              /* [ctx] token ids in the KV cache, to rebuild it on the
 	                         * CPU if the dense device fails */
@@ -295,9 +301,11 @@ static inline double coli_now_s(void)
  * first, the output norm and lm_head on the last. */
 int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen);
 void coli_dense_dev_close(struct coli_engine *e);
-/* The device index (in e->devs) whose dense part holds layer l, or -1. */
+/* core/place/vram.c, from e->dd_dev (which dense_dev.c fills), so that the
+ * placement, the scheduler and the forward may all ask: the device index (in
+ * e->devs) whose dense part holds layer l, or -1; whether dev holds some of
+ * the dense part (a range of layers, or all of it). */
 int coli_dense_dev_of(const struct coli_engine *e, int l);
-/* Whether dev holds some of the dense part (a range of layers, or all of it). */
 int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev);
 /* next != NULL (logits NULL): the greedy id after the last token, computed on
  * the device; only the index is downloaded */
@@ -305,7 +313,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
                      int *next);
 /* After expert placement: the MoE layers the dense device can plan itself. */
 int coli_dense_dev_plan_init(struct coli_engine *e);
-/* The VRAM adaptation moved expert ex of layer l to device address addr (0: out). */
+/* The VRAM adaptation moved expert ex of layer l to device address addr (0:
+ * out): e->slab_moved, installed by core/engine.c at open. */
 int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr);
 
 /* core/text/sampler.c: coli_sampler_pick with its per-block passes (block maxima,

@@ -376,6 +376,8 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		rc = 0;
 	}
 	if (e->n_devs) {
+		e->slab_moved =
+		    coli_dense_dev_slab_set; /* vram.c's adaptation tells the dense part */
 		rc = coli_moe_dev_place(e, err, errlen);
 		if (!rc && (rc = coli_dense_dev_plan_init(e)))
 			snprintf(err, errlen, "device %s: routing tables: %s", e->devs[0]->name,

@@ -22,6 +22,11 @@
  * expert replaces the coldest resident one of its layer, in place; the cold
  * one is read back into RAM in the background (coli_tiers_readmit).
  * CUDA_RELEASE_HOST=1 drops a resident slab's host copies (core/place/tiers.c).
+ *
+ * What this part needs of the dense part's placement it reads from the
+ * engine (e->dd_dev, e->dd_of: coli_dense_dev_of, _holds), and a swap tells
+ * the dense device through the hook the engine installed (e->slab_moved):
+ * core/place never calls core/forward.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -47,6 +52,19 @@ void coli_vram_device_drop(struct coli_engine *e, int d)
 	}
 	e->n_devs--;
 	memset(&e->vram[e->n_devs], 0, sizeof(e->vram[0]));
+}
+
+int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev)
+{
+	for (int i = 0; i < e->n_dd; i++)
+		if (e->dd_dev[i] == dev)
+			return 1;
+	return 0;
+}
+
+int coli_dense_dev_of(const struct coli_engine *e, int l)
+{
+	return e->n_dd ? e->dd_dev[e->dd_of[l]]->index : -1;
 }
 
 /* qsort has no context argument in C11: placement runs once, at open, on the
@@ -346,8 +364,10 @@ void coli_moe_dev_adapt(struct coli_engine *e)
 		e->where[(size_t)l * E + cold] = -1;
 		/* the dense device's table of what it may plan (a failure fails the
 		 * device: the next forward then runs on the CPU) */
-		coli_dense_dev_slab_set(e, l, hot, e->dev_slab[(size_t)l * E + hot]);
-		coli_dense_dev_slab_set(e, l, cold, 0);
+		if (e->slab_moved) {
+			e->slab_moved(e, l, hot, e->dev_slab[(size_t)l * E + hot]);
+			e->slab_moved(e, l, cold, 0);
+		}
 		if (e->opts.release_host) {
 			coli_tiers_drop_host(e, l, hot);
 			coli_tiers_host_back(e, l, cold);
