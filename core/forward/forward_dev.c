@@ -52,7 +52,6 @@
 #include "core/core_internal.h"
 #include "core/forward/dense_dev.h"
 #include "core/dev/dev.h"
-#include "core/moe/moe.h"
 
 /* The phase split (coli_engine_stats attention_s, moe_s, dense_mlp_s,
  * lm_head_s) on an asynchronous device: a phase is over when the device has
@@ -725,12 +724,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		kind = layer_kind(e, l, T), moe = kind != SEG_DENSE;
 		int gn = kind == SEG_HOST || kind == SEG_PRE ? guess_layer(e, l, T) : -1;
 		int xq = layer_xq(e, l, kind);
+		double t_launch = coli_now_s();
 
-		/* a host-planned MoE layer's call (core/moe/moe.h); layer_host.c
-		 * completes it */
-		struct coli_moe_layer ml = coli_moe_layer_make(l, T);
-
-		ml.tl.launch = coli_now_s();
 		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
 		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
 		if (!rc && kind == SEG_PLANNED) {
@@ -739,8 +734,9 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 				coli_dense_dev_phase_end(e, &e->est.attention_s, 0);
 		}
 		if (!rc && (kind == SEG_HOST || kind == SEG_PRE)) {
-			if (dd->route_on_dev)
-				ml.guess_l = gn;
+			/* the layer call; core/forward/layer_host.c completes it */
+			struct coli_moe_layer ml = coli_moe_layer_make(l, T);
+			ml.tl.launch = t_launch, ml.guess_l = dd->route_on_dev ? gn : -1;
 			rc = coli_dense_dev_moe_host(e, &ml, kind == SEG_PRE, xq);
 		}
 		if (!rc) /* a host-planned layer ended on a sync; a device-planned one queued */

@@ -96,9 +96,9 @@ static inline void coli_moe_ax_ready(struct coli_engine *e, struct coli_moe_laye
  * Leaves per-pair outputs in e->ey (ml->moe_on_dense's in that device's y);
  * -errno (e->errmsg) when a slab could not be read. */
 int coli_moe_experts(struct coli_engine *e, struct coli_moe_layer *ml);
-/* moe.c: out[T][hidden] = MoE(xn) for layer ml->l; xn's activations are
+/* block.c: out[T][hidden] = MoE(xn) for layer ml->l; xn's activations are
  * prepared. 0, or -errno when an expert's slab could not be read (e->errmsg
- * says which). */
+ * says which). coli_mlp_dense: out = the dense SwiGLU MLP of layer l. */
 int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 /* moe.c: the share of a layer's RAM-tier experts the cost model streams. */
