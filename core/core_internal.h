@@ -334,7 +334,7 @@ void coli_vram_device_drop(struct coli_engine *e, int d);
 /* vram.c, between tokens: swap a cold resident expert for a hotter one, per
  * layer, with hysteresis (call after each forward). */
 void coli_moe_dev_adapt(struct coli_engine *e);
-/* Prepare actbuf from x[n] (fp32 copy + quantized form). */
+/* core/model/act.c: prepare actbuf from x[n] (fp32 copy + quantized form). */
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
 /* ab[t] over rows t of x [T][n], t < T (a prefill chunk's rows over the pool). */
 void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n);
