@@ -75,8 +75,9 @@ struct coli_actbuf {
 
 #define COLI_MAX_DEVS 8
 
-/* One device's share of the MoE work (core/moe/moe_dev.c). Device addresses
- * are uint64_t; s* are host staging buffers of the same shapes. */
+/* One device's share of the MoE work: made by core/place/vram.c, used per
+ * layer by core/moe/moe_dev.c. Device addresses are uint64_t; s* are host
+ * staging buffers of the same shapes. */
 struct coli_dev_slot {
 	struct coli_dev *dev;
 	size_t budget, used;      /* VRAM for resident expert slabs, bytes */
@@ -329,6 +330,13 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
 void coli_moe_dev_release(struct coli_engine *e);
 /* vram.c: left free on a device when no --vram-gb is given */
 #define COLI_VRAM_RESERVE_BYTES ((size_t)512 << 20)
+/* vram.c: a device's working buffers for tmax*top_k pairs and its staging
+ * slots (with a first measure of the streaming bandwidth), freed together
+ * (core/moe/moe_dev.c issues and takes with them). */
+size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax);
+int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v);
+int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v);
+void coli_moe_dev_slot_free(struct coli_dev_slot *v);
 /* vram.c: close device d of several and move the ones after it up. */
 void coli_vram_device_drop(struct coli_engine *e, int d);
 /* vram.c, between tokens: swap a cold resident expert for a hotter one, per

@@ -108,14 +108,8 @@ double coli_moe_stream_share(const struct coli_engine *e);
  * max(k / bw_stream, (n - k) / bw_cpu); ties go to the CPU. */
 int coli_moe_decode_split(int n, double bw_stream, double bw_cpu);
 
-/* moe_dev.c: a device's working buffers for tmax*top_k pairs and its
- * staging slots (with a first measure of the streaming bandwidth), freed
- * together; per layer, queue device d's experts (issue) and collect their
+/* moe_dev.c: per layer, queue device d's experts (issue) and collect their
  * outputs into e->ey (take). */
-size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax);
-int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v);
-int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v);
-void coli_moe_dev_slot_free(struct coli_dev_slot *v);
 /* pool: where a prefill chunk's activation rows are gathered (NULL: the
  * caller alone, e.g. when it runs beside a pool round) */
 int coli_moe_dev_issue(struct coli_engine *e, struct coli_moe_layer *ml, int d,

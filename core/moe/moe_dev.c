@@ -2,7 +2,8 @@
  * core/moe/moe_dev.c — routed experts on devices: the issue / take halves of a
  * layer's device work, the devices' working buffers and staging slots.
  * Which experts are resident where (the VRAM tier: placement at open,
- * adaptation between tokens) is core/place/vram.c; where[l][e] says which device
+ * adaptation between tokens), and each device's working buffers and staging
+ * slots (struct coli_dev_slot), are core/place/vram.c's; where[l][e] says which device
  * holds an expert (-1: host), dev_slab[l][e] its slab there, in the
  * container's layout (gate/up/down offsets are the container's).
  *
@@ -59,7 +60,6 @@
 #include "core/core_internal.h"
 #include "core/dev/dev.h"
 #include "core/moe/moe.h"
-#include "mem/mem.h"
 
 #define MARK_ISSUE 0 /* --profile: the device reaches a layer's expert work */
 #define MARK_DONE  1 /* ... and finishes it */
@@ -127,125 +127,6 @@ static int launch_jobs(struct coli_dev_slot *v, enum coli_dtype t, int nj, int n
 	int rc = nj ? coli_dev_gemv(v->dev, t, v->jobs, nj) : 0;
 
 	return rc || !ngj ? rc : coli_dev_gemm(v->dev, t, v->gjobs, ngj);
-}
-
-/* The working buffers for tmax tokens a forward call, in the order of
- * slot_buffer_fields: xq xd xqs xf | g u h hq hd hqs | y tok. */
-#define N_SLOT_BUFS 12
-static void slot_buffer_sizes(const struct coli_model_config *c, int tmax, size_t sz[N_SLOT_BUFS])
-{
-	size_t P = (size_t)tmax * c->top_k, H = c->hidden, I = c->moe_inter;
-	const size_t s[N_SLOT_BUFS] = {P * H,          P * H / 32 * 4, P * H / 32 * 4, P * H * 4,
-	                               P * I * 4,      P * I * 4,      P * I * 4,      P * I,
-	                               P * I / 32 * 4, P * I / 32 * 4, P * H * 4,      P * 4};
-
-	memcpy(sz, s, sizeof(s));
-}
-
-size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
-{
-	size_t sz[N_SLOT_BUFS], sum = 0;
-
-	slot_buffer_sizes(c, tmax, sz);
-	for (int i = 0; i < N_SLOT_BUFS; i++)
-		sum += sz[i];
-	return sum;
-}
-
-int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	size_t P = (size_t)e->tmax * c->top_k, H = c->hidden, dsz[N_SLOT_BUFS];
-	uint64_t *const slot_buffer_fields[N_SLOT_BUFS] = {&v->xq, &v->xd,  &v->xqs, &v->xf,
-	                                                   &v->g,  &v->u,   &v->h,   &v->hq,
-	                                                   &v->hd, &v->hqs, &v->y,   &v->tok};
-	int rc = 0;
-
-	v->pmax = (int)P;
-	slot_buffer_sizes(c, e->tmax, dsz);
-	for (int i = 0; !rc && i < N_SLOT_BUFS; i++)
-		rc = coli_dev_alloc(v->dev, dsz[i], slot_buffer_fields[i]);
-	if (rc)
-		return rc;
-	{
-		/* a pageable source or destination would make the async copies wait
-		 * for the stream to drain: the staging is one registered region */
-		size_t sz[] = {P * H, P * H / 32 * 4, P * H / 32 * 4, P * H * 4, P * H * 4, P * 4};
-		void **dst[] = {(void **)&v->sx_q, (void **)&v->sx_d, (void **)&v->sx_s,
-		                (void **)&v->sx_f, (void **)&v->sy,   (void **)&v->sx_tok};
-
-		v->host = coli_mem_alloc_buffers(sz, dst, 6, COLI_MEM_NODE_ANY, &v->host_bytes);
-		if (!v->host)
-			return -ENOMEM;
-	}
-	v->jobs = malloc(sizeof(*v->jobs) * (2 * P + 2 * (size_t)c->n_experts + 8));
-	v->gjobs = malloc(sizeof(*v->gjobs) * (2 * (size_t)c->n_experts + 8));
-	v->runs = malloc(sizeof(*v->runs) * c->n_experts);
-	if (!v->jobs || !v->gjobs || !v->runs)
-		return -ENOMEM;
-	return 0;
-}
-
-void coli_moe_dev_slot_free(struct coli_dev_slot *v)
-{
-	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g,     &v->u,  &v->h,
-	                    &v->hq, &v->hd, &v->hqs, &v->y,  &v->stage, &v->tok};
-
-	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-		coli_dev_free(v->dev, *bufs[i]);
-	coli_mem_free_buffers(v->host, v->host_bytes);
-	free(v->jobs), free(v->gjobs), free(v->runs), free(v->st);
-}
-
-/* Staging slots for streamed slabs (on top of an explicit --vram-gb, out of
- * the free memory otherwise), and a first measure of the streaming bandwidth
- * (best of three slab-sized uploads). */
-int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	size_t best = 0;
-	double t_best = 1e30;
-	void *tmp;
-	int rc;
-
-	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {
-		size_t b = coli_io_container_expert_layer(e->m.c, i)->slab_bytes;
-
-		best = b > best ? b : best;
-	}
-	if (!best || c->n_experts == 0)
-		return 0;
-	v->stage_bytes = best;
-	v->n_stage = e->opts.stream_slots;
-	v->st = malloc(sizeof(*v->st) * (size_t)v->n_stage);
-	if (!v->st)
-		return -ENOMEM;
-	for (int i = 0; i < v->n_stage; i++)
-		v->st[i] = (struct dev_stage){.l = -1, .ex = -1, .used = 0, .tslot = -1};
-	rc = coli_dev_alloc(v->dev, v->stage_bytes * v->n_stage, &v->stage);
-	/* one more: the fence behind a layer's own copies (copies_landed) */
-	rc = rc ? rc : coli_dev_stage_init(v->dev, v->n_stage + 1);
-	if (rc)
-		return rc;
-	if (e->opts.vram_gb < 0) /* budget = free memory: the slots come out of it */
-		v->used += v->stage_bytes * v->n_stage;
-	/* measured from registered memory, as the tier slots it streams from */
-	tmp = coli_mem_alloc(v->stage_bytes, COLI_MEM_NODE_ANY);
-	if (!tmp)
-		return -ENOMEM;
-	coli_mem_register(tmp, v->stage_bytes, COLI_MEM_NODE_ANY);
-	for (int i = 0; i < 3; i++) {
-		double t0 = coli_now_s();
-
-		if (coli_dev_upload(v->dev, v->stage, tmp, v->stage_bytes) == 0 &&
-		    coli_now_s() - t0 < t_best)
-			t_best = coli_now_s() - t0;
-	}
-	coli_mem_unregister(tmp);
-	coli_mem_free(tmp, v->stage_bytes);
-	if (t_best < 1e29 && t_best > 0)
-		e->bw_stream = v->stage_bytes / t_best;
-	return 0;
 }
 
 /* ---- staging slots ---- */
