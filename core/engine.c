@@ -1,8 +1,9 @@
 /*
  * core/engine.c — the engine object: opens the container, binds the model,
  * loads the tokenizer, sizes the KV cache and the scratch buffers, owns the
- * thread pool and the route trace. The forward pass lives in forward.c and
- * moe.c; this file only allocates and frees.
+ * thread pool and the route trace. The forward pass lives in core/forward and
+ * core/moe; this file allocates and frees, and installs the hooks the parts
+ * below call up through (e->slab_moved).
  *
  * Memory: the KV cache is fp32, [n_layers][ctx][n_kv_heads*head_dim] for K
  * and again for V, allocated through mem/ (NUMA placement decided there).
