@@ -76,8 +76,9 @@ struct coli_actbuf {
 
 #define COLI_MAX_DEVS 8
 
-/* One device's share of the MoE work (core/moe/moe_dev.c). Device addresses
- * are uint64_t; s* are host staging buffers of the same shapes. */
+/* One device's share of the MoE work: made by core/place/vram.c, used per
+ * layer by core/moe/moe_dev.c. Device addresses are uint64_t; s* are host
+ * staging buffers of the same shapes. */
 struct coli_dev_slot {
 	struct coli_dev *dev;
 	size_t budget, used;      /* VRAM for resident expert slabs, bytes */
@@ -107,10 +108,10 @@ struct coli_dev_slot {
 	int n_runs, P;
 	/* the issue's first part (moe_dev.c issue_begin): its first wave's end
 	 * and cap; early: that wave's copies went first; on_dev: the pairs'
-	 * rows are on this device (e->dev_rows); ahead: queued already by
+	 * rows are on this device (the layer call's dev_rows); ahead: queued already by
 	 * coli_moe_dev_copy_ahead, which returned ahead_rc */
 	int r1, cap, early, on_dev, ahead, ahead_rc;
-	int direct; /* this layer's gate and up read the tokens' rows in e->dev_rows
+	int direct; /* this layer's gate and up read the tokens' rows in ml->dev_rows
 	             * (one pair an expert: no gather) */
 	/* streaming: RAM-tier slabs copied into VRAM staging slots, a small LRU
 	 * cache tagged (layer, expert); copies run on the device's copy stream */
@@ -188,11 +189,6 @@ void coli_tiers_settle_all(struct coli_engine *e);
 /* Per-token bookkeeping (usage file every N tokens). */
 void coli_tiers_tokens(struct coli_engine *e, int T);
 void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st);
-/* core/moe/lookahead.c: after layer l's routing, guess layer l+1's experts from
- * the current normed hidden state and prefetch them. */
-void coli_lookahead(struct coli_engine *e, int l, int T);
-/* Whether the guess for MoE layer n is worth its router GEMV this call. */
-int coli_lookahead_wanted(const struct coli_engine *e, int n);
 
 struct coli_engine {
 	struct coli_opts opts;
@@ -214,31 +210,15 @@ struct coli_engine {
 	struct coli_attn_group *attn; /* [tmax * n_kv_heads]: a forward's attention groups */
 	float *mlp;                   /* [tmax][hidden] MoE / MLP output */
 	float *proj;                  /* [tmax][hidden] projection output */
-	float *glogits; /* [vocab]: the CPU path's logits for coli_engine_forward_argmax */
-	float *rlog;    /* [tmax][n_experts] router logits */
-	int *sel;       /* [tmax][top_k] routed experts (descending weight) */
-	float *selw;    /* [tmax][top_k] their weights */
-	int routed;     /* this layer's sel/selw came from the dense device (coli_route) */
-	/* core/forward/forward_dev.c's tail ahead: a preplanned decode layer's device
-	 * tail (the accumulate, reading the CPU rows in place) queued behind a stream wait at its
-	 * issue, released (host_signal) once the CPU rows are in e->ey. tail_ok:
-	 * this layer may; tail_dev: queued, to signal with tail_seq */
-	int tail_ok;
-	struct coli_dev *tail_dev;
-	uint32_t tail_seq;
-	int preplanned; /* device whose resident experts of this layer already ran (forward_dev's
-	                 * run_plan; outputs in its y at pair rows), or -1 */
-	/* this layer's token rows where they already are on a device (the dense
-	 * device's normed rows, q8/q4 quantized by the norm or f32): the pairs
-	 * of that device are gathered there (core/moe/moe_dev.c), not uploaded.
-	 * dev NULL: none */
-	struct {
-		struct coli_dev *dev;
-		uint64_t q, d, qs, f; /* [T][H] int8, [T][H/32] scales and sums; [T][H] f32 */
-	} dev_rows;
-	float *g, *u; /* [tmax][max_inter] */
-	float *ey;    /* [tmax*top_k][hidden] per-pair expert outputs, then room
-	               * for the pair lists (one upload: core/forward/forward_dev.c) */
+	float *glogits;    /* [vocab]: the CPU path's logits for coli_engine_forward_argmax */
+	float *rlog;       /* [tmax][n_experts] router logits */
+	int *sel;          /* [tmax][top_k] routed experts (descending weight) */
+	float *selw;       /* [tmax][top_k] their weights */
+	uint32_t tail_seq; /* the dense device's host waits queued so far (core/forward/
+	                    * layer_host.c's tail ahead) */
+	float *g, *u;      /* [tmax][max_inter] */
+	float *ey;         /* [tmax*top_k][hidden] per-pair expert outputs, then room
+	                    * for the pair lists (one upload: core/forward/forward_dev.c) */
 	/* the layer's (token, expert) pairs, sorted by expert then token */
 	int n_pairs;
 	int *pair_expert, *pair_token;
@@ -254,11 +234,10 @@ struct coli_engine {
 	                 * through the driver's staging at a few GB/s) */
 	int *fast_sel;  /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on
 	                 * the dense device this forward, for the host's counts */
-	int *guess;     /* [tmax][top_k]: the lookahead's top-k for layer guess_l, computed
-	                 * on the dense device (core/forward/forward_dev.c), or guess_l = -1 */
-	int guess_l;
-	int *xids; /* [2 + tmax] position, then token ids, on their way to the dense device;
-	            * the last: the greedy id coming back (coli_engine_forward_argmax) */
+	int *guess;     /* [tmax][top_k]: the lookahead's top-k for a layer call's guess_l,
+	                 * computed on the dense device (core/forward/forward_dev.c) */
+	int *xids;      /* [2 + tmax] position, then token ids, on their way to the dense device;
+	                 * the last: the greedy id coming back (coli_engine_forward_argmax) */
 	size_t xfer_bytes;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
 	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */
@@ -276,20 +255,18 @@ struct coli_engine {
 	                            * running, else the first */
 	struct coli_dense_dev *dds[COLI_MAX_DEVS]; /* each device's range of layers */
 	int n_dd;
-	signed char *dd_of;     /* [n_layers] index in dds of the layer's dense device */
-	int moe_on_dense;       /* this layer: the device holding the dense part, whose
-	                         * pairs' outputs stay in its y at their pair rows (the
-	                         * rest come from e->ey), or -1: all in e->ey */
+	signed char *dd_of; /* [n_layers] index in dds of the layer's dense device */
+	struct coli_dev *dd_dev[COLI_MAX_DEVS]; /* dds[i]'s device, for the parts that do not
+	                                         * see struct coli_dense_dev (place, moe) */
+	/* the VRAM adaptation moved expert ex of layer l to device address addr
+	 * (0: out of VRAM): core/place/vram.c calls the hook core/engine.c
+	 * installs at open (the dense device's table of what it may plan) */
+	int (*slab_moved)(struct coli_engine *e, int l, int ex, uint64_t addr);
 	uint64_t adapt_at;      /* token count of the next VRAM adaptation round */
 	int *hist;              /* [ctx] token ids in the KV cache, to rebuild it on the
 	                         * CPU if the dense device fails */
 	uint64_t *dev_slab;     /* [n_layers][n_experts]: device address of the slab */
 	struct coli_actbuf *ax; /* [tmax] over hidden-sized inputs */
-	int ax_defer;           /* rows of e->xn not yet in ax: coli_ax_ready makes them */
-	/* a prefill chunk's normed rows left on the dense device (every pair of
-	 * the layer is resident there): coli_ax_ready downloads them first */
-	struct coli_dev *xn_dev;
-	uint64_t xn_pend;
 	struct coli_actbuf *ah; /* [tmax] over inter / attention-sized inputs */
 	/* CPU rows of a MoE layer, batched over its experts (core/moe/moe.c cpu_experts) */
 	float *pg, *pu;                 /* [tmax * top_k][moe_inter] gate, up (then h) */
@@ -307,14 +284,6 @@ struct coli_engine {
 	char numa_why[160];             /* what it resolved to and why (coli_engine_numa) */
 	struct coli_tiers *tiers;       /* expert slots, streamer, heat */
 	char errmsg[512];               /* why the last forward failed */
-	/* this MoE layer's timeline (est.moe_layer): set by core/moe/moe.c, summed by
-	 * core/forward/layer_host.c coli_dense_dev_moe_host */
-	struct {
-		double launch;           /* when the layer's device part began to be queued */
-		double copy;             /* when its first slab copy was queued (0: none) */
-		double issue, cpu, take; /* when each ended (issue: 0 if none ran) */
-		int copies;              /* slab copies queued */
-	} tl;
 };
 
 /* Monotonic seconds, for the engine's timers. */
@@ -332,9 +301,11 @@ static inline double coli_now_s(void)
  * first, the output norm and lm_head on the last. */
 int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen);
 void coli_dense_dev_close(struct coli_engine *e);
-/* The device index (in e->devs) whose dense part holds layer l, or -1. */
+/* core/place/vram.c, from e->dd_dev (which dense_dev.c fills), so that the
+ * placement, the scheduler and the forward may all ask: the device index (in
+ * e->devs) whose dense part holds layer l, or -1; whether dev holds some of
+ * the dense part (a range of layers, or all of it). */
 int coli_dense_dev_of(const struct coli_engine *e, int l);
-/* Whether dev holds some of the dense part (a range of layers, or all of it). */
 int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev);
 /* next != NULL (logits NULL): the greedy id after the last token, computed on
  * the device; only the index is downloaded */
@@ -342,7 +313,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
                      int *next);
 /* After expert placement: the MoE layers the dense device can plan itself. */
 int coli_dense_dev_plan_init(struct coli_engine *e);
-/* The VRAM adaptation moved expert ex of layer l to device address addr (0: out). */
+/* The VRAM adaptation moved expert ex of layer l to device address addr (0:
+ * out): e->slab_moved, installed by core/engine.c at open. */
 int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr);
 
 /* core/text/sampler.c: coli_sampler_pick with its per-block passes (block maxima,
@@ -352,60 +324,26 @@ int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int voca
 
 /* forward.c */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
-/* From router logits in e->rlog and activations in e->ax: route, plan,
- * issue to devices, CPU rows, take. Leaves per-pair outputs in e->ey;
- * -errno (e->errmsg) when a slab could not be read. */
-int coli_moe_experts(struct coli_engine *e, int l, int T);
-/* moe.c: out[T][hidden] = MoE(xn) for layer l; xn's activations are prepared.
- * 0, or -errno when an expert's slab could not be read (e->errmsg says which). */
-int coli_moe_block(struct coli_engine *e, int l, int T, float *out);
-/* moe.c: the share of a layer's RAM-tier experts the cost model streams. */
-double coli_moe_stream_share(const struct coli_engine *e);
-/* A decode layer's split of n RAM-tier experts, a slab each (core/moe/moe.c
- * decode_stream_count): how many to stream, the k minimizing
- * max(k / bw_stream, (n - k) / bw_cpu); ties go to the CPU. */
-int coli_moe_decode_split(int n, double bw_stream, double bw_cpu);
-/* forward_dev.c: queue the layer's device tail behind a wait for the host
- * (e->tail_ok layers, from core/moe/moe.c's device issue); sets e->tail_dev when
- * it did, and core/moe/moe.c signals it once the CPU rows are done */
-void coli_dense_dev_tail_ahead(struct coli_engine *e, int l, int T);
-void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
 /* vram.c: place experts in VRAM at open (and free them at close). */
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
 void coli_moe_dev_release(struct coli_engine *e);
 /* vram.c: left free on a device when no --vram-gb is given */
 #define COLI_VRAM_RESERVE_BYTES ((size_t)512 << 20)
-/* vram.c: close device d of several and move the ones after it up. */
-void coli_vram_device_drop(struct coli_engine *e, int d);
-/* moe_dev.c: a device's working buffers for tmax*top_k pairs and its
- * staging slots (with a first measure of the streaming bandwidth), freed
- * together; per layer, queue device d's experts (issue) and collect their
- * outputs into e->ey (take). */
+/* vram.c: a device's working buffers for tmax*top_k pairs and its staging
+ * slots (with a first measure of the streaming bandwidth), freed together
+ * (core/moe/moe_dev.c issues and takes with them). */
 size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax);
 int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v);
 int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v);
 void coli_moe_dev_slot_free(struct coli_dev_slot *v);
-/* pool: where a prefill chunk's activation rows are gathered (NULL: the
- * caller alone, e.g. when it runs beside a pool round) */
-int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *pool);
-int coli_moe_dev_take(struct coli_engine *e, int l, int d);
-int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex);
-int coli_moe_dev_stage_room(struct coli_engine *e, int d);
-int coli_moe_dev_copy_ahead(struct coli_engine *e, int l, int d);
+/* vram.c: close device d of several and move the ones after it up. */
+void coli_vram_device_drop(struct coli_engine *e, int d);
 /* vram.c, between tokens: swap a cold resident expert for a hotter one, per
  * layer, with hysteresis (call after each forward). */
 void coli_moe_dev_adapt(struct coli_engine *e);
-/* Bytes of a [rows][K] matrix's quant plane in a slab (the scales follow). */
-size_t coli_quant_plane_bytes(enum coli_dtype t, size_t rows, size_t K);
-/* Prepare actbuf from x[n] (fp32 copy + quantized form). */
+/* core/model/act.c: prepare actbuf from x[n] (fp32 copy + quantized form). */
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
 /* ab[t] over rows t of x [T][n], t < T (a prefill chunk's rows over the pool). */
 void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n);
-/* e->ax for the rows of e->xn the dense device left to quantize when needed
- * (core/forward/forward_dev.c: a prefill chunk whose experts all run on the device
- * never reads them); every host reader of e->ax calls it first. */
-void coli_ax_ready(struct coli_engine *e);
-/* The normed rows a prefill layer left on the dense device, into e->xn. */
-void coli_dense_dev_xn(struct coli_engine *e);
 
 #endif

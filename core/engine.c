@@ -1,8 +1,9 @@
 /*
  * core/engine.c — the engine object: opens the container, binds the model,
  * loads the tokenizer, sizes the KV cache and the scratch buffers, owns the
- * thread pool and the route trace. The forward pass lives in forward.c and
- * moe.c; this file only allocates and frees.
+ * thread pool and the route trace. The forward pass lives in core/forward and
+ * core/moe; this file allocates and frees, and installs the hooks the parts
+ * below call up through (e->slab_moved).
  *
  * Memory: the KV cache is fp32, [n_layers][ctx][n_kv_heads*head_dim] for K
  * and again for V, allocated through mem/ (NUMA placement decided there).
@@ -27,6 +28,7 @@
 #include "core/core_internal.h"
 #include "core/forward/dense_dev.h"
 #include "core/dev/dev.h"
+#include "core/moe/moe.h"
 #include "mem/mem.h"
 #include "ptx/ptx.h"
 
@@ -128,8 +130,6 @@ static int scratch_alloc(struct coli_engine *e)
 		                (void **)&e->sel,        (void **)&e->selw,   (void **)&e->fast_sel,
 		                (void **)&e->guess,      (void **)&e->xlogits};
 
-		e->guess_l = -1;
-		e->preplanned = -1;
 		e->xfer = coli_mem_alloc_buffers(sz, dst, 11, COLI_MEM_NODE_ANY, &e->xfer_bytes);
 		if (!e->xfer)
 			return -ENOMEM;
@@ -382,6 +382,8 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		rc = 0;
 	}
 	if (e->n_devs) {
+		e->slab_moved =
+		    coli_dense_dev_slab_set; /* vram.c's adaptation tells the dense part */
 		rc = coli_moe_dev_place(e, err, errlen);
 		if (!rc && (rc = coli_dense_dev_plan_init(e)))
 			snprintf(err, errlen, "device %s: routing tables: %s", e->devs[0]->name,

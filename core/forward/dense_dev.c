@@ -311,6 +311,7 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 
 		if (!dd)
 			return -ENOMEM;
+		e->dd_dev[e->n_dd] = e->devs[use[i]];
 		e->dds[e->n_dd++] = dd;
 		dd->dev = e->devs[use[i]];
 		dd->l0 = L * i / n, dd->l1 = L * (i + 1) / n;
@@ -342,23 +343,11 @@ void coli_dense_dev_close(struct coli_engine *e)
 	for (int i = 0; i < e->n_dd; i++)
 		close_one(e, e->dds[i]);
 	memset(e->dds, 0, sizeof(e->dds));
+	memset(e->dd_dev, 0, sizeof(e->dd_dev));
 	e->n_dd = 0;
 	free(e->dd_of);
 	e->dd_of = NULL;
 	e->dd = NULL;
-}
-
-int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev)
-{
-	for (int i = 0; i < e->n_dd; i++)
-		if (e->dds[i]->dev == dev)
-			return 1;
-	return 0;
-}
-
-int coli_dense_dev_of(const struct coli_engine *e, int l)
-{
-	return e->n_dd ? e->dds[e->dd_of[l]]->dev->index : -1;
 }
 
 /* After placement: which MoE layers have every expert resident on the dense

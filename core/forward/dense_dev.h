@@ -22,6 +22,7 @@
 
 #include "core/core_internal.h"
 #include "core/dev/dev.h"
+#include "core/moe/moe.h"
 
 struct dmat {
 	enum coli_dtype dtype;
@@ -105,7 +106,8 @@ int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync);
 int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T,
                                  int xn_ready);
 /* The host's part of a layer layer_ops queued up to its routing (SEG_HOST,
- * or SEG_PRE when pre): core/forward/layer_host.c. */
-int coli_dense_dev_moe_host(struct coli_engine *e, int l, int T, int pre, int xq);
+ * or SEG_PRE when pre): core/forward/layer_host.c completes the layer call ml
+ * (core/moe/moe.h) and runs it. */
+int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq);
 
 #endif

@@ -20,52 +20,7 @@
 #include <time.h>
 
 #include "core/core_internal.h"
-
-void coli_actbuf_set(struct coli_actbuf *a, const float *x)
-{
-	a->act.n = a->n;
-	a->act.f = x;
-	a->act.q = a->q;
-	a->act.d = a->d;
-	a->act.qsum = a->qsum;
-	if (a->q)
-		coli_act_quantize(&a->act, x, a->n);
-}
-
-struct rows_set {
-	struct coli_actbuf *ab;
-	const float *x;
-	int T, n;
-};
-
-static void rows_set_task(void *arg, int task, int n_tasks)
-{
-	const struct rows_set *r = arg;
-
-	for (int t = r->T * task / n_tasks; t < r->T * (task + 1) / n_tasks; t++) {
-		r->ab[t].n = r->n;
-		coli_actbuf_set(&r->ab[t], r->x + (size_t)t * r->n);
-	}
-}
-
-void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n)
-{
-	struct rows_set r = {ab, x, T, n};
-	int threads = coli_cpu_pool_threads(e->pool);
-
-	/* a prefill chunk's rows over the pool; a decode step's on the caller */
-	coli_cpu_pool_run(T >= 16 ? e->pool : NULL, rows_set_task, &r, T < threads ? T : threads);
-}
-
-void coli_ax_ready(struct coli_engine *e)
-{
-	if (e->ax_defer && e->xn_pend) /* still on the device (core/forward/forward_dev.c) */
-		coli_dense_dev_xn(e);
-	if (e->ax_defer) {
-		coli_actbufs_set(e, e->ax, e->xn, e->ax_defer, e->m.cfg.hidden);
-		e->ax_defer = 0;
-	}
-}
+#include "core/moe/moe.h"
 
 /* y[T][rows] = W . act[t] for the T prepared activations. */
 static void matmul(struct coli_engine *e, const struct coli_mat *w, struct coli_actbuf *ab, int T,
@@ -182,7 +137,12 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 			             e->xn + (size_t)t * H, H, c->norm_eps);
 		coli_actbufs_set(e, e->ax, e->xn, T, H);
 		if (e->m.layers[l].moe) {
-			int rc = coli_moe_block(e, l, T, e->mlp);
+			/* the call's value: rows ready in e->ax, nothing on a device */
+			struct coli_moe_layer ml = coli_moe_layer_make(l, T);
+			int rc;
+
+			ml.dense_dev = coli_dense_dev_of(e, l);
+			rc = coli_moe_block(e, &ml, e->mlp);
 
 			if (rc)
 				return rc; /* a slab could not be read: e->errmsg; pos unchanged */

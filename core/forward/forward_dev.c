@@ -825,8 +825,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		kind = layer_kind(e, l, T), moe = kind != SEG_DENSE;
 		int gn = kind == SEG_HOST || kind == SEG_PRE ? guess_layer(e, l, T) : -1;
 		int xq = layer_xq(e, l, kind);
+		double t_launch = coli_now_s();
 
-		e->tl.launch = coli_now_s();
 		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
 		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
 		if (!rc && kind == SEG_PLANNED) {
@@ -835,9 +835,10 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 				coli_dense_dev_phase_end(e, &e->est.attention_s, 0);
 		}
 		if (!rc && (kind == SEG_HOST || kind == SEG_PRE)) {
-			if (dd->route_on_dev)
-				e->guess_l = gn;
-			rc = coli_dense_dev_moe_host(e, l, T, kind == SEG_PRE, xq);
+			/* the layer call; core/forward/layer_host.c completes it */
+			struct coli_moe_layer ml = coli_moe_layer_make(l, T);
+			ml.tl.launch = t_launch, ml.guess_l = dd->route_on_dev ? gn : -1;
+			rc = coli_dense_dev_moe_host(e, &ml, kind == SEG_PRE, xq);
 		}
 		if (!rc) /* a host-planned layer ended on a sync; a device-planned one queued */
 			rc = coli_dense_dev_phase_end(e, moe ? &e->est.moe_s : &e->est.dense_mlp_s,

@@ -8,8 +8,16 @@
  * registered memory or uploaded beside the device's, the pair lists with
  * them. A preplanned layer's tail (the accumulate of its plan's pairs) may be
  * queued ahead, beside the CPU rows, behind a stream wait the host releases
- * once its rows are written (coli_dense_dev_tail_ahead). Decode layers are
- * timed step by step here (coli_engine_stats moe_layer).
+ * once its rows are written (tail_ahead). Decode layers are timed step by
+ * step here (coli_engine_stats moe_layer).
+ *
+ * The layer call is a struct coli_moe_layer (core/moe/moe.h) on this file's
+ * stack: forward_dev.c starts it (layer, tokens, the device's lookahead
+ * guess, when the layer's launch began), coli_dense_dev_moe_host completes it
+ * (the routing and the rows on the device, what was preplanned) and hands
+ * the MoE part two hooks: rows_make, which makes the rows it deferred
+ * (downloading them first when a prefill chunk left them on the device), and
+ * tail_ahead.
  */
 #include <errno.h>
 #include <string.h>
@@ -17,6 +25,7 @@
 #include "core/core_internal.h"
 #include "core/forward/dense_dev.h"
 #include "core/dev/dev.h"
+#include "core/moe/moe.h"
 
 /* The pairs device d did not compute (the CPU's and other devices', in
  * e->ey in pair order) go to their rows of d's y, beside d's outputs: one
@@ -42,15 +51,22 @@ static int host_rows(struct coli_engine *e, uint64_t y, int d)
 	return rc ? rc : sent;
 }
 
-void coli_dense_dev_xn(struct coli_engine *e)
+/* The ax_make hook (core/moe/moe.h): e->ax for the ml->ax_defer rows of
+ * e->xn the layer deferred (a prefill chunk whose experts all run on the
+ * device never reads them). ctx: the dense device still holding them (a
+ * prefill chunk's rows left there), or NULL: they are in e->xn. */
+static void rows_make(struct coli_engine *e, struct coli_moe_layer *ml, void *ctx)
 {
-	/* only a fault gets here (its experts recomputed on the CPU). A device
+	const struct coli_dense_dev *dd = ctx;
+	int H = e->m.cfg.hidden;
+
+	/* only a fault downloads (its experts recomputed on the CPU). A device
 	 * that fails this download fails the rest of the layer too, whose
 	 * tokens are then rebuilt on the CPU (engine.c): these rows go unused */
-	if (!coli_dev_download_async(e->xn_dev, e->xn, e->xn_pend,
-	                             sizeof(float) * e->ax_defer * e->m.cfg.hidden))
-		coli_dev_sync(e->xn_dev);
-	e->xn_pend = 0;
+	if (dd &&
+	    !coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * ml->ax_defer * H))
+		coli_dev_sync(dd->dev);
+	coli_actbufs_set(e, e->ax, e->xn, ml->ax_defer, H);
 }
 
 /* Whether a host-planned prefill layer's routing sends a pair anywhere but
@@ -74,18 +90,19 @@ static int host_reads_xn(const struct coli_engine *e, int l, int T)
  * its routing, then when its first slab copy was queued and when the issue,
  * the CPU rows, take and the whole part ended, counted by the copies the
  * layer made. */
-static void timeline(struct coli_engine *e, double t_wait, double t_route)
+static void timeline(struct coli_engine *e, const struct coli_moe_timeline *tl, double t_wait,
+                     double t_route)
 {
-	int k = e->tl.copies < COLI_TL_CLASSES - 1 ? e->tl.copies : COLI_TL_CLASSES - 1;
+	int k = tl->copies < COLI_TL_CLASSES - 1 ? tl->copies : COLI_TL_CLASSES - 1;
 	double *m = e->est.moe_layer[k];
 
 	m[0] += 1;
-	m[1] += t_wait - e->tl.launch;
+	m[1] += t_wait - tl->launch;
 	m[2] += t_route - t_wait;
-	m[3] += e->tl.copy > 0 ? e->tl.copy - t_route : 0;
-	m[4] += e->tl.issue > 0 ? e->tl.issue - t_route : 0;
-	m[5] += e->tl.cpu - t_route;
-	m[6] += e->tl.take - t_route;
+	m[3] += tl->copy > 0 ? tl->copy - t_route : 0;
+	m[4] += tl->issue > 0 ? tl->issue - t_route : 0;
+	m[5] += tl->cpu - t_route;
+	m[6] += tl->take - t_route;
 	m[7] += coli_now_s() - t_route;
 }
 
@@ -113,12 +130,14 @@ static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
  * plan left on the dense device, the host's rows read in place beside the
  * device's (or uploaded to their pair rows of its y first), the shared
  * expert. */
-static int pre_tail(struct coli_engine *e, const struct dlayer *D, int T, int xq)
+static int pre_tail(struct coli_engine *e, const struct coli_moe_layer *ml, const struct dlayer *D,
+                    int xq)
 {
 	struct coli_dense_dev *dd = e->dd;
-	uint64_t y = e->vram[e->moe_on_dense].y, hy;
-	uint64_t m = host_mask(e, e->moe_on_dense, &hy);
-	int rc = hy ? 0 : host_rows(e, y, e->moe_on_dense);
+	int on = ml->moe_on_dense, T = ml->T;
+	uint64_t y = e->vram[on].y, hy;
+	uint64_t m = host_mask(e, on, &hy);
+	int rc = hy ? 0 : host_rows(e, y, on);
 
 	if (rc < 0)
 		return rc;
@@ -135,39 +154,68 @@ static int pre_tail(struct coli_engine *e, const struct dlayer *D, int T, int xq
 	return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
 }
 
-/* The tail ahead (COLI_TAIL_AHEAD; core/moe/moe.c calls it once the layer's
- * experts are issued, beside the CPU rows): the tail queued now behind a
- * stream wait for the host, which core/moe/moe.c releases once the CPU rows'
- * outputs are in e->ey. The host's tail launches (~8 us a layer on the H200)
- * then leave the layer's critical path: the device starts the tail the
+/* The tail_ahead hook (COLI_TAIL_AHEAD; core/moe/moe.c calls it once the
+ * layer's experts are issued, beside the CPU rows): the tail queued now
+ * behind a stream wait for the host, which core/moe/moe.c releases
+ * (ml->tail_dev, ml->tail_seq) once the CPU rows' outputs are in e->ey. The host's tail launches
+ * (~8 us a layer on the H200) then leave the layer's critical path: the device starts the tail the
  * moment the rows are there, while the host takes and queues the next
  * layer. Only where nothing the tail reads can change after the issue: one
  * device, the layer preplanned on it (its outputs stay there), no shared
- * expert (coli_dense_dev_moe_host decides, e->tail_ok). */
-void coli_dense_dev_tail_ahead(struct coli_engine *e, int l, int T)
+ * expert (coli_dense_dev_moe_host decides, ml->tail_ok). ctx: the dense
+ * device. */
+static void tail_ahead(struct coli_engine *e, struct coli_moe_layer *ml, void *ctx)
 {
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = ctx;
 	uint32_t seq = e->tail_seq + 1;
 	int rc = coli_dev_host_wait(dd->dev, seq);
 
-	e->tail_ok = 0;
+	ml->tail_ok = 0;
 	if (rc <= 0)
 		return; /* no stream waits here (the host part queues the tail), or failed */
-	e->tail_dev = dd->dev, e->tail_seq = seq; /* signalled whatever follows */
-	if (pre_tail(e, &dd->L[l], T, 0) == 0)
+	e->tail_seq = seq;
+	ml->tail_dev = dd->dev, ml->tail_seq = seq; /* signalled whatever follows */
+	if (pre_tail(e, ml, &dd->L[ml->l], 0) == 0) {
 		e->est.tail_ahead++;
+		ml->tail_queued = 1;
+	}
+}
+
+/* The rest of the layer call's value (ml: layer, tokens, guess and launch
+ * time set by forward_dev.c): the routing and the rows on the dense device,
+ * what was preplanned there, the hooks. A prefill chunk's rows stay on the
+ * device when nothing on the host reads them (pend: rows_make downloads them
+ * if a fault makes the host read them after all). */
+static void layer_value(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq, int pend)
+{
+	struct coli_dense_dev *dd = e->dd;
+
+	ml->dense_dev = coli_dense_dev_of(e, ml->l);
+	ml->ax_defer = ml->T; /* quantized on the host only if something there reads them */
+	ml->ax_make = (struct coli_moe_hook){rows_make, pend ? dd : NULL};
+	ml->routed = dd->route_on_dev;
+	ml->preplanned = pre ? dd->plan_dev : -1;
+	ml->moe_on_dense = -1;
+	/* the experts of this device gather their rows here (xq: quantized by
+	 * the ffn norm; else the f32 rows) */
+	ml->dev_rows.dev = dd->dev;
+	ml->dev_rows.q = xq ? dd->aq : 0, ml->dev_rows.d = dd->ad, ml->dev_rows.qs = dd->aqs;
+	ml->dev_rows.f = xq ? 0 : dd->xn;
+	ml->tail_ok = pre && ml->T <= COLI_GPU_MAX_S && e->opts.tail_ahead && e->opts.group_async &&
+	              e->n_devs == 1 && !e->m.cfg.shared_inter && !e->opts.profile;
+	ml->tail_ahead = (struct coli_moe_hook){tail_ahead, dd};
 }
 
 /* The host's part of a layer layer_ops planned on the host (SEG_HOST/PRE):
  * wait for the routing, plan and run the experts (core/moe/moe.c), then the
  * outputs back on the device and accumulated there, the shared expert. */
-int coli_dense_dev_moe_host(struct coli_engine *e, int l, int T, int pre, int xq)
+int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dd;
-	const struct dlayer *D = &dd->L[l];
-	int H = c->hidden, rc;
-	uint64_t y = dd->ey, est_tail;
+	const struct dlayer *D = &dd->L[ml->l];
+	int H = c->hidden, T = ml->T, pend = 0, rc;
+	uint64_t y = dd->ey;
 	double t_wait = coli_now_s(), t_route;
 
 	rc = dd->point ? coli_dev_point_wait(dd->dev) : coli_dev_sync(dd->dev);
@@ -176,33 +224,17 @@ int coli_dense_dev_moe_host(struct coli_engine *e, int l, int T, int pre, int xq
 	if (!rc && !e->opts.profile) /* the layer's attention is done */
 		coli_dense_dev_phase_end(e, &e->est.attention_s, 0);
 	if (!rc && T > COLI_GPU_MAX_S) { /* a prefill chunk's rows: see layer_ops */
-		if (host_reads_xn(e, l, T)) {
+		if (host_reads_xn(e, ml->l, T)) {
 			rc = coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
 			rc = rc ? rc : coli_dev_sync(dd->dev);
 		} else {
-			e->xn_dev = dd->dev, e->xn_pend = dd->xn;
+			pend = 1;
 		}
 	}
 	if (rc)
 		return rc;
-	e->ax_defer = T; /* quantized on the host only if something there reads them */
-	e->routed = dd->route_on_dev;
-	e->preplanned = pre ? dd->plan_dev : -1;
-	/* the experts of this device gather their rows here (xq: quantized by
-	 * the ffn norm; else the f32 rows) */
-	e->dev_rows.dev = dd->dev;
-	e->dev_rows.q = xq ? dd->aq : 0, e->dev_rows.d = dd->ad, e->dev_rows.qs = dd->aqs;
-	e->dev_rows.f = xq ? 0 : dd->xn;
-	e->tail_ok = pre && T <= COLI_GPU_MAX_S && e->opts.tail_ahead && e->opts.group_async &&
-	             e->n_devs == 1 && !e->m.cfg.shared_inter && !e->opts.profile;
-	est_tail = e->est.tail_ahead;
-	rc = coli_moe_experts(e, l, T);
-	e->tail_ok = 0;
-	e->ax_defer = 0; /* the next layer's rows replace them */
-	e->xn_pend = 0;
-	e->dev_rows.dev = NULL;
-	e->routed = 0;
-	e->preplanned = -1;
+	layer_value(e, ml, pre, xq, pend);
+	rc = coli_moe_experts(e, ml);
 	if (rc)
 		return rc;
 	/* the outputs this device computed are in its y, in pair order (core/moe/moe.c
@@ -210,20 +242,20 @@ int coli_dense_dev_moe_host(struct coli_engine *e, int l, int T, int pre, int xq
 	 * the outputs in e->ey even then: the uploads read e->ey when they run. */
 	size_t n = (size_t)e->n_pairs, off = n * H, from = 0;
 
-	if (pre && e->moe_on_dense >= 0) { /* the pair lists are here too */
+	if (pre && ml->moe_on_dense >= 0) { /* the pair lists are here too */
 		rc = 0;
-		if (e->est.tail_ahead == est_tail) /* not queued ahead (core/moe/moe.c) */
-			rc = pre_tail(e, D, T, xq);
+		if (!ml->tail_queued) /* not queued ahead (core/moe/moe.c) */
+			rc = pre_tail(e, ml, D, xq);
 		else if (dd->dev->failed)
 			rc = -EIO;
 		if (!rc && T <= COLI_GPU_MAX_S)
-			timeline(e, t_wait, t_route);
+			timeline(e, &ml->tl, t_wait, t_route);
 		return rc;
 	}
-	if (e->moe_on_dense >= 0) {
-		y = e->vram[e->moe_on_dense].y;
+	if (ml->moe_on_dense >= 0) {
+		y = e->vram[ml->moe_on_dense].y;
 		from = off;
-		rc = host_rows(e, y, e->moe_on_dense);
+		rc = host_rows(e, y, ml->moe_on_dense);
 		if (rc < 0)
 			return rc;
 		e->est.moe_layers_on_dense += rc == 0;
@@ -248,7 +280,7 @@ int coli_dense_dev_moe_host(struct coli_engine *e, int l, int T, int pre, int xq
 	                                                     .H = H});
 	rc = rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
 	if (!rc && T <= COLI_GPU_MAX_S)
-		timeline(e, t_wait, t_route);
+		timeline(e, &ml->tl, t_wait, t_route);
 	/* no wait: the uploads read e->ey and the pair lists when they run, and
 	 * the host writes those again only after the next layer's router
 	 * download has synchronized this stream (or the forward's last sync) */

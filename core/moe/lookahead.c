@@ -16,12 +16,14 @@
  * dense part on a device the guess is computed there, next to the layer's
  * own routing (core/forward/forward_dev.c: the next router on the device's xn, then
  * coli_route), and arrives with it in e->guess: the CPU, which is about to
- * compute this layer's rows, skips the GEMV.
+ * compute this layer's rows, skips the GEMV (the layer call's guess_l names the
+ * layer it guessed).
  */
 #include <string.h>
 
 #include "core/core_internal.h"
 #include "core/dev/dev.h"
+#include "core/moe/moe.h"
 
 static int next_moe_layer(const struct coli_engine *e, int l)
 {
@@ -64,26 +66,26 @@ int coli_lookahead_wanted(const struct coli_engine *e, int n)
 	return e->la_idle[n] < IDLE_GUESSES || e->pos % IDLE_PROBE == 0;
 }
 
-void coli_lookahead(struct coli_engine *e, int l, int T)
+void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int E = c->n_experts, K = c->top_k, next = next_moe_layer(e, l);
+	int E = c->n_experts, K = c->top_k, next = next_moe_layer(e, ml->l), T = ml->T;
 	unsigned char mask[E];
 
 	if (next < 0 || !coli_lookahead_wanted(e, next)) {
-		e->guess_l = -1; /* a guess the device made for it goes unused */
+		ml->guess_l = -1; /* a guess the device made for it goes unused */
 		return;
 	}
 	double t0 = coli_now_s();
 
 	memset(mask, 0, sizeof(mask));
-	if (e->guess_l == next) { /* the device's */
+	if (ml->guess_l == next) { /* the device's */
 		for (int i = 0; i < T * K; i++)
 			mask[e->guess[i]] = 1;
 		T = 0;
-		e->guess_l = -1; /* used once */
+		ml->guess_l = -1; /* used once */
 	} else {
-		coli_ax_ready(e);
+		coli_moe_ax_ready(e, ml);
 		for (int t = 0; t < T; t++)
 			e->ag[t] = e->ax[t].act;
 		coli_gemm_mt(e->pool, &e->m.layers[next].router, e->ag, T, e->rlog, E);

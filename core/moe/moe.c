@@ -1,7 +1,20 @@
 /*
- * core/moe/moe.c — the MLP half of a layer: the routed MoE block (router softmax,
- * top-k, SwiGLU experts, the Qwen2-MoE shared expert with its sigmoid gate)
- * and the dense SwiGLU MLP of non-MoE layers.
+ * core/moe/moe.c — the MoE scheduler: a layer's routed experts, wherever each
+ * runs, for one layer call (struct coli_moe_layer, core/moe/moe.h). The call
+ * is a short list of named steps over it (coli_moe_experts):
+ *
+ *   plan          route (softmax, top-k), the (token, expert) pairs by expert,
+ *                 an owner for every routed expert (VRAM device, streamed to a
+ *                 device, or CPU rows: assign_experts' cost model)
+ *   pin_streamed  the streamed slabs in RAM and pinned, their first copies queued
+ *   issue         every device queues its experts (beside the CPU rows' round)
+ *   cpu_rows      the CPU's experts, chunk by chunk as the tiers hold them
+ *   take          wait for the devices, collect their outputs
+ *   redo          a device that failed at take: its experts on the CPU
+ *
+ * and one recorder (mark) charges each step's time to the engine's
+ * statistics and the layer's timeline. core/moe/block.c is the CPU path's
+ * MLP half around it (router logits, accumulation, shared expert).
  *
  * Routing follows transformers: probabilities = softmax(router logits) over
  * all experts in fp32, the top_k largest are kept (ties: lower id first), and
@@ -14,7 +27,7 @@
  *     out[j] = out[j] + w_e * y_e[j]      (product rounded, then the sum)
  * starting from +0.0, then the shared expert's gated output is added. Whoever
  * computed y_e (CPU row, resident GPU group, streamed expert), the sum is
- * formed here in this order.
+ * formed in this order (core/moe/block.c, or the dense device's accumulate).
  *
  * Where slabs come from (core/place/tiers.c): the experts the host must read (CPU
  * rows and streamed ones) are acquired from the tier manager in ascending id,
@@ -33,28 +46,19 @@
 
 #include "core/core_internal.h"
 #include "core/dev/dev.h"
-
-/* Router logits e->rlog[T][E] = router . xn on the CPU (the device path
- * computes them on the device and downloads them instead). */
-static void route_logits(struct coli_engine *e, int l, int T)
-{
-	coli_ax_ready(e);
-	for (int t = 0; t < T; t++)
-		e->ag[t] = e->ax[t].act;
-	coli_gemm_mt(e->pool, &e->m.layers[l].router, e->ag, T, e->rlog, e->m.cfg.n_experts);
-}
+#include "core/moe/moe.h"
 
 /* Softmax, top-k and weights from e->rlog, for every token. */
-static void route_select(struct coli_engine *e, int l, int T)
+static void route_select(struct coli_engine *e, const struct coli_moe_layer *ml)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int E = c->n_experts, K = c->top_k;
+	int E = c->n_experts, K = c->top_k, l = ml->l, T = ml->T;
 
 	for (int t = 0; t < T; t++) {
 		float *p = e->rlog + (size_t)t * E, *w = e->selw + (size_t)t * K;
 		int *s = e->sel + (size_t)t * K;
 
-		if (!e->routed) /* else the dense device routed (core/forward/forward_dev.c) */
+		if (!ml->routed) /* else the dense device routed (core/forward/forward_dev.c) */
 			coli_route(p, E, K, c->norm_topk_prob, s, w);
 		if (e->trace) {
 			fprintf(e->trace, "%d %d", e->pos + t, l);
@@ -63,26 +67,6 @@ static void route_select(struct coli_engine *e, int l, int T)
 			fputc('\n', e->trace);
 		}
 	}
-}
-
-/* h[n][I] = silu(W_gate . x) * (W_up . x) for the n gathered activations in
- * e->ag; then y[n][H] = W_down . h. Uses e->g, e->u, e->ah. */
-static void swiglu(struct coli_engine *e, const struct coli_mat *gate, const struct coli_mat *up,
-                   const struct coli_mat *down, int n, float *y)
-{
-	int I = gate->rows;
-
-	coli_gemm_mt(e->pool, gate, e->ag, n, e->g, I);
-	coli_gemm_mt(e->pool, up, e->ag, n, e->u, I);
-	for (int i = 0; i < n; i++) {
-		float *h = e->g + (size_t)i * I;
-
-		coli_silu_mul(h, e->u + (size_t)i * I, h, I);
-		e->ah[i].n = I;
-		coli_actbuf_set(&e->ah[i], h);
-		e->ag[i] = e->ah[i].act;
-	}
-	coli_gemm_mt(e->pool, down, e->ag, n, y, down->rows);
 }
 
 /* Sort the layer's (token, expert) pairs by expert, then token: a counting
@@ -133,37 +117,105 @@ static void swiglu_pairs(void *arg, int t, int n_tasks)
 	}
 }
 
-/* A layer's device issue (every device's coli_moe_dev_issue). With COLI_GROUP_ASYNC=1
- * and CPU rows to compute it is left pending and runs on the calling thread
- * beside the CPU rows' pool round (cpu_experts): the workers start on the rows while
- * the caller queues the devices' work, so the issue is off the token's
- * critical path. A chunk whose slabs still come from disk runs it first
- * instead (the devices work while the CPU waits). */
-struct dev_issue {
+/* One coli_moe_experts call's working state (this file's steps read and
+ * write it; the layer call itself is ml). The device issue (every device's
+ * coli_moe_dev_issue): with COLI_GROUP_ASYNC=1 and CPU rows to compute it is left
+ * pending and runs on the calling thread beside the CPU rows' pool round
+ * (cpu_experts): the workers start on the rows while the caller queues the
+ * devices' work, so the issue is off the token's critical path. A chunk
+ * whose slabs still come from disk runs it first instead (the devices work
+ * while the CPU waits). */
+struct moe_run {
 	struct coli_engine *e;
-	int l, T, pending;
-	int *issued; /* [n_devs]: issue succeeded */
+	struct coli_moe_layer *ml;
+	const struct coli_expert_layer *xl;
+	int pending;                  /* the device issue waits to run beside the CPU rows */
+	int issued[COLI_MAX_DEVS];    /* device d's issue succeeded */
+	int took[COLI_MAX_DEVS];      /* taken before the CPU rows: 1 ok, -1 failed */
+	int n_need, n_stream, n_rows; /* e->need[0..n_need): the experts the host reads */
+	int n_redo;                   /* e->redo[0..n_redo): recomputed on the CPU */
+	int pinned;                   /* need[0..pinned) pinned in the tiers until take */
+	int lookahead_done;           /* the next layer's guess was made */
+	int64_t cpu_bytes;            /* slab bytes the CPU rows read */
+	double t0, t_pin, t_issue, t_cpu, t_take; /* the recorder's clock (mark) */
 };
+
+/* The recorder: each step's end is marked once, and the time goes to the
+ * engine's statistics (est.moe_*_s) and the layer's timeline (ml->tl). */
+enum moe_mark {
+	MOE_PLANNED,    /* route, pairs, owners */
+	MOE_PINNING,    /* the streamed slabs' acquire begins */
+	MOE_PINNED,     /* ... they are in RAM */
+	MOE_DEV_ISSUE,  /* the devices' issue begins */
+	MOE_DEV_ISSUED, /* ... every device's work is queued, */
+	MOE_DEV_BESIDE, /* ... or so, beside the CPU rows' round */
+	MOE_ISSUED,     /* the issue step is over: the CPU rows begin */
+	MOE_CPU_DONE,   /* the CPU rows are in e->ey: take begins */
+	MOE_TAKEN       /* every device taken */
+};
+
+static void mark(struct moe_run *r, enum moe_mark m)
+{
+	struct coli_engine_stats *st = &r->e->est;
+	struct coli_moe_timeline *tl = &r->ml->tl;
+	double now = coli_now_s();
+
+	switch (m) {
+	case MOE_PLANNED:
+		st->moe_plan_s += now - r->t0;
+		st->expert_uses += r->e->n_pairs;
+		tl->issue = tl->copy = 0;
+		break;
+	case MOE_PINNING:
+		r->t_pin = now;
+		break;
+	case MOE_PINNED:
+		st->moe_slabs_s += now - r->t_pin;
+		break;
+	case MOE_DEV_ISSUE:
+		r->t_issue = now;
+		break;
+	case MOE_DEV_ISSUED:
+	case MOE_DEV_BESIDE:
+		tl->issue = now;
+		*(m == MOE_DEV_BESIDE ? &st->moe_beside_s : &st->moe_devissue_s) +=
+		    now - r->t_issue;
+		break;
+	case MOE_ISSUED:
+		r->t_cpu = now;
+		st->moe_issue_s += now - r->t0;
+		break;
+	case MOE_CPU_DONE:
+		r->t_take = tl->cpu = now;
+		tl->copies = r->n_stream;
+		st->moe_cpu_s += now - r->t_cpu;
+		break;
+	case MOE_TAKEN:
+		tl->take = now;
+		st->moe_take_s += now - r->t_take;
+		break;
+	}
+}
 
 static void dev_issue_run(void *arg)
 {
-	struct dev_issue *di = arg;
-	struct coli_engine *e = di->e;
-	double t0 = coli_now_s();
-	int beside = di->pending;
+	struct moe_run *r = arg;
+	struct coli_engine *e = r->e;
+	struct coli_moe_layer *ml = r->ml;
+	int beside = r->pending;
 
-	di->pending = 0;
+	r->pending = 0;
+	mark(r, MOE_DEV_ISSUE);
 	for (int d = 0; d < e->n_devs; d++) {
 		if (e->devs[d]->failed)
 			continue;
 		/* beside a pool round, the pool is busy: gather alone */
-		di->issued[d] = coli_moe_dev_issue(e, di->l, d, beside ? NULL : e->pool) == 0;
-		e->est.dev_fail_issue += !di->issued[d];
+		r->issued[d] = coli_moe_dev_issue(e, ml, d, beside ? NULL : e->pool) == 0;
+		e->est.dev_fail_issue += !r->issued[d];
 	}
-	if (e->tail_ok && !e->devs[0]->failed && di->issued[0])
-		coli_dense_dev_tail_ahead(e, di->l, di->T);
-	e->tl.issue = coli_now_s();
-	*(beside ? &e->est.moe_beside_s : &e->est.moe_devissue_s) += e->tl.issue - t0;
+	if (ml->tail_ok && !e->devs[0]->failed && r->issued[0])
+		ml->tail_ahead.fn(e, ml, ml->tail_ahead.ctx);
+	mark(r, beside ? MOE_DEV_BESIDE : MOE_DEV_ISSUED);
 }
 
 /* CPU rows of experts list[0..n) whose slabs (in RAM) are slabs[0..n): each
@@ -174,22 +226,23 @@ static void dev_issue_run(void *arg)
  * issue runs on the caller beside the round, and the phases do not wait for
  * it (as three rounds, SwiGLU and down waited for the caller: a decode
  * layer's rows ended ~20 us after the issue on the H200). */
-static void cpu_experts(struct coli_engine *e, int l, const int *list, const void *const *slabs,
-                        int n, struct dev_issue *di)
+static void cpu_experts(struct moe_run *r, const int *list, const void *const *slabs, int n)
 {
+	struct coli_engine *e = r->e;
+	struct coli_moe_layer *ml = r->ml;
 	int H = e->m.cfg.hidden, I = e->m.cfg.moe_inter, nj = 0;
-	int threads = coli_cpu_pool_threads(e->pool), side = di && di->pending;
+	int threads = coli_cpu_pool_threads(e->pool), side = r->pending;
 	int gu_tasks = (side ? 4 : 1) * threads; /* beside a side job the workers
 	                                          * share the caller's part */
 	struct coli_gemm_batch gu, down;
 	struct coli_pool_phase ph[3];
 
-	coli_ax_ready(e); /* before the pool round that may run a device issue beside */
+	coli_moe_ax_ready(e, ml); /* before the pool round that may run a device issue beside */
 	e->n_xpairs = 0;
 	for (int j = 0; j < n; j++) {
 		int ex = list[j], p0 = e->pair_first[ex], np = e->pair_n[ex];
 
-		coli_model_expert_at(&e->m, l, slabs[j], &e->xview[j]);
+		coli_model_expert_at(&e->m, ml->l, slabs[j], &e->xview[j]);
 		for (int i = 0; i < np; i++) {
 			e->ag[p0 + i] = e->ax[e->pair_token[p0 + i]].act;
 			e->xpairs[e->n_xpairs++] = p0 + i;
@@ -214,18 +267,18 @@ static void cpu_experts(struct coli_engine *e, int l, const int *list, const voi
 	                                 threads < e->n_xpairs ? threads : e->n_xpairs};
 	ph[2] = (struct coli_pool_phase){coli_gemm_batch_task, &down,
 	                                 threads < down.units ? threads : down.units};
-	coli_cpu_pool_run_phases(e->pool, ph, 3, side ? dev_issue_run : NULL, di);
+	coli_cpu_pool_run_phases(e->pool, ph, 3, side ? dev_issue_run : NULL, r);
 }
 
 /* CPU rows for a list of experts (ascending): acquire from the tiers in
- * chunks, wait, compute, release. *lookahead_done says whether this layer
- * already prefetched the next one; di, if not NULL, a pending device issue.
- * Returns bytes computed, or -errno. */
-static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, int n,
-                        int *lookahead_done, struct dev_issue *di)
+ * chunks, wait, compute, release; the next layer's guess made at the first
+ * chunk unless r->lookahead_done, and a pending device issue run beside the
+ * rows (or before, while the disk lands). Returns bytes computed, or -errno. */
+static int64_t cpu_list(struct moe_run *r, const int *list, int n)
 {
-	const struct coli_expert_layer *xl =
-	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	struct coli_engine *e = r->e;
+	struct coli_moe_layer *ml = r->ml;
+	int l = ml->l;
 	int64_t bytes = 0;
 
 	for (int i = 0, k; i < n; i += k) {
@@ -236,16 +289,16 @@ static int64_t cpu_list(struct coli_engine *e, int l, int T, const int *list, in
 		k = coli_tiers_acquire(e, l, list + i, e->cand_n, n - i, e->slab_ptr);
 		if (k <= 0)
 			return k < 0 ? k : -EIO;
-		if (!*lookahead_done) {
-			coli_lookahead(e, l, T);
-			*lookahead_done = 1;
+		if (!r->lookahead_done) {
+			coli_lookahead(e, ml);
+			r->lookahead_done = 1;
 		}
-		if (di && di->pending && !coli_tiers_ready(e))
-			dev_issue_run(di); /* the devices work while the disk lands */
+		if (r->pending && !coli_tiers_ready(e))
+			dev_issue_run(r); /* the devices work while the disk lands */
 		rc = coli_tiers_wait(e);
 		if (!rc) {
-			cpu_experts(e, l, list + i, e->slab_ptr, k, di);
-			bytes += (int64_t)k * xl->slab_bytes;
+			cpu_experts(r, list + i, e->slab_ptr, k);
+			bytes += (int64_t)k * r->xl->slab_bytes;
 		}
 		coli_tiers_release(e);
 		if (rc)
@@ -351,9 +404,10 @@ static int decode_stream_count(const struct coli_engine *e, int n_cand)
  * token). Experts already in a device's staging slots (left there by an
  * earlier token) are streamed first: their copy is paid, so the split
  * applies to the rest. */
-static void assign_experts(struct coli_engine *e, int l, int T)
+static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *ml)
 {
 	const struct coli_model_config *c = &e->m.cfg;
+	int l = ml->l, T = ml->T;
 	int E = c->n_experts, n_cand = 0, k, slots_left[COLI_MAX_DEVS], d_next = 0, home = -1;
 	int *cand = e->cand;
 	const int *cnt = e->pair_n; /* tokens per expert, from plan_pairs */
@@ -381,8 +435,8 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 	 * at prefill round-robin over the devices with staging room (two H200s,
 	 * a quarter of the experts on each: decode +7%, prefill no better with
 	 * home: docs/perf/history/2026-11-30.md) */
-	if (T <= COLI_GPU_MAX_S && coli_dense_dev_of(e, l) >= 0)
-		home = coli_dense_dev_of(e, l);
+	if (T <= COLI_GPU_MAX_S && ml->dense_dev >= 0)
+		home = ml->dense_dev;
 	for (int d = 0; home >= 0 && d < e->n_devs; d++)
 		if (d != home)
 			slots_left[d] = 0;
@@ -434,246 +488,274 @@ static void assign_experts(struct coli_engine *e, int l, int T)
 	}
 }
 
-int coli_moe_experts(struct coli_engine *e, int l, int T)
+/* ---- the scheduler's steps, over one layer call (struct moe_run) ---- */
+
+/* The tiers' and statistics' view of routed expert ex, planned: a VRAM
+ * expert's access is counted here (the tiers never see it), one the dense
+ * device preplanned is a VRAM hit already (no take counts it), a staged one
+ * read the RAM tier when it was copied. */
+static void count_expert(struct moe_run *r, int ex)
 {
-	const struct coli_model_config *c = &e->m.cfg;
-	const struct coli_expert_layer *xl =
-	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
-	int issued[COLI_MAX_DEVS] = {0}, took[COLI_MAX_DEVS] = {0};
-	struct dev_issue di = {.e = e, .l = l, .T = T, .issued = issued};
-	int *need = e->need, *redo = e->redo, n_need = 0, n_redo = 0, n_stream = 0, pinned = 0;
-	int n_rows = 0;
-	int lookahead_done = 0, rc = 0, first_rest;
-	double t_cpu, t0 = coli_now_s(), t_take;
-	int64_t cpu_bytes = 0, r;
+	struct coli_engine *e = r->e;
+	int l = r->ml->l, n = e->pair_n[ex];
 
-	route_select(e, l, T);
-	plan_pairs(e, T);
-	assign_experts(e, l, T);
-	e->tl.issue = e->tl.copy = 0;
-	for (int d = 0; d < e->n_devs; d++)
-		e->vram[d].ahead = 0; /* no first part queued yet (coli_moe_dev_copy_ahead) */
-	e->est.moe_plan_s += coli_now_s() - t0;
-	e->est.expert_uses += e->n_pairs;
-	for (int ex = 0; ex < c->n_experts; ex++) {
-		if (!e->pair_n[ex])
-			continue;
-		if (e->assign[ex] >= 0 && !e->streamed[ex]) /* VRAM: the tiers never see it */
-			coli_tiers_count(e, l, ex, e->pair_n[ex]);
-		if (e->assign[ex] >= 0 && e->assign[ex] == e->preplanned && !e->streamed[ex]) {
-			e->est.hits[COLI_TIER_VRAM]++; /* it ran already: no take counts it */
-			e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
-		}
-		if (e->streamed[ex] == 2) /* staged: its copy read the RAM tier */
-			coli_tiers_served_staged(e, l, ex, e->pair_n[ex]);
-		if (e->assign[ex] < 0 || e->streamed[ex] == 1)
-			need[n_need++] = ex;
-		n_stream += e->streamed[ex] == 1;
-		n_rows += e->assign[ex] < 0;
+	if (e->assign[ex] >= 0 && !e->streamed[ex]) /* VRAM: the tiers never see it */
+		coli_tiers_count(e, l, ex, n);
+	if (e->assign[ex] >= 0 && e->assign[ex] == r->ml->preplanned && !e->streamed[ex]) {
+		e->est.hits[COLI_TIER_VRAM]++; /* it ran already: no take counts it */
+		e->est.bytes[COLI_TIER_VRAM] += r->xl->slab_bytes;
 	}
-	/* streamed slabs must be in RAM and pinned until take */
-	if (n_stream) {
-		double t_slabs = coli_now_s();
-
-		for (int j = 0; j < n_need; j++)
-			e->cand_n[j] = e->pair_n[need[j]];
-		pinned = coli_tiers_acquire(e, l, need, e->cand_n, n_need, e->slab_ptr);
-		if (pinned <= 0)
-			return pinned < 0 ? pinned : -EIO;
-		if (!coli_tiers_ready(e)) { /* the next layer's guess while the disk lands */
-			coli_lookahead(e, l, T);
-			lookahead_done = 1;
-		}
-		rc = coli_tiers_wait(e);
-		if (rc) {
-			coli_tiers_release(e);
-			return rc;
-		}
-		for (int j = 0; j < pinned; j++)
-			e->host_slab[need[j]] = e->slab_ptr[j];
-		e->est.moe_slabs_s += coli_now_s() - t_slabs;
-		if (pinned < n_need) { /* they do not all fit: this layer copies nothing */
-			for (int j = 0; j < n_need; j++)
-				if (e->streamed[need[j]] == 1) {
-					e->streamed[need[j]] = 0;
-					e->assign[need[j]] = -1;
-				}
-			n_stream = 0;
-		}
-		/* the copies first: the link starts before the CPU rows' round, and
-		 * the issue beside that round goes on from there */
-		for (int d = 0; n_stream && d < e->n_devs; d++)
-			if (!e->devs[d]->failed && coli_moe_dev_copy_ahead(e, l, d) &&
-			    e->devs[d]->failed) /* the issue skips it: its share goes to the CPU */
-				e->est.dev_fail_issue++;
-		if (!lookahead_done) {
-			coli_lookahead(e, l, T);
-			lookahead_done = 1;
-		}
-	}
-	/* the outputs of the device that holds the dense part stay there, each
-	 * at its pair's row: no download, and core/forward/forward_dev.c uploads the
-	 * CPU's and the other devices' rows beside them. At decode only when every
-	 * pair is there (a few rows: one upload of all outputs with the pair
-	 * lists costs less than one per run of rows), or preplanned. */
-	e->moe_on_dense = e->preplanned;
-	if (e->moe_on_dense < 0 && e->dd) {
-		int d = coli_dense_dev_of(e, l), stay = T > COLI_GPU_MAX_S || !n_need;
-
-		for (int p = 0; stay && T <= COLI_GPU_MAX_S && p < e->n_pairs; p++)
-			stay = e->assign[e->pair_expert[p]] == d;
-		e->moe_on_dense = stay ? d : -1;
-	}
-	/* issue: every device queues its experts; a failure sends its share to
-	 * the CPU. Overlapped, beside the CPU rows' first round (struct dev_issue). */
-	if (e->opts.group_async && n_rows) {
-		di.pending = 1;
-	} else {
-		dev_issue_run(&di);
-		if (!lookahead_done && !n_need) { /* no host slab to wait for: guess now */
-			coli_lookahead(e, l, T);
-			lookahead_done = 1;
-		}
-	}
-	/* COLI_GROUP_ASYNC=0, for A/B: take the devices now, before the CPU rows */
-	if (!e->opts.group_async)
-		for (int d = 0; d < e->n_devs; d++)
-			took[d] = !issued[d] ? -1 : coli_moe_dev_take(e, l, d) == 0 ? 1 : -1;
-	/* CPU rows, while the devices work: the pinned chunk first, then the rest */
-	t_cpu = coli_now_s();
-	e->est.moe_issue_s += t_cpu - t0;
-	{
-		int n_cpu = 0;
-
-		for (int j = 0; j < pinned; j++)
-			if (e->assign[need[j]] < 0) {
-				e->cand[n_cpu] = need[j];
-				e->slab_ptr[n_cpu++] = e->slab_ptr[j]; /* j >= n_cpu: in place */
-			}
-		if (n_cpu) /* the pinned chunk's CPU rows (streaming layers) */
-			cpu_experts(e, l, e->cand, e->slab_ptr, n_cpu, &di);
-		cpu_bytes += (int64_t)n_cpu * xl->slab_bytes;
-	}
-	first_rest = pinned;
-	if (pinned && !n_stream) {
-		coli_tiers_release(e); /* nothing streamed: the chunk can go now */
-		pinned = 0;
-	}
-	{
-		int n_rest = 0;
-
-		for (int j = first_rest; j < n_need; j++)
-			if (e->assign[need[j]] < 0)
-				e->cand[n_rest++] = need[j];
-		r = n_rest ? cpu_list(e, l, T, e->cand, n_rest, &lookahead_done, &di) : 0;
-		if (r < 0)
-			rc = (int)r;
-		else
-			cpu_bytes += r;
-	}
-	if (di.pending) /* no CPU row ran (a read failed): issue before take */
-		dev_issue_run(&di);
-	/* the CPU rows' rates: per expert at decode, per (expert, token) at prefill */
-	if (cpu_bytes && e->n_devs) {
-		double dt = coli_now_s() - t_cpu + 1e-9;
-
-		if (T <= COLI_GPU_MAX_S) {
-			double bw = cpu_bytes / dt;
-
-			e->bw_cpu = e->bw_cpu > 0 ? 0.8 * e->bw_cpu + 0.2 * bw : bw;
-		} else {
-			double pair_bytes = 0, bw;
-
-			for (int ex = 0; ex < c->n_experts; ex++)
-				if (e->pair_n[ex] && e->assign[ex] < 0)
-					pair_bytes += (double)e->pair_n[ex] * xl->slab_bytes;
-			bw = pair_bytes / dt;
-			e->bw_cpu_pair = e->bw_cpu_pair > 0 ? 0.8 * e->bw_cpu_pair + 0.2 * bw : bw;
-		}
-	}
-	/* the device tail queued at issue reads the CPU rows' outputs: now */
-	if (e->tail_dev) {
-		coli_dev_host_signal(e->tail_dev, e->tail_seq);
-		e->tail_dev = NULL;
-	}
-	/* take: a device failing now has its experts recomputed on the CPU */
-	t_take = coli_now_s();
-	e->tl.cpu = t_take;
-	e->tl.copies = n_stream;
-	e->est.moe_cpu_s += t_take - t_cpu;
-	for (int d = 0; d < e->n_devs; d++) {
-		int failed = took[d] ? took[d] < 0 : !issued[d] || coli_moe_dev_take(e, l, d) != 0;
-
-		e->est.dev_fail_take += failed && issued[d];
-		/* (a slab CUDA_RELEASE_HOST dropped is read back by cpu_list's acquire) */
-		for (int ex = 0; failed && ex < c->n_experts; ex++)
-			if (e->pair_n[ex] && e->assign[ex] == d)
-				redo[n_redo++] = ex;
-	}
-	e->tl.take = coli_now_s();
-	e->est.moe_take_s += e->tl.take - t_take;
-	if (pinned)
-		coli_tiers_release(e);
-	for (int j = 0; j < n_redo; j++) { /* their outputs are the CPU's, in e->ey */
-		if (e->assign[redo[j]] == e->moe_on_dense)
-			e->moe_on_dense = -1;
-		e->assign[redo[j]] = -1;
-	}
-	if (!rc && n_redo) {
-		r = cpu_list(e, l, T, redo, n_redo, &lookahead_done, NULL);
-		rc = r < 0 ? (int)r : 0;
-	}
-	if (!lookahead_done && !rc)
-		coli_lookahead(e, l, T); /* a failed read: still prefetch */
-	coli_tiers_layer_end(e, l);
-	return rc;
+	if (e->streamed[ex] == 2) /* staged: its copy read the RAM tier */
+		coli_tiers_served_staged(e, l, ex, n);
 }
 
-int coli_moe_block(struct coli_engine *e, int l, int T, float *out)
+/* plan: the routing, the layer's pairs by expert, an owner for every routed
+ * expert (assign_experts) and the experts the host reads, in e->need: its
+ * CPU rows and the slabs it streams. */
+static void plan(struct moe_run *r)
 {
-	const struct coli_model_config *c = &e->m.cfg;
-	const struct coli_layer *L = &e->m.layers[l];
-	int H = c->hidden, rc;
+	struct coli_engine *e = r->e;
 
-	route_logits(e, l, T);
-	rc = coli_moe_experts(e, l, T);
-	if (rc)
-		return rc; /* a slab could not be read: e->errmsg says which */
-	/* accumulate in ascending expert id, whoever computed each pair */
-	memset(out, 0, sizeof(float) * T * H);
-	for (int p = 0; p < e->n_pairs; p++) {
-		float w = e->pair_w[p];
-		float *o = out + (size_t)e->pair_token[p] * H;
-		const float *y = e->ey + (size_t)p * H;
-
-		for (int j = 0; j < H; j++)
-			o[j] = o[j] + w * y[j];
+	route_select(e, r->ml);
+	plan_pairs(e, r->ml->T);
+	assign_experts(e, r->ml);
+	for (int d = 0; d < e->n_devs; d++)
+		e->vram[d].ahead = 0; /* no first part queued yet (coli_moe_dev_copy_ahead) */
+	mark(r, MOE_PLANNED);
+	for (int ex = 0; ex < e->m.cfg.n_experts; ex++) {
+		if (!e->pair_n[ex])
+			continue;
+		count_expert(r, ex);
+		if (e->assign[ex] < 0 || e->streamed[ex] == 1)
+			e->need[r->n_need++] = ex;
+		r->n_stream += e->streamed[ex] == 1;
+		r->n_rows += e->assign[ex] < 0;
 	}
-	if (c->shared_inter) {
-		/* gate[t] = sigmoid(shexp_router . xn[t]); out[t] += gate[t] * shared(xn[t]) */
-		coli_ax_ready(e);
-		for (int t = 0; t < T; t++)
-			e->ag[t] = e->ax[t].act;
-		coli_gemm(&L->sh_router, e->ag, T, e->rlog, 1, 0, 1);
-		swiglu(e, &L->sh_gate, &L->sh_up, &L->sh_down, T, e->ey);
-		for (int t = 0; t < T; t++) {
-			float gate = 1.0f / (1.0f + expf(-e->rlog[t]));
-			float *o = out + (size_t)t * H;
-			const float *y = e->ey + (size_t)t * H;
+}
 
-			for (int j = 0; j < H; j++)
-				o[j] = o[j] + gate * y[j];
-		}
+/* Streamed slabs must be in RAM and pinned until take: the host's experts
+ * acquired as one chunk (the next layer's guess made while the disk lands);
+ * if they do not all fit, this layer streams nothing. Then each device's
+ * first copies are queued at once (coli_moe_dev_copy_ahead): the link starts
+ * before the CPU rows' round, and the issue beside that round goes on from
+ * there. */
+static int pin_streamed(struct moe_run *r)
+{
+	struct coli_engine *e = r->e;
+	const int *need = e->need;
+	int rc;
+
+	if (!r->n_stream)
+		return 0;
+	mark(r, MOE_PINNING);
+	for (int j = 0; j < r->n_need; j++)
+		e->cand_n[j] = e->pair_n[need[j]];
+	r->pinned = coli_tiers_acquire(e, r->ml->l, need, e->cand_n, r->n_need, e->slab_ptr);
+	if (r->pinned <= 0)
+		return r->pinned < 0 ? r->pinned : -EIO;
+	if (!coli_tiers_ready(e)) { /* the next layer's guess while the disk lands */
+		coli_lookahead(e, r->ml);
+		r->lookahead_done = 1;
+	}
+	rc = coli_tiers_wait(e);
+	if (rc) {
+		coli_tiers_release(e);
+		return rc;
+	}
+	for (int j = 0; j < r->pinned; j++)
+		e->host_slab[need[j]] = e->slab_ptr[j];
+	mark(r, MOE_PINNED);
+	if (r->pinned < r->n_need) { /* they do not all fit: this layer copies nothing */
+		for (int j = 0; j < r->n_need; j++)
+			if (e->streamed[need[j]] == 1) {
+				e->streamed[need[j]] = 0;
+				e->assign[need[j]] = -1;
+			}
+		r->n_stream = 0;
+	}
+	for (int d = 0; r->n_stream && d < e->n_devs; d++)
+		if (!e->devs[d]->failed && coli_moe_dev_copy_ahead(e, r->ml, d) &&
+		    e->devs[d]->failed) /* the issue skips it: its share goes to the CPU */
+			e->est.dev_fail_issue++;
+	if (!r->lookahead_done) {
+		coli_lookahead(e, r->ml);
+		r->lookahead_done = 1;
 	}
 	return 0;
 }
 
-void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out)
+/* The outputs of the device that holds the dense part stay there, each at
+ * its pair's row: no download, and core/forward/layer_host.c uploads the
+ * CPU's and the other devices' rows beside them. At decode only when every
+ * pair is there (a few rows: one upload of all outputs with the pair lists
+ * costs less than one per run of rows), or preplanned. */
+static void outputs_where(struct moe_run *r)
 {
-	const struct coli_layer *L = &e->m.layers[l];
+	struct coli_engine *e = r->e;
+	struct coli_moe_layer *ml = r->ml;
 
-	coli_ax_ready(e);
-	for (int t = 0; t < T; t++)
-		e->ag[t] = e->ax[t].act;
-	swiglu(e, &L->ffn_gate, &L->ffn_up, &L->ffn_down, T, out);
+	ml->moe_on_dense = ml->preplanned;
+	if (ml->moe_on_dense < 0 && ml->dense_dev >= 0) {
+		int d = ml->dense_dev, stay = ml->T > COLI_GPU_MAX_S || !r->n_need;
+
+		for (int p = 0; stay && ml->T <= COLI_GPU_MAX_S && p < e->n_pairs; p++)
+			stay = e->assign[e->pair_expert[p]] == d;
+		ml->moe_on_dense = stay ? d : -1;
+	}
+}
+
+/* issue: every device queues its experts; a failure sends its share to the
+ * CPU. Overlapped, beside the CPU rows' first round (struct moe_run), when
+ * there are CPU rows. COLI_GROUP_ASYNC=0, for A/B: the devices are taken
+ * now, before the CPU rows. */
+static void issue(struct moe_run *r)
+{
+	struct coli_engine *e = r->e;
+
+	if (e->opts.group_async && r->n_rows) {
+		r->pending = 1;
+	} else {
+		dev_issue_run(r);
+		if (!r->lookahead_done && !r->n_need) { /* no host slab to wait for: guess now */
+			coli_lookahead(e, r->ml);
+			r->lookahead_done = 1;
+		}
+	}
+	if (!e->opts.group_async)
+		for (int d = 0; d < e->n_devs; d++)
+			r->took[d] = !r->issued[d]                         ? -1
+			             : coli_moe_dev_take(e, r->ml, d) == 0 ? 1
+			                                                   : -1;
+	mark(r, MOE_ISSUED);
+}
+
+/* CPU rows, while the devices work: those of the pinned chunk first
+ * (streaming layers), then the rest, acquired chunk by chunk. A device
+ * issue still pending (no CPU row ran: a read failed) runs before take. */
+static int cpu_rows(struct moe_run *r)
+{
+	struct coli_engine *e = r->e;
+	const int *need = e->need;
+	int n_cpu = 0, n_rest = 0, first_rest = r->pinned, rc = 0;
+	int64_t b;
+
+	for (int j = 0; j < r->pinned; j++)
+		if (e->assign[need[j]] < 0) {
+			e->cand[n_cpu] = need[j];
+			e->slab_ptr[n_cpu++] = e->slab_ptr[j]; /* j >= n_cpu: in place */
+		}
+	if (n_cpu)
+		cpu_experts(r, e->cand, e->slab_ptr, n_cpu);
+	r->cpu_bytes += (int64_t)n_cpu * r->xl->slab_bytes;
+	if (r->pinned && !r->n_stream) {
+		coli_tiers_release(e); /* nothing streamed: the chunk can go now */
+		r->pinned = 0;
+	}
+	for (int j = first_rest; j < r->n_need; j++)
+		if (e->assign[need[j]] < 0)
+			e->cand[n_rest++] = need[j];
+	b = n_rest ? cpu_list(r, e->cand, n_rest) : 0;
+	if (b < 0)
+		rc = (int)b;
+	else
+		r->cpu_bytes += b;
+	if (r->pending)
+		dev_issue_run(r);
+	return rc;
+}
+
+/* The cost model's CPU rates from the rows just computed: per expert at
+ * decode (bw_cpu), per (expert, token) at prefill (bw_cpu_pair). */
+static void cpu_rates(struct moe_run *r)
+{
+	struct coli_engine *e = r->e;
+	double dt;
+
+	if (!r->cpu_bytes || !e->n_devs)
+		return;
+	dt = coli_now_s() - r->t_cpu + 1e-9;
+	if (r->ml->T <= COLI_GPU_MAX_S) {
+		double bw = r->cpu_bytes / dt;
+
+		e->bw_cpu = e->bw_cpu > 0 ? 0.8 * e->bw_cpu + 0.2 * bw : bw;
+	} else {
+		double pair_bytes = 0, bw;
+
+		for (int ex = 0; ex < e->m.cfg.n_experts; ex++)
+			if (e->pair_n[ex] && e->assign[ex] < 0)
+				pair_bytes += (double)e->pair_n[ex] * r->xl->slab_bytes;
+		bw = pair_bytes / dt;
+		e->bw_cpu_pair = e->bw_cpu_pair > 0 ? 0.8 * e->bw_cpu_pair + 0.2 * bw : bw;
+	}
+}
+
+/* take: wait for each device and collect its outputs; a device failing now
+ * has its experts listed in e->redo. */
+static void take(struct moe_run *r)
+{
+	struct coli_engine *e = r->e;
+
+	for (int d = 0; d < e->n_devs; d++) {
+		int failed = r->took[d] ? r->took[d] < 0
+		                        : !r->issued[d] || coli_moe_dev_take(e, r->ml, d) != 0;
+
+		e->est.dev_fail_take += failed && r->issued[d];
+		/* (a slab CUDA_RELEASE_HOST dropped is read back by cpu_list's acquire) */
+		for (int ex = 0; failed && ex < e->m.cfg.n_experts; ex++)
+			if (e->pair_n[ex] && e->assign[ex] == d)
+				e->redo[r->n_redo++] = ex;
+	}
+}
+
+/* redo: the failed devices' experts recomputed on the CPU (their outputs
+ * are then the CPU's, in e->ey), unless a read failed already (rc); the
+ * next layer's guess made if nothing made it. */
+static int redo(struct moe_run *r, int rc)
+{
+	struct coli_engine *e = r->e;
+	struct coli_moe_layer *ml = r->ml;
+
+	for (int j = 0; j < r->n_redo; j++) {
+		if (e->assign[e->redo[j]] == ml->moe_on_dense)
+			ml->moe_on_dense = -1;
+		e->assign[e->redo[j]] = -1;
+	}
+	if (!rc && r->n_redo) {
+		int64_t b = cpu_list(r, e->redo, r->n_redo);
+
+		rc = b < 0 ? (int)b : 0;
+	}
+	if (!r->lookahead_done && !rc)
+		coli_lookahead(e, ml); /* a failed read: still prefetch */
+	return rc;
+}
+
+int coli_moe_experts(struct coli_engine *e, struct coli_moe_layer *ml)
+{
+	struct moe_run r = {.e = e,
+	                    .ml = ml,
+	                    .xl = coli_io_container_expert_layer(e->m.c, e->m.layers[ml->l].xl),
+	                    .t0 = coli_now_s()};
+	int rc;
+
+	plan(&r);
+	rc = pin_streamed(&r);
+	if (rc)
+		return rc;
+	outputs_where(&r);
+	issue(&r);
+	rc = cpu_rows(&r);
+	cpu_rates(&r);
+	if (ml->tail_dev) { /* the device tail queued at issue reads the CPU rows' outputs: now */
+		coli_dev_host_signal(ml->tail_dev, ml->tail_seq);
+		ml->tail_dev = NULL;
+	}
+	mark(&r, MOE_CPU_DONE);
+	take(&r);
+	mark(&r, MOE_TAKEN);
+	if (r.pinned) /* the streamed slabs' copies have landed */
+		coli_tiers_release(e);
+	rc = redo(&r, rc);
+	coli_tiers_layer_end(e, ml->l);
+	return rc;
 }

@@ -2,7 +2,8 @@
  * core/moe/moe_dev.c — routed experts on devices: the issue / take halves of a
  * layer's device work, the devices' working buffers and staging slots.
  * Which experts are resident where (the VRAM tier: placement at open,
- * adaptation between tokens) is core/place/vram.c; where[l][e] says which device
+ * adaptation between tokens), and each device's working buffers and staging
+ * slots (struct coli_dev_slot), are core/place/vram.c's; where[l][e] says which device
  * holds an expert (-1: host), dev_slab[l][e] its slab there, in the
  * container's layout (gate/up/down offsets are the container's).
  *
@@ -11,7 +12,7 @@
  *            staged yet (copy stream, queued first: see Streaming)
  *   gather   pair activations in expert order         [P][H] int8 + scales, or f32:
  *            on this device from the tokens' rows when it holds the dense
- *            part (e->dev_rows), else on the host and uploaded
+ *            part (ml->dev_rows), else on the host and uploaded
  *   then per wave of experts (one wave at decode, see Streaming):
  *   gemv     gate and up of the wave's experts        -> g, u [P][I]   (one launch)
  *   silu     h = silu(g) * u over the wave's rows      [P][I]          (one launch,
@@ -27,7 +28,7 @@
  * bit-identical to the GEMV, bf16 within rounding), in one more launch next to each gemv. take()
  * waits for the stream and scatters y into the engine's per-pair outputs; core/moe/moe.c then
  * accumulates all pairs in ascending expert order, whoever computed them, so the bits do not depend
- * on placement. A preplanned layer (core/forward/forward_dev.c, e->preplanned == d): its resident
+ * on placement. A preplanned layer (core/forward/forward_dev.c, ml->preplanned == d): its resident
  * experts already ran with the routing, so only streamed ones are issued here, their y rows at
  * their pair index (pair0) beside the resident ones. On the dense part's device take waits for
  * nothing but the layer's slab copies (their host slabs are unpinned after it).
@@ -57,7 +58,7 @@
 
 #include "core/core_internal.h"
 #include "core/dev/dev.h"
-#include "mem/mem.h"
+#include "core/moe/moe.h"
 
 #define MARK_ISSUE 0 /* --profile: the device reaches a layer's expert work */
 #define MARK_DONE  1 /* ... and finishes it */
@@ -132,125 +133,6 @@ static int launch_jobs(struct coli_dev_slot *v, enum coli_dtype t, int nj, int n
 	                                       .t = t, .gemm_jobs = v->gjobs, .n_jobs = ngj});
 }
 
-/* The working buffers for tmax tokens a forward call, in the order of
- * slot_buffer_fields: xq xd xqs xf | g u h hq hd hqs | y tok. */
-#define N_SLOT_BUFS 12
-static void slot_buffer_sizes(const struct coli_model_config *c, int tmax, size_t sz[N_SLOT_BUFS])
-{
-	size_t P = (size_t)tmax * c->top_k, H = c->hidden, I = c->moe_inter;
-	const size_t s[N_SLOT_BUFS] = {P * H,          P * H / 32 * 4, P * H / 32 * 4, P * H * 4,
-	                               P * I * 4,      P * I * 4,      P * I * 4,      P * I,
-	                               P * I / 32 * 4, P * I / 32 * 4, P * H * 4,      P * 4};
-
-	memcpy(sz, s, sizeof(s));
-}
-
-size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
-{
-	size_t sz[N_SLOT_BUFS], sum = 0;
-
-	slot_buffer_sizes(c, tmax, sz);
-	for (int i = 0; i < N_SLOT_BUFS; i++)
-		sum += sz[i];
-	return sum;
-}
-
-int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	size_t P = (size_t)e->tmax * c->top_k, H = c->hidden, dsz[N_SLOT_BUFS];
-	uint64_t *const slot_buffer_fields[N_SLOT_BUFS] = {&v->xq, &v->xd,  &v->xqs, &v->xf,
-	                                                   &v->g,  &v->u,   &v->h,   &v->hq,
-	                                                   &v->hd, &v->hqs, &v->y,   &v->tok};
-	int rc = 0;
-
-	v->pmax = (int)P;
-	slot_buffer_sizes(c, e->tmax, dsz);
-	for (int i = 0; !rc && i < N_SLOT_BUFS; i++)
-		rc = coli_dev_alloc(v->dev, dsz[i], slot_buffer_fields[i]);
-	if (rc)
-		return rc;
-	{
-		/* a pageable source or destination would make the async copies wait
-		 * for the stream to drain: the staging is one registered region */
-		size_t sz[] = {P * H, P * H / 32 * 4, P * H / 32 * 4, P * H * 4, P * H * 4, P * 4};
-		void **dst[] = {(void **)&v->sx_q, (void **)&v->sx_d, (void **)&v->sx_s,
-		                (void **)&v->sx_f, (void **)&v->sy,   (void **)&v->sx_tok};
-
-		v->host = coli_mem_alloc_buffers(sz, dst, 6, COLI_MEM_NODE_ANY, &v->host_bytes);
-		if (!v->host)
-			return -ENOMEM;
-	}
-	v->jobs = malloc(sizeof(*v->jobs) * (2 * P + 2 * (size_t)c->n_experts + 8));
-	v->gjobs = malloc(sizeof(*v->gjobs) * (2 * (size_t)c->n_experts + 8));
-	v->runs = malloc(sizeof(*v->runs) * c->n_experts);
-	if (!v->jobs || !v->gjobs || !v->runs)
-		return -ENOMEM;
-	return 0;
-}
-
-void coli_moe_dev_slot_free(struct coli_dev_slot *v)
-{
-	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g,     &v->u,  &v->h,
-	                    &v->hq, &v->hd, &v->hqs, &v->y,  &v->stage, &v->tok};
-
-	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-		coli_dev_free(v->dev, *bufs[i]);
-	coli_mem_free_buffers(v->host, v->host_bytes);
-	free(v->jobs), free(v->gjobs), free(v->runs), free(v->st);
-}
-
-/* Staging slots for streamed slabs (on top of an explicit --vram-gb, out of
- * the free memory otherwise), and a first measure of the streaming bandwidth
- * (best of three slab-sized uploads). */
-int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	size_t best = 0;
-	double t_best = 1e30;
-	void *tmp;
-	int rc;
-
-	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {
-		size_t b = coli_io_container_expert_layer(e->m.c, i)->slab_bytes;
-
-		best = b > best ? b : best;
-	}
-	if (!best || c->n_experts == 0)
-		return 0;
-	v->stage_bytes = best;
-	v->n_stage = e->opts.stream_slots;
-	v->st = malloc(sizeof(*v->st) * (size_t)v->n_stage);
-	if (!v->st)
-		return -ENOMEM;
-	for (int i = 0; i < v->n_stage; i++)
-		v->st[i] = (struct dev_stage){.l = -1, .ex = -1, .used = 0};
-	rc = coli_dev_alloc(v->dev, v->stage_bytes * v->n_stage, &v->stage);
-	/* one more: the fence behind a layer's own copies (copies_landed) */
-	rc = rc ? rc : coli_dev_stage_init(v->dev, v->n_stage + 1);
-	if (rc)
-		return rc;
-	if (e->opts.vram_gb < 0) /* budget = free memory: the slots come out of it */
-		v->used += v->stage_bytes * v->n_stage;
-	/* measured from registered memory, as the tier slots it streams from */
-	tmp = coli_mem_alloc(v->stage_bytes, COLI_MEM_NODE_ANY);
-	if (!tmp)
-		return -ENOMEM;
-	coli_mem_register(tmp, v->stage_bytes, COLI_MEM_NODE_ANY);
-	for (int i = 0; i < 3; i++) {
-		double t0 = coli_now_s();
-
-		if (coli_dev_upload(v->dev, v->stage, tmp, v->stage_bytes) == 0 &&
-		    coli_now_s() - t0 < t_best)
-			t_best = coli_now_s() - t0;
-	}
-	coli_mem_unregister(tmp);
-	coli_mem_free(tmp, v->stage_bytes);
-	if (t_best < 1e29 && t_best > 0)
-		e->bw_stream = v->stage_bytes / t_best;
-	return 0;
-}
-
 /* ---- staging slots ---- */
 
 static int stage_find(const struct coli_dev_slot *v, int l, int ex)
@@ -308,9 +190,10 @@ int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex)
  * queues the down parts behind the gate and up launches, so those run while
  * the downs cross the link (a slot's event is the last copy's: the gate and
  * up launches wait for the first parts, down for the rest). */
-static int wave_copies(struct coli_engine *e, int l, int d, int r0, int r1)
+static int wave_copies(struct coli_engine *e, struct coli_moe_layer *ml, int d, int r0, int r1)
 {
 	struct coli_dev_slot *v = &e->vram[d];
+	int l = ml->l;
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 
@@ -333,8 +216,8 @@ static int wave_copies(struct coli_engine *e, int l, int d, int r0, int r1)
 			                         e->host_slab[ex], xl->down_off);
 			if (rc)
 				return rc;
-			if (!e->tl.copy)
-				e->tl.copy = coli_now_s();
+			if (!ml->tl.copy)
+				ml->tl.copy = coli_now_s();
 			run->tail = 1;
 			stage_fill(v, run->stage, l, ex);
 			v->streamed_bytes += xl->slab_bytes;
@@ -360,8 +243,10 @@ static void drop_tails(struct coli_dev_slot *v)
  * freed for the next wave once its down is queued (the copy stream waits for
  * it on the slot's event), so a layer may stream more experts than there are
  * slots. */
-static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int more)
+static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, int d, int r0,
+                        int r1, int more)
 {
+	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
 	const struct coli_expert_layer *xl =
@@ -385,8 +270,8 @@ static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int
 			memset(&j, 0, sizeof(j));
 			job_matrix(&j, t, v->runs[r].slab + (m ? xl->up_off : xl->gate_off), I, H);
 			if (v->direct) /* its one pair's token row, where the dense part left it */
-				job_input(&j, e->dev_rows.q, e->dev_rows.d, e->dev_rows.qs,
-				          e->dev_rows.f, e->pair_token[v->runs[r].pair0], H);
+				job_input(&j, ml->dev_rows.q, ml->dev_rows.d, ml->dev_rows.qs,
+				          ml->dev_rows.f, e->pair_token[v->runs[r].pair0], H);
 			else
 				job_input(&j, v->xq, v->xd, v->xqs, v->xf, v->runs[r].row0, H);
 			j.y = (float *)(uintptr_t)((m ? v->u : v->g) +
@@ -425,9 +310,10 @@ static int wave_compute(struct coli_engine *e, int l, int d, int r0, int r1, int
 		job_matrix(&j, t, v->runs[r].slab + xl->down_off, H, I);
 		job_input(&j, v->hq, v->hd, v->hqs, v->h, v->runs[r].row0, I);
 		/* on the dense part's device, the outputs go to their pair's row */
-		j.y = (float *)(uintptr_t)(v->y + (size_t)(e->moe_on_dense == d ? v->runs[r].pair0
-		                                                                : v->runs[r].row0) *
-		                                      H * 4);
+		j.y =
+		    (float *)(uintptr_t)(v->y + (size_t)(ml->moe_on_dense == d ? v->runs[r].pair0
+		                                                               : v->runs[r].row0) *
+		                                    H * 4);
 		j.ldy = H;
 		add_job(v, t, &j, v->runs[r].n, &nj, &ngj);
 	}
@@ -481,13 +367,13 @@ static void gather_task(void *arg, int task, int n_tasks)
 
 /* The pairs' activation rows: gathered on the host (over the pool for a
  * prefill chunk's megabytes) and uploaded, ... */
-static int gather_upload(struct coli_engine *e, struct coli_dev_slot *v, int quant,
-                         coli_cpu_pool_t *pool)
+static int gather_upload(struct coli_engine *e, struct coli_moe_layer *ml, struct coli_dev_slot *v,
+                         int quant, coli_cpu_pool_t *pool)
 {
 	struct gather g = {e, v, quant};
 	int H = e->m.cfg.hidden, P = v->P, rc = 0;
 
-	coli_ax_ready(e); /* beside the CPU rows, cpu_experts made them before */
+	coli_moe_ax_ready(e, ml); /* beside the CPU rows, cpu_experts made them before */
 	coli_cpu_pool_run(P < 64 ? NULL : pool, gather_task, &g,
 	                  P < 64 || !pool ? 1 : coli_cpu_pool_threads(pool));
 	if (e->opts.profile || e->opts.cuda_profile) /* the device's expert work, timed */
@@ -506,11 +392,12 @@ static int gather_upload(struct coli_engine *e, struct coli_dev_slot *v, int qua
 	return rc;
 }
 
-/* ... or, when the tokens' rows are already on this device (e->dev_rows),
+/* ... or, when the tokens' rows are already on this device (ml->dev_rows),
  * gathered there: only each row's token goes up (a 256-token prefill chunk
  * of qwen3-30b moved 5 MB a layer over PCIe). The same bytes: the device
  * quantized the rows with coli_act_quantize's steps. */
-static int gather_on_device(struct coli_engine *e, struct coli_dev_slot *v, int quant)
+static int gather_on_device(struct coli_engine *e, const struct coli_moe_layer *ml,
+                            struct coli_dev_slot *v, int quant)
 {
 	int H = e->m.cfg.hidden, P = v->P, rc = 0;
 
@@ -525,16 +412,16 @@ static int gather_on_device(struct coli_engine *e, struct coli_dev_slot *v, int 
 		return rc ? rc
 		          : coli_dev_gather_rows(
 		                v->dev, &(struct coli_dev_gather){.dst = v->xf,
-		                                                  .src = e->dev_rows.f,
+		                                                  .src = ml->dev_rows.f,
 		                                                  .idx = v->tok,
 		                                                  .n = P,
 		                                                  .row_bytes = (size_t)H * 4});
-	struct coli_dev_gather gq = {.dst = v->xq, .src = e->dev_rows.q, .idx = v->tok, .n = P};
+	struct coli_dev_gather gq = {.dst = v->xq, .src = ml->dev_rows.q, .idx = v->tok, .n = P};
 	struct coli_dev_gather gd = gq, gs = gq;
 
 	gq.row_bytes = (size_t)H;
-	gd.dst = v->xd, gd.src = e->dev_rows.d, gd.row_bytes = (size_t)H / 32 * 4;
-	gs.dst = v->xqs, gs.src = e->dev_rows.qs, gs.row_bytes = (size_t)H / 32 * 4;
+	gd.dst = v->xd, gd.src = ml->dev_rows.d, gd.row_bytes = (size_t)H / 32 * 4;
+	gs.dst = v->xqs, gs.src = ml->dev_rows.qs, gs.row_bytes = (size_t)H / 32 * 4;
 	rc = rc ? rc : coli_dev_gather_rows(v->dev, &gq);
 	rc = rc ? rc : coli_dev_gather_rows(v->dev, &gd);
 	return rc ? rc : coli_dev_gather_rows(v->dev, &gs);
@@ -562,8 +449,9 @@ static int wave_end(struct coli_engine *e, const struct coli_dev_slot *v, int l,
 /* The issue's first part: device d's runs of layer l (v->runs, v->P), the
  * size of its first wave (v->cap, v->r1) and, when they go first (v->early),
  * that wave's slab copies. */
-static int issue_begin(struct coli_engine *e, int l, int d)
+static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 {
+	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
 	const struct coli_expert_layer *xl =
@@ -594,7 +482,7 @@ static int issue_begin(struct coli_engine *e, int l, int d)
 
 		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
 			n++;
-		if (e->assign[ex] != d || (e->preplanned == d && !e->streamed[ex])) {
+		if (e->assign[ex] != d || (ml->preplanned == d && !e->streamed[ex])) {
 			p += n; /* another's, or resident and already run (forward_dev run_plan) */
 			continue;
 		}
@@ -617,7 +505,7 @@ static int issue_begin(struct coli_engine *e, int l, int d)
 	 * launches are queued (H200 decode trace: a layer's one copy landed ~10 us
 	 * later behind them) -- unless the gather uploads megabytes of rows, which
 	 * would then queue behind the slabs on the one copy engine */
-	v->on_dev = e->dev_rows.dev == v->dev && (quant ? e->dev_rows.q : e->dev_rows.f);
+	v->on_dev = ml->dev_rows.dev == v->dev && (quant ? ml->dev_rows.q : ml->dev_rows.f);
 	v->early = v->on_dev || P < 64;
 	/* one pair an expert (a decode step): the jobs read the rows in place,
 	 * the gather's four launches (a third of a streamed decode layer's issue
@@ -627,17 +515,17 @@ static int issue_begin(struct coli_engine *e, int l, int d)
 	v->r1 = wave_end(e, v, l, 0, v->cap);
 	if (v->r1 == 0)
 		return -ENOSPC; /* no slot to stream into: assign_experts counts */
-	return v->early ? wave_copies(e, l, d, 0, v->r1) : 0;
+	return v->early ? wave_copies(e, ml, d, 0, v->r1) : 0;
 }
 
 /* The issue's first part queued now, as soon as the layer's streamed slabs
  * are pinned (core/moe/moe.c): the link starts before the CPU rows' round does,
  * and coli_moe_dev_issue goes on from there. */
-int coli_moe_dev_copy_ahead(struct coli_engine *e, int l, int d)
+int coli_moe_dev_copy_ahead(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 {
 	struct coli_dev_slot *v = &e->vram[d];
 
-	v->ahead_rc = issue_begin(e, l, d);
+	v->ahead_rc = issue_begin(e, ml, d);
 	v->ahead = 1;
 	return v->ahead_rc;
 }
@@ -646,14 +534,16 @@ int coli_moe_dev_copy_ahead(struct coli_engine *e, int l, int d)
  * and queue the layer in waves of at most half the free staging slots of new
  * copies each (one wave at decode), so copies of a wave overlap the compute
  * of the one before. Pairs: e->pair_* (ascending expert). */
-int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *pool)
+int coli_moe_dev_issue(struct coli_engine *e, struct coli_moe_layer *ml, int d,
+                       coli_cpu_pool_t *pool)
 {
+	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int H = c->hidden, quant = coli_dtype_is_quant(xl->dtype);
-	int rc = v->ahead ? v->ahead_rc : issue_begin(e, l, d), P = v->P, n_runs = v->n_runs;
+	int rc = v->ahead ? v->ahead_rc : issue_begin(e, ml, d), P = v->P, n_runs = v->n_runs;
 	int cap = v->cap, r1 = v->r1, on_dev = v->on_dev, early = v->early;
 
 	v->ahead = 0;
@@ -663,21 +553,21 @@ int coli_moe_dev_issue(struct coli_engine *e, int l, int d, coli_cpu_pool_t *poo
 		rc = rc ? rc : coli_dev_mark(v->dev, MARK_ISSUE);
 	else if (!v->direct)
 		rc = rc       ? rc
-		     : on_dev ? gather_on_device(e, v, quant)
-		              : gather_upload(e, v, quant, pool);
-	rc = rc || early ? rc : wave_copies(e, l, d, 0, r1);
+		     : on_dev ? gather_on_device(e, ml, v, quant)
+		              : gather_upload(e, ml, v, quant, pool);
+	rc = rc || early ? rc : wave_copies(e, ml, d, 0, r1);
 	for (int r0 = 0; !rc && r0 < n_runs; r0 = r1) {
 		if (r0) { /* a later wave copies into slots the one before freed */
 			r1 = wave_end(e, v, l, r0, cap);
-			rc = r1 == r0 ? -ENOSPC : wave_copies(e, l, d, r0, r1);
+			rc = r1 == r0 ? -ENOSPC : wave_copies(e, ml, d, r0, r1);
 		}
-		rc = rc ? rc : wave_compute(e, l, d, r0, r1, r1 < n_runs);
+		rc = rc ? rc : wave_compute(e, ml, d, r0, r1, r1 < n_runs);
 	}
 	if (rc)
 		drop_tails(v);
-	if (v->streamed_bytes && e->moe_on_dense == d) /* behind them: copies_landed */
+	if (v->streamed_bytes && ml->moe_on_dense == d) /* behind them: copies_landed */
 		rc = rc ? rc : coli_dev_stage_fence(v->dev, v->n_stage);
-	if (e->moe_on_dense != d) /* else the dense part reads v->y where it is */
+	if (ml->moe_on_dense != d) /* else the dense part reads v->y where it is */
 		rc = rc ? rc : coli_dev_download_async(v->dev, v->sy, v->y, (size_t)P * H * 4);
 	if (e->opts.profile || e->opts.cuda_profile)
 		rc = rc ? rc : coli_dev_mark(v->dev, MARK_DONE);
@@ -698,8 +588,9 @@ static int copies_landed(struct coli_dev_slot *v)
 }
 
 /* Wait for device d and scatter its outputs into e->ey (per pair). */
-int coli_moe_dev_take(struct coli_engine *e, int l, int d)
+int coli_moe_dev_take(struct coli_engine *e, const struct coli_moe_layer *ml, int d)
 {
+	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dev_slot *v = &e->vram[d];
 	const struct coli_expert_layer *xl =
@@ -714,7 +605,7 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	/* on the device holding the dense part the outputs stay where they are
 	 * (core/forward/forward_dev.c accumulates them on the same stream): only the
 	 * copies need waiting for, their host slabs are unpinned after take */
-	rc = e->moe_on_dense == d ? copies_landed(v) : coli_dev_sync(v->dev);
+	rc = ml->moe_on_dense == d ? copies_landed(v) : coli_dev_sync(v->dev);
 	if (rc)
 		return rc;
 	if (e->opts.profile || e->opts.cuda_profile) { /* waits for the mark: profile only */
@@ -735,7 +626,7 @@ int coli_moe_dev_take(struct coli_engine *e, int l, int d)
 	for (int r = 0; r < v->n_runs; r++) {
 		int ex = v->runs[r].expert;
 
-		if (e->moe_on_dense != d)
+		if (ml->moe_on_dense != d)
 			memcpy(e->ey + (size_t)v->runs[r].pair0 * H,
 			       v->sy + (size_t)v->runs[r].row0 * H,
 			       sizeof(float) * H * v->runs[r].n);

@@ -3,7 +3,8 @@
  * which device, decided at open and adapted between tokens.
  *
  * Placement (at open, coli_moe_dev_place): each device gets working buffers
- * for tmax*top_k (token, expert) pairs and its staging slots (core/moe/moe_dev.c),
+ * for tmax*top_k (token, expert) pairs and its staging slots (made here,
+ * used by core/moe/moe_dev.c),
  * then whole expert slabs are uploaded — hottest first by the usage file's
  * heat, ties interleaved across layers (expert 0 of every MoE layer, then
  * expert 1, ...) so every layer gets the same share — until --vram-gb (or the
@@ -22,6 +23,11 @@
  * expert replaces the coldest resident one of its layer, in place; the cold
  * one is read back into RAM in the background (coli_tiers_readmit).
  * CUDA_RELEASE_HOST=1 drops a resident slab's host copies (core/place/tiers.c).
+ *
+ * What this part needs of the dense part's placement it reads from the
+ * engine (e->dd_dev, e->dd_of: coli_dense_dev_of, _holds), and a swap tells
+ * the dense device through the hook the engine installed (e->slab_moved):
+ * core/place never calls core/forward.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,6 +36,7 @@
 
 #include "core/core_internal.h"
 #include "core/dev/dev.h"
+#include "mem/mem.h"
 
 /* Device d cannot hold its share (the dense part's layers at open, or, not
  * holding any, its working buffers at placement): it is closed and the
@@ -46,6 +53,19 @@ void coli_vram_device_drop(struct coli_engine *e, int d)
 	}
 	e->n_devs--;
 	memset(&e->vram[e->n_devs], 0, sizeof(e->vram[0]));
+}
+
+int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev)
+{
+	for (int i = 0; i < e->n_dd; i++)
+		if (e->dd_dev[i] == dev)
+			return 1;
+	return 0;
+}
+
+int coli_dense_dev_of(const struct coli_engine *e, int l)
+{
+	return e->n_dd ? e->dd_dev[e->dd_of[l]]->index : -1;
 }
 
 /* qsort has no context argument in C11: placement runs once, at open, on the
@@ -100,6 +120,129 @@ static int place_one(struct coli_engine *e, int d, int l, int x)
 		coli_tiers_drop_host(e, l, x);
 	return 0;
 }
+
+/* ---- a device's working buffers and staging slots (core/moe/moe_dev.c uses them) ---- */
+
+/* The working buffers for tmax tokens a forward call, in the order of
+ * slot_buffer_fields: xq xd xqs xf | g u h hq hd hqs | y tok. */
+#define N_SLOT_BUFS 12
+static void slot_buffer_sizes(const struct coli_model_config *c, int tmax, size_t sz[N_SLOT_BUFS])
+{
+	size_t P = (size_t)tmax * c->top_k, H = c->hidden, I = c->moe_inter;
+	const size_t s[N_SLOT_BUFS] = {P * H,          P * H / 32 * 4, P * H / 32 * 4, P * H * 4,
+	                               P * I * 4,      P * I * 4,      P * I * 4,      P * I,
+	                               P * I / 32 * 4, P * I / 32 * 4, P * H * 4,      P * 4};
+
+	memcpy(sz, s, sizeof(s));
+}
+
+size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
+{
+	size_t sz[N_SLOT_BUFS], sum = 0;
+
+	slot_buffer_sizes(c, tmax, sz);
+	for (int i = 0; i < N_SLOT_BUFS; i++)
+		sum += sz[i];
+	return sum;
+}
+
+int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t P = (size_t)e->tmax * c->top_k, H = c->hidden, dsz[N_SLOT_BUFS];
+	uint64_t *const slot_buffer_fields[N_SLOT_BUFS] = {&v->xq, &v->xd,  &v->xqs, &v->xf,
+	                                                   &v->g,  &v->u,   &v->h,   &v->hq,
+	                                                   &v->hd, &v->hqs, &v->y,   &v->tok};
+	int rc = 0;
+
+	v->pmax = (int)P;
+	slot_buffer_sizes(c, e->tmax, dsz);
+	for (int i = 0; !rc && i < N_SLOT_BUFS; i++)
+		rc = coli_dev_alloc(v->dev, dsz[i], slot_buffer_fields[i]);
+	if (rc)
+		return rc;
+	{
+		/* a pageable source or destination would make the async copies wait
+		 * for the stream to drain: the staging is one registered region */
+		size_t sz[] = {P * H, P * H / 32 * 4, P * H / 32 * 4, P * H * 4, P * H * 4, P * 4};
+		void **dst[] = {(void **)&v->sx_q, (void **)&v->sx_d, (void **)&v->sx_s,
+		                (void **)&v->sx_f, (void **)&v->sy,   (void **)&v->sx_tok};
+
+		v->host = coli_mem_alloc_buffers(sz, dst, 6, COLI_MEM_NODE_ANY, &v->host_bytes);
+		if (!v->host)
+			return -ENOMEM;
+	}
+	v->jobs = malloc(sizeof(*v->jobs) * (2 * P + 2 * (size_t)c->n_experts + 8));
+	v->gjobs = malloc(sizeof(*v->gjobs) * (2 * (size_t)c->n_experts + 8));
+	v->runs = malloc(sizeof(*v->runs) * c->n_experts);
+	if (!v->jobs || !v->gjobs || !v->runs)
+		return -ENOMEM;
+	return 0;
+}
+
+void coli_moe_dev_slot_free(struct coli_dev_slot *v)
+{
+	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g,     &v->u,  &v->h,
+	                    &v->hq, &v->hd, &v->hqs, &v->y,  &v->stage, &v->tok};
+
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		coli_dev_free(v->dev, *bufs[i]);
+	coli_mem_free_buffers(v->host, v->host_bytes);
+	free(v->jobs), free(v->gjobs), free(v->runs), free(v->st);
+}
+
+/* Staging slots for streamed slabs (on top of an explicit --vram-gb, out of
+ * the free memory otherwise), and a first measure of the streaming bandwidth
+ * (best of three slab-sized uploads). */
+int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t best = 0;
+	double t_best = 1e30;
+	void *tmp;
+	int rc;
+
+	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {
+		size_t b = coli_io_container_expert_layer(e->m.c, i)->slab_bytes;
+
+		best = b > best ? b : best;
+	}
+	if (!best || c->n_experts == 0)
+		return 0;
+	v->stage_bytes = best;
+	v->n_stage = e->opts.stream_slots;
+	v->st = malloc(sizeof(*v->st) * (size_t)v->n_stage);
+	if (!v->st)
+		return -ENOMEM;
+	for (int i = 0; i < v->n_stage; i++)
+		v->st[i] = (struct dev_stage){.l = -1, .ex = -1, .used = 0};
+	rc = coli_dev_alloc(v->dev, v->stage_bytes * v->n_stage, &v->stage);
+	/* one more: the fence behind a layer's own copies (copies_landed) */
+	rc = rc ? rc : coli_dev_stage_init(v->dev, v->n_stage + 1);
+	if (rc)
+		return rc;
+	if (e->opts.vram_gb < 0) /* budget = free memory: the slots come out of it */
+		v->used += v->stage_bytes * v->n_stage;
+	/* measured from registered memory, as the tier slots it streams from */
+	tmp = coli_mem_alloc(v->stage_bytes, COLI_MEM_NODE_ANY);
+	if (!tmp)
+		return -ENOMEM;
+	coli_mem_register(tmp, v->stage_bytes, COLI_MEM_NODE_ANY);
+	for (int i = 0; i < 3; i++) {
+		double t0 = coli_now_s();
+
+		if (coli_dev_upload(v->dev, v->stage, tmp, v->stage_bytes) == 0 &&
+		    coli_now_s() - t0 < t_best)
+			t_best = coli_now_s() - t0;
+	}
+	coli_mem_unregister(tmp);
+	coli_mem_free(tmp, v->stage_bytes);
+	if (t_best < 1e29 && t_best > 0)
+		e->bw_stream = v->stage_bytes / t_best;
+	return 0;
+}
+
+/* ---- placement ---- */
 
 /* The device whose dense part runs layer l (layer split), else the first. */
 static int home_dev(const struct coli_engine *e, int l)
@@ -168,17 +311,13 @@ static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
 	return n_take;
 }
 
-int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
+/* Each device's working buffers and staging slots, and its budget for
+ * resident experts; a device of several that holds none of the dense part
+ * and cannot take them is left out. */
+static int slots_alloc(struct coli_engine *e, char *err, size_t errlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t n_slots = (size_t)c->n_layers * c->n_experts;
-	int dev = 0, n_order, *order;
 
-	e->where = malloc(n_slots);
-	e->dev_slab = calloc(n_slots, sizeof(uint64_t));
-	if (!e->where || !e->dev_slab)
-		return -ENOMEM;
-	memset(e->where, -1, n_slots);
 	for (int d = 0; d < e->n_devs; d++) {
 		struct coli_dev_slot *v = &e->vram[d];
 		size_t free_b = 0, total_b = 0;
@@ -216,6 +355,23 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 			return rc;
 		}
 	}
+	return 0;
+}
+
+int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t n_slots = (size_t)c->n_layers * c->n_experts;
+	int dev = 0, n_order, *order, rc;
+
+	e->where = malloc(n_slots);
+	e->dev_slab = calloc(n_slots, sizeof(uint64_t));
+	if (!e->where || !e->dev_slab)
+		return -ENOMEM;
+	memset(e->where, -1, n_slots);
+	rc = slots_alloc(e, err, errlen);
+	if (rc)
+		return rc;
 	/* hottest first (the usage file's heat); ties, and a model without heat,
 	 * interleave: expert x of every MoE layer before expert x+1 */
 	order = malloc(sizeof(int) * n_slots);
@@ -236,7 +392,7 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 		return -EIO;
 	}
 	for (int i = 0; i < n_order && dev < e->n_devs; i++) {
-		int l, x, rc;
+		int l, x;
 		size_t b;
 
 		if (order[i] < 0)
@@ -345,8 +501,10 @@ void coli_moe_dev_adapt(struct coli_engine *e)
 		e->where[(size_t)l * E + cold] = -1;
 		/* the dense device's table of what it may plan (a failure fails the
 		 * device: the next forward then runs on the CPU) */
-		coli_dense_dev_slab_set(e, l, hot, e->dev_slab[(size_t)l * E + hot]);
-		coli_dense_dev_slab_set(e, l, cold, 0);
+		if (e->slab_moved) {
+			e->slab_moved(e, l, hot, e->dev_slab[(size_t)l * E + hot]);
+			e->slab_moved(e, l, cold, 0);
+		}
 		if (e->opts.release_host) {
 			coli_tiers_drop_host(e, l, hot);
 			coli_tiers_host_back(e, l, cold);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "core/core_internal.h"
+#include "core/moe/moe.h"
 
 static double cost(int n, int k, double bs, double bc)
 {

@@ -1,0 +1,47 @@
+/*
+ * core/model/act.c — activation rows as the model's matrices read them: a
+ * row's fp32 values and, for q8/q4 matrices, its int8 form per 32-block with
+ * the blocks' scales and sums (coli_act_quantize, cpu/). The forward fills
+ * them before each matrix (core/forward/forward.c), the MoE part for its
+ * SwiGLU outputs (core/moe/); both call here, so neither calls the other.
+ *
+ *   struct coli_actbuf (core/core_internal.h): f [n], q int8 [n],
+ *   d / qsum [n/32]; act views them for coli_gemm
+ */
+#include "core/core_internal.h"
+
+void coli_actbuf_set(struct coli_actbuf *a, const float *x)
+{
+	a->act.n = a->n;
+	a->act.f = x;
+	a->act.q = a->q;
+	a->act.d = a->d;
+	a->act.qsum = a->qsum;
+	if (a->q)
+		coli_act_quantize(&a->act, x, a->n);
+}
+
+struct rows_set {
+	struct coli_actbuf *ab;
+	const float *x;
+	int T, n;
+};
+
+static void rows_set_task(void *arg, int task, int n_tasks)
+{
+	const struct rows_set *r = arg;
+
+	for (int t = r->T * task / n_tasks; t < r->T * (task + 1) / n_tasks; t++) {
+		r->ab[t].n = r->n;
+		coli_actbuf_set(&r->ab[t], r->x + (size_t)t * r->n);
+	}
+}
+
+void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n)
+{
+	struct rows_set r = {ab, x, T, n};
+	int threads = coli_cpu_pool_threads(e->pool);
+
+	/* a prefill chunk's rows over the pool; a decode step's on the caller */
+	coli_cpu_pool_run(T >= 16 ? e->pool : NULL, rows_set_task, &r, T < threads ? T : threads);
+}
