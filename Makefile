@@ -156,7 +156,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libcoli.a $(BUILD)/.flags
 tests: all $(TEST_BIN)
 
 test: deps
-	@$(MAKE) --no-print-directory tests ptx-check
+	@$(MAKE) --no-print-directory tests ptx-check check-layers
 	@BUILD=$(BUILD) sh tests/run.sh
 
 # GPU tests: every kernel against the CPU reference (they skip without a GPU),
