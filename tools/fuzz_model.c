@@ -32,11 +32,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	coli_opts_init(&o);
+	if (coli_opts_init(&o, err, sizeof(err)) ||
+	    coli_opts_set(&o, "--gpu", "off", err, sizeof(err)) ||
+	    coli_opts_set(&o, "--usage", "off", err, sizeof(err)))
+		__builtin_trap(); /* the environment the fuzzer runs in is ours */
 	o.threads = 1;
 	o.ctx = 16;
-	snprintf(o.gpu, sizeof(o.gpu), "off");
-	snprintf(o.usage, sizeof(o.usage), "off");
 	if (coli_engine_open(path, &o, &e, err, sizeof(err)) == 0) {
 		const int ids[2] = {1, 2};
 		int next;

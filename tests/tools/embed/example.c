@@ -37,7 +37,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: example MODEL.coli PROMPT N\n");
 		return 2;
 	}
-	coli_opts_init(&o);
+	if (coli_opts_init(&o, err, sizeof(err))) { /* a bad COLI_* environment variable */
+		fprintf(stderr, "example: %s\n", err);
+		return 2;
+	}
 	rc = coli_engine_open(argv[1], &o, &e, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "example: cannot open %s: %s\n", argv[1], err);
