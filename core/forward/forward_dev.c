@@ -41,7 +41,10 @@
  * hands the residual stream over (handoff), once a token per boundary.
  *
  * Its buffers are drawn in core/forward/dense_dev.h, uploaded at open by
- * core/forward/dense_dev.c.
+ * core/forward/dense_dev.c. A layer's attention (norm, q/k/v, q/k norms and
+ * RoPE, the KV store, attention, o) and the shared expert are in
+ * core/forward/attn_dev.c; the dense GEMV steps both use (prep, gemm,
+ * swiglu) are inline in core/forward/dense_dev.h.
  */
 #include <errno.h>
 #include <math.h>
@@ -73,240 +76,6 @@ int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync)
 	*acc += now - e->dd->phase_t;
 	e->dd->phase_t = now;
 	return rc;
-}
-
-/* Quantize rows of x [T][K] into aq/ad/aqs when m is quantized. Once per
- * input: every matrix that reads x after it (q, k and v; gate and up) uses
- * the same quantized rows. */
-static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T)
-{
-	if (!coli_dtype_is_quant(m->dtype))
-		return 0;
-	return coli_dev_act_quantize(
-	    dd->dev,
-	    &(struct coli_dev_quantize){
-	        .x = x, .q = dd->aq, .qd = dd->ad, .qsum = dd->aqs, .n_blocks = T * m->cols / 32});
-}
-
-/* The dense GEMV's arguments for y[T][ldy] = m . x[T][K]. */
-static struct coli_gpu_dense_gemv gemv_args(const struct coli_dense_dev *dd, const struct dmat *m,
-                                            uint64_t x, int T, uint64_t y, int ldy)
-{
-	struct coli_gpu_dense_gemv a = {
-	    .w = (const void *)(uintptr_t)m->w,
-	    .scales = (const unsigned short *)(uintptr_t)m->scales,
-	    .xf = (const float *)(uintptr_t)x,
-	    .xq = (const signed char *)(uintptr_t)dd->aq,
-	    .xd = (const float *)(uintptr_t)dd->ad,
-	    .xqsum = (const int *)(uintptr_t)dd->aqs,
-	    .y = (float *)(uintptr_t)y,
-	    .rows = m->rows,
-	    .K = m->cols,
-	    .T = T,
-	    .ldy = ldy,
-	};
-
-	return a;
-}
-
-/* y[T][ldy] = m . x[T][K] in one launch of the dense GEMV (deterministic; the
- * canonical reduction for q8_0/q4_0, on the tensor-core GEMM from
- * COLI_GPU_DENSE_GEMM_MIN_T tokens). A quantized matrix reads x's quantized rows
- * from aq/ad/aqs: prep(x) first. */
-static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T, uint64_t y,
-                int ldy)
-{
-	struct coli_gpu_dense_gemv a = gemv_args(dd, m, x, T, y, ldy);
-
-	return coli_dev_dense_gemv(dd->dev, &(struct coli_dev_dense){.t = m->dtype, .m = &a});
-}
-
-/* x_ready: dd->aq already holds x's rows quantized (the norm that wrote x
- * did it). h is quantized for down by the silu launch itself. */
-static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const struct dmat *up,
-                  const struct dmat *down, uint64_t x, int x_ready, int T, uint64_t y)
-{
-	int I = gate->rows, rc;
-
-	rc = x_ready ? 0 : prep(dd, gate, x, T);
-	rc = rc ? rc : gemm(dd, gate, x, T, dd->g, I);
-	rc = rc ? rc : gemm(dd, up, x, T, dd->u, I);
-	rc = rc ? rc
-	        : coli_dev_silu_mul(dd->dev, &(struct coli_dev_silu){
-	                                         .g = dd->g,
-	                                         .u = dd->u,
-	                                         .h = dd->h,
-	                                         .q = coli_dtype_is_quant(down->dtype) ? dd->aq : 0,
-	                                         .qd = dd->ad,
-	                                         .qsum = dd->aqs,
-	                                         .n = T * I});
-	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
-	return rc;
-}
-
-/* Whether q/k norms, RoPE and the KV store run as one launch that reads the
- * position from device memory (coli_qk_rope_store): not where the norm spans
- * the whole vector (qk_norm 2, OLMoE) or the heads are too wide for it. */
-static int qk_fused(const struct coli_model_config *c)
-{
-	return c->qk_norm != 2 && c->head_dim % 2 == 0 && c->head_dim <= 256;
-}
-
-/* q/k norms, RoPE, and k and v into the layer's cache rows pos0..: one fused
- * launch (coli_qk_rope_store) where qk_fused allows, else op by op. */
-static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int pos0, uint64_t kc,
-                    uint64_t vc)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
-	int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim, qd = nh * hd, kvd = nkv * hd;
-	int rc = 0;
-
-	if (qk_fused(c))
-		return coli_dev_qk_rope_store(
-		    dd->dev, &(struct coli_dev_qk_rope){.q = dd->q,
-		                                        .k = dd->k,
-		                                        .v = dd->v,
-		                                        .qw = c->qk_norm == 1 ? D->q_norm : 0,
-		                                        .kw = c->qk_norm == 1 ? D->k_norm : 0,
-		                                        .eps = c->norm_eps,
-		                                        .T = T,
-		                                        .nh = nh,
-		                                        .nkv = nkv,
-		                                        .hd = hd,
-		                                        .pos0 = pos0,
-		                                        .posp = dd->ids,
-		                                        .inv_freq = dd->inv_freq,
-		                                        .kc = kc,
-		                                        .vc = vc});
-	if (c->qk_norm) { /* 2: over the whole q and k, 1: per head */
-		int whole = c->qk_norm == 2;
-		struct coli_dev_norm nq = {
-		    .x = dd->q, .w = D->q_norm, .y = dd->q, .eps = c->norm_eps};
-		struct coli_dev_norm nk = {
-		    .x = dd->k, .w = D->k_norm, .y = dd->k, .eps = c->norm_eps};
-
-		nq.rows = whole ? T : T * nh, nq.n = whole ? qd : hd;
-		nk.rows = whole ? T : T * nkv, nk.n = whole ? kvd : hd;
-		rc = coli_dev_rmsnorm(dd->dev, &nq);
-		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, &nk);
-	}
-	struct coli_dev_rope rq = {
-	    .x = dd->q, .inv_freq = dd->inv_freq, .T = T, .nh = nh, .hd = hd, .pos0 = pos0};
-	struct coli_dev_rope rk = {
-	    .x = dd->k, .inv_freq = dd->inv_freq, .T = T, .nh = nkv, .hd = hd, .pos0 = pos0};
-
-	rc = rc ? rc : coli_dev_rope(dd->dev, &rq);
-	rc = rc ? rc : coli_dev_rope(dd->dev, &rk);
-	rc = rc ? rc
-	        : coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = kc + (size_t)pos0 * kvd * 4,
-	                                                         .src = dd->k,
-	                                                         .n = (size_t)T * kvd * 4});
-	return rc ? rc
-	          : coli_dev_copy(dd->dev,
-	                          &(struct coli_dev_copy){.dst = vc + (size_t)pos0 * kvd * 4,
-	                                                  .src = dd->v,
-	                                                  .n = (size_t)T * kvd * 4});
-}
-
-/* Attention of layer l; first, when `pending` (every layer but the first),
- * the previous layer's MLP output is added to the residual stream in the same
- * launch as this layer's norm. Leaves the projection in dd->proj: the caller
- * adds it with the ffn norm. */
-static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
-	const struct dlayer *D = &dd->L[l];
-	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
-	int qd = nh * hd, kvd = nkv * hd, rc, oq;
-	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
-	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
-
-	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
-	const struct coli_gpu_pairs p = {
-	    .y = e->vram[dd->plan_dev].y, .token = dd->ptok, .w = dd->pw, .n = T * c->top_k};
-	const struct coli_dev_norm nm = {.x = dd->x,
-	                                 .add = pend == PEND_MLP ? dd->mlp : 0,
-	                                 .pairs = &p, /* read by acc_rmsnorm only */
-	                                 .w = D->attn_norm,
-	                                 .y = dd->xn,
-	                                 .q = coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0,
-	                                 .qd = dd->ad,
-	                                 .qsum = dd->aqs,
-	                                 .rows = T,
-	                                 .n = H,
-	                                 .eps = c->norm_eps};
-
-	rc = pend == PEND_PAIRS
-	         ? coli_dev_acc_rmsnorm(dd->dev, &nm) /* the previous layer's pairs */
-	         : coli_dev_add_rmsnorm(dd->dev, &nm);
-	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
-		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
-
-		a.y2 = (float *)(uintptr_t)dd->k;
-		a.y3 = (float *)(uintptr_t)dd->v;
-		a.rows1 = qd, a.rows2 = qd + kvd;
-		a.ldy2 = a.ldy3 = kvd;
-		rc = rc ? rc
-		        : coli_dev_dense_gemv(dd->dev,
-		                              &(struct coli_dev_dense){.t = D->qkv.dtype, .m = &a});
-	} else {
-		rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
-		rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
-		rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
-	}
-	if (!rc && D->q_bias) {
-		struct coli_dev_bias bq = {.y = dd->q, .b = D->q_bias, .rows = T, .n = qd};
-		struct coli_dev_bias bk = {.y = dd->k, .b = D->k_bias, .rows = T, .n = kvd};
-		struct coli_dev_bias bv = {.y = dd->v, .b = D->v_bias, .rows = T, .n = kvd};
-
-		rc = coli_dev_add_bias(dd->dev, &bq);
-		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bk);
-		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bv);
-	}
-	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
-	/* a quantized o reads the attention output quantized: in the same launch */
-	oq = coli_dtype_is_quant(D->o.dtype);
-	rc = rc ? rc
-	        : coli_dev_attention(dd->dev,
-	                             &(struct coli_dev_attention){.q = dd->q,
-	                                                          .k = kc,
-	                                                          .v = vc,
-	                                                          .out = dd->att,
-	                                                          .T = T,
-	                                                          .pos0 = pos0,
-	                                                          .posp = dd->ids,
-	                                                          .span = e->ctx,
-	                                                          .nh = nh,
-	                                                          .nkv = nkv,
-	                                                          .hd = hd,
-	                                                          .scale = 1.0f / sqrtf((float)hd),
-	                                                          .aq = oq ? dd->aq : 0,
-	                                                          .ad = oq ? dd->ad : 0,
-	                                                          .aqs = oq ? dd->aqs : 0});
-	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
-	return rc;
-}
-
-/* Qwen2-MoE's shared expert: mlp += sigmoid(gate . xn) * swiglu(xn);
- * xn_ready: dd->aq holds xn quantized (by the ffn norm). */
-int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T, int xn_ready)
-{
-	struct coli_dense_dev *dd = e->dd;
-	int rc;
-
-	if (!e->m.cfg.shared_inter)
-		return 0;
-	rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, xn_ready, T, dd->shy);
-	rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
-	rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
-	return rc ? rc
-	          : coli_dev_gated_add(dd->dev, &(struct coli_dev_gated){.out = dd->mlp,
-	                                                                 .y = dd->shy,
-	                                                                 .gate = dd->gl,
-	                                                                 .T = T,
-	                                                                 .H = e->m.cfg.hidden});
 }
 
 /* Whether MoE layer l is routed and planned on the device at T tokens
@@ -552,7 +321,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		                                                      .x = dd->x,
 		                                                      .T = T,
 		                                                      .H = H});
-	rc = rc ? rc : attention(e, l, T, pos0, pend);
+	rc = rc ? rc : coli_dense_dev_attention(e, l, T, pos0, pend);
 	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
 		rc = coli_dense_dev_phase_end(e, &e->est.attention_s, 1);
 	rc = rc ? rc
@@ -643,8 +412,8 @@ static int use_graphs(const struct coli_engine *e, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 
-	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile && qk_fused(c) &&
-	       coli_dev_can(e->dd->dev, COLI_DEV_CAP_GRAPHS);
+	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile &&
+	       coli_dense_dev_qk_fused(c) && coli_dev_can(e->dd->dev, COLI_DEV_CAP_GRAPHS);
 }
 
 /* layer_ops, replayed from a graph captured the first time this layer runs
