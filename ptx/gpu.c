@@ -204,6 +204,88 @@ int coli_gpu_launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, 
 #endif
 }
 
+#ifdef COLI_HAVE_PTX
+/* The device's handle, name and compute capability, and its context. */
+static int ctx_create(coli_gpu_t *g, int ordinal)
+{
+	const struct coli_cu *cu = g->cu;
+	int rc;
+
+	rc = coli_cu_check(cu->DeviceGet(&g->dev, ordinal), "cuDeviceGet");
+	if (!rc)
+		rc = coli_cu_check(cu->DeviceGetName(g->name, sizeof(g->name), g->dev),
+		                   "cuDeviceGetName");
+	if (!rc)
+		rc = coli_cu_check(
+		    cu->DeviceGetAttribute(&g->cc_major,
+		                           CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev),
+		    "cuDeviceGetAttribute");
+	if (!rc) {
+		g->pdl = g->cc_major >= 9 && cu->LaunchKernelEx;
+		rc = coli_cu_check(cu->CtxCreate(&g->ctx, 0, g->dev), "cuCtxCreate");
+	}
+	return rc;
+}
+
+/* The compute and copy streams, the mapped job-table ring with its
+ * segments' events, and the host word streams may wait on. */
+static int streams_create(coli_gpu_t *g)
+{
+	const struct coli_cu *cu = g->cu;
+	int rc;
+
+	rc = coli_cu_check(cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	if (!rc)
+		rc = coli_cu_check(cu->StreamCreate(&g->copy, CU_STREAM_NON_BLOCKING),
+		                   "cuStreamCreate");
+	if (!rc)
+		rc = coli_cu_check(
+		    cu->MemHostAlloc((void **)&g->ring_host, JOB_RING, CU_MEMHOSTALLOC_DEVICEMAP),
+		    "cuMemHostAlloc(job ring)");
+	if (!rc)
+		rc = coli_cu_check(cu->MemHostGetDevicePointer(&g->ring_dev, g->ring_host, 0),
+		                   "cuMemHostGetDevicePointer(job ring)");
+	/* the host word: without it (no stream waits) the engine queues nothing
+	 * behind the host */
+	if (!rc && cu->StreamWaitValue32 &&
+	    cu->MemHostAlloc((void **)&g->host_word, 64, CU_MEMHOSTALLOC_DEVICEMAP) ==
+	        CUDA_SUCCESS) {
+		*g->host_word = 0;
+		if (cu->MemHostGetDevicePointer(&g->host_word_dev, (void *)g->host_word, 0) !=
+		    CUDA_SUCCESS) {
+			cu->MemFreeHost((void *)g->host_word);
+			g->host_word = NULL;
+		}
+	}
+	for (int i = 0; !rc && i < JOB_SEGS; i++)
+		rc = coli_cu_check(cu->EventCreate(&g->ring_left[i], CU_EVENT_DISABLE_TIMING),
+		                   "cuEventCreate");
+	return rc;
+}
+
+/* The GEMM job table (device and host copies), the profiling marks and the
+ * wait point. */
+static int jobs_events_create(coli_gpu_t *g)
+{
+	const struct coli_cu *cu = g->cu;
+	int rc;
+
+	rc = coli_cu_check(cu->MemAlloc(&g->gjobs, sizeof(struct coli_gpu_gemm_job) * MAX_JOBS),
+	                   "cuMemAlloc(GEMM job table)");
+	if (!rc) {
+		g->gjobs_host = malloc(sizeof(struct coli_gpu_gemm_job) * MAX_JOBS);
+		rc = g->gjobs_host ? 0 : -ENOMEM;
+	}
+	for (int i = 0; !rc && i < N_MARKS; i++)
+		rc =
+		    coli_cu_check(cu->EventCreate(&g->marks[i], CU_EVENT_DEFAULT), "cuEventCreate");
+	if (!rc)
+		rc = coli_cu_check(cu->EventCreate(&g->point, CU_EVENT_DISABLE_TIMING),
+		                   "cuEventCreate");
+	return rc;
+}
+#endif
+
 int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size_t errlen)
 {
 #ifndef COLI_HAVE_PTX
@@ -231,65 +313,15 @@ int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size
 		return -ENOMEM;
 	g->cu = cu;
 	g->open_flags = flags;
-	rc = coli_cu_check(cu->DeviceGet(&g->dev, ordinal), "cuDeviceGet");
-	if (!rc)
-		rc = coli_cu_check(cu->DeviceGetName(g->name, sizeof(g->name), g->dev),
-		                   "cuDeviceGetName");
-	if (!rc)
-		rc = coli_cu_check(
-		    cu->DeviceGetAttribute(&g->cc_major,
-		                           CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev),
-		    "cuDeviceGetAttribute");
-	if (!rc) {
-		g->pdl = g->cc_major >= 9 && cu->LaunchKernelEx;
-		rc = coli_cu_check(cu->CtxCreate(&g->ctx, 0, g->dev), "cuCtxCreate");
-	}
+	rc = ctx_create(g, ordinal);
 	if (!rc)
 		rc = load_module(g, err, errlen);
 	if (!rc)
 		rc = get_functions(g);
 	if (!rc)
-		rc = coli_cu_check(cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING),
-		                   "cuStreamCreate");
+		rc = streams_create(g);
 	if (!rc)
-		rc = coli_cu_check(cu->StreamCreate(&g->copy, CU_STREAM_NON_BLOCKING),
-		                   "cuStreamCreate");
-	if (!rc)
-		rc = coli_cu_check(
-		    cu->MemHostAlloc((void **)&g->ring_host, JOB_RING, CU_MEMHOSTALLOC_DEVICEMAP),
-		    "cuMemHostAlloc(job ring)");
-	if (!rc)
-		rc = coli_cu_check(cu->MemHostGetDevicePointer(&g->ring_dev, g->ring_host, 0),
-		                   "cuMemHostGetDevicePointer(job ring)");
-	/* the host word: without it (no stream waits) the engine queues nothing
-	 * behind the host */
-	if (!rc && cu->StreamWaitValue32 &&
-	    cu->MemHostAlloc((void **)&g->host_word, 64, CU_MEMHOSTALLOC_DEVICEMAP) ==
-	        CUDA_SUCCESS) {
-		*g->host_word = 0;
-		if (cu->MemHostGetDevicePointer(&g->host_word_dev, (void *)g->host_word, 0) !=
-		    CUDA_SUCCESS) {
-			cu->MemFreeHost((void *)g->host_word);
-			g->host_word = NULL;
-		}
-	}
-	for (int i = 0; !rc && i < JOB_SEGS; i++)
-		rc = coli_cu_check(cu->EventCreate(&g->ring_left[i], CU_EVENT_DISABLE_TIMING),
-		                   "cuEventCreate");
-	if (!rc)
-		rc = coli_cu_check(
-		    cu->MemAlloc(&g->gjobs, sizeof(struct coli_gpu_gemm_job) * MAX_JOBS),
-		    "cuMemAlloc(GEMM job table)");
-	if (!rc) {
-		g->gjobs_host = malloc(sizeof(struct coli_gpu_gemm_job) * MAX_JOBS);
-		rc = g->gjobs_host ? 0 : -ENOMEM;
-	}
-	for (int i = 0; !rc && i < N_MARKS; i++)
-		rc =
-		    coli_cu_check(cu->EventCreate(&g->marks[i], CU_EVENT_DEFAULT), "cuEventCreate");
-	if (!rc)
-		rc = coli_cu_check(cu->EventCreate(&g->point, CU_EVENT_DISABLE_TIMING),
-		                   "cuEventCreate");
+		rc = jobs_events_create(g);
 	if (rc) {
 		if (!err[0])
 			snprintf(err, errlen, "CUDA device %d: initialisation failed", ordinal);
