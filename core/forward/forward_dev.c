@@ -551,12 +551,66 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	return rc ? rc : coli_dense_dev_phase_end(e, &e->est.handoff_s, e->opts.profile);
 }
 
+/* The last row's logits, or every row's in pieces of COLI_DEV_LOGIT_ROWS
+ * (the stream orders each download before the next piece overwrites);
+ * the last piece's comes down with the planned layers' routing, as one.
+ * A piece's rows get the last layer's MLP output added (the others were
+ * added by the next layer's norm), normed and, for a quantized lm_head,
+ * quantized in one launch. A decode step's logits (a quantized lm_head:
+ * its GEMV writes a CTA's rows as one store, ptx/dgemv.cuh) go straight
+ * into the registered e->xlogits, no download behind the GEMV. */
+static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T, float *logits,
+                        int all_logits, int *next, struct coli_dev_down *down, int *nd)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int H = c->hidden, rc = 0;
+
+	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
+	                  ? coli_dev_host_addr(dd->dev, e->xlogits, sizeof(float) * c->vocab)
+	                  : 0;
+	struct coli_dev_norm nm = {.w = dd->out_norm,
+	                           .y = dd->xn,
+	                           .q = coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
+	                           .qd = dd->ad,
+	                           .qsum = dd->aqs,
+	                           .n = H,
+	                           .eps = c->norm_eps};
+
+	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
+	     t0 += COLI_DEV_LOGIT_ROWS) {
+		int n = T - t0 < COLI_DEV_LOGIT_ROWS ? T - t0 : COLI_DEV_LOGIT_ROWS;
+		size_t at = (size_t)t0 * H * 4;
+
+		rc = coli_dev_download_many(dd->dev, down, *nd); /* the piece before */
+		*nd = 0;
+		nm.x = dd->x + at, nm.add = dd->mlp + at, nm.rows = n;
+		rc = rc ? rc : coli_dev_add_rmsnorm(dd->dev, &nm);
+		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
+		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
+			rc =
+			    rc ? rc
+			       : coli_dev_argmax(dd->dev, &(struct coli_dev_argmax){.x = dd->logits,
+			                                                            .out = dd->next,
+			                                                            .n = c->vocab});
+			down[(*nd)++] =
+			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
+		} else if (!hx) {
+			/* one row (a decode step) through the registered e->xlogits */
+			float *dst = !all_logits ? e->xlogits : logits + (size_t)t0 * c->vocab;
+
+			down[(*nd)++] =
+			    (struct coli_dev_down){dst, dd->logits, sizeof(float) * n * c->vocab};
+		}
+	}
+	return rc;
+}
+
 int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
                      int *next)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dds[0];
-	int H = c->hidden, pos0 = e->pos, rc = 0, whole, nd = 0;
+	int pos0 = e->pos, rc = 0, whole, nd = 0;
 	struct coli_dev_down down[2]; /* the forward's last downloads, as one */
 	double start = coli_now_s();
 
@@ -613,51 +667,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 			rc = coli_dense_dev_phase_end(e, moe ? &e->est.moe_s : &e->est.dense_mlp_s,
 			                              e->opts.profile && !moe);
 	}
-	/* the last row's logits, or every row's in pieces of COLI_DEV_LOGIT_ROWS
-	 * (the stream orders each download before the next piece overwrites);
-	 * the last piece's comes down with the planned layers' routing, as one.
-	 * A piece's rows get the last layer's MLP output added (the others were
-	 * added by the next layer's norm), normed and, for a quantized lm_head,
-	 * quantized in one launch. A decode step's logits (a quantized lm_head:
-	 * its GEMV writes a CTA's rows as one store, ptx/dgemv.cuh) go straight
-	 * into the registered e->xlogits, no download behind the GEMV. */
-	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
-	                  ? coli_dev_host_addr(dd->dev, e->xlogits, sizeof(float) * c->vocab)
-	                  : 0;
-	struct coli_dev_norm nm = {.w = dd->out_norm,
-	                           .y = dd->xn,
-	                           .q = coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
-	                           .qd = dd->ad,
-	                           .qsum = dd->aqs,
-	                           .n = H,
-	                           .eps = c->norm_eps};
-
-	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
-	     t0 += COLI_DEV_LOGIT_ROWS) {
-		int n = T - t0 < COLI_DEV_LOGIT_ROWS ? T - t0 : COLI_DEV_LOGIT_ROWS;
-		size_t at = (size_t)t0 * H * 4;
-
-		rc = coli_dev_download_many(dd->dev, down, nd); /* the piece before */
-		nd = 0;
-		nm.x = dd->x + at, nm.add = dd->mlp + at, nm.rows = n;
-		rc = rc ? rc : coli_dev_add_rmsnorm(dd->dev, &nm);
-		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
-		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
-			rc =
-			    rc ? rc
-			       : coli_dev_argmax(dd->dev, &(struct coli_dev_argmax){.x = dd->logits,
-			                                                            .out = dd->next,
-			                                                            .n = c->vocab});
-			down[nd++] =
-			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
-		} else if (!hx) {
-			/* one row (a decode step) through the registered e->xlogits */
-			float *dst = !all_logits ? e->xlogits : logits + (size_t)t0 * c->vocab;
-
-			down[nd++] =
-			    (struct coli_dev_down){dst, dd->logits, sizeof(float) * n * c->vocab};
-		}
-	}
+	rc = rc ? rc : logits_queue(e, dd, T, logits, all_logits, next, down, &nd);
 	fast_down(e, dd, down, &nd);
 	rc = rc ? rc : coli_dev_download_many(dd->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(dd->dev);
