@@ -284,6 +284,40 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
 	                             : SEG_HOST;
 }
 
+/* Whether layer l, of kind `kind`, leaves its MoE accumulate to the next
+ * layer's first norm: a device-planned layer with a next layer and no shared
+ * expert (whose gated add needs the sum first). */
+static int defers(const struct coli_engine *e, int l, int kind) /* (and on this device) */
+{
+	return kind == SEG_PLANNED && l + 1 < e->dd->l1 && !e->m.cfg.shared_inter;
+}
+
+/* A planned layer's MoE: routed, planned, computed and accumulated here;
+ * the routing goes back for fast_count with the forward's other planned
+ * layers' (fast_down). */
+static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer *D, int fused,
+                       int xq)
+{
+	struct coli_dense_dev *dd = e->dd;
+	int H = e->m.cfg.hidden, K = e->m.cfg.top_k, rc;
+
+	rc = plan_route(e, l, T, fused ? &D->router : NULL,
+	                dd->fsel + (size_t)l * COLI_GPU_MAX_S * K * 4);
+	rc = rc ? rc : plan_experts(e, l, T);
+	if (defers(e, l, SEG_PLANNED)) /* summed by the next layer's first norm */
+		return rc;
+	rc = rc ? rc
+	        : coli_dev_moe_accumulate(
+	              dd->dev, &(struct coli_dev_accumulate){.out = dd->mlp,
+	                                                     .y = e->vram[dd->plan_dev].y,
+	                                                     .pair_token = dd->ptok,
+	                                                     .pair_w = dd->pw,
+	                                                     .n_pairs = T * K,
+	                                                     .T = T,
+	                                                     .H = H});
+	return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
+}
+
 /* Layer l's device work up to where the host must look: the embedding
  * (layer 0), attention, the ffn norm, then
  *   SEG_DENSE    the dense MLP
@@ -295,14 +329,6 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
  * No host state changes here (layer_run may capture it as a graph and
  * replay it); xq: the ffn norm quantizes xn's rows for q8/q4 experts on
  * the device. */
-/* Whether layer l, of kind `kind`, leaves its MoE accumulate to the next
- * layer's first norm: a device-planned layer with a next layer and no shared
- * expert (whose gated add needs the sum first). */
-static int defers(const struct coli_engine *e, int l, int kind) /* (and on this device) */
-{
-	return kind == SEG_PLANNED && l + 1 < e->dd->l1 && !e->m.cfg.shared_inter;
-}
-
 static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
                      int pend)
 {
@@ -344,27 +370,8 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	fused = (kind == SEG_PLANNED || kind == SEG_PRE) && dd->route_on_dev &&
 	        D->router.dtype == COLI_DTYPE_F32 && dd->dev->ops->router_plan;
 	rc = rc || fused ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
-	if (kind == SEG_PLANNED) {
-		/* routed, planned, computed and accumulated here; the routing goes
-		 * back for fast_count with the forward's other planned layers'
-		 * (fast_down) */
-		rc = rc ? rc
-		        : plan_route(e, l, T, fused ? &D->router : NULL,
-		                     dd->fsel + (size_t)l * COLI_GPU_MAX_S * K * 4);
-		rc = rc ? rc : plan_experts(e, l, T);
-		if (defers(e, l, kind)) /* summed by the next layer's first norm */
-			return rc;
-		rc = rc ? rc
-		        : coli_dev_moe_accumulate(
-		              dd->dev, &(struct coli_dev_accumulate){.out = dd->mlp,
-		                                                     .y = e->vram[dd->plan_dev].y,
-		                                                     .pair_token = dd->ptok,
-		                                                     .pair_w = dd->pw,
-		                                                     .n_pairs = T * K,
-		                                                     .T = T,
-		                                                     .H = H});
-		return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
-	}
+	if (kind == SEG_PLANNED)
+		return rc ? rc : planned_moe(e, l, T, D, fused, xq);
 	/* what the host plans from: the routing (or the router logits it
 	 * routes), the lookahead's guess, and the normed rows for its readers
 	 * (CPU rows, host routing) -- a prefill chunk's (2 MB a 256-token chunk
