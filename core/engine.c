@@ -16,7 +16,7 @@
  * (and the caller's threads started after open: colid's) inherit the node;
  * the KV cache, the dense copy and the expert slots are allocated on it.
  * This is the one place that applies the binding; colid asks
- * coli_engine_numa what it was. The tier manager (core/place/tiers.c) opens
+ * coli_engine_numa what it was. The tier manager (core/place/tiers_open.c) opens
  * last because its RAM budget counts the KV cache and scratch sized here.
  */
 #include <errno.h>

@@ -146,7 +146,7 @@ struct coli_gpu {
 	CUcontext ctx;
 	CUmodule mod, mod_dense, mod_attn, mod_gemm;
 	CUstream stream; /* compute: kernels, activations, outputs */
-	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu.c coli_gpu_stage_*) */
+	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu_stream.c coli_gpu_stage_*) */
 	int capturing;   /* the stream is being captured: launches will be replayed */
 	int n_stage;
 	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */

@@ -37,7 +37,7 @@
  * (core/moe/moe.c) is computed from one of the device's staging slots, an LRU
  * cache tagged (layer, expert). Copies run on the device's copy stream;
  * per slot, a *full* event orders copy -> compute and a *free* event orders
- * the last reader -> the next copy (ptx/gpu.c). The slots keep what they
+ * the last reader -> the next copy (ptx/gpu_stream.c). The slots keep what they
  * hold for later tokens (a staged hit costs no copy). A layer with more new copies
  * than half the free slots goes in waves that reuse the slots of the wave
  * before. The cost model's bandwidths: streaming is timed at open (a
