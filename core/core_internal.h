@@ -138,7 +138,7 @@ struct coli_usage {
 int coli_usage_read(const char *path, struct coli_usage *u, char *err, size_t errlen);
 int coli_usage_write(const char *path, const struct coli_usage *u, char *err, size_t errlen);
 
-/* ---- expert tiers (core/place/tiers.c) ----
+/* ---- expert tiers (core/place/tiers.c, core/place/tiers_open.c) ----
  * The MoE block's protocol for one layer, experts in ascending id:
  *
  *   k = coli_tiers_acquire(e, l, ex, uses, n, slabs)  pins ex[0..k) (k >= 1),

@@ -16,7 +16,7 @@
  * (and the caller's threads started after open: colid's) inherit the node;
  * the KV cache, the dense copy and the expert slots are allocated on it.
  * This is the one place that applies the binding; colid asks
- * coli_engine_numa what it was. The tier manager (core/place/tiers.c) opens
+ * coli_engine_numa what it was. The tier manager (core/place/tiers_open.c) opens
  * last because its RAM budget counts the KV cache and scratch sized here.
  */
 #include <errno.h>
@@ -92,49 +92,54 @@ static int max3(int a, int b, int c)
 	return m > c ? m : c;
 }
 
-static int scratch_alloc(struct coli_engine *e)
+#define ALLOC(p, n)                                                                                \
+	((p) = calloc((size_t)(n), sizeof(*(p))), e->scratch_bytes += (size_t)(n) * sizeof(*(p)),  \
+	 (p) ? 0 : -ENOMEM)
+
+/* What crosses to or from a device every layer (normed input, router
+ * logits, per-pair outputs and lists) lives in one region that mem/
+ * registers with the devices: an async copy from pageable memory first
+ * waits for the device's stream to drain, and a small upload from
+ * registered memory is pulled by a kernel instead of queuing behind the
+ * copy engine's slab copies (ptx/gpu_mem.c). */
+static int xfer_alloc(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int T = e->tmax, H = c->hidden;
+	size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
+	size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
+	size_t sz[] = {(size_t)T * H * 4,
+	               (size_t)T * E1 * 4,
+	               P * (H + 2) * 4,
+	               P * 4,
+	               P * 4,
+	               (size_t)(T + 2) * 4,
+	               P * 4,
+	               P * 4,
+	               fast * 4 + 4,
+	               P * 4,
+	               (size_t)c->vocab * 4};
+	void **dst[] = {(void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
+	                (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids,
+	                (void **)&e->sel,        (void **)&e->selw,   (void **)&e->fast_sel,
+	                (void **)&e->guess,      (void **)&e->xlogits};
+
+	e->xfer = coli_mem_alloc_buffers(sz, dst, 11, COLI_MEM_NODE_ANY, &e->xfer_bytes);
+	if (!e->xfer)
+		return -ENOMEM;
+	e->scratch_bytes += e->xfer_bytes;
+	return 0;
+}
+
+/* The dense layers' rows [tmax][...] and the per-expert lists [n_experts]. */
+static int layer_scratch_alloc(struct coli_engine *e, int inter, int quant)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	int T = e->tmax, H = c->hidden, qd = c->n_heads * c->head_dim;
 	int kvd = c->n_kv_heads * c->head_dim;
-	int inter = max3(c->moe_inter, c->shared_inter, c->dense_inter);
-	int quant = coli_dtype_is_quant(c->quant);
 	int threads = coli_cpu_pool_threads(e->pool);
 	int rc;
 
-#define ALLOC(p, n)                                                                                \
-	((p) = calloc((size_t)(n), sizeof(*(p))), e->scratch_bytes += (size_t)(n) * sizeof(*(p)),  \
-	 (p) ? 0 : -ENOMEM)
-	{
-		/* what crosses to or from a device every layer (normed input, router
-		 * logits, per-pair outputs and lists) lives in one region that mem/
-		 * registers with the devices: an async copy from pageable memory
-		 * first waits for the device's stream to drain, and a small upload
-		 * from registered memory is pulled by a kernel instead of queuing
-		 * behind the copy engine's slab copies (ptx/gpu.c) */
-		size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
-		size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
-		size_t sz[] = {(size_t)T * H * 4,
-		               (size_t)T * E1 * 4,
-		               P * (H + 2) * 4,
-		               P * 4,
-		               P * 4,
-		               (size_t)(T + 2) * 4,
-		               P * 4,
-		               P * 4,
-		               fast * 4 + 4,
-		               P * 4,
-		               (size_t)c->vocab * 4};
-		void **dst[] = {(void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
-		                (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids,
-		                (void **)&e->sel,        (void **)&e->selw,   (void **)&e->fast_sel,
-		                (void **)&e->guess,      (void **)&e->xlogits};
-
-		e->xfer = coli_mem_alloc_buffers(sz, dst, 11, COLI_MEM_NODE_ANY, &e->xfer_bytes);
-		if (!e->xfer)
-			return -ENOMEM;
-		e->scratch_bytes += e->xfer_bytes;
-	}
 	rc = ALLOC(e->x, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->q, (size_t)T * qd);
 	rc = rc ? rc : ALLOC(e->kx, (size_t)T * kvd);
@@ -163,20 +168,40 @@ static int scratch_alloc(struct coli_engine *e)
 	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
 	rc = rc ? rc : actbufs_alloc(&e->ax, T, H, quant);
 	rc = rc ? rc : actbufs_alloc(&e->ah, T, qd > inter ? qd : inter, quant);
-	if (c->n_experts > 1) {
-		size_t P = (size_t)T * c->top_k, I = (size_t)c->moe_inter;
+	return rc;
+}
 
-		rc = rc ? rc : ALLOC(e->pg, P * I);
-		rc = rc ? rc : ALLOC(e->pu, P * I);
-		rc = rc ? rc : ALLOC(e->hag, P);
-		rc = rc ? rc : ALLOC(e->xview, c->n_experts);
-		rc = rc ? rc : ALLOC(e->xjobs, 3 * (size_t)c->n_experts);
-		rc = rc ? rc : ALLOC(e->xpairs, P);
-		rc = rc ? rc : actbufs_alloc(&e->ph, (int)P, c->moe_inter, quant);
-		if (quant)
-			e->scratch_bytes += P * I * 2;
-	}
-#undef ALLOC
+/* The routed experts' per-pair rows [tmax * top_k][moe_inter]. */
+static int expert_scratch_alloc(struct coli_engine *e, int quant)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t P = (size_t)e->tmax * c->top_k, I = (size_t)c->moe_inter;
+	int rc;
+
+	rc = ALLOC(e->pg, P * I);
+	rc = rc ? rc : ALLOC(e->pu, P * I);
+	rc = rc ? rc : ALLOC(e->hag, P);
+	rc = rc ? rc : ALLOC(e->xview, c->n_experts);
+	rc = rc ? rc : ALLOC(e->xjobs, 3 * (size_t)c->n_experts);
+	rc = rc ? rc : ALLOC(e->xpairs, P);
+	rc = rc ? rc : actbufs_alloc(&e->ph, (int)P, c->moe_inter, quant);
+	if (quant)
+		e->scratch_bytes += P * I * 2;
+	return rc;
+}
+
+static int scratch_alloc(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int T = e->tmax, H = c->hidden, qd = c->n_heads * c->head_dim;
+	int inter = max3(c->moe_inter, c->shared_inter, c->dense_inter);
+	int quant = coli_dtype_is_quant(c->quant);
+	int rc;
+
+	rc = xfer_alloc(e);
+	rc = rc ? rc : layer_scratch_alloc(e, inter, quant);
+	if (!rc && c->n_experts > 1)
+		rc = expert_scratch_alloc(e, quant);
 	if (quant) /* int8 values, fp32 scales and int32 sums per 32-block */
 		e->scratch_bytes += (size_t)T * (H + (qd > inter ? qd : inter)) * 2;
 	if (rc)
@@ -186,6 +211,7 @@ static int scratch_alloc(struct coli_engine *e)
 		e->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
 	return 0;
 }
+#undef ALLOC
 
 /* The dense part and KV cache on the devices. Of several, one that cannot
  * hold its share (out of its memory, an error) is left out with one line and
@@ -265,52 +291,62 @@ static int numa_bind(struct coli_engine *e, char *err, size_t errlen)
 	return 0;
 }
 
-int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t **out, char *err,
-                     size_t errlen)
+/* e->opts from o (NULL: the defaults and the environment), checked. */
+static int opts_setup(struct coli_engine *e, const struct coli_opts *o, char *err, size_t errlen)
 {
-	struct coli_engine *e = calloc(1, sizeof(*e));
-	coli_container_t *c = NULL;
-	const void *tj;
-	size_t tlen, kvd;
-	unsigned gpu_flags;
-	int rc, threads;
+	int rc;
 
-	if (!e)
-		return -ENOMEM;
 	if (o)
 		e->opts = *o;
 	else if ((rc = coli_opts_init(&e->opts, err, errlen)))
-		goto err;
+		return rc;
 	rc = coli_opts_check(&e->opts, err, errlen);
 	if (rc)
-		goto err;
+		return rc;
 	if (e->opts.verbose) {
 		fprintf(stderr, "coli: options (value, allowed):\n");
 		coli_opts_print(&e->opts, stderr);
 	}
+	return 0;
+}
+
+/* The model file bound into e->m (which then owns the container), and its
+ * tokenizer when it has one. */
+static int model_open(struct coli_engine *e, const char *path, char *err, size_t errlen)
+{
+	coli_container_t *c = NULL;
+	const void *tj;
+	size_t tlen;
+	int rc;
+
 	rc = coli_io_container_open(path, &c);
 	if (rc) {
 		snprintf(err, errlen, "%s", coli_io_errmsg());
-		goto err;
+		return rc;
 	}
 	rc = coli_model_bind(&e->m, c, err, errlen);
-	if (rc)
-		goto err;
-	c = NULL; /* owned by e->m now */
-	tj = coli_io_container_section(e->m.c, COLI_SECTION_TOKENIZER, &tlen);
-	if (tj) {
-		rc = coli_tokenizer_load(tj, tlen, &e->tok, err, errlen);
-		if (rc)
-			goto err;
+	if (rc) {
+		coli_io_container_close(c);
+		return rc;
 	}
-	rc = numa_bind(e, err, errlen);
-	if (rc)
-		goto err;
-	threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	tj = coli_io_container_section(e->m.c, COLI_SECTION_TOKENIZER, &tlen);
+	if (tj)
+		return coli_tokenizer_load(tj, tlen, &e->tok, err, errlen);
+	return 0;
+}
+
+/* The CPU pool, the KV cache (e->ctx tokens), the batch size and the
+ * scratch buffers it sizes. */
+static int host_open(struct coli_engine *e, char *err, size_t errlen)
+{
+	int rc,
+	    threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	size_t kvd;
+
 	rc = coli_cpu_pool_create(threads, &e->pool);
 	if (rc) {
 		snprintf(err, errlen, "cannot start %d CPU threads", threads);
-		goto err;
+		return rc;
 	}
 	e->ctx =
 	    e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
@@ -321,8 +357,7 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	if (!e->kcache || !e->vcache) {
 		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens)",
 		         2 * e->kv_bytes >> 20, e->ctx);
-		rc = -ENOMEM;
-		goto err;
+		return -ENOMEM;
 	}
 	if (e->opts.ubatch == 0)
 		e->opts.ubatch = ubatch_auto(e);
@@ -331,27 +366,28 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 		         "--ubatch %d: expected 1 to %d tokens (0: %d with a GPU that has room, %d "
 		         "without)",
 		         e->opts.ubatch, UBATCH_MAX, UBATCH_DEV, UBATCH_CPU);
-		rc = -EINVAL;
-		goto err;
+		return -EINVAL;
 	}
 	e->tmax = e->opts.ubatch < e->ctx ? e->opts.ubatch : e->ctx;
 	rc = scratch_alloc(e);
-	if (rc) {
-		snprintf(err, errlen, "out of memory for scratch buffers");
-		goto err;
-	}
-	/* host tiers first: the RAM budget counts the dense part and the KV cache */
-	rc = coli_tiers_open(e, err, errlen);
 	if (rc)
-		goto err;
-	gpu_flags = e->opts.ptx_fail == COLI_OPT_PTX_FAIL_90    ? COLI_GPU_FAIL_JIT_90
-	            : e->opts.ptx_fail == COLI_OPT_PTX_FAIL_ALL ? COLI_GPU_FAIL_JIT_ALL
-	                                                        : 0;
+		snprintf(err, errlen, "out of memory for scratch buffers");
+	return rc;
+}
+
+/* The devices --gpu names, with their injected faults (--gpu-fail-*). */
+static int devices_open(struct coli_engine *e, char *err, size_t errlen)
+{
+	unsigned gpu_flags = e->opts.ptx_fail == COLI_OPT_PTX_FAIL_90    ? COLI_GPU_FAIL_JIT_90
+	                     : e->opts.ptx_fail == COLI_OPT_PTX_FAIL_ALL ? COLI_GPU_FAIL_JIT_ALL
+	                                                                 : 0;
+	int rc;
+
 	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us,
 	                       e->opts.pdl, gpu_flags, e->devs, COLI_MAX_DEVS, &e->n_devs, err,
 	                       errlen);
 	if (rc)
-		goto err;
+		return rc;
 	for (int i = 0; i < e->n_devs; i++) {
 		static const enum coli_dev_fail_at at[] = {
 		    [COLI_OPT_FAIL_AT_ANY] = COLI_FAIL_AT_ANY,
@@ -365,21 +401,22 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 			e->devs[i]->fail_after = -1;
 		e->devs[i]->fail_at = at[e->opts.gpu_fail_at];
 	}
-	e->hist = calloc((size_t)e->ctx, sizeof(int));
-	if (!e->hist) {
-		rc = -ENOMEM;
-		goto err;
-	}
-	/* the dense part first: it must fit; experts then take what is left. A
-	 * device of several that cannot hold its share is left out (dense_open);
-	 * when none can, or the experts' buffers fail on a device holding the
-	 * dense part, every device is given up with a message: the model then
-	 * runs on the CPU */
+	return 0;
+}
+
+/* The dense part first: it must fit; experts then take what is left. A
+ * device of several that cannot hold its share is left out (dense_open);
+ * when none can, or the experts' buffers fail on a device holding the dense
+ * part, every device is given up with a message: the model then runs on the
+ * CPU. So this cannot fail. */
+static void devices_place(struct coli_engine *e, char *err, size_t errlen)
+{
+	int rc;
+
 	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
 		rc = dense_open(e, err, errlen);
 		if (rc)
 			devices_off(e, "the dense part and KV cache", rc, err);
-		rc = 0;
 	}
 	if (e->n_devs) {
 		e->slab_moved =
@@ -390,23 +427,57 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 			         strerror(-rc));
 		if (rc)
 			devices_off(e, "the experts' buffers", rc, err);
-		rc = 0;
 	}
-	if (e->opts.route_trace[0]) {
-		e->trace = fopen(e->opts.route_trace, "w");
-		if (!e->trace) {
-			rc = -errno;
-			snprintf(err, errlen, "ROUTE_TRACE: cannot write '%s'",
-			         e->opts.route_trace);
-			goto err;
-		}
-		fprintf(e->trace, "# coli route trace v1: pos layer expert:weight...\n");
+}
+
+/* --route-trace: the file every routing decision is written to. */
+static int trace_open(struct coli_engine *e, char *err, size_t errlen)
+{
+	if (!e->opts.route_trace[0])
+		return 0;
+	e->trace = fopen(e->opts.route_trace, "w");
+	if (!e->trace) {
+		int rc = -errno;
+
+		snprintf(err, errlen, "ROUTE_TRACE: cannot write '%s'", e->opts.route_trace);
+		return rc;
 	}
+	fprintf(e->trace, "# coli route trace v1: pos layer expert:weight...\n");
+	return 0;
+}
+
+/* Each step leaves what it made in e and returns 0 or -errno with err set;
+ * the first failure closes e once, whatever the steps before it made
+ * (coli_engine_close takes a half-open engine). */
+int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t **out, char *err,
+                     size_t errlen)
+{
+	struct coli_engine *e = calloc(1, sizeof(*e));
+	int rc;
+
+	if (!e)
+		return -ENOMEM;
+	rc = opts_setup(e, o, err, errlen);
+	rc = rc ? rc : model_open(e, path, err, errlen);
+	rc = rc ? rc : numa_bind(e, err, errlen);
+	rc = rc ? rc : host_open(e, err, errlen);
+	/* host tiers first: the RAM budget counts the dense part and the KV cache */
+	rc = rc ? rc : coli_tiers_open(e, err, errlen);
+	rc = rc ? rc : devices_open(e, err, errlen);
+	if (rc)
+		goto err;
+	e->hist = calloc((size_t)e->ctx, sizeof(int));
+	if (!e->hist) {
+		rc = -ENOMEM;
+		goto err;
+	}
+	devices_place(e, err, errlen);
+	rc = trace_open(e, err, errlen);
+	if (rc)
+		goto err;
 	*out = e;
 	return 0;
 err:
-	if (c)
-		coli_io_container_close(c);
 	coli_engine_close(e);
 	return rc;
 }

@@ -19,12 +19,58 @@ static int is_eos(const struct coli_model_config *c, int id)
 	return 0;
 }
 
+/* The prefill's phase split: e0 before it, e1 after. */
+static void prefill_stats(struct coli_gen_stats *st, const struct coli_engine_stats *e0,
+                          const struct coli_engine_stats *e1)
+{
+	st->prefill_attention_s = e1->attention_s - e0->attention_s;
+	st->prefill_moe_s = e1->moe_s - e0->moe_s;
+	st->prefill_lm_head_s = e1->lm_head_s - e0->lm_head_s;
+	st->prefill_plan_s = e1->moe_plan_s - e0->moe_plan_s;
+	st->prefill_issue_s = e1->moe_issue_s - e0->moe_issue_s;
+	st->prefill_devissue_s = e1->moe_devissue_s - e0->moe_devissue_s;
+	st->prefill_slabs_s = e1->moe_slabs_s - e0->moe_slabs_s;
+	st->prefill_beside_s = e1->moe_beside_s - e0->moe_beside_s;
+	st->prefill_lookahead_s = e1->lookahead_s - e0->lookahead_s;
+	st->prefill_cpu_s = e1->moe_cpu_s - e0->moe_cpu_s;
+	st->prefill_take_s = e1->moe_take_s - e0->moe_take_s;
+	st->prefill_handoff_s = e1->handoff_s - e0->handoff_s;
+}
+
+/* The decode's split and counts: e0 before the prefill, e1 after it, s1 the
+ * devices' op counts then. */
+static void decode_stats(coli_engine_t *e, struct coli_gen_stats *st,
+                         const struct coli_engine_stats *e0, const struct coli_engine_stats *e1,
+                         const struct coli_engine_stats *s1)
+{
+	struct coli_engine_stats s2;
+
+	st->decode_issue_s = e->est.moe_issue_s - e1->moe_issue_s;
+	st->decode_plan_s = e->est.moe_plan_s - e1->moe_plan_s;
+	st->decode_slabs_s = e->est.moe_slabs_s - e1->moe_slabs_s;
+	st->decode_devissue_s = e->est.moe_devissue_s - e1->moe_devissue_s;
+	st->decode_beside_s = e->est.moe_beside_s - e1->moe_beside_s;
+	st->decode_cpu_s = e->est.moe_cpu_s - e1->moe_cpu_s;
+	st->decode_take_s = e->est.moe_take_s - e1->moe_take_s;
+	st->decode_handoff_s = e->est.handoff_s - e1->handoff_s;
+	st->decode_dev_busy_s = e->est.dev_busy_s - e1->dev_busy_s;
+	coli_engine_stats(e, &s2);
+	st->decode_dev_ops = (double)(s2.dev_ops - s1->dev_ops);
+	st->decode_host_bytes = (double)(e->est.bytes[COLI_TIER_RAM] - e1->bytes[COLI_TIER_RAM] +
+	                                 e->est.bytes[COLI_TIER_DISK] - e1->bytes[COLI_TIER_DISK]);
+	st->decode_steps = (int)(e->est.tokens - e1->tokens);
+	st->expert_calls = e->est.expert_uses - e0->expert_uses;
+	st->expert_bytes = 0;
+	for (int x = 0; x < COLI_TIER_N; x++)
+		st->expert_bytes += e->est.bytes[x] - e0->bytes[x];
+}
+
 int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
                   struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_detok dt;
-	struct coli_engine_stats e0, e1, s1, s2;
+	struct coli_engine_stats e0, e1, s1;
 	const float *logits = NULL; /* the engine's (coli_engine_forward_last) */
 	char *text = NULL;
 	size_t cap = 0;
@@ -53,18 +99,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	t1 = coli_now_s();
 	st->prefill_s = t1 - t0;
 	e1 = e->est;
-	st->prefill_attention_s = e1.attention_s - e0.attention_s;
-	st->prefill_moe_s = e1.moe_s - e0.moe_s;
-	st->prefill_lm_head_s = e1.lm_head_s - e0.lm_head_s;
-	st->prefill_plan_s = e1.moe_plan_s - e0.moe_plan_s;
-	st->prefill_issue_s = e1.moe_issue_s - e0.moe_issue_s;
-	st->prefill_devissue_s = e1.moe_devissue_s - e0.moe_devissue_s;
-	st->prefill_slabs_s = e1.moe_slabs_s - e0.moe_slabs_s;
-	st->prefill_beside_s = e1.moe_beside_s - e0.moe_beside_s;
-	st->prefill_lookahead_s = e1.lookahead_s - e0.lookahead_s;
-	st->prefill_cpu_s = e1.moe_cpu_s - e0.moe_cpu_s;
-	st->prefill_take_s = e1.moe_take_s - e0.moe_take_s;
-	st->prefill_handoff_s = e1.handoff_s - e0.handoff_s;
+	prefill_stats(st, &e0, &e1);
 	coli_engine_stats(e, &s1); /* with the devices' op counts */
 	for (int i = 0; !rc && i < max_new; i++) {
 		int n;
@@ -91,24 +126,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			cb(arg, -1, text, (size_t)n);
 	}
 	st->decode_s = coli_now_s() - t1;
-	st->decode_issue_s = e->est.moe_issue_s - e1.moe_issue_s;
-	st->decode_plan_s = e->est.moe_plan_s - e1.moe_plan_s;
-	st->decode_slabs_s = e->est.moe_slabs_s - e1.moe_slabs_s;
-	st->decode_devissue_s = e->est.moe_devissue_s - e1.moe_devissue_s;
-	st->decode_beside_s = e->est.moe_beside_s - e1.moe_beside_s;
-	st->decode_cpu_s = e->est.moe_cpu_s - e1.moe_cpu_s;
-	st->decode_take_s = e->est.moe_take_s - e1.moe_take_s;
-	st->decode_handoff_s = e->est.handoff_s - e1.handoff_s;
-	st->decode_dev_busy_s = e->est.dev_busy_s - e1.dev_busy_s;
-	coli_engine_stats(e, &s2);
-	st->decode_dev_ops = (double)(s2.dev_ops - s1.dev_ops);
-	st->decode_host_bytes = (double)(e->est.bytes[COLI_TIER_RAM] - e1.bytes[COLI_TIER_RAM] +
-	                                 e->est.bytes[COLI_TIER_DISK] - e1.bytes[COLI_TIER_DISK]);
-	st->decode_steps = (int)(e->est.tokens - e1.tokens);
-	st->expert_calls = e->est.expert_uses - e0.expert_uses;
-	st->expert_bytes = 0;
-	for (int x = 0; x < COLI_TIER_N; x++)
-		st->expert_bytes += e->est.bytes[x] - e0.bytes[x];
+	decode_stats(e, st, &e0, &e1, &s1);
 	free(text);
 	return rc;
 }

@@ -78,7 +78,7 @@ struct coli_gpu_dense_gemv {
 #define COLI_GPU_GEMM_ROWS_Q 64 /* rows per CTA tile, the wide q8/q4 tile */
 /* The q8/q4 tiles, rows x tokens a CTA: 0 wide (64 x 64), 1 (64 x 32) for
  * runs of up to 32 tokens, 2 (128 x 16) for runs of up to 16. A job takes
- * the smallest that holds its run (ptx/gpu.c quant_tile); one launch mixes
+ * the smallest that holds its run (ptx/gpu_expert.c quant_tile); one launch mixes
  * them. */
 #define COLI_GPU_GEMM_TILES_Q        3
 #define COLI_GPU_GEMM_TILE_ROWS(t)   ((t) == 2 ? 128 : COLI_GPU_GEMM_ROWS_Q)

@@ -78,7 +78,7 @@ int coli_gpu_capture_begin(coli_gpu_t *g);
 int coli_gpu_capture_end(coli_gpu_t *g, uint64_t *graph);
 int coli_gpu_graph_launch(coli_gpu_t *g, uint64_t graph);
 void coli_gpu_graph_free(coli_gpu_t *g, uint64_t graph);
-/* Staging slots on a second (copy) stream, ordered by events (ptx/gpu.c):
+/* Staging slots on a second (copy) stream, ordered by events (ptx/gpu_stream.c):
  * init n slots; copy into slot (after its last reader); make the compute
  * stream wait for slot's copy; mark slot's last reader queued; 1 when the
  * slot's copy has landed, 0 while in flight; fence: slot's landed event

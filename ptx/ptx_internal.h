@@ -146,7 +146,7 @@ struct coli_gpu {
 	CUcontext ctx;
 	CUmodule mod, mod_dense, mod_attn, mod_gemm;
 	CUstream stream; /* compute: kernels, activations, outputs */
-	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu.c coli_gpu_stage_*) */
+	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu_stream.c coli_gpu_stage_*) */
 	int capturing;   /* the stream is being captured: launches will be replayed */
 	int n_stage;
 	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */
@@ -212,8 +212,11 @@ struct coli_gpu {
 
 /* The dense kernels' handles and their scratch (at open; freed at close). */
 int coli_gpu_dense_functions(struct coli_gpu *g);
-/* Queue a job table's copy through the page-locked ring (ptx/gpu.c). */
+/* Queue a job table's copy through the page-locked ring (ptx/gpu_mem.c). */
 int coli_gpu_job_table(struct coli_gpu *g, const void *jobs, size_t bytes, uint64_t *dptr);
+/* Queue an n-byte copy s -> d (n % 4 == 0) done by the SMs (coli_pull) on the
+ * compute stream; one side device-mapped host memory (ptx/gpu_mem.c). */
+int coli_gpu_pull(struct coli_gpu *g, CUdeviceptr d, CUdeviceptr s, size_t n);
 void coli_gpu_dense_release(struct coli_gpu *g);
 
 /* Queue kernel f on the compute stream: with g->pdl through cuLaunchKernelEx

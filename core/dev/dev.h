@@ -211,7 +211,7 @@ struct coli_dev_ops {
 	int (*sync)(struct coli_dev *d);
 	void (*close)(struct coli_dev *d);
 	/* staging slots for streamed slabs: copies on a second stream, ordered by
-	 * events (ptx/gpu.c says how); sim copies at once and orders nothing */
+	 * events (ptx/gpu_stream.c says how); sim copies at once and orders nothing */
 	int (*stage_init)(struct coli_dev *d, int n);
 	int (*stage_copy)(struct coli_dev *d, int slot, uint64_t dst, const void *src,
 	                  size_t n);                       /* async, copy stream */

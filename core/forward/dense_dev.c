@@ -128,23 +128,45 @@ static int up_qkv(struct coli_engine *e, struct coli_dense_dev *dd, const struct
 	return rc;
 }
 
-/* Upload dd's share (dd->l0..l1, first, last) and allocate its buffers. */
-static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
+/* Layer l's norms, biases and matrices onto dd. */
+static int up_layer(struct coli_engine *e, struct coli_dense_dev *dd, int l)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t T = (size_t)e->tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
-	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
-	size_t I = (size_t)(c->moe_inter > c->shared_inter ? c->moe_inter : c->shared_inter);
-	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->ctx * kvd;
+	size_t H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
+	size_t kvd = (size_t)c->n_kv_heads * c->head_dim;
+	const struct coli_layer *L = &e->m.layers[l];
+	struct dlayer *D = &dd->L[l];
+	int qn = c->qk_norm == 1 ? c->head_dim : (int)qd,
+	    kn = c->qk_norm == 1 ? c->head_dim : (int)kvd;
+	int rc;
+
+	rc = up_vec(e, dd, L->attn_norm, (int)H, &D->attn_norm);
+	rc = rc ? rc : up_vec(e, dd, L->ffn_norm, (int)H, &D->ffn_norm);
+	rc = rc ? rc : up_vec(e, dd, L->q_bias, (int)qd, &D->q_bias);
+	rc = rc ? rc : up_vec(e, dd, L->k_bias, (int)kvd, &D->k_bias);
+	rc = rc ? rc : up_vec(e, dd, L->v_bias, (int)kvd, &D->v_bias);
+	rc = rc ? rc : up_vec(e, dd, L->q_norm, qn, &D->q_norm);
+	rc = rc ? rc : up_vec(e, dd, L->k_norm, kn, &D->k_norm);
+	rc = rc ? rc : up_qkv(e, dd, L, D);
+	rc = rc ? rc : up_mat(e, dd, &L->o, &D->o);
+	rc = rc ? rc : up_mat(e, dd, &L->router, &D->router);
+	rc = rc ? rc : up_mat(e, dd, &L->sh_gate, &D->sh_gate);
+	rc = rc ? rc : up_mat(e, dd, &L->sh_up, &D->sh_up);
+	rc = rc ? rc : up_mat(e, dd, &L->sh_down, &D->sh_down);
+	rc = rc ? rc : up_mat(e, dd, &L->sh_router, &D->sh_router);
+	rc = rc ? rc : up_mat(e, dd, &L->ffn_gate, &D->ffn_gate);
+	rc = rc ? rc : up_mat(e, dd, &L->ffn_up, &D->ffn_up);
+	rc = rc ? rc : up_mat(e, dd, &L->ffn_down, &D->ffn_down);
+	return rc;
+}
+
+/* dd's share of the weights: the embeddings on the first device, the output
+ * norm and lm_head on the last, RoPE's frequencies, its layers. */
+static int up_weights(struct coli_engine *e, struct coli_dense_dev *dd)
+{
+	const struct coli_model_config *c = &e->m.cfg;
 	int rc = 0;
 
-	I = I > (size_t)c->dense_inter ? I : (size_t)c->dense_inter;
-	dd->kmax = (int)(H > qd ? H : qd);
-	dd->kmax = dd->kmax > (int)I ? dd->kmax : (int)I;
-	dd->L = calloc((size_t)c->n_layers, sizeof(*dd->L));
-	dd->jobs = malloc(sizeof(*dd->jobs) * (T + COLI_GPU_MAX_S) / COLI_GPU_MAX_S * 2);
-	if (!dd->L || !dd->jobs)
-		return -ENOMEM;
 	if (dd->first)
 		rc = up_mat(e, dd, &e->m.tok_embd, &dd->tok_embd);
 	if (!rc && dd->last && c->tie_embeddings)
@@ -153,32 +175,23 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 		rc =
 		    up_mat(e, dd, c->tie_embeddings ? &e->m.tok_embd : &e->m.lm_head, &dd->lm_head);
 	if (dd->last)
-		rc = rc ? rc : up_vec(e, dd, e->m.out_norm, (int)H, &dd->out_norm);
+		rc = rc ? rc : up_vec(e, dd, e->m.out_norm, (int)c->hidden, &dd->out_norm);
 	rc = rc ? rc : up_vec(e, dd, e->inv_freq, c->head_dim / 2, &dd->inv_freq);
-	for (int l = dd->l0; !rc && l < dd->l1; l++) {
-		const struct coli_layer *L = &e->m.layers[l];
-		struct dlayer *D = &dd->L[l];
-		int qn = c->qk_norm == 1 ? c->head_dim : (int)qd,
-		    kn = c->qk_norm == 1 ? c->head_dim : (int)kvd;
+	for (int l = dd->l0; !rc && l < dd->l1; l++)
+		rc = up_layer(e, dd, l);
+	return rc;
+}
 
-		rc = rc ? rc : up_vec(e, dd, L->attn_norm, (int)H, &D->attn_norm);
-		rc = rc ? rc : up_vec(e, dd, L->ffn_norm, (int)H, &D->ffn_norm);
-		rc = rc ? rc : up_vec(e, dd, L->q_bias, (int)qd, &D->q_bias);
-		rc = rc ? rc : up_vec(e, dd, L->k_bias, (int)kvd, &D->k_bias);
-		rc = rc ? rc : up_vec(e, dd, L->v_bias, (int)kvd, &D->v_bias);
-		rc = rc ? rc : up_vec(e, dd, L->q_norm, qn, &D->q_norm);
-		rc = rc ? rc : up_vec(e, dd, L->k_norm, kn, &D->k_norm);
-		rc = rc ? rc : up_qkv(e, dd, L, D);
-		rc = rc ? rc : up_mat(e, dd, &L->o, &D->o);
-		rc = rc ? rc : up_mat(e, dd, &L->router, &D->router);
-		rc = rc ? rc : up_mat(e, dd, &L->sh_gate, &D->sh_gate);
-		rc = rc ? rc : up_mat(e, dd, &L->sh_up, &D->sh_up);
-		rc = rc ? rc : up_mat(e, dd, &L->sh_down, &D->sh_down);
-		rc = rc ? rc : up_mat(e, dd, &L->sh_router, &D->sh_router);
-		rc = rc ? rc : up_mat(e, dd, &L->ffn_gate, &D->ffn_gate);
-		rc = rc ? rc : up_mat(e, dd, &L->ffn_up, &D->ffn_up);
-		rc = rc ? rc : up_mat(e, dd, &L->ffn_down, &D->ffn_down);
-	}
+/* dd's KV cache rows and working buffers (drawn in core/forward/dense_dev.h);
+ * I: the widest MLP. */
+static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t T = (size_t)e->tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
+	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
+	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->ctx * kvd;
+	int rc = 0;
+
 #define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
 	B(kcache, kv_bytes);
 	B(vcache, kv_bytes);
@@ -216,6 +229,26 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	B(gu_jobs, sizeof(struct coli_gpu_gemv_job) * 2 * COLI_GPU_MAX_S * c->top_k);
 	B(down_jobs, sizeof(struct coli_gpu_gemv_job) * COLI_GPU_MAX_S * c->top_k);
 #undef B
+	return rc;
+}
+
+/* Upload dd's share (dd->l0..l1, first, last) and allocate its buffers. */
+static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t T = (size_t)e->tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
+	size_t I = (size_t)(c->moe_inter > c->shared_inter ? c->moe_inter : c->shared_inter);
+	int rc;
+
+	I = I > (size_t)c->dense_inter ? I : (size_t)c->dense_inter;
+	dd->kmax = (int)(H > qd ? H : qd);
+	dd->kmax = dd->kmax > (int)I ? dd->kmax : (int)I;
+	dd->L = calloc((size_t)c->n_layers, sizeof(*dd->L));
+	dd->jobs = malloc(sizeof(*dd->jobs) * (T + COLI_GPU_MAX_S) / COLI_GPU_MAX_S * 2);
+	if (!dd->L || !dd->jobs)
+		return -ENOMEM;
+	rc = up_weights(e, dd);
+	rc = rc ? rc : alloc_bufs(e, dd, I);
 	dd->route_on_dev = c->n_experts > 0 && c->n_experts <= COLI_GPU_ROUTE_MAX_E &&
 	                   c->top_k >= 1 && c->top_k <= 16 && e->opts.dev_route;
 	dd->plan_dev = -1;

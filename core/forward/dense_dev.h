@@ -110,4 +110,83 @@ int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, 
  * (core/moe/moe.h) and runs it. */
 int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq);
 
+/* Shared by core/forward/forward_dev.c and core/forward/attn_dev.c. */
+/* Whether q/k norms, RoPE and the KV store run as one launch (see
+ * core/forward/attn_dev.c); a decode graph needs it. */
+int coli_dense_dev_qk_fused(const struct coli_model_config *c);
+/* Layer l's attention on e->dd, adding first what the previous layer left
+ * (pend: PEND_*); leaves the projection in dd->proj. */
+int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int pend);
+
+/* The dense GEMV steps, inline: every layer queues a few of them. */
+/* Quantize rows of x [T][K] into aq/ad/aqs when m is quantized. Once per
+ * input: every matrix that reads x after it (q, k and v; gate and up) uses
+ * the same quantized rows. */
+static inline int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T)
+{
+	if (!coli_dtype_is_quant(m->dtype))
+		return 0;
+	return coli_dev_act_quantize(
+	    dd->dev,
+	    &(struct coli_dev_quantize){
+	        .x = x, .q = dd->aq, .qd = dd->ad, .qsum = dd->aqs, .n_blocks = T * m->cols / 32});
+}
+
+/* The dense GEMV's arguments for y[T][ldy] = m . x[T][K]. */
+static inline struct coli_gpu_dense_gemv gemv_args(const struct coli_dense_dev *dd,
+                                                   const struct dmat *m, uint64_t x, int T,
+                                                   uint64_t y, int ldy)
+{
+	struct coli_gpu_dense_gemv a = {
+	    .w = (const void *)(uintptr_t)m->w,
+	    .scales = (const unsigned short *)(uintptr_t)m->scales,
+	    .xf = (const float *)(uintptr_t)x,
+	    .xq = (const signed char *)(uintptr_t)dd->aq,
+	    .xd = (const float *)(uintptr_t)dd->ad,
+	    .xqsum = (const int *)(uintptr_t)dd->aqs,
+	    .y = (float *)(uintptr_t)y,
+	    .rows = m->rows,
+	    .K = m->cols,
+	    .T = T,
+	    .ldy = ldy,
+	};
+
+	return a;
+}
+
+/* y[T][ldy] = m . x[T][K] in one launch of the dense GEMV (deterministic; the
+ * canonical reduction for q8_0/q4_0, on the tensor-core GEMM from
+ * COLI_GPU_DENSE_GEMM_MIN_T tokens). A quantized matrix reads x's quantized rows
+ * from aq/ad/aqs: prep(x) first. */
+static inline int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T,
+                       uint64_t y, int ldy)
+{
+	struct coli_gpu_dense_gemv a = gemv_args(dd, m, x, T, y, ldy);
+
+	return coli_dev_dense_gemv(dd->dev, &(struct coli_dev_dense){.t = m->dtype, .m = &a});
+}
+
+/* x_ready: dd->aq already holds x's rows quantized (the norm that wrote x
+ * did it). h is quantized for down by the silu launch itself. */
+static inline int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const struct dmat *up,
+                         const struct dmat *down, uint64_t x, int x_ready, int T, uint64_t y)
+{
+	int I = gate->rows, rc;
+
+	rc = x_ready ? 0 : prep(dd, gate, x, T);
+	rc = rc ? rc : gemm(dd, gate, x, T, dd->g, I);
+	rc = rc ? rc : gemm(dd, up, x, T, dd->u, I);
+	rc = rc ? rc
+	        : coli_dev_silu_mul(dd->dev, &(struct coli_dev_silu){
+	                                         .g = dd->g,
+	                                         .u = dd->u,
+	                                         .h = dd->h,
+	                                         .q = coli_dtype_is_quant(down->dtype) ? dd->aq : 0,
+	                                         .qd = dd->ad,
+	                                         .qsum = dd->aqs,
+	                                         .n = T * I});
+	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
+	return rc;
+}
+
 #endif

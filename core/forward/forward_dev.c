@@ -41,7 +41,10 @@
  * hands the residual stream over (handoff), once a token per boundary.
  *
  * Its buffers are drawn in core/forward/dense_dev.h, uploaded at open by
- * core/forward/dense_dev.c.
+ * core/forward/dense_dev.c. A layer's attention (norm, q/k/v, q/k norms and
+ * RoPE, the KV store, attention, o) and the shared expert are in
+ * core/forward/attn_dev.c; the dense GEMV steps both use (prep, gemm,
+ * swiglu) are inline in core/forward/dense_dev.h.
  */
 #include <errno.h>
 #include <math.h>
@@ -73,240 +76,6 @@ int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync)
 	*acc += now - e->dd->phase_t;
 	e->dd->phase_t = now;
 	return rc;
-}
-
-/* Quantize rows of x [T][K] into aq/ad/aqs when m is quantized. Once per
- * input: every matrix that reads x after it (q, k and v; gate and up) uses
- * the same quantized rows. */
-static int prep(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T)
-{
-	if (!coli_dtype_is_quant(m->dtype))
-		return 0;
-	return coli_dev_act_quantize(
-	    dd->dev,
-	    &(struct coli_dev_quantize){
-	        .x = x, .q = dd->aq, .qd = dd->ad, .qsum = dd->aqs, .n_blocks = T * m->cols / 32});
-}
-
-/* The dense GEMV's arguments for y[T][ldy] = m . x[T][K]. */
-static struct coli_gpu_dense_gemv gemv_args(const struct coli_dense_dev *dd, const struct dmat *m,
-                                            uint64_t x, int T, uint64_t y, int ldy)
-{
-	struct coli_gpu_dense_gemv a = {
-	    .w = (const void *)(uintptr_t)m->w,
-	    .scales = (const unsigned short *)(uintptr_t)m->scales,
-	    .xf = (const float *)(uintptr_t)x,
-	    .xq = (const signed char *)(uintptr_t)dd->aq,
-	    .xd = (const float *)(uintptr_t)dd->ad,
-	    .xqsum = (const int *)(uintptr_t)dd->aqs,
-	    .y = (float *)(uintptr_t)y,
-	    .rows = m->rows,
-	    .K = m->cols,
-	    .T = T,
-	    .ldy = ldy,
-	};
-
-	return a;
-}
-
-/* y[T][ldy] = m . x[T][K] in one launch of the dense GEMV (deterministic; the
- * canonical reduction for q8_0/q4_0, on the tensor-core GEMM from
- * COLI_GPU_DENSE_GEMM_MIN_T tokens). A quantized matrix reads x's quantized rows
- * from aq/ad/aqs: prep(x) first. */
-static int gemm(struct coli_dense_dev *dd, const struct dmat *m, uint64_t x, int T, uint64_t y,
-                int ldy)
-{
-	struct coli_gpu_dense_gemv a = gemv_args(dd, m, x, T, y, ldy);
-
-	return coli_dev_dense_gemv(dd->dev, &(struct coli_dev_dense){.t = m->dtype, .m = &a});
-}
-
-/* x_ready: dd->aq already holds x's rows quantized (the norm that wrote x
- * did it). h is quantized for down by the silu launch itself. */
-static int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, const struct dmat *up,
-                  const struct dmat *down, uint64_t x, int x_ready, int T, uint64_t y)
-{
-	int I = gate->rows, rc;
-
-	rc = x_ready ? 0 : prep(dd, gate, x, T);
-	rc = rc ? rc : gemm(dd, gate, x, T, dd->g, I);
-	rc = rc ? rc : gemm(dd, up, x, T, dd->u, I);
-	rc = rc ? rc
-	        : coli_dev_silu_mul(dd->dev, &(struct coli_dev_silu){
-	                                         .g = dd->g,
-	                                         .u = dd->u,
-	                                         .h = dd->h,
-	                                         .q = coli_dtype_is_quant(down->dtype) ? dd->aq : 0,
-	                                         .qd = dd->ad,
-	                                         .qsum = dd->aqs,
-	                                         .n = T * I});
-	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
-	return rc;
-}
-
-/* Whether q/k norms, RoPE and the KV store run as one launch that reads the
- * position from device memory (coli_qk_rope_store): not where the norm spans
- * the whole vector (qk_norm 2, OLMoE) or the heads are too wide for it. */
-static int qk_fused(const struct coli_model_config *c)
-{
-	return c->qk_norm != 2 && c->head_dim % 2 == 0 && c->head_dim <= 256;
-}
-
-/* q/k norms, RoPE, and k and v into the layer's cache rows pos0..: one fused
- * launch (coli_qk_rope_store) where qk_fused allows, else op by op. */
-static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int pos0, uint64_t kc,
-                    uint64_t vc)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
-	int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim, qd = nh * hd, kvd = nkv * hd;
-	int rc = 0;
-
-	if (qk_fused(c))
-		return coli_dev_qk_rope_store(
-		    dd->dev, &(struct coli_dev_qk_rope){.q = dd->q,
-		                                        .k = dd->k,
-		                                        .v = dd->v,
-		                                        .qw = c->qk_norm == 1 ? D->q_norm : 0,
-		                                        .kw = c->qk_norm == 1 ? D->k_norm : 0,
-		                                        .eps = c->norm_eps,
-		                                        .T = T,
-		                                        .nh = nh,
-		                                        .nkv = nkv,
-		                                        .hd = hd,
-		                                        .pos0 = pos0,
-		                                        .posp = dd->ids,
-		                                        .inv_freq = dd->inv_freq,
-		                                        .kc = kc,
-		                                        .vc = vc});
-	if (c->qk_norm) { /* 2: over the whole q and k, 1: per head */
-		int whole = c->qk_norm == 2;
-		struct coli_dev_norm nq = {
-		    .x = dd->q, .w = D->q_norm, .y = dd->q, .eps = c->norm_eps};
-		struct coli_dev_norm nk = {
-		    .x = dd->k, .w = D->k_norm, .y = dd->k, .eps = c->norm_eps};
-
-		nq.rows = whole ? T : T * nh, nq.n = whole ? qd : hd;
-		nk.rows = whole ? T : T * nkv, nk.n = whole ? kvd : hd;
-		rc = coli_dev_rmsnorm(dd->dev, &nq);
-		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, &nk);
-	}
-	struct coli_dev_rope rq = {
-	    .x = dd->q, .inv_freq = dd->inv_freq, .T = T, .nh = nh, .hd = hd, .pos0 = pos0};
-	struct coli_dev_rope rk = {
-	    .x = dd->k, .inv_freq = dd->inv_freq, .T = T, .nh = nkv, .hd = hd, .pos0 = pos0};
-
-	rc = rc ? rc : coli_dev_rope(dd->dev, &rq);
-	rc = rc ? rc : coli_dev_rope(dd->dev, &rk);
-	rc = rc ? rc
-	        : coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = kc + (size_t)pos0 * kvd * 4,
-	                                                         .src = dd->k,
-	                                                         .n = (size_t)T * kvd * 4});
-	return rc ? rc
-	          : coli_dev_copy(dd->dev,
-	                          &(struct coli_dev_copy){.dst = vc + (size_t)pos0 * kvd * 4,
-	                                                  .src = dd->v,
-	                                                  .n = (size_t)T * kvd * 4});
-}
-
-/* Attention of layer l; first, when `pending` (every layer but the first),
- * the previous layer's MLP output is added to the residual stream in the same
- * launch as this layer's norm. Leaves the projection in dd->proj: the caller
- * adds it with the ffn norm. */
-static int attention(struct coli_engine *e, int l, int T, int pos0, int pend)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
-	const struct dlayer *D = &dd->L[l];
-	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
-	int qd = nh * hd, kvd = nkv * hd, rc, oq;
-	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
-	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
-
-	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
-	const struct coli_gpu_pairs p = {
-	    .y = e->vram[dd->plan_dev].y, .token = dd->ptok, .w = dd->pw, .n = T * c->top_k};
-	const struct coli_dev_norm nm = {.x = dd->x,
-	                                 .add = pend == PEND_MLP ? dd->mlp : 0,
-	                                 .pairs = &p, /* read by acc_rmsnorm only */
-	                                 .w = D->attn_norm,
-	                                 .y = dd->xn,
-	                                 .q = coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0,
-	                                 .qd = dd->ad,
-	                                 .qsum = dd->aqs,
-	                                 .rows = T,
-	                                 .n = H,
-	                                 .eps = c->norm_eps};
-
-	rc = pend == PEND_PAIRS
-	         ? coli_dev_acc_rmsnorm(dd->dev, &nm) /* the previous layer's pairs */
-	         : coli_dev_add_rmsnorm(dd->dev, &nm);
-	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
-		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
-
-		a.y2 = (float *)(uintptr_t)dd->k;
-		a.y3 = (float *)(uintptr_t)dd->v;
-		a.rows1 = qd, a.rows2 = qd + kvd;
-		a.ldy2 = a.ldy3 = kvd;
-		rc = rc ? rc
-		        : coli_dev_dense_gemv(dd->dev,
-		                              &(struct coli_dev_dense){.t = D->qkv.dtype, .m = &a});
-	} else {
-		rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
-		rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
-		rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
-	}
-	if (!rc && D->q_bias) {
-		struct coli_dev_bias bq = {.y = dd->q, .b = D->q_bias, .rows = T, .n = qd};
-		struct coli_dev_bias bk = {.y = dd->k, .b = D->k_bias, .rows = T, .n = kvd};
-		struct coli_dev_bias bv = {.y = dd->v, .b = D->v_bias, .rows = T, .n = kvd};
-
-		rc = coli_dev_add_bias(dd->dev, &bq);
-		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bk);
-		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bv);
-	}
-	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
-	/* a quantized o reads the attention output quantized: in the same launch */
-	oq = coli_dtype_is_quant(D->o.dtype);
-	rc = rc ? rc
-	        : coli_dev_attention(dd->dev,
-	                             &(struct coli_dev_attention){.q = dd->q,
-	                                                          .k = kc,
-	                                                          .v = vc,
-	                                                          .out = dd->att,
-	                                                          .T = T,
-	                                                          .pos0 = pos0,
-	                                                          .posp = dd->ids,
-	                                                          .span = e->ctx,
-	                                                          .nh = nh,
-	                                                          .nkv = nkv,
-	                                                          .hd = hd,
-	                                                          .scale = 1.0f / sqrtf((float)hd),
-	                                                          .aq = oq ? dd->aq : 0,
-	                                                          .ad = oq ? dd->ad : 0,
-	                                                          .aqs = oq ? dd->aqs : 0});
-	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
-	return rc;
-}
-
-/* Qwen2-MoE's shared expert: mlp += sigmoid(gate . xn) * swiglu(xn);
- * xn_ready: dd->aq holds xn quantized (by the ffn norm). */
-int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T, int xn_ready)
-{
-	struct coli_dense_dev *dd = e->dd;
-	int rc;
-
-	if (!e->m.cfg.shared_inter)
-		return 0;
-	rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, xn_ready, T, dd->shy);
-	rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
-	rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
-	return rc ? rc
-	          : coli_dev_gated_add(dd->dev, &(struct coli_dev_gated){.out = dd->mlp,
-	                                                                 .y = dd->shy,
-	                                                                 .gate = dd->gl,
-	                                                                 .T = T,
-	                                                                 .H = e->m.cfg.hidden});
 }
 
 /* Whether MoE layer l is routed and planned on the device at T tokens
@@ -515,6 +284,40 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
 	                             : SEG_HOST;
 }
 
+/* Whether layer l, of kind `kind`, leaves its MoE accumulate to the next
+ * layer's first norm: a device-planned layer with a next layer and no shared
+ * expert (whose gated add needs the sum first). */
+static int defers(const struct coli_engine *e, int l, int kind) /* (and on this device) */
+{
+	return kind == SEG_PLANNED && l + 1 < e->dd->l1 && !e->m.cfg.shared_inter;
+}
+
+/* A planned layer's MoE: routed, planned, computed and accumulated here;
+ * the routing goes back for fast_count with the forward's other planned
+ * layers' (fast_down). */
+static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer *D, int fused,
+                       int xq)
+{
+	struct coli_dense_dev *dd = e->dd;
+	int H = e->m.cfg.hidden, K = e->m.cfg.top_k, rc;
+
+	rc = plan_route(e, l, T, fused ? &D->router : NULL,
+	                dd->fsel + (size_t)l * COLI_GPU_MAX_S * K * 4);
+	rc = rc ? rc : plan_experts(e, l, T);
+	if (defers(e, l, SEG_PLANNED)) /* summed by the next layer's first norm */
+		return rc;
+	rc = rc ? rc
+	        : coli_dev_moe_accumulate(
+	              dd->dev, &(struct coli_dev_accumulate){.out = dd->mlp,
+	                                                     .y = e->vram[dd->plan_dev].y,
+	                                                     .pair_token = dd->ptok,
+	                                                     .pair_w = dd->pw,
+	                                                     .n_pairs = T * K,
+	                                                     .T = T,
+	                                                     .H = H});
+	return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
+}
+
 /* Layer l's device work up to where the host must look: the embedding
  * (layer 0), attention, the ffn norm, then
  *   SEG_DENSE    the dense MLP
@@ -526,14 +329,6 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
  * No host state changes here (layer_run may capture it as a graph and
  * replay it); xq: the ffn norm quantizes xn's rows for q8/q4 experts on
  * the device. */
-/* Whether layer l, of kind `kind`, leaves its MoE accumulate to the next
- * layer's first norm: a device-planned layer with a next layer and no shared
- * expert (whose gated add needs the sum first). */
-static int defers(const struct coli_engine *e, int l, int kind) /* (and on this device) */
-{
-	return kind == SEG_PLANNED && l + 1 < e->dd->l1 && !e->m.cfg.shared_inter;
-}
-
 static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
                      int pend)
 {
@@ -552,7 +347,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		                                                      .x = dd->x,
 		                                                      .T = T,
 		                                                      .H = H});
-	rc = rc ? rc : attention(e, l, T, pos0, pend);
+	rc = rc ? rc : coli_dense_dev_attention(e, l, T, pos0, pend);
 	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
 		rc = coli_dense_dev_phase_end(e, &e->est.attention_s, 1);
 	rc = rc ? rc
@@ -575,27 +370,8 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	fused = (kind == SEG_PLANNED || kind == SEG_PRE) && dd->route_on_dev &&
 	        D->router.dtype == COLI_DTYPE_F32 && dd->dev->ops->router_plan;
 	rc = rc || fused ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
-	if (kind == SEG_PLANNED) {
-		/* routed, planned, computed and accumulated here; the routing goes
-		 * back for fast_count with the forward's other planned layers'
-		 * (fast_down) */
-		rc = rc ? rc
-		        : plan_route(e, l, T, fused ? &D->router : NULL,
-		                     dd->fsel + (size_t)l * COLI_GPU_MAX_S * K * 4);
-		rc = rc ? rc : plan_experts(e, l, T);
-		if (defers(e, l, kind)) /* summed by the next layer's first norm */
-			return rc;
-		rc = rc ? rc
-		        : coli_dev_moe_accumulate(
-		              dd->dev, &(struct coli_dev_accumulate){.out = dd->mlp,
-		                                                     .y = e->vram[dd->plan_dev].y,
-		                                                     .pair_token = dd->ptok,
-		                                                     .pair_w = dd->pw,
-		                                                     .n_pairs = T * K,
-		                                                     .T = T,
-		                                                     .H = H});
-		return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
-	}
+	if (kind == SEG_PLANNED)
+		return rc ? rc : planned_moe(e, l, T, D, fused, xq);
 	/* what the host plans from: the routing (or the router logits it
 	 * routes), the lookahead's guess, and the normed rows for its readers
 	 * (CPU rows, host routing) -- a prefill chunk's (2 MB a 256-token chunk
@@ -643,8 +419,8 @@ static int use_graphs(const struct coli_engine *e, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 
-	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile && qk_fused(c) &&
-	       coli_dev_can(e->dd->dev, COLI_DEV_CAP_GRAPHS);
+	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile &&
+	       coli_dense_dev_qk_fused(c) && coli_dev_can(e->dd->dev, COLI_DEV_CAP_GRAPHS);
 }
 
 /* layer_ops, replayed from a graph captured the first time this layer runs
@@ -782,12 +558,66 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	return rc ? rc : coli_dense_dev_phase_end(e, &e->est.handoff_s, e->opts.profile);
 }
 
+/* The last row's logits, or every row's in pieces of COLI_DEV_LOGIT_ROWS
+ * (the stream orders each download before the next piece overwrites);
+ * the last piece's comes down with the planned layers' routing, as one.
+ * A piece's rows get the last layer's MLP output added (the others were
+ * added by the next layer's norm), normed and, for a quantized lm_head,
+ * quantized in one launch. A decode step's logits (a quantized lm_head:
+ * its GEMV writes a CTA's rows as one store, ptx/dgemv.cuh) go straight
+ * into the registered e->xlogits, no download behind the GEMV. */
+static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T, float *logits,
+                        int all_logits, int *next, struct coli_dev_down *down, int *nd)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int H = c->hidden, rc = 0;
+
+	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
+	                  ? coli_dev_host_addr(dd->dev, e->xlogits, sizeof(float) * c->vocab)
+	                  : 0;
+	struct coli_dev_norm nm = {.w = dd->out_norm,
+	                           .y = dd->xn,
+	                           .q = coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
+	                           .qd = dd->ad,
+	                           .qsum = dd->aqs,
+	                           .n = H,
+	                           .eps = c->norm_eps};
+
+	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
+	     t0 += COLI_DEV_LOGIT_ROWS) {
+		int n = T - t0 < COLI_DEV_LOGIT_ROWS ? T - t0 : COLI_DEV_LOGIT_ROWS;
+		size_t at = (size_t)t0 * H * 4;
+
+		rc = coli_dev_download_many(dd->dev, down, *nd); /* the piece before */
+		*nd = 0;
+		nm.x = dd->x + at, nm.add = dd->mlp + at, nm.rows = n;
+		rc = rc ? rc : coli_dev_add_rmsnorm(dd->dev, &nm);
+		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
+		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
+			rc =
+			    rc ? rc
+			       : coli_dev_argmax(dd->dev, &(struct coli_dev_argmax){.x = dd->logits,
+			                                                            .out = dd->next,
+			                                                            .n = c->vocab});
+			down[(*nd)++] =
+			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
+		} else if (!hx) {
+			/* one row (a decode step) through the registered e->xlogits */
+			float *dst = !all_logits ? e->xlogits : logits + (size_t)t0 * c->vocab;
+
+			down[(*nd)++] =
+			    (struct coli_dev_down){dst, dd->logits, sizeof(float) * n * c->vocab};
+		}
+	}
+	return rc;
+}
+
 int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
                      int *next)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dds[0];
-	int H = c->hidden, pos0 = e->pos, rc = 0, whole, nd = 0;
+	int pos0 = e->pos, rc = 0, whole, nd = 0;
 	struct coli_dev_down down[2]; /* the forward's last downloads, as one */
 	double start = coli_now_s();
 
@@ -844,51 +674,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 			rc = coli_dense_dev_phase_end(e, moe ? &e->est.moe_s : &e->est.dense_mlp_s,
 			                              e->opts.profile && !moe);
 	}
-	/* the last row's logits, or every row's in pieces of COLI_DEV_LOGIT_ROWS
-	 * (the stream orders each download before the next piece overwrites);
-	 * the last piece's comes down with the planned layers' routing, as one.
-	 * A piece's rows get the last layer's MLP output added (the others were
-	 * added by the next layer's norm), normed and, for a quantized lm_head,
-	 * quantized in one launch. A decode step's logits (a quantized lm_head:
-	 * its GEMV writes a CTA's rows as one store, ptx/dgemv.cuh) go straight
-	 * into the registered e->xlogits, no download behind the GEMV. */
-	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
-	                  ? coli_dev_host_addr(dd->dev, e->xlogits, sizeof(float) * c->vocab)
-	                  : 0;
-	struct coli_dev_norm nm = {.w = dd->out_norm,
-	                           .y = dd->xn,
-	                           .q = coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
-	                           .qd = dd->ad,
-	                           .qsum = dd->aqs,
-	                           .n = H,
-	                           .eps = c->norm_eps};
-
-	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
-	     t0 += COLI_DEV_LOGIT_ROWS) {
-		int n = T - t0 < COLI_DEV_LOGIT_ROWS ? T - t0 : COLI_DEV_LOGIT_ROWS;
-		size_t at = (size_t)t0 * H * 4;
-
-		rc = coli_dev_download_many(dd->dev, down, nd); /* the piece before */
-		nd = 0;
-		nm.x = dd->x + at, nm.add = dd->mlp + at, nm.rows = n;
-		rc = rc ? rc : coli_dev_add_rmsnorm(dd->dev, &nm);
-		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
-		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
-			rc =
-			    rc ? rc
-			       : coli_dev_argmax(dd->dev, &(struct coli_dev_argmax){.x = dd->logits,
-			                                                            .out = dd->next,
-			                                                            .n = c->vocab});
-			down[nd++] =
-			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
-		} else if (!hx) {
-			/* one row (a decode step) through the registered e->xlogits */
-			float *dst = !all_logits ? e->xlogits : logits + (size_t)t0 * c->vocab;
-
-			down[nd++] =
-			    (struct coli_dev_down){dst, dd->logits, sizeof(float) * n * c->vocab};
-		}
-	}
+	rc = rc ? rc : logits_queue(e, dd, T, logits, all_logits, next, down, &nd);
 	fast_down(e, dd, down, &nd);
 	rc = rc ? rc : coli_dev_download_many(dd->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(dd->dev);

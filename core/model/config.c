@@ -88,90 +88,82 @@ static int fail(char *errbuf, size_t errlen, const char *fmt, const char *what)
 	return -EINVAL;
 }
 
-int coli_config_parse(const char *json, size_t len, struct coli_model_config *c, char *errbuf,
-                      size_t errlen)
+/* "arch" -> c->arch and c->model_type. */
+static int read_arch(json_t *root, struct coli_model_config *c, char *errbuf, size_t errlen)
 {
-	json_error_t jerr;
-	json_t *root, *v;
-	const char *s;
-	int rc = -EINVAL;
+	const char *s = json_string_value(json_object_get(root, "arch"));
 
-	memset(c, 0, sizeof(*c));
-	root = json_loadb(json, len, 0, &jerr);
-	if (!root) {
-		snprintf(errbuf, errlen, "model config is not valid JSON (line %d: %s)", jerr.line,
-		         jerr.text);
-		return -EINVAL;
-	}
-	if (!json_is_object(root)) {
-		rc = fail(errbuf, errlen, "model config is not a JSON object%s", "");
-		goto out;
-	}
-	s = json_string_value(json_object_get(root, "arch"));
-	if (!s) {
-		rc = fail(errbuf, errlen, "model config lacks \"%s\"", "arch");
-		goto out;
-	}
+	if (!s)
+		return fail(errbuf, errlen, "model config lacks \"%s\"", "arch");
 	if (coli_arch_parse(s, &c->arch)) {
 		snprintf(errbuf, errlen, "unsupported architecture '%s' (supported: %s)", s,
 		         coli_arch_supported());
-		rc = -EPROTONOSUPPORT;
-		goto out;
+		return -EPROTONOSUPPORT;
 	}
 	snprintf(c->model_type, sizeof(c->model_type), "%s", s);
+	return 0;
+}
+
+/* Every g_int_fields key, present, an integer, in its range. */
+static int read_ints(json_t *root, struct coli_model_config *c, char *errbuf, size_t errlen)
+{
 	for (int i = 0; i < N_INT; i++) {
 		json_t *jv = json_object_get(root, g_int_fields[i].key);
 		long x;
 
-		if (!json_is_integer(jv)) {
-			rc = fail(errbuf, errlen, "model config: \"%s\" missing or not an integer",
-			          g_int_fields[i].key);
-			goto out;
-		}
+		if (!json_is_integer(jv))
+			return fail(errbuf, errlen,
+			            "model config: \"%s\" missing or not an integer",
+			            g_int_fields[i].key);
 		x = (long)json_integer_value(jv);
-		if (x < g_int_fields[i].lo || x > g_int_fields[i].hi) {
-			rc = fail(errbuf, errlen, "model config: \"%s\" out of range",
-			          g_int_fields[i].key);
-			goto out;
-		}
+		if (x < g_int_fields[i].lo || x > g_int_fields[i].hi)
+			return fail(errbuf, errlen, "model config: \"%s\" out of range",
+			            g_int_fields[i].key);
 		*(int *)((char *)c + g_int_fields[i].off) = (int)x;
 	}
+	return 0;
+}
+
+/* norm_eps, rope_theta and quant, and the shapes they must agree with. */
+static int read_numbers(json_t *root, struct coli_model_config *c, char *errbuf, size_t errlen)
+{
+	const char *s;
+	json_t *v;
+
 	v = json_object_get(root, "norm_eps");
 	c->norm_eps = (float)json_number_value(v);
 	v = json_object_get(root, "rope_theta");
 	c->rope_theta = (float)json_number_value(v);
-	if (!(c->norm_eps > 0 && c->norm_eps < 1) || !(c->rope_theta > 0)) {
-		rc = fail(errbuf, errlen, "model config: %s", "norm_eps or rope_theta invalid");
-		goto out;
-	}
+	if (!(c->norm_eps > 0 && c->norm_eps < 1) || !(c->rope_theta > 0))
+		return fail(errbuf, errlen, "model config: %s", "norm_eps or rope_theta invalid");
 	s = json_string_value(json_object_get(root, "quant"));
-	if (!s || coli_dtype_parse(s, &c->quant)) {
-		rc = fail(errbuf, errlen, "model config: quant '%s' unknown", s ? s : "(missing)");
-		goto out;
-	}
+	if (!s || coli_dtype_parse(s, &c->quant))
+		return fail(errbuf, errlen, "model config: quant '%s' unknown",
+		            s ? s : "(missing)");
 	/* Multiples of 32 matter only for quantized blocks; bf16 takes any size. */
 	if (c->n_heads % c->n_kv_heads || c->top_k > c->n_experts ||
 	    (coli_dtype_is_quant(c->quant) &&
-	     (c->hidden % COLI_QBLOCK || c->moe_inter % COLI_QBLOCK))) {
-		rc = fail(
+	     (c->hidden % COLI_QBLOCK || c->moe_inter % COLI_QBLOCK)))
+		return fail(
 		    errbuf, errlen, "model config: %s",
 		    "inconsistent shapes (heads not a multiple of kv heads, or top_k > experts)");
-		goto out;
-	}
-	v = json_object_get(root, "moe_layers");
-	if (!json_is_array(v)) {
-		rc = fail(errbuf, errlen, "model config lacks \"%s\"", "moe_layers");
-		goto out;
-	}
+	return 0;
+}
+
+/* moe_layers (required), eos (optional), and bos inside the vocabulary. */
+static int read_layers_ids(json_t *root, struct coli_model_config *c, char *errbuf, size_t errlen)
+{
+	json_t *v = json_object_get(root, "moe_layers");
+
+	if (!json_is_array(v))
+		return fail(errbuf, errlen, "model config lacks \"%s\"", "moe_layers");
 	for (size_t i = 0; i < json_array_size(v); i++) {
 		json_t *e = json_array_get(v, i);
 		long l = json_is_integer(e) ? (long)json_integer_value(e) : -1;
 
-		if (l < 0 || l >= c->n_layers) {
-			rc = fail(errbuf, errlen, "model config: %s",
-			          "moe_layers entry out of range");
-			goto out;
-		}
+		if (l < 0 || l >= c->n_layers)
+			return fail(errbuf, errlen, "model config: %s",
+			            "moe_layers entry out of range");
 		c->is_moe_layer[l] = 1;
 	}
 	v = json_object_get(root, "eos");
@@ -180,20 +172,38 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 			json_t *e = json_array_get(v, i);
 			long id = json_is_integer(e) ? (long)json_integer_value(e) : -1;
 
-			if (id < 0 || id >= c->vocab) {
-				rc =
-				    fail(errbuf, errlen, "model config: %s", "eos id out of range");
-				goto out;
-			}
+			if (id < 0 || id >= c->vocab)
+				return fail(errbuf, errlen, "model config: %s",
+				            "eos id out of range");
 			c->eos[c->n_eos++] = (int)id;
 		}
 	}
-	if (c->bos >= c->vocab) {
-		rc = fail(errbuf, errlen, "model config: %s", "bos id out of range");
-		goto out;
+	if (c->bos >= c->vocab)
+		return fail(errbuf, errlen, "model config: %s", "bos id out of range");
+	return 0;
+}
+
+int coli_config_parse(const char *json, size_t len, struct coli_model_config *c, char *errbuf,
+                      size_t errlen)
+{
+	json_error_t jerr;
+	json_t *root;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	root = json_loadb(json, len, 0, &jerr);
+	if (!root) {
+		snprintf(errbuf, errlen, "model config is not valid JSON (line %d: %s)", jerr.line,
+		         jerr.text);
+		return -EINVAL;
 	}
-	rc = 0;
-out:
+	if (!json_is_object(root))
+		rc = fail(errbuf, errlen, "model config is not a JSON object%s", "");
+	else
+		rc = read_arch(root, c, errbuf, errlen);
+	rc = rc ? rc : read_ints(root, c, errbuf, errlen);
+	rc = rc ? rc : read_numbers(root, c, errbuf, errlen);
+	rc = rc ? rc : read_layers_ids(root, c, errbuf, errlen);
 	json_decref(root);
 	return rc;
 }

@@ -243,21 +243,19 @@ static double rope_theta(json_t *cfg, enum coli_arch arch, const char *path, cha
 	return theta;
 }
 
-/* config.json -> h->cfg. */
-static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enum coli_dtype quant,
-                        char *errbuf, size_t errlen)
-{
-	struct coli_model_config *c = &h->cfg;
-	char path[4096];
-	const char *mt = json_string_value(json_object_get(cfg, "model_type")), *act;
+/* config.json's sizes and flags as read, before they become h->cfg. */
+struct hf_keys {
 	long nl, hid, nh, nkv, hd, voc, ne, ne2, k, moe_i, inter, sh_i, step, ntp, bias, tie, ctx,
 	    swin;
-	json_t *mlp_only, *v;
-	int any_dense = 0, qwen;
 	double eps, theta;
+};
 
-	snprintf(path, sizeof(path), "%s/config.json", h->dir);
-	memset(c, 0, sizeof(*c));
+/* model_type -> c->arch (and c->model_type); only silu MLPs. */
+static int parse_arch(struct coli_model_config *c, json_t *cfg, const char *path, char *errbuf,
+                      size_t errlen)
+{
+	const char *mt = json_string_value(json_object_get(cfg, "model_type")), *act;
+
 	if (!mt)
 		return errf(errbuf, errlen, -EINVAL, "%s: no \"model_type\" (supported: %s)", path,
 		            coli_arch_supported());
@@ -266,107 +264,142 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 		            "%s: model_type '%s' is not supported (supported: %s)", path, mt,
 		            coli_arch_supported());
 	snprintf(c->model_type, sizeof(c->model_type), "%s", mt);
-	qwen = c->arch == COLI_ARCH_QWEN3_MOE || c->arch == COLI_ARCH_QWEN2_MOE;
 	act = json_string_value(json_object_get(cfg, "hidden_act"));
 	if (act && strcmp(act, "silu"))
 		return errf(errbuf, errlen, -ENOTSUP,
 		            "%s: hidden_act '%s' is not supported (only silu)", path, act);
-	if (get_int(cfg, "num_hidden_layers", 0, &nl) || get_int(cfg, "hidden_size", 0, &hid) ||
-	    get_int(cfg, "num_attention_heads", 0, &nh) ||
-	    get_int(cfg, "num_key_value_heads", nh, &nkv) || get_int(cfg, "vocab_size", 0, &voc) ||
-	    get_int(cfg, "num_experts", 0, &ne) || get_int(cfg, "num_local_experts", 0, &ne2) ||
-	    get_int(cfg, "num_experts_per_tok", 0, &k) ||
-	    get_int(cfg, "moe_intermediate_size", 0, &moe_i) ||
-	    get_int(cfg, "intermediate_size", 0, &inter) ||
-	    get_int(cfg, "shared_expert_intermediate_size",
-	            c->arch == COLI_ARCH_QWEN2_MOE ? 5632 : 0, &sh_i) ||
-	    get_int(cfg, "decoder_sparse_step", 1, &step) ||
-	    get_int(cfg, "norm_topk_prob", 0, &ntp) ||
-	    get_int(cfg, "tie_word_embeddings", 0, &tie) ||
-	    get_int(cfg, "sliding_window", 0, &swin))
+	return 0;
+}
+
+/* The integer keys, with each architecture's defaults. */
+static int read_sizes(json_t *cfg, enum coli_arch arch, const char *path, struct hf_keys *s,
+                      char *errbuf, size_t errlen)
+{
+	if (get_int(cfg, "num_hidden_layers", 0, &s->nl) ||
+	    get_int(cfg, "hidden_size", 0, &s->hid) ||
+	    get_int(cfg, "num_attention_heads", 0, &s->nh) ||
+	    get_int(cfg, "num_key_value_heads", s->nh, &s->nkv) ||
+	    get_int(cfg, "vocab_size", 0, &s->voc) || get_int(cfg, "num_experts", 0, &s->ne) ||
+	    get_int(cfg, "num_local_experts", 0, &s->ne2) ||
+	    get_int(cfg, "num_experts_per_tok", 0, &s->k) ||
+	    get_int(cfg, "moe_intermediate_size", 0, &s->moe_i) ||
+	    get_int(cfg, "intermediate_size", 0, &s->inter) ||
+	    get_int(cfg, "shared_expert_intermediate_size", arch == COLI_ARCH_QWEN2_MOE ? 5632 : 0,
+	            &s->sh_i) ||
+	    get_int(cfg, "decoder_sparse_step", 1, &s->step) ||
+	    get_int(cfg, "norm_topk_prob", 0, &s->ntp) ||
+	    get_int(cfg, "tie_word_embeddings", 0, &s->tie) ||
+	    get_int(cfg, "sliding_window", 0, &s->swin))
 		return errf(errbuf, errlen, -EINVAL, "%s: a size or flag key is not an integer",
 		            path);
-	if (nh <= 0 || hid <= 0 || nl <= 0)
+	if (s->nh <= 0 || s->hid <= 0 || s->nl <= 0)
 		return errf(errbuf, errlen, -EINVAL,
 		            "%s: needs positive num_hidden_layers, hidden_size and "
 		            "num_attention_heads",
 		            path);
-	if (get_int(cfg, "head_dim", hid / nh, &hd) ||
+	if (get_int(cfg, "head_dim", s->hid / s->nh, &s->hd) ||
 	    get_int(cfg, "max_position_embeddings",
-	            c->arch == COLI_ARCH_OLMOE     ? 4096
-	            : c->arch == COLI_ARCH_MIXTRAL ? 131072
-	                                           : 32768,
-	            &ctx))
+	            arch == COLI_ARCH_OLMOE     ? 4096
+	            : arch == COLI_ARCH_MIXTRAL ? 131072
+	                                        : 32768,
+	            &s->ctx))
 		return errf(errbuf, errlen, -EINVAL,
 		            "%s: head_dim or max_position_embeddings "
 		            "is not an integer",
 		            path);
-	if (c->arch == COLI_ARCH_QWEN2_MOE) {
-		if (get_int(cfg, "qkv_bias", 1, &bias))
+	return 0;
+}
+
+/* The attention and RoPE variants coli runs, and the ones it refuses; the
+ * norm's eps and RoPE's theta. */
+static int read_attention(json_t *cfg, enum coli_arch arch, const char *mt, const char *path,
+                          struct hf_keys *s, char *errbuf, size_t errlen)
+{
+	int qwen = arch == COLI_ARCH_QWEN3_MOE || arch == COLI_ARCH_QWEN2_MOE;
+	json_t *v;
+
+	if (arch == COLI_ARCH_QWEN2_MOE) {
+		if (get_int(cfg, "qkv_bias", 1, &s->bias))
 			return errf(errbuf, errlen, -EINVAL, "%s: qkv_bias not a boolean", path);
-	} else if (get_int(cfg, "attention_bias", 0, &bias) || bias) {
+	} else if (get_int(cfg, "attention_bias", 0, &s->bias) || s->bias) {
 		return errf(errbuf, errlen, -ENOTSUP,
 		            "%s: attention_bias=true is not supported for %s (it adds an o_proj "
 		            "bias coli does not have)",
 		            path, mt);
 	}
-	if (c->arch == COLI_ARCH_OLMOE && json_is_number(json_object_get(cfg, "clip_qkv")))
+	if (arch == COLI_ARCH_OLMOE && json_is_number(json_object_get(cfg, "clip_qkv")))
 		return errf(errbuf, errlen, -ENOTSUP, "%s: clip_qkv is not supported", path);
 	if (qwen && json_is_true(json_object_get(cfg, "use_sliding_window")))
 		return errf(errbuf, errlen, -ENOTSUP,
 		            "%s: use_sliding_window=true is not supported", path);
-	if (c->arch == COLI_ARCH_MIXTRAL && swin > 0 && swin < ctx)
+	if (arch == COLI_ARCH_MIXTRAL && s->swin > 0 && s->swin < s->ctx)
 		return errf(errbuf, errlen, -ENOTSUP,
 		            "%s: sliding_window %ld < max_position_embeddings is not supported",
-		            path, swin);
+		            path, s->swin);
 	v = json_object_get(cfg, "rms_norm_eps");
-	eps = json_is_number(v) ? json_number_value(v) : qwen ? 1e-6 : 1e-5;
-	theta = rope_theta(cfg, c->arch, path, errbuf, errlen);
-	if (theta < 0)
+	s->eps = json_is_number(v) ? json_number_value(v) : qwen ? 1e-6 : 1e-5;
+	s->theta = rope_theta(cfg, arch, path, errbuf, errlen);
+	if (s->theta < 0)
 		return -ENOTSUP;
+	return 0;
+}
 
-	c->n_layers = (int)nl;
-	c->hidden = (int)hid;
-	c->n_heads = (int)nh;
-	c->n_kv_heads = (int)nkv;
-	c->head_dim = (int)hd;
-	c->vocab = (int)voc;
-	c->n_experts = (int)(ne ? ne : ne2);
-	c->top_k = (int)k;
-	c->moe_inter = (int)(qwen ? moe_i : inter);
-	c->shared_inter = c->arch == COLI_ARCH_QWEN2_MOE ? (int)sh_i : 0;
-	c->norm_topk_prob = c->arch == COLI_ARCH_MIXTRAL ? 1 : !!ntp;
+static void fill_config(struct coli_model_config *c, const struct hf_keys *s, int qwen,
+                        enum coli_dtype quant)
+{
+	c->n_layers = (int)s->nl;
+	c->hidden = (int)s->hid;
+	c->n_heads = (int)s->nh;
+	c->n_kv_heads = (int)s->nkv;
+	c->head_dim = (int)s->hd;
+	c->vocab = (int)s->voc;
+	c->n_experts = (int)(s->ne ? s->ne : s->ne2);
+	c->top_k = (int)s->k;
+	c->moe_inter = (int)(qwen ? s->moe_i : s->inter);
+	c->shared_inter = c->arch == COLI_ARCH_QWEN2_MOE ? (int)s->sh_i : 0;
+	c->norm_topk_prob = c->arch == COLI_ARCH_MIXTRAL ? 1 : !!s->ntp;
 	c->qk_norm = c->arch == COLI_ARCH_QWEN3_MOE ? 1 : c->arch == COLI_ARCH_OLMOE ? 2 : 0;
-	c->qkv_bias = c->arch == COLI_ARCH_QWEN2_MOE ? !!bias : 0;
-	c->tie_embeddings = !!tie;
-	c->max_ctx = (int)ctx;
-	c->norm_eps = (float)eps;
-	c->rope_theta = (float)theta;
+	c->qkv_bias = c->arch == COLI_ARCH_QWEN2_MOE ? !!s->bias : 0;
+	c->tie_embeddings = !!s->tie;
+	c->max_ctx = (int)s->ctx;
+	c->norm_eps = (float)s->eps;
+	c->rope_theta = (float)s->theta;
 	c->quant = quant;
-	if (coli_dtype_is_quant(quant)) {
-		/* Every matrix's columns are one of these (attn_o: n_heads x head_dim). */
-		const struct {
-			const char *what;
-			long v;
-		} dims[] = {{"hidden_size", hid},
-		            {qwen ? "moe_intermediate_size" : "intermediate_size", c->moe_inter},
-		            {"num_attention_heads x head_dim", nh * hd},
-		            {"intermediate_size (dense layers)", qwen ? inter : 0},
-		            {"shared_expert_intermediate_size", c->shared_inter}};
+}
 
-		for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
-			if (dims[i].v % COLI_QBLOCK)
-				return errf(
-				    errbuf, errlen, -EINVAL,
-				    "%s: %s is %ld; --quant %s needs matrix columns that are "
-				    "multiples of %d (use --quant bf16)",
-				    path, dims[i].what, dims[i].v, coli_dtype_name(quant),
-				    COLI_QBLOCK);
-	}
-	if (nl > COLI_MAX_LAYERS)
-		return errf(errbuf, errlen, -EINVAL, "%s: %ld layers (coli supports at most %d)",
-		            path, nl, COLI_MAX_LAYERS);
-	mlp_only = json_object_get(cfg, "mlp_only_layers");
+/* A quantized model: every matrix's columns (one of these; attn_o: n_heads
+ * x head_dim) a multiple of the block. */
+static int check_quant_cols(const struct coli_model_config *c, const struct hf_keys *s, int qwen,
+                            enum coli_dtype quant, const char *path, char *errbuf, size_t errlen)
+{
+	const struct {
+		const char *what;
+		long v;
+	} dims[] = {{"hidden_size", s->hid},
+	            {qwen ? "moe_intermediate_size" : "intermediate_size", c->moe_inter},
+	            {"num_attention_heads x head_dim", s->nh * s->hd},
+	            {"intermediate_size (dense layers)", qwen ? s->inter : 0},
+	            {"shared_expert_intermediate_size", c->shared_inter}};
+
+	if (!coli_dtype_is_quant(quant))
+		return 0;
+	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
+		if (dims[i].v % COLI_QBLOCK)
+			return errf(errbuf, errlen, -EINVAL,
+			            "%s: %s is %ld; --quant %s needs matrix columns that are "
+			            "multiples of %d (use --quant bf16)",
+			            path, dims[i].what, dims[i].v, coli_dtype_name(quant),
+			            COLI_QBLOCK);
+	return 0;
+}
+
+/* Which layers are MoE (Qwen: every decoder_sparse_step-th, less
+ * mlp_only_layers), and the dense MLP's width when any is not. */
+static void moe_layers(struct coli_model_config *c, json_t *cfg, const struct hf_keys *s, int qwen)
+{
+	json_t *mlp_only = json_object_get(cfg, "mlp_only_layers");
+	int any_dense = 0;
+
 	for (int i = 0; i < c->n_layers; i++) {
 		int moe = c->n_experts > 0;
 
@@ -374,7 +407,7 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 			json_t *e;
 			size_t j;
 
-			moe = moe && step > 0 && (i + 1) % step == 0;
+			moe = moe && s->step > 0 && (i + 1) % s->step == 0;
 			json_array_foreach(mlp_only, j, e)
 			{
 				long x;
@@ -386,19 +419,51 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 		c->is_moe_layer[i] = moe;
 		any_dense |= !moe;
 	}
-	c->dense_inter = any_dense ? (int)inter : 0;
+	c->dense_inter = any_dense ? (int)s->inter : 0;
+}
+
+/* bos (generation_config.json first) and every eos id of both files. */
+static void special_ids(struct coli_model_config *c, json_t *cfg, json_t *gen)
+{
+	int bos[1], nb = 0;
 
 	c->bos = -1;
-	{
-		int bos[1], nb = 0;
-
-		add_ids(json_object_get(gen, "bos_token_id"), bos, &nb, 1);
-		add_ids(json_object_get(cfg, "bos_token_id"), bos, &nb, 1);
-		if (nb)
-			c->bos = bos[0];
-	}
+	add_ids(json_object_get(gen, "bos_token_id"), bos, &nb, 1);
+	add_ids(json_object_get(cfg, "bos_token_id"), bos, &nb, 1);
+	if (nb)
+		c->bos = bos[0];
 	add_ids(json_object_get(gen, "eos_token_id"), c->eos, &c->n_eos, COLI_MAX_EOS);
 	add_ids(json_object_get(cfg, "eos_token_id"), c->eos, &c->n_eos, COLI_MAX_EOS);
+}
+
+/* config.json -> h->cfg. */
+static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enum coli_dtype quant,
+                        char *errbuf, size_t errlen)
+{
+	struct coli_model_config *c = &h->cfg;
+	struct hf_keys s = {0};
+	char path[4096];
+	int qwen, rc;
+
+	snprintf(path, sizeof(path), "%s/config.json", h->dir);
+	memset(c, 0, sizeof(*c));
+	rc = parse_arch(c, cfg, path, errbuf, errlen);
+	if (rc)
+		return rc;
+	qwen = c->arch == COLI_ARCH_QWEN3_MOE || c->arch == COLI_ARCH_QWEN2_MOE;
+	rc = read_sizes(cfg, c->arch, path, &s, errbuf, errlen);
+	rc = rc ? rc : read_attention(cfg, c->arch, c->model_type, path, &s, errbuf, errlen);
+	if (rc)
+		return rc;
+	fill_config(c, &s, qwen, quant);
+	rc = check_quant_cols(c, &s, qwen, quant, path, errbuf, errlen);
+	if (rc)
+		return rc;
+	if (s.nl > COLI_MAX_LAYERS)
+		return errf(errbuf, errlen, -EINVAL, "%s: %ld layers (coli supports at most %d)",
+		            path, s.nl, COLI_MAX_LAYERS);
+	moe_layers(c, cfg, &s, qwen);
+	special_ids(c, cfg, gen);
 	return 0;
 }
 

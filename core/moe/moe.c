@@ -396,6 +396,40 @@ static int decode_stream_count(const struct coli_engine *e, int n_cand)
 	return coli_moe_decode_split(n_cand, bs, bc);
 }
 
+/* Candidates cand[0..n) most tokens (cnt[]) first, then ascending id
+ * (insertion sort: n <= E). */
+static void sort_by_tokens(int *cand, int n, const int *cnt)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i;
+		     j > 0 && (cnt[cand[j]] > cnt[cand[j - 1]] ||
+		               (cnt[cand[j]] == cnt[cand[j - 1]] && cand[j] < cand[j - 1]));
+		     j--) {
+			int t = cand[j];
+
+			cand[j] = cand[j - 1];
+			cand[j - 1] = t;
+		}
+}
+
+/* Candidates of layer l still in a staging slot of a device (home's only,
+ * when home >= 0) are streamed from it and leave cand[]; returns how many
+ * candidates are left. */
+static int take_staged(struct coli_engine *e, int l, int home, int *cand, int n_cand,
+                       int *slots_left)
+{
+	for (int i = 0; i < n_cand; i++)
+		for (int d = 0; d < e->n_devs; d++)
+			if ((home < 0 || d == home) && coli_moe_dev_staged(e, d, l, cand[i])) {
+				e->assign[cand[i]] = (signed char)d;
+				e->streamed[cand[i]] = 2;
+				slots_left[d]--;
+				cand[i--] = cand[--n_cand];
+				break;
+			}
+	return n_cand;
+}
+
 /* Who computes each routed expert of layer l: the device holding it in VRAM;
  * else, for RAM-tier experts, the cost model splits them between the CPU and
  * streaming to a device so both finish together (decode_stream_count,
@@ -443,31 +477,13 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 	/* still in a slot from an earlier token: the copy is paid, stream it
 	 * (on the home device only, when streaming is: what a prefill left on
 	 * another would keep it busy every token) */
-	for (int i = 0; i < n_cand; i++)
-		for (int d = 0; d < e->n_devs; d++)
-			if ((home < 0 || d == home) && coli_moe_dev_staged(e, d, l, cand[i])) {
-				e->assign[cand[i]] = (signed char)d;
-				e->streamed[cand[i]] = 2;
-				slots_left[d]--;
-				cand[i--] = cand[--n_cand];
-				break;
-			}
+	n_cand = take_staged(e, l, home, cand, n_cand, slots_left);
 	/* a device with a slot left for new copies streams any number, in waves */
 	for (int d = 0; d < e->n_devs; d++)
 		slots_left[d] = slots_left[d] > 0 ? INT_MAX : 0;
 	if (!n_cand)
 		return;
-	/* most tokens first, then ascending id (insertion sort: n_cand <= E) */
-	for (int i = 1; i < n_cand; i++)
-		for (int j = i;
-		     j > 0 && (cnt[cand[j]] > cnt[cand[j - 1]] ||
-		               (cnt[cand[j]] == cnt[cand[j - 1]] && cand[j] < cand[j - 1]));
-		     j--) {
-			int t = cand[j];
-
-			cand[j] = cand[j - 1];
-			cand[j - 1] = t;
-		}
+	sort_by_tokens(cand, n_cand, cnt);
 	/* the share of those still to copy (a staged one costs the link nothing) */
 	k = T > COLI_GPU_MAX_S && !sim_only(e) ? prefill_stream_count(e, l, cand, n_cand)
 	                                       : decode_stream_count(e, n_cand);

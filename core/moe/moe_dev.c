@@ -37,7 +37,7 @@
  * (core/moe/moe.c) is computed from one of the device's staging slots, an LRU
  * cache tagged (layer, expert). Copies run on the device's copy stream;
  * per slot, a *full* event orders copy -> compute and a *free* event orders
- * the last reader -> the next copy (ptx/gpu.c). The slots keep what they
+ * the last reader -> the next copy (ptx/gpu_stream.c). The slots keep what they
  * hold for later tokens (a staged hit costs no copy). A layer with more new copies
  * than half the free slots goes in waves that reuse the slots of the wave
  * before. The cost model's bandwidths: streaming is timed at open (a
@@ -237,32 +237,15 @@ static void drop_tails(struct coli_dev_slot *v)
 		}
 }
 
-/* Queue wave [r0, r1) of device d's layer, its copies queued (wave_copies):
- * the compute stream waits for its staged slabs, then gate and up, SwiGLU,
- * quantization and down over the wave's rows. A wave's staging slots are
- * freed for the next wave once its down is queued (the copy stream waits for
- * it on the slot's event), so a layer may stream more experts than there are
- * slots. */
-static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, int d, int r0,
-                        int r1, int more)
+/* Gate and up of wave [r0, r1) of v's runs: g, u [rows][I] = W . x, each
+ * run's input its staged rows, or (direct) its pair's row of the dense part. */
+static int gate_up_queue(struct coli_engine *e, const struct coli_moe_layer *ml,
+                         struct coli_dev_slot *v, const struct coli_expert_layer *xl, int r0,
+                         int r1)
 {
-	int l = ml->l;
-	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dev_slot *v = &e->vram[d];
-	const struct coli_expert_layer *xl =
-	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	enum coli_dtype t = xl->dtype;
-	int H = c->hidden, I = c->moe_inter, quant = coli_dtype_is_quant(t);
-	int nj = 0, ngj = 0, rc = 0, row_a = v->runs[r0].row0;
-	int rows = v->runs[r1 - 1].row0 + v->runs[r1 - 1].n - row_a;
+	int H = e->m.cfg.hidden, I = e->m.cfg.moe_inter, nj = 0, ngj = 0;
 
-	for (int r = r0; r < r1; r++)
-		if (e->streamed[v->runs[r].expert]) {
-			rc = coli_dev_stage_use(v->dev, v->runs[r].stage);
-			if (rc)
-				return rc;
-		}
-	/* gate and up */
 	for (int r = r0; r < r1; r++)
 		for (int m = 0; m < 2; m++) {
 			struct coli_gpu_gemv_job j;
@@ -279,7 +262,60 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 			j.ldy = I;
 			add_job(v, t, &j, v->runs[r].n, &nj, &ngj);
 		}
-	rc = launch_jobs(v, t, nj, ngj);
+	return launch_jobs(v, t, nj, ngj);
+}
+
+/* Down of wave [r0, r1): y[P][H] = W_down . h; on the dense part's device
+ * (d == ml->moe_on_dense) each run's outputs go to its pairs' rows. */
+static int down_queue(const struct coli_moe_layer *ml, int d, struct coli_dev_slot *v,
+                      const struct coli_expert_layer *xl, int H, int I, int r0, int r1)
+{
+	enum coli_dtype t = xl->dtype;
+	int nj = 0, ngj = 0;
+
+	for (int r = r0; r < r1; r++) {
+		struct coli_gpu_gemv_job j;
+
+		memset(&j, 0, sizeof(j));
+		job_matrix(&j, t, v->runs[r].slab + xl->down_off, H, I);
+		job_input(&j, v->hq, v->hd, v->hqs, v->h, v->runs[r].row0, I);
+		/* on the dense part's device, the outputs go to their pair's row */
+		j.y =
+		    (float *)(uintptr_t)(v->y + (size_t)(ml->moe_on_dense == d ? v->runs[r].pair0
+		                                                               : v->runs[r].row0) *
+		                                    H * 4);
+		j.ldy = H;
+		add_job(v, t, &j, v->runs[r].n, &nj, &ngj);
+	}
+	return launch_jobs(v, t, nj, ngj);
+}
+
+/* Queue wave [r0, r1) of device d's layer, its copies queued (wave_copies):
+ * the compute stream waits for its staged slabs, then gate and up, SwiGLU,
+ * quantization and down over the wave's rows. A wave's staging slots are
+ * freed for the next wave once its down is queued (the copy stream waits for
+ * it on the slot's event), so a layer may stream more experts than there are
+ * slots. */
+static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, int d, int r0,
+                        int r1, int more)
+{
+	int l = ml->l;
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	enum coli_dtype t = xl->dtype;
+	int H = c->hidden, I = c->moe_inter, quant = coli_dtype_is_quant(t);
+	int rc = 0, row_a = v->runs[r0].row0;
+	int rows = v->runs[r1 - 1].row0 + v->runs[r1 - 1].n - row_a;
+
+	for (int r = r0; r < r1; r++)
+		if (e->streamed[v->runs[r].expert]) {
+			rc = coli_dev_stage_use(v->dev, v->runs[r].stage);
+			if (rc)
+				return rc;
+		}
+	rc = gate_up_queue(e, ml, v, xl, r0, r1);
 	rc = rc ? rc /* h, and for q8/q4 its quantized form, in one launch */
 	        : coli_dev_silu_mul(
 	              v->dev, &(struct coli_dev_silu){.g = v->g + (size_t)row_a * I * 4,
@@ -301,23 +337,7 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 		}
 	if (rc)
 		return rc;
-	/* down: y[P][H] = W_down . h */
-	nj = ngj = 0;
-	for (int r = r0; r < r1; r++) {
-		struct coli_gpu_gemv_job j;
-
-		memset(&j, 0, sizeof(j));
-		job_matrix(&j, t, v->runs[r].slab + xl->down_off, H, I);
-		job_input(&j, v->hq, v->hd, v->hqs, v->h, v->runs[r].row0, I);
-		/* on the dense part's device, the outputs go to their pair's row */
-		j.y =
-		    (float *)(uintptr_t)(v->y + (size_t)(ml->moe_on_dense == d ? v->runs[r].pair0
-		                                                               : v->runs[r].row0) *
-		                                    H * 4);
-		j.ldy = H;
-		add_job(v, t, &j, v->runs[r].n, &nj, &ngj);
-	}
-	rc = launch_jobs(v, t, nj, ngj);
+	rc = down_queue(ml, d, v, xl, H, I, r0, r1);
 	for (int r = r0; !rc && r < r1; r++) /* the staged slabs' last reader is queued */
 		if (v->runs[r].stage >= 0) {
 			rc = coli_dev_stage_done(v->dev, v->runs[r].stage);

@@ -139,6 +139,75 @@ static int parse_prepend(struct load *l, json_t *n, enum tok_prepend *out, const
 	return 0;
 }
 
+/* Split: a regex or a literal, with one of the four behaviours. */
+static int pre_split(struct load *l, json_t *n, struct tok_pre *st, const char *path)
+{
+	struct coli_tokenizer *t = l->t;
+	json_t *pat = json_object_get(n, "pattern");
+	json_t *re = json_object_get(pat, "Regex"), *lit = json_object_get(pat, "String");
+	const char *bh = jstr(n, "behavior");
+	static const char *names[] = {"Isolated", "Removed", "MergedWithPrevious",
+	                              "MergedWithNext"};
+	int k, rc;
+	if (jbool(n, "invert", 0))
+		return fail(l, -ENOTSUP, "%s: Split with invert=true is not supported", path);
+	for (k = 0; k < 4 && bh && strcmp(bh, names[k]); k++)
+		;
+	if (!bh || k == 4)
+		return fail(l, -ENOTSUP, "%s.behavior: %s is not supported", path,
+		            bh ? bh : "(missing)");
+	st->kind = TOK_PRE_SPLIT;
+	st->behavior = (enum tok_split_behavior)k;
+	if (json_is_string(re)) {
+		rc = tok_regex_compile(json_string_value(re), json_string_length(re), &st->re,
+		                       l->err, l->errlen);
+	} else if (json_is_string(lit) && json_string_length(lit)) {
+		rc = add_str(l, lit, &st->replacement);
+	} else {
+		return fail(l, -EINVAL, "%s.pattern: neither Regex nor String", path);
+	}
+	t->n_pre += !rc || st->re;
+	return rc;
+}
+
+/* ByteLevel: bytes as GPT-2's printable characters, GPT-2's split regex
+ * unless use_regex is false. */
+static int pre_bytelevel(struct load *l, json_t *n, struct tok_pre *st, int first, const char *path)
+{
+	struct coli_tokenizer *t = l->t;
+	st->kind = TOK_PRE_BYTELEVEL;
+	st->add_prefix_space = jbool(n, "add_prefix_space", 1);
+	if (st->add_prefix_space && !first)
+		return fail(l, -ENOTSUP,
+		            "%s: ByteLevel add_prefix_space is only supported as the first "
+		            "pre-tokenizer",
+		            path);
+	t->byte_level = 1;
+	t->n_pre++;
+	if (jbool(n, "use_regex", 1))
+		return tok_regex_compile(GPT2_REGEX, strlen(GPT2_REGEX), &st->re, l->err,
+		                         l->errlen);
+	return 0;
+}
+
+/* Metaspace (first only): spaces to the replacement, and the prepend scheme. */
+static int pre_metaspace(struct load *l, json_t *n, struct tok_pre *st, int first, const char *path)
+{
+	struct coli_tokenizer *t = l->t;
+	json_t *r = json_object_get(n, "replacement");
+	int rc;
+	if (!first)
+		return fail(l, -ENOTSUP, "%s: Metaspace is only supported first", path);
+	if (!json_is_string(r) || !json_string_length(r))
+		return fail(l, -EINVAL, "%s.replacement: missing", path);
+	st->kind = TOK_PRE_METASPACE;
+	st->split = jbool(n, "split", 1);
+	if ((rc = parse_prepend(l, n, &st->prepend, path)))
+		return rc;
+	t->n_pre++;
+	return add_str(l, r, &st->replacement);
+}
+
 static int parse_pre(struct load *l, json_t *n, const char *path)
 {
 	struct coli_tokenizer *t = l->t;
@@ -165,62 +234,12 @@ static int parse_pre(struct load *l, json_t *n, const char *path)
 		return fail(l, -ENOTSUP, "%s: more than %d pre-tokenizer steps", path, TOK_MAX_PRE);
 	struct tok_pre *st = &t->pre[t->n_pre];
 	int first = t->n_pre == 0;
-	if (!strcmp(type, "Split")) {
-		json_t *pat = json_object_get(n, "pattern");
-		json_t *re = json_object_get(pat, "Regex"), *lit = json_object_get(pat, "String");
-		const char *bh = jstr(n, "behavior");
-		static const char *names[] = {"Isolated", "Removed", "MergedWithPrevious",
-		                              "MergedWithNext"};
-		int k;
-		if (jbool(n, "invert", 0))
-			return fail(l, -ENOTSUP, "%s: Split with invert=true is not supported",
-			            path);
-		for (k = 0; k < 4 && bh && strcmp(bh, names[k]); k++)
-			;
-		if (!bh || k == 4)
-			return fail(l, -ENOTSUP, "%s.behavior: %s is not supported", path,
-			            bh ? bh : "(missing)");
-		st->kind = TOK_PRE_SPLIT;
-		st->behavior = (enum tok_split_behavior)k;
-		if (json_is_string(re)) {
-			rc = tok_regex_compile(json_string_value(re), json_string_length(re),
-			                       &st->re, l->err, l->errlen);
-		} else if (json_is_string(lit) && json_string_length(lit)) {
-			rc = add_str(l, lit, &st->replacement);
-		} else {
-			return fail(l, -EINVAL, "%s.pattern: neither Regex nor String", path);
-		}
-		t->n_pre += !rc || st->re;
-		return rc;
-	}
-	if (!strcmp(type, "ByteLevel")) {
-		st->kind = TOK_PRE_BYTELEVEL;
-		st->add_prefix_space = jbool(n, "add_prefix_space", 1);
-		if (st->add_prefix_space && !first)
-			return fail(l, -ENOTSUP,
-			            "%s: ByteLevel add_prefix_space is only supported as the first "
-			            "pre-tokenizer",
-			            path);
-		t->byte_level = 1;
-		t->n_pre++;
-		if (jbool(n, "use_regex", 1))
-			return tok_regex_compile(GPT2_REGEX, strlen(GPT2_REGEX), &st->re, l->err,
-			                         l->errlen);
-		return 0;
-	}
-	if (!strcmp(type, "Metaspace")) {
-		json_t *r = json_object_get(n, "replacement");
-		if (!first)
-			return fail(l, -ENOTSUP, "%s: Metaspace is only supported first", path);
-		if (!json_is_string(r) || !json_string_length(r))
-			return fail(l, -EINVAL, "%s.replacement: missing", path);
-		st->kind = TOK_PRE_METASPACE;
-		st->split = jbool(n, "split", 1);
-		if ((rc = parse_prepend(l, n, &st->prepend, path)))
-			return rc;
-		t->n_pre++;
-		return add_str(l, r, &st->replacement);
-	}
+	if (!strcmp(type, "Split"))
+		return pre_split(l, n, st, path);
+	if (!strcmp(type, "ByteLevel"))
+		return pre_bytelevel(l, n, st, first, path);
+	if (!strcmp(type, "Metaspace"))
+		return pre_metaspace(l, n, st, first, path);
 	if (!strcmp(type, "Digits")) {
 		const char *re = jbool(n, "individual_digits", 0) ? "[0-9]" : "[0-9]+";
 		st->kind = TOK_PRE_SPLIT;

@@ -328,6 +328,36 @@ static int pn_push(struct enc *e, size_t a, size_t b)
 	return 0;
 }
 
+/* The first match of the regex (re) or the literal (lit) in s[pos..b), the
+ * regex matched over the piece s[a..b): 1 with [*ms, *me), 0 if none, or
+ * -errno with e->err set. */
+static int next_match(struct enc *e, const char *s, size_t a, size_t b, size_t pos, pcre2_code *re,
+                      const char *lit, size_t lit_len, size_t *ms, size_t *me)
+{
+	if (re) {
+		int r = pcre2_match(re, (PCRE2_SPTR)s + a, b - a, pos - a, PCRE2_NO_UTF_CHECK,
+		                    e->md, e->mc);
+		if (r == PCRE2_ERROR_NOMATCH)
+			return 0;
+		if (r < 0) {
+			PCRE2_UCHAR msg[120];
+			pcre2_get_error_message(r, msg, sizeof(msg));
+			snprintf(e->err, e->errlen, "pre-tokenizer regex failed: %s", (char *)msg);
+			return r == PCRE2_ERROR_NOMEMORY ? -ENOMEM : -EOVERFLOW;
+		}
+		PCRE2_SIZE *ov = pcre2_get_ovector_pointer(e->md);
+		*ms = a + ov[0];
+		*me = a + ov[1];
+		return 1;
+	}
+	const char *f = memmem(s + pos, b - pos, lit, lit_len);
+	if (!f)
+		return 0;
+	*ms = (size_t)(f - s);
+	*me = *ms + lit_len;
+	return 1;
+}
+
 /* Splits piece s[a..b) by the regex (re) or literal (lit) matches, with HF's
  * SplitDelimiterBehavior, appending to e->pn. */
 static int split_piece(struct enc *e, const char *s, size_t a, size_t b, pcre2_code *re,
@@ -340,28 +370,11 @@ static int split_piece(struct enc *e, const char *s, size_t a, size_t b, pcre2_c
 	for (;;) {
 		if (pos >= b)
 			break;
-		if (re) {
-			int r = pcre2_match(re, (PCRE2_SPTR)s + a, b - a, pos - a,
-			                    PCRE2_NO_UTF_CHECK, e->md, e->mc);
-			if (r == PCRE2_ERROR_NOMATCH)
-				break;
-			if (r < 0) {
-				PCRE2_UCHAR msg[120];
-				pcre2_get_error_message(r, msg, sizeof(msg));
-				snprintf(e->err, e->errlen, "pre-tokenizer regex failed: %s",
-				         (char *)msg);
-				return r == PCRE2_ERROR_NOMEMORY ? -ENOMEM : -EOVERFLOW;
-			}
-			PCRE2_SIZE *ov = pcre2_get_ovector_pointer(e->md);
-			ms = a + ov[0];
-			me = a + ov[1];
-		} else {
-			const char *f = memmem(s + pos, b - pos, lit, lit_len);
-			if (!f)
-				break;
-			ms = (size_t)(f - s);
-			me = ms + lit_len;
-		}
+		rc = next_match(e, s, a, b, pos, re, lit, lit_len, &ms, &me);
+		if (rc < 0)
+			return rc;
+		if (!rc)
+			break;
 		if (me == ms) { /* empty match: step over one character */
 			int l = tok_utf8_len((const unsigned char *)s + ms, b - ms);
 			pos = ms + (l ? (size_t)l : 1);

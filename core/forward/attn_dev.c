@@ -1,0 +1,182 @@
+/*
+ * core/forward/attn_dev.c — a layer's attention on the dense device, and the
+ * shared expert: the attention norm (adding what the previous layer left:
+ * PEND_*), q, k and v (one stacked GEMV where they could be stacked), their
+ * biases, q/k norms and RoPE with k and v stored into the layer's KV cache
+ * rows (one fused launch where coli_dense_dev_qk_fused allows), attention
+ * over the cache, and o into dd->proj. core/forward/forward_dev.c queues them
+ * from layer_ops; core/forward/layer_host.c runs the shared expert after a
+ * host-planned layer. Buffers: core/forward/dense_dev.h.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "core/core_internal.h"
+#include "core/dev/dev.h"
+#include "core/forward/dense_dev.h"
+
+/* Whether q/k norms, RoPE and the KV store run as one launch that reads the
+ * position from device memory (coli_qk_rope_store): not where the norm spans
+ * the whole vector (qk_norm 2, OLMoE) or the heads are too wide for it. */
+int coli_dense_dev_qk_fused(const struct coli_model_config *c)
+{
+	return c->qk_norm != 2 && c->head_dim % 2 == 0 && c->head_dim <= 256;
+}
+
+/* q/k norms, RoPE, and k and v into the layer's cache rows pos0..: one fused
+ * launch (coli_qk_rope_store) where coli_dense_dev_qk_fused allows, else op by op. */
+static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int pos0, uint64_t kc,
+                    uint64_t vc)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim, qd = nh * hd, kvd = nkv * hd;
+	int rc = 0;
+
+	if (coli_dense_dev_qk_fused(c))
+		return coli_dev_qk_rope_store(
+		    dd->dev, &(struct coli_dev_qk_rope){.q = dd->q,
+		                                        .k = dd->k,
+		                                        .v = dd->v,
+		                                        .qw = c->qk_norm == 1 ? D->q_norm : 0,
+		                                        .kw = c->qk_norm == 1 ? D->k_norm : 0,
+		                                        .eps = c->norm_eps,
+		                                        .T = T,
+		                                        .nh = nh,
+		                                        .nkv = nkv,
+		                                        .hd = hd,
+		                                        .pos0 = pos0,
+		                                        .posp = dd->ids,
+		                                        .inv_freq = dd->inv_freq,
+		                                        .kc = kc,
+		                                        .vc = vc});
+	if (c->qk_norm) { /* 2: over the whole q and k, 1: per head */
+		int whole = c->qk_norm == 2;
+		struct coli_dev_norm nq = {
+		    .x = dd->q, .w = D->q_norm, .y = dd->q, .eps = c->norm_eps};
+		struct coli_dev_norm nk = {
+		    .x = dd->k, .w = D->k_norm, .y = dd->k, .eps = c->norm_eps};
+
+		nq.rows = whole ? T : T * nh, nq.n = whole ? qd : hd;
+		nk.rows = whole ? T : T * nkv, nk.n = whole ? kvd : hd;
+		rc = coli_dev_rmsnorm(dd->dev, &nq);
+		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, &nk);
+	}
+	struct coli_dev_rope rq = {
+	    .x = dd->q, .inv_freq = dd->inv_freq, .T = T, .nh = nh, .hd = hd, .pos0 = pos0};
+	struct coli_dev_rope rk = {
+	    .x = dd->k, .inv_freq = dd->inv_freq, .T = T, .nh = nkv, .hd = hd, .pos0 = pos0};
+
+	rc = rc ? rc : coli_dev_rope(dd->dev, &rq);
+	rc = rc ? rc : coli_dev_rope(dd->dev, &rk);
+	rc = rc ? rc
+	        : coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = kc + (size_t)pos0 * kvd * 4,
+	                                                         .src = dd->k,
+	                                                         .n = (size_t)T * kvd * 4});
+	return rc ? rc
+	          : coli_dev_copy(dd->dev,
+	                          &(struct coli_dev_copy){.dst = vc + (size_t)pos0 * kvd * 4,
+	                                                  .src = dd->v,
+	                                                  .n = (size_t)T * kvd * 4});
+}
+
+/* Attention of layer l; first, when `pending` (every layer but the first),
+ * the previous layer's MLP output is added to the residual stream in the same
+ * launch as this layer's norm. Leaves the projection in dd->proj: the caller
+ * adds it with the ffn norm. */
+int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int pend)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	struct coli_dense_dev *dd = e->dd;
+	const struct dlayer *D = &dd->L[l];
+	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
+	int qd = nh * hd, kvd = nkv * hd, rc, oq;
+	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
+	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
+
+	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
+	const struct coli_gpu_pairs p = {
+	    .y = e->vram[dd->plan_dev].y, .token = dd->ptok, .w = dd->pw, .n = T * c->top_k};
+	const struct coli_dev_norm nm = {.x = dd->x,
+	                                 .add = pend == PEND_MLP ? dd->mlp : 0,
+	                                 .pairs = &p, /* read by acc_rmsnorm only */
+	                                 .w = D->attn_norm,
+	                                 .y = dd->xn,
+	                                 .q = coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0,
+	                                 .qd = dd->ad,
+	                                 .qsum = dd->aqs,
+	                                 .rows = T,
+	                                 .n = H,
+	                                 .eps = c->norm_eps};
+
+	rc = pend == PEND_PAIRS
+	         ? coli_dev_acc_rmsnorm(dd->dev, &nm) /* the previous layer's pairs */
+	         : coli_dev_add_rmsnorm(dd->dev, &nm);
+	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
+		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
+
+		a.y2 = (float *)(uintptr_t)dd->k;
+		a.y3 = (float *)(uintptr_t)dd->v;
+		a.rows1 = qd, a.rows2 = qd + kvd;
+		a.ldy2 = a.ldy3 = kvd;
+		rc = rc ? rc
+		        : coli_dev_dense_gemv(dd->dev,
+		                              &(struct coli_dev_dense){.t = D->qkv.dtype, .m = &a});
+	} else {
+		rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, qd);
+		rc = rc ? rc : gemm(dd, &D->k, dd->xn, T, dd->k, kvd);
+		rc = rc ? rc : gemm(dd, &D->v, dd->xn, T, dd->v, kvd);
+	}
+	if (!rc && D->q_bias) {
+		struct coli_dev_bias bq = {.y = dd->q, .b = D->q_bias, .rows = T, .n = qd};
+		struct coli_dev_bias bk = {.y = dd->k, .b = D->k_bias, .rows = T, .n = kvd};
+		struct coli_dev_bias bv = {.y = dd->v, .b = D->v_bias, .rows = T, .n = kvd};
+
+		rc = coli_dev_add_bias(dd->dev, &bq);
+		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bk);
+		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bv);
+	}
+	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
+	/* a quantized o reads the attention output quantized: in the same launch */
+	oq = coli_dtype_is_quant(D->o.dtype);
+	rc = rc ? rc
+	        : coli_dev_attention(dd->dev,
+	                             &(struct coli_dev_attention){.q = dd->q,
+	                                                          .k = kc,
+	                                                          .v = vc,
+	                                                          .out = dd->att,
+	                                                          .T = T,
+	                                                          .pos0 = pos0,
+	                                                          .posp = dd->ids,
+	                                                          .span = e->ctx,
+	                                                          .nh = nh,
+	                                                          .nkv = nkv,
+	                                                          .hd = hd,
+	                                                          .scale = 1.0f / sqrtf((float)hd),
+	                                                          .aq = oq ? dd->aq : 0,
+	                                                          .ad = oq ? dd->ad : 0,
+	                                                          .aqs = oq ? dd->aqs : 0});
+	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
+	return rc;
+}
+
+/* Qwen2-MoE's shared expert: mlp += sigmoid(gate . xn) * swiglu(xn);
+ * xn_ready: dd->aq holds xn quantized (by the ffn norm). */
+int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T, int xn_ready)
+{
+	struct coli_dense_dev *dd = e->dd;
+	int rc;
+
+	if (!e->m.cfg.shared_inter)
+		return 0;
+	rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, xn_ready, T, dd->shy);
+	rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
+	rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
+	return rc ? rc
+	          : coli_dev_gated_add(dd->dev, &(struct coli_dev_gated){.out = dd->mlp,
+	                                                                 .y = dd->shy,
+	                                                                 .gate = dd->gl,
+	                                                                 .T = T,
+	                                                                 .H = e->m.cfg.hidden});
+}

@@ -1,0 +1,204 @@
+/*
+ * ptx/gpu_expert.c — launch wrappers for the routed experts' kernels of
+ * ptx/kernels.cu and ptx/gemm.cu (ptx/gpu_dense.c has the dense part's): the
+ * grouped GEMV over a job table (inline in the launch's parameters up to
+ * COLI_GPU_INL_JOBS jobs, else read from the mapped ring), the tensor-core
+ * GEMM with its tile per token count, SiLU-multiply and the activations'
+ * quantization. Everything is queued on the device's compute stream.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "ptx/ptx.h"
+#include "ptx/ptx_internal.h"
+
+#ifdef COLI_HAVE_PTX
+int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
+                  int n_jobs)
+{
+	CUdeviceptr table;
+	CUfunction f;
+	int max_rows = 0;
+	void *args[1];
+
+	if ((unsigned)dtype >= sizeof(g->f_gemv) / sizeof(g->f_gemv[0]) || !g->f_gemv[dtype])
+		return -ENOTSUP;
+	if (n_jobs <= 0 || n_jobs > MAX_JOBS)
+		return -EINVAL;
+	f = g->f_gemv[dtype];
+	for (int i = 0; i < n_jobs; i++) {
+		if (jobs[i].S < 1 || jobs[i].S > COLI_GPU_MAX_S || jobs[i].K % 32)
+			return -EINVAL;
+		max_rows = jobs[i].rows > max_rows ? jobs[i].rows : max_rows;
+	}
+	if (n_jobs <= COLI_GPU_INL_JOBS) { /* small: the table rides in the parameters */
+		struct coli_gpu_gemv_inline inl;
+
+		memset(&inl, 0, sizeof(inl));
+		memcpy(inl.j, jobs, sizeof(*jobs) * n_jobs);
+		args[0] = &inl;
+		return coli_gpu_launch(g, g->f_gemv_inl[dtype],
+		                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) /
+		                           COLI_GPU_GEMV_ROWS,
+		                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
+	}
+	{
+		uint64_t t;
+		int rc = coli_gpu_job_table(g, jobs, sizeof(*jobs) * n_jobs, &t);
+
+		if (rc)
+			return rc;
+		table = t;
+	}
+	args[0] = &table;
+	return coli_gpu_launch(g, f,
+	                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
+	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
+}
+
+int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, int n_jobs,
+                        int max_rows)
+{
+	CUdeviceptr t = table;
+	void *args[] = {&t};
+
+	if ((unsigned)dtype >= sizeof(g->f_gemv) / sizeof(g->f_gemv[0]) || !g->f_gemv[dtype])
+		return -ENOTSUP;
+	if (n_jobs <= 0 || n_jobs > 65535 || max_rows <= 0)
+		return -EINVAL;
+	return coli_gpu_launch(g, g->f_gemv[dtype],
+	                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
+	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
+}
+
+/* The q8/q4 tile of a run of S tokens: the smallest that holds it (on an
+ * H200, qwen3-30b experts: 128 x 16 0.42 ms a layer at 2-16 tokens where
+ * 64 x 32 takes 0.54-0.55 and 64 x 64 0.75-0.77; 64 x 32 0.58 at 32 tokens
+ * where the others take 0.80; 64 x 64 1.3x faster than 64 x 32 at 128).
+ * coli_gpu_gemm_tile forces one (tests, the bench). */
+static int quant_tile(const coli_gpu_t *g, int S)
+{
+	int t = 0;
+
+	if (g->gemm_bn)
+		S = g->gemm_bn;
+	while (t < COLI_GPU_GEMM_TILES_Q - 1 && S <= COLI_GPU_GEMM_TILE_TOKENS(t + 1))
+		t++;
+	return t == 0 && g->gemm_wide_no ? 1 : t;
+}
+
+/* One launch: one CTA per tile of every job, numbered job after job (tile0),
+ * so a CTA finds its job by binary search over the table. bf16 tiles are
+ * COLI_GPU_GEMM_ROWS_BF16 x _TOKENS; a q8/q4 job has its own (quant_tile),
+ * the wide ones first (their CTAs take longest). */
+int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
+                  int n_jobs)
+{
+	const int quant = dtype == COLI_DTYPE_Q8_0 || dtype == COLI_DTYPE_Q4_0;
+	const unsigned threads = quant ? COLI_GPU_GEMM_THREADS_Q : COLI_GPU_GEMM_THREADS_BF16;
+	int n[COLI_GPU_GEMM_TILES_Q] = {0}, at[COLI_GPU_GEMM_TILES_Q];
+	unsigned smem = 0;
+	long tiles = 0;
+	void *args[2];
+
+	if ((unsigned)dtype >= sizeof(g->f_gemm) / sizeof(g->f_gemm[0]) || !g->f_gemm[dtype])
+		return -ENOTSUP;
+	if (n_jobs <= 0 || n_jobs > MAX_JOBS)
+		return -EINVAL;
+	for (int i = 0; i < n_jobs; i++) {
+		const struct coli_gpu_gemm_job *j = &jobs[i];
+
+		if (j->S < 1 || j->rows < 1 || j->K < 32 || j->K % 32 || j->ldy < j->rows)
+			return -EINVAL;
+		n[quant ? quant_tile(g, j->S) : 0]++;
+	}
+	for (int t = 0, a = 0; t < COLI_GPU_GEMM_TILES_Q; t++) { /* wide first */
+		const unsigned st = quant ? COLI_GPU_GEMM_SMEM_Q(dtype == COLI_DTYPE_Q4_0, t) : 0;
+
+		at[t] = a, a += n[t];
+		if (n[t] && st > smem)
+			smem = st;
+	}
+	for (int i = 0; i < n_jobs; i++) {
+		const int t = quant ? quant_tile(g, jobs[i].S) : 0;
+
+		g->gjobs_host[at[t]] = jobs[i];
+		g->gjobs_host[at[t]++].tile = t;
+	}
+	for (int i = 0; i < n_jobs; i++) {
+		struct coli_gpu_gemm_job *j = &g->gjobs_host[i];
+		const int bm = quant ? COLI_GPU_GEMM_TILE_ROWS(j->tile) : COLI_GPU_GEMM_ROWS_BF16;
+		const int bn = quant ? COLI_GPU_GEMM_TILE_TOKENS(j->tile) : COLI_GPU_GEMM_TOKENS;
+
+		j->tile0 = (int)tiles;
+		tiles += (long)((j->rows + bm - 1) / bm) * ((j->S + bn - 1) / bn);
+		if (tiles > 0x7fffffffL)
+			return -EINVAL;
+	}
+	CUR(g);
+	if (n_jobs <= COLI_GPU_INL_JOBS) { /* small: the table rides in the parameters */
+		struct coli_gpu_gemm_inline inl;
+
+		memset(&inl, 0, sizeof(inl));
+		memcpy(inl.j, g->gjobs_host, sizeof(*jobs) * n_jobs);
+		args[0] = &inl;
+		args[1] = &n_jobs;
+		return coli_gpu_launch(g, g->f_gemm_inl[dtype], (unsigned)tiles, 1, 1, threads,
+		                       smem, args, "cuLaunchKernel(gemm)");
+	}
+	/* a long table: every CTA binary-searches it, so it goes to device
+	 * memory, pulled by the SMs from the mapped job ring (coli_pull, after
+	 * the previous GEMM launch has read the last one: stream order and
+	 * pdl_entry). Neither a copy from pageable memory (the host would wait
+	 * for the stream to drain) nor one on the copy engine (behind the
+	 * staging copies) */
+	{
+		uint64_t table;
+		int rc = coli_gpu_job_table(g, g->gjobs_host, sizeof(*jobs) * n_jobs, &table);
+
+		rc = rc ? rc : coli_gpu_pull(g, g->gjobs, table, sizeof(*jobs) * n_jobs);
+		if (rc)
+			return rc;
+	}
+	args[0] = &g->gjobs;
+	args[1] = &n_jobs;
+	return coli_gpu_launch(g, g->f_gemm[dtype], (unsigned)tiles, 1, 1, threads, smem, args,
+	                       "cuLaunchKernel(gemm)");
+}
+
+void coli_gpu_gemm_tile(coli_gpu_t *g, int tokens)
+{
+	g->gemm_bn = tokens;
+}
+
+int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int n)
+{
+	CUdeviceptr a = gate, b = up, c = h;
+	void *args[] = {&a, &b, &c, &n};
+
+	return coli_gpu_launch(g, g->f_silu, (unsigned)(n + 255) / 256, 1, 1, 256, 0, args,
+	                       "cuLaunchKernel(silu_mul)");
+}
+
+int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, uint64_t q,
+                        uint64_t d, uint64_t qsum, int n_blocks)
+{
+	CUdeviceptr a = gate, b = up, c = h, e = q, f = d, s = qsum;
+	void *args[] = {&a, &b, &c, &e, &f, &s, &n_blocks};
+
+	return coli_gpu_launch(g, g->f_siluq, (unsigned)(n_blocks + 7) / 8, 1, 1, 256, 0, args,
+	                       "cuLaunchKernel(silu_mul_q)");
+}
+
+int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
+                          int n_blocks)
+{
+	CUdeviceptr a = x, b = q, c = d, e = qsum;
+	void *args[] = {&a, &b, &c, &e, &n_blocks};
+
+	/* 8 warps per CTA, one warp per 32-block */
+	return coli_gpu_launch(g, g->f_actq, (unsigned)(n_blocks + 7) / 8, 1, 1, 256, 0, args,
+	                       "cuLaunchKernel(act_quantize)");
+}
+
+#endif
