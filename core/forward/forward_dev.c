@@ -637,7 +637,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		                           sizeof(int) * (T + 1));
 		e->est.h2d_bytes += sizeof(int) * (T + 1);
 	}
-	rc = T <= COLI_GPU_MAX_S ? token_run(e, T, pos0) : 0;
+	if (!rc) /* a failed upload is the device's failure (the caller falls back) */
+		rc = T <= COLI_GPU_MAX_S ? token_run(e, T, pos0) : 0;
 	whole = rc == 1;
 	rc = whole ? 0 : rc;
 	if (whole && !e->opts.profile) /* queued, not done: see coli_dense_dev_phase_end */
