@@ -67,20 +67,31 @@ static int die(const char *fmt, const char *arg)
 	return 2;
 }
 
-static int read_key(const char *path, char *key, size_t cap)
+/* The key file's first line, whole (any length), trailing CR/LF/spaces cut. */
+static int read_key(const char *path, char **key, size_t *len)
 {
 	FILE *f = fopen(path, "r");
-	size_t n;
+	ssize_t got;
+	size_t cap = 0;
+	char *line = NULL;
 
 	if (!f)
 		return -errno;
-	if (!fgets(key, (int)cap, f))
-		key[0] = 0;
+	got = getline(&line, &cap, f);
 	fclose(f);
-	n = strlen(key);
-	while (n && (key[n - 1] == '\n' || key[n - 1] == '\r' || key[n - 1] == ' '))
-		key[--n] = 0;
-	return n ? 0 : -ENODATA;
+	if (got < 0) {
+		free(line);
+		return -ENODATA;
+	}
+	while (got && (line[got - 1] == '\n' || line[got - 1] == '\r' || line[got - 1] == ' '))
+		line[--got] = 0;
+	if (!got) {
+		free(line);
+		return -ENODATA;
+	}
+	*key = line;
+	*len = (size_t)got;
+	return 0;
 }
 
 static void model_id(const char *path, char *out, size_t cap)
@@ -226,7 +237,7 @@ int main(int argc, char **argv)
 	srv.max_body = max_body;
 	srv.max_conn = max_conn;
 	srv.timeout_s = timeout_s;
-	if (key_file && (rc = read_key(key_file, srv.api_key, sizeof(srv.api_key))))
+	if (key_file && (rc = read_key(key_file, &srv.api_key, &srv.api_key_len)))
 		return die("--api-key-file: cannot read a key from '%s' (empty, or unreadable)",
 		           key_file);
 
@@ -275,7 +286,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "colid: listening on http://%s%s%s:%u%s\n", strchr(host, ':') ? "[" : "",
 	        host, strchr(host, ':') ? "]" : "", srv.port,
-	        srv.api_key[0] ? " (API key required)" : "");
+	        srv.api_key ? " (API key required)" : "");
 
 	while (!(sig = wait_signal(-1)))
 		;
@@ -287,5 +298,6 @@ out_queue:
 	colid_queue_free(&srv.queue);
 out_engine:
 	coli_engine_close(srv.engine); /* mem/'s tier map saves the usage file here */
+	free(srv.api_key);
 	return rc ? 1 : 0;
 }

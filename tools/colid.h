@@ -184,8 +184,9 @@ struct colid_server {
 	int ctx;
 	struct colid_queue queue;
 	struct colid_metrics metrics;
-	char api_key[512]; /* "" = no auth */
-	size_t max_body;   /* bytes */
+	char *api_key;      /* malloc'd, NULL = no auth */
+	size_t api_key_len; /* any length: the key file's first line, whole */
+	size_t max_body;    /* bytes */
 	int max_conn;
 	int timeout_s; /* idle connection timeout */
 	atomic_int stopping;
