@@ -11,9 +11,10 @@
  *         printing "colid: listening on http://HOST:PORT" (--port 0: a free
  *         port, which tests read from this line).
  * Stop:   SIGTERM or SIGINT (a handler writes to a self-pipe that main
- *         waits on) -> /health says 503, the listening socket closes,
- *         queued jobs end with 503, the running one finishes within
- *         --shutdown-grace seconds (a second signal cancels it at once) ->
+ *         waits on) -> /health says 503 (the listener stays open while
+ *         draining; new generation requests get 503), queued jobs end with
+ *         503, the running one finishes within --shutdown-grace seconds (a
+ *         second signal cancels it at once) -> the listening socket and the
  *         connections close -> the engine closes (mem/'s tier map writes the
  *         usage file there) -> exit 0.
  */
@@ -153,8 +154,10 @@ static void shutdown_server(struct colid_server *s, double grace_s)
 {
 	double t0 = colid_now_s();
 
+	/* The listener stays open while the queue drains, so a load balancer's
+	 * /health probe sees 503 "stopping" rather than a refused connection;
+	 * new generation requests get 503 too (colid_http.c). */
 	atomic_store(&s->stopping, 1);
-	colid_http_quiesce(s);
 	colid_queue_close(&s->queue);
 	while (colid_queue_join(&s->queue, 0.1) == -ETIMEDOUT) {
 		if (wait_signal(0)) {
@@ -173,6 +176,7 @@ static void shutdown_server(struct colid_server *s, double grace_s)
 	 * (LeakSanitizer's stop-the-world at exit changes signal masks). */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
+	colid_http_quiesce(s);
 	colid_http_stop(s, 10);
 }
 
