@@ -51,6 +51,11 @@ static void help(FILE *f)
 	    "(default 16)\n"
 	    "  --max-body-bytes N     larger request bodies get 413, 64..2^40 (default 1048576)\n"
 	    "  --max-connections N    simultaneous connections, 1..1048576 (default 64)\n"
+	    "  --max-conn-per-ip N    simultaneous connections from one address, 1..1048576 "
+	    "(default 16)\n"
+	    "  --header-timeout S     seconds a connection has to send a whole request "
+	    "(headers and body; from its accept or its previous request's end), 0.1..1e6 "
+	    "(default 10)\n"
 	    "  --timeout S            idle connection timeout in whole seconds, >= 1 (default "
 	    "300)\n"
 	    "  --shutdown-grace S     seconds a running request may finish after SIGTERM, "
@@ -188,7 +193,8 @@ int main(int argc, char **argv)
 	int port = 8080, queue = 16, rc, sig;
 	int max_conn = 64, timeout_s = 300, delay_ms = 0;
 	uint64_t max_body = 1 << 20;
-	double grace = 30;
+	double grace = 30, header_s = 10;
+	int per_ip = 16;
 	char err[512];
 
 	if (tool_engine_args_init(&a, P))
@@ -222,6 +228,10 @@ int main(int argc, char **argv)
 			bad = tool_u64(P, o, v, 64, (uint64_t)1 << 40, &max_body);
 		else if (!strcmp(o, "--max-connections"))
 			bad = tool_int(P, o, v, 1, 1 << 20, &max_conn);
+		else if (!strcmp(o, "--max-conn-per-ip"))
+			bad = tool_int(P, o, v, 1, 1 << 20, &per_ip);
+		else if (!strcmp(o, "--header-timeout"))
+			bad = tool_double(P, o, v, 0.1, 1e6, &header_s);
 		else if (!strcmp(o, "--timeout"))
 			bad = tool_int(P, o, v, 1, INT_MAX, &timeout_s);
 		else if (!strcmp(o, "--shutdown-grace"))
@@ -241,6 +251,8 @@ int main(int argc, char **argv)
 	srv.max_body = max_body;
 	srv.max_conn = max_conn;
 	srv.timeout_s = timeout_s;
+	srv.max_conn_per_ip = per_ip;
+	srv.header_timeout_s = header_s;
 	if (key_file && (rc = read_key(key_file, &srv.api_key, &srv.api_key_len)))
 		return die("--api-key-file: cannot read a key from '%s' (empty, or unreadable)",
 		           key_file);
@@ -296,8 +308,11 @@ int main(int argc, char **argv)
 		;
 	fprintf(stderr, "colid: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	shutdown_server(&srv, grace);
-	fprintf(stderr, "colid: stopped after %llu generations\n",
-	        (unsigned long long)srv.metrics.jobs);
+	fprintf(stderr,
+	        "colid: stopped after %llu generations; slow connections shut down: %llu past "
+	        "--header-timeout, %llu for headroom\n",
+	        (unsigned long long)srv.metrics.jobs, (unsigned long long)srv.guard.timed_out,
+	        (unsigned long long)srv.guard.evicted);
 out_queue:
 	colid_queue_free(&srv.queue);
 out_engine:

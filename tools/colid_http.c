@@ -612,7 +612,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 		k->body[k->len] = 0;
 		return MHD_YES;
 	}
-	if (k->answered) /* refused at the headers already */
+	if (colid_guard_received(&s->guard, mc))
+		return MHD_NO; /* shut down as too slow */
+	if (k->answered)       /* refused at the headers already */
 		return MHD_YES;
 	return dispatch(s, mc, k, url, method);
 }
@@ -622,6 +624,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 {
 	struct conn *k = *con_cls;
 
+	colid_guard_answered(&((struct colid_server *)cls)->guard, mc);
 	if (!k)
 		return;
 	if (k->job) {
@@ -660,12 +663,18 @@ int colid_http_start(struct colid_server *s, const char *host, int port, char *e
 		snprintf(err, errlen, "--host '%s' is not a numeric IPv4 or IPv6 address", host);
 		return -EINVAL;
 	}
+	if (colid_guard_start(&s->guard, s->header_timeout_s, s->max_conn)) {
+		snprintf(err, errlen, "cannot start the slow-client watchdog thread");
+		return -EAGAIN;
+	}
 	s->mhd = MHD_start_daemon(
 	    flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_conn, MHD_OPTION_CONNECTION_TIMEOUT,
-	    (unsigned)s->timeout_s, MHD_OPTION_END);
+	    on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, colid_guard_notify, &s->guard,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)s->max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->max_conn_per_ip,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->timeout_s, MHD_OPTION_END);
 	if (!s->mhd) {
+		colid_guard_stop(&s->guard);
 		snprintf(err, errlen,
 		         "cannot listen on %s port %d (in use, or not an address of "
 		         "this host?)",
@@ -698,4 +707,5 @@ void colid_http_stop(struct colid_server *s, double timeout_s)
 	if (s->mhd)
 		MHD_stop_daemon(s->mhd);
 	s->mhd = NULL;
+	colid_guard_stop(&s->guard);
 }
