@@ -236,6 +236,7 @@ struct coli_opts {
 	char gpu[64];          /* --gpu auto|off|sim|sim:N|LIST (checked when set) */
 	int threads;           /* --threads (0: all online CPUs) */
 	int ctx;               /* --ctx: KV cache positions (0: min(model, 4096)) */
+	int ctx_override;      /* --ctx-override: --ctx may exceed the model's max_ctx */
 	int ubatch;            /* --ubatch: tokens per forward pass (prefill chunk; 0: auto) */
 	char usage[512];       /* --usage FILE (empty: beside the model) */
 	int usage_off;         /* --usage off|none: no usage file */

@@ -348,6 +348,15 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start %d CPU threads", threads);
 		return rc;
 	}
+	if (e->opts.ctx > e->m.cfg.max_ctx && !e->opts.ctx_override) {
+		snprintf(err, errlen,
+		         "--ctx %d is above the model's trained context of %d tokens "
+		         "(max_position_embeddings): give --ctx %d or less, or add "
+		         "--ctx-override to run past it",
+		         e->opts.ctx, e->m.cfg.max_ctx, e->m.cfg.max_ctx);
+		rc = -EINVAL;
+		goto err;
+	}
 	e->ctx =
 	    e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
 	kvd = (size_t)e->m.cfg.n_kv_heads * e->m.cfg.head_dim;

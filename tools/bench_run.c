@@ -797,8 +797,10 @@ static int open_arms(struct run *R)
 		struct arm *a = &R->arm[i];
 		int need = R->prompt + (R->prefill ? 0 : R->tokens) + 1, rc;
 
-		if (a->opts.ctx <= 0)
+		if (a->opts.ctx <= 0) {
 			a->opts.ctx = need; /* the KV cache the bench needs, not the model's max */
+			a->opts.ctx_override = 1; /* speed, not quality: past max_ctx is fine */
+		}
 		rc = coli_engine_open(R->model, &a->opts, &a->e, err, sizeof(err));
 		if (rc)
 			return tool_err("bench", "arm '%s': %s", a->name, err);

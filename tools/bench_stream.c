@@ -59,6 +59,7 @@ static int stream_arm(struct run *R, struct arm *a, const char *name)
 		                name);
 	}
 	a->opts.ctx = R->prompt + R->tokens + 1;
+	a->opts.ctx_override = 1; /* speed, not quality: past max_ctx is fine */
 	snprintf(a->opts.usage, sizeof(a->opts.usage), "%s", R->usage_cur);
 	a->opts.usage_off = 0;
 	a->threads = a->opts.threads > 0 ? a->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -97,6 +98,7 @@ static int stream_heat(struct run *R)
 	snprintf(o.usage, sizeof(o.usage), "%s", R->usage_cur);
 	o.usage_off = 0;
 	o.ctx = R->prompt + R->heat_tokens + 1;
+	o.ctx_override = 1;
 	if (coli_engine_open(R->model, &o, &e, err, sizeof(err)))
 		return tool_err("bench", "stream: %s", err);
 	R->cfg = *coli_engine_config(e);

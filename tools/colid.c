@@ -11,9 +11,10 @@
  *         printing "colid: listening on http://HOST:PORT" (--port 0: a free
  *         port, which tests read from this line).
  * Stop:   SIGTERM or SIGINT (a handler writes to a self-pipe that main
- *         waits on) -> /health says 503, the listening socket closes,
- *         queued jobs end with 503, the running one finishes within
- *         --shutdown-grace seconds (a second signal cancels it at once) ->
+ *         waits on) -> /health says 503 (the listener stays open while
+ *         draining; new generation requests get 503), queued jobs end with
+ *         503, the running one finishes within --shutdown-grace seconds (a
+ *         second signal cancels it at once) -> the listening socket and the
  *         connections close -> the engine closes (mem/'s tier map writes the
  *         usage file there) -> exit 0.
  */
@@ -50,6 +51,11 @@ static void help(FILE *f)
 	    "(default 16)\n"
 	    "  --max-body-bytes N     larger request bodies get 413, 64..2^40 (default 1048576)\n"
 	    "  --max-connections N    simultaneous connections, 1..1048576 (default 64)\n"
+	    "  --max-conn-per-ip N    simultaneous connections from one address, 1..1048576 "
+	    "(default 16)\n"
+	    "  --header-timeout S     seconds a connection has to send a whole request "
+	    "(headers and body; from its accept or its previous request's end), 0.1..1e6 "
+	    "(default 10)\n"
 	    "  --timeout S            idle connection timeout in whole seconds, >= 1 (default "
 	    "300)\n"
 	    "  --shutdown-grace S     seconds a running request may finish after SIGTERM, "
@@ -67,20 +73,31 @@ static int die(const char *fmt, const char *arg)
 	return 2;
 }
 
-static int read_key(const char *path, char *key, size_t cap)
+/* The key file's first line, whole (any length), trailing CR/LF/spaces cut. */
+static int read_key(const char *path, char **key, size_t *len)
 {
 	FILE *f = fopen(path, "r");
-	size_t n;
+	ssize_t got;
+	size_t cap = 0;
+	char *line = NULL;
 
 	if (!f)
 		return -errno;
-	if (!fgets(key, (int)cap, f))
-		key[0] = 0;
+	got = getline(&line, &cap, f);
 	fclose(f);
-	n = strlen(key);
-	while (n && (key[n - 1] == '\n' || key[n - 1] == '\r' || key[n - 1] == ' '))
-		key[--n] = 0;
-	return n ? 0 : -ENODATA;
+	if (got < 0) {
+		free(line);
+		return -ENODATA;
+	}
+	while (got && (line[got - 1] == '\n' || line[got - 1] == '\r' || line[got - 1] == ' '))
+		line[--got] = 0;
+	if (!got) {
+		free(line);
+		return -ENODATA;
+	}
+	*key = line;
+	*len = (size_t)got;
+	return 0;
 }
 
 static void model_id(const char *path, char *out, size_t cap)
@@ -142,8 +159,10 @@ static void shutdown_server(struct colid_server *s, double grace_s)
 {
 	double t0 = colid_now_s();
 
+	/* The listener stays open while the queue drains, so a load balancer's
+	 * /health probe sees 503 "stopping" rather than a refused connection;
+	 * new generation requests get 503 too (colid_http.c). */
 	atomic_store(&s->stopping, 1);
-	colid_http_quiesce(s);
 	colid_queue_close(&s->queue);
 	while (colid_queue_join(&s->queue, 0.1) == -ETIMEDOUT) {
 		if (wait_signal(0)) {
@@ -162,6 +181,7 @@ static void shutdown_server(struct colid_server *s, double grace_s)
 	 * (LeakSanitizer's stop-the-world at exit changes signal masks). */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
+	colid_http_quiesce(s);
 	colid_http_stop(s, 10);
 }
 
@@ -173,7 +193,8 @@ int main(int argc, char **argv)
 	int port = 8080, queue = 16, rc, sig;
 	int max_conn = 64, timeout_s = 300, delay_ms = 0;
 	uint64_t max_body = 1 << 20;
-	double grace = 30;
+	double grace = 30, header_s = 10;
+	int per_ip = 16;
 	char err[512];
 
 	if (tool_engine_args_init(&a, P))
@@ -207,6 +228,10 @@ int main(int argc, char **argv)
 			bad = tool_u64(P, o, v, 64, (uint64_t)1 << 40, &max_body);
 		else if (!strcmp(o, "--max-connections"))
 			bad = tool_int(P, o, v, 1, 1 << 20, &max_conn);
+		else if (!strcmp(o, "--max-conn-per-ip"))
+			bad = tool_int(P, o, v, 1, 1 << 20, &per_ip);
+		else if (!strcmp(o, "--header-timeout"))
+			bad = tool_double(P, o, v, 0.1, 1e6, &header_s);
 		else if (!strcmp(o, "--timeout"))
 			bad = tool_int(P, o, v, 1, INT_MAX, &timeout_s);
 		else if (!strcmp(o, "--shutdown-grace"))
@@ -226,7 +251,9 @@ int main(int argc, char **argv)
 	srv.max_body = max_body;
 	srv.max_conn = max_conn;
 	srv.timeout_s = timeout_s;
-	if (key_file && (rc = read_key(key_file, srv.api_key, sizeof(srv.api_key))))
+	srv.max_conn_per_ip = per_ip;
+	srv.header_timeout_s = header_s;
+	if (key_file && (rc = read_key(key_file, &srv.api_key, &srv.api_key_len)))
 		return die("--api-key-file: cannot read a key from '%s' (empty, or unreadable)",
 		           key_file);
 
@@ -275,17 +302,21 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "colid: listening on http://%s%s%s:%u%s\n", strchr(host, ':') ? "[" : "",
 	        host, strchr(host, ':') ? "]" : "", srv.port,
-	        srv.api_key[0] ? " (API key required)" : "");
+	        srv.api_key ? " (API key required)" : "");
 
 	while (!(sig = wait_signal(-1)))
 		;
 	fprintf(stderr, "colid: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	shutdown_server(&srv, grace);
-	fprintf(stderr, "colid: stopped after %llu generations\n",
-	        (unsigned long long)srv.metrics.jobs);
+	fprintf(stderr,
+	        "colid: stopped after %llu generations; slow connections shut down: %llu past "
+	        "--header-timeout, %llu for headroom\n",
+	        (unsigned long long)srv.metrics.jobs, (unsigned long long)srv.guard.timed_out,
+	        (unsigned long long)srv.guard.evicted);
 out_queue:
 	colid_queue_free(&srv.queue);
 out_engine:
 	coli_engine_close(srv.engine); /* mem/'s tier map saves the usage file here */
+	free(srv.api_key);
 	return rc ? 1 : 0;
 }

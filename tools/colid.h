@@ -7,6 +7,7 @@
  *   colid_request.c  request bodies -> struct colid_request (pure; fuzzed)
  *   colid_queue.c    the bounded FIFO, the one worker that owns the engine, jobs
  *   colid_metrics.c  counters and the Prometheus text of /metrics
+ *   colid_guard.c    slow clients: request deadlines, headroom under the limit
  *
  * Threads: libmicrohttpd runs one thread per connection; it parses, tokenizes
  * (the tokenizer is immutable) and renders replies. Exactly one worker thread
@@ -173,6 +174,36 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q);
 
 double colid_now_s(void);
 
+/* ---- slow clients (colid_guard.c) ---- */
+struct MHD_Connection;
+struct colid_slot;
+struct colid_guard {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct colid_slot *head, *tail; /* every connection, oldest pending first */
+	int n_pending;                  /* connections without a whole request yet */
+	int max_pending;                /* more shuts the oldest pending one down */
+	double deadline_s;              /* --header-timeout */
+	uint64_t evicted, timed_out;    /* under mu: printed at exit */
+	pthread_t thread;
+	int started, quit;
+};
+/* max_pending = max_conn less a quarter (all of it below 4). Starts the
+ * watchdog thread. */
+int colid_guard_start(struct colid_guard *g, double deadline_s, int max_conn);
+/* After MHD_stop_daemon. */
+void colid_guard_stop(struct colid_guard *g);
+/* The request on mc was received whole: no deadline while it is answered.
+ * -ECONNRESET when the guard shut the connection down already. */
+int colid_guard_received(struct colid_guard *g, struct MHD_Connection *mc);
+/* The request on mc is over: the connection is pending again. */
+void colid_guard_answered(struct colid_guard *g, struct MHD_Connection *mc);
+#ifdef MHD_VERSION
+/* MHD_OPTION_NOTIFY_CONNECTION's callback; cls is the guard. */
+void colid_guard_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code);
+#endif
+
 /* ---- the server (colid_http.c) ---- */
 struct MHD_Daemon;
 struct colid_server {
@@ -184,10 +215,14 @@ struct colid_server {
 	int ctx;
 	struct colid_queue queue;
 	struct colid_metrics metrics;
-	char api_key[512]; /* "" = no auth */
-	size_t max_body;   /* bytes */
+	char *api_key;      /* malloc'd, NULL = no auth */
+	size_t api_key_len; /* any length: the key file's first line, whole */
+	size_t max_body;    /* bytes */
 	int max_conn;
-	int timeout_s; /* idle connection timeout */
+	int timeout_s;           /* idle connection timeout */
+	int max_conn_per_ip;     /* --max-conn-per-ip */
+	double header_timeout_s; /* --header-timeout: a whole request within */
+	struct colid_guard guard;
 	atomic_int stopping;
 	atomic_int inflight; /* requests holding a job whose reply is not yet sent */
 	long created;        /* unix time of start, for /v1/models */

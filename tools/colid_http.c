@@ -3,11 +3,12 @@
  * per connection (so a handler may block on its job's condition variable).
  *
  * A request goes through the access handler three ways:
- *   1st call   headers only: allocate struct conn, pick the route; a body
- *              announced bigger than --max-body-bytes with "Expect:
- *              100-continue" is refused now (413) before it is sent
+ *   1st call   headers only: allocate struct conn, pick the route; a request
+ *              to /v1/ without the API key is refused now (401), and a
+ *              body announced bigger than --max-body-bytes with "Expect:
+ *              100-continue" too (413), before any body byte is read
  *   n-th call  body bytes: kept up to the limit, counted and dropped after
- *   last call  dispatch: auth, route, method, then the endpoint
+ *   last call  dispatch: route, method, then the endpoint
  *
  * Generation endpoints parse (colid_request.c), render the chat template,
  * tokenize (the tokenizer is immutable, so this runs here, not on the
@@ -481,21 +482,24 @@ static enum MHD_Result health(struct colid_server *s, struct MHD_Connection *mc,
 	                            colid_queue_depth(&s->queue), "queue_capacity", s->queue.cap));
 }
 
-/* Constant-time comparison of the bearer token with the key. */
+/* The bearer token against the key, in constant time over the longer of the
+ * two (neither the key's length nor a common prefix shows in the timing). */
 static int authorized(struct colid_server *s, struct MHD_Connection *mc)
 {
 	const char *h = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Authorization");
-	size_t n = strlen(s->api_key), m;
+	size_t n = s->api_key_len, m, len;
 	unsigned char diff = 0;
 
-	if (!n)
+	if (!s->api_key)
 		return 1;
 	if (!h || strncasecmp(h, "Bearer ", 7))
 		return 0;
 	h += 7;
 	m = strlen(h);
-	for (size_t i = 0; i < n; i++)
-		diff |= (unsigned char)s->api_key[i] ^ (unsigned char)(i < m ? h[i] : 0);
+	len = m > n ? m : n;
+	for (size_t i = 0; i < len; i++)
+		diff |=
+		    (unsigned char)(i < n ? s->api_key[i] : 0) ^ (unsigned char)(i < m ? h[i] : 0);
 	return !diff && m == n;
 }
 
@@ -522,13 +526,6 @@ static enum MHD_Result dispatch(struct colid_server *s, struct MHD_Connection *m
 	if (k->route == COLID_R_OTHER)
 		FAIL(404, "invalid_request_error", "not_found", NULL, "Invalid URL (%s %s)", method,
 		     url);
-	if (!strncmp(url, "/v1/", 4) && !authorized(s, mc)) {
-		struct colid_error e;
-
-		colid_error_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
-		                "Incorrect or missing API key: send 'Authorization: Bearer KEY'");
-		return reply_error(s, mc, k, &e, 0);
-	}
 	if (k->route == COLID_R_CHAT || k->route == COLID_R_COMPLETIONS) {
 		if (!post)
 			FAIL(405, "invalid_request_error", "method_not_allowed", NULL,
@@ -571,6 +568,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 			return MHD_NO;
 		k->route = route_of(url);
 		*con_cls = k;
+		if (k->route != COLID_R_OTHER && !strncmp(url, "/v1/", 4) &&
+		    !authorized(s, mc)) { /* before any body byte is read */
+			k->answered = 1;
+			FAIL(401, "invalid_request_error", "invalid_api_key", NULL,
+			     "Incorrect or missing API key: send 'Authorization: Bearer KEY'");
+		}
 		if (cl && ex && !strcasecmp(ex, "100-continue") &&
 		    strtoull(cl, NULL, 10) > s->max_body) {
 			k->too_big = 1;
@@ -609,7 +612,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 		k->body[k->len] = 0;
 		return MHD_YES;
 	}
-	if (k->answered) /* refused at the headers already */
+	if (colid_guard_received(&s->guard, mc))
+		return MHD_NO; /* shut down as too slow */
+	if (k->answered)       /* refused at the headers already */
 		return MHD_YES;
 	return dispatch(s, mc, k, url, method);
 }
@@ -619,6 +624,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 {
 	struct conn *k = *con_cls;
 
+	colid_guard_answered(&((struct colid_server *)cls)->guard, mc);
 	if (!k)
 		return;
 	if (k->job) {
@@ -657,12 +663,18 @@ int colid_http_start(struct colid_server *s, const char *host, int port, char *e
 		snprintf(err, errlen, "--host '%s' is not a numeric IPv4 or IPv6 address", host);
 		return -EINVAL;
 	}
+	if (colid_guard_start(&s->guard, s->header_timeout_s, s->max_conn)) {
+		snprintf(err, errlen, "cannot start the slow-client watchdog thread");
+		return -EAGAIN;
+	}
 	s->mhd = MHD_start_daemon(
 	    flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_conn, MHD_OPTION_CONNECTION_TIMEOUT,
-	    (unsigned)s->timeout_s, MHD_OPTION_END);
+	    on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, colid_guard_notify, &s->guard,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)s->max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->max_conn_per_ip,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->timeout_s, MHD_OPTION_END);
 	if (!s->mhd) {
+		colid_guard_stop(&s->guard);
 		snprintf(err, errlen,
 		         "cannot listen on %s port %d (in use, or not an address of "
 		         "this host?)",
@@ -695,4 +707,5 @@ void colid_http_stop(struct colid_server *s, double timeout_s)
 	if (s->mhd)
 		MHD_stop_daemon(s->mhd);
 	s->mhd = NULL;
+	colid_guard_stop(&s->guard);
 }

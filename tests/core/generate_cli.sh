@@ -91,11 +91,20 @@ sed '5s/ [0-9]*:/ 7:/' t1.txt >t3.txt
 [ $? -ne 0 ] && grep -q "ubatch '-1': expected an integer in 0..16384" err.txt && ok "--ubatch -1 refused: $(cat err.txt)" ||
 	{ bad "--ubatch -1"; cat err.txt; }
 for g in off:512 sim:2048; do
-	"$COLI" generate -m m.coli --gpu ${g%:*} --ctx 4096 -p "hi" -n 1 --profile >out.txt 2>err.txt &&
+	"$COLI" generate -m m.coli --gpu ${g%:*} --ctx 4096 --ctx-override -p "hi" -n 1 --profile >out.txt 2>err.txt &&
 		grep -q "prefill per prompt token (chunks of ${g#*:})" err.txt &&
 		ok "--gpu ${g%:*}: prompts in chunks of ${g#*:} by default" ||
 		{ bad "--gpu ${g%:*}: default --ubatch"; grep "chunks of" err.txt; }
 done
+# --ctx above the model's trained context (512): refused unless --ctx-override
+"$COLI" generate -m m.coli --ctx 513 -p "hi" -n 1 >out.txt 2>err.txt
+[ $? -ne 0 ] && grep -q "ctx 513 is above the model's trained context of 512 tokens" err.txt &&
+	grep -q -- "--ctx-override" err.txt && ok "--ctx 513 > 512 refused: $(cat err.txt)" ||
+	{ bad "--ctx 513 accepted above the trained 512"; cat err.txt; }
+"$COLI" generate -m m.coli --ctx 513 --ctx-override -p "hi" -n 1 >out.txt 2>err.txt &&
+	ok "--ctx 513 --ctx-override accepted" || { bad "--ctx-override"; cat err.txt; }
+"$COLI" generate -m m.coli --ctx 512 -p "hi" -n 1 >out.txt 2>err.txt &&
+	ok "--ctx 512 (the trained context) accepted" || { bad "--ctx 512"; cat err.txt; }
 # 11. --split: two simulated devices split the layers, logits byte-identical to the CPU's
 "$COLI" logits -m m.coli --gpu off --text "def fibonacci(n):" -o s0.f32 >/dev/null 2>&1 &&
 	"$COLI" logits -m m.coli --gpu sim:2 --split layers --text "def fibonacci(n):" -o s2.f32 \

@@ -137,5 +137,33 @@ check(r["choices"][0]["text"] == full[:full.index(cut)] and
       r["choices"][0]["finish_reason"] == "stop",
       "stop %r: got %r from %r" % (cut, r["choices"][0]["text"], full))
 print("ok  stop string %r" % cut)
+
+# libmicrohttpd's own replies (docs/api.md, "What stays HTML"): the statuses
+# it answers before colid sees the request, and the server serves after each
+def raw_status(data):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        s.sendall(data)
+        resp = s.recv(4096)
+    except OSError:
+        resp = b""
+    s.close()
+    return resp.split(b"\r\n", 1)[0]
+
+
+for what, data, want in (
+        ("request line of 64 KiB", b"GET /" + b"a" * 65536 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+         b"HTTP/1.1 414"),
+        ("a 64 KiB header", b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 65536 +
+         b"\r\n\r\n", b"HTTP/1.1 431"),
+        ("HTTP/2.0 request line", b"GET /health HTTP/2.0\r\nHost: x\r\n\r\n", b"HTTP/1.1 505"),
+        ("malformed chunk", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+         b"Authorization: Bearer sekrit-42\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+         b"HTTP/1.1 400"),
+        ("not HTTP", b"GARBAGE\r\n\r\n", b"")):
+    got = raw_status(data)
+    check(got.startswith(want) if want else got == b"", "%s: %r, want %r" % (what, got, want))
+    ok_after(what)
+print("ok  libmicrohttpd's own replies: 414, 431, 505, 400, a close; serving after each")
 check(srv.stop() == 0, "exit code after SIGTERM")
 print("ok  SIGTERM -> exit 0")

@@ -4,7 +4,8 @@ observable with --debug-token-delay-ms (20 ms per token):
   - a streaming client that disconnects cancels its generation at once
   - a non-streaming client that disconnects does too; one that leaves while
     queued is skipped
-  - SIGTERM: the listener closes, a queued request gets 503, the running
+  - SIGTERM: /health answers 503 "stopping" on a new connection and a new
+    request gets 503 while draining, a queued request gets 503, the running
     stream finishes with [DONE], exit 0
   - a second SIGTERM cancels the running request at once, exit 0"""
 import json
@@ -108,6 +109,12 @@ t2 = threading.Thread(target=queued_reader)
 t2.start()
 wait_for(lambda: metric(port, "coli_queue_depth") == 1, "the second to queue")
 srv.signal(signal.SIGTERM)
+wait_for(lambda: request(port, "GET", "/health", timeout=5)[0] == 503, "/health 503")
+st, _, data = request(port, "GET", "/health", timeout=5)
+check(json.loads(data)["status"] == "stopping", "/health while draining: %r" % data)
+st, _, data = post(port, "/v1/completions", {"prompt": "x", "max_tokens": 2}, timeout=5)
+check(st == 503 and json.loads(data)["error"]["code"] == "shutting_down",
+      "a new request while draining: %d %r" % (st, data[:200]))
 t1.join(30)
 t2.join(30)
 rc = srv.stop()
@@ -122,7 +129,8 @@ try:
     check(False, "still accepting after exit")
 except OSError:
     pass
-print("ok  SIGTERM: running stream finished (%d events), queued got 503, exit 0" % len(ev))
+print("ok  SIGTERM: /health 503 on a new connection while draining, a new request 503, "
+      "running stream finished (%d events), queued got 503, exit 0" % len(ev))
 
 # 5. a second SIGTERM cancels the running request at once
 srv = Colid(model, "--debug-token-delay-ms", "20")

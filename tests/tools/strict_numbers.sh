@@ -57,6 +57,9 @@ if [ -x "$COLID" ]; then
 	refused 2 "--max-connections 'x'" "$COLID" -m $M --max-connections x
 	refused 2 "--max-body-bytes '10'" "$COLID" -m $M --max-body-bytes 10
 	refused 2 "--shutdown-grace '-1'" "$COLID" -m $M --shutdown-grace -1
+	refused 2 "--header-timeout '5x'" "$COLID" -m $M --header-timeout 5x
+	refused 2 "--header-timeout '0'" "$COLID" -m $M --header-timeout 0
+	refused 2 "--max-conn-per-ip '0'" "$COLID" -m $M --max-conn-per-ip 0
 	refused 2 "COLI_IO='mmap'" env COLI_IO=mmap "$COLID" -m $M
 else
 	echo "colid not built (libmicrohttpd missing): its options not checked"
