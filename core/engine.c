@@ -343,19 +343,18 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 	    threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	size_t kvd;
 
-	rc = coli_cpu_pool_create(threads, &e->pool);
-	if (rc) {
-		snprintf(err, errlen, "cannot start %d CPU threads", threads);
-		return rc;
-	}
 	if (e->opts.ctx > e->m.cfg.max_ctx && !e->opts.ctx_override) {
 		snprintf(err, errlen,
 		         "--ctx %d is above the model's trained context of %d tokens "
 		         "(max_position_embeddings): give --ctx %d or less, or add "
 		         "--ctx-override to run past it",
 		         e->opts.ctx, e->m.cfg.max_ctx, e->m.cfg.max_ctx);
-		rc = -EINVAL;
-		goto err;
+		return -EINVAL;
+	}
+	rc = coli_cpu_pool_create(threads, &e->pool);
+	if (rc) {
+		snprintf(err, errlen, "cannot start %d CPU threads", threads);
+		return rc;
 	}
 	e->ctx =
 	    e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
