@@ -26,7 +26,7 @@
 
 #include "core/coli.h"
 #include "core/fixture_util.h"
-#include "io/io_internal.h"
+#include "io/edit.h"
 
 #define RUNS 10
 
@@ -45,14 +45,13 @@ static uint64_t rnd(void)
 
 static unsigned char *table(unsigned char *b, uint32_t kind)
 {
-	for (uint32_t i = 0; i < le32(b + SB_N_SECTIONS) && i < CT_MAX_SECTIONS; i++) {
-		unsigned char *e = b + CT_SEC_TABLE_OFF + CT_SEC_ENTRY * i;
+	unsigned char *e = edit_sec_entry(b, kind);
 
-		if (le32(e + SE_KIND) == kind)
-			return b + le64(e + SE_OFFSET);
+	if (!e) {
+		fprintf(stderr, "no section %u\n", kind);
+		exit(1);
 	}
-	fprintf(stderr, "no section %u\n", kind);
-	exit(1);
+	return b + le64(e + SE_OFFSET);
 }
 
 /* Generate from the file at path: 0 and the tokens, or the error. */

@@ -25,7 +25,7 @@
 
 #include "core/coli.h"
 #include "core/fixture_util.h"
-#include "io/io_internal.h"
+#include "io/edit.h"
 
 static unsigned char *g_good;
 static size_t g_n;
@@ -38,27 +38,6 @@ static uint64_t rnd(void)
 	g_rng ^= g_rng >> 7;
 	g_rng ^= g_rng << 17;
 	return g_rng;
-}
-
-static unsigned char *sec_entry(unsigned char *b, uint32_t kind)
-{
-	for (uint32_t i = 0; i < le32(b + SB_N_SECTIONS) && i < CT_MAX_SECTIONS; i++)
-		if (le32(b + CT_SEC_TABLE_OFF + CT_SEC_ENTRY * i + SE_KIND) == kind)
-			return b + CT_SEC_TABLE_OFF + CT_SEC_ENTRY * i;
-	return NULL;
-}
-
-/* Recompute every section checksum and the superblock's. */
-static void reseal(unsigned char *b)
-{
-	for (uint32_t i = 0; i < le32(b + SB_N_SECTIONS) && i < CT_MAX_SECTIONS; i++) {
-		unsigned char *e = b + CT_SEC_TABLE_OFF + CT_SEC_ENTRY * i;
-		uint64_t off = le64(e + SE_OFFSET), bytes = le64(e + SE_BYTES);
-
-		if (off <= g_n && bytes <= g_n - off)
-			put64(e + SE_XXH, coli_io_xxh64(b + off, bytes));
-	}
-	put64(b + CT_SUPER_SUM_OFF, coli_io_xxh64(b, CT_SUPER_SUM_OFF));
 }
 
 static int put_file(const char *path, const unsigned char *p, size_t n)
@@ -79,7 +58,7 @@ static void try_open(const char *name, unsigned char *b, int must_fail)
 	coli_engine_t *e = NULL;
 	int rc;
 
-	reseal(b);
+	edit_reseal(b, g_n);
 	snprintf(path, sizeof(path), "%s/corrupt.coli", fx_tmpdir());
 	if (put_file(path, b, g_n)) {
 		printf("  FAIL %s: cannot write %s\n", name, path);
@@ -127,7 +106,7 @@ static unsigned char *copy(void)
 /* The config section's bytes [off, off + n) in b. */
 static unsigned char *config(unsigned char *b, size_t *n)
 {
-	unsigned char *e = sec_entry(b, COLI_SECTION_CONFIG);
+	unsigned char *e = edit_sec_entry(b, COLI_SECTION_CONFIG);
 
 	*n = le64(e + SE_BYTES);
 	return b + le64(e + SE_OFFSET);
@@ -161,7 +140,7 @@ static void fixed_cases(void)
 
 static void random_cases(int count)
 {
-	unsigned char *ten = sec_entry(g_good, CT_SECTION_TENSORS);
+	unsigned char *ten = edit_sec_entry(g_good, CT_SECTION_TENSORS);
 	size_t toff = le64(ten + SE_OFFSET), tbytes = le64(ten + SE_BYTES), cn;
 	size_t coff = (size_t)(config(g_good, &cn) - g_good);
 
@@ -196,8 +175,8 @@ int main(void)
 	}
 	g_n = fread(g_good, 1, st.st_size, f);
 	fclose(f);
-	if (g_n != (size_t)st.st_size || !sec_entry(g_good, COLI_SECTION_CONFIG) ||
-	    !sec_entry(g_good, CT_SECTION_TENSORS)) {
+	if (g_n != (size_t)st.st_size || !edit_sec_entry(g_good, COLI_SECTION_CONFIG) ||
+	    !edit_sec_entry(g_good, CT_SECTION_TENSORS)) {
 		printf("  FAIL: %s is not the container this test expects\n", path);
 		return 1;
 	}

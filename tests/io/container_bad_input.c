@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/io_internal.h"
+#include "io/edit.h"
 #include "io/synth.h"
 
 #define BAD "bad.coli"
@@ -84,29 +84,18 @@ static unsigned char *copy(void)
 
 static unsigned char *sec_entry(unsigned char *b, uint32_t kind)
 {
-	for (uint32_t i = 0; i < le32(b + SB_N_SECTIONS) && i < CT_MAX_SECTIONS; i++)
-		if (le32(b + CT_SEC_TABLE_OFF + CT_SEC_ENTRY * i + SE_KIND) == kind)
-			return b + CT_SEC_TABLE_OFF + CT_SEC_ENTRY * i;
-	fprintf(stderr, "no section %u\n", kind);
-	exit(1);
+	unsigned char *e = edit_sec_entry(b, kind);
+
+	if (!e) {
+		fprintf(stderr, "no section %u\n", kind);
+		exit(1);
+	}
+	return e;
 }
 
 static unsigned char *section(unsigned char *b, uint32_t kind)
 {
 	return b + le64(sec_entry(b, kind) + SE_OFFSET);
-}
-
-/* Recompute every section checksum and the superblock's, as a writer would. */
-static void reseal(unsigned char *b, size_t n)
-{
-	for (uint32_t i = 0; i < le32(b + SB_N_SECTIONS) && i < CT_MAX_SECTIONS; i++) {
-		unsigned char *e = b + CT_SEC_TABLE_OFF + CT_SEC_ENTRY * i;
-		uint64_t off = le64(e + SE_OFFSET), bytes = le64(e + SE_BYTES);
-
-		if (off <= n && bytes <= n - off)
-			put64(e + SE_XXH, coli_io_xxh64(b + off, bytes));
-	}
-	put64(b + CT_SUPER_SUM_OFF, coli_io_xxh64(b, CT_SUPER_SUM_OFF));
 }
 
 static unsigned char *tensor_entry(unsigned char *b, int i)
@@ -153,7 +142,7 @@ static void header(void)
 	expect("wrong magic", b, g_n, 0, -EBADMSG, "not a coli container");
 	b = copy();
 	put32(b + SB_VERSION, 2);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("newer version", b, g_n, 0, -EPROTO,
 	       "written by a newer coli (v2), this reader supports v1");
 	b = copy();
@@ -173,22 +162,22 @@ static void header(void)
 	expect("superblock flip (sum)", b, g_n, 0, -EBADMSG, "superblock checksum mismatch");
 	b = copy();
 	put32(b + SB_FLAGS, 1);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("unknown flags", b, g_n, 0, -EBADMSG, "flags 0x1");
 	b = copy();
 	memset(b + g_n, 0, 4096);
 	expect("trailing data", b, g_n + 4096, 0, -EBADMSG, "trailing data");
 	b = copy();
 	put64(b + SB_FILE_BYTES, g_n + 4096);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("file_bytes too large", b, g_n, 0, -EBADMSG, "file is truncated");
 	b = copy();
 	put64(b + SB_DENSE_OFF, 100);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("regions", b, g_n, 0, -EBADMSG, "regions are inconsistent");
 	b = copy();
 	put64(b + SB_EXPERT_BYTES, UINT64_MAX - 100);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("region overflow", b, g_n, 0, -EBADMSG, "regions are inconsistent");
 }
 
@@ -213,37 +202,37 @@ static void sections(void)
 	}
 	b = copy();
 	put32(b + SB_N_SECTIONS, CT_MAX_SECTIONS + 1);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("too many sections", b, g_n, 0, -EBADMSG, "section table has 65 entries");
 	b = copy();
 	put64(sec_entry(b, COLI_SECTION_CONFIG) + SE_OFFSET, g_n - 8);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("section outside", b, g_n, 0, -EBADMSG, "outside the metadata area");
 	b = copy();
 	put64(sec_entry(b, COLI_SECTION_CONFIG) + SE_BYTES, UINT64_MAX);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("section size overflow", b, g_n, 0, -EBADMSG, "outside the metadata area");
 	b = copy();
 	put64(sec_entry(b, COLI_SECTION_CONFIG) + SE_OFFSET,
 	      le64(sec_entry(b, COLI_SECTION_TOKENIZER) + SE_OFFSET));
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("sections overlap", b, g_n, 0, -EBADMSG, "sections overlap");
 	b = copy();
 	put32(sec_entry(b, CT_SECTION_TENSORS) + SE_KIND, 63);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("tensor table missing", b, g_n, 0, -EBADMSG, "the tensor-table section is missing");
 	b = copy();
 	put32(sec_entry(b, COLI_SECTION_HF_CONFIG) + SE_KIND, COLI_SECTION_CONFIG);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("duplicate section", b, g_n, 0, -EBADMSG, "section config appears twice");
 	b = copy();
 	put64(sec_entry(b, CT_SECTION_SLAB_XXH) + SE_BYTES,
 	      le64(sec_entry(b, CT_SECTION_SLAB_XXH) + SE_BYTES) - 8);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("slab checksum count", b, g_n, 0, -EBADMSG, "slab checksums for 9 slabs");
 	b = copy();
 	put64(sec_entry(b, CT_SECTION_TENSORS) + SE_BYTES, CT_TENSOR_ENTRY * SYNTH_N_TENSORS - 1);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("tensor table size", b, g_n, 0, -EBADMSG, "not a whole number");
 }
 
@@ -253,53 +242,53 @@ static void tensors(void)
 
 	b = copy();
 	put64(tensor_entry(b, 2) + TE_BYTES, le64(tensor_entry(b, 2) + TE_BYTES) + 1);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("tensor bytes vs shape", b, g_n, 0, -EBADMSG,
 	       "tensor blk.0.attn_q: 4353 bytes do not match q8_0");
 	b = copy();
 	put64(tensor_entry(b, 2) + TE_SHAPE, 1ull << 62);
 	put64(tensor_entry(b, 2) + TE_SHAPE + 8, 1ull << 62);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("tensor shape overflow", b, g_n, 0, -EBADMSG, "do not match");
 	b = copy();
 	put64(tensor_entry(b, 2) + TE_OFFSET, le64(tensor_entry(b, 2) + TE_OFFSET) + 8);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("tensor misaligned", b, g_n, 0, -EBADMSG, "tensor blk.0.attn_q: offset");
 	b = copy();
 	put64(tensor_entry(b, 2) + TE_OFFSET, UINT64_MAX - 63);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("tensor offset overflow", b, g_n, 0, -EBADMSG, "outside the dense region");
 	b = copy();
 	put64(tensor_entry(b, 2) + TE_OFFSET, le64(b + SB_EXPERT_OFF));
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("tensor in expert region", b, g_n, 0, -EBADMSG, "outside the dense region");
 	b = copy();
 	memset(tensor_entry(b, 1) + TE_NAME, 'x', COLI_TENSOR_NAME_MAX);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("name not terminated", b, g_n, 0, -EBADMSG, "tensor table entry 1: name");
 	b = copy();
 	memset(tensor_entry(b, 1) + TE_NAME, 0, COLI_TENSOR_NAME_MAX);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("empty name", b, g_n, 0, -EBADMSG, "name is empty");
 	b = copy();
 	put32(tensor_entry(b, 1) + TE_DTYPE, 7);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("unknown dtype", b, g_n, 0, -EBADMSG, "tensor out_norm: unknown dtype 7");
 	b = copy();
 	put32(tensor_entry(b, 1) + TE_NDIM, 0);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("ndim 0", b, g_n, 0, -EBADMSG, "ndim 0");
 	b = copy();
 	put64(tensor_entry(b, 1) + TE_SHAPE + 24, 5);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("shape past ndim", b, g_n, 0, -EBADMSG, "shape[3] set past ndim");
 	b = copy();
 	put64(tensor_entry(b, 1) + TE_OFFSET, le64(tensor_entry(b, 0) + TE_OFFSET));
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("tensors overlap", b, g_n, 0, -EBADMSG, "tensors overlap");
 	b = copy();
 	memcpy(tensor_entry(b, 4) + TE_NAME, "out_norm", 9);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("duplicate tensor", b, g_n, 0, -EBADMSG, "tensor out_norm appears twice");
 	/* data corruption is verify's to find */
 	b = copy();
@@ -319,35 +308,35 @@ static void layers(void)
 
 	b = copy();
 	put64(layer_entry(b, 0) + LE_SLAB_BYTES, le64(layer_entry(b, 0) + LE_SLAB_BYTES) + 4096);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("slab_bytes lie", b, g_n, 0, -EBADMSG, "expert layer 1: slab layout does not match");
 	b = copy();
 	put64(layer_entry(b, 1) + LE_DOWN_OFF, 0);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("down_off lie", b, g_n, 0, -EBADMSG, "expert layer 2: slab layout");
 	b = copy();
 	put32(layer_entry(b, 1) + LE_DTYPE, 3);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("layer dtype", b, g_n, 0, -EBADMSG, "expert layer 2: unknown dtype 3");
 	b = copy();
 	put32(layer_entry(b, 1) + LE_N_EXPERTS, 0xffffffffu);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("n_experts huge", b, g_n, 0, -EBADMSG, "experts (1..65536 allowed)");
 	b = copy();
 	put32(layer_entry(b, 1) + LE_N_EXPERTS, 6);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("n_experts past file", b, g_n, 0, -EBADMSG, "outside the expert region");
 	b = copy();
 	put64(layer_entry(b, 1) + LE_OFFSET, 1ull << 63);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("layer offset huge", b, g_n, 0, -EBADMSG, "outside the expert region");
 	b = copy();
 	put64(layer_entry(b, 1) + LE_OFFSET, le64(layer_entry(b, 1) + LE_OFFSET) + 64);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("layer misaligned", b, g_n, 0, -EBADMSG, "misaligned");
 	b = copy();
 	put64(layer_entry(b, 0) + LE_OFFSET, le64(b + SB_DENSE_OFF));
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("layer in dense region", b, g_n, 0, -EBADMSG, "outside the expert region");
 	b = copy();
 	put32(layer_entry(b, 1) + LE_INTER, 32);
@@ -355,11 +344,11 @@ static void layers(void)
 	put32(layer_entry(b, 1) + LE_DTYPE, COLI_DTYPE_Q8_0);
 	memcpy(layer_entry(b, 1) + LE_SLAB_BYTES, layer_entry(b, 0) + LE_SLAB_BYTES, 32);
 	put64(layer_entry(b, 1) + LE_OFFSET, le64(layer_entry(b, 0) + LE_OFFSET) + 4096 * 2);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("layers overlap", b, g_n, 0, -EBADMSG, "expert layers overlap");
 	b = copy();
 	put32(layer_entry(b, 1) + LE_LAYER, 1);
-	reseal(b, g_n);
+	edit_reseal(b, g_n);
 	expect("duplicate layer", b, g_n, 0, -EBADMSG, "expert layer 1 appears twice");
 	/* slab data */
 	b = copy();
