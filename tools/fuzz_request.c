@@ -2,9 +2,10 @@
  * tools/fuzz_request.c — libFuzzer target for colid's request parser
  * (tools/colid_request.c): the input is an HTTP body, parsed as both a chat
  * and a completions request; an accepted one is rendered through every chat
- * family (core/text/chat.c) and its error path is formatted, so a parser that
- * lets through something the renderer or the JSON writer cannot take shows
- * up as an ASan/UBSan report. The first byte picks nothing: the body is the
+ * family (core/text/chat.c) and the prompt tokenized with the fixture
+ * tokenizer (tools/fuzz_tok.h), and its error path is formatted, so a parser
+ * that lets through something the renderer, the tokenizer or the JSON writer
+ * cannot take shows up as an ASan/UBSan report. The first byte picks nothing: the body is the
  * whole input, so a corpus of real request bodies works as seeds.
  *
  * fuzz-sources: tools/colid_request.c
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "tools/colid.h"
+#include "tools/fuzz_tok.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,6 +32,7 @@ static void render_all(const struct colid_request *r)
 		if (!coli_chat_render(&t, r->msgs, r->n_msgs, 1, &s, &n)) {
 			if (strlen(s) != n) /* contents hold no NUL: jansson refuses \u0000 */
 				abort();
+			round_trip(fixture_tokenizer(), s, n);
 			free(s);
 		}
 	}
@@ -55,6 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			render_all(&r);
 		else if (!r.prompt && !r.n_prompt_ids)
 			abort();
+		else if (r.prompt)
+			round_trip(fixture_tokenizer(), r.prompt, r.prompt_len);
 		colid_request_free(&r);
 	}
 	return 0;

@@ -13,49 +13,13 @@
  * once (the target runs from the repository's root, as tools/fuzz.sh runs
  * it). Seeds: tests/fuzz/text/ and tools/fuzz_text.seed.sh.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/coli.h"
+#include "tools/fuzz_tok.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static coli_tokenizer_t *g_tok;
-
-static char *slurp(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	char *p = NULL;
-	long len;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (p = malloc((size_t)len)) && fread(p, 1, (size_t)len, f) != (size_t)len) {
-		free(p);
-		p = NULL;
-	}
-	*n = p ? (size_t)len : 0;
-	fclose(f);
-	return p;
-}
-
-static void round_trip(const coli_tokenizer_t *t, const char *text, size_t len)
-{
-	int *ids = NULL, n = 0;
-	char *back = NULL, err[256];
-	size_t blen = 0;
-
-	if (coli_tokenizer_encode(t, text, len, &ids, &n, err, sizeof(err)) == 0) {
-		for (int i = 0; i < n; i++)
-			if (ids[i] < 0 || ids[i] >= coli_tokenizer_n_vocab(t))
-				__builtin_trap();
-		if (coli_tokenizer_decode(t, ids, n, &back, &blen) == 0)
-			free(back);
-		free(ids);
-	}
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -84,15 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	}
 	default:
-		if (!g_tok) {
-			size_t len;
-			char *js = slurp("tests/fixtures/tokenizer/tokenizer.json", &len);
-
-			if (!js || coli_tokenizer_load(js, len, &g_tok, err, sizeof(err)))
-				abort(); /* run from the repository's root */
-			free(js);
-		}
-		round_trip(g_tok, s, n);
+		round_trip(fixture_tokenizer(), s, n);
 	}
 	return 0;
 }
