@@ -245,8 +245,6 @@ int coli_io_stream_busy(coli_io_stream_t *s, int slot);
 void coli_io_stream_stats(coli_io_stream_t *s, struct coli_io_stream_stats *st);
 /* "io_uring, O_DIRECT, fixed buffers", "pread x4, buffered", ... */
 const char *coli_io_stream_describe(const coli_io_stream_t *s);
-/* Whether reads are verified (FIRST or ON). */
-int coli_io_stream_verifying(const coli_io_stream_t *s);
 
 /* ===================================================================== */
 /* safetensors input                                                      */

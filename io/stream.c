@@ -696,8 +696,3 @@ const char *coli_io_stream_describe(const coli_io_stream_t *s)
 {
 	return s->desc;
 }
-
-int coli_io_stream_verifying(const coli_io_stream_t *s)
-{
-	return s->verify != COLI_IO_VERIFY_OFF;
-}

@@ -185,7 +185,7 @@ struct coli_dev_route {
 };
 
 /* A dense matrix times T rows (kernels_abi.h's struct, and its dtype):
- * deterministic, not canonical on cuda; COLI_DEV_CAP_EXACT_DENSE: coli_gemv's
+ * deterministic, not canonical on cuda; the simulated device gives coli_gemv's
  * bits. router_plan: the router's f32 GEMV r into plan->rlog, then the plan. */
 struct coli_dev_dense {
 	enum coli_dtype t;
@@ -287,9 +287,6 @@ enum coli_dev_cap {
 	/* host_wait queues a wait for the host (cuda: where the driver has
 	 * stream waits) */
 	COLI_DEV_CAP_HOST_WAIT = 1u << 2,
-	/* the dense ops compute the CPU path's bits (sim): --gpu sim's logits
-	 * are the CPU's */
-	COLI_DEV_CAP_EXACT_DENSE = 1u << 3,
 };
 
 /* COLI_GPU_FAIL_AT: the kind of op an injected fault strikes. Staging copies
