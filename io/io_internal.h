@@ -181,8 +181,7 @@ struct coli_io_stream {
 	int fd_old;    /* the O_DIRECT fd after a fallback, closed at the end */
 	enum coli_io_verify verify;
 	unsigned char *checked; /* [slab]: its xxh64 matched once (FIRST); slab
-	                         * = first[li] + expert */
-	uint64_t *first;        /* [n_expert_layers]: the layer's first slab */
+	                         * = c->first_slab[li] + expert */
 	enum coli_io_backend backend;
 	char desc[96];
 	struct stream_req *req;   /* [n_slots] */

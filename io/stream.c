@@ -279,7 +279,7 @@ static int wants_hash(const struct coli_io_stream *s, int li, uint32_t expert)
 {
 	return s->verify == COLI_IO_VERIFY_ON ||
 	       (s->verify == COLI_IO_VERIFY_FIRST &&
-	        !__atomic_load_n(&s->checked[s->first[li] + expert], __ATOMIC_RELAXED));
+	        !__atomic_load_n(&s->checked[s->c->first_slab[li] + expert], __ATOMIC_RELAXED));
 }
 
 void stream_attempt_done(struct coli_io_stream *s, int i, int res)
@@ -306,8 +306,8 @@ void stream_attempt_done(struct coli_io_stream *s, int i, int res)
 			pthread_mutex_unlock(&s->mu);
 			/* a flag, not an order: two reads of one slab at once both hash */
 			if (h == want)
-				__atomic_store_n(&s->checked[s->first[r->li] + r->expert], 1,
-				                 __ATOMIC_RELAXED);
+				__atomic_store_n(&s->checked[s->c->first_slab[r->li] + r->expert],
+				                 1, __ATOMIC_RELAXED);
 			if (h != want) {
 				r->done = 0;
 				if (++r->checks <= s->o.retries) {
@@ -438,24 +438,16 @@ static void uring_stop(struct coli_io_stream *s)
 		io_uring_queue_exit(&s->ring);
 }
 
-/* The FIRST policy's flags, a byte a slab of every expert layer. */
+/* The FIRST policy's flags, a byte a slab of every expert layer, indexed
+ * as the container indexes its slab checksums (first_slab[li] + expert). */
 static int checked_alloc(struct coli_io_stream *s)
 {
-	int nl = coli_io_container_n_expert_layers(s->c);
-	uint64_t n = 0;
+	const coli_container_t *c = s->c;
+	uint64_t n = c->nl ? c->first_slab[c->nl - 1] + c->l[c->nl - 1].n_experts : 0;
 
-	s->first = calloc((size_t)(nl > 0 ? nl : 1), sizeof(*s->first));
-	if (!s->first)
-		return io_err(-ENOMEM, coli_io_container_path(s->c),
-		              "out of memory for the streamer");
-	for (int li = 0; li < nl; li++) {
-		s->first[li] = n;
-		n += coli_io_container_expert_layer(s->c, li)->n_experts;
-	}
 	s->checked = calloc((size_t)(n > 0 ? n : 1), 1);
 	if (!s->checked)
-		return io_err(-ENOMEM, coli_io_container_path(s->c),
-		              "out of memory for the streamer");
+		return io_err(-ENOMEM, coli_io_container_path(c), "out of memory for the streamer");
 	return 0;
 }
 
@@ -572,7 +564,6 @@ void coli_io_stream_destroy(coli_io_stream_t *s)
 	pthread_cond_destroy(&s->work_cv);
 	free(s->req);
 	free(s->checked);
-	free(s->first);
 	for (int p = 0; p < 3; p++)
 		free(s->q[p].v);
 	free(s);
