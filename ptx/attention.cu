@@ -157,6 +157,7 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 			}
 			for (int off = 16; off; off >>= 1)
 				s += __shfl_xor_sync(0xffffffffu, s, off);
+			__syncwarp(); /* every lane's read of s_m[g] before lane 0 rewrites it */
 			if (lane == 0) {
 				float c = expf(mo - mn); /* first tile: exp(-inf) = 0 */
 
@@ -363,6 +364,7 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 			s = e;
 			for (int off = 16; off; off >>= 1)
 				s += __shfl_xor_sync(0xffffffffu, s, off);
+			__syncwarp(); /* every lane's read of s_m[g] before lane 0 rewrites it */
 			if (lane == 0) {
 				const float cf = expf(mo - mn); /* first chunk: exp(-inf) = 0 */
 
