@@ -7,7 +7,8 @@
  * their planes; q, k and v stacked when they can run as one GEMV) and the
  * working buffers allocated (core/forward/dense_dev.h draws them); after placement
  * the slab table device-planned layers read; at close everything is freed.
- * The forward over it is core/forward/forward_dev.c.
+ * The forward over it is core/forward/forward_dev.c (and layer_host.c); the
+ * phase timer both charge the stats with, coli_dense_dev_phase_end, is here.
  */
 #include <errno.h>
 #include <math.h>
@@ -441,4 +442,26 @@ int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr)
 	if (addr && e->where[(size_t)l * c->n_experts + ex] != dd->plan_dev)
 		addr = 0; /* resident elsewhere: not this device's to plan */
 	return coli_dev_upload(dd->dev, dd->slabs + ((size_t)l * c->n_experts + ex) * 8, &addr, 8);
+}
+
+/* The phase split (coli_engine_stats attention_s, moe_s, dense_mlp_s,
+ * lm_head_s) on an asynchronous device: a phase is over when the device has
+ * finished it, which the host knows only where it waits. Without --profile
+ * nothing extra waits: a phase is charged the wall time up to the host's
+ * next wait that follows it (the router download in moe(), the end of
+ * moe(), the logits download), so attention_s also holds the ffn norm and
+ * the router GEMV, and a dense MLP layer's device time lands in the next
+ * attention. A device-planned layer has no wait at all: its phases are
+ * charged the host's time to queue them and the device time lands at the
+ * forward's last wait (lm_head). With --profile the device is synchronized
+ * at every phase end (one more round trip per phase, so tok/s drops a
+ * little) and the split is exact. forward_s is exact either way. */
+int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync)
+{
+	int rc = sync ? coli_dev_sync(e->dd->dev) : 0;
+	double now = coli_now_s();
+
+	*acc += now - e->dd->phase_t;
+	e->dd->phase_t = now;
+	return rc;
 }

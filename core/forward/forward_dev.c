@@ -56,28 +56,6 @@
 #include "core/forward/dense_dev.h"
 #include "core/dev/dev.h"
 
-/* The phase split (coli_engine_stats attention_s, moe_s, dense_mlp_s,
- * lm_head_s) on an asynchronous device: a phase is over when the device has
- * finished it, which the host knows only where it waits. Without --profile
- * nothing extra waits: a phase is charged the wall time up to the host's
- * next wait that follows it (the router download in moe(), the end of
- * moe(), the logits download), so attention_s also holds the ffn norm and
- * the router GEMV, and a dense MLP layer's device time lands in the next
- * attention. A device-planned layer has no wait at all: its phases are
- * charged the host's time to queue them and the device time lands at the
- * forward's last wait (lm_head). With --profile the device is synchronized
- * at every phase end (one more round trip per phase, so tok/s drops a
- * little) and the split is exact. forward_s is exact either way. */
-int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync)
-{
-	int rc = sync ? coli_dev_sync(e->dd->dev) : 0;
-	double now = coli_now_s();
-
-	*acc += now - e->dd->phase_t;
-	e->dd->phase_t = now;
-	return rc;
-}
-
 /* Whether MoE layer l is routed and planned on the device at T tokens
  * (every expert resident here), or preplanned (some are: they start here
  * before the host plans the rest). */
