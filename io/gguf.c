@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cpu/ggml.h"
 #include "io/gguf.h"
 #include "io/io.h"
 #include "io/io_internal.h"
@@ -39,46 +40,8 @@
 #define GGUF_KV_MIN     14          /* of the smallest entry: 8 + 1 + 4 + 1 */
 #define GGUF_COUNT_MAX  (1u << 20)  /* keys or tensors: real files have < 100 and < 100k */
 
-static const struct {
-	uint32_t type;
-	const char *name;
-	unsigned elems, bytes;
-} g_types[] = {
-    {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},
-    {3, "Q4_1", 32, 20},      {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},
-    {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 40},      {10, "Q2_K", 256, 84},
-    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
-    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66},
-    {17, "IQ2_XS", 256, 74},  {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},
-    {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},  {22, "IQ2_S", 256, 82},
-    {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
-    {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},
-    {29, "IQ1_M", 256, 56},   {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},
-    {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
-};
-#define N_TYPES (int)(sizeof(g_types) / sizeof(g_types[0]))
-
 static const char *const g_vtypes[] = {"u8",   "i8",  "u16",   "i16", "u32", "i32", "f32",
                                        "bool", "str", "array", "u64", "i64", "f64"};
-
-const char *coli_ggml_type_name(uint32_t type)
-{
-	for (int i = 0; i < N_TYPES; i++)
-		if (g_types[i].type == type)
-			return g_types[i].name;
-	return NULL;
-}
-
-int coli_ggml_type_block(uint32_t type, unsigned *elems, unsigned *bytes)
-{
-	for (int i = 0; i < N_TYPES; i++)
-		if (g_types[i].type == type) {
-			*elems = g_types[i].elems, *bytes = g_types[i].bytes;
-			return 0;
-		}
-	*elems = *bytes = 0;
-	return -ENOENT;
-}
 
 const char *coli_gguf_vtype_name(uint32_t vtype)
 {

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cpu/ggml.h" /* the tensor types: names, blocks */
+
 /* Metadata value types (the format's numbering). */
 enum coli_gguf_vtype {
 	COLI_GGUF_U8 = 0,
@@ -30,24 +32,6 @@ enum coli_gguf_vtype {
 	COLI_GGUF_U64 = 10,
 	COLI_GGUF_I64 = 11,
 	COLI_GGUF_F64 = 12,
-};
-
-/* Tensor types (ggml's numbering) coli names; others are refused by number. */
-enum coli_ggml_type {
-	COLI_GGML_F32 = 0,
-	COLI_GGML_F16 = 1,
-	COLI_GGML_Q4_0 = 2,
-	COLI_GGML_Q4_1 = 3,
-	COLI_GGML_Q5_0 = 6,
-	COLI_GGML_Q5_1 = 7,
-	COLI_GGML_Q8_0 = 8,
-	COLI_GGML_Q2_K = 10,
-	COLI_GGML_Q3_K = 11,
-	COLI_GGML_Q4_K = 12,
-	COLI_GGML_Q5_K = 13,
-	COLI_GGML_Q6_K = 14,
-	COLI_GGML_BF16 = 30,
-	COLI_GGML_MXFP4 = 39,
 };
 
 /* One metadata entry. Scalars: v (integers widened, bools 0/1, floats in
@@ -72,7 +56,7 @@ struct coli_gguf_kv {
 
 struct coli_gguf_tensor {
 	char *name;
-	uint32_t type; /* enum coli_ggml_type, or another ggml number (see type_known) */
+	uint32_t type; /* enum coli_ggml_type, or another of ggml's numbers (cpu/ggml.h) */
 	int ndim;
 	uint64_t ne[4];  /* ne[0]: elements of a row (the innermost dim) */
 	uint64_t offset; /* absolute in the file */
@@ -111,10 +95,6 @@ double coli_gguf_arr_f64(const struct coli_gguf_kv *kv, uint64_t i);
 const struct coli_gguf_tensor *coli_gguf_tensor_find(const struct coli_gguf *g, const char *name);
 const void *coli_gguf_tensor_data(const struct coli_gguf *g, const struct coli_gguf_tensor *t);
 
-/* A ggml type's name ("Q4_K"), NULL when unknown to coli; its block:
- * elements and bytes (0 when unknown). */
-const char *coli_ggml_type_name(uint32_t type);
-int coli_ggml_type_block(uint32_t type, unsigned *elems, unsigned *bytes);
 const char *coli_gguf_vtype_name(uint32_t vtype);
 
 #endif

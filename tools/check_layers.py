@@ -12,7 +12,8 @@ includes from the sources ("dir/file.h" lines). A token's path reads top down:
 
 core/model (config, binding, convert) and core/text (tokenizer, chat,
 sampler) sit beside that path and below core's top. cpu/dtype (the weight
-types and their block layouts) is the leaf every folder may use;
+types and their block layouts, and ggml's in cpu/ggml) is the leaf every
+folder may use;
 core/parse.c (strict numbers, libc only) the leaf every part of core may
 call. core/coli.h (the public API) and core/core_internal.h (the engine's
 structures) belong to every part of core. tests/ may use anything. Where a
@@ -58,7 +59,7 @@ def part(path):
     d = path.split("/")
     if d[0] == "core" and len(d) > 2:
         return "core/" + d[1]
-    if path in ("cpu/dtype.h", "cpu/dtype.c"):
+    if path in ("cpu/dtype.h", "cpu/dtype.c", "cpu/ggml.h", "cpu/ggml.c"):
         return "cpu/dtype"
     if path == "core/parse.c":
         return "core/parse"
