@@ -429,12 +429,12 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 		devices_off(e, "the experts", rc, err);
 	}
 	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
-	    coli_model_dev_check(&e->m, 0, why, sizeof(why)))
+	    coli_model_dev_check(&e->m, 0, why, sizeof(why))) {
 		fprintf(stderr,
 		        "coli: %s (the device kernels need multiples of 32): the dense part "
 		        "runs on the CPU\n",
 		        why);
-	else if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
+	} else if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
 		rc = dense_open(e, err, errlen);
 		if (rc)
 			devices_off(e, "the dense part and KV cache", rc, err);

@@ -17,15 +17,17 @@ struct bind_ctx {
 	coli_container_t *c;
 	char *err;
 	size_t errlen;
-	enum coli_dtype quant; /* the config's: a quantized tensor must be in it */
+	enum coli_dtype quant; /* the config's */
 };
 
-/* A quantized tensor in another quant than the model's (a bf16 model has no
- * quantized activations to read it with): refused. Wider ones (bf16, f32)
- * are what convert keeps where the quant cannot go. */
+/* A quantized tensor in a model whose config is not q8/q4: refused, since
+ * the engine prepares quantized activations (the same for q8_0 and q4_0)
+ * only for a quantized model (core/engine.c scratch_alloc). Wider tensors
+ * (bf16, f32) in a q8/q4 model are what convert keeps where the quant
+ * cannot go. */
 static int dtype_check(struct bind_ctx *b, const char *name, enum coli_dtype t)
 {
-	if (!coli_dtype_is_quant(t) || t == b->quant)
+	if (!coli_dtype_is_quant(t) || coli_dtype_is_quant(b->quant))
 		return 0;
 	snprintf(b->err, b->errlen, "%s: %s is %s in a %s model", coli_io_container_path(b->c),
 	         name, coli_dtype_name(t), coli_dtype_name(b->quant));
