@@ -60,6 +60,11 @@ struct coli_expert_view {
 /* The same view over a copy of the slab at `slab` (a tier slot). */
 void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
                           struct coli_expert_view *v);
+/* Whether the devices' kernels can run the model's dense matrices (experts
+ * 0) or its routed experts (experts 1): every GEMV's columns a multiple of
+ * 32, whatever the dtype. 0, or -ENOTSUP with why naming the first that is
+ * not (core/engine.c then keeps that part on the CPU). */
+int coli_model_dev_check(const struct coli_model *m, int experts, char *why, size_t len);
 /* Re-point every tensor view inside [from, from + bytes) to the same offset
  * in `to` (the dense region copied into an arena). */
 void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, const void *to);

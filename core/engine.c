@@ -416,12 +416,25 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
  * device of several that cannot hold its share is left out (dense_open);
  * when none can, or the experts' buffers fail on a device holding the dense
  * part, every device is given up with a message: the model then runs on the
- * CPU. So this cannot fail. */
+ * CPU. So this cannot fail. A model whose matrices the device kernels
+ * cannot take (columns not a multiple of 32: coli_model_dev_check) keeps
+ * its dense part on the CPU, or, when its experts are such, runs on the CPU. */
 static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 {
+	char why[160];
 	int rc;
 
-	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
+	if (e->n_devs && (rc = coli_model_dev_check(&e->m, 1, why, sizeof(why)))) {
+		snprintf(err, errlen, "%s: the device kernels need multiples of 32", why);
+		devices_off(e, "the experts", rc, err);
+	}
+	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
+	    coli_model_dev_check(&e->m, 0, why, sizeof(why))) {
+		fprintf(stderr,
+		        "coli: %s (the device kernels need multiples of 32): the dense part "
+		        "runs on the CPU\n",
+		        why);
+	} else if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
 		rc = dense_open(e, err, errlen);
 		if (rc)
 			devices_off(e, "the dense part and KV cache", rc, err);
