@@ -341,6 +341,10 @@ void coli_vram_device_drop(struct coli_engine *e, int d);
 /* vram.c, between tokens: swap a cold resident expert for a hotter one, per
  * layer, with hysteresis (call after each forward). */
 void coli_moe_dev_adapt(struct coli_engine *e);
+/* core/model/act.c: count row sets of n values (quant: with their int8 form),
+ * and their release (what alloc made when it failed, too). */
+int coli_actbufs_alloc(struct coli_actbuf **out, int count, int n, int quant);
+void coli_actbufs_free(struct coli_actbuf *a, int count);
 /* core/model/act.c: prepare actbuf from x[n] (fp32 copy + quantized form). */
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
 /* ab[t] over rows t of x [T][n], t < T (a prefill chunk's rows over the pool). */

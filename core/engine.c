@@ -53,38 +53,6 @@ static int ubatch_auto(const struct coli_engine *e)
 	           : UBATCH_CPU;
 }
 
-static int actbufs_alloc(struct coli_actbuf **out, int count, int n, int quant)
-{
-	struct coli_actbuf *a = calloc((size_t)count, sizeof(*a));
-
-	if (!a)
-		return -ENOMEM;
-	*out = a;
-	for (int i = 0; i < count; i++) {
-		a[i].n = n;
-		if (!quant)
-			continue;
-		a[i].q = malloc((size_t)n);
-		a[i].d = malloc(sizeof(float) * (n / COLI_QBLOCK));
-		a[i].qsum = malloc(sizeof(int32_t) * (n / COLI_QBLOCK));
-		if (!a[i].q || !a[i].d || !a[i].qsum)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static void actbufs_free(struct coli_actbuf *a, int count)
-{
-	if (!a)
-		return;
-	for (int i = 0; i < count; i++) {
-		free(a[i].q);
-		free(a[i].d);
-		free(a[i].qsum);
-	}
-	free(a);
-}
-
 static int max3(int a, int b, int c)
 {
 	int m = a > b ? a : b;
@@ -166,8 +134,8 @@ static int layer_scratch_alloc(struct coli_engine *e, int inter, int quant)
 	rc = rc ? rc : ALLOC(e->host_slab, c->n_experts);
 	rc = rc ? rc : ALLOC(e->ag, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
-	rc = rc ? rc : actbufs_alloc(&e->ax, T, H, quant);
-	rc = rc ? rc : actbufs_alloc(&e->ah, T, qd > inter ? qd : inter, quant);
+	rc = rc ? rc : coli_actbufs_alloc(&e->ax, T, H, quant);
+	rc = rc ? rc : coli_actbufs_alloc(&e->ah, T, qd > inter ? qd : inter, quant);
 	return rc;
 }
 
@@ -184,7 +152,7 @@ static int expert_scratch_alloc(struct coli_engine *e, int quant)
 	rc = rc ? rc : ALLOC(e->xview, c->n_experts);
 	rc = rc ? rc : ALLOC(e->xjobs, 3 * (size_t)c->n_experts);
 	rc = rc ? rc : ALLOC(e->xpairs, P);
-	rc = rc ? rc : actbufs_alloc(&e->ph, (int)P, c->moe_inter, quant);
+	rc = rc ? rc : coli_actbufs_alloc(&e->ph, (int)P, c->moe_inter, quant);
 	if (quant)
 		e->scratch_bytes += P * I * 2;
 	return rc;
@@ -514,9 +482,9 @@ void coli_engine_close(coli_engine_t *e)
 	for (int d = 0; d < e->n_devs; d++)
 		coli_dev_close(e->devs[d]);
 	coli_mem_free_buffers(e->xfer, e->xfer_bytes); /* after the devices are closed */
-	actbufs_free(e->ax, e->tmax);
-	actbufs_free(e->ah, e->tmax);
-	actbufs_free(e->ph, e->tmax * e->m.cfg.top_k);
+	coli_actbufs_free(e->ax, e->tmax);
+	coli_actbufs_free(e->ah, e->tmax);
+	coli_actbufs_free(e->ph, e->tmax * e->m.cfg.top_k);
 	free(e->pg), free(e->pu), free(e->hag), free(e->xview), free(e->xjobs), free(e->xpairs);
 	if (e->pool)
 		coli_cpu_pool_destroy(e->pool);
