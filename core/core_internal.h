@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "core/coli.h"
+#include "core/forward/kv.h"
 #include "cpu/cpu.h"
 #include "io/io.h"
 
@@ -195,10 +196,7 @@ struct coli_engine {
 	struct coli_model m;
 	coli_tokenizer_t *tok; /* NULL when the container has none */
 	coli_cpu_pool_t *pool;
-	int ctx;                /* KV positions */
-	int pos;                /* tokens in the cache */
-	float *kcache, *vcache; /* [n_layers][ctx][n_kv*hd] */
-	size_t kv_bytes;
+	struct coli_kv kv; /* the KV cache (core/forward/kv.h) */
 	/* scratch for up to tmax tokens per forward call */
 	int tmax;
 	float *x;                     /* [tmax][hidden] residual stream */
@@ -263,8 +261,6 @@ struct coli_engine {
 	 * installs at open (the dense device's table of what it may plan) */
 	int (*slab_moved)(struct coli_engine *e, int l, int ex, uint64_t addr);
 	uint64_t adapt_at;      /* token count of the next VRAM adaptation round */
-	int *hist;              /* [ctx] token ids in the KV cache, to rebuild it on the
-	                         * CPU if the dense device fails */
 	uint64_t *dev_slab;     /* [n_layers][n_experts]: device address of the slab */
 	struct coli_actbuf *ax; /* [tmax] over hidden-sized inputs */
 	struct coli_actbuf *ah; /* [tmax] over inter / attention-sized inputs */

@@ -113,7 +113,7 @@ static int layer_scratch_alloc(struct coli_engine *e, int inter, int quant)
 	rc = rc ? rc : ALLOC(e->kx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(e->vx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(e->att, (size_t)T * qd);
-	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->ctx * 8); /* attention's */
+	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->kv.ctx * 8); /* attention's */
 	rc = rc ? rc : ALLOC(e->attn, (size_t)T * c->n_kv_heads);
 	rc = rc ? rc : ALLOC(e->mlp, (size_t)T * H);
 	rc = rc ? rc : ALLOC(e->proj, (size_t)T * H);
@@ -303,13 +303,13 @@ static int model_open(struct coli_engine *e, const char *path, char *err, size_t
 	return 0;
 }
 
-/* The CPU pool, the KV cache (e->ctx tokens), the batch size and the
+/* The CPU pool, the KV cache (e->kv.ctx tokens), the batch size and the
  * scratch buffers it sizes. */
 static int host_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc,
 	    threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	size_t kvd;
+	int ctx;
 
 	if (e->opts.ctx > e->m.cfg.max_ctx && !e->opts.ctx_override) {
 		snprintf(err, errlen,
@@ -324,16 +324,12 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start %d CPU threads", threads);
 		return rc;
 	}
-	e->ctx =
-	    e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
-	kvd = (size_t)e->m.cfg.n_kv_heads * e->m.cfg.head_dim;
-	e->kv_bytes = sizeof(float) * (size_t)e->m.cfg.n_layers * e->ctx * kvd;
-	e->kcache = coli_mem_alloc(e->kv_bytes, e->numa_node);
-	e->vcache = coli_mem_alloc(e->kv_bytes, e->numa_node);
-	if (!e->kcache || !e->vcache) {
+	ctx = e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
+	rc = coli_kv_alloc(&e->kv, &e->m.cfg, ctx, e->numa_node);
+	if (rc) {
 		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens)",
-		         2 * e->kv_bytes >> 20, e->ctx);
-		return -ENOMEM;
+		         2 * e->kv.bytes >> 20, e->kv.ctx);
+		return rc;
 	}
 	if (e->opts.ubatch == 0)
 		e->opts.ubatch = ubatch_auto(e);
@@ -344,7 +340,7 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		         e->opts.ubatch, UBATCH_MAX, UBATCH_DEV, UBATCH_CPU);
 		return -EINVAL;
 	}
-	e->tmax = e->opts.ubatch < e->ctx ? e->opts.ubatch : e->ctx;
+	e->tmax = e->opts.ubatch < e->kv.ctx ? e->opts.ubatch : e->kv.ctx;
 	rc = scratch_alloc(e);
 	if (rc)
 		snprintf(err, errlen, "out of memory for scratch buffers");
@@ -442,11 +438,6 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	rc = rc ? rc : devices_open(e, err, errlen);
 	if (rc)
 		goto err;
-	e->hist = calloc((size_t)e->ctx, sizeof(int));
-	if (!e->hist) {
-		rc = -ENOMEM;
-		goto err;
-	}
 	devices_place(e, err, errlen);
 	rc = trace_open(e, err, errlen);
 	if (rc)
@@ -465,8 +456,6 @@ void coli_engine_close(coli_engine_t *e)
 	if (e->trace)
 		fclose(e->trace);
 	coli_tiers_close(e);
-	coli_mem_free(e->kcache, e->kv_bytes);
-	coli_mem_free(e->vcache, e->kv_bytes);
 	free(e->x), free(e->q), free(e->kx), free(e->vx), free(e->att);
 	free(e->scores), free(e->attn), free(e->mlp), free(e->proj), free(e->glogits);
 	free(e->g), free(e->u), free(e->ag);
@@ -478,7 +467,6 @@ void coli_engine_close(coli_engine_t *e)
 	if (e->n_devs)
 		coli_moe_dev_release(e);
 	coli_dense_dev_close(e);
-	free(e->hist);
 	for (int d = 0; d < e->n_devs; d++)
 		coli_dev_close(e->devs[d]);
 	coli_mem_free_buffers(e->xfer, e->xfer_bytes); /* after the devices are closed */
@@ -486,6 +474,7 @@ void coli_engine_close(coli_engine_t *e)
 	coli_actbufs_free(e->ah, e->tmax);
 	coli_actbufs_free(e->ph, e->tmax * e->m.cfg.top_k);
 	free(e->pg), free(e->pu), free(e->hag), free(e->xview), free(e->xjobs), free(e->xpairs);
+	coli_kv_free(&e->kv);
 	if (e->pool)
 		coli_cpu_pool_destroy(e->pool);
 	if (e->tok)
@@ -507,7 +496,7 @@ const coli_tokenizer_t *coli_engine_tokenizer(const coli_engine_t *e)
 
 int coli_engine_ctx(const coli_engine_t *e)
 {
-	return e->ctx;
+	return e->kv.ctx;
 }
 
 int coli_engine_ubatch(const coli_engine_t *e)
@@ -517,12 +506,12 @@ int coli_engine_ubatch(const coli_engine_t *e)
 
 int coli_engine_pos(const coli_engine_t *e)
 {
-	return e->pos;
+	return e->kv.pos;
 }
 
 void coli_engine_reset(coli_engine_t *e)
 {
-	e->pos = 0;
+	e->kv.pos = 0;
 }
 
 /* A device holding (part of) the dense part failed with why: the dense
@@ -539,7 +528,7 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 	fprintf(stderr, "coli: the dense device failed (%s); %d cached tokens to rebuild\n",
 	        strerror(-why), pos0);
 	coli_dense_dev_close(e);
-	e->pos = 0;
+	e->kv.pos = 0;
 	/* only a device marked failed is left out: anything else would fail again */
 	if (!failed || coli_dense_dev_open(e, err, sizeof(err)) || coli_dense_dev_plan_init(e)) {
 		coli_dense_dev_close(e); /* a partial open */
@@ -548,8 +537,8 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 	}
 	for (int i = 0, n; i < pos0; i += n) {
 		n = pos0 - i < e->tmax ? pos0 - i : e->tmax;
-		rc = e->dd ? coli_forward_dev(e, e->hist + i, n, NULL, 0, NULL)
-		           : coli_forward(e, e->hist + i, n, NULL, 0);
+		rc = e->dd ? coli_forward_dev(e, e->kv.hist + i, n, NULL, 0, NULL)
+		           : coli_forward(e, e->kv.hist + i, n, NULL, 0);
 		if (rc)
 			return e->dd ? dense_moved(e, pos0, rc)
 			             : rc; /* another fell: again, fewer */
@@ -565,13 +554,13 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *logits,
                          int all_logits, int *next)
 {
-	int pos0 = e->pos, rc;
+	int pos0 = e->kv.pos, rc;
 
 	while (e->dd) {
 		rc = coli_forward_dev(e, ids, T, logits, all_logits, next);
 		if (rc == 0 || rc == -E2BIG || rc == -EINVAL) {
 			if (rc == 0)
-				memcpy(e->hist + pos0, ids, sizeof(int) * T);
+				memcpy(e->kv.hist + pos0, ids, sizeof(int) * T);
 			return rc;
 		}
 		rc = dense_moved(e, pos0, rc);
@@ -580,7 +569,7 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 	}
 	rc = coli_forward(e, ids, T, next ? e->glogits : logits, all_logits);
 	if (rc == 0) {
-		memcpy(e->hist + pos0, ids, sizeof(int) * T);
+		memcpy(e->kv.hist + pos0, ids, sizeof(int) * T);
 		if (next)
 			*next = coli_argmax(e->glogits, e->m.cfg.vocab);
 	}
@@ -596,7 +585,7 @@ static int forward(coli_engine_t *e, const int *ids, int n, float *logits, int a
 
 	if (n <= 0)
 		return -EINVAL;
-	if (e->pos + n > e->ctx)
+	if (e->kv.pos + n > e->kv.ctx)
 		return -E2BIG;
 	for (int i = 0; i < n; i += e->tmax) {
 		int chunk = n - i < e->tmax ? n - i : e->tmax, last = i + chunk == n;

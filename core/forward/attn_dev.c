@@ -92,8 +92,8 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
 	int qd = nh * hd, kvd = nkv * hd, rc, oq;
-	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
-	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
+	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->kv.ctx) * kvd * 4;
+	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->kv.ctx) * kvd * 4;
 
 	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
 	const struct coli_gpu_pairs p = {
@@ -149,7 +149,7 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	                                                          .T = T,
 	                                                          .pos0 = pos0,
 	                                                          .posp = dd->ids,
-	                                                          .span = e->ctx,
+	                                                          .span = e->kv.ctx,
 	                                                          .nh = nh,
 	                                                          .nkv = nkv,
 	                                                          .hd = hd,

@@ -189,7 +189,7 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 	const struct coli_model_config *c = &e->m.cfg;
 	size_t T = (size_t)e->tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
 	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
-	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->ctx * kvd;
+	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->kv.ctx * kvd;
 	int rc = 0;
 
 #define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
@@ -294,7 +294,7 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
 	const struct coli_model_config *c = &e->m.cfg;
 	uint64_t off, dense, experts = 0;
 	size_t free_b = 0, total_b = 0;
-	double kv = 2.0 * sizeof(float) * c->n_layers * e->ctx * c->n_kv_heads * c->head_dim;
+	double kv = 2.0 * sizeof(float) * c->n_layers * e->kv.ctx * c->n_kv_heads * c->head_dim;
 
 	coli_io_container_dense_region(e->m.c, &off, &dense);
 	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {

@@ -62,8 +62,8 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 	const struct coli_layer *L = &e->m.layers[l];
 	int H = c->hidden, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
 	int hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv;
-	const float *K = e->kcache + (size_t)l * e->ctx * kvd;
-	const float *V = e->vcache + (size_t)l * e->ctx * kvd;
+	const float *K = e->kv.kcache + (size_t)l * e->kv.ctx * kvd;
+	const float *V = e->kv.vcache + (size_t)l * e->kv.ctx * kvd;
 
 	for (int t = 0; t < T; t++)
 		coli_rmsnorm(e->x + (size_t)t * H, L->attn_norm, e->xn + (size_t)t * H, H,
@@ -82,8 +82,8 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 	coli_rope(e->q, T, c->n_heads, c->head_dim, pos0, e->inv_freq);
 	coli_rope(e->kx, T, c->n_kv_heads, c->head_dim, pos0, e->inv_freq);
 	/* append this call's keys and values to the cache */
-	memcpy(e->kcache + ((size_t)l * e->ctx + pos0) * kvd, e->kx, sizeof(float) * T * kvd);
-	memcpy(e->vcache + ((size_t)l * e->ctx + pos0) * kvd, e->vx, sizeof(float) * T * kvd);
+	memcpy(e->kv.kcache + ((size_t)l * e->kv.ctx + pos0) * kvd, e->kx, sizeof(float) * T * kvd);
+	memcpy(e->kv.vcache + ((size_t)l * e->kv.ctx + pos0) * kvd, e->vx, sizeof(float) * T * kvd);
 	/* one group a (token, key/value head): the query heads sharing it
 	 * (coli_attention_groups_mt splits the few groups of a decode step
 	 * across the threads; each head's bits are coli_attention_head's) */
@@ -99,7 +99,7 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 		                                       .n_pos = pos0 + t + 1};
 	}
 	coli_attention_groups_mt(e->pool, e->attn, T * nkv, kvd, hd, 1.0f / sqrtf((float)hd),
-	                         e->scores, (size_t)e->ctx * 8, coli_cpu_pool_threads(e->pool));
+	                         e->scores, (size_t)e->kv.ctx * 8, coli_cpu_pool_threads(e->pool));
 	coli_actbufs_set(e, e->ah, e->att, T, qd);
 	matmul(e, &L->o, e->ah, T, e->proj);
 	for (size_t i = 0; i < (size_t)T * H; i++)
@@ -115,13 +115,13 @@ static void embed(struct coli_engine *e, const int *ids, int T)
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int H = c->hidden, pos0 = e->pos;
+	int H = c->hidden, pos0 = e->kv.pos;
 	double t0 = coli_now_s(), t1, t2;
 
 	if (T <= 0 || T > e->tmax)
 		return -EINVAL;
 	e->errmsg[0] = 0;
-	if (pos0 + T > e->ctx)
+	if (pos0 + T > e->kv.ctx)
 		return -E2BIG;
 	for (int t = 0; t < T; t++)
 		if (ids[t] < 0 || ids[t] >= c->vocab)
@@ -154,7 +154,7 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 		for (size_t i = 0; i < (size_t)T * H; i++)
 			e->x[i] += e->mlp[i];
 	}
-	e->pos += T;
+	e->kv.pos += T;
 	e->est.tokens += T;
 	coli_tiers_tokens(e, T);
 	t1 = coli_now_s();

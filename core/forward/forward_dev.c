@@ -617,13 +617,13 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dds[0];
-	int pos0 = e->pos, rc = 0, whole, nd = 0;
+	int pos0 = e->kv.pos, rc = 0, whole, nd = 0;
 	struct coli_dev_down down[2]; /* the forward's last downloads, as one */
 	double start = coli_now_s();
 
 	if (T <= 0 || T > e->tmax)
 		return -EINVAL;
-	if (pos0 + T > e->ctx)
+	if (pos0 + T > e->kv.ctx)
 		return -E2BIG;
 	e->dd = dd;
 	dd->phase_t = start;
@@ -690,7 +690,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		coli_dense_dev_phase_end(e, &e->est.lm_head_s, 0);
 	e->dd = e->dds[0]; /* after the last phase, which the last device's clock ends */
 	e->est.forward_s += coli_now_s() - start;
-	e->pos += T;
+	e->kv.pos += T;
 	e->est.tokens += T;
 	return 0;
 }
