@@ -21,6 +21,7 @@
 
 #include "core/coli.h"
 #include "core/forward/kv.h"
+#include "core/moe/sched.h"
 #include "cpu/cpu.h"
 #include "io/io.h"
 
@@ -196,7 +197,8 @@ struct coli_engine {
 	struct coli_model m;
 	coli_tokenizer_t *tok; /* NULL when the container has none */
 	coli_cpu_pool_t *pool;
-	struct coli_kv kv; /* the KV cache (core/forward/kv.h) */
+	struct coli_kv kv;         /* the KV cache (core/forward/kv.h) */
+	struct coli_moe_sched moe; /* the MoE scheduler's (core/moe/sched.h) */
 	/* scratch for up to tmax tokens per forward call */
 	int tmax;
 	float *x;                     /* [tmax][hidden] residual stream */
@@ -224,7 +226,6 @@ struct coli_engine {
 	/* devices and the VRAM expert tier (core/moe/moe_dev.c) */
 	struct coli_dev *devs[COLI_MAX_DEVS];
 	int n_devs;
-	unsigned char *la_idle; /* [n_layers] guesses in a row that read nothing */
 	void *xfer;     /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
 	                 * sel, selw, fast_sel, guess, xlogits */
 	float *xlogits; /* [vocab]: a decode step's logits on their way from the dense
@@ -239,15 +240,6 @@ struct coli_engine {
 	size_t xfer_bytes;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
 	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */
-	signed char *assign;       /* [n_experts] this layer: device computing it, -1 CPU */
-	unsigned char *streamed;   /* [n_experts] this layer: 1 if copied to the device */
-	int *cand, *cand_n;        /* [n_experts] scratch of plan_pairs, assign_experts, cpu_list */
-	int *pair_first, *pair_n;  /* [n_experts] this layer: first pair, pair count */
-	int *need, *redo;          /* [n_experts] experts the host reads; CPU recomputes */
-	const void **slab_ptr;     /* [n_experts] slabs of the acquired chunk */
-	const void **host_slab;    /* [n_experts] RAM slab of a streamed expert */
-	double bw_cpu, bw_stream;  /* cost model: bytes/s of CPU rows and of streaming */
-	double bw_cpu_pair;        /* prefill CPU rows: slab bytes x tokens per second */
 	struct coli_dense_dev *dd; /* dense part on a device (core/forward/forward_dev.c), or NULL;
 	                            * with several (layer split), the one of the layer
 	                            * running, else the first */
@@ -260,26 +252,19 @@ struct coli_engine {
 	 * (0: out of VRAM): core/place/vram.c calls the hook core/engine.c
 	 * installs at open (the dense device's table of what it may plan) */
 	int (*slab_moved)(struct coli_engine *e, int l, int ex, uint64_t addr);
-	uint64_t adapt_at;      /* token count of the next VRAM adaptation round */
-	uint64_t *dev_slab;     /* [n_layers][n_experts]: device address of the slab */
-	struct coli_actbuf *ax; /* [tmax] over hidden-sized inputs */
-	struct coli_actbuf *ah; /* [tmax] over inter / attention-sized inputs */
-	/* CPU rows of a MoE layer, batched over its experts (core/moe/moe.c cpu_experts) */
-	float *pg, *pu;                 /* [tmax * top_k][moe_inter] gate, up (then h) */
-	struct coli_actbuf *ph;         /* [tmax * top_k] h per pair, quantized */
-	struct coli_act *hag;           /* [tmax * top_k] views of ph for the down GEMM */
-	struct coli_expert_view *xview; /* [n_experts] */
-	struct coli_gemm_job *xjobs;    /* [3 * n_experts]: gate, up, then down */
-	int *xpairs, n_xpairs;          /* pairs whose SwiGLU the pool computes */
-	struct coli_act *ag;            /* [tmax] gathered activations (struct copies) */
-	float *inv_freq;                /* [head_dim/2] rope frequencies */
-	FILE *trace;                    /* ROUTE_TRACE */
-	struct coli_engine_stats est;   /* cumulative, see coli_engine_stats */
-	size_t scratch_bytes;           /* what scratch_alloc took, for the budget */
-	int numa_node;                  /* resolved --numa-bind */
-	char numa_why[160];             /* what it resolved to and why (coli_engine_numa) */
-	struct coli_tiers *tiers;       /* expert slots, streamer, heat */
-	char errmsg[512];               /* why the last forward failed */
+	uint64_t adapt_at;            /* token count of the next VRAM adaptation round */
+	uint64_t *dev_slab;           /* [n_layers][n_experts]: device address of the slab */
+	struct coli_actbuf *ax;       /* [tmax] over hidden-sized inputs */
+	struct coli_actbuf *ah;       /* [tmax] over inter / attention-sized inputs */
+	struct coli_act *ag;          /* [tmax] gathered activations (struct copies) */
+	float *inv_freq;              /* [head_dim/2] rope frequencies */
+	FILE *trace;                  /* ROUTE_TRACE */
+	struct coli_engine_stats est; /* cumulative, see coli_engine_stats */
+	size_t scratch_bytes;         /* what scratch_alloc took, for the budget */
+	int numa_node;                /* resolved --numa-bind */
+	char numa_why[160];           /* what it resolved to and why (coli_engine_numa) */
+	struct coli_tiers *tiers;     /* expert slots, streamer, heat */
+	char errmsg[512];             /* why the last forward failed */
 };
 
 /* Monotonic seconds, for the engine's timers. */

@@ -99,7 +99,7 @@ static int xfer_alloc(struct coli_engine *e)
 	return 0;
 }
 
-/* The dense layers' rows [tmax][...] and the per-expert lists [n_experts]. */
+/* The dense layers' rows [tmax][...] and the pairs' expert ids. */
 static int layer_scratch_alloc(struct coli_engine *e, int inter, int quant)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -121,40 +121,10 @@ static int layer_scratch_alloc(struct coli_engine *e, int inter, int quant)
 	rc = rc ? rc : ALLOC(e->g, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
 	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
-	rc = rc ? rc : ALLOC(e->assign, c->n_experts);
-	rc = rc ? rc : ALLOC(e->la_idle, c->n_layers);
-	rc = rc ? rc : ALLOC(e->streamed, c->n_experts);
-	rc = rc ? rc : ALLOC(e->cand, c->n_experts);
-	rc = rc ? rc : ALLOC(e->cand_n, c->n_experts);
-	rc = rc ? rc : ALLOC(e->pair_first, c->n_experts);
-	rc = rc ? rc : ALLOC(e->pair_n, c->n_experts);
-	rc = rc ? rc : ALLOC(e->need, c->n_experts);
-	rc = rc ? rc : ALLOC(e->redo, c->n_experts);
-	rc = rc ? rc : ALLOC(e->slab_ptr, c->n_experts);
-	rc = rc ? rc : ALLOC(e->host_slab, c->n_experts);
 	rc = rc ? rc : ALLOC(e->ag, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
 	rc = rc ? rc : coli_actbufs_alloc(&e->ax, T, H, quant);
 	rc = rc ? rc : coli_actbufs_alloc(&e->ah, T, qd > inter ? qd : inter, quant);
-	return rc;
-}
-
-/* The routed experts' per-pair rows [tmax * top_k][moe_inter]. */
-static int expert_scratch_alloc(struct coli_engine *e, int quant)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	size_t P = (size_t)e->tmax * c->top_k, I = (size_t)c->moe_inter;
-	int rc;
-
-	rc = ALLOC(e->pg, P * I);
-	rc = rc ? rc : ALLOC(e->pu, P * I);
-	rc = rc ? rc : ALLOC(e->hag, P);
-	rc = rc ? rc : ALLOC(e->xview, c->n_experts);
-	rc = rc ? rc : ALLOC(e->xjobs, 3 * (size_t)c->n_experts);
-	rc = rc ? rc : ALLOC(e->xpairs, P);
-	rc = rc ? rc : coli_actbufs_alloc(&e->ph, (int)P, c->moe_inter, quant);
-	if (quant)
-		e->scratch_bytes += P * I * 2;
 	return rc;
 }
 
@@ -168,8 +138,6 @@ static int scratch_alloc(struct coli_engine *e)
 
 	rc = xfer_alloc(e);
 	rc = rc ? rc : layer_scratch_alloc(e, inter, quant);
-	if (!rc && c->n_experts > 1)
-		rc = expert_scratch_alloc(e, quant);
 	if (quant) /* int8 values, fp32 scales and int32 sums per 32-block */
 		e->scratch_bytes += (size_t)T * (H + (qd > inter ? qd : inter)) * 2;
 	if (rc)
@@ -342,6 +310,7 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 	}
 	e->tmax = e->opts.ubatch < e->kv.ctx ? e->opts.ubatch : e->kv.ctx;
 	rc = scratch_alloc(e);
+	rc = rc ? rc : coli_moe_sched_alloc(&e->moe, &e->m.cfg, e->tmax);
 	if (rc)
 		snprintf(err, errlen, "out of memory for scratch buffers");
 	return rc;
@@ -461,9 +430,6 @@ void coli_engine_close(coli_engine_t *e)
 	free(e->g), free(e->u), free(e->ag);
 	free(e->inv_freq);
 	free(e->pair_expert);
-	free(e->assign), free(e->la_idle), free(e->streamed), free(e->cand), free(e->cand_n);
-	free(e->pair_first), free(e->pair_n), free(e->need), free(e->redo);
-	free((void *)e->slab_ptr), free((void *)e->host_slab);
 	if (e->n_devs)
 		coli_moe_dev_release(e);
 	coli_dense_dev_close(e);
@@ -472,8 +438,7 @@ void coli_engine_close(coli_engine_t *e)
 	coli_mem_free_buffers(e->xfer, e->xfer_bytes); /* after the devices are closed */
 	coli_actbufs_free(e->ax, e->tmax);
 	coli_actbufs_free(e->ah, e->tmax);
-	coli_actbufs_free(e->ph, e->tmax * e->m.cfg.top_k);
-	free(e->pg), free(e->pu), free(e->hag), free(e->xview), free(e->xjobs), free(e->xpairs);
+	coli_moe_sched_free(&e->moe);
 	coli_kv_free(&e->kv);
 	if (e->pool)
 		coli_cpu_pool_destroy(e->pool);
@@ -640,8 +605,8 @@ void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 	st->dev_ops = 0;
 	for (int d = 0; d < e->n_devs; d++)
 		st->dev_ops += (uint64_t)e->devs[d]->launches;
-	st->cost_bw_cpu = e->bw_cpu;
-	st->cost_bw_stream = e->n_devs ? e->bw_stream : 0;
+	st->cost_bw_cpu = e->moe.bw_cpu;
+	st->cost_bw_stream = e->n_devs ? e->moe.bw_stream : 0;
 }
 
 void coli_engine_settle(coli_engine_t *e)

@@ -38,7 +38,7 @@ static int host_rows(struct coli_engine *e, uint64_t y, int d)
 	for (int p = 0; !rc && p < e->n_pairs;) {
 		int n = 0;
 
-		while (p + n < e->n_pairs && e->assign[e->pair_expert[p + n]] != d)
+		while (p + n < e->n_pairs && e->moe.assign[e->pair_expert[p + n]] != d)
 			n++;
 		if (n) {
 			rc = coli_dev_upload_async(e->dd->dev, y + p * row,
@@ -119,7 +119,7 @@ static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
 	if (e->n_pairs > 64)
 		return 0;
 	for (int p = 0; p < e->n_pairs; p++)
-		if (e->assign[e->pair_expert[p]] != d)
+		if (e->moe.assign[e->pair_expert[p]] != d)
 			m |= 1ull << p;
 	if (m && (*hy = coli_dev_host_addr(e->dd->dev, e->ey, e->n_pairs * row)))
 		e->est.h2d_bytes += (uint64_t)__builtin_popcountll(m) * row;

@@ -63,7 +63,7 @@ int coli_lookahead_wanted(const struct coli_engine *e, int n)
 {
 	if (!e->opts.prefetch || !e->tiers || all_resident(e, n))
 		return 0;
-	return e->la_idle[n] < IDLE_GUESSES || e->kv.pos % IDLE_PROBE == 0;
+	return e->moe.la_idle[n] < IDLE_GUESSES || e->kv.pos % IDLE_PROBE == 0;
 }
 
 void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
@@ -115,8 +115,8 @@ void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
 			mask[i] = 0;
 	}
 	if (coli_tiers_prefetch(e, next, mask))
-		e->la_idle[next] = 0;
-	else if (e->la_idle[next] < IDLE_GUESSES)
-		e->la_idle[next]++;
+		e->moe.la_idle[next] = 0;
+	else if (e->moe.la_idle[next] < IDLE_GUESSES)
+		e->moe.la_idle[next]++;
 	e->est.lookahead_s += coli_now_s() - t0;
 }

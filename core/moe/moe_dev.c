@@ -201,7 +201,7 @@ static int wave_copies(struct coli_engine *e, struct coli_moe_layer *ml, int d, 
 		struct dev_run *run = &v->runs[r];
 		int ex = run->expert, rc;
 
-		if (!e->streamed[ex])
+		if (!e->moe.streamed[ex])
 			continue;
 		/* RAM tier: staged a layer early, or copied now */
 		run->stage = stage_find(v, l, ex);
@@ -209,11 +209,11 @@ static int wave_copies(struct coli_engine *e, struct coli_moe_layer *ml, int d, 
 			e->est.stream_staged_hits++;
 		} else {
 			run->stage = stage_victim(v);
-			if (run->stage < 0 || e->streamed[ex] != 1)
+			if (run->stage < 0 || e->moe.streamed[ex] != 1)
 				return -ENOSPC; /* the wave cap counts the slots */
 			rc = coli_dev_stage_copy(v->dev, run->stage,
 			                         v->stage + (uint64_t)run->stage * v->stage_bytes,
-			                         e->host_slab[ex], xl->down_off);
+			                         e->moe.host_slab[ex], xl->down_off);
 			if (rc)
 				return rc;
 			if (!ml->tl.copy)
@@ -310,7 +310,7 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 	int rows = v->runs[r1 - 1].row0 + v->runs[r1 - 1].n - row_a;
 
 	for (int r = r0; r < r1; r++)
-		if (e->streamed[v->runs[r].expert]) {
+		if (e->moe.streamed[v->runs[r].expert]) {
 			rc = coli_dev_stage_use(v->dev, v->runs[r].stage);
 			if (rc)
 				return rc;
@@ -330,7 +330,7 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 		if (v->runs[r].tail) {
 			rc = coli_dev_stage_copy(
 			    v->dev, v->runs[r].stage, v->runs[r].slab + xl->down_off,
-			    (const char *)e->host_slab[v->runs[r].expert] + xl->down_off,
+			    (const char *)e->moe.host_slab[v->runs[r].expert] + xl->down_off,
 			    xl->slab_bytes - xl->down_off);
 			rc = rc ? rc : coli_dev_stage_use(v->dev, v->runs[r].stage);
 			v->runs[r].tail = 0;
@@ -457,7 +457,7 @@ static int wave_end(struct coli_engine *e, const struct coli_dev_slot *v, int l,
 	for (r1 = r0; r1 < v->n_runs; r1++) {
 		int ex = v->runs[r1].expert;
 
-		if (e->streamed[ex] && stage_find(v, l, ex) < 0) {
+		if (e->moe.streamed[ex] && stage_find(v, l, ex) < 0) {
 			if (misses == cap)
 				break;
 			misses++;
@@ -487,7 +487,7 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 		 * copy of this layer picks a victim */
 		v->st_clock++;
 		for (int ex = 0; ex < c->n_experts; ex++) {
-			int s = e->pair_n[ex] && e->assign[ex] == d && e->streamed[ex]
+			int s = e->moe.pair_n[ex] && e->moe.assign[ex] == d && e->moe.streamed[ex]
 			            ? stage_find(v, l, ex)
 			            : -1;
 
@@ -502,7 +502,7 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 
 		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
 			n++;
-		if (e->assign[ex] != d || (ml->preplanned == d && !e->streamed[ex])) {
+		if (e->moe.assign[ex] != d || (ml->preplanned == d && !e->moe.streamed[ex])) {
 			p += n; /* another's, or resident and already run (forward_dev run_plan) */
 			continue;
 		}
@@ -512,7 +512,7 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 		    .n = n,
 		    .row0 = P,
 		    .stage = -1,
-		    .slab = e->streamed[ex] ? 0 : e->dev_slab[(size_t)l * c->n_experts + ex]};
+		    .slab = e->moe.streamed[ex] ? 0 : e->dev_slab[(size_t)l * c->n_experts + ex]};
 		n_runs++;
 		P += n;
 		p += n;
@@ -641,7 +641,7 @@ int coli_moe_dev_take(struct coli_engine *e, const struct coli_moe_layer *ml, in
 	if (v->streamed_bytes && coli_now_s() - t0 > 50e-6) {
 		double bw = v->streamed_bytes / (coli_now_s() - v->t_issue);
 
-		e->bw_stream = e->bw_stream > 0 ? 0.8 * e->bw_stream + 0.2 * bw : bw;
+		e->moe.bw_stream = e->moe.bw_stream > 0 ? 0.8 * e->moe.bw_stream + 0.2 * bw : bw;
 	}
 	for (int r = 0; r < v->n_runs; r++) {
 		int ex = v->runs[r].expert;
@@ -650,7 +650,7 @@ int coli_moe_dev_take(struct coli_engine *e, const struct coli_moe_layer *ml, in
 			memcpy(e->ey + (size_t)v->runs[r].pair0 * H,
 			       v->sy + (size_t)v->runs[r].row0 * H,
 			       sizeof(float) * H * v->runs[r].n);
-		if (e->streamed[ex]) { /* its RAM/disk hit was counted by the tiers */
+		if (e->moe.streamed[ex]) { /* its RAM/disk hit was counted by the tiers */
 			e->est.stream_experts++;
 			e->est.stream_bytes += xl->slab_bytes;
 		} else {

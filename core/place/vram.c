@@ -238,7 +238,7 @@ int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 	coli_mem_unregister(tmp);
 	coli_mem_free(tmp, v->stage_bytes);
 	if (t_best < 1e29 && t_best > 0)
-		e->bw_stream = v->stage_bytes / t_best;
+		e->moe.bw_stream = v->stage_bytes / t_best;
 	return 0;
 }
 
