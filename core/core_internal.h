@@ -21,6 +21,7 @@
 
 #include "core/coli.h"
 #include "core/forward/kv.h"
+#include "core/forward/scratch.h"
 #include "core/moe/sched.h"
 #include "cpu/cpu.h"
 #include "io/io.h"
@@ -198,46 +199,13 @@ struct coli_engine {
 	coli_tokenizer_t *tok; /* NULL when the container has none */
 	coli_cpu_pool_t *pool;
 	struct coli_kv kv;         /* the KV cache (core/forward/kv.h) */
+	struct coli_scratch s;     /* the forward's buffers (core/forward/scratch.h) */
 	struct coli_moe_sched moe; /* the MoE scheduler's (core/moe/sched.h) */
-	/* scratch for up to tmax tokens per forward call */
-	int tmax;
-	float *x;                     /* [tmax][hidden] residual stream */
-	float *xn;                    /* [tmax][hidden] normed */
-	float *q;                     /* [tmax][nh*hd] */
-	float *kx, *vx;               /* [tmax][nkv*hd] */
-	float *att;                   /* [tmax][nh*hd] attention output */
-	float *scores;                /* [threads][ctx * 8]: attention's, a slot a thread */
-	struct coli_attn_group *attn; /* [tmax * n_kv_heads]: a forward's attention groups */
-	float *mlp;                   /* [tmax][hidden] MoE / MLP output */
-	float *proj;                  /* [tmax][hidden] projection output */
-	float *glogits;    /* [vocab]: the CPU path's logits for coli_engine_forward_argmax */
-	float *rlog;       /* [tmax][n_experts] router logits */
-	int *sel;          /* [tmax][top_k] routed experts (descending weight) */
-	float *selw;       /* [tmax][top_k] their weights */
-	uint32_t tail_seq; /* the dense device's host waits queued so far (core/forward/
-	                    * layer_host.c's tail ahead) */
-	float *g, *u;      /* [tmax][max_inter] */
-	float *ey;         /* [tmax*top_k][hidden] per-pair expert outputs, then room
-	                    * for the pair lists (one upload: core/forward/forward_dev.c) */
-	/* the layer's (token, expert) pairs, sorted by expert then token */
-	int n_pairs;
-	int *pair_expert, *pair_token;
-	float *pair_w;
+	uint32_t tail_seq;         /* the dense device's host waits queued so far (core/forward/
+	                            * layer_host.c's tail ahead) */
 	/* devices and the VRAM expert tier (core/moe/moe_dev.c) */
 	struct coli_dev *devs[COLI_MAX_DEVS];
 	int n_devs;
-	void *xfer;     /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
-	                 * sel, selw, fast_sel, guess, xlogits */
-	float *xlogits; /* [vocab]: a decode step's logits on their way from the dense
-	                 * device (a download into the caller's pageable buffer went
-	                 * through the driver's staging at a few GB/s) */
-	int *fast_sel;  /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on
-	                 * the dense device this forward, for the host's counts */
-	int *guess;     /* [tmax][top_k]: the lookahead's top-k for a layer call's guess_l,
-	                 * computed on the dense device (core/forward/forward_dev.c) */
-	int *xids;      /* [2 + tmax] position, then token ids, on their way to the dense device;
-	                 * the last: the greedy id coming back (coli_engine_forward_argmax) */
-	size_t xfer_bytes;
 	struct coli_dev_slot vram[COLI_MAX_DEVS];
 	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */
 	struct coli_dense_dev *dd; /* dense part on a device (core/forward/forward_dev.c), or NULL;
@@ -254,13 +222,8 @@ struct coli_engine {
 	int (*slab_moved)(struct coli_engine *e, int l, int ex, uint64_t addr);
 	uint64_t adapt_at;            /* token count of the next VRAM adaptation round */
 	uint64_t *dev_slab;           /* [n_layers][n_experts]: device address of the slab */
-	struct coli_actbuf *ax;       /* [tmax] over hidden-sized inputs */
-	struct coli_actbuf *ah;       /* [tmax] over inter / attention-sized inputs */
-	struct coli_act *ag;          /* [tmax] gathered activations (struct copies) */
-	float *inv_freq;              /* [head_dim/2] rope frequencies */
 	FILE *trace;                  /* ROUTE_TRACE */
 	struct coli_engine_stats est; /* cumulative, see coli_engine_stats */
-	size_t scratch_bytes;         /* what scratch_alloc took, for the budget */
 	int numa_node;                /* resolved --numa-bind */
 	char numa_why[160];           /* what it resolved to and why (coli_engine_numa) */
 	struct coli_tiers *tiers;     /* expert slots, streamer, heat */

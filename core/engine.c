@@ -20,7 +20,6 @@
  * last because its RAM budget counts the KV cache and scratch sized here.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,102 +51,6 @@ static int ubatch_auto(const struct coli_engine *e)
 	           ? UBATCH_DEV
 	           : UBATCH_CPU;
 }
-
-static int max3(int a, int b, int c)
-{
-	int m = a > b ? a : b;
-
-	return m > c ? m : c;
-}
-
-#define ALLOC(p, n)                                                                                \
-	((p) = calloc((size_t)(n), sizeof(*(p))), e->scratch_bytes += (size_t)(n) * sizeof(*(p)),  \
-	 (p) ? 0 : -ENOMEM)
-
-/* What crosses to or from a device every layer (normed input, router
- * logits, per-pair outputs and lists) lives in one region that mem/
- * registers with the devices: an async copy from pageable memory first
- * waits for the device's stream to drain, and a small upload from
- * registered memory is pulled by a kernel instead of queuing behind the
- * copy engine's slab copies (ptx/gpu_mem.c). */
-static int xfer_alloc(struct coli_engine *e)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	int T = e->tmax, H = c->hidden;
-	size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
-	size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
-	size_t sz[] = {(size_t)T * H * 4,
-	               (size_t)T * E1 * 4,
-	               P * (H + 2) * 4,
-	               P * 4,
-	               P * 4,
-	               (size_t)(T + 2) * 4,
-	               P * 4,
-	               P * 4,
-	               fast * 4 + 4,
-	               P * 4,
-	               (size_t)c->vocab * 4};
-	void **dst[] = {(void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
-	                (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids,
-	                (void **)&e->sel,        (void **)&e->selw,   (void **)&e->fast_sel,
-	                (void **)&e->guess,      (void **)&e->xlogits};
-
-	e->xfer = coli_mem_alloc_buffers(sz, dst, 11, COLI_MEM_NODE_ANY, &e->xfer_bytes);
-	if (!e->xfer)
-		return -ENOMEM;
-	e->scratch_bytes += e->xfer_bytes;
-	return 0;
-}
-
-/* The dense layers' rows [tmax][...] and the pairs' expert ids. */
-static int layer_scratch_alloc(struct coli_engine *e, int inter, int quant)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	int T = e->tmax, H = c->hidden, qd = c->n_heads * c->head_dim;
-	int kvd = c->n_kv_heads * c->head_dim;
-	int threads = coli_cpu_pool_threads(e->pool);
-	int rc;
-
-	rc = ALLOC(e->x, (size_t)T * H);
-	rc = rc ? rc : ALLOC(e->q, (size_t)T * qd);
-	rc = rc ? rc : ALLOC(e->kx, (size_t)T * kvd);
-	rc = rc ? rc : ALLOC(e->vx, (size_t)T * kvd);
-	rc = rc ? rc : ALLOC(e->att, (size_t)T * qd);
-	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->kv.ctx * 8); /* attention's */
-	rc = rc ? rc : ALLOC(e->attn, (size_t)T * c->n_kv_heads);
-	rc = rc ? rc : ALLOC(e->mlp, (size_t)T * H);
-	rc = rc ? rc : ALLOC(e->proj, (size_t)T * H);
-	rc = rc ? rc : ALLOC(e->glogits, c->vocab);
-	rc = rc ? rc : ALLOC(e->g, (size_t)T * inter);
-	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
-	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
-	rc = rc ? rc : ALLOC(e->ag, (size_t)T * c->top_k);
-	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
-	rc = rc ? rc : coli_actbufs_alloc(&e->ax, T, H, quant);
-	rc = rc ? rc : coli_actbufs_alloc(&e->ah, T, qd > inter ? qd : inter, quant);
-	return rc;
-}
-
-static int scratch_alloc(struct coli_engine *e)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	int T = e->tmax, H = c->hidden, qd = c->n_heads * c->head_dim;
-	int inter = max3(c->moe_inter, c->shared_inter, c->dense_inter);
-	int quant = coli_dtype_is_quant(c->quant);
-	int rc;
-
-	rc = xfer_alloc(e);
-	rc = rc ? rc : layer_scratch_alloc(e, inter, quant);
-	if (quant) /* int8 values, fp32 scales and int32 sums per 32-block */
-		e->scratch_bytes += (size_t)T * (H + (qd > inter ? qd : inter)) * 2;
-	if (rc)
-		return rc;
-	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32 */
-	for (int i = 0; i < c->head_dim / 2; i++)
-		e->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
-	return 0;
-}
-#undef ALLOC
 
 /* The dense part and KV cache on the devices. Of several, one that cannot
  * hold its share (out of its memory, an error) is left out with one line and
@@ -308,9 +211,10 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		         e->opts.ubatch, UBATCH_MAX, UBATCH_DEV, UBATCH_CPU);
 		return -EINVAL;
 	}
-	e->tmax = e->opts.ubatch < e->kv.ctx ? e->opts.ubatch : e->kv.ctx;
-	rc = scratch_alloc(e);
-	rc = rc ? rc : coli_moe_sched_alloc(&e->moe, &e->m.cfg, e->tmax);
+	e->s.tmax = e->opts.ubatch < e->kv.ctx ? e->opts.ubatch : e->kv.ctx;
+	rc = coli_scratch_alloc(&e->s, &e->m.cfg, e->s.tmax, e->kv.ctx,
+	                        coli_cpu_pool_threads(e->pool));
+	rc = rc ? rc : coli_moe_sched_alloc(&e->moe, &e->m.cfg, e->s.tmax);
 	if (rc)
 		snprintf(err, errlen, "out of memory for scratch buffers");
 	return rc;
@@ -425,20 +329,13 @@ void coli_engine_close(coli_engine_t *e)
 	if (e->trace)
 		fclose(e->trace);
 	coli_tiers_close(e);
-	free(e->x), free(e->q), free(e->kx), free(e->vx), free(e->att);
-	free(e->scores), free(e->attn), free(e->mlp), free(e->proj), free(e->glogits);
-	free(e->g), free(e->u), free(e->ag);
-	free(e->inv_freq);
-	free(e->pair_expert);
 	if (e->n_devs)
 		coli_moe_dev_release(e);
 	coli_dense_dev_close(e);
 	for (int d = 0; d < e->n_devs; d++)
 		coli_dev_close(e->devs[d]);
-	coli_mem_free_buffers(e->xfer, e->xfer_bytes); /* after the devices are closed */
-	coli_actbufs_free(e->ax, e->tmax);
-	coli_actbufs_free(e->ah, e->tmax);
 	coli_moe_sched_free(&e->moe);
+	coli_scratch_free(&e->s); /* after the devices are closed */
 	coli_kv_free(&e->kv);
 	if (e->pool)
 		coli_cpu_pool_destroy(e->pool);
@@ -466,7 +363,7 @@ int coli_engine_ctx(const coli_engine_t *e)
 
 int coli_engine_ubatch(const coli_engine_t *e)
 {
-	return e->tmax;
+	return e->s.tmax;
 }
 
 int coli_engine_pos(const coli_engine_t *e)
@@ -501,7 +398,7 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 		        err[0] ? ": " : "", err);
 	}
 	for (int i = 0, n; i < pos0; i += n) {
-		n = pos0 - i < e->tmax ? pos0 - i : e->tmax;
+		n = pos0 - i < e->s.tmax ? pos0 - i : e->s.tmax;
 		rc = e->dd ? coli_forward_dev(e, e->kv.hist + i, n, NULL, 0, NULL)
 		           : coli_forward(e, e->kv.hist + i, n, NULL, 0);
 		if (rc)
@@ -532,11 +429,11 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 		if (rc)
 			return rc;
 	}
-	rc = coli_forward(e, ids, T, next ? e->glogits : logits, all_logits);
+	rc = coli_forward(e, ids, T, next ? e->s.glogits : logits, all_logits);
 	if (rc == 0) {
 		memcpy(e->kv.hist + pos0, ids, sizeof(int) * T);
 		if (next)
-			*next = coli_argmax(e->glogits, e->m.cfg.vocab);
+			*next = coli_argmax(e->s.glogits, e->m.cfg.vocab);
 	}
 	return rc;
 }
@@ -552,8 +449,8 @@ static int forward(coli_engine_t *e, const int *ids, int n, float *logits, int a
 		return -EINVAL;
 	if (e->kv.pos + n > e->kv.ctx)
 		return -E2BIG;
-	for (int i = 0; i < n; i += e->tmax) {
-		int chunk = n - i < e->tmax ? n - i : e->tmax, last = i + chunk == n;
+	for (int i = 0; i < n; i += e->s.tmax) {
+		int chunk = n - i < e->s.tmax ? n - i : e->s.tmax, last = i + chunk == n;
 		float *dst = NULL;
 		int rc;
 
@@ -587,7 +484,7 @@ int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const floa
 {
 	/* where a decode step's logits arrive from the dense device (else the
 	 * CPU's own buffer): coli_forward_dev then copies nothing */
-	float *buf = e->xlogits ? e->xlogits : e->glogits;
+	float *buf = e->s.xlogits ? e->s.xlogits : e->s.glogits;
 	int rc;
 
 	if (!logits)

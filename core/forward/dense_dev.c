@@ -176,7 +176,7 @@ static int up_weights(struct coli_engine *e, struct coli_dense_dev *dd)
 		    up_mat(e, dd, c->tie_embeddings ? &e->m.tok_embd : &e->m.lm_head, &dd->lm_head);
 	if (dd->last)
 		rc = rc ? rc : up_vec(e, dd, e->m.out_norm, (int)c->hidden, &dd->out_norm);
-	rc = rc ? rc : up_vec(e, dd, e->inv_freq, c->head_dim / 2, &dd->inv_freq);
+	rc = rc ? rc : up_vec(e, dd, e->s.inv_freq, c->head_dim / 2, &dd->inv_freq);
 	for (int l = dd->l0; !rc && l < dd->l1; l++)
 		rc = up_layer(e, dd, l);
 	return rc;
@@ -187,7 +187,7 @@ static int up_weights(struct coli_engine *e, struct coli_dense_dev *dd)
 static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t T = (size_t)e->tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
+	size_t T = (size_t)e->s.tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
 	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
 	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->kv.ctx * kvd;
 	int rc = 0;
@@ -236,7 +236,7 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t T = (size_t)e->tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
+	size_t T = (size_t)e->s.tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
 	size_t I = (size_t)(c->moe_inter > c->shared_inter ? c->moe_inter : c->shared_inter);
 	int rc;
 

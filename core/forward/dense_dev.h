@@ -74,7 +74,7 @@ struct coli_dense_dev {
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
 	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	uint64_t fsel;     /* [n_layers][COLI_GPU_MAX_S][top_k]: each device-planned layer's
-	                    * routing, down once a forward into e->fast_sel (fast_down) */
+	                    * routing, down once a forward into e->s.fast_sel (fast_down) */
 	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
 	int point;         /* the layer queued last recorded the host's wait point behind its
 	                    * downloads (the host part waits for it, not the stream) */

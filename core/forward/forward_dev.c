@@ -187,7 +187,7 @@ static int plan_experts(struct coli_engine *e, int l, int T)
 }
 
 /* The routing of the layers planned on device dd this forward, down into
- * e->fast_sel in one transfer (of its whole layer range: fast_count reads
+ * e->s.fast_sel in one transfer (of its whole layer range: fast_count reads
  * only the planned layers' rows), queued before the sync that ends the
  * device's part of the forward: appended to the downloads v[*n] queued
  * there as one op. */
@@ -199,7 +199,7 @@ static void fast_down(struct coli_engine *e, struct coli_dense_dev *dd, struct c
 	if (!dd->fast_any)
 		return;
 	dd->fast_any = 0;
-	v[(*n)++] = (struct coli_dev_down){e->fast_sel + (size_t)dd->l0 * row,
+	v[(*n)++] = (struct coli_dev_down){e->s.fast_sel + (size_t)dd->l0 * row,
 	                                   dd->fsel + (size_t)dd->l0 * row * 4,
 	                                   sizeof(int) * (size_t)(dd->l1 - dd->l0) * row};
 }
@@ -213,7 +213,7 @@ static void fast_count(struct coli_engine *e)
 
 	for (int l = 0; l < c->n_layers; l++) {
 		struct coli_dense_dev *dd = e->dds[e->dd_of[l]];
-		const int *s = e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K;
+		const int *s = e->s.fast_sel + (size_t)l * COLI_GPU_MAX_S * K;
 		const struct coli_expert_layer *xl;
 		int P = dd->fast_T[l] * K;
 
@@ -392,13 +392,13 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
 		if (gn >= 0)
 			down[nd++] =
-			    (struct coli_dev_down){e->guess, dd->gsel, sizeof(int) * T * K};
-		down[nd++] = (struct coli_dev_down){e->sel, dd->sel, sizeof(int) * T * K};
-		down[nd++] = (struct coli_dev_down){e->selw, dd->selw, sizeof(float) * T * K};
+			    (struct coli_dev_down){e->s.guess, dd->gsel, sizeof(int) * T * K};
+		down[nd++] = (struct coli_dev_down){e->s.sel, dd->sel, sizeof(int) * T * K};
+		down[nd++] = (struct coli_dev_down){e->s.selw, dd->selw, sizeof(float) * T * K};
 	} else
-		down[nd++] = (struct coli_dev_down){e->rlog, dd->rlog, sizeof(float) * T * E};
+		down[nd++] = (struct coli_dev_down){e->s.rlog, dd->rlog, sizeof(float) * T * E};
 	if (T <= COLI_GPU_MAX_S)
-		down[nd++] = (struct coli_dev_down){e->xn, dd->xn, sizeof(float) * T * H};
+		down[nd++] = (struct coli_dev_down){e->s.xn, dd->xn, sizeof(float) * T * H};
 	/* in one op: on a GPU one kernel, not up to four (each costs the chain
 	 * well under a microsecond: docs/perf/history/2026-12-01.md, but a launch and a
 	 * graph node apiece) */
@@ -543,7 +543,7 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	struct coli_dense_dev *from = e->dd;
 	int H = e->m.cfg.hidden, rc;
 	size_t n = sizeof(float) * T * H;
-	struct coli_dev_down down[2] = {{e->xn, from->x, n}};
+	struct coli_dev_down down[2] = {{e->s.xn, from->x, n}};
 	int nd = 1;
 
 	rc = coli_dev_add(from->dev,
@@ -551,7 +551,7 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	fast_down(e, from, down, &nd);
 	rc = rc ? rc : coli_dev_download_many(from->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(from->dev);
-	rc = rc ? rc : coli_dev_upload_async(to->dev, to->x, e->xn, n);
+	rc = rc ? rc : coli_dev_upload_async(to->dev, to->x, e->s.xn, n);
 	e->est.h2d_bytes += n;
 	to->phase_t = from->phase_t;
 	e->dd = to;
@@ -565,7 +565,7 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
  * added by the next layer's norm), normed and, for a quantized lm_head,
  * quantized in one launch. A decode step's logits (a quantized lm_head:
  * its GEMV writes a CTA's rows as one store, ptx/dgemv.cuh) go straight
- * into the registered e->xlogits, no download behind the GEMV. */
+ * into the registered e->s.xlogits, no download behind the GEMV. */
 static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T, float *logits,
                         int all_logits, int *next, struct coli_dev_down *down, int *nd)
 {
@@ -573,7 +573,7 @@ static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T,
 	int H = c->hidden, rc = 0;
 
 	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
-	                  ? coli_dev_host_addr(dd->dev, e->xlogits, sizeof(float) * c->vocab)
+	                  ? coli_dev_host_addr(dd->dev, e->s.xlogits, sizeof(float) * c->vocab)
 	                  : 0;
 	struct coli_dev_norm nm = {.w = dd->out_norm,
 	                           .y = dd->xn,
@@ -599,11 +599,11 @@ static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T,
 			       : coli_dev_argmax(dd->dev, &(struct coli_dev_argmax){.x = dd->logits,
 			                                                            .out = dd->next,
 			                                                            .n = c->vocab});
-			down[(*nd)++] =
-			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
+			down[(*nd)++] = (struct coli_dev_down){e->s.xids + e->s.tmax + 1, dd->next,
+			                                       sizeof(int)};
 		} else if (!hx) {
-			/* one row (a decode step) through the registered e->xlogits */
-			float *dst = !all_logits ? e->xlogits : logits + (size_t)t0 * c->vocab;
+			/* one row (a decode step) through the registered e->s.xlogits */
+			float *dst = !all_logits ? e->s.xlogits : logits + (size_t)t0 * c->vocab;
 
 			down[(*nd)++] =
 			    (struct coli_dev_down){dst, dd->logits, sizeof(float) * n * c->vocab};
@@ -621,7 +621,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	struct coli_dev_down down[2]; /* the forward's last downloads, as one */
 	double start = coli_now_s();
 
-	if (T <= 0 || T > e->tmax)
+	if (T <= 0 || T > e->s.tmax)
 		return -EINVAL;
 	if (pos0 + T > e->kv.ctx)
 		return -E2BIG;
@@ -630,10 +630,10 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	for (int t = 0; t < T; t++)
 		if (ids[t] < 0 || ids[t] >= c->vocab)
 			return -EINVAL;
-	e->xids[0] = pos0; /* registered: see engine.c */
-	memcpy(e->xids + 1, ids, sizeof(int) * T);
+	e->s.xids[0] = pos0; /* registered: see engine.c */
+	memcpy(e->s.xids + 1, ids, sizeof(int) * T);
 	for (int i = 0; !rc && i < e->n_dd; i++) { /* every device reads the position */
-		rc = coli_dev_upload_async(e->dds[i]->dev, e->dds[i]->ids, e->xids,
+		rc = coli_dev_upload_async(e->dds[i]->dev, e->dds[i]->ids, e->s.xids,
 		                           sizeof(int) * (T + 1));
 		e->est.h2d_bytes += sizeof(int) * (T + 1);
 	}
@@ -681,11 +681,11 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
-	if (logits && !all_logits && logits != e->xlogits) /* (coli_engine_forward_last's) */
-		memcpy(logits, e->xlogits, sizeof(float) * c->vocab);
+	if (logits && !all_logits && logits != e->s.xlogits) /* (coli_engine_forward_last's) */
+		memcpy(logits, e->s.xlogits, sizeof(float) * c->vocab);
 	fast_count(e);
 	if (next)
-		*next = e->xids[e->tmax + 1];
+		*next = e->s.xids[e->s.tmax + 1];
 	if (logits || next)
 		coli_dense_dev_phase_end(e, &e->est.lm_head_s, 0);
 	e->dd = e->dds[0]; /* after the last phase, which the last device's clock ends */

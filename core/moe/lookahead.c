@@ -4,18 +4,18 @@
  * expert compute and the next layer's attention.
  *
  * The guess applies layer l+1's router to layer l's normed MoE input
- * (xn = rmsnorm(x, ffn_norm_l), already quantized in e->ax): the residual
+ * (xn = rmsnorm(x, ffn_norm_l), already quantized in e->s.ax): the residual
  * stream changes little across one layer, so the top-k of those logits
  * overlaps much of what l+1 will route. Per token its top_k; the union over
  * the call's tokens is the set prefetched. Recall (experts routed at l+1
  * that were guessed / routed) and waste (prefetched reads l+1 did not use)
  * are counted by the tier manager and printed at the end of generate.
  *
- * The router logits go to e->rlog (route() is done with it by now) as
+ * The router logits go to e->s.rlog (route() is done with it by now) as
  * [T][n_experts] fp32; top-k on logits equals top-k on softmax. With the
  * dense part on a device the guess is computed there, next to the layer's
  * own routing (core/forward/forward_dev.c: the next router on the device's xn, then
- * coli_route), and arrives with it in e->guess: the CPU, which is about to
+ * coli_route), and arrives with it in e->s.guess: the CPU, which is about to
  * compute this layer's rows, skips the GEMV (the layer call's guess_l names the
  * layer it guessed).
  */
@@ -81,17 +81,17 @@ void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
 	memset(mask, 0, sizeof(mask));
 	if (ml->guess_l == next) { /* the device's */
 		for (int i = 0; i < T * K; i++)
-			mask[e->guess[i]] = 1;
+			mask[e->s.guess[i]] = 1;
 		T = 0;
 		ml->guess_l = -1; /* used once */
 	} else {
 		coli_moe_ax_ready(e, ml);
 		for (int t = 0; t < T; t++)
-			e->ag[t] = e->ax[t].act;
-		coli_gemm_mt(e->pool, &e->m.layers[next].router, e->ag, T, e->rlog, E);
+			e->s.ag[t] = e->s.ax[t].act;
+		coli_gemm_mt(e->pool, &e->m.layers[next].router, e->s.ag, T, e->s.rlog, E);
 	}
 	for (int t = 0; t < T; t++) {
-		const float *p = e->rlog + (size_t)t * E;
+		const float *p = e->s.rlog + (size_t)t * E;
 		unsigned char taken[E];
 
 		memset(taken, 0, sizeof(taken));

@@ -48,15 +48,15 @@
 #include "core/dev/dev.h"
 #include "core/moe/moe.h"
 
-/* Softmax, top-k and weights from e->rlog, for every token. */
+/* Softmax, top-k and weights from e->s.rlog, for every token. */
 static void route_select(struct coli_engine *e, const struct coli_moe_layer *ml)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	int E = c->n_experts, K = c->top_k, l = ml->l, T = ml->T;
 
 	for (int t = 0; t < T; t++) {
-		float *p = e->rlog + (size_t)t * E, *w = e->selw + (size_t)t * K;
-		int *s = e->sel + (size_t)t * K;
+		float *p = e->s.rlog + (size_t)t * E, *w = e->s.selw + (size_t)t * K;
+		int *s = e->s.sel + (size_t)t * K;
 
 		if (!ml->routed) /* else the dense device routed (core/forward/forward_dev.c) */
 			coli_route(p, E, K, c->norm_topk_prob, s, w);
@@ -81,23 +81,23 @@ static void plan_pairs(struct coli_engine *e, int T)
 
 	memset(e->moe.pair_n, 0, sizeof(int) * (size_t)E);
 	for (int i = 0; i < T * K; i++)
-		if (e->sel[i] >= 0 && e->sel[i] < E)
-			e->moe.pair_n[e->sel[i]]++;
+		if (e->s.sel[i] >= 0 && e->s.sel[i] < E)
+			e->moe.pair_n[e->s.sel[i]]++;
 	for (int ex = 0; ex < E; ex++) {
 		e->moe.pair_first[ex] = at[ex] = n;
 		n += e->moe.pair_n[ex];
 	}
 	for (int i = 0; i < T * K; i++) {
-		int ex = e->sel[i], p;
+		int ex = e->s.sel[i], p;
 
 		if (ex < 0 || ex >= E)
 			continue;
 		p = at[ex]++;
-		e->pair_expert[p] = ex;
-		e->pair_token[p] = i / K;
-		e->pair_w[p] = e->selw[i];
+		e->s.pair_expert[p] = ex;
+		e->s.pair_token[p] = i / K;
+		e->s.pair_w[p] = e->s.selw[i];
 	}
-	e->n_pairs = n;
+	e->s.n_pairs = n;
 }
 
 /* h = silu(g) * u for pairs e->moe.xpairs[], then h quantized (pool task). */
@@ -150,7 +150,7 @@ enum moe_mark {
 	MOE_DEV_ISSUED, /* ... every device's work is queued, */
 	MOE_DEV_BESIDE, /* ... or so, beside the CPU rows' round */
 	MOE_ISSUED,     /* the issue step is over: the CPU rows begin */
-	MOE_CPU_DONE,   /* the CPU rows are in e->ey: take begins */
+	MOE_CPU_DONE,   /* the CPU rows are in e->s.ey: take begins */
 	MOE_TAKEN       /* every device taken */
 };
 
@@ -163,7 +163,7 @@ static void mark(struct moe_run *r, enum moe_mark m)
 	switch (m) {
 	case MOE_PLANNED:
 		st->moe_plan_s += now - r->t0;
-		st->expert_uses += r->e->n_pairs;
+		st->expert_uses += r->e->s.n_pairs;
 		tl->issue = tl->copy = 0;
 		break;
 	case MOE_PINNING:
@@ -219,7 +219,7 @@ static void dev_issue_run(void *arg)
 }
 
 /* CPU rows of experts list[0..n) whose slabs (in RAM) are slabs[0..n): each
- * expert's pairs (e->moe.pair_first/pair_n) into e->ey. One pool round of three
+ * expert's pairs (e->moe.pair_first/pair_n) into e->s.ey. One pool round of three
  * phases for all of them -- gate and up of every expert, SwiGLU of every
  * pair, down of every expert -- instead of three rounds per expert; the bits
  * are coli_gemm's and coli_silu_mul's, as expert by expert. A pending device
@@ -244,12 +244,12 @@ static void cpu_experts(struct moe_run *r, const int *list, const void *const *s
 
 		coli_model_expert_at(&e->m, ml->l, slabs[j], &e->moe.xview[j]);
 		for (int i = 0; i < np; i++) {
-			e->ag[p0 + i] = e->ax[e->pair_token[p0 + i]].act;
+			e->s.ag[p0 + i] = e->s.ax[e->s.pair_token[p0 + i]].act;
 			e->moe.xpairs[e->moe.n_xpairs++] = p0 + i;
 		}
-		e->moe.xjobs[nj++] = (struct coli_gemm_job){&e->moe.xview[j].gate, e->ag + p0, np,
+		e->moe.xjobs[nj++] = (struct coli_gemm_job){&e->moe.xview[j].gate, e->s.ag + p0, np,
 		                                            e->moe.pg + (size_t)p0 * I, I};
-		e->moe.xjobs[nj++] = (struct coli_gemm_job){&e->moe.xview[j].up, e->ag + p0, np,
+		e->moe.xjobs[nj++] = (struct coli_gemm_job){&e->moe.xview[j].up, e->s.ag + p0, np,
 		                                            e->moe.pu + (size_t)p0 * I, I};
 	}
 	/* down reads h through e->moe.hag, which the SwiGLU phase fills */
@@ -258,7 +258,7 @@ static void cpu_experts(struct moe_run *r, const int *list, const void *const *s
 
 		e->moe.xjobs[nj + j] =
 		    (struct coli_gemm_job){&e->moe.xview[j].down, e->moe.hag + p0,
-		                           e->moe.pair_n[list[j]], e->ey + (size_t)p0 * H, H};
+		                           e->moe.pair_n[list[j]], e->s.ey + (size_t)p0 * H, H};
 	}
 	coli_gemm_batch_init(&gu, e->moe.xjobs, nj);
 	coli_gemm_batch_init(&down, e->moe.xjobs + nj, n);
@@ -620,8 +620,8 @@ static void outputs_where(struct moe_run *r)
 	if (ml->moe_on_dense < 0 && ml->dense_dev >= 0) {
 		int d = ml->dense_dev, stay = ml->T > COLI_GPU_MAX_S || !r->n_need;
 
-		for (int p = 0; stay && ml->T <= COLI_GPU_MAX_S && p < e->n_pairs; p++)
-			stay = e->moe.assign[e->pair_expert[p]] == d;
+		for (int p = 0; stay && ml->T <= COLI_GPU_MAX_S && p < e->s.n_pairs; p++)
+			stay = e->moe.assign[e->s.pair_expert[p]] == d;
 		ml->moe_on_dense = stay ? d : -1;
 	}
 }
@@ -731,7 +731,7 @@ static void take(struct moe_run *r)
 }
 
 /* redo: the failed devices' experts recomputed on the CPU (their outputs
- * are then the CPU's, in e->ey), unless a read failed already (rc); the
+ * are then the CPU's, in e->s.ey), unless a read failed already (rc); the
  * next layer's guess made if nothing made it. */
 static int redo(struct moe_run *r, int rc)
 {

@@ -254,7 +254,7 @@ static int gate_up_queue(struct coli_engine *e, const struct coli_moe_layer *ml,
 			job_matrix(&j, t, v->runs[r].slab + (m ? xl->up_off : xl->gate_off), I, H);
 			if (v->direct) /* its one pair's token row, where the dense part left it */
 				job_input(&j, ml->dev_rows.q, ml->dev_rows.d, ml->dev_rows.qs,
-				          ml->dev_rows.f, e->pair_token[v->runs[r].pair0], H);
+				          ml->dev_rows.f, e->s.pair_token[v->runs[r].pair0], H);
 			else
 				job_input(&j, v->xq, v->xd, v->xqs, v->xf, v->runs[r].row0, H);
 			j.y = (float *)(uintptr_t)((m ? v->u : v->g) +
@@ -349,7 +349,7 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 }
 
 /* Copy the activations of staging rows [r0, r1) of v's runs from their
- * tokens' (e->ax) into the upload staging. */
+ * tokens' (e->s.ax) into the upload staging. */
 struct gather {
 	struct coli_engine *e;
 	struct coli_dev_slot *v;
@@ -370,7 +370,7 @@ static void gather_task(void *arg, int task, int n_tasks)
 
 		for (int r = a; r < b; r++) {
 			const struct coli_act *x =
-			    &e->ax[e->pair_token[run->pair0 + r - run->row0]].act;
+			    &e->s.ax[e->s.pair_token[run->pair0 + r - run->row0]].act;
 
 			if (g->quant) {
 				memcpy(v->sx_q + (size_t)r * H, x->q, (size_t)H);
@@ -423,7 +423,7 @@ static int gather_on_device(struct coli_engine *e, const struct coli_moe_layer *
 
 	for (int k = 0; k < v->n_runs; k++)
 		for (int r = 0; r < v->runs[k].n; r++)
-			v->sx_tok[v->runs[k].row0 + r] = e->pair_token[v->runs[k].pair0 + r];
+			v->sx_tok[v->runs[k].row0 + r] = e->s.pair_token[v->runs[k].pair0 + r];
 	if (e->opts.profile || e->opts.cuda_profile)
 		rc = coli_dev_mark(v->dev, MARK_ISSUE);
 	rc = rc ? rc : coli_dev_upload_async(v->dev, v->tok, v->sx_tok, sizeof(int) * P);
@@ -497,10 +497,10 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 		for (int i = 0; i < v->n_stage; i++)
 			room += v->st[i].used < v->st_clock;
 	}
-	for (int p = 0; p < e->n_pairs;) {
-		int ex = e->pair_expert[p], n = 0;
+	for (int p = 0; p < e->s.n_pairs;) {
+		int ex = e->s.pair_expert[p], n = 0;
 
-		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
+		while (p + n < e->s.n_pairs && e->s.pair_expert[p + n] == ex)
 			n++;
 		if (e->moe.assign[ex] != d || (ml->preplanned == d && !e->moe.streamed[ex])) {
 			p += n; /* another's, or resident and already run (forward_dev run_plan) */
@@ -607,7 +607,7 @@ static int copies_landed(struct coli_dev_slot *v)
 	return v->dev->failed ? -EIO : 0;
 }
 
-/* Wait for device d and scatter its outputs into e->ey (per pair). */
+/* Wait for device d and scatter its outputs into e->s.ey (per pair). */
 int coli_moe_dev_take(struct coli_engine *e, const struct coli_moe_layer *ml, int d)
 {
 	int l = ml->l;
@@ -647,7 +647,7 @@ int coli_moe_dev_take(struct coli_engine *e, const struct coli_moe_layer *ml, in
 		int ex = v->runs[r].expert;
 
 		if (ml->moe_on_dense != d)
-			memcpy(e->ey + (size_t)v->runs[r].pair0 * H,
+			memcpy(e->s.ey + (size_t)v->runs[r].pair0 * H,
 			       v->sy + (size_t)v->runs[r].row0 * H,
 			       sizeof(float) * H * v->runs[r].n);
 		if (e->moe.streamed[ex]) { /* its RAM/disk hit was counted by the tiers */

@@ -149,14 +149,14 @@ size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
 int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t P = (size_t)e->tmax * c->top_k, H = c->hidden, dsz[N_SLOT_BUFS];
+	size_t P = (size_t)e->s.tmax * c->top_k, H = c->hidden, dsz[N_SLOT_BUFS];
 	uint64_t *const slot_buffer_fields[N_SLOT_BUFS] = {&v->xq, &v->xd,  &v->xqs, &v->xf,
 	                                                   &v->g,  &v->u,   &v->h,   &v->hq,
 	                                                   &v->hd, &v->hqs, &v->y,   &v->tok};
 	int rc = 0;
 
 	v->pmax = (int)P;
-	slot_buffer_sizes(c, e->tmax, dsz);
+	slot_buffer_sizes(c, e->s.tmax, dsz);
 	for (int i = 0; !rc && i < N_SLOT_BUFS; i++)
 		rc = coli_dev_alloc(v->dev, dsz[i], slot_buffer_fields[i]);
 	if (rc)
@@ -326,7 +326,7 @@ static int slots_alloc(struct coli_engine *e, char *err, size_t errlen)
 
 		snprintf(what, sizeof(what),
 		         "the working buffers of %d-token chunks (%.2f GB; --ubatch sets it)",
-		         e->tmax, coli_moe_dev_slot_bytes(c, e->tmax) / 1e9);
+		         e->s.tmax, coli_moe_dev_slot_bytes(c, e->s.tmax) / 1e9);
 		v->dev = e->devs[d];
 		rc = coli_moe_dev_slot_alloc(e, v);
 		if (!rc) {
