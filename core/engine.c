@@ -3,7 +3,7 @@
  * loads the tokenizer, sizes the KV cache and the scratch buffers, owns the
  * thread pool and the route trace. The forward pass lives in core/forward and
  * core/moe; this file allocates and frees, and installs the hooks the parts
- * below call up through (e->slab_moved).
+ * below call up through (e->vram.slab_moved).
  *
  * Memory: the KV cache is fp32, [n_layers][ctx][n_kv_heads*head_dim] for K
  * and again for V, allocated through mem/ (NUMA placement decided there).
@@ -61,9 +61,9 @@ static int dense_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc;
 
-	while ((rc = coli_dense_dev_open(e, err, errlen)) && e->n_devs > 1 && e->n_dd > 0 &&
-	       err[0]) {
-		int bad = e->dds[e->n_dd - 1]->dev->index;
+	while ((rc = coli_dense_dev_open(e, err, errlen)) && e->vram.n_devs > 1 &&
+	       e->dense.n_dd > 0 && err[0]) {
+		int bad = e->dense.dds[e->dense.n_dd - 1]->dev->index;
 
 		fprintf(stderr, "coli: %s; going on without it\n", err);
 		err[0] = 0;
@@ -81,18 +81,18 @@ static void devices_off(struct coli_engine *e, const char *what, int rc, char *e
 	if (err[0]) /* it names the device */
 		fprintf(stderr, "coli: %s; running on the CPU\n", err);
 	else
-		fprintf(stderr, "coli: device %s: %s: %s; running on the CPU\n", e->devs[0]->name,
-		        what, strerror(-rc));
+		fprintf(stderr, "coli: device %s: %s: %s; running on the CPU\n",
+		        e->vram.devs[0]->name, what, strerror(-rc));
 	err[0] = 0;
-	if (e->where)
+	if (e->vram.where)
 		coli_moe_dev_release(e);
-	e->where = NULL;
-	e->dev_slab = NULL;
+	e->vram.where = NULL;
+	e->vram.dev_slab = NULL;
 	coli_dense_dev_close(e);
-	for (int d = 0; d < e->n_devs; d++)
-		coli_dev_close(e->devs[d]);
-	memset(e->vram, 0, sizeof(e->vram));
-	e->n_devs = 0;
+	for (int d = 0; d < e->vram.n_devs; d++)
+		coli_dev_close(e->vram.devs[d]);
+	memset(e->vram.slot, 0, sizeof(e->vram.slot));
+	e->vram.n_devs = 0;
 }
 
 _Static_assert(COLI_MEM_NODE_ANY == -1 && COLI_MEM_NODE_INTERLEAVE == -2,
@@ -229,11 +229,11 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
 	int rc;
 
 	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us,
-	                       e->opts.pdl, gpu_flags, e->devs, COLI_MAX_DEVS, &e->n_devs, err,
-	                       errlen);
+	                       e->opts.pdl, gpu_flags, e->vram.devs, COLI_MAX_DEVS, &e->vram.n_devs,
+	                       err, errlen);
 	if (rc)
 		return rc;
-	for (int i = 0; i < e->n_devs; i++) {
+	for (int i = 0; i < e->vram.n_devs; i++) {
 		static const enum coli_dev_fail_at at[] = {
 		    [COLI_OPT_FAIL_AT_ANY] = COLI_FAIL_AT_ANY,
 		    [COLI_OPT_FAIL_AT_LAUNCH] = COLI_FAIL_AT_LAUNCH,
@@ -243,8 +243,8 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
 		};
 
 		if (e->opts.gpu_fail_dev >= 0 && e->opts.gpu_fail_dev != i)
-			e->devs[i]->fail_after = -1;
-		e->devs[i]->fail_at = at[e->opts.gpu_fail_at];
+			e->vram.devs[i]->fail_after = -1;
+		e->vram.devs[i]->fail_at = at[e->opts.gpu_fail_at];
 	}
 	return 0;
 }
@@ -258,18 +258,18 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc;
 
-	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
+	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
 		rc = dense_open(e, err, errlen);
 		if (rc)
 			devices_off(e, "the dense part and KV cache", rc, err);
 	}
-	if (e->n_devs) {
-		e->slab_moved =
+	if (e->vram.n_devs) {
+		e->vram.slab_moved =
 		    coli_dense_dev_slab_set; /* vram.c's adaptation tells the dense part */
 		rc = coli_moe_dev_place(e, err, errlen);
 		if (!rc && (rc = coli_dense_dev_plan_init(e)))
-			snprintf(err, errlen, "device %s: routing tables: %s", e->devs[0]->name,
-			         strerror(-rc));
+			snprintf(err, errlen, "device %s: routing tables: %s",
+			         e->vram.devs[0]->name, strerror(-rc));
 		if (rc)
 			devices_off(e, "the experts' buffers", rc, err);
 	}
@@ -329,11 +329,11 @@ void coli_engine_close(coli_engine_t *e)
 	if (e->trace)
 		fclose(e->trace);
 	coli_tiers_close(e);
-	if (e->n_devs)
+	if (e->vram.n_devs)
 		coli_moe_dev_release(e);
 	coli_dense_dev_close(e);
-	for (int d = 0; d < e->n_devs; d++)
-		coli_dev_close(e->devs[d]);
+	for (int d = 0; d < e->vram.n_devs; d++)
+		coli_dev_close(e->vram.devs[d]);
 	coli_moe_sched_free(&e->moe);
 	coli_scratch_free(&e->s); /* after the devices are closed */
 	coli_kv_free(&e->kv);
@@ -385,8 +385,8 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 	char err[256] = "";
 	int failed = 0, rc;
 
-	for (int i = 0; i < e->n_dd; i++)
-		failed |= e->dds[i]->dev->failed;
+	for (int i = 0; i < e->dense.n_dd; i++)
+		failed |= e->dense.dds[i]->dev->failed;
 	fprintf(stderr, "coli: the dense device failed (%s); %d cached tokens to rebuild\n",
 	        strerror(-why), pos0);
 	coli_dense_dev_close(e);
@@ -399,11 +399,11 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 	}
 	for (int i = 0, n; i < pos0; i += n) {
 		n = pos0 - i < e->s.tmax ? pos0 - i : e->s.tmax;
-		rc = e->dd ? coli_forward_dev(e, e->kv.hist + i, n, NULL, 0, NULL)
-		           : coli_forward(e, e->kv.hist + i, n, NULL, 0);
+		rc = e->dense.dd ? coli_forward_dev(e, e->kv.hist + i, n, NULL, 0, NULL)
+		                 : coli_forward(e, e->kv.hist + i, n, NULL, 0);
 		if (rc)
-			return e->dd ? dense_moved(e, pos0, rc)
-			             : rc; /* another fell: again, fewer */
+			return e->dense.dd ? dense_moved(e, pos0, rc)
+			                   : rc; /* another fell: again, fewer */
 	}
 	return 0;
 }
@@ -418,7 +418,7 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 {
 	int pos0 = e->kv.pos, rc;
 
-	while (e->dd) {
+	while (e->dense.dd) {
 		rc = coli_forward_dev(e, ids, T, logits, all_logits, next);
 		if (rc == 0 || rc == -E2BIG || rc == -EINVAL) {
 			if (rc == 0)
@@ -459,7 +459,7 @@ static int forward(coli_engine_t *e, const int *ids, int n, float *logits, int a
 		else if (logits && last)
 			dst = logits;
 		rc = forward_chunk(e, ids + i, chunk, dst, all_logits, last ? next : NULL);
-		if (!rc && e->n_devs)
+		if (!rc && e->vram.n_devs)
 			coli_moe_dev_adapt(e);
 		if (rc) {
 			if (!e->errmsg[0])
@@ -497,13 +497,13 @@ int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const floa
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 {
 	*st = e->est;
-	st->dense_on_device = e->dd != NULL;
+	st->dense_on_device = e->dense.dd != NULL;
 	coli_tiers_stats((struct coli_engine *)e, st); /* the streamer's counters */
 	st->dev_ops = 0;
-	for (int d = 0; d < e->n_devs; d++)
-		st->dev_ops += (uint64_t)e->devs[d]->launches;
+	for (int d = 0; d < e->vram.n_devs; d++)
+		st->dev_ops += (uint64_t)e->vram.devs[d]->launches;
 	st->cost_bw_cpu = e->moe.bw_cpu;
-	st->cost_bw_stream = e->n_devs ? e->moe.bw_stream : 0;
+	st->cost_bw_stream = e->vram.n_devs ? e->moe.bw_stream : 0;
 }
 
 void coli_engine_settle(coli_engine_t *e)

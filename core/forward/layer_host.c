@@ -41,7 +41,7 @@ static int host_rows(struct coli_engine *e, uint64_t y, int d)
 		while (p + n < e->s.n_pairs && e->moe.assign[e->s.pair_expert[p + n]] != d)
 			n++;
 		if (n) {
-			rc = coli_dev_upload_async(e->dd->dev, y + p * row,
+			rc = coli_dev_upload_async(e->dense.dd->dev, y + p * row,
 			                           (const char *)e->s.ey + p * row, n * row);
 			e->est.h2d_bytes += n * row;
 			sent += n;
@@ -75,12 +75,12 @@ static void rows_make(struct coli_engine *e, struct coli_moe_layer *ml, void *ct
 static int host_reads_xn(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	const int E = c->n_experts, here = e->dd->dev->index;
+	const int E = c->n_experts, here = e->dense.dd->dev->index;
 
-	if (!e->dd->route_on_dev || !e->where)
+	if (!e->dense.dd->route_on_dev || !e->vram.where)
 		return 1;
 	for (int i = 0; i < T * c->top_k; i++)
-		if (e->s.sel[i] >= 0 && e->where[(size_t)l * E + e->s.sel[i]] != here)
+		if (e->s.sel[i] >= 0 && e->vram.where[(size_t)l * E + e->s.sel[i]] != here)
 			return 1;
 	return 0;
 }
@@ -121,7 +121,7 @@ static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
 	for (int p = 0; p < e->s.n_pairs; p++)
 		if (e->moe.assign[e->s.pair_expert[p]] != d)
 			m |= 1ull << p;
-	if (m && (*hy = coli_dev_host_addr(e->dd->dev, e->s.ey, e->s.n_pairs * row)))
+	if (m && (*hy = coli_dev_host_addr(e->dense.dd->dev, e->s.ey, e->s.n_pairs * row)))
 		e->est.h2d_bytes += (uint64_t)__builtin_popcountll(m) * row;
 	return *hy ? m : 0;
 }
@@ -133,9 +133,9 @@ static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
 static int pre_tail(struct coli_engine *e, const struct coli_moe_layer *ml, const struct dlayer *D,
                     int xq)
 {
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	int on = ml->moe_on_dense, T = ml->T;
-	uint64_t y = e->vram[on].y, hy;
+	uint64_t y = e->vram.slot[on].y, hy;
 	uint64_t m = host_mask(e, on, &hy);
 	int rc = hy ? 0 : host_rows(e, y, on);
 
@@ -167,13 +167,13 @@ static int pre_tail(struct coli_engine *e, const struct coli_moe_layer *ml, cons
 static void tail_ahead(struct coli_engine *e, struct coli_moe_layer *ml, void *ctx)
 {
 	struct coli_dense_dev *dd = ctx;
-	uint32_t seq = e->tail_seq + 1;
+	uint32_t seq = e->dense.tail_seq + 1;
 	int rc = coli_dev_host_wait(dd->dev, seq);
 
 	ml->tail_ok = 0;
 	if (rc <= 0)
 		return; /* no stream waits here (the host part queues the tail), or failed */
-	e->tail_seq = seq;
+	e->dense.tail_seq = seq;
 	ml->tail_dev = dd->dev, ml->tail_seq = seq; /* signalled whatever follows */
 	if (pre_tail(e, ml, &dd->L[ml->l], 0) == 0) {
 		e->est.tail_ahead++;
@@ -188,7 +188,7 @@ static void tail_ahead(struct coli_engine *e, struct coli_moe_layer *ml, void *c
  * if a fault makes the host read them after all). */
 static void layer_value(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq, int pend)
 {
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 
 	ml->dense_dev = coli_dense_dev_of(e, ml->l);
 	ml->ax_defer = ml->T; /* quantized on the host only if something there reads them */
@@ -202,7 +202,7 @@ static void layer_value(struct coli_engine *e, struct coli_moe_layer *ml, int pr
 	ml->dev_rows.q = xq ? dd->aq : 0, ml->dev_rows.d = dd->ad, ml->dev_rows.qs = dd->aqs;
 	ml->dev_rows.f = xq ? 0 : dd->xn;
 	ml->tail_ok = pre && ml->T <= COLI_GPU_MAX_S && e->opts.tail_ahead && e->opts.group_async &&
-	              e->n_devs == 1 && !e->m.cfg.shared_inter && !e->opts.profile;
+	              e->vram.n_devs == 1 && !e->m.cfg.shared_inter && !e->opts.profile;
 	ml->tail_ahead = (struct coli_moe_hook){tail_ahead, dd};
 }
 
@@ -212,7 +212,7 @@ static void layer_value(struct coli_engine *e, struct coli_moe_layer *ml, int pr
 int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	const struct dlayer *D = &dd->L[ml->l];
 	int H = c->hidden, T = ml->T, pend = 0, rc;
 	uint64_t y = dd->ey;
@@ -254,7 +254,7 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 		return rc;
 	}
 	if (ml->moe_on_dense >= 0) {
-		y = e->vram[ml->moe_on_dense].y;
+		y = e->vram.slot[ml->moe_on_dense].y;
 		from = off;
 		rc = host_rows(e, y, ml->moe_on_dense);
 		if (rc < 0)

@@ -50,13 +50,13 @@ static int all_resident(const struct coli_engine *e, int n)
 {
 	int E = e->m.cfg.n_experts;
 
-	for (int i = 0; e->where && i < E; i++) {
-		int d = e->where[(size_t)n * E + i];
+	for (int i = 0; e->vram.where && i < E; i++) {
+		int d = e->vram.where[(size_t)n * E + i];
 
-		if (d < 0 || e->devs[d]->failed)
+		if (d < 0 || e->vram.devs[d]->failed)
 			return 0;
 	}
-	return e->where != NULL;
+	return e->vram.where != NULL;
 }
 
 int coli_lookahead_wanted(const struct coli_engine *e, int n)
@@ -108,10 +108,10 @@ void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
 	/* experts resident on a working device are not read by the host: a
 	 * prefetch would be a wasted read (and, under CUDA_RELEASE_HOST, bring
 	 * back the copy that was dropped) */
-	for (int i = 0; e->where && i < E; i++) {
-		int d = e->where[(size_t)next * E + i];
+	for (int i = 0; e->vram.where && i < E; i++) {
+		int d = e->vram.where[(size_t)next * E + i];
 
-		if (d >= 0 && !e->devs[d]->failed)
+		if (d >= 0 && !e->vram.devs[d]->failed)
 			mask[i] = 0;
 	}
 	if (coli_tiers_prefetch(e, next, mask))

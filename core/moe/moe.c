@@ -206,14 +206,14 @@ static void dev_issue_run(void *arg)
 
 	r->pending = 0;
 	mark(r, MOE_DEV_ISSUE);
-	for (int d = 0; d < e->n_devs; d++) {
-		if (e->devs[d]->failed)
+	for (int d = 0; d < e->vram.n_devs; d++) {
+		if (e->vram.devs[d]->failed)
 			continue;
 		/* beside a pool round, the pool is busy: gather alone */
 		r->issued[d] = coli_moe_dev_issue(e, ml, d, beside ? NULL : e->pool) == 0;
 		e->est.dev_fail_issue += !r->issued[d];
 	}
-	if (ml->tail_ok && !e->devs[0]->failed && r->issued[0])
+	if (ml->tail_ok && !e->vram.devs[0]->failed && r->issued[0])
 		ml->tail_ahead.fn(e, ml, ml->tail_ahead.ctx);
 	mark(r, beside ? MOE_DEV_BESIDE : MOE_DEV_ISSUED);
 }
@@ -313,8 +313,8 @@ static int sim_only(const struct coli_engine *e)
 {
 	int sim = 1;
 
-	for (int d = 0; d < e->n_devs; d++)
-		sim = sim && !coli_dev_can(e->devs[d], COLI_DEV_CAP_BANDWIDTH);
+	for (int d = 0; d < e->vram.n_devs; d++)
+		sim = sim && !coli_dev_can(e->vram.devs[d], COLI_DEV_CAP_BANDWIDTH);
 	return sim;
 }
 
@@ -423,7 +423,7 @@ static int take_staged(struct coli_engine *e, int l, int home, int *cand, int n_
                        int *slots_left)
 {
 	for (int i = 0; i < n_cand; i++)
-		for (int d = 0; d < e->n_devs; d++)
+		for (int d = 0; d < e->vram.n_devs; d++)
 			if ((home < 0 || d == home) && coli_moe_dev_staged(e, d, l, cand[i])) {
 				e->moe.assign[cand[i]] = (signed char)d;
 				e->moe.streamed[cand[i]] = 2;
@@ -455,19 +455,19 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 	memset(e->moe.assign, -1, (size_t)E);
 	memset(e->moe.streamed, 0, (size_t)E);
 	for (int ex = 0; ex < E; ex++) {
-		int d = e->where ? e->where[(size_t)l * E + ex] : -1;
+		int d = e->vram.where ? e->vram.where[(size_t)l * E + ex] : -1;
 
 		if (!cnt[ex])
 			continue;
-		if (d >= 0 && !e->devs[d]->failed)
+		if (d >= 0 && !e->vram.devs[d]->failed)
 			e->moe.assign[ex] = (signed char)d;
 		else
 			cand[n_cand++] = ex;
 	}
-	if (!e->n_devs || !n_cand || e->opts.stream == COLI_OPT_STREAM_OFF)
+	if (!e->vram.n_devs || !n_cand || e->opts.stream == COLI_OPT_STREAM_OFF)
 		return;
-	for (int d = 0; d < e->n_devs; d++)
-		slots_left[d] = e->devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);
+	for (int d = 0; d < e->vram.n_devs; d++)
+		slots_left[d] = e->vram.devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);
 	/* at decode, only the device holding the layer's dense part (its
 	 * outputs then need no trip through the host when nothing else ran);
 	 * at prefill round-robin over the devices with staging room (two H200s,
@@ -475,7 +475,7 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 	 * home: docs/perf/history/2026-11-30.md) */
 	if (T <= COLI_GPU_MAX_S && ml->dense_dev >= 0)
 		home = ml->dense_dev;
-	for (int d = 0; home >= 0 && d < e->n_devs; d++)
+	for (int d = 0; home >= 0 && d < e->vram.n_devs; d++)
 		if (d != home)
 			slots_left[d] = 0;
 	/* still in a slot from an earlier token: the copy is paid, stream it
@@ -483,7 +483,7 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 	 * another would keep it busy every token) */
 	n_cand = take_staged(e, l, home, cand, n_cand, slots_left);
 	/* a device with a slot left for new copies streams any number, in waves */
-	for (int d = 0; d < e->n_devs; d++)
+	for (int d = 0; d < e->vram.n_devs; d++)
 		slots_left[d] = slots_left[d] > 0 ? INT_MAX : 0;
 	if (!n_cand)
 		return;
@@ -494,8 +494,8 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 	for (int i = 0; i < n_cand && k > 0; i++) {
 		int tries = 0;
 
-		while (tries < e->n_devs && slots_left[d_next] == 0) {
-			d_next = (d_next + 1) % e->n_devs;
+		while (tries < e->vram.n_devs && slots_left[d_next] == 0) {
+			d_next = (d_next + 1) % e->vram.n_devs;
 			tries++;
 		}
 		if (slots_left[d_next] == 0)
@@ -503,7 +503,7 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 		e->moe.assign[cand[i]] = (signed char)d_next;
 		e->moe.streamed[cand[i]] = 1;
 		slots_left[d_next]--;
-		d_next = (d_next + 1) % e->n_devs;
+		d_next = (d_next + 1) % e->vram.n_devs;
 		k--;
 	}
 }
@@ -540,8 +540,8 @@ static void plan(struct moe_run *r)
 	route_select(e, r->ml);
 	plan_pairs(e, r->ml->T);
 	assign_experts(e, r->ml);
-	for (int d = 0; d < e->n_devs; d++)
-		e->vram[d].ahead = 0; /* no first part queued yet (coli_moe_dev_copy_ahead) */
+	for (int d = 0; d < e->vram.n_devs; d++)
+		e->vram.slot[d].ahead = 0; /* no first part queued yet (coli_moe_dev_copy_ahead) */
 	mark(r, MOE_PLANNED);
 	for (int ex = 0; ex < e->m.cfg.n_experts; ex++) {
 		if (!e->moe.pair_n[ex])
@@ -595,9 +595,9 @@ static int pin_streamed(struct moe_run *r)
 			}
 		r->n_stream = 0;
 	}
-	for (int d = 0; r->n_stream && d < e->n_devs; d++)
-		if (!e->devs[d]->failed && coli_moe_dev_copy_ahead(e, r->ml, d) &&
-		    e->devs[d]->failed) /* the issue skips it: its share goes to the CPU */
+	for (int d = 0; r->n_stream && d < e->vram.n_devs; d++)
+		if (!e->vram.devs[d]->failed && coli_moe_dev_copy_ahead(e, r->ml, d) &&
+		    e->vram.devs[d]->failed) /* the issue skips it: its share goes to the CPU */
 			e->est.dev_fail_issue++;
 	if (!r->lookahead_done) {
 		coli_lookahead(e, r->ml);
@@ -644,7 +644,7 @@ static void issue(struct moe_run *r)
 		}
 	}
 	if (!e->opts.group_async)
-		for (int d = 0; d < e->n_devs; d++)
+		for (int d = 0; d < e->vram.n_devs; d++)
 			r->took[d] = !r->issued[d]                         ? -1
 			             : coli_moe_dev_take(e, r->ml, d) == 0 ? 1
 			                                                   : -1;
@@ -693,7 +693,7 @@ static void cpu_rates(struct moe_run *r)
 	struct coli_engine *e = r->e;
 	double dt;
 
-	if (!r->cpu_bytes || !e->n_devs)
+	if (!r->cpu_bytes || !e->vram.n_devs)
 		return;
 	dt = coli_now_s() - r->t_cpu + 1e-9;
 	if (r->ml->T <= COLI_GPU_MAX_S) {
@@ -718,7 +718,7 @@ static void take(struct moe_run *r)
 {
 	struct coli_engine *e = r->e;
 
-	for (int d = 0; d < e->n_devs; d++) {
+	for (int d = 0; d < e->vram.n_devs; d++) {
 		int failed = r->took[d] ? r->took[d] < 0
 		                        : !r->issued[d] || coli_moe_dev_take(e, r->ml, d) != 0;
 

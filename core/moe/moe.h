@@ -46,7 +46,7 @@ struct coli_moe_layer {
 	int l, T;       /* the layer, the call's tokens */
 	int routed;     /* 1: e->s.sel/selw hold the dense device's routing (coli_route
 	                 * there); 0: the host routes from e->s.rlog */
-	int dense_dev;  /* index in e->devs of the device running the layer's dense
+	int dense_dev;  /* index in e->vram.devs of the device running the layer's dense
 	                 * part, or -1 (the CPU) */
 	int preplanned; /* device whose resident experts of this layer already ran
 	                 * (forward_dev's run_plan; outputs in its y at pair rows), or -1 */

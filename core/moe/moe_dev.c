@@ -168,7 +168,7 @@ static void stage_fill(struct coli_dev_slot *v, int s, int l, int ex)
 /* Staging slots device d can fill now. */
 int coli_moe_dev_stage_room(struct coli_engine *e, int d)
 {
-	const struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_dev_slot *v = &e->vram.slot[d];
 
 	return v->st ? v->n_stage : 0;
 }
@@ -177,7 +177,7 @@ int coli_moe_dev_stage_room(struct coli_engine *e, int d)
  * flight)? core/moe/moe.c streams such experts first: their copy is paid. */
 int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex)
 {
-	const struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_dev_slot *v = &e->vram.slot[d];
 
 	return v->st && !v->dev->failed && stage_find(v, l, ex) >= 0;
 }
@@ -192,7 +192,7 @@ int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex)
  * up launches wait for the first parts, down for the rest). */
 static int wave_copies(struct coli_engine *e, struct coli_moe_layer *ml, int d, int r0, int r1)
 {
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	int l = ml->l;
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
@@ -301,7 +301,7 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 {
 	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	enum coli_dtype t = xl->dtype;
@@ -473,7 +473,7 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 {
 	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int quant = coli_dtype_is_quant(xl->dtype);
@@ -512,7 +512,8 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 		    .n = n,
 		    .row0 = P,
 		    .stage = -1,
-		    .slab = e->moe.streamed[ex] ? 0 : e->dev_slab[(size_t)l * c->n_experts + ex]};
+		    .slab =
+		        e->moe.streamed[ex] ? 0 : e->vram.dev_slab[(size_t)l * c->n_experts + ex]};
 		n_runs++;
 		P += n;
 		p += n;
@@ -543,7 +544,7 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
  * and coli_moe_dev_issue goes on from there. */
 int coli_moe_dev_copy_ahead(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 {
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 
 	v->ahead_rc = issue_begin(e, ml, d);
 	v->ahead = 1;
@@ -559,7 +560,7 @@ int coli_moe_dev_issue(struct coli_engine *e, struct coli_moe_layer *ml, int d,
 {
 	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int H = c->hidden, quant = coli_dtype_is_quant(xl->dtype);
@@ -612,7 +613,7 @@ int coli_moe_dev_take(struct coli_engine *e, const struct coli_moe_layer *ml, in
 {
 	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int H = c->hidden, rc;
