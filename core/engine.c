@@ -1,9 +1,14 @@
 /*
  * core/engine.c — the engine object: opens the container, binds the model,
- * loads the tokenizer, sizes the KV cache and the scratch buffers, owns the
- * thread pool and the route trace. The forward pass lives in core/forward and
- * core/moe; this file allocates and frees, and installs the hooks the parts
- * below call up through (e->vram.slab_moved).
+ * loads the tokenizer, owns the thread pool and the route trace, and opens
+ * and closes the engine's parts in order (core/core_internal.h lists them,
+ * each with its owner): the KV cache (coli_kv_alloc), the forward's scratch
+ * (coli_scratch_alloc), the MoE scheduler's lists (coli_moe_sched_alloc),
+ * the RAM tier (coli_tiers_open), the devices, the dense part on them
+ * (coli_dense_dev_open) and the VRAM tier (coli_moe_dev_place); close
+ * releases each once, whatever open reached. The forward pass lives in
+ * core/forward and core/moe; this file installs the hooks the parts below
+ * call up through (e->vram.slab_moved).
  *
  * Memory: the KV cache is fp32, [n_layers][ctx][n_kv_heads*head_dim] for K
  * and again for V, allocated through mem/ (NUMA placement decided there).
