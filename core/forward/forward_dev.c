@@ -646,8 +646,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	for (int l = 0, pend = PEND_NONE; !rc && !whole && l < c->n_layers; l++) {
 		int kind, moe;
 
-		if (e->dense.dds[e->dense.dd_of[l]] !=
-		    e->dense.dd) { /* layer split: the next device's range */
+		/* layer split: the next device's range */
+		if (e->dense.dds[e->dense.dd_of[l]] != e->dense.dd) {
 			rc = handoff(e, e->dense.dds[e->dense.dd_of[l]], T);
 			dd = e->dense.dd;
 			pend = PEND_NONE;
@@ -689,8 +689,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		*next = e->s.xids[e->s.tmax + 1];
 	if (logits || next)
 		coli_dense_dev_phase_end(e, &e->est.lm_head_s, 0);
-	e->dense.dd =
-	    e->dense.dds[0]; /* after the last phase, which the last device's clock ends */
+	/* after the last phase, which the last device's clock ends */
+	e->dense.dd = e->dense.dds[0];
 	e->est.forward_s += coli_now_s() - start;
 	e->kv.pos += T;
 	e->est.tokens += T;
