@@ -11,10 +11,12 @@
  *   tiers  struct coli_tiers      core/place/tiers_internal.h  the RAM tier
  *
  * core/engine.c allocates each part at open through its owner's function and
- * frees it at close; the options, model, tokenizer, pool, trace, statistics
- * and error message stay at the top. A part's owner writes it; the parts
- * below read it through the engine (calls still go one way:
- * tools/check_layers.py). What one MoE layer call means is a value, not a
+ * frees it, once, at close; the options, model, tokenizer, pool, trace,
+ * statistics and error message stay at the top. Between open and close the
+ * parts fill one another's buffers through the engine (the MoE part writes
+ * the pairs and their outputs into the forward's scratch; core/place/vram.c
+ * takes the cost model's first streaming measure) while calls go one way
+ * (tools/check_layers.py). What one MoE layer call means is a value, not a
  * field (struct coli_moe_layer, core/moe/moe.h).
  *
  * Data flow of one forward call over T tokens (prefill T > 1, decode T = 1):
