@@ -50,7 +50,7 @@ endif
 PKG_CFLAGS := $(if $(MISSING),,$(shell pkg-config --cflags $(PKGS)))
 PKG_LIBS   := $(if $(MISSING),,$(shell pkg-config --libs $(PKGS)))
 
-ifneq ($(NVCC),)
+ifneq ($(filter-out no,$(NVCC)),)
   HAVE_nvcc := yes
   GPU_DEF   := -DCOLI_HAVE_PTX=1
 else
@@ -177,7 +177,7 @@ run: deps
 	@sh tools/run_demo.sh $(BUILD) '$(DEMO_HF)' '$(DEMO_COLI)' '$(DEMO_PROMPT)'
 
 ptx-check:
-	@sh tools/ptx_check.sh '$(NVCC)' '$(NVCC_FLAGS)' $(PTX_SRC)
+	@sh tools/ptx_check.sh '$(filter-out no,$(NVCC))' '$(NVCC_FLAGS)' $(PTX_SRC)
 
 # The one-way rule between folders and core's parts (tools/check_layers.py
 # says which may call which), over the sources' includes and the objects' calls.
