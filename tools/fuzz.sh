@@ -51,12 +51,15 @@ build_lib() {
 	wait
 	ar rcs "$LIBDIR/libcoli-fuzz.a" "$LIBDIR"/*.o
 }
-[ "${FUZZ_REUSE_LIB:-0}" = 1 ] && [ -f "$LIBDIR/libcoli-fuzz.a" ] || build_lib
+picked() { [ -z "${FUZZ_TARGETS:-}" ] || case " $FUZZ_TARGETS " in *" $1 "*) true ;; *) false ;; esac; }
+need_lib=0
+for t in tools/fuzz_*.c; do picked "$(basename "$t" .c | sed 's/^fuzz_//')" && need_lib=1; done
+[ $need_lib = 0 ] || { [ "${FUZZ_REUSE_LIB:-0}" = 1 ] && [ -f "$LIBDIR/libcoli-fuzz.a" ]; } || build_lib
 status=0
 for t in tools/fuzz_*.c; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .c | sed 's/^fuzz_//')
-	[ -n "${FUZZ_TARGETS:-}" ] && case " $FUZZ_TARGETS " in *" $name "*) ;; *) continue ;; esac
+	picked "$name" || continue
 	dir="$BUILD/fuzz/$name"
 	mkdir -p "$dir/corpus"
 	echo "fuzz: building $name"
@@ -77,4 +80,22 @@ for t in tools/fuzz_*.c; do
 		status=1
 	fi
 done
+# colid's HTTP framing: a mutation driver over a socket (see its top comment)
+if picked http; then
+	dir="$BUILD/fuzz/http"
+	mkdir -p "$dir"
+	if [ -x "$BUILD/colid" ]; then
+		echo "fuzz: running http for ${FUZZ_SECONDS}s"
+		COLI="$BUILD/coli" COLID="$BUILD/colid" TEST_TMP="$dir" \
+			python3 tools/fuzz_http.py --seconds "$FUZZ_SECONDS" --out "$dir" >"$dir/run.log" 2>&1
+		rc=$?
+		tail -n 3 "$dir/run.log" | sed "s/^/  /"
+		if [ $rc -ne 0 ]; then
+			echo "fuzz: http FAILED (see $dir/run.log and $dir/crash-*)"
+			status=1
+		fi
+	else
+		echo "fuzz: http skipped ($BUILD/colid not built: libmicrohttpd missing)"
+	fi
+fi
 exit $status
