@@ -74,6 +74,18 @@ LDFLAGS := $(LDSAN) $(EXTRA_LDFLAGS)
 # only called after a cpuid check (cpu/cpu_dispatch.c).
 ISA_avx2   := -mavx2 -mfma -mf16c
 ISA_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
+# Under SAN those files are built at -O1, still instrumented: their
+# always_inline tiles, unrolled by #pragma GCC unroll (gemv_avx512.c: 4 rows
+# x 4 activations of 8 masked loads and dot products each, per block group,
+# in one function), take GCC 12 minutes each to instrument and optimize at
+# -O2. gemv_avx512.c on the 2-core host, 2026-12-02: 22 s plain -O2 and
+# 133 s with address,undefined (lightly loaded); under the same heavy load
+# 104 s plain -O2, 208 s -O2 address, 343 s -O2 undefined, 154 s -O1
+# address,undefined.
+ifneq ($(SAN),)
+  ISA_avx2   += -O1
+  ISA_avx512 += -O1
+endif
 
 LIB_DIRS := core mem io cpu ptx
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(wildcard core/*/*.c)
