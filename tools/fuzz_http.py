@@ -26,6 +26,7 @@ Usage: fuzz_http.py [--seconds S] [--count N] [--seed K] [--batch B] [--out DIR]
 Exit 0 pass, 1 a failure, 77 colid not built.
 """
 import argparse
+import json
 import os
 import random
 import socket
@@ -146,10 +147,13 @@ def healthy(srv, ref):
     check(st == 200, "/health answered %d" % st)
     st, _, body = post(srv.port, "/v1/chat/completions", CHAT, timeout=30)
     check(st == 200, "chat request answered %d: %r" % (st, body[:200]))
-    if ref is not None:
-        check(body.split(b'"content":')[1].split(b'"')[1] == ref,
-              "chat answer changed: %r" % body[:300])
-    return body.split(b'"content":')[1].split(b'"')[1]
+    try:
+        text = json.loads(body)["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        text = None
+    check(isinstance(text, str), "chat answer without content: %r" % body[:300])
+    check(ref is None or text == ref, "chat answer changed: %r, was %r" % (text, ref))
+    return text
 
 
 def main():
