@@ -4,12 +4,13 @@
 #   make deps       install missing Debian/Ubuntu packages (root + apt), else print the line
 #   make test       deps + build + every test in tests/, one line each
 #   make run        deps + build + the demo model: convert on first use, generate
-#   make fuzz       libFuzzer targets for a bounded time (clang)
+#   make fuzz       the fuzz targets for a bounded time (clang; docs/fuzz.md)
 #   make check-layers  includes and calls against the one-way rule between parts
 #   make format     clang-format every C file in place
 #
-# Knobs: SAN=address,undefined   DEBUG=1   V=1 (show commands)   NVCC=path|no   FUZZ_SECONDS=N
-# Changing any knob or flag rebuilds everything (build/.flags records them).
+# Knobs: SAN=address,undefined   DEBUG=1   V=1 (show commands)   NVCC=path|no
+#        FUZZ_SECONDS=N or FUZZ_RUNS=N, FUZZ_TARGETS="a b" (make fuzz)
+# Changing SAN, DEBUG, NVCC or any flag rebuilds everything (build/.flags records them).
 
 BUILD   ?= build
 V       ?=
