@@ -47,14 +47,29 @@ static int put(const char *dir, const char *name, const uint8_t *p, size_t n)
 	return 0;
 }
 
+static char g_dir[4096];
+
+/* At exit (libFuzzer's exit() after -runs or -max_total_time): the
+ * directory and what is in it. */
+static void cleanup(void)
+{
+	static const char *const fixed[] = {"model.safetensors", "tokenizer.json"};
+
+	for (int i = 0; i < 4; i++)
+		put(g_dir, parts[i], NULL, 0);
+	for (int i = 0; i < 2; i++)
+		put(g_dir, fixed[i], NULL, 0);
+	rmdir(g_dir);
+}
+
 static const char *workdir(void)
 {
-	static char dir[4096];
+	char *dir = g_dir;
 
 	if (!dir[0]) {
 		const char *t = getenv("TMPDIR");
 
-		snprintf(dir, sizeof(dir), "%s/coli-fuzz-config.XXXXXX",
+		snprintf(dir, sizeof(g_dir), "%s/coli-fuzz-config.XXXXXX",
 		         access("/dev/shm", W_OK) == 0 ? "/dev/shm"
 		         : t                           ? t
 		                                       : "/tmp");
@@ -62,6 +77,7 @@ static const char *workdir(void)
 			__builtin_trap();
 		put(dir, "model.safetensors", (const uint8_t *)"", 0);
 		put(dir, "tokenizer.json", (const uint8_t *)"{}", 2);
+		atexit(cleanup);
 	}
 	return dir;
 }
