@@ -197,6 +197,8 @@ def main():
     log = srv.log()
     check(rc == 0, "colid exited %d after SIGTERM: %s" % (rc, log[-2000:]))
     check("Sanitizer" not in log and "runtime error" not in log, "sanitizer report: " + log[-4000:])
+    srv.logf.close()
+    os.unlink(srv.logpath)  # kept only when something failed
     print("http: replies by status: " +
           " ".join("%s:%d" % kv for kv in sorted(status.items(), key=lambda kv: -kv[1])))
     print("http: %d requests, %d batches in %.1f s, 0 failures" % (n, batches, time.time() - t0))
