@@ -4,12 +4,13 @@
 #   make deps       install missing Debian/Ubuntu packages (root + apt), else print the line
 #   make test       deps + build + every test in tests/, one line each
 #   make run        deps + build + the demo model: convert on first use, generate
-#   make fuzz       libFuzzer targets for a bounded time (clang)
+#   make fuzz       the fuzz targets for a bounded time (clang; docs/fuzz.md)
 #   make check-layers  includes and calls against the one-way rule between parts
 #   make format     clang-format every C file in place
 #
-# Knobs: SAN=address,undefined   DEBUG=1   V=1 (show commands)   NVCC=path|no   FUZZ_SECONDS=N
-# Changing any knob or flag rebuilds everything (build/.flags records them).
+# Knobs: SAN=address,undefined   DEBUG=1   V=1 (show commands)   NVCC=path|no
+#        FUZZ_SECONDS=N or FUZZ_RUNS=N, FUZZ_TARGETS="a b" (make fuzz)
+# Changing SAN, DEBUG, NVCC or any flag rebuilds everything (build/.flags records them).
 
 BUILD   ?= build
 V       ?=
@@ -50,7 +51,7 @@ endif
 PKG_CFLAGS := $(if $(MISSING),,$(shell pkg-config --cflags $(PKGS)))
 PKG_LIBS   := $(if $(MISSING),,$(shell pkg-config --libs $(PKGS)))
 
-ifneq ($(NVCC),)
+ifneq ($(filter-out no,$(NVCC)),)
   HAVE_nvcc := yes
   GPU_DEF   := -DCOLI_HAVE_PTX=1
 else
@@ -74,6 +75,18 @@ LDFLAGS := $(LDSAN) $(EXTRA_LDFLAGS)
 # only called after a cpuid check (cpu/cpu_dispatch.c).
 ISA_avx2   := -mavx2 -mfma -mf16c
 ISA_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
+# Under SAN those files are built at -O1, still instrumented: their
+# always_inline tiles, unrolled by #pragma GCC unroll (gemv_avx512.c: 4 rows
+# x 4 activations of 8 masked loads and dot products each, per block group,
+# in one function), take GCC 12 minutes each to instrument and optimize at
+# -O2. gemv_avx512.c on the 2-core host, 2026-12-02: 22 s plain -O2 and
+# 133 s with address,undefined (lightly loaded); under the same heavy load
+# 104 s plain -O2, 208 s -O2 address, 343 s -O2 undefined, 154 s -O1
+# address,undefined.
+ifneq ($(SAN),)
+  ISA_avx2   += -O1
+  ISA_avx512 += -O1
+endif
 
 LIB_DIRS := core mem io cpu ptx
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(wildcard core/*/*.c)
@@ -177,7 +190,7 @@ run: deps
 	@sh tools/run_demo.sh $(BUILD) '$(DEMO_HF)' '$(DEMO_COLI)' '$(DEMO_PROMPT)'
 
 ptx-check:
-	@sh tools/ptx_check.sh '$(NVCC)' '$(NVCC_FLAGS)' $(PTX_SRC)
+	@sh tools/ptx_check.sh '$(filter-out no,$(NVCC))' '$(NVCC_FLAGS)' $(PTX_SRC)
 
 # The one-way rule between folders and core's parts (tools/check_layers.py
 # says which may call which), over the sources' includes and the objects' calls.

@@ -12,9 +12,13 @@
 # A target may say " * fuzz-sources: a.c b.c" (more sources of tools/) and
 # " * fuzz-max-len: N" (its inputs' size cap; default 262144).
 # Corpora and crash files live in $BUILD/fuzz/<name>/. FUZZ_TARGETS="a b"
-# picks targets; FUZZ_REUSE_LIB=1 keeps the instrumented library of the last
-# run (after a change to a target only). Exit 1 if any target found a crash or did not build, 77 if
-# clang with libFuzzer is missing.
+# picks targets; FUZZ_RUNS=N runs N executions a target instead of
+# $FUZZ_SECONDS; FUZZ_REUSE_LIB=1 keeps the instrumented library of the last
+# run (after a change to a target only). The target "http" is no libFuzzer
+# target: tools/fuzz_http.py throws mutated raw requests at a running colid
+# (it needs $BUILD/coli and $BUILD/colid; skipped without colid).
+# Exit 1 if any target found a crash or did not build, 77 if clang with
+# libFuzzer is missing.
 BUILD=${BUILD:-build}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 CLANG=${CLANG:-clang}
@@ -51,12 +55,22 @@ build_lib() {
 	wait
 	ar rcs "$LIBDIR/libcoli-fuzz.a" "$LIBDIR"/*.o
 }
-[ "${FUZZ_REUSE_LIB:-0}" = 1 ] && [ -f "$LIBDIR/libcoli-fuzz.a" ] || build_lib
+picked() { [ -z "${FUZZ_TARGETS:-}" ] || case " $FUZZ_TARGETS " in *" $1 "*) true ;; *) false ;; esac; }
+need_lib=0
+for t in tools/fuzz_*.c; do picked "$(basename "$t" .c | sed 's/^fuzz_//')" && need_lib=1; done
+[ $need_lib = 0 ] || { [ "${FUZZ_REUSE_LIB:-0}" = 1 ] && [ -f "$LIBDIR/libcoli-fuzz.a" ]; } || build_lib
+# FUZZ_RUNS=N: N executions a target instead of FUZZ_SECONDS (the counts in
+# docs/fuzz.md)
+if [ -n "${FUZZ_RUNS:-}" ]; then
+	LIMIT="-runs=$FUZZ_RUNS" LIMIT_SAY="$FUZZ_RUNS executions" HTTP_LIMIT="--count $FUZZ_RUNS"
+else
+	LIMIT="-max_total_time=$FUZZ_SECONDS" LIMIT_SAY="${FUZZ_SECONDS}s" HTTP_LIMIT="--seconds $FUZZ_SECONDS"
+fi
 status=0
 for t in tools/fuzz_*.c; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .c | sed 's/^fuzz_//')
-	[ -n "${FUZZ_TARGETS:-}" ] && case " $FUZZ_TARGETS " in *" $name "*) ;; *) continue ;; esac
+	picked "$name" || continue
 	dir="$BUILD/fuzz/$name"
 	mkdir -p "$dir/corpus"
 	echo "fuzz: building $name"
@@ -67,8 +81,8 @@ for t in tools/fuzz_*.c; do
 	[ -d "tests/fuzz/$name" ] && cp tests/fuzz/"$name"/* "$dir/corpus/" 2>/dev/null
 	[ -f "tools/fuzz_$name.seed.sh" ] && BUILD=$BUILD sh "tools/fuzz_$name.seed.sh" "$dir/corpus"
 	maxlen=$(sed -n 's/^ \* fuzz-max-len: //p' "$t")
-	echo "fuzz: running $name for ${FUZZ_SECONDS}s"
-	"$dir/fuzz_$name" -max_total_time="$FUZZ_SECONDS" -max_len="${maxlen:-262144}" -rss_limit_mb=4096 \
+	echo "fuzz: running $name for $LIMIT_SAY"
+	"$dir/fuzz_$name" $LIMIT -max_len="${maxlen:-262144}" -rss_limit_mb=4096 \
 		-artifact_prefix="$dir/" -print_final_stats=1 "$dir/corpus" >"$dir/run.log" 2>&1
 	rc=$?
 	tail -n 12 "$dir/run.log" | grep -E "stat::number_of_executed_units|stat::new_units_added|Done|ERROR|SUMMARY" | sed "s/^/  $name: /"
@@ -77,4 +91,22 @@ for t in tools/fuzz_*.c; do
 		status=1
 	fi
 done
+# colid's HTTP framing: a mutation driver over a socket (see its top comment)
+if picked http; then
+	dir="$BUILD/fuzz/http"
+	mkdir -p "$dir"
+	if [ -x "$BUILD/colid" ]; then
+		echo "fuzz: running http for $LIMIT_SAY"
+		COLI="$BUILD/coli" COLID="$BUILD/colid" TEST_TMP="$dir" \
+			python3 tools/fuzz_http.py $HTTP_LIMIT --out "$dir" >"$dir/run.log" 2>&1
+		rc=$?
+		tail -n 3 "$dir/run.log" | sed "s/^/  /"
+		if [ $rc -ne 0 ]; then
+			echo "fuzz: http FAILED (see $dir/run.log and $dir/crash-*)"
+			status=1
+		fi
+	else
+		echo "fuzz: http skipped ($BUILD/colid not built: libmicrohttpd missing)"
+	fi
+fi
 exit $status

@@ -518,11 +518,13 @@ static int find_shards(struct coli_convert_hf *h, char *errbuf, size_t errlen)
 		int dup = 0;
 
 		if (!f || !*f || strchr(f, '/')) {
+			/* the message first: key lives in idx */
+			errf(errbuf, errlen, -EINVAL,
+			     "%s: weight_map entry for '%s' is not a file name in the same "
+			     "directory",
+			     h->index_path, key);
 			json_decref(idx);
-			return errf(errbuf, errlen, -EINVAL,
-			            "%s: weight_map entry for '%s' is not a file name in the same "
-			            "directory",
-			            h->index_path, key);
+			return -EINVAL;
 		}
 		p = coli_convert_path_join(h->dir, f);
 		if (!p) {

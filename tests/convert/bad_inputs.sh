@@ -45,6 +45,19 @@ rm sh/model-00002-of-00003.safetensors
 expect_fail missing-shard o.coli 'model-00002-of-00003.safetensors' 'model.safetensors.index.json' \
 	'missing shard' -- sh
 
+# 1b. an index entry that is not a file beside it: the message names the
+# tensor (it was formatted from the freed index; found by tools/fuzz_config.c)
+$MK shx --arch qwen3_moe --shards 3 || exit 1
+python3 - shx/model.safetensors.index.json <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+k = sorted(j["weight_map"])[0]
+j["weight_map"][k] = "../elsewhere.safetensors"
+json.dump(j, open(sys.argv[1], "w"))
+EOF
+expect_fail index-path o.coli 'model.safetensors.index.json' \
+	"weight_map entry for '[a-z_.0-9]+' is not a file name" -- shx
+
 # 2. broken safetensors headers (valid checkpoint, then one file rewritten)
 $MK good --arch olmoe || exit 1
 corrupt() { # corrupt KIND: rewrites good/model.safetensors into bad_KIND/

@@ -1,10 +1,12 @@
 #!/bin/sh
 # tests/tools/fuzz_smoke.sh — every libFuzzer target (tools/fuzz_*.c: the
 # model file through engine open and a token, the container reader,
-# safetensors headers, config and tokenizer parsing, colid's requests through
-# the chat renderer) builds under ASan+UBSan and runs a few seconds from its
-# seeds (tests/fuzz/ and the targets' seed scripts) without a report. `make
-# fuzz` runs them longer (FUZZ_SECONDS, 30 by default).
+# safetensors headers, config and tokenizer parsing, the Hugging Face config
+# files convert reads, colid's requests through the chat renderer) builds
+# under ASan+UBSan and runs a few seconds from its seeds (tests/fuzz/ and the
+# targets' seed scripts) without a report, and tools/fuzz_http.py throws
+# mutated raw HTTP at a running colid for as long. `make fuzz` runs them
+# longer (FUZZ_SECONDS, 30 by default); docs/fuzz.md.
 command -v clang >/dev/null 2>&1 || { echo "no clang (make deps installs clang and libclang-rt-dev)"; exit 77; }
 cd "$ROOT" || exit 1
 BUILD=$BUILD FUZZ_SECONDS=${FUZZ_SMOKE_SECONDS:-4} sh tools/fuzz.sh
