@@ -32,9 +32,10 @@ struct coli_layer {
 	int moe;
 	/* MoE layers */
 	struct coli_mat router;                  /* [n_experts, hidden] f32 */
+	const float *router_bias;                /* [n_experts] (cfg.router_bias) or NULL */
 	int xl;                                  /* index of the container's expert layer */
 	struct coli_mat sh_gate, sh_up, sh_down; /* shared expert (rows 0 if none) */
-	struct coli_mat sh_router;               /* [1, hidden] f32 */
+	struct coli_mat sh_router;               /* [1, hidden] f32 (cfg.shared_gated) */
 	/* dense MLP layers */
 	struct coli_mat ffn_gate, ffn_up, ffn_down;
 };
@@ -300,6 +301,9 @@ static inline double coli_now_s(void)
  * contiguous range of layers with their KV cache, the embeddings on the
  * first, the output norm and lm_head on the last. */
 int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen);
+/* 1 when the dense device has kernels for every layer kind of c; else 0 and
+ * why says which it lacks (the engine keeps the dense part on the CPU). */
+int coli_dense_dev_supports(const struct coli_model_config *c, char *why, size_t whylen);
 void coli_dense_dev_close(struct coli_engine *e);
 /* core/place/vram.c, from e->dd_dev (which dense_dev.c fills), so that the
  * placement, the scheduler and the forward may all ask: the device index (in

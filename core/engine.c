@@ -207,8 +207,9 @@ static int scratch_alloc(struct coli_engine *e)
 	if (rc)
 		return rc;
 	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32 */
-	for (int i = 0; i < c->head_dim / 2; i++)
-		e->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
+	/* over the rotated dims only (rope_dim, head_dim unless partial) */
+	for (int i = 0; i < c->rope_dim / 2; i++)
+		e->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->rope_dim);
 	return 0;
 }
 #undef ALLOC
@@ -421,7 +422,15 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc;
 
-	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
+	char why[160];
+
+	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
+	    !coli_dense_dev_supports(&e->m.cfg, why, sizeof(why))) {
+		fprintf(stderr,
+		        "coli: %s; the dense part runs on the CPU, experts may still "
+		        "run on the devices\n",
+		        why);
+	} else if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
 		rc = dense_open(e, err, errlen);
 		if (rc)
 			devices_off(e, "the dense part and KV cache", rc, err);

@@ -316,6 +316,19 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
  * e->dds, err naming it (core/engine.c leaves it out and tries the others
  * again at open; mid-run, after a device failed, it moves the dense part
  * here once more). */
+int coli_dense_dev_supports(const struct coli_model_config *c, char *why, size_t whylen)
+{
+	const char *lack = c->router_kind != COLI_ROUTER_SOFTMAX ? "sigmoid routing"
+	                   : c->rope_dim != c->head_dim          ? "partial RoPE"
+	                   : c->shared_inter && !c->shared_gated ? "an ungated shared expert"
+	                                                         : NULL;
+
+	if (lack)
+		snprintf(why, whylen, "the dense device has no kernels for %s's %s yet",
+		         c->model_type, lack);
+	return !lack;
+}
+
 int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;

@@ -79,8 +79,8 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 		qk_norm(c, e->q, L->q_norm, T, c->n_heads);
 		qk_norm(c, e->kx, L->k_norm, T, c->n_kv_heads);
 	}
-	coli_rope(e->q, T, c->n_heads, c->head_dim, pos0, e->inv_freq);
-	coli_rope(e->kx, T, c->n_kv_heads, c->head_dim, pos0, e->inv_freq);
+	coli_rope_part(e->q, T, c->n_heads, c->head_dim, c->rope_dim, pos0, e->inv_freq);
+	coli_rope_part(e->kx, T, c->n_kv_heads, c->head_dim, c->rope_dim, pos0, e->inv_freq);
 	/* append this call's keys and values to the cache */
 	memcpy(e->kcache + ((size_t)l * e->ctx + pos0) * kvd, e->kx, sizeof(float) * T * kvd);
 	memcpy(e->vcache + ((size_t)l * e->ctx + pos0) * kvd, e->vx, sizeof(float) * T * kvd);

@@ -58,6 +58,10 @@ static const struct {
     {"mlp.gate_proj.weight", "ffn_gate"},
     {"mlp.up_proj.weight", "ffn_up"},
     {"mlp.down_proj.weight", "ffn_down"},
+    {"mlp.gate.e_score_correction_bias", "router_bias"},
+    {"mlp.shared_experts.gate_proj.weight", "shexp_gate"},
+    {"mlp.shared_experts.up_proj.weight", "shexp_up"},
+    {"mlp.shared_experts.down_proj.weight", "shexp_down"},
 };
 
 /* Compares `rows` x `cols` source values with a stored matrix. */
