@@ -21,7 +21,8 @@
  *                  n_shared_experts * moe_intermediate_size; attention_bias (q/k/v only),
  *                  use_qk_norm (per head); partial_rotary_factor (0.5; top level or in
  *                  rope_parameters): rope_dim = head_dim * factor; layers past
- *                  num_hidden_layers (num_nextn_predict_layers, MTP) skipped
+ *                  num_hidden_layers (num_nextn_predict_layers | num_mtp_layers: MTP)
+ *                  skipped
  *   rope theta     rope_theta | rope_parameters.rope_theta | rope_scaling.rope_theta;
  *                  default 10000 (mixtral 1e6); a rope_type other than "default" is refused
  *   norm_topk_prob qwen3_moe/qwen2_moe/olmoe: key, default false; mixtral: always 1
@@ -333,7 +334,8 @@ static int read_glm(json_t *cfg, const char *path, struct hf_keys *s, char *errb
 	    get_int(cfg, "n_shared_experts", 1, &s->n_sh) ||
 	    get_int(cfg, "first_k_dense_replace", 1, &s->fkd) ||
 	    get_int(cfg, "n_group", 1, &s->ngroup) || get_int(cfg, "topk_group", 1, &s->tkg) ||
-	    get_int(cfg, "num_nextn_predict_layers", 0, &s->nmtp) ||
+	    get_int(cfg, "num_mtp_layers", 0, &s->nmtp) || /* transformers 5's spelling */
+	    get_int(cfg, "num_nextn_predict_layers", s->nmtp, &s->nmtp) ||
 	    get_int(cfg, "use_qk_norm", 0, &s->qkn))
 		return errf(errbuf, errlen, -EINVAL,
 		            "%s: a glm4_moe size or flag is not an integer", path);
