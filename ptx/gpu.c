@@ -41,7 +41,7 @@
 #ifdef COLI_HAVE_PTX
 static void unload_modules(coli_gpu_t *g)
 {
-	CUmodule *m[] = {&g->mod, &g->mod_dense, &g->mod_attn, &g->mod_gemm};
+	CUmodule *m[] = {&g->mod, &g->mod_dense, &g->mod_attn, &g->mod_gemm, &g->mod_kinds};
 
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		if (*m[i])
@@ -50,7 +50,7 @@ static void unload_modules(coli_gpu_t *g)
 	}
 }
 
-/* The four modules of one build (sm90: the compute_90 one). */
+/* The five modules of one build (sm90: the compute_90 one). */
 static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 {
 	static char info[JIT_LOG_SZ];
@@ -78,6 +78,9 @@ static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, sm90 ? coli_ptx_gemm_90 : coli_ptx_gemm,
 		                            4, opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(
+		    &g->mod_kinds, sm90 ? coli_ptx_kinds_90 : coli_ptx_kinds, 4, opts, vals);
 	if (r != CUDA_SUCCESS)
 		unload_modules(g);
 	return r;
@@ -165,7 +168,11 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_silu_mul_q)");
 	CK(g->cu->ModuleGetFunction(&g->f_pull, g->mod, "coli_pull"),
 	   "cuModuleGetFunction(coli_pull)");
-	return coli_gpu_dense_functions(g);
+	{
+		int rc = coli_gpu_dense_functions(g);
+
+		return rc ? rc : coli_gpu_kinds_functions(g);
+	}
 }
 #endif
 
