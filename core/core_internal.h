@@ -301,9 +301,6 @@ static inline double coli_now_s(void)
  * contiguous range of layers with their KV cache, the embeddings on the
  * first, the output norm and lm_head on the last. */
 int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen);
-/* 1 when the dense device has kernels for every layer kind of c; else 0 and
- * why says which it lacks (the engine keeps the dense part on the CPU). */
-int coli_dense_dev_supports(const struct coli_model_config *c, char *why, size_t whylen);
 void coli_dense_dev_close(struct coli_engine *e);
 /* core/place/vram.c, from e->dd_dev (which dense_dev.c fills), so that the
  * placement, the scheduler and the forward may all ask: the device index (in

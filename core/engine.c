@@ -422,15 +422,7 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc;
 
-	char why[160];
-
-	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
-	    !coli_dense_dev_supports(&e->m.cfg, why, sizeof(why))) {
-		fprintf(stderr,
-		        "coli: %s; the dense part runs on the CPU, experts may still "
-		        "run on the devices\n",
-		        why);
-	} else if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
+	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
 		rc = dense_open(e, err, errlen);
 		if (rc)
 			devices_off(e, "the dense part and KV cache", rc, err);

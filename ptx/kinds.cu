@@ -3,9 +3,11 @@
  * DeepSeek-V3's routing) brought: sigmoid routing with a selection-only
  * correction bias and group-limited top-k, and partial RoPE. Their CPU
  * references are cpu/ops.c coli_route_sigmoid and coli_rope_part; the test
- * is tests/ptx/kinds.c. Not wired into the dense device yet
- * (core/forward/dense_dev.c coli_dense_dev_supports keeps such a model's
- * dense part on the CPU): these are the leaves of that step.
+ * is tests/ptx/kinds.c. coli_rope_part is the dense device's RoPE op when
+ * rope_dim < head_dim (core/dev/dev_gpu.c g_rope); coli_route_sigmoid is not
+ * used yet: a sigmoid-routed model's layers are routed by the host from the
+ * downloaded router logits (core/forward/dense_dev.c route_on_dev), until the
+ * route + plan launches of ptx/dense.cu learn the sigmoid kind.
  *
  * coli_route_sigmoid: one warp per token (grid T, 32 threads), E <=
  * COLI_GPU_ROUTE_MAX_E, K <= 16. Every step is the host's, in its order:

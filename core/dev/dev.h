@@ -103,10 +103,11 @@ struct coli_dev_qk_rope {
 	uint64_t kc, vc;   /* [ctx][nkv][hd] */
 };
 
-/* RoPE of x [T][nh][hd] in place at positions pos0.. */
+/* RoPE of x [T][nh][hd] in place at positions pos0..: the first rd dims of
+ * each head (0 or hd: all of them; less: partial RoPE, GLM-4.5) */
 struct coli_dev_rope {
-	uint64_t x, inv_freq;
-	int T, nh, hd, pos0;
+	uint64_t x, inv_freq; /* inv_freq [rd / 2] */
+	int T, nh, hd, rd, pos0;
 };
 
 /* Causal attention of q [T][nh][hd] over the cache k/v [ctx][nkv * hd] into

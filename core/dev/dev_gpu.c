@@ -106,6 +106,9 @@ static int g_add(struct coli_dev *d, const struct coli_dev_add *a)
 }
 static int g_rope(struct coli_dev *d, const struct coli_dev_rope *a)
 {
+	if (a->rd && a->rd != a->hd) /* partial (ptx/kinds.cu) */
+		return coli_gpu_rope_part(G(d), a->x, a->T, a->nh, a->hd, a->rd, a->pos0,
+		                          a->inv_freq);
 	return coli_gpu_rope(G(d), a->x, a->T, a->nh, a->hd, a->pos0, a->inv_freq);
 }
 static int g_attention(struct coli_dev *d, const struct coli_dev_attention *a)

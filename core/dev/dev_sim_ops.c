@@ -158,7 +158,7 @@ int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope
 int coli_dev_sim_rope(struct coli_dev *d, const struct coli_dev_rope *a)
 {
 	IN_ORDER(d);
-	coli_rope(F(a->x), a->T, a->nh, a->hd, a->pos0, F(a->inv_freq));
+	coli_rope_part(F(a->x), a->T, a->nh, a->hd, a->rd ? a->rd : a->hd, a->pos0, F(a->inv_freq));
 	return 0;
 }
 

@@ -176,7 +176,7 @@ static int up_weights(struct coli_engine *e, struct coli_dense_dev *dd)
 		    up_mat(e, dd, c->tie_embeddings ? &e->m.tok_embd : &e->m.lm_head, &dd->lm_head);
 	if (dd->last)
 		rc = rc ? rc : up_vec(e, dd, e->m.out_norm, (int)c->hidden, &dd->out_norm);
-	rc = rc ? rc : up_vec(e, dd, e->inv_freq, c->head_dim / 2, &dd->inv_freq);
+	rc = rc ? rc : up_vec(e, dd, e->inv_freq, c->rope_dim / 2, &dd->inv_freq);
 	for (int l = dd->l0; !rc && l < dd->l1; l++)
 		rc = up_layer(e, dd, l);
 	return rc;
@@ -249,8 +249,11 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 		return -ENOMEM;
 	rc = up_weights(e, dd);
 	rc = rc ? rc : alloc_bufs(e, dd, I);
+	/* sigmoid routing (GLM-4.5) is routed by the host from the downloaded
+	 * logits for now: ptx/kinds.cu's kernel is not in the plan launches */
 	dd->route_on_dev = c->n_experts > 0 && c->n_experts <= COLI_GPU_ROUTE_MAX_E &&
-	                   c->top_k >= 1 && c->top_k <= 16 && e->opts.dev_route;
+	                   c->top_k >= 1 && c->top_k <= 16 && e->opts.dev_route &&
+	                   c->router_kind == COLI_ROUTER_SOFTMAX;
 	dd->plan_dev = -1;
 	dd->full = calloc((size_t)c->n_layers, 1);
 	dd->part = calloc((size_t)c->n_layers, 1);
@@ -316,19 +319,6 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
  * e->dds, err naming it (core/engine.c leaves it out and tries the others
  * again at open; mid-run, after a device failed, it moves the dense part
  * here once more). */
-int coli_dense_dev_supports(const struct coli_model_config *c, char *why, size_t whylen)
-{
-	const char *lack = c->router_kind != COLI_ROUTER_SOFTMAX ? "sigmoid routing"
-	                   : c->rope_dim != c->head_dim          ? "partial RoPE"
-	                   : c->shared_inter && !c->shared_gated ? "an ungated shared expert"
-	                                                         : NULL;
-
-	if (lack)
-		snprintf(why, whylen, "the dense device has no kernels for %s's %s yet",
-		         c->model_type, lack);
-	return !lack;
-}
-
 int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;

@@ -75,7 +75,8 @@ struct coli_dense_dev {
 	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	uint64_t fsel;     /* [n_layers][COLI_GPU_MAX_S][top_k]: each device-planned layer's
 	                    * routing, down once a forward into e->fast_sel (fast_down) */
-	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
+	int route_on_dev;  /* the device routes (softmax routing, E and top_k within
+	                    * coli_route's limits; sigmoid: the host, from dd->rlog) */
 	int point;         /* the layer queued last recorded the host's wait point behind its
 	                    * downloads (the host part waits for it, not the stream) */
 	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
