@@ -3,11 +3,11 @@
  * DeepSeek-V3's routing) brought: sigmoid routing with a selection-only
  * correction bias and group-limited top-k, and partial RoPE. Their CPU
  * references are cpu/ops.c coli_route_sigmoid and coli_rope_part; the test
- * is tests/ptx/kinds.c. coli_rope_part is the dense device's RoPE op when
- * rope_dim < head_dim (core/dev/dev_gpu.c g_rope); coli_route_sigmoid is not
- * used yet: a sigmoid-routed model's layers are routed by the host from the
- * downloaded router logits (core/forward/dense_dev.c route_on_dev), until the
- * route + plan launches of ptx/dense.cu learn the sigmoid kind.
+ * is tests/ptx/kinds.c. The dense device's RoPE op when rope_dim < head_dim
+ * and its route op for a sigmoid router (core/dev/dev_gpu.c g_rope,
+ * g_route); a planned layer then routes in a launch of its own before
+ * coli_moe_plan (core/forward/forward_dev.c plan_route), not fused with it
+ * as the softmax router is.
  *
  * coli_route_sigmoid: one warp per token (grid T, 32 threads), E <=
  * COLI_GPU_ROUTE_MAX_E, K <= 16. Every step is the host's, in its order:

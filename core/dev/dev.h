@@ -179,10 +179,15 @@ struct coli_dev_accumulate {
 };
 
 /* Routing on the device (cpu/ops.c coli_route's result; cuda: its expf):
- * router logits rlog [T][E] into sel/selw [T][K], renormalised when norm. */
+ * router logits rlog [T][E] into sel/selw [T][K], renormalised when norm.
+ * sigmoid: cpu/ops.c coli_route_sigmoid's instead (cuda: ptx/kinds.cu), with
+ * bias [E] (or 0), the groups and the scale. */
 struct coli_dev_route {
 	uint64_t rlog, sel, selw;
 	int T, E, K, norm;
+	int sigmoid, n_group, topk_group;
+	uint64_t bias;
+	float scale;
 };
 
 /* A dense matrix times T rows (kernels_abi.h's struct, and its dtype):

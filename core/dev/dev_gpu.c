@@ -159,6 +159,9 @@ static int g_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 }
 static int g_route(struct coli_dev *d, const struct coli_dev_route *a)
 {
+	if (a->sigmoid) /* ptx/kinds.cu */
+		return coli_gpu_route_sigmoid(G(d), a->rlog, a->bias, a->T, a->E, a->K, a->n_group,
+		                              a->topk_group, a->norm, a->scale, a->sel, a->selw);
 	return coli_gpu_route(G(d), a->rlog, a->T, a->E, a->K, a->norm, a->sel, a->selw);
 }
 static int g_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)

@@ -147,6 +147,7 @@ static int up_layer(struct coli_engine *e, struct coli_dense_dev *dd, int l)
 	rc = rc ? rc : up_vec(e, dd, L->v_bias, (int)kvd, &D->v_bias);
 	rc = rc ? rc : up_vec(e, dd, L->q_norm, qn, &D->q_norm);
 	rc = rc ? rc : up_vec(e, dd, L->k_norm, kn, &D->k_norm);
+	rc = rc ? rc : up_vec(e, dd, L->router_bias, c->n_experts, &D->router_bias);
 	rc = rc ? rc : up_qkv(e, dd, L, D);
 	rc = rc ? rc : up_mat(e, dd, &L->o, &D->o);
 	rc = rc ? rc : up_mat(e, dd, &L->router, &D->router);
@@ -249,11 +250,8 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 		return -ENOMEM;
 	rc = up_weights(e, dd);
 	rc = rc ? rc : alloc_bufs(e, dd, I);
-	/* sigmoid routing (GLM-4.5) is routed by the host from the downloaded
-	 * logits for now: ptx/kinds.cu's kernel is not in the plan launches */
 	dd->route_on_dev = c->n_experts > 0 && c->n_experts <= COLI_GPU_ROUTE_MAX_E &&
-	                   c->top_k >= 1 && c->top_k <= 16 && e->opts.dev_route &&
-	                   c->router_kind == COLI_ROUTER_SOFTMAX;
+	                   c->top_k >= 1 && c->top_k <= 16 && e->opts.dev_route;
 	dd->plan_dev = -1;
 	dd->full = calloc((size_t)c->n_layers, 1);
 	dd->part = calloc((size_t)c->n_layers, 1);

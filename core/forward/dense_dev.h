@@ -32,6 +32,7 @@ struct dmat {
 
 struct dlayer {
 	uint64_t attn_norm, ffn_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
+	uint64_t router_bias; /* [n_experts] f32 (sigmoid routing), or 0 */
 	struct dmat q, k, v, o, router, sh_gate, sh_up, sh_down, sh_router, ffn_gate, ffn_up,
 	    ffn_down;
 	struct dmat qkv; /* q, k and v stacked in one allocation (q, k, v are views of it),
@@ -75,8 +76,7 @@ struct coli_dense_dev {
 	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	uint64_t fsel;     /* [n_layers][COLI_GPU_MAX_S][top_k]: each device-planned layer's
 	                    * routing, down once a forward into e->fast_sel (fast_down) */
-	int route_on_dev;  /* the device routes (softmax routing, E and top_k within
-	                    * coli_route's limits; sigmoid: the host, from dd->rlog) */
+	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
 	int point;         /* the layer queued last recorded the host's wait point behind its
 	                    * downloads (the host part waits for it, not the stream) */
 	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */

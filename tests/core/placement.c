@@ -19,9 +19,7 @@
  * resident (planned on the device) or some (preplanned) must have run, and
  * without a fault every run counts the CPU run's expert hits (over all
  * tiers): a device-planned layer's are counted from the routing it sends
- * back once a forward (a sigmoid-routed family, GLM-4.5, is routed by the
- * host from the device's router logits, so its layers are never planned on
- * the device). On one device a preplanned decode layer queues its
+ * back once a forward. On one device a preplanned decode layer queues its
  * tail (host rows up, the accumulate) behind a wait for the host when it
  * issues its experts (COLI_TAIL_AHEAD): some run must have.
  */
@@ -143,7 +141,6 @@ int main(void)
 			coli_container_t *c;
 			const struct coli_expert_layer *xl;
 			double slab_gb, half_slabs; /* half the experts + 1, in slabs */
-			int dev_routed;             /* the dense device routes (and plans) */
 
 			if (fx_convert(names[f], quants[qi], fx_tmpdir(), path, sizeof(path)))
 				return 1;
@@ -151,17 +148,6 @@ int main(void)
 				return 1;
 			xl = coli_io_container_expert_layer(c, 0);
 			slab_gb = xl->slab_bytes / 1e9;
-			{ /* sigmoid routing is the host's (core/forward/dense_dev.c) */
-				struct coli_model_config cfg;
-				size_t len = 0;
-				const char *js =
-				    coli_io_container_section(c, COLI_SECTION_CONFIG, &len);
-				char msg[160];
-
-				dev_routed = js &&
-				             !coli_config_parse(js, len, &cfg, msg, sizeof(msg)) &&
-				             cfg.router_kind == COLI_ROUTER_SOFTMAX;
-			}
 			half_slabs = coli_io_container_n_expert_layers(c) * xl->n_experts / 2 + 1;
 			coli_io_container_close(c);
 			{
@@ -257,7 +243,7 @@ int main(void)
 						       (unsigned long long)ref.hits);
 						fails++;
 					}
-					if (cases[b].slabs == -2 && dev_routed &&
+					if (cases[b].slabs == -2 &&
 					    (strchr(devs[d], ':') || strchr(devs[d], ',')) &&
 					    !got.planned) {
 						printf(
