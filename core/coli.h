@@ -29,7 +29,9 @@
  *
  * Routed experts are not tensors: they are slabs in the expert region (io/io.h).
  * Matrices are stored in the model's quant (bf16/q8_0/q4_0); norms, biases and
- * routers in f32.
+ * routers in f32. In a q8/q4 model a matrix whose columns are not a multiple
+ * of 32 is bf16, an expert layer whole when its hidden or moe_inter is not
+ * (coli convert's fallback, docs/quant.md).
  */
 #ifndef COLI_H
 #define COLI_H
@@ -94,7 +96,7 @@ struct coli_model_config {
 	float routed_scale; /* routed experts' weights are multiplied by it [1.0] */
 	float norm_eps;
 	float rope_theta;
-	enum coli_dtype quant; /* of matrices and slabs */
+	enum coli_dtype quant; /* of matrices and slabs (some bf16: see the top) */
 	int is_moe_layer[COLI_MAX_LAYERS];
 	int n_eos;
 	int eos[COLI_MAX_EOS];

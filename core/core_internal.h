@@ -1,6 +1,23 @@
 /*
  * core/core_internal.h — the engine's private structures: the bound model
- * (tensor views into the container), the KV cache and scratch buffers.
+ * (tensor views into the container) and struct coli_engine, made of parts
+ * with one owner each, every part's struct in its owner's header:
+ *
+ *   kv     struct coli_kv         core/forward/kv.h       the host KV cache
+ *   s      struct coli_scratch    core/forward/scratch.h  the forward's buffers
+ *   moe    struct coli_moe_sched  core/moe/sched.h        the scheduler's lists
+ *   vram   struct coli_vram       core/place/vram.h       devices, VRAM tier
+ *   dense  struct coli_dense      core/forward/dense.h    the dense part's devices
+ *   tiers  struct coli_tiers      core/place/tiers_internal.h  the RAM tier
+ *
+ * core/engine.c allocates each part at open through its owner's function and
+ * frees it, once, at close; the options, model, tokenizer, pool, trace,
+ * statistics and error message stay at the top. Between open and close the
+ * parts fill one another's buffers through the engine (the MoE part writes
+ * the pairs and their outputs into the forward's scratch; core/place/vram.c
+ * takes the cost model's first streaming measure) while calls go one way
+ * (tools/check_layers.py). What one MoE layer call means is a value, not a
+ * field (struct coli_moe_layer, core/moe/moe.h).
  *
  * Data flow of one forward call over T tokens (prefill T > 1, decode T = 1):
  *
@@ -20,6 +37,11 @@
 #include <time.h>
 
 #include "core/coli.h"
+#include "core/forward/dense.h"
+#include "core/forward/kv.h"
+#include "core/forward/scratch.h"
+#include "core/moe/sched.h"
+#include "core/place/vram.h"
 #include "cpu/cpu.h"
 #include "io/io.h"
 
@@ -61,6 +83,11 @@ struct coli_expert_view {
 /* The same view over a copy of the slab at `slab` (a tier slot). */
 void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
                           struct coli_expert_view *v);
+/* Whether the devices' kernels can run the model's dense matrices (experts
+ * 0) or its routed experts (experts 1): every GEMV's columns a multiple of
+ * 32, whatever the dtype. 0, or -ENOTSUP with why naming the first that is
+ * not (core/engine.c then keeps that part on the CPU). */
+int coli_model_dev_check(const struct coli_model *m, int experts, char *why, size_t len);
 /* Re-point every tensor view inside [from, from + bytes) to the same offset
  * in `to` (the dense region copied into an arena). */
 void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, const void *to);
@@ -75,60 +102,6 @@ struct coli_actbuf {
 	struct coli_act act;
 };
 
-#define COLI_MAX_DEVS 8
-
-/* One device's share of the MoE work: made by core/place/vram.c, used per
- * layer by core/moe/moe_dev.c. Device addresses are uint64_t; s* are host
- * staging buffers of the same shapes. */
-struct coli_dev_slot {
-	struct coli_dev *dev;
-	size_t budget, used;      /* VRAM for resident expert slabs, bytes */
-	int n_experts;            /* resident */
-	int pmax;                 /* pairs the buffers hold: tmax * top_k */
-	uint64_t xq, xd, xqs, xf; /* pair activations [P][H] (+ scales, sums) or f32 */
-	uint64_t g, u, h;         /* [P][I] f32 */
-	uint64_t hq, hd, hqs;     /* h quantized */
-	uint64_t y;               /* [P][H] expert outputs */
-	/* host staging of the pair activations and outputs: one page-locked region
-	 * (mem/ registers it with every device), so copies are truly asynchronous */
-	void *host;
-	size_t host_bytes;
-	int8_t *sx_q;
-	float *sx_d, *sx_f, *sy;
-	int32_t *sx_s;
-	int32_t *sx_tok;                 /* [P] each row's token, for a device-side gather */
-	uint64_t tok;                    /* the same on the device */
-	struct coli_gpu_gemv_job *jobs;  /* runs of <= COLI_GPU_MAX_S pairs */
-	struct coli_gpu_gemm_job *gjobs; /* longer runs (prefill): tensor-core GEMM */
-	struct dev_run {
-		int expert, pair0, n, row0;
-		int stage;     /* staging slot, -1 for a resident expert */
-		int tail;      /* its down part is still to copy (wave_compute) */
-		uint64_t slab; /* resident slab or staging slot */
-	} * runs;              /* this layer's experts on the device */
-	int n_runs, P;
-	/* the issue's first part (moe_dev.c issue_begin): its first wave's end
-	 * and cap; early: that wave's copies went first; on_dev: the pairs'
-	 * rows are on this device (the layer call's dev_rows); ahead: queued already by
-	 * coli_moe_dev_copy_ahead, which returned ahead_rc */
-	int r1, cap, early, on_dev, ahead, ahead_rc;
-	int direct; /* this layer's gate and up read the tokens' rows in ml->dev_rows
-	             * (one pair an expert: no gather) */
-	/* streaming: RAM-tier slabs copied into VRAM staging slots, a small LRU
-	 * cache tagged (layer, expert); copies run on the device's copy stream */
-	uint64_t stage; /* n_stage slots of stage_bytes */
-	int n_stage;
-	size_t stage_bytes;
-	struct dev_stage {
-		int l, ex;     /* what the slot holds (or is receiving); l = -1: nothing */
-		uint64_t used; /* st_clock of the last round that claimed it (this
-		                  round's: not a victim) */
-		uint64_t last; /* st_tick of its last copy or reader: the LRU order */
-	} * st;
-	uint64_t st_clock, st_tick;
-	uint64_t streamed_bytes; /* this layer */
-	double t_issue;          /* when this layer's issue began (s) */
-};
 /* ---- usage file (core/place/usage.c) ---- */
 struct coli_usage {
 	uint64_t model_hash;
@@ -196,95 +169,17 @@ struct coli_engine {
 	struct coli_model m;
 	coli_tokenizer_t *tok; /* NULL when the container has none */
 	coli_cpu_pool_t *pool;
-	int ctx;                /* KV positions */
-	int pos;                /* tokens in the cache */
-	float *kcache, *vcache; /* [n_layers][ctx][n_kv*hd] */
-	size_t kv_bytes;
-	/* scratch for up to tmax tokens per forward call */
-	int tmax;
-	float *x;                     /* [tmax][hidden] residual stream */
-	float *xn;                    /* [tmax][hidden] normed */
-	float *q;                     /* [tmax][nh*hd] */
-	float *kx, *vx;               /* [tmax][nkv*hd] */
-	float *att;                   /* [tmax][nh*hd] attention output */
-	float *scores;                /* [threads][ctx * 8]: attention's, a slot a thread */
-	struct coli_attn_group *attn; /* [tmax * n_kv_heads]: a forward's attention groups */
-	float *mlp;                   /* [tmax][hidden] MoE / MLP output */
-	float *proj;                  /* [tmax][hidden] projection output */
-	float *glogits;    /* [vocab]: the CPU path's logits for coli_engine_forward_argmax */
-	float *rlog;       /* [tmax][n_experts] router logits */
-	int *sel;          /* [tmax][top_k] routed experts (descending weight) */
-	float *selw;       /* [tmax][top_k] their weights */
-	uint32_t tail_seq; /* the dense device's host waits queued so far (core/forward/
-	                    * layer_host.c's tail ahead) */
-	float *g, *u;      /* [tmax][max_inter] */
-	float *ey;         /* [tmax*top_k][hidden] per-pair expert outputs, then room
-	                    * for the pair lists (one upload: core/forward/forward_dev.c) */
-	/* the layer's (token, expert) pairs, sorted by expert then token */
-	int n_pairs;
-	int *pair_expert, *pair_token;
-	float *pair_w;
-	/* devices and the VRAM expert tier (core/moe/moe_dev.c) */
-	struct coli_dev *devs[COLI_MAX_DEVS];
-	int n_devs;
-	unsigned char *la_idle; /* [n_layers] guesses in a row that read nothing */
-	void *xfer;     /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
-	                 * sel, selw, fast_sel, guess, xlogits */
-	float *xlogits; /* [vocab]: a decode step's logits on their way from the dense
-	                 * device (a download into the caller's pageable buffer went
-	                 * through the driver's staging at a few GB/s) */
-	int *fast_sel;  /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on
-	                 * the dense device this forward, for the host's counts */
-	int *guess;     /* [tmax][top_k]: the lookahead's top-k for a layer call's guess_l,
-	                 * computed on the dense device (core/forward/forward_dev.c) */
-	int *xids;      /* [2 + tmax] position, then token ids, on their way to the dense device;
-	                 * the last: the greedy id coming back (coli_engine_forward_argmax) */
-	size_t xfer_bytes;
-	struct coli_dev_slot vram[COLI_MAX_DEVS];
-	signed char *where;        /* [n_layers][n_experts]: device index, -1 host */
-	signed char *assign;       /* [n_experts] this layer: device computing it, -1 CPU */
-	unsigned char *streamed;   /* [n_experts] this layer: 1 if copied to the device */
-	int *cand, *cand_n;        /* [n_experts] scratch of plan_pairs, assign_experts, cpu_list */
-	int *pair_first, *pair_n;  /* [n_experts] this layer: first pair, pair count */
-	int *need, *redo;          /* [n_experts] experts the host reads; CPU recomputes */
-	const void **slab_ptr;     /* [n_experts] slabs of the acquired chunk */
-	const void **host_slab;    /* [n_experts] RAM slab of a streamed expert */
-	double bw_cpu, bw_stream;  /* cost model: bytes/s of CPU rows and of streaming */
-	double bw_cpu_pair;        /* prefill CPU rows: slab bytes x tokens per second */
-	struct coli_dense_dev *dd; /* dense part on a device (core/forward/forward_dev.c), or NULL;
-	                            * with several (layer split), the one of the layer
-	                            * running, else the first */
-	struct coli_dense_dev *dds[COLI_MAX_DEVS]; /* each device's range of layers */
-	int n_dd;
-	signed char *dd_of; /* [n_layers] index in dds of the layer's dense device */
-	struct coli_dev *dd_dev[COLI_MAX_DEVS]; /* dds[i]'s device, for the parts that do not
-	                                         * see struct coli_dense_dev (place, moe) */
-	/* the VRAM adaptation moved expert ex of layer l to device address addr
-	 * (0: out of VRAM): core/place/vram.c calls the hook core/engine.c
-	 * installs at open (the dense device's table of what it may plan) */
-	int (*slab_moved)(struct coli_engine *e, int l, int ex, uint64_t addr);
-	uint64_t adapt_at;      /* token count of the next VRAM adaptation round */
-	int *hist;              /* [ctx] token ids in the KV cache, to rebuild it on the
-	                         * CPU if the dense device fails */
-	uint64_t *dev_slab;     /* [n_layers][n_experts]: device address of the slab */
-	struct coli_actbuf *ax; /* [tmax] over hidden-sized inputs */
-	struct coli_actbuf *ah; /* [tmax] over inter / attention-sized inputs */
-	/* CPU rows of a MoE layer, batched over its experts (core/moe/moe.c cpu_experts) */
-	float *pg, *pu;                 /* [tmax * top_k][moe_inter] gate, up (then h) */
-	struct coli_actbuf *ph;         /* [tmax * top_k] h per pair, quantized */
-	struct coli_act *hag;           /* [tmax * top_k] views of ph for the down GEMM */
-	struct coli_expert_view *xview; /* [n_experts] */
-	struct coli_gemm_job *xjobs;    /* [3 * n_experts]: gate, up, then down */
-	int *xpairs, n_xpairs;          /* pairs whose SwiGLU the pool computes */
-	struct coli_act *ag;            /* [tmax] gathered activations (struct copies) */
-	float *inv_freq;                /* [head_dim/2] rope frequencies */
-	FILE *trace;                    /* ROUTE_TRACE */
-	struct coli_engine_stats est;   /* cumulative, see coli_engine_stats */
-	size_t scratch_bytes;           /* what scratch_alloc took, for the budget */
-	int numa_node;                  /* resolved --numa-bind */
-	char numa_why[160];             /* what it resolved to and why (coli_engine_numa) */
-	struct coli_tiers *tiers;       /* expert slots, streamer, heat */
-	char errmsg[512];               /* why the last forward failed */
+	struct coli_kv kv;            /* the KV cache (core/forward/kv.h) */
+	struct coli_scratch s;        /* the forward's buffers (core/forward/scratch.h) */
+	struct coli_moe_sched moe;    /* the MoE scheduler's (core/moe/sched.h) */
+	struct coli_vram vram;        /* devices, VRAM expert tier (core/place/vram.h) */
+	struct coli_dense dense;      /* the dense part's devices (core/forward/dense.h) */
+	struct coli_tiers *tiers;     /* expert slots, streamer, heat (core/place) */
+	FILE *trace;                  /* ROUTE_TRACE */
+	struct coli_engine_stats est; /* cumulative, see coli_engine_stats */
+	int numa_node;                /* resolved --numa-bind */
+	char numa_why[160];           /* what it resolved to and why (coli_engine_numa) */
+	char errmsg[512];             /* why the last forward failed */
 };
 
 /* Monotonic seconds, for the engine's timers. */
@@ -302,9 +197,9 @@ static inline double coli_now_s(void)
  * first, the output norm and lm_head on the last. */
 int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen);
 void coli_dense_dev_close(struct coli_engine *e);
-/* core/place/vram.c, from e->dd_dev (which dense_dev.c fills), so that the
+/* core/place/vram.c, from e->dense.dd_dev (which dense_dev.c fills), so that the
  * placement, the scheduler and the forward may all ask: the device index (in
- * e->devs) whose dense part holds layer l, or -1; whether dev holds some of
+ * e->vram.devs) whose dense part holds layer l, or -1; whether dev holds some of
  * the dense part (a range of layers, or all of it). */
 int coli_dense_dev_of(const struct coli_engine *e, int l);
 int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev);
@@ -315,7 +210,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 /* After expert placement: the MoE layers the dense device can plan itself. */
 int coli_dense_dev_plan_init(struct coli_engine *e);
 /* The VRAM adaptation moved expert ex of layer l to device address addr (0:
- * out): e->slab_moved, installed by core/engine.c at open. */
+ * out): e->vram.slab_moved, installed by core/engine.c at open. */
 int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr);
 
 /* core/text/sampler.c: coli_sampler_pick with its per-block passes (block maxima,
@@ -342,6 +237,10 @@ void coli_vram_device_drop(struct coli_engine *e, int d);
 /* vram.c, between tokens: swap a cold resident expert for a hotter one, per
  * layer, with hysteresis (call after each forward). */
 void coli_moe_dev_adapt(struct coli_engine *e);
+/* core/model/act.c: count row sets of n values (quant: with their int8 form),
+ * and their release (what alloc made when it failed, too). */
+int coli_actbufs_alloc(struct coli_actbuf **out, int count, int n, int quant);
+void coli_actbufs_free(struct coli_actbuf *a, int count);
 /* core/model/act.c: prepare actbuf from x[n] (fp32 copy + quantized form). */
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
 /* ab[t] over rows t of x [T][n], t < T (a prefill chunk's rows over the pool). */

@@ -1,9 +1,14 @@
 /*
  * core/engine.c — the engine object: opens the container, binds the model,
- * loads the tokenizer, sizes the KV cache and the scratch buffers, owns the
- * thread pool and the route trace. The forward pass lives in core/forward and
- * core/moe; this file allocates and frees, and installs the hooks the parts
- * below call up through (e->slab_moved).
+ * loads the tokenizer, owns the thread pool and the route trace, and opens
+ * and closes the engine's parts in order (core/core_internal.h lists them,
+ * each with its owner): the KV cache (coli_kv_alloc), the forward's scratch
+ * (coli_scratch_alloc), the MoE scheduler's lists (coli_moe_sched_alloc),
+ * the RAM tier (coli_tiers_open), the devices, the dense part on them
+ * (coli_dense_dev_open) and the VRAM tier (coli_moe_dev_place); close
+ * releases each once, whatever open reached. The forward pass lives in
+ * core/forward and core/moe; this file installs the hooks the parts below
+ * call up through (e->vram.slab_moved).
  *
  * Memory: the KV cache is fp32, [n_layers][ctx][n_kv_heads*head_dim] for K
  * and again for V, allocated through mem/ (NUMA placement decided there).
@@ -20,7 +25,6 @@
  * last because its RAM budget counts the KV cache and scratch sized here.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -53,167 +57,6 @@ static int ubatch_auto(const struct coli_engine *e)
 	           : UBATCH_CPU;
 }
 
-static int actbufs_alloc(struct coli_actbuf **out, int count, int n, int quant)
-{
-	struct coli_actbuf *a = calloc((size_t)count, sizeof(*a));
-
-	if (!a)
-		return -ENOMEM;
-	*out = a;
-	for (int i = 0; i < count; i++) {
-		a[i].n = n;
-		if (!quant)
-			continue;
-		a[i].q = malloc((size_t)n);
-		a[i].d = malloc(sizeof(float) * (n / COLI_QBLOCK));
-		a[i].qsum = malloc(sizeof(int32_t) * (n / COLI_QBLOCK));
-		if (!a[i].q || !a[i].d || !a[i].qsum)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static void actbufs_free(struct coli_actbuf *a, int count)
-{
-	if (!a)
-		return;
-	for (int i = 0; i < count; i++) {
-		free(a[i].q);
-		free(a[i].d);
-		free(a[i].qsum);
-	}
-	free(a);
-}
-
-static int max3(int a, int b, int c)
-{
-	int m = a > b ? a : b;
-
-	return m > c ? m : c;
-}
-
-#define ALLOC(p, n)                                                                                \
-	((p) = calloc((size_t)(n), sizeof(*(p))), e->scratch_bytes += (size_t)(n) * sizeof(*(p)),  \
-	 (p) ? 0 : -ENOMEM)
-
-/* What crosses to or from a device every layer (normed input, router
- * logits, per-pair outputs and lists) lives in one region that mem/
- * registers with the devices: an async copy from pageable memory first
- * waits for the device's stream to drain, and a small upload from
- * registered memory is pulled by a kernel instead of queuing behind the
- * copy engine's slab copies (ptx/gpu_mem.c). */
-static int xfer_alloc(struct coli_engine *e)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	int T = e->tmax, H = c->hidden;
-	size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
-	size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
-	size_t sz[] = {(size_t)T * H * 4,
-	               (size_t)T * E1 * 4,
-	               P * (H + 2) * 4,
-	               P * 4,
-	               P * 4,
-	               (size_t)(T + 2) * 4,
-	               P * 4,
-	               P * 4,
-	               fast * 4 + 4,
-	               P * 4,
-	               (size_t)c->vocab * 4};
-	void **dst[] = {(void **)&e->xn,         (void **)&e->rlog,   (void **)&e->ey,
-	                (void **)&e->pair_token, (void **)&e->pair_w, (void **)&e->xids,
-	                (void **)&e->sel,        (void **)&e->selw,   (void **)&e->fast_sel,
-	                (void **)&e->guess,      (void **)&e->xlogits};
-
-	e->xfer = coli_mem_alloc_buffers(sz, dst, 11, COLI_MEM_NODE_ANY, &e->xfer_bytes);
-	if (!e->xfer)
-		return -ENOMEM;
-	e->scratch_bytes += e->xfer_bytes;
-	return 0;
-}
-
-/* The dense layers' rows [tmax][...] and the per-expert lists [n_experts]. */
-static int layer_scratch_alloc(struct coli_engine *e, int inter, int quant)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	int T = e->tmax, H = c->hidden, qd = c->n_heads * c->head_dim;
-	int kvd = c->n_kv_heads * c->head_dim;
-	int threads = coli_cpu_pool_threads(e->pool);
-	int rc;
-
-	rc = ALLOC(e->x, (size_t)T * H);
-	rc = rc ? rc : ALLOC(e->q, (size_t)T * qd);
-	rc = rc ? rc : ALLOC(e->kx, (size_t)T * kvd);
-	rc = rc ? rc : ALLOC(e->vx, (size_t)T * kvd);
-	rc = rc ? rc : ALLOC(e->att, (size_t)T * qd);
-	rc = rc ? rc : ALLOC(e->scores, (size_t)threads * e->ctx * 8); /* attention's */
-	rc = rc ? rc : ALLOC(e->attn, (size_t)T * c->n_kv_heads);
-	rc = rc ? rc : ALLOC(e->mlp, (size_t)T * H);
-	rc = rc ? rc : ALLOC(e->proj, (size_t)T * H);
-	rc = rc ? rc : ALLOC(e->glogits, c->vocab);
-	rc = rc ? rc : ALLOC(e->g, (size_t)T * inter);
-	rc = rc ? rc : ALLOC(e->u, (size_t)T * inter);
-	rc = rc ? rc : ALLOC(e->pair_expert, (size_t)T * c->top_k);
-	rc = rc ? rc : ALLOC(e->assign, c->n_experts);
-	rc = rc ? rc : ALLOC(e->la_idle, c->n_layers);
-	rc = rc ? rc : ALLOC(e->streamed, c->n_experts);
-	rc = rc ? rc : ALLOC(e->cand, c->n_experts);
-	rc = rc ? rc : ALLOC(e->cand_n, c->n_experts);
-	rc = rc ? rc : ALLOC(e->pair_first, c->n_experts);
-	rc = rc ? rc : ALLOC(e->pair_n, c->n_experts);
-	rc = rc ? rc : ALLOC(e->need, c->n_experts);
-	rc = rc ? rc : ALLOC(e->redo, c->n_experts);
-	rc = rc ? rc : ALLOC(e->slab_ptr, c->n_experts);
-	rc = rc ? rc : ALLOC(e->host_slab, c->n_experts);
-	rc = rc ? rc : ALLOC(e->ag, (size_t)T * c->top_k);
-	rc = rc ? rc : ALLOC(e->inv_freq, c->head_dim / 2);
-	rc = rc ? rc : actbufs_alloc(&e->ax, T, H, quant);
-	rc = rc ? rc : actbufs_alloc(&e->ah, T, qd > inter ? qd : inter, quant);
-	return rc;
-}
-
-/* The routed experts' per-pair rows [tmax * top_k][moe_inter]. */
-static int expert_scratch_alloc(struct coli_engine *e, int quant)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	size_t P = (size_t)e->tmax * c->top_k, I = (size_t)c->moe_inter;
-	int rc;
-
-	rc = ALLOC(e->pg, P * I);
-	rc = rc ? rc : ALLOC(e->pu, P * I);
-	rc = rc ? rc : ALLOC(e->hag, P);
-	rc = rc ? rc : ALLOC(e->xview, c->n_experts);
-	rc = rc ? rc : ALLOC(e->xjobs, 3 * (size_t)c->n_experts);
-	rc = rc ? rc : ALLOC(e->xpairs, P);
-	rc = rc ? rc : actbufs_alloc(&e->ph, (int)P, c->moe_inter, quant);
-	if (quant)
-		e->scratch_bytes += P * I * 2;
-	return rc;
-}
-
-static int scratch_alloc(struct coli_engine *e)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	int T = e->tmax, H = c->hidden, qd = c->n_heads * c->head_dim;
-	int inter = max3(c->moe_inter, c->shared_inter, c->dense_inter);
-	int quant = coli_dtype_is_quant(c->quant);
-	int rc;
-
-	rc = xfer_alloc(e);
-	rc = rc ? rc : layer_scratch_alloc(e, inter, quant);
-	if (!rc && c->n_experts > 1)
-		rc = expert_scratch_alloc(e, quant);
-	if (quant) /* int8 values, fp32 scales and int32 sums per 32-block */
-		e->scratch_bytes += (size_t)T * (H + (qd > inter ? qd : inter)) * 2;
-	if (rc)
-		return rc;
-	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32 */
-	/* over the rotated dims only (rope_dim, head_dim unless partial) */
-	for (int i = 0; i < c->rope_dim / 2; i++)
-		e->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->rope_dim);
-	return 0;
-}
-#undef ALLOC
-
 /* The dense part and KV cache on the devices. Of several, one that cannot
  * hold its share (out of its memory, an error) is left out with one line and
  * the rest take the model over (split again, or whole on one), so a GPU short
@@ -223,9 +66,9 @@ static int dense_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc;
 
-	while ((rc = coli_dense_dev_open(e, err, errlen)) && e->n_devs > 1 && e->n_dd > 0 &&
-	       err[0]) {
-		int bad = e->dds[e->n_dd - 1]->dev->index;
+	while ((rc = coli_dense_dev_open(e, err, errlen)) && e->vram.n_devs > 1 &&
+	       e->dense.n_dd > 0 && err[0]) {
+		int bad = e->dense.dds[e->dense.n_dd - 1]->dev->index;
 
 		fprintf(stderr, "coli: %s; going on without it\n", err);
 		err[0] = 0;
@@ -243,18 +86,18 @@ static void devices_off(struct coli_engine *e, const char *what, int rc, char *e
 	if (err[0]) /* it names the device */
 		fprintf(stderr, "coli: %s; running on the CPU\n", err);
 	else
-		fprintf(stderr, "coli: device %s: %s: %s; running on the CPU\n", e->devs[0]->name,
-		        what, strerror(-rc));
+		fprintf(stderr, "coli: device %s: %s: %s; running on the CPU\n",
+		        e->vram.devs[0]->name, what, strerror(-rc));
 	err[0] = 0;
-	if (e->where)
+	if (e->vram.where)
 		coli_moe_dev_release(e);
-	e->where = NULL;
-	e->dev_slab = NULL;
+	e->vram.where = NULL;
+	e->vram.dev_slab = NULL;
 	coli_dense_dev_close(e);
-	for (int d = 0; d < e->n_devs; d++)
-		coli_dev_close(e->devs[d]);
-	memset(e->vram, 0, sizeof(e->vram));
-	e->n_devs = 0;
+	for (int d = 0; d < e->vram.n_devs; d++)
+		coli_dev_close(e->vram.devs[d]);
+	memset(e->vram.slot, 0, sizeof(e->vram.slot));
+	e->vram.n_devs = 0;
 }
 
 _Static_assert(COLI_MEM_NODE_ANY == -1 && COLI_MEM_NODE_INTERLEAVE == -2,
@@ -336,13 +179,13 @@ static int model_open(struct coli_engine *e, const char *path, char *err, size_t
 	return 0;
 }
 
-/* The CPU pool, the KV cache (e->ctx tokens), the batch size and the
+/* The CPU pool, the KV cache (e->kv.ctx tokens), the batch size and the
  * scratch buffers it sizes. */
 static int host_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc,
 	    threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	size_t kvd;
+	int ctx;
 
 	if (e->opts.ctx > e->m.cfg.max_ctx && !e->opts.ctx_override) {
 		snprintf(err, errlen,
@@ -357,16 +200,12 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start %d CPU threads", threads);
 		return rc;
 	}
-	e->ctx =
-	    e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
-	kvd = (size_t)e->m.cfg.n_kv_heads * e->m.cfg.head_dim;
-	e->kv_bytes = sizeof(float) * (size_t)e->m.cfg.n_layers * e->ctx * kvd;
-	e->kcache = coli_mem_alloc(e->kv_bytes, e->numa_node);
-	e->vcache = coli_mem_alloc(e->kv_bytes, e->numa_node);
-	if (!e->kcache || !e->vcache) {
+	ctx = e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
+	rc = coli_kv_alloc(&e->kv, &e->m.cfg, ctx, e->numa_node);
+	if (rc) {
 		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens)",
-		         2 * e->kv_bytes >> 20, e->ctx);
-		return -ENOMEM;
+		         2 * e->kv.bytes >> 20, e->kv.ctx);
+		return rc;
 	}
 	if (e->opts.ubatch == 0)
 		e->opts.ubatch = ubatch_auto(e);
@@ -377,8 +216,10 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		         e->opts.ubatch, UBATCH_MAX, UBATCH_DEV, UBATCH_CPU);
 		return -EINVAL;
 	}
-	e->tmax = e->opts.ubatch < e->ctx ? e->opts.ubatch : e->ctx;
-	rc = scratch_alloc(e);
+	e->s.tmax = e->opts.ubatch < e->kv.ctx ? e->opts.ubatch : e->kv.ctx;
+	rc = coli_scratch_alloc(&e->s, &e->m.cfg, e->s.tmax, e->kv.ctx,
+	                        coli_cpu_pool_threads(e->pool));
+	rc = rc ? rc : coli_moe_sched_alloc(&e->moe, &e->m.cfg, e->s.tmax);
 	if (rc)
 		snprintf(err, errlen, "out of memory for scratch buffers");
 	return rc;
@@ -393,11 +234,11 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
 	int rc;
 
 	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us,
-	                       e->opts.pdl, gpu_flags, e->devs, COLI_MAX_DEVS, &e->n_devs, err,
-	                       errlen);
+	                       e->opts.pdl, gpu_flags, e->vram.devs, COLI_MAX_DEVS, &e->vram.n_devs,
+	                       err, errlen);
 	if (rc)
 		return rc;
-	for (int i = 0; i < e->n_devs; i++) {
+	for (int i = 0; i < e->vram.n_devs; i++) {
 		static const enum coli_dev_fail_at at[] = {
 		    [COLI_OPT_FAIL_AT_ANY] = COLI_FAIL_AT_ANY,
 		    [COLI_OPT_FAIL_AT_LAUNCH] = COLI_FAIL_AT_LAUNCH,
@@ -407,8 +248,8 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
 		};
 
 		if (e->opts.gpu_fail_dev >= 0 && e->opts.gpu_fail_dev != i)
-			e->devs[i]->fail_after = -1;
-		e->devs[i]->fail_at = at[e->opts.gpu_fail_at];
+			e->vram.devs[i]->fail_after = -1;
+		e->vram.devs[i]->fail_at = at[e->opts.gpu_fail_at];
 	}
 	return 0;
 }
@@ -417,23 +258,36 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
  * device of several that cannot hold its share is left out (dense_open);
  * when none can, or the experts' buffers fail on a device holding the dense
  * part, every device is given up with a message: the model then runs on the
- * CPU. So this cannot fail. */
+ * CPU. So this cannot fail. A model whose matrices the device kernels
+ * cannot take (columns not a multiple of 32: coli_model_dev_check) keeps
+ * its dense part on the CPU, or, when its experts are such, runs on the CPU. */
 static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 {
+	char why[160];
 	int rc;
 
-	if (e->n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
+	if (e->vram.n_devs && (rc = coli_model_dev_check(&e->m, 1, why, sizeof(why)))) {
+		snprintf(err, errlen, "%s: the device kernels need multiples of 32", why);
+		devices_off(e, "the experts", rc, err);
+	}
+	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
+	    coli_model_dev_check(&e->m, 0, why, sizeof(why))) {
+		fprintf(stderr,
+		        "coli: %s (the device kernels need multiples of 32): the dense part "
+		        "runs on the CPU\n",
+		        why);
+	} else if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
 		rc = dense_open(e, err, errlen);
 		if (rc)
 			devices_off(e, "the dense part and KV cache", rc, err);
 	}
-	if (e->n_devs) {
-		e->slab_moved =
+	if (e->vram.n_devs) {
+		e->vram.slab_moved =
 		    coli_dense_dev_slab_set; /* vram.c's adaptation tells the dense part */
 		rc = coli_moe_dev_place(e, err, errlen);
 		if (!rc && (rc = coli_dense_dev_plan_init(e)))
-			snprintf(err, errlen, "device %s: routing tables: %s", e->devs[0]->name,
-			         strerror(-rc));
+			snprintf(err, errlen, "device %s: routing tables: %s",
+			         e->vram.devs[0]->name, strerror(-rc));
 		if (rc)
 			devices_off(e, "the experts' buffers", rc, err);
 	}
@@ -475,11 +329,6 @@ int coli_engine_open(const char *path, const struct coli_opts *o, coli_engine_t 
 	rc = rc ? rc : devices_open(e, err, errlen);
 	if (rc)
 		goto err;
-	e->hist = calloc((size_t)e->ctx, sizeof(int));
-	if (!e->hist) {
-		rc = -ENOMEM;
-		goto err;
-	}
 	devices_place(e, err, errlen);
 	rc = trace_open(e, err, errlen);
 	if (rc)
@@ -498,27 +347,14 @@ void coli_engine_close(coli_engine_t *e)
 	if (e->trace)
 		fclose(e->trace);
 	coli_tiers_close(e);
-	coli_mem_free(e->kcache, e->kv_bytes);
-	coli_mem_free(e->vcache, e->kv_bytes);
-	free(e->x), free(e->q), free(e->kx), free(e->vx), free(e->att);
-	free(e->scores), free(e->attn), free(e->mlp), free(e->proj), free(e->glogits);
-	free(e->g), free(e->u), free(e->ag);
-	free(e->inv_freq);
-	free(e->pair_expert);
-	free(e->assign), free(e->la_idle), free(e->streamed), free(e->cand), free(e->cand_n);
-	free(e->pair_first), free(e->pair_n), free(e->need), free(e->redo);
-	free((void *)e->slab_ptr), free((void *)e->host_slab);
-	if (e->n_devs)
+	if (e->vram.n_devs)
 		coli_moe_dev_release(e);
 	coli_dense_dev_close(e);
-	free(e->hist);
-	for (int d = 0; d < e->n_devs; d++)
-		coli_dev_close(e->devs[d]);
-	coli_mem_free_buffers(e->xfer, e->xfer_bytes); /* after the devices are closed */
-	actbufs_free(e->ax, e->tmax);
-	actbufs_free(e->ah, e->tmax);
-	actbufs_free(e->ph, e->tmax * e->m.cfg.top_k);
-	free(e->pg), free(e->pu), free(e->hag), free(e->xview), free(e->xjobs), free(e->xpairs);
+	for (int d = 0; d < e->vram.n_devs; d++)
+		coli_dev_close(e->vram.devs[d]);
+	coli_moe_sched_free(&e->moe);
+	coli_scratch_free(&e->s); /* after the devices are closed */
+	coli_kv_free(&e->kv);
 	if (e->pool)
 		coli_cpu_pool_destroy(e->pool);
 	if (e->tok)
@@ -540,22 +376,22 @@ const coli_tokenizer_t *coli_engine_tokenizer(const coli_engine_t *e)
 
 int coli_engine_ctx(const coli_engine_t *e)
 {
-	return e->ctx;
+	return e->kv.ctx;
 }
 
 int coli_engine_ubatch(const coli_engine_t *e)
 {
-	return e->tmax;
+	return e->s.tmax;
 }
 
 int coli_engine_pos(const coli_engine_t *e)
 {
-	return e->pos;
+	return e->kv.pos;
 }
 
 void coli_engine_reset(coli_engine_t *e)
 {
-	e->pos = 0;
+	e->kv.pos = 0;
 }
 
 /* A device holding (part of) the dense part failed with why: the dense
@@ -567,12 +403,12 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 	char err[256] = "";
 	int failed = 0, rc;
 
-	for (int i = 0; i < e->n_dd; i++)
-		failed |= e->dds[i]->dev->failed;
+	for (int i = 0; i < e->dense.n_dd; i++)
+		failed |= e->dense.dds[i]->dev->failed;
 	fprintf(stderr, "coli: the dense device failed (%s); %d cached tokens to rebuild\n",
 	        strerror(-why), pos0);
 	coli_dense_dev_close(e);
-	e->pos = 0;
+	e->kv.pos = 0;
 	/* only a device marked failed is left out: anything else would fail again */
 	if (!failed || coli_dense_dev_open(e, err, sizeof(err)) || coli_dense_dev_plan_init(e)) {
 		coli_dense_dev_close(e); /* a partial open */
@@ -580,12 +416,12 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 		        err[0] ? ": " : "", err);
 	}
 	for (int i = 0, n; i < pos0; i += n) {
-		n = pos0 - i < e->tmax ? pos0 - i : e->tmax;
-		rc = e->dd ? coli_forward_dev(e, e->hist + i, n, NULL, 0, NULL)
-		           : coli_forward(e, e->hist + i, n, NULL, 0);
+		n = pos0 - i < e->s.tmax ? pos0 - i : e->s.tmax;
+		rc = e->dense.dd ? coli_forward_dev(e, e->kv.hist + i, n, NULL, 0, NULL)
+		                 : coli_forward(e, e->kv.hist + i, n, NULL, 0);
 		if (rc)
-			return e->dd ? dense_moved(e, pos0, rc)
-			             : rc; /* another fell: again, fewer */
+			return e->dense.dd ? dense_moved(e, pos0, rc)
+			                   : rc; /* another fell: again, fewer */
 	}
 	return 0;
 }
@@ -598,24 +434,24 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *logits,
                          int all_logits, int *next)
 {
-	int pos0 = e->pos, rc;
+	int pos0 = e->kv.pos, rc;
 
-	while (e->dd) {
+	while (e->dense.dd) {
 		rc = coli_forward_dev(e, ids, T, logits, all_logits, next);
 		if (rc == 0 || rc == -E2BIG || rc == -EINVAL) {
 			if (rc == 0)
-				memcpy(e->hist + pos0, ids, sizeof(int) * T);
+				memcpy(e->kv.hist + pos0, ids, sizeof(int) * T);
 			return rc;
 		}
 		rc = dense_moved(e, pos0, rc);
 		if (rc)
 			return rc;
 	}
-	rc = coli_forward(e, ids, T, next ? e->glogits : logits, all_logits);
+	rc = coli_forward(e, ids, T, next ? e->s.glogits : logits, all_logits);
 	if (rc == 0) {
-		memcpy(e->hist + pos0, ids, sizeof(int) * T);
+		memcpy(e->kv.hist + pos0, ids, sizeof(int) * T);
 		if (next)
-			*next = coli_argmax(e->glogits, e->m.cfg.vocab);
+			*next = coli_argmax(e->s.glogits, e->m.cfg.vocab);
 	}
 	return rc;
 }
@@ -629,10 +465,10 @@ static int forward(coli_engine_t *e, const int *ids, int n, float *logits, int a
 
 	if (n <= 0)
 		return -EINVAL;
-	if (e->pos + n > e->ctx)
+	if (e->kv.pos + n > e->kv.ctx)
 		return -E2BIG;
-	for (int i = 0; i < n; i += e->tmax) {
-		int chunk = n - i < e->tmax ? n - i : e->tmax, last = i + chunk == n;
+	for (int i = 0; i < n; i += e->s.tmax) {
+		int chunk = n - i < e->s.tmax ? n - i : e->s.tmax, last = i + chunk == n;
 		float *dst = NULL;
 		int rc;
 
@@ -641,7 +477,7 @@ static int forward(coli_engine_t *e, const int *ids, int n, float *logits, int a
 		else if (logits && last)
 			dst = logits;
 		rc = forward_chunk(e, ids + i, chunk, dst, all_logits, last ? next : NULL);
-		if (!rc && e->n_devs)
+		if (!rc && e->vram.n_devs)
 			coli_moe_dev_adapt(e);
 		if (rc) {
 			if (!e->errmsg[0])
@@ -666,7 +502,7 @@ int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const floa
 {
 	/* where a decode step's logits arrive from the dense device (else the
 	 * CPU's own buffer): coli_forward_dev then copies nothing */
-	float *buf = e->xlogits ? e->xlogits : e->glogits;
+	float *buf = e->s.xlogits ? e->s.xlogits : e->s.glogits;
 	int rc;
 
 	if (!logits)
@@ -679,13 +515,13 @@ int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const floa
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 {
 	*st = e->est;
-	st->dense_on_device = e->dd != NULL;
+	st->dense_on_device = e->dense.dd != NULL;
 	coli_tiers_stats((struct coli_engine *)e, st); /* the streamer's counters */
 	st->dev_ops = 0;
-	for (int d = 0; d < e->n_devs; d++)
-		st->dev_ops += (uint64_t)e->devs[d]->launches;
-	st->cost_bw_cpu = e->bw_cpu;
-	st->cost_bw_stream = e->n_devs ? e->bw_stream : 0;
+	for (int d = 0; d < e->vram.n_devs; d++)
+		st->dev_ops += (uint64_t)e->vram.devs[d]->launches;
+	st->cost_bw_cpu = e->moe.bw_cpu;
+	st->cost_bw_stream = e->vram.n_devs ? e->moe.bw_stream : 0;
 }
 
 void coli_engine_settle(coli_engine_t *e)

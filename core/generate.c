@@ -81,7 +81,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	st->n_prompt = n_prompt;
 	if (n_prompt <= 0)
 		return -EINVAL;
-	if (n_prompt + (max_new > 0 ? max_new - 1 : 0) > e->ctx)
+	if (n_prompt + (max_new > 0 ? max_new - 1 : 0) > e->kv.ctx)
 		return -E2BIG;
 	cap = e->tok ? coli_tokenizer_max_piece_bytes(e->tok) + 32 : 32;
 	text = malloc(cap);

@@ -1,5 +1,6 @@
 /*
- * io/io.h — the .coli container (write, read, verify), safetensors input,
+ * io/io.h — the .coli container (write, read, verify), safetensors input
+ * (GGUF input: io/gguf.h),
  * and the slab streamer (io_uring + O_DIRECT into mem/'s slots, pread fallback). Nothing here knows
  * about models: tensors are names, dtypes and shapes; expert slabs are (layer, expert) byte ranges.
  * docs/container.md specifies the file format byte by byte.

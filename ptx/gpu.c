@@ -41,7 +41,8 @@
 #ifdef COLI_HAVE_PTX
 static void unload_modules(coli_gpu_t *g)
 {
-	CUmodule *m[] = {&g->mod, &g->mod_dense, &g->mod_attn, &g->mod_gemm, &g->mod_kinds};
+	CUmodule *m[] = {&g->mod,      &g->mod_dense, &g->mod_attn, &g->mod_attn_prefill,
+	                 &g->mod_gemm, &g->mod_kinds};
 
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		if (*m[i])
@@ -50,7 +51,7 @@ static void unload_modules(coli_gpu_t *g)
 	}
 }
 
-/* The five modules of one build (sm90: the compute_90 one). */
+/* The modules of one build (sm90: the compute_90 one). */
 static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 {
 	static char info[JIT_LOG_SZ];
@@ -75,6 +76,10 @@ static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(
 		    &g->mod_attn, sm90 ? coli_ptx_attention_90 : coli_ptx_attention, 4, opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(&g->mod_attn_prefill,
+		                            sm90 ? coli_ptx_attn_prefill_90 : coli_ptx_attn_prefill,
+		                            4, opts, vals);
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, sm90 ? coli_ptx_gemm_90 : coli_ptx_gemm,
 		                            4, opts, vals);

@@ -31,7 +31,7 @@
 #define AD_CHUNK             32  /* positions per decode-attention chunk (attention.cu) */
 #define AT_MAXG              16
 #define AT_MAXQ              2048
-/* coli_attn_prefill_<hd> (attention.cu): 8 warps of AP_RW rows, the shared
+/* coli_attn_prefill_<hd> (attn_prefill.cu): 8 warps of AP_RW rows, the shared
  * memory of ApSmem (q rows, two K and two V chunks, weights, O), and the
  * batches that take it: from AP_MIN_T queries (below it too few CTAs: it
  * lost to the chunk kernel at 16 queries on the H200, won from 64;
@@ -84,7 +84,8 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	CK(g->cu->ModuleGetFunction(&g->f_attn, g->mod_attn, "coli_attention"), "coli_attention");
 	for (int i = 0; i < 2; i++) { /* hd 64, 128: shared memory past the static 48 KiB */
 		snprintf(name, sizeof(name), "coli_attn_prefill_%d", 64 << i);
-		CK(g->cu->ModuleGetFunction(&g->f_attn_prefill[i], g->mod_attn, name), name);
+		CK(g->cu->ModuleGetFunction(&g->f_attn_prefill[i], g->mod_attn_prefill, name),
+		   name);
 		/* a GPU with less shared memory a block (sm_86/89: 99 KB; hd 128
 		 * takes 105) keeps the chunk kernel for that head size */
 		if (g->cu->FuncSetAttribute(g->f_attn_prefill[i],

@@ -144,7 +144,7 @@ struct coli_gpu {
 	const struct coli_cu *cu;
 	CUdevice dev;
 	CUcontext ctx;
-	CUmodule mod, mod_dense, mod_attn, mod_gemm, mod_kinds;
+	CUmodule mod, mod_dense, mod_attn, mod_attn_prefill, mod_gemm, mod_kinds;
 	CUstream stream; /* compute: kernels, activations, outputs */
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu_stream.c coli_gpu_stage_*) */
 	int capturing;   /* the stream is being captured: launches will be replayed */
@@ -231,6 +231,7 @@ int coli_gpu_launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, 
 extern const char coli_ptx_kernels[], coli_ptx_kernels_90[];
 extern const char coli_ptx_dense[], coli_ptx_dense_90[];
 extern const char coli_ptx_attention[], coli_ptx_attention_90[];
+extern const char coli_ptx_attn_prefill[], coli_ptx_attn_prefill_90[];
 extern const char coli_ptx_gemm[], coli_ptx_gemm_90[];
 extern const char coli_ptx_kinds[], coli_ptx_kinds_90[];
 

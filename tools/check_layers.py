@@ -12,12 +12,17 @@ includes from the sources ("dir/file.h" lines). A token's path reads top down:
 
 core/model (config, binding, convert) and core/text (tokenizer, chat,
 sampler) sit beside that path and below core's top. cpu/dtype (the weight
-types and their block layouts) is the leaf every folder may use;
+types and their block layouts, and ggml's in cpu/ggml) is the leaf every
+folder may use;
 core/parse.c (strict numbers, libc only) the leaf every part of core may
 call. core/coli.h (the public API) and core/core_internal.h (the engine's
 structures) belong to every part of core. tests/ may use anything. Where a
 lower part must signal a higher one, it calls a hook the higher part handed
 it (a function pointer), which this check cannot see, by design.
+
+Inside a part of core, the files' calls form no cycle either (a file that
+calls another is above it), except the pairs in ONE_UNIT: one unit's code
+split over two files, each using the other.
 
 Usage: tools/check_layers.py [BUILD]   exit 0 clean, 1 with the edges against
 the rule listed, 2 when BUILD has no objects (build first).
@@ -42,6 +47,8 @@ ALLOWED = {
     "cpu": ["mem", "cpu/dtype"],
     "mem": [],
 }
+# file pairs that are one unit split in two (see the top)
+ONE_UNIT = [{"core/dev/dev_sim.c", "core/dev/dev_sim_ops.c"}]
 # headers every part of core may include
 CORE_SHARED = {"core/coli.h", "core/core_internal.h"}
 SRC_DIRS = ["core", "mem", "io", "cpu", "ptx", "tools"]
@@ -52,7 +59,7 @@ def part(path):
     d = path.split("/")
     if d[0] == "core" and len(d) > 2:
         return "core/" + d[1]
-    if path in ("cpu/dtype.h", "cpu/dtype.c"):
+    if path in ("cpu/dtype.h", "cpu/dtype.c", "cpu/ggml.h", "cpu/ggml.c"):
         return "cpu/dtype"
     if path == "core/parse.c":
         return "core/parse"
@@ -92,6 +99,43 @@ def include_edges():
     return bad
 
 
+def file_cycles(defs, undef):
+    """Call cycles between the files of one part of core (Tarjan's SCCs)."""
+    graph = {}
+    for rel, sym in undef:
+        dst = defs.get(sym)
+        if dst and dst != rel and part(rel[:-2] + ".c") == part(dst[:-2] + ".c"):
+            if part(rel[:-2] + ".c").startswith("core/"):
+                graph.setdefault(rel[:-2] + ".c", set()).add(dst[:-2] + ".c")
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1 and comp not in ONE_UNIT:
+                out.append("call cycle inside " + part(v) + ": " + ", ".join(sorted(comp)))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
 def call_edges(build):
     objs = []
     for top in SRC_DIRS:
@@ -110,11 +154,12 @@ def call_edges(build):
         rel = os.path.relpath(obj, build)
         if len(fields) == 3 and fields[1] in "TDBRV":
             defs[fields[2]] = rel
-        elif len(fields) == 2 and fields[0] == "U" and fields[1].startswith("coli_"):
+        elif len(fields) == 2 and fields[0] == "U":
             undef.append((rel, fields[1]))
     bad = set()
+    bad.update(file_cycles(defs, undef))
     for rel, sym in undef:
-        if sym in defs:
+        if sym.startswith("coli_") and sym in defs:
             src, dst = part(rel[:-2] + ".c"), part(defs[sym][:-2] + ".c")
             if not allowed(src, dst):
                 bad.add(f"{rel[:-2]}.c calls {sym} ({src} -> {dst}, defined in {defs[sym][:-2]}.c)")
@@ -130,7 +175,7 @@ def main():
     bad = include_edges() + calls
     for b in bad:
         print(b)
-    print(f"check-layers: {len(bad)} edge(s) against the one-way rule" if bad else "check-layers: ok")
+    print(f"check-layers: {len(bad)} edge(s) or cycle(s) against the one-way rule" if bad else "check-layers: ok")
     return 1 if bad else 0
 
 

@@ -3,7 +3,8 @@
  * holds. The model summary comes from the CONFIG section (core/model/config.c);
  * the layout (dense bytes, slab geometry per MoE layer, totals) from the
  * container's own tables, so a file whose config is unreadable still shows
- * its structure (and exits 1). -v adds the tensor table.
+ * its structure (and exits 1). -v adds the tensor table. A GGUF file (its
+ * magic) is described by tools/inspect_gguf.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,19 @@ static void print_tensors(coli_container_t *c)
 	}
 }
 
+static int is_gguf(const char *path)
+{
+	char m[4] = {0};
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return 0;
+	if (fread(m, 1, 4, f) != 4)
+		m[0] = 0;
+	fclose(f);
+	return !memcmp(m, "GGUF", 4);
+}
+
 int cmd_inspect(int argc, char **argv)
 {
 	const char *path = NULL;
@@ -120,9 +134,9 @@ int cmd_inspect(int argc, char **argv)
 		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
 			verbose = 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: coli inspect [-v] MODEL.coli\n"
-			       "  print the model config and the container layout; -v adds the "
-			       "tensor table\n");
+			printf("usage: coli inspect [-v] MODEL.coli|FILE.gguf\n"
+			       "  print the model config and the container layout (a GGUF: its "
+			       "metadata and tensor types); -v adds the tensor table\n");
 			return 0;
 		} else if (!path && argv[i][0] != '-') {
 			path = argv[i];
@@ -132,7 +146,9 @@ int cmd_inspect(int argc, char **argv)
 		}
 	}
 	if (!path)
-		return tool_err("inspect", "usage: coli inspect [-v] MODEL.coli");
+		return tool_err("inspect", "usage: coli inspect [-v] MODEL.coli|FILE.gguf");
+	if (is_gguf(path))
+		return inspect_gguf(path, verbose);
 	rc = coli_io_container_open(path, &c);
 	if (rc)
 		return tool_err("inspect", "%s", coli_io_errmsg());

@@ -32,7 +32,7 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
                     uint64_t vc)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim, qd = nh * hd, kvd = nkv * hd;
 	int rc = 0;
 
@@ -100,16 +100,16 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
 int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
 	int qd = nh * hd, kvd = nkv * hd, rc, oq;
-	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
-	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->ctx) * kvd * 4;
+	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->kv.ctx) * kvd * 4;
+	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->kv.ctx) * kvd * 4;
 
 	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
 	const struct coli_gpu_pairs p = {
-	    .y = e->vram[dd->plan_dev].y, .token = dd->ptok, .w = dd->pw, .n = T * c->top_k};
+	    .y = e->vram.slot[dd->plan_dev].y, .token = dd->ptok, .w = dd->pw, .n = T * c->top_k};
 	const struct coli_dev_norm nm = {.x = dd->x,
 	                                 .add = pend == PEND_MLP ? dd->mlp : 0,
 	                                 .pairs = &p, /* read by acc_rmsnorm only */
@@ -161,7 +161,7 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	                                                          .T = T,
 	                                                          .pos0 = pos0,
 	                                                          .posp = dd->ids,
-	                                                          .span = e->ctx,
+	                                                          .span = e->kv.ctx,
 	                                                          .nh = nh,
 	                                                          .nkv = nkv,
 	                                                          .hd = hd,
@@ -179,7 +179,7 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
  * norm). */
 int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T, int xn_ready)
 {
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	int rc;
 
 	if (!e->m.cfg.shared_inter)

@@ -7,7 +7,8 @@
  * their planes; q, k and v stacked when they can run as one GEMV) and the
  * working buffers allocated (core/forward/dense_dev.h draws them); after placement
  * the slab table device-planned layers read; at close everything is freed.
- * The forward over it is core/forward/forward_dev.c.
+ * The forward over it is core/forward/forward_dev.c (and layer_host.c); the
+ * phase timer both charge the stats with, coli_dense_dev_phase_end, is here.
  */
 #include <errno.h>
 #include <math.h>
@@ -177,7 +178,7 @@ static int up_weights(struct coli_engine *e, struct coli_dense_dev *dd)
 		    up_mat(e, dd, c->tie_embeddings ? &e->m.tok_embd : &e->m.lm_head, &dd->lm_head);
 	if (dd->last)
 		rc = rc ? rc : up_vec(e, dd, e->m.out_norm, (int)c->hidden, &dd->out_norm);
-	rc = rc ? rc : up_vec(e, dd, e->inv_freq, c->rope_dim / 2, &dd->inv_freq);
+	rc = rc ? rc : up_vec(e, dd, e->s.inv_freq, c->rope_dim / 2, &dd->inv_freq);
 	for (int l = dd->l0; !rc && l < dd->l1; l++)
 		rc = up_layer(e, dd, l);
 	return rc;
@@ -188,9 +189,9 @@ static int up_weights(struct coli_engine *e, struct coli_dense_dev *dd)
 static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t T = (size_t)e->tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
+	size_t T = (size_t)e->s.tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
 	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
-	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->ctx * kvd;
+	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->kv.ctx * kvd;
 	int rc = 0;
 
 #define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
@@ -237,7 +238,7 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t T = (size_t)e->tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
+	size_t T = (size_t)e->s.tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
 	size_t I = (size_t)(c->moe_inter > c->shared_inter ? c->moe_inter : c->shared_inter);
 	int rc;
 
@@ -295,7 +296,7 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
 	const struct coli_model_config *c = &e->m.cfg;
 	uint64_t off, dense, experts = 0;
 	size_t free_b = 0, total_b = 0;
-	double kv = 2.0 * sizeof(float) * c->n_layers * e->ctx * c->n_kv_heads * c->head_dim;
+	double kv = 2.0 * sizeof(float) * c->n_layers * e->kv.ctx * c->n_kv_heads * c->head_dim;
 
 	coli_io_container_dense_region(e->m.c, &off, &dense);
 	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {
@@ -309,12 +310,12 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
 	return dense + kv + experts + COLI_VRAM_RESERVE_BYTES <= (double)free_b;
 }
 
-/* The dense part on the devices of e->devs that have not failed: on the
+/* The dense part on the devices of e->vram.devs that have not failed: on the
  * first only, or split (--split layers, or auto when the model does not fit
  * the first device alone) in contiguous equal ranges of layers, one a device
  * (a model with fewer layers than devices uses as many devices as it has
  * layers). A device that cannot hold its share fails the open, last in
- * e->dds, err naming it (core/engine.c leaves it out and tries the others
+ * e->dense.dds, err naming it (core/engine.c leaves it out and tries the others
  * again at open; mid-run, after a device failed, it moves the dense part
  * here once more). */
 int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
@@ -322,21 +323,21 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 	const struct coli_model_config *c = &e->m.cfg;
 	int use[COLI_MAX_DEVS], n_use = 0, split, n, L = c->n_layers;
 
-	for (int d = 0; d < e->n_devs; d++)
-		if (!e->devs[d]->failed)
+	for (int d = 0; d < e->vram.n_devs; d++)
+		if (!e->vram.devs[d]->failed)
 			use[n_use++] = d;
 	if (!n_use) {
 		snprintf(err, errlen, "no device left");
 		return -ENODEV;
 	}
-	split =
-	    e->opts.split == COLI_OPT_SPLIT_LAYERS ||
-	    (e->opts.split == COLI_OPT_SPLIT_AUTO && n_use > 1 && !fits_first(e, e->devs[use[0]]));
+	split = e->opts.split == COLI_OPT_SPLIT_LAYERS ||
+	        (e->opts.split == COLI_OPT_SPLIT_AUTO && n_use > 1 &&
+	         !fits_first(e, e->vram.devs[use[0]]));
 	n = split ? n_use : 1;
 	n = n < L ? n : L;
 	n = n > 0 ? n : 1;
-	e->dd_of = calloc((size_t)L, 1);
-	if (!e->dd_of)
+	e->dense.dd_of = calloc((size_t)L, 1);
+	if (!e->dense.dd_of)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		struct coli_dense_dev *dd = calloc(1, sizeof(*dd));
@@ -345,13 +346,13 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 
 		if (!dd)
 			return -ENOMEM;
-		e->dd_dev[e->n_dd] = e->devs[use[i]];
-		e->dds[e->n_dd++] = dd;
-		dd->dev = e->devs[use[i]];
+		e->dense.dd_dev[e->dense.n_dd] = e->vram.devs[use[i]];
+		e->dense.dds[e->dense.n_dd++] = dd;
+		dd->dev = e->vram.devs[use[i]];
 		dd->l0 = L * i / n, dd->l1 = L * (i + 1) / n;
 		dd->first = i == 0, dd->last = i == n - 1;
 		for (int l = dd->l0; l < dd->l1; l++)
-			e->dd_of[l] = (signed char)i;
+			e->dense.dd_of[l] = (signed char)i;
 		rc = open_one(e, dd);
 		if (rc) {
 			snprintf(err, errlen, "device %s: cannot hold the dense part (%s)",
@@ -368,20 +369,20 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 			        dd->l0, dd->l1 - 1, dd->dev->name,
 			        (e->est.h2d_const_bytes - t0) / 1e9);
 	}
-	e->dd = e->dds[0];
+	e->dense.dd = e->dense.dds[0];
 	return 0;
 }
 
 void coli_dense_dev_close(struct coli_engine *e)
 {
-	for (int i = 0; i < e->n_dd; i++)
-		close_one(e, e->dds[i]);
-	memset(e->dds, 0, sizeof(e->dds));
-	memset(e->dd_dev, 0, sizeof(e->dd_dev));
-	e->n_dd = 0;
-	free(e->dd_of);
-	e->dd_of = NULL;
-	e->dd = NULL;
+	for (int i = 0; i < e->dense.n_dd; i++)
+		close_one(e, e->dense.dds[i]);
+	memset(e->dense.dds, 0, sizeof(e->dense.dds));
+	memset(e->dense.dd_dev, 0, sizeof(e->dense.dd_dev));
+	e->dense.n_dd = 0;
+	free(e->dense.dd_of);
+	e->dense.dd_of = NULL;
+	e->dense.dd = NULL;
 }
 
 /* After placement: which MoE layers have every expert resident on the dense
@@ -400,10 +401,10 @@ static int plan_init_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	for (int l = dd->l0; l < dd->l1; l++) {
 		int n = 0;
 
-		for (int x = 0; e->m.layers[l].moe && e->where && x < E; x++)
-			n += e->where[(size_t)l * E + x] == d;
+		for (int x = 0; e->m.layers[l].moe && e->vram.where && x < E; x++)
+			n += e->vram.where[(size_t)l * E + x] == d;
 		dd->full[l] = n == E;
-		dd->part[l] = n > 0 && e->n_devs == 1 && e->opts.dev_preplan;
+		dd->part[l] = n > 0 && e->vram.n_devs == 1 && e->opts.dev_preplan;
 		any |= n > 0;
 	}
 	if (!any)
@@ -412,7 +413,7 @@ static int plan_init_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	if (!tab)
 		return -ENOMEM;
 	for (size_t i = 0; i < (size_t)c->n_layers * E; i++)
-		tab[i] = e->where[i] == d ? e->dev_slab[i] : 0;
+		tab[i] = e->vram.where[i] == d ? e->vram.dev_slab[i] : 0;
 	rc = dalloc(dd, sizeof(*tab) * c->n_layers * E, &dd->slabs);
 	rc = rc ? rc : coli_dev_upload(dd->dev, dd->slabs, tab, sizeof(*tab) * c->n_layers * E);
 	e->est.h2d_const_bytes += sizeof(*tab) * c->n_layers * E;
@@ -426,20 +427,42 @@ int coli_dense_dev_plan_init(struct coli_engine *e)
 {
 	int rc = 0;
 
-	for (int i = 0; !rc && i < e->n_dd; i++)
-		rc = plan_init_one(e, e->dds[i]);
+	for (int i = 0; !rc && i < e->dense.n_dd; i++)
+		rc = plan_init_one(e, e->dense.dds[i]);
 	return rc;
 }
 
 /* The VRAM adaptation moved expert ex of layer l (addr 0: out of VRAM). */
 int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr)
 {
-	struct coli_dense_dev *dd = e->n_dd ? e->dds[e->dd_of[l]] : NULL;
+	struct coli_dense_dev *dd = e->dense.n_dd ? e->dense.dds[e->dense.dd_of[l]] : NULL;
 	const struct coli_model_config *c = &e->m.cfg;
 
 	if (!dd || dd->plan_dev < 0)
 		return 0;
-	if (addr && e->where[(size_t)l * c->n_experts + ex] != dd->plan_dev)
+	if (addr && e->vram.where[(size_t)l * c->n_experts + ex] != dd->plan_dev)
 		addr = 0; /* resident elsewhere: not this device's to plan */
 	return coli_dev_upload(dd->dev, dd->slabs + ((size_t)l * c->n_experts + ex) * 8, &addr, 8);
+}
+
+/* The phase split (coli_engine_stats attention_s, moe_s, dense_mlp_s,
+ * lm_head_s) on an asynchronous device: a phase is over when the device has
+ * finished it, which the host knows only where it waits. Without --profile
+ * nothing extra waits: a phase is charged the wall time up to the host's
+ * next wait that follows it (the router download in moe(), the end of
+ * moe(), the logits download), so attention_s also holds the ffn norm and
+ * the router GEMV, and a dense MLP layer's device time lands in the next
+ * attention. A device-planned layer has no wait at all: its phases are
+ * charged the host's time to queue them and the device time lands at the
+ * forward's last wait (lm_head). With --profile the device is synchronized
+ * at every phase end (one more round trip per phase, so tok/s drops a
+ * little) and the split is exact. forward_s is exact either way. */
+int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync)
+{
+	int rc = sync ? coli_dev_sync(e->dense.dd->dev) : 0;
+	double now = coli_now_s();
+
+	*acc += now - e->dense.dd->phase_t;
+	e->dense.dd->phase_t = now;
+	return rc;
 }

@@ -74,12 +74,12 @@ struct coli_dense_dev {
 	uint64_t kcache, vcache;
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
 	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
-	uint64_t fsel;     /* [n_layers][COLI_GPU_MAX_S][top_k]: each device-planned layer's
-	                    * routing, down once a forward into e->fast_sel (fast_down) */
-	int route_on_dev;  /* the device routes (E and top_k within coli_route's limits) */
-	int point;         /* the layer queued last recorded the host's wait point behind its
-	                    * downloads (the host part waits for it, not the stream) */
-	int plan_dev;      /* index in e->devs of this device, when layers can be planned here */
+	uint64_t fsel;    /* [n_layers][COLI_GPU_MAX_S][top_k]: each device-planned layer's
+	                   * routing, down once a forward into e->s.fast_sel (fast_down) */
+	int route_on_dev; /* the device routes (E and top_k within coli_route's limits) */
+	int point;        /* the layer queued last recorded the host's wait point behind its
+	                   * downloads (the host part waits for it, not the stream) */
+	int plan_dev; /* index in e->vram.devs of this device, when layers can be planned here */
 	signed char *full; /* [n_layers] every expert of the layer resident on this device */
 	signed char *part; /* [n_layers] some (full or not): the layer can be preplanned */
 	int *fast_T;       /* [n_layers] tokens of this forward's device-planned layer, or 0 */
@@ -115,7 +115,7 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 /* Whether q/k norms, RoPE and the KV store run as one launch (see
  * core/forward/attn_dev.c); a decode graph needs it. */
 int coli_dense_dev_qk_fused(const struct coli_model_config *c);
-/* Layer l's attention on e->dd, adding first what the previous layer left
+/* Layer l's attention on e->dense.dd, adding first what the previous layer left
  * (pend: PEND_*); leaves the projection in dd->proj. */
 int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int pend);
 

@@ -27,8 +27,8 @@ static void matmul(struct coli_engine *e, const struct coli_mat *w, struct coli_
                    float *y)
 {
 	for (int t = 0; t < T; t++)
-		e->ag[t] = ab[t].act;
-	coli_gemm_mt(e->pool, w, e->ag, T, y, w->rows);
+		e->s.ag[t] = ab[t].act;
+	coli_gemm_mt(e->pool, w, e->s.ag, T, y, w->rows);
 }
 
 static void add_bias(float *y, const float *b, int T, int n)
@@ -62,28 +62,30 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 	const struct coli_layer *L = &e->m.layers[l];
 	int H = c->hidden, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
 	int hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv;
-	const float *K = e->kcache + (size_t)l * e->ctx * kvd;
-	const float *V = e->vcache + (size_t)l * e->ctx * kvd;
+	const float *K = e->kv.kcache + (size_t)l * e->kv.ctx * kvd;
+	const float *V = e->kv.vcache + (size_t)l * e->kv.ctx * kvd;
 
 	for (int t = 0; t < T; t++)
-		coli_rmsnorm(e->x + (size_t)t * H, L->attn_norm, e->xn + (size_t)t * H, H,
+		coli_rmsnorm(e->s.x + (size_t)t * H, L->attn_norm, e->s.xn + (size_t)t * H, H,
 		             c->norm_eps);
-	coli_actbufs_set(e, e->ax, e->xn, T, H);
-	matmul(e, &L->q, e->ax, T, e->q);
-	matmul(e, &L->k, e->ax, T, e->kx);
-	matmul(e, &L->v, e->ax, T, e->vx);
-	add_bias(e->q, L->q_bias, T, qd);
-	add_bias(e->kx, L->k_bias, T, kvd);
-	add_bias(e->vx, L->v_bias, T, kvd);
+	coli_actbufs_set(e, e->s.ax, e->s.xn, T, H);
+	matmul(e, &L->q, e->s.ax, T, e->s.q);
+	matmul(e, &L->k, e->s.ax, T, e->s.kx);
+	matmul(e, &L->v, e->s.ax, T, e->s.vx);
+	add_bias(e->s.q, L->q_bias, T, qd);
+	add_bias(e->s.kx, L->k_bias, T, kvd);
+	add_bias(e->s.vx, L->v_bias, T, kvd);
 	if (c->qk_norm) {
-		qk_norm(c, e->q, L->q_norm, T, c->n_heads);
-		qk_norm(c, e->kx, L->k_norm, T, c->n_kv_heads);
+		qk_norm(c, e->s.q, L->q_norm, T, c->n_heads);
+		qk_norm(c, e->s.kx, L->k_norm, T, c->n_kv_heads);
 	}
-	coli_rope_part(e->q, T, c->n_heads, c->head_dim, c->rope_dim, pos0, e->inv_freq);
-	coli_rope_part(e->kx, T, c->n_kv_heads, c->head_dim, c->rope_dim, pos0, e->inv_freq);
+	coli_rope_part(e->s.q, T, c->n_heads, c->head_dim, c->rope_dim, pos0, e->s.inv_freq);
+	coli_rope_part(e->s.kx, T, c->n_kv_heads, c->head_dim, c->rope_dim, pos0, e->s.inv_freq);
 	/* append this call's keys and values to the cache */
-	memcpy(e->kcache + ((size_t)l * e->ctx + pos0) * kvd, e->kx, sizeof(float) * T * kvd);
-	memcpy(e->vcache + ((size_t)l * e->ctx + pos0) * kvd, e->vx, sizeof(float) * T * kvd);
+	memcpy(e->kv.kcache + ((size_t)l * e->kv.ctx + pos0) * kvd, e->s.kx,
+	       sizeof(float) * T * kvd);
+	memcpy(e->kv.vcache + ((size_t)l * e->kv.ctx + pos0) * kvd, e->s.vx,
+	       sizeof(float) * T * kvd);
 	/* one group a (token, key/value head): the query heads sharing it
 	 * (coli_attention_groups_mt splits the few groups of a decode step
 	 * across the threads; each head's bits are coli_attention_head's) */
@@ -91,37 +93,38 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 		int t = tg / nkv, g = tg % nkv;
 		size_t h0 = (size_t)t * c->n_heads + (size_t)g * group; /* the group's first head */
 
-		e->attn[tg] = (struct coli_attn_group){.q = e->q + h0 * hd,
-		                                       .K = K + g * hd,
-		                                       .V = V + g * hd,
-		                                       .out = e->att + h0 * hd,
-		                                       .G = group,
-		                                       .n_pos = pos0 + t + 1};
+		e->s.attn[tg] = (struct coli_attn_group){.q = e->s.q + h0 * hd,
+		                                         .K = K + g * hd,
+		                                         .V = V + g * hd,
+		                                         .out = e->s.att + h0 * hd,
+		                                         .G = group,
+		                                         .n_pos = pos0 + t + 1};
 	}
-	coli_attention_groups_mt(e->pool, e->attn, T * nkv, kvd, hd, 1.0f / sqrtf((float)hd),
-	                         e->scores, (size_t)e->ctx * 8, coli_cpu_pool_threads(e->pool));
-	coli_actbufs_set(e, e->ah, e->att, T, qd);
-	matmul(e, &L->o, e->ah, T, e->proj);
+	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, 1.0f / sqrtf((float)hd),
+	                         e->s.scores, (size_t)e->kv.ctx * 8,
+	                         coli_cpu_pool_threads(e->pool));
+	coli_actbufs_set(e, e->s.ah, e->s.att, T, qd);
+	matmul(e, &L->o, e->s.ah, T, e->s.proj);
 	for (size_t i = 0; i < (size_t)T * H; i++)
-		e->x[i] += e->proj[i];
+		e->s.x[i] += e->s.proj[i];
 }
 
 static void embed(struct coli_engine *e, const int *ids, int T)
 {
 	for (int t = 0; t < T; t++)
-		coli_mat_row_f32(&e->m.tok_embd, ids[t], e->x + (size_t)t * e->m.cfg.hidden);
+		coli_mat_row_f32(&e->m.tok_embd, ids[t], e->s.x + (size_t)t * e->m.cfg.hidden);
 }
 
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int H = c->hidden, pos0 = e->pos;
+	int H = c->hidden, pos0 = e->kv.pos;
 	double t0 = coli_now_s(), t1, t2;
 
-	if (T <= 0 || T > e->tmax)
+	if (T <= 0 || T > e->s.tmax)
 		return -EINVAL;
 	e->errmsg[0] = 0;
-	if (pos0 + T > e->ctx)
+	if (pos0 + T > e->kv.ctx)
 		return -E2BIG;
 	for (int t = 0; t < T; t++)
 		if (ids[t] < 0 || ids[t] >= c->vocab)
@@ -133,28 +136,28 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 		t2 = coli_now_s();
 		e->est.attention_s += t2 - t1;
 		for (int t = 0; t < T; t++)
-			coli_rmsnorm(e->x + (size_t)t * H, e->m.layers[l].ffn_norm,
-			             e->xn + (size_t)t * H, H, c->norm_eps);
-		coli_actbufs_set(e, e->ax, e->xn, T, H);
+			coli_rmsnorm(e->s.x + (size_t)t * H, e->m.layers[l].ffn_norm,
+			             e->s.xn + (size_t)t * H, H, c->norm_eps);
+		coli_actbufs_set(e, e->s.ax, e->s.xn, T, H);
 		if (e->m.layers[l].moe) {
-			/* the call's value: rows ready in e->ax, nothing on a device */
+			/* the call's value: rows ready in e->s.ax, nothing on a device */
 			struct coli_moe_layer ml = coli_moe_layer_make(l, T);
 			int rc;
 
 			ml.dense_dev = coli_dense_dev_of(e, l);
-			rc = coli_moe_block(e, &ml, e->mlp);
+			rc = coli_moe_block(e, &ml, e->s.mlp);
 
 			if (rc)
 				return rc; /* a slab could not be read: e->errmsg; pos unchanged */
 		} else {
-			coli_mlp_dense(e, l, T, e->mlp);
+			coli_mlp_dense(e, l, T, e->s.mlp);
 		}
 		t1 = coli_now_s();
 		*(e->m.layers[l].moe ? &e->est.moe_s : &e->est.dense_mlp_s) += t1 - t2;
 		for (size_t i = 0; i < (size_t)T * H; i++)
-			e->x[i] += e->mlp[i];
+			e->s.x[i] += e->s.mlp[i];
 	}
-	e->pos += T;
+	e->kv.pos += T;
 	e->est.tokens += T;
 	coli_tiers_tokens(e, T);
 	t1 = coli_now_s();
@@ -162,10 +165,10 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 		int r0 = all_logits ? 0 : T - 1, n = T - r0;
 
 		for (int t = r0; t < T; t++)
-			coli_rmsnorm(e->x + (size_t)t * H, e->m.out_norm,
-			             e->xn + (size_t)(t - r0) * H, H, c->norm_eps);
-		coli_actbufs_set(e, e->ax, e->xn, n, H);
-		matmul(e, &e->m.lm_head, e->ax, n, logits);
+			coli_rmsnorm(e->s.x + (size_t)t * H, e->m.out_norm,
+			             e->s.xn + (size_t)(t - r0) * H, H, c->norm_eps);
+		coli_actbufs_set(e, e->s.ax, e->s.xn, n, H);
+		matmul(e, &e->m.lm_head, e->s.ax, n, logits);
 	}
 	t2 = coli_now_s();
 	e->est.lm_head_s += t2 - t1;

@@ -36,7 +36,7 @@
  * changes per token is read from device memory (position and ids in dd->ids,
  * routing and job tables the kernels write).
  *
- * With the layers split over several devices (core/forward/dense_dev.c), e->dd is
+ * With the layers split over several devices (core/forward/dense_dev.c), e->dense.dd is
  * the device of the layer running: a layer on the next device's range first
  * hands the residual stream over (handoff), once a token per boundary.
  *
@@ -56,34 +56,12 @@
 #include "core/forward/dense_dev.h"
 #include "core/dev/dev.h"
 
-/* The phase split (coli_engine_stats attention_s, moe_s, dense_mlp_s,
- * lm_head_s) on an asynchronous device: a phase is over when the device has
- * finished it, which the host knows only where it waits. Without --profile
- * nothing extra waits: a phase is charged the wall time up to the host's
- * next wait that follows it (the router download in moe(), the end of
- * moe(), the logits download), so attention_s also holds the ffn norm and
- * the router GEMV, and a dense MLP layer's device time lands in the next
- * attention. A device-planned layer has no wait at all: its phases are
- * charged the host's time to queue them and the device time lands at the
- * forward's last wait (lm_head). With --profile the device is synchronized
- * at every phase end (one more round trip per phase, so tok/s drops a
- * little) and the split is exact. forward_s is exact either way. */
-int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync)
-{
-	int rc = sync ? coli_dev_sync(e->dd->dev) : 0;
-	double now = coli_now_s();
-
-	*acc += now - e->dd->phase_t;
-	e->dd->phase_t = now;
-	return rc;
-}
-
 /* Whether MoE layer l is routed and planned on the device at T tokens
  * (every expert resident here), or preplanned (some are: they start here
  * before the host plans the rest). */
 static int can_plan(const struct coli_engine *e, int l, int T)
 {
-	const struct coli_dense_dev *dd = e->dd;
+	const struct coli_dense_dev *dd = e->dense.dd;
 
 	return dd->route_on_dev && dd->plan_dev >= 0 && T <= COLI_GPU_MAX_S && !e->trace &&
 	       !dd->dev->failed;
@@ -91,12 +69,12 @@ static int can_plan(const struct coli_engine *e, int l, int T)
 
 static int planned(const struct coli_engine *e, int l, int T)
 {
-	return can_plan(e, l, T) && e->dd->full[l];
+	return can_plan(e, l, T) && e->dense.dd->full[l];
 }
 
 static int preplanned(const struct coli_engine *e, int l, int T)
 {
-	return can_plan(e, l, T) && !e->dd->full[l] && e->dd->part[l];
+	return can_plan(e, l, T) && !e->dense.dd->full[l] && e->dense.dd->part[l];
 }
 
 /* Layer l's routing of T tokens' router logits rlog into sel/selw on the
@@ -117,7 +95,7 @@ static struct coli_dev_route route_args(const struct coli_engine *e, int l, uint
 	                               .sigmoid = c->router_kind == COLI_ROUTER_SIGMOID,
 	                               .n_group = c->n_group,
 	                               .topk_group = c->topk_group,
-	                               .bias = e->dd->L[l].router_bias,
+	                               .bias = e->dense.dd->L[l].router_bias,
 	                               .scale = c->routed_scale};
 }
 
@@ -132,8 +110,8 @@ static struct coli_dev_route route_args(const struct coli_engine *e, int l, uint
 static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *router, uint64_t sel)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
-	struct coli_dev_slot *v = &e->vram[dd->plan_dev];
+	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dev_slot *v = &e->vram.slot[dd->plan_dev];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	enum coli_dtype t = xl->dtype;
@@ -195,8 +173,8 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 static int plan_experts(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
-	struct coli_dev_slot *v = &e->vram[dd->plan_dev];
+	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dev_slot *v = &e->vram.slot[dd->plan_dev];
 	enum coli_dtype t = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype;
 	int P = T * c->top_k, rc;
 	const struct coli_dev_jobs gu = {
@@ -217,7 +195,7 @@ static int plan_experts(struct coli_engine *e, int l, int T)
 }
 
 /* The routing of the layers planned on device dd this forward, down into
- * e->fast_sel in one transfer (of its whole layer range: fast_count reads
+ * e->s.fast_sel in one transfer (of its whole layer range: fast_count reads
  * only the planned layers' rows), queued before the sync that ends the
  * device's part of the forward: appended to the downloads v[*n] queued
  * there as one op. */
@@ -229,7 +207,7 @@ static void fast_down(struct coli_engine *e, struct coli_dense_dev *dd, struct c
 	if (!dd->fast_any)
 		return;
 	dd->fast_any = 0;
-	v[(*n)++] = (struct coli_dev_down){e->fast_sel + (size_t)dd->l0 * row,
+	v[(*n)++] = (struct coli_dev_down){e->s.fast_sel + (size_t)dd->l0 * row,
 	                                   dd->fsel + (size_t)dd->l0 * row * 4,
 	                                   sizeof(int) * (size_t)(dd->l1 - dd->l0) * row};
 }
@@ -242,8 +220,8 @@ static void fast_count(struct coli_engine *e)
 	int K = c->top_k;
 
 	for (int l = 0; l < c->n_layers; l++) {
-		struct coli_dense_dev *dd = e->dds[e->dd_of[l]];
-		const int *s = e->fast_sel + (size_t)l * COLI_GPU_MAX_S * K;
+		struct coli_dense_dev *dd = e->dense.dds[e->dense.dd_of[l]];
+		const int *s = e->s.fast_sel + (size_t)l * COLI_GPU_MAX_S * K;
 		const struct coli_expert_layer *xl;
 		int P = dd->fast_T[l] * K;
 
@@ -277,7 +255,7 @@ static void fast_count(struct coli_engine *e)
 static int guess_layer(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	const struct coli_dense_dev *dd = e->dd;
+	const struct coli_dense_dev *dd = e->dense.dd;
 	int n = l + 1;
 
 	while (n < c->n_layers && !e->m.layers[n].moe)
@@ -292,7 +270,7 @@ static int guess_layer(const struct coli_engine *e, int l, int T)
 static int guess_ops(struct coli_engine *e, int n, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	const struct coli_dev_route ra = route_args(e, n, dd->grlog, dd->gsel, dd->gselw, T);
 	int rc;
 
@@ -313,7 +291,7 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
  * expert (whose gated add needs the sum first). */
 static int defers(const struct coli_engine *e, int l, int kind) /* (and on this device) */
 {
-	return kind == SEG_PLANNED && l + 1 < e->dd->l1 && !e->m.cfg.shared_inter;
+	return kind == SEG_PLANNED && l + 1 < e->dense.dd->l1 && !e->m.cfg.shared_inter;
 }
 
 /* A planned layer's MoE: routed, planned, computed and accumulated here;
@@ -322,7 +300,7 @@ static int defers(const struct coli_engine *e, int l, int kind) /* (and on this 
 static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer *D, int fused,
                        int xq)
 {
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	int H = e->m.cfg.hidden, K = e->m.cfg.top_k, rc;
 
 	rc = plan_route(e, l, T, fused ? &D->router : NULL,
@@ -333,7 +311,7 @@ static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer 
 	rc = rc ? rc
 	        : coli_dev_moe_accumulate(
 	              dd->dev, &(struct coli_dev_accumulate){.out = dd->mlp,
-	                                                     .y = e->vram[dd->plan_dev].y,
+	                                                     .y = e->vram.slot[dd->plan_dev].y,
 	                                                     .pair_token = dd->ptok,
 	                                                     .pair_w = dd->pw,
 	                                                     .n_pairs = T * K,
@@ -357,7 +335,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
                      int pend)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused, nd = 0;
 	struct coli_dev_down down[COLI_DEV_DOWN_MAX]; /* what the host plans from */
@@ -411,13 +389,13 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
 		if (gn >= 0)
 			down[nd++] =
-			    (struct coli_dev_down){e->guess, dd->gsel, sizeof(int) * T * K};
-		down[nd++] = (struct coli_dev_down){e->sel, dd->sel, sizeof(int) * T * K};
-		down[nd++] = (struct coli_dev_down){e->selw, dd->selw, sizeof(float) * T * K};
+			    (struct coli_dev_down){e->s.guess, dd->gsel, sizeof(int) * T * K};
+		down[nd++] = (struct coli_dev_down){e->s.sel, dd->sel, sizeof(int) * T * K};
+		down[nd++] = (struct coli_dev_down){e->s.selw, dd->selw, sizeof(float) * T * K};
 	} else
-		down[nd++] = (struct coli_dev_down){e->rlog, dd->rlog, sizeof(float) * T * E};
+		down[nd++] = (struct coli_dev_down){e->s.rlog, dd->rlog, sizeof(float) * T * E};
 	if (T <= COLI_GPU_MAX_S)
-		down[nd++] = (struct coli_dev_down){e->xn, dd->xn, sizeof(float) * T * H};
+		down[nd++] = (struct coli_dev_down){e->s.xn, dd->xn, sizeof(float) * T * H};
 	/* in one op: on a GPU one kernel, not up to four (each costs the chain
 	 * well under a microsecond: docs/perf/history/2026-12-01.md, but a launch and a
 	 * graph node apiece) */
@@ -439,7 +417,7 @@ static int use_graphs(const struct coli_engine *e, int T)
 	const struct coli_model_config *c = &e->m.cfg;
 
 	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile &&
-	       coli_dense_dev_qk_fused(c) && coli_dev_can(e->dd->dev, COLI_DEV_CAP_GRAPHS);
+	       coli_dense_dev_qk_fused(c) && coli_dev_can(e->dense.dd->dev, COLI_DEV_CAP_GRAPHS);
 }
 
 /* layer_ops, replayed from a graph captured the first time this layer runs
@@ -453,7 +431,7 @@ static int use_graphs(const struct coli_engine *e, int T)
 static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
                      int pend)
 {
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	struct seg *s =
 	    &dd->seg[(((size_t)l * COLI_GPU_MAX_S + T - 1) * 2 + (gn >= 0)) * COLI_ATTN_BUCKETS +
 	             coli_gpu_attn_bucket(pos0 + T)];
@@ -513,11 +491,11 @@ static int layer_xq(const struct coli_engine *e, int l, int kind)
 static int token_run(struct coli_engine *e, int T, int pos0)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	struct seg *s = &dd->tok[T - 1][coli_gpu_attn_bucket(pos0 + T)];
 	int rc = 0;
 
-	if (e->n_dd != 1 || s->state < 0 || !use_graphs(e, T))
+	if (e->dense.n_dd != 1 || s->state < 0 || !use_graphs(e, T))
 		return 0;
 	for (int l = 0; l < c->n_layers; l++)
 		if (layer_kind(e, l, T) != SEG_PLANNED && layer_kind(e, l, T) != SEG_DENSE)
@@ -559,10 +537,10 @@ static int token_run(struct coli_engine *e, int T, int pos0)
  * phase (handoff_s; with --profile the upload is waited for too). */
 static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 {
-	struct coli_dense_dev *from = e->dd;
+	struct coli_dense_dev *from = e->dense.dd;
 	int H = e->m.cfg.hidden, rc;
 	size_t n = sizeof(float) * T * H;
-	struct coli_dev_down down[2] = {{e->xn, from->x, n}};
+	struct coli_dev_down down[2] = {{e->s.xn, from->x, n}};
 	int nd = 1;
 
 	rc = coli_dev_add(from->dev,
@@ -570,10 +548,10 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	fast_down(e, from, down, &nd);
 	rc = rc ? rc : coli_dev_download_many(from->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(from->dev);
-	rc = rc ? rc : coli_dev_upload_async(to->dev, to->x, e->xn, n);
+	rc = rc ? rc : coli_dev_upload_async(to->dev, to->x, e->s.xn, n);
 	e->est.h2d_bytes += n;
 	to->phase_t = from->phase_t;
-	e->dd = to;
+	e->dense.dd = to;
 	return rc ? rc : coli_dense_dev_phase_end(e, &e->est.handoff_s, e->opts.profile);
 }
 
@@ -584,7 +562,7 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
  * added by the next layer's norm), normed and, for a quantized lm_head,
  * quantized in one launch. A decode step's logits (a quantized lm_head:
  * its GEMV writes a CTA's rows as one store, ptx/dgemv.cuh) go straight
- * into the registered e->xlogits, no download behind the GEMV. */
+ * into the registered e->s.xlogits, no download behind the GEMV. */
 static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T, float *logits,
                         int all_logits, int *next, struct coli_dev_down *down, int *nd)
 {
@@ -592,7 +570,7 @@ static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T,
 	int H = c->hidden, rc = 0;
 
 	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
-	                  ? coli_dev_host_addr(dd->dev, e->xlogits, sizeof(float) * c->vocab)
+	                  ? coli_dev_host_addr(dd->dev, e->s.xlogits, sizeof(float) * c->vocab)
 	                  : 0;
 	struct coli_dev_norm nm = {.w = dd->out_norm,
 	                           .y = dd->xn,
@@ -618,11 +596,11 @@ static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T,
 			       : coli_dev_argmax(dd->dev, &(struct coli_dev_argmax){.x = dd->logits,
 			                                                            .out = dd->next,
 			                                                            .n = c->vocab});
-			down[(*nd)++] =
-			    (struct coli_dev_down){e->xids + e->tmax + 1, dd->next, sizeof(int)};
+			down[(*nd)++] = (struct coli_dev_down){e->s.xids + e->s.tmax + 1, dd->next,
+			                                       sizeof(int)};
 		} else if (!hx) {
-			/* one row (a decode step) through the registered e->xlogits */
-			float *dst = !all_logits ? e->xlogits : logits + (size_t)t0 * c->vocab;
+			/* one row (a decode step) through the registered e->s.xlogits */
+			float *dst = !all_logits ? e->s.xlogits : logits + (size_t)t0 * c->vocab;
 
 			down[(*nd)++] =
 			    (struct coli_dev_down){dst, dd->logits, sizeof(float) * n * c->vocab};
@@ -635,24 +613,24 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
                      int *next)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dds[0];
-	int pos0 = e->pos, rc = 0, whole, nd = 0;
+	struct coli_dense_dev *dd = e->dense.dds[0];
+	int pos0 = e->kv.pos, rc = 0, whole, nd = 0;
 	struct coli_dev_down down[2]; /* the forward's last downloads, as one */
 	double start = coli_now_s();
 
-	if (T <= 0 || T > e->tmax)
+	if (T <= 0 || T > e->s.tmax)
 		return -EINVAL;
-	if (pos0 + T > e->ctx)
+	if (pos0 + T > e->kv.ctx)
 		return -E2BIG;
-	e->dd = dd;
+	e->dense.dd = dd;
 	dd->phase_t = start;
 	for (int t = 0; t < T; t++)
 		if (ids[t] < 0 || ids[t] >= c->vocab)
 			return -EINVAL;
-	e->xids[0] = pos0; /* registered: see engine.c */
-	memcpy(e->xids + 1, ids, sizeof(int) * T);
-	for (int i = 0; !rc && i < e->n_dd; i++) { /* every device reads the position */
-		rc = coli_dev_upload_async(e->dds[i]->dev, e->dds[i]->ids, e->xids,
+	e->s.xids[0] = pos0; /* registered: see engine.c */
+	memcpy(e->s.xids + 1, ids, sizeof(int) * T);
+	for (int i = 0; !rc && i < e->dense.n_dd; i++) { /* every device reads the position */
+		rc = coli_dev_upload_async(e->dense.dds[i]->dev, e->dense.dds[i]->ids, e->s.xids,
 		                           sizeof(int) * (T + 1));
 		e->est.h2d_bytes += sizeof(int) * (T + 1);
 	}
@@ -665,9 +643,10 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	for (int l = 0, pend = PEND_NONE; !rc && !whole && l < c->n_layers; l++) {
 		int kind, moe;
 
-		if (e->dds[e->dd_of[l]] != e->dd) { /* layer split: the next device's range */
-			rc = handoff(e, e->dds[e->dd_of[l]], T);
-			dd = e->dd;
+		/* layer split: the next device's range */
+		if (e->dense.dds[e->dense.dd_of[l]] != e->dense.dd) {
+			rc = handoff(e, e->dense.dds[e->dense.dd_of[l]], T);
+			dd = e->dense.dd;
 			pend = PEND_NONE;
 			if (rc)
 				break;
@@ -700,16 +679,17 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
-	if (logits && !all_logits && logits != e->xlogits) /* (coli_engine_forward_last's) */
-		memcpy(logits, e->xlogits, sizeof(float) * c->vocab);
+	if (logits && !all_logits && logits != e->s.xlogits) /* (coli_engine_forward_last's) */
+		memcpy(logits, e->s.xlogits, sizeof(float) * c->vocab);
 	fast_count(e);
 	if (next)
-		*next = e->xids[e->tmax + 1];
+		*next = e->s.xids[e->s.tmax + 1];
 	if (logits || next)
 		coli_dense_dev_phase_end(e, &e->est.lm_head_s, 0);
-	e->dd = e->dds[0]; /* after the last phase, which the last device's clock ends */
+	/* after the last phase, which the last device's clock ends */
+	e->dense.dd = e->dense.dds[0];
 	e->est.forward_s += coli_now_s() - start;
-	e->pos += T;
+	e->kv.pos += T;
 	e->est.tokens += T;
 	return 0;
 }

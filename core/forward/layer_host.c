@@ -28,21 +28,21 @@
 #include "core/moe/moe.h"
 
 /* The pairs device d did not compute (the CPU's and other devices', in
- * e->ey in pair order) go to their rows of d's y, beside d's outputs: one
+ * e->s.ey in pair order) go to their rows of d's y, beside d's outputs: one
  * upload per run of consecutive such pairs. Returns how many went up. */
 static int host_rows(struct coli_engine *e, uint64_t y, int d)
 {
 	size_t row = (size_t)e->m.cfg.hidden * sizeof(float);
 	int rc = 0, sent = 0;
 
-	for (int p = 0; !rc && p < e->n_pairs;) {
+	for (int p = 0; !rc && p < e->s.n_pairs;) {
 		int n = 0;
 
-		while (p + n < e->n_pairs && e->assign[e->pair_expert[p + n]] != d)
+		while (p + n < e->s.n_pairs && e->moe.assign[e->s.pair_expert[p + n]] != d)
 			n++;
 		if (n) {
-			rc = coli_dev_upload_async(e->dd->dev, y + p * row,
-			                           (const char *)e->ey + p * row, n * row);
+			rc = coli_dev_upload_async(e->dense.dd->dev, y + p * row,
+			                           (const char *)e->s.ey + p * row, n * row);
 			e->est.h2d_bytes += n * row;
 			sent += n;
 		}
@@ -51,10 +51,10 @@ static int host_rows(struct coli_engine *e, uint64_t y, int d)
 	return rc ? rc : sent;
 }
 
-/* The ax_make hook (core/moe/moe.h): e->ax for the ml->ax_defer rows of
- * e->xn the layer deferred (a prefill chunk whose experts all run on the
+/* The ax_make hook (core/moe/moe.h): e->s.ax for the ml->ax_defer rows of
+ * e->s.xn the layer deferred (a prefill chunk whose experts all run on the
  * device never reads them). ctx: the dense device still holding them (a
- * prefill chunk's rows left there), or NULL: they are in e->xn. */
+ * prefill chunk's rows left there), or NULL: they are in e->s.xn. */
 static void rows_make(struct coli_engine *e, struct coli_moe_layer *ml, void *ctx)
 {
 	const struct coli_dense_dev *dd = ctx;
@@ -64,9 +64,9 @@ static void rows_make(struct coli_engine *e, struct coli_moe_layer *ml, void *ct
 	 * that fails this download fails the rest of the layer too, whose
 	 * tokens are then rebuilt on the CPU (engine.c): these rows go unused */
 	if (dd &&
-	    !coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * ml->ax_defer * H))
+	    !coli_dev_download_async(dd->dev, e->s.xn, dd->xn, sizeof(float) * ml->ax_defer * H))
 		coli_dev_sync(dd->dev);
-	coli_actbufs_set(e, e->ax, e->xn, ml->ax_defer, H);
+	coli_actbufs_set(e, e->s.ax, e->s.xn, ml->ax_defer, H);
 }
 
 /* Whether a host-planned prefill layer's routing sends a pair anywhere but
@@ -75,12 +75,12 @@ static void rows_make(struct coli_engine *e, struct coli_moe_layer *ml, void *ct
 static int host_reads_xn(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	const int E = c->n_experts, here = e->dd->dev->index;
+	const int E = c->n_experts, here = e->dense.dd->dev->index;
 
-	if (!e->dd->route_on_dev || !e->where)
+	if (!e->dense.dd->route_on_dev || !e->vram.where)
 		return 1;
 	for (int i = 0; i < T * c->top_k; i++)
-		if (e->sel[i] >= 0 && e->where[(size_t)l * E + e->sel[i]] != here)
+		if (e->s.sel[i] >= 0 && e->vram.where[(size_t)l * E + e->s.sel[i]] != here)
 			return 1;
 	return 0;
 }
@@ -107,8 +107,8 @@ static void timeline(struct coli_engine *e, const struct coli_moe_timeline *tl, 
 }
 
 /* The pairs device d did not compute as a mask (bit p: pair p's row is the
- * host's, in e->ey) and *hy, where d's kernels read e->ey in place; 0 and
- * *hy = 0 where they cannot (more than 64 pairs, e->ey not mapped): then
+ * host's, in e->s.ey) and *hy, where d's kernels read e->s.ey in place; 0 and
+ * *hy = 0 where they cannot (more than 64 pairs, e->s.ey not mapped): then
  * host_rows uploads them. */
 static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
 {
@@ -116,12 +116,12 @@ static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
 	uint64_t m = 0;
 
 	*hy = 0;
-	if (e->n_pairs > 64)
+	if (e->s.n_pairs > 64)
 		return 0;
-	for (int p = 0; p < e->n_pairs; p++)
-		if (e->assign[e->pair_expert[p]] != d)
+	for (int p = 0; p < e->s.n_pairs; p++)
+		if (e->moe.assign[e->s.pair_expert[p]] != d)
 			m |= 1ull << p;
-	if (m && (*hy = coli_dev_host_addr(e->dd->dev, e->ey, e->n_pairs * row)))
+	if (m && (*hy = coli_dev_host_addr(e->dense.dd->dev, e->s.ey, e->s.n_pairs * row)))
 		e->est.h2d_bytes += (uint64_t)__builtin_popcountll(m) * row;
 	return *hy ? m : 0;
 }
@@ -133,9 +133,9 @@ static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
 static int pre_tail(struct coli_engine *e, const struct coli_moe_layer *ml, const struct dlayer *D,
                     int xq)
 {
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	int on = ml->moe_on_dense, T = ml->T;
-	uint64_t y = e->vram[on].y, hy;
+	uint64_t y = e->vram.slot[on].y, hy;
 	uint64_t m = host_mask(e, on, &hy);
 	int rc = hy ? 0 : host_rows(e, y, on);
 
@@ -145,7 +145,7 @@ static int pre_tail(struct coli_engine *e, const struct coli_moe_layer *ml, cons
 	                                                                    .y = y,
 	                                                                    .pair_token = dd->ptok,
 	                                                                    .pair_w = dd->pw,
-	                                                                    .n_pairs = e->n_pairs,
+	                                                                    .n_pairs = e->s.n_pairs,
 	                                                                    .T = T,
 	                                                                    .H = e->m.cfg.hidden,
 	                                                                    .hy = hy,
@@ -157,7 +157,7 @@ static int pre_tail(struct coli_engine *e, const struct coli_moe_layer *ml, cons
 /* The tail_ahead hook (COLI_TAIL_AHEAD; core/moe/moe.c calls it once the
  * layer's experts are issued, beside the CPU rows): the tail queued now
  * behind a stream wait for the host, which core/moe/moe.c releases
- * (ml->tail_dev, ml->tail_seq) once the CPU rows' outputs are in e->ey. The host's tail launches
+ * (ml->tail_dev, ml->tail_seq) once the CPU rows' outputs are in e->s.ey. The host's tail launches
  * (~8 us a layer on the H200) then leave the layer's critical path: the device starts the tail the
  * moment the rows are there, while the host takes and queues the next
  * layer. Only where nothing the tail reads can change after the issue: one
@@ -167,13 +167,13 @@ static int pre_tail(struct coli_engine *e, const struct coli_moe_layer *ml, cons
 static void tail_ahead(struct coli_engine *e, struct coli_moe_layer *ml, void *ctx)
 {
 	struct coli_dense_dev *dd = ctx;
-	uint32_t seq = e->tail_seq + 1;
+	uint32_t seq = e->dense.tail_seq + 1;
 	int rc = coli_dev_host_wait(dd->dev, seq);
 
 	ml->tail_ok = 0;
 	if (rc <= 0)
 		return; /* no stream waits here (the host part queues the tail), or failed */
-	e->tail_seq = seq;
+	e->dense.tail_seq = seq;
 	ml->tail_dev = dd->dev, ml->tail_seq = seq; /* signalled whatever follows */
 	if (pre_tail(e, ml, &dd->L[ml->l], 0) == 0) {
 		e->est.tail_ahead++;
@@ -188,7 +188,7 @@ static void tail_ahead(struct coli_engine *e, struct coli_moe_layer *ml, void *c
  * if a fault makes the host read them after all). */
 static void layer_value(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq, int pend)
 {
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 
 	ml->dense_dev = coli_dense_dev_of(e, ml->l);
 	ml->ax_defer = ml->T; /* quantized on the host only if something there reads them */
@@ -202,7 +202,7 @@ static void layer_value(struct coli_engine *e, struct coli_moe_layer *ml, int pr
 	ml->dev_rows.q = xq ? dd->aq : 0, ml->dev_rows.d = dd->ad, ml->dev_rows.qs = dd->aqs;
 	ml->dev_rows.f = xq ? 0 : dd->xn;
 	ml->tail_ok = pre && ml->T <= COLI_GPU_MAX_S && e->opts.tail_ahead && e->opts.group_async &&
-	              e->n_devs == 1 && !e->m.cfg.shared_inter && !e->opts.profile;
+	              e->vram.n_devs == 1 && !e->m.cfg.shared_inter && !e->opts.profile;
 	ml->tail_ahead = (struct coli_moe_hook){tail_ahead, dd};
 }
 
@@ -212,7 +212,7 @@ static void layer_value(struct coli_engine *e, struct coli_moe_layer *ml, int pr
 int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dd;
+	struct coli_dense_dev *dd = e->dense.dd;
 	const struct dlayer *D = &dd->L[ml->l];
 	int H = c->hidden, T = ml->T, pend = 0, rc;
 	uint64_t y = dd->ey;
@@ -225,7 +225,8 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 		coli_dense_dev_phase_end(e, &e->est.attention_s, 0);
 	if (!rc && T > COLI_GPU_MAX_S) { /* a prefill chunk's rows: see layer_ops */
 		if (host_reads_xn(e, ml->l, T)) {
-			rc = coli_dev_download_async(dd->dev, e->xn, dd->xn, sizeof(float) * T * H);
+			rc = coli_dev_download_async(dd->dev, e->s.xn, dd->xn,
+			                             sizeof(float) * T * H);
 			rc = rc ? rc : coli_dev_sync(dd->dev);
 		} else {
 			pend = 1;
@@ -239,8 +240,8 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 		return rc;
 	/* the outputs this device computed are in its y, in pair order (core/moe/moe.c
 	 * moe_on_dense): the others go up beside them. The pair lists go behind
-	 * the outputs in e->ey even then: the uploads read e->ey when they run. */
-	size_t n = (size_t)e->n_pairs, off = n * H, from = 0;
+	 * the outputs in e->s.ey even then: the uploads read e->s.ey when they run. */
+	size_t n = (size_t)e->s.n_pairs, off = n * H, from = 0;
 
 	if (pre && ml->moe_on_dense >= 0) { /* the pair lists are here too */
 		rc = 0;
@@ -253,7 +254,7 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 		return rc;
 	}
 	if (ml->moe_on_dense >= 0) {
-		y = e->vram[ml->moe_on_dense].y;
+		y = e->vram.slot[ml->moe_on_dense].y;
 		from = off;
 		rc = host_rows(e, y, ml->moe_on_dense);
 		if (rc < 0)
@@ -262,11 +263,11 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 		rc = 0;
 	}
 	/* one upload: the outputs when they are all the host's and behind them
-	 * the pair lists, copied into e->ey's tail (a small upload is a launch
+	 * the pair lists, copied into e->s.ey's tail (a small upload is a launch
 	 * of its own: ptx/gpu.c) */
-	memcpy(e->ey + off, e->pair_token, n * sizeof(int));
-	memcpy(e->ey + off + n, e->pair_w, n * sizeof(float));
-	rc = coli_dev_upload_async(dd->dev, dd->ey + 4 * from, e->ey + from,
+	memcpy(e->s.ey + off, e->s.pair_token, n * sizeof(int));
+	memcpy(e->s.ey + off + n, e->s.pair_w, n * sizeof(float));
+	rc = coli_dev_upload_async(dd->dev, dd->ey + 4 * from, e->s.ey + from,
 	                           sizeof(float) * (off - from + 2 * n));
 	e->est.h2d_bytes += sizeof(float) * (off - from + 2 * n);
 	rc = rc ? rc
@@ -281,7 +282,7 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 	rc = rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
 	if (!rc && T <= COLI_GPU_MAX_S)
 		timeline(e, &ml->tl, t_wait, t_route);
-	/* no wait: the uploads read e->ey and the pair lists when they run, and
+	/* no wait: the uploads read e->s.ey and the pair lists when they run, and
 	 * the host writes those again only after the next layer's router
 	 * download has synchronized this stream (or the forward's last sync) */
 	return rc;

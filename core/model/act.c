@@ -7,8 +7,46 @@
  *
  *   struct coli_actbuf (core/core_internal.h): f [n], q int8 [n],
  *   d / qsum [n/32]; act views them for coli_gemm
+ *
+ * coli_actbufs_alloc makes the row sets of the forward's scratch and of the
+ * MoE part's, both allocated at open.
  */
+#include <errno.h>
+#include <stdlib.h>
+
 #include "core/core_internal.h"
+
+int coli_actbufs_alloc(struct coli_actbuf **out, int count, int n, int quant)
+{
+	struct coli_actbuf *a = calloc((size_t)count, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	*out = a;
+	for (int i = 0; i < count; i++) {
+		a[i].n = n;
+		if (!quant)
+			continue;
+		a[i].q = malloc((size_t)n);
+		a[i].d = malloc(sizeof(float) * (n / COLI_QBLOCK));
+		a[i].qsum = malloc(sizeof(int32_t) * (n / COLI_QBLOCK));
+		if (!a[i].q || !a[i].d || !a[i].qsum)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void coli_actbufs_free(struct coli_actbuf *a, int count)
+{
+	if (!a)
+		return;
+	for (int i = 0; i < count; i++) {
+		free(a[i].q);
+		free(a[i].d);
+		free(a[i].qsum);
+	}
+	free(a);
+}
 
 void coli_actbuf_set(struct coli_actbuf *a, const float *x)
 {

@@ -214,10 +214,10 @@ static int read_numbers(json_t *root, struct coli_model_config *c, char *errbuf,
 	if (!s || coli_dtype_parse(s, &c->quant))
 		return fail(errbuf, errlen, "model config: quant '%s' unknown",
 		            s ? s : "(missing)");
-	/* Multiples of 32 matter only for quantized blocks; bf16 takes any size. */
-	if (c->n_heads % c->n_kv_heads || c->top_k > c->n_experts ||
-	    (coli_dtype_is_quant(c->quant) &&
-	     (c->hidden % COLI_QBLOCK || c->moe_inter % COLI_QBLOCK)))
+	/* quant is what convert was asked for: a matrix whose columns are not
+	 * whole blocks is bf16 in a q8/q4 model (core/model/convert.c), each
+	 * tensor's dtype is in the tensor table (core/model/model.c checks it) */
+	if (c->n_heads % c->n_kv_heads || c->top_k > c->n_experts)
 		return fail(
 		    errbuf, errlen, "model config: %s",
 		    "inconsistent shapes (heads not a multiple of kv heads, or top_k > experts)");

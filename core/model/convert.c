@@ -23,6 +23,11 @@
  *        quants: base + r0 * qrow              (qrow = cols or cols/2)
  *        scales: base + rows * qrow + r0 * 2 * cols/32
  *
+ * A matrix whose columns are not a multiple of COLI_QBLOCK cannot be q8_0 or
+ * q4_0: under --quant q8/q4 it is kept as bf16 (which every kernel reads at
+ * any width), an expert layer whole when its gate/up (hidden) or down
+ * (moe_inter) columns are such; one line on stderr names them (mat_dtype).
+ *
  * Peak memory is three chunk buffers (as stored: 2-byte sources only; fp32;
  * converted) plus headers and the job table: independent of model size
  * (docs/quant.md has the numbers). The pool's tasks widen and convert their
@@ -82,6 +87,8 @@ struct cv {
 	size_t n_jobs, cap_jobs;
 	char *errbuf;
 	size_t errlen;
+	int n_fb;              /* matrices (expert layers: one each) kept as bf16 */
+	char fb[256];          /* the first of their names, for the line that says so */
 	coli_cpu_pool_t *pool; /* converts a chunk's rows in parallel (--threads) */
 	int mtp_skipped;       /* tensors of next-token-prediction layers left out */
 	/* progress */
@@ -96,6 +103,23 @@ void coli_convert_opts_init(struct coli_convert_opts *o)
 	o->quant = COLI_DTYPE_BF16;
 }
 
+/* The dtype of a matrix of `cols` columns: the requested quant, or bf16 when
+ * its columns are not whole blocks (llama.cpp's quantizer likewise keeps
+ * such tensors in a wider type); bf16 is exact for bf16 sources. */
+static enum coli_dtype mat_dtype(struct cv *v, const char *name, uint64_t cols)
+{
+	size_t k = strlen(v->fb);
+
+	if (!coli_dtype_is_quant(v->c->quant) || cols % COLI_QBLOCK == 0)
+		return v->c->quant;
+	if (k + strlen(name) + 8 < sizeof(v->fb))
+		snprintf(v->fb + k, sizeof(v->fb) - k, " %s", name);
+	else if (!strstr(v->fb, " ..."))
+		snprintf(v->fb + k, sizeof(v->fb) - k, " ...");
+	v->n_fb++;
+	return COLI_DTYPE_BF16;
+}
+
 static int add_slot(struct cv *v, const char *name, int ndim, uint64_t d0, uint64_t d1, int mat)
 {
 	struct slot *s = &v->slots[v->n_slots];
@@ -104,15 +128,7 @@ static int add_slot(struct cv *v, const char *name, int ndim, uint64_t d0, uint6
 	s->ndim = ndim;
 	s->shape[0] = d0;
 	s->shape[1] = d1;
-	s->dtype = mat ? v->c->quant : COLI_DTYPE_F32;
-	if (mat && coli_dtype_is_quant(s->dtype) && d1 % COLI_QBLOCK) {
-		snprintf(v->errbuf, v->errlen,
-		         "%s: tensor %s has %llu columns; --quant %s needs a multiple of %d "
-		         "(use --quant bf16)",
-		         v->hf.dir, name, (unsigned long long)d1, coli_dtype_name(s->dtype),
-		         COLI_QBLOCK);
-		return -EINVAL;
-	}
+	s->dtype = mat ? mat_dtype(v, name, d1) : COLI_DTYPE_F32;
 	s->idx = coli_io_writer_plan_tensor(v->w, name, s->dtype, ndim, s->shape);
 	if (s->idx < 0) {
 		snprintf(v->errbuf, v->errlen, "%s", coli_io_errmsg());
@@ -188,7 +204,8 @@ static int plan(struct cv *v)
 		struct coli_expert_layer *e = &v->el[v->n_el];
 		e->layer = (uint32_t)l;
 		e->n_experts = (uint32_t)c->n_experts;
-		e->dtype = c->quant;
+		snprintf(n, sizeof(n), "blk.%d.experts", l);
+		e->dtype = mat_dtype(v, n, H % COLI_QBLOCK ? H : (uint64_t)c->moe_inter);
 		e->hidden = (uint32_t)H;
 		e->inter = (uint32_t)c->moe_inter;
 		rc = coli_io_slab_layout(e);
@@ -290,7 +307,7 @@ static int map_expert(struct cv *v, int shard, const struct coli_st_tensor *t, i
 			    .base = p == PART_GATE ? v->el[li].gate_off
 			            : p == PART_UP ? v->el[li].up_off
 			                           : v->el[li].down_off,
-			    .dtype = c->quant,
+			    .dtype = v->el[li].dtype,
 			};
 
 			if (*seen) {
@@ -736,6 +753,11 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 		goto out;
 	}
 	rc = plan(&v);
+	if (!rc && v.n_fb)
+		fprintf(stderr,
+		        "coli convert: %d tensors kept as bf16 (columns not a multiple of %d, "
+		        "which %s needs):%s\n",
+		        v.n_fb, COLI_QBLOCK, coli_dtype_name(o->quant), v.fb);
 	for (int s = 0; s < v.hf.n_shards && !rc; s++)
 		for (int i = 0; i < v.hf.st[s].n && !rc; i++)
 			rc = map_tensor(&v, s, &v.hf.st[s].t[i]);

@@ -436,32 +436,6 @@ static void fill_config(struct coli_model_config *c, const struct hf_keys *s, in
 		fill_glm(c, s);
 }
 
-/* A quantized model: every matrix's columns (one of these; attn_o: n_heads
- * x head_dim) a multiple of the block. */
-static int check_quant_cols(const struct coli_model_config *c, const struct hf_keys *s, int qwen,
-                            enum coli_dtype quant, const char *path, char *errbuf, size_t errlen)
-{
-	const struct {
-		const char *what;
-		long v;
-	} dims[] = {{"hidden_size", s->hid},
-	            {qwen ? "moe_intermediate_size" : "intermediate_size", c->moe_inter},
-	            {"num_attention_heads x head_dim", s->nh * s->hd},
-	            {"intermediate_size (dense layers)", qwen ? s->inter : 0},
-	            {"shared_expert_intermediate_size", c->shared_inter}};
-
-	if (!coli_dtype_is_quant(quant))
-		return 0;
-	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
-		if (dims[i].v % COLI_QBLOCK)
-			return errf(errbuf, errlen, -EINVAL,
-			            "%s: %s is %ld; --quant %s needs matrix columns that are "
-			            "multiples of %d (use --quant bf16)",
-			            path, dims[i].what, dims[i].v, coli_dtype_name(quant),
-			            COLI_QBLOCK);
-	return 0;
-}
-
 /* Which layers are MoE (Qwen: every decoder_sparse_step-th, less
  * mlp_only_layers), and the dense MLP's width when any is not. */
 static void moe_layers(struct coli_model_config *c, json_t *cfg, const struct hf_keys *s, int qwen)
@@ -533,9 +507,6 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 	if (rc)
 		return rc;
 	fill_config(c, &s, qwen, quant);
-	rc = check_quant_cols(c, &s, qwen, quant, path, errbuf, errlen);
-	if (rc)
-		return rc;
 	if (s.nl > COLI_MAX_LAYERS)
 		return errf(errbuf, errlen, -EINVAL, "%s: %ld layers (coli supports at most %d)",
 		            path, s.nl, COLI_MAX_LAYERS);

@@ -17,7 +17,22 @@ struct bind_ctx {
 	coli_container_t *c;
 	char *err;
 	size_t errlen;
+	enum coli_dtype quant; /* the config's */
 };
+
+/* A quantized tensor in a model whose config is not q8/q4: refused, since
+ * the engine prepares quantized activations (the same for q8_0 and q4_0)
+ * only for a quantized model (core/engine.c scratch_alloc). Wider tensors
+ * (bf16, f32) in a q8/q4 model are what convert keeps where the quant
+ * cannot go. */
+static int dtype_check(struct bind_ctx *b, const char *name, enum coli_dtype t)
+{
+	if (!coli_dtype_is_quant(t) || coli_dtype_is_quant(b->quant))
+		return 0;
+	snprintf(b->err, b->errlen, "%s: %s is %s in a %s model", coli_io_container_path(b->c),
+	         name, coli_dtype_name(t), coli_dtype_name(b->quant));
+	return -EINVAL;
+}
 
 static const struct coli_tensor_info *find(struct bind_ctx *b, const char *name, int required)
 {
@@ -45,6 +60,8 @@ static int bind_mat(struct bind_ctx *b, struct coli_mat *m, const char *name, in
 		         (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0), rows, cols);
 		return -EINVAL;
 	}
+	if (dtype_check(b, name, t->dtype))
+		return -EINVAL;
 	coli_mat_view(m, t->dtype, rows, cols, coli_io_container_tensor_data(b->c, t));
 	return 0;
 }
@@ -119,6 +136,7 @@ static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 			    coli_io_container_path(b->c), l);
 			rc = -EINVAL;
 		}
+		rc = rc ? rc : dtype_check(b, NAME("experts"), xl->dtype);
 		for (int i = 0; !rc && i < coli_io_container_n_expert_layers(b->c); i++)
 			if (coli_io_container_expert_layer(b->c, i) == xl)
 				L->xl = i;
@@ -145,7 +163,7 @@ static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 
 int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t errlen)
 {
-	struct bind_ctx b = {c, err, errlen};
+	struct bind_ctx b = {c, err, errlen, COLI_DTYPE_BF16};
 	const void *js;
 	size_t len;
 	int rc;
@@ -163,6 +181,7 @@ int coli_model_bind(struct coli_model *m, coli_container_t *c, char *err, size_t
 		m->c = NULL;
 		return rc;
 	}
+	b.quant = m->cfg.quant;
 	rc = bind_mat(&b, &m->tok_embd, "tok_embd", m->cfg.vocab, m->cfg.hidden, 1);
 	if (!rc)
 		rc = bind_vec(&b, &m->out_norm, "out_norm", m->cfg.hidden, 1);
@@ -235,4 +254,56 @@ void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, con
 		rb_mat(&r, &L->sh_router);
 		rb_mat(&r, &L->ffn_gate), rb_mat(&r, &L->ffn_up), rb_mat(&r, &L->ffn_down);
 	}
+}
+
+/* The devices' GEMVs (ptx/gpu_dense.c, ptx/gpu_expert.c) take K % 32 == 0
+ * only, whatever the dtype; the simulated device follows the same rule
+ * (core/engine.c asks here), so its placement is the GPU's. */
+static int dev_cols(const struct coli_mat *w, const char *name, int l, char *why, size_t len)
+{
+	if (!w->data || w->cols % COLI_QBLOCK == 0)
+		return 0;
+	if (l < 0)
+		snprintf(why, len, "%s has %d columns", name, w->cols);
+	else
+		snprintf(why, len, "blk.%d.%s has %d columns", l, name, w->cols);
+	return -ENOTSUP;
+}
+
+int coli_model_dev_check(const struct coli_model *m, int experts, char *why, size_t len)
+{
+	for (int l = 0; experts && l < m->cfg.n_layers; l++) {
+		const struct coli_expert_layer *xl;
+
+		if (!m->layers[l].moe)
+			continue;
+		xl = coli_io_container_expert_layer(m->c, m->layers[l].xl);
+		if (xl->hidden % COLI_QBLOCK || xl->inter % COLI_QBLOCK) {
+			snprintf(why, len, "the experts of layer %d are %u x %u", l, xl->inter,
+			         xl->hidden);
+			return -ENOTSUP;
+		}
+	}
+	if (experts)
+		return 0;
+	if (dev_cols(&m->tok_embd, "tok_embd", -1, why, len) ||
+	    dev_cols(&m->lm_head, "lm_head", -1, why, len))
+		return -ENOTSUP;
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		const struct coli_layer *L = &m->layers[l];
+		const struct {
+			const char *name;
+			const struct coli_mat *w;
+		} mats[] = {{"attn_q", &L->q},          {"attn_k", &L->k},
+		            {"attn_v", &L->v},          {"attn_o", &L->o},
+		            {"router", &L->router},     {"shexp_gate", &L->sh_gate},
+		            {"shexp_up", &L->sh_up},    {"shexp_down", &L->sh_down},
+		            {"ffn_gate", &L->ffn_gate}, {"ffn_up", &L->ffn_up},
+		            {"ffn_down", &L->ffn_down}};
+
+		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
+			if (dev_cols(mats[i].w, mats[i].name, l, why, len))
+				return -ENOTSUP;
+	}
+	return 0;
 }

@@ -3,8 +3,9 @@
  * (core/forward/forward.c): a MoE layer's router logits, its experts
  * (coli_moe_experts, core/moe/moe.c: wherever each runs), the accumulation
  * of every pair's output in ascending expert id and the shared expert
- * (Qwen2-MoE's with its sigmoid gate, GLM-4.5's without); and the dense SwiGLU MLP of non-MoE
- * layers. With the dense part on a device the same accumulation runs there
+ * (Qwen2-MoE's with its sigmoid gate, GLM-4.5's without); and the dense
+ * SwiGLU MLP of non-MoE layers. With the dense part on a device the same
+ * accumulation runs there
  * (core/forward/layer_host.c); the order is the placement invariant's
  * (core/moe/moe.c says it).
  */
@@ -14,35 +15,35 @@
 #include "core/core_internal.h"
 #include "core/moe/moe.h"
 
-/* Router logits e->rlog[T][E] = router . xn on the CPU (the device path
+/* Router logits e->s.rlog[T][E] = router . xn on the CPU (the device path
  * computes them on the device and downloads them instead). */
 static void route_logits(struct coli_engine *e, struct coli_moe_layer *ml)
 {
 	coli_moe_ax_ready(e, ml);
 	for (int t = 0; t < ml->T; t++)
-		e->ag[t] = e->ax[t].act;
-	coli_gemm_mt(e->pool, &e->m.layers[ml->l].router, e->ag, ml->T, e->rlog,
+		e->s.ag[t] = e->s.ax[t].act;
+	coli_gemm_mt(e->pool, &e->m.layers[ml->l].router, e->s.ag, ml->T, e->s.rlog,
 	             e->m.cfg.n_experts);
 }
 
 /* h[n][I] = silu(W_gate . x) * (W_up . x) for the n gathered activations in
- * e->ag; then y[n][H] = W_down . h. Uses e->g, e->u, e->ah. */
+ * e->s.ag; then y[n][H] = W_down . h. Uses e->s.g, e->s.u, e->s.ah. */
 static void swiglu(struct coli_engine *e, const struct coli_mat *gate, const struct coli_mat *up,
                    const struct coli_mat *down, int n, float *y)
 {
 	int I = gate->rows;
 
-	coli_gemm_mt(e->pool, gate, e->ag, n, e->g, I);
-	coli_gemm_mt(e->pool, up, e->ag, n, e->u, I);
+	coli_gemm_mt(e->pool, gate, e->s.ag, n, e->s.g, I);
+	coli_gemm_mt(e->pool, up, e->s.ag, n, e->s.u, I);
 	for (int i = 0; i < n; i++) {
-		float *h = e->g + (size_t)i * I;
+		float *h = e->s.g + (size_t)i * I;
 
-		coli_silu_mul(h, e->u + (size_t)i * I, h, I);
-		e->ah[i].n = I;
-		coli_actbuf_set(&e->ah[i], h);
-		e->ag[i] = e->ah[i].act;
+		coli_silu_mul(h, e->s.u + (size_t)i * I, h, I);
+		e->s.ah[i].n = I;
+		coli_actbuf_set(&e->s.ah[i], h);
+		e->s.ag[i] = e->s.ah[i].act;
 	}
-	coli_gemm_mt(e->pool, down, e->ag, n, y, down->rows);
+	coli_gemm_mt(e->pool, down, e->s.ag, n, y, down->rows);
 }
 
 int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
@@ -57,10 +58,10 @@ int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
 		return rc; /* a slab could not be read: e->errmsg says which */
 	/* accumulate in ascending expert id, whoever computed each pair */
 	memset(out, 0, sizeof(float) * T * H);
-	for (int p = 0; p < e->n_pairs; p++) {
-		float w = e->pair_w[p];
-		float *o = out + (size_t)e->pair_token[p] * H;
-		const float *y = e->ey + (size_t)p * H;
+	for (int p = 0; p < e->s.n_pairs; p++) {
+		float w = e->s.pair_w[p];
+		float *o = out + (size_t)e->s.pair_token[p] * H;
+		const float *y = e->s.ey + (size_t)p * H;
 
 		for (int j = 0; j < H; j++)
 			o[j] = o[j] + w * y[j];
@@ -71,14 +72,14 @@ int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
 		 * out[t] += gate[t] * shared(xn[t]) */
 		coli_moe_ax_ready(e, ml);
 		for (int t = 0; t < T; t++)
-			e->ag[t] = e->ax[t].act;
+			e->s.ag[t] = e->s.ax[t].act;
 		if (c->shared_gated)
-			coli_gemm(&L->sh_router, e->ag, T, e->rlog, 1, 0, 1);
-		swiglu(e, &L->sh_gate, &L->sh_up, &L->sh_down, T, e->ey);
+			coli_gemm(&L->sh_router, e->s.ag, T, e->s.rlog, 1, 0, 1);
+		swiglu(e, &L->sh_gate, &L->sh_up, &L->sh_down, T, e->s.ey);
 		for (int t = 0; t < T; t++) {
-			float gate = c->shared_gated ? 1.0f / (1.0f + expf(-e->rlog[t])) : 1.0f;
+			float gate = c->shared_gated ? 1.0f / (1.0f + expf(-e->s.rlog[t])) : 1.0f;
 			float *o = out + (size_t)t * H;
-			const float *y = e->ey + (size_t)t * H;
+			const float *y = e->s.ey + (size_t)t * H;
 
 			for (int j = 0; j < H; j++)
 				o[j] = o[j] + gate * y[j];
@@ -91,8 +92,8 @@ void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out)
 {
 	const struct coli_layer *L = &e->m.layers[l];
 
-	/* e->ax holds xn's rows: core/forward/forward.c prepared them */
+	/* e->s.ax holds xn's rows: core/forward/forward.c prepared them */
 	for (int t = 0; t < T; t++)
-		e->ag[t] = e->ax[t].act;
+		e->s.ag[t] = e->s.ax[t].act;
 	swiglu(e, &L->ffn_gate, &L->ffn_up, &L->ffn_down, T, out);
 }

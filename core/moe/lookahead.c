@@ -4,19 +4,19 @@
  * expert compute and the next layer's attention.
  *
  * The guess applies layer l+1's router to layer l's normed MoE input
- * (xn = rmsnorm(x, ffn_norm_l), already quantized in e->ax): the residual
+ * (xn = rmsnorm(x, ffn_norm_l), already quantized in e->s.ax): the residual
  * stream changes little across one layer, so the top-k of those logits
  * overlaps much of what l+1 will route. Per token its top_k; the union over
  * the call's tokens is the set prefetched. Recall (experts routed at l+1
  * that were guessed / routed) and waste (prefetched reads l+1 did not use)
  * are counted by the tier manager and printed at the end of generate.
  *
- * The router logits go to e->rlog (route() is done with it by now) as
+ * The router logits go to e->s.rlog (route() is done with it by now) as
  * [T][n_experts] fp32; top-k on logits equals top-k on softmax (a sigmoid
  * router's guess is its own routing: bias and groups change the choice). With the
  * dense part on a device the guess is computed there, next to the layer's
  * own routing (core/forward/forward_dev.c: the next router on the device's xn, then
- * coli_route), and arrives with it in e->guess: the CPU, which is about to
+ * coli_route), and arrives with it in e->s.guess: the CPU, which is about to
  * compute this layer's rows, skips the GEMV (the layer call's guess_l names the
  * layer it guessed).
  */
@@ -51,20 +51,20 @@ static int all_resident(const struct coli_engine *e, int n)
 {
 	int E = e->m.cfg.n_experts;
 
-	for (int i = 0; e->where && i < E; i++) {
-		int d = e->where[(size_t)n * E + i];
+	for (int i = 0; e->vram.where && i < E; i++) {
+		int d = e->vram.where[(size_t)n * E + i];
 
-		if (d < 0 || e->devs[d]->failed)
+		if (d < 0 || e->vram.devs[d]->failed)
 			return 0;
 	}
-	return e->where != NULL;
+	return e->vram.where != NULL;
 }
 
 int coli_lookahead_wanted(const struct coli_engine *e, int n)
 {
 	if (!e->opts.prefetch || !e->tiers || all_resident(e, n))
 		return 0;
-	return e->la_idle[n] < IDLE_GUESSES || e->pos % IDLE_PROBE == 0;
+	return e->moe.la_idle[n] < IDLE_GUESSES || e->kv.pos % IDLE_PROBE == 0;
 }
 
 void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
@@ -82,14 +82,14 @@ void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
 	memset(mask, 0, sizeof(mask));
 	if (ml->guess_l == next) { /* the device's */
 		for (int i = 0; i < T * K; i++)
-			mask[e->guess[i]] = 1;
+			mask[e->s.guess[i]] = 1;
 		T = 0;
 		ml->guess_l = -1; /* used once */
 	} else {
 		coli_moe_ax_ready(e, ml);
 		for (int t = 0; t < T; t++)
-			e->ag[t] = e->ax[t].act;
-		coli_gemm_mt(e->pool, &e->m.layers[next].router, e->ag, T, e->rlog, E);
+			e->s.ag[t] = e->s.ax[t].act;
+		coli_gemm_mt(e->pool, &e->m.layers[next].router, e->s.ag, T, e->s.rlog, E);
 	}
 	for (int t = 0; t < T && c->router_kind == COLI_ROUTER_SIGMOID; t++) {
 		/* the bias and the groups change the choice: the next layer's own
@@ -102,12 +102,12 @@ void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
 		int sel[64];
 		float w[64];
 
-		coli_route_sigmoid(e->rlog + (size_t)t * E, E, K, &sig, sel, w);
+		coli_route_sigmoid(e->s.rlog + (size_t)t * E, E, K, &sig, sel, w);
 		for (int j = 0; j < K; j++)
 			mask[sel[j]] = 1;
 	}
 	for (int t = 0; t < T && c->router_kind == COLI_ROUTER_SOFTMAX; t++) {
-		const float *p = e->rlog + (size_t)t * E;
+		const float *p = e->s.rlog + (size_t)t * E;
 		unsigned char taken[E];
 
 		memset(taken, 0, sizeof(taken));
@@ -124,15 +124,15 @@ void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
 	/* experts resident on a working device are not read by the host: a
 	 * prefetch would be a wasted read (and, under CUDA_RELEASE_HOST, bring
 	 * back the copy that was dropped) */
-	for (int i = 0; e->where && i < E; i++) {
-		int d = e->where[(size_t)next * E + i];
+	for (int i = 0; e->vram.where && i < E; i++) {
+		int d = e->vram.where[(size_t)next * E + i];
 
-		if (d >= 0 && !e->devs[d]->failed)
+		if (d >= 0 && !e->vram.devs[d]->failed)
 			mask[i] = 0;
 	}
 	if (coli_tiers_prefetch(e, next, mask))
-		e->la_idle[next] = 0;
-	else if (e->la_idle[next] < IDLE_GUESSES)
-		e->la_idle[next]++;
+		e->moe.la_idle[next] = 0;
+	else if (e->moe.la_idle[next] < IDLE_GUESSES)
+		e->moe.la_idle[next]++;
 	e->est.lookahead_s += coli_now_s() - t0;
 }

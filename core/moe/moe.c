@@ -50,7 +50,7 @@
 #include "core/dev/dev.h"
 #include "core/moe/moe.h"
 
-/* Softmax (or sigmoid: cfg.router_kind), top-k and weights from e->rlog,
+/* Softmax (or sigmoid: cfg.router_kind), top-k and weights from e->s.rlog,
  * for every token. */
 static void route_select(struct coli_engine *e, const struct coli_moe_layer *ml)
 {
@@ -63,8 +63,8 @@ static void route_select(struct coli_engine *e, const struct coli_moe_layer *ml)
 	                                   .scale = c->routed_scale};
 
 	for (int t = 0; t < T; t++) {
-		float *p = e->rlog + (size_t)t * E, *w = e->selw + (size_t)t * K;
-		int *s = e->sel + (size_t)t * K;
+		float *p = e->s.rlog + (size_t)t * E, *w = e->s.selw + (size_t)t * K;
+		int *s = e->s.sel + (size_t)t * K;
 
 		if (ml->routed) /* the dense device routed (core/forward/forward_dev.c) */
 			;
@@ -73,7 +73,7 @@ static void route_select(struct coli_engine *e, const struct coli_moe_layer *ml)
 		else
 			coli_route(p, E, K, c->norm_topk_prob, s, w);
 		if (e->trace) {
-			fprintf(e->trace, "%d %d", e->pos + t, l);
+			fprintf(e->trace, "%d %d", e->kv.pos + t, l);
 			for (int j = 0; j < K; j++)
 				fprintf(e->trace, " %d:%.6f", s[j], w[j]);
 			fputc('\n', e->trace);
@@ -89,43 +89,43 @@ static void plan_pairs(struct coli_engine *e, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	int K = c->top_k, E = c->n_experts, n = 0;
-	int *at = e->cand; /* [E]: the next free pair of each expert */
+	int *at = e->moe.cand; /* [E]: the next free pair of each expert */
 
-	memset(e->pair_n, 0, sizeof(int) * (size_t)E);
+	memset(e->moe.pair_n, 0, sizeof(int) * (size_t)E);
 	for (int i = 0; i < T * K; i++)
-		if (e->sel[i] >= 0 && e->sel[i] < E)
-			e->pair_n[e->sel[i]]++;
+		if (e->s.sel[i] >= 0 && e->s.sel[i] < E)
+			e->moe.pair_n[e->s.sel[i]]++;
 	for (int ex = 0; ex < E; ex++) {
-		e->pair_first[ex] = at[ex] = n;
-		n += e->pair_n[ex];
+		e->moe.pair_first[ex] = at[ex] = n;
+		n += e->moe.pair_n[ex];
 	}
 	for (int i = 0; i < T * K; i++) {
-		int ex = e->sel[i], p;
+		int ex = e->s.sel[i], p;
 
 		if (ex < 0 || ex >= E)
 			continue;
 		p = at[ex]++;
-		e->pair_expert[p] = ex;
-		e->pair_token[p] = i / K;
-		e->pair_w[p] = e->selw[i];
+		e->s.pair_expert[p] = ex;
+		e->s.pair_token[p] = i / K;
+		e->s.pair_w[p] = e->s.selw[i];
 	}
-	e->n_pairs = n;
+	e->s.n_pairs = n;
 }
 
-/* h = silu(g) * u for pairs e->xpairs[], then h quantized (pool task). */
+/* h = silu(g) * u for pairs e->moe.xpairs[], then h quantized (pool task). */
 static void swiglu_pairs(void *arg, int t, int n_tasks)
 {
 	struct coli_engine *e = arg;
-	int I = e->m.cfg.moe_inter, a = (int)((long)e->n_xpairs * t / n_tasks),
-	    b = (int)((long)e->n_xpairs * (t + 1) / n_tasks);
+	int I = e->m.cfg.moe_inter, a = (int)((long)e->moe.n_xpairs * t / n_tasks),
+	    b = (int)((long)e->moe.n_xpairs * (t + 1) / n_tasks);
 
 	for (int i = a; i < b; i++) {
-		int p = e->xpairs[i];
-		float *h = e->pg + (size_t)p * I;
+		int p = e->moe.xpairs[i];
+		float *h = e->moe.pg + (size_t)p * I;
 
-		coli_silu_mul(h, e->pu + (size_t)p * I, h, I);
-		coli_actbuf_set(&e->ph[p], h);
-		e->hag[p] = e->ph[p].act;
+		coli_silu_mul(h, e->moe.pu + (size_t)p * I, h, I);
+		coli_actbuf_set(&e->moe.ph[p], h);
+		e->moe.hag[p] = e->moe.ph[p].act;
 	}
 }
 
@@ -144,8 +144,8 @@ struct moe_run {
 	int pending;                  /* the device issue waits to run beside the CPU rows */
 	int issued[COLI_MAX_DEVS];    /* device d's issue succeeded */
 	int took[COLI_MAX_DEVS];      /* taken before the CPU rows: 1 ok, -1 failed */
-	int n_need, n_stream, n_rows; /* e->need[0..n_need): the experts the host reads */
-	int n_redo;                   /* e->redo[0..n_redo): recomputed on the CPU */
+	int n_need, n_stream, n_rows; /* e->moe.need[0..n_need): the experts the host reads */
+	int n_redo;                   /* e->moe.redo[0..n_redo): recomputed on the CPU */
 	int pinned;                   /* need[0..pinned) pinned in the tiers until take */
 	int lookahead_done;           /* the next layer's guess was made */
 	int64_t cpu_bytes;            /* slab bytes the CPU rows read */
@@ -162,7 +162,7 @@ enum moe_mark {
 	MOE_DEV_ISSUED, /* ... every device's work is queued, */
 	MOE_DEV_BESIDE, /* ... or so, beside the CPU rows' round */
 	MOE_ISSUED,     /* the issue step is over: the CPU rows begin */
-	MOE_CPU_DONE,   /* the CPU rows are in e->ey: take begins */
+	MOE_CPU_DONE,   /* the CPU rows are in e->s.ey: take begins */
 	MOE_TAKEN       /* every device taken */
 };
 
@@ -175,7 +175,7 @@ static void mark(struct moe_run *r, enum moe_mark m)
 	switch (m) {
 	case MOE_PLANNED:
 		st->moe_plan_s += now - r->t0;
-		st->expert_uses += r->e->n_pairs;
+		st->expert_uses += r->e->s.n_pairs;
 		tl->issue = tl->copy = 0;
 		break;
 	case MOE_PINNING:
@@ -218,20 +218,20 @@ static void dev_issue_run(void *arg)
 
 	r->pending = 0;
 	mark(r, MOE_DEV_ISSUE);
-	for (int d = 0; d < e->n_devs; d++) {
-		if (e->devs[d]->failed)
+	for (int d = 0; d < e->vram.n_devs; d++) {
+		if (e->vram.devs[d]->failed)
 			continue;
 		/* beside a pool round, the pool is busy: gather alone */
 		r->issued[d] = coli_moe_dev_issue(e, ml, d, beside ? NULL : e->pool) == 0;
 		e->est.dev_fail_issue += !r->issued[d];
 	}
-	if (ml->tail_ok && !e->devs[0]->failed && r->issued[0])
+	if (ml->tail_ok && !e->vram.devs[0]->failed && r->issued[0])
 		ml->tail_ahead.fn(e, ml, ml->tail_ahead.ctx);
 	mark(r, beside ? MOE_DEV_BESIDE : MOE_DEV_ISSUED);
 }
 
 /* CPU rows of experts list[0..n) whose slabs (in RAM) are slabs[0..n): each
- * expert's pairs (e->pair_first/pair_n) into e->ey. One pool round of three
+ * expert's pairs (e->moe.pair_first/pair_n) into e->s.ey. One pool round of three
  * phases for all of them -- gate and up of every expert, SwiGLU of every
  * pair, down of every expert -- instead of three rounds per expert; the bits
  * are coli_gemm's and coli_silu_mul's, as expert by expert. A pending device
@@ -250,33 +250,34 @@ static void cpu_experts(struct moe_run *r, const int *list, const void *const *s
 	struct coli_pool_phase ph[3];
 
 	coli_moe_ax_ready(e, ml); /* before the pool round that may run a device issue beside */
-	e->n_xpairs = 0;
+	e->moe.n_xpairs = 0;
 	for (int j = 0; j < n; j++) {
-		int ex = list[j], p0 = e->pair_first[ex], np = e->pair_n[ex];
+		int ex = list[j], p0 = e->moe.pair_first[ex], np = e->moe.pair_n[ex];
 
-		coli_model_expert_at(&e->m, ml->l, slabs[j], &e->xview[j]);
+		coli_model_expert_at(&e->m, ml->l, slabs[j], &e->moe.xview[j]);
 		for (int i = 0; i < np; i++) {
-			e->ag[p0 + i] = e->ax[e->pair_token[p0 + i]].act;
-			e->xpairs[e->n_xpairs++] = p0 + i;
+			e->s.ag[p0 + i] = e->s.ax[e->s.pair_token[p0 + i]].act;
+			e->moe.xpairs[e->moe.n_xpairs++] = p0 + i;
 		}
-		e->xjobs[nj++] = (struct coli_gemm_job){&e->xview[j].gate, e->ag + p0, np,
-		                                        e->pg + (size_t)p0 * I, I};
-		e->xjobs[nj++] = (struct coli_gemm_job){&e->xview[j].up, e->ag + p0, np,
-		                                        e->pu + (size_t)p0 * I, I};
+		e->moe.xjobs[nj++] = (struct coli_gemm_job){&e->moe.xview[j].gate, e->s.ag + p0, np,
+		                                            e->moe.pg + (size_t)p0 * I, I};
+		e->moe.xjobs[nj++] = (struct coli_gemm_job){&e->moe.xview[j].up, e->s.ag + p0, np,
+		                                            e->moe.pu + (size_t)p0 * I, I};
 	}
-	/* down reads h through e->hag, which the SwiGLU phase fills */
+	/* down reads h through e->moe.hag, which the SwiGLU phase fills */
 	for (int j = 0; j < n; j++) {
-		int p0 = e->pair_first[list[j]];
+		int p0 = e->moe.pair_first[list[j]];
 
-		e->xjobs[nj + j] = (struct coli_gemm_job){
-		    &e->xview[j].down, e->hag + p0, e->pair_n[list[j]], e->ey + (size_t)p0 * H, H};
+		e->moe.xjobs[nj + j] =
+		    (struct coli_gemm_job){&e->moe.xview[j].down, e->moe.hag + p0,
+		                           e->moe.pair_n[list[j]], e->s.ey + (size_t)p0 * H, H};
 	}
-	coli_gemm_batch_init(&gu, e->xjobs, nj);
-	coli_gemm_batch_init(&down, e->xjobs + nj, n);
+	coli_gemm_batch_init(&gu, e->moe.xjobs, nj);
+	coli_gemm_batch_init(&down, e->moe.xjobs + nj, n);
 	ph[0] = (struct coli_pool_phase){coli_gemm_batch_task, &gu,
 	                                 gu_tasks < gu.units ? gu_tasks : gu.units};
 	ph[1] = (struct coli_pool_phase){swiglu_pairs, e,
-	                                 threads < e->n_xpairs ? threads : e->n_xpairs};
+	                                 threads < e->moe.n_xpairs ? threads : e->moe.n_xpairs};
 	ph[2] = (struct coli_pool_phase){coli_gemm_batch_task, &down,
 	                                 threads < down.units ? threads : down.units};
 	coli_cpu_pool_run_phases(e->pool, ph, 3, side ? dev_issue_run : NULL, r);
@@ -297,8 +298,8 @@ static int64_t cpu_list(struct moe_run *r, const int *list, int n)
 		int rc;
 
 		for (int j = i; j < n; j++)
-			e->cand_n[j - i] = e->pair_n[list[j]];
-		k = coli_tiers_acquire(e, l, list + i, e->cand_n, n - i, e->slab_ptr);
+			e->moe.cand_n[j - i] = e->moe.pair_n[list[j]];
+		k = coli_tiers_acquire(e, l, list + i, e->moe.cand_n, n - i, e->moe.slab_ptr);
 		if (k <= 0)
 			return k < 0 ? k : -EIO;
 		if (!r->lookahead_done) {
@@ -309,7 +310,7 @@ static int64_t cpu_list(struct moe_run *r, const int *list, int n)
 			dev_issue_run(r); /* the devices work while the disk lands */
 		rc = coli_tiers_wait(e);
 		if (!rc) {
-			cpu_experts(r, list + i, e->slab_ptr, k);
+			cpu_experts(r, list + i, e->moe.slab_ptr, k);
 			bytes += (int64_t)k * r->xl->slab_bytes;
 		}
 		coli_tiers_release(e);
@@ -324,8 +325,8 @@ static int sim_only(const struct coli_engine *e)
 {
 	int sim = 1;
 
-	for (int d = 0; d < e->n_devs; d++)
-		sim = sim && !coli_dev_can(e->devs[d], COLI_DEV_CAP_BANDWIDTH);
+	for (int d = 0; d < e->vram.n_devs; d++)
+		sim = sim && !coli_dev_can(e->vram.devs[d], COLI_DEV_CAP_BANDWIDTH);
 	return sim;
 }
 
@@ -336,7 +337,8 @@ static int sim_only(const struct coli_engine *e)
  * fault tests inject failures by launch count). */
 double coli_moe_stream_share(const struct coli_engine *e)
 {
-	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
+	double bs = e->moe.bw_stream > 0 ? e->moe.bw_stream : 1,
+	       bc = e->moe.bw_cpu > 0 ? e->moe.bw_cpu : bs;
 
 	if (e->opts.stream == COLI_OPT_STREAM_ONLY)
 		return 1.0;
@@ -354,12 +356,13 @@ double coli_moe_stream_share(const struct coli_engine *e)
 static int prefill_stream_count(const struct coli_engine *e, int l, const int *cand, int n_cand)
 {
 	double slab = (double)coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
-	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
-	double bp = e->bw_cpu_pair > 0 ? e->bw_cpu_pair : bc, read = slab / bc, cpu = 0;
+	double bs = e->moe.bw_stream > 0 ? e->moe.bw_stream : 1,
+	       bc = e->moe.bw_cpu > 0 ? e->moe.bw_cpu : bs;
+	double bp = e->moe.bw_cpu_pair > 0 ? e->moe.bw_cpu_pair : bc, read = slab / bc, cpu = 0;
 	double best = 1e300;
 	int k_best = 0;
 
-#define CPU_COST(ex) (slab * e->pair_n[ex] / bp > read ? slab * e->pair_n[ex] / bp : read)
+#define CPU_COST(ex) (slab * e->moe.pair_n[ex] / bp > read ? slab * e->moe.pair_n[ex] / bp : read)
 	if (e->opts.stream == COLI_OPT_STREAM_ONLY)
 		return n_cand;
 	for (int i = 0; i < n_cand; i++)
@@ -401,7 +404,8 @@ int coli_moe_decode_split(int n, double bw_stream, double bw_cpu)
 
 static int decode_stream_count(const struct coli_engine *e, int n_cand)
 {
-	double bs = e->bw_stream > 0 ? e->bw_stream : 1, bc = e->bw_cpu > 0 ? e->bw_cpu : bs;
+	double bs = e->moe.bw_stream > 0 ? e->moe.bw_stream : 1,
+	       bc = e->moe.bw_cpu > 0 ? e->moe.bw_cpu : bs;
 
 	if (e->opts.stream == COLI_OPT_STREAM_ONLY || sim_only(e))
 		return (int)(n_cand * coli_moe_stream_share(e) + 0.5);
@@ -431,10 +435,10 @@ static int take_staged(struct coli_engine *e, int l, int home, int *cand, int n_
                        int *slots_left)
 {
 	for (int i = 0; i < n_cand; i++)
-		for (int d = 0; d < e->n_devs; d++)
+		for (int d = 0; d < e->vram.n_devs; d++)
 			if ((home < 0 || d == home) && coli_moe_dev_staged(e, d, l, cand[i])) {
-				e->assign[cand[i]] = (signed char)d;
-				e->streamed[cand[i]] = 2;
+				e->moe.assign[cand[i]] = (signed char)d;
+				e->moe.streamed[cand[i]] = 2;
 				slots_left[d]--;
 				cand[i--] = cand[--n_cand];
 				break;
@@ -455,27 +459,27 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 	const struct coli_model_config *c = &e->m.cfg;
 	int l = ml->l, T = ml->T;
 	int E = c->n_experts, n_cand = 0, k, slots_left[COLI_MAX_DEVS], d_next = 0, home = -1;
-	int *cand = e->cand;
-	const int *cnt = e->pair_n; /* tokens per expert, from plan_pairs */
+	int *cand = e->moe.cand;
+	const int *cnt = e->moe.pair_n; /* tokens per expert, from plan_pairs */
 
 	if (E <= 0) /* the config guarantees >= 1; this tells the compiler too */
 		return;
-	memset(e->assign, -1, (size_t)E);
-	memset(e->streamed, 0, (size_t)E);
+	memset(e->moe.assign, -1, (size_t)E);
+	memset(e->moe.streamed, 0, (size_t)E);
 	for (int ex = 0; ex < E; ex++) {
-		int d = e->where ? e->where[(size_t)l * E + ex] : -1;
+		int d = e->vram.where ? e->vram.where[(size_t)l * E + ex] : -1;
 
 		if (!cnt[ex])
 			continue;
-		if (d >= 0 && !e->devs[d]->failed)
-			e->assign[ex] = (signed char)d;
+		if (d >= 0 && !e->vram.devs[d]->failed)
+			e->moe.assign[ex] = (signed char)d;
 		else
 			cand[n_cand++] = ex;
 	}
-	if (!e->n_devs || !n_cand || e->opts.stream == COLI_OPT_STREAM_OFF)
+	if (!e->vram.n_devs || !n_cand || e->opts.stream == COLI_OPT_STREAM_OFF)
 		return;
-	for (int d = 0; d < e->n_devs; d++)
-		slots_left[d] = e->devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);
+	for (int d = 0; d < e->vram.n_devs; d++)
+		slots_left[d] = e->vram.devs[d]->failed ? 0 : coli_moe_dev_stage_room(e, d);
 	/* at decode, only the device holding the layer's dense part (its
 	 * outputs then need no trip through the host when nothing else ran);
 	 * at prefill round-robin over the devices with staging room (two H200s,
@@ -483,7 +487,7 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 	 * home: docs/perf/history/2026-11-30.md) */
 	if (T <= COLI_GPU_MAX_S && ml->dense_dev >= 0)
 		home = ml->dense_dev;
-	for (int d = 0; home >= 0 && d < e->n_devs; d++)
+	for (int d = 0; home >= 0 && d < e->vram.n_devs; d++)
 		if (d != home)
 			slots_left[d] = 0;
 	/* still in a slot from an earlier token: the copy is paid, stream it
@@ -491,7 +495,7 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 	 * another would keep it busy every token) */
 	n_cand = take_staged(e, l, home, cand, n_cand, slots_left);
 	/* a device with a slot left for new copies streams any number, in waves */
-	for (int d = 0; d < e->n_devs; d++)
+	for (int d = 0; d < e->vram.n_devs; d++)
 		slots_left[d] = slots_left[d] > 0 ? INT_MAX : 0;
 	if (!n_cand)
 		return;
@@ -502,16 +506,16 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 	for (int i = 0; i < n_cand && k > 0; i++) {
 		int tries = 0;
 
-		while (tries < e->n_devs && slots_left[d_next] == 0) {
-			d_next = (d_next + 1) % e->n_devs;
+		while (tries < e->vram.n_devs && slots_left[d_next] == 0) {
+			d_next = (d_next + 1) % e->vram.n_devs;
 			tries++;
 		}
 		if (slots_left[d_next] == 0)
 			break; /* staging full: the rest stay CPU rows */
-		e->assign[cand[i]] = (signed char)d_next;
-		e->streamed[cand[i]] = 1;
+		e->moe.assign[cand[i]] = (signed char)d_next;
+		e->moe.streamed[cand[i]] = 1;
 		slots_left[d_next]--;
-		d_next = (d_next + 1) % e->n_devs;
+		d_next = (d_next + 1) % e->vram.n_devs;
 		k--;
 	}
 }
@@ -525,20 +529,21 @@ static void assign_experts(struct coli_engine *e, const struct coli_moe_layer *m
 static void count_expert(struct moe_run *r, int ex)
 {
 	struct coli_engine *e = r->e;
-	int l = r->ml->l, n = e->pair_n[ex];
+	int l = r->ml->l, n = e->moe.pair_n[ex];
 
-	if (e->assign[ex] >= 0 && !e->streamed[ex]) /* VRAM: the tiers never see it */
+	if (e->moe.assign[ex] >= 0 && !e->moe.streamed[ex]) /* VRAM: the tiers never see it */
 		coli_tiers_count(e, l, ex, n);
-	if (e->assign[ex] >= 0 && e->assign[ex] == r->ml->preplanned && !e->streamed[ex]) {
+	if (e->moe.assign[ex] >= 0 && e->moe.assign[ex] == r->ml->preplanned &&
+	    !e->moe.streamed[ex]) {
 		e->est.hits[COLI_TIER_VRAM]++; /* it ran already: no take counts it */
 		e->est.bytes[COLI_TIER_VRAM] += r->xl->slab_bytes;
 	}
-	if (e->streamed[ex] == 2) /* staged: its copy read the RAM tier */
+	if (e->moe.streamed[ex] == 2) /* staged: its copy read the RAM tier */
 		coli_tiers_served_staged(e, l, ex, n);
 }
 
 /* plan: the routing, the layer's pairs by expert, an owner for every routed
- * expert (assign_experts) and the experts the host reads, in e->need: its
+ * expert (assign_experts) and the experts the host reads, in e->moe.need: its
  * CPU rows and the slabs it streams. */
 static void plan(struct moe_run *r)
 {
@@ -547,17 +552,17 @@ static void plan(struct moe_run *r)
 	route_select(e, r->ml);
 	plan_pairs(e, r->ml->T);
 	assign_experts(e, r->ml);
-	for (int d = 0; d < e->n_devs; d++)
-		e->vram[d].ahead = 0; /* no first part queued yet (coli_moe_dev_copy_ahead) */
+	for (int d = 0; d < e->vram.n_devs; d++)
+		e->vram.slot[d].ahead = 0; /* no first part queued yet (coli_moe_dev_copy_ahead) */
 	mark(r, MOE_PLANNED);
 	for (int ex = 0; ex < e->m.cfg.n_experts; ex++) {
-		if (!e->pair_n[ex])
+		if (!e->moe.pair_n[ex])
 			continue;
 		count_expert(r, ex);
-		if (e->assign[ex] < 0 || e->streamed[ex] == 1)
-			e->need[r->n_need++] = ex;
-		r->n_stream += e->streamed[ex] == 1;
-		r->n_rows += e->assign[ex] < 0;
+		if (e->moe.assign[ex] < 0 || e->moe.streamed[ex] == 1)
+			e->moe.need[r->n_need++] = ex;
+		r->n_stream += e->moe.streamed[ex] == 1;
+		r->n_rows += e->moe.assign[ex] < 0;
 	}
 }
 
@@ -570,15 +575,16 @@ static void plan(struct moe_run *r)
 static int pin_streamed(struct moe_run *r)
 {
 	struct coli_engine *e = r->e;
-	const int *need = e->need;
+	const int *need = e->moe.need;
 	int rc;
 
 	if (!r->n_stream)
 		return 0;
 	mark(r, MOE_PINNING);
 	for (int j = 0; j < r->n_need; j++)
-		e->cand_n[j] = e->pair_n[need[j]];
-	r->pinned = coli_tiers_acquire(e, r->ml->l, need, e->cand_n, r->n_need, e->slab_ptr);
+		e->moe.cand_n[j] = e->moe.pair_n[need[j]];
+	r->pinned =
+	    coli_tiers_acquire(e, r->ml->l, need, e->moe.cand_n, r->n_need, e->moe.slab_ptr);
 	if (r->pinned <= 0)
 		return r->pinned < 0 ? r->pinned : -EIO;
 	if (!coli_tiers_ready(e)) { /* the next layer's guess while the disk lands */
@@ -591,19 +597,19 @@ static int pin_streamed(struct moe_run *r)
 		return rc;
 	}
 	for (int j = 0; j < r->pinned; j++)
-		e->host_slab[need[j]] = e->slab_ptr[j];
+		e->moe.host_slab[need[j]] = e->moe.slab_ptr[j];
 	mark(r, MOE_PINNED);
 	if (r->pinned < r->n_need) { /* they do not all fit: this layer copies nothing */
 		for (int j = 0; j < r->n_need; j++)
-			if (e->streamed[need[j]] == 1) {
-				e->streamed[need[j]] = 0;
-				e->assign[need[j]] = -1;
+			if (e->moe.streamed[need[j]] == 1) {
+				e->moe.streamed[need[j]] = 0;
+				e->moe.assign[need[j]] = -1;
 			}
 		r->n_stream = 0;
 	}
-	for (int d = 0; r->n_stream && d < e->n_devs; d++)
-		if (!e->devs[d]->failed && coli_moe_dev_copy_ahead(e, r->ml, d) &&
-		    e->devs[d]->failed) /* the issue skips it: its share goes to the CPU */
+	for (int d = 0; r->n_stream && d < e->vram.n_devs; d++)
+		if (!e->vram.devs[d]->failed && coli_moe_dev_copy_ahead(e, r->ml, d) &&
+		    e->vram.devs[d]->failed) /* the issue skips it: its share goes to the CPU */
 			e->est.dev_fail_issue++;
 	if (!r->lookahead_done) {
 		coli_lookahead(e, r->ml);
@@ -626,8 +632,8 @@ static void outputs_where(struct moe_run *r)
 	if (ml->moe_on_dense < 0 && ml->dense_dev >= 0) {
 		int d = ml->dense_dev, stay = ml->T > COLI_GPU_MAX_S || !r->n_need;
 
-		for (int p = 0; stay && ml->T <= COLI_GPU_MAX_S && p < e->n_pairs; p++)
-			stay = e->assign[e->pair_expert[p]] == d;
+		for (int p = 0; stay && ml->T <= COLI_GPU_MAX_S && p < e->s.n_pairs; p++)
+			stay = e->moe.assign[e->s.pair_expert[p]] == d;
 		ml->moe_on_dense = stay ? d : -1;
 	}
 }
@@ -650,7 +656,7 @@ static void issue(struct moe_run *r)
 		}
 	}
 	if (!e->opts.group_async)
-		for (int d = 0; d < e->n_devs; d++)
+		for (int d = 0; d < e->vram.n_devs; d++)
 			r->took[d] = !r->issued[d]                         ? -1
 			             : coli_moe_dev_take(e, r->ml, d) == 0 ? 1
 			                                                   : -1;
@@ -663,26 +669,26 @@ static void issue(struct moe_run *r)
 static int cpu_rows(struct moe_run *r)
 {
 	struct coli_engine *e = r->e;
-	const int *need = e->need;
+	const int *need = e->moe.need;
 	int n_cpu = 0, n_rest = 0, first_rest = r->pinned, rc = 0;
 	int64_t b;
 
 	for (int j = 0; j < r->pinned; j++)
-		if (e->assign[need[j]] < 0) {
-			e->cand[n_cpu] = need[j];
-			e->slab_ptr[n_cpu++] = e->slab_ptr[j]; /* j >= n_cpu: in place */
+		if (e->moe.assign[need[j]] < 0) {
+			e->moe.cand[n_cpu] = need[j];
+			e->moe.slab_ptr[n_cpu++] = e->moe.slab_ptr[j]; /* j >= n_cpu: in place */
 		}
 	if (n_cpu)
-		cpu_experts(r, e->cand, e->slab_ptr, n_cpu);
+		cpu_experts(r, e->moe.cand, e->moe.slab_ptr, n_cpu);
 	r->cpu_bytes += (int64_t)n_cpu * r->xl->slab_bytes;
 	if (r->pinned && !r->n_stream) {
 		coli_tiers_release(e); /* nothing streamed: the chunk can go now */
 		r->pinned = 0;
 	}
 	for (int j = first_rest; j < r->n_need; j++)
-		if (e->assign[need[j]] < 0)
-			e->cand[n_rest++] = need[j];
-	b = n_rest ? cpu_list(r, e->cand, n_rest) : 0;
+		if (e->moe.assign[need[j]] < 0)
+			e->moe.cand[n_rest++] = need[j];
+	b = n_rest ? cpu_list(r, e->moe.cand, n_rest) : 0;
 	if (b < 0)
 		rc = (int)b;
 	else
@@ -699,44 +705,45 @@ static void cpu_rates(struct moe_run *r)
 	struct coli_engine *e = r->e;
 	double dt;
 
-	if (!r->cpu_bytes || !e->n_devs)
+	if (!r->cpu_bytes || !e->vram.n_devs)
 		return;
 	dt = coli_now_s() - r->t_cpu + 1e-9;
 	if (r->ml->T <= COLI_GPU_MAX_S) {
 		double bw = r->cpu_bytes / dt;
 
-		e->bw_cpu = e->bw_cpu > 0 ? 0.8 * e->bw_cpu + 0.2 * bw : bw;
+		e->moe.bw_cpu = e->moe.bw_cpu > 0 ? 0.8 * e->moe.bw_cpu + 0.2 * bw : bw;
 	} else {
 		double pair_bytes = 0, bw;
 
 		for (int ex = 0; ex < e->m.cfg.n_experts; ex++)
-			if (e->pair_n[ex] && e->assign[ex] < 0)
-				pair_bytes += (double)e->pair_n[ex] * r->xl->slab_bytes;
+			if (e->moe.pair_n[ex] && e->moe.assign[ex] < 0)
+				pair_bytes += (double)e->moe.pair_n[ex] * r->xl->slab_bytes;
 		bw = pair_bytes / dt;
-		e->bw_cpu_pair = e->bw_cpu_pair > 0 ? 0.8 * e->bw_cpu_pair + 0.2 * bw : bw;
+		e->moe.bw_cpu_pair =
+		    e->moe.bw_cpu_pair > 0 ? 0.8 * e->moe.bw_cpu_pair + 0.2 * bw : bw;
 	}
 }
 
 /* take: wait for each device and collect its outputs; a device failing now
- * has its experts listed in e->redo. */
+ * has its experts listed in e->moe.redo. */
 static void take(struct moe_run *r)
 {
 	struct coli_engine *e = r->e;
 
-	for (int d = 0; d < e->n_devs; d++) {
+	for (int d = 0; d < e->vram.n_devs; d++) {
 		int failed = r->took[d] ? r->took[d] < 0
 		                        : !r->issued[d] || coli_moe_dev_take(e, r->ml, d) != 0;
 
 		e->est.dev_fail_take += failed && r->issued[d];
 		/* (a slab CUDA_RELEASE_HOST dropped is read back by cpu_list's acquire) */
 		for (int ex = 0; failed && ex < e->m.cfg.n_experts; ex++)
-			if (e->pair_n[ex] && e->assign[ex] == d)
-				e->redo[r->n_redo++] = ex;
+			if (e->moe.pair_n[ex] && e->moe.assign[ex] == d)
+				e->moe.redo[r->n_redo++] = ex;
 	}
 }
 
 /* redo: the failed devices' experts recomputed on the CPU (their outputs
- * are then the CPU's, in e->ey), unless a read failed already (rc); the
+ * are then the CPU's, in e->s.ey), unless a read failed already (rc); the
  * next layer's guess made if nothing made it. */
 static int redo(struct moe_run *r, int rc)
 {
@@ -744,12 +751,12 @@ static int redo(struct moe_run *r, int rc)
 	struct coli_moe_layer *ml = r->ml;
 
 	for (int j = 0; j < r->n_redo; j++) {
-		if (e->assign[e->redo[j]] == ml->moe_on_dense)
+		if (e->moe.assign[e->moe.redo[j]] == ml->moe_on_dense)
 			ml->moe_on_dense = -1;
-		e->assign[e->redo[j]] = -1;
+		e->moe.assign[e->moe.redo[j]] = -1;
 	}
 	if (!rc && r->n_redo) {
-		int64_t b = cpu_list(r, e->redo, r->n_redo);
+		int64_t b = cpu_list(r, e->moe.redo, r->n_redo);
 
 		rc = b < 0 ? (int)b : 0;
 	}

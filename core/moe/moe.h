@@ -44,13 +44,13 @@ struct coli_moe_timeline {
 struct coli_moe_layer {
 	/* ---- set by the forward ---- */
 	int l, T;       /* the layer, the call's tokens */
-	int routed;     /* 1: e->sel/selw hold the dense device's routing (coli_route
-	                 * there); 0: the host routes from e->rlog */
-	int dense_dev;  /* index in e->devs of the device running the layer's dense
+	int routed;     /* 1: e->s.sel/selw hold the dense device's routing (coli_route
+	                 * there); 0: the host routes from e->s.rlog */
+	int dense_dev;  /* index in e->vram.devs of the device running the layer's dense
 	                 * part, or -1 (the CPU) */
 	int preplanned; /* device whose resident experts of this layer already ran
 	                 * (forward_dev's run_plan; outputs in its y at pair rows), or -1 */
-	int guess_l;    /* e->guess holds the dense device's lookahead guess for this
+	int guess_l;    /* e->s.guess holds the dense device's lookahead guess for this
 	                 * MoE layer, or -1 */
 	/* the tokens' rows where they already are on a device (the dense
 	 * device's normed rows, q8/q4 quantized by the norm or f32): that
@@ -60,7 +60,7 @@ struct coli_moe_layer {
 		struct coli_dev *dev;
 		uint64_t q, d, qs, f; /* [T][H] int8, [T][H/32] scales and sums; [T][H] f32 */
 	} dev_rows;
-	int ax_defer;                    /* rows of e->xn not yet in e->ax (0: ready); */
+	int ax_defer;                    /* rows of e->s.xn not yet in e->s.ax (0: ready); */
 	struct coli_moe_hook ax_make;    /* makes them: coli_moe_ax_ready calls it */
 	int tail_ok;                     /* the device tail may be queued ahead, */
 	struct coli_moe_hook tail_ahead; /* by this, once the experts are issued */
@@ -70,7 +70,7 @@ struct coli_moe_layer {
 	int tail_queued;           /* the tail hook queued the whole tail */
 	int moe_on_dense;          /* the device holding the dense part whose pairs'
 	                            * outputs stay in its y at their pair rows (the rest
-	                            * come from e->ey), or -1: all in e->ey */
+	                            * come from e->s.ey), or -1: all in e->s.ey */
 	struct coli_moe_timeline tl;
 };
 
@@ -81,7 +81,7 @@ static inline struct coli_moe_layer coli_moe_layer_make(int l, int T)
 	    .l = l, .T = T, .dense_dev = -1, .preplanned = -1, .guess_l = -1, .moe_on_dense = -1};
 }
 
-/* e->ax for the rows the forward deferred; every host reader of e->ax in the
+/* e->s.ax for the rows the forward deferred; every host reader of e->s.ax in the
  * MoE part calls it first. */
 static inline void coli_moe_ax_ready(struct coli_engine *e, struct coli_moe_layer *ml)
 {
@@ -91,9 +91,9 @@ static inline void coli_moe_ax_ready(struct coli_engine *e, struct coli_moe_laye
 	}
 }
 
-/* moe.c: from router logits in e->rlog (or ml->routed's routing) and
- * activations in e->ax: route, plan, issue to devices, CPU rows, take.
- * Leaves per-pair outputs in e->ey (ml->moe_on_dense's in that device's y);
+/* moe.c: from router logits in e->s.rlog (or ml->routed's routing) and
+ * activations in e->s.ax: route, plan, issue to devices, CPU rows, take.
+ * Leaves per-pair outputs in e->s.ey (ml->moe_on_dense's in that device's y);
  * -errno (e->errmsg) when a slab could not be read. */
 int coli_moe_experts(struct coli_engine *e, struct coli_moe_layer *ml);
 /* block.c: out[T][hidden] = MoE(xn) for layer ml->l; xn's activations are
@@ -109,7 +109,7 @@ double coli_moe_stream_share(const struct coli_engine *e);
 int coli_moe_decode_split(int n, double bw_stream, double bw_cpu);
 
 /* moe_dev.c: per layer, queue device d's experts (issue) and collect their
- * outputs into e->ey (take). */
+ * outputs into e->s.ey (take). */
 /* pool: where a prefill chunk's activation rows are gathered (NULL: the
  * caller alone, e.g. when it runs beside a pool round) */
 int coli_moe_dev_issue(struct coli_engine *e, struct coli_moe_layer *ml, int d,

@@ -168,7 +168,7 @@ static void stage_fill(struct coli_dev_slot *v, int s, int l, int ex)
 /* Staging slots device d can fill now. */
 int coli_moe_dev_stage_room(struct coli_engine *e, int d)
 {
-	const struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_dev_slot *v = &e->vram.slot[d];
 
 	return v->st ? v->n_stage : 0;
 }
@@ -177,7 +177,7 @@ int coli_moe_dev_stage_room(struct coli_engine *e, int d)
  * flight)? core/moe/moe.c streams such experts first: their copy is paid. */
 int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex)
 {
-	const struct coli_dev_slot *v = &e->vram[d];
+	const struct coli_dev_slot *v = &e->vram.slot[d];
 
 	return v->st && !v->dev->failed && stage_find(v, l, ex) >= 0;
 }
@@ -192,7 +192,7 @@ int coli_moe_dev_staged(struct coli_engine *e, int d, int l, int ex)
  * up launches wait for the first parts, down for the rest). */
 static int wave_copies(struct coli_engine *e, struct coli_moe_layer *ml, int d, int r0, int r1)
 {
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	int l = ml->l;
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
@@ -201,7 +201,7 @@ static int wave_copies(struct coli_engine *e, struct coli_moe_layer *ml, int d, 
 		struct dev_run *run = &v->runs[r];
 		int ex = run->expert, rc;
 
-		if (!e->streamed[ex])
+		if (!e->moe.streamed[ex])
 			continue;
 		/* RAM tier: staged a layer early, or copied now */
 		run->stage = stage_find(v, l, ex);
@@ -209,11 +209,11 @@ static int wave_copies(struct coli_engine *e, struct coli_moe_layer *ml, int d, 
 			e->est.stream_staged_hits++;
 		} else {
 			run->stage = stage_victim(v);
-			if (run->stage < 0 || e->streamed[ex] != 1)
+			if (run->stage < 0 || e->moe.streamed[ex] != 1)
 				return -ENOSPC; /* the wave cap counts the slots */
 			rc = coli_dev_stage_copy(v->dev, run->stage,
 			                         v->stage + (uint64_t)run->stage * v->stage_bytes,
-			                         e->host_slab[ex], xl->down_off);
+			                         e->moe.host_slab[ex], xl->down_off);
 			if (rc)
 				return rc;
 			if (!ml->tl.copy)
@@ -254,7 +254,7 @@ static int gate_up_queue(struct coli_engine *e, const struct coli_moe_layer *ml,
 			job_matrix(&j, t, v->runs[r].slab + (m ? xl->up_off : xl->gate_off), I, H);
 			if (v->direct) /* its one pair's token row, where the dense part left it */
 				job_input(&j, ml->dev_rows.q, ml->dev_rows.d, ml->dev_rows.qs,
-				          ml->dev_rows.f, e->pair_token[v->runs[r].pair0], H);
+				          ml->dev_rows.f, e->s.pair_token[v->runs[r].pair0], H);
 			else
 				job_input(&j, v->xq, v->xd, v->xqs, v->xf, v->runs[r].row0, H);
 			j.y = (float *)(uintptr_t)((m ? v->u : v->g) +
@@ -301,7 +301,7 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 {
 	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	enum coli_dtype t = xl->dtype;
@@ -310,7 +310,7 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 	int rows = v->runs[r1 - 1].row0 + v->runs[r1 - 1].n - row_a;
 
 	for (int r = r0; r < r1; r++)
-		if (e->streamed[v->runs[r].expert]) {
+		if (e->moe.streamed[v->runs[r].expert]) {
 			rc = coli_dev_stage_use(v->dev, v->runs[r].stage);
 			if (rc)
 				return rc;
@@ -330,7 +330,7 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 		if (v->runs[r].tail) {
 			rc = coli_dev_stage_copy(
 			    v->dev, v->runs[r].stage, v->runs[r].slab + xl->down_off,
-			    (const char *)e->host_slab[v->runs[r].expert] + xl->down_off,
+			    (const char *)e->moe.host_slab[v->runs[r].expert] + xl->down_off,
 			    xl->slab_bytes - xl->down_off);
 			rc = rc ? rc : coli_dev_stage_use(v->dev, v->runs[r].stage);
 			v->runs[r].tail = 0;
@@ -349,7 +349,7 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 }
 
 /* Copy the activations of staging rows [r0, r1) of v's runs from their
- * tokens' (e->ax) into the upload staging. */
+ * tokens' (e->s.ax) into the upload staging. */
 struct gather {
 	struct coli_engine *e;
 	struct coli_dev_slot *v;
@@ -370,7 +370,7 @@ static void gather_task(void *arg, int task, int n_tasks)
 
 		for (int r = a; r < b; r++) {
 			const struct coli_act *x =
-			    &e->ax[e->pair_token[run->pair0 + r - run->row0]].act;
+			    &e->s.ax[e->s.pair_token[run->pair0 + r - run->row0]].act;
 
 			if (g->quant) {
 				memcpy(v->sx_q + (size_t)r * H, x->q, (size_t)H);
@@ -423,7 +423,7 @@ static int gather_on_device(struct coli_engine *e, const struct coli_moe_layer *
 
 	for (int k = 0; k < v->n_runs; k++)
 		for (int r = 0; r < v->runs[k].n; r++)
-			v->sx_tok[v->runs[k].row0 + r] = e->pair_token[v->runs[k].pair0 + r];
+			v->sx_tok[v->runs[k].row0 + r] = e->s.pair_token[v->runs[k].pair0 + r];
 	if (e->opts.profile || e->opts.cuda_profile)
 		rc = coli_dev_mark(v->dev, MARK_ISSUE);
 	rc = rc ? rc : coli_dev_upload_async(v->dev, v->tok, v->sx_tok, sizeof(int) * P);
@@ -457,7 +457,7 @@ static int wave_end(struct coli_engine *e, const struct coli_dev_slot *v, int l,
 	for (r1 = r0; r1 < v->n_runs; r1++) {
 		int ex = v->runs[r1].expert;
 
-		if (e->streamed[ex] && stage_find(v, l, ex) < 0) {
+		if (e->moe.streamed[ex] && stage_find(v, l, ex) < 0) {
 			if (misses == cap)
 				break;
 			misses++;
@@ -473,7 +473,7 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 {
 	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int quant = coli_dtype_is_quant(xl->dtype);
@@ -487,7 +487,7 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 		 * copy of this layer picks a victim */
 		v->st_clock++;
 		for (int ex = 0; ex < c->n_experts; ex++) {
-			int s = e->pair_n[ex] && e->assign[ex] == d && e->streamed[ex]
+			int s = e->moe.pair_n[ex] && e->moe.assign[ex] == d && e->moe.streamed[ex]
 			            ? stage_find(v, l, ex)
 			            : -1;
 
@@ -497,12 +497,12 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 		for (int i = 0; i < v->n_stage; i++)
 			room += v->st[i].used < v->st_clock;
 	}
-	for (int p = 0; p < e->n_pairs;) {
-		int ex = e->pair_expert[p], n = 0;
+	for (int p = 0; p < e->s.n_pairs;) {
+		int ex = e->s.pair_expert[p], n = 0;
 
-		while (p + n < e->n_pairs && e->pair_expert[p + n] == ex)
+		while (p + n < e->s.n_pairs && e->s.pair_expert[p + n] == ex)
 			n++;
-		if (e->assign[ex] != d || (ml->preplanned == d && !e->streamed[ex])) {
+		if (e->moe.assign[ex] != d || (ml->preplanned == d && !e->moe.streamed[ex])) {
 			p += n; /* another's, or resident and already run (forward_dev run_plan) */
 			continue;
 		}
@@ -512,7 +512,8 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 		    .n = n,
 		    .row0 = P,
 		    .stage = -1,
-		    .slab = e->streamed[ex] ? 0 : e->dev_slab[(size_t)l * c->n_experts + ex]};
+		    .slab =
+		        e->moe.streamed[ex] ? 0 : e->vram.dev_slab[(size_t)l * c->n_experts + ex]};
 		n_runs++;
 		P += n;
 		p += n;
@@ -543,7 +544,7 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
  * and coli_moe_dev_issue goes on from there. */
 int coli_moe_dev_copy_ahead(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 {
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 
 	v->ahead_rc = issue_begin(e, ml, d);
 	v->ahead = 1;
@@ -559,7 +560,7 @@ int coli_moe_dev_issue(struct coli_engine *e, struct coli_moe_layer *ml, int d,
 {
 	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int H = c->hidden, quant = coli_dtype_is_quant(xl->dtype);
@@ -607,12 +608,12 @@ static int copies_landed(struct coli_dev_slot *v)
 	return v->dev->failed ? -EIO : 0;
 }
 
-/* Wait for device d and scatter its outputs into e->ey (per pair). */
+/* Wait for device d and scatter its outputs into e->s.ey (per pair). */
 int coli_moe_dev_take(struct coli_engine *e, const struct coli_moe_layer *ml, int d)
 {
 	int l = ml->l;
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
 	int H = c->hidden, rc;
@@ -641,16 +642,16 @@ int coli_moe_dev_take(struct coli_engine *e, const struct coli_moe_layer *ml, in
 	if (v->streamed_bytes && coli_now_s() - t0 > 50e-6) {
 		double bw = v->streamed_bytes / (coli_now_s() - v->t_issue);
 
-		e->bw_stream = e->bw_stream > 0 ? 0.8 * e->bw_stream + 0.2 * bw : bw;
+		e->moe.bw_stream = e->moe.bw_stream > 0 ? 0.8 * e->moe.bw_stream + 0.2 * bw : bw;
 	}
 	for (int r = 0; r < v->n_runs; r++) {
 		int ex = v->runs[r].expert;
 
 		if (ml->moe_on_dense != d)
-			memcpy(e->ey + (size_t)v->runs[r].pair0 * H,
+			memcpy(e->s.ey + (size_t)v->runs[r].pair0 * H,
 			       v->sy + (size_t)v->runs[r].row0 * H,
 			       sizeof(float) * H * v->runs[r].n);
-		if (e->streamed[ex]) { /* its RAM/disk hit was counted by the tiers */
+		if (e->moe.streamed[ex]) { /* its RAM/disk hit was counted by the tiers */
 			e->est.stream_experts++;
 			e->est.stream_bytes += xl->slab_bytes;
 		} else {

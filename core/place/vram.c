@@ -25,8 +25,8 @@
  * CUDA_RELEASE_HOST=1 drops a resident slab's host copies (core/place/tiers.c).
  *
  * What this part needs of the dense part's placement it reads from the
- * engine (e->dd_dev, e->dd_of: coli_dense_dev_of, _holds), and a swap tells
- * the dense device through the hook the engine installed (e->slab_moved):
+ * engine (e->dense.dd_dev, e->dense.dd_of: coli_dense_dev_of, _holds), and a swap tells
+ * the dense device through the hook the engine installed (e->vram.slab_moved):
  * core/place never calls core/forward.
  */
 #include <errno.h>
@@ -44,28 +44,28 @@
  * dense. */
 void coli_vram_device_drop(struct coli_engine *e, int d)
 {
-	coli_moe_dev_slot_free(&e->vram[d]);
-	coli_dev_close(e->devs[d]);
-	for (int i = d; i + 1 < e->n_devs; i++) {
-		e->devs[i] = e->devs[i + 1];
-		e->devs[i]->index = i;
-		e->vram[i] = e->vram[i + 1];
+	coli_moe_dev_slot_free(&e->vram.slot[d]);
+	coli_dev_close(e->vram.devs[d]);
+	for (int i = d; i + 1 < e->vram.n_devs; i++) {
+		e->vram.devs[i] = e->vram.devs[i + 1];
+		e->vram.devs[i]->index = i;
+		e->vram.slot[i] = e->vram.slot[i + 1];
 	}
-	e->n_devs--;
-	memset(&e->vram[e->n_devs], 0, sizeof(e->vram[0]));
+	e->vram.n_devs--;
+	memset(&e->vram.slot[e->vram.n_devs], 0, sizeof(e->vram.slot[0]));
 }
 
 int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev)
 {
-	for (int i = 0; i < e->n_dd; i++)
-		if (e->dd_dev[i] == dev)
+	for (int i = 0; i < e->dense.n_dd; i++)
+		if (e->dense.dd_dev[i] == dev)
 			return 1;
 	return 0;
 }
 
 int coli_dense_dev_of(const struct coli_engine *e, int l)
 {
-	return e->n_dd ? e->dd_dev[e->dd_of[l]]->index : -1;
+	return e->dense.n_dd ? e->dense.dd_dev[e->dense.dd_of[l]]->index : -1;
 }
 
 /* qsort has no context argument in C11: placement runs once, at open, on the
@@ -100,7 +100,7 @@ static int place_one(struct coli_engine *e, int d, int l, int x)
 	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
-	struct coli_dev_slot *v = &e->vram[d];
+	struct coli_dev_slot *v = &e->vram.slot[d];
 	uint64_t addr;
 
 	if (v->used + xl->slab_bytes > v->budget || coli_dev_alloc(v->dev, xl->slab_bytes, &addr))
@@ -114,8 +114,8 @@ static int place_one(struct coli_engine *e, int d, int l, int x)
 	v->used += xl->slab_bytes;
 	v->n_experts++;
 	e->est.h2d_const_bytes += xl->slab_bytes;
-	e->dev_slab[(size_t)l * c->n_experts + x] = addr;
-	e->where[(size_t)l * c->n_experts + x] = (signed char)d;
+	e->vram.dev_slab[(size_t)l * c->n_experts + x] = addr;
+	e->vram.where[(size_t)l * c->n_experts + x] = (signed char)d;
 	if (e->opts.release_host)
 		coli_tiers_drop_host(e, l, x);
 	return 0;
@@ -149,14 +149,14 @@ size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
 int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t P = (size_t)e->tmax * c->top_k, H = c->hidden, dsz[N_SLOT_BUFS];
+	size_t P = (size_t)e->s.tmax * c->top_k, H = c->hidden, dsz[N_SLOT_BUFS];
 	uint64_t *const slot_buffer_fields[N_SLOT_BUFS] = {&v->xq, &v->xd,  &v->xqs, &v->xf,
 	                                                   &v->g,  &v->u,   &v->h,   &v->hq,
 	                                                   &v->hd, &v->hqs, &v->y,   &v->tok};
 	int rc = 0;
 
 	v->pmax = (int)P;
-	slot_buffer_sizes(c, e->tmax, dsz);
+	slot_buffer_sizes(c, e->s.tmax, dsz);
 	for (int i = 0; !rc && i < N_SLOT_BUFS; i++)
 		rc = coli_dev_alloc(v->dev, dsz[i], slot_buffer_fields[i]);
 	if (rc)
@@ -238,7 +238,7 @@ int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 	coli_mem_unregister(tmp);
 	coli_mem_free(tmp, v->stage_bytes);
 	if (t_best < 1e29 && t_best > 0)
-		e->bw_stream = v->stage_bytes / t_best;
+		e->moe.bw_stream = v->stage_bytes / t_best;
 	return 0;
 }
 
@@ -270,9 +270,10 @@ static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
 
 	if (!pos)
 		return n_order; /* heat order alone: slower, not wrong */
-	for (int d = 0; d < e->n_devs; d++)
-		room +=
-		    e->vram[d].budget > e->vram[d].used ? e->vram[d].budget - e->vram[d].used : 0;
+	for (int d = 0; d < e->vram.n_devs; d++)
+		room += e->vram.slot[d].budget > e->vram.slot[d].used
+		            ? e->vram.slot[d].budget - e->vram.slot[d].used
+		            : 0;
 	for (size_t i = 0; i < slots; i++)
 		pos[i] = -1;
 	for (; n_take < n_order; n_take++) {
@@ -286,7 +287,7 @@ static int whole_layers_first(struct coli_engine *e, int *order, int n_order)
 	}
 	for (int l = 0; l < c->n_layers; l++) {
 		const int home = home_dev(e, l);
-		const struct coli_dev_slot *v = &e->vram[home];
+		const struct coli_dev_slot *v = &e->vram.slot[home];
 		size_t b =
 		    c->is_moe_layer[l]
 		        ? coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes
@@ -318,16 +319,16 @@ static int slots_alloc(struct coli_engine *e, char *err, size_t errlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 
-	for (int d = 0; d < e->n_devs; d++) {
-		struct coli_dev_slot *v = &e->vram[d];
+	for (int d = 0; d < e->vram.n_devs; d++) {
+		struct coli_dev_slot *v = &e->vram.slot[d];
 		size_t free_b = 0, total_b = 0;
 		char what[96]; /* what it could not hold */
 		int rc;
 
 		snprintf(what, sizeof(what),
 		         "the working buffers of %d-token chunks (%.2f GB; --ubatch sets it)",
-		         e->tmax, coli_moe_dev_slot_bytes(c, e->tmax) / 1e9);
-		v->dev = e->devs[d];
+		         e->s.tmax, coli_moe_dev_slot_bytes(c, e->s.tmax) / 1e9);
+		v->dev = e->vram.devs[d];
 		rc = coli_moe_dev_slot_alloc(e, v);
 		if (!rc) {
 			coli_dev_mem_info(v->dev, &free_b, &total_b);
@@ -344,7 +345,7 @@ static int slots_alloc(struct coli_engine *e, char *err, size_t errlen)
 			rc = coli_moe_dev_stage_alloc(e, v);
 			snprintf(what, sizeof(what), "%d staging slots", e->opts.stream_slots);
 		}
-		if (rc && e->n_devs > 1 && !coli_dense_dev_holds(e, v->dev)) {
+		if (rc && e->vram.n_devs > 1 && !coli_dense_dev_holds(e, v->dev)) {
 			fprintf(stderr, "coli: device %s: no memory for %s; going on without it\n",
 			        v->dev->name, what);
 			coli_vram_device_drop(e, d--);
@@ -364,11 +365,11 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 	size_t n_slots = (size_t)c->n_layers * c->n_experts;
 	int dev = 0, n_order, *order, rc;
 
-	e->where = malloc(n_slots);
-	e->dev_slab = calloc(n_slots, sizeof(uint64_t));
-	if (!e->where || !e->dev_slab)
+	e->vram.where = malloc(n_slots);
+	e->vram.dev_slab = calloc(n_slots, sizeof(uint64_t));
+	if (!e->vram.where || !e->vram.dev_slab)
 		return -ENOMEM;
-	memset(e->where, -1, n_slots);
+	memset(e->vram.where, -1, n_slots);
 	rc = slots_alloc(e, err, errlen);
 	if (rc)
 		return rc;
@@ -384,14 +385,15 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 				order[n_order++] = l * c->n_experts + x;
 	g_sort_e = e;
 	qsort(order, (size_t)n_order, sizeof(int), cmp_heat);
-	if (e->n_devs > 1)
+	if (e->vram.n_devs > 1)
 		n_order = whole_layers_first(e, order, n_order);
 	if (n_order < 0) {
 		free(order);
-		snprintf(err, errlen, "device %s: uploading experts failed", e->vram[0].dev->name);
+		snprintf(err, errlen, "device %s: uploading experts failed",
+		         e->vram.slot[0].dev->name);
 		return -EIO;
 	}
-	for (int i = 0; i < n_order && dev < e->n_devs; i++) {
+	for (int i = 0; i < n_order && dev < e->vram.n_devs; i++) {
 		int l, x;
 		size_t b;
 
@@ -400,11 +402,12 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 		l = order[i] / c->n_experts, x = order[i] % c->n_experts;
 		b = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->slab_bytes;
 		/* its home device first, then the first with room */
-		rc = e->n_devs > 1 ? place_one(e, home_dev(e, l), l, x) : -ENOMEM;
+		rc = e->vram.n_devs > 1 ? place_one(e, home_dev(e, l), l, x) : -ENOMEM;
 		if (rc == -ENOMEM) {
-			while (dev < e->n_devs && e->vram[dev].used + b > e->vram[dev].budget)
+			while (dev < e->vram.n_devs &&
+			       e->vram.slot[dev].used + b > e->vram.slot[dev].budget)
 				dev++;
-			if (dev == e->n_devs)
+			if (dev == e->vram.n_devs)
 				break;
 			rc = place_one(e, dev, l, x);
 			if (rc == -ENOMEM) {
@@ -415,15 +418,15 @@ int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen)
 		if (rc) {
 			free(order);
 			snprintf(err, errlen, "device %s: uploading experts failed",
-			         e->vram[dev].dev->name);
+			         e->vram.slot[dev].dev->name);
 			return -EIO;
 		}
 	}
 	free(order);
-	for (int d = 0; d < e->n_devs; d++)
+	for (int d = 0; d < e->vram.n_devs; d++)
 		fprintf(stderr, "coli: %s: %d experts resident (%.2f GB of %.2f GB budget)\n",
-		        e->vram[d].dev->name, e->vram[d].n_experts, e->vram[d].used / 1e9,
-		        e->vram[d].budget / 1e9);
+		        e->vram.slot[d].dev->name, e->vram.slot[d].n_experts,
+		        e->vram.slot[d].used / 1e9, e->vram.slot[d].budget / 1e9);
 	return 0;
 }
 
@@ -431,19 +434,19 @@ void coli_moe_dev_release(struct coli_engine *e)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 
-	for (int d = 0; d < e->n_devs; d++) {
-		struct coli_dev_slot *v = &e->vram[d];
+	for (int d = 0; d < e->vram.n_devs; d++) {
+		struct coli_dev_slot *v = &e->vram.slot[d];
 
 		if (!v->dev)
 			continue;
-		if (e->dev_slab)
+		if (e->vram.dev_slab)
 			for (size_t i = 0; i < (size_t)c->n_layers * c->n_experts; i++)
-				if (e->where[i] == d)
-					coli_dev_free(v->dev, e->dev_slab[i]);
+				if (e->vram.where[i] == d)
+					coli_dev_free(v->dev, e->vram.dev_slab[i]);
 		coli_moe_dev_slot_free(v);
 	}
-	free(e->where);
-	free(e->dev_slab);
+	free(e->vram.where);
+	free(e->vram.dev_slab);
 }
 
 #define ADAPT_TOKENS 128  /* tokens between two adaptation rounds */
@@ -460,9 +463,9 @@ void coli_moe_dev_adapt(struct coli_engine *e)
 	const struct coli_model_config *c = &e->m.cfg;
 	int E = c->n_experts;
 
-	if (!e->where || e->est.tokens < e->adapt_at)
+	if (!e->vram.where || e->est.tokens < e->vram.adapt_at)
 		return;
-	e->adapt_at = e->est.tokens + ADAPT_TOKENS;
+	e->vram.adapt_at = e->est.tokens + ADAPT_TOKENS;
 	for (int l = 0; l < c->n_layers; l++) {
 		int xli = e->m.layers[l].xl, hot = -1, cold = -1, ts = -1, rc;
 		uint64_t h_hot = 0, h_cold = UINT64_MAX;
@@ -474,36 +477,37 @@ void coli_moe_dev_adapt(struct coli_engine *e)
 			continue;
 		for (int x = 0; x < E; x++) {
 			uint64_t h = coli_tiers_heat(e, xli, x);
-			int d = e->where[(size_t)l * E + x];
+			int d = e->vram.where[(size_t)l * E + x];
 
 			if (d < 0 && (hot < 0 || h > h_hot))
 				hot = x, h_hot = h;
-			if (d >= 0 && !e->devs[d]->failed && h < h_cold)
+			if (d >= 0 && !e->vram.devs[d]->failed && h < h_cold)
 				cold = x, h_cold = h;
 		}
 		if (hot < 0 || cold < 0 || (double)h_hot <= ADAPT_MARGIN * h_cold + ADAPT_MIN)
 			continue;
 		xl = coli_io_container_expert_layer(e->m.c, xli);
-		dev = e->devs[e->where[(size_t)l * E + cold]];
+		dev = e->vram.devs[e->vram.where[(size_t)l * E + cold]];
 		/* from its RAM slot when it has one (registered memory; the
 		 * container's mapping may fault the slab in from disk) */
 		src = coli_tiers_pin_ready(e, l, hot, &ts);
 		if (!src)
 			src = coli_io_container_slab_data(e->m.c, xli, (uint32_t)hot), ts = -1;
-		rc = coli_dev_upload(dev, e->dev_slab[(size_t)l * E + cold], src, xl->slab_bytes);
+		rc = coli_dev_upload(dev, e->vram.dev_slab[(size_t)l * E + cold], src,
+		                     xl->slab_bytes);
 		if (ts >= 0)
 			coli_tiers_unpin(e, ts);
 		if (rc)
 			continue; /* a failed device: it is marked, its experts go to the CPU */
-		e->dev_slab[(size_t)l * E + hot] = e->dev_slab[(size_t)l * E + cold];
-		e->where[(size_t)l * E + hot] = e->where[(size_t)l * E + cold];
-		e->dev_slab[(size_t)l * E + cold] = 0;
-		e->where[(size_t)l * E + cold] = -1;
+		e->vram.dev_slab[(size_t)l * E + hot] = e->vram.dev_slab[(size_t)l * E + cold];
+		e->vram.where[(size_t)l * E + hot] = e->vram.where[(size_t)l * E + cold];
+		e->vram.dev_slab[(size_t)l * E + cold] = 0;
+		e->vram.where[(size_t)l * E + cold] = -1;
 		/* the dense device's table of what it may plan (a failure fails the
 		 * device: the next forward then runs on the CPU) */
-		if (e->slab_moved) {
-			e->slab_moved(e, l, hot, e->dev_slab[(size_t)l * E + hot]);
-			e->slab_moved(e, l, cold, 0);
+		if (e->vram.slab_moved) {
+			e->vram.slab_moved(e, l, hot, e->vram.dev_slab[(size_t)l * E + hot]);
+			e->vram.slab_moved(e, l, cold, 0);
 		}
 		if (e->opts.release_host) {
 			coli_tiers_drop_host(e, l, hot);

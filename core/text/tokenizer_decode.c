@@ -57,38 +57,6 @@ int tok_cp_to_byte(uint32_t cp)
 	return n <= 32 ? (int)n : n <= 66 ? (int)(127 + n - 33) : 173;
 }
 
-/* Scans a UTF-8 sequence at p: *need = its full length (1..4, or 1 for a
- * byte that cannot start one); returns how many bytes from p are a valid
- * prefix of it (1..need), or 0 if p[0] cannot start a sequence. */
-static int utf8_scan(const unsigned char *p, size_t n, int *need)
-{
-	unsigned c = p[0], lo = 0x80, hi = 0xBF;
-
-	if (c < 0x80)
-		return *need = 1, 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		*need = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		*need = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-	else if (c >= 0xF0 && c <= 0xF4)
-		*need = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-	else
-		return *need = 1, 0;
-	int got = 1;
-	for (; got < *need && (size_t)got < n; got++) {
-		unsigned x = p[got];
-		if (x < (got == 1 ? lo : 0x80) || x > (got == 1 ? hi : 0xBF))
-			break;
-	}
-	return got;
-}
-
-int tok_utf8_len(const unsigned char *p, size_t n)
-{
-	int need, got = utf8_scan(p, n, &need);
-	return got == need ? need : 0;
-}
-
 int tok_bytelevel_unmap(const char *s, size_t n, char *out)
 {
 	size_t k = 0;
@@ -202,7 +170,7 @@ static size_t emit(const unsigned char *p, size_t n, int final, char *out, size_
 	size_t i = 0, k = 0;
 
 	while (i < n) {
-		int need, got = utf8_scan(p + i, n - i, &need);
+		int need, got = tok_utf8_scan(p + i, n - i, &need);
 		if (got == need) {
 			if (out)
 				memcpy(out + k, p + i, (size_t)need);

@@ -171,9 +171,41 @@ int tok_bytelevel_unmap(const char *s, size_t n, char *out);
 /* Fills t->dec for every id (after vocab, added tokens and decoder are known). */
 int tok_decode_build(struct coli_tokenizer *t);
 
-/* UTF-8 helpers (tokenizer_decode.c). Length of a valid sequence at p (1..4)
- * or 0 if invalid / truncated within n. */
-int tok_utf8_len(const unsigned char *p, size_t n);
+/* UTF-8 helpers, inline: the BPE, the decoder and the pre-tokenizer each use
+ * them, and none of those files calls another for them.
+ *
+ * Scans a UTF-8 sequence at p: *need = its full length (1..4, or 1 for a
+ * byte that cannot start one); returns how many bytes from p are a valid
+ * prefix of it (1..need), or 0 if p[0] cannot start a sequence. */
+static inline int tok_utf8_scan(const unsigned char *p, size_t n, int *need)
+{
+	unsigned c = p[0], lo = 0x80, hi = 0xBF;
+
+	if (c < 0x80)
+		return *need = 1, 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		*need = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		*need = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+	else if (c >= 0xF0 && c <= 0xF4)
+		*need = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+	else
+		return *need = 1, 0;
+	int got = 1;
+	for (; got < *need && (size_t)got < n; got++) {
+		unsigned x = p[got];
+		if (x < (got == 1 ? lo : 0x80) || x > (got == 1 ? hi : 0xBF))
+			break;
+	}
+	return got;
+}
+
+/* Length of a valid sequence at p (1..4), or 0 if invalid / truncated within n. */
+static inline int tok_utf8_len(const unsigned char *p, size_t n)
+{
+	int need, got = tok_utf8_scan(p, n, &need);
+	return got == need ? need : 0;
+}
 
 /* Runs the normalizer steps on s[0..n); *out malloc'd (tokenizer_encode.c). */
 int tok_normalize(const struct coli_tokenizer *t, const char *s, size_t n, char **out,

@@ -8,8 +8,8 @@ shards plus model.safetensors.index.json.
 
   mkckpt.py OUT --arch qwen3_moe|qwen2_moe|olmoe|mixtral|glm4_moe
             [--fused] [--shards N] [--rope-params] [--dtype bf16|f16|f32]
-            [--hidden H] [--head-dim D] [--seed S] [--extra NAME:DTYPE] [--drop NAME]
-            [--mtp]
+            [--hidden H] [--head-dim D] [--moe-inter I] [--dense-inter I] [--vocab V]
+            [--seed S] [--extra NAME:DTYPE] [--drop NAME] [--mtp]
 
 glm4_moe: layer 0 dense (first_k_dense_replace), e_score_correction_bias (f32, as the
 Hub's files), one shared expert, q/k/v bias, QK norm, partial_rotary_factor 0.5 (top
@@ -63,13 +63,16 @@ def main():
     ap.add_argument('--hidden', type=int, default=64)
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--head-dim', type=int, default=16)
+    ap.add_argument('--moe-inter', type=int, default=32)
+    ap.add_argument('--dense-inter', type=int, default=96)
+    ap.add_argument('--vocab', type=int, default=128)
     ap.add_argument('--extra', action='append', default=[])
     ap.add_argument('--drop', action='append', default=[])
     ap.add_argument('--mtp', action='store_true')
     a = ap.parse_args()
     rnd = random.Random(a.seed)
     dt = a.dtype.upper()
-    H, nh, nkv, hd, L, E, K, MI, DI, SI, V = a.hidden, 4, 2, a.head_dim, 3, 4, 2, 32, 96, 64, 128
+    H, nh, nkv, hd, L, E, K, MI, DI, SI, V = a.hidden, 4, 2, a.head_dim, 3, 4, 2, a.moe_inter, a.dense_inter, 64, a.vocab
     arch = a.arch
     cfg = {"model_type": arch, "hidden_size": H, "num_attention_heads": nh,
            "num_key_value_heads": nkv, "num_hidden_layers": L, "vocab_size": V,

@@ -8,6 +8,8 @@
  * the structural checks behind them are what is exercised:
  *
  *   - the config section not JSON, empty JSON, or JSON whose numbers lie
+ *   - the config saying bf16 over q8_0 tensors (a bf16 model has no
+ *     quantized activations to read them with: core/model/model.c)
  *   - bounded random byte edits of the config and the tensor table (a fixed
  *     seed, so a failure replays): each open either fails with a message or
  *     succeeds and then runs a forward token
@@ -114,7 +116,7 @@ static unsigned char *config(unsigned char *b, size_t *n)
 
 static void fixed_cases(void)
 {
-	unsigned char *b, *c;
+	unsigned char *b, *c, *q;
 	size_t n;
 
 	b = copy(), c = config(b, &n);
@@ -135,6 +137,17 @@ static void fixed_cases(void)
 		if (c[i] >= '1' && c[i] <= '4')
 			c[i] = (unsigned char)('0' + 2 * (c[i] - '0'));
 	try_open("config numbers doubled", b, 1);
+	free(b);
+
+	b = copy(), c = config(b, &n);
+	q = memmem(c, n, "\"q8_0\"", 6);
+	if (!q) {
+		printf("  FAIL: no \"q8_0\" in the config\n");
+		g_fail++;
+	} else {
+		memcpy(q, "\"bf16\"", 6);
+		try_open("config bf16 over q8_0 tensors", b, 1);
+	}
 	free(b);
 }
 
@@ -182,7 +195,7 @@ int main(void)
 	}
 	fixed_cases();
 	random_cases(count);
-	printf("%d cases: %d refused, %d opened (and ran a token), %d failed\n", 3 + count,
+	printf("%d cases: %d refused, %d opened (and ran a token), %d failed\n", 4 + count,
 	       g_refused, g_opened, g_fail);
 	free(g_good);
 	return g_fail ? 1 : 0;

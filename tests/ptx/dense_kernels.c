@@ -1,7 +1,8 @@
 /*
- * tests/ptx/dense_kernels.c — the dense-part kernels of ptx/dense.cu and
- * ptx/attention.cu against the CPU reference (cpu/), on fresh random inputs,
- * outputs poisoned (0xff bytes = NaN) before each launch, max error printed:
+ * tests/ptx/dense_kernels.c — the dense-part kernels of ptx/dense.cu,
+ * ptx/attention.cu and ptx/attn_prefill.cu against the CPU reference (cpu/),
+ * on fresh random inputs, outputs poisoned (0xff bytes = NaN) before each launch, max error
+ * printed:
  *
  *   dense_gemv      f32 / bf16 / q8_0 / q4_0, rows 1..9000, K 32..5120, T 1..600
  *                   (f32/bf16 split-K at small row counts, chunks of 4 tokens

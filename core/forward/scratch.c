@@ -1,0 +1,123 @@
+/*
+ * core/forward/scratch.c — the forward's working buffers (core/forward/
+ * scratch.h), sized for tmax tokens a call; every byte is counted in
+ * s->bytes, which the RAM tier's budget takes off (core/place/tiers_open.c).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+#include "core/forward/scratch.h"
+#include "mem/mem.h"
+#include "core/dev/dev.h"
+
+static int max3(int a, int b, int c)
+{
+	int m = a > b ? a : b;
+
+	return m > c ? m : c;
+}
+
+#define ALLOC(p, n)                                                                                \
+	((p) = calloc((size_t)(n), sizeof(*(p))), s->bytes += (size_t)(n) * sizeof(*(p)),          \
+	 (p) ? 0 : -ENOMEM)
+
+/* What crosses to or from a device every layer (normed input, router
+ * logits, per-pair outputs and lists) lives in one region that mem/
+ * registers with the devices: an async copy from pageable memory first
+ * waits for the device's stream to drain, and a small upload from
+ * registered memory is pulled by a kernel instead of queuing behind the
+ * copy engine's slab copies (ptx/gpu_mem.c). */
+static int xfer_alloc(struct coli_scratch *s, const struct coli_model_config *c)
+{
+	int T = s->tmax, H = c->hidden;
+	size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
+	size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
+	size_t sz[] = {(size_t)T * H * 4,
+	               (size_t)T * E1 * 4,
+	               P * (H + 2) * 4,
+	               P * 4,
+	               P * 4,
+	               (size_t)(T + 2) * 4,
+	               P * 4,
+	               P * 4,
+	               fast * 4 + 4,
+	               P * 4,
+	               (size_t)c->vocab * 4};
+	void **dst[] = {(void **)&s->xn,         (void **)&s->rlog,   (void **)&s->ey,
+	                (void **)&s->pair_token, (void **)&s->pair_w, (void **)&s->xids,
+	                (void **)&s->sel,        (void **)&s->selw,   (void **)&s->fast_sel,
+	                (void **)&s->guess,      (void **)&s->xlogits};
+
+	s->xfer = coli_mem_alloc_buffers(sz, dst, 11, COLI_MEM_NODE_ANY, &s->xfer_bytes);
+	if (!s->xfer)
+		return -ENOMEM;
+	s->bytes += s->xfer_bytes;
+	return 0;
+}
+
+/* The dense layers' rows [tmax][...] and the pairs' expert ids. */
+static int layer_alloc(struct coli_scratch *s, const struct coli_model_config *c, int inter,
+                       int quant, int ctx, int threads)
+{
+	int T = s->tmax, H = c->hidden, qd = c->n_heads * c->head_dim;
+	int kvd = c->n_kv_heads * c->head_dim;
+	int rc;
+
+	rc = ALLOC(s->x, (size_t)T * H);
+	rc = rc ? rc : ALLOC(s->q, (size_t)T * qd);
+	rc = rc ? rc : ALLOC(s->kx, (size_t)T * kvd);
+	rc = rc ? rc : ALLOC(s->vx, (size_t)T * kvd);
+	rc = rc ? rc : ALLOC(s->att, (size_t)T * qd);
+	rc = rc ? rc : ALLOC(s->scores, (size_t)threads * ctx * 8); /* attention's */
+	rc = rc ? rc : ALLOC(s->attn, (size_t)T * c->n_kv_heads);
+	rc = rc ? rc : ALLOC(s->mlp, (size_t)T * H);
+	rc = rc ? rc : ALLOC(s->proj, (size_t)T * H);
+	rc = rc ? rc : ALLOC(s->glogits, c->vocab);
+	rc = rc ? rc : ALLOC(s->g, (size_t)T * inter);
+	rc = rc ? rc : ALLOC(s->u, (size_t)T * inter);
+	rc = rc ? rc : ALLOC(s->pair_expert, (size_t)T * c->top_k);
+	rc = rc ? rc : ALLOC(s->ag, (size_t)T * c->top_k);
+	rc = rc ? rc : ALLOC(s->inv_freq, c->head_dim / 2);
+	rc = rc ? rc : coli_actbufs_alloc(&s->ax, T, H, quant);
+	rc = rc ? rc : coli_actbufs_alloc(&s->ah, T, qd > inter ? qd : inter, quant);
+	return rc;
+}
+#undef ALLOC
+
+int coli_scratch_alloc(struct coli_scratch *s, const struct coli_model_config *c, int tmax, int ctx,
+                       int threads)
+{
+	int H = c->hidden, qd = c->n_heads * c->head_dim;
+	int inter = max3(c->moe_inter, c->shared_inter, c->dense_inter);
+	int quant = coli_dtype_is_quant(c->quant);
+	int rc;
+
+	s->tmax = tmax;
+	rc = xfer_alloc(s, c);
+	rc = rc ? rc : layer_alloc(s, c, inter, quant, ctx, threads);
+	if (quant) /* int8 values, fp32 scales and int32 sums per 32-block */
+		s->bytes += (size_t)tmax * (H + (qd > inter ? qd : inter)) * 2;
+	if (rc)
+		return rc;
+	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32,
+	 * over the rotated dims only (rope_dim, head_dim unless partial) */
+	for (int i = 0; i < c->rope_dim / 2; i++)
+		s->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->rope_dim);
+	return 0;
+}
+
+void coli_scratch_free(struct coli_scratch *s)
+{
+	free(s->x), free(s->q), free(s->kx), free(s->vx), free(s->att);
+	free(s->scores), free(s->attn), free(s->mlp), free(s->proj), free(s->glogits);
+	free(s->g), free(s->u), free(s->ag);
+	free(s->inv_freq);
+	free(s->pair_expert);
+	coli_mem_free_buffers(s->xfer, s->xfer_bytes);
+	coli_actbufs_free(s->ax, s->tmax);
+	coli_actbufs_free(s->ah, s->tmax);
+	memset(s, 0, sizeof(*s));
+}

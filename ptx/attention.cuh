@@ -1,0 +1,160 @@
+/*
+ * ptx/attention.cuh — what the attention kernels share (ptx/attention.cu for
+ * decode, ptx/attn_prefill.cu for prefill): the CTA shape, the online
+ * softmax's start state, and the ends of a CTA's work (its output, or its
+ * split's partial and the last CTA's combine). See ptx/attention.cu's top for
+ * the split-and-combine scheme.
+ */
+#ifndef COLI_PTX_ATTENTION_CUH
+#define COLI_PTX_ATTENTION_CUH
+
+#include "ptx/act_quant.cuh"
+#include "ptx/cp_async.cuh"
+#include "ptx/last_arrival.cuh"
+#include "ptx/pdl.cuh"
+
+#define AT_THREADS 256
+#define AT_TILE    256  /* positions per tile: one thread each for the scores */
+#define AT_MAXG    16   /* q heads per kv head */
+#define AT_MAXQ    2048 /* group * hd, floats of q in shared memory */
+#define AT_ITEMS   (AT_MAXQ / AT_THREADS)
+#define AT_PV      16 /* value rows loaded ahead in the weighted sum */
+/* the chunk kernel's positions a chunk and threads a position (ptx/attention.cu);
+ * the prefill kernel takes its steps exactly */
+#define AD_CHUNK 32
+#define AD_SL    8
+
+/* Both attention kernels end alike. A CTA's items are it = tid + k *
+ * AT_THREADS (k < AT_ITEMS) of its heads' [group][hd] outputs. */
+
+/* The online softmax's state before the first position: m = -inf, l = 0,
+ * acc = 0. */
+static __device__ __forceinline__ void attn_start(float *s_m, float *s_l, float *acc, int group)
+{
+	if ((int)threadIdx.x < group) {
+		s_m[threadIdx.x] = -INFINITY;
+		s_l[threadIdx.x] = 0.0f;
+	}
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++)
+		acc[k] = 0.0f;
+}
+
+/* Where the outputs go: o [nq] floats, and with q != NULL the same values
+ * quantized per 32-block (coli_act_quantize's steps) into q [nq], d and qsum
+ * [nq / 32] — the o projection's input, without a launch of its own. */
+struct attn_out {
+	float *o;
+	signed char *q;
+	float *d;
+	int *qsum;
+};
+
+static __device__ __forceinline__ float warp_max(float v)
+{
+	for (int off = 16; off; off >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+	return v;
+}
+
+/* Outputs it .. it + VD - 1 of a lane, values v[VD]: plain and, with a.q,
+ * quantized per 32-block, a block held by 32 / VD lanes (it = their base +
+ * lane * VD), so its scale and sum are reductions over those lanes (a max
+ * and an integer sum: their order is free). */
+template <int VD>
+static __device__ __forceinline__ void attn_store_v(const struct attn_out &a, size_t it, int lane,
+                                                    const float *v)
+{
+#pragma unroll
+	for (int dd = 0; dd < VD; dd++)
+		a.o[it + dd] = v[dd];
+	if (a.q) {
+		float amax = 0.0f, d;
+		int s = 0, qv[VD];
+
+#pragma unroll
+		for (int dd = 0; dd < VD; dd++)
+			amax = act_abs(amax, v[dd]);
+		for (int off = 32 / VD / 2; off; off >>= 1)
+			amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+		const float id = act_inv(amax, &d);
+#pragma unroll
+		for (int dd = 0; dd < VD; dd++) {
+			qv[dd] = act_q(v[dd], id);
+			s += qv[dd];
+			a.q[it + dd] = (signed char)qv[dd];
+		}
+		for (int off = 32 / VD / 2; off; off >>= 1)
+			s += __shfl_xor_sync(0xffffffffu, s, off);
+		if ((lane & (32 / VD - 1)) == 0) {
+			a.d[it / 32] = d;
+			a.qsum[it / 32] = s;
+		}
+	}
+}
+
+/* Element it of the outputs, value v; the 32 lanes of a warp hold one
+ * aligned block (it = warp base + lane). */
+static __device__ __forceinline__ void attn_store(const struct attn_out &a, int it, float v)
+{
+	attn_store_v<1>(a, (size_t)it, it & 31, &v);
+}
+
+/* One split alone: the output, acc / l per head. */
+static __device__ __forceinline__ void attn_put_out(const struct attn_out &a, const float *acc,
+                                                    const float *s_l, int nq, int hd)
+{
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++) {
+		const int it = threadIdx.x + k * AT_THREADS;
+
+		if (it < nq) /* nq % 32 == 0: whole warps */
+			attn_store(a, it, acc[k] / s_l[it / hd]);
+	}
+}
+
+/* A split's partial: acc [nq], then m [group], l [group]. */
+static __device__ __forceinline__ void attn_put_partial(float *mine, const float *acc,
+                                                        const float *s_m, const float *s_l, int nq,
+                                                        int group)
+{
+#pragma unroll
+	for (int k = 0; k < AT_ITEMS; k++) {
+		const int it = threadIdx.x + k * AT_THREADS;
+
+		if (it < nq)
+			mine[it] = acc[k];
+	}
+	if ((int)threadIdx.x < group) {
+		mine[nq + threadIdx.x] = s_m[threadIdx.x];
+		mine[nq + group + threadIdx.x] = s_l[threadIdx.x];
+	}
+}
+
+/* The last CTA to arrive: the `used` splits holding positions, combined in
+ * ascending order (a split past the position would add exactly +0: m = -inf,
+ * l = 0, acc = 0). */
+static __device__ __forceinline__ void attn_combine(const struct attn_out &a, const float *all,
+                                                    int used, int nq, int group, int hd)
+{
+	const size_t stride = (size_t)nq + 2 * group;
+
+	for (int it = threadIdx.x; it < nq; it += AT_THREADS) {
+		const int g = it / hd;
+		float M = -INFINITY, O = 0.0f, L = 0.0f;
+
+		for (int c = 0; c < used; c++)
+			M = fmaxf(M, __ldcg(all + c * stride + nq + g));
+#pragma unroll 8
+		for (int c = 0; c < used; c++) {
+			const float *pc = all + c * stride;
+			const float f = expf(__ldcg(pc + nq + g) - M);
+
+			O += __ldcg(pc + it) * f;
+			L += __ldcg(pc + nq + group + g) * f;
+		}
+		attn_store(a, it, O / L);
+	}
+}
+
+#endif

@@ -1,0 +1,333 @@
+/*
+ * ptx/attn_prefill.cu — causal attention for a prefill batch on the GPU:
+ * coli_attn_prefill_<hd> (head sizes 64 and 128), tiles of queries against
+ * chunks of K and V in shared memory, with the bits coli_attn_chunks
+ * (ptx/attention.cu) gives each query in a decode step.
+ */
+#include "ptx/attention.cuh"
+
+/* ---- prefill: tiles of queries against chunks in shared memory ----
+ *
+ * coli_attn_chunks gives every (split, kv head, query) a CTA of its own, so a
+ * prefill batch of T queries reads each K/V row once per query (~T^2/2 rows
+ * out of L2) and pays a CTA's fixed costs every 32 positions. Here a CTA of 8
+ * warps takes AP_RW (query, head) rows a warp, the queries of a tile with all
+ * heads of one kv head (coli_attn_prefill_128: 32 rows = 4 queries of a
+ * group of 8), walks their positions chunk by chunk with each chunk's K and V
+ * in shared memory for all its rows (cp.async, two buffers), and takes
+ * coli_attn_chunks' steps for every row exactly, so each query gets the bits
+ * a decode step at its position gets:
+ *   - a score is the tree (shfl_xor 4, 2, 1) of AD_SL slice sums, each an fma
+ *     chain over hd / AD_SL dims from 0: the slices are visited in the
+ *     tree's leaf order (0, 4, 2, 6, 1, 5, 3, 7) and folded into a stack;
+ *   - lane = position: the chunk's max, exp and sum with the same shuffles;
+ *     the running (m, l) per row updated as there;
+ *   - P.V: acc * c, then an fma chain over the chunk's 32 positions (past a
+ *     row's last position the value is +0, as the chunk kernel loads it);
+ *   - the positions split as the launcher splits them for that kernel (cps
+ *     chunks a split, from the span); a row with one split writes acc / l,
+ *     otherwise splits are combined as attn_combine does: M = the largest
+ *     split maximum, then in ascending order O += acc * expf(m - M),
+ *     L += l * expf(m - M), out = O / L. M is the largest of all the row's
+ *     scores, so a first pass over the chunks (K only, scores and max) finds
+ *     it before the second: a third more arithmetic, no partials in memory.
+ * Warp w owns rows w * AP_RW.. in every phase (scores: lane = position; P.V:
+ * lane = hd / 32 dims of each row), so a warp waits only for itself between
+ * its softmax and its P.V; the CTA syncs once a chunk, for the buffers. Tiles
+ * go heaviest (latest queries) first, so the causal tail is short tiles. */
+#define AP_WARPS (AT_THREADS / 32)
+
+template <int HD, int RW> struct ApSmem {
+	enum { LD = HD + 4 }; /* a padded row: a lane's float4 rows 4 banks apart */
+	float q[AP_WARPS * RW * LD];
+	float k[2][AD_CHUNK * LD];
+	float v[2][AD_CHUNK * LD];
+	float w[AP_WARPS * RW * AD_CHUNK]; /* softmax weights [row][position] */
+	float o[AP_WARPS * RW * HD];       /* the combine's sum O [row][dim] */
+};
+
+/* A chunk's K (and V) rows c0.. into buffer b; rows from nmax on zero-filled. */
+template <int HD, int RW>
+static __device__ __forceinline__ void ap_load(ApSmem<HD, RW> &sm, int b, bool with_v,
+                                               const float *K, const float *V, int c0, int nmax,
+                                               int kvd, int kvh)
+{
+	enum { PER = HD / 4, LD = ApSmem<HD, RW>::LD };
+
+	for (int i = threadIdx.x; i < AD_CHUNK * PER; i += AT_THREADS) {
+		const int r = i / PER, c = i % PER, p = c0 + r;
+		const bool ok = p < nmax;
+		const size_t off = ok ? (size_t)p * kvd + (size_t)kvh * HD + c * 4 : 0;
+
+		cp16(&sm.k[b][r * LD + c * 4], K + off, ok);
+		if (with_v)
+			cp16(&sm.v[b][r * LD + c * 4], V + off, ok);
+	}
+}
+
+/* x[i]: the score of the warp's row i against position `lane` of the chunk in
+ * buffer b, scaled; -inf from the row's last position on (np[i] valid). */
+template <int HD, int RW>
+static __device__ __forceinline__ void ap_scores(const ApSmem<HD, RW> &sm, int b, int warp,
+                                                 int lane, const int *np, float scale, float *x)
+{
+	enum { SD = HD / AD_SL, LD = ApSmem<HD, RW>::LD };
+	const float *kr = &sm.k[b][lane * LD];
+	const float *qr = &sm.q[warp * RW * LD];
+	float p1[RW], p2[RW], p3[RW];
+
+#pragma unroll
+	for (int leaf = 0; leaf < AD_SL; leaf++) {
+		const int s = (leaf & 1) << 2 | (leaf & 2) | (leaf >> 2); /* 3-bit reversal */
+		float d[RW];
+
+#pragma unroll
+		for (int i = 0; i < RW; i++)
+			d[i] = 0.0f;
+#pragma unroll
+		for (int u = 0; u < SD / 4; u++) {
+			const float4 k4 = *(const float4 *)(kr + s * SD + 4 * u);
+
+#pragma unroll
+			for (int i = 0; i < RW; i++) {
+				const float4 q4 = *(const float4 *)(qr + i * LD + s * SD + 4 * u);
+
+				d[i] = __fmaf_rn(q4.x, k4.x, d[i]);
+				d[i] = __fmaf_rn(q4.y, k4.y, d[i]);
+				d[i] = __fmaf_rn(q4.z, k4.z, d[i]);
+				d[i] = __fmaf_rn(q4.w, k4.w, d[i]);
+			}
+		}
+		/* the leaf into the stack: a right child adds its left sibling */
+#pragma unroll
+		for (int i = 0; i < RW; i++) {
+			if (!(leaf & 1)) {
+				p1[i] = d[i];
+				continue;
+			}
+			d[i] = __fadd_rn(p1[i], d[i]);
+			if (!(leaf & 2)) {
+				p2[i] = d[i];
+				continue;
+			}
+			d[i] = __fadd_rn(p2[i], d[i]);
+			if (!(leaf & 4)) {
+				p3[i] = d[i];
+				continue;
+			}
+			d[i] = __fadd_rn(p3[i], d[i]);
+			x[i] = lane < np[i] ? d[i] * scale : -INFINITY;
+		}
+	}
+}
+
+/* acc[i] += sum_j w[i][j] * V[j] (lane's dims), j ascending. MASK: a chunk
+ * where some row ends (np[i] < AD_CHUNK): the values past a row's end are
+ * +0 for it, as coli_attn_chunks loads them (a select a product; the other
+ * chunks go without). */
+template <int HD, int RW, bool MASK>
+static __device__ __forceinline__ void ap_pv(const ApSmem<HD, RW> &sm, int b, int warp, int lane,
+                                             const int *np, float (*acc)[HD / 32])
+{
+	enum { VD = HD / 32, LD = ApSmem<HD, RW>::LD };
+	const float *vb = &sm.v[b][lane * VD];
+	const float *wr = &sm.w[warp * RW * AD_CHUNK];
+
+#pragma unroll 2
+	for (int j = 0; j < AD_CHUNK; j += 4) {
+		float vv[4][VD];
+
+#pragma unroll
+		for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+			for (int dd = 0; dd < VD; dd++)
+				vv[jj][dd] = vb[(j + jj) * LD + dd];
+#pragma unroll
+		for (int i = 0; i < RW; i++) {
+			const float4 w4 = *(const float4 *)(wr + i * AD_CHUNK + j);
+			const float ww[4] = {w4.x, w4.y, w4.z, w4.w};
+
+#pragma unroll
+			for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+				for (int dd = 0; dd < VD; dd++)
+					acc[i][dd] = __fmaf_rn(
+					    ww[jj], !MASK || j + jj < np[i] ? vv[jj][dd] : 0.0f,
+					    acc[i][dd]);
+		}
+	}
+}
+
+template <int HD, int RW>
+static __device__ __forceinline__ void
+attn_prefill(const float *q, const float *K, const float *V, float *out, int pos0, const int *posp,
+             int nh, int nkv, float scale, int cps, int T, signed char *aq, float *ad, int *aqs)
+{
+	typedef ApSmem<HD, RW> Smem;
+	enum { LD = Smem::LD, VD = HD / 32, ROWS = AP_WARPS * RW };
+	extern __shared__ __align__(16) unsigned char ap_raw[];
+	Smem &sm = *(Smem *)ap_raw;
+	const int group = nh / nkv, qt = ROWS / group, kvd = nkv * HD, kvh = blockIdx.y;
+	const int t0 = ((int)gridDim.x - 1 - (int)blockIdx.x) * qt; /* heaviest first */
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int posb = posp ? *posp : pos0, span = cps * AD_CHUNK;
+	const int nmax = posb + min(T, t0 + qt); /* the positions any row of the tile sees */
+	const int nch = (nmax + AD_CHUNK - 1) / AD_CHUNK;
+	const struct attn_out ao = {out, aq, ad, aqs};
+	int n[RW]; /* positions row i sees; 0: no query */
+	/* every lane holds its rows' state (the same values: shuffled sums) */
+	float m[RW], l[RW], acc[RW][VD], M[RW], L[RW];
+
+	/* the tile's q rows (row r: query t0 + r / group, head kvh * group + r % group) */
+	for (int i = tid; i < ROWS * (HD / 4); i += AT_THREADS) {
+		const int r = i / (HD / 4), c = i % (HD / 4), t = t0 + r / group;
+		const float4 *src =
+		    (const float4 *)(q + ((size_t)t * nh + (size_t)kvh * group + r % group) * HD);
+
+		*(float4 *)&sm.q[r * LD + c * 4] =
+		    r < qt * group && t < T ? src[c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+	}
+#pragma unroll
+	for (int i = 0; i < RW; i++) {
+		const int r = warp * RW + i, t = t0 + r / group;
+
+		n[i] = r < qt * group && t < T ? posb + t + 1 : 0;
+		M[i] = -INFINITY;
+		L[i] = 0.0f;
+#pragma unroll
+		for (int dd = 0; dd < VD; dd++)
+			sm.o[r * HD + lane * VD + dd] = 0.0f; /* the lane's own: no barrier */
+	}
+
+	/* pass 1: each row's largest score, when some row spans two splits */
+	if (nmax > span) {
+		ap_load<HD, RW>(sm, 0, false, K, V, 0, nmax, kvd, kvh);
+		cp_commit();
+		for (int c = 0; c < nch; c++) {
+			int np[RW];
+			float x[RW];
+
+			cp_wait<0>();
+			__syncthreads(); /* chunk c landed; every warp is past chunk c - 1 */
+			if (c + 1 < nch)
+				ap_load<HD, RW>(sm, (c + 1) & 1, false, K, V, (c + 1) * AD_CHUNK,
+				                nmax, kvd, kvh);
+			cp_commit();
+#pragma unroll
+			for (int i = 0; i < RW; i++)
+				np[i] = n[i] - c * AD_CHUNK;
+			ap_scores<HD, RW>(sm, c & 1, warp, lane, np, scale, x);
+#pragma unroll
+			for (int i = 0; i < RW; i++) {
+				const float mx = warp_max(x[i]);
+
+				if (np[i] > 0)
+					M[i] = fmaxf(M[i], mx);
+			}
+		}
+		__syncthreads(); /* the buffers are free again */
+	}
+
+	/* pass 2: the chunk kernel's steps, row by row */
+	ap_load<HD, RW>(sm, 0, true, K, V, 0, nmax, kvd, kvh);
+	cp_commit();
+	for (int c = 0; c < nch; c++) {
+		const int b = c & 1;
+		int np[RW];
+		float x[RW], cf[RW];
+		bool full = true;
+
+		cp_wait<0>();
+		__syncthreads();
+		if (c + 1 < nch)
+			ap_load<HD, RW>(sm, (c + 1) & 1, true, K, V, (c + 1) * AD_CHUNK, nmax, kvd,
+			                kvh);
+		cp_commit();
+#pragma unroll
+		for (int i = 0; i < RW; i++) {
+			np[i] = n[i] - c * AD_CHUNK;
+			full = full && (np[i] >= AD_CHUNK || np[i] <= 0);
+			if (c % cps == 0) { /* a split starts: attn_start's state */
+				m[i] = -INFINITY;
+				l[i] = 0.0f;
+#pragma unroll
+				for (int dd = 0; dd < VD; dd++)
+					acc[i][dd] = 0.0f;
+			}
+		}
+		ap_scores<HD, RW>(sm, b, warp, lane, np, scale, x);
+
+		/* online softmax over the chunk (rows past their positions: dead values) */
+#pragma unroll
+		for (int i = 0; i < RW; i++) {
+			const float mn = fmaxf(m[i], warp_max(x[i]));
+			const float e = expf(x[i] - mn); /* -inf (past the row's end) -> 0 */
+			float s = e;
+
+			for (int off = 16; off; off >>= 1)
+				s += __shfl_xor_sync(0xffffffffu, s, off);
+			cf[i] = expf(m[i] - mn); /* a split's first chunk: exp(-inf) = 0 */
+			l[i] = l[i] * cf[i] + s;
+			m[i] = mn;
+			sm.w[(warp * RW + i) * AD_CHUNK + lane] = e;
+		}
+		__syncwarp();
+
+		/* acc = acc * c + sum_j w[j] * V[j], j ascending */
+#pragma unroll
+		for (int i = 0; i < RW; i++)
+#pragma unroll
+			for (int dd = 0; dd < VD; dd++)
+				acc[i][dd] = acc[i][dd] * cf[i];
+		if (full) {
+			ap_pv<HD, RW, false>(sm, b, warp, lane, np, acc);
+		} else {
+			ap_pv<HD, RW, true>(sm, b, warp, lane, np, acc);
+		}
+
+		/* a split ends (its last chunk, or the row's): out, or into the combine */
+#pragma unroll
+		for (int i = 0; i < RW; i++) {
+			const int r = warp * RW + i;
+			float y[VD];
+
+			if (np[i] <= 0 || (c % cps != cps - 1 && np[i] > AD_CHUNK))
+				continue;
+			if (n[i] <= span) { /* one split: attn_put_out */
+#pragma unroll
+				for (int dd = 0; dd < VD; dd++)
+					y[dd] = acc[i][dd] / l[i];
+			} else {
+				const float f = expf(m[i] - M[i]);
+				float *o = &sm.o[r * HD + lane * VD];
+
+#pragma unroll
+				for (int dd = 0; dd < VD; dd++)
+					o[dd] += acc[i][dd] * f;
+				L[i] += l[i] * f;
+				if (np[i] > AD_CHUNK)
+					continue;
+#pragma unroll
+				for (int dd = 0; dd < VD; dd++)
+					y[dd] = o[dd] / L[i];
+			}
+			attn_store_v<VD>(
+			    ao,
+			    ((size_t)(t0 + r / group) * nh + (size_t)kvh * group + r % group) * HD +
+			        lane * VD,
+			    lane, y);
+		}
+	}
+}
+
+#define ATTN_PREFILL(hd, rw)                                                                       \
+	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_prefill_##hd(        \
+	    const float *q, const float *K, const float *V, float *out, int pos0, const int *posp, \
+	    int nh, int nkv, float scale, int cps, int T, signed char *aq, float *ad, int *aqs)    \
+	{                                                                                          \
+		pdl_entry();                                                                       \
+		attn_prefill<hd, rw>(q, K, V, out, pos0, posp, nh, nkv, scale, cps, T, aq, ad,     \
+		                     aqs);                                                         \
+	}
+ATTN_PREFILL(64, 8)
+ATTN_PREFILL(128, 4)
