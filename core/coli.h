@@ -9,7 +9,7 @@
  *   out_norm            [hidden]                       f32
  *   lm_head             [vocab, hidden]                absent when tied to tok_embd
  *   blk.N.attn_norm     [hidden]                       f32
- *   blk.N.attn_q        [n_heads*head_dim, hidden]     (+ blk.N.attn_q_bias f32, Qwen2-MoE)
+ *   blk.N.attn_q        [n_heads*head_dim, hidden]     (+ blk.N.attn_q_bias f32, qkv_bias)
  *   blk.N.attn_k        [n_kv_heads*head_dim, hidden]  (+ blk.N.attn_k_bias)
  *   blk.N.attn_v        [n_kv_heads*head_dim, hidden]  (+ blk.N.attn_v_bias)
  *   blk.N.attn_o        [hidden, n_heads*head_dim]
@@ -17,10 +17,12 @@
  *   blk.N.attn_k_norm   [head_dim] or [n_kv_heads*head_dim]                          f32
  *   blk.N.ffn_norm      [hidden]                       f32
  *   blk.N.router        [n_experts, hidden]            f32   (MoE layers)
- *   blk.N.shexp_gate    [shared_inter, hidden]         (Qwen2-MoE shared expert)
+ *   blk.N.router_bias   [n_experts]                    f32   (selection only: GLM-4.5's
+ *                                                             e_score_correction_bias)
+ *   blk.N.shexp_gate    [shared_inter, hidden]         (shared expert: Qwen2-MoE, GLM-4.5)
  *   blk.N.shexp_up      [shared_inter, hidden]
  *   blk.N.shexp_down    [hidden, shared_inter]
- *   blk.N.shexp_router  [1, hidden]                    f32   (its sigmoid gate)
+ *   blk.N.shexp_router  [1, hidden]                    f32   (its sigmoid gate, shared_gated)
  *   blk.N.ffn_gate      [dense_inter, hidden]          (dense MLP layers)
  *   blk.N.ffn_up        [dense_inter, hidden]
  *   blk.N.ffn_down      [hidden, dense_inter]
@@ -45,6 +47,18 @@ enum coli_arch {
 	COLI_ARCH_QWEN2_MOE = 2,
 	COLI_ARCH_OLMOE = 3,
 	COLI_ARCH_MIXTRAL = 4,
+	COLI_ARCH_GLM4_MOE = 5,
+};
+
+/* How a MoE layer's router turns its logits into experts and weights. */
+enum coli_router_kind {
+	/* softmax over all experts, top_k, renormalised when norm_topk_prob */
+	COLI_ROUTER_SOFTMAX = 0,
+	/* sigmoid scores; selection on score + blk.N.router_bias (when
+	 * router_bias), group-limited (n_group, topk_group); weights are the
+	 * unbiased scores, renormalised when norm_topk_prob, times routed_scale
+	 * (GLM-4.5, DeepSeek-V3) */
+	COLI_ROUTER_SIGMOID = 1,
 };
 
 #define COLI_MAX_LAYERS 256
@@ -65,12 +79,21 @@ struct coli_model_config {
 	int top_k;
 	int moe_inter;    /* routed expert intermediate size */
 	int shared_inter; /* 0 = no shared expert */
+	int shared_gated; /* 1: the shared expert's output is scaled by sigmoid(shexp_router . x)
+	                   * (Qwen2-MoE); 0: added as is (GLM-4.5). Optional key [1] */
 	int dense_inter;  /* intermediate size of dense MLP layers (0 if none) */
 	int norm_topk_prob;
 	int qk_norm; /* 0 none, 1 per head (Qwen3), 2 whole projection (OLMoE) */
 	int qkv_bias;
 	int tie_embeddings;
 	int max_ctx;
+	/* optional keys (absent from older containers: the defaults in brackets) */
+	int rope_dim;       /* leading dims of each head that RoPE rotates [head_dim] */
+	int router_kind;    /* enum coli_router_kind [COLI_ROUTER_SOFTMAX] */
+	int router_bias;    /* 1: MoE layers carry blk.N.router_bias [0] */
+	int n_group;        /* sigmoid routing: expert groups [1] */
+	int topk_group;     /* groups kept per token [1] */
+	float routed_scale; /* routed experts' weights are multiplied by it [1.0] */
 	float norm_eps;
 	float rope_theta;
 	enum coli_dtype quant; /* of matrices and slabs (some bf16: see the top) */
@@ -86,6 +109,10 @@ int coli_arch_parse(const char *model_type, enum coli_arch *out);
 /* The supported model_type values, comma separated, for messages. */
 const char *coli_arch_supported(void);
 
+/* Zeroes *c and sets the optional fields to what an absent key means (a
+ * gated shared expert, softmax routing, one group, scale 1); rope_dim is
+ * left 0 for the caller to set (head_dim for full RoPE). */
+void coli_config_init(struct coli_model_config *c);
 /* JSON <-> struct. _parse fills *c (and validates ranges); errors are
  * described in errbuf. _format returns a malloc'd JSON string. */
 int coli_config_parse(const char *json, size_t len, struct coli_model_config *c, char *errbuf,

@@ -54,9 +54,10 @@ struct coli_layer {
 	int moe;
 	/* MoE layers */
 	struct coli_mat router;                  /* [n_experts, hidden] f32 */
+	const float *router_bias;                /* [n_experts] (cfg.router_bias) or NULL */
 	int xl;                                  /* index of the container's expert layer */
 	struct coli_mat sh_gate, sh_up, sh_down; /* shared expert (rows 0 if none) */
-	struct coli_mat sh_router;               /* [1, hidden] f32 */
+	struct coli_mat sh_router;               /* [1, hidden] f32 (cfg.shared_gated) */
 	/* dense MLP layers */
 	struct coli_mat ffn_gate, ffn_up, ffn_down;
 };

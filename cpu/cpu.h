@@ -210,9 +210,30 @@ void coli_softmax(float *x, int n);
  * w renormalised to sum 1 when norm. ptx/dense.cu's coli_route is the same
  * but for the device's expf. */
 void coli_route(float *logits, int E, int K, int norm, int *sel, float *w);
+/* Sigmoid routing (GLM-4.5, DeepSeek-V3; transformers' order): p = sigmoid
+ * (logits[E]) in place as 1 / (1 + expf(-x)); the choice scores are p + bias
+ * (bias NULL: p); with n_group > 1 the E experts are n_group equal groups,
+ * a group's score the sum of its two best choice scores, the topk_group best
+ * groups kept and every other expert's choice score set to -inf (transformers
+ * 5; some earlier versions wrote 0, which differs only when a kept choice
+ * score is negative); sel = the K best choice scores in descending order (ties
+ * to the lower id, groups likewise); w = their p, divided by (their sum in
+ * sel's order + 1e-20) when norm, then times scale. E <= COLI_ROUTE_MAX_E. */
+#define COLI_ROUTE_MAX_E 4096
+struct coli_route_sig {
+	const float *bias; /* [E] selection-only bias, or NULL */
+	int n_group, topk_group, norm;
+	float scale;
+};
+void coli_route_sigmoid(float *logits, int E, int K, const struct coli_route_sig *r, int *sel,
+                        float *w);
 /* Rotate-half RoPE in place over x[T][nh][hd] at positions pos0 + t, with
  * angle = (float)pos * inv_freq[i] for i < hd/2 (transformers' convention). */
 void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq);
+/* Partial RoPE (GLM-4.5's partial_rotary_factor): the same rotation over the
+ * first rd dims of each head of hd (rotate-half within those rd: i pairs
+ * with i + rd/2, i < rd/2), the other hd - rd left as they are. */
+void coli_rope_part(float *x, int T, int nh, int hd, int rd, int pos0, const float *inv_freq);
 /* One attention head for one query: out[hd] = softmax(q . k_p * scale) . v_p
  * over positions p < n_pos, keys/values at K + p*stride (the head's offset
  * already applied). scores: [n_pos] scratch. A q . k dot product is summed in

@@ -172,9 +172,86 @@ void coli_route(float *p, int E, int K, int norm, int *sel, float *w)
 	}
 }
 
+/* The index of the largest x[i] not taken (the lower id on ties), marked
+ * taken; -1 when every one is. */
+static int best_free(const float *x, int n, unsigned char *taken)
+{
+	int best = -1;
+
+	for (int i = 0; i < n; i++)
+		if (!taken[i] && (best < 0 || x[i] > x[best]))
+			best = i;
+	if (best >= 0)
+		taken[best] = 1;
+	return best;
+}
+
+/* Group limiting: the topk_group groups with the best (top-1 + top-2) of
+ * choice[] are kept, the other experts' choice scores set to -inf. */
+static void route_groups(float *choice, int E, int n_group, int topk_group)
+{
+	static _Thread_local float gscore[COLI_ROUTE_MAX_E];
+	static _Thread_local unsigned char taken[COLI_ROUTE_MAX_E];
+	int gs = E / n_group;
+
+	for (int g = 0; g < n_group; g++) {
+		const float *c = choice + (size_t)g * gs;
+		int a = 0, b = -1;
+
+		for (int i = 1; i < gs; i++)
+			if (c[i] > c[a])
+				a = i;
+		for (int i = 0; i < gs; i++)
+			if (i != a && (b < 0 || c[i] > c[b]))
+				b = i;
+		gscore[g] = c[a] + c[b];
+	}
+	memset(taken, 0, (size_t)n_group);
+	for (int j = 0; j < topk_group; j++)
+		best_free(gscore, n_group, taken);
+	for (int g = 0; g < n_group; g++)
+		if (!taken[g])
+			for (int i = 0; i < gs; i++)
+				choice[(size_t)g * gs + i] = -INFINITY;
+}
+
+void coli_route_sigmoid(float *p, int E, int K, const struct coli_route_sig *r, int *sel, float *w)
+{
+	static _Thread_local float choice[COLI_ROUTE_MAX_E];
+	static _Thread_local unsigned char taken[COLI_ROUTE_MAX_E];
+
+	for (int i = 0; i < E; i++) {
+		p[i] = 1.0f / (1.0f + expf(-p[i]));
+		choice[i] = r->bias ? p[i] + r->bias[i] : p[i];
+	}
+	if (r->n_group > 1)
+		route_groups(choice, E, r->n_group, r->topk_group);
+	memset(taken, 0, (size_t)E);
+	for (int j = 0; j < K; j++) {
+		sel[j] = best_free(choice, E, taken);
+		w[j] = p[sel[j]];
+	}
+	if (r->norm) {
+		float sum = 0;
+
+		for (int j = 0; j < K; j++)
+			sum += w[j];
+		sum += 1e-20f;
+		for (int j = 0; j < K; j++)
+			w[j] /= sum;
+	}
+	for (int j = 0; j < K; j++)
+		w[j] *= r->scale;
+}
+
 void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
 {
-	int half = hd / 2;
+	coli_rope_part(x, T, nh, hd, hd, pos0, inv_freq);
+}
+
+void coli_rope_part(float *x, int T, int nh, int hd, int rd, int pos0, const float *inv_freq)
+{
+	int half = rd / 2;
 
 	for (int t = 0; t < T; t++) {
 		float p = (float)(pos0 + t);

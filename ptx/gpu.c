@@ -41,7 +41,8 @@
 #ifdef COLI_HAVE_PTX
 static void unload_modules(coli_gpu_t *g)
 {
-	CUmodule *m[] = {&g->mod, &g->mod_dense, &g->mod_attn, &g->mod_attn_prefill, &g->mod_gemm};
+	CUmodule *m[] = {&g->mod,      &g->mod_dense, &g->mod_attn, &g->mod_attn_prefill,
+	                 &g->mod_gemm, &g->mod_kinds};
 
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		if (*m[i])
@@ -82,6 +83,9 @@ static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, sm90 ? coli_ptx_gemm_90 : coli_ptx_gemm,
 		                            4, opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(
+		    &g->mod_kinds, sm90 ? coli_ptx_kinds_90 : coli_ptx_kinds, 4, opts, vals);
 	if (r != CUDA_SUCCESS)
 		unload_modules(g);
 	return r;
@@ -169,7 +173,11 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_silu_mul_q)");
 	CK(g->cu->ModuleGetFunction(&g->f_pull, g->mod, "coli_pull"),
 	   "cuModuleGetFunction(coli_pull)");
-	return coli_gpu_dense_functions(g);
+	{
+		int rc = coli_gpu_dense_functions(g);
+
+		return rc ? rc : coli_gpu_kinds_functions(g);
+	}
 }
 #endif
 

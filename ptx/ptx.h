@@ -189,6 +189,16 @@ int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, i
 int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out);
 /* Routing of T tokens from router logits rlog [T][E]: sel/selw [T][K] (see
  * coli_route in ptx/dense.cu); E <= COLI_GPU_ROUTE_MAX_E, K <= 16. */
+/* Sigmoid routing (ptx/kinds.cu, cpu/ops.c coli_route_sigmoid's steps; only
+ * expf may differ from the host's in the last place): rlog [T][E] f32, bias
+ * [E] or 0, into sel/selw [T][K]. E <= COLI_GPU_ROUTE_MAX_E, K <= 16; groups
+ * of at least 2 that hold K. -ENOTSUP outside those. */
+int coli_gpu_route_sigmoid(coli_gpu_t *g, uint64_t rlog, uint64_t bias, int T, int E, int K,
+                           int n_group, int topk_group, int norm, float scale, uint64_t sel,
+                           uint64_t selw);
+/* Partial RoPE (cpu/ops.c coli_rope_part): the first rd dims of each head. */
+int coli_gpu_rope_part(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int rd, int pos0,
+                       uint64_t inv_freq);
 int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw);
 /* The job tables and pair lists of a fully resident layer (ptx/dense.cu

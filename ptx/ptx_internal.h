@@ -144,7 +144,7 @@ struct coli_gpu {
 	const struct coli_cu *cu;
 	CUdevice dev;
 	CUcontext ctx;
-	CUmodule mod, mod_dense, mod_attn, mod_attn_prefill, mod_gemm;
+	CUmodule mod, mod_dense, mod_attn, mod_attn_prefill, mod_gemm, mod_kinds;
 	CUstream stream; /* compute: kernels, activations, outputs */
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu_stream.c coli_gpu_stage_*) */
 	int capturing;   /* the stream is being captured: launches will be replayed */
@@ -165,6 +165,7 @@ struct coli_gpu {
 	unsigned open_flags;          /* coli_gpu_open's flags (fault injection) */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
+	CUfunction f_route_sig, f_rope_part; /* ptx/kinds.cu (ptx/gpu_kinds.c) */
 	/* job tables: a ring of page-locked host memory the device maps and the
 	 * kernels read in place (no copy engine involved) */
 	unsigned char *ring_host;
@@ -232,5 +233,9 @@ extern const char coli_ptx_dense[], coli_ptx_dense_90[];
 extern const char coli_ptx_attention[], coli_ptx_attention_90[];
 extern const char coli_ptx_attn_prefill[], coli_ptx_attn_prefill_90[];
 extern const char coli_ptx_gemm[], coli_ptx_gemm_90[];
+extern const char coli_ptx_kinds[], coli_ptx_kinds_90[];
+
+/* ptx/gpu_kinds.c: the handles of ptx/kinds.cu's kernels (at open). */
+int coli_gpu_kinds_functions(struct coli_gpu *g);
 
 #endif

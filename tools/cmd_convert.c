@@ -21,7 +21,7 @@ static void usage(FILE *f)
 	        "\n"
 	        "Converts a Hugging Face checkpoint directory (config.json, model.safetensors or\n"
 	        "model.safetensors.index.json + shards, tokenizer files) of a qwen3_moe,\n"
-	        "qwen2_moe, olmoe or mixtral model into one .coli container.\n"
+	        "qwen2_moe, olmoe, mixtral or glm4_moe model into one .coli container.\n"
 	        "\n"
 	        "  -o, --output FILE   the container to write (written as FILE.tmp.<pid>, renamed\n"
 	        "                      only when complete)\n"

@@ -55,12 +55,19 @@ static int print_config(coli_container_t *c)
 	printf("experts        %d per MoE layer, top-k %d, expert inter %d", m->n_experts, m->top_k,
 	       m->moe_inter);
 	if (m->shared_inter)
-		printf(", shared expert inter %d", m->shared_inter);
+		printf(", shared expert inter %d%s", m->shared_inter,
+		       m->shared_gated ? " (gated)" : "");
 	if (m->dense_inter)
 		printf(", dense MLP inter %d", m->dense_inter);
 	printf("\nquant          %s\n", coli_dtype_name(m->quant));
 	printf("norm eps       %g, rope theta %g, qk norm %d, qkv bias %d, tied embeddings %d\n",
 	       m->norm_eps, m->rope_theta, m->qk_norm, m->qkv_bias, m->tie_embeddings);
+	if (m->rope_dim != m->head_dim)
+		printf("partial rope   %d of %d dims of a head\n", m->rope_dim, m->head_dim);
+	if (m->router_kind == COLI_ROUTER_SIGMOID)
+		printf("routing        sigmoid%s, %d groups (keep %d), weights x %g%s\n",
+		       m->router_bias ? " + correction bias" : "", m->n_group, m->topk_group,
+		       m->routed_scale, m->norm_topk_prob ? ", renormalised" : "");
 	free(m);
 	return 0;
 }

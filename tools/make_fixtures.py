@@ -2,6 +2,7 @@
 """make_fixtures.py -- tiny tokenizer, checkpoints and transformers references for coli's tests.
 
     python3 tools/make_fixtures.py --out tests/fixtures
+    python3 tools/make_fixtures.py --out tests/fixtures --only glm4_moe
 
 What it writes (all under --out; each fixture directory is deleted and rewritten):
 
@@ -15,8 +16,8 @@ What it writes (all under --out; each fixture directory is deleted and rewritten
                         meta.json -- computed by transformers in float32 from the bf16
                         weights, so they are exact references for a bf16 engine.
 
-Fixtures: qwen3_moe, qwen2_moe, olmoe, mixtral (Hub per-expert tensor layout, Hub config
-dialect: top-level rope_theta, torch_dtype) and two variants that share weights with a
+Fixtures: qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe (Hub per-expert tensor layout, Hub
+config dialect: top-level rope_theta, torch_dtype) and two variants that share weights with a
 primary: qwen3_moe_fused (transformers-5 native: fused 3-D expert tensors and the config
 exactly as transformers 5 writes it: rope_parameters, num_local_experts, dtype) and
 qwen2_moe_sharded (three safetensors shards + index).
@@ -24,6 +25,11 @@ qwen2_moe_sharded (three safetensors shards + index).
 Everything runs on the CPU and is deterministic for a given Python / torch / transformers /
 tokenizers install: the corpus is a fixed list of stdlib files plus text written below,
 and every fixture has its own seed. See tests/fixtures/README.md for the layouts.
+
+--only NAME[,NAME]: write only those fixtures (a primary, or a variant with its primary
+built in memory but not written), with the tokenizer read from --out/tokenizer/ rather than
+trained and written again, and no chat cases: the other fixtures keep their bits (which
+depend on the torch version).
 """
 import argparse
 import hashlib
@@ -357,7 +363,22 @@ PRIMARIES = {
                  num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2,
                  intermediate_size=64, rms_norm_eps=1e-5, rope_theta=80000.0,
                  sliding_window=None, bos_token_id=ID_EOT, eos_token_id=ID_EOT)),
+    # sigmoid routing with e_score_correction_bias (drawn, not zero), 4 groups of 4
+    # experts of which 2 are kept (group limiting prunes half), top-3 of the 8 left,
+    # routed_scaling_factor 2.5; one ungated shared expert; layer 0 dense
+    # (first_k_dense_replace); partial RoPE (16 of head_dim 32), q/k/v bias, QK norm
+    "glm4_moe": dict(
+        seed=1013, cls="Glm4MoeForCausalLM", cfg_cls="Glm4MoeConfig", chat="chatml",
+        rope_extra=dict(partial_rotary_factor=0.5),
+        cfg=dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=32, n_routed_experts=16,
+                 num_experts_per_tok=3, moe_intermediate_size=32, intermediate_size=96,
+                 n_shared_experts=1, first_k_dense_replace=1, n_group=4, topk_group=2,
+                 norm_topk_prob=True, routed_scaling_factor=2.5, attention_bias=True,
+                 use_qk_norm=True, rms_norm_eps=1e-5, rope_theta=40000.0,
+                 bos_token_id=None, eos_token_id=ID_IM_END)),
 }
+CHAT_CASE_FIXTURES = ("qwen3_moe", "qwen2_moe", "olmoe", "mixtral")
 # Variants: (name, primary, how). They share the primary's weights and references.
 VARIANTS = [("qwen3_moe_fused", "qwen3_moe", "fused"),
             ("qwen2_moe_sharded", "qwen2_moe", "sharded")]
@@ -374,9 +395,9 @@ def build_model(spec):
     cfg_cls = getattr(transformers, spec["cfg_cls"])
     kw = dict(spec["cfg"])
     theta = kw.pop("rope_theta")
+    rope = dict({"rope_type": "default", "rope_theta": theta}, **spec.get("rope_extra", {}))
     cfg = cfg_cls(vocab_size=VOCAB, max_position_embeddings=512, tie_word_embeddings=False,
-                  pad_token_id=ID_EOT, rope_parameters={"rope_type": "default",
-                                                        "rope_theta": theta}, **kw)
+                  pad_token_id=ID_EOT, rope_parameters=rope, **kw)
     torch.manual_seed(spec["seed"])
     model = getattr(transformers, spec["cls"])(cfg)
     reinit(model, spec["seed"])
@@ -408,6 +429,11 @@ def reinit(model, seed):
             p.copy_(1.0 * r)
         else:
             p.copy_(0.04 * r)
+    # sigmoid routers' e_score_correction_bias (a buffer, so not above): 0.3 N(0,1), about
+    # the spread of the sigmoid scores, so the bias changes which experts are chosen
+    for name, b in model.named_buffers():
+        if name.endswith("e_score_correction_bias"):
+            b.copy_(0.3 * torch.randn(b.shape, generator=g, dtype=torch.float32))
 
 
 def hub_dialect(cfg):
@@ -417,6 +443,13 @@ def hub_dialect(cfg):
     assert rp.get("rope_type", "default") == "default", rp
     cfg["rope_theta"] = rp["rope_theta"]
     cfg["rope_scaling"] = None
+    if "partial_rotary_factor" in rp:           # GLM-4.5's files: a top-level key
+        cfg["partial_rotary_factor"] = rp["partial_rotary_factor"]
+    if cfg["model_type"] == "glm4_moe":         # the Hub's spellings
+        if "num_local_experts" in cfg:
+            cfg["n_routed_experts"] = cfg.pop("num_local_experts")
+        if "num_mtp_layers" in cfg:
+            cfg["num_nextn_predict_layers"] = cfg.pop("num_mtp_layers")
     if "dtype" in cfg:
         cfg["torch_dtype"] = cfg.pop("dtype")
     if cfg["model_type"] in ("qwen3_moe", "qwen2_moe") and "num_local_experts" in cfg:
@@ -503,7 +536,7 @@ def references(m, ids, ref_dir):
     t2 = torch.topk(logits, 2, dim=-1).values
     tf_margin = t2[:, 0] - t2[:, 1]
     router_gap = []
-    if getattr(out, "router_logits", None):
+    if getattr(out, "router_logits", None) and m.config.model_type != "glm4_moe":
         k = m.config.num_experts_per_tok
         for rl in out.router_logits:                                 # (T, E) per MoE layer
             s = torch.sort(rl.float(), dim=-1, descending=True).values
@@ -561,11 +594,13 @@ def check_fused_layout(fused_dir, hub_dir):
 
 
 @torch.no_grad()
-def scan_seeds(tok, ids, count):
+def scan_seeds(tok, ids, count, only=None):
     """--scan-seeds: the smallest teacher-forced and greedy top-2 margins for `count` seeds
     per primary, through the same save / reload path as the fixtures. How seeds were picked."""
     import tempfile
     for name, spec in PRIMARIES.items():
+        if only is not None and name not in only:
+            continue
         base = 1001 + list(PRIMARIES).index(name)
         for seed in range(base, base + count):
             model = build_model(dict(spec, seed=seed))
@@ -594,29 +629,44 @@ def main():
     ap.add_argument("--out", default="tests/fixtures")
     ap.add_argument("--scan-seeds", type=int, metavar="N", default=0,
                     help="print the margins of N seeds per architecture and write nothing")
+    ap.add_argument("--only", metavar="NAME[,NAME]",
+                    help="write only these fixtures (a variant needs its primary named too); "
+                         "the tokenizer is read from OUT/tokenizer, nothing else is rewritten")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else None
+    variant_of = {n: b for n, b, _ in VARIANTS}
+    for n in only or ():
+        if n not in PRIMARIES and n not in variant_of:
+            ap.error(f"--only: no fixture named {n}")
+        if n in variant_of and variant_of[n] not in only:
+            ap.error(f"--only: {n} needs its primary {variant_of[n]} named too")
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     transformers.logging.set_verbosity_error()
     if args.scan_seeds:
         tok = train_tokenizer()
-        scan_seeds(tok, tok.encode(PROMPT, add_special_tokens=False).ids, args.scan_seeds)
+        scan_seeds(tok, tok.encode(PROMPT, add_special_tokens=False).ids, args.scan_seeds, only)
         return
     os.makedirs(args.out, exist_ok=True)
     print(f"python {sys.version.split()[0]}  torch {torch.__version__}  "
           f"transformers {transformers.__version__}  tokenizers {tokenizers.__version__}")
 
     tok_dir = os.path.join(args.out, "tokenizer")
-    if os.path.exists(tok_dir):
-        shutil.rmtree(tok_dir)
-    os.makedirs(tok_dir)
-    tok = train_tokenizer()
-    tok.save(os.path.join(tok_dir, "tokenizer.json"))
-    write_json(os.path.join(tok_dir, "tokenizer_config.json"), tokenizer_config(tok, "chatml"))
-    sha = hashlib.sha256(open(os.path.join(tok_dir, "tokenizer.json"), "rb").read()).hexdigest()
-    print(f"wrote {tok_dir}/tokenizer.json  vocab {tok.get_vocab_size()}  sha256 {sha[:16]}")
-    path, n = write_tokenizer_cases(tok, tok_dir)
-    print(f"wrote {path}  {n} cases")
+    if only:
+        tok = Tokenizer.from_file(os.path.join(tok_dir, "tokenizer.json"))
+        print(f"read {tok_dir}/tokenizer.json  vocab {tok.get_vocab_size()}")
+    else:
+        if os.path.exists(tok_dir):
+            shutil.rmtree(tok_dir)
+        os.makedirs(tok_dir)
+        tok = train_tokenizer()
+        tok.save(os.path.join(tok_dir, "tokenizer.json"))
+        write_json(os.path.join(tok_dir, "tokenizer_config.json"),
+                   tokenizer_config(tok, "chatml"))
+        sha = hashlib.sha256(open(os.path.join(tok_dir, "tokenizer.json"), "rb").read()).hexdigest()
+        print(f"wrote {tok_dir}/tokenizer.json  vocab {tok.get_vocab_size()}  sha256 {sha[:16]}")
+        path, n = write_tokenizer_cases(tok, tok_dir)
+        print(f"wrote {path}  {n} cases")
 
     ids = tok.encode(PROMPT, add_special_tokens=False).ids
     print(f"prompt: {len(ids)} tokens")
@@ -624,6 +674,8 @@ def main():
 
     made, fixture_dirs = {}, []
     for name, spec in PRIMARIES.items():
+        if only is not None and name not in only:
+            continue
         model = build_model(spec)
         d = save_fixture(model, args.out, name, spec["chat"], tok, "hub", name in LEGACY_MERGES)
         m = check_weights(d, model)
@@ -648,6 +700,8 @@ def main():
         print(f"  logits with a default rope_theta differ by max {dl:.3f} (saved theta {saved['rope_theta']})")
 
     for name, base, how in VARIANTS:
+        if only is not None and name not in only:
+            continue
         model, spec, logits, greedy = made[base]
         d = save_fixture(model, args.out, name, spec["chat"], tok, how, name in LEGACY_MERGES)
         if how == "fused":
@@ -662,8 +716,10 @@ def main():
         fixture_dirs.append((name, d))
         print(f"wrote {d}  {dir_size(d) / 1024:.0f} KiB  ({how}; references equal {base}'s)")
 
-    path = write_chat_cases(tok_dir, [(n, d) for n, d in fixture_dirs if n in PRIMARIES])
-    print(f"wrote {path}")
+    if only is None:
+        path = write_chat_cases(tok_dir, [(n, d) for n, d in fixture_dirs
+                                          if n in CHAT_CASE_FIXTURES])
+        print(f"wrote {path}")
 
     print(f"total {dir_size(args.out) / 1024:.0f} KiB under {args.out}")
 

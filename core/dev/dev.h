@@ -103,10 +103,11 @@ struct coli_dev_qk_rope {
 	uint64_t kc, vc;   /* [ctx][nkv][hd] */
 };
 
-/* RoPE of x [T][nh][hd] in place at positions pos0.. */
+/* RoPE of x [T][nh][hd] in place at positions pos0..: the first rd dims of
+ * each head (0 or hd: all of them; less: partial RoPE, GLM-4.5) */
 struct coli_dev_rope {
-	uint64_t x, inv_freq;
-	int T, nh, hd, pos0;
+	uint64_t x, inv_freq; /* inv_freq [rd / 2] */
+	int T, nh, hd, rd, pos0;
 };
 
 /* Causal attention of q [T][nh][hd] over the cache k/v [ctx][nkv * hd] into
@@ -178,10 +179,15 @@ struct coli_dev_accumulate {
 };
 
 /* Routing on the device (cpu/ops.c coli_route's result; cuda: its expf):
- * router logits rlog [T][E] into sel/selw [T][K], renormalised when norm. */
+ * router logits rlog [T][E] into sel/selw [T][K], renormalised when norm.
+ * sigmoid: cpu/ops.c coli_route_sigmoid's instead (cuda: ptx/kinds.cu), with
+ * bias [E] (or 0), the groups and the scale. */
 struct coli_dev_route {
 	uint64_t rlog, sel, selw;
 	int T, E, K, norm;
+	int sigmoid, n_group, topk_group;
+	uint64_t bias;
+	float scale;
 };
 
 /* A dense matrix times T rows (kernels_abi.h's struct, and its dtype):

@@ -106,6 +106,9 @@ static int g_add(struct coli_dev *d, const struct coli_dev_add *a)
 }
 static int g_rope(struct coli_dev *d, const struct coli_dev_rope *a)
 {
+	if (a->rd && a->rd != a->hd) /* partial (ptx/kinds.cu) */
+		return coli_gpu_rope_part(G(d), a->x, a->T, a->nh, a->hd, a->rd, a->pos0,
+		                          a->inv_freq);
 	return coli_gpu_rope(G(d), a->x, a->T, a->nh, a->hd, a->pos0, a->inv_freq);
 }
 static int g_attention(struct coli_dev *d, const struct coli_dev_attention *a)
@@ -156,6 +159,9 @@ static int g_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 }
 static int g_route(struct coli_dev *d, const struct coli_dev_route *a)
 {
+	if (a->sigmoid) /* ptx/kinds.cu */
+		return coli_gpu_route_sigmoid(G(d), a->rlog, a->bias, a->T, a->E, a->K, a->n_group,
+		                              a->topk_group, a->norm, a->scale, a->sel, a->selw);
 	return coli_gpu_route(G(d), a->rlog, a->T, a->E, a->K, a->norm, a->sel, a->selw);
 }
 static int g_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)

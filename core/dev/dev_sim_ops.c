@@ -158,7 +158,7 @@ int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope
 int coli_dev_sim_rope(struct coli_dev *d, const struct coli_dev_rope *a)
 {
 	IN_ORDER(d);
-	coli_rope(F(a->x), a->T, a->nh, a->hd, a->pos0, F(a->inv_freq));
+	coli_rope_part(F(a->x), a->T, a->nh, a->hd, a->rd ? a->rd : a->hd, a->pos0, F(a->inv_freq));
 	return 0;
 }
 
@@ -275,10 +275,20 @@ int coli_dev_sim_route(struct coli_dev *d, const struct coli_dev_route *a)
 
 	if (!p)
 		return -ENOMEM;
+	const struct coli_route_sig sig = {.bias = a->bias ? F(a->bias) : NULL,
+	                                   .n_group = a->n_group,
+	                                   .topk_group = a->topk_group,
+	                                   .norm = norm,
+	                                   .scale = a->scale};
+
 	for (int t = 0; t < T; t++) {
 		memcpy(p, F(rlog) + (size_t)t * E, sizeof(float) * (size_t)E);
-		coli_route(p, E, K, norm, (int *)(uintptr_t)sel + (size_t)t * K,
-		           F(selw) + (size_t)t * K);
+		if (a->sigmoid)
+			coli_route_sigmoid(p, E, K, &sig, (int *)(uintptr_t)sel + (size_t)t * K,
+			                   F(selw) + (size_t)t * K);
+		else
+			coli_route(p, E, K, norm, (int *)(uintptr_t)sel + (size_t)t * K,
+			           F(selw) + (size_t)t * K);
 	}
 	free(p);
 	return 0;

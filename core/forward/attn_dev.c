@@ -18,10 +18,12 @@
 
 /* Whether q/k norms, RoPE and the KV store run as one launch that reads the
  * position from device memory (coli_qk_rope_store): not where the norm spans
- * the whole vector (qk_norm 2, OLMoE) or the heads are too wide for it. */
+ * the whole vector (qk_norm 2, OLMoE), the heads are too wide for it, or
+ * RoPE is partial (GLM-4.5: coli_dev_rope's rd, op by op). */
 int coli_dense_dev_qk_fused(const struct coli_model_config *c)
 {
-	return c->qk_norm != 2 && c->head_dim % 2 == 0 && c->head_dim <= 256;
+	return c->qk_norm != 2 && c->head_dim % 2 == 0 && c->head_dim <= 256 &&
+	       c->rope_dim == c->head_dim;
 }
 
 /* q/k norms, RoPE, and k and v into the layer's cache rows pos0..: one fused
@@ -63,10 +65,20 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
 		rc = coli_dev_rmsnorm(dd->dev, &nq);
 		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, &nk);
 	}
-	struct coli_dev_rope rq = {
-	    .x = dd->q, .inv_freq = dd->inv_freq, .T = T, .nh = nh, .hd = hd, .pos0 = pos0};
-	struct coli_dev_rope rk = {
-	    .x = dd->k, .inv_freq = dd->inv_freq, .T = T, .nh = nkv, .hd = hd, .pos0 = pos0};
+	struct coli_dev_rope rq = {.x = dd->q,
+	                           .inv_freq = dd->inv_freq,
+	                           .T = T,
+	                           .nh = nh,
+	                           .hd = hd,
+	                           .rd = c->rope_dim,
+	                           .pos0 = pos0};
+	struct coli_dev_rope rk = {.x = dd->k,
+	                           .inv_freq = dd->inv_freq,
+	                           .T = T,
+	                           .nh = nkv,
+	                           .hd = hd,
+	                           .rd = c->rope_dim,
+	                           .pos0 = pos0};
 
 	rc = rc ? rc : coli_dev_rope(dd->dev, &rq);
 	rc = rc ? rc : coli_dev_rope(dd->dev, &rk);
@@ -161,8 +173,10 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	return rc;
 }
 
-/* Qwen2-MoE's shared expert: mlp += sigmoid(gate . xn) * swiglu(xn);
- * xn_ready: dd->aq holds xn quantized (by the ffn norm). */
+/* The shared expert: mlp += sigmoid(gate . xn) * swiglu(xn) (Qwen2-MoE), or
+ * mlp += swiglu(xn) (GLM-4.5: not shared_gated; the host's 1 * y is y, so
+ * a plain add is its bits); xn_ready: dd->aq holds xn quantized (by the ffn
+ * norm). */
 int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T, int xn_ready)
 {
 	struct coli_dense_dev *dd = e->dense.dd;
@@ -171,6 +185,11 @@ int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, 
 	if (!e->m.cfg.shared_inter)
 		return 0;
 	rc = swiglu(dd, &D->sh_gate, &D->sh_up, &D->sh_down, dd->xn, xn_ready, T, dd->shy);
+	if (!e->m.cfg.shared_gated)
+		return rc ? rc
+		          : coli_dev_add(dd->dev, &(struct coli_dev_add){.x = dd->mlp,
+		                                                         .y = dd->shy,
+		                                                         .n = T * e->m.cfg.hidden});
 	rc = rc ? rc : prep(dd, &D->sh_router, dd->xn, T);
 	rc = rc ? rc : gemm(dd, &D->sh_router, dd->xn, T, dd->gl, 1);
 	return rc ? rc

@@ -148,6 +148,7 @@ static int up_layer(struct coli_engine *e, struct coli_dense_dev *dd, int l)
 	rc = rc ? rc : up_vec(e, dd, L->v_bias, (int)kvd, &D->v_bias);
 	rc = rc ? rc : up_vec(e, dd, L->q_norm, qn, &D->q_norm);
 	rc = rc ? rc : up_vec(e, dd, L->k_norm, kn, &D->k_norm);
+	rc = rc ? rc : up_vec(e, dd, L->router_bias, c->n_experts, &D->router_bias);
 	rc = rc ? rc : up_qkv(e, dd, L, D);
 	rc = rc ? rc : up_mat(e, dd, &L->o, &D->o);
 	rc = rc ? rc : up_mat(e, dd, &L->router, &D->router);
@@ -177,7 +178,7 @@ static int up_weights(struct coli_engine *e, struct coli_dense_dev *dd)
 		    up_mat(e, dd, c->tie_embeddings ? &e->m.tok_embd : &e->m.lm_head, &dd->lm_head);
 	if (dd->last)
 		rc = rc ? rc : up_vec(e, dd, e->m.out_norm, (int)c->hidden, &dd->out_norm);
-	rc = rc ? rc : up_vec(e, dd, e->s.inv_freq, c->head_dim / 2, &dd->inv_freq);
+	rc = rc ? rc : up_vec(e, dd, e->s.inv_freq, c->rope_dim / 2, &dd->inv_freq);
 	for (int l = dd->l0; !rc && l < dd->l1; l++)
 		rc = up_layer(e, dd, l);
 	return rc;

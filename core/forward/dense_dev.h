@@ -32,6 +32,7 @@ struct dmat {
 
 struct dlayer {
 	uint64_t attn_norm, ffn_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
+	uint64_t router_bias; /* [n_experts] f32 (sigmoid routing), or 0 */
 	struct dmat q, k, v, o, router, sh_gate, sh_up, sh_down, sh_router, ffn_gate, ffn_up,
 	    ffn_down;
 	struct dmat qkv; /* q, k and v stacked in one allocation (q, k, v are views of it),

@@ -79,8 +79,8 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 		qk_norm(c, e->s.q, L->q_norm, T, c->n_heads);
 		qk_norm(c, e->s.kx, L->k_norm, T, c->n_kv_heads);
 	}
-	coli_rope(e->s.q, T, c->n_heads, c->head_dim, pos0, e->s.inv_freq);
-	coli_rope(e->s.kx, T, c->n_kv_heads, c->head_dim, pos0, e->s.inv_freq);
+	coli_rope_part(e->s.q, T, c->n_heads, c->head_dim, c->rope_dim, pos0, e->s.inv_freq);
+	coli_rope_part(e->s.kx, T, c->n_kv_heads, c->head_dim, c->rope_dim, pos0, e->s.inv_freq);
 	/* append this call's keys and values to the cache */
 	memcpy(e->kv.kcache + ((size_t)l * e->kv.ctx + pos0) * kvd, e->s.kx,
 	       sizeof(float) * T * kvd);

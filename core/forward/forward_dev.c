@@ -77,13 +77,36 @@ static int preplanned(const struct coli_engine *e, int l, int T)
 	return can_plan(e, l, T) && !e->dense.dd->full[l] && e->dense.dd->part[l];
 }
 
+/* Layer l's routing of T tokens' router logits rlog into sel/selw on the
+ * device: softmax (coli_route) or, for a sigmoid router, with the layer's
+ * correction bias, groups and scale (coli_route_sigmoid's steps). */
+static struct coli_dev_route route_args(const struct coli_engine *e, int l, uint64_t rlog,
+                                        uint64_t sel, uint64_t selw, int T)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+
+	return (struct coli_dev_route){.rlog = rlog,
+	                               .sel = sel,
+	                               .selw = selw,
+	                               .T = T,
+	                               .E = c->n_experts,
+	                               .K = c->top_k,
+	                               .norm = c->norm_topk_prob,
+	                               .sigmoid = c->router_kind == COLI_ROUTER_SIGMOID,
+	                               .n_group = c->n_group,
+	                               .topk_group = c->topk_group,
+	                               .bias = e->dense.dd->L[l].router_bias,
+	                               .scale = c->routed_scale};
+}
+
 /* Route layer l's T <= COLI_GPU_MAX_S tokens from the router logits in
  * dd->rlog and plan its experts resident here (one launch for both): the
  * routing into sel (dd->sel, which a preplanned layer downloads, or the
  * layer's row of dd->fsel), the GEMV job tables and pair lists (dd->ptok/pw)
  * on the device. router != NULL (f32): the router's GEMV of dd->xn into
  * dd->rlog comes first, in the same launch as the routing (layer_ops
- * decides). */
+ * decides). A sigmoid router routes in a launch of its own first (router
+ * NULL then), and the plan reads that routing. */
 static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *router, uint64_t sel)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -127,6 +150,13 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 	    .norm = c->norm_topk_prob,
 	};
 
+	if (c->router_kind == COLI_ROUTER_SIGMOID) {
+		struct coli_dev_route ra = route_args(e, l, dd->rlog, sel, dd->selw, T);
+		int rc = coli_dev_route(dd->dev, &ra);
+
+		a.rlog = NULL; /* plan only */
+		return rc ? rc : coli_dev_moe_plan(dd->dev, &a);
+	}
 	if (router) {
 		struct coli_gpu_dense_gemv r =
 		    gemv_args(dd, router, dd->xn, T, dd->rlog, c->n_experts);
@@ -241,17 +271,11 @@ static int guess_ops(struct coli_engine *e, int n, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dense.dd;
-	int K = c->top_k, rc;
+	const struct coli_dev_route ra = route_args(e, n, dd->grlog, dd->gsel, dd->gselw, T);
+	int rc;
 
 	rc = gemm(dd, &dd->L[n].router, dd->xn, T, dd->grlog, c->n_experts);
-	return rc ? rc
-	          : coli_dev_route(dd->dev, &(struct coli_dev_route){.rlog = dd->grlog,
-	                                                             .sel = dd->gsel,
-	                                                             .selw = dd->gselw,
-	                                                             .T = T,
-	                                                             .E = c->n_experts,
-	                                                             .K = K,
-	                                                             .norm = c->norm_topk_prob});
+	return rc ? rc : coli_dev_route(dd->dev, &ra);
 }
 
 static int layer_kind(const struct coli_engine *e, int l, int T)
@@ -346,7 +370,8 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	rc = rc ? rc : prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
 	/* a planned layer's f32 router runs in the plan's launch */
 	fused = (kind == SEG_PLANNED || kind == SEG_PRE) && dd->route_on_dev &&
-	        D->router.dtype == COLI_DTYPE_F32 && dd->dev->ops->router_plan;
+	        D->router.dtype == COLI_DTYPE_F32 && dd->dev->ops->router_plan &&
+	        c->router_kind == COLI_ROUTER_SOFTMAX;
 	rc = rc || fused ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
 	if (kind == SEG_PLANNED)
 		return rc ? rc : planned_moe(e, l, T, D, fused, xq);
@@ -355,18 +380,12 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 	 * (CPU rows, host routing) -- a prefill chunk's (2 MB a 256-token chunk
 	 * of a 2048-wide model) only when a pair of the layer is not resident on
 	 * this device (coli_dense_dev_moe_host) */
+	const struct coli_dev_route ra = route_args(e, l, dd->rlog, dd->sel, dd->selw, T);
+
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
-		rc = rc ? rc
-		     : kind == SEG_PRE
-		         ? plan_route(e, l, T, fused ? &D->router : NULL, dd->sel)
-		         : coli_dev_route(dd->dev,
-		                          &(struct coli_dev_route){.rlog = dd->rlog,
-		                                                   .sel = dd->sel,
-		                                                   .selw = dd->selw,
-		                                                   .T = T,
-		                                                   .E = E,
-		                                                   .K = K,
-		                                                   .norm = c->norm_topk_prob});
+		rc = rc                ? rc
+		     : kind == SEG_PRE ? plan_route(e, l, T, fused ? &D->router : NULL, dd->sel)
+		                       : coli_dev_route(dd->dev, &ra);
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
 		if (gn >= 0)
 			down[nd++] =

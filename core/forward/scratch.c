@@ -102,9 +102,10 @@ int coli_scratch_alloc(struct coli_scratch *s, const struct coli_model_config *c
 		s->bytes += (size_t)tmax * (H + (qd > inter ? qd : inter)) * 2;
 	if (rc)
 		return rc;
-	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32 */
-	for (int i = 0; i < c->head_dim / 2; i++)
-		s->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
+	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32,
+	 * over the rotated dims only (rope_dim, head_dim unless partial) */
+	for (int i = 0; i < c->rope_dim / 2; i++)
+		s->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->rope_dim);
 	return 0;
 }
 

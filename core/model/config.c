@@ -8,6 +8,12 @@
  * the layers whose MLP is a routed MoE block (the others are dense MLPs),
  * "eos" is an array of token ids. Unknown keys are ignored (forward
  * compatibility within a container version).
+ *
+ * The keys of g_opt_fields and "routed_scale" came with the sigmoid router
+ * and partial RoPE (GLM-4.5, 2026-12): a container written before them has
+ * none, and reads as their defaults (softmax routing, full RoPE, a gated
+ * shared expert). _format writes them only when they differ from those
+ * defaults, so an older family's CONFIG section is what it was.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -20,10 +26,9 @@ static const struct {
 	enum coli_arch arch;
 	const char *name;
 } g_arch_names[] = {
-    {COLI_ARCH_QWEN3_MOE, "qwen3_moe"},
-    {COLI_ARCH_QWEN2_MOE, "qwen2_moe"},
-    {COLI_ARCH_OLMOE, "olmoe"},
-    {COLI_ARCH_MIXTRAL, "mixtral"},
+    {COLI_ARCH_QWEN3_MOE, "qwen3_moe"}, {COLI_ARCH_QWEN2_MOE, "qwen2_moe"},
+    {COLI_ARCH_OLMOE, "olmoe"},         {COLI_ARCH_MIXTRAL, "mixtral"},
+    {COLI_ARCH_GLM4_MOE, "glm4_moe"},
 };
 #define N_ARCH (int)(sizeof(g_arch_names) / sizeof(g_arch_names[0]))
 
@@ -48,7 +53,16 @@ int coli_arch_parse(const char *model_type, enum coli_arch *out)
 
 const char *coli_arch_supported(void)
 {
-	return "qwen3_moe, qwen2_moe, olmoe, mixtral";
+	return "qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe";
+}
+
+void coli_config_init(struct coli_model_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->shared_gated = 1;
+	c->router_kind = COLI_ROUTER_SOFTMAX;
+	c->n_group = c->topk_group = 1;
+	c->routed_scale = 1.0f;
 }
 
 /* Integer fields: name, offset, minimum, maximum (inclusive). */
@@ -79,8 +93,29 @@ static const struct {
     FIELD(max_ctx, 1, 1 << 24),
     FIELD(bos, -1, 1 << 22),
 };
-#undef FIELD
 #define N_INT (int)(sizeof(g_int_fields) / sizeof(g_int_fields[0]))
+
+/* Optional integer fields: as above plus the value an absent key means
+ * (rope_dim: -1, head_dim). */
+#define OPT(f, lo, hi, dflt)                                                                       \
+	{                                                                                          \
+#f, offsetof(struct coli_model_config, f), lo, hi, dflt                            \
+	}
+static const struct {
+	const char *key;
+	size_t off;
+	long lo, hi, dflt;
+} g_opt_fields[] = {
+    OPT(shared_gated, 0, 1, 1),
+    OPT(rope_dim, 2, 1024, -1),
+    OPT(router_kind, COLI_ROUTER_SOFTMAX, COLI_ROUTER_SIGMOID, COLI_ROUTER_SOFTMAX),
+    OPT(router_bias, 0, 1, 0),
+    OPT(n_group, 1, 4096, 1),
+    OPT(topk_group, 1, 4096, 1),
+};
+#undef OPT
+#undef FIELD
+#define N_OPT (int)(sizeof(g_opt_fields) / sizeof(g_opt_fields[0]))
 
 static int fail(char *errbuf, size_t errlen, const char *fmt, const char *what)
 {
@@ -121,6 +156,45 @@ static int read_ints(json_t *root, struct coli_model_config *c, char *errbuf, si
 			            g_int_fields[i].key);
 		*(int *)((char *)c + g_int_fields[i].off) = (int)x;
 	}
+	return 0;
+}
+
+/* The optional keys (g_opt_fields, routed_scale): absent is the default,
+ * present must be in range; then how they must agree with the shapes. */
+static int read_optional(json_t *root, struct coli_model_config *c, char *errbuf, size_t errlen)
+{
+	json_t *v;
+
+	for (int i = 0; i < N_OPT; i++) {
+		long x = g_opt_fields[i].dflt;
+
+		v = json_object_get(root, g_opt_fields[i].key);
+		if (v && !json_is_integer(v))
+			return fail(errbuf, errlen, "model config: \"%s\" not an integer",
+			            g_opt_fields[i].key);
+		if (v)
+			x = (long)json_integer_value(v);
+		if (v && (x < g_opt_fields[i].lo || x > g_opt_fields[i].hi))
+			return fail(errbuf, errlen, "model config: \"%s\" out of range",
+			            g_opt_fields[i].key);
+		*(int *)((char *)c + g_opt_fields[i].off) = (int)x;
+	}
+	if (c->rope_dim < 0)
+		c->rope_dim = c->head_dim;
+	v = json_object_get(root, "routed_scale");
+	c->routed_scale = v ? (float)json_number_value(v) : 1.0f;
+	if (!(c->routed_scale > 0 && c->routed_scale < 1e6f))
+		return fail(errbuf, errlen, "model config: %s", "routed_scale invalid");
+	/* rope_dim even and within the head; groups divide the experts, hold two
+	 * each (a group's score is its two best) and the kept ones hold top_k */
+	if (c->rope_dim > c->head_dim || c->rope_dim % 2)
+		return fail(errbuf, errlen, "model config: %s",
+		            "rope_dim odd or larger than head_dim");
+	if (c->n_group > 1 &&
+	    (c->n_experts % c->n_group || c->n_experts / c->n_group < 2 ||
+	     c->topk_group > c->n_group || c->topk_group * (c->n_experts / c->n_group) < c->top_k))
+		return fail(errbuf, errlen, "model config: %s",
+		            "n_group/topk_group do not fit n_experts and top_k");
 	return 0;
 }
 
@@ -203,6 +277,7 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 		rc = read_arch(root, c, errbuf, errlen);
 	rc = rc ? rc : read_ints(root, c, errbuf, errlen);
 	rc = rc ? rc : read_numbers(root, c, errbuf, errlen);
+	rc = rc ? rc : read_optional(root, c, errbuf, errlen);
 	rc = rc ? rc : read_layers_ids(root, c, errbuf, errlen);
 	json_decref(root);
 	return rc;
@@ -218,6 +293,17 @@ char *coli_config_format(const struct coli_model_config *c)
 		json_object_set_new(
 		    root, g_int_fields[i].key,
 		    json_integer(*(const int *)((const char *)c + g_int_fields[i].off)));
+	for (int i = 0; i < N_OPT; i++) {
+		int x = *(const int *)((const char *)c + g_opt_fields[i].off);
+		long dflt = g_opt_fields[i].off == offsetof(struct coli_model_config, rope_dim)
+		                ? c->head_dim
+		                : g_opt_fields[i].dflt;
+
+		if (x != dflt)
+			json_object_set_new(root, g_opt_fields[i].key, json_integer(x));
+	}
+	if (c->routed_scale != 1.0f)
+		json_object_set_new(root, "routed_scale", json_real(c->routed_scale));
 	json_object_set_new(root, "norm_eps", json_real(c->norm_eps));
 	json_object_set_new(root, "rope_theta", json_real(c->rope_theta));
 	json_object_set_new(root, "quant", json_string(coli_dtype_name(c->quant)));

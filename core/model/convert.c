@@ -90,6 +90,7 @@ struct cv {
 	int n_fb;              /* matrices (expert layers: one each) kept as bf16 */
 	char fb[256];          /* the first of their names, for the line that says so */
 	coli_cpu_pool_t *pool; /* converts a chunk's rows in parallel (--threads) */
+	int mtp_skipped;       /* tensors of next-token-prediction layers left out */
 	/* progress */
 	uint64_t done, total;
 	struct timespec t0;
@@ -188,11 +189,14 @@ static int plan(struct cv *v)
 			continue;
 		}
 		SLOT("router", 2, c->n_experts, H, 0);
+		if (c->router_bias)
+			SLOT("router_bias", 1, c->n_experts, 0, 0);
 		if (S) {
 			SLOT("shexp_gate", 2, S, H, 1);
 			SLOT("shexp_up", 2, S, H, 1);
 			SLOT("shexp_down", 2, H, S, 1);
-			SLOT("shexp_router", 2, 1, H, 0);
+			if (c->shared_gated)
+				SLOT("shexp_router", 2, 1, H, 0);
 		}
 #undef SLOT
 		if (rc)
@@ -347,6 +351,11 @@ static const struct {
     {"mlp.gate_proj.weight", "ffn_gate"},
     {"mlp.up_proj.weight", "ffn_up"},
     {"mlp.down_proj.weight", "ffn_down"},
+    /* glm4_moe (appended: check_complete names mixtral's router by index) */
+    {"mlp.gate.e_score_correction_bias", "router_bias"},
+    {"mlp.shared_experts.gate_proj.weight", "shexp_gate"},
+    {"mlp.shared_experts.up_proj.weight", "shexp_up"},
+    {"mlp.shared_experts.down_proj.weight", "shexp_down"},
 };
 
 /* Per-expert part suffixes (after "<prefix>experts.<e>."). */
@@ -420,6 +429,10 @@ static int map_tensor(struct cv *v, int shard, const struct coli_st_tensor *t)
 		char *end;
 		long ll = strtol(nm + 13, &end, 10);
 
+		if (*end == '.' && ll >= v->c->n_layers && ll < v->c->n_layers + v->hf.n_mtp) {
+			v->mtp_skipped++; /* a next-token-prediction layer: never run */
+			return 0;
+		}
 		if (*end == '.' && ll < v->c->n_layers) {
 			l = (int)ll;
 			rest = end + 1;
@@ -748,6 +761,11 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 	for (int s = 0; s < v.hf.n_shards && !rc; s++)
 		for (int i = 0; i < v.hf.st[s].n && !rc; i++)
 			rc = map_tensor(&v, s, &v.hf.st[s].t[i]);
+	if (!rc && v.mtp_skipped)
+		fprintf(stderr,
+		        "coli convert: skipping %d tensors of %d next-token-prediction layer(s) "
+		        "(model.layers.%d and up): coli does not run them\n",
+		        v.mtp_skipped, v.hf.n_mtp, v.c->n_layers);
 	if (!rc)
 		rc = check_complete(&v);
 	if (!rc) {

@@ -7,19 +7,32 @@
  * Config dialects (keys seen in released checkpoints and in transformers'
  * config classes; defaults are the config classes' defaults, v5):
  *
- *   experts        num_experts (qwen*, olmoe) | num_local_experts (mixtral)
- *   expert inter   moe_intermediate_size (qwen*) | intermediate_size (olmoe, mixtral)
- *   dense inter    intermediate_size (qwen*, for mlp_only_layers / sparse step)
+ *   experts        num_experts (qwen*, olmoe) | num_local_experts (mixtral, qwen3 as
+ *                  transformers 5 writes it) | n_routed_experts (glm4_moe)
+ *   expert inter   moe_intermediate_size (qwen*, glm4_moe) | intermediate_size (olmoe,
+ *                  mixtral)
+ *   dense inter    intermediate_size (qwen*, glm4_moe)
  *   MoE layers     qwen*: i not in mlp_only_layers and (i+1) % decoder_sparse_step == 0
+ *                  glm4_moe: i >= first_k_dense_replace (default 1)
  *                  olmoe, mixtral: every layer
+ *   glm4_moe       sigmoid router with e_score_correction_bias; n_group, topk_group
+ *                  (default 1), routed_scaling_factor (1.0), norm_topk_prob (default
+ *                  true); n_shared_experts (1) ungated shared experts of
+ *                  n_shared_experts * moe_intermediate_size; attention_bias (q/k/v only),
+ *                  use_qk_norm (per head); partial_rotary_factor (0.5; top level or in
+ *                  rope_parameters): rope_dim = head_dim * factor; layers past
+ *                  num_hidden_layers (num_nextn_predict_layers | num_mtp_layers: MTP)
+ *                  skipped
  *   rope theta     rope_theta | rope_parameters.rope_theta | rope_scaling.rope_theta;
  *                  default 10000 (mixtral 1e6); a rope_type other than "default" is refused
  *   norm_topk_prob qwen3_moe/qwen2_moe/olmoe: key, default false; mixtral: always 1
  *   head_dim       key if present and not null, else hidden / n_heads
  *   n_kv_heads     num_key_value_heads, default n_heads
- *   qkv bias       qwen2_moe: qkv_bias (default true); qwen3_moe/olmoe: attention_bias
- *                  (default false; true also biases o_proj, which coli lacks -> refused)
- *   qk norm        qwen3_moe per head [head_dim]; olmoe whole projection [n*head_dim]
+ *   qkv bias       qwen2_moe: qkv_bias (default true); glm4_moe: attention_bias;
+ *                  qwen3_moe/olmoe: attention_bias (default false; true also biases
+ *                  o_proj, which coli lacks -> refused)
+ *   qk norm        qwen3_moe per head [head_dim]; olmoe whole projection [n*head_dim];
+ *                  glm4_moe per head when use_qk_norm
  *   eos            union of generation_config.json's and config.json's eos_token_id
  *                  (int or list); bos_token_id likewise, -1 if none
  *   refused        hidden_act != silu, olmoe clip_qkv, qwen use_sliding_window,
@@ -247,7 +260,8 @@ static double rope_theta(json_t *cfg, enum coli_arch arch, const char *path, cha
 struct hf_keys {
 	long nl, hid, nh, nkv, hd, voc, ne, ne2, k, moe_i, inter, sh_i, step, ntp, bias, tie, ctx,
 	    swin;
-	double eps, theta;
+	long nre, n_sh, fkd, ngroup, tkg, nmtp, qkn; /* glm4_moe */
+	double eps, theta, scale, prf;
 };
 
 /* model_type -> c->arch (and c->model_type); only silu MLPs. */
@@ -287,7 +301,7 @@ static int read_sizes(json_t *cfg, enum coli_arch arch, const char *path, struct
 	    get_int(cfg, "shared_expert_intermediate_size", arch == COLI_ARCH_QWEN2_MOE ? 5632 : 0,
 	            &s->sh_i) ||
 	    get_int(cfg, "decoder_sparse_step", 1, &s->step) ||
-	    get_int(cfg, "norm_topk_prob", 0, &s->ntp) ||
+	    get_int(cfg, "norm_topk_prob", arch == COLI_ARCH_GLM4_MOE, &s->ntp) ||
 	    get_int(cfg, "tie_word_embeddings", 0, &s->tie) ||
 	    get_int(cfg, "sliding_window", 0, &s->swin))
 		return errf(errbuf, errlen, -EINVAL, "%s: a size or flag key is not an integer",
@@ -299,14 +313,47 @@ static int read_sizes(json_t *cfg, enum coli_arch arch, const char *path, struct
 		            path);
 	if (get_int(cfg, "head_dim", s->hid / s->nh, &s->hd) ||
 	    get_int(cfg, "max_position_embeddings",
-	            arch == COLI_ARCH_OLMOE     ? 4096
-	            : arch == COLI_ARCH_MIXTRAL ? 131072
-	                                        : 32768,
+	            arch == COLI_ARCH_OLMOE                                   ? 4096
+	            : arch == COLI_ARCH_MIXTRAL || arch == COLI_ARCH_GLM4_MOE ? 131072
+	                                                                      : 32768,
 	            &s->ctx))
 		return errf(errbuf, errlen, -EINVAL,
 		            "%s: head_dim or max_position_embeddings "
 		            "is not an integer",
 		            path);
+	return 0;
+}
+
+/* glm4_moe's keys (Glm4MoeConfig's defaults): routing, shared experts,
+ * dense layers, partial RoPE, QK norm, MTP layers. */
+static int read_glm(json_t *cfg, const char *path, struct hf_keys *s, char *errbuf, size_t errlen)
+{
+	json_t *rp = json_object_get(cfg, "rope_parameters"), *v;
+
+	if (get_int(cfg, "n_routed_experts", 0, &s->nre) ||
+	    get_int(cfg, "n_shared_experts", 1, &s->n_sh) ||
+	    get_int(cfg, "first_k_dense_replace", 1, &s->fkd) ||
+	    get_int(cfg, "n_group", 1, &s->ngroup) || get_int(cfg, "topk_group", 1, &s->tkg) ||
+	    get_int(cfg, "num_mtp_layers", 0, &s->nmtp) || /* transformers 5's spelling */
+	    get_int(cfg, "num_nextn_predict_layers", s->nmtp, &s->nmtp) ||
+	    get_int(cfg, "use_qk_norm", 0, &s->qkn))
+		return errf(errbuf, errlen, -EINVAL,
+		            "%s: a glm4_moe size or flag is not an integer", path);
+	if (s->nre)
+		s->ne = s->nre;
+	v = json_object_get(cfg, "routed_scaling_factor");
+	s->scale = json_is_number(v) ? json_number_value(v) : 1.0;
+	/* transformers 5 moves partial_rotary_factor into rope_parameters */
+	v = json_object_get(cfg, "partial_rotary_factor");
+	if (!json_is_number(v) && json_is_object(rp))
+		v = json_object_get(rp, "partial_rotary_factor");
+	s->prf = json_is_number(v) ? json_number_value(v) : 0.5;
+	if (!(s->prf > 0 && s->prf <= 1) || (long)(s->hd * s->prf) % 2 || s->n_sh < 0 ||
+	    s->nmtp < 0 || s->fkd < 0)
+		return errf(errbuf, errlen, -EINVAL,
+		            "%s: partial_rotary_factor %g (head_dim %ld), n_shared_experts, "
+		            "first_k_dense_replace or num_nextn_predict_layers out of range",
+		            path, s->prf, s->hd);
 	return 0;
 }
 
@@ -321,6 +368,10 @@ static int read_attention(json_t *cfg, enum coli_arch arch, const char *mt, cons
 	if (arch == COLI_ARCH_QWEN2_MOE) {
 		if (get_int(cfg, "qkv_bias", 1, &s->bias))
 			return errf(errbuf, errlen, -EINVAL, "%s: qkv_bias not a boolean", path);
+	} else if (arch == COLI_ARCH_GLM4_MOE) { /* q, k and v only: o_proj has none */
+		if (get_int(cfg, "attention_bias", 0, &s->bias))
+			return errf(errbuf, errlen, -EINVAL, "%s: attention_bias not a boolean",
+			            path);
 	} else if (get_int(cfg, "attention_bias", 0, &s->bias) || s->bias) {
 		return errf(errbuf, errlen, -ENOTSUP,
 		            "%s: attention_bias=true is not supported for %s (it adds an o_proj "
@@ -344,6 +395,21 @@ static int read_attention(json_t *cfg, enum coli_arch arch, const char *mt, cons
 	return 0;
 }
 
+/* glm4_moe's fields of c, after fill_config. */
+static void fill_glm(struct coli_model_config *c, const struct hf_keys *s)
+{
+	c->shared_inter = (int)(s->n_sh * s->moe_i);
+	c->shared_gated = 0;
+	c->qkv_bias = !!s->bias;
+	c->qk_norm = s->qkn ? 1 : 0;
+	c->rope_dim = (int)(s->hd * s->prf);
+	c->router_kind = COLI_ROUTER_SIGMOID;
+	c->router_bias = 1;
+	c->n_group = (int)s->ngroup;
+	c->topk_group = (int)s->tkg;
+	c->routed_scale = (float)s->scale;
+}
+
 static void fill_config(struct coli_model_config *c, const struct hf_keys *s, int qwen,
                         enum coli_dtype quant)
 {
@@ -364,7 +430,10 @@ static void fill_config(struct coli_model_config *c, const struct hf_keys *s, in
 	c->max_ctx = (int)s->ctx;
 	c->norm_eps = (float)s->eps;
 	c->rope_theta = (float)s->theta;
+	c->rope_dim = c->head_dim;
 	c->quant = quant;
+	if (c->arch == COLI_ARCH_GLM4_MOE)
+		fill_glm(c, s);
 }
 
 /* Which layers are MoE (Qwen: every decoder_sparse_step-th, less
@@ -377,7 +446,9 @@ static void moe_layers(struct coli_model_config *c, json_t *cfg, const struct hf
 	for (int i = 0; i < c->n_layers; i++) {
 		int moe = c->n_experts > 0;
 
-		if (qwen) {
+		if (c->arch == COLI_ARCH_GLM4_MOE)
+			moe = moe && i >= s->fkd;
+		else if (qwen) {
 			json_t *e;
 			size_t j;
 
@@ -420,12 +491,18 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 	int qwen, rc;
 
 	snprintf(path, sizeof(path), "%s/config.json", h->dir);
-	memset(c, 0, sizeof(*c));
+	coli_config_init(c);
 	rc = parse_arch(c, cfg, path, errbuf, errlen);
 	if (rc)
 		return rc;
-	qwen = c->arch == COLI_ARCH_QWEN3_MOE || c->arch == COLI_ARCH_QWEN2_MOE;
+	/* qwen: moe_intermediate_size and intermediate_size are the expert's and
+	 * the dense layers' (glm4_moe spells them the same) */
+	qwen = c->arch == COLI_ARCH_QWEN3_MOE || c->arch == COLI_ARCH_QWEN2_MOE ||
+	       c->arch == COLI_ARCH_GLM4_MOE;
 	rc = read_sizes(cfg, c->arch, path, &s, errbuf, errlen);
+	if (!rc && c->arch == COLI_ARCH_GLM4_MOE)
+		rc = read_glm(cfg, path, &s, errbuf, errlen);
+	h->n_mtp = (int)s.nmtp;
 	rc = rc ? rc : read_attention(cfg, c->arch, c->model_type, path, &s, errbuf, errlen);
 	if (rc)
 		return rc;

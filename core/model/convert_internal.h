@@ -24,6 +24,8 @@ struct coli_convert_hf {
 	char *section[COLI_CONVERT_N_SECTIONS];
 	size_t section_bytes[COLI_CONVERT_N_SECTIONS];
 	int fused_seen; /* diagnostics only */
+	int n_mtp;      /* num_nextn_predict_layers: layers n_layers.. of the checkpoint are
+	                 * next-token-prediction layers, skipped (never run) */
 };
 
 /* Reads config.json and the optional generation_config.json,

@@ -124,6 +124,10 @@ static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 			         coli_io_container_path(b->c), l);
 			rc = -EINVAL;
 		}
+		if (cfg->router_bias)
+			rc = rc ? rc
+			        : bind_vec(b, &L->router_bias, NAME("router_bias"), cfg->n_experts,
+			                   1);
 		if (!rc && (!xl || xl->n_experts != (uint32_t)cfg->n_experts ||
 		            xl->hidden != (uint32_t)H || xl->inter != (uint32_t)cfg->moe_inter)) {
 			snprintf(
@@ -142,7 +146,9 @@ static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 			rc = rc ? rc : bind_mat(b, &L->sh_gate, NAME("shexp_gate"), S, H, 1);
 			rc = rc ? rc : bind_mat(b, &L->sh_up, NAME("shexp_up"), S, H, 1);
 			rc = rc ? rc : bind_mat(b, &L->sh_down, NAME("shexp_down"), H, S, 1);
-			rc = rc ? rc : bind_mat(b, &L->sh_router, NAME("shexp_router"), 1, H, 1);
+			if (cfg->shared_gated)
+				rc = rc ? rc
+				        : bind_mat(b, &L->sh_router, NAME("shexp_router"), 1, H, 1);
 		}
 	} else {
 		int D = cfg->dense_inter;
@@ -243,6 +249,7 @@ void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, con
 		rb_vec(&r, &L->q_bias), rb_vec(&r, &L->k_bias), rb_vec(&r, &L->v_bias);
 		rb_vec(&r, &L->q_norm), rb_vec(&r, &L->k_norm);
 		rb_mat(&r, &L->router);
+		rb_vec(&r, &L->router_bias);
 		rb_mat(&r, &L->sh_gate), rb_mat(&r, &L->sh_up), rb_mat(&r, &L->sh_down);
 		rb_mat(&r, &L->sh_router);
 		rb_mat(&r, &L->ffn_gate), rb_mat(&r, &L->ffn_up), rb_mat(&r, &L->ffn_down);

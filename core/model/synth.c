@@ -180,7 +180,7 @@ int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
 		return -ENOENT;
 	if (n_layers < 0 || n_layers > COLI_MAX_LAYERS)
 		return -EINVAL;
-	memset(c, 0, sizeof(*c));
+	coli_config_init(c);
 	if (coli_arch_parse(s->model_type, &c->arch))
 		return -EINVAL;
 	snprintf(c->model_type, sizeof(c->model_type), "%s", s->model_type);
@@ -189,6 +189,7 @@ int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
 	c->n_heads = s->n_heads;
 	c->n_kv_heads = s->n_kv_heads;
 	c->head_dim = s->head_dim;
+	c->rope_dim = s->head_dim;
 	c->vocab = s->vocab;
 	c->n_experts = s->n_experts;
 	c->top_k = s->top_k;

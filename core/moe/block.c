@@ -2,9 +2,10 @@
  * core/moe/block.c — the MLP half of a layer on the CPU path
  * (core/forward/forward.c): a MoE layer's router logits, its experts
  * (coli_moe_experts, core/moe/moe.c: wherever each runs), the accumulation
- * of every pair's output in ascending expert id and the Qwen2-MoE shared
- * expert with its sigmoid gate; and the dense SwiGLU MLP of non-MoE layers.
- * With the dense part on a device the same accumulation runs there
+ * of every pair's output in ascending expert id and the shared expert
+ * (Qwen2-MoE's with its sigmoid gate, GLM-4.5's without); and the dense
+ * SwiGLU MLP of non-MoE layers. With the dense part on a device the same
+ * accumulation runs there
  * (core/forward/layer_host.c); the order is the placement invariant's
  * (core/moe/moe.c says it).
  */
@@ -66,14 +67,17 @@ int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
 			o[j] = o[j] + w * y[j];
 	}
 	if (c->shared_inter) {
-		/* gate[t] = sigmoid(shexp_router . xn[t]); out[t] += gate[t] * shared(xn[t]) */
+		/* gate[t] = sigmoid(shexp_router . xn[t]) (1 when not shared_gated:
+		 * 1 * y is y, so the ungated sum is out + y);
+		 * out[t] += gate[t] * shared(xn[t]) */
 		coli_moe_ax_ready(e, ml);
 		for (int t = 0; t < T; t++)
 			e->s.ag[t] = e->s.ax[t].act;
-		coli_gemm(&L->sh_router, e->s.ag, T, e->s.rlog, 1, 0, 1);
+		if (c->shared_gated)
+			coli_gemm(&L->sh_router, e->s.ag, T, e->s.rlog, 1, 0, 1);
 		swiglu(e, &L->sh_gate, &L->sh_up, &L->sh_down, T, e->s.ey);
 		for (int t = 0; t < T; t++) {
-			float gate = 1.0f / (1.0f + expf(-e->s.rlog[t]));
+			float gate = c->shared_gated ? 1.0f / (1.0f + expf(-e->s.rlog[t])) : 1.0f;
 			float *o = out + (size_t)t * H;
 			const float *y = e->s.ey + (size_t)t * H;
 

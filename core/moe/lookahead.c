@@ -12,7 +12,8 @@
  * are counted by the tier manager and printed at the end of generate.
  *
  * The router logits go to e->s.rlog (route() is done with it by now) as
- * [T][n_experts] fp32; top-k on logits equals top-k on softmax. With the
+ * [T][n_experts] fp32; top-k on logits equals top-k on softmax (a sigmoid
+ * router's guess is its own routing: bias and groups change the choice). With the
  * dense part on a device the guess is computed there, next to the layer's
  * own routing (core/forward/forward_dev.c: the next router on the device's xn, then
  * coli_route), and arrives with it in e->s.guess: the CPU, which is about to
@@ -90,7 +91,22 @@ void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
 			e->s.ag[t] = e->s.ax[t].act;
 		coli_gemm_mt(e->pool, &e->m.layers[next].router, e->s.ag, T, e->s.rlog, E);
 	}
-	for (int t = 0; t < T; t++) {
+	for (int t = 0; t < T && c->router_kind == COLI_ROUTER_SIGMOID; t++) {
+		/* the bias and the groups change the choice: the next layer's own
+		 * routing (its weights are not needed; p is scratch) */
+		const struct coli_route_sig sig = {.bias = e->m.layers[next].router_bias,
+		                                   .n_group = c->n_group,
+		                                   .topk_group = c->topk_group,
+		                                   .norm = 0,
+		                                   .scale = 1.0f};
+		int sel[64];
+		float w[64];
+
+		coli_route_sigmoid(e->s.rlog + (size_t)t * E, E, K, &sig, sel, w);
+		for (int j = 0; j < K; j++)
+			mask[sel[j]] = 1;
+	}
+	for (int t = 0; t < T && c->router_kind == COLI_ROUTER_SOFTMAX; t++) {
 		const float *p = e->s.rlog + (size_t)t * E;
 		unsigned char taken[E];
 

@@ -19,7 +19,9 @@
  * Routing follows transformers: probabilities = softmax(router logits) over
  * all experts in fp32, the top_k largest are kept (ties: lower id first), and
  * renormalised to sum 1 when norm_topk_prob (Mixtral always renormalises; its
- * converter sets the flag). The tokens of one call are grouped per expert so
+ * converter sets the flag). GLM-4.5's sigmoid router (cfg.router_kind) is
+ * cpu/ops.c coli_route_sigmoid: bias for selection only, group-limited,
+ * weights scaled by routed_scale. The tokens of one call are grouped per expert so
  * an expert's weights are read once per call, whatever T is.
  *
  * Accumulation order (part of the placement invariant): for each token the
@@ -48,17 +50,27 @@
 #include "core/dev/dev.h"
 #include "core/moe/moe.h"
 
-/* Softmax, top-k and weights from e->s.rlog, for every token. */
+/* Softmax (or sigmoid: cfg.router_kind), top-k and weights from e->s.rlog,
+ * for every token. */
 static void route_select(struct coli_engine *e, const struct coli_moe_layer *ml)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	int E = c->n_experts, K = c->top_k, l = ml->l, T = ml->T;
+	const struct coli_route_sig sig = {.bias = e->m.layers[l].router_bias,
+	                                   .n_group = c->n_group,
+	                                   .topk_group = c->topk_group,
+	                                   .norm = c->norm_topk_prob,
+	                                   .scale = c->routed_scale};
 
 	for (int t = 0; t < T; t++) {
 		float *p = e->s.rlog + (size_t)t * E, *w = e->s.selw + (size_t)t * K;
 		int *s = e->s.sel + (size_t)t * K;
 
-		if (!ml->routed) /* else the dense device routed (core/forward/forward_dev.c) */
+		if (ml->routed) /* the dense device routed (core/forward/forward_dev.c) */
+			;
+		else if (c->router_kind == COLI_ROUTER_SIGMOID)
+			coli_route_sigmoid(p, E, K, &sig, s, w);
+		else
 			coli_route(p, E, K, c->norm_topk_prob, s, w);
 		if (e->trace) {
 			fprintf(e->trace, "%d %d", e->kv.pos + t, l);

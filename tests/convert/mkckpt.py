@@ -6,10 +6,16 @@ does. Writes config.json (in the dialect of the chosen architecture),
 generation_config.json, tokenizer_config.json and model.safetensors, or
 shards plus model.safetensors.index.json.
 
-  mkckpt.py OUT --arch qwen3_moe|qwen2_moe|olmoe|mixtral
+  mkckpt.py OUT --arch qwen3_moe|qwen2_moe|olmoe|mixtral|glm4_moe
             [--fused] [--shards N] [--rope-params] [--dtype bf16|f16|f32]
             [--hidden H] [--head-dim D] [--moe-inter I] [--dense-inter I] [--vocab V]
-            [--seed S] [--extra NAME:DTYPE] [--drop NAME]
+            [--seed S] [--extra NAME:DTYPE] [--drop NAME] [--mtp]
+
+glm4_moe: layer 0 dense (first_k_dense_replace), e_score_correction_bias (f32, as the
+Hub's files), one shared expert, q/k/v bias, QK norm, partial_rotary_factor 0.5 (top
+level, or in rope_parameters with --rope-params: transformers 5's dialect, with
+num_local_experts and num_mtp_layers); --mtp adds one next-token-prediction layer's
+tensors as model.layers.L (L = num_hidden_layers), which the converter skips.
 """
 import argparse, json, os, random, struct
 
@@ -62,6 +68,7 @@ def main():
     ap.add_argument('--vocab', type=int, default=128)
     ap.add_argument('--extra', action='append', default=[])
     ap.add_argument('--drop', action='append', default=[])
+    ap.add_argument('--mtp', action='store_true')
     a = ap.parse_args()
     rnd = random.Random(a.seed)
     dt = a.dtype.upper()
@@ -73,7 +80,16 @@ def main():
            "tie_word_embeddings": False, "hidden_act": "silu", "bos_token_id": 1,
            "eos_token_id": 2, "torch_dtype": "bfloat16"}
     qwen = arch in ('qwen3_moe', 'qwen2_moe')
-    if qwen:
+    glm = arch == 'glm4_moe'
+    if glm:
+        cfg.update(moe_intermediate_size=MI, intermediate_size=DI, first_k_dense_replace=1,
+                   n_shared_experts=1, n_group=2, topk_group=1, routed_scaling_factor=1.5,
+                   norm_topk_prob=True, attention_bias=True, use_qk_norm=True, head_dim=hd)
+        cfg['num_local_experts' if a.rope_params else 'n_routed_experts'] = E
+        cfg['num_mtp_layers' if a.rope_params else 'num_nextn_predict_layers'] = int(a.mtp)
+        if not a.rope_params:
+            cfg['partial_rotary_factor'] = 0.5
+    elif qwen:
         cfg.update(num_experts=E, moe_intermediate_size=MI, intermediate_size=DI,
                    decoder_sparse_step=1, mlp_only_layers=[1], norm_topk_prob=True)
     else:
@@ -81,38 +97,47 @@ def main():
         cfg['num_local_experts' if arch == 'mixtral' else 'num_experts'] = E
     if arch == 'qwen3_moe':
         cfg['head_dim'] = hd
-    else:
+    elif not glm:
         hd = H // nh
     if arch == 'qwen2_moe':
         cfg['shared_expert_intermediate_size'] = SI
     if a.rope_params:
         cfg['rope_parameters'] = {"rope_type": "default", "rope_theta": 500000.0}
+        if glm:
+            cfg['rope_parameters']['partial_rotary_factor'] = 0.5
     else:
         cfg['rope_theta'] = 1000000.0
-    moe = [not (qwen and i in cfg['mlp_only_layers']) for i in range(L)]
+    moe = [not (qwen and i in cfg['mlp_only_layers']) and not (glm and i == 0)
+           for i in range(L)]
 
     T = []
 
-    def add(name, shape, scale=0.05, one=False):
+    def add(name, shape, scale=0.05, one=False, dtype=None):
         n = 1
         for s in shape:
             n *= s
         vals = [1.0 + rnd.gauss(0, 0.1) if one else rnd.gauss(0, scale) for _ in range(n)]
-        T.append((name, dt, shape, encode(vals, dt)))
+        T.append((name, dtype or dt, shape, encode(vals, dtype or dt)))
 
     add('model.embed_tokens.weight', [V, H])
-    for l in range(L):
+    for l in range(L + (1 if glm and a.mtp else 0)):
         p = 'model.layers.%d.' % l
+        if l == L:                      # an MTP layer: a few of its own, then a MoE layer's
+            add(p + 'eh_proj.weight', [H, 2 * H])
+            add(p + 'enorm.weight', [H], one=True)
+            add(p + 'hnorm.weight', [H], one=True)
+            add(p + 'shared_head.norm.weight', [H], one=True)
+            moe.append(True)
         add(p + 'input_layernorm.weight', [H], one=True)
         add(p + 'post_attention_layernorm.weight', [H], one=True)
         add(p + 'self_attn.q_proj.weight', [nh * hd, H])
         add(p + 'self_attn.k_proj.weight', [nkv * hd, H])
         add(p + 'self_attn.v_proj.weight', [nkv * hd, H])
         add(p + 'self_attn.o_proj.weight', [H, nh * hd])
-        if arch == 'qwen2_moe':
+        if arch == 'qwen2_moe' or glm:
             for x, n in (('q', nh), ('k', nkv), ('v', nkv)):
                 add(p + 'self_attn.%s_proj.bias' % x, [n * hd])
-        if arch == 'qwen3_moe':
+        if arch == 'qwen3_moe' or glm:
             add(p + 'self_attn.q_norm.weight', [hd], one=True)
             add(p + 'self_attn.k_norm.weight', [hd], one=True)
         if arch == 'olmoe':
@@ -125,6 +150,8 @@ def main():
             continue
         mp = p + ('block_sparse_moe.' if arch == 'mixtral' and not a.fused else 'mlp.')
         add(mp + 'gate.weight', [E, H])
+        if glm:
+            add(mp + 'gate.e_score_correction_bias', [E], scale=0.3, dtype='F32')
         if a.fused:
             add(mp + 'experts.gate_up_proj', [E, 2 * MI, H])
             add(mp + 'experts.down_proj', [E, H, MI])
@@ -134,6 +161,10 @@ def main():
                 add(mp + 'experts.%d.%s.weight' % (e, names[0]), [MI, H])
                 add(mp + 'experts.%d.%s.weight' % (e, names[1]), [MI, H])
                 add(mp + 'experts.%d.%s.weight' % (e, names[2]), [H, MI])
+        if glm:
+            add(p + 'mlp.shared_experts.gate_proj.weight', [MI, H])
+            add(p + 'mlp.shared_experts.up_proj.weight', [MI, H])
+            add(p + 'mlp.shared_experts.down_proj.weight', [H, MI])
         if arch == 'qwen2_moe':
             add(p + 'mlp.shared_expert.gate_proj.weight', [SI, H])
             add(p + 'mlp.shared_expert.up_proj.weight', [SI, H])

@@ -59,6 +59,10 @@ static const struct {
     {"mlp.gate_proj.weight", "ffn_gate"},
     {"mlp.up_proj.weight", "ffn_up"},
     {"mlp.down_proj.weight", "ffn_down"},
+    {"mlp.gate.e_score_correction_bias", "router_bias"},
+    {"mlp.shared_experts.gate_proj.weight", "shexp_gate"},
+    {"mlp.shared_experts.up_proj.weight", "shexp_up"},
+    {"mlp.shared_experts.down_proj.weight", "shexp_down"},
 };
 
 /* Compares `rows` x `cols` source values with a stored matrix. */
@@ -100,7 +104,7 @@ static void compare(const char *what, const float *src, const void *stored, enum
 
 /* One source tensor against the container. */
 static void check_tensor(coli_container_t *c, const struct coli_st_file *f,
-                         const struct coli_st_tensor *t)
+                         const struct coli_st_tensor *t, int n_layers)
 {
 	uint64_t n = coli_io_st_numel(t);
 	float *src = malloc(sizeof(float) * n);
@@ -117,6 +121,8 @@ static void check_tensor(coli_container_t *c, const struct coli_st_file *f,
 		strcpy(coli, "out_norm");
 	else if (!strcmp(t->name, "lm_head.weight"))
 		strcpy(coli, "lm_head");
+	else if (sscanf(t->name, "model.layers.%d.%n", &l, &off) == 1 && off && l >= n_layers)
+		goto out; /* a next-token-prediction layer: skipped by the converter */
 	else if (sscanf(t->name, "model.layers.%d.%n", &l, &off) == 1 && off) {
 		snprintf(rest, sizeof(rest), "%s", t->name + off);
 		for (size_t i = 0; i < sizeof(g_names) / sizeof(g_names[0]); i++)
@@ -232,7 +238,7 @@ static void check_dir(const char *dir, const char *label)
 				continue;
 			}
 			for (int i = 0; i < f.n; i++)
-				check_tensor(c, &f, &f.t[i]);
+				check_tensor(c, &f, &f.t[i], cfg.n_layers);
 			coli_io_st_close(&f);
 		}
 		if (d)
@@ -254,6 +260,9 @@ int main(void)
 	    {"qwen3_fused_sharded_rope", "--arch qwen3_moe --fused --shards 3 --rope-params"},
 	    {"olmoe_f16", "--arch olmoe --dtype f16"},
 	    {"qwen2_f32", "--arch qwen2_moe --dtype f32"},
+	    {"glm4_moe", "--arch glm4_moe"},
+	    /* transformers 5's dialect, fused experts, an MTP layer to skip */
+	    {"glm4_fused_rope_mtp", "--arch glm4_moe --fused --rope-params --mtp --shards 2"},
 	    /* q8/q4 keep attn_o (80 columns) and the experts (40) as bf16: exact */
 	    {"qwen3_odd_cols", "--arch qwen3_moe --head-dim 20 --moe-inter 40"},
 	};
