@@ -119,13 +119,14 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
                       size_t errlen);
 char *coli_config_format(const struct coli_model_config *c);
 
-/* ---- conversion from a Hugging Face checkpoint directory ---- */
+/* ---- conversion from a Hugging Face checkpoint directory or a GGUF file ---- */
 struct coli_convert_opts {
-	const char *hf_dir;
+	const char *hf_dir; /* the directory, or a .gguf file */
 	const char *out_path;
 	enum coli_dtype quant; /* COLI_DTYPE_BF16 (default), Q8_0, Q4_0 */
 	int progress;          /* draw a progress bar on stderr */
 	int threads;           /* threads converting a chunk (0: all online CPUs) */
+	int quant_auto;        /* a GGUF source picks quant from its types (docs/quant.md) */
 };
 void coli_convert_opts_init(struct coli_convert_opts *o);
 /* 0 or -errno; on failure *errbuf says what and where, and no output file exists. */

@@ -1,5 +1,7 @@
 /*
- * core/model/convert.c — Hugging Face safetensors -> .coli, in bounded memory.
+ * core/model/convert.c — Hugging Face safetensors -> .coli, in bounded memory;
+ * a GGUF is read as a checkpoint whose tensors may be ggml blocks
+ * (core/model/convert_gguf.c).
  *
  * Three passes, none of which holds more than one chunk of weights:
  *
@@ -60,6 +62,7 @@ struct job {
 	uint32_t expert;
 	uint64_t base; /* byte offset of the matrix inside the tensor/slab */
 	enum coli_dtype dtype;
+	int ggml; /* a GGUF block type (read and widened by blocks), or -1 */
 };
 
 /* One canonical tensor: what we expect and whether a source filled it. */
@@ -225,6 +228,13 @@ static int plan(struct cv *v)
 	return v->part_seen ? 0 : -ENOMEM;
 }
 
+/* Bytes of n elements (whole rows) of a job's source as stored. */
+static uint64_t src_bytes(const struct job *j, uint64_t n)
+{
+	return j->ggml >= 0 ? coli_convert_gguf_bytes((uint32_t)j->ggml, n)
+	                    : n * coli_io_st_dtype_bytes(j->src->dtype);
+}
+
 static int add_job(struct cv *v, const struct job *j)
 {
 	if (v->n_jobs == v->cap_jobs) {
@@ -236,8 +246,11 @@ static int add_job(struct cv *v, const struct job *j)
 		v->jobs = p;
 		v->cap_jobs = cap;
 	}
-	v->jobs[v->n_jobs++] = *j;
-	v->total += j->rows * j->cols * coli_io_st_dtype_bytes(j->src->dtype);
+	struct job *d = &v->jobs[v->n_jobs++];
+
+	*d = *j;
+	d->ggml = v->hf.ggml ? v->hf.ggml[d->src - v->hf.st[d->shard].t] : -1;
+	v->total += src_bytes(d, d->rows * d->cols);
 	return 0;
 }
 
@@ -412,7 +425,7 @@ static int map_tensor(struct cv *v, int shard, const struct coli_st_tensor *t)
 	int expert, part, l = -1;
 	struct slot *s = NULL;
 
-	if (t->dtype == COLI_ST_OTHER) {
+	if (t->dtype == COLI_ST_OTHER && !v->hf.ggml) {
 		snprintf(v->errbuf, v->errlen,
 		         "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 checkpoints can be "
 		         "converted",
@@ -543,10 +556,8 @@ static int check_complete(struct cv *v)
 static int cmp_job(const void *a, const void *b)
 {
 	const struct job *x = a, *y = b;
-	uint64_t ox =
-	    x->src->offset + x->src_row0 * x->cols * coli_io_st_dtype_bytes(x->src->dtype);
-	uint64_t oy =
-	    y->src->offset + y->src_row0 * y->cols * coli_io_st_dtype_bytes(y->src->dtype);
+	uint64_t ox = x->src->offset + src_bytes(x, x->src_row0 * x->cols);
+	uint64_t oy = y->src->offset + src_bytes(y, y->src_row0 * y->cols);
 
 	if (x->shard != y->shard)
 		return x->shard < y->shard ? -1 : 1;
@@ -586,6 +597,7 @@ static void progress(struct cv *v, int final)
 struct quant_job {
 	enum coli_dtype dtype;
 	enum coli_st_dtype src_dtype;
+	int ggml;        /* a GGUF block type, or -1: src_dtype says */
 	const void *raw; /* the rows as stored, or NULL: `in` holds them already */
 	float *in;
 	int rows, cols;
@@ -597,12 +609,14 @@ static void quant_task(void *arg, int t, int n_tasks)
 {
 	struct quant_job *q = arg;
 	int r0 = (int)((long)q->rows * t / n_tasks), r1 = (int)((long)q->rows * (t + 1) / n_tasks);
-	int rc;
+	int rc = 0;
 
 	if (q->raw) /* widened here, by rows: the read itself stays one pread */
-		coli_io_st_widen(q->src_dtype, q->raw, (uint64_t)r0 * q->cols,
-		                 (uint64_t)r1 * q->cols, q->in);
-	rc = coli_quantize_rows(q->dtype, q->in, q->rows, q->cols, q->out, COLI_ROUND_MSE, r0, r1);
+		rc = coli_convert_src_widen(q->ggml, q->src_dtype, q->raw, (uint64_t)r0 * q->cols,
+		                            (uint64_t)r1 * q->cols, q->in);
+	rc = rc ? rc
+	        : coli_quantize_rows(q->dtype, q->in, q->rows, q->cols, q->out, COLI_ROUND_MSE, r0,
+	                             r1);
 
 	if (rc) /* any task's error will do: the message names the chunk */
 		__atomic_store_n(&q->rc, rc, __ATOMIC_RELAXED);
@@ -614,7 +628,8 @@ static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n
                       float *in, unsigned char *out)
 {
 	uint64_t qrow, srow, pieces[2][2]; /* {offset, bytes} */
-	struct quant_job q = {j->dtype, j->src->dtype, raw, in, (int)n, (int)j->cols, out, 0};
+	struct quant_job q = {j->dtype, j->src->dtype, j->ggml, raw, in,
+	                      (int)n,   (int)j->cols,  out,     0};
 	int np = 1, rc, tasks = coli_cpu_pool_threads(v->pool);
 
 	/* the pool's barrier orders the tasks' writes of `out` before the pwrite */
@@ -663,12 +678,12 @@ static int write_all(struct cv *v)
 	size_t cap = 0;
 	float *in = NULL;
 	unsigned char *out = NULL;
-	uint16_t *raw = NULL;   /* a chunk of a 2-byte source as stored */
-	int rc = 0, narrow = 0; /* some source is 2-byte (an F32 one reads into `in`) */
+	uint16_t *raw = NULL;   /* a chunk of a 2-byte source (or GGUF blocks) as stored */
+	int rc = 0, narrow = 0; /* some source is not F32 (an F32 one reads into `in`) */
 
 	qsort(v->jobs, v->n_jobs, sizeof(*v->jobs), cmp_job);
 	for (size_t k = 0; k < v->n_jobs; k++)
-		narrow |= coli_io_st_dtype_bytes(v->jobs[k].src->dtype) == 2;
+		narrow |= v->jobs[k].src->dtype != COLI_ST_F32; /* GGUF blocks: < 2 bytes each */
 	clock_gettime(CLOCK_MONOTONIC, &v->t0);
 	for (size_t k = 0; k < v->n_jobs && !rc; k++) {
 		const struct job *j = &v->jobs[k];
@@ -697,17 +712,15 @@ static int write_all(struct cv *v)
 		for (uint64_t r0 = 0; r0 < j->rows && !rc; r0 += chunk) {
 			uint64_t n = j->rows - r0 < chunk ? j->rows - r0 : chunk;
 
-			const int wide = coli_io_st_dtype_bytes(j->src->dtype) == 4;
+			const int wide = j->src->dtype == COLI_ST_F32;
 
-			rc =
-			    coli_io_st_read_range_raw(f, j->src, (j->src_row0 + r0) * j->cols,
-			                              n * j->cols, wide ? (void *)in : (void *)raw);
-			if (rc) {
-				snprintf(v->errbuf, v->errlen, "%s", coli_io_errmsg());
+			rc = coli_convert_src_read(f, j->src, j->ggml, (j->src_row0 + r0) * j->cols,
+			                           n * j->cols, wide ? (void *)in : (void *)raw,
+			                           v->errbuf, v->errlen);
+			if (rc)
 				break;
-			}
 			rc = write_rows(v, j, r0, n, wide ? NULL : raw, in, out);
-			v->done += n * j->cols * coli_io_st_dtype_bytes(j->src->dtype);
+			v->done += src_bytes(j, n * j->cols);
 			progress(v, 0);
 		}
 	}
@@ -731,11 +744,14 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 		         coli_dtype_name(o->quant));
 		return -EINVAL;
 	}
-	rc = coli_convert_hf_load(o->hf_dir, o->quant, &v.hf, errbuf, errlen);
+	rc = coli_convert_gguf_is(o->hf_dir)
+	         ? coli_convert_gguf_load(o, &v.hf, errbuf, errlen)
+	         : coli_convert_hf_load(o->hf_dir, o->quant, &v.hf, errbuf, errlen);
 	if (rc)
 		return rc;
 	v.c = &v.hf.cfg;
-	rc = coli_convert_hf_open_shards(&v.hf, errbuf, errlen);
+	if (!v.hf.ggml) /* a GGUF's one shard is open already */
+		rc = coli_convert_hf_open_shards(&v.hf, errbuf, errlen);
 	if (rc)
 		goto out;
 	rc = coli_io_writer_create(o->out_path, &v.w);

@@ -709,5 +709,6 @@ void coli_convert_hf_free(struct coli_convert_hf *h)
 	for (int i = 0; i < COLI_CONVERT_N_SECTIONS; i++)
 		free(h->section[i]);
 	free(h->dir);
+	free(h->ggml);
 	memset(h, 0, sizeof(*h));
 }

@@ -2,7 +2,8 @@
  * core/model/convert_internal.h — what the converter's files share:
  * core/model/convert_hf.c reads a Hugging Face directory (config dialects, index,
  * tokenizer files) into struct coli_convert_hf; core/model/convert.c plans the
- * container from it and streams the tensors.
+ * container from it and streams the tensors; core/model/convert_gguf.c reads a
+ * GGUF file into the same struct.
  */
 #ifndef COLI_CONVERT_INTERNAL_H
 #define COLI_CONVERT_INTERNAL_H
@@ -26,6 +27,9 @@ struct coli_convert_hf {
 	int fused_seen; /* diagnostics only */
 	int n_mtp;      /* num_nextn_predict_layers: layers n_layers.. of the checkpoint are
 	                 * next-token-prediction layers, skipped (never run) */
+	/* A GGUF source (core/model/convert_gguf.c): for each tensor of st[0]
+	 * its ggml block type, -1 where dtype says all; NULL for safetensors */
+	int *ggml;
 };
 
 /* Reads config.json and the optional generation_config.json,
@@ -37,6 +41,23 @@ int coli_convert_hf_load(const char *dir, enum coli_dtype quant, struct coli_con
  * absent is an error naming both files. */
 int coli_convert_hf_open_shards(struct coli_convert_hf *h, char *errbuf, size_t errlen);
 void coli_convert_hf_free(struct coli_convert_hf *h);
+
+/* GGUF as a source: 1 if path is a file starting with GGUF's magic; _load
+ * fills h as coli_convert_hf_load and _open_shards together would (one
+ * virtual shard: core/model/convert_gguf.c's top); _bytes is what n elements
+ * (whole blocks) of a ggml type take. */
+int coli_convert_gguf_is(const char *path);
+int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
+                           char *errbuf, size_t errlen);
+uint64_t coli_convert_gguf_bytes(uint32_t type, uint64_t n);
+/* Either source's elements [elem0, elem0+n) of t as stored, one pread (ggml:
+ * a GGUF block type, whole rows; -1: t->dtype says), errbuf saying what
+ * failed; and their widening to fp32: elements [i0, i1) of src to dst[i0,
+ * i1) (coli_io_st_widen, or coli_ggml_dequant by whole blocks). */
+int coli_convert_src_read(const struct coli_st_file *f, const struct coli_st_tensor *t, int ggml,
+                          uint64_t elem0, uint64_t n, void *dst, char *errbuf, size_t errlen);
+int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint64_t i0,
+                           uint64_t i1, float *dst);
 
 /* "path/name" in a malloc'd string. */
 char *coli_convert_path_join(const char *dir, const char *name);

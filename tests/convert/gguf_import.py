@@ -1,0 +1,197 @@
+"""tests/convert/gguf_import.py -- a GGUF from a Hugging Face fixture, written
+with the `gguf` package (llama.cpp's) under llama.cpp's tensor names and
+metadata keys, for tests/convert/gguf_import.sh.
+
+  write HF_DIR OUT.gguf MODE   MODE: bf16   matrices BF16 as stored, 1-D and
+                                            the router F32 (exact widenings)
+                                     q8_0   matrices Q8_0 (router F32)
+                                     q4_mix matrices Q4_0, attn Q5_1, the
+                                            embedding Q8_0 (router F32)
+                                     llama  bf16 under architecture "llama"
+The architecture is the fixture's: qwen3moe or qwen2moe (shared expert,
+q/k/v biases; ffn_gate_inp_shexp written 1-D as llama.cpp does).
+
+  top1 A.f32 B.f32 VOCAB       prints the positions where argmax differs and
+                               the count: "N of M"
+
+The weights are read from model.safetensors with numpy alone (bf16 is the
+high half of a float32). The tokenizer comes from tokenizer.json: every id's
+string, control type for special added tokens, the merges as "a b"; the
+pre-tokenizer name is "qwen2" (Qwen's regex, which the fixtures use).
+"""
+import json
+import struct
+import sys
+
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as T
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        hdr = json.loads(f.read(n))
+        base = 8 + n
+        out = {}
+        for name, v in hdr.items():
+            if name == "__metadata__":
+                continue
+            a, b = v["data_offsets"]
+            f.seek(base + a)
+            raw = f.read(b - a)
+            if v["dtype"] == "BF16":
+                arr = np.frombuffer(raw, dtype=np.uint16).reshape(v["shape"])
+                out[name] = ("bf16", arr)
+            elif v["dtype"] == "F32":
+                out[name] = ("f32", np.frombuffer(raw, dtype=np.float32).reshape(v["shape"]))
+            else:
+                raise SystemExit(f"{path}: {name}: dtype {v['dtype']} not handled here")
+        return out
+
+
+def as_f32(t):
+    kind, arr = t
+    if kind == "f32":
+        return arr.astype(np.float32)
+    return (arr.astype(np.uint32) << 16).view(np.float32)
+
+
+def add(w, name, t, qtype):
+    """One tensor: 1-D always F32; 2-D/3-D in qtype."""
+    kind, arr = t
+    if arr.ndim == 1 or qtype == T.F32:
+        w.add_tensor(name, as_f32(t))
+    elif qtype == T.BF16:
+        if kind == "bf16":
+            w.add_tensor(name, np.ascontiguousarray(arr), raw_dtype=T.BF16)
+        else:
+            w.add_tensor(name, gguf.quants.quantize(as_f32(t), T.BF16), raw_dtype=T.BF16)
+    else:
+        w.add_tensor(name, gguf.quants.quantize(as_f32(t), qtype), raw_dtype=qtype)
+
+
+LAYER = {
+    "input_layernorm.weight": "attn_norm",
+    "post_attention_layernorm.weight": "ffn_norm",
+    "self_attn.q_proj.weight": "attn_q",
+    "self_attn.k_proj.weight": "attn_k",
+    "self_attn.v_proj.weight": "attn_v",
+    "self_attn.o_proj.weight": "attn_output",
+    "self_attn.q_norm.weight": "attn_q_norm",
+    "self_attn.k_norm.weight": "attn_k_norm",
+    "mlp.gate.weight": "ffn_gate_inp",
+    "mlp.gate_proj.weight": "ffn_gate",
+    "mlp.up_proj.weight": "ffn_up",
+    "mlp.down_proj.weight": "ffn_down",
+    "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.bias": "attn_v.bias",
+    "mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp",
+    "mlp.shared_expert.up_proj.weight": "ffn_up_shexp",
+    "mlp.shared_expert.down_proj.weight": "ffn_down_shexp",
+    "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp",
+}
+
+
+def qtype_of(mode, gg_name):
+    if mode in ("bf16", "llama"):
+        return T.BF16
+    if "ffn_gate_inp" in gg_name or gg_name.endswith(".bias"):
+        return T.F32
+    if mode == "q8_0":
+        return T.Q8_0
+    if gg_name == "token_embd.weight":
+        return T.Q8_0
+    if ".attn_" in gg_name:
+        return T.Q5_1
+    return T.Q4_0
+
+
+def write(hf_dir, out, mode):
+    cfg = json.load(open(f"{hf_dir}/config.json"))
+    tok = json.load(open(f"{hf_dir}/tokenizer.json"))
+    tcfg = json.load(open(f"{hf_dir}/tokenizer_config.json"))
+    st = read_safetensors(f"{hf_dir}/model.safetensors")
+    arch = {"qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe"}[cfg["model_type"]]
+    arch = "llama" if mode == "llama" else arch
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    w = gguf.GGUFWriter(out, arch)
+    nl, E = cfg["num_hidden_layers"], cfg["num_experts"]
+    w.add_block_count(nl)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    if "shared_expert_intermediate_size" in cfg:
+        w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
+    w.add_rope_freq_base(cfg["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_expert_count(E)
+    w.add_expert_used_count(cfg["num_experts_per_tok"])
+    w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+
+    n_vocab = cfg["vocab_size"]
+    tokens = [f"[PAD{i}]" for i in range(n_vocab)]
+    types = [gguf.TokenType.UNUSED] * n_vocab
+    for s, i in tok["model"]["vocab"].items():
+        tokens[i], types[i] = s, gguf.TokenType.NORMAL
+    for a in tok["added_tokens"]:
+        tokens[a["id"]] = a["content"]
+        types[a["id"]] = gguf.TokenType.CONTROL if a["special"] else gguf.TokenType.USER_DEFINED
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(cfg["bos_token_id"])
+    w.add_eos_token_id(cfg["eos_token_id"])
+    w.add_chat_template(tcfg["chat_template"])
+
+    def put(gg, t):
+        add(w, gg, t, qtype_of(mode, gg))
+
+    put("token_embd.weight", st["model.embed_tokens.weight"])
+    put("output_norm.weight", st["model.norm.weight"])
+    if "lm_head.weight" in st:
+        put("output.weight", st["lm_head.weight"])
+    for l in range(nl):
+        pre = f"model.layers.{l}."
+        for hf, gg in LAYER.items():
+            if pre + hf not in st:
+                continue
+            kind, arr = st[pre + hf]
+            if gg == "ffn_gate_inp_shexp":  # llama.cpp's is 1-D [n_embd]
+                arr = arr.reshape(-1)
+            put(f"blk.{l}.{gg}" + ("" if "." in gg else ".weight"), (kind, arr))
+        if f"{pre}mlp.experts.0.gate_proj.weight" not in st:
+            continue
+        for part, gg in (("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"),
+                         ("down_proj", "ffn_down_exps")):
+            ts = [st[f"{pre}mlp.experts.{e}.{part}.weight"] for e in range(E)]
+            put(f"blk.{l}.{gg}.weight", (ts[0][0], np.stack([a for _, a in ts])))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def top1(a, b, vocab):
+    x = np.fromfile(a, dtype=np.float32).reshape(-1, vocab)
+    y = np.fromfile(b, dtype=np.float32).reshape(-1, vocab)
+    d = np.nonzero(x.argmax(1) != y.argmax(1))[0]
+    print(f"{len(d)} of {len(x)} max|dlogit| {np.abs(x - y).max():.4f} differing: {[int(i) for i in d]}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "write":
+        write(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "top1":
+        top1(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    else:
+        raise SystemExit("usage: gguf_import.py write HF_DIR OUT MODE | top1 A B VOCAB")

@@ -1,0 +1,98 @@
+#!/bin/sh
+# tests/convert/gguf_import.sh — `coli convert MODEL.gguf` (core/model/
+# convert_gguf.c) against the Hugging Face path. tests/convert/gguf_import.py
+# writes GGUFs from the fixtures with the `gguf` package (llama.cpp's names
+# and keys; the venv is $ROOT/$BUILD/pyenv-gguf, as tests/io/gguf_read.sh's):
+#
+#   bf16     qwen3_moe and qwen2_moe, matrices BF16 as stored: converted with
+#            --quant bf16 and q8, the logits equal, bit for bit, those of the
+#            checkpoint directory converted with the same --quant (same
+#            weights, same pipeline); `coli tokenize` gives the same ids
+#   q8_0     matrices Q8_0: without --quant it picks q8 and says so; top-1 on
+#            every position equals the bf16 container's (the bound
+#            tests/core/fixture_logits.c holds q8 to: >= 99%)
+#   q4_mix   Q4_0 experts, Q5_1 attention, Q8_0 embedding: picks q4, runs;
+#            its top-1 agreement is printed, not asserted (as for q4)
+#   refused  architecture "llama", and a truncated file: exit 1 naming why,
+#            no output (nor its .tmp) left behind
+set -u
+PY="$ROOT/$BUILD/pyenv-gguf/bin/python"
+GEN="$ROOT/tests/convert/gguf_import.py"
+COLI="$ROOT/$BUILD/coli"
+FIX="$ROOT/tests/fixtures"
+
+if ! "$PY" -c 'import gguf' 2>/dev/null; then
+	rm -rf "$ROOT/$BUILD/pyenv-gguf"; python3 -m venv "$ROOT/$BUILD/pyenv-gguf" || { echo "python3 -m venv failed (python3-venv missing)"; exit 77; }
+	if ! "$PY" -m pip install -q gguf >pip.log 2>&1; then
+		cat pip.log
+		if grep -qiE 'connection|resolve|network|timed out|No matching distribution' pip.log; then
+			echo "PyPI unreachable: cannot install gguf"
+			exit 77
+		fi
+		exit 1
+	fi
+fi
+
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+ids() { tr ' ' ',' <"$FIX/$1/ref/ids.txt" | tr -d '\n'; }
+logits() { "$COLI" logits -m "$1" --ids "$2" -o "$3" 2>err.txt || { cat err.txt; bad "coli logits -m $1"; }; }
+
+for fx in qwen3_moe qwen2_moe; do
+	"$PY" "$GEN" write "$FIX/$fx" "$fx.gguf" bf16 || { bad "$fx: writing the GGUF"; continue; }
+	for q in bf16 q8; do
+		"$COLI" convert "$FIX/$fx" -o "hf-$fx-$q.coli" --quant $q --quiet 2>/dev/null ||
+			bad "$fx: converting the checkpoint directory"
+		"$COLI" convert "$fx.gguf" -o "gg-$fx-$q.coli" --quant $q --quiet 2>err.txt ||
+			{ cat err.txt; bad "$fx: coli convert $fx.gguf --quant $q"; continue; }
+		logits "hf-$fx-$q.coli" "$(ids $fx)" "hf-$fx-$q.f32"
+		logits "gg-$fx-$q.coli" "$(ids $fx)" "gg-$fx-$q.f32"
+		if cmp -s "hf-$fx-$q.f32" "gg-$fx-$q.f32"; then
+			echo "ok: $fx $q: GGUF and checkpoint give the same logits, bit for bit"
+		else
+			bad "$fx $q: the GGUF's logits differ from the checkpoint's"
+		fi
+	done
+	for text in "Hello, world!" 'def add(a, b): return a - b' "<|im_start|>user
+naïve café 123<|im_end|>"; do
+		a=$("$COLI" tokenize -m "hf-$fx-bf16.coli" "$text" 2>&1)
+		b=$("$COLI" tokenize -m "gg-$fx-bf16.coli" "$text" 2>&1)
+		[ "$a" = "$b" ] || bad "$fx: tokenize '$text': checkpoint $a, GGUF $b"
+	done
+	echo "ok: $fx: the GGUF's tokenizer gives the checkpoint's ids on 3 texts"
+done
+
+fx=qwen3_moe
+for m in q8_0 q4_mix; do
+	"$PY" "$GEN" write "$FIX/$fx" "$m.gguf" $m || { bad "$m: writing the GGUF"; continue; }
+	"$COLI" convert "$m.gguf" -o "$m.coli" --quiet 2>err.txt || { cat err.txt; bad "$m: coli convert"; continue; }
+	want=$([ $m = q8_0 ] && echo q8_0 || echo q4_0)
+	grep -q -- "--quant $want from the file's types" err.txt || { cat err.txt; bad "$m: did not pick --quant $want"; }
+	logits "$m.coli" "$(ids $fx)" "$m.f32"
+	agree=$("$PY" "$GEN" top1 "hf-$fx-bf16.f32" "$m.f32" 1024) || bad "$m: comparing logits"
+	echo "$m vs the bf16 container: top-1 differs at $agree"
+	if [ $m = q8_0 ] && [ "${agree%% *}" != 0 ]; then
+		bad "q8_0: top-1 differs from bf16 (fixture_logits.c allows < 1%: 0 of 51 here)"
+	fi
+	if [ $m = q8_0 ]; then # printed: requantizing need not give the same blocks back
+		cmp -s "$m.f32" "hf-$fx-q8.f32" && same=equal || same=differ
+		echo "q8_0: its logits and the checkpoint's q8 container's $same, bit for bit"
+	fi
+done
+
+"$PY" "$GEN" write "$FIX/$fx" llama.gguf llama || bad "writing llama.gguf"
+head -c 100000 "$fx.gguf" >trunc.gguf
+for c in "llama.gguf:architecture 'llama' is not supported" "trunc.gguf:is outside the file"; do
+	f=${c%%:*} why=${c#*:}
+	"$COLI" convert "$f" -o out.coli --quiet >msg.txt 2>&1
+	rc=$?
+	if [ $rc != 1 ] || ! grep -qF "$why" msg.txt; then
+		bad "$f: exit $rc, wanted 1 with '$why'; got: $(cat msg.txt)"
+	fi
+	if ls out.coli* >/dev/null 2>&1; then
+		bad "$f: refused, but left $(ls out.coli*)"
+		rm -f out.coli*
+	fi
+done
+echo "ok: an unknown architecture and a truncated file refused, nothing written"
+exit $fail
