@@ -246,7 +246,7 @@ static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtyp
 	char key[128];
 	int rc, qwen3 = !strcmp(s->arch, "qwen3moe");
 
-	memset(c, 0, sizeof(*c));
+	coli_config_init(c);
 	c->arch = qwen3 ? COLI_ARCH_QWEN3_MOE : COLI_ARCH_QWEN2_MOE;
 	snprintf(c->model_type, sizeof(c->model_type), "%s", coli_arch_name(c->arch));
 	if ((rc = need(s, "block_count", &nl)) || (rc = need(s, "embedding_length", &hid)) ||
@@ -285,6 +285,7 @@ static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtyp
 	c->n_heads = (int)nh;
 	c->n_kv_heads = (int)nkv;
 	c->head_dim = (int)hd;
+	c->rope_dim = c->head_dim; /* qwen2moe, qwen3moe: the whole head rotates */
 	c->vocab = (int)(emb->ne[1] < (1u << 30) ? emb->ne[1] : 0);
 	c->n_experts = (int)ne;
 	c->top_k = (int)k;

@@ -1,0 +1,80 @@
+/*
+ * core/model/convert_job.h — what the converter's passes share
+ * (core/model/convert.c plans and writes, core/model/convert_map.c maps a
+ * checkpoint's tensors to jobs): the job a source tensor's rows become, the
+ * canonical tensors expected, and the conversion's state.
+ */
+#ifndef COLI_CONVERT_JOB_H
+#define COLI_CONVERT_JOB_H
+
+#include <time.h>
+
+#include "core/model/convert_internal.h"
+#include "cpu/cpu.h"
+
+enum dst_kind { DST_TENSOR, DST_SLAB };
+enum { PART_GATE, PART_UP, PART_DOWN };
+
+struct job {
+	int shard;
+	const struct coli_st_tensor *src;
+	uint64_t src_row0; /* first source row (of `cols` elements) */
+	uint64_t rows;     /* destination matrix rows == rows copied */
+	uint64_t cols;
+	enum dst_kind kind;
+	int idx; /* writer tensor index, or expert layer index */
+	uint32_t expert;
+	uint64_t base; /* byte offset of the matrix inside the tensor/slab */
+	enum coli_dtype dtype;
+	int ggml; /* a GGUF block type (read and widened by blocks), or -1 */
+};
+
+/* One canonical tensor: what we expect and whether a source filled it. */
+struct slot {
+	char name[COLI_TENSOR_NAME_MAX];
+	int ndim;
+	uint64_t shape[2];
+	enum coli_dtype dtype;
+	int idx;             /* writer index */
+	const char *hf_seen; /* source name once mapped */
+};
+
+struct cv {
+	const struct coli_convert_opts *o;
+	struct coli_convert_hf hf;
+	struct coli_model_config *c;
+	coli_io_writer_t *w;
+	struct slot *slots;
+	int n_slots;
+	struct coli_expert_layer *el; /* [n_el] */
+	int n_el;
+	int layer_el[COLI_MAX_LAYERS]; /* expert layer index per layer, -1 dense */
+	unsigned char *part_seen;      /* [n_el][n_experts][3] */
+	struct job *jobs;
+	size_t n_jobs, cap_jobs;
+	char *errbuf;
+	size_t errlen;
+	int n_fb;              /* matrices (expert layers: one each) kept as bf16 */
+	char fb[256];          /* the first of their names, for the line that says so */
+	coli_cpu_pool_t *pool; /* converts a chunk's rows in parallel (--threads) */
+	int mtp_skipped;       /* tensors of next-token-prediction layers left out */
+	/* progress */
+	uint64_t done, total;
+	struct timespec t0;
+	double last_draw;
+};
+
+/* Bytes of n elements (whole rows) of a job's source as stored. */
+static inline uint64_t coli_convert_src_bytes(const struct job *j, uint64_t n)
+{
+	return j->ggml >= 0 ? coli_convert_gguf_bytes((uint32_t)j->ggml, n)
+	                    : n * coli_io_st_dtype_bytes(j->src->dtype);
+}
+
+/* The map pass (convert_map.c): one source tensor to its job(s); then
+ * whether every expected tensor and expert part was supplied (the error
+ * names the missing one the way the checkpoint spells it). */
+int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor *t);
+int coli_convert_check_complete(struct cv *v);
+
+#endif

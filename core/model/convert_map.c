@@ -1,0 +1,333 @@
+/*
+ * core/model/convert_map.c — the converter's map pass: every tensor of every
+ * shard header (or of a GGUF, under its checkpoint name) is matched to its
+ * destination, a canonical tensor or one part (gate/up/down) of one expert
+ * slab, as jobs (core/model/convert_job.h). A fused 3-D expert tensor
+ * becomes E (down_proj) or 2E (gate_up_proj) jobs. Shapes are checked
+ * against the config; unknown names, duplicates and anything still unfilled
+ * afterwards are errors naming the checkpoint's tensor.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model/convert_job.h"
+
+static int add_job(struct cv *v, const struct job *j)
+{
+	if (v->n_jobs == v->cap_jobs) {
+		size_t cap = v->cap_jobs ? v->cap_jobs * 2 : 1024;
+		struct job *p = realloc(v->jobs, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		v->jobs = p;
+		v->cap_jobs = cap;
+	}
+	struct job *d = &v->jobs[v->n_jobs++];
+
+	*d = *j;
+	d->ggml = v->hf.ggml ? v->hf.ggml[d->src - v->hf.st[d->shard].t] : -1;
+	v->total += coli_convert_src_bytes(d, d->rows * d->cols);
+	return 0;
+}
+
+static int shape_error(struct cv *v, int shard, const struct coli_st_tensor *t, const char *want)
+{
+	char got[96] = "";
+	size_t k = 0;
+
+	for (int i = 0; i < t->ndim && k < sizeof(got) - 24; i++)
+		k += (size_t)snprintf(got + k, sizeof(got) - k, "%s%llu", i ? ", " : "",
+		                      (unsigned long long)t->shape[i]);
+	snprintf(v->errbuf, v->errlen, "%s: tensor '%s' has shape [%s], but config.json implies %s",
+	         v->hf.shards[shard], t->name, got, want);
+	return -EINVAL;
+}
+
+/* An expert part (or a range of them, from a fused tensor) -> jobs. */
+static int map_expert(struct cv *v, int shard, const struct coli_st_tensor *t, int l, int expert,
+                      int part)
+{
+	const struct coli_model_config *c = v->c;
+	int li = v->layer_el[l];
+	uint64_t H = c->hidden, I = c->moe_inter, E = c->n_experts;
+	char want[96];
+	int fused = expert < 0, rc;
+
+	if (li < 0) {
+		snprintf(v->errbuf, v->errlen,
+		         "%s: tensor '%s' is an expert weight, but config.json makes layer %d "
+		         "dense",
+		         v->hf.shards[shard], t->name, l);
+		return -EINVAL;
+	}
+	if (!fused && (uint64_t)expert >= E) {
+		snprintf(v->errbuf, v->errlen,
+		         "%s: tensor '%s': expert %d, but config.json has %llu experts",
+		         v->hf.shards[shard], t->name, expert, (unsigned long long)E);
+		return -EINVAL;
+	}
+	/* part < 0: fused gate_up [E, 2I, H] (gate rows first, as transformers'
+	 * chunk(2, dim=-1) splits them); fused down [E, H, I]. */
+	uint64_t rows = part == PART_DOWN ? H : I, cols = part == PART_DOWN ? I : H;
+	uint64_t src_rows = part < 0 ? 2 * I : rows;
+	if (fused)
+		snprintf(want, sizeof(want), "[%llu, %llu, %llu]", (unsigned long long)E,
+		         (unsigned long long)src_rows, (unsigned long long)cols);
+	else
+		snprintf(want, sizeof(want), "[%llu, %llu]", (unsigned long long)rows,
+		         (unsigned long long)cols);
+	if (fused ? (t->ndim != 3 || t->shape[0] != E || t->shape[1] != src_rows ||
+	             t->shape[2] != cols)
+	          : (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols))
+		return shape_error(v, shard, t, want);
+	for (uint64_t e = fused ? 0 : (uint64_t)expert; e < (fused ? E : (uint64_t)expert + 1);
+	     e++) {
+		for (int p = part < 0 ? PART_GATE : part; p <= (part < 0 ? PART_UP : part); p++) {
+			unsigned char *seen = &v->part_seen[((size_t)li * E + e) * 3 + p];
+			struct job j = {
+			    .shard = shard,
+			    .src = t,
+			    .src_row0 = fused ? e * src_rows + (p == PART_UP ? I : 0) : 0,
+			    .rows = rows,
+			    .cols = cols,
+			    .kind = DST_SLAB,
+			    .idx = li,
+			    .expert = (uint32_t)e,
+			    .base = p == PART_GATE ? v->el[li].gate_off
+			            : p == PART_UP ? v->el[li].up_off
+			                           : v->el[li].down_off,
+			    .dtype = v->el[li].dtype,
+			};
+
+			if (*seen) {
+				snprintf(
+				    v->errbuf, v->errlen,
+				    "%s: tensor '%s' supplies expert %llu of layer %d a second "
+				    "time",
+				    v->hf.shards[shard], t->name, (unsigned long long)e, l);
+				return -EINVAL;
+			}
+			*seen = 1;
+			rc = add_job(v, &j);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* HF per-layer suffix -> canonical suffix. */
+static const struct {
+	const char *hf, *coli;
+} g_layer_names[] = {
+    {"input_layernorm.weight", "attn_norm"},
+    {"post_attention_layernorm.weight", "ffn_norm"},
+    {"self_attn.q_proj.weight", "attn_q"},
+    {"self_attn.k_proj.weight", "attn_k"},
+    {"self_attn.v_proj.weight", "attn_v"},
+    {"self_attn.o_proj.weight", "attn_o"},
+    {"self_attn.q_proj.bias", "attn_q_bias"},
+    {"self_attn.k_proj.bias", "attn_k_bias"},
+    {"self_attn.v_proj.bias", "attn_v_bias"},
+    {"self_attn.q_norm.weight", "attn_q_norm"},
+    {"self_attn.k_norm.weight", "attn_k_norm"},
+    {"mlp.gate.weight", "router"},
+    {"block_sparse_moe.gate.weight", "router"},
+    {"mlp.shared_expert.gate_proj.weight", "shexp_gate"},
+    {"mlp.shared_expert.up_proj.weight", "shexp_up"},
+    {"mlp.shared_expert.down_proj.weight", "shexp_down"},
+    {"mlp.shared_expert_gate.weight", "shexp_router"},
+    {"mlp.gate_proj.weight", "ffn_gate"},
+    {"mlp.up_proj.weight", "ffn_up"},
+    {"mlp.down_proj.weight", "ffn_down"},
+    /* glm4_moe (appended: check_complete names mixtral's router by index) */
+    {"mlp.gate.e_score_correction_bias", "router_bias"},
+    {"mlp.shared_experts.gate_proj.weight", "shexp_gate"},
+    {"mlp.shared_experts.up_proj.weight", "shexp_up"},
+    {"mlp.shared_experts.down_proj.weight", "shexp_down"},
+};
+
+/* Per-expert part suffixes (after "<prefix>experts.<e>."). */
+static const struct {
+	const char *hf;
+	int part;
+} g_expert_parts[] = {
+    {"gate_proj.weight", PART_GATE}, {"up_proj.weight", PART_UP}, {"down_proj.weight", PART_DOWN},
+    {"w1.weight", PART_GATE},        {"w3.weight", PART_UP},      {"w2.weight", PART_DOWN},
+};
+
+/* The expert part of a layer suffix: "mlp.experts.3.up_proj.weight",
+ * "block_sparse_moe.experts.3.w3.weight", "mlp.experts.gate_up_proj".
+ * Returns 1 and sets *expert (-1 fused) and *part (-1 gate_up), else 0. */
+static int parse_expert(const char *s, int *expert, int *part)
+{
+	static const char *const pre[] = {"mlp.experts.", "block_sparse_moe.experts."};
+	char *end;
+
+	for (int i = 0; i < 2; i++) {
+		size_t n = strlen(pre[i]);
+		long e;
+
+		if (strncmp(s, pre[i], n))
+			continue;
+		s += n;
+		if (!strcmp(s, "gate_up_proj") || !strcmp(s, "gate_up_proj.weight")) {
+			*expert = -1, *part = -1;
+			return 1;
+		}
+		if (!strcmp(s, "down_proj") || !strcmp(s, "down_proj.weight")) {
+			*expert = -1, *part = PART_DOWN;
+			return 1;
+		}
+		if (*s < '0' || *s > '9')
+			return 0;
+		e = strtol(s, &end, 10);
+		if (*end != '.' || e > 1 << 20)
+			return 0;
+		for (size_t k = 0; k < sizeof(g_expert_parts) / sizeof(g_expert_parts[0]); k++) {
+			if (!strcmp(end + 1, g_expert_parts[k].hf)) {
+				*expert = (int)e, *part = g_expert_parts[k].part;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor *t)
+{
+	const char *nm = t->name, *rest;
+	char coli[COLI_TENSOR_NAME_MAX] = "", want[64];
+	int expert, part, l = -1;
+	struct slot *s = NULL;
+
+	if (t->dtype == COLI_ST_OTHER && !v->hf.ggml) {
+		snprintf(v->errbuf, v->errlen,
+		         "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 checkpoints can be "
+		         "converted",
+		         v->hf.shards[shard], nm, t->dtype_name);
+		return -ENOTSUP;
+	}
+	if (!strcmp(nm, "model.embed_tokens.weight"))
+		snprintf(coli, sizeof(coli), "tok_embd");
+	else if (!strcmp(nm, "model.norm.weight"))
+		snprintf(coli, sizeof(coli), "out_norm");
+	else if (!strcmp(nm, "lm_head.weight"))
+		snprintf(coli, sizeof(coli), "lm_head");
+	else if (!strncmp(nm, "model.layers.", 13) && nm[13] >= '0' && nm[13] <= '9') {
+		char *end;
+		long ll = strtol(nm + 13, &end, 10);
+
+		if (*end == '.' && ll >= v->c->n_layers && ll < v->c->n_layers + v->hf.n_mtp) {
+			v->mtp_skipped++; /* a next-token-prediction layer: never run */
+			return 0;
+		}
+		if (*end == '.' && ll < v->c->n_layers) {
+			l = (int)ll;
+			rest = end + 1;
+			if (parse_expert(rest, &expert, &part))
+				return map_expert(v, shard, t, l, expert, part);
+			if (strstr(rest, "rotary_emb.inv_freq")) {
+				fprintf(stderr,
+				        "coli convert: ignoring %s (recomputed from rope_theta)\n",
+				        nm);
+				return 0;
+			}
+			for (size_t k = 0; k < sizeof(g_layer_names) / sizeof(g_layer_names[0]);
+			     k++)
+				if (!strcmp(rest, g_layer_names[k].hf))
+					snprintf(coli, sizeof(coli), "blk.%d.%s", l,
+					         g_layer_names[k].coli);
+		}
+	}
+	if (!strcmp(coli, "lm_head") && v->c->tie_embeddings)
+		return 0; /* a tied checkpoint may still carry a copy */
+	for (int i = 0; *coli && i < v->n_slots && !s; i++)
+		if (!strcmp(v->slots[i].name, coli))
+			s = &v->slots[i];
+	if (!s) {
+		snprintf(v->errbuf, v->errlen,
+		         "%s: tensor '%s' is not part of a %s model with this config.json "
+		         "(unknown name, or a layer/bias/norm the config does not have)",
+		         v->hf.shards[shard], nm, v->c->model_type);
+		return -EINVAL;
+	}
+	if (s->hf_seen) {
+		snprintf(v->errbuf, v->errlen, "%s: tensor '%s' appears twice (also as '%s')",
+		         v->hf.shards[shard], nm, s->hf_seen);
+		return -EINVAL;
+	}
+	if (s->ndim == 1)
+		snprintf(want, sizeof(want), "[%llu]", (unsigned long long)s->shape[0]);
+	else
+		snprintf(want, sizeof(want), "[%llu, %llu]", (unsigned long long)s->shape[0],
+		         (unsigned long long)s->shape[1]);
+	if (t->ndim != s->ndim || t->shape[0] != s->shape[0] ||
+	    (s->ndim == 2 && t->shape[1] != s->shape[1]))
+		return shape_error(v, shard, t, want);
+	s->hf_seen = t->name;
+	struct job j = {
+	    .shard = shard,
+	    .src = t,
+	    .rows = s->ndim == 2 ? s->shape[0] : 1,
+	    .cols = s->ndim == 2 ? s->shape[1] : s->shape[0],
+	    .kind = DST_TENSOR,
+	    .idx = s->idx,
+	    .dtype = s->dtype,
+	};
+	return add_job(v, &j);
+}
+
+/* After mapping: anything the config needs that no shard supplied, named
+ * the way the checkpoint's architecture spells it. */
+int coli_convert_check_complete(struct cv *v)
+{
+	static const char *const pn[] = {"gate_proj", "up_proj", "down_proj"};
+	static const char *const mx[] = {"w1", "w3", "w2"};
+	const char *where = v->hf.index_path ? v->hf.index_path : v->hf.shards[0];
+	int mixtral = v->c->arch == COLI_ARCH_MIXTRAL;
+
+	for (int i = 0; i < v->n_slots; i++) {
+		const char *cn = v->slots[i].name, *hf = NULL;
+		char buf[160];
+		int l = -1, off = 0;
+
+		if (v->slots[i].hf_seen)
+			continue;
+		if (!strcmp(cn, "tok_embd"))
+			hf = "model.embed_tokens.weight";
+		else if (!strcmp(cn, "out_norm"))
+			hf = "model.norm.weight";
+		else if (!strcmp(cn, "lm_head"))
+			hf = "lm_head.weight";
+		else if (sscanf(cn, "blk.%d.%n", &l, &off) == 1 && off)
+			for (size_t k = 0; k < sizeof(g_layer_names) / sizeof(g_layer_names[0]);
+			     k++)
+				if (!strcmp(cn + off, g_layer_names[k].coli) &&
+				    (!mixtral || strcmp(cn + off, "router") || k == 12)) {
+					snprintf(buf, sizeof(buf), "model.layers.%d.%s", l,
+					         g_layer_names[k].hf);
+					hf = buf;
+					break;
+				}
+		snprintf(v->errbuf, v->errlen, "%s: missing tensor %s (coli's %s)", where,
+		         hf ? hf : cn, cn);
+		return -ENOENT;
+	}
+	for (int li = 0; li < v->n_el; li++)
+		for (uint32_t e = 0; e < v->el[li].n_experts; e++)
+			for (int p = 0; p < 3; p++)
+				if (!v->part_seen[((size_t)li * v->el[li].n_experts + e) * 3 + p]) {
+					snprintf(
+					    v->errbuf, v->errlen,
+					    "%s: missing tensor model.layers.%u.%s.%u.%s.weight",
+					    where, v->el[li].layer,
+					    mixtral ? "block_sparse_moe.experts" : "mlp.experts", e,
+					    mixtral ? mx[p] : pn[p]);
+					return -ENOENT;
+				}
+	return 0;
+}
