@@ -41,8 +41,9 @@
 #ifdef COLI_HAVE_PTX
 static void unload_modules(coli_gpu_t *g)
 {
-	CUmodule *m[] = {&g->mod,      &g->mod_dense, &g->mod_attn, &g->mod_attn_prefill,
-	                 &g->mod_gemm, &g->mod_kinds};
+	CUmodule *m[] = {&g->mod,      &g->mod_dense,        &g->mod_route,
+	                 &g->mod_attn, &g->mod_attn_prefill, &g->mod_gemm,
+	                 &g->mod_kinds};
 
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		if (*m[i])
@@ -83,6 +84,9 @@ static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(&g->mod_gemm, sm90 ? coli_ptx_gemm_90 : coli_ptx_gemm,
 		                            4, opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(
+		    &g->mod_route, sm90 ? coli_ptx_route_90 : coli_ptx_route, 4, opts, vals);
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(
 		    &g->mod_kinds, sm90 ? coli_ptx_kinds_90 : coli_ptx_kinds, 4, opts, vals);

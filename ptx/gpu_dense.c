@@ -48,21 +48,22 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	static const struct {
 		const char *name;
 		size_t off;
+		int route; /* ptx/route.cu's module, else ptx/dense.cu's */
 	} fns[] = {
-#define F(field, name) {name, offsetof(struct coli_gpu, field)}
-	    F(f_rmsnorm, "coli_rmsnorm"),
-	    F(f_add_bias, "coli_add_bias"),
-	    F(f_add, "coli_add"),
-	    F(f_rope, "coli_rope"),
-	    F(f_embed, "coli_embed"),
-	    F(f_gather, "coli_gather_rows"),
-	    F(f_moe_acc, "coli_moe_accumulate"),
-	    F(f_gated, "coli_gated_add"),
-	    F(f_argmax, "coli_argmax"),
-	    F(f_route, "coli_route"),
-	    F(f_qk_rope, "coli_qk_rope_store"),
-	    F(f_route_plan, "coli_route_plan"),
-	    F(f_moe_plan, "coli_moe_plan"),
+#define F(field, name, route) {name, offsetof(struct coli_gpu, field), route}
+	    F(f_rmsnorm, "coli_rmsnorm", 0),
+	    F(f_add_bias, "coli_add_bias", 0),
+	    F(f_add, "coli_add", 0),
+	    F(f_rope, "coli_rope", 0),
+	    F(f_embed, "coli_embed", 0),
+	    F(f_gather, "coli_gather_rows", 0),
+	    F(f_moe_acc, "coli_moe_accumulate", 0),
+	    F(f_gated, "coli_gated_add", 0),
+	    F(f_argmax, "coli_argmax", 0),
+	    F(f_qk_rope, "coli_qk_rope_store", 0),
+	    F(f_route, "coli_route", 1),
+	    F(f_route_plan, "coli_route_plan", 1),
+	    F(f_moe_plan, "coli_moe_plan", 1),
 #undef F
 	};
 
@@ -70,12 +71,13 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	char name[64];
 
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-		CK(g->cu->ModuleGetFunction((CUfunction *)((char *)g + fns[i].off), g->mod_dense,
+		CK(g->cu->ModuleGetFunction((CUfunction *)((char *)g + fns[i].off),
+		                            fns[i].route ? g->mod_route : g->mod_dense,
 		                            fns[i].name),
 		   fns[i].name);
 	for (int s = 0; s < COLI_GPU_MAX_S; s++) {
 		snprintf(name, sizeof(name), "coli_dgemv_f32_plan_%d", s + 1);
-		CK(g->cu->ModuleGetFunction(&g->f_dgemv_plan[s], g->mod_dense, name), name);
+		CK(g->cu->ModuleGetFunction(&g->f_dgemv_plan[s], g->mod_route, name), name);
 	}
 	for (int i = 0; i < 4; i++) {
 		snprintf(name, sizeof(name), "coli_attn_chunks_%d", 32 << i);

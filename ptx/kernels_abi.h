@@ -150,7 +150,7 @@ struct coli_gpu_pulls {
 	int n, pad_;
 };
 
-/* Routing on the device (coli_route, ptx/dense.cu): per token, softmax of
+/* Routing on the device (coli_route, ptx/route.cu): per token, softmax of
  * the router logits, the top_k largest (ties to the lower id) in descending
  * order, renormalised when norm; at most this many experts. */
 #define COLI_GPU_ROUTE_MAX_E 1024

@@ -188,7 +188,7 @@ int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, i
  * first on ties, NaNs never the largest (x[0] NaN: 0): cpu/ coli_argmax's. */
 int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out);
 /* Routing of T tokens from router logits rlog [T][E]: sel/selw [T][K] (see
- * coli_route in ptx/dense.cu); E <= COLI_GPU_ROUTE_MAX_E, K <= 16. */
+ * coli_route in ptx/route.cu); E <= COLI_GPU_ROUTE_MAX_E, K <= 16. */
 /* Sigmoid routing (ptx/kinds.cu, cpu/ops.c coli_route_sigmoid's steps; only
  * expf may differ from the host's in the last place): rlog [T][E] f32, bias
  * [E] or 0, into sel/selw [T][K]. E <= COLI_GPU_ROUTE_MAX_E, K <= 16; groups

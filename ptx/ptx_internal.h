@@ -144,7 +144,7 @@ struct coli_gpu {
 	const struct coli_cu *cu;
 	CUdevice dev;
 	CUcontext ctx;
-	CUmodule mod, mod_dense, mod_attn, mod_attn_prefill, mod_gemm, mod_kinds;
+	CUmodule mod, mod_dense, mod_route, mod_attn, mod_attn_prefill, mod_gemm, mod_kinds;
 	CUstream stream; /* compute: kernels, activations, outputs */
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu_stream.c coli_gpu_stage_*) */
 	int capturing;   /* the stream is being captured: launches will be replayed */
@@ -234,6 +234,7 @@ extern const char coli_ptx_attention[], coli_ptx_attention_90[];
 extern const char coli_ptx_attn_prefill[], coli_ptx_attn_prefill_90[];
 extern const char coli_ptx_gemm[], coli_ptx_gemm_90[];
 extern const char coli_ptx_kinds[], coli_ptx_kinds_90[];
+extern const char coli_ptx_route[], coli_ptx_route_90[];
 
 /* ptx/gpu_kinds.c: the handles of ptx/kinds.cu's kernels (at open). */
 int coli_gpu_kinds_functions(struct coli_gpu *g);

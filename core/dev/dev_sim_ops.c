@@ -294,7 +294,7 @@ int coli_dev_sim_route(struct coli_dev *d, const struct coli_dev_route *a)
 	return 0;
 }
 
-/* ptx/dense.cu coli_moe_plan, one pair at a time. */
+/* ptx/route.cu coli_moe_plan, one pair at a time. */
 int coli_dev_sim_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 {
 	IN_ORDER(d);

@@ -1,5 +1,5 @@
 /*
- * tests/ptx/dense_kernels.c — the dense-part kernels of ptx/dense.cu,
+ * tests/ptx/dense_kernels.c — the dense-part kernels of ptx/dense.cu, ptx/route.cu,
  * ptx/attention.cu and ptx/attn_prefill.cu against the CPU reference (cpu/),
  * on fresh random inputs, outputs poisoned (0xff bytes = NaN) before each launch, max error
  * printed:
