@@ -28,11 +28,10 @@ int coli_dense_dev_qk_fused(const struct coli_model_config *c)
 
 /* q/k norms, RoPE, and k and v into the layer's cache rows pos0..: one fused
  * launch (coli_qk_rope_store) where coli_dense_dev_qk_fused allows, else op by op. */
-static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int pos0, uint64_t kc,
-                    uint64_t vc)
+static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D, int T,
+                    int pos0, uint64_t kc, uint64_t vc)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dense.dd;
 	int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim, qd = nh * hd, kvd = nkv * hd;
 	int rc = 0;
 
@@ -100,7 +99,7 @@ static int qk_heads(struct coli_engine *e, const struct dlayer *D, int T, int po
 int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int pend)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
 	int qd = nh * hd, kvd = nkv * hd, rc, oq;
@@ -149,7 +148,7 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bk);
 		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bv);
 	}
-	rc = rc ? rc : qk_heads(e, D, T, pos0, kc, vc);
+	rc = rc ? rc : qk_heads(e, dd, D, T, pos0, kc, vc);
 	/* a quantized o reads the attention output quantized: in the same launch */
 	oq = coli_dtype_is_quant(D->o.dtype);
 	rc = rc ? rc
@@ -177,9 +176,9 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
  * mlp += swiglu(xn) (GLM-4.5: not shared_gated; the host's 1 * y is y, so
  * a plain add is its bits); xn_ready: dd->aq holds xn quantized (by the ffn
  * norm). */
-int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T, int xn_ready)
+int coli_dense_dev_shared_expert(struct coli_engine *e, struct coli_dense_dev *dd,
+                                 const struct dlayer *D, int T, int xn_ready)
 {
-	struct coli_dense_dev *dd = e->dense.dd;
 	int rc;
 
 	if (!e->m.cfg.shared_inter)

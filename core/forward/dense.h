@@ -15,8 +15,8 @@
 
 struct coli_dense {
 	struct coli_dense_dev *dd; /* dense part on a device (core/forward/forward_dev.c), or NULL;
-	                            * with several (layer split), the one of the layer
-	                            * running, else the first */
+	                            * with several (layer split), the first: each
+	                            * layer's is coli_dense_dev_at */
 	struct coli_dense_dev *dds[COLI_MAX_DEVS]; /* each device's range of layers */
 	int n_dd;
 	signed char *dd_of; /* [n_layers] index in dds of the layer's dense device */

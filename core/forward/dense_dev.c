@@ -457,12 +457,12 @@ int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr)
  * forward's last wait (lm_head). With --profile the device is synchronized
  * at every phase end (one more round trip per phase, so tok/s drops a
  * little) and the split is exact. forward_s is exact either way. */
-int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync)
+int coli_dense_dev_phase_end(struct coli_dense_dev *dd, double *acc, int sync)
 {
-	int rc = sync ? coli_dev_sync(e->dense.dd->dev) : 0;
+	int rc = sync ? coli_dev_sync(dd->dev) : 0;
 	double now = coli_now_s();
 
-	*acc += now - e->dense.dd->phase_t;
-	e->dense.dd->phase_t = now;
+	*acc += now - dd->phase_t;
+	dd->phase_t = now;
 	return rc;
 }

@@ -101,11 +101,11 @@ struct coli_dense_dev {
 /* Shared by core/forward/forward_dev.c and core/forward/layer_host.c. */
 /* Charge the time since the last phase end to *acc (sync: wait for the
  * device first, --profile's exact split); see core/forward/forward_dev.c. */
-int coli_dense_dev_phase_end(struct coli_engine *e, double *acc, int sync);
+int coli_dense_dev_phase_end(struct coli_dense_dev *dd, double *acc, int sync);
 /* Qwen2-MoE's shared expert on the dense device: mlp += sigmoid(gate . xn)
  * * swiglu(xn); xn_ready: dd->aq holds xn quantized. */
-int coli_dense_dev_shared_expert(struct coli_engine *e, const struct dlayer *D, int T,
-                                 int xn_ready);
+int coli_dense_dev_shared_expert(struct coli_engine *e, struct coli_dense_dev *dd,
+                                 const struct dlayer *D, int T, int xn_ready);
 /* The host's part of a layer layer_ops queued up to its routing (SEG_HOST,
  * or SEG_PRE when pre): core/forward/layer_host.c completes the layer call ml
  * (core/moe/moe.h) and runs it. */
@@ -115,7 +115,7 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 /* Whether q/k norms, RoPE and the KV store run as one launch (see
  * core/forward/attn_dev.c); a decode graph needs it. */
 int coli_dense_dev_qk_fused(const struct coli_model_config *c);
-/* Layer l's attention on e->dense.dd, adding first what the previous layer left
+/* Layer l's attention on its dense device, adding first what the previous layer left
  * (pend: PEND_*); leaves the projection in dd->proj. */
 int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int pend);
 
@@ -188,6 +188,13 @@ static inline int swiglu(struct coli_dense_dev *dd, const struct dmat *gate, con
 	                                         .n = T * I});
 	rc = rc ? rc : gemm(dd, down, dd->h, T, y, down->rows);
 	return rc;
+}
+
+/* The dense device of layer l (with --split layers each device holds a range
+ * of layers; else the one device). */
+static inline struct coli_dense_dev *coli_dense_dev_at(const struct coli_engine *e, int l)
+{
+	return e->dense.dds[e->dense.dd_of[l]];
 }
 
 #endif

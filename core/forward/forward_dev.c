@@ -36,9 +36,11 @@
  * changes per token is read from device memory (position and ids in dd->ids,
  * routing and job tables the kernels write).
  *
- * With the layers split over several devices (core/forward/dense_dev.c), e->dense.dd is
- * the device of the layer running: a layer on the next device's range first
- * hands the residual stream over (handoff), once a token per boundary.
+ * With the layers split over several devices (core/forward/dense_dev.c), each
+ * layer runs on its own range's device (coli_dense_dev_at): the forward holds
+ * the one with the residual stream in a local, and a layer on the next
+ * device's range first hands the stream over (handoff), once a token per
+ * boundary.
  *
  * Its buffers are drawn in core/forward/dense_dev.h, uploaded at open by
  * core/forward/dense_dev.c. A layer's attention (norm, q/k/v, q/k norms and
@@ -61,7 +63,7 @@
  * before the host plans the rest). */
 static int can_plan(const struct coli_engine *e, int l, int T)
 {
-	const struct coli_dense_dev *dd = e->dense.dd;
+	const struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 
 	return dd->route_on_dev && dd->plan_dev >= 0 && T <= COLI_GPU_MAX_S && !e->trace &&
 	       !dd->dev->failed;
@@ -69,12 +71,13 @@ static int can_plan(const struct coli_engine *e, int l, int T)
 
 static int planned(const struct coli_engine *e, int l, int T)
 {
-	return can_plan(e, l, T) && e->dense.dd->full[l];
+	return can_plan(e, l, T) && coli_dense_dev_at(e, l)->full[l];
 }
 
 static int preplanned(const struct coli_engine *e, int l, int T)
 {
-	return can_plan(e, l, T) && !e->dense.dd->full[l] && e->dense.dd->part[l];
+	return can_plan(e, l, T) && !coli_dense_dev_at(e, l)->full[l] &&
+	       coli_dense_dev_at(e, l)->part[l];
 }
 
 /* Layer l's routing of T tokens' router logits rlog into sel/selw on the
@@ -95,7 +98,7 @@ static struct coli_dev_route route_args(const struct coli_engine *e, int l, uint
 	                               .sigmoid = c->router_kind == COLI_ROUTER_SIGMOID,
 	                               .n_group = c->n_group,
 	                               .topk_group = c->topk_group,
-	                               .bias = e->dense.dd->L[l].router_bias,
+	                               .bias = coli_dense_dev_at(e, l)->L[l].router_bias,
 	                               .scale = c->routed_scale};
 }
 
@@ -110,7 +113,7 @@ static struct coli_dev_route route_args(const struct coli_engine *e, int l, uint
 static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *router, uint64_t sel)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	struct coli_dev_slot *v = &e->vram.slot[dd->plan_dev];
 	const struct coli_expert_layer *xl =
 	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
@@ -173,7 +176,7 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 static int plan_experts(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	struct coli_dev_slot *v = &e->vram.slot[dd->plan_dev];
 	enum coli_dtype t = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype;
 	int P = T * c->top_k, rc;
@@ -255,7 +258,7 @@ static void fast_count(struct coli_engine *e)
 static int guess_layer(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	const struct coli_dense_dev *dd = e->dense.dd;
+	const struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	int n = l + 1;
 
 	while (n < c->n_layers && !e->m.layers[n].moe)
@@ -270,7 +273,7 @@ static int guess_layer(const struct coli_engine *e, int l, int T)
 static int guess_ops(struct coli_engine *e, int n, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = coli_dense_dev_at(e, n);
 	const struct coli_dev_route ra = route_args(e, n, dd->grlog, dd->gsel, dd->gselw, T);
 	int rc;
 
@@ -291,7 +294,7 @@ static int layer_kind(const struct coli_engine *e, int l, int T)
  * expert (whose gated add needs the sum first). */
 static int defers(const struct coli_engine *e, int l, int kind) /* (and on this device) */
 {
-	return kind == SEG_PLANNED && l + 1 < e->dense.dd->l1 && !e->m.cfg.shared_inter;
+	return kind == SEG_PLANNED && l + 1 < coli_dense_dev_at(e, l)->l1 && !e->m.cfg.shared_inter;
 }
 
 /* A planned layer's MoE: routed, planned, computed and accumulated here;
@@ -300,7 +303,7 @@ static int defers(const struct coli_engine *e, int l, int kind) /* (and on this 
 static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer *D, int fused,
                        int xq)
 {
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	int H = e->m.cfg.hidden, K = e->m.cfg.top_k, rc;
 
 	rc = plan_route(e, l, T, fused ? &D->router : NULL,
@@ -317,7 +320,7 @@ static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer 
 	                                                     .n_pairs = T * K,
 	                                                     .T = T,
 	                                                     .H = H});
-	return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
+	return rc ? rc : coli_dense_dev_shared_expert(e, dd, D, T, xq);
 }
 
 /* Layer l's device work up to where the host must look: the embedding
@@ -335,7 +338,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
                      int pend)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused, nd = 0;
 	struct coli_dev_down down[COLI_DEV_DOWN_MAX]; /* what the host plans from */
@@ -351,7 +354,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		                                                      .H = H});
 	rc = rc ? rc : coli_dense_dev_attention(e, l, T, pos0, pend);
 	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
-		rc = coli_dense_dev_phase_end(e, &e->est.attention_s, 1);
+		rc = coli_dense_dev_phase_end(dd, &e->est.attention_s, 1);
 	rc = rc ? rc
 	        : coli_dev_add_rmsnorm(dd->dev, &(struct coli_dev_norm){.x = dd->x,
 	                                                                .add = dd->proj,
@@ -412,12 +415,12 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 /* Whether decode layers run as graphs: positions then come from dd->ids on
  * the device, which every kernel of layer_ops reads them from except the
  * unfused q/k path (OLMoE's whole-vector norm, heads over 256). */
-static int use_graphs(const struct coli_engine *e, int T)
+static int use_graphs(const struct coli_engine *e, const struct coli_dense_dev *dd, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 
 	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile &&
-	       coli_dense_dev_qk_fused(c) && coli_dev_can(e->dense.dd->dev, COLI_DEV_CAP_GRAPHS);
+	       coli_dense_dev_qk_fused(c) && coli_dev_can(dd->dev, COLI_DEV_CAP_GRAPHS);
 }
 
 /* layer_ops, replayed from a graph captured the first time this layer runs
@@ -431,13 +434,13 @@ static int use_graphs(const struct coli_engine *e, int T)
 static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
                      int pend)
 {
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	struct seg *s =
 	    &dd->seg[(((size_t)l * COLI_GPU_MAX_S + T - 1) * 2 + (gn >= 0)) * COLI_ATTN_BUCKETS +
 	             coli_gpu_attn_bucket(pos0 + T)];
 	int rc;
 
-	if (!use_graphs(e, T))
+	if (!use_graphs(e, dd, T))
 		return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
 	if (s->state && (s->kind != kind || s->guess != gn || s->pend != pend)) { /* placement */
 		coli_dev_graph_free(dd->dev, s->graph);
@@ -491,11 +494,11 @@ static int layer_xq(const struct coli_engine *e, int l, int kind)
 static int token_run(struct coli_engine *e, int T, int pos0)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = e->dense.dds[0]; /* (graphs: one device only) */
 	struct seg *s = &dd->tok[T - 1][coli_gpu_attn_bucket(pos0 + T)];
 	int rc = 0;
 
-	if (e->dense.n_dd != 1 || s->state < 0 || !use_graphs(e, T))
+	if (e->dense.n_dd != 1 || s->state < 0 || !use_graphs(e, dd, T))
 		return 0;
 	for (int l = 0; l < c->n_layers; l++)
 		if (layer_kind(e, l, T) != SEG_PLANNED && layer_kind(e, l, T) != SEG_DENSE)
@@ -535,9 +538,9 @@ static int token_run(struct coli_engine *e, int T, int pos0)
  * boundary does not defer its accumulate) goes over through the host's
  * registered rows; the device left behind has nothing else queued. Its own
  * phase (handoff_s; with --profile the upload is waited for too). */
-static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
+static int handoff(struct coli_engine *e, struct coli_dense_dev *from, struct coli_dense_dev *to,
+                   int T)
 {
-	struct coli_dense_dev *from = e->dense.dd;
 	int H = e->m.cfg.hidden, rc;
 	size_t n = sizeof(float) * T * H;
 	struct coli_dev_down down[2] = {{e->s.xn, from->x, n}};
@@ -551,8 +554,7 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *to, int T)
 	rc = rc ? rc : coli_dev_upload_async(to->dev, to->x, e->s.xn, n);
 	e->est.h2d_bytes += n;
 	to->phase_t = from->phase_t;
-	e->dense.dd = to;
-	return rc ? rc : coli_dense_dev_phase_end(e, &e->est.handoff_s, e->opts.profile);
+	return rc ? rc : coli_dense_dev_phase_end(to, &e->est.handoff_s, e->opts.profile);
 }
 
 /* The last row's logits, or every row's in pieces of COLI_DEV_LOGIT_ROWS
@@ -622,7 +624,6 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		return -EINVAL;
 	if (pos0 + T > e->kv.ctx)
 		return -E2BIG;
-	e->dense.dd = dd;
 	dd->phase_t = start;
 	for (int t = 0; t < T; t++)
 		if (ids[t] < 0 || ids[t] >= c->vocab)
@@ -639,14 +640,14 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	whole = rc == 1;
 	rc = whole ? 0 : rc;
 	if (whole && !e->opts.profile) /* queued, not done: see coli_dense_dev_phase_end */
-		coli_dense_dev_phase_end(e, &e->est.attention_s, 0);
+		coli_dense_dev_phase_end(dd, &e->est.attention_s, 0);
 	for (int l = 0, pend = PEND_NONE; !rc && !whole && l < c->n_layers; l++) {
 		int kind, moe;
 
 		/* layer split: the next device's range */
-		if (e->dense.dds[e->dense.dd_of[l]] != e->dense.dd) {
-			rc = handoff(e, e->dense.dds[e->dense.dd_of[l]], T);
-			dd = e->dense.dd;
+		if (coli_dense_dev_at(e, l) != dd) {
+			rc = handoff(e, dd, coli_dense_dev_at(e, l), T);
+			dd = coli_dense_dev_at(e, l);
 			pend = PEND_NONE;
 			if (rc)
 				break;
@@ -661,7 +662,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		if (!rc && kind == SEG_PLANNED) {
 			dd->fast_T[l] = T, dd->fast_any = 1;
 			if (!e->opts.profile) /* queued, not done: see coli_dense_dev_phase_end */
-				coli_dense_dev_phase_end(e, &e->est.attention_s, 0);
+				coli_dense_dev_phase_end(dd, &e->est.attention_s, 0);
 		}
 		if (!rc && (kind == SEG_HOST || kind == SEG_PRE)) {
 			/* the layer call; core/forward/layer_host.c completes it */
@@ -670,7 +671,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 			rc = coli_dense_dev_moe_host(e, &ml, kind == SEG_PRE, xq);
 		}
 		if (!rc) /* a host-planned layer ended on a sync; a device-planned one queued */
-			rc = coli_dense_dev_phase_end(e, moe ? &e->est.moe_s : &e->est.dense_mlp_s,
+			rc = coli_dense_dev_phase_end(dd, moe ? &e->est.moe_s : &e->est.dense_mlp_s,
 			                              e->opts.profile && !moe);
 	}
 	rc = rc ? rc : logits_queue(e, dd, T, logits, all_logits, next, down, &nd);
@@ -685,9 +686,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	if (next)
 		*next = e->s.xids[e->s.tmax + 1];
 	if (logits || next)
-		coli_dense_dev_phase_end(e, &e->est.lm_head_s, 0);
-	/* after the last phase, which the last device's clock ends */
-	e->dense.dd = e->dense.dds[0];
+		coli_dense_dev_phase_end(dd, &e->est.lm_head_s, 0);
 	e->est.forward_s += coli_now_s() - start;
 	e->kv.pos += T;
 	e->est.tokens += T;

@@ -30,7 +30,7 @@
 /* The pairs device d did not compute (the CPU's and other devices', in
  * e->s.ey in pair order) go to their rows of d's y, beside d's outputs: one
  * upload per run of consecutive such pairs. Returns how many went up. */
-static int host_rows(struct coli_engine *e, uint64_t y, int d)
+static int host_rows(struct coli_engine *e, struct coli_dense_dev *dd, uint64_t y, int d)
 {
 	size_t row = (size_t)e->m.cfg.hidden * sizeof(float);
 	int rc = 0, sent = 0;
@@ -41,7 +41,7 @@ static int host_rows(struct coli_engine *e, uint64_t y, int d)
 		while (p + n < e->s.n_pairs && e->moe.assign[e->s.pair_expert[p + n]] != d)
 			n++;
 		if (n) {
-			rc = coli_dev_upload_async(e->dense.dd->dev, y + p * row,
+			rc = coli_dev_upload_async(dd->dev, y + p * row,
 			                           (const char *)e->s.ey + p * row, n * row);
 			e->est.h2d_bytes += n * row;
 			sent += n;
@@ -75,9 +75,9 @@ static void rows_make(struct coli_engine *e, struct coli_moe_layer *ml, void *ct
 static int host_reads_xn(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	const int E = c->n_experts, here = e->dense.dd->dev->index;
+	const int E = c->n_experts, here = coli_dense_dev_at(e, l)->dev->index;
 
-	if (!e->dense.dd->route_on_dev || !e->vram.where)
+	if (!coli_dense_dev_at(e, l)->route_on_dev || !e->vram.where)
 		return 1;
 	for (int i = 0; i < T * c->top_k; i++)
 		if (e->s.sel[i] >= 0 && e->vram.where[(size_t)l * E + e->s.sel[i]] != here)
@@ -110,7 +110,7 @@ static void timeline(struct coli_engine *e, const struct coli_moe_timeline *tl, 
  * host's, in e->s.ey) and *hy, where d's kernels read e->s.ey in place; 0 and
  * *hy = 0 where they cannot (more than 64 pairs, e->s.ey not mapped): then
  * host_rows uploads them. */
-static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
+static uint64_t host_mask(struct coli_engine *e, struct coli_dense_dev *dd, int d, uint64_t *hy)
 {
 	size_t row = (size_t)e->m.cfg.hidden * sizeof(float);
 	uint64_t m = 0;
@@ -121,7 +121,7 @@ static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
 	for (int p = 0; p < e->s.n_pairs; p++)
 		if (e->moe.assign[e->s.pair_expert[p]] != d)
 			m |= 1ull << p;
-	if (m && (*hy = coli_dev_host_addr(e->dense.dd->dev, e->s.ey, e->s.n_pairs * row)))
+	if (m && (*hy = coli_dev_host_addr(dd->dev, e->s.ey, e->s.n_pairs * row)))
 		e->est.h2d_bytes += (uint64_t)__builtin_popcountll(m) * row;
 	return *hy ? m : 0;
 }
@@ -133,11 +133,11 @@ static uint64_t host_mask(struct coli_engine *e, int d, uint64_t *hy)
 static int pre_tail(struct coli_engine *e, const struct coli_moe_layer *ml, const struct dlayer *D,
                     int xq)
 {
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = coli_dense_dev_at(e, ml->l);
 	int on = ml->moe_on_dense, T = ml->T;
 	uint64_t y = e->vram.slot[on].y, hy;
-	uint64_t m = host_mask(e, on, &hy);
-	int rc = hy ? 0 : host_rows(e, y, on);
+	uint64_t m = host_mask(e, dd, on, &hy);
+	int rc = hy ? 0 : host_rows(e, dd, y, on);
 
 	if (rc < 0)
 		return rc;
@@ -151,7 +151,7 @@ static int pre_tail(struct coli_engine *e, const struct coli_moe_layer *ml, cons
 	                                                                    .hy = hy,
 	                                                                    .hmask = m});
 	e->est.moe_layers_dev_preplanned++;
-	return rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
+	return rc ? rc : coli_dense_dev_shared_expert(e, dd, D, T, xq);
 }
 
 /* The tail_ahead hook (COLI_TAIL_AHEAD; core/moe/moe.c calls it once the
@@ -188,7 +188,7 @@ static void tail_ahead(struct coli_engine *e, struct coli_moe_layer *ml, void *c
  * if a fault makes the host read them after all). */
 static void layer_value(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq, int pend)
 {
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = coli_dense_dev_at(e, ml->l);
 
 	ml->dense_dev = coli_dense_dev_of(e, ml->l);
 	ml->ax_defer = ml->T; /* quantized on the host only if something there reads them */
@@ -212,7 +212,7 @@ static void layer_value(struct coli_engine *e, struct coli_moe_layer *ml, int pr
 int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_dense_dev *dd = e->dense.dd;
+	struct coli_dense_dev *dd = coli_dense_dev_at(e, ml->l);
 	const struct dlayer *D = &dd->L[ml->l];
 	int H = c->hidden, T = ml->T, pend = 0, rc;
 	uint64_t y = dd->ey;
@@ -222,7 +222,7 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 	dd->point = 0;
 	t_route = coli_now_s();
 	if (!rc && !e->opts.profile) /* the layer's attention is done */
-		coli_dense_dev_phase_end(e, &e->est.attention_s, 0);
+		coli_dense_dev_phase_end(dd, &e->est.attention_s, 0);
 	if (!rc && T > COLI_GPU_MAX_S) { /* a prefill chunk's rows: see layer_ops */
 		if (host_reads_xn(e, ml->l, T)) {
 			rc = coli_dev_download_async(dd->dev, e->s.xn, dd->xn,
@@ -256,7 +256,7 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 	if (ml->moe_on_dense >= 0) {
 		y = e->vram.slot[ml->moe_on_dense].y;
 		from = off;
-		rc = host_rows(e, y, ml->moe_on_dense);
+		rc = host_rows(e, dd, y, ml->moe_on_dense);
 		if (rc < 0)
 			return rc;
 		e->est.moe_layers_on_dense += rc == 0;
@@ -279,7 +279,7 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 	                                                     .n_pairs = (int)n,
 	                                                     .T = T,
 	                                                     .H = H});
-	rc = rc ? rc : coli_dense_dev_shared_expert(e, D, T, xq);
+	rc = rc ? rc : coli_dense_dev_shared_expert(e, dd, D, T, xq);
 	if (!rc && T <= COLI_GPU_MAX_S)
 		timeline(e, &ml->tl, t_wait, t_route);
 	/* no wait: the uploads read e->s.ey and the pair lists when they run, and
