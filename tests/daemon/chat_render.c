@@ -13,6 +13,8 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -138,17 +140,22 @@ static void glm_detect(const char *dir)
 	struct coli_convert_opts o;
 	struct coli_chat_template t;
 	coli_engine_t *e = NULL;
-	char src[2048], out[2048], a[4096], b[4096], err[512];
+	char src[2048], out[2048], a[PATH_MAX + 64], b[4096], err[512], root[PATH_MAX];
 
+	/* the links must hold absolute paths: fx_root() may be relative */
+	if (!realpath(fx_root(), root)) {
+		CHECK(0, "glm: cannot resolve %s", fx_root());
+		return;
+	}
 	snprintf(src, sizeof(src), "%s/glm_src", dir);
 	snprintf(out, sizeof(out), "%s/glm.coli", dir);
 	CHECK(!mkdir(src, 0755) || errno == EEXIST, "mkdir %s", src);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(a, sizeof(a), "%s/olmoe/%s", fx_root(), files[i]);
+		snprintf(a, sizeof(a), "%s/olmoe/%s", root, files[i]);
 		snprintf(b, sizeof(b), "%s/%s", src, files[i]);
 		CHECK(!symlink(a, b) || errno == EEXIST, "symlink %s", b);
 	}
-	snprintf(a, sizeof(a), "%s/chat/glm45_chat_template.jinja", fx_root());
+	snprintf(a, sizeof(a), "%s/chat/glm45_chat_template.jinja", root);
 	snprintf(b, sizeof(b), "%s/chat_template.jinja", src);
 	CHECK(!symlink(a, b) || errno == EEXIST, "symlink %s", b);
 	coli_convert_opts_init(&o);
