@@ -518,13 +518,22 @@ void coli_engine_settle(coli_engine_t *e);
  *           "<|im_start|>assistant\n" (Qwen2/Qwen3, OLMoE-style templates)
  *   INST    [BOS]"[INST] USER [/INST]" and "ASSISTANT" EOS (Mixtral); a
  *           system message is put before the first user message
+ *   GLM     "[gMASK]<sop>", then "<|system|>\nS", "<|user|>\nU",
+ *           "<|assistant|>\n<think></think>\nA" per message, then
+ *           "<|assistant|>" (GLM-4.5; no_think adds "/nothink" to user turns
+ *           and "\n<think></think>" to the generation prompt)
  *   PLAIN   the documented fallback: "System: ...\n\nUser: ...\nAssistant:"
  *
  * Detection: markers in the template text, then the tokenizer's added
  * tokens, then the architecture. A template is plain data after _init and
  * can be shared by threads.
  */
-enum coli_chat_family { COLI_CHAT_PLAIN = 0, COLI_CHAT_CHATML = 1, COLI_CHAT_INST = 2 };
+enum coli_chat_family {
+	COLI_CHAT_PLAIN = 0,
+	COLI_CHAT_CHATML = 1,
+	COLI_CHAT_INST = 2,
+	COLI_CHAT_GLM = 3
+};
 
 struct coli_chat_msg {
 	const char *role;    /* "system", "user" or "assistant" */
@@ -537,6 +546,8 @@ struct coli_chat_template {
 	char eos[64];      /* text closing an assistant turn (INST), or "" */
 	int eot_id;        /* token that ends the assistant's turn (<|im_end|>), or -1 */
 	int from_template; /* 1: the family came from the stored template text */
+	int no_think;      /* GLM: render as enable_thinking=false; 0 is the
+	                    * template's default (thinking on) */
 };
 
 const char *coli_chat_family_name(enum coli_chat_family f);

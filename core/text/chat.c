@@ -14,6 +14,9 @@
  *                                                   <|im_start|>assistant\n   (generation)
  *   INST    "[INST]" in the template, else the      BOS [INST] S\n\nU [/INST]A EOS[INST] U [/INST]
  *           mixtral architecture                    (BOS only if the template names bos_token)
+ *   GLM     "[gMASK]" in the template, else an      [gMASK]<sop><|system|>\nS<|user|>\nU
+ *           added token "[gMASK]"                   <|assistant|>\n<think></think>\nA
+ *                                                   <|assistant|>   (generation)
  *   PLAIN   anything else (documented fallback)     System: S\n\nUser: U\nAssistant: A\n
  *                                                   ...Assistant:
  *
@@ -21,7 +24,12 @@
  * become their ids when the caller encodes it, since coli_tokenizer_encode
  * matches added tokens written in text. The end-of-turn id of ChatML
  * (<|im_end|>) is reported so that a server stops there even when the model's
- * EOS list lacks it. tests/fixtures/tokenizer/chat_cases.jsonl holds the text
+ * EOS list lacks it (GLM's is <|user|>). GLM-4.5's thinking switch
+ * (enable_thinking) is t->no_think: 0 renders what its template renders when
+ * the switch is not given (thinking on), 1 what it renders with
+ * enable_thinking=false. tests/fixtures/chat/glm45_cases.jsonl holds
+ * jinja2's renderings of GLM-4.5's template (tools/glm_chat_cases.py).
+ * tests/fixtures/tokenizer/chat_cases.jsonl holds the text
  * transformers renders for the fixtures; tests/daemon/chat_render checks it.
  *
  * This file is pure (no engine), so colid's request fuzzer links it alone;
@@ -40,6 +48,8 @@ const char *coli_chat_family_name(enum coli_chat_family f)
 		return "chatml";
 	case COLI_CHAT_INST:
 		return "inst";
+	case COLI_CHAT_GLM:
+		return "glm";
 	default:
 		return "plain";
 	}
@@ -52,10 +62,8 @@ struct sbuf {
 	int err;
 };
 
-static void put(struct sbuf *b, const char *s)
+static void put_n(struct sbuf *b, const char *s, size_t n)
 {
-	size_t n = strlen(s);
-
 	if (b->err)
 		return;
 	if (b->len + n + 1 > b->cap) {
@@ -75,6 +83,11 @@ static void put(struct sbuf *b, const char *s)
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
 	b->p[b->len] = 0;
+}
+
+static void put(struct sbuf *b, const char *s)
+{
+	put_n(b, s, strlen(s));
 }
 
 enum role { ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT, ROLE_BAD };
@@ -167,6 +180,120 @@ static void render_plain(struct sbuf *b, const struct coli_chat_msg *m, int n, i
 		put(b, "Assistant:");
 }
 
+/* ---- GLM-4.5 ---- */
+
+/* The bytes Python's str.strip() removes, ASCII only (the template strips
+ * assistant text; Unicode spaces are kept here, a documented difference). */
+static int is_space(char c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* Writes s[0, n) without its leading and trailing spaces; 0 if nothing is left. */
+static int put_stripped(struct sbuf *b, const char *s, size_t n)
+{
+	while (n && is_space(*s))
+		s++, n--;
+	while (n && is_space(s[n - 1]))
+		n--;
+	put_n(b, s, n);
+	return n > 0;
+}
+
+static int has_text(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!is_space(s[i]))
+			return 1;
+	return 0;
+}
+
+/* The last occurrence of needle in s[0, n), or NULL. */
+static const char *last_of(const char *s, size_t n, const char *needle)
+{
+	size_t k = strlen(needle);
+	const char *hit = NULL, *p;
+
+	while (n >= k && (p = memmem(s, n, needle, k))) {
+		hit = p;
+		n -= (size_t)(p + 1 - s);
+		s = p + 1;
+	}
+	return hit;
+}
+
+/* An assistant turn: the template splits "<think>R</think>A" into reasoning
+ * R (kept only for turns after the last user message) and answer A; a turn
+ * with no reasoning gets an empty <think></think>. */
+static void glm_assistant(struct sbuf *b, const char *c, int after_last_user)
+{
+	const char *close = strstr(c, "</think>"), *r = c, *a = c, *open;
+	size_t rn = 0, end;
+
+	if (close) {
+		end = (size_t)(close - c);
+		while (end && c[end - 1] == '\n')
+			end--;
+		open = last_of(c, end, "<think>");
+		r = open ? open + strlen("<think>") : c;
+		while (r < c + end && *r == '\n')
+			r++;
+		rn = (size_t)(c + end - r);
+		a = last_of(c, strlen(c), "</think>") + strlen("</think>");
+		while (*a == '\n')
+			a++;
+	}
+	put(b, "<|assistant|>");
+	if (after_last_user && rn) {
+		put(b, "\n<think>");
+		put_stripped(b, r, rn);
+		put(b, "</think>");
+	} else {
+		put(b, "\n<think></think>");
+	}
+	if (has_text(a, strlen(a))) {
+		put(b, "\n");
+		put_stripped(b, a, strlen(a));
+	}
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n >= k && !memcmp(s + n - k, tail, k);
+}
+
+static void render_glm(struct sbuf *b, const struct coli_chat_template *t,
+                       const struct coli_chat_msg *m, int n, int gen)
+{
+	int last_user = -1;
+
+	for (int i = 0; i < n; i++)
+		if (role_of(m[i].role) == ROLE_USER)
+			last_user = i;
+	put(b, "[gMASK]<sop>");
+	for (int i = 0; i < n; i++) {
+		switch (role_of(m[i].role)) {
+		case ROLE_SYSTEM:
+			put(b, "<|system|>\n");
+			put(b, m[i].content);
+			break;
+		case ROLE_USER:
+			put(b, "<|user|>\n");
+			put(b, m[i].content);
+			if (t->no_think && !ends_with(m[i].content, "/nothink"))
+				put(b, "/nothink");
+			break;
+		default:
+			glm_assistant(b, m[i].content, i > last_user);
+			break;
+		}
+	}
+	if (gen)
+		put(b, t->no_think ? "<|assistant|>\n<think></think>" : "<|assistant|>");
+}
+
 int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_msg *m, int n,
                      int add_generation_prompt, char **out, size_t *len)
 {
@@ -184,6 +311,9 @@ int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_
 		break;
 	case COLI_CHAT_INST:
 		render_inst(&b, t, m, n);
+		break;
+	case COLI_CHAT_GLM:
+		render_glm(&b, t, m, n, add_generation_prompt);
 		break;
 	default:
 		render_plain(&b, m, n, add_generation_prompt);
