@@ -22,7 +22,8 @@ static void help(FILE *f)
 	        "usage: coli bench make-model --shape NAME -o FILE.coli [--layers N]\n"
 	        "                             [--quant q4|q8|bf16] [--seed S] [--threads N]\n"
 	        "  --shape NAME   %s\n"
-	        "  --layers N     depth (default: the shape's); every layer is a MoE layer\n"
+	        "  --layers N     depth (default: the shape's); dense layers (glm) come first,\n"
+	        "                 the last layer is always a MoE layer\n"
 	        "  --quant Q      q4 (default), q8 or bf16\n"
 	        "  --seed S       weights are a pure function of shape, quant, layers and seed\n"
 	        "  --threads N    generator threads (default: online CPUs)\n",

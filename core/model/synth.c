@@ -4,7 +4,8 @@
  * (`coli bench make-model`). Benchmarks need models of real geometry (slab
  * sizes, expert counts, top-k, dense bytes per token) far more than they need
  * real weights, and a 100+ GB checkpoint is not something a test machine
- * downloads. docs/shapes.md lists the shapes and where their numbers come from.
+ * downloads. The shapes are in core/model/synth_shapes.c (docs/shapes.md: their
+ * numbers and sources).
  *
  * What is written (tensor names as in core/coli.h):
  *
@@ -60,156 +61,6 @@
 #define PIECE       4096u      /* bytes per rng stream */
 #define MAX_FILLS   6
 #define MAX_THREADS 64
-
-/* ---- shapes (docs/shapes.md: values and sources) ---- */
-
-struct shape {
-	const char *name, *model_type, *source;
-	int n_layers, hidden, n_heads, n_kv_heads, head_dim, vocab;
-	int n_experts, top_k, moe_inter, norm_topk_prob, qk_norm, max_ctx;
-	float norm_eps, rope_theta;
-	int bos, eos0, eos1; /* -1: none */
-};
-
-static const struct shape g_shapes[] = {
-    {"qwen3-30b-a3b",
-     "qwen3_moe",
-     "Qwen/Qwen3-30B-A3B config.json",
-     48,
-     2048,
-     32,
-     4,
-     128,
-     151936,
-     128,
-     8,
-     768,
-     1,
-     1,
-     40960,
-     1e-6f,
-     1e6f,
-     151643,
-     151645,
-     151643},
-    {"qwen3-235b-a22b",
-     "qwen3_moe",
-     "Qwen/Qwen3-235B-A22B config.json",
-     94,
-     4096,
-     64,
-     4,
-     128,
-     151936,
-     128,
-     8,
-     1536,
-     1,
-     1,
-     40960,
-     1e-6f,
-     1e6f,
-     151643,
-     151645,
-     151643},
-    {"mixtral-8x7b",
-     "mixtral",
-     "mistralai/Mixtral-8x7B-v0.1 config.json",
-     32,
-     4096,
-     32,
-     8,
-     128,
-     32000,
-     8,
-     2,
-     14336,
-     1,
-     0,
-     32768,
-     1e-5f,
-     1e6f,
-     1,
-     2,
-     -1},
-    {"olmoe-1b-7b",
-     "olmoe",
-     "allenai/OLMoE-1B-7B-0924 config.json",
-     16,
-     2048,
-     16,
-     16,
-     128,
-     50304,
-     64,
-     8,
-     1024,
-     0,
-     2,
-     4096,
-     1e-5f,
-     1e4f,
-     -1,
-     50279,
-     -1},
-    /* a debug shape for tests: every dimension small, q4/q8-compatible */
-    {"tiny", "qwen3_moe", "coli (debug shape for tests)",
-     2,      256,         4,
-     2,      64,          1024,
-     16,     4,           128,
-     1,      1,           4096,
-     1e-6f,  1e6f,        -1,
-     1,      -1},
-};
-#define N_SHAPES (int)(sizeof(g_shapes) / sizeof(g_shapes[0]))
-
-const char *coli_synth_shapes(void)
-{
-	return "qwen3-30b-a3b, qwen3-235b-a22b, mixtral-8x7b, olmoe-1b-7b, tiny";
-}
-
-int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
-                     struct coli_model_config *c, const char **source)
-{
-	const struct shape *s = NULL;
-
-	for (int i = 0; i < N_SHAPES && !s; i++)
-		if (!strcmp(name, g_shapes[i].name))
-			s = &g_shapes[i];
-	if (!s)
-		return -ENOENT;
-	if (n_layers < 0 || n_layers > COLI_MAX_LAYERS)
-		return -EINVAL;
-	coli_config_init(c);
-	if (coli_arch_parse(s->model_type, &c->arch))
-		return -EINVAL;
-	snprintf(c->model_type, sizeof(c->model_type), "%s", s->model_type);
-	c->n_layers = n_layers ? n_layers : s->n_layers;
-	c->hidden = s->hidden;
-	c->n_heads = s->n_heads;
-	c->n_kv_heads = s->n_kv_heads;
-	c->head_dim = s->head_dim;
-	c->rope_dim = s->head_dim;
-	c->vocab = s->vocab;
-	c->n_experts = s->n_experts;
-	c->top_k = s->top_k;
-	c->moe_inter = s->moe_inter;
-	c->norm_topk_prob = s->norm_topk_prob;
-	c->qk_norm = s->qk_norm;
-	c->max_ctx = s->max_ctx;
-	c->norm_eps = s->norm_eps;
-	c->rope_theta = s->rope_theta;
-	c->quant = quant;
-	for (int l = 0; l < c->n_layers; l++)
-		c->is_moe_layer[l] = 1;
-	c->bos = s->bos;
-	c->eos[c->n_eos++] = s->eos0;
-	if (s->eos1 >= 0)
-		c->eos[c->n_eos++] = s->eos1;
-	if (source)
-		*source = s->source;
-	return 0;
-}
 
 void coli_synth_opts_init(struct coli_synth_opts *o)
 {
@@ -316,41 +167,74 @@ static int plan_tensor(struct synth *s, const char *name, uint64_t d0, uint64_t 
 	return 0;
 }
 
-static int plan(struct synth *s)
+/* The tensors of layer l, named and shaped as core/model/convert.c plans them. */
+static int plan_layer(struct synth *s, int l)
 {
 	const struct coli_model_config *c = &s->c;
 	uint64_t H = c->hidden, qd = (uint64_t)c->n_heads * c->head_dim,
 	         kvd = (uint64_t)c->n_kv_heads * c->head_dim;
+	uint64_t qn = c->qk_norm == 1 ? (uint64_t)c->head_dim : qd;
+	uint64_t kn = c->qk_norm == 1 ? (uint64_t)c->head_dim : kvd;
+	uint64_t I = c->dense_inter, S = c->shared_inter;
 	char n[COLI_TENSOR_NAME_MAX];
-	int rc, li = 0;
+	int rc = 0;
 
-	rc = plan_tensor(s, "tok_embd", c->vocab, H, 1, 0);
-	rc = rc ? rc : plan_tensor(s, "out_norm", H, 0, 0, F_NORM);
-	rc = rc ? rc : plan_tensor(s, "lm_head", c->vocab, H, 1, 0);
-	for (int l = 0; l < c->n_layers && !rc; l++) {
-		uint64_t qn = c->qk_norm == 1 ? (uint64_t)c->head_dim : qd;
-		uint64_t kn = c->qk_norm == 1 ? (uint64_t)c->head_dim : kvd;
 #define T(suffix, a, b, mat, k)                                                                    \
 	do {                                                                                       \
 		snprintf(n, sizeof(n), "blk.%d." suffix, l);                                       \
 		rc = rc ? rc : plan_tensor(s, n, a, b, mat, k);                                    \
 	} while (0)
-		T("attn_norm", H, 0, 0, F_NORM);
-		T("attn_q", qd, H, 1, 0);
-		T("attn_k", kvd, H, 1, 0);
-		T("attn_v", kvd, H, 1, 0);
-		T("attn_o", H, qd, 1, 0);
-		if (c->qk_norm) {
-			T("attn_q_norm", qn, 0, 0, F_NORM);
-			T("attn_k_norm", kn, 0, 0, F_NORM);
-		}
-		T("ffn_norm", H, 0, 0, F_NORM);
-		T("router", c->n_experts, H, 0, F_SMALL);
-#undef T
+	T("attn_norm", H, 0, 0, F_NORM);
+	T("attn_q", qd, H, 1, 0);
+	T("attn_k", kvd, H, 1, 0);
+	T("attn_v", kvd, H, 1, 0);
+	T("attn_o", H, qd, 1, 0);
+	if (c->qkv_bias) {
+		T("attn_q_bias", qd, 0, 0, F_SMALL);
+		T("attn_k_bias", kvd, 0, 0, F_SMALL);
+		T("attn_v_bias", kvd, 0, 0, F_SMALL);
 	}
+	if (c->qk_norm) {
+		T("attn_q_norm", qn, 0, 0, F_NORM);
+		T("attn_k_norm", kn, 0, 0, F_NORM);
+	}
+	T("ffn_norm", H, 0, 0, F_NORM);
+	if (!c->is_moe_layer[l]) {
+		T("ffn_gate", I, H, 1, 0);
+		T("ffn_up", I, H, 1, 0);
+		T("ffn_down", H, I, 1, 0);
+		return rc;
+	}
+	T("router", c->n_experts, H, 0, F_SMALL);
+	if (c->router_bias)
+		T("router_bias", c->n_experts, 0, 0, F_SMALL);
+	if (S) {
+		T("shexp_gate", S, H, 1, 0);
+		T("shexp_up", S, H, 1, 0);
+		T("shexp_down", H, S, 1, 0);
+		if (c->shared_gated)
+			T("shexp_router", 1, H, 0, F_SMALL);
+	}
+#undef T
+	return rc;
+}
+
+static int plan(struct synth *s)
+{
+	const struct coli_model_config *c = &s->c;
+	uint64_t H = c->hidden;
+	int rc, li = 0;
+
+	rc = plan_tensor(s, "tok_embd", c->vocab, H, 1, 0);
+	rc = rc ? rc : plan_tensor(s, "out_norm", H, 0, 0, F_NORM);
+	rc = rc ? rc : plan_tensor(s, "lm_head", c->vocab, H, 1, 0);
+	for (int l = 0; l < c->n_layers && !rc; l++)
+		rc = plan_layer(s, l);
 	if (rc)
 		return rc;
-	for (int l = 0; l < c->n_layers; l++, li++) {
+	for (int l = 0; l < c->n_layers; l++) {
+		if (!c->is_moe_layer[l])
+			continue;
 		struct coli_expert_layer e = {.layer = (uint32_t)l,
 		                              .n_experts = (uint32_t)c->n_experts,
 		                              .dtype = c->quant,
@@ -376,6 +260,7 @@ static int plan(struct synth *s)
 			add_mat(ob, c->quant, e.inter, e.hidden, e.up_off);
 			add_mat(ob, c->quant, e.hidden, e.inter, e.down_off);
 		}
+		li++;
 	}
 	return 0;
 }

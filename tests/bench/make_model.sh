@@ -3,7 +3,13 @@
 # model: the tiny shape in q4, q8 and bf16 passes `coli verify` and generates
 # from token ids; the same seed gives the same bytes whatever the thread count,
 # another seed other bytes; --layers sets the depth; bad shapes and quants are
-# refused with a message and leave no file.
+# refused with a message and leave no file. The glm4_moe shapes at --layers 2
+# (one dense layer, one MoE layer with a shared expert and sigmoid routing):
+# the logits of three tokens, in one pass and a token a forward (the decode
+# path), are the same on the CPU and on the simulated device, and both generate
+# (1 GiB a simulated device: a small context and staging; glm-4.5 needs two of
+# them, a layer each). Without a tokenizer generate prints no tokens, so the
+# token a forward logits stand for the generated tokens.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 for q in q4 q8 bf16; do
@@ -22,6 +28,31 @@ echo "ok   deterministic per seed, independent of threads"
 "$COLI" bench make-model --shape tiny --layers 3 -o l3.coli 2>/dev/null || fail "--layers 3"
 "$COLI" inspect l3.coli | grep -q "^layers *3 (0 dense, 3 MoE)" || { "$COLI" inspect l3.coli; fail "--layers 3 not applied"; }
 echo "ok   --layers"
+# glm SHAPE GPU [SPLIT]: made at --layers 2, the logits of ids 1,2,3 (one pass and
+# --ubatch 1) are the same on the CPU and on GPU, which holds the dense part
+glm() {
+	m="$1.coli" dev="--ctx 256 --stream-slots 8"
+	"$COLI" bench make-model --shape "$1" --layers 2 -o "$m" 2>log.txt || { cat log.txt; fail "make-model $1"; }
+	"$COLI" inspect "$m" | grep -q "^layers *2 (1 dense, 1 MoE)" || { "$COLI" inspect "$m"; fail "$1: not 1 dense + 1 MoE layer"; }
+	for g in off "$2"; do
+		# shellcheck disable=SC2086
+		"$COLI" logits -m "$m" $dev --ubatch 8 --gpu "$g" ${3:+--split $3} --ids 1,2,3 -o "$g.f32" 2>"$g.err" &&
+			"$COLI" logits -m "$m" $dev --ubatch 1 --gpu "$g" ${3:+--split $3} --ids 1,2,3 -o "$g-1.f32" 2>"$g-1.err" &&
+			"$COLI" generate -m "$m" $dev --ubatch 8 --gpu "$g" ${3:+--split $3} --ids 1,2,3 -n 4 >/dev/null 2>"$g-gen.err" ||
+			{ cat "$g.err" "$g-1.err" "$g-gen.err"; fail "$1 --gpu $g: does not run"; }
+		grep -q "generated 4 tok" "$g-gen.err" || { cat "$g-gen.err"; fail "$1 --gpu $g: expected 4 tokens"; }
+	done
+	grep -q "dense part and KV cache.* on sim" "$2.err" || { cat "$2.err"; fail "$1 --gpu $2: the dense part stayed on the CPU"; }
+	grep -q "running on the CPU" "$2.err" "$2-1.err" "$2-gen.err" &&
+		{ cat "$2.err" "$2-1.err" "$2-gen.err"; fail "$1 --gpu $2: fell back to the CPU"; }
+	cmp -s off.f32 "$2.f32" || fail "$1: logits differ, CPU vs --gpu $2"
+	cmp -s off-1.f32 "$2-1.f32" || fail "$1: decode (--ubatch 1) logits differ, CPU vs --gpu $2"
+	cmp -s off.f32 off-1.f32 || fail "$1: logits in one pass differ from a token a forward"
+	echo "ok   $1 --layers 2: 1 dense + 1 MoE layer, CPU = --gpu $2 ($(sha256sum <off.f32 | cut -c1-16))"
+	rm -f "$m"
+}
+glm glm-4.5-air sim
+glm glm-4.5 sim:2 layers
 "$COLI" bench make-model --shape nope -o x.coli 2>err.txt && fail "unknown shape accepted"
 grep -q "qwen3-30b-a3b" err.txt || { cat err.txt; fail "unknown shape: message does not list the shapes"; }
 "$COLI" bench make-model --shape tiny --quant f16 -o x.coli 2>err.txt && fail "f16 accepted"

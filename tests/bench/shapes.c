@@ -3,7 +3,8 @@
  * that survives coli_config_format -> coli_config_parse unchanged, has the
  * hyperparameters docs/shapes.md lists, and lays out as q4/q8/bf16 slabs.
  * Writes nothing: the real shapes are far too big for a test, so this is
- * how their configs are checked; tests/bench/make_model.sh writes the tiny one.
+ * how their configs are checked; tests/bench/make_model.sh writes the tiny one
+ * and two-layer glm ones.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,7 +24,42 @@ static const struct {
     {"mixtral-8x7b", "mixtral", 32, 4096, 32, 8, 128, 32000, 8, 2, 14336, 1, 0, 1e6f},
     {"olmoe-1b-7b", "olmoe", 16, 2048, 16, 16, 128, 50304, 64, 8, 1024, 0, 2, 1e4f},
     {"tiny", "qwen3_moe", 2, 256, 4, 2, 64, 1024, 16, 4, 128, 1, 1, 1e6f},
+    {"glm-4.5", "glm4_moe", 92, 5120, 96, 8, 128, 151552, 160, 8, 1536, 1, 1, 1e6f},
+    {"glm-4.5-air", "glm4_moe", 46, 4096, 96, 8, 128, 151552, 128, 8, 1408, 1, 0, 1e6f},
 };
+
+/* glm4_moe's fields (docs/shapes.md, second table); the other shapes have the
+ * defaults: no dense layer, no shared expert, softmax routing */
+static const struct {
+	const char *name;
+	int dense, dense_inter, shared_inter, bias, rope_dim, n_group, topk_group, n_eos;
+	float scale, eps;
+} g_glm[] = {
+    {"glm-4.5", 3, 12288, 1536, 1, 64, 1, 1, 3, 2.5f, 1e-5f},
+    {"glm-4.5-air", 1, 10944, 1408, 1, 64, 1, 1, 3, 1.0f, 1e-5f},
+};
+
+/* The glm fields of c (shape name) differ from g_glm: 1. */
+static int glm_differs(const char *name, const struct coli_model_config *c)
+{
+	for (size_t i = 0; i < sizeof(g_glm) / sizeof(g_glm[0]); i++) {
+		if (strcmp(name, g_glm[i].name))
+			continue;
+		int dense = 0;
+
+		for (int l = 0; l < c->n_layers; l++)
+			dense += !c->is_moe_layer[l] && dense == l;
+		return dense != g_glm[i].dense || c->dense_inter != g_glm[i].dense_inter ||
+		       c->shared_inter != g_glm[i].shared_inter || c->shared_gated ||
+		       c->qkv_bias != g_glm[i].bias || c->rope_dim != g_glm[i].rope_dim ||
+		       c->router_kind != COLI_ROUTER_SIGMOID || !c->router_bias ||
+		       c->n_group != g_glm[i].n_group || c->topk_group != g_glm[i].topk_group ||
+		       c->n_eos != g_glm[i].n_eos || c->routed_scale != g_glm[i].scale ||
+		       c->norm_eps != g_glm[i].eps || c->bos != -1;
+	}
+	return c->dense_inter || c->shared_inter || c->router_kind != COLI_ROUTER_SOFTMAX ||
+	       c->router_bias || c->rope_dim != c->head_dim || !c->is_moe_layer[0];
+}
 
 int main(void)
 {
@@ -49,7 +85,7 @@ int main(void)
 			    c.n_experts != g_want[i].experts || c.top_k != g_want[i].top_k ||
 			    c.moe_inter != g_want[i].inter || c.norm_topk_prob != g_want[i].ntp ||
 			    c.qk_norm != g_want[i].qk || c.rope_theta != g_want[i].theta ||
-			    c.quant != qs[q]) {
+			    c.quant != qs[q] || glm_differs(g_want[i].name, &c)) {
 				printf("FAIL %s: hyperparameters differ from docs/shapes.md\n",
 				       g_want[i].name);
 				fails++;
@@ -83,6 +119,12 @@ int main(void)
 	if (coli_synth_shape("tiny", COLI_DTYPE_Q4_0, 5, &c, NULL) || c.n_layers != 5 ||
 	    !c.is_moe_layer[4] || c.is_moe_layer[5]) {
 		printf("FAIL --layers 5 not applied\n");
+		fails++;
+	}
+	/* --layers below the dense count keeps the last layer a MoE layer */
+	if (coli_synth_shape("glm-4.5", COLI_DTYPE_Q4_0, 2, &c, NULL) || c.n_layers != 2 ||
+	    c.is_moe_layer[0] || !c.is_moe_layer[1]) {
+		printf("FAIL glm-4.5 --layers 2: not one dense then one MoE layer\n");
 		fails++;
 	}
 	if (coli_synth_shape("nope", COLI_DTYPE_Q4_0, 0, &c, NULL) != -ENOENT) {

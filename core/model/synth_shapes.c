@@ -1,0 +1,300 @@
+/*
+ * core/model/synth_shapes.c — the shapes of `coli bench make-model`: the
+ * geometry of real MoE models (layers, widths, experts, top-k, routing and
+ * attention variants) as a struct coli_model_config, for core/model/synth.c
+ * to fill with seeded random weights. docs/shapes.md lists the values and
+ * their sources; tests/bench/shapes.c checks them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/coli.h"
+/* ---- shapes (docs/shapes.md: values and sources) ---- */
+
+struct shape {
+	const char *name, *model_type, *source;
+	int n_layers, hidden, n_heads, n_kv_heads, head_dim, vocab;
+	int n_experts, top_k, moe_inter, norm_topk_prob, qk_norm, max_ctx;
+	float norm_eps, rope_theta;
+	int bos, eos0, eos1; /* -1: none */
+	/* glm4_moe (zero for the other shapes): the first n_dense layers are dense
+	 * MLPs of width dense_inter; MoE layers add an ungated shared expert of
+	 * width shared_inter; sigmoid routing with a correction bias */
+	int n_dense, dense_inter, shared_inter, qkv_bias, rope_dim, n_group, topk_group;
+	float routed_scale;
+	int eos2; /* a third eos id, 0: none */
+};
+
+static const struct shape g_shapes[] = {
+    {"qwen3-30b-a3b",
+     "qwen3_moe",
+     "Qwen/Qwen3-30B-A3B config.json",
+     48,
+     2048,
+     32,
+     4,
+     128,
+     151936,
+     128,
+     8,
+     768,
+     1,
+     1,
+     40960,
+     1e-6f,
+     1e6f,
+     151643,
+     151645,
+     151643,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0.0f,
+     0},
+    {"qwen3-235b-a22b",
+     "qwen3_moe",
+     "Qwen/Qwen3-235B-A22B config.json",
+     94,
+     4096,
+     64,
+     4,
+     128,
+     151936,
+     128,
+     8,
+     1536,
+     1,
+     1,
+     40960,
+     1e-6f,
+     1e6f,
+     151643,
+     151645,
+     151643,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0.0f,
+     0},
+    {"mixtral-8x7b",
+     "mixtral",
+     "mistralai/Mixtral-8x7B-v0.1 config.json",
+     32,
+     4096,
+     32,
+     8,
+     128,
+     32000,
+     8,
+     2,
+     14336,
+     1,
+     0,
+     32768,
+     1e-5f,
+     1e6f,
+     1,
+     2,
+     -1,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0.0f,
+     0},
+    {"olmoe-1b-7b",
+     "olmoe",
+     "allenai/OLMoE-1B-7B-0924 config.json",
+     16,
+     2048,
+     16,
+     16,
+     128,
+     50304,
+     64,
+     8,
+     1024,
+     0,
+     2,
+     4096,
+     1e-5f,
+     1e4f,
+     -1,
+     50279,
+     -1,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0.0f,
+     0},
+    /* a debug shape for tests: every dimension small, q4/q8-compatible */
+    {"tiny",
+     "qwen3_moe",
+     "coli (debug shape for tests)",
+     2,
+     256,
+     4,
+     2,
+     64,
+     1024,
+     16,
+     4,
+     128,
+     1,
+     1,
+     4096,
+     1e-6f,
+     1e6f,
+     -1,
+     1,
+     -1,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0,
+     0.0f,
+     0},
+    /* glm4_moe: zai-org/GLM-4.5 and GLM-4.5-Air (MTP layer left out) */
+    {.name = "glm-4.5",
+     .model_type = "glm4_moe",
+     .source = "zai-org/GLM-4.5 config.json",
+     .n_layers = 92,
+     .hidden = 5120,
+     .n_heads = 96,
+     .n_kv_heads = 8,
+     .head_dim = 128,
+     .vocab = 151552,
+     .n_experts = 160,
+     .top_k = 8,
+     .moe_inter = 1536,
+     .norm_topk_prob = 1,
+     .qk_norm = 1,
+     .max_ctx = 131072,
+     .norm_eps = 1e-5f,
+     .rope_theta = 1e6f,
+     .bos = -1,
+     .eos0 = 151329,
+     .eos1 = 151336,
+     .n_dense = 3,
+     .dense_inter = 12288,
+     .shared_inter = 1536,
+     .qkv_bias = 1,
+     .rope_dim = 64,
+     .n_group = 1,
+     .topk_group = 1,
+     .routed_scale = 2.5f,
+     .eos2 = 151338},
+    {.name = "glm-4.5-air",
+     .model_type = "glm4_moe",
+     .source = "zai-org/GLM-4.5-Air config.json",
+     .n_layers = 46,
+     .hidden = 4096,
+     .n_heads = 96,
+     .n_kv_heads = 8,
+     .head_dim = 128,
+     .vocab = 151552,
+     .n_experts = 128,
+     .top_k = 8,
+     .moe_inter = 1408,
+     .norm_topk_prob = 1,
+     .qk_norm = 0,
+     .max_ctx = 131072,
+     .norm_eps = 1e-5f,
+     .rope_theta = 1e6f,
+     .bos = -1,
+     .eos0 = 151329,
+     .eos1 = 151336,
+     .n_dense = 1,
+     .dense_inter = 10944,
+     .shared_inter = 1408,
+     .qkv_bias = 1,
+     .rope_dim = 64,
+     .n_group = 1,
+     .topk_group = 1,
+     .routed_scale = 1.0f,
+     .eos2 = 151338},
+};
+#define N_SHAPES (int)(sizeof(g_shapes) / sizeof(g_shapes[0]))
+
+const char *coli_synth_shapes(void)
+{
+	return "qwen3-30b-a3b, qwen3-235b-a22b, mixtral-8x7b, olmoe-1b-7b, glm-4.5, glm-4.5-air, "
+	       "tiny";
+}
+
+int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
+                     struct coli_model_config *c, const char **source)
+{
+	const struct shape *s = NULL;
+
+	for (int i = 0; i < N_SHAPES && !s; i++)
+		if (!strcmp(name, g_shapes[i].name))
+			s = &g_shapes[i];
+	if (!s)
+		return -ENOENT;
+	if (n_layers < 0 || n_layers > COLI_MAX_LAYERS)
+		return -EINVAL;
+	coli_config_init(c);
+	if (coli_arch_parse(s->model_type, &c->arch))
+		return -EINVAL;
+	snprintf(c->model_type, sizeof(c->model_type), "%s", s->model_type);
+	c->n_layers = n_layers ? n_layers : s->n_layers;
+	c->hidden = s->hidden;
+	c->n_heads = s->n_heads;
+	c->n_kv_heads = s->n_kv_heads;
+	c->head_dim = s->head_dim;
+	c->rope_dim = s->head_dim;
+	c->vocab = s->vocab;
+	c->n_experts = s->n_experts;
+	c->top_k = s->top_k;
+	c->moe_inter = s->moe_inter;
+	c->norm_topk_prob = s->norm_topk_prob;
+	c->qk_norm = s->qk_norm;
+	c->max_ctx = s->max_ctx;
+	c->norm_eps = s->norm_eps;
+	c->rope_theta = s->rope_theta;
+	c->quant = quant;
+	/* dense layers first, as the real model; --layers keeps at least one MoE layer */
+	for (int l = 0; l < c->n_layers; l++)
+		c->is_moe_layer[l] = l >= s->n_dense || l == c->n_layers - 1;
+	if (c->arch == COLI_ARCH_GLM4_MOE) {
+		c->dense_inter = s->dense_inter;
+		c->shared_inter = s->shared_inter;
+		c->shared_gated = 0;
+		c->qkv_bias = s->qkv_bias;
+		c->rope_dim = s->rope_dim;
+		c->router_kind = COLI_ROUTER_SIGMOID;
+		c->router_bias = 1;
+		c->n_group = s->n_group;
+		c->topk_group = s->topk_group;
+		c->routed_scale = s->routed_scale;
+	}
+	c->bos = s->bos;
+	c->eos[c->n_eos++] = s->eos0;
+	if (s->eos1 >= 0)
+		c->eos[c->n_eos++] = s->eos1;
+	if (s->eos2 > 0)
+		c->eos[c->n_eos++] = s->eos2;
+	if (source)
+		*source = s->source;
+	return 0;
+}
