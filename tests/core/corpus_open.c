@@ -11,7 +11,9 @@
  *
  * Usage: corpus_open [FILE|DIR]...   (no argument: the committed corpora
  * and those of the last fuzz run, $BUILD/fuzz/{container,model}/corpus;
- * exit 77 when there is none). Prints one line of counts.
+ * when there is none, as on a fresh clone, the fuzzers' own seeds
+ * (tools/fuzz_{container,model}.seed.sh) and MUTANTS copies of each with a
+ * few bytes changed, the same every run). Prints one line of counts.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,6 +26,8 @@
 #include "core/coli.h"
 #include "core/fixture_util.h"
 #include "io/edit.h"
+
+#define MUTANTS 24 /* mutated copies of each seed when there is no corpus */
 
 static int g_files, g_refused, g_opened, g_fail;
 
@@ -129,6 +133,62 @@ static void walk(const char *path)
 	closedir(dir);
 }
 
+/* The seeds the fuzz targets start from, written to seeds/ (tests run in a
+ * scratch directory), and MUTANTS copies of each with 1-8 bytes set to
+ * values from a fixed LCG: a corpus for a fresh clone. */
+static void make_seeds(const char *root, const char *build)
+{
+	static const char *const t[] = {"container", "model"};
+	unsigned long long x = 2026;
+	char cmd[8192], cwd[4096];
+	DIR *dir;
+	struct dirent *d;
+
+	if (!getcwd(cwd, sizeof(cwd)) || mkdir("seeds", 0755))
+		return;
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd),
+		         "cd '%s' && BUILD='%s' sh tools/fuzz_%s.seed.sh '%s/seeds'", root, build,
+		         t[i], cwd);
+		if (system(cmd))
+			return;
+	}
+	if (!(dir = opendir("seeds")))
+		return;
+	while ((d = readdir(dir))) {
+		char p[4096];
+		size_t n;
+		unsigned char *b;
+
+		if (d->d_name[0] == '.' || strstr(d->d_name, ".mut"))
+			continue;
+		snprintf(p, sizeof(p), "seeds/%s", d->d_name);
+		if (!(b = slurp_file(p, &n)) || !n) {
+			free(b);
+			continue;
+		}
+		for (int m = 0; m < MUTANTS; m++) {
+			unsigned char *c = malloc(n);
+			FILE *f;
+
+			memcpy(c, b, n);
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			for (int k = 0, nk = 1 + (int)(x >> 61); k < nk; k++) {
+				x = x * 6364136223846793005ull + 1442695040888963407ull;
+				c[(x >> 16) % n] = (unsigned char)(x >> 56);
+			}
+			snprintf(p, sizeof(p), "seeds/%s.mut%d", d->d_name, m);
+			if ((f = fopen(p, "wb"))) {
+				fwrite(c, 1, n, f);
+				fclose(f);
+			}
+			free(c);
+		}
+		free(b);
+	}
+	closedir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1) {
@@ -147,9 +207,14 @@ int main(int argc, char **argv)
 			walk(p);
 		}
 	}
+	if (!g_files && !g_fail && argc == 1) { /* a fresh clone: the seeds and mutants */
+		make_seeds(getenv("ROOT") ? getenv("ROOT") : ".",
+		           getenv("BUILD") ? getenv("BUILD") : "build");
+		walk("seeds");
+	}
 	if (!g_files && !g_fail) {
-		printf("no corpus files yet (tests/fuzz/{container,model}/, "
-		       "$BUILD/fuzz/{container,model}/corpus/: make fuzz writes them)\n");
+		printf("no corpus files and no seeds (tools/fuzz_{container,model}.seed.sh need "
+		       "coli and the container round-trip test built)\n");
 		return 77;
 	}
 	printf("%d files: %d refused, %d opened (and ran a token), %d failed\n", g_files, g_refused,
