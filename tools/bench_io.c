@@ -254,11 +254,11 @@ int bench_io_main(int argc, char **argv)
 		       rounds, (unsigned long long)S.expert_off, (unsigned long long)S.expert_bytes,
 		       S.n, S.uniform ? "true" : "false");
 		printf(
-		    " \"seq\": {\"bytes\": %llu, \"qd\": %d, \"block_bytes\": %zu, \"gbs\": %.4f, "
-		    "\"gbs_min\": %.4f, \"gbs_max\": %.4f},\n",
+		    " \"seq\": {\"bytes\": %llu, \"qd\": %d, \"block_bytes\": %zu, \"gbs\": %.6g, "
+		    "\"gbs_min\": %.6g, \"gbs_max\": %.6g},\n",
 		    (unsigned long long)seq_bytes, qd, block, seq.med, seq.min, seq.max);
 		printf(" \"slabs\": {\"n\": %d, \"qd\": %d, \"slab_bytes\": %llu, \"bytes\": %llu, "
-		       "\"reads\": %llu, \"gbs\": %.4f, \"gbs_min\": %.4f, \"gbs_max\": %.4f, "
+		       "\"reads\": %llu, \"gbs\": %.6g, \"gbs_min\": %.6g, \"gbs_max\": %.6g, "
 		       "\"slabs_per_s\": %.2f},\n",
 		       n_slabs, slab_qd, (unsigned long long)S.slab_bytes,
 		       (unsigned long long)slab_sum, (unsigned long long)slabs.last.reads,
@@ -267,13 +267,13 @@ int bench_io_main(int argc, char **argv)
 		if (stream)
 			printf(" \"stream\": {\"n\": %d, \"qd\": %d, \"bytes\": %llu, \"reads\": "
 			       "%llu, "
-			       "\"how\": \"%s\", \"gbs\": %.4f, \"gbs_min\": %.4f, \"gbs_max\": "
-			       "%.4f},\n",
+			       "\"how\": \"%s\", \"gbs\": %.6g, \"gbs_min\": %.6g, \"gbs_max\": "
+			       "%.6g},\n",
 			       n_slabs, slab_qd, (unsigned long long)str.last.bytes,
 			       (unsigned long long)str.last.reads, desc, str.med, str.min, str.max);
 		if (stream)
-			printf(" \"verify\": {\"gbs\": %.4f, \"gbs_min\": %.4f, \"gbs_max\": %.4f, "
-			       "\"cost\": %.4f},\n",
+			printf(" \"verify\": {\"gbs\": %.6g, \"gbs_min\": %.6g, \"gbs_max\": %.6g, "
+			       "\"cost\": %.6g},\n",
 			       ver.med, ver.min, ver.max, str.med > 0 ? 1 - ver.med / str.med : 0);
 		printf(" \"ratio\": %.6g}\n", seq.med > 0 ? slabs.med / seq.med : 0);
 	} else {

