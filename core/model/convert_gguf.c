@@ -38,7 +38,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,18 +46,6 @@
 
 #include "core/model/convert_internal.h"
 #include "io/gguf.h"
-
-static int errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 int coli_convert_gguf_is(const char *path)
 {
@@ -91,22 +78,23 @@ int coli_convert_src_read(const struct coli_st_file *f, const struct coli_st_ten
 
 	if (ggml < 0) {
 		rc = coli_io_st_read_range_raw(f, t, elem0, n, dst);
-		return rc ? errf(errbuf, errlen, rc, "%s", coli_io_errmsg()) : 0;
+		return rc ? coli_convert_errf(errbuf, errlen, rc, "%s", coli_io_errmsg()) : 0;
 	}
 	off = coli_convert_gguf_bytes((uint32_t)ggml, elem0);
 	len = coli_convert_gguf_bytes((uint32_t)ggml, n);
 	if (off > t->bytes || len > t->bytes - off)
-		return errf(errbuf, errlen, -EINVAL, "%s: tensor '%s': read past its end", f->path,
-		            t->name);
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s: tensor '%s': read past its end", f->path, t->name);
 	while (len) {
 		ssize_t r = pread(f->fd, p, len, (off_t)(t->offset + off));
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			return errf(errbuf, errlen, r < 0 ? -errno : -EIO,
-			            "%s: tensor '%s': cannot read: %s", f->path, t->name,
-			            r < 0 ? strerror(errno) : "unexpected end of file");
+			return coli_convert_errf(
+			    errbuf, errlen, r < 0 ? -errno : -EIO,
+			    "%s: tensor '%s': cannot read: %s", f->path, t->name,
+			    r < 0 ? strerror(errno) : "unexpected end of file");
 		p += r, off += (uint64_t)r, len -= (uint64_t)r;
 	}
 	return 0;
@@ -143,10 +131,11 @@ static int arch_u64(struct gg *s, const char *suffix, uint64_t dflt, uint64_t *o
 	*out = dflt;
 	rc = coli_gguf_get_u64(s->g, key, out);
 	if (rc && rc != -ENOENT)
-		return errf(s->errbuf, s->errlen, rc, "%s", coli_io_errmsg());
+		return coli_convert_errf(s->errbuf, s->errlen, rc, "%s", coli_io_errmsg());
 	if (rc == 0 && *out > (1u << 30))
-		return errf(s->errbuf, s->errlen, -EINVAL, "%s: %s = %llu is out of range", s->path,
-		            key, (unsigned long long)*out);
+		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
+		                         "%s: %s = %llu is out of range", s->path, key,
+		                         (unsigned long long)*out);
 	return rc;
 }
 
@@ -159,7 +148,7 @@ static int arch_f64(struct gg *s, const char *suffix, double dflt, double *out)
 	*out = dflt;
 	rc = coli_gguf_get_f64(s->g, key, out);
 	if (rc && rc != -ENOENT)
-		return errf(s->errbuf, s->errlen, rc, "%s", coli_io_errmsg());
+		return coli_convert_errf(s->errbuf, s->errlen, rc, "%s", coli_io_errmsg());
 	return 0;
 }
 
@@ -177,8 +166,8 @@ static int need(struct gg *s, const char *suffix, uint64_t *out)
 	int rc = arch_u64(s, suffix, 0, out);
 
 	if (rc == -ENOENT)
-		return errf(s->errbuf, s->errlen, -EINVAL, "%s: no %s.%s key", s->path, s->arch,
-		            suffix);
+		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL, "%s: no %s.%s key", s->path,
+		                         s->arch, suffix);
 	return rc;
 }
 
@@ -254,13 +243,15 @@ static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtyp
 	    (rc = need(s, "expert_used_count", &k)))
 		return rc;
 	if (!nl || nl > COLI_MAX_LAYERS || !nh || !hid)
-		return errf(s->errbuf, s->errlen, -EINVAL,
-		            "%s: block_count %llu, embedding_length %llu, head_count %llu: need "
-		            "1..%d layers and positive sizes",
-		            s->path, (unsigned long long)nl, (unsigned long long)hid,
-		            (unsigned long long)nh, COLI_MAX_LAYERS);
+		return coli_convert_errf(
+		    s->errbuf, s->errlen, -EINVAL,
+		    "%s: block_count %llu, embedding_length %llu, head_count %llu: need "
+		    "1..%d layers and positive sizes",
+		    s->path, (unsigned long long)nl, (unsigned long long)hid,
+		    (unsigned long long)nh, COLI_MAX_LAYERS);
 	if (!emb || emb->ndim != 2)
-		return errf(s->errbuf, s->errlen, -EINVAL, "%s: no 2-D token_embd.weight", s->path);
+		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
+		                         "%s: no 2-D token_embd.weight", s->path);
 	if ((rc = opt(s, "attention.head_count_kv", nh, &nkv)) ||
 	    (rc = opt(s, "attention.key_length", hid / nh, &hd)) ||
 	    (rc = opt(s, "attention.value_length", hd, &vd)) ||
@@ -271,15 +262,16 @@ static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtyp
 	    (rc = arch_f64(s, "rope.freq_base", 10000, &theta)))
 		return rc;
 	if (vd != hd)
-		return errf(s->errbuf, s->errlen, -ENOTSUP,
-		            "%s: attention.value_length %llu != key_length %llu is not supported",
-		            s->path, (unsigned long long)vd, (unsigned long long)hd);
+		return coli_convert_errf(
+		    s->errbuf, s->errlen, -ENOTSUP,
+		    "%s: attention.value_length %llu != key_length %llu is not supported", s->path,
+		    (unsigned long long)vd, (unsigned long long)hd);
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", s->arch);
 	kv = coli_gguf_find(s->g, key);
 	if (kv && kv->type == COLI_GGUF_STR && !(kv->len == 4 && !memcmp(kv->s, "none", 4)))
-		return errf(s->errbuf, s->errlen, -ENOTSUP,
-		            "%s: %s '%.*s' is not supported (only default RoPE)", s->path, key,
-		            (int)(kv->len < 64 ? kv->len : 64), kv->s);
+		return coli_convert_errf(s->errbuf, s->errlen, -ENOTSUP,
+		                         "%s: %s '%.*s' is not supported (only default RoPE)",
+		                         s->path, key, (int)(kv->len < 64 ? kv->len : 64), kv->s);
 	c->n_layers = (int)nl;
 	c->hidden = (int)hid;
 	c->n_heads = (int)nh;
@@ -423,18 +415,21 @@ static int map_tensors(struct gg *s, struct coli_convert_hf *h)
 
 		k = hf_name(t->name, &l, hf, sizeof(hf));
 		if (k < 0)
-			return errf(s->errbuf, s->errlen, -EINVAL,
-			            "%s: tensor '%s' is not part of a %s model coli reads", s->path,
-			            t->name, s->arch);
+			return coli_convert_errf(
+			    s->errbuf, s->errlen, -EINVAL,
+			    "%s: tensor '%s' is not part of a %s model coli reads", s->path,
+			    t->name, s->arch);
 		if (!coli_ggml_can_dequant(t->type))
-			return errf(s->errbuf, s->errlen, -ENOTSUP,
-			            "%s: tensor '%s' has type %s (ggml type %u), which coli cannot "
-			            "read yet",
-			            s->path, t->name, tn ? tn : "unknown", t->type);
+			return coli_convert_errf(
+			    s->errbuf, s->errlen, -ENOTSUP,
+			    "%s: tensor '%s' has type %s (ggml type %u), which coli cannot "
+			    "read yet",
+			    s->path, t->name, tn ? tn : "unknown", t->type);
 		if (k >= (int)FIRST_EXP && k < (int)N_NAMES && t->ndim != 3)
-			return errf(s->errbuf, s->errlen, -EINVAL,
-			            "%s: tensor '%s' has %d dims; stacked experts have 3", s->path,
-			            t->name, t->ndim);
+			return coli_convert_errf(
+			    s->errbuf, s->errlen, -EINVAL,
+			    "%s: tensor '%s' has %d dims; stacked experts have 3", s->path, t->name,
+			    t->ndim);
 		n += k >= (int)FIRST_EXP && k < (int)N_NAMES ? t->ne[2] : 1;
 	}
 	h->st = calloc(1, sizeof(*h->st));
@@ -524,12 +519,13 @@ static int vocab(struct gg *s, json_t *voc, json_t *added)
 	const struct coli_gguf_kv *ty = coli_gguf_find(s->g, "tokenizer.ggml.token_type");
 
 	if (!tok || tok->type != COLI_GGUF_ARR || tok->atype != COLI_GGUF_STR)
-		return errf(s->errbuf, s->errlen, -EINVAL,
-		            "%s: tokenizer.ggml.tokens is missing or not a string array", s->path);
+		return coli_convert_errf(
+		    s->errbuf, s->errlen, -EINVAL,
+		    "%s: tokenizer.ggml.tokens is missing or not a string array", s->path);
 	if (ty && (ty->type != COLI_GGUF_ARR || ty->n != tok->n))
-		return errf(s->errbuf, s->errlen, -EINVAL,
-		            "%s: tokenizer.ggml.token_type does not have one entry per token",
-		            s->path);
+		return coli_convert_errf(
+		    s->errbuf, s->errlen, -EINVAL,
+		    "%s: tokenizer.ggml.token_type does not have one entry per token", s->path);
 	for (uint64_t i = 0; i < tok->n; i++) {
 		uint64_t len;
 		const char *str = coli_gguf_arr_str(tok, i, &len);
@@ -537,9 +533,9 @@ static int vocab(struct gg *s, json_t *voc, json_t *added)
 		json_t *js = json_stringn(str, len), *a;
 
 		if (!js)
-			return errf(s->errbuf, s->errlen, -EINVAL,
-			            "%s: token %llu is not valid UTF-8", s->path,
-			            (unsigned long long)i);
+			return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
+			                         "%s: token %llu is not valid UTF-8", s->path,
+			                         (unsigned long long)i);
 		if (type == TOK_CONTROL || type == TOK_USER) {
 			a = json_pack("{s:I, s:o, s:b, s:b, s:b, s:b, s:b}", "id", (json_int_t)i,
 			              "content", js, "single_word", 0, "lstrip", 0, "rstrip", 0,
@@ -582,9 +578,10 @@ static int tokenizer_json(struct gg *s, char **out)
 	}
 	rc = -ENOTSUP;
 	if (ml != 4 || memcmp(model, "gpt2", 4)) {
-		errf(s->errbuf, s->errlen, rc,
-		     "%s: tokenizer.ggml.model '%.*s' is not supported (only gpt2 BPE)", s->path,
-		     (int)(ml < 64 ? ml : 64), model);
+		coli_convert_errf(
+		    s->errbuf, s->errlen, rc,
+		    "%s: tokenizer.ggml.model '%.*s' is not supported (only gpt2 BPE)", s->path,
+		    (int)(ml < 64 ? ml : 64), model);
 		goto out;
 	}
 	coli_gguf_get_str(s->g, "tokenizer.ggml.pre", &pre, &pl);
@@ -592,10 +589,11 @@ static int tokenizer_json(struct gg *s, char **out)
 		if (strlen(g_pre[i].name) == pl && !memcmp(g_pre[i].name, pre, pl))
 			p = (int)i;
 	if (p < 0) {
-		errf(s->errbuf, s->errlen, rc,
-		     "%s: tokenizer.ggml.pre '%.*s' is not supported (known: qwen2, default, "
-		     "gpt-2)",
-		     s->path, (int)(pl < 64 ? pl : 64), pre);
+		coli_convert_errf(
+		    s->errbuf, s->errlen, rc,
+		    "%s: tokenizer.ggml.pre '%.*s' is not supported (known: qwen2, default, "
+		    "gpt-2)",
+		    s->path, (int)(pl < 64 ? pl : 64), pre);
 		goto out;
 	}
 	rc = -ENOMEM;
@@ -609,9 +607,10 @@ static int tokenizer_json(struct gg *s, char **out)
 		json_t *js = m ? json_stringn(m, len) : NULL;
 
 		if (!js || json_array_append_new(merges, js)) {
-			rc = errf(s->errbuf, s->errlen, -EINVAL,
-			          "%s: tokenizer.ggml.merges[%llu] is not a UTF-8 string", s->path,
-			          (unsigned long long)i);
+			rc = coli_convert_errf(
+			    s->errbuf, s->errlen, -EINVAL,
+			    "%s: tokenizer.ggml.merges[%llu] is not a UTF-8 string", s->path,
+			    (unsigned long long)i);
 			goto out;
 		}
 	}
@@ -630,7 +629,8 @@ static int tokenizer_json(struct gg *s, char **out)
 	rc = *out ? 0 : -ENOMEM;
 out:
 	if (rc == -ENOMEM && !s->errbuf[0])
-		errf(s->errbuf, s->errlen, rc, "%s: out of memory building the tokenizer", s->path);
+		coli_convert_errf(s->errbuf, s->errlen, rc,
+		                  "%s: out of memory building the tokenizer", s->path);
 	json_decref(root);
 	json_decref(voc);
 	json_decref(added);
@@ -667,7 +667,7 @@ static int sections(struct gg *s, struct coli_convert_hf *h)
 	rc = coli_config_parse(h->section[COLI_SECTION_CONFIG],
 	                       h->section_bytes[COLI_SECTION_CONFIG], &back, tmp, sizeof(tmp));
 	if (rc)
-		errf(s->errbuf, s->errlen, rc, "%s: %s", s->path, tmp);
+		coli_convert_errf(s->errbuf, s->errlen, rc, "%s: %s", s->path, tmp);
 	return rc;
 }
 
@@ -692,20 +692,22 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 	}
 	rc = coli_gguf_open(o->hf_dir, s.g);
 	if (rc) {
-		errf(errbuf, errlen, rc, "%s", coli_io_errmsg());
+		coli_convert_errf(errbuf, errlen, rc, "%s", coli_io_errmsg());
 		goto err;
 	}
 	rc = -EPROTONOSUPPORT;
 	if (coli_gguf_get_str(s.g, "general.architecture", &arch, &al)) {
-		errf(errbuf, errlen, rc,
-		     "%s: no general.architecture (supported: qwen3moe, qwen2moe)", o->hf_dir);
+		coli_convert_errf(errbuf, errlen, rc,
+		                  "%s: no general.architecture (supported: qwen3moe, qwen2moe)",
+		                  o->hf_dir);
 		goto err;
 	}
 	if (!(al == 8 && (!memcmp(arch, "qwen3moe", 8) || !memcmp(arch, "qwen2moe", 8)))) {
-		errf(errbuf, errlen, rc,
-		     "%s: architecture '%.*s' is not supported for GGUF import (supported: "
-		     "qwen3moe, qwen2moe)",
-		     o->hf_dir, (int)(al < 64 ? al : 64), arch);
+		coli_convert_errf(
+		    errbuf, errlen, rc,
+		    "%s: architecture '%.*s' is not supported for GGUF import (supported: "
+		    "qwen3moe, qwen2moe)",
+		    o->hf_dir, (int)(al < 64 ? al : 64), arch);
 		goto err;
 	}
 	memcpy(s.arch, arch, al);
@@ -723,15 +725,15 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 	h->st[0].fd = open(o->hf_dir, O_RDONLY | O_CLOEXEC);
 	if (!h->st[0].path || h->st[0].fd < 0) {
 		rc = h->st[0].path ? -errno : -ENOMEM;
-		errf(errbuf, errlen, rc, "%s: cannot open for reading: %s", o->hf_dir,
-		     strerror(-rc));
+		coli_convert_errf(errbuf, errlen, rc, "%s: cannot open for reading: %s", o->hf_dir,
+		                  strerror(-rc));
 		goto err;
 	}
 	coli_gguf_close(&g); /* what the conversion needs is copied out */
 	return 0;
 err:
 	if (!errbuf[0])
-		errf(errbuf, errlen, rc, "%s: %s", o->hf_dir, strerror(-rc));
+		coli_convert_errf(errbuf, errlen, rc, "%s: %s", o->hf_dir, strerror(-rc));
 	coli_gguf_close(&g);
 	coli_convert_hf_free(h);
 	return rc;

@@ -57,9 +57,7 @@
 
 #define TEXT_MAX (256u << 20) /* tokenizer.json of a 150k vocab is ~10 MB */
 
-static int errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
+int coli_convert_errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -132,14 +130,14 @@ static int load_file(struct coli_convert_hf *h, const char *name, enum coli_sect
 	if (root)
 		*root = NULL;
 	if (!path)
-		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		return coli_convert_errf(errbuf, errlen, -ENOMEM, "out of memory");
 	rc = read_text(path, &buf, &len);
 	if (rc == -ENOENT && !required) {
 		free(path);
 		return 0;
 	}
 	if (rc) {
-		errf(errbuf, errlen, rc, "%s: cannot read: %s", path, strerror(-rc));
+		coli_convert_errf(errbuf, errlen, rc, "%s: cannot read: %s", path, strerror(-rc));
 		free(path);
 		return rc;
 	}
@@ -151,8 +149,9 @@ static int load_file(struct coli_convert_hf *h, const char *name, enum coli_sect
 		if (!*root && json_error_code(&jerr) == json_error_numeric_overflow)
 			*root = json_loadb(buf, len, JSON_DECODE_INT_AS_REAL, &jerr);
 		if (!*root || !json_is_object(*root)) {
-			errf(errbuf, errlen, -EINVAL, "%s: not a JSON object (line %d: %s)", path,
-			     jerr.line, *root ? "top level is not an object" : jerr.text);
+			coli_convert_errf(errbuf, errlen, -EINVAL,
+			                  "%s: not a JSON object (line %d: %s)", path, jerr.line,
+			                  *root ? "top level is not an object" : jerr.text);
 			json_decref(*root);
 			*root = NULL;
 			free(buf);
@@ -244,9 +243,10 @@ static double rope_theta(json_t *cfg, enum coli_arch arch, const char *path, cha
 		if (!type)
 			type = json_string_value(json_object_get(p, "type"));
 		if (type && strcmp(type, "default")) {
-			errf(errbuf, errlen, -ENOTSUP,
-			     "%s: %s.rope_type '%s' is not supported (only default RoPE)", path,
-			     nests[i], type);
+			coli_convert_errf(
+			    errbuf, errlen, -ENOTSUP,
+			    "%s: %s.rope_type '%s' is not supported (only default RoPE)", path,
+			    nests[i], type);
 			return -1;
 		}
 		t = json_object_get(p, "rope_theta");
@@ -271,17 +271,19 @@ static int parse_arch(struct coli_model_config *c, json_t *cfg, const char *path
 	const char *mt = json_string_value(json_object_get(cfg, "model_type")), *act;
 
 	if (!mt)
-		return errf(errbuf, errlen, -EINVAL, "%s: no \"model_type\" (supported: %s)", path,
-		            coli_arch_supported());
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s: no \"model_type\" (supported: %s)", path,
+		                         coli_arch_supported());
 	if (coli_arch_parse(mt, &c->arch))
-		return errf(errbuf, errlen, -EPROTONOSUPPORT,
-		            "%s: model_type '%s' is not supported (supported: %s)", path, mt,
-		            coli_arch_supported());
+		return coli_convert_errf(errbuf, errlen, -EPROTONOSUPPORT,
+		                         "%s: model_type '%s' is not supported (supported: %s)",
+		                         path, mt, coli_arch_supported());
 	snprintf(c->model_type, sizeof(c->model_type), "%s", mt);
 	act = json_string_value(json_object_get(cfg, "hidden_act"));
 	if (act && strcmp(act, "silu"))
-		return errf(errbuf, errlen, -ENOTSUP,
-		            "%s: hidden_act '%s' is not supported (only silu)", path, act);
+		return coli_convert_errf(errbuf, errlen, -ENOTSUP,
+		                         "%s: hidden_act '%s' is not supported (only silu)", path,
+		                         act);
 	return 0;
 }
 
@@ -304,23 +306,23 @@ static int read_sizes(json_t *cfg, enum coli_arch arch, const char *path, struct
 	    get_int(cfg, "norm_topk_prob", arch == COLI_ARCH_GLM4_MOE, &s->ntp) ||
 	    get_int(cfg, "tie_word_embeddings", 0, &s->tie) ||
 	    get_int(cfg, "sliding_window", 0, &s->swin))
-		return errf(errbuf, errlen, -EINVAL, "%s: a size or flag key is not an integer",
-		            path);
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s: a size or flag key is not an integer", path);
 	if (s->nh <= 0 || s->hid <= 0 || s->nl <= 0)
-		return errf(errbuf, errlen, -EINVAL,
-		            "%s: needs positive num_hidden_layers, hidden_size and "
-		            "num_attention_heads",
-		            path);
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s: needs positive num_hidden_layers, hidden_size and "
+		                         "num_attention_heads",
+		                         path);
 	if (get_int(cfg, "head_dim", s->hid / s->nh, &s->hd) ||
 	    get_int(cfg, "max_position_embeddings",
 	            arch == COLI_ARCH_OLMOE                                   ? 4096
 	            : arch == COLI_ARCH_MIXTRAL || arch == COLI_ARCH_GLM4_MOE ? 131072
 	                                                                      : 32768,
 	            &s->ctx))
-		return errf(errbuf, errlen, -EINVAL,
-		            "%s: head_dim or max_position_embeddings "
-		            "is not an integer",
-		            path);
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s: head_dim or max_position_embeddings "
+		                         "is not an integer",
+		                         path);
 	return 0;
 }
 
@@ -337,8 +339,8 @@ static int read_glm(json_t *cfg, const char *path, struct hf_keys *s, char *errb
 	    get_int(cfg, "num_mtp_layers", 0, &s->nmtp) || /* transformers 5's spelling */
 	    get_int(cfg, "num_nextn_predict_layers", s->nmtp, &s->nmtp) ||
 	    get_int(cfg, "use_qk_norm", 0, &s->qkn))
-		return errf(errbuf, errlen, -EINVAL,
-		            "%s: a glm4_moe size or flag is not an integer", path);
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s: a glm4_moe size or flag is not an integer", path);
 	if (s->nre)
 		s->ne = s->nre;
 	v = json_object_get(cfg, "routed_scaling_factor");
@@ -350,10 +352,11 @@ static int read_glm(json_t *cfg, const char *path, struct hf_keys *s, char *errb
 	s->prf = json_is_number(v) ? json_number_value(v) : 0.5;
 	if (!(s->prf > 0 && s->prf <= 1) || (long)(s->hd * s->prf) % 2 || s->n_sh < 0 ||
 	    s->nmtp < 0 || s->fkd < 0)
-		return errf(errbuf, errlen, -EINVAL,
-		            "%s: partial_rotary_factor %g (head_dim %ld), n_shared_experts, "
-		            "first_k_dense_replace or num_nextn_predict_layers out of range",
-		            path, s->prf, s->hd);
+		return coli_convert_errf(
+		    errbuf, errlen, -EINVAL,
+		    "%s: partial_rotary_factor %g (head_dim %ld), n_shared_experts, "
+		    "first_k_dense_replace or num_nextn_predict_layers out of range",
+		    path, s->prf, s->hd);
 	return 0;
 }
 
@@ -367,26 +370,30 @@ static int read_attention(json_t *cfg, enum coli_arch arch, const char *mt, cons
 
 	if (arch == COLI_ARCH_QWEN2_MOE) {
 		if (get_int(cfg, "qkv_bias", 1, &s->bias))
-			return errf(errbuf, errlen, -EINVAL, "%s: qkv_bias not a boolean", path);
+			return coli_convert_errf(errbuf, errlen, -EINVAL,
+			                         "%s: qkv_bias not a boolean", path);
 	} else if (arch == COLI_ARCH_GLM4_MOE) { /* q, k and v only: o_proj has none */
 		if (get_int(cfg, "attention_bias", 0, &s->bias))
-			return errf(errbuf, errlen, -EINVAL, "%s: attention_bias not a boolean",
-			            path);
+			return coli_convert_errf(errbuf, errlen, -EINVAL,
+			                         "%s: attention_bias not a boolean", path);
 	} else if (get_int(cfg, "attention_bias", 0, &s->bias) || s->bias) {
-		return errf(errbuf, errlen, -ENOTSUP,
-		            "%s: attention_bias=true is not supported for %s (it adds an o_proj "
-		            "bias coli does not have)",
-		            path, mt);
+		return coli_convert_errf(
+		    errbuf, errlen, -ENOTSUP,
+		    "%s: attention_bias=true is not supported for %s (it adds an o_proj "
+		    "bias coli does not have)",
+		    path, mt);
 	}
 	if (arch == COLI_ARCH_OLMOE && json_is_number(json_object_get(cfg, "clip_qkv")))
-		return errf(errbuf, errlen, -ENOTSUP, "%s: clip_qkv is not supported", path);
+		return coli_convert_errf(errbuf, errlen, -ENOTSUP, "%s: clip_qkv is not supported",
+		                         path);
 	if (qwen && json_is_true(json_object_get(cfg, "use_sliding_window")))
-		return errf(errbuf, errlen, -ENOTSUP,
-		            "%s: use_sliding_window=true is not supported", path);
+		return coli_convert_errf(errbuf, errlen, -ENOTSUP,
+		                         "%s: use_sliding_window=true is not supported", path);
 	if (arch == COLI_ARCH_MIXTRAL && s->swin > 0 && s->swin < s->ctx)
-		return errf(errbuf, errlen, -ENOTSUP,
-		            "%s: sliding_window %ld < max_position_embeddings is not supported",
-		            path, s->swin);
+		return coli_convert_errf(
+		    errbuf, errlen, -ENOTSUP,
+		    "%s: sliding_window %ld < max_position_embeddings is not supported", path,
+		    s->swin);
 	v = json_object_get(cfg, "rms_norm_eps");
 	s->eps = json_is_number(v) ? json_number_value(v) : qwen ? 1e-6 : 1e-5;
 	s->theta = rope_theta(cfg, arch, path, errbuf, errlen);
@@ -508,8 +515,9 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 		return rc;
 	fill_config(c, &s, qwen, quant);
 	if (s.nl > COLI_MAX_LAYERS)
-		return errf(errbuf, errlen, -EINVAL, "%s: %ld layers (coli supports at most %d)",
-		            path, s.nl, COLI_MAX_LAYERS);
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s: %ld layers (coli supports at most %d)", path, s.nl,
+		                         COLI_MAX_LAYERS);
 	moe_layers(c, cfg, &s, qwen);
 	special_ids(c, cfg, gen);
 	return 0;
@@ -545,7 +553,7 @@ static int load_chat_template(struct coli_convert_hf *h, json_t *tokcfg, char *e
 		return 0;
 	h->section[COLI_SECTION_CHAT_TEMPLATE] = strdup(s);
 	if (!h->section[COLI_SECTION_CHAT_TEMPLATE])
-		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		return coli_convert_errf(errbuf, errlen, -ENOMEM, "out of memory");
 	h->section_bytes[COLI_SECTION_CHAT_TEMPLATE] = strlen(s);
 	return 0;
 }
@@ -560,19 +568,19 @@ static int find_shards(struct coli_convert_hf *h, char *errbuf, size_t errlen)
 
 	h->index_path = coli_convert_path_join(h->dir, "model.safetensors.index.json");
 	if (!h->index_path)
-		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		return coli_convert_errf(errbuf, errlen, -ENOMEM, "out of memory");
 	if (access(h->index_path, F_OK)) {
 		free(h->index_path);
 		h->index_path = NULL;
 		h->shards = calloc(1, sizeof(char *));
 		if (!h->shards ||
 		    !(h->shards[0] = coli_convert_path_join(h->dir, "model.safetensors")))
-			return errf(errbuf, errlen, -ENOMEM, "out of memory");
+			return coli_convert_errf(errbuf, errlen, -ENOMEM, "out of memory");
 		h->n_shards = 1;
 		if (access(h->shards[0], F_OK))
-			return errf(errbuf, errlen, -ENOENT,
-			            "%s: no model.safetensors and no model.safetensors.index.json",
-			            h->dir);
+			return coli_convert_errf(
+			    errbuf, errlen, -ENOENT,
+			    "%s: no model.safetensors and no model.safetensors.index.json", h->dir);
 		return 0;
 	}
 	rc = load_file(h, "model.safetensors.index.json", 0, 1, &idx, errbuf, errlen);
@@ -581,12 +589,13 @@ static int find_shards(struct coli_convert_hf *h, char *errbuf, size_t errlen)
 	map = json_object_get(idx, "weight_map");
 	if (!json_is_object(map) || !json_object_size(map)) {
 		json_decref(idx);
-		return errf(errbuf, errlen, -EINVAL, "%s: no \"weight_map\" object", h->index_path);
+		return coli_convert_errf(errbuf, errlen, -EINVAL, "%s: no \"weight_map\" object",
+		                         h->index_path);
 	}
 	h->shards = calloc(json_object_size(map), sizeof(char *));
 	if (!h->shards) {
 		json_decref(idx);
-		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		return coli_convert_errf(errbuf, errlen, -ENOMEM, "out of memory");
 	}
 	json_object_foreach(map, key, v)
 	{
@@ -596,17 +605,18 @@ static int find_shards(struct coli_convert_hf *h, char *errbuf, size_t errlen)
 
 		if (!f || !*f || strchr(f, '/')) {
 			/* the message first: key lives in idx */
-			errf(errbuf, errlen, -EINVAL,
-			     "%s: weight_map entry for '%s' is not a file name in the same "
-			     "directory",
-			     h->index_path, key);
+			coli_convert_errf(
+			    errbuf, errlen, -EINVAL,
+			    "%s: weight_map entry for '%s' is not a file name in the same "
+			    "directory",
+			    h->index_path, key);
 			json_decref(idx);
 			return -EINVAL;
 		}
 		p = coli_convert_path_join(h->dir, f);
 		if (!p) {
 			json_decref(idx);
-			return errf(errbuf, errlen, -ENOMEM, "out of memory");
+			return coli_convert_errf(errbuf, errlen, -ENOMEM, "out of memory");
 		}
 		for (int i = 0; i < h->n_shards && !dup; i++)
 			dup = !strcmp(h->shards[i], p);
@@ -629,7 +639,7 @@ int coli_convert_hf_load(const char *dir, enum coli_dtype quant, struct coli_con
 	memset(h, 0, sizeof(*h));
 	h->dir = strdup(dir);
 	if (!h->dir)
-		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		return coli_convert_errf(errbuf, errlen, -ENOMEM, "out of memory");
 	rc = load_file(h, "config.json", COLI_SECTION_HF_CONFIG, 1, &cfg, errbuf, errlen);
 	if (!rc)
 		rc = load_file(h, "generation_config.json", COLI_SECTION_GEN_CONFIG, 0, &gen,
@@ -648,13 +658,14 @@ int coli_convert_hf_load(const char *dir, enum coli_dtype quant, struct coli_con
 		/* Round-trip through the engine's own parser: its range checks apply. */
 		cjson = coli_config_format(&h->cfg);
 		if (!cjson) {
-			rc = errf(errbuf, errlen, -ENOMEM, "out of memory");
+			rc = coli_convert_errf(errbuf, errlen, -ENOMEM, "out of memory");
 		} else {
 			struct coli_model_config back;
 
 			rc = coli_config_parse(cjson, strlen(cjson), &back, tmp, sizeof(tmp));
 			if (rc)
-				errf(errbuf, errlen, rc, "%s/config.json: %s", dir, tmp);
+				coli_convert_errf(errbuf, errlen, rc, "%s/config.json: %s", dir,
+				                  tmp);
 		}
 	}
 	if (!rc) {
@@ -681,17 +692,18 @@ int coli_convert_hf_open_shards(struct coli_convert_hf *h, char *errbuf, size_t 
 {
 	h->st = calloc(h->n_shards, sizeof(*h->st));
 	if (!h->st)
-		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		return coli_convert_errf(errbuf, errlen, -ENOMEM, "out of memory");
 	for (int i = 0; i < h->n_shards; i++)
 		h->st[i].fd = -1;
 	for (int i = 0; i < h->n_shards; i++) {
 		int rc = coli_io_st_open(h->shards[i], &h->st[i]);
 
 		if (rc == -ENOENT && h->index_path)
-			return errf(errbuf, errlen, rc, "%s: missing shard (named by %s)",
-			            h->shards[i], h->index_path);
+			return coli_convert_errf(errbuf, errlen, rc,
+			                         "%s: missing shard (named by %s)", h->shards[i],
+			                         h->index_path);
 		if (rc)
-			return errf(errbuf, errlen, rc, "%s", coli_io_errmsg());
+			return coli_convert_errf(errbuf, errlen, rc, "%s", coli_io_errmsg());
 	}
 	return 0;
 }

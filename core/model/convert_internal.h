@@ -59,6 +59,9 @@ int coli_convert_src_read(const struct coli_st_file *f, const struct coli_st_ten
 int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint64_t i0,
                            uint64_t i1, float *dst);
 
+/* Formats the message into errbuf and returns rc (the converter's errors). */
+int coli_convert_errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* "path/name" in a malloc'd string. */
 char *coli_convert_path_join(const char *dir, const char *name);
 

@@ -16,22 +16,11 @@
 #   refused  architecture "llama", and a truncated file: exit 1 naming why,
 #            no output (nor its .tmp) left behind
 set -u
-PY="$ROOT/$BUILD/pyenv-gguf/bin/python"
 GEN="$ROOT/tests/convert/gguf_import.py"
 COLI="$ROOT/$BUILD/coli"
 FIX="$ROOT/tests/fixtures"
 
-if ! "$PY" -c 'import gguf' 2>/dev/null; then
-	rm -rf "$ROOT/$BUILD/pyenv-gguf"; python3 -m venv "$ROOT/$BUILD/pyenv-gguf" || { echo "python3 -m venv failed (python3-venv missing)"; exit 77; }
-	if ! "$PY" -m pip install -q gguf >pip.log 2>&1; then
-		cat pip.log
-		if grep -qiE 'connection|resolve|network|timed out|No matching distribution' pip.log; then
-			echo "PyPI unreachable: cannot install gguf"
-			exit 77
-		fi
-		exit 1
-	fi
-fi
+. "$ROOT/tests/io/gguf_venv" # sets PY
 
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }

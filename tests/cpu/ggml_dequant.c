@@ -1,7 +1,7 @@
 /*
  * tests/cpu/ggml_dequant.c — cpu/ggml.c's dequantization of every ggml type
  * it reads against the `gguf` Python package's (llama.cpp's reference), bit
- * for bit, on random blocks (tests/cpu/ggml_ref.sh makes them: 64 blocks a
+ * for bit, on random blocks (tests/cpu/ggml_ref.py makes them: 64 blocks a
  * type, scales random finite halves with zero, -0, a subnormal and the
  * largest among them; F16 and BF16 over 4096 random finite values); then the
  * errors: a partial block, a type it cannot read.
@@ -72,14 +72,13 @@ int main(void)
 	    COLI_GGML_F16,  COLI_GGML_BF16, COLI_GGML_Q4_0, COLI_GGML_Q4_1, COLI_GGML_Q5_0,
 	    COLI_GGML_Q5_1, COLI_GGML_Q8_0, COLI_GGML_Q2_K, COLI_GGML_Q3_K, COLI_GGML_Q4_K,
 	    COLI_GGML_Q5_K, COLI_GGML_Q6_K, COLI_GGML_MXFP4};
-	const char *root = getenv("ROOT");
-	char cmd[512];
 	unsigned char blk[256] = {0};
 	float y[256];
 	int fail = 0, st;
 
-	snprintf(cmd, sizeof(cmd), "sh '%s/tests/cpu/ggml_ref.sh' .", root ? root : ".");
-	st = system(cmd);
+	/* the references, with the venv of tests/io/gguf_venv */
+	st = system("sh -c '. \"$ROOT/tests/io/gguf_venv\" && "
+	            "exec \"$PY\" \"$ROOT/tests/cpu/ggml_ref.py\" .'");
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) /* 77: its line said why */
 		return WIFEXITED(st) && WEXITSTATUS(st) == 77 ? 77 : 1;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)

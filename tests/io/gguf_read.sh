@@ -8,23 +8,12 @@
 # keys and tensors, bad dims and types, partial blocks, data outside the
 # file, unaligned or overlapping tensors, a bad alignment, a NUL in a key)
 # must each be refused with exit 1 and a message saying why.
-# The venv is cached in $ROOT/$BUILD/pyenv-gguf.
+# The venv is tests/io/gguf_venv's.
 set -u
-PY="$ROOT/$BUILD/pyenv-gguf/bin/python"
 REF="$ROOT/tests/io/gguf_ref.py"
 COLI="$ROOT/$BUILD/coli"
 
-if ! "$PY" -c 'import gguf' 2>/dev/null; then
-	rm -rf "$ROOT/$BUILD/pyenv-gguf"; python3 -m venv "$ROOT/$BUILD/pyenv-gguf" || { echo "python3 -m venv failed (python3-venv missing)"; exit 77; }
-	if ! "$PY" -m pip install -q gguf >pip.log 2>&1; then
-		cat pip.log
-		if grep -qiE 'connection|resolve|network|timed out|No matching distribution' pip.log; then
-			echo "PyPI unreachable: cannot install gguf"
-			exit 77
-		fi
-		exit 1
-	fi
-fi
+. "$ROOT/tests/io/gguf_venv" # sets PY
 
 fail=0
 "$PY" "$REF" write ok.gguf || exit 1

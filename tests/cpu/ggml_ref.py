@@ -1,21 +1,8 @@
-#!/bin/sh
-# tests/cpu/ggml_ref.sh DIR — random blocks of every ggml type coli
-# dequantizes and the `gguf` Python package's dequantization of them
-# (DIR/TYPE.blocks, DIR/TYPE.f32), for tests/cpu/ggml_dequant.c. The venv is
-# $ROOT/$BUILD/pyenv-gguf (tests/io/gguf_read.sh makes the same one); exit 77
-# with the reason when PyPI cannot be reached.
-PY="$ROOT/$BUILD/pyenv-gguf/bin/python"
-if ! "$PY" -c 'import gguf' 2>/dev/null; then
-	rm -rf "$ROOT/$BUILD/pyenv-gguf"
-	python3 -m venv "$ROOT/$BUILD/pyenv-gguf" || { echo "python3 -m venv failed (python3-venv missing)"; exit 77; }
-	if ! "$PY" -m pip install -q gguf >"$1/pip.log" 2>&1; then
-		cat "$1/pip.log"
-		grep -qiE 'connection|resolve|network|timed out|No matching distribution' "$1/pip.log" &&
-			{ echo "PyPI unreachable: cannot install gguf"; exit 77; }
-		exit 1
-	fi
-fi
-exec "$PY" - "$1" <<'PYEOF'
+#!/usr/bin/env python3
+"""tests/cpu/ggml_ref.py DIR -- random blocks of every ggml type coli
+dequantizes and the `gguf` Python package's dequantization of them
+(DIR/TYPE.blocks, DIR/TYPE.f32), for tests/cpu/ggml_dequant.c, which runs it
+with the venv of tests/io/gguf_venv."""
 import sys
 import numpy as np
 import gguf
@@ -49,4 +36,3 @@ f16.view(np.float16).astype(np.float32).tofile(f"{out}/F16.f32")
 bf = h[(h & 0x7f80) != 0x7f80]
 bf.tofile(f"{out}/BF16.blocks")
 gguf.quants.dequantize(bf.view(np.uint8), Q.BF16).astype(np.float32).tofile(f"{out}/BF16.f32")
-PYEOF
