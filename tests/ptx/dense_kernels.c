@@ -59,25 +59,6 @@
 
 #define DP(a) ((uintptr_t)(a))
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p) {
-		fprintf(stderr, "out of memory (%zu bytes)\n", n);
-		exit(1);
-	}
-	return p;
-}
-
-static void download(void *dst, uint64_t src, size_t n)
-{
-	if (coli_gpu_download(g_gpu, dst, src, n)) {
-		fprintf(stderr, "download failed\n");
-		exit(1);
-	}
-}
-
 /* |got - want| <= tol[i] (or tol0 when tol is NULL); prints one line */
 static int check(const char *what, const float *got, const float *want, const float *tol,
                  float tol0, size_t n)

@@ -20,25 +20,6 @@
 
 #include "ptx_test.h"
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p) {
-		fprintf(stderr, "out of memory (%zu bytes)\n", n);
-		exit(1);
-	}
-	return p;
-}
-
-static void download(void *dst, uint64_t src, size_t n)
-{
-	if (coli_gpu_download(g_gpu, dst, src, n)) {
-		fprintf(stderr, "download failed\n");
-		exit(1);
-	}
-}
-
 static int test_route_sigmoid(void)
 {
 	static const int cases[][8] = {/* T, E, K, n_group, topk_group, norm, bias, coarse */

@@ -51,6 +51,25 @@ static int ptx_test_open(void)
 	return 0;
 }
 
+static inline void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p) {
+		fprintf(stderr, "out of memory (%zu bytes)\n", n);
+		exit(1);
+	}
+	return p;
+}
+
+static inline void download(void *dst, uint64_t src, size_t n)
+{
+	if (coli_gpu_download(g_gpu, dst, src, n)) {
+		fprintf(stderr, "download failed\n");
+		exit(1);
+	}
+}
+
 static inline uint64_t dev_copy(const void *p, size_t n)
 {
 	uint64_t d = 0;
