@@ -204,7 +204,7 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 	int expert, part, l = -1;
 	struct slot *s = NULL;
 
-	if (t->dtype == COLI_ST_OTHER && !v->hf.ggml) {
+	if ((t->dtype == COLI_ST_OTHER || coli_io_st_dtype_bytes(t->dtype) == 1) && !v->hf.ggml) {
 		snprintf(v->errbuf, v->errlen,
 		         "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 checkpoints can be "
 		         "converted",
