@@ -48,6 +48,7 @@ enum coli_arch {
 	COLI_ARCH_OLMOE = 3,
 	COLI_ARCH_MIXTRAL = 4,
 	COLI_ARCH_GLM4_MOE = 5,
+	COLI_ARCH_MINIMAX_M2 = 6,
 };
 
 /* How a MoE layer's router turns its logits into experts and weights. */
