@@ -23,6 +23,7 @@
  *                  rope_parameters): rope_dim = head_dim * factor; layers past
  *                  num_hidden_layers (num_nextn_predict_layers | num_mtp_layers: MTP)
  *                  skipped
+ *   minimax_m2     core/model/convert_minimax.c (after the shared keys)
  *   rope theta     rope_theta | rope_parameters.rope_theta | rope_scaling.rope_theta;
  *                  default 10000 (mixtral 1e6); a rope_type other than "default" is refused
  *   norm_topk_prob qwen3_moe/qwen2_moe/olmoe: key, default false; mixtral: always 1
@@ -518,6 +519,11 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 		return coli_convert_errf(errbuf, errlen, -EINVAL,
 		                         "%s: %ld layers (coli supports at most %d)", path, s.nl,
 		                         COLI_MAX_LAYERS);
+	if (c->arch == COLI_ARCH_MINIMAX_M2) {
+		rc = coli_convert_hf_minimax(cfg, path, c, &h->n_mtp, errbuf, errlen);
+		if (rc)
+			return rc;
+	}
 	moe_layers(c, cfg, &s, qwen);
 	special_ids(c, cfg, gen);
 	return 0;

@@ -63,6 +63,8 @@ static const struct {
     {"mlp.shared_experts.gate_proj.weight", "shexp_gate"},
     {"mlp.shared_experts.up_proj.weight", "shexp_up"},
     {"mlp.shared_experts.down_proj.weight", "shexp_down"},
+    {"block_sparse_moe.e_score_correction_bias", "router_bias"},
+    {"mlp.e_score_correction_bias", "router_bias"},
 };
 
 /* Compares `rows` x `cols` source values with a stored matrix. */
@@ -263,6 +265,9 @@ int main(void)
 	    {"glm4_moe", "--arch glm4_moe"},
 	    /* transformers 5's dialect, fused experts, an MTP layer to skip */
 	    {"glm4_fused_rope_mtp", "--arch glm4_moe --fused --rope-params --mtp --shards 2"},
+	    {"minimax_m2", "--arch minimax_m2"},
+	    /* transformers 5's dialect: fused experts, rope_parameters */
+	    {"minimax_m2_fused_rope_mtp", "--arch minimax_m2 --fused --rope-params --mtp"},
 	    /* q8/q4 keep attn_o (80 columns) and the experts (40) as bf16: exact */
 	    {"qwen3_odd_cols", "--arch qwen3_moe --head-dim 20 --moe-inter 40"},
 	};
