@@ -1,6 +1,7 @@
 /*
- * cpu/ggml.c — ggml's tensor types: the name and block table, and the
- * dequantization of each type coli reads (cpu/ggml.h has the layouts).
+ * cpu/ggml.c — ggml's tensor types: the name and block table, the
+ * dequantization of each type coli reads, and the repack of Q8_0 / Q4_0
+ * blocks into coli's planar matrices (cpu/ggml.h has the layouts).
  */
 #include <errno.h>
 #include <string.h>
@@ -296,6 +297,35 @@ int coli_ggml_dequant(uint32_t type, const void *src, float *dst, uint64_t n)
 		case COLI_GGML_MXFP4:
 			mxfp4(b, dst);
 			break;
+		}
+	}
+	return 0;
+}
+
+int coli_ggml_same_blocks(uint32_t type, enum coli_dtype t)
+{
+	return (type == COLI_GGML_Q8_0 && t == COLI_DTYPE_Q8_0) ||
+	       (type == COLI_GGML_Q4_0 && t == COLI_DTYPE_Q4_0);
+}
+
+/* One block is {fp16 d, quants}: d goes to the scale plane, the quants (32
+ * int8, or 16 bytes of nibble pairs) to the quant plane, both unchanged. */
+int coli_ggml_repack(uint32_t type, const void *src, int rows, int cols, void *dst, int row0,
+                     int row1)
+{
+	const int q8 = type == COLI_GGML_Q8_0, nb = cols / 32;
+	const size_t qb = q8 ? 32 : 16, bb = 2 + qb, qrow = (size_t)nb * qb;
+	uint8_t *quants = dst, *scales = (uint8_t *)dst + (size_t)rows * qrow;
+
+	if ((type != COLI_GGML_Q8_0 && type != COLI_GGML_Q4_0) || cols <= 0 || cols % 32 ||
+	    row0 < 0 || row1 > rows || row0 > row1)
+		return -EINVAL;
+	for (int r = row0; r < row1; r++) {
+		const uint8_t *b = (const uint8_t *)src + (size_t)r * nb * bb;
+
+		for (int k = 0; k < nb; k++, b += bb) {
+			memcpy(scales + ((size_t)r * nb + k) * 2, b, 2);
+			memcpy(quants + (size_t)r * qrow + k * qb, b + 2, qb);
 		}
 	}
 	return 0;

@@ -28,6 +28,8 @@
 
 #include <stdint.h>
 
+#include "cpu/dtype.h" /* enum coli_dtype: the formats a repack fills */
+
 /* ggml's numbering (stored in GGUF files: never renumber). */
 enum coli_ggml_type {
 	COLI_GGML_F32 = 0,
@@ -57,5 +59,21 @@ int coli_ggml_can_dequant(uint32_t type);
 /* n elements (whole blocks) of type at src to fp32 at dst: 0, or -ENOTSUP
  * for a type it cannot read, -EINVAL when n is not whole blocks. */
 int coli_ggml_dequant(uint32_t type, const void *src, float *dst, uint64_t n);
+
+/* Blocks kept as stored. coli's Q8_0 and Q4_0 (cpu/cpu.h) hold the same
+ * values as ggml's Q8_0 and Q4_0 blocks (the same fp16 scale, int8 quants,
+ * nibble order), laid out as two planes instead of 34/18-byte structs: a
+ * GGUF tensor of such a type becomes a coli matrix by moving bytes, with no
+ * rounding. Q4_1 (a min) and every other type have no coli twin.
+ *
+ * _same_blocks: 1 if a ggml type's blocks are coli dtype t's.
+ * _repack: rows [row0, row1) of a rows x cols matrix of ggml blocks at src
+ * (row-major, row r at src + r * cols/32 * block bytes) into dst in coli's
+ * planar layout (quants [rows][cols or cols/2], then fp16 scales
+ * [rows][cols/32]): disjoint row ranges can be filled by threads. -EINVAL
+ * when the pair is not such a twin or cols is not whole blocks. */
+int coli_ggml_same_blocks(uint32_t type, enum coli_dtype t);
+int coli_ggml_repack(uint32_t type, const void *src, int rows, int cols, void *dst, int row0,
+                     int row1);
 
 #endif

@@ -16,7 +16,9 @@
  *      read as stored in chunks of at most CHUNK_BYTES of fp32, widened to
  *      fp32 and converted to the destination format (coli_quantize_rows:
  *      bf16, q8_0, q4_0, f32; a chunk's rows split over a thread pool,
- *      --threads) and pwritten at their final offsets. A quantized matrix
+ *      --threads) and pwritten at their final offsets. GGUF Q8_0 / Q4_0
+ *      rows bound for q8_0 / q4_0 skip fp32: their blocks are repacked
+ *      (job.copy, coli_ggml_repack). A quantized matrix
  *      is planar (quants [rows][qrow] then fp16 scales [rows][cols/32]), so
  *      a chunk of rows lands as two pieces:
  *
@@ -219,6 +221,7 @@ struct quant_job {
 	enum coli_dtype dtype;
 	enum coli_st_dtype src_dtype;
 	int ggml;        /* a GGUF block type, or -1: src_dtype says */
+	int copy;        /* raw's blocks are dtype's: repacked, not widened */
 	const void *raw; /* the rows as stored, or NULL: `in` holds them already */
 	float *in;
 	int rows, cols;
@@ -233,6 +236,12 @@ static void quant_task(void *arg, int t, int n_tasks)
 	int r0 = (int)((long)q->rows * t / n_tasks), r1 = (int)((long)q->rows * (t + 1) / n_tasks);
 	int rc = 0;
 
+	if (q->copy) { /* the GGUF's own blocks, bit for bit */
+		rc = coli_ggml_repack((uint32_t)q->ggml, q->raw, q->rows, q->cols, q->out, r0, r1);
+		if (rc)
+			__atomic_store_n(&q->rc, rc, __ATOMIC_RELAXED);
+		return;
+	}
 	if (q->fp8)
 		rc = coli_convert_fp8_widen(q->fp8, q->src_dtype, q->raw, (uint64_t)q->cols,
 		                            (uint64_t)r0 * q->cols, (uint64_t)r1 * q->cols, q->in);
@@ -253,8 +262,8 @@ static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n
                       const struct fp8_chunk *fp8, float *in, unsigned char *out)
 {
 	uint64_t qrow, srow, pieces[2][2]; /* {offset, bytes} */
-	struct quant_job q = {j->dtype, j->src->dtype, j->ggml, raw, in,
-	                      (int)n,   (int)j->cols,  out,     0,   fp8};
+	struct quant_job q = {j->dtype, j->src->dtype, j->ggml, j->copy, raw, in,
+	                      (int)n,   (int)j->cols,  out,     0,       fp8};
 	int np = 1, rc, tasks = coli_cpu_pool_threads(v->pool);
 
 	/* the pool's barrier orders the tasks' writes of `out` before the pwrite */
@@ -413,6 +422,15 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 		        "coli convert: skipping %d tensors of %d next-token-prediction layer(s) "
 		        "(model.layers.%d and up): coli does not run them\n",
 		        v.mtp_skipped, v.hf.n_mtp, v.c->n_layers);
+	if (!rc && v.n_blocks) /* which GGUF matrices the conversion rounds again */
+		fprintf(stderr,
+		        "coli convert: %zu of %zu block-quantized matrices copied as stored "
+		        "(%s), %zu dequantized and converted to %s\n",
+		        v.n_copied, v.n_blocks,
+		        v.c->quant == COLI_DTYPE_Q8_0   ? "GGUF Q8_0 is q8_0"
+		        : v.c->quant == COLI_DTYPE_Q4_0 ? "GGUF Q4_0 is q4_0"
+		                                        : "only Q8_0 -> q8, Q4_0 -> q4 copy",
+		        v.n_blocks - v.n_copied, coli_dtype_name(v.c->quant));
 	if (!rc)
 		rc = coli_convert_check_complete(&v);
 	if (!rc) {

@@ -20,7 +20,10 @@
  *              pread and widening as a checkpoint's); block types (Q8_0, Q4_K,
  *              ...) are COLI_ST_OTHER with their ggml type in h->ggml[i]:
  *              convert.c reads whole rows (ne0 is whole blocks) with
- *              coli_convert_gguf_read and widens them with coli_ggml_dequant.
+ *              coli_convert_src_read and widens them with coli_ggml_dequant,
+ *              except where the blocks are the destination's own (Q8_0 ->
+ *              q8, Q4_0 -> q4): those are repacked, bit for bit
+ *              (coli_ggml_repack; convert_map.c marks the job `copy`).
  *   tokenizer  tokenizer.ggml.* ("gpt2" BPE: tokens, token_type, merges, the
  *              pre-tokenizer's name) written as a tokenizer.json text, so the
  *              engine's tokenizer loads it as it loads a checkpoint's; the chat
@@ -32,8 +35,8 @@
  * pre-tokenizer names without a regex here.
  *
  * --quant left out (opts->quant_auto): the file's matrices decide by element
- * count: mostly Q8_0 / Q5_* / Q6_K -> q8, mostly 4 bits or fewer -> q4,
- * otherwise bf16 (docs/quant.md).
+ * count: mostly Q8_0 / Q5_* / Q6_K -> q8 (a Q8_0 file: every block
+ * copied), mostly 4 bits or fewer -> q4, otherwise bf16 (docs/quant.md).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -11,6 +11,7 @@
 
 #include "core/model/convert_internal.h"
 #include "cpu/cpu.h"
+#include "cpu/ggml.h"
 
 enum dst_kind { DST_TENSOR, DST_SLAB };
 enum { PART_GATE, PART_UP, PART_DOWN };
@@ -31,6 +32,8 @@ struct job {
 	 * or NULL (core/model/convert_fp8.c) */
 	const struct coli_st_tensor *scale;
 	int scale_shard;
+	int copy; /* ggml's blocks are dtype's (Q8_0 -> q8, Q4_0 -> q4): repacked,
+	           * never widened (cpu/ggml.h) */
 };
 
 /* One canonical tensor: what we expect and whether a source filled it. */
@@ -58,12 +61,13 @@ struct cv {
 	size_t n_jobs, cap_jobs;
 	char *errbuf;
 	size_t errlen;
-	int n_fb;              /* matrices (expert layers: one each) kept as bf16 */
-	char fb[256];          /* the first of their names, for the line that says so */
-	coli_cpu_pool_t *pool; /* converts a chunk's rows in parallel (--threads) */
-	int mtp_skipped;       /* tensors of next-token-prediction layers left out */
-	float *fp8_scale;      /* a chunk's block scales (coli_convert_fp8_chunk) */
-	size_t fp8_cap;        /* floats */
+	int n_fb;                  /* matrices (expert layers: one each) kept as bf16 */
+	char fb[256];              /* the first of their names, for the line that says so */
+	coli_cpu_pool_t *pool;     /* converts a chunk's rows in parallel (--threads) */
+	int mtp_skipped;           /* tensors of next-token-prediction layers left out */
+	float *fp8_scale;          /* a chunk's block scales (coli_convert_fp8_chunk) */
+	size_t fp8_cap;            /* floats */
+	size_t n_blocks, n_copied; /* GGUF jobs of a block type; of those, kept as stored */
 	/* progress */
 	uint64_t done, total;
 	struct timespec t0;

@@ -7,9 +7,20 @@ metadata keys, for tests/convert/gguf_import.sh.
                                      q8_0   matrices Q8_0 (router F32)
                                      q4_mix matrices Q4_0, attn Q5_1, the
                                             embedding Q8_0 (router F32)
+                                     q8_0_odd  q8_0 with every block's quants
+                                            halved and its scale doubled:
+                                            no block reaches |q| = 127, so
+                                            requantizing the values would
+                                            give other blocks
                                      llama  bf16 under architecture "llama"
 The architecture is the fixture's: qwen3moe or qwen2moe (shared expert,
 q/k/v biases; ffn_gate_inp_shexp written 1-D as llama.cpp does).
+
+  blocks IN.gguf OUT.coli      every Q8_0 / Q4_0 matrix of the GGUF whose
+                               container matrix has its dtype (q8_0 / q4_0)
+                               holds the same bytes, planar (cpu/cpu.h):
+                               prints "blocks: N matrices equal"; exit 1 on
+                               the first difference
 
   top1 A.f32 B.f32 VOCAB       prints the positions where argmax differs and
                                the count: "N of M"
@@ -57,7 +68,7 @@ def as_f32(t):
     return (arr.astype(np.uint32) << 16).view(np.float32)
 
 
-def add(w, name, t, qtype):
+def add(w, name, t, qtype, odd=False):
     """One tensor: 1-D always F32; 2-D/3-D in qtype."""
     kind, arr = t
     if arr.ndim == 1 or qtype == T.F32:
@@ -68,7 +79,8 @@ def add(w, name, t, qtype):
         else:
             w.add_tensor(name, gguf.quants.quantize(as_f32(t), T.BF16), raw_dtype=T.BF16)
     else:
-        w.add_tensor(name, gguf.quants.quantize(as_f32(t), qtype), raw_dtype=qtype)
+        q = gguf.quants.quantize(as_f32(t), qtype)
+        w.add_tensor(name, halve_q8(q) if odd else q, raw_dtype=qtype)
 
 
 LAYER = {
@@ -94,12 +106,22 @@ LAYER = {
 }
 
 
+def halve_q8(raw):
+    """Q8_0 blocks [..., 34] with quants halved (round to even) and d doubled."""
+    b = raw.reshape(-1, 34).copy()
+    d = b[:, :2].copy().view(np.float16).astype(np.float32) * 2
+    q = b[:, 2:].view(np.int8).astype(np.float32) / 2
+    b[:, :2] = d.astype(np.float16).view(np.uint8).reshape(-1, 2)
+    b[:, 2:] = np.round(q).astype(np.int8).view(np.uint8)
+    return b.reshape(raw.shape)
+
+
 def qtype_of(mode, gg_name):
     if mode in ("bf16", "llama"):
         return T.BF16
     if "ffn_gate_inp" in gg_name or gg_name.endswith(".bias"):
         return T.F32
-    if mode == "q8_0":
+    if mode in ("q8_0", "q8_0_odd"):
         return T.Q8_0
     if gg_name == "token_embd.weight":
         return T.Q8_0
@@ -154,7 +176,7 @@ def write(hf_dir, out, mode):
     w.add_chat_template(tcfg["chat_template"])
 
     def put(gg, t):
-        add(w, gg, t, qtype_of(mode, gg))
+        add(w, gg, t, qtype_of(mode, gg), mode == "q8_0_odd")
 
     put("token_embd.weight", st["model.embed_tokens.weight"])
     put("output_norm.weight", st["model.norm.weight"])
@@ -181,6 +203,70 @@ def write(hf_dir, out, mode):
     w.close()
 
 
+COLI_NAMES = {"attn_output": "attn_o", "ffn_gate_shexp": "shexp_gate",
+              "ffn_up_shexp": "shexp_up", "ffn_down_shexp": "shexp_down"}
+DTYPE = {T.Q8_0: 8, T.Q4_0: 9}  # cpu/dtype.h's numbers
+
+
+def read_coli(path):
+    """The .coli tables (io/io_internal.h): {name: (dtype, offset, bytes)}
+    and {layer: (dtype, offset, slab_bytes, gate_off, up_off, down_off)}."""
+    m = np.fromfile(path, dtype=np.uint8).tobytes()
+    u32 = lambda o: struct.unpack_from("<I", m, o)[0]
+    u64 = lambda o: struct.unpack_from("<Q", m, o)[0]
+    tensors, layers = {}, {}
+    for i in range(u32(28)):
+        e = 64 + 32 * i
+        kind, off, n = u32(e), u64(e + 8), u64(e + 16)
+        for k in range(0, n, 160 if kind == 64 else 64):
+            r = off + k
+            if kind == 64:
+                name = m[r:r + 96].split(b"\0")[0].decode()
+                tensors[name] = (u32(r + 96), u64(r + 136), u64(r + 144))
+            elif kind == 65:
+                layers[u32(r)] = (u32(r + 8), u64(r + 24), u64(r + 32), u64(r + 40),
+                                  u64(r + 48), u64(r + 56))
+    return m, tensors, layers
+
+
+def planar(raw, qtype):
+    """ggml blocks [rows, nb * bb] -> coli's quant plane then scale plane."""
+    bb = 34 if qtype == T.Q8_0 else 18
+    b = raw.reshape(raw.shape[0], -1, bb)
+    return b[:, :, 2:].tobytes() + b[:, :, :2].tobytes()
+
+
+def blocks(gguf_path, coli_path):
+    m, tensors, layers = read_coli(coli_path)
+    n = 0
+    for t in gguf.GGUFReader(gguf_path).tensors:
+        if t.tensor_type not in DTYPE:
+            continue
+        raw = np.asarray(t.data).reshape(-1, t.data.shape[-1])  # [rows, row bytes]
+        parts = t.name.split(".")
+        if parts[0] == "blk" and parts[2].endswith("_exps"):
+            l = int(parts[1])
+            dt, off, slab, *offs = layers[l]
+            which = ["ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"].index(parts[2])
+            E = t.data.shape[0]
+            want = [(f"{t.name} expert {e}", off + e * slab + offs[which],
+                     raw.reshape(E, -1, raw.shape[-1])[e]) for e in range(E)]
+        else:
+            name = {"token_embd.weight": "tok_embd", "output.weight": "lm_head"}.get(t.name)
+            if name is None:
+                name = f"blk.{parts[1]}.{COLI_NAMES.get(parts[2], parts[2])}"
+            dt, off, _ = tensors[name]
+            want = [(t.name, off, raw)]
+        if dt != DTYPE[t.tensor_type]:
+            continue
+        for what, off, r in want:
+            p = planar(r, t.tensor_type)
+            if m[off:off + len(p)] != p:
+                raise SystemExit(f"blocks: {what}: the container's bytes differ from the GGUF's")
+            n += 1
+    print(f"blocks: {n} matrices equal")
+
+
 def top1(a, b, vocab):
     x = np.fromfile(a, dtype=np.float32).reshape(-1, vocab)
     y = np.fromfile(b, dtype=np.float32).reshape(-1, vocab)
@@ -191,7 +277,10 @@ def top1(a, b, vocab):
 if __name__ == "__main__":
     if sys.argv[1] == "write":
         write(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "blocks":
+        blocks(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "top1":
         top1(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
-        raise SystemExit("usage: gguf_import.py write HF_DIR OUT MODE | top1 A B VOCAB")
+        raise SystemExit("usage: gguf_import.py write HF_DIR OUT MODE | blocks GGUF COLI | "
+                         "top1 A B VOCAB")
