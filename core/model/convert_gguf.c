@@ -24,10 +24,9 @@
  *              except where the blocks are the destination's own (Q8_0 ->
  *              q8, Q4_0 -> q4): those are repacked, bit for bit
  *              (coli_ggml_repack; convert_map.c marks the job `copy`).
- *   tokenizer  tokenizer.ggml.* ("gpt2" BPE: tokens, token_type, merges, the
- *              pre-tokenizer's name) written as a tokenizer.json text, so the
- *              engine's tokenizer loads it as it loads a checkpoint's; the chat
- *              template from tokenizer.chat_template.
+ *   tokenizer  tokenizer.ggml.* as a tokenizer.json text
+ *              (core/model/convert_gguf_tok.c); the chat template from
+ *              tokenizer.chat_template.
  *
  * Refused, naming the thing, before any output exists: architectures other
  * than qwen3moe / qwen2moe, tensor types coli_ggml_dequant does not read,
@@ -40,7 +39,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -485,162 +483,6 @@ static enum coli_dtype pick_quant(const struct coli_gguf *g)
 	return COLI_DTYPE_BF16;
 }
 
-/* tokenizer.ggml.pre -> the Split regex of the Hugging Face tokenizer that
- * name stands for (NULL: GPT-2's, ByteLevel's own), and its NFC. */
-static const struct {
-	const char *name, *regex;
-	int nfc;
-} g_pre[] = {
-    {"qwen2",
-     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
-     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     1},
-    {"default", NULL, 0},
-    {"gpt-2", NULL, 0},
-};
-
-/* ggml's token types (llama.cpp's llama_token_type). */
-enum { TOK_NORMAL = 1, TOK_UNKNOWN = 2, TOK_CONTROL = 3, TOK_USER = 4, TOK_UNUSED = 5 };
-
-static json_t *pre_tokenizer(int p)
-{
-	json_t *bl = json_pack("{s:s, s:b, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", 0,
-	                       "trim_offsets", 0, "use_regex", g_pre[p].regex == NULL);
-
-	if (!g_pre[p].regex || !bl)
-		return bl;
-	return json_pack("{s:s, s:[{s:s, s:{s:s}, s:s, s:b}, o]}", "type", "Sequence",
-	                 "pretokenizers", "type", "Split", "pattern", "Regex", g_pre[p].regex,
-	                 "behavior", "Isolated", "invert", 0, bl);
-}
-
-/* tokens (+ token_type) -> model.vocab and added_tokens: control tokens are
- * special added tokens, user-defined ones plain added tokens. */
-static int vocab(struct gg *s, json_t *voc, json_t *added)
-{
-	const struct coli_gguf_kv *tok = coli_gguf_find(s->g, "tokenizer.ggml.tokens");
-	const struct coli_gguf_kv *ty = coli_gguf_find(s->g, "tokenizer.ggml.token_type");
-
-	if (!tok || tok->type != COLI_GGUF_ARR || tok->atype != COLI_GGUF_STR)
-		return coli_convert_errf(
-		    s->errbuf, s->errlen, -EINVAL,
-		    "%s: tokenizer.ggml.tokens is missing or not a string array", s->path);
-	if (ty && (ty->type != COLI_GGUF_ARR || ty->n != tok->n))
-		return coli_convert_errf(
-		    s->errbuf, s->errlen, -EINVAL,
-		    "%s: tokenizer.ggml.token_type does not have one entry per token", s->path);
-	for (uint64_t i = 0; i < tok->n; i++) {
-		uint64_t len;
-		const char *str = coli_gguf_arr_str(tok, i, &len);
-		int64_t type = ty ? coli_gguf_arr_i64(ty, i) : TOK_NORMAL;
-		json_t *js = json_stringn(str, len), *a;
-
-		if (!js)
-			return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
-			                         "%s: token %llu is not valid UTF-8", s->path,
-			                         (unsigned long long)i);
-		if (type == TOK_CONTROL || type == TOK_USER) {
-			a = json_pack("{s:I, s:o, s:b, s:b, s:b, s:b, s:b}", "id", (json_int_t)i,
-			              "content", js, "single_word", 0, "lstrip", 0, "rstrip", 0,
-			              "normalized", 0, "special", type == TOK_CONTROL);
-			if (!a || json_array_append_new(added, a))
-				return -ENOMEM;
-			continue;
-		}
-		if (json_object_getn(voc, str, len)) { /* the first of two equal strings */
-			json_decref(js);
-			continue;
-		}
-		if (json_object_setn_new(voc, str, len, json_integer((json_int_t)i))) {
-			json_decref(js);
-			return -ENOMEM;
-		}
-		json_decref(js);
-	}
-	return 0;
-}
-
-/* tokenizer.ggml.* -> a tokenizer.json text in *out (NULL, with a warning,
- * when the file has no tokenizer). */
-static int tokenizer_json(struct gg *s, char **out)
-{
-	const struct coli_gguf_kv *mg = coli_gguf_find(s->g, "tokenizer.ggml.merges");
-	json_t *root = NULL, *voc = json_object(), *added = json_array(), *merges = json_array();
-	const char *model, *pre = "default";
-	uint64_t ml, pl = 7;
-	int p = -1, rc;
-
-	*out = NULL;
-	if (coli_gguf_get_str(s->g, "tokenizer.ggml.model", &model, &ml)) {
-		fprintf(stderr,
-		        "coli convert: warning: %s has no tokenizer.ggml.model; the container "
-		        "will refuse text commands (token ids still work)\n",
-		        s->path);
-		rc = 0;
-		goto out;
-	}
-	rc = -ENOTSUP;
-	if (ml != 4 || memcmp(model, "gpt2", 4)) {
-		coli_convert_errf(
-		    s->errbuf, s->errlen, rc,
-		    "%s: tokenizer.ggml.model '%.*s' is not supported (only gpt2 BPE)", s->path,
-		    (int)(ml < 64 ? ml : 64), model);
-		goto out;
-	}
-	coli_gguf_get_str(s->g, "tokenizer.ggml.pre", &pre, &pl);
-	for (size_t i = 0; i < sizeof(g_pre) / sizeof(g_pre[0]) && p < 0; i++)
-		if (strlen(g_pre[i].name) == pl && !memcmp(g_pre[i].name, pre, pl))
-			p = (int)i;
-	if (p < 0) {
-		coli_convert_errf(
-		    s->errbuf, s->errlen, rc,
-		    "%s: tokenizer.ggml.pre '%.*s' is not supported (known: qwen2, default, "
-		    "gpt-2)",
-		    s->path, (int)(pl < 64 ? pl : 64), pre);
-		goto out;
-	}
-	rc = -ENOMEM;
-	if (!voc || !added || !merges)
-		goto out;
-	if ((rc = vocab(s, voc, added)))
-		goto out;
-	for (uint64_t i = 0; mg && i < mg->n; i++) {
-		uint64_t len;
-		const char *m = coli_gguf_arr_str(mg, i, &len);
-		json_t *js = m ? json_stringn(m, len) : NULL;
-
-		if (!js || json_array_append_new(merges, js)) {
-			rc = coli_convert_errf(
-			    s->errbuf, s->errlen, -EINVAL,
-			    "%s: tokenizer.ggml.merges[%llu] is not a UTF-8 string", s->path,
-			    (unsigned long long)i);
-			goto out;
-		}
-	}
-	root = json_pack("{s:s, s:n, s:n, s:O, s:o, s:o, s:n, s:{s:s, s:b, s:b, s:b}}", "version",
-	                 "1.0", "truncation", "padding", "added_tokens", added, "normalizer",
-	                 g_pre[p].nfc ? json_pack("{s:s}", "type", "NFC") : json_null(),
-	                 "pre_tokenizer", pre_tokenizer(p), "post_processor", "decoder", "type",
-	                 "ByteLevel", "add_prefix_space", 1, "trim_offsets", 1, "use_regex", 1);
-	if (!root ||
-	    json_object_set_new(root, "model",
-	                        json_pack("{s:s, s:n, s:n, s:b, s:b, s:b, s:O, s:O}", "type", "BPE",
-	                                  "dropout", "unk_token", "fuse_unk", 0, "byte_fallback", 0,
-	                                  "ignore_merges", 0, "vocab", voc, "merges", merges)))
-		goto out;
-	*out = json_dumps(root, JSON_COMPACT);
-	rc = *out ? 0 : -ENOMEM;
-out:
-	if (rc == -ENOMEM && !s->errbuf[0])
-		coli_convert_errf(s->errbuf, s->errlen, rc,
-		                  "%s: out of memory building the tokenizer", s->path);
-	json_decref(root);
-	json_decref(voc);
-	json_decref(added);
-	json_decref(merges);
-	return rc;
-}
-
 /* The text sections: tokenizer.json, the chat template, coli's config. */
 static int sections(struct gg *s, struct coli_convert_hf *h)
 {
@@ -648,7 +490,8 @@ static int sections(struct gg *s, struct coli_convert_hf *h)
 	uint64_t n;
 	char tmp[512];
 	struct coli_model_config back;
-	int rc = tokenizer_json(s, &h->section[COLI_SECTION_TOKENIZER]);
+	int rc = coli_convert_gguf_tokenizer(s->g, s->path, &h->section[COLI_SECTION_TOKENIZER],
+	                                     s->errbuf, s->errlen);
 
 	if (rc)
 		return rc;

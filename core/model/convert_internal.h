@@ -61,6 +61,11 @@ int coli_convert_gguf_is(const char *path);
 int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
                            char *errbuf, size_t errlen);
 uint64_t coli_convert_gguf_bytes(uint32_t type, uint64_t n);
+/* tokenizer.ggml.* of g as a tokenizer.json text in *out (NULL, with a
+ * warning, when g has no tokenizer): core/model/convert_gguf_tok.c. */
+struct coli_gguf;
+int coli_convert_gguf_tokenizer(const struct coli_gguf *g, const char *path, char **out,
+                                char *errbuf, size_t errlen);
 /* Either source's elements [elem0, elem0+n) of t as stored, one pread (ggml:
  * a GGUF block type, whole rows; -1: t->dtype says), errbuf saying what
  * failed; and their widening to fp32: elements [i0, i1) of src to dst[i0,
