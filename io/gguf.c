@@ -18,9 +18,13 @@
  * overlapping. Unknown tensor types parse (the converter names them when it
  * refuses the file) only when their size is computable: a type coli has no
  * block size for is refused here with its number.
+ *
+ * Split models (gguf-split's PREFIX-0000K-of-0000N.gguf, coli_gguf_open_split)
+ * are N such files; part 1 holds the metadata, every part its tensors.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -522,4 +526,136 @@ const struct coli_gguf_tensor *coli_gguf_tensor_find(const struct coli_gguf *g, 
 const void *coli_gguf_tensor_data(const struct coli_gguf *g, const struct coli_gguf_tensor *t)
 {
 	return g->map + t->offset;
+}
+
+/* split.count and split.no of g (count 1, no 0 when absent). */
+static int split_keys(const struct coli_gguf *g, uint64_t *count, uint64_t *no)
+{
+	int rc = coli_gguf_get_u64(g, "split.count", count);
+
+	if (rc == -ENOENT)
+		*count = 1, rc = 0;
+	if (!rc && (rc = coli_gguf_get_u64(g, "split.no", no)) == -ENOENT)
+		*no = 0,
+		rc = *count > 1 ? io_err(-EBADMSG, g->path, "split.count but no split.no") : 0;
+	if (!rc && (*count < 1 || *count > 9999 || *no >= *count))
+		rc = io_err(-EBADMSG, g->path, "split.no %llu of split.count %llu",
+		            (unsigned long long)*no, (unsigned long long)*count);
+	return rc;
+}
+
+/* Part k's name: path with its "-00001-of-%05d.gguf" tail renumbered. */
+static int part_path(const char *path, uint64_t count, uint64_t k, char **out)
+{
+	char tail[48];
+	size_t n = strlen(path), tl;
+
+	snprintf(tail, sizeof(tail), "-%05llu-of-%05llu.gguf", 1ull, (unsigned long long)count);
+	tl = strlen(tail);
+	if (n < tl || strcmp(path + n - tl, tail))
+		return io_err(-EINVAL, path,
+		              "split.count is %llu, but the name does not end in %s (give the "
+		              "first part under the name gguf-split gave it)",
+		              (unsigned long long)count, tail);
+	if (!(*out = malloc(n - tl + sizeof(tail))))
+		return io_err(-ENOMEM, path, "out of memory");
+	memcpy(*out, path, n - tl);
+	snprintf(*out + n - tl, sizeof(tail), "-%05llu-of-%05llu.gguf", (unsigned long long)k + 1,
+	         (unsigned long long)count);
+	return 0;
+}
+
+/* Part k (k >= 1) opened and checked against part 1. */
+static int open_part(struct coli_gguf *p, uint64_t count, uint64_t k)
+{
+	uint64_t c, no;
+	char *name = NULL;
+	int rc = part_path(p[0].path, count, k, &name);
+
+	if (rc)
+		return rc;
+	if (access(name, F_OK)) {
+		rc = io_err(-ENOENT, p[0].path, "part %llu of %llu, %s, is missing",
+		            (unsigned long long)k + 1, (unsigned long long)count, name);
+		free(name);
+		return rc;
+	}
+	rc = coli_gguf_open(name, &p[k]);
+	free(name);
+	if (!rc && !(rc = split_keys(&p[k], &c, &no)) && (c != count || no != k))
+		rc = io_err(-EBADMSG, p[k].path,
+		            "split.no %llu of split.count %llu: not part %llu of %llu of %s",
+		            (unsigned long long)no, (unsigned long long)c,
+		            (unsigned long long)k + 1, (unsigned long long)count, p[0].path);
+	return rc;
+}
+
+/* Every part's tensors add up to split.tensors.count, each name once. */
+static int check_parts(struct coli_gguf *p, int n)
+{
+	uint64_t want, got = 0;
+	int rc = coli_gguf_get_u64(&p[0], "split.tensors.count", &want);
+
+	for (int k = 0; k < n; k++)
+		got += (uint64_t)p[k].n_tensors;
+	if (rc == -ENOENT)
+		return io_err(-EBADMSG, p[0].path, "split.count without split.tensors.count");
+	if (!rc && want != got)
+		return io_err(-EBADMSG, p[0].path,
+		              "split.tensors.count is %llu, the %d parts hold %llu tensors",
+		              (unsigned long long)want, n, (unsigned long long)got);
+	for (int k = 1; !rc && k < n; k++)
+		for (int i = 0; i < p[k].n_tensors; i++)
+			for (int j = 0; j < k; j++)
+				if (coli_gguf_tensor_find(&p[j], p[k].t[i].name))
+					return io_err(-EBADMSG, p[k].path,
+					              "tensor '%s' is also in %s", p[k].t[i].name,
+					              p[j].path);
+	return rc;
+}
+
+int coli_gguf_open_split(const char *path, struct coli_gguf **parts, int *n_parts)
+{
+	struct coli_gguf first, *p;
+	uint64_t count, no;
+	int rc = coli_gguf_open(path, &first), n = 1;
+
+	*parts = NULL, *n_parts = 0;
+	if (rc)
+		return rc;
+	if ((rc = split_keys(&first, &count, &no)))
+		goto err_first;
+	if (no) {
+		rc = io_err(-EINVAL, path,
+		            "this is part %llu of %llu of a split model: give the first part "
+		            "(-00001-of-%05llu.gguf)",
+		            (unsigned long long)no + 1, (unsigned long long)count,
+		            (unsigned long long)count);
+		goto err_first;
+	}
+	if (!(p = calloc(count, sizeof(*p)))) {
+		rc = io_err(-ENOMEM, path, "out of memory");
+		goto err_first;
+	}
+	p[0] = first;
+	for (; (uint64_t)n < count && !rc; n++)
+		rc = open_part(p, count, (uint64_t)n);
+	if (!rc && count > 1)
+		rc = check_parts(p, n);
+	if (rc) {
+		coli_gguf_close_split(p, n);
+		return rc;
+	}
+	*parts = p, *n_parts = n;
+	return 0;
+err_first:
+	coli_gguf_close(&first);
+	return rc;
+}
+
+void coli_gguf_close_split(struct coli_gguf *parts, int n_parts)
+{
+	for (int k = 0; parts && k < n_parts; k++)
+		coli_gguf_close(&parts[k]);
+	free(parts);
 }

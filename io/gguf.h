@@ -81,6 +81,18 @@ int coli_gguf_open(const char *path, struct coli_gguf *g);
 int coli_gguf_parse(const void *p, uint64_t n, const char *path, struct coli_gguf *g);
 void coli_gguf_close(struct coli_gguf *g);
 
+/* A model split by llama.cpp's gguf-split: PREFIX-00001-of-0000N.gguf ..
+ * PREFIX-0000N-of-0000N.gguf, each holding split.no (u16, 0-based),
+ * split.count (u16, N) and split.tensors.count (i32: the whole model's),
+ * the model's metadata in part 1 only. Given part 1 (or a file without
+ * split.count, or with split.count 1: one part), opens every part into
+ * *parts (malloc'd, n_parts of them) and checks they belong together: each
+ * part's split.count and split.no, the tensor total, no tensor name in two
+ * parts. A missing part is -ENOENT naming it; another part than the first
+ * is refused naming the first. */
+int coli_gguf_open_split(const char *path, struct coli_gguf **parts, int *n_parts);
+void coli_gguf_close_split(struct coli_gguf *parts, int n_parts);
+
 const struct coli_gguf_kv *coli_gguf_find(const struct coli_gguf *g, const char *key);
 /* Typed reads of a scalar; -ENOENT when absent, -EBADMSG (message names the
  * key) when the value has another type or does not fit. */

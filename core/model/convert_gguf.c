@@ -8,7 +8,10 @@
  *   config     {arch}.* metadata -> struct coli_model_config (the table in
  *              read_config; which layers are MoE and the dense width come from
  *              the tensors present: blk.N.ffn_gate_inp makes layer N MoE)
- *   tensors    one "shard" (the GGUF itself, opened for pread) whose tensor
+ *   parts      a split model (PREFIX-00001-of-0000N.gguf ..: io/gguf.c's
+ *              coli_gguf_open_split) is N files: metadata from the first,
+ *              tensors from each, a shard per part (below)
+ *   tensors    one "shard" per file (opened for pread) whose tensor
  *              table holds each GGUF tensor under its Hugging Face name and
  *              shape ([ne1, ne0]): token_embd -> model.embed_tokens.weight,
  *              blk.N.attn_q -> model.layers.N.self_attn.q_proj.weight, ...
@@ -113,9 +116,12 @@ int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint
 	                         dst + i0, i1 - i0);
 }
 
-/* One load: the file, its architecture's key prefix, where errors go. */
+/* One load: the file (its metadata: part 1 of a split), every part, its
+ * architecture's key prefix, where errors go. */
 struct gg {
 	struct coli_gguf *g;
+	struct coli_gguf *parts; /* [n_parts]; parts[0] is g */
+	int n_parts;
 	const char *path;
 	char arch[32];
 	char *errbuf;
@@ -153,12 +159,22 @@ static int arch_f64(struct gg *s, const char *suffix, double dflt, double *out)
 	return 0;
 }
 
+/* A tensor by name, in whichever part holds it. */
+static const struct coli_gguf_tensor *find(struct gg *s, const char *name)
+{
+	const struct coli_gguf_tensor *t = NULL;
+
+	for (int p = 0; p < s->n_parts && !t; p++)
+		t = coli_gguf_tensor_find(&s->parts[p], name);
+	return t;
+}
+
 static const struct coli_gguf_tensor *tensor(struct gg *s, int l, const char *suffix)
 {
 	char n[96];
 
 	snprintf(n, sizeof(n), "blk.%d.%s", l, suffix);
-	return coli_gguf_tensor_find(s->g, n);
+	return find(s, n);
 }
 
 /* The keys every supported architecture needs. */
@@ -229,7 +245,7 @@ static void special_ids(struct gg *s, struct coli_model_config *c)
 /* {arch}.* -> c (llama.cpp's key names, gguf-py's constants.py). */
 static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtype quant)
 {
-	const struct coli_gguf_tensor *emb = coli_gguf_tensor_find(s->g, "token_embd.weight");
+	const struct coli_gguf_tensor *emb = find(s, "token_embd.weight");
 	const struct coli_gguf_kv *kv;
 	uint64_t nl, hid, nh, nkv, hd, vd, ne, k, mi, si, ctx;
 	double eps, theta;
@@ -291,7 +307,7 @@ static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtyp
 	c->norm_topk_prob = kv && kv->type == COLI_GGUF_BOOL ? !!kv->v.u : qwen3;
 	c->qk_norm = qwen3;
 	c->qkv_bias = !qwen3 && tensor(s, 0, "attn_q.bias");
-	c->tie_embeddings = !coli_gguf_tensor_find(s->g, "output.weight");
+	c->tie_embeddings = !find(s, "output.weight");
 	c->max_ctx = (int)ctx;
 	c->norm_eps = (float)eps;
 	c->rope_theta = (float)theta;
@@ -366,10 +382,10 @@ static int hf_name(const char *nm, int *layer, char *hf, size_t n)
 
 /* One entry of the virtual shard: name, shape (numpy order: ne reversed, the
  * expert dimension dropped), dtype, byte range. */
-static int add_entry(struct coli_convert_hf *h, const struct coli_gguf_tensor *gt, int k,
+static int add_entry(struct coli_convert_hf *h, int part, const struct coli_gguf_tensor *gt, int k,
                      const char *hf, uint64_t e, int stacked)
 {
-	struct coli_st_file *f = &h->st[0];
+	struct coli_st_file *f = &h->st[part];
 	struct coli_st_tensor *t = &f->t[f->n];
 	uint64_t rows = gt->ndim > 1 ? gt->ne[1] : 1;
 	uint64_t row_bytes = coli_convert_gguf_bytes(gt->type, gt->ne[0]);
@@ -387,7 +403,7 @@ static int add_entry(struct coli_convert_hf *h, const struct coli_gguf_tensor *g
 	           : gt->type == COLI_GGML_F16  ? COLI_ST_F16
 	           : gt->type == COLI_GGML_BF16 ? COLI_ST_BF16
 	                                        : COLI_ST_OTHER;
-	h->ggml[f->n] = t->dtype == COLI_ST_OTHER ? (int)gt->type : -1;
+	h->ggml[part][f->n] = t->dtype == COLI_ST_OTHER ? (int)gt->type : -1;
 	snprintf(t->dtype_name, sizeof(t->dtype_name), "%s", coli_ggml_type_name(gt->type));
 	t->ndim = nd;
 	for (int i = 0; i < nd; i++)
@@ -403,79 +419,129 @@ static int add_entry(struct coli_convert_hf *h, const struct coli_gguf_tensor *g
 	return 0;
 }
 
-/* The GGUF's tensors as the virtual shard h->st[0]. */
-static int map_tensors(struct gg *s, struct coli_convert_hf *h)
+/* One GGUF tensor: a name coli maps, a type it reads, 3 dims if stacked.
+ * Returns its g_names index (hf_name), or an error. */
+static int check_tensor(struct gg *s, const struct coli_gguf *g, const struct coli_gguf_tensor *t,
+                        char *hf, size_t n)
 {
-	uint64_t n = 0;
+	const char *tn = coli_ggml_type_name(t->type);
+	int l, k = hf_name(t->name, &l, hf, n);
+
+	if (k < 0)
+		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
+		                         "%s: tensor '%s' is not part of a %s model coli reads",
+		                         g->path, t->name, s->arch);
+	if (!coli_ggml_can_dequant(t->type))
+		return coli_convert_errf(s->errbuf, s->errlen, -ENOTSUP,
+		                         "%s: tensor '%s' has type %s (ggml type %u), which coli "
+		                         "cannot read yet",
+		                         g->path, t->name, tn ? tn : "unknown", t->type);
+	if (k >= (int)FIRST_EXP && k < (int)N_NAMES && t->ndim != 3)
+		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
+		                         "%s: tensor '%s' has %d dims; stacked experts have 3",
+		                         g->path, t->name, t->ndim);
+	return k;
+}
+
+/* Part p's tensors as the virtual shard h->st[p] (its entries counted
+ * first: a stacked expert tensor is E of them). */
+static int map_part(struct gg *s, struct coli_convert_hf *h, int p, int *ggml)
+{
+	const struct coli_gguf *g = &s->parts[p];
 	char hf[160];
-	int l, k, rc;
+	int k, rc;
 
-	for (int i = 0; i < s->g->n_tensors; i++) {
-		const struct coli_gguf_tensor *t = &s->g->t[i];
-		const char *tn = coli_ggml_type_name(t->type);
-
-		k = hf_name(t->name, &l, hf, sizeof(hf));
-		if (k < 0)
-			return coli_convert_errf(
-			    s->errbuf, s->errlen, -EINVAL,
-			    "%s: tensor '%s' is not part of a %s model coli reads", s->path,
-			    t->name, s->arch);
-		if (!coli_ggml_can_dequant(t->type))
-			return coli_convert_errf(
-			    s->errbuf, s->errlen, -ENOTSUP,
-			    "%s: tensor '%s' has type %s (ggml type %u), which coli cannot "
-			    "read yet",
-			    s->path, t->name, tn ? tn : "unknown", t->type);
-		if (k >= (int)FIRST_EXP && k < (int)N_NAMES && t->ndim != 3)
-			return coli_convert_errf(
-			    s->errbuf, s->errlen, -EINVAL,
-			    "%s: tensor '%s' has %d dims; stacked experts have 3", s->path, t->name,
-			    t->ndim);
-		n += k >= (int)FIRST_EXP && k < (int)N_NAMES ? t->ne[2] : 1;
-	}
-	h->st = calloc(1, sizeof(*h->st));
-	if (!h->st)
+	h->st[p].t = calloc(h->st[p].n + 1, sizeof(*h->st[p].t));
+	if (!h->st[p].t)
 		return -ENOMEM;
-	h->n_shards = 1;
-	h->st[0].fd = -1;
-	h->st[0].t = calloc(n + 1, sizeof(*h->st[0].t));
-	h->ggml = calloc(n + 1, sizeof(*h->ggml));
-	if (!h->st[0].t || !h->ggml)
-		return -ENOMEM;
-	for (int i = 0; i < s->g->n_tensors; i++) {
-		const struct coli_gguf_tensor *t = &s->g->t[i];
+	h->ggml[p] = ggml;
+	h->st[p].n = 0;
+	for (int i = 0; i < g->n_tensors; i++) {
+		const struct coli_gguf_tensor *t = &g->t[i];
 		int stacked;
 
-		k = hf_name(t->name, &l, hf, sizeof(hf));
+		k = check_tensor(s, g, t, hf, sizeof(hf));
 		stacked = k >= (int)FIRST_EXP && k < (int)N_NAMES;
 		for (uint64_t e = 0; e < (stacked ? t->ne[2] : 1); e++)
-			if ((rc = add_entry(h, t, k, hf, e, stacked)))
+			if ((rc = add_entry(h, p, t, k, hf, e, stacked)))
 				return rc;
 	}
 	return 0;
 }
 
+/* The GGUF's tensors as one virtual shard per part, each opened for pread;
+ * h->ggml[p][i]: entry i's ggml block type (one allocation: the row
+ * pointers, then every part's entries). */
+static int map_tensors(struct gg *s, struct coli_convert_hf *h)
+{
+	uint64_t total = 0;
+	char hf[160];
+	int k, rc;
+	int *next;
+
+	h->st = calloc((size_t)s->n_parts, sizeof(*h->st));
+	h->shards = calloc((size_t)s->n_parts, sizeof(*h->shards));
+	if (!h->st || !h->shards)
+		return -ENOMEM;
+	h->n_shards = s->n_parts;
+	for (int p = 0; p < s->n_parts; p++) {
+		const struct coli_gguf *g = &s->parts[p];
+
+		h->st[p].fd = -1;
+		for (int i = 0; i < g->n_tensors; i++) {
+			const struct coli_gguf_tensor *t = &g->t[i];
+
+			if ((k = check_tensor(s, g, t, hf, sizeof(hf))) < 0)
+				return k;
+			h->st[p].n += k >= (int)FIRST_EXP && k < (int)N_NAMES ? (int)t->ne[2] : 1;
+		}
+		total += (uint64_t)h->st[p].n;
+	}
+	h->ggml = calloc(1, s->n_parts * sizeof(int *) + (total + 1) * sizeof(int));
+	if (!h->ggml)
+		return -ENOMEM;
+	next = (int *)(h->ggml + s->n_parts);
+	for (int p = 0; p < s->n_parts; p++) {
+		int n = h->st[p].n;
+
+		if ((rc = map_part(s, h, p, next)))
+			return rc;
+		next += n;
+		h->shards[p] = strdup(s->parts[p].path);
+		h->st[p].path = strdup(s->parts[p].path);
+		h->st[p].fd = open(s->parts[p].path, O_RDONLY | O_CLOEXEC);
+		if (!h->shards[p] || !h->st[p].path)
+			return -ENOMEM;
+		if (h->st[p].fd < 0)
+			return coli_convert_errf(s->errbuf, s->errlen, -errno,
+			                         "%s: cannot open for reading: %s",
+			                         s->parts[p].path, strerror(errno));
+	}
+	return 0;
+}
+
 /* --quant left out: the element-weighted majority of the matrices' types. */
-static enum coli_dtype pick_quant(const struct coli_gguf *g)
+static enum coli_dtype pick_quant(const struct coli_gguf *parts, int n_parts)
 {
 	uint64_t n8 = 0, n4 = 0, nw = 0;
 
-	for (int i = 0; i < g->n_tensors; i++) {
-		const struct coli_gguf_tensor *t = &g->t[i];
-		uint64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-		unsigned be = 0, bb = 0;
+	for (int p = 0; p < n_parts; p++)
+		for (int i = 0; i < parts[p].n_tensors; i++) {
+			const struct coli_gguf_tensor *t = &parts[p].t[i];
+			uint64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+			unsigned be = 0, bb = 0;
 
-		if (t->ndim < 2)
-			continue;
-		coli_ggml_type_block(t->type, &be, &bb);
-		if (t->type == COLI_GGML_F32 || t->type == COLI_GGML_F16 ||
-		    t->type == COLI_GGML_BF16)
-			nw += n;
-		else if (be && bb * 8.0 / be > 4.75) /* Q5_*, Q6_K, Q8_0 */
-			n8 += n;
-		else
-			n4 += n;
-	}
+			if (t->ndim < 2)
+				continue;
+			coli_ggml_type_block(t->type, &be, &bb);
+			if (t->type == COLI_GGML_F32 || t->type == COLI_GGML_F16 ||
+			    t->type == COLI_GGML_BF16)
+				nw += n;
+			else if (be && bb * 8.0 / be > 4.75) /* Q5_*, Q6_K, Q8_0 */
+				n8 += n;
+			else
+				n4 += n;
+		}
 	if (n8 > n4 && n8 > nw)
 		return COLI_DTYPE_Q8_0;
 	if (n4 > n8 && n4 > nw)
@@ -520,8 +586,7 @@ static int sections(struct gg *s, struct coli_convert_hf *h)
 int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
                            char *errbuf, size_t errlen)
 {
-	struct coli_gguf g = {0};
-	struct gg s = {.g = &g, .path = o->hf_dir, .errbuf = errbuf, .errlen = errlen};
+	struct gg s = {.path = o->hf_dir, .errbuf = errbuf, .errlen = errlen};
 	enum coli_dtype quant = o->quant;
 	const char *arch;
 	uint64_t al;
@@ -530,17 +595,16 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 	memset(h, 0, sizeof(*h));
 	errbuf[0] = 0;
 	h->dir = strdup(o->hf_dir);
-	h->shards = calloc(1, sizeof(char *));
-	h->n_shards = h->shards != NULL;
-	if (!h->dir || !h->shards || !(h->shards[0] = strdup(o->hf_dir))) {
+	if (!h->dir) {
 		rc = -ENOMEM;
 		goto err;
 	}
-	rc = coli_gguf_open(o->hf_dir, s.g);
+	rc = coli_gguf_open_split(o->hf_dir, &s.parts, &s.n_parts);
 	if (rc) {
 		coli_convert_errf(errbuf, errlen, rc, "%s", coli_io_errmsg());
 		goto err;
 	}
+	s.g = &s.parts[0];
 	rc = -EPROTONOSUPPORT;
 	if (coli_gguf_get_str(s.g, "general.architecture", &arch, &al)) {
 		coli_convert_errf(errbuf, errlen, rc,
@@ -558,29 +622,24 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 	}
 	memcpy(s.arch, arch, al);
 	if (o->quant_auto) {
-		quant = pick_quant(s.g);
+		quant = pick_quant(s.parts, s.n_parts);
 		fprintf(stderr,
 		        "coli convert: %s: --quant %s from the file's types (pass --quant "
 		        "to choose)\n",
 		        o->hf_dir, coli_dtype_name(quant));
 	}
+	if (s.n_parts > 1)
+		fprintf(stderr, "coli convert: %s: a split model, %d parts\n", o->hf_dir,
+		        s.n_parts);
 	if ((rc = read_config(&s, &h->cfg, quant)) || (rc = map_tensors(&s, h)) ||
 	    (rc = sections(&s, h)))
 		goto err;
-	h->st[0].path = strdup(o->hf_dir);
-	h->st[0].fd = open(o->hf_dir, O_RDONLY | O_CLOEXEC);
-	if (!h->st[0].path || h->st[0].fd < 0) {
-		rc = h->st[0].path ? -errno : -ENOMEM;
-		coli_convert_errf(errbuf, errlen, rc, "%s: cannot open for reading: %s", o->hf_dir,
-		                  strerror(-rc));
-		goto err;
-	}
-	coli_gguf_close(&g); /* what the conversion needs is copied out */
+	coli_gguf_close_split(s.parts, s.n_parts); /* what the conversion needs is copied out */
 	return 0;
 err:
 	if (!errbuf[0])
 		coli_convert_errf(errbuf, errlen, rc, "%s: %s", o->hf_dir, strerror(-rc));
-	coli_gguf_close(&g);
+	coli_gguf_close_split(s.parts, s.n_parts);
 	coli_convert_hf_free(h);
 	return rc;
 }

@@ -28,9 +28,10 @@ struct coli_convert_hf {
 	int fused_seen; /* diagnostics only */
 	int n_mtp;      /* num_nextn_predict_layers: layers n_layers.. of the checkpoint are
 	                 * next-token-prediction layers, skipped (never run) */
-	/* A GGUF source (core/model/convert_gguf.c): for each tensor of st[0]
-	 * its ggml block type, -1 where dtype says all; NULL for safetensors */
-	int *ggml;
+	/* A GGUF source (core/model/convert_gguf.c): ggml[s][i] is tensor i of
+	 * st[s]'s ggml block type, -1 where dtype says all (one shard per part
+	 * of a split file); NULL for safetensors */
+	int **ggml;
 	/* quantization_config fp8 (core/model/convert_fp8.c): F8 weights with
 	 * <name>_scale_inv block scales; block 0: the whole dimension */
 	int fp8;
@@ -54,8 +55,8 @@ int coli_convert_hf_minimax(json_t *cfg, const char *path, struct coli_model_con
                             char *errbuf, size_t errlen);
 
 /* GGUF as a source: 1 if path is a file starting with GGUF's magic; _load
- * fills h as coli_convert_hf_load and _open_shards together would (one
- * virtual shard: core/model/convert_gguf.c's top); _bytes is what n elements
+ * fills h as coli_convert_hf_load and _open_shards together would (a
+ * virtual shard per part: core/model/convert_gguf.c's top); _bytes is what n elements
  * (whole blocks) of a ggml type take. */
 int coli_convert_gguf_is(const char *path);
 int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,

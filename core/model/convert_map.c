@@ -30,7 +30,7 @@ static int add_job(struct cv *v, const struct job *j)
 	struct job *d = &v->jobs[v->n_jobs++];
 
 	*d = *j;
-	d->ggml = v->hf.ggml ? v->hf.ggml[d->src - v->hf.st[d->shard].t] : -1;
+	d->ggml = v->hf.ggml ? v->hf.ggml[d->shard][d->src - v->hf.st[d->shard].t] : -1;
 	d->copy = d->ggml >= 0 && coli_ggml_same_blocks((uint32_t)d->ggml, d->dtype);
 	v->n_blocks += d->ggml >= 0;
 	v->n_copied += (size_t)d->copy;

@@ -2,7 +2,12 @@
 with the `gguf` package (llama.cpp's) under llama.cpp's tensor names and
 metadata keys, for tests/convert/gguf_import.sh.
 
-  write HF_DIR OUT.gguf MODE   MODE: bf16   matrices BF16 as stored, 1-D and
+  write HF_DIR OUT.gguf MODE [SPLIT]
+                               SPLIT: at most that many tensors a file,
+                               written as OUT-00001-of-0000N.gguf ... by the
+                               package's splitting writer (gguf-split's
+                               names and split.* keys)
+                               MODE: bf16   matrices BF16 as stored, 1-D and
                                             the router F32 (exact widenings)
                                      q8_0   matrices Q8_0 (router F32)
                                      q4_mix matrices Q4_0, attn Q5_1, the
@@ -130,7 +135,7 @@ def qtype_of(mode, gg_name):
     return T.Q4_0
 
 
-def write(hf_dir, out, mode):
+def write(hf_dir, out, mode, split=0):
     cfg = json.load(open(f"{hf_dir}/config.json"))
     tok = json.load(open(f"{hf_dir}/tokenizer.json"))
     tcfg = json.load(open(f"{hf_dir}/tokenizer_config.json"))
@@ -138,7 +143,7 @@ def write(hf_dir, out, mode):
     arch = {"qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe"}[cfg["model_type"]]
     arch = "llama" if mode == "llama" else arch
     head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
-    w = gguf.GGUFWriter(out, arch)
+    w = gguf.GGUFWriter(out, arch, split_max_tensors=split)
     nl, E = cfg["num_hidden_layers"], cfg["num_experts"]
     w.add_block_count(nl)
     w.add_context_length(cfg["max_position_embeddings"])
@@ -276,7 +281,7 @@ def top1(a, b, vocab):
 
 if __name__ == "__main__":
     if sys.argv[1] == "write":
-        write(sys.argv[2], sys.argv[3], sys.argv[4])
+        write(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else 0)
     elif sys.argv[1] == "blocks":
         blocks(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "top1":

@@ -19,8 +19,12 @@
 #   q4_mix   Q4_0 experts (copied), Q5_1 attention, Q8_0 embedding
 #            (dequantized, requantized to q4): picks q4, runs;
 #            its top-1 agreement is printed, not asserted (as for q4)
-#   refused  architecture "llama", and a truncated file: exit 1 naming why,
-#            no output (nor its .tmp) left behind
+#   split    the q8_0 GGUF written in 3 parts (-0000K-of-00003.gguf, the
+#            gguf package's splitting writer): the first part converts to
+#            the single file's container, byte for byte
+#   refused  architecture "llama", a truncated file, a split with a part
+#            missing, given by its second part, or with part 2 copied as
+#            part 3: exit 1 naming why, no output (nor its .tmp) left behind
 set -u
 GEN="$ROOT/tests/convert/gguf_import.py"
 COLI="$ROOT/$BUILD/coli"
@@ -86,9 +90,30 @@ for m in q8_0 q8_0_odd q4_mix; do
 	fi
 done
 
+# split: the q8_0 model at 16 tensors a file (3 parts, gguf-split's names
+# and split.* keys) converts from its first part to the same container
+"$PY" "$GEN" write "$FIX/$fx" sp.gguf q8_0 16 || bad "writing the split GGUF"
+sp=sp-00001-of-00003.gguf
+if "$COLI" convert $sp -o sp.coli --quiet 2>err.txt && cmp -s sp.coli q8_0.coli; then
+	echo "ok: a 3-part split converts to the single file's container, byte for byte"
+else
+	cat err.txt; bad "split: $sp did not convert to q8_0.coli's bytes"
+fi
+mv sp-00003-of-00003.gguf part3
+cp sp-00002-of-00003.gguf sp-00003-of-00003.gguf
+for c in "sp-00002-of-00003.gguf:give the first part (-00001-of-00003.gguf)" \
+	"$sp:not part 3 of 3 of $sp"; do
+	f=${c%%:*} why=${c#*:}
+	"$COLI" convert "$f" -o out.coli --quiet >msg.txt 2>&1
+	rc=$?
+	[ $rc = 1 ] && grep -qF "$why" msg.txt || bad "$f: exit $rc, wanted 1 with '$why'; got: $(cat msg.txt)"
+done
+rm sp-00003-of-00003.gguf
+
 "$PY" "$GEN" write "$FIX/$fx" llama.gguf llama || bad "writing llama.gguf"
 head -c 100000 "$fx.gguf" >trunc.gguf
-for c in "llama.gguf:architecture 'llama' is not supported" "trunc.gguf:is outside the file"; do
+for c in "llama.gguf:architecture 'llama' is not supported" "trunc.gguf:is outside the file" \
+	"$sp:part 3 of 3, sp-00003-of-00003.gguf, is missing"; do
 	f=${c%%:*} why=${c#*:}
 	"$COLI" convert "$f" -o out.coli --quiet >msg.txt 2>&1
 	rc=$?
@@ -100,5 +125,6 @@ for c in "llama.gguf:architecture 'llama' is not supported" "trunc.gguf:is outsi
 		rm -f out.coli*
 	fi
 done
-echo "ok: an unknown architecture and a truncated file refused, nothing written"
+echo "ok: an unknown architecture, a truncated file, a split missing a part, a part"
+echo "    not the first and a part out of place refused, nothing written"
 exit $fail
