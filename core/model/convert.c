@@ -307,6 +307,28 @@ static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n
 	return 0;
 }
 
+/* Rows [r0, r0+n) of a job's source as stored into dst: one read, or for
+ * rows in ggml's interleaved RoPE order (j->unrope = head dim hd) one read
+ * a row: the checkpoint's row h*hd + i*hd/2 + k is the GGUF's h*hd + 2k + i. */
+static int read_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n, void *dst)
+{
+	const struct coli_st_file *f = &v->hf.st[j->shard];
+	uint64_t hd = (uint64_t)j->unrope, rb = coli_convert_src_bytes(j, j->cols);
+	int rc = 0;
+
+	if (!hd)
+		return coli_convert_src_read(f, j->src, j->ggml, (j->src_row0 + r0) * j->cols,
+		                             n * j->cols, dst, v->errbuf, v->errlen);
+	for (uint64_t r = r0; r < r0 + n && !rc; r++) {
+		uint64_t in = r % hd, src = r - in + 2 * (in % (hd / 2)) + in / (hd / 2);
+
+		rc = coli_convert_src_read(f, j->src, j->ggml, (j->src_row0 + src) * j->cols,
+		                           j->cols, (char *)dst + (r - r0) * rb, v->errbuf,
+		                           v->errlen);
+	}
+	return rc;
+}
+
 /* Pass 3: every job, shard by shard, in source-offset order. */
 static int write_all(struct cv *v)
 {
@@ -322,7 +344,6 @@ static int write_all(struct cv *v)
 	clock_gettime(CLOCK_MONOTONIC, &v->t0);
 	for (size_t k = 0; k < v->n_jobs && !rc; k++) {
 		const struct job *j = &v->jobs[k];
-		const struct coli_st_file *f = &v->hf.st[j->shard];
 		uint64_t chunk = CHUNK_BYTES / 4 / j->cols;
 
 		if (!chunk)
@@ -350,9 +371,7 @@ static int write_all(struct cv *v)
 
 			const int wide = j->src->dtype == COLI_ST_F32;
 
-			rc = coli_convert_src_read(f, j->src, j->ggml, (j->src_row0 + r0) * j->cols,
-			                           n * j->cols, wide ? (void *)in : (void *)raw,
-			                           v->errbuf, v->errlen);
+			rc = read_rows(v, j, r0, n, wide ? (void *)in : (void *)raw);
 			if (!rc && j->scale) /* the block scales of these rows */
 				rc = coli_convert_fp8_chunk(v, j, r0, n, &fc);
 			if (rc)

@@ -15,24 +15,30 @@
  *              table holds each GGUF tensor under its Hugging Face name and
  *              shape ([ne1, ne0]): token_embd -> model.embed_tokens.weight,
  *              blk.N.attn_q -> model.layers.N.self_attn.q_proj.weight, ...
+ *              (the same names for every family: llama.cpp's are shared).
  *              A stacked expert tensor (blk.N.ffn_gate_exps, ne = [cols, rows,
  *              E]) becomes E entries model.layers.N.mlp.experts.e.gate_proj.
  *              weight, each the byte range of that expert's rows, so an expert
  *              is read as a row range like any 2-D tensor.
  *   types      F32, F16 and BF16 tensors keep the safetensors dtypes (the same
  *              pread and widening as a checkpoint's); block types (Q8_0, Q4_K,
- *              ...) are COLI_ST_OTHER with their ggml type in h->ggml[i]:
+ *              ...) are COLI_ST_OTHER with their ggml type in h->ggml[s][i]:
  *              convert.c reads whole rows (ne0 is whole blocks) with
  *              coli_convert_src_read and widens them with coli_ggml_dequant,
  *              except where the blocks are the destination's own (Q8_0 ->
  *              q8, Q4_0 -> q4): those are repacked, bit for bit
  *              (coli_ggml_repack; convert_map.c marks the job `copy`).
+ *   families   qwen3moe, qwen2moe, olmoe (q/k norms over the whole
+ *              projection), and "llama" with {arch}.expert_count (Mixtral).
+ *              llama.cpp's converter permutes a llama's attn_q / attn_k rows
+ *              into ggml's interleaved RoPE order; h->rope_interleaved has
+ *              convert.c read them back into the checkpoint's order.
  *   tokenizer  tokenizer.ggml.* as a tokenizer.json text
  *              (core/model/convert_gguf_tok.c); the chat template from
  *              tokenizer.chat_template.
  *
- * Refused, naming the thing, before any output exists: architectures other
- * than qwen3moe / qwen2moe, tensor types coli_ggml_dequant does not read,
+ * Refused, naming the thing, before any output exists: other architectures
+ * (a llama without experts among them), tensor types coli_ggml_dequant does not read,
  * unknown tensor names, RoPE scaling, tokenizer models other than gpt2 and
  * pre-tokenizer names without a regex here.
  *
@@ -124,6 +130,7 @@ struct gg {
 	int n_parts;
 	const char *path;
 	char arch[32];
+	enum coli_arch family;
 	char *errbuf;
 	size_t errlen;
 };
@@ -242,6 +249,19 @@ static void special_ids(struct gg *s, struct coli_model_config *c)
 	}
 }
 
+/* general.architecture -> coli's family ("llama" is Mixtral-style only:
+ * with {arch}.expert_count). */
+static const struct {
+	const char *name;
+	enum coli_arch arch;
+} g_archs[] = {
+    {"qwen3moe", COLI_ARCH_QWEN3_MOE},
+    {"qwen2moe", COLI_ARCH_QWEN2_MOE},
+    {"olmoe", COLI_ARCH_OLMOE},
+    {"llama", COLI_ARCH_MIXTRAL},
+};
+#define ARCH_NAMES "qwen3moe, qwen2moe, olmoe, llama with experts (Mixtral)"
+
 /* {arch}.* -> c (llama.cpp's key names, gguf-py's constants.py). */
 static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtype quant)
 {
@@ -250,11 +270,16 @@ static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtyp
 	uint64_t nl, hid, nh, nkv, hd, vd, ne, k, mi, si, ctx;
 	double eps, theta;
 	char key[128];
-	int rc, qwen3 = !strcmp(s->arch, "qwen3moe");
+	int rc, qwen3 = s->family == COLI_ARCH_QWEN3_MOE, mixtral = s->family == COLI_ARCH_MIXTRAL;
 
 	coli_config_init(c);
-	c->arch = qwen3 ? COLI_ARCH_QWEN3_MOE : COLI_ARCH_QWEN2_MOE;
+	c->arch = s->family;
 	snprintf(c->model_type, sizeof(c->model_type), "%s", coli_arch_name(c->arch));
+	if (mixtral && arch_u64(s, "expert_count", 0, &ne) == -ENOENT)
+		return coli_convert_errf(s->errbuf, s->errlen, -EPROTONOSUPPORT,
+		                         "%s: architecture 'llama' without llama.expert_count is a "
+		                         "dense model, which coli does not run",
+		                         s->path);
 	if ((rc = need(s, "block_count", &nl)) || (rc = need(s, "embedding_length", &hid)) ||
 	    (rc = need(s, "attention.head_count", &nh)) || (rc = need(s, "expert_count", &ne)) ||
 	    (rc = need(s, "expert_used_count", &k)))
@@ -294,19 +319,19 @@ static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtyp
 	c->n_heads = (int)nh;
 	c->n_kv_heads = (int)nkv;
 	c->head_dim = (int)hd;
-	c->rope_dim = c->head_dim; /* qwen2moe, qwen3moe: the whole head rotates */
+	c->rope_dim = c->head_dim; /* every family here rotates the whole head */
 	c->vocab = (int)(emb->ne[1] < (1u << 30) ? emb->ne[1] : 0);
 	c->n_experts = (int)ne;
 	c->top_k = (int)k;
 	c->moe_inter = (int)mi;
-	c->shared_inter = qwen3 ? 0 : (int)si;
-	/* llama.cpp normalizes qwen3moe's top-k weights and not qwen2moe's
-	 * unless {arch}.expert_weights_norm says otherwise */
+	c->shared_inter = c->arch == COLI_ARCH_QWEN2_MOE ? (int)si : 0;
+	/* llama.cpp normalizes qwen3moe's and Mixtral's top-k weights and not
+	 * qwen2moe's or olmoe's unless {arch}.expert_weights_norm says otherwise */
 	snprintf(key, sizeof(key), "%s.expert_weights_norm", s->arch);
 	kv = coli_gguf_find(s->g, key);
-	c->norm_topk_prob = kv && kv->type == COLI_GGUF_BOOL ? !!kv->v.u : qwen3;
-	c->qk_norm = qwen3;
-	c->qkv_bias = !qwen3 && tensor(s, 0, "attn_q.bias");
+	c->norm_topk_prob = kv && kv->type == COLI_GGUF_BOOL ? !!kv->v.u : qwen3 || mixtral;
+	c->qk_norm = qwen3 ? 1 : c->arch == COLI_ARCH_OLMOE ? 2 : 0; /* olmoe: whole width */
+	c->qkv_bias = !qwen3 && !mixtral && tensor(s, 0, "attn_q.bias");
 	c->tie_embeddings = !find(s, "output.weight");
 	c->max_ctx = (int)ctx;
 	c->norm_eps = (float)eps;
@@ -608,16 +633,18 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 	rc = -EPROTONOSUPPORT;
 	if (coli_gguf_get_str(s.g, "general.architecture", &arch, &al)) {
 		coli_convert_errf(errbuf, errlen, rc,
-		                  "%s: no general.architecture (supported: qwen3moe, qwen2moe)",
+		                  "%s: no general.architecture (supported: " ARCH_NAMES ")",
 		                  o->hf_dir);
 		goto err;
 	}
-	if (!(al == 8 && (!memcmp(arch, "qwen3moe", 8) || !memcmp(arch, "qwen2moe", 8)))) {
-		coli_convert_errf(
-		    errbuf, errlen, rc,
-		    "%s: architecture '%.*s' is not supported for GGUF import (supported: "
-		    "qwen3moe, qwen2moe)",
-		    o->hf_dir, (int)(al < 64 ? al : 64), arch);
+	for (size_t i = 0; i < sizeof(g_archs) / sizeof(g_archs[0]) && !s.family; i++)
+		if (strlen(g_archs[i].name) == al && !memcmp(arch, g_archs[i].name, al))
+			s.family = g_archs[i].arch;
+	if (!s.family) {
+		coli_convert_errf(errbuf, errlen, rc,
+		                  "%s: architecture '%.*s' is not supported for GGUF import "
+		                  "(supported: " ARCH_NAMES ")",
+		                  o->hf_dir, (int)(al < 64 ? al : 64), arch);
 		goto err;
 	}
 	memcpy(s.arch, arch, al);
@@ -631,6 +658,7 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 	if (s.n_parts > 1)
 		fprintf(stderr, "coli convert: %s: a split model, %d parts\n", o->hf_dir,
 		        s.n_parts);
+	h->rope_interleaved = s.family == COLI_ARCH_MIXTRAL;
 	if ((rc = read_config(&s, &h->cfg, quant)) || (rc = map_tensors(&s, h)) ||
 	    (rc = sections(&s, h)))
 		goto err;

@@ -32,6 +32,11 @@ struct coli_convert_hf {
 	 * st[s]'s ggml block type, -1 where dtype says all (one shard per part
 	 * of a split file); NULL for safetensors */
 	int **ggml;
+	/* A GGUF of llama.cpp's "llama" family: its attn_q / attn_k rows are in
+	 * ggml's interleaved RoPE order (llama.cpp's converter permutes each
+	 * head's rows: checkpoint row i*hd/2 + k is GGUF row 2k + i); the
+	 * converter reads them back into the checkpoint's order */
+	int rope_interleaved;
 	/* quantization_config fp8 (core/model/convert_fp8.c): F8 weights with
 	 * <name>_scale_inv block scales; block 0: the whole dimension */
 	int fp8;

@@ -27,13 +27,15 @@ struct job {
 	uint32_t expert;
 	uint64_t base; /* byte offset of the matrix inside the tensor/slab */
 	enum coli_dtype dtype;
-	int ggml; /* a GGUF block type (read and widened by blocks), or -1 */
+	int ggml;   /* a GGUF block type (read and widened by blocks), or -1 */
+	int unrope; /* head dim of rows stored in ggml's interleaved RoPE order
+	             * (hf.rope_interleaved: attn_q, attn_k), or 0 */
+	int copy;   /* ggml's blocks are dtype's (Q8_0 -> q8, Q4_0 -> q4): repacked,
+	             * never widened (cpu/ggml.h) */
 	/* an F8 source's block scales (<name>_scale_inv, in shard scale_shard),
 	 * or NULL (core/model/convert_fp8.c) */
 	const struct coli_st_tensor *scale;
 	int scale_shard;
-	int copy; /* ggml's blocks are dtype's (Q8_0 -> q8, Q4_0 -> q4): repacked,
-	           * never widened (cpu/ggml.h) */
 };
 
 /* One canonical tensor: what we expect and whether a source filled it. */

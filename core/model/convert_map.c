@@ -293,6 +293,11 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 	    .idx = s->idx,
 	    .dtype = s->dtype,
 	};
+	size_t sl = strlen(s->name);
+
+	if (v->hf.rope_interleaved && sl > 7 &&
+	    (!strcmp(s->name + sl - 7, ".attn_q") || !strcmp(s->name + sl - 7, ".attn_k")))
+		j.unrope = v->c->head_dim;
 	return add_job(v, &j);
 }
 

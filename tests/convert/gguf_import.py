@@ -18,8 +18,11 @@ metadata keys, for tests/convert/gguf_import.sh.
                                             requantizing the values would
                                             give other blocks
                                      llama  bf16 under architecture "llama"
-The architecture is the fixture's: qwen3moe or qwen2moe (shared expert,
-q/k/v biases; ffn_gate_inp_shexp written 1-D as llama.cpp does).
+                                            without expert_count (dense)
+The architecture is the fixture's: qwen3moe, qwen2moe (shared expert,
+q/k/v biases; ffn_gate_inp_shexp written 1-D as llama.cpp does), olmoe, or
+for mixtral "llama" with experts, whose attn_q / attn_k rows are permuted
+into ggml's interleaved RoPE order as llama.cpp's converter does.
 
   blocks IN.gguf OUT.coli      every Q8_0 / Q4_0 matrix of the GGUF whose
                                container matrix has its dtype (q8_0 / q4_0)
@@ -98,6 +101,7 @@ LAYER = {
     "self_attn.q_norm.weight": "attn_q_norm",
     "self_attn.k_norm.weight": "attn_k_norm",
     "mlp.gate.weight": "ffn_gate_inp",
+    "block_sparse_moe.gate.weight": "ffn_gate_inp",
     "mlp.gate_proj.weight": "ffn_gate",
     "mlp.up_proj.weight": "ffn_up",
     "mlp.down_proj.weight": "ffn_down",
@@ -109,6 +113,13 @@ LAYER = {
     "mlp.shared_expert.down_proj.weight": "ffn_down_shexp",
     "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp",
 }
+
+
+def permute(arr, heads):
+    """llama.cpp's LlamaModel.permute: each head's rows from the half-split
+    (rotate-half) order to ggml's interleaved RoPE pairs."""
+    return (arr.reshape(heads, 2, arr.shape[0] // heads // 2, *arr.shape[1:])
+            .swapaxes(1, 2).reshape(arr.shape))
 
 
 def halve_q8(raw):
@@ -140,11 +151,14 @@ def write(hf_dir, out, mode, split=0):
     tok = json.load(open(f"{hf_dir}/tokenizer.json"))
     tcfg = json.load(open(f"{hf_dir}/tokenizer_config.json"))
     st = read_safetensors(f"{hf_dir}/model.safetensors")
-    arch = {"qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe"}[cfg["model_type"]]
-    arch = "llama" if mode == "llama" else arch
+    arch = {"qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe", "olmoe": "olmoe",
+            "mixtral": "llama"}[cfg["model_type"]]
+    dense = mode == "llama"  # "llama" without expert_count: a dense model
+    arch = "llama" if dense else arch
     head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     w = gguf.GGUFWriter(out, arch, split_max_tensors=split)
-    nl, E = cfg["num_hidden_layers"], cfg["num_experts"]
+    nl = cfg["num_hidden_layers"]
+    E = cfg.get("num_experts") or cfg["num_local_experts"]
     w.add_block_count(nl)
     w.add_context_length(cfg["max_position_embeddings"])
     w.add_embedding_length(cfg["hidden_size"])
@@ -157,9 +171,10 @@ def write(hf_dir, out, mode, split=0):
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
     w.add_rope_freq_base(cfg["rope_theta"])
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_expert_count(E)
+    if not dense:
+        w.add_expert_count(E)
     w.add_expert_used_count(cfg["num_experts_per_tok"])
-    w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+    w.add_expert_feed_forward_length(cfg.get("moe_intermediate_size") or cfg["intermediate_size"])
     w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
 
     n_vocab = cfg["vocab_size"]
@@ -176,7 +191,8 @@ def write(hf_dir, out, mode, split=0):
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
-    w.add_bos_token_id(cfg["bos_token_id"])
+    if cfg.get("bos_token_id") is not None:
+        w.add_bos_token_id(cfg["bos_token_id"])
     w.add_eos_token_id(cfg["eos_token_id"])
     w.add_chat_template(tcfg["chat_template"])
 
@@ -195,12 +211,17 @@ def write(hf_dir, out, mode, split=0):
             kind, arr = st[pre + hf]
             if gg == "ffn_gate_inp_shexp":  # llama.cpp's is 1-D [n_embd]
                 arr = arr.reshape(-1)
+            if arch == "llama" and gg in ("attn_q", "attn_k"):  # as llama.cpp's converter
+                heads = cfg["num_attention_heads" if gg == "attn_q" else "num_key_value_heads"]
+                arr = permute(arr, heads)
             put(f"blk.{l}.{gg}" + ("" if "." in gg else ".weight"), (kind, arr))
-        if f"{pre}mlp.experts.0.gate_proj.weight" not in st:
+        ex = f"{pre}mlp.experts." if f"{pre}mlp.experts.0.gate_proj.weight" in st else \
+            f"{pre}block_sparse_moe.experts."
+        if f"{ex}0.gate_proj.weight" not in st and f"{ex}0.w1.weight" not in st:
             continue
-        for part, gg in (("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"),
-                         ("down_proj", "ffn_down_exps")):
-            ts = [st[f"{pre}mlp.experts.{e}.{part}.weight"] for e in range(E)]
+        names = ("gate_proj", "up_proj", "down_proj") if "mlp." in ex else ("w1", "w3", "w2")
+        for part, gg in zip(names, ("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps")):
+            ts = [st[f"{ex}{e}.{part}.weight"] for e in range(E)]
             put(f"blk.{l}.{gg}.weight", (ts[0][0], np.stack([a for _, a in ts])))
     w.write_header_to_file()
     w.write_kv_data_to_file()

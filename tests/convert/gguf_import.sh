@@ -4,10 +4,13 @@
 # writes GGUFs from the fixtures with the `gguf` package (llama.cpp's names
 # and keys; the venv is $ROOT/$BUILD/pyenv-gguf, as tests/io/gguf_read.sh's):
 #
-#   bf16     qwen3_moe and qwen2_moe, matrices BF16 as stored: converted with
+#   bf16     qwen3_moe, qwen2_moe, olmoe and mixtral (GGUF "llama" with
+#            experts, attn_q / attn_k rows permuted as llama.cpp's converter
+#            does), matrices BF16 as stored: converted with
 #            --quant bf16 and q8, the logits equal, bit for bit, those of the
 #            checkpoint directory converted with the same --quant (same
-#            weights, same pipeline); `coli tokenize` gives the same ids
+#            weights, same pipeline); `coli tokenize` gives the same ids; the
+#            same matrices as Q8_0 (copied) give the checkpoint's q8 logits
 #   q8_0     matrices Q8_0: without --quant it picks q8 and says so, copies
 #            every block as stored (the container's planes read back equal
 #            the GGUF's blocks), and the logits equal the checkpoint's q8
@@ -22,7 +25,7 @@
 #   split    the q8_0 GGUF written in 3 parts (-0000K-of-00003.gguf, the
 #            gguf package's splitting writer): the first part converts to
 #            the single file's container, byte for byte
-#   refused  architecture "llama", a truncated file, a split with a part
+#   refused  "llama" without experts (dense), a truncated file, a split with a part
 #            missing, given by its second part, or with part 2 copied as
 #            part 3: exit 1 naming why, no output (nor its .tmp) left behind
 set -u
@@ -37,7 +40,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 ids() { tr ' ' ',' <"$FIX/$1/ref/ids.txt" | tr -d '\n'; }
 logits() { "$COLI" logits -m "$1" --ids "$2" -o "$3" 2>err.txt || { cat err.txt; bad "coli logits -m $1"; }; }
 
-for fx in qwen3_moe qwen2_moe; do
+for fx in qwen3_moe qwen2_moe olmoe mixtral; do
 	"$PY" "$GEN" write "$FIX/$fx" "$fx.gguf" bf16 || { bad "$fx: writing the GGUF"; continue; }
 	for q in bf16 q8; do
 		"$COLI" convert "$FIX/$fx" -o "hf-$fx-$q.coli" --quant $q --quiet 2>/dev/null ||
@@ -52,6 +55,14 @@ for fx in qwen3_moe qwen2_moe; do
 			bad "$fx $q: the GGUF's logits differ from the checkpoint's"
 		fi
 	done
+	# Q8_0 blocks (copied; for mixtral read back a row at a time out of
+	# ggml's RoPE order) are those the checkpoint's q8 conversion makes
+	"$PY" "$GEN" write "$FIX/$fx" "$fx-q8_0.gguf" q8_0 &&
+		"$COLI" convert "$fx-q8_0.gguf" -o "gq-$fx.coli" --quiet 2>err.txt &&
+		logits "gq-$fx.coli" "$(ids $fx)" "gq-$fx.f32" &&
+		cmp -s "gq-$fx.f32" "hf-$fx-q8.f32" &&
+		echo "ok: $fx Q8_0: blocks copied, the logits of the checkpoint's q8 container" ||
+		{ cat err.txt; bad "$fx: the Q8_0 GGUF's logits differ from the checkpoint's q8"; }
 	tok_ok=1
 	for text in "Hello, world!" 'def add(a, b): return a - b' "<|im_start|>user
 naïve café 123<|im_end|>"; do
@@ -112,7 +123,7 @@ rm sp-00003-of-00003.gguf
 
 "$PY" "$GEN" write "$FIX/$fx" llama.gguf llama || bad "writing llama.gguf"
 head -c 100000 "$fx.gguf" >trunc.gguf
-for c in "llama.gguf:architecture 'llama' is not supported" "trunc.gguf:is outside the file" \
+for c in "llama.gguf:without llama.expert_count is a dense model" "trunc.gguf:is outside the file" \
 	"$sp:part 3 of 3, sp-00003-of-00003.gguf, is missing"; do
 	f=${c%%:*} why=${c#*:}
 	"$COLI" convert "$f" -o out.coli --quiet >msg.txt 2>&1
@@ -125,6 +136,6 @@ for c in "llama.gguf:architecture 'llama' is not supported" "trunc.gguf:is outsi
 		rm -f out.coli*
 	fi
 done
-echo "ok: an unknown architecture, a truncated file, a split missing a part, a part"
+echo "ok: a dense llama, a truncated file, a split missing a part, a part"
 echo "    not the first and a part out of place refused, nothing written"
 exit $fail
