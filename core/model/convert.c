@@ -273,7 +273,8 @@ static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n
 		snprintf(v->errbuf, v->errlen,
 		         "%s: tensor '%s' rows %llu..%llu: cannot convert to %s (NaN or Inf in "
 		         "the weights%s?)",
-		         v->hf.shards[j->shard], j->src->name,
+		         v->hf.shards[j->shard],
+		         coli_convert_src_label(j->ggml >= 0, j->src->name, (char[256]){0}, 256),
 		         (unsigned long long)(j->src_row0 + r0),
 		         (unsigned long long)(j->src_row0 + r0 + n), coli_dtype_name(j->dtype),
 		         fp8 ? ", an FP8 NaN encoding or scale" : "");

@@ -84,6 +84,7 @@ int coli_convert_src_read(const struct coli_st_file *f, const struct coli_st_ten
 {
 	uint64_t off, len;
 	unsigned char *p = dst;
+	char lb[256];
 	int rc;
 
 	if (ggml < 0) {
@@ -94,17 +95,19 @@ int coli_convert_src_read(const struct coli_st_file *f, const struct coli_st_ten
 	len = coli_convert_gguf_bytes((uint32_t)ggml, n);
 	if (off > t->bytes || len > t->bytes - off)
 		return coli_convert_errf(errbuf, errlen, -EINVAL,
-		                         "%s: tensor '%s': read past its end", f->path, t->name);
+		                         "%s: tensor '%s': read past its end", f->path,
+		                         coli_convert_src_label(1, t->name, lb, sizeof(lb)));
 	while (len) {
 		ssize_t r = pread(f->fd, p, len, (off_t)(t->offset + off));
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			return coli_convert_errf(
-			    errbuf, errlen, r < 0 ? -errno : -EIO,
-			    "%s: tensor '%s': cannot read: %s", f->path, t->name,
-			    r < 0 ? strerror(errno) : "unexpected end of file");
+			return coli_convert_errf(errbuf, errlen, r < 0 ? -errno : -EIO,
+			                         "%s: tensor '%s': cannot read: %s", f->path,
+			                         coli_convert_src_label(1, t->name, lb, sizeof(lb)),
+			                         r < 0 ? strerror(errno)
+			                               : "unexpected end of file");
 		p += r, off += (uint64_t)r, len -= (uint64_t)r;
 	}
 	return 0;
@@ -403,6 +406,52 @@ static int hf_name(const char *nm, int *layer, char *hf, size_t n)
 		return (int)k;
 	}
 	return -1;
+}
+
+int coli_convert_gguf_name(const char *hf, char *out, size_t n)
+{
+	static const char *const exps[][2] = {
+	    {"gate_proj.weight", "ffn_gate_exps"}, {"w1.weight", "ffn_gate_exps"},
+	    {"up_proj.weight", "ffn_up_exps"},     {"w3.weight", "ffn_up_exps"},
+	    {"down_proj.weight", "ffn_down_exps"}, {"w2.weight", "ffn_down_exps"},
+	};
+	const char *rest;
+	int l, e, off = 0, eo = 0;
+
+	if (!strcmp(hf, "model.embed_tokens.weight"))
+		return snprintf(out, n, "token_embd.weight"), 0;
+	if (!strcmp(hf, "model.norm.weight"))
+		return snprintf(out, n, "output_norm.weight"), 0;
+	if (!strcmp(hf, "lm_head.weight"))
+		return snprintf(out, n, "output.weight"), 0;
+	if (sscanf(hf, "model.layers.%d.%n", &l, &off) != 1 || !off)
+		return -ENOENT;
+	rest = hf + off;
+	if ((sscanf(rest, "mlp.experts.%d.%n", &e, &eo) == 1 && eo) ||
+	    (sscanf(rest, "block_sparse_moe.experts.%d.%n", &e, &eo) == 1 && eo)) {
+		for (size_t i = 0; i < sizeof(exps) / sizeof(exps[0]); i++)
+			if (!strcmp(rest + eo, exps[i][0]))
+				return snprintf(out, n, "blk.%d.%s.weight, expert %d", l,
+				                exps[i][1], e),
+				       0;
+		return -ENOENT;
+	}
+	if (!strcmp(rest, "block_sparse_moe.gate.weight"))
+		rest = "mlp.gate.weight";
+	for (size_t k = 0; k < FIRST_EXP; k++)
+		if (!strcmp(rest, g_names[k].hf))
+			return snprintf(out, n, "blk.%d.%s", l, g_names[k].gguf), 0;
+	return -ENOENT;
+}
+
+const char *coli_convert_src_label(int gguf, const char *hf, char *buf, size_t n)
+{
+	char g[128];
+
+	if (!gguf || coli_convert_gguf_name(hf, g, sizeof(g)))
+		return hf;
+	snprintf(buf, n, "%s (read as %s)", g, hf);
+	return buf;
 }
 
 /* One entry of the virtual shard: name, shape (numpy order: ne reversed, the

@@ -67,6 +67,14 @@ int coli_convert_gguf_is(const char *path);
 int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
                            char *errbuf, size_t errlen);
 uint64_t coli_convert_gguf_bytes(uint32_t type, uint64_t n);
+/* The GGUF name of the checkpoint name a GGUF tensor was read as
+ * ("model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight", an
+ * expert's -> "blk.3.ffn_gate_exps.weight, expert 5"); -ENOENT for a name no
+ * GGUF tensor becomes. For messages: a GGUF's user knows its own names. */
+int coli_convert_gguf_name(const char *hf, char *out, size_t n);
+/* A source tensor's name for messages: from a GGUF (gguf != 0) "its GGUF
+ * name (read as hf)" in buf, else (or when it has none) hf itself. */
+const char *coli_convert_src_label(int gguf, const char *hf, char *buf, size_t n);
 /* tokenizer.ggml.* of g as a tokenizer.json text in *out (NULL, with a
  * warning, when g has no tokenizer): core/model/convert_gguf_tok.c. */
 struct coli_gguf;

@@ -42,6 +42,12 @@ static int add_job(struct cv *v, const struct job *j)
 	return 0;
 }
 
+/* A source tensor's name for a message: a GGUF's own name first, then the
+ * checkpoint name it was read as; a checkpoint's as is. */
+#define SRC(name) coli_convert_src_label(v->hf.ggml != NULL, (name), (char[256]){0}, 256)
+/* Where the shapes come from. */
+#define CFG(v) ((v)->hf.ggml ? "the GGUF's metadata" : "config.json")
+
 static int shape_error(struct cv *v, int shard, const struct coli_st_tensor *t, const char *want)
 {
 	char got[96] = "";
@@ -50,8 +56,8 @@ static int shape_error(struct cv *v, int shard, const struct coli_st_tensor *t, 
 	for (int i = 0; i < t->ndim && k < sizeof(got) - 24; i++)
 		k += (size_t)snprintf(got + k, sizeof(got) - k, "%s%llu", i ? ", " : "",
 		                      (unsigned long long)t->shape[i]);
-	snprintf(v->errbuf, v->errlen, "%s: tensor '%s' has shape [%s], but config.json implies %s",
-	         v->hf.shards[shard], t->name, got, want);
+	snprintf(v->errbuf, v->errlen, "%s: tensor '%s' has shape [%s], but %s implies %s",
+	         v->hf.shards[shard], SRC(t->name), got, CFG(v), want);
 	return -EINVAL;
 }
 
@@ -67,15 +73,15 @@ static int map_expert(struct cv *v, int shard, const struct coli_st_tensor *t, i
 
 	if (li < 0) {
 		snprintf(v->errbuf, v->errlen,
-		         "%s: tensor '%s' is an expert weight, but config.json makes layer %d "
+		         "%s: tensor '%s' is an expert weight, but %s makes layer %d "
 		         "dense",
-		         v->hf.shards[shard], t->name, l);
+		         v->hf.shards[shard], SRC(t->name), CFG(v), l);
 		return -EINVAL;
 	}
 	if (!fused && (uint64_t)expert >= E) {
 		snprintf(v->errbuf, v->errlen,
-		         "%s: tensor '%s': expert %d, but config.json has %llu experts",
-		         v->hf.shards[shard], t->name, expert, (unsigned long long)E);
+		         "%s: tensor '%s': expert %d, but %s has %llu experts", v->hf.shards[shard],
+		         SRC(t->name), expert, CFG(v), (unsigned long long)E);
 		return -EINVAL;
 	}
 	/* part < 0: fused gate_up [E, 2I, H] (gate rows first, as transformers'
@@ -116,7 +122,7 @@ static int map_expert(struct cv *v, int shard, const struct coli_st_tensor *t, i
 				    v->errbuf, v->errlen,
 				    "%s: tensor '%s' supplies expert %llu of layer %d a second "
 				    "time",
-				    v->hf.shards[shard], t->name, (unsigned long long)e, l);
+				    v->hf.shards[shard], SRC(t->name), (unsigned long long)e, l);
 				return -EINVAL;
 			}
 			*seen = 1;
@@ -265,14 +271,14 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 			s = &v->slots[i];
 	if (!s) {
 		snprintf(v->errbuf, v->errlen,
-		         "%s: tensor '%s' is not part of a %s model with this config.json "
+		         "%s: tensor '%s' is not part of a %s model with this %s "
 		         "(unknown name, or a layer/bias/norm the config does not have)",
-		         v->hf.shards[shard], nm, v->c->model_type);
+		         v->hf.shards[shard], SRC(nm), v->c->model_type, CFG(v));
 		return -EINVAL;
 	}
 	if (s->hf_seen) {
 		snprintf(v->errbuf, v->errlen, "%s: tensor '%s' appears twice (also as '%s')",
-		         v->hf.shards[shard], nm, s->hf_seen);
+		         v->hf.shards[shard], SRC(nm), s->hf_seen);
 		return -EINVAL;
 	}
 	if (s->ndim == 1)
@@ -301,8 +307,21 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 	return add_job(v, &j);
 }
 
+/* "missing tensor NAME (coli's CN)": a GGUF's name first, then the
+ * checkpoint name it would be read as. */
+static void missing(struct cv *v, const char *where, const char *hf, const char *cn)
+{
+	char g[128];
+
+	if (v->hf.ggml && !coli_convert_gguf_name(hf, g, sizeof(g)))
+		snprintf(v->errbuf, v->errlen, "%s: missing tensor %s (read as %s, coli's %s)",
+		         where, g, hf, cn);
+	else
+		snprintf(v->errbuf, v->errlen, "%s: missing tensor %s (coli's %s)", where, hf, cn);
+}
+
 /* After mapping: anything the config needs that no shard supplied, named
- * the way the checkpoint's architecture spells it. */
+ * the way the checkpoint's architecture spells it (and a GGUF's). */
 int coli_convert_check_complete(struct cv *v)
 {
 	static const char *const pn[] = {"gate_proj", "up_proj", "down_proj"};
@@ -334,20 +353,23 @@ int coli_convert_check_complete(struct cv *v)
 					hf = buf;
 					break;
 				}
-		snprintf(v->errbuf, v->errlen, "%s: missing tensor %s (coli's %s)", where,
-		         hf ? hf : cn, cn);
+		missing(v, where, hf ? hf : cn, cn);
 		return -ENOENT;
 	}
 	for (int li = 0; li < v->n_el; li++)
 		for (uint32_t e = 0; e < v->el[li].n_experts; e++)
 			for (int p = 0; p < 3; p++)
 				if (!v->part_seen[((size_t)li * v->el[li].n_experts + e) * 3 + p]) {
-					snprintf(
-					    v->errbuf, v->errlen,
-					    "%s: missing tensor model.layers.%u.%s.%u.%s.weight",
-					    where, v->el[li].layer,
-					    mixtral ? "block_sparse_moe.experts" : "mlp.experts", e,
-					    mixtral ? mx[p] : pn[p]);
+					char hf[160], cn[64];
+
+					snprintf(hf, sizeof(hf), "model.layers.%u.%s.%u.%s.weight",
+					         v->el[li].layer,
+					         mixtral ? "block_sparse_moe.experts"
+					                 : "mlp.experts",
+					         e, mixtral ? mx[p] : pn[p]);
+					snprintf(cn, sizeof(cn), "blk.%u.experts slab %u",
+					         v->el[li].layer, e);
+					missing(v, where, hf, cn);
 					return -ENOENT;
 				}
 	return 0;

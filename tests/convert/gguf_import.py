@@ -17,6 +17,11 @@ metadata keys, for tests/convert/gguf_import.sh.
                                             no block reaches |q| = 127, so
                                             requantizing the values would
                                             give other blocks
+                                     missing   bf16 without blk.1.attn_k.weight
+                                     few_exps  bf16 with blk.0.ffn_up_exps
+                                            stacking one expert too few
+                                     bad_ffn   bf16 with expert_feed_forward_
+                                            length twice the tensors' rows
                                      llama  bf16 under architecture "llama"
                                             without expert_count (dense)
 The architecture is the fixture's: qwen3moe, qwen2moe (shared expert,
@@ -133,7 +138,7 @@ def halve_q8(raw):
 
 
 def qtype_of(mode, gg_name):
-    if mode in ("bf16", "llama"):
+    if mode in ("bf16", "llama", "missing", "few_exps", "bad_ffn"):
         return T.BF16
     if "ffn_gate_inp" in gg_name or gg_name.endswith(".bias"):
         return T.F32
@@ -174,7 +179,8 @@ def write(hf_dir, out, mode, split=0):
     if not dense:
         w.add_expert_count(E)
     w.add_expert_used_count(cfg["num_experts_per_tok"])
-    w.add_expert_feed_forward_length(cfg.get("moe_intermediate_size") or cfg["intermediate_size"])
+    moe_ff = cfg.get("moe_intermediate_size") or cfg["intermediate_size"]
+    w.add_expert_feed_forward_length(moe_ff * (2 if mode == "bad_ffn" else 1))
     w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
 
     n_vocab = cfg["vocab_size"]
@@ -197,6 +203,10 @@ def write(hf_dir, out, mode, split=0):
     w.add_chat_template(tcfg["chat_template"])
 
     def put(gg, t):
+        if mode == "missing" and gg == "blk.1.attn_k.weight":
+            return
+        if mode == "few_exps" and gg == "blk.0.ffn_up_exps.weight":
+            t = (t[0], t[1][:-1])
         add(w, gg, t, qtype_of(mode, gg), mode == "q8_0_odd")
 
     put("token_embd.weight", st["model.embed_tokens.weight"])

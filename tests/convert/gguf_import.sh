@@ -27,7 +27,9 @@
 #            the single file's container, byte for byte
 #   refused  "llama" without experts (dense), a truncated file, a split with a part
 #            missing, given by its second part, or with part 2 copied as
-#            part 3: exit 1 naming why, no output (nor its .tmp) left behind
+#            part 3, a missing tensor, a stacked expert tensor one expert
+#            short, expert shapes against expert_feed_forward_length: exit 1 naming why (a tensor by its GGUF name, then the
+#            checkpoint name it is read as), no output (nor its .tmp) left behind
 set -u
 GEN="$ROOT/tests/convert/gguf_import.py"
 COLI="$ROOT/$BUILD/coli"
@@ -122,9 +124,15 @@ done
 rm sp-00003-of-00003.gguf
 
 "$PY" "$GEN" write "$FIX/$fx" llama.gguf llama || bad "writing llama.gguf"
+"$PY" "$GEN" write "$FIX/$fx" missing.gguf missing || bad "writing missing.gguf"
+"$PY" "$GEN" write "$FIX/$fx" few_exps.gguf few_exps || bad "writing few_exps.gguf"
+"$PY" "$GEN" write "$FIX/$fx" bad_ffn.gguf bad_ffn || bad "writing bad_ffn.gguf"
 head -c 100000 "$fx.gguf" >trunc.gguf
 for c in "llama.gguf:without llama.expert_count is a dense model" "trunc.gguf:is outside the file" \
-	"$sp:part 3 of 3, sp-00003-of-00003.gguf, is missing"; do
+	"$sp:part 3 of 3, sp-00003-of-00003.gguf, is missing" \
+	"missing.gguf:missing tensor blk.1.attn_k.weight (read as model.layers.1.self_attn.k_proj.weight" \
+	"few_exps.gguf:missing tensor blk.0.ffn_up_exps.weight, expert 7 (read as model.layers.0.mlp.experts.7.up_proj.weight" \
+	"bad_ffn.gguf:tensor 'blk.0.ffn_gate_exps.weight, expert 0 (read as model.layers.0.mlp.experts.0.gate_proj.weight)' has shape [32, 64], but the GGUF's metadata implies [64, 64]"; do
 	f=${c%%:*} why=${c#*:}
 	"$COLI" convert "$f" -o out.coli --quiet >msg.txt 2>&1
 	rc=$?
@@ -137,5 +145,7 @@ for c in "llama.gguf:without llama.expert_count is a dense model" "trunc.gguf:is
 	fi
 done
 echo "ok: a dense llama, a truncated file, a split missing a part, a part"
-echo "    not the first and a part out of place refused, nothing written"
+echo "    not the first, a part out of place, a missing tensor, a missing expert"
+echo "    and a shape the metadata contradicts refused (tensors by their GGUF"
+echo "    names), nothing written"
 exit $fail
