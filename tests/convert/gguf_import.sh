@@ -24,7 +24,8 @@
 #            its top-1 agreement is printed, not asserted (as for q4)
 #   split    the q8_0 GGUF written in 3 parts (-0000K-of-00003.gguf, the
 #            gguf package's splitting writer): the first part converts to
-#            the single file's container, byte for byte
+#            the single file's container, byte for byte; --progress draws
+#            its bar to the full total
 #   refused  "llama" without experts (dense), a truncated file, a split with a part
 #            missing, given by its second part, or with part 2 copied as
 #            part 3, a missing tensor, a stacked expert tensor one expert
@@ -107,11 +108,18 @@ done
 # and split.* keys) converts from its first part to the same container
 "$PY" "$GEN" write "$FIX/$fx" sp.gguf q8_0 16 || bad "writing the split GGUF"
 sp=sp-00001-of-00003.gguf
-if "$COLI" convert $sp -o sp.coli --quiet 2>err.txt && cmp -s sp.coli q8_0.coli; then
+if "$COLI" convert $sp -o sp.coli --progress 2>err.txt && cmp -s sp.coli q8_0.coli; then
 	echo "ok: a 3-part split converts to the single file's container, byte for byte"
 else
 	cat err.txt; bad "split: $sp did not convert to q8_0.coli's bytes"
 fi
+# --progress: the bar is drawn, and its last state is full (every part's
+# bytes counted once: done == total)
+last=$(tr '\r' '\n' <err.txt | grep '^\[' | tail -n 1)
+case "$last" in
+"[##############################]"*MB/s) echo "ok: progress while converting the split: $last" ;;
+*) bad "split: --progress drew no full bar (last: '$last')" ;;
+esac
 mv sp-00003-of-00003.gguf part3
 cp sp-00002-of-00003.gguf sp-00003-of-00003.gguf
 for c in "sp-00002-of-00003.gguf:give the first part (-00001-of-00003.gguf)" \
