@@ -517,19 +517,15 @@ static int check_tensor(struct gg *s, const struct coli_gguf *g, const struct co
 	return k;
 }
 
-/* Part p's tensors as the virtual shard h->st[p] (its entries counted
- * first: a stacked expert tensor is E of them). */
+/* Part p's tensors into the virtual shard h->st[p] (its table allocated
+ * for them: a stacked expert tensor is E entries). */
 static int map_part(struct gg *s, struct coli_convert_hf *h, int p, int *ggml)
 {
 	const struct coli_gguf *g = &s->parts[p];
 	char hf[160];
 	int k, rc;
 
-	h->st[p].t = calloc(h->st[p].n + 1, sizeof(*h->st[p].t));
-	if (!h->st[p].t)
-		return -ENOMEM;
 	h->ggml[p] = ggml;
-	h->st[p].n = 0;
 	for (int i = 0; i < g->n_tensors; i++) {
 		const struct coli_gguf_tensor *t = &g->t[i];
 		int stacked;
@@ -545,47 +541,49 @@ static int map_part(struct gg *s, struct coli_convert_hf *h, int p, int *ggml)
 
 /* The GGUF's tensors as one virtual shard per part, each opened for pread;
  * h->ggml[p][i]: entry i's ggml block type (one allocation: the row
- * pointers, then every part's entries). */
+ * pointers, then every part's entries). Every shard is closable (fd -1, n
+ * the entries filled) whenever this returns. */
 static int map_tensors(struct gg *s, struct coli_convert_hf *h)
 {
 	uint64_t total = 0;
 	char hf[160];
-	int k, rc;
-	int *next;
+	int k, rc, *next;
 
 	h->st = calloc((size_t)s->n_parts, sizeof(*h->st));
 	h->shards = calloc((size_t)s->n_parts, sizeof(*h->shards));
 	if (!h->st || !h->shards)
 		return -ENOMEM;
 	h->n_shards = s->n_parts;
+	for (int p = 0; p < s->n_parts; p++)
+		h->st[p].fd = -1;
 	for (int p = 0; p < s->n_parts; p++) {
 		const struct coli_gguf *g = &s->parts[p];
+		uint64_t n = 0;
 
-		h->st[p].fd = -1;
 		for (int i = 0; i < g->n_tensors; i++) {
 			const struct coli_gguf_tensor *t = &g->t[i];
 
 			if ((k = check_tensor(s, g, t, hf, sizeof(hf))) < 0)
 				return k;
-			h->st[p].n += k >= (int)FIRST_EXP && k < (int)N_NAMES ? (int)t->ne[2] : 1;
+			n += k >= (int)FIRST_EXP && k < (int)N_NAMES ? t->ne[2] : 1;
 		}
-		total += (uint64_t)h->st[p].n;
+		if (!(h->st[p].t = calloc(n + 1, sizeof(*h->st[p].t))))
+			return -ENOMEM;
+		total += n;
 	}
 	h->ggml = calloc(1, s->n_parts * sizeof(int *) + (total + 1) * sizeof(int));
 	if (!h->ggml)
 		return -ENOMEM;
 	next = (int *)(h->ggml + s->n_parts);
 	for (int p = 0; p < s->n_parts; p++) {
-		int n = h->st[p].n;
-
 		if ((rc = map_part(s, h, p, next)))
 			return rc;
-		next += n;
+		next += h->st[p].n;
 		h->shards[p] = strdup(s->parts[p].path);
 		h->st[p].path = strdup(s->parts[p].path);
-		h->st[p].fd = open(s->parts[p].path, O_RDONLY | O_CLOEXEC);
 		if (!h->shards[p] || !h->st[p].path)
 			return -ENOMEM;
+		h->st[p].fd = open(s->parts[p].path, O_RDONLY | O_CLOEXEC);
 		if (h->st[p].fd < 0)
 			return coli_convert_errf(s->errbuf, s->errlen, -errno,
 			                         "%s: cannot open for reading: %s",
