@@ -7,8 +7,9 @@
  *   .tokens, .token_type   model.vocab; control tokens are special added
  *                          tokens, user-defined ones plain added tokens
  *   .merges                model.merges ("a b")
- *   .pre                   the pre-tokenizer's Split regex (g_pre); a name
- *                          without a regex here is refused with the name
+ *   .pre                   the pre-tokenizer's Split regex (g_pre: qwen2;
+ *                          default, gpt-2 and olmo are ByteLevel's own GPT-2
+ *                          regex); another name is refused with the name
  */
 #include <errno.h>
 #include <jansson.h>
@@ -38,6 +39,7 @@ static const struct {
      1},
     {"default", NULL, 0},
     {"gpt-2", NULL, 0},
+    {"olmo", NULL, 0}, /* OLMo's and OLMoE's: llama.cpp splits them with GPT-2's regex */
 };
 
 /* ggml's token types (llama.cpp's llama_token_type). */
@@ -136,7 +138,7 @@ static int tokenizer_json(struct tk *s, char **out)
 		coli_convert_errf(
 		    s->errbuf, s->errlen, rc,
 		    "%s: tokenizer.ggml.pre '%.*s' is not supported (known: qwen2, default, "
-		    "gpt-2)",
+		    "gpt-2, olmo)",
 		    s->path, (int)(pl < 64 ? pl : 64), pre);
 		goto out;
 	}

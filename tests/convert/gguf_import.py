@@ -22,6 +22,7 @@ metadata keys, for tests/convert/gguf_import.sh.
                                             stacking one expert too few
                                      bad_ffn   bf16 with expert_feed_forward_
                                             length twice the tensors' rows
+                                     olmo   bf16, tokenizer.ggml.pre "olmo"
                                      llama  bf16 under architecture "llama"
                                             without expert_count (dense)
 The architecture is the fixture's: qwen3moe, qwen2moe (shared expert,
@@ -41,7 +42,14 @@ into ggml's interleaved RoPE order as llama.cpp's converter does.
 The weights are read from model.safetensors with numpy alone (bf16 is the
 high half of a float32). The tokenizer comes from tokenizer.json: every id's
 string, control type for special added tokens, the merges as "a b"; the
-pre-tokenizer name is "qwen2" (Qwen's regex, which the fixtures use).
+pre-tokenizer name is "qwen2" (Qwen's regex, which the fixtures use), or
+"olmo" (mode olmo: GPT-2's regex, for a tokenizer.json rewritten to a
+ByteLevel pre-tokenizer: `gpt2tok DIR`).
+
+  gpt2tok HF_DIR OUT_DIR       the fixture with its tokenizer.json's
+                               pre-tokenizer replaced by ByteLevel with
+                               GPT-2's regex and no normalizer (the weights
+                               linked)
 """
 import json
 import struct
@@ -138,7 +146,7 @@ def halve_q8(raw):
 
 
 def qtype_of(mode, gg_name):
-    if mode in ("bf16", "llama", "missing", "few_exps", "bad_ffn"):
+    if mode in ("bf16", "llama", "missing", "few_exps", "bad_ffn", "olmo"):
         return T.BF16
     if "ffn_gate_inp" in gg_name or gg_name.endswith(".bias"):
         return T.F32
@@ -193,7 +201,7 @@ def write(hf_dir, out, mode, split=0):
         types[a["id"]] = gguf.TokenType.CONTROL if a["special"] else gguf.TokenType.USER_DEFINED
     merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen2")
+    w.add_tokenizer_pre("olmo" if mode == "olmo" else "qwen2")
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
@@ -303,6 +311,21 @@ def blocks(gguf_path, coli_path):
     print(f"blocks: {n} matrices equal")
 
 
+def gpt2tok(hf_dir, out):
+    import os
+    import shutil
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(hf_dir):
+        if f.endswith(".json") and f != "tokenizer.json":
+            shutil.copy(f"{hf_dir}/{f}", out)
+    os.symlink(os.path.abspath(f"{hf_dir}/model.safetensors"), f"{out}/model.safetensors")
+    tok = json.load(open(f"{hf_dir}/tokenizer.json"))
+    tok["normalizer"] = None
+    tok["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False,
+                            "trim_offsets": True, "use_regex": True}
+    json.dump(tok, open(f"{out}/tokenizer.json", "w"))
+
+
 def top1(a, b, vocab):
     x = np.fromfile(a, dtype=np.float32).reshape(-1, vocab)
     y = np.fromfile(b, dtype=np.float32).reshape(-1, vocab)
@@ -313,6 +336,8 @@ def top1(a, b, vocab):
 if __name__ == "__main__":
     if sys.argv[1] == "write":
         write(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else 0)
+    elif sys.argv[1] == "gpt2tok":
+        gpt2tok(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "blocks":
         blocks(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "top1":

@@ -11,6 +11,8 @@
 #            checkpoint directory converted with the same --quant (same
 #            weights, same pipeline); `coli tokenize` gives the same ids; the
 #            same matrices as Q8_0 (copied) give the checkpoint's q8 logits
+#   olmo     tokenizer.ggml.pre "olmo" gives the ids of a tokenizer.json
+#            with a ByteLevel (GPT-2 regex) pre-tokenizer
 #   q8_0     matrices Q8_0: without --quant it picks q8 and says so, copies
 #            every block as stored (the container's planes read back equal
 #            the GGUF's blocks), and the logits equal the checkpoint's q8
@@ -75,6 +77,27 @@ naïve café 123<|im_end|>"; do
 	done
 	[ $tok_ok = 1 ] && echo "ok: $fx: the GGUF's tokenizer gives the checkpoint's ids on 3 texts"
 done
+
+# tokenizer.ggml.pre "olmo" is GPT-2's regex: the qwen3_moe fixture with its
+# tokenizer.json rewritten to a ByteLevel (GPT-2 regex) pre-tokenizer, and
+# its GGUF labelled olmo, give the same ids; labelled qwen2 they differ on
+# "a\n\nb" (so the texts tell the two regexes apart)
+"$PY" "$GEN" gpt2tok "$FIX/qwen3_moe" g2tok && "$PY" "$GEN" write g2tok olmo.gguf olmo &&
+	"$PY" "$GEN" write g2tok q2.gguf bf16 || bad "writing the olmo fixtures"
+"$COLI" convert g2tok -o g2-hf.coli --quiet 2>/dev/null || bad "converting g2tok"
+for g in olmo q2; do
+	"$COLI" convert $g.gguf -o g2-$g.coli --quiet 2>err.txt || { cat err.txt; bad "converting $g.gguf"; }
+done
+tok_ok=1
+for text in "$(printf 'a\n\nb')" "$(printf 'def f():\n\n    return 1\n')" "IT'S 1000000 naïve"; do
+	a=$("$COLI" tokenize -m g2-hf.coli "$text" 2>&1)
+	b=$("$COLI" tokenize -m g2-olmo.coli "$text" 2>&1)
+	[ "$a" = "$b" ] || { bad "olmo: tokenize '$text': tokenizer.json $a, GGUF $b"; tok_ok=0; }
+done
+nn=$(printf 'a\n\nb')
+[ "$("$COLI" tokenize -m g2-q2.coli "$nn" 2>&1)" != "$("$COLI" tokenize -m g2-hf.coli "$nn" 2>&1)" ] ||
+	bad "olmo: qwen2's regex gave GPT-2's ids on 'a\n\nb': the texts do not tell them apart"
+[ $tok_ok = 1 ] && echo "ok: tokenizer.ggml.pre olmo gives a GPT-2 ByteLevel tokenizer.json's ids on 3 texts"
 
 fx=qwen3_moe
 for m in q8_0 q8_0_odd q4_mix; do
