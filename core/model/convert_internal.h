@@ -70,6 +70,20 @@ int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint
 int coli_convert_fp8_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
                           char *errbuf, size_t errlen);
 
+/* The tokenizer.json text of a byte-level BPE vocabulary (core/model/
+ * convert_tok.c's top has the layout): vocab (object token -> id), merges
+ * (array of "a b"), added (array of added-token objects) are borrowed;
+ * regex is the Split pattern (NULL: ByteLevel's own GPT-2 regex). *out is
+ * malloc'd; -ENOMEM is the only error. */
+struct json_t;
+struct coli_convert_tok {
+	struct json_t *vocab, *merges, *added;
+	const char *regex;
+	int nfc;           /* an NFC normalizer */
+	int ignore_merges; /* a pre-token that is a token is that token (tiktoken's rule) */
+};
+int coli_convert_tok_write(const struct coli_convert_tok *t, char **out);
+
 /* Formats the message into errbuf and returns rc (the converter's errors). */
 int coli_convert_errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
