@@ -84,6 +84,17 @@ struct coli_convert_tok {
 };
 int coli_convert_tok_write(const struct coli_convert_tok *t, char **out);
 
+/* A tiktoken tokenizer (core/model/convert_tiktoken.c): when dir has no
+ * tokenizer.json, _load reads the rank file tokenizer_config.json (tokcfg,
+ * may be NULL) names, or tiktoken.model, into h's TOKENIZER section; no
+ * rank file -> 0 with nothing stored; a class coli does not know -> -ENOTSUP
+ * naming it. _json turns a rank file's text (named name in messages) into
+ * the tokenizer.json text *out (malloc'd). */
+int coli_convert_tiktoken_load(struct coli_convert_hf *h, const struct json_t *tokcfg, char *errbuf,
+                               size_t errlen);
+int coli_convert_tiktoken_json(const char *text, size_t len, const struct json_t *tokcfg,
+                               const char *name, char **out, char *errbuf, size_t errlen);
+
 /* Formats the message into errbuf and returns rc (the converter's errors). */
 int coli_convert_errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
