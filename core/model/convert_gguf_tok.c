@@ -45,18 +45,6 @@ static const struct {
 /* ggml's token types (llama.cpp's llama_token_type). */
 enum { TOK_NORMAL = 1, TOK_UNKNOWN = 2, TOK_CONTROL = 3, TOK_USER = 4, TOK_UNUSED = 5 };
 
-static json_t *pre_tokenizer(int p)
-{
-	json_t *bl = json_pack("{s:s, s:b, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", 0,
-	                       "trim_offsets", 0, "use_regex", g_pre[p].regex == NULL);
-
-	if (!g_pre[p].regex || !bl)
-		return bl;
-	return json_pack("{s:s, s:[{s:s, s:{s:s}, s:s, s:b}, o]}", "type", "Sequence",
-	                 "pretokenizers", "type", "Split", "pattern", "Regex", g_pre[p].regex,
-	                 "behavior", "Isolated", "invert", 0, bl);
-}
-
 /* tokens (+ token_type) -> model.vocab and added_tokens: control tokens are
  * special added tokens, user-defined ones plain added tokens. */
 static int vocab(struct tk *s, json_t *voc, json_t *added)
@@ -108,7 +96,7 @@ static int vocab(struct tk *s, json_t *voc, json_t *added)
 static int tokenizer_json(struct tk *s, char **out)
 {
 	const struct coli_gguf_kv *mg = coli_gguf_find(s->g, "tokenizer.ggml.merges");
-	json_t *root = NULL, *voc = json_object(), *added = json_array(), *merges = json_array();
+	json_t *voc = json_object(), *added = json_array(), *merges = json_array();
 	const char *model, *pre = "default";
 	uint64_t ml, pl = 7;
 	int p = -1, rc;
@@ -160,24 +148,17 @@ static int tokenizer_json(struct tk *s, char **out)
 			goto out;
 		}
 	}
-	root = json_pack("{s:s, s:n, s:n, s:O, s:o, s:o, s:n, s:{s:s, s:b, s:b, s:b}}", "version",
-	                 "1.0", "truncation", "padding", "added_tokens", added, "normalizer",
-	                 g_pre[p].nfc ? json_pack("{s:s}", "type", "NFC") : json_null(),
-	                 "pre_tokenizer", pre_tokenizer(p), "post_processor", "decoder", "type",
-	                 "ByteLevel", "add_prefix_space", 1, "trim_offsets", 1, "use_regex", 1);
-	if (!root ||
-	    json_object_set_new(root, "model",
-	                        json_pack("{s:s, s:n, s:n, s:b, s:b, s:b, s:O, s:O}", "type", "BPE",
-	                                  "dropout", "unk_token", "fuse_unk", 0, "byte_fallback", 0,
-	                                  "ignore_merges", 0, "vocab", voc, "merges", merges)))
-		goto out;
-	*out = json_dumps(root, JSON_COMPACT);
-	rc = *out ? 0 : -ENOMEM;
+	struct coli_convert_tok w = {.vocab = voc,
+	                             .merges = merges,
+	                             .added = added,
+	                             .regex = g_pre[p].regex,
+	                             .nfc = g_pre[p].nfc};
+
+	rc = coli_convert_tok_write(&w, out);
 out:
 	if (rc == -ENOMEM && !s->errbuf[0])
 		coli_convert_errf(s->errbuf, s->errlen, rc,
 		                  "%s: out of memory building the tokenizer", s->path);
-	json_decref(root);
 	json_decref(voc);
 	json_decref(added);
 	json_decref(merges);

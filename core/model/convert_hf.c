@@ -39,6 +39,8 @@
  *   refused        hidden_act != silu, olmoe clip_qkv, qwen use_sliding_window,
  *                  mixtral sliding_window < max_position_embeddings
  *
+ * Without tokenizer.json, a tiktoken rank file (Kimi's tiktoken.model) is
+ * read as one (core/model/convert_tiktoken.c).
  * A missing tokenizer.json is not an error: the container is written without
  * a TOKENIZER section (a warning says so) and the engine refuses text
  * commands on it, while --ids paths still work. That keeps weight-only test
@@ -656,6 +658,8 @@ int coli_convert_hf_load(const char *dir, enum coli_dtype quant, struct coli_con
 	if (!rc)
 		rc =
 		    load_file(h, "tokenizer.json", COLI_SECTION_TOKENIZER, 0, NULL, errbuf, errlen);
+	if (!rc && !h->section[COLI_SECTION_TOKENIZER]) /* Kimi's: a tiktoken rank file */
+		rc = coli_convert_tiktoken_load(h, tokcfg, errbuf, errlen);
 	if (!rc)
 		rc = load_chat_template(h, tokcfg, errbuf, errlen);
 	if (!rc)

@@ -96,6 +96,31 @@ int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint
 int coli_convert_fp8_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
                           char *errbuf, size_t errlen);
 
+/* The tokenizer.json text of a byte-level BPE vocabulary (core/model/
+ * convert_tok.c's top has the layout): vocab (object token -> id), merges
+ * (array of "a b"), added (array of added-token objects) are borrowed;
+ * regex is the Split pattern (NULL: ByteLevel's own GPT-2 regex). *out is
+ * malloc'd; -ENOMEM is the only error. */
+struct json_t;
+struct coli_convert_tok {
+	struct json_t *vocab, *merges, *added;
+	const char *regex;
+	int nfc;           /* an NFC normalizer */
+	int ignore_merges; /* a pre-token that is a token is that token (tiktoken's rule) */
+};
+int coli_convert_tok_write(const struct coli_convert_tok *t, char **out);
+
+/* A tiktoken tokenizer (core/model/convert_tiktoken.c): when dir has no
+ * tokenizer.json, _load reads the rank file tokenizer_config.json (tokcfg,
+ * may be NULL) names, or tiktoken.model, into h's TOKENIZER section; no
+ * rank file -> 0 with nothing stored; a class coli does not know -> -ENOTSUP
+ * naming it. _json turns a rank file's text (named name in messages) into
+ * the tokenizer.json text *out (malloc'd). */
+int coli_convert_tiktoken_load(struct coli_convert_hf *h, const struct json_t *tokcfg, char *errbuf,
+                               size_t errlen);
+int coli_convert_tiktoken_json(const char *text, size_t len, const struct json_t *tokcfg,
+                               const char *name, char **out, char *errbuf, size_t errlen);
+
 /* Formats the message into errbuf and returns rc (the converter's errors). */
 int coli_convert_errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
