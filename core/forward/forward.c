@@ -100,7 +100,7 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 		                                         .G = group,
 		                                         .n_pos = pos0 + t + 1};
 	}
-	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, 1.0f / sqrtf((float)hd),
+	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, hd, 1.0f / sqrtf((float)hd),
 	                         e->s.scores, (size_t)e->kv.ctx * 8,
 	                         coli_cpu_pool_threads(e->pool));
 	coli_actbufs_set(e, e->s.ah, e->s.att, T, qd);
