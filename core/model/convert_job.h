@@ -13,6 +13,11 @@
 #include "cpu/cpu.h"
 
 enum dst_kind { DST_TENSOR, DST_SLAB };
+/* How a job's source rows become its destination rows (MLA, convert_map.c):
+ * as they are; RoPE dims de-interleaved (destination row i < rows/2 is source
+ * row 2i, row rows/2 + i is 2i + 1); transposed (the source is `cols` rows
+ * of `rows` values, destination row r is their column r). */
+enum job_xf { XF_NONE, XF_DEINTERLEAVE, XF_TRANSPOSE };
 enum { PART_GATE, PART_UP, PART_DOWN };
 
 struct job {
@@ -27,6 +32,9 @@ struct job {
 	uint64_t base; /* byte offset of the matrix inside the tensor/slab */
 	enum coli_dtype dtype;
 	int ggml; /* a GGUF block type (read and widened by blocks), or -1 */
+	enum job_xf xf;
+	uint64_t dst_row0; /* the rows land at this row of a matrix of dst_rows rows */
+	uint64_t dst_rows; /* (0: the job is the whole matrix, dst_row0 0) */
 };
 
 /* One canonical tensor: what we expect and whether a source filled it. */
@@ -63,6 +71,12 @@ struct cv {
 	struct timespec t0;
 	double last_draw;
 };
+
+/* Elements in one of a job's source rows. */
+static inline uint64_t coli_convert_src_cols(const struct job *j)
+{
+	return j->xf == XF_TRANSPOSE ? j->rows : j->cols;
+}
 
 /* Bytes of n elements (whole rows) of a job's source as stored. */
 static inline uint64_t coli_convert_src_bytes(const struct job *j, uint64_t n)
