@@ -537,6 +537,8 @@ struct coli_engine_stats {
 	uint64_t min_slots;        /* the working set: slots one layer needs */
 	uint64_t total_slabs;      /* routed experts in the model */
 	uint64_t disk_retries;     /* short reads, EIO and checksum re-reads */
+	uint64_t kv_bytes;         /* the host KV cache: keys and values, or under MLA
+	                            * n_layers * ctx * (kv_lora + rope_dim) * 4 */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 /* Wait until every slab read the engine queued on its own (the usage file's
