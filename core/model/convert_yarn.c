@@ -67,10 +67,11 @@ static int read_nest(json_t *p, struct coli_model_config *c, const char *path, c
 		if (json_is_number(v) && json_number_value(v) > 0) /* 0: absent, as there */
 			*(float *)((char *)c + keys[k].off) = (float)json_number_value(v);
 	}
-	if (!(c->rope_factor >= 1) || json_is_false(json_object_get(p, "truncate")))
+	if (!(c->rope_factor >= 1 && c->rope_factor < 1e6f) ||
+	    json_is_false(json_object_get(p, "truncate")))
 		return errf(errbuf, errlen, -ENOTSUP,
-		            "%s: YaRN with factor %g below 1, or truncate false, is not "
-		            "supported",
+		            "%s: YaRN with factor %g (below 1 or from 1e6), or truncate false, is "
+		            "not supported",
 		            path, c->rope_factor);
 	return 0;
 }
