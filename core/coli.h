@@ -164,7 +164,8 @@ struct coli_convert_opts {
 	enum coli_dtype quant; /* COLI_DTYPE_BF16 (default), Q8_0, Q4_0 */
 	int progress;          /* draw a progress bar on stderr */
 	int threads;           /* threads converting a chunk (0: all online CPUs) */
-	int quant_auto;        /* a GGUF source picks quant from its types (docs/quant.md) */
+	int quant_auto;        /* a GGUF source picks quant from its types, an FP8 checkpoint
+	                        * takes q8 (docs/quant.md) */
 };
 void coli_convert_opts_init(struct coli_convert_opts *o);
 /* 0 or -errno; on failure *errbuf says what and where, and no output file exists. */

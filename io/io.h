@@ -251,7 +251,18 @@ const char *coli_io_stream_describe(const coli_io_stream_t *s);
 /* safetensors input                                                      */
 /* ===================================================================== */
 
-enum coli_st_dtype { COLI_ST_F32, COLI_ST_F16, COLI_ST_BF16, COLI_ST_OTHER };
+/* F8_E4M3 (e4m3fn: no infinities, S.1111.111 NaN) and F8_E5M2 (IEEE-like:
+ * fp16's upper byte) are block-scaled weights; F8_E8M0 (2^(e-127), 0xff NaN)
+ * their power-of-two scales (core/model/convert_fp8.c). */
+enum coli_st_dtype {
+	COLI_ST_F32,
+	COLI_ST_F16,
+	COLI_ST_BF16,
+	COLI_ST_F8_E4M3,
+	COLI_ST_F8_E5M2,
+	COLI_ST_F8_E8M0,
+	COLI_ST_OTHER
+};
 
 struct coli_st_tensor {
 	char *name;
@@ -285,7 +296,8 @@ const struct coli_st_tensor *coli_io_st_find(const struct coli_st_file *f, const
 int coli_io_st_read_f32(const struct coli_st_file *f, const struct coli_st_tensor *t, float *dst);
 /* Read elements [elem0, elem0+n) (row-major order) converted to fp32 into
  * dst[n]: how the converter streams big tensors in bounded row chunks.
- * -ENOTSUP (message names dtype and tensor) for dtypes other than F32/F16/BF16. */
+ * -ENOTSUP (message names dtype and tensor) for dtypes other than F32, F16,
+ * BF16 and the F8 ones (decoded exactly, NaN encodings to NaN, unscaled). */
 int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st_tensor *t,
                               uint64_t elem0, uint64_t n, float *dst);
 /* The same elements as stored (dtype bytes each) into dst, one pread: threads
@@ -296,7 +308,7 @@ int coli_io_st_read_range_raw(const struct coli_st_file *f, const struct coli_st
  * conversions coli_io_st_read_range_f32 makes. */
 void coli_io_st_widen(enum coli_st_dtype d, const void *src, uint64_t i0, uint64_t i1, float *dst);
 uint64_t coli_io_st_numel(const struct coli_st_tensor *t);
-/* Bytes per element of a readable dtype; 0 for COLI_ST_OTHER. */
+/* Bytes per element of a readable dtype (4, 2 or 1); 0 for COLI_ST_OTHER. */
 unsigned coli_io_st_dtype_bytes(enum coli_st_dtype d);
 
 /* xxh64 with seed 0 (wrapper over libxxhash, so only io/ links it directly). */

@@ -16,13 +16,15 @@
  * end - begin == numel x element size computed without overflow. Ranges may
  * not overlap (holes are tolerated). "__metadata__" is ignored.
  *
- * Only F32, F16 and BF16 can be read (converted to fp32); the other dtypes of
- * the spec parse (so a file is described fully) and fail at read time with a
+ * F32, F16, BF16 and the 8-bit floats F8_E4M3, F8_E5M2 and F8_E8M0 can be
+ * read (converted to fp32, exactly; an F8 weight's block scales are the
+ * converter's business, core/model/convert_fp8.c); the other dtypes of the
+ * spec parse (so a file is described fully) and fail at read time with a
  * message naming the dtype and the tensor. Reads are pread()s of at most
- * COLI_ST_READ_CHUNK bytes each, into the caller's buffer: 16-bit sources are
- * read into the upper half of the fp32 destination and widened in place from
- * the front, so no second buffer is needed (element i's 4 output bytes never
- * reach a 2-byte input that has not been widened yet).
+ * COLI_ST_READ_CHUNK bytes each, into the caller's buffer: narrower sources
+ * are read into the tail of the fp32 destination (its last n x size bytes)
+ * and widened in place from the front, so no second buffer is needed
+ * (element i's output bytes end at 4i+3, before the tail's element i+1).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,18 +46,32 @@ static const struct {
 	enum coli_st_dtype dtype;
 	unsigned bytes;
 } g_st_dtypes[] = {
-    {"F32", COLI_ST_F32, 4},       {"F16", COLI_ST_F16, 2},       {"BF16", COLI_ST_BF16, 2},
-    {"F64", COLI_ST_OTHER, 8},     {"I64", COLI_ST_OTHER, 8},     {"U64", COLI_ST_OTHER, 8},
-    {"I32", COLI_ST_OTHER, 4},     {"U32", COLI_ST_OTHER, 4},     {"I16", COLI_ST_OTHER, 2},
-    {"U16", COLI_ST_OTHER, 2},     {"I8", COLI_ST_OTHER, 1},      {"U8", COLI_ST_OTHER, 1},
-    {"BOOL", COLI_ST_OTHER, 1},    {"F8_E4M3", COLI_ST_OTHER, 1}, {"F8_E5M2", COLI_ST_OTHER, 1},
-    {"F8_E8M0", COLI_ST_OTHER, 1},
+    {"F32", COLI_ST_F32, 4},         {"F16", COLI_ST_F16, 2},
+    {"BF16", COLI_ST_BF16, 2},       {"F64", COLI_ST_OTHER, 8},
+    {"I64", COLI_ST_OTHER, 8},       {"U64", COLI_ST_OTHER, 8},
+    {"I32", COLI_ST_OTHER, 4},       {"U32", COLI_ST_OTHER, 4},
+    {"I16", COLI_ST_OTHER, 2},       {"U16", COLI_ST_OTHER, 2},
+    {"I8", COLI_ST_OTHER, 1},        {"U8", COLI_ST_OTHER, 1},
+    {"BOOL", COLI_ST_OTHER, 1},      {"F8_E4M3", COLI_ST_F8_E4M3, 1},
+    {"F8_E5M2", COLI_ST_F8_E5M2, 1}, {"F8_E8M0", COLI_ST_F8_E8M0, 1},
 };
 #define N_ST_DTYPES (int)(sizeof(g_st_dtypes) / sizeof(g_st_dtypes[0]))
 
 unsigned coli_io_st_dtype_bytes(enum coli_st_dtype d)
 {
-	return d == COLI_ST_F32 ? 4 : d == COLI_ST_OTHER ? 0 : 2;
+	switch (d) {
+	case COLI_ST_F32:
+		return 4;
+	case COLI_ST_F16:
+	case COLI_ST_BF16:
+		return 2;
+	case COLI_ST_F8_E4M3:
+	case COLI_ST_F8_E5M2:
+	case COLI_ST_F8_E8M0:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 static int cmp_offset(const void *a, const void *b)
@@ -350,8 +366,8 @@ int coli_io_st_read_range_raw(const struct coli_st_file *f, const struct coli_st
 
 	if (!es)
 		return io_err(-ENOTSUP, f->path,
-		              "tensor '%s' has dtype %s; only F32, F16 and BF16 "
-		              "can be converted",
+		              "tensor '%s' has dtype %s; only F32, F16, BF16 and F8 "
+		              "(E4M3, E5M2, E8M0) can be read",
 		              t->name, t->dtype_name);
 	if (elem0 > t->bytes / es || n > t->bytes / es - elem0)
 		return io_err(-EINVAL, f->path, "tensor '%s': read past its end", t->name);
@@ -360,12 +376,53 @@ int coli_io_st_read_range_raw(const struct coli_st_file *f, const struct coli_st
 	return pread_full(f->fd, f->path, dst, n * es, t->offset + elem0 * es);
 }
 
+/* e4m3fn: bias 7, no infinities; S.1111.111 is NaN (448 the largest). */
+static float e4m3_to_f32(uint8_t b)
+{
+	uint32_t sign = (uint32_t)(b >> 7) << 31, exp = (b >> 3) & 0xf, man = b & 7, u;
+	float f;
+
+	if (exp == 0xf && man == 7) {
+		u = sign | 0x7fc00000u;
+	} else if (exp) {
+		u = sign | (exp + 120) << 23 | man << 20;
+	} else {
+		f = (float)man * 0x1p-9f; /* subnormal: man x 2^-9, exact */
+		memcpy(&u, &f, 4);
+		u |= sign;
+	}
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* e8m0: an exponent alone, 2^(e-127); 0xff is NaN. */
+static float e8m0_to_f32(uint8_t b)
+{
+	uint32_t u = b == 0xff ? 0x7fc00000u : b ? (uint32_t)b << 23 : 0x00400000u;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static void widen_f8(enum coli_st_dtype d, const uint8_t *s8, uint64_t i0, uint64_t i1, float *dst)
+{
+	for (uint64_t i = i0; i < i1; i++)
+		dst[i] = d == COLI_ST_F8_E4M3   ? e4m3_to_f32(s8[i])
+		         : d == COLI_ST_F8_E5M2 ? half_to_f32((uint16_t)(s8[i] << 8))
+		                                : e8m0_to_f32(s8[i]);
+}
+
 void coli_io_st_widen(enum coli_st_dtype d, const void *src, uint64_t i0, uint64_t i1, float *dst)
 {
 	const uint16_t *s16 = src;
 
 	if (d == COLI_ST_F32) {
 		memcpy(dst + i0, (const float *)src + i0, (i1 - i0) * 4);
+		return;
+	}
+	if (coli_io_st_dtype_bytes(d) == 1) {
+		widen_f8(d, src, i0, i1, dst);
 		return;
 	}
 	for (uint64_t i = i0; i < i1; i++) {
@@ -382,14 +439,15 @@ int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st
                               uint64_t elem0, uint64_t n, float *dst)
 {
 	unsigned es = coli_io_st_dtype_bytes(t->dtype);
-	uint16_t *src16 = (uint16_t *)dst + n; /* 2-byte dtypes: the upper half of dst */
-	int rc = coli_io_st_read_range_raw(f, t, elem0, n, es == 4 ? (void *)dst : (void *)src16);
+	/* narrower dtypes: the last n x es bytes of dst */
+	unsigned char *tail = (unsigned char *)dst + (uint64_t)(4 - (es ? es : 4)) * n;
+	int rc = coli_io_st_read_range_raw(f, t, elem0, n, tail);
 
 	if (rc || es == 4)
 		return rc;
-	/* in place: coli_io_st_widen goes in ascending order, reading src16[i]
+	/* in place: coli_io_st_widen goes in ascending order, reading element i
 	 * before writing dst[i], which never reaches the entries still unread */
-	coli_io_st_widen(t->dtype, src16, 0, n, dst);
+	coli_io_st_widen(t->dtype, tail, 0, n, dst);
 	return 0;
 }
 

@@ -43,7 +43,7 @@ static void unload_modules(coli_gpu_t *g)
 {
 	CUmodule *m[] = {&g->mod,      &g->mod_dense,        &g->mod_route,
 	                 &g->mod_attn, &g->mod_attn_prefill, &g->mod_gemm,
-	                 &g->mod_kinds};
+	                 &g->mod_kinds, &g->mod_mla};
 
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		if (*m[i])
@@ -90,6 +90,9 @@ static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(
 		    &g->mod_kinds, sm90 ? coli_ptx_kinds_90 : coli_ptx_kinds, 4, opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(&g->mod_mla, sm90 ? coli_ptx_mla_90 : coli_ptx_mla, 4,
+		                            opts, vals);
 	if (r != CUDA_SUCCESS)
 		unload_modules(g);
 	return r;
@@ -180,7 +183,8 @@ static int get_functions(coli_gpu_t *g)
 	{
 		int rc = coli_gpu_dense_functions(g);
 
-		return rc ? rc : coli_gpu_kinds_functions(g);
+		rc = rc ? rc : coli_gpu_kinds_functions(g);
+		return rc ? rc : coli_gpu_mla_functions(g);
 	}
 }
 #endif

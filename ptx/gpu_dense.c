@@ -24,8 +24,6 @@
 
 #ifdef COLI_HAVE_PTX
 #define THREADS              256
-#define DENSE_SCRATCH_FLOATS ((size_t)16 << 20) /* 64 MiB */
-#define DENSE_COUNTERS       8192
 #define DG_WARPS             8   /* rows per GEMV CTA (dgemv.cuh) */
 #define AT_TILE              256 /* positions per attention tile (attention.cu) */
 #define AD_CHUNK             32  /* positions per decode-attention chunk (attention.cu) */

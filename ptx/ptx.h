@@ -199,6 +199,18 @@ int coli_gpu_route_sigmoid(coli_gpu_t *g, uint64_t rlog, uint64_t bias, int T, i
 /* Partial RoPE (cpu/ops.c coli_rope_part): the first rd dims of each head. */
 int coli_gpu_rope_part(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int rd, int pos0,
                        uint64_t inv_freq);
+/* Multi-head latent attention, absorbed (ptx/mla.cu): q [T][nh][dk] against
+ * the latent cache rows [ctx][ld] (0 .. pos0 + T - 1 valid; the values are a
+ * row's first dv), out [T][nh][dv]; query t sees positions 0 .. pos0 + t.
+ * dk % 16 == 0 and <= 640, dv % 8 == 0 and <= min(dk, 512), ld >= dk and
+ * % 4 == 0 (-EINVAL). x3: three tf32 products a pair (~fp32), else one. */
+struct coli_gpu_mla {
+	uint64_t q, cache, out;
+	int T, pos0, nh, dk, dv, ld;
+	float scale;
+	int x3;
+};
+int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a);
 int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw);
 /* The job tables and pair lists of a fully resident layer (ptx/dense.cu

@@ -22,6 +22,11 @@ typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 
+/* The split kernels' scratch (partials) and counters: one of each a device,
+ * shared by every split launch since the device has one compute stream. */
+#define DENSE_SCRATCH_FLOATS ((size_t)16 << 20) /* 64 MiB */
+#define DENSE_COUNTERS       8192
+
 #define CUDA_SUCCESS                                    0
 #define CUDA_ERROR_INVALID_VALUE                        1
 #define CUDA_ERROR_NOT_READY                            600
@@ -144,7 +149,7 @@ struct coli_gpu {
 	const struct coli_cu *cu;
 	CUdevice dev;
 	CUcontext ctx;
-	CUmodule mod, mod_dense, mod_route, mod_attn, mod_attn_prefill, mod_gemm, mod_kinds;
+	CUmodule mod, mod_dense, mod_route, mod_attn, mod_attn_prefill, mod_gemm, mod_kinds, mod_mla;
 	CUstream stream; /* compute: kernels, activations, outputs */
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu_stream.c coli_gpu_stage_*) */
 	int capturing;   /* the stream is being captured: launches will be replayed */
@@ -166,6 +171,7 @@ struct coli_gpu {
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
 	CUfunction f_route_sig, f_rope_part; /* ptx/kinds.cu (ptx/gpu_kinds.c) */
+	CUfunction f_mla[2];                 /* ptx/mla.cu [x3] (ptx/gpu_mla.c) */
 	/* job tables: a ring of page-locked host memory the device maps and the
 	 * kernels read in place (no copy engine involved) */
 	unsigned char *ring_host;
@@ -187,7 +193,7 @@ struct coli_gpu {
 	CUfunction f_dgemv[5][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0 q4_0h][S - 1] */
 	CUfunction f_dgemv_wide[2][2];         /* [f32 bf16][S = 8, 16]: prefill, joined splits */
 	int sm_count;
-	CUdeviceptr scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c) */
+	CUdeviceptr scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c, gpu_mla.c) */
 	CUdeviceptr counts;  /* unsigned [DENSE_COUNTERS], zero between launches */
 	CUdeviceptr gjobs;   /* struct coli_gpu_gemm_job [MAX_JOBS] */
 	/* [MAX_JOBS]: the caller's jobs by tile, wide first, + tile0, tile */
@@ -234,9 +240,12 @@ extern const char coli_ptx_attention[], coli_ptx_attention_90[];
 extern const char coli_ptx_attn_prefill[], coli_ptx_attn_prefill_90[];
 extern const char coli_ptx_gemm[], coli_ptx_gemm_90[];
 extern const char coli_ptx_kinds[], coli_ptx_kinds_90[];
+extern const char coli_ptx_mla[], coli_ptx_mla_90[];
 extern const char coli_ptx_route[], coli_ptx_route_90[];
 
 /* ptx/gpu_kinds.c: the handles of ptx/kinds.cu's kernels (at open). */
 int coli_gpu_kinds_functions(struct coli_gpu *g);
+/* ptx/gpu_mla.c: the handles of ptx/mla.cu's kernels (at open). */
+int coli_gpu_mla_functions(struct coli_gpu *g);
 
 #endif

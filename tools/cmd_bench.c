@@ -10,6 +10,8 @@
  *   prefill      the same for a prompt batch
  *   stream       the streaming-weight path's five arms (tools/bench_run.c)
  *   io           slab streaming vs sequential O_DIRECT (tools/bench_io.c)
+ *   mla          latent attention of a decode step vs device bandwidth
+ *                (tools/bench_mla.c)
  *
  * The measurements they share live in tools/bench_measure.c (tools/bench.h).
  */
@@ -41,6 +43,9 @@ static void usage(FILE *f)
 	           "              ratio to the bound\n"
 	           "  io      -m MODEL [--slabs N] [--qd Q] [--json]\n"
 	           "              random slab reads vs the file's sequential O_DIRECT bandwidth\n"
+	           "  mla     [--ctx N] [--heads H]\n"
+	           "              the GPU's latent attention (DeepSeek-V3 / Kimi-K2) at a decode\n"
+	           "              step vs the device bandwidth measured in the run\n"
 	           "(coli bench SUBCOMMAND --help for each)\n");
 }
 
@@ -62,6 +67,8 @@ int cmd_bench(int argc, char **argv)
 		return bench_run_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "io"))
 		return bench_io_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "mla"))
+		return bench_mla_main(argc - 1, argv + 1);
 	tool_err("bench", "unknown subcommand '%s' (try: coli bench --help)", argv[1]);
 	return 2;
 }

@@ -30,7 +30,9 @@ static void usage(FILE *f)
 	       "  --quant Q           format of the matrices and expert slabs: bf16 (default),\n"
 	       "                      q8 (Q8_0) or q4 (Q4_0); norms, biases and routers stay f32.\n"
 	       "                      A GGUF without --quant: q8 when its matrices are mostly\n"
-	       "                      Q8_0/Q5/Q6_K, q4 when mostly 4 bits or fewer, else bf16\n"
+	       "                      Q8_0/Q5/Q6_K, q4 when mostly 4 bits or fewer, else bf16;\n"
+	       "                      an FP8 checkpoint (quantization_config fp8) without\n"
+	       "                      --quant: q8\n"
 	       "  --threads N         threads converting each chunk (default: all online CPUs)\n"
 	       "  --progress          draw a progress bar on stderr (default when it is a tty)\n"
 	       "  --quiet             no progress bar\n"
@@ -46,7 +48,7 @@ int cmd_convert(int argc, char **argv)
 
 	coli_convert_opts_init(&o);
 	o.progress = isatty(2);
-	o.quant_auto = 1; /* read for GGUF sources only */
+	o.quant_auto = 1; /* read for GGUF sources and FP8 checkpoints only */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 

@@ -1,7 +1,8 @@
 /*
  * core/model/convert.c — Hugging Face safetensors -> .coli, in bounded memory;
  * a GGUF is read as a checkpoint whose tensors may be ggml blocks
- * (core/model/convert_gguf.c).
+ * (core/model/convert_gguf.c); an FP8 checkpoint's F8 weights are widened
+ * with their block scales (core/model/convert_fp8.c).
  *
  * Three passes, none of which holds more than one chunk of weights:
  *
@@ -28,7 +29,8 @@
  * (moe_inter) columns are such; one line on stderr names them (mat_dtype).
  *
  * Peak memory is three chunk buffers (as stored: 2-byte sources only; fp32;
- * converted) plus headers and the job table: independent of model size
+ * converted; an FP8 chunk's block scales besides: a row of them per block of
+ * rows) plus headers and the job table: independent of model size
  * (docs/quant.md has the numbers). The pool's tasks widen and convert their
  * rows of a chunk.
  * The writer works on PATH.tmp.<pid> and renames only in _commit; any error
@@ -240,7 +242,8 @@ struct quant_job {
 	float *in;
 	int rows, cols;
 	unsigned char *out;
-	int rc; /* the first failure, any task's */
+	int rc;                      /* the first failure, any task's */
+	const struct fp8_chunk *fp8; /* an F8 source's block scales, or NULL */
 };
 
 static void quant_task(void *arg, int t, int n_tasks)
@@ -249,7 +252,10 @@ static void quant_task(void *arg, int t, int n_tasks)
 	int r0 = (int)((long)q->rows * t / n_tasks), r1 = (int)((long)q->rows * (t + 1) / n_tasks);
 	int rc = 0;
 
-	if (q->raw) /* widened here, by rows: the read itself stays one pread */
+	if (q->fp8)
+		rc = coli_convert_fp8_widen(q->fp8, q->src_dtype, q->raw, (uint64_t)q->cols,
+		                            (uint64_t)r0 * q->cols, (uint64_t)r1 * q->cols, q->in);
+	else if (q->raw) /* widened here, by rows: the read itself stays one pread */
 		rc = coli_convert_src_widen(q->ggml, q->src_dtype, q->raw, (uint64_t)r0 * q->cols,
 		                            (uint64_t)r1 * q->cols, q->in);
 	rc = rc ? rc
@@ -261,13 +267,13 @@ static void quant_task(void *arg, int t, int n_tasks)
 }
 
 /* Convert rows [r0, r0+n) of a job's destination from `raw` (as stored; NULL:
- * already fp32 in `in`) and write them. */
+ * already fp32 in `in`; fp8: an F8 source's block scales) and write them. */
 static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n, const void *raw,
-                      float *in, unsigned char *out)
+                      const struct fp8_chunk *fp8, float *in, unsigned char *out)
 {
 	uint64_t qrow, srow, pieces[2][2]; /* {offset, bytes} */
 	struct quant_job q = {j->dtype, j->src->dtype, j->ggml, raw, in,
-	                      (int)n,   (int)j->cols,  out,     0};
+	                      (int)n,   (int)j->cols,  out,     0,   fp8};
 	int np = 1, rc, tasks = coli_cpu_pool_threads(v->pool);
 
 	/* the pool's barrier orders the tasks' writes of `out` before the pwrite */
@@ -276,10 +282,11 @@ static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n
 	if (rc) {
 		snprintf(v->errbuf, v->errlen,
 		         "%s: tensor '%s' rows %llu..%llu: cannot convert to %s (NaN or Inf in "
-		         "the weights?)",
+		         "the weights%s?)",
 		         v->hf.shards[j->shard], j->src->name,
 		         (unsigned long long)(j->src_row0 + r0),
-		         (unsigned long long)(j->src_row0 + r0 + n), coli_dtype_name(j->dtype));
+		         (unsigned long long)(j->src_row0 + r0 + n), coli_dtype_name(j->dtype),
+		         fp8 ? ", an FP8 NaN encoding or scale" : "");
 		return rc;
 	}
 	r0 += j->dst_row0; /* a part of a larger matrix (MLA's per-head jobs) */
@@ -312,7 +319,8 @@ static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n
 }
 
 /* A de-interleaving or transposing job (MLA's, a head's block of at most
- * 1024 x 16384 values): read whole, widened, rearranged into fp32, written. */
+ * 1024 x 16384 values): read whole, widened (an F8 source with its block
+ * scales: the source rows' blocks), rearranged into fp32, written. */
 static int write_xf(struct cv *v, const struct job *j, unsigned char *out)
 {
 	const struct coli_st_file *f = &v->hf.st[j->shard];
@@ -326,8 +334,20 @@ static int write_xf(struct cv *v, const struct job *j, unsigned char *out)
 	rc = coli_convert_src_read(f, j->src, j->ggml, j->src_row0 * sc, n,
 	                           j->src->dtype == COLI_ST_F32 ? (void *)src : raw, v->errbuf,
 	                           v->errlen);
-	if (!rc && j->src->dtype != COLI_ST_F32)
+	if (!rc && j->scale) { /* an F8 block: value x its block's scale */
+		struct fp8_chunk fc;
+
+		rc = coli_convert_fp8_chunk(v, j, 0, n / sc, &fc);
+		if (!rc && coli_convert_fp8_widen(&fc, j->src->dtype, raw, sc, 0, n, src))
+			rc = coli_convert_errf(
+			    v->errbuf, v->errlen, -EINVAL,
+			    "%s: tensor '%s' rows %llu..%llu: an FP8 NaN encoding "
+			    "or a non-finite scaled value",
+			    v->hf.shards[j->shard], j->src->name, (unsigned long long)j->src_row0,
+			    (unsigned long long)(j->src_row0 + n / sc));
+	} else if (!rc && j->src->dtype != COLI_ST_F32) {
 		rc = coli_convert_src_widen(j->ggml, j->src->dtype, raw, 0, n, src);
+	}
 	if (rc)
 		goto out;
 	for (uint64_t r = 0; r < j->rows; r++)
@@ -336,7 +356,7 @@ static int write_xf(struct cv *v, const struct job *j, unsigned char *out)
 			                      : r < j->rows / 2
 			                          ? src[2 * r * j->cols + c]
 			                          : src[(2 * (r - j->rows / 2) + 1) * j->cols + c];
-	rc = write_rows(v, j, 0, j->rows, NULL, in, out);
+	rc = write_rows(v, j, 0, j->rows, NULL, NULL, in, out);
 	v->done += coli_convert_src_bytes(j, n);
 out:
 	free(src), free(in), free(raw);
@@ -349,7 +369,7 @@ static int write_all(struct cv *v)
 	size_t cap = 0;
 	float *in = NULL;
 	unsigned char *out = NULL;
-	uint16_t *raw = NULL;   /* a chunk of a 2-byte source (or GGUF blocks) as stored */
+	uint16_t *raw = NULL;   /* a chunk of a 2-byte source (or GGUF blocks, FP8) as stored */
 	int rc = 0, narrow = 0; /* some source is not F32 (an F32 one reads into `in`) */
 
 	qsort(v->jobs, v->n_jobs, sizeof(*v->jobs), cmp_job);
@@ -387,15 +407,19 @@ static int write_all(struct cv *v)
 		}
 		for (uint64_t r0 = 0; r0 < j->rows && !rc; r0 += chunk) {
 			uint64_t n = j->rows - r0 < chunk ? j->rows - r0 : chunk;
+			struct fp8_chunk fc;
 
 			const int wide = j->src->dtype == COLI_ST_F32;
 
 			rc = coli_convert_src_read(f, j->src, j->ggml, (j->src_row0 + r0) * j->cols,
 			                           n * j->cols, wide ? (void *)in : (void *)raw,
 			                           v->errbuf, v->errlen);
+			if (!rc && j->scale) /* the block scales of these rows */
+				rc = coli_convert_fp8_chunk(v, j, r0, n, &fc);
 			if (rc)
 				break;
-			rc = write_rows(v, j, r0, n, wide ? NULL : raw, in, out);
+			rc = write_rows(v, j, r0, n, wide ? NULL : raw, j->scale ? &fc : NULL, in,
+			                out);
 			v->done += coli_convert_src_bytes(j, n * j->cols);
 			progress(v, 0);
 		}
@@ -426,7 +450,8 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 	if (rc)
 		return rc;
 	v.c = &v.hf.cfg;
-	if (!v.hf.ggml) /* a GGUF's one shard is open already */
+	rc = coli_convert_fp8_load(o, &v.hf, errbuf, errlen); /* before any output */
+	if (!rc && !v.hf.ggml) /* a GGUF's one shard is open already */
 		rc = coli_convert_hf_open_shards(&v.hf, errbuf, errlen);
 	if (rc)
 		goto out;
@@ -489,6 +514,7 @@ out:
 	free(v.el);
 	free(v.part_seen);
 	free(v.jobs);
+	free(v.fp8_scale);
 	coli_convert_hf_free(&v.hf);
 	return rc;
 }

@@ -32,6 +32,10 @@ struct coli_convert_hf {
 	/* A GGUF source (core/model/convert_gguf.c): for each tensor of st[0]
 	 * its ggml block type, -1 where dtype says all; NULL for safetensors */
 	int *ggml;
+	/* quantization_config fp8 (core/model/convert_fp8.c): F8 weights with
+	 * <name>_scale_inv block scales; block 0: the whole dimension */
+	int fp8;
+	uint64_t fp8_block[2]; /* weight_block_size: [rows, cols] */
 };
 
 /* Reads config.json and the optional generation_config.json,
@@ -67,6 +71,12 @@ int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint
 struct json_t;
 int coli_convert_hf_yarn(struct json_t *cfg, struct coli_model_config *c, const char *path,
                          char *errbuf, size_t errlen);
+/* FP8 checkpoints (core/model/convert_fp8.c): reads config.json's
+ * quantization_config (h->section[COLI_SECTION_HF_CONFIG]) into h->fp8*;
+ * refuses any quant_method but fp8, naming it. An FP8 checkpoint without
+ * --quant (o->quant_auto) becomes q8 (h->cfg.quant and the CONFIG section). */
+int coli_convert_fp8_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
+                          char *errbuf, size_t errlen);
 
 /* Formats the message into errbuf and returns rc (the converter's errors). */
 int coli_convert_errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)

@@ -35,6 +35,10 @@ struct job {
 	enum job_xf xf;
 	uint64_t dst_row0; /* the rows land at this row of a matrix of dst_rows rows */
 	uint64_t dst_rows; /* (0: the job is the whole matrix, dst_row0 0) */
+	/* an F8 source's block scales (<name>_scale_inv, in shard scale_shard),
+	 * or NULL (core/model/convert_fp8.c) */
+	const struct coli_st_tensor *scale;
+	int scale_shard;
 };
 
 /* One canonical tensor: what we expect and whether a source filled it. */
@@ -66,6 +70,8 @@ struct cv {
 	char fb[256];          /* the first of their names, for the line that says so */
 	coli_cpu_pool_t *pool; /* converts a chunk's rows in parallel (--threads) */
 	int mtp_skipped;       /* tensors of next-token-prediction layers left out */
+	float *fp8_scale;      /* a chunk's block scales (coli_convert_fp8_chunk) */
+	size_t fp8_cap;        /* floats */
 	/* progress */
 	uint64_t done, total;
 	struct timespec t0;
@@ -90,5 +96,27 @@ static inline uint64_t coli_convert_src_bytes(const struct job *j, uint64_t n)
  * names the missing one the way the checkpoint spells it). */
 int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor *t);
 int coli_convert_check_complete(struct cv *v);
+
+/* FP8 (core/model/convert_fp8.c). _screen, before a tensor is mapped: 1
+ * for one the F8 weights' widening reads (a "<weight>_scale_inv" of an FP8
+ * checkpoint), not mapped itself; an error for an F8 tensor without an fp8
+ * quantization_config; else 0. _bind: a job of an F8 source gets its scale
+ * tensor, shape checked (errors name it). _chunk: rows [r0, r0+n) of j's
+ * destination get their block scales read into v->fp8_scale, described in
+ * *fc. _widen: elements [i0, i1) of a chunk of `cols` columns, value x scale
+ * in one fp32 multiply (as transformers dequantizes to float32); -EINVAL on
+ * a NaN encoding or a non-finite product. */
+struct fp8_chunk {
+	const float *scale; /* [scale rows of the chunk][ncb] fp32 */
+	uint64_t rr0;       /* the chunk's first row within its matrix */
+	uint64_t br, bc;    /* the block: rows, columns */
+	uint64_t ncb;       /* scale columns: ceil(cols / bc) */
+};
+int coli_convert_fp8_screen(struct cv *v, int shard, const struct coli_st_tensor *t);
+int coli_convert_fp8_bind(struct cv *v, struct job *j);
+int coli_convert_fp8_chunk(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,
+                           struct fp8_chunk *fc);
+int coli_convert_fp8_widen(const struct fp8_chunk *fc, enum coli_st_dtype d, const void *src,
+                           uint64_t cols, uint64_t i0, uint64_t i1, float *dst);
 
 #endif

@@ -16,6 +16,8 @@
 
 static int add_job(struct cv *v, const struct job *j)
 {
+	int rc;
+
 	if (v->n_jobs == v->cap_jobs) {
 		size_t cap = v->cap_jobs ? v->cap_jobs * 2 : 1024;
 		struct job *p = realloc(v->jobs, cap * sizeof(*p));
@@ -29,6 +31,10 @@ static int add_job(struct cv *v, const struct job *j)
 
 	*d = *j;
 	d->ggml = v->hf.ggml ? v->hf.ggml[d->src - v->hf.st[d->shard].t] : -1;
+	d->scale = NULL;
+	rc = coli_convert_fp8_bind(v, d); /* an F8 source: its block scales */
+	if (rc)
+		return rc;
 	v->total += coli_convert_src_bytes(d, d->rows * d->cols);
 	return 0;
 }
@@ -291,13 +297,16 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 {
 	const char *nm = t->name, *rest;
 	char coli[COLI_TENSOR_NAME_MAX] = "", want[64];
-	int expert, part, l = -1;
+	int expert, part, l = -1, rc;
 	struct slot *s = NULL;
 
-	if (t->dtype == COLI_ST_OTHER && !v->hf.ggml) {
+	rc = coli_convert_fp8_screen(v, shard, t);
+	if (rc) /* 1: a scale, read with its F8 weight (core/model/convert_fp8.c) */
+		return rc < 0 ? rc : 0;
+	if ((t->dtype == COLI_ST_OTHER || t->dtype == COLI_ST_F8_E8M0) && !v->hf.ggml) {
 		snprintf(v->errbuf, v->errlen,
-		         "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 checkpoints can be "
-		         "converted",
+		         "%s: tensor '%s' has dtype %s; only F32, F16, BF16 and block-scaled FP8 "
+		         "checkpoints can be converted",
 		         v->hf.shards[shard], nm, t->dtype_name);
 		return -ENOTSUP;
 	}

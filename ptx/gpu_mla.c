@@ -1,0 +1,80 @@
+/*
+ * ptx/gpu_mla.c — the launch of ptx/mla.cu's latent attention: the split of
+ * a query's positions over CTAs and the kernel's shared memory, on the
+ * device's compute stream. Its limits are checked here (-ENOTSUP), so a
+ * caller may fall back to the host.
+ */
+#include <errno.h>
+#include <stddef.h>
+
+#include "ptx/ptx.h"
+#include "ptx/ptx_internal.h"
+
+#ifdef COLI_HAVE_PTX
+#define ML_MH      16 /* ptx/mla.cu's heads a CTA, positions a tile, dv limit */
+#define ML_TP      32
+#define ML_MAX_DV  512
+#define ML_MAX_DK  640
+#define ML_THREADS 256
+
+#define ML_MAX_SPLITS 64
+
+/* mla.cu's dynamic shared memory: q [16][dk + 4], two tiles [2][32][dk + 4],
+ * S/P [2][16][36], m, l, correction [16] each. */
+static unsigned mla_smem(int dk)
+{
+	return (unsigned)(sizeof(float) * ((size_t)(ML_MH + 2 * ML_TP) * (dk + 4) +
+	                                   2 * ML_MH * (ML_TP + 4) + 3 * ML_MH));
+}
+
+int coli_gpu_mla_functions(struct coli_gpu *g)
+{
+	static const char *const name[2] = {"coli_attn_mla", "coli_attn_mla_x3"};
+
+	for (int i = 0; i < 2; i++) {
+		CK(g->cu->ModuleGetFunction(&g->f_mla[i], g->mod_mla, name[i]), name[i]);
+		/* past the static 48 KiB; a GPU with less a block (sm_86/89: 99 KB)
+		 * takes what fits: coli_gpu_mla_attention checks per call */
+		if (g->cu->FuncSetAttribute(g->f_mla[i],
+		                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		                            mla_smem(ML_MAX_DK)) != CUDA_SUCCESS)
+			g->f_mla[i] = NULL;
+	}
+	return 0;
+}
+
+/* Splits: about one CTA an SM (the kernel's shared memory holds one) over
+ * the (query, head tile) pairs, each split at least one tile, at most
+ * ML_MAX_SPLITS, the partials within the scratch. The split count depends on
+ * the shape and the longest query's positions only. */
+int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
+{
+	CUdeviceptr q = a->q, c = a->cache, o = a->out, part = g->scratch, cnt = g->counts;
+	int pos0 = a->pos0, nh = a->nh, dk = a->dk, dv = a->dv, ld = a->ld, tps, splits;
+	float scale = a->scale;
+	void *args[] = {&q, &c, &o, &pos0, &nh, &dk, &dv, &ld, &scale, &tps, &part, &cnt};
+	const int ht = (nh + ML_MH - 1) / ML_MH, tiles = (pos0 + a->T + ML_TP - 1) / ML_TP;
+	const long base = (long)a->T * ht;
+	const size_t per = (size_t)ML_MH * dv + 2 * ML_MH; /* floats a split's partial */
+
+	if (a->T < 1 || nh < 1 || pos0 < 0 || dk < 16 || dk % 16 || dk > ML_MAX_DK || dv < 8 ||
+	    dv % 8 || dv > dk || dv > ML_MAX_DV || ld < dk || ld % 4)
+		return -EINVAL;
+	if (!g->f_mla[!!a->x3] || base > DENSE_COUNTERS)
+		return -ENOTSUP;
+	splits = (int)((g->sm_count + base - 1) / base);
+	splits = splits < tiles ? splits : tiles;
+	splits = splits < ML_MAX_SPLITS ? splits : ML_MAX_SPLITS;
+	while (splits > 1 && (size_t)splits * base * per > DENSE_SCRATCH_FLOATS)
+		splits--;
+	tps = (tiles + splits - 1) / splits;
+	splits = (tiles + tps - 1) / tps; /* no split starts past the last tile */
+	return coli_gpu_launch(g, g->f_mla[!!a->x3], (unsigned)splits, (unsigned)ht, (unsigned)a->T,
+	                       ML_THREADS, mla_smem(dk), args, "launch attn_mla");
+}
+#else
+int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
+{
+	return -ENODEV;
+}
+#endif

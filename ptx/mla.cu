@@ -1,0 +1,361 @@
+/*
+ * ptx/mla.cu — multi-head latent attention (DeepSeek-V3, Kimi-K2) at decode,
+ * in the absorbed form: every query head attends over one shared row per
+ * position, the layer's latent cache.
+ *
+ *   q     [T][nh][dk]   the absorbed query: q_nope . W_UK folded into the
+ *                       latent (kv_lora values), then the RoPE part (dk =
+ *                       kv_lora + rope)
+ *   C     [ctx][ld]     the latent cache: c_kv (normalized) then k_pe, rows
+ *                       0..pos0+T-1 valid; the values are the first dv of a row
+ *   out   [T][nh][dv]   softmax(q . C^T * scale) . C[:, :dv], per head (W_UV
+ *                       and o_proj come after, as GEMVs)
+ *
+ * It is attention with one KV head shared by all nh heads, a key of dk values
+ * and a value of dv: each cache row is read once for a tile of ML_MH heads, so
+ * the work is two small matrix products per tile of positions, S = Q C^T and
+ * O += P V, done on the tensor cores (mma.sync m16n8k8, tf32 in, fp32
+ * accumulate). X3 = 1 splits every operand into a tf32 high part and a tf32
+ * remainder and adds the three products that matter (the 3xTF32 scheme):
+ * ~fp32 accuracy at three times the tensor work; X3 = 0 is one tf32 product
+ * (inputs rounded to 10 mantissa bits). ptx/gpu_mla.c picks; tests/ptx/mla.c
+ * measures both against a double-precision reference.
+ *
+ * A CTA is (split, head tile, query t): 8 warps, ML_MH = 16 heads, tiles of
+ * ML_TP = 32 positions. Per tile:
+ *   1. the tile's cache rows into shared memory (rows past the query's last
+ *      position zero, so P . V adds exact zeros);
+ *   2. S [16][32]: warp w computes positions 8 (w % 4) .. +7 over half of the
+ *      key (w / 4), the two halves added in shared memory in a fixed order;
+ *   3. online softmax, 16 threads a head: scale, mask, the running max and
+ *      sum, P written back beside S, the correction exp(m_old - m_new);
+ *   4. O [16][dv] in registers, warp w owning the dv columns of n-tiles w,
+ *      w + 8, ... (dv <= 512: 8 n-tiles of 8 a warp), rescaled by the
+ *      correction, += P V over the tile's 4 k-steps.
+ * Shared memory: q [16][dk + 4], two tile buffers [2][32][dk + 4] (tile k + 1
+ * streams in with cp.async while tile k is computed; the +4 makes the
+ * fragment loads conflict-free), S/P [2][16][36]: 187 KB at dk = 576, one
+ * CTA an SM.
+ *
+ * Splits: a decode step (T small) splits each query's positions over CTAs
+ * (flash-decoding) so the GPU fills; each split writes (O [16][dv], m [16],
+ * l [16]) to the scratch and the last CTA to arrive (ptx/last_arrival.cuh)
+ * combines them in ascending split order: fixed reduction order, no float
+ * atomics. Like the rest of the dense part this kernel is exempt from the
+ * placement invariant (it is deterministic, and within rounding of fp32).
+ */
+#include "ptx/cp_async.cuh"
+#include "ptx/last_arrival.cuh"
+#include "ptx/pdl.cuh"
+
+#define ML_THREADS    256
+#define ML_MH         16 /* heads a CTA: the mma's M */
+#define ML_TP         32 /* positions a tile */
+#define ML_NT         8  /* dv n-tiles (8 columns) a warp: dv <= 512 */
+#define ML_SP         (ML_TP + 4)
+#define ML_MAX_SPLITS 64 /* ptx/gpu_mla.c keeps to it: the combine's weights */
+
+static __device__ __forceinline__ unsigned tf32_of(float x)
+{
+	unsigned r;
+
+	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+	return r;
+}
+
+/* d += a . b, one m16n8k8 tile (fragments as the PTX ISA lays them out:
+ * g = lane / 4, c = lane % 4; a: (g, c) (g+8, c) (g, c+4) (g+8, c+4);
+ * b: (k c, n g) (k c+4, n g); d: (g, 2c) (g, 2c+1) (g+8, 2c) (g+8, 2c+1)). */
+static __device__ __forceinline__ void mma_tf32(float *d, const unsigned *a, const unsigned *b)
+{
+	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+	             "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+	             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+	             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* d += a . b from fp32 fragments: one tf32 product, or (X3) the high parts'
+ * product plus both cross terms, small terms first. */
+template <int X3>
+static __device__ __forceinline__ void mma_f32(float *d, const float *a, const float *b)
+{
+	unsigned ah[4], bh[2];
+
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		ah[i] = tf32_of(a[i]);
+#pragma unroll
+	for (int i = 0; i < 2; i++)
+		bh[i] = tf32_of(b[i]);
+	if (X3) {
+		unsigned al[4], bl[2];
+
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			al[i] = tf32_of(a[i] - __uint_as_float(ah[i]));
+#pragma unroll
+		for (int i = 0; i < 2; i++)
+			bl[i] = tf32_of(b[i] - __uint_as_float(bh[i]));
+		mma_tf32(d, al, bh);
+		mma_tf32(d, ah, bl);
+	}
+	mma_tf32(d, ah, bh);
+}
+
+/* The tile's rows p0 .. p0 + ML_TP - 1 of C into sc ([ML_TP][dk + 4]),
+ * asynchronously (cp.async, one commit group); rows at or past n are
+ * zero-filled. dk % 4 == 0, ld % 4 == 0 (16-byte copies). */
+static __device__ __forceinline__ void load_tile(float *sc, const float *C, int p0, int n, int dk,
+                                                 int ld)
+{
+	const int s = dk + 4, lane = threadIdx.x & 31;
+
+	/* a warp a row at a time, 16 bytes a lane (no division in the loop) */
+	for (int r = threadIdx.x >> 5; r < ML_TP; r += ML_THREADS / 32) {
+		const bool in = p0 + r < n;
+		const float *src = in ? C + (size_t)(p0 + r) * ld : C;
+
+		for (int c = 4 * lane; c < dk; c += 128)
+			cp16(sc + r * s + c, in ? src + c : C, in);
+	}
+	cp_commit();
+}
+
+/* S for the warp's 8 positions over its half of the key, to ss[half]. */
+template <int X3>
+static __device__ __forceinline__ void tile_scores(const float *sq, const float *sc, float *ss,
+                                                   int dk)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
+	const int n0 = (warp & 3) * 8, half = warp >> 2, s = dk + 4, steps = dk / 16;
+	const float *qa = sq + g * s + half * (dk / 2) + c;
+	const float *cb = sc + (n0 + g) * s + half * (dk / 2) + c;
+	float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+
+#pragma unroll 4
+	for (int k = 0; k < steps; k++) {
+		const float a[4] = {qa[8 * k], qa[8 * s + 8 * k], qa[8 * k + 4],
+		                    qa[8 * s + 8 * k + 4]};
+		const float b[2] = {cb[8 * k], cb[8 * k + 4]};
+
+		mma_f32<X3>(d, a, b);
+	}
+	float *o = ss + half * ML_MH * ML_SP;
+	o[g * ML_SP + n0 + 2 * c] = d[0];
+	o[g * ML_SP + n0 + 2 * c + 1] = d[1];
+	o[(g + 8) * ML_SP + n0 + 2 * c] = d[2];
+	o[(g + 8) * ML_SP + n0 + 2 * c + 1] = d[3];
+}
+
+/* The online softmax over the tile, 16 threads a head (2 positions each):
+ * P into ss[0], the running max and sum, and the correction of the output
+ * so far in s_c. */
+static __device__ __forceinline__ void tile_softmax(float *ss, float *s_m, float *s_l, float *s_c,
+                                                    int p0, int n, float scale)
+{
+	const int h = threadIdx.x >> 4, j = (threadIdx.x & 15) * 2;
+	float v[2], mx, sum, m_old = s_m[h], m_new, corr;
+
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		const int p = j + i;
+
+		/* the halves in a fixed order */
+		v[i] = p0 + p < n ? (ss[h * ML_SP + p] + ss[ML_MH * ML_SP + h * ML_SP + p]) * scale
+		                  : -INFINITY;
+	}
+	mx = fmaxf(v[0], v[1]);
+	for (int off = 8; off; off >>= 1) /* within the head's 16 lanes */
+		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+	m_new = fmaxf(m_old, mx); /* finite: the tile holds a position */
+	corr = expf(m_old - m_new);
+	v[0] = expf(v[0] - m_new);
+	v[1] = expf(v[1] - m_new);
+	sum = v[0] + v[1];
+	for (int off = 8; off; off >>= 1)
+		sum += __shfl_xor_sync(0xffffffffu, sum, off);
+	/* this thread read these two positions of both halves above, and only
+	 * it writes them: P over half 0 */
+	ss[h * ML_SP + j] = v[0];
+	ss[h * ML_SP + j + 1] = v[1];
+	if ((threadIdx.x & 15) == 0) {
+		s_l[h] = s_l[h] * corr + sum;
+		s_m[h] = m_new;
+		s_c[h] = corr;
+	}
+}
+
+/* O (the warp's n-tiles) rescaled by the correction, += P V over the tile. */
+template <int X3>
+static __device__ __forceinline__ void tile_pv(float (*o)[4], const float *ss, const float *sc,
+                                               const float *s_c, int dk, int dv)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
+	const int s = dk + 4;
+	const float c0 = s_c[g], c1 = s_c[g + 8];
+	float a[ML_TP / 8][4];
+
+#pragma unroll
+	for (int k = 0; k < ML_TP / 8; k++) {
+		a[k][0] = ss[g * ML_SP + 8 * k + c];
+		a[k][1] = ss[(g + 8) * ML_SP + 8 * k + c];
+		a[k][2] = ss[g * ML_SP + 8 * k + c + 4];
+		a[k][3] = ss[(g + 8) * ML_SP + 8 * k + c + 4];
+	}
+#pragma unroll
+	for (int i = 0; i < ML_NT; i++) {
+		const int n0 = (warp + 8 * i) * 8;
+
+		if (n0 >= dv)
+			break;
+		o[i][0] *= c0, o[i][1] *= c0, o[i][2] *= c1, o[i][3] *= c1;
+#pragma unroll
+		for (int k = 0; k < ML_TP / 8; k++) {
+			const float b[2] = {sc[(8 * k + c) * s + n0 + g],
+			                    sc[(8 * k + c + 4) * s + n0 + g]};
+
+			mma_f32<X3>(o[i], a[k], b);
+		}
+	}
+}
+
+/* The warp's outputs (rows g, g + 8 of its n-tiles) through put(h, col, v). */
+#define ML_EACH_OUT(body)                                                                          \
+	do {                                                                                       \
+		const int lane_ = threadIdx.x & 31, warp_ = threadIdx.x >> 5;                      \
+		const int g_ = lane_ >> 2, c_ = lane_ & 3;                                         \
+		for (int i_ = 0; i_ < ML_NT && (warp_ + 8 * i_) * 8 < dv; i_++)                    \
+			for (int e_ = 0; e_ < 4; e_++) {                                           \
+				const int h = g_ + (e_ >> 1) * 8;                                  \
+				const int col = (warp_ + 8 * i_) * 8 + 2 * c_ + (e_ & 1);          \
+				const float v = o[i_][e_];                                         \
+				body;                                                              \
+			}                                                                          \
+	} while (0)
+
+/* Grid (splits, ceil(nh / ML_MH), T); dynamic shared memory as mla_smem in
+ * ptx/gpu_mla.c. A split covers tiles [split * tps, +tps) of the query's
+ * positions 0 .. pos0 + t. part: the scratch, [T][head tiles][splits]
+ * [ML_MH * dv + 2 * ML_MH]; count: a counter per (t, head tile). */
+template <int X3>
+static __device__ void attn_mla(const float *q, const float *C, float *out, int pos0, int nh,
+                                int dk, int dv, int ld, float scale, int tps, float *part,
+                                unsigned *count)
+{
+	extern __shared__ __align__(16) float sm[];
+	float *sq = sm, *sc = sq + ML_MH * (dk + 4), *ss = sc + 2 * ML_TP * (dk + 4);
+	float *s_m = ss + 2 * ML_MH * ML_SP, *s_l = s_m + ML_MH, *s_c = s_l + ML_MH;
+	const int split = blockIdx.x, ht = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
+	const int h0 = ht * ML_MH, n = pos0 + t + 1, tiles = (n + ML_TP - 1) / ML_TP;
+	const int k0 = split * tps, k1 = min(k0 + tps, tiles);
+	float o[ML_NT][4];
+
+	pdl_entry();
+	for (int i = threadIdx.x; i < ML_MH * dk; i += ML_THREADS) {
+		const int h = i / dk, k = i % dk;
+
+		sq[h * (dk + 4) + k] = h0 + h < nh ? q[((size_t)t * nh + h0 + h) * dk + k] : 0.0f;
+	}
+	if (threadIdx.x < ML_MH) {
+		s_m[threadIdx.x] = -INFINITY;
+		s_l[threadIdx.x] = 0.0f;
+	}
+#pragma unroll
+	for (int i = 0; i < ML_NT; i++)
+		o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+	/* two tile buffers: tile k + 1 streams in while tile k is computed */
+	if (k0 < k1)
+		load_tile(sc, C, k0 * ML_TP, n, dk, ld);
+	for (int k = k0; k < k1; k++) {
+		float *cur = sc + ((k - k0) & 1) * ML_TP * (dk + 4);
+
+		__syncthreads(); /* the previous tile's readers are done with the other buffer, ss
+		                  */
+		if (k + 1 < k1) {
+			load_tile(sc + ((k + 1 - k0) & 1) * ML_TP * (dk + 4), C, (k + 1) * ML_TP, n,
+			          dk, ld);
+			cp_wait<1>();
+		} else {
+			cp_wait<0>();
+		}
+		__syncthreads(); /* tile k (every thread's copies) visible */
+		tile_scores<X3>(sq, cur, ss, dk);
+		__syncthreads();
+		tile_softmax(ss, s_m, s_l, s_c, k * ML_TP, n, scale);
+		__syncthreads();
+		tile_pv<X3>(o, ss, cur, s_c, dk, dv);
+	}
+	__syncthreads(); /* s_l, s_m final */
+	const size_t stride = (size_t)ML_MH * dv + 2 * ML_MH;
+	float *mine = part + (((size_t)t * gridDim.y + ht) * splits + split) * stride;
+
+	if (splits == 1) {
+		ML_EACH_OUT(if (h0 + h < nh) out[((size_t)t * nh + h0 + h) * dv + col] =
+		                v / s_l[h]);
+		return;
+	}
+	/* a split with no tile (past the query's position) leaves m = -inf, l = 0, O = 0 */
+	ML_EACH_OUT(mine[h * dv + col] = v);
+	if (threadIdx.x < ML_MH) {
+		mine[ML_MH * dv + threadIdx.x] = s_m[threadIdx.x];
+		mine[ML_MH * dv + ML_MH + threadIdx.x] = s_l[threadIdx.x];
+	}
+	if (!last_arrival(count + (size_t)t * gridDim.y + ht, (unsigned)splits))
+		return;
+	const float *all = part + ((size_t)t * gridDim.y + ht) * splits * stride;
+	float *s_w = sc, *s_lt = sc + ML_MAX_SPLITS * ML_MH; /* the tiles are done */
+
+	/* each split's weight exp(m - M) per head, and the total l, once */
+	for (int i = threadIdx.x; i < splits * ML_MH; i += ML_THREADS)
+		s_w[i] = __ldcg(all + (i / ML_MH) * stride + ML_MH * dv + i % ML_MH);
+	__syncthreads();
+	if (threadIdx.x < ML_MH) {
+		const int h = threadIdx.x;
+		float M = -INFINITY, L = 0.0f;
+
+		for (int sp = 0; sp < splits; sp++)
+			M = fmaxf(M, s_w[sp * ML_MH + h]);
+		for (int sp = 0; sp < splits; sp++) { /* ascending: the fixed order */
+			const float m = s_w[sp * ML_MH + h],
+			            w = m == -INFINITY ? 0.0f : expf(m - M);
+
+			L += __ldcg(all + sp * stride + ML_MH * dv + ML_MH + h) * w;
+			s_w[sp * ML_MH + h] = w;
+		}
+		s_lt[h] = L;
+	}
+	__syncthreads();
+	/* four outputs a thread (dv % 8 == 0: one head's), 16-byte loads: the
+	 * last CTA alone reads every split's partial, so the loads in flight
+	 * decide its time */
+	for (int i = 4 * threadIdx.x; i < ML_MH * dv; i += 4 * ML_THREADS) {
+		const int h = i / dv;
+		float4 O = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+		if (h0 + h >= nh)
+			break; /* i only grows: the rest are padding heads too */
+#pragma unroll 8
+		for (int sp = 0; sp < splits; sp++) { /* ascending: the fixed order */
+			const float4 v = __ldcg((const float4 *)(all + sp * stride + i));
+			const float w = s_w[sp * ML_MH + h];
+
+			O.x += v.x * w, O.y += v.y * w, O.z += v.z * w, O.w += v.w * w;
+		}
+		*(float4 *)(out + ((size_t)t * nh + h0 + h) * dv + i % dv) =
+		    make_float4(O.x / s_lt[h], O.y / s_lt[h], O.z / s_lt[h], O.w / s_lt[h]);
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(ML_THREADS, 1)
+    coli_attn_mla(const float *q, const float *C, float *out, int pos0, int nh, int dk, int dv,
+                  int ld, float scale, int tps, float *part, unsigned *count)
+{
+	attn_mla<0>(q, C, out, pos0, nh, dk, dv, ld, scale, tps, part, count);
+}
+
+extern "C" __global__ void __launch_bounds__(ML_THREADS, 1)
+    coli_attn_mla_x3(const float *q, const float *C, float *out, int pos0, int nh, int dk, int dv,
+                     int ld, float scale, int tps, float *part, unsigned *count)
+{
+	attn_mla<1>(q, C, out, pos0, nh, dk, dv, ld, scale, tps, part, count);
+}
