@@ -1,7 +1,7 @@
 /*
  * core/chat_detect.c — which chat family a model's prompts use (see
  * core/text/chat.c for the families and their rendering): the container's stored
- * template text first (its markers "<|im_start|>", "[INST]" or "[gMASK]"), then the
+ * template text first (its markers "<|im_start|>", "[INST]", "[gMASK]" or "]~b]"), then the
  * tokenizer's added tokens, then the architecture. Also fills the BOS/EOS
  * text the [INST] family writes and the ChatML (GLM) end-of-turn id. It reads
  * an open engine (its container, config and tokenizer), so it sits at core's
@@ -56,12 +56,16 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 		t->family = COLI_CHAT_INST;
 	else if (contains(tpl, n, "[gMASK]"))
 		t->family = COLI_CHAT_GLM;
+	else if (contains(tpl, n, "]~b]"))
+		t->family = COLI_CHAT_MINIMAX;
 	else {
 		t->from_template = 0;
 		if (tok && coli_tokenizer_token_id(tok, "<|im_start|>") >= 0)
 			t->family = COLI_CHAT_CHATML;
 		else if (tok && coli_tokenizer_token_id(tok, "[gMASK]") >= 0)
 			t->family = COLI_CHAT_GLM;
+		else if (tok && coli_tokenizer_token_id(tok, "]~b]") >= 0)
+			t->family = COLI_CHAT_MINIMAX;
 		else if (c->arch == COLI_ARCH_MIXTRAL)
 			t->family = COLI_CHAT_INST;
 		else
@@ -73,6 +77,8 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 	 * generation_config lists <|user|> among its EOS ids). */
 	if (t->family == COLI_CHAT_GLM && tok)
 		t->eot_id = coli_tokenizer_token_id(tok, "<|user|>");
+	if (t->family == COLI_CHAT_MINIMAX && tok)
+		t->eot_id = coli_tokenizer_token_id(tok, "[e~[");
 	if (t->family == COLI_CHAT_INST) {
 		/* Mixtral's own template starts with {{ bos_token }}; without a
 		 * template we follow it, with one we do what it says. */

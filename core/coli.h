@@ -60,7 +60,8 @@ enum coli_arch {
 	COLI_ARCH_OLMOE = 3,
 	COLI_ARCH_MIXTRAL = 4,
 	COLI_ARCH_GLM4_MOE = 5,
-	COLI_ARCH_DEEPSEEK_V3 = 6,
+	COLI_ARCH_MINIMAX_M2 = 6,
+	COLI_ARCH_DEEPSEEK_V3 = 7,
 };
 
 /* How a MoE layer's router turns its logits into experts and weights. */
@@ -563,6 +564,10 @@ void coli_engine_settle(coli_engine_t *e);
  *           "<|assistant|>\n<think></think>\nA" per message, then
  *           "<|assistant|>" (GLM-4.5; no_think adds "/nothink" to user turns
  *           and "\n<think></think>" to the generation prompt)
+ *   MINIMAX "]~!b[]~b]system\nS[e~[\n" (S: the first system message, else
+ *           "You are a helpful assistant."), "]~b]user\nU[e~[\n",
+ *           "]~b]ai\nA[e~[\n" per message, then "]~b]ai\n<think>\n"
+ *           (MiniMax-M2; no thinking switch: no_think is ignored)
  *   PLAIN   the documented fallback: "System: ...\n\nUser: ...\nAssistant:"
  *
  * Detection: markers in the template text, then the tokenizer's added
@@ -573,7 +578,8 @@ enum coli_chat_family {
 	COLI_CHAT_PLAIN = 0,
 	COLI_CHAT_CHATML = 1,
 	COLI_CHAT_INST = 2,
-	COLI_CHAT_GLM = 3
+	COLI_CHAT_GLM = 3,
+	COLI_CHAT_MINIMAX = 4
 };
 
 struct coli_chat_msg {

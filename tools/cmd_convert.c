@@ -16,28 +16,29 @@
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: coli convert HF_DIR|MODEL.gguf -o OUT.coli [--quant bf16|q8|q4]\n"
-	       "                    [--threads N] [--progress|--quiet]\n"
-	       "\n"
-	       "Converts a Hugging Face checkpoint directory (config.json, model.safetensors or\n"
-	       "model.safetensors.index.json + shards, tokenizer files) of a qwen3_moe,\n"
-	       "qwen2_moe, olmoe, mixtral or glm4_moe model into one .coli container; or a GGUF\n"
-	       "file (llama.cpp's format) of a qwen3moe or qwen2moe model, any tensor type\n"
-	       "coli dequantizes (F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, MXFP4).\n"
-	       "\n"
-	       "  -o, --output FILE   the container to write (written as FILE.tmp.<pid>, renamed\n"
-	       "                      only when complete)\n"
-	       "  --quant Q           format of the matrices and expert slabs: bf16 (default),\n"
-	       "                      q8 (Q8_0) or q4 (Q4_0); norms, biases and routers stay f32.\n"
-	       "                      A GGUF without --quant: q8 when its matrices are mostly\n"
-	       "                      Q8_0/Q5/Q6_K, q4 when mostly 4 bits or fewer, else bf16;\n"
-	       "                      an FP8 checkpoint (quantization_config fp8) without\n"
-	       "                      --quant: q8\n"
-	       "  --threads N         threads converting each chunk (default: all online CPUs)\n"
-	       "  --progress          draw a progress bar on stderr (default when it is a tty)\n"
-	       "  --quiet             no progress bar\n"
-	       "\n"
-	       "Memory use is bounded by a fixed chunk (about 80 MB), not by the model.\n");
+	    f,
+	    "usage: coli convert HF_DIR|MODEL.gguf -o OUT.coli [--quant bf16|q8|q4]\n"
+	    "                    [--threads N] [--progress|--quiet]\n"
+	    "\n"
+	    "Converts a Hugging Face checkpoint directory (config.json, model.safetensors or\n"
+	    "model.safetensors.index.json + shards, tokenizer files) of a qwen3_moe,\n"
+	    "qwen2_moe, olmoe, mixtral, glm4_moe or minimax_m2 model into one .coli container;\n"
+	    "or a GGUF file (llama.cpp's format) of a qwen3moe or qwen2moe model, any tensor type\n"
+	    "coli dequantizes (F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, MXFP4).\n"
+	    "\n"
+	    "  -o, --output FILE   the container to write (written as FILE.tmp.<pid>, renamed\n"
+	    "                      only when complete)\n"
+	    "  --quant Q           format of the matrices and expert slabs: bf16 (default),\n"
+	    "                      q8 (Q8_0) or q4 (Q4_0); norms, biases and routers stay f32.\n"
+	    "                      A GGUF without --quant: q8 when its matrices are mostly\n"
+	    "                      Q8_0/Q5/Q6_K, q4 when mostly 4 bits or fewer, else bf16;\n"
+	    "                      an FP8 checkpoint (quantization_config fp8) without\n"
+	    "                      --quant: q8\n"
+	    "  --threads N         threads converting each chunk (default: all online CPUs)\n"
+	    "  --progress          draw a progress bar on stderr (default when it is a tty)\n"
+	    "  --quiet             no progress bar\n"
+	    "\n"
+	    "Memory use is bounded by a fixed chunk (about 80 MB), not by the model.\n");
 }
 
 int cmd_convert(int argc, char **argv)

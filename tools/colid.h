@@ -65,6 +65,9 @@ struct colid_request {
 	int n_stop;
 	int stream;
 	int include_usage; /* stream_options.include_usage */
+	/* chat: chat_template_kwargs.enable_thinking, -1 not given (the
+	 * template's default), 0 off (the renderer's no_think), 1 on */
+	int enable_thinking;
 };
 /* Parses and validates a body. 0, or -EINVAL with e filled (4xx). On error
  * nothing needs freeing; on success call colid_request_free. */

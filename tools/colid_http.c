@@ -372,7 +372,11 @@ static int prompt_ids(struct colid_server *s, struct conn *k, int **ids, int *n,
 		return colid_error_set(e, 400, "invalid_request_error", NULL, "prompt",
 		                       "this model has no tokenizer; send 'prompt' as token ids");
 	if (r->ep == COLID_EP_CHAT) {
-		rc = coli_chat_render(&s->chat, r->msgs, r->n_msgs, 1, &text, &len);
+		struct coli_chat_template t = s->chat; /* this request's thinking switch */
+
+		if (r->enable_thinking >= 0)
+			t.no_think = !r->enable_thinking;
+		rc = coli_chat_render(&t, r->msgs, r->n_msgs, 1, &text, &len);
 		if (rc)
 			return colid_error_set(
 			    e, rc == -ENOMEM ? 500 : 400,

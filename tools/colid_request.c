@@ -375,6 +375,36 @@ static int neutral(const char *k, json_t *v, struct colid_error *e)
 	return BAD(e, k, "Unrecognized request argument supplied: %s", k);
 }
 
+/* chat_template_kwargs (vLLM's and SGLang's field): coli renders the template
+ * in C, so only the keyword its renderers know is accepted; another is
+ * refused by name rather than silently ignored. */
+static int parse_template_kwargs(json_t *v, struct colid_request *r, struct colid_error *e)
+{
+	const char *key;
+	json_t *x;
+
+	if (!json_is_object(v))
+		return BAD(e, "chat_template_kwargs",
+		           "'chat_template_kwargs' must be an object, got %s", type_name(v));
+	json_object_foreach(v, key, x)
+	{
+		if (strcmp(key, "enable_thinking"))
+			return BAD(e, "chat_template_kwargs",
+			           "'chat_template_kwargs': unsupported key '%s' (coli's chat "
+			           "renderer knows only 'enable_thinking')",
+			           key);
+		if (json_is_null(x))
+			continue;
+		if (!json_is_boolean(x))
+			return BAD(
+			    e, "chat_template_kwargs",
+			    "'chat_template_kwargs.enable_thinking' must be a boolean, got %s",
+			    type_name(x));
+		r->enable_thinking = json_is_true(x);
+	}
+	return 0;
+}
+
 static int parse_field(const char *k, json_t *v, struct colid_request *r, struct colid_error *e)
 {
 	int chat = r->ep == COLID_EP_CHAT;
@@ -449,6 +479,8 @@ static int parse_field(const char *k, json_t *v, struct colid_request *r, struct
 		r->include_usage = json_is_true(u);
 		return 0;
 	}
+	if (chat && !strcmp(k, "chat_template_kwargs"))
+		return parse_template_kwargs(v, r, e);
 	return neutral(k, v, e);
 }
 
@@ -464,6 +496,7 @@ int colid_request_parse(const char *body, size_t len, enum colid_endpoint ep,
 	memset(r, 0, sizeof(*r));
 	r->ep = ep;
 	r->max_tokens = -1;
+	r->enable_thinking = -1;
 	r->temperature = 1;
 	r->top_p = 1;
 	if (!len)

@@ -16,7 +16,7 @@ What it writes (all under --out; each fixture directory is deleted and rewritten
                         meta.json -- computed by transformers in float32 from the bf16
                         weights, so they are exact references for a bf16 engine.
 
-Fixtures: qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe (Hub per-expert tensor layout, Hub
+Fixtures: qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, minimax_m2 (Hub per-expert tensor layout, Hub
 config dialect: top-level rope_theta, torch_dtype) and two variants that share weights with a
 primary: qwen3_moe_fused (transformers-5 native: fused 3-D expert tensors and the config
 exactly as transformers 5 writes it: rope_parameters, num_local_experts, dtype) and
@@ -377,6 +377,16 @@ PRIMARIES = {
                  norm_topk_prob=True, routed_scaling_factor=2.5, attention_bias=True,
                  use_qk_norm=True, rms_norm_eps=1e-5, rope_theta=40000.0,
                  bos_token_id=None, eos_token_id=ID_IM_END)),
+    # sigmoid routing with e_score_correction_bias (drawn), top-3 of 12, renormalised, no
+    # groups, no scale, no shared expert; QK norm over the whole q / k projection (before
+    # the split into heads); partial RoPE (rotary_dim 16 of head_dim 32)
+    "minimax_m2": dict(
+        seed=1010, cls="MiniMaxM2ForCausalLM", cfg_cls="MiniMaxM2Config", chat="chatml",
+        rope_extra=dict(partial_rotary_factor=0.5),
+        cfg=dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=32, num_local_experts=12,
+                 num_experts_per_tok=3, intermediate_size=32, rms_norm_eps=1e-6,
+                 rope_theta=70000.0, bos_token_id=None, eos_token_id=ID_IM_END)),
     # MLA: q_lora_rank 32, kv_lora_rank 64, nope 32 + rope 16 (qk head 48), v 32; YaRN
     # (factor 4 over an original 128 positions, mscale 1 / mscale_all_dim 0.8: the cos/sin
     # factor and the softmax scale both differ from 1), rope_interleave (the default);
@@ -488,6 +498,12 @@ def hub_dialect(cfg):
             cfg["n_routed_experts"] = cfg.pop("num_local_experts")
         if "num_mtp_layers" in cfg:
             cfg["num_nextn_predict_layers"] = cfg.pop("num_mtp_layers")
+    if cfg["model_type"] == "minimax_m2":       # MiniMax-M2's config.json spellings
+        cfg["rotary_dim"] = int(cfg.pop("partial_rotary_factor", 1.0) * cfg["head_dim"])
+        cfg.update(use_qk_norm=True, qk_norm_type="per_layer", scoring_func="sigmoid",
+                   use_routing_bias=True, shared_intermediate_size=0, use_mtp=True,
+                   num_mtp_modules=3, mtp_transformer_layers=1,
+                   attn_type_list=[1] * cfg["num_hidden_layers"])
     if "dtype" in cfg:
         cfg["torch_dtype"] = cfg.pop("dtype")
     if cfg["model_type"] in ("qwen3_moe", "qwen2_moe") and "num_local_experts" in cfg:
@@ -574,8 +590,8 @@ def references(m, ids, ref_dir):
     t2 = torch.topk(logits, 2, dim=-1).values
     tf_margin = t2[:, 0] - t2[:, 1]
     router_gap = []
-    if getattr(out, "router_logits", None) and m.config.model_type not in ("glm4_moe",
-                                                                         "deepseek_v3"):
+    if getattr(out, "router_logits", None) and m.config.model_type not in (
+            "glm4_moe", "minimax_m2", "deepseek_v3"):
         k = m.config.num_experts_per_tok
         for rl in out.router_logits:                                 # (T, E) per MoE layer
             s = torch.sort(rl.float(), dim=-1, descending=True).values

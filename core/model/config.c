@@ -28,9 +28,13 @@ static const struct {
 	enum coli_arch arch;
 	const char *name;
 } g_arch_names[] = {
-    {COLI_ARCH_QWEN3_MOE, "qwen3_moe"}, {COLI_ARCH_QWEN2_MOE, "qwen2_moe"},
-    {COLI_ARCH_OLMOE, "olmoe"},         {COLI_ARCH_MIXTRAL, "mixtral"},
-    {COLI_ARCH_GLM4_MOE, "glm4_moe"},   {COLI_ARCH_DEEPSEEK_V3, "deepseek_v3"},
+    {COLI_ARCH_QWEN3_MOE, "qwen3_moe"},
+    {COLI_ARCH_QWEN2_MOE, "qwen2_moe"},
+    {COLI_ARCH_OLMOE, "olmoe"},
+    {COLI_ARCH_MIXTRAL, "mixtral"},
+    {COLI_ARCH_GLM4_MOE, "glm4_moe"},
+    {COLI_ARCH_MINIMAX_M2, "minimax_m2"},
+    {COLI_ARCH_DEEPSEEK_V3, "deepseek_v3"},
 };
 #define N_ARCH (int)(sizeof(g_arch_names) / sizeof(g_arch_names[0]))
 
@@ -55,7 +59,7 @@ int coli_arch_parse(const char *model_type, enum coli_arch *out)
 
 const char *coli_arch_supported(void)
 {
-	return "qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, deepseek_v3";
+	return "qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, minimax_m2, deepseek_v3";
 }
 
 void coli_config_init(struct coli_model_config *c)

@@ -23,6 +23,7 @@
  *                  rope_parameters): rope_dim = head_dim * factor; layers past
  *                  num_hidden_layers (num_nextn_predict_layers | num_mtp_layers: MTP)
  *                  skipped
+ *   minimax_m2     core/model/convert_minimax.c (after the shared keys)
  *   deepseek_v3    glm4_moe's routing and shared-expert keys (DeepseekV3Config's
  *                  defaults: n_group 8, topk_group 4, first_k_dense_replace 3,
  *                  routed_scaling_factor 2.5); MLA: q_lora_rank (null: a plain q_proj),
@@ -583,6 +584,11 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 		return coli_convert_errf(errbuf, errlen, -EINVAL,
 		                         "%s: %ld layers (coli supports at most %d)", path, s.nl,
 		                         COLI_MAX_LAYERS);
+	if (c->arch == COLI_ARCH_MINIMAX_M2) {
+		rc = coli_convert_hf_minimax(cfg, path, c, &h->n_mtp, errbuf, errlen);
+		if (rc)
+			return rc;
+	}
 	moe_layers(c, cfg, &s, qwen);
 	special_ids(c, cfg, gen);
 	return 0;

@@ -8,6 +8,7 @@
 #ifndef COLI_CONVERT_INTERNAL_H
 #define COLI_CONVERT_INTERNAL_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "core/coli.h"
@@ -47,6 +48,12 @@ int coli_convert_hf_load(const char *dir, enum coli_dtype quant, struct coli_con
  * absent is an error naming both files. */
 int coli_convert_hf_open_shards(struct coli_convert_hf *h, char *errbuf, size_t errlen);
 void coli_convert_hf_free(struct coli_convert_hf *h);
+
+/* minimax_m2's keys (core/model/convert_minimax.c's top) over c as the shared
+ * keys filled it; *n_mtp gets the MTP layers to skip. 0 or -errno, errbuf
+ * naming the key. */
+int coli_convert_hf_minimax(json_t *cfg, const char *path, struct coli_model_config *c, int *n_mtp,
+                            char *errbuf, size_t errlen);
 
 /* GGUF as a source: 1 if path is a file starting with GGUF's magic; _load
  * fills h as coli_convert_hf_load and _open_shards together would (one

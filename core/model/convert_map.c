@@ -231,11 +231,14 @@ static const struct {
     {"mlp.gate_proj.weight", "ffn_gate"},
     {"mlp.up_proj.weight", "ffn_up"},
     {"mlp.down_proj.weight", "ffn_down"},
-    /* glm4_moe (appended: check_complete names mixtral's router by index) */
+    /* glm4_moe */
     {"mlp.gate.e_score_correction_bias", "router_bias"},
     {"mlp.shared_experts.gate_proj.weight", "shexp_gate"},
     {"mlp.shared_experts.up_proj.weight", "shexp_up"},
     {"mlp.shared_experts.down_proj.weight", "shexp_down"},
+    /* minimax_m2: the Hub's spelling, and transformers 5's */
+    {"block_sparse_moe.e_score_correction_bias", "router_bias"},
+    {"mlp.e_score_correction_bias", "router_bias"},
     /* deepseek_v3's MLA (kv_b_proj becomes two tensors: map_kv_b) */
     {"self_attn.q_a_proj.weight", "attn_q_a"},
     {"self_attn.q_a_layernorm.weight", "attn_q_a_norm"},
@@ -394,7 +397,7 @@ int coli_convert_check_complete(struct cv *v)
 	static const char *const pn[] = {"gate_proj", "up_proj", "down_proj"};
 	static const char *const mx[] = {"w1", "w3", "w2"};
 	const char *where = v->hf.index_path ? v->hf.index_path : v->hf.shards[0];
-	int mixtral = v->c->arch == COLI_ARCH_MIXTRAL;
+	int mixtral = v->c->arch == COLI_ARCH_MIXTRAL || v->c->arch == COLI_ARCH_MINIMAX_M2;
 
 	for (int i = 0; i < v->n_slots; i++) {
 		const char *cn = v->slots[i].name, *hf = NULL;
@@ -413,7 +416,8 @@ int coli_convert_check_complete(struct cv *v)
 			for (size_t k = 0; k < sizeof(g_layer_names) / sizeof(g_layer_names[0]);
 			     k++)
 				if (!strcmp(cn + off, g_layer_names[k].coli) &&
-				    (!mixtral || strcmp(cn + off, "router") || k == 12)) {
+				    !(mixtral && !strncmp(g_layer_names[k].hf, "mlp.", 4) &&
+				      !strncmp(cn + off, "router", 6))) {
 					snprintf(buf, sizeof(buf), "model.layers.%d.%s", l,
 					         g_layer_names[k].hf);
 					hf = buf;

@@ -18,9 +18,10 @@ struct shape {
 	int n_experts, top_k, moe_inter, norm_topk_prob, qk_norm, max_ctx;
 	float norm_eps, rope_theta;
 	int bos, eos0, eos1; /* -1: none */
-	/* glm4_moe (zero for the other shapes): the first n_dense layers are dense
-	 * MLPs of width dense_inter; MoE layers add an ungated shared expert of
-	 * width shared_inter; sigmoid routing with a correction bias */
+	/* glm4_moe and minimax_m2 (zero for the other shapes): the first n_dense
+	 * layers are dense MLPs of width dense_inter; MoE layers add an ungated
+	 * shared expert of width shared_inter; sigmoid routing with a correction
+	 * bias */
 	int n_dense, dense_inter, shared_inter, qkv_bias, rope_dim, n_group, topk_group;
 	float routed_scale;
 	int eos2; /* a third eos id, 0: none */
@@ -232,13 +233,40 @@ static const struct shape g_shapes[] = {
      .topk_group = 1,
      .routed_scale = 1.0f,
      .eos2 = 151338},
+    /* minimax_m2: MiniMaxAI/MiniMax-M2 (MTP modules left out); every layer MoE,
+     * no shared expert, QK norm over the whole q / k, sigmoid routing with the
+     * correction bias, renormalised, no groups, no scale */
+    {.name = "minimax-m2",
+     .model_type = "minimax_m2",
+     .source = "MiniMaxAI/MiniMax-M2 config.json",
+     .n_layers = 62,
+     .hidden = 3072,
+     .n_heads = 48,
+     .n_kv_heads = 8,
+     .head_dim = 128,
+     .vocab = 200064,
+     .n_experts = 256,
+     .top_k = 8,
+     .moe_inter = 1536,
+     .norm_topk_prob = 1,
+     .qk_norm = 2,
+     .max_ctx = 196608,
+     .norm_eps = 1e-6f,
+     .rope_theta = 5e6f,
+     .bos = -1,
+     .eos0 = 200020,
+     .eos1 = -1,
+     .rope_dim = 64,
+     .n_group = 1,
+     .topk_group = 1,
+     .routed_scale = 1.0f},
 };
 #define N_SHAPES (int)(sizeof(g_shapes) / sizeof(g_shapes[0]))
 
 const char *coli_synth_shapes(void)
 {
 	return "qwen3-30b-a3b, qwen3-235b-a22b, mixtral-8x7b, olmoe-1b-7b, glm-4.5, glm-4.5-air, "
-	       "tiny";
+	       "minimax-m2, tiny";
 }
 
 int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
@@ -276,7 +304,7 @@ int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
 	/* dense layers first, as the real model; --layers keeps at least one MoE layer */
 	for (int l = 0; l < c->n_layers; l++)
 		c->is_moe_layer[l] = l >= s->n_dense || l == c->n_layers - 1;
-	if (c->arch == COLI_ARCH_GLM4_MOE) {
+	if (c->arch == COLI_ARCH_GLM4_MOE || c->arch == COLI_ARCH_MINIMAX_M2) {
 		c->dense_inter = s->dense_inter;
 		c->shared_inter = s->shared_inter;
 		c->shared_gated = 0;

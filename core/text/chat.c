@@ -3,7 +3,7 @@
  *
  * A Hugging Face model ships its chat format as a Jinja template
  * (tokenizer_config.json "chat_template", stored verbatim in the container's
- * COLI_SECTION_CHAT_TEMPLATE). The MoE families coli reads use one of two
+ * COLI_SECTION_CHAT_TEMPLATE). The MoE families coli reads use one of a few
  * formats, so instead of interpreting Jinja we recognise the family and write
  * the format in C:
  *
@@ -17,6 +17,9 @@
  *   GLM     "[gMASK]" in the template, else an      [gMASK]<sop><|system|>\nS<|user|>\nU
  *           added token "[gMASK]"                   <|assistant|>\n<think></think>\nA
  *                                                   <|assistant|>   (generation)
+ *   MINIMAX "]~b]" in the template, else an added   ]~!b[]~b]system\nS[e~[\n]~b]user\nU[e~[\n
+ *           token "]~b]" (MiniMax-M2)               ]~b]ai\nA[e~[\n
+ *                                                   ]~b]ai\n<think>\n   (generation)
  *   PLAIN   anything else (documented fallback)     System: S\n\nUser: U\nAssistant: A\n
  *                                                   ...Assistant:
  *
@@ -27,8 +30,10 @@
  * EOS list lacks it (GLM's is <|user|>). GLM-4.5's thinking switch
  * (enable_thinking) is t->no_think: 0 renders what its template renders when
  * the switch is not given (thinking on), 1 what it renders with
- * enable_thinking=false. tests/fixtures/chat/glm45_cases.jsonl holds
- * jinja2's renderings of GLM-4.5's template (tools/glm_chat_cases.py).
+ * enable_thinking=false. MiniMax-M2's template has no such switch, so its
+ * renderer ignores no_think, as jinja2 ignores the keyword.
+ * tests/fixtures/chat/glm45_cases.jsonl and minimax_m2_cases.jsonl hold
+ * jinja2's renderings of the two templates (tools/chat_jinja_cases.py).
  * tests/fixtures/tokenizer/chat_cases.jsonl holds the text
  * transformers renders for the fixtures; tests/daemon/chat_render checks it.
  *
@@ -50,6 +55,8 @@ const char *coli_chat_family_name(enum coli_chat_family f)
 		return "inst";
 	case COLI_CHAT_GLM:
 		return "glm";
+	case COLI_CHAT_MINIMAX:
+		return "minimax";
 	default:
 		return "plain";
 	}
@@ -264,6 +271,81 @@ static int ends_with(const char *s, const char *tail)
 	return n >= k && !memcmp(s + n - k, tail, k);
 }
 
+/* ---- MiniMax-M2 ---- */
+
+/* s[0, *n) without its leading and trailing '\n' (Python's strip('\n')). */
+static void trim_nl(const char **s, size_t *n)
+{
+	while (*n && **s == '\n')
+		(*s)++, (*n)--;
+	while (*n && (*s)[*n - 1] == '\n')
+		(*n)--;
+}
+
+/* An assistant turn's text. With a </think> in it the template splits it:
+ * reasoning R is the text before the first </think>, after the last <think>
+ * there, the answer A the text after the last </think>, each without its
+ * outer newlines; "<think>\nR\n</think>\n\n" is kept only for a non-empty R
+ * in a turn after the last user message. Without one the text is as sent. */
+static void minimax_assistant(struct sbuf *b, const char *c, int after_last_user)
+{
+	const char *close = strstr(c, "</think>"), *r = c, *a = c, *open;
+	size_t rn = close ? (size_t)(close - c) : 0, an = strlen(c);
+
+	if (close) {
+		trim_nl(&r, &rn);
+		open = last_of(r, rn, "<think>");
+		if (open) {
+			rn -= (size_t)(open + strlen("<think>") - r);
+			r = open + strlen("<think>");
+		}
+		trim_nl(&r, &rn);
+		a = last_of(c, an, "</think>") + strlen("</think>");
+		an = strlen(a);
+		trim_nl(&a, &an);
+		if (after_last_user && rn) {
+			put(b, "<think>\n");
+			put_n(b, r, rn);
+			put(b, "\n</think>\n\n");
+		}
+	}
+	put_n(b, a, an);
+}
+
+/* A first system message is the system text (empty or absent: the
+ * template's default identity); later system messages are dropped, as the
+ * template drops them. Its template has no thinking switch: the generation
+ * prompt always opens a <think> block, whatever t->no_think says. */
+static void render_minimax(struct sbuf *b, const struct coli_chat_msg *m, int n, int gen)
+{
+	int first = n > 0 && role_of(m[0].role) == ROLE_SYSTEM, last_user = -1;
+
+	put(b, "]~!b[]~b]system\n");
+	put(b, first && *m[0].content ? m[0].content : "You are a helpful assistant.");
+	put(b, "[e~[\n");
+	for (int i = first; i < n; i++)
+		if (role_of(m[i].role) == ROLE_USER)
+			last_user = i;
+	for (int i = first; i < n; i++) {
+		switch (role_of(m[i].role)) {
+		case ROLE_USER:
+			put(b, "]~b]user\n");
+			put(b, m[i].content);
+			put(b, "[e~[\n");
+			break;
+		case ROLE_ASSISTANT:
+			put(b, "]~b]ai\n");
+			minimax_assistant(b, m[i].content, i > last_user);
+			put(b, "[e~[\n");
+			break;
+		default:
+			break;
+		}
+	}
+	if (gen)
+		put(b, "]~b]ai\n<think>\n");
+}
+
 static void render_glm(struct sbuf *b, const struct coli_chat_template *t,
                        const struct coli_chat_msg *m, int n, int gen)
 {
@@ -314,6 +396,9 @@ int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_
 		break;
 	case COLI_CHAT_GLM:
 		render_glm(&b, t, m, n, add_generation_prompt);
+		break;
+	case COLI_CHAT_MINIMAX:
+		render_minimax(&b, m, n, add_generation_prompt);
 		break;
 	default:
 		render_plain(&b, m, n, add_generation_prompt);

@@ -26,10 +26,12 @@ static const struct {
     {"tiny", "qwen3_moe", 2, 256, 4, 2, 64, 1024, 16, 4, 128, 1, 1, 1e6f},
     {"glm-4.5", "glm4_moe", 92, 5120, 96, 8, 128, 151552, 160, 8, 1536, 1, 1, 1e6f},
     {"glm-4.5-air", "glm4_moe", 46, 4096, 96, 8, 128, 151552, 128, 8, 1408, 1, 0, 1e6f},
+    {"minimax-m2", "minimax_m2", 62, 3072, 48, 8, 128, 200064, 256, 8, 1536, 1, 2, 5e6f},
 };
 
-/* glm4_moe's fields (docs/shapes.md, second table); the other shapes have the
- * defaults: no dense layer, no shared expert, softmax routing */
+/* glm4_moe's and minimax_m2's fields (docs/shapes.md, second and third
+ * tables); the other shapes have the defaults: no dense layer, no shared
+ * expert, softmax routing */
 static const struct {
 	const char *name;
 	int dense, dense_inter, shared_inter, bias, rope_dim, n_group, topk_group, n_eos;
@@ -37,6 +39,7 @@ static const struct {
 } g_glm[] = {
     {"glm-4.5", 3, 12288, 1536, 1, 64, 1, 1, 3, 2.5f, 1e-5f},
     {"glm-4.5-air", 1, 10944, 1408, 1, 64, 1, 1, 3, 1.0f, 1e-5f},
+    {"minimax-m2", 0, 0, 0, 0, 64, 1, 1, 1, 1.0f, 1e-6f},
 };
 
 /* The glm fields of c (shape name) differ from g_glm: 1. */

@@ -168,6 +168,27 @@ if "$COLI" convert big -o big.coli 2>err.txt && "$COLI" convert "$FIXTURES/qwen3
 else
 	echo "FAIL model_max_length 1e30:"; cat err.txt; fail=1
 fi
+# 10. minimax_m2: what coli does not run is refused by name (linear attention layers,
+# a sliding window shorter than the context, per-head QK norm, softmax scoring), and a
+# missing correction bias is named as the Hub spells it
+$MK mm --arch minimax_m2 || exit 1
+mm_bad() { # NAME PYTHON-EXPR-ON-cfg PATTERN
+	rm -rf "mm_$1" && cp -r mm "mm_$1"
+	python3 - "mm_$1/config.json" "$2" <<'PY' || exit 1
+import json, sys
+cfg = json.load(open(sys.argv[1]))
+exec(sys.argv[2])
+json.dump(cfg, open(sys.argv[1], "w"))
+PY
+	expect_fail "minimax-$1" o.coli "mm_$1/config.json" "$3" -- "mm_$1"
+}
+mm_bad linear 'cfg["attn_type_list"][1] = 0' 'attn_type_list\[1\].*linear'
+mm_bad window 'cfg["sliding_window"] = 1024' 'sliding_window 1024 < max_position_embeddings'
+mm_bad qknorm 'cfg["qk_norm_type"] = "per_head"' "qk_norm_type 'per_head'"
+mm_bad scoring 'cfg["scoring_func"] = "softmax"' "scoring_func 'softmax'"
+mm_bad shared 'cfg["shared_intermediate_size"] = 64' 'shared_intermediate_size 64'
+$MK mm_nobias --arch minimax_m2 --drop model.layers.1.block_sparse_moe.e_score_correction_bias || exit 1
+expect_fail minimax-missing-bias o.coli 'model.layers.1.block_sparse_moe.e_score_correction_bias' -- mm_nobias
 # deepseek_v3 (MLA): attention biases, YaRN without its original context, and
 # a kv_lora_rank the tensors do not have are refused, naming what
 $MK ds --arch deepseek_v3 >/dev/null || exit 1

@@ -6,7 +6,7 @@ does. Writes config.json (in the dialect of the chosen architecture),
 generation_config.json, tokenizer_config.json and model.safetensors, or
 shards plus model.safetensors.index.json.
 
-  mkckpt.py OUT --arch qwen3_moe|qwen2_moe|olmoe|mixtral|glm4_moe|deepseek_v3
+  mkckpt.py OUT --arch qwen3_moe|qwen2_moe|olmoe|mixtral|glm4_moe|minimax_m2|deepseek_v3
             [--fused] [--shards N] [--rope-params] [--dtype bf16|f16|f32] [--no-qlora]
             [--hidden H] [--head-dim D] [--moe-inter I] [--dense-inter I] [--vocab V]
             [--seed S] [--extra NAME:DTYPE] [--drop NAME] [--mtp]
@@ -16,6 +16,12 @@ Hub's files), one shared expert, q/k/v bias, QK norm, partial_rotary_factor 0.5 
 level, or in rope_parameters with --rope-params: transformers 5's dialect, with
 num_local_experts and num_mtp_layers); --mtp adds one next-token-prediction layer's
 tensors as model.layers.L (L = num_hidden_layers), which the converter skips.
+
+minimax_m2: every layer MoE (block_sparse_moe.experts.N.w1/w2/w3, the Hub's names, or
+transformers 5's mlp.experts fused with --fused), e_score_correction_bias (f32) beside the
+router, QK norm over the whole q / k projection, rotary_dim 8 of head_dim 16 (the Hub's
+key; with --rope-params partial_rotary_factor 0.5 in rope_parameters); --mtp: one MTP
+module (num_mtp_modules 1) as model.layers.L, skipped.
 
 deepseek_v3: glm4_moe's MoE layout (no bias, no QK norm) with MLA attention (q_lora_rank 32,
 or a plain q_proj with --no-qlora; kv_lora_rank 32, qk_nope 32 + qk_rope 8, v 16;
@@ -88,8 +94,16 @@ def main():
     qwen = arch in ('qwen3_moe', 'qwen2_moe')
     ds = arch == 'deepseek_v3'
     glm = arch == 'glm4_moe' or ds
+    mm = arch == 'minimax_m2'
     QL, KL, NP, R, VH = (0 if a.no_qlora else 32), 32, 32, 8, 16   # deepseek_v3's MLA
-    if glm:
+    if mm:
+        cfg.update(intermediate_size=MI, num_local_experts=E, head_dim=hd,
+                   num_mtp_modules=int(a.mtp))
+        if not a.rope_params:
+            cfg.update(rotary_dim=hd // 2, use_qk_norm=True, qk_norm_type='per_layer',
+                       scoring_func='sigmoid', use_routing_bias=True, use_mtp=a.mtp,
+                       attn_type_list=[1] * L, shared_intermediate_size=0)
+    elif glm:
         cfg.update(moe_intermediate_size=MI, intermediate_size=DI, first_k_dense_replace=1,
                    n_shared_experts=1, n_group=2, topk_group=1, routed_scaling_factor=1.5,
                    norm_topk_prob=True, attention_bias=True, use_qk_norm=True, head_dim=hd)
@@ -111,7 +125,7 @@ def main():
         cfg['num_local_experts' if arch == 'mixtral' else 'num_experts'] = E
     if arch == 'qwen3_moe':
         cfg['head_dim'] = hd
-    elif not glm:
+    elif not glm and not mm:
         hd = H // nh
     if arch == 'qwen2_moe':
         cfg['shared_expert_intermediate_size'] = SI
@@ -121,7 +135,7 @@ def main():
         cfg['rope_parameters'] = {"rope_type": "default", "rope_theta": 500000.0}
         if ds:
             cfg['rope_parameters'] = dict(yarn, rope_type="yarn", rope_theta=500000.0)
-        elif glm:
+        elif glm or mm:
             cfg['rope_parameters']['partial_rotary_factor'] = 0.5
     else:
         cfg['rope_theta'] = 1000000.0
@@ -140,7 +154,7 @@ def main():
         T.append((name, dtype or dt, shape, encode(vals, dtype or dt)))
 
     add('model.embed_tokens.weight', [V, H])
-    for l in range(L + (1 if glm and a.mtp else 0)):
+    for l in range(L + (1 if (glm or mm) and a.mtp else 0)):
         p = 'model.layers.%d.' % l
         if l == L:                      # an MTP layer: a few of its own, then a MoE layer's
             add(p + 'eh_proj.weight', [H, 2 * H])
@@ -172,7 +186,7 @@ def main():
         if arch == 'qwen3_moe' or (glm and not ds):
             add(p + 'self_attn.q_norm.weight', [hd], one=True)
             add(p + 'self_attn.k_norm.weight', [hd], one=True)
-        if arch == 'olmoe':
+        if arch == 'olmoe' or mm:
             add(p + 'self_attn.q_norm.weight', [nh * hd], one=True)
             add(p + 'self_attn.k_norm.weight', [nkv * hd], one=True)
         if not moe[l]:
@@ -180,15 +194,18 @@ def main():
             add(p + 'mlp.up_proj.weight', [DI, H])
             add(p + 'mlp.down_proj.weight', [H, DI])
             continue
-        mp = p + ('block_sparse_moe.' if arch == 'mixtral' and not a.fused else 'mlp.')
+        mp = p + ('block_sparse_moe.' if arch in ('mixtral', 'minimax_m2') and not a.fused
+                  else 'mlp.')
         add(mp + 'gate.weight', [E, H])
         if glm:
             add(mp + 'gate.e_score_correction_bias', [E], scale=0.3, dtype='F32')
+        if mm:
+            add(mp + 'e_score_correction_bias', [E], scale=0.3, dtype='F32')
         if a.fused:
             add(mp + 'experts.gate_up_proj', [E, 2 * MI, H])
             add(mp + 'experts.down_proj', [E, H, MI])
         else:
-            names = ('w1', 'w3', 'w2') if arch == 'mixtral' else ('gate_proj', 'up_proj', 'down_proj')
+            names = ('w1', 'w3', 'w2') if arch in ('mixtral', 'minimax_m2') else ('gate_proj', 'up_proj', 'down_proj')
             for e in range(E):
                 add(mp + 'experts.%d.%s.weight' % (e, names[0]), [MI, H])
                 add(mp + 'experts.%d.%s.weight' % (e, names[1]), [MI, H])

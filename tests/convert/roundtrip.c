@@ -63,6 +63,8 @@ static const struct {
     {"mlp.shared_experts.gate_proj.weight", "shexp_gate"},
     {"mlp.shared_experts.up_proj.weight", "shexp_up"},
     {"mlp.shared_experts.down_proj.weight", "shexp_down"},
+    {"block_sparse_moe.e_score_correction_bias", "router_bias"},
+    {"mlp.e_score_correction_bias", "router_bias"},
     {"self_attn.q_a_proj.weight", "attn_q_a"},
     {"self_attn.q_a_layernorm.weight", "attn_q_a_norm"},
     {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm"},
@@ -350,6 +352,9 @@ int main(void)
 	    {"glm4_moe", "--arch glm4_moe"},
 	    /* transformers 5's dialect, fused experts, an MTP layer to skip */
 	    {"glm4_fused_rope_mtp", "--arch glm4_moe --fused --rope-params --mtp --shards 2"},
+	    {"minimax_m2", "--arch minimax_m2"},
+	    /* transformers 5's dialect: fused experts, rope_parameters */
+	    {"minimax_m2_fused_rope_mtp", "--arch minimax_m2 --fused --rope-params --mtp"},
 	    /* MLA: Hub dialect (rope_scaling yarn); v5's, fused, q_proj, an MTP layer */
 	    {"deepseek_v3", "--arch deepseek_v3"},
 	    {"deepseek_v3_fused_rope_mtp",

@@ -5,11 +5,12 @@
  * text, ids): the family detected from each converted model, the text, and
  * the ids of that text through the model's tokenizer. Then the cases with no
  * reference: the PLAIN fallback, a system message under [INST], a bad role.
- * Last, GLM-4.5's format against jinja2's renderings of its template
- * (tests/fixtures/chat/glm45_cases.jsonl, tools/glm_chat_cases.py), with the
- * thinking switch left out and off; text only, as the fixture tokenizer lacks
- * GLM's special tokens. The family is detected from the template text: olmoe's
- * checkpoint with GLM-4.5's template as its chat_template.jinja.
+ * Last, GLM-4.5's and MiniMax-M2's formats against jinja2's renderings of
+ * their templates (tests/fixtures/chat/glm45_cases.jsonl and
+ * minimax_m2_cases.jsonl, tools/chat_jinja_cases.py), with the thinking
+ * switch left out and off; text only, as the fixture tokenizer lacks their
+ * special tokens. Each family is detected from the template text: olmoe's
+ * checkpoint with the model's template as its chat_template.jinja.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -105,11 +106,13 @@ static void no_reference_cases(void)
 	printf("ok  plain fallback, [INST] system message, bad role\n");
 }
 
-static void glm_case(json_t *c)
+/* One jinja2 rendering of a family's template (fam) against coli's. */
+static void jinja_case(json_t *c, enum coli_chat_family fam)
 {
 	json_t *msgs = json_object_get(c, "messages"), *m, *think;
-	const char *want = json_string_value(json_object_get(c, "text"));
-	struct coli_chat_template t = {.family = COLI_CHAT_GLM, .eot_id = -1};
+	const char *want = json_string_value(json_object_get(c, "text")),
+	           *name = coli_chat_family_name(fam);
+	struct coli_chat_template t = {.family = fam, .eot_id = -1};
 	struct coli_chat_msg cm[16];
 	int gen = json_is_true(json_object_get(c, "add_generation_prompt"));
 	char *text = NULL;
@@ -118,7 +121,7 @@ static void glm_case(json_t *c)
 	think = json_object_get(c, "enable_thinking");
 	t.no_think = json_is_false(think);
 	if (json_array_size(msgs) > 16) {
-		CHECK(0, "glm: a case with more than 16 messages");
+		CHECK(0, "%s: a case with more than 16 messages", name);
 		return;
 	}
 	json_array_foreach(msgs, i, m)
@@ -127,14 +130,16 @@ static void glm_case(json_t *c)
 		cm[i].content = json_string_value(json_object_get(m, "content"));
 	}
 	CHECK(coli_chat_render(&t, cm, (int)json_array_size(msgs), gen, &text, &len) == 0,
-	      "glm: render failed");
+	      "%s: render failed", name);
 	CHECK(text && want && len == strlen(want) && !memcmp(text, want, len),
-	      "glm gen=%d no_think=%d: rendered\n%s\nwant\n%s", gen, t.no_think, text, want);
+	      "%s gen=%d no_think=%d: rendered\n%s\nwant\n%s", name, gen, t.no_think, text, want);
 	free(text);
 }
 
-static void glm_detect(const char *dir)
+/* olmoe's checkpoint with the template chat/tpl: detected as fam. */
+static void detect(const char *dir, const char *tpl, enum coli_chat_family fam)
 {
+	const char *name = coli_chat_family_name(fam);
 	static const char *files[] = {"config.json", "generation_config.json", "model.safetensors",
 	                              "tokenizer.json", "tokenizer_config.json"};
 	struct coli_convert_opts o;
@@ -144,18 +149,18 @@ static void glm_detect(const char *dir)
 
 	/* the links must hold absolute paths: fx_root() may be relative */
 	if (!realpath(fx_root(), root)) {
-		CHECK(0, "glm: cannot resolve %s", fx_root());
+		CHECK(0, "%s: cannot resolve %s", name, fx_root());
 		return;
 	}
-	snprintf(src, sizeof(src), "%s/glm_src", dir);
-	snprintf(out, sizeof(out), "%s/glm.coli", dir);
+	snprintf(src, sizeof(src), "%s/%s_src", dir, name);
+	snprintf(out, sizeof(out), "%s/%s.coli", dir, name);
 	CHECK(!mkdir(src, 0755) || errno == EEXIST, "mkdir %s", src);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(a, sizeof(a), "%s/olmoe/%s", root, files[i]);
 		snprintf(b, sizeof(b), "%s/%s", src, files[i]);
 		CHECK(!symlink(a, b) || errno == EEXIST, "symlink %s", b);
 	}
-	snprintf(a, sizeof(a), "%s/chat/glm45_chat_template.jinja", root);
+	snprintf(a, sizeof(a), "%s/chat/%s", root, tpl);
 	snprintf(b, sizeof(b), "%s/chat_template.jinja", src);
 	CHECK(!symlink(a, b) || errno == EEXIST, "symlink %s", b);
 	coli_convert_opts_init(&o);
@@ -164,26 +169,27 @@ static void glm_detect(const char *dir)
 	o.quant = COLI_DTYPE_BF16;
 	if (coli_convert(&o, err, sizeof(err)) ||
 	    coli_engine_open(out, NULL, &e, err, sizeof(err))) {
-		CHECK(0, "glm: olmoe with GLM-4.5's template: %s", err);
+		CHECK(0, "%s: olmoe with the template %s: %s", name, tpl, err);
 		return;
 	}
 	coli_chat_template_init(e, &t);
-	CHECK(t.family == COLI_CHAT_GLM && t.from_template, "glm: detected %s (from template %d)",
+	CHECK(t.family == fam && t.from_template, "%s: detected %s (from template %d)", name,
 	      coli_chat_family_name(t.family), t.from_template);
-	CHECK(t.eot_id == -1, "glm: eot %d without a <|user|> token", t.eot_id);
-	CHECK(!t.no_think, "glm: thinking off by default");
-	printf("ok  glm: detected from the template text, family=%s\n",
+	CHECK(t.eot_id == -1, "%s: eot %d without the family's end-of-turn token", name, t.eot_id);
+	CHECK(!t.no_think, "%s: thinking off by default", name);
+	printf("ok  %s: detected from the template text, family=%s\n", name,
 	       coli_chat_family_name(t.family));
 	coli_engine_close(e);
 }
 
-static void glm_cases(void)
+/* Every line of chat/file (at least min) through jinja_case. */
+static void jinja_cases(const char *file, enum coli_chat_family fam, int min)
 {
 	char p[4096], line[65536];
 	int n = 0;
 	FILE *f;
 
-	snprintf(p, sizeof(p), "%s/chat/glm45_cases.jsonl", fx_root());
+	snprintf(p, sizeof(p), "%s/chat/%s", fx_root(), file);
 	f = fopen(p, "r");
 	CHECK(f, "cannot open %s", p);
 	if (!f)
@@ -193,13 +199,13 @@ static void glm_cases(void)
 
 		CHECK(c, "%s: line %d is not JSON", p, n + 1);
 		if (c)
-			glm_case(c);
+			jinja_case(c, fam);
 		json_decref(c);
 		n++;
 	}
 	fclose(f);
-	CHECK(n >= 40, "%s: %d cases, want 44", p, n);
-	printf("ok  glm: %d jinja2 renderings of GLM-4.5's template\n", n);
+	CHECK(n >= min, "%s: %d cases, want %d or more", p, n, min);
+	printf("ok  %s: %d jinja2 renderings of %s\n", coli_chat_family_name(fam), n, file);
 }
 
 int main(void)
@@ -223,7 +229,9 @@ int main(void)
 	}
 	fclose(f);
 	no_reference_cases();
-	glm_cases();
-	glm_detect(tmp ? tmp : ".");
+	jinja_cases("glm45_cases.jsonl", COLI_CHAT_GLM, 44);
+	jinja_cases("minimax_m2_cases.jsonl", COLI_CHAT_MINIMAX, 72);
+	detect(tmp ? tmp : ".", "glm45_chat_template.jinja", COLI_CHAT_GLM);
+	detect(tmp ? tmp : ".", "minimax_m2_chat_template.jinja", COLI_CHAT_MINIMAX);
 	return fails ? 1 : 0;
 }
