@@ -15,6 +15,18 @@
  *   blk.N.attn_o        [hidden, n_heads*head_dim]
  *   blk.N.attn_q_norm   [head_dim] (Qwen3, per head) or [n_heads*head_dim] (OLMoE)   f32
  *   blk.N.attn_k_norm   [head_dim] or [n_kv_heads*head_dim]                          f32
+ *   MLA layers (cfg.kv_lora: DeepSeek-V3, Kimi-K2) have instead of attn_q/k/v:
+ *   blk.N.attn_q_a      [q_lora, hidden]               (cfg.q_lora; else attn_q [nh*hd, hidden])
+ *   blk.N.attn_q_a_norm [q_lora]                       f32
+ *   blk.N.attn_q_b      [n_heads*head_dim, q_lora]     head: qk_nope rows, then rope_dim rows
+ *   blk.N.attn_kv_a     [kv_lora+rope_dim, hidden]     c_kv rows, then k_pe rows
+ *   blk.N.attn_kv_a_norm [kv_lora]                     f32
+ *   blk.N.attn_k_b      [n_heads*kv_lora, qk_nope]     W_UK^T: head h's block the transpose of
+ *                                                      kv_b_proj's qk_nope rows of head h
+ *   blk.N.attn_v_b      [n_heads*v_head, kv_lora]      W_UV: kv_b_proj's v_head rows of head h
+ *   blk.N.attn_o        [hidden, n_heads*v_head]
+ *   (RoPE rows of attn_q_b / attn_q / attn_kv_a de-interleaved at convert when the
+ *   checkpoint's rope_interleave: the engine's RoPE is rotate-half)
  *   blk.N.ffn_norm      [hidden]                       f32
  *   blk.N.router        [n_experts, hidden]            f32   (MoE layers)
  *   blk.N.router_bias   [n_experts]                    f32   (selection only: GLM-4.5's
@@ -49,6 +61,7 @@ enum coli_arch {
 	COLI_ARCH_MIXTRAL = 4,
 	COLI_ARCH_GLM4_MOE = 5,
 	COLI_ARCH_MINIMAX_M2 = 6,
+	COLI_ARCH_DEEPSEEK_V3 = 7,
 };
 
 /* How a MoE layer's router turns its logits into experts and weights. */
@@ -95,6 +108,23 @@ struct coli_model_config {
 	int n_group;        /* sigmoid routing: expert groups [1] */
 	int topk_group;     /* groups kept per token [1] */
 	float routed_scale; /* routed experts' weights are multiplied by it [1.0] */
+	/* MLA (DeepSeek-V3, Kimi-K2; optional keys, 0 in every other family):
+	 * kv_lora > 0 makes every layer's attention MLA, with head_dim =
+	 * qk_nope + rope_dim (the query/key head) and n_kv_heads = n_heads */
+	int q_lora;  /* rank of q_a/q_b; 0: a plain attn_q [0] */
+	int kv_lora; /* rank of the latent KV (the cache's c_kv) [0: not MLA] */
+	int qk_nope; /* query/key dims without RoPE, per head [0] */
+	int v_head;  /* value dims per head [0] */
+	/* YaRN RoPE scaling (rope_factor > 1; transformers' rope_type "yarn"):
+	 * inv_freq, the cos/sin attention factor and the softmax scale
+	 * correction computed by coli_config_rope [1 = plain RoPE] */
+	float rope_factor;
+	int rope_orig_ctx;     /* original_max_position_embeddings [0] */
+	float yarn_beta_fast;  /* [32] */
+	float yarn_beta_slow;  /* [1] */
+	float yarn_mscale;     /* [0: absent] */
+	float yarn_mscale_all; /* mscale_all_dim [0: absent] */
+	float yarn_attn;       /* attention_factor given outright [0: derived] */
 	float norm_eps;
 	float rope_theta;
 	enum coli_dtype quant; /* of matrices and slabs (some bf16: see the top) */
@@ -119,6 +149,14 @@ void coli_config_init(struct coli_model_config *c);
 int coli_config_parse(const char *json, size_t len, struct coli_model_config *c, char *errbuf,
                       size_t errlen);
 char *coli_config_format(const struct coli_model_config *c);
+/* RoPE as transformers computes it for c (core/model/rope.c): inv_freq
+ * [rope_dim/2] (YaRN's blend of interpolated and extrapolated frequencies
+ * when rope_factor > 1, else 1/theta^(2i/rope_dim)), *attn the factor cos and
+ * sin are multiplied by (1 without YaRN), *scale the softmax scale:
+ * head_dim^-0.5, times DeepSeek's mscale(factor, mscale_all_dim)^2 under
+ * YaRN, in double then rounded once. */
+void coli_config_rope(const struct coli_model_config *c, float *inv_freq, float *attn,
+                      float *scale);
 
 /* ---- conversion from a Hugging Face checkpoint directory or a GGUF file ---- */
 struct coli_convert_opts {
@@ -501,6 +539,8 @@ struct coli_engine_stats {
 	uint64_t min_slots;        /* the working set: slots one layer needs */
 	uint64_t total_slabs;      /* routed experts in the model */
 	uint64_t disk_retries;     /* short reads, EIO and checksum re-reads */
+	uint64_t kv_bytes;         /* the host KV cache: keys and values, or under MLA
+	                            * n_layers * ctx * (kv_lora + rope_dim) * 4 */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 /* Wait until every slab read the engine queued on its own (the usage file's

@@ -51,6 +51,14 @@ struct coli_layer {
 	struct coli_mat q, k, v, o;
 	const float *q_bias, *k_bias, *v_bias; /* [nh*hd], [nkv*hd], [nkv*hd] or NULL */
 	const float *q_norm, *k_norm;          /* see cfg.qk_norm, or NULL */
+	/* MLA (cfg.kv_lora): q is attn_q_b [nh*hd, q_lora] (or attn_q [nh*hd,
+	 * hidden] without q_lora), k and v unbound, o [hidden, nh*v_head] */
+	struct coli_mat q_a;    /* [q_lora, hidden] (rows 0 without q_lora) */
+	struct coli_mat kv_a;   /* [kv_lora + rope_dim, hidden] */
+	struct coli_mat k_b;    /* [nh*kv_lora, qk_nope]: W_UK^T, a head a block */
+	struct coli_mat v_b;    /* [nh*v_head, kv_lora]: W_UV, a head a block */
+	const float *q_a_norm;  /* [q_lora] or NULL */
+	const float *kv_a_norm; /* [kv_lora] */
 	int moe;
 	/* MoE layers */
 	struct coli_mat router;                  /* [n_experts, hidden] f32 */
@@ -220,6 +228,15 @@ int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int voca
 
 /* forward.c */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
+/* MLA (core/forward/mla.c): layer l's attention for T tokens at pos0, the
+ * residual stream e->s.x updated and the latent rows appended to the cache;
+ * and the attention proper: qrow [T][nh][kl + r] against the cache's rows
+ * [pos0 + T][kl + r] (c_kv || k_pe) into lat [T][nh][kl]; g: [T] groups,
+ * scores: n_slots slots of `slot` floats (coli_attention_groups_mt's). */
+void coli_forward_mla(struct coli_engine *e, int l, int T, int pos0);
+int coli_mla_attend(coli_cpu_pool_t *pool, const float *qrow, const float *cache, int T, int nh,
+                    int kl, int r, int pos0, float scale, float *lat, struct coli_attn_group *g,
+                    float *scores, size_t slot, int n_slots);
 /* vram.c: place experts in VRAM at open (and free them at close). */
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
 void coli_moe_dev_release(struct coli_engine *e);

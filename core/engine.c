@@ -204,7 +204,7 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 	rc = coli_kv_alloc(&e->kv, &e->m.cfg, ctx, e->numa_node);
 	if (rc) {
 		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens)",
-		         2 * e->kv.bytes >> 20, e->kv.ctx);
+		         (e->kv.bytes + e->kv.vbytes) >> 20, e->kv.ctx);
 		return rc;
 	}
 	if (e->opts.ubatch == 0)
@@ -259,8 +259,9 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
  * when none can, or the experts' buffers fail on a device holding the dense
  * part, every device is given up with a message: the model then runs on the
  * CPU. So this cannot fail. A model whose matrices the device kernels
- * cannot take (columns not a multiple of 32: coli_model_dev_check) keeps
- * its dense part on the CPU, or, when its experts are such, runs on the CPU. */
+ * cannot take (columns not a multiple of 32, or MLA attention:
+ * coli_model_dev_check) keeps its dense part on the CPU, or, when its experts are such, runs on the
+ * CPU. */
 static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 {
 	char why[160];
@@ -272,10 +273,7 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 	}
 	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
 	    coli_model_dev_check(&e->m, 0, why, sizeof(why))) {
-		fprintf(stderr,
-		        "coli: %s (the device kernels need multiples of 32): the dense part "
-		        "runs on the CPU\n",
-		        why);
+		fprintf(stderr, "coli: %s: the dense part runs on the CPU\n", why);
 	} else if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU) {
 		rc = dense_open(e, err, errlen);
 		if (rc)
@@ -516,6 +514,7 @@ void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 {
 	*st = e->est;
 	st->dense_on_device = e->dense.dd != NULL;
+	st->kv_bytes = e->kv.bytes + e->kv.vbytes;
 	coli_tiers_stats((struct coli_engine *)e, st); /* the streamer's counters */
 	st->dev_ops = 0;
 	for (int d = 0; d < e->vram.n_devs; d++)

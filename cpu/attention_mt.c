@@ -30,7 +30,7 @@ struct unit {
 
 struct job {
 	const struct coli_attn_group *g;
-	int n, stride, hd, step, n_units, nb, ns;
+	int n, stride, hd, vd, step, n_units, nb, ns; /* hd: key dims, vd: value dims */
 	float scale, *scratch;
 	size_t slot;
 	struct unit u[MT_MAX_UNITS];
@@ -47,8 +47,8 @@ static void group_task(void *arg, int task, int n_tasks)
 	for (int k = task; k < j->n; k += n_tasks) {
 		const struct coli_attn_group *g = &j->g[k];
 
-		coli_attention_group(g->q, g->G, g->K, g->V, g->n_pos, j->stride, j->hd, j->scale,
-		                     j->scratch + (size_t)task * j->slot, g->out);
+		coli_attention_group(g->q, g->G, g->K, g->V, g->n_pos, j->stride, j->hd, j->vd,
+		                     j->scale, j->scratch + (size_t)task * j->slot, g->out);
 	}
 }
 
@@ -87,23 +87,24 @@ static void share_task(void *arg, int task, int n_tasks)
 		coli_attn8_div_avx2(u->sc, p0, p1, j->sum[task / per]);
 		break;
 	default: { /* slices of eight dims */
-		int blocks = (j->hd + 7) / 8, b0 = blocks * s / per, b1 = blocks * (s + 1) / per;
-		int i1 = b1 * 8 < j->hd ? b1 * 8 : j->hd;
+		int blocks = (j->vd + 7) / 8, b0 = blocks * s / per, b1 = blocks * (s + 1) / per;
+		int i1 = b1 * 8 < j->vd ? b1 * 8 : j->vd;
 
-		coli_attn8_out_avx2(u->sc, g->V, g->n_pos, j->stride, j->hd, b0 * 8, i1, u->nh,
-		                    g->out + (size_t)u->h0 * j->hd);
+		coli_attn8_out_avx2(u->sc, g->V, g->n_pos, j->stride, j->vd, b0 * 8, i1, u->nh,
+		                    g->out + (size_t)u->h0 * j->vd);
 	}
 	}
 }
 
 int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g, int n, int stride,
-                             int hd, float scale, float *scratch, size_t slot, int n_slots)
+                             int hd, int vd, float scale, float *scratch, size_t slot, int n_slots)
 {
 	int threads = p ? coli_cpu_pool_threads(p) : 1, min_pos = n ? g[0].n_pos : 0, units = 0;
 	struct job job = {.g = g,
 	                  .n = n,
 	                  .stride = stride,
 	                  .hd = hd,
+	                  .vd = vd,
 	                  .scale = scale,
 	                  .scratch = scratch,
 	                  .slot = slot},
@@ -129,7 +130,7 @@ int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g
 	j->nb = j->nb > MT_MAX_BLOCKS ? MT_MAX_BLOCKS : j->nb;
 	j->nb = j->nb > min_pos / MT_MIN_BLOCK ? min_pos / MT_MIN_BLOCK : j->nb;
 	j->ns = (2 * threads + units - 1) / units;
-	j->ns = j->ns > (hd + 7) / 8 ? (hd + 7) / 8 : j->ns;
+	j->ns = j->ns > (vd + 7) / 8 ? (vd + 7) / 8 : j->ns;
 	for (j->step = SCORES; j->step <= OUTPUTS; j->step++)
 		coli_cpu_pool_run(p, share_task, j, units * shares(j));
 	return 1;

@@ -234,28 +234,29 @@ void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
  * first rd dims of each head of hd (rotate-half within those rd: i pairs
  * with i + rd/2, i < rd/2), the other hd - rd left as they are. */
 void coli_rope_part(float *x, int T, int nh, int hd, int rd, int pos0, const float *inv_freq);
-/* One attention head for one query: out[hd] = softmax(q . k_p * scale) . v_p
- * over positions p < n_pos, keys/values at K + p*stride (the head's offset
- * already applied). scores: [n_pos] scratch. A q . k dot product is summed in
- * 8 lanes (element i into lane i % 8, in order) folded pairwise; the softmax
- * sum over positions in order. */
+/* One attention head for one query: out[vd] = softmax(q . k_p * scale) . v_p
+ * over positions p < n_pos, keys (hd values) and values (vd) at K + p*stride
+ * and V + p*stride (the head's offset already applied; GQA: vd = hd; MLA's
+ * latent rows: K = V, hd = kv_lora + rope, vd = kv_lora). scores: [n_pos]
+ * scratch. A q . k dot product is summed in 8 lanes (element i into lane
+ * i % 8, in order) folded pairwise; the softmax sum over positions in order. */
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
-                         int hd, float scale, float *scores, float *out);
+                         int hd, int vd, float scale, float *scores, float *out);
 /* The G query heads that share one key/value head (GQA), for one query:
- * q [G][hd], out [G][hd] (consecutive heads); each head's bits are
+ * q [G][hd], out [G][vd] (consecutive heads); each head's bits are
  * coli_attention_head's. With AVX2 and G >= 4, eight heads are the eight
  * lanes of one vector (fewer fill them by repeating): a key or value element
  * is read once for them and no dot product is folded across lanes
  * (docs/perf/kernels.md "CPU attention"). scores: [n_pos * 8] scratch. */
 void coli_attention_group(const float *q, int G, const float *K, const float *V, int n_pos,
-                          int stride, int hd, float scale, float *scores, float *out);
+                          int stride, int hd, int vd, float scale, float *scores, float *out);
 /* One GQA group for one query: coli_attention_group's own arguments. */
 struct coli_attn_group {
 	const float *q, *K, *V;
 	float *out;
 	int G, n_pos;
 };
-/* n groups (sharing stride, hd and scale) across the pool (may be NULL), each
+/* n groups (sharing stride, hd, vd and scale) across the pool (may be NULL), each
  * with coli_attention_group's bits. Fewer eight-head units than threads, each
  * at least 256 positions long (decode at long context), are split by
  * positions and outputs so that every thread works; otherwise one task a
@@ -263,6 +264,6 @@ struct coli_attn_group {
  * group (the engine's attention scratch: a slot a thread). Returns 1 when it
  * split them, 0 for one task a group. */
 int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g, int n, int stride,
-                             int hd, float scale, float *scratch, size_t slot, int n_slots);
+                             int hd, int vd, float scale, float *scratch, size_t slot, int n_slots);
 
 #endif

@@ -61,7 +61,7 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n);
 /* coli_attention_group's AVX2 form: eight heads in the lanes (a last block
  * of fewer repeats its last head in the free lanes). */
 void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
-                               int stride, int hd, float scale, float *sc, float *out);
+                               int stride, int hd, int vd, float scale, float *sc, float *out);
 /* Its steps for eight heads (nh <= 8 of them real) over a share of the
  * positions [p0, p1) or of the outputs [i0, i1), any split giving the same
  * bits (cpu/ops_avx2.c; coli_attention_groups_mt runs them across a pool):

@@ -106,16 +106,16 @@ void coli_silu_mul(const float *g, const float *u, float *h, int n)
 }
 
 void coli_attention_group(const float *q, int G, const float *K, const float *V, int n_pos,
-                          int stride, int hd, float scale, float *scores, float *out)
+                          int stride, int hd, int vd, float scale, float *scores, float *out)
 {
 	/* from four heads the lanes pay (one or two heads: per head is faster) */
 	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && G >= 4) {
-		coli_attention_group_avx2(q, G, K, V, n_pos, stride, hd, scale, scores, out);
+		coli_attention_group_avx2(q, G, K, V, n_pos, stride, hd, vd, scale, scores, out);
 		return;
 	}
 	for (int h = 0; h < G; h++)
-		coli_attention_head(q + (size_t)h * hd, K, V, n_pos, stride, hd, scale, scores,
-		                    out + (size_t)h * hd);
+		coli_attention_head(q + (size_t)h * hd, K, V, n_pos, stride, hd, vd, scale, scores,
+		                    out + (size_t)h * vd);
 }
 
 void coli_exp_scaled(const float *x, int n, float m, float s, float *w)

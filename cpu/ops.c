@@ -272,7 +272,7 @@ void coli_rope_part(float *x, int T, int nh, int hd, int rd, int pos0, const flo
 }
 
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
-                         int hd, float scale, float *scores, float *out)
+                         int hd, int vd, float scale, float *scores, float *out)
 {
 	float mx = -INFINITY, sum = 0;
 
@@ -307,14 +307,14 @@ void coli_attention_head(const float *q, const float *K, const float *V, int n_p
 	{
 		/* each out[i] sums over the positions in order; a local the
 		 * compiler knows is not V lets it do the i's four at a time */
-		float acc[hd];
+		float acc[vd];
 
 		memset(acc, 0, sizeof(acc));
 		for (int p = 0; p < n_pos; p++) {
 			const float *v = V + (size_t)p * stride;
 			float w = scores[p] / sum;
 
-			for (int i = 0; i < hd; i++)
+			for (int i = 0; i < vd; i++)
 				acc[i] += w * v[i];
 		}
 		memcpy(out, acc, sizeof(acc));

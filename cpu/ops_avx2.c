@@ -191,7 +191,7 @@ void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8)
 		                 _mm256_div_ps(_mm256_loadu_ps(sc + (size_t)p * 8), sum));
 }
 
-/* Outputs [i0, i1) of the nh heads (out [nh][hd]): eight at a time (eight
+/* Outputs [i0, i1) of the nh heads (out [nh][hd], hd: the value dims): eight at a time (eight
  * vectors, one per output, in registers) over a tile of positions, tile after
  * tile: each output still sums its positions in order, and a tile's value
  * rows (32 KB at hd 128) stay in cache while the output blocks walk it. */
@@ -233,7 +233,7 @@ void coli_attn8_out_avx2(const float *sc, const float *V, int n_pos, int stride,
 }
 
 void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
-                               int stride, int hd, float scale, float *sc, float *out)
+                               int stride, int hd, int vd, float scale, float *sc, float *out)
 {
 	/* a last block of fewer than eight heads (G = 4: Mixtral) repeats its
 	 * last head in the free lanes; a lane's steps never see another's */
@@ -246,6 +246,6 @@ void coli_attention_group_avx2(const float *q, int G, const float *K, const floa
 		coli_attn8_exp_avx2(sc, 0, n_pos, mx);
 		coli_attn8_sum_avx2(sc, n_pos, sum);
 		coli_attn8_div_avx2(sc, 0, n_pos, sum);
-		coli_attn8_out_avx2(sc, V, n_pos, stride, hd, 0, hd, nh, out + (size_t)h * hd);
+		coli_attn8_out_avx2(sc, V, n_pos, stride, vd, 0, vd, nh, out + (size_t)h * vd);
 	}
 }

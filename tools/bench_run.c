@@ -148,7 +148,10 @@ static int model_bytes(struct run *R)
 		}
 		R->dense_call_bytes += t->bytes;
 	}
-	R->kv_row_bytes = 2ull * cfg->n_layers * cfg->n_kv_heads * cfg->head_dim * sizeof(float);
+	R->kv_row_bytes =
+	    cfg->kv_lora /* MLA: one latent row (core/forward/kv.c) */
+	        ? (uint64_t)cfg->n_layers * (cfg->kv_lora + cfg->rope_dim) * sizeof(float)
+	        : 2ull * cfg->n_layers * cfg->n_kv_heads * cfg->head_dim * sizeof(float);
 	R->n_moe_layers = coli_io_container_n_expert_layers(c);
 	if (R->n_moe_layers) {
 		const struct coli_expert_layer *l0 = coli_io_container_expert_layer(c, 0);

@@ -62,8 +62,17 @@ static int print_config(coli_container_t *c)
 	printf("\nquant          %s\n", coli_dtype_name(m->quant));
 	printf("norm eps       %g, rope theta %g, qk norm %d, qkv bias %d, tied embeddings %d\n",
 	       m->norm_eps, m->rope_theta, m->qk_norm, m->qkv_bias, m->tie_embeddings);
-	if (m->rope_dim != m->head_dim)
+	if (m->kv_lora)
+		printf("attention      MLA: q_lora %d, kv_lora %d, qk nope %d + rope %d, v %d; KV "
+		       "cache %d floats a token and layer\n",
+		       m->q_lora, m->kv_lora, m->qk_nope, m->rope_dim, m->v_head,
+		       m->kv_lora + m->rope_dim);
+	else if (m->rope_dim != m->head_dim)
 		printf("partial rope   %d of %d dims of a head\n", m->rope_dim, m->head_dim);
+	if (m->rope_factor > 1)
+		printf("rope scaling   YaRN x %g of %d positions, beta %g/%g, mscale %g/%g\n",
+		       m->rope_factor, m->rope_orig_ctx, m->yarn_beta_fast, m->yarn_beta_slow,
+		       m->yarn_mscale, m->yarn_mscale_all);
 	if (m->router_kind == COLI_ROUTER_SIGMOID)
 		printf("routing        sigmoid%s, %d groups (keep %d), weights x %g%s\n",
 		       m->router_bias ? " + correction bias" : "", m->n_group, m->topk_group,

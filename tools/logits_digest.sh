@@ -18,7 +18,7 @@ TEXT='def main():
     for i in range(10):
         print(i * i)  # squares'
 mkdir -p "$DIR" || exit 1
-for fx in qwen3_moe qwen2_moe olmoe mixtral glm4_moe minimax_m2 demo; do
+for fx in qwen3_moe qwen2_moe olmoe mixtral glm4_moe minimax_m2 deepseek_v3 deepseek_v3_noqlora demo; do
 	for q in bf16 q8 q4; do
 		m="$DIR/$fx-$q.coli"
 		if [ ! -f "$m" ]; then

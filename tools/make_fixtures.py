@@ -387,6 +387,41 @@ PRIMARIES = {
                  num_key_value_heads=2, head_dim=32, num_local_experts=12,
                  num_experts_per_tok=3, intermediate_size=32, rms_norm_eps=1e-6,
                  rope_theta=70000.0, bos_token_id=None, eos_token_id=ID_IM_END)),
+    # MLA: q_lora_rank 32, kv_lora_rank 64, nope 32 + rope 16 (qk head 48), v 32; YaRN
+    # (factor 4 over an original 128 positions, mscale 1 / mscale_all_dim 0.8: the cos/sin
+    # factor and the softmax scale both differ from 1), rope_interleave (the default);
+    # routing as glm4_moe's (bias, 4 groups of 4 keeping 2, top-3, scale 2.5), one
+    # shared expert, layer 0 dense. Hub dialect: rope_scaling {"type": "yarn", ...}.
+    # The MLA seeds (1017 here, 1016 below) were picked among 1016..1022: coli's q8
+    # conversion keeps its bf16 top-1 at all 51 prompt positions (others flipped 1-4
+    # positions whose top-2 margin was under 0.2, as q8 noise of ~0.4 does) and no greedy
+    # step's margin is under 1e-2
+    "deepseek_v3": dict(
+        seed=1017, cls="DeepseekV3ForCausalLM", cfg_cls="DeepseekV3Config", chat="chatml",
+        rope_extra=dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=128,
+                        beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=0.8),
+        cfg=dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                 num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=64,
+                 qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32,
+                 n_routed_experts=16, num_experts_per_tok=3, moe_intermediate_size=32,
+                 intermediate_size=96, n_shared_experts=1, first_k_dense_replace=1,
+                 n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5,
+                 rope_interleave=True, rms_norm_eps=1e-6, rope_theta=20000.0,
+                 bos_token_id=None, eos_token_id=ID_IM_END)),
+    # the same family with q_lora_rank null (a plain q_proj), plain RoPE, written the
+    # transformers-5 way: fused 3-D expert tensors, the config as v5 writes it
+    # (rope_parameters, num_mtp_layers)
+    "deepseek_v3_noqlora": dict(
+        seed=1016, cls="DeepseekV3ForCausalLM", cfg_cls="DeepseekV3Config", chat="chatml",
+        how="fused",
+        cfg=dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                 num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=64,
+                 qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32,
+                 n_routed_experts=16, num_experts_per_tok=3, moe_intermediate_size=32,
+                 intermediate_size=96, n_shared_experts=1, first_k_dense_replace=1,
+                 n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5,
+                 rope_interleave=True, rms_norm_eps=1e-6, rope_theta=30000.0,
+                 bos_token_id=None, eos_token_id=ID_IM_END)),
 }
 CHAT_CASE_FIXTURES = ("qwen3_moe", "qwen2_moe", "olmoe", "mixtral")
 # Variants: (name, primary, how). They share the primary's weights and references.
@@ -450,12 +485,15 @@ def hub_dialect(cfg):
     """transformers 5 writes rope_parameters/dtype (and num_local_experts for qwen3_moe);
     rewrite to the dialect of the checkpoints on the Hub: rope_theta, torch_dtype, ..."""
     rp = cfg.pop("rope_parameters")
-    assert rp.get("rope_type", "default") == "default", rp
-    cfg["rope_theta"] = rp["rope_theta"]
+    assert rp.get("rope_type", "default") in ("default", "yarn"), rp
+    cfg["rope_theta"] = rp.pop("rope_theta")
     cfg["rope_scaling"] = None
+    if rp.get("rope_type") == "yarn":           # DeepSeek-V3's files: "type": "yarn"
+        rp.pop("rope_type")
+        cfg["rope_scaling"] = dict(sorted(dict(rp, type="yarn").items()))
     if "partial_rotary_factor" in rp:           # GLM-4.5's files: a top-level key
         cfg["partial_rotary_factor"] = rp["partial_rotary_factor"]
-    if cfg["model_type"] == "glm4_moe":         # the Hub's spellings
+    if cfg["model_type"] in ("glm4_moe", "deepseek_v3"):  # the Hub's spellings
         if "num_local_experts" in cfg:
             cfg["n_routed_experts"] = cfg.pop("num_local_experts")
         if "num_mtp_layers" in cfg:
@@ -552,7 +590,8 @@ def references(m, ids, ref_dir):
     t2 = torch.topk(logits, 2, dim=-1).values
     tf_margin = t2[:, 0] - t2[:, 1]
     router_gap = []
-    if getattr(out, "router_logits", None) and m.config.model_type not in ("glm4_moe", "minimax_m2"):
+    if getattr(out, "router_logits", None) and m.config.model_type not in (
+            "glm4_moe", "minimax_m2", "deepseek_v3"):
         k = m.config.num_experts_per_tok
         for rl in out.router_logits:                                 # (T, E) per MoE layer
             s = torch.sort(rl.float(), dim=-1, descending=True).values
@@ -693,7 +732,8 @@ def main():
         if only is not None and name not in only:
             continue
         model = build_model(spec)
-        d = save_fixture(model, args.out, name, spec["chat"], tok, "hub", name in LEGACY_MERGES)
+        d = save_fixture(model, args.out, name, spec["chat"], tok, spec.get("how", "hub"),
+                         name in LEGACY_MERGES)
         m = check_weights(d, model)
         theta = spec["cfg"]["rope_theta"]
         assert m.config.rope_parameters["rope_theta"] == theta, m.config.rope_parameters

@@ -179,7 +179,7 @@ int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *
 		for (int h = 0; h < nh; h++)
 			coli_attention_head(F(q) + ((size_t)t * nh + h) * hd,
 			                    F(K) + (h / group) * hd, F(V) + (h / group) * hd,
-			                    pos0 + t + 1, kvd, hd, scale, sc,
+			                    pos0 + t + 1, kvd, hd, hd, scale, sc,
 			                    F(out) + ((size_t)t * nh + h) * hd);
 	free(sc);
 	return a->aq ? actq(d, out, a->aq, a->ad, a->aqs, T * nh * hd / COLI_QBLOCK) : 0;

@@ -12,7 +12,9 @@
  *   kcache, vcache [layer][ctx][nkv*hd]
  *   att  [T][nh*hd]        attention output (input of attn_o)
  * Attention follows transformers' eager path: scores scaled by 1/sqrt(hd),
- * causal, softmax in fp32, RoPE in the rotate-half convention.
+ * causal, softmax in fp32, RoPE in the rotate-half convention. An MLA model's
+ * layers (cfg.kv_lora: DeepSeek-V3) run core/forward/mla.c's attention instead,
+ * over its latent cache rows.
  */
 #include <errno.h>
 #include <math.h>
@@ -100,7 +102,7 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 		                                         .G = group,
 		                                         .n_pos = pos0 + t + 1};
 	}
-	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, 1.0f / sqrtf((float)hd),
+	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, hd, 1.0f / sqrtf((float)hd),
 	                         e->s.scores, (size_t)e->kv.ctx * 8,
 	                         coli_cpu_pool_threads(e->pool));
 	coli_actbufs_set(e, e->s.ah, e->s.att, T, qd);
@@ -132,7 +134,10 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 	embed(e, ids, T);
 	for (int l = 0; l < c->n_layers; l++) {
 		t1 = coli_now_s();
-		attention(e, l, T, pos0);
+		if (c->kv_lora)
+			coli_forward_mla(e, l, T, pos0); /* core/forward/mla.c */
+		else
+			attention(e, l, T, pos0);
 		t2 = coli_now_s();
 		e->est.attention_s += t2 - t1;
 		for (int t = 0; t < T; t++)

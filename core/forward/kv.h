@@ -17,8 +17,11 @@ struct coli_model_config;
 struct coli_kv {
 	int ctx;                /* positions it holds */
 	int pos;                /* tokens in the cache */
-	float *kcache, *vcache; /* [n_layers][ctx][n_kv*hd], fp32, through mem/ */
-	size_t bytes;           /* of kcache, and again of vcache */
+	float *kcache, *vcache; /* [n_layers][ctx][n_kv*hd], fp32, through mem/; MLA:
+	                         * kcache [n_layers][ctx][kv_lora + rope_dim]
+	                         * ([c_kv normed || k_pe roped]), vcache NULL */
+	size_t bytes;           /* of kcache */
+	size_t vbytes;          /* of vcache (0 under MLA) */
 	int *hist;              /* [ctx] token ids in the cache, to rebuild it on the
 	                         * CPU if the dense device fails */
 };

@@ -58,19 +58,64 @@ static int xfer_alloc(struct coli_scratch *s, const struct coli_model_config *c)
 	return 0;
 }
 
+/* Floats a token of MLA's rows takes in s->mla: q_a's output [q_lora],
+ * kv_a's [kv_lora + rope], the query rows [nh][kv_lora + rope], the latent
+ * outputs [nh][kv_lora]; then s->mla_rows (gathered per-head inputs) of
+ * mla_row floats each. */
+static size_t mla_width(const struct coli_model_config *c)
+{
+	size_t kr = (size_t)c->kv_lora + c->rope_dim, nh = c->n_heads;
+
+	return c->q_lora + kr + nh * kr + nh * c->kv_lora;
+}
+
+static int mla_row(const struct coli_model_config *c)
+{
+	return c->qk_nope > c->kv_lora ? c->qk_nope : c->kv_lora;
+}
+
+/* MLA's per-head rows: max(tmax, n_heads) gathered inputs and their
+ * activations, so that a decode step's heads go in one batch. */
+static int mla_alloc(struct coli_scratch *s, const struct coli_model_config *c, int quant)
+{
+	int rc;
+
+	s->mla_cap = s->tmax > c->n_heads ? s->tmax : c->n_heads;
+	rc = ALLOC(s->mla, (size_t)s->tmax * mla_width(c) + (size_t)s->mla_cap * mla_row(c));
+	rc = rc ? rc : ALLOC(s->mla_acts, s->mla_cap);
+	if (!rc)
+		s->mla_rows = s->mla + (size_t)s->tmax * mla_width(c);
+	rc = rc ? rc : coli_actbufs_alloc(&s->mla_ab, s->mla_cap, mla_row(c), quant);
+	if (quant)
+		s->bytes += (size_t)s->mla_cap * mla_row(c) * 2;
+	return rc;
+}
+
+/* The widest input the attention and MLP matrices other than the hidden-wide
+ * ones take (s->ah): nh*hd, the MLPs' inter, MLA's q_lora, per-head nope
+ * and kv_lora and o's nh*v_head. */
+static int ah_width(const struct coli_model_config *c, int inter)
+{
+	int w = c->n_heads * c->head_dim > inter ? c->n_heads * c->head_dim : inter;
+
+	if (c->kv_lora)
+		w = max3(w, max3(c->q_lora, c->kv_lora, c->qk_nope), c->n_heads * c->v_head);
+	return w;
+}
+
 /* The dense layers' rows [tmax][...] and the pairs' expert ids. */
 static int layer_alloc(struct coli_scratch *s, const struct coli_model_config *c, int inter,
                        int quant, int ctx, int threads)
 {
 	int T = s->tmax, H = c->hidden, qd = c->n_heads * c->head_dim;
-	int kvd = c->n_kv_heads * c->head_dim;
+	int kvd = c->n_kv_heads * c->head_dim, aw = ah_width(c, inter);
 	int rc;
 
 	rc = ALLOC(s->x, (size_t)T * H);
 	rc = rc ? rc : ALLOC(s->q, (size_t)T * qd);
 	rc = rc ? rc : ALLOC(s->kx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(s->vx, (size_t)T * kvd);
-	rc = rc ? rc : ALLOC(s->att, (size_t)T * qd);
+	rc = rc ? rc : ALLOC(s->att, (size_t)T * aw); /* aw >= qd, and MLA's nh*v_head */
 	rc = rc ? rc : ALLOC(s->scores, (size_t)threads * ctx * 8); /* attention's */
 	rc = rc ? rc : ALLOC(s->attn, (size_t)T * c->n_kv_heads);
 	rc = rc ? rc : ALLOC(s->mlp, (size_t)T * H);
@@ -81,8 +126,10 @@ static int layer_alloc(struct coli_scratch *s, const struct coli_model_config *c
 	rc = rc ? rc : ALLOC(s->pair_expert, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(s->ag, (size_t)T * c->top_k);
 	rc = rc ? rc : ALLOC(s->inv_freq, c->head_dim / 2);
+	if (c->kv_lora) /* MLA's rows (core/forward/mla.c) */
+		rc = rc ? rc : mla_alloc(s, c, quant);
 	rc = rc ? rc : coli_actbufs_alloc(&s->ax, T, H, quant);
-	rc = rc ? rc : coli_actbufs_alloc(&s->ah, T, qd > inter ? qd : inter, quant);
+	rc = rc ? rc : coli_actbufs_alloc(&s->ah, T, aw, quant);
 	return rc;
 }
 #undef ALLOC
@@ -90,7 +137,7 @@ static int layer_alloc(struct coli_scratch *s, const struct coli_model_config *c
 int coli_scratch_alloc(struct coli_scratch *s, const struct coli_model_config *c, int tmax, int ctx,
                        int threads)
 {
-	int H = c->hidden, qd = c->n_heads * c->head_dim;
+	int H = c->hidden;
 	int inter = max3(c->moe_inter, c->shared_inter, c->dense_inter);
 	int quant = coli_dtype_is_quant(c->quant);
 	int rc;
@@ -99,13 +146,13 @@ int coli_scratch_alloc(struct coli_scratch *s, const struct coli_model_config *c
 	rc = xfer_alloc(s, c);
 	rc = rc ? rc : layer_alloc(s, c, inter, quant, ctx, threads);
 	if (quant) /* int8 values, fp32 scales and int32 sums per 32-block */
-		s->bytes += (size_t)tmax * (H + (qd > inter ? qd : inter)) * 2;
+		s->bytes += (size_t)tmax * (H + ah_width(c, inter)) * 2;
 	if (rc)
 		return rc;
-	/* as transformers computes it: inv_freq = 1 / theta^(2i/hd), in fp32,
-	 * over the rotated dims only (rope_dim, head_dim unless partial) */
-	for (int i = 0; i < c->rope_dim / 2; i++)
-		s->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->rope_dim);
+	/* as transformers computes it (core/model/rope.c): inv_freq = 1 /
+	 * theta^(2i/hd), in fp32, over the rotated dims only (rope_dim, head_dim
+	 * unless partial); YaRN's blend under rope_factor */
+	coli_config_rope(c, s->inv_freq, &s->rope_attn, &s->attn_scale);
 	return 0;
 }
 
@@ -114,7 +161,8 @@ void coli_scratch_free(struct coli_scratch *s)
 	free(s->x), free(s->q), free(s->kx), free(s->vx), free(s->att);
 	free(s->scores), free(s->attn), free(s->mlp), free(s->proj), free(s->glogits);
 	free(s->g), free(s->u), free(s->ag);
-	free(s->inv_freq);
+	free(s->inv_freq), free(s->mla), free(s->mla_acts);
+	coli_actbufs_free(s->mla_ab, s->mla_cap);
 	free(s->pair_expert);
 	coli_mem_free_buffers(s->xfer, s->xfer_bytes);
 	coli_actbufs_free(s->ax, s->tmax);

@@ -42,10 +42,18 @@ struct coli_scratch {
 	int n_pairs;
 	int *pair_expert, *pair_token;
 	float *pair_w;
-	struct coli_actbuf *ax; /* [tmax] over hidden-sized inputs */
-	struct coli_actbuf *ah; /* [tmax] over inter / attention-sized inputs */
-	struct coli_act *ag;    /* [tmax * top_k] gathered activations (struct copies) */
-	float *inv_freq;        /* [head_dim/2] rope frequencies */
+	struct coli_actbuf *ax;     /* [tmax] over hidden-sized inputs */
+	struct coli_actbuf *ah;     /* [tmax] over inter / attention-sized inputs */
+	struct coli_act *ag;        /* [tmax * top_k] gathered activations (struct copies) */
+	float *inv_freq;            /* [head_dim/2] rope frequencies */
+	float rope_attn;            /* cos and sin are multiplied by it (YaRN; else 1) */
+	float attn_scale;           /* MLA's softmax scale (head_dim^-0.5, YaRN's mscale^2) */
+	float *mla;                 /* [tmax][...] MLA's rows, then [mla_cap][max(nope, kv_lora)]
+	                             * per-head inputs (core/forward/mla.c), or NULL */
+	float *mla_rows;            /* inside mla: [mla_cap][max(nope, kv_lora)] */
+	int mla_cap;                /* max(tmax, n_heads): per-head rows a batch */
+	struct coli_actbuf *mla_ab; /* [mla_cap] their activations */
+	struct coli_act *mla_acts;  /* [mla_cap] (struct copies, for the GEMM jobs) */
 	void *xfer; /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
 	             * sel, selw, fast_sel, guess, xlogits */
 	size_t xfer_bytes;

@@ -13,7 +13,9 @@
  * and partial RoPE (GLM-4.5, 2026-12): a container written before them has
  * none, and reads as their defaults (softmax routing, full RoPE, a gated
  * shared expert). _format writes them only when they differ from those
- * defaults, so an older family's CONFIG section is what it was.
+ * defaults, so an older family's CONFIG section is what it was. MLA's keys
+ * (q_lora, kv_lora, qk_nope, v_head) and YaRN's (rope_factor, rope_orig_ctx,
+ * g_optf_fields) follow the same rule (DeepSeek-V3, 2026-12).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -26,9 +28,13 @@ static const struct {
 	enum coli_arch arch;
 	const char *name;
 } g_arch_names[] = {
-    {COLI_ARCH_QWEN3_MOE, "qwen3_moe"}, {COLI_ARCH_QWEN2_MOE, "qwen2_moe"},
-    {COLI_ARCH_OLMOE, "olmoe"},         {COLI_ARCH_MIXTRAL, "mixtral"},
-    {COLI_ARCH_GLM4_MOE, "glm4_moe"},   {COLI_ARCH_MINIMAX_M2, "minimax_m2"},
+    {COLI_ARCH_QWEN3_MOE, "qwen3_moe"},
+    {COLI_ARCH_QWEN2_MOE, "qwen2_moe"},
+    {COLI_ARCH_OLMOE, "olmoe"},
+    {COLI_ARCH_MIXTRAL, "mixtral"},
+    {COLI_ARCH_GLM4_MOE, "glm4_moe"},
+    {COLI_ARCH_MINIMAX_M2, "minimax_m2"},
+    {COLI_ARCH_DEEPSEEK_V3, "deepseek_v3"},
 };
 #define N_ARCH (int)(sizeof(g_arch_names) / sizeof(g_arch_names[0]))
 
@@ -53,7 +59,7 @@ int coli_arch_parse(const char *model_type, enum coli_arch *out)
 
 const char *coli_arch_supported(void)
 {
-	return "qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, minimax_m2";
+	return "qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, minimax_m2, deepseek_v3";
 }
 
 void coli_config_init(struct coli_model_config *c)
@@ -63,6 +69,9 @@ void coli_config_init(struct coli_model_config *c)
 	c->router_kind = COLI_ROUTER_SOFTMAX;
 	c->n_group = c->topk_group = 1;
 	c->routed_scale = 1.0f;
+	c->rope_factor = 1.0f;
+	c->yarn_beta_fast = 32.0f;
+	c->yarn_beta_slow = 1.0f;
 }
 
 /* Integer fields: name, offset, minimum, maximum (inclusive). */
@@ -112,10 +121,32 @@ static const struct {
     OPT(router_bias, 0, 1, 0),
     OPT(n_group, 1, 4096, 1),
     OPT(topk_group, 1, 4096, 1),
+    OPT(q_lora, 0, 1 << 16, 0),
+    OPT(kv_lora, 0, 1 << 14, 0),
+    OPT(qk_nope, 0, 1024, 0),
+    OPT(v_head, 0, 1024, 0),
+    OPT(rope_orig_ctx, 0, 1 << 24, 0),
 };
 #undef OPT
 #undef FIELD
 #define N_OPT (int)(sizeof(g_opt_fields) / sizeof(g_opt_fields[0]))
+
+/* Optional float fields (MLA's YaRN, 2026-12): key, offset, the value an
+ * absent key means; a present one must be finite, >= 0 and < 1e6. */
+#define OPTF(f, dflt)                                                                              \
+	{                                                                                          \
+#f, offsetof(struct coli_model_config, f), dflt                                    \
+	}
+static const struct {
+	const char *key;
+	size_t off;
+	float dflt;
+} g_optf_fields[] = {
+    OPTF(rope_factor, 1.0f), OPTF(yarn_beta_fast, 32.0f), OPTF(yarn_beta_slow, 1.0f),
+    OPTF(yarn_mscale, 0.0f), OPTF(yarn_mscale_all, 0.0f), OPTF(yarn_attn, 0.0f),
+};
+#undef OPTF
+#define N_OPTF (int)(sizeof(g_optf_fields) / sizeof(g_optf_fields[0]))
 
 static int fail(char *errbuf, size_t errlen, const char *fmt, const char *what)
 {
@@ -179,8 +210,27 @@ static int read_optional(json_t *root, struct coli_model_config *c, char *errbuf
 			            g_opt_fields[i].key);
 		*(int *)((char *)c + g_opt_fields[i].off) = (int)x;
 	}
+	for (int i = 0; i < N_OPTF; i++) {
+		float x = g_optf_fields[i].dflt;
+
+		v = json_object_get(root, g_optf_fields[i].key);
+		if (v)
+			x = (float)json_number_value(v);
+		if (v && !(json_is_number(v) && x >= 0 && x < 1e6f))
+			return fail(errbuf, errlen, "model config: \"%s\" invalid",
+			            g_optf_fields[i].key);
+		*(float *)((char *)c + g_optf_fields[i].off) = x;
+	}
 	if (c->rope_dim < 0)
 		c->rope_dim = c->head_dim;
+	if (c->kv_lora && (c->head_dim != c->qk_nope + c->rope_dim || c->n_kv_heads != c->n_heads ||
+	                   !c->v_head || !c->qk_nope))
+		return fail(errbuf, errlen, "model config: %s",
+		            "MLA shapes inconsistent (head_dim != qk_nope + rope_dim, kv heads != "
+		            "heads, or v_head/qk_nope 0)");
+	if (c->rope_factor < 1 || (c->rope_factor > 1 && !c->rope_orig_ctx))
+		return fail(errbuf, errlen, "model config: %s",
+		            "rope_factor below 1, or YaRN without rope_orig_ctx");
 	v = json_object_get(root, "routed_scale");
 	c->routed_scale = v ? (float)json_number_value(v) : 1.0f;
 	if (!(c->routed_scale > 0 && c->routed_scale < 1e6f))
@@ -301,6 +351,12 @@ char *coli_config_format(const struct coli_model_config *c)
 
 		if (x != dflt)
 			json_object_set_new(root, g_opt_fields[i].key, json_integer(x));
+	}
+	for (int i = 0; i < N_OPTF; i++) {
+		float x = *(const float *)((const char *)c + g_optf_fields[i].off);
+
+		if (x != g_optf_fields[i].dflt)
+			json_object_set_new(root, g_optf_fields[i].key, json_real(x));
 	}
 	if (c->routed_scale != 1.0f)
 		json_object_set_new(root, "routed_scale", json_real(c->routed_scale));

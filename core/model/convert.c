@@ -118,10 +118,27 @@ static int plan(struct cv *v)
 			rc = add_slot(v, n, nd, a, b, mat);                                        \
 	} while (0)
 		SLOT("attn_norm", 1, H, 0, 0);
-		SLOT("attn_q", 2, qd, H, 1);
-		SLOT("attn_k", 2, kvd, H, 1);
-		SLOT("attn_v", 2, kvd, H, 1);
-		SLOT("attn_o", 2, H, qd, 1);
+		if (c->kv_lora) { /* MLA: core/coli.h lists the tensors */
+			uint64_t nh = c->n_heads, ql = c->q_lora, kl = c->kv_lora;
+
+			if (ql) {
+				SLOT("attn_q_a", 2, ql, H, 1);
+				SLOT("attn_q_a_norm", 1, ql, 0, 0);
+				SLOT("attn_q_b", 2, qd, ql, 1);
+			} else {
+				SLOT("attn_q", 2, qd, H, 1);
+			}
+			SLOT("attn_kv_a", 2, kl + c->rope_dim, H, 1);
+			SLOT("attn_kv_a_norm", 1, kl, 0, 0);
+			SLOT("attn_k_b", 2, nh * kl, c->qk_nope, 1);
+			SLOT("attn_v_b", 2, nh * c->v_head, kl, 1);
+			SLOT("attn_o", 2, H, nh * c->v_head, 1);
+		} else {
+			SLOT("attn_q", 2, qd, H, 1);
+			SLOT("attn_k", 2, kvd, H, 1);
+			SLOT("attn_v", 2, kvd, H, 1);
+			SLOT("attn_o", 2, H, qd, 1);
+		}
 		if (c->qkv_bias) {
 			SLOT("attn_q_bias", 1, qd, 0, 0);
 			SLOT("attn_k_bias", 1, kvd, 0, 0);
@@ -179,8 +196,10 @@ static int plan(struct cv *v)
 static int cmp_job(const void *a, const void *b)
 {
 	const struct job *x = a, *y = b;
-	uint64_t ox = x->src->offset + coli_convert_src_bytes(x, x->src_row0 * x->cols);
-	uint64_t oy = y->src->offset + coli_convert_src_bytes(y, y->src_row0 * y->cols);
+	uint64_t ox =
+	    x->src->offset + coli_convert_src_bytes(x, x->src_row0 * coli_convert_src_cols(x));
+	uint64_t oy =
+	    y->src->offset + coli_convert_src_bytes(y, y->src_row0 * coli_convert_src_cols(y));
 
 	if (x->shard != y->shard)
 		return x->shard < y->shard ? -1 : 1;
@@ -280,12 +299,13 @@ static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n
 		         fp8 ? ", an FP8 NaN encoding or scale" : "");
 		return rc;
 	}
+	r0 += j->dst_row0; /* a part of a larger matrix (MLA's per-head jobs) */
 	if (coli_dtype_is_quant(j->dtype)) {
 		qrow = j->dtype == COLI_DTYPE_Q8_0 ? j->cols : j->cols / 2;
 		srow = j->cols / COLI_QBLOCK * 2;
 		pieces[0][0] = j->base + r0 * qrow;
 		pieces[0][1] = n * qrow;
-		pieces[1][0] = j->base + j->rows * qrow + r0 * srow;
+		pieces[1][0] = j->base + (j->dst_rows ? j->dst_rows : j->rows) * qrow + r0 * srow;
 		pieces[1][1] = n * srow;
 		np = 2;
 	} else {
@@ -330,6 +350,51 @@ static int read_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,
 	return rc;
 }
 
+/* A de-interleaving or transposing job (MLA's, a head's block of at most
+ * 1024 x 16384 values): read whole, widened (an F8 source with its block
+ * scales: the source rows' blocks), rearranged into fp32, written. */
+static int write_xf(struct cv *v, const struct job *j, unsigned char *out)
+{
+	const struct coli_st_file *f = &v->hf.st[j->shard];
+	uint64_t n = j->rows * j->cols, sc = coli_convert_src_cols(j);
+	float *src = malloc(n * 4), *in = malloc(n * 4);
+	void *raw = malloc(n * 4);
+	int rc = -ENOMEM;
+
+	if (!src || !in || !raw)
+		goto out;
+	rc = coli_convert_src_read(f, j->src, j->ggml, j->src_row0 * sc, n,
+	                           j->src->dtype == COLI_ST_F32 ? (void *)src : raw, v->errbuf,
+	                           v->errlen);
+	if (!rc && j->scale) { /* an F8 block: value x its block's scale */
+		struct fp8_chunk fc;
+
+		rc = coli_convert_fp8_chunk(v, j, 0, n / sc, &fc);
+		if (!rc && coli_convert_fp8_widen(&fc, j->src->dtype, raw, sc, 0, n, src))
+			rc = coli_convert_errf(
+			    v->errbuf, v->errlen, -EINVAL,
+			    "%s: tensor '%s' rows %llu..%llu: an FP8 NaN encoding "
+			    "or a non-finite scaled value",
+			    v->hf.shards[j->shard], j->src->name, (unsigned long long)j->src_row0,
+			    (unsigned long long)(j->src_row0 + n / sc));
+	} else if (!rc && j->src->dtype != COLI_ST_F32) {
+		rc = coli_convert_src_widen(j->ggml, j->src->dtype, raw, 0, n, src);
+	}
+	if (rc)
+		goto out;
+	for (uint64_t r = 0; r < j->rows; r++)
+		for (uint64_t c = 0; c < j->cols; c++)
+			in[r * j->cols + c] = j->xf == XF_TRANSPOSE ? src[c * j->rows + r]
+			                      : r < j->rows / 2
+			                          ? src[2 * r * j->cols + c]
+			                          : src[(2 * (r - j->rows / 2) + 1) * j->cols + c];
+	rc = write_rows(v, j, 0, j->rows, NULL, NULL, in, out);
+	v->done += coli_convert_src_bytes(j, n);
+out:
+	free(src), free(in), free(raw);
+	return rc;
+}
+
 /* Pass 3: every job, shard by shard, in source-offset order. */
 static int write_all(struct cv *v)
 {
@@ -349,7 +414,7 @@ static int write_all(struct cv *v)
 
 		if (!chunk)
 			chunk = 1;
-		if (chunk > j->rows)
+		if (chunk > j->rows || j->xf != XF_NONE)
 			chunk = j->rows;
 		if (chunk * j->cols > cap) {
 			cap = chunk * j->cols;
@@ -365,6 +430,11 @@ static int write_all(struct cv *v)
 				rc = -ENOMEM;
 				break;
 			}
+		}
+		if (j->xf != XF_NONE) {
+			rc = write_xf(v, j, out);
+			progress(v, 0);
+			continue;
 		}
 		for (uint64_t r0 = 0; r0 < j->rows && !rc; r0 += chunk) {
 			uint64_t n = j->rows - r0 < chunk ? j->rows - r0 : chunk;

@@ -24,8 +24,17 @@
  *                  num_hidden_layers (num_nextn_predict_layers | num_mtp_layers: MTP)
  *                  skipped
  *   minimax_m2     core/model/convert_minimax.c (after the shared keys)
+ *   deepseek_v3    glm4_moe's routing and shared-expert keys (DeepseekV3Config's
+ *                  defaults: n_group 8, topk_group 4, first_k_dense_replace 3,
+ *                  routed_scaling_factor 2.5); MLA: q_lora_rank (null: a plain q_proj),
+ *                  kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim
+ *                  (head_dim becomes nope + rope, rope_dim rope); rope_interleave
+ *                  (default true: convert de-interleaves the RoPE rows); attention_bias
+ *                  refused; YaRN rope scaling
  *   rope theta     rope_theta | rope_parameters.rope_theta | rope_scaling.rope_theta;
  *                  default 10000 (mixtral 1e6); a rope_type other than "default" is refused
+ *                  except "yarn" for deepseek_v3: factor, original_max_position_embeddings,
+ *                  beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor
  *   norm_topk_prob qwen3_moe/qwen2_moe/olmoe: key, default false; mixtral: always 1
  *   head_dim       key if present and not null, else hidden / n_heads
  *   n_kv_heads     num_key_value_heads, default n_heads
@@ -245,7 +254,8 @@ static double rope_theta(json_t *cfg, enum coli_arch arch, const char *path, cha
 		type = json_string_value(json_object_get(p, "rope_type"));
 		if (!type)
 			type = json_string_value(json_object_get(p, "type"));
-		if (type && strcmp(type, "default")) {
+		if (type && strcmp(type, "default") &&
+		    (arch != COLI_ARCH_DEEPSEEK_V3 || strcmp(type, "yarn"))) {
 			coli_convert_errf(
 			    errbuf, errlen, -ENOTSUP,
 			    "%s: %s.rope_type '%s' is not supported (only default RoPE)", path,
@@ -264,6 +274,7 @@ struct hf_keys {
 	long nl, hid, nh, nkv, hd, voc, ne, ne2, k, moe_i, inter, sh_i, step, ntp, bias, tie, ctx,
 	    swin;
 	long nre, n_sh, fkd, ngroup, tkg, nmtp, qkn; /* glm4_moe */
+	long q_lora, kv_lora, nope, rope, vhd, ilv;  /* deepseek_v3's MLA */
 	double eps, theta, scale, prf;
 };
 
@@ -306,7 +317,8 @@ static int read_sizes(json_t *cfg, enum coli_arch arch, const char *path, struct
 	    get_int(cfg, "shared_expert_intermediate_size", arch == COLI_ARCH_QWEN2_MOE ? 5632 : 0,
 	            &s->sh_i) ||
 	    get_int(cfg, "decoder_sparse_step", 1, &s->step) ||
-	    get_int(cfg, "norm_topk_prob", arch == COLI_ARCH_GLM4_MOE, &s->ntp) ||
+	    get_int(cfg, "norm_topk_prob",
+	            arch == COLI_ARCH_GLM4_MOE || arch == COLI_ARCH_DEEPSEEK_V3, &s->ntp) ||
 	    get_int(cfg, "tie_word_embeddings", 0, &s->tie) ||
 	    get_int(cfg, "sliding_window", 0, &s->swin))
 		return coli_convert_errf(errbuf, errlen, -EINVAL,
@@ -318,7 +330,7 @@ static int read_sizes(json_t *cfg, enum coli_arch arch, const char *path, struct
 		                         path);
 	if (get_int(cfg, "head_dim", s->hid / s->nh, &s->hd) ||
 	    get_int(cfg, "max_position_embeddings",
-	            arch == COLI_ARCH_OLMOE                                   ? 4096
+	            arch == COLI_ARCH_OLMOE || arch == COLI_ARCH_DEEPSEEK_V3  ? 4096
 	            : arch == COLI_ARCH_MIXTRAL || arch == COLI_ARCH_GLM4_MOE ? 131072
 	                                                                      : 32768,
 	            &s->ctx))
@@ -330,15 +342,18 @@ static int read_sizes(json_t *cfg, enum coli_arch arch, const char *path, struct
 }
 
 /* glm4_moe's keys (Glm4MoeConfig's defaults): routing, shared experts,
- * dense layers, partial RoPE, QK norm, MTP layers. */
-static int read_glm(json_t *cfg, const char *path, struct hf_keys *s, char *errbuf, size_t errlen)
+ * dense layers, partial RoPE, QK norm, MTP layers; ds: deepseek_v3's
+ * (DeepseekV3Config's defaults, full RoPE of its rope head). */
+static int read_glm(json_t *cfg, int ds, const char *path, struct hf_keys *s, char *errbuf,
+                    size_t errlen)
 {
 	json_t *rp = json_object_get(cfg, "rope_parameters"), *v;
 
 	if (get_int(cfg, "n_routed_experts", 0, &s->nre) ||
 	    get_int(cfg, "n_shared_experts", 1, &s->n_sh) ||
-	    get_int(cfg, "first_k_dense_replace", 1, &s->fkd) ||
-	    get_int(cfg, "n_group", 1, &s->ngroup) || get_int(cfg, "topk_group", 1, &s->tkg) ||
+	    get_int(cfg, "first_k_dense_replace", ds ? 3 : 1, &s->fkd) ||
+	    get_int(cfg, "n_group", ds ? 8 : 1, &s->ngroup) ||
+	    get_int(cfg, "topk_group", ds ? 4 : 1, &s->tkg) ||
 	    get_int(cfg, "num_mtp_layers", 0, &s->nmtp) || /* transformers 5's spelling */
 	    get_int(cfg, "num_nextn_predict_layers", s->nmtp, &s->nmtp) ||
 	    get_int(cfg, "use_qk_norm", 0, &s->qkn))
@@ -347,12 +362,12 @@ static int read_glm(json_t *cfg, const char *path, struct hf_keys *s, char *errb
 	if (s->nre)
 		s->ne = s->nre;
 	v = json_object_get(cfg, "routed_scaling_factor");
-	s->scale = json_is_number(v) ? json_number_value(v) : 1.0;
+	s->scale = json_is_number(v) ? json_number_value(v) : ds ? 2.5 : 1.0;
 	/* transformers 5 moves partial_rotary_factor into rope_parameters */
 	v = json_object_get(cfg, "partial_rotary_factor");
 	if (!json_is_number(v) && json_is_object(rp))
 		v = json_object_get(rp, "partial_rotary_factor");
-	s->prf = json_is_number(v) ? json_number_value(v) : 0.5;
+	s->prf = json_is_number(v) ? json_number_value(v) : ds ? 1.0 : 0.5;
 	if (!(s->prf > 0 && s->prf <= 1) || (long)(s->hd * s->prf) % 2 || s->n_sh < 0 ||
 	    s->nmtp < 0 || s->fkd < 0)
 		return coli_convert_errf(
@@ -360,6 +375,38 @@ static int read_glm(json_t *cfg, const char *path, struct hf_keys *s, char *errb
 		    "%s: partial_rotary_factor %g (head_dim %ld), n_shared_experts, "
 		    "first_k_dense_replace or num_nextn_predict_layers out of range",
 		    path, s->prf, s->hd);
+	return 0;
+}
+
+/* deepseek_v3's MLA sizes (DeepseekV3Config's defaults). */
+static int read_mla(json_t *cfg, const char *path, struct hf_keys *s, char *errbuf, size_t errlen)
+{
+	if (get_int(cfg, "q_lora_rank", 1536, &s->q_lora) ||
+	    get_int(cfg, "kv_lora_rank", 512, &s->kv_lora) ||
+	    get_int(cfg, "qk_nope_head_dim", 128, &s->nope) ||
+	    get_int(cfg, "qk_rope_head_dim", 64, &s->rope) ||
+	    get_int(cfg, "v_head_dim", 128, &s->vhd) ||
+	    get_int(cfg, "rope_interleave", 1, &s->ilv) ||
+	    get_int(cfg, "attention_bias", 0, &s->bias))
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s: an MLA size or flag is not an integer", path);
+	/* q_lora_rank null is a plain q_proj: get_int reads null as absent */
+	if (json_is_null(json_object_get(cfg, "q_lora_rank")))
+		s->q_lora = 0;
+	if (s->bias)
+		return coli_convert_errf(errbuf, errlen, -ENOTSUP,
+		                         "%s: attention_bias=true is not supported for deepseek_v3 "
+		                         "(q_a_proj and kv_a_proj_with_mqa biases)",
+		                         path);
+	if (s->q_lora < 0 || s->q_lora > 1 << 16 || s->kv_lora <= 0 || s->kv_lora > 1 << 14 ||
+	    s->nope <= 0 || s->rope <= 0 || s->rope % 2 || s->vhd <= 0 || s->nope + s->rope < 16 ||
+	    s->nope + s->rope > 1024 || s->vhd > 1024)
+		return coli_convert_errf(
+		    errbuf, errlen, -EINVAL,
+		    "%s: MLA sizes out of range (q_lora_rank %ld, kv_lora_rank "
+		    "%ld, qk_nope_head_dim %ld, qk_rope_head_dim %ld (even), "
+		    "v_head_dim %ld)",
+		    path, s->q_lora, s->kv_lora, s->nope, s->rope, s->vhd);
 	return 0;
 }
 
@@ -375,7 +422,8 @@ static int read_attention(json_t *cfg, enum coli_arch arch, const char *mt, cons
 		if (get_int(cfg, "qkv_bias", 1, &s->bias))
 			return coli_convert_errf(errbuf, errlen, -EINVAL,
 			                         "%s: qkv_bias not a boolean", path);
-	} else if (arch == COLI_ARCH_GLM4_MOE) { /* q, k and v only: o_proj has none */
+	} else if (arch == COLI_ARCH_DEEPSEEK_V3) { /* read_mla refuses a bias */
+	} else if (arch == COLI_ARCH_GLM4_MOE) {    /* q, k and v only: o_proj has none */
 		if (get_int(cfg, "attention_bias", 0, &s->bias))
 			return coli_convert_errf(errbuf, errlen, -EINVAL,
 			                         "%s: attention_bias not a boolean", path);
@@ -442,8 +490,19 @@ static void fill_config(struct coli_model_config *c, const struct hf_keys *s, in
 	c->rope_theta = (float)s->theta;
 	c->rope_dim = c->head_dim;
 	c->quant = quant;
-	if (c->arch == COLI_ARCH_GLM4_MOE)
+	if (c->arch == COLI_ARCH_GLM4_MOE || c->arch == COLI_ARCH_DEEPSEEK_V3)
 		fill_glm(c, s);
+	if (c->arch == COLI_ARCH_DEEPSEEK_V3) { /* MLA: the query/key head is nope + rope */
+		c->qk_norm = 0;
+		c->qkv_bias = 0;
+		c->n_kv_heads = c->n_heads;
+		c->head_dim = (int)(s->nope + s->rope);
+		c->rope_dim = (int)s->rope;
+		c->q_lora = (int)s->q_lora;
+		c->kv_lora = (int)s->kv_lora;
+		c->qk_nope = (int)s->nope;
+		c->v_head = (int)s->vhd;
+	}
 }
 
 /* Which layers are MoE (Qwen: every decoder_sparse_step-th, less
@@ -456,7 +515,7 @@ static void moe_layers(struct coli_model_config *c, json_t *cfg, const struct hf
 	for (int i = 0; i < c->n_layers; i++) {
 		int moe = c->n_experts > 0;
 
-		if (c->arch == COLI_ARCH_GLM4_MOE)
+		if (c->arch == COLI_ARCH_GLM4_MOE || c->arch == COLI_ARCH_DEEPSEEK_V3)
 			moe = moe && i >= s->fkd;
 		else if (qwen) {
 			json_t *e;
@@ -508,15 +567,21 @@ static int parse_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen, enu
 	/* qwen: moe_intermediate_size and intermediate_size are the expert's and
 	 * the dense layers' (glm4_moe spells them the same) */
 	qwen = c->arch == COLI_ARCH_QWEN3_MOE || c->arch == COLI_ARCH_QWEN2_MOE ||
-	       c->arch == COLI_ARCH_GLM4_MOE;
+	       c->arch == COLI_ARCH_GLM4_MOE || c->arch == COLI_ARCH_DEEPSEEK_V3;
 	rc = read_sizes(cfg, c->arch, path, &s, errbuf, errlen);
-	if (!rc && c->arch == COLI_ARCH_GLM4_MOE)
-		rc = read_glm(cfg, path, &s, errbuf, errlen);
+	if (!rc && (c->arch == COLI_ARCH_GLM4_MOE || c->arch == COLI_ARCH_DEEPSEEK_V3))
+		rc = read_glm(cfg, c->arch == COLI_ARCH_DEEPSEEK_V3, path, &s, errbuf, errlen);
+	if (!rc && c->arch == COLI_ARCH_DEEPSEEK_V3)
+		rc = read_mla(cfg, path, &s, errbuf, errlen);
 	h->n_mtp = (int)s.nmtp;
+	h->rope_interleave = c->arch == COLI_ARCH_DEEPSEEK_V3 && s.ilv;
 	rc = rc ? rc : read_attention(cfg, c->arch, c->model_type, path, &s, errbuf, errlen);
 	if (rc)
 		return rc;
 	fill_config(c, &s, qwen, quant);
+	if (c->arch == COLI_ARCH_DEEPSEEK_V3 &&
+	    (rc = coli_convert_hf_yarn(cfg, c, path, errbuf, errlen)))
+		return rc;
 	if (s.nl > COLI_MAX_LAYERS)
 		return coli_convert_errf(errbuf, errlen, -EINVAL,
 		                         "%s: %ld layers (coli supports at most %d)", path, s.nl,

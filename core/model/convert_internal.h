@@ -25,9 +25,11 @@ struct coli_convert_hf {
 	struct coli_st_file *st; /* [n_shards] headers, opened by coli_convert_hf_open_shards */
 	char *section[COLI_CONVERT_N_SECTIONS];
 	size_t section_bytes[COLI_CONVERT_N_SECTIONS];
-	int fused_seen; /* diagnostics only */
-	int n_mtp;      /* num_nextn_predict_layers: layers n_layers.. of the checkpoint are
-	                 * next-token-prediction layers, skipped (never run) */
+	int fused_seen;      /* diagnostics only */
+	int n_mtp;           /* num_nextn_predict_layers: layers n_layers.. of the checkpoint are
+	                      * next-token-prediction layers, skipped (never run) */
+	int rope_interleave; /* MLA (deepseek_v3): the checkpoint's RoPE dims are interleaved
+	                      * pairs; convert de-interleaves their rows (convert_map.c) */
 	/* A GGUF source (core/model/convert_gguf.c): ggml[s][i] is tensor i of
 	 * st[s]'s ggml block type, -1 where dtype says all (one shard per part
 	 * of a split file); NULL for safetensors */
@@ -89,6 +91,12 @@ int coli_convert_src_read(const struct coli_st_file *f, const struct coli_st_ten
 int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint64_t i0,
                            uint64_t i1, float *dst);
 
+/* YaRN's keys of a config.json (rope_scaling or rope_parameters of type
+ * "yarn") into c (core/model/convert_yarn.c; c->max_ctx set first): 0 when
+ * there are none too, or -errno with errbuf naming path. */
+struct json_t;
+int coli_convert_hf_yarn(struct json_t *cfg, struct coli_model_config *c, const char *path,
+                         char *errbuf, size_t errlen);
 /* FP8 checkpoints (core/model/convert_fp8.c): reads config.json's
  * quantization_config (h->section[COLI_SECTION_HF_CONFIG]) into h->fp8*;
  * refuses any quant_method but fp8, naming it. An FP8 checkpoint without

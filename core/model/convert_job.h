@@ -14,6 +14,11 @@
 #include "cpu/ggml.h"
 
 enum dst_kind { DST_TENSOR, DST_SLAB };
+/* How a job's source rows become its destination rows (MLA, convert_map.c):
+ * as they are; RoPE dims de-interleaved (destination row i < rows/2 is source
+ * row 2i, row rows/2 + i is 2i + 1); transposed (the source is `cols` rows
+ * of `rows` values, destination row r is their column r). */
+enum job_xf { XF_NONE, XF_DEINTERLEAVE, XF_TRANSPOSE };
 enum { PART_GATE, PART_UP, PART_DOWN };
 
 struct job {
@@ -32,6 +37,9 @@ struct job {
 	             * (hf.rope_interleaved: attn_q, attn_k), or 0 */
 	int copy;   /* ggml's blocks are dtype's (Q8_0 -> q8, Q4_0 -> q4): repacked,
 	             * never widened (cpu/ggml.h) */
+	enum job_xf xf;
+	uint64_t dst_row0; /* the rows land at this row of a matrix of dst_rows rows */
+	uint64_t dst_rows; /* (0: the job is the whole matrix, dst_row0 0) */
 	/* an F8 source's block scales (<name>_scale_inv, in shard scale_shard),
 	 * or NULL (core/model/convert_fp8.c) */
 	const struct coli_st_tensor *scale;
@@ -75,6 +83,12 @@ struct cv {
 	struct timespec t0;
 	double last_draw;
 };
+
+/* Elements in one of a job's source rows. */
+static inline uint64_t coli_convert_src_cols(const struct job *j)
+{
+	return j->xf == XF_TRANSPOSE ? j->rows : j->cols;
+}
 
 /* Bytes of n elements (whole rows) of a job's source as stored. */
 static inline uint64_t coli_convert_src_bytes(const struct job *j, uint64_t n)

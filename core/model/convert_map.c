@@ -134,6 +134,88 @@ static int map_expert(struct cv *v, int shard, const struct coli_st_tensor *t, i
 	return 0;
 }
 
+/* MLA's kv_b_proj [nh*(nope+v), kv_lora] (head h: nope rows of W_UK, then v
+ * rows of W_UV) -> blk.N.attn_k_b [nh*kv_lora, nope], head h's block the
+ * transpose of its W_UK (row c = column c of those nope rows), and
+ * blk.N.attn_v_b [nh*v, kv_lora], the W_UV rows as they are: one job a head
+ * and part. kb: the attn_k_b slot (attn_v_b follows it). */
+static int map_kv_b(struct cv *v, int shard, const struct coli_st_tensor *t, struct slot *kb)
+{
+	const struct coli_model_config *c = v->c;
+	uint64_t nh = c->n_heads, kl = c->kv_lora, np = c->qk_nope, vh = c->v_head;
+	struct slot *vb = kb + 1;
+	char want[64];
+	int rc = 0;
+
+	snprintf(want, sizeof(want), "[%llu, %llu]", (unsigned long long)(nh * (np + vh)),
+	         (unsigned long long)kl);
+	if (t->ndim != 2 || t->shape[0] != nh * (np + vh) || t->shape[1] != kl)
+		return shape_error(v, shard, t, want);
+	kb->hf_seen = vb->hf_seen = t->name;
+	for (uint64_t h = 0; h < nh && !rc; h++) {
+		struct job k = {.shard = shard,
+		                .src = t,
+		                .src_row0 = h * (np + vh),
+		                .rows = kl,
+		                .cols = np,
+		                .kind = DST_TENSOR,
+		                .idx = kb->idx,
+		                .dtype = kb->dtype,
+		                .xf = XF_TRANSPOSE,
+		                .dst_row0 = h * kl,
+		                .dst_rows = nh * kl};
+		struct job u = {.shard = shard,
+		                .src = t,
+		                .src_row0 = h * (np + vh) + np,
+		                .rows = vh,
+		                .cols = kl,
+		                .kind = DST_TENSOR,
+		                .idx = vb->idx,
+		                .dtype = vb->dtype,
+		                .dst_row0 = h * vh,
+		                .dst_rows = nh * vh};
+
+		rc = add_job(v, &k);
+		rc = rc ? rc : add_job(v, &u);
+	}
+	return rc;
+}
+
+/* MLA's RoPE rows when the checkpoint interleaves them (rope_interleave):
+ * attn_q / attn_q_b (each head: nope rows as they are, then rope rows) and
+ * attn_kv_a (kv_lora rows, then rope rows) with their rope rows
+ * de-interleaved, so that the engine's rotate-half RoPE computes what
+ * transformers' interleaved one does. */
+static int map_rope_rows(struct cv *v, int shard, const struct coli_st_tensor *t,
+                         const struct slot *s, int kv_a)
+{
+	const struct coli_model_config *c = v->c;
+	uint64_t R = c->rope_dim, lead = kv_a ? (uint64_t)c->kv_lora : (uint64_t)c->qk_nope;
+	uint64_t n = kv_a ? 1 : (uint64_t)c->n_heads, per = lead + R, cols = t->shape[1];
+	int rc = 0;
+
+	for (uint64_t h = 0; h < n && !rc; h++) {
+		struct job a = {.shard = shard,
+		                .src = t,
+		                .src_row0 = h * per,
+		                .rows = lead,
+		                .cols = cols,
+		                .kind = DST_TENSOR,
+		                .idx = s->idx,
+		                .dtype = s->dtype,
+		                .dst_row0 = h * per,
+		                .dst_rows = n * per};
+		struct job b = a;
+
+		b.src_row0 = b.dst_row0 = h * per + lead;
+		b.rows = R;
+		b.xf = XF_DEINTERLEAVE;
+		rc = add_job(v, &a);
+		rc = rc ? rc : add_job(v, &b);
+	}
+	return rc;
+}
+
 /* HF per-layer suffix -> canonical suffix. */
 static const struct {
 	const char *hf, *coli;
@@ -166,6 +248,14 @@ static const struct {
     /* minimax_m2: the Hub's spelling, and transformers 5's */
     {"block_sparse_moe.e_score_correction_bias", "router_bias"},
     {"mlp.e_score_correction_bias", "router_bias"},
+    /* deepseek_v3's MLA (kv_b_proj becomes two tensors: map_kv_b) */
+    {"self_attn.q_a_proj.weight", "attn_q_a"},
+    {"self_attn.q_a_layernorm.weight", "attn_q_a_norm"},
+    {"self_attn.q_b_proj.weight", "attn_q_b"},
+    {"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a"},
+    {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm"},
+    {"self_attn.kv_b_proj.weight", "attn_k_b"},
+    {"self_attn.kv_b_proj.weight", "attn_v_b"},
 };
 
 /* Per-expert part suffixes (after "<prefix>experts.<e>."). */
@@ -259,7 +349,7 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 			}
 			for (size_t k = 0; k < sizeof(g_layer_names) / sizeof(g_layer_names[0]);
 			     k++)
-				if (!strcmp(rest, g_layer_names[k].hf))
+				if (!*coli && !strcmp(rest, g_layer_names[k].hf))
 					snprintf(coli, sizeof(coli), "blk.%d.%s", l,
 					         g_layer_names[k].coli);
 		}
@@ -281,6 +371,8 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 		         v->hf.shards[shard], SRC(nm), s->hf_seen);
 		return -EINVAL;
 	}
+	if (v->c->kv_lora && strstr(coli, ".attn_k_b"))
+		return map_kv_b(v, shard, t, s);
 	if (s->ndim == 1)
 		snprintf(want, sizeof(want), "[%llu]", (unsigned long long)s->shape[0]);
 	else
@@ -290,6 +382,11 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 	    (s->ndim == 2 && t->shape[1] != s->shape[1]))
 		return shape_error(v, shard, t, want);
 	s->hf_seen = t->name;
+	if (v->c->kv_lora && v->hf.rope_interleave &&
+	    (strstr(coli, ".attn_q_b") || strstr(coli, ".attn_kv_a") ||
+	     (strstr(coli, ".attn_q") && !strstr(coli, "_q_"))) &&
+	    !strstr(coli, "_norm"))
+		return map_rope_rows(v, shard, t, s, strstr(coli, ".attn_kv_a") != NULL);
 	struct job j = {
 	    .shard = shard,
 	    .src = t,

@@ -83,6 +83,32 @@ static int bind_vec(struct bind_ctx *b, const float **v, const char *name, int n
 	return 0;
 }
 
+/* An MLA layer's attention (core/coli.h lists the tensors). */
+static int bind_mla(struct bind_ctx *b, struct coli_model *m, int l)
+{
+	const struct coli_model_config *c = &m->cfg;
+	struct coli_layer *L = &m->layers[l];
+	int H = c->hidden, nh = c->n_heads, qd = nh * c->head_dim, kl = c->kv_lora;
+	char n[COLI_TENSOR_NAME_MAX];
+	int rc = 0;
+
+#define NAME(s) (snprintf(n, sizeof(n), "blk.%d.%s", l, s), n)
+	if (c->q_lora) {
+		rc = rc ? rc : bind_mat(b, &L->q_a, NAME("attn_q_a"), c->q_lora, H, 1);
+		rc = rc ? rc : bind_vec(b, &L->q_a_norm, NAME("attn_q_a_norm"), c->q_lora, 1);
+		rc = rc ? rc : bind_mat(b, &L->q, NAME("attn_q_b"), qd, c->q_lora, 1);
+	} else {
+		rc = rc ? rc : bind_mat(b, &L->q, NAME("attn_q"), qd, H, 1);
+	}
+	rc = rc ? rc : bind_mat(b, &L->kv_a, NAME("attn_kv_a"), kl + c->rope_dim, H, 1);
+	rc = rc ? rc : bind_vec(b, &L->kv_a_norm, NAME("attn_kv_a_norm"), kl, 1);
+	rc = rc ? rc : bind_mat(b, &L->k_b, NAME("attn_k_b"), nh * kl, c->qk_nope, 1);
+	rc = rc ? rc : bind_mat(b, &L->v_b, NAME("attn_v_b"), nh * c->v_head, kl, 1);
+	rc = rc ? rc : bind_mat(b, &L->o, NAME("attn_o"), H, nh * c->v_head, 1);
+#undef NAME
+	return rc;
+}
+
 static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 {
 	const struct coli_model_config *cfg = &m->cfg;
@@ -95,10 +121,14 @@ static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 #define NAME(s) (snprintf(n, sizeof(n), "blk.%d.%s", l, s), n)
 	rc = rc ? rc : bind_vec(b, &L->attn_norm, NAME("attn_norm"), H, 1);
 	rc = rc ? rc : bind_vec(b, &L->ffn_norm, NAME("ffn_norm"), H, 1);
-	rc = rc ? rc : bind_mat(b, &L->q, NAME("attn_q"), qd, H, 1);
-	rc = rc ? rc : bind_mat(b, &L->k, NAME("attn_k"), kd, H, 1);
-	rc = rc ? rc : bind_mat(b, &L->v, NAME("attn_v"), kd, H, 1);
-	rc = rc ? rc : bind_mat(b, &L->o, NAME("attn_o"), H, qd, 1);
+	if (cfg->kv_lora) {
+		rc = rc ? rc : bind_mla(b, m, l);
+	} else {
+		rc = rc ? rc : bind_mat(b, &L->q, NAME("attn_q"), qd, H, 1);
+		rc = rc ? rc : bind_mat(b, &L->k, NAME("attn_k"), kd, H, 1);
+		rc = rc ? rc : bind_mat(b, &L->v, NAME("attn_v"), kd, H, 1);
+		rc = rc ? rc : bind_mat(b, &L->o, NAME("attn_o"), H, qd, 1);
+	}
 	if (cfg->qkv_bias) {
 		rc = rc ? rc : bind_vec(b, &L->q_bias, NAME("attn_q_bias"), qd, 1);
 		rc = rc ? rc : bind_vec(b, &L->k_bias, NAME("attn_k_bias"), kd, 1);
@@ -248,6 +278,8 @@ void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, con
 		rb_mat(&r, &L->q), rb_mat(&r, &L->k), rb_mat(&r, &L->v), rb_mat(&r, &L->o);
 		rb_vec(&r, &L->q_bias), rb_vec(&r, &L->k_bias), rb_vec(&r, &L->v_bias);
 		rb_vec(&r, &L->q_norm), rb_vec(&r, &L->k_norm);
+		rb_mat(&r, &L->q_a), rb_mat(&r, &L->kv_a), rb_mat(&r, &L->k_b), rb_mat(&r, &L->v_b);
+		rb_vec(&r, &L->q_a_norm), rb_vec(&r, &L->kv_a_norm);
 		rb_mat(&r, &L->router);
 		rb_vec(&r, &L->router_bias);
 		rb_mat(&r, &L->sh_gate), rb_mat(&r, &L->sh_up), rb_mat(&r, &L->sh_down);
@@ -264,9 +296,12 @@ static int dev_cols(const struct coli_mat *w, const char *name, int l, char *why
 	if (!w->data || w->cols % COLI_QBLOCK == 0)
 		return 0;
 	if (l < 0)
-		snprintf(why, len, "%s has %d columns", name, w->cols);
+		snprintf(why, len, "%s has %d columns (the device kernels need multiples of 32)",
+		         name, w->cols);
 	else
-		snprintf(why, len, "blk.%d.%s has %d columns", l, name, w->cols);
+		snprintf(why, len,
+		         "blk.%d.%s has %d columns (the device kernels need multiples of 32)", l,
+		         name, w->cols);
 	return -ENOTSUP;
 }
 
@@ -286,6 +321,10 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 	}
 	if (experts)
 		return 0;
+	if (m->cfg.kv_lora) { /* the devices have no MLA ops yet (core/forward/mla.c) */
+		snprintf(why, len, "its attention is MLA, which has no device ops yet");
+		return -ENOTSUP;
+	}
 	if (dev_cols(&m->tok_embd, "tok_embd", -1, why, len) ||
 	    dev_cols(&m->lm_head, "lm_head", -1, why, len))
 		return -ENOTSUP;

@@ -261,7 +261,8 @@ static int budget(struct coli_engine *e, const char *model, char *err, size_t er
 	char a[32], b[32], c[32], d[32], f[32];
 
 	coli_io_container_dense_region(t->c, &dense_off, &dense);
-	fixed = 2 * (uint64_t)e->kv.bytes + e->s.bytes + e->moe.bytes + (B >= 0 ? dense : 0);
+	fixed =
+	    (uint64_t)e->kv.bytes + e->kv.vbytes + e->s.bytes + e->moe.bytes + (B >= 0 ? dense : 0);
 	need = fixed + (uint64_t)t->min_slots * t->slot_bytes;
 	st->ram_fixed_bytes = fixed;
 	if (B < 0) {
@@ -281,7 +282,7 @@ static int budget(struct coli_engine *e, const char *model, char *err, size_t er
 
 		if (bytes < need) {
 			fmt_bytes(a, sizeof(a), (double)dense);
-			fmt_bytes(b, sizeof(b), 2.0 * e->kv.bytes);
+			fmt_bytes(b, sizeof(b), (double)e->kv.bytes + e->kv.vbytes);
 			fmt_bytes(c, sizeof(c), (double)(e->s.bytes + e->moe.bytes));
 			fmt_bytes(d, sizeof(d), (double)t->min_slots * t->slot_bytes);
 			fmt_bytes(f, sizeof(f), (double)need);

@@ -6,7 +6,9 @@
 # unknown / missing tensors, a shape mismatch, disk
 # full (RLIMIT_FSIZE; a small tmpfs when root), missing or unwritable output
 # directory. Also checks config dialect results (rope_parameters, eos union)
-# and a tokenizer_config.json holding an integer past 64 bits.
+# and a tokenizer_config.json holding an integer past 64 bits; deepseek_v3's
+# refusals (attention_bias, YaRN without its original context, a kv_lora_rank
+# the tensors do not have).
 MK="python3 $ROOT/tests/convert/mkckpt.py"
 command -v python3 >/dev/null || { echo "python3 needed to make checkpoints"; exit 77; }
 fail=0
@@ -187,4 +189,24 @@ mm_bad scoring 'cfg["scoring_func"] = "softmax"' "scoring_func 'softmax'"
 mm_bad shared 'cfg["shared_intermediate_size"] = 64' 'shared_intermediate_size 64'
 $MK mm_nobias --arch minimax_m2 --drop model.layers.1.block_sparse_moe.e_score_correction_bias || exit 1
 expect_fail minimax-missing-bias o.coli 'model.layers.1.block_sparse_moe.e_score_correction_bias' -- mm_nobias
+# deepseek_v3 (MLA): attention biases, YaRN without its original context, and
+# a kv_lora_rank the tensors do not have are refused, naming what
+$MK ds --arch deepseek_v3 >/dev/null || exit 1
+for k in bias yarn rank; do cp -r ds ds_$k; done
+python3 - ds_bias ds_yarn ds_rank <<'PY'
+import json, sys
+for d, edit in zip(sys.argv[1:], ("bias", "yarn", "rank")):
+    p = d + "/config.json"
+    c = json.load(open(p))
+    if edit == "bias":
+        c["attention_bias"] = True
+    elif edit == "yarn":
+        del c["rope_scaling"]["original_max_position_embeddings"]
+    else:
+        c["kv_lora_rank"] = 64
+    json.dump(c, open(p, "w"))
+PY
+expect_fail ds-bias o.coli 'ds_bias/config.json' 'attention_bias=true is not supported for deepseek_v3' -- ds_bias
+expect_fail ds-yarn o.coli 'ds_yarn/config.json' 'original_max_position_embeddings' -- ds_yarn
+expect_fail ds-rank o.coli 'ds_rank/model.safetensors' 'kv_a_proj_with_mqa.weight. has shape \[40, 64\].*\[72, 64\]' -- ds_rank
 exit $fail

@@ -6,7 +6,7 @@ dequantized references, for tests/convert/fp8_import.sh.
 
 writes three checkpoint directories (the fixture's other files copied):
 
-  OUT/fp8       every linear weight (attention q/k/v/o, dense MLP, experts,
+  OUT/fp8       every linear weight (attention q/k/v/o, MLA's q_a/q_b/kv_a/kv_b, dense MLP, experts,
                 shared experts) F8_E4M3 with a float32 "<name>_scale_inv"
                 [.., ceil(R/BR), ceil(C/BC)]: scale = amax of the block / 448,
                 fp8 = round(w / scale) (ml_dtypes' float8_e4m3fn, nearest even);
@@ -48,7 +48,8 @@ F8 = ml_dtypes.float8_e4m3fn
 # mlp.gate.weight (the router) nor mlp.shared_expert_gate.weight
 QUANTIZED = ("q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
              "gate_proj.weight", "up_proj.weight", "down_proj.weight", "experts.gate_up_proj",
-             "experts.down_proj")
+             "experts.down_proj", "q_a_proj.weight", "q_b_proj.weight",
+             "kv_a_proj_with_mqa.weight", "kv_b_proj.weight")   # MLA: DeepSeek-V3's
 
 
 def read_st(path):

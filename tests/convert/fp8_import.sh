@@ -12,7 +12,10 @@
 #              qwen3_moe_fused in [16, 32] (3-D experts: blocks restart per
 #              expert), qwen3_moe with weight_block_size null (one scale per
 #              matrix), all with float32 scales, and glm4_moe in [32, 32]
-#              with F8_E8M0 (ue8m0) ones: --quant bf16 gives the logits of
+#              with F8_E8M0 (ue8m0) ones; deepseek_v3 in [16, 24] and
+#              deepseek_v3_noqlora in [128, 128] (MLA: kv_b_proj's blocks
+#              transposed into attn_k_b, the RoPE rows de-interleaved, each
+#              with its block's scale): --quant bf16 gives the logits of
 #              ref-bf16 --quant bf16, bit for bit; --quant q8 those of
 #              ref-f32 --quant q8 (q8 of ref-bf16 quantizes twice-rounded
 #              weights, unless the scales are powers of two: then bf16
@@ -42,7 +45,7 @@ conv() { # DIR OUT.coli [--quant Q]
 logits() { "$COLI" logits -m "$1" --ids "$2" -o "$3" 2>err.txt || { cat err.txt; bad "coli logits -m $1"; }; }
 
 for c in qwen3_moe:128:128:f32 glm4_moe:16:24:f32 qwen3_moe_fused:16:32:f32 qwen3_moe:0:0:f32 \
-	glm4_moe:32:32:e8m0; do
+	glm4_moe:32:32:e8m0 deepseek_v3:16:24:f32 deepseek_v3_noqlora:128:128:f32; do
 	fx=$(echo $c | cut -d: -f1) br=$(echo $c | cut -d: -f2) bc=$(echo $c | cut -d: -f3)
 	sc=$(echo $c | cut -d: -f4)
 	d="$fx-$br-$bc-$sc"

@@ -6,8 +6,8 @@ does. Writes config.json (in the dialect of the chosen architecture),
 generation_config.json, tokenizer_config.json and model.safetensors, or
 shards plus model.safetensors.index.json.
 
-  mkckpt.py OUT --arch qwen3_moe|qwen2_moe|olmoe|mixtral|glm4_moe|minimax_m2
-            [--fused] [--shards N] [--rope-params] [--dtype bf16|f16|f32]
+  mkckpt.py OUT --arch qwen3_moe|qwen2_moe|olmoe|mixtral|glm4_moe|minimax_m2|deepseek_v3
+            [--fused] [--shards N] [--rope-params] [--dtype bf16|f16|f32] [--no-qlora]
             [--hidden H] [--head-dim D] [--moe-inter I] [--dense-inter I] [--vocab V]
             [--seed S] [--extra NAME:DTYPE] [--drop NAME] [--mtp]
 
@@ -22,6 +22,11 @@ transformers 5's mlp.experts fused with --fused), e_score_correction_bias (f32) 
 router, QK norm over the whole q / k projection, rotary_dim 8 of head_dim 16 (the Hub's
 key; with --rope-params partial_rotary_factor 0.5 in rope_parameters); --mtp: one MTP
 module (num_mtp_modules 1) as model.layers.L, skipped.
+
+deepseek_v3: glm4_moe's MoE layout (no bias, no QK norm) with MLA attention (q_lora_rank 32,
+or a plain q_proj with --no-qlora; kv_lora_rank 32, qk_nope 32 + qk_rope 8, v 16;
+rope_interleave) and YaRN rope scaling: rope_scaling {"type": "yarn"} beside a top-level
+rope_theta, or with --rope-params rope_parameters {"rope_type": "yarn"} and num_mtp_layers.
 """
 import argparse, json, os, random, struct
 
@@ -75,6 +80,7 @@ def main():
     ap.add_argument('--extra', action='append', default=[])
     ap.add_argument('--drop', action='append', default=[])
     ap.add_argument('--mtp', action='store_true')
+    ap.add_argument('--no-qlora', action='store_true')
     a = ap.parse_args()
     rnd = random.Random(a.seed)
     dt = a.dtype.upper()
@@ -86,8 +92,10 @@ def main():
            "tie_word_embeddings": False, "hidden_act": "silu", "bos_token_id": 1,
            "eos_token_id": 2, "torch_dtype": "bfloat16"}
     qwen = arch in ('qwen3_moe', 'qwen2_moe')
-    glm = arch == 'glm4_moe'
+    ds = arch == 'deepseek_v3'
+    glm = arch == 'glm4_moe' or ds
     mm = arch == 'minimax_m2'
+    QL, KL, NP, R, VH = (0 if a.no_qlora else 32), 32, 32, 8, 16   # deepseek_v3's MLA
     if mm:
         cfg.update(intermediate_size=MI, num_local_experts=E, head_dim=hd,
                    num_mtp_modules=int(a.mtp))
@@ -101,8 +109,14 @@ def main():
                    norm_topk_prob=True, attention_bias=True, use_qk_norm=True, head_dim=hd)
         cfg['num_local_experts' if a.rope_params else 'n_routed_experts'] = E
         cfg['num_mtp_layers' if a.rope_params else 'num_nextn_predict_layers'] = int(a.mtp)
-        if not a.rope_params:
+        if not a.rope_params and not ds:
             cfg['partial_rotary_factor'] = 0.5
+        if ds:
+            del cfg['use_qk_norm'], cfg['head_dim']
+            cfg.update(attention_bias=False, q_lora_rank=QL or None, kv_lora_rank=KL,
+                       num_key_value_heads=nh,
+                       qk_nope_head_dim=NP, qk_rope_head_dim=R, v_head_dim=VH,
+                       rope_interleave=True)
     elif qwen:
         cfg.update(num_experts=E, moe_intermediate_size=MI, intermediate_size=DI,
                    decoder_sparse_step=1, mlp_only_layers=[1], norm_topk_prob=True)
@@ -115,12 +129,18 @@ def main():
         hd = H // nh
     if arch == 'qwen2_moe':
         cfg['shared_expert_intermediate_size'] = SI
+    yarn = {"factor": 2.0, "original_max_position_embeddings": 2048, "beta_fast": 32,
+            "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}
     if a.rope_params:
         cfg['rope_parameters'] = {"rope_type": "default", "rope_theta": 500000.0}
-        if glm or mm:
+        if ds:
+            cfg['rope_parameters'] = dict(yarn, rope_type="yarn", rope_theta=500000.0)
+        elif glm or mm:
             cfg['rope_parameters']['partial_rotary_factor'] = 0.5
     else:
         cfg['rope_theta'] = 1000000.0
+        if ds:
+            cfg['rope_scaling'] = dict(yarn, type="yarn")
     moe = [not (qwen and i in cfg['mlp_only_layers']) and not (glm and i == 0)
            for i in range(L)]
 
@@ -144,14 +164,26 @@ def main():
             moe.append(True)
         add(p + 'input_layernorm.weight', [H], one=True)
         add(p + 'post_attention_layernorm.weight', [H], one=True)
-        add(p + 'self_attn.q_proj.weight', [nh * hd, H])
-        add(p + 'self_attn.k_proj.weight', [nkv * hd, H])
-        add(p + 'self_attn.v_proj.weight', [nkv * hd, H])
-        add(p + 'self_attn.o_proj.weight', [H, nh * hd])
-        if arch == 'qwen2_moe' or glm:
+        if ds:
+            if QL:
+                add(p + 'self_attn.q_a_proj.weight', [QL, H])
+                add(p + 'self_attn.q_a_layernorm.weight', [QL], one=True)
+                add(p + 'self_attn.q_b_proj.weight', [nh * (NP + R), QL])
+            else:
+                add(p + 'self_attn.q_proj.weight', [nh * (NP + R), H])
+            add(p + 'self_attn.kv_a_proj_with_mqa.weight', [KL + R, H])
+            add(p + 'self_attn.kv_a_layernorm.weight', [KL], one=True)
+            add(p + 'self_attn.kv_b_proj.weight', [nh * (NP + VH), KL])
+            add(p + 'self_attn.o_proj.weight', [H, nh * VH])
+        else:
+            add(p + 'self_attn.q_proj.weight', [nh * hd, H])
+            add(p + 'self_attn.k_proj.weight', [nkv * hd, H])
+            add(p + 'self_attn.v_proj.weight', [nkv * hd, H])
+            add(p + 'self_attn.o_proj.weight', [H, nh * hd])
+        if arch == 'qwen2_moe' or (glm and not ds):
             for x, n in (('q', nh), ('k', nkv), ('v', nkv)):
                 add(p + 'self_attn.%s_proj.bias' % x, [n * hd])
-        if arch == 'qwen3_moe' or glm:
+        if arch == 'qwen3_moe' or (glm and not ds):
             add(p + 'self_attn.q_norm.weight', [hd], one=True)
             add(p + 'self_attn.k_norm.weight', [hd], one=True)
         if arch == 'olmoe' or mm:

@@ -65,6 +65,9 @@ static const struct {
     {"mlp.shared_experts.down_proj.weight", "shexp_down"},
     {"block_sparse_moe.e_score_correction_bias", "router_bias"},
     {"mlp.e_score_correction_bias", "router_bias"},
+    {"self_attn.q_a_proj.weight", "attn_q_a"},
+    {"self_attn.q_a_layernorm.weight", "attn_q_a_norm"},
+    {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm"},
 };
 
 /* Compares `rows` x `cols` source values with a stored matrix. */
@@ -104,10 +107,82 @@ static void compare(const char *what, const float *src, const void *stored, enum
 	}
 }
 
+/* A stored tensor by name against want [rows][cols]. */
+static void compare_named(coli_container_t *c, const char *name, const float *want, int bf,
+                          int rows, int cols)
+{
+	const struct coli_tensor_info *ti = coli_io_container_find(c, name);
+
+	if (!ti || ti->ndim != 2 || ti->shape[0] != (uint64_t)rows ||
+	    ti->shape[1] != (uint64_t)cols) {
+		FAIL("%s: %s missing or not [%d, %d]", coli_io_container_path(c), name, rows, cols);
+		return;
+	}
+	compare(name, want, coli_io_container_tensor_data(c, ti), ti->dtype, bf, rows, cols);
+}
+
+/* MLA's tensors that convert rearranges (DeepSeek-V3): kv_b_proj [nh*(np+v),
+ * kl] becomes attn_k_b (head h's block: the transpose of its np W_UK rows)
+ * and attn_v_b (its v W_UV rows); q_b_proj / q_proj (each head: np rows,
+ * then r RoPE rows) and kv_a_proj_with_mqa (kl rows, then r) have their RoPE
+ * rows de-interleaved when the checkpoint interleaves them (row i < r/2 from
+ * 2i, row r/2 + i from 2i + 1). Returns 1 when t was one of them. */
+static int check_mla(coli_container_t *c, const struct coli_model_config *m, const char *rest,
+                     int l, const float *src, int cols, int bf, int interleave)
+{
+	int nh = m->n_heads, np = m->qk_nope, r = m->rope_dim, kl = m->kv_lora, v = m->v_head;
+	int kv_a = !strcmp(rest, "self_attn.kv_a_proj_with_mqa.weight");
+	char name[96];
+
+	if (!strcmp(rest, "self_attn.kv_b_proj.weight")) {
+		float *kb = malloc(sizeof(float) * nh * kl * np),
+		      *vb = malloc(sizeof(float) * nh * v * kl);
+
+		for (int h = 0; h < nh; h++) {
+			const float *w = src + (size_t)h * (np + v) * kl; /* head h's rows */
+
+			for (int i = 0; i < kl; i++)
+				for (int n = 0; n < np; n++)
+					kb[((size_t)h * kl + i) * np + n] = w[(size_t)n * kl + i];
+			memcpy(vb + (size_t)h * v * kl, w + (size_t)np * kl,
+			       sizeof(float) * v * kl);
+		}
+		snprintf(name, sizeof(name), "blk.%d.attn_k_b", l);
+		compare_named(c, name, kb, bf, nh * kl, np);
+		snprintf(name, sizeof(name), "blk.%d.attn_v_b", l);
+		compare_named(c, name, vb, bf, nh * v, kl);
+		free(kb), free(vb);
+		return 1;
+	}
+	if (!kv_a && strcmp(rest, "self_attn.q_b_proj.weight") &&
+	    strcmp(rest, "self_attn.q_proj.weight"))
+		return 0;
+	int lead = kv_a ? kl : np, blocks = kv_a ? 1 : nh, per = lead + r;
+	float *want = malloc(sizeof(float) * blocks * per * cols);
+
+	memcpy(want, src, sizeof(float) * blocks * per * cols);
+	for (int b = 0; interleave && b < blocks; b++)
+		for (int i = 0; i < r; i++) {
+			int from = i < r / 2 ? 2 * i : 2 * (i - r / 2) + 1;
+
+			memcpy(want + ((size_t)b * per + lead + i) * cols,
+			       src + ((size_t)b * per + lead + from) * cols, sizeof(float) * cols);
+		}
+	snprintf(name, sizeof(name), "blk.%d.%s", l,
+	         kv_a                  ? "attn_kv_a"
+	         : strstr(rest, "q_b") ? "attn_q_b"
+	                               : "attn_q");
+	compare_named(c, name, want, bf, blocks * per, cols);
+	free(want);
+	return 1;
+}
+
 /* One source tensor against the container. */
 static void check_tensor(coli_container_t *c, const struct coli_st_file *f,
-                         const struct coli_st_tensor *t, int n_layers)
+                         const struct coli_st_tensor *t, const struct coli_model_config *m,
+                         int interleave)
 {
+	int n_layers = m->n_layers;
 	uint64_t n = coli_io_st_numel(t);
 	float *src = malloc(sizeof(float) * n);
 	char coli[128] = "", rest[160];
@@ -127,6 +202,9 @@ static void check_tensor(coli_container_t *c, const struct coli_st_file *f,
 		goto out; /* a next-token-prediction layer: skipped by the converter */
 	else if (sscanf(t->name, "model.layers.%d.%n", &l, &off) == 1 && off) {
 		snprintf(rest, sizeof(rest), "%s", t->name + off);
+		if (m->kv_lora && check_mla(c, m, rest, l, src, t->ndim == 2 ? (int)t->shape[1] : 1,
+		                            bf, interleave))
+			goto out;
 		for (size_t i = 0; i < sizeof(g_names) / sizeof(g_names[0]); i++)
 			if (!strcmp(rest, g_names[i].hf))
 				snprintf(coli, sizeof(coli), "blk.%d.%s", l, g_names[i].coli);
@@ -222,8 +300,17 @@ static void check_dir(const char *dir, const char *label)
 		if (!sec || coli_config_parse(sec, bytes, &cfg, err, sizeof(err)) ||
 		    cfg.quant != q[qi])
 			FAIL("%s: CONFIG section missing or bad: %s", out, sec ? err : "absent");
-		if (!coli_io_container_section(c, COLI_SECTION_HF_CONFIG, &bytes))
+		const char *hf = coli_io_container_section(c, COLI_SECTION_HF_CONFIG, &bytes);
+		if (!hf)
 			FAIL("%s: HF config section missing", out);
+		/* MLA: RoPE rows interleaved unless "rope_interleave": false */
+		int interleave = 1;
+		for (const char *k = hf;
+		     hf && (k = memmem(k, bytes - (size_t)(k - hf), "\"rope_interleave\"", 17));
+		     k += 17)
+			interleave = !memmem(
+			    k, bytes - (size_t)(k - hf) < 32 ? bytes - (size_t)(k - hf) : 32,
+			    "false", 5);
 		/* every source tensor, from the index or the single file */
 		DIR *d = opendir(dir);
 		struct dirent *de;
@@ -240,7 +327,7 @@ static void check_dir(const char *dir, const char *label)
 				continue;
 			}
 			for (int i = 0; i < f.n; i++)
-				check_tensor(c, &f, &f.t[i], cfg.n_layers);
+				check_tensor(c, &f, &f.t[i], &cfg, interleave);
 			coli_io_st_close(&f);
 		}
 		if (d)
@@ -268,6 +355,10 @@ int main(void)
 	    {"minimax_m2", "--arch minimax_m2"},
 	    /* transformers 5's dialect: fused experts, rope_parameters */
 	    {"minimax_m2_fused_rope_mtp", "--arch minimax_m2 --fused --rope-params --mtp"},
+	    /* MLA: Hub dialect (rope_scaling yarn); v5's, fused, q_proj, an MTP layer */
+	    {"deepseek_v3", "--arch deepseek_v3"},
+	    {"deepseek_v3_fused_rope_mtp",
+	     "--arch deepseek_v3 --fused --rope-params --mtp --no-qlora --shards 2"},
 	    /* q8/q4 keep attn_o (80 columns) and the experts (40) as bf16: exact */
 	    {"qwen3_odd_cols", "--arch qwen3_moe --head-dim 20 --moe-inter 40"},
 	};

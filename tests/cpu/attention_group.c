@@ -7,6 +7,9 @@
  * nearly one-hot (exp underflowing to 0), and outputs poisoned first. And
  * coli_attention_groups_mt (groups split across a pool by positions and
  * outputs) gives coli_attention_group's bits, split where it should be.
+ * MLA's latent form (check_latent): keys and values one row [kl + r] (K = V,
+ * key dims kl + r, value dims the first kl), every ISA and pool split giving
+ * the per-head bits, and those within 1e-5 of a double softmax over the rows.
  */
 #include "helpers.h"
 
@@ -28,13 +31,13 @@ static int check(int G, int hd, int n_pos, float scale)
 		V[i] = rng_normalish();
 	}
 	for (int h = 0; h < G; h++)
-		coli_attention_head(q + h * hd, K + hd, V + hd, n_pos, stride, hd, scale, sc,
+		coli_attention_head(q + h * hd, K + hd, V + hd, n_pos, stride, hd, hd, scale, sc,
 		                    want + h * hd);
 	for (int isa = COLI_CPU_ISA_SCALAR; isa <= (int)best; isa++) {
 		if (coli_cpu_isa_force((enum coli_cpu_isa)isa))
 			continue;
 		poison(got, (size_t)G * hd);
-		coli_attention_group(q, G, K + hd, V + hd, n_pos, stride, hd, scale, sc, got);
+		coli_attention_group(q, G, K + hd, V + hd, n_pos, stride, hd, hd, scale, sc, got);
 		for (int i = 0; i < G * hd; i++)
 			if (memcmp(&want[i], &got[i], sizeof(float))) {
 				fprintf(stderr,
@@ -79,7 +82,7 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 	poison(got, (size_t)n * G * hd);
 	for (int k = 0; k < n; k++) {
 		coli_attention_group(q + (size_t)k * G * hd, G, K + k * hd, V + k * hd, n_pos,
-		                     stride, hd, scale, sc, want + (size_t)k * G * hd);
+		                     stride, hd, hd, scale, sc, want + (size_t)k * G * hd);
 		g[k] = (struct coli_attn_group){.q = q + (size_t)k * G * hd,
 		                                .K = K + k * hd,
 		                                .V = V + k * hd,
@@ -88,11 +91,11 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 		                                .n_pos = n_pos - k}; /* lengths differ by token */
 		if (k) /* the reference for the shorter group */
 			coli_attention_group(q + (size_t)k * G * hd, G, K + k * hd, V + k * hd,
-			                     n_pos - k, stride, hd, scale, sc,
+			                     n_pos - k, stride, hd, hd, scale, sc,
 			                     want + (size_t)k * G * hd);
 	}
-	split =
-	    coli_attention_groups_mt(pool, g, n, stride, hd, scale, sc, (size_t)n_pos * 8, threads);
+	split = coli_attention_groups_mt(pool, g, n, stride, hd, hd, scale, sc, (size_t)n_pos * 8,
+	                                 threads);
 	want_split = coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && units < threads && n_pos - n + 1 >= 256;
 	if (split != want_split) {
 		fprintf(stderr,
@@ -111,6 +114,76 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 			break;
 		}
 	free(q), free(K), free(V), free(want), free(got), free(sc);
+	return fails;
+}
+
+/* T tokens of G heads against n_pos latent rows [kl + r] (the query rows
+ * [G][kl + r], out [G][kl]), through coli_attention_groups_mt on a pool of
+ * `threads`: each head's bits are coli_attention_head's with hd = kl + r and
+ * vd = kl, and within 1e-5 (relative to max |out|) of softmax(q . row *
+ * scale) . row[:kl] in double. */
+static int check_latent(coli_cpu_pool_t *pool, int threads, int T, int G, int kl, int r, int n_pos)
+{
+	const int kr = kl + r;
+	float *q = xmalloc(sizeof(float) * T * G * kr), *C = xmalloc(sizeof(float) * n_pos * kr);
+	float *want = xmalloc(sizeof(float) * T * G * kl),
+	      *got = xmalloc(sizeof(float) * T * G * kl);
+	float *sc = xmalloc(sizeof(float) * n_pos * 8 * threads);
+	double *p = xmalloc(sizeof(double) * n_pos), err = 0, mx = 0;
+	struct coli_attn_group g[8] = {0};
+	float scale = 1.0f / sqrtf((float)kr);
+	int fails = 0;
+
+	for (int i = 0; i < T * G * kr; i++)
+		q[i] = rng_normalish();
+	for (int i = 0; i < n_pos * kr; i++)
+		C[i] = rng_normalish();
+	poison(got, (size_t)T * G * kl);
+	for (int t = 0; t < T; t++) {
+		int np = n_pos - T + 1 + t; /* causal: token t sees its prefix */
+
+		g[t] = (struct coli_attn_group){.q = q + (size_t)t * G * kr,
+		                                .K = C,
+		                                .V = C,
+		                                .out = got + (size_t)t * G * kl,
+		                                .G = G,
+		                                .n_pos = np};
+		for (int h = 0; h < G; h++) {
+			const float *qh = q + ((size_t)t * G + h) * kr;
+			double m = -1e300, sum = 0;
+
+			coli_attention_head(qh, C, C, np, kr, kr, kl, scale, sc,
+			                    want + ((size_t)t * G + h) * kl);
+			for (int k = 0; k < np; k++) {
+				p[k] = 0;
+				for (int i = 0; i < kr; i++)
+					p[k] += (double)qh[i] * C[(size_t)k * kr + i];
+				p[k] *= scale;
+				m = p[k] > m ? p[k] : m;
+			}
+			for (int k = 0; k < np; k++)
+				sum += p[k] = exp(p[k] - m);
+			for (int i = 0; i < kl; i++) {
+				double o = 0;
+
+				for (int k = 0; k < np; k++)
+					o += p[k] / sum * C[(size_t)k * kr + i];
+				err = fmax(err, fabs(o - want[((size_t)t * G + h) * kl + i]));
+				mx = fmax(mx, fabs(o));
+			}
+		}
+	}
+	coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, sc, (size_t)n_pos * 8, threads);
+	if (memcmp(want, got, sizeof(float) * T * G * kl) || !(err <= 1e-5 * mx)) {
+		fprintf(stderr,
+		        "latent: %d threads, T %d, G %d, kl %d, r %d, %d positions: bits %s, max "
+		        "error %.3g of %.3g\n",
+		        threads, T, G, kl, r, n_pos,
+		        memcmp(want, got, sizeof(float) * T * G * kl) ? "differ" : "equal", err,
+		        mx);
+		fails++;
+	}
+	free(q), free(C), free(want), free(got), free(sc), free(p);
 	return fails;
 }
 
@@ -165,6 +238,31 @@ int main(void)
 		       "differ or split where they should not\n",
 		       mt_runs, mt_fails);
 		fails += mt_fails;
+	}
+	{
+		/* tokens, heads, kv_lora, rope, positions: the fixture's, DeepSeek-V3's */
+		static const int lt[][5] = {{1, 4, 64, 16, 60},
+		                            {5, 4, 64, 16, 51},
+		                            {1, 16, 512, 64, 700},
+		                            {2, 128, 512, 64, 300},
+		                            {1, 3, 40, 8, 9}};
+		enum coli_cpu_isa best = coli_cpu_isa();
+		int lf = 0, ln = 0;
+
+		for (int isa = COLI_CPU_ISA_SCALAR; isa <= (int)best; isa++) {
+			coli_cpu_pool_t *pool;
+
+			if (coli_cpu_isa_force((enum coli_cpu_isa)isa) ||
+			    coli_cpu_pool_create(isa == (int)best ? 16 : 2, &pool))
+				continue;
+			for (size_t k = 0; k < sizeof(lt) / sizeof(lt[0]); k++, ln++)
+				lf += check_latent(pool, isa == (int)best ? 16 : 2, lt[k][0],
+				                   lt[k][1], lt[k][2], lt[k][3], lt[k][4]);
+			coli_cpu_pool_destroy(pool);
+		}
+		coli_cpu_isa_force(best);
+		printf("MLA latent rows (K = V, vd < hd): %d cases, %d differ\n", ln, lf);
+		fails += lf;
 	}
 	return fails != 0;
 }

@@ -1111,8 +1111,8 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	for (int t = 0; t < T; t++)
 		for (int h = 0; h < nh; h++)
 			coli_attention_head(q + ((size_t)t * nh + h) * hd, K + (h / group) * hd,
-			                    V + (h / group) * hd, pos0 + t + 1, kvd, hd, scale, sc,
-			                    want + ((size_t)t * nh + h) * hd);
+			                    V + (h / group) * hd, pos0 + t + 1, kvd, hd, hd, scale,
+			                    sc, want + ((size_t)t * nh + h) * hd);
 	dq = dev_copy(q, 4 * qn);
 	dk = dev_copy(K, 4 * (size_t)n * kvd);
 	dv = dev_copy(V, 4 * (size_t)n * kvd);

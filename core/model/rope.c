@@ -1,0 +1,75 @@
+/*
+ * core/model/rope.c — RoPE's frequencies and factors from the model config,
+ * as transformers computes them (modeling_rope_utils.py, default and "yarn"
+ * rope types; DeepSeek-V3's softmax scale in modeling_deepseek_v3.py):
+ *
+ *   plain   inv_freq[i] = 1 / theta^(2i/d)                     (fp32, d = rope_dim)
+ *   YaRN    pos[i] = theta^(2i/d); low/high = the dims where beta_fast and
+ *           beta_slow rotations fit in rope_orig_ctx (floored / ceiled,
+ *           clamped to [0, d-1]); ramp[i] = clamp((i - low) / (high - low), 0, 1);
+ *           inv_freq[i] = 1/(factor pos[i]) ramp[i] + 1/pos[i] (1 - ramp[i])
+ *           attention factor (cos and sin are multiplied by it):
+ *           yarn_attn if given, else mscale(f, yarn_mscale) / mscale(f,
+ *           yarn_mscale_all) when both are set, else mscale(f, 1), with
+ *           mscale(f, m) = 0.1 m ln f + 1 (1 when f <= 1)
+ *           softmax scale: head_dim^-0.5 * mscale(f, yarn_mscale_all)^2
+ *           when yarn_mscale_all is set
+ *
+ * The fp32 steps are fp32 here as there (torch.float32 tensors), the
+ * Python-float ones double.
+ */
+#include <math.h>
+
+#include "core/coli.h"
+
+static double mscale(double f, double m)
+{
+	return f <= 1 ? 1.0 : 0.1 * m * log(f) + 1.0;
+}
+
+/* The dimension (of d) whose wavelength turns n_rot times in ctx positions. */
+static double corr_dim(double n_rot, int d, double base, int ctx)
+{
+	return (d * log(ctx / (n_rot * 2 * M_PI))) / (2 * log(base));
+}
+
+void coli_config_rope(const struct coli_model_config *c, float *inv_freq, float *attn, float *scale)
+{
+	int d = c->rope_dim, half = d / 2;
+	double f = c->rope_factor, low, high;
+
+	*scale = (float)(1.0 / sqrt((double)c->head_dim));
+	*attn = 1.0f;
+	if (!(f > 1)) {
+		/* as before YaRN (and bit for bit): 1 / theta^(2i/d) in fp32 */
+		for (int i = 0; i < half; i++)
+			inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)d);
+		return;
+	}
+	low = floor(corr_dim(c->yarn_beta_fast, d, c->rope_theta, c->rope_orig_ctx));
+	high = ceil(corr_dim(c->yarn_beta_slow, d, c->rope_theta, c->rope_orig_ctx));
+	low = low > 0 ? low : 0;
+	high = high < d - 1 ? high : d - 1;
+	if (low == high)
+		high += 0.001;
+	for (int i = 0; i < half; i++) {
+		float pos = powf(c->rope_theta, (float)(2 * i) / (float)d);
+		float ramp = ((float)i - (float)low) / ((float)high - (float)low);
+		float extra;
+
+		ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+		extra = 1.0f - ramp;
+		inv_freq[i] = 1.0f / ((float)f * pos) * (1.0f - extra) + 1.0f / pos * extra;
+	}
+	if (c->yarn_attn > 0)
+		*attn = c->yarn_attn;
+	else if (c->yarn_mscale > 0 && c->yarn_mscale_all > 0)
+		*attn = (float)(mscale(f, c->yarn_mscale) / mscale(f, c->yarn_mscale_all));
+	else
+		*attn = (float)mscale(f, 1.0);
+	if (c->yarn_mscale_all > 0) {
+		double m = mscale(f, c->yarn_mscale_all);
+
+		*scale = (float)(pow((double)c->head_dim, -0.5) * m * m);
+	}
+}
