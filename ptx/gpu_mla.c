@@ -18,6 +18,7 @@
 #define ML_THREADS 256
 
 #define ML_MAX_SPLITS 64
+#define ML_COMB       1024 /* outputs a combine CTA */
 
 /* mla.cu's dynamic shared memory: q [16][dk + 4], two tiles [2][32][dk + 4],
  * S/P [2][16][36], m, l, correction [16] each. */
@@ -31,6 +32,8 @@ int coli_gpu_mla_functions(struct coli_gpu *g)
 {
 	static const char *const name[2] = {"coli_attn_mla", "coli_attn_mla_x3"};
 
+	CK(g->cu->ModuleGetFunction(&g->f_mla_comb, g->mod_mla, "coli_attn_mla_combine"),
+	   "coli_attn_mla_combine");
 	for (int i = 0; i < 2; i++) {
 		CK(g->cu->ModuleGetFunction(&g->f_mla[i], g->mod_mla, name[i]), name[i]);
 		/* past the static 48 KiB; a GPU with less a block (sm_86/89: 99 KB)
@@ -46,13 +49,15 @@ int coli_gpu_mla_functions(struct coli_gpu *g)
 /* Splits: about one CTA an SM (the kernel's shared memory holds one) over
  * the (query, head tile) pairs, each split at least one tile, at most
  * ML_MAX_SPLITS, the partials within the scratch. The split count depends on
- * the shape and the longest query's positions only. */
+ * the shape and the longest query's positions only. More than one split: a
+ * second launch combines them (mla.cu). */
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 {
-	CUdeviceptr q = a->q, c = a->cache, o = a->out, part = g->scratch, cnt = g->counts;
-	int pos0 = a->pos0, nh = a->nh, dk = a->dk, dv = a->dv, ld = a->ld, tps, splits;
+	CUdeviceptr q = a->q, c = a->cache, o = a->out, part = g->scratch;
+	int pos0 = a->pos0, nh = a->nh, dk = a->dk, dv = a->dv, ld = a->ld, tps, splits, rc;
 	float scale = a->scale;
-	void *args[] = {&q, &c, &o, &pos0, &nh, &dk, &dv, &ld, &scale, &tps, &part, &cnt};
+	void *args[] = {&q, &c, &o, &pos0, &nh, &dk, &dv, &ld, &scale, &tps, &part};
+	void *cargs[] = {&part, &o, &nh, &dv, &splits};
 	const int ht = (nh + ML_MH - 1) / ML_MH, tiles = (pos0 + a->T + ML_TP - 1) / ML_TP;
 	const long base = (long)a->T * ht;
 	const size_t per = (size_t)ML_MH * dv + 2 * ML_MH; /* floats a split's partial */
@@ -60,7 +65,7 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 	if (a->T < 1 || nh < 1 || pos0 < 0 || dk < 16 || dk % 16 || dk > ML_MAX_DK || dv < 8 ||
 	    dv % 8 || dv > dk || dv > ML_MAX_DV || ld < dk || ld % 4)
 		return -EINVAL;
-	if (!g->f_mla[!!a->x3] || base > DENSE_COUNTERS)
+	if (!g->f_mla[!!a->x3] || base > 65535)
 		return -ENOTSUP;
 	splits = (int)((g->sm_count + base - 1) / base);
 	splits = splits < tiles ? splits : tiles;
@@ -69,8 +74,13 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 		splits--;
 	tps = (tiles + splits - 1) / splits;
 	splits = (tiles + tps - 1) / tps; /* no split starts past the last tile */
-	return coli_gpu_launch(g, g->f_mla[!!a->x3], (unsigned)splits, (unsigned)ht, (unsigned)a->T,
-	                       ML_THREADS, mla_smem(dk), args, "launch attn_mla");
+	rc = coli_gpu_launch(g, g->f_mla[!!a->x3], (unsigned)splits, (unsigned)ht, (unsigned)a->T,
+	                     ML_THREADS, mla_smem(dk), args, "launch attn_mla");
+	if (rc || splits == 1)
+		return rc;
+	return coli_gpu_launch(g, g->f_mla_comb, (unsigned)((ML_MH * dv + ML_COMB - 1) / ML_COMB),
+	                       (unsigned)ht, (unsigned)a->T, ML_THREADS, 0, cargs,
+	                       "launch attn_mla_combine");
 }
 #else
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)

@@ -39,13 +39,12 @@
  *
  * Splits: a decode step (T small) splits each query's positions over CTAs
  * (flash-decoding) so the GPU fills; each split writes (O [16][dv], m [16],
- * l [16]) to the scratch and the last CTA to arrive (ptx/last_arrival.cuh)
- * combines them in ascending split order: fixed reduction order, no float
- * atomics. Like the rest of the dense part this kernel is exempt from the
+ * l [16]) to the scratch and a second launch, coli_attn_mla_combine, adds
+ * them in ascending split order over many CTAs: fixed reduction order, no
+ * float atomics. Like the rest of the dense part this kernel is exempt from the
  * placement invariant (it is deterministic, and within rounding of fp32).
  */
 #include "ptx/cp_async.cuh"
-#include "ptx/last_arrival.cuh"
 #include "ptx/pdl.cuh"
 
 #define ML_THREADS    256
@@ -53,7 +52,8 @@
 #define ML_TP         32 /* positions a tile */
 #define ML_NT         8  /* dv n-tiles (8 columns) a warp: dv <= 512 */
 #define ML_SP         (ML_TP + 4)
-#define ML_MAX_SPLITS 64 /* ptx/gpu_mla.c keeps to it: the combine's weights */
+#define ML_MAX_SPLITS 64   /* ptx/gpu_mla.c keeps to it: the combine's weights */
+#define ML_COMB       1024 /* outputs a combine CTA: 4 a thread */
 
 static __device__ __forceinline__ unsigned tf32_of(float x)
 {
@@ -236,11 +236,10 @@ static __device__ __forceinline__ void tile_pv(float (*o)[4], const float *ss, c
 /* Grid (splits, ceil(nh / ML_MH), T); dynamic shared memory as mla_smem in
  * ptx/gpu_mla.c. A split covers tiles [split * tps, +tps) of the query's
  * positions 0 .. pos0 + t. part: the scratch, [T][head tiles][splits]
- * [ML_MH * dv + 2 * ML_MH]; count: a counter per (t, head tile). */
+ * [ML_MH * dv + 2 * ML_MH], combined by coli_attn_mla_combine. */
 template <int X3>
 static __device__ void attn_mla(const float *q, const float *C, float *out, int pos0, int nh,
-                                int dk, int dv, int ld, float scale, int tps, float *part,
-                                unsigned *count)
+                                int dk, int dv, int ld, float scale, int tps, float *part)
 {
 	extern __shared__ __align__(16) float sm[];
 	float *sq = sm, *sc = sq + ML_MH * (dk + 4), *ss = sc + 2 * ML_TP * (dk + 4);
@@ -300,62 +299,68 @@ static __device__ void attn_mla(const float *q, const float *C, float *out, int 
 		mine[ML_MH * dv + threadIdx.x] = s_m[threadIdx.x];
 		mine[ML_MH * dv + ML_MH + threadIdx.x] = s_l[threadIdx.x];
 	}
-	if (!last_arrival(count + (size_t)t * gridDim.y + ht, (unsigned)splits))
-		return;
-	const float *all = part + ((size_t)t * gridDim.y + ht) * splits * stride;
-	float *s_w = sc, *s_lt = sc + ML_MAX_SPLITS * ML_MH; /* the tiles are done */
+}
 
-	/* each split's weight exp(m - M) per head, and the total l, once */
-	for (int i = threadIdx.x; i < splits * ML_MH; i += ML_THREADS)
-		s_w[i] = __ldcg(all + (i / ML_MH) * stride + ML_MH * dv + i % ML_MH);
+/* The splits' partials of one (query, head tile) combined: grid (outputs /
+ * ML_COMB, head tiles, T), a thread four outputs of one head (dv % 8 == 0),
+ * each split's weight exp(m - M) and the total l computed once a CTA.
+ * Ascending split order: the fixed reduction order. A launch of its own so
+ * that many CTAs share the partials' reads (one CTA alone, the last of the
+ * splits to arrive, spent most of a decode step's time here). */
+extern "C" __global__ void __launch_bounds__(ML_THREADS)
+    coli_attn_mla_combine(const float *part, float *out, int nh, int dv, int splits)
+{
+	__shared__ float s_w[ML_MAX_SPLITS * ML_MH], s_lt[ML_MH];
+	const int ht = blockIdx.y, t = blockIdx.z, h0 = ht * ML_MH;
+	const size_t stride = (size_t)ML_MH * dv + 2 * ML_MH;
+	const float *all = part + ((size_t)t * gridDim.y + ht) * splits * stride;
+	const int i = blockIdx.x * ML_COMB + 4 * threadIdx.x, h = i / dv;
+
+	pdl_entry();
+	for (int k = threadIdx.x; k < splits * ML_MH; k += ML_THREADS)
+		s_w[k] = all[(k / ML_MH) * stride + ML_MH * dv + k % ML_MH];
 	__syncthreads();
 	if (threadIdx.x < ML_MH) {
-		const int h = threadIdx.x;
+		const int hh = threadIdx.x;
 		float M = -INFINITY, L = 0.0f;
 
 		for (int sp = 0; sp < splits; sp++)
-			M = fmaxf(M, s_w[sp * ML_MH + h]);
+			M = fmaxf(M, s_w[sp * ML_MH + hh]);
 		for (int sp = 0; sp < splits; sp++) { /* ascending: the fixed order */
-			const float m = s_w[sp * ML_MH + h],
+			const float m = s_w[sp * ML_MH + hh],
 			            w = m == -INFINITY ? 0.0f : expf(m - M);
 
-			L += __ldcg(all + sp * stride + ML_MH * dv + ML_MH + h) * w;
-			s_w[sp * ML_MH + h] = w;
+			L += all[sp * stride + ML_MH * dv + ML_MH + hh] * w;
+			s_w[sp * ML_MH + hh] = w;
 		}
-		s_lt[h] = L;
+		s_lt[hh] = L;
 	}
 	__syncthreads();
-	/* four outputs a thread (dv % 8 == 0: one head's), 16-byte loads: the
-	 * last CTA alone reads every split's partial, so the loads in flight
-	 * decide its time */
-	for (int i = 4 * threadIdx.x; i < ML_MH * dv; i += 4 * ML_THREADS) {
-		const int h = i / dv;
-		float4 O = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+	if (i >= ML_MH * dv || h0 + h >= nh)
+		return;
+	float4 O = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
-		if (h0 + h >= nh)
-			break; /* i only grows: the rest are padding heads too */
 #pragma unroll 8
-		for (int sp = 0; sp < splits; sp++) { /* ascending: the fixed order */
-			const float4 v = __ldcg((const float4 *)(all + sp * stride + i));
-			const float w = s_w[sp * ML_MH + h];
+	for (int sp = 0; sp < splits; sp++) { /* ascending: the fixed order */
+		const float4 v = *(const float4 *)(all + sp * stride + i);
+		const float w = s_w[sp * ML_MH + h];
 
-			O.x += v.x * w, O.y += v.y * w, O.z += v.z * w, O.w += v.w * w;
-		}
-		*(float4 *)(out + ((size_t)t * nh + h0 + h) * dv + i % dv) =
-		    make_float4(O.x / s_lt[h], O.y / s_lt[h], O.z / s_lt[h], O.w / s_lt[h]);
+		O.x += v.x * w, O.y += v.y * w, O.z += v.z * w, O.w += v.w * w;
 	}
+	*(float4 *)(out + ((size_t)t * nh + h0 + h) * dv + i % dv) =
+	    make_float4(O.x / s_lt[h], O.y / s_lt[h], O.z / s_lt[h], O.w / s_lt[h]);
 }
 
 extern "C" __global__ void __launch_bounds__(ML_THREADS, 1)
     coli_attn_mla(const float *q, const float *C, float *out, int pos0, int nh, int dk, int dv,
-                  int ld, float scale, int tps, float *part, unsigned *count)
+                  int ld, float scale, int tps, float *part)
 {
-	attn_mla<0>(q, C, out, pos0, nh, dk, dv, ld, scale, tps, part, count);
+	attn_mla<0>(q, C, out, pos0, nh, dk, dv, ld, scale, tps, part);
 }
 
 extern "C" __global__ void __launch_bounds__(ML_THREADS, 1)
     coli_attn_mla_x3(const float *q, const float *C, float *out, int pos0, int nh, int dk, int dv,
-                     int ld, float scale, int tps, float *part, unsigned *count)
+                     int ld, float scale, int tps, float *part)
 {
-	attn_mla<1>(q, C, out, pos0, nh, dk, dv, ld, scale, tps, part, count);
+	attn_mla<1>(q, C, out, pos0, nh, dk, dv, ld, scale, tps, part);
 }

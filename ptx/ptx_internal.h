@@ -149,7 +149,8 @@ struct coli_gpu {
 	const struct coli_cu *cu;
 	CUdevice dev;
 	CUcontext ctx;
-	CUmodule mod, mod_dense, mod_route, mod_attn, mod_attn_prefill, mod_gemm, mod_kinds, mod_mla;
+	CUmodule mod, mod_dense, mod_route, mod_attn, mod_attn_prefill, mod_gemm, mod_kinds,
+	    mod_mla;
 	CUstream stream; /* compute: kernels, activations, outputs */
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu_stream.c coli_gpu_stage_*) */
 	int capturing;   /* the stream is being captured: launches will be replayed */
@@ -171,7 +172,7 @@ struct coli_gpu {
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
 	CUfunction f_route_sig, f_rope_part; /* ptx/kinds.cu (ptx/gpu_kinds.c) */
-	CUfunction f_mla[2];                 /* ptx/mla.cu [x3] (ptx/gpu_mla.c) */
+	CUfunction f_mla[2], f_mla_comb;     /* ptx/mla.cu [x3], combine (ptx/gpu_mla.c) */
 	/* job tables: a ring of page-locked host memory the device maps and the
 	 * kernels read in place (no copy engine involved) */
 	unsigned char *ring_host;
@@ -193,9 +194,10 @@ struct coli_gpu {
 	CUfunction f_dgemv[5][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0 q4_0h][S - 1] */
 	CUfunction f_dgemv_wide[2][2];         /* [f32 bf16][S = 8, 16]: prefill, joined splits */
 	int sm_count;
-	CUdeviceptr scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c, gpu_mla.c) */
-	CUdeviceptr counts;  /* unsigned [DENSE_COUNTERS], zero between launches */
-	CUdeviceptr gjobs;   /* struct coli_gpu_gemm_job [MAX_JOBS] */
+	CUdeviceptr
+	    scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c, gpu_mla.c) */
+	CUdeviceptr counts; /* unsigned [DENSE_COUNTERS], zero between launches */
+	CUdeviceptr gjobs;  /* struct coli_gpu_gemm_job [MAX_JOBS] */
 	/* [MAX_JOBS]: the caller's jobs by tile, wide first, + tile0, tile */
 	struct coli_gpu_gemm_job *gjobs_host;
 	CUevent marks[N_MARKS];
