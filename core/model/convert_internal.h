@@ -54,6 +54,10 @@ int coli_convert_hf_load(const char *dir, enum coli_dtype quant, struct coli_con
  * absent is an error naming both files. */
 int coli_convert_hf_open_shards(struct coli_convert_hf *h, char *errbuf, size_t errlen);
 void coli_convert_hf_free(struct coli_convert_hf *h);
+/* config.json (cfg) and generation_config.json (gen, or NULL) -> h->cfg
+ * (core/model/convert_hf_config.c); h->dir names the files in messages. */
+int coli_convert_hf_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen,
+                           enum coli_dtype quant, char *errbuf, size_t errlen);
 
 /* minimax_m2's keys (core/model/convert_minimax.c's top) over c as the shared
  * keys filled it; *n_mtp gets the MTP layers to skip. 0 or -errno, errbuf
