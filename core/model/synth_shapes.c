@@ -25,6 +25,11 @@ struct shape {
 	int n_dense, dense_inter, shared_inter, qkv_bias, rope_dim, n_group, topk_group;
 	float routed_scale;
 	int eos2; /* a third eos id, 0: none */
+	/* deepseek_v3 (DeepSeek-V3, Kimi-K2): MLA attention (kv_lora > 0; head_dim
+	 * is qk_nope + rope_dim, kv heads = heads) and YaRN RoPE scaling over
+	 * rope_orig_ctx positions (rope_factor > 1); glm4_moe's routing fields */
+	int q_lora, kv_lora, qk_nope, v_head, rope_orig_ctx;
+	float rope_factor, beta_fast, beta_slow, mscale, mscale_all;
 };
 
 static const struct shape g_shapes[] = {
@@ -213,13 +218,131 @@ static const struct shape g_shapes[] = {
      .n_group = 1,
      .topk_group = 1,
      .routed_scale = 1.0f},
+    /* deepseek_v3: deepseek-ai/DeepSeek-V3 (the MTP layer left out, as convert
+     * leaves it out); 3 dense layers, 256 routed experts top-8 in 8 groups
+     * keeping 4, one shared expert, MLA, YaRN x40 over 4096 */
+    {.name = "deepseek-v3",
+     .model_type = "deepseek_v3",
+     .source = "deepseek-ai/DeepSeek-V3 config.json",
+     .n_layers = 61,
+     .hidden = 7168,
+     .n_heads = 128,
+     .n_kv_heads = 128,
+     .head_dim = 192,
+     .vocab = 129280,
+     .n_experts = 256,
+     .top_k = 8,
+     .moe_inter = 2048,
+     .norm_topk_prob = 1,
+     .max_ctx = 163840,
+     .norm_eps = 1e-6f,
+     .rope_theta = 1e4f,
+     .bos = 0,
+     .eos0 = 1,
+     .eos1 = -1,
+     .n_dense = 3,
+     .dense_inter = 18432,
+     .shared_inter = 2048,
+     .rope_dim = 64,
+     .n_group = 8,
+     .topk_group = 4,
+     .routed_scale = 2.5f,
+     .q_lora = 1536,
+     .kv_lora = 512,
+     .qk_nope = 128,
+     .v_head = 128,
+     .rope_orig_ctx = 4096,
+     .rope_factor = 40.0f,
+     .beta_fast = 32.0f,
+     .beta_slow = 1.0f,
+     .mscale = 1.0f,
+     .mscale_all = 1.0f},
+    /* Kimi-K2 (moonshotai/Kimi-K2-Instruct, model_type kimi_k2 on the Hub,
+     * DeepseekV3ForCausalLM): DeepSeek-V3's layout with 384 experts in one
+     * group, 64 heads, one dense layer, YaRN x32 */
+    {.name = "kimi-k2",
+     .model_type = "deepseek_v3",
+     .source = "moonshotai/Kimi-K2-Instruct config.json",
+     .n_layers = 61,
+     .hidden = 7168,
+     .n_heads = 64,
+     .n_kv_heads = 64,
+     .head_dim = 192,
+     .vocab = 163840,
+     .n_experts = 384,
+     .top_k = 8,
+     .moe_inter = 2048,
+     .norm_topk_prob = 1,
+     .max_ctx = 131072,
+     .norm_eps = 1e-6f,
+     .rope_theta = 5e4f,
+     .bos = 163584,
+     .eos0 = 163585,
+     .eos1 = -1,
+     .n_dense = 1,
+     .dense_inter = 18432,
+     .shared_inter = 2048,
+     .rope_dim = 64,
+     .n_group = 1,
+     .topk_group = 1,
+     .routed_scale = 2.827f,
+     .q_lora = 1536,
+     .kv_lora = 512,
+     .qk_nope = 128,
+     .v_head = 128,
+     .rope_orig_ctx = 4096,
+     .rope_factor = 32.0f,
+     .beta_fast = 1.0f,
+     .beta_slow = 1.0f,
+     .mscale = 1.0f,
+     .mscale_all = 1.0f},
+    /* a debug shape for tests: DeepSeek-V3's layout (MLA with q_lora, YaRN,
+     * grouped sigmoid routing, shared expert, a dense first layer) in the
+     * geometry of tests/fixtures/deepseek_v3, so that its tensor table can be
+     * compared with the converted fixture's (tests/bench/make_model.sh) */
+    {.name = "tiny-mla",
+     .model_type = "deepseek_v3",
+     .source = "coli (debug shape for tests: tests/fixtures/deepseek_v3's geometry)",
+     .n_layers = 3,
+     .hidden = 64,
+     .n_heads = 4,
+     .n_kv_heads = 4,
+     .head_dim = 48,
+     .vocab = 1024,
+     .n_experts = 16,
+     .top_k = 3,
+     .moe_inter = 32,
+     .norm_topk_prob = 1,
+     .max_ctx = 512,
+     .norm_eps = 1e-6f,
+     .rope_theta = 2e4f,
+     .bos = -1,
+     .eos0 = 1023,
+     .eos1 = -1,
+     .n_dense = 1,
+     .dense_inter = 96,
+     .shared_inter = 32,
+     .rope_dim = 16,
+     .n_group = 4,
+     .topk_group = 2,
+     .routed_scale = 2.5f,
+     .q_lora = 32,
+     .kv_lora = 64,
+     .qk_nope = 32,
+     .v_head = 32,
+     .rope_orig_ctx = 128,
+     .rope_factor = 4.0f,
+     .beta_fast = 32.0f,
+     .beta_slow = 1.0f,
+     .mscale = 1.0f,
+     .mscale_all = 0.8f},
 };
 #define N_SHAPES (int)(sizeof(g_shapes) / sizeof(g_shapes[0]))
 
 const char *coli_synth_shapes(void)
 {
 	return "qwen3-30b-a3b, qwen3-235b-a22b, mixtral-8x7b, olmoe-1b-7b, glm-4.5, glm-4.5-air, "
-	       "minimax-m2, tiny";
+	       "minimax-m2, deepseek-v3, kimi-k2, tiny, tiny-mla";
 }
 
 int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
@@ -257,7 +380,8 @@ int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
 	/* dense layers first, as the real model; --layers keeps at least one MoE layer */
 	for (int l = 0; l < c->n_layers; l++)
 		c->is_moe_layer[l] = l >= s->n_dense || l == c->n_layers - 1;
-	if (c->arch == COLI_ARCH_GLM4_MOE || c->arch == COLI_ARCH_MINIMAX_M2) {
+	if (c->arch == COLI_ARCH_GLM4_MOE || c->arch == COLI_ARCH_MINIMAX_M2 ||
+	    c->arch == COLI_ARCH_DEEPSEEK_V3) {
 		c->dense_inter = s->dense_inter;
 		c->shared_inter = s->shared_inter;
 		c->shared_gated = 0;
@@ -268,6 +392,20 @@ int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
 		c->n_group = s->n_group;
 		c->topk_group = s->topk_group;
 		c->routed_scale = s->routed_scale;
+	}
+	if (s->kv_lora) { /* MLA, as convert_hf.c's fill_config */
+		c->q_lora = s->q_lora;
+		c->kv_lora = s->kv_lora;
+		c->qk_nope = s->qk_nope;
+		c->v_head = s->v_head;
+	}
+	if (s->rope_factor > 1) { /* YaRN, as convert_yarn.c reads it */
+		c->rope_factor = s->rope_factor;
+		c->rope_orig_ctx = s->rope_orig_ctx;
+		c->yarn_beta_fast = s->beta_fast;
+		c->yarn_beta_slow = s->beta_slow;
+		c->yarn_mscale = s->mscale;
+		c->yarn_mscale_all = s->mscale_all;
 	}
 	c->bos = s->bos;
 	c->eos[c->n_eos++] = s->eos0;
