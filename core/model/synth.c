@@ -12,6 +12,7 @@
  *   CONFIG       coli_config_format() of the shape (quant and --layers applied)
  *   HF_CONFIG    {"coli_synthetic": {shape, seed, source}}  (provenance only)
  *   tensors      tok_embd, out_norm, lm_head, blk.N.* as the converter plans them
+ *                (MLA layers when the shape has kv_lora: DeepSeek-V3, Kimi-K2)
  *   slabs        one per (MoE layer, expert), io/io.h's slab layout
  *
  * No tokenizer section: benchmarks and `coli generate --ids` use token ids.
@@ -185,10 +186,27 @@ static int plan_layer(struct synth *s, int l)
 		rc = rc ? rc : plan_tensor(s, n, a, b, mat, k);                                    \
 	} while (0)
 	T("attn_norm", H, 0, 0, F_NORM);
-	T("attn_q", qd, H, 1, 0);
-	T("attn_k", kvd, H, 1, 0);
-	T("attn_v", kvd, H, 1, 0);
-	T("attn_o", H, qd, 1, 0);
+	if (c->kv_lora) { /* MLA: core/coli.h lists the tensors */
+		uint64_t nh = c->n_heads, ql = c->q_lora, kl = c->kv_lora;
+
+		if (ql) {
+			T("attn_q_a", ql, H, 1, 0);
+			T("attn_q_a_norm", ql, 0, 0, F_NORM);
+			T("attn_q_b", qd, ql, 1, 0);
+		} else {
+			T("attn_q", qd, H, 1, 0);
+		}
+		T("attn_kv_a", kl + c->rope_dim, H, 1, 0);
+		T("attn_kv_a_norm", kl, 0, 0, F_NORM);
+		T("attn_k_b", nh * kl, c->qk_nope, 1, 0);
+		T("attn_v_b", nh * c->v_head, kl, 1, 0);
+		T("attn_o", H, nh * c->v_head, 1, 0);
+	} else {
+		T("attn_q", qd, H, 1, 0);
+		T("attn_k", kvd, H, 1, 0);
+		T("attn_v", kvd, H, 1, 0);
+		T("attn_o", H, qd, 1, 0);
+	}
 	if (c->qkv_bias) {
 		T("attn_q_bias", qd, 0, 0, F_SMALL);
 		T("attn_k_bias", kvd, 0, 0, F_SMALL);

@@ -3,8 +3,9 @@
  * that survives coli_config_format -> coli_config_parse unchanged, has the
  * hyperparameters docs/shapes.md lists, and lays out as q4/q8/bf16 slabs.
  * Writes nothing: the real shapes are far too big for a test, so this is
- * how their configs are checked; tests/bench/make_model.sh writes the tiny one
- * and two-layer glm ones.
+ * how their configs are checked; tests/bench/make_model.sh writes the tiny one,
+ * two-layer glm ones and tiny-mla (deepseek-v3's and kimi-k2's code path at
+ * the width of tests/fixtures/deepseek_v3).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +28,9 @@ static const struct {
     {"glm-4.5", "glm4_moe", 92, 5120, 96, 8, 128, 151552, 160, 8, 1536, 1, 1, 1e6f},
     {"glm-4.5-air", "glm4_moe", 46, 4096, 96, 8, 128, 151552, 128, 8, 1408, 1, 0, 1e6f},
     {"minimax-m2", "minimax_m2", 62, 3072, 48, 8, 128, 200064, 256, 8, 1536, 1, 2, 5e6f},
+    {"deepseek-v3", "deepseek_v3", 61, 7168, 128, 128, 192, 129280, 256, 8, 2048, 1, 0, 1e4f},
+    {"kimi-k2", "deepseek_v3", 61, 7168, 64, 64, 192, 163840, 384, 8, 2048, 1, 0, 5e4f},
+    {"tiny-mla", "deepseek_v3", 3, 64, 4, 4, 48, 1024, 16, 3, 32, 1, 0, 2e4f},
 };
 
 /* glm4_moe's and minimax_m2's fields (docs/shapes.md, second and third
@@ -40,7 +44,42 @@ static const struct {
     {"glm-4.5", 3, 12288, 1536, 1, 64, 1, 1, 3, 2.5f, 1e-5f},
     {"glm-4.5-air", 1, 10944, 1408, 1, 64, 1, 1, 3, 1.0f, 1e-5f},
     {"minimax-m2", 0, 0, 0, 0, 64, 1, 1, 1, 1.0f, 1e-6f},
+    {"deepseek-v3", 3, 18432, 2048, 0, 64, 8, 4, 1, 2.5f, 1e-6f},
+    {"kimi-k2", 1, 18432, 2048, 0, 64, 1, 1, 1, 2.827f, 1e-6f},
+    {"tiny-mla", 1, 96, 32, 0, 16, 4, 2, 1, 2.5f, 1e-6f},
 };
+
+/* deepseek_v3's MLA and YaRN fields (docs/shapes.md, fourth table) and
+ * bos / eos; every other shape has none of them */
+static const struct {
+	const char *name;
+	int q_lora, kv_lora, nope, v, orig, bos, eos;
+	float factor, beta_fast, beta_slow, mscale, mscale_all;
+} g_mla[] = {
+    {"deepseek-v3", 1536, 512, 128, 128, 4096, 0, 1, 40.0f, 32.0f, 1.0f, 1.0f, 1.0f},
+    {"kimi-k2", 1536, 512, 128, 128, 4096, 163584, 163585, 32.0f, 1.0f, 1.0f, 1.0f, 1.0f},
+    {"tiny-mla", 32, 64, 32, 32, 128, -1, 1023, 4.0f, 32.0f, 1.0f, 1.0f, 0.8f},
+};
+
+/* The MLA / YaRN fields of c (shape name) differ from g_mla: 1. */
+static int mla_differs(const char *name, const struct coli_model_config *c)
+{
+	for (size_t i = 0; i < sizeof(g_mla) / sizeof(g_mla[0]); i++) {
+		if (strcmp(name, g_mla[i].name))
+			continue;
+		return c->q_lora != g_mla[i].q_lora || c->kv_lora != g_mla[i].kv_lora ||
+		       c->qk_nope != g_mla[i].nope || c->v_head != g_mla[i].v ||
+		       c->head_dim != c->qk_nope + c->rope_dim || c->n_kv_heads != c->n_heads ||
+		       c->rope_orig_ctx != g_mla[i].orig || c->rope_factor != g_mla[i].factor ||
+		       c->yarn_beta_fast != g_mla[i].beta_fast ||
+		       c->yarn_beta_slow != g_mla[i].beta_slow ||
+		       c->yarn_mscale != g_mla[i].mscale ||
+		       c->yarn_mscale_all != g_mla[i].mscale_all || c->bos != g_mla[i].bos ||
+		       c->n_eos != 1 || c->eos[0] != g_mla[i].eos;
+	}
+	return c->q_lora || c->kv_lora || c->qk_nope || c->v_head || c->rope_factor != 1.0f ||
+	       c->rope_orig_ctx;
+}
 
 /* The glm fields of c (shape name) differ from g_glm: 1. */
 static int glm_differs(const char *name, const struct coli_model_config *c)
@@ -58,7 +97,7 @@ static int glm_differs(const char *name, const struct coli_model_config *c)
 		       c->router_kind != COLI_ROUTER_SIGMOID || !c->router_bias ||
 		       c->n_group != g_glm[i].n_group || c->topk_group != g_glm[i].topk_group ||
 		       c->n_eos != g_glm[i].n_eos || c->routed_scale != g_glm[i].scale ||
-		       c->norm_eps != g_glm[i].eps || c->bos != -1;
+		       c->norm_eps != g_glm[i].eps || (c->bos != -1 && !c->kv_lora);
 	}
 	return c->dense_inter || c->shared_inter || c->router_kind != COLI_ROUTER_SOFTMAX ||
 	       c->router_bias || c->rope_dim != c->head_dim || !c->is_moe_layer[0];
@@ -88,7 +127,8 @@ int main(void)
 			    c.n_experts != g_want[i].experts || c.top_k != g_want[i].top_k ||
 			    c.moe_inter != g_want[i].inter || c.norm_topk_prob != g_want[i].ntp ||
 			    c.qk_norm != g_want[i].qk || c.rope_theta != g_want[i].theta ||
-			    c.quant != qs[q] || glm_differs(g_want[i].name, &c)) {
+			    c.quant != qs[q] || glm_differs(g_want[i].name, &c) ||
+			    mla_differs(g_want[i].name, &c)) {
 				printf("FAIL %s: hyperparameters differ from docs/shapes.md\n",
 				       g_want[i].name);
 				fails++;
@@ -128,6 +168,14 @@ int main(void)
 	if (coli_synth_shape("glm-4.5", COLI_DTYPE_Q4_0, 2, &c, NULL) || c.n_layers != 2 ||
 	    c.is_moe_layer[0] || !c.is_moe_layer[1]) {
 		printf("FAIL glm-4.5 --layers 2: not one dense then one MoE layer\n");
+		fails++;
+	}
+	/* deepseek-v3's three dense layers come first; kimi-k2 has one */
+	if (coli_synth_shape("deepseek-v3", COLI_DTYPE_Q4_0, 0, &c, NULL) || c.is_moe_layer[2] ||
+	    !c.is_moe_layer[3] || !c.is_moe_layer[60] ||
+	    coli_synth_shape("kimi-k2", COLI_DTYPE_Q4_0, 0, &c, NULL) || c.is_moe_layer[0] ||
+	    !c.is_moe_layer[1]) {
+		printf("FAIL deepseek-v3 / kimi-k2: dense layers not first_k_dense_replace\n");
 		fails++;
 	}
 	if (coli_synth_shape("nope", COLI_DTYPE_Q4_0, 0, &c, NULL) != -ENOENT) {
