@@ -1,7 +1,8 @@
 /*
  * core/chat_detect.c — which chat family a model's prompts use (see
  * core/text/chat.c for the families and their rendering): the container's stored
- * template text first (its markers "<|im_start|>", "[INST]", "[gMASK]" or "]~b]"), then the
+ * template text first (its markers "<|im_start|>", "[INST]", "[gMASK]", "]~b]",
+ * DeepSeek's "<｜Assistant｜>" or Kimi's "<|im_middle|>"), then the
  * tokenizer's added tokens, then the architecture. Also fills the BOS/EOS
  * text the [INST] family writes and the ChatML (GLM) end-of-turn id. It reads
  * an open engine (its container, config and tokenizer), so it sits at core's
@@ -10,6 +11,14 @@
 #include <string.h>
 
 #include "core/core_internal.h"
+
+/* DeepSeek's special tokens, fullwidth bars and U+2581 in UTF-8 */
+#define DS_ASSISTANT                                                                               \
+	"<\xef\xbd\x9c"                                                                            \
+	"Assistant\xef\xbd\x9c>"
+#define DS_EOS                                                                                     \
+	"<\xef\xbd\x9c"                                                                            \
+	"end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
 
 const char *coli_engine_chat_template(const coli_engine_t *e, size_t *len)
 {
@@ -58,14 +67,23 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 		t->family = COLI_CHAT_GLM;
 	else if (contains(tpl, n, "]~b]"))
 		t->family = COLI_CHAT_MINIMAX;
+	else if (contains(tpl, n, DS_ASSISTANT))
+		t->family = COLI_CHAT_DEEPSEEK;
+	else if (contains(tpl, n, "<|im_middle|>"))
+		t->family = COLI_CHAT_KIMI;
 	else {
 		t->from_template = 0;
-		if (tok && coli_tokenizer_token_id(tok, "<|im_start|>") >= 0)
+		/* Kimi's tokenizer before ChatML's marker, in case it has both */
+		if (tok && coli_tokenizer_token_id(tok, "<|im_middle|>") >= 0)
+			t->family = COLI_CHAT_KIMI;
+		else if (tok && coli_tokenizer_token_id(tok, "<|im_start|>") >= 0)
 			t->family = COLI_CHAT_CHATML;
 		else if (tok && coli_tokenizer_token_id(tok, "[gMASK]") >= 0)
 			t->family = COLI_CHAT_GLM;
 		else if (tok && coli_tokenizer_token_id(tok, "]~b]") >= 0)
 			t->family = COLI_CHAT_MINIMAX;
+		else if (tok && coli_tokenizer_token_id(tok, DS_ASSISTANT) >= 0)
+			t->family = COLI_CHAT_DEEPSEEK;
 		else if (c->arch == COLI_ARCH_MIXTRAL)
 			t->family = COLI_CHAT_INST;
 		else
@@ -79,6 +97,10 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 		t->eot_id = coli_tokenizer_token_id(tok, "<|user|>");
 	if (t->family == COLI_CHAT_MINIMAX && tok)
 		t->eot_id = coli_tokenizer_token_id(tok, "[e~[");
+	if (t->family == COLI_CHAT_KIMI && tok)
+		t->eot_id = coli_tokenizer_token_id(tok, "<|im_end|>");
+	if (t->family == COLI_CHAT_DEEPSEEK && tok)
+		t->eot_id = coli_tokenizer_token_id(tok, DS_EOS);
 	if (t->family == COLI_CHAT_INST) {
 		/* Mixtral's own template starts with {{ bos_token }}; without a
 		 * template we follow it, with one we do what it says. */

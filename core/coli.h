@@ -568,6 +568,13 @@ void coli_engine_settle(coli_engine_t *e);
  *           "You are a helpful assistant."), "]~b]user\nU[e~[\n",
  *           "]~b]ai\nA[e~[\n" per message, then "]~b]ai\n<think>\n"
  *           (MiniMax-M2; no thinking switch: no_think is ignored)
+ *   DEEPSEEK BOS "S" (the system messages joined by "\n\n"), then "<｜User｜>U",
+ *           "<｜Assistant｜></think>A<｜end▁of▁sentence｜>" per message, then
+ *           "<｜Assistant｜></think>" (DeepSeek-V3.1; think_on: "<think>")
+ *   KIMI    "<|im_system|>system<|im_middle|>S<|im_end|>" (default S when the
+ *           first message is not a system one), "<|im_user|>user<|im_middle|>
+ *           U<|im_end|>", "<|im_assistant|>assistant<|im_middle|>A<|im_end|>"
+ *           per message, then "<|im_assistant|>assistant<|im_middle|>" (Kimi-K2)
  *   PLAIN   the documented fallback: "System: ...\n\nUser: ...\nAssistant:"
  *
  * Detection: markers in the template text, then the tokenizer's added
@@ -579,7 +586,9 @@ enum coli_chat_family {
 	COLI_CHAT_CHATML = 1,
 	COLI_CHAT_INST = 2,
 	COLI_CHAT_GLM = 3,
-	COLI_CHAT_MINIMAX = 4
+	COLI_CHAT_MINIMAX = 4,
+	COLI_CHAT_DEEPSEEK = 5,
+	COLI_CHAT_KIMI = 6
 };
 
 struct coli_chat_msg {
@@ -595,6 +604,8 @@ struct coli_chat_template {
 	int from_template; /* 1: the family came from the stored template text */
 	int no_think;      /* GLM: render as enable_thinking=false; 0 is the
 	                    * template's default (thinking on) */
+	int think_on;      /* DeepSeek-V3.1: render as thinking=true (given as
+	                    * enable_thinking=true); 0 is its default, thinking off */
 };
 
 const char *coli_chat_family_name(enum coli_chat_family f);

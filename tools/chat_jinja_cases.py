@@ -5,10 +5,13 @@
     python3 tools/chat_jinja_cases.py --check    # exit 1 if a committed file is stale
 
 For each family below, reads its template from tests/fixtures/chat/ (GLM-4.5's, MIT, see
-tests/fixtures/chat/LICENSE.glm45; MiniMax-M2's, MIT, see LICENSE.minimax_m2) and renders a
+tests/fixtures/chat/LICENSE.glm45; MiniMax-M2's, MIT, see LICENSE.minimax_m2; DeepSeek-V3.1's,
+MIT, see LICENSE.deepseek_v31; Kimi-K2's, modified MIT, see LICENSE.kimi_k2) and renders a
 few conversations through jinja2 the way transformers' apply_chat_template does (a
 sandboxed environment with trim_blocks, lstrip_blocks and the loopcontrols extension), with
-the thinking switch left out (the template's default) and with enable_thinking=false.
+the thinking switch left out (the template's default) and with enable_thinking=false
+(DeepSeek-V3.1, whose default is off: also enable_thinking=true), and the model's
+bos_token where the template writes it (DeepSeek's).
 Writes one JSON object a line:
 {"messages", "add_generation_prompt", "enable_thinking" (null: not given), "text"};
 tests/daemon/chat_render.c renders the same conversations with coli and compares the text
@@ -58,19 +61,34 @@ MINIMAX_CONVERSATIONS = GLM_CONVERSATIONS + [
     [S, U1, {"role": "assistant", "content": "<think>plan</think>Salut !"}, U2,
      {"role": "assistant", "content": "<think>again</think>Konnichiwa"}],
 ]
-FAMILIES = [  # name, template, cases, conversations
-    ("glm", "glm45_chat_template.jinja", "glm45_cases.jsonl", GLM_CONVERSATIONS),
+# DeepSeek-V3.1: several system messages joined, an assistant turn not after a user turn
+# (no <｜Assistant｜> opening), a conversation ending in an assistant turn (no generation
+# prompt); Kimi-K2: a system message not first, a conversation without one
+DEEPSEEK_CONVERSATIONS = MINIMAX_CONVERSATIONS + [
+    [S, U1, {"role": "system", "content": "Second."}, A1],
+    [S, A1, U1],
+    [U1, A1, A1, U2],
+]
+KIMI_CONVERSATIONS = MINIMAX_CONVERSATIONS
+DS_BOS = "<｜begin▁of▁sentence｜>"
+FAMILIES = [  # name, template, cases, conversations, thinking values, extra keywords
+    ("glm", "glm45_chat_template.jinja", "glm45_cases.jsonl", GLM_CONVERSATIONS,
+     (None, False), {}),
     ("minimax", "minimax_m2_chat_template.jinja", "minimax_m2_cases.jsonl",
-     MINIMAX_CONVERSATIONS),
+     MINIMAX_CONVERSATIONS, (None, False), {}),
+    ("deepseek", "deepseek_v31_chat_template.jinja", "deepseek_v31_cases.jsonl",
+     DEEPSEEK_CONVERSATIONS, (None, False, True), {"bos_token": DS_BOS}),
+    ("kimi", "kimi_k2_chat_template.jinja", "kimi_k2_cases.jsonl", KIMI_CONVERSATIONS,
+     (None, False), {}),
 ]
 
 
-def render(tpl, messages, gen, enable_thinking):
+def render(tpl, messages, gen, enable_thinking, extra):
     kw = {} if enable_thinking is None else {"enable_thinking": enable_thinking}
-    return tpl.render(messages=messages, add_generation_prompt=gen, tools=None, **kw)
+    return tpl.render(messages=messages, add_generation_prompt=gen, tools=None, **kw, **extra)
 
 
-def cases(template, conversations):
+def cases(template, conversations, thinking, extra):
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(
         trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     with open(os.path.join(DIR, template), encoding="utf-8") as f:
@@ -78,19 +96,19 @@ def cases(template, conversations):
     lines = []
     for msgs in conversations:
         for gen in (True, False):
-            for think in (None, False):
+            for think in thinking:
                 lines.append(json.dumps({"messages": msgs, "add_generation_prompt": gen,
                                          "enable_thinking": think,
-                                         "text": render(tpl, msgs, gen, think)},
+                                         "text": render(tpl, msgs, gen, think, extra)},
                                         ensure_ascii=False))
     return "\n".join(lines) + "\n"
 
 
 def main():
     bad = 0
-    for name, template, out, conversations in FAMILIES:
+    for name, template, out, conversations, thinking, extra in FAMILIES:
         path = os.path.join(DIR, out)
-        text = cases(template, conversations)
+        text = cases(template, conversations, thinking, extra)
         if "--check" in sys.argv[1:]:
             with open(path, encoding="utf-8") as f:
                 if f.read() != text:

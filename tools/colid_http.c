@@ -376,6 +376,7 @@ static int prompt_ids(struct colid_server *s, struct conn *k, int **ids, int *n,
 
 		if (r->enable_thinking >= 0)
 			t.no_think = !r->enable_thinking;
+		t.think_on = r->enable_thinking == 1; /* DeepSeek-V3.1's default is off */
 		rc = coli_chat_render(&t, r->msgs, r->n_msgs, 1, &text, &len);
 		if (rc)
 			return colid_error_set(

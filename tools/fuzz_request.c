@@ -24,7 +24,7 @@ static void render_all(const struct colid_request *r)
 
 	strcpy(t.bos, "<s>");
 	strcpy(t.eos, "</s>");
-	for (int f = COLI_CHAT_PLAIN; f <= COLI_CHAT_MINIMAX; f++) {
+	for (int f = COLI_CHAT_PLAIN; f <= COLI_CHAT_KIMI; f++) {
 		char *s;
 		size_t n;
 

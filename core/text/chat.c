@@ -20,6 +20,13 @@
  *   MINIMAX "]~b]" in the template, else an added   ]~!b[]~b]system\nS[e~[\n]~b]user\nU[e~[\n
  *           token "]~b]" (MiniMax-M2)               ]~b]ai\nA[e~[\n
  *                                                   ]~b]ai\n<think>\n   (generation)
+ *   DEEPSEEK "<｜Assistant｜>" in the template, else  BOS S<｜User｜>U<｜Assistant｜></think>A
+ *           an added token of that text             <｜end▁of▁sentence｜>
+ *           (DeepSeek-V3.1)                         <｜Assistant｜></think>   (generation)
+ *   KIMI    "<|im_middle|>" in the template, else   <|im_system|>system<|im_middle|>S<|im_end|>
+ *           an added token "<|im_middle|>"          <|im_user|>user<|im_middle|>U<|im_end|>
+ *           (Kimi-K2)                               <|im_assistant|>assistant<|im_middle|>A
+ *                                                   <|im_end|>, the same opening (generation)
  *   PLAIN   anything else (documented fallback)     System: S\n\nUser: U\nAssistant: A\n
  *                                                   ...Assistant:
  *
@@ -30,10 +37,13 @@
  * EOS list lacks it (GLM's is <|user|>). GLM-4.5's thinking switch
  * (enable_thinking) is t->no_think: 0 renders what its template renders when
  * the switch is not given (thinking on), 1 what it renders with
- * enable_thinking=false. MiniMax-M2's template has no such switch, so its
- * renderer ignores no_think, as jinja2 ignores the keyword.
- * tests/fixtures/chat/glm45_cases.jsonl and minimax_m2_cases.jsonl hold
- * jinja2's renderings of the two templates (tools/chat_jinja_cases.py).
+ * enable_thinking=false. MiniMax-M2's and Kimi-K2's templates have no such
+ * switch, so their renderers ignore no_think, as jinja2 ignores the keyword.
+ * DeepSeek-V3.1's (thinking, or enable_thinking in llama.cpp's copy) is off
+ * unless given: t->think_on renders it given true. Tool calls and tool
+ * results are not rendered by any family (the roles are system, user,
+ * assistant). The _cases.jsonl files of tests/fixtures/chat/ hold jinja2's
+ * renderings of the four templates (tools/chat_jinja_cases.py).
  * tests/fixtures/tokenizer/chat_cases.jsonl holds the text
  * transformers renders for the fixtures; tests/daemon/chat_render checks it.
  *
@@ -57,6 +67,10 @@ const char *coli_chat_family_name(enum coli_chat_family f)
 		return "glm";
 	case COLI_CHAT_MINIMAX:
 		return "minimax";
+	case COLI_CHAT_DEEPSEEK:
+		return "deepseek";
+	case COLI_CHAT_KIMI:
+		return "kimi";
 	default:
 		return "plain";
 	}
@@ -346,6 +360,93 @@ static void render_minimax(struct sbuf *b, const struct coli_chat_msg *m, int n,
 		put(b, "]~b]ai\n<think>\n");
 }
 
+/* ---- DeepSeek-V3.1 ---- */
+
+/* DeepSeek's special tokens are written with fullwidth bars and U+2581. */
+#define DS_BOS                                                                                     \
+	"<\xef\xbd\x9c"                                                                            \
+	"begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+#define DS_EOS                                                                                     \
+	"<\xef\xbd\x9c"                                                                            \
+	"end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+#define DS_USER "<\xef\xbd\x9cUser\xef\xbd\x9c>"
+#define DS_ASSISTANT                                                                               \
+	"<\xef\xbd\x9c"                                                                            \
+	"Assistant\xef\xbd\x9c>"
+
+/* BOS, then every system message joined by blank lines, then the turns: a
+ * user turn, an assistant turn opened (only right after a user turn) by
+ * <｜Assistant｜></think> and closed by EOS, its text after the first
+ * </think> (the reasoning is never kept). The generation prompt follows only
+ * a user turn and opens the answer (</think>) unless t->think_on, the
+ * template's thinking=true, opens the reasoning (<think>); the template's
+ * default is thinking off, so no_think changes nothing. */
+static void render_deepseek(struct sbuf *b, const struct coli_chat_template *t,
+                            const struct coli_chat_msg *m, int n, int gen)
+{
+	int first_sys = 1, after_user = 0;
+
+	put(b, DS_BOS);
+	for (int i = 0; i < n; i++)
+		if (role_of(m[i].role) == ROLE_SYSTEM) {
+			if (!first_sys)
+				put(b, "\n\n");
+			put(b, m[i].content);
+			first_sys = 0;
+		}
+	for (int i = 0; i < n; i++) {
+		const char *c = m[i].content, *close;
+
+		switch (role_of(m[i].role)) {
+		case ROLE_USER:
+			put(b, DS_USER);
+			put(b, c);
+			after_user = 1;
+			break;
+		case ROLE_ASSISTANT:
+			if (after_user)
+				put(b, DS_ASSISTANT "</think>");
+			after_user = 0;
+			close = strstr(c, "</think>");
+			put(b, close ? close + strlen("</think>") : c);
+			put(b, DS_EOS);
+			break;
+		default:
+			break;
+		}
+	}
+	if (gen && after_user)
+		put(b, t->think_on ? DS_ASSISTANT "<think>" : DS_ASSISTANT "</think>");
+}
+
+/* ---- Kimi-K2 ---- */
+
+/* <|im_system|>, <|im_user|> or <|im_assistant|>, the role, <|im_middle|>,
+ * the text, <|im_end|>; a conversation that does not open with a system
+ * message gets the template's default one. No thinking switch. */
+static void render_kimi(struct sbuf *b, const struct coli_chat_msg *m, int n, int gen)
+{
+	if (n > 0 && role_of(m[0].role) != ROLE_SYSTEM)
+		put(b, "<|im_system|>system<|im_middle|>You are a helpful assistant<|im_end|>");
+	for (int i = 0; i < n; i++) {
+		switch (role_of(m[i].role)) {
+		case ROLE_SYSTEM:
+			put(b, "<|im_system|>system<|im_middle|>");
+			break;
+		case ROLE_USER:
+			put(b, "<|im_user|>user<|im_middle|>");
+			break;
+		default:
+			put(b, "<|im_assistant|>assistant<|im_middle|>");
+			break;
+		}
+		put(b, m[i].content);
+		put(b, "<|im_end|>");
+	}
+	if (gen)
+		put(b, "<|im_assistant|>assistant<|im_middle|>");
+}
+
 static void render_glm(struct sbuf *b, const struct coli_chat_template *t,
                        const struct coli_chat_msg *m, int n, int gen)
 {
@@ -399,6 +500,12 @@ int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_
 		break;
 	case COLI_CHAT_MINIMAX:
 		render_minimax(&b, m, n, add_generation_prompt);
+		break;
+	case COLI_CHAT_DEEPSEEK:
+		render_deepseek(&b, t, m, n, add_generation_prompt);
+		break;
+	case COLI_CHAT_KIMI:
+		render_kimi(&b, m, n, add_generation_prompt);
 		break;
 	default:
 		render_plain(&b, m, n, add_generation_prompt);

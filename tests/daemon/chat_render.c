@@ -5,12 +5,13 @@
  * text, ids): the family detected from each converted model, the text, and
  * the ids of that text through the model's tokenizer. Then the cases with no
  * reference: the PLAIN fallback, a system message under [INST], a bad role.
- * Last, GLM-4.5's and MiniMax-M2's formats against jinja2's renderings of
- * their templates (tests/fixtures/chat/glm45_cases.jsonl and
- * minimax_m2_cases.jsonl, tools/chat_jinja_cases.py), with the thinking
- * switch left out and off; text only, as the fixture tokenizer lacks their
- * special tokens. Each family is detected from the template text: olmoe's
- * checkpoint with the model's template as its chat_template.jinja.
+ * Last, GLM-4.5's, MiniMax-M2's, DeepSeek-V3.1's and Kimi-K2's formats
+ * against jinja2's renderings of their templates (the _cases.jsonl files of
+ * tests/fixtures/chat/, tools/chat_jinja_cases.py), with the thinking switch
+ * left out and off (DeepSeek-V3.1: also on); text only, as the fixture
+ * tokenizer lacks their special tokens. Each family is detected from the
+ * template text: olmoe's checkpoint with the model's template as its
+ * chat_template.jinja.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -120,6 +121,7 @@ static void jinja_case(json_t *c, enum coli_chat_family fam)
 
 	think = json_object_get(c, "enable_thinking");
 	t.no_think = json_is_false(think);
+	t.think_on = json_is_true(think);
 	if (json_array_size(msgs) > 16) {
 		CHECK(0, "%s: a case with more than 16 messages", name);
 		return;
@@ -136,8 +138,9 @@ static void jinja_case(json_t *c, enum coli_chat_family fam)
 	free(text);
 }
 
-/* olmoe's checkpoint with the template chat/tpl: detected as fam. */
-static void detect(const char *dir, const char *tpl, enum coli_chat_family fam)
+/* olmoe's checkpoint with the template chat/tpl: detected as fam, its
+ * end-of-turn id that of the token eot in olmoe's tokenizer (-1 if absent). */
+static void detect(const char *dir, const char *tpl, enum coli_chat_family fam, const char *eot)
 {
 	const char *name = coli_chat_family_name(fam);
 	static const char *files[] = {"config.json", "generation_config.json", "model.safetensors",
@@ -175,7 +178,8 @@ static void detect(const char *dir, const char *tpl, enum coli_chat_family fam)
 	coli_chat_template_init(e, &t);
 	CHECK(t.family == fam && t.from_template, "%s: detected %s (from template %d)", name,
 	      coli_chat_family_name(t.family), t.from_template);
-	CHECK(t.eot_id == -1, "%s: eot %d without the family's end-of-turn token", name, t.eot_id);
+	CHECK(t.eot_id == coli_tokenizer_token_id(coli_engine_tokenizer(e), eot),
+	      "%s: eot %d, want the id of %s in olmoe's tokenizer", name, t.eot_id, eot);
 	CHECK(!t.no_think, "%s: thinking off by default", name);
 	printf("ok  %s: detected from the template text, family=%s\n", name,
 	       coli_chat_family_name(t.family));
@@ -231,7 +235,13 @@ int main(void)
 	no_reference_cases();
 	jinja_cases("glm45_cases.jsonl", COLI_CHAT_GLM, 44);
 	jinja_cases("minimax_m2_cases.jsonl", COLI_CHAT_MINIMAX, 72);
-	detect(tmp ? tmp : ".", "glm45_chat_template.jinja", COLI_CHAT_GLM);
-	detect(tmp ? tmp : ".", "minimax_m2_chat_template.jinja", COLI_CHAT_MINIMAX);
+	jinja_cases("deepseek_v31_cases.jsonl", COLI_CHAT_DEEPSEEK, 126);
+	jinja_cases("kimi_k2_cases.jsonl", COLI_CHAT_KIMI, 72);
+	detect(tmp ? tmp : ".", "glm45_chat_template.jinja", COLI_CHAT_GLM, "<|user|>");
+	detect(tmp ? tmp : ".", "minimax_m2_chat_template.jinja", COLI_CHAT_MINIMAX, "[e~[");
+	detect(tmp ? tmp : ".", "deepseek_v31_chat_template.jinja", COLI_CHAT_DEEPSEEK,
+	       "<\xef\xbd\x9c"
+	       "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>");
+	detect(tmp ? tmp : ".", "kimi_k2_chat_template.jinja", COLI_CHAT_KIMI, "<|im_end|>");
 	return fails ? 1 : 0;
 }

@@ -1,11 +1,12 @@
 """tests/daemon/chat_thinking_py.py — chat_template_kwargs.enable_thinking through colid.
 
-olmoe's checkpoint converted with GLM-4.5's chat template, then with MiniMax-M2's
-(tests/fixtures/chat/): colid renders a chat request, and usage.prompt_tokens must be the
+olmoe's checkpoint converted with GLM-4.5's chat template, then with MiniMax-M2's,
+DeepSeek-V3.1's and Kimi-K2's (tests/fixtures/chat/): colid renders a chat request, and usage.prompt_tokens must be the
 token count of jinja2's rendering of that template (tests/fixtures/chat/*_cases.jsonl,
 counted with `coli tokenize` on the same model): GLM with the switch left out, true or null
 (thinking on, the template's default) and false (user turns end in /nothink, the prompt in
-<think></think>); MiniMax-M2, whose template has no switch, the same count either way.
+<think></think>); MiniMax-M2 and Kimi-K2, whose templates have no switch, the same count
+either way; DeepSeek-V3.1, whose template thinks only when asked, true alone opens <think>.
 Then the refusals: a non-boolean value, an unknown keyword, the field on
 /v1/completions."""
 import json
@@ -66,9 +67,12 @@ def refused(port, path, body, needle):
     print("ok  refused: %s" % err["message"][:100])
 
 
-def family(name, template, cases, differ):
+def family(name, template, cases, differ, on_case=None):
+    """on_case: the enable_thinking of the case that true must match (None: the
+    template's default is thinking on)."""
     model = model_with(template, name)
-    on, off = jinja_tokens(model, cases, None), jinja_tokens(model, cases, False)
+    on, off = jinja_tokens(model, cases, on_case), jinja_tokens(model, cases, False)
+    default = jinja_tokens(model, cases, None)
     check((on != off) == differ, "%s: jinja2 renderings on %d / off %d tokens" % (name, on, off))
     srv = Colid(model)
     try:
@@ -80,7 +84,7 @@ def family(name, template, cases, differ):
                "empty": prompt_tokens(srv.port, {}),
                "false": prompt_tokens(srv.port, {"enable_thinking": False})}
         for k, v in got.items():
-            want = off if k == "false" else on
+            want = {"false": off, "true": on}.get(k, default)
             check(v == want, "%s: enable_thinking %s: prompt_tokens %d, jinja2's text %d"
                   % (name, k, v, want))
         print("ok  %s: prompt tokens %s equal jinja2's (on %d, off %d)" % (name, got, on, off))
@@ -103,3 +107,5 @@ def family(name, template, cases, differ):
 
 family("glm", "glm45_chat_template.jinja", "glm45_cases.jsonl", True)
 family("minimax", "minimax_m2_chat_template.jinja", "minimax_m2_cases.jsonl", False)
+family("deepseek", "deepseek_v31_chat_template.jinja", "deepseek_v31_cases.jsonl", True, True)
+family("kimi", "kimi_k2_chat_template.jinja", "kimi_k2_cases.jsonl", False)
