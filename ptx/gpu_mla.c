@@ -11,21 +11,17 @@
 #include "ptx/ptx_internal.h"
 
 #ifdef COLI_HAVE_PTX
-#define ML_MH      16 /* ptx/mla.cu's heads a CTA, positions a tile, dv limit */
-#define ML_TP      32
-#define ML_MAX_DV  512
-#define ML_MAX_DK  640
-#define ML_THREADS 256
-
-#define ML_MAX_SPLITS 64
-#define ML_COMB       1024 /* outputs a combine CTA */
+#define ML_MAX_DV (8 * 8 * COLI_GPU_MLA_NT) /* kernels_abi.h: mla.cu's shape */
+#define ML_MAX_DK 640                       /* shared memory: 211 KB at 640 */
 
 /* mla.cu's dynamic shared memory: q [16][dk + 4], two tiles [2][32][dk + 4],
  * S/P [2][16][36], m, l, correction [16] each. */
 static unsigned mla_smem(int dk)
 {
-	return (unsigned)(sizeof(float) * ((size_t)(ML_MH + 2 * ML_TP) * (dk + 4) +
-	                                   2 * ML_MH * (ML_TP + 4) + 3 * ML_MH));
+	return (unsigned)(sizeof(float) *
+	                  ((size_t)(COLI_GPU_MLA_HEADS + 2 * COLI_GPU_MLA_TILE) * (dk + 4) +
+	                   2 * COLI_GPU_MLA_HEADS * (COLI_GPU_MLA_TILE + 4) +
+	                   3 * COLI_GPU_MLA_HEADS));
 }
 
 int coli_gpu_mla_functions(struct coli_gpu *g)
@@ -48,7 +44,7 @@ int coli_gpu_mla_functions(struct coli_gpu *g)
 
 /* Splits: about one CTA an SM (the kernel's shared memory holds one) over
  * the (query, head tile) pairs, each split at least one tile, at most
- * ML_MAX_SPLITS, the partials within the scratch. The split count depends on
+ * COLI_GPU_MLA_MAX_SPLITS, the partials within the scratch. The split count depends on
  * the shape and the longest query's positions only. More than one split: a
  * second launch combines them (mla.cu). */
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
@@ -58,9 +54,11 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 	float scale = a->scale;
 	void *args[] = {&q, &c, &o, &pos0, &nh, &dk, &dv, &ld, &scale, &tps, &part};
 	void *cargs[] = {&part, &o, &nh, &dv, &splits};
-	const int ht = (nh + ML_MH - 1) / ML_MH, tiles = (pos0 + a->T + ML_TP - 1) / ML_TP;
+	const int ht = (nh + COLI_GPU_MLA_HEADS - 1) / COLI_GPU_MLA_HEADS,
+	          tiles = (pos0 + a->T + COLI_GPU_MLA_TILE - 1) / COLI_GPU_MLA_TILE;
 	const long base = (long)a->T * ht;
-	const size_t per = (size_t)ML_MH * dv + 2 * ML_MH; /* floats a split's partial */
+	const size_t per =
+	    (size_t)COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS; /* floats a split's partial */
 
 	if (a->T < 1 || nh < 1 || pos0 < 0 || dk < 16 || dk % 16 || dk > ML_MAX_DK || dv < 8 ||
 	    dv % 8 || dv > dk || dv > ML_MAX_DV || ld < dk || ld % 4)
@@ -69,18 +67,20 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 		return -ENOTSUP;
 	splits = (int)((g->sm_count + base - 1) / base);
 	splits = splits < tiles ? splits : tiles;
-	splits = splits < ML_MAX_SPLITS ? splits : ML_MAX_SPLITS;
+	splits = splits < COLI_GPU_MLA_MAX_SPLITS ? splits : COLI_GPU_MLA_MAX_SPLITS;
 	while (splits > 1 && (size_t)splits * base * per > DENSE_SCRATCH_FLOATS)
 		splits--;
 	tps = (tiles + splits - 1) / splits;
 	splits = (tiles + tps - 1) / tps; /* no split starts past the last tile */
 	rc = coli_gpu_launch(g, g->f_mla[!!a->x3], (unsigned)splits, (unsigned)ht, (unsigned)a->T,
-	                     ML_THREADS, mla_smem(dk), args, "launch attn_mla");
+	                     COLI_GPU_MLA_THREADS, mla_smem(dk), args, "launch attn_mla");
 	if (rc || splits == 1)
 		return rc;
-	return coli_gpu_launch(g, g->f_mla_comb, (unsigned)((ML_MH * dv + ML_COMB - 1) / ML_COMB),
-	                       (unsigned)ht, (unsigned)a->T, ML_THREADS, 0, cargs,
-	                       "launch attn_mla_combine");
+	return coli_gpu_launch(
+	    g, g->f_mla_comb,
+	    (unsigned)((COLI_GPU_MLA_HEADS * dv + COLI_GPU_MLA_COMB - 1) / COLI_GPU_MLA_COMB),
+	    (unsigned)ht, (unsigned)a->T, COLI_GPU_MLA_THREADS, 0, cargs,
+	    "launch attn_mla_combine");
 }
 #else
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)

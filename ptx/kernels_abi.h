@@ -187,4 +187,15 @@ struct coli_gpu_moe_plan {
 	int pad_;
 };
 
+/* ptx/mla.cu's shape, which ptx/gpu_mla.c launches and sizes shared memory
+ * for: threads a CTA, heads a CTA (the mma's M), positions a tile, dv n-tiles
+ * of 8 a warp (dv <= 8 * 8 * COLI_GPU_MLA_NT = 512), splits at most (the combine's
+ * weights in shared memory), outputs a combine CTA (4 a thread). */
+#define COLI_GPU_MLA_THREADS    256
+#define COLI_GPU_MLA_HEADS      16
+#define COLI_GPU_MLA_TILE       32
+#define COLI_GPU_MLA_NT         8
+#define COLI_GPU_MLA_MAX_SPLITS 64
+#define COLI_GPU_MLA_COMB       1024
+
 #endif

@@ -12,7 +12,7 @@
  *                       and o_proj come after, as GEMVs)
  *
  * It is attention with one KV head shared by all nh heads, a key of dk values
- * and a value of dv: each cache row is read once for a tile of ML_MH heads, so
+ * and a value of dv: each cache row is read once for a tile of COLI_GPU_MLA_HEADS heads, so
  * the work is two small matrix products per tile of positions, S = Q C^T and
  * O += P V, done on the tensor cores (mma.sync m16n8k8, tf32 in, fp32
  * accumulate). X3 = 1 splits every operand into a tf32 high part and a tf32
@@ -21,8 +21,8 @@
  * (inputs rounded to 10 mantissa bits). ptx/gpu_mla.c picks; tests/ptx/mla.c
  * measures both against a double-precision reference.
  *
- * A CTA is (split, head tile, query t): 8 warps, ML_MH = 16 heads, tiles of
- * ML_TP = 32 positions. Per tile:
+ * A CTA is (split, head tile, query t): 8 warps, COLI_GPU_MLA_HEADS = 16 heads, tiles of
+ * COLI_GPU_MLA_TILE = 32 positions. Per tile:
  *   1. the tile's cache rows into shared memory (rows past the query's last
  *      position zero, so P . V adds exact zeros);
  *   2. S [16][32]: warp w computes positions 8 (w % 4) .. +7 over half of the
@@ -45,15 +45,12 @@
  * placement invariant (it is deterministic, and within rounding of fp32).
  */
 #include "ptx/cp_async.cuh"
+#include "ptx/kernels_abi.h"
 #include "ptx/pdl.cuh"
 
-#define ML_THREADS    256
-#define ML_MH         16 /* heads a CTA: the mma's M */
-#define ML_TP         32 /* positions a tile */
-#define ML_NT         8  /* dv n-tiles (8 columns) a warp: dv <= 512 */
-#define ML_SP         (ML_TP + 4)
-#define ML_MAX_SPLITS 64   /* ptx/gpu_mla.c keeps to it: the combine's weights */
-#define ML_COMB       1024 /* outputs a combine CTA: 4 a thread */
+#define ML_SP                                                                                      \
+	(COLI_GPU_MLA_TILE +                                                                       \
+	 4) /* a row of S/P in shared memory (the shape: COLI_GPU_MLA_* in kernels_abi.h) */
 
 static __device__ __forceinline__ unsigned tf32_of(float x)
 {
@@ -102,7 +99,7 @@ static __device__ __forceinline__ void mma_f32(float *d, const float *a, const f
 	mma_tf32(d, ah, bh);
 }
 
-/* The tile's rows p0 .. p0 + ML_TP - 1 of C into sc ([ML_TP][dk + 4]),
+/* The tile's rows p0 .. p0 + COLI_GPU_MLA_TILE - 1 of C into sc ([COLI_GPU_MLA_TILE][dk + 4]),
  * asynchronously (cp.async, one commit group); rows at or past n are
  * zero-filled. dk % 4 == 0, ld % 4 == 0 (16-byte copies). */
 static __device__ __forceinline__ void load_tile(float *sc, const float *C, int p0, int n, int dk,
@@ -111,7 +108,7 @@ static __device__ __forceinline__ void load_tile(float *sc, const float *C, int 
 	const int s = dk + 4, lane = threadIdx.x & 31;
 
 	/* a warp a row at a time, 16 bytes a lane (no division in the loop) */
-	for (int r = threadIdx.x >> 5; r < ML_TP; r += ML_THREADS / 32) {
+	for (int r = threadIdx.x >> 5; r < COLI_GPU_MLA_TILE; r += COLI_GPU_MLA_THREADS / 32) {
 		const bool in = p0 + r < n;
 		const float *src = in ? C + (size_t)(p0 + r) * ld : C;
 
@@ -140,7 +137,7 @@ static __device__ __forceinline__ void tile_scores(const float *sq, const float 
 
 		mma_f32<X3>(d, a, b);
 	}
-	float *o = ss + half * ML_MH * ML_SP;
+	float *o = ss + half * COLI_GPU_MLA_HEADS * ML_SP;
 	o[g * ML_SP + n0 + 2 * c] = d[0];
 	o[g * ML_SP + n0 + 2 * c + 1] = d[1];
 	o[(g + 8) * ML_SP + n0 + 2 * c] = d[2];
@@ -161,8 +158,10 @@ static __device__ __forceinline__ void tile_softmax(float *ss, float *s_m, float
 		const int p = j + i;
 
 		/* the halves in a fixed order */
-		v[i] = p0 + p < n ? (ss[h * ML_SP + p] + ss[ML_MH * ML_SP + h * ML_SP + p]) * scale
-		                  : -INFINITY;
+		v[i] = p0 + p < n
+		           ? (ss[h * ML_SP + p] + ss[COLI_GPU_MLA_HEADS * ML_SP + h * ML_SP + p]) *
+		                 scale
+		           : -INFINITY;
 	}
 	mx = fmaxf(v[0], v[1]);
 	for (int off = 8; off; off >>= 1) /* within the head's 16 lanes */
@@ -193,24 +192,24 @@ static __device__ __forceinline__ void tile_pv(float (*o)[4], const float *ss, c
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
 	const int s = dk + 4;
 	const float c0 = s_c[g], c1 = s_c[g + 8];
-	float a[ML_TP / 8][4];
+	float a[COLI_GPU_MLA_TILE / 8][4];
 
 #pragma unroll
-	for (int k = 0; k < ML_TP / 8; k++) {
+	for (int k = 0; k < COLI_GPU_MLA_TILE / 8; k++) {
 		a[k][0] = ss[g * ML_SP + 8 * k + c];
 		a[k][1] = ss[(g + 8) * ML_SP + 8 * k + c];
 		a[k][2] = ss[g * ML_SP + 8 * k + c + 4];
 		a[k][3] = ss[(g + 8) * ML_SP + 8 * k + c + 4];
 	}
 #pragma unroll
-	for (int i = 0; i < ML_NT; i++) {
+	for (int i = 0; i < COLI_GPU_MLA_NT; i++) {
 		const int n0 = (warp + 8 * i) * 8;
 
 		if (n0 >= dv)
 			break;
 		o[i][0] *= c0, o[i][1] *= c0, o[i][2] *= c1, o[i][3] *= c1;
 #pragma unroll
-		for (int k = 0; k < ML_TP / 8; k++) {
+		for (int k = 0; k < COLI_GPU_MLA_TILE / 8; k++) {
 			const float b[2] = {sc[(8 * k + c) * s + n0 + g],
 			                    sc[(8 * k + c + 4) * s + n0 + g]};
 
@@ -224,7 +223,7 @@ static __device__ __forceinline__ void tile_pv(float (*o)[4], const float *ss, c
 	do {                                                                                       \
 		const int lane_ = threadIdx.x & 31, warp_ = threadIdx.x >> 5;                      \
 		const int g_ = lane_ >> 2, c_ = lane_ & 3;                                         \
-		for (int i_ = 0; i_ < ML_NT && (warp_ + 8 * i_) * 8 < dv; i_++)                    \
+		for (int i_ = 0; i_ < COLI_GPU_MLA_NT && (warp_ + 8 * i_) * 8 < dv; i_++)          \
 			for (int e_ = 0; e_ < 4; e_++) {                                           \
 				const int h = g_ + (e_ >> 1) * 8;                                  \
 				const int col = (warp_ + 8 * i_) * 8 + 2 * c_ + (e_ & 1);          \
@@ -233,46 +232,49 @@ static __device__ __forceinline__ void tile_pv(float (*o)[4], const float *ss, c
 			}                                                                          \
 	} while (0)
 
-/* Grid (splits, ceil(nh / ML_MH), T); dynamic shared memory as mla_smem in
+/* Grid (splits, ceil(nh / COLI_GPU_MLA_HEADS), T); dynamic shared memory as mla_smem in
  * ptx/gpu_mla.c. A split covers tiles [split * tps, +tps) of the query's
  * positions 0 .. pos0 + t. part: the scratch, [T][head tiles][splits]
- * [ML_MH * dv + 2 * ML_MH], combined by coli_attn_mla_combine. */
+ * [COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS], combined by coli_attn_mla_combine. */
 template <int X3>
 static __device__ void attn_mla(const float *q, const float *C, float *out, int pos0, int nh,
                                 int dk, int dv, int ld, float scale, int tps, float *part)
 {
 	extern __shared__ __align__(16) float sm[];
-	float *sq = sm, *sc = sq + ML_MH * (dk + 4), *ss = sc + 2 * ML_TP * (dk + 4);
-	float *s_m = ss + 2 * ML_MH * ML_SP, *s_l = s_m + ML_MH, *s_c = s_l + ML_MH;
+	float *sq = sm, *sc = sq + COLI_GPU_MLA_HEADS * (dk + 4),
+	      *ss = sc + 2 * COLI_GPU_MLA_TILE * (dk + 4);
+	float *s_m = ss + 2 * COLI_GPU_MLA_HEADS * ML_SP, *s_l = s_m + COLI_GPU_MLA_HEADS,
+	      *s_c = s_l + COLI_GPU_MLA_HEADS;
 	const int split = blockIdx.x, ht = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
-	const int h0 = ht * ML_MH, n = pos0 + t + 1, tiles = (n + ML_TP - 1) / ML_TP;
+	const int h0 = ht * COLI_GPU_MLA_HEADS, n = pos0 + t + 1,
+	          tiles = (n + COLI_GPU_MLA_TILE - 1) / COLI_GPU_MLA_TILE;
 	const int k0 = split * tps, k1 = min(k0 + tps, tiles);
-	float o[ML_NT][4];
+	float o[COLI_GPU_MLA_NT][4];
 
 	pdl_entry();
-	for (int i = threadIdx.x; i < ML_MH * dk; i += ML_THREADS) {
+	for (int i = threadIdx.x; i < COLI_GPU_MLA_HEADS * dk; i += COLI_GPU_MLA_THREADS) {
 		const int h = i / dk, k = i % dk;
 
 		sq[h * (dk + 4) + k] = h0 + h < nh ? q[((size_t)t * nh + h0 + h) * dk + k] : 0.0f;
 	}
-	if (threadIdx.x < ML_MH) {
+	if (threadIdx.x < COLI_GPU_MLA_HEADS) {
 		s_m[threadIdx.x] = -INFINITY;
 		s_l[threadIdx.x] = 0.0f;
 	}
 #pragma unroll
-	for (int i = 0; i < ML_NT; i++)
+	for (int i = 0; i < COLI_GPU_MLA_NT; i++)
 		o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
 	/* two tile buffers: tile k + 1 streams in while tile k is computed */
 	if (k0 < k1)
-		load_tile(sc, C, k0 * ML_TP, n, dk, ld);
+		load_tile(sc, C, k0 * COLI_GPU_MLA_TILE, n, dk, ld);
 	for (int k = k0; k < k1; k++) {
-		float *cur = sc + ((k - k0) & 1) * ML_TP * (dk + 4);
+		float *cur = sc + ((k - k0) & 1) * COLI_GPU_MLA_TILE * (dk + 4);
 
 		__syncthreads(); /* the previous tile's readers are done with the other buffer, ss
 		                  */
 		if (k + 1 < k1) {
-			load_tile(sc + ((k + 1 - k0) & 1) * ML_TP * (dk + 4), C, (k + 1) * ML_TP, n,
-			          dk, ld);
+			load_tile(sc + ((k + 1 - k0) & 1) * COLI_GPU_MLA_TILE * (dk + 4), C,
+			          (k + 1) * COLI_GPU_MLA_TILE, n, dk, ld);
 			cp_wait<1>();
 		} else {
 			cp_wait<0>();
@@ -280,12 +282,12 @@ static __device__ void attn_mla(const float *q, const float *C, float *out, int 
 		__syncthreads(); /* tile k (every thread's copies) visible */
 		tile_scores<X3>(sq, cur, ss, dk);
 		__syncthreads();
-		tile_softmax(ss, s_m, s_l, s_c, k * ML_TP, n, scale);
+		tile_softmax(ss, s_m, s_l, s_c, k * COLI_GPU_MLA_TILE, n, scale);
 		__syncthreads();
 		tile_pv<X3>(o, ss, cur, s_c, dk, dv);
 	}
 	__syncthreads(); /* s_l, s_m final */
-	const size_t stride = (size_t)ML_MH * dv + 2 * ML_MH;
+	const size_t stride = (size_t)COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS;
 	float *mine = part + (((size_t)t * gridDim.y + ht) * splits + split) * stride;
 
 	if (splits == 1) {
@@ -295,55 +297,58 @@ static __device__ void attn_mla(const float *q, const float *C, float *out, int 
 	}
 	/* a split with no tile (past the query's position) leaves m = -inf, l = 0, O = 0 */
 	ML_EACH_OUT(mine[h * dv + col] = v);
-	if (threadIdx.x < ML_MH) {
-		mine[ML_MH * dv + threadIdx.x] = s_m[threadIdx.x];
-		mine[ML_MH * dv + ML_MH + threadIdx.x] = s_l[threadIdx.x];
+	if (threadIdx.x < COLI_GPU_MLA_HEADS) {
+		mine[COLI_GPU_MLA_HEADS * dv + threadIdx.x] = s_m[threadIdx.x];
+		mine[COLI_GPU_MLA_HEADS * dv + COLI_GPU_MLA_HEADS + threadIdx.x] = s_l[threadIdx.x];
 	}
 }
 
 /* The splits' partials of one (query, head tile) combined: grid (outputs /
- * ML_COMB, head tiles, T), a thread four outputs of one head (dv % 8 == 0),
+ * COLI_GPU_MLA_COMB, head tiles, T), a thread four outputs of one head (dv % 8 == 0),
  * each split's weight exp(m - M) and the total l computed once a CTA.
  * Ascending split order: the fixed reduction order. A launch of its own so
  * that many CTAs share the partials' reads (one CTA alone, the last of the
  * splits to arrive, spent most of a decode step's time here). */
-extern "C" __global__ void __launch_bounds__(ML_THREADS)
+extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS)
     coli_attn_mla_combine(const float *part, float *out, int nh, int dv, int splits)
 {
-	__shared__ float s_w[ML_MAX_SPLITS * ML_MH], s_lt[ML_MH];
-	const int ht = blockIdx.y, t = blockIdx.z, h0 = ht * ML_MH;
-	const size_t stride = (size_t)ML_MH * dv + 2 * ML_MH;
+	__shared__ float s_w[COLI_GPU_MLA_MAX_SPLITS * COLI_GPU_MLA_HEADS],
+	    s_lt[COLI_GPU_MLA_HEADS];
+	const int ht = blockIdx.y, t = blockIdx.z, h0 = ht * COLI_GPU_MLA_HEADS;
+	const size_t stride = (size_t)COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS;
 	const float *all = part + ((size_t)t * gridDim.y + ht) * splits * stride;
-	const int i = blockIdx.x * ML_COMB + 4 * threadIdx.x, h = i / dv;
+	const int i = blockIdx.x * COLI_GPU_MLA_COMB + 4 * threadIdx.x, h = i / dv;
 
 	pdl_entry();
-	for (int k = threadIdx.x; k < splits * ML_MH; k += ML_THREADS)
-		s_w[k] = all[(k / ML_MH) * stride + ML_MH * dv + k % ML_MH];
+	for (int k = threadIdx.x; k < splits * COLI_GPU_MLA_HEADS; k += COLI_GPU_MLA_THREADS)
+		s_w[k] = all[(k / COLI_GPU_MLA_HEADS) * stride + COLI_GPU_MLA_HEADS * dv +
+		             k % COLI_GPU_MLA_HEADS];
 	__syncthreads();
-	if (threadIdx.x < ML_MH) {
+	if (threadIdx.x < COLI_GPU_MLA_HEADS) {
 		const int hh = threadIdx.x;
 		float M = -INFINITY, L = 0.0f;
 
 		for (int sp = 0; sp < splits; sp++)
-			M = fmaxf(M, s_w[sp * ML_MH + hh]);
+			M = fmaxf(M, s_w[sp * COLI_GPU_MLA_HEADS + hh]);
 		for (int sp = 0; sp < splits; sp++) { /* ascending: the fixed order */
-			const float m = s_w[sp * ML_MH + hh],
+			const float m = s_w[sp * COLI_GPU_MLA_HEADS + hh],
 			            w = m == -INFINITY ? 0.0f : expf(m - M);
 
-			L += all[sp * stride + ML_MH * dv + ML_MH + hh] * w;
-			s_w[sp * ML_MH + hh] = w;
+			L += all[sp * stride + COLI_GPU_MLA_HEADS * dv + COLI_GPU_MLA_HEADS + hh] *
+			     w;
+			s_w[sp * COLI_GPU_MLA_HEADS + hh] = w;
 		}
 		s_lt[hh] = L;
 	}
 	__syncthreads();
-	if (i >= ML_MH * dv || h0 + h >= nh)
+	if (i >= COLI_GPU_MLA_HEADS * dv || h0 + h >= nh)
 		return;
 	float4 O = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
 #pragma unroll 8
 	for (int sp = 0; sp < splits; sp++) { /* ascending: the fixed order */
 		const float4 v = *(const float4 *)(all + sp * stride + i);
-		const float w = s_w[sp * ML_MH + h];
+		const float w = s_w[sp * COLI_GPU_MLA_HEADS + h];
 
 		O.x += v.x * w, O.y += v.y * w, O.z += v.z * w, O.w += v.w * w;
 	}
@@ -351,14 +356,14 @@ extern "C" __global__ void __launch_bounds__(ML_THREADS)
 	    make_float4(O.x / s_lt[h], O.y / s_lt[h], O.z / s_lt[h], O.w / s_lt[h]);
 }
 
-extern "C" __global__ void __launch_bounds__(ML_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)
     coli_attn_mla(const float *q, const float *C, float *out, int pos0, int nh, int dk, int dv,
                   int ld, float scale, int tps, float *part)
 {
 	attn_mla<0>(q, C, out, pos0, nh, dk, dv, ld, scale, tps, part);
 }
 
-extern "C" __global__ void __launch_bounds__(ML_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)
     coli_attn_mla_x3(const float *q, const float *C, float *out, int pos0, int nh, int dk, int dv,
                      int ld, float scale, int tps, float *part)
 {

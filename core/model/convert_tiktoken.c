@@ -39,7 +39,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,20 +77,6 @@ struct ranks {
 	char *errbuf;
 	size_t errlen;
 };
-
-/* coli_convert_errf's twin: convert_hf.c calls this file, so this file calls
- * nothing of convert_hf.c (no call cycles inside core/model:
- * tools/check_layers.py). */
-__attribute__((format(printf, 4, 5))) static int errf(char *errbuf, size_t errlen, int rc,
-                                                      const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 static uint64_t hash(const uint8_t *p, size_t n)
 {
@@ -163,10 +148,10 @@ static long b64decode(const char *s, size_t n, uint8_t *out)
 
 static int fail(struct ranks *r, unsigned line, const char *what)
 {
-	return errf(r->errbuf, r->errlen, -EINVAL,
-	            "%s line %u: %s (a tiktoken rank file has one 'BASE64 RANK' a "
-	            "line, ranks 0, 1, 2, ... in order)",
-	            r->name, line, what);
+	return coli_convert_errf(r->errbuf, r->errlen, -EINVAL,
+	                         "%s line %u: %s (a tiktoken rank file has one 'BASE64 RANK' a "
+	                         "line, ranks 0, 1, 2, ... in order)",
+	                         r->name, line, what);
 }
 
 /* One line "BASE64 RANK" as token r->n. */
@@ -231,10 +216,11 @@ static int index_tokens(struct ranks *r)
 		int32_t dup = lookup(r, p, n, h);
 
 		if (dup >= 0)
-			return errf(r->errbuf, r->errlen, -EINVAL,
-			            "%s: ranks %d and %u are the same bytes (each token "
-			            "once in a tiktoken rank file)",
-			            r->name, dup, id);
+			return coli_convert_errf(
+			    r->errbuf, r->errlen, -EINVAL,
+			    "%s: ranks %d and %u are the same bytes (each token "
+			    "once in a tiktoken rank file)",
+			    r->name, dup, id);
 		for (i = mix(h) & r->mask; r->slot[i] >= 0; i = (i + 1) & r->mask)
 			;
 		r->slot[i] = (int32_t)id;
@@ -243,10 +229,11 @@ static int index_tokens(struct ranks *r)
 		uint8_t c = (uint8_t)b;
 
 		if (lookup(r, &c, 1, hash(&c, 1)) < 0)
-			return errf(r->errbuf, r->errlen, -EINVAL,
-			            "%s: byte 0x%02x is not a token (tiktoken needs all "
-			            "256 single bytes to encode any text)",
-			            r->name, b);
+			return coli_convert_errf(
+			    r->errbuf, r->errlen, -EINVAL,
+			    "%s: byte 0x%02x is not a token (tiktoken needs all "
+			    "256 single bytes to encode any text)",
+			    r->name, b);
 	}
 	return 0;
 }
@@ -275,10 +262,10 @@ static int parse(struct ranks *r, const char *text, size_t len)
 		p = nl ? nl + 1 : end;
 	}
 	if (r->n < 256)
-		return errf(r->errbuf, r->errlen, -EINVAL,
-		            "%s: %u tokens (a tiktoken rank file has at least the "
-		            "256 single bytes)",
-		            r->name, r->n);
+		return coli_convert_errf(r->errbuf, r->errlen, -EINVAL,
+		                         "%s: %u tokens (a tiktoken rank file has at least the "
+		                         "256 single bytes)",
+		                         r->name, r->n);
 	return index_tokens(r);
 }
 
@@ -353,8 +340,9 @@ static int merges(struct ranks *r, json_t *out)
 		}
 		qsort(pairs, np, sizeof(pairs[0]), cmp_pair);
 		if ((total += np) > MERGES_MAX)
-			return errf(r->errbuf, r->errlen, -E2BIG,
-			            "%s: more than %u merges (token splits)", r->name, MERGES_MAX);
+			return coli_convert_errf(r->errbuf, r->errlen, -E2BIG,
+			                         "%s: more than %u merges (token splits)", r->name,
+			                         MERGES_MAX);
 		for (size_t i = 0; i < np; i++) {
 			const uint32_t *o = r->off;
 			size_t a = byte_level(r->bytes + o[pairs[i][0]],
@@ -386,7 +374,7 @@ static int specials(struct ranks *r, const json_t *tokcfg, const json_t *voc, js
 		json_t *a;
 
 		if (e && (!s || !*s || strlen(s) != json_string_length(c)))
-			return errf(
+			return coli_convert_errf(
 			    r->errbuf, r->errlen, -EINVAL,
 			    "tokenizer_config.json: added_tokens_decoder[\"%u\"] has no content "
 			    "string (or an empty one, or one with a NUL)",
@@ -394,7 +382,7 @@ static int specials(struct ranks *r, const json_t *tokcfg, const json_t *voc, js
 		if (!s)
 			s = (snprintf(dflt, sizeof(dflt), "<|reserved_token_%u|>", id), dflt);
 		if (json_object_get(voc, s))
-			return errf(
+			return coli_convert_errf(
 			    r->errbuf, r->errlen, -EINVAL,
 			    "%s: special token '%.64s' (id %u) is also a rank's bytes; coli's "
 			    "tokenizer would give it the rank's id, tiktoken the special one",
@@ -402,7 +390,7 @@ static int specials(struct ranks *r, const json_t *tokcfg, const json_t *voc, js
 		for (size_t i = 0; i < json_array_size(added); i++)
 			if (!strcmp(s, json_string_value(
 			                   json_object_get(json_array_get(added, i), "content"))))
-				return errf(
+				return coli_convert_errf(
 				    r->errbuf, r->errlen, -EINVAL,
 				    "tokenizer_config.json: special token '%.64s' names ids %u and "
 				    "%u",
@@ -426,7 +414,8 @@ int coli_convert_tiktoken_json(const char *text, size_t len, const struct json_t
 	*out = NULL;
 	errbuf[0] = 0;
 	if (len > FILE_MAX) {
-		rc = errf(errbuf, errlen, -EFBIG, "%s: larger than %u MiB", name, FILE_MAX >> 20);
+		rc = coli_convert_errf(errbuf, errlen, -EFBIG, "%s: larger than %u MiB", name,
+		                       FILE_MAX >> 20);
 		goto out;
 	}
 	if (!voc || !mg || !added || (rc = parse(&r, text, len)) || (rc = vocab(&r, voc)) ||
@@ -438,7 +427,8 @@ int coli_convert_tiktoken_json(const char *text, size_t len, const struct json_t
 	rc = coli_convert_tok_write(&w, out);
 out:
 	if (rc == -ENOMEM && !errbuf[0])
-		errf(errbuf, errlen, rc, "%s: out of memory building the tokenizer", name);
+		coli_convert_errf(errbuf, errlen, rc, "%s: out of memory building the tokenizer",
+		                  name);
 	json_decref(voc);
 	json_decref(mg);
 	json_decref(added);
@@ -473,13 +463,13 @@ static int rank_file(const char *dir, const json_t *tokcfg, char **path, char *e
 	*path = NULL;
 	if (vf && !json_is_null(vf) &&
 	    (!name || !*name || strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, ".")))
-		return errf(errbuf, errlen, -EINVAL,
-		            "%s/tokenizer_config.json: vocab_file is not a file name "
-		            "in the same directory",
-		            dir);
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s/tokenizer_config.json: vocab_file is not a file name "
+		                         "in the same directory",
+		                         dir);
 	if (asprintf(path, "%s/%s", dir, name ? name : "tiktoken.model") < 0) {
 		*path = NULL;
-		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		return coli_convert_errf(errbuf, errlen, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -519,8 +509,9 @@ out:
 	if (rc) {
 		free(*out);
 		*out = NULL;
-		errf(errbuf, errlen, rc, "%s: cannot read (%s; at most %u MiB, a regular file)",
-		     path, strerror(-rc), FILE_MAX >> 20);
+		coli_convert_errf(errbuf, errlen, rc,
+		                  "%s: cannot read (%s; at most %u MiB, a regular file)", path,
+		                  strerror(-rc), FILE_MAX >> 20);
 	}
 	return rc;
 }
@@ -536,7 +527,7 @@ int coli_convert_tiktoken_load(struct coli_convert_hf *h, const struct json_t *t
 	if (rc || access(path, F_OK)) /* no rank file: no tiktoken tokenizer */
 		goto out;
 	if (!cls || strcmp(cls, "TikTokenTokenizer") || !kimi_auto_map(tokcfg)) {
-		rc = errf(
+		rc = coli_convert_errf(
 		    errbuf, errlen, -ENOTSUP,
 		    "%s: a tiktoken rank file, but tokenizer_class '%.64s' is not a tiktoken "
 		    "tokenizer coli knows (known: Kimi's TikTokenTokenizer, auto_map "

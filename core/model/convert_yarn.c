@@ -12,25 +12,11 @@
  */
 #include <jansson.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/model/convert_internal.h"
-
-/* The message into errbuf, rc back (coli_convert_errf's job, not called:
- * convert_hf.c calls this file, and check-layers forbids the cycle). */
-static __attribute__((format(printf, 4, 5))) int errf(char *errbuf, size_t errlen, int rc,
-                                                      const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 /* One nest of type "yarn": its keys into c. */
 static int read_nest(json_t *p, struct coli_model_config *c, const char *path, char *errbuf,
@@ -51,10 +37,10 @@ static int read_nest(json_t *p, struct coli_model_config *c, const char *path, c
 	double x;
 
 	if (!json_is_number(v) || !((x = json_number_value(v)) >= 1 && x <= 1 << 24))
-		return errf(errbuf, errlen, -EINVAL,
-		            "%s: YaRN rope scaling needs "
-		            "original_max_position_embeddings (1..2^24)",
-		            path);
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s: YaRN rope scaling needs "
+		                         "original_max_position_embeddings (1..2^24)",
+		                         path);
 	c->rope_orig_ctx = (int)x;
 	/* transformers: no factor is max_position_embeddings / the original */
 	c->rope_factor = (float)((double)c->max_ctx / c->rope_orig_ctx);
@@ -62,17 +48,19 @@ static int read_nest(json_t *p, struct coli_model_config *c, const char *path, c
 		v = json_object_get(p, keys[k].key);
 		if (v && !json_is_null(v) &&
 		    !(json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) < 1e6))
-			return errf(errbuf, errlen, -EINVAL,
-			            "%s: YaRN's %s is not a number in [0, 1e6)", path, keys[k].key);
+			return coli_convert_errf(errbuf, errlen, -EINVAL,
+			                         "%s: YaRN's %s is not a number in [0, 1e6)", path,
+			                         keys[k].key);
 		if (json_is_number(v) && json_number_value(v) > 0) /* 0: absent, as there */
 			*(float *)((char *)c + keys[k].off) = (float)json_number_value(v);
 	}
 	if (!(c->rope_factor >= 1 && c->rope_factor < 1e6f) ||
 	    json_is_false(json_object_get(p, "truncate")))
-		return errf(errbuf, errlen, -ENOTSUP,
-		            "%s: YaRN with factor %g (below 1 or from 1e6), or truncate false, is "
-		            "not supported",
-		            path, c->rope_factor);
+		return coli_convert_errf(
+		    errbuf, errlen, -ENOTSUP,
+		    "%s: YaRN with factor %g (below 1 or from 1e6), or truncate false, is "
+		    "not supported",
+		    path, c->rope_factor);
 	return 0;
 }
 
