@@ -234,6 +234,12 @@ void coli_rope(float *x, int T, int nh, int hd, int pos0, const float *inv_freq)
  * first rd dims of each head of hd (rotate-half within those rd: i pairs
  * with i + rd/2, i < rd/2), the other hd - rd left as they are. */
 void coli_rope_part(float *x, int T, int nh, int hd, int rd, int pos0, const float *inv_freq);
+/* MLA's elementwise step (core/forward/mla.c) in place, T tokens at
+ * positions pos0 + t: each kva row [kl + r] rmsnormed over its first kl (by
+ * w), rope_part over its last r; the last r of each head of q [T][nh][np + r]
+ * likewise; then the rotated values times f (YaRN's cos/sin factor; 1: none). */
+void coli_mla_rope(float *kva, float *q, const float *w, const float *inv_freq, int T, int nh,
+                   int np, int kl, int r, int pos0, float eps, float f);
 /* One attention head for one query: out[vd] = softmax(q . k_p * scale) . v_p
  * over positions p < n_pos, keys (hd values) and values (vd) at K + p*stride
  * and V + p*stride (the head's offset already applied; GQA: vd = hd; MLA's

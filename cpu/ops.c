@@ -271,6 +271,26 @@ void coli_rope_part(float *x, int T, int nh, int hd, int rd, int pos0, const flo
 	}
 }
 
+void coli_mla_rope(float *kva, float *q, const float *w, const float *inv_freq, int T, int nh,
+                   int np, int kl, int r, int pos0, float eps, float f)
+{
+	const int kr = kl + r, hd = np + r;
+
+	for (int t = 0; t < T; t++)
+		coli_rmsnorm(kva + (size_t)t * kr, w, kva + (size_t)t * kr, kl, eps);
+	coli_rope_part(kva + kl, T, 1, kr, r, pos0, inv_freq);
+	coli_rope_part(q + np, T, nh, hd, r, pos0, inv_freq);
+	if (f == 1.0f)
+		return;
+	for (int t = 0; t < T; t++) {
+		for (int d = kl; d < kr; d++)
+			kva[(size_t)t * kr + d] *= f;
+		for (int h = 0; h < nh; h++)
+			for (int d = np; d < hd; d++)
+				q[((size_t)t * nh + h) * hd + d] *= f;
+	}
+}
+
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
                          int hd, int vd, float scale, float *scores, float *out)
 {

@@ -30,6 +30,7 @@ int coli_gpu_mla_functions(struct coli_gpu *g)
 
 	CK(g->cu->ModuleGetFunction(&g->f_mla_comb, g->mod_mla, "coli_attn_mla_combine"),
 	   "coli_attn_mla_combine");
+	CK(g->cu->ModuleGetFunction(&g->f_mla_prep, g->mod_mla, "coli_mla_prep"), "coli_mla_prep");
 	for (int i = 0; i < 2; i++) {
 		CK(g->cu->ModuleGetFunction(&g->f_mla[i], g->mod_mla, name[i]), name[i]);
 		/* past the static 48 KiB; a GPU with less a block (sm_86/89: 99 KB)
@@ -44,24 +45,31 @@ int coli_gpu_mla_functions(struct coli_gpu *g)
 
 /* Splits: about one CTA an SM (the kernel's shared memory holds one) over
  * the (query, head tile) pairs, each split at least one tile, at most
- * COLI_GPU_MLA_MAX_SPLITS, the partials within the scratch. The split count depends on
- * the shape and the longest query's positions only. More than one split: a
- * second launch combines them (mla.cu). */
+ * COLI_GPU_MLA_MAX_SPLITS, the partials within the scratch. The split count
+ * depends on the shape and the positions the launch covers only: the longest
+ * query's, or with posp in a capture the reach of its bucket (splits past a
+ * query's position leave empty partials). More than one split: a second
+ * launch combines them (mla.cu). */
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 {
-	CUdeviceptr q = a->q, c = a->cache, o = a->out, part = g->scratch;
+	CUdeviceptr q = a->q, c = a->cache, o = a->out, pp = a->posp, part = g->scratch;
 	int pos0 = a->pos0, nh = a->nh, dk = a->dk, dv = a->dv, ld = a->ld, tps, splits, rc;
+	int ldt = a->ldt ? a->ldt : nh * dv, ldh = a->ldh ? a->ldh : dv;
 	float scale = a->scale;
-	void *args[] = {&q, &c, &o, &pos0, &nh, &dk, &dv, &ld, &scale, &tps, &part};
-	void *cargs[] = {&part, &o, &nh, &dv, &splits};
+	void *args[] = {&q,  &c,  &o,   &pos0, &pp,    &nh,  &dk,
+	                &dv, &ld, &ldt, &ldh,  &scale, &tps, &part};
+	void *cargs[] = {&part, &o, &nh, &dv, &ldt, &ldh, &splits};
+	const int reach =
+	    a->posp && g->capturing ? coli_gpu_attn_reach(pos0 + a->T, a->span) : pos0 + a->T;
 	const int ht = (nh + COLI_GPU_MLA_HEADS - 1) / COLI_GPU_MLA_HEADS,
-	          tiles = (pos0 + a->T + COLI_GPU_MLA_TILE - 1) / COLI_GPU_MLA_TILE;
+	          tiles = (reach + COLI_GPU_MLA_TILE - 1) / COLI_GPU_MLA_TILE;
 	const long base = (long)a->T * ht;
 	const size_t per =
 	    (size_t)COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS; /* floats a split's partial */
 
 	if (a->T < 1 || nh < 1 || pos0 < 0 || dk < 16 || dk % 16 || dk > ML_MAX_DK || dv < 8 ||
-	    dv % 8 || dv > dk || dv > ML_MAX_DV || ld < dk || ld % 4)
+	    dv % 8 || dv > dk || dv > ML_MAX_DV || ld < dk || ld % 4 || ldt % 4 || ldh % 4 ||
+	    (a->posp && a->span < pos0 + a->T))
 		return -EINVAL;
 	if (!g->f_mla[!!a->x3] || base > 65535)
 		return -ENOTSUP;
@@ -82,8 +90,24 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 	    (unsigned)ht, (unsigned)a->T, COLI_GPU_MLA_THREADS, 0, cargs,
 	    "launch attn_mla_combine");
 }
+
+int coli_gpu_mla_prep(coli_gpu_t *g, const struct coli_gpu_mla_prep *a)
+{
+	struct coli_gpu_mla_prep p = *a;
+	void *args[] = {&p};
+
+	if (a->T < 1 || a->nh < 1 || a->np < 0 || a->r < 2 || a->r % 2 || a->kl < 1 || a->pos0 < 0)
+		return -EINVAL;
+	return coli_gpu_launch(g, g->f_mla_prep, (unsigned)a->T, (unsigned)a->nh + 1, 1, 128, 0,
+	                       args, "launch mla_prep");
+}
 #else
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
+{
+	return -ENODEV;
+}
+
+int coli_gpu_mla_prep(coli_gpu_t *g, const struct coli_gpu_mla_prep *a)
 {
 	return -ENODEV;
 }

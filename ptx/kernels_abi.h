@@ -198,4 +198,25 @@ struct coli_gpu_moe_plan {
 #define COLI_GPU_MLA_MAX_SPLITS 64
 #define COLI_GPU_MLA_COMB       1024
 
+/* MLA's elementwise step before attention (ptx/mla.cu coli_mla_prep; the CPU's
+ * is core/forward/mla.c coli_mla_rope_rows), for T tokens at positions pos0..
+ * (posp != NULL: pos0 is read there when the launch runs):
+ *   cache row pos0 + t = [rmsnorm(kva[t][0, kl)) * w || rope(kva[t][kl, kl + r)) * f]
+ *   qn[h][t][0, np)    = q[t][h][0, np)            (q_nope, head-major for W_UK^T)
+ *   qrow[t][h][kl, kl + r) = rope(q[t][h][np, np + r)) * f
+ * rope: rotate-half over the r dims at inv_freq [r / 2]; f: YaRN's cos/sin
+ * factor (1: none). */
+struct coli_gpu_mla_prep {
+	const float *kva;      /* [T][kl + r] kv_a's output: c_kv, then k_pe */
+	const float *q;        /* [T][nh][np + r] the query heads: q_nope, then q_pe */
+	const float *w;        /* [kl] kv_a_norm */
+	const float *inv_freq; /* [r / 2] */
+	const int *posp;
+	float *cache; /* [ctx][kl + r] the layer's latent cache */
+	float *qn;    /* [nh][T][np] */
+	float *qrow;  /* [T][nh][kl + r]: the absorbed query rows (q_pe part written here) */
+	int T, nh, np, r, kl, pos0;
+	float eps, f;
+};
+
 #endif

@@ -8,8 +8,9 @@
  *                       kv_lora + rope)
  *   C     [ctx][ld]     the latent cache: c_kv (normalized) then k_pe, rows
  *                       0..pos0+T-1 valid; the values are the first dv of a row
- *   out   [T][nh][dv]   softmax(q . C^T * scale) . C[:, :dv], per head (W_UV
- *                       and o_proj come after, as GEMVs)
+ *   out   (t, h) at out + t * ldt + h * ldh: softmax(q . C^T * scale) . C[:, :dv],
+ *                       per head (W_UV and o_proj come after, as GEMVs; the
+ *                       dense forward asks for head-major rows, [nh][T][dv])
  *
  * It is attention with one KV head shared by all nh heads, a key of dk values
  * and a value of dv: each cache row is read once for a tile of COLI_GPU_MLA_HEADS heads, so
@@ -43,6 +44,10 @@
  * them in ascending split order over many CTAs: fixed reduction order, no
  * float atomics. Like the rest of the dense part this kernel is exempt from the
  * placement invariant (it is deterministic, and within rounding of fp32).
+ *
+ * coli_mla_prep, at the end, is the elementwise step before it: the cache row
+ * normed and roped, the query's RoPE part into its absorbed row and its
+ * q_nope out head-major for W_UK^T (kernels_abi.h struct coli_gpu_mla_prep).
  */
 #include "ptx/cp_async.cuh"
 #include "ptx/kernels_abi.h"
@@ -237,8 +242,9 @@ static __device__ __forceinline__ void tile_pv(float (*o)[4], const float *ss, c
  * positions 0 .. pos0 + t. part: the scratch, [T][head tiles][splits]
  * [COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS], combined by coli_attn_mla_combine. */
 template <int X3>
-static __device__ void attn_mla(const float *q, const float *C, float *out, int pos0, int nh,
-                                int dk, int dv, int ld, float scale, int tps, float *part)
+static __device__ void attn_mla(const float *q, const float *C, float *out, int pos0,
+                                const int *posp, int nh, int dk, int dv, int ld, int ldt, int ldh,
+                                float scale, int tps, float *part)
 {
 	extern __shared__ __align__(16) float sm[];
 	float *sq = sm, *sc = sq + COLI_GPU_MLA_HEADS * (dk + 4),
@@ -246,12 +252,15 @@ static __device__ void attn_mla(const float *q, const float *C, float *out, int 
 	float *s_m = ss + 2 * COLI_GPU_MLA_HEADS * ML_SP, *s_l = s_m + COLI_GPU_MLA_HEADS,
 	      *s_c = s_l + COLI_GPU_MLA_HEADS;
 	const int split = blockIdx.x, ht = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
-	const int h0 = ht * COLI_GPU_MLA_HEADS, n = pos0 + t + 1,
-	          tiles = (n + COLI_GPU_MLA_TILE - 1) / COLI_GPU_MLA_TILE;
-	const int k0 = split * tps, k1 = min(k0 + tps, tiles);
 	float o[COLI_GPU_MLA_NT][4];
 
 	pdl_entry();
+	if (posp) /* a replayed graph's position: the kernel ahead may have written it */
+		pos0 = *posp;
+	const int h0 = ht * COLI_GPU_MLA_HEADS, n = pos0 + t + 1,
+	          tiles = (n + COLI_GPU_MLA_TILE - 1) / COLI_GPU_MLA_TILE;
+	const int k0 = split * tps, k1 = min(k0 + tps, tiles);
+
 	for (int i = threadIdx.x; i < COLI_GPU_MLA_HEADS * dk; i += COLI_GPU_MLA_THREADS) {
 		const int h = i / dk, k = i % dk;
 
@@ -291,7 +300,7 @@ static __device__ void attn_mla(const float *q, const float *C, float *out, int 
 	float *mine = part + (((size_t)t * gridDim.y + ht) * splits + split) * stride;
 
 	if (splits == 1) {
-		ML_EACH_OUT(if (h0 + h < nh) out[((size_t)t * nh + h0 + h) * dv + col] =
+		ML_EACH_OUT(if (h0 + h < nh) out[(size_t)t * ldt + (size_t)(h0 + h) * ldh + col] =
 		                v / s_l[h]);
 		return;
 	}
@@ -310,7 +319,8 @@ static __device__ void attn_mla(const float *q, const float *C, float *out, int 
  * that many CTAs share the partials' reads (one CTA alone, the last of the
  * splits to arrive, spent most of a decode step's time here). */
 extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS)
-    coli_attn_mla_combine(const float *part, float *out, int nh, int dv, int splits)
+    coli_attn_mla_combine(const float *part, float *out, int nh, int dv, int ldt, int ldh,
+                          int splits)
 {
 	__shared__ float s_w[COLI_GPU_MLA_MAX_SPLITS * COLI_GPU_MLA_HEADS],
 	    s_lt[COLI_GPU_MLA_HEADS];
@@ -352,20 +362,81 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS)
 
 		O.x += v.x * w, O.y += v.y * w, O.z += v.z * w, O.w += v.w * w;
 	}
-	*(float4 *)(out + ((size_t)t * nh + h0 + h) * dv + i % dv) =
+	*(float4 *)(out + (size_t)t * ldt + (size_t)(h0 + h) * ldh + i % dv) =
 	    make_float4(O.x / s_lt[h], O.y / s_lt[h], O.z / s_lt[h], O.w / s_lt[h]);
 }
 
 extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)
-    coli_attn_mla(const float *q, const float *C, float *out, int pos0, int nh, int dk, int dv,
-                  int ld, float scale, int tps, float *part)
+    coli_attn_mla(const float *q, const float *C, float *out, int pos0, const int *posp, int nh,
+                  int dk, int dv, int ld, int ldt, int ldh, float scale, int tps, float *part)
 {
-	attn_mla<0>(q, C, out, pos0, nh, dk, dv, ld, scale, tps, part);
+	attn_mla<0>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, tps, part);
 }
 
 extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)
-    coli_attn_mla_x3(const float *q, const float *C, float *out, int pos0, int nh, int dk, int dv,
-                     int ld, float scale, int tps, float *part)
+    coli_attn_mla_x3(const float *q, const float *C, float *out, int pos0, const int *posp,
+                     int nh, int dk, int dv, int ld, int ldt, int ldh, float scale, int tps,
+                     float *part)
 {
-	attn_mla<1>(q, C, out, pos0, nh, dk, dv, ld, scale, tps, part);
+	attn_mla<1>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, tps, part);
+}
+
+/* kernels_abi.h struct coli_gpu_mla_prep. Grid (T, nh + 1), 128 threads: CTA
+ * (t, 0) normalizes and ropes token t's kva row into the cache, CTA (t, 1 + h)
+ * copies head h's q_nope to qn and ropes its q_pe into qrow. The norm is
+ * coli_rmsnorm's (a double sum of squares, here in a fixed tree order), the
+ * rotation coli_rope_part's (angle (float)pos * inv_freq, cos and sin in
+ * double), f multiplied after it as the CPU does. */
+extern "C" __global__ void __launch_bounds__(128) coli_mla_prep(struct coli_gpu_mla_prep a)
+{
+	__shared__ double red[4];
+	const int t = blockIdx.x, y = blockIdx.y, half = a.r / 2, kr = a.kl + a.r;
+
+	pdl_entry();
+	const int pos = (a.posp ? *a.posp : a.pos0) + t;
+
+	if (y == 0) {
+		const float *x = a.kva + (size_t)t * kr;
+		float *row = a.cache + (size_t)pos * kr;
+		double ss = 0.0;
+
+		for (int i = threadIdx.x; i < a.kl; i += 128)
+			ss += (double)x[i] * x[i];
+		for (int off = 16; off; off >>= 1)
+			ss += __shfl_xor_sync(0xffffffffu, ss, off);
+		if ((threadIdx.x & 31) == 0)
+			red[threadIdx.x >> 5] = ss;
+		__syncthreads(); /* the four warps' sums */
+		ss = (red[0] + red[1]) + (red[2] + red[3]);
+		const float inv = (float)(1.0 / sqrt(ss / a.kl + a.eps));
+
+		for (int i = threadIdx.x; i < a.kl; i += 128)
+			row[i] = a.w[i] * (x[i] * inv);
+		for (int i = threadIdx.x; i < half; i += 128) {
+			const float ang = (float)pos * a.inv_freq[i], x1 = x[a.kl + i],
+			            x2 = x[a.kl + i + half];
+			double dc, ds;
+
+			sincos((double)ang, &ds, &dc);
+			row[a.kl + i] = (x1 * (float)dc - x2 * (float)ds) * a.f;
+			row[a.kl + i + half] = (x2 * (float)dc + x1 * (float)ds) * a.f;
+		}
+		return;
+	}
+	const int h = y - 1;
+	const float *x = a.q + ((size_t)t * a.nh + h) * (a.np + a.r);
+	float *qn = a.qn + ((size_t)h * gridDim.x + t) * a.np;
+	float *qr = a.qrow + ((size_t)t * a.nh + h) * kr + a.kl;
+
+	for (int i = threadIdx.x; i < a.np; i += 128)
+		qn[i] = x[i];
+	for (int i = threadIdx.x; i < half; i += 128) {
+		const float ang = (float)pos * a.inv_freq[i], x1 = x[a.np + i],
+		            x2 = x[a.np + i + half];
+		double dc, ds;
+
+		sincos((double)ang, &ds, &dc);
+		qr[i] = (x1 * (float)dc - x2 * (float)ds) * a.f;
+		qr[i + half] = (x2 * (float)dc + x1 * (float)ds) * a.f;
+	}
 }

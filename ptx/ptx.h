@@ -201,16 +201,22 @@ int coli_gpu_rope_part(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int rd,
                        uint64_t inv_freq);
 /* Multi-head latent attention, absorbed (ptx/mla.cu): q [T][nh][dk] against
  * the latent cache rows [ctx][ld] (0 .. pos0 + T - 1 valid; the values are a
- * row's first dv), out [T][nh][dv]; query t sees positions 0 .. pos0 + t.
- * dk % 16 == 0 and <= 640, dv % 8 == 0 and <= min(dk, 512), ld >= dk and
- * % 4 == 0 (-EINVAL). x3: three tf32 products a pair (~fp32), else one. */
+ * row's first dv), out (t, h) at out + t * ldt + h * ldh (0, 0: [T][nh][dv]);
+ * query t sees positions 0 .. pos0 + t. dk % 16 == 0 and <= 640, dv % 8 ==
+ * 0 and <= min(dk, 512), ld >= dk and % 4 == 0, ldt and ldh % 4 == 0
+ * (-EINVAL). x3: three tf32 products a pair (~fp32), else one. posp != 0:
+ * pos0 is the int there when the launch runs, and a launch being captured
+ * splits the positions for coli_gpu_attn_reach(pos0 + T, span) (a graph
+ * replays it while pos0 + T stays within that). */
 struct coli_gpu_mla {
-	uint64_t q, cache, out;
-	int T, pos0, nh, dk, dv, ld;
+	uint64_t q, cache, out, posp;
+	int T, pos0, span, nh, dk, dv, ld, ldt, ldh;
 	float scale;
 	int x3;
 };
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a);
+/* MLA's elementwise step (kernels_abi.h struct coli_gpu_mla_prep). */
+int coli_gpu_mla_prep(coli_gpu_t *g, const struct coli_gpu_mla_prep *a);
 int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw);
 /* The job tables and pair lists of a fully resident layer (ptx/dense.cu

@@ -172,7 +172,7 @@ struct coli_gpu {
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
 	CUfunction f_route_sig, f_rope_part; /* ptx/kinds.cu (ptx/gpu_kinds.c) */
-	CUfunction f_mla[2], f_mla_comb;     /* ptx/mla.cu [x3], combine (ptx/gpu_mla.c) */
+	CUfunction f_mla[2], f_mla_comb, f_mla_prep; /* ptx/mla.cu [x3], combine, prep */
 	/* job tables: a ring of page-locked host memory the device maps and the
 	 * kernels read in place (no copy engine involved) */
 	unsigned char *ring_host;

@@ -100,7 +100,16 @@ int bench_mla_main(int argc, char **argv)
 	/* the clocks up first: a second of launches (an idle H200 sits at a
 	 * fraction of its clock, and a few launches do not raise it) */
 	for (double t0 = bench_now_s(); !rc && bench_now_s() - t0 < 1.0;) {
-		struct coli_gpu_mla m = {q, cache[0], out, 1, ctx - 1, nh, dk, dv, dk, 0.04f, 0};
+		struct coli_gpu_mla m = {.q = q,
+		                         .cache = cache[0],
+		                         .out = out,
+		                         .T = 1,
+		                         .pos0 = ctx - 1,
+		                         .nh = nh,
+		                         .dk = dk,
+		                         .dv = dv,
+		                         .ld = dk,
+		                         .scale = 0.04f};
 
 		for (int i = 0; !rc && i < 20; i++)
 			rc = coli_gpu_mla_attention(g, &m);
@@ -108,12 +117,17 @@ int bench_mla_main(int argc, char **argv)
 	}
 	for (int r = 0; !rc && r <= reps; r++) /* r = 0 warms up */
 		for (int a = 0; !rc && a < 2; a++) {
-			struct coli_gpu_mla m = {q,         cache[(2 * r + a) % N_BUFS],
-			                         out,       1,
-			                         ctx - 1,   nh,
-			                         dk,        dv,
-			                         dk,        0.04f,
-			                         arms[a].x3};
+			struct coli_gpu_mla m = {.q = q,
+			                         .cache = cache[(2 * r + a) % N_BUFS],
+			                         .out = out,
+			                         .T = 1,
+			                         .pos0 = ctx - 1,
+			                         .nh = nh,
+			                         .dk = dk,
+			                         .dv = dv,
+			                         .ld = dk,
+			                         .scale = 0.04f,
+			                         .x3 = arms[a].x3};
 			float ms = 0;
 
 			rc = coli_gpu_mark(g, 0);

@@ -123,6 +123,17 @@ struct coli_dev_attention {
 	uint64_t aq, ad, aqs;
 };
 
+/* Multi-head latent attention (core/forward/mla.c says the shapes): the
+ * absorbed query rows q [T][nh][dk] over the layer's latent cache [ctx][ld]
+ * (the values a row's first dv), head h of query t out at out + t * ldt +
+ * h * ldh (floats; 0, 0: [T][nh][dv]); posp and span as for attention.
+ * The elementwise step before it is mla_prep (kernels_abi.h's struct). */
+struct coli_dev_mla {
+	uint64_t q, cache, out, posp;
+	int T, pos0, span, nh, dk, dv, ld, ldt, ldh;
+	float scale;
+};
+
 /* h = silu(g) * u over n; q != 0: h also quantized into q/qd/qsum (n % 32 == 0). */
 struct coli_dev_silu {
 	uint64_t g, u, h, q, qd, qsum;
@@ -261,6 +272,8 @@ struct coli_dev_ops {
 	int (*qk_rope_store)(struct coli_dev *d, const struct coli_dev_qk_rope *a);
 	int (*rope)(struct coli_dev *d, const struct coli_dev_rope *a);
 	int (*attention)(struct coli_dev *d, const struct coli_dev_attention *a);
+	int (*mla_prep)(struct coli_dev *d, const struct coli_gpu_mla_prep *a);
+	int (*mla_attention)(struct coli_dev *d, const struct coli_dev_mla *a);
 	int (*embed)(struct coli_dev *d, const struct coli_dev_embed *a);
 	int (*gather_rows)(struct coli_dev *d, const struct coli_dev_gather *a);
 	int (*moe_accumulate)(struct coli_dev *d, const struct coli_dev_accumulate *a);
@@ -384,6 +397,8 @@ COLI_DEV_OP(gated_add, struct coli_dev_gated, COLI_DEV_COUNT_LAUNCH, "gate launc
 COLI_DEV_OP(qk_rope_store, struct coli_dev_qk_rope, COLI_DEV_COUNT_LAUNCH, "qk rope launch")
 COLI_DEV_OP(rope, struct coli_dev_rope, COLI_DEV_COUNT_LAUNCH, "rope launch")
 COLI_DEV_OP(attention, struct coli_dev_attention, COLI_DEV_COUNT_LAUNCH, "attention launch")
+COLI_DEV_OP(mla_prep, struct coli_gpu_mla_prep, COLI_DEV_COUNT_LAUNCH, "mla prep launch")
+COLI_DEV_OP(mla_attention, struct coli_dev_mla, COLI_DEV_COUNT_LAUNCH, "mla attention launch")
 COLI_DEV_OP(gemv, struct coli_dev_jobs, COLI_DEV_COUNT_LAUNCH, "gemv launch")
 COLI_DEV_OP(gemm, struct coli_dev_jobs, COLI_DEV_COUNT_LAUNCH, "gemm launch")
 COLI_DEV_OP(gemv_table, struct coli_dev_jobs, COLI_DEV_COUNT_LAUNCH, "gemv launch")

@@ -152,6 +152,29 @@ static int g_acc_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 	return coli_gpu_acc_rmsnorm(G(d), a->x, a->pairs, a->w, a->y, a->q, a->qd, a->qsum, a->rows,
 	                            a->n, a->eps);
 }
+static int g_mla_prep(struct coli_dev *d, const struct coli_gpu_mla_prep *a)
+{
+	return coli_gpu_mla_prep(G(d), a);
+}
+/* 3xTF32 (~fp32): the dense part's attention within rounding of the CPU's */
+static int g_mla_attention(struct coli_dev *d, const struct coli_dev_mla *a)
+{
+	return coli_gpu_mla_attention(G(d), &(struct coli_gpu_mla){.q = a->q,
+	                                                           .cache = a->cache,
+	                                                           .out = a->out,
+	                                                           .posp = a->posp,
+	                                                           .T = a->T,
+	                                                           .pos0 = a->pos0,
+	                                                           .span = a->span,
+	                                                           .nh = a->nh,
+	                                                           .dk = a->dk,
+	                                                           .dv = a->dv,
+	                                                           .ld = a->ld,
+	                                                           .ldt = a->ldt,
+	                                                           .ldh = a->ldh,
+	                                                           .scale = a->scale,
+	                                                           .x3 = 1});
+}
 static int g_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 {
 	return coli_gpu_qk_rope_store(G(d), a->q, a->k, a->v, a->qw, a->kw, a->eps, a->T, a->nh,
@@ -284,6 +307,8 @@ static const struct coli_dev_ops g_gpu_ops = {
     .add = g_add,
     .rope = g_rope,
     .attention = g_attention,
+    .mla_prep = g_mla_prep,
+    .mla_attention = g_mla_attention,
     .embed = g_embed,
     .gather_rows = g_gather_rows,
     .moe_accumulate = g_moe_acc,

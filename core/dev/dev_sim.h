@@ -31,6 +31,8 @@ int coli_dev_sim_add_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a);
 int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a);
 int coli_dev_sim_rope(struct coli_dev *d, const struct coli_dev_rope *a);
 int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *a);
+int coli_dev_sim_mla_prep(struct coli_dev *d, const struct coli_gpu_mla_prep *a);
+int coli_dev_sim_mla_attention(struct coli_dev *d, const struct coli_dev_mla *a);
 int coli_dev_sim_gather_rows(struct coli_dev *d, const struct coli_dev_gather *a);
 int coli_dev_sim_embed(struct coli_dev *d, const struct coli_dev_embed *a);
 int coli_dev_sim_gated_add(struct coli_dev *d, const struct coli_dev_gated *a);

@@ -14,9 +14,12 @@
 #include "core/dev/dev_sim.h"
 
 /* y[s][ldy] = W . x_s for s < S with the CPU kernels: what a GEMV or GEMM
- * job means, bit for bit (the real bf16 GEMM differs only within rounding). */
-static void sim_job(enum coli_dtype t, const void *w, int rows, int K, int S, const signed char *xq,
-                    const float *xd, const int *xqsum, const float *xf, float *y, int ldy)
+ * job means, bit for bit (the real bf16 GEMM differs only within rounding).
+ * A quantized job's scales are where the job says (an expert's follow its
+ * quants; a block of rows of a dense matrix, MLA's heads, has them apart). */
+static void sim_job(enum coli_dtype t, const void *w, const unsigned short *scales, int rows, int K,
+                    int S, const signed char *xq, const float *xd, const int *xqsum,
+                    const float *xf, float *y, int ldy)
 {
 	struct coli_mat m;
 	int nb = K / COLI_QBLOCK;
@@ -24,6 +27,8 @@ static void sim_job(enum coli_dtype t, const void *w, int rows, int K, int S, co
 	if (rows <= 0) /* an empty job (coli_moe_plan: expert not resident) */
 		return;
 	coli_mat_view(&m, t, rows, K, w);
+	if (scales)
+		m.scales = scales;
 	for (int s = 0; s < S; s++) {
 		struct coli_act a = {
 		    .n = K,
@@ -43,8 +48,8 @@ int coli_dev_sim_gemv(struct coli_dev *d, const struct coli_dev_jobs *a)
 	for (int j = 0; j < a->n_jobs; j++) {
 		const struct coli_gpu_gemv_job *jb = &a->jobs[j];
 
-		sim_job(a->t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf,
-		        jb->y, jb->ldy);
+		sim_job(a->t, jb->w, jb->scales, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum,
+		        jb->xf, jb->y, jb->ldy);
 	}
 	return 0;
 }
@@ -57,8 +62,8 @@ int coli_dev_sim_gemm(struct coli_dev *d, const struct coli_dev_jobs *a)
 
 		if (jb->S < 1 || jb->K % 32)
 			return -EINVAL; /* as the real launcher */
-		sim_job(a->t, jb->w, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum, jb->xf,
-		        jb->y, jb->ldy);
+		sim_job(a->t, jb->w, jb->scales, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum,
+		        jb->xf, jb->y, jb->ldy);
 	}
 	return 0;
 }
@@ -183,6 +188,62 @@ int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *
 			                    F(out) + ((size_t)t * nh + h) * hd);
 	free(sc);
 	return a->aq ? actq(d, out, a->aq, a->ad, a->aqs, T * nh * hd / COLI_QBLOCK) : 0;
+}
+
+/* coli_mla_rope on copies of kva and q (the op leaves its inputs as they
+ * are, as the GPU's does), then the rows to their places. */
+int coli_dev_sim_mla_prep(struct coli_dev *d, const struct coli_gpu_mla_prep *a)
+{
+	IN_ORDER(d);
+	const int T = a->T, nh = a->nh, np = a->np, r = a->r, kl = a->kl, kr = kl + r, hd = np + r;
+	const int pos0 = a->posp ? *a->posp : a->pos0;
+	float *kva = malloc(sizeof(float) * (size_t)T * kr);
+	float *q = malloc(sizeof(float) * (size_t)T * nh * hd);
+
+	if (!kva || !q) {
+		free(kva), free(q);
+		return -ENOMEM;
+	}
+	memcpy(kva, a->kva, sizeof(float) * (size_t)T * kr);
+	memcpy(q, a->q, sizeof(float) * (size_t)T * nh * hd);
+	coli_mla_rope(kva, q, a->w, a->inv_freq, T, nh, np, kl, r, pos0, a->eps, a->f);
+	memcpy(a->cache + (size_t)pos0 * kr, kva, sizeof(float) * (size_t)T * kr);
+	for (int t = 0; t < T; t++)
+		for (int h = 0; h < nh; h++) {
+			const float *x = q + ((size_t)t * nh + h) * hd;
+
+			memcpy(a->qn + ((size_t)h * T + t) * np, x, sizeof(float) * np);
+			memcpy(a->qrow + ((size_t)t * nh + h) * kr + kl, x + np, sizeof(float) * r);
+		}
+	free(kva), free(q);
+	return 0;
+}
+
+/* Each query's nh heads as one group over the shared latent rows (the CPU
+ * forward's coli_attention_groups_mt: each group's bits are
+ * coli_attention_group's), then the heads to their places. */
+int coli_dev_sim_mla_attention(struct coli_dev *d, const struct coli_dev_mla *a)
+{
+	IN_ORDER(d);
+	const int T = a->T, nh = a->nh, dv = a->dv;
+	const int pos0 = a->posp ? *(const int *)(uintptr_t)a->posp : a->pos0;
+	const int ldt = a->ldt ? a->ldt : nh * dv, ldh = a->ldh ? a->ldh : dv;
+	float *sc = malloc(sizeof(float) * (size_t)(pos0 + T) * 8);
+	float *o = malloc(sizeof(float) * (size_t)nh * dv);
+
+	if (!sc || !o) {
+		free(sc), free(o);
+		return -ENOMEM;
+	}
+	for (int t = 0; t < T; t++) {
+		coli_attention_group(F(a->q) + (size_t)t * nh * a->dk, nh, F(a->cache), F(a->cache),
+		                     pos0 + t + 1, a->ld, a->dk, dv, a->scale, sc, o);
+		for (int h = 0; h < nh; h++)
+			memcpy(F(a->out) + (size_t)t * ldt + (size_t)h * ldh, o + (size_t)h * dv,
+			       sizeof(float) * dv);
+	}
+	free(sc), free(o);
+	return 0;
 }
 
 int coli_dev_sim_gather_rows(struct coli_dev *d, const struct coli_dev_gather *a)

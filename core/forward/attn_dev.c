@@ -106,7 +106,9 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->kv.ctx) * kvd * 4;
 	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->kv.ctx) * kvd * 4;
 
-	/* the norm also quantizes its rows for q, k and v (one prep for the three) */
+	/* the norm also quantizes its rows for q, k and v (one prep for the three;
+	 * MLA: kv_a and q_a, or q) */
+	const struct dmat *xn_reader = c->kv_lora ? &D->kv_a : &D->q;
 	const struct coli_gpu_pairs p = {
 	    .y = e->vram.slot[dd->plan_dev].y, .token = dd->ptok, .w = dd->pw, .n = T * c->top_k};
 	const struct coli_dev_norm nm = {.x = dd->x,
@@ -114,7 +116,7 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	                                 .pairs = &p, /* read by acc_rmsnorm only */
 	                                 .w = D->attn_norm,
 	                                 .y = dd->xn,
-	                                 .q = coli_dtype_is_quant(D->q.dtype) ? dd->aq : 0,
+	                                 .q = coli_dtype_is_quant(xn_reader->dtype) ? dd->aq : 0,
 	                                 .qd = dd->ad,
 	                                 .qsum = dd->aqs,
 	                                 .rows = T,
@@ -124,6 +126,8 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	rc = pend == PEND_PAIRS
 	         ? coli_dev_acc_rmsnorm(dd->dev, &nm) /* the previous layer's pairs */
 	         : coli_dev_add_rmsnorm(dd->dev, &nm);
+	if (c->kv_lora)
+		return rc ? rc : coli_dense_dev_mla(e, dd, D, l, T, pos0);
 	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
 		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
 

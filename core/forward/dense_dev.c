@@ -19,7 +19,7 @@
 #include "core/forward/dense_dev.h"
 #include "core/dev/dev.h"
 
-static int dalloc(struct coli_dense_dev *dd, size_t bytes, uint64_t *addr)
+int coli_dense_dev_alloc(struct coli_dense_dev *dd, size_t bytes, uint64_t *addr)
 {
 	int rc;
 
@@ -46,7 +46,7 @@ static int up_vec(struct coli_engine *e, struct coli_dense_dev *dd, const float 
 	*addr = 0;
 	if (!v)
 		return 0;
-	rc = dalloc(dd, sizeof(float) * n, addr);
+	rc = coli_dense_dev_alloc(dd, sizeof(float) * n, addr);
 	if (!rc) {
 		rc = coli_dev_upload(dd->dev, *addr, v, sizeof(float) * n);
 		e->est.h2d_const_bytes += sizeof(float) * n;
@@ -67,7 +67,7 @@ static int up_mat(struct coli_engine *e, struct coli_dense_dev *dd, const struct
 	out->dtype = m->dtype;
 	out->rows = m->rows;
 	out->cols = m->cols;
-	rc = dalloc(dd, bytes, &out->w);
+	rc = coli_dense_dev_alloc(dd, bytes, &out->w);
 	if (rc)
 		return rc;
 	if (m->scales)
@@ -106,7 +106,7 @@ static int up_qkv(struct coli_engine *e, struct coli_dense_dev *dd, const struct
 		rows += m[i]->rows;
 	}
 	D->qkv = (struct dmat){.dtype = L->q.dtype, .rows = rows, .cols = L->q.cols};
-	rc = dalloc(dd, total, &D->qkv.w);
+	rc = coli_dense_dev_alloc(dd, total, &D->qkv.w);
 	if (rc)
 		return rc;
 	if (L->q.scales)
@@ -149,7 +149,17 @@ static int up_layer(struct coli_engine *e, struct coli_dense_dev *dd, int l)
 	rc = rc ? rc : up_vec(e, dd, L->q_norm, qn, &D->q_norm);
 	rc = rc ? rc : up_vec(e, dd, L->k_norm, kn, &D->k_norm);
 	rc = rc ? rc : up_vec(e, dd, L->router_bias, c->n_experts, &D->router_bias);
-	rc = rc ? rc : up_qkv(e, dd, L, D);
+	if (c->kv_lora) { /* MLA: q (q_b or attn_q) alone, no k or v */
+		rc = rc ? rc : up_vec(e, dd, L->q_a_norm, c->q_lora, &D->q_a_norm);
+		rc = rc ? rc : up_vec(e, dd, L->kv_a_norm, c->kv_lora, &D->kv_a_norm);
+		rc = rc ? rc : up_mat(e, dd, &L->q_a, &D->q_a);
+		rc = rc ? rc : up_mat(e, dd, &L->kv_a, &D->kv_a);
+		rc = rc ? rc : up_mat(e, dd, &L->k_b, &D->k_b);
+		rc = rc ? rc : up_mat(e, dd, &L->v_b, &D->v_b);
+		rc = rc ? rc : up_mat(e, dd, &L->q, &D->q);
+	} else {
+		rc = rc ? rc : up_qkv(e, dd, L, D);
+	}
 	rc = rc ? rc : up_mat(e, dd, &L->o, &D->o);
 	rc = rc ? rc : up_mat(e, dd, &L->router, &D->router);
 	rc = rc ? rc : up_mat(e, dd, &L->sh_gate, &D->sh_gate);
@@ -191,12 +201,23 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 	const struct coli_model_config *c = &e->m.cfg;
 	size_t T = (size_t)e->s.tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
 	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
-	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->kv.ctx * kvd;
+	size_t kr = (size_t)c->kv_lora + c->rope_dim, nh = c->n_heads;
+	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->kv.ctx *
+	                  (c->kv_lora ? kr : kvd); /* MLA: the latent rows alone */
+	size_t att = c->kv_lora ? nh * c->v_head : qd;
 	int rc = 0;
 
-#define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
+#define B(f, n) (rc = rc ? rc : coli_dense_dev_alloc(dd, (n), &dd->f))
 	B(kcache, kv_bytes);
-	B(vcache, kv_bytes);
+	if (!c->kv_lora)
+		B(vcache, kv_bytes);
+	else {
+		B(qa, T * (c->q_lora ? c->q_lora : 1) * 4);
+		B(kva, T * kr * 4);
+		B(qn, nh * T * c->qk_nope * 4);
+		B(qrow, T * nh * kr * 4);
+		B(lat, nh * T * c->kv_lora * 4);
+	}
 	B(ids, (T + 1) * 4); /* the position, then the token ids */
 	B(x, T * H * 4);
 	B(xn, T * H * 4);
@@ -204,7 +225,7 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 	B(proj, T * H * 4);
 	B(shy, T * H * 4);
 	B(q, T * qd * 4);
-	B(att, T * qd * 4);
+	B(att, T * att * 4);
 	B(k, T * kvd * 4);
 	B(v, T * kvd * 4);
 	B(aq, T * dd->kmax);
@@ -245,12 +266,21 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	I = I > (size_t)c->dense_inter ? I : (size_t)c->dense_inter;
 	dd->kmax = (int)(H > qd ? H : qd);
 	dd->kmax = dd->kmax > (int)I ? dd->kmax : (int)I;
+	if (c->kv_lora) { /* MLA's GEMV inputs: qa, every head's q_nope, latent, values */
+		int m[4] = {c->q_lora, c->n_heads * c->qk_nope, c->n_heads * c->kv_lora,
+		            c->n_heads * c->v_head};
+
+		for (int i = 0; i < 4; i++)
+			dd->kmax = dd->kmax > m[i] ? dd->kmax : m[i];
+	}
 	dd->L = calloc((size_t)c->n_layers, sizeof(*dd->L));
 	dd->jobs = malloc(sizeof(*dd->jobs) * (T + COLI_GPU_MAX_S) / COLI_GPU_MAX_S * 2);
 	if (!dd->L || !dd->jobs)
 		return -ENOMEM;
 	rc = up_weights(e, dd);
 	rc = rc ? rc : alloc_bufs(e, dd, I);
+	if (c->kv_lora)
+		rc = rc ? rc : coli_dense_dev_mla_tables(e, dd);
 	dd->route_on_dev = c->n_experts > 0 && c->n_experts <= COLI_GPU_ROUTE_MAX_E &&
 	                   c->top_k >= 1 && c->top_k <= 16 && e->opts.dev_route;
 	dd->plan_dev = -1;
@@ -282,6 +312,7 @@ static void close_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	free(dd->allocs);
 	free(dd->L);
 	free(dd->jobs);
+	free(dd->mla_jobs);
 	free(dd->full);
 	free(dd->part);
 	free(dd->fast_T);
@@ -293,10 +324,9 @@ static void close_one(struct coli_engine *e, struct coli_dense_dev *dd)
  * reserve), so that a second one would only add a hand-over a token. */
 static int fits_first(struct coli_engine *e, struct coli_dev *first)
 {
-	const struct coli_model_config *c = &e->m.cfg;
 	uint64_t off, dense, experts = 0;
 	size_t free_b = 0, total_b = 0;
-	double kv = 2.0 * sizeof(float) * c->n_layers * e->kv.ctx * c->n_kv_heads * c->head_dim;
+	double kv = (double)e->kv.bytes + e->kv.vbytes; /* the host cache's twin */
 
 	coli_io_container_dense_region(e->m.c, &off, &dense);
 	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {
@@ -414,7 +444,7 @@ static int plan_init_one(struct coli_engine *e, struct coli_dense_dev *dd)
 		return -ENOMEM;
 	for (size_t i = 0; i < (size_t)c->n_layers * E; i++)
 		tab[i] = e->vram.where[i] == d ? e->vram.dev_slab[i] : 0;
-	rc = dalloc(dd, sizeof(*tab) * c->n_layers * E, &dd->slabs);
+	rc = coli_dense_dev_alloc(dd, sizeof(*tab) * c->n_layers * E, &dd->slabs);
 	rc = rc ? rc : coli_dev_upload(dd->dev, dd->slabs, tab, sizeof(*tab) * c->n_layers * E);
 	e->est.h2d_const_bytes += sizeof(*tab) * c->n_layers * E;
 	free(tab);

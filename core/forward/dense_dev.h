@@ -5,11 +5,13 @@
  *
  * Device buffers (rows are tokens, fp32 unless said):
  *   x, xn, mlp, proj, shy [tmax][H]; q, att [tmax][nh*hd]; k, v [tmax][nkv*hd]
+ *   (MLA: att [tmax][nh*v_head]; qa, kva, qn, qrow, lat below)
  *   aq int8 / ad / aqs: the quantized form of the current GEMV input, [tmax][K_max]
  *   g, u, h [tmax][I_max]; rlog [tmax][E]; gl [tmax]; ey [tmax*top_k][H]
  *   then 2 x [tmax*top_k] (a host-planned layer's pair lists, uploaded with it)
  *   ids int [1 + tmax]: the position, then the token ids
- *   kcache, vcache [n_layers][ctx][nkv*hd]; logits [tmax][vocab]
+ *   kcache, vcache [n_layers][ctx][nkv*hd] (MLA: kcache [n_layers][ctx][kv_lora
+ *   + rope_dim], the latent rows, and no vcache); logits [tmax][vocab]
  *   sel int / selw [tmax][top_k]; slabs u64 [n_layers][n_experts] (resident
  *   slab of each expert, fully resident layers only); gu_jobs, down_jobs
  *   [2 or 1][COLI_GPU_MAX_S * top_k] GEMV jobs written by coli_route_plan;
@@ -37,6 +39,11 @@ struct dlayer {
 	    ffn_down;
 	struct dmat qkv; /* q, k and v stacked in one allocation (q, k, v are views of it),
 	                  * run as one GEMV; rows 0 when they cannot be stacked */
+	/* MLA (core/forward/mla_dev.c): q is q_b (or attn_q), k and v unused */
+	struct dmat q_a, kv_a, k_b, v_b;
+	uint64_t q_a_norm, kv_a_norm;
+	uint64_t kb_jobs, vb_jobs; /* [COLI_GPU_MAX_S][nh] GEMV jobs: k_b's, v_b's heads
+	                            * for T = 1 .. COLI_GPU_MAX_S tokens */
 };
 
 /* A decode layer's device work captured as a graph (layer_run), for one
@@ -74,6 +81,10 @@ struct coli_dense_dev {
 	uint64_t kcache, vcache;
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
 	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
+	uint64_t qa, kva, qn, qrow, lat;    /* MLA: [tmax][q_lora], [tmax][kl + r],
+	                                     * [nh][tmax][np], [tmax][nh][kl + r],
+	                                     * [nh][tmax][kl] (core/forward/mla_dev.c) */
+	struct coli_gpu_gemm_job *mla_jobs; /* [nh] host: a prefill's per-head jobs */
 	uint64_t fsel;    /* [n_layers][COLI_GPU_MAX_S][top_k]: each device-planned layer's
 	                   * routing, down once a forward into e->s.fast_sel (fast_down) */
 	int route_on_dev; /* the device routes (E and top_k within coli_route's limits) */
@@ -110,6 +121,14 @@ int coli_dense_dev_shared_expert(struct coli_engine *e, struct coli_dense_dev *d
  * or SEG_PRE when pre): core/forward/layer_host.c completes the layer call ml
  * (core/moe/moe.h) and runs it. */
 int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq);
+
+/* A device allocation of dd's, freed at close (core/forward/dense_dev.c). */
+int coli_dense_dev_alloc(struct coli_dense_dev *dd, size_t bytes, uint64_t *addr);
+/* MLA (core/forward/mla_dev.c): the decode job tables, at open after the
+ * buffers; layer l's attention after its norm, into dd->proj. */
+int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd);
+int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D,
+                       int l, int T, int pos0);
 
 /* Shared by core/forward/forward_dev.c and core/forward/attn_dev.c. */
 /* Whether q/k norms, RoPE and the KV store run as one launch (see

@@ -414,13 +414,15 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 
 /* Whether decode layers run as graphs: positions then come from dd->ids on
  * the device, which every kernel of layer_ops reads them from except the
- * unfused q/k path (OLMoE's whole-vector norm, heads over 256). */
+ * unfused q/k path (OLMoE's whole-vector norm, heads over 256; MLA's ops all
+ * read it). */
 static int use_graphs(const struct coli_engine *e, const struct coli_dense_dev *dd, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 
 	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile &&
-	       coli_dense_dev_qk_fused(c) && coli_dev_can(dd->dev, COLI_DEV_CAP_GRAPHS);
+	       (c->kv_lora || coli_dense_dev_qk_fused(c)) &&
+	       coli_dev_can(dd->dev, COLI_DEV_CAP_GRAPHS);
 }
 
 /* layer_ops, replayed from a graph captured the first time this layer runs

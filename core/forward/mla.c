@@ -126,16 +126,6 @@ int coli_mla_attend(coli_cpu_pool_t *pool, const float *qrow, const float *cache
 	return coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, scores, slot, n_slots);
 }
 
-/* The cos/sin factor of YaRN, on the rotated dims of n rows of width w. */
-static void rope_scale(float *x, int n, int w, int r, float f)
-{
-	if (f == 1.0f)
-		return;
-	for (int i = 0; i < n; i++)
-		for (int d = w - r; d < w; d++)
-			x[(size_t)i * w + d] *= f;
-}
-
 void coli_forward_mla(struct coli_engine *e, int l, int T, int pos0)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -164,15 +154,10 @@ void coli_forward_mla(struct coli_engine *e, int l, int T, int pos0)
 	} else {
 		coli_gemm_mt(e->pool, &L->q, e->s.ag, T, e->s.q, nh * hd);
 	}
-	/* the cache row: c_kv normed, k_pe roped */
-	for (int t = 0; t < T; t++)
-		coli_rmsnorm(kva + (size_t)t * kr, L->kv_a_norm, kva + (size_t)t * kr, kl,
-		             c->norm_eps);
-	coli_rope_part(kva + kl, T, 1, kr, r, pos0, e->s.inv_freq);
-	rope_scale(kva, T, kr, r, e->s.rope_attn);
+	/* the cache row: c_kv normed, k_pe roped; q_pe roped */
+	coli_mla_rope(kva, e->s.q, L->kv_a_norm, e->s.inv_freq, T, nh, np, kl, r, pos0, c->norm_eps,
+	              e->s.rope_attn);
 	memcpy(cache + (size_t)pos0 * kr, kva, sizeof(float) * T * kr);
-	coli_rope_part(e->s.q + np, T, nh, hd, r, pos0, e->s.inv_freq);
-	rope_scale(e->s.q, T * nh, hd, r, e->s.rope_attn);
 	/* the query rows: q_abs[h] = W_UK^T[h] . q_nope[h], then q_pe */
 	matmul_heads(e, &L->k_b, kl, e->s.q, nh * hd, hd, np, T, qrow, nh * kr, kr);
 	for (size_t th = 0; th < (size_t)T * nh; th++)

@@ -321,9 +321,24 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 	}
 	if (experts)
 		return 0;
-	if (m->cfg.kv_lora) { /* the devices have no MLA ops yet (core/forward/mla.c) */
-		snprintf(why, len, "its attention is MLA, which has no device ops yet");
-		return -ENOTSUP;
+	if (m->cfg.kv_lora) { /* ptx/gpu_mla.c's limits; per-head jobs on the GEMM at prefill */
+		const struct coli_model_config *c = &m->cfg;
+		const int kr = c->kv_lora + c->rope_dim;
+		const enum coli_dtype t = m->layers[0].k_b.dtype;
+
+		if (kr % 16 || kr > 640 || c->kv_lora % 8 || c->kv_lora > 512) {
+			snprintf(why, len,
+			         "its MLA latent rows are %d + %d values (the device kernel takes "
+			         "kv_lora <= 512 with kv_lora + rope <= 640, a multiple of 16)",
+			         c->kv_lora, c->rope_dim);
+			return -ENOTSUP;
+		}
+		if (t != COLI_DTYPE_BF16 && !coli_dtype_is_quant(t)) {
+			snprintf(why, len,
+			         "its MLA matrices are %s (the device runs bf16, q8 and q4)",
+			         coli_dtype_name(t));
+			return -ENOTSUP;
+		}
 	}
 	if (dev_cols(&m->tok_embd, "tok_embd", -1, why, len) ||
 	    dev_cols(&m->lm_head, "lm_head", -1, why, len))
@@ -335,6 +350,8 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 			const struct coli_mat *w;
 		} mats[] = {{"attn_q", &L->q},          {"attn_k", &L->k},
 		            {"attn_v", &L->v},          {"attn_o", &L->o},
+		            {"attn_q_a", &L->q_a},      {"attn_kv_a", &L->kv_a},
+		            {"attn_k_b", &L->k_b},      {"attn_v_b", &L->v_b},
 		            {"router", &L->router},     {"shexp_gate", &L->sh_gate},
 		            {"shexp_up", &L->sh_up},    {"shexp_down", &L->sh_down},
 		            {"ffn_gate", &L->ffn_gate}, {"ffn_up", &L->ffn_up},

@@ -9,8 +9,11 @@
  * that the softmax is neither flat nor one-hot.
  *
  * Both kernels: x3 (three tf32 products, ~fp32) within 2e-5 of the largest
- * output, x1 (one tf32 product, inputs rounded to 10 bits) within 4e-3; the
- * error of each is printed. Outputs are poisoned (NaN) before each launch;
+ * output, x1 (one tf32 product, inputs rounded to 10 bits) within 4e-3; x3
+ * again with the position read from device memory and head-major output
+ * (the dense forward's form); the error of each is printed. Then
+ * coli_mla_prep, the elementwise step before it, against cpu/ops.c's
+ * coli_mla_rope. Outputs are poisoned (NaN) before each launch;
  * cache rows past the last position are NaN too, so a read past it shows.
  */
 #include <math.h>
@@ -59,7 +62,7 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld)
 	float *q = xmalloc(4 * nq), *C = xmalloc(4 * (size_t)ctx * ld), *o = xmalloc(4 * no);
 	double *ref = xmalloc(8 * no), big = 0;
 	const float scale = 1.0f / sqrtf((float)dk);
-	uint64_t dq, dc, dout;
+	uint64_t dq, dc, dout, dpos;
 	int rc = 0;
 
 	for (size_t i = 0; i < nq; i++)
@@ -71,8 +74,25 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld)
 		big = fabs(ref[i]) > big ? fabs(ref[i]) : big;
 	dq = dev_copy(q, 4 * nq);
 	dc = dev_copy(C, 4 * (size_t)ctx * ld);
-	for (int x3 = 1; x3 >= 0; x3--) {
-		const struct coli_gpu_mla a = {dq, dc, 0, T, pos0, nh, dk, dv, ld, scale, x3};
+	dpos = dev_copy(&pos0, sizeof(pos0));
+	/* x3 2: x3 with the position read from device memory and head-major
+	 * output rows (the dense forward's form) */
+	for (int x3 = 2; x3 >= 0; x3--) {
+		const int hm = x3 == 2;
+		const struct coli_gpu_mla a = {.q = dq,
+		                               .cache = dc,
+		                               .T = T,
+		                               .nh = nh,
+		                               .dk = dk,
+		                               .dv = dv,
+		                               .ld = ld,
+		                               .scale = scale,
+		                               .x3 = x3 != 0,
+		                               .posp = hm ? dpos : 0,
+		                               .pos0 = hm ? 0 : pos0,
+		                               .span = ctx,
+		                               .ldt = hm ? dv : 0,
+		                               .ldh = hm ? T * dv : 0};
 		struct coli_gpu_mla b = a;
 		double err = 0, lim = x3 ? 2e-5 : 4e-3;
 		int r;
@@ -86,19 +106,104 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld)
 		}
 		download(o, dout, 4 * no);
 		for (size_t i = 0; i < no; i++) {
-			double e = fabs(o[i] - ref[i]);
+			/* output i is (t, h, c) of [T][nh][dv]; head-major: [nh][T][dv] */
+			const size_t t = i / ((size_t)nh * dv), h = i / dv % nh, c = i % dv;
+			const float got = hm ? o[(h * T + t) * dv + c] : o[i];
+			double e = fabs(got - ref[i]);
 
 			err = e > err || e != e ? e : err;
 		}
 		printf("  mla T=%d pos0=%-5d nh=%-3d dk=%d dv=%d %s max err %.2e of %.2f (limit "
 		       "%.0e)\n",
-		       T, pos0, nh, dk, dv, x3 ? "x3" : "x1", err / big, big, lim);
+		       T, pos0, nh, dk, dv,
+		       hm   ? "x3 posp hm"
+		       : x3 ? "x3"
+		            : "x1",
+		       err / big, big, lim);
 		rc |= !(err <= lim * big);
 		coli_gpu_free(g_gpu, dout);
 	}
-	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dc);
+	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dc), coli_gpu_free(g_gpu, dpos);
 	free(q), free(C), free(o), free(ref);
 	return rc;
+}
+
+/* coli_mla_prep against the CPU's coli_mla_rope (cpu/ops.c): T tokens of
+ * nh heads at positions pos0.. (read from device memory), YaRN factor f.
+ * The same operations in the same order, but for the norm's sum of squares
+ * (double, another order) and sincos: within 1e-6 of the largest value. */
+static int prep_case(int T, int pos0, int nh, int np, int r, int kl, float f)
+{
+	const int kr = kl + r, hd = np + r, ctx = pos0 + T;
+	float *kva = xmalloc(4 * (size_t)T * kr), *q = xmalloc(4 * (size_t)T * nh * hd);
+	float *w = xmalloc(4 * (size_t)kl), *fr = xmalloc(4 * (size_t)r / 2);
+	float *cache = xmalloc(4 * (size_t)ctx * kr), *qn = xmalloc(4 * (size_t)nh * T * np);
+	float *qrow = xmalloc(4 * (size_t)T * nh * kr);
+	double err = 0, big = 0;
+	uint64_t d[8];
+
+	for (size_t i = 0; i < (size_t)T * kr; i++)
+		kva[i] = 3.0f * frand();
+	for (size_t i = 0; i < (size_t)T * nh * hd; i++)
+		q[i] = 2.0f * frand();
+	for (int i = 0; i < kl; i++)
+		w[i] = 1.0f + 0.5f * frand();
+	for (int i = 0; i < r / 2; i++)
+		fr[i] = powf(10000.0f, -2.0f * i / r);
+	d[0] = dev_copy(kva, 4 * (size_t)T * kr), d[1] = dev_copy(q, 4 * (size_t)T * nh * hd);
+	d[2] = dev_copy(w, 4 * (size_t)kl), d[3] = dev_copy(fr, 4 * (size_t)r / 2);
+	d[4] = dev_copy(&pos0, 4), d[5] = dev_poison(4 * (size_t)ctx * kr);
+	d[6] = dev_poison(4 * (size_t)nh * T * np), d[7] = dev_poison(4 * (size_t)T * nh * kr);
+	const struct coli_gpu_mla_prep a = {
+	    .kva = (const float *)(uintptr_t)d[0],
+	    .q = (const float *)(uintptr_t)d[1],
+	    .w = (const float *)(uintptr_t)d[2],
+	    .inv_freq = (const float *)(uintptr_t)d[3],
+	    .posp = (const int *)(uintptr_t)d[4],
+	    .cache = (float *)(uintptr_t)d[5],
+	    .qn = (float *)(uintptr_t)d[6],
+	    .qrow = (float *)(uintptr_t)d[7],
+	    .T = T,
+	    .nh = nh,
+	    .np = np,
+	    .r = r,
+	    .kl = kl,
+	    .eps = 1e-6f,
+	    .f = f,
+	};
+	if (coli_gpu_mla_prep(g_gpu, &a) || coli_gpu_sync(g_gpu)) {
+		printf("  mla_prep T=%d: launch failed\n", T);
+		return 1;
+	}
+	download(cache, d[5], 4 * (size_t)ctx * kr);
+	download(qn, d[6], 4 * (size_t)nh * T * np);
+	download(qrow, d[7], 4 * (size_t)T * nh * kr);
+	coli_mla_rope(kva, q, w, fr, T, nh, np, kl, r, pos0, 1e-6f, f); /* the reference */
+	for (int t = 0; t < T; t++) {
+		for (int i = 0; i < kr; i++) {
+			const double want = kva[(size_t)t * kr + i];
+
+			big = fabs(want) > big ? fabs(want) : big;
+			err = fmax(err, fabs(cache[(size_t)(pos0 + t) * kr + i] - want));
+		}
+		for (int h = 0; h < nh; h++)
+			for (int i = 0; i < hd; i++) {
+				const double want = q[((size_t)t * nh + h) * hd + i];
+				const float got =
+				    i < np ? qn[((size_t)h * T + t) * np + i]
+				           : qrow[((size_t)t * nh + h) * kr + kl + i - np];
+
+				big = fabs(want) > big ? fabs(want) : big;
+				err = fabs(got - want) > err || got != got ? fabs(got - want) : err;
+			}
+	}
+	printf("  mla_prep T=%d pos0=%d nh=%d np=%d r=%d kl=%d f=%.3f max err %.2e of %.2f "
+	       "(limit 1e-6)\n",
+	       T, pos0, nh, np, r, kl, f, err / big, big);
+	for (int i = 0; i < 8; i++)
+		coli_gpu_free(g_gpu, d[i]);
+	free(kva), free(q), free(w), free(fr), free(cache), free(qn), free(qrow);
+	return !(err <= 1e-6 * big);
 }
 
 int main(void)
@@ -117,5 +222,8 @@ int main(void)
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 		rc |= run_case(cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4],
 		               cases[c][5]);
+	rc |= prep_case(1, 0, 4, 32, 16, 64, 1.0f);        /* the tiny fixtures */
+	rc |= prep_case(5, 300, 4, 32, 16, 64, 1.1386f);   /* YaRN's factor */
+	rc |= prep_case(2, 4000, 128, 128, 64, 512, 1.0f); /* DeepSeek-V3 */
 	return rc ? 1 : 0;
 }

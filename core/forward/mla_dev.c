@@ -1,0 +1,209 @@
+/*
+ * core/forward/mla_dev.c — multi-head latent attention (DeepSeek-V3, Kimi-K2)
+ * on the dense device: core/forward/mla.c's absorbed form op for op, so the
+ * simulated device computes that file's bits. After the attention norm
+ * (core/forward/attn_dev.c), for T tokens (shapes as in mla.c: nh heads, kl =
+ * kv_lora, r = rope_dim, np = qk_nope, hd = np + r, v = v_head, ql = q_lora):
+ *
+ *   kva  [T][kl + r]     kv_a . xn
+ *   qa   [T][ql]         rmsnorm(q_a . xn)          (without q_lora: none)
+ *   q    [T][nh][hd]     q_b . qa (or attn_q . xn)
+ *   mla_prep             the cache row pos0 + t = [norm(c_kv) || rope(k_pe)],
+ *                        qrow[t][h][kl..] = rope(q_pe), qn = q_nope head-major
+ *   qn   [nh][T][np]     head h's q_nope rows: one GEMV job input per head
+ *   qrow [T][nh][kl + r] q_abs = W_UK^T[h] . q_nope[h] at [0, kl) (k_b heads)
+ *   lat  [nh][T][kl]     mla_attention's output, head-major for v_b's jobs
+ *   att  [T][nh][v]      W_UV[h] . lat[h] (v_b heads), then o into dd->proj
+ *
+ * The per-head matrices (k_b: nh blocks of [kl][np]; v_b: nh blocks of
+ * [v][kl]) run as one grouped launch of nh jobs, a job a head, reading its
+ * head-major input rows: at decode (T <= COLI_GPU_MAX_S) from job tables
+ * built here at open for each T (fixed addresses: a captured graph replays
+ * them), in a prefill on the GEMM from a host job list. A quantized matrix
+ * reads its input quantized (act_quantize over the head-major rows: a head's
+ * 32-blocks are the blocks mla.c's per-head rows quantize to).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+#include "core/dev/dev.h"
+#include "core/forward/dense_dev.h"
+
+/* Head h's block of `rows` rows of m, a matrix of its own (the planar
+ * layout: every row's quants, then every row's scales). */
+static struct dmat head_rows(const struct dmat *m, int h, int rows)
+{
+	const int quant = coli_dtype_is_quant(m->dtype);
+	const size_t sb = quant ? (size_t)m->cols / COLI_QBLOCK * 2 : 0; /* a row's scales */
+	const size_t qb = coli_dtype_mat_bytes(m->dtype, 1, m->cols) - sb;
+	struct dmat v = *m;
+
+	v.rows = rows;
+	v.w = m->w + (uint64_t)h * rows * qb;
+	v.scales = quant ? m->scales + (uint64_t)h * rows * sb : 0;
+	return v;
+}
+
+/* The job of head h of m (rows a head) over S tokens: its input rows [S][K]
+ * at head h's place in the head-major x (and in aq/ad/aqs, quantized), its
+ * output rows y + h * ldh floats apart by ldy. */
+static struct coli_gpu_gemm_job head_job(const struct coli_dense_dev *dd, const struct dmat *m,
+                                         int h, int rows, int S, uint64_t x, uint64_t y, int ldy,
+                                         int ldh)
+{
+	const struct dmat w = head_rows(m, h, rows);
+	const size_t at = (size_t)h * S * m->cols; /* the head's first input value */
+	const int quant = coli_dtype_is_quant(m->dtype);
+
+	return (struct coli_gpu_gemm_job){
+	    .w = (const void *)(uintptr_t)w.w,
+	    .scales = (const unsigned short *)(uintptr_t)w.scales,
+	    .xq = quant ? (const signed char *)(uintptr_t)(dd->aq + at) : NULL,
+	    .xd = quant ? (const float *)(uintptr_t)(dd->ad + at / COLI_QBLOCK * 4) : NULL,
+	    .xqsum = quant ? (const int *)(uintptr_t)(dd->aqs + at / COLI_QBLOCK * 4) : NULL,
+	    .xf = quant ? NULL : (const float *)(uintptr_t)(x + at * 4),
+	    .y = (float *)(uintptr_t)(y + (uint64_t)h * ldh * 4),
+	    .rows = rows,
+	    .K = m->cols,
+	    .S = S,
+	    .ldy = ldy,
+	};
+}
+
+/* Layer D's k_b (which 0) or v_b (1) jobs, every head, for S tokens. */
+static void fill_jobs(const struct coli_engine *e, const struct coli_dense_dev *dd,
+                      const struct dlayer *D, int S, int which, struct coli_gpu_gemm_job *jobs)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const int nh = c->n_heads, kl = c->kv_lora, kr = kl + c->rope_dim, v = c->v_head;
+
+	for (int h = 0; h < nh; h++)
+		jobs[h] = which == 0
+		              ? head_job(dd, &D->k_b, h, kl, S, dd->qn, dd->qrow, nh * kr, kr)
+		              : head_job(dd, &D->v_b, h, v, S, dd->lat, dd->att, nh * v, v);
+}
+
+/* At open, after the buffers: the decode job tables of dd's layers, and the
+ * host list a prefill's jobs are written into. */
+int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd)
+{
+	const int nh = e->m.cfg.n_heads;
+	struct coli_gpu_gemm_job *jobs = malloc(sizeof(*jobs) * nh);
+	struct coli_gpu_gemv_job *gv = malloc(sizeof(*gv) * nh);
+	int rc = jobs && gv ? 0 : -ENOMEM;
+
+	dd->mla_jobs = calloc((size_t)nh, sizeof(*dd->mla_jobs));
+	rc = rc ? rc : dd->mla_jobs ? 0 : -ENOMEM;
+	for (int l = dd->l0; !rc && l < dd->l1; l++) {
+		struct dlayer *D = &dd->L[l];
+
+		for (int which = 0; !rc && which < 2; which++) {
+			uint64_t *table = which ? &D->vb_jobs : &D->kb_jobs;
+
+			rc = coli_dense_dev_alloc(dd, sizeof(*gv) * nh * COLI_GPU_MAX_S, table);
+			for (int S = 1; !rc && S <= COLI_GPU_MAX_S; S++) {
+				fill_jobs(e, dd, D, S, which, jobs);
+				for (int h = 0; h < nh;
+				     h++) /* a GEMM job starts with a GEMV job's fields */
+					memcpy(&gv[h], &jobs[h], sizeof(gv[h]));
+				rc = coli_dev_upload(dd->dev, *table + sizeof(*gv) * nh * (S - 1),
+				                     gv, sizeof(*gv) * nh);
+			}
+		}
+	}
+	free(jobs), free(gv);
+	return rc;
+}
+
+/* Every head of k_b (which 0) or v_b (1) over the T tokens' head-major input. */
+static int heads(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D, int T,
+                 int which)
+{
+	const struct dmat *m = which ? &D->v_b : &D->k_b;
+	const int nh = e->m.cfg.n_heads;
+
+	if (T <= COLI_GPU_MAX_S)
+		return coli_dev_gemv_table(
+		    dd->dev, &(struct coli_dev_jobs){.t = m->dtype,
+		                                     .table = (which ? D->vb_jobs : D->kb_jobs) +
+		                                              sizeof(struct coli_gpu_gemv_job) *
+		                                                  nh * (T - 1),
+		                                     .n_jobs = nh,
+		                                     .max_rows = m->rows / nh});
+	fill_jobs(e, dd, D, T, which, dd->mla_jobs);
+	return coli_dev_gemm(dd->dev, &(struct coli_dev_jobs){
+	                                  .t = m->dtype, .gemm_jobs = dd->mla_jobs, .n_jobs = nh});
+}
+
+/* Layer l's attention after its norm (dd->xn, quantized where kv_a is),
+ * into dd->proj. */
+int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D,
+                       int l, int T, int pos0)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const int H = c->hidden, nh = c->n_heads, hd = c->head_dim, np = c->qk_nope,
+	          r = c->rope_dim, kl = c->kv_lora, kr = kl + r, ql = c->q_lora;
+	const uint64_t cache = dd->kcache + (uint64_t)(l - dd->l0) * e->kv.ctx * kr * 4;
+	int rc;
+
+	/* xn (quantized by the norm where the matrices are) into kv_a and q_a / q */
+	rc = gemm(dd, &D->kv_a, dd->xn, T, dd->kva, kr);
+	if (ql) {
+		rc = rc ? rc : gemm(dd, &D->q_a, dd->xn, T, dd->qa, ql);
+		rc = rc ? rc
+		        : coli_dev_rmsnorm(dd->dev, &(struct coli_dev_norm){.x = dd->qa,
+		                                                            .w = D->q_a_norm,
+		                                                            .y = dd->qa,
+		                                                            .rows = T,
+		                                                            .n = ql,
+		                                                            .eps = c->norm_eps});
+		rc = rc ? rc : prep(dd, &D->q, dd->qa, T);
+		rc = rc ? rc : gemm(dd, &D->q, dd->qa, T, dd->q, nh * hd);
+	} else {
+		rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, nh * hd);
+	}
+	rc = rc ? rc
+	        : coli_dev_mla_prep(dd->dev, &(struct coli_gpu_mla_prep){
+	                                         .kva = (const float *)(uintptr_t)dd->kva,
+	                                         .q = (const float *)(uintptr_t)dd->q,
+	                                         .w = (const float *)(uintptr_t)D->kv_a_norm,
+	                                         .inv_freq = (const float *)(uintptr_t)dd->inv_freq,
+	                                         .posp = (const int *)(uintptr_t)dd->ids,
+	                                         .cache = (float *)(uintptr_t)cache,
+	                                         .qn = (float *)(uintptr_t)dd->qn,
+	                                         .qrow = (float *)(uintptr_t)dd->qrow,
+	                                         .T = T,
+	                                         .nh = nh,
+	                                         .np = np,
+	                                         .r = r,
+	                                         .kl = kl,
+	                                         .pos0 = pos0,
+	                                         .eps = c->norm_eps,
+	                                         .f = e->s.rope_attn});
+	/* q_abs = W_UK^T[h] . q_nope[h] beside q_pe */
+	rc = rc ? rc : prep(dd, &D->k_b, dd->qn, T * nh);
+	rc = rc ? rc : heads(e, dd, D, T, 0);
+	rc = rc ? rc
+	        : coli_dev_mla_attention(dd->dev, &(struct coli_dev_mla){.q = dd->qrow,
+	                                                                 .cache = cache,
+	                                                                 .out = dd->lat,
+	                                                                 .posp = dd->ids,
+	                                                                 .T = T,
+	                                                                 .pos0 = pos0,
+	                                                                 .span = e->kv.ctx,
+	                                                                 .nh = nh,
+	                                                                 .dk = kr,
+	                                                                 .dv = kl,
+	                                                                 .ld = kr,
+	                                                                 .ldt = kl,
+	                                                                 .ldh = T * kl,
+	                                                                 .scale = e->s.attn_scale});
+	/* each head's values from the latent, W_UV[h] . lat[h], then o */
+	rc = rc ? rc : prep(dd, &D->v_b, dd->lat, T * nh);
+	rc = rc ? rc : heads(e, dd, D, T, 1);
+	rc = rc ? rc : prep(dd, &D->o, dd->att, T);
+	return rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
+}
