@@ -89,7 +89,7 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld)
 		                               .scale = scale,
 		                               .x3 = x3 != 0,
 		                               .posp = hm ? dpos : 0,
-		                               .pos0 = hm ? 0 : pos0,
+		                               .pos0 = pos0, /* the value posp holds */
 		                               .span = ctx,
 		                               .ldt = hm ? dv : 0,
 		                               .ldh = hm ? T * dv : 0};
