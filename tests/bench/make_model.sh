@@ -60,7 +60,7 @@ glm glm-4.5 sim:2 layers
 # (names, dtypes, shapes) and the config lines inspect prints equal those of the
 # fixture as coli convert writes it, in each quant; the model runs a decode step
 # on the CPU, with the same logits in one pass, a token a forward and with the
-# experts on the simulated device (MLA's dense part stays on the CPU)
+# dense part and experts on the simulated device
 table() { "$COLI" inspect -v "$1" | awk '/^(tok_embd|out_norm|lm_head|blk\.)/ { NF -= 2; print }'; }
 config() { "$COLI" inspect "$1" | sed -n '/^architecture/,/^routing/p'; }
 for q in q4 q8 bf16; do
@@ -83,9 +83,10 @@ dev="--ctx 256"
 # shellcheck disable=SC2086
 "$COLI" logits -m mla-q4.coli $dev --ubatch 8 --ids 1,2,3 -o mla.f32 2>err.txt &&
 	"$COLI" logits -m mla-q4.coli $dev --ubatch 1 --ids 1,2,3 -o mla-1.f32 2>>err.txt &&
-	"$COLI" logits -m mla-q4.coli $dev --ubatch 8 --gpu sim --ids 1,2,3 -o mla-sim.f32 2>>err.txt &&
+	"$COLI" logits -m mla-q4.coli $dev --ubatch 8 --gpu sim --ids 1,2,3 -o mla-sim.f32 2>sim.txt &&
 	"$COLI" generate -m mla-q4.coli $dev --ids 1,2,3 -n 1 >/dev/null 2>gen.txt ||
-	{ cat err.txt gen.txt; fail "tiny-mla: does not run"; }
+	{ cat err.txt sim.txt gen.txt; fail "tiny-mla: does not run"; }
+grep -q "dense part and KV cache.* on sim" sim.txt || { cat sim.txt; fail "tiny-mla --gpu sim: the dense part stayed on the CPU"; }
 grep -q "generated 1 tok" gen.txt || { cat gen.txt; fail "tiny-mla: expected 1 token"; }
 cmp -s mla.f32 mla-1.f32 || fail "tiny-mla: logits in one pass differ from a token a forward"
 cmp -s mla.f32 mla-sim.f32 || fail "tiny-mla: logits differ, CPU vs --gpu sim"
