@@ -133,6 +133,10 @@ typedef struct coli_cpu_pool coli_cpu_pool_t;
 int coli_cpu_pool_create(int n_threads, coli_cpu_pool_t **out);
 void coli_cpu_pool_destroy(coli_cpu_pool_t *p);
 int coli_cpu_pool_threads(const coli_cpu_pool_t *p);
+/* How many tasks to split `units` equal units of work into (pool may be
+ * NULL): a few a thread, so that a stalled thread holds back little, at
+ * most units. */
+int coli_cpu_pool_tasks(const coli_cpu_pool_t *p, int units);
 void coli_cpu_pool_run(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks), void *arg,
                        int n_tasks);
 /* The same, and the caller first runs side(side_arg) while the workers start

@@ -180,28 +180,26 @@ static void split_task(void *arg, int t, int n)
 void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, float *y)
 {
 	struct split sp = {w, x, 0, y, 0};
-	int n = p ? coli_cpu_pool_threads(p) : 1;
 
-	if (n <= 1 || w->rows < 32) {
+	if (coli_cpu_pool_threads(p) <= 1 || w->rows < 32) {
 		coli_gemv(w, x, y, 0, w->rows);
 		return;
 	}
-	coli_cpu_pool_run(p, split_task, &sp, n);
+	coli_cpu_pool_run(p, split_task, &sp, coli_cpu_pool_tasks(p, (w->rows + 15) / 16));
 }
 
 void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, int S,
                   float *y, int ldy)
 {
 	struct split sp = {w, x, S, y, ldy};
-	int n = p ? coli_cpu_pool_threads(p) : 1;
 
 	if (S <= 0)
 		return;
-	if (n <= 1 || w->rows < 32) {
+	if (coli_cpu_pool_threads(p) <= 1 || w->rows < 32) {
 		coli_gemm(w, x, S, y, ldy, 0, w->rows);
 		return;
 	}
-	coli_cpu_pool_run(p, split_task, &sp, n);
+	coli_cpu_pool_run(p, split_task, &sp, coli_cpu_pool_tasks(p, (w->rows + 15) / 16));
 }
 
 /* units: 16-row groups over every job */
@@ -244,6 +242,5 @@ void coli_gemm_batch_mt(coli_cpu_pool_t *p, const struct coli_gemm_job *jobs, in
 	if (threads <= 1)
 		coli_gemm_batch_task(&b, 0, 1);
 	else
-		coli_cpu_pool_run(p, coli_gemm_batch_task, &b,
-		                  threads < b.units ? threads : b.units);
+		coli_cpu_pool_run(p, coli_gemm_batch_task, &b, coli_cpu_pool_tasks(p, b.units));
 }

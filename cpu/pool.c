@@ -45,6 +45,11 @@
 #include "cpu/cpu.h"
 
 #define SPIN_ITERS (1 << 15) /* ~50-500 us of pause before sleeping */
+/* Tasks a thread for work split into equal units (coli_cpu_pool_tasks): a
+ * thread that stalls (descheduled on a busy host) holds back a quarter of
+ * its share, which the others cannot take, instead of all of it; more
+ * costs a claim (one fetch_add) and a smaller run a task. */
+#define TASKS_PER_THREAD 4
 
 struct coli_cpu_pool {
 	int n_threads;      /* workers + the caller */
@@ -189,6 +194,26 @@ int coli_cpu_pool_threads(const coli_cpu_pool_t *p)
 	return p ? p->n_threads : 1;
 }
 
+int coli_cpu_pool_tasks(const coli_cpu_pool_t *p, int units)
+{
+	int n = p ? TASKS_PER_THREAD * p->n_threads : 1;
+
+	return units < n ? (units > 1 ? units : 1) : n;
+}
+
+/* Wait until *x >= n (acquire): spin a while, then give the core away each
+ * time round, so that the thread being waited for, if it shares this core
+ * (a host busier than its threads), gets to run. */
+static void wait_for(const int *x, int n)
+{
+	for (int spins = 0; __atomic_load_n(x, __ATOMIC_ACQUIRE) < n; spins++) {
+		if (spins < SPIN_ITERS)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
 /* One round of n <= ROUND_MAX tasks, base..base+n-1 of n_total; the caller
  * runs side(side_arg) first, if given, while the workers start. */
 static void run_round(coli_cpu_pool_t *p, void (*fn)(void *, int, int), void *arg, int base, int n,
@@ -214,12 +239,7 @@ static void run_round(coli_cpu_pool_t *p, void (*fn)(void *, int, int), void *ar
 	run_tasks(p);
 
 	/* barrier: acquire pairs with each task's release increment of done */
-	for (int spins = 0; __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < n; spins++) {
-		if (spins < SPIN_ITERS)
-			cpu_relax();
-		else
-			sched_yield();
-	}
+	wait_for(&p->done, n);
 }
 
 void coli_cpu_pool_run_beside(coli_cpu_pool_t *p, void (*fn)(void *arg, int task, int n_tasks),
@@ -270,8 +290,7 @@ static void phased_task(void *arg, int t, int n_total)
 	 * tasks); acquire pairs with the release increments below: their
 	 * writes are visible to this task */
 	for (int j = 0; j < k; j++)
-		while (__atomic_load_n(&q->done[j], __ATOMIC_ACQUIRE) < q->ph[j].n_tasks)
-			cpu_relax();
+		wait_for(&q->done[j], q->ph[j].n_tasks);
 	q->ph[k].fn(q->ph[k].arg, t - q->first[k], q->ph[k].n_tasks);
 	__atomic_add_fetch(&q->done[k], 1, __ATOMIC_RELEASE);
 }

@@ -51,6 +51,7 @@
  * its ratio is expected well below 1.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,42 @@ static const char *const g_prof[N_PROF] = {"plan",      "host slabs", "device is
                                            "lookahead", "beside",     "devices busy"};
 static const char *const g_prof_key[N_PROF] = {"plan",      "host_slabs", "device_issue",
                                                "lookahead", "beside",     "devices_busy"};
+
+/* --noise: threads that spin on arithmetic until told to stop, unpinned, so
+ * the scheduler shares the cores between them and the engine's threads as
+ * it would with any other busy process. */
+struct noise {
+	pthread_t t[256];
+	int n, stop;
+};
+
+static void *burn(void *arg)
+{
+	struct noise *z = arg;
+	volatile double x = 1.0;
+
+	while (!__atomic_load_n(&z->stop, __ATOMIC_RELAXED))
+		for (int i = 0; i < 4096; i++)
+			x = x * 1.0000001 + 1e-9;
+	return NULL;
+}
+
+static int noise_start(struct noise *z, int n)
+{
+	z->stop = 0;
+	for (z->n = 0; z->n < n; z->n++)
+		if (pthread_create(&z->t[z->n], NULL, burn, z))
+			return tool_err("bench", "cannot start noise thread %d", z->n);
+	return 0;
+}
+
+static void noise_stop(struct noise *z)
+{
+	__atomic_store_n(&z->stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < z->n; i++)
+		pthread_join(z->t[i], NULL);
+	z->n = 0;
+}
 
 static void help(FILE *f, const char *cmd)
 {
@@ -92,6 +129,8 @@ static void help(FILE *f, const char *cmd)
 	        "  --feed F        what decode steps feed: random (default: a fixed\n"
 	        "                  pseudo-random sequence, the same in every arm) or greedy\n"
 	        "                  (the argmax; a synthetic model then loops on a few experts)\n"
+	        "  --noise N       N threads that each burn a core through every round (a\n"
+	        "                  busy host: how the CPU rows bear it; default 0)\n"
 	        "  --json          one JSON object on stdout instead of the table\n",
 	        cmd, bench_stream_qd());
 	if (!strcmp(cmd, "stream"))
@@ -524,6 +563,8 @@ static void print_table(struct run *R)
 		printf("prompt %d, %d decode tokens per round (fed %s)", R->prompt, R->tokens,
 		       R->feed_greedy ? "greedy" : "a pseudo-random sequence");
 	printf("; %d warm-up + %d interleaved rounds; medians [min..max]\n", R->warmup, R->rounds);
+	if (R->noise)
+		printf("noise: %d threads burning a core each through the rounds\n", R->noise);
 	printf("bandwidth measured in this run: host read %s; disk ", "per arm (below)");
 	if (R->disk_mib)
 		printf("%.2f GB/s (%s, %s%s; the streamer's pattern: %zu random slabs of %.2f MB "
@@ -587,14 +628,14 @@ static void print_json(struct run *R)
 	printf("{\"bench\": \"%s\", \"model\": \"%s\", \"arch\": \"%s\", \"quant\": \"%s\", "
 	       "\"n_layers\": %d, \"n_moe_layers\": %d, \"n_experts\": %d, \"top_k\": %d, "
 	       "\"slab_bytes\": %llu, \"prompt\": %d, \"tokens\": %d, \"rounds\": %d, "
-	       "\"warmup\": %d, \"isa\": \"%s\", \"cpus\": %ld,\n",
+	       "\"warmup\": %d, \"isa\": \"%s\", \"cpus\": %ld, \"noise\": %d,\n",
 	       R->stream    ? "stream"
 	       : R->prefill ? "prefill"
 	                    : "decode",
 	       R->model, R->cfg.model_type, coli_dtype_name(R->cfg.quant), R->cfg.n_layers,
 	       R->n_moe_layers, R->cfg.n_experts, R->cfg.top_k, (unsigned long long)R->slab_bytes,
 	       R->prompt, R->prefill ? R->prompt : R->tokens, R->rounds, R->warmup,
-	       coli_cpu_isa_name(coli_cpu_isa()), sysconf(_SC_NPROCESSORS_ONLN));
+	       coli_cpu_isa_name(coli_cpu_isa()), sysconf(_SC_NPROCESSORS_ONLN), R->noise);
 	char hbm[32] = "null", pcie[32] = "null", dram[32] = "null", sbuf[16];
 
 	if (R->have_gpu) {
@@ -740,6 +781,8 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 			bad = tool_int(P, o, v, 1, 1 << 24, &R->read_mib);
 		else if (!strcmp(o, "--qd"))
 			bad = tool_int(P, o, v, 1, 4096, &R->qd);
+		else if (!strcmp(o, "--noise"))
+			bad = tool_int(P, o, v, 0, 256, &R->noise);
 		else if (!strcmp(o, "--feed") && (!strcmp(v, "greedy") || !strcmp(v, "random")))
 			R->feed_greedy = !strcmp(v, "greedy");
 		else if (R->stream && !strcmp(o, "--vram-frac"))
@@ -823,6 +866,7 @@ int bench_run_main(int argc, char **argv)
 {
 	struct run *R = calloc(1, sizeof(*R));
 	struct bench_readbw rb = {0};
+	static struct noise noise;
 	const char *arms = NULL;
 	float *logits = NULL;
 	int rc;
@@ -863,7 +907,8 @@ int bench_run_main(int argc, char **argv)
 		R->have_gpu = bench_gpu_bw(&R->gpu, cap ? &rb : NULL, cap ? R->arm[0].pool : NULL,
 		                           &R->dram_cores) == 0;
 	}
-	for (int k = -R->warmup; k < R->rounds; k++) {
+	rc = noise_start(&noise, R->noise);
+	for (int k = -R->warmup; !rc && k < R->rounds; k++) {
 		/* a new prompt each round (every arm gets the same one in a round), so
 		 * a partial --ram-gb is not simply warm from the round before */
 		for (int i = 0; i < R->prompt; i++)
@@ -894,6 +939,9 @@ int bench_run_main(int argc, char **argv)
 			R->disk_gbs[k] = R->disk.gbs;
 		}
 	}
+	noise_stop(&noise);
+	if (rc)
+		goto out;
 	if (R->dext)
 		R->disk_med = bench_median(R->disk_gbs, R->rounds);
 	else
@@ -907,7 +955,8 @@ int bench_run_main(int argc, char **argv)
 	else
 		print_table(R);
 out:
-	if (rc < 0) /* --help */
+	noise_stop(&noise); /* (a round failed with it running) */
+	if (rc < 0)         /* --help */
 		rc = 0;
 	for (int i = 0; i < R->n_arms; i++) {
 		if (R->arm[i].e)

@@ -58,7 +58,8 @@ struct run {
 	int prefill;
 	const char *model;
 	int tokens, prompt, rounds, warmup, json, disk_mib, read_mib, qd;
-	int *ids; /* [prompt] */
+	int noise; /* threads that burn a core each through the rounds (--noise) */
+	int *ids;  /* [prompt] */
 	struct arm arm[MAX_ARMS];
 	int n_arms;
 	/* from the container */

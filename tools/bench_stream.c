@@ -220,6 +220,8 @@ void bench_stream_table(struct run *R)
 	       "rounds; medians [min..max]\n",
 	       R->prompt, R->tokens, R->feed_greedy ? "greedy" : "a pseudo-random sequence",
 	       R->warmup, R->rounds);
+	if (R->noise)
+		printf("noise: %d threads burning a core each through the rounds\n", R->noise);
 	if (R->disk_mib)
 		printf("disk %.2f GB/s (%s); ", R->disk_med,
 		       R->disk.direct ? "O_DIRECT" : "BUFFERED");

@@ -244,8 +244,6 @@ static void cpu_experts(struct moe_run *r, const int *list, const void *const *s
 	struct coli_moe_layer *ml = r->ml;
 	int H = e->m.cfg.hidden, I = e->m.cfg.moe_inter, nj = 0;
 	int threads = coli_cpu_pool_threads(e->pool), side = r->pending;
-	int gu_tasks = (side ? 4 : 1) * threads; /* beside a side job the workers
-	                                          * share the caller's part */
 	struct coli_gemm_batch gu, down;
 	struct coli_pool_phase ph[3];
 
@@ -274,12 +272,14 @@ static void cpu_experts(struct moe_run *r, const int *list, const void *const *s
 	}
 	coli_gemm_batch_init(&gu, e->moe.xjobs, nj);
 	coli_gemm_batch_init(&down, e->moe.xjobs + nj, n);
+	/* a few tasks a thread (coli_cpu_pool_tasks): a stalled thread, or the
+	 * caller busy beside, holds back little */
 	ph[0] = (struct coli_pool_phase){coli_gemm_batch_task, &gu,
-	                                 gu_tasks < gu.units ? gu_tasks : gu.units};
+	                                 coli_cpu_pool_tasks(e->pool, gu.units)};
 	ph[1] = (struct coli_pool_phase){swiglu_pairs, e,
 	                                 threads < e->moe.n_xpairs ? threads : e->moe.n_xpairs};
 	ph[2] = (struct coli_pool_phase){coli_gemm_batch_task, &down,
-	                                 threads < down.units ? threads : down.units};
+	                                 coli_cpu_pool_tasks(e->pool, down.units)};
 	coli_cpu_pool_run_phases(e->pool, ph, 3, side ? dev_issue_run : NULL, r);
 }
 
