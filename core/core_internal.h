@@ -225,6 +225,11 @@ int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr)
  * weight sums) spread over the engine's pool; the same ids as without. */
 int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int vocab,
                            coli_cpu_pool_t *pool);
+/* core/text/sampler_proc.c: the logits the draw sees (logits itself when no
+ * step is on, else s->work; NULL: out of memory), and s->out for the token
+ * id drawn (its raw logprobs when s->logprobs >= 0). */
+const float *coli_sampler_process(struct coli_sampler *s, const float *logits, int vocab);
+void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab, int id);
 
 /* forward.c */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
