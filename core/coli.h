@@ -251,6 +251,11 @@ int coli_detok_push(const coli_tokenizer_t *t, struct coli_detok *d, int id, cha
 /* End of stream: pending bytes become U+FFFD. Returns bytes written (<= 3*8). */
 int coli_detok_flush(const coli_tokenizer_t *t, struct coli_detok *d, char *out, size_t cap);
 size_t coli_tokenizer_max_piece_bytes(const coli_tokenizer_t *t);
+/* The bytes id decodes to on its own (*len of them, not NUL-terminated;
+ * maybe part of a UTF-8 character), before the stream's position rules
+ * (leading-space strips): what a token's logprob entry shows. NULL for an
+ * id outside [0, n_vocab) or without a token. */
+const char *coli_tokenizer_piece(const coli_tokenizer_t *t, int id, size_t *len);
 /* Whole-sequence decode (same bytes as pushing every id then flushing);
  * *text is malloc'd and NUL-terminated, *len excludes the NUL. */
 int coli_tokenizer_decode(const coli_tokenizer_t *t, const int *ids, int n_ids, char **text,
