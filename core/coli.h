@@ -491,7 +491,8 @@ void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, 
  * distribution logprobs report. */
 void coli_sampler_logprobs(const float *logits, int vocab, float *lp);
 /* Pick a token from logits[vocab]; s->out says which (and its logprobs).
- * Greedy ties go to the lowest id. */
+ * Greedy ties go to the lowest id. With a processing step on, the first pick
+ * allocates s->work: coli_sampler_end frees it (coli_generate calls it). */
 int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab);
 
 /* ---- generation (shared by coli generate and colid) ---- */

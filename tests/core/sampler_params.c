@@ -112,6 +112,7 @@ static void test_bias(void)
 
 				drawn_banned += id == ord[0] || id == ord[1] || id == ord[2];
 			}
+			coli_sampler_end(&s); /* the processed copy pick allocated */
 		}
 	coli_sampler_init(&s, 0, 1, 0, 1);
 	s.bias = b, s.n_bias = 3;
@@ -125,6 +126,7 @@ static void test_bias(void)
 		                                                        : g_l[i];
 		plus_ok &= out[i] == (float)want;
 	}
+	coli_sampler_end(&s);
 	printf("logit_bias: -100 drawn %d times in 16000 draws; +5 and bans applied: %s\n",
 	       drawn_banned, plus_ok ? "yes" : "no");
 	if (drawn_banned || !plus_ok)
@@ -167,6 +169,7 @@ static void test_min_p(void)
 		for (int i = 0; i < V; i++)
 			wrong += p[i] > 0 ? out[i] != g_l[i] : out[i] != -INFINITY;
 		outside = draw_n(&s, g_l, 100000, p, got);
+		coli_sampler_end(&s);
 		printf("min_p %.2f T %.1f: kept %d of %d, %d cut wrongly, drawn outside %d, ",
 		       MP[c], T[c], kept, V, wrong, outside);
 		if (misfit(got, p, 100000, &chi) | wrong | outside)
