@@ -508,6 +508,37 @@ static int draw(struct coli_sampler *s, const float *logits, int vocab, coli_cpu
 	return id;
 }
 
+double coli_sampler_lse(const float *logits, int vocab, coli_cpu_pool_t *pool)
+{
+	const int nb = n_blocks(vocab);
+	double bs_stack[1024], *bs = bs_stack, sum = 0;
+	float bmax_stack[1024], *bmax = bmax_stack, m = -INFINITY;
+
+	if (nb > 1024) {
+		bs = malloc(sizeof(*bs) * (size_t)nb);
+		bmax = malloc(sizeof(*bmax) * (size_t)nb);
+		if (!bs || !bmax) {
+			free(bs), free(bmax);
+			return NAN;
+		}
+	}
+	struct blocks j = {logits, vocab, 0, 1.0f, bmax, NULL};
+
+	blocks(pool, &j);
+	for (int b = 0; b < nb; b++)
+		m = bmax[b] > m ? bmax[b] : m;
+	if (m > -INFINITY && m < INFINITY) {
+		j.m = m;
+		j.bmax = NULL, j.bs = bs;
+		blocks(pool, &j);
+		for (int b = 0; b < nb; b++)
+			sum += bs[b];
+	}
+	if (bs != bs_stack)
+		free(bs), free(bmax);
+	return m > -INFINITY && m < INFINITY ? m + log(sum) : m;
+}
+
 /* The request's steps first (sampler_proc.c: penalties, bias, min_p into
  * s->work), the draw over what they made, then the logprobs from the raw
  * logits. */
@@ -521,7 +552,7 @@ int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int voca
 		id = coli_argmax(logits, vocab);
 	else
 		id = draw(s, l, vocab, pool);
-	coli_sampler_report(s, logits, vocab, id);
+	coli_sampler_report(s, logits, vocab, id, pool);
 	return id;
 }
 

@@ -17,9 +17,10 @@
  * the draw then reads the engine's logits as before.
  *
  * logprobs: the log-softmax of the raw logits, lse = max + log(sum of
- * exp(l - max)) summed in double over blocks of 256 in id order (so the
- * figure is the same on every run), and the top n (n <= 20) by one pass
- * keeping a sorted list, best first, ties to the lower id.
+ * exp(l - max)) (coli_sampler_lse in sampler.c: the draw's block passes over
+ * the pool, blocks summed in id order, so the figure is the same with any
+ * number of threads), and the top n (n <= 20) by one pass keeping a sorted
+ * list, best first, ties to the lower id.
  */
 #include <errno.h>
 #include <math.h>
@@ -185,39 +186,21 @@ const float *coli_sampler_process(struct coli_sampler *s, const float *logits, i
 	return s->work;
 }
 
-/* log(sum of exp(l)) over logits[vocab]: max + log(sum of exp(l - max)), the
- * exponentials coli_exp_scaled's (within 2 ulp of expf), summed in double
- * in id order. */
-static double log_sum_exp(const float *logits, int vocab)
-{
-	float m = largest(logits, vocab), w[256];
-	double sum = 0;
-
-	if (!(m > -INFINITY) || m == INFINITY)
-		return m;
-	for (int b = 0; b < vocab; b += 256) {
-		int n = vocab - b < 256 ? vocab - b : 256;
-
-		coli_exp_scaled(logits + b, n, m, 1.0f, w);
-		for (int i = 0; i < n; i++)
-			sum += w[i];
-	}
-	return m + log(sum);
-}
-
 void coli_sampler_logprobs(const float *logits, int vocab, float *lp)
 {
-	double lse = log_sum_exp(logits, vocab);
+	double lse = coli_sampler_lse(logits, vocab, NULL);
 
 	for (int i = 0; i < vocab; i++)
 		lp[i] = (float)((double)logits[i] - lse);
 }
 
 /* s->out's logprobs for the token id drawn from logits[vocab] (the raw ones). */
-void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab, int id)
+void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab, int id,
+                         coli_cpu_pool_t *pool)
 {
 	struct coli_sample_out *o = &s->out;
 	int n = s->logprobs, k = 0;
+	float worst = -INFINITY; /* the list's last, once full */
 	double lse;
 
 	o->id = id;
@@ -226,13 +209,15 @@ void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab,
 		return;
 	n = n > COLI_SAMPLER_MAX_TOP ? COLI_SAMPLER_MAX_TOP : n;
 	n = n > vocab ? vocab : n;
-	lse = log_sum_exp(logits, vocab);
+	lse = coli_sampler_lse(logits, vocab, pool);
 	o->logprob = (float)((double)logits[id] - lse);
 	for (int i = 0; n && i < vocab; i++) { /* the list best first: ties keep the lower id */
 		float v = logits[i];
 		int j;
 
-		if (!(v == v) || (k == n && !(v > logits[o->top_id[k - 1]])))
+		if (!(v > worst) && k == n) /* (NaN never enters) */
+			continue;
+		if (v != v)
 			continue;
 		j = k < n ? k++ : n - 1;
 		while (j > 0 && v > logits[o->top_id[j - 1]]) {
@@ -240,6 +225,7 @@ void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab,
 			j--;
 		}
 		o->top_id[j] = i;
+		worst = logits[o->top_id[k - 1]];
 	}
 	for (int i = 0; i < k; i++)
 		o->top_logprob[i] = (float)((double)logits[o->top_id[i]] - lse);
