@@ -416,20 +416,20 @@ int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const floa
  * token history; nothing of it lives in the engine. The logits a token is
  * drawn from are the model's, then in this order:
  *
- *   1. repetition_penalty r (transformers' semantics, over the prompt and the
+ *   1. logit_bias: l += bias; a bias of -100 or less bans the token (-inf)
+ *   2. repetition_penalty r (transformers' semantics, over the prompt and the
  *      tokens generated so far): a seen token's logit l becomes l / r when
  *      l > 0, else l * r
- *   2. frequency_penalty f and presence_penalty p (OpenAI's, over the
+ *   3. frequency_penalty f and presence_penalty p (OpenAI's, over the
  *      generated tokens only): l -= c * f + (c > 0) * p, c = the token's count
- *   3. logit_bias: l += bias; a bias of -100 or less bans the token (-inf)
  *   4. temperature T (0: greedy, the largest logit, ties to the lowest id)
  *   5. min_p: tokens whose probability is below min_p times the likeliest
  *      one's are cut (l < l_max + T ln min_p)
  *   6. top-k, then top-p over what is left (renormalised), then one draw
  *
- * logprobs are the model's own distribution: the log-softmax of the raw
- * logits, before any of 1-6 (vLLM's default, "raw_logprobs"), so a token's
- * logprob does not depend on the sampling values. */
+ * (vLLM's order.) logprobs are the model's own distribution: the log-softmax
+ * of the raw logits, before any of 1-6 (vLLM's default, "raw_logprobs"), so
+ * a token's logprob does not depend on the sampling values. */
 #define COLI_SAMPLER_MAX_TOP 20 /* top_logprobs, as OpenAI */
 
 struct coli_logit_bias {

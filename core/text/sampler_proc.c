@@ -4,10 +4,13 @@
  * the formulas are in core/coli.h above struct coli_sampler; in short:
  *
  *   l                              the model's logits [vocab]
+ *   + bias (<= -100: -inf)         logit_bias
  *   l / r or l * r                 repetition_penalty, prompt + generated ids
  *   - c f - (c > 0) p              frequency / presence, generated ids
- *   + bias (<= -100: -inf)         logit_bias
  *   -inf below l_max + T ln min_p  min_p (T > 0)
+ *
+ * (vLLM's order: bias, then the penalties, then temperature and min_p before
+ * top-k and top-p.)
  *
  * The sequence's history is one uint32_t per token id (bit 31: in the
  * prompt, bits 0-30: times generated) and the list of ids seen, so the
@@ -137,6 +140,13 @@ void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, 
 
 	if (out != logits)
 		memcpy(out, logits, sizeof(*out) * (size_t)vocab);
+	for (int i = 0; i < s->n_bias; i++) {
+		int id = s->bias[i].id;
+
+		if (id < 0 || id >= vocab)
+			continue;
+		out[id] = s->bias[i].bias <= -100 ? -INFINITY : out[id] + s->bias[i].bias;
+	}
 	for (int i = 0; s->hist && i < s->n_seen; i++) {
 		int id = s->seen[i];
 		uint32_t h, c;
@@ -149,13 +159,6 @@ void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, 
 			out[id] = out[id] > 0 ? out[id] / r : out[id] * r;
 		if (c)
 			out[id] -= (float)c * s->frequency_penalty + s->presence_penalty;
-	}
-	for (int i = 0; i < s->n_bias; i++) {
-		int id = s->bias[i].id;
-
-		if (id < 0 || id >= vocab)
-			continue;
-		out[id] = s->bias[i].bias <= -100 ? -INFINITY : out[id] + s->bias[i].bias;
 	}
 	if (s->min_p > 0 && s->temperature > 0) {
 		/* p_i >= min_p p_max  <=>  l_i >= l_max + T ln(min_p) */

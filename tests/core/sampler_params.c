@@ -12,7 +12,8 @@
  *   penalties      a prompt and a generated history (with repeats) through
  *                  begin / accept: every logit equals repetition (l / r or
  *                  l * r over prompt + generated), then - c f - (c > 0) p
- *                  over the generated counts; others untouched, bit for bit
+ *                  over the generated counts; others untouched, bit for bit;
+ *                  a bias comes before the penalties (vLLM's order)
  *   logprobs       exp(log-softmax) sums to 1 over the vocabulary; a pick's
  *                  logprob and top list are the raw distribution's (a
  *                  full sort here), whatever temperature, bias or penalty
@@ -229,6 +230,27 @@ static void test_penalties(void)
 	}
 }
 
+/* The order: logit_bias before the penalties (vLLM's): a token of logit -3
+ * biased +4, in the prompt, under repetition 2 is (-3 + 4) / 2 = 0.5; the
+ * other order would give -3 * 2 + 4 = -2. */
+static void test_order(void)
+{
+	static const int prompt[1] = {0};
+	struct coli_logit_bias b = {0, 4};
+	struct coli_sampler s;
+	float l[4] = {-3, 0.5f, 1, 2}, out[4];
+
+	coli_sampler_init(&s, 1, 1, 0, 1);
+	s.repetition_penalty = 2;
+	s.bias = &b, s.n_bias = 1;
+	coli_sampler_begin(&s, 4, prompt, 1);
+	coli_sampler_apply(&s, l, 4, out);
+	coli_sampler_end(&s);
+	printf("order: logit -3, bias +4, repetition 2 -> %g (bias first: 0.5)\n", out[0]);
+	if (out[0] != 0.5f)
+		FAIL("order: bias then penalties");
+}
+
 static void test_logprobs(void)
 {
 	float lp[V];
@@ -316,6 +338,7 @@ int main(void)
 	test_bias();
 	test_min_p();
 	test_penalties();
+	test_order();
 	test_logprobs();
 	test_seeds();
 	printf("%d failed\n", g_fails);
