@@ -20,6 +20,7 @@ official openai Python client against colid (qwen3_moe fixture):
   errors        bad values: BadRequestError naming the field
 """
 import array
+import atexit
 import math
 import os
 import subprocess
@@ -30,6 +31,7 @@ from colid_util import COLI, TMP, Colid, check, convert
 FIX = "qwen3_moe"
 model = convert(FIX)
 srv = Colid(model)
+atexit.register(lambda: srv.alive() and srv.p.kill())  # a failed check leaves no colid behind
 cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
 
 
