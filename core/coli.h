@@ -251,6 +251,11 @@ int coli_detok_push(const coli_tokenizer_t *t, struct coli_detok *d, int id, cha
 /* End of stream: pending bytes become U+FFFD. Returns bytes written (<= 3*8). */
 int coli_detok_flush(const coli_tokenizer_t *t, struct coli_detok *d, char *out, size_t cap);
 size_t coli_tokenizer_max_piece_bytes(const coli_tokenizer_t *t);
+/* The bytes id decodes to on its own (*len of them, not NUL-terminated;
+ * maybe part of a UTF-8 character), before the stream's position rules
+ * (leading-space strips): what a token's logprob entry shows. NULL for an
+ * id outside [0, n_vocab) or without a token. */
+const char *coli_tokenizer_piece(const coli_tokenizer_t *t, int id, size_t *len);
 /* Whole-sequence decode (same bytes as pushing every id then flushing);
  * *text is malloc'd and NUL-terminated, *len excludes the NUL. */
 int coli_tokenizer_decode(const coli_tokenizer_t *t, const int *ids, int n_ids, char **text,
@@ -404,17 +409,90 @@ int coli_engine_forward_argmax(coli_engine_t *e, const int *ids, int n, int *nex
  * token). Same values as coli_engine_forward's. */
 int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const float **logits);
 
-/* ---- sampling ---- */
+/* ---- sampling (core/text/sampler.c, sampler_proc.c; docs/api.md) ----
+ *
+ * One struct coli_sampler per sequence (a request's choice), owned by the
+ * caller: the request's values, the generator's state and the sequence's
+ * token history; nothing of it lives in the engine. The logits a token is
+ * drawn from are the model's, then in this order:
+ *
+ *   1. logit_bias: l += bias; a bias of -100 or less bans the token (-inf)
+ *   2. repetition_penalty r (transformers' semantics, over the prompt and the
+ *      tokens generated so far): a seen token's logit l becomes l / r when
+ *      l > 0, else l * r
+ *   3. frequency_penalty f and presence_penalty p (OpenAI's, over the
+ *      generated tokens only): l -= c * f + (c > 0) * p, c = the token's count
+ *   4. temperature T (0: greedy, the largest logit, ties to the lowest id)
+ *   5. min_p: tokens whose probability is below min_p times the likeliest
+ *      one's are cut (l < l_max + T ln min_p)
+ *   6. top-k, then top-p over what is left (renormalised), then one draw
+ *
+ * (vLLM's order.) logprobs are the model's own distribution: the log-softmax
+ * of the raw logits, before any of 1-6 (vLLM's default, "raw_logprobs"), so
+ * a token's logprob does not depend on the sampling values. */
+#define COLI_SAMPLER_MAX_TOP 20 /* top_logprobs, as OpenAI */
+
+struct coli_logit_bias {
+	int id;
+	float bias; /* <= -100: banned */
+};
+
+/* What the last coli_sampler_pick chose, with logprobs when asked. */
+struct coli_sample_out {
+	int id;
+	float logprob; /* the raw log-softmax of id (when logprobs >= 0) */
+	int n_top;     /* = logprobs: the likeliest tokens, best first, ties to lower ids */
+	int top_id[COLI_SAMPLER_MAX_TOP];
+	float top_logprob[COLI_SAMPLER_MAX_TOP];
+};
+
 struct coli_sampler {
 	float temperature; /* 0: greedy */
 	float top_p;       /* 1: off */
 	int top_k;         /* 0: off */
 	uint64_t seed;
 	uint64_t state; /* rng state (set by coli_sampler_init) */
+	/* set after coli_sampler_init, which leaves them off */
+	float min_p;                        /* 0: off; [0, 1] */
+	float presence_penalty;             /* 0: off */
+	float frequency_penalty;            /* 0: off */
+	float repetition_penalty;           /* 1: off; > 0 */
+	const struct coli_logit_bias *bias; /* [n_bias], the caller's, alive while sampling */
+	int n_bias;
+	int logprobs; /* -1: none; 0..COLI_SAMPLER_MAX_TOP: the chosen token's logprob and
+	               * that many top ones in out */
+	struct coli_sample_out out;
+	/* the sequence (coli_sampler_begin .. coli_sampler_end): per token id,
+	 * bit 31 in the prompt, bits 0-30 times generated; the ids seen */
+	int vocab;
+	uint32_t *hist; /* [vocab], only with a penalty */
+	int *seen;      /* [n_seen] distinct ids with hist != 0 */
+	int n_seen, cap_seen;
+	float *work; /* [vocab] the processed logits, when any of 1, 2, 3, 5 is on */
 };
+/* temperature, top_p, top_k and seed set; everything else off. */
 void coli_sampler_init(struct coli_sampler *s, float temperature, float top_p, int top_k,
                        uint64_t seed);
-/* Pick a token from logits[vocab]. Greedy ties go to the lowest id. */
+/* Start a sequence: the history holds prompt[n_prompt] (for the repetition
+ * penalty). 0, -EINVAL (an id outside [0, vocab)), -ENOMEM. coli_generate
+ * calls begin, accept and end itself. */
+int coli_sampler_begin(struct coli_sampler *s, int vocab, const int *prompt, int n_prompt);
+/* The sequence went on with id (the token picked). */
+void coli_sampler_accept(struct coli_sampler *s, int id);
+/* Frees the sequence's state; s->out and the values stay. */
+void coli_sampler_end(struct coli_sampler *s);
+/* 1 when a pick needs the logits (not just their argmax): sampling, any of
+ * the processing steps, or logprobs. */
+int coli_sampler_needs_logits(const struct coli_sampler *s);
+/* The logits steps 1, 2, 3 and 5 make of logits[vocab], into out[vocab]
+ * (what the draw sees before its temperature, top-k and top-p). */
+void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, float *out);
+/* lp[vocab] = log-softmax of logits[vocab] (in double, rounded once): the
+ * distribution logprobs report. */
+void coli_sampler_logprobs(const float *logits, int vocab, float *lp);
+/* Pick a token from logits[vocab]; s->out says which (and its logprobs).
+ * Greedy ties go to the lowest id. With a processing step on, the first pick
+ * allocates s->work: coli_sampler_end frees it (coli_generate calls it). */
 int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab);
 
 /* ---- generation (shared by coli generate and colid) ---- */

@@ -225,6 +225,16 @@ int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr)
  * weight sums) spread over the engine's pool; the same ids as without. */
 int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int vocab,
                            coli_cpu_pool_t *pool);
+/* core/text/sampler_proc.c: the logits the draw sees (logits itself when no
+ * step is on, else s->work; NULL: out of memory), and s->out for the token
+ * id drawn (its raw logprobs when s->logprobs >= 0). */
+const float *coli_sampler_process(struct coli_sampler *s, const float *logits, int vocab);
+void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab, int id,
+                         coli_cpu_pool_t *pool);
+/* core/text/sampler.c: log(sum of exp(logits[i])), max + log(sum of exp(l -
+ * max)), the exponentials coli_exp_scaled's, block sums in double over pool
+ * (NULL: this thread), added in block order: the same bits either way. */
+double coli_sampler_lse(const float *logits, int vocab, coli_cpu_pool_t *pool);
 
 /* forward.c */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);

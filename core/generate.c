@@ -2,7 +2,9 @@
  * core/generate.c — the generation loop shared by `coli generate` and colid:
  * reset the KV cache, prefill the prompt in one batch, then decode one token
  * at a time, sampling, streaming complete UTF-8 text to a callback, stopping
- * at an EOS id of the model or after max_new tokens.
+ * at an EOS id of the model or after max_new tokens. The sampler's sequence
+ * (the history its penalties read) runs from the prompt to the last token;
+ * s->out holds the token being passed to the callback, with its logprobs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -87,13 +89,18 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	text = malloc(cap);
 	if (!text)
 		return -ENOMEM;
+	rc = coli_sampler_begin(s, c->vocab, prompt, n_prompt);
+	if (rc) {
+		free(text);
+		return rc;
+	}
 	coli_engine_reset(e);
 	e0 = e->est; /* the generation's expert counts are differences of these */
 	coli_detok_init(&dt);
 	t0 = coli_now_s();
-	/* greedy: the engine returns the argmax (on the GPU when the dense part
-	 * is there), not the logits */
-	greedy = s->temperature <= 0;
+	/* greedy without penalties, bias or logprobs: the engine returns the
+	 * argmax (on the GPU when the dense part is there), not the logits */
+	greedy = !coli_sampler_needs_logits(s);
 	rc = greedy ? coli_engine_forward_argmax(e, prompt, n_prompt, &next)
 	            : coli_engine_forward_last(e, prompt, n_prompt, &logits);
 	t1 = coli_now_s();
@@ -104,7 +111,13 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	for (int i = 0; !rc && i < max_new; i++) {
 		int n;
 
-		id = greedy ? next : coli_sampler_pick_pool(s, logits, c->vocab, e->pool);
+		if (greedy) {
+			id = next;
+			s->out.id = id;
+		} else {
+			id = coli_sampler_pick_pool(s, logits, c->vocab, e->pool);
+		}
+		coli_sampler_accept(s, id);
 		if (is_eos(c, id)) {
 			st->stopped_eos = 1;
 			break;
@@ -127,6 +140,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	}
 	st->decode_s = coli_now_s() - t1;
 	decode_stats(e, st, &e0, &e1, &s1);
+	coli_sampler_end(s);
 	free(text);
 	return rc;
 }

@@ -23,7 +23,10 @@
  * shaped like a trained model's (N(0, 1.5) with 20 tokens 8-15 above), per
  * setting, its block passes over the pool as in coli generate:
  * microseconds a pick (median of the repetitions' means), beside
- * one read of the logits at the host bound.
+ * one read of the logits at the host bound. Two settings add a request's
+ * steps (core/text/sampler_proc.c): min_p with the penalties over a
+ * 512-token history and two biases (a copy of the logits and a pass more),
+ * and logprobs with a top list of 20 (a log-sum-exp and a top-20 scan).
  *
  * Buffers:  weights  uint8 [set bytes] per dtype, matrices back to back
  *           acts     S=8 activations per K (2048 and 768), canonical form
@@ -172,15 +175,21 @@ static void pass_kernels(coli_cpu_pool_t *pool, struct wset *ws, int S, struct a
 #define SAMP_V     151936
 #define SAMP_PICKS 50
 
+/* pen: presence 0.5, frequency 0.3, repetition 1.1 over a 512-token prompt
+ * and the picks, and two logit biases; logprobs: the top list's length (-1: none) */
 static const struct {
 	const char *name;
 	float temperature, top_p;
 	int top_k;
+	float min_p;
+	int pen, logprobs;
 } g_samp[] = {
-    {"T 0.8", 0.8f, 1, 0},
-    {"T 0.8 top-p 0.9", 0.8f, 0.9f, 0},
-    {"T 0.8 top-k 40", 0.8f, 1, 40},
-    {"T 0.8 top-k 50 top-p 0.95", 0.8f, 0.95f, 50},
+    {"T 0.8", 0.8f, 1, 0, 0, 0, -1},
+    {"T 0.8 top-p 0.9", 0.8f, 0.9f, 0, 0, 0, -1},
+    {"T 0.8 top-k 40", 0.8f, 1, 40, 0, 0, -1},
+    {"T 0.8 top-k 50 top-p 0.95", 0.8f, 0.95f, 50, 0, 0, -1},
+    {"T 0.8 min-p 0.05 penalties", 0.8f, 1, 0, 0.05f, 1, -1},
+    {"T 0.8 top-p 0.9 logprobs 20", 0.8f, 0.9f, 0, 0, 0, 20},
 };
 #define N_SAMP (int)(sizeof(g_samp) / sizeof(g_samp[0]))
 
@@ -202,14 +211,31 @@ static float *sampler_logits(void)
 /* mean seconds a pick over SAMP_PICKS picks of setting i */
 static double sampler_pass(const float *l, int i, uint64_t seed, coli_cpu_pool_t *pool)
 {
+	static const struct coli_logit_bias bias[2] = {{0, -100}, {7919, 2}};
 	struct coli_sampler s;
-	double t0 = bench_now_s();
-	int sink = 0;
+	int sink = 0, prompt[512];
+	double t0;
 
 	coli_sampler_init(&s, g_samp[i].temperature, g_samp[i].top_p, g_samp[i].top_k, seed);
-	for (int p = 0; p < SAMP_PICKS; p++)
-		sink += coli_sampler_pick_pool(&s, l, SAMP_V, pool);
-	return (bench_now_s() - t0 + (sink < 0)) / SAMP_PICKS;
+	s.min_p = g_samp[i].min_p;
+	s.logprobs = g_samp[i].logprobs;
+	if (g_samp[i].pen) {
+		s.presence_penalty = 0.5f, s.frequency_penalty = 0.3f, s.repetition_penalty = 1.1f;
+		s.bias = bias, s.n_bias = 2;
+	}
+	for (int p = 0; p < 512; p++)
+		prompt[p] = (int)(rnd() % SAMP_V);
+	coli_sampler_begin(&s, SAMP_V, prompt, 512);
+	t0 = bench_now_s();
+	for (int p = 0; p < SAMP_PICKS; p++) {
+		int id = coli_sampler_pick_pool(&s, l, SAMP_V, pool);
+
+		coli_sampler_accept(&s, id);
+		sink += id;
+	}
+	t0 = bench_now_s() - t0;
+	coli_sampler_end(&s);
+	return (t0 + (sink < 0)) / SAMP_PICKS;
 }
 
 int bench_kernels_main(int argc, char **argv)

@@ -1,7 +1,10 @@
 /*
  * tools/cmd_generate.c — `coli generate -m MODEL -p TEXT [-n N] [--temperature T]
- * [--top-p P] [--top-k K] [--seed S] [engine options]`: the completion text
- * alone on stdout (streamed as it decodes), statistics on stderr.
+ * [--top-p P] [--top-k K] [--min-p P] [--presence-penalty X]
+ * [--frequency-penalty X] [--repetition-penalty R] [--logit-bias ID=B,...]
+ * [--seed S] [engine options]`: the completion text alone on stdout
+ * (streamed as it decodes), statistics on stderr. The sampling values mean
+ * what colid's fields of the same names mean (core/coli.h, docs/api.md).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,14 +22,60 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: coli generate -m MODEL.coli -p TEXT [-n N] [--temperature T] [--top-p P]\n"
-	        "                     [--top-k K] [--seed S] [--ids 1,2,3] [engine options]\n"
+	        "                     [--top-k K] [--min-p P] [--presence-penalty X]\n"
+	        "                     [--frequency-penalty X] [--repetition-penalty R]\n"
+	        "                     [--logit-bias ID=B,...] [--seed S] [--ids 1,2,3]\n"
+	        "                     [engine options]\n"
 	        "  -n N            tokens to generate, 0..16777216 (default 64; 0: prefill only)\n"
 	        "  --temperature T 0..100: 0 = greedy (default), else sampling\n"
 	        "  --top-p P       nucleus sampling, (0, 1] (default 1: off)\n"
 	        "  --top-k K       sample among the K likeliest, 0..16777216 (default 0: off)\n"
+	        "  --min-p P       cut tokens below P times the likeliest's probability, 0..1\n"
+	        "                  (default 0: off)\n"
+	        "  --presence-penalty X   -2..2: minus X for a token already generated\n"
+	        "  --frequency-penalty X  -2..2: minus X times its count so far\n"
+	        "  --repetition-penalty R (0, 10]: a logit of a token in the prompt or\n"
+	        "                  generated divided by R (positive) or times R (default 1)\n"
+	        "  --logit-bias ID=B,...  add B (-100..100) to token ID's logit; -100 bans it\n"
 	        "  --seed S        sampler seed, 64-bit, decimal or 0x hex (default 0)\n"
 	        "  --ids LIST      prompt as token ids instead of text\n\n");
 	coli_opts_help(f);
+}
+
+/* "ID=B,ID=B": *out malloc'd; 0, or 2 after saying what is wrong. */
+static int parse_bias(const char *v, struct coli_logit_bias **out, int *n)
+{
+	char *copy = strdup(v), *save = NULL, *item;
+	int cap = 1;
+
+	for (const char *p = v; *p; p++)
+		cap += *p == ',';
+	*out = calloc((size_t)cap, sizeof(**out));
+	*n = 0;
+	if (!copy || !*out) {
+		free(copy);
+		return tool_err("generate", "out of memory"), 2;
+	}
+	for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '=');
+		double b;
+		int id;
+
+		if (eq)
+			*eq = 0;
+		if (!eq || coli_parse_int(item, 0, GEN_MAX, &id) ||
+		    coli_parse_double(eq + 1, -100, 100, &b)) {
+			tool_err("generate",
+			         "--logit-bias '%s': expected ID=BIAS[,ID=BIAS...], a token id and "
+			         "a number in -100..100",
+			         v);
+			free(copy);
+			return 2;
+		}
+		(*out)[(*n)++] = (struct coli_logit_bias){id, (float)b};
+	}
+	free(copy);
+	return 0;
 }
 
 static int on_token(void *arg, int id, const char *text, size_t len)
@@ -44,7 +93,9 @@ int cmd_generate(int argc, char **argv)
 	struct coli_sampler s;
 	struct coli_gen_stats st;
 	const char *prompt = NULL, *ids_arg = NULL;
-	double temp = 0, top_p = 1;
+	double temp = 0, top_p = 1, min_p = 0, pres = 0, freq = 0, rep = 1;
+	struct coli_logit_bias *bias = NULL;
+	int n_bias = 0;
 	int top_k = 0, n = 64, rc, n_ids = 0;
 	uint64_t seed = 0;
 	int *ids = NULL;
@@ -83,7 +134,21 @@ int cmd_generate(int argc, char **argv)
 			bad = tool_int(P, o, v, 0, GEN_MAX, &top_k);
 		else if (!strcmp(o, "--seed"))
 			bad = tool_u64(P, o, v, 0, UINT64_MAX, &seed);
-		else
+		else if (!strcmp(o, "--min-p"))
+			bad = tool_double(P, o, v, 0, 1, &min_p);
+		else if (!strcmp(o, "--presence-penalty"))
+			bad = tool_double(P, o, v, -2, 2, &pres);
+		else if (!strcmp(o, "--frequency-penalty"))
+			bad = tool_double(P, o, v, -2, 2, &freq);
+		else if (!strcmp(o, "--repetition-penalty"))
+			bad = tool_double(P, o, v, 0, 10, &rep) ||
+			      (rep == 0 &&
+			       tool_err("generate",
+			                "--repetition-penalty '0': expected a number in (0, 10]"));
+		else if (!strcmp(o, "--logit-bias")) {
+			free(bias);
+			bad = parse_bias(v, &bias, &n_bias);
+		} else
 			return tool_err("generate", "unknown option '%s' (see --help)", o), 2;
 		if (bad)
 			return 2;
@@ -93,15 +158,32 @@ int cmd_generate(int argc, char **argv)
 		help(stderr);
 		return 2;
 	}
-	if (top_p == 0)
+	if (top_p == 0) {
+		free(bias);
 		return tool_err("generate", "--top-p '0': expected a number in (0, 1]"), 2;
+	}
 	rc = coli_engine_open(a.model, &a.opts, &e, err, sizeof(err));
 	if (rc)
 		return tool_err("generate", "%s", err);
 	rc = tool_prompt_ids(e, prompt, ids_arg, &ids, &n_ids);
 	if (rc)
 		goto out;
+	for (int i = 0; i < n_bias; i++)
+		if (bias[i].id >= coli_engine_config(e)->vocab) {
+			tool_err("generate",
+			         "--logit-bias: token id %d is outside the vocabulary "
+			         "(0..%d)",
+			         bias[i].id, coli_engine_config(e)->vocab - 1);
+			rc = 2;
+			goto out;
+		}
 	coli_sampler_init(&s, (float)temp, (float)top_p, top_k, seed);
+	s.min_p = (float)min_p;
+	s.presence_penalty = (float)pres;
+	s.frequency_penalty = (float)freq;
+	s.repetition_penalty = (float)rep;
+	s.bias = bias;
+	s.n_bias = n_bias;
 	rc = coli_generate(e, ids, n_ids, n, &s, on_token, NULL, &st);
 	if (rc == -E2BIG) {
 		tool_err("generate",
@@ -120,6 +202,7 @@ int cmd_generate(int argc, char **argv)
 	tool_print_gen_stats(e, &st, a.opts.profile || a.opts.cuda_profile);
 out:
 	free(ids);
+	free(bias);
 	coli_engine_close(e);
-	return rc ? 1 : 0;
+	return rc == 2 ? 2 : rc ? 1 : 0;
 }

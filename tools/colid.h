@@ -5,6 +5,7 @@
  *   colid.c          main: flags, NUMA binding, engine, signals, shutdown
  *   colid_http.c     libmicrohttpd: routing, auth, bodies, JSON and SSE replies
  *   colid_request.c  request bodies -> struct colid_request (pure; fuzzed)
+ *   colid_sampling.c the sampling fields -> a sampler per choice; logprobs JSON
  *   colid_queue.c    the bounded FIFO, the one worker that owns the engine, jobs
  *   colid_metrics.c  counters and the Prometheus text of /metrics
  *   colid_guard.c    slow clients: request deadlines, headroom under the limit
@@ -26,8 +27,10 @@
 
 #include "core/coli.h"
 
-#define COLID_MAX_STOP     4   /* stop strings per request, as OpenAI */
-#define COLID_MAX_STOP_LEN 256 /* bytes per stop string */
+#define COLID_MAX_STOP     4    /* stop strings per request, as OpenAI */
+#define COLID_MAX_STOP_LEN 256  /* bytes per stop string */
+#define COLID_MAX_N        16   /* choices per request ('n') */
+#define COLID_MAX_BIAS     1024 /* logit_bias entries per request */
 
 /* ---- errors: an OpenAI error object and its HTTP status ---- */
 struct colid_error {
@@ -68,6 +71,17 @@ struct colid_request {
 	/* chat: chat_template_kwargs.enable_thinking, -1 not given (the
 	 * template's default), 0 off (the renderer's no_think), 1 on */
 	int enable_thinking;
+	/* sampling beyond temperature / top_p / top_k (docs/api.md, core/coli.h) */
+	int n;                                      /* choices, 1..COLID_MAX_N */
+	double min_p;                               /* 0: off */
+	double presence_penalty, frequency_penalty; /* 0: off */
+	double repetition_penalty;                  /* 1: off */
+	struct coli_logit_bias *bias;               /* [n_bias]; ids checked against the
+	                                             * vocabulary by the caller */
+	int n_bias;
+	int logprobs;     /* -1: none; else the top_logprobs count, 0..20 (chat: logprobs
+	                   * true and top_logprobs; completions: logprobs N) */
+	int top_logprobs; /* chat, as sent (-1: not given); folded into logprobs */
 };
 /* Parses and validates a body. 0, or -EINVAL with e filled (4xx). On error
  * nothing needs freeing; on success call colid_request_free. */
@@ -79,6 +93,14 @@ long colid_utf8_invalid_at(const char *s, size_t n);
 
 /* ---- jobs and the queue (colid_queue.c) ---- */
 enum colid_finish { COLID_FINISH_NONE = 0, COLID_FINISH_STOP, COLID_FINISH_LENGTH };
+
+/* A completion token and what the sampler said of it; its text is
+ * job->text[start..end) (end <= start when a stop string cut it away). */
+struct colid_tok {
+	int id;
+	int start, end;
+	struct coli_sample_out out;
+};
 
 struct colid_job {
 	pthread_mutex_t mu;
@@ -104,6 +126,11 @@ struct colid_job {
 	struct coli_gen_stats st;
 	/* set by the HTTP side when the client is gone, read by the worker */
 	atomic_int cancel;
+	/* logprobs (sampler.logprobs >= 0): one record per completion token,
+	 * under mu like the text */
+	struct colid_tok *toks;
+	int n_toks, cap_toks;
+	struct coli_logit_bias *bias; /* the sampler's, owned here */
 	/* the worker's private state */
 	int stopped;
 	unsigned delay_us; /* --debug-token-delay-ms, for tests */
@@ -134,6 +161,8 @@ int colid_queue_init(struct colid_queue *q, int cap, coli_engine_t *e, struct co
 int colid_queue_start(struct colid_queue *q);
 /* Takes a reference on success. -EAGAIN when full, -ESHUTDOWN when closing. */
 int colid_queue_push(struct colid_queue *q, struct colid_job *j);
+/* Push all n jobs or none (in order): -EAGAIN when fewer than n slots are free. */
+int colid_queue_push_n(struct colid_queue *q, struct colid_job **j, int n);
 int colid_queue_depth(struct colid_queue *q); /* waiting, not counting the running one */
 /* Stop taking jobs: queued ones end with -ESHUTDOWN (their clients get
  * 503), the running one goes on; the worker exits when it is done. */
@@ -232,6 +261,21 @@ struct colid_server {
 	struct MHD_Daemon *mhd;
 	unsigned short port;
 };
+/* ---- sampling fields (colid_sampling.c) ---- */
+/* What needs the server: logit_bias ids within the vocabulary, n within the
+ * queue. 0, or -EINVAL with e filled (400). */
+int colid_sampling_check(struct colid_server *s, const struct colid_request *r,
+                         struct colid_error *e);
+/* Choice c's sampler, seed = the request's + c * 0x9e3779b97f4a7c15. */
+void colid_sampler_of(const struct colid_request *r, uint64_t seed, struct coli_sampler *smp);
+/* The logprobs of j's token records [from, to) in OpenAI's format, chat:
+ * {"content": [{token, logprob, bytes, top_logprobs: [...]}]}, completions:
+ * {tokens, token_logprobs, top_logprobs, text_offset}. Caller holds j->mu;
+ * NULL when out of memory. */
+struct json_t;
+struct json_t *colid_logprobs_json(const coli_tokenizer_t *tok, const struct colid_job *j, int from,
+                                   int to, int chat);
+
 /* Listens on host:port (port 0: any free one, stored in s->port). */
 int colid_http_start(struct colid_server *s, const char *host, int port, char *err, size_t errlen);
 /* Stop accepting connections (open ones are served). */

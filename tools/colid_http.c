@@ -20,6 +20,11 @@
  *                 with the same socket check while it waits
  * The request-completed callback cancels an unfinished job (the client went
  * away mid-stream) and drops the connection's reference to it.
+ *
+ * A request for n choices queues n jobs at once (all or none: 429), one
+ * sampler each (choice c seeded seed + c * 0x9e3779b97f4a7c15), run one
+ * after another by the worker, each prefilling the prompt again; the reply
+ * lists them by index, a stream sends choice 0 whole, then choice 1, ...
  */
 #include <errno.h>
 #include <jansson.h>
@@ -45,16 +50,19 @@ struct conn {
 	int too_big;
 	int answered; /* a reply was queued at the headers */
 	struct colid_request req;
-	struct colid_job *job;
+	struct colid_job *jobs[COLID_MAX_N]; /* one per choice ('n'), run in order */
+	int n_jobs;
 	int n_prompt;
 	char id[48];
 	long created;
 	/* streaming */
 	struct colid_server *srv;
 	struct MHD_Connection *mc;
-	enum stage stage;
-	size_t sent;
-	char *ev; /* the event being written [ev_len], ev_off sent */
+	enum stage stage; /* of choice cur */
+	int cur;
+	size_t sent;  /* of choice cur's text */
+	int tok_sent; /* of its token records (logprobs) */
+	char *ev;     /* the event being written [ev_len], ev_off sent */
 	size_t ev_len, ev_off;
 };
 
@@ -162,48 +170,84 @@ static json_t *usage_json(int n_prompt, int n_gen)
 	                 "total_tokens", n_prompt + n_gen);
 }
 
-/* A chunk or a whole completion object around `choice`. */
-static json_t *envelope(struct colid_server *s, struct conn *k, const char *object, json_t *choice)
+/* A chunk or a whole completion object around `choices` (an array). */
+static json_t *envelope(struct colid_server *s, struct conn *k, const char *object, json_t *choices)
 {
-	return json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", k->id, "object", object, "created",
-	                 (json_int_t)k->created, "model", s->model_id, "choices", choice);
+	return json_pack("{s:s,s:s,s:I,s:s,s:o}", "id", k->id, "object", object, "created",
+	                 (json_int_t)k->created, "model", s->model_id, "choices", choices);
+}
+
+/* The logprobs of j's tokens [from, to), or null when the request has none.
+ * Caller holds j->mu. */
+static json_t *logprobs_of(struct colid_server *s, struct conn *k, struct colid_job *j, int from,
+                           int to)
+{
+	json_t *o = NULL;
+
+	if (k->req.logprobs >= 0)
+		o = colid_logprobs_json(s->tok, j, from, to, k->req.ep == COLID_EP_CHAT);
+	return o ? o : json_null();
+}
+
+/* Completion tokens of every choice (the jobs are done). */
+static int total_gen(struct conn *k)
+{
+	int n = 0;
+
+	for (int c = 0; c < k->n_jobs; c++) {
+		pthread_mutex_lock(&k->jobs[c]->mu);
+		n += k->jobs[c]->n_gen;
+		pthread_mutex_unlock(&k->jobs[c]->mu);
+	}
+	return n;
 }
 
 static enum MHD_Result answer_whole(struct colid_server *s, struct MHD_Connection *mc,
                                     struct conn *k)
 {
-	struct colid_job *j = k->job;
 	int chat = k->req.ep == COLID_EP_CHAT;
-	json_t *choice, *o;
+	json_t *choices = json_array(), *choice, *o;
 
-	pthread_mutex_lock(&j->mu);
-	if (wait_job(j, mc, 0, 0)) {
-		pthread_mutex_unlock(&j->mu);
-		colid_metrics_request(&s->metrics, k->route, 499);
-		return MHD_NO; /* nobody to answer: close */
-	}
-	if (j->status == -ESHUTDOWN || (j->status == -ECANCELED && atomic_load(&s->stopping))) {
-		pthread_mutex_unlock(&j->mu);
-		FAIL(503, "server_error", "shutting_down", NULL,
-		     "the server is shutting down; retry on another instance");
-	}
-	if (j->status) {
-		int st = j->status;
+	for (int c = 0; c < k->n_jobs; c++) { /* the choices in order: each waited for */
+		struct colid_job *j = k->jobs[c];
 
+		pthread_mutex_lock(&j->mu);
+		if (wait_job(j, mc, 0, 0)) {
+			pthread_mutex_unlock(&j->mu);
+			json_decref(choices);
+			colid_metrics_request(&s->metrics, k->route, 499);
+			return MHD_NO; /* nobody to answer: close (the rest cancelled) */
+		}
+		if (j->status == -ESHUTDOWN ||
+		    (j->status == -ECANCELED && atomic_load(&s->stopping))) {
+			pthread_mutex_unlock(&j->mu);
+			json_decref(choices);
+			FAIL(503, "server_error", "shutting_down", NULL,
+			     "the server is shutting down; retry on another instance");
+		}
+		if (j->status) {
+			int st = j->status;
+
+			pthread_mutex_unlock(&j->mu);
+			json_decref(choices);
+			FAIL(500, "server_error", NULL, NULL, "generation failed: %s",
+			     strerror(-st));
+		}
+		if (chat)
+			choice = json_pack("{s:i,s:{s:s,s:s%},s:o,s:s}", "index", c, "message",
+			                   "role", "assistant", "content", j->text, j->len,
+			                   "logprobs", logprobs_of(s, k, j, 0, j->n_toks),
+			                   "finish_reason", finish_name(j->finish));
+		else
+			choice = json_pack("{s:s%,s:i,s:o,s:s}", "text", j->text, j->len, "index",
+			                   c, "logprobs", logprobs_of(s, k, j, 0, j->n_toks),
+			                   "finish_reason", finish_name(j->finish));
 		pthread_mutex_unlock(&j->mu);
-		FAIL(500, "server_error", NULL, NULL, "generation failed: %s", strerror(-st));
+		json_array_append_new(choices, choice);
 	}
-	if (chat)
-		choice = json_pack("{s:i,s:{s:s,s:s%},s:n,s:s}", "index", 0, "message", "role",
-		                   "assistant", "content", j->text, j->len, "logprobs",
-		                   "finish_reason", finish_name(j->finish));
-	else
-		choice = json_pack("{s:s%,s:i,s:n,s:s}", "text", j->text, j->len, "index", 0,
-		                   "logprobs", "finish_reason", finish_name(j->finish));
-	o = envelope(s, k, chat ? "chat.completion" : "text_completion", choice);
+	o = envelope(s, k, chat ? "chat.completion" : "text_completion", choices);
 	if (o)
-		json_object_set_new(o, "usage", usage_json(k->n_prompt, j->n_gen));
-	pthread_mutex_unlock(&j->mu);
+		json_object_set_new(o, "usage", usage_json(k->n_prompt, total_gen(k)));
 	return reply_json(s, mc, k, 200, o);
 }
 
@@ -234,38 +278,48 @@ static int set_event(struct conn *k, json_t *a, json_t *b, int done)
 	return k->ev ? 0 : -ENOMEM;
 }
 
+/* A chunk of choice k->cur: text (or none), a finish reason (or none), the
+ * role's opening (chat), its tokens' logprobs (lp, taken; NULL: null). */
 static json_t *chunk(struct colid_server *s, struct conn *k, const char *text, size_t n,
-                     const char *finish, int role)
+                     const char *finish, int role, json_t *lp)
 {
-	int chat = k->req.ep == COLID_EP_CHAT;
+	int chat = k->req.ep == COLID_EP_CHAT, i = k->cur;
 	json_t *fin = finish ? json_string(finish) : json_null(), *c;
 
+	if (!lp)
+		lp = json_null();
 	if (chat)
-		c = role   ? json_pack("{s:i,s:{s:s,s:s},s:n,s:o}", "index", 0, "delta", "role",
-		                       "assistant", "content", "", "logprobs", "finish_reason", fin)
-		    : text ? json_pack("{s:i,s:{s:s%},s:n,s:o}", "index", 0, "delta", "content",
-		                       text, n, "logprobs", "finish_reason", fin)
-		           : json_pack("{s:i,s:{},s:n,s:o}", "index", 0, "delta", "logprobs",
+		c = role   ? json_pack("{s:i,s:{s:s,s:s},s:o,s:o}", "index", i, "delta", "role",
+		                       "assistant", "content", "", "logprobs", lp, "finish_reason",
+		                       fin)
+		    : text ? json_pack("{s:i,s:{s:s%},s:o,s:o}", "index", i, "delta", "content",
+		                       text, n, "logprobs", lp, "finish_reason", fin)
+		           : json_pack("{s:i,s:{},s:o,s:o}", "index", i, "delta", "logprobs", lp,
 		                       "finish_reason", fin);
 	else
-		c = json_pack("{s:s%,s:i,s:n,s:o}", "text", text ? text : "", text ? n : 0, "index",
-		              0, "logprobs", "finish_reason", fin);
-	return envelope(s, k, chat ? "chat.completion.chunk" : "text_completion", c);
+		c = json_pack("{s:s%,s:i,s:o,s:o}", "text", text ? text : "", text ? n : 0, "index",
+		              i, "logprobs", lp, "finish_reason", fin);
+	return envelope(s, k, chat ? "chat.completion.chunk" : "text_completion",
+	                json_pack("[o]", c));
 }
 
-/* Builds the next event into k->ev; -1 when the stream must end in error. */
+/* Builds the next event into k->ev; -1 when the stream must end in error.
+ * Choices go one after another: choice c's role, text chunks (each with the
+ * logprobs of the tokens whose text it completes) and finish, then c + 1;
+ * after the last, the usage chunk (include_usage) and [DONE]. */
 static int next_event(struct conn *k)
 {
 	struct colid_server *s = k->srv;
-	struct colid_job *j = k->job;
+	struct colid_job *j = k->jobs[k->cur];
 	const char *object =
 	    k->req.ep == COLID_EP_CHAT ? "chat.completion.chunk" : "text_completion";
 	json_t *o, *u = NULL;
+	int to;
 
 	if (k->stage == ST_ROLE) {
 		k->stage = ST_TEXT;
 		if (k->req.ep == COLID_EP_CHAT)
-			return set_event(k, chunk(s, k, NULL, 0, NULL, 1), NULL, 0);
+			return set_event(k, chunk(s, k, NULL, 0, NULL, 1, NULL), NULL, 0);
 	}
 	pthread_mutex_lock(&j->mu);
 	if (wait_job(j, k->mc, k->sent, 1)) {
@@ -273,15 +327,19 @@ static int next_event(struct conn *k)
 		return -1;
 	}
 	if (j->committed > k->sent) {
-		o = chunk(s, k, j->text + k->sent, j->committed - k->sent, NULL, 0);
+		for (to = k->tok_sent; to < j->n_toks && j->toks[to].end <= (int)j->committed;)
+			to++;
+		o = chunk(s, k, j->text + k->sent, j->committed - k->sent, NULL, 0,
+		          k->req.logprobs >= 0 ? logprobs_of(s, k, j, k->tok_sent, to) : NULL);
 		k->sent = j->committed;
+		k->tok_sent = to;
 		pthread_mutex_unlock(&j->mu);
 		return set_event(k, o, NULL, 0);
 	}
-	k->stage = ST_END;
 	if (j->status) { /* headers are gone already: the error travels as an event */
 		int shut = j->status == -ESHUTDOWN;
 
+		k->stage = ST_END;
 		o = json_pack("{s:{s:s,s:s,s:n,s:o}}", "error", "message",
 		              shut ? "the server is shutting down" : strerror(-j->status), "type",
 		              "server_error", "param", "code",
@@ -289,13 +347,22 @@ static int next_event(struct conn *k)
 		pthread_mutex_unlock(&j->mu);
 		return set_event(k, o, NULL, 1);
 	}
-	o = chunk(s, k, NULL, 0, finish_name(j->finish), 0);
+	o = chunk(s, k, NULL, 0, finish_name(j->finish), 0,
+	          k->req.logprobs >= 0 && k->tok_sent < j->n_toks
+	              ? logprobs_of(s, k, j, k->tok_sent, j->n_toks)
+	              : NULL);
+	pthread_mutex_unlock(&j->mu);
+	k->cur++, k->sent = 0, k->tok_sent = 0;
+	if (k->cur < k->n_jobs) { /* the next choice */
+		k->stage = ST_ROLE;
+		return set_event(k, o, NULL, 0);
+	}
+	k->stage = ST_END;
 	if (k->req.include_usage) {
 		u = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", k->id, "object", object,
 		              "created", (json_int_t)k->created, "model", s->model_id, "choices",
-		              "usage", usage_json(k->n_prompt, j->n_gen));
+		              "usage", usage_json(k->n_prompt, total_gen(k)));
 	}
-	pthread_mutex_unlock(&j->mu);
 	return set_event(k, o, u, 1);
 }
 
@@ -407,6 +474,7 @@ static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *m
 	struct colid_error e;
 	struct coli_sampler smp;
 	int *ids = NULL, n = 0, max_new, rc;
+	uint64_t seed;
 	uint64_t seq = atomic_fetch_add(&g_req_seq, 1) + 1;
 
 	if (colid_request_parse(k->body ? k->body : "", k->len, ep, r, &e))
@@ -431,18 +499,28 @@ static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *m
 		    ep == COLID_EP_CHAT ? "messages" : "prompt");
 		return reply_error(s, mc, k, &e, 0);
 	}
-	coli_sampler_init(&smp, (float)r->temperature, (float)r->top_p, r->top_k,
-	                  r->has_seed ? r->seed : (uint64_t)time(NULL) * 2654435761u + seq);
-	k->job = colid_job_new(ids, n, max_new, &smp, r->stop, r->n_stop,
-	                       ep == COLID_EP_CHAT ? s->chat.eot_id : -1);
+	if (colid_sampling_check(s, r, &e)) {
+		free(ids);
+		return reply_error(s, mc, k, &e, 0);
+	}
+	seed = r->has_seed ? r->seed : (uint64_t)time(NULL) * 2654435761u + seq;
+	for (int c = 0; c < r->n; c++) {
+		colid_sampler_of(r, seed + (uint64_t)c * 0x9e3779b97f4a7c15ull, &smp);
+		k->jobs[c] = colid_job_new(ids, n, max_new, &smp, r->stop, r->n_stop,
+		                           ep == COLID_EP_CHAT ? s->chat.eot_id : -1);
+		if (!k->jobs[c])
+			break;
+		k->n_jobs = c + 1;
+	}
 	free(ids);
-	if (!k->job)
+	if (k->n_jobs) /* released in on_completed */
+		atomic_fetch_add(&s->inflight, 1);
+	if (k->n_jobs < r->n)
 		FAIL(500, "server_error", NULL, NULL, "out of memory");
-	atomic_fetch_add(&s->inflight, 1);
 	snprintf(k->id, sizeof(k->id), "%s-%llx%06llx", ep == COLID_EP_CHAT ? "chatcmpl" : "cmpl",
 	         (unsigned long long)s->created, (unsigned long long)seq);
 	k->created = (long)time(NULL);
-	rc = colid_queue_push(&s->queue, k->job);
+	rc = colid_queue_push_n(&s->queue, k->jobs, k->n_jobs);
 	if (rc == -EAGAIN) {
 		int depth = colid_queue_depth(&s->queue);
 		double wait = (depth + 1) * colid_metrics_job_s(&s->metrics);
@@ -632,14 +710,15 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	colid_guard_answered(&((struct colid_server *)cls)->guard, mc);
 	if (!k)
 		return;
-	if (k->job) {
-		pthread_mutex_lock(&k->job->mu);
-		if (!k->job->done) /* the client left mid-stream */
-			atomic_store(&k->job->cancel, 1);
-		pthread_mutex_unlock(&k->job->mu);
-		colid_job_put(k->job);
-		atomic_fetch_sub(&((struct colid_server *)cls)->inflight, 1);
+	for (int c = 0; c < k->n_jobs; c++) {
+		pthread_mutex_lock(&k->jobs[c]->mu);
+		if (!k->jobs[c]->done) /* the client left mid-stream */
+			atomic_store(&k->jobs[c]->cancel, 1);
+		pthread_mutex_unlock(&k->jobs[c]->mu);
+		colid_job_put(k->jobs[c]);
 	}
+	if (k->n_jobs)
+		atomic_fetch_sub(&((struct colid_server *)cls)->inflight, 1);
 	colid_request_free(&k->req);
 	free(k->body);
 	free(k->ev);

@@ -58,6 +58,13 @@ struct colid_job *colid_job_new(const int *ids, int n_ids, int max_tokens,
 	j->n_ids = n_ids;
 	j->max_tokens = max_tokens;
 	j->sampler = *s;
+	if (s->n_bias > 0) { /* the sampler reads the job's copy */
+		j->bias = malloc(sizeof(*j->bias) * (size_t)s->n_bias);
+		if (!j->bias)
+			goto err;
+		memcpy(j->bias, s->bias, sizeof(*j->bias) * (size_t)s->n_bias);
+		j->sampler.bias = j->bias;
+	}
 	j->eot_id = eot_id;
 	for (int i = 0; i < n_stop && i < COLID_MAX_STOP; i++) {
 		j->stop[i] = strdup(stop[i]);
@@ -88,6 +95,8 @@ void colid_job_put(struct colid_job *j)
 		free(j->stop[i]);
 	free(j->ids);
 	free(j->text);
+	free(j->toks);
+	free(j->bias);
 	pthread_mutex_destroy(&j->mu);
 	pthread_cond_destroy(&j->cv);
 	free(j);
@@ -168,6 +177,31 @@ static void scan_stops(struct colid_job *j, size_t old_len)
 		j->committed = c;
 }
 
+/* A completion token's record (logprobs asked): text[start..end) after the
+ * stop scan, and what the sampler reported for it. */
+static int record(struct colid_job *j, int id, size_t start)
+{
+	struct colid_tok *t;
+
+	if (j->n_toks == j->cap_toks) {
+		int cap = j->cap_toks ? 2 * j->cap_toks : 64;
+
+		t = realloc(j->toks, sizeof(*t) * (size_t)cap);
+		if (!t)
+			return -ENOMEM;
+		j->toks = t;
+		j->cap_toks = cap;
+	}
+	t = &j->toks[j->n_toks++];
+	t->id = id;
+	t->start = (int)start;
+	t->end = (int)j->len;
+	t->out = j->sampler.out;
+	if (t->out.id != id) /* (greedy on the engine: no logprobs were asked) */
+		t->out.n_top = 0;
+	return 0;
+}
+
 static int on_token(void *arg, int id, const char *text, size_t len)
 {
 	struct colid_job *j = arg;
@@ -195,6 +229,8 @@ static int on_token(void *arg, int id, const char *text, size_t len)
 		rc = j->stopped = 1;
 	else
 		scan_stops(j, old);
+	if (id >= 0 && j->sampler.logprobs >= 0 && record(j, id, old))
+		rc = j->stopped = 1;
 	if (j->committed > 0 || j->stopped)
 		pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
@@ -283,27 +319,33 @@ int colid_queue_start(struct colid_queue *q)
 	return 0;
 }
 
-int colid_queue_push(struct colid_queue *q, struct colid_job *j)
+int colid_queue_push_n(struct colid_queue *q, struct colid_job **j, int n)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&q->mu);
 	if (q->closing)
 		rc = -ESHUTDOWN;
-	else if (q->n == q->cap)
+	else if (q->cap - q->n < n)
 		rc = -EAGAIN;
-	else {
-		pthread_mutex_lock(&j->mu);
-		j->refs++;
-		j->enqueued_s = colid_now_s();
-		j->delay_us = q->delay_us;
-		pthread_mutex_unlock(&j->mu);
-		q->ring[(q->head + q->n) % q->cap] = j;
+	for (int i = 0; !rc && i < n; i++) {
+		pthread_mutex_lock(&j[i]->mu);
+		j[i]->refs++;
+		j[i]->enqueued_s = colid_now_s();
+		j[i]->delay_us = q->delay_us;
+		pthread_mutex_unlock(&j[i]->mu);
+		q->ring[(q->head + q->n) % q->cap] = j[i];
 		q->n++;
-		pthread_cond_signal(&q->cv);
 	}
+	if (!rc)
+		pthread_cond_signal(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 	return rc;
+}
+
+int colid_queue_push(struct colid_queue *q, struct colid_job *j)
+{
+	return colid_queue_push_n(q, &j, 1);
 }
 
 int colid_queue_depth(struct colid_queue *q)

@@ -11,7 +11,9 @@
  *   3. every key: known for this endpoint, of the right type and range;
  *      an unknown key is refused by name, as OpenAI does ("Unrecognized
  *      request argument supplied: X"); OpenAI fields coli does not implement
- *      are accepted only at their neutral value (n = 1, penalties 0, ...)
+ *      are accepted only at their neutral value (best_of 1, echo false);
+ *      the sampling fields (n, min_p, penalties, logit_bias, logprobs,
+ *      top_logprobs) in parse_sampling, each with its range
  *   4. required fields present: messages (chat) or prompt (completions),
  *      not empty
  *
@@ -346,26 +348,15 @@ static int neutral(const char *k, json_t *v, struct colid_error *e)
 {
 	if (json_is_null(v))
 		return 0;
-	if (!strcmp(k, "n") || !strcmp(k, "best_of")) {
+	if (!strcmp(k, "best_of")) {
 		if (json_is_integer(v) && json_integer_value(v) == 1)
 			return 0;
-		return BAD(e, k, "'%s' must be 1: coli returns one choice per request", k);
+		return BAD(e, k, "'best_of' must be 1: coli returns every choice it makes ('n')");
 	}
-	if (!strcmp(k, "presence_penalty") || !strcmp(k, "frequency_penalty")) {
-		if (json_is_number(v) && json_number_value(v) == 0)
+	if (!strcmp(k, "echo")) {
+		if (json_is_false(v))
 			return 0;
-		return BAD(e, k, "'%s' is not supported (only 0)", k);
-	}
-	if (!strcmp(k, "logprobs") || !strcmp(k, "echo")) {
-		if (json_is_false(v) ||
-		    (json_is_integer(v) && !strcmp(k, "logprobs") && json_integer_value(v) == 0))
-			return 0;
-		return BAD(e, k, "'%s' is not supported", k);
-	}
-	if (!strcmp(k, "logit_bias")) {
-		if (json_is_object(v) && json_object_size(v) == 0)
-			return 0;
-		return BAD(e, k, "'logit_bias' is not supported");
+		return BAD(e, k, "'echo' is not supported");
 	}
 	if (!strcmp(k, "user")) {
 		if (json_is_string(v))
@@ -373,6 +364,83 @@ static int neutral(const char *k, json_t *v, struct colid_error *e)
 		return BAD(e, k, "'user' must be a string, got %s", type_name(v));
 	}
 	return BAD(e, k, "Unrecognized request argument supplied: %s", k);
+}
+
+/* logit_bias: {"token id": bias}, ids as decimal strings (OpenAI's form),
+ * biases in [-100, 100]; ids are checked against the vocabulary later. */
+static int parse_bias(json_t *v, struct colid_request *r, struct colid_error *e)
+{
+	const char *key;
+	json_t *x;
+
+	if (!json_is_object(v))
+		return BAD(e, "logit_bias",
+		           "'logit_bias' must be an object of token ids to biases, got %s",
+		           type_name(v));
+	if (json_object_size(v) > COLID_MAX_BIAS)
+		return BAD(e, "logit_bias", "'logit_bias' holds more than %d entries",
+		           COLID_MAX_BIAS);
+	free(r->bias);
+	r->n_bias = 0;
+	r->bias = malloc(sizeof(*r->bias) * (json_object_size(v) ? json_object_size(v) : 1));
+	if (!r->bias)
+		return -ENOMEM;
+	json_object_foreach(v, key, x)
+	{
+		int id;
+
+		if (coli_parse_int(key, 0, INT32_MAX, &id))
+			return BAD(e, "logit_bias",
+			           "'logit_bias': key '%.40s' is not a token id (a decimal "
+			           "integer >= 0)",
+			           key);
+		if (!json_is_number(x) || !(json_number_value(x) >= -100) ||
+		    !(json_number_value(x) <= 100))
+			return BAD(e, "logit_bias",
+			           "'logit_bias[\"%d\"]' must be a number between -100 and 100",
+			           id);
+		r->bias[r->n_bias++] = (struct coli_logit_bias){id, (float)json_number_value(x)};
+	}
+	return 0;
+}
+
+/* n, min_p, the penalties, logit_bias, logprobs and top_logprobs (1: not
+ * one of them). */
+static int parse_sampling(const char *k, json_t *v, struct colid_request *r, struct colid_error *e)
+{
+	int chat = r->ep == COLID_EP_CHAT, rc = 1;
+	long long i;
+	double d;
+
+	if (!strcmp(k, "n")) {
+		rc = want_int(k, v, 1, COLID_MAX_N, &i, e);
+		r->n = (int)i;
+	} else if (!strcmp(k, "min_p")) {
+		rc = want_number(k, v, 0, 1, &d, e);
+		r->min_p = d;
+	} else if (!strcmp(k, "presence_penalty") || !strcmp(k, "frequency_penalty")) {
+		rc = want_number(k, v, -2, 2, &d, e);
+		*(k[0] == 'p' ? &r->presence_penalty : &r->frequency_penalty) = d;
+	} else if (!strcmp(k, "repetition_penalty")) {
+		rc = want_number(k, v, 0, 10, &d, e);
+		if (!rc && d <= 0)
+			return BAD(e, k, "'repetition_penalty' must be greater than 0");
+		r->repetition_penalty = d;
+	} else if (!strcmp(k, "logit_bias")) {
+		rc = parse_bias(v, r, e);
+	} else if (!strcmp(k, "logprobs") && chat) {
+		if (!json_is_boolean(v))
+			return BAD(e, k, "'logprobs' must be a boolean, got %s", type_name(v));
+		r->logprobs = json_is_true(v) ? 0 : -1;
+		rc = 0;
+	} else if (!strcmp(k, "logprobs")) { /* completions: how many top ones, or null */
+		rc = want_int(k, v, 0, COLI_SAMPLER_MAX_TOP, &i, e);
+		r->logprobs = (int)i;
+	} else if (!strcmp(k, "top_logprobs") && chat) {
+		rc = want_int(k, v, 0, COLI_SAMPLER_MAX_TOP, &i, e);
+		r->top_logprobs = (int)i;
+	}
+	return rc;
 }
 
 /* chat_template_kwargs (vLLM's and SGLang's field): coli renders the template
@@ -481,7 +549,8 @@ static int parse_field(const char *k, json_t *v, struct colid_request *r, struct
 	}
 	if (chat && !strcmp(k, "chat_template_kwargs"))
 		return parse_template_kwargs(v, r, e);
-	return neutral(k, v, e);
+	rc = parse_sampling(k, v, r, e);
+	return rc <= 0 ? rc : neutral(k, v, e);
 }
 
 int colid_request_parse(const char *body, size_t len, enum colid_endpoint ep,
@@ -499,6 +568,10 @@ int colid_request_parse(const char *body, size_t len, enum colid_endpoint ep,
 	r->enable_thinking = -1;
 	r->temperature = 1;
 	r->top_p = 1;
+	r->n = 1;
+	r->repetition_penalty = 1;
+	r->logprobs = -1;
+	r->top_logprobs = -1;
 	if (!len)
 		return BAD(e, NULL, "the request body is empty; send a JSON object");
 	bad = colid_utf8_invalid_at(body, len);
@@ -524,6 +597,10 @@ int colid_request_parse(const char *body, size_t len, enum colid_endpoint ep,
 		rc = BAD(e, "messages", "'messages' is required");
 	else if (ep == COLID_EP_COMPLETIONS && !r->prompt && !r->prompt_ids)
 		rc = BAD(e, "prompt", "'prompt' is required");
+	else if (r->top_logprobs >= 0 && r->logprobs < 0)
+		rc = BAD(e, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+	else if (r->top_logprobs >= 0)
+		r->logprobs = r->top_logprobs;
 out:
 	json_decref(root);
 	if (rc == -ENOMEM)
@@ -545,5 +622,6 @@ void colid_request_free(struct colid_request *r)
 	free(r->prompt_ids);
 	for (int i = 0; i < r->n_stop; i++)
 		free(r->stop[i]);
+	free(r->bias);
 	memset(r, 0, sizeof(*r));
 }

@@ -43,6 +43,10 @@ CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "tempe
 def seeds():
     j = b'{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}'
     c = b'{"prompt":"def f(","max_tokens":2,"stream":true}'
+    # the sampling fields: two streamed choices with logprobs, penalties, a bias
+    sm = (b'{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"n":2,"stream":true,'
+          b'"logprobs":true,"top_logprobs":3,"min_p":0.1,"presence_penalty":0.5,'
+          b'"repetition_penalty":1.2,"logit_bias":{"5":-100},"seed":1,"stop":["a","b"]}')
     h = b"Host: 127.0.0.1\r\n"
     out = [
         b"GET /health HTTP/1.1\r\n" + h + b"\r\n",
@@ -53,6 +57,8 @@ def seeds():
         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(j) + j,
         b"POST /v1/completions HTTP/1.1\r\n" + h +
         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(c) + c,
+        b"POST /v1/chat/completions HTTP/1.1\r\n" + h +
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(sm) + sm,
         b"POST /v1/chat/completions HTTP/1.1\r\n" + h + b"Transfer-Encoding: chunked\r\n\r\n" +
         b"%x;ext=1\r\n" % 10 + j[:10] + b"\r\n" + b"%x\r\n" % (len(j) - 10) + j[10:] +
         b"\r\n0\r\nX-Trailer: t\r\n\r\n",

@@ -5,7 +5,9 @@
  * family (core/text/chat.c) and the prompt tokenized with the fixture
  * tokenizer (tools/fuzz_tok.h), and its error path is formatted, so a parser
  * that lets through something the renderer, the tokenizer or the JSON writer
- * cannot take shows up as an ASan/UBSan report. The first byte picks nothing: the body is the
+ * cannot take shows up as an ASan/UBSan report; an accepted request's
+ * sampling fields (n, logprobs, logit_bias, min_p, penalties) must lie in
+ * their documented ranges. The first byte picks nothing: the body is the
  * whole input, so a corpus of real request bodies works as seeds.
  *
  * fuzz-sources: tools/colid_request.c
@@ -54,6 +56,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(js);
 			continue;
 		}
+		/* the sampling fields: within their documented ranges once accepted */
+		if (r.n < 1 || r.n > COLID_MAX_N || r.logprobs < -1 ||
+		    r.logprobs > COLI_SAMPLER_MAX_TOP || r.n_bias < 0 ||
+		    r.n_bias > COLID_MAX_BIAS || !(r.min_p >= 0 && r.min_p <= 1) ||
+		    !(r.repetition_penalty > 0) ||
+		    !(r.presence_penalty >= -2 && r.presence_penalty <= 2) ||
+		    !(r.frequency_penalty >= -2 && r.frequency_penalty <= 2))
+			abort();
+		for (int i = 0; i < r.n_bias; i++)
+			if (r.bias[i].id < 0 || !(r.bias[i].bias >= -100 && r.bias[i].bias <= 100))
+				abort();
 		if (ep == COLID_EP_CHAT)
 			render_all(&r);
 		else if (!r.prompt && !r.n_prompt_ids)

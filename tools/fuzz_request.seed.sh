@@ -7,3 +7,6 @@ printf '%s' '{"prompt":"Hello","max_tokens":4,"n":1,"logprobs":null,"echo":false
 printf '%s' '{"prompt":[1,2,3],"stop":"x"}' >"$out/ids"
 printf '%s' '{"prompt":["caf\u00e9 \ud83d\ude00"],"frequency_penalty":0}' >"$out/unicode"
 printf '{"prompt":"\377"}' >"$out/badutf8"
+printf '%s' '{"messages":[{"role":"user","content":"hi"}],"n":3,"logprobs":true,"top_logprobs":5,"min_p":0.05,"presence_penalty":0.5,"frequency_penalty":-0.5,"repetition_penalty":1.1,"logit_bias":{"0":-100,"17":2.5},"seed":42,"stop":["a","b","c","d"]}' >"$out/sampling_chat"
+printf '%s' '{"prompt":"x","n":2,"logprobs":20,"best_of":1,"echo":false,"logit_bias":{"5":100},"min_p":0,"stream":true}' >"$out/sampling_completion"
+printf '%s' '{"messages":[{"role":"user","content":"hi"}],"top_logprobs":2,"logit_bias":{"01x":1,"-3":1},"n":0}' >"$out/sampling_bad"

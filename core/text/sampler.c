@@ -8,6 +8,10 @@
  * (by descending probability) whose mass reaches p, then one draw. No full
  * sort of the vocabulary (152k entries took ~25 ms a token): see
  * coli_sampler_pick. tests/core/sampler checks it against a plain reference.
+ * Before the draw, a request's penalties, logit_bias and min_p make a copy
+ * of the logits (core/text/sampler_proc.c: -inf for a banned or cut token,
+ * which weighs 0 here and is never a rounding fallback); after it, the
+ * logprobs come from the raw ones (tests/core/sampler_params).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,16 +26,6 @@ static uint64_t splitmix64(uint64_t *s)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
-}
-
-void coli_sampler_init(struct coli_sampler *s, float temperature, float top_p, int top_k,
-                       uint64_t seed)
-{
-	s->temperature = temperature;
-	s->top_p = top_p;
-	s->top_k = top_k;
-	s->seed = seed;
-	s->state = seed;
 }
 
 /* (weight, token id); "better" = larger weight, then smaller id */
@@ -349,14 +343,20 @@ static int draw_all(struct coli_sampler *s, const float *logits, int vocab, floa
 	r = uniform(s, sum);
 	for (b = 0; b < nb - 1 && r >= acc + bs[b]; b++)
 		acc += bs[b];
-	int n = block_len(vocab, b);
+	while (b > 0 && bs[b] == 0) /* (r rounding past the last block with mass) */
+		b--;
+	int n = block_len(vocab, b), last = -1;
 
 	coli_exp_scaled(logits + (size_t)b * SBLK, n, m, inv_t, w);
-	for (id = 0; id < n - 1; id++) { /* (r rounding past the block: its last) */
+	for (id = 0; id < n; id++) { /* (r rounding past the block: its last with mass) */
+		if (w[id] > 0)
+			last = id;
 		acc += w[id];
-		if (r < acc)
+		if (r < acc && w[id] > 0)
 			break;
 	}
+	if (id == n) /* a banned token (weight 0) is never the fallback */
+		id = last >= 0 ? last : n - 1;
 	return b * SBLK + id;
 }
 
@@ -455,7 +455,12 @@ static int draw_kept(struct coli_sampler *s, const float *logits, int vocab, flo
 		sum = mass_of(pr, 0, n);
 	}
 	r = uniform(s, sum);
-	id = n > 0 ? pr[n - 1].i : coli_argmax(logits, vocab); /* r rounding past the last */
+	id = coli_argmax(logits, vocab); /* r rounding past the last: the last with mass */
+	for (int i = n - 1; i >= 0; i--)
+		if (pr[i].p > 0) {
+			id = pr[i].i;
+			break;
+		}
 	for (int i = 0; i < n; i++) {
 		acc += pr[i].p;
 		if (r < acc) {
@@ -467,8 +472,7 @@ static int draw_kept(struct coli_sampler *s, const float *logits, int vocab, flo
 	return id;
 }
 
-int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int vocab,
-                           coli_cpu_pool_t *pool)
+static int draw(struct coli_sampler *s, const float *logits, int vocab, coli_cpu_pool_t *pool)
 {
 	const int nb = n_blocks(vocab), top_k = s->top_k > 0 && s->top_k < vocab;
 	const int top_p = s->top_p > 0 && s->top_p < 1;
@@ -501,6 +505,54 @@ int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int voca
 	                    : draw_all(s, logits, vocab, m, j.inv_t, bs);
 	if (bs != bs_stack)
 		free(bs), free(bmax);
+	return id;
+}
+
+double coli_sampler_lse(const float *logits, int vocab, coli_cpu_pool_t *pool)
+{
+	const int nb = n_blocks(vocab);
+	double bs_stack[1024], *bs = bs_stack, sum = 0;
+	float bmax_stack[1024], *bmax = bmax_stack, m = -INFINITY;
+
+	if (nb > 1024) {
+		bs = malloc(sizeof(*bs) * (size_t)nb);
+		bmax = malloc(sizeof(*bmax) * (size_t)nb);
+		if (!bs || !bmax) {
+			free(bs), free(bmax);
+			return NAN;
+		}
+	}
+	struct blocks j = {logits, vocab, 0, 1.0f, bmax, NULL};
+
+	blocks(pool, &j);
+	for (int b = 0; b < nb; b++)
+		m = bmax[b] > m ? bmax[b] : m;
+	if (m > -INFINITY && m < INFINITY) {
+		j.m = m;
+		j.bmax = NULL, j.bs = bs;
+		blocks(pool, &j);
+		for (int b = 0; b < nb; b++)
+			sum += bs[b];
+	}
+	if (bs != bs_stack)
+		free(bs), free(bmax);
+	return m > -INFINITY && m < INFINITY ? m + log(sum) : m;
+}
+
+/* The request's steps first (sampler_proc.c: penalties, bias, min_p into
+ * s->work), the draw over what they made, then the logprobs from the raw
+ * logits. */
+int coli_sampler_pick_pool(struct coli_sampler *s, const float *logits, int vocab,
+                           coli_cpu_pool_t *pool)
+{
+	const float *l = coli_sampler_process(s, logits, vocab);
+	int id;
+
+	if (!l) /* out of memory for the processed copy: the raw logits' argmax */
+		id = coli_argmax(logits, vocab);
+	else
+		id = draw(s, l, vocab, pool);
+	coli_sampler_report(s, logits, vocab, id, pool);
 	return id;
 }
 

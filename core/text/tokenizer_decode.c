@@ -214,6 +214,14 @@ static int stream(struct coli_detok *d, const char *bytes, size_t len, int final
 	return (int)k;
 }
 
+const char *coli_tokenizer_piece(const coli_tokenizer_t *t, int id, size_t *len)
+{
+	if (id < 0 || id >= t->n_vocab || (!t->dec[id].len && !t->dec[id].off))
+		return NULL;
+	*len = t->dec[id].len;
+	return tok_s(t, t->dec[id]);
+}
+
 int coli_detok_push(const coli_tokenizer_t *t, struct coli_detok *d, int id, char *out, size_t cap)
 {
 	if (id < 0 || id >= t->n_vocab)

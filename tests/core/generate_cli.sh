@@ -2,7 +2,7 @@
 # tests/core/generate_cli.sh — coli generate / logits / tokenize / trace-diff
 # as a user meets them: normal runs, -n 0, empty prompt, a prompt longer than
 # the context, invalid UTF-8, a model without a tokenizer, seeded sampling,
-# and route traces.
+# the penalties and logit bias, and route traces.
 set -u
 fail=0
 ok() { echo "ok   $1"; }
@@ -134,4 +134,25 @@ IDS=$(seq -s, 1 150)
 COLI_GPU_FAIL_DEV=8 "$COLI" generate -m m.coli --gpu sim:2 -p "hi" -n 1 >out.txt 2>err.txt
 [ $? -ne 0 ] && grep -q "COLI_GPU_FAIL_DEV='8': expected an integer in -1..7" err.txt &&
 	ok "COLI_GPU_FAIL_DEV=8 refused" || { bad "COLI_GPU_FAIL_DEV=8"; cat err.txt; }
+# 13. the sampling values colid takes: a presence penalty changes the greedy text of a
+# prompt the model repeats itself on; +100 on one token makes every token it; -100
+# on the greedy first token changes it; values out of range are refused (exit 2)
+"$COLI" generate -m m.coli -p "Hello world" -n 10 >p0.txt 2>/dev/null
+"$COLI" generate -m m.coli -p "Hello world" -n 10 --presence-penalty 1.5 >p1.txt 2>/dev/null
+[ -s p0.txt ] && ! cmp -s p0.txt p1.txt && ok "--presence-penalty 1.5 changes the greedy text" ||
+	bad "--presence-penalty changed nothing"
+the=$("$COLI" tokenize -m m.coli " the")
+"$COLI" generate -m m.coli -p "Hello world" -n 5 --temperature 1 --logit-bias "$the=100" >b.txt 2>/dev/null
+[ "$(cat b.txt)" = " the the the the the" ] && ok "--logit-bias $the=100: every token is ' the'" ||
+	bad "--logit-bias +100: '$(cat b.txt)'"
+first=$("$COLI" generate -m m.coli -p "Hello world" -n 1 2>/dev/null)
+"$COLI" generate -m m.coli -p "Hello world" -n 1 --logit-bias "$("$COLI" tokenize -m m.coli "$first" | cut -d' ' -f1)=-100" >b.txt 2>/dev/null
+[ -n "$first" ] && [ "$(cat b.txt)" != "$first" ] && ok "--logit-bias -100 bans the greedy token" ||
+	bad "--logit-bias -100: '$(cat b.txt)' = '$first'"
+for o in "--min-p 1.5" "--presence-penalty 3" "--frequency-penalty -2.5" "--repetition-penalty 0" \
+	"--logit-bias 5" "--logit-bias 5=-101" "--logit-bias 99999=1"; do
+	"$COLI" generate -m m.coli -p "hi" -n 1 $o >out.txt 2>err.txt
+	[ $? -eq 2 ] && grep -q -- "${o%% *}" err.txt || { bad "$o not refused"; cat err.txt; }
+done
+ok "out-of-range sampling values refused with the option named"
 exit $fail

@@ -74,7 +74,33 @@ expect("stop too many", 400, {"messages": msg, "stop": ["a", "b", "c", "d", "e"]
 expect("seed wrong type", 400, {"messages": msg, "seed": 1.5}, param="seed")
 expect("unknown field", 400, {"messages": msg, "frobnicate": 1}, param="frobnicate",
        needle="Unrecognized request argument supplied: frobnicate")
-expect("n > 1", 400, {"messages": msg, "n": 2}, param="n")
+expect("n > 16", 400, {"messages": msg, "n": 17}, param="n", needle="between 1 and 16")
+expect("n zero", 400, {"messages": msg, "n": 0}, param="n")
+expect("min_p range", 400, {"messages": msg, "min_p": 1.5}, param="min_p", needle="0 and 1")
+expect("presence_penalty range", 400, {"messages": msg, "presence_penalty": 2.5},
+       param="presence_penalty", needle="-2 and 2")
+expect("frequency_penalty type", 400, {"messages": msg, "frequency_penalty": "1"},
+       param="frequency_penalty")
+expect("repetition_penalty zero", 400, {"messages": msg, "repetition_penalty": 0},
+       param="repetition_penalty", needle="greater than 0")
+expect("logit_bias type", 400, {"messages": msg, "logit_bias": [1]}, param="logit_bias")
+expect("logit_bias key", 400, {"messages": msg, "logit_bias": {"abc": 1}}, param="logit_bias",
+       needle="not a token id")
+expect("logit_bias value", 400, {"messages": msg, "logit_bias": {"5": 101}},
+       param="logit_bias", needle="-100 and 100")
+expect("logit_bias id out of vocab", 400, {"messages": msg, "logit_bias": {"99999": 1}},
+       param="logit_bias", needle="outside the vocabulary")
+expect("chat logprobs type", 400, {"messages": msg, "logprobs": 2}, param="logprobs",
+       needle="boolean")
+expect("top_logprobs range", 400, {"messages": msg, "logprobs": True, "top_logprobs": 21},
+       param="top_logprobs", needle="0 and 20")
+expect("top_logprobs alone", 400, {"messages": msg, "top_logprobs": 2}, param="top_logprobs",
+       needle="'logprobs': true")
+expect("completions logprobs range", 400, {"prompt": "x", "logprobs": 21},
+       path="/v1/completions", param="logprobs")
+expect("best_of > 1", 400, {"prompt": "x", "best_of": 2}, path="/v1/completions",
+       param="best_of")
+expect("echo", 400, {"prompt": "x", "echo": True}, path="/v1/completions", param="echo")
 expect("prompt on chat", 400, {"messages": msg, "prompt": "x"}, param="prompt")
 expect("empty prompt", 400, {"prompt": ""}, path="/v1/completions", param="prompt")
 expect("empty prompt list", 400, {"prompt": []}, path="/v1/completions", param="prompt")

@@ -1,0 +1,236 @@
+/*
+ * core/text/sampler_proc.c — what a request does to the logits before the
+ * draw (core/text/sampler.c), and the logprobs it reports. The order and
+ * the formulas are in core/coli.h above struct coli_sampler; in short:
+ *
+ *   l                              the model's logits [vocab]
+ *   + bias (<= -100: -inf)         logit_bias
+ *   l / r or l * r                 repetition_penalty, prompt + generated ids
+ *   - c f - (c > 0) p              frequency / presence, generated ids
+ *   -inf below l_max + T ln min_p  min_p (T > 0)
+ *
+ * (vLLM's order: bias, then the penalties, then temperature and min_p before
+ * top-k and top-p.)
+ *
+ * The sequence's history is one uint32_t per token id (bit 31: in the
+ * prompt, bits 0-30: times generated) and the list of ids seen, so the
+ * penalties touch only those ids, not the vocabulary: a token costs one
+ * copy of the logits into s->work plus O(ids seen + biases); min_p one max
+ * and one pass more. Nothing is allocated or copied when every step is off:
+ * the draw then reads the engine's logits as before.
+ *
+ * logprobs: the log-softmax of the raw logits, lse = max + log(sum of
+ * exp(l - max)) (coli_sampler_lse in sampler.c: the draw's block passes over
+ * the pool, blocks summed in id order, so the figure is the same with any
+ * number of threads), and the top n (n <= 20) by one pass keeping a sorted
+ * list, best first, ties to the lower id.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+#define IN_PROMPT 0x80000000u
+#define COUNT     0x7fffffffu
+
+void coli_sampler_init(struct coli_sampler *s, float temperature, float top_p, int top_k,
+                       uint64_t seed)
+{
+	memset(s, 0, sizeof(*s));
+	s->temperature = temperature;
+	s->top_p = top_p;
+	s->top_k = top_k;
+	s->seed = seed;
+	s->state = seed;
+	s->repetition_penalty = 1;
+	s->logprobs = -1;
+	s->out.id = -1;
+}
+
+static int penalized(const struct coli_sampler *s)
+{
+	return s->repetition_penalty != 1 || s->presence_penalty != 0 || s->frequency_penalty != 0;
+}
+
+static int processed(const struct coli_sampler *s)
+{
+	return penalized(s) || s->n_bias > 0 || (s->min_p > 0 && s->temperature > 0);
+}
+
+int coli_sampler_needs_logits(const struct coli_sampler *s)
+{
+	return s->temperature > 0 || processed(s) || s->logprobs >= 0;
+}
+
+static int see(struct coli_sampler *s, int id)
+{
+	if (s->n_seen == s->cap_seen) {
+		int cap = s->cap_seen ? 2 * s->cap_seen : 256;
+		int *p = realloc(s->seen, sizeof(*p) * (size_t)cap);
+
+		if (!p)
+			return -ENOMEM;
+		s->seen = p;
+		s->cap_seen = cap;
+	}
+	s->seen[s->n_seen++] = id;
+	return 0;
+}
+
+int coli_sampler_begin(struct coli_sampler *s, int vocab, const int *prompt, int n_prompt)
+{
+	coli_sampler_end(s);
+	s->vocab = vocab;
+	if (!penalized(s))
+		return 0;
+	s->hist = calloc((size_t)vocab, sizeof(*s->hist));
+	if (!s->hist)
+		return -ENOMEM;
+	for (int i = 0; i < n_prompt; i++) {
+		int id = prompt[i];
+
+		if (id < 0 || id >= vocab) {
+			coli_sampler_end(s);
+			return -EINVAL;
+		}
+		if (!s->hist[id] && see(s, id)) {
+			coli_sampler_end(s);
+			return -ENOMEM;
+		}
+		s->hist[id] |= IN_PROMPT;
+	}
+	return 0;
+}
+
+void coli_sampler_accept(struct coli_sampler *s, int id)
+{
+	if (!s->hist || id < 0 || id >= s->vocab)
+		return;
+	if (!s->hist[id] && see(s, id))
+		return; /* out of memory: this token goes unpenalized */
+	if ((s->hist[id] & COUNT) != COUNT)
+		s->hist[id]++;
+}
+
+void coli_sampler_end(struct coli_sampler *s)
+{
+	free(s->hist);
+	free(s->seen);
+	free(s->work);
+	s->hist = NULL;
+	s->seen = NULL;
+	s->work = NULL;
+	s->n_seen = s->cap_seen = 0;
+}
+
+static float largest(const float *x, int n)
+{
+	float m = -INFINITY;
+
+	for (int i = 0; i < n; i++)
+		m = x[i] > m ? x[i] : m;
+	return m;
+}
+
+void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, float *out)
+{
+	const float r = s->repetition_penalty;
+
+	if (out != logits)
+		memcpy(out, logits, sizeof(*out) * (size_t)vocab);
+	for (int i = 0; i < s->n_bias; i++) {
+		int id = s->bias[i].id;
+
+		if (id < 0 || id >= vocab)
+			continue;
+		out[id] = s->bias[i].bias <= -100 ? -INFINITY : out[id] + s->bias[i].bias;
+	}
+	for (int i = 0; s->hist && i < s->n_seen; i++) {
+		int id = s->seen[i];
+		uint32_t h, c;
+
+		if (id >= vocab)
+			continue;
+		h = s->hist[id];
+		c = h & COUNT;
+		if (r != 1)
+			out[id] = out[id] > 0 ? out[id] / r : out[id] * r;
+		if (c)
+			out[id] -= (float)c * s->frequency_penalty + s->presence_penalty;
+	}
+	if (s->min_p > 0 && s->temperature > 0) {
+		/* p_i >= min_p p_max  <=>  l_i >= l_max + T ln(min_p) */
+		float m = largest(out, vocab);
+		float th = m + s->temperature * logf(s->min_p);
+
+		if (m > -INFINITY)
+			for (int i = 0; i < vocab; i++)
+				out[i] = out[i] >= th ? out[i] : -INFINITY;
+	}
+}
+
+const float *coli_sampler_process(struct coli_sampler *s, const float *logits, int vocab)
+{
+	if (!processed(s))
+		return logits;
+	if (s->work && s->vocab != vocab) {
+		free(s->work);
+		s->work = NULL;
+	}
+	if (!s->work) {
+		s->work = malloc(sizeof(*s->work) * (size_t)vocab);
+		if (!s->work)
+			return NULL;
+		s->vocab = vocab;
+	}
+	coli_sampler_apply(s, logits, vocab, s->work);
+	return s->work;
+}
+
+void coli_sampler_logprobs(const float *logits, int vocab, float *lp)
+{
+	double lse = coli_sampler_lse(logits, vocab, NULL);
+
+	for (int i = 0; i < vocab; i++)
+		lp[i] = (float)((double)logits[i] - lse);
+}
+
+/* s->out's logprobs for the token id drawn from logits[vocab] (the raw ones). */
+void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab, int id,
+                         coli_cpu_pool_t *pool)
+{
+	struct coli_sample_out *o = &s->out;
+	int n = s->logprobs, k = 0;
+	float worst = -INFINITY; /* the list's last, once full */
+	double lse;
+
+	o->id = id;
+	o->n_top = 0;
+	if (n < 0)
+		return;
+	n = n > COLI_SAMPLER_MAX_TOP ? COLI_SAMPLER_MAX_TOP : n;
+	n = n > vocab ? vocab : n;
+	lse = coli_sampler_lse(logits, vocab, pool);
+	o->logprob = (float)((double)logits[id] - lse);
+	for (int i = 0; n && i < vocab; i++) { /* the list best first: ties keep the lower id */
+		float v = logits[i];
+		int j;
+
+		if (!(v > worst) && k == n) /* (NaN never enters) */
+			continue;
+		if (v != v)
+			continue;
+		j = k < n ? k++ : n - 1;
+		while (j > 0 && v > logits[o->top_id[j - 1]]) {
+			o->top_id[j] = o->top_id[j - 1];
+			j--;
+		}
+		o->top_id[j] = i;
+		worst = logits[o->top_id[k - 1]];
+	}
+	for (int i = 0; i < k; i++)
+		o->top_logprob[i] = (float)((double)logits[o->top_id[i]] - lse);
+	o->n_top = k;
+}
