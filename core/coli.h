@@ -605,6 +605,14 @@ void coli_engine_settle(coli_engine_t *e);
  *           first message is not a system one), "<|im_user|>user<|im_middle|>
  *           U<|im_end|>", "<|im_assistant|>assistant<|im_middle|>A<|im_end|>"
  *           per message, then "<|im_assistant|>assistant<|im_middle|>" (Kimi-K2)
+ *   HARMONY "<|start|>system<|message|>" + the template's system text (its
+ *           identity, "Knowledge cutoff: 2024-06", "Current date: " t->date,
+ *           "Reasoning: medium", the valid channels) + "<|end|>"; a first
+ *           system or developer message as "<|start|>developer<|message|>#
+ *           Instructions\n\nS\n\n<|end|>"; "<|start|>user<|message|>U<|end|>",
+ *           "<|start|>assistant<|channel|>final<|message|>A<|end|>" (a last
+ *           one without generation prompt ends in <|return|>); then
+ *           "<|start|>assistant" (gpt-oss)
  *   PLAIN   the documented fallback: "System: ...\n\nUser: ...\nAssistant:"
  *
  * Detection: markers in the template text, then the tokenizer's added
@@ -618,11 +626,12 @@ enum coli_chat_family {
 	COLI_CHAT_GLM = 3,
 	COLI_CHAT_MINIMAX = 4,
 	COLI_CHAT_DEEPSEEK = 5,
-	COLI_CHAT_KIMI = 6
+	COLI_CHAT_KIMI = 6,
+	COLI_CHAT_HARMONY = 7
 };
 
 struct coli_chat_msg {
-	const char *role;    /* "system", "user" or "assistant" */
+	const char *role;    /* "system", "user" or "assistant" ("developer": harmony only) */
 	const char *content; /* UTF-8, NUL-terminated */
 };
 
@@ -636,6 +645,8 @@ struct coli_chat_template {
 	                    * template's default (thinking on) */
 	int think_on;      /* DeepSeek-V3.1: render as thinking=true (given as
 	                    * enable_thinking=true); 0 is its default, thinking off */
+	char date[16];     /* harmony's "Current date: " (YYYY-MM-DD, the template's
+	                    * strftime_now; _init: today, local time) */
 };
 
 const char *coli_chat_family_name(enum coli_chat_family f);
