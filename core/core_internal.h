@@ -97,9 +97,11 @@ struct coli_expert_view {
 void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
                           struct coli_expert_view *v);
 /* Whether the devices' kernels can run the model's dense matrices (experts
- * 0) or its routed experts (experts 1): every GEMV's columns a multiple of
- * 32, whatever the dtype. 0, or -ENOTSUP with why naming the first that is
- * not (core/engine.c then keeps that part on the CPU). */
+ * 0) or its routed experts (experts 1; 2: on devices that have gpt-oss's
+ * activation, COLI_DEV_CAP_SWIGLU_OAI): every GEMV's columns a multiple of
+ * 32, whatever the dtype, no op the devices lack. 0, or -ENOTSUP with why
+ * naming the first that is not (core/engine.c then keeps that part on the
+ * CPU). */
 int coli_model_dev_check(const struct coli_model *m, int experts, char *why, size_t len);
 /* Re-point every tensor view inside [from, from + bytes) to the same offset
  * in `to` (the dense region copied into an arena). */

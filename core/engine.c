@@ -266,9 +266,11 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
 static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 {
 	char why[160];
-	int rc;
+	int rc, oai = 1; /* every device has gpt-oss's expert activation */
 
-	if (e->vram.n_devs && (rc = coli_model_dev_check(&e->m, 1, why, sizeof(why)))) {
+	for (int d = 0; d < e->vram.n_devs; d++)
+		oai = oai && coli_dev_can(e->vram.devs[d], COLI_DEV_CAP_SWIGLU_OAI);
+	if (e->vram.n_devs && (rc = coli_model_dev_check(&e->m, oai ? 2 : 1, why, sizeof(why)))) {
 		snprintf(err, errlen, "%s", why);
 		devices_off(e, "the experts", rc, err);
 	}

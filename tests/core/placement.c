@@ -25,8 +25,10 @@
  * (the deepseek fixtures) keeps its dense part on the CPU, its experts placed
  * as any other's: its runs must say so (dense_on_device 0) and are exempt
  * from the dense-device checks. gpt-oss (the gpt_oss fixtures) has no device
- * ops yet for its attention or its experts: every run is the CPU's, and must
- * say so too.
+ * ops yet for its attention: its dense part stays on the CPU as MLA's does;
+ * its experts run on the simulated device (their biases and clamped SwiGLU
+ * are the sim's silu op's other kind), on a GPU not until its PTX has them
+ * (the GPU's runs are then the CPU's).
  */
 #include <math.h>
 
@@ -142,8 +144,9 @@ int main(void)
 		int n, V;
 		int *ids = fx_read_ints(names[f], "ids.txt", &n);
 		int mla = !strncmp(names[f], "deepseek", 8); /* MLA attention: dense on the CPU */
-		/* gpt-oss: no device ops for its sinks, windows, biases and clamped
-		 * SwiGLU yet (coli_model_dev_check): everything on the CPU */
+		/* gpt-oss: no device ops for its sinks, windows and biases yet
+		 * (coli_model_dev_check): the dense part on the CPU; its experts on
+		 * the simulated device (biased, clamped SwiGLU), on a GPU not yet */
 		int cpu_only = !strncmp(names[f], "gpt_oss", 7);
 
 		for (int qi = 0; qi < 3; qi++) {
