@@ -10,7 +10,8 @@
  *               query's softmax as one more column and is dropped after it;
  *               layer_types alternate "sliding_attention" (a query sees its
  *               last sliding_window keys, itself included) and
- *               "full_attention" (default: even layers sliding); YaRN RoPE
+ *               "full_attention" (default: even layers sliding; sliding_window
+ *               null: none slides); YaRN RoPE
  *               (rope_scaling / rope_parameters, "truncate": false)
  *   router      logits = W x + b (mlp.router.weight, .bias); the top-k logits,
  *               softmax over those k: the same experts and weights as softmax
@@ -112,10 +113,10 @@ int coli_convert_hf_gptoss(json_t *cfg, const char *path, struct coli_model_conf
 
 	if (num(cfg, "attention_bias", 1, &bias) || num(cfg, "sliding_window", 128, &win) ||
 	    num(cfg, "swiglu_alpha", 1.702, &alpha) || num(cfg, "swiglu_limit", 7.0, &limit) ||
-	    num(cfg, "experts_per_token", c->top_k, &k))
+	    num(cfg, "experts_per_token", c->top_k ? c->top_k : 4, &k))
 		return coli_convert_errf(errbuf, errlen, -EINVAL,
 		                         "%s: a gpt_oss flag or size is not a number", path);
-	if (!(win >= 1 && win <= 1 << 24) || win != (double)(long)win ||
+	if (!(win >= 0 && win <= 1 << 24) || win != (double)(long)win ||
 	    !(alpha > 0 && alpha < 1e6) || !(limit > 0 && limit < 1e6) ||
 	    !(k >= 1 && k <= c->n_experts && k <= 64))
 		return coli_convert_errf(
@@ -126,6 +127,10 @@ int coli_convert_hf_gptoss(json_t *cfg, const char *path, struct coli_model_conf
 	rc = layer_types(cfg, path, c, errbuf, errlen);
 	if (rc)
 		return rc;
+	if (json_is_null(json_object_get(cfg, "sliding_window")) || win == 0) {
+		win = 0; /* None (or 0): no layer slides, as transformers reads it */
+		memset(c->is_sliding_layer, 0, sizeof(c->is_sliding_layer));
+	}
 	c->top_k = c->top_k ? c->top_k : (int)k; /* num_experts_per_tok first */
 	c->qkv_bias = c->attn_o_bias = bias != 0;
 	c->attn_sinks = 1;
