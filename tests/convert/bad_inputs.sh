@@ -238,6 +238,24 @@ go_bad scale gpt_oss_mxfp4 '
 off, shape = tensor("model.layers.1.mlp.experts.down_proj_scales")
 f = open(d + "/model.safetensors", "r+b"); f.seek(off + 3); f.write(bytes([200]))' \
 	"model.layers.1.mlp.experts.down_proj_scales' row 1 block 1: MXFP4 scale 200" "fp16" --
+# a scale under fp16's range (byte 3 set to 50: 2^-77) converts, its block written as
+# zero and counted on stderr
+rm -rf go_tiny && cp -r "$FIXTURES/gpt_oss_mxfp4" go_tiny
+python3 - go_tiny <<'PY' || exit 1
+import json, struct, sys
+f = open(sys.argv[1] + "/model.safetensors", "r+b")
+n = struct.unpack("<Q", f.read(8))[0]
+h = json.loads(f.read(n))
+f.seek(8 + n + h["model.layers.1.mlp.experts.down_proj_scales"]["data_offsets"][0] + 3)
+f.write(bytes([50]))
+PY
+if "$COLI" convert go_tiny -o tiny.coli 2>err.txt &&
+	grep -q "1 MXFP4 block(s) with a scale under 2^-24.*written as zero" err.txt; then
+	echo "ok   gpt_oss-tiny-scale: $(grep MXFP4 err.txt | tail -1)"
+else
+	echo "FAIL gpt_oss-tiny-scale:"; cat err.txt; fail=1
+fi
+rm -f tiny.coli
 go_bad family qwen3_moe 'cfg["quantization_config"] = {"quant_method": "mxfp4"}' \
 	"go_family/config.json" "'mxfp4' is read for gpt_oss only, not qwen3_moe" --
 go_bad layout gpt_oss 'cfg["intermediate_size"] = 32' \
