@@ -2,13 +2,15 @@
  * core/chat_detect.c — which chat family a model's prompts use (see
  * core/text/chat.c for the families and their rendering): the container's stored
  * template text first (its markers "<|im_start|>", "[INST]", "[gMASK]", "]~b]",
- * DeepSeek's "<｜Assistant｜>" or Kimi's "<|im_middle|>"), then the
+ * DeepSeek's "<｜Assistant｜>", Kimi's "<|im_middle|>" or harmony's
+ * "<|channel|>"), then the
  * tokenizer's added tokens, then the architecture. Also fills the BOS/EOS
  * text the [INST] family writes and the ChatML (GLM) end-of-turn id. It reads
  * an open engine (its container, config and tokenizer), so it sits at core's
  * top, above core/text.
  */
 #include <string.h>
+#include <time.h>
 
 #include "core/core_internal.h"
 
@@ -71,6 +73,8 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 		t->family = COLI_CHAT_DEEPSEEK;
 	else if (contains(tpl, n, "<|im_middle|>"))
 		t->family = COLI_CHAT_KIMI;
+	else if (contains(tpl, n, "<|channel|>"))
+		t->family = COLI_CHAT_HARMONY;
 	else {
 		t->from_template = 0;
 		/* Kimi's tokenizer before ChatML's marker, in case it has both */
@@ -84,6 +88,9 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 			t->family = COLI_CHAT_MINIMAX;
 		else if (tok && coli_tokenizer_token_id(tok, DS_ASSISTANT) >= 0)
 			t->family = COLI_CHAT_DEEPSEEK;
+		else if ((tok && coli_tokenizer_token_id(tok, "<|channel|>") >= 0) ||
+		         c->arch == COLI_ARCH_GPT_OSS)
+			t->family = COLI_CHAT_HARMONY;
 		else if (c->arch == COLI_ARCH_MIXTRAL)
 			t->family = COLI_CHAT_INST;
 		else
@@ -101,6 +108,17 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 		t->eot_id = coli_tokenizer_token_id(tok, "<|im_end|>");
 	if (t->family == COLI_CHAT_DEEPSEEK && tok)
 		t->eot_id = coli_tokenizer_token_id(tok, DS_EOS);
+	/* harmony: the answer ends at <|return|> (its <|end|> closes the
+	 * analysis channel before it); its date is today's, as strftime_now */
+	if (t->family == COLI_CHAT_HARMONY) {
+		time_t now = time(NULL);
+		struct tm tm;
+
+		if (tok)
+			t->eot_id = coli_tokenizer_token_id(tok, "<|return|>");
+		if (localtime_r(&now, &tm))
+			strftime(t->date, sizeof(t->date), "%Y-%m-%d", &tm);
+	}
 	if (t->family == COLI_CHAT_INST) {
 		/* Mixtral's own template starts with {{ bos_token }}; without a
 		 * template we follow it, with one we do what it says. */

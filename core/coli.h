@@ -15,6 +15,8 @@
  *   blk.N.attn_o        [hidden, n_heads*head_dim]
  *   blk.N.attn_q_norm   [head_dim] (Qwen3, per head) or [n_heads*head_dim] (OLMoE)   f32
  *   blk.N.attn_k_norm   [head_dim] or [n_kv_heads*head_dim]                          f32
+ *   blk.N.attn_o_bias   [hidden]                       f32   (gpt-oss: attn_o_bias)
+ *   blk.N.attn_sinks    [n_heads]                      f32   (gpt-oss: attn_sinks)
  *   MLA layers (cfg.kv_lora: DeepSeek-V3, Kimi-K2) have instead of attn_q/k/v:
  *   blk.N.attn_q_a      [q_lora, hidden]               (cfg.q_lora; else attn_q [nh*hd, hidden])
  *   blk.N.attn_q_a_norm [q_lora]                       f32
@@ -31,6 +33,9 @@
  *   blk.N.router        [n_experts, hidden]            f32   (MoE layers)
  *   blk.N.router_bias   [n_experts]                    f32   (selection only: GLM-4.5's
  *                                                             e_score_correction_bias)
+ *   blk.N.exp_gate_bias [n_experts, moe_inter]         f32   (gpt-oss's expert biases,
+ *   blk.N.exp_up_bias   [n_experts, moe_inter]         f32    expert_bias; router_bias is
+ *   blk.N.exp_down_bias [n_experts, hidden]            f32    then the softmax router's own)
  *   blk.N.shexp_gate    [shared_inter, hidden]         (shared expert: Qwen2-MoE, GLM-4.5)
  *   blk.N.shexp_up      [shared_inter, hidden]
  *   blk.N.shexp_down    [hidden, shared_inter]
@@ -62,6 +67,7 @@ enum coli_arch {
 	COLI_ARCH_GLM4_MOE = 5,
 	COLI_ARCH_MINIMAX_M2 = 6,
 	COLI_ARCH_DEEPSEEK_V3 = 7,
+	COLI_ARCH_GPT_OSS = 8,
 };
 
 /* How a MoE layer's router turns its logits into experts and weights. */
@@ -73,6 +79,15 @@ enum coli_router_kind {
 	 * unbiased scores, renormalised when norm_topk_prob, times routed_scale
 	 * (GLM-4.5, DeepSeek-V3) */
 	COLI_ROUTER_SIGMOID = 1,
+};
+
+/* The routed experts' activation (h from gate g and up u, per element). */
+enum coli_ffn_act {
+	/* h = silu(g) * u */
+	COLI_ACT_SWIGLU = 0,
+	/* gpt-oss: g' = min(g, limit), u' = clamp(u, -limit, limit),
+	 * h = (u' + 1) * g' * sigmoid(alpha * g') */
+	COLI_ACT_SWIGLU_OAI = 1,
 };
 
 #define COLI_MAX_LAYERS 256
@@ -125,6 +140,21 @@ struct coli_model_config {
 	float yarn_mscale;     /* [0: absent] */
 	float yarn_mscale_all; /* mscale_all_dim [0: absent] */
 	float yarn_attn;       /* attention_factor given outright [0: derived] */
+	int yarn_truncate;     /* YaRN's correction range rounded to whole dims [1]
+	                        * (gpt-oss: "truncate": false) */
+	/* gpt-oss (optional keys, 0 in every other family): */
+	int sliding_window; /* keys a sliding layer's query sees, itself included [0] */
+	int attn_sinks;     /* 1: blk.N.attn_sinks [n_heads], a logit per head in the
+	                     * softmax's denominator [0] */
+	int attn_o_bias;    /* 1: blk.N.attn_o_bias [hidden] [0] */
+	int expert_bias;    /* 1: MoE layers carry blk.N.exp_gate_bias, exp_up_bias
+	                     * [n_experts, moe_inter] and exp_down_bias [n_experts,
+	                     * hidden]; with router_bias under softmax routing the
+	                     * bias is added to the router logits [0] */
+	int ffn_act;        /* enum coli_ffn_act of the routed experts [SWIGLU] */
+	float act_alpha;    /* SWIGLU_OAI's sigmoid gain [0] */
+	float act_limit;    /* SWIGLU_OAI's clamp [0] */
+	int is_sliding_layer[COLI_MAX_LAYERS]; /* "sliding_layers": window applies */
 	float norm_eps;
 	float rope_theta;
 	enum coli_dtype quant; /* of matrices and slabs (some bf16: see the top) */
@@ -653,6 +683,14 @@ void coli_engine_settle(coli_engine_t *e);
  *           first message is not a system one), "<|im_user|>user<|im_middle|>
  *           U<|im_end|>", "<|im_assistant|>assistant<|im_middle|>A<|im_end|>"
  *           per message, then "<|im_assistant|>assistant<|im_middle|>" (Kimi-K2)
+ *   HARMONY "<|start|>system<|message|>" + the template's system text (its
+ *           identity, "Knowledge cutoff: 2024-06", "Current date: " t->date,
+ *           "Reasoning: medium", the valid channels) + "<|end|>"; a first
+ *           system or developer message as "<|start|>developer<|message|>#
+ *           Instructions\n\nS\n\n<|end|>"; "<|start|>user<|message|>U<|end|>",
+ *           "<|start|>assistant<|channel|>final<|message|>A<|end|>" (a last
+ *           one without generation prompt ends in <|return|>); then
+ *           "<|start|>assistant" (gpt-oss)
  *   PLAIN   the documented fallback: "System: ...\n\nUser: ...\nAssistant:"
  *
  * Detection: markers in the template text, then the tokenizer's added
@@ -666,11 +704,12 @@ enum coli_chat_family {
 	COLI_CHAT_GLM = 3,
 	COLI_CHAT_MINIMAX = 4,
 	COLI_CHAT_DEEPSEEK = 5,
-	COLI_CHAT_KIMI = 6
+	COLI_CHAT_KIMI = 6,
+	COLI_CHAT_HARMONY = 7
 };
 
 struct coli_chat_msg {
-	const char *role;    /* "system", "user" or "assistant" */
+	const char *role;    /* "system", "user" or "assistant" ("developer": harmony only) */
 	const char *content; /* UTF-8, NUL-terminated */
 };
 
@@ -684,6 +723,8 @@ struct coli_chat_template {
 	                    * template's default (thinking on) */
 	int think_on;      /* DeepSeek-V3.1: render as thinking=true (given as
 	                    * enable_thinking=true); 0 is its default, thinking off */
+	char date[16];     /* harmony's "Current date: " (YYYY-MM-DD, the template's
+	                    * strftime_now; _init: today, local time) */
 };
 
 const char *coli_chat_family_name(enum coli_chat_family f);

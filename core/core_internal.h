@@ -51,6 +51,9 @@ struct coli_layer {
 	struct coli_mat q, k, v, o;
 	const float *q_bias, *k_bias, *v_bias; /* [nh*hd], [nkv*hd], [nkv*hd] or NULL */
 	const float *q_norm, *k_norm;          /* see cfg.qk_norm, or NULL */
+	const float *o_bias;                   /* [hidden] (cfg.attn_o_bias) or NULL */
+	const float *sinks;                    /* [nh] (cfg.attn_sinks) or NULL */
+	int window;                            /* keys a query sees (sliding layers), 0: all */
 	/* MLA (cfg.kv_lora): q is attn_q_b [nh*hd, q_lora] (or attn_q [nh*hd,
 	 * hidden] without q_lora), k and v unbound, o [hidden, nh*v_head] */
 	struct coli_mat q_a;    /* [q_lora, hidden] (rows 0 without q_lora) */
@@ -61,8 +64,10 @@ struct coli_layer {
 	const float *kv_a_norm; /* [kv_lora] */
 	int moe;
 	/* MoE layers */
-	struct coli_mat router;                  /* [n_experts, hidden] f32 */
-	const float *router_bias;                /* [n_experts] (cfg.router_bias) or NULL */
+	struct coli_mat router;   /* [n_experts, hidden] f32 */
+	const float *router_bias; /* [n_experts] (cfg.router_bias) or NULL */
+	/* [n_experts][moe_inter] x2, [n_experts][hidden] (cfg.expert_bias) or NULL */
+	const float *exp_gate_bias, *exp_up_bias, *exp_down_bias;
 	int xl;                                  /* index of the container's expert layer */
 	struct coli_mat sh_gate, sh_up, sh_down; /* shared expert (rows 0 if none) */
 	struct coli_mat sh_router;               /* [1, hidden] f32 (cfg.shared_gated) */
@@ -92,9 +97,11 @@ struct coli_expert_view {
 void coli_model_expert_at(const struct coli_model *m, int layer, const void *slab,
                           struct coli_expert_view *v);
 /* Whether the devices' kernels can run the model's dense matrices (experts
- * 0) or its routed experts (experts 1): every GEMV's columns a multiple of
- * 32, whatever the dtype. 0, or -ENOTSUP with why naming the first that is
- * not (core/engine.c then keeps that part on the CPU). */
+ * 0) or its routed experts (experts 1; 2: on devices that have gpt-oss's
+ * activation, COLI_DEV_CAP_SWIGLU_OAI): every GEMV's columns a multiple of
+ * 32, whatever the dtype, no op the devices lack. 0, or -ENOTSUP with why
+ * naming the first that is not (core/engine.c then keeps that part on the
+ * CPU). */
 int coli_model_dev_check(const struct coli_model *m, int experts, char *why, size_t len);
 /* Re-point every tensor view inside [from, from + bytes) to the same offset
  * in `to` (the dense region copied into an arena). */
@@ -268,6 +275,12 @@ void coli_moe_dev_adapt(struct coli_engine *e);
  * and their release (what alloc made when it failed, too). */
 int coli_actbufs_alloc(struct coli_actbuf **out, int count, int n, int quant);
 void coli_actbufs_free(struct coli_actbuf *a, int count);
+/* core/model/act.c: a routed expert's activation over one pair's rows,
+ * g and u [moe_inter] of expert ex of layer L: h = silu(g) * u, or (cfg.ffn_act
+ * SWIGLU_OAI) gate and up biased in place (cfg.expert_bias) and clamped
+ * (coli_swiglu_oai). h may be g. */
+void coli_act_ffn(const struct coli_model_config *c, const struct coli_layer *L, int ex, float *g,
+                  float *u, float *h);
 /* core/model/act.c: prepare actbuf from x[n] (fp32 copy + quantized form). */
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
 /* ab[t] over rows t of x [T][n], t < T (a prefill chunk's rows over the pool). */

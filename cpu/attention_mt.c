@@ -47,8 +47,9 @@ static void group_task(void *arg, int task, int n_tasks)
 	for (int k = task; k < j->n; k += n_tasks) {
 		const struct coli_attn_group *g = &j->g[k];
 
-		coli_attention_group(g->q, g->G, g->K, g->V, g->n_pos, j->stride, j->hd, j->vd,
-		                     j->scale, j->scratch + (size_t)task * j->slot, g->out);
+		coli_attention_group_sink(g->q, g->G, g->K, g->V, g->n_pos, j->stride, j->hd, j->vd,
+		                          j->scale, g->sink, j->scratch + (size_t)task * j->slot,
+		                          g->out);
 	}
 }
 
@@ -78,10 +79,17 @@ static void share_task(void *arg, int task, int n_tasks)
 		break;
 	case EXP:
 		coli_attn8_max_avx2(j->bmax[task / per][0], j->nb, mx);
+		if (g->sink) /* gpt-oss: the sink joins the max */
+			coli_attn8_sink_max(g->sink + u->h0, u->nh, mx);
 		coli_attn8_exp_avx2(u->sc, p0, p1, mx);
 		break;
 	case SUM: /* in position order, by one task a unit */
 		coli_attn8_sum_avx2(u->sc, g->n_pos, j->sum[task]);
+		if (g->sink) { /* and exp(sink - max) after the positions */
+			coli_attn8_max_avx2(j->bmax[task][0], j->nb, mx);
+			coli_attn8_sink_max(g->sink + u->h0, u->nh, mx);
+			coli_attn8_sink_sum(g->sink + u->h0, u->nh, mx, j->sum[task]);
+		}
 		break;
 	case WEIGHTS:
 		coli_attn8_div_avx2(u->sc, p0, p1, j->sum[task / per]);

@@ -195,6 +195,11 @@ void coli_gemm_batch_task(void *batch, int task, int n_tasks);
 float coli_expf(float x);
 /* h[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u */
 void coli_silu_mul(const float *g, const float *u, float *h, int n);
+/* gpt-oss's clamped SwiGLU (transformers' GptOssExperts._apply_gate):
+ * g' = min(g, limit), u' = clamp(u, -limit, limit),
+ * h = (u' + 1) * (g' * (1 / (1 + exp(-(g' * alpha))))), exp coli_expf's; the
+ * same IEEE-only steps, so a device twin can give its bits. h may be g. */
+void coli_swiglu_oai(const float *g, const float *u, float *h, int n, float alpha, float limit);
 /* y = x / sqrt(mean(x^2) + eps) * w   (w may be NULL) */
 void coli_rmsnorm(const float *x, const float *w, float *y, int n, float eps);
 /* w[i] = exp((x[i] - m) * s) for the sampler's weights (x - m <= 0 there):
@@ -252,6 +257,12 @@ void coli_mla_rope(float *kva, float *q, const float *w, const float *inv_freq, 
  * i % 8, in order) folded pairwise; the softmax sum over positions in order. */
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
                          int hd, int vd, float scale, float *scores, float *out);
+/* The same with an attention sink (gpt-oss): a logit `sink` that joins the
+ * softmax as one more column and is dropped after it (the max over the
+ * scores and the sink; the sum over positions in order, then + exp(sink -
+ * max)). -INFINITY: none, coli_attention_head's bits. */
+void coli_attention_head_sink(const float *q, const float *K, const float *V, int n_pos, int stride,
+                              int hd, int vd, float scale, float sink, float *scores, float *out);
 /* The G query heads that share one key/value head (GQA), for one query:
  * q [G][hd], out [G][vd] (consecutive heads); each head's bits are
  * coli_attention_head's. With AVX2 and G >= 4, eight heads are the eight
@@ -260,11 +271,19 @@ void coli_attention_head(const float *q, const float *K, const float *V, int n_p
  * (docs/perf/kernels.md "CPU attention"). scores: [n_pos * 8] scratch. */
 void coli_attention_group(const float *q, int G, const float *K, const float *V, int n_pos,
                           int stride, int hd, int vd, float scale, float *scores, float *out);
-/* One GQA group for one query: coli_attention_group's own arguments. */
+/* The same with each head's sink (sink [G], or NULL: none): each head's bits
+ * are coli_attention_head_sink's. */
+void coli_attention_group_sink(const float *q, int G, const float *K, const float *V, int n_pos,
+                               int stride, int hd, int vd, float scale, const float *sink,
+                               float *scores, float *out);
+/* One GQA group for one query: coli_attention_group_sink's own arguments. A
+ * sliding window is K and V started at the window's first key, n_pos its
+ * keys (the caller's arguments: the kernels see a shorter history). */
 struct coli_attn_group {
 	const float *q, *K, *V;
 	float *out;
 	int G, n_pos;
+	const float *sink; /* [G] (gpt-oss) or NULL */
 };
 /* n groups (sharing stride, hd, vd and scale) across the pool (may be NULL), each
  * with coli_attention_group's bits. Fewer eight-head units than threads, each

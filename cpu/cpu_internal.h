@@ -61,7 +61,8 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n);
 /* coli_attention_group's AVX2 form: eight heads in the lanes (a last block
  * of fewer repeats its last head in the free lanes). */
 void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
-                               int stride, int hd, int vd, float scale, float *sc, float *out);
+                               int stride, int hd, int vd, float scale, const float *sink,
+                               float *sc, float *out);
 /* Its steps for eight heads (nh <= 8 of them real) over a share of the
  * positions [p0, p1) or of the outputs [i0, i1), any split giving the same
  * bits (cpu/ops_avx2.c; coli_attention_groups_mt runs them across a pool):
@@ -73,6 +74,11 @@ void coli_attn8_max_avx2(const float *maxes, int n, float *mx8);
 void coli_attn8_exp_avx2(float *sc, int p0, int p1, const float *mx8);
 void coli_attn8_sum_avx2(const float *sc, int n_pos, float *sum8);
 void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8);
+/* Sinks (sink [nh], the free lanes repeating the last): each lane's max
+ * with its sink, then (after the sum) its sum + exp(sink - max), as
+ * coli_attention_head_sink. */
+void coli_attn8_sink_max(const float *sink, int nh, float *mx8);
+void coli_attn8_sink_sum(const float *sink, int nh, const float *mx8, float *sum8);
 void coli_attn8_out_avx2(const float *sc, const float *V, int n_pos, int stride, int hd, int i0,
                          int i1, int nh, float *out);
 

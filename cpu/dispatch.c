@@ -11,6 +11,8 @@
  */
 #include <errno.h>
 
+#include <math.h>
+
 #include "cpu/cpu_internal.h"
 
 static int g_isa = -1; /* enum coli_cpu_isa once chosen */
@@ -108,14 +110,22 @@ void coli_silu_mul(const float *g, const float *u, float *h, int n)
 void coli_attention_group(const float *q, int G, const float *K, const float *V, int n_pos,
                           int stride, int hd, int vd, float scale, float *scores, float *out)
 {
+	coli_attention_group_sink(q, G, K, V, n_pos, stride, hd, vd, scale, NULL, scores, out);
+}
+
+void coli_attention_group_sink(const float *q, int G, const float *K, const float *V, int n_pos,
+                               int stride, int hd, int vd, float scale, const float *sink,
+                               float *scores, float *out)
+{
 	/* from four heads the lanes pay (one or two heads: per head is faster) */
 	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && G >= 4) {
-		coli_attention_group_avx2(q, G, K, V, n_pos, stride, hd, vd, scale, scores, out);
+		coli_attention_group_avx2(q, G, K, V, n_pos, stride, hd, vd, scale, sink, scores,
+		                          out);
 		return;
 	}
 	for (int h = 0; h < G; h++)
-		coli_attention_head(q + (size_t)h * hd, K, V, n_pos, stride, hd, vd, scale, scores,
-		                    out + (size_t)h * vd);
+		coli_attention_head_sink(q + (size_t)h * hd, K, V, n_pos, stride, hd, vd, scale,
+		                         sink ? sink[h] : -INFINITY, scores, out + (size_t)h * vd);
 }
 
 void coli_exp_scaled(const float *x, int n, float m, float s, float *w)

@@ -56,6 +56,17 @@ void coli_silu_mul_ref(const float *g, const float *u, float *h, int n)
 		h[i] = g[i] / (1.0f + coli_expf(-g[i])) * u[i];
 }
 
+void coli_swiglu_oai(const float *g, const float *u, float *h, int n, float alpha, float limit)
+{
+	for (int i = 0; i < n; i++) {
+		float gc = g[i] < limit ? g[i] : limit; /* gate.clamp(max=limit) */
+		float uc = u[i] < -limit ? -limit : u[i] > limit ? limit : u[i];
+		float sig = 1.0f / (1.0f + coli_expf(-(gc * alpha)));
+
+		h[i] = (uc + 1.0f) * (gc * sig);
+	}
+}
+
 void coli_rmsnorm(const float *x, const float *w, float *y, int n, float eps)
 {
 	double ss = 0;
@@ -294,6 +305,12 @@ void coli_mla_rope(float *kva, float *q, const float *w, const float *inv_freq, 
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
                          int hd, int vd, float scale, float *scores, float *out)
 {
+	coli_attention_head_sink(q, K, V, n_pos, stride, hd, vd, scale, -INFINITY, scores, out);
+}
+
+void coli_attention_head_sink(const float *q, const float *K, const float *V, int n_pos, int stride,
+                              int hd, int vd, float scale, float sink, float *scores, float *out)
+{
 	float mx = -INFINITY, sum = 0;
 
 	for (int p = 0; p < n_pos; p++) {
@@ -320,10 +337,14 @@ void coli_attention_head(const float *q, const float *K, const float *V, int n_p
 		scores[p] = s * scale;
 		mx = scores[p] > mx ? scores[p] : mx;
 	}
+	if (sink != -INFINITY) /* none: the bits without */
+		mx = sink > mx ? sink : mx;
 	for (int p = 0; p < n_pos; p++) {
 		scores[p] = expf(scores[p] - mx);
 		sum += scores[p];
 	}
+	if (sink != -INFINITY)
+		sum += expf(sink - mx);
 	{
 		/* each out[i] sums over the positions in order; a local the
 		 * compiler knows is not V lets it do the i's four at a time */

@@ -232,8 +232,24 @@ void coli_attn8_out_avx2(const float *sc, const float *V, int n_pos, int stride,
 			out[(size_t)h * hd + i0 + i] = acc[i * 8 + h];
 }
 
+void coli_attn8_sink_max(const float *sink, int nh, float *mx8)
+{
+	for (int h = 0; h < 8; h++) {
+		float s = sink[h < nh ? h : nh - 1];
+
+		mx8[h] = s > mx8[h] ? s : mx8[h];
+	}
+}
+
+void coli_attn8_sink_sum(const float *sink, int nh, const float *mx8, float *sum8)
+{
+	for (int h = 0; h < 8; h++)
+		sum8[h] += expf(sink[h < nh ? h : nh - 1] - mx8[h]);
+}
+
 void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
-                               int stride, int hd, int vd, float scale, float *sc, float *out)
+                               int stride, int hd, int vd, float scale, const float *sink,
+                               float *sc, float *out)
 {
 	/* a last block of fewer than eight heads (G = 4: Mixtral) repeats its
 	 * last head in the free lanes; a lane's steps never see another's */
@@ -243,8 +259,12 @@ void coli_attention_group_avx2(const float *q, int G, const float *K, const floa
 
 		coli_attn8_scores_avx2(q + (size_t)h * hd, nh, K, 0, n_pos, stride, hd, scale, sc,
 		                       mx);
+		if (sink)
+			coli_attn8_sink_max(sink + h, nh, mx);
 		coli_attn8_exp_avx2(sc, 0, n_pos, mx);
 		coli_attn8_sum_avx2(sc, n_pos, sum);
+		if (sink)
+			coli_attn8_sink_sum(sink + h, nh, mx, sum);
 		coli_attn8_div_avx2(sc, 0, n_pos, sum);
 		coli_attn8_out_avx2(sc, V, n_pos, stride, vd, 0, vd, nh, out + (size_t)h * vd);
 	}

@@ -6,7 +6,8 @@
 
 For each family below, reads its template from tests/fixtures/chat/ (GLM-4.5's, MIT, see
 tests/fixtures/chat/LICENSE.glm45; MiniMax-M2's, MIT, see LICENSE.minimax_m2; DeepSeek-V3.1's,
-MIT, see LICENSE.deepseek_v31; Kimi-K2's, modified MIT, see LICENSE.kimi_k2) and renders a
+MIT, see LICENSE.deepseek_v31; Kimi-K2's, modified MIT, see LICENSE.kimi_k2; gpt-oss's,
+Apache 2.0, see LICENSE.gpt_oss, with strftime_now fixed to HARMONY_DATE) and renders a
 few conversations through jinja2 the way transformers' apply_chat_template does (a
 sandboxed environment with trim_blocks, lstrip_blocks and the loopcontrols extension), with
 the thinking switch left out (the template's default) and with enable_thinking=false
@@ -70,6 +71,19 @@ DEEPSEEK_CONVERSATIONS = MINIMAX_CONVERSATIONS + [
     [U1, A1, A1, U2],
 ]
 KIMI_CONVERSATIONS = MINIMAX_CONVERSATIONS
+# gpt-oss (harmony): a first developer message as the system one is, an empty one (no
+# developer turn), system and developer messages later than the first (dropped), a
+# conversation ending in an assistant turn (<|return|>); not the empty conversation (the
+# template reads messages[0])
+D = {"role": "developer", "content": "Answer in one word."}
+HARMONY_CONVERSATIONS = [c for c in MINIMAX_CONVERSATIONS if c] + [
+    [D, U1],
+    [D, U1, A1, U2],
+    [{"role": "developer", "content": ""}, U1, A1],
+    [U1, D, A1, S, U2],
+    [U1, A1, A1],
+]
+HARMONY_DATE = "2026-01-02"   # the template's strftime_now("%Y-%m-%d"), fixed
 DS_BOS = "<｜begin▁of▁sentence｜>"
 FAMILIES = [  # name, template, cases, conversations, thinking values, extra keywords
     ("glm", "glm45_chat_template.jinja", "glm45_cases.jsonl", GLM_CONVERSATIONS,
@@ -80,6 +94,8 @@ FAMILIES = [  # name, template, cases, conversations, thinking values, extra key
      DEEPSEEK_CONVERSATIONS, (None, False, True), {"bos_token": DS_BOS}),
     ("kimi", "kimi_k2_chat_template.jinja", "kimi_k2_cases.jsonl", KIMI_CONVERSATIONS,
      (None, False), {}),
+    ("harmony", "gpt_oss_chat_template.jinja", "gpt_oss_cases.jsonl", HARMONY_CONVERSATIONS,
+     (None,), {"strftime_now": lambda fmt: HARMONY_DATE}),
 ]
 
 

@@ -34,7 +34,8 @@ static void usage(FILE *f)
 	       "                      A GGUF without --quant: q8 when its matrices are mostly\n"
 	       "                      Q8_0/Q5/Q6_K (Q8_0: copied), q4 when mostly 4 bits or\n"
 	       "                      fewer, else bf16; an FP8 checkpoint (quantization_config\n"
-	       "                      fp8) without --quant: q8\n"
+	       "                      fp8) without --quant: q8; an MXFP4 one (gpt-oss): q8, its\n"
+	       "                      MXFP4 experts exactly (twice their bytes)\n"
 	       "  --threads N         threads converting each chunk (default: all online CPUs)\n"
 	       "  --progress          draw a progress bar on stderr (default when it is a tty)\n"
 	       "  --quiet             no progress bar\n"
@@ -50,7 +51,7 @@ int cmd_convert(int argc, char **argv)
 
 	coli_convert_opts_init(&o);
 	o.progress = isatty(2);
-	o.quant_auto = 1; /* read for GGUF sources and FP8 checkpoints only */
+	o.quant_auto = 1; /* read for GGUF sources and FP8 / MXFP4 checkpoints only */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 

@@ -73,6 +73,24 @@ static int print_config(coli_container_t *c)
 		printf("rope scaling   YaRN x %g of %d positions, beta %g/%g, mscale %g/%g\n",
 		       m->rope_factor, m->rope_orig_ctx, m->yarn_beta_fast, m->yarn_beta_slow,
 		       m->yarn_mscale, m->yarn_mscale_all);
+	if (m->rope_factor > 1 && !m->yarn_truncate)
+		printf("               (correction range not truncated)\n");
+	if (m->sliding_window) {
+		int ns = 0;
+
+		for (int l = 0; l < m->n_layers; l++)
+			ns += m->is_sliding_layer[l];
+		printf("attention      %d of %d layers see the last %d keys%s%s\n", ns, m->n_layers,
+		       m->sliding_window, m->attn_sinks ? "; a sink logit per head" : "",
+		       m->attn_o_bias ? "; o_proj bias" : "");
+	}
+	if (m->ffn_act == COLI_ACT_SWIGLU_OAI || m->expert_bias)
+		printf("experts act    %s (alpha %g, limit %g)%s%s\n",
+		       m->ffn_act == COLI_ACT_SWIGLU_OAI ? "clamped SwiGLU" : "SwiGLU",
+		       m->act_alpha, m->act_limit, m->expert_bias ? ", gate/up/down biases" : "",
+		       m->router_bias && m->router_kind == COLI_ROUTER_SOFTMAX
+		           ? "; router bias on the logits"
+		           : "");
 	if (m->router_kind == COLI_ROUTER_SIGMOID)
 		printf("routing        sigmoid%s, %d groups (keep %d), weights x %g%s\n",
 		       m->router_bias ? " + correction bias" : "", m->n_group, m->topk_group,

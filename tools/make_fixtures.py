@@ -16,11 +16,13 @@ What it writes (all under --out; each fixture directory is deleted and rewritten
                         meta.json -- computed by transformers in float32 from the bf16
                         weights, so they are exact references for a bf16 engine.
 
-Fixtures: qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, minimax_m2 (Hub per-expert tensor layout, Hub
-config dialect: top-level rope_theta, torch_dtype) and two variants that share weights with a
-primary: qwen3_moe_fused (transformers-5 native: fused 3-D expert tensors and the config
-exactly as transformers 5 writes it: rope_parameters, num_local_experts, dtype) and
-qwen2_moe_sharded (three safetensors shards + index).
+Fixtures: qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, minimax_m2, deepseek_v3*, gpt_oss
+(Hub per-expert tensor layout where the family has one, Hub config dialect: top-level
+rope_theta, torch_dtype) and variants that share weights with a primary: qwen3_moe_fused
+(transformers-5 native: fused 3-D expert tensors and the config exactly as transformers 5
+writes it: rope_parameters, num_local_experts, dtype), qwen2_moe_sharded (three safetensors
+shards + index) and gpt_oss_mxfp4 (the experts as MXFP4 _blocks/_scales with
+quantization_config "mxfp4", as openai/gpt-oss-* ship them; needs accelerate to load).
 
 Everything runs on the CPU and is deterministic for a given Python / torch / transformers /
 tokenizers install: the corpus is a fixed list of stdlib files plus text written below,
@@ -422,11 +424,29 @@ PRIMARIES = {
                  n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5,
                  rope_interleave=True, rms_norm_eps=1e-6, rope_theta=30000.0,
                  bos_token_id=None, eos_token_id=ID_IM_END)),
+    # gpt-oss: attention sinks (drawn N(0,1), not ~0), sliding window 8 < the prompt's 51
+    # tokens on layers 0 and 2 (layer_types' default alternation), q/k/v/o biases, router
+    # bias (added to the logits; softmax over the top-2 logits), expert biases, the clamped
+    # SwiGLU with swiglu_limit 0.25 (so that it clamps: gate and up are ~0.3 std here; the
+    # released models' 7.0 never would), YaRN factor 4 over 128 positions with "truncate":
+    # false; intermediate 64 so that gate_up's 2I (128) is not hidden (64). The expert
+    # weights are rounded to MXFP4 values (E2M1 x 2^e per 32 inputs: mxfp4_round), exact in
+    # bf16, so that gpt_oss_mxfp4 holds the same weights as _blocks/_scales
+    "gpt_oss": dict(
+        seed=1040, cls="GptOssForCausalLM", cfg_cls="GptOssConfig", chat="chatml",
+        rope_extra=dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=128,
+                        beta_fast=32.0, beta_slow=1.0, truncate=False),
+        cfg=dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=16, num_local_experts=8,
+                 num_experts_per_tok=2, intermediate_size=64, sliding_window=8,
+                 swiglu_limit=0.25, attention_bias=True, rms_norm_eps=1e-5,
+                 rope_theta=60000.0, bos_token_id=None, eos_token_id=ID_IM_END)),
 }
 CHAT_CASE_FIXTURES = ("qwen3_moe", "qwen2_moe", "olmoe", "mixtral")
 # Variants: (name, primary, how). They share the primary's weights and references.
 VARIANTS = [("qwen3_moe_fused", "qwen3_moe", "fused"),
-            ("qwen2_moe_sharded", "qwen2_moe", "sharded")]
+            ("qwen2_moe_sharded", "qwen2_moe", "sharded"),
+            ("gpt_oss_mxfp4", "gpt_oss", "mxfp4")]
 LEGACY_MERGES = ("qwen2_moe", "qwen2_moe_sharded")    # tokenizer.json merges as "a b" strings
 SHARD_SIZE = "300KB"
 
@@ -446,7 +466,60 @@ def build_model(spec):
     torch.manual_seed(spec["seed"])
     model = getattr(transformers, spec["cls"])(cfg)
     reinit(model, spec["seed"])
+    if cfg.model_type == "gpt_oss":
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith("experts.gate_up_proj") or name.endswith("experts.down_proj"):
+                    p.copy_(mxfp4_round(p.data)[0])
     return model.to(torch.bfloat16).eval()
+
+
+FP4_E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def mxfp4_round(w):
+    """An expert tensor as transformers holds it, w [E, K, N] (x @ w: K inputs), rounded to
+    MXFP4: per output n and 32 consecutive inputs, a power of two 2^s (s = ceil(log2(max /
+    6))) times E2M1 values (nearest). Returns (the rounded w [E, K, N] in float32, blocks
+    [E, N, K/32, 16] uint8, scales [E, N, K/32] uint8) in the Hub's layout: a row an output,
+    byte k of a block elements 2k (low nibble) and 2k + 1 (high), scale s + 127, the nibble
+    an E2M1 code (bit 3 the sign) -- what transformers' convert_moe_packed_tensors reads."""
+    E, K, N = w.shape
+    x = w.float().permute(0, 2, 1).reshape(E, N, K // 32, 32)
+    amax = x.abs().amax(-1, keepdim=True)
+    s = torch.ceil(torch.log2(amax.clamp(min=2.0 ** -100) / 6)).clamp(-127, 127)
+    y = x / 2 ** s
+    idx = (y.abs().unsqueeze(-1) - FP4_E2M1).abs().argmin(-1)
+    code = idx + 8 * (y < 0)
+    deq = torch.where(y < 0, -FP4_E2M1[idx], FP4_E2M1[idx]) * 2 ** s
+    blocks = (code[..., 0::2] | (code[..., 1::2] << 4)).to(torch.uint8)
+    scales = (s[..., 0] + 127).to(torch.uint8)
+    return deq.reshape(E, N, K).permute(0, 2, 1).contiguous(), blocks, scales
+
+
+def write_mxfp4(d):
+    """gpt-oss's Hub form of a saved fixture: each experts.gate_up_proj / down_proj replaced
+    by its _blocks and _scales (exact: the weights are MXFP4 values already), and
+    config.json's quantization_config as the released models have it."""
+    from safetensors.torch import load_file, save_file
+    path = os.path.join(d, "model.safetensors")
+    sd, out = load_file(path), {}
+    for k, v in sd.items():
+        if k.endswith("experts.gate_up_proj") or k.endswith("experts.down_proj"):
+            deq, blocks, scales = mxfp4_round(v)
+            assert torch.equal(deq, v.float()), k
+            out[k + "_blocks"], out[k + "_scales"] = blocks, scales
+        else:
+            out[k] = v
+    save_file(out, path, metadata={"format": "pt"})
+    cfg_path = os.path.join(d, "config.json")
+    with open(cfg_path) as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = {
+        "quant_method": "mxfp4",
+        "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                   "model.embed_tokens", "lm_head"]}
+    write_json(cfg_path, cfg)
 
 
 @torch.no_grad()
@@ -466,8 +539,11 @@ def reinit(model, seed):
             p.copy_(1.0 + 0.1 * r)
         elif name.endswith("bias"):
             p.copy_(0.1 * r)
-        elif name.endswith("mlp.gate.weight") or "shared_expert_gate" in name:
+        elif (name.endswith("mlp.gate.weight") or "shared_expert_gate" in name
+              or name.endswith("mlp.router.weight")):
             p.copy_(0.5 * r)
+        elif name.endswith("self_attn.sinks"):       # gpt-oss: about a score's size
+            p.copy_(1.0 * r)
         elif "embed_tokens" in name:
             p.copy_(1.0 * r)
         elif name == "lm_head.weight":
@@ -498,6 +574,9 @@ def hub_dialect(cfg):
             cfg["n_routed_experts"] = cfg.pop("num_local_experts")
         if "num_mtp_layers" in cfg:
             cfg["num_nextn_predict_layers"] = cfg.pop("num_mtp_layers")
+    if cfg["model_type"] == "gpt_oss":          # gpt-oss's config.json: both top-k keys
+        cfg["experts_per_token"] = cfg["num_experts_per_tok"]
+        cfg["initial_context_length"] = cfg["rope_scaling"]["original_max_position_embeddings"]
     if cfg["model_type"] == "minimax_m2":       # MiniMax-M2's config.json spellings
         cfg["rotary_dim"] = int(cfg.pop("partial_rotary_factor", 1.0) * cfg["head_dim"])
         cfg.update(use_qk_norm=True, qk_norm_type="per_layer", scoring_func="sigmoid",
@@ -520,6 +599,8 @@ def save_fixture(model, out, name, chat, tok, how, legacy_merges=False):
     os.makedirs(d)
     if how == "fused":
         model.save_pretrained(d, safe_serialization=True, save_original_format=False)
+    elif how == "mxfp4":
+        model.save_pretrained(d, safe_serialization=True)
     elif how == "sharded":
         model.save_pretrained(d, safe_serialization=True, max_shard_size=SHARD_SIZE)
     else:
@@ -529,6 +610,8 @@ def save_fixture(model, out, name, chat, tok, how, legacy_merges=False):
         cfg = json.load(f)
     if how != "fused":                          # the fused variant keeps the v5 dialect
         write_json(cfg_path, hub_dialect(cfg))
+    if how == "mxfp4":
+        write_mxfp4(d)
     gen = {"bos_token_id": model.config.bos_token_id,
            "eos_token_id": ([ID_IM_END, ID_EOT] if chat == "chatml" else ID_EOT),
            "pad_token_id": ID_EOT, "transformers_version": transformers.__version__}
@@ -765,6 +848,8 @@ def main():
         if how == "sharded":
             shards = [f for f in os.listdir(d) if f.endswith(".safetensors")]
             assert 2 <= len(shards) <= 3, shards
+        # mxfp4: transformers reads the _blocks/_scales back (dequantizing on the CPU,
+        # accelerate installed) to exactly the bf16 weights: the layout is its own
         m = check_weights(d, model)
         assert m.config.rope_parameters["rope_theta"] == spec["cfg"]["rope_theta"]
         lv, gv, meta = references(m, ids, os.path.join(d, "ref"))

@@ -134,10 +134,18 @@ struct coli_dev_mla {
 	float scale;
 };
 
-/* h = silu(g) * u over n; q != 0: h also quantized into q/qd/qsum (n % 32 == 0). */
+/* h = silu(g) * u over n; q != 0: h also quantized into q/qd/qsum (n % 32 == 0).
+ * kind COLI_ACT_SWIGLU_OAI (gpt-oss; devices with COLI_DEV_CAP_SWIGLU_OAI):
+ * bg and bu (rows of `I` f32, or 0) are first added to every I-row of g and
+ * u in place (g = g + bg, one rounding), then h = cpu/ coli_swiglu_oai(g, u)
+ * with alpha and limit: the bits of core/model/act.c coli_act_ffn. */
 struct coli_dev_silu {
 	uint64_t g, u, h, q, qd, qsum;
 	int n;
+	int kind; /* enum coli_ffn_act (0: silu) */
+	float alpha, limit;
+	uint64_t bg, bu;
+	int I;
 };
 
 /* x [n_blocks * 32] quantized into q/qd/qsum (cpu/ coli_act_quantize's bits). */
@@ -306,6 +314,9 @@ enum coli_dev_cap {
 	/* host_wait queues a wait for the host (cuda: where the driver has
 	 * stream waits) */
 	COLI_DEV_CAP_HOST_WAIT = 1u << 2,
+	/* silu_mul takes gpt-oss's kind (struct coli_dev_silu): biased gate and
+	 * up, the clamped SwiGLU (sim; the GPU's PTX has not got it yet) */
+	COLI_DEV_CAP_SWIGLU_OAI = 1u << 3,
 };
 
 /* COLI_GPU_FAIL_AT: the kind of op an injected fault strikes. Staging copies

@@ -76,6 +76,8 @@ static int g_gemm(struct coli_dev *d, const struct coli_dev_jobs *a)
 }
 static int g_silu(struct coli_dev *d, const struct coli_dev_silu *a)
 {
+	if (a->kind) /* gpt-oss's (COLI_ACT_SWIGLU_OAI): no PTX yet, no COLI_DEV_CAP_SWIGLU_OAI */
+		return -ENOTSUP;
 	if (a->q)
 		return coli_gpu_silu_mul_q(G(d), a->g, a->u, a->h, a->q, a->qd, a->qsum, a->n / 32);
 	return coli_gpu_silu_mul(G(d), a->g, a->u, a->h, a->n);

@@ -580,7 +580,8 @@ int coli_dev_sim_open(struct coli_dev **out, int index, size_t mem_bytes, int la
 	d->impl = s;
 	d->fail_after = -1;
 	d->index = index;
-	d->caps = COLI_DEV_CAP_HOST_WAIT; /* no bandwidth of its own */
+	/* no bandwidth of its own; gpt-oss's experts (the GPU's PTX has not) */
+	d->caps = COLI_DEV_CAP_HOST_WAIT | COLI_DEV_CAP_SWIGLU_OAI;
 	snprintf(d->name, sizeof(d->name), "sim:%d (host memory)", index);
 	*out = d;
 	return 0;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/coli.h" /* enum coli_ffn_act */
 #include "core/dev/dev_sim.h"
 
 /* y[s][ldy] = W . x_s for s < S with the CPU kernels: what a GEMV or GEMM
@@ -89,6 +90,20 @@ int coli_dev_sim_act_quantize(struct coli_dev *d, const struct coli_dev_quantize
 int coli_dev_sim_silu_mul(struct coli_dev *d, const struct coli_dev_silu *a)
 {
 	IN_ORDER(d);
+	if (a->kind == COLI_ACT_SWIGLU_OAI) { /* gpt-oss: coli_act_ffn's steps */
+		float *g = (float *)(uintptr_t)a->g, *u = (float *)(uintptr_t)a->u;
+		const float *bg = (const float *)(uintptr_t)a->bg,
+		            *bu = (const float *)(uintptr_t)a->bu;
+
+		for (int i = 0; (bg || bu) && i < a->n; i++) {
+			if (bg)
+				g[i] = g[i] + bg[i % a->I];
+			if (bu)
+				u[i] = u[i] + bu[i % a->I];
+		}
+		coli_swiglu_oai(g, u, (float *)(uintptr_t)a->h, a->n, a->alpha, a->limit);
+		return a->q ? actq(d, a->h, a->q, a->qd, a->qsum, a->n / COLI_QBLOCK) : 0;
+	}
 	coli_silu_mul((const float *)(uintptr_t)a->g, (const float *)(uintptr_t)a->u,
 	              (float *)(uintptr_t)a->h, a->n);
 	return a->q ? actq(d, a->h, a->q, a->qd, a->qsum, a->n / COLI_QBLOCK) : 0;

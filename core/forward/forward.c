@@ -12,7 +12,11 @@
  *   kcache, vcache [layer][ctx][nkv*hd]
  *   att  [T][nh*hd]        attention output (input of attn_o)
  * Attention follows transformers' eager path: scores scaled by 1/sqrt(hd),
- * causal, softmax in fp32, RoPE in the rotate-half convention. An MLA model's
+ * causal, softmax in fp32, RoPE in the rotate-half convention. gpt-oss's
+ * layers add a sink logit per head to the softmax (cfg.attn_sinks) and, on
+ * sliding layers, see only the last `window` keys: the same kernel over the
+ * window's rows (the KV cache keeps every position on every layer: a
+ * window-sized ring for sliding layers is later work). An MLA model's
  * layers (cfg.kv_lora: DeepSeek-V3) run core/forward/mla.c's attention instead,
  * over its latent cache rows.
  */
@@ -58,6 +62,17 @@ static void qk_norm(const struct coli_model_config *c, float *v, const float *w,
 	}
 }
 
+/* YaRN's cos/sin factor (s->rope_attn, gpt-oss) on the rotated dims of
+ * x[n][nh][hd]: their first rd (coli_rope_part's). */
+static void rope_attn(float *x, int n, int hd, int rd, float f)
+{
+	if (f == 1.0f)
+		return;
+	for (int i = 0; i < n; i++)
+		for (int d = 0; d < rd; d++)
+			x[(size_t)i * hd + d] *= f;
+}
+
 static void attention(struct coli_engine *e, int l, int T, int pos0)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -83,6 +98,8 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 	}
 	coli_rope_part(e->s.q, T, c->n_heads, c->head_dim, c->rope_dim, pos0, e->s.inv_freq);
 	coli_rope_part(e->s.kx, T, c->n_kv_heads, c->head_dim, c->rope_dim, pos0, e->s.inv_freq);
+	rope_attn(e->s.q, T * c->n_heads, hd, c->rope_dim, e->s.rope_attn);
+	rope_attn(e->s.kx, T * nkv, hd, c->rope_dim, e->s.rope_attn);
 	/* append this call's keys and values to the cache */
 	memcpy(e->kv.kcache + ((size_t)l * e->kv.ctx + pos0) * kvd, e->s.kx,
 	       sizeof(float) * T * kvd);
@@ -92,21 +109,27 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 	 * (coli_attention_groups_mt splits the few groups of a decode step
 	 * across the threads; each head's bits are coli_attention_head's) */
 	for (int tg = 0; tg < T * nkv; tg++) {
-		int t = tg / nkv, g = tg % nkv;
+		int t = tg / nkv, g = tg % nkv, n = pos0 + t + 1;
+		int k0 = L->window && n > L->window ? n - L->window : 0; /* a sliding layer */
 		size_t h0 = (size_t)t * c->n_heads + (size_t)g * group; /* the group's first head */
 
-		e->s.attn[tg] = (struct coli_attn_group){.q = e->s.q + h0 * hd,
-		                                         .K = K + g * hd,
-		                                         .V = V + g * hd,
-		                                         .out = e->s.att + h0 * hd,
-		                                         .G = group,
-		                                         .n_pos = pos0 + t + 1};
+		e->s.attn[tg] =
+		    (struct coli_attn_group){.q = e->s.q + h0 * hd,
+		                             .K = K + (size_t)k0 * kvd + g * hd,
+		                             .V = V + (size_t)k0 * kvd + g * hd,
+		                             .out = e->s.att + h0 * hd,
+		                             .G = group,
+		                             .n_pos = n - k0,
+		                             .sink = L->sinks ? L->sinks + g * group : NULL};
 	}
-	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, hd, 1.0f / sqrtf((float)hd),
+	/* YaRN's scale (core/model/rope.c) when the config has it; else as always */
+	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, hd,
+	                         c->rope_factor > 1 ? e->s.attn_scale : 1.0f / sqrtf((float)hd),
 	                         e->s.scores, (size_t)e->kv.ctx * 8,
 	                         coli_cpu_pool_threads(e->pool));
 	coli_actbufs_set(e, e->s.ah, e->s.att, T, qd);
 	matmul(e, &L->o, e->s.ah, T, e->s.proj);
+	add_bias(e->s.proj, L->o_bias, T, H);
 	for (size_t i = 0; i < (size_t)T * H; i++)
 		e->s.x[i] += e->s.proj[i];
 }

@@ -10,6 +10,10 @@
  *
  * coli_actbufs_alloc makes the row sets of the forward's scratch and of the
  * MoE part's, both allocated at open.
+ *
+ * The routed experts' activation is chosen here too, by the model's kind
+ * (cfg.ffn_act): silu(g) * u, or gpt-oss's clamped SwiGLU over biased gate
+ * and up (coli_act_ffn).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -82,4 +86,26 @@ void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float
 
 	/* a prefill chunk's rows over the pool; a decode step's on the caller */
 	coli_cpu_pool_run(T >= 16 ? e->pool : NULL, rows_set_task, &r, T < threads ? T : threads);
+}
+
+void coli_act_ffn(const struct coli_model_config *c, const struct coli_layer *L, int ex, float *g,
+                  float *u, float *h)
+{
+	int I = c->moe_inter;
+
+	if (c->ffn_act != COLI_ACT_SWIGLU_OAI) {
+		coli_silu_mul(g, u, h, I);
+		return;
+	}
+	/* gate_up = x W + b: the biases first, each sum rounded once */
+	if (L->exp_gate_bias) {
+		const float *bg = L->exp_gate_bias + (size_t)ex * I,
+		            *bu = L->exp_up_bias + (size_t)ex * I;
+
+		for (int i = 0; i < I; i++) {
+			g[i] = g[i] + bg[i];
+			u[i] = u[i] + bu[i];
+		}
+	}
+	coli_swiglu_oai(g, u, h, I, c->act_alpha, c->act_limit);
 }

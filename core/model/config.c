@@ -15,7 +15,9 @@
  * shared expert). _format writes them only when they differ from those
  * defaults, so an older family's CONFIG section is what it was. MLA's keys
  * (q_lora, kv_lora, qk_nope, v_head) and YaRN's (rope_factor, rope_orig_ctx,
- * g_optf_fields) follow the same rule (DeepSeek-V3, 2026-12).
+ * g_optf_fields) follow the same rule (DeepSeek-V3, 2026-12), and gpt-oss's
+ * (yarn_truncate, sliding_window and "sliding_layers", attn_sinks,
+ * attn_o_bias, expert_bias, ffn_act, act_alpha, act_limit).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -35,6 +37,7 @@ static const struct {
     {COLI_ARCH_GLM4_MOE, "glm4_moe"},
     {COLI_ARCH_MINIMAX_M2, "minimax_m2"},
     {COLI_ARCH_DEEPSEEK_V3, "deepseek_v3"},
+    {COLI_ARCH_GPT_OSS, "gpt_oss"},
 };
 #define N_ARCH (int)(sizeof(g_arch_names) / sizeof(g_arch_names[0]))
 
@@ -59,7 +62,7 @@ int coli_arch_parse(const char *model_type, enum coli_arch *out)
 
 const char *coli_arch_supported(void)
 {
-	return "qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, minimax_m2, deepseek_v3";
+	return "qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, minimax_m2, deepseek_v3, gpt_oss";
 }
 
 void coli_config_init(struct coli_model_config *c)
@@ -72,6 +75,7 @@ void coli_config_init(struct coli_model_config *c)
 	c->rope_factor = 1.0f;
 	c->yarn_beta_fast = 32.0f;
 	c->yarn_beta_slow = 1.0f;
+	c->yarn_truncate = 1;
 }
 
 /* Integer fields: name, offset, minimum, maximum (inclusive). */
@@ -126,6 +130,12 @@ static const struct {
     OPT(qk_nope, 0, 1024, 0),
     OPT(v_head, 0, 1024, 0),
     OPT(rope_orig_ctx, 0, 1 << 24, 0),
+    OPT(yarn_truncate, 0, 1, 1),
+    OPT(sliding_window, 0, 1 << 24, 0),
+    OPT(attn_sinks, 0, 1, 0),
+    OPT(attn_o_bias, 0, 1, 0),
+    OPT(expert_bias, 0, 1, 0),
+    OPT(ffn_act, COLI_ACT_SWIGLU, COLI_ACT_SWIGLU_OAI, COLI_ACT_SWIGLU),
 };
 #undef OPT
 #undef FIELD
@@ -144,6 +154,7 @@ static const struct {
 } g_optf_fields[] = {
     OPTF(rope_factor, 1.0f), OPTF(yarn_beta_fast, 32.0f), OPTF(yarn_beta_slow, 1.0f),
     OPTF(yarn_mscale, 0.0f), OPTF(yarn_mscale_all, 0.0f), OPTF(yarn_attn, 0.0f),
+    OPTF(act_alpha, 0.0f),   OPTF(act_limit, 0.0f),
 };
 #undef OPTF
 #define N_OPTF (int)(sizeof(g_optf_fields) / sizeof(g_optf_fields[0]))
@@ -231,6 +242,9 @@ static int read_optional(json_t *root, struct coli_model_config *c, char *errbuf
 	if (c->rope_factor < 1 || (c->rope_factor > 1 && !c->rope_orig_ctx))
 		return fail(errbuf, errlen, "model config: %s",
 		            "rope_factor below 1, or YaRN without rope_orig_ctx");
+	if (c->ffn_act == COLI_ACT_SWIGLU_OAI && !(c->act_alpha > 0 && c->act_limit > 0))
+		return fail(errbuf, errlen, "model config: %s",
+		            "ffn_act swiglu_oai without a positive act_alpha and act_limit");
 	v = json_object_get(root, "routed_scale");
 	c->routed_scale = v ? (float)json_number_value(v) : 1.0f;
 	if (!(c->routed_scale > 0 && c->routed_scale < 1e6f))
@@ -289,6 +303,16 @@ static int read_layers_ids(json_t *root, struct coli_model_config *c, char *errb
 			return fail(errbuf, errlen, "model config: %s",
 			            "moe_layers entry out of range");
 		c->is_moe_layer[l] = 1;
+	}
+	v = json_object_get(root, "sliding_layers"); /* optional (gpt-oss) */
+	for (size_t i = 0; i < json_array_size(v); i++) {
+		json_t *e = json_array_get(v, i);
+		long l = json_is_integer(e) ? (long)json_integer_value(e) : -1;
+
+		if (l < 0 || l >= c->n_layers || !c->sliding_window)
+			return fail(errbuf, errlen, "model config: %s",
+			            "sliding_layers entry out of range, or no sliding_window");
+		c->is_sliding_layer[l] = 1;
 	}
 	v = json_object_get(root, "eos");
 	if (json_is_array(v)) {
@@ -367,6 +391,14 @@ char *coli_config_format(const struct coli_model_config *c)
 		if (c->is_moe_layer[l])
 			json_array_append_new(layers, json_integer(l));
 	json_object_set_new(root, "moe_layers", layers);
+	if (c->sliding_window) {
+		json_t *sl = json_array();
+
+		for (int l = 0; l < c->n_layers && l < COLI_MAX_LAYERS; l++)
+			if (c->is_sliding_layer[l])
+				json_array_append_new(sl, json_integer(l));
+		json_object_set_new(root, "sliding_layers", sl);
+	}
 	for (int i = 0; i < c->n_eos; i++)
 		json_array_append_new(eos, json_integer(c->eos[i]));
 	json_object_set_new(root, "eos", eos);

@@ -148,6 +148,10 @@ static int plan(struct cv *v)
 			SLOT("attn_q_norm", 1, qn, 0, 0);
 			SLOT("attn_k_norm", 1, kn, 0, 0);
 		}
+		if (c->attn_o_bias)
+			SLOT("attn_o_bias", 1, H, 0, 0);
+		if (c->attn_sinks)
+			SLOT("attn_sinks", 1, c->n_heads, 0, 0);
 		SLOT("ffn_norm", 1, H, 0, 0);
 		v->layer_el[l] = -1;
 		if (!c->is_moe_layer[l]) {
@@ -159,6 +163,11 @@ static int plan(struct cv *v)
 		SLOT("router", 2, c->n_experts, H, 0);
 		if (c->router_bias)
 			SLOT("router_bias", 1, c->n_experts, 0, 0);
+		if (c->expert_bias) { /* gpt-oss: f32, an expert a row */
+			SLOT("exp_gate_bias", 2, c->n_experts, c->moe_inter, 0);
+			SLOT("exp_up_bias", 2, c->n_experts, c->moe_inter, 0);
+			SLOT("exp_down_bias", 2, c->n_experts, H, 0);
+		}
 		if (S) {
 			SLOT("shexp_gate", 2, S, H, 1);
 			SLOT("shexp_up", 2, S, H, 1);
@@ -275,30 +284,14 @@ static void quant_task(void *arg, int t, int n_tasks)
 		__atomic_store_n(&q->rc, rc, __ATOMIC_RELAXED);
 }
 
-/* Convert rows [r0, r0+n) of a job's destination from `raw` (as stored; NULL:
- * already fp32 in `in`; fp8: an F8 source's block scales) and write them. */
-static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n, const void *raw,
-                      const struct fp8_chunk *fp8, float *in, unsigned char *out)
+/* Rows [r0, r0+n) of j's destination, already in its format (planar quants
+ * then scales for q8/q4) in out, written where they go. */
+static int write_planar(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,
+                        const unsigned char *out)
 {
 	uint64_t qrow, srow, pieces[2][2]; /* {offset, bytes} */
-	struct quant_job q = {j->dtype, j->src->dtype, j->ggml, j->copy, raw, in,
-	                      (int)n,   (int)j->cols,  out,     0,       fp8};
-	int np = 1, rc, tasks = coli_cpu_pool_threads(v->pool);
+	int np = 1, rc;
 
-	/* the pool's barrier orders the tasks' writes of `out` before the pwrite */
-	coli_cpu_pool_run(v->pool, quant_task, &q, (int)n < tasks ? (int)n : tasks);
-	rc = q.rc;
-	if (rc) {
-		snprintf(v->errbuf, v->errlen,
-		         "%s: tensor '%s' rows %llu..%llu: cannot convert to %s (NaN or Inf in "
-		         "the weights%s?)",
-		         v->hf.shards[j->shard],
-		         coli_convert_src_label(j->ggml >= 0, j->src->name, (char[256]){0}, 256),
-		         (unsigned long long)(j->src_row0 + r0),
-		         (unsigned long long)(j->src_row0 + r0 + n), coli_dtype_name(j->dtype),
-		         fp8 ? ", an FP8 NaN encoding or scale" : "");
-		return rc;
-	}
 	r0 += j->dst_row0; /* a part of a larger matrix (MLA's per-head jobs) */
 	if (coli_dtype_is_quant(j->dtype)) {
 		qrow = j->dtype == COLI_DTYPE_Q8_0 ? j->cols : j->cols / 2;
@@ -328,6 +321,32 @@ static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n
 	return 0;
 }
 
+/* Convert rows [r0, r0+n) of a job's destination from `raw` (as stored; NULL:
+ * already fp32 in `in`; fp8: an F8 source's block scales) and write them. */
+static int write_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n, const void *raw,
+                      const struct fp8_chunk *fp8, float *in, unsigned char *out)
+{
+	struct quant_job q = {j->dtype, j->src->dtype, j->ggml, j->copy, raw, in,
+	                      (int)n,   (int)j->cols,  out,     0,       fp8};
+	int rc, tasks = coli_cpu_pool_threads(v->pool);
+
+	/* the pool's barrier orders the tasks' writes of `out` before the pwrite */
+	coli_cpu_pool_run(v->pool, quant_task, &q, (int)n < tasks ? (int)n : tasks);
+	rc = q.rc;
+	if (rc) {
+		snprintf(v->errbuf, v->errlen,
+		         "%s: tensor '%s' rows %llu..%llu: cannot convert to %s (NaN or Inf in "
+		         "the weights%s?)",
+		         v->hf.shards[j->shard],
+		         coli_convert_src_label(j->ggml >= 0, j->src->name, (char[256]){0}, 256),
+		         (unsigned long long)(j->src_row0 + r0),
+		         (unsigned long long)(j->src_row0 + r0 + n), coli_dtype_name(j->dtype),
+		         fp8 ? ", an FP8 NaN encoding or scale" : "");
+		return rc;
+	}
+	return write_planar(v, j, r0, n, out);
+}
+
 /* Rows [r0, r0+n) of a job's source as stored into dst: one read, or for
  * rows in ggml's interleaved RoPE order (j->unrope = head dim hd) one read
  * a row: the checkpoint's row h*hd + i*hd/2 + k is the GGUF's h*hd + 2k + i. */
@@ -351,12 +370,13 @@ static int read_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,
 }
 
 /* A de-interleaving or transposing job (MLA's, a head's block of at most
- * 1024 x 16384 values): read whole, widened (an F8 source with its block
- * scales: the source rows' blocks), rearranged into fp32, written. */
+ * 1024 x 16384 values; gpt-oss's bf16 experts, 2 x 2880 x 2880): read whole, widened (an F8 source
+ * with its block scales: the source rows' blocks), rearranged into fp32, written. */
 static int write_xf(struct cv *v, const struct job *j, unsigned char *out)
 {
 	const struct coli_st_file *f = &v->hf.st[j->shard];
-	uint64_t n = j->rows * j->cols, sc = coli_convert_src_cols(j);
+	uint64_t sc = coli_convert_src_cols(j);
+	uint64_t n = (j->xf == XF_PAIR || j->xf == XF_TRANSPOSE_PAIR ? 2 : 1) * j->rows * j->cols;
 	float *src = malloc(n * 4), *in = malloc(n * 4);
 	void *raw = malloc(n * 4);
 	int rc = -ENOMEM;
@@ -384,10 +404,12 @@ static int write_xf(struct cv *v, const struct job *j, unsigned char *out)
 		goto out;
 	for (uint64_t r = 0; r < j->rows; r++)
 		for (uint64_t c = 0; c < j->cols; c++)
-			in[r * j->cols + c] = j->xf == XF_TRANSPOSE ? src[c * j->rows + r]
-			                      : r < j->rows / 2
-			                          ? src[2 * r * j->cols + c]
-			                          : src[(2 * (r - j->rows / 2) + 1) * j->cols + c];
+			in[r * j->cols + c] =
+			    j->xf == XF_TRANSPOSE        ? src[c * j->rows + r]
+			    : j->xf == XF_TRANSPOSE_PAIR ? src[c * sc + 2 * r + j->pair]
+			    : j->xf == XF_PAIR           ? src[r * sc + 2 * c + j->pair]
+			    : r < j->rows / 2            ? src[2 * r * j->cols + c]
+			                      : src[(2 * (r - j->rows / 2) + 1) * j->cols + c];
 	rc = write_rows(v, j, 0, j->rows, NULL, NULL, in, out);
 	v->done += coli_convert_src_bytes(j, n);
 out:
@@ -436,6 +458,19 @@ static int write_all(struct cv *v)
 			progress(v, 0);
 			continue;
 		}
+		for (uint64_t r0 = 0; j->mx_scales && r0 < j->rows && rc >= 0; r0 += chunk) {
+			/* gpt-oss's MXFP4 experts: q8 as they are, or fp32 converted */
+			uint64_t n = j->rows - r0 < chunk ? j->rows - r0 : chunk;
+
+			rc = coli_convert_mxfp4_rows(v, j, r0, n, in, out);
+			rc = rc == 1   ? write_planar(v, j, r0, n, out)
+			     : rc == 0 ? write_rows(v, j, r0, n, NULL, NULL, in, out)
+			               : rc;
+			v->done += coli_convert_src_bytes(j, n * j->cols);
+			progress(v, 0);
+		}
+		if (j->mx_scales)
+			continue;
 		for (uint64_t r0 = 0; r0 < j->rows && !rc; r0 += chunk) {
 			uint64_t n = j->rows - r0 < chunk ? j->rows - r0 : chunk;
 			struct fp8_chunk fc;
@@ -536,6 +571,12 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 	}
 	if (!rc)
 		rc = write_all(&v);
+	if (!rc && v.mx_flushed)
+		fprintf(
+		    stderr,
+		    "coli convert: %llu MXFP4 block(s) with a scale under 2^-24 (q8's fp16 block "
+		    "scale cannot hold it) written as zero: their values are under 3.6e-7\n",
+		    (unsigned long long)v.mx_flushed);
 	if (!rc) {
 		rc = coli_io_writer_commit(v.w); /* frees w in every case */
 		v.w = NULL;

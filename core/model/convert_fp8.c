@@ -139,8 +139,9 @@ static int pick_quant(struct coli_convert_hf *h, char *errbuf, size_t errlen)
 	free(h->section[COLI_SECTION_CONFIG]);
 	h->section[COLI_SECTION_CONFIG] = cjson;
 	h->section_bytes[COLI_SECTION_CONFIG] = strlen(cjson);
-	fprintf(stderr, "coli convert: %s: FP8 checkpoint: --quant q8 (pass --quant to choose)\n",
-	        h->dir);
+	fprintf(stderr, "coli convert: %s: %s checkpoint: --quant q8 (%spass --quant to choose)\n",
+	        h->dir, h->mxfp4 ? "MXFP4" : "FP8",
+	        h->mxfp4 ? "its MXFP4 experts exactly, at twice their bytes; " : "");
 	return 0;
 }
 
@@ -168,9 +169,12 @@ int coli_convert_fp8_load(const struct coli_convert_opts *o, struct coli_convert
 	else if (qc && !json_is_null(qc) && !json_is_object(qc))
 		rc = coli_convert_errf(errbuf, errlen, -EINVAL,
 		                       "%s: quantization_config is not an object", path);
+	else if (json_is_object(qc) &&
+	         !strcasecmp(json_string_value(json_object_get(qc, "quant_method")) ?: "", "mxfp4"))
+		rc = coli_convert_mxfp4_load(h, qc, path, errbuf, errlen); /* convert_gptoss.c */
 	else if (json_is_object(qc))
 		rc = read_qc(h, qc, path, errbuf, errlen);
-	if (!rc && h->fp8 && o->quant_auto)
+	if (!rc && (h->fp8 || h->mxfp4) && o->quant_auto)
 		rc = pick_quant(h, errbuf, errlen);
 	json_decref(cfg);
 	free(path);

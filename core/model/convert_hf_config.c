@@ -24,6 +24,9 @@
  *                  num_hidden_layers (num_nextn_predict_layers | num_mtp_layers: MTP)
  *                  skipped
  *   minimax_m2     core/model/convert_minimax.c (after the shared keys)
+ *   gpt_oss        core/model/convert_gptoss.c (after the shared keys): sinks, sliding
+ *                  layers, q/k/v/o bias, router and expert biases, clamped SwiGLU;
+ *                  YaRN as deepseek_v3's (truncate read)
  *   deepseek_v3    glm4_moe's routing and shared-expert keys (DeepseekV3Config's
  *                  defaults: n_group 8, topk_group 4, first_k_dense_replace 3,
  *                  routed_scaling_factor 2.5); MLA: q_lora_rank (null: a plain q_proj),
@@ -33,8 +36,8 @@
  *                  refused; YaRN rope scaling
  *   rope theta     rope_theta | rope_parameters.rope_theta | rope_scaling.rope_theta;
  *                  default 10000 (mixtral 1e6); a rope_type other than "default" is refused
- *                  except "yarn" for deepseek_v3: factor, original_max_position_embeddings,
- *                  beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor
+ *                  except "yarn" for deepseek_v3 and gpt_oss: factor,
+ * original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor
  *   norm_topk_prob qwen3_moe/qwen2_moe/olmoe: key, default false; mixtral: always 1
  *   head_dim       key if present and not null, else hidden / n_heads
  *   n_kv_heads     num_key_value_heads, default n_heads
@@ -130,7 +133,8 @@ static double rope_theta(json_t *cfg, enum coli_arch arch, const char *path, cha
 		if (!type)
 			type = json_string_value(json_object_get(p, "type"));
 		if (type && strcmp(type, "default") &&
-		    (arch != COLI_ARCH_DEEPSEEK_V3 || strcmp(type, "yarn"))) {
+		    ((arch != COLI_ARCH_DEEPSEEK_V3 && arch != COLI_ARCH_GPT_OSS) ||
+		     strcmp(type, "yarn"))) {
 			coli_convert_errf(
 			    errbuf, errlen, -ENOTSUP,
 			    "%s: %s.rope_type '%s' is not supported (only default RoPE)", path,
@@ -205,9 +209,11 @@ static int read_sizes(json_t *cfg, enum coli_arch arch, const char *path, struct
 		                         path);
 	if (get_int(cfg, "head_dim", s->hid / s->nh, &s->hd) ||
 	    get_int(cfg, "max_position_embeddings",
-	            arch == COLI_ARCH_OLMOE || arch == COLI_ARCH_DEEPSEEK_V3  ? 4096
-	            : arch == COLI_ARCH_MIXTRAL || arch == COLI_ARCH_GLM4_MOE ? 131072
-	                                                                      : 32768,
+	            arch == COLI_ARCH_OLMOE || arch == COLI_ARCH_DEEPSEEK_V3 ? 4096
+	            : arch == COLI_ARCH_MIXTRAL || arch == COLI_ARCH_GLM4_MOE ||
+	                    arch == COLI_ARCH_GPT_OSS
+	                ? 131072
+	                : 32768,
 	            &s->ctx))
 		return coli_convert_errf(errbuf, errlen, -EINVAL,
 		                         "%s: head_dim or max_position_embeddings "
@@ -298,6 +304,7 @@ static int read_attention(json_t *cfg, enum coli_arch arch, const char *mt, cons
 			return coli_convert_errf(errbuf, errlen, -EINVAL,
 			                         "%s: qkv_bias not a boolean", path);
 	} else if (arch == COLI_ARCH_DEEPSEEK_V3) { /* read_mla refuses a bias */
+	} else if (arch == COLI_ARCH_GPT_OSS) {     /* q/k/v/o: convert_gptoss.c */
 	} else if (arch == COLI_ARCH_GLM4_MOE) {    /* q, k and v only: o_proj has none */
 		if (get_int(cfg, "attention_bias", 0, &s->bias))
 			return coli_convert_errf(errbuf, errlen, -EINVAL,
@@ -454,7 +461,7 @@ int coli_convert_hf_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen,
 	if (rc)
 		return rc;
 	fill_config(c, &s, qwen, quant);
-	if (c->arch == COLI_ARCH_DEEPSEEK_V3 &&
+	if ((c->arch == COLI_ARCH_DEEPSEEK_V3 || c->arch == COLI_ARCH_GPT_OSS) &&
 	    (rc = coli_convert_hf_yarn(cfg, c, path, errbuf, errlen)))
 		return rc;
 	if (s.nl > COLI_MAX_LAYERS)
@@ -466,6 +473,9 @@ int coli_convert_hf_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen,
 		if (rc)
 			return rc;
 	}
+	if (c->arch == COLI_ARCH_GPT_OSS &&
+	    (rc = coli_convert_hf_gptoss(cfg, path, c, errbuf, errlen)))
+		return rc;
 	moe_layers(c, cfg, &s, qwen);
 	special_ids(c, cfg, gen);
 	return 0;

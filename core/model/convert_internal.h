@@ -43,6 +43,9 @@ struct coli_convert_hf {
 	 * <name>_scale_inv block scales; block 0: the whole dimension */
 	int fp8;
 	uint64_t fp8_block[2]; /* weight_block_size: [rows, cols] */
+	/* quantization_config mxfp4 (gpt-oss, core/model/convert_gptoss.c):
+	 * experts as <name>_blocks / <name>_scales */
+	int mxfp4;
 };
 
 /* Reads config.json and the optional generation_config.json,
@@ -63,6 +66,15 @@ int coli_convert_hf_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen,
  * keys filled it; *n_mtp gets the MTP layers to skip. 0 or -errno, errbuf
  * naming the key. */
 int coli_convert_hf_minimax(json_t *cfg, const char *path, struct coli_model_config *c, int *n_mtp,
+                            char *errbuf, size_t errlen);
+
+/* gpt_oss's keys (core/model/convert_gptoss.c's top) over c as the shared
+ * keys filled it. 0 or -errno, errbuf naming the key. */
+int coli_convert_hf_gptoss(json_t *cfg, const char *path, struct coli_model_config *c, char *errbuf,
+                           size_t errlen);
+/* quantization_config with quant_method "mxfp4" (qc) -> h->mxfp4; refused
+ * for a family other than gpt_oss. */
+int coli_convert_mxfp4_load(struct coli_convert_hf *h, const json_t *qc, const char *path,
                             char *errbuf, size_t errlen);
 
 /* GGUF as a source: 1 if path is a file starting with GGUF's magic; _load

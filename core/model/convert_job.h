@@ -17,8 +17,12 @@ enum dst_kind { DST_TENSOR, DST_SLAB };
 /* How a job's source rows become its destination rows (MLA, convert_map.c):
  * as they are; RoPE dims de-interleaved (destination row i < rows/2 is source
  * row 2i, row rows/2 + i is 2i + 1); transposed (the source is `cols` rows
- * of `rows` values, destination row r is their column r). */
-enum job_xf { XF_NONE, XF_DEINTERLEAVE, XF_TRANSPOSE };
+ * of `rows` values, destination row r is their column r). gpt-oss's fused
+ * gate_up (core/model/convert_gptoss.c), whose gate and up columns alternate:
+ * XF_PAIR, the source rows hold 2 * cols values and destination column c is
+ * source column 2c + pair; XF_TRANSPOSE_PAIR, the source is `cols` rows of
+ * 2 * rows values and destination row r is their column 2r + pair. */
+enum job_xf { XF_NONE, XF_DEINTERLEAVE, XF_TRANSPOSE, XF_PAIR, XF_TRANSPOSE_PAIR };
 enum { PART_GATE, PART_UP, PART_DOWN };
 
 struct job {
@@ -44,6 +48,13 @@ struct job {
 	 * or NULL (core/model/convert_fp8.c) */
 	const struct coli_st_tensor *scale;
 	int scale_shard;
+	int pair; /* XF_PAIR, XF_TRANSPOSE_PAIR: which of the alternating columns */
+	/* MXFP4 (gpt-oss's <name>_blocks [.., rows, cols/32, 16] with
+	 * <name>_scales [.., rows, cols/32], core/model/convert_gptoss.c): the
+	 * scales tensor (src is the blocks one), or NULL; destination row r is
+	 * source row src_row0 + r * mx_stride */
+	const struct coli_st_tensor *mx_scales;
+	int mx_shard, mx_stride;
 };
 
 /* One canonical tensor: what we expect and whether a source filled it. */
@@ -78,6 +89,7 @@ struct cv {
 	float *fp8_scale;          /* a chunk's block scales (coli_convert_fp8_chunk) */
 	size_t fp8_cap;            /* floats */
 	size_t n_blocks, n_copied; /* GGUF jobs of a block type; of those, kept as stored */
+	uint64_t mx_flushed;       /* MXFP4 blocks under q8's scale range, written as zero */
 	/* progress */
 	uint64_t done, total;
 	struct timespec t0;
@@ -87,20 +99,26 @@ struct cv {
 /* Elements in one of a job's source rows. */
 static inline uint64_t coli_convert_src_cols(const struct job *j)
 {
-	return j->xf == XF_TRANSPOSE ? j->rows : j->cols;
+	return j->xf == XF_TRANSPOSE        ? j->rows
+	       : j->xf == XF_TRANSPOSE_PAIR ? 2 * j->rows
+	       : j->xf == XF_PAIR           ? 2 * j->cols
+	                                    : j->cols;
 }
 
 /* Bytes of n elements (whole rows) of a job's source as stored. */
 static inline uint64_t coli_convert_src_bytes(const struct job *j, uint64_t n)
 {
-	return j->ggml >= 0 ? coli_convert_gguf_bytes((uint32_t)j->ggml, n)
-	                    : n * coli_io_st_dtype_bytes(j->src->dtype);
+	return j->ggml >= 0   ? coli_convert_gguf_bytes((uint32_t)j->ggml, n)
+	       : j->mx_scales ? n / 32 * 17 /* 16 bytes of nibbles and a scale a block */
+	                      : n * coli_io_st_dtype_bytes(j->src->dtype);
 }
 
 /* The map pass (convert_map.c): one source tensor to its job(s); then
  * whether every expected tensor and expert part was supplied (the error
  * names the missing one the way the checkpoint spells it). */
 int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor *t);
+/* One job into v's table (an F8 source bound to its block scales first). */
+int coli_convert_add_job(struct cv *v, const struct job *j);
 int coli_convert_check_complete(struct cv *v);
 
 /* FP8 (core/model/convert_fp8.c). _screen, before a tensor is mapped: 1
@@ -118,6 +136,18 @@ struct fp8_chunk {
 	uint64_t br, bc;    /* the block: rows, columns */
 	uint64_t ncb;       /* scale columns: ceil(cols / bc) */
 };
+/* gpt-oss (core/model/convert_gptoss.c, below convert_map.c and convert.c:
+ * it calls neither). _map: a layer's tensor whose layer suffix is `rest` ->
+ * *jobs (malloc'd, *n_jobs of them, for convert_map.c to add): its fused
+ * experts in either form, MXFP4 or bf16, their biases; 1 when rest is not
+ * one of them, else 0 or -errno. _rows: rows [r0, r0+n) of an MXFP4 job:
+ * 1 with them in q8 exactly in out (planar, 2 x E2M1 the int8 quants,
+ * 2^(e-128) the fp16 scales), 0 with them dequantized into `in` (fp32, for
+ * any other dtype), or -errno. */
+int coli_convert_gptoss_map(struct cv *v, int shard, const struct coli_st_tensor *t, int l,
+                            const char *rest, struct job **jobs, size_t *n_jobs);
+int coli_convert_mxfp4_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n, float *in,
+                            unsigned char *out);
 int coli_convert_fp8_screen(struct cv *v, int shard, const struct coli_st_tensor *t);
 int coli_convert_fp8_bind(struct cv *v, struct job *j);
 int coli_convert_fp8_chunk(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,

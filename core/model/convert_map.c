@@ -14,7 +14,7 @@
 
 #include "core/model/convert_job.h"
 
-static int add_job(struct cv *v, const struct job *j)
+int coli_convert_add_job(struct cv *v, const struct job *j)
 {
 	int rc;
 
@@ -126,7 +126,7 @@ static int map_expert(struct cv *v, int shard, const struct coli_st_tensor *t, i
 				return -EINVAL;
 			}
 			*seen = 1;
-			rc = add_job(v, &j);
+			rc = coli_convert_add_job(v, &j);
 			if (rc)
 				return rc;
 		}
@@ -175,8 +175,8 @@ static int map_kv_b(struct cv *v, int shard, const struct coli_st_tensor *t, str
 		                .dst_row0 = h * vh,
 		                .dst_rows = nh * vh};
 
-		rc = add_job(v, &k);
-		rc = rc ? rc : add_job(v, &u);
+		rc = coli_convert_add_job(v, &k);
+		rc = rc ? rc : coli_convert_add_job(v, &u);
 	}
 	return rc;
 }
@@ -210,8 +210,8 @@ static int map_rope_rows(struct cv *v, int shard, const struct coli_st_tensor *t
 		b.src_row0 = b.dst_row0 = h * per + lead;
 		b.rows = R;
 		b.xf = XF_DEINTERLEAVE;
-		rc = add_job(v, &a);
-		rc = rc ? rc : add_job(v, &b);
+		rc = coli_convert_add_job(v, &a);
+		rc = rc ? rc : coli_convert_add_job(v, &b);
 	}
 	return rc;
 }
@@ -256,6 +256,15 @@ static const struct {
     {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm"},
     {"self_attn.kv_b_proj.weight", "attn_k_b"},
     {"self_attn.kv_b_proj.weight", "attn_v_b"},
+    /* gpt_oss (its experts and their biases: core/model/convert_gptoss.c;
+     * the expert bias names here only name a missing tensor) */
+    {"self_attn.o_proj.bias", "attn_o_bias"},
+    {"self_attn.sinks", "attn_sinks"},
+    {"mlp.router.weight", "router"},
+    {"mlp.router.bias", "router_bias"},
+    {"mlp.experts.gate_up_proj_bias", "exp_gate_bias"},
+    {"mlp.experts.gate_up_proj_bias", "exp_up_bias"},
+    {"mlp.experts.down_proj_bias", "exp_down_bias"},
 };
 
 /* Per-expert part suffixes (after "<prefix>experts.<e>."). */
@@ -315,7 +324,8 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 	rc = coli_convert_fp8_screen(v, shard, t);
 	if (rc) /* 1: a scale, read with its F8 weight (core/model/convert_fp8.c) */
 		return rc < 0 ? rc : 0;
-	if ((t->dtype == COLI_ST_OTHER || t->dtype == COLI_ST_F8_E8M0) && !v->hf.ggml) {
+	if ((t->dtype == COLI_ST_OTHER || t->dtype == COLI_ST_F8_E8M0) && !v->hf.ggml &&
+	    !(v->hf.mxfp4 && !strcmp(t->dtype_name, "U8"))) { /* U8: MXFP4's, checked there */
 		snprintf(v->errbuf, v->errlen,
 		         "%s: tensor '%s' has dtype %s; only F32, F16, BF16 and block-scaled FP8 "
 		         "checkpoints can be converted",
@@ -339,6 +349,17 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 		if (*end == '.' && ll < v->c->n_layers) {
 			l = (int)ll;
 			rest = end + 1;
+			if (v->c->arch == COLI_ARCH_GPT_OSS) {
+				struct job *gj;
+				size_t ng;
+
+				rc = coli_convert_gptoss_map(v, shard, t, l, rest, &gj, &ng);
+				for (size_t i = 0; rc == 0 && i < ng; i++)
+					rc = coli_convert_add_job(v, &gj[i]);
+				free(gj);
+				if (rc <= 0)
+					return rc;
+			}
 			if (parse_expert(rest, &expert, &part))
 				return map_expert(v, shard, t, l, expert, part);
 			if (strstr(rest, "rotary_emb.inv_freq")) {
@@ -401,7 +422,7 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 	if (v->hf.rope_interleaved && sl > 7 &&
 	    (!strcmp(s->name + sl - 7, ".attn_q") || !strcmp(s->name + sl - 7, ".attn_k")))
 		j.unrope = v->c->head_dim;
-	return add_job(v, &j);
+	return coli_convert_add_job(v, &j);
 }
 
 /* "missing tensor NAME (coli's CN)": a GGUF's name first, then the
@@ -464,6 +485,12 @@ int coli_convert_check_complete(struct cv *v)
 					         mixtral ? "block_sparse_moe.experts"
 					                 : "mlp.experts",
 					         e, mixtral ? mx[p] : pn[p]);
+					if (v->c->arch == COLI_ARCH_GPT_OSS) /* fused only */
+						snprintf(hf, sizeof(hf),
+						         "model.layers.%u.mlp.experts.%s",
+						         v->el[li].layer,
+						         p == PART_DOWN ? "down_proj"
+						                        : "gate_up_proj");
 					snprintf(cn, sizeof(cn), "blk.%u.experts slab %u",
 					         v->el[li].layer, e);
 					missing(v, where, hf, cn);

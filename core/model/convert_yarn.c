@@ -4,7 +4,7 @@
  * files: "type": "yarn", rope_theta at the top) or rope_parameters
  * (transformers 5: "rope_type": "yarn"), keys factor,
  * original_max_position_embeddings, beta_fast, beta_slow, mscale,
- * mscale_all_dim, attention_factor; an absent, null or 0 one keeps
+ * mscale_all_dim, attention_factor, truncate (gpt-oss: false); an absent, null or 0 one keeps
  * coli_config_init's default (as transformers reads them), an absent factor
  * is max_position_embeddings / original. Ranges are the CONFIG section's
  * (core/model/config.c), so what convert writes opens. core/model/rope.c
@@ -54,13 +54,13 @@ static int read_nest(json_t *p, struct coli_model_config *c, const char *path, c
 		if (json_is_number(v) && json_number_value(v) > 0) /* 0: absent, as there */
 			*(float *)((char *)c + keys[k].off) = (float)json_number_value(v);
 	}
-	if (!(c->rope_factor >= 1 && c->rope_factor < 1e6f) ||
-	    json_is_false(json_object_get(p, "truncate")))
-		return coli_convert_errf(
-		    errbuf, errlen, -ENOTSUP,
-		    "%s: YaRN with factor %g (below 1 or from 1e6), or truncate false, is "
-		    "not supported",
-		    path, c->rope_factor);
+	if (!(c->rope_factor >= 1 && c->rope_factor < 1e6f))
+		return coli_convert_errf(errbuf, errlen, -ENOTSUP,
+		                         "%s: YaRN with factor %g (below 1 or from 1e6) is "
+		                         "not supported",
+		                         path, c->rope_factor);
+	/* gpt-oss: the correction range not rounded to whole dims */
+	c->yarn_truncate = !json_is_false(json_object_get(p, "truncate"));
 	return 0;
 }
 

@@ -83,6 +83,24 @@ static int bind_vec(struct bind_ctx *b, const float **v, const char *name, int n
 	return 0;
 }
 
+/* An f32 matrix [rows][cols] (gpt-oss's expert biases, an expert a row). */
+static int bind_f32(struct bind_ctx *b, const float **v, const char *name, int rows, int cols)
+{
+	const struct coli_tensor_info *t = find(b, name, 1);
+
+	*v = NULL;
+	if (!t)
+		return -ENOENT;
+	if (t->dtype != COLI_DTYPE_F32 || t->ndim != 2 || t->shape[0] != (uint64_t)rows ||
+	    t->shape[1] != (uint64_t)cols) {
+		snprintf(b->err, b->errlen, "%s: tensor '%s' must be f32 [%d, %d]",
+		         coli_io_container_path(b->c), name, rows, cols);
+		return -EINVAL;
+	}
+	*v = coli_io_container_tensor_data(b->c, t);
+	return 0;
+}
+
 /* An MLA layer's attention (core/coli.h lists the tensors). */
 static int bind_mla(struct bind_ctx *b, struct coli_model *m, int l)
 {
@@ -144,7 +162,19 @@ static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 		        : bind_vec(b, &L->k_norm, NAME("attn_k_norm"),
 		                   per_head ? cfg->head_dim : kd, 1);
 	}
+	if (cfg->attn_o_bias)
+		rc = rc ? rc : bind_vec(b, &L->o_bias, NAME("attn_o_bias"), H, 1);
+	if (cfg->attn_sinks)
+		rc = rc ? rc : bind_vec(b, &L->sinks, NAME("attn_sinks"), cfg->n_heads, 1);
+	L->window = cfg->is_sliding_layer[l] ? cfg->sliding_window : 0;
 	L->moe = cfg->is_moe_layer[l];
+	if (L->moe && cfg->expert_bias) {
+		int E = cfg->n_experts, I = cfg->moe_inter;
+
+		rc = rc ? rc : bind_f32(b, &L->exp_gate_bias, NAME("exp_gate_bias"), E, I);
+		rc = rc ? rc : bind_f32(b, &L->exp_up_bias, NAME("exp_up_bias"), E, I);
+		rc = rc ? rc : bind_f32(b, &L->exp_down_bias, NAME("exp_down_bias"), E, H);
+	}
 	if (L->moe) {
 		const struct coli_expert_layer *xl = coli_io_container_experts_of(b->c, l);
 
@@ -282,6 +312,9 @@ void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, con
 		rb_vec(&r, &L->q_a_norm), rb_vec(&r, &L->kv_a_norm);
 		rb_mat(&r, &L->router);
 		rb_vec(&r, &L->router_bias);
+		rb_vec(&r, &L->o_bias), rb_vec(&r, &L->sinks);
+		rb_vec(&r, &L->exp_gate_bias), rb_vec(&r, &L->exp_up_bias);
+		rb_vec(&r, &L->exp_down_bias);
 		rb_mat(&r, &L->sh_gate), rb_mat(&r, &L->sh_up), rb_mat(&r, &L->sh_down);
 		rb_mat(&r, &L->sh_router);
 		rb_mat(&r, &L->ffn_gate), rb_mat(&r, &L->ffn_up), rb_mat(&r, &L->ffn_down);
@@ -307,6 +340,17 @@ static int dev_cols(const struct coli_mat *w, const char *name, int l, char *why
 
 int coli_model_dev_check(const struct coli_model *m, int experts, char *why, size_t len)
 {
+	/* gpt-oss: its experts add biases to gate and up and clamp their SwiGLU:
+	 * the simulated device's silu op has that form, the GPU's PTX not yet
+	 * (experts 2: every device has it, COLI_DEV_CAP_SWIGLU_OAI); the down
+	 * bias joins on the host (core/moe/block.c) */
+	if (experts == 1 && (m->cfg.expert_bias || m->cfg.ffn_act != COLI_ACT_SWIGLU)) {
+		snprintf(why, len,
+		         "its experts add biases and a clamped SwiGLU (%s), which the GPU's "
+		         "expert kernels do not have yet",
+		         coli_arch_name(m->cfg.arch));
+		return -ENOTSUP;
+	}
 	for (int l = 0; experts && l < m->cfg.n_layers; l++) {
 		const struct coli_expert_layer *xl;
 
@@ -314,8 +358,10 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 			continue;
 		xl = coli_io_container_expert_layer(m->c, m->layers[l].xl);
 		if (xl->hidden % COLI_QBLOCK || xl->inter % COLI_QBLOCK) {
-			snprintf(why, len, "the experts of layer %d are %u x %u", l, xl->inter,
-			         xl->hidden);
+			snprintf(why, len,
+			         "the experts of layer %d are %u x %u: the device kernels need "
+			         "multiples of 32",
+			         l, xl->inter, xl->hidden);
 			return -ENOTSUP;
 		}
 	}
@@ -339,6 +385,16 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 			         coli_dtype_name(t));
 			return -ENOTSUP;
 		}
+	}
+	/* gpt-oss: the device attention has no sinks or window, its router no
+	 * bias under softmax routing, its o projection no bias */
+	if (m->cfg.attn_sinks || m->cfg.sliding_window || m->cfg.attn_o_bias ||
+	    (m->cfg.router_bias && m->cfg.router_kind == COLI_ROUTER_SOFTMAX)) {
+		snprintf(why, len,
+		         "its attention has sinks, sliding windows and an o_proj bias and its "
+		         "router a bias (%s), which have no device ops yet",
+		         coli_arch_name(m->cfg.arch));
+		return -ENOTSUP;
 	}
 	if (dev_cols(&m->tok_embd, "tok_embd", -1, why, len) ||
 	    dev_cols(&m->lm_head, "lm_head", -1, why, len))

@@ -5,8 +5,9 @@
  *
  *   plain   inv_freq[i] = 1 / theta^(2i/d)                     (fp32, d = rope_dim)
  *   YaRN    pos[i] = theta^(2i/d); low/high = the dims where beta_fast and
- *           beta_slow rotations fit in rope_orig_ctx (floored / ceiled,
- *           clamped to [0, d-1]); ramp[i] = clamp((i - low) / (high - low), 0, 1);
+ *           beta_slow rotations fit in rope_orig_ctx (floored / ceiled
+ *           unless yarn_truncate is 0, as gpt-oss's "truncate": false; clamped
+ *           to [0, d-1]); ramp[i] = clamp((i - low) / (high - low), 0, 1);
  *           inv_freq[i] = 1/(factor pos[i]) ramp[i] + 1/pos[i] (1 - ramp[i])
  *           attention factor (cos and sin are multiplied by it):
  *           yarn_attn if given, else mscale(f, yarn_mscale) / mscale(f,
@@ -46,15 +47,21 @@ void coli_config_rope(const struct coli_model_config *c, float *inv_freq, float 
 			inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)d);
 		return;
 	}
-	low = floor(corr_dim(c->yarn_beta_fast, d, c->rope_theta, c->rope_orig_ctx));
-	high = ceil(corr_dim(c->yarn_beta_slow, d, c->rope_theta, c->rope_orig_ctx));
+	low = corr_dim(c->yarn_beta_fast, d, c->rope_theta, c->rope_orig_ctx);
+	high = corr_dim(c->yarn_beta_slow, d, c->rope_theta, c->rope_orig_ctx);
+	if (c->yarn_truncate) {
+		low = floor(low);
+		high = ceil(high);
+	}
 	low = low > 0 ? low : 0;
 	high = high < d - 1 ? high : d - 1;
 	if (low == high)
 		high += 0.001;
 	for (int i = 0; i < half; i++) {
 		float pos = powf(c->rope_theta, (float)(2 * i) / (float)d);
-		float ramp = ((float)i - (float)low) / ((float)high - (float)low);
+		/* (i - low) / (high - low): the tensor minus a Python float, over
+		 * the Python difference (the same bits for whole low and high) */
+		float ramp = ((float)i - (float)low) / (float)(high - low);
 		float extra;
 
 		ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;

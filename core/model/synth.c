@@ -216,6 +216,10 @@ static int plan_layer(struct synth *s, int l)
 		T("attn_q_norm", qn, 0, 0, F_NORM);
 		T("attn_k_norm", kn, 0, 0, F_NORM);
 	}
+	if (c->attn_o_bias)
+		T("attn_o_bias", H, 0, 0, F_SMALL);
+	if (c->attn_sinks)
+		T("attn_sinks", c->n_heads, 0, 0, F_SMALL);
 	T("ffn_norm", H, 0, 0, F_NORM);
 	if (!c->is_moe_layer[l]) {
 		T("ffn_gate", I, H, 1, 0);
@@ -226,6 +230,11 @@ static int plan_layer(struct synth *s, int l)
 	T("router", c->n_experts, H, 0, F_SMALL);
 	if (c->router_bias)
 		T("router_bias", c->n_experts, 0, 0, F_SMALL);
+	if (c->expert_bias) { /* gpt-oss: f32, an expert a row */
+		T("exp_gate_bias", c->n_experts, c->moe_inter, 0, F_SMALL);
+		T("exp_up_bias", c->n_experts, c->moe_inter, 0, F_SMALL);
+		T("exp_down_bias", c->n_experts, H, 0, F_SMALL);
+	}
 	if (S) {
 		T("shexp_gate", S, H, 1, 0);
 		T("shexp_up", S, H, 1, 0);

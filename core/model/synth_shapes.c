@@ -30,6 +30,11 @@ struct shape {
 	 * rope_orig_ctx positions (rope_factor > 1); glm4_moe's routing fields */
 	int q_lora, kv_lora, qk_nope, v_head, rope_orig_ctx;
 	float rope_factor, beta_fast, beta_slow, mscale, mscale_all;
+	/* gpt_oss: sinks, even layers sliding over `window` keys, q/k/v/o,
+	 * router and expert biases, the clamped SwiGLU at act_limit, YaRN not
+	 * truncated (the rest of gpt-oss is fixed: coli_synth_shape) */
+	int window;
+	float act_limit;
 };
 
 static const struct shape g_shapes[] = {
@@ -218,6 +223,72 @@ static const struct shape g_shapes[] = {
      .n_group = 1,
      .topk_group = 1,
      .routed_scale = 1.0f},
+    /* gpt_oss: openai/gpt-oss-120b and -20b; every layer MoE, softmax over the
+     * top-4 router logits (with the router's bias), sinks, sliding window 128
+     * on even layers, biases everywhere, the clamped SwiGLU, YaRN x32 over
+     * 4096 not truncated */
+    {.name = "gpt-oss-120b",
+     .model_type = "gpt_oss",
+     .source = "openai/gpt-oss-120b config.json (transformers 5.24 GptOssConfig's defaults)",
+     .n_layers = 36,
+     .hidden = 2880,
+     .n_heads = 64,
+     .n_kv_heads = 8,
+     .head_dim = 64,
+     .vocab = 201088,
+     .n_experts = 128,
+     .top_k = 4,
+     .moe_inter = 2880,
+     .norm_topk_prob = 1,
+     .max_ctx = 131072,
+     .norm_eps = 1e-5f,
+     .rope_theta = 1.5e5f,
+     .bos = 199998,
+     .eos0 = 200002,
+     .eos1 = 199999,
+     .eos2 = 200012,
+     .rope_dim = 64,
+     .n_group = 1,
+     .topk_group = 1,
+     .routed_scale = 1.0f,
+     .qkv_bias = 1,
+     .rope_orig_ctx = 4096,
+     .rope_factor = 32.0f,
+     .beta_fast = 32.0f,
+     .beta_slow = 1.0f,
+     .window = 128,
+     .act_limit = 7.0f},
+    {.name = "gpt-oss-20b",
+     .model_type = "gpt_oss",
+     .source = "openai/gpt-oss-20b config.json",
+     .n_layers = 24,
+     .hidden = 2880,
+     .n_heads = 64,
+     .n_kv_heads = 8,
+     .head_dim = 64,
+     .vocab = 201088,
+     .n_experts = 32,
+     .top_k = 4,
+     .moe_inter = 2880,
+     .norm_topk_prob = 1,
+     .max_ctx = 131072,
+     .norm_eps = 1e-5f,
+     .rope_theta = 1.5e5f,
+     .bos = 199998,
+     .eos0 = 200002,
+     .eos1 = 199999,
+     .eos2 = 200012,
+     .rope_dim = 64,
+     .n_group = 1,
+     .topk_group = 1,
+     .routed_scale = 1.0f,
+     .qkv_bias = 1,
+     .rope_orig_ctx = 4096,
+     .rope_factor = 32.0f,
+     .beta_fast = 32.0f,
+     .beta_slow = 1.0f,
+     .window = 128,
+     .act_limit = 7.0f},
     /* deepseek_v3: deepseek-ai/DeepSeek-V3 (the MTP layer left out, as convert
      * leaves it out); 3 dense layers, 256 routed experts top-8 in 8 groups
      * keeping 4, one shared expert, MLA, YaRN x40 over 4096 */
@@ -342,7 +413,7 @@ static const struct shape g_shapes[] = {
 const char *coli_synth_shapes(void)
 {
 	return "qwen3-30b-a3b, qwen3-235b-a22b, mixtral-8x7b, olmoe-1b-7b, glm-4.5, glm-4.5-air, "
-	       "minimax-m2, deepseek-v3, kimi-k2, tiny, tiny-mla";
+	       "minimax-m2, deepseek-v3, kimi-k2, gpt-oss-120b, gpt-oss-20b, tiny, tiny-mla";
 }
 
 int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
@@ -392,6 +463,19 @@ int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
 		c->n_group = s->n_group;
 		c->topk_group = s->topk_group;
 		c->routed_scale = s->routed_scale;
+	}
+	if (c->arch == COLI_ARCH_GPT_OSS) { /* as convert_gptoss.c reads it */
+		c->qkv_bias = c->attn_o_bias = s->qkv_bias;
+		c->attn_sinks = 1;
+		c->sliding_window = s->window;
+		for (int l = 0; l < c->n_layers; l++)
+			c->is_sliding_layer[l] = l % 2 == 0;
+		c->router_bias = 1;
+		c->expert_bias = 1;
+		c->ffn_act = COLI_ACT_SWIGLU_OAI;
+		c->act_alpha = 1.702f;
+		c->act_limit = s->act_limit;
+		c->yarn_truncate = 0;
 	}
 	if (s->kv_lora) { /* MLA, as convert_hf.c's fill_config */
 		c->q_lora = s->q_lora;

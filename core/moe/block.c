@@ -24,6 +24,14 @@ static void route_logits(struct coli_engine *e, struct coli_moe_layer *ml)
 		e->s.ag[t] = e->s.ax[t].act;
 	coli_gemm_mt(e->pool, &e->m.layers[ml->l].router, e->s.ag, ml->T, e->s.rlog,
 	             e->m.cfg.n_experts);
+	/* gpt-oss: under softmax routing the bias is the router's own (F.linear's
+	 * bias), added to the logits; the sigmoid router's is for selection only
+	 * (core/moe/moe.c) */
+	if (e->m.cfg.router_kind == COLI_ROUTER_SOFTMAX && e->m.layers[ml->l].router_bias)
+		for (int t = 0; t < ml->T; t++)
+			for (int x = 0; x < e->m.cfg.n_experts; x++)
+				e->s.rlog[(size_t)t * e->m.cfg.n_experts + x] +=
+				    e->m.layers[ml->l].router_bias[x];
 }
 
 /* h[n][I] = silu(W_gate . x) * (W_up . x) for the n gathered activations in
@@ -56,13 +64,21 @@ int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
 	rc = coli_moe_experts(e, ml);
 	if (rc)
 		return rc; /* a slab could not be read: e->errmsg says which */
-	/* accumulate in ascending expert id, whoever computed each pair */
+	/* accumulate in ascending expert id, whoever computed each pair; gpt-oss's
+	 * down bias joins each output before its weight (y = h W + b, then w y) */
 	memset(out, 0, sizeof(float) * T * H);
 	for (int p = 0; p < e->s.n_pairs; p++) {
 		float w = e->s.pair_w[p];
 		float *o = out + (size_t)e->s.pair_token[p] * H;
 		const float *y = e->s.ey + (size_t)p * H;
 
+		if (L->exp_down_bias) {
+			const float *b = L->exp_down_bias + (size_t)e->s.pair_expert[p] * H;
+
+			for (int j = 0; j < H; j++)
+				o[j] = o[j] + w * (y[j] + b[j]);
+			continue;
+		}
 		for (int j = 0; j < H; j++)
 			o[j] = o[j] + w * y[j];
 	}

@@ -112,23 +112,6 @@ static void plan_pairs(struct coli_engine *e, int T)
 	e->s.n_pairs = n;
 }
 
-/* h = silu(g) * u for pairs e->moe.xpairs[], then h quantized (pool task). */
-static void swiglu_pairs(void *arg, int t, int n_tasks)
-{
-	struct coli_engine *e = arg;
-	int I = e->m.cfg.moe_inter, a = (int)((long)e->moe.n_xpairs * t / n_tasks),
-	    b = (int)((long)e->moe.n_xpairs * (t + 1) / n_tasks);
-
-	for (int i = a; i < b; i++) {
-		int p = e->moe.xpairs[i];
-		float *h = e->moe.pg + (size_t)p * I;
-
-		coli_silu_mul(h, e->moe.pu + (size_t)p * I, h, I);
-		coli_actbuf_set(&e->moe.ph[p], h);
-		e->moe.hag[p] = e->moe.ph[p].act;
-	}
-}
-
 /* One coli_moe_experts call's working state (this file's steps read and
  * write it; the layer call itself is ml). The device issue (every device's
  * coli_moe_dev_issue): with COLI_GROUP_ASYNC=1 and CPU rows to compute it is left
@@ -151,6 +134,26 @@ struct moe_run {
 	int64_t cpu_bytes;            /* slab bytes the CPU rows read */
 	double t0, t_pin, t_issue, t_cpu, t_take; /* the recorder's clock (mark) */
 };
+
+/* h = act(g, u) for pairs e->moe.xpairs[] (silu(g) * u, or gpt-oss's biased,
+ * clamped form: coli_act_ffn), then h quantized (pool task over r's layer). */
+static void swiglu_pairs(void *arg, int t, int n_tasks)
+{
+	const struct moe_run *r = arg;
+	struct coli_engine *e = r->e;
+	const struct coli_layer *L = &e->m.layers[r->ml->l];
+	int I = e->m.cfg.moe_inter, a = (int)((long)e->moe.n_xpairs * t / n_tasks),
+	    b = (int)((long)e->moe.n_xpairs * (t + 1) / n_tasks);
+
+	for (int i = a; i < b; i++) {
+		int p = e->moe.xpairs[i];
+		float *h = e->moe.pg + (size_t)p * I;
+
+		coli_act_ffn(&e->m.cfg, L, e->s.pair_expert[p], h, e->moe.pu + (size_t)p * I, h);
+		coli_actbuf_set(&e->moe.ph[p], h);
+		e->moe.hag[p] = e->moe.ph[p].act;
+	}
+}
 
 /* The recorder: each step's end is marked once, and the time goes to the
  * engine's statistics (est.moe_*_s) and the layer's timeline (ml->tl). */
@@ -276,7 +279,7 @@ static void cpu_experts(struct moe_run *r, const int *list, const void *const *s
 	 * caller busy beside, holds back little */
 	ph[0] = (struct coli_pool_phase){coli_gemm_batch_task, &gu,
 	                                 coli_cpu_pool_tasks(e->pool, gu.units)};
-	ph[1] = (struct coli_pool_phase){swiglu_pairs, e,
+	ph[1] = (struct coli_pool_phase){swiglu_pairs, r,
 	                                 threads < e->moe.n_xpairs ? threads : e->moe.n_xpairs};
 	ph[2] = (struct coli_pool_phase){coli_gemm_batch_task, &down,
 	                                 coli_cpu_pool_tasks(e->pool, down.units)};

@@ -290,6 +290,32 @@ static int down_queue(const struct coli_moe_layer *ml, int d, struct coli_dev_sl
 	return launch_jobs(v, t, nj, ngj);
 }
 
+/* gpt-oss's activation of run r's rows (one expert): its gate and up biases
+ * (v->xbias, uploaded at open) added, the clamped SwiGLU, h quantized for
+ * q8/q4: coli_act_ffn's bits (struct coli_dev_silu says how). */
+static int oai_queue(struct coli_engine *e, const struct coli_moe_layer *ml,
+                     struct coli_dev_slot *v, int r, int quant)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t I = (size_t)c->moe_inter, row = (size_t)v->runs[r].row0, E = (size_t)c->n_experts;
+	uint64_t b = v->xbias + ((size_t)e->m.layers[ml->l].xl * 2 * E + v->runs[r].expert) * I * 4;
+
+	return coli_dev_silu_mul(v->dev,
+	                         &(struct coli_dev_silu){.g = v->g + row * I * 4,
+	                                                 .u = v->u + row * I * 4,
+	                                                 .h = v->h + row * I * 4,
+	                                                 .q = quant ? v->hq + row * I : 0,
+	                                                 .qd = v->hd + row * (I / 32) * 4,
+	                                                 .qsum = v->hqs + row * (I / 32) * 4,
+	                                                 .n = v->runs[r].n * (int)I,
+	                                                 .kind = COLI_ACT_SWIGLU_OAI,
+	                                                 .alpha = c->act_alpha,
+	                                                 .limit = c->act_limit,
+	                                                 .bg = b,
+	                                                 .bu = b + E * I * 4,
+	                                                 .I = (int)I});
+}
+
 /* Queue wave [r0, r1) of device d's layer, its copies queued (wave_copies):
  * the compute stream waits for its staged slabs, then gate and up, SwiGLU,
  * quantization and down over the wave's rows. A wave's staging slots are
@@ -316,15 +342,20 @@ static int wave_compute(struct coli_engine *e, const struct coli_moe_layer *ml, 
 				return rc;
 		}
 	rc = gate_up_queue(e, ml, v, xl, r0, r1);
-	rc = rc ? rc /* h, and for q8/q4 its quantized form, in one launch */
-	        : coli_dev_silu_mul(
-	              v->dev, &(struct coli_dev_silu){.g = v->g + (size_t)row_a * I * 4,
-	                                              .u = v->u + (size_t)row_a * I * 4,
-	                                              .h = v->h + (size_t)row_a * I * 4,
-	                                              .q = quant ? v->hq + (size_t)row_a * I : 0,
-	                                              .qd = v->hd + (size_t)row_a * (I / 32) * 4,
-	                                              .qsum = v->hqs + (size_t)row_a * (I / 32) * 4,
-	                                              .n = rows * I});
+	if (c->ffn_act == COLI_ACT_SWIGLU_OAI) /* gpt-oss: a launch an expert, its biases */
+		for (int r = r0; !rc && r < r1; r++)
+			rc = oai_queue(e, ml, v, r, quant);
+	else
+		rc = rc ? rc /* h, and for q8/q4 its quantized form, in one launch */
+		        : coli_dev_silu_mul(
+		              v->dev,
+		              &(struct coli_dev_silu){.g = v->g + (size_t)row_a * I * 4,
+		                                      .u = v->u + (size_t)row_a * I * 4,
+		                                      .h = v->h + (size_t)row_a * I * 4,
+		                                      .q = quant ? v->hq + (size_t)row_a * I : 0,
+		                                      .qd = v->hd + (size_t)row_a * (I / 32) * 4,
+		                                      .qsum = v->hqs + (size_t)row_a * (I / 32) * 4,
+		                                      .n = rows * I});
 	/* the down parts of the slabs this wave copies, then down waits for them */
 	for (int r = r0; !rc && r < r1; r++)
 		if (v->runs[r].tail) {

@@ -136,14 +136,47 @@ static void slot_buffer_sizes(const struct coli_model_config *c, int tmax, size_
 	memcpy(sz, s, sizeof(s));
 }
 
+/* gpt-oss's expert gate and up biases on a device: [MoE layer][2][E][I] f32. */
+static size_t xbias_bytes(const struct coli_model_config *c)
+{
+	int n = 0;
+
+	for (int l = 0; c->expert_bias && l < c->n_layers; l++)
+		n += c->is_moe_layer[l];
+	return (size_t)n * 2 * c->n_experts * c->moe_inter * sizeof(float);
+}
+
 size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
 {
-	size_t sz[N_SLOT_BUFS], sum = 0;
+	size_t sz[N_SLOT_BUFS], sum = xbias_bytes(c);
 
 	slot_buffer_sizes(c, tmax, sz);
 	for (int i = 0; i < N_SLOT_BUFS; i++)
 		sum += sz[i];
 	return sum;
+}
+
+/* The biases uploaded once (a constant: no decode-time copy), expert layer
+ * xl's gate rows then up rows at xl * 2 * E * I floats. */
+static int xbias_upload(struct coli_engine *e, struct coli_dev_slot *v)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t per = (size_t)c->n_experts * c->moe_inter * sizeof(float);
+	int rc = coli_dev_alloc(v->dev, xbias_bytes(c), &v->xbias);
+
+	for (int l = 0; !rc && l < c->n_layers; l++) {
+		const struct coli_layer *L = &e->m.layers[l];
+
+		if (!L->moe)
+			continue;
+		rc = coli_dev_upload(v->dev, v->xbias + (uint64_t)L->xl * 2 * per, L->exp_gate_bias,
+		                     per);
+		rc = rc ? rc
+		        : coli_dev_upload(v->dev, v->xbias + ((uint64_t)L->xl * 2 + 1) * per,
+		                          L->exp_up_bias, per);
+		e->est.h2d_const_bytes += 2 * per;
+	}
+	return rc;
 }
 
 int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
@@ -177,13 +210,13 @@ int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 	v->runs = malloc(sizeof(*v->runs) * c->n_experts);
 	if (!v->jobs || !v->gjobs || !v->runs)
 		return -ENOMEM;
-	return 0;
+	return c->expert_bias ? xbias_upload(e, v) : 0;
 }
 
 void coli_moe_dev_slot_free(struct coli_dev_slot *v)
 {
-	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g,     &v->u,  &v->h,
-	                    &v->hq, &v->hd, &v->hqs, &v->y,  &v->stage, &v->tok};
+	uint64_t *bufs[] = {&v->xq, &v->xd, &v->xqs, &v->xf, &v->g,     &v->u,   &v->h,
+	                    &v->hq, &v->hd, &v->hqs, &v->y,  &v->stage, &v->tok, &v->xbias};
 
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		coli_dev_free(v->dev, *bufs[i]);

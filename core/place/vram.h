@@ -30,6 +30,8 @@ struct coli_dev_slot {
 	uint64_t g, u, h;         /* [P][I] f32 */
 	uint64_t hq, hd, hqs;     /* h quantized */
 	uint64_t y;               /* [P][H] expert outputs */
+	uint64_t xbias;           /* gpt-oss (cfg.expert_bias): [expert layer][gate, up][E][I]
+	                           * f32, uploaded at open; 0 without */
 	/* host staging of the pair activations and outputs: one page-locked region
 	 * (mem/ registers it with every device), so copies are truly asynchronous */
 	void *host;

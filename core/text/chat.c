@@ -27,6 +27,13 @@
  *           an added token "<|im_middle|>"          <|im_user|>user<|im_middle|>U<|im_end|>
  *           (Kimi-K2)                               <|im_assistant|>assistant<|im_middle|>A
  *                                                   <|im_end|>, the same opening (generation)
+ *   HARMONY "<|channel|>" in the template, else an   <|start|>system<|message|>(its system text,
+ *           added token "<|channel|>", else the     t->date)<|end|><|start|>developer
+ *           gpt_oss architecture (gpt-oss)          <|message|># Instructions\n\nS\n\n<|end|>
+ *                                                   <|start|>user<|message|>U<|end|>
+ *                                                   <|start|>assistant<|channel|>final
+ *                                                   <|message|>A<|end|>
+ *                                                   <|start|>assistant   (generation)
  *   PLAIN   anything else (documented fallback)     System: S\n\nUser: U\nAssistant: A\n
  *                                                   ...Assistant:
  *
@@ -42,8 +49,9 @@
  * DeepSeek-V3.1's (thinking, or enable_thinking in llama.cpp's copy) is off
  * unless given: t->think_on renders it given true. Tool calls and tool
  * results are not rendered by any family (the roles are system, user,
- * assistant). The _cases.jsonl files of tests/fixtures/chat/ hold jinja2's
- * renderings of the four templates (tools/chat_jinja_cases.py).
+ * assistant; harmony also takes developer). Harmony's reasoning effort is its
+ * template's default (medium) and its date t->date. The _cases.jsonl files of tests/fixtures/chat/
+ * hold jinja2's renderings of the four templates (tools/chat_jinja_cases.py).
  * tests/fixtures/tokenizer/chat_cases.jsonl holds the text
  * transformers renders for the fixtures; tests/daemon/chat_render checks it.
  *
@@ -71,6 +79,8 @@ const char *coli_chat_family_name(enum coli_chat_family f)
 		return "deepseek";
 	case COLI_CHAT_KIMI:
 		return "kimi";
+	case COLI_CHAT_HARMONY:
+		return "harmony";
 	default:
 		return "plain";
 	}
@@ -111,7 +121,7 @@ static void put(struct sbuf *b, const char *s)
 	put_n(b, s, strlen(s));
 }
 
-enum role { ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT, ROLE_BAD };
+enum role { ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT, ROLE_DEVELOPER, ROLE_BAD };
 
 static enum role role_of(const char *r)
 {
@@ -123,6 +133,8 @@ static enum role role_of(const char *r)
 		return ROLE_USER;
 	if (!strcmp(r, "assistant"))
 		return ROLE_ASSISTANT;
+	if (!strcmp(r, "developer"))
+		return ROLE_DEVELOPER;
 	return ROLE_BAD;
 }
 
@@ -447,6 +459,61 @@ static void render_kimi(struct sbuf *b, const struct coli_chat_msg *m, int n, in
 		put(b, "<|im_assistant|>assistant<|im_middle|>");
 }
 
+/* ---- gpt-oss (harmony) ---- */
+
+/* The system turn the template writes itself (no tools, no builtin tools,
+ * the default identity and reasoning effort), with t->date; then a first
+ * system or developer message as the developer turn's instructions (an empty
+ * one: no developer turn); later system and developer messages are dropped,
+ * as the template drops them. Earlier turns' reasoning (analysis) is never
+ * rendered for inference: an assistant message is its final channel, ended
+ * by <|end|>, or by <|return|> when it ends a conversation rendered without
+ * a generation prompt. Content carrying a channel header is refused, as the
+ * template raises. */
+static void render_harmony(struct sbuf *b, const struct coli_chat_template *t,
+                           const struct coli_chat_msg *m, int n, int gen)
+{
+	int first =
+	    n > 0 && (role_of(m[0].role) == ROLE_SYSTEM || role_of(m[0].role) == ROLE_DEVELOPER);
+
+	put(b, "<|start|>system<|message|>You are ChatGPT, a large language model trained by "
+	       "OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: ");
+	put(b, t->date);
+	put(b, "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. "
+	       "Channel must be included for every message.<|end|>");
+	if (first && *m[0].content) {
+		put(b, "<|start|>developer<|message|># Instructions\n\n");
+		put(b, m[0].content);
+		put(b, "\n\n<|end|>");
+	}
+	for (int i = first; i < n; i++) {
+		switch (role_of(m[i].role)) {
+		case ROLE_USER:
+			put(b, "<|start|>user<|message|>");
+			put(b, m[i].content);
+			put(b, "<|end|>");
+			break;
+		case ROLE_ASSISTANT:
+			put(b, "<|start|>assistant<|channel|>final<|message|>");
+			put(b, m[i].content);
+			put(b, i == n - 1 && !gen ? "<|return|>" : "<|end|>");
+			break;
+		default:
+			break;
+		}
+	}
+	if (gen)
+		put(b, "<|start|>assistant");
+}
+
+/* What harmony's template refuses: an assistant text carrying a channel header. */
+static int harmony_bad(const struct coli_chat_msg *m)
+{
+	return role_of(m->role) == ROLE_ASSISTANT &&
+	       (strstr(m->content, "<|channel|>analysis<|message|>") ||
+	        strstr(m->content, "<|channel|>final<|message|>"));
+}
+
 static void render_glm(struct sbuf *b, const struct coli_chat_template *t,
                        const struct coli_chat_msg *m, int n, int gen)
 {
@@ -484,9 +551,14 @@ int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_
 
 	*out = NULL;
 	*len = 0;
-	for (int i = 0; i < n; i++)
-		if (role_of(m[i].role) == ROLE_BAD || !m[i].content)
+	for (int i = 0; i < n; i++) {
+		enum role r = role_of(m[i].role);
+
+		if (r == ROLE_BAD || !m[i].content ||
+		    (r == ROLE_DEVELOPER && t->family != COLI_CHAT_HARMONY) ||
+		    (t->family == COLI_CHAT_HARMONY && harmony_bad(&m[i])))
 			return -EINVAL;
+	}
 	put(&b, ""); /* an empty conversation is an empty string, not NULL */
 	switch (t->family) {
 	case COLI_CHAT_CHATML:
@@ -506,6 +578,9 @@ int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_
 		break;
 	case COLI_CHAT_KIMI:
 		render_kimi(&b, m, n, add_generation_prompt);
+		break;
+	case COLI_CHAT_HARMONY:
+		render_harmony(&b, t, m, n, add_generation_prompt);
 		break;
 	default:
 		render_plain(&b, m, n, add_generation_prompt);

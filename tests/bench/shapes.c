@@ -31,7 +31,30 @@ static const struct {
     {"deepseek-v3", "deepseek_v3", 61, 7168, 128, 128, 192, 129280, 256, 8, 2048, 1, 0, 1e4f},
     {"kimi-k2", "deepseek_v3", 61, 7168, 64, 64, 192, 163840, 384, 8, 2048, 1, 0, 5e4f},
     {"tiny-mla", "deepseek_v3", 3, 64, 4, 4, 48, 1024, 16, 3, 32, 1, 0, 2e4f},
+    {"gpt-oss-120b", "gpt_oss", 36, 2880, 64, 8, 64, 201088, 128, 4, 2880, 1, 0, 1.5e5f},
+    {"gpt-oss-20b", "gpt_oss", 24, 2880, 64, 8, 64, 201088, 32, 4, 2880, 1, 0, 1.5e5f},
 };
+
+/* gpt_oss's fields (docs/shapes.md, fifth table): 1 when c (shape name) differs
+ * from them; every other shape has none of them */
+static int oss_differs(const char *name, const struct coli_model_config *c)
+{
+	int sliding = 0;
+
+	for (int l = 0; l < c->n_layers; l++)
+		sliding += c->is_sliding_layer[l] && l % 2 == 0 && c->is_moe_layer[l];
+	if (strncmp(name, "gpt-oss", 7))
+		return c->sliding_window || c->attn_sinks || c->attn_o_bias || c->expert_bias ||
+		       c->ffn_act != COLI_ACT_SWIGLU || !c->yarn_truncate;
+	return c->sliding_window != 128 || sliding != (c->n_layers + 1) / 2 || !c->attn_sinks ||
+	       !c->qkv_bias || !c->attn_o_bias || !c->expert_bias || !c->router_bias ||
+	       c->router_kind != COLI_ROUTER_SOFTMAX || c->ffn_act != COLI_ACT_SWIGLU_OAI ||
+	       c->act_alpha != 1.702f || c->act_limit != 7.0f || c->rope_factor != 32.0f ||
+	       c->rope_orig_ctx != 4096 || c->yarn_truncate || c->yarn_beta_fast != 32.0f ||
+	       c->yarn_beta_slow != 1.0f || c->norm_eps != 1e-5f || c->max_ctx != 131072 ||
+	       c->bos != 199998 || c->n_eos != 3 || c->eos[0] != 200002 || c->eos[1] != 199999 ||
+	       c->eos[2] != 200012;
+}
 
 /* glm4_moe's and minimax_m2's fields (docs/shapes.md, second and third
  * tables); the other shapes have the defaults: no dense layer, no shared
@@ -77,8 +100,8 @@ static int mla_differs(const char *name, const struct coli_model_config *c)
 		       c->yarn_mscale_all != g_mla[i].mscale_all || c->bos != g_mla[i].bos ||
 		       c->n_eos != 1 || c->eos[0] != g_mla[i].eos;
 	}
-	return c->q_lora || c->kv_lora || c->qk_nope || c->v_head || c->rope_factor != 1.0f ||
-	       c->rope_orig_ctx;
+	return c->q_lora || c->kv_lora || c->qk_nope || c->v_head ||
+	       (c->arch != COLI_ARCH_GPT_OSS && (c->rope_factor != 1.0f || c->rope_orig_ctx));
 }
 
 /* The glm fields of c (shape name) differ from g_glm: 1. */
@@ -100,7 +123,8 @@ static int glm_differs(const char *name, const struct coli_model_config *c)
 		       c->norm_eps != g_glm[i].eps || (c->bos != -1 && !c->kv_lora);
 	}
 	return c->dense_inter || c->shared_inter || c->router_kind != COLI_ROUTER_SOFTMAX ||
-	       c->router_bias || c->rope_dim != c->head_dim || !c->is_moe_layer[0];
+	       (c->router_bias && c->arch != COLI_ARCH_GPT_OSS) || c->rope_dim != c->head_dim ||
+	       !c->is_moe_layer[0];
 }
 
 int main(void)
@@ -128,7 +152,7 @@ int main(void)
 			    c.moe_inter != g_want[i].inter || c.norm_topk_prob != g_want[i].ntp ||
 			    c.qk_norm != g_want[i].qk || c.rope_theta != g_want[i].theta ||
 			    c.quant != qs[q] || glm_differs(g_want[i].name, &c) ||
-			    mla_differs(g_want[i].name, &c)) {
+			    mla_differs(g_want[i].name, &c) || oss_differs(g_want[i].name, &c)) {
 				printf("FAIL %s: hyperparameters differ from docs/shapes.md\n",
 				       g_want[i].name);
 				fails++;

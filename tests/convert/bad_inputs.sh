@@ -8,7 +8,8 @@
 # directory. Also checks config dialect results (rope_parameters, eos union)
 # and a tokenizer_config.json holding an integer past 64 bits; deepseek_v3's
 # refusals (attention_bias, YaRN without its original context, a kv_lora_rank
-# the tensors do not have).
+# the tensors do not have); gpt_oss's (a layer type it does not run, an MXFP4
+# scale past q8's fp16, mxfp4 in another family, experts of another layout).
 MK="python3 $ROOT/tests/convert/mkckpt.py"
 command -v python3 >/dev/null || { echo "python3 needed to make checkpoints"; exit 77; }
 fail=0
@@ -209,4 +210,54 @@ PY
 expect_fail ds-bias o.coli 'ds_bias/config.json' 'attention_bias=true is not supported for deepseek_v3' -- ds_bias
 expect_fail ds-yarn o.coli 'ds_yarn/config.json' 'original_max_position_embeddings' -- ds_yarn
 expect_fail ds-rank o.coli 'ds_rank/model.safetensors' 'kv_a_proj_with_mqa.weight. has shape \[40, 64\].*\[72, 64\]' -- ds_rank
+# gpt_oss: a layer type other than sliding/full attention, an MXFP4 scale past fp16's
+# range under q8 (byte 3 of layer 1's down scales, row 1 block 1, set to 200),
+# quant_method mxfp4 in another
+# family, and expert tensors in the [E, 2I, H] layout transformers does not save
+go_bad() { # NAME SRC-FIXTURE PYTHON-ON-d PATTERN... -- ARGS
+	name=$1 src=$2 py=$3
+	shift 3
+	rm -rf "go_$name" && cp -r "$FIXTURES/$src" "go_$name"
+	python3 - "go_$name" "$py" <<'PY' || exit 1
+import json, struct, sys
+d = sys.argv[1]
+cfg = json.load(open(d + "/config.json"))
+def tensor(name):  # (absolute offset, shape) of a tensor of model.safetensors
+    f = open(d + "/model.safetensors", "rb")
+    n = struct.unpack("<Q", f.read(8))[0]
+    h = json.loads(f.read(n))
+    return 8 + n + h[name]["data_offsets"][0], h[name]["shape"]
+exec(sys.argv[2])
+json.dump(cfg, open(d + "/config.json", "w"))
+PY
+	expect_fail "gpt_oss-$name" o.coli "$@" "go_$name"
+}
+go_bad layers gpt_oss 'cfg["layer_types"][1] = "chunked_attention"' \
+	"go_layers/config.json" "layer_types\[1\] 'chunked_attention' is not supported" --
+go_bad scale gpt_oss_mxfp4 '
+off, shape = tensor("model.layers.1.mlp.experts.down_proj_scales")
+f = open(d + "/model.safetensors", "r+b"); f.seek(off + 3); f.write(bytes([200]))' \
+	"model.layers.1.mlp.experts.down_proj_scales' row 1 block 1: MXFP4 scale 200" "fp16" --
+# a scale under fp16's range (byte 3 set to 50: 2^-77) converts, its block written as
+# zero and counted on stderr
+rm -rf go_tiny && cp -r "$FIXTURES/gpt_oss_mxfp4" go_tiny
+python3 - go_tiny <<'PY' || exit 1
+import json, struct, sys
+f = open(sys.argv[1] + "/model.safetensors", "r+b")
+n = struct.unpack("<Q", f.read(8))[0]
+h = json.loads(f.read(n))
+f.seek(8 + n + h["model.layers.1.mlp.experts.down_proj_scales"]["data_offsets"][0] + 3)
+f.write(bytes([50]))
+PY
+if "$COLI" convert go_tiny -o tiny.coli 2>err.txt &&
+	grep -q "1 MXFP4 block(s) with a scale under 2^-24.*written as zero" err.txt; then
+	echo "ok   gpt_oss-tiny-scale: $(grep MXFP4 err.txt | tail -1)"
+else
+	echo "FAIL gpt_oss-tiny-scale:"; cat err.txt; fail=1
+fi
+rm -f tiny.coli
+go_bad family qwen3_moe 'cfg["quantization_config"] = {"quant_method": "mxfp4"}' \
+	"go_family/config.json" "'mxfp4' is read for gpt_oss only, not qwen3_moe" --
+go_bad layout gpt_oss 'cfg["intermediate_size"] = 32' \
+	"go_layout/model.safetensors" "down_proj' has shape \\[8, 64, 64\\].*\\[8, 32, 64\\] \\(x @ W" --
 exit $fail

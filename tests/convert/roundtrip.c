@@ -8,6 +8,8 @@
  *   q8_0 / q4_0                   dequantized relative RMS error below 1% / 12%
  *   (a matrix q8/q4 cannot take, columns not a multiple of 32, is bf16: exact)
  *
+ *   MXFP4 experts (gpt-oss) -> q8_0 exact too: every dequantized value equal
+ *
  * Checkpoints: every $FIXTURES/<arch>/config.json (the fixtures branch), plus
  * tiny ones generated here with tests/convert/mkckpt.py for each architecture,
  * a fused-experts sharded qwen3_moe with rope_parameters, and an f16/f32 one.
@@ -68,7 +70,14 @@ static const struct {
     {"self_attn.q_a_proj.weight", "attn_q_a"},
     {"self_attn.q_a_layernorm.weight", "attn_q_a_norm"},
     {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm"},
+    {"self_attn.o_proj.bias", "attn_o_bias"},
+    {"self_attn.sinks", "attn_sinks"},
+    {"mlp.router.weight", "router"},
+    {"mlp.router.bias", "router_bias"},
+    {"mlp.experts.down_proj_bias", "exp_down_bias"},
 };
+
+static int g_exact_q8; /* MXFP4 -> q8: every value exact (checked in compare) */
 
 /* Compares `rows` x `cols` source values with a stored matrix. */
 static void compare(const char *what, const float *src, const void *stored, enum coli_dtype dt,
@@ -86,7 +95,8 @@ static void compare(const char *what, const float *src, const void *stored, enum
 
 			if (dt == COLI_DTYPE_BF16 && !srcbf16)
 				want = coli_bf16_to_f32(coli_f32_to_bf16(s));
-			if (!coli_dtype_is_quant(dt) && memcmp(&row[k], &want, 4)) {
+			if ((!coli_dtype_is_quant(dt) || (g_exact_q8 && dt == COLI_DTYPE_Q8_0)) &&
+			    memcmp(&row[k], &want, 4)) {
 				FAIL("%s [%d,%d]: stored %g, source %g (%s must be exact)", what, r,
 				     k, row[k], want, coli_dtype_name(dt));
 				free(row);
@@ -177,6 +187,107 @@ static int check_mla(coli_container_t *c, const struct coli_model_config *m, con
 	return 1;
 }
 
+/* gpt-oss's fused experts (the layouts re-derived here from transformers'
+ * GptOssExperts and convert_moe_packed_tensors): gate_up_proj [E, H, 2I]
+ * (x @ W; gate columns even, up odd) and down_proj [E, I, H]; or MXFP4
+ * <name>_blocks [E, rows, K/32, 16] (a row an output; byte k: elements 2k low
+ * nibble, 2k + 1 high) with <name>_scales [E, rows, K/32] (2^(s - 127)), the
+ * gate_up rows alternating gate, up; gate_up_proj_bias [E, 2I] alternating.
+ * Returns 1 when t was one of them. */
+static const float g_e2m1[16] = {0,    .5f,  1,  1.5f,  2,  3,  4,  6,
+                                 -0.f, -.5f, -1, -1.5f, -2, -3, -4, -6};
+
+static int check_gptoss(coli_container_t *c, const struct coli_st_file *f,
+                        const struct coli_st_tensor *t, int l, const char *rest)
+{
+	const struct coli_expert_layer *el = coli_io_container_experts_of(c, (uint32_t)l);
+	int li = -1, gu = !!strstr(rest, "gate_up_proj"), mx = !!strstr(rest, "_blocks");
+	char name[96];
+
+	if (strncmp(rest, "mlp.experts.", 12) || strstr(rest, "down_proj_bias") ||
+	    strstr(rest, "_scales"))
+		return strstr(rest, "_scales") != NULL; /* scales: read with the blocks */
+	for (int i = 0; el && i < coli_io_container_n_expert_layers(c); i++)
+		if (coli_io_container_expert_layer(c, i) == el)
+			li = i;
+	if (li < 0) {
+		FAIL("%s: no expert layer for %s", coli_io_container_path(c), t->name);
+		return 1;
+	}
+	int E = (int)el->n_experts, I = (int)el->inter, H = (int)el->hidden;
+	int R = gu ? 2 * I : H, K = gu ? H : I; /* output rows, inputs */
+	float *w = malloc(sizeof(float) * (size_t)E * R * K);
+
+	if (!strcmp(rest, "mlp.experts.gate_up_proj_bias")) {
+		float *b = malloc(sizeof(float) * (size_t)E * 2 * I), *g = w, *u = w + E * I;
+
+		if (coli_io_st_read_f32(f, t, b))
+			FAIL("%s", coli_io_errmsg());
+		for (int e = 0; e < E; e++)
+			for (int i = 0; i < I; i++) {
+				g[e * I + i] = b[(size_t)e * 2 * I + 2 * i];
+				u[e * I + i] = b[(size_t)e * 2 * I + 2 * i + 1];
+			}
+		snprintf(name, sizeof(name), "blk.%d.exp_gate_bias", l);
+		compare_named(c, name, g, 1, E, I);
+		snprintf(name, sizeof(name), "blk.%d.exp_up_bias", l);
+		compare_named(c, name, u, 1, E, I);
+		free(b), free(w);
+		return 1;
+	}
+	if (mx) { /* w [E][R][K] dequantized here */
+		char sn[256];
+		const struct coli_st_tensor *st;
+		size_t nb = (size_t)E * R * K / 32;
+		unsigned char *blk = malloc(nb * 16), *sc = malloc(nb);
+
+		snprintf(sn, sizeof(sn), "%.*s_scales", (int)(strlen(t->name) - 7), t->name);
+		st = coli_io_st_find(f, sn);
+		if (!st || pread(f->fd, blk, nb * 16, (off_t)t->offset) != (ssize_t)(nb * 16) ||
+		    pread(f->fd, sc, nb, (off_t)st->offset) != (ssize_t)nb)
+			FAIL("%s: cannot read %s and its scales", f->path, t->name);
+		for (size_t b = 0; b < nb; b++)
+			for (int i = 0; i < 32; i++)
+				w[b * 32 + i] = ldexpf(
+				    g_e2m1[blk[b * 16 + i / 2] >> (i % 2 * 4) & 15], sc[b] - 127);
+		free(blk), free(sc);
+	} else { /* [E][K][R] as stored -> [E][R][K] */
+		float *src = malloc(sizeof(float) * (size_t)E * R * K);
+
+		if (coli_io_st_read_f32(f, t, src))
+			FAIL("%s", coli_io_errmsg());
+		for (int e = 0; e < E; e++)
+			for (int k = 0; k < K; k++)
+				for (int r = 0; r < R; r++)
+					w[((size_t)e * R + r) * K + k] =
+					    src[((size_t)e * K + k) * R + r];
+		free(src);
+	}
+	float *part = malloc(sizeof(float) * (size_t)R * K);
+	g_exact_q8 = mx;
+	for (int e = 0; e < E; e++) {
+		const unsigned char *slab = coli_io_container_slab_data(c, li, (uint32_t)e);
+
+		snprintf(name, sizeof(name), "layer %d expert %d %s%s", l, e,
+		         gu ? "gate_up" : "down", mx ? " (MXFP4)" : "");
+		if (!gu) {
+			compare(name, w + (size_t)e * R * K, slab + el->down_off, el->dtype, 1, H,
+			        I);
+			continue;
+		}
+		for (int p = 0; p < 2; p++) { /* gate rows even, up rows odd */
+			for (int i = 0; i < I; i++)
+				memcpy(part + (size_t)i * K, w + ((size_t)e * R + 2 * i + p) * K,
+				       sizeof(float) * K);
+			compare(name, part, slab + (p ? el->up_off : el->gate_off), el->dtype, 1, I,
+			        H);
+		}
+	}
+	g_exact_q8 = 0;
+	free(part), free(w);
+	return 1;
+}
+
 /* One source tensor against the container. */
 static void check_tensor(coli_container_t *c, const struct coli_st_file *f,
                          const struct coli_st_tensor *t, const struct coli_model_config *m,
@@ -188,6 +299,9 @@ static void check_tensor(coli_container_t *c, const struct coli_st_file *f,
 	char coli[128] = "", rest[160];
 	int l = -1, e = -1, off = 0, bf = t->dtype == COLI_ST_BF16;
 
+	if (m->arch == COLI_ARCH_GPT_OSS && sscanf(t->name, "model.layers.%d.%n", &l, &off) == 1 &&
+	    off && check_gptoss(c, f, t, l, t->name + off))
+		goto out;
 	if (coli_io_st_read_f32(f, t, src)) {
 		FAIL("%s", coli_io_errmsg());
 		goto out;

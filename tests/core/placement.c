@@ -22,7 +22,12 @@
  * back once a forward. On one device a preplanned decode layer queues its
  * tail (host rows up, the accumulate) behind a wait for the host when it
  * issues its experts (COLI_TAIL_AHEAD): some run must have. Every family's
- * dense part, MLA's included, must have run on the device where asked.
+ * dense part, MLA's included, must have run on the device where asked, but
+ * gpt-oss's (the gpt_oss fixtures): it has no device ops yet for its sinks,
+ * windows and biases, so its dense part stays on the CPU; its experts run on
+ * the simulated device (their biases and clamped SwiGLU are the sim's silu
+ * op's other kind), on a GPU not until its PTX has them (the GPU's runs are
+ * then the CPU's).
  */
 #include <math.h>
 
@@ -137,6 +142,10 @@ int main(void)
 	for (int f = 0; f < nf; f++) {
 		int n, V;
 		int *ids = fx_read_ints(names[f], "ids.txt", &n);
+		/* gpt-oss: no device ops for its sinks, windows and biases yet
+		 * (coli_model_dev_check): the dense part on the CPU; its experts on
+		 * the simulated device (biased, clamped SwiGLU), on a GPU not yet */
+		int cpu_only = !strncmp(names[f], "gpt_oss", 7);
 
 		for (int qi = 0; qi < 3; qi++) {
 			char path[8192];
@@ -247,18 +256,20 @@ int main(void)
 						fails++;
 					}
 					/* every family's dense part runs on the device when
-					 * asked (MLA's too: core/forward/mla_dev.c) */
-					if (!strcmp(cases[b].dense, "auto") && fa < 0 &&
-					    !got.dense_on_device) {
-						printf(
-						    "%s %s: device %s: dense auto, but the dense "
-						    "part stayed on the CPU\n",
-						    names[f], coli_dtype_name(quants[qi]), devs[d]);
+					 * asked (MLA's too: core/forward/mla_dev.c), but
+					 * gpt-oss's, which must not */
+					if (cpu_only ? got.dense_on_device
+					             : !strcmp(cases[b].dense, "auto") && fa < 0 &&
+					                   !got.dense_on_device) {
+						printf("%s %s: device %s: the dense part %s\n", names[f],
+						       coli_dtype_name(quants[qi]), devs[d],
+						       cpu_only ? "ran on the device (it has no ops for it)"
+						                : "stayed on the CPU (dense auto)");
 						fails++;
 					}
 					if (cases[b].slabs == -2 &&
 					    (strchr(devs[d], ':') || strchr(devs[d], ',')) &&
-					    !got.planned) {
+					    !got.planned && !(cpu_only && !got.dense_on_device)) {
 						printf(
 						    "%s %s: device %s, half the experts each: no "
 						    "whole layer was planned on the dense device\n",

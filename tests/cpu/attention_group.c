@@ -7,11 +7,53 @@
  * nearly one-hot (exp underflowing to 0), and outputs poisoned first. And
  * coli_attention_groups_mt (groups split across a pool by positions and
  * outputs) gives coli_attention_group's bits, split where it should be.
+ * gpt-oss's sinks (g_sink): all of the above again with a sink per head.
  * MLA's latent form (check_latent): keys and values one row [kl + r] (K = V,
  * key dims kl + r, value dims the first kl), every ISA and pool split giving
  * the per-head bits, and those within 1e-5 of a double softmax over the rows.
  */
 #include "helpers.h"
+
+/* gpt-oss's sinks: when set, every check draws a sink logit per head (2 N,
+ * about a score's spread, so it changes the weights) and compares the _sink
+ * forms: coli_attention_group_sink and a group's .sink against
+ * coli_attention_head_sink, and that against a double softmax whose
+ * denominator has exp(sink) (within 1e-5). */
+static int g_sink;
+
+/* Head h's output in double: softmax over [q . k_p * scale, sink] (sink
+ * -inf: none), the sink's column dropped; max |out - got| / max |v| (the
+ * values' scale: with the sink taking nearly all the weight the output
+ * itself is ~0, and float's underflow to 0 is right there). */
+static double ref_error(const float *q, const float *K, const float *V, int n_pos, int stride,
+                        int hd, float scale, double sink, const float *got)
+{
+	double mx = sink, sum = 0, err = 0, big = 0, w[n_pos > 0 ? n_pos : 1];
+
+	for (int p = 0; p < n_pos; p++) {
+		double s = 0;
+
+		for (int i = 0; i < hd; i++)
+			s += (double)q[i] * K[(size_t)p * stride + i];
+		w[p] = s * scale;
+		mx = w[p] > mx ? w[p] : mx;
+	}
+	for (int p = 0; p < n_pos; p++)
+		sum += w[p] = exp(w[p] - mx);
+	sum += exp(sink - mx);
+	for (int i = 0; i < hd; i++) {
+		double o = 0;
+
+		for (int p = 0; p < n_pos; p++) {
+			o += w[p] / sum * V[(size_t)p * stride + i];
+			big = fabs(V[(size_t)p * stride + i]) > big
+			          ? fabs(V[(size_t)p * stride + i])
+			          : big;
+		}
+		err = fabs(o - got[i]) > err ? fabs(o - got[i]) : err;
+	}
+	return big > 0 ? err / big : err;
+}
 
 static int check(int G, int hd, int n_pos, float scale)
 {
@@ -20,7 +62,7 @@ static int check(int G, int hd, int n_pos, float scale)
 	float *K = xmalloc(sizeof(float) * n_pos * stride);
 	float *V = xmalloc(sizeof(float) * n_pos * stride);
 	float *want = xmalloc(sizeof(float) * G * hd), *got = xmalloc(sizeof(float) * G * hd);
-	float *sc = xmalloc(sizeof(float) * n_pos * 8);
+	float *sc = xmalloc(sizeof(float) * n_pos * 8), sink[G];
 	enum coli_cpu_isa best = coli_cpu_isa();
 	int fails = 0;
 
@@ -31,13 +73,30 @@ static int check(int G, int hd, int n_pos, float scale)
 		V[i] = rng_normalish();
 	}
 	for (int h = 0; h < G; h++)
-		coli_attention_head(q + h * hd, K + hd, V + hd, n_pos, stride, hd, hd, scale, sc,
-		                    want + h * hd);
+		sink[h] = 2.0f * rng_normalish();
+	for (int h = 0; h < G; h++) {
+		if (g_sink)
+			coli_attention_head_sink(q + h * hd, K + hd, V + hd, n_pos, stride, hd, hd,
+			                         scale, sink[h], sc, want + h * hd);
+		else
+			coli_attention_head(q + h * hd, K + hd, V + hd, n_pos, stride, hd, hd,
+			                    scale, sc, want + h * hd);
+	}
+	if (g_sink) {
+		double e = ref_error(q, K + hd, V + hd, n_pos, stride, hd, scale, sink[0], want);
+
+		if (!(e <= 1e-5)) {
+			fprintf(stderr, "sink: G %d hd %d n_pos %d scale %g: error %.3g\n", G, hd,
+			        n_pos, scale, e);
+			fails++;
+		}
+	}
 	for (int isa = COLI_CPU_ISA_SCALAR; isa <= (int)best; isa++) {
 		if (coli_cpu_isa_force((enum coli_cpu_isa)isa))
 			continue;
 		poison(got, (size_t)G * hd);
-		coli_attention_group(q, G, K + hd, V + hd, n_pos, stride, hd, hd, scale, sc, got);
+		coli_attention_group_sink(q, G, K + hd, V + hd, n_pos, stride, hd, hd, scale,
+		                          g_sink ? sink : NULL, sc, got);
 		for (int i = 0; i < G * hd; i++)
 			if (memcmp(&want[i], &got[i], sizeof(float))) {
 				fprintf(stderr,
@@ -70,7 +129,7 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 	      *got = xmalloc(sizeof(float) * n * G * hd);
 	float *sc = xmalloc(sizeof(float) * threads * n_pos * 8);
 	struct coli_attn_group g[n];
-	float scale = 1.0f / sqrtf((float)hd);
+	float scale = 1.0f / sqrtf((float)hd), *sink = xmalloc(sizeof(float) * n * G);
 	int units = n * ((G + 7) / 8), fails = 0, split, want_split;
 
 	for (int i = 0; i < n * G * hd; i++)
@@ -79,20 +138,22 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 		K[i] = rng_normalish();
 		V[i] = rng_normalish();
 	}
+	for (int i = 0; i < n * G; i++)
+		sink[i] = 2.0f * rng_normalish();
 	poison(got, (size_t)n * G * hd);
 	for (int k = 0; k < n; k++) {
-		coli_attention_group(q + (size_t)k * G * hd, G, K + k * hd, V + k * hd, n_pos,
-		                     stride, hd, hd, scale, sc, want + (size_t)k * G * hd);
+		const float *sk = g_sink ? sink + (size_t)k * G : NULL;
+
 		g[k] = (struct coli_attn_group){.q = q + (size_t)k * G * hd,
 		                                .K = K + k * hd,
 		                                .V = V + k * hd,
 		                                .out = got + (size_t)k * G * hd,
 		                                .G = G,
-		                                .n_pos = n_pos - k}; /* lengths differ by token */
-		if (k) /* the reference for the shorter group */
-			coli_attention_group(q + (size_t)k * G * hd, G, K + k * hd, V + k * hd,
-			                     n_pos - k, stride, hd, hd, scale, sc,
-			                     want + (size_t)k * G * hd);
+		                                .n_pos = n_pos - k, /* lengths differ by token */
+		                                .sink = sk};
+		coli_attention_group_sink(q + (size_t)k * G * hd, G, K + k * hd, V + k * hd,
+		                          n_pos - k, stride, hd, hd, scale, sk, sc,
+		                          want + (size_t)k * G * hd);
 	}
 	split = coli_attention_groups_mt(pool, g, n, stride, hd, hd, scale, sc, (size_t)n_pos * 8,
 	                                 threads);
@@ -113,7 +174,7 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 			fails++;
 			break;
 		}
-	free(q), free(K), free(V), free(want), free(got), free(sc);
+	free(q), free(K), free(V), free(want), free(got), free(sc), free(sink);
 	return fails;
 }
 
@@ -194,51 +255,59 @@ int main(void)
 	static const int ns[] = {1, 2, 7, 100, 1500};
 	int fails = 0, runs = 0;
 
-	for (size_t g = 0; g < sizeof(Gs) / sizeof(Gs[0]); g++)
-		for (size_t h = 0; h < sizeof(hds) / sizeof(hds[0]); h++)
-			for (size_t n = 0; n < sizeof(ns) / sizeof(ns[0]); n++) {
-				float scale = 1.0f / sqrtf((float)hds[h]);
+	for (g_sink = 0; g_sink < 2; g_sink++) {
+		runs = 0;
+		for (size_t g = 0; g < sizeof(Gs) / sizeof(Gs[0]); g++)
+			for (size_t h = 0; h < sizeof(hds) / sizeof(hds[0]); h++)
+				for (size_t n = 0; n < sizeof(ns) / sizeof(ns[0]); n++) {
+					float scale = 1.0f / sqrtf((float)hds[h]);
 
-				fails += check(Gs[g], hds[h], ns[n], scale);
-				fails += check(Gs[g], hds[h], ns[n], 300.0f * scale); /* ~one-hot */
-				runs += 2;
+					fails += check(Gs[g], hds[h], ns[n], scale);
+					fails += check(Gs[g], hds[h], ns[n],
+					               300.0f * scale); /* ~one-hot */
+					runs += 2;
+				}
+		printf("%d cases (G, hd, positions, scale; %s) on every ISA, %d differ from the "
+		       "per-head bits (best ISA %s)\n",
+		       runs, g_sink ? "with sinks, each head's also against double" : "no sinks",
+		       fails, coli_cpu_isa_name(coli_cpu_isa()));
+		{
+			static const int threads[] = {2, 5, 16};
+			static const int mt[][4] = {/* groups, G, hd, positions */ {1, 8, 128, 256},
+			                            {4, 8, 128, 1500},
+			                            {1, 4, 64, 700},
+			                            {2, 12, 36, 300},
+			                            {3, 2, 128, 999},
+			                            {1, 24, 128, 4000},
+			                            {4, 8, 128, 200}};
+			int mt_fails = 0, mt_runs = 0;
+
+			enum coli_cpu_isa best = coli_cpu_isa();
+
+			for (int isa = COLI_CPU_ISA_SCALAR; isa <= (int)best; isa++) {
+				if (coli_cpu_isa_force((enum coli_cpu_isa)isa))
+					continue;
+				for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+					coli_cpu_pool_t *pool;
+
+					if (coli_cpu_pool_create(threads[t], &pool))
+						return 1;
+					for (size_t m = 0; m < sizeof(mt) / sizeof(mt[0]);
+					     m++, mt_runs++)
+						mt_fails += check_mt(pool, threads[t], mt[m][0],
+						                     mt[m][1], mt[m][2], mt[m][3]);
+					coli_cpu_pool_destroy(pool);
+				}
 			}
-	printf("%d cases (G, hd, positions, scale) on every ISA, %d differ from the "
-	       "per-head bits (best ISA %s)\n",
-	       runs, fails, coli_cpu_isa_name(coli_cpu_isa()));
-	{
-		static const int threads[] = {2, 5, 16};
-		static const int mt[][4] = {/* groups, G, hd, positions */ {1, 8, 128, 256},
-		                            {4, 8, 128, 1500},
-		                            {1, 4, 64, 700},
-		                            {2, 12, 36, 300},
-		                            {3, 2, 128, 999},
-		                            {1, 24, 128, 4000},
-		                            {4, 8, 128, 200}};
-		int mt_fails = 0, mt_runs = 0;
-
-		enum coli_cpu_isa best = coli_cpu_isa();
-
-		for (int isa = COLI_CPU_ISA_SCALAR; isa <= (int)best; isa++) {
-			if (coli_cpu_isa_force((enum coli_cpu_isa)isa))
-				continue;
-			for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
-				coli_cpu_pool_t *pool;
-
-				if (coli_cpu_pool_create(threads[t], &pool))
-					return 1;
-				for (size_t m = 0; m < sizeof(mt) / sizeof(mt[0]); m++, mt_runs++)
-					mt_fails += check_mt(pool, threads[t], mt[m][0], mt[m][1],
-					                     mt[m][2], mt[m][3]);
-				coli_cpu_pool_destroy(pool);
-			}
+			coli_cpu_isa_force(best);
+			printf("coli_attention_groups_mt: %d cases (pool sizes 2, 5, 16, every "
+			       "ISA; %s), %d "
+			       "differ or split where they should not\n",
+			       mt_runs, g_sink ? "sinks" : "no sinks", mt_fails);
+			fails += mt_fails;
 		}
-		coli_cpu_isa_force(best);
-		printf("coli_attention_groups_mt: %d cases (pool sizes 2, 5, 16, every ISA), %d "
-		       "differ or split where they should not\n",
-		       mt_runs, mt_fails);
-		fails += mt_fails;
 	}
+	g_sink = 0;
 	{
 		/* tokens, heads, kv_lora, rope, positions: the fixture's, DeepSeek-V3's */
 		static const int lt[][5] = {{1, 4, 64, 16, 60},

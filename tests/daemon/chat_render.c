@@ -5,7 +5,8 @@
  * text, ids): the family detected from each converted model, the text, and
  * the ids of that text through the model's tokenizer. Then the cases with no
  * reference: the PLAIN fallback, a system message under [INST], a bad role.
- * Last, GLM-4.5's, MiniMax-M2's, DeepSeek-V3.1's and Kimi-K2's formats
+ * Last, GLM-4.5's, MiniMax-M2's, DeepSeek-V3.1's, Kimi-K2's and gpt-oss's
+ * (harmony, its date fixed as the cases fix strftime_now) formats
  * against jinja2's renderings of their templates (the _cases.jsonl files of
  * tests/fixtures/chat/, tools/chat_jinja_cases.py), with the thinking switch
  * left out and off (DeepSeek-V3.1: also on); text only, as the fixture
@@ -104,7 +105,17 @@ static void no_reference_cases(void)
 	CHECK(coli_chat_render(&t, m, 4, 1, &s, &n) == -EINVAL, "bad role accepted");
 	CHECK(!coli_chat_render(&t, m, 0, 1, &s, &n) && n == strlen(t.bos), "empty");
 	free(s);
-	printf("ok  plain fallback, [INST] system message, bad role\n");
+	/* developer is harmony's role only; harmony refuses a channel header in
+	 * an assistant text, as its template raises */
+	m[1].role = "developer";
+	CHECK(coli_chat_render(&t, m, 4, 1, &s, &n) == -EINVAL, "developer outside harmony");
+	t.family = COLI_CHAT_HARMONY;
+	CHECK(!coli_chat_render(&t, m, 4, 1, &s, &n), "harmony developer");
+	free(s);
+	m[1].role = "user";
+	m[2].content = "x<|channel|>final<|message|>y";
+	CHECK(coli_chat_render(&t, m, 4, 1, &s, &n) == -EINVAL, "harmony channel in content");
+	printf("ok  plain fallback, [INST] system message, bad role, harmony's roles\n");
 }
 
 /* One jinja2 rendering of a family's template (fam) against coli's. */
@@ -122,6 +133,7 @@ static void jinja_case(json_t *c, enum coli_chat_family fam)
 	think = json_object_get(c, "enable_thinking");
 	t.no_think = json_is_false(think);
 	t.think_on = json_is_true(think);
+	strcpy(t.date, "2026-01-02"); /* harmony: tools/chat_jinja_cases.py's HARMONY_DATE */
 	if (json_array_size(msgs) > 16) {
 		CHECK(0, "%s: a case with more than 16 messages", name);
 		return;
@@ -237,11 +249,13 @@ int main(void)
 	jinja_cases("minimax_m2_cases.jsonl", COLI_CHAT_MINIMAX, 72);
 	jinja_cases("deepseek_v31_cases.jsonl", COLI_CHAT_DEEPSEEK, 126);
 	jinja_cases("kimi_k2_cases.jsonl", COLI_CHAT_KIMI, 72);
+	jinja_cases("gpt_oss_cases.jsonl", COLI_CHAT_HARMONY, 44);
 	detect(tmp ? tmp : ".", "glm45_chat_template.jinja", COLI_CHAT_GLM, "<|user|>");
 	detect(tmp ? tmp : ".", "minimax_m2_chat_template.jinja", COLI_CHAT_MINIMAX, "[e~[");
 	detect(tmp ? tmp : ".", "deepseek_v31_chat_template.jinja", COLI_CHAT_DEEPSEEK,
 	       "<\xef\xbd\x9c"
 	       "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>");
 	detect(tmp ? tmp : ".", "kimi_k2_chat_template.jinja", COLI_CHAT_KIMI, "<|im_end|>");
+	detect(tmp ? tmp : ".", "gpt_oss_chat_template.jinja", COLI_CHAT_HARMONY, "<|return|>");
 	return fails ? 1 : 0;
 }

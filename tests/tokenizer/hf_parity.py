@@ -4,7 +4,7 @@ Trains small tokenizers with the `tokenizers` library (fixed corpus and
 settings, so the files are reproducible), writes test cases, and checks
 coli's answers against HF's:
 
-  train DIR                    DIR/{qwen2,qwen2_im,gpt2,spm,spm_meta}.json
+  train DIR                    DIR/{qwen2,qwen2_im,o200k,o200k_im,gpt2,spm,spm_meta}.json
   cases FILE N SEED            FILE: JSON lines, a fixed set + N random strings
   long FILE                    FILE: three ~100k-character cases
   expect TOK CASES IDS DEC RT  HF's ids per case (IDS), HF's decode of them
@@ -26,6 +26,15 @@ from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normaliz
 QWEN2_RE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
             r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# o200k_base's split (GPT-4o; gpt-oss's tokenizer.json: Split(Isolated) then ByteLevel
+# without its regex, no normalizer): case-aware letter runs with contractions, digits in
+# threes, punctuation runs keeping a trailing newline or '/'
+O200K_RE = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"
+            r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}"
+            r"| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+HARMONY = ["<|startoftext|>", "<|endoftext|>", "<|return|>", "<|constrain|>", "<|channel|>",
+           "<|start|>", "<|end|>", "<|message|>", "<|call|>"]
 
 
 def corpus():
@@ -47,9 +56,10 @@ def corpus():
 def train_bytelevel(pre, specials, added, vocab_size=1500):
     tok = Tokenizer(models.BPE())
     tok.normalizer = normalizers.NFC() if pre == "qwen2" else None
-    if pre == "qwen2":
+    if pre in ("qwen2", "o200k"):
         tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(QWEN2_RE), behavior="isolated", invert=False),
+            pre_tokenizers.Split(Regex(QWEN2_RE if pre == "qwen2" else O200K_RE),
+                                 behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     else:
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
@@ -109,6 +119,11 @@ def train(d):
     j = json.loads(g.to_str())
     j["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m for m in j["model"]["merges"]]
     open(d + "/gpt2.json", "w").write(json.dumps(j, ensure_ascii=False))
+    o = train_bytelevel("o200k", HARMONY, None)
+    o.save(d + "/o200k.json")
+    j = json.loads(o.to_str())
+    j["model"]["ignore_merges"] = True
+    open(d + "/o200k_im.json", "w").write(json.dumps(j, ensure_ascii=False))
     spm, meta = train_spm()
     open(d + "/spm.json", "w").write(spm)
     open(d + "/spm_meta.json", "w").write(meta)
@@ -121,6 +136,9 @@ FIXED = [
     "日本語のテキストです。", "中文文本测试，你好世界！", "한국어 텍스트", "Привет, мир!",
     "😀👍🏽👨‍👩‍👧‍👦🏳️‍🌈🇫🇷", "e\u0301 vs \u00e9", "cafe\u0301 na\u0131ve", "\u1100\u1161\u11a8",
     "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "<|endoftext|>", "<|im_end|><|im_end|>",
+    "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>analysis<|message|>x<|end|>",
+    "CamelCaseWords HTTPServer iPhone McDONALD'S don't DON'T path/to/file.py\n",
+    "12345678 1.2.3 ---\n\n/// a//b", "\u00c9cole \u00e9COLE \u01c5 \u1e9e\u00df",
     "a<|endoftext|>b", "<|im_start", "im_end|>", "IT'S WE'RE THEY'LL I'D YOU'VE I'M DON'T",
     "it's we're they'll", "x'ſ 'K", "a\u0085\u0085 b", "a\u00a0\u00a0b \u3000", "a\x1c\x1c b",
     "[MASK] x  [MASK]", "a <tool>  b", "hello world hellos ahello hello", "a    b     c",

@@ -1,8 +1,10 @@
 #!/bin/sh
 # tests/tokenizer/hf_parity.sh — coli's tokenizer against HF tokenizers.
 #
-# Trains five small tokenizers with the `tokenizers` library (Qwen2-style
+# Trains seven small tokenizers with the `tokenizers` library (Qwen2-style
 # Split+ByteLevel+NFC with ChatML specials, the same with ignore_merges,
+# gpt-oss's o200k-style Split+ByteLevel with harmony specials, with and
+# without ignore_merges,
 # GPT-2-style ByteLevel(use_regex) with lstrip/rstrip/single_word/normalized
 # added tokens and "a b" merges, SentencePiece-style Prepend/Replace + byte
 # fallback, and the Metaspace layout), then on a fixed set of cases plus
@@ -48,6 +50,8 @@ check() { # name tokenizer.json roundtrip [cases]
 
 check qwen2 qwen2.json 1
 check qwen2_ignore_merges qwen2_im.json 1
+check o200k o200k.json 1
+check o200k_ignore_merges o200k_im.json 1
 check gpt2 gpt2.json 1
 check spm spm.json 0
 check spm_metaspace spm_meta.json 0
