@@ -435,6 +435,42 @@ extern "C" __global__ void coli_silu_mul_q(const float *g, const float *u, float
 	quant_block(v, lane, b, q, d, qsum);
 }
 
+/* gpt-oss's clamped SwiGLU (cpu/ops.c coli_swiglu_oai) over rows of I: the
+ * bias rows bg and bu (or NULL) first added to g and u in place, as
+ * core/model/act.c coli_act_ffn does, then h; q != NULL: h also quantized as
+ * coli_act_quantize (n % 32 == 0). A warp a 32-element block; the same
+ * operations in the same order, so the CPU's bits. */
+extern "C" __global__ void coli_swiglu_oai(float *g, float *u, const float *bg, const float *bu,
+                                           float *h, signed char *q, float *d, int *qsum, int n,
+                                           int I, float alpha, float limit)
+{
+	pdl_entry();
+	const int lane = threadIdx.x & 31;
+	const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+	const size_t i = (size_t)b * 32 + lane;
+	float v = 0.0f;
+
+	if ((size_t)b * 32 >= (size_t)n)
+		return;
+	if (i < (size_t)n) {
+		float gi = g[i], ui = u[i];
+
+		if (bg)
+			g[i] = gi = __fadd_rn(gi, bg[i % I]);
+		if (bu)
+			u[i] = ui = __fadd_rn(ui, bu[i % I]);
+		const float gc = gi < limit ? gi : limit; /* gate.clamp(max=limit) */
+		const float uc = ui < -limit ? -limit : ui > limit ? limit : ui;
+		const float sig =
+		    __fdiv_rn(1.0f, __fadd_rn(1.0f, coli_expf_dev(-__fmul_rn(gc, alpha))));
+
+		v = __fmul_rn(__fadd_rn(uc, 1.0f), __fmul_rn(gc, sig));
+		h[i] = v;
+	}
+	if (q)
+		quant_block(v, lane, b, q, d, qsum);
+}
+
 /* Copy 32-bit words with the SMs instead of a copy engine, between
  * page-locked host memory the device maps and device memory: a small upload
  * on the compute stream must not queue behind the slab copies that keep the

@@ -118,6 +118,15 @@ int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int
  * (n_blocks 32-blocks; the same bits as the two launches). */
 int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, uint64_t q,
                         uint64_t d, uint64_t qsum, int n_blocks);
+/* gpt-oss's clamped SwiGLU over rows of I (ptx/kernels.cu coli_swiglu_oai:
+ * cpu/ops.c coli_swiglu_oai's bits): bg/bu (or 0) added to g and u in place
+ * first; q != 0: h also quantized (n % 32 == 0). */
+struct coli_gpu_swiglu_oai {
+	uint64_t g, u, bg, bu, h, q, qd, qsum;
+	int n, I;
+	float alpha, limit;
+};
+int coli_gpu_swiglu_oai(coli_gpu_t *g, const struct coli_gpu_swiglu_oai *a);
 /* Canonical per-32-block quantization of x[n_blocks*32] (coli_act_quantize). */
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
                           int n_blocks);

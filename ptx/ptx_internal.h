@@ -162,7 +162,7 @@ struct coli_gpu {
 	CUfunction f_gemm_inl[10];  /* the same, job table in the parameters */
 	int gemm_bn;                /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
 	int gemm_wide_no;           /* the GPU refused the wide q8/q4 tile's shared memory */
-	CUfunction f_silu, f_actq, f_siluq, f_pull;
+	CUfunction f_silu, f_actq, f_siluq, f_pull, f_swiglu_oai;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
 	CUfunction f_argmax, f_gather;
 	CUfunction f_attn_chunks[4];  /* coli_attn_chunks_{32,64,128,256}: by head size */

@@ -315,7 +315,7 @@ enum coli_dev_cap {
 	 * stream waits) */
 	COLI_DEV_CAP_HOST_WAIT = 1u << 2,
 	/* silu_mul takes gpt-oss's kind (struct coli_dev_silu): biased gate and
-	 * up, the clamped SwiGLU (sim; the GPU's PTX has not got it yet) */
+	 * up, the clamped SwiGLU (sim, and cuda: ptx/kernels.cu coli_swiglu_oai) */
 	COLI_DEV_CAP_SWIGLU_OAI = 1u << 3,
 };
 

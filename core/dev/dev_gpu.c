@@ -76,8 +76,19 @@ static int g_gemm(struct coli_dev *d, const struct coli_dev_jobs *a)
 }
 static int g_silu(struct coli_dev *d, const struct coli_dev_silu *a)
 {
-	if (a->kind) /* gpt-oss's (COLI_ACT_SWIGLU_OAI): no PTX yet, no COLI_DEV_CAP_SWIGLU_OAI */
-		return -ENOTSUP;
+	if (a->kind) /* gpt-oss's (COLI_ACT_SWIGLU_OAI) */
+		return coli_gpu_swiglu_oai(G(d), &(struct coli_gpu_swiglu_oai){.g = a->g,
+		                                                               .u = a->u,
+		                                                               .bg = a->bg,
+		                                                               .bu = a->bu,
+		                                                               .h = a->h,
+		                                                               .q = a->q,
+		                                                               .qd = a->qd,
+		                                                               .qsum = a->qsum,
+		                                                               .n = a->n,
+		                                                               .I = a->I,
+		                                                               .alpha = a->alpha,
+		                                                               .limit = a->limit});
 	if (a->q)
 		return coli_gpu_silu_mul_q(G(d), a->g, a->u, a->h, a->q, a->qd, a->qsum, a->n / 32);
 	return coli_gpu_silu_mul(G(d), a->g, a->u, a->h, a->n);
@@ -351,7 +362,7 @@ int coli_dev_gpu_open(int ordinal, int pdl, unsigned flags, struct coli_dev **ou
 	d->fail_after = -1;
 	/* graphs: a driver without them fails capture_begin with -ENOTSUP, and
 	 * the caller runs the ops directly */
-	d->caps = COLI_DEV_CAP_BANDWIDTH | COLI_DEV_CAP_GRAPHS |
+	d->caps = COLI_DEV_CAP_BANDWIDTH | COLI_DEV_CAP_GRAPHS | COLI_DEV_CAP_SWIGLU_OAI |
 	          (coli_gpu_has_host_wait(g) ? COLI_DEV_CAP_HOST_WAIT : 0);
 	snprintf(d->name, sizeof(d->name), "cuda:%d (%s)", ordinal, coli_gpu_name(g));
 	if (coli_mem_register_hook(g_reg_hook, g))

@@ -341,13 +341,13 @@ static int dev_cols(const struct coli_mat *w, const char *name, int l, char *why
 int coli_model_dev_check(const struct coli_model *m, int experts, char *why, size_t len)
 {
 	/* gpt-oss: its experts add biases to gate and up and clamp their SwiGLU:
-	 * the simulated device's silu op has that form, the GPU's PTX not yet
-	 * (experts 2: every device has it, COLI_DEV_CAP_SWIGLU_OAI); the down
-	 * bias joins on the host (core/moe/block.c) */
+	 * a device's silu op has that form where it says so (experts 2: every
+	 * device has COLI_DEV_CAP_SWIGLU_OAI, the sim's and the GPU's do); the
+	 * down bias joins on the host (core/moe/block.c) */
 	if (experts == 1 && (m->cfg.expert_bias || m->cfg.ffn_act != COLI_ACT_SWIGLU)) {
 		snprintf(why, len,
-		         "its experts add biases and a clamped SwiGLU (%s), which the GPU's "
-		         "expert kernels do not have yet",
+		         "its experts add biases and a clamped SwiGLU (%s), which a device "
+		         "here has no kernel for",
 		         coli_arch_name(m->cfg.arch));
 		return -ENOTSUP;
 	}

@@ -25,9 +25,8 @@
  * dense part, MLA's included, must have run on the device where asked, but
  * gpt-oss's (the gpt_oss fixtures): it has no device ops yet for its sinks,
  * windows and biases, so its dense part stays on the CPU; its experts run on
- * the simulated device (their biases and clamped SwiGLU are the sim's silu
- * op's other kind), on a GPU not until its PTX has them (the GPU's runs are
- * then the CPU's).
+ * the devices (their biases and clamped SwiGLU are the silu op's other
+ * kind: the sim's and ptx/kernels.cu coli_swiglu_oai), byte-identical.
  */
 #include <math.h>
 
@@ -144,7 +143,7 @@ int main(void)
 		int *ids = fx_read_ints(names[f], "ids.txt", &n);
 		/* gpt-oss: no device ops for its sinks, windows and biases yet
 		 * (coli_model_dev_check): the dense part on the CPU; its experts on
-		 * the simulated device (biased, clamped SwiGLU), on a GPU not yet */
+		 * the devices (biased, clamped SwiGLU) */
 		int cpu_only = !strncmp(names[f], "gpt_oss", 7);
 
 		for (int qi = 0; qi < 3; qi++) {
@@ -261,10 +260,12 @@ int main(void)
 					if (cpu_only ? got.dense_on_device
 					             : !strcmp(cases[b].dense, "auto") && fa < 0 &&
 					                   !got.dense_on_device) {
-						printf("%s %s: device %s: the dense part %s\n", names[f],
-						       coli_dtype_name(quants[qi]), devs[d],
-						       cpu_only ? "ran on the device (it has no ops for it)"
-						                : "stayed on the CPU (dense auto)");
+						printf(
+						    "%s %s: device %s: the dense part %s\n",
+						    names[f], coli_dtype_name(quants[qi]), devs[d],
+						    cpu_only
+						        ? "ran on the device (it has no ops for it)"
+						        : "stayed on the CPU (dense auto)");
 						fails++;
 					}
 					if (cases[b].slabs == -2 &&

@@ -6,6 +6,8 @@
  *   silu_mul_q     silu then quantize in one launch: h, int8, scales and sums
  *                  exact vs coli_silu_mul + coli_act_quantize
  *   silu_mul       g over [-120, 120] plus edge values, exact bits of coli_silu_mul
+ *   swiglu_oai     gpt-oss's biased, clamped SwiGLU (and quantized): exact vs
+ *                  the bias adds, coli_swiglu_oai and coli_act_quantize
  *   gemv           q8_0 / q4_0 / bf16, several shapes and S = 1..4 in one grouped
  *                  launch (K from 32 to 2048: fewer and more than 16 units a lane)
  *   expert         gate, up -> silu -> quantize -> down, all on the GPU, vs CPU
@@ -108,6 +110,72 @@ static int test_silu_q(void)
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dd), coli_gpu_free(g_gpu, dqs);
 	free(g), free(u), free(h), free(gh), free(d), free(gd), free(q), free(gq), free(qs);
 	free(gqs);
+	return rc;
+}
+
+/* gpt-oss's form: bias rows added to g and u in place (as core/model/act.c
+ * does: g + bg, one rounding), the clamped SwiGLU, then quantized; with
+ * and without the quantized output. Gates and ups well past the clamp. */
+static int test_swiglu_oai(int quant)
+{
+	const int I = 288, rows = 37, n = I * rows, nb = n / 32;
+	const float alpha = 1.702f, limit = 7.0f;
+	float *g = malloc(4 * n), *u = malloc(4 * n), *h = malloc(4 * n), *gh = malloc(4 * n);
+	float *bg = malloc(4 * I), *bu = malloc(4 * I), *gg = malloc(4 * n), *gu = malloc(4 * n);
+	float *d = malloc(4 * nb), *gd = malloc(4 * nb);
+	int8_t *q = malloc(n), *gq = malloc(n);
+	int32_t *qs = malloc(4 * nb), *gqs = malloc(4 * nb);
+	struct coli_act a = {.q = q, .d = d, .qsum = qs};
+	uint64_t dev[8];
+	int rc = 0;
+
+	for (int i = 0; i < I; i++)
+		bg[i] = frand() * 2, bu[i] = frand() * 2;
+	for (int i = 0; i < n; i++) {
+		g[i] = (i / 32) % 9 == 0 ? 0.0f : frand() * ((i / 32) % 4 ? 12.0f : 120.0f);
+		u[i] = frand() * ((i / 32) % 5 ? 12.0f : 1e-30f);
+	}
+	dev[0] = dev_copy(g, 4 * n), dev[1] = dev_copy(u, 4 * n);
+	dev[2] = dev_copy(bg, 4 * I), dev[3] = dev_copy(bu, 4 * I);
+	dev[4] = dev_poison(4 * n), dev[5] = dev_poison(n);
+	dev[6] = dev_poison(4 * nb), dev[7] = dev_poison(4 * nb);
+	for (int i = 0; i < n; i++) /* the CPU's steps */
+		g[i] = g[i] + bg[i % I], u[i] = u[i] + bu[i % I];
+	coli_swiglu_oai(g, u, h, n, alpha, limit);
+	coli_act_quantize(&a, h, n);
+	if (coli_gpu_swiglu_oai(g_gpu, &(struct coli_gpu_swiglu_oai){.g = dev[0],
+	                                                             .u = dev[1],
+	                                                             .bg = dev[2],
+	                                                             .bu = dev[3],
+	                                                             .h = dev[4],
+	                                                             .q = quant ? dev[5] : 0,
+	                                                             .qd = dev[6],
+	                                                             .qsum = dev[7],
+	                                                             .n = n,
+	                                                             .I = I,
+	                                                             .alpha = alpha,
+	                                                             .limit = limit}) ||
+	    coli_gpu_download(g_gpu, gh, dev[4], 4 * n) ||
+	    coli_gpu_download(g_gpu, gg, dev[0], 4 * n) ||
+	    coli_gpu_download(g_gpu, gu, dev[1], 4 * n) ||
+	    coli_gpu_download(g_gpu, gq, dev[5], n) ||
+	    coli_gpu_download(g_gpu, gd, dev[6], 4 * nb) ||
+	    coli_gpu_download(g_gpu, gqs, dev[7], 4 * nb))
+		return 1;
+	rc |= compare(quant ? "swiglu_oai_q h" : "swiglu_oai h", gh, h, n);
+	rc |= compare("swiglu_oai biased g", gg, g, n);
+	rc |= compare("swiglu_oai biased u", gu, u, n);
+	if (quant) {
+		rc |= compare("swiglu_oai_q scales", gd, d, nb);
+		if (memcmp(gq, q, n) || memcmp(gqs, qs, 4 * nb)) {
+			printf("  swiglu_oai_q: int8 values or block sums differ\n");
+			rc = 1;
+		}
+	}
+	for (int i = 0; i < 8; i++)
+		coli_gpu_free(g_gpu, dev[i]);
+	free(g), free(u), free(h), free(gh), free(bg), free(bu), free(gg), free(gu), free(d);
+	free(gd), free(q), free(gq), free(qs), free(gqs);
 	return rc;
 }
 
@@ -247,6 +315,8 @@ int main(void)
 	rc |= test_act_quantize();
 	rc |= test_silu();
 	rc |= test_silu_q();
+	rc |= test_swiglu_oai(0);
+	rc |= test_swiglu_oai(1);
 	rc |= test_gemv(COLI_DTYPE_Q8_0);
 	rc |= test_gemv(COLI_DTYPE_Q4_0);
 	rc |= test_gemv(COLI_DTYPE_BF16);
