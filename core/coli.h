@@ -727,6 +727,23 @@ struct coli_chat_template {
 	                    * strftime_now; _init: today, local time) */
 };
 
+/* A generated reply split as the OpenAI API returns it (core/text/reply.c):
+ * reasoning (NULL: none), content, and the tool calls written in family f's
+ * format (arguments as JSON text). think_open: the prompt ended inside a
+ * reasoning block. tools_json: the request's tools (their schemas type
+ * GLM's and MiniMax's key/value arguments), or NULL. Text that does not
+ * follow the format stays content. 0 or -ENOMEM; coli_reply_free after. */
+struct coli_tool_call {
+	char *name, *arguments;
+};
+struct coli_reply {
+	char *reasoning, *content;
+	struct coli_tool_call *calls;
+	int n_calls;
+};
+int coli_reply_parse(enum coli_chat_family f, const char *text, size_t n, int think_open,
+                     const char *tools_json, struct coli_reply *out);
+void coli_reply_free(struct coli_reply *r);
 const char *coli_chat_family_name(enum coli_chat_family f);
 /* The container's chat template text (not NUL-terminated), NULL if none. */
 const char *coli_engine_chat_template(const coli_engine_t *e, size_t *len);

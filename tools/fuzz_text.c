@@ -8,6 +8,9 @@
  *   2  text through the fixture tokenizer (encode, decode, streaming decode
  *      is covered by tests/tokenizer/detok_stream): any bytes, valid UTF-8
  *      or not
+ *   3  a generated reply split by every family's format (core/text/reply.c
+ *      coli_reply_parse), the prompt's think block open or not: every call
+ *      named, its arguments JSON text
  *
  * The fixture tokenizer is tests/fixtures/tokenizer/tokenizer.json, read
  * once (the target runs from the repository's root, as tools/fuzz.sh runs
@@ -29,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!size)
 		return 0;
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
 	case 0: {
 		struct coli_model_config c;
 
@@ -47,8 +50,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	}
-	default:
+	case 2:
 		round_trip(fixture_tokenizer(), s, n);
+		break;
+	default:
+		for (int f = COLI_CHAT_PLAIN; f <= COLI_CHAT_HARMONY; f++) {
+			struct coli_reply r;
+
+			if (coli_reply_parse((enum coli_chat_family)f, s, n, data[0] >> 7, NULL,
+			                     &r))
+				continue; /* (out of memory only) */
+			if (!r.content)
+				__builtin_trap();
+			for (int i = 0; i < r.n_calls; i++)
+				if (!r.calls[i].name || !r.calls[i].arguments)
+					__builtin_trap();
+			coli_reply_free(&r);
+		}
 	}
 	return 0;
 }

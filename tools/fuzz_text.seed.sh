@@ -10,4 +10,15 @@ for t in tokenizer qwen2_moe mixtral; do
 	rm -f "$1/.cut.json"
 done
 { printf '\002'; head -c 2000 tests/fixtures/demo/held_out.txt; } >"$1/seed-text"
+# replies in every family's format (tools/reply_cases.py), selector 3
+i=0
+python3 -c 'import json, sys
+for l in open(sys.argv[1], encoding="utf-8"):
+    c = json.loads(l)
+    if "text" in c:
+        print(json.dumps(c["text"]))' tests/fixtures/chat/reply_cases.jsonl |
+	while read -r t; do
+		i=$((i + 1))
+		{ printf '\003'; python3 -c 'import json, sys; sys.stdout.write(json.loads(sys.argv[1]))' "$t"; } >"$1/seed-reply-$i"
+	done
 exit 0
