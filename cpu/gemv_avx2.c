@@ -695,6 +695,10 @@ void coli_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y
 	case COLI_DTYPE_Q4_0:
 		gemv_q4(w, x, y, row0, row1);
 		return;
+	default: /* the block types: cpu/kquant_avx2.c, else the reference */
+		if (coli_kq_gemv_avx2(w, x, y, row0, row1))
+			coli_kq_gemv_ref(w, x, y, row0, row1);
+		return;
 	}
 }
 

@@ -1,0 +1,195 @@
+/*
+ * cpu/kquant_simd.h — the vector forms of the block types' canonical
+ * reduction (cpu/kquant.c), written once over 256-bit integer vectors and
+ * compiled twice: cpu/kquant_avx2.c (AVX2: a dot of four u8 x s8 products is
+ * vpmaddubsw then vpmaddwd with ones) and cpu/kquant_avx512.c (AVX-512 VNNI
+ * on 256-bit registers: one vpdpbusd). Both give the same int32 lanes, since
+ * every pair of products fits int16 (an unsigned weight byte <= 63 times an
+ * activation >= -127: |pair| <= 16002), so maddubs never saturates.
+ *
+ * Covered: Q4_K, Q5_K, Q6_K (the types of Q4_K_M / Q5_K_M / Q6_K files);
+ * the others return -ENOTSUP and the caller runs the reference (the same
+ * bits, slower).
+ *
+ * A 256-element block is eight units (activation blocks b .. b+7, b % 8 ==
+ * 0), and so fills one 8-lane fp32 accumulator: block i of a row goes to
+ * acc[i % 2] (lanes 0-7 or 8-15 of the canonical 16). Per unit the dot of
+ * weight quants with xq is kept as eight int32 partials; a transposing hadd
+ * tree (hsum8x8) turns the eight units' vectors into one vector of the eight
+ * unit sums, which is scaled (vpmulld by the group scales: exact) and
+ * converted; the fp32 steps are the reference's, lane by lane: fmadd(A,
+ * d*dx) then fmadd(C, dmin*dx). Q6_K's two groups of 16 per unit are scaled
+ * before the tree (lanes 0-3 hold the first group, 4-7 the second).
+ *
+ * The includer defines DOTACC(acc, u, s): acc + the int32 dots of four bytes.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+
+#define KQ_INLINE static inline __attribute__((always_inline))
+
+/* the canonical fold of 16 lanes held as acc0 = 0..7, acc1 = 8..15 */
+KQ_INLINE float kq_fold2(__m256 a0, __m256 a1)
+{
+	__m256 v8 = _mm256_add_ps(a0, a1);
+	__m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
+	__m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+	__m128 v1 = _mm_add_ss(v2, _mm_movehdup_ps(v2));
+
+	return _mm_cvtss_f32(v1);
+}
+
+/* lane g = the sum of v[g]'s eight int32 */
+KQ_INLINE __m256i kq_hsum8x8(const __m256i *v)
+{
+	__m256i t0 = _mm256_hadd_epi32(v[0], v[1]), t1 = _mm256_hadd_epi32(v[2], v[3]);
+	__m256i t2 = _mm256_hadd_epi32(v[4], v[5]), t3 = _mm256_hadd_epi32(v[6], v[7]);
+	__m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
+
+	return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+	                        _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+KQ_INLINE float kq_half(const uint8_t *p)
+{
+	return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8));
+}
+
+KQ_INLINE __m256i kq_load(const void *p)
+{
+	return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* One Q4_K / Q5_K block at bp against activation blocks xq[256], qsum[8],
+ * dx[8], into acc (8 lanes). */
+KQ_INLINE void kq_q45k_block(const uint8_t *bp, const int8_t *xq, const int32_t *qsum,
+                             const float *dx, __m256 *acc, int five)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
+	const uint8_t *qs = bp + (five ? 48 : 16);
+	__m256i v[8], h = five ? kq_load(bp + 16) : zero;
+	uint32_t u[3], sc_lo, m_lo, sc_hi, m_hi;
+
+	for (int j = 0; j < 4; j++) {
+		__m256i q = kq_load(qs + 32 * j);
+		__m256i lo = _mm256_and_si256(q, m4),
+		        hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+
+		if (five) { /* bit g of qh[l] is element l's fifth bit in group g */
+			const __m256i b0 = _mm256_set1_epi8((char)(1 << (2 * j))),
+			              b1 = _mm256_set1_epi8((char)(1 << (2 * j + 1))),
+			              s16 = _mm256_set1_epi8(16);
+
+			lo = _mm256_or_si256(
+			    lo,
+			    _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b0), b0), s16));
+			hi = _mm256_or_si256(
+			    hi,
+			    _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b1), b1), s16));
+		}
+		v[2 * j] = DOTACC(zero, lo, kq_load(xq + 64 * j));
+		v[2 * j + 1] = DOTACC(zero, hi, kq_load(xq + 64 * j + 32));
+	}
+	/* the 6-bit scales and mins of the eight groups, four bytes at a time
+	 * (coli_kq_scale_min's fields) */
+	memcpy(u, bp + 4, 12);
+	sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
+	sc_hi = (u[2] & 0x0f0f0f0fu) | (u[0] >> 6 & 0x03030303u) << 4;
+	m_hi = (u[2] >> 4 & 0x0f0f0f0fu) | (u[1] >> 6 & 0x03030303u) << 4;
+	const __m256i sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
+	const __m256i mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo));
+	const __m256i A = _mm256_mullo_epi32(kq_hsum8x8(v), sc);
+	const __m256i C = _mm256_sub_epi32(
+	    zero, _mm256_mullo_epi32(mn, _mm256_loadu_si256((const __m256i *)qsum)));
+	const __m256 dxv = _mm256_loadu_ps(dx);
+
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A),
+	                       _mm256_mul_ps(_mm256_set1_ps(kq_half(bp)), dxv), *acc);
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(C),
+	                       _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 2)), dxv), *acc);
+}
+
+/* One Q6_K block. Unit u (0..7) of half h = u / 4: low nibbles from ql
+ * bytes h*64 + (u%2)*32 .. +32 (low nibble for u%4 < 2, high otherwise),
+ * two high bits from qh bytes h*32 .. +32 at shift 2*(u%4). */
+KQ_INLINE void kq_q6k_block(const uint8_t *bp, const int8_t *xq, const float *dx, __m256 *acc)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3),
+	              k32 = _mm256_set1_epi8(32), zero = _mm256_setzero_si256();
+	const int8_t *sc = (const int8_t *)(bp + 192);
+	__m256i v[8];
+
+	for (int h = 0; h < 2; h++) {
+		const __m256i A = kq_load(bp + h * 64), B = kq_load(bp + h * 64 + 32),
+		              H = kq_load(bp + 128 + h * 32);
+		__m256i q[4];
+
+		q[0] = _mm256_or_si256(_mm256_and_si256(A, m4),
+		                       _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+		q[1] = _mm256_or_si256(
+		    _mm256_and_si256(B, m4),
+		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
+		q[2] = _mm256_or_si256(
+		    _mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
+		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
+		q[3] = _mm256_or_si256(
+		    _mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
+		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+		for (int i = 0; i < 4; i++) {
+			const int u = h * 4 + i;
+			const __m256i x = kq_load(xq + 32 * u);
+			const __m256i s = _mm256_set_epi32(sc[2 * u + 1], sc[2 * u + 1],
+			                                   sc[2 * u + 1], sc[2 * u + 1], sc[2 * u],
+			                                   sc[2 * u], sc[2 * u], sc[2 * u]);
+
+			v[u] = _mm256_mullo_epi32(
+			    _mm256_sub_epi32(DOTACC(zero, q[i], x), DOTACC(zero, k32, x)), s);
+		}
+	}
+	*acc = _mm256_fmadd_ps(
+	    _mm256_cvtepi32_ps(kq_hsum8x8(v)),
+	    _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 208)), _mm256_loadu_ps(dx)), *acc);
+}
+
+/* One row of K (a multiple of 256) elements of type t at row. */
+KQ_INLINE float kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K)
+{
+	const size_t bb = t == COLI_DTYPE_Q4_K ? 144 : t == COLI_DTYPE_Q5_K ? 176 : 210;
+	__m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+
+	for (int i = 0; i < K / 256; i++) {
+		const uint8_t *bp = row + i * bb;
+
+		__builtin_prefetch(bp + 2048, 0, 3);
+		if (t == COLI_DTYPE_Q6_K)
+			kq_q6k_block(bp, x->q + 256 * i, x->d + 8 * i, &acc[i & 1]);
+		else
+			kq_q45k_block(bp, x->q + 256 * i, x->qsum + 8 * i, x->d + 8 * i,
+			              &acc[i & 1], t == COLI_DTYPE_Q5_K);
+	}
+	return kq_fold2(acc[0], acc[1]);
+}
+
+/* rows [row0, row1) of w; -ENOTSUP for a type not covered */
+KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+                      int row1)
+{
+	const enum coli_dtype t = w->dtype;
+	const size_t rb = coli_dtype_row_bytes(t, (size_t)w->cols);
+
+	if (t != COLI_DTYPE_Q4_K && t != COLI_DTYPE_Q5_K && t != COLI_DTYPE_Q6_K)
+		return -ENOTSUP;
+	for (int r = row0; r < row1; r++) {
+		const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
+
+		if (t == COLI_DTYPE_Q4_K)
+			y[r - row0] = kq_row(COLI_DTYPE_Q4_K, row, x, w->cols);
+		else if (t == COLI_DTYPE_Q5_K)
+			y[r - row0] = kq_row(COLI_DTYPE_Q5_K, row, x, w->cols);
+		else
+			y[r - row0] = kq_row(COLI_DTYPE_Q6_K, row, x, w->cols);
+	}
+	return 0;
+}
