@@ -259,16 +259,16 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
  * when none can, or the experts' buffers fail on a device holding the dense
  * part, every device is given up with a message: the model then runs on the
  * CPU. So this cannot fail. A model whose matrices the device kernels
- * cannot take (columns not a multiple of 32, or MLA attention:
- * coli_model_dev_check) keeps its dense part on the CPU, or, when its experts are such, runs on the
- * CPU. */
+ * cannot take (columns not a multiple of 32, GGUF's block types kept as
+ * stored, or MLA attention: coli_model_dev_check) keeps its dense part on the CPU, or, when its
+ * experts are such, runs on the CPU. */
 static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 {
 	char why[160];
 	int rc;
 
 	if (e->vram.n_devs && (rc = coli_model_dev_check(&e->m, 1, why, sizeof(why)))) {
-		snprintf(err, errlen, "%s: the device kernels need multiples of 32", why);
+		snprintf(err, errlen, "%s", why);
 		devices_off(e, "the experts", rc, err);
 	}
 	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&

@@ -78,6 +78,7 @@ struct cv {
 	float *fp8_scale;          /* a chunk's block scales (coli_convert_fp8_chunk) */
 	size_t fp8_cap;            /* floats */
 	size_t n_blocks, n_copied; /* GGUF jobs of a block type; of those, kept as stored */
+	int keep;                  /* a GGUF without --quant: blocks with a coli twin kept */
 	/* progress */
 	uint64_t done, total;
 	struct timespec t0;
@@ -101,6 +102,9 @@ static inline uint64_t coli_convert_src_bytes(const struct job *j, uint64_t n)
  * whether every expected tensor and expert part was supplied (the error
  * names the missing one the way the checkpoint spells it). */
 int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor *t);
+/* The checkpoint name of a canonical (coli) tensor name, into buf; NULL for
+ * one without a single source (cn: "tok_embd", "blk.3.attn_q", ...). */
+const char *coli_convert_slot_hf(const struct cv *v, const char *cn, char *buf, size_t n);
 int coli_convert_check_complete(struct cv *v);
 
 /* FP8 (core/model/convert_fp8.c). _screen, before a tensor is mapped: 1

@@ -20,7 +20,7 @@ done
 grep -q "blk.0.attn_q" inspect.txt && fail "inspect without -v printed the tensor table"
 "$COLI" inspect -v m.coli >inspect_v.txt || fail "inspect -v"
 grep -Eq "^blk.0.attn_q +q8_0 +64 x 64 " inspect_v.txt || fail "inspect -v lacks blk.0.attn_q"
-grep -Eq "^ +2 +5 +q4_0 +96 +64 " inspect_v.txt || fail "inspect lacks expert layer 2's row"
+grep -Eq "^ +2 +5 +q4_0 +q4_0 +96 +64 " inspect_v.txt || fail "inspect lacks expert layer 2's row"
 
 # flip one byte inside slab (layer 2, expert 3)
 off=$(awk '$1 == "slab" && $2 == 2 && $3 == 3 { print $4 + 100 }' offsets.txt)
