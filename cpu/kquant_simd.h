@@ -72,22 +72,23 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const int8_t *xq, const int32_t 
 	__m256i v[8], h = five ? kq_load(bp + 16) : zero;
 	uint32_t u[3], sc_lo, m_lo, sc_hi, m_hi;
 
+#pragma GCC unroll 4
 	for (int j = 0; j < 4; j++) {
 		__m256i q = kq_load(qs + 32 * j);
 		__m256i lo = _mm256_and_si256(q, m4),
 		        hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
 
-		if (five) { /* bit g of qh[l] is element l's fifth bit in group g */
-			const __m256i b0 = _mm256_set1_epi8((char)(1 << (2 * j))),
-			              b1 = _mm256_set1_epi8((char)(1 << (2 * j + 1))),
-			              s16 = _mm256_set1_epi8(16);
+		if (five) { /* bit g of qh[l] is element l's fifth bit in group g, moved
+			     * to bit 4 of its byte (a 16-bit shift: what crosses from
+			     * the neighbour byte lands outside bit 4) */
+			const __m256i s16 = _mm256_set1_epi8(16);
+			const __m256i h0 = 2 * j >= 4 ? _mm256_srli_epi16(h, 2 * j - 4)
+			                              : _mm256_slli_epi16(h, 4 - 2 * j);
+			const __m256i h1 = 2 * j + 1 >= 4 ? _mm256_srli_epi16(h, 2 * j + 1 - 4)
+			                                  : _mm256_slli_epi16(h, 4 - 2 * j - 1);
 
-			lo = _mm256_or_si256(
-			    lo,
-			    _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b0), b0), s16));
-			hi = _mm256_or_si256(
-			    hi,
-			    _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b1), b1), s16));
+			lo = _mm256_or_si256(lo, _mm256_and_si256(h0, s16));
+			hi = _mm256_or_si256(hi, _mm256_and_si256(h1, s16));
 		}
 		v[2 * j] = DOTACC(zero, lo, kq_load(xq + 64 * j));
 		v[2 * j + 1] = DOTACC(zero, hi, kq_load(xq + 64 * j + 32));
@@ -118,9 +119,10 @@ KQ_INLINE void kq_q6k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3),
 	              k32 = _mm256_set1_epi8(32), zero = _mm256_setzero_si256();
-	const int8_t *sc = (const int8_t *)(bp + 192);
+	const __m128i sc16 = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
 	__m256i v[8];
 
+#pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
 		const __m256i A = kq_load(bp + h * 64), B = kq_load(bp + h * 64 + 32),
 		              H = kq_load(bp + 128 + h * 32);
@@ -137,12 +139,14 @@ KQ_INLINE void kq_q6k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 		q[3] = _mm256_or_si256(
 		    _mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
 		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+#pragma GCC unroll 4
 		for (int i = 0; i < 4; i++) {
 			const int u = h * 4 + i;
 			const __m256i x = kq_load(xq + 32 * u);
-			const __m256i s = _mm256_set_epi32(sc[2 * u + 1], sc[2 * u + 1],
-			                                   sc[2 * u + 1], sc[2 * u + 1], sc[2 * u],
-			                                   sc[2 * u], sc[2 * u], sc[2 * u]);
+			/* [s(2u) x4, s(2u+1) x4] as int32: a byte shuffle of the 16 */
+			const __m256i s = _mm256_cvtepi8_epi32(_mm_shuffle_epi8(
+			    sc16, _mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 2 * u + 1, 2 * u + 1,
+			                       2 * u + 1, 2 * u + 1, 2 * u, 2 * u, 2 * u, 2 * u)));
 
 			v[u] = _mm256_mullo_epi32(
 			    _mm256_sub_epi32(DOTACC(zero, q[i], x), DOTACC(zero, k32, x)), s);
@@ -153,23 +157,36 @@ KQ_INLINE void kq_q6k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 	    _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 208)), _mm256_loadu_ps(dx)), *acc);
 }
 
-/* One row of K (a multiple of 256) elements of type t at row. */
-KQ_INLINE float kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K)
+/* Block i of a row at row into acc. */
+KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int i,
+                        __m256 *acc)
 {
 	const size_t bb = t == COLI_DTYPE_Q4_K ? 144 : t == COLI_DTYPE_Q5_K ? 176 : 210;
-	__m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+	const uint8_t *bp = row + i * bb;
 
-	for (int i = 0; i < K / 256; i++) {
-		const uint8_t *bp = row + i * bb;
+	__builtin_prefetch(bp + 2048, 0, 3);
+	if (t == COLI_DTYPE_Q6_K)
+		kq_q6k_block(bp, x->q + 256 * i, x->d + 8 * i, acc);
+	else
+		kq_q45k_block(bp, x->q + 256 * i, x->qsum + 8 * i, x->d + 8 * i, acc,
+		              t == COLI_DTYPE_Q5_K);
+}
 
-		__builtin_prefetch(bp + 2048, 0, 3);
-		if (t == COLI_DTYPE_Q6_K)
-			kq_q6k_block(bp, x->q + 256 * i, x->d + 8 * i, &acc[i & 1]);
-		else
-			kq_q45k_block(bp, x->q + 256 * i, x->qsum + 8 * i, x->d + 8 * i,
-			              &acc[i & 1], t == COLI_DTYPE_Q5_K);
+/* One row of K (a multiple of 256) elements of type t at row: even blocks
+ * into acc0 (lanes 0-7), odd ones into acc1 (8-15), two a step so that both
+ * accumulators stay in registers. */
+KQ_INLINE float kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K)
+{
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	int i = 0;
+
+	for (; i + 2 <= K / 256; i += 2) {
+		kq_block(t, row, x, i, &acc0);
+		kq_block(t, row, x, i + 1, &acc1);
 	}
-	return kq_fold2(acc[0], acc[1]);
+	if (i < K / 256)
+		kq_block(t, row, x, i, &acc0);
+	return kq_fold2(acc0, acc1);
 }
 
 /* rows [row0, row1) of w; -ENOTSUP for a type not covered */
