@@ -87,6 +87,10 @@ float coli_q4_block_err_avx2(const float *x, float d);
  * packed scales. The vector forms (cpu/kquant_simd.h) return -ENOTSUP for a
  * type they do not cover, and the caller runs the reference (same bits). */
 float coli_kq_row_ref(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K);
+/* Unit b of a row (cpu/kquant.c's steps) into its lane of l[16]: the vector
+ * forms finish a row's last units (fewer than 8) with it. */
+void coli_kq_unit_acc(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int b,
+                      float *l);
 void coli_kq_gemv_ref(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                       int row1);
 void coli_kq_scale_min(const uint8_t *s, int j, int *sc, int *m);

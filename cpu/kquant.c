@@ -206,20 +206,24 @@ static int has_min(enum coli_dtype t)
 	       t == COLI_DTYPE_Q4_K || t == COLI_DTYPE_Q5_K;
 }
 
+void coli_kq_unit_acc(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int b,
+                      float *l)
+{
+	int32_t A, C;
+	float fa, fc;
+
+	unit_ints(t, row, x, b, &A, &C, &fa, &fc);
+	l[b % COLI_LANES] = fmaf((float)A, fa * x->d[b], l[b % COLI_LANES]);
+	if (has_min(t))
+		l[b % COLI_LANES] = fmaf((float)C, fc * x->d[b], l[b % COLI_LANES]);
+}
+
 float coli_kq_row_ref(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K)
 {
 	float l[COLI_LANES] = {0};
-	const int min = has_min(t);
 
-	for (int b = 0; b < K / COLI_QBLOCK; b++) {
-		int32_t A, C;
-		float fa, fc;
-
-		unit_ints(t, row, x, b, &A, &C, &fa, &fc);
-		l[b % COLI_LANES] = fmaf((float)A, fa * x->d[b], l[b % COLI_LANES]);
-		if (min)
-			l[b % COLI_LANES] = fmaf((float)C, fc * x->d[b], l[b % COLI_LANES]);
-	}
+	for (int b = 0; b < K / COLI_QBLOCK; b++)
+		coli_kq_unit_acc(t, row, x, b, l);
 	return coli_lanes_fold(l);
 }
 

@@ -189,6 +189,103 @@ KQ_INLINE float kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_
 	return kq_fold2(acc0, acc1);
 }
 
+/* Element l of a 32-element block in byte l: qs[16]'s low nibbles, then its
+ * high ones. */
+KQ_INLINE __m256i kq_nib32(const uint8_t *qs)
+{
+	const __m128i q = _mm_loadu_si128((const __m128i *)qs);
+
+	return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+}
+
+/* Bit l of the 32 at qh as 16 (set) or 0 in byte l: byte l / 8 of qh
+ * broadcast to bytes 8k..8k+7, tested against 1 << (l % 8). */
+KQ_INLINE __m256i kq_bits32(const uint8_t *qh)
+{
+	const __m256i idx = _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+	                                      0x0101010101010101ll, 0),
+	              bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	uint32_t h;
+	__m256i v;
+
+	memcpy(&h, qh, 4);
+	v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h), idx);
+	v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+	return _mm256_and_si256(v, _mm256_set1_epi8(16));
+}
+
+/* Eight Q4_1 / Q5_0 / Q5_1 blocks from bp (units b .. b+7, b % 8 == 0)
+ * against their activation blocks, into acc: A = the dot (Q5_0: minus
+ * 16 * qsum, its q - 16), C = qsum (Q4_1 / Q5_1, times m). */
+KQ_INLINE void kq_q32_group(enum coli_dtype t, const uint8_t *bp, const int8_t *xq,
+                            const int32_t *qsum, const float *dx, __m256 *acc)
+{
+	const size_t bb = t == COLI_DTYPE_Q4_1 ? 20 : t == COLI_DTYPE_Q5_0 ? 22 : 24;
+	const int oqh = t == COLI_DTYPE_Q5_0 ? 2 : 4, oqs = t == COLI_DTYPE_Q4_1   ? 4
+	                                                    : t == COLI_DTYPE_Q5_0 ? 6
+	                                                                           : 8;
+	const __m256i zero = _mm256_setzero_si256();
+	__m256i v[8], A, qs;
+	uint16_t dh[8], mh[8];
+	__m256 dxv;
+
+#pragma GCC unroll 8
+	for (int k = 0; k < 8; k++) {
+		const uint8_t *b = bp + k * bb;
+		__m256i q = kq_nib32(b + oqs);
+
+		if (t != COLI_DTYPE_Q4_1)
+			q = _mm256_or_si256(q, kq_bits32(b + oqh));
+		v[k] = DOTACC(zero, q, kq_load(xq + 32 * k));
+		memcpy(&dh[k], b, 2);
+		memcpy(&mh[k], b + 2, 2); /* Q5_0: not a min; unused */
+	}
+	A = kq_hsum8x8(v);
+	qs = _mm256_loadu_si256((const __m256i *)qsum);
+	if (t == COLI_DTYPE_Q5_0)
+		A = _mm256_sub_epi32(A, _mm256_slli_epi32(qs, 4));
+	dxv = _mm256_loadu_ps(dx);
+	*acc = _mm256_fmadd_ps(
+	    _mm256_cvtepi32_ps(A),
+	    _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh)), dxv), *acc);
+	if (t != COLI_DTYPE_Q5_0)
+		*acc = _mm256_fmadd_ps(
+		    _mm256_cvtepi32_ps(qs),
+		    _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)mh)), dxv),
+		    *acc);
+}
+
+/* One row of a 32-element block type: groups of 8 blocks, even groups into
+ * acc0 (lanes 0-7), odd ones into acc1; a last 1..7 blocks (K not a
+ * multiple of 256: why a GGUF holds these types) by the reference's steps
+ * on the lanes stored. */
+KQ_INLINE float kq_row32(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K)
+{
+	const size_t bb = t == COLI_DTYPE_Q4_1 ? 20 : t == COLI_DTYPE_Q5_0 ? 22 : 24;
+	const int nb = K / 32;
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	float l[COLI_LANES];
+	int g = 0;
+
+	for (; g + 16 <= nb; g += 16) {
+		__builtin_prefetch(row + (g + 16) * bb + 1024, 0, 3);
+		kq_q32_group(t, row + g * bb, x->q + 32 * g, x->qsum + g, x->d + g, &acc0);
+		kq_q32_group(t, row + (g + 8) * bb, x->q + 32 * (g + 8), x->qsum + g + 8,
+		             x->d + g + 8, &acc1);
+	}
+	if (g + 8 <= nb) {
+		kq_q32_group(t, row + g * bb, x->q + 32 * g, x->qsum + g, x->d + g, &acc0);
+		g += 8;
+	}
+	if (g == nb)
+		return kq_fold2(acc0, acc1);
+	_mm256_storeu_ps(l, acc0);
+	_mm256_storeu_ps(l + 8, acc1);
+	for (; g < nb; g++)
+		coli_kq_unit_acc(t, row, x, g, l);
+	return coli_lanes_fold(l);
+}
+
 /* rows [row0, row1) of w; -ENOTSUP for a type not covered */
 KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                       int row1)
@@ -196,12 +293,19 @@ KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float 
 	const enum coli_dtype t = w->dtype;
 	const size_t rb = coli_dtype_row_bytes(t, (size_t)w->cols);
 
-	if (t != COLI_DTYPE_Q4_K && t != COLI_DTYPE_Q5_K && t != COLI_DTYPE_Q6_K)
+	if (t != COLI_DTYPE_Q4_K && t != COLI_DTYPE_Q5_K && t != COLI_DTYPE_Q6_K &&
+	    t != COLI_DTYPE_Q4_1 && t != COLI_DTYPE_Q5_0 && t != COLI_DTYPE_Q5_1)
 		return -ENOTSUP;
 	for (int r = row0; r < row1; r++) {
 		const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
 
-		if (t == COLI_DTYPE_Q4_K)
+		if (t == COLI_DTYPE_Q4_1)
+			y[r - row0] = kq_row32(COLI_DTYPE_Q4_1, row, x, w->cols);
+		else if (t == COLI_DTYPE_Q5_0)
+			y[r - row0] = kq_row32(COLI_DTYPE_Q5_0, row, x, w->cols);
+		else if (t == COLI_DTYPE_Q5_1)
+			y[r - row0] = kq_row32(COLI_DTYPE_Q5_1, row, x, w->cols);
+		else if (t == COLI_DTYPE_Q4_K)
 			y[r - row0] = kq_row(COLI_DTYPE_Q4_K, row, x, w->cols);
 		else if (t == COLI_DTYPE_Q5_K)
 			y[r - row0] = kq_row(COLI_DTYPE_Q5_K, row, x, w->cols);

@@ -4,7 +4,9 @@
  * random finite halves for d / dmin / m, a block of zero scale among them),
  *
  *   1. every kernel ISA this CPU has gives the scalar reference's bits, in
- *      coli_gemv, coli_gemm (S = 3, each s) and row sub-ranges;
+ *      coli_gemv, coli_gemm (S = 3, each s) and row sub-ranges (K up to
+ *      4096; for the 32-block types also K of 1-7 blocks past a multiple of
+ *      8, the vector forms' scalar tail);
  *   2. the reference is within fp32 rounding of a double dot product of the
  *      dequantized weights (coli_mat_row_f32: the gguf package's values,
  *      tests/cpu/ggml_dequant) with the quantized activations, the bound
@@ -101,7 +103,10 @@ static uint8_t *rand_blocks(enum coli_dtype t, int rows, int K)
 
 int main(void)
 {
-	static const int Ks[] = {256, 512, 768, 2048, 4096};
+	/* K-quants: whole 256-blocks; the 32-block types also fewer than 8
+	 * blocks, and 8k + 1..7 (the vector forms' scalar tail) */
+	static const int Ks_k[] = {256, 512, 768, 2048, 4096},
+	                 Ks_32[] = {32, 96, 256, 288, 544, 800, 2080, 4096};
 	static const int rows_of[] = {1, 3, 17};
 	double maxq[N_TYPES] = {0}, maxf[N_TYPES] = {0};
 	int fails = 0, cases = 0;
@@ -110,7 +115,13 @@ int main(void)
 	for (int ti = 0; ti < N_TYPES; ti++) {
 		const enum coli_dtype t = g_types[ti];
 
-		for (size_t ki = 0; ki < sizeof(Ks) / sizeof(Ks[0]); ki++) {
+		const unsigned be =
+		    t == COLI_DTYPE_Q4_1 || t == COLI_DTYPE_Q5_0 || t == COLI_DTYPE_Q5_1 ? 32 : 256;
+		const int *Ks = be == 32 ? Ks_32 : Ks_k;
+		const size_t nk =
+		    be == 32 ? sizeof(Ks_32) / sizeof(Ks_32[0]) : sizeof(Ks_k) / sizeof(Ks_k[0]);
+
+		for (size_t ki = 0; ki < nk; ki++) {
 			for (size_t ri = 0; ri < sizeof(rows_of) / sizeof(rows_of[0]); ri++) {
 				const int K = Ks[ki], rows = rows_of[ri], S = 3;
 				uint8_t *blk = rand_blocks(t, rows, K), *zq;
@@ -121,12 +132,12 @@ int main(void)
 				      *w = xmalloc((size_t)K * sizeof(float)),
 				      *w0 = xmalloc((size_t)K * sizeof(float));
 				struct coli_act acts[3];
-				unsigned be, bb;
+				unsigned bb, be2;
 				int qa, qb;
 
 				coli_mat_view(&m, t, rows, K, blk);
 				/* the same blocks with every quant byte 0: the offset terms */
-				coli_dtype_block(t, &be, &bb);
+				coli_dtype_block(t, &be2, &bb);
 				quant_bytes(t, &qa, &qb);
 				zq = xmalloc((size_t)rows * (K / be) * bb);
 				memcpy(zq, blk, (size_t)rows * (K / be) * bb);
