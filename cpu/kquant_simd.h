@@ -7,19 +7,23 @@
  * every pair of products fits int16 (an unsigned weight byte <= 63 times an
  * activation >= -127: |pair| <= 16002), so maddubs never saturates.
  *
- * Covered: Q4_K, Q5_K, Q6_K (the types of Q4_K_M / Q5_K_M / Q6_K files);
- * the others return -ENOTSUP and the caller runs the reference (the same
- * bits, slower).
+ * Covered: all eight types (kq_gemv returns -ENOTSUP for another, and the
+ * caller runs the reference: the same bits, slower).
  *
- * A 256-element block is eight units (activation blocks b .. b+7, b % 8 ==
- * 0), and so fills one 8-lane fp32 accumulator: block i of a row goes to
- * acc[i % 2] (lanes 0-7 or 8-15 of the canonical 16). Per unit the dot of
- * weight quants with xq is kept as eight int32 partials; a transposing hadd
- * tree (hsum8x8) turns the eight units' vectors into one vector of the eight
- * unit sums, which is scaled (vpmulld by the group scales: exact) and
- * converted; the fp32 steps are the reference's, lane by lane: fmadd(A,
- * d*dx) then fmadd(C, dmin*dx). Q6_K's two groups of 16 per unit are scaled
- * before the tree (lanes 0-3 hold the first group, 4-7 the second).
+ * A 256-element block (K-quants), or eight 32-element blocks (Q4_1, Q5_*),
+ * is eight units (activation blocks b .. b+7, b % 8 == 0), and so fills one
+ * 8-lane fp32 accumulator: the i-th such group of a row goes to acc0 or
+ * acc1 by i % 2 (lanes 0-7 or 8-15 of the canonical 16). Per unit the dot
+ * of weight quants with xq is kept as eight int32 partials; a transposing
+ * hadd tree (kq_hsum8x8) turns the eight units' vectors into one vector of
+ * the eight unit sums, which is scaled (vpmulld by the group scales: exact)
+ * and converted; the fp32 steps are the reference's, lane by lane:
+ * fmadd(A, d*dx) then fmadd(C, dmin*dx). Where a unit has two groups of 16
+ * (Q2_K, Q3_K, Q6_K) its partials are scaled before the tree (lanes 0-3
+ * hold the first group, 4-7 the second); signed quants are made unsigned by
+ * an offset (Q6_K q, Q3_K q + 4) whose dot is subtracted, as Q5_0's 16 *
+ * qsum is. A 32-block type's last 1-7 blocks (K not a multiple of 256) take
+ * the reference's steps on the stored lanes.
  *
  * The includer defines DOTACC(acc, u, s): acc + the int32 dots of four bytes.
  */
@@ -60,6 +64,29 @@ KQ_INLINE float kq_half(const uint8_t *p)
 KQ_INLINE __m256i kq_load(const void *p)
 {
 	return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* A block's bytes (cpu/dtype.h; inline, so a constant t folds). */
+KQ_INLINE size_t kq_block_bytes(enum coli_dtype t)
+{
+	switch (t) {
+	case COLI_DTYPE_Q4_1:
+		return 20;
+	case COLI_DTYPE_Q5_0:
+		return 22;
+	case COLI_DTYPE_Q5_1:
+		return 24;
+	case COLI_DTYPE_Q2_K:
+		return 84;
+	case COLI_DTYPE_Q3_K:
+		return 110;
+	case COLI_DTYPE_Q4_K:
+		return 144;
+	case COLI_DTYPE_Q5_K:
+		return 176;
+	default:
+		return 210;
+	}
 }
 
 /* One Q4_K / Q5_K block at bp against activation blocks xq[256], qsum[8],
@@ -157,16 +184,104 @@ KQ_INLINE void kq_q6k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 	    _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 208)), _mm256_loadu_ps(dx)), *acc);
 }
 
+/* [s(2u) x4, s(2u+1) x4] as int32 from 16 int8 scales (u a constant once
+ * unrolled: one byte shuffle and a widening). */
+#define KQ_PAIR32(s16, u)                                                                          \
+	_mm256_cvtepi8_epi32(_mm_shuffle_epi8(                                                     \
+	    (s16), _mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1,     \
+	                        2 * (u) + 1, 2 * (u), 2 * (u), 2 * (u), 2 * (u))))
+
+/* One Q3_K block. Unit u (0..7): two-bit fields from qs bytes (u/4)*32 ..
+ * +32 at shift 2*(u%4), the high bit from hm bit u; val = q + 4 = low |
+ * high << 2 (0..7, unsigned), so A = sum s * val * x - 4 * sum s * x. The
+ * 6-bit scales (coli_kq_q3_scale) decoded to int8 first. */
+KQ_INLINE void kq_q3k_block(const uint8_t *bp, const int8_t *xq, const float *dx, __m256 *acc)
+{
+	const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4), k4 = _mm256_set1_epi8(4),
+	              zero = _mm256_setzero_si256(), H = kq_load(bp);
+	uint32_t a[3], sc[4];
+	__m128i s16;
+	__m256i v[8];
+
+	/* the 16 6-bit scales (coli_kq_q3_scale), four bytes at a time: low
+	 * nibbles of bytes 0-7 (groups 0-7), their high nibbles (8-15), two
+	 * bits each from bytes 8-11; minus 32 */
+	memcpy(a, bp + 96, 12);
+	sc[0] = (a[0] & 0x0f0f0f0fu) | (a[2] & 0x03030303u) << 4;
+	sc[1] = (a[1] & 0x0f0f0f0fu) | (a[2] >> 2 & 0x03030303u) << 4;
+	sc[2] = (a[0] >> 4 & 0x0f0f0f0fu) | (a[2] >> 4 & 0x03030303u) << 4;
+	sc[3] = (a[1] >> 4 & 0x0f0f0f0fu) | (a[2] >> 6 & 0x03030303u) << 4;
+	s16 = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)sc), _mm_set1_epi8(32));
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		const __m256i Q = kq_load(bp + 32 + 32 * h);
+
+#pragma GCC unroll 4
+		for (int i = 0; i < 4; i++) {
+			const int u = h * 4 + i;
+			const __m256i x = kq_load(xq + 32 * u);
+			const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * i), m3);
+			const __m256i hb = _mm256_and_si256(
+			    u >= 2 ? _mm256_srli_epi16(H, u - 2) : _mm256_slli_epi16(H, 2 - u), b2);
+
+			v[u] = _mm256_mullo_epi32(
+			    _mm256_sub_epi32(DOTACC(zero, _mm256_or_si256(lo, hb), x),
+			                     DOTACC(zero, k4, x)),
+			    KQ_PAIR32(s16, u));
+		}
+	}
+	*acc = _mm256_fmadd_ps(
+	    _mm256_cvtepi32_ps(kq_hsum8x8(v)),
+	    _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 108)), _mm256_loadu_ps(dx)), *acc);
+}
+
+/* One Q2_K block: unit u's two-bit quants as Q3_K's low bits (qs at 16),
+ * scale and min the nibbles of sc[2u], sc[2u+1]; A = sum s * q * x, C = -sum
+ * m * x (the dot of ones with x: four x a lane). */
+KQ_INLINE void kq_q2k_block(const uint8_t *bp, const int8_t *xq, const float *dx, __m256 *acc)
+{
+	const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi8(1),
+	              zero = _mm256_setzero_si256();
+	const __m128i raw = _mm_loadu_si128((const __m128i *)bp), n4 = _mm_set1_epi8(0x0f);
+	const __m128i s16 = _mm_and_si128(raw, n4),
+	              m16 = _mm_and_si128(_mm_srli_epi16(raw, 4), n4); /* 0..15: int8 too */
+	__m256i v[8], w[8];
+	__m256 dxv;
+
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		const __m256i Q = kq_load(bp + 16 + 32 * h);
+
+#pragma GCC unroll 4
+		for (int i = 0; i < 4; i++) {
+			const int u = h * 4 + i;
+			const __m256i x = kq_load(xq + 32 * u);
+			const __m256i q = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * i), m3);
+
+			v[u] = _mm256_mullo_epi32(DOTACC(zero, q, x), KQ_PAIR32(s16, u));
+			w[u] = _mm256_mullo_epi32(DOTACC(zero, ones, x), KQ_PAIR32(m16, u));
+		}
+	}
+	dxv = _mm256_loadu_ps(dx);
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v)),
+	                       _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 80)), dxv), *acc);
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(zero, kq_hsum8x8(w))),
+	                       _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 82)), dxv), *acc);
+}
+
 /* Block i of a row at row into acc. */
 KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int i,
                         __m256 *acc)
 {
-	const size_t bb = t == COLI_DTYPE_Q4_K ? 144 : t == COLI_DTYPE_Q5_K ? 176 : 210;
-	const uint8_t *bp = row + i * bb;
+	const uint8_t *bp = row + (size_t)i * kq_block_bytes(t);
 
 	__builtin_prefetch(bp + 2048, 0, 3);
 	if (t == COLI_DTYPE_Q6_K)
 		kq_q6k_block(bp, x->q + 256 * i, x->d + 8 * i, acc);
+	else if (t == COLI_DTYPE_Q3_K)
+		kq_q3k_block(bp, x->q + 256 * i, x->d + 8 * i, acc);
+	else if (t == COLI_DTYPE_Q2_K)
+		kq_q2k_block(bp, x->q + 256 * i, x->d + 8 * i, acc);
 	else
 		kq_q45k_block(bp, x->q + 256 * i, x->qsum + 8 * i, x->d + 8 * i, acc,
 		              t == COLI_DTYPE_Q5_K);
@@ -220,7 +335,7 @@ KQ_INLINE __m256i kq_bits32(const uint8_t *qh)
 KQ_INLINE void kq_q32_group(enum coli_dtype t, const uint8_t *bp, const int8_t *xq,
                             const int32_t *qsum, const float *dx, __m256 *acc)
 {
-	const size_t bb = t == COLI_DTYPE_Q4_1 ? 20 : t == COLI_DTYPE_Q5_0 ? 22 : 24;
+	const size_t bb = kq_block_bytes(t);
 	const int oqh = t == COLI_DTYPE_Q5_0 ? 2 : 4, oqs = t == COLI_DTYPE_Q4_1   ? 4
 	                                                    : t == COLI_DTYPE_Q5_0 ? 6
 	                                                                           : 8;
@@ -261,7 +376,7 @@ KQ_INLINE void kq_q32_group(enum coli_dtype t, const uint8_t *bp, const int8_t *
  * on the lanes stored. */
 KQ_INLINE float kq_row32(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K)
 {
-	const size_t bb = t == COLI_DTYPE_Q4_1 ? 20 : t == COLI_DTYPE_Q5_0 ? 22 : 24;
+	const size_t bb = kq_block_bytes(t);
 	const int nb = K / 32;
 	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
 	float l[COLI_LANES];
@@ -293,24 +408,38 @@ KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float 
 	const enum coli_dtype t = w->dtype;
 	const size_t rb = coli_dtype_row_bytes(t, (size_t)w->cols);
 
-	if (t != COLI_DTYPE_Q4_K && t != COLI_DTYPE_Q5_K && t != COLI_DTYPE_Q6_K &&
-	    t != COLI_DTYPE_Q4_1 && t != COLI_DTYPE_Q5_0 && t != COLI_DTYPE_Q5_1)
-		return -ENOTSUP;
 	for (int r = row0; r < row1; r++) {
 		const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
+		float *o = y + (r - row0);
 
-		if (t == COLI_DTYPE_Q4_1)
-			y[r - row0] = kq_row32(COLI_DTYPE_Q4_1, row, x, w->cols);
-		else if (t == COLI_DTYPE_Q5_0)
-			y[r - row0] = kq_row32(COLI_DTYPE_Q5_0, row, x, w->cols);
-		else if (t == COLI_DTYPE_Q5_1)
-			y[r - row0] = kq_row32(COLI_DTYPE_Q5_1, row, x, w->cols);
-		else if (t == COLI_DTYPE_Q4_K)
-			y[r - row0] = kq_row(COLI_DTYPE_Q4_K, row, x, w->cols);
-		else if (t == COLI_DTYPE_Q5_K)
-			y[r - row0] = kq_row(COLI_DTYPE_Q5_K, row, x, w->cols);
-		else
-			y[r - row0] = kq_row(COLI_DTYPE_Q6_K, row, x, w->cols);
+		switch (t) { /* a constant type for each instance of the row */
+		case COLI_DTYPE_Q4_1:
+			*o = kq_row32(COLI_DTYPE_Q4_1, row, x, w->cols);
+			break;
+		case COLI_DTYPE_Q5_0:
+			*o = kq_row32(COLI_DTYPE_Q5_0, row, x, w->cols);
+			break;
+		case COLI_DTYPE_Q5_1:
+			*o = kq_row32(COLI_DTYPE_Q5_1, row, x, w->cols);
+			break;
+		case COLI_DTYPE_Q2_K:
+			*o = kq_row(COLI_DTYPE_Q2_K, row, x, w->cols);
+			break;
+		case COLI_DTYPE_Q3_K:
+			*o = kq_row(COLI_DTYPE_Q3_K, row, x, w->cols);
+			break;
+		case COLI_DTYPE_Q4_K:
+			*o = kq_row(COLI_DTYPE_Q4_K, row, x, w->cols);
+			break;
+		case COLI_DTYPE_Q5_K:
+			*o = kq_row(COLI_DTYPE_Q5_K, row, x, w->cols);
+			break;
+		case COLI_DTYPE_Q6_K:
+			*o = kq_row(COLI_DTYPE_Q6_K, row, x, w->cols);
+			break;
+		default:
+			return -ENOTSUP;
+		}
 	}
 	return 0;
 }
