@@ -211,7 +211,10 @@ KQ_INLINE void kq_q3k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 	sc[1] = (a[1] & 0x0f0f0f0fu) | (a[2] >> 2 & 0x03030303u) << 4;
 	sc[2] = (a[0] >> 4 & 0x0f0f0f0fu) | (a[2] >> 4 & 0x03030303u) << 4;
 	sc[3] = (a[1] >> 4 & 0x0f0f0f0fu) | (a[2] >> 6 & 0x03030303u) << 4;
-	s16 = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)sc), _mm_set1_epi8(32));
+	/* from registers: four 4-byte stores read back as one 16-byte load would
+	 * miss store forwarding */
+	s16 = _mm_sub_epi8(_mm_set_epi32((int)sc[3], (int)sc[2], (int)sc[1], (int)sc[0]),
+	                   _mm_set1_epi8(32));
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
 		const __m256i Q = kq_load(bp + 32 + 32 * h);
@@ -329,6 +332,12 @@ KQ_INLINE __m256i kq_bits32(const uint8_t *qh)
 	return _mm256_and_si256(v, _mm256_set1_epi8(16));
 }
 
+/* Eight halves as a vector, from registers (eight 2-byte stores read back
+ * by one 16-byte load would miss store forwarding). */
+#define KQ_HALVES8(h)                                                                              \
+	_mm_set_epi16((short)(h)[7], (short)(h)[6], (short)(h)[5], (short)(h)[4], (short)(h)[3],   \
+	              (short)(h)[2], (short)(h)[1], (short)(h)[0])
+
 /* Eight Q4_1 / Q5_0 / Q5_1 blocks from bp (units b .. b+7, b % 8 == 0)
  * against their activation blocks, into acc: A = the dot (Q5_0: minus
  * 16 * qsum, its q - 16), C = qsum (Q4_1 / Q5_1, times m). */
@@ -341,7 +350,7 @@ KQ_INLINE void kq_q32_group(enum coli_dtype t, const uint8_t *bp, const int8_t *
 	                                                                           : 8;
 	const __m256i zero = _mm256_setzero_si256();
 	__m256i v[8], A, qs;
-	uint16_t dh[8], mh[8];
+	uint16_t dh[8], mh[8]; /* the halves, gathered in registers (below) */
 	__m256 dxv;
 
 #pragma GCC unroll 8
@@ -360,14 +369,11 @@ KQ_INLINE void kq_q32_group(enum coli_dtype t, const uint8_t *bp, const int8_t *
 	if (t == COLI_DTYPE_Q5_0)
 		A = _mm256_sub_epi32(A, _mm256_slli_epi32(qs, 4));
 	dxv = _mm256_loadu_ps(dx);
-	*acc = _mm256_fmadd_ps(
-	    _mm256_cvtepi32_ps(A),
-	    _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh)), dxv), *acc);
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A),
+	                       _mm256_mul_ps(_mm256_cvtph_ps(KQ_HALVES8(dh)), dxv), *acc);
 	if (t != COLI_DTYPE_Q5_0)
-		*acc = _mm256_fmadd_ps(
-		    _mm256_cvtepi32_ps(qs),
-		    _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)mh)), dxv),
-		    *acc);
+		*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qs),
+		                       _mm256_mul_ps(_mm256_cvtph_ps(KQ_HALVES8(mh)), dxv), *acc);
 }
 
 /* One row of a 32-element block type: groups of 8 blocks, even groups into

@@ -4,8 +4,8 @@
  *
  * A decode-time GEMV reads every weight byte once and does ~1 FMA per weight,
  * so its bound is the host read bandwidth. We build, per dtype (bf16, q8, q4,
- * and the K-quants with vector kernels, kept as GGUF stores them: q4_k,
- * q5_k, q6_k),
+ * and GGUF's block types kept as stored: q4_k, q5_k, q6_k, q3_k, q2_k, q4_1,
+ * q5_0, q5_1),
  * a set of expert-shaped matrices larger than the last-level cache (default
  * 256 MiB: Qwen3-30B-A3B experts, gate/up 768 x 2048 and down 2048 x 768,
  * alternating), THP-advised like the engine's slot arena, and time one pass
@@ -249,7 +249,9 @@ static double sampler_pass(const float *l, int i, uint64_t seed, coli_cpu_pool_t
 int bench_kernels_main(int argc, char **argv)
 {
 	static const enum coli_dtype dts[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
-	                                      COLI_DTYPE_Q4_K, COLI_DTYPE_Q5_K, COLI_DTYPE_Q6_K};
+	                                      COLI_DTYPE_Q4_K, COLI_DTYPE_Q5_K, COLI_DTYPE_Q6_K,
+	                                      COLI_DTYPE_Q3_K, COLI_DTYPE_Q2_K, COLI_DTYPE_Q4_1,
+	                                      COLI_DTYPE_Q5_0, COLI_DTYPE_Q5_1};
 	enum { N_DT = sizeof(dts) / sizeof(dts[0]) };
 	static const int Ss[] = {1, 2, 4, 8};
 	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), reps = 7, json = 0, mib = 256, err;
