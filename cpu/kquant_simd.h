@@ -20,10 +20,13 @@
  * and converted; the fp32 steps are the reference's, lane by lane:
  * fmadd(A, d*dx) then fmadd(C, dmin*dx). Where a unit has two groups of 16
  * (Q2_K, Q3_K, Q6_K) its partials are scaled before the tree (lanes 0-3
- * hold the first group, 4-7 the second); signed quants are made unsigned by
- * an offset (Q6_K q, Q3_K q + 4) whose dot is subtracted, as Q5_0's 16 *
- * qsum is. A 32-block type's last 1-7 blocks (K not a multiple of 256) take
- * the reference's steps on the stored lanes.
+ * hold the first group, 4-7 the second): there, on both ISAs, vpmaddubsw
+ * gives a unit's 16 int16 pair sums (8 a group) and vpmaddwd multiplies
+ * each by its group's scale into int32 (no vpmulld); signed quants are made
+ * unsigned by an offset (Q6_K q, Q3_K q + 4) whose pair sums are subtracted
+ * in int16 first (the difference is the signed pair sum: |.| <= 8128), as
+ * Q5_0's 16 * qsum is subtracted from its unit sums. A 32-block type's last 1-7 blocks (K not a
+ * multiple of 256) take the reference's steps on the stored lanes.
  *
  * The includer defines DOTACC(acc, u, s): acc + the int32 dots of four bytes.
  */
@@ -65,6 +68,21 @@ KQ_INLINE __m256i kq_load(const void *p)
 {
 	return _mm256_loadu_si256((const __m256i *)p);
 }
+
+/* [s(2u) x8, s(2u+1) x8] as int16 from 16 int8 scales, for vpmaddwd over
+ * a unit's 16 int16 pair sums (8 a group of 16). */
+#define KQ_PAIR16(s16, u)                                                                          \
+	_mm256_cvtepi8_epi16(_mm_shuffle_epi8(                                                     \
+	    (s16), _mm_set_epi8(2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1,   \
+	                        2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1, 2 * (u), 2 * (u), 2 * (u),  \
+	                        2 * (u), 2 * (u), 2 * (u), 2 * (u), 2 * (u))))
+
+/* [s(2u) x4, s(2u+1) x4] as int32 from 16 int8 scales (u a constant once
+ * unrolled: one byte shuffle and a widening). */
+#define KQ_PAIR32(s16, u)                                                                          \
+	_mm256_cvtepi8_epi32(_mm_shuffle_epi8(                                                     \
+	    (s16), _mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1,     \
+	                        2 * (u) + 1, 2 * (u), 2 * (u), 2 * (u), 2 * (u))))
 
 /* A block's bytes (cpu/dtype.h; inline, so a constant t folds). */
 KQ_INLINE size_t kq_block_bytes(enum coli_dtype t)
@@ -145,7 +163,7 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const int8_t *xq, const int32_t 
 KQ_INLINE void kq_q6k_block(const uint8_t *bp, const int8_t *xq, const float *dx, __m256 *acc)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3),
-	              k32 = _mm256_set1_epi8(32), zero = _mm256_setzero_si256();
+	              k32 = _mm256_set1_epi8(32);
 	const __m128i sc16 = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
 	__m256i v[8];
 
@@ -170,26 +188,18 @@ KQ_INLINE void kq_q6k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 		for (int i = 0; i < 4; i++) {
 			const int u = h * 4 + i;
 			const __m256i x = kq_load(xq + 32 * u);
-			/* [s(2u) x4, s(2u+1) x4] as int32: a byte shuffle of the 16 */
-			const __m256i s = _mm256_cvtepi8_epi32(_mm_shuffle_epi8(
-			    sc16, _mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 2 * u + 1, 2 * u + 1,
-			                       2 * u + 1, 2 * u + 1, 2 * u, 2 * u, 2 * u, 2 * u)));
-
-			v[u] = _mm256_mullo_epi32(
-			    _mm256_sub_epi32(DOTACC(zero, q[i], x), DOTACC(zero, k32, x)), s);
+			/* pairs of products in int16 (|q x + q' x'| <= 16002, the
+			 * offset's <= 8128, their difference <= 8128), then each
+			 * pair times its group's scale into int32: no vpmulld */
+			v[u] = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(q[i], x),
+			                                          _mm256_maddubs_epi16(k32, x)),
+			                         KQ_PAIR16(sc16, u));
 		}
 	}
 	*acc = _mm256_fmadd_ps(
 	    _mm256_cvtepi32_ps(kq_hsum8x8(v)),
 	    _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 208)), _mm256_loadu_ps(dx)), *acc);
 }
-
-/* [s(2u) x4, s(2u+1) x4] as int32 from 16 int8 scales (u a constant once
- * unrolled: one byte shuffle and a widening). */
-#define KQ_PAIR32(s16, u)                                                                          \
-	_mm256_cvtepi8_epi32(_mm_shuffle_epi8(                                                     \
-	    (s16), _mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1,     \
-	                        2 * (u) + 1, 2 * (u), 2 * (u), 2 * (u), 2 * (u))))
 
 /* One Q3_K block. Unit u (0..7): two-bit fields from qs bytes (u/4)*32 ..
  * +32 at shift 2*(u%4), the high bit from hm bit u; val = q + 4 = low |
@@ -198,7 +208,7 @@ KQ_INLINE void kq_q6k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 KQ_INLINE void kq_q3k_block(const uint8_t *bp, const int8_t *xq, const float *dx, __m256 *acc)
 {
 	const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4), k4 = _mm256_set1_epi8(4),
-	              zero = _mm256_setzero_si256(), H = kq_load(bp);
+	              H = kq_load(bp);
 	uint32_t a[3], sc[4];
 	__m128i s16;
 	__m256i v[8];
@@ -227,10 +237,10 @@ KQ_INLINE void kq_q3k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 			const __m256i hb = _mm256_and_si256(
 			    u >= 2 ? _mm256_srli_epi16(H, u - 2) : _mm256_slli_epi16(H, 2 - u), b2);
 
-			v[u] = _mm256_mullo_epi32(
-			    _mm256_sub_epi32(DOTACC(zero, _mm256_or_si256(lo, hb), x),
-			                     DOTACC(zero, k4, x)),
-			    KQ_PAIR32(s16, u));
+			v[u] = _mm256_madd_epi16(
+			    _mm256_sub_epi16(_mm256_maddubs_epi16(_mm256_or_si256(lo, hb), x),
+			                     _mm256_maddubs_epi16(k4, x)),
+			    KQ_PAIR16(s16, u));
 		}
 	}
 	*acc = _mm256_fmadd_ps(
@@ -261,8 +271,8 @@ KQ_INLINE void kq_q2k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 			const __m256i x = kq_load(xq + 32 * u);
 			const __m256i q = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * i), m3);
 
-			v[u] = _mm256_mullo_epi32(DOTACC(zero, q, x), KQ_PAIR32(s16, u));
-			w[u] = _mm256_mullo_epi32(DOTACC(zero, ones, x), KQ_PAIR32(m16, u));
+			v[u] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), KQ_PAIR16(s16, u));
+			w[u] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, x), KQ_PAIR16(m16, u));
 		}
 	}
 	dxv = _mm256_loadu_ps(dx);
