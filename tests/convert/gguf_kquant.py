@@ -15,6 +15,10 @@ rows are whole 256-element blocks (tests/convert/mkckpt.py, hidden 256).
                                           bytes): refused
                                     dense kq with the experts in Q8_0: only
                                           the dense part has block types
+                                    mixgu kq with blk.2.ffn_up_exps Q4_K beside
+                                          its Q5_K gate: that layer's gate and
+                                          up are converted, its down kept
+                                    mixgu-ref  mixgu's blocks dequantized
   compare REF.f32 GOT.f32 VOCAB MAX_TOP1 MAX_KL
                                top-1 differences and mean KL(ref || got)
                                printed; exit 1 beyond the bounds
@@ -170,6 +174,8 @@ def write(hf_dir, out, mode):
         if arr.ndim == 1 or name not in TYPES:
             return orig(w, name, t, qtype, odd)
         qt = T.Q8_0 if mode == "dense" and "_exps" in name else TYPES[name]
+        if mode.startswith("mixgu") and name == "blk.2.ffn_up_exps.weight":
+            qt = T.Q4_K
         if mode == "iq" and name in IQ:
             _, bb = gguf.constants.GGML_QUANT_SIZES[IQ[name]]
             be = gguf.constants.GGML_QUANT_SIZES[IQ[name]][0]
@@ -177,7 +183,7 @@ def write(hf_dir, out, mode):
                 0, 256, (*arr.shape[:-1], arr.shape[-1] // be * bb), dtype=np.uint8)
             return w.add_tensor(name, raw, raw_dtype=IQ[name])
         blocks = quantize(gi.as_f32(t), qt)
-        if mode == "ref":
+        if mode.endswith("ref"):
             return w.add_tensor(name, gguf.quants.dequantize(blocks, qt).astype(np.float32))
         return w.add_tensor(name, blocks, raw_dtype=qt)
 
@@ -187,6 +193,22 @@ def write(hf_dir, out, mode):
 
 DTYPE = {T.Q4_1: 10, T.Q5_0: 11, T.Q5_1: 12, T.Q2_K: 13, T.Q3_K: 14, T.Q4_K: 15, T.Q5_K: 16,
          T.Q6_K: 17}  # cpu/dtype.h's numbers
+
+
+def layers_down(m, l):
+    """Expert layer l's down dtype (its entry's field at 20: 0 = the layer's,
+    else dtype + 1; io/io_internal.h)."""
+    import struct
+    u32 = lambda o: struct.unpack_from("<I", m, o)[0]
+    u64 = lambda o: struct.unpack_from("<Q", m, o)[0]
+    for i in range(u32(28)):
+        e = 64 + 32 * i
+        if u32(e) == 65:
+            for k in range(0, u64(e + 16), 64):
+                r = u64(e + 8) + k
+                if u32(r) == l:
+                    return u32(r + 20) - 1 if u32(r + 20) else u32(r + 8)
+    raise SystemExit(f"blocks: no expert layer {l}")
 
 
 def blocks(gguf_path, coli_path):
@@ -201,6 +223,8 @@ def blocks(gguf_path, coli_path):
             l = int(parts[1])
             dt, off, slab, *offs = layers[l]
             which = ["ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"].index(parts[2])
+            if (dt if which < 2 else layers_down(m, l)) != DTYPE[t.tensor_type]:
+                continue  # converted, not kept (gate and up of different types)
             E = t.data.shape[0]
             want = [(f"{t.name} expert {e}", off + e * slab + offs[which],
                      raw.reshape(E, -1, raw.shape[-1])[e].tobytes()) for e in range(E)]
