@@ -99,6 +99,11 @@ int coli_kq_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float 
                       int row1);
 int coli_kq_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                         int row1);
+/* The same for S activations (coli_gemm's contract: y[s * ldy + r - row0]). */
+int coli_kq_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
+                      int row0, int row1);
+int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+                        int ldy, int row0, int row1);
 
 /* Fold 16 lanes by the canonical tree (h = 8, 4, 2, 1); l is clobbered. */
 static inline float coli_lanes_fold(float *l)

@@ -17,3 +17,9 @@ int coli_kq_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float 
 {
 	return kq_gemv(w, x, y, row0, row1);
 }
+
+int coli_kq_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
+                      int row0, int row1)
+{
+	return kq_gemm(w, x, S, y, (size_t)ldy, row0, row1);
+}

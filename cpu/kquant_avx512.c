@@ -15,3 +15,9 @@ int coli_kq_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, floa
 {
 	return kq_gemv(w, x, y, row0, row1);
 }
+
+int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+                        int ldy, int row0, int row1)
+{
+	return kq_gemm(w, x, S, y, (size_t)ldy, row0, row1);
+}

@@ -28,6 +28,10 @@
  * Q5_0's 16 * qsum is subtracted from its unit sums. A 32-block type's last 1-7 blocks (K not a
  * multiple of 256) take the reference's steps on the stored lanes.
  *
+ * coli_gemm (S > 1) runs each row against two activations at a time: the
+ * weights unpacked and the scales decoded once, the dots and the fp32 steps
+ * per activation (so each y is coli_gemv's).
+ *
  * The includer defines DOTACC(acc, u, s): acc + the int32 dots of four bytes.
  */
 #include <immintrin.h>
@@ -107,14 +111,20 @@ KQ_INLINE size_t kq_block_bytes(enum coli_dtype t)
 	}
 }
 
-/* One Q4_K / Q5_K block at bp against activation blocks xq[256], qsum[8],
- * dx[8], into acc (8 lanes). */
-KQ_INLINE void kq_q45k_block(const uint8_t *bp, const int8_t *xq, const int32_t *qsum,
-                             const float *dx, __m256 *acc, int five)
+/* The block functions below take ns (1 or 2, a constant once inlined)
+ * activations x[0..ns) and block i of a row: the weights are unpacked and
+ * their scales decoded once, then dotted with each activation into acc[s]
+ * (coli_gemm's S > 1 shares them; every activation's bits are coli_gemv's). */
+#define KQ_NS 2
+
+/* One Q4_K / Q5_K block at bp: activation blocks x[s]->q + 256 i, their
+ * qsum and dx (8 each), into acc[s] (8 lanes). */
+KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
+                             __m256 *acc, int five)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
 	const uint8_t *qs = bp + (five ? 48 : 16);
-	__m256i v[8], h = five ? kq_load(bp + 16) : zero;
+	__m256i v[KQ_NS][8], h = five ? kq_load(bp + 16) : zero;
 	uint32_t u[3], sc_lo, m_lo, sc_hi, m_hi;
 
 #pragma GCC unroll 4
@@ -135,8 +145,13 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const int8_t *xq, const int32_t 
 			lo = _mm256_or_si256(lo, _mm256_and_si256(h0, s16));
 			hi = _mm256_or_si256(hi, _mm256_and_si256(h1, s16));
 		}
-		v[2 * j] = DOTACC(zero, lo, kq_load(xq + 64 * j));
-		v[2 * j + 1] = DOTACC(zero, hi, kq_load(xq + 64 * j + 32));
+#pragma GCC unroll 2
+		for (int s = 0; s < ns; s++) {
+			const int8_t *xq = x[s]->q + 256 * i;
+
+			v[s][2 * j] = DOTACC(zero, lo, kq_load(xq + 64 * j));
+			v[s][2 * j + 1] = DOTACC(zero, hi, kq_load(xq + 64 * j + 32));
+		}
 	}
 	/* the 6-bit scales and mins of the eight groups, four bytes at a time
 	 * (coli_kq_scale_min's fields) */
@@ -146,26 +161,32 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const int8_t *xq, const int32_t 
 	m_hi = (u[2] >> 4 & 0x0f0f0f0fu) | (u[1] >> 6 & 0x03030303u) << 4;
 	const __m256i sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
 	const __m256i mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo));
-	const __m256i A = _mm256_mullo_epi32(kq_hsum8x8(v), sc);
-	const __m256i C = _mm256_sub_epi32(
-	    zero, _mm256_mullo_epi32(mn, _mm256_loadu_si256((const __m256i *)qsum)));
-	const __m256 dxv = _mm256_loadu_ps(dx);
+	const __m256 d = _mm256_set1_ps(kq_half(bp)), dmin = _mm256_set1_ps(kq_half(bp + 2));
 
-	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A),
-	                       _mm256_mul_ps(_mm256_set1_ps(kq_half(bp)), dxv), *acc);
-	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(C),
-	                       _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 2)), dxv), *acc);
+#pragma GCC unroll 2
+	for (int s = 0; s < ns; s++) {
+		const __m256i A = _mm256_mullo_epi32(kq_hsum8x8(v[s]), sc);
+		const __m256i C = _mm256_sub_epi32(
+		    zero, _mm256_mullo_epi32(
+		              mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i))));
+		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
+
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), acc[s]);
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(C), _mm256_mul_ps(dmin, dxv), acc[s]);
+	}
 }
 
 /* One Q6_K block. Unit u (0..7) of half h = u / 4: low nibbles from ql
  * bytes h*64 + (u%2)*32 .. +32 (low nibble for u%4 < 2, high otherwise),
  * two high bits from qh bytes h*32 .. +32 at shift 2*(u%4). */
-KQ_INLINE void kq_q6k_block(const uint8_t *bp, const int8_t *xq, const float *dx, __m256 *acc)
+KQ_INLINE void kq_q6k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
+                            __m256 *acc)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3),
 	              k32 = _mm256_set1_epi8(32);
 	const __m128i sc16 = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
-	__m256i v[8];
+	const __m256 d = _mm256_set1_ps(kq_half(bp + 208));
+	__m256i v[KQ_NS][8];
 
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
@@ -185,33 +206,44 @@ KQ_INLINE void kq_q6k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 		    _mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
 		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
 #pragma GCC unroll 4
-		for (int i = 0; i < 4; i++) {
-			const int u = h * 4 + i;
-			const __m256i x = kq_load(xq + 32 * u);
-			/* pairs of products in int16 (|q x + q' x'| <= 16002, the
-			 * offset's <= 8128, their difference <= 8128), then each
-			 * pair times its group's scale into int32: no vpmulld */
-			v[u] = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(q[i], x),
-			                                          _mm256_maddubs_epi16(k32, x)),
-			                         KQ_PAIR16(sc16, u));
+		for (int k = 0; k < 4; k++) {
+			const int u = h * 4 + k;
+			const __m256i sp = KQ_PAIR16(sc16, u);
+
+#pragma GCC unroll 2
+			for (int s = 0; s < ns; s++) {
+				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
+
+				/* pairs of products in int16 (|q x + q' x'| <= 16002, the
+				 * offset's <= 8128, their difference <= 8128), then each
+				 * pair times its group's scale into int32: no vpmulld */
+				v[s][u] = _mm256_madd_epi16(
+				    _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], xv),
+				                     _mm256_maddubs_epi16(k32, xv)),
+				    sp);
+			}
 		}
 	}
-	*acc = _mm256_fmadd_ps(
-	    _mm256_cvtepi32_ps(kq_hsum8x8(v)),
-	    _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 208)), _mm256_loadu_ps(dx)), *acc);
+#pragma GCC unroll 2
+	for (int s = 0; s < ns; s++)
+		acc[s] =
+		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v[s])),
+		                    _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
 }
 
 /* One Q3_K block. Unit u (0..7): two-bit fields from qs bytes (u/4)*32 ..
  * +32 at shift 2*(u%4), the high bit from hm bit u; val = q + 4 = low |
  * high << 2 (0..7, unsigned), so A = sum s * val * x - 4 * sum s * x. The
  * 6-bit scales (coli_kq_q3_scale) decoded to int8 first. */
-KQ_INLINE void kq_q3k_block(const uint8_t *bp, const int8_t *xq, const float *dx, __m256 *acc)
+KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
+                            __m256 *acc)
 {
 	const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4), k4 = _mm256_set1_epi8(4),
 	              H = kq_load(bp);
+	const __m256 d = _mm256_set1_ps(kq_half(bp + 108));
 	uint32_t a[3], sc[4];
 	__m128i s16;
-	__m256i v[8];
+	__m256i v[KQ_NS][8];
 
 	/* the 16 6-bit scales (coli_kq_q3_scale), four bytes at a time: low
 	 * nibbles of bytes 0-7 (groups 0-7), their high nibbles (8-15), two
@@ -230,91 +262,112 @@ KQ_INLINE void kq_q3k_block(const uint8_t *bp, const int8_t *xq, const float *dx
 		const __m256i Q = kq_load(bp + 32 + 32 * h);
 
 #pragma GCC unroll 4
-		for (int i = 0; i < 4; i++) {
-			const int u = h * 4 + i;
-			const __m256i x = kq_load(xq + 32 * u);
-			const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * i), m3);
+		for (int k = 0; k < 4; k++) {
+			const int u = h * 4 + k;
+			const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * k), m3);
 			const __m256i hb = _mm256_and_si256(
 			    u >= 2 ? _mm256_srli_epi16(H, u - 2) : _mm256_slli_epi16(H, 2 - u), b2);
+			const __m256i val = _mm256_or_si256(lo, hb), sp = KQ_PAIR16(s16, u);
 
-			v[u] = _mm256_madd_epi16(
-			    _mm256_sub_epi16(_mm256_maddubs_epi16(_mm256_or_si256(lo, hb), x),
-			                     _mm256_maddubs_epi16(k4, x)),
-			    KQ_PAIR16(s16, u));
+#pragma GCC unroll 2
+			for (int s = 0; s < ns; s++) {
+				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
+
+				v[s][u] = _mm256_madd_epi16(
+				    _mm256_sub_epi16(_mm256_maddubs_epi16(val, xv),
+				                     _mm256_maddubs_epi16(k4, xv)),
+				    sp);
+			}
 		}
 	}
-	*acc = _mm256_fmadd_ps(
-	    _mm256_cvtepi32_ps(kq_hsum8x8(v)),
-	    _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 108)), _mm256_loadu_ps(dx)), *acc);
+#pragma GCC unroll 2
+	for (int s = 0; s < ns; s++)
+		acc[s] =
+		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v[s])),
+		                    _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
 }
 
 /* One Q2_K block: unit u's two-bit quants as Q3_K's low bits (qs at 16),
  * scale and min the nibbles of sc[2u], sc[2u+1]; A = sum s * q * x, C = -sum
- * m * x (the dot of ones with x: four x a lane). */
-KQ_INLINE void kq_q2k_block(const uint8_t *bp, const int8_t *xq, const float *dx, __m256 *acc)
+ * m * x (the dot of ones with x: pairs of x a lane). */
+KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
+                            __m256 *acc)
 {
 	const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi8(1),
 	              zero = _mm256_setzero_si256();
 	const __m128i raw = _mm_loadu_si128((const __m128i *)bp), n4 = _mm_set1_epi8(0x0f);
 	const __m128i s16 = _mm_and_si128(raw, n4),
 	              m16 = _mm_and_si128(_mm_srli_epi16(raw, 4), n4); /* 0..15: int8 too */
-	__m256i v[8], w[8];
-	__m256 dxv;
+	const __m256 d = _mm256_set1_ps(kq_half(bp + 80)), dmin = _mm256_set1_ps(kq_half(bp + 82));
+	__m256i v[KQ_NS][8], w[KQ_NS][8];
 
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
 		const __m256i Q = kq_load(bp + 16 + 32 * h);
 
 #pragma GCC unroll 4
-		for (int i = 0; i < 4; i++) {
-			const int u = h * 4 + i;
-			const __m256i x = kq_load(xq + 32 * u);
-			const __m256i q = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * i), m3);
+		for (int k = 0; k < 4; k++) {
+			const int u = h * 4 + k;
+			const __m256i q = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * k), m3);
+			const __m256i sp = KQ_PAIR16(s16, u), mp = KQ_PAIR16(m16, u);
 
-			v[u] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), KQ_PAIR16(s16, u));
-			w[u] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, x), KQ_PAIR16(m16, u));
+#pragma GCC unroll 2
+			for (int s = 0; s < ns; s++) {
+				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
+
+				v[s][u] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), sp);
+				w[s][u] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, xv), mp);
+			}
 		}
 	}
-	dxv = _mm256_loadu_ps(dx);
-	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v)),
-	                       _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 80)), dxv), *acc);
-	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(zero, kq_hsum8x8(w))),
-	                       _mm256_mul_ps(_mm256_set1_ps(kq_half(bp + 82)), dxv), *acc);
+#pragma GCC unroll 2
+	for (int s = 0; s < ns; s++) {
+		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
+
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v[s])),
+		                         _mm256_mul_ps(d, dxv), acc[s]);
+		acc[s] =
+		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(zero, kq_hsum8x8(w[s]))),
+		                    _mm256_mul_ps(dmin, dxv), acc[s]);
+	}
 }
 
-/* Block i of a row at row into acc. */
-KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int i,
-                        __m256 *acc)
+/* Block i of a row at row into acc[0..ns). */
+KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
+                        int ns, int i, __m256 *acc)
 {
 	const uint8_t *bp = row + (size_t)i * kq_block_bytes(t);
 
 	__builtin_prefetch(bp + 2048, 0, 3);
 	if (t == COLI_DTYPE_Q6_K)
-		kq_q6k_block(bp, x->q + 256 * i, x->d + 8 * i, acc);
+		kq_q6k_block(bp, x, ns, i, acc);
 	else if (t == COLI_DTYPE_Q3_K)
-		kq_q3k_block(bp, x->q + 256 * i, x->d + 8 * i, acc);
+		kq_q3k_block(bp, x, ns, i, acc);
 	else if (t == COLI_DTYPE_Q2_K)
-		kq_q2k_block(bp, x->q + 256 * i, x->d + 8 * i, acc);
+		kq_q2k_block(bp, x, ns, i, acc);
 	else
-		kq_q45k_block(bp, x->q + 256 * i, x->qsum + 8 * i, x->d + 8 * i, acc,
-		              t == COLI_DTYPE_Q5_K);
+		kq_q45k_block(bp, x, ns, i, acc, t == COLI_DTYPE_Q5_K);
 }
 
-/* One row of K (a multiple of 256) elements of type t at row: even blocks
- * into acc0 (lanes 0-7), odd ones into acc1 (8-15), two a step so that both
- * accumulators stay in registers. */
-KQ_INLINE float kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K)
+/* One row of K (a multiple of 256) elements of type t at row against ns
+ * activations, into out[s]: even blocks into acc0 (lanes 0-7), odd ones
+ * into acc1 (8-15), two a step so that the accumulators stay in registers. */
+KQ_INLINE void kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
+                      int ns, int K, float *out)
 {
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	__m256 acc0[KQ_NS], acc1[KQ_NS];
 	int i = 0;
 
+	for (int s = 0; s < ns; s++)
+		acc0[s] = acc1[s] = _mm256_setzero_ps();
 	for (; i + 2 <= K / 256; i += 2) {
-		kq_block(t, row, x, i, &acc0);
-		kq_block(t, row, x, i + 1, &acc1);
+		kq_block(t, row, x, ns, i, acc0);
+		kq_block(t, row, x, ns, i + 1, acc1);
 	}
 	if (i < K / 256)
-		kq_block(t, row, x, i, &acc0);
-	return kq_fold2(acc0, acc1);
+		kq_block(t, row, x, ns, i, acc0);
+	for (int s = 0; s < ns; s++)
+		out[s] = kq_fold2(acc0[s], acc1[s]);
 }
 
 /* Element l of a 32-element block in byte l: qs[16]'s low nibbles, then its
@@ -348,20 +401,20 @@ KQ_INLINE __m256i kq_bits32(const uint8_t *qh)
 	_mm_set_epi16((short)(h)[7], (short)(h)[6], (short)(h)[5], (short)(h)[4], (short)(h)[3],   \
 	              (short)(h)[2], (short)(h)[1], (short)(h)[0])
 
-/* Eight Q4_1 / Q5_0 / Q5_1 blocks from bp (units b .. b+7, b % 8 == 0)
- * against their activation blocks, into acc: A = the dot (Q5_0: minus
- * 16 * qsum, its q - 16), C = qsum (Q4_1 / Q5_1, times m). */
-KQ_INLINE void kq_q32_group(enum coli_dtype t, const uint8_t *bp, const int8_t *xq,
-                            const int32_t *qsum, const float *dx, __m256 *acc)
+/* Eight Q4_1 / Q5_0 / Q5_1 blocks from block g of a row (units g .. g+7,
+ * g % 8 == 0) against each activation's blocks, into acc[s]: A = the dot
+ * (Q5_0: minus 16 * qsum, its q - 16), C = qsum (Q4_1 / Q5_1, times m). */
+KQ_INLINE void kq_q32_group(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
+                            int ns, int g, __m256 *acc)
 {
 	const size_t bb = kq_block_bytes(t);
 	const int oqh = t == COLI_DTYPE_Q5_0 ? 2 : 4, oqs = t == COLI_DTYPE_Q4_1   ? 4
 	                                                    : t == COLI_DTYPE_Q5_0 ? 6
 	                                                                           : 8;
+	const uint8_t *bp = row + (size_t)g * bb;
 	const __m256i zero = _mm256_setzero_si256();
-	__m256i v[8], A, qs;
+	__m256i v[KQ_NS][8];
 	uint16_t dh[8], mh[8]; /* the halves, gathered in registers (below) */
-	__m256 dxv;
 
 #pragma GCC unroll 8
 	for (int k = 0; k < 8; k++) {
@@ -370,91 +423,141 @@ KQ_INLINE void kq_q32_group(enum coli_dtype t, const uint8_t *bp, const int8_t *
 
 		if (t != COLI_DTYPE_Q4_1)
 			q = _mm256_or_si256(q, kq_bits32(b + oqh));
-		v[k] = DOTACC(zero, q, kq_load(xq + 32 * k));
+#pragma GCC unroll 2
+		for (int s = 0; s < ns; s++)
+			v[s][k] = DOTACC(zero, q, kq_load(x[s]->q + 32 * (g + k)));
 		memcpy(&dh[k], b, 2);
 		memcpy(&mh[k], b + 2, 2); /* Q5_0: not a min; unused */
 	}
-	A = kq_hsum8x8(v);
-	qs = _mm256_loadu_si256((const __m256i *)qsum);
-	if (t == COLI_DTYPE_Q5_0)
-		A = _mm256_sub_epi32(A, _mm256_slli_epi32(qs, 4));
-	dxv = _mm256_loadu_ps(dx);
-	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A),
-	                       _mm256_mul_ps(_mm256_cvtph_ps(KQ_HALVES8(dh)), dxv), *acc);
-	if (t != COLI_DTYPE_Q5_0)
-		*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qs),
-		                       _mm256_mul_ps(_mm256_cvtph_ps(KQ_HALVES8(mh)), dxv), *acc);
+	const __m256 d = _mm256_cvtph_ps(KQ_HALVES8(dh)), m = _mm256_cvtph_ps(KQ_HALVES8(mh));
+
+#pragma GCC unroll 2
+	for (int s = 0; s < ns; s++) {
+		const __m256i qs = _mm256_loadu_si256((const __m256i *)(x[s]->qsum + g));
+		const __m256 dxv = _mm256_loadu_ps(x[s]->d + g);
+		__m256i A = kq_hsum8x8(v[s]);
+
+		if (t == COLI_DTYPE_Q5_0)
+			A = _mm256_sub_epi32(A, _mm256_slli_epi32(qs, 4));
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), acc[s]);
+		if (t != COLI_DTYPE_Q5_0)
+			acc[s] =
+			    _mm256_fmadd_ps(_mm256_cvtepi32_ps(qs), _mm256_mul_ps(m, dxv), acc[s]);
+	}
 }
 
-/* One row of a 32-element block type: groups of 8 blocks, even groups into
- * acc0 (lanes 0-7), odd ones into acc1; a last 1..7 blocks (K not a
- * multiple of 256: why a GGUF holds these types) by the reference's steps
- * on the lanes stored. */
-KQ_INLINE float kq_row32(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K)
+/* One row of a 32-element block type against ns activations, into out[s]:
+ * groups of 8 blocks, even groups into acc0 (lanes 0-7), odd ones into
+ * acc1; a last 1..7 blocks (K not a multiple of 256: why a GGUF holds these
+ * types) by the reference's steps on the lanes stored. */
+KQ_INLINE void kq_row32(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
+                        int ns, int K, float *out)
 {
 	const size_t bb = kq_block_bytes(t);
 	const int nb = K / 32;
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-	float l[COLI_LANES];
+	__m256 acc0[KQ_NS], acc1[KQ_NS];
 	int g = 0;
 
+	for (int s = 0; s < ns; s++)
+		acc0[s] = acc1[s] = _mm256_setzero_ps();
 	for (; g + 16 <= nb; g += 16) {
 		__builtin_prefetch(row + (g + 16) * bb + 1024, 0, 3);
-		kq_q32_group(t, row + g * bb, x->q + 32 * g, x->qsum + g, x->d + g, &acc0);
-		kq_q32_group(t, row + (g + 8) * bb, x->q + 32 * (g + 8), x->qsum + g + 8,
-		             x->d + g + 8, &acc1);
+		kq_q32_group(t, row, x, ns, g, acc0);
+		kq_q32_group(t, row, x, ns, g + 8, acc1);
 	}
 	if (g + 8 <= nb) {
-		kq_q32_group(t, row + g * bb, x->q + 32 * g, x->qsum + g, x->d + g, &acc0);
+		kq_q32_group(t, row, x, ns, g, acc0);
 		g += 8;
 	}
-	if (g == nb)
-		return kq_fold2(acc0, acc1);
-	_mm256_storeu_ps(l, acc0);
-	_mm256_storeu_ps(l + 8, acc1);
-	for (; g < nb; g++)
-		coli_kq_unit_acc(t, row, x, g, l);
-	return coli_lanes_fold(l);
+	for (int s = 0; s < ns; s++) {
+		float l[COLI_LANES];
+
+		if (g == nb) {
+			out[s] = kq_fold2(acc0[s], acc1[s]);
+			continue;
+		}
+		_mm256_storeu_ps(l, acc0[s]);
+		_mm256_storeu_ps(l + 8, acc1[s]);
+		for (int b = g; b < nb; b++)
+			coli_kq_unit_acc(t, row, x[s], b, l);
+		out[s] = coli_lanes_fold(l);
+	}
+}
+
+/* Row r of w against ns activations into out[s]; -ENOTSUP for a type not
+ * covered. */
+KQ_INLINE int kq_rows_n(const struct coli_mat *w, int r, const struct coli_act *const *x, int ns,
+                        float *out)
+{
+	const enum coli_dtype t = w->dtype;
+	const uint8_t *row =
+	    (const uint8_t *)w->data + (size_t)r * coli_dtype_row_bytes(t, (size_t)w->cols);
+
+	switch (t) { /* a constant type for each instance of the row */
+	case COLI_DTYPE_Q4_1:
+		kq_row32(COLI_DTYPE_Q4_1, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q5_0:
+		kq_row32(COLI_DTYPE_Q5_0, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q5_1:
+		kq_row32(COLI_DTYPE_Q5_1, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q2_K:
+		kq_row(COLI_DTYPE_Q2_K, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q3_K:
+		kq_row(COLI_DTYPE_Q3_K, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q4_K:
+		kq_row(COLI_DTYPE_Q4_K, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q5_K:
+		kq_row(COLI_DTYPE_Q5_K, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q6_K:
+		kq_row(COLI_DTYPE_Q6_K, row, x, ns, w->cols, out);
+		return 0;
+	default:
+		return -ENOTSUP;
+	}
 }
 
 /* rows [row0, row1) of w; -ENOTSUP for a type not covered */
 KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                       int row1)
 {
-	const enum coli_dtype t = w->dtype;
-	const size_t rb = coli_dtype_row_bytes(t, (size_t)w->cols);
+	const struct coli_act *xs[1] = {x};
 
+	if (!coli_dtype_is_block(w->dtype))
+		return -ENOTSUP;
+	for (int r = row0; r < row1; r++)
+		kq_rows_n(w, r, xs, 1, y + (r - row0));
+	return 0;
+}
+
+/* S activations x[S], y[s][ldy] (row r at y + s * ldy + r - row0): each row
+ * is unpacked once for two activations at a time. */
+KQ_INLINE int kq_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+                      size_t ldy, int row0, int row1)
+{
+	if (!coli_dtype_is_block(w->dtype))
+		return -ENOTSUP;
 	for (int r = row0; r < row1; r++) {
-		const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
-		float *o = y + (r - row0);
+		int s = 0;
 
-		switch (t) { /* a constant type for each instance of the row */
-		case COLI_DTYPE_Q4_1:
-			*o = kq_row32(COLI_DTYPE_Q4_1, row, x, w->cols);
-			break;
-		case COLI_DTYPE_Q5_0:
-			*o = kq_row32(COLI_DTYPE_Q5_0, row, x, w->cols);
-			break;
-		case COLI_DTYPE_Q5_1:
-			*o = kq_row32(COLI_DTYPE_Q5_1, row, x, w->cols);
-			break;
-		case COLI_DTYPE_Q2_K:
-			*o = kq_row(COLI_DTYPE_Q2_K, row, x, w->cols);
-			break;
-		case COLI_DTYPE_Q3_K:
-			*o = kq_row(COLI_DTYPE_Q3_K, row, x, w->cols);
-			break;
-		case COLI_DTYPE_Q4_K:
-			*o = kq_row(COLI_DTYPE_Q4_K, row, x, w->cols);
-			break;
-		case COLI_DTYPE_Q5_K:
-			*o = kq_row(COLI_DTYPE_Q5_K, row, x, w->cols);
-			break;
-		case COLI_DTYPE_Q6_K:
-			*o = kq_row(COLI_DTYPE_Q6_K, row, x, w->cols);
-			break;
-		default:
-			return -ENOTSUP;
+		for (; s + 2 <= S; s += 2) {
+			const struct coli_act *xs[2] = {&x[s], &x[s + 1]};
+			float o[2] = {0, 0};
+
+			kq_rows_n(w, r, xs, 2, o);
+			y[(size_t)s * ldy + (r - row0)] = o[0];
+			y[(size_t)(s + 1) * ldy + (r - row0)] = o[1];
+		}
+		if (s < S) {
+			const struct coli_act *xs[1] = {&x[s]};
+
+			kq_rows_n(w, r, xs, 1, y + (size_t)s * ldy + (r - row0));
 		}
 	}
 	return 0;
