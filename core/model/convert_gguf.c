@@ -737,8 +737,9 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 	if (o->quant_auto) {
 		quant = pick_quant(s.parts, s.n_parts);
 		fprintf(stderr,
-		        "coli convert: %s: --quant %s from the file's types (pass --quant "
-		        "to choose)\n",
+		        "coli convert: %s: --quant %s from the file's types, for the matrices "
+		        "not kept as stored (Q8_0, Q4_0, Q4_1, Q5_*, Q2_K..Q6_K are; pass "
+		        "--quant to convert every matrix)\n",
 		        o->hf_dir, coli_dtype_name(quant));
 	}
 	if (s.n_parts > 1)
