@@ -328,11 +328,12 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 			         l, xl->inter, xl->hidden);
 			return -ENOTSUP;
 		}
-		if (coli_dtype_is_block(xl->dtype) ||
-		    coli_dtype_is_block(coli_io_expert_down_dtype(xl))) {
+		if (coli_dtype_is_block(xl->dtype) || xl->down_kind) {
+			/* the device's expert jobs take one dtype a layer: a down of
+			 * another (a GGUF mix kept as stored) stays on the CPU too */
 			snprintf(why, len,
-			         "the experts of layer %d are %s (down %s), which has no device "
-			         "kernels yet",
+			         "the experts of layer %d are %s (down %s), which the device "
+			         "kernels do not take yet",
 			         l, coli_dtype_name(xl->dtype),
 			         coli_dtype_name(coli_io_expert_down_dtype(xl)));
 			return -ENOTSUP;

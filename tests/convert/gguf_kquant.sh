@@ -23,6 +23,10 @@
 #           logits agree with its blocks' dequantization (gate and up requantized
 #           to q8_0 besides: top-1 at most 3 of 51 apart, measured 2; KL < 0.01,
 #           measured 3.5e-4)
+#   mixdown the experts' gate/up Q4_0 and down Q8_0, the rest Q8_0: kept as
+#           stored (a q4_0 layer with a q8_0 down); --gpu sim keeps the model on
+#           the CPU (the device's expert jobs take one dtype a layer), saying
+#           so, the same bits
 #   iq      IQ4_NL and IQ2_XXS tensors: refused naming both and their types,
 #           nothing written
 set -u
@@ -45,7 +49,7 @@ python3 "$ROOT/tests/convert/mkckpt.py" hf --arch qwen3_moe --hidden 256 --head-
 	--moe-inter 256 --dense-inter 256 --vocab 1024 || { echo "FAIL: mkckpt"; exit 1; }
 cp "$FIX/qwen3_moe/tokenizer.json" "$FIX/qwen3_moe/tokenizer_config.json" hf/
 
-for m in kq ref dense iq mixgu mixgu-ref; do
+for m in kq ref dense iq mixgu mixgu-ref mixdown; do
 	"$PY" "$GEN" write hf $m.gguf $m || { echo "FAIL: writing $m.gguf"; exit 1; }
 done
 
@@ -63,7 +67,7 @@ logits ref.coli ref.f32
 "$PY" "$GEN" compare ref.f32 kq.f32 1024 1 0.01 || bad "kq: logits far from the dequantized weights'"
 logits kq.coli kq-sim.f32 --gpu sim
 cmp -s kq.f32 kq-sim.f32 || bad "kq: --gpu sim gives other logits than the CPU"
-grep -q "experts of layer 0 are q4_k (down q6_k), which has no device kernels yet" kq-sim.f32.err ||
+grep -q "experts of layer 0 are q4_k (down q6_k), which the device kernels do not take yet" kq-sim.f32.err ||
 	{ cat kq-sim.f32.err; bad "kq: --gpu sim did not say why it runs on the CPU"; }
 
 # dense: block types only in the dense part
@@ -86,6 +90,16 @@ grep -q ": 33 of 41 block-quantized matrices copied as stored" err.txt ||
 logits mixgu.coli mixgu.f32
 logits mixgu-ref.coli mixgu-ref.f32
 "$PY" "$GEN" compare mixgu-ref.f32 mixgu.f32 1024 3 0.01 || bad "mixgu: logits far from the dequantized weights'"
+
+# mixdown: q8_0 and q4_0 in one expert layer: on the CPU, even with a device
+"$COLI" convert mixdown.gguf -o mixdown.coli --quiet 2>err.txt || { cat err.txt; bad "mixdown: coli convert"; }
+"$COLI" inspect mixdown.coli | grep -Eq '^ +0 +4 +q4_0 +q8_0 +256 +256 ' ||
+	{ "$COLI" inspect mixdown.coli; bad "mixdown: expert layer 0 is not q4_0 with a q8_0 down"; }
+logits mixdown.coli mixdown.f32
+logits mixdown.coli mixdown-sim.f32 --gpu sim
+cmp -s mixdown.f32 mixdown-sim.f32 || bad "mixdown: --gpu sim gives other logits than the CPU"
+grep -q "experts of layer 0 are q4_0 (down q8_0), which the device kernels do not take yet" mixdown-sim.f32.err ||
+	{ cat mixdown-sim.f32.err; bad "mixdown: --gpu sim did not keep the experts on the CPU"; }
 
 # iq: refused before anything is written, naming both tensors and types
 "$COLI" convert iq.gguf -o iq.coli --quiet 2>err.txt && bad "iq: converted"
