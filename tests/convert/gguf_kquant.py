@@ -22,6 +22,9 @@ rows are whole 256-element blocks (tests/convert/mkckpt.py, hidden 256).
                                     mixdown every matrix Q8_0 but the experts'
                                           gate and up, Q4_0: layers whose down
                                           is another dtype (q8_0 beside q4_0)
+                                    mixdense the experts and attention Q4_0,
+                                          the rest Q8_0: q8_0 and q4_0 dense
+                                          matrices side by side
   compare REF.f32 GOT.f32 VOCAB MAX_TOP1 MAX_KL
                                top-1 differences and mean KL(ref || got)
                                printed; exit 1 beyond the bounds
@@ -179,6 +182,8 @@ def write(hf_dir, out, mode):
         qt = T.Q8_0 if mode == "dense" and "_exps" in name else TYPES[name]
         if mode == "mixdown":
             qt = T.Q4_0 if "_exps" in name and "down" not in name else T.Q8_0
+        if mode == "mixdense":
+            qt = T.Q4_0 if "_exps" in name or ".attn_" in name else T.Q8_0
         if mode.startswith("mixgu") and name == "blk.2.ffn_up_exps.weight":
             qt = T.Q4_K
         if mode == "iq" and name in IQ:

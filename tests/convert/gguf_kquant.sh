@@ -27,6 +27,9 @@
 #           stored (a q4_0 layer with a q8_0 down); --gpu sim keeps the model on
 #           the CPU (the device's expert jobs take one dtype a layer), saying
 #           so, the same bits
+#   mixdense the experts and attention Q4_0, embeddings and the dense MLP
+#           Q8_0, all kept: q8_0 and q4_0 dense matrices side by side run on
+#           the simulated device (dense part and experts), the CPU's bits
 #   iq      IQ4_NL and IQ2_XXS tensors: refused naming both and their types,
 #           nothing written
 set -u
@@ -49,7 +52,7 @@ python3 "$ROOT/tests/convert/mkckpt.py" hf --arch qwen3_moe --hidden 256 --head-
 	--moe-inter 256 --dense-inter 256 --vocab 1024 || { echo "FAIL: mkckpt"; exit 1; }
 cp "$FIX/qwen3_moe/tokenizer.json" "$FIX/qwen3_moe/tokenizer_config.json" hf/
 
-for m in kq ref dense iq mixgu mixgu-ref mixdown; do
+for m in kq ref dense iq mixgu mixgu-ref mixdown mixdense; do
 	"$PY" "$GEN" write hf $m.gguf $m || { echo "FAIL: writing $m.gguf"; exit 1; }
 done
 
@@ -100,6 +103,14 @@ logits mixdown.coli mixdown-sim.f32 --gpu sim
 cmp -s mixdown.f32 mixdown-sim.f32 || bad "mixdown: --gpu sim gives other logits than the CPU"
 grep -q "experts of layer 0 are q4_0 (down q8_0), which the device kernels do not take yet" mixdown-sim.f32.err ||
 	{ cat mixdown-sim.f32.err; bad "mixdown: --gpu sim did not keep the experts on the CPU"; }
+
+# mixdense: q8_0 and q4_0 dense matrices together, on the device
+"$COLI" convert mixdense.gguf -o mixdense.coli --quiet 2>err.txt || { cat err.txt; bad "mixdense: coli convert"; }
+logits mixdense.coli mixdense.f32
+logits mixdense.coli mixdense-sim.f32 --gpu sim
+cmp -s mixdense.f32 mixdense-sim.f32 || bad "mixdense: --gpu sim gives other logits than the CPU"
+grep -q "dense part and KV cache on sim" mixdense-sim.f32.err && ! grep -q "on the CPU" mixdense-sim.f32.err ||
+	{ cat mixdense-sim.f32.err; bad "mixdense: not placed on the simulated device"; }
 
 # iq: refused before anything is written, naming both tensors and types
 "$COLI" convert iq.gguf -o iq.coli --quiet 2>err.txt && bad "iq: converted"
