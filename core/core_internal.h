@@ -99,9 +99,10 @@ void coli_model_expert_at(const struct coli_model *m, int layer, const void *sla
 /* Whether the devices' kernels can run the model's dense matrices (experts
  * 0) or its routed experts (experts 1; 2: on devices that have gpt-oss's
  * activation, COLI_DEV_CAP_SWIGLU_OAI): every GEMV's columns a multiple of
- * 32, whatever the dtype, no op the devices lack. 0, or -ENOTSUP with why
- * naming the first that is not (core/engine.c then keeps that part on the
- * CPU). */
+ * 32, its dtype none of GGUF's block types (q4_k ...: CPU kernels only so
+ * far), no op the devices lack. 0, or -ENOTSUP with why naming the first
+ * that is not (core/engine.c then keeps the dense part on the CPU, or, for
+ * the experts, the model). */
 int coli_model_dev_check(const struct coli_model *m, int experts, char *why, size_t len);
 /* Re-point every tensor view inside [from, from + bytes) to the same offset
  * in `to` (the dense region copied into an arena). */

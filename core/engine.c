@@ -259,8 +259,8 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
  * when none can, or the experts' buffers fail on a device holding the dense
  * part, every device is given up with a message: the model then runs on the
  * CPU. So this cannot fail. A model whose matrices the device kernels
- * cannot take (columns not a multiple of 32, MLA attention, gpt-oss's sinks,
- * windows, biases and clamped SwiGLU:
+ * cannot take (columns not a multiple of 32, GGUF's block types kept as
+ * stored, gpt-oss's sinks, windows, biases and clamped SwiGLU:
  * coli_model_dev_check) keeps its dense part on the CPU, or, when its experts are such, runs on the
  * CPU. */
 static void devices_place(struct coli_engine *e, char *err, size_t errlen)

@@ -88,6 +88,29 @@ void coli_attn8_out_avx2(const float *sc, const float *V, int n_pos, int stride,
 float coli_q4_block_err_ref(const float *x, float d);
 float coli_q4_block_err_avx2(const float *x, float d);
 
+/* GGUF's block types (cpu/kquant.c): one row's canonical dot at row (its
+ * blocks), every row of [row0, row1); the halves-and-sixes of the K-quants'
+ * packed scales. The vector forms (cpu/kquant_simd.h) return -ENOTSUP for a
+ * type they do not cover, and the caller runs the reference (same bits). */
+float coli_kq_row_ref(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K);
+/* Unit b of a row (cpu/kquant.c's steps) into its lane of l[16]: the vector
+ * forms finish a row's last units (fewer than 8) with it. */
+void coli_kq_unit_acc(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int b,
+                      float *l);
+void coli_kq_gemv_ref(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+                      int row1);
+void coli_kq_scale_min(const uint8_t *s, int j, int *sc, int *m);
+int coli_kq_q3_scale(const uint8_t *s, int g);
+int coli_kq_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+                      int row1);
+int coli_kq_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+                        int row1);
+/* The same for S activations (coli_gemm's contract: y[s * ldy + r - row0]). */
+int coli_kq_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
+                      int row0, int row1);
+int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+                        int ldy, int row0, int row1);
+
 /* Fold 16 lanes by the canonical tree (h = 8, 4, 2, 1); l is clobbered. */
 static inline float coli_lanes_fold(float *l)
 {

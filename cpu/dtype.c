@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/ggml.h"
 
 const char *coli_dtype_name(enum coli_dtype t)
 {
@@ -41,6 +42,22 @@ const char *coli_dtype_name(enum coli_dtype t)
 		return "q8_0";
 	case COLI_DTYPE_Q4_0:
 		return "q4_0";
+	case COLI_DTYPE_Q4_1:
+		return "q4_1";
+	case COLI_DTYPE_Q5_0:
+		return "q5_0";
+	case COLI_DTYPE_Q5_1:
+		return "q5_1";
+	case COLI_DTYPE_Q2_K:
+		return "q2_k";
+	case COLI_DTYPE_Q3_K:
+		return "q3_k";
+	case COLI_DTYPE_Q4_K:
+		return "q4_k";
+	case COLI_DTYPE_Q5_K:
+		return "q5_k";
+	case COLI_DTYPE_Q6_K:
+		return "q6_k";
 	}
 	return "?";
 }
@@ -68,7 +85,54 @@ int coli_dtype_parse(const char *s, enum coli_dtype *out)
 
 int coli_dtype_is_quant(enum coli_dtype t)
 {
-	return t == COLI_DTYPE_Q8_0 || t == COLI_DTYPE_Q4_0;
+	return t == COLI_DTYPE_Q8_0 || t == COLI_DTYPE_Q4_0 || coli_dtype_is_block(t);
+}
+
+int coli_dtype_block(enum coli_dtype t, unsigned *elems, unsigned *bytes)
+{
+	static const struct {
+		enum coli_dtype t;
+		unsigned elems, bytes;
+	} blocks[] = {
+	    {COLI_DTYPE_Q4_1, 32, 20},   {COLI_DTYPE_Q5_0, 32, 22},   {COLI_DTYPE_Q5_1, 32, 24},
+	    {COLI_DTYPE_Q2_K, 256, 84},  {COLI_DTYPE_Q3_K, 256, 110}, {COLI_DTYPE_Q4_K, 256, 144},
+	    {COLI_DTYPE_Q5_K, 256, 176}, {COLI_DTYPE_Q6_K, 256, 210},
+	};
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+		if (blocks[i].t == t) {
+			*elems = blocks[i].elems, *bytes = blocks[i].bytes;
+			return 0;
+		}
+	*elems = *bytes = 0;
+	return -EINVAL;
+}
+
+int coli_dtype_is_block(enum coli_dtype t)
+{
+	unsigned e, b;
+
+	return coli_dtype_block(t, &e, &b) == 0;
+}
+
+size_t coli_dtype_row_bytes(enum coli_dtype t, size_t cols)
+{
+	unsigned e, b;
+
+	switch (t) {
+	case COLI_DTYPE_F32:
+		return cols * 4;
+	case COLI_DTYPE_F16:
+	case COLI_DTYPE_BF16:
+		return cols * 2;
+	case COLI_DTYPE_Q8_0:
+		return cols % COLI_QBLOCK ? 0 : cols;
+	case COLI_DTYPE_Q4_0:
+		return cols % COLI_QBLOCK ? 0 : cols / 2;
+	default:
+		if (coli_dtype_block(t, &e, &b) || cols % e)
+			return 0;
+		return cols / e * b;
+	}
 }
 
 size_t coli_dtype_mat_bytes(enum coli_dtype t, size_t rows, size_t cols)
@@ -91,8 +155,9 @@ size_t coli_dtype_mat_bytes(enum coli_dtype t, size_t rows, size_t cols)
 		if (cols % COLI_QBLOCK)
 			return 0;
 		return n / 2 + rows * (cols / COLI_QBLOCK) * 2;
+	default: /* the block types: rows of whole blocks */
+		return rows * coli_dtype_row_bytes(t, cols);
 	}
-	return 0;
 }
 
 void coli_mat_view(struct coli_mat *m, enum coli_dtype t, int rows, int cols, const void *p)
@@ -330,6 +395,8 @@ int coli_quantize_rows(enum coli_dtype t, const float *src, int rows, int cols, 
 				return err;
 		}
 		return 0;
+	default: /* no encoder for the block types: they come from GGUF files */
+		break;
 	}
 	return -EINVAL;
 }
@@ -381,6 +448,11 @@ void coli_mat_row_f32(const struct coli_mat *m, int r, float *out)
 		}
 		return;
 	}
+	default: /* the block types: the gguf package's values (cpu/ggml.c) */
+		coli_ggml_dequant(coli_ggml_of_dtype(m->dtype),
+		                  (const uint8_t *)m->data + r * coli_dtype_row_bytes(m->dtype, K),
+		                  out, K);
+		return;
 	}
 }
 

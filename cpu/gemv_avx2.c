@@ -695,6 +695,10 @@ void coli_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y
 	case COLI_DTYPE_Q4_0:
 		gemv_q4(w, x, y, row0, row1);
 		return;
+	default: /* the block types: cpu/kquant_avx2.c, else the reference */
+		if (coli_kq_gemv_avx2(w, x, y, row0, row1))
+			coli_kq_gemv_ref(w, x, y, row0, row1);
+		return;
 	}
 }
 
@@ -704,6 +708,10 @@ void coli_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y
 void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                     int row0, int row1)
 {
+	/* GGUF's block types: each row unpacked once for two activations
+	 * (cpu/kquant_avx2.c) */
+	if (coli_dtype_is_block(w->dtype) && !coli_kq_gemm_avx2(w, x, S, y, ldy, row0, row1))
+		return;
 	/* one activation (a decode step): the decode GEMVs, 1.6-1.8x the tile
 	 * path on a Zen 3 (docs/perf/kernels.md) */
 	if (w->dtype == COLI_DTYPE_Q8_0) {

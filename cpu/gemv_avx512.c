@@ -461,6 +461,10 @@ void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float 
 	case COLI_DTYPE_Q4_0:
 		gemv_q4z(w, x, y, row0, row1);
 		return;
+	default: /* the block types: cpu/kquant_avx512.c, else the reference */
+		if (coli_kq_gemv_avx512(w, x, y, row0, row1))
+			coli_kq_gemv_ref(w, x, y, row0, row1);
+		return;
 	}
 }
 
@@ -468,6 +472,10 @@ void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float 
 void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                       int row0, int row1)
 {
+	/* GGUF's block types: each row unpacked once for two activations
+	 * (cpu/kquant_avx512.c) */
+	if (coli_dtype_is_block(w->dtype) && !coli_kq_gemm_avx512(w, x, S, y, ldy, row0, row1))
+		return;
 	if (w->dtype == COLI_DTYPE_Q8_0) {
 		gemm_q8(w, x, S, y, (size_t)ldy, row0, row1);
 		return;

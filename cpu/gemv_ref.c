@@ -14,6 +14,7 @@
  *       l[b % 16] = fmaf((float)s, dw[r][b] * dx[b], l[b % 16])
  *                                                   dw: fp16 widened; the
  *                                                   product rounded to fp32
+ *   Q4_1 / Q5_* / Q2_K..Q6_K: the same units, with a min term: cpu/kquant.c
  *   fold: for h in 8, 4, 2, 1: l[j] = l[j] + l[j + h] for j < h;  y = l[0]
  *
  * fmaf is the C99 fused multiply-add (one rounding); this file is compiled
@@ -100,8 +101,11 @@ float coli_gemv_ref_row(const struct coli_mat *w, const struct coli_act *x, int 
 	case COLI_DTYPE_Q4_0:
 		return row_q4_0((const uint8_t *)w->data + r * K / 2, w->scales + r * nb, x,
 		                (int)K);
+	default: /* the block types: cpu/kquant.c */
+		return coli_kq_row_ref(
+		    w->dtype, (const uint8_t *)w->data + r * coli_dtype_row_bytes(w->dtype, K), x,
+		    (int)K);
 	}
-	return NAN;
 }
 
 void coli_gemv_ref(const struct coli_mat *w, const struct coli_act *x, float *y, int row0, int row1)

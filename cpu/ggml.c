@@ -1,7 +1,8 @@
 /*
  * cpu/ggml.c — ggml's tensor types: the name and block table, the
  * dequantization of each type coli reads, and the repack of Q8_0 / Q4_0
- * blocks into coli's planar matrices (cpu/ggml.h has the layouts).
+ * blocks into coli's planar matrices, of the block types by copying
+ * (cpu/ggml.h has the layouts).
  */
 #include <errno.h>
 #include <string.h>
@@ -302,10 +303,41 @@ int coli_ggml_dequant(uint32_t type, const void *src, float *dst, uint64_t n)
 	return 0;
 }
 
+static const struct {
+	uint32_t type;
+	enum coli_dtype t;
+} g_twins[] = {
+    {COLI_GGML_Q8_0, COLI_DTYPE_Q8_0}, {COLI_GGML_Q4_0, COLI_DTYPE_Q4_0},
+    {COLI_GGML_Q4_1, COLI_DTYPE_Q4_1}, {COLI_GGML_Q5_0, COLI_DTYPE_Q5_0},
+    {COLI_GGML_Q5_1, COLI_DTYPE_Q5_1}, {COLI_GGML_Q2_K, COLI_DTYPE_Q2_K},
+    {COLI_GGML_Q3_K, COLI_DTYPE_Q3_K}, {COLI_GGML_Q4_K, COLI_DTYPE_Q4_K},
+    {COLI_GGML_Q5_K, COLI_DTYPE_Q5_K}, {COLI_GGML_Q6_K, COLI_DTYPE_Q6_K},
+};
+#define N_TWINS (int)(sizeof(g_twins) / sizeof(g_twins[0]))
+
+int coli_ggml_dtype_of(uint32_t type, enum coli_dtype *t)
+{
+	for (int i = 0; i < N_TWINS; i++)
+		if (g_twins[i].type == type) {
+			*t = g_twins[i].t;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+int coli_ggml_of_dtype(enum coli_dtype t)
+{
+	for (int i = 0; i < N_TWINS; i++)
+		if (g_twins[i].t == t)
+			return (int)g_twins[i].type;
+	return -1;
+}
+
 int coli_ggml_same_blocks(uint32_t type, enum coli_dtype t)
 {
-	return (type == COLI_GGML_Q8_0 && t == COLI_DTYPE_Q8_0) ||
-	       (type == COLI_GGML_Q4_0 && t == COLI_DTYPE_Q4_0);
+	enum coli_dtype k;
+
+	return !coli_ggml_dtype_of(type, &k) && k == t;
 }
 
 /* One block is {fp16 d, quants}: d goes to the scale plane, the quants (32
@@ -316,9 +348,21 @@ int coli_ggml_repack(uint32_t type, const void *src, int rows, int cols, void *d
 	const int q8 = type == COLI_GGML_Q8_0, nb = cols / 32;
 	const size_t qb = q8 ? 32 : 16, bb = 2 + qb, qrow = (size_t)nb * qb;
 	uint8_t *quants = dst, *scales = (uint8_t *)dst + (size_t)rows * qrow;
+	enum coli_dtype t;
+	unsigned be, bsz;
 
-	if ((type != COLI_GGML_Q8_0 && type != COLI_GGML_Q4_0) || cols <= 0 || cols % 32 ||
-	    row0 < 0 || row1 > rows || row0 > row1)
+	if (cols <= 0 || row0 < 0 || row1 > rows || row0 > row1 || coli_ggml_dtype_of(type, &t))
+		return -EINVAL;
+	if (coli_dtype_is_block(t)) { /* rows of whole blocks, as stored */
+		coli_dtype_block(t, &be, &bsz);
+		if (cols % be)
+			return -EINVAL;
+		memcpy((uint8_t *)dst + (size_t)row0 * (cols / be) * bsz,
+		       (const uint8_t *)src + (size_t)row0 * (cols / be) * bsz,
+		       (size_t)(row1 - row0) * (cols / be) * bsz);
+		return 0;
+	}
+	if (cols % 32)
 		return -EINVAL;
 	for (int r = row0; r < row1; r++) {
 		const uint8_t *b = (const uint8_t *)src + (size_t)r * nb * bb;

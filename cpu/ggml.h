@@ -64,7 +64,13 @@ int coli_ggml_dequant(uint32_t type, const void *src, float *dst, uint64_t n);
  * values as ggml's Q8_0 and Q4_0 blocks (the same fp16 scale, int8 quants,
  * nibble order), laid out as two planes instead of 34/18-byte structs: a
  * GGUF tensor of such a type becomes a coli matrix by moving bytes, with no
- * rounding. Q4_1 (a min) and every other type have no coli twin.
+ * rounding. coli's block types (Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K: cpu/dtype.h)
+ * are ggml's blocks as they are, rows of whole blocks: their repack is a
+ * copy. F32/F16/BF16, MXFP4 and the rest have no coli twin.
+ *
+ * _dtype_of: the coli dtype that keeps a ggml type's blocks (-ENOENT when
+ * none does); _of_dtype: the ggml type a coli dtype's blocks are (-1 for
+ * none: F32, F16, BF16 are not blocks).
  *
  * _same_blocks: 1 if a ggml type's blocks are coli dtype t's.
  * _repack: rows [row0, row1) of a rows x cols matrix of ggml blocks at src
@@ -72,6 +78,8 @@ int coli_ggml_dequant(uint32_t type, const void *src, float *dst, uint64_t n);
  * planar layout (quants [rows][cols or cols/2], then fp16 scales
  * [rows][cols/32]): disjoint row ranges can be filled by threads. -EINVAL
  * when the pair is not such a twin or cols is not whole blocks. */
+int coli_ggml_dtype_of(uint32_t type, enum coli_dtype *t);
+int coli_ggml_of_dtype(enum coli_dtype t);
 int coli_ggml_same_blocks(uint32_t type, enum coli_dtype t);
 int coli_ggml_repack(uint32_t type, const void *src, int rows, int cols, void *dst, int row0,
                      int row1);

@@ -8,7 +8,8 @@
  *
  *   0          gate  [inter x hidden]   mat_bytes(dtype, inter, hidden)
  *   up_off     up    [inter x hidden]   64-byte aligned
- *   down_off   down  [hidden x inter]   64-byte aligned
+ *   down_off   down  [hidden x inter]   64-byte aligned; its dtype may differ
+ *                                        (coli_io_expert_down_dtype)
  *   ...        zero padding up to slab_bytes, a multiple of COLI_SLAB_ALIGN
  *
  * Each matrix is cpu/cpu.h's format: row-major values, or for Q8_0/Q4_0 the
@@ -41,8 +42,14 @@ int io_mat_bytes(uint32_t dtype, uint64_t rows, uint64_t cols, uint64_t *out)
 		q = dtype == COLI_DTYPE_Q8_0 ? n : n / 2; /* cols is even */
 		s = n / COLI_QBLOCK * 2;                  /* one fp16 scale per block */
 		return __builtin_add_overflow(q, s, out) ? -EOVERFLOW : 0;
+	default: { /* GGUF's block types: rows of whole blocks */
+		unsigned be, bb;
+
+		if (coli_dtype_block((enum coli_dtype)dtype, &be, &bb) || cols % be)
+			return -EINVAL;
+		return __builtin_mul_overflow(n / be, (uint64_t)bb, out) ? -EOVERFLOW : 0;
 	}
-	return -EINVAL;
+	}
 }
 
 int io_tensor_bytes(uint32_t dtype, int ndim, const uint64_t *shape, uint64_t *out)
@@ -92,7 +99,7 @@ int coli_io_slab_layout(struct coli_expert_layer *l)
 	rc = io_mat_bytes(l->dtype, l->inter, l->hidden, &gate);
 	if (rc)
 		return rc;
-	rc = io_mat_bytes(l->dtype, l->hidden, l->inter, &down);
+	rc = io_mat_bytes(coli_io_expert_down_dtype(l), l->hidden, l->inter, &down);
 	if (rc)
 		return rc;
 	/* hidden, inter < 2^32 so none of these sums can overflow uint64 */
@@ -123,6 +130,7 @@ void io_layer_encode(unsigned char *e, const struct coli_expert_layer *l)
 	put32(e + LE_LAYER, l->layer);
 	put32(e + LE_N_EXPERTS, l->n_experts);
 	put32(e + LE_DTYPE, (uint32_t)l->dtype);
+	put32(e + LE_DOWN_DTYPE, l->down_kind);
 	put32(e + LE_HIDDEN, l->hidden);
 	put32(e + LE_INTER, l->inter);
 	put64(e + LE_OFFSET, l->offset);

@@ -39,7 +39,8 @@
 static int dtype_known(uint32_t d)
 {
 	return d == COLI_DTYPE_F32 || d == COLI_DTYPE_F16 || d == COLI_DTYPE_BF16 ||
-	       d == COLI_DTYPE_Q8_0 || d == COLI_DTYPE_Q4_0;
+	       d == COLI_DTYPE_Q8_0 || d == COLI_DTYPE_Q4_0 ||
+	       coli_dtype_is_block((enum coli_dtype)d);
 }
 
 /* [off, off+bytes) inside [lo, hi)? */
@@ -328,10 +329,13 @@ static int check_layer(coli_container_t *c, int i, const unsigned char *e, uint6
 	if (!dtype_known(dtype))
 		return CORRUPT(c, "expert layer %u: unknown dtype %u", l->layer, dtype);
 	l->dtype = (enum coli_dtype)dtype;
-	if (!l->n_experts || l->n_experts > CT_MAX_EXPERTS || le32(e + LE_RSVD))
-		return CORRUPT(c,
-		               "expert layer %u: %u experts (1..%u allowed) or reserved field set",
-		               l->layer, l->n_experts, CT_MAX_EXPERTS);
+	l->down_kind = le32(e + LE_DOWN_DTYPE);
+	if (l->down_kind && (!dtype_known(l->down_kind - 1) || l->down_kind - 1 == dtype))
+		return CORRUPT(c, "expert layer %u: down dtype field %u is not another known dtype",
+		               l->layer, l->down_kind);
+	if (!l->n_experts || l->n_experts > CT_MAX_EXPERTS)
+		return CORRUPT(c, "expert layer %u: %u experts (1..%u allowed)", l->layer,
+		               l->n_experts, CT_MAX_EXPERTS);
 	x = *l;
 	if (coli_io_slab_layout(&x) || x.slab_bytes != l->slab_bytes || x.gate_off != l->gate_off ||
 	    x.up_off != l->up_off || x.down_off != l->down_off)

@@ -204,6 +204,8 @@ int coli_io_writer_plan_experts(coli_io_writer_t *w, const struct coli_expert_la
 	if (!x.n_experts || x.n_experts > CT_MAX_EXPERTS)
 		return io_err(-EINVAL, w->path, "expert layer %u: %u experts (1..%u allowed)",
 		              x.layer, x.n_experts, CT_MAX_EXPERTS);
+	if (x.down_kind == (uint32_t)x.dtype + 1) /* the same dtype: stored as 0 */
+		x.down_kind = 0;
 	rc = coli_io_slab_layout(&x);
 	if (rc)
 		return io_err(

@@ -57,13 +57,23 @@ struct coli_tensor_info {
 struct coli_expert_layer {
 	uint32_t layer; /* transformer layer index */
 	uint32_t n_experts;
-	enum coli_dtype dtype;
+	enum coli_dtype dtype; /* gate and up (and down unless down_kind says) */
+	/* 0: down is dtype too (every layer coli's converter quantizes); else
+	 * down's dtype + 1, where a GGUF stores its down projection in another
+	 * block type than gate/up (Q4_K_M: Q4_K gate/up, Q6_K down) */
+	uint32_t down_kind;
 	uint32_t hidden;
 	uint32_t inter;
 	uint64_t offset; /* absolute, COLI_SLAB_ALIGN aligned */
 	uint64_t slab_bytes;
 	uint64_t gate_off, up_off, down_off;
 };
+
+/* The dtype of the layer's down matrices. */
+static inline enum coli_dtype coli_io_expert_down_dtype(const struct coli_expert_layer *l)
+{
+	return l->down_kind ? (enum coli_dtype)(l->down_kind - 1) : l->dtype;
+}
 
 /* Computes the slab layout of one layer (gate/up/down offsets, slab_bytes)
  * from dtype, hidden and inter. -EINVAL if the shape cannot be stored. */

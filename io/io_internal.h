@@ -69,13 +69,13 @@ enum {
 /* expert layer entry, 64 bytes */
 #define CT_LAYER_ENTRY 64
 enum {
-	LE_LAYER = 0,     /* u32 */
-	LE_N_EXPERTS = 4, /* u32 */
-	LE_DTYPE = 8,     /* u32 */
-	LE_HIDDEN = 12,   /* u32 */
-	LE_INTER = 16,    /* u32 */
-	LE_RSVD = 20,     /* u32, 0 */
-	LE_OFFSET = 24,   /* u64 */
+	LE_LAYER = 0,       /* u32 */
+	LE_N_EXPERTS = 4,   /* u32 */
+	LE_DTYPE = 8,       /* u32 */
+	LE_HIDDEN = 12,     /* u32 */
+	LE_INTER = 16,      /* u32 */
+	LE_DOWN_DTYPE = 20, /* u32: 0 = dtype, else down's dtype + 1 */
+	LE_OFFSET = 24,     /* u64 */
 	LE_SLAB_BYTES = 32,
 	LE_GATE_OFF = 40,
 	LE_UP_OFF = 48,

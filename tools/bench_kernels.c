@@ -3,7 +3,9 @@
  * kernels come to the memory bound.
  *
  * A decode-time GEMV reads every weight byte once and does ~1 FMA per weight,
- * so its bound is the host read bandwidth. We build, per dtype (bf16, q8, q4),
+ * so its bound is the host read bandwidth. We build, per dtype (bf16, q8, q4,
+ * and GGUF's block types kept as stored: q4_k, q5_k, q6_k, q3_k, q2_k, q4_1,
+ * q5_0, q5_1),
  * a set of expert-shaped matrices larger than the last-level cache (default
  * 256 MiB: Qwen3-30B-A3B experts, gate/up 768 x 2048 and down 2048 x 768,
  * alternating), THP-advised like the engine's slot arena, and time one pass
@@ -72,6 +74,26 @@ static uint64_t rnd(void)
 	return g_rng;
 }
 
+/* The byte offsets of a block type's halves (d, dmin / m), -1 ended. */
+static const int *block_halves(enum coli_dtype dt)
+{
+	static const int lead[] = {0, 2, -1}, q50[] = {0, -1}, q2k[] = {80, 82, -1},
+	                 q3k[] = {108, -1}, q6k[] = {208, -1};
+
+	switch (dt) {
+	case COLI_DTYPE_Q5_0:
+		return q50;
+	case COLI_DTYPE_Q2_K:
+		return q2k;
+	case COLI_DTYPE_Q3_K:
+		return q3k;
+	case COLI_DTYPE_Q6_K:
+		return q6k;
+	default:
+		return lead;
+	}
+}
+
 /* Random weights with finite, normal values: quants are any byte, bf16 values
  * lie in [2^-8, 2) in magnitude, scales in [1e-3, 1e-2]. */
 static int wset_build(struct wset *s, enum coli_dtype dt, size_t target)
@@ -102,6 +124,18 @@ static int wset_build(struct wset *s, enum coli_dtype dt, size_t target)
 			for (size_t k = 0; k < (size_t)m->rows * m->cols; k++)
 				h[k] =
 				    (uint16_t)(0x3b80 | (h[k] & 0x807f) | ((h[k] >> 1) & 0x0380));
+		} else if (coli_dtype_is_block(dt)) { /* each block's halves */
+			unsigned be, bb;
+			uint8_t *b = (uint8_t *)m->data;
+
+			coli_dtype_block(dt, &be, &bb);
+			for (size_t k = 0; k < (size_t)m->rows * m->cols / be; k++, b += bb)
+				for (const int *o = block_halves(dt); *o >= 0; o++) {
+					uint16_t h =
+					    coli_f32_to_fp16(1e-3f + (float)(rnd() % 1000) * 9e-6f);
+
+					memcpy(b + *o, &h, 2);
+				}
 		} else {
 			uint16_t *sc = (uint16_t *)m->scales;
 			for (size_t k = 0; k < (size_t)m->rows * (m->cols / 32); k++)
@@ -240,13 +274,17 @@ static double sampler_pass(const float *l, int i, uint64_t seed, coli_cpu_pool_t
 
 int bench_kernels_main(int argc, char **argv)
 {
-	static const enum coli_dtype dts[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
+	static const enum coli_dtype dts[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
+	                                      COLI_DTYPE_Q4_K, COLI_DTYPE_Q5_K, COLI_DTYPE_Q6_K,
+	                                      COLI_DTYPE_Q3_K, COLI_DTYPE_Q2_K, COLI_DTYPE_Q4_1,
+	                                      COLI_DTYPE_Q5_0, COLI_DTYPE_Q5_1};
+	enum { N_DT = sizeof(dts) / sizeof(dts[0]) };
 	static const int Ss[] = {1, 2, 4, 8};
 	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), reps = 7, json = 0, mib = 256, err;
 	int read_only = 0; /* --read-only: only the host read (tools/bench_vs_fio.sh) */
-	struct wset ws[3] = {0};
+	struct wset ws[N_DT] = {0};
 	struct acts a2048 = {0}, a768 = {0};
-	struct arm arms[2 + 3 * 4];
+	struct arm arms[2 + N_DT * 4];
 	int n_arms = 0;
 	coli_cpu_pool_t *pool = NULL;
 	struct bench_readbw rb;
@@ -286,7 +324,7 @@ int bench_kernels_main(int argc, char **argv)
 		return tool_err("bench kernels", "out of memory");
 	arms[n_arms++] = (struct arm){"read", NULL, 0, NULL, 0};
 	arms[n_arms++] = (struct arm){"pool", NULL, 0, NULL, 0};
-	for (int d = 0; d < (read_only ? 0 : 3); d++) {
+	for (int d = 0; d < (read_only ? 0 : N_DT); d++) {
 		if (wset_build(&ws[d], dts[d], target))
 			return tool_err("bench kernels", "cannot allocate %d MiB of %s weights",
 			                mib, coli_dtype_name(dts[d]));
@@ -382,7 +420,7 @@ int bench_kernels_main(int argc, char **argv)
 	}
 	for (int i = 0; i < n_arms; i++)
 		free(arms[i].t);
-	for (int d = 0; d < 3; d++) {
+	for (int d = 0; d < N_DT; d++) {
 		free(ws[d].buf);
 		free(ws[d].m);
 	}

@@ -191,14 +191,15 @@ int cmd_inspect(int argc, char **argv)
 	       (unsigned long long)dense, human(dense, h, sizeof(h)));
 	printf("expert layers  %d\n", coli_io_container_n_expert_layers(c));
 	if (coli_io_container_n_expert_layers(c))
-		printf("  %5s %7s %5s %6s %6s %12s %12s %12s\n", "layer", "experts", "dtype",
-		       "hidden", "inter", "offset", "slab bytes", "layer bytes");
+		printf("  %5s %7s %5s %5s %6s %6s %12s %12s %12s\n", "layer", "experts", "dtype",
+		       "down", "hidden", "inter", "offset", "slab bytes", "layer bytes");
 	for (int i = 0; i < coli_io_container_n_expert_layers(c); i++) {
 		const struct coli_expert_layer *l = coli_io_container_expert_layer(c, i);
 
-		printf("  %5u %7u %5s %6u %6u %12llu %12llu %12llu\n", l->layer, l->n_experts,
-		       coli_dtype_name(l->dtype), l->hidden, l->inter,
-		       (unsigned long long)l->offset, (unsigned long long)l->slab_bytes,
+		printf("  %5u %7u %5s %5s %6u %6u %12llu %12llu %12llu\n", l->layer, l->n_experts,
+		       coli_dtype_name(l->dtype), coli_dtype_name(coli_io_expert_down_dtype(l)),
+		       l->hidden, l->inter, (unsigned long long)l->offset,
+		       (unsigned long long)l->slab_bytes,
 		       (unsigned long long)(l->slab_bytes * l->n_experts));
 		experts += l->slab_bytes * l->n_experts;
 	}

@@ -37,26 +37,13 @@
 #include "core/core_internal.h"
 
 /* Head h's block of rows [h*rows, (h+1)*rows) of w, as a matrix of its own
- * (the planar q8/q4 layout: quants of every row, then every row's scales). */
+ * (the planar q8/q4 layout: quants of every row, then every row's scales;
+ * the other dtypes: whole rows). */
 static struct coli_mat head_view(const struct coli_mat *w, int h, int rows)
 {
 	struct coli_mat m = *w;
-	size_t r0 = (size_t)h * rows, qrow;
+	size_t r0 = (size_t)h * rows, qrow = coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
 
-	switch (w->dtype) {
-	case COLI_DTYPE_Q8_0:
-		qrow = (size_t)w->cols;
-		break;
-	case COLI_DTYPE_Q4_0:
-		qrow = (size_t)w->cols / 2;
-		break;
-	case COLI_DTYPE_F32:
-		qrow = (size_t)w->cols * 4;
-		break;
-	default:
-		qrow = (size_t)w->cols * 2;
-		break;
-	}
 	m.rows = rows;
 	m.data = (const char *)w->data + r0 * qrow;
 	if (w->scales)

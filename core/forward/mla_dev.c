@@ -36,14 +36,13 @@
  * layout: every row's quants, then every row's scales). */
 static struct dmat head_rows(const struct dmat *m, int h, int rows)
 {
-	const int quant = coli_dtype_is_quant(m->dtype);
-	const size_t sb = quant ? (size_t)m->cols / COLI_QBLOCK * 2 : 0; /* a row's scales */
-	const size_t qb = coli_dtype_mat_bytes(m->dtype, 1, m->cols) - sb;
+	const size_t sb = m->scales ? (size_t)m->cols / COLI_QBLOCK * 2 : 0; /* a row's scales */
+	const size_t qb = coli_dtype_row_bytes(m->dtype, m->cols);
 	struct dmat v = *m;
 
 	v.rows = rows;
 	v.w = m->w + (uint64_t)h * rows * qb;
-	v.scales = quant ? m->scales + (uint64_t)h * rows * sb : 0;
+	v.scales = m->scales ? m->scales + (uint64_t)h * rows * sb : 0;
 	return v;
 }
 

@@ -18,7 +18,10 @@
  *      bf16, q8_0, q4_0, f32; a chunk's rows split over a thread pool,
  *      --threads) and pwritten at their final offsets. GGUF Q8_0 / Q4_0
  *      rows bound for q8_0 / q4_0 skip fp32: their blocks are repacked
- *      (job.copy, coli_ggml_repack). A quantized matrix
+ *      (job.copy, coli_ggml_repack); so are, copied as they are, a GGUF's
+ *      blocks of the other types coli keeps (q4_1 ... q6_k: rows of whole
+ *      blocks, one piece) when --quant is left out (kept_dtype, which the
+ *      plan asks per matrix, and expert_dtypes). A quantized matrix
  *      is planar (quants [rows][qrow] then fp16 scales [rows][cols/32]), so
  *      a chunk of rows lands as two pieces:
  *
@@ -71,15 +74,60 @@ static enum coli_dtype mat_dtype(struct cv *v, const char *name, uint64_t cols)
 	return COLI_DTYPE_BF16;
 }
 
+/* A GGUF without --quant keeps every matrix whose block type has a coli
+ * twin (Q8_0, Q4_0, Q4_1, Q5_*, Q2_K..Q6_K: cpu/ggml.h) as stored: the
+ * ggml type of the source tensor the checkpoint names hf, or -1 (a linear
+ * search: a few thousand names, once per matrix, at plan time). */
+static int src_ggml(const struct cv *v, const char *hf)
+{
+	for (int s = 0; hf && v->hf.ggml && s < v->hf.n_shards; s++)
+		for (int i = 0; i < v->hf.st[s].n; i++)
+			if (!strcmp(v->hf.st[s].t[i].name, hf))
+				return v->hf.ggml[s][i];
+	return -1;
+}
+
+/* 0 and *t when the matrix read from hf (cols columns) keeps its blocks. */
+static int kept_dtype(const struct cv *v, const char *hf, uint64_t cols, enum coli_dtype *t)
+{
+	int g = v->keep ? src_ggml(v, hf) : -1;
+
+	if (g < 0 || coli_ggml_dtype_of((uint32_t)g, t) || !coli_dtype_mat_bytes(*t, 1, cols))
+		return -ENOENT;
+	return 0;
+}
+
+/* An expert layer's dtypes: the config's (mat_dtype), or, keeping a GGUF's
+ * blocks, gate/up's type when they share one and down's own (Q4_K_M: Q4_K
+ * gate/up, Q6_K down; the container holds both: coli_io_expert_down_dtype). */
+static void expert_dtypes(struct cv *v, struct coli_expert_layer *e, enum coli_dtype base)
+{
+	static const char *const part[] = {"gate_proj", "up_proj", "down_proj"};
+	enum coli_dtype t[3];
+	int kept[3];
+	char hf[160];
+
+	for (int p = 0; p < 3; p++) {
+		snprintf(hf, sizeof(hf), "model.layers.%u.mlp.experts.0.%s.weight", e->layer,
+		         part[p]);
+		kept[p] = !kept_dtype(v, hf, p == 2 ? e->inter : e->hidden, &t[p]);
+	}
+	e->dtype = kept[0] && kept[1] && t[0] == t[1] ? t[0] : base;
+	t[2] = kept[2] ? t[2] : base;
+	e->down_kind = t[2] != e->dtype ? (uint32_t)t[2] + 1 : 0;
+}
+
 static int add_slot(struct cv *v, const char *name, int ndim, uint64_t d0, uint64_t d1, int mat)
 {
+	char hf[160];
 	struct slot *s = &v->slots[v->n_slots];
 
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->ndim = ndim;
 	s->shape[0] = d0;
 	s->shape[1] = d1;
-	s->dtype = mat ? mat_dtype(v, name, d1) : COLI_DTYPE_F32;
+	if (!mat || kept_dtype(v, coli_convert_slot_hf(v, name, hf, sizeof(hf)), d1, &s->dtype))
+		s->dtype = mat ? mat_dtype(v, name, d1) : COLI_DTYPE_F32;
 	s->idx = coli_io_writer_plan_tensor(v->w, name, s->dtype, ndim, s->shape);
 	if (s->idx < 0) {
 		snprintf(v->errbuf, v->errlen, "%s", coli_io_errmsg());
@@ -182,9 +230,9 @@ static int plan(struct cv *v)
 		e->layer = (uint32_t)l;
 		e->n_experts = (uint32_t)c->n_experts;
 		snprintf(n, sizeof(n), "blk.%d.experts", l);
-		e->dtype = mat_dtype(v, n, H % COLI_QBLOCK ? H : (uint64_t)c->moe_inter);
 		e->hidden = (uint32_t)H;
 		e->inter = (uint32_t)c->moe_inter;
+		expert_dtypes(v, e, mat_dtype(v, n, H % COLI_QBLOCK ? H : (uint64_t)c->moe_inter));
 		rc = coli_io_slab_layout(e);
 		if (!rc)
 			rc = coli_io_writer_plan_experts(v->w, e);
@@ -292,8 +340,12 @@ static int write_planar(struct cv *v, const struct job *j, uint64_t r0, uint64_t
 	uint64_t qrow, srow, pieces[2][2]; /* {offset, bytes} */
 	int np = 1, rc;
 
-	r0 += j->dst_row0; /* a part of a larger matrix (MLA's per-head jobs) */
-	if (coli_dtype_is_quant(j->dtype)) {
+	r0 += j->dst_row0;                   /* a part of a larger matrix (MLA's per-head jobs) */
+	if (coli_dtype_is_block(j->dtype)) { /* rows of whole blocks, no planes */
+		qrow = coli_dtype_row_bytes(j->dtype, j->cols);
+		pieces[0][0] = j->base + r0 * qrow;
+		pieces[0][1] = n * qrow;
+	} else if (coli_dtype_is_quant(j->dtype)) {
 		qrow = j->dtype == COLI_DTYPE_Q8_0 ? j->cols : j->cols / 2;
 		srow = j->cols / COLI_QBLOCK * 2;
 		pieces[0][0] = j->base + r0 * qrow;
@@ -514,6 +566,7 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 	if (rc)
 		return rc;
 	v.c = &v.hf.cfg;
+	v.keep = v.hf.ggml && o->quant_auto;
 	rc = coli_convert_fp8_load(o, &v.hf, errbuf, errlen); /* before any output */
 	if (!rc && !v.hf.ggml) /* a GGUF's one shard is open already */
 		rc = coli_convert_hf_open_shards(&v.hf, errbuf, errlen);
@@ -547,7 +600,14 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 		        "coli convert: skipping %d tensors of %d next-token-prediction layer(s) "
 		        "(model.layers.%d and up): coli does not run them\n",
 		        v.mtp_skipped, v.hf.n_mtp, v.c->n_layers);
-	if (!rc && v.n_blocks) /* which GGUF matrices the conversion rounds again */
+	if (!rc && v.n_blocks && v.keep) /* which GGUF matrices the conversion rounds again */
+		fprintf(stderr,
+		        "coli convert: %zu of %zu block-quantized matrices copied as stored "
+		        "(every type with a coli twin: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K), "
+		        "%zu dequantized and converted to %s\n",
+		        v.n_copied, v.n_blocks, v.n_blocks - v.n_copied,
+		        coli_dtype_name(v.c->quant));
+	else if (!rc && v.n_blocks)
 		fprintf(stderr,
 		        "coli convert: %zu of %zu block-quantized matrices copied as stored "
 		        "(%s), %zu dequantized and converted to %s\n",

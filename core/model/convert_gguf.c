@@ -26,8 +26,9 @@
  *              convert.c reads whole rows (ne0 is whole blocks) with
  *              coli_convert_src_read and widens them with coli_ggml_dequant,
  *              except where the blocks are the destination's own (Q8_0 ->
- *              q8, Q4_0 -> q4): those are repacked, bit for bit
- *              (coli_ggml_repack; convert_map.c marks the job `copy`).
+ *              q8, Q4_0 -> q4, and without --quant every block type coli
+ *              keeps: q4_k, q6_k, ...): those are repacked or copied, bit
+ *              for bit (coli_ggml_repack; convert_map.c marks the job `copy`).
  *   families   qwen3moe, qwen2moe, olmoe (q/k norms over the whole
  *              projection), and "llama" with {arch}.expert_count (Mixtral).
  *              llama.cpp's converter permutes a llama's attn_q / attn_k rows
@@ -42,9 +43,13 @@
  * unknown tensor names, RoPE scaling, tokenizer models other than gpt2 and
  * pre-tokenizer names without a regex here.
  *
- * --quant left out (opts->quant_auto): the file's matrices decide by element
- * count: mostly Q8_0 / Q5_* / Q6_K -> q8 (a Q8_0 file: every block
- * copied), mostly 4 bits or fewer -> q4, otherwise bf16 (docs/quant.md).
+ * --quant left out (opts->quant_auto): every matrix of a type with a coli
+ * twin (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) keeps its blocks as
+ * stored (core/model/convert.c kept_dtype); the others (F16, BF16, MXFP4)
+ * become the config's quant, which the file's matrices decide by element
+ * count: mostly Q8_0 / Q5_* / Q6_K -> q8, mostly 4 bits or fewer -> q4,
+ * otherwise bf16, or q8 when some matrix keeps its blocks (they need
+ * quantized activations) (docs/quant.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -517,6 +522,37 @@ static int check_tensor(struct gg *s, const struct coli_gguf *g, const struct co
 	return k;
 }
 
+/* Every tensor of a type coli cannot read (IQ*, TQ*, ...), named with its
+ * type in one message, before anything else is looked at. */
+static int refuse_types(struct gg *s)
+{
+	char list[512] = "";
+	size_t k = 0;
+	int n = 0;
+
+	for (int p = 0; p < s->n_parts; p++)
+		for (int i = 0; i < s->parts[p].n_tensors; i++) {
+			const struct coli_gguf_tensor *t = &s->parts[p].t[i];
+			const char *tn = coli_ggml_type_name(t->type);
+
+			if (coli_ggml_can_dequant(t->type))
+				continue;
+			if (k + strlen(t->name) + 40 < sizeof(list))
+				k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%s (%s)",
+				                      n ? ", " : "", t->name, tn ? tn : "unknown");
+			else if (!strstr(list, ", ..."))
+				k += (size_t)snprintf(list + k, sizeof(list) - k, ", ...");
+			n++;
+		}
+	if (!n)
+		return 0;
+	return coli_convert_errf(s->errbuf, s->errlen, -ENOTSUP,
+	                         "%s: %d tensor%s of a type coli cannot read yet: %s (coli reads "
+	                         "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, "
+	                         "Q5_K, Q6_K and MXFP4)",
+	                         s->path, n, n > 1 ? "s" : "", list);
+}
+
 /* Part p's tensors into the virtual shard h->st[p] (its table allocated
  * for them: a stacked expert tensor is E entries). */
 static int map_part(struct gg *s, struct coli_convert_hf *h, int p, int *ggml)
@@ -618,7 +654,8 @@ static enum coli_dtype pick_quant(const struct coli_gguf *parts, int n_parts)
 		return COLI_DTYPE_Q8_0;
 	if (n4 > n8 && n4 > nw)
 		return COLI_DTYPE_Q4_0;
-	return COLI_DTYPE_BF16;
+	/* mostly wide, but the blocks kept as stored need quantized activations */
+	return n8 + n4 ? COLI_DTYPE_Q8_0 : COLI_DTYPE_BF16;
 }
 
 /* The text sections: tokenizer.json, the chat template, coli's config. */
@@ -695,11 +732,14 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 		goto err;
 	}
 	memcpy(s.arch, arch, al);
+	if ((rc = refuse_types(&s)))
+		goto err;
 	if (o->quant_auto) {
 		quant = pick_quant(s.parts, s.n_parts);
 		fprintf(stderr,
-		        "coli convert: %s: --quant %s from the file's types (pass --quant "
-		        "to choose)\n",
+		        "coli convert: %s: --quant %s from the file's types, for the matrices "
+		        "not kept as stored (Q8_0, Q4_0, Q4_1, Q5_*, Q2_K..Q6_K are; pass "
+		        "--quant to convert every matrix)\n",
 		        o->hf_dir, coli_dtype_name(quant));
 	}
 	if (s.n_parts > 1)

@@ -90,6 +90,7 @@ struct cv {
 	size_t fp8_cap;            /* floats */
 	size_t n_blocks, n_copied; /* GGUF jobs of a block type; of those, kept as stored */
 	uint64_t mx_flushed;       /* MXFP4 blocks under q8's scale range, written as zero */
+	int keep;                  /* a GGUF without --quant: blocks with a coli twin kept */
 	/* progress */
 	uint64_t done, total;
 	struct timespec t0;
@@ -119,6 +120,9 @@ static inline uint64_t coli_convert_src_bytes(const struct job *j, uint64_t n)
 int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor *t);
 /* One job into v's table (an F8 source bound to its block scales first). */
 int coli_convert_add_job(struct cv *v, const struct job *j);
+/* The checkpoint name of a canonical (coli) tensor name, into buf; NULL for
+ * one without a single source (cn: "tok_embd", "blk.3.attn_q", ...). */
+const char *coli_convert_slot_hf(const struct cv *v, const char *cn, char *buf, size_t n);
 int coli_convert_check_complete(struct cv *v);
 
 /* FP8 (core/model/convert_fp8.c). _screen, before a tensor is mapped: 1

@@ -114,7 +114,8 @@ static int map_expert(struct cv *v, int shard, const struct coli_st_tensor *t, i
 			    .base = p == PART_GATE ? v->el[li].gate_off
 			            : p == PART_UP ? v->el[li].up_off
 			                           : v->el[li].down_off,
-			    .dtype = v->el[li].dtype,
+			    .dtype = p == PART_DOWN ? coli_io_expert_down_dtype(&v->el[li])
+			                            : v->el[li].dtype,
 			};
 
 			if (*seen) {
@@ -438,6 +439,28 @@ static void missing(struct cv *v, const char *where, const char *hf, const char 
 		snprintf(v->errbuf, v->errlen, "%s: missing tensor %s (coli's %s)", where, hf, cn);
 }
 
+const char *coli_convert_slot_hf(const struct cv *v, const char *cn, char *buf, size_t n)
+{
+	int mixtral = v->c->arch == COLI_ARCH_MIXTRAL || v->c->arch == COLI_ARCH_MINIMAX_M2;
+	int l = -1, off = 0;
+
+	if (!strcmp(cn, "tok_embd"))
+		return "model.embed_tokens.weight";
+	if (!strcmp(cn, "out_norm"))
+		return "model.norm.weight";
+	if (!strcmp(cn, "lm_head"))
+		return "lm_head.weight";
+	if (sscanf(cn, "blk.%d.%n", &l, &off) == 1 && off)
+		for (size_t k = 0; k < sizeof(g_layer_names) / sizeof(g_layer_names[0]); k++)
+			if (!strcmp(cn + off, g_layer_names[k].coli) &&
+			    !(mixtral && !strncmp(g_layer_names[k].hf, "mlp.", 4) &&
+			      !strncmp(cn + off, "router", 6))) {
+				snprintf(buf, n, "model.layers.%d.%s", l, g_layer_names[k].hf);
+				return buf;
+			}
+	return NULL;
+}
+
 /* After mapping: anything the config needs that no shard supplied, named
  * the way the checkpoint's architecture spells it (and a GGUF's). */
 int coli_convert_check_complete(struct cv *v)
@@ -448,29 +471,12 @@ int coli_convert_check_complete(struct cv *v)
 	int mixtral = v->c->arch == COLI_ARCH_MIXTRAL || v->c->arch == COLI_ARCH_MINIMAX_M2;
 
 	for (int i = 0; i < v->n_slots; i++) {
-		const char *cn = v->slots[i].name, *hf = NULL;
+		const char *cn = v->slots[i].name, *hf;
 		char buf[160];
-		int l = -1, off = 0;
 
 		if (v->slots[i].hf_seen)
 			continue;
-		if (!strcmp(cn, "tok_embd"))
-			hf = "model.embed_tokens.weight";
-		else if (!strcmp(cn, "out_norm"))
-			hf = "model.norm.weight";
-		else if (!strcmp(cn, "lm_head"))
-			hf = "lm_head.weight";
-		else if (sscanf(cn, "blk.%d.%n", &l, &off) == 1 && off)
-			for (size_t k = 0; k < sizeof(g_layer_names) / sizeof(g_layer_names[0]);
-			     k++)
-				if (!strcmp(cn + off, g_layer_names[k].coli) &&
-				    !(mixtral && !strncmp(g_layer_names[k].hf, "mlp.", 4) &&
-				      !strncmp(cn + off, "router", 6))) {
-					snprintf(buf, sizeof(buf), "model.layers.%d.%s", l,
-					         g_layer_names[k].hf);
-					hf = buf;
-					break;
-				}
+		hf = coli_convert_slot_hf(v, cn, buf, sizeof(buf));
 		missing(v, where, hf ? hf : cn, cn);
 		return -ENOENT;
 	}

@@ -197,6 +197,7 @@ static int bind_layer(struct bind_ctx *b, struct coli_model *m, int l)
 			rc = -EINVAL;
 		}
 		rc = rc ? rc : dtype_check(b, NAME("experts"), xl->dtype);
+		rc = rc ? rc : dtype_check(b, NAME("experts"), coli_io_expert_down_dtype(xl));
 		for (int i = 0; !rc && i < coli_io_container_n_expert_layers(b->c); i++)
 			if (coli_io_container_expert_layer(b->c, i) == xl)
 				L->xl = i;
@@ -268,7 +269,7 @@ void coli_model_expert_at(const struct coli_model *m, int layer, const void *sla
 
 	coli_mat_view(&v->gate, xl->dtype, I, H, p + xl->gate_off);
 	coli_mat_view(&v->up, xl->dtype, I, H, p + xl->up_off);
-	coli_mat_view(&v->down, xl->dtype, H, I, p + xl->down_off);
+	coli_mat_view(&v->down, coli_io_expert_down_dtype(xl), H, I, p + xl->down_off);
 }
 
 struct rebase {
@@ -322,19 +323,26 @@ void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, con
 }
 
 /* The devices' GEMVs (ptx/gpu_dense.c, ptx/gpu_expert.c) take K % 32 == 0
- * only, whatever the dtype; the simulated device follows the same rule
- * (core/engine.c asks here), so its placement is the GPU's. */
+ * only, and f32/f16/bf16/q8_0/q4_0 only: GGUF's block types kept as stored
+ * (q4_k, q6_k, ...: cpu/kquant.c) have CPU kernels only so far. The
+ * simulated device follows the same rules (core/engine.c asks here), so its
+ * placement is the GPU's. */
 static int dev_cols(const struct coli_mat *w, const char *name, int l, char *why, size_t len)
 {
-	if (!w->data || w->cols % COLI_QBLOCK == 0)
+	char at[64];
+
+	if (!w->data || (w->cols % COLI_QBLOCK == 0 && !coli_dtype_is_block(w->dtype)))
 		return 0;
 	if (l < 0)
-		snprintf(why, len, "%s has %d columns (the device kernels need multiples of 32)",
-		         name, w->cols);
+		snprintf(at, sizeof(at), "%s", name);
 	else
-		snprintf(why, len,
-		         "blk.%d.%s has %d columns (the device kernels need multiples of 32)", l,
-		         name, w->cols);
+		snprintf(at, sizeof(at), "blk.%d.%s", l, name);
+	if (coli_dtype_is_block(w->dtype))
+		snprintf(why, len, "%s is %s, which has no device kernels yet", at,
+		         coli_dtype_name(w->dtype));
+	else
+		snprintf(why, len, "%s has %d columns (the device kernels need multiples of 32)",
+		         at, w->cols);
 	return -ENOTSUP;
 }
 
@@ -359,9 +367,19 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 		xl = coli_io_container_expert_layer(m->c, m->layers[l].xl);
 		if (xl->hidden % COLI_QBLOCK || xl->inter % COLI_QBLOCK) {
 			snprintf(why, len,
-			         "the experts of layer %d are %u x %u: the device kernels need "
-			         "multiples of 32",
+			         "the experts of layer %d are %u x %u (the device kernels need "
+			         "multiples of 32)",
 			         l, xl->inter, xl->hidden);
+			return -ENOTSUP;
+		}
+		if (coli_dtype_is_block(xl->dtype) || xl->down_kind) {
+			/* the device's expert jobs take one dtype a layer: a down of
+			 * another (a GGUF mix kept as stored) stays on the CPU too */
+			snprintf(why, len,
+			         "the experts of layer %d are %s (down %s), which the device "
+			         "kernels do not take yet",
+			         l, coli_dtype_name(xl->dtype),
+			         coli_dtype_name(coli_io_expert_down_dtype(xl)));
 			return -ENOTSUP;
 		}
 	}

@@ -92,7 +92,7 @@ done
 grep -Eq '^blk\.0\.attn_o +bf16 ' insp.txt && grep -Eq '^blk\.0\.attn_q +q4_0 ' insp.txt ||
 	{ echo "FAIL hd-q4: attn_o not bf16 or attn_q not q4_0:"; grep 'blk.0' insp.txt; fail=1; }
 "$COLI" inspect mi-q8.coli >insp.txt 2>&1
-grep -Eq '^ +0 +4 +bf16 +64 +40 ' insp.txt ||
+grep -Eq '^ +0 +4 +bf16 +bf16 +64 +40 ' insp.txt ||
 	{ echo "FAIL mi-q8: expert layer 0 not bf16:"; cat insp.txt; fail=1; }
 
 for q in bf16 q8 q4; do

@@ -4,7 +4,9 @@
  * for bit, on random blocks (tests/cpu/ggml_ref.py makes them: 64 blocks a
  * type, scales random finite halves with zero, -0, a subnormal and the
  * largest among them; F16 and BF16 over 4096 random finite values); then the
- * errors: a partial block, a type it cannot read.
+ * errors: a partial block, a type it cannot read. The block types coli keeps
+ * as stored (Q4_1 ... Q6_K) read as coli matrices (coli_mat_row_f32) give
+ * the same bits.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "cpu/cpu.h"
 #include "cpu/ggml.h"
 
 static void *slurp(const char *path, size_t *n)
@@ -36,8 +39,10 @@ static int check(uint32_t type)
 {
 	const char *name = coli_ggml_type_name(type);
 	char path[256];
-	size_t nb, nf, bad = 0;
+	size_t nb, nf, bad = 0, mat_bad = 0;
 	unsigned be, bb;
+	enum coli_dtype t;
+	float row[256];
 	void *blocks;
 	float *want, *got;
 	int rc;
@@ -60,8 +65,24 @@ static int check(uint32_t type)
 				       got[i], want[i]);
 			bad++;
 		}
-	printf("  %-6s %6zu values, %zu differ from the gguf package%s\n", name, nf / 4, bad,
+	/* a block type kept as stored (cpu/dtype.h): coli_mat_row_f32 over the
+	 * same blocks as a matrix, one block a row, gives the same bits */
+	if (!coli_ggml_dtype_of(type, &t) && coli_dtype_is_block(t)) {
+		struct coli_mat m;
+
+		coli_mat_view(&m, t, (int)(nb / bb), (int)be, blocks);
+		for (int r = 0; r < m.rows; r++) {
+			coli_mat_row_f32(&m, r, row);
+			if (memcmp(row, want + (size_t)r * be, be * 4))
+				mat_bad++;
+		}
+	}
+	printf("  %-6s %6zu values, %zu differ from the gguf package%s", name, nf / 4, bad,
 	       rc ? " (dequant failed)" : "");
+	if (!coli_ggml_dtype_of(type, &t) && coli_dtype_is_block(t))
+		printf("; as coli %s rows: %zu rows differ", coli_dtype_name(t), mat_bad);
+	printf("\n");
+	bad += mat_bad;
 	free(blocks), free(want), free(got);
 	return rc || bad;
 }

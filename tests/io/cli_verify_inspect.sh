@@ -13,14 +13,15 @@ grep -q "m.coli: ok" out.txt || fail "verify did not say ok: $(cat out.txt)"
 
 "$COLI" inspect m.coli >inspect.txt 2>err.txt || fail "inspect: $(cat err.txt)"
 for want in "architecture   qwen3_moe" "layers         3 (1 dense, 2 MoE)" "top-k 2" \
-	"quant          q8_0" "dense tensors  7, 43872 bytes" "expert layers  2" \
-	"expert bytes   94208" "file total     147456"; do
+	"quant          q8_0" "dense tensors  8, 44736 bytes" "expert layers  3" \
+	"expert bytes   610304" "file total     663552"; do
 	grep -qF "$want" inspect.txt || fail "inspect lacks '$want'"
 done
 grep -q "blk.0.attn_q" inspect.txt && fail "inspect without -v printed the tensor table"
 "$COLI" inspect -v m.coli >inspect_v.txt || fail "inspect -v"
 grep -Eq "^blk.0.attn_q +q8_0 +64 x 64 " inspect_v.txt || fail "inspect -v lacks blk.0.attn_q"
-grep -Eq "^ +2 +5 +q4_0 +96 +64 " inspect_v.txt || fail "inspect lacks expert layer 2's row"
+grep -Eq "^ +2 +5 +q4_0 +q4_0 +96 +64 " inspect_v.txt || fail "inspect lacks expert layer 2's row"
+grep -Eq "^ +3 +2 +q4_k +q6_k +256 +512 " inspect_v.txt || fail "inspect lacks expert layer 3's row (q4_k, down q6_k)"
 
 # flip one byte inside slab (layer 2, expert 3)
 off=$(awk '$1 == "slab" && $2 == 2 && $3 == 3 { print $4 + 100 }' offsets.txt)
@@ -41,7 +42,7 @@ grep -q "tensor blk.0.ffn_gate checksum mismatch" err.txt || fail "message: $(ca
 # truncated, empty, missing, not a container
 head -c 100000 m.coli >trunc.coli
 "$COLI" verify trunc.coli 2>err.txt; rc=$?
-[ $rc -eq 1 ] && grep -q "trunc.coli: file is truncated: 100000 bytes, expected 147456" err.txt ||
+[ $rc -eq 1 ] && grep -q "trunc.coli: file is truncated: 100000 bytes, expected 663552" err.txt ||
 	fail "truncated: exit $rc, $(cat err.txt)"
 "$COLI" inspect trunc.coli 2>err.txt && fail "inspect accepted a truncated file"
 : >empty.coli

@@ -229,7 +229,7 @@ static void sections(void)
 	put64(sec_entry(b, CT_SECTION_SLAB_XXH) + SE_BYTES,
 	      le64(sec_entry(b, CT_SECTION_SLAB_XXH) + SE_BYTES) - 8);
 	edit_reseal(b, g_n);
-	expect("slab checksum count", b, g_n, 0, -EBADMSG, "slab checksums for 9 slabs");
+	expect("slab checksum count", b, g_n, 0, -EBADMSG, "slab checksums for 11 slabs");
 	b = copy();
 	put64(sec_entry(b, CT_SECTION_TENSORS) + SE_BYTES, CT_TENSOR_ENTRY * SYNTH_N_TENSORS - 1);
 	edit_reseal(b, g_n);
@@ -298,8 +298,7 @@ static void tensors(void)
 	b = copy();
 	e = tensor_entry(b, SYNTH_N_TENSORS - 1);
 	b[le64(e + TE_OFFSET) + le64(e + TE_BYTES) - 1] ^= 0x80;
-	expect("last tensor byte flip", b, g_n, 1, -EBADMSG,
-	       "tensor test.f32_4d checksum mismatch");
+	expect("last tensor byte flip", b, g_n, 1, -EBADMSG, "tensor test.q4_k checksum mismatch");
 }
 
 static void layers(void)
@@ -323,9 +322,23 @@ static void layers(void)
 	edit_reseal(b, g_n);
 	expect("n_experts huge", b, g_n, 0, -EBADMSG, "experts (1..65536 allowed)");
 	b = copy();
-	put32(layer_entry(b, 1) + LE_N_EXPERTS, 6);
+	put32(layer_entry(b, 2) + LE_N_EXPERTS, 3);
 	edit_reseal(b, g_n);
 	expect("n_experts past file", b, g_n, 0, -EBADMSG, "outside the expert region");
+	b = copy();
+	put32(layer_entry(b, 1) + LE_DOWN_DTYPE, 99);
+	edit_reseal(b, g_n);
+	expect("down dtype unknown", b, g_n, 0, -EBADMSG,
+	       "expert layer 2: down dtype field 99 is not another known dtype");
+	b = copy();
+	put32(layer_entry(b, 0) + LE_DOWN_DTYPE, COLI_DTYPE_Q8_0 + 1);
+	edit_reseal(b, g_n);
+	expect("down dtype = dtype", b, g_n, 0, -EBADMSG,
+	       "expert layer 1: down dtype field 9 is not another known dtype");
+	b = copy();
+	put32(layer_entry(b, 2) + LE_DOWN_DTYPE, COLI_DTYPE_Q4_0 + 1);
+	edit_reseal(b, g_n);
+	expect("down dtype resized", b, g_n, 0, -EBADMSG, "slab layout does not match");
 	b = copy();
 	put64(layer_entry(b, 1) + LE_OFFSET, 1ull << 63);
 	edit_reseal(b, g_n);
@@ -363,7 +376,7 @@ static void layers(void)
 	b = copy();
 	b[g_n - 1] ^= 1; /* padding of the last slab: covered too */
 	expect("slab padding flip", b, g_n, 1, -EBADMSG,
-	       "slab (layer 2, expert 4) checksum mismatch");
+	       "slab (layer 3, expert 1) checksum mismatch");
 }
 
 int main(void)

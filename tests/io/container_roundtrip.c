@@ -135,6 +135,7 @@ static void check_layers(coli_container_t *c)
 			continue;
 		coli_io_slab_layout(&want);
 		CHECK(l->n_experts == want.n_experts && l->dtype == want.dtype &&
+		          coli_io_expert_down_dtype(l) == coli_io_expert_down_dtype(&want) &&
 		          l->hidden == want.hidden && l->inter == want.inter &&
 		          l->slab_bytes == want.slab_bytes && l->up_off == want.up_off &&
 		          l->down_off == want.down_off && l->gate_off == 0,

@@ -1,6 +1,7 @@
 /*
  * tests/io/synth.h — a synthetic .coli container for the io tests: tensors of
- * every dtype and rank, two expert layers of different geometry and dtype,
+ * every dtype and rank (a GGUF Q4_K block matrix among them), three expert
+ * layers of different geometry and dtype (one with a q6_k down beside q4_k),
  * and the text sections, filled with bytes that are a pure function of
  * (object, position) so any reader can check every byte without keeping a
  * copy. synth_write() writes them out of order and in pieces, as the
@@ -50,12 +51,20 @@ static const struct {
     {"blk.1.router", COLI_DTYPE_F32, 2, {4, 64}, 4 * 64 * 4},
     {"test.f16_3d", COLI_DTYPE_F16, 3, {2, 3, 64}, 2 * 3 * 64 * 2},
     {"test.f32_4d", COLI_DTYPE_F32, 4, {1, 2, 3, 4}, 24 * 4},
+    {"test.q4_k", COLI_DTYPE_Q4_K, 2, {3, 512}, 3 * 2 * 144}, /* GGUF blocks as stored */
 };
 #define SYNTH_N_TENSORS (int)(sizeof(g_synth_tensors) / sizeof(g_synth_tensors[0]))
 
 static const struct coli_expert_layer g_synth_layers[] = {
     {.layer = 1, .n_experts = 4, .dtype = COLI_DTYPE_Q8_0, .hidden = 64, .inter = 32},
     {.layer = 2, .n_experts = 5, .dtype = COLI_DTYPE_Q4_0, .hidden = 96, .inter = 64},
+    /* a GGUF Q4_K_M layer: q4_k gate/up, q6_k down (down_kind = dtype + 1) */
+    {.layer = 3,
+     .n_experts = 2,
+     .dtype = COLI_DTYPE_Q4_K,
+     .down_kind = COLI_DTYPE_Q6_K + 1,
+     .hidden = 256,
+     .inter = 512},
 };
 #define SYNTH_N_LAYERS (int)(sizeof(g_synth_layers) / sizeof(g_synth_layers[0]))
 

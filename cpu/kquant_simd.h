@@ -1,0 +1,564 @@
+/*
+ * cpu/kquant_simd.h — the vector forms of the block types' canonical
+ * reduction (cpu/kquant.c), written once over 256-bit integer vectors and
+ * compiled twice: cpu/kquant_avx2.c (AVX2: a dot of four u8 x s8 products is
+ * vpmaddubsw then vpmaddwd with ones) and cpu/kquant_avx512.c (AVX-512 VNNI
+ * on 256-bit registers: one vpdpbusd). Both give the same int32 lanes, since
+ * every pair of products fits int16 (an unsigned weight byte <= 63 times an
+ * activation >= -127: |pair| <= 16002), so maddubs never saturates.
+ *
+ * Covered: all eight types (kq_gemv returns -ENOTSUP for another, and the
+ * caller runs the reference: the same bits, slower).
+ *
+ * A 256-element block (K-quants), or eight 32-element blocks (Q4_1, Q5_*),
+ * is eight units (activation blocks b .. b+7, b % 8 == 0), and so fills one
+ * 8-lane fp32 accumulator: the i-th such group of a row goes to acc0 or
+ * acc1 by i % 2 (lanes 0-7 or 8-15 of the canonical 16). Per unit the dot
+ * of weight quants with xq is kept as eight int32 partials; a transposing
+ * hadd tree (kq_hsum8x8) turns the eight units' vectors into one vector of
+ * the eight unit sums, which is scaled (vpmulld by the group scales: exact)
+ * and converted; the fp32 steps are the reference's, lane by lane:
+ * fmadd(A, d*dx) then fmadd(C, dmin*dx). Where a unit has two groups of 16
+ * (Q2_K, Q3_K, Q6_K) its partials are scaled before the tree (lanes 0-3
+ * hold the first group, 4-7 the second): there, on both ISAs, vpmaddubsw
+ * gives a unit's 16 int16 pair sums (8 a group) and vpmaddwd multiplies
+ * each by its group's scale into int32 (no vpmulld); signed quants are made
+ * unsigned by an offset (Q6_K q, Q3_K q + 4) whose pair sums are subtracted
+ * in int16 first (the difference is the signed pair sum: |.| <= 8128), as
+ * Q5_0's 16 * qsum is subtracted from its unit sums. A 32-block type's last 1-7 blocks (K not a
+ * multiple of 256) take the reference's steps on the stored lanes.
+ *
+ * coli_gemm (S > 1) runs each row against two activations at a time: the
+ * weights unpacked and the scales decoded once, the dots and the fp32 steps
+ * per activation (so each y is coli_gemv's).
+ *
+ * The includer defines DOTACC(acc, u, s): acc + the int32 dots of four bytes.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+
+#define KQ_INLINE static inline __attribute__((always_inline))
+
+/* the canonical fold of 16 lanes held as acc0 = 0..7, acc1 = 8..15 */
+KQ_INLINE float kq_fold2(__m256 a0, __m256 a1)
+{
+	__m256 v8 = _mm256_add_ps(a0, a1);
+	__m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
+	__m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+	__m128 v1 = _mm_add_ss(v2, _mm_movehdup_ps(v2));
+
+	return _mm_cvtss_f32(v1);
+}
+
+/* lane g = the sum of v[g]'s eight int32 */
+KQ_INLINE __m256i kq_hsum8x8(const __m256i *v)
+{
+	__m256i t0 = _mm256_hadd_epi32(v[0], v[1]), t1 = _mm256_hadd_epi32(v[2], v[3]);
+	__m256i t2 = _mm256_hadd_epi32(v[4], v[5]), t3 = _mm256_hadd_epi32(v[6], v[7]);
+	__m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
+
+	return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+	                        _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+KQ_INLINE float kq_half(const uint8_t *p)
+{
+	return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8));
+}
+
+KQ_INLINE __m256i kq_load(const void *p)
+{
+	return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* [s(2u) x8, s(2u+1) x8] as int16 from 16 int8 scales, for vpmaddwd over
+ * a unit's 16 int16 pair sums (8 a group of 16). */
+#define KQ_PAIR16(s16, u)                                                                          \
+	_mm256_cvtepi8_epi16(_mm_shuffle_epi8(                                                     \
+	    (s16), _mm_set_epi8(2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1,   \
+	                        2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1, 2 * (u), 2 * (u), 2 * (u),  \
+	                        2 * (u), 2 * (u), 2 * (u), 2 * (u), 2 * (u))))
+
+/* [s(2u) x4, s(2u+1) x4] as int32 from 16 int8 scales (u a constant once
+ * unrolled: one byte shuffle and a widening). */
+#define KQ_PAIR32(s16, u)                                                                          \
+	_mm256_cvtepi8_epi32(_mm_shuffle_epi8(                                                     \
+	    (s16), _mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1,     \
+	                        2 * (u) + 1, 2 * (u), 2 * (u), 2 * (u), 2 * (u))))
+
+/* A block's bytes (cpu/dtype.h; inline, so a constant t folds). */
+KQ_INLINE size_t kq_block_bytes(enum coli_dtype t)
+{
+	switch (t) {
+	case COLI_DTYPE_Q4_1:
+		return 20;
+	case COLI_DTYPE_Q5_0:
+		return 22;
+	case COLI_DTYPE_Q5_1:
+		return 24;
+	case COLI_DTYPE_Q2_K:
+		return 84;
+	case COLI_DTYPE_Q3_K:
+		return 110;
+	case COLI_DTYPE_Q4_K:
+		return 144;
+	case COLI_DTYPE_Q5_K:
+		return 176;
+	default:
+		return 210;
+	}
+}
+
+/* The block functions below take ns (1 or 2, a constant once inlined)
+ * activations x[0..ns) and block i of a row: the weights are unpacked and
+ * their scales decoded once, then dotted with each activation into acc[s]
+ * (coli_gemm's S > 1 shares them; every activation's bits are coli_gemv's). */
+#define KQ_NS 2
+
+/* One Q4_K / Q5_K block at bp: activation blocks x[s]->q + 256 i, their
+ * qsum and dx (8 each), into acc[s] (8 lanes). */
+KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
+                             __m256 *acc, int five)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
+	const uint8_t *qs = bp + (five ? 48 : 16);
+	__m256i v[KQ_NS][8], h = five ? kq_load(bp + 16) : zero;
+	uint32_t u[3], sc_lo, m_lo, sc_hi, m_hi;
+
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
+		__m256i q = kq_load(qs + 32 * j);
+		__m256i lo = _mm256_and_si256(q, m4),
+		        hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+
+		if (five) { /* bit g of qh[l] is element l's fifth bit in group g, moved
+			     * to bit 4 of its byte (a 16-bit shift: what crosses from
+			     * the neighbour byte lands outside bit 4) */
+			const __m256i s16 = _mm256_set1_epi8(16);
+			const __m256i h0 = 2 * j >= 4 ? _mm256_srli_epi16(h, 2 * j - 4)
+			                              : _mm256_slli_epi16(h, 4 - 2 * j);
+			const __m256i h1 = 2 * j + 1 >= 4 ? _mm256_srli_epi16(h, 2 * j + 1 - 4)
+			                                  : _mm256_slli_epi16(h, 4 - 2 * j - 1);
+
+			lo = _mm256_or_si256(lo, _mm256_and_si256(h0, s16));
+			hi = _mm256_or_si256(hi, _mm256_and_si256(h1, s16));
+		}
+#pragma GCC unroll 2
+		for (int s = 0; s < ns; s++) {
+			const int8_t *xq = x[s]->q + 256 * i;
+
+			v[s][2 * j] = DOTACC(zero, lo, kq_load(xq + 64 * j));
+			v[s][2 * j + 1] = DOTACC(zero, hi, kq_load(xq + 64 * j + 32));
+		}
+	}
+	/* the 6-bit scales and mins of the eight groups, four bytes at a time
+	 * (coli_kq_scale_min's fields) */
+	memcpy(u, bp + 4, 12);
+	sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
+	sc_hi = (u[2] & 0x0f0f0f0fu) | (u[0] >> 6 & 0x03030303u) << 4;
+	m_hi = (u[2] >> 4 & 0x0f0f0f0fu) | (u[1] >> 6 & 0x03030303u) << 4;
+	const __m256i sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
+	const __m256i mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo));
+	const __m256 d = _mm256_set1_ps(kq_half(bp)), dmin = _mm256_set1_ps(kq_half(bp + 2));
+
+#pragma GCC unroll 2
+	for (int s = 0; s < ns; s++) {
+		const __m256i A = _mm256_mullo_epi32(kq_hsum8x8(v[s]), sc);
+		const __m256i C = _mm256_sub_epi32(
+		    zero, _mm256_mullo_epi32(
+		              mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i))));
+		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
+
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), acc[s]);
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(C), _mm256_mul_ps(dmin, dxv), acc[s]);
+	}
+}
+
+/* One Q6_K block. Unit u (0..7) of half h = u / 4: low nibbles from ql
+ * bytes h*64 + (u%2)*32 .. +32 (low nibble for u%4 < 2, high otherwise),
+ * two high bits from qh bytes h*32 .. +32 at shift 2*(u%4). */
+KQ_INLINE void kq_q6k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
+                            __m256 *acc)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3),
+	              k32 = _mm256_set1_epi8(32);
+	const __m128i sc16 = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
+	const __m256 d = _mm256_set1_ps(kq_half(bp + 208));
+	__m256i v[KQ_NS][8];
+
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		const __m256i A = kq_load(bp + h * 64), B = kq_load(bp + h * 64 + 32),
+		              H = kq_load(bp + 128 + h * 32);
+		__m256i q[4];
+
+		q[0] = _mm256_or_si256(_mm256_and_si256(A, m4),
+		                       _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+		q[1] = _mm256_or_si256(
+		    _mm256_and_si256(B, m4),
+		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
+		q[2] = _mm256_or_si256(
+		    _mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
+		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
+		q[3] = _mm256_or_si256(
+		    _mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
+		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++) {
+			const int u = h * 4 + k;
+			const __m256i sp = KQ_PAIR16(sc16, u);
+
+#pragma GCC unroll 2
+			for (int s = 0; s < ns; s++) {
+				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
+
+				/* pairs of products in int16 (|q x + q' x'| <= 16002, the
+				 * offset's <= 8128, their difference <= 8128), then each
+				 * pair times its group's scale into int32: no vpmulld */
+				v[s][u] = _mm256_madd_epi16(
+				    _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], xv),
+				                     _mm256_maddubs_epi16(k32, xv)),
+				    sp);
+			}
+		}
+	}
+#pragma GCC unroll 2
+	for (int s = 0; s < ns; s++)
+		acc[s] =
+		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v[s])),
+		                    _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
+}
+
+/* One Q3_K block. Unit u (0..7): two-bit fields from qs bytes (u/4)*32 ..
+ * +32 at shift 2*(u%4), the high bit from hm bit u; val = q + 4 = low |
+ * high << 2 (0..7, unsigned), so A = sum s * val * x - 4 * sum s * x. The
+ * 6-bit scales (coli_kq_q3_scale) decoded to int8 first. */
+KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
+                            __m256 *acc)
+{
+	const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4), k4 = _mm256_set1_epi8(4),
+	              H = kq_load(bp);
+	const __m256 d = _mm256_set1_ps(kq_half(bp + 108));
+	uint32_t a[3], sc[4];
+	__m128i s16;
+	__m256i v[KQ_NS][8];
+
+	/* the 16 6-bit scales (coli_kq_q3_scale), four bytes at a time: low
+	 * nibbles of bytes 0-7 (groups 0-7), their high nibbles (8-15), two
+	 * bits each from bytes 8-11; minus 32 */
+	memcpy(a, bp + 96, 12);
+	sc[0] = (a[0] & 0x0f0f0f0fu) | (a[2] & 0x03030303u) << 4;
+	sc[1] = (a[1] & 0x0f0f0f0fu) | (a[2] >> 2 & 0x03030303u) << 4;
+	sc[2] = (a[0] >> 4 & 0x0f0f0f0fu) | (a[2] >> 4 & 0x03030303u) << 4;
+	sc[3] = (a[1] >> 4 & 0x0f0f0f0fu) | (a[2] >> 6 & 0x03030303u) << 4;
+	/* from registers: four 4-byte stores read back as one 16-byte load would
+	 * miss store forwarding */
+	s16 = _mm_sub_epi8(_mm_set_epi32((int)sc[3], (int)sc[2], (int)sc[1], (int)sc[0]),
+	                   _mm_set1_epi8(32));
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		const __m256i Q = kq_load(bp + 32 + 32 * h);
+
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++) {
+			const int u = h * 4 + k;
+			const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * k), m3);
+			const __m256i hb = _mm256_and_si256(
+			    u >= 2 ? _mm256_srli_epi16(H, u - 2) : _mm256_slli_epi16(H, 2 - u), b2);
+			const __m256i val = _mm256_or_si256(lo, hb), sp = KQ_PAIR16(s16, u);
+
+#pragma GCC unroll 2
+			for (int s = 0; s < ns; s++) {
+				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
+
+				v[s][u] = _mm256_madd_epi16(
+				    _mm256_sub_epi16(_mm256_maddubs_epi16(val, xv),
+				                     _mm256_maddubs_epi16(k4, xv)),
+				    sp);
+			}
+		}
+	}
+#pragma GCC unroll 2
+	for (int s = 0; s < ns; s++)
+		acc[s] =
+		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v[s])),
+		                    _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
+}
+
+/* One Q2_K block: unit u's two-bit quants as Q3_K's low bits (qs at 16),
+ * scale and min the nibbles of sc[2u], sc[2u+1]; A = sum s * q * x, C = -sum
+ * m * x (the dot of ones with x: pairs of x a lane). */
+KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
+                            __m256 *acc)
+{
+	const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi8(1),
+	              zero = _mm256_setzero_si256();
+	const __m128i raw = _mm_loadu_si128((const __m128i *)bp), n4 = _mm_set1_epi8(0x0f);
+	const __m128i s16 = _mm_and_si128(raw, n4),
+	              m16 = _mm_and_si128(_mm_srli_epi16(raw, 4), n4); /* 0..15: int8 too */
+	const __m256 d = _mm256_set1_ps(kq_half(bp + 80)), dmin = _mm256_set1_ps(kq_half(bp + 82));
+	__m256i v[KQ_NS][8], w[KQ_NS][8];
+
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		const __m256i Q = kq_load(bp + 16 + 32 * h);
+
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++) {
+			const int u = h * 4 + k;
+			const __m256i q = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * k), m3);
+			const __m256i sp = KQ_PAIR16(s16, u), mp = KQ_PAIR16(m16, u);
+
+#pragma GCC unroll 2
+			for (int s = 0; s < ns; s++) {
+				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
+
+				v[s][u] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), sp);
+				w[s][u] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, xv), mp);
+			}
+		}
+	}
+#pragma GCC unroll 2
+	for (int s = 0; s < ns; s++) {
+		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
+
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v[s])),
+		                         _mm256_mul_ps(d, dxv), acc[s]);
+		acc[s] =
+		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(zero, kq_hsum8x8(w[s]))),
+		                    _mm256_mul_ps(dmin, dxv), acc[s]);
+	}
+}
+
+/* Block i of a row at row into acc[0..ns). */
+KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
+                        int ns, int i, __m256 *acc)
+{
+	const uint8_t *bp = row + (size_t)i * kq_block_bytes(t);
+
+	__builtin_prefetch(bp + 2048, 0, 3);
+	if (t == COLI_DTYPE_Q6_K)
+		kq_q6k_block(bp, x, ns, i, acc);
+	else if (t == COLI_DTYPE_Q3_K)
+		kq_q3k_block(bp, x, ns, i, acc);
+	else if (t == COLI_DTYPE_Q2_K)
+		kq_q2k_block(bp, x, ns, i, acc);
+	else
+		kq_q45k_block(bp, x, ns, i, acc, t == COLI_DTYPE_Q5_K);
+}
+
+/* One row of K (a multiple of 256) elements of type t at row against ns
+ * activations, into out[s]: even blocks into acc0 (lanes 0-7), odd ones
+ * into acc1 (8-15), two a step so that the accumulators stay in registers. */
+KQ_INLINE void kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
+                      int ns, int K, float *out)
+{
+	__m256 acc0[KQ_NS], acc1[KQ_NS];
+	int i = 0;
+
+	for (int s = 0; s < ns; s++)
+		acc0[s] = acc1[s] = _mm256_setzero_ps();
+	for (; i + 2 <= K / 256; i += 2) {
+		kq_block(t, row, x, ns, i, acc0);
+		kq_block(t, row, x, ns, i + 1, acc1);
+	}
+	if (i < K / 256)
+		kq_block(t, row, x, ns, i, acc0);
+	for (int s = 0; s < ns; s++)
+		out[s] = kq_fold2(acc0[s], acc1[s]);
+}
+
+/* Element l of a 32-element block in byte l: qs[16]'s low nibbles, then its
+ * high ones. */
+KQ_INLINE __m256i kq_nib32(const uint8_t *qs)
+{
+	const __m128i q = _mm_loadu_si128((const __m128i *)qs);
+
+	return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+}
+
+/* Bit l of the 32 at qh as 16 (set) or 0 in byte l: byte l / 8 of qh
+ * broadcast to bytes 8k..8k+7, tested against 1 << (l % 8). */
+KQ_INLINE __m256i kq_bits32(const uint8_t *qh)
+{
+	const __m256i idx = _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+	                                      0x0101010101010101ll, 0),
+	              bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	uint32_t h;
+	__m256i v;
+
+	memcpy(&h, qh, 4);
+	v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h), idx);
+	v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+	return _mm256_and_si256(v, _mm256_set1_epi8(16));
+}
+
+/* Eight halves as a vector, from registers (eight 2-byte stores read back
+ * by one 16-byte load would miss store forwarding). */
+#define KQ_HALVES8(h)                                                                              \
+	_mm_set_epi16((short)(h)[7], (short)(h)[6], (short)(h)[5], (short)(h)[4], (short)(h)[3],   \
+	              (short)(h)[2], (short)(h)[1], (short)(h)[0])
+
+/* Eight Q4_1 / Q5_0 / Q5_1 blocks from block g of a row (units g .. g+7,
+ * g % 8 == 0) against each activation's blocks, into acc[s]: A = the dot
+ * (Q5_0: minus 16 * qsum, its q - 16), C = qsum (Q4_1 / Q5_1, times m). */
+KQ_INLINE void kq_q32_group(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
+                            int ns, int g, __m256 *acc)
+{
+	const size_t bb = kq_block_bytes(t);
+	const int oqh = t == COLI_DTYPE_Q5_0 ? 2 : 4, oqs = t == COLI_DTYPE_Q4_1   ? 4
+	                                                    : t == COLI_DTYPE_Q5_0 ? 6
+	                                                                           : 8;
+	const uint8_t *bp = row + (size_t)g * bb;
+	const __m256i zero = _mm256_setzero_si256();
+	__m256i v[KQ_NS][8];
+	uint16_t dh[8], mh[8]; /* the halves, gathered in registers (below) */
+
+#pragma GCC unroll 8
+	for (int k = 0; k < 8; k++) {
+		const uint8_t *b = bp + k * bb;
+		__m256i q = kq_nib32(b + oqs);
+
+		if (t != COLI_DTYPE_Q4_1)
+			q = _mm256_or_si256(q, kq_bits32(b + oqh));
+#pragma GCC unroll 2
+		for (int s = 0; s < ns; s++)
+			v[s][k] = DOTACC(zero, q, kq_load(x[s]->q + 32 * (g + k)));
+		memcpy(&dh[k], b, 2);
+		memcpy(&mh[k], b + 2, 2); /* Q5_0: not a min; unused */
+	}
+	const __m256 d = _mm256_cvtph_ps(KQ_HALVES8(dh)), m = _mm256_cvtph_ps(KQ_HALVES8(mh));
+
+#pragma GCC unroll 2
+	for (int s = 0; s < ns; s++) {
+		const __m256i qs = _mm256_loadu_si256((const __m256i *)(x[s]->qsum + g));
+		const __m256 dxv = _mm256_loadu_ps(x[s]->d + g);
+		__m256i A = kq_hsum8x8(v[s]);
+
+		if (t == COLI_DTYPE_Q5_0)
+			A = _mm256_sub_epi32(A, _mm256_slli_epi32(qs, 4));
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), acc[s]);
+		if (t != COLI_DTYPE_Q5_0)
+			acc[s] =
+			    _mm256_fmadd_ps(_mm256_cvtepi32_ps(qs), _mm256_mul_ps(m, dxv), acc[s]);
+	}
+}
+
+/* One row of a 32-element block type against ns activations, into out[s]:
+ * groups of 8 blocks, even groups into acc0 (lanes 0-7), odd ones into
+ * acc1; a last 1..7 blocks (K not a multiple of 256: why a GGUF holds these
+ * types) by the reference's steps on the lanes stored. */
+KQ_INLINE void kq_row32(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
+                        int ns, int K, float *out)
+{
+	const size_t bb = kq_block_bytes(t);
+	const int nb = K / 32;
+	__m256 acc0[KQ_NS], acc1[KQ_NS];
+	int g = 0;
+
+	for (int s = 0; s < ns; s++)
+		acc0[s] = acc1[s] = _mm256_setzero_ps();
+	for (; g + 16 <= nb; g += 16) {
+		__builtin_prefetch(row + (g + 16) * bb + 1024, 0, 3);
+		kq_q32_group(t, row, x, ns, g, acc0);
+		kq_q32_group(t, row, x, ns, g + 8, acc1);
+	}
+	if (g + 8 <= nb) {
+		kq_q32_group(t, row, x, ns, g, acc0);
+		g += 8;
+	}
+	for (int s = 0; s < ns; s++) {
+		float l[COLI_LANES];
+
+		if (g == nb) {
+			out[s] = kq_fold2(acc0[s], acc1[s]);
+			continue;
+		}
+		_mm256_storeu_ps(l, acc0[s]);
+		_mm256_storeu_ps(l + 8, acc1[s]);
+		for (int b = g; b < nb; b++)
+			coli_kq_unit_acc(t, row, x[s], b, l);
+		out[s] = coli_lanes_fold(l);
+	}
+}
+
+/* Row r of w against ns activations into out[s]; -ENOTSUP for a type not
+ * covered. */
+KQ_INLINE int kq_rows_n(const struct coli_mat *w, int r, const struct coli_act *const *x, int ns,
+                        float *out)
+{
+	const enum coli_dtype t = w->dtype;
+	const uint8_t *row =
+	    (const uint8_t *)w->data + (size_t)r * coli_dtype_row_bytes(t, (size_t)w->cols);
+
+	switch (t) { /* a constant type for each instance of the row */
+	case COLI_DTYPE_Q4_1:
+		kq_row32(COLI_DTYPE_Q4_1, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q5_0:
+		kq_row32(COLI_DTYPE_Q5_0, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q5_1:
+		kq_row32(COLI_DTYPE_Q5_1, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q2_K:
+		kq_row(COLI_DTYPE_Q2_K, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q3_K:
+		kq_row(COLI_DTYPE_Q3_K, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q4_K:
+		kq_row(COLI_DTYPE_Q4_K, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q5_K:
+		kq_row(COLI_DTYPE_Q5_K, row, x, ns, w->cols, out);
+		return 0;
+	case COLI_DTYPE_Q6_K:
+		kq_row(COLI_DTYPE_Q6_K, row, x, ns, w->cols, out);
+		return 0;
+	default:
+		return -ENOTSUP;
+	}
+}
+
+/* rows [row0, row1) of w; -ENOTSUP for a type not covered */
+KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
+                      int row1)
+{
+	const struct coli_act *xs[1] = {x};
+
+	if (!coli_dtype_is_block(w->dtype))
+		return -ENOTSUP;
+	for (int r = row0; r < row1; r++)
+		kq_rows_n(w, r, xs, 1, y + (r - row0));
+	return 0;
+}
+
+/* S activations x[S], y[s][ldy] (row r at y + s * ldy + r - row0): each row
+ * is unpacked once for two activations at a time. */
+KQ_INLINE int kq_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+                      size_t ldy, int row0, int row1)
+{
+	if (!coli_dtype_is_block(w->dtype))
+		return -ENOTSUP;
+	for (int r = row0; r < row1; r++) {
+		int s = 0;
+
+		for (; s + 2 <= S; s += 2) {
+			const struct coli_act *xs[2] = {&x[s], &x[s + 1]};
+			float o[2] = {0, 0};
+
+			kq_rows_n(w, r, xs, 2, o);
+			y[(size_t)s * ldy + (r - row0)] = o[0];
+			y[(size_t)(s + 1) * ldy + (r - row0)] = o[1];
+		}
+		if (s < S) {
+			const struct coli_act *xs[1] = {&x[s]};
+
+			kq_rows_n(w, r, xs, 1, y + (size_t)s * ldy + (r - row0));
+		}
+	}
+	return 0;
+}
