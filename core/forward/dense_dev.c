@@ -19,7 +19,7 @@
 #include "core/forward/dense_dev.h"
 #include "core/dev/dev.h"
 
-int coli_dense_dev_alloc(struct coli_dense_dev *dd, size_t bytes, uint64_t *addr)
+static int dalloc(struct coli_dense_dev *dd, size_t bytes, uint64_t *addr)
 {
 	int rc;
 
@@ -46,7 +46,7 @@ static int up_vec(struct coli_engine *e, struct coli_dense_dev *dd, const float 
 	*addr = 0;
 	if (!v)
 		return 0;
-	rc = coli_dense_dev_alloc(dd, sizeof(float) * n, addr);
+	rc = dalloc(dd, sizeof(float) * n, addr);
 	if (!rc) {
 		rc = coli_dev_upload(dd->dev, *addr, v, sizeof(float) * n);
 		e->est.h2d_const_bytes += sizeof(float) * n;
@@ -67,7 +67,7 @@ static int up_mat(struct coli_engine *e, struct coli_dense_dev *dd, const struct
 	out->dtype = m->dtype;
 	out->rows = m->rows;
 	out->cols = m->cols;
-	rc = coli_dense_dev_alloc(dd, bytes, &out->w);
+	rc = dalloc(dd, bytes, &out->w);
 	if (rc)
 		return rc;
 	if (m->scales)
@@ -106,7 +106,7 @@ static int up_qkv(struct coli_engine *e, struct coli_dense_dev *dd, const struct
 		rows += m[i]->rows;
 	}
 	D->qkv = (struct dmat){.dtype = L->q.dtype, .rows = rows, .cols = L->q.cols};
-	rc = coli_dense_dev_alloc(dd, total, &D->qkv.w);
+	rc = dalloc(dd, total, &D->qkv.w);
 	if (rc)
 		return rc;
 	if (L->q.scales)
@@ -207,7 +207,7 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 	size_t att = c->kv_lora ? nh * c->v_head : qd;
 	int rc = 0;
 
-#define B(f, n) (rc = rc ? rc : coli_dense_dev_alloc(dd, (n), &dd->f))
+#define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
 	B(kcache, kv_bytes);
 	if (!c->kv_lora)
 		B(vcache, kv_bytes);
@@ -217,6 +217,14 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 		B(qn, nh * T * c->qk_nope * 4);
 		B(qrow, T * nh * kr * 4);
 		B(lat, nh * T * c->kv_lora * 4);
+		for (int l = dd->l0; l < dd->l1; l++) { /* the k_b / v_b heads' decode jobs */
+			rc = rc ? rc
+			        : dalloc(dd, sizeof(struct coli_gpu_gemv_job) * nh * COLI_GPU_MAX_S,
+			                 &dd->L[l].kb_jobs);
+			rc = rc ? rc
+			        : dalloc(dd, sizeof(struct coli_gpu_gemv_job) * nh * COLI_GPU_MAX_S,
+			                 &dd->L[l].vb_jobs);
+		}
 	}
 	B(ids, (T + 1) * 4); /* the position, then the token ids */
 	B(x, T * H * 4);
@@ -444,7 +452,7 @@ static int plan_init_one(struct coli_engine *e, struct coli_dense_dev *dd)
 		return -ENOMEM;
 	for (size_t i = 0; i < (size_t)c->n_layers * E; i++)
 		tab[i] = e->vram.where[i] == d ? e->vram.dev_slab[i] : 0;
-	rc = coli_dense_dev_alloc(dd, sizeof(*tab) * c->n_layers * E, &dd->slabs);
+	rc = dalloc(dd, sizeof(*tab) * c->n_layers * E, &dd->slabs);
 	rc = rc ? rc : coli_dev_upload(dd->dev, dd->slabs, tab, sizeof(*tab) * c->n_layers * E);
 	e->est.h2d_const_bytes += sizeof(*tab) * c->n_layers * E;
 	free(tab);

@@ -122,10 +122,9 @@ int coli_dense_dev_shared_expert(struct coli_engine *e, struct coli_dense_dev *d
  * (core/moe/moe.h) and runs it. */
 int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq);
 
-/* A device allocation of dd's, freed at close (core/forward/dense_dev.c). */
-int coli_dense_dev_alloc(struct coli_dense_dev *dd, size_t bytes, uint64_t *addr);
-/* MLA (core/forward/mla_dev.c): the decode job tables, at open after the
- * buffers; layer l's attention after its norm, into dd->proj. */
+/* MLA (core/forward/mla_dev.c): the decode job tables written, at open
+ * after the buffers (kb_jobs, vb_jobs allocated); layer l's attention after
+ * its norm, into dd->proj. */
 int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd);
 int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D,
                        int l, int T, int pos0);

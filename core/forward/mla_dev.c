@@ -85,8 +85,9 @@ static void fill_jobs(const struct coli_engine *e, const struct coli_dense_dev *
 		              : head_job(dd, &D->v_b, h, v, S, dd->lat, dd->att, nh * v, v);
 }
 
-/* At open, after the buffers: the decode job tables of dd's layers, and the
- * host list a prefill's jobs are written into. */
+/* At open, after the buffers (core/forward/dense_dev.c allocates the
+ * tables): the decode jobs of dd's layers, and the host list a prefill's
+ * jobs are written into. */
 int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd)
 {
 	const int nh = e->m.cfg.n_heads;
@@ -102,7 +103,6 @@ int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd)
 		for (int which = 0; !rc && which < 2; which++) {
 			uint64_t *table = which ? &D->vb_jobs : &D->kb_jobs;
 
-			rc = coli_dense_dev_alloc(dd, sizeof(*gv) * nh * COLI_GPU_MAX_S, table);
 			for (int S = 1; !rc && S <= COLI_GPU_MAX_S; S++) {
 				fill_jobs(e, dd, D, S, which, jobs);
 				for (int h = 0; h < nh;

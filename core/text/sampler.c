@@ -539,6 +539,52 @@ double coli_sampler_lse(const float *logits, int vocab, coli_cpu_pool_t *pool)
 	return m > -INFINITY && m < INFINITY ? m + log(sum) : m;
 }
 
+void coli_sampler_logprobs(const float *logits, int vocab, float *lp)
+{
+	double lse = coli_sampler_lse(logits, vocab, NULL);
+
+	for (int i = 0; i < vocab; i++)
+		lp[i] = (float)((double)logits[i] - lse);
+}
+
+/* s->out's logprobs for the token id drawn from logits[vocab] (the raw ones). */
+void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab, int id,
+                         coli_cpu_pool_t *pool)
+{
+	struct coli_sample_out *o = &s->out;
+	int n = s->logprobs, k = 0;
+	float worst = -INFINITY; /* the list's last, once full */
+	double lse;
+
+	o->id = id;
+	o->n_top = 0;
+	if (n < 0)
+		return;
+	n = n > COLI_SAMPLER_MAX_TOP ? COLI_SAMPLER_MAX_TOP : n;
+	n = n > vocab ? vocab : n;
+	lse = coli_sampler_lse(logits, vocab, pool);
+	o->logprob = (float)((double)logits[id] - lse);
+	for (int i = 0; n && i < vocab; i++) { /* the list best first: ties keep the lower id */
+		float v = logits[i];
+		int j;
+
+		if (!(v > worst) && k == n) /* (NaN never enters) */
+			continue;
+		if (v != v)
+			continue;
+		j = k < n ? k++ : n - 1;
+		while (j > 0 && v > logits[o->top_id[j - 1]]) {
+			o->top_id[j] = o->top_id[j - 1];
+			j--;
+		}
+		o->top_id[j] = i;
+		worst = logits[o->top_id[k - 1]];
+	}
+	for (int i = 0; i < k; i++)
+		o->top_logprob[i] = (float)((double)logits[o->top_id[i]] - lse);
+	o->n_top = k;
+}
+
 /* The request's steps first (sampler_proc.c: penalties, bias, min_p into
  * s->work), the draw over what they made, then the logprobs from the raw
  * logits. */

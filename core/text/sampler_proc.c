@@ -1,7 +1,7 @@
 /*
  * core/text/sampler_proc.c — what a request does to the logits before the
- * draw (core/text/sampler.c), and the logprobs it reports. The order and
- * the formulas are in core/coli.h above struct coli_sampler; in short:
+ * draw (core/text/sampler.c). The order and the formulas are in core/coli.h
+ * above struct coli_sampler; in short:
  *
  *   l                              the model's logits [vocab]
  *   + bias (<= -100: -inf)         logit_bias
@@ -19,11 +19,9 @@
  * and one pass more. Nothing is allocated or copied when every step is off:
  * the draw then reads the engine's logits as before.
  *
- * logprobs: the log-softmax of the raw logits, lse = max + log(sum of
- * exp(l - max)) (coli_sampler_lse in sampler.c: the draw's block passes over
- * the pool, blocks summed in id order, so the figure is the same with any
- * number of threads), and the top n (n <= 20) by one pass keeping a sorted
- * list, best first, ties to the lower id.
+ * The logprobs it reports are sampler.c's (coli_sampler_report: the
+ * log-softmax of the raw logits over the draw's block passes, and the top n
+ * by one pass keeping a sorted list, best first, ties to the lower id).
  */
 #include <errno.h>
 #include <math.h>
@@ -187,50 +185,4 @@ const float *coli_sampler_process(struct coli_sampler *s, const float *logits, i
 	}
 	coli_sampler_apply(s, logits, vocab, s->work);
 	return s->work;
-}
-
-void coli_sampler_logprobs(const float *logits, int vocab, float *lp)
-{
-	double lse = coli_sampler_lse(logits, vocab, NULL);
-
-	for (int i = 0; i < vocab; i++)
-		lp[i] = (float)((double)logits[i] - lse);
-}
-
-/* s->out's logprobs for the token id drawn from logits[vocab] (the raw ones). */
-void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab, int id,
-                         coli_cpu_pool_t *pool)
-{
-	struct coli_sample_out *o = &s->out;
-	int n = s->logprobs, k = 0;
-	float worst = -INFINITY; /* the list's last, once full */
-	double lse;
-
-	o->id = id;
-	o->n_top = 0;
-	if (n < 0)
-		return;
-	n = n > COLI_SAMPLER_MAX_TOP ? COLI_SAMPLER_MAX_TOP : n;
-	n = n > vocab ? vocab : n;
-	lse = coli_sampler_lse(logits, vocab, pool);
-	o->logprob = (float)((double)logits[id] - lse);
-	for (int i = 0; n && i < vocab; i++) { /* the list best first: ties keep the lower id */
-		float v = logits[i];
-		int j;
-
-		if (!(v > worst) && k == n) /* (NaN never enters) */
-			continue;
-		if (v != v)
-			continue;
-		j = k < n ? k++ : n - 1;
-		while (j > 0 && v > logits[o->top_id[j - 1]]) {
-			o->top_id[j] = o->top_id[j - 1];
-			j--;
-		}
-		o->top_id[j] = i;
-		worst = logits[o->top_id[k - 1]];
-	}
-	for (int i = 0; i < k; i++)
-		o->top_logprob[i] = (float)((double)logits[o->top_id[i]] - lse);
-	o->n_top = k;
 }
