@@ -1,7 +1,10 @@
 /*
  * tools/cmd_generate.c — `coli generate -m MODEL -p TEXT [-n N] [--temperature T]
- * [--top-p P] [--top-k K] [--seed S] [engine options]`: the completion text
- * alone on stdout (streamed as it decodes), statistics on stderr.
+ * [--top-p P] [--top-k K] [--seed S] [--chat [--system S]] [engine options]`:
+ * the completion text alone on stdout (streamed as it decodes), statistics
+ * on stderr. --chat renders TEXT as a user message (after S as a system one)
+ * through the model's chat template (coli_chat_render_call: its Jinja
+ * template, or the family renderer; --chat-template picks).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,7 +28,9 @@ static void help(FILE *f)
 	        "  --top-p P       nucleus sampling, (0, 1] (default 1: off)\n"
 	        "  --top-k K       sample among the K likeliest, 0..16777216 (default 0: off)\n"
 	        "  --seed S        sampler seed, 64-bit, decimal or 0x hex (default 0)\n"
-	        "  --ids LIST      prompt as token ids instead of text\n\n");
+	        "  --ids LIST      prompt as token ids instead of text\n"
+	        "  --chat          TEXT is a user message, rendered with the chat template\n"
+	        "  --system S      with --chat: a system message first\n\n");
 	coli_opts_help(f);
 }
 
@@ -43,7 +48,9 @@ int cmd_generate(int argc, char **argv)
 	struct tool_engine_args a;
 	struct coli_sampler s;
 	struct coli_gen_stats st;
-	const char *prompt = NULL, *ids_arg = NULL;
+	const char *prompt = NULL, *ids_arg = NULL, *system = NULL;
+	char *chat_text = NULL;
+	int chat = 0;
 	double temp = 0, top_p = 1;
 	int top_k = 0, n = 64, rc, n_ids = 0;
 	uint64_t seed = 0;
@@ -67,10 +74,17 @@ int cmd_generate(int argc, char **argv)
 			help(stdout);
 			return 0;
 		}
+		if (!strcmp(o, "--chat")) {
+			chat = 1;
+			i++;
+			continue;
+		}
 		if (!v)
 			return tool_err("generate", "%s needs a value (see --help)", o), 2;
 		if (!strcmp(o, "-p") || !strcmp(o, "--prompt"))
 			prompt = v;
+		else if (!strcmp(o, "--system"))
+			system = v;
 		else if (!strcmp(o, "--ids"))
 			ids_arg = v;
 		else if (!strcmp(o, "-n"))
@@ -98,6 +112,28 @@ int cmd_generate(int argc, char **argv)
 	rc = coli_engine_open(a.model, &a.opts, &e, err, sizeof(err));
 	if (rc)
 		return tool_err("generate", "%s", err);
+	if (chat && prompt) {
+		struct coli_chat_template t;
+		struct coli_chat_msg m[2] = {{"system", system}, {"user", prompt}};
+		struct coli_chat_call c = {.msgs = system ? m : m + 1,
+		                           .n_msgs = system ? 2 : 1,
+		                           .add_generation_prompt = 1,
+		                           .enable_thinking = -1,
+		                           .now = -1};
+		size_t len;
+
+		coli_chat_template_init(e, &t);
+		rc = coli_chat_render_call(&t, &c, &chat_text, &len, err, sizeof(err));
+		if (rc)
+			tool_err("generate", "chat template (%s): %s", coli_chat_renderer_name(&t),
+			         err);
+		coli_chat_template_free(&t);
+		if (rc) {
+			rc = 1;
+			goto out;
+		}
+		prompt = chat_text;
+	}
 	rc = tool_prompt_ids(e, prompt, ids_arg, &ids, &n_ids);
 	if (rc)
 		goto out;
@@ -119,6 +155,7 @@ int cmd_generate(int argc, char **argv)
 		fputc('\n', stdout);
 	tool_print_gen_stats(e, &st, a.opts.profile || a.opts.cuda_profile);
 out:
+	free(chat_text);
 	free(ids);
 	coli_engine_close(e);
 	return rc ? 1 : 0;

@@ -68,6 +68,12 @@ struct colid_request {
 	/* chat: chat_template_kwargs.enable_thinking, -1 not given (the
 	 * template's default), 0 off (the renderer's no_think), 1 on */
 	int enable_thinking;
+	/* chat, for the Jinja renderer (core/text/chat_jinja.c): the messages as
+	 * JSON (developer -> system, content parts joined as in msgs), the tools
+	 * array, the other chat_template_kwargs; NULL when absent */
+	char *messages_json;
+	char *tools_json;
+	char *kwargs_json;
 };
 /* Parses and validates a body. 0, or -EINVAL with e filled (4xx). On error
  * nothing needs freeing; on success call colid_request_free. */
