@@ -360,7 +360,7 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 			acc = acc.t == JV_FLOAT || it.t == JV_FLOAT
 			          ? jv_float((acc.t == JV_FLOAT ? acc.f : (double)acc.i) +
 			                     (it.t == JV_FLOAT ? it.f : (double)it.i))
-			          : jv_int(acc.i + it.i);
+			          : jv_int(jint_add(st, acc.i, it.i));
 		}
 		return acc;
 	}
@@ -390,7 +390,7 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 		return select_(st, v, name[0] == 's', 1, args, nargs);
 	if (!strcmp(name, "abs")) {
 		if (v.t == JV_INT || v.t == JV_BOOL)
-			return jv_int(v.i < 0 ? -v.i : v.i);
+			return jv_int(v.i < 0 ? jint_sub(st, 0, v.i) : v.i);
 		if (v.t == JV_FLOAT)
 			return jv_float(v.f < 0 ? -v.f : v.f);
 		FAIL(st, "bad operand type for abs(): '%s'", jv_type_name(v));
@@ -403,7 +403,7 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 		if (v.t == JV_INT || v.t == JV_BOOL)
 			return fl ? jv_float((double)v.i) : jv_int(v.i);
 		if (v.t == JV_FLOAT)
-			return fl ? v : jv_int((int64_t)v.f);
+			return fl ? v : jv_int(jint_of(st, v.f));
 		if (v.t == JV_STR) {
 			char *end;
 			double d = strtod(v.s->p, &end);
@@ -412,7 +412,7 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 				end++;
 			if (end == v.s->p || *end)
 				return dflt;
-			return fl ? jv_float(d) : jv_int((int64_t)d);
+			return fl ? jv_float(d) : jv_int(jint_of(st, d));
 		}
 		return dflt;
 	}

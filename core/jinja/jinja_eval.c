@@ -39,11 +39,6 @@ struct scope {
 	struct jv *v;
 };
 
-struct jloop {
-	struct jlist *items;
-	int i;
-};
-
 static struct scope *scope_new(struct jstate *st, struct scope *up)
 {
 	struct scope *s = jarena_alloc(&st->a, sizeof(*s));
@@ -96,345 +91,6 @@ static struct jv lookup(struct jstate *st, struct scope *s, const char *k)
 
 static struct jv eval(struct jstate *st, struct scope *s, const struct jnode *n);
 static void exec(struct jstate *st, struct scope *s, const struct jnode *n);
-
-/* ---- attribute and item access ---- */
-static struct jv loop_attr(struct jstate *st, struct jloop *lp, const char *k)
-{
-	int n = lp->items->n, i = lp->i;
-
-	if (!strcmp(k, "index"))
-		return jv_int(i + 1);
-	if (!strcmp(k, "index0"))
-		return jv_int(i);
-	if (!strcmp(k, "revindex"))
-		return jv_int(n - i);
-	if (!strcmp(k, "revindex0"))
-		return jv_int(n - i - 1);
-	if (!strcmp(k, "first"))
-		return jv_bool(i == 0);
-	if (!strcmp(k, "last"))
-		return jv_bool(i == n - 1);
-	if (!strcmp(k, "length"))
-		return jv_int(n);
-	if (!strcmp(k, "depth"))
-		return jv_int(1);
-	if (!strcmp(k, "depth0"))
-		return jv_int(0);
-	if (!strcmp(k, "previtem"))
-		return i > 0 ? lp->items->v[i - 1] : jv_undef();
-	if (!strcmp(k, "nextitem"))
-		return i + 1 < n ? lp->items->v[i + 1] : jv_undef();
-	if (!strcmp(k, "cycle")) {
-		struct jv v = {.t = JV_LOOP, .lp = lp};
-
-		return jbuiltin_method(st, v, "cycle");
-	}
-	return jv_undef();
-}
-
-static struct jv getattr_(struct jstate *st, struct jv o, const char *k)
-{
-	struct jv *v;
-
-	switch (o.t) {
-	case JV_UNDEF:
-		FAIL(st, "line %d: undefined value has no attribute '%s'", st->line, k);
-	case JV_DICT:
-		if (o.flag)
-			return (v = jdict_gets(o.d, k)) ? *v : jv_undef();
-		{
-			struct jv m = jbuiltin_method(st, o, k);
-
-			if (m.t != JV_UNDEF)
-				return m;
-		}
-		return (v = jdict_gets(o.d, k)) ? *v : jv_undef();
-	case JV_LOOP:
-		return loop_attr(st, o.lp, k);
-	default:
-		return jbuiltin_method(st, o, k);
-	}
-}
-
-static struct jv getitem(struct jstate *st, struct jv o, struct jv k)
-{
-	struct jv *v;
-
-	switch (o.t) {
-	case JV_UNDEF:
-		FAIL(st, "line %d: undefined value has no item", st->line);
-	case JV_DICT:
-		if ((v = jdict_get(o.d, k)))
-			return *v;
-		break;
-	case JV_LIST:
-		if (k.t == JV_INT || k.t == JV_BOOL) {
-			int64_t i = k.i < 0 ? k.i + o.l->n : k.i;
-
-			return i >= 0 && i < o.l->n ? o.l->v[i] : jv_undef();
-		}
-		break;
-	case JV_STR:
-		if (k.t == JV_INT || k.t == JV_BOOL) {
-			size_t len = jutf8_len(o.s->p, o.s->n), a, b;
-			int64_t i = k.i < 0 ? k.i + (int64_t)len : k.i;
-
-			if (i < 0 || i >= (int64_t)len)
-				return jv_undef();
-			a = jutf8_off(o.s->p, o.s->n, i);
-			b = jutf8_off(o.s->p, o.s->n, i + 1);
-			return jv_str(&st->a, o.s->p + a, b - a);
-		}
-		break;
-	case JV_LOOP:
-		if (k.t == JV_STR)
-			return loop_attr(st, o.lp, k.s->p);
-		break;
-	default:
-		break;
-	}
-	if (k.t == JV_STR && o.t != JV_DICT)
-		return getattr_(st, o, k.s->p);
-	if (k.t == JV_STR && o.t == JV_DICT && !o.flag)
-		return jbuiltin_method(st, o, k.s->p);
-	return jv_undef();
-}
-
-/* Python's slice indices for a sequence of len items */
-static int slice_idx(struct jstate *st, const struct jv *x, int64_t dflt, int64_t len, int64_t step,
-                     int64_t *out)
-{
-	int64_t i;
-
-	if (!x || x->t == JV_NONE) {
-		*out = dflt;
-		return 0;
-	}
-	if (x->t != JV_INT && x->t != JV_BOOL)
-		FAIL(st, "line %d: slice indices must be integers", st->line);
-	i = x->i;
-	if (i < 0) {
-		i += len;
-		if (i < 0)
-			i = step < 0 ? -1 : 0;
-	} else if (i >= len) {
-		i = step < 0 ? len - 1 : len;
-	}
-	*out = i;
-	return 0;
-}
-
-static struct jv slice(struct jstate *st, struct jv o, const struct jv *a, const struct jv *b,
-                       const struct jv *c)
-{
-	int64_t len, step = 1, lo, hi;
-	struct jv r;
-
-	if (c && c->t != JV_NONE) {
-		if (c->t != JV_INT)
-			FAIL(st, "line %d: slice step must be an integer", st->line);
-		step = c->i;
-		if (!step)
-			FAIL(st, "line %d: slice step cannot be zero", st->line);
-	}
-	if (o.t == JV_LIST)
-		len = o.l->n;
-	else if (o.t == JV_STR)
-		len = (int64_t)jutf8_len(o.s->p, o.s->n);
-	else if (o.t == JV_UNDEF)
-		FAIL(st, "line %d: cannot slice an undefined value", st->line);
-	else
-		FAIL(st, "line %d: cannot slice %s", st->line, jv_type_name(o));
-	slice_idx(st, a, step < 0 ? len - 1 : 0, len, step, &lo);
-	slice_idx(st, b, step < 0 ? -1 : len, len, step, &hi);
-	if (o.t == JV_LIST) {
-		r = jv_list(&st->a, 4);
-		r.flag = o.flag;
-		for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step)
-			jlist_push(&st->a, r.l, o.l->v[i]);
-		return r;
-	}
-	{
-		struct jbuf buf = {0};
-		size_t *off = jarena_alloc(&st->a, sizeof(size_t) * (size_t)(len + 1)), p = 0;
-
-		for (int64_t i = 0; i <= len; i++) {
-			off[i] = p;
-			if (p < o.s->n) {
-				p++;
-				while (p < o.s->n && ((unsigned char)o.s->p[p] & 0xc0) == 0x80)
-					p++;
-			}
-		}
-		for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step)
-			jbuf_put(&st->a, &buf, o.s->p + off[i], off[i + 1] - off[i]);
-		return jv_str(&st->a, buf.p ? buf.p : "", buf.n);
-	}
-}
-
-/* ---- operators ---- */
-static int is_num(struct jv v)
-{
-	return v.t == JV_BOOL || v.t == JV_INT || v.t == JV_FLOAT;
-}
-static double num(struct jv v)
-{
-	return v.t == JV_FLOAT ? v.f : (double)v.i;
-}
-
-static int contains(struct jstate *st, struct jv hay, struct jv x)
-{
-	switch (hay.t) {
-	case JV_STR:
-		if (x.t != JV_STR)
-			FAIL(st, "line %d: 'in <string>' requires string as left operand, not %s",
-			     st->line, jv_type_name(x));
-		return !x.s->n || memmem(hay.s->p, hay.s->n, x.s->p, x.s->n) != NULL;
-	case JV_LIST:
-		for (int i = 0; i < hay.l->n; i++)
-			if (jv_eq(hay.l->v[i], x))
-				return 1;
-		return 0;
-	case JV_DICT:
-		return jdict_get(hay.d, x) != NULL;
-	case JV_UNDEF:
-		return 0;
-	default:
-		FAIL(st, "line %d: argument of type '%s' is not iterable", st->line,
-		     jv_type_name(hay));
-	}
-}
-
-static struct jv arith(struct jstate *st, int op, struct jv a, struct jv b)
-{
-	struct jarena *ar = &st->a;
-
-	if (op == JOP_CONCAT) {
-		struct jbuf buf = {0};
-
-		jv_str_to(ar, &buf, a);
-		jv_str_to(ar, &buf, b);
-		return jv_str(ar, buf.p ? buf.p : "", buf.n);
-	}
-	if (is_num(a) && is_num(b)) {
-		int fl = a.t == JV_FLOAT || b.t == JV_FLOAT;
-
-		switch (op) {
-		case JOP_ADD:
-			return fl ? jv_float(num(a) + num(b)) : jv_int(a.i + b.i);
-		case JOP_SUB:
-			return fl ? jv_float(num(a) - num(b)) : jv_int(a.i - b.i);
-		case JOP_MUL:
-			return fl ? jv_float(num(a) * num(b)) : jv_int(a.i * b.i);
-		case JOP_DIV:
-			if (num(b) == 0)
-				FAIL(st, "line %d: division by zero", st->line);
-			return jv_float(num(a) / num(b));
-		case JOP_FLOORDIV:
-			if (num(b) == 0)
-				FAIL(st, "line %d: division by zero", st->line);
-			if (fl)
-				return jv_float(floor(num(a) / num(b)));
-			{
-				int64_t q = a.i / b.i;
-
-				if ((a.i % b.i != 0) && ((a.i < 0) != (b.i < 0)))
-					q--;
-				return jv_int(q);
-			}
-		case JOP_MOD:
-			if (num(b) == 0)
-				FAIL(st, "line %d: modulo by zero", st->line);
-			if (fl) {
-				double m = fmod(num(a), num(b));
-
-				if (m != 0 && ((m < 0) != (num(b) < 0)))
-					m += num(b);
-				return jv_float(m);
-			}
-			{
-				int64_t m = a.i % b.i;
-
-				if (m != 0 && ((m < 0) != (b.i < 0)))
-					m += b.i;
-				return jv_int(m);
-			}
-		case JOP_POW:
-			if (!fl && b.i >= 0) {
-				int64_t r = 1;
-
-				for (int64_t i = 0; i < b.i && i < 64; i++)
-					r *= a.i;
-				return jv_int(r);
-			}
-			return jv_float(pow(num(a), num(b)));
-		}
-	}
-	if (op == JOP_ADD && a.t == JV_STR && b.t == JV_STR) {
-		struct jbuf buf = {0};
-
-		jbuf_put(ar, &buf, a.s->p, a.s->n);
-		jbuf_put(ar, &buf, b.s->p, b.s->n);
-		return jv_str(ar, buf.p ? buf.p : "", buf.n);
-	}
-	if (op == JOP_ADD && a.t == JV_LIST && b.t == JV_LIST) {
-		struct jv r = jv_list(ar, a.l->n + b.l->n);
-
-		r.flag = a.flag;
-		for (int i = 0; i < a.l->n; i++)
-			jlist_push(ar, r.l, a.l->v[i]);
-		for (int i = 0; i < b.l->n; i++)
-			jlist_push(ar, r.l, b.l->v[i]);
-		return r;
-	}
-	if (op == JOP_MUL && (a.t == JV_STR || a.t == JV_LIST) &&
-	    (b.t == JV_INT || b.t == JV_BOOL)) {
-		struct jv r = a.t == JV_STR ? jv_str(ar, "", 0) : jv_list(ar, 4);
-		struct jbuf buf = {0};
-
-		jstate_count(st, b.i > 0 ? (long)b.i : 0);
-		for (int64_t i = 0; i < b.i; i++) {
-			if (a.t == JV_STR)
-				jbuf_put(ar, &buf, a.s->p, a.s->n);
-			else
-				for (int j = 0; j < a.l->n; j++)
-					jlist_push(ar, r.l, a.l->v[j]);
-		}
-		return a.t == JV_STR ? jv_str(ar, buf.p ? buf.p : "", buf.n) : r;
-	}
-	if (a.t == JV_UNDEF || b.t == JV_UNDEF)
-		FAIL(st, "line %d: an operand is undefined", st->line);
-	FAIL(st, "line %d: unsupported operand types for an operator: '%s' and '%s'", st->line,
-	     jv_type_name(a), jv_type_name(b));
-}
-
-static int compare(struct jstate *st, int op, struct jv a, struct jv b)
-{
-	switch (op) {
-	case JOP_EQ:
-		return jv_eq(a, b);
-	case JOP_NE:
-		return !jv_eq(a, b);
-	case JOP_IN:
-		return contains(st, b, a);
-	case JOP_NOTIN:
-		return !contains(st, b, a);
-	}
-	{
-		int c = jv_cmp(&st->a, a, b);
-
-		switch (op) {
-		case JOP_LT:
-			return c < 0;
-		case JOP_LE:
-			return c <= 0;
-		case JOP_GT:
-			return c > 0;
-		default:
-			return c >= 0;
-		}
-	}
-}
 
 /* ---- calls ---- */
 struct args {
@@ -534,7 +190,7 @@ static struct jv call(struct jstate *st, struct scope *s, const struct jnode *n)
 }
 
 /* ---- expressions ---- */
-static struct jv eval(struct jstate *st, struct scope *s, const struct jnode *n)
+static struct jv eval_expr(struct jstate *st, struct scope *s, const struct jnode *n)
 {
 	struct jv a, b;
 
@@ -562,12 +218,12 @@ static struct jv eval(struct jstate *st, struct scope *s, const struct jnode *n)
 	case E_ATTR:
 		a = eval(st, s, n->a);
 		st->line = n->line;
-		return getattr_(st, a, n->s);
+		return jop_getattr(st, a, n->s);
 	case E_ITEM:
 		a = eval(st, s, n->a);
 		b = eval(st, s, n->b);
 		st->line = n->line;
-		return getitem(st, a, b);
+		return jop_getitem(st, a, b);
 	case E_SLICE: {
 		struct jv x[3];
 
@@ -579,7 +235,8 @@ static struct jv eval(struct jstate *st, struct scope *s, const struct jnode *n)
 		if (n->d)
 			x[2] = eval(st, s, n->d);
 		st->line = n->line;
-		return slice(st, a, n->b ? &x[0] : NULL, n->c ? &x[1] : NULL, n->d ? &x[2] : NULL);
+		return jop_slice(st, a, n->b ? &x[0] : NULL, n->c ? &x[1] : NULL,
+		                 n->d ? &x[2] : NULL);
 	}
 	case E_CALL:
 		return call(st, s, n);
@@ -605,7 +262,7 @@ static struct jv eval(struct jstate *st, struct scope *s, const struct jnode *n)
 	case E_POS:
 		a = eval(st, s, n->a);
 		if (a.t == JV_INT || a.t == JV_BOOL)
-			return jv_int(n->kind == E_NEG ? -a.i : a.i);
+			return jv_int(n->kind == E_NEG ? jint_sub(st, 0, a.i) : a.i);
 		if (a.t == JV_FLOAT)
 			return jv_float(n->kind == E_NEG ? -a.f : a.f);
 		FAIL(st, "line %d: bad operand type for unary %c: '%s'", n->line,
@@ -622,13 +279,13 @@ static struct jv eval(struct jstate *st, struct scope *s, const struct jnode *n)
 		a = eval(st, s, n->a);
 		b = eval(st, s, n->b);
 		st->line = n->line;
-		return arith(st, n->op, a, b);
+		return jop_arith(st, n->op, a, b);
 	case E_CMP:
 		a = eval(st, s, n->list[0]);
 		for (int i = 1; i < n->n; i++) {
 			b = eval(st, s, n->list[i]);
 			st->line = n->line;
-			if (!compare(st, n->ops[i - 1], a, b))
+			if (!jop_compare(st, n->ops[i - 1], a, b))
 				return jv_bool(0);
 			a = b;
 		}
@@ -643,38 +300,6 @@ static struct jv eval(struct jstate *st, struct scope *s, const struct jnode *n)
 }
 
 /* ---- statements ---- */
-static struct jv iterable(struct jstate *st, struct jv v)
-{
-	struct jv r;
-
-	switch (v.t) {
-	case JV_LIST:
-		return v;
-	case JV_UNDEF:
-		return jv_list(&st->a, 1);
-	case JV_DICT:
-		if (v.flag)
-			break;
-		r = jv_list(&st->a, v.d->n);
-		for (int i = 0; i < v.d->n; i++)
-			jlist_push(&st->a, r.l, v.d->k[i]);
-		return r;
-	case JV_STR:
-		r = jv_list(&st->a, 4);
-		for (size_t p = 0; p < v.s->n;) {
-			size_t q = p + 1;
-
-			while (q < v.s->n && ((unsigned char)v.s->p[q] & 0xc0) == 0x80)
-				q++;
-			jlist_push(&st->a, r.l, jv_str(&st->a, v.s->p + p, q - p));
-			p = q;
-		}
-		return r;
-	default:
-		break;
-	}
-	FAIL(st, "line %d: '%s' object is not iterable", st->line, jv_type_name(v));
-}
 
 static void bind_targets(struct jstate *st, struct scope *s, const struct jnode *n, struct jv v)
 {
@@ -683,7 +308,7 @@ static void bind_targets(struct jstate *st, struct scope *s, const struct jnode 
 		return;
 	}
 	if (v.t == JV_STR || (v.t == JV_DICT && !v.flag))
-		v = iterable(st, v);
+		v = jop_iterable(st, v);
 	if (v.t != JV_LIST)
 		FAIL(st, "line %d: cannot unpack a %s", n->line, jv_type_name(v));
 	if (v.l->n != n->nnames)
@@ -695,15 +320,18 @@ static void bind_targets(struct jstate *st, struct scope *s, const struct jnode 
 
 static void exec_for(struct jstate *st, struct scope *s, const struct jnode *n)
 {
-	struct jv all = iterable(st, eval(st, s, n->a)), items;
+	struct jv all = jop_iterable(st, eval(st, s, n->a)), items;
 	struct jloop *lp = jarena_alloc(&st->a, sizeof(*lp));
 	struct jv loopv = {.t = JV_LOOP, .lp = lp};
+
+	/* One scope, emptied at each iteration: a fresh scope each time for the
+	 * template (jinja2's semantics), without an allocation per iteration. */
+	struct scope *f = scope_new(st, s);
 
 	if (n->d) {
 		items = jv_list(&st->a, all.l->n);
 		for (int i = 0; i < all.l->n; i++) {
-			struct scope *f = scope_new(st, s);
-
+			f->n = 0;
 			jstate_count(st, 1);
 			bind_targets(st, f, n, all.l->v[i]);
 			if (jv_truthy(eval(st, f, n->d)))
@@ -714,8 +342,7 @@ static void exec_for(struct jstate *st, struct scope *s, const struct jnode *n)
 	}
 	lp->items = items.l;
 	for (lp->i = 0; lp->i < items.l->n; lp->i++) {
-		struct scope *f = scope_new(st, s);
-
+		f->n = 0;
 		jstate_count(st, 1);
 		bind_targets(st, f, n, items.l->v[lp->i]);
 		scope_set(st, f, "loop", loopv);
@@ -753,7 +380,7 @@ static struct jv apply_chain(struct jstate *st, struct scope *s, const struct jn
 	return r;
 }
 
-static void exec(struct jstate *st, struct scope *s, const struct jnode *n)
+static void exec_stmt(struct jstate *st, struct scope *s, const struct jnode *n)
 {
 	st->line = n->line;
 	switch (n->kind) {
@@ -853,6 +480,30 @@ static void exec(struct jstate *st, struct scope *s, const struct jnode *n)
 	}
 }
 
+/* Every expression and statement goes through these two, which bound the
+ * C stack a render uses: MAX_FRAMES nested evaluations (nested macro calls
+ * times the nesting inside each) whatever the template. */
+#define MAX_FRAMES 4000
+
+static struct jv eval(struct jstate *st, struct scope *s, const struct jnode *n)
+{
+	struct jv v;
+
+	if (++st->frames > MAX_FRAMES)
+		FAIL(st, "line %d: template nested too deeply at run time", n->line);
+	v = eval_expr(st, s, n);
+	st->frames--;
+	return v;
+}
+
+static void exec(struct jstate *st, struct scope *s, const struct jnode *n)
+{
+	if (++st->frames > MAX_FRAMES)
+		FAIL(st, "line %d: template nested too deeply at run time", n->line);
+	exec_stmt(st, s, n);
+	st->frames--;
+}
+
 /* ---- the public entries ---- */
 int coli_jinja_parse(const char *src, size_t len, coli_jinja_t **out, char *err, size_t errlen)
 {
@@ -913,7 +564,7 @@ int coli_jinja_render(const coli_jinja_t *t, const json_t *ctx, int64_t now,
 	st->max_steps = lim && lim->max_steps ? lim->max_steps : 10000000;
 	st->max_depth = lim && lim->max_depth ? lim->max_depth : 64;
 	st->now = now >= 0 ? now : (int64_t)time(NULL);
-	st->getitem = getitem;
+	st->getitem = jop_getitem;
 	if (setjmp(jb)) {
 		jarena_free(&st->a);
 		free(st);

@@ -4,9 +4,11 @@
  *
  *   jinja_lex.c     template text -> one token stream (text, tags, expression tokens),
  *                   whitespace control as transformers configures jinja2
- *   jinja_parse.c   tokens -> an AST of struct jnode (statements and expressions)
+ *   jinja_expr.c    tokens -> AST: expressions, and the parser's helpers
+ *   jinja_parse.c   tokens -> AST: statements (struct jnode)
  *   jinja_value.c   the arena, values, Python's str()/repr(), json.dumps, ==, <
  *   jinja_eval.c    the evaluator: scopes, statements, expressions, limits
+ *   jinja_ops.c     operators, attribute/item access, slices, iteration
  *   jinja_builtin.c filters and tests
  *   jinja_str.c     methods of str/dict/list, the global functions
  *
@@ -250,6 +252,40 @@ struct jmacro {
 };
 struct jnode *jparse(struct jarena *a, const struct jtok *toks);
 
+/* ---- the parser's shared state and helpers (jinja_expr.c; jinja_parse.c
+ * parses the statements with them) ---- */
+#define MAX_PARSE_DEPTH 200
+struct parser {
+	struct jarena *a;
+	const struct jtok *t;
+	int pos;
+	int depth;
+};
+
+/* a growable array of node pointers / names */
+struct nvec {
+	struct jnode **v;
+	const char **names;
+	int n, cap;
+};
+
+const struct jtok *jp_cur(struct parser *P);
+void jp_fail(struct parser *P, const char *what) __attribute__((noreturn));
+int jp_is_op(struct parser *P, const char *op);
+int jp_is_name(struct parser *P, const char *name);
+int jp_accept_op(struct parser *P, const char *op);
+int jp_accept_name(struct parser *P, const char *name);
+void jp_expect_op(struct parser *P, const char *op);
+const char *jp_name_str(struct parser *P); /* the name token's text, copied */
+struct jnode *jp_node(struct parser *P, int kind);
+void jp_nvec_push(struct parser *P, struct nvec *v, struct jnode *x, const char *name);
+void jp_enter(struct parser *P); /* one level deeper, against MAX_PARSE_DEPTH */
+void jp_call_args(struct parser *P, struct jnode *n); /* after '(' */
+struct jnode *jp_expr(struct parser *P);
+struct jnode *jp_or_expr(struct parser *P);
+struct jnode *jp_tuple_expr(struct parser *P); /* expr or "a, b" */
+struct jnode *jp_filter_expr(struct parser *P, struct jnode *n);
+
 /* ---- the evaluator (jinja_eval.c) and builtins (jinja_builtin.c) ---- */
 struct scope;
 /* one render's state: the evaluator's (jinja_eval.c); the builtins use
@@ -266,10 +302,60 @@ struct jstate {
 	struct scope *root;
 	struct jdict *ctx;
 	int depth, max_depth;
+	int frames;        /* nested eval/exec calls (jinja_eval.c MAX_FRAMES) */
 	int ctl;           /* 1: break, 2: continue pending */
 	struct jv hole;    /* the value of E_NAME "" in filter chains */
 	size_t max_output; /* for the top-level buffer */
 };
+
+struct jloop {
+	struct jlist *items;
+	int i;
+};
+/* the operators and access (jinja_ops.c) */
+struct jv jop_getattr(struct jstate *st, struct jv o, const char *k);
+struct jv jop_getitem(struct jstate *st, struct jv o, struct jv k);
+struct jv jop_slice(struct jstate *st, struct jv o, const struct jv *a, const struct jv *b,
+                    const struct jv *c);
+struct jv jop_arith(struct jstate *st, int op, struct jv a, struct jv b); /* JOP_ADD..JOP_CONCAT */
+int jop_compare(struct jstate *st, int op, struct jv a, struct jv b);     /* JOP_EQ..JOP_NOTIN */
+struct jv jop_iterable(struct jstate *st, struct jv v); /* what a for loop walks, as a list */
+
+/* int64 arithmetic that fails (a message, not undefined behaviour) where
+ * Python's integers would grow past 64 bits */
+static inline int64_t jint_checked(struct jstate *st, int ovf, int64_t r)
+{
+	if (ovf)
+		jfail(&st->a, "line %d: integer overflow (beyond 64 bits)", st->line);
+	return r;
+}
+static inline int64_t jint_add(struct jstate *st, int64_t a, int64_t b)
+{
+	int64_t r;
+	int ovf = __builtin_add_overflow(a, b, &r);
+
+	return jint_checked(st, ovf, r);
+}
+static inline int64_t jint_sub(struct jstate *st, int64_t a, int64_t b)
+{
+	int64_t r;
+	int ovf = __builtin_sub_overflow(a, b, &r);
+
+	return jint_checked(st, ovf, r);
+}
+static inline int64_t jint_mul(struct jstate *st, int64_t a, int64_t b)
+{
+	int64_t r;
+	int ovf = __builtin_mul_overflow(a, b, &r);
+
+	return jint_checked(st, ovf, r);
+}
+/* a double to int64 as Python's int(), failing outside the range */
+static inline int64_t jint_of(struct jstate *st, double d)
+{
+	return jint_checked(st, !(d > -9.3e18 && d < 9.3e18),
+	                    d > -9.3e18 && d < 9.3e18 ? (int64_t)d : 0);
+}
 
 /* loop iterations, range items and the like, against the limit */
 static inline void jstate_count(struct jstate *st, long steps)

@@ -384,7 +384,8 @@ static struct jv range(struct jstate *st, struct jv *args, int nargs)
 	if (!step)
 		FAIL(st, "range() step must not be zero");
 	r = jv_list(AR(st), 4);
-	for (int64_t i = a; step > 0 ? i < b : i > b; i += step) {
+	for (int64_t i = a; step > 0 ? i < b : i > b;
+	     i = __builtin_add_overflow(i, step, &i) ? b : i) {
 		jstate_count(st, 1);
 		jlist_push(AR(st), r.l, jv_int(i));
 	}
