@@ -5,7 +5,8 @@
     python3 tools/jinja_render_cases.py --check    # exit 1 if a committed file is stale
 
 Renders every template of tests/fixtures/chat/ (the models' own: GLM-4.5, MiniMax-M2,
-DeepSeek-V3.1, Kimi-K2, Qwen3, gpt-oss, Mixtral, each with its LICENSE file; and
+DeepSeek-V3.1, DeepSeek-V3 (the original release's, which coli's built-in renderer takes
+for V3.1's), Kimi-K2, Qwen3, gpt-oss, Mixtral, each with its LICENSE file; and
 features_chat_template.jinja, written for these tests) over a set of conversations
 (system prompts, multi-turn, reasoning in reasoning_content / thinking / <think>, tool
 definitions, assistant tool calls, tool results, unicode) with add_generation_prompt on
@@ -152,6 +153,7 @@ TEMPLATES = [
     ("kimi_k2", "kimi_k2_chat_template.jinja", conversations(False), (None,), [{}]),
     ("deepseek_v31", "deepseek_v31_chat_template.jinja", conversations(True), (None, True),
      [{}]),
+    ("deepseek_v3", "deepseek_v3_chat_template.jinja", conversations(True), (None,), [{}]),
     ("gpt_oss", "gpt_oss_chat_template.jinja", harmony_conversations(), (None,),
      [{}, {"reasoning_effort": "high", "model_identity": "You are coli.",
            "builtin_tools": ["browser", "python"]}]),
@@ -166,9 +168,9 @@ TEMPLATES = [
     ("features_upper", "features_chat_template.jinja", conversations(False)[:3], (None,),
      [{"upper_system": True}]),
 ]
-BOS = {"deepseek_v31": "<｜begin▁of▁sentence｜>", "mixtral": "<s>", "features": "<BOS>",
+BOS = {"deepseek_v31": "<｜begin▁of▁sentence｜>", "deepseek_v3": "<｜begin▁of▁sentence｜>", "mixtral": "<s>", "features": "<BOS>",
        "features_upper": "<BOS>"}
-EOS = {"deepseek_v31": "<｜end▁of▁sentence｜>", "mixtral": "</s>", "features": "<EOS>"}
+EOS = {"deepseek_v31": "<｜end▁of▁sentence｜>", "deepseek_v3": "<｜end▁of▁sentence｜>", "mixtral": "</s>", "features": "<EOS>"}
 
 # inline templates: one construct each; (source, context)
 INLINE = [
