@@ -15,6 +15,12 @@
  *   4. required fields present: messages (chat) or prompt (completions),
  *      not empty
  *
+ * Chat messages may carry tool_calls, tool_call_id, reasoning_content and
+ * thinking, and the role tool; they, tools and chat_template_kwargs are
+ * kept as JSON text for the Jinja renderer (core/text/chat_jinja.c), which
+ * passes them to the model's template; the built-in renderers refuse what
+ * they cannot render when the prompt is rendered (colid_http.c).
+ *
  * Strings are copied out of the jansson tree, which is freed before return.
  * Limits that need the model (context length, token ids in range) are
  * checked by the caller after tokenizing.
