@@ -3,6 +3,8 @@
 
     python3 tools/jinja_render_cases.py            # rewrite tests/fixtures/chat/*_render.jsonl
     python3 tools/jinja_render_cases.py --check    # exit 1 if a committed file is stale
+    python3 tools/jinja_render_cases.py --random N --seed S --out DIR
+                                                   # N random conversations a template
 
 Renders every template of tests/fixtures/chat/ (the models' own: GLM-4.5, MiniMax-M2,
 DeepSeek-V3.1, DeepSeek-V3 (the original release's, which coli's built-in renderer takes
@@ -242,9 +244,14 @@ def make_env():
     return env
 
 
+_COMPILED = {}
+
+
 def render(env, source, ctx):
     try:
-        return {"text": env.from_string(source).render(**copy.deepcopy(ctx))}
+        if source not in _COMPILED:
+            _COMPILED[source] = env.from_string(source)
+        return {"text": _COMPILED[source].render(**copy.deepcopy(ctx))}
     except Exception as e:  # jinja2 raised: coli must fail too
         return {"error": f"{type(e).__name__}: {e}"}
 
@@ -282,7 +289,91 @@ def outputs():
     return out
 
 
+PIECES = ["Hi", "Say hi in French.", "  padded  ", "\n\nnewlines\n", "日本語 🙂", "«ça va?»",
+          "tab\there", "<think>plan</think>answer", "<think>\na\n</think>\n\nb", "</think>x",
+          "a</think>b</think>c", "<tool_response>r</tool_response>", "{\"k\": [1, 2]}", "",
+          " ", "x" * 40, "quote ' and \" and \\ backslash", "/nothink", "<|im_end|>"]
+
+
+def random_conversation(rng, string_args):
+    """messages, tools and keywords drawn from the shapes the fixed conversations use"""
+    def text():
+        return "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 3)))
+    msgs = []
+    if rng.random() < 0.6:
+        msgs.append({"role": "system", "content": text()})
+    for turn in range(rng.randint(1, 4)):
+        msgs.append({"role": "user", "content": text()})
+        if turn == 0 and rng.random() < 0.1:
+            msgs.append({"role": "system", "content": text()})
+        r = rng.random()
+        if r < 0.25:
+            name, args = rng.choice([("get_weather", ARGS), ("search", {"query": text(), "tags": []})])
+            calls = [call(name, args, string_args) for _ in range(rng.choice([1, 1, 2]))]
+            content = rng.choice(["", None, text()])
+            m = {"role": "assistant", "content": content, "tool_calls": calls}
+            if rng.random() < 0.3:
+                m["reasoning_content"] = text()
+            msgs.append(m)
+            for _ in calls:
+                msgs.append({"role": "tool", "content": text()})
+            if rng.random() < 0.7:
+                msgs.append({"role": "assistant", "content": text()})
+        elif r < 0.85:
+            m = {"role": "assistant", "content": text()}
+            if rng.random() < 0.3:
+                m["reasoning_content"] = text()
+            msgs.append(m)
+    if rng.random() < 0.3 and msgs[-1]["role"] == "assistant":
+        msgs.pop()
+    tools = rng.choice([None, None, TOOLS, [WEATHER]])
+    kw = {}
+    t = rng.random()
+    if t < 0.3:
+        kw["enable_thinking"] = False
+    elif t < 0.5:
+        kw["enable_thinking"] = True
+    return msgs, tools, kw
+
+
+def random_corpus(n, seed, out):
+    """n random conversations a template, rendered by jinja2, into out/chat/ with the
+    templates, for tests/jinja/render_cases to compare (FIXTURES=out)"""
+    import random
+    env = make_env()
+    os.makedirs(os.path.join(out, "chat"), exist_ok=True)
+    total = errs = 0
+    for name, file, _convs, _thinking, _extras in TEMPLATES:
+        rng = random.Random(f"{seed}/{name}")
+        with open(os.path.join(DIR, file), encoding="utf-8") as f:
+            source = f.read()
+        with open(os.path.join(out, "chat", file), "w", encoding="utf-8") as f:
+            f.write(source)
+        lines = []
+        for _ in range(n):
+            msgs, tools, kw = random_conversation(rng, name.startswith("deepseek"))
+            if name == "gpt_oss":  # its tool calls carry thinking, not reasoning_content
+                for m in msgs:
+                    if "reasoning_content" in m:
+                        m["thinking"] = m.pop("reasoning_content")
+            ctx = {"messages": msgs, "tools": tools, "documents": None,
+                   "add_generation_prompt": rng.random() < 0.8,
+                   "bos_token": BOS.get(name, ""), "eos_token": EOS.get(name, ""), **kw}
+            lines.append({"template": file, "context": ctx, "now": NOW, **render(env, source, ctx)})
+        with open(os.path.join(out, "chat", f"{name}_render.jsonl"), "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+        total += len(lines)
+        errs += sum("error" in x for x in lines)
+    print(f"wrote {total} random renderings ({errs} where jinja2 raises) to {out}/chat")
+
+
 def main():
+    if "--random" in sys.argv:
+        a = sys.argv
+        random_corpus(int(a[a.index("--random") + 1]),
+                      a[a.index("--seed") + 1] if "--seed" in a else "0",
+                      a[a.index("--out") + 1])
+        return 0
     bad = 0
     check = "--check" in sys.argv[1:]
     for fname, lines in outputs().items():

@@ -1,10 +1,19 @@
 #!/bin/sh
-# tests/fixtures/chat/*_render.jsonl are what jinja2 (configured as
-# transformers' apply_chat_template configures it) renders today from the
-# chat templates of tests/fixtures/chat/ and the inline ones of
-# tools/jinja_render_cases.py; jinja/render_cases holds core/jinja to those
-# texts byte for byte. This test re-renders them with jinja2 from PyPI (a venv
-# holding jinja2 only, tests/jinja/jinja2_venv) and fails if any differs.
+# core/jinja against jinja2 from PyPI (a venv holding jinja2 only,
+# tests/jinja/jinja2_venv), configured as transformers' apply_chat_template
+# configures it (tools/jinja_render_cases.py):
+#  1. tests/fixtures/chat/*_render.jsonl (what jinja/render_cases holds
+#     core/jinja to) are what jinja2 renders today;
+#  2. 300 random conversations a template (3000 renderings over the ten
+#     template files: system/user/assistant/tool turns, tool calls, tool
+#     schemas, reasoning, unicode, the thinking switch), rendered by jinja2
+#     into $TEST_TMP, then by core/jinja (build/tests/jinja/render_cases on
+#     that directory): byte-identical text, and a failure wherever jinja2
+#     raised. The seed is the day's date (JINJA_SEED to repeat one).
 command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
 . "$ROOT/tests/jinja/jinja2_venv" # sets PY
-exec "$PY" "$ROOT/tools/jinja_render_cases.py" --check
+"$PY" "$ROOT/tools/jinja_render_cases.py" --check || exit 1
+seed=${JINJA_SEED:-$(date -u +%Y%m%d)}
+echo "random corpus seed $seed (JINJA_SEED=$seed to repeat)"
+"$PY" "$ROOT/tools/jinja_render_cases.py" --random 300 --seed "$seed" --out "$TEST_TMP/random" || exit 1
+FIXTURES="$TEST_TMP/random" "$ROOT/$BUILD/tests/jinja/render_cases"
