@@ -221,6 +221,17 @@ INLINE = [
     ("{{ 'x' * 3 }}{{ [1] * 2 }}{{ [1, 2] + [3] }}{{ 2 ** 0.5 }}{{ 10 / 4 }}{{ true + 1 }}", {}),
     ("{{ '%s' }}{{ \"'\" }}{{ '\\'' ~ \"\\\"\" }}{{ 'tab\\there' }}{{ '\\u00e9\\x41' }}", {}),
     ("{{ [1, [2, 3]] | tojson }} {{ {'a': 1}.items() | list }} {{ dict(a=1, b=2) }} {{ namespace(a=1).a }}", {}),
+    # what jinja2 returns as generators: always true, no len(), consumed by list/join/for
+    ("{{ 'y' if ([] | select) else 'n' }}{{ 'y' if (xs | selectattr('missing')) else 'n' }}{{ xs | select | list }}{{ xs | map('string') | join('+') }}{% for x in xs | reject('odd') %}{{ x }}{% endfor %}{{ (xs | unique | list) }}{{ none | select | list }}{{ (none | reject | reverse) }}", {"xs": [1, 2, 2, 3]}),
+    ("{{ (xs | select) | length }}", {"xs": [1]}),
+    ("{{ 'a %s b %d c %r %%' % ('x', 3.9, 'q') }}|{{ '%s!' % 5 }}|{{ 'plain' % {} }}", {}),
+    ("{{ '%s %s' % ('one',) }}", {}),
+    ("{{ 'hello wORLD-foo (bar) [baz]' | title }}|{{ 'hello wORLD'.title() }}|{{ 'é' is lower }}{{ 'É' is upper }}{{ -3 is lower }}{{ 'ÉCOLE'.isupper() }}{{ '٣'.isdigit() }}", {}),
+    ("{{ 2.5 | round }} {{ 3 | round }} {{ 7 | round(1, 'floor') }} {{ true is even }} {{ 4.0 is divisibleby 2 }} {{ u is callable }} {{ 3 * 'ab' }} {{ 2 * (1,) }}", {}),
+    ("{{ [1] + (2,) }}", {}),
+    ("{{ [1] in {'a': 1} }}", {}),
+    ("{{ u | int }}", {}),
+    ("{{ [u, none] }} {{ xs | batch(2) | list }} {{ xs | batch(3, 0) | list }}", {"xs": [1, 2, 3, 4]}),
 ]
 
 

@@ -3,7 +3,7 @@
  * use them (jinja_internal.h lists the files; jinja_str.c has the methods of
  * str, dict and list and the globals).
  *
- *   filters  abs capitalize count d default dictsort e escape first float indent
+ *   filters  abs batch capitalize count d default dictsort e escape first float indent
  *            int items join last length list lower map max min reject rejectattr
  *            replace reverse round safe select selectattr sort string sum title
  *            tojson trim unique upper
@@ -19,6 +19,7 @@
  * alone unless asked).
  */
 #include <math.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +34,10 @@ struct jv jas_list(struct jstate *st, struct jv v)
 {
 	struct jv r;
 
-	if (v.t == JV_LIST)
+	if (v.t == JV_LIST) {
+		jgen_check(st, v);
 		return v;
+	}
 	r = jv_list(AR(st), 4);
 	if (v.t == JV_UNDEF)
 		return r;
@@ -70,9 +73,7 @@ static struct jv attr_of(struct jstate *st, struct jv x, struct jv attr)
 		for (size_t i = 0; i < n; i++)
 			digits &= p[i] >= '0' && p[i] <= '9';
 		k = digits && n ? jv_int(strtoll(p, NULL, 10)) : jv_str(AR(st), p, n);
-		if (x.t == JV_UNDEF)
-			return x;
-		x = st->getitem(st, x, k);
+		x = st->getitem(st, x, k); /* an Undefined part fails, as in jinja2 */
 		if (!e)
 			return x;
 		p = e + 1;
@@ -113,12 +114,53 @@ static struct jv sort(struct jstate *st, struct jv seq, int reverse, int cs, con
 }
 
 /* select/reject/selectattr/rejectattr: keep items whose (attribute's) test is want */
+/* What jinja2 returns as a generator (map, select, unique, items...) fails
+ * only when something iterates it. f's work is done now; a failure in it
+ * becomes a generator that fails, with the same message, where consumed. */
+struct lazy {
+	const char *name;
+	struct jv v, *args, *kwv;
+	const char **kwn;
+	int nargs, nkw;
+};
+
+static struct jv gen_now(struct jstate *st, const struct lazy *z);
+
+static struct jv lazily(struct jstate *st, const struct lazy *z)
+{
+	jmp_buf jb, *saved = st->a.fail;
+	struct jv r;
+
+	if (setjmp(jb)) {
+		struct jv g;
+
+		st->a.fail = saved;
+		g = jv_list(AR(st), 1);
+		g.flag = JL_GEN;
+		g.l->err = st->a.err && st->a.errlen && st->a.err[0]
+		               ? jv_cstr(AR(st), st->a.err).s->p
+		               : "a generator failed";
+		if (st->a.err && st->a.errlen)
+			st->a.err[0] = 0; /* not this render's error unless consumed */
+		return g;
+	}
+	st->a.fail = &jb;
+	r = gen_now(st, z);
+	st->a.fail = saved;
+	r.flag = JL_GEN;
+	return r;
+}
+
 static struct jv select_(struct jstate *st, struct jv seq, int want, int by_attr, struct jv *args,
                          int nargs)
 {
-	struct jv l = jas_list(st, seq), r = jv_list(AR(st), 4);
+	struct jv l, r = jv_list(AR(st), 4);
 	int k = 0;
 	struct jv attr = jv_undef();
+
+	if (!jv_truthy(seq)) /* jinja2: "if value:" before iterating */
+		return r;
+	l = jas_list(st, seq);
 
 	if (by_attr) {
 		if (nargs < 1)
@@ -139,6 +181,7 @@ static struct jv select_(struct jstate *st, struct jv seq, int want, int by_attr
 			jlist_push(AR(st), r.l, l.l->v[i]);
 	}
 	jstate_count(st, l.l->n);
+	r.flag = JL_GEN;
 	return r;
 }
 
@@ -175,9 +218,13 @@ static struct jv indent(struct jstate *st, struct jv v, struct jv *args, int nar
 {
 	struct jv *w = ARG(0, "width"), *first = ARG(1, "first"), *blank = ARG(2, "blank");
 	struct jbuf ind = {0}, b = {0};
-	struct jv s = jv_to_str(AR(st), v);
+	struct jv s = v;
 	size_t i = 0, n;
 	int line = 0;
+
+	if (v.t != JV_STR) /* jinja2 appends "\n" to it: a str only */
+		FAIL(st, "indent: unsupported operand type(s) for +=: '%s' and 'str'",
+		     jv_type_name(v));
 
 	if (!w || w->t == JV_INT)
 		for (int64_t k = 0; k < (w ? w->i : 4) && k < 256; k++)
@@ -208,8 +255,67 @@ static struct jv indent(struct jstate *st, struct jv v, struct jv *args, int nar
 	return jv_str(AR(st), b.p ? b.p : "", b.n);
 }
 
+/* jinja2's title filter (not str.title): each chunk between runs of
+ * whitespace, '-', '(', '{', '[' and '<' gets its first character upper
+ * case and the rest lower case */
+static struct jv title(struct jstate *st, struct jv s)
+{
+	struct jbuf b = {0};
+	size_t i = 0, n = s.s->n;
+
+	while (i < n) {
+		size_t j = i;
+		int delim = strchr(" \t\n\r\f\v-({[<", s.s->p[i]) != NULL && s.s->p[i];
+
+		while (j < n &&
+		       delim == (strchr(" \t\n\r\f\v-({[<", s.s->p[j]) != NULL && s.s->p[j]))
+			j++;
+		if (delim) {
+			jbuf_put(AR(st), &b, s.s->p + i, j - i);
+		} else {
+			size_t k = jcp_len_at(s.s->p, n, i);
+			struct jv head = jstr_case(st, jv_str(AR(st), s.s->p + i, k), 1),
+			          rest =
+			              jstr_case(st, jv_str(AR(st), s.s->p + i + k, j - i - k), 0);
+
+			jbuf_put(AR(st), &b, head.s->p, head.s->n);
+			jbuf_put(AR(st), &b, rest.s->p, rest.s->n);
+		}
+		i = j;
+	}
+	return jv_str(AR(st), b.p ? b.p : "", b.n);
+}
+
+static int is_gen_filter(const char *name)
+{
+	static const char *const gen[] = {"map",    "select", "reject", "selectattr", "rejectattr",
+	                                  "unique", "items",  "batch",  NULL};
+
+	for (int i = 0; gen[i]; i++)
+		if (!strcmp(gen[i], name))
+			return 1;
+	return 0;
+}
+
+static struct jv filter(struct jstate *st, const char *name, struct jv v, struct jv *args,
+                        int nargs, const char **kwn, struct jv *kwv, int nkw);
+
 struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, struct jv *args,
                           int nargs, const char **kwn, struct jv *kwv, int nkw)
+{
+	struct lazy z = {name, v, args, kwv, kwn, nargs, nkw};
+
+	return is_gen_filter(name) ? lazily(st, &z)
+	                           : filter(st, name, v, args, nargs, kwn, kwv, nkw);
+}
+
+static struct jv gen_now(struct jstate *st, const struct lazy *z)
+{
+	return filter(st, z->name, z->v, z->args, z->nargs, z->kwn, z->kwv, z->nkw);
+}
+
+static struct jv filter(struct jstate *st, const char *name, struct jv v, struct jv *args,
+                        int nargs, const char **kwn, struct jv *kwv, int nkw)
 {
 	struct jarena *a = AR(st);
 	struct jv *x;
@@ -228,6 +334,8 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 		case JV_STR:
 			return jv_int((int64_t)jutf8_len(v.s->p, v.s->n));
 		case JV_LIST:
+			if (v.flag == JL_GEN)
+				FAIL(st, "object of type 'generator' has no len()");
 			return jv_int(v.l->n);
 		case JV_DICT:
 			return jv_int(v.d->n);
@@ -237,14 +345,15 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 	}
 	if (!strcmp(name, "string"))
 		return jv_to_str(a, v);
-	if (!strcmp(name, "safe"))
-		return v;
+	if (!strcmp(name, "safe")) /* Markup(v): a str */
+		return jv_to_str(a, v);
 	if (!strcmp(name, "tojson"))
 		return tojson(st, v, args, nargs, kwn, kwv, nkw);
 	if (!strcmp(name, "trim"))
 		return jstrip(st, jv_to_str(a, v), ARG(0, "chars"), 1, 1);
-	if (!strcmp(name, "lower") || !strcmp(name, "upper") || !strcmp(name, "title") ||
-	    !strcmp(name, "capitalize"))
+	if (!strcmp(name, "title"))
+		return title(st, jv_to_str(a, v));
+	if (!strcmp(name, "lower") || !strcmp(name, "upper") || !strcmp(name, "capitalize"))
 		return jstr_case(st, jv_to_str(a, v),
 		                 name[0] == 'l'   ? 0
 		                 : name[0] == 'u' ? 1
@@ -261,12 +370,22 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 	if (!strcmp(name, "first") || !strcmp(name, "last")) {
 		struct jv l = jas_list(st, v);
 
+		if (name[0] == 'l' && v.t == JV_LIST && v.flag == JL_GEN)
+			FAIL(st, "'generator' object is not reversible");
 		if (!l.l->n)
 			return jv_undef();
 		return name[0] == 'f' ? l.l->v[0] : l.l->v[l.l->n - 1];
 	}
-	if (!strcmp(name, "list"))
-		return jas_list(st, v).t == JV_LIST && v.t == JV_LIST ? v : jas_list(st, v);
+	if (!strcmp(name, "list")) {
+		struct jv l = jas_list(st, v), r;
+
+		if (v.t == JV_LIST && !v.flag)
+			return v;
+		r = jv_list(a, l.l->n); /* a tuple or a generator becomes a list */
+		for (int i = 0; i < l.l->n; i++)
+			jlist_push(a, r.l, l.l->v[i]);
+		return r;
+	}
 	if (!strcmp(name, "items")) {
 		struct jv r = jv_list(a, 4);
 
@@ -277,11 +396,12 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 		for (int i = 0; i < v.d->n; i++) {
 			struct jv t = jv_list(a, 2);
 
-			t.flag = 1;
+			t.flag = JL_TUPLE;
 			jlist_push(a, t.l, v.d->k[i]);
 			jlist_push(a, t.l, v.d->v[i]);
 			jlist_push(a, r.l, t);
 		}
+		r.flag = JL_GEN;
 		return r;
 	}
 	if (!strcmp(name, "dictsort")) { /* items sorted by key (by_value=true: by value) */
@@ -307,6 +427,8 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 
 			for (int i = l.l->n - 1; i >= 0; i--)
 				jlist_push(a, r.l, l.l->v[i]);
+			/* reversed(x): an iterator; a generator has none, jinja2 makes a list */
+			r.flag = v.t == JV_LIST && v.flag == JL_GEN ? 0 : JL_GEN;
 			return r;
 		}
 	}
@@ -327,6 +449,9 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 			int seen = 0;
 
 			if (name[0] == 'u') {
+				if ((k.t == JV_LIST && k.flag != JL_TUPLE) ||
+				    (k.t == JV_DICT && !k.flag))
+					FAIL(st, "unhashable type: '%s'", jv_type_name(k));
 				for (int j = 0; j < keys.l->n && !seen; j++)
 					seen = jv_eq(keys.l->v[j], k);
 				if (!seen) {
@@ -342,8 +467,10 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 				jlist_push(a, r.l, l.l->v[i]);
 			}
 		}
-		if (name[0] == 'u')
+		if (name[0] == 'u') {
+			r.flag = JL_GEN;
 			return r;
+		}
 		return r.l->n ? r.l->v[0] : jv_undef();
 	}
 	if (!strcmp(name, "sum")) {
@@ -364,9 +491,34 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 		}
 		return acc;
 	}
+	if (!strcmp(name, "batch")) { /* lists of n items, the last filled with fill_with */
+		struct jv *nv = ARG(0, "linecount"), *fill = ARG(1, "fill_with");
+		struct jv l = jas_list(st, v), r = jv_list(a, 4), cur = jv_list(a, 4);
+
+		if (!nv || (nv->t != JV_INT && nv->t != JV_BOOL) || nv->i < 1)
+			FAIL(st, "batch needs a count of at least 1");
+		for (int i = 0; i < l.l->n; i++) {
+			jlist_push(a, cur.l, l.l->v[i]);
+			if (cur.l->n == nv->i) {
+				jlist_push(a, r.l, cur);
+				cur = jv_list(a, 4);
+			}
+		}
+		if (cur.l->n) {
+			while (fill && fill->t != JV_NONE && cur.l->n < nv->i)
+				jlist_push(a, cur.l, *fill);
+			jlist_push(a, r.l, cur);
+		}
+		jstate_count(st, l.l->n);
+		return r;
+	}
 	if (!strcmp(name, "map")) {
-		struct jv l = jas_list(st, v), r = jv_list(a, l.l->n);
+		struct jv l, r = jv_list(a, 4);
 		struct jv *at = ARG(-1, "attribute");
+
+		if (!jv_truthy(v)) /* jinja2: "if value:" before iterating */
+			return r;
+		l = jas_list(st, v);
 
 		for (int i = 0; i < l.l->n; i++) {
 			if (at) {
@@ -382,6 +534,7 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 			}
 		}
 		jstate_count(st, l.l->n);
+		r.flag = JL_GEN;
 		return r;
 	}
 	if (!strcmp(name, "select") || !strcmp(name, "reject"))
@@ -392,9 +545,11 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 		if (v.t == JV_INT || v.t == JV_BOOL)
 			return jv_int(v.i < 0 ? jint_sub(st, 0, v.i) : v.i);
 		if (v.t == JV_FLOAT)
-			return jv_float(v.f < 0 ? -v.f : v.f);
+			return jv_float(fabs(v.f));
 		FAIL(st, "bad operand type for abs(): '%s'", jv_type_name(v));
 	}
+	if ((!strcmp(name, "int") || !strcmp(name, "float")) && v.t == JV_UNDEF)
+		FAIL(st, "%s of an undefined value", name); /* int(Undefined) raises */
 	if (!strcmp(name, "int") || !strcmp(name, "float")) {
 		struct jv *df = ARG(0, "default");
 		int fl = name[0] == 'f';
@@ -423,6 +578,8 @@ struct jv jbuiltin_filter(struct jstate *st, const char *name, struct jv v, stru
 
 		if (v.t != JV_FLOAT && v.t != JV_INT && v.t != JV_BOOL)
 			FAIL(st, "round expects a number");
+		if (v.t != JV_FLOAT && !(m && m->t == JV_STR && strcmp(m->s->p, "common")))
+			return jv_int(v.i); /* Python's round(int, n) is the int */
 		for (int64_t i = 0; i < prec && i < 20; i++)
 			sc *= 10;
 		if (m && m->t == JV_STR && !strcmp(m->s->p, "floor"))
@@ -491,10 +648,10 @@ int jbuiltin_test(struct jstate *st, const char *name, struct jv v, struct jv *a
 		return v.t == JV_STR || v.t == JV_LIST || (v.t == JV_DICT && !v.flag) ||
 		       v.t == JV_UNDEF;
 	if (!strcmp(name, "sequence"))
-		return v.t == JV_STR || v.t == JV_LIST || (v.t == JV_DICT && !v.flag) ||
-		       v.t == JV_UNDEF;
-	if (!strcmp(name, "callable"))
-		return v.t == JV_MACRO || v.t == JV_FUNC;
+		return v.t == JV_STR || (v.t == JV_LIST && v.flag != JL_GEN) ||
+		       (v.t == JV_DICT && !v.flag) || v.t == JV_UNDEF;
+	if (!strcmp(name, "callable")) /* jinja2's Undefined is callable (calling it fails) */
+		return v.t == JV_MACRO || v.t == JV_FUNC || v.t == JV_UNDEF;
 	if (!strcmp(name, "sameas")) {
 		if (v.t != o.t)
 			return 0;
@@ -528,16 +685,22 @@ int jbuiltin_test(struct jstate *st, const char *name, struct jv v, struct jv *a
 		FAIL(st, "'in' test on %s", jv_type_name(o));
 	}
 	if (!strcmp(name, "odd") || !strcmp(name, "even") || !strcmp(name, "divisibleby")) {
-		int64_t d = name[0] == 'd' ? (o.t == JV_INT ? o.i : 0) : 2;
+		/* value % d as Python computes it: bools are ints, floats allowed */
+		struct jv d = name[0] == 'd' ? o : jv_int(2), m;
 
-		if (v.t != JV_INT || !d)
-			FAIL(st, "%s expects integers", name);
-		return name[0] == 'o' ? v.i % 2 != 0 : v.i % d == 0;
+		if ((v.t != JV_INT && v.t != JV_BOOL && v.t != JV_FLOAT) ||
+		    (d.t != JV_INT && d.t != JV_BOOL && d.t != JV_FLOAT))
+			FAIL(st, "%s: unsupported operand types %s and %s", name, jv_type_name(v),
+			     jv_type_name(d));
+		m = jop_arith(st, JOP_MOD, v, d);
+		return name[0] == 'o' ? jv_eq(m, jv_int(1)) : jv_eq(m, jv_int(0));
 	}
-	if (!strcmp(name, "lower") || !strcmp(name, "upper")) {
-		struct jv s = jv_to_str(AR(st), v);
+	if (!strcmp(name, "lower") || !strcmp(name, "upper")) { /* str(v).islower() */
+		struct jv s = jv_to_str(AR(st), v), f = {.t = JV_FUNC};
+		struct jfunc fn = {name[0] == 'l' ? "islower" : "isupper", s};
 
-		return jv_eq(s, jstr_case(st, s, name[0] == 'u'));
+		f.fn = &fn;
+		return jv_truthy(jbuiltin_call(st, f.fn, NULL, 0, NULL, NULL, 0));
 	}
 	if (!strcmp(name, "escaped"))
 		return 0;

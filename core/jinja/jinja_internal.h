@@ -27,7 +27,10 @@
  *   JV_UNDEF  jinja2's Undefined: prints "", false, iterates empty
  *   JV_NONE, JV_BOOL (i), JV_INT (i, int64), JV_FLOAT (f, double)
  *   JV_STR    s -> {n, bytes[n], NUL}, UTF-8; lengths/indexes in code points
- *   JV_LIST   l -> {n, cap, v[]}; flag 1: a tuple (printed with parentheses)
+ *   JV_LIST   l -> {n, cap, v[]}; flag 1: a tuple (printed with parentheses),
+ *             flag 2 (JL_GEN): what jinja2 returns as a generator (map, select,
+ *             selectattr, unique, items, reverse...): always true, no len(),
+ *             no index, not JSON, equal only to itself; `| list` makes a list
  *   JV_DICT   d -> {n, cap, k[], v[]}, insertion ordered; flag 1: a namespace()
  *   JV_MACRO  m -> a macro node (and the caller of a {% call %} block)
  *   JV_FUNC   fn -> a global function or a method bound to a value
@@ -94,9 +97,13 @@ struct jv {
 		struct jloop *lp;
 	};
 };
+#define JL_TUPLE 1
+#define JL_GEN   2
 struct jlist {
 	int n, cap;
 	struct jv *v;
+	const char *err; /* JL_GEN: the error its consumer raises (jinja2's
+	                  * generators fail when iterated, not when made), or NULL */
 };
 struct jdict {
 	int n, cap;
@@ -355,6 +362,13 @@ static inline int64_t jint_of(struct jstate *st, double d)
 {
 	return jint_checked(st, !(d > -9.3e18 && d < 9.3e18),
 	                    d > -9.3e18 && d < 9.3e18 ? (int64_t)d : 0);
+}
+
+/* a generator that failed when it was made fails where it is consumed */
+static inline void jgen_check(struct jstate *st, struct jv v)
+{
+	if (v.t == JV_LIST && v.l->err)
+		jfail(&st->a, "%s", v.l->err);
 }
 
 /* loop iterations, range items and the like, against the limit */

@@ -89,6 +89,8 @@ struct jv jop_getitem(struct jstate *st, struct jv o, struct jv k)
 			return *v;
 		break;
 	case JV_LIST:
+		if (o.flag == JL_GEN)
+			return jv_undef(); /* a generator has no items */
 		if (k.t == JV_INT || k.t == JV_BOOL) {
 			int64_t i = k.i < 0 ? k.i + o.l->n : k.i;
 
@@ -158,6 +160,8 @@ struct jv jop_slice(struct jstate *st, struct jv o, const struct jv *a, const st
 		if (!step)
 			FAIL(st, "line %d: slice step cannot be zero", st->line);
 	}
+	if (o.t == JV_LIST && o.flag == JL_GEN)
+		FAIL(st, "line %d: 'generator' object is not subscriptable", st->line);
 	if (o.t == JV_LIST)
 		len = o.l->n;
 	else if (o.t == JV_STR)
@@ -214,11 +218,16 @@ static int contains(struct jstate *st, struct jv hay, struct jv x)
 			     st->line, jv_type_name(x));
 		return !x.s->n || memmem(hay.s->p, hay.s->n, x.s->p, x.s->n) != NULL;
 	case JV_LIST:
+		jgen_check(st, hay);
 		for (int i = 0; i < hay.l->n; i++)
 			if (jv_eq(hay.l->v[i], x))
 				return 1;
 		return 0;
 	case JV_DICT:
+		if (x.t == JV_LIST && x.flag != JL_TUPLE)
+			FAIL(st, "line %d: unhashable type: 'list'", st->line);
+		if (x.t == JV_DICT && !x.flag)
+			FAIL(st, "line %d: unhashable type: 'dict'", st->line);
 		return jdict_get(hay.d, x) != NULL;
 	case JV_UNDEF:
 		return 0;
@@ -226,6 +235,57 @@ static int contains(struct jstate *st, struct jv hay, struct jv x)
 		FAIL(st, "line %d: argument of type '%s' is not iterable", st->line,
 		     jv_type_name(hay));
 	}
+}
+
+/* str % args, Python's printf-style formatting for %s %r %d %i %%: one
+ * value or a tuple of them; other conversions are refused */
+static struct jv percent(struct jstate *st, struct jv f, struct jv x)
+{
+	struct jarena *ar = &st->a;
+	struct jbuf b = {0};
+	int k = 0, n = x.t == JV_LIST && x.flag == JL_TUPLE ? x.l->n : 1;
+
+	if (!memchr(f.s->p, '%', f.s->n)) {
+		if (x.t == JV_DICT || (x.t == JV_LIST && x.flag == 0) ||
+		    (x.t == JV_LIST && x.flag == JL_TUPLE && !x.l->n))
+			return f; /* a mapping-like argument and no conversion: Python allows it */
+		FAIL(st, "line %d: not all arguments converted during string formatting", st->line);
+	}
+	for (size_t i = 0; i < f.s->n; i++) {
+		char c = f.s->p[i], t;
+		struct jv v;
+
+		if (c != '%') {
+			jbuf_put(ar, &b, &c, 1);
+			continue;
+		}
+		t = ++i < f.s->n ? f.s->p[i] : 0;
+		if (t == '%') {
+			jbuf_put(ar, &b, "%", 1);
+			continue;
+		}
+		if (t != 's' && t != 'r' && t != 'd' && t != 'i')
+			FAIL(st, "line %d: string formatting: only %%s %%r %%d %%i are supported",
+			     st->line);
+		if (k >= n)
+			FAIL(st, "line %d: not enough arguments for format string", st->line);
+		v = x.t == JV_LIST && x.flag == JL_TUPLE ? x.l->v[k] : x;
+		k++;
+		if (t == 's')
+			jv_str_to(ar, &b, v);
+		else if (t == 'r')
+			jv_repr_to(ar, &b, v);
+		else if (v.t == JV_INT || v.t == JV_BOOL)
+			jv_str_to(ar, &b, jv_int(v.i));
+		else if (v.t == JV_FLOAT)
+			jv_str_to(ar, &b, jv_int(jint_of(st, v.f)));
+		else
+			FAIL(st, "line %d: %%d format: a real number is required, not %s", st->line,
+			     jv_type_name(v));
+	}
+	if (k < n)
+		FAIL(st, "line %d: not all arguments converted during string formatting", st->line);
+	return jv_str(ar, b.p ? b.p : "", b.n);
 }
 
 struct jv jop_arith(struct jstate *st, int op, struct jv a, struct jv b)
@@ -295,9 +355,14 @@ struct jv jop_arith(struct jstate *st, int op, struct jv a, struct jv b)
 					r = jint_mul(st, r, a.i);
 				return jv_int(r);
 			}
+			if (num(a) == 0 && num(b) < 0)
+				FAIL(st, "line %d: 0.0 cannot be raised to a negative power",
+				     st->line);
 			return jv_float(pow(num(a), num(b)));
 		}
 	}
+	if (op == JOP_MOD && a.t == JV_STR)
+		return percent(st, a, b);
 	if (op == JOP_ADD && a.t == JV_STR && b.t == JV_STR) {
 		struct jbuf buf = {0};
 
@@ -305,7 +370,11 @@ struct jv jop_arith(struct jstate *st, int op, struct jv a, struct jv b)
 		jbuf_put(ar, &buf, b.s->p, b.s->n);
 		return jv_str(ar, buf.p ? buf.p : "", buf.n);
 	}
-	if (op == JOP_ADD && a.t == JV_LIST && b.t == JV_LIST) {
+	if (op == JOP_MUL && (b.t == JV_STR || (b.t == JV_LIST && b.flag != JL_GEN)) &&
+	    (a.t == JV_INT || a.t == JV_BOOL))
+		return jop_arith(st, op, b, a); /* 3 * 'ab' as 'ab' * 3 */
+	if (op == JOP_ADD && a.t == JV_LIST && b.t == JV_LIST && a.flag != JL_GEN &&
+	    a.flag == b.flag) { /* list + list, tuple + tuple */
 		struct jv r = jv_list(ar, a.l->n + b.l->n);
 
 		r.flag = a.flag;
@@ -315,9 +384,11 @@ struct jv jop_arith(struct jstate *st, int op, struct jv a, struct jv b)
 			jlist_push(ar, r.l, b.l->v[i]);
 		return r;
 	}
-	if (op == JOP_MUL && (a.t == JV_STR || a.t == JV_LIST) &&
+	if (op == JOP_MUL && (a.t == JV_STR || (a.t == JV_LIST && a.flag != JL_GEN)) &&
 	    (b.t == JV_INT || b.t == JV_BOOL)) {
 		struct jv r = a.t == JV_STR ? jv_str(ar, "", 0) : jv_list(ar, 4);
+
+		r.flag = a.t == JV_LIST ? a.flag : 0; /* a tuple stays a tuple */
 		struct jbuf buf = {0};
 
 		jstate_count(st, b.i > 0 ? (long)b.i : 0);
@@ -370,6 +441,7 @@ struct jv jop_iterable(struct jstate *st, struct jv v)
 
 	switch (v.t) {
 	case JV_LIST:
+		jgen_check(st, v);
 		return v;
 	case JV_UNDEF:
 		return jv_list(&st->a, 1);

@@ -282,6 +282,7 @@ struct jv jjoin(struct jstate *st, struct jv seq, struct jv sep, const struct jv
 
 	if (seq.t == JV_UNDEF)
 		return jv_str(AR(st), "", 0);
+	jgen_check(st, seq);
 	if (seq.t != JV_LIST) {
 		struct jv it = jv_list(AR(st), 4);
 
@@ -356,7 +357,7 @@ struct jv jbuiltin_method(struct jstate *st, struct jv obj, const char *name)
 		n = find_name(STR_METHODS, name);
 	else if (obj.t == JV_DICT && !obj.flag)
 		n = find_name(DICT_METHODS, name);
-	else if (obj.t == JV_LIST)
+	else if (obj.t == JV_LIST && obj.flag != JL_GEN) /* a generator has no methods */
 		n = find_name(LIST_METHODS, name);
 	else if (obj.t == JV_LOOP && !strcmp(name, "cycle"))
 		n = "cycle";
@@ -501,27 +502,41 @@ struct jv jbuiltin_call(struct jstate *st, struct jfunc *fn, struct jv *args, in
 			}
 			return r;
 		}
-		if (!strncmp(m, "is", 2)) {
+		if (!strncmp(m, "is", 2)) { /* by code point, with utf8proc's categories */
 			int ok = s.s->n > 0, cased = 0;
 
-			for (size_t i = 0; i < s.s->n; i++) {
-				unsigned char c = (unsigned char)s.s->p[i];
+			for (size_t i = 0; i < s.s->n;) {
+				utf8proc_int32_t c;
+				utf8proc_ssize_t l =
+				    utf8proc_iterate((const utf8proc_uint8_t *)s.s->p + i,
+				                     (utf8proc_ssize_t)(s.s->n - i), &c);
+				utf8proc_category_t k;
+				int upper, lower, alpha;
 
+				if (l <= 0) {
+					c = (unsigned char)s.s->p[i];
+					l = 1;
+				}
+				i += (size_t)l;
+				k = utf8proc_category(c);
+				upper = k == UTF8PROC_CATEGORY_LU || k == UTF8PROC_CATEGORY_LT;
+				lower = k == UTF8PROC_CATEGORY_LL;
+				alpha = upper || lower || k == UTF8PROC_CATEGORY_LM ||
+				        k == UTF8PROC_CATEGORY_LO;
 				if (!strcmp(m, "isdigit"))
-					ok &= c >= '0' && c <= '9';
+					ok &= k == UTF8PROC_CATEGORY_ND;
 				else if (!strcmp(m, "isalpha"))
-					ok &= (c | 32) >= 'a' && (c | 32) <= 'z';
+					ok &= alpha;
 				else if (!strcmp(m, "isalnum"))
-					ok &= ((c | 32) >= 'a' && (c | 32) <= 'z') ||
-					      (c >= '0' && c <= '9');
+					ok &= alpha || k == UTF8PROC_CATEGORY_ND;
 				else if (!strcmp(m, "isspace"))
-					ok &= jis_pyspace(c);
+					ok &= c < 0x80 ? jis_pyspace((unsigned char)c)
+					               : k == UTF8PROC_CATEGORY_ZS || c == 0x85 ||
+					                     c == 0x2028 || c == 0x2029;
 				else if (!strcmp(m, "islower"))
-					ok &= !(c >= 'A' && c <= 'Z'),
-					    cased |= c >= 'a' && c <= 'z';
+					ok &= !upper, cased |= lower;
 				else
-					ok &= !(c >= 'a' && c <= 'z'),
-					    cased |= c >= 'A' && c <= 'Z';
+					ok &= !lower, cased |= upper;
 			}
 			if (!strcmp(m, "islower") || !strcmp(m, "isupper"))
 				ok = ok && cased;

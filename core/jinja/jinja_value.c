@@ -146,6 +146,7 @@ struct jv jv_list(struct jarena *a, int cap)
 
 	v.l = jarena_alloc(a, sizeof(*v.l));
 	v.l->n = 0;
+	v.l->err = NULL;
 	v.l->cap = cap > 0 ? cap : 4;
 	v.l->v = jarena_alloc(a, sizeof(struct jv) * (size_t)v.l->cap);
 	return v;
@@ -256,7 +257,7 @@ int jv_truthy(struct jv v)
 	case JV_STR:
 		return v.s->n != 0;
 	case JV_LIST:
-		return v.l->n != 0;
+		return v.flag == JL_GEN || v.l->n != 0; /* a generator object is true */
 	case JV_DICT:
 		return v.flag || v.d->n != 0; /* a namespace is an object: true */
 	default:
@@ -290,6 +291,8 @@ int jv_eq(struct jv a, struct jv b)
 	case JV_STR:
 		return a.s->n == b.s->n && !memcmp(a.s->p, b.s->p, a.s->n);
 	case JV_LIST:
+		if (a.flag == JL_GEN || b.flag == JL_GEN)
+			return a.l == b.l;
 		if (a.l->n != b.l->n || a.flag != b.flag)
 			return 0;
 		for (int i = 0; i < a.l->n; i++)
@@ -332,7 +335,7 @@ int jv_cmp(struct jarena *ar, struct jv x, struct jv y)
 			return c < 0 ? -1 : 1;
 		return (x.s->n > y.s->n) - (x.s->n < y.s->n);
 	}
-	if (x.t == JV_LIST && y.t == JV_LIST) {
+	if (x.t == JV_LIST && y.t == JV_LIST && x.flag == y.flag && x.flag != JL_GEN) {
 		for (int i = 0; i < x.l->n && i < y.l->n; i++) {
 			if (!jv_eq(x.l->v[i], y.l->v[i]))
 				return jv_cmp(ar, x.l->v[i], y.l->v[i]);
@@ -349,7 +352,7 @@ const char *jv_type_name(struct jv v)
 	                              "macro",     "function", "LoopContext"};
 
 	if (v.t == JV_LIST && v.flag)
-		return "tuple";
+		return v.flag == JL_GEN ? "generator" : "tuple";
 	if (v.t == JV_DICT && v.flag)
 		return "Namespace";
 	return names[v.t];
@@ -467,10 +470,17 @@ static void repr_str(struct jarena *a, struct jbuf *b, const struct jstr *s)
 void jv_repr_to(struct jarena *a, struct jbuf *b, struct jv v)
 {
 	switch (v.t) {
+	case JV_UNDEF: /* inside a list or dict: repr(Undefined) */
+		jbuf_puts(a, b, "Undefined");
+		return;
 	case JV_STR:
 		repr_str(a, b, v.s);
 		return;
 	case JV_LIST:
+		if (v.flag == JL_GEN) { /* Python prints an address: no template depends on it */
+			jbuf_puts(a, b, "<generator object>");
+			return;
+		}
 		jbuf_puts(a, b, v.flag ? "(" : "[");
 		for (int i = 0; i < v.l->n; i++) {
 			if (i)
@@ -620,6 +630,8 @@ void jv_json_to(struct jarena *a, struct jbuf *b, struct jv v, int indent, const
 		json_str(a, b, v.s->p, v.s->n);
 		return;
 	case JV_LIST:
+		if (v.flag == JL_GEN)
+			break;
 		if (!v.l->n) {
 			jbuf_puts(a, b, "[]");
 			return;
