@@ -5,6 +5,8 @@
     python3 tools/jinja_render_cases.py --check    # exit 1 if a committed file is stale
     python3 tools/jinja_render_cases.py --random N --seed S --out DIR
                                                    # N random conversations a template
+    python3 tools/jinja_render_cases.py --random-expr N --seed S --out DIR
+                                                   # N random expressions (inline templates)
 
 Renders every template of tests/fixtures/chat/ (the models' own: GLM-4.5, MiniMax-M2,
 DeepSeek-V3.1, DeepSeek-V3 (the original release's, which coli's built-in renderer takes
@@ -26,6 +28,7 @@ import copy
 import datetime
 import json
 import os
+import re
 import sys
 
 import jinja2
@@ -378,7 +381,139 @@ def random_corpus(n, seed, out):
     print(f"wrote {total} random renderings ({errs} where jinja2 raises) to {out}/chat")
 
 
+EXPR_ATOMS = ["1", "0", "-3", "2.5", "0.1", "'a'", "'Hello World'", "''", "' x '", "'é🙂'", "none",
+              "true", "false", "[1, 2, 3]", "[]", "['b', 'A', 'a']", "{'k': 1, 'j': [2]}", "{}",
+              "(1, 'x')", "xs", "d", "s", "n", "f", "u", "people", "msg", "msg.content",
+              "msg['role']", "xs[0]", "xs[-1]", "d.k", "d['missing']", "s[1:3]", "s[::-1]", "xs[::2]"]
+EXPR_BIN = ["+", "-", "*", "/", "//", "%", "~", "==", "!=", "<", ">", "<=", ">=", "in", "not in",
+            "and", "or", "**"]
+EXPR_FILTERS = ["length", "string", "upper", "lower", "trim", "first", "last", "list", "reverse",
+                "sort", "unique", "join", "join(', ')", "tojson", "tojson(indent=1)",
+                "default('D')", "default('D', true)", "int", "float", "abs", "round", "capitalize",
+                "title", "items", "dictsort", "sum", "min", "max", "select", "reject",
+                "map('string')", "map(attribute='name')", "selectattr('age')",
+                "rejectattr('age', 'gt', 30)", "replace('a', 'b')", "indent(2)", "count",
+                "batch(2)"]
+EXPR_TESTS = ["defined", "undefined", "none", "string", "number", "integer", "float", "mapping",
+              "iterable", "sequence", "odd", "even", "true", "false", "boolean", "lower", "upper",
+              "divisibleby 2", "in [1, 2]", "sameas none", "callable"]
+EXPR_METHODS = [".strip()", ".upper()", ".split()", ".split(',')", ".startswith('H')",
+                ".endswith('d')", ".replace('l', 'L')", ".lstrip('H')", ".rstrip()", ".title()",
+                ".find('o')", ".count('l')", ".get('k')",
+                ".get('z', 0)", ".index(2)", ".splitlines()", ".isdigit()"]
+EXPR_CTX = {"xs": [3, 1, 2], "d": {"k": "v", "a": 1}, "s": "Hello, World", "n": 7, "f": -1.5,
+            "people": [{"name": "ann", "age": 41}, {"name": "bob", "age": 25}],
+            "msg": {"role": "user", "content": "hi"}}
+
+
+def random_expr(rng, depth=0):
+    r = rng.random()
+    if depth > 3 or r < 0.3:
+        return rng.choice(EXPR_ATOMS)
+    sub = lambda: random_expr(rng, depth + 1)  # noqa: E731
+    if r < 0.5:
+        return f"({sub()} {rng.choice(EXPR_BIN)} {sub()})"
+    if r < 0.65:
+        return f"({sub()} | {rng.choice(EXPR_FILTERS)})"
+    if r < 0.75:
+        return f"({sub()} is {rng.choice(['', 'not '])}{rng.choice(EXPR_TESTS)})"
+    if r < 0.85:
+        return f"({sub()}){rng.choice(EXPR_METHODS)}"
+    if r < 0.92:
+        return f"({sub()} if {sub()} else {sub()})"
+    return f"(not {sub()})"
+
+
+def shows_an_address(text):
+    """jinja2 printed a generator or a dict view (its repr: an address, a type name):
+    no template depends on that text, and coli prints it differently"""
+    norm = re.sub(r"[^a-z0-9]", "", re.sub(r"\d+:", "", text.lower()))
+    return any(k in norm for k in ("0x7", "objectat", "generatorobject", "iteratorobject",
+                                   "dictkeys", "dictvalues", "dictitems"))
+
+
+class _Printed(Exception):
+    """raised when a probed generator is turned into text"""
+
+
+class _ProbeIter:
+    """an iterator whose text would show an address: printing it stops the render"""
+
+    def __init__(self, it):
+        self.it = iter(it)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self.it)
+
+    def __str__(self):
+        raise _Printed()
+
+    __repr__ = __str__
+
+
+def probe_env():
+    """make_env() whose generator-returning filters return _ProbeIter: a render that
+    prints one (its text would hold an address, directly or through ~, max, title...)
+    raises _Printed"""
+    env = make_env()
+    for name in ("map", "select", "reject", "selectattr", "rejectattr", "unique", "items",
+                 "batch", "reverse"):
+        f = env.filters[name]
+
+        def wrapped(*a, _f=f, **k):
+            r = _f(*a, **k)
+            return r if isinstance(r, (str, list, tuple, dict)) else _ProbeIter(r)
+        for attr in ("jinja_pass_arg",):
+            if hasattr(f, attr):
+                setattr(wrapped, attr, getattr(f, attr))
+        env.filters[name] = wrapped
+    return env
+
+
+def random_exprs(n, seed, out):
+    """n random expressions over EXPR_CTX (operators, filters, tests, methods, conditionals;
+    a fifth of them iterated by a for loop), rendered by jinja2, into out/chat/
+    inline_render.jsonl; cases whose text shows an address are left out"""
+    import random
+    rng = random.Random(f"{seed}/expr")
+    env, probe = make_env(), probe_env()
+    lines = []
+    while len(lines) < n:
+        if rng.random() < 0.2:
+            src = ("{% for x in " + random_expr(rng) +
+                   " %}{{ loop.index }}:{{ x }};{% else %}E{% endfor %}")
+        else:
+            src = "{{ " + random_expr(rng) + " }}"
+        r = render(env, src, EXPR_CTX)
+        if "text" in r and shows_an_address(r["text"]):
+            continue
+        try:  # a generator turned into text, even where the address does not show
+            probe.from_string(src).render(**copy.deepcopy(EXPR_CTX))
+        except _Printed:
+            continue
+        except Exception:  # noqa: BLE001 (jinja2 raised: the case says so)
+            pass
+        if "text" in r and r["text"].endswith("j)"):  # a complex number
+            continue
+        lines.append({"source": src, "context": EXPR_CTX, "now": NOW, **r})
+    os.makedirs(os.path.join(out, "chat"), exist_ok=True)
+    with open(os.path.join(out, "chat", "inline_render.jsonl"), "w", encoding="utf-8") as f:
+        f.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    errs = sum("error" in x for x in lines)
+    print(f"wrote {n} random expressions ({errs} where jinja2 raises) to {out}/chat")
+
+
 def main():
+    if "--random-expr" in sys.argv:
+        a = sys.argv
+        random_exprs(int(a[a.index("--random-expr") + 1]),
+                     a[a.index("--seed") + 1] if "--seed" in a else "0",
+                     a[a.index("--out") + 1])
+        if "--random" not in a:
+            return 0
     if "--random" in sys.argv:
         a = sys.argv
         random_corpus(int(a[a.index("--random") + 1]),

@@ -458,9 +458,12 @@ static struct jv filter(struct jstate *st, const char *name, struct jv v, struct
 					jlist_push(a, keys.l, k);
 					jlist_push(a, r.l, l.l->v[i]);
 				}
-			} else if (!r.l->n ||
-			           (jv_cmp(a, k, keys.l->v[0]) > 0) == (name[1] == 'a')) {
-				if (jv_eq(k, r.l->n ? keys.l->v[0] : jv_undef()))
+			} else {
+				/* max keeps the first largest, min the first smallest, as
+				 * Python's; comparing Undefined fails there too */
+				int o = r.l->n ? jv_cmp(a, k, keys.l->v[0]) : 0;
+
+				if (r.l->n && (name[1] == 'a' ? o <= 0 : o >= 0))
 					continue;
 				keys.l->n = r.l->n = 0;
 				jlist_push(a, keys.l, k);

@@ -385,12 +385,50 @@ static struct jnode *binary(struct parser *P, int op, struct jnode *a, struct jn
 	return n;
 }
 
+/* an expression jinja2's optimizer folds to a constant: literals and
+ * operators over them */
+static int is_const(const struct jnode *n)
+{
+	switch (n->kind) {
+	case E_CONST:
+		return 1;
+	case E_NEG:
+	case E_POS:
+	case E_NOT:
+		return is_const(n->a);
+	case E_BIN:
+	case E_AND:
+	case E_OR:
+		return is_const(n->a) && is_const(n->b);
+	case E_LIST:
+	case E_TUPLE:
+	case E_CMP:
+		for (int i = 0; i < n->n; i++)
+			if (!is_const(n->list[i]))
+				return 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* -a ** b: jinja2 parses (-a) ** b, but unless the optimizer folds it to a
+ * constant its generated Python reads "-a ** b", which Python takes as
+ * -(a ** b); that is what templates get, so that is what coli computes */
 static struct jnode *pow_expr(struct parser *P)
 {
 	struct jnode *n = unary(P, 1);
 
-	while (jp_accept_op(P, "**"))
-		n = binary(P, JOP_POW, n, unary(P, 1));
+	while (jp_accept_op(P, "**")) {
+		struct jnode *r = unary(P, 1), *x = binary(P, JOP_POW, n, r);
+
+		if ((n->kind == E_NEG || n->kind == E_POS) && !is_const(x)) {
+			x->a = n->a;
+			n->a = x;
+			x = n;
+		}
+		n = x;
+	}
 	return n;
 }
 

@@ -224,7 +224,7 @@ static int contains(struct jstate *st, struct jv hay, struct jv x)
 				return 1;
 		return 0;
 	case JV_DICT:
-		if (x.t == JV_LIST && x.flag != JL_TUPLE)
+		if (x.t == JV_LIST && !x.flag)
 			FAIL(st, "line %d: unhashable type: 'list'", st->line);
 		if (x.t == JV_DICT && !x.flag)
 			FAIL(st, "line %d: unhashable type: 'dict'", st->line);
@@ -237,6 +237,24 @@ static int contains(struct jstate *st, struct jv hay, struct jv x)
 	}
 }
 
+/* Python's float floor division (float_floor_div): through fmod, so that
+ * 1 // 0.1 is 9.0 as in Python, not floor(1 / 0.1) = 10.0 */
+static double py_floordiv(double vx, double wx)
+{
+	double mod = fmod(vx, wx), div = (vx - mod) / wx, fd;
+
+	if (mod != 0 && ((wx < 0) != (mod < 0)))
+		div -= 1.0;
+	if (div != 0) {
+		fd = floor(div);
+		if (div - fd > 0.5)
+			fd += 1.0;
+	} else {
+		fd = copysign(0, vx / wx);
+	}
+	return fd;
+}
+
 /* str % args, Python's printf-style formatting for %s %r %d %i %%: one
  * value or a tuple of them; other conversions are refused */
 static struct jv percent(struct jstate *st, struct jv f, struct jv x)
@@ -246,7 +264,7 @@ static struct jv percent(struct jstate *st, struct jv f, struct jv x)
 	int k = 0, n = x.t == JV_LIST && x.flag == JL_TUPLE ? x.l->n : 1;
 
 	if (!memchr(f.s->p, '%', f.s->n)) {
-		if (x.t == JV_DICT || (x.t == JV_LIST && x.flag == 0) ||
+		if (x.t == JV_DICT || x.t == JV_UNDEF || (x.t == JV_LIST && x.flag == 0) ||
 		    (x.t == JV_LIST && x.flag == JL_TUPLE && !x.l->n))
 			return f; /* a mapping-like argument and no conversion: Python allows it */
 		FAIL(st, "line %d: not all arguments converted during string formatting", st->line);
@@ -317,7 +335,7 @@ struct jv jop_arith(struct jstate *st, int op, struct jv a, struct jv b)
 			if (num(b) == 0)
 				FAIL(st, "line %d: division by zero", st->line);
 			if (fl)
-				return jv_float(floor(num(a) / num(b)));
+				return jv_float(py_floordiv(num(a), num(b)));
 			{
 				int64_t q;
 
@@ -338,6 +356,10 @@ struct jv jop_arith(struct jstate *st, int op, struct jv a, struct jv b)
 
 				if (m != 0 && ((m < 0) != (num(b) < 0)))
 					m += num(b);
+				else if (m == 0)
+					m = copysign(
+					    0,
+					    num(b)); /* Python: a zero takes the divisor's sign */
 				return jv_float(m);
 			}
 			{
