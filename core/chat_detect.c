@@ -7,9 +7,9 @@
  * text the [INST] family writes and the ChatML (GLM) end-of-turn id. Then
  * the Jinja renderer: unless --chat-template is "builtin", the template text
  * (the container's, or the file --chat-template names) is parsed by
- * core/jinja; a template that parses renders every chat prompt
- * (core/text/chat_jinja.c), one that does not leaves the family renderer in
- * charge and says why in t->jinja_why. It reads
+ * core/jinja; a template that parses and renders a one-message request
+ * renders every chat prompt (core/text/chat_jinja.c), one that does not
+ * leaves the family renderer in charge and says why in t->jinja_why. It reads
  * an open engine (its container, config and tokenizer), so it sits at core's
  * top, above core/text.
  */
@@ -104,6 +104,24 @@ static void jinja_init(const coli_engine_t *e, const char *tpl, size_t n,
 	else
 		t->jinja_why[0] = 0;
 	free(file);
+	if (!rc) { /* and it must render the simplest request: one user message */
+		static const struct coli_chat_msg hi = {"user", "Hi"};
+		struct coli_chat_call c = {.msgs = &hi,
+		                           .n_msgs = 1,
+		                           .add_generation_prompt = 1,
+		                           .enable_thinking = -1,
+		                           .now = -1};
+		char *out;
+		size_t len;
+
+		if (coli_chat_render_call(t, &c, &out, &len, err, sizeof(err))) {
+			snprintf(t->jinja_why, sizeof(t->jinja_why),
+			         "template does not render one user message: %.110s", err);
+			coli_chat_template_free(t);
+		} else {
+			free(out);
+		}
+	}
 }
 
 void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *t)

@@ -123,6 +123,9 @@ int cmd_generate(int argc, char **argv)
 		size_t len;
 
 		coli_chat_template_init(e, &t);
+		if (!t.jinja) /* say why the model's template is not the one in use */
+			fprintf(stderr, "coli generate: chat template: built-in %s renderer (%s)\n",
+			        coli_chat_family_name(t.family), t.jinja_why);
 		rc = coli_chat_render_call(&t, &c, &chat_text, &len, err, sizeof(err));
 		if (rc)
 			tool_err("generate", "chat template (%s): %s", coli_chat_renderer_name(&t),
