@@ -235,6 +235,7 @@ INLINE = [
     ("{{ [1] in {'a': 1} }}", {}),
     ("{{ u | int }}", {}),
     ("{{ [u, none] }} {{ xs | batch(2) | list }} {{ xs | batch(3, 0) | list }}", {"xs": [1, 2, 3, 4]}),
+    ("{{ d | tojson(ensure_ascii=true) }} {{ d | tojson(true, 1, none, true) }}", {"d": {"é": "日本 🙂\u007f", "a": "x\u2028"}}),
 ]
 
 

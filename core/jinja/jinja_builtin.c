@@ -194,8 +194,6 @@ static struct jv tojson(struct jstate *st, struct jv v, struct jv *args, int nar
 	const char *is = ", ", *ks = ": ";
 	struct jbuf b = {0};
 
-	if (ea && jv_truthy(*ea))
-		FAIL(st, "tojson: ensure_ascii=True is not supported");
 	if (ind && ind->t != JV_NONE) {
 		if (ind->t != JV_INT || ind->i < 0 || ind->i > 64)
 			FAIL(st, "tojson: indent must be an integer in 0..64");
@@ -209,7 +207,9 @@ static struct jv tojson(struct jstate *st, struct jv v, struct jv *args, int nar
 		is = sep->l->v[0].s->p;
 		ks = sep->l->v[1].s->p;
 	}
-	jv_json_to(AR(st), &b, v, indent, is, ks, sk && jv_truthy(*sk), 0);
+	jv_json_to(
+	    AR(st), &b, v, indent, is, ks,
+	    (sk && jv_truthy(*sk) ? JJSON_SORT : 0) | (ea && jv_truthy(*ea) ? JJSON_ASCII : 0), 0);
 	return jv_str(AR(st), b.p ? b.p : "", b.n);
 }
 

@@ -148,10 +148,12 @@ void jv_str_to(struct jarena *a, struct jbuf *b, struct jv v);
 void jv_repr_to(struct jarena *a, struct jbuf *b, struct jv v);
 /* str(v) as a JV_STR value (v itself when it is one) */
 struct jv jv_to_str(struct jarena *a, struct jv v);
-/* json.dumps(v, ensure_ascii=False, indent, separators, sort_keys) as
- * transformers' tojson filter: indent < 0 for None */
+/* json.dumps(v, ensure_ascii, indent, separators, sort_keys) as
+ * transformers' tojson filter: indent < 0 for None; flags JJSON_* */
+#define JJSON_SORT  1 /* sort_keys */
+#define JJSON_ASCII 2 /* ensure_ascii */
 void jv_json_to(struct jarena *a, struct jbuf *b, struct jv v, int indent, const char *item_sep,
-                const char *key_sep, int sort_keys, int depth);
+                const char *key_sep, int flags, int depth);
 /* a JSON document (jansson) as a value */
 struct jv jv_from_json(struct jarena *a, const json_t *j, int depth);
 /* UTF-8: code points in s[0..n), the byte offset of code point i (clamped) */

@@ -3,7 +3,7 @@
  * interpreter (layout in jinja_internal.h), with Python's meaning for them:
  * str() and repr() (what {{ x }} prints: None, True, 1.5, ['a', 1],
  * {'k': 'v'}), json.dumps as transformers' tojson calls it (ensure_ascii
- * off, keys in insertion order unless sort_keys, ", " and ": " separators,
+ * off unless asked, keys in insertion order unless sort_keys, ", " and ": " separators,
  * or "," and ": " with an indent), equality (1 == 1.0 == True, lists and
  * dicts by content) and ordering (numbers, strings by code point, lists).
  *
@@ -555,13 +555,47 @@ struct jv jv_to_str(struct jarena *a, struct jv v)
 }
 
 /* ---- json.dumps ---- */
-static void json_str(struct jarena *a, struct jbuf *b, const char *s, size_t n)
+/* ensure_ascii: every code point outside ' '..'~' as \uXXXX (a surrogate
+ * pair above U+FFFF), lower-case hex, as json.dumps writes it */
+static size_t json_ascii(struct jarena *a, struct jbuf *b, const char *s, size_t n, size_t i)
+{
+	unsigned char c = (unsigned char)s[i];
+	unsigned cp = c;
+	size_t len = 1;
+	char t[16];
+
+	if (c >= 0xc0 && c < 0xe0 && i + 1 < n)
+		cp = (c & 0x1fu) << 6 | ((unsigned char)s[i + 1] & 0x3fu), len = 2;
+	else if (c >= 0xe0 && c < 0xf0 && i + 2 < n)
+		cp = (c & 0x0fu) << 12 | ((unsigned char)s[i + 1] & 0x3fu) << 6 |
+		     ((unsigned char)s[i + 2] & 0x3fu),
+		len = 3;
+	else if (c >= 0xf0 && i + 3 < n)
+		cp = (c & 0x07u) << 18 | ((unsigned char)s[i + 1] & 0x3fu) << 12 |
+		     ((unsigned char)s[i + 2] & 0x3fu) << 6 | ((unsigned char)s[i + 3] & 0x3fu),
+		len = 4;
+	if (cp >= 0x10000) {
+		cp -= 0x10000;
+		snprintf(t, sizeof(t), "\\u%04x\\u%04x", 0xd800 + (cp >> 10),
+		         0xdc00 + (cp & 0x3ff));
+	} else {
+		snprintf(t, sizeof(t), "\\u%04x", cp);
+	}
+	jbuf_puts(a, b, t);
+	return len;
+}
+
+static void json_str(struct jarena *a, struct jbuf *b, const char *s, size_t n, int ascii)
 {
 	jbuf_puts(a, b, "\"");
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		char t[8];
 
+		if (ascii && c >= 0x7f) {
+			i += json_ascii(a, b, s, n, i) - 1;
+			continue;
+		}
 		switch (c) {
 		case '"':
 			jbuf_puts(a, b, "\\\"");
@@ -604,7 +638,7 @@ static void json_nl(struct jarena *a, struct jbuf *b, int indent, int depth)
 }
 
 void jv_json_to(struct jarena *a, struct jbuf *b, struct jv v, int indent, const char *item_sep,
-                const char *key_sep, int sort_keys, int depth)
+                const char *key_sep, int flags, int depth)
 {
 	if (depth > 200)
 		jfail(a, "tojson: nesting deeper than 200");
@@ -627,7 +661,7 @@ void jv_json_to(struct jarena *a, struct jbuf *b, struct jv v, int indent, const
 			put_float(a, b, v.f);
 		return;
 	case JV_STR:
-		json_str(a, b, v.s->p, v.s->n);
+		json_str(a, b, v.s->p, v.s->n, flags & JJSON_ASCII);
 		return;
 	case JV_LIST:
 		if (v.flag == JL_GEN)
@@ -642,8 +676,7 @@ void jv_json_to(struct jarena *a, struct jbuf *b, struct jv v, int indent, const
 				jbuf_puts(a, b, item_sep);
 			if (indent >= 0)
 				json_nl(a, b, indent, depth + 1);
-			jv_json_to(a, b, v.l->v[i], indent, item_sep, key_sep, sort_keys,
-			           depth + 1);
+			jv_json_to(a, b, v.l->v[i], indent, item_sep, key_sep, flags, depth + 1);
 		}
 		if (indent >= 0)
 			json_nl(a, b, indent, depth);
@@ -661,7 +694,7 @@ void jv_json_to(struct jarena *a, struct jbuf *b, struct jv v, int indent, const
 		ord = jarena_alloc(a, sizeof(int) * (size_t)n);
 		for (int i = 0; i < n; i++)
 			ord[i] = i;
-		if (sort_keys) /* insertion sort: dicts here are small */
+		if (flags & JJSON_SORT) /* insertion sort: dicts here are small */
 			for (int i = 1; i < n; i++)
 				for (int j = i;
 				     j > 0 && jv_cmp(a, v.d->k[ord[j - 1]], v.d->k[ord[j]]) > 0;
@@ -679,20 +712,20 @@ void jv_json_to(struct jarena *a, struct jbuf *b, struct jv v, int indent, const
 			if (indent >= 0)
 				json_nl(a, b, indent, depth + 1);
 			if (k.t == JV_STR) {
-				json_str(a, b, k.s->p, k.s->n);
+				json_str(a, b, k.s->p, k.s->n, flags & JJSON_ASCII);
 			} else if (k.t == JV_NONE || k.t == JV_BOOL || k.t == JV_INT ||
 			           k.t == JV_FLOAT) {
 				struct jbuf t = {0};
 
 				jv_json_to(a, &t, k, -1, ", ", ": ", 0, depth + 1);
-				json_str(a, b, t.p, t.n);
+				json_str(a, b, t.p, t.n, flags & JJSON_ASCII);
 			} else {
 				jfail(a,
 				      "tojson: keys must be str, int, float, bool or None, not %s",
 				      jv_type_name(k));
 			}
 			jbuf_puts(a, b, key_sep);
-			jv_json_to(a, b, v.d->v[ord[i]], indent, item_sep, key_sep, sort_keys,
+			jv_json_to(a, b, v.d->v[ord[i]], indent, item_sep, key_sep, flags,
 			           depth + 1);
 		}
 		if (indent >= 0)
