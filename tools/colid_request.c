@@ -287,8 +287,10 @@ static int parse_messages(json_t *v, struct colid_request *r, struct colid_error
 		r->msgs[i].role = strdup(role);
 		rc = r->msgs[i].role ? 0 : -ENOMEM;
 		if (!rc)
-			rc = content_text(json_object_get(m, "content"), (int)i,
-			                  (char **)&r->msgs[i].content, e);
+			rc = content_text(json_object_get(m, "content")
+			                      ? json_object_get(m, "content")
+			                      : json_null(), /* tool_calls only */
+			                  (int)i, (char **)&r->msgs[i].content, e);
 		r->n_msgs = (int)i + 1;
 		if (rc)
 			return rc;
