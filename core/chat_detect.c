@@ -5,14 +5,23 @@
  * DeepSeek's "<｜Assistant｜>", Kimi's "<|im_middle|>" or harmony's
  * "<|channel|>"), then the
  * tokenizer's added tokens, then the architecture. Also fills the BOS/EOS
- * text the [INST] family writes and the ChatML (GLM) end-of-turn id. It reads
+ * text the [INST] family writes and the ChatML (GLM) end-of-turn id. Then
+ * the Jinja renderer: unless --chat-template is "builtin", the template text
+ * (the container's, or the file --chat-template names) is parsed by
+ * core/jinja; a template that parses and renders a one-message request
+ * renders every chat prompt (core/text/chat_jinja.c), one that does not
+ * leaves the family renderer in charge and says why in t->jinja_why. It reads
  * an open engine (its container, config and tokenizer), so it sits at core's
  * top, above core/text.
  */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/core_internal.h"
+#include "core/jinja/jinja.h"
 
 /* DeepSeek's special tokens, fullwidth bars and U+2581 in UTF-8 */
 #define DS_ASSISTANT                                                                               \
@@ -49,6 +58,72 @@ static void copy_token(char *dst, size_t cap, const coli_tokenizer_t *tok, int i
 	dst[0] = 0;
 	if (s && strlen(s) < cap)
 		strcpy(dst, s);
+}
+
+/* The Jinja renderer for t: the template of --chat-template FILE, else the
+ * container's, parsed; t->jinja stays NULL (and t->jinja_why says why) when
+ * the option is "builtin", there is no template, or it does not parse. */
+static void jinja_init(const coli_engine_t *e, const char *tpl, size_t n,
+                       struct coli_chat_template *t)
+{
+	const char *opt = e->opts.chat_template;
+	char err[160], *file = NULL;
+	int rc;
+
+	t->jinja = NULL;
+	if (!strcmp(opt, "builtin")) {
+		snprintf(t->jinja_why, sizeof(t->jinja_why), "--chat-template builtin");
+		return;
+	}
+	if (opt[0] && strcmp(opt, "auto")) {
+		FILE *f = fopen(opt, "rb");
+		long sz = -1;
+
+		if (f && !fseek(f, 0, SEEK_END) && (sz = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
+		    (file = malloc((size_t)sz + 1)) &&
+		    fread(file, 1, (size_t)sz, f) == (size_t)sz) {
+			tpl = file;
+			n = (size_t)sz;
+		} else {
+			snprintf(t->jinja_why, sizeof(t->jinja_why), "--chat-template %.100s: %s",
+			         opt, strerror(f ? EIO : errno));
+			free(file);
+			file = NULL;
+			tpl = NULL;
+		}
+		if (f)
+			fclose(f);
+		if (!tpl)
+			return;
+	}
+	if (!tpl) {
+		snprintf(t->jinja_why, sizeof(t->jinja_why), "the model has no chat template");
+		return;
+	}
+	rc = coli_jinja_parse(tpl, n, &t->jinja, err, sizeof(err));
+	if (rc)
+		snprintf(t->jinja_why, sizeof(t->jinja_why), "template not rendered: %.130s", err);
+	else
+		t->jinja_why[0] = 0;
+	free(file);
+	if (!rc) { /* and it must render the simplest request: one user message */
+		static const struct coli_chat_msg hi = {"user", "Hi"};
+		struct coli_chat_call c = {.msgs = &hi,
+		                           .n_msgs = 1,
+		                           .add_generation_prompt = 1,
+		                           .enable_thinking = -1,
+		                           .now = -1};
+		char *out;
+		size_t len;
+
+		if (coli_chat_render_call(t, &c, &out, &len, err, sizeof(err))) {
+			snprintf(t->jinja_why, sizeof(t->jinja_why),
+			         "template does not render one user message: %.110s", err);
+			coli_chat_template_free(t);
+		} else {
+			free(out);
+		}
+	}
 }
 
 void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *t)
@@ -127,4 +202,9 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 		if (c->n_eos > 0)
 			copy_token(t->eos, sizeof(t->eos), tok, c->eos[0]);
 	}
+	if (c->bos >= 0)
+		copy_token(t->bos_token, sizeof(t->bos_token), tok, c->bos);
+	if (c->n_eos > 0)
+		copy_token(t->eos_token, sizeof(t->eos_token), tok, c->eos[0]);
+	jinja_init(e, tpl, n, t);
 }

@@ -336,23 +336,24 @@ enum coli_opt_ptx_fail { /* COLI_PTX_FAIL: the embedded PTX builds that fail to 
 };
 
 struct coli_opts {
-	double ram_gb;         /* --ram-gb: host budget for experts (<0: unlimited) */
-	double vram_gb;        /* --vram-gb: device budget (<0: auto) */
-	char gpu[64];          /* --gpu auto|off|sim|sim:N|LIST (checked when set) */
-	int threads;           /* --threads (0: all online CPUs) */
-	int ctx;               /* --ctx: KV cache positions (0: min(model, 4096)) */
-	int ctx_override;      /* --ctx-override: --ctx may exceed the model's max_ctx */
-	int ubatch;            /* --ubatch: tokens per forward pass (prefill chunk; 0: auto) */
-	char usage[512];       /* --usage FILE (empty: beside the model) */
-	int usage_off;         /* --usage off|none: no usage file */
-	int profile;           /* --profile */
-	char numa_bind[32];    /* --numa-bind auto|off|interleave|N (checked when set) */
-	int group_async;       /* COLI_GROUP_ASYNC */
-	int cuda_profile;      /* COLI_CUDA_PROFILE */
-	int release_host;      /* CUDA_RELEASE_HOST */
-	char route_trace[512]; /* ROUTE_TRACE */
-	int gpu_fail_after;    /* COLI_GPU_FAIL_AFTER (-1 off) */
-	int gpu_fail_dev;      /* COLI_GPU_FAIL_DEV: the device it strikes (-1 every one) */
+	double ram_gb;           /* --ram-gb: host budget for experts (<0: unlimited) */
+	double vram_gb;          /* --vram-gb: device budget (<0: auto) */
+	char gpu[64];            /* --gpu auto|off|sim|sim:N|LIST (checked when set) */
+	int threads;             /* --threads (0: all online CPUs) */
+	int ctx;                 /* --ctx: KV cache positions (0: min(model, 4096)) */
+	int ctx_override;        /* --ctx-override: --ctx may exceed the model's max_ctx */
+	int ubatch;              /* --ubatch: tokens per forward pass (prefill chunk; 0: auto) */
+	char usage[512];         /* --usage FILE (empty: beside the model) */
+	int usage_off;           /* --usage off|none: no usage file */
+	char chat_template[512]; /* --chat-template auto|builtin|FILE (core/chat_detect.c) */
+	int profile;             /* --profile */
+	char numa_bind[32];      /* --numa-bind auto|off|interleave|N (checked when set) */
+	int group_async;         /* COLI_GROUP_ASYNC */
+	int cuda_profile;        /* COLI_CUDA_PROFILE */
+	int release_host;        /* CUDA_RELEASE_HOST */
+	char route_trace[512];   /* ROUTE_TRACE */
+	int gpu_fail_after;      /* COLI_GPU_FAIL_AFTER (-1 off) */
+	int gpu_fail_dev;        /* COLI_GPU_FAIL_DEV: the device it strikes (-1 every one) */
 	enum coli_opt_fail_at gpu_fail_at; /* COLI_GPU_FAIL_AT */
 	enum coli_opt_ptx_fail ptx_fail;   /* COLI_PTX_FAIL */
 	int dev_route;   /* COLI_DEV_ROUTE: route (and plan resident layers) on the dense device */
@@ -661,8 +662,10 @@ void coli_engine_settle(coli_engine_t *e);
 /* ===================================================================== */
 /*
  * The container keeps the model's Hugging Face chat template, which is
- * Jinja; coli does not run Jinja. It recognises the family the template
- * belongs to and renders that family in C (docs/api.md, "Chat templates"):
+ * Jinja. coli_chat_render_call renders a request with it (core/jinja, the
+ * default when it parses) or with the built-in renderer of the family the
+ * template belongs to (--chat-template builtin, or no usable template),
+ * in C (docs/api.md, "Chat templates"):
  *
  *   CHATML  "<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message, then
  *           "<|im_start|>assistant\n" (Qwen2/Qwen3, OLMoE-style templates)
@@ -725,6 +728,13 @@ struct coli_chat_template {
 	                    * enable_thinking=true); 0 is its default, thinking off */
 	char date[16];     /* harmony's "Current date: " (YYYY-MM-DD, the template's
 	                    * strftime_now; _init: today, local time) */
+	/* The Jinja renderer (core/jinja): the model's template (or --chat-template
+	 * FILE) parsed, NULL when the family renders (--chat-template builtin, no
+	 * template, or one outside core/jinja's subset: jinja_why says which). */
+	struct coli_jinja *jinja;
+	char jinja_why[160];
+	char bos_token[64]; /* the tokenizer's BOS/EOS text, passed to the template */
+	char eos_token[64]; /* as bos_token and eos_token (transformers does the same) */
 };
 
 /* A generated reply split as the OpenAI API returns it (core/text/reply.c):
@@ -747,13 +757,43 @@ void coli_reply_free(struct coli_reply *r);
 const char *coli_chat_family_name(enum coli_chat_family f);
 /* The container's chat template text (not NUL-terminated), NULL if none. */
 const char *coli_engine_chat_template(const coli_engine_t *e, size_t *len);
-/* Detects the family of e's model and fills t. Never fails: PLAIN at worst. */
+/* Detects the family of e's model and fills t, and parses the model's Jinja
+ * template (or the file of e's --chat-template option) unless that option is
+ * "builtin". Never fails: the family renders when no template parses, PLAIN
+ * at worst. coli_chat_template_free releases the parsed template. */
 void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *t);
+void coli_chat_template_free(struct coli_chat_template *t);
+/* "jinja" or the family's name: what coli_chat_render_call uses for t */
+const char *coli_chat_renderer_name(const struct coli_chat_template *t);
 /* Renders n messages (and the assistant's opening when add_generation_prompt)
  * into *out (malloc'd, NUL-terminated, *len without the NUL).
  * -EINVAL for an unknown role, -ENOMEM. */
 int coli_chat_render(const struct coli_chat_template *t, const struct coli_chat_msg *m, int n,
                      int add_generation_prompt, char **out, size_t *len);
+
+/* One chat request's inputs (core/text/chat_jinja.c). The Jinja renderer
+ * sees what transformers' apply_chat_template passes: messages (as given in
+ * messages_json, tool_calls, reasoning_content and all, else built from
+ * msgs), tools (or None), documents (None), add_generation_prompt,
+ * bos_token, eos_token, enable_thinking when given, and the keys of
+ * kwargs_json (chat_template_kwargs). The family renderers see msgs and the
+ * thinking switch only, and refuse tools. */
+struct coli_chat_call {
+	const struct coli_chat_msg *msgs; /* role and content of n_msgs messages */
+	int n_msgs;
+	const char *messages_json; /* the messages as a JSON array, or NULL: msgs */
+	const char *tools_json;    /* a JSON array of tool schemas, or NULL */
+	const char *kwargs_json;   /* a JSON object of template variables, or NULL */
+	int add_generation_prompt;
+	int enable_thinking; /* -1: not given (the template's default), 0 or 1 */
+	int64_t now;         /* the time strftime_now formats, seconds; < 0: the clock */
+};
+/* Renders c with t: the Jinja renderer when t has one, else t's family.
+ * *out malloc'd and NUL-terminated. 0; -EINVAL with err filled (a bad
+ * message, the template's raise_exception, a limit), -ENOTSUP (tools with a
+ * family renderer), -ENOMEM. */
+int coli_chat_render_call(const struct coli_chat_template *t, const struct coli_chat_call *c,
+                          char **out, size_t *len, char *err, size_t errlen);
 
 /* ---- usage file (core/place/usage.c, docs/tiers.md) ---- */
 /* MODEL.usage: the default usage file of a model. */

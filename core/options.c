@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core_internal.h"
 
@@ -77,6 +78,7 @@ static const char *const k_ptx_fail[] = {[COLI_OPT_PTX_FAIL_NONE] = "none",
 
 static int check_gpu(const char *v);
 static int check_numa(const char *v);
+static int check_chat_template(const char *v);
 
 #define F(field)                                                                                   \
 	.off = offsetof(struct coli_opts, field), .size = sizeof(((struct coli_opts *)0)->field)
@@ -107,6 +109,10 @@ static const struct opt_row g_opts[] = {
     {"--usage", "COLI_USAGE", .type = OPT_PATH, F(usage), "",
      "expert usage file (default: MODEL.usage; off: none)",
      .off_word = offsetof(struct coli_opts, usage_off)},
+    {"--chat-template", "COLI_CHAT_TEMPLATE", .type = OPT_STR, F(chat_template), "auto",
+     "chat prompts: auto (the model's Jinja template, else the built-in family renderer), "
+     "builtin (the family renderer), or FILE (a Jinja template)",
+     .check = check_chat_template, .expect = "auto, builtin or a readable file"},
     {"--profile", "COLI_PROFILE", .type = OPT_FLAG, F(profile), "0", "per-token timing report",
      .max = 1},
     {"--numa-bind", "COLI_NUMA_BIND", .type = OPT_STR, F(numa_bind), "auto",
@@ -177,6 +183,13 @@ static const struct opt_row g_opts[] = {
 
 /* Enum fields are stored through an int pointer. */
 _Static_assert(sizeof(enum coli_opt_stream) == sizeof(int), "enum options are ints");
+
+/* --chat-template: auto, builtin, or a file that can be read (its text is
+ * parsed when a chat template is set up, core/chat_detect.c). */
+static int check_chat_template(const char *v)
+{
+	return strcmp(v, "auto") && strcmp(v, "builtin") && access(v, R_OK) ? -EINVAL : 0;
+}
 
 /* --gpu: the syntax core/dev/dev.c's coli_dev_open_all reads at open (which
  * devices exist is its business, there). */

@@ -11,7 +11,8 @@ includes from the sources ("dir/file.h" lines). A token's path reads top down:
           -> core/place -> core/dev -> ptx, cpu, io, mem
 
 core/model (config, binding, convert) and core/text (tokenizer, chat,
-sampler) sit beside that path and below core's top. cpu/dtype (the weight
+sampler) sit beside that path and below core's top; core/jinja (the
+template interpreter, libc and jansson only) sits below core/text. cpu/dtype (the weight
 types and their block layouts, and ggml's in cpu/ggml) is the leaf every
 folder may use;
 core/parse.c (strict numbers, libc only) the leaf every part of core may
@@ -41,7 +42,8 @@ ALLOWED = {
     "core/place": ["core/dev", "core/model"] + LOW,
     "core/dev": ["ptx"] + LOW,
     "core/model": LOW,
-    "core/text": ["core/model"] + LOW,
+    "core/text": ["core/model", "core/jinja"] + LOW,
+    "core/jinja": [],
     "io": ["mem", "cpu/dtype"],
     "ptx": ["mem", "cpu/dtype"],
     "cpu": ["mem", "cpu/dtype"],

@@ -2,9 +2,12 @@
  * tools/cmd_generate.c — `coli generate -m MODEL -p TEXT [-n N] [--temperature T]
  * [--top-p P] [--top-k K] [--min-p P] [--presence-penalty X]
  * [--frequency-penalty X] [--repetition-penalty R] [--logit-bias ID=B,...]
- * [--seed S] [engine options]`: the completion text alone on stdout
- * (streamed as it decodes), statistics on stderr. The sampling values mean
- * what colid's fields of the same names mean (core/coli.h, docs/api.md).
+ * [--seed S] [--chat [--system S]] [engine options]`: the completion text
+ * alone on stdout (streamed as it decodes), statistics on stderr. The
+ * sampling values mean what colid's fields of the same names mean
+ * (core/coli.h, docs/api.md). --chat renders TEXT as a user message (after S
+ * as a system one) through the model's chat template (coli_chat_render_call:
+ * its Jinja template, or the family renderer; --chat-template picks).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,7 +41,9 @@ static void help(FILE *f)
 	        "                  generated divided by R (positive) or times R (default 1)\n"
 	        "  --logit-bias ID=B,...  add B (-100..100) to token ID's logit; -100 bans it\n"
 	        "  --seed S        sampler seed, 64-bit, decimal or 0x hex (default 0)\n"
-	        "  --ids LIST      prompt as token ids instead of text\n\n");
+	        "  --ids LIST      prompt as token ids instead of text\n"
+	        "  --chat          TEXT is a user message, rendered with the chat template\n"
+	        "  --system S      with --chat: a system message first\n\n");
 	coli_opts_help(f);
 }
 
@@ -92,7 +97,9 @@ int cmd_generate(int argc, char **argv)
 	struct tool_engine_args a;
 	struct coli_sampler s;
 	struct coli_gen_stats st;
-	const char *prompt = NULL, *ids_arg = NULL;
+	const char *prompt = NULL, *ids_arg = NULL, *system = NULL;
+	char *chat_text = NULL;
+	int chat = 0;
 	double temp = 0, top_p = 1, min_p = 0, pres = 0, freq = 0, rep = 1;
 	struct coli_logit_bias *bias = NULL;
 	int n_bias = 0;
@@ -118,10 +125,17 @@ int cmd_generate(int argc, char **argv)
 			help(stdout);
 			return 0;
 		}
+		if (!strcmp(o, "--chat")) {
+			chat = 1;
+			i++;
+			continue;
+		}
 		if (!v)
 			return tool_err("generate", "%s needs a value (see --help)", o), 2;
 		if (!strcmp(o, "-p") || !strcmp(o, "--prompt"))
 			prompt = v;
+		else if (!strcmp(o, "--system"))
+			system = v;
 		else if (!strcmp(o, "--ids"))
 			ids_arg = v;
 		else if (!strcmp(o, "-n"))
@@ -165,6 +179,31 @@ int cmd_generate(int argc, char **argv)
 	rc = coli_engine_open(a.model, &a.opts, &e, err, sizeof(err));
 	if (rc)
 		return tool_err("generate", "%s", err);
+	if (chat && prompt) {
+		struct coli_chat_template t;
+		struct coli_chat_msg m[2] = {{"system", system}, {"user", prompt}};
+		struct coli_chat_call c = {.msgs = system ? m : m + 1,
+		                           .n_msgs = system ? 2 : 1,
+		                           .add_generation_prompt = 1,
+		                           .enable_thinking = -1,
+		                           .now = -1};
+		size_t len;
+
+		coli_chat_template_init(e, &t);
+		if (!t.jinja) /* say why the model's template is not the one in use */
+			fprintf(stderr, "coli generate: chat template: built-in %s renderer (%s)\n",
+			        coli_chat_family_name(t.family), t.jinja_why);
+		rc = coli_chat_render_call(&t, &c, &chat_text, &len, err, sizeof(err));
+		if (rc)
+			tool_err("generate", "chat template (%s): %s", coli_chat_renderer_name(&t),
+			         err);
+		coli_chat_template_free(&t);
+		if (rc) {
+			rc = 1;
+			goto out;
+		}
+		prompt = chat_text;
+	}
 	rc = tool_prompt_ids(e, prompt, ids_arg, &ids, &n_ids);
 	if (rc)
 		goto out;
@@ -201,6 +240,7 @@ int cmd_generate(int argc, char **argv)
 		fputc('\n', stdout);
 	tool_print_gen_stats(e, &st, a.opts.profile || a.opts.cuda_profile);
 out:
+	free(chat_text);
 	free(ids);
 	free(bias);
 	coli_engine_close(e);

@@ -282,10 +282,13 @@ int main(int argc, char **argv)
 		snprintf(srv.model_id, sizeof(srv.model_id), "%s", name);
 	else
 		model_id(a.model, srv.model_id, sizeof(srv.model_id));
-	fprintf(stderr, "colid: model %s (%s), context %d tokens, chat template %s%s\n",
+	fprintf(stderr,
+	        "colid: model %s (%s), context %d tokens, chat template %s (family %s%s%s%s)\n",
 	        srv.model_id, coli_arch_name(srv.cfg->arch), srv.ctx,
-	        coli_chat_family_name(srv.chat.family),
-	        srv.chat.from_template ? "" : " (no known template: detected from the tokenizer)");
+	        coli_chat_renderer_name(&srv.chat), coli_chat_family_name(srv.chat.family),
+	        srv.chat.from_template ? "" : ", detected from the tokenizer",
+	        srv.chat.jinja ? "" : "; built-in renderer: ",
+	        srv.chat.jinja ? "" : srv.chat.jinja_why);
 	colid_metrics_init(&srv.metrics);
 	if ((rc = colid_queue_init(&srv.queue, queue, srv.engine, &srv.metrics)) ||
 	    (srv.queue.delay_us = (unsigned)delay_ms * 1000u, 0) ||
@@ -316,6 +319,7 @@ int main(int argc, char **argv)
 out_queue:
 	colid_queue_free(&srv.queue);
 out_engine:
+	coli_chat_template_free(&srv.chat);
 	coli_engine_close(srv.engine); /* mem/'s tier map saves the usage file here */
 	free(srv.api_key);
 	return rc ? 1 : 0;

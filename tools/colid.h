@@ -82,6 +82,12 @@ struct colid_request {
 	int logprobs;     /* -1: none; else the top_logprobs count, 0..20 (chat: logprobs
 	                   * true and top_logprobs; completions: logprobs N) */
 	int top_logprobs; /* chat, as sent (-1: not given); folded into logprobs */
+	/* chat, for the Jinja renderer (core/text/chat_jinja.c): the messages as
+	 * JSON (developer -> system, content parts joined as in msgs), the tools
+	 * array, the other chat_template_kwargs; NULL when absent */
+	char *messages_json;
+	char *tools_json;
+	char *kwargs_json;
 };
 /* Parses and validates a body. 0, or -EINVAL with e filled (4xx). On error
  * nothing needs freeing; on success call colid_request_free. */

@@ -439,17 +439,23 @@ static int prompt_ids(struct colid_server *s, struct conn *k, int **ids, int *n,
 		return colid_error_set(e, 400, "invalid_request_error", NULL, "prompt",
 		                       "this model has no tokenizer; send 'prompt' as token ids");
 	if (r->ep == COLID_EP_CHAT) {
-		struct coli_chat_template t = s->chat; /* this request's thinking switch */
+		struct coli_chat_call c = {.msgs = r->msgs,
+		                           .n_msgs = r->n_msgs,
+		                           .messages_json = r->messages_json,
+		                           .tools_json = r->tools_json,
+		                           .kwargs_json = r->kwargs_json,
+		                           .add_generation_prompt = 1,
+		                           .enable_thinking = r->enable_thinking,
+		                           .now = -1};
+		char why[320];
 
-		if (r->enable_thinking >= 0)
-			t.no_think = !r->enable_thinking;
-		t.think_on = r->enable_thinking == 1; /* DeepSeek-V3.1's default is off */
-		rc = coli_chat_render(&t, r->msgs, r->n_msgs, 1, &text, &len);
+		rc = coli_chat_render_call(&s->chat, &c, &text, &len, why, sizeof(why));
 		if (rc)
 			return colid_error_set(
 			    e, rc == -ENOMEM ? 500 : 400,
 			    rc == -ENOMEM ? "server_error" : "invalid_request_error", NULL,
-			    "messages", "cannot render the messages: %s", strerror(-rc));
+			    r->tools_json && rc == -ENOTSUP ? "tools" : "messages",
+			    "cannot render the messages: %s", why[0] ? why : strerror(-rc));
 	}
 	rc = coli_tokenizer_encode(s->tok, text ? text : r->prompt, text ? len : r->prompt_len, ids,
 	                           n, err, sizeof(err));

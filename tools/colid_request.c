@@ -17,6 +17,12 @@
  *   4. required fields present: messages (chat) or prompt (completions),
  *      not empty
  *
+ * Chat messages may carry tool_calls, tool_call_id, reasoning_content and
+ * thinking, and the role tool; they, tools and chat_template_kwargs are
+ * kept as JSON text for the Jinja renderer (core/text/chat_jinja.c), which
+ * passes them to the model's template; the built-in renderers refuse what
+ * they cannot render when the prompt is rendered (colid_http.c).
+ *
  * Strings are copied out of the jansson tree, which is freed before return.
  * Limits that need the model (context length, token ids in range) are
  * checked by the caller after tokenizing.
@@ -206,6 +212,30 @@ static int content_text(json_t *c, int i, char **out, struct colid_error *e)
 	return 0;
 }
 
+/* The messages as the Jinja renderer sees them: as sent, but for the role
+ * (developer -> system) and the content (parts joined), both as in r->msgs. */
+static int messages_json(json_t *v, struct colid_request *r)
+{
+	json_t *a = json_deep_copy(v), *m;
+	size_t i;
+
+	if (!a)
+		return -ENOMEM;
+	json_array_foreach(a, i, m)
+	{
+		if (json_object_set_new(m, "role", json_string(r->msgs[i].role)) ||
+		    (json_object_get(m, "content") &&
+		     !json_is_null(json_object_get(m, "content")) &&
+		     json_object_set_new(m, "content", json_string(r->msgs[i].content)))) {
+			json_decref(a);
+			return -ENOMEM;
+		}
+	}
+	r->messages_json = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	return r->messages_json ? 0 : -ENOMEM;
+}
+
 static int parse_messages(json_t *v, struct colid_request *r, struct colid_error *e)
 {
 	size_t i;
@@ -232,33 +262,42 @@ static int parse_messages(json_t *v, struct colid_request *r, struct colid_error
 			return BAD(e, param, "'%s' must be an object, got %s", param, type_name(m));
 		json_object_foreach(m, key, x)
 		{
-			if (strcmp(key, "role") && strcmp(key, "content") && strcmp(key, "name"))
+			if (strcmp(key, "role") && strcmp(key, "content") && strcmp(key, "name") &&
+			    strcmp(key, "tool_calls") && strcmp(key, "tool_call_id") &&
+			    strcmp(key, "reasoning_content") && strcmp(key, "thinking"))
 				return BAD(e, param, "'%s': unrecognized field '%s'", param, key);
 		}
+		if (json_object_get(m, "tool_calls") &&
+		    !json_is_array(json_object_get(m, "tool_calls")))
+			return BAD(e, param, "'%s.tool_calls' must be an array", param);
 		x = json_object_get(m, "role");
 		if (!json_is_string(x))
 			return BAD(e, param, "'%s.role' must be a string", param);
 		role = json_string_value(x);
 		if (!strcmp(role, "developer")) /* OpenAI's newer name for system */
 			role = "system";
-		if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant"))
-			return BAD(e, param,
-			           "'%s.role' is '%s'; supported roles: system, user, assistant",
-			           param, role);
-		if (!json_object_get(m, "content"))
+		if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") &&
+		    strcmp(role, "tool"))
+			return BAD(
+			    e, param,
+			    "'%s.role' is '%s'; supported roles: system, user, assistant, tool",
+			    param, role);
+		if (!json_object_get(m, "content") && !json_object_get(m, "tool_calls"))
 			return BAD(e, param, "'%s.content' is missing", param);
 		if (json_object_get(m, "name") && !json_is_string(json_object_get(m, "name")))
 			return BAD(e, param, "'%s.name' must be a string", param);
 		r->msgs[i].role = strdup(role);
 		rc = r->msgs[i].role ? 0 : -ENOMEM;
 		if (!rc)
-			rc = content_text(json_object_get(m, "content"), (int)i,
-			                  (char **)&r->msgs[i].content, e);
+			rc = content_text(json_object_get(m, "content")
+			                      ? json_object_get(m, "content")
+			                      : json_null(), /* tool_calls only */
+			                  (int)i, (char **)&r->msgs[i].content, e);
 		r->n_msgs = (int)i + 1;
 		if (rc)
 			return rc;
 	}
-	return 0;
+	return messages_json(v, r);
 }
 
 static int parse_prompt(json_t *v, struct colid_request *r, struct colid_error *e)
@@ -443,34 +482,54 @@ static int parse_sampling(const char *k, json_t *v, struct colid_request *r, str
 	return rc;
 }
 
-/* chat_template_kwargs (vLLM's and SGLang's field): coli renders the template
- * in C, so only the keyword its renderers know is accepted; another is
- * refused by name rather than silently ignored. */
+/* chat_template_kwargs (vLLM's and SGLang's field): variables for the
+ * model's Jinja template, kept as JSON (r->kwargs_json). enable_thinking, a
+ * boolean, is also the switch of the built-in family renderers, which read
+ * no other variable (as jinja2 ignores a variable a template does not read). */
 static int parse_template_kwargs(json_t *v, struct colid_request *r, struct colid_error *e)
 {
-	const char *key;
-	json_t *x;
+	json_t *x = json_object_get(v, "enable_thinking"), *rest;
 
 	if (!json_is_object(v))
 		return BAD(e, "chat_template_kwargs",
 		           "'chat_template_kwargs' must be an object, got %s", type_name(v));
-	json_object_foreach(v, key, x)
-	{
-		if (strcmp(key, "enable_thinking"))
-			return BAD(e, "chat_template_kwargs",
-			           "'chat_template_kwargs': unsupported key '%s' (coli's chat "
-			           "renderer knows only 'enable_thinking')",
-			           key);
-		if (json_is_null(x))
-			continue;
-		if (!json_is_boolean(x))
-			return BAD(
-			    e, "chat_template_kwargs",
-			    "'chat_template_kwargs.enable_thinking' must be a boolean, got %s",
-			    type_name(x));
+	if (x && !json_is_null(x) && !json_is_boolean(x))
+		return BAD(e, "chat_template_kwargs",
+		           "'chat_template_kwargs.enable_thinking' must be a boolean, got %s",
+		           type_name(x));
+	if (x && !json_is_null(x))
 		r->enable_thinking = json_is_true(x);
+	rest = json_copy(v);
+	if (!rest)
+		return -ENOMEM;
+	json_object_del(rest, "enable_thinking");
+	if (json_object_size(rest)) {
+		r->kwargs_json = json_dumps(rest, JSON_COMPACT);
+		if (!r->kwargs_json) {
+			json_decref(rest);
+			return -ENOMEM;
+		}
 	}
+	json_decref(rest);
 	return 0;
+}
+
+/* tools: an array of tool schemas, rendered by the model's Jinja template */
+static int parse_tools(json_t *v, struct colid_request *r, struct colid_error *e)
+{
+	size_t i;
+	json_t *t;
+
+	if (!json_is_array(v))
+		return BAD(e, "tools", "'tools' must be an array, got %s", type_name(v));
+	json_array_foreach(v, i, t)
+	{
+		if (!json_is_object(t))
+			return BAD(e, "tools", "'tools[%zu]' must be an object, got %s", i,
+			           type_name(t));
+	}
+	r->tools_json = json_dumps(v, JSON_COMPACT);
+	return r->tools_json ? 0 : -ENOMEM;
 }
 
 static int parse_field(const char *k, json_t *v, struct colid_request *r, struct colid_error *e)
@@ -549,6 +608,8 @@ static int parse_field(const char *k, json_t *v, struct colid_request *r, struct
 	}
 	if (chat && !strcmp(k, "chat_template_kwargs"))
 		return parse_template_kwargs(v, r, e);
+	if (chat && !strcmp(k, "tools"))
+		return parse_tools(v, r, e);
 	rc = parse_sampling(k, v, r, e);
 	return rc <= 0 ? rc : neutral(k, v, e);
 }
@@ -617,6 +678,9 @@ void colid_request_free(struct colid_request *r)
 		free((char *)r->msgs[i].content);
 	}
 	free(r->msgs);
+	free(r->messages_json);
+	free(r->tools_json);
+	free(r->kwargs_json);
 	free(r->model);
 	free(r->prompt);
 	free(r->prompt_ids);

@@ -2,7 +2,10 @@
  * tools/fuzz_request.c — libFuzzer target for colid's request parser
  * (tools/colid_request.c): the input is an HTTP body, parsed as both a chat
  * and a completions request; an accepted one is rendered through every chat
- * family (core/text/chat.c) and the prompt tokenized with the fixture
+ * family (core/text/chat.c) and through the Jinja renderer with Qwen3's and
+ * gpt-oss's templates (core/text/chat_jinja.c: messages, tools and
+ * chat_template_kwargs as JSON; read once from tests/fixtures/chat/, the
+ * target runs from the repository's root), and the prompt tokenized with the fixture
  * tokenizer (tools/fuzz_tok.h), and its error path is formatted, so a parser
  * that lets through something the renderer, the tokenizer or the JSON writer
  * cannot take shows up as an ASan/UBSan report; an accepted request's
@@ -12,13 +15,64 @@
  *
  * fuzz-sources: tools/colid_request.c
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jinja/jinja.h"
 #include "tools/colid.h"
 #include "tools/fuzz_tok.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static coli_jinja_t *load_template(const char *path)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+	coli_jinja_t *t = NULL;
+	char err[256];
+
+	if (f)
+		fclose(f);
+	if (!n || coli_jinja_parse(buf, n, &t, err, sizeof(err)))
+		abort(); /* run from the repository's root */
+	return t;
+}
+
+static void render_jinja(const struct colid_request *r)
+{
+	static coli_jinja_t *tpl[2];
+	struct coli_chat_template t = {.eot_id = -1};
+	struct coli_chat_call c = {.msgs = r->msgs,
+	                           .n_msgs = r->n_msgs,
+	                           .messages_json = r->messages_json,
+	                           .tools_json = r->tools_json,
+	                           .kwargs_json = r->kwargs_json,
+	                           .add_generation_prompt = 1,
+	                           .enable_thinking = r->enable_thinking,
+	                           .now = 0};
+
+	if (!tpl[0]) {
+		tpl[0] = load_template("tests/fixtures/chat/qwen3_chat_template.jinja");
+		tpl[1] = load_template("tests/fixtures/chat/gpt_oss_chat_template.jinja");
+	}
+	strcpy(t.bos_token, "<s>");
+	for (int i = 0; i < 2; i++) {
+		char *s, err[256];
+		size_t n;
+
+		t.jinja = tpl[i];
+		if (!coli_chat_render_call(&t, &c, &s, &n, err, sizeof(err))) {
+			if (strlen(s) != n)
+				abort();
+			round_trip(fixture_tokenizer(), s, n);
+			free(s);
+		} else if (!err[0]) {
+			abort(); /* a refusal says why */
+		}
+	}
+}
 
 static void render_all(const struct colid_request *r)
 {
@@ -67,9 +121,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int i = 0; i < r.n_bias; i++)
 			if (r.bias[i].id < 0 || !(r.bias[i].bias >= -100 && r.bias[i].bias <= 100))
 				abort();
-		if (ep == COLID_EP_CHAT)
+		if (ep == COLID_EP_CHAT) {
 			render_all(&r);
-		else if (!r.prompt && !r.n_prompt_ids)
+			render_jinja(&r);
+		} else if (!r.prompt && !r.n_prompt_ids)
 			abort();
 		else if (r.prompt)
 			round_trip(fixture_tokenizer(), r.prompt, r.prompt_len);

@@ -1,5 +1,8 @@
 /*
- * core/text/chat.c — chat prompts without Jinja.
+ * core/text/chat.c — chat prompts without Jinja: the built-in renderers,
+ * the fallback of core/text/chat_jinja.c (which renders the model's own
+ * template with core/jinja when it has one that parses) and what
+ * --chat-template builtin selects.
  *
  * A Hugging Face model ships its chat format as a Jinja template
  * (tokenizer_config.json "chat_template", stored verbatim in the container's

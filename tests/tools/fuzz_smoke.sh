@@ -2,7 +2,8 @@
 # tests/tools/fuzz_smoke.sh — every libFuzzer target (tools/fuzz_*.c: the
 # model file through engine open and a token, the container reader,
 # safetensors headers, config and tokenizer parsing, the Hugging Face config
-# files convert reads, colid's requests through the chat renderer) builds
+# files convert reads, colid's requests through the chat renderers, chat
+# templates through the Jinja interpreter) builds
 # under ASan+UBSan and runs a few seconds from its seeds (tests/fuzz/ and the
 # targets' seed scripts) without a report, and tools/fuzz_http.py throws
 # mutated raw HTTP at a running colid for as long. `make fuzz` runs them
