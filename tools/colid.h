@@ -87,6 +87,7 @@ struct colid_request {
 	 * array, the other chat_template_kwargs; NULL when absent */
 	char *messages_json;
 	char *tools_json;
+	int tool_choice_none; /* tool_choice "none": the reply is not read for calls */
 	char *kwargs_json;
 };
 /* Parses and validates a body. 0, or -EINVAL with e filled (4xx). On error
@@ -274,6 +275,27 @@ int colid_sampling_check(struct colid_server *s, const struct colid_request *r,
                          struct colid_error *e);
 /* Choice c's sampler, seed = the request's + c * 0x9e3779b97f4a7c15. */
 void colid_sampler_of(const struct colid_request *r, uint64_t seed, struct coli_sampler *smp);
+/* tools/colid_reply.c: a chat reply's message (content, reasoning_content,
+ * tool_calls: calls only when tools_json, the request's tools, is given;
+ * *n_calls of them, ids "call_ID_i"), NULL when out of memory; and the
+ * stream's split of committed text into reasoning and content. */
+struct json_t;
+struct json_t *colid_reply_message(enum coli_chat_family f, const char *text, size_t len,
+                                   int think_open, const char *tools_json, const char *id,
+                                   int *n_calls);
+enum { COLID_SPLIT_UNDECIDED, COLID_SPLIT_REASON, COLID_SPLIT_CONTENT };
+struct colid_split {
+	int phase;
+};
+struct colid_span {
+	size_t from, to; /* bytes [from, to) of the text */
+};
+void colid_split_init(struct colid_split *sp, int think_open);
+/* From text[from, avail) (done: the text is complete): what is reasoning,
+ * what is content, and *upto, how far the text is consumed (a possible
+ * prefix of a marker held back until more comes). */
+void colid_split_next(struct colid_split *sp, const char *text, size_t from, size_t avail, int done,
+                      struct colid_span *reason, struct colid_span *content, size_t *upto);
 /* The logprobs of j's token records [from, to) in OpenAI's format, chat:
  * {"content": [{token, logprob, bytes, top_logprobs: [...]}]}, completions:
  * {tokens, token_logprobs, top_logprobs, text_offset}. Caller holds j->mu;

@@ -60,9 +60,17 @@ struct conn {
 	struct MHD_Connection *mc;
 	enum stage stage; /* of choice cur */
 	int cur;
-	size_t sent;  /* of choice cur's text */
-	int tok_sent; /* of its token records (logprobs) */
-	char *ev;     /* the event being written [ev_len], ev_off sent */
+	size_t sent;   /* of choice cur's text */
+	size_t looked; /* of its committed text (sent may lag: a marker held back) */
+	int tok_sent;  /* of its token records (logprobs) */
+	/* chat replies (tools/colid_reply.c): the prompt left a think block open;
+	 * the stream's reasoning/content split; a stream held to its end (tools
+	 * asked for, or harmony's channels) */
+	int think_open;
+	struct colid_split split;
+	int held;
+	int calls; /* this choice's stream sent tool calls (finish_reason "tool_calls") */
+	char *ev;  /* the event being written [ev_len], ev_off sent */
 	size_t ev_len, ev_off;
 };
 
@@ -202,6 +210,13 @@ static int total_gen(struct conn *k)
 	return n;
 }
 
+/* The tools a reply is read for calls of: the request's, unless tool_choice
+ * is "none". */
+static const char *calls_of(const struct conn *k)
+{
+	return k->req.tool_choice_none ? NULL : k->req.tools_json;
+}
+
 static enum MHD_Result answer_whole(struct colid_server *s, struct MHD_Connection *mc,
                                     struct conn *k)
 {
@@ -233,12 +248,18 @@ static enum MHD_Result answer_whole(struct colid_server *s, struct MHD_Connectio
 			FAIL(500, "server_error", NULL, NULL, "generation failed: %s",
 			     strerror(-st));
 		}
-		if (chat)
-			choice = json_pack("{s:i,s:{s:s,s:s%},s:o,s:s}", "index", c, "message",
-			                   "role", "assistant", "content", j->text, j->len,
-			                   "logprobs", logprobs_of(s, k, j, 0, j->n_toks),
-			                   "finish_reason", finish_name(j->finish));
-		else
+		if (chat) {
+			int n_calls;
+			json_t *m =
+			    colid_reply_message(s->chat.family, j->text, j->len, k->think_open,
+			                        calls_of(k), k->id, &n_calls);
+
+			choice = json_pack(
+			    "{s:i,s:o,s:o,s:s}", "index", c, "message", m ? m : json_null(),
+			    "logprobs", logprobs_of(s, k, j, 0, j->n_toks), "finish_reason",
+			    n_calls && j->finish == COLID_FINISH_STOP ? "tool_calls"
+			                                              : finish_name(j->finish));
+		} else
 			choice = json_pack("{s:s%,s:i,s:o,s:s}", "text", j->text, j->len, "index",
 			                   c, "logprobs", logprobs_of(s, k, j, 0, j->n_toks),
 			                   "finish_reason", finish_name(j->finish));
@@ -276,6 +297,28 @@ static int set_event(struct conn *k, json_t *a, json_t *b, int done)
 	free(sa);
 	free(sb);
 	return k->ev ? 0 : -ENOMEM;
+}
+
+/* A chat chunk of choice k->cur carrying `delta` (taken) and its tokens'
+ * logprobs (lp, taken; NULL: null). */
+static json_t *chunk_delta(struct colid_server *s, struct conn *k, json_t *delta, json_t *lp)
+{
+	return envelope(s, k, "chat.completion.chunk",
+	                json_pack("[{s:i,s:o,s:o,s:n}]", "index", k->cur, "delta", delta,
+	                          "logprobs", lp ? lp : json_null(), "finish_reason"));
+}
+
+/* The delta of text spans: reasoning_content and content, each when not empty. */
+static json_t *split_delta(const char *text, struct colid_span r, struct colid_span c)
+{
+	json_t *d = json_object();
+
+	if (d && r.to > r.from)
+		json_object_set_new(d, "reasoning_content",
+		                    json_stringn(text + r.from, r.to - r.from));
+	if (d && c.to > c.from)
+		json_object_set_new(d, "content", json_stringn(text + c.from, c.to - c.from));
+	return d;
 }
 
 /* A chunk of choice k->cur: text (or none), a finish reason (or none), the
@@ -318,15 +361,68 @@ static int next_event(struct conn *k)
 
 	if (k->stage == ST_ROLE) {
 		k->stage = ST_TEXT;
+		colid_split_init(&k->split, k->think_open);
+		k->held = calls_of(k) || s->chat.family == COLI_CHAT_HARMONY;
 		if (k->req.ep == COLID_EP_CHAT)
 			return set_event(k, chunk(s, k, NULL, 0, NULL, 1, NULL), NULL, 0);
 	}
 	pthread_mutex_lock(&j->mu);
-	if (wait_job(j, k->mc, k->sent, 1)) {
+	/* chat: new text past what was looked at (a held marker waits for more);
+	 * completions: past what was sent */
+	if (wait_job(j, k->mc, k->req.ep == COLID_EP_CHAT ? k->looked : k->sent, 1)) {
 		pthread_mutex_unlock(&j->mu);
 		return -1;
 	}
-	if (j->committed > k->sent) {
+	if (k->req.ep == COLID_EP_CHAT && !j->status &&
+	    (k->held ? j->done && k->sent < j->len
+	             : j->committed > k->looked || (j->done && k->sent < j->len))) {
+		int done = j->done, n_calls = 0;
+		json_t *d;
+
+		k->looked = j->committed;
+		if (k->held) { /* the whole reply at once: reasoning, content, tool calls */
+			json_t *m =
+			    colid_reply_message(s->chat.family, j->text, j->len, k->think_open,
+			                        calls_of(k), k->id, &n_calls);
+			json_t *calls = m ? json_object_get(m, "tool_calls") : NULL, *x;
+			size_t i;
+
+			json_array_foreach(calls, i, x)
+			    json_object_set_new(x, "index", json_integer((json_int_t)i));
+			if (m)
+				json_object_del(m, "role");
+			if (m && json_is_null(json_object_get(m, "content")))
+				json_object_del(m, "content");
+			d = m;
+			k->sent = j->len;
+			to = j->n_toks;
+		} else {
+			struct colid_span r, c;
+			size_t upto;
+
+			colid_split_next(&k->split, j->text, k->sent, done ? j->len : j->committed,
+			                 done, &r, &c, &upto);
+			d = split_delta(j->text, r, c);
+			k->sent = upto;
+			for (to = k->tok_sent; to < j->n_toks && j->toks[to].end <= (int)k->sent;)
+				to++;
+		}
+		if (n_calls)
+			k->calls = 1;
+		o = d && json_object_size(d)
+		        ? chunk_delta(s, k, d,
+		                      k->req.logprobs >= 0 ? logprobs_of(s, k, j, k->tok_sent, to)
+		                                           : NULL)
+		        : NULL;
+		if (!o)
+			json_decref(d);
+		k->tok_sent = o ? to : k->tok_sent;
+		pthread_mutex_unlock(&j->mu);
+		if (o)
+			return set_event(k, o, NULL, 0);
+		return next_event(k); /* held back: wait for more */
+	}
+	if (k->req.ep != COLID_EP_CHAT && j->committed > k->sent) {
 		for (to = k->tok_sent; to < j->n_toks && j->toks[to].end <= (int)j->committed;)
 			to++;
 		o = chunk(s, k, j->text + k->sent, j->committed - k->sent, NULL, 0,
@@ -347,12 +443,14 @@ static int next_event(struct conn *k)
 		pthread_mutex_unlock(&j->mu);
 		return set_event(k, o, NULL, 1);
 	}
-	o = chunk(s, k, NULL, 0, finish_name(j->finish), 0,
-	          k->req.logprobs >= 0 && k->tok_sent < j->n_toks
-	              ? logprobs_of(s, k, j, k->tok_sent, j->n_toks)
-	              : NULL);
+	o = chunk(
+	    s, k, NULL, 0,
+	    k->calls && j->finish == COLID_FINISH_STOP ? "tool_calls" : finish_name(j->finish), 0,
+	    k->req.logprobs >= 0 && k->tok_sent < j->n_toks
+	        ? logprobs_of(s, k, j, k->tok_sent, j->n_toks)
+	        : NULL);
 	pthread_mutex_unlock(&j->mu);
-	k->cur++, k->sent = 0, k->tok_sent = 0;
+	k->cur++, k->sent = 0, k->looked = 0, k->tok_sent = 0, k->calls = 0;
 	if (k->cur < k->n_jobs) { /* the next choice */
 		k->stage = ST_ROLE;
 		return set_event(k, o, NULL, 0);
@@ -450,6 +548,13 @@ static int prompt_ids(struct colid_server *s, struct conn *k, int **ids, int *n,
 		char why[320];
 
 		rc = coli_chat_render_call(&s->chat, &c, &text, &len, why, sizeof(why));
+		if (!rc) { /* the generation prompt opens a think block (MiniMax-M2, ...) */
+			size_t t = len;
+
+			while (t && strchr(" \t\r\n", text[t - 1]))
+				t--;
+			k->think_open = t >= 7 && !memcmp(text + t - 7, "<think>", 7);
+		}
 		if (rc)
 			return colid_error_set(
 			    e, rc == -ENOMEM ? 500 : 400,

@@ -532,6 +532,32 @@ static int parse_tools(json_t *v, struct colid_request *r, struct colid_error *e
 	return r->tools_json ? 0 : -ENOMEM;
 }
 
+/* tool_choice: "auto" (what happens) or "none" (the tools still reach the
+ * template, the reply is not read for calls); forcing calls ("required", a
+ * named function) needs constrained decoding, which colid has not yet.
+ * response_format: {"type": "text"} only, for the same reason. */
+static int parse_choice(const char *k, json_t *v, struct colid_request *r, struct colid_error *e)
+{
+	const char *s = json_string_value(v), *t = json_string_value(json_object_get(v, "type"));
+
+	if (!strcmp(k, "tool_choice")) {
+		if (s && (!strcmp(s, "auto") || !strcmp(s, "none"))) {
+			r->tool_choice_none = !strcmp(s, "none");
+			return 0;
+		}
+		return BAD(
+		    e, k,
+		    "'tool_choice' may be \"auto\" or \"none\" (forcing a call, \"required\" "
+		    "or a named function, needs constrained decoding, which colid does not "
+		    "have yet)");
+	}
+	if (json_is_object(v) && t && !strcmp(t, "text") && json_object_size(v) == 1)
+		return 0;
+	return BAD(e, k,
+	           "'response_format' may be {\"type\": \"text\"} only (json_object and "
+	           "json_schema need constrained decoding, which colid does not have yet)");
+}
+
 static int parse_field(const char *k, json_t *v, struct colid_request *r, struct colid_error *e)
 {
 	int chat = r->ep == COLID_EP_CHAT;
@@ -610,6 +636,8 @@ static int parse_field(const char *k, json_t *v, struct colid_request *r, struct
 		return parse_template_kwargs(v, r, e);
 	if (chat && !strcmp(k, "tools"))
 		return parse_tools(v, r, e);
+	if (chat && (!strcmp(k, "tool_choice") || !strcmp(k, "response_format")))
+		return parse_choice(k, v, r, e);
 	rc = parse_sampling(k, v, r, e);
 	return rc <= 0 ? rc : neutral(k, v, e);
 }

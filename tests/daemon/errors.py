@@ -96,6 +96,19 @@ expect("top_logprobs range", 400, {"messages": msg, "logprobs": True, "top_logpr
        param="top_logprobs", needle="0 and 20")
 expect("top_logprobs alone", 400, {"messages": msg, "top_logprobs": 2}, param="top_logprobs",
        needle="'logprobs': true")
+expect("tool_choice required", 400, {"messages": msg, "tool_choice": "required"},
+       param="tool_choice", needle="constrained decoding")
+expect("tool_choice named", 400,
+       {"messages": msg, "tool_choice": {"type": "function", "function": {"name": "f"}}},
+       param="tool_choice")
+expect("response_format json", 400, {"messages": msg, "response_format": {"type": "json_object"}},
+       param="response_format", needle="constrained decoding")
+for extra in ({"tool_choice": "auto"}, {"tool_choice": "none"},
+              {"response_format": {"type": "text"}}):
+    st, _, data = post(port, "/v1/chat/completions", dict({"messages": msg, "max_tokens": 2},
+                                                          **extra), headers=AUTH)
+    check(st == 200, "%s accepted: %d %s" % (extra, st, data[:200]))
+    print("ok  %-34s %d" % (json.dumps(extra)[:34], st))
 expect("completions logprobs range", 400, {"prompt": "x", "logprobs": 21},
        path="/v1/completions", param="logprobs")
 expect("best_of > 1", 400, {"prompt": "x", "best_of": 2}, path="/v1/completions",
