@@ -529,6 +529,7 @@ int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab);
 /* ---- generation (shared by coli generate and colid) ---- */
 struct coli_gen_stats {
 	int n_prompt, n_gen;
+	int n_cached; /* prompt tokens whose KV the cache already held (not prefilled) */
 	double prefill_s, decode_s;
 	int stopped_eos;
 	uint64_t expert_calls, expert_bytes;
@@ -553,8 +554,14 @@ struct coli_gen_stats {
 /* Called for every generated token with its decoded UTF-8 text (complete
  * characters only; may be empty). Return nonzero to stop. */
 typedef int (*coli_gen_cb)(void *arg, int id, const char *text, size_t len);
-/* Prefill prompt ids then generate up to max_new tokens, stopping at EOS. The
- * KV cache is reset first. */
+/* Prefill prompt ids then generate up to max_new tokens, stopping at EOS.
+ * The KV cache keeps what it holds of the prompt's beginning (the previous
+ * call's prompt and tokens, up to the first id that differs, and never the
+ * prompt's last: its logits are needed) and prefills the rest: a prompt that
+ * repeats a long system prompt costs only its new part (st->n_cached). The
+ * tokens are those of a prefill from empty on the CPU, where a token's bits
+ * do not depend on the batch it ran in; on a GPU, bf16 matrices run on the
+ * tensor cores from 16 tokens on and round otherwise. */
 int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
                   struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st);
 

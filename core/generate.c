@@ -94,15 +94,27 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 		free(text);
 		return rc;
 	}
-	coli_engine_reset(e);
+	/* the prompt's prefix already in the KV cache (the previous generation's
+	 * prompt and tokens: a shared system prompt) is kept, at least its last
+	 * token run again for the logits */
+	{
+		int keep = 0, have = e->kv.pos < n_prompt - 1 ? e->kv.pos : n_prompt - 1;
+
+		while (keep < have && e->kv.hist[keep] == prompt[keep])
+			keep++;
+		e->kv.pos = keep;
+		st->n_cached = keep;
+	}
 	e0 = e->est; /* the generation's expert counts are differences of these */
 	coli_detok_init(&dt);
 	t0 = coli_now_s();
 	/* greedy without penalties, bias or logprobs: the engine returns the
 	 * argmax (on the GPU when the dense part is there), not the logits */
 	greedy = !coli_sampler_needs_logits(s);
-	rc = greedy ? coli_engine_forward_argmax(e, prompt, n_prompt, &next)
-	            : coli_engine_forward_last(e, prompt, n_prompt, &logits);
+	rc = greedy ? coli_engine_forward_argmax(e, prompt + st->n_cached, n_prompt - st->n_cached,
+	                                         &next)
+	            : coli_engine_forward_last(e, prompt + st->n_cached, n_prompt - st->n_cached,
+	                                       &logits);
 	t1 = coli_now_s();
 	st->prefill_s = t1 - t0;
 	e1 = e->est;

@@ -110,10 +110,20 @@ static const char *finish_name(enum colid_finish f)
 	return f == COLID_FINISH_LENGTH ? "length" : "stop";
 }
 
-static json_t *usage_json(int n_prompt, int n_gen)
+/* usage: the prompt once, every choice's tokens; cached_tokens, the prompt
+ * tokens the KV cache already held for the first choice (coli_generate). */
+static json_t *usage_json(struct conn *k, int n_gen)
 {
-	return json_pack("{s:i,s:i,s:i}", "prompt_tokens", n_prompt, "completion_tokens", n_gen,
-	                 "total_tokens", n_prompt + n_gen);
+	int cached = 0;
+
+	if (k->n_jobs) {
+		pthread_mutex_lock(&k->jobs[0]->mu);
+		cached = k->jobs[0]->st.n_cached;
+		pthread_mutex_unlock(&k->jobs[0]->mu);
+	}
+	return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", k->n_prompt, "completion_tokens",
+	                 n_gen, "total_tokens", k->n_prompt + n_gen, "prompt_tokens_details",
+	                 "cached_tokens", cached);
 }
 
 /* A chunk or a whole completion object around `choices` (an array). */
@@ -206,7 +216,7 @@ enum MHD_Result colid_answer_whole(struct colid_server *s, struct MHD_Connection
 	}
 	o = envelope(s, k, chat ? "chat.completion" : "text_completion", choices);
 	if (o)
-		json_object_set_new(o, "usage", usage_json(k->n_prompt, total_gen(k)));
+		json_object_set_new(o, "usage", usage_json(k, total_gen(k)));
 	return colid_reply_json(s, mc, k, 200, o);
 }
 
@@ -397,7 +407,7 @@ static int next_event(struct conn *k)
 	if (k->req.include_usage) {
 		u = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", k->id, "object", object,
 		              "created", (json_int_t)k->created, "model", s->model_id, "choices",
-		              "usage", usage_json(k->n_prompt, total_gen(k)));
+		              "usage", usage_json(k, total_gen(k)));
 	}
 	return set_event(k, o, u, 1);
 }

@@ -24,7 +24,8 @@
  *
  * A request for n choices queues n jobs at once (all or none: 429), one
  * sampler each (choice c seeded seed + c * 0x9e3779b97f4a7c15), run one
- * after another by the worker, each prefilling the prompt again; the reply
+ * after another by the worker, the prompt taken from the KV cache after the
+ * first (coli_generate keeps the previous prompt's prefix); the reply
  * lists them by index, a stream sends choice 0 whole, then choice 1, ...
  */
 #include <errno.h>
