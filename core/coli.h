@@ -3,7 +3,7 @@
  * engine (load, forward, generate), tokenizer and sampler.
  *
  * Tensor names inside a .coli file are coli's own (GGUF-like), whatever the
- * Hugging Face checkpoint called them; core/model/convert.c maps them:
+ * Hugging Face checkpoint called them; core/convert/convert.c maps them:
  *
  *   tok_embd            [vocab, hidden]
  *   out_norm            [hidden]                       f32

@@ -91,7 +91,7 @@ int coli_quantize_mat_ex(enum coli_dtype t, const float *src, int rows, int cols
                          enum coli_quant_rounding rounding);
 /* Rows [row0, row1) only of the rows x cols matrix at dst (its planar layout:
  * quants, then scales), from src [rows][cols]: threads can fill one matrix
- * by disjoint row ranges (core/model/convert.c). */
+ * by disjoint row ranges (core/convert/convert.c). */
 int coli_quantize_rows(enum coli_dtype t, const float *src, int rows, int cols, void *dst,
                        enum coli_quant_rounding rounding, int row0, int row1);
 /* Dequantize row r of m into out[cols] (any dtype). */

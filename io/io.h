@@ -263,7 +263,7 @@ const char *coli_io_stream_describe(const coli_io_stream_t *s);
 
 /* F8_E4M3 (e4m3fn: no infinities, S.1111.111 NaN) and F8_E5M2 (IEEE-like:
  * fp16's upper byte) are block-scaled weights; F8_E8M0 (2^(e-127), 0xff NaN)
- * their power-of-two scales (core/model/convert_fp8.c). */
+ * their power-of-two scales (core/convert/convert_fp8.c). */
 enum coli_st_dtype {
 	COLI_ST_F32,
 	COLI_ST_F16,
@@ -311,7 +311,7 @@ int coli_io_st_read_f32(const struct coli_st_file *f, const struct coli_st_tenso
 int coli_io_st_read_range_f32(const struct coli_st_file *f, const struct coli_st_tensor *t,
                               uint64_t elem0, uint64_t n, float *dst);
 /* The same elements as stored (dtype bytes each) into dst, one pread: threads
- * can then widen disjoint ranges with coli_io_st_widen (core/model/convert.c). */
+ * can then widen disjoint ranges with coli_io_st_widen (core/convert/convert.c). */
 int coli_io_st_read_range_raw(const struct coli_st_file *f, const struct coli_st_tensor *t,
                               uint64_t elem0, uint64_t n, void *dst);
 /* Elements [i0, i1) of src (stored as d) to fp32 at dst[i0, i1): the

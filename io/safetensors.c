@@ -18,7 +18,7 @@
  *
  * F32, F16, BF16 and the 8-bit floats F8_E4M3, F8_E5M2 and F8_E8M0 can be
  * read (converted to fp32, exactly; an F8 weight's block scales are the
- * converter's business, core/model/convert_fp8.c); the other dtypes of the
+ * converter's business, core/convert/convert_fp8.c); the other dtypes of the
  * spec parse (so a file is described fully) and fail at read time with a
  * message naming the dtype and the tensor. Reads are pread()s of at most
  * COLI_ST_READ_CHUNK bytes each, into the caller's buffer: narrower sources

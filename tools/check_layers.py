@@ -10,8 +10,9 @@ includes from the sources ("dir/file.h" lines). A token's path reads top down:
     tools -> core (engine, options, generate) -> core/forward -> core/moe
           -> core/place -> core/dev -> ptx, cpu, io, mem
 
-core/model (config, binding, convert) and core/text (tokenizer, chat,
-sampler) sit beside that path and below core's top; core/jinja (the
+core/model (config, binding, RoPE, synthetic models), core/convert (checkpoints into
+containers, above core/model) and core/text (tokenizer, chat, sampler) sit
+beside that path and below core's top; core/jinja (the
 template interpreter, libc and jansson only) sits below core/text. cpu/dtype (the weight
 types and their block layouts, and ggml's in cpu/ggml) is the leaf every
 folder may use;
@@ -42,6 +43,7 @@ ALLOWED = {
     "core/place": ["core/dev", "core/model"] + LOW,
     "core/dev": ["ptx"] + LOW,
     "core/model": LOW,
+    "core/convert": ["core/model"] + LOW,
     "core/text": ["core/model", "core/jinja"] + LOW,
     "core/jinja": [],
     "io": ["mem", "cpu/dtype"],

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
  * tools/fuzz_tiktoken.c — libFuzzer target for the tiktoken rank-file import
- * of `coli convert` (core/model/convert_tiktoken.c): a rank file and a
+ * of `coli convert` (core/convert/convert_tiktoken.c): a rank file and a
  * tokenizer_config.json through coli_convert_tiktoken_json, as
  * coli_convert_tiktoken_load calls it after reading the files.
  *
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -23,7 +23,7 @@
  * into the rotated values) when the config has rope_factor. A checkpoint
  * with rope_interleave (DeepSeek-V3's default) had the RoPE rows of its q_b /
  * q_proj and kv_a_proj_with_mqa de-interleaved by coli convert
- * (core/model/convert_map.c), so rotate-half here is transformers'
+ * (core/convert/convert_map.c), so rotate-half here is transformers'
  * interleaved rotation, exactly. The softmax scale is s->attn_scale
  * (hd^-0.5, times YaRN's mscale^2: core/model/rope.c).
  *

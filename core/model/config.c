@@ -279,7 +279,7 @@ static int read_numbers(json_t *root, struct coli_model_config *c, char *errbuf,
 		return fail(errbuf, errlen, "model config: quant '%s' unknown",
 		            s ? s : "(missing)");
 	/* quant is what convert was asked for: a matrix whose columns are not
-	 * whole blocks is bf16 in a q8/q4 model (core/model/convert.c), each
+	 * whole blocks is bf16 in a q8/q4 model (core/convert/convert.c), each
 	 * tensor's dtype is in the tensor table (core/model/model.c checks it) */
 	if (c->n_heads % c->n_kv_heads || c->top_k > c->n_experts)
 		return fail(

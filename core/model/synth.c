@@ -168,7 +168,7 @@ static int plan_tensor(struct synth *s, const char *name, uint64_t d0, uint64_t 
 	return 0;
 }
 
-/* The tensors of layer l, named and shaped as core/model/convert.c plans them. */
+/* The tensors of layer l, named and shaped as core/convert/convert.c plans them. */
 static int plan_layer(struct synth *s, int l)
 {
 	const struct coli_model_config *c = &s->c;

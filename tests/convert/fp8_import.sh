@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/convert/fp8_import.sh — block-scaled FP8 checkpoints in `coli convert`
-# (core/model/convert_fp8.c). tests/convert/fp8_ckpt.py writes, from a
+# (core/convert/convert_fp8.c). tests/convert/fp8_ckpt.py writes, from a
 # fixture, an FP8 checkpoint laid out as DeepSeek-V3's and Qwen3's releases
 # (F8_E4M3 linear weights, float32 <name>_scale_inv per block) and its
 # references: the weights dequantized in float32 (fp8 x scale_inv), stored

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model/convert_job.h"
+#include "core/convert/convert_job.h"
 
 #define R   37
 #define C   50

@@ -2,7 +2,7 @@
 # tests/convert/quant_fallback.sh — a checkpoint with matrices whose columns
 # are not a multiple of 32 converts under bf16, q8 and q4: under q8/q4 those
 # matrices (an expert layer whole) are kept as bf16 and one line names them
-# (core/model/convert.c mat_dtype). The container runs: `coli logits` (one
+# (core/convert/convert.c mat_dtype). The container runs: `coli logits` (one
 # batch, and one token a forward: the decode path) and `coli generate` give
 # the same bits on the CPU and on the simulated device, which keeps on the
 # CPU what the device kernels cannot take (core/engine.c devices_place) and

@@ -14,7 +14,7 @@
  * tiny ones generated here with tests/convert/mkckpt.py for each architecture,
  * a fused-experts sharded qwen3_moe with rope_parameters, and an f16/f32 one.
  * The HF -> coli name mapping is re-derived here independently of
- * core/model/convert.c. Prints the relative RMS errors it saw (docs/quant.md).
+ * core/convert/convert.c. Prints the relative RMS errors it saw (docs/quant.md).
  */
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/convert/tiktoken_import.sh — `coli convert HF_DIR` where HF_DIR has a
 # tiktoken rank file and Kimi's tokenizer class instead of tokenizer.json
-# (core/model/convert_tiktoken.c). tests/convert/tiktoken_import.py writes the
+# (core/convert/convert_tiktoken.c). tests/convert/tiktoken_import.py writes the
 # qwen3_moe fixture with a 768-rank tiktoken.model (checked by tiktoken's own
 # loader) and a Kimi tokenizer_config.json, and the ids tiktoken gives with
 # Kimi's pattern (fancy-regex, with its && class intersections) and the 256

@@ -5,7 +5,7 @@
  * Normal and heavy-tailed rows, rows with values near fp16's and bf16's
  * ends (tiny blocks whose scale is subnormal, huge ones), exact ties (blocks
  * of a repeated value), and a full conversion split into row ranges as
- * core/model/convert.c's threads split it (coli_quantize_rows) against one call.
+ * core/convert/convert.c's threads split it (coli_quantize_rows) against one call.
  * And the search step itself, bit for bit: a block's squared error at a
  * scale (cpu/cpu_internal.h), AVX2 against scalar, over 20,000 blocks and
  * each one's 26 candidate scales (the selection alone hides a reordered sum:
@@ -73,7 +73,7 @@ int main(void)
 			    coli_cpu_isa_name((enum coli_cpu_isa)isa));
 			fails++;
 		}
-		/* row ranges, as core/model/convert.c's tasks fill one chunk */
+		/* row ranges, as core/convert/convert.c's tasks fill one chunk */
 		memset(got, 0x5a, bytes);
 		for (int r0 = 0; r0 < R; r0 += 7)
 			if (coli_quantize_rows(COLI_DTYPE_Q4_0, x, R, K, got, COLI_ROUND_MSE, r0,

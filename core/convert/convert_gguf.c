@@ -1,9 +1,9 @@
 /*
- * core/model/convert_gguf.c — reading a GGUF file (llama.cpp's format) as a
+ * core/convert/convert_gguf.c — reading a GGUF file (llama.cpp's format) as a
  * converter source: `coli convert MODEL.gguf -o OUT.coli`.
  *
  * The file becomes the same struct coli_convert_hf a Hugging Face directory
- * does, so core/model/convert.c plans, maps and streams it unchanged:
+ * does, so core/convert/convert.c plans, maps and streams it unchanged:
  *
  *   config     {arch}.* metadata -> struct coli_model_config (the table in
  *              read_config; which layers are MoE and the dense width come from
@@ -35,7 +35,7 @@
  *              into ggml's interleaved RoPE order; h->rope_interleaved has
  *              convert.c read them back into the checkpoint's order.
  *   tokenizer  tokenizer.ggml.* as a tokenizer.json text
- *              (core/model/convert_gguf_tok.c); the chat template from
+ *              (core/convert/convert_gguf_tok.c); the chat template from
  *              tokenizer.chat_template.
  *
  * Refused, naming the thing, before any output exists: other architectures
@@ -45,7 +45,7 @@
  *
  * --quant left out (opts->quant_auto): every matrix of a type with a coli
  * twin (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) keeps its blocks as
- * stored (core/model/convert.c kept_dtype); the others (F16, BF16, MXFP4)
+ * stored (core/convert/convert.c kept_dtype); the others (F16, BF16, MXFP4)
  * become the config's quant, which the file's matrices decide by element
  * count: mostly Q8_0 / Q5_* / Q6_K -> q8, mostly 4 bits or fewer -> q4,
  * otherwise bf16, or q8 when some matrix keeps its blocks (they need
@@ -59,7 +59,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 #include "io/gguf.h"
 
 int coli_convert_gguf_is(const char *path)

@@ -1,7 +1,7 @@
 /*
- * core/model/convert_gguf_tok.c — a GGUF's tokenizer.ggml.* keys as a
+ * core/convert/convert_gguf_tok.c — a GGUF's tokenizer.ggml.* keys as a
  * Hugging Face tokenizer.json text, so the engine's tokenizer loads a GGUF's
- * vocabulary as it loads a checkpoint's (core/model/convert_gguf.c calls it).
+ * vocabulary as it loads a checkpoint's (core/convert/convert_gguf.c calls it).
  *
  *   tokenizer.ggml.model   "gpt2" (byte-level BPE); others refused by name
  *   .tokens, .token_type   model.vocab; control tokens are special added
@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 #include "io/gguf.h"
 
 /* One call's file and where its errors go. */

@@ -1,6 +1,6 @@
 /*
- * core/model/convert_job.h — what the converter's passes share
- * (core/model/convert.c plans and writes, core/model/convert_map.c maps a
+ * core/convert/convert_job.h — what the converter's passes share
+ * (core/convert/convert.c plans and writes, core/convert/convert_map.c maps a
  * checkpoint's tensors to jobs): the job a source tensor's rows become, the
  * canonical tensors expected, and the conversion's state.
  */
@@ -9,7 +9,7 @@
 
 #include <time.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 #include "cpu/cpu.h"
 #include "cpu/ggml.h"
 
@@ -18,7 +18,7 @@ enum dst_kind { DST_TENSOR, DST_SLAB };
  * as they are; RoPE dims de-interleaved (destination row i < rows/2 is source
  * row 2i, row rows/2 + i is 2i + 1); transposed (the source is `cols` rows
  * of `rows` values, destination row r is their column r). gpt-oss's fused
- * gate_up (core/model/convert_gptoss.c), whose gate and up columns alternate:
+ * gate_up (core/convert/convert_gptoss.c), whose gate and up columns alternate:
  * XF_PAIR, the source rows hold 2 * cols values and destination column c is
  * source column 2c + pair; XF_TRANSPOSE_PAIR, the source is `cols` rows of
  * 2 * rows values and destination row r is their column 2r + pair. */
@@ -45,12 +45,12 @@ struct job {
 	uint64_t dst_row0; /* the rows land at this row of a matrix of dst_rows rows */
 	uint64_t dst_rows; /* (0: the job is the whole matrix, dst_row0 0) */
 	/* an F8 source's block scales (<name>_scale_inv, in shard scale_shard),
-	 * or NULL (core/model/convert_fp8.c) */
+	 * or NULL (core/convert/convert_fp8.c) */
 	const struct coli_st_tensor *scale;
 	int scale_shard;
 	int pair; /* XF_PAIR, XF_TRANSPOSE_PAIR: which of the alternating columns */
 	/* MXFP4 (gpt-oss's <name>_blocks [.., rows, cols/32, 16] with
-	 * <name>_scales [.., rows, cols/32], core/model/convert_gptoss.c): the
+	 * <name>_scales [.., rows, cols/32], core/convert/convert_gptoss.c): the
 	 * scales tensor (src is the blocks one), or NULL; destination row r is
 	 * source row src_row0 + r * mx_stride */
 	const struct coli_st_tensor *mx_scales;
@@ -125,7 +125,7 @@ int coli_convert_add_job(struct cv *v, const struct job *j);
 const char *coli_convert_slot_hf(const struct cv *v, const char *cn, char *buf, size_t n);
 int coli_convert_check_complete(struct cv *v);
 
-/* FP8 (core/model/convert_fp8.c). _screen, before a tensor is mapped: 1
+/* FP8 (core/convert/convert_fp8.c). _screen, before a tensor is mapped: 1
  * for one the F8 weights' widening reads (a "<weight>_scale_inv" of an FP8
  * checkpoint), not mapped itself; an error for an F8 tensor without an fp8
  * quantization_config; else 0. _bind: a job of an F8 source gets its scale
@@ -140,7 +140,7 @@ struct fp8_chunk {
 	uint64_t br, bc;    /* the block: rows, columns */
 	uint64_t ncb;       /* scale columns: ceil(cols / bc) */
 };
-/* gpt-oss (core/model/convert_gptoss.c, below convert_map.c and convert.c:
+/* gpt-oss (core/convert/convert_gptoss.c, below convert_map.c and convert.c:
  * it calls neither). _map: a layer's tensor whose layer suffix is `rest` ->
  * *jobs (malloc'd, *n_jobs of them, for convert_map.c to add): its fused
  * experts in either form, MXFP4 or bf16, their biases; 1 when rest is not

@@ -1,5 +1,5 @@
 /*
- * core/model/convert_tiktoken.c — a tiktoken tokenizer (Kimi-K2's) as a
+ * core/convert/convert_tiktoken.c — a tiktoken tokenizer (Kimi-K2's) as a
  * tokenizer.json text, for `coli convert HF_DIR` when HF_DIR has no
  * tokenizer.json but a rank file (tokenizer_config.json's vocab_file, else
  * tiktoken.model) and a tokenizer class coli knows.
@@ -16,7 +16,7 @@
  *               tokens follow the ranks: added_tokens_decoder's content
  *               where it names the id, else <|reserved_token_{id}|>.
  *
- * Output (core/model/convert_tok.c's layout, ignore_merges on)
+ * Output (core/convert/convert_tok.c's layout, ignore_merges on)
  *   vocab       each token's bytes through GPT-2's byte-to-unicode map, id =
  *               rank
  *   merges      for every token of 2+ bytes, each split into two pieces that
@@ -45,7 +45,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 
 #define FILE_MAX       (64u << 20)
 #define LINE_MAX_CHARS 2048u

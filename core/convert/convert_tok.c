@@ -1,8 +1,8 @@
 /*
- * core/model/convert_tok.c — the tokenizer.json text a converter writes when
+ * core/convert/convert_tok.c — the tokenizer.json text a converter writes when
  * its source has no tokenizer.json of its own: a GGUF's tokenizer.ggml.*
- * (core/model/convert_gguf.c) and a tiktoken rank file
- * (core/model/convert_tiktoken.c). Both are byte-level BPE, so one layout
+ * (core/convert/convert_gguf.c) and a tiktoken rank file
+ * (core/convert/convert_tiktoken.c). Both are byte-level BPE, so one layout
  * serves them:
  *
  *   normalizer     NFC or null
@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <jansson.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 
 static json_t *pre_tokenizer(const char *regex)
 {

@@ -1,5 +1,5 @@
 /*
- * core/model/convert_yarn.c — a Hugging Face config's YaRN RoPE scaling
+ * core/convert/convert_yarn.c — a Hugging Face config's YaRN RoPE scaling
  * (DeepSeek-V3, Kimi-K2) into the model config: rope_scaling (the Hub's
  * files: "type": "yarn", rope_theta at the top) or rope_parameters
  * (transformers 5: "rope_type": "yarn"), keys factor,
@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 
 /* One nest of type "yarn": its keys into c. */
 static int read_nest(json_t *p, struct coli_model_config *c, const char *path, char *errbuf,

@@ -1,5 +1,5 @@
 /*
- * core/model/convert_hf_config.c — a checkpoint's config.json (and
+ * core/convert/convert_hf_config.c — a checkpoint's config.json (and
  * generation_config.json's token ids) -> struct coli_model_config, for every
  * family and both dialects transformers writes; what coli cannot run is
  * refused naming the key.
@@ -23,8 +23,8 @@
  *                  rope_parameters): rope_dim = head_dim * factor; layers past
  *                  num_hidden_layers (num_nextn_predict_layers | num_mtp_layers: MTP)
  *                  skipped
- *   minimax_m2     core/model/convert_minimax.c (after the shared keys)
- *   gpt_oss        core/model/convert_gptoss.c (after the shared keys): sinks, sliding
+ *   minimax_m2     core/convert/convert_minimax.c (after the shared keys)
+ *   gpt_oss        core/convert/convert_gptoss.c (after the shared keys): sinks, sliding
  *                  layers, q/k/v/o bias, router and expert biases, clamped SwiGLU;
  *                  YaRN as deepseek_v3's (truncate read)
  *   deepseek_v3    glm4_moe's routing and shared-expert keys (DeepseekV3Config's
@@ -58,7 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 
 /* An integer, or a double holding one (a file read with
  * JSON_DECODE_INT_AS_REAL): 0, or -1 when v is neither or out of range. */

@@ -1,5 +1,5 @@
 /*
- * core/model/convert_gptoss.c — the gpt_oss family (openai/gpt-oss-20b and
+ * core/convert/convert_gptoss.c — the gpt_oss family (openai/gpt-oss-20b and
  * -120b: transformers' GptOssForCausalLM): its config.json keys, its fused
  * expert tensors in both forms a checkpoint holds them, and MXFP4's exact
  * conversion to q8.
@@ -57,7 +57,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/model/convert_job.h"
+#include "core/convert/convert_job.h"
 
 /* A number or boolean; absent or null -> dflt. -1 on another type. */
 static int num(json_t *o, const char *key, double dflt, double *out)

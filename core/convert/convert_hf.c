@@ -1,14 +1,14 @@
 /*
- * core/model/convert_hf.c — reading a Hugging Face checkpoint directory:
- * config.json (parsed by core/model/convert_hf_config.c), the generation and
+ * core/convert/convert_hf.c — reading a Hugging Face checkpoint directory:
+ * config.json (parsed by core/convert/convert_hf_config.c), the generation and
  * tokenizer files, and the safetensors shard list. The result is a struct
  * coli_model_config (stored as the container's CONFIG section) plus the text
  * sections kept verbatim.
  *
- * Config dialects: core/model/convert_hf_config.c.
+ * Config dialects: core/convert/convert_hf_config.c.
  *
  * Without tokenizer.json, a tiktoken rank file (Kimi's tiktoken.model) is
- * read as one (core/model/convert_tiktoken.c).
+ * read as one (core/convert/convert_tiktoken.c).
  * A missing tokenizer.json is not an error: the container is written without
  * a TOKENIZER section (a warning says so) and the engine refuses text
  * commands on it, while --ids paths still work. That keeps weight-only test
@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 
 #define TEXT_MAX (256u << 20) /* tokenizer.json of a 150k vocab is ~10 MB */
 

@@ -1,5 +1,5 @@
 /*
- * core/model/convert_util.c — what every converter source shares: the error
+ * core/convert/convert_util.c — what every converter source shares: the error
  * message with its code, and a path inside the checkpoint's directory. A leaf:
  * it calls nothing of the converter's, so any part may call it.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 
 int coli_convert_errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)
 {

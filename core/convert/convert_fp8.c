@@ -1,5 +1,5 @@
 /*
- * core/model/convert_fp8.c — block-scaled FP8 checkpoints as a converter
+ * core/convert/convert_fp8.c — block-scaled FP8 checkpoints as a converter
  * source (DeepSeek-V3's layout, transformers' "fp8" quant_method).
  *
  * config.json says so:
@@ -47,7 +47,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/model/convert_job.h"
+#include "core/convert/convert_job.h"
 
 #define SCALE_SUFFIX "_scale_inv"
 

@@ -1,8 +1,8 @@
 /*
- * core/model/convert_internal.h — what the converter's files share:
- * core/model/convert_hf.c reads a Hugging Face directory (config dialects, index,
- * tokenizer files) into struct coli_convert_hf; core/model/convert.c plans the
- * container from it and streams the tensors; core/model/convert_gguf.c reads a
+ * core/convert/convert_internal.h — what the converter's files share:
+ * core/convert/convert_hf.c reads a Hugging Face directory (config dialects, index,
+ * tokenizer files) into struct coli_convert_hf; core/convert/convert.c plans the
+ * container from it and streams the tensors; core/convert/convert_gguf.c reads a
  * GGUF file into the same struct.
  */
 #ifndef COLI_CONVERT_INTERNAL_H
@@ -30,7 +30,7 @@ struct coli_convert_hf {
 	                      * next-token-prediction layers, skipped (never run) */
 	int rope_interleave; /* MLA (deepseek_v3): the checkpoint's RoPE dims are interleaved
 	                      * pairs; convert de-interleaves their rows (convert_map.c) */
-	/* A GGUF source (core/model/convert_gguf.c): ggml[s][i] is tensor i of
+	/* A GGUF source (core/convert/convert_gguf.c): ggml[s][i] is tensor i of
 	 * st[s]'s ggml block type, -1 where dtype says all (one shard per part
 	 * of a split file); NULL for safetensors */
 	int **ggml;
@@ -39,11 +39,11 @@ struct coli_convert_hf {
 	 * head's rows: checkpoint row i*hd/2 + k is GGUF row 2k + i); the
 	 * converter reads them back into the checkpoint's order */
 	int rope_interleaved;
-	/* quantization_config fp8 (core/model/convert_fp8.c): F8 weights with
+	/* quantization_config fp8 (core/convert/convert_fp8.c): F8 weights with
 	 * <name>_scale_inv block scales; block 0: the whole dimension */
 	int fp8;
 	uint64_t fp8_block[2]; /* weight_block_size: [rows, cols] */
-	/* quantization_config mxfp4 (gpt-oss, core/model/convert_gptoss.c):
+	/* quantization_config mxfp4 (gpt-oss, core/convert/convert_gptoss.c):
 	 * experts as <name>_blocks / <name>_scales */
 	int mxfp4;
 };
@@ -58,17 +58,17 @@ int coli_convert_hf_load(const char *dir, enum coli_dtype quant, struct coli_con
 int coli_convert_hf_open_shards(struct coli_convert_hf *h, char *errbuf, size_t errlen);
 void coli_convert_hf_free(struct coli_convert_hf *h);
 /* config.json (cfg) and generation_config.json (gen, or NULL) -> h->cfg
- * (core/model/convert_hf_config.c); h->dir names the files in messages. */
+ * (core/convert/convert_hf_config.c); h->dir names the files in messages. */
 int coli_convert_hf_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen,
                            enum coli_dtype quant, char *errbuf, size_t errlen);
 
-/* minimax_m2's keys (core/model/convert_minimax.c's top) over c as the shared
+/* minimax_m2's keys (core/convert/convert_minimax.c's top) over c as the shared
  * keys filled it; *n_mtp gets the MTP layers to skip. 0 or -errno, errbuf
  * naming the key. */
 int coli_convert_hf_minimax(json_t *cfg, const char *path, struct coli_model_config *c, int *n_mtp,
                             char *errbuf, size_t errlen);
 
-/* gpt_oss's keys (core/model/convert_gptoss.c's top) over c as the shared
+/* gpt_oss's keys (core/convert/convert_gptoss.c's top) over c as the shared
  * keys filled it. 0 or -errno, errbuf naming the key. */
 int coli_convert_hf_gptoss(json_t *cfg, const char *path, struct coli_model_config *c, char *errbuf,
                            size_t errlen);
@@ -79,7 +79,7 @@ int coli_convert_mxfp4_load(struct coli_convert_hf *h, const json_t *qc, const c
 
 /* GGUF as a source: 1 if path is a file starting with GGUF's magic; _load
  * fills h as coli_convert_hf_load and _open_shards together would (a
- * virtual shard per part: core/model/convert_gguf.c's top); _bytes is what n elements
+ * virtual shard per part: core/convert/convert_gguf.c's top); _bytes is what n elements
  * (whole blocks) of a ggml type take. */
 int coli_convert_gguf_is(const char *path);
 int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
@@ -94,7 +94,7 @@ int coli_convert_gguf_name(const char *hf, char *out, size_t n);
  * name (read as hf)" in buf, else (or when it has none) hf itself. */
 const char *coli_convert_src_label(int gguf, const char *hf, char *buf, size_t n);
 /* tokenizer.ggml.* of g as a tokenizer.json text in *out (NULL, with a
- * warning, when g has no tokenizer): core/model/convert_gguf_tok.c. */
+ * warning, when g has no tokenizer): core/convert/convert_gguf_tok.c. */
 struct coli_gguf;
 int coli_convert_gguf_tokenizer(const struct coli_gguf *g, const char *path, char **out,
                                 char *errbuf, size_t errlen);
@@ -108,12 +108,12 @@ int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint
                            uint64_t i1, float *dst);
 
 /* YaRN's keys of a config.json (rope_scaling or rope_parameters of type
- * "yarn") into c (core/model/convert_yarn.c; c->max_ctx set first): 0 when
+ * "yarn") into c (core/convert/convert_yarn.c; c->max_ctx set first): 0 when
  * there are none too, or -errno with errbuf naming path. */
 struct json_t;
 int coli_convert_hf_yarn(struct json_t *cfg, struct coli_model_config *c, const char *path,
                          char *errbuf, size_t errlen);
-/* FP8 checkpoints (core/model/convert_fp8.c): reads config.json's
+/* FP8 checkpoints (core/convert/convert_fp8.c): reads config.json's
  * quantization_config (h->section[COLI_SECTION_HF_CONFIG]) into h->fp8*;
  * refuses any quant_method but fp8, naming it. An FP8 checkpoint without
  * --quant (o->quant_auto) becomes q8 (h->cfg.quant and the CONFIG section). */
@@ -134,7 +134,7 @@ struct coli_convert_tok {
 };
 int coli_convert_tok_write(const struct coli_convert_tok *t, char **out);
 
-/* A tiktoken tokenizer (core/model/convert_tiktoken.c): when dir has no
+/* A tiktoken tokenizer (core/convert/convert_tiktoken.c): when dir has no
  * tokenizer.json, _load reads the rank file tokenizer_config.json (tokcfg,
  * may be NULL) names, or tiktoken.model, into h's TOKENIZER section; no
  * rank file -> 0 with nothing stored; a class coli does not know -> -ENOTSUP

@@ -1,8 +1,8 @@
 /*
- * core/model/convert.c — Hugging Face safetensors -> .coli, in bounded memory;
+ * core/convert/convert.c — Hugging Face safetensors -> .coli, in bounded memory;
  * a GGUF is read as a checkpoint whose tensors may be ggml blocks
- * (core/model/convert_gguf.c); an FP8 checkpoint's F8 weights are widened
- * with their block scales (core/model/convert_fp8.c).
+ * (core/convert/convert_gguf.c); an FP8 checkpoint's F8 weights are widened
+ * with their block scales (core/convert/convert_fp8.c).
  *
  * Three passes, none of which holds more than one chunk of weights:
  *
@@ -11,7 +11,7 @@
  *      writer, which lays the file out.
  *   2. map:   every tensor of every shard header is matched to a destination
  *      ("job"): a canonical tensor, or one part of one expert slab
- *      (core/model/convert_map.c).
+ *      (core/convert/convert_map.c).
  *   3. write: shard by shard, jobs in file-offset order, each job's rows are
  *      read as stored in chunks of at most CHUNK_BYTES of fp32, widened to
  *      fp32 and converted to the destination format (coli_quantize_rows:
@@ -47,7 +47,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/model/convert_job.h"
+#include "core/convert/convert_job.h"
 
 #define CHUNK_BYTES (32u << 20) /* fp32 bytes per read chunk */
 

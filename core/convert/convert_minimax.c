@@ -1,7 +1,7 @@
 /*
- * core/model/convert_minimax.c — the minimax_m2 family's config.json keys
+ * core/convert/convert_minimax.c — the minimax_m2 family's config.json keys
  * (MiniMaxAI/MiniMax-M2, M2.1, M2.5: transformers' MiniMaxM2ForCausalLM),
- * applied to the config core/model/convert_hf.c has filled from the keys
+ * applied to the config core/convert/convert_hf.c has filled from the keys
  * every family shares (sizes, experts from num_local_experts, the expert
  * width from intermediate_size, bos/eos).
  *
@@ -37,7 +37,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/model/convert_internal.h"
+#include "core/convert/convert_internal.h"
 
 /* The message into errbuf, rc back. (Not coli_convert_errf: convert_hf.c
  * calls this file, so this file calls nothing of convert_hf.c's.) */

@@ -1,8 +1,8 @@
 /*
- * core/model/convert_map.c — the converter's map pass: every tensor of every
+ * core/convert/convert_map.c — the converter's map pass: every tensor of every
  * shard header (or of a GGUF, under its checkpoint name) is matched to its
  * destination, a canonical tensor or one part (gate/up/down) of one expert
- * slab, as jobs (core/model/convert_job.h). A fused 3-D expert tensor
+ * slab, as jobs (core/convert/convert_job.h). A fused 3-D expert tensor
  * becomes E (down_proj) or 2E (gate_up_proj) jobs. Shapes are checked
  * against the config; unknown names, duplicates and anything still unfilled
  * afterwards are errors naming the checkpoint's tensor.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model/convert_job.h"
+#include "core/convert/convert_job.h"
 
 int coli_convert_add_job(struct cv *v, const struct job *j)
 {
@@ -257,7 +257,7 @@ static const struct {
     {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm"},
     {"self_attn.kv_b_proj.weight", "attn_k_b"},
     {"self_attn.kv_b_proj.weight", "attn_v_b"},
-    /* gpt_oss (its experts and their biases: core/model/convert_gptoss.c;
+    /* gpt_oss (its experts and their biases: core/convert/convert_gptoss.c;
      * the expert bias names here only name a missing tensor) */
     {"self_attn.o_proj.bias", "attn_o_bias"},
     {"self_attn.sinks", "attn_sinks"},
@@ -323,7 +323,7 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 	struct slot *s = NULL;
 
 	rc = coli_convert_fp8_screen(v, shard, t);
-	if (rc) /* 1: a scale, read with its F8 weight (core/model/convert_fp8.c) */
+	if (rc) /* 1: a scale, read with its F8 weight (core/convert/convert_fp8.c) */
 		return rc < 0 ? rc : 0;
 	if ((t->dtype == COLI_ST_OTHER || t->dtype == COLI_ST_F8_E8M0) && !v->hf.ggml &&
 	    !(v->hf.mxfp4 && !strcmp(t->dtype_name, "U8"))) { /* U8: MXFP4's, checked there */
