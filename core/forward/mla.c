@@ -27,10 +27,9 @@
  * interleaved rotation, exactly. The softmax scale is s->attn_scale
  * (hd^-0.5, times YaRN's mscale^2: core/model/rope.c).
  *
- * The devices have no MLA ops yet: a model with MLA runs its dense part
- * here (core/model/model.c coli_model_dev_check). coli_mla_attend is the
- * attention proper with explicit in/out pointers, for a device op to
- * mirror.
+ * On a device the same steps run op for op (core/forward/mla_dev.c), the
+ * elementwise one shared with the simulated device (cpu/ops.c
+ * coli_mla_rope), so --gpu sim gives these bits.
  */
 #include <string.h>
 
