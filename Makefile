@@ -89,7 +89,7 @@ ifneq ($(SAN),)
 endif
 
 LIB_DIRS := core mem io cpu ptx
-LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(wildcard core/*/*.c)
+LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(wildcard core/*/*.c cpu/*/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 COLID_SRC := $(wildcard tools/colid*.c)
 COLID_OBJ := $(COLID_SRC:%.c=$(BUILD)/%.o)

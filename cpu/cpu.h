@@ -11,7 +11,7 @@
  *   Q8_0  int8   [rows][K]         then  fp16 d [rows][K/32]
  *   Q4_0  uint8  [rows][K/2]       then  fp16 d [rows][K/32]
  *   Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K   GGUF's blocks as stored: each row its
- *         K/32 or K/256 whole blocks (cpu/kquant.c: layout, values, and
+ *         K/32 or K/256 whole blocks (cpu/kquant/kquant.c: layout, values, and
  *         their canonical reduction, this one's units with a min term)
  *
  * Quantized matrices are "planar": all quants first, then all block scales,

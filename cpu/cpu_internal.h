@@ -88,12 +88,12 @@ void coli_attn8_out_avx2(const float *sc, const float *V, int n_pos, int stride,
 float coli_q4_block_err_ref(const float *x, float d);
 float coli_q4_block_err_avx2(const float *x, float d);
 
-/* GGUF's block types (cpu/kquant.c): one row's canonical dot at row (its
+/* GGUF's block types (cpu/kquant/kquant.c): one row's canonical dot at row (its
  * blocks), every row of [row0, row1); the halves-and-sixes of the K-quants'
- * packed scales. The vector forms (cpu/kquant_simd.h) return -ENOTSUP for a
+ * packed scales. The vector forms (cpu/kquant/kquant_simd.h) return -ENOTSUP for a
  * type they do not cover, and the caller runs the reference (same bits). */
 float coli_kq_row_ref(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int K);
-/* Unit b of a row (cpu/kquant.c's steps) into its lane of l[16]: the vector
+/* Unit b of a row (cpu/kquant/kquant.c's steps) into its lane of l[16]: the vector
  * forms finish a row's last units (fewer than 8) with it. */
 void coli_kq_unit_acc(enum coli_dtype t, const uint8_t *row, const struct coli_act *x, int b,
                       float *l);

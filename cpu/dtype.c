@@ -292,7 +292,7 @@ static inline float q4_nibble(float x, float id)
 /* Squared error of block x[32] stored with scale d (as fp16) and GGUF's
  * nibble rounding at that scale: element j's squared error into lane j % 8,
  * in order, the lanes folded ((0+4)+(2+6))+((1+5)+(3+7)) — the order of the
- * AVX2 form (cpu/quant_avx2.c), so the search picks the same scale on every
+ * AVX2 form (cpu/gemv/quant_avx2.c), so the search picks the same scale on every
  * ISA. */
 float coli_q4_block_err_ref(const float *x, float d)
 {

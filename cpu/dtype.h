@@ -15,7 +15,7 @@
  * GGUF's other block types, kept as the GGUF stores them: each row is its
  * K / elems blocks, whole and in order, rows one after the other (no
  * planes: a block holds its scales beside its quants). Their blocks, values
- * and canonical reduction are in cpu/kquant.c; the bytes a block:
+ * and canonical reduction are in cpu/kquant/kquant.c; the bytes a block:
  *
  *   Q4_1 20, Q5_0 22, Q5_1 24 (blocks of 32)
  *   Q2_K 84, Q3_K 110, Q4_K 144, Q5_K 176, Q6_K 210 (blocks of 256)

@@ -37,7 +37,7 @@ build_lib() {
 	rm -rf "$LIBDIR" && mkdir -p "$LIBDIR"
 	JOBS=$(nproc 2>/dev/null || echo 2)
 	running=0
-	for f in core/*.c core/*/*.c mem/*.c io/*.c cpu/*.c ptx/*.c; do
+	for f in core/*.c core/*/*.c mem/*.c io/*.c cpu/*.c cpu/*/*.c ptx/*.c; do
 		[ -f "$f" ] || continue
 		isa=$(basename "$f" .c | sed -n 's/.*_\(avx2\|avx512\)$/\1/p')
 		flags="-fsanitize=fuzzer-no-link,address,undefined"

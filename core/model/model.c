@@ -324,7 +324,7 @@ void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, con
 
 /* The devices' GEMVs (ptx/gpu_dense.c, ptx/gpu_expert.c) take K % 32 == 0
  * only, and f32/f16/bf16/q8_0/q4_0 only: GGUF's block types kept as stored
- * (q4_k, q6_k, ...: cpu/kquant.c) have CPU kernels only so far. The
+ * (q4_k, q6_k, ...: cpu/kquant/kquant.c) have CPU kernels only so far. The
  * simulated device follows the same rules (core/engine.c asks here), so its
  * placement is the GPU's. */
 static int dev_cols(const struct coli_mat *w, const char *name, int l, char *why, size_t len)

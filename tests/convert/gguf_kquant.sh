@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/convert/gguf_kquant.sh — a GGUF of K-quants and the other block
-# types coli keeps as stored (cpu/kquant.c), converted without --quant: a
+# types coli keeps as stored (cpu/kquant/kquant.c), converted without --quant: a
 # tiny qwen3moe with rows of whole 256-blocks (tests/convert/mkckpt.py,
 # hidden 256, the fixture's tokenizer) written by tests/convert/
 # gguf_kquant.py with the `gguf` package (venv: tests/io/gguf_venv):

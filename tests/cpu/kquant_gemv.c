@@ -1,6 +1,6 @@
 /*
  * tests/cpu/kquant_gemv.c — GGUF's block types kept as stored (Q4_1, Q5_0,
- * Q5_1, Q2_K ... Q6_K; cpu/kquant.c): on random blocks (any quant byte,
+ * Q5_1, Q2_K ... Q6_K; cpu/kquant/kquant.c): on random blocks (any quant byte,
  * random finite halves for d / dmin / m, a block of zero scale among them),
  *
  *   1. every kernel ISA this CPU has gives the scalar reference's bits, in

@@ -1,5 +1,5 @@
 /*
- * cpu/kquant_avx2.c — the block types' kernels for AVX2 (cpu/kquant_simd.h
+ * cpu/kquant/kquant_avx2.c — the block types' kernels for AVX2 (cpu/kquant/kquant_simd.h
  * has them; this file picks the dot): four u8 x s8 products summed as
  * vpmaddubsw (pairs, exact in int16 for these operands) then vpmaddwd with
  * ones. Compiled with -mavx2 -mfma -mf16c, called after the dispatcher's
@@ -10,7 +10,7 @@
 #define DOTACC(acc, u, s)                                                                          \
 	_mm256_add_epi32((acc),                                                                    \
 	                 _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1)))
-#include "cpu/kquant_simd.h"
+#include "cpu/kquant/kquant_simd.h"
 
 int coli_kq_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                       int row1)

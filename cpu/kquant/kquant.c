@@ -1,7 +1,7 @@
 /*
- * cpu/kquant.c — GGUF's block types kept as stored (Q4_1, Q5_0, Q5_1 and the
+ * cpu/kquant/kquant.c — GGUF's block types kept as stored (Q4_1, Q5_0, Q5_1 and the
  * K-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): their canonical reduction and its
- * scalar reference, which the AVX2 / AVX-512 forms (cpu/kquant_simd.h) and
+ * scalar reference, which the AVX2 / AVX-512 forms (cpu/kquant/kquant_simd.h) and
  * the GPU kernels to come reproduce bit for bit.
  *
  * Layout (cpu/dtype.h): a rows x K matrix is its rows one after the other,

@@ -1,8 +1,8 @@
 /*
- * cpu/kquant_simd.h — the vector forms of the block types' canonical
- * reduction (cpu/kquant.c), written once over 256-bit integer vectors and
- * compiled twice: cpu/kquant_avx2.c (AVX2: a dot of four u8 x s8 products is
- * vpmaddubsw then vpmaddwd with ones) and cpu/kquant_avx512.c (AVX-512 VNNI
+ * cpu/kquant/kquant_simd.h — the vector forms of the block types' canonical
+ * reduction (cpu/kquant/kquant.c), written once over 256-bit integer vectors and
+ * compiled twice: cpu/kquant/kquant_avx2.c (AVX2: a dot of four u8 x s8 products is
+ * vpmaddubsw then vpmaddwd with ones) and cpu/kquant/kquant_avx512.c (AVX-512 VNNI
  * on 256-bit registers: one vpdpbusd). Both give the same int32 lanes, since
  * every pair of products fits int16 (an unsigned weight byte <= 63 times an
  * activation >= -127: |pair| <= 16002), so maddubs never saturates.

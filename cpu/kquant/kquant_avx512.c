@@ -1,6 +1,6 @@
 /*
- * cpu/kquant_avx512.c — the block types' kernels for AVX-512 VNNI
- * (cpu/kquant_simd.h has them; this file picks the dot): four u8 x s8
+ * cpu/kquant/kquant_avx512.c — the block types' kernels for AVX-512 VNNI
+ * (cpu/kquant/kquant_simd.h has them; this file picks the dot): four u8 x s8
  * products summed into int32 by one vpdpbusd on 256-bit registers (VL),
  * which never saturates. Compiled with the AVX-512 flags, called after the
  * dispatcher's cpuid check.
@@ -8,7 +8,7 @@
 #include <errno.h>
 
 #define DOTACC(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
-#include "cpu/kquant_simd.h"
+#include "cpu/kquant/kquant_simd.h"
 
 int coli_kq_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                         int row1)

@@ -1,6 +1,6 @@
 /*
- * cpu/gemv_avx512.c — AVX-512 (F, BW, VL, DQ, VNNI) kernels of THE CANONICAL
- * REDUCTION (cpu.h), bit-identical to cpu/gemv_ref.c. Called only when cpuid
+ * cpu/gemv/gemv_avx512.c — AVX-512 (F, BW, VL, DQ, VNNI) kernels of THE CANONICAL
+ * REDUCTION (cpu.h), bit-identical to cpu/gemv/gemv_ref.c. Called only when cpuid
  * reports all of those (cpu/dispatch.c).
  *
  * One zmm holds the 16 canonical lanes of a row:   acc = lanes 0..15 (fp32)
@@ -461,7 +461,7 @@ void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float 
 	case COLI_DTYPE_Q4_0:
 		gemv_q4z(w, x, y, row0, row1);
 		return;
-	default: /* the block types: cpu/kquant_avx512.c, else the reference */
+	default: /* the block types: cpu/kquant/kquant_avx512.c, else the reference */
 		if (coli_kq_gemv_avx512(w, x, y, row0, row1))
 			coli_kq_gemv_ref(w, x, y, row0, row1);
 		return;
@@ -473,7 +473,7 @@ void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S,
                       int row0, int row1)
 {
 	/* GGUF's block types: each row unpacked once for two activations
-	 * (cpu/kquant_avx512.c) */
+	 * (cpu/kquant/kquant_avx512.c) */
 	if (coli_dtype_is_block(w->dtype) && !coli_kq_gemm_avx512(w, x, S, y, ldy, row0, row1))
 		return;
 	if (w->dtype == COLI_DTYPE_Q8_0) {

@@ -1,5 +1,5 @@
 /*
- * cpu/gemv_ref.c — the portable scalar reference of THE CANONICAL REDUCTION
+ * cpu/gemv/gemv_ref.c — the portable scalar reference of THE CANONICAL REDUCTION
  * (cpu.h). It is written to be read, not to be fast: every vector kernel
  * (gemv_avx2.c, gemv_avx512.c) and every GPU kernel (ptx/) is tested against
  * it bit for bit.
@@ -14,7 +14,7 @@
  *       l[b % 16] = fmaf((float)s, dw[r][b] * dx[b], l[b % 16])
  *                                                   dw: fp16 widened; the
  *                                                   product rounded to fp32
- *   Q4_1 / Q5_* / Q2_K..Q6_K: the same units, with a min term: cpu/kquant.c
+ *   Q4_1 / Q5_* / Q2_K..Q6_K: the same units, with a min term: cpu/kquant/kquant.c
  *   fold: for h in 8, 4, 2, 1: l[j] = l[j] + l[j + h] for j < h;  y = l[0]
  *
  * fmaf is the C99 fused multiply-add (one rounding); this file is compiled
@@ -101,7 +101,7 @@ float coli_gemv_ref_row(const struct coli_mat *w, const struct coli_act *x, int 
 	case COLI_DTYPE_Q4_0:
 		return row_q4_0((const uint8_t *)w->data + r * K / 2, w->scales + r * nb, x,
 		                (int)K);
-	default: /* the block types: cpu/kquant.c */
+	default: /* the block types: cpu/kquant/kquant.c */
 		return coli_kq_row_ref(
 		    w->dtype, (const uint8_t *)w->data + r * coli_dtype_row_bytes(w->dtype, K), x,
 		    (int)K);

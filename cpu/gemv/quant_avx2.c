@@ -1,5 +1,5 @@
 /*
- * cpu/quant_avx2.c — the AVX2 form of Q4_0's scale search step
+ * cpu/gemv/quant_avx2.c — the AVX2 form of Q4_0's scale search step
  * (coli_q4_block_err_ref in cpu/dtype.c): a block's 32 elements as four
  * vectors, element j in lane j % 8, each lane doing the scalar steps in the
  * scalar order (mul then add, no fma), the lanes folded as the scalar form

@@ -1,6 +1,6 @@
 /*
- * cpu/gemv_avx2.c — AVX2 + FMA + F16C kernels of THE CANONICAL REDUCTION
- * (cpu.h), bit-identical to cpu/gemv_ref.c. Compiled with -mavx2 -mfma
+ * cpu/gemv/gemv_avx2.c — AVX2 + FMA + F16C kernels of THE CANONICAL REDUCTION
+ * (cpu.h), bit-identical to cpu/gemv/gemv_ref.c. Compiled with -mavx2 -mfma
  * -mf16c and called only after the dispatcher's cpuid check.
  *
  * The 16 canonical lanes of a row live in two ymm registers:
@@ -695,7 +695,7 @@ void coli_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y
 	case COLI_DTYPE_Q4_0:
 		gemv_q4(w, x, y, row0, row1);
 		return;
-	default: /* the block types: cpu/kquant_avx2.c, else the reference */
+	default: /* the block types: cpu/kquant/kquant_avx2.c, else the reference */
 		if (coli_kq_gemv_avx2(w, x, y, row0, row1))
 			coli_kq_gemv_ref(w, x, y, row0, row1);
 		return;
@@ -709,7 +709,7 @@ void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, f
                     int row0, int row1)
 {
 	/* GGUF's block types: each row unpacked once for two activations
-	 * (cpu/kquant_avx2.c) */
+	 * (cpu/kquant/kquant_avx2.c) */
 	if (coli_dtype_is_block(w->dtype) && !coli_kq_gemm_avx2(w, x, S, y, ldy, row0, row1))
 		return;
 	/* one activation (a decode step): the decode GEMVs, 1.6-1.8x the tile
