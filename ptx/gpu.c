@@ -41,9 +41,9 @@
 #ifdef COLI_HAVE_PTX
 static void unload_modules(coli_gpu_t *g)
 {
-	CUmodule *m[] = {&g->mod,      &g->mod_dense,        &g->mod_route,
-	                 &g->mod_attn, &g->mod_attn_prefill, &g->mod_gemm,
-	                 &g->mod_kinds, &g->mod_mla};
+	CUmodule *m[] = {&g->mod,       &g->mod_dense,        &g->mod_route,
+	                 &g->mod_attn,  &g->mod_attn_prefill, &g->mod_gemm,
+	                 &g->mod_kinds, &g->mod_mla,          &g->mod_kquant};
 
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		if (*m[i])
@@ -93,6 +93,9 @@ static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(&g->mod_mla, sm90 ? coli_ptx_mla_90 : coli_ptx_mla, 4,
 		                            opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(
+		    &g->mod_kquant, sm90 ? coli_ptx_kquant_90 : coli_ptx_kquant, 4, opts, vals);
 	if (r != CUDA_SUCCESS)
 		unload_modules(g);
 	return r;
@@ -144,6 +147,16 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_gemv_f32)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_F32], g->mod, "coli_gemv_f32_inl"),
 	   "cuModuleGetFunction(coli_gemv_f32_inl)");
+	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++) /* ptx/kquant.cu */
+		for (int inl = 0; inl < 2; inl++) {
+			char name[40];
+
+			snprintf(name, sizeof(name), "coli_gemv_%s%s", coli_dtype_name(t),
+			         inl ? "_inl" : "");
+			CK(g->cu->ModuleGetFunction(inl ? &g->f_gemv_inl[t] : &g->f_gemv[t],
+			                            g->mod_kquant, name),
+			   name);
+		}
 	for (int i = 0; i < 6; i++) { /* coli_gemm_<dtype>[_inl] */
 		static const enum coli_dtype gt[3] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
 		                                      COLI_DTYPE_BF16};

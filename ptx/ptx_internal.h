@@ -150,18 +150,18 @@ struct coli_gpu {
 	CUdevice dev;
 	CUcontext ctx;
 	CUmodule mod, mod_dense, mod_route, mod_attn, mod_attn_prefill, mod_gemm, mod_kinds,
-	    mod_mla;
+	    mod_mla, mod_kquant;
 	CUstream stream; /* compute: kernels, activations, outputs */
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu_stream.c coli_gpu_stage_*) */
 	int capturing;   /* the stream is being captured: launches will be replayed */
 	int n_stage;
 	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */
-	CUfunction f_gemv[10];      /* indexed by enum coli_dtype */
-	CUfunction f_gemv_inl[10];  /* the same, job table in the parameters */
-	CUfunction f_gemm[10];      /* tensor-core GEMM (ptx/gemm.cu), same index */
-	CUfunction f_gemm_inl[10];  /* the same, job table in the parameters */
-	int gemm_bn;                /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
-	int gemm_wide_no;           /* the GPU refused the wide q8/q4 tile's shared memory */
+	CUfunction f_gemv[COLI_DTYPE_Q6_K + 1];     /* indexed by enum coli_dtype */
+	CUfunction f_gemv_inl[COLI_DTYPE_Q6_K + 1]; /* the same, job table in the parameters */
+	CUfunction f_gemm[10];                      /* tensor-core GEMM (ptx/gemm.cu), same index */
+	CUfunction f_gemm_inl[10];                  /* the same, job table in the parameters */
+	int gemm_bn;      /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
+	int gemm_wide_no; /* the GPU refused the wide q8/q4 tile's shared memory */
 	CUfunction f_silu, f_actq, f_siluq, f_pull, f_swiglu_oai;
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
 	CUfunction f_argmax, f_gather;
@@ -171,7 +171,7 @@ struct coli_gpu {
 	unsigned open_flags;          /* coli_gpu_open's flags (fault injection) */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
-	CUfunction f_route_sig, f_rope_part; /* ptx/kinds.cu (ptx/gpu_kinds.c) */
+	CUfunction f_route_sig, f_rope_part;         /* ptx/kinds.cu (ptx/gpu_kinds.c) */
 	CUfunction f_mla[2], f_mla_comb, f_mla_prep; /* ptx/mla.cu [x3], combine, prep */
 	/* job tables: a ring of page-locked host memory the device maps and the
 	 * kernels read in place (no copy engine involved) */
@@ -243,6 +243,7 @@ extern const char coli_ptx_attn_prefill[], coli_ptx_attn_prefill_90[];
 extern const char coli_ptx_gemm[], coli_ptx_gemm_90[];
 extern const char coli_ptx_kinds[], coli_ptx_kinds_90[];
 extern const char coli_ptx_mla[], coli_ptx_mla_90[];
+extern const char coli_ptx_kquant[], coli_ptx_kquant_90[];
 extern const char coli_ptx_route[], coli_ptx_route_90[];
 
 /* ptx/gpu_kinds.c: the handles of ptx/kinds.cu's kernels (at open). */

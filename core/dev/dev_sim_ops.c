@@ -63,6 +63,8 @@ int coli_dev_sim_gemm(struct coli_dev *d, const struct coli_dev_jobs *a)
 
 		if (jb->S < 1 || jb->K % 32)
 			return -EINVAL; /* as the real launcher */
+		if (coli_dtype_is_block(a->t))
+			return -ENOTSUP; /* no GEMM kernel (ptx/kquant.cu: GEMV only) */
 		sim_job(a->t, jb->w, jb->scales, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum,
 		        jb->xf, jb->y, jb->ldy);
 	}

@@ -128,7 +128,7 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 	    .up_off = xl->up_off,
 	    .down_off = xl->down_off,
 	    .scale_gu = coli_quant_plane_bytes(t, I, H),
-	    .scale_d = coli_quant_plane_bytes(t, H, I),
+	    .scale_d = coli_quant_plane_bytes(coli_io_expert_down_dtype(xl), H, I),
 	    .xq = (const signed char *)(uintptr_t)dd->aq,
 	    .xd = (const float *)(uintptr_t)dd->ad,
 	    .xqsum = (const int *)(uintptr_t)dd->aqs,
@@ -178,12 +178,16 @@ static int plan_experts(struct coli_engine *e, int l, int T)
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	struct coli_dev_slot *v = &e->vram.slot[dd->plan_dev];
-	enum coli_dtype t = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl)->dtype;
+	const struct coli_expert_layer *xl =
+	    coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+	enum coli_dtype t = xl->dtype;
 	int P = T * c->top_k, rc;
 	const struct coli_dev_jobs gu = {
 	    .t = t, .table = dd->gu_jobs, .n_jobs = 2 * P, .max_rows = c->moe_inter};
-	const struct coli_dev_jobs down = {
-	    .t = t, .table = dd->down_jobs, .n_jobs = P, .max_rows = c->hidden};
+	const struct coli_dev_jobs down = {.t = coli_io_expert_down_dtype(xl),
+	                                   .table = dd->down_jobs,
+	                                   .n_jobs = P,
+	                                   .max_rows = c->hidden};
 	const struct coli_dev_silu silu = {.g = v->g,
 	                                   .u = v->u,
 	                                   .h = v->h,

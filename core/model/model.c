@@ -322,9 +322,10 @@ void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, con
 	}
 }
 
-/* The devices' GEMVs (ptx/gpu_dense.c, ptx/gpu_expert.c) take K % 32 == 0
- * only, and f32/f16/bf16/q8_0/q4_0 only: GGUF's block types kept as stored
- * (q4_k, q6_k, ...: cpu/kquant/kquant.c) have CPU kernels only so far. The
+/* The devices' GEMVs take K % 32 == 0 only; the dense part's (ptx/gpu_dense.c)
+ * f32/f16/bf16/q8_0/q4_0 only: GGUF's block types kept as stored (q4_k,
+ * q6_k, ...) have device kernels for experts (ptx/kquant.cu), not yet for
+ * the dense part's matrices. The
  * simulated device follows the same rules (core/engine.c asks here), so its
  * placement is the GPU's. */
 static int dev_cols(const struct coli_mat *w, const char *name, int l, char *why, size_t len)
@@ -338,7 +339,7 @@ static int dev_cols(const struct coli_mat *w, const char *name, int l, char *why
 	else
 		snprintf(at, sizeof(at), "blk.%d.%s", l, name);
 	if (coli_dtype_is_block(w->dtype))
-		snprintf(why, len, "%s is %s, which has no device kernels yet", at,
+		snprintf(why, len, "%s is %s, which has no dense-part device kernels yet", at,
 		         coli_dtype_name(w->dtype));
 	else
 		snprintf(why, len, "%s has %d columns (the device kernels need multiples of 32)",
@@ -372,12 +373,12 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 			         l, xl->inter, xl->hidden);
 			return -ENOTSUP;
 		}
-		if (coli_dtype_is_block(xl->dtype) || xl->down_kind) {
-			/* the device's expert jobs take one dtype a layer: a down of
-			 * another (a GGUF mix kept as stored) stays on the CPU too */
+		if (coli_dtype_is_quant(xl->dtype) !=
+		    coli_dtype_is_quant(coli_io_expert_down_dtype(xl))) {
+			/* h goes to down quantized or not, as gate and up's input */
 			snprintf(why, len,
-			         "the experts of layer %d are %s (down %s), which the device "
-			         "kernels do not take yet",
+			         "the experts of layer %d are %s with a %s down, which the "
+			         "device kernels do not take",
 			         l, coli_dtype_name(xl->dtype),
 			         coli_dtype_name(coli_io_expert_down_dtype(xl)));
 			return -ENOTSUP;

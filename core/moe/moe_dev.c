@@ -93,14 +93,18 @@ static void job_input(struct coli_gpu_gemv_job *j, uint64_t q, uint64_t d, uint6
 
 /* Queue matrix j times its n pairs: GEMV jobs of up to COLI_GPU_MAX_S pairs,
  * or one tensor-core GEMM job for a run of COLI_GPU_GEMM_MIN_S (q8/q4:
- * _MIN_S_Q) or more (prefill). q8/q4 bits are the same either way. */
+ * _MIN_S_Q) or more (prefill). q8/q4 bits are the same either way. A down
+ * of another dtype than gate and up (a GGUF mix kept as stored: Q4_K gate
+ * and up, Q6_K down) is its own launch anyway. */
 static void add_job(struct coli_dev_slot *v, enum coli_dtype t, const struct coli_gpu_gemv_job *j,
                     int n, int *nj, int *ngj)
 {
 	struct coli_gpu_gemm_job *g;
 	int nb = j->K / 32;
 
-	if (n < (t == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_MIN_S : COLI_GPU_GEMM_MIN_S_Q)) {
+	/* GGUF's block types (ptx/kquant.cu) have GEMV kernels only */
+	if (n < (t == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_MIN_S : COLI_GPU_GEMM_MIN_S_Q) ||
+	    coli_dtype_is_block(t)) {
 		for (int s0 = 0; s0 < n; s0 += COLI_GPU_MAX_S) {
 			struct coli_gpu_gemv_job *c = &v->jobs[(*nj)++];
 
@@ -270,7 +274,7 @@ static int gate_up_queue(struct coli_engine *e, const struct coli_moe_layer *ml,
 static int down_queue(const struct coli_moe_layer *ml, int d, struct coli_dev_slot *v,
                       const struct coli_expert_layer *xl, int H, int I, int r0, int r1)
 {
-	enum coli_dtype t = xl->dtype;
+	enum coli_dtype t = coli_io_expert_down_dtype(xl);
 	int nj = 0, ngj = 0;
 
 	for (int r = r0; r < r1; r++) {

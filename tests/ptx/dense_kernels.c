@@ -48,7 +48,9 @@
  * kernel at decode shapes (qwen3-30b-a3b) next to a device-to-device copy of
  * the same run (docs/perf/kernels.md; `--bench ops`: the non-GEMV kernels
  * only; `--bench prefill`: q/k/v and o at 8..256 tokens, the quantized ones on
- * the GEMM from COLI_GPU_DENSE_GEMM_MIN_T); the bench asserts nothing.
+ * the GEMM from COLI_GPU_DENSE_GEMM_MIN_T; `--bench kquant`: the experts'
+ * GEMV of GGUF's block types beside q4_0 / q8_0 at qwen3-235b's shape); the
+ * bench asserts nothing.
  */
 #include <math.h>
 #include <stdio.h>
@@ -100,7 +102,9 @@ static void mat_make(struct mat_host *h, enum coli_dtype t, int R, int K, float 
 		wf[i] = frand() * amp;
 	h->t = t, h->R = R, h->K = K;
 	h->w = xmalloc(bytes);
-	if (coli_quantize_mat(t, wf, R, K, h->w)) {
+	if (coli_dtype_is_block(t))
+		random_blocks(t, h->w, R, K);
+	else if (coli_quantize_mat(t, wf, R, K, h->w)) {
 		fprintf(stderr, "quantize %dx%d failed\n", R, K);
 		exit(1);
 	}
@@ -1692,6 +1696,17 @@ static void bench_prefill(double bw)
 		}
 }
 
+/* GGUF's block types (ptx/kquant.cu, experts only so far) at qwen3-235b's
+ * expert shape */
+static int bench_kquant(double bw)
+{
+	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++) {
+		bench_group("235b gate+up, top-8", (enum coli_dtype)t, 16, 1536, 4096, bw);
+		bench_group("235b down, top-8", (enum coli_dtype)t, 8, 4096, 1536, bw);
+	}
+	return 0;
+}
+
 static int bench(int ops_only)
 {
 	double bw = copy_bw();
@@ -1703,6 +1718,13 @@ static int bench(int ops_only)
 	const enum coli_dtype dts[] = {COLI_DTYPE_Q4_0, COLI_DTYPE_Q8_0, COLI_DTYPE_BF16};
 
 	printf("device-to-device copy: %.0f GB/s (read + write, 1 GiB x 10)\n", bw);
+	if (ops_only == 3) { /* the block types beside q4_0 / q8_0 at the 235b shape */
+		for (size_t d = 0; d < 2; d++) {
+			bench_group("235b gate+up, top-8", dts[d], 16, 1536, 4096, bw);
+			bench_group("235b down, top-8", dts[d], 8, 4096, 1536, bw);
+		}
+		return bench_kquant(bw);
+	}
 	if (ops_only == 1) {
 		bench_ops(bw);
 		return 0;
@@ -1721,6 +1743,7 @@ static int bench(int ops_only)
 		bench_group("235b gate+up, top-8", dts[d], 16, 1536, 4096, bw);
 		bench_group("235b down, top-8", dts[d], 8, 4096, 1536, bw);
 	}
+	bench_kquant(bw);
 	bench_gemv("router", COLI_DTYPE_F32, 128, 2048, 1, bw);
 	bench_gemv("router", COLI_DTYPE_F32, 128, 2048, 4, bw);
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
@@ -1741,6 +1764,7 @@ int main(int argc, char **argv)
 		rc = bench(argc < 3                      ? 0
 		           : !strcmp(argv[2], "ops")     ? 1
 		           : !strcmp(argv[2], "prefill") ? 2
+		           : !strcmp(argv[2], "kquant")  ? 3
 		                                         : 0);
 		coli_gpu_close(g_gpu);
 		return rc;

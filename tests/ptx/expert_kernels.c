@@ -9,7 +9,9 @@
  *   swiglu_oai     gpt-oss's biased, clamped SwiGLU (and quantized): exact vs
  *                  the bias adds, coli_swiglu_oai and coli_act_quantize
  *   gemv           q8_0 / q4_0 / bf16, several shapes and S = 1..4 in one grouped
- *                  launch (K from 32 to 2048: fewer and more than 16 units a lane)
+ *                  launch (K from 32 to 2048: fewer and more than 16 units a lane);
+ *                  GGUF's block types (ptx/kquant.cu) on random blocks, K whole
+ *                  256-blocks up to 4096
  *   expert         gate, up -> silu -> quantize -> down, all on the GPU, vs CPU
  *
  * Outputs are poisoned (0xff bytes = NaN) before each run, inputs are fresh
@@ -209,6 +211,10 @@ static int test_gemv(enum coli_dtype t)
 {
 	static const int shapes[][2] = {{17, 32},    {33, 64},   {64, 96},   {768, 2048},
 	                                {2048, 768}, {100, 512}, {256, 544}, {5, 1024}};
+	/* GGUF's block types: whole 256-blocks (1 to 16 units a lane) */
+	static const int kshapes[][2] = {{17, 256},   {33, 512},   {64, 768},   {768, 2048},
+	                                 {2048, 768}, {100, 1280}, {256, 1536}, {5, 4096}};
+	const int block = coli_dtype_is_block(t);
 	enum { NJ = sizeof(shapes) / sizeof(shapes[0]) };
 	struct coli_gpu_gemv_job jobs[NJ];
 	float *want[NJ], *got[NJ];
@@ -219,7 +225,9 @@ static int test_gemv(enum coli_dtype t)
 
 	memset(jobs, 0, sizeof(jobs));
 	for (int j = 0; j < NJ; j++) {
-		int R = shapes[j][0], K = shapes[j][1], S = 1 + j % COLI_GPU_MAX_S, nb = K / 32;
+		int R = block ? kshapes[j][0] : shapes[j][0],
+		    K = block ? kshapes[j][1] : shapes[j][1];
+		int S = 1 + j % COLI_GPU_MAX_S, nb = K / 32;
 		float *wf = malloc(sizeof(float) * R * K), *x = malloc(sizeof(float) * S * K);
 		void *w = malloc(coli_dtype_mat_bytes(t, R, K));
 		int8_t *xq = malloc((size_t)S * K);
@@ -231,7 +239,10 @@ static int test_gemv(enum coli_dtype t)
 			wf[i] = frand() * 0.1f;
 		for (int i = 0; i < S * K; i++)
 			x[i] = frand() * 2.0f;
-		coli_quantize_mat(t == COLI_DTYPE_BF16 ? COLI_DTYPE_BF16 : t, wf, R, K, w);
+		if (block)
+			random_blocks(t, w, R, K);
+		else
+			coli_quantize_mat(t, wf, R, K, w);
 		coli_mat_view(&m, t, R, K, w);
 		want[j] = malloc(sizeof(float) * S * R);
 		got[j] = malloc(sizeof(float) * S * R);
@@ -320,6 +331,8 @@ int main(void)
 	rc |= test_gemv(COLI_DTYPE_Q8_0);
 	rc |= test_gemv(COLI_DTYPE_Q4_0);
 	rc |= test_gemv(COLI_DTYPE_BF16);
+	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++)
+		rc |= test_gemv((enum coli_dtype)t);
 	coli_gpu_close(g_gpu);
 	return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * tests/ptx/ptx_test.h — what the GPU kernel tests share: a xorshift draw,
  * the device (GPU 0, or exit 77 with one line saying why there is none), and
- * device buffers filled from the host or poisoned (0xff bytes = NaN floats).
+ * device buffers filled from the host or poisoned (0xff bytes = NaN floats),
+ * random matrices of GGUF's block types (random_blocks).
  * Define PTX_TEST_SEED before including to pick the draw's seed.
  */
 #ifndef COLI_TESTS_PTX_TEST_H
@@ -90,6 +91,44 @@ static inline uint64_t dev_poison(size_t n)
 		exit(1);
 	}
 	return d;
+}
+
+/* A rows x K matrix of a GGUF block type (cpu/kquant/kquant.c's table) as
+ * random bytes, its fp16 scale fields (d, and m / dmin where the type has
+ * one) drawn in [2^-10, 2^-5) with a random sign: every quant and packed
+ * scale pattern, never an Inf or NaN scale. coli has no encoder for these
+ * types; random blocks are what a kernel must read like the CPU. */
+static inline void random_blocks(enum coli_dtype t, void *w, int rows, int K)
+{
+	static const struct {
+		enum coli_dtype t;
+		int halves[2]; /* byte offsets of the block's fp16 fields, -1: none */
+	} f[] = {{COLI_DTYPE_Q4_1, {0, 2}},    {COLI_DTYPE_Q5_0, {0, -1}},
+	         {COLI_DTYPE_Q5_1, {0, 2}},    {COLI_DTYPE_Q2_K, {80, 82}},
+	         {COLI_DTYPE_Q3_K, {108, -1}}, {COLI_DTYPE_Q4_K, {0, 2}},
+	         {COLI_DTYPE_Q5_K, {0, 2}},    {COLI_DTYPE_Q6_K, {208, -1}}};
+	unsigned elems, bytes;
+	unsigned char *p = w;
+	size_t n;
+
+	if (coli_dtype_block(t, &elems, &bytes))
+		exit(1);
+	n = (size_t)rows * (K / elems);
+	for (size_t i = 0; i < n * bytes; i++)
+		p[i] = (unsigned char)rnd();
+	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+		if (f[k].t == t)
+			for (size_t b = 0; b < n; b++)
+				for (int h = 0; h < 2; h++)
+					if (f[k].halves[h] >= 0) {
+						/* exponent 5..9 (2^-10..2^-6), any mantissa */
+						unsigned v = (unsigned)(rnd() & 0x83ff) |
+						             (unsigned)(5 + rnd() % 5) << 10;
+
+						p[b * bytes + f[k].halves[h]] = (unsigned char)v;
+						p[b * bytes + f[k].halves[h] + 1] =
+						    (unsigned char)(v >> 8);
+					}
 }
 
 #endif
