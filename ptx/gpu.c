@@ -157,6 +157,8 @@ static int get_functions(coli_gpu_t *g)
 			                            g->mod_kquant, name),
 			   name);
 		}
+	CK(g->cu->ModuleGetFunction(&g->f_embed_kq, g->mod_kquant, "coli_embed_kq"),
+	   "cuModuleGetFunction(coli_embed_kq)");
 	for (int i = 0; i < 6; i++) { /* coli_gemm_<dtype>[_inl] */
 		static const enum coli_dtype gt[3] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
 		                                      COLI_DTYPE_BF16};

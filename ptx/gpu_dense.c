@@ -23,12 +23,12 @@
 #include "ptx/ptx_internal.h"
 
 #ifdef COLI_HAVE_PTX
-#define THREADS              256
-#define DG_WARPS             8   /* rows per GEMV CTA (dgemv.cuh) */
-#define AT_TILE              256 /* positions per attention tile (attention.cu) */
-#define AD_CHUNK             32  /* positions per decode-attention chunk (attention.cu) */
-#define AT_MAXG              16
-#define AT_MAXQ              2048
+#define THREADS  256
+#define DG_WARPS 8   /* rows per GEMV CTA (dgemv.cuh) */
+#define AT_TILE  256 /* positions per attention tile (attention.cu) */
+#define AD_CHUNK 32  /* positions per decode-attention chunk (attention.cu) */
+#define AT_MAXG  16
+#define AT_MAXQ  2048
 /* coli_attn_prefill_<hd> (attn_prefill.cu): 8 warps of AP_RW rows, the shared
  * memory of ApSmem (q rows, two K and two V chunks, weights, O), and the
  * batches that take it: from AP_MIN_T queries (below it too few CTAs: it
@@ -462,14 +462,54 @@ static int dense_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gp
 	return coli_gpu_gemm(g, dtype, j, n);
 }
 
+/* A matrix of GGUF's block types (ptx/kquant.cu has GEMV kernels for them,
+ * no dense or GEMM ones): the expert GEMV's jobs, one per stacked range of
+ * rows and COLI_GPU_MAX_S tokens, in launches of up to MAX_JOBS. The same
+ * canonical reduction, so the CPU's bits; a prefill chunk reads the weights
+ * once per 4 tokens. */
+static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *a)
+{
+	const size_t rb = coli_dtype_row_bytes(dtype, (size_t)a->K);
+	const int nb = a->K / 32;
+	const int r[4] = {0, a->y2 ? a->rows1 : a->rows, a->y2 ? a->rows2 : a->rows, a->rows};
+	float *const y[3] = {a->y, a->y2, a->y3};
+	const int ldy[3] = {a->ldy, a->ldy2, a->ldy3};
+	struct coli_gpu_gemv_job j[64];
+	int n = 0, rc = 0;
+
+	for (int t = 0; t < a->T && !rc; t += COLI_GPU_MAX_S)
+		for (int i = 0; i < 3 && !rc; i++) {
+			if (r[i + 1] == r[i])
+				continue;
+			j[n++] = (struct coli_gpu_gemv_job){
+			    .w = (const char *)a->w + r[i] * rb,
+			    .xq = a->xq + (size_t)t * a->K,
+			    .xd = a->xd + (size_t)t * nb,
+			    .xqsum = a->xqsum + (size_t)t * nb,
+			    .y = y[i] + (size_t)t * ldy[i],
+			    .rows = r[i + 1] - r[i],
+			    .K = a->K,
+			    .S = a->T - t < COLI_GPU_MAX_S ? a->T - t : COLI_GPU_MAX_S,
+			    .ldy = ldy[i],
+			};
+			if (n == (int)(sizeof(j) / sizeof(j[0]))) {
+				rc = coli_gpu_gemv(g, dtype, j, n);
+				n = 0;
+			}
+		}
+	return rc || !n ? rc : coli_gpu_gemv(g, dtype, j, n);
+}
+
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m)
 {
 	struct coli_gpu_dense_gemv a = *m;
 	CUdeviceptr part = g->scratch, cnt = g->counts;
 	void *args[] = {&a, &part, &cnt};
-	int di, S, chunks, groups, splits;
-	int rc = dgemv_shape(g, dtype, &a, &di, &groups, &splits);
+	int di, S, chunks, groups, splits, rc;
 
+	if (coli_dtype_is_block(dtype))
+		return m->T < 1 || m->K % 32 || !m->xq ? -EINVAL : dense_kq(g, dtype, m);
+	rc = dgemv_shape(g, dtype, &a, &di, &groups, &splits);
 	if (rc || (rc = dense_gemm(g, dtype, &a)) <= 0)
 		return rc;
 	if (di < 2 && a.T >= 8) { /* float weights at prefill: the joined form */
@@ -518,6 +558,13 @@ int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t sc
 	int dt = (int)t;
 	void *args[] = {&a, &b, &dt, &c, &d, &H};
 
+	if (coli_dtype_is_block(t)) { /* ptx/kquant.cu */
+		unsigned long long rb = coli_dtype_row_bytes(t, (size_t)H);
+		void *kargs[] = {&a, &dt, &rb, &c, &d, &H};
+
+		return launch(g, g->f_embed_kq, (unsigned)T, 1, THREADS, 0, kargs,
+		              "launch embed_kq");
+	}
 	return launch(g, g->f_embed, (unsigned)T, 1, THREADS, 0, args, "launch embed");
 }
 

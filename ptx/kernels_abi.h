@@ -43,6 +43,10 @@ struct coli_gpu_gemv_job {
 /* Small tables travel in the launch's parameters instead of memory (the
  * *_inl kernels): nothing to copy, nothing to read over the bus. */
 #define COLI_GPU_INL_JOBS 16
+/* Jobs a GEMV launch takes (coli_gpu_gemv); longer tables go in several
+ * launches (core/moe/moe_dev.c launch_jobs). 4096 x 80 bytes fit a segment
+ * of ptx/gpu_mem.c's job ring. */
+#define COLI_GPU_MAX_JOBS 4096
 struct coli_gpu_gemv_inline {
 	struct coli_gpu_gemv_job j[COLI_GPU_INL_JOBS];
 };

@@ -379,3 +379,98 @@ GEMV_KERNELS(q3_k, RowKQ<KQ3K>, KQ_MB)
 GEMV_KERNELS(q4_k, RowKQ<KQ45K<0>>, KQ_MB)
 GEMV_KERNELS(q5_k, RowKQ<KQ45K<1>>, KQ_MB)
 GEMV_KERNELS(q6_k, RowKQ<KQ6K>, KQ_MB)
+
+/* ---- embedding rows of a block-type table ----
+ *
+ * x[t] = row ids[t] of table [vocab][H] dequantized, value for value the
+ * CPU's (cpu/ggml.c, the gguf package's formulas; -fmad=false keeps each
+ * product rounded as there). One CTA a token, a thread an element. */
+enum { /* enum coli_dtype's values (cpu/dtype.h) */
+       COLI_DTYPE_Q4_1 = 10,
+       COLI_DTYPE_Q5_0 = 11,
+       COLI_DTYPE_Q5_1 = 12,
+       COLI_DTYPE_Q2_K = 13,
+       COLI_DTYPE_Q3_K = 14,
+       COLI_DTYPE_Q4_K = 15,
+       COLI_DTYPE_Q5_K = 16,
+       COLI_DTYPE_Q6_K = 17,
+};
+
+static __device__ float kq_elem(int dtype, const u8 *row, int p)
+{
+	const int j = p % 32;
+
+	switch (dtype) {
+	case COLI_DTYPE_Q4_1: {
+		const u8 *b = row + (size_t)(p / 32) * 20;
+		const int q = b[4 + (j & 15)] >> (j & 16 ? 4 : 0) & 15;
+
+		return half_at(b) * (float)q + half_at(b + 2);
+	}
+	case COLI_DTYPE_Q5_0:
+	case COLI_DTYPE_Q5_1: {
+		const int one = dtype == COLI_DTYPE_Q5_1;
+		const u8 *b = row + (size_t)(p / 32) * (one ? 24 : 22), *qh = b + (one ? 4 : 2);
+		const int q = (b[(one ? 8 : 6) + (j & 15)] >> (j & 16 ? 4 : 0) & 15) |
+		              (qh[j / 8] >> (j % 8) & 1) << 4;
+
+		return one ? half_at(b) * (float)q + half_at(b + 2) : half_at(b) * (float)(q - 16);
+	}
+	case COLI_DTYPE_Q2_K: {
+		const u8 *b = row + (size_t)(p / 256) * 84;
+		const int k = p % 256, g = k / 16;
+		const int q = b[16 + k / 128 * 32 + k % 32] >> (2 * (k / 32 % 4)) & 3;
+		const float dl = half_at(b + 80) * (float)(b[g] & 0xf),
+		            ml = half_at(b + 82) * (float)(b[g] >> 4);
+
+		return dl * (float)q - ml;
+	}
+	case COLI_DTYPE_Q3_K: {
+		const u8 *b = row + (size_t)(p / 256) * 110, *s = b + 96;
+		const int k = p % 256, g = k / 16;
+		const int lo = g < 8 ? s[g] & 0xf : s[g - 8] >> 4,
+		          hi = s[8 + g % 4] >> (2 * (g / 4)) & 3;
+		const int q = (b[32 + k / 128 * 32 + k % 32] >> (2 * (k / 32 % 4)) & 3) -
+		              ((b[k % 32] >> (k / 32) & 1) ? 0 : 4);
+
+		return half_at(b + 108) * (float)((lo | hi << 4) - 32) * (float)q;
+	}
+	case COLI_DTYPE_Q4_K:
+	case COLI_DTYPE_Q5_K: {
+		const int five = dtype == COLI_DTYPE_Q5_K;
+		const u8 *b = row + (size_t)(p / 256) * (five ? 176 : 144), *s = b + 4;
+		const int k = p % 256, g = k / 32;
+		int sc, m, q = b[(five ? 48 : 16) + g / 2 * 32 + j] >> (g % 2 * 4) & 0xf;
+
+		if (five)
+			q |= (b[16 + j] >> g & 1) << 4;
+		if (g < 4) {
+			sc = s[g] & 63, m = s[g + 4] & 63;
+		} else {
+			sc = (s[g + 4] & 0xf) | (s[g - 4] >> 6) << 4;
+			m = (s[g + 4] >> 4) | (s[g] >> 6) << 4;
+		}
+		return half_at(b) * (float)sc * (float)q - half_at(b + 2) * (float)m;
+	}
+	case COLI_DTYPE_Q6_K: {
+		const u8 *b = row + (size_t)(p / 256) * 210;
+		const int k = p % 256, h = k / 128, i = k % 128;
+		const int lo = b[h * 64 + i % 64] >> (i / 64 * 4) & 0xf;
+		const int hi = b[128 + h * 32 + i % 32] >> (2 * (i / 32)) & 3;
+
+		return half_at(b + 208) * (float)(signed char)b[192 + k / 16] *
+		       (float)((lo | hi << 4) - 32);
+	}
+	}
+	return __int_as_float(0x7fc00000);
+}
+
+extern "C" __global__ void coli_embed_kq(const u8 *table, int dtype, unsigned long long row_bytes,
+                                         const int *ids, float *x, int H)
+{
+	pdl_entry();
+	const u8 *row = table + (size_t)ids[blockIdx.x] * row_bytes;
+
+	for (int i = threadIdx.x; i < H; i += blockDim.x)
+		x[(size_t)blockIdx.x * H + i] = kq_elem(dtype, row, i);
+}

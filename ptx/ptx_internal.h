@@ -139,7 +139,7 @@ int coli_cu_load(const struct coli_cu **out, const char **why);
 int coli_cu_check(CUresult r, const char *what);
 
 /* One device (ptx/gpu.c opens it, ptx/gpu_dense.c adds the dense kernels). */
-#define MAX_JOBS   4096              /* GEMV jobs per launch (experts x matrices) */
+#define MAX_JOBS   COLI_GPU_MAX_JOBS /* GEMV jobs per launch (experts x matrices) */
 #define JOB_RING   ((size_t)4 << 20) /* page-locked ring the job tables travel through */
 #define JOB_SEGS   4
 #define N_MARKS    8
@@ -163,6 +163,7 @@ struct coli_gpu {
 	int gemm_bn;      /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
 	int gemm_wide_no; /* the GPU refused the wide q8/q4 tile's shared memory */
 	CUfunction f_silu, f_actq, f_siluq, f_pull, f_swiglu_oai;
+	CUfunction f_embed_kq; /* ptx/kquant.cu: embedding rows of GGUF's block types */
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
 	CUfunction f_argmax, f_gather;
 	CUfunction f_attn_chunks[4];  /* coli_attn_chunks_{32,64,128,256}: by head size */

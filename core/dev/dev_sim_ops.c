@@ -46,6 +46,8 @@ static void sim_job(enum coli_dtype t, const void *w, const unsigned short *scal
 int coli_dev_sim_gemv(struct coli_dev *d, const struct coli_dev_jobs *a)
 {
 	IN_ORDER(d);
+	if (a->n_jobs > COLI_GPU_MAX_JOBS)
+		return -EINVAL; /* as the real launcher */
 	for (int j = 0; j < a->n_jobs; j++) {
 		const struct coli_gpu_gemv_job *jb = &a->jobs[j];
 

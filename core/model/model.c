@@ -322,28 +322,21 @@ void coli_model_rebase(struct coli_model *m, const void *from, size_t bytes, con
 	}
 }
 
-/* The devices' GEMVs take K % 32 == 0 only; the dense part's (ptx/gpu_dense.c)
- * f32/f16/bf16/q8_0/q4_0 only: GGUF's block types kept as stored (q4_k,
- * q6_k, ...) have device kernels for experts (ptx/kquant.cu), not yet for
- * the dense part's matrices. The
- * simulated device follows the same rules (core/engine.c asks here), so its
- * placement is the GPU's. */
+/* The devices' GEMVs take K % 32 == 0 only (GGUF's block types whole
+ * blocks: the CPU's rule too). The simulated device follows the same rules
+ * (core/engine.c asks here), so its placement is the GPU's. */
 static int dev_cols(const struct coli_mat *w, const char *name, int l, char *why, size_t len)
 {
 	char at[64];
 
-	if (!w->data || (w->cols % COLI_QBLOCK == 0 && !coli_dtype_is_block(w->dtype)))
+	if (!w->data || w->cols % COLI_QBLOCK == 0)
 		return 0;
 	if (l < 0)
 		snprintf(at, sizeof(at), "%s", name);
 	else
 		snprintf(at, sizeof(at), "blk.%d.%s", l, name);
-	if (coli_dtype_is_block(w->dtype))
-		snprintf(why, len, "%s is %s, which has no dense-part device kernels yet", at,
-		         coli_dtype_name(w->dtype));
-	else
-		snprintf(why, len, "%s has %d columns (the device kernels need multiples of 32)",
-		         at, w->cols);
+	snprintf(why, len, "%s has %d columns (the device kernels need multiples of 32)", at,
+	         w->cols);
 	return -ENOTSUP;
 }
 
@@ -398,7 +391,7 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 			         c->kv_lora, c->rope_dim);
 			return -ENOTSUP;
 		}
-		if (t != COLI_DTYPE_BF16 && !coli_dtype_is_quant(t)) {
+		if (t != COLI_DTYPE_BF16 && (!coli_dtype_is_quant(t) || coli_dtype_is_block(t))) {
 			snprintf(why, len,
 			         "its MLA matrices are %s (the device runs bf16, q8 and q4)",
 			         coli_dtype_name(t));

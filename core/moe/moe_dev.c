@@ -124,12 +124,20 @@ static void add_job(struct coli_dev_slot *v, enum coli_dtype t, const struct col
 	g->xf = j->xf, g->y = j->y, g->rows = j->rows, g->K = j->K, g->S = n, g->ldy = j->ldy;
 }
 
-/* The queued jobs of one step: a GEMV launch and/or a GEMM launch. */
+/* The queued jobs of one step: GEMV launches (one, or several of
+ * COLI_GPU_MAX_JOBS: a prefill chunk's GEMV-only block types) and/or a GEMM
+ * launch. */
 static int launch_jobs(struct coli_dev_slot *v, enum coli_dtype t, int nj, int ngj)
 {
-	int rc = nj ? coli_dev_gemv(v->dev,
-	                            &(struct coli_dev_jobs){.t = t, .jobs = v->jobs, .n_jobs = nj})
-	            : 0;
+	int rc = 0;
+
+	for (int j0 = 0; j0 < nj && !rc; j0 += COLI_GPU_MAX_JOBS)
+		rc = coli_dev_gemv(v->dev,
+		                   &(struct coli_dev_jobs){.t = t,
+		                                           .jobs = v->jobs + j0,
+		                                           .n_jobs = nj - j0 < COLI_GPU_MAX_JOBS
+		                                                         ? nj - j0
+		                                                         : COLI_GPU_MAX_JOBS});
 
 	return rc || !ngj
 	           ? rc

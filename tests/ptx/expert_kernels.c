@@ -13,6 +13,8 @@
  *                  GGUF's block types (ptx/kquant.cu) on random blocks, K whole
  *                  256-blocks up to 4096
  *   expert         gate, up -> silu -> quantize -> down, all on the GPU, vs CPU
+ *   dense_kq       the block types through the dense part's GEMV (stacked q/k/v
+ *                  ranges, 9 tokens) and its embedding lookup, exact
  *
  * Outputs are poisoned (0xff bytes = NaN) before each run, inputs are fresh
  * random draws, max |error| and the mismatch count are printed. Skips (77)
@@ -317,6 +319,96 @@ static int test_gemv(enum coli_dtype t)
 	return rc;
 }
 
+/* GGUF's block types on the dense part's entry points (ptx/gpu_dense.c): a
+ * stacked q/k/v-like GEMV (three ranges of rows to three outputs) over T
+ * tokens in chunks of 4, and embedding rows, both exactly the CPU's. */
+static int test_dense_kq(enum coli_dtype t)
+{
+	const int R1 = 40, R2 = 56, R = 72, K = 768, T = 9, V = 50, ids[5] = {0, 49, 7, 7, 23};
+	const size_t bytes = coli_dtype_mat_bytes(t, R, K);
+	void *w = xmalloc(bytes);
+	const size_t n_out = (size_t)T * R > (size_t)5 * K ? (size_t)T * R : (size_t)5 * K;
+	float *x = xmalloc(sizeof(float) * T * K), *want = xmalloc(sizeof(float) * n_out);
+	float *got = xmalloc(sizeof(float) * n_out);
+	int8_t *xq = xmalloc((size_t)T * K);
+	float *xd = xmalloc(sizeof(float) * T * (K / 32));
+	int32_t *xs = xmalloc(4 * T * (K / 32));
+	struct coli_mat m;
+	uint64_t dw, dq, dd, ds, dy[3], dids, dx;
+	char what[64];
+	int rc = 0;
+
+	random_blocks(t, w, R, K);
+	coli_mat_view(&m, t, R, K, w);
+	for (int i = 0; i < T * K; i++)
+		x[i] = frand() * 2.0f;
+	for (int s = 0; s < T; s++) {
+		struct coli_act a = {
+		    .q = xq + s * K, .d = xd + s * (K / 32), .qsum = xs + s * (K / 32)};
+
+		coli_act_quantize(&a, x + s * K, K);
+		coli_gemv(&m, &a, want + (size_t)s * R, 0, R);
+	}
+	dw = dev_copy(w, bytes), dq = dev_copy(xq, (size_t)T * K);
+	dd = dev_copy(xd, sizeof(float) * T * (K / 32)), ds = dev_copy(xs, 4 * T * (K / 32));
+	dy[0] = dev_poison(sizeof(float) * T * R1);
+	dy[1] = dev_poison(sizeof(float) * T * (R2 - R1));
+	dy[2] = dev_poison(sizeof(float) * T * (R - R2));
+	{
+		struct coli_gpu_dense_gemv j = {
+		    .w = (const void *)(uintptr_t)dw,
+		    .xq = (const signed char *)(uintptr_t)dq,
+		    .xd = (const float *)(uintptr_t)dd,
+		    .xqsum = (const int *)(uintptr_t)ds,
+		    .y = (float *)(uintptr_t)dy[0],
+		    .rows = R,
+		    .K = K,
+		    .T = T,
+		    .ldy = R1,
+		    .y2 = (float *)(uintptr_t)dy[1],
+		    .y3 = (float *)(uintptr_t)dy[2],
+		    .rows1 = R1,
+		    .rows2 = R2,
+		    .ldy2 = R2 - R1,
+		    .ldy3 = R - R2,
+		};
+		float *part = xmalloc(sizeof(float) * T * R);
+
+		if (coli_gpu_dense_gemv(g_gpu, t, &j))
+			return 1;
+		download(part, dy[0], sizeof(float) * T * R1);
+		for (int s = 0; s < T; s++)
+			memcpy(got + (size_t)s * R, part + (size_t)s * R1, sizeof(float) * R1);
+		download(part, dy[1], sizeof(float) * T * (R2 - R1));
+		for (int s = 0; s < T; s++)
+			memcpy(got + (size_t)s * R + R1, part + (size_t)s * (R2 - R1),
+			       sizeof(float) * (R2 - R1));
+		download(part, dy[2], sizeof(float) * T * (R - R2));
+		for (int s = 0; s < T; s++)
+			memcpy(got + (size_t)s * R + R2, part + (size_t)s * (R - R2),
+			       sizeof(float) * (R - R2));
+		free(part);
+	}
+	snprintf(what, sizeof(what), "dense gemv %s q|k|v T=%d", coli_dtype_name(t), T);
+	rc |= compare(what, got, want, (size_t)T * R);
+	/* embedding rows of a V x K table (the matrix's first V rows) */
+	for (int i = 0; i < 5; i++)
+		coli_mat_row_f32(&m, ids[i], want + (size_t)i * K);
+	dids = dev_copy(ids, sizeof(ids));
+	dx = dev_poison(sizeof(float) * 5 * K);
+	if (coli_gpu_embed(g_gpu, t, dw, 0, dids, dx, 5, K))
+		return 1;
+	download(got, dx, sizeof(float) * 5 * K);
+	snprintf(what, sizeof(what), "embed %s (%d rows of %d)", coli_dtype_name(t), 5, V);
+	rc |= compare(what, got, want, (size_t)5 * K);
+	coli_gpu_free(g_gpu, dw), coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dd);
+	coli_gpu_free(g_gpu, ds), coli_gpu_free(g_gpu, dids), coli_gpu_free(g_gpu, dx);
+	for (int i = 0; i < 3; i++)
+		coli_gpu_free(g_gpu, dy[i]);
+	free(w), free(x), free(want), free(got), free(xq), free(xd), free(xs);
+	return rc;
+}
+
 int main(void)
 {
 	int rc = ptx_test_open();
@@ -332,7 +424,7 @@ int main(void)
 	rc |= test_gemv(COLI_DTYPE_Q4_0);
 	rc |= test_gemv(COLI_DTYPE_BF16);
 	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++)
-		rc |= test_gemv((enum coli_dtype)t);
+		rc |= test_gemv((enum coli_dtype)t) | test_dense_kq((enum coli_dtype)t);
 	coli_gpu_close(g_gpu);
 	return rc;
 }
