@@ -92,6 +92,10 @@ int coli_quantize_mat_ex(enum coli_dtype t, const float *src, int rows, int cols
 /* Rows [row0, row1) only of the rows x cols matrix at dst (its planar layout:
  * quants, then scales), from src [rows][cols]: threads can fill one matrix
  * by disjoint row ranges (core/convert/convert.c). */
+/* One row of K elements (whole blocks) of a GGUF block type, in GGUF's layout
+ * (cpu/kquant/kquant_enc.c): Q4_K, Q5_K, Q6_K, Q5_0, Q5_1; -EINVAL for the
+ * others or a K of partial blocks. */
+int coli_kq_encode_row(enum coli_dtype t, const float *x, int K, void *dst);
 int coli_quantize_rows(enum coli_dtype t, const float *src, int rows, int cols, void *dst,
                        enum coli_quant_rounding rounding, int row0, int row1);
 /* Dequantize row r of m into out[cols] (any dtype). */

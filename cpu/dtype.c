@@ -70,7 +70,9 @@ int coli_dtype_parse(const char *s, enum coli_dtype *out)
 	} names[] = {
 	    {"f32", COLI_DTYPE_F32},   {"f16", COLI_DTYPE_F16},   {"bf16", COLI_DTYPE_BF16},
 	    {"q8", COLI_DTYPE_Q8_0},   {"q8_0", COLI_DTYPE_Q8_0}, {"q4", COLI_DTYPE_Q4_0},
-	    {"q4_0", COLI_DTYPE_Q4_0},
+	    {"q4_0", COLI_DTYPE_Q4_0}, {"q4k", COLI_DTYPE_Q4_K},  {"q4_k", COLI_DTYPE_Q4_K},
+	    {"q5k", COLI_DTYPE_Q5_K},  {"q5_k", COLI_DTYPE_Q5_K}, {"q6k", COLI_DTYPE_Q6_K},
+	    {"q6_k", COLI_DTYPE_Q6_K},
 	};
 	if (!s)
 		return -EINVAL;
@@ -395,10 +397,16 @@ int coli_quantize_rows(enum coli_dtype t, const float *src, int rows, int cols, 
 				return err;
 		}
 		return 0;
-	default: /* no encoder for the block types: they come from GGUF files */
-		break;
+	default: /* GGUF's block types: rows of whole blocks (cpu/kquant/kquant_enc.c) */
+		for (int r = row0; r < row1; r++) {
+			err = coli_kq_encode_row(
+			    t, src + (size_t)r * cols, cols,
+			    (uint8_t *)dst + (size_t)r * coli_dtype_row_bytes(t, (size_t)cols));
+			if (err)
+				return err;
+		}
+		return 0;
 	}
-	return -EINVAL;
 }
 
 int coli_quantize_mat_ex(enum coli_dtype t, const float *src, int rows, int cols, void *dst,

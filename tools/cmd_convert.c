@@ -16,31 +16,34 @@
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: coli convert HF_DIR|MODEL.gguf -o OUT.coli [--quant bf16|q8|q4]\n"
-	       "                    [--threads N] [--progress|--quiet]\n"
-	       "\n"
-	       "Converts a Hugging Face checkpoint directory (config.json, model.safetensors or\n"
-	       "model.safetensors.index.json + shards, tokenizer files) of a qwen3_moe,\n"
-	       "qwen2_moe, olmoe, mixtral, glm4_moe or minimax_m2 model into one .coli container;\n"
-	       "or a GGUF file (llama.cpp's format) of a qwen3moe, qwen2moe, olmoe or Mixtral\n"
-	       "(llama with experts) model, any tensor type coli reads (F32, F16, BF16,\n"
-	       "Q4_0..Q8_0, Q2_K..Q6_K, MXFP4); of a split GGUF (-00001-of-0000N.gguf), give the\n"
-	       "first part. Q8_0 blocks under q8 and Q4_0 blocks under q4 are copied as stored.\n"
-	       "\n"
-	       "  -o, --output FILE   the container to write (written as FILE.tmp.<pid>, renamed\n"
-	       "                      only when complete)\n"
-	       "  --quant Q           format of the matrices and expert slabs: bf16 (default),\n"
-	       "                      q8 (Q8_0) or q4 (Q4_0); norms, biases and routers stay f32.\n"
-	       "                      A GGUF without --quant: q8 when its matrices are mostly\n"
-	       "                      Q8_0/Q5/Q6_K (Q8_0: copied), q4 when mostly 4 bits or\n"
-	       "                      fewer, else bf16; an FP8 checkpoint (quantization_config\n"
-	       "                      fp8) without --quant: q8; an MXFP4 one (gpt-oss): q8, its\n"
-	       "                      MXFP4 experts exactly (twice their bytes)\n"
-	       "  --threads N         threads converting each chunk (default: all online CPUs)\n"
-	       "  --progress          draw a progress bar on stderr (default when it is a tty)\n"
-	       "  --quiet             no progress bar\n"
-	       "\n"
-	       "Memory use is bounded by a fixed chunk (about 80 MB), not by the model.\n");
+	    f,
+	    "usage: coli convert HF_DIR|MODEL.gguf -o OUT.coli [--quant bf16|q8|q4|q4k|q5k|q6k]\n"
+	    "                    [--threads N] [--progress|--quiet]\n"
+	    "\n"
+	    "Converts a Hugging Face checkpoint directory (config.json, model.safetensors or\n"
+	    "model.safetensors.index.json + shards, tokenizer files) of a qwen3_moe,\n"
+	    "qwen2_moe, olmoe, mixtral, glm4_moe or minimax_m2 model into one .coli container;\n"
+	    "or a GGUF file (llama.cpp's format) of a qwen3moe, qwen2moe, olmoe or Mixtral\n"
+	    "(llama with experts) model, any tensor type coli reads (F32, F16, BF16,\n"
+	    "Q4_0..Q8_0, Q2_K..Q6_K, MXFP4); of a split GGUF (-00001-of-0000N.gguf), give the\n"
+	    "first part. Q8_0 blocks under q8 and Q4_0 blocks under q4 are copied as stored.\n"
+	    "\n"
+	    "  -o, --output FILE   the container to write (written as FILE.tmp.<pid>, renamed\n"
+	    "                      only when complete)\n"
+	    "  --quant Q           format of the matrices and expert slabs: bf16 (default),\n"
+	    "                      q8 (Q8_0), q4 (Q4_0), or GGUF's K-quants q4k, q5k, q6k\n"
+	    "                      (Q4_K, Q5_K, Q6_K; rows of partial 256-blocks take Q5_0,\n"
+	    "                      Q5_1, Q8_0); norms, biases and routers stay f32.\n"
+	    "                      A GGUF without --quant: q8 when its matrices are mostly\n"
+	    "                      Q8_0/Q5/Q6_K (Q8_0: copied), q4 when mostly 4 bits or\n"
+	    "                      fewer, else bf16; an FP8 checkpoint (quantization_config\n"
+	    "                      fp8) without --quant: q8; an MXFP4 one (gpt-oss): q8, its\n"
+	    "                      MXFP4 experts exactly (twice their bytes)\n"
+	    "  --threads N         threads converting each chunk (default: all online CPUs)\n"
+	    "  --progress          draw a progress bar on stderr (default when it is a tty)\n"
+	    "  --quiet             no progress bar\n"
+	    "\n"
+	    "Memory use is bounded by a fixed chunk (about 80 MB), not by the model.\n");
 }
 
 int cmd_convert(int argc, char **argv)
@@ -68,10 +71,12 @@ int cmd_convert(int argc, char **argv)
 			o.quant_auto = 0;
 			if (!q || coli_dtype_parse(q, &o.quant) ||
 			    (o.quant != COLI_DTYPE_BF16 && o.quant != COLI_DTYPE_Q8_0 &&
-			     o.quant != COLI_DTYPE_Q4_0))
-				return tool_err("convert",
-				                "--quant takes bf16, q8 or q4 (got '%s')",
-				                q ? q : "") +
+			     o.quant != COLI_DTYPE_Q4_0 && o.quant != COLI_DTYPE_Q4_K &&
+			     o.quant != COLI_DTYPE_Q5_K && o.quant != COLI_DTYPE_Q6_K))
+				return tool_err(
+				           "convert",
+				           "--quant takes bf16, q8, q4, q4k, q5k or q6k (got '%s')",
+				           q ? q : "") +
 				       1;
 		} else if (!strcmp(a, "--threads")) {
 			if (++i >= argc)

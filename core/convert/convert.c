@@ -57,19 +57,45 @@ void coli_convert_opts_init(struct coli_convert_opts *o)
 	o->quant = COLI_DTYPE_BF16;
 }
 
-/* The dtype of a matrix of `cols` columns: the requested quant, or bf16 when
- * its columns are not whole blocks (llama.cpp's quantizer likewise keeps
- * such tensors in a wider type); bf16 is exact for bf16 sources. */
+/* Where a K-quant target cannot go (columns of partial 256-blocks: an
+ * expert's down of 128 or 768 columns), the 32-block type llama.cpp's
+ * quantizer falls back to for it. */
+static enum coli_dtype kq_fallback(enum coli_dtype t)
+{
+	return t == COLI_DTYPE_Q4_K   ? COLI_DTYPE_Q5_0
+	       : t == COLI_DTYPE_Q5_K ? COLI_DTYPE_Q5_1
+	                              : COLI_DTYPE_Q8_0;
+}
+
+static void note_name(char *list, size_t size, const char *name)
+{
+	size_t k = strlen(list);
+
+	if (k + strlen(name) + 8 < size)
+		snprintf(list + k, size - k, " %s", name);
+	else if (!strstr(list, " ..."))
+		snprintf(list + k, size - k, " ...");
+}
+
+/* The dtype of a matrix of `cols` columns: the requested quant; for a
+ * K-quant whose rows are not whole 256-blocks, its 32-block fallback; bf16
+ * when the columns are not whole 32-blocks either (llama.cpp's quantizer
+ * likewise keeps such tensors in a wider type); bf16 is exact for bf16
+ * sources. */
 static enum coli_dtype mat_dtype(struct cv *v, const char *name, uint64_t cols)
 {
-	size_t k = strlen(v->fb);
+	unsigned elems = COLI_QBLOCK, bytes;
 
-	if (!coli_dtype_is_quant(v->c->quant) || cols % COLI_QBLOCK == 0)
+	if (coli_dtype_is_block(v->c->quant))
+		coli_dtype_block(v->c->quant, &elems, &bytes);
+	if (!coli_dtype_is_quant(v->c->quant) || cols % elems == 0)
 		return v->c->quant;
-	if (k + strlen(name) + 8 < sizeof(v->fb))
-		snprintf(v->fb + k, sizeof(v->fb) - k, " %s", name);
-	else if (!strstr(v->fb, " ..."))
-		snprintf(v->fb + k, sizeof(v->fb) - k, " ...");
+	if (cols % COLI_QBLOCK == 0) {
+		note_name(v->kfb, sizeof(v->kfb), name);
+		v->n_kfb++;
+		return kq_fallback(v->c->quant);
+	}
+	note_name(v->fb, sizeof(v->fb), name);
 	v->n_fb++;
 	return COLI_DTYPE_BF16;
 }
@@ -100,7 +126,8 @@ static int kept_dtype(const struct cv *v, const char *hf, uint64_t cols, enum co
 /* An expert layer's dtypes: the config's (mat_dtype), or, keeping a GGUF's
  * blocks, gate/up's type when they share one and down's own (Q4_K_M: Q4_K
  * gate/up, Q6_K down; the container holds both: coli_io_expert_down_dtype). */
-static void expert_dtypes(struct cv *v, struct coli_expert_layer *e, enum coli_dtype base)
+static void expert_dtypes(struct cv *v, struct coli_expert_layer *e, enum coli_dtype base,
+                          enum coli_dtype base_down)
 {
 	static const char *const part[] = {"gate_proj", "up_proj", "down_proj"};
 	enum coli_dtype t[3];
@@ -113,7 +140,7 @@ static void expert_dtypes(struct cv *v, struct coli_expert_layer *e, enum coli_d
 		kept[p] = !kept_dtype(v, hf, p == 2 ? e->inter : e->hidden, &t[p]);
 	}
 	e->dtype = kept[0] && kept[1] && t[0] == t[1] ? t[0] : base;
-	t[2] = kept[2] ? t[2] : base;
+	t[2] = kept[2] ? t[2] : base_down;
 	e->down_kind = t[2] != e->dtype ? (uint32_t)t[2] + 1 : 0;
 }
 
@@ -144,6 +171,7 @@ static int plan(struct cv *v)
 	uint64_t H = c->hidden, qd = (uint64_t)c->n_heads * c->head_dim,
 	         kvd = (uint64_t)c->n_kv_heads * c->head_dim;
 	char n[COLI_TENSOR_NAME_MAX];
+	enum coli_dtype base, down;
 	int rc = 0;
 
 	v->slots = calloc(3 + (size_t)c->n_layers * 24, sizeof(*v->slots));
@@ -232,7 +260,17 @@ static int plan(struct cv *v)
 		snprintf(n, sizeof(n), "blk.%d.experts", l);
 		e->hidden = (uint32_t)H;
 		e->inter = (uint32_t)c->moe_inter;
-		expert_dtypes(v, e, mat_dtype(v, n, H % COLI_QBLOCK ? H : (uint64_t)c->moe_inter));
+		if (coli_dtype_is_block(c->quant)) { /* gate/up's and down's own, as matrices */
+			snprintf(n, sizeof(n), "blk.%d.experts.gate_up", l);
+			base = mat_dtype(v, n, H);
+			snprintf(n, sizeof(n), "blk.%d.experts.down", l);
+			down = mat_dtype(v, n, (uint64_t)c->moe_inter);
+			if (coli_dtype_is_quant(base) != coli_dtype_is_quant(down))
+				base = down = COLI_DTYPE_BF16; /* one of them is not whole blocks */
+		} else {
+			base = down = mat_dtype(v, n, H % COLI_QBLOCK ? H : (uint64_t)c->moe_inter);
+		}
+		expert_dtypes(v, e, base, down);
 		rc = coli_io_slab_layout(e);
 		if (!rc)
 			rc = coli_io_writer_plan_experts(v->w, e);
@@ -555,8 +593,10 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 
 	errbuf[0] = 0;
 	if (o->quant != COLI_DTYPE_BF16 && o->quant != COLI_DTYPE_Q8_0 &&
-	    o->quant != COLI_DTYPE_Q4_0) {
-		snprintf(errbuf, errlen, "quant %s is not a conversion target (bf16, q8, q4)",
+	    o->quant != COLI_DTYPE_Q4_0 && o->quant != COLI_DTYPE_Q4_K &&
+	    o->quant != COLI_DTYPE_Q5_K && o->quant != COLI_DTYPE_Q6_K) {
+		snprintf(errbuf, errlen,
+		         "quant %s is not a conversion target (bf16, q8, q4, q4k, q5k, q6k)",
 		         coli_dtype_name(o->quant));
 		return -EINVAL;
 	}
@@ -592,6 +632,12 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 		        "coli convert: %d tensors kept as bf16 (columns not a multiple of %d, "
 		        "which %s needs):%s\n",
 		        v.n_fb, COLI_QBLOCK, coli_dtype_name(o->quant), v.fb);
+	if (!rc && v.n_kfb)
+		fprintf(stderr,
+		        "coli convert: %d tensors as %s (columns not a multiple of 256, which %s "
+		        "needs):%s\n",
+		        v.n_kfb, coli_dtype_name(kq_fallback(o->quant)), coli_dtype_name(o->quant),
+		        v.kfb);
 	for (int s = 0; s < v.hf.n_shards && !rc; s++)
 		for (int i = 0; i < v.hf.st[s].n && !rc; i++)
 			rc = coli_convert_map_tensor(&v, s, &v.hf.st[s].t[i]);

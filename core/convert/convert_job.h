@@ -84,6 +84,8 @@ struct cv {
 	size_t errlen;
 	int n_fb;                  /* matrices (expert layers: one each) kept as bf16 */
 	char fb[256];              /* the first of their names, for the line that says so */
+	int n_kfb;                 /* K-quant targets: matrices of partial 256-blocks */
+	char kfb[256];             /* (their fallback type: kq_fallback), likewise */
 	coli_cpu_pool_t *pool;     /* converts a chunk's rows in parallel (--threads) */
 	int mtp_skipped;           /* tensors of next-token-prediction layers left out */
 	float *fp8_scale;          /* a chunk's block scales (coli_convert_fp8_chunk) */
