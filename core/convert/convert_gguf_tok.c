@@ -8,8 +8,10 @@
  *                          tokens, user-defined ones plain added tokens
  *   .merges                model.merges ("a b")
  *   .pre                   the pre-tokenizer's Split regex (g_pre: qwen2;
- *                          default, gpt-2 and olmo are ByteLevel's own GPT-2
- *                          regex); another name is refused with the name
+ *                          glm4 / chatglm-bpe, Llama 3's; gpt-4o and
+ *                          minimax-m2, o200k's; default, gpt-2 and olmo are
+ *                          ByteLevel's own GPT-2 regex); another name is
+ *                          refused with the name
  */
 #include <errno.h>
 #include <jansson.h>
@@ -27,6 +29,12 @@ struct tk {
 	size_t errlen;
 };
 
+#define O200K                                                                                      \
+	"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}"        \
+	"\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}"       \
+	"\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| " \
+	"?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
 /* tokenizer.ggml.pre -> the Split regex of the Hugging Face tokenizer that
  * name stands for (NULL: GPT-2's, ByteLevel's own), and its NFC. */
 static const struct {
@@ -37,6 +45,18 @@ static const struct {
      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
      1},
+    /* GLM-4.5's (llama.cpp's chatglm4 type): Llama 3's, digits in threes */
+    {"glm4",
+     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     0},
+    {"chatglm-bpe",
+     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     0},
+    /* o200k (gpt-oss's tokenizer.json; llama.cpp reads minimax-m2's the same) */
+    {"gpt-4o", O200K, 0},
+    {"minimax-m2", O200K, 0},
     {"default", NULL, 0},
     {"gpt-2", NULL, 0},
     {"olmo", NULL, 0}, /* OLMo's and OLMoE's: llama.cpp splits them with GPT-2's regex */
@@ -125,8 +145,8 @@ static int tokenizer_json(struct tk *s, char **out)
 	if (p < 0) {
 		coli_convert_errf(
 		    s->errbuf, s->errlen, rc,
-		    "%s: tokenizer.ggml.pre '%.*s' is not supported (known: qwen2, default, "
-		    "gpt-2, olmo)",
+		    "%s: tokenizer.ggml.pre '%.*s' is not supported (known: qwen2, glm4, "
+		    "chatglm-bpe, gpt-4o, minimax-m2, default, gpt-2, olmo)",
 		    s->path, (int)(pl < 64 ? pl : 64), pre);
 		goto out;
 	}

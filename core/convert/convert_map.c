@@ -257,6 +257,10 @@ static const struct {
     {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm"},
     {"self_attn.kv_b_proj.weight", "attn_k_b"},
     {"self_attn.kv_b_proj.weight", "attn_v_b"},
+    /* a GGUF's split kv_b (llama.cpp's attn_k_b [nh, kv_lora, nope], attn_v_b
+     * [nh, v, kv_lora]: coli's layout already, heads folded into rows) */
+    {"self_attn.k_b_proj.weight", "attn_k_b"},
+    {"self_attn.v_b_proj.weight", "attn_v_b"},
     /* gpt_oss (its experts and their biases: core/convert/convert_gptoss.c;
      * the expert bias names here only name a missing tensor) */
     {"self_attn.o_proj.bias", "attn_o_bias"},
@@ -266,6 +270,9 @@ static const struct {
     {"mlp.experts.gate_up_proj_bias", "exp_gate_bias"},
     {"mlp.experts.gate_up_proj_bias", "exp_up_bias"},
     {"mlp.experts.down_proj_bias", "exp_down_bias"},
+    /* gpt-oss from a GGUF: gate and up biases apart, [E, I] each */
+    {"mlp.experts.gate_proj_bias", "exp_gate_bias"},
+    {"mlp.experts.up_proj_bias", "exp_up_bias"},
 };
 
 /* Per-expert part suffixes (after "<prefix>experts.<e>."). */
@@ -393,7 +400,7 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 		         v->hf.shards[shard], SRC(nm), s->hf_seen);
 		return -EINVAL;
 	}
-	if (v->c->kv_lora && strstr(coli, ".attn_k_b"))
+	if (v->c->kv_lora && strstr(coli, ".attn_k_b") && strstr(nm, ".kv_b_proj."))
 		return map_kv_b(v, shard, t, s);
 	if (s->ndim == 1)
 		snprintf(want, sizeof(want), "[%llu]", (unsigned long long)s->shape[0]);

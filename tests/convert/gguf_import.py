@@ -75,6 +75,8 @@ def read_safetensors(path):
             if v["dtype"] == "BF16":
                 arr = np.frombuffer(raw, dtype=np.uint16).reshape(v["shape"])
                 out[name] = ("bf16", arr)
+            elif v["dtype"] == "U8":
+                out[name] = ("u8", np.frombuffer(raw, dtype=np.uint8).reshape(v["shape"]))
             elif v["dtype"] == "F32":
                 out[name] = ("f32", np.frombuffer(raw, dtype=np.float32).reshape(v["shape"]))
             else:
@@ -247,6 +249,251 @@ def write(hf_dir, out, mode, split=0):
     w.close()
 
 
+def vocab(w, hf_dir, cfg, pre):
+    """tokenizer.ggml.* from tokenizer.json, as write() does."""
+    tok = json.load(open(f"{hf_dir}/tokenizer.json"))
+    n_vocab = cfg["vocab_size"]
+    tokens = [f"[PAD{i}]" for i in range(n_vocab)]
+    types = [gguf.TokenType.UNUSED] * n_vocab
+    for s, i in tok["model"]["vocab"].items():
+        tokens[i], types[i] = s, gguf.TokenType.NORMAL
+    for a in tok["added_tokens"]:
+        tokens[a["id"]] = a["content"]
+        types[a["id"]] = gguf.TokenType.CONTROL if a["special"] else gguf.TokenType.USER_DEFINED
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    if cfg.get("bos_token_id") is not None:
+        w.add_bos_token_id(cfg["bos_token_id"])
+    w.add_eos_token_id(cfg["eos_token_id"])
+    w.add_chat_template(json.load(open(f"{hf_dir}/tokenizer_config.json"))["chat_template"])
+
+
+ARCHS = {"glm4_moe": gguf.MODEL_ARCH.GLM4_MOE, "deepseek_v3": gguf.MODEL_ARCH.DEEPSEEK2,
+         "gpt_oss": gguf.MODEL_ARCH.GPT_OSS, "minimax_m2": gguf.MODEL_ARCH.MINIMAXM2}
+
+
+def rope_params(cfg):
+    rp = dict(cfg.get("rope_scaling") or {})
+    rp.update(cfg.get("rope_parameters") or {})
+    return rp
+
+
+def hparams(w, cfg, mt, nl, mode):
+    """The keys convert_hf_to_gguf.py writes for the family (TextModel's
+    set_gguf_parameters, then the model class's)."""
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    rp = rope_params(cfg)
+    w.add_block_count(nl)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(1 if mt == "deepseek_v3" else cfg["num_key_value_heads"])
+    if rp.get("rope_type", rp.get("type")) == "yarn":
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(rp["factor"])
+        w.add_rope_scaling_orig_ctx_len(rp["original_max_position_embeddings"])
+        if "beta_fast" in rp:
+            w.add_rope_scaling_yarn_beta_fast(rp["beta_fast"])
+        if "beta_slow" in rp:
+            w.add_rope_scaling_yarn_beta_slow(rp["beta_slow"])
+    w.add_rope_freq_base(cfg.get("rope_theta") or rp["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_expert_count(cfg.get("n_routed_experts") or cfg["num_local_experts"])
+    w.add_expert_used_count(cfg["num_experts_per_tok"])
+    if "n_group" in cfg:
+        w.add_expert_group_count(cfg["n_group"])
+        w.add_expert_group_used_count(cfg["topk_group"])
+    if mt in ("minimax_m2", "glm4_moe", "deepseek_v3"):  # scoring_func sigmoid (V3's config.json)
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    if mt != "deepseek_v3":
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    if mt == "glm4_moe":
+        w.add_rope_dimension_count(int(hd * cfg.get("partial_rotary_factor", 0.5)))
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        w.add_expert_shared_count(cfg["n_shared_experts"])
+        w.add_leading_dense_block_count(cfg["first_k_dense_replace"])
+        w.add_expert_weights_scale(cfg["routed_scaling_factor"])
+        w.add_expert_weights_norm(cfg["norm_topk_prob"])
+        w.add_nextn_predict_layers(cfg["num_nextn_predict_layers"])
+    elif mt == "deepseek_v3":
+        kv, rope = cfg["kv_lora_rank"], cfg["qk_rope_head_dim"]
+        w.add_leading_dense_block_count(cfg["first_k_dense_replace"])
+        w.add_vocab_size(cfg["vocab_size"])
+        if cfg.get("q_lora_rank") is not None:
+            w.add_q_lora_rank(cfg["q_lora_rank"])
+        w.add_kv_lora_rank(kv)
+        if mode == "kvb":  # an older file: key/value lengths are the MLA head's
+            w.add_key_length(cfg["qk_nope_head_dim"] + rope)
+            w.add_value_length(cfg["v_head_dim"])
+        else:
+            w.add_key_length(kv + rope)
+            w.add_value_length(kv)
+            w.add_key_length_mla(cfg["qk_nope_head_dim"] + rope)
+            w.add_value_length_mla(cfg["v_head_dim"])
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        w.add_expert_shared_count(cfg["n_shared_experts"])
+        w.add_expert_weights_scale(cfg["routed_scaling_factor"])
+        if cfg["norm_topk_prob"]:
+            w.add_expert_weights_norm(True)
+        w.add_rope_dimension_count(rope)
+        if rp.get("mscale_all_dim") is not None:
+            w.add_rope_scaling_yarn_log_mul(0.1 * rp["mscale_all_dim"])
+    elif mt == "gpt_oss":
+        w.add_sliding_window(cfg["sliding_window"])
+        w.add_expert_feed_forward_length(cfg["intermediate_size"])
+    elif mt == "minimax_m2":
+        w.add_expert_feed_forward_length(cfg["intermediate_size"])
+        w.add_rope_dimension_count(cfg["rotary_dim"])
+
+
+def mxfp4_blocks(blocks, scales):
+    """HF's MXFP4 (_blocks [.., R, C/32, 16]: byte k holds elements 2k (low
+    nibble) and 2k + 1; _scales [.., R, C/32]) -> ggml's block_mxfp4 rows
+    [.., R, C/32 * 17]: e, then qs[j] holding elements j (low) and j + 16."""
+    codes = np.stack([blocks & 15, blocks >> 4], axis=-1).reshape(*blocks.shape[:-1], 32)
+    qs = (codes[..., :16] | (codes[..., 16:] << 4)).astype(np.uint8)
+    out = np.concatenate([scales[..., None], qs], axis=-1)
+    return out.reshape(*blocks.shape[:-2], blocks.shape[-2] * 17)
+
+
+def write_arch(hf_dir, out, mode):
+    """glm4moe, deepseek2, gpt-oss, minimax-m2 as llama.cpp's converter writes
+    them (names from gguf's TensorNameMap). mode: bf16; kvb (deepseek2 with
+    attn_kv_b unsplit, the older files' key lengths); mxfp4 (gpt-oss from an
+    MXFP4 checkpoint: the experts' blocks repacked, as the converter does);
+    q8_0 (matrices Q8_0, router and 1-D F32); softmax (deepseek2 with
+    expert_gating_func softmax: refused); pattern (gpt-oss with an array
+    sliding_window_pattern: refused)."""
+    cfg = json.load(open(f"{hf_dir}/config.json"))
+    mt = cfg["model_type"]
+    st = read_safetensors(f"{hf_dir}/model.safetensors")
+    nl = cfg["num_hidden_layers"]
+    mtp = cfg.get("num_nextn_predict_layers", 0) if mt == "glm4_moe" else 0
+    tmap = gguf.get_tensor_name_map(ARCHS[mt], nl + mtp)
+    w = gguf.GGUFWriter(out, gguf.MODEL_ARCH_NAMES[ARCHS[mt]])
+    hparams(w, cfg, mt, nl + mtp, mode)
+    if mode == "softmax":
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
+    if mode == "pattern":
+        w.add_sliding_window_pattern([True, False, True])
+    vocab(w, hf_dir, cfg, "qwen2")
+    E = cfg.get("n_routed_experts") or cfg["num_local_experts"]
+
+    def put(hf, t, raw=None):
+        kind, arr = t
+        gg = tmap.get_name(hf, try_suffixes=(".weight", ".bias"))
+        if gg is None:
+            raise SystemExit(f"no GGUF name for {hf}")
+        if raw is not None:
+            w.add_tensor(gg, raw, raw_dtype=T.MXFP4)
+        elif mode == "q8_0" and arr.ndim >= 2 and "ffn_gate_inp" not in gg and arr.shape[-1] % 32 == 0:
+            w.add_tensor(gg, gguf.quants.quantize(as_f32(t), T.Q8_0), raw_dtype=T.Q8_0)
+        else:
+            add(w, gg, t, T.BF16 if arr.ndim >= 2 and "ffn_gate_inp" not in gg else T.F32)
+
+    layers = {}
+    for name, t in st.items():
+        parts = name.split(".")
+        if name.startswith("model.layers."):
+            layers.setdefault(int(parts[2]), {})[".".join(parts[3:])] = t
+        else:
+            put(name, t)
+    if mtp:  # an MTP block as GLM-4.5 has: the last layer's tensors and nextn.*
+        rng = np.random.default_rng(7)
+        layers[nl] = dict(layers[nl - 1])
+        H = cfg["hidden_size"]
+        for n, shape in (("eh_proj.weight", (H, 2 * H)), ("enorm.weight", (H,)),
+                         ("hnorm.weight", (H,)), ("shared_head.norm.weight", (H,))):
+            layers[nl][n] = ("f32", rng.standard_normal(shape).astype(np.float32))
+    for l, ts in sorted(layers.items()):
+        pre = f"model.layers.{l}."
+        ex = {}
+        for n, t in ts.items():
+            kind, arr = t
+            if n.endswith("e_score_correction_bias"):  # the converter's rename
+                put(pre + n.replace("_bias", ".bias"), t)
+            elif n.endswith(".sinks"):
+                put(pre + n + ".weight", t)
+            elif mt == "deepseek_v3" and n == "self_attn.kv_b_proj.weight" and mode != "kvb":
+                nh, nope, vh = cfg["num_attention_heads"], cfg["qk_nope_head_dim"], cfg["v_head_dim"]
+                kvb = arr.reshape(nh, nope + vh, -1)
+                put(pre + "self_attn.k_b_proj.weight",
+                    (kind, np.ascontiguousarray(kvb[:, :nope].transpose(0, 2, 1))))
+                put(pre + "self_attn.v_b_proj.weight", (kind, np.ascontiguousarray(kvb[:, nope:])))
+            elif mt == "gpt_oss" and n.startswith("mlp.experts."):
+                ex[n[len("mlp.experts."):]] = t
+            elif ".experts." in n:
+                ex[n] = t
+            else:
+                put(pre + n, t)
+        if mt == "gpt_oss":
+            g = lambda k: ex[k][1]
+            if "gate_up_proj_blocks" in ex:
+                gb, gs = g("gate_up_proj_blocks"), g("gate_up_proj_scales")
+                put(pre + "mlp.experts.gate_proj.weight", ex["gate_up_proj_blocks"],
+                    mxfp4_blocks(gb[:, ::2], gs[:, ::2]))
+                put(pre + "mlp.experts.up_proj.weight", ex["gate_up_proj_blocks"],
+                    mxfp4_blocks(gb[:, 1::2], gs[:, 1::2]))
+                put(pre + "mlp.experts.down_proj.weight", ex["down_proj_blocks"],
+                    mxfp4_blocks(g("down_proj_blocks"), g("down_proj_scales")))
+            else:
+                kind, gu = ex["gate_up_proj"]
+                gu = gu.swapaxes(-1, -2)
+                put(pre + "mlp.experts.gate_proj.weight", (kind, np.ascontiguousarray(gu[:, ::2])))
+                put(pre + "mlp.experts.up_proj.weight", (kind, np.ascontiguousarray(gu[:, 1::2])))
+                kind, d = ex["down_proj"]
+                put(pre + "mlp.experts.down_proj.weight",
+                    (kind, np.ascontiguousarray(d.swapaxes(-1, -2))))
+            kind, b = ex["gate_up_proj_bias"]
+            put(pre + "mlp.experts.gate_proj.bias", (kind, np.ascontiguousarray(b[..., ::2])))
+            put(pre + "mlp.experts.up_proj.bias", (kind, np.ascontiguousarray(b[..., 1::2])))
+            put(pre + "mlp.experts.down_proj.bias", ex["down_proj_bias"])
+            continue
+        if not ex:
+            continue
+        if "mlp.experts.gate_up_proj" in ex:  # transformers 5's fused [E, 2I, H]: gate rows first
+            kind, gu = ex["mlp.experts.gate_up_proj"]
+            I = gu.shape[1] // 2
+            stacks = {"gate_proj": (kind, gu[:, :I]), "up_proj": (kind, gu[:, I:]),
+                      "down_proj": ex["mlp.experts.down_proj"]}
+            prefix = "mlp.experts."
+        else:
+            moe = "block_sparse_moe" if mt == "minimax_m2" else "mlp"
+            names = ("w1", "w3", "w2") if mt == "minimax_m2" else ("gate_proj", "up_proj", "down_proj")
+            stacks = {}
+            for hfp, part in zip(names, ("gate_proj", "up_proj", "down_proj")):
+                es = [ex[f"{moe}.experts.{e}.{hfp}.weight"] for e in range(E)]
+                stacks[part] = (es[0][0], np.stack([a for _, a in es]))
+            prefix = "mlp.experts."
+        for part, t in stacks.items():
+            put(pre + prefix + part + ".weight", (t[0], np.ascontiguousarray(t[1])))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def limit7(hf_dir, out):
+    """The gpt_oss fixture with swiglu_limit 7 (llama.cpp's constant: a GGUF
+    has no key for it), the weights linked."""
+    import os
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(hf_dir):
+        if f.endswith(".json") and f != "config.json":
+            os.symlink(os.path.abspath(f"{hf_dir}/{f}"), f"{out}/{f}")
+    os.symlink(os.path.abspath(f"{hf_dir}/model.safetensors"), f"{out}/model.safetensors")
+    cfg = json.load(open(f"{hf_dir}/config.json"))
+    cfg["swiglu_limit"] = 7.0
+    json.dump(cfg, open(f"{out}/config.json", "w"))
+
+
 COLI_NAMES = {"attn_output": "attn_o", "ffn_gate_shexp": "shexp_gate",
               "ffn_up_shexp": "shexp_up", "ffn_down_shexp": "shexp_down"}
 DTYPE = {T.Q8_0: 8, T.Q4_0: 9}  # cpu/dtype.h's numbers
@@ -334,7 +581,11 @@ def top1(a, b, vocab):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "write":
+    if sys.argv[1] == "write" and json.load(open(f"{sys.argv[2]}/config.json"))["model_type"] in ARCHS:
+        write_arch(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "limit7":
+        limit7(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "write":
         write(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else 0)
     elif sys.argv[1] == "gpt2tok":
         gpt2tok(sys.argv[2], sys.argv[3])
