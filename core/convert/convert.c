@@ -534,8 +534,15 @@ static int write_all(struct cv *v)
 				rc = coli_convert_fp8_chunk(v, j, r0, n, &fc);
 			if (rc)
 				break;
-			rc = write_rows(v, j, r0, n, wide ? NULL : raw, j->scale ? &fc : NULL, in,
-			                out);
+			if (j->ggml == COLI_GGML_MXFP4 && j->dtype == COLI_DTYPE_Q8_0) {
+				/* a GGUF's MXFP4 blocks: q8 exactly (convert_gptoss.c) */
+				rc = coli_convert_mxfp4_gguf(v, j, r0, n,
+				                             (const unsigned char *)raw, out);
+				rc = rc ? rc : write_planar(v, j, r0, n, out);
+			} else {
+				rc = write_rows(v, j, r0, n, wide ? NULL : raw,
+				                j->scale ? &fc : NULL, in, out);
+			}
 			v->done += coli_convert_src_bytes(j, n * j->cols);
 			progress(v, 0);
 		}

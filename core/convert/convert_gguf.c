@@ -35,7 +35,10 @@
  *   families   qwen3moe, qwen2moe, olmoe (q/k norms over the whole
  *              projection), "llama" with {arch}.expert_count (Mixtral),
  *              glm4moe, deepseek2 (MLA, its RoPE rows interleaved as the
- *              checkpoint's: h->rope_interleave).
+ *              checkpoint's: h->rope_interleave), gpt-oss (gate and up
+ *              experts and their biases apart: named per expert, and
+ *              mlp.experts.{gate,up}_proj_bias; MXFP4 experts -> q8 exactly
+ *              in convert.c).
  *              llama.cpp's converter permutes a llama's attn_q / attn_k rows
  *              into ggml's interleaved RoPE order; h->rope_interleaved has
  *              convert.c read them back into the checkpoint's order.
@@ -54,7 +57,7 @@
  * twin (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) keeps its blocks as
  * stored (core/convert/convert.c kept_dtype); the others (F16, BF16, MXFP4)
  * become the config's quant, which the file's matrices decide by element
- * count: mostly Q8_0 / Q5_* / Q6_K -> q8, mostly 4 bits or fewer -> q4,
+ * count: mostly Q8_0 / Q5_* / Q6_K / MXFP4 -> q8, mostly 4 bits or fewer -> q4,
  * otherwise bf16, or q8 when some matrix keeps its blocks (they need
  * quantized activations) (docs/quant.md).
  */

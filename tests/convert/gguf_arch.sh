@@ -15,6 +15,16 @@
 #                   (transposed) / attn_v_b as the converter writes it now,
 #                   and kept whole (mode kvb, an older file's key lengths)
 #   deepseek_v3_noqlora  the same without q_lora (a plain attn_q)
+#   gpt_oss         gpt-oss (sinks, sliding layers, q/k/v/o, router and
+#                   expert biases, gate_up split into ffn_gate_exps /
+#                   ffn_up_exps, YaRN) against the fixture with swiglu_limit 7
+#                   (`limit7`: llama.cpp's constant, which no key holds)
+#   gpt_oss_mxfp4   the same from the MXFP4 checkpoint: experts as ggml MXFP4
+#                   blocks (repacked, not requantized, as the converter does),
+#                   converted to q8 exactly as the checkpoint's are
+#   o200k           tokenizer.ggml.pre "gpt-4o" gives the ids of a
+#                   tokenizer.json with gpt-oss's o200k Split regex; labelled
+#                   qwen2 it does not ("TypeError": the texts tell them apart)
 #   (each)          converted with --quant bf16 and q8, the logits equal, bit
 #                   for bit, those of the checkpoint directory converted with
 #                   the same --quant (the same weights through the same
@@ -22,8 +32,9 @@
 #                   tests/core/fixture_logits.c's tolerance), and `coli
 #                   tokenize` gives the checkpoint's ids
 #   refused         deepseek2 routed by softmax (expert_gating_func 1, or
-#                   absent: DeepSeek-V2's files): exit 1 naming the key, no
-#                   output left behind
+#                   absent: DeepSeek-V2's files), gpt-oss with an array
+#                   sliding_window_pattern: exit 1 naming the key, no output
+#                   left behind
 set -u
 GEN="$ROOT/tests/convert/gguf_import.py"
 COLI="$ROOT/$BUILD/coli"
@@ -89,5 +100,23 @@ refused() {
 	fi
 	rm -f out.coli*
 }
+"$PY" "$GEN" limit7 "$FIX/gpt_oss" l7 && "$PY" "$GEN" limit7 "$FIX/gpt_oss_mxfp4" l7mx ||
+	bad "writing the swiglu_limit 7 fixtures"
+same gptoss l7 bf16 gpt_oss bf16 q8
+same gptoss-mxfp4 l7mx mxfp4 gpt_oss q8 bf16
+
+# o200k: the same vocabulary's tokenizer.json with gpt-oss's Split regex
+"$PY" "$GEN" o200ktok l7 otok && "$PY" "$GEN" write otok o200k.gguf o200k ||
+	bad "writing the o200k fixtures"
+"$COLI" convert otok -o o-hf.coli --quiet 2>/dev/null || bad "converting otok"
+"$COLI" convert o200k.gguf -o o-gg.coli --quiet 2>/dev/null || bad "converting o200k.gguf"
+tok o-hf.coli o-gg.coli "gpt-4o (o200k)"
+t="raise TypeError"
+[ "$("$COLI" tokenize -m o-hf.coli "$t" 2>&1)" != "$("$COLI" tokenize -m hf-gptoss-bf16.coli "$t" 2>&1)" ] &&
+	[ "$("$COLI" tokenize -m o-hf.coli "$t" 2>&1)" = "$("$COLI" tokenize -m o-gg.coli "$t" 2>&1)" ] &&
+	echo "ok: gpt-4o (o200k): '$t' split as o200k, not as qwen2" ||
+	bad "o200k: '$t' does not tell the regexes apart, or the GGUF's differs"
+
+refused oss-pattern "$FIX/gpt_oss" pattern "gpt-oss.attention.sliding_window_pattern as an array"
 refused ds-softmax "$FIX/deepseek_v3" softmax "deepseek2.expert_gating_func 1 is not supported"
 exit $fail

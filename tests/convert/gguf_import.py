@@ -370,7 +370,7 @@ def write_arch(hf_dir, out, mode):
     MXFP4 checkpoint: the experts' blocks repacked, as the converter does);
     q8_0 (matrices Q8_0, router and 1-D F32); softmax (deepseek2 with
     expert_gating_func softmax: refused); pattern (gpt-oss with an array
-    sliding_window_pattern: refused)."""
+    sliding_window_pattern: refused); o200k (tokenizer.ggml.pre "gpt-4o")."""
     cfg = json.load(open(f"{hf_dir}/config.json"))
     mt = cfg["model_type"]
     st = read_safetensors(f"{hf_dir}/model.safetensors")
@@ -383,7 +383,7 @@ def write_arch(hf_dir, out, mode):
         w.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
     if mode == "pattern":
         w.add_sliding_window_pattern([True, False, True])
-    vocab(w, hf_dir, cfg, "qwen2")
+    vocab(w, hf_dir, cfg, "gpt-4o" if mode == "o200k" else "qwen2")
     E = cfg.get("n_routed_experts") or cfg["num_local_experts"]
 
     def put(hf, t, raw=None):
@@ -558,7 +558,13 @@ def blocks(gguf_path, coli_path):
     print(f"blocks: {n} matrices equal")
 
 
-def gpt2tok(hf_dir, out):
+O200K = ("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+         "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+         "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"
+         "[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")  # gpt-oss's tokenizer.json (o200k)
+
+
+def gpt2tok(hf_dir, out, regex=None):
     import os
     import shutil
     os.makedirs(out, exist_ok=True)
@@ -570,6 +576,12 @@ def gpt2tok(hf_dir, out):
     tok["normalizer"] = None
     tok["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False,
                             "trim_offsets": True, "use_regex": True}
+    if regex:  # gpt-oss's shape: Split(regex, Isolated), then ByteLevel without its own
+        tok["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated",
+             "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+             "use_regex": False}]}
     json.dump(tok, open(f"{out}/tokenizer.json", "w"))
 
 
@@ -589,6 +601,8 @@ if __name__ == "__main__":
         write(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else 0)
     elif sys.argv[1] == "gpt2tok":
         gpt2tok(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "o200ktok":
+        gpt2tok(sys.argv[2], sys.argv[3], O200K)
     elif sys.argv[1] == "blocks":
         blocks(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "top1":
