@@ -38,7 +38,7 @@
  *              checkpoint's: h->rope_interleave), gpt-oss (gate and up
  *              experts and their biases apart: named per expert, and
  *              mlp.experts.{gate,up}_proj_bias; MXFP4 experts -> q8 exactly
- *              in convert.c).
+ *              in convert.c), minimax-m2.
  *              llama.cpp's converter permutes a llama's attn_q / attn_k rows
  *              into ggml's interleaved RoPE order; h->rope_interleaved has
  *              convert.c read them back into the checkpoint's order.

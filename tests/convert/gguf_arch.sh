@@ -22,6 +22,9 @@
 #   gpt_oss_mxfp4   the same from the MXFP4 checkpoint: experts as ggml MXFP4
 #                   blocks (repacked, not requantized, as the converter does),
 #                   converted to q8 exactly as the checkpoint's are
+#   minimax_m2      minimax-m2 (partial RoPE, q/k norms over the whole
+#                   projection, sigmoid routing with exp_probs_b, w1/w3/w2
+#                   experts stacked)
 #   o200k           tokenizer.ggml.pre "gpt-4o" gives the ids of a
 #                   tokenizer.json with gpt-oss's o200k Split regex; labelled
 #                   qwen2 it does not ("TypeError": the texts tell them apart)
@@ -100,6 +103,8 @@ refused() {
 	fi
 	rm -f out.coli*
 }
+same minimax-m2 "$FIX/minimax_m2" bf16 minimax_m2 bf16 q8
+tok hf-minimax-m2-bf16.coli gg-minimax-m2-bf16.coli minimax-m2
 "$PY" "$GEN" limit7 "$FIX/gpt_oss" l7 && "$PY" "$GEN" limit7 "$FIX/gpt_oss_mxfp4" l7mx ||
 	bad "writing the swiglu_limit 7 fixtures"
 same gptoss l7 bf16 gpt_oss bf16 q8
