@@ -454,6 +454,16 @@ static int write_xf(struct cv *v, const struct job *j, unsigned char *out)
 	}
 	if (rc)
 		goto out;
+	if (j->copy) { /* XF_DEINTERLEAVE of kept blocks: whole rows moved, not requantized */
+		uint64_t rb = coli_convert_src_bytes(j, j->cols), h = j->rows / 2;
+
+		for (uint64_t r = 0; r < j->rows; r++)
+			memcpy((char *)src + r * rb,
+			       (const char *)raw + (r < h ? 2 * r : 2 * (r - h) + 1) * rb, rb);
+		rc = write_rows(v, j, 0, j->rows, src, NULL, in, out);
+		v->done += coli_convert_src_bytes(j, n);
+		goto out;
+	}
 	for (uint64_t r = 0; r < j->rows; r++)
 		for (uint64_t c = 0; c < j->cols; c++)
 			in[r * j->cols + c] =

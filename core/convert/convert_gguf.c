@@ -530,13 +530,47 @@ static int sections(struct gg *s, struct coli_convert_hf *h)
 	return rc;
 }
 
+/* general.architecture -> s->family and s->arch, or refused naming it. */
+static int family_of(struct gg *s)
+{
+	const char *arch;
+	uint64_t al;
+
+	if (coli_gguf_get_str(s->g, "general.architecture", &arch, &al))
+		return coli_convert_errf(s->errbuf, s->errlen, -EPROTONOSUPPORT,
+		                         "%s: no general.architecture (supported: " ARCH_NAMES ")",
+		                         s->path);
+	for (size_t i = 0; i < sizeof(g_archs) / sizeof(g_archs[0]) && !s->family; i++)
+		if (strlen(g_archs[i].name) == al && !memcmp(arch, g_archs[i].name, al))
+			s->family = g_archs[i].arch;
+	if (!s->family)
+		return coli_convert_errf(s->errbuf, s->errlen, -EPROTONOSUPPORT,
+		                         "%s: architecture '%.*s' is not supported for GGUF import "
+		                         "(supported: " ARCH_NAMES ")",
+		                         s->path, (int)(al < 64 ? al : 64), arch);
+	memcpy(s->arch, arch, al);
+	return 0;
+}
+
+int coli_convert_gguf_meta(struct coli_gguf *g, const char *path, struct coli_convert_hf *h,
+                           char *errbuf, size_t errlen)
+{
+	struct gg s = {
+	    .g = g, .parts = g, .n_parts = 1, .path = path, .errbuf = errbuf, .errlen = errlen};
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	errbuf[0] = 0;
+	if ((rc = family_of(&s)) || (rc = coli_convert_gguf_config(&s, h, COLI_DTYPE_BF16)))
+		return rc;
+	return sections(&s, h);
+}
+
 int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
                            char *errbuf, size_t errlen)
 {
 	struct gg s = {.path = o->hf_dir, .errbuf = errbuf, .errlen = errlen};
 	enum coli_dtype quant = o->quant;
-	const char *arch;
-	uint64_t al;
 	int rc;
 
 	memset(h, 0, sizeof(*h));
@@ -552,25 +586,7 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 		goto err;
 	}
 	s.g = &s.parts[0];
-	rc = -EPROTONOSUPPORT;
-	if (coli_gguf_get_str(s.g, "general.architecture", &arch, &al)) {
-		coli_convert_errf(errbuf, errlen, rc,
-		                  "%s: no general.architecture (supported: " ARCH_NAMES ")",
-		                  o->hf_dir);
-		goto err;
-	}
-	for (size_t i = 0; i < sizeof(g_archs) / sizeof(g_archs[0]) && !s.family; i++)
-		if (strlen(g_archs[i].name) == al && !memcmp(arch, g_archs[i].name, al))
-			s.family = g_archs[i].arch;
-	if (!s.family) {
-		coli_convert_errf(errbuf, errlen, rc,
-		                  "%s: architecture '%.*s' is not supported for GGUF import "
-		                  "(supported: " ARCH_NAMES ")",
-		                  o->hf_dir, (int)(al < 64 ? al : 64), arch);
-		goto err;
-	}
-	memcpy(s.arch, arch, al);
-	if ((rc = refuse_types(&s)))
+	if ((rc = family_of(&s)) || (rc = refuse_types(&s)))
 		goto err;
 	if (o->quant_auto) {
 		quant = pick_quant(s.parts, s.n_parts);

@@ -85,6 +85,13 @@ int coli_convert_gguf_is(const char *path);
 int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
                            char *errbuf, size_t errlen);
 uint64_t coli_convert_gguf_bytes(uint32_t type, uint64_t n);
+/* A parsed GGUF's metadata alone (no tensor mapped, no file opened): the
+ * config and the text sections _load would make, or what it would refuse
+ * (tools/fuzz_gguf.c feeds it every input that parses). h is filled as by
+ * _load; free it with coli_convert_hf_free whatever this returns. */
+struct coli_gguf;
+int coli_convert_gguf_meta(struct coli_gguf *g, const char *path, struct coli_convert_hf *h,
+                           char *errbuf, size_t errlen);
 /* The GGUF name of the checkpoint name a GGUF tensor was read as
  * ("model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight", an
  * expert's -> "blk.3.ffn_gate_exps.weight, expert 5"); -ENOENT for a name no

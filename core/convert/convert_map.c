@@ -31,7 +31,10 @@ int coli_convert_add_job(struct cv *v, const struct job *j)
 
 	*d = *j;
 	d->ggml = v->hf.ggml ? v->hf.ggml[d->shard][d->src - v->hf.st[d->shard].t] : -1;
-	d->copy = d->ggml >= 0 && coli_ggml_same_blocks((uint32_t)d->ggml, d->dtype);
+	/* blocks are moved whole rows at a time: a transpose or a column pair
+	 * is dequantized and converted instead */
+	d->copy = d->ggml >= 0 && coli_ggml_same_blocks((uint32_t)d->ggml, d->dtype) &&
+	          (d->xf == XF_NONE || d->xf == XF_DEINTERLEAVE);
 	v->n_blocks += d->ggml >= 0;
 	v->n_copied += (size_t)d->copy;
 	d->scale = NULL;
@@ -449,6 +452,7 @@ static void missing(struct cv *v, const char *where, const char *hf, const char 
 const char *coli_convert_slot_hf(const struct cv *v, const char *cn, char *buf, size_t n)
 {
 	int mixtral = v->c->arch == COLI_ARCH_MIXTRAL || v->c->arch == COLI_ARCH_MINIMAX_M2;
+	int oss = v->c->arch == COLI_ARCH_GPT_OSS; /* its router is mlp.router */
 	int l = -1, off = 0;
 
 	if (!strcmp(cn, "tok_embd"))
@@ -461,7 +465,9 @@ const char *coli_convert_slot_hf(const struct cv *v, const char *cn, char *buf, 
 		for (size_t k = 0; k < sizeof(g_layer_names) / sizeof(g_layer_names[0]); k++)
 			if (!strcmp(cn + off, g_layer_names[k].coli) &&
 			    !(mixtral && !strncmp(g_layer_names[k].hf, "mlp.", 4) &&
-			      !strncmp(cn + off, "router", 6))) {
+			      !strncmp(cn + off, "router", 6)) &&
+			    !(oss && !strncmp(cn + off, "router", 6) &&
+			      strncmp(g_layer_names[k].hf, "mlp.router.", 11))) {
 				snprintf(buf, n, "model.layers.%d.%s", l, g_layer_names[k].hf);
 				return buf;
 			}

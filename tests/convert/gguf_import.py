@@ -46,6 +46,20 @@ pre-tokenizer name is "qwen2" (Qwen's regex, which the fixtures use), or
 "olmo" (mode olmo: GPT-2's regex, for a tokenizer.json rewritten to a
 ByteLevel pre-tokenizer: `gpt2tok DIR`).
 
+  seed HF_DIR OUT.gguf         a fuzz seed of the fixture's family
+                               (glm4_moe, deepseek_v3, gpt_oss, minimax_m2):
+                               its keys, 8 tokens, a small token_embd
+                               (tests/fuzz/gguf/arch-*.gguf)
+
+  write for glm4_moe, deepseek_v3(_noqlora), gpt_oss(_mxfp4), minimax_m2:
+                               llama.cpp's glm4moe, deepseek2, gpt-oss,
+                               minimax-m2 (write_arch: names from the gguf
+                               package's TensorNameMap; modes bf16, q8_0,
+                               kvb, mxfp4, o200k, softmax, pattern)
+  limit7 HF_DIR OUT_DIR        the gpt_oss fixture at swiglu_limit 7
+  batch CMD ARGS -- CMD ARGS   several commands, one interpreter start
+  o200ktok HF_DIR OUT_DIR      gpt2tok with gpt-oss's o200k Split regex
+
   gpt2tok HF_DIR OUT_DIR       the fixture with its tokenizer.json's
                                pre-tokenizer replaced by ByteLevel with
                                GPT-2's regex and no normalizer (the weights
@@ -308,7 +322,7 @@ def hparams(w, cfg, mt, nl, mode):
     if "n_group" in cfg:
         w.add_expert_group_count(cfg["n_group"])
         w.add_expert_group_used_count(cfg["topk_group"])
-    if mt in ("minimax_m2", "glm4_moe", "deepseek_v3"):  # scoring_func sigmoid (V3's config.json)
+    if mt in ("minimax_m2", "glm4_moe", "deepseek_v3") and mode != "softmax":  # V3's scoring_func
         w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
     if mt != "deepseek_v3":
         w.add_key_length(hd)
@@ -329,7 +343,7 @@ def hparams(w, cfg, mt, nl, mode):
         if cfg.get("q_lora_rank") is not None:
             w.add_q_lora_rank(cfg["q_lora_rank"])
         w.add_kv_lora_rank(kv)
-        if mode == "kvb":  # an older file: key/value lengths are the MLA head's
+        if "kvb" in mode:  # an older file: key/value lengths are the MLA head's
             w.add_key_length(cfg["qk_nope_head_dim"] + rope)
             w.add_value_length(cfg["v_head_dim"])
         else:
@@ -370,7 +384,10 @@ def write_arch(hf_dir, out, mode):
     MXFP4 checkpoint: the experts' blocks repacked, as the converter does);
     q8_0 (matrices Q8_0, router and 1-D F32); softmax (deepseek2 with
     expert_gating_func softmax: refused); pattern (gpt-oss with an array
-    sliding_window_pattern: refused); o200k (tokenizer.ggml.pre "gpt-4o")."""
+    sliding_window_pattern: refused); yarn (YaRN keys: refused outside
+    deepseek2 and gpt-oss); nobias (blk.1's exp_probs_b or router bias left
+    out: refused naming it); o200k (tokenizer.ggml.pre "gpt-4o");
+    joined by "+" (kvb+q8_0)."""
     cfg = json.load(open(f"{hf_dir}/config.json"))
     mt = cfg["model_type"]
     st = read_safetensors(f"{hf_dir}/model.safetensors")
@@ -383,6 +400,10 @@ def write_arch(hf_dir, out, mode):
         w.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
     if mode == "pattern":
         w.add_sliding_window_pattern([True, False, True])
+    if mode == "yarn":  # YaRN keys on a family without it
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(4.0)
+        w.add_rope_scaling_orig_ctx_len(128)
     vocab(w, hf_dir, cfg, "gpt-4o" if mode == "o200k" else "qwen2")
     E = cfg.get("n_routed_experts") or cfg["num_local_experts"]
 
@@ -391,12 +412,16 @@ def write_arch(hf_dir, out, mode):
         gg = tmap.get_name(hf, try_suffixes=(".weight", ".bias"))
         if gg is None:
             raise SystemExit(f"no GGUF name for {hf}")
+        if mode == "nobias" and gg in ("blk.1.exp_probs_b.bias", "blk.1.ffn_gate_inp.bias"):
+            return
         if raw is not None:
             w.add_tensor(gg, raw, raw_dtype=T.MXFP4)
-        elif mode == "q8_0" and arr.ndim >= 2 and "ffn_gate_inp" not in gg and arr.shape[-1] % 32 == 0:
+        elif ("q8_0" in mode.split("+") and arr.ndim >= 2 and "ffn_gate_inp" not in gg
+              and not gg.endswith(".bias") and arr.shape[-1] % 32 == 0):
             w.add_tensor(gg, gguf.quants.quantize(as_f32(t), T.Q8_0), raw_dtype=T.Q8_0)
         else:
-            add(w, gg, t, T.BF16 if arr.ndim >= 2 and "ffn_gate_inp" not in gg else T.F32)
+            add(w, gg, t, T.BF16 if arr.ndim >= 2 and "ffn_gate_inp" not in gg
+                and not gg.endswith(".bias") else T.F32)
 
     layers = {}
     for name, t in st.items():
@@ -421,7 +446,7 @@ def write_arch(hf_dir, out, mode):
                 put(pre + n.replace("_bias", ".bias"), t)
             elif n.endswith(".sinks"):
                 put(pre + n + ".weight", t)
-            elif mt == "deepseek_v3" and n == "self_attn.kv_b_proj.weight" and mode != "kvb":
+            elif mt == "deepseek_v3" and n == "self_attn.kv_b_proj.weight" and "kvb" not in mode:
                 nh, nope, vh = cfg["num_attention_heads"], cfg["qk_nope_head_dim"], cfg["v_head_dim"]
                 kvb = arr.reshape(nh, nope + vh, -1)
                 put(pre + "self_attn.k_b_proj.weight",
@@ -474,6 +499,28 @@ def write_arch(hf_dir, out, mode):
             prefix = "mlp.experts."
         for part, t in stacks.items():
             put(pre + prefix + part + ".weight", (t[0], np.ascontiguousarray(t[1])))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def seed(hf_dir, out):
+    """A fuzz seed (tools/fuzz_gguf.c, under its 64 KiB cap): the family's keys
+    as write_arch writes them, an 8-token vocabulary, an [8, H] token_embd."""
+    cfg = json.load(open(f"{hf_dir}/config.json"))
+    mt = cfg["model_type"]
+    nl = cfg["num_hidden_layers"] + (cfg.get("num_nextn_predict_layers", 0) if mt == "glm4_moe" else 0)
+    w = gguf.GGUFWriter(out, gguf.MODEL_ARCH_NAMES[ARCHS[mt]])
+    hparams(w, cfg, mt, nl, "bf16")
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre({"glm4_moe": "glm4", "gpt_oss": "gpt-4o",
+                         "minimax_m2": "minimax-m2"}.get(mt, "qwen2"))
+    w.add_token_list(["a", "b", "ab", "c", "d", "cd", "<|end|>", " "])
+    w.add_token_types([1] * 6 + [3, 1])
+    w.add_token_merges(["a b", "c d"])
+    w.add_eos_token_id(6)
+    w.add_tensor("token_embd.weight", np.ones((8, cfg["hidden_size"]), dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -592,21 +639,35 @@ def top1(a, b, vocab):
     print(f"{len(d)} of {len(x)} max|dlogit| {np.abs(x - y).max():.4f} differing: {[int(i) for i in d]}")
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "write" and json.load(open(f"{sys.argv[2]}/config.json"))["model_type"] in ARCHS:
-        write_arch(sys.argv[2], sys.argv[3], sys.argv[4])
-    elif sys.argv[1] == "limit7":
-        limit7(sys.argv[2], sys.argv[3])
-    elif sys.argv[1] == "write":
-        write(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else 0)
-    elif sys.argv[1] == "gpt2tok":
-        gpt2tok(sys.argv[2], sys.argv[3])
-    elif sys.argv[1] == "o200ktok":
-        gpt2tok(sys.argv[2], sys.argv[3], O200K)
-    elif sys.argv[1] == "blocks":
-        blocks(sys.argv[2], sys.argv[3])
-    elif sys.argv[1] == "top1":
-        top1(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+def main(argv):
+    if argv[0] == "write" and json.load(open(f"{argv[1]}/config.json"))["model_type"] in ARCHS:
+        write_arch(argv[1], argv[2], argv[3])
+    elif argv[0] == "seed":
+        seed(argv[1], argv[2])
+    elif argv[0] == "limit7":
+        limit7(argv[1], argv[2])
+    elif argv[0] == "write":
+        write(argv[1], argv[2], argv[3], int(argv[4]) if len(argv) > 4 else 0)
+    elif argv[0] == "gpt2tok":
+        gpt2tok(argv[1], argv[2])
+    elif argv[0] == "o200ktok":
+        gpt2tok(argv[1], argv[2], O200K)
+    elif argv[0] == "blocks":
+        blocks(argv[1], argv[2])
+    elif argv[0] == "top1":
+        top1(argv[1], argv[2], int(argv[3]))
+    elif argv[0] == "batch":  # batch CMD ARGS -- CMD ARGS ...: one interpreter start
+        cmd = []
+        for a in argv[1:] + ["--"]:
+            if a != "--":
+                cmd.append(a)
+            elif cmd:
+                main(cmd)
+                cmd = []
     else:
         raise SystemExit("usage: gguf_import.py write HF_DIR OUT MODE | blocks GGUF COLI | "
-                         "top1 A B VOCAB")
+                         "top1 A B VOCAB | batch CMD ARGS -- CMD ARGS ...")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
