@@ -633,6 +633,12 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 		        : v.c->quant == COLI_DTYPE_Q4_0 ? "GGUF Q4_0 is q4_0"
 		                                        : "only Q8_0 -> q8, Q4_0 -> q4 copy",
 		        v.n_blocks - v.n_copied, coli_dtype_name(v.c->quant));
+	if (!rc && v.n_mx_exact) /* among those "converted": no rounding */
+		fprintf(
+		    stderr,
+		    "coli convert: %zu of them MXFP4, converted to q8_0 exactly (int8 quants 2 x "
+		    "E2M1, fp16 scales 2^(e-128))\n",
+		    v.n_mx_exact);
 	if (!rc)
 		rc = coli_convert_check_complete(&v);
 	if (!rc) {

@@ -349,6 +349,14 @@ static int check_tensor(struct gg *s, const struct coli_gguf *g, const struct co
 		                         "%s: tensor '%s' has type %s (ggml type %u), which coli "
 		                         "cannot read yet",
 		                         g->path, t->name, tn ? tn : "unknown", t->type);
+	if (as == AS_IS && strstr(t->name, ".attn_kv_b.weight")) {
+		char kb[96];
+
+		snprintf(kb, sizeof(kb), "%.*sattn_k_b.weight",
+		         (int)(strstr(t->name, "attn_kv_b.weight") - t->name), t->name);
+		if (coli_convert_gguf_find(s, kb)) /* both: the split pair is read */
+			return SKIPPED;
+	}
 	if (as == AS_EXPS && t->ndim != 3)
 		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
 		                         "%s: tensor '%s' has %d dims; stacked experts have 3",

@@ -89,6 +89,7 @@ struct cv {
 	float *fp8_scale;          /* a chunk's block scales (coli_convert_fp8_chunk) */
 	size_t fp8_cap;            /* floats */
 	size_t n_blocks, n_copied; /* GGUF jobs of a block type; of those, kept as stored */
+	size_t n_mx_exact;         /* GGUF MXFP4 matrices (jobs) to q8 exactly (convert_gptoss.c) */
 	uint64_t mx_flushed;       /* MXFP4 blocks under q8's scale range, written as zero */
 	int keep;                  /* a GGUF without --quant: blocks with a coli twin kept */
 	/* progress */

@@ -37,6 +37,7 @@ int coli_convert_add_job(struct cv *v, const struct job *j)
 	          (d->xf == XF_NONE || d->xf == XF_DEINTERLEAVE);
 	v->n_blocks += d->ggml >= 0;
 	v->n_copied += (size_t)d->copy;
+	v->n_mx_exact += d->ggml == COLI_GGML_MXFP4 && d->dtype == COLI_DTYPE_Q8_0;
 	d->scale = NULL;
 	rc = coli_convert_fp8_bind(v, d); /* an F8 source: its block scales */
 	if (rc)

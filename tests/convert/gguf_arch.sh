@@ -13,7 +13,8 @@
 #   deepseek_v3     deepseek2 (MLA with q_lora, YaRN with mscale_all_dim as
 #                   yarn_log_multiplier), attn_kv_b split into attn_k_b
 #                   (transposed) / attn_v_b as the converter writes it now,
-#                   and kept whole (mode kvb, an older file's key lengths)
+#                   and kept whole (mode kvb, an older file's key lengths), and
+#                   both (mode both: the split pair is read, kv_b skipped)
 #   deepseek_v3_noqlora  without q_lora (a plain attn_q)
 #   gpt_oss         gpt-oss (sinks, sliding layers, q/k/v/o, router and
 #                   expert biases, gate_up split into ffn_gate_exps /
@@ -66,6 +67,7 @@ logits() { "$COLI" logits -m "$1" --ids "$2" -o "$3" 2>err.txt || { cat err.txt;
 	write "$FIX/glm4_moe" glm4moe.gguf bf16 -- \
 	write "$FIX/deepseek_v3" deepseek2.gguf bf16 -- \
 	write "$FIX/deepseek_v3" deepseek2-kvb.gguf kvb -- \
+	write "$FIX/deepseek_v3" deepseek2-both.gguf both -- \
 	write "$FIX/deepseek_v3_noqlora" deepseek2-noq.gguf bf16 -- \
 	write l7 gptoss.gguf bf16 -- write l7mx gptoss-mxfp4.gguf mxfp4 -- \
 	write "$FIX/minimax_m2" minimax-m2.gguf bf16 -- write otok o200k.gguf o200k -- \
@@ -113,6 +115,7 @@ same glm4moe "$FIX/glm4_moe" glm4_moe bf16 q8
 tok hf-glm4moe-bf16.coli gg-glm4moe-bf16.coli glm4moe
 same deepseek2 "$FIX/deepseek_v3" deepseek_v3 bf16 q8
 same deepseek2-kvb "$FIX/deepseek_v3" deepseek_v3 q8
+same deepseek2-both "$FIX/deepseek_v3" deepseek_v3 q8
 same deepseek2-noq "$FIX/deepseek_v3_noqlora" deepseek_v3_noqlora q8
 same minimax-m2 "$FIX/minimax_m2" minimax_m2 bf16 q8
 tok hf-minimax-m2-bf16.coli gg-minimax-m2-bf16.coli minimax-m2

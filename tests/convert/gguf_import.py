@@ -387,7 +387,7 @@ def write_arch(hf_dir, out, mode):
     sliding_window_pattern: refused); yarn (YaRN keys: refused outside
     deepseek2 and gpt-oss); nobias (blk.1's exp_probs_b or router bias left
     out: refused naming it); o200k (tokenizer.ggml.pre "gpt-4o");
-    joined by "+" (kvb+q8_0)."""
+    both (attn_kv_b beside attn_k_b / attn_v_b); joined by "+" (kvb+q8_0)."""
     cfg = json.load(open(f"{hf_dir}/config.json"))
     mt = cfg["model_type"]
     st = read_safetensors(f"{hf_dir}/model.safetensors")
@@ -452,6 +452,8 @@ def write_arch(hf_dir, out, mode):
                 put(pre + "self_attn.k_b_proj.weight",
                     (kind, np.ascontiguousarray(kvb[:, :nope].transpose(0, 2, 1))))
                 put(pre + "self_attn.v_b_proj.weight", (kind, np.ascontiguousarray(kvb[:, nope:])))
+                if "both" in mode:  # a file holding the whole kv_b beside the split pair
+                    put(pre + n, t)
             elif mt == "gpt_oss" and n.startswith("mlp.experts."):
                 ex[n[len("mlp.experts."):]] = t
             elif ".experts." in n:
