@@ -8,7 +8,8 @@
  *                          tokens, user-defined ones plain added tokens
  *   .merges                model.merges ("a b")
  *   .pre                   the pre-tokenizer's Split regex (g_pre: qwen2;
- *                          glm4 / chatglm-bpe, Llama 3's; gpt-4o and
+ *                          glm4 / chatglm-bpe, Llama 3's; deepseek-v3,
+ *                          DeepSeek-V3's three Splits in turn; gpt-4o and
  *                          minimax-m2, o200k's; default, gpt-2 and olmo are
  *                          ByteLevel's own GPT-2 regex); another name is
  *                          refused with the name
@@ -37,29 +38,40 @@ struct tk {
 
 /* tokenizer.ggml.pre -> the Split regex of the Hugging Face tokenizer that
  * name stands for (NULL: GPT-2's, ByteLevel's own), and its NFC. */
+/* DeepSeek-V3's (llama.cpp's deepseek3_llm type): three Splits in turn,
+ * digits in threes, then CJK runs, then the rest; CR and LF are the
+ * characters themselves, as in the tokenizer.json */
+static const char *const g_deepseek3[] = {
+    "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}"
+    "\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+};
+
 static const struct {
 	const char *name, *regex;
 	int nfc;
+	const char *const *more; /* Splits after regex's (2 of them), or NULL */
 } g_pre[] = {
     {"qwen2",
      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     1},
+     1, NULL},
     /* GLM-4.5's (llama.cpp's chatglm4 type): Llama 3's, digits in threes */
     {"glm4",
      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     0},
+     0, NULL},
     {"chatglm-bpe",
      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     0},
+     0, NULL},
+    {"deepseek-v3", "\\p{N}{1,3}", 0, g_deepseek3},
     /* o200k (gpt-oss's tokenizer.json; llama.cpp reads minimax-m2's the same) */
-    {"gpt-4o", O200K, 0},
-    {"minimax-m2", O200K, 0},
-    {"default", NULL, 0},
-    {"gpt-2", NULL, 0},
-    {"olmo", NULL, 0}, /* OLMo's and OLMoE's: llama.cpp splits them with GPT-2's regex */
+    {"gpt-4o", O200K, 0, NULL},
+    {"minimax-m2", O200K, 0, NULL},
+    {"default", NULL, 0, NULL},
+    {"gpt-2", NULL, 0, NULL},
+    {"olmo", NULL, 0, NULL}, /* OLMo's and OLMoE's: llama.cpp splits them with GPT-2's regex */
 };
 
 /* ggml's token types (llama.cpp's llama_token_type). */
@@ -146,7 +158,7 @@ static int tokenizer_json(struct tk *s, char **out)
 		coli_convert_errf(
 		    s->errbuf, s->errlen, rc,
 		    "%s: tokenizer.ggml.pre '%.*s' is not supported (known: qwen2, glm4, "
-		    "chatglm-bpe, gpt-4o, minimax-m2, default, gpt-2, olmo)",
+		    "chatglm-bpe, deepseek-v3, gpt-4o, minimax-m2, default, gpt-2, olmo)",
 		    s->path, (int)(pl < 64 ? pl : 64), pre);
 		goto out;
 	}
@@ -172,6 +184,8 @@ static int tokenizer_json(struct tk *s, char **out)
 	                             .merges = merges,
 	                             .added = added,
 	                             .regex = g_pre[p].regex,
+	                             .more = g_pre[p].more,
+	                             .n_more = g_pre[p].more ? 2 : 0,
 	                             .nfc = g_pre[p].nfc};
 
 	rc = coli_convert_tok_write(&w, out);

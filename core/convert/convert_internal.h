@@ -136,6 +136,10 @@ struct json_t;
 struct coli_convert_tok {
 	struct json_t *vocab, *merges, *added;
 	const char *regex;
+	/* more Splits, applied in turn after regex's (DeepSeek-V3's three):
+	 * n_more of them, or 0 */
+	const char *const *more;
+	int n_more;
 	int nfc;           /* an NFC normalizer */
 	int ignore_merges; /* a pre-token that is a token is that token (tiktoken's rule) */
 };

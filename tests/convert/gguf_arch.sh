@@ -29,6 +29,11 @@
 #   o200k           tokenizer.ggml.pre "gpt-4o" gives the ids of a
 #                   tokenizer.json with gpt-oss's o200k Split regex; labelled
 #                   qwen2 it does not ("TypeError": the texts tell them apart)
+#   deepseek-v3     tokenizer.ggml.pre "deepseek-v3" gives the ids of a
+#                   tokenizer.json with DeepSeek-V3's three Splits in turn, and
+#                   not qwen2's ("it'self" tells them apart); "glm4" those of
+#                   one with GLM-4.5's (Llama 3's) regex (no text in the
+#                   fixtures' 1024 tokens tells it from qwen2's: equality only)
 #   (each)          converted with --quant bf16 and/or q8, the logits equal, bit
 #                   for bit, those of the checkpoint directory converted with
 #                   the same --quant (the same weights through the same
@@ -63,7 +68,8 @@ logits() { "$COLI" logits -m "$1" --ids "$2" -o "$3" 2>err.txt || { cat err.txt;
 
 # every GGUF and fixture copy at once (one interpreter start)
 "$PY" "$GEN" batch limit7 "$FIX/gpt_oss" l7 -- limit7 "$FIX/gpt_oss_mxfp4" l7mx -- \
-	o200ktok l7 otok -- \
+	o200ktok l7 otok -- dsv3tok "$FIX/deepseek_v3" dtok -- glm4tok "$FIX/glm4_moe" gtok -- \
+	write dtok dsv3.gguf dsv3 -- write gtok glm4.gguf glm4 -- \
 	write "$FIX/glm4_moe" glm4moe.gguf bf16 -- \
 	write "$FIX/deepseek_v3" deepseek2.gguf bf16 -- \
 	write "$FIX/deepseek_v3" deepseek2-kvb.gguf kvb -- \
@@ -131,6 +137,19 @@ t="raise TypeError"
 	[ "$("$COLI" tokenize -m o-hf.coli "$t" 2>&1)" = "$("$COLI" tokenize -m o-gg.coli "$t" 2>&1)" ] &&
 	echo "ok: gpt-4o (o200k): '$t' split as o200k, not as qwen2" ||
 	bad "o200k: '$t' does not tell the regexes apart, or the GGUF's differs"
+
+# deepseek-v3's three Splits, glm4's regex
+for x in dsv3:dtok glm4:gtok; do
+	n=${x%:*}
+	"$COLI" convert "${x#*:}" -o "$n-hf.coli" --quiet 2>/dev/null || bad "converting ${x#*:}"
+	"$COLI" convert "$n.gguf" -o "$n-gg.coli" --quiet 2>/dev/null || bad "converting $n.gguf"
+	tok "$n-hf.coli" "$n-gg.coli" "$n"
+done
+t="it'self (self)"
+[ "$("$COLI" tokenize -m dsv3-hf.coli "$t" 2>&1)" != "$("$COLI" tokenize -m hf-deepseek2-bf16.coli "$t" 2>&1)" ] &&
+	[ "$("$COLI" tokenize -m dsv3-hf.coli "$t" 2>&1)" = "$("$COLI" tokenize -m dsv3-gg.coli "$t" 2>&1)" ] &&
+	echo "ok: deepseek-v3: '$t' split as DeepSeek-V3, not as qwen2" ||
+	bad "deepseek-v3: '$t' does not tell the regexes apart, or the GGUF's differs"
 
 # kept NAME HF_DIR IDS_FIXTURE: a Q8_0 GGUF keeps its blocks (no --quant) and
 # gives the checkpoint's q8 logits

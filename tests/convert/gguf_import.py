@@ -59,6 +59,8 @@ ByteLevel pre-tokenizer: `gpt2tok DIR`).
   limit7 HF_DIR OUT_DIR        the gpt_oss fixture at swiglu_limit 7
   batch CMD ARGS -- CMD ARGS   several commands, one interpreter start
   o200ktok HF_DIR OUT_DIR      gpt2tok with gpt-oss's o200k Split regex
+  glm4tok, dsv3tok             the same with GLM-4.5's (Llama 3's) regex, with
+                               DeepSeek-V3's three Splits
 
   gpt2tok HF_DIR OUT_DIR       the fixture with its tokenizer.json's
                                pre-tokenizer replaced by ByteLevel with
@@ -386,7 +388,8 @@ def write_arch(hf_dir, out, mode):
     expert_gating_func softmax: refused); pattern (gpt-oss with an array
     sliding_window_pattern: refused); yarn (YaRN keys: refused outside
     deepseek2 and gpt-oss); nobias (blk.1's exp_probs_b or router bias left
-    out: refused naming it); o200k (tokenizer.ggml.pre "gpt-4o");
+    out: refused naming it); o200k, glm4, dsv3 (tokenizer.ggml.pre "gpt-4o", "glm4",
+    "deepseek-v3");
     both (attn_kv_b beside attn_k_b / attn_v_b); joined by "+" (kvb+q8_0)."""
     cfg = json.load(open(f"{hf_dir}/config.json"))
     mt = cfg["model_type"]
@@ -404,7 +407,7 @@ def write_arch(hf_dir, out, mode):
         w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
         w.add_rope_scaling_factor(4.0)
         w.add_rope_scaling_orig_ctx_len(128)
-    vocab(w, hf_dir, cfg, "gpt-4o" if mode == "o200k" else "qwen2")
+    vocab(w, hf_dir, cfg, {"o200k": "gpt-4o", "glm4": "glm4", "dsv3": "deepseek-v3"}.get(mode, "qwen2"))
     E = cfg.get("n_routed_experts") or cfg["num_local_experts"]
 
     def put(hf, t, raw=None):
@@ -613,6 +616,13 @@ O200K = ("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p
          "[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")  # gpt-oss's tokenizer.json (o200k)
 
 
+LLAMA3 = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"
+          "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")  # GLM-4.5's (Llama 3's)
+DEEPSEEK3 = ["\\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+             "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+             "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"]  # DeepSeek-V3's
+
+
 def gpt2tok(hf_dir, out, regex=None):
     import os
     import shutil
@@ -625,10 +635,11 @@ def gpt2tok(hf_dir, out, regex=None):
     tok["normalizer"] = None
     tok["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False,
                             "trim_offsets": True, "use_regex": True}
-    if regex:  # gpt-oss's shape: Split(regex, Isolated), then ByteLevel without its own
+    if regex:  # gpt-oss's shape: Split(regex, Isolated) (DeepSeek-V3: three in turn),
+        # then ByteLevel without its own
         tok["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated",
-             "invert": False},
+            {"type": "Split", "pattern": {"Regex": r}, "behavior": "Isolated", "invert": False}
+            for r in ([regex] if isinstance(regex, str) else regex)] + [
             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
              "use_regex": False}]}
     json.dump(tok, open(f"{out}/tokenizer.json", "w"))
@@ -654,6 +665,10 @@ def main(argv):
         gpt2tok(argv[1], argv[2])
     elif argv[0] == "o200ktok":
         gpt2tok(argv[1], argv[2], O200K)
+    elif argv[0] == "glm4tok":
+        gpt2tok(argv[1], argv[2], LLAMA3)
+    elif argv[0] == "dsv3tok":
+        gpt2tok(argv[1], argv[2], DEEPSEEK3)
     elif argv[0] == "blocks":
         blocks(argv[1], argv[2])
     elif argv[0] == "top1":
