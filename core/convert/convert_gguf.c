@@ -18,7 +18,8 @@
  *              (the same names for every family: llama.cpp's are shared;
  *              g_names). Blocks past the config's layers (MTP: nextn_
  *              predict_layers) get no entry. MLA's attn_k_b / attn_v_b
- *              ([nh, rows, cols]) fold their heads into rows.
+ *              ([nh, rows, cols]) fold their heads into rows; an attn_kv_b
+ *              beside them gets none (the pair is read).
  *              A stacked expert tensor (blk.N.ffn_gate_exps, ne = [cols, rows,
  *              E]) becomes E entries model.layers.N.mlp.experts.e.gate_proj.
  *              weight, each the byte range of that expert's rows, so an expert
@@ -31,7 +32,9 @@
  *              except where the blocks are the destination's own (Q8_0 ->
  *              q8, Q4_0 -> q4, and without --quant every block type coli
  *              keeps: q4_k, q6_k, ...): those are repacked or copied, bit
- *              for bit (coli_ggml_repack; convert_map.c marks the job `copy`).
+ *              for bit (coli_ggml_repack; convert_map.c marks the job `copy`;
+ *              MLA's de-interleaved RoPE rows move whole rows of blocks, a
+ *              transposed kv_b is dequantized and converted).
  *   families   qwen3moe, qwen2moe, olmoe (q/k norms over the whole
  *              projection), "llama" with {arch}.expert_count (Mixtral),
  *              glm4moe, deepseek2 (MLA, its RoPE rows interleaved as the
@@ -45,6 +48,9 @@
  *   tokenizer  tokenizer.ggml.* as a tokenizer.json text
  *              (core/convert/convert_gguf_tok.c); the chat template from
  *              tokenizer.chat_template.
+ *
+ * coli_convert_gguf_meta is the metadata alone (family, config, text
+ * sections) for tools/fuzz_gguf.c.
  *
  * Refused, naming the thing, before any output exists: other architectures
  * (a llama without experts among them), tensor types coli_ggml_dequant does not read,
