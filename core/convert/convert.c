@@ -546,8 +546,9 @@ static int write_all(struct cv *v)
 				break;
 			if (j->ggml == COLI_GGML_MXFP4 && j->dtype == COLI_DTYPE_Q8_0) {
 				/* a GGUF's MXFP4 blocks: q8 exactly (convert_gptoss.c) */
-				rc = coli_convert_mxfp4_gguf(v, j, r0, n,
-				                             (const unsigned char *)raw, out);
+				rc = coli_convert_mxfp4_gguf(
+				    v, j, r0, n, (const unsigned char *)raw, out,
+				    coli_convert_src_label(1, j->src->name, (char[256]){0}, 256));
 				rc = rc ? rc : write_planar(v, j, r0, n, out);
 			} else {
 				rc = write_rows(v, j, r0, n, wide ? NULL : raw,

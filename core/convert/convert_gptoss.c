@@ -479,7 +479,7 @@ out:
 }
 
 int coli_convert_mxfp4_gguf(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,
-                            const unsigned char *raw, unsigned char *out)
+                            const unsigned char *raw, unsigned char *out, const char *label)
 {
 	const uint64_t nb = j->cols / 32;
 	int8_t *q = (int8_t *)out;
@@ -497,8 +497,7 @@ int coli_convert_mxfp4_gguf(struct cv *v, const struct job *j, uint64_t r0, uint
 				    "past fp16's range (q8's block scale); weights of 2^16 and "
 				    "more "
 				    "are not a model's",
-				    v->hf.shards[j->shard],
-				    coli_convert_src_label(1, j->src->name, (char[256]){0}, 256),
+				    v->hf.shards[j->shard], label,
 				    (unsigned long long)(j->src_row0 + r0 + r),
 				    (unsigned long long)b, k[0], k[0] - 127);
 			v->mx_flushed += zero; /* convert.c says how many at the end */

@@ -156,9 +156,9 @@ int coli_convert_mxfp4_rows(struct cv *v, const struct job *j, uint64_t r0, uint
 /* Rows [r0, r0+n) of a GGUF's MXFP4 matrix (raw: ggml's 17-byte blocks, e
  * then qs[16], qs[i] holding elements i and i + 16) into q8 exactly, planar
  * in out, as _rows does for a checkpoint's: 0 or -errno (a scale past fp16's
- * range). */
+ * range; label names the tensor, convert.c's coli_convert_src_label). */
 int coli_convert_mxfp4_gguf(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,
-                            const unsigned char *raw, unsigned char *out);
+                            const unsigned char *raw, unsigned char *out, const char *label);
 int coli_convert_fp8_screen(struct cv *v, int shard, const struct coli_st_tensor *t);
 int coli_convert_fp8_bind(struct cv *v, struct job *j);
 int coli_convert_fp8_chunk(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,
