@@ -155,6 +155,9 @@ int coli_convert_tiktoken_load(struct coli_convert_hf *h, const struct json_t *t
                                size_t errlen);
 int coli_convert_tiktoken_json(const char *text, size_t len, const struct json_t *tokcfg,
                                const char *name, char **out, char *errbuf, size_t errlen);
+/* Kimi-K2's pattern in PCRE2 (convert_tiktoken.c's top): its tiktoken
+ * tokenizer's, and a GGUF's tokenizer.ggml.pre "kimi-k2". */
+extern const char coli_convert_kimi_regex[];
 
 /* Formats the message into errbuf and returns rc (the converter's errors). */
 int coli_convert_errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)

@@ -34,6 +34,14 @@
 #                   not qwen2's ("it'self" tells them apart); "glm4" those of
 #                   one with GLM-4.5's (Llama 3's) regex (no text in the
 #                   fixtures' 1024 tokens tells it from qwen2's: equality only)
+#   kimi-k2         tokenizer.ggml.pre "kimi-k2": tests/convert/tiktoken_import.py's
+#                   Kimi tiktoken checkpoint (768 ranks, 256 specials) stored as
+#                   llama.cpp stores Kimi-K2's vocabulary (byte-level tokens, the
+#                   merges rebuilding each rank, specials as control tokens):
+#                   `coli tokenize` equals tiktoken's own ids on its 538 texts
+#                   (2 need tiktoken's whole-piece rule) and decodes them back
+#                   (needs the tiktoken venv, tests/convert/tiktoken_venv; said
+#                   and skipped without it)
 #   (each)          converted with --quant bf16 and/or q8, the logits equal, bit
 #                   for bit, those of the checkpoint directory converted with
 #                   the same --quant (the same weights through the same
@@ -59,6 +67,7 @@ GEN="$ROOT/tests/convert/gguf_import.py"
 COLI="$ROOT/$BUILD/coli"
 FIX="$ROOT/tests/fixtures"
 
+TPY=$(. "$ROOT/tests/convert/tiktoken_venv" >/dev/null 2>&1 && echo "$PY") # tiktoken's
 . "$ROOT/tests/io/gguf_venv" # sets PY
 
 fail=0
@@ -150,6 +159,23 @@ t="it'self (self)"
 	[ "$("$COLI" tokenize -m dsv3-hf.coli "$t" 2>&1)" = "$("$COLI" tokenize -m dsv3-gg.coli "$t" 2>&1)" ] &&
 	echo "ok: deepseek-v3: '$t' split as DeepSeek-V3, not as qwen2" ||
 	bad "deepseek-v3: '$t' does not tell the regexes apart, or the GGUF's differs"
+
+# kimi-k2: a tiktoken checkpoint's vocabulary as a GGUF's, against tiktoken
+TGEN="$ROOT/tests/convert/tiktoken_import.py"
+if [ -z "$TPY" ]; then
+	echo "note: no tiktoken venv: kimi-k2 not checked"
+elif "$TPY" "$TGEN" write "$FIX/qwen3_moe" kimi >/dev/null && "$PY" "$GEN" write kimi kimi.gguf kimi &&
+	"$COLI" convert kimi.gguf -o kimi.coli --quiet 2>err.txt; then
+	"$COLI" tokenize -m kimi.coli --lines kimi/cases.jsonl >got.txt 2>err.txt || { cat err.txt; bad "kimi-k2: coli tokenize"; }
+	"$TPY" "$TGEN" compare kimi/cases.jsonl got.txt kimi/want.txt && echo "ok: kimi-k2: ids equal tiktoken's" ||
+		bad "kimi-k2: ids differ from tiktoken's"
+	"$COLI" tokenize -m kimi.coli --decode --lines kimi/want.txt >dec.txt 2>err.txt &&
+		"$TPY" "$TGEN" decoded kimi/cases.jsonl dec.txt && echo "ok: kimi-k2: tiktoken's ids decode to the texts" ||
+		bad "kimi-k2: decoding does not give the texts back"
+else
+	cat err.txt
+	bad "kimi-k2: writing or converting the GGUF"
+fi
 
 # kept NAME HF_DIR IDS_FIXTURE: a Q8_0 GGUF keeps its blocks (no --quant) and
 # gives the checkpoint's q8 logits

@@ -23,6 +23,11 @@ metadata keys, for tests/convert/gguf_import.sh.
                                      bad_ffn   bf16 with expert_feed_forward_
                                             length twice the tensors' rows
                                      olmo   bf16, tokenizer.ggml.pre "olmo"
+                                     kimi   bf16, HF_DIR a tiktoken checkpoint
+                                            (tests/convert/tiktoken_import.py
+                                            write): its ranks and specials as
+                                            llama.cpp stores Kimi-K2's
+                                            (tiktoken_vocab), pre "kimi-k2"
                                      llama  bf16 under architecture "llama"
                                             without expert_count (dense)
 The architecture is the fixture's: qwen3moe, qwen2moe (shared expert,
@@ -67,6 +72,7 @@ ByteLevel pre-tokenizer: `gpt2tok DIR`).
                                GPT-2's regex and no normalizer (the weights
                                linked)
 """
+import base64
 import json
 import struct
 import sys
@@ -164,7 +170,7 @@ def halve_q8(raw):
 
 
 def qtype_of(mode, gg_name):
-    if mode in ("bf16", "llama", "missing", "few_exps", "bad_ffn", "olmo"):
+    if mode in ("bf16", "llama", "missing", "few_exps", "bad_ffn", "olmo", "kimi"):
         return T.BF16
     if "ffn_gate_inp" in gg_name or gg_name.endswith(".bias"):
         return T.F32
@@ -177,9 +183,64 @@ def qtype_of(mode, gg_name):
     return T.Q4_0
 
 
+def byte_chars():
+    """GPT-2's byte-level alphabet: printable Latin-1 bytes stand for
+    themselves, the other bytes for 256, 257, ... in byte order."""
+    keep = set(range(0x21, 0x7F)) | set(range(0xA1, 0xAD)) | set(range(0xAE, 0x100))
+    m, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            m[b] = chr(b)
+        else:
+            m[b], n = chr(256 + n), n + 1
+    return m
+
+
+def rank_bpe(ranks, piece, below):
+    """piece's bytes merged as tiktoken does (the pair whose join has the
+    lowest rank first), using ranks under `below` only."""
+    parts = [bytes([b]) for b in piece]
+    while len(parts) > 1:
+        best = min(((ranks.get(parts[i] + parts[i + 1], below), i) for i in range(len(parts) - 1)))
+        if best[0] >= below:
+            break
+        i = best[1]
+        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+    return parts
+
+
+def tiktoken_vocab(tt_dir, n_vocab):
+    """A tiktoken checkpoint's tokenizer (tiktoken.model, the specials of
+    tokenizer_config.json's added_tokens_decoder) as llama.cpp's converter
+    stores it for Kimi-K2: every rank's bytes in byte-level characters, the
+    merges that rebuild each token from the two pieces ranked below it (none
+    for a token BPE cannot reach), the ids past the ranks control tokens: named
+    by added_tokens_decoder, else <|reserved_token_ID|> (Kimi's class)."""
+    ranks = {}
+    for line in open(f"{tt_dir}/tiktoken.model", "rb"):
+        if line.strip():
+            t, r = line.split()
+            ranks[base64.b64decode(t)] = int(r)
+    bc = byte_chars()
+    text = lambda b: "".join(bc[x] for x in b)
+    tokens = [f"[PAD{i}]" for i in range(n_vocab)]
+    types = [gguf.TokenType.UNUSED] * n_vocab
+    merges = []
+    for t, r in sorted(ranks.items(), key=lambda kv: kv[1]):
+        tokens[r], types[r] = text(t), gguf.TokenType.NORMAL
+        parts = rank_bpe(ranks, t, r) if len(t) > 1 else []
+        if len(parts) == 2:
+            merges.append(f"{text(parts[0])} {text(parts[1])}")
+    named = json.load(open(f"{tt_dir}/tokenizer_config.json"))["added_tokens_decoder"]
+    for i in range(len(ranks), n_vocab):  # Kimi's 256 specials, unnamed ones reserved
+        a = named.get(str(i), {"content": f"<|reserved_token_{i}|>"})
+        tokens[i], types[i] = a["content"], gguf.TokenType.CONTROL
+    return tokens, types, merges
+
+
 def write(hf_dir, out, mode, split=0):
     cfg = json.load(open(f"{hf_dir}/config.json"))
-    tok = json.load(open(f"{hf_dir}/tokenizer.json"))
+    tok = json.load(open(f"{hf_dir}/tokenizer.json")) if mode != "kimi" else None
     tcfg = json.load(open(f"{hf_dir}/tokenizer_config.json"))
     st = read_safetensors(f"{hf_dir}/model.safetensors")
     arch = {"qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe", "olmoe": "olmoe",
@@ -212,21 +273,25 @@ def write(hf_dir, out, mode, split=0):
     n_vocab = cfg["vocab_size"]
     tokens = [f"[PAD{i}]" for i in range(n_vocab)]
     types = [gguf.TokenType.UNUSED] * n_vocab
-    for s, i in tok["model"]["vocab"].items():
-        tokens[i], types[i] = s, gguf.TokenType.NORMAL
-    for a in tok["added_tokens"]:
-        tokens[a["id"]] = a["content"]
-        types[a["id"]] = gguf.TokenType.CONTROL if a["special"] else gguf.TokenType.USER_DEFINED
-    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    if mode == "kimi":
+        tokens, types, merges = tiktoken_vocab(hf_dir, n_vocab)
+    else:
+        for s, i in tok["model"]["vocab"].items():
+            tokens[i], types[i] = s, gguf.TokenType.NORMAL
+        for a in tok["added_tokens"]:
+            tokens[a["id"]] = a["content"]
+            types[a["id"]] = gguf.TokenType.CONTROL if a["special"] else gguf.TokenType.USER_DEFINED
+        merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("olmo" if mode == "olmo" else "qwen2")
+    w.add_tokenizer_pre({"olmo": "olmo", "kimi": "kimi-k2"}.get(mode, "qwen2"))
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
     if cfg.get("bos_token_id") is not None:
         w.add_bos_token_id(cfg["bos_token_id"])
     w.add_eos_token_id(cfg["eos_token_id"])
-    w.add_chat_template(tcfg["chat_template"])
+    if "chat_template" in tcfg:
+        w.add_chat_template(tcfg["chat_template"])
 
     def put(gg, t):
         if mode == "missing" and gg == "blk.1.attn_k.weight":
