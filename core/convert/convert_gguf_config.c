@@ -215,7 +215,8 @@ static int sigmoid_router(struct gg *s, struct coli_model_config *c, int norm)
 	double scale;
 	int rc;
 
-	if ((rc = gating(s, 2, s->family == COLI_ARCH_DEEPSEEK_V3 ? 1 : 2)) || (rc = opt(s, "expert_group_count", 1, &ng)) ||
+	if ((rc = gating(s, 2, s->family == COLI_ARCH_DEEPSEEK_V3 ? 1 : 2)) ||
+	    (rc = opt(s, "expert_group_count", 1, &ng)) ||
 	    (rc = opt(s, "expert_group_used_count", 1, &tg)) ||
 	    (rc = arch_f64(s, "expert_weights_scale", 1.0, &scale)))
 		return rc;
