@@ -2,13 +2,20 @@
  * tools/fuzz_gguf.c — libFuzzer target for the GGUF reader (io/gguf.c). The
  * input is a whole GGUF file. Every parse must either fail cleanly or give
  * metadata whose strings and arrays lie inside the input, and tensors whose
- * data ranges lie inside it, aligned and sized by their type and dims.
+ * data ranges lie inside it, aligned and sized by their type and dims. A
+ * file that parses is then read as `coli convert` reads one, metadata only
+ * (core/convert/convert_gguf.c's coli_convert_gguf_meta: the family's keys
+ * -> the config, tokenizer.ggml.* -> tokenizer.json, the config's round
+ * trip): it must convert or refuse, never crash. Seeds: tests/fuzz/gguf/
+ * (arch-*.gguf: one per family llama.cpp names, keys as its converter
+ * writes them, tests/convert/gguf_import.py's `seed`).
  * fuzz-max-len: 65536
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/convert/convert_internal.h"
 #include "io/gguf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -69,6 +76,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sink += ((const uint8_t *)coli_gguf_tensor_data(&g, t))[t->bytes - 1];
 	}
 	(void)sink;
+	{
+		struct coli_convert_hf h;
+		char err[512];
+
+		coli_convert_gguf_meta(&g, "fuzz", &h, err, sizeof(err));
+		coli_convert_hf_free(&h);
+	}
 	coli_gguf_close(&g);
 	return 0;
 }

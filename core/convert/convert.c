@@ -492,6 +492,16 @@ static int write_xf(struct cv *v, const struct job *j, unsigned char *out)
 	}
 	if (rc)
 		goto out;
+	if (j->copy) { /* XF_DEINTERLEAVE of kept blocks: whole rows moved, not requantized */
+		uint64_t rb = coli_convert_src_bytes(j, j->cols), h = j->rows / 2;
+
+		for (uint64_t r = 0; r < j->rows; r++)
+			memcpy((char *)src + r * rb,
+			       (const char *)raw + (r < h ? 2 * r : 2 * (r - h) + 1) * rb, rb);
+		rc = write_rows(v, j, 0, j->rows, src, NULL, in, out);
+		v->done += coli_convert_src_bytes(j, n);
+		goto out;
+	}
 	for (uint64_t r = 0; r < j->rows; r++)
 		for (uint64_t c = 0; c < j->cols; c++)
 			in[r * j->cols + c] =
@@ -572,8 +582,16 @@ static int write_all(struct cv *v)
 				rc = coli_convert_fp8_chunk(v, j, r0, n, &fc);
 			if (rc)
 				break;
-			rc = write_rows(v, j, r0, n, wide ? NULL : raw, j->scale ? &fc : NULL, in,
-			                out);
+			if (j->ggml == COLI_GGML_MXFP4 && j->dtype == COLI_DTYPE_Q8_0) {
+				/* a GGUF's MXFP4 blocks: q8 exactly (convert_gptoss.c) */
+				rc = coli_convert_mxfp4_gguf(
+				    v, j, r0, n, (const unsigned char *)raw, out,
+				    coli_convert_src_label(1, j->src->name, (char[256]){0}, 256));
+				rc = rc ? rc : write_planar(v, j, r0, n, out);
+			} else {
+				rc = write_rows(v, j, r0, n, wide ? NULL : raw,
+				                j->scale ? &fc : NULL, in, out);
+			}
 			v->done += coli_convert_src_bytes(j, n * j->cols);
 			progress(v, 0);
 		}
@@ -662,6 +680,12 @@ int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen)
 		        : v.c->quant == COLI_DTYPE_Q4_0 ? "GGUF Q4_0 is q4_0"
 		                                        : "only Q8_0 -> q8, Q4_0 -> q4 copy",
 		        v.n_blocks - v.n_copied, coli_dtype_name(v.c->quant));
+	if (!rc && v.n_mx_exact) /* among those "converted": no rounding */
+		fprintf(
+		    stderr,
+		    "coli convert: %zu of them MXFP4, converted to q8_0 exactly (int8 quants 2 x "
+		    "E2M1, fp16 scales 2^(e-128))\n",
+		    v.n_mx_exact);
 	if (!rc)
 		rc = coli_convert_check_complete(&v);
 	if (!rc) {

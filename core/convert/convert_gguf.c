@@ -5,9 +5,9 @@
  * The file becomes the same struct coli_convert_hf a Hugging Face directory
  * does, so core/convert/convert.c plans, maps and streams it unchanged:
  *
- *   config     {arch}.* metadata -> struct coli_model_config (the table in
- *              read_config; which layers are MoE and the dense width come from
- *              the tensors present: blk.N.ffn_gate_inp makes layer N MoE)
+ *   config     {arch}.* metadata -> struct coli_model_config, per family
+ *              (core/convert/convert_gguf_config.c; which layers are MoE and
+ *              the dense width come from the tensors present)
  *   parts      a split model (PREFIX-00001-of-0000N.gguf ..: io/gguf.c's
  *              coli_gguf_open_split) is N files: metadata from the first,
  *              tensors from each, a shard per part (below)
@@ -15,7 +15,11 @@
  *              table holds each GGUF tensor under its Hugging Face name and
  *              shape ([ne1, ne0]): token_embd -> model.embed_tokens.weight,
  *              blk.N.attn_q -> model.layers.N.self_attn.q_proj.weight, ...
- *              (the same names for every family: llama.cpp's are shared).
+ *              (the same names for every family: llama.cpp's are shared;
+ *              g_names). Blocks past the config's layers (MTP: nextn_
+ *              predict_layers) get no entry. MLA's attn_k_b / attn_v_b
+ *              ([nh, rows, cols]) fold their heads into rows; an attn_kv_b
+ *              beside them gets none (the pair is read).
  *              A stacked expert tensor (blk.N.ffn_gate_exps, ne = [cols, rows,
  *              E]) becomes E entries model.layers.N.mlp.experts.e.gate_proj.
  *              weight, each the byte range of that expert's rows, so an expert
@@ -28,9 +32,16 @@
  *              except where the blocks are the destination's own (Q8_0 ->
  *              q8, Q4_0 -> q4, and without --quant every block type coli
  *              keeps: q4_k, q6_k, ...): those are repacked or copied, bit
- *              for bit (coli_ggml_repack; convert_map.c marks the job `copy`).
+ *              for bit (coli_ggml_repack; convert_map.c marks the job `copy`;
+ *              MLA's de-interleaved RoPE rows move whole rows of blocks, a
+ *              transposed kv_b is dequantized and converted).
  *   families   qwen3moe, qwen2moe, olmoe (q/k norms over the whole
- *              projection), and "llama" with {arch}.expert_count (Mixtral).
+ *              projection), "llama" with {arch}.expert_count (Mixtral),
+ *              glm4moe, deepseek2 (MLA, its RoPE rows interleaved as the
+ *              checkpoint's: h->rope_interleave), gpt-oss (gate and up
+ *              experts and their biases apart: named per expert, and
+ *              mlp.experts.{gate,up}_proj_bias; MXFP4 experts -> q8 exactly
+ *              in convert.c), minimax-m2.
  *              llama.cpp's converter permutes a llama's attn_q / attn_k rows
  *              into ggml's interleaved RoPE order; h->rope_interleaved has
  *              convert.c read them back into the checkpoint's order.
@@ -38,16 +49,21 @@
  *              (core/convert/convert_gguf_tok.c); the chat template from
  *              tokenizer.chat_template.
  *
+ * coli_convert_gguf_meta is the metadata alone (family, config, text
+ * sections) for tools/fuzz_gguf.c.
+ *
  * Refused, naming the thing, before any output exists: other architectures
  * (a llama without experts among them), tensor types coli_ggml_dequant does not read,
- * unknown tensor names, RoPE scaling, tokenizer models other than gpt2 and
- * pre-tokenizer names without a regex here.
+ * unknown tensor names, what convert_gguf_config.c refuses (RoPE scaling but
+ * a family's YaRN, a gating function the family does not route with, ...),
+ * tokenizer models other than gpt2 and pre-tokenizer names without a regex
+ * here.
  *
  * --quant left out (opts->quant_auto): every matrix of a type with a coli
  * twin (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) keeps its blocks as
  * stored (core/convert/convert.c kept_dtype); the others (F16, BF16, MXFP4)
  * become the config's quant, which the file's matrices decide by element
- * count: mostly Q8_0 / Q5_* / Q6_K -> q8, mostly 4 bits or fewer -> q4,
+ * count: mostly Q8_0 / Q5_* / Q6_K / MXFP4 -> q8, mostly 4 bits or fewer -> q4,
  * otherwise bf16, or q8 when some matrix keeps its blocks (they need
  * quantized activations) (docs/quant.md).
  */
@@ -59,8 +75,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/convert/convert_internal.h"
-#include "io/gguf.h"
+#include "core/convert/convert_gguf.h"
 
 int coli_convert_gguf_is(const char *path)
 {
@@ -130,285 +145,106 @@ int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint
 	                         dst + i0, i1 - i0);
 }
 
-/* One load: the file (its metadata: part 1 of a split), every part, its
- * architecture's key prefix, where errors go. */
-struct gg {
-	struct coli_gguf *g;
-	struct coli_gguf *parts; /* [n_parts]; parts[0] is g */
-	int n_parts;
-	const char *path;
-	char arch[32];
-	enum coli_arch family;
-	char *errbuf;
-	size_t errlen;
-};
-
-/* "{arch}.suffix" as an unsigned integer: -ENOENT when absent (*out = dflt). */
-static int arch_u64(struct gg *s, const char *suffix, uint64_t dflt, uint64_t *out)
-{
-	char key[128];
-	int rc;
-
-	snprintf(key, sizeof(key), "%s.%s", s->arch, suffix);
-	*out = dflt;
-	rc = coli_gguf_get_u64(s->g, key, out);
-	if (rc && rc != -ENOENT)
-		return coli_convert_errf(s->errbuf, s->errlen, rc, "%s", coli_io_errmsg());
-	if (rc == 0 && *out > (1u << 30))
-		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
-		                         "%s: %s = %llu is out of range", s->path, key,
-		                         (unsigned long long)*out);
-	return rc;
-}
-
-static int arch_f64(struct gg *s, const char *suffix, double dflt, double *out)
-{
-	char key[128];
-	int rc;
-
-	snprintf(key, sizeof(key), "%s.%s", s->arch, suffix);
-	*out = dflt;
-	rc = coli_gguf_get_f64(s->g, key, out);
-	if (rc && rc != -ENOENT)
-		return coli_convert_errf(s->errbuf, s->errlen, rc, "%s", coli_io_errmsg());
-	return 0;
-}
-
-/* A tensor by name, in whichever part holds it. */
-static const struct coli_gguf_tensor *find(struct gg *s, const char *name)
-{
-	const struct coli_gguf_tensor *t = NULL;
-
-	for (int p = 0; p < s->n_parts && !t; p++)
-		t = coli_gguf_tensor_find(&s->parts[p], name);
-	return t;
-}
-
-static const struct coli_gguf_tensor *tensor(struct gg *s, int l, const char *suffix)
-{
-	char n[96];
-
-	snprintf(n, sizeof(n), "blk.%d.%s", l, suffix);
-	return find(s, n);
-}
-
-/* The keys every supported architecture needs. */
-static int need(struct gg *s, const char *suffix, uint64_t *out)
-{
-	int rc = arch_u64(s, suffix, 0, out);
-
-	if (rc == -ENOENT)
-		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL, "%s: no %s.%s key", s->path,
-		                         s->arch, suffix);
-	return rc;
-}
-
-/* Which layers are MoE, and the widths the tensors imply where no key says. */
-static int layer_kinds(struct gg *s, struct coli_model_config *c)
-{
-	const struct coli_gguf_tensor *t;
-	uint64_t v;
-	int rc;
-
-	c->dense_inter = 0;
-	for (int l = 0; l < c->n_layers; l++) {
-		c->is_moe_layer[l] = tensor(s, l, "ffn_gate_inp.weight") != NULL;
-		t = tensor(s, l, "ffn_gate.weight");
-		if (!c->is_moe_layer[l] && t && !c->dense_inter)
-			c->dense_inter = (int)t->ne[1];
-		if (c->is_moe_layer[l] && !c->moe_inter &&
-		    (t = tensor(s, l, "ffn_gate_exps.weight")))
-			c->moe_inter = (int)t->ne[1];
-		if (c->is_moe_layer[l] && !c->shared_inter &&
-		    (t = tensor(s, l, "ffn_gate_shexp.weight")))
-			c->shared_inter = (int)t->ne[1];
-	}
-	rc = arch_u64(s, "feed_forward_length", 0, &v);
-	if (rc && rc != -ENOENT)
-		return rc;
-	for (int l = 0; l < c->n_layers && !c->dense_inter; l++)
-		if (!c->is_moe_layer[l])
-			c->dense_inter = (int)v;
-	return 0;
-}
-
-/* An optional key: absent is its default, not an error. */
-static int opt(struct gg *s, const char *suffix, uint64_t dflt, uint64_t *out)
-{
-	int rc = arch_u64(s, suffix, dflt, out);
-
-	return rc == -ENOENT ? 0 : rc;
-}
-
-/* bos, and eos then eot (llama.cpp's end of turn) as the stop ids. */
-static void special_ids(struct gg *s, struct coli_model_config *c)
-{
-	uint64_t id;
-
-	c->bos = -1;
-	if (!coli_gguf_get_u64(s->g, "tokenizer.ggml.bos_token_id", &id) && id < (1u << 30))
-		c->bos = (int)id;
-	for (int i = 0; i < 2; i++) {
-		const char *k = i ? "tokenizer.ggml.eot_token_id" : "tokenizer.ggml.eos_token_id";
-
-		if (!coli_gguf_get_u64(s->g, k, &id) && id < (1u << 30) &&
-		    !(c->n_eos && c->eos[0] == (int)id))
-			c->eos[c->n_eos++] = (int)id;
-	}
-}
-
 /* general.architecture -> coli's family ("llama" is Mixtral-style only:
  * with {arch}.expert_count). */
 static const struct {
 	const char *name;
 	enum coli_arch arch;
 } g_archs[] = {
-    {"qwen3moe", COLI_ARCH_QWEN3_MOE},
-    {"qwen2moe", COLI_ARCH_QWEN2_MOE},
-    {"olmoe", COLI_ARCH_OLMOE},
-    {"llama", COLI_ARCH_MIXTRAL},
+    {"qwen3moe", COLI_ARCH_QWEN3_MOE}, {"qwen2moe", COLI_ARCH_QWEN2_MOE},
+    {"olmoe", COLI_ARCH_OLMOE},        {"llama", COLI_ARCH_MIXTRAL},
+    {"glm4moe", COLI_ARCH_GLM4_MOE},   {"deepseek2", COLI_ARCH_DEEPSEEK_V3},
+    {"gpt-oss", COLI_ARCH_GPT_OSS},    {"minimax-m2", COLI_ARCH_MINIMAX_M2},
 };
-#define ARCH_NAMES "qwen3moe, qwen2moe, olmoe, llama with experts (Mixtral)"
+#define ARCH_NAMES                                                                                 \
+	"qwen3moe, qwen2moe, olmoe, llama with experts (Mixtral), glm4moe, deepseek2, gpt-oss, "   \
+	"minimax-m2"
 
-/* {arch}.* -> c (llama.cpp's key names, gguf-py's constants.py). */
-static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtype quant)
-{
-	const struct coli_gguf_tensor *emb = find(s, "token_embd.weight");
-	const struct coli_gguf_kv *kv;
-	uint64_t nl, hid, nh, nkv, hd, vd, ne, k, mi, si, ctx;
-	double eps, theta;
-	char key[128];
-	int rc, qwen3 = s->family == COLI_ARCH_QWEN3_MOE, mixtral = s->family == COLI_ARCH_MIXTRAL;
+/* How a GGUF tensor becomes entries of the virtual shard. */
+enum {
+	AS_IS = 0,   /* one entry, numpy's shape (ne reversed) */
+	AS_ROW = 1,  /* a 1-D vector as a [1, n] matrix (qwen2moe's shexp gate) */
+	AS_FLAT = 2, /* leading dims folded into rows: [ne2 * ne1, ne0] (MLA k_b, v_b) */
+	AS_EXPS = 3, /* stacked experts [cols, rows, E]: E entries, one per expert */
+	SKIPPED = 4, /* a block past n_main (an MTP layer): no entry */
+};
 
-	coli_config_init(c);
-	c->arch = s->family;
-	snprintf(c->model_type, sizeof(c->model_type), "%s", coli_arch_name(c->arch));
-	if (mixtral && arch_u64(s, "expert_count", 0, &ne) == -ENOENT)
-		return coli_convert_errf(s->errbuf, s->errlen, -EPROTONOSUPPORT,
-		                         "%s: architecture 'llama' without llama.expert_count is a "
-		                         "dense model, which coli does not run",
-		                         s->path);
-	if ((rc = need(s, "block_count", &nl)) || (rc = need(s, "embedding_length", &hid)) ||
-	    (rc = need(s, "attention.head_count", &nh)) || (rc = need(s, "expert_count", &ne)) ||
-	    (rc = need(s, "expert_used_count", &k)))
-		return rc;
-	if (!nl || nl > COLI_MAX_LAYERS || !nh || !hid)
-		return coli_convert_errf(
-		    s->errbuf, s->errlen, -EINVAL,
-		    "%s: block_count %llu, embedding_length %llu, head_count %llu: need "
-		    "1..%d layers and positive sizes",
-		    s->path, (unsigned long long)nl, (unsigned long long)hid,
-		    (unsigned long long)nh, COLI_MAX_LAYERS);
-	if (!emb || emb->ndim != 2)
-		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
-		                         "%s: no 2-D token_embd.weight", s->path);
-	if ((rc = opt(s, "attention.head_count_kv", nh, &nkv)) ||
-	    (rc = opt(s, "attention.key_length", hid / nh, &hd)) ||
-	    (rc = opt(s, "attention.value_length", hd, &vd)) ||
-	    (rc = opt(s, "expert_feed_forward_length", 0, &mi)) ||
-	    (rc = opt(s, "expert_shared_feed_forward_length", 0, &si)) ||
-	    (rc = opt(s, "context_length", 32768, &ctx)) ||
-	    (rc = arch_f64(s, "attention.layer_norm_rms_epsilon", 1e-6, &eps)) ||
-	    (rc = arch_f64(s, "rope.freq_base", 10000, &theta)))
-		return rc;
-	if (vd != hd)
-		return coli_convert_errf(
-		    s->errbuf, s->errlen, -ENOTSUP,
-		    "%s: attention.value_length %llu != key_length %llu is not supported", s->path,
-		    (unsigned long long)vd, (unsigned long long)hd);
-	snprintf(key, sizeof(key), "%s.rope.scaling.type", s->arch);
-	kv = coli_gguf_find(s->g, key);
-	if (kv && kv->type == COLI_GGUF_STR && !(kv->len == 4 && !memcmp(kv->s, "none", 4)))
-		return coli_convert_errf(s->errbuf, s->errlen, -ENOTSUP,
-		                         "%s: %s '%.*s' is not supported (only default RoPE)",
-		                         s->path, key, (int)(kv->len < 64 ? kv->len : 64), kv->s);
-	c->n_layers = (int)nl;
-	c->hidden = (int)hid;
-	c->n_heads = (int)nh;
-	c->n_kv_heads = (int)nkv;
-	c->head_dim = (int)hd;
-	c->rope_dim = c->head_dim; /* every family here rotates the whole head */
-	c->vocab = (int)(emb->ne[1] < (1u << 30) ? emb->ne[1] : 0);
-	c->n_experts = (int)ne;
-	c->top_k = (int)k;
-	c->moe_inter = (int)mi;
-	c->shared_inter = c->arch == COLI_ARCH_QWEN2_MOE ? (int)si : 0;
-	/* llama.cpp normalizes qwen3moe's and Mixtral's top-k weights and not
-	 * qwen2moe's or olmoe's unless {arch}.expert_weights_norm says otherwise */
-	snprintf(key, sizeof(key), "%s.expert_weights_norm", s->arch);
-	kv = coli_gguf_find(s->g, key);
-	c->norm_topk_prob = kv && kv->type == COLI_GGUF_BOOL ? !!kv->v.u : qwen3 || mixtral;
-	c->qk_norm = qwen3 ? 1 : c->arch == COLI_ARCH_OLMOE ? 2 : 0; /* olmoe: whole width */
-	c->qkv_bias = !qwen3 && !mixtral && tensor(s, 0, "attn_q.bias");
-	c->tie_embeddings = !find(s, "output.weight");
-	c->max_ctx = (int)ctx;
-	c->norm_eps = (float)eps;
-	c->rope_theta = (float)theta;
-	c->quant = quant;
-	special_ids(s, c);
-	return layer_kinds(s, c);
-}
-
-/* GGUF per-layer suffix -> Hugging Face suffix; the last three are stacked
- * experts ([cols, rows, E]), named per expert. */
+/* GGUF per-layer suffix -> Hugging Face suffix (the names convert_map.c
+ * reads; llama.cpp's are shared across families) and how it is read. */
 static const struct {
 	const char *gguf, *hf;
+	int as;
 } g_names[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},
-    {"ffn_norm.weight", "post_attention_layernorm.weight"},
-    {"attn_q.weight", "self_attn.q_proj.weight"},
-    {"attn_k.weight", "self_attn.k_proj.weight"},
-    {"attn_v.weight", "self_attn.v_proj.weight"},
-    {"attn_q.bias", "self_attn.q_proj.bias"},
-    {"attn_k.bias", "self_attn.k_proj.bias"},
-    {"attn_v.bias", "self_attn.v_proj.bias"},
-    {"attn_output.weight", "self_attn.o_proj.weight"},
-    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
-    {"ffn_gate_inp.weight", "mlp.gate.weight"},
-    {"ffn_gate.weight", "mlp.gate_proj.weight"},
-    {"ffn_up.weight", "mlp.up_proj.weight"},
-    {"ffn_down.weight", "mlp.down_proj.weight"},
-    {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight"},
-    {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
-    {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"},
-    {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"},
-    {"ffn_gate_exps.weight", "gate_proj.weight"},
-    {"ffn_up_exps.weight", "up_proj.weight"},
-    {"ffn_down_exps.weight", "down_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight", AS_IS},
+    {"ffn_norm.weight", "post_attention_layernorm.weight", AS_IS},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight", AS_IS}, /* glm, gpt-oss */
+    {"attn_q.weight", "self_attn.q_proj.weight", AS_IS},
+    {"attn_k.weight", "self_attn.k_proj.weight", AS_IS},
+    {"attn_v.weight", "self_attn.v_proj.weight", AS_IS},
+    {"attn_q.bias", "self_attn.q_proj.bias", AS_IS},
+    {"attn_k.bias", "self_attn.k_proj.bias", AS_IS},
+    {"attn_v.bias", "self_attn.v_proj.bias", AS_IS},
+    {"attn_output.weight", "self_attn.o_proj.weight", AS_IS},
+    {"attn_output.bias", "self_attn.o_proj.bias", AS_IS},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight", AS_IS},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight", AS_IS},
+    {"attn_sinks.weight", "self_attn.sinks", AS_IS},
+    {"attn_q_a.weight", "self_attn.q_a_proj.weight", AS_IS}, /* deepseek2's MLA */
+    {"attn_q_a_norm.weight", "self_attn.q_a_layernorm.weight", AS_IS},
+    {"attn_q_b.weight", "self_attn.q_b_proj.weight", AS_IS},
+    {"attn_kv_a_mqa.weight", "self_attn.kv_a_proj_with_mqa.weight", AS_IS},
+    {"attn_kv_a_norm.weight", "self_attn.kv_a_layernorm.weight", AS_IS},
+    {"attn_kv_b.weight", "self_attn.kv_b_proj.weight", AS_IS},
+    {"attn_k_b.weight", "self_attn.k_b_proj.weight", AS_FLAT},
+    {"attn_v_b.weight", "self_attn.v_b_proj.weight", AS_FLAT},
+    {"ffn_gate_inp.weight", "mlp.gate.weight", AS_IS},
+    {"ffn_gate_inp.bias", "mlp.router.bias", AS_IS},
+    {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias", AS_IS},
+    {"ffn_gate.weight", "mlp.gate_proj.weight", AS_IS},
+    {"ffn_up.weight", "mlp.up_proj.weight", AS_IS},
+    {"ffn_down.weight", "mlp.down_proj.weight", AS_IS},
+    {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight", AS_IS},
+    {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight", AS_IS},
+    {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight", AS_IS},
+    {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight", AS_ROW},
+    {"ffn_gate_exps.bias", "mlp.experts.gate_proj_bias", AS_IS}, /* gpt-oss: [E, I] */
+    {"ffn_up_exps.bias", "mlp.experts.up_proj_bias", AS_IS},
+    {"ffn_down_exps.bias", "mlp.experts.down_proj_bias", AS_IS},
+    {"ffn_gate_exps.weight", "gate_proj.weight", AS_EXPS},
+    {"ffn_up_exps.weight", "up_proj.weight", AS_EXPS},
+    {"ffn_down_exps.weight", "down_proj.weight", AS_EXPS},
 };
-#define N_NAMES   (sizeof(g_names) / sizeof(g_names[0]))
-#define FIRST_EXP (N_NAMES - 3)
+#define N_NAMES (sizeof(g_names) / sizeof(g_names[0]))
 
 /* A GGUF tensor's Hugging Face name (printf pattern: "%llu" is the expert of
- * a stacked one) into hf; returns the g_names index, N_NAMES for a top-level
- * tensor, or -1 for a name not known here. */
-static int hf_name(const char *nm, int *layer, char *hf, size_t n)
+ * a stacked one) into hf; returns its AS_* (SKIPPED for any tensor of a block
+ * n_main or later), or -1 for a name not known here. */
+static int hf_name(const char *nm, int n_main, char *hf, size_t n)
 {
 	char *end;
 	long l;
 
-	*layer = -1;
 	if (!strcmp(nm, "token_embd.weight"))
-		return snprintf(hf, n, "model.embed_tokens.weight"), (int)N_NAMES;
+		return snprintf(hf, n, "model.embed_tokens.weight"), AS_IS;
 	if (!strcmp(nm, "output_norm.weight"))
-		return snprintf(hf, n, "model.norm.weight"), (int)N_NAMES;
+		return snprintf(hf, n, "model.norm.weight"), AS_IS;
 	if (!strcmp(nm, "output.weight"))
-		return snprintf(hf, n, "lm_head.weight"), (int)N_NAMES;
+		return snprintf(hf, n, "lm_head.weight"), AS_IS;
 	if (strncmp(nm, "blk.", 4) || nm[4] < '0' || nm[4] > '9')
 		return -1;
 	l = strtol(nm + 4, &end, 10);
 	if (*end != '.' || l >= COLI_MAX_LAYERS)
 		return -1;
-	*layer = (int)l;
+	if (l >= n_main)
+		return SKIPPED;
 	for (size_t k = 0; k < N_NAMES; k++) {
 		if (strcmp(end + 1, g_names[k].gguf))
 			continue;
-		if (k >= FIRST_EXP)
+		if (g_names[k].as == AS_EXPS)
 			snprintf(hf, n, "model.layers.%ld.mlp.experts.%%llu.%s", l, g_names[k].hf);
 		else
 			snprintf(hf, n, "model.layers.%ld.%s", l, g_names[k].hf);
-		return (int)k;
+		return g_names[k].as;
 	}
 	return -1;
 }
@@ -441,10 +277,12 @@ int coli_convert_gguf_name(const char *hf, char *out, size_t n)
 				       0;
 		return -ENOENT;
 	}
-	if (!strcmp(rest, "block_sparse_moe.gate.weight"))
+	if (!strcmp(rest, "block_sparse_moe.gate.weight") || !strcmp(rest, "mlp.router.weight"))
 		rest = "mlp.gate.weight";
-	for (size_t k = 0; k < FIRST_EXP; k++)
-		if (!strcmp(rest, g_names[k].hf))
+	if (!strcmp(rest, "block_sparse_moe.e_score_correction_bias"))
+		rest = "mlp.gate.e_score_correction_bias";
+	for (size_t k = 0; k < N_NAMES; k++)
+		if (g_names[k].as != AS_EXPS && !strcmp(rest, g_names[k].hf))
 			return snprintf(out, n, "blk.%d.%s", l, g_names[k].gguf), 0;
 	return -ENOENT;
 }
@@ -459,19 +297,19 @@ const char *coli_convert_src_label(int gguf, const char *hf, char *buf, size_t n
 	return buf;
 }
 
-/* One entry of the virtual shard: name, shape (numpy order: ne reversed, the
- * expert dimension dropped), dtype, byte range. */
-static int add_entry(struct coli_convert_hf *h, int part, const struct coli_gguf_tensor *gt, int k,
-                     const char *hf, uint64_t e, int stacked)
+/* One entry of the virtual shard: name, shape (numpy order: ne reversed,
+ * the expert dimension dropped, or leading dims folded), dtype, byte range. */
+static int add_entry(struct coli_convert_hf *h, int part, const struct coli_gguf_tensor *gt, int as,
+                     const char *hf, uint64_t e)
 {
 	struct coli_st_file *f = &h->st[part];
 	struct coli_st_tensor *t = &f->t[f->n];
 	uint64_t rows = gt->ndim > 1 ? gt->ne[1] : 1;
 	uint64_t row_bytes = coli_convert_gguf_bytes(gt->type, gt->ne[0]);
 	char name[160];
-	int nd = stacked ? 2 : gt->ndim;
+	int nd = as == AS_EXPS || as == AS_FLAT ? 2 : gt->ndim;
 
-	if (stacked) {
+	if (as == AS_EXPS) {
 		snprintf(name, sizeof(name), hf, (unsigned long long)e);
 		hf = name;
 	}
@@ -487,26 +325,28 @@ static int add_entry(struct coli_convert_hf *h, int part, const struct coli_gguf
 	t->ndim = nd;
 	for (int i = 0; i < nd; i++)
 		t->shape[i] = gt->ne[nd - 1 - i];
-	if (k == (int)FIRST_EXP - 1 && gt->ndim == 1) { /* shared-expert gate: [1, H] */
+	if (as == AS_FLAT) /* [ne3 * ne2 * ne1, ne0] */
+		t->shape[0] = gt->ne[1] * gt->ne[2] * gt->ne[3];
+	if (as == AS_ROW && gt->ndim == 1) { /* shared-expert gate: [1, H] */
 		t->ndim = 2;
 		t->shape[0] = 1;
 		t->shape[1] = gt->ne[0];
 	}
-	t->offset = gt->offset + (stacked ? e * rows * row_bytes : 0);
-	t->bytes = stacked ? rows * row_bytes : gt->bytes;
+	t->offset = gt->offset + (as == AS_EXPS ? e * rows * row_bytes : 0);
+	t->bytes = as == AS_EXPS ? rows * row_bytes : gt->bytes;
 	f->n++;
 	return 0;
 }
 
 /* One GGUF tensor: a name coli maps, a type it reads, 3 dims if stacked.
- * Returns its g_names index (hf_name), or an error. */
+ * Returns its AS_* (hf_name), or an error. */
 static int check_tensor(struct gg *s, const struct coli_gguf *g, const struct coli_gguf_tensor *t,
                         char *hf, size_t n)
 {
 	const char *tn = coli_ggml_type_name(t->type);
-	int l, k = hf_name(t->name, &l, hf, n);
+	int as = hf_name(t->name, s->n_main, hf, n);
 
-	if (k < 0)
+	if (as < 0)
 		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
 		                         "%s: tensor '%s' is not part of a %s model coli reads",
 		                         g->path, t->name, s->arch);
@@ -515,11 +355,25 @@ static int check_tensor(struct gg *s, const struct coli_gguf *g, const struct co
 		                         "%s: tensor '%s' has type %s (ggml type %u), which coli "
 		                         "cannot read yet",
 		                         g->path, t->name, tn ? tn : "unknown", t->type);
-	if (k >= (int)FIRST_EXP && k < (int)N_NAMES && t->ndim != 3)
+	if (as == AS_IS && strstr(t->name, ".attn_kv_b.weight")) {
+		char kb[96];
+
+		snprintf(kb, sizeof(kb), "%.*sattn_k_b.weight",
+		         (int)(strstr(t->name, "attn_kv_b.weight") - t->name), t->name);
+		if (coli_convert_gguf_find(s, kb)) /* both: the split pair is read */
+			return SKIPPED;
+	}
+	if (as == AS_EXPS && t->ndim != 3)
 		return coli_convert_errf(s->errbuf, s->errlen, -EINVAL,
 		                         "%s: tensor '%s' has %d dims; stacked experts have 3",
 		                         g->path, t->name, t->ndim);
-	return k;
+	return as;
+}
+
+/* How many entries tensor t becomes (as: check_tensor's). */
+static uint64_t n_entries(const struct coli_gguf_tensor *t, int as)
+{
+	return as == SKIPPED ? 0 : as == AS_EXPS ? t->ne[2] : 1;
 }
 
 /* Every tensor of a type coli cannot read (IQ*, TQ*, ...), named with its
@@ -559,17 +413,15 @@ static int map_part(struct gg *s, struct coli_convert_hf *h, int p, int *ggml)
 {
 	const struct coli_gguf *g = &s->parts[p];
 	char hf[160];
-	int k, rc;
+	int as, rc;
 
 	h->ggml[p] = ggml;
 	for (int i = 0; i < g->n_tensors; i++) {
 		const struct coli_gguf_tensor *t = &g->t[i];
-		int stacked;
 
-		k = check_tensor(s, g, t, hf, sizeof(hf));
-		stacked = k >= (int)FIRST_EXP && k < (int)N_NAMES;
-		for (uint64_t e = 0; e < (stacked ? t->ne[2] : 1); e++)
-			if ((rc = add_entry(h, p, t, k, hf, e, stacked)))
+		as = check_tensor(s, g, t, hf, sizeof(hf));
+		for (uint64_t e = 0; e < n_entries(t, as); e++)
+			if ((rc = add_entry(h, p, t, as, hf, e)))
 				return rc;
 	}
 	return 0;
@@ -601,7 +453,7 @@ static int map_tensors(struct gg *s, struct coli_convert_hf *h)
 
 			if ((k = check_tensor(s, g, t, hf, sizeof(hf))) < 0)
 				return k;
-			n += k >= (int)FIRST_EXP && k < (int)N_NAMES ? t->ne[2] : 1;
+			n += n_entries(t, k);
 		}
 		if (!(h->st[p].t = calloc(n + 1, sizeof(*h->st[p].t))))
 			return -ENOMEM;
@@ -645,8 +497,8 @@ static enum coli_dtype pick_quant(const struct coli_gguf *parts, int n_parts)
 			if (t->type == COLI_GGML_F32 || t->type == COLI_GGML_F16 ||
 			    t->type == COLI_GGML_BF16)
 				nw += n;
-			else if (be && bb * 8.0 / be > 4.75) /* Q5_*, Q6_K, Q8_0 */
-				n8 += n;
+			else if ((be && bb * 8.0 / be > 4.75) || t->type == COLI_GGML_MXFP4)
+				n8 += n; /* Q5_*, Q6_K, Q8_0; MXFP4: exactly q8 (convert.c) */
 			else
 				n4 += n;
 		}
@@ -692,13 +544,47 @@ static int sections(struct gg *s, struct coli_convert_hf *h)
 	return rc;
 }
 
+/* general.architecture -> s->family and s->arch, or refused naming it. */
+static int family_of(struct gg *s)
+{
+	const char *arch;
+	uint64_t al;
+
+	if (coli_gguf_get_str(s->g, "general.architecture", &arch, &al))
+		return coli_convert_errf(s->errbuf, s->errlen, -EPROTONOSUPPORT,
+		                         "%s: no general.architecture (supported: " ARCH_NAMES ")",
+		                         s->path);
+	for (size_t i = 0; i < sizeof(g_archs) / sizeof(g_archs[0]) && !s->family; i++)
+		if (strlen(g_archs[i].name) == al && !memcmp(arch, g_archs[i].name, al))
+			s->family = g_archs[i].arch;
+	if (!s->family)
+		return coli_convert_errf(s->errbuf, s->errlen, -EPROTONOSUPPORT,
+		                         "%s: architecture '%.*s' is not supported for GGUF import "
+		                         "(supported: " ARCH_NAMES ")",
+		                         s->path, (int)(al < 64 ? al : 64), arch);
+	memcpy(s->arch, arch, al);
+	return 0;
+}
+
+int coli_convert_gguf_meta(struct coli_gguf *g, const char *path, struct coli_convert_hf *h,
+                           char *errbuf, size_t errlen)
+{
+	struct gg s = {
+	    .g = g, .parts = g, .n_parts = 1, .path = path, .errbuf = errbuf, .errlen = errlen};
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	errbuf[0] = 0;
+	if ((rc = family_of(&s)) || (rc = coli_convert_gguf_config(&s, h, COLI_DTYPE_BF16)))
+		return rc;
+	return sections(&s, h);
+}
+
 int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
                            char *errbuf, size_t errlen)
 {
 	struct gg s = {.path = o->hf_dir, .errbuf = errbuf, .errlen = errlen};
 	enum coli_dtype quant = o->quant;
-	const char *arch;
-	uint64_t al;
 	int rc;
 
 	memset(h, 0, sizeof(*h));
@@ -714,25 +600,7 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 		goto err;
 	}
 	s.g = &s.parts[0];
-	rc = -EPROTONOSUPPORT;
-	if (coli_gguf_get_str(s.g, "general.architecture", &arch, &al)) {
-		coli_convert_errf(errbuf, errlen, rc,
-		                  "%s: no general.architecture (supported: " ARCH_NAMES ")",
-		                  o->hf_dir);
-		goto err;
-	}
-	for (size_t i = 0; i < sizeof(g_archs) / sizeof(g_archs[0]) && !s.family; i++)
-		if (strlen(g_archs[i].name) == al && !memcmp(arch, g_archs[i].name, al))
-			s.family = g_archs[i].arch;
-	if (!s.family) {
-		coli_convert_errf(errbuf, errlen, rc,
-		                  "%s: architecture '%.*s' is not supported for GGUF import "
-		                  "(supported: " ARCH_NAMES ")",
-		                  o->hf_dir, (int)(al < 64 ? al : 64), arch);
-		goto err;
-	}
-	memcpy(s.arch, arch, al);
-	if ((rc = refuse_types(&s)))
+	if ((rc = family_of(&s)) || (rc = refuse_types(&s)))
 		goto err;
 	if (o->quant_auto) {
 		quant = pick_quant(s.parts, s.n_parts);
@@ -746,7 +614,7 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 		fprintf(stderr, "coli convert: %s: a split model, %d parts\n", o->hf_dir,
 		        s.n_parts);
 	h->rope_interleaved = s.family == COLI_ARCH_MIXTRAL;
-	if ((rc = read_config(&s, &h->cfg, quant)) || (rc = map_tensors(&s, h)) ||
+	if ((rc = coli_convert_gguf_config(&s, h, quant)) || (rc = map_tensors(&s, h)) ||
 	    (rc = sections(&s, h)))
 		goto err;
 	coli_gguf_close_split(s.parts, s.n_parts); /* what the conversion needs is copied out */

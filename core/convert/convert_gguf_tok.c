@@ -8,8 +8,13 @@
  *                          tokens, user-defined ones plain added tokens
  *   .merges                model.merges ("a b")
  *   .pre                   the pre-tokenizer's Split regex (g_pre: qwen2;
- *                          default, gpt-2 and olmo are ByteLevel's own GPT-2
- *                          regex); another name is refused with the name
+ *                          glm4 / chatglm-bpe, Llama 3's; deepseek-v3,
+ *                          DeepSeek-V3's three Splits in turn; kimi-k2,
+ *                          Kimi's pattern with tiktoken's whole-piece rule
+ *                          (convert_tiktoken.c's); gpt-4o and
+ *                          minimax-m2, o200k's; default, gpt-2 and olmo are
+ *                          ByteLevel's own GPT-2 regex); another name is
+ *                          refused with the name
  */
 #include <errno.h>
 #include <jansson.h>
@@ -27,19 +32,51 @@ struct tk {
 	size_t errlen;
 };
 
+#define O200K                                                                                      \
+	"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}"        \
+	"\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}"       \
+	"\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| " \
+	"?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
 /* tokenizer.ggml.pre -> the Split regex of the Hugging Face tokenizer that
  * name stands for (NULL: GPT-2's, ByteLevel's own), and its NFC. */
+/* DeepSeek-V3's (llama.cpp's deepseek3_llm type): three Splits in turn,
+ * digits in threes, then CJK runs, then the rest; CR and LF are the
+ * characters themselves, as in the tokenizer.json */
+static const char *const g_deepseek3[] = {
+    "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}"
+    "\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+};
+
 static const struct {
 	const char *name, *regex;
 	int nfc;
+	const char *const *more; /* Splits after regex's (2 of them), or NULL */
+	int whole;               /* ignore_merges: a piece that is a token is it */
 } g_pre[] = {
     {"qwen2",
      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     1},
-    {"default", NULL, 0},
-    {"gpt-2", NULL, 0},
-    {"olmo", NULL, 0}, /* OLMo's and OLMoE's: llama.cpp splits them with GPT-2's regex */
+     1, NULL, 0},
+    /* GLM-4.5's (llama.cpp's chatglm4 type): Llama 3's, digits in threes */
+    {"glm4",
+     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     0, NULL, 0},
+    {"chatglm-bpe",
+     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     0, NULL, 0},
+    {"deepseek-v3", "\\p{N}{1,3}", 0, g_deepseek3, 0},
+    /* Kimi-K2's (tiktoken's rules: a piece that is a token is that token) */
+    {"kimi-k2", coli_convert_kimi_regex, 0, NULL, 1},
+    /* o200k (gpt-oss's tokenizer.json; llama.cpp reads minimax-m2's the same) */
+    {"gpt-4o", O200K, 0, NULL, 0},
+    {"minimax-m2", O200K, 0, NULL, 0},
+    {"default", NULL, 0, NULL, 0},
+    {"gpt-2", NULL, 0, NULL, 0},
+    {"olmo", NULL, 0, NULL, 0}, /* OLMo's and OLMoE's: llama.cpp splits them with GPT-2's regex */
 };
 
 /* ggml's token types (llama.cpp's llama_token_type). */
@@ -125,8 +162,8 @@ static int tokenizer_json(struct tk *s, char **out)
 	if (p < 0) {
 		coli_convert_errf(
 		    s->errbuf, s->errlen, rc,
-		    "%s: tokenizer.ggml.pre '%.*s' is not supported (known: qwen2, default, "
-		    "gpt-2, olmo)",
+		    "%s: tokenizer.ggml.pre '%.*s' is not supported (known: qwen2, glm4, "
+		    "chatglm-bpe, deepseek-v3, kimi-k2, gpt-4o, minimax-m2, default, gpt-2, olmo)",
 		    s->path, (int)(pl < 64 ? pl : 64), pre);
 		goto out;
 	}
@@ -152,6 +189,9 @@ static int tokenizer_json(struct tk *s, char **out)
 	                             .merges = merges,
 	                             .added = added,
 	                             .regex = g_pre[p].regex,
+	                             .more = g_pre[p].more,
+	                             .n_more = g_pre[p].more ? 2 : 0,
+	                             .ignore_merges = g_pre[p].whole,
 	                             .nfc = g_pre[p].nfc};
 
 	rc = coli_convert_tok_write(&w, out);

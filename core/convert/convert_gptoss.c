@@ -44,7 +44,9 @@
  * zero (its values are under 12 x 2^-25 ~ 3.6e-7) and counted on stderr.
  * That is the default conversion of an MXFP4 checkpoint (--quant q8, said on
  * stderr): lossless, twice MXFP4's bytes (a native MXFP4 type is later
- * work). --quant bf16 dequantizes exactly too; q4 rounds.
+ * work). --quant bf16 dequantizes exactly too; q4 rounds. A GGUF's MXFP4
+ * experts (ggml's blocks: e, then qs[16] with elements i and i + 16 in byte
+ * i) take the same exact path (coli_convert_mxfp4_gguf, from convert.c).
  *
  * Refused by name: a layer_types entry other than the two, quant_method
  * "mxfp4" in another family, an expert tensor of another shape.
@@ -474,4 +476,35 @@ out:
 	free(blk);
 	free(scl);
 	return rc;
+}
+
+int coli_convert_mxfp4_gguf(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,
+                            const unsigned char *raw, unsigned char *out, const char *label)
+{
+	const uint64_t nb = j->cols / 32;
+	int8_t *q = (int8_t *)out;
+	uint16_t *d = (uint16_t *)(out + n * j->cols); /* q8's scale plane */
+
+	for (uint64_t r = 0; r < n; r++)
+		for (uint64_t b = 0; b < nb; b++) {
+			const unsigned char *k = raw + (r * nb + b) * 17;
+			int x = k[0] - 128, zero = x < -24;
+
+			if (x > 15)
+				return coli_convert_errf(
+				    v->errbuf, v->errlen, -ERANGE,
+				    "%s: tensor '%s' row %llu block %llu: MXFP4 scale %d (2^%d) is "
+				    "past fp16's range (q8's block scale); weights of 2^16 and "
+				    "more "
+				    "are not a model's",
+				    v->hf.shards[j->shard], label,
+				    (unsigned long long)(j->src_row0 + r0 + r),
+				    (unsigned long long)b, k[0], k[0] - 127);
+			v->mx_flushed += zero; /* convert.c says how many at the end */
+			for (int i = 0; i < 32; i++)
+				q[r * j->cols + b * 32 + (uint64_t)i] =
+				    zero ? 0 : g_e2m1x2[k[1 + i % 16] >> (i / 16 * 4) & 15];
+			d[r * nb + b] = zero ? 0 : half_pow2(x);
+		}
+	return 0;
 }

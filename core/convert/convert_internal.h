@@ -85,6 +85,13 @@ int coli_convert_gguf_is(const char *path);
 int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_convert_hf *h,
                            char *errbuf, size_t errlen);
 uint64_t coli_convert_gguf_bytes(uint32_t type, uint64_t n);
+/* A parsed GGUF's metadata alone (no tensor mapped, no file opened): the
+ * config and the text sections _load would make, or what it would refuse
+ * (tools/fuzz_gguf.c feeds it every input that parses). h is filled as by
+ * _load; free it with coli_convert_hf_free whatever this returns. */
+struct coli_gguf;
+int coli_convert_gguf_meta(struct coli_gguf *g, const char *path, struct coli_convert_hf *h,
+                           char *errbuf, size_t errlen);
 /* The GGUF name of the checkpoint name a GGUF tensor was read as
  * ("model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight", an
  * expert's -> "blk.3.ffn_gate_exps.weight, expert 5"); -ENOENT for a name no
@@ -129,6 +136,10 @@ struct json_t;
 struct coli_convert_tok {
 	struct json_t *vocab, *merges, *added;
 	const char *regex;
+	/* more Splits, applied in turn after regex's (DeepSeek-V3's three):
+	 * n_more of them, or 0 */
+	const char *const *more;
+	int n_more;
 	int nfc;           /* an NFC normalizer */
 	int ignore_merges; /* a pre-token that is a token is that token (tiktoken's rule) */
 };
@@ -144,6 +155,9 @@ int coli_convert_tiktoken_load(struct coli_convert_hf *h, const struct json_t *t
                                size_t errlen);
 int coli_convert_tiktoken_json(const char *text, size_t len, const struct json_t *tokcfg,
                                const char *name, char **out, char *errbuf, size_t errlen);
+/* Kimi-K2's pattern in PCRE2 (convert_tiktoken.c's top): its tiktoken
+ * tokenizer's, and a GGUF's tokenizer.ggml.pre "kimi-k2". */
+extern const char coli_convert_kimi_regex[];
 
 /* Formats the message into errbuf and returns rc (the converter's errors). */
 int coli_convert_errf(char *errbuf, size_t errlen, int rc, const char *fmt, ...)

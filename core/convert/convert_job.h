@@ -91,6 +91,7 @@ struct cv {
 	float *fp8_scale;          /* a chunk's block scales (coli_convert_fp8_chunk) */
 	size_t fp8_cap;            /* floats */
 	size_t n_blocks, n_copied; /* GGUF jobs of a block type; of those, kept as stored */
+	size_t n_mx_exact;         /* GGUF MXFP4 matrices (jobs) to q8 exactly (convert_gptoss.c) */
 	uint64_t mx_flushed;       /* MXFP4 blocks under q8's scale range, written as zero */
 	int keep;                  /* a GGUF without --quant: blocks with a coli twin kept */
 	/* progress */
@@ -154,6 +155,12 @@ int coli_convert_gptoss_map(struct cv *v, int shard, const struct coli_st_tensor
                             const char *rest, struct job **jobs, size_t *n_jobs);
 int coli_convert_mxfp4_rows(struct cv *v, const struct job *j, uint64_t r0, uint64_t n, float *in,
                             unsigned char *out);
+/* Rows [r0, r0+n) of a GGUF's MXFP4 matrix (raw: ggml's 17-byte blocks, e
+ * then qs[16], qs[i] holding elements i and i + 16) into q8 exactly, planar
+ * in out, as _rows does for a checkpoint's: 0 or -errno (a scale past fp16's
+ * range; label names the tensor, convert.c's coli_convert_src_label). */
+int coli_convert_mxfp4_gguf(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,
+                            const unsigned char *raw, unsigned char *out, const char *label);
 int coli_convert_fp8_screen(struct cv *v, int shard, const struct coli_st_tensor *t);
 int coli_convert_fp8_bind(struct cv *v, struct job *j);
 int coli_convert_fp8_chunk(struct cv *v, const struct job *j, uint64_t r0, uint64_t n,

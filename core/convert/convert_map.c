@@ -31,9 +31,13 @@ int coli_convert_add_job(struct cv *v, const struct job *j)
 
 	*d = *j;
 	d->ggml = v->hf.ggml ? v->hf.ggml[d->shard][d->src - v->hf.st[d->shard].t] : -1;
-	d->copy = d->ggml >= 0 && coli_ggml_same_blocks((uint32_t)d->ggml, d->dtype);
+	/* blocks are moved whole rows at a time: a transpose or a column pair
+	 * is dequantized and converted instead */
+	d->copy = d->ggml >= 0 && coli_ggml_same_blocks((uint32_t)d->ggml, d->dtype) &&
+	          (d->xf == XF_NONE || d->xf == XF_DEINTERLEAVE);
 	v->n_blocks += d->ggml >= 0;
 	v->n_copied += (size_t)d->copy;
+	v->n_mx_exact += d->ggml == COLI_GGML_MXFP4 && d->dtype == COLI_DTYPE_Q8_0;
 	d->scale = NULL;
 	rc = coli_convert_fp8_bind(v, d); /* an F8 source: its block scales */
 	if (rc)
@@ -257,6 +261,10 @@ static const struct {
     {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm"},
     {"self_attn.kv_b_proj.weight", "attn_k_b"},
     {"self_attn.kv_b_proj.weight", "attn_v_b"},
+    /* a GGUF's split kv_b (llama.cpp's attn_k_b [nh, kv_lora, nope], attn_v_b
+     * [nh, v, kv_lora]: coli's layout already, heads folded into rows) */
+    {"self_attn.k_b_proj.weight", "attn_k_b"},
+    {"self_attn.v_b_proj.weight", "attn_v_b"},
     /* gpt_oss (its experts and their biases: core/convert/convert_gptoss.c;
      * the expert bias names here only name a missing tensor) */
     {"self_attn.o_proj.bias", "attn_o_bias"},
@@ -266,6 +274,9 @@ static const struct {
     {"mlp.experts.gate_up_proj_bias", "exp_gate_bias"},
     {"mlp.experts.gate_up_proj_bias", "exp_up_bias"},
     {"mlp.experts.down_proj_bias", "exp_down_bias"},
+    /* gpt-oss from a GGUF: gate and up biases apart, [E, I] each */
+    {"mlp.experts.gate_proj_bias", "exp_gate_bias"},
+    {"mlp.experts.up_proj_bias", "exp_up_bias"},
 };
 
 /* Per-expert part suffixes (after "<prefix>experts.<e>."). */
@@ -393,7 +404,7 @@ int coli_convert_map_tensor(struct cv *v, int shard, const struct coli_st_tensor
 		         v->hf.shards[shard], SRC(nm), s->hf_seen);
 		return -EINVAL;
 	}
-	if (v->c->kv_lora && strstr(coli, ".attn_k_b"))
+	if (v->c->kv_lora && strstr(coli, ".attn_k_b") && strstr(nm, ".kv_b_proj."))
 		return map_kv_b(v, shard, t, s);
 	if (s->ndim == 1)
 		snprintf(want, sizeof(want), "[%llu]", (unsigned long long)s->shape[0]);
@@ -442,6 +453,7 @@ static void missing(struct cv *v, const char *where, const char *hf, const char 
 const char *coli_convert_slot_hf(const struct cv *v, const char *cn, char *buf, size_t n)
 {
 	int mixtral = v->c->arch == COLI_ARCH_MIXTRAL || v->c->arch == COLI_ARCH_MINIMAX_M2;
+	int oss = v->c->arch == COLI_ARCH_GPT_OSS; /* its router is mlp.router */
 	int l = -1, off = 0;
 
 	if (!strcmp(cn, "tok_embd"))
@@ -454,7 +466,9 @@ const char *coli_convert_slot_hf(const struct cv *v, const char *cn, char *buf, 
 		for (size_t k = 0; k < sizeof(g_layer_names) / sizeof(g_layer_names[0]); k++)
 			if (!strcmp(cn + off, g_layer_names[k].coli) &&
 			    !(mixtral && !strncmp(g_layer_names[k].hf, "mlp.", 4) &&
-			      !strncmp(cn + off, "router", 6))) {
+			      !strncmp(cn + off, "router", 6)) &&
+			    !(oss && !strncmp(cn + off, "router", 6) &&
+			      strncmp(g_layer_names[k].hf, "mlp.router.", 11))) {
 				snprintf(buf, n, "model.layers.%d.%s", l, g_layer_names[k].hf);
 				return buf;
 			}

@@ -12,7 +12,7 @@
  *               at most LINE_MAX chars, the file at most FILE_MAX bytes.
  *   class       tokenizer_config.json: tokenizer_class "TikTokenTokenizer"
  *               and auto_map.AutoTokenizer naming tokenization_kimi (Kimi's
- *               Python class); its pattern is g_kimi_regex, its 256 special
+ *               Python class); its pattern is coli_convert_kimi_regex, its 256 special
  *               tokens follow the ranks: added_tokens_decoder's content
  *               where it names the id, else <|reserved_token_{id}|>.
  *
@@ -60,7 +60,7 @@
 #define UPPER   "(?:" NOT_HAN "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}])"
 #define LOWER   "(?:" NOT_HAN "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}])"
 #define CONTR   "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-static const char g_kimi_regex[] =
+const char coli_convert_kimi_regex[] =
     "[\\p{sc:Han}]+|[^\\r\\n\\p{L}\\p{N}]?" UPPER "*" LOWER "+" CONTR
     "|[^\\r\\n\\p{L}\\p{N}]?" UPPER "+" LOWER "*" CONTR
     "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -421,8 +421,11 @@ int coli_convert_tiktoken_json(const char *text, size_t len, const struct json_t
 	if (!voc || !mg || !added || (rc = parse(&r, text, len)) || (rc = vocab(&r, voc)) ||
 	    (rc = merges(&r, mg)) || (rc = specials(&r, tokcfg, voc, added)))
 		goto out;
-	struct coli_convert_tok w = {
-	    .vocab = voc, .merges = mg, .added = added, .regex = g_kimi_regex, .ignore_merges = 1};
+	struct coli_convert_tok w = {.vocab = voc,
+	                             .merges = mg,
+	                             .added = added,
+	                             .regex = coli_convert_kimi_regex,
+	                             .ignore_merges = 1};
 
 	rc = coli_convert_tok_write(&w, out);
 out:

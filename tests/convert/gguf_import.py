@@ -23,6 +23,11 @@ metadata keys, for tests/convert/gguf_import.sh.
                                      bad_ffn   bf16 with expert_feed_forward_
                                             length twice the tensors' rows
                                      olmo   bf16, tokenizer.ggml.pre "olmo"
+                                     kimi   bf16, HF_DIR a tiktoken checkpoint
+                                            (tests/convert/tiktoken_import.py
+                                            write): its ranks and specials as
+                                            llama.cpp stores Kimi-K2's
+                                            (tiktoken_vocab), pre "kimi-k2"
                                      llama  bf16 under architecture "llama"
                                             without expert_count (dense)
 The architecture is the fixture's: qwen3moe, qwen2moe (shared expert,
@@ -46,11 +51,28 @@ pre-tokenizer name is "qwen2" (Qwen's regex, which the fixtures use), or
 "olmo" (mode olmo: GPT-2's regex, for a tokenizer.json rewritten to a
 ByteLevel pre-tokenizer: `gpt2tok DIR`).
 
+  seed HF_DIR OUT.gguf         a fuzz seed of the fixture's family
+                               (glm4_moe, deepseek_v3, gpt_oss, minimax_m2):
+                               its keys, 8 tokens, a small token_embd
+                               (tests/fuzz/gguf/arch-*.gguf)
+
+  write for glm4_moe, deepseek_v3(_noqlora), gpt_oss(_mxfp4), minimax_m2:
+                               llama.cpp's glm4moe, deepseek2, gpt-oss,
+                               minimax-m2 (write_arch: names from the gguf
+                               package's TensorNameMap; modes bf16, q8_0,
+                               kvb, mxfp4, o200k, softmax, pattern)
+  limit7 HF_DIR OUT_DIR        the gpt_oss fixture at swiglu_limit 7
+  batch CMD ARGS -- CMD ARGS   several commands, one interpreter start
+  o200ktok HF_DIR OUT_DIR      gpt2tok with gpt-oss's o200k Split regex
+  glm4tok, dsv3tok             the same with GLM-4.5's (Llama 3's) regex, with
+                               DeepSeek-V3's three Splits
+
   gpt2tok HF_DIR OUT_DIR       the fixture with its tokenizer.json's
                                pre-tokenizer replaced by ByteLevel with
                                GPT-2's regex and no normalizer (the weights
                                linked)
 """
+import base64
 import json
 import struct
 import sys
@@ -75,6 +97,8 @@ def read_safetensors(path):
             if v["dtype"] == "BF16":
                 arr = np.frombuffer(raw, dtype=np.uint16).reshape(v["shape"])
                 out[name] = ("bf16", arr)
+            elif v["dtype"] == "U8":
+                out[name] = ("u8", np.frombuffer(raw, dtype=np.uint8).reshape(v["shape"]))
             elif v["dtype"] == "F32":
                 out[name] = ("f32", np.frombuffer(raw, dtype=np.float32).reshape(v["shape"]))
             else:
@@ -146,7 +170,7 @@ def halve_q8(raw):
 
 
 def qtype_of(mode, gg_name):
-    if mode in ("bf16", "llama", "missing", "few_exps", "bad_ffn", "olmo"):
+    if mode in ("bf16", "llama", "missing", "few_exps", "bad_ffn", "olmo", "kimi"):
         return T.BF16
     if "ffn_gate_inp" in gg_name or gg_name.endswith(".bias"):
         return T.F32
@@ -159,9 +183,64 @@ def qtype_of(mode, gg_name):
     return T.Q4_0
 
 
+def byte_chars():
+    """GPT-2's byte-level alphabet: printable Latin-1 bytes stand for
+    themselves, the other bytes for 256, 257, ... in byte order."""
+    keep = set(range(0x21, 0x7F)) | set(range(0xA1, 0xAD)) | set(range(0xAE, 0x100))
+    m, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            m[b] = chr(b)
+        else:
+            m[b], n = chr(256 + n), n + 1
+    return m
+
+
+def rank_bpe(ranks, piece, below):
+    """piece's bytes merged as tiktoken does (the pair whose join has the
+    lowest rank first), using ranks under `below` only."""
+    parts = [bytes([b]) for b in piece]
+    while len(parts) > 1:
+        best = min(((ranks.get(parts[i] + parts[i + 1], below), i) for i in range(len(parts) - 1)))
+        if best[0] >= below:
+            break
+        i = best[1]
+        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+    return parts
+
+
+def tiktoken_vocab(tt_dir, n_vocab):
+    """A tiktoken checkpoint's tokenizer (tiktoken.model, the specials of
+    tokenizer_config.json's added_tokens_decoder) as llama.cpp's converter
+    stores it for Kimi-K2: every rank's bytes in byte-level characters, the
+    merges that rebuild each token from the two pieces ranked below it (none
+    for a token BPE cannot reach), the ids past the ranks control tokens: named
+    by added_tokens_decoder, else <|reserved_token_ID|> (Kimi's class)."""
+    ranks = {}
+    for line in open(f"{tt_dir}/tiktoken.model", "rb"):
+        if line.strip():
+            t, r = line.split()
+            ranks[base64.b64decode(t)] = int(r)
+    bc = byte_chars()
+    text = lambda b: "".join(bc[x] for x in b)
+    tokens = [f"[PAD{i}]" for i in range(n_vocab)]
+    types = [gguf.TokenType.UNUSED] * n_vocab
+    merges = []
+    for t, r in sorted(ranks.items(), key=lambda kv: kv[1]):
+        tokens[r], types[r] = text(t), gguf.TokenType.NORMAL
+        parts = rank_bpe(ranks, t, r) if len(t) > 1 else []
+        if len(parts) == 2:
+            merges.append(f"{text(parts[0])} {text(parts[1])}")
+    named = json.load(open(f"{tt_dir}/tokenizer_config.json"))["added_tokens_decoder"]
+    for i in range(len(ranks), n_vocab):  # Kimi's 256 specials, unnamed ones reserved
+        a = named.get(str(i), {"content": f"<|reserved_token_{i}|>"})
+        tokens[i], types[i] = a["content"], gguf.TokenType.CONTROL
+    return tokens, types, merges
+
+
 def write(hf_dir, out, mode, split=0):
     cfg = json.load(open(f"{hf_dir}/config.json"))
-    tok = json.load(open(f"{hf_dir}/tokenizer.json"))
+    tok = json.load(open(f"{hf_dir}/tokenizer.json")) if mode != "kimi" else None
     tcfg = json.load(open(f"{hf_dir}/tokenizer_config.json"))
     st = read_safetensors(f"{hf_dir}/model.safetensors")
     arch = {"qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe", "olmoe": "olmoe",
@@ -194,21 +273,25 @@ def write(hf_dir, out, mode, split=0):
     n_vocab = cfg["vocab_size"]
     tokens = [f"[PAD{i}]" for i in range(n_vocab)]
     types = [gguf.TokenType.UNUSED] * n_vocab
-    for s, i in tok["model"]["vocab"].items():
-        tokens[i], types[i] = s, gguf.TokenType.NORMAL
-    for a in tok["added_tokens"]:
-        tokens[a["id"]] = a["content"]
-        types[a["id"]] = gguf.TokenType.CONTROL if a["special"] else gguf.TokenType.USER_DEFINED
-    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    if mode == "kimi":
+        tokens, types, merges = tiktoken_vocab(hf_dir, n_vocab)
+    else:
+        for s, i in tok["model"]["vocab"].items():
+            tokens[i], types[i] = s, gguf.TokenType.NORMAL
+        for a in tok["added_tokens"]:
+            tokens[a["id"]] = a["content"]
+            types[a["id"]] = gguf.TokenType.CONTROL if a["special"] else gguf.TokenType.USER_DEFINED
+        merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("olmo" if mode == "olmo" else "qwen2")
+    w.add_tokenizer_pre({"olmo": "olmo", "kimi": "kimi-k2"}.get(mode, "qwen2"))
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
     if cfg.get("bos_token_id") is not None:
         w.add_bos_token_id(cfg["bos_token_id"])
     w.add_eos_token_id(cfg["eos_token_id"])
-    w.add_chat_template(tcfg["chat_template"])
+    if "chat_template" in tcfg:
+        w.add_chat_template(tcfg["chat_template"])
 
     def put(gg, t):
         if mode == "missing" and gg == "blk.1.attn_k.weight":
@@ -245,6 +328,287 @@ def write(hf_dir, out, mode, split=0):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def vocab(w, hf_dir, cfg, pre):
+    """tokenizer.ggml.* from tokenizer.json, as write() does."""
+    tok = json.load(open(f"{hf_dir}/tokenizer.json"))
+    n_vocab = cfg["vocab_size"]
+    tokens = [f"[PAD{i}]" for i in range(n_vocab)]
+    types = [gguf.TokenType.UNUSED] * n_vocab
+    for s, i in tok["model"]["vocab"].items():
+        tokens[i], types[i] = s, gguf.TokenType.NORMAL
+    for a in tok["added_tokens"]:
+        tokens[a["id"]] = a["content"]
+        types[a["id"]] = gguf.TokenType.CONTROL if a["special"] else gguf.TokenType.USER_DEFINED
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    if cfg.get("bos_token_id") is not None:
+        w.add_bos_token_id(cfg["bos_token_id"])
+    w.add_eos_token_id(cfg["eos_token_id"])
+    w.add_chat_template(json.load(open(f"{hf_dir}/tokenizer_config.json"))["chat_template"])
+
+
+ARCHS = {"glm4_moe": gguf.MODEL_ARCH.GLM4_MOE, "deepseek_v3": gguf.MODEL_ARCH.DEEPSEEK2,
+         "gpt_oss": gguf.MODEL_ARCH.GPT_OSS, "minimax_m2": gguf.MODEL_ARCH.MINIMAXM2}
+
+
+def rope_params(cfg):
+    rp = dict(cfg.get("rope_scaling") or {})
+    rp.update(cfg.get("rope_parameters") or {})
+    return rp
+
+
+def hparams(w, cfg, mt, nl, mode):
+    """The keys convert_hf_to_gguf.py writes for the family (TextModel's
+    set_gguf_parameters, then the model class's)."""
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    rp = rope_params(cfg)
+    w.add_block_count(nl)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(1 if mt == "deepseek_v3" else cfg["num_key_value_heads"])
+    if rp.get("rope_type", rp.get("type")) == "yarn":
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(rp["factor"])
+        w.add_rope_scaling_orig_ctx_len(rp["original_max_position_embeddings"])
+        if "beta_fast" in rp:
+            w.add_rope_scaling_yarn_beta_fast(rp["beta_fast"])
+        if "beta_slow" in rp:
+            w.add_rope_scaling_yarn_beta_slow(rp["beta_slow"])
+    w.add_rope_freq_base(cfg.get("rope_theta") or rp["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_expert_count(cfg.get("n_routed_experts") or cfg["num_local_experts"])
+    w.add_expert_used_count(cfg["num_experts_per_tok"])
+    if "n_group" in cfg:
+        w.add_expert_group_count(cfg["n_group"])
+        w.add_expert_group_used_count(cfg["topk_group"])
+    if mt in ("minimax_m2", "glm4_moe", "deepseek_v3") and mode != "softmax":  # V3's scoring_func
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    if mt != "deepseek_v3":
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    if mt == "glm4_moe":
+        w.add_rope_dimension_count(int(hd * cfg.get("partial_rotary_factor", 0.5)))
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        w.add_expert_shared_count(cfg["n_shared_experts"])
+        w.add_leading_dense_block_count(cfg["first_k_dense_replace"])
+        w.add_expert_weights_scale(cfg["routed_scaling_factor"])
+        w.add_expert_weights_norm(cfg["norm_topk_prob"])
+        w.add_nextn_predict_layers(cfg["num_nextn_predict_layers"])
+    elif mt == "deepseek_v3":
+        kv, rope = cfg["kv_lora_rank"], cfg["qk_rope_head_dim"]
+        w.add_leading_dense_block_count(cfg["first_k_dense_replace"])
+        w.add_vocab_size(cfg["vocab_size"])
+        if cfg.get("q_lora_rank") is not None:
+            w.add_q_lora_rank(cfg["q_lora_rank"])
+        w.add_kv_lora_rank(kv)
+        if "kvb" in mode:  # an older file: key/value lengths are the MLA head's
+            w.add_key_length(cfg["qk_nope_head_dim"] + rope)
+            w.add_value_length(cfg["v_head_dim"])
+        else:
+            w.add_key_length(kv + rope)
+            w.add_value_length(kv)
+            w.add_key_length_mla(cfg["qk_nope_head_dim"] + rope)
+            w.add_value_length_mla(cfg["v_head_dim"])
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        w.add_expert_shared_count(cfg["n_shared_experts"])
+        w.add_expert_weights_scale(cfg["routed_scaling_factor"])
+        if cfg["norm_topk_prob"]:
+            w.add_expert_weights_norm(True)
+        w.add_rope_dimension_count(rope)
+        if rp.get("mscale_all_dim") is not None:
+            w.add_rope_scaling_yarn_log_mul(0.1 * rp["mscale_all_dim"])
+    elif mt == "gpt_oss":
+        w.add_sliding_window(cfg["sliding_window"])
+        w.add_expert_feed_forward_length(cfg["intermediate_size"])
+    elif mt == "minimax_m2":
+        w.add_expert_feed_forward_length(cfg["intermediate_size"])
+        w.add_rope_dimension_count(cfg["rotary_dim"])
+
+
+def mxfp4_blocks(blocks, scales):
+    """HF's MXFP4 (_blocks [.., R, C/32, 16]: byte k holds elements 2k (low
+    nibble) and 2k + 1; _scales [.., R, C/32]) -> ggml's block_mxfp4 rows
+    [.., R, C/32 * 17]: e, then qs[j] holding elements j (low) and j + 16."""
+    codes = np.stack([blocks & 15, blocks >> 4], axis=-1).reshape(*blocks.shape[:-1], 32)
+    qs = (codes[..., :16] | (codes[..., 16:] << 4)).astype(np.uint8)
+    out = np.concatenate([scales[..., None], qs], axis=-1)
+    return out.reshape(*blocks.shape[:-2], blocks.shape[-2] * 17)
+
+
+def write_arch(hf_dir, out, mode):
+    """glm4moe, deepseek2, gpt-oss, minimax-m2 as llama.cpp's converter writes
+    them (names from gguf's TensorNameMap). mode: bf16; kvb (deepseek2 with
+    attn_kv_b unsplit, the older files' key lengths); mxfp4 (gpt-oss from an
+    MXFP4 checkpoint: the experts' blocks repacked, as the converter does);
+    q8_0 (matrices Q8_0, router and 1-D F32); softmax (deepseek2 with
+    expert_gating_func softmax: refused); pattern (gpt-oss with an array
+    sliding_window_pattern: refused); yarn (YaRN keys: refused outside
+    deepseek2 and gpt-oss); nobias (blk.1's exp_probs_b or router bias left
+    out: refused naming it); o200k, glm4, dsv3 (tokenizer.ggml.pre "gpt-4o", "glm4",
+    "deepseek-v3");
+    both (attn_kv_b beside attn_k_b / attn_v_b); joined by "+" (kvb+q8_0)."""
+    cfg = json.load(open(f"{hf_dir}/config.json"))
+    mt = cfg["model_type"]
+    st = read_safetensors(f"{hf_dir}/model.safetensors")
+    nl = cfg["num_hidden_layers"]
+    mtp = cfg.get("num_nextn_predict_layers", 0) if mt == "glm4_moe" else 0
+    tmap = gguf.get_tensor_name_map(ARCHS[mt], nl + mtp)
+    w = gguf.GGUFWriter(out, gguf.MODEL_ARCH_NAMES[ARCHS[mt]])
+    hparams(w, cfg, mt, nl + mtp, mode)
+    if mode == "softmax":
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
+    if mode == "pattern":
+        w.add_sliding_window_pattern([True, False, True])
+    if mode == "yarn":  # YaRN keys on a family without it
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(4.0)
+        w.add_rope_scaling_orig_ctx_len(128)
+    vocab(w, hf_dir, cfg, {"o200k": "gpt-4o", "glm4": "glm4", "dsv3": "deepseek-v3"}.get(mode, "qwen2"))
+    E = cfg.get("n_routed_experts") or cfg["num_local_experts"]
+
+    def put(hf, t, raw=None):
+        kind, arr = t
+        gg = tmap.get_name(hf, try_suffixes=(".weight", ".bias"))
+        if gg is None:
+            raise SystemExit(f"no GGUF name for {hf}")
+        if mode == "nobias" and gg in ("blk.1.exp_probs_b.bias", "blk.1.ffn_gate_inp.bias"):
+            return
+        if raw is not None:
+            w.add_tensor(gg, raw, raw_dtype=T.MXFP4)
+        elif ("q8_0" in mode.split("+") and arr.ndim >= 2 and "ffn_gate_inp" not in gg
+              and not gg.endswith(".bias") and arr.shape[-1] % 32 == 0):
+            w.add_tensor(gg, gguf.quants.quantize(as_f32(t), T.Q8_0), raw_dtype=T.Q8_0)
+        else:
+            add(w, gg, t, T.BF16 if arr.ndim >= 2 and "ffn_gate_inp" not in gg
+                and not gg.endswith(".bias") else T.F32)
+
+    layers = {}
+    for name, t in st.items():
+        parts = name.split(".")
+        if name.startswith("model.layers."):
+            layers.setdefault(int(parts[2]), {})[".".join(parts[3:])] = t
+        else:
+            put(name, t)
+    if mtp:  # an MTP block as GLM-4.5 has: the last layer's tensors and nextn.*
+        rng = np.random.default_rng(7)
+        layers[nl] = dict(layers[nl - 1])
+        H = cfg["hidden_size"]
+        for n, shape in (("eh_proj.weight", (H, 2 * H)), ("enorm.weight", (H,)),
+                         ("hnorm.weight", (H,)), ("shared_head.norm.weight", (H,))):
+            layers[nl][n] = ("f32", rng.standard_normal(shape).astype(np.float32))
+    for l, ts in sorted(layers.items()):
+        pre = f"model.layers.{l}."
+        ex = {}
+        for n, t in ts.items():
+            kind, arr = t
+            if n.endswith("e_score_correction_bias"):  # the converter's rename
+                put(pre + n.replace("_bias", ".bias"), t)
+            elif n.endswith(".sinks"):
+                put(pre + n + ".weight", t)
+            elif mt == "deepseek_v3" and n == "self_attn.kv_b_proj.weight" and "kvb" not in mode:
+                nh, nope, vh = cfg["num_attention_heads"], cfg["qk_nope_head_dim"], cfg["v_head_dim"]
+                kvb = arr.reshape(nh, nope + vh, -1)
+                put(pre + "self_attn.k_b_proj.weight",
+                    (kind, np.ascontiguousarray(kvb[:, :nope].transpose(0, 2, 1))))
+                put(pre + "self_attn.v_b_proj.weight", (kind, np.ascontiguousarray(kvb[:, nope:])))
+                if "both" in mode:  # a file holding the whole kv_b beside the split pair
+                    put(pre + n, t)
+            elif mt == "gpt_oss" and n.startswith("mlp.experts."):
+                ex[n[len("mlp.experts."):]] = t
+            elif ".experts." in n:
+                ex[n] = t
+            else:
+                put(pre + n, t)
+        if mt == "gpt_oss":
+            g = lambda k: ex[k][1]
+            if "gate_up_proj_blocks" in ex:
+                gb, gs = g("gate_up_proj_blocks"), g("gate_up_proj_scales")
+                put(pre + "mlp.experts.gate_proj.weight", ex["gate_up_proj_blocks"],
+                    mxfp4_blocks(gb[:, ::2], gs[:, ::2]))
+                put(pre + "mlp.experts.up_proj.weight", ex["gate_up_proj_blocks"],
+                    mxfp4_blocks(gb[:, 1::2], gs[:, 1::2]))
+                put(pre + "mlp.experts.down_proj.weight", ex["down_proj_blocks"],
+                    mxfp4_blocks(g("down_proj_blocks"), g("down_proj_scales")))
+            else:
+                kind, gu = ex["gate_up_proj"]
+                gu = gu.swapaxes(-1, -2)
+                put(pre + "mlp.experts.gate_proj.weight", (kind, np.ascontiguousarray(gu[:, ::2])))
+                put(pre + "mlp.experts.up_proj.weight", (kind, np.ascontiguousarray(gu[:, 1::2])))
+                kind, d = ex["down_proj"]
+                put(pre + "mlp.experts.down_proj.weight",
+                    (kind, np.ascontiguousarray(d.swapaxes(-1, -2))))
+            kind, b = ex["gate_up_proj_bias"]
+            put(pre + "mlp.experts.gate_proj.bias", (kind, np.ascontiguousarray(b[..., ::2])))
+            put(pre + "mlp.experts.up_proj.bias", (kind, np.ascontiguousarray(b[..., 1::2])))
+            put(pre + "mlp.experts.down_proj.bias", ex["down_proj_bias"])
+            continue
+        if not ex:
+            continue
+        if "mlp.experts.gate_up_proj" in ex:  # transformers 5's fused [E, 2I, H]: gate rows first
+            kind, gu = ex["mlp.experts.gate_up_proj"]
+            I = gu.shape[1] // 2
+            stacks = {"gate_proj": (kind, gu[:, :I]), "up_proj": (kind, gu[:, I:]),
+                      "down_proj": ex["mlp.experts.down_proj"]}
+            prefix = "mlp.experts."
+        else:
+            moe = "block_sparse_moe" if mt == "minimax_m2" else "mlp"
+            names = ("w1", "w3", "w2") if mt == "minimax_m2" else ("gate_proj", "up_proj", "down_proj")
+            stacks = {}
+            for hfp, part in zip(names, ("gate_proj", "up_proj", "down_proj")):
+                es = [ex[f"{moe}.experts.{e}.{hfp}.weight"] for e in range(E)]
+                stacks[part] = (es[0][0], np.stack([a for _, a in es]))
+            prefix = "mlp.experts."
+        for part, t in stacks.items():
+            put(pre + prefix + part + ".weight", (t[0], np.ascontiguousarray(t[1])))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def seed(hf_dir, out):
+    """A fuzz seed (tools/fuzz_gguf.c, under its 64 KiB cap): the family's keys
+    as write_arch writes them, an 8-token vocabulary, an [8, H] token_embd."""
+    cfg = json.load(open(f"{hf_dir}/config.json"))
+    mt = cfg["model_type"]
+    nl = cfg["num_hidden_layers"] + (cfg.get("num_nextn_predict_layers", 0) if mt == "glm4_moe" else 0)
+    w = gguf.GGUFWriter(out, gguf.MODEL_ARCH_NAMES[ARCHS[mt]])
+    hparams(w, cfg, mt, nl, "bf16")
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre({"glm4_moe": "glm4", "gpt_oss": "gpt-4o",
+                         "minimax_m2": "minimax-m2"}.get(mt, "qwen2"))
+    w.add_token_list(["a", "b", "ab", "c", "d", "cd", "<|end|>", " "])
+    w.add_token_types([1] * 6 + [3, 1])
+    w.add_token_merges(["a b", "c d"])
+    w.add_eos_token_id(6)
+    w.add_tensor("token_embd.weight", np.ones((8, cfg["hidden_size"]), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def limit7(hf_dir, out):
+    """The gpt_oss fixture with swiglu_limit 7 (llama.cpp's constant: a GGUF
+    has no key for it), the weights linked."""
+    import os
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(hf_dir):
+        if f.endswith(".json") and f != "config.json":
+            os.symlink(os.path.abspath(f"{hf_dir}/{f}"), f"{out}/{f}")
+    os.symlink(os.path.abspath(f"{hf_dir}/model.safetensors"), f"{out}/model.safetensors")
+    cfg = json.load(open(f"{hf_dir}/config.json"))
+    cfg["swiglu_limit"] = 7.0
+    json.dump(cfg, open(f"{out}/config.json", "w"))
 
 
 COLI_NAMES = {"attn_output": "attn_o", "ffn_gate_shexp": "shexp_gate",
@@ -311,7 +675,20 @@ def blocks(gguf_path, coli_path):
     print(f"blocks: {n} matrices equal")
 
 
-def gpt2tok(hf_dir, out):
+O200K = ("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+         "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+         "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"
+         "[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")  # gpt-oss's tokenizer.json (o200k)
+
+
+LLAMA3 = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"
+          "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")  # GLM-4.5's (Llama 3's)
+DEEPSEEK3 = ["\\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+             "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+             "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"]  # DeepSeek-V3's
+
+
+def gpt2tok(hf_dir, out, regex=None):
     import os
     import shutil
     os.makedirs(out, exist_ok=True)
@@ -323,6 +700,13 @@ def gpt2tok(hf_dir, out):
     tok["normalizer"] = None
     tok["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False,
                             "trim_offsets": True, "use_regex": True}
+    if regex:  # gpt-oss's shape: Split(regex, Isolated) (DeepSeek-V3: three in turn),
+        # then ByteLevel without its own
+        tok["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": r}, "behavior": "Isolated", "invert": False}
+            for r in ([regex] if isinstance(regex, str) else regex)] + [
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+             "use_regex": False}]}
     json.dump(tok, open(f"{out}/tokenizer.json", "w"))
 
 
@@ -333,15 +717,39 @@ def top1(a, b, vocab):
     print(f"{len(d)} of {len(x)} max|dlogit| {np.abs(x - y).max():.4f} differing: {[int(i) for i in d]}")
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "write":
-        write(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else 0)
-    elif sys.argv[1] == "gpt2tok":
-        gpt2tok(sys.argv[2], sys.argv[3])
-    elif sys.argv[1] == "blocks":
-        blocks(sys.argv[2], sys.argv[3])
-    elif sys.argv[1] == "top1":
-        top1(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+def main(argv):
+    if argv[0] == "write" and json.load(open(f"{argv[1]}/config.json"))["model_type"] in ARCHS:
+        write_arch(argv[1], argv[2], argv[3])
+    elif argv[0] == "seed":
+        seed(argv[1], argv[2])
+    elif argv[0] == "limit7":
+        limit7(argv[1], argv[2])
+    elif argv[0] == "write":
+        write(argv[1], argv[2], argv[3], int(argv[4]) if len(argv) > 4 else 0)
+    elif argv[0] == "gpt2tok":
+        gpt2tok(argv[1], argv[2])
+    elif argv[0] == "o200ktok":
+        gpt2tok(argv[1], argv[2], O200K)
+    elif argv[0] == "glm4tok":
+        gpt2tok(argv[1], argv[2], LLAMA3)
+    elif argv[0] == "dsv3tok":
+        gpt2tok(argv[1], argv[2], DEEPSEEK3)
+    elif argv[0] == "blocks":
+        blocks(argv[1], argv[2])
+    elif argv[0] == "top1":
+        top1(argv[1], argv[2], int(argv[3]))
+    elif argv[0] == "batch":  # batch CMD ARGS -- CMD ARGS ...: one interpreter start
+        cmd = []
+        for a in argv[1:] + ["--"]:
+            if a != "--":
+                cmd.append(a)
+            elif cmd:
+                main(cmd)
+                cmd = []
     else:
         raise SystemExit("usage: gguf_import.py write HF_DIR OUT MODE | blocks GGUF COLI | "
-                         "top1 A B VOCAB")
+                         "top1 A B VOCAB | batch CMD ARGS -- CMD ARGS ...")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
