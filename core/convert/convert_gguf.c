@@ -40,7 +40,8 @@
  *
  * Refused, naming the thing, before any output exists: other architectures
  * (a llama without experts among them), tensor types coli_ggml_dequant does not read,
- * unknown tensor names, RoPE scaling, tokenizer models other than gpt2 and
+ * unknown tensor names, RoPE scaling other than linear and YaRN
+ * (core/convert/convert_rope.c), tokenizer models other than gpt2 and
  * pre-tokenizer names without a regex here.
  *
  * --quant left out (opts->quant_auto): every matrix of a type with a coli
@@ -316,12 +317,6 @@ static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtyp
 		    s->errbuf, s->errlen, -ENOTSUP,
 		    "%s: attention.value_length %llu != key_length %llu is not supported", s->path,
 		    (unsigned long long)vd, (unsigned long long)hd);
-	snprintf(key, sizeof(key), "%s.rope.scaling.type", s->arch);
-	kv = coli_gguf_find(s->g, key);
-	if (kv && kv->type == COLI_GGUF_STR && !(kv->len == 4 && !memcmp(kv->s, "none", 4)))
-		return coli_convert_errf(s->errbuf, s->errlen, -ENOTSUP,
-		                         "%s: %s '%.*s' is not supported (only default RoPE)",
-		                         s->path, key, (int)(kv->len < 64 ? kv->len : 64), kv->s);
 	c->n_layers = (int)nl;
 	c->hidden = (int)hid;
 	c->n_heads = (int)nh;
@@ -345,6 +340,8 @@ static int read_config(struct gg *s, struct coli_model_config *c, enum coli_dtyp
 	c->norm_eps = (float)eps;
 	c->rope_theta = (float)theta;
 	c->quant = quant;
+	if ((rc = coli_convert_gguf_rope(s->g, s->arch, c, s->path, s->errbuf, s->errlen)))
+		return rc;
 	special_ids(s, c);
 	return layer_kinds(s, c);
 }

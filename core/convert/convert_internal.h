@@ -114,6 +114,11 @@ int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint
 struct json_t;
 int coli_convert_hf_rope(struct json_t *cfg, struct coli_model_config *c, const char *path,
                          char *errbuf, size_t errlen);
+/* A GGUF's {arch}.rope.scaling.* keys into c (core/convert/convert_rope.c;
+ * c->max_ctx set first): 0, or -errno with errbuf naming path and the key. */
+struct coli_gguf;
+int coli_convert_gguf_rope(const struct coli_gguf *g, const char *arch, struct coli_model_config *c,
+                           const char *path, char *errbuf, size_t errlen);
 /* FP8 checkpoints (core/convert/convert_fp8.c): reads config.json's
  * quantization_config (h->section[COLI_SECTION_HF_CONFIG]) into h->fp8*;
  * refuses any quant_method but fp8, naming it. An FP8 checkpoint without
