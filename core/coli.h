@@ -434,6 +434,10 @@ int coli_engine_ctx(const coli_engine_t *e);    /* KV capacity in tokens */
 int coli_engine_ubatch(const coli_engine_t *e); /* tokens per forward pass, as resolved */
 int coli_engine_pos(const coli_engine_t *e);    /* tokens in the KV cache */
 void coli_engine_reset(coli_engine_t *e);       /* empty the KV cache */
+/* Keep the cache's first pos tokens and drop the rest (the next forward runs
+ * at position pos), as the prefix cache does: 0, or -EINVAL when pos is
+ * negative or past the tokens the cache holds. */
+int coli_engine_rewind(coli_engine_t *e, int pos);
 /* --numa-bind as coli_engine_open resolved and applied it: the NUMA node the
  * engine's memory and threads are on (>= 0), -1 when none was chosen (off,
  * or a one-node machine: the kernel places), -2 when memory is interleaved

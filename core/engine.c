@@ -413,6 +413,14 @@ void coli_engine_reset(coli_engine_t *e)
 	e->kv.pos = 0;
 }
 
+int coli_engine_rewind(coli_engine_t *e, int pos)
+{
+	if (pos < 0 || pos > e->kv.pos)
+		return -EINVAL;
+	e->kv.pos = pos; /* a device's cache is addressed by each call's position */
+	return 0;
+}
+
 /* A device holding (part of) the dense part failed with why: the dense
  * part moves to the devices left, when there are and they can hold it, else
  * to the CPU; either way the KV cache is rebuilt there from the token
