@@ -15,6 +15,9 @@ What it writes (all under --out; each fixture directory is deleted and rewritten
   <fixture>/ref/        prompt.txt, ids.txt, logits.f32, greedy.txt, greedy_margin.txt,
                         meta.json -- computed by transformers in float32 from the bf16
                         weights, so they are exact references for a bf16 engine.
+  long/<name>/          config.json (a primary's with RoPE scaling: LONG below) and
+                        ref/logits_at.f32 + ref/meta.json: transformers' logits at a few
+                        positions of an 8192-token prompt, the primary's weights
 
 Fixtures: qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, minimax_m2, deepseek_v3*, gpt_oss
 (Hub per-expert tensor layout where the family has one, Hub config dialect: top-level
