@@ -7,8 +7,8 @@
  *
  *   host    half of (--ram-gb, or 90% of MemAvailable without a budget or with
  *           --ram-gb 0) less the dense weights: the other half is left to the
- *           experts' slots and the scratch, so a default context never makes
- *           --ram-gb refuse a model it took before
+ *           experts' slots and the scratch (a budget too small for those is
+ *           refused as before by core/place/tiers_open.c, which names --ctx)
  *   device  a quarter of the smallest device's memory when the dense part may
  *           go to a device (--gpu not off, --dense auto): its cache is a twin
  *           of the host's, and the rest holds the dense part and experts
@@ -20,7 +20,7 @@
  * and the demo model (512, 2048 trained) open at their trained length, as they
  * did under the former default (min(trained, 4096)); a 128k model opens at
  * 128k where memory holds it. core/engine.c says the choice at start when the
- * cap bit (and with --verbose).
+ * cap bit (and with --verbose). tests/core/ctx_default.
  */
 #include <stdio.h>
 #include <string.h>
@@ -66,12 +66,16 @@ int coli_engine_ctx_default(const struct coli_engine *e, char *why, size_t len)
 		by = "device memory";
 	}
 	ctx = ctx > floor ? ctx : floor;
-	if (ctx >= trained)
+	if (ctx >= trained) {
 		snprintf(why, len, "the model's trained length");
-	else
+	} else {
+		double may = !strcmp(by, "RAM") ? host : dev, u = may >= 1e9 ? 1e9 : 1e6;
+
 		snprintf(why, len,
-		         "the model's trained %d, capped by %s: the KV cache takes %.2f GB of "
-		         "%.2f GB it may use",
-		         trained, by, ctx * tok / 1e9, (!strcmp(by, "RAM") ? host : dev) / 1e9);
+		         "the model's trained %d, capped by %s: the KV cache takes %.2f %s of the "
+		         "%.2f %s it may use",
+		         trained, by, ctx * tok / u, u == 1e9 ? "GB" : "MB", may / u,
+		         u == 1e9 ? "GB" : "MB");
+	}
 	return ctx;
 }
