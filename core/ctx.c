@@ -9,9 +9,11 @@
  *           --ram-gb 0) less the dense weights: the other half is left to the
  *           experts' slots and the scratch (a budget too small for those is
  *           refused as before by core/place/tiers_open.c, which names --ctx)
- *   device  a quarter of the smallest device's memory when the dense part may
- *           go to a device (--gpu not off, --dense auto): its cache is a twin
- *           of the host's, and the rest holds the dense part and experts
+ *   device  when the dense part may go to a device (--gpu not off, --dense
+ *           auto; its cache is a twin of the host's): with --vram-gb (the
+ *           resident experts' budget) what the smallest device has left after
+ *           it, the dense weights and the reserve; else a quarter of its
+ *           memory, the rest holding the dense part and experts
  *
  * bytes per token: K and V of every layer as the host cache holds them
  * (core/forward/kv.c: fp32, n_kv_heads * head_dim each; MLA one latent row
@@ -56,8 +58,15 @@ int coli_engine_ctx_default(const struct coli_engine *e, char *why, size_t len)
 	coli_io_container_dense_region(e->m.c, &off, &dense);
 	host = e->opts.ram_gb > 0 ? e->opts.ram_gb * 1e9 : coli_tiers_mem_available() * 0.9;
 	host = host > dense ? (host - dense) / 2 : 0;
-	if (strcmp(e->opts.gpu, "off") && e->opts.dense != COLI_OPT_DENSE_CPU)
-		dev = coli_dev_spec_mem(e->opts.gpu) / 4.0;
+	if (strcmp(e->opts.gpu, "off") && e->opts.dense != COLI_OPT_DENSE_CPU) {
+		double mem = (double)coli_dev_spec_mem(e->opts.gpu);
+
+		dev = mem / 4;
+		if (mem > 0 && e->opts.vram_gb >= 0) {
+			dev = mem - e->opts.vram_gb * 1e9 - (double)dense - COLI_VRAM_RESERVE_BYTES;
+			dev = dev > 1 ? dev : 1; /* nothing left: the floor below */
+		}
+	}
 	ctx = trained;
 	if (host > 0 && host / tok < ctx)
 		ctx = round_down(host / tok);
