@@ -90,6 +90,16 @@ enum coli_ffn_act {
 	COLI_ACT_SWIGLU_OAI = 1,
 };
 
+/* How rope_factor > 1 scales RoPE (transformers' rope_type; "default" is
+ * rope_factor 1). "dynamic", "llama3", "longrope" are refused at convert. */
+enum coli_rope_scaling {
+	/* YaRN: interpolated and extrapolated frequencies blended over a ramp
+	 * of dims, cos and sin times an attention factor */
+	COLI_ROPE_YARN = 0,
+	/* position interpolation: inv_freq / factor */
+	COLI_ROPE_LINEAR = 1,
+};
+
 #define COLI_MAX_LAYERS 256
 #define COLI_MAX_EOS    8
 
@@ -130,10 +140,14 @@ struct coli_model_config {
 	int kv_lora; /* rank of the latent KV (the cache's c_kv) [0: not MLA] */
 	int qk_nope; /* query/key dims without RoPE, per head [0] */
 	int v_head;  /* value dims per head [0] */
-	/* YaRN RoPE scaling (rope_factor > 1; transformers' rope_type "yarn"):
+	/* RoPE scaling (rope_factor > 1): YaRN (transformers' rope_type "yarn":
 	 * inv_freq, the cos/sin attention factor and the softmax scale
-	 * correction computed by coli_config_rope [1 = plain RoPE] */
+	 * correction computed by coli_config_rope) unless rope_scaling says
+	 * linear (rope_type "linear": inv_freq / factor) [1 = plain RoPE] */
 	float rope_factor;
+	int rope_scaling;      /* enum coli_rope_scaling [COLI_ROPE_YARN: the only
+	                        * kind before linear, so an older container reads
+	                        * as it was written] */
 	int rope_orig_ctx;     /* original_max_position_embeddings [0] */
 	float yarn_beta_fast;  /* [32] */
 	float yarn_beta_slow;  /* [1] */
@@ -181,12 +195,17 @@ int coli_config_parse(const char *json, size_t len, struct coli_model_config *c,
 char *coli_config_format(const struct coli_model_config *c);
 /* RoPE as transformers computes it for c (core/model/rope.c): inv_freq
  * [rope_dim/2] (YaRN's blend of interpolated and extrapolated frequencies
- * when rope_factor > 1, else 1/theta^(2i/rope_dim)), *attn the factor cos and
+ * when rope_factor > 1, linear's 1/theta^(2i/rope_dim) / factor, else
+ * 1/theta^(2i/rope_dim)), *attn the factor cos and
  * sin are multiplied by (1 without YaRN), *scale the softmax scale:
  * head_dim^-0.5, times DeepSeek's mscale(factor, mscale_all_dim)^2 under
  * YaRN, in double then rounded once. */
 void coli_config_rope(const struct coli_model_config *c, float *inv_freq, float *attn,
                       float *scale);
+/* The context the model was trained for, as vLLM derives max_model_len:
+ * max_ctx (max_position_embeddings), under YaRN rope_orig_ctx * factor,
+ * under linear scaling max_ctx * factor; at most 2^24. */
+int coli_config_ctx_trained(const struct coli_model_config *c);
 
 /* ---- conversion from a Hugging Face checkpoint directory or a GGUF file ---- */
 struct coli_convert_opts {
@@ -340,7 +359,7 @@ struct coli_opts {
 	double vram_gb;          /* --vram-gb: device budget (<0: auto) */
 	char gpu[64];            /* --gpu auto|off|sim|sim:N|LIST (checked when set) */
 	int threads;             /* --threads (0: all online CPUs) */
-	int ctx;                 /* --ctx: KV cache positions (0: min(model, 4096)) */
+	int ctx;                 /* --ctx: KV cache positions (0: trained, capped by memory) */
 	int ctx_override;        /* --ctx-override: --ctx may exceed the model's max_ctx */
 	int ubatch;              /* --ubatch: tokens per forward pass (prefill chunk; 0: auto) */
 	char usage[512];         /* --usage FILE (empty: beside the model) */
@@ -415,6 +434,10 @@ int coli_engine_ctx(const coli_engine_t *e);    /* KV capacity in tokens */
 int coli_engine_ubatch(const coli_engine_t *e); /* tokens per forward pass, as resolved */
 int coli_engine_pos(const coli_engine_t *e);    /* tokens in the KV cache */
 void coli_engine_reset(coli_engine_t *e);       /* empty the KV cache */
+/* Keep the cache's first pos tokens and drop the rest (the next forward runs
+ * at position pos), as the prefix cache does: 0, or -EINVAL when pos is
+ * negative or past the tokens the cache holds. */
+int coli_engine_rewind(coli_engine_t *e, int pos);
 /* --numa-bind as coli_engine_open resolved and applied it: the NUMA node the
  * engine's memory and threads are on (>= 0), -1 when none was chosen (off,
  * or a one-node machine: the kernel places), -2 when memory is interleaved

@@ -145,6 +145,12 @@ int coli_usage_write(const char *path, const struct coli_usage *u, char *err, si
 struct coli_tiers;
 int coli_tiers_open(struct coli_engine *e, char *err, size_t errlen);
 void coli_tiers_close(struct coli_engine *e);
+/* MemAvailable of /proc/meminfo in bytes (0: unknown). */
+uint64_t coli_tiers_mem_available(void);
+/* The KV cache's positions when --ctx is 0 (core/ctx.c): the model's trained
+ * length, capped by what the memory budget gives the cache; why says which
+ * ("the model's trained length" or the cap). */
+int coli_engine_ctx_default(const struct coli_engine *e, char *why, size_t len);
 int coli_tiers_acquire(struct coli_engine *e, int l, const int *ex, const int *uses, int n,
                        const void **slabs);
 int coli_tiers_wait(struct coli_engine *e);

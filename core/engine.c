@@ -11,7 +11,9 @@
  * call up through (e->vram.slab_moved).
  *
  * Memory: the KV cache is fp32, [n_layers][ctx][n_kv_heads*head_dim] for K
- * and again for V, allocated through mem/ (NUMA placement decided there).
+ * and again for V, allocated through mem/ (NUMA placement decided there);
+ * ctx is --ctx, or the model's trained length capped by the memory budget
+ * (core/ctx.c), said at start when capped.
  * Scratch is sized for tmax tokens per forward call (--ubatch, at most the
  * context); longer prompts are fed in chunks of tmax by the caller
  * (coli_engine_forward does it).
@@ -185,14 +187,25 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc,
 	    threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	int ctx;
+	int ctx, trained = coli_config_ctx_trained(&e->m.cfg);
+	char why[160];
 
-	if (e->opts.ctx > e->m.cfg.max_ctx && !e->opts.ctx_override) {
+	if (e->opts.ctx > trained && !e->opts.ctx_override) {
+		const struct coli_model_config *c = &e->m.cfg;
+
+		if (c->rope_factor > 1 && c->rope_scaling == COLI_ROPE_YARN)
+			snprintf(why, sizeof(why), "YaRN: original %d x factor %g",
+			         c->rope_orig_ctx, c->rope_factor);
+		else if (c->rope_factor > 1)
+			snprintf(why, sizeof(why), "linear RoPE scaling: %d x factor %g",
+			         c->max_ctx, c->rope_factor);
+		else
+			snprintf(why, sizeof(why), "max_position_embeddings");
 		snprintf(err, errlen,
 		         "--ctx %d is above the model's trained context of %d tokens "
-		         "(max_position_embeddings): give --ctx %d or less, or add "
+		         "(%s): give --ctx %d or less, or add "
 		         "--ctx-override to run past it",
-		         e->opts.ctx, e->m.cfg.max_ctx, e->m.cfg.max_ctx);
+		         e->opts.ctx, trained, why, trained);
 		return -EINVAL;
 	}
 	rc = coli_cpu_pool_create(threads, &e->pool);
@@ -200,7 +213,12 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start %d CPU threads", threads);
 		return rc;
 	}
-	ctx = e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
+	ctx = e->opts.ctx;
+	if (ctx <= 0) {
+		ctx = coli_engine_ctx_default(e, why, sizeof(why));
+		if (ctx < trained || e->opts.verbose)
+			fprintf(stderr, "coli: ctx %d (%s; --ctx sets it)\n", ctx, why);
+	}
 	rc = coli_kv_alloc(&e->kv, &e->m.cfg, ctx, e->numa_node);
 	if (rc) {
 		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens)",
@@ -393,6 +411,14 @@ int coli_engine_pos(const coli_engine_t *e)
 void coli_engine_reset(coli_engine_t *e)
 {
 	e->kv.pos = 0;
+}
+
+int coli_engine_rewind(coli_engine_t *e, int pos)
+{
+	if (pos < 0 || pos > e->kv.pos)
+		return -EINVAL;
+	e->kv.pos = pos; /* a device's cache is addressed by each call's position */
+	return 0;
 }
 
 /* A device holding (part of) the dense part failed with why: the dense

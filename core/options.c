@@ -100,7 +100,7 @@ static const struct opt_row g_opts[] = {
     {"--threads", "COLI_THREADS", INT(0, 4096), F(threads), "0",
      "CPU threads (0: all online CPUs)"},
     {"--ctx", "COLI_CTX", INT(0, 1 << 24), F(ctx), "0",
-     "KV cache length in tokens (0: the model's, at most 4096)"},
+     "KV cache length in tokens (0: the model's trained length, capped by memory)"},
     {"--ctx-override", "COLI_CTX_OVERRIDE", .type = OPT_FLAG, F(ctx_override), "0",
      "allow --ctx above the model's trained context (quality past it is not assured)", .max = 1},
     {"--ubatch", "COLI_UBATCH", INT(0, 16384), F(ubatch), "0",

@@ -119,6 +119,9 @@ static void help(FILE *f, const char *cmd)
 	        "                  default: one arm with the command line's options\n"
 	        "  --tokens N      decode steps timed per round (default 16)\n"
 	        "  --prompt N      prompt length in tokens (default 8 decode, 64 prefill)\n"
+	        "  --ctx-fill N    decode: time the steps after N cached tokens, prefilled once\n"
+	        "                  per arm (the first round) and rewound to N every round;\n"
+	        "                  prints attention's share and KV bytes read per token\n"
 	        "  --rounds R      interleaved rounds after warm-up (default 5)\n"
 	        "  --warmup W      untimed rounds first (default 1)\n"
 	        "  --disk-mib M    random expert slabs read per round for the disk bandwidth, as\n"
@@ -228,13 +231,21 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 	int n_tok, rc, id, next = 0, ub;
 	double t0, t1, calls;
 
-	coli_engine_reset(a->e);
-	if (!R->prefill) {
+	if (R->ctx_fill && a->filled) { /* the fill stays: back to its end */
+		rc = coli_engine_rewind(a->e, R->prompt);
+		next = a->fill_next;
+		if (rc)
+			return rc;
+	} else if (!R->prefill) {
+		coli_engine_reset(a->e);
 		/* a greedy feed asks the engine for the argmax, as coli generate does */
 		rc = R->feed_greedy ? coli_engine_forward_argmax(a->e, R->ids, R->prompt, &next)
 		                    : coli_engine_forward(a->e, R->ids, R->prompt, logits, 0);
 		if (rc)
 			return rc;
+		a->filled = R->ctx_fill > 0, a->fill_next = next;
+	} else {
+		coli_engine_reset(a->e);
 	}
 	/* the warm-up reads at open (the usage file's hottest experts, or the
 	 * whole model when it fits the RAM budget) land before the clock starts */
@@ -280,6 +291,7 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 		for (int p = R->prompt; p < R->prompt + R->tokens; p++)
 			kv += (double)(p + 1) * R->kv_row_bytes;
 	r->dense_b = (calls * R->dense_call_bytes + kv) / n_tok + R->embd_row_bytes;
+	r->kv_b = kv / n_tok;
 	r->stream_b = (double)(s1.stream_bytes - s0.stream_bytes) / n_tok;
 	r->stream_copy_b = (double)(s1.stream_copy_bytes - s0.stream_copy_bytes) / n_tok;
 	r->dense_dev = s1.dense_on_device;
@@ -374,6 +386,7 @@ static void summarize(struct run *R, struct arm *a)
 	for (int p = 0; p < N_PROF; p++)
 		a->prof_ms[p] = med_of(a, n, offsetof(struct round, prof_ms) + p * sizeof(double));
 	a->stream_gbs = med_of(a, n, offsetof(struct round, stream_gbs));
+	a->kv_b = med_of(a, n, offsetof(struct round, kv_b));
 	a->reloads = a->reload_b = 0;
 	memset(a->layer, 0, sizeof(a->layer));
 	for (int i = 0; i < n; i++) {
@@ -616,6 +629,7 @@ static void print_table(struct run *R)
 		printf("; %.3f | %.3f | %.3f   (%.1f expert loads, %.1f routed pairs per token)\n",
 		       a->win_ms[0], a->win_ms[1], a->win_ms[2], a->hits, a->uses);
 	}
+	bench_attn_table(R);
 	bench_print_profile(R);
 	bench_print_timeline(R);
 	printf("\nMB = 1e6 bytes per token. bound: max over terms of bytes/bandwidth (cpu = dense "
@@ -705,6 +719,7 @@ static void print_json(struct run *R)
 		else /* every byte went through a term not measured here (a simulated device) */
 			printf("}, \"bound_term\": null, \"bound_tok_s\": null, \"ratio\": null");
 		printf(",\n   \"reloads\": %.0f, \"reload_bytes\": %.0f", a->reloads, a->reload_b);
+		bench_attn_json(R, a);
 		if (R->stream)
 			printf(
 			    ",\n   \"group_async\": %d, \"stream\": \"%s\", \"vram_gb\": %.6g, "
@@ -740,6 +755,14 @@ static void print_json(struct run *R)
 
 #define P "coli bench"
 
+static int prompt_given(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--prompt"))
+			return 1;
+	return 0;
+}
+
 static int parse(struct run *R, int argc, char **argv, const char **arms)
 {
 	struct tool_engine_args ea;
@@ -771,6 +794,8 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 			bad = tool_int(P, o, v, 1, 1 << 20, &R->tokens);
 		else if (!strcmp(o, "--prompt"))
 			bad = tool_int(P, o, v, 1, 1 << 20, &R->prompt);
+		else if (!R->prefill && !R->stream && !strcmp(o, "--ctx-fill"))
+			bad = tool_int(P, o, v, 1, 1 << 24, &R->ctx_fill);
 		else if (!strcmp(o, "--rounds"))
 			bad = tool_int(P, o, v, 1, MAX_ROUNDS, &R->rounds);
 		else if (!strcmp(o, "--warmup"))
@@ -795,6 +820,12 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 			return 2;
 		i += 2;
 	}
+	if (R->ctx_fill && prompt_given(argc, argv))
+		return tool_err("bench",
+		                "--ctx-fill N is the prompt: give it or --prompt, not both"),
+		       2;
+	if (R->ctx_fill)
+		R->prompt = R->ctx_fill;
 	R->model = ea.model;
 	if (!R->model) {
 		help(stderr, argv[0]);
@@ -910,8 +941,9 @@ int bench_run_main(int argc, char **argv)
 	rc = noise_start(&noise, R->noise);
 	for (int k = -R->warmup; !rc && k < R->rounds; k++) {
 		/* a new prompt each round (every arm gets the same one in a round), so
-		 * a partial --ram-gb is not simply warm from the round before */
-		for (int i = 0; i < R->prompt; i++)
+		 * a partial --ram-gb is not simply warm from the round before; the
+		 * --ctx-fill prompt is written once and stays in the cache */
+		for (int i = 0; i < R->prompt && !(R->ctx_fill && k > -R->warmup); i++)
 			R->ids[i] =
 			    (int)((1 + 7919ull * (uint64_t)(i + (k + R->warmup) * R->prompt)) %
 			          (uint64_t)R->cfg.vocab);

@@ -27,6 +27,7 @@ struct round {
 	double win_ms[3];          /* overlap window per token: pack+issue | cpu-rows | take */
 	double prof_ms[N_PROF];    /* --profile: inside the window, per token (g_prof) */
 	double stream_gbs;         /* streamed slab bytes / timed seconds */
+	double kv_b;               /* KV cache bytes attention read per token (part of dense_b) */
 	double reloads, reload_b;  /* CUDA_RELEASE_HOST reloads in the round, their bytes */
 	double layer[COLI_TL_CLASSES][COLI_TL_FIELDS]; /* moe_layer over the timed steps */
 };
@@ -44,6 +45,8 @@ struct arm {
 	int dense_dev;
 	double phase_ms[N_PHASES];
 	double win_ms[3], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
+	double kv_b;                                     /* median */
+	int filled, fill_next; /* --ctx-fill: the cache holds the fill; its argmax */
 	double prof_ms[N_PROF];
 	double layer[COLI_TL_CLASSES][COLI_TL_FIELDS]; /* the rounds' moe_layer summed */
 	struct bench_bytes bytes;
@@ -58,8 +61,9 @@ struct run {
 	int prefill;
 	const char *model;
 	int tokens, prompt, rounds, warmup, json, disk_mib, read_mib, qd;
-	int noise; /* threads that burn a core each through the rounds (--noise) */
-	int *ids;  /* [prompt] */
+	int ctx_fill; /* --ctx-fill: decode after this many cached tokens (= prompt), filled once */
+	int noise;    /* threads that burn a core each through the rounds (--noise) */
+	int *ids;     /* [prompt] */
 	struct arm arm[MAX_ARMS];
 	int n_arms;
 	/* from the container */
@@ -105,6 +109,11 @@ void bench_print_timeline(const struct run *R);
  * cancels in each), and their spread in *lo, *hi; 0 when b has no round. */
 double bench_round_ratio(const struct run *R, const struct arm *a, const struct arm *b, double *lo,
                          double *hi);
+
+/* bench_attn.c: --ctx-fill's report, attention's share of the step and the
+ * KV cache's bytes against the bandwidth of where attention ran */
+void bench_attn_table(const struct run *R);
+void bench_attn_json(const struct run *R, const struct arm *a);
 
 /* bench_stream.c */
 int bench_stream_setup(struct run *R); /* heat snapshot and the arms; 0 or 1 (said) */

@@ -69,12 +69,24 @@ static int print_config(coli_container_t *c)
 		       m->kv_lora + m->rope_dim);
 	else if (m->rope_dim != m->head_dim)
 		printf("partial rope   %d of %d dims of a head\n", m->rope_dim, m->head_dim);
-	if (m->rope_factor > 1)
+	if (m->rope_factor > 1 && m->rope_scaling == COLI_ROPE_LINEAR)
+		printf("rope scaling   linear x %g\n", m->rope_factor);
+	else if (m->rope_factor > 1)
 		printf("rope scaling   YaRN x %g of %d positions, beta %g/%g, mscale %g/%g\n",
 		       m->rope_factor, m->rope_orig_ctx, m->yarn_beta_fast, m->yarn_beta_slow,
 		       m->yarn_mscale, m->yarn_mscale_all);
-	if (m->rope_factor > 1 && !m->yarn_truncate)
+	if (m->rope_factor > 1 && m->rope_scaling == COLI_ROPE_YARN && !m->yarn_truncate)
 		printf("               (correction range not truncated)\n");
+	{ /* what the default --ctx asks of memory before core/ctx.c's cap */
+		double row = m->kv_lora ? (double)m->kv_lora + m->rope_dim
+		                        : 2.0 * m->n_kv_heads * m->head_dim,
+		       tok = 4 * row * m->n_layers;
+		int trained = coli_config_ctx_trained(m);
+
+		printf(
+		    "context        trained %d; KV cache %.1f KB a token (fp32), %.2f GB at %d\n",
+		    trained, tok / 1e3, tok * trained / 1e9, trained);
+	}
 	if (m->sliding_window) {
 		int ns = 0;
 

@@ -15,6 +15,9 @@ What it writes (all under --out; each fixture directory is deleted and rewritten
   <fixture>/ref/        prompt.txt, ids.txt, logits.f32, greedy.txt, greedy_margin.txt,
                         meta.json -- computed by transformers in float32 from the bf16
                         weights, so they are exact references for a bf16 engine.
+  long/<name>/          config.json (a primary's with RoPE scaling: LONG below) and
+                        ref/logits_at.f32 + ref/meta.json: transformers' logits at a few
+                        positions of an 8192-token prompt, the primary's weights
 
 Fixtures: qwen3_moe, qwen2_moe, olmoe, mixtral, glm4_moe, minimax_m2, deepseek_v3*, gpt_oss
 (Hub per-expert tensor layout where the family has one, Hub config dialect: top-level
@@ -29,7 +32,7 @@ tokenizers install: the corpus is a fixed list of stdlib files plus text written
 and every fixture has its own seed. See tests/fixtures/README.md for the layouts.
 
 --only NAME[,NAME]: write only those fixtures (a primary, or a variant with its primary
-built in memory but not written), with the tokenizer read from --out/tokenizer/ rather than
+built in memory but not written, or a long-context one read from its primary on disk), with the tokenizer read from --out/tokenizer/ rather than
 trained and written again, and no chat cases: the other fixtures keep their bits (which
 depend on the torch version).
 """
@@ -447,6 +450,22 @@ CHAT_CASE_FIXTURES = ("qwen3_moe", "qwen2_moe", "olmoe", "mixtral")
 VARIANTS = [("qwen3_moe_fused", "qwen3_moe", "fused"),
             ("qwen2_moe_sharded", "qwen2_moe", "sharded"),
             ("gpt_oss_mxfp4", "gpt_oss", "mxfp4")]
+# Long-context variants (long/NAME/): a primary's weights read back from OUT/PRIMARY with
+# another config -- RoPE scaling and max_position_embeddings -- and transformers' logits at a
+# few positions of an N_LONG-token prompt (long_ids below), so only config.json and a few
+# KiB of references are committed; tests/core/long_rope.c puts the checkpoint together.
+# (name, primary, dialect, rope scaling, max_position_embeddings). Trained lengths as vLLM
+# derives them: yarn original * factor (qwen3's 2560 is below it, as Qwen3-30B-A3B's 40960
+# is below the 131072 its model card's factor 4 gives), linear max_position_embeddings *
+# factor; all 8192 = N_LONG.
+LONG = [("qwen3_moe_yarn", "qwen3_moe", "rope_scaling",
+         {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}, 2560),
+        ("qwen3_moe_linear", "qwen3_moe", "rope_parameters",
+         {"rope_type": "linear", "factor": 4.0}, 2048),
+        ("glm4_moe_yarn", "glm4_moe", "rope_scaling",
+         {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}, 8192)]
+N_LONG = 8192
+LONG_POSITIONS = [0, 1, 2047, 2048, 4095, 6143, 8000, 8191]
 LEGACY_MERGES = ("qwen2_moe", "qwen2_moe_sharded")    # tokenizer.json merges as "a b" strings
 SHARD_SIZE = "300KB"
 
@@ -696,6 +715,63 @@ def references(m, ids, ref_dir):
     return logits, new, meta
 
 
+def long_ids(n):
+    """The long prompt: ids[i] = (7919 i + 13) mod 1021 (learned ids only, no specials);
+    tests/core/long_rope.c makes the same."""
+    return [(7919 * i + 13) % 1021 for i in range(n)]
+
+
+@torch.no_grad()
+def write_long(out, name, base, dialect, rope, max_pos):
+    """long/NAME/: config.json (the primary's, RoPE scaling in `dialect`) and ref/
+    (logits_at.f32 [len(LONG_POSITIONS) x vocab] float32, meta.json), from transformers in
+    float32 (sdpa) over long_ids(N_LONG) with the primary's bf16 weights."""
+    import tempfile
+    src = os.path.join(out, base)
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    theta = cfg["rope_theta"]
+    cfg["max_position_embeddings"] = max_pos
+    if dialect == "rope_scaling":               # the Hub's files (Qwen's model cards)
+        cfg["rope_scaling"] = dict(rope)
+    else:                                       # transformers 5: theta inside
+        del cfg["rope_theta"]
+        cfg.pop("rope_scaling", None)
+        cfg["rope_parameters"] = dict(rope, rope_theta=theta)
+    d = os.path.join(out, "long", name)
+    if os.path.exists(d):
+        shutil.rmtree(d)
+    os.makedirs(os.path.join(d, "ref"))
+    write_json(os.path.join(d, "config.json"), dict(sorted(cfg.items())))
+    ids = long_ids(N_LONG)
+    with tempfile.TemporaryDirectory() as t:
+        for fn in os.listdir(src):
+            if fn != "config.json" and os.path.isfile(os.path.join(src, fn)):
+                os.symlink(os.path.abspath(os.path.join(src, fn)), os.path.join(t, fn))
+        shutil.copy(os.path.join(d, "config.json"), os.path.join(t, "config.json"))
+        m = transformers.AutoModelForCausalLM.from_pretrained(t, dtype=torch.float32,
+                                                              attn_implementation="sdpa").eval()
+        kind = rope.get("rope_type", rope.get("type"))
+        assert m.config.rope_parameters["rope_type"] == kind, m.config.rope_parameters
+        logits = m(torch.tensor([ids])).logits[0, LONG_POSITIONS].float().contiguous()
+        # the same weights with plain RoPE: how far the scaling moves these logits
+        m2 = transformers.AutoModelForCausalLM.from_pretrained(
+            t, dtype=torch.float32, attn_implementation="sdpa",
+            rope_parameters={"rope_type": "default", "rope_theta": theta,
+                             **({"partial_rotary_factor": cfg["partial_rotary_factor"]}
+                                if "partial_rotary_factor" in cfg else {})}).eval()
+        plain = m2(torch.tensor([ids])).logits[0, LONG_POSITIONS].float()
+    logits.numpy().astype("<f4").tofile(os.path.join(d, "ref", "logits_at.f32"))
+    meta = {"primary": base, "n_tokens": N_LONG, "positions": LONG_POSITIONS,
+            "ids": "ids[i] = (7919 i + 13) mod 1021", "vocab": logits.shape[1],
+            "logits_at": "float32 little-endian, [positions x vocab], teacher-forced",
+            "logit_abs_max": round(float(logits.abs().max()), 4),
+            "plain_rope_max_abs_diff": round(float((plain - logits).abs().max()), 4),
+            "transformers": transformers.__version__, "torch": torch.__version__}
+    write_json(os.path.join(d, "ref", "meta.json"), meta)
+    return d, meta
+
+
 def describe_tensors(d):
     names = {}
     for fn in sorted(os.listdir(d)):
@@ -773,7 +849,10 @@ def main():
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
     variant_of = {n: b for n, b, _ in VARIANTS}
+    long_names = {n for n, *_ in LONG}
     for n in only or ():
+        if n in long_names:
+            continue
         if n not in PRIMARIES and n not in variant_of:
             ap.error(f"--only: no fixture named {n}")
         if n in variant_of and variant_of[n] not in only:
@@ -856,6 +935,14 @@ def main():
         assert torch.equal(lv, logits) and gv == greedy, f"{name} references differ from {base}"
         fixture_dirs.append((name, d))
         print(f"wrote {d}  {dir_size(d) / 1024:.0f} KiB  ({how}; references equal {base}'s)")
+
+    for name, base, dialect, rope, max_pos in LONG:
+        if only is not None and name not in only:
+            continue
+        d, meta = write_long(args.out, name, base, dialect, rope, max_pos)
+        print(f"wrote {d}  {dir_size(d) / 1024:.0f} KiB  {N_LONG} tokens, logits at "
+              f"{LONG_POSITIONS}; plain RoPE moves them by {meta['plain_rope_max_abs_diff']} "
+              f"(max|logit| {meta['logit_abs_max']})")
 
     if only is None:
         path = write_chat_cases(tok_dir, [(n, d) for n, d in fixture_dirs

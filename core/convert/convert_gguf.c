@@ -54,8 +54,9 @@
  *
  * Refused, naming the thing, before any output exists: other architectures
  * (a llama without experts among them), tensor types coli_ggml_dequant does not read,
- * unknown tensor names, what convert_gguf_config.c refuses (RoPE scaling but
- * a family's YaRN, a gating function the family does not route with, ...),
+ * unknown tensor names, what convert_gguf_config.c refuses (RoPE scaling
+ * other than linear and YaRN: core/convert/convert_rope.c; a gating function
+ * the family does not route with, ...),
  * tokenizer models other than gpt2 and pre-tokenizer names without a regex
  * here.
  *

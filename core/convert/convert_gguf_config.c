@@ -247,7 +247,8 @@ static int rope_dims(struct gg *s, struct coli_model_config *c, uint64_t dflt)
 	return 0;
 }
 
-/* rope.scaling.*: none, or YaRN where the family has it (yarn != 0). */
+/* rope.scaling.*: none, or YaRN where the family has it (yarn != 0): deepseek2's
+ * and gpt-oss's, with llama.cpp's attn_factor and log multiplier. */
 static int rope_scaling(struct gg *s, struct coli_model_config *c, int yarn)
 {
 	const struct coli_gguf_kv *kv;
@@ -396,9 +397,12 @@ static int family(struct gg *s, struct coli_convert_hf *h)
 	default:
 		break;
 	}
-	if (!rc)
-		rc = rope_scaling(
-		    s, c, s->family == COLI_ARCH_DEEPSEEK_V3 || s->family == COLI_ARCH_GPT_OSS);
+	/* deepseek2 and gpt-oss: their YaRN with llama.cpp's corrections (above);
+	 * the others: none, linear or plain YaRN (core/convert/convert_rope.c) */
+	if (!rc && (s->family == COLI_ARCH_DEEPSEEK_V3 || s->family == COLI_ARCH_GPT_OSS))
+		rc = rope_scaling(s, c, 1);
+	else if (!rc)
+		rc = coli_convert_gguf_rope(s->g, s->arch, c, s->path, s->errbuf, s->errlen);
 	return rc;
 }
 

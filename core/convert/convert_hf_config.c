@@ -35,9 +35,9 @@
  *                  (default true: convert de-interleaves the RoPE rows); attention_bias
  *                  refused; YaRN rope scaling
  *   rope theta     rope_theta | rope_parameters.rope_theta | rope_scaling.rope_theta;
- *                  default 10000 (mixtral 1e6); a rope_type other than "default" is refused
- *                  except "yarn" for deepseek_v3 and gpt_oss: factor,
- * original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor
+ *                  default 10000 (mixtral 1e6)
+ *   rope scaling   every family: "yarn" and "linear" (core/convert/convert_rope.c),
+ *                  any other rope_type but "default" refused by name
  *   norm_topk_prob qwen3_moe/qwen2_moe/olmoe: key, default false; mixtral: always 1
  *   head_dim       key if present and not null, else hidden / n_heads
  *   n_kv_heads     num_key_value_heads, default n_heads
@@ -113,9 +113,8 @@ static void add_ids(json_t *v, int *ids, int *n, int max)
 	json_array_foreach(v, i, e) add_ids(e, ids, n, max);
 }
 
-/* rope: returns theta or < 0 with errbuf set. */
-static double rope_theta(json_t *cfg, enum coli_arch arch, const char *path, char *errbuf,
-                         size_t errlen)
+/* RoPE's theta: the top level's, or a nest's. */
+static double rope_theta(json_t *cfg, enum coli_arch arch)
 {
 	static const char *const nests[] = {"rope_parameters", "rope_scaling"};
 	double theta = arch == COLI_ARCH_MIXTRAL ? 1e6 : 1e4;
@@ -125,22 +124,9 @@ static double rope_theta(json_t *cfg, enum coli_arch arch, const char *path, cha
 		theta = json_number_value(v);
 	for (int i = 0; i < 2; i++) {
 		json_t *p = json_object_get(cfg, nests[i]), *t;
-		const char *type;
 
-		if (!json_is_object(p))
+		if (!json_is_object(p)) /* its scaling type: coli_convert_hf_rope */
 			continue;
-		type = json_string_value(json_object_get(p, "rope_type"));
-		if (!type)
-			type = json_string_value(json_object_get(p, "type"));
-		if (type && strcmp(type, "default") &&
-		    ((arch != COLI_ARCH_DEEPSEEK_V3 && arch != COLI_ARCH_GPT_OSS) ||
-		     strcmp(type, "yarn"))) {
-			coli_convert_errf(
-			    errbuf, errlen, -ENOTSUP,
-			    "%s: %s.rope_type '%s' is not supported (only default RoPE)", path,
-			    nests[i], type);
-			return -1;
-		}
 		t = json_object_get(p, "rope_theta");
 		if (json_is_number(t))
 			theta = json_number_value(t);
@@ -329,9 +315,10 @@ static int read_attention(json_t *cfg, enum coli_arch arch, const char *mt, cons
 		    s->swin);
 	v = json_object_get(cfg, "rms_norm_eps");
 	s->eps = json_is_number(v) ? json_number_value(v) : qwen ? 1e-6 : 1e-5;
-	s->theta = rope_theta(cfg, arch, path, errbuf, errlen);
-	if (s->theta < 0)
-		return -ENOTSUP;
+	s->theta = rope_theta(cfg, arch);
+	if (!(s->theta > 0))
+		return coli_convert_errf(errbuf, errlen, -EINVAL,
+		                         "%s: rope_theta %g is not positive", path, s->theta);
 	return 0;
 }
 
@@ -461,8 +448,7 @@ int coli_convert_hf_config(struct coli_convert_hf *h, json_t *cfg, json_t *gen,
 	if (rc)
 		return rc;
 	fill_config(c, &s, qwen, quant);
-	if ((c->arch == COLI_ARCH_DEEPSEEK_V3 || c->arch == COLI_ARCH_GPT_OSS) &&
-	    (rc = coli_convert_hf_yarn(cfg, c, path, errbuf, errlen)))
+	if ((rc = coli_convert_hf_rope(cfg, c, path, errbuf, errlen)))
 		return rc;
 	if (s.nl > COLI_MAX_LAYERS)
 		return coli_convert_errf(errbuf, errlen, -EINVAL,

@@ -114,12 +114,18 @@ int coli_convert_src_read(const struct coli_st_file *f, const struct coli_st_ten
 int coli_convert_src_widen(int ggml, enum coli_st_dtype d, const void *src, uint64_t i0,
                            uint64_t i1, float *dst);
 
-/* YaRN's keys of a config.json (rope_scaling or rope_parameters of type
- * "yarn") into c (core/convert/convert_yarn.c; c->max_ctx set first): 0 when
- * there are none too, or -errno with errbuf naming path. */
+/* A config.json's RoPE scaling (rope_scaling or rope_parameters: "yarn",
+ * "linear"; "default" or none leaves c as it is; any other type refused by
+ * name) into c (core/convert/convert_rope.c; c->max_ctx set first): 0, or
+ * -errno with errbuf naming path. */
 struct json_t;
-int coli_convert_hf_yarn(struct json_t *cfg, struct coli_model_config *c, const char *path,
+int coli_convert_hf_rope(struct json_t *cfg, struct coli_model_config *c, const char *path,
                          char *errbuf, size_t errlen);
+/* A GGUF's {arch}.rope.scaling.* keys into c (core/convert/convert_rope.c;
+ * c->max_ctx set first): 0, or -errno with errbuf naming path and the key. */
+struct coli_gguf;
+int coli_convert_gguf_rope(const struct coli_gguf *g, const char *arch, struct coli_model_config *c,
+                           const char *path, char *errbuf, size_t errlen);
 /* FP8 checkpoints (core/convert/convert_fp8.c): reads config.json's
  * quantization_config (h->section[COLI_SECTION_HF_CONFIG]) into h->fp8*;
  * refuses any quant_method but fp8, naming it. An FP8 checkpoint without

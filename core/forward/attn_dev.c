@@ -92,6 +92,19 @@ static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 	                                                  .n = (size_t)T * kvd * 4});
 }
 
+/* The softmax scale of the device's attention: 1/sqrt(hd), times YaRN's
+ * cos/sin factor squared. The CPU multiplies the rotated dims of q and k by
+ * that factor (core/forward/forward.c, as transformers scales cos and sin);
+ * with every dim rotated (coli_model_dev_check keeps partial RoPE under
+ * YaRN off the devices) q.k is then attn^2 q.k, so the device scales the
+ * scores instead: the same within rounding, and no kernel of its own. */
+static float dev_scale(const struct coli_engine *e)
+{
+	float a = e->s.rope_attn, s = 1.0f / sqrtf((float)e->m.cfg.head_dim);
+
+	return a == 1.0f ? s : s * a * a;
+}
+
 /* Attention of layer l; first, when `pending` (every layer but the first),
  * the previous layer's MLP output is added to the residual stream in the same
  * launch as this layer's norm. Leaves the projection in dd->proj: the caller
@@ -155,23 +168,23 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	rc = rc ? rc : qk_heads(e, dd, D, T, pos0, kc, vc);
 	/* a quantized o reads the attention output quantized: in the same launch */
 	oq = coli_dtype_is_quant(D->o.dtype);
-	rc = rc ? rc
-	        : coli_dev_attention(dd->dev,
-	                             &(struct coli_dev_attention){.q = dd->q,
-	                                                          .k = kc,
-	                                                          .v = vc,
-	                                                          .out = dd->att,
-	                                                          .T = T,
-	                                                          .pos0 = pos0,
-	                                                          .posp = dd->ids,
-	                                                          .span = e->kv.ctx,
-	                                                          .nh = nh,
-	                                                          .nkv = nkv,
-	                                                          .hd = hd,
-	                                                          .scale = 1.0f / sqrtf((float)hd),
-	                                                          .aq = oq ? dd->aq : 0,
-	                                                          .ad = oq ? dd->ad : 0,
-	                                                          .aqs = oq ? dd->aqs : 0});
+	rc =
+	    rc ? rc
+	       : coli_dev_attention(dd->dev, &(struct coli_dev_attention){.q = dd->q,
+	                                                                  .k = kc,
+	                                                                  .v = vc,
+	                                                                  .out = dd->att,
+	                                                                  .T = T,
+	                                                                  .pos0 = pos0,
+	                                                                  .posp = dd->ids,
+	                                                                  .span = e->kv.ctx,
+	                                                                  .nh = nh,
+	                                                                  .nkv = nkv,
+	                                                                  .hd = hd,
+	                                                                  .scale = dev_scale(e),
+	                                                                  .aq = oq ? dd->aq : 0,
+	                                                                  .ad = oq ? dd->ad : 0,
+	                                                                  .aqs = oq ? dd->aqs : 0});
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	return rc;
 }

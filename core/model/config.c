@@ -17,7 +17,8 @@
  * (q_lora, kv_lora, qk_nope, v_head) and YaRN's (rope_factor, rope_orig_ctx,
  * g_optf_fields) follow the same rule (DeepSeek-V3, 2026-12), and gpt-oss's
  * (yarn_truncate, sliding_window and "sliding_layers", attn_sinks,
- * attn_o_bias, expert_bias, ffn_act, act_alpha, act_limit).
+ * attn_o_bias, expert_bias, ffn_act, act_alpha, act_limit), and linear
+ * RoPE scaling's rope_scaling (1; absent, rope_factor > 1 is YaRN as before).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -131,6 +132,7 @@ static const struct {
     OPT(v_head, 0, 1024, 0),
     OPT(rope_orig_ctx, 0, 1 << 24, 0),
     OPT(yarn_truncate, 0, 1, 1),
+    OPT(rope_scaling, COLI_ROPE_YARN, COLI_ROPE_LINEAR, COLI_ROPE_YARN),
     OPT(sliding_window, 0, 1 << 24, 0),
     OPT(attn_sinks, 0, 1, 0),
     OPT(attn_o_bias, 0, 1, 0),
@@ -239,9 +241,13 @@ static int read_optional(json_t *root, struct coli_model_config *c, char *errbuf
 		return fail(errbuf, errlen, "model config: %s",
 		            "MLA shapes inconsistent (head_dim != qk_nope + rope_dim, kv heads != "
 		            "heads, or v_head/qk_nope 0)");
-	if (c->rope_factor < 1 || (c->rope_factor > 1 && !c->rope_orig_ctx))
+	if (c->rope_factor < 1 ||
+	    (c->rope_factor > 1 && c->rope_scaling == COLI_ROPE_YARN && !c->rope_orig_ctx))
 		return fail(errbuf, errlen, "model config: %s",
 		            "rope_factor below 1, or YaRN without rope_orig_ctx");
+	if (c->rope_scaling == COLI_ROPE_LINEAR && c->rope_factor <= 1)
+		return fail(errbuf, errlen, "model config: %s",
+		            "linear RoPE scaling without a rope_factor above 1");
 	if (c->ffn_act == COLI_ACT_SWIGLU_OAI && !(c->act_alpha > 0 && c->act_limit > 0))
 		return fail(errbuf, errlen, "model config: %s",
 		            "ffn_act swiglu_oai without a positive act_alpha and act_limit");

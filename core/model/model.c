@@ -398,6 +398,19 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 			return -ENOTSUP;
 		}
 	}
+	/* YaRN's cos/sin factor on partial RoPE: the device folds the factor into
+	 * the softmax scale (core/forward/attn_dev.c), which is right only when
+	 * every dim of q and k rotates; MLA's kernel applies it itself */
+	float inv_freq[512], attn, scale;
+
+	coli_config_rope(&m->cfg, inv_freq, &attn, &scale); /* rope_dim <= 1024 */
+	if (!m->cfg.kv_lora && attn != 1.0f && m->cfg.rope_dim != m->cfg.head_dim) {
+		snprintf(why, len,
+		         "its YaRN attention factor scales %d of %d dims a head, which the "
+		         "device attention does not apply",
+		         m->cfg.rope_dim, m->cfg.head_dim);
+		return -ENOTSUP;
+	}
 	/* gpt-oss: the device attention has no sinks or window, its router no
 	 * bias under softmax routing, its o projection no bias */
 	if (m->cfg.attn_sinks || m->cfg.sliding_window || m->cfg.attn_o_bias ||

@@ -1,9 +1,12 @@
 /*
  * core/model/rope.c — RoPE's frequencies and factors from the model config,
- * as transformers computes them (modeling_rope_utils.py, default and "yarn"
- * rope types; DeepSeek-V3's softmax scale in modeling_deepseek_v3.py):
+ * as transformers computes them (modeling_rope_utils.py, the "default",
+ * "linear" and "yarn" rope types; DeepSeek-V3's softmax scale in
+ * modeling_deepseek_v3.py), and the context the model was trained for:
  *
  *   plain   inv_freq[i] = 1 / theta^(2i/d)                     (fp32, d = rope_dim)
+ *   linear  inv_freq[i] = (1 / theta^(2i/d)) / factor          (fp32, the plain
+ *           value divided, as inv_freq /= factor there); attention factor 1
  *   YaRN    pos[i] = theta^(2i/d); low/high = the dims where beta_fast and
  *           beta_slow rotations fit in rope_orig_ctx (floored / ceiled
  *           unless yarn_truncate is 0, as gpt-oss's "truncate": false; clamped
@@ -41,10 +44,17 @@ void coli_config_rope(const struct coli_model_config *c, float *inv_freq, float 
 
 	*scale = (float)(1.0 / sqrt((double)c->head_dim));
 	*attn = 1.0f;
-	if (!(f > 1)) {
-		/* as before YaRN (and bit for bit): 1 / theta^(2i/d) in fp32 */
-		for (int i = 0; i < half; i++)
+	if (!(f > 1) || c->rope_scaling == COLI_ROPE_LINEAR) {
+		/* as before YaRN (and bit for bit): 1 / theta^(2i/d) in fp32;
+		 * linear: that over the factor, in fp32 too */
+		for (int i = 0; i < half; i++) {
 			inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)d);
+			if (f > 1)
+				inv_freq[i] /= (float)f;
+		}
+		/* the plain scale, as core/forward's 1.0f / sqrtf(hd) */
+		if (f > 1)
+			*scale = 1.0f / sqrtf((float)c->head_dim);
 		return;
 	}
 	low = corr_dim(c->yarn_beta_fast, d, c->rope_theta, c->rope_orig_ctx);
@@ -79,4 +89,14 @@ void coli_config_rope(const struct coli_model_config *c, float *inv_freq, float 
 
 		*scale = (float)(pow((double)c->head_dim, -0.5) * m * m);
 	}
+}
+
+int coli_config_ctx_trained(const struct coli_model_config *c)
+{
+	double n = c->max_ctx;
+
+	if (c->rope_factor > 1)
+		n = (c->rope_scaling == COLI_ROPE_LINEAR ? c->max_ctx : c->rope_orig_ctx) *
+		    (double)c->rope_factor;
+	return n < 1 << 24 ? (int)n : 1 << 24;
 }

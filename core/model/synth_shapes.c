@@ -483,7 +483,7 @@ int coli_synth_shape(const char *name, enum coli_dtype quant, int n_layers,
 		c->qk_nope = s->qk_nope;
 		c->v_head = s->v_head;
 	}
-	if (s->rope_factor > 1) { /* YaRN, as convert_yarn.c reads it */
+	if (s->rope_factor > 1) { /* YaRN, as convert_rope.c reads it */
 		c->rope_factor = s->rope_factor;
 		c->rope_orig_ctx = s->rope_orig_ctx;
 		c->yarn_beta_fast = s->beta_fast;

@@ -156,7 +156,7 @@ static void fmt_bytes(char *b, size_t n, double bytes)
 		snprintf(b, n, "%.1f KB", bytes / 1e3);
 }
 
-static uint64_t mem_available(void)
+uint64_t coli_tiers_mem_available(void)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
 	char line[256];
@@ -266,7 +266,7 @@ static int budget(struct coli_engine *e, const char *model, char *err, size_t er
 	need = fixed + (uint64_t)t->min_slots * t->slot_bytes;
 	st->ram_fixed_bytes = fixed;
 	if (B < 0) {
-		avail = mem_available() * 9 / 10;
+		avail = coli_tiers_mem_available() * 9 / 10;
 		avail = avail > fixed ? avail - fixed : 0;
 		t->n_slots =
 		    (int)(avail / t->slot_bytes < (uint64_t)t->total ? avail / t->slot_bytes

@@ -9,6 +9,7 @@
 # measured in the same run, low on a busy host); a table of two arms says the second against the
 # first, round by round (one round: their tok/s ratio). No wall-time assertions. The host tiers only
 # (--gpu off: a device, even COLI_GPU=sim in the environment, has its own bound).
+# --ctx-fill N: the attention report's KV bytes per token are the cache's rows read.
 set -u
 command -v python3 >/dev/null || { echo "python3 not installed"; exit 77; }
 "$COLI" bench make-model --shape tiny -o tiny.coli 2>/dev/null || { echo "make-model failed"; exit 1; }
@@ -28,4 +29,33 @@ awk '$1 == "default" && !a { a = $2 } $1 == "threads=1" && !b { b = $2 }
 	{ cat table.txt; echo "FAIL: the A/B line is not threads=1 / default"; exit 1; }
 "$COLI" bench decode -m tiny.coli --arms nope=1 >/dev/null 2>err.txt && { echo "bad arm accepted"; exit 1; }
 grep -q "arm 'nope=1'" err.txt || { cat err.txt; echo "bad arm: message"; exit 1; }
+# --ctx-fill: decode after 300 cached tokens, the fill prefilled once and rewound to each
+# round; the report's KV bytes are K and V of every layer over positions 0..p at steps
+# p = 300..303 (the cache's fp32 rows), its share attention's ms over the step's
+# (the context is 305: a round that did not rewind would overflow it and fail)
+"$COLI" bench decode -m tiny.coli --gpu off --json --ctx-fill 300 --rounds 2 --tokens 4 \
+	--disk-mib 0 --read-mib 16 >fill.json || { echo "bench decode --ctx-fill failed"; exit 1; }
+"$COLI" inspect tiny.coli >cfg.txt
+python3 - fill.json cfg.txt <<'PY' || { cat fill.json; exit 1; }
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+cfg = open(sys.argv[2]).read()
+layers = int(re.search(r"^layers +(\d+)", cfg, re.M).group(1))
+kv, hd = map(int, re.search(r"\(kv (\d+)\) x (\d+)", cfg).groups())
+row = 2 * layers * kv * hd * 4
+want = sum((p + 1) * row for p in range(300, 304)) / 4
+a = j["arms"][0]
+assert j["prompt"] == 300 and a["ctx_fill"] == 300, (j["prompt"], a.get("ctx_fill"))
+at = a["attention"]
+assert abs(at["kv_bytes_per_token"] - want) <= 1, (at["kv_bytes_per_token"], want)
+step_ms = 1e3 / a["tok_s"]
+assert abs(at["share"] - at["ms_per_token"] / step_ms) <= 1e-3 * max(1, at["share"]), at
+assert abs(at["ms_per_token"] - a["phase_ms_per_token"]["attention"]) <= 1e-3, at
+assert 0 < at["share"] <= 1.01 and at["kv_gbs"] > 0 and at["bound_gbs"] > 0, at
+print("ok: --ctx-fill 300: KV %.0f bytes a token as computed, attention %.1f%% of the step"
+      % (at["kv_bytes_per_token"], 100 * at["share"]))
+PY
+"$COLI" bench decode -m tiny.coli --ctx-fill 300 --prompt 8 >/dev/null 2>err.txt &&
+	{ echo "FAIL: --ctx-fill with --prompt accepted"; exit 1; }
+grep -q -- "--ctx-fill N is the prompt" err.txt || { cat err.txt; echo "FAIL: --ctx-fill + --prompt: message"; exit 1; }
 exit 0

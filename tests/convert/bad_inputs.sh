@@ -190,7 +190,7 @@ mm_bad scoring 'cfg["scoring_func"] = "softmax"' "scoring_func 'softmax'"
 mm_bad shared 'cfg["shared_intermediate_size"] = 64' 'shared_intermediate_size 64'
 $MK mm_nobias --arch minimax_m2 --drop model.layers.1.block_sparse_moe.e_score_correction_bias || exit 1
 expect_fail minimax-missing-bias o.coli 'model.layers.1.block_sparse_moe.e_score_correction_bias' -- mm_nobias
-# deepseek_v3 (MLA): attention biases, YaRN without its original context, and
+# deepseek_v3 (MLA): attention biases, dynamic NTK rope scaling, and
 # a kv_lora_rank the tensors do not have are refused, naming what
 $MK ds --arch deepseek_v3 >/dev/null || exit 1
 for k in bias yarn rank; do cp -r ds ds_$k; done
@@ -202,13 +202,13 @@ for d, edit in zip(sys.argv[1:], ("bias", "yarn", "rank")):
     if edit == "bias":
         c["attention_bias"] = True
     elif edit == "yarn":
-        del c["rope_scaling"]["original_max_position_embeddings"]
+        c["rope_scaling"]["type"] = "dynamic"
     else:
         c["kv_lora_rank"] = 64
     json.dump(c, open(p, "w"))
 PY
 expect_fail ds-bias o.coli 'ds_bias/config.json' 'attention_bias=true is not supported for deepseek_v3' -- ds_bias
-expect_fail ds-yarn o.coli 'ds_yarn/config.json' 'original_max_position_embeddings' -- ds_yarn
+expect_fail ds-yarn o.coli 'ds_yarn/config.json' "rope_scaling.rope_type 'dynamic' is not supported" 'its batch' -- ds_yarn
 expect_fail ds-rank o.coli 'ds_rank/model.safetensors' 'kv_a_proj_with_mqa.weight. has shape \[40, 64\].*\[72, 64\]' -- ds_rank
 # gpt_oss: a layer type other than sliding/full attention, an MXFP4 scale past fp16's
 # range under q8 (byte 3 of layer 1's down scales, row 1 block 1, set to 200),
@@ -256,6 +256,11 @@ else
 	echo "FAIL gpt_oss-tiny-scale:"; cat err.txt; fail=1
 fi
 rm -f tiny.coli
+# rope scaling: a type no family coli reads uses, a YaRN factor below 1
+go_bad llama3 qwen3_moe 'cfg["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0}' \
+	"go_llama3/config.json" "rope_scaling.rope_type 'llama3' is not supported" 'default, linear and yarn' --
+go_bad yarnf qwen3_moe 'cfg["rope_scaling"] = {"type": "yarn", "factor": 0.5, "original_max_position_embeddings": 256}' \
+	"go_yarnf/config.json" 'YaRN rope scaling with a factor that is not a number in \[1, 1e6\)' --
 go_bad family qwen3_moe 'cfg["quantization_config"] = {"quant_method": "mxfp4"}' \
 	"go_family/config.json" "'mxfp4' is read for gpt_oss only, not qwen3_moe" --
 go_bad layout gpt_oss 'cfg["intermediate_size"] = 32' \

@@ -221,7 +221,7 @@ refused() {
 }
 refused ds-softmax "deepseek2.expert_gating_func 1 is not supported"
 refused oss-pattern "gpt-oss.attention.sliding_window_pattern as an array"
-refused glm-yarn "glm4moe.rope.scaling.type 'yarn' is not supported for glm4moe (only default RoPE)"
+refused glm-yarn "glm4moe.rope.scaling.yarn_log_multiplier 0.1 is not supported (llama.cpp's YaRN correction"
 refused glm-nobias "missing tensor blk.1.exp_probs_b.bias (read as model.layers.1.mlp.gate.e_score_correction_bias"
 refused oss-nobias "missing tensor blk.1.ffn_gate_inp.bias (read as model.layers.1.mlp.router.bias"
 exit $fail

@@ -261,7 +261,25 @@ def write(hf_dir, out, mode, split=0):
     w.add_value_length(head_dim)
     if "shared_expert_intermediate_size" in cfg:
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
-    w.add_rope_freq_base(cfg["rope_theta"])
+    rp = cfg.get("rope_parameters") or {}
+    w.add_rope_freq_base(cfg.get("rope_theta") or rp["rope_theta"])
+    # RoPE scaling as llama.cpp's converter writes it: type, factor, and for YaRN the
+    # original context (and the betas when the config has them)
+    rs = cfg.get("rope_scaling") or rp
+    kind = rs.get("rope_type") or rs.get("type") or "default"
+    if mode == "longrope":
+        kind, rs = "longrope", {"factor": 4.0}
+    if kind != "default":
+        w.add_rope_scaling_type({"linear": gguf.RopeScalingType.LINEAR,
+                                 "yarn": gguf.RopeScalingType.YARN,
+                                 "longrope": gguf.RopeScalingType.LONGROPE}[kind])
+        w.add_rope_scaling_factor(rs["factor"])
+    if kind == "yarn":
+        w.add_rope_scaling_orig_ctx_len(rs["original_max_position_embeddings"])
+        if rs.get("beta_fast"):
+            w.add_rope_scaling_yarn_beta_fast(rs["beta_fast"])
+        if rs.get("beta_slow"):
+            w.add_rope_scaling_yarn_beta_slow(rs["beta_slow"])
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
     if not dense:
         w.add_expert_count(E)
@@ -468,10 +486,11 @@ def write_arch(hf_dir, out, mode):
         w.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX)
     if mode == "pattern":
         w.add_sliding_window_pattern([True, False, True])
-    if mode == "yarn":  # YaRN keys on a family without it
+    if mode == "yarn":  # YaRN with llama.cpp's log multiplier, on a family without it
         w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
         w.add_rope_scaling_factor(4.0)
         w.add_rope_scaling_orig_ctx_len(128)
+        w.add_float32(gguf.MODEL_ARCH_NAMES[ARCHS[mt]] + ".rope.scaling.yarn_log_multiplier", 0.1)
     vocab(w, hf_dir, cfg, {"o200k": "gpt-4o", "glm4": "glm4", "dsv3": "deepseek-v3"}.get(mode, "qwen2"))
     E = cfg.get("n_routed_experts") or cfg["num_local_experts"]
 

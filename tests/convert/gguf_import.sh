@@ -28,6 +28,9 @@
 #            gguf package's splitting writer): the first part converts to
 #            the single file's container, byte for byte; --progress draws
 #            its bar to the full total
+#   rope     tests/fixtures/long's qwen3_moe_yarn and qwen3_moe_linear configs with
+#            qwen3_moe's weights as GGUF rope.scaling.* keys: coli inspect reads the
+#            same scaling, logits equal the checkpoint's bit for bit
 #   refused  "llama" without experts (dense), a truncated file, a split with a part
 #            missing, given by its second part, or with part 2 copied as
 #            part 3, a missing tensor, a stacked expert tensor one expert
@@ -154,12 +157,43 @@ for c in "sp-00002-of-00003.gguf:give the first part (-00001-of-00003.gguf)" \
 done
 rm sp-00003-of-00003.gguf
 
+# RoPE scaling: tests/fixtures/long's qwen3_moe configs (YaRN in the Hub's
+# rope_scaling, linear in rope_parameters) beside qwen3_moe's weights, written to
+# GGUF's {arch}.rope.scaling.* keys as llama.cpp's converter writes them: the
+# container's config reads the same scaling and the logits equal the checkpoint
+# directory's, bit for bit
+for lf in qwen3_moe_yarn qwen3_moe_linear; do
+	mkdir -p "$lf"
+	for f in model.safetensors tokenizer.json tokenizer_config.json generation_config.json; do
+		ln -sf "$FIX/qwen3_moe/$f" "$lf/$f"
+	done
+	cp "$FIX/long/$lf/config.json" "$lf/config.json"
+	"$PY" "$GEN" write "$lf" "$lf.gguf" bf16 || { bad "$lf: writing the GGUF"; continue; }
+	"$COLI" convert "$lf" -o "hf-$lf.coli" --quant bf16 --quiet 2>err.txt || { cat err.txt; bad "$lf: convert"; }
+	"$COLI" convert "$lf.gguf" -o "gg-$lf.coli" --quant bf16 --quiet 2>err.txt ||
+		{ cat err.txt; bad "$lf: coli convert $lf.gguf"; continue; }
+	"$COLI" inspect "hf-$lf.coli" | grep -E '^(rope scaling|context)' >hf-rope.txt
+	"$COLI" inspect "gg-$lf.coli" | grep -E '^(rope scaling|context)' >gg-rope.txt
+	if [ -s hf-rope.txt ] && grep -q "^rope scaling" hf-rope.txt && cmp -s hf-rope.txt gg-rope.txt; then
+		echo "ok: $lf: the GGUF's rope scaling reads as the checkpoint's: $(tr '\n' ' ' <gg-rope.txt)"
+	else
+		bad "$lf: rope scaling differs: checkpoint '$(cat hf-rope.txt)', GGUF '$(cat gg-rope.txt)'"
+	fi
+	logits "hf-$lf.coli" "$(ids qwen3_moe)" "hf-$lf.f32"
+	logits "gg-$lf.coli" "$(ids qwen3_moe)" "gg-$lf.f32"
+	cmp -s "hf-$lf.f32" "gg-$lf.f32" && echo "ok: $lf: GGUF and checkpoint logits equal, bit for bit" ||
+		bad "$lf: the GGUF's logits differ from the checkpoint's"
+	cmp -s "hf-$lf.f32" "hf-qwen3_moe-bf16.f32" && bad "$lf: the scaling changes no logit"
+done
+"$PY" "$GEN" write "$FIX/qwen3_moe" longrope.gguf longrope || bad "writing longrope.gguf"
+
 "$PY" "$GEN" write "$FIX/$fx" llama.gguf llama || bad "writing llama.gguf"
 "$PY" "$GEN" write "$FIX/$fx" missing.gguf missing || bad "writing missing.gguf"
 "$PY" "$GEN" write "$FIX/$fx" few_exps.gguf few_exps || bad "writing few_exps.gguf"
 "$PY" "$GEN" write "$FIX/$fx" bad_ffn.gguf bad_ffn || bad "writing bad_ffn.gguf"
 head -c 100000 "$fx.gguf" >trunc.gguf
 for c in "llama.gguf:without llama.expert_count is a dense model" "trunc.gguf:is outside the file" \
+	"longrope.gguf:qwen3moe.rope.scaling.type 'longrope' is not supported" \
 	"$sp:part 3 of 3, sp-00003-of-00003.gguf, is missing" \
 	"missing.gguf:missing tensor blk.1.attn_k.weight (read as model.layers.1.self_attn.k_proj.weight" \
 	"few_exps.gguf:missing tensor blk.0.ffn_up_exps.weight, expert 7 (read as model.layers.0.mlp.experts.7.up_proj.weight" \
@@ -175,7 +209,7 @@ for c in "llama.gguf:without llama.expert_count is a dense model" "trunc.gguf:is
 		rm -f out.coli*
 	fi
 done
-echo "ok: a dense llama, a truncated file, a split missing a part, a part"
+echo "ok: a dense llama, a truncated file, a longrope GGUF, a split missing a part, a part"
 echo "    not the first, a part out of place, a missing tensor, a missing expert"
 echo "    and a shape the metadata contradicts refused (tensors by their GGUF"
 echo "    names), nothing written"

@@ -1,0 +1,90 @@
+/*
+ * core/ctx.c — the context the engine opens with when --ctx is 0: the
+ * model's trained length (coli_config_ctx_trained: max_position_embeddings,
+ * or with RoPE scaling what vLLM derives, YaRN's original * factor, linear's
+ * max_position_embeddings * factor), capped by what the memory budget gives
+ * the KV cache:
+ *
+ *   host    half of (--ram-gb, or 90% of MemAvailable without a budget or with
+ *           --ram-gb 0) less the dense weights: the other half is left to the
+ *           experts' slots and the scratch (a budget too small for those is
+ *           refused as before by core/place/tiers_open.c, which names --ctx)
+ *   device  when the dense part may go to a device (--gpu not off, --dense
+ *           auto; its cache is a twin of the host's): with --vram-gb (the
+ *           resident experts' budget) what the smallest device has left after
+ *           it, the dense weights and the reserve; else a quarter of its
+ *           memory, the rest holding the dense part and experts
+ *
+ * bytes per token: K and V of every layer as the host cache holds them
+ * (core/forward/kv.c: fp32, n_kv_heads * head_dim each; MLA one latent row
+ * of kv_lora + rope_dim). A capped context is rounded down to a multiple of
+ * 1024 (256 below 4096), and is at least min(trained, 256). The tiny fixtures
+ * and the demo model (512, 2048 trained) open at their trained length, as they
+ * did under the former default (min(trained, 4096)); a 128k model opens at
+ * 128k where memory holds it. core/engine.c says the choice at start when the
+ * cap bit (and with --verbose). tests/core/ctx_default.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+#include "core/dev/dev.h"
+#include "io/io.h"
+
+/* K and V of one position over every layer, as core/forward/kv.c allocates. */
+static double kv_token_bytes(const struct coli_model_config *c)
+{
+	double row = c->kv_lora ? (double)c->kv_lora + c->rope_dim
+	                        : 2.0 * c->n_kv_heads * c->head_dim; /* K and V */
+
+	return sizeof(float) * row * c->n_layers;
+}
+
+static int round_down(double n)
+{
+	int q = n >= 4096 ? 1024 : 256;
+
+	return n >= 1 << 24 ? 1 << 24 : (int)(n / q) * q;
+}
+
+int coli_engine_ctx_default(const struct coli_engine *e, char *why, size_t len)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int trained = coli_config_ctx_trained(c), floor = trained < 256 ? trained : 256, ctx;
+	double tok = kv_token_bytes(c), host, dev = 0;
+	uint64_t off, dense;
+	const char *by = "RAM";
+
+	coli_io_container_dense_region(e->m.c, &off, &dense);
+	host = e->opts.ram_gb > 0 ? e->opts.ram_gb * 1e9 : coli_tiers_mem_available() * 0.9;
+	host = host > dense ? (host - dense) / 2 : 0;
+	if (strcmp(e->opts.gpu, "off") && e->opts.dense != COLI_OPT_DENSE_CPU) {
+		double mem = (double)coli_dev_spec_mem(e->opts.gpu);
+
+		dev = mem / 4;
+		if (mem > 0 && e->opts.vram_gb >= 0) {
+			dev = mem - e->opts.vram_gb * 1e9 - (double)dense - COLI_VRAM_RESERVE_BYTES;
+			dev = dev > 1 ? dev : 1; /* nothing left: the floor below */
+		}
+	}
+	ctx = trained;
+	if (host > 0 && host / tok < ctx)
+		ctx = round_down(host / tok);
+	if (dev > 0 && dev / tok < ctx) {
+		ctx = round_down(dev / tok);
+		by = "device memory";
+	}
+	ctx = ctx > floor ? ctx : floor;
+	if (ctx >= trained) {
+		snprintf(why, len, "the model's trained length");
+	} else {
+		double may = !strcmp(by, "RAM") ? host : dev, u = may >= 1e9 ? 1e9 : 1e6;
+
+		snprintf(why, len,
+		         "the model's trained %d, capped by %s: the KV cache takes %.2f %s of the "
+		         "%.2f %s it may use",
+		         trained, by, ctx * tok / u, u == 1e9 ? "GB" : "MB", may / u,
+		         u == 1e9 ? "GB" : "MB");
+	}
+	return ctx;
+}
