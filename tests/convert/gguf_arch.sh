@@ -58,7 +58,8 @@
 #                   to the checkpoint's q8 on every position
 #   refused         deepseek2 routed by softmax (expert_gating_func 1, or
 #                   absent: DeepSeek-V2's files), gpt-oss with an array
-#                   sliding_window_pattern, glm4moe with YaRN keys, a
+#                   sliding_window_pattern, glm4moe with llama.cpp's YaRN
+#                   log multiplier (a correction transformers has not), a
 #                   missing blk.1.exp_probs_b (glm4moe) or ffn_gate_inp.bias
 #                   (gpt-oss): exit 1 naming the key or tensor (the GGUF's
 #                   name, then the checkpoint's), no output left behind
