@@ -341,10 +341,18 @@ err:
 	return rc;
 }
 
+const struct coli_vocab_trie *coli_engine_vocab_trie(coli_engine_t *e)
+{
+	if (!e->trie && e->tok)
+		coli_vocab_trie_build(e->tok, &e->trie); /* (NULL again when out of memory) */
+	return e->trie;
+}
+
 void coli_engine_close(coli_engine_t *e)
 {
 	if (!e)
 		return;
+	coli_vocab_trie_free(e->trie);
 	if (e->trace)
 		fclose(e->trace);
 	coli_tiers_close(e);

@@ -89,6 +89,19 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	text = malloc(cap);
 	if (!text)
 		return -ENOMEM;
+	if (s->grammar) { /* constrained: the engine's trie, and the model's EOS ends it */
+		if (!s->trie)
+			s->trie = coli_engine_vocab_trie(e);
+		for (int i = 0; i < c->n_eos; i++) {
+			int j = 0;
+
+			while (j < s->n_end_ids && s->end_ids[j] != c->eos[i])
+				j++;
+			if (j == s->n_end_ids &&
+			    s->n_end_ids < (int)(sizeof(s->end_ids) / sizeof(int)))
+				s->end_ids[s->n_end_ids++] = c->eos[i];
+		}
+	}
 	rc = coli_sampler_begin(s, c->vocab, prompt, n_prompt);
 	if (rc) {
 		free(text);

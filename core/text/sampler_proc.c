@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "core/core_internal.h"
+#include "core/text/grammar_internal.h"
 
 #define IN_PROMPT 0x80000000u
 #define COUNT     0x7fffffffu
@@ -54,7 +55,7 @@ static int penalized(const struct coli_sampler *s)
 
 static int processed(const struct coli_sampler *s)
 {
-	return penalized(s) || s->n_bias > 0 || (s->min_p > 0 && s->temperature > 0);
+	return penalized(s) || s->n_bias > 0 || (s->min_p > 0 && s->temperature > 0) || s->grammar;
 }
 
 int coli_sampler_needs_logits(const struct coli_sampler *s)
@@ -77,10 +78,29 @@ static int see(struct coli_sampler *s, int id)
 	return 0;
 }
 
+/* The grammar's state at the start of the sequence, and its mask's words. */
+static int grammar_begin(struct coli_sampler *s, int vocab)
+{
+	if (!s->trie)
+		return -ENOTSUP; /* no tokenizer: no bytes to constrain */
+	s->gstate = malloc(sizeof(*s->gstate));
+	s->allow = calloc((size_t)(vocab + 63) / 64, sizeof(*s->allow));
+	if (!s->gstate || !s->allow)
+		return -ENOMEM;
+	coli_gstate_init(s->grammar, s->gstate);
+	return 0;
+}
+
 int coli_sampler_begin(struct coli_sampler *s, int vocab, const int *prompt, int n_prompt)
 {
+	int rc;
+
 	coli_sampler_end(s);
 	s->vocab = vocab;
+	if (s->grammar && (rc = grammar_begin(s, vocab))) {
+		coli_sampler_end(s);
+		return rc;
+	}
 	if (!penalized(s))
 		return 0;
 	s->hist = calloc((size_t)vocab, sizeof(*s->hist));
@@ -102,8 +122,28 @@ int coli_sampler_begin(struct coli_sampler *s, int vocab, const int *prompt, int
 	return 0;
 }
 
+/* The grammar's state goes on with id's bytes (an end id: nothing more). */
+static void grammar_accept(struct coli_sampler *s, int id)
+{
+	size_t n = 0;
+	const char *p = coli_vocab_trie_piece(s->trie, id, &n);
+
+	for (int i = 0; i < s->n_end_ids; i++)
+		if (s->end_ids[i] == id) {
+			s->gstate->depth = 0;
+			return;
+		}
+	for (size_t i = 0; i < n && !s->gstate->dead; i++)
+		if (!coli_gstate_step(s->grammar, s->gstate, (unsigned char)p[i]))
+			s->gstate->dead = 1;
+	if (!n)
+		s->gstate->dead = 1;
+}
+
 void coli_sampler_accept(struct coli_sampler *s, int id)
 {
+	if (s->gstate)
+		grammar_accept(s, id);
 	if (!s->hist || id < 0 || id >= s->vocab)
 		return;
 	if (!s->hist[id] && see(s, id))
@@ -117,6 +157,10 @@ void coli_sampler_end(struct coli_sampler *s)
 	free(s->hist);
 	free(s->seen);
 	free(s->work);
+	free(s->gstate);
+	free(s->allow);
+	s->gstate = NULL;
+	s->allow = NULL;
 	s->hist = NULL;
 	s->seen = NULL;
 	s->work = NULL;
@@ -138,6 +182,12 @@ void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, 
 
 	if (out != logits)
 		memcpy(out, logits, sizeof(*out) * (size_t)vocab);
+	if (s->gstate) { /* 0. the grammar: what it refuses is -inf */
+		coli_grammar_mask(s->grammar, s->trie, s->gstate, s->end_ids, s->n_end_ids,
+		                  s->allow, vocab);
+		for (int i = 0; i < vocab; i++)
+			out[i] = s->allow[i >> 6] >> (i & 63) & 1 ? out[i] : -INFINITY;
+	}
 	for (int i = 0; i < s->n_bias; i++) {
 		int id = s->bias[i].id;
 
