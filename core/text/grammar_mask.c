@@ -24,26 +24,38 @@
  * `coli bench constrain` (docs/api.md, Structured output).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/text/grammar_internal.h"
 
-struct coli_vocab_trie {
-	int vocab;
-	uint32_t *off; /* [vocab] a token's bytes: pool + off */
-	uint16_t *len; /* [vocab] 0: left out */
-	char *pool;    /* [pool_bytes] */
-	size_t pool_bytes;
-	int n_nodes, max_len;
+/* A trie over some of the tokens (all, or only the string-special ones). */
+struct tarr {
+	int n_nodes;
 	uint8_t *byte;   /* [n_nodes] */
 	uint16_t *depth; /* [n_nodes] */
 	uint32_t *end;   /* [n_nodes] */
 	uint32_t *tok;   /* [n_nodes] */
 	uint16_t *n_tok; /* [n_nodes] */
-	int32_t *ids;    /* [n_ids] the tokens in byte order */
+	int32_t *ids;    /* [n_ids] its tokens in byte order */
 	int n_ids;
+};
+
+struct coli_vocab_trie {
+	int vocab, max_len;
+	uint32_t *off; /* [vocab] a token's bytes: pool + off */
+	uint16_t *len; /* [vocab] 0: left out */
+	char *pool;    /* [pool_bytes] */
+	size_t pool_bytes;
+	int16_t *chars;  /* [vocab] code points of a plain token (string content
+	                  * only: whole UTF-8, no '"', '\', control), -1 others */
+	uint64_t *plain; /* [vocab / 64] the plain tokens */
+	int32_t *plain_ids;
+	int n_plain;
+	struct tarr all;  /* every token left in */
+	struct tarr rest; /* the tokens that are not plain */
 };
 
 static int cmp_piece(const void *a, const void *b, void *arg)
@@ -60,19 +72,56 @@ static int cmp_piece(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
+static void tarr_free(struct tarr *a)
+{
+	free(a->byte), free(a->depth), free(a->end), free(a->tok), free(a->n_tok), free(a->ids);
+}
+
 void coli_vocab_trie_free(struct coli_vocab_trie *v)
 {
 	if (!v)
 		return;
-	free(v->off), free(v->len), free(v->pool);
-	free(v->byte), free(v->depth), free(v->end), free(v->tok), free(v->n_tok), free(v->ids);
+	free(v->off), free(v->len), free(v->pool), free(v->chars), free(v->plain);
+	free(v->plain_ids);
+	tarr_free(&v->all), tarr_free(&v->rest);
 	free(v);
 }
 
 size_t coli_vocab_trie_bytes(const struct coli_vocab_trie *v)
 {
-	return sizeof(*v) + (size_t)v->vocab * 6 + v->pool_bytes + (size_t)v->n_ids * 4 +
-	       (size_t)v->n_nodes * (1 + 2 + 4 + 4 + 2);
+	return sizeof(*v) + (size_t)v->vocab * (4 + 2 + 2) + (size_t)(v->vocab + 63) / 64 * 8 +
+	       v->pool_bytes + (size_t)(v->all.n_ids + v->rest.n_ids + v->n_plain) * 4 +
+	       (size_t)(v->all.n_nodes + v->rest.n_nodes) * (1 + 2 + 4 + 4 + 2);
+}
+
+/* Code points of b[n] as string content with nothing due before it, or -1
+ * when it holds '"', '\', a control byte or anything but whole UTF-8. */
+static int plain_chars(const uint8_t *b, int n)
+{
+	int c = 0;
+
+	for (int i = 0; i < n; c++) {
+		uint8_t x = b[i], lo = 0x80, hi = 0xbf;
+		int more;
+
+		if (x < 0x20 || x == '"' || x == '\\')
+			return -1;
+		more = x < 0x80   ? 0
+		       : x < 0xc2 ? -1
+		       : x < 0xe0 ? 1
+		       : x < 0xf0 ? 2
+		       : x < 0xf5 ? 3
+		                  : -1;
+		if (more < 0 || i + more >= n)
+			return -1;
+		lo = x == 0xe0 ? 0xa0 : x == 0xf0 ? 0x90 : lo;
+		hi = x == 0xed ? 0x9f : x == 0xf4 ? 0x8f : hi;
+		for (int k = 1; k <= more; k++, lo = 0x80, hi = 0xbf)
+			if (b[i + k] < lo || b[i + k] > hi)
+				return -1;
+		i += 1 + more;
+	}
+	return c > 0x7fff ? -1 : c;
 }
 
 /* The pieces of every token into v->pool. */
@@ -83,9 +132,9 @@ static int gather(const coli_tokenizer_t *t, struct coli_vocab_trie *v)
 	v->vocab = coli_tokenizer_n_vocab(t);
 	v->off = calloc((size_t)v->vocab, sizeof(*v->off));
 	v->len = calloc((size_t)v->vocab, sizeof(*v->len));
-	v->ids = malloc(sizeof(*v->ids) * (size_t)(v->vocab ? v->vocab : 1));
+	v->all.ids = malloc(sizeof(int32_t) * (size_t)(v->vocab ? v->vocab : 1));
 	v->pool = malloc(cap);
-	if (!v->off || !v->len || !v->ids || !v->pool)
+	if (!v->off || !v->len || !v->all.ids || !v->pool)
 		return -ENOMEM;
 	for (int id = 0; id < v->vocab; id++) {
 		size_t n = 0;
@@ -107,18 +156,67 @@ static int gather(const coli_tokenizer_t *t, struct coli_vocab_trie *v)
 		v->off[id] = (uint32_t)used;
 		v->len[id] = (uint16_t)n;
 		used += n;
-		v->ids[v->n_ids++] = id;
+		v->all.ids[v->all.n_ids++] = id;
 		v->max_len = (int)n > v->max_len ? (int)n : v->max_len;
 	}
 	v->pool_bytes = used;
 	return 0;
 }
 
+/* a->ids[n_ids] (set) sorted and made a trie. */
+static int tarr_build(struct coli_vocab_trie *v, struct tarr *a)
+{
+	size_t bytes = 1;
+	uint32_t *path = malloc(sizeof(*path) * (size_t)(v->max_len + 1)); /* open node per depth */
+	int open = 0;
+
+	for (int i = 0; i < a->n_ids; i++)
+		bytes += v->len[a->ids[i]]; /* at most one node per byte */
+	qsort_r(a->ids, (size_t)a->n_ids, sizeof(*a->ids), cmp_piece, v);
+	a->byte = malloc(bytes);
+	a->depth = malloc(sizeof(*a->depth) * bytes);
+	a->end = malloc(sizeof(*a->end) * bytes);
+	a->tok = malloc(sizeof(*a->tok) * bytes);
+	a->n_tok = calloc(bytes, sizeof(*a->n_tok));
+	if (!a->byte || !a->depth || !a->end || !a->tok || !a->n_tok || !path) {
+		free(path);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < a->n_ids; i++) {
+		const uint8_t *b = (const uint8_t *)v->pool + v->off[a->ids[i]];
+		int n = v->len[a->ids[i]], l = 0;
+
+		if (i) { /* the prefix shared with the previous token stays open */
+			const uint8_t *p = (const uint8_t *)v->pool + v->off[a->ids[i - 1]];
+			int pn = v->len[a->ids[i - 1]];
+
+			while (l < n && l < pn && b[l] == p[l])
+				l++;
+		}
+		while (open > l)
+			a->end[path[--open]] = (uint32_t)a->n_nodes;
+		for (int d = l; d < n; d++) {
+			int x = a->n_nodes++;
+
+			a->byte[x] = b[d];
+			a->depth[x] = (uint16_t)d;
+			a->tok[x] = (uint32_t)i;
+			path[open++] = (uint32_t)x;
+		}
+		if (!a->n_tok[path[n - 1]]) /* (a duplicate adds itself to the run) */
+			a->tok[path[n - 1]] = (uint32_t)i;
+		a->n_tok[path[n - 1]]++;
+	}
+	while (open > 0)
+		a->end[path[--open]] = (uint32_t)a->n_nodes;
+	free(path);
+	return 0;
+}
+
 int coli_vocab_trie_build(const coli_tokenizer_t *t, struct coli_vocab_trie **out)
 {
 	struct coli_vocab_trie *v = calloc(1, sizeof(*v));
-	uint32_t *path = NULL; /* [max_len] the open node of each depth */
-	int open = 0, rc;
+	int rc;
 
 	*out = NULL;
 	if (!v)
@@ -126,49 +224,32 @@ int coli_vocab_trie_build(const coli_tokenizer_t *t, struct coli_vocab_trie **ou
 	rc = gather(t, v);
 	if (rc)
 		goto err;
-	qsort_r(v->ids, (size_t)v->n_ids, sizeof(*v->ids), cmp_piece, v);
-	/* at most one node per byte of the pool */
-	v->byte = malloc(v->pool_bytes + 1);
-	v->depth = malloc(sizeof(*v->depth) * (v->pool_bytes + 1));
-	v->end = malloc(sizeof(*v->end) * (v->pool_bytes + 1));
-	v->tok = malloc(sizeof(*v->tok) * (v->pool_bytes + 1));
-	v->n_tok = calloc(v->pool_bytes + 1, sizeof(*v->n_tok));
-	path = malloc(sizeof(*path) * (size_t)(v->max_len + 1));
 	rc = -ENOMEM;
-	if (!v->byte || !v->depth || !v->end || !v->tok || !v->n_tok || !path)
+	v->chars = malloc(sizeof(*v->chars) * (size_t)(v->vocab ? v->vocab : 1));
+	v->plain = calloc((size_t)(v->vocab + 63) / 64 + 1, sizeof(*v->plain));
+	v->plain_ids = malloc(sizeof(int32_t) * (size_t)(v->all.n_ids + 1));
+	v->rest.ids = malloc(sizeof(int32_t) * (size_t)(v->all.n_ids + 1));
+	if (!v->chars || !v->plain || !v->plain_ids || !v->rest.ids)
 		goto err;
-	for (int i = 0; i < v->n_ids; i++) {
-		const uint8_t *b = (const uint8_t *)v->pool + v->off[v->ids[i]];
-		int n = v->len[v->ids[i]], l = 0;
+	for (int id = 0; id < v->vocab; id++) {
+		int c = v->len[id] ? plain_chars((const uint8_t *)v->pool + v->off[id], v->len[id])
+		                   : -1;
 
-		if (i) { /* the prefix shared with the previous token stays open */
-			const uint8_t *p = (const uint8_t *)v->pool + v->off[v->ids[i - 1]];
-			int pn = v->len[v->ids[i - 1]];
-
-			while (l < n && l < pn && b[l] == p[l])
-				l++;
+		v->chars[id] = (int16_t)c;
+		if (c > 0) {
+			v->plain[id >> 6] |= 1ull << (id & 63);
+			v->plain_ids[v->n_plain++] = id;
+		} else if (v->len[id]) {
+			v->rest.ids[v->rest.n_ids++] = id;
 		}
-		while (open > l)
-			v->end[path[--open]] = (uint32_t)v->n_nodes;
-		for (int d = l; d < n; d++) {
-			int x = v->n_nodes++;
-
-			v->byte[x] = b[d];
-			v->depth[x] = (uint16_t)d;
-			v->tok[x] = (uint32_t)i;
-			path[open++] = (uint32_t)x;
-		}
-		if (!v->n_tok[path[n - 1]]) /* (a duplicate adds itself to the run) */
-			v->tok[path[n - 1]] = (uint32_t)i;
-		v->n_tok[path[n - 1]]++;
 	}
-	while (open > 0)
-		v->end[path[--open]] = (uint32_t)v->n_nodes;
-	free(path);
+	rc = tarr_build(v, &v->all);
+	rc = rc ? rc : tarr_build(v, &v->rest);
+	if (rc)
+		goto err;
 	*out = v;
 	return 0;
 err:
-	free(path);
 	coli_vocab_trie_free(v);
 	return rc;
 }
@@ -191,26 +272,24 @@ static void copy_state(struct coli_grammar_state *d, const struct coli_grammar_s
 	memcpy(d->f, s->f, sizeof(*d->f) * (size_t)s->depth);
 }
 
-int coli_grammar_mask(const struct coli_grammar *g, const struct coli_vocab_trie *v,
-                      const struct coli_grammar_state *st, const int *end_ids, int n_end,
-                      uint64_t *allow, int vocab)
+/* Walk trie a from st: every token whose bytes st takes into allow. */
+static int walk(const struct coli_grammar *g, const struct tarr *a, int max_len,
+                const struct coli_grammar_state *st, uint64_t *allow, int vocab)
 {
-	struct coli_grammar_state *S;
+	struct coli_grammar_state *S = malloc(sizeof(*S) * (size_t)(max_len + 1));
 	int count = 0;
 
-	memset(allow, 0, sizeof(*allow) * (size_t)((vocab + 63) / 64));
-	S = st->dead || !st->depth ? NULL : malloc(sizeof(*S) * (size_t)(v->max_len + 1));
-	for (int i = 0; S && i < v->n_nodes;) {
-		int d = v->depth[i];
+	for (int i = 0; S && i < a->n_nodes;) {
+		int d = a->depth[i];
 		struct coli_grammar_state *x = &S[d];
 
 		copy_state(x, d ? &S[d - 1] : st);
-		if (!coli_gstate_step(g, x, v->byte[i])) {
-			i = (int)v->end[i];
+		if (!coli_gstate_step(g, x, a->byte[i])) {
+			i = (int)a->end[i];
 			continue;
 		}
-		for (uint32_t t = v->tok[i]; t < v->tok[i] + v->n_tok[i]; t++) {
-			int id = v->ids[t];
+		for (uint32_t t = a->tok[i]; t < a->tok[i] + a->n_tok[i]; t++) {
+			int id = a->ids[t];
 
 			if (id < vocab) {
 				allow[id >> 6] |= 1ull << (id & 63);
@@ -220,6 +299,54 @@ int coli_grammar_mask(const struct coli_grammar *g, const struct coli_vocab_trie
 		i++;
 	}
 	free(S);
+	return count;
+}
+
+/* Inside a string with nothing due (no escape, no UTF-8 continuation): a
+ * plain token only adds its code points, so the plain ones are allowed as a
+ * set (those that fit maxLength) and only the rest are walked. */
+static int in_plain_string(const struct coli_grammar *g, const struct coli_grammar_state *st)
+{
+	const struct gframe *f = &st->f[st->depth - 1];
+
+	return g->nodes[f->node].kind == GK_STRING && f->phase == 1 && !f->sub && !f->u8;
+}
+
+int coli_grammar_mask(const struct coli_grammar *g, const struct coli_vocab_trie *v,
+                      const struct coli_grammar_state *st, const int *end_ids, int n_end,
+                      uint64_t *allow, int vocab)
+{
+	int count = 0, words = (vocab + 63) / 64;
+
+	memset(allow, 0, sizeof(*allow) * (size_t)words);
+	if (st->dead || !st->depth) {
+		count = 0;
+	} else if (in_plain_string(g, st)) {
+		const struct gframe *f = &st->f[st->depth - 1];
+		uint32_t max = g->nodes[f->node].max, room = max - f->n;
+
+		if (max == GRAMMAR_NOLIMIT) {
+			int w = (v->vocab + 63) / 64 < words ? (v->vocab + 63) / 64 : words;
+
+			for (int i = 0; i < w; i++)
+				allow[i] = v->plain[i];
+			if (vocab < w * 64) /* (ids past the model's vocab) */
+				allow[w - 1] &= vocab % 64 ? (1ull << (vocab % 64)) - 1 : ~0ull;
+			count = v->n_plain;
+		} else {
+			for (int i = 0; i < v->n_plain; i++) {
+				int id = v->plain_ids[i];
+
+				if ((uint32_t)v->chars[id] <= room && id < vocab) {
+					allow[id >> 6] |= 1ull << (id & 63);
+					count++;
+				}
+			}
+		}
+		count += walk(g, &v->rest, v->max_len, st, allow, vocab);
+	} else {
+		count = walk(g, &v->all, v->max_len, st, allow, vocab);
+	}
 	/* the end: where the text is whole, or where nothing else can go */
 	if (coli_gstate_accepting(g, st) || !count)
 		for (int i = 0; i < n_end; i++)
@@ -229,4 +356,17 @@ int coli_grammar_mask(const struct coli_grammar *g, const struct coli_vocab_trie
 				count++;
 			}
 	return count;
+}
+
+void coli_grammar_mask_logits(const uint64_t *allow, float *logits, int vocab)
+{
+	for (int w = 0; w < (vocab + 63) / 64; w++) {
+		uint64_t m = allow[w];
+		int base = w * 64, n = vocab - base < 64 ? vocab - base : 64;
+
+		if (m == ~0ull)
+			continue;
+		for (int i = 0; i < n; i++) /* (a whole word of 0s: 64 stores, no tests) */
+			logits[base + i] = m >> i & 1 ? logits[base + i] : -INFINITY;
+	}
 }

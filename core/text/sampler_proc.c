@@ -185,8 +185,7 @@ void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, 
 	if (s->gstate) { /* 0. the grammar: what it refuses is -inf */
 		coli_grammar_mask(s->grammar, s->trie, s->gstate, s->end_ids, s->n_end_ids,
 		                  s->allow, vocab);
-		for (int i = 0; i < vocab; i++)
-			out[i] = s->allow[i >> 6] >> (i & 63) & 1 ? out[i] : -INFINITY;
+		coli_grammar_mask_logits(s->allow, out, vocab);
 	}
 	for (int i = 0; i < s->n_bias; i++) {
 		int id = s->bias[i].id;
