@@ -771,6 +771,7 @@ struct coli_chat_template {
 	char bos[64];      /* text put first (the template names bos_token), or "" */
 	char eos[64];      /* text closing an assistant turn (INST), or "" */
 	int eot_id;        /* token that ends the assistant's turn (<|im_end|>), or -1 */
+	int eot2_id;       /* a second one (harmony's <|call|>: a tool call ends it), or -1 */
 	int from_template; /* 1: the family came from the stored template text */
 	int no_think;      /* GLM: render as enable_thinking=false; 0 is the
 	                    * template's default (thinking on) */

@@ -18,14 +18,16 @@
  *   enum, const   the values written as compact JSON (jansson), matched exactly
  *   anyOf, oneOf  branches told apart by their first byte: two objects, two
  *                 arrays, two strings, or integer and number are refused
- *   $ref          "#", "#/$defs/NAME", "#/definitions/NAME"; recursion is
- *                 bounded by the nesting depth (COLI_GRAMMAR_DEPTH)
+ *   $ref          "#", "#/$defs/NAME", "#/definitions/NAME"; one reference
+ *                 nests at most GRAMMAR_REF_DEPTH (5) times in itself (where
+ *                 recursion must stop: an optional property, an empty
+ *                 array, another branch), all of it within COLI_GRAMMAR_DEPTH
  *   annotations   title, description, $schema, $id, $comment, default,
  *                 examples, $defs, definitions, strict, and deprecated,
  *                 readOnly, writeOnly: no effect on what is valid
  *
  * The JSON written: no whitespace before the value or after it; between
- * tokens at most GRAMMAR_WS_MAX bytes of space, tab, CR, LF; numbers of at
+ * tokens at most GRAMMAR_WS_MAX (8) bytes of space, tab, CR, LF; numbers of at
  * most GRAMMAR_DIGITS_MAX digits in each part; strings of valid UTF-8 with
  * no control bytes. Values of any type nest up to COLI_GRAMMAR_DEPTH.
  */
@@ -248,8 +250,9 @@ static int ref_target(struct build *b, const char *ref, int depth)
 		return fail(b, -EINVAL, "schema '$ref' '%s' names nothing", ref);
 	if (b->n_refs == 256)
 		return fail(b, -E2BIG, "schema: more than 256 '$ref' targets");
-	/* a union of one branch stands for the target until it is compiled */
-	id = new_node(b, GK_UNION);
+	/* a sequence of one stands for the target (compiled after it: cycles
+	 * find it), its frames counted on the stack to bound the recursion */
+	id = new_node(b, GK_SEQ);
 	if (id < 0)
 		return id;
 	b->ref_name[b->n_refs] = strdup(ref);
@@ -266,6 +269,7 @@ static int ref_target(struct build *b, const char *ref, int depth)
 			return k;
 		b->g->nodes[id].first = k;
 		b->g->nodes[id].n = 1;
+		b->g->nodes[id].rec = 1;
 	}
 	return id;
 }

@@ -30,7 +30,7 @@ enum gkind {
 	GK_INTEGER, /* -?(0|[1-9]d*) */
 	GK_LIT,     /* one of the texts lits[first..first+n); each may go on with a node */
 	GK_UNION,   /* one of kids[first..first+n), told apart by their first byte */
-	GK_SEQ,     /* kids[first..first+n) one after the other */
+	GK_SEQ,     /* kids[first..first+n) one after the other (a $ref: one kid, rec set) */
 };
 
 /* the fixed nodes, at the start of every grammar */
@@ -47,12 +47,14 @@ enum {
 #define GRAMMAR_MAX_PROPS  64 /* per object: the candidate keys are a uint64_t mask */
 #define GRAMMAR_MAX_LITS   64 /* per enum / switch */
 #define GRAMMAR_MAX_NODES  4096
-#define GRAMMAR_WS_MAX     16 /* whitespace bytes in one gap between tokens of JSON */
+#define GRAMMAR_WS_MAX     8  /* whitespace bytes in one gap between tokens of JSON */
+#define GRAMMAR_REF_DEPTH  5  /* a $ref's frames on the stack at once: its recursion */
 #define GRAMMAR_DIGITS_MAX 16 /* digits in each part of a number */
 #define GRAMMAR_NOLIMIT    0xffffffffu
 
 struct gnode {
 	uint8_t kind;
+	uint8_t rec;      /* a $ref: at most GRAMMAR_REF_DEPTH of its frames nest */
 	int32_t first, n; /* props / lits / kids */
 	int32_t child;    /* array: items; object: value of any other key (-1: none) */
 	uint32_t min, max;

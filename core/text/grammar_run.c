@@ -23,8 +23,9 @@
  * Every state the automaton reaches can still be completed (a string's
  * \uD8.. is refused at its second digit, not its fourth), so a mask built
  * from it never leads into a dead end, except where nesting deeper than
- * COLI_GRAMMAR_DEPTH is the only way on (a schema recursing without an
- * exit), where the mask is empty and the sampler lets the end token through.
+ * COLI_GRAMMAR_DEPTH, or a $ref deeper than GRAMMAR_REF_DEPTH in itself, is
+ * the only way on (a schema recursing without an exit): there the mask is
+ * empty and the sampler lets the end token through.
  */
 #include <string.h>
 
@@ -106,6 +107,14 @@ static int push(const struct coli_grammar *g, struct coli_grammar_state *s, int 
 
 	if (s->depth == COLI_GRAMMAR_DEPTH)
 		return 0;
+	if (g->nodes[node].rec) { /* a $ref: its recursion bounded */
+		int k = 0;
+
+		for (int i = 0; i < s->depth; i++)
+			k += s->f[i].node == node;
+		if (k >= GRAMMAR_REF_DEPTH)
+			return 0;
+	}
 	f = &s->f[s->depth++];
 	memset(f, 0, sizeof(*f));
 	f->node = node;
@@ -115,10 +124,10 @@ static int push(const struct coli_grammar *g, struct coli_grammar_state *s, int 
 }
 
 /* The top frame becomes node's (a union or "any" choosing its branch). */
-static void become(const struct coli_grammar *g, struct coli_grammar_state *s, int node)
+static int become(const struct coli_grammar *g, struct coli_grammar_state *s, int node)
 {
 	s->depth--;
-	push(g, s, node);
+	return push(g, s, node);
 }
 
 /* Whitespace between tokens: at most GRAMMAR_WS_MAX bytes in one gap. */
@@ -463,10 +472,8 @@ static int lit_step(const struct coli_grammar *g, struct coli_grammar_state *s, 
 	for (int i = 0; i < n->n; i++) { /* a text that goes on with a node (prefix-free) */
 		const struct glit *l = &g->lits[n->first + i];
 
-		if ((m >> i & 1) && l->len == f->n && l->next >= 0) {
-			become(g, s, l->next);
-			return 1;
-		}
+		if ((m >> i & 1) && l->len == f->n && l->next >= 0)
+			return become(g, s, l->next);
 	}
 	return 1;
 }
@@ -491,9 +498,8 @@ int coli_gstate_step(const struct coli_grammar *g, struct coli_grammar_state *s,
 			         : c == 't' || c == 'f' || c == 'n'   ? GN_BOOL_NULL
 			                                              : -1;
 
-			if (to < 0)
+			if (to < 0 || !become(g, s, to))
 				return 0;
-			become(g, s, to);
 			r = -2; /* the new frame takes c */
 			break;
 		}
@@ -503,9 +509,8 @@ int coli_gstate_step(const struct coli_grammar *g, struct coli_grammar_state *s,
 			for (i = 0; i < n->n; i++)
 				if (has(g->nodes[g->kids[n->first + i]].firsts, c))
 					break;
-			if (i == n->n)
+			if (i == n->n || !become(g, s, g->kids[n->first + i]))
 				return 0;
-			become(g, s, g->kids[n->first + i]);
 			r = -2;
 			break;
 		}

@@ -116,11 +116,22 @@ int main(void)
 	                                   {NULL, 0}};
 	static const struct tcase uni[] = {{"\"x\"", 2},   {"null", 2}, {"[1]", 2},
 	                                   {"[\"x\"]", 0}, {"3", 0},    {NULL, 0}};
-	static const struct tcase ref[] = {{"{\"v\":1}", 2},
-	                                   {"{\"v\":1,\"next\":{\"v\":2}}", 2},
-	                                   {"{\"v\":1,\"next\":{\"v\":2,\"next\":null}}", 2},
-	                                   {"{\"v\":1,\"next\":{}}", 0},
-	                                   {NULL, 0}};
+	static const struct tcase ref[] = {
+	    {"{\"v\":1}", 2},
+	    {"{\"v\":1,\"next\":{\"v\":2}}", 2},
+	    {"{\"v\":1,\"next\":{\"v\":2,\"next\":null}}", 2},
+	    {"{\"v\":1,\"next\":{}}", 0},
+	    /* the recursion bound: 5 levels of the same $ref, not 6 */
+	    {"{\"v\":1,\"next\":{\"v\":1,\"next\":{\"v\":1,\"next\":{\"v\":1,\"next\":{\"v\":1}}}}"
+	     "}",
+	     2},
+	    {"{\"v\":1,\"next\":{\"v\":1,\"next\":{\"v\":1,\"next\":{\"v\":1,\"next\":{\"v\":1,"
+	     "\"next\":null}}}}}",
+	     2},
+	    {"{\"v\":1,\"next\":{\"v\":1,\"next\":{\"v\":1,\"next\":{\"v\":1,\"next\":{\"v\":1,"
+	     "\"next\":{",
+	     0},
+	    {NULL, 0}};
 	static const struct tcase cst[] = {
 	    {"{\"k\":\"on\"}", 2}, {"{\"k\":\"off\"}", 0}, {NULL, 0}};
 	static const struct tcase num[] = {{"1.5", 2}, {"-2e-3", 2}, {"1e", 1}, {"1e+", 1},
