@@ -354,11 +354,13 @@ static int compile_object(struct build *b, json_t *s, int depth)
 			json_decref(ks);
 			if (!e)
 				return -ENOMEM;
-			if (add_node == -1)
+			if (add_node == -1) {
+				free(e);
 				return fail(b, -EINVAL,
 				            "schema: '%s' is required but neither in "
 				            "'properties' nor allowed by 'additionalProperties'",
 				            name);
+			}
 			memmove(e, e + 1, strlen(e) - 2);
 			e[strlen(e) - 2] = 0;
 			p = n++;
