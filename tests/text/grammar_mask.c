@@ -162,7 +162,7 @@ int main(void)
 		                    : coli_grammar_json_object(&g);
 
 		CHECK(!rc, "schema %zu: %s", i, err);
-		for (int w = 0; !rc && w < 6; w++) {
+		for (int w = 0; !rc && w < 4; w++) {
 			char what[64];
 
 			snprintf(what, sizeof(what), "schema %zu walk %d", i, w);
