@@ -21,6 +21,14 @@ static int is_eos(const struct coli_model_config *c, int id)
 	return 0;
 }
 
+static int is_end(const struct coli_sampler *s, int id)
+{
+	for (int i = 0; i < s->n_end_ids; i++)
+		if (s->end_ids[i] == id)
+			return 1;
+	return 0;
+}
+
 /* The prefill's phase split: e0 before it, e1 after. */
 static void prefill_stats(struct coli_gen_stats *st, const struct coli_engine_stats *e0,
                           const struct coli_engine_stats *e1)
@@ -143,7 +151,8 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			id = coli_sampler_pick_pool(s, logits, c->vocab, e->pool);
 		}
 		coli_sampler_accept(s, id);
-		if (is_eos(c, id)) {
+		if (is_eos(c, id) || (s->grammar && is_end(s, id))) {
+			/* (constrained: one of its end ids, a chat turn's end among them) */
 			st->stopped_eos = 1;
 			break;
 		}
