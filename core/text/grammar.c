@@ -302,8 +302,9 @@ static int compile_object(struct build *b, json_t *s, int depth)
 	         g->n_props + (int)(json_object_size(props) + json_array_size(req)),
 	         sizeof(*g->props)))
 		return -ENOMEM;
-	memset(g->props + first, 0,
-	       sizeof(*g->props) * (json_object_size(props) + json_array_size(req)));
+	if (json_object_size(props) + json_array_size(req))
+		memset(g->props + first, 0,
+		       sizeof(*g->props) * (json_object_size(props) + json_array_size(req)));
 	g->n_props += (int)(json_object_size(props) + json_array_size(req));
 	json_object_foreach(props, k, v)
 	{
