@@ -55,7 +55,8 @@ struct coli_vocab_trie {
 	int32_t *plain_ids;
 	int n_plain;
 	struct tarr all;  /* every token left in */
-	struct tarr rest; /* the tokens that are not plain */
+	struct tarr rest; /* the tokens that are not plain, less those with a
+	                   * control byte before any '"' (never taken in a string) */
 };
 
 static int cmp_piece(const void *a, const void *b, void *arg)
@@ -213,6 +214,19 @@ static int tarr_build(struct coli_vocab_trie *v, struct tarr *a)
 	return 0;
 }
 
+/* A control byte before any '"': never string content, and the string
+ * cannot end before it (the rest trie leaves such tokens out). */
+static int string_dead(const uint8_t *b, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (b[i] == '"')
+			return 0;
+		if (b[i] < 0x20)
+			return 1;
+	}
+	return 0;
+}
+
 int coli_vocab_trie_build(const coli_tokenizer_t *t, struct coli_vocab_trie **out)
 {
 	struct coli_vocab_trie *v = calloc(1, sizeof(*v));
@@ -239,7 +253,8 @@ int coli_vocab_trie_build(const coli_tokenizer_t *t, struct coli_vocab_trie **ou
 		if (c > 0) {
 			v->plain[id >> 6] |= 1ull << (id & 63);
 			v->plain_ids[v->n_plain++] = id;
-		} else if (v->len[id]) {
+		} else if (v->len[id] &&
+		           !string_dead((const uint8_t *)v->pool + v->off[id], v->len[id])) {
 			v->rest.ids[v->rest.n_ids++] = id;
 		}
 	}
@@ -366,7 +381,17 @@ void coli_grammar_mask_logits(const uint64_t *allow, float *logits, int vocab)
 
 		if (m == ~0ull)
 			continue;
-		for (int i = 0; i < n; i++) /* (a whole word of 0s: 64 stores, no tests) */
-			logits[base + i] = m >> i & 1 ? logits[base + i] : -INFINITY;
+		if (!m) { /* (most words, where few tokens are allowed: plain stores) */
+			for (int i = 0; i < n; i++)
+				logits[base + i] = -INFINITY;
+			continue;
+		}
+		for (int i = 0; i < n; i++) { /* branch-free: -inf's bits where the bit is 0 */
+			uint32_t keep = 0u - (uint32_t)(m >> i & 1), u;
+
+			memcpy(&u, &logits[base + i], sizeof(u));
+			u = (u & keep) | (0xff800000u & ~keep);
+			memcpy(&logits[base + i], &u, sizeof(u));
+		}
 	}
 }
