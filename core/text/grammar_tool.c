@@ -43,7 +43,8 @@ static int tool_branch(struct coli_grammar *g, json_t *fn, char **text, char *er
 		return -ENOMEM;
 	if (params) {
 		node = coli_grammar_add_schema(g, params, err, errlen);
-	} else { /* no parameters: {} */
+		node = node == GN_ANY ? GN_OBJECT : node; /* ({}: arguments are an object) */
+	} else {                                          /* no parameters: {} */
 		json_t *empty = json_pack("{s:s, s:{}, s:b}", "type", "object", "properties",
 		                          "additionalProperties", 0);
 

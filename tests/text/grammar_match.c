@@ -195,6 +195,25 @@ int main(void)
 		coli_grammar_free(g);
 		rc = coli_grammar_tool_call(COLI_CHAT_CHATML, tools, "nope", &g, err, sizeof(err));
 		CHECK(rc == -EINVAL && strstr(err, "nope"), "unknown tool: %d %s", rc, err);
+		{ /* "parameters": {} still makes the arguments an object */
+			const char *t2 = "[{\"type\":\"function\",\"function\":{\"name\":\"h\","
+			                 "\"parameters\":{}}}]";
+			const char *obj = "<tool_call>\n{\"name\": \"h\", \"arguments\": {\"a\": "
+			                  "[1]}}\n</tool_call>";
+			const char *str = "<tool_call>\n{\"name\": \"h\", \"arguments\": \"a\"}\n"
+			                  "</tool_call>";
+
+			rc = coli_grammar_tool_call(COLI_CHAT_CHATML, t2, NULL, &g, err,
+			                            sizeof(err));
+			CHECK(!rc, "tool grammar ({} parameters): %d %s", rc, err);
+			if (!rc) {
+				CHECK(coli_grammar_match(g, obj, strlen(obj)) == 2,
+				      "{} params: object");
+				CHECK(coli_grammar_match(g, str, strlen(str)) == 0,
+				      "{} params: string");
+			}
+			coli_grammar_free(g);
+		}
 		rc = coli_grammar_tool_call(COLI_CHAT_HARMONY, tools, NULL, &g, err, sizeof(err));
 		CHECK(rc == -ENOTSUP && strstr(err, "harmony"), "harmony: %d %s", rc, err);
 	}
