@@ -447,6 +447,7 @@ int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const floa
  * token history; nothing of it lives in the engine. The logits a token is
  * drawn from are the model's, then in this order:
  *
+ *   0. a grammar (constrained decoding): the tokens it refuses are -inf
  *   1. logit_bias: l += bias; a bias of -100 or less bans the token (-inf)
  *   2. repetition_penalty r (transformers' semantics, over the prompt and the
  *      tokens generated so far): a seen token's logit l becomes l / r when
@@ -500,9 +501,8 @@ struct coli_sampler {
 	int *seen;      /* [n_seen] distinct ids with hist != 0 */
 	int n_seen, cap_seen;
 	float *work; /* [vocab] the processed logits, when any of 1, 2, 3, 5 is on */
-	/* constrained decoding (0. below 1: tokens the grammar refuses are -inf;
-	 * core/text/grammar*.c): the caller's grammar and its tokenizer's trie
-	 * (NULL: coli_generate takes the engine's), alive while sampling; once the
+	/* constrained decoding (step 0 above; core/text/grammar*.c): the caller's grammar and its
+	 * tokenizer's trie (NULL: coli_generate takes the engine's), alive while sampling; once the
 	 * grammar accepts, only end_ids (coli_generate adds the model's EOS ids) */
 	const struct coli_grammar *grammar;
 	const struct coli_vocab_trie *trie;
