@@ -4,6 +4,8 @@
  * above struct coli_sampler; in short:
  *
  *   l                              the model's logits [vocab]
+ *   -inf where the grammar refuses constrained decoding (grammar_mask.c:
+ *                                  the mask, then the end ids' bits)
  *   + bias (<= -100: -inf)         logit_bias
  *   l / r or l * r                 repetition_penalty, prompt + generated ids
  *   - c f - (c > 0) p              frequency / presence, generated ids
@@ -16,7 +18,10 @@
  * prompt, bits 0-30: times generated) and the list of ids seen, so the
  * penalties touch only those ids, not the vocabulary: a token costs one
  * copy of the logits into s->work plus O(ids seen + biases); min_p one max
- * and one pass more. Nothing is allocated or copied when every step is off:
+ * and one pass more; a grammar its mask (the trie walk) and one pass. The
+ * grammar's state advances by each accepted token's bytes; a token it
+ * refuses (none is offered: only a caller's own pick) leaves it dead, and
+ * then only the end ids are allowed. Nothing is allocated or copied when every step is off:
  * the draw then reads the engine's logits as before.
  *
  * The logprobs it reports are sampler.c's (coli_sampler_report: the
