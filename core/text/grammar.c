@@ -670,8 +670,12 @@ int coli_grammar_add_node(struct coli_grammar *g, int kind, const int *kids, int
 	struct build b = {.g = g};
 	int id, first = -1;
 
-	if (kind == GK_LIT)
-		return lit_node(&b, kids[0], n);
+	if (kind == GK_LIT || kind == GK_TOKEN) {
+		id = lit_node(&b, kids[0], n);
+		if (id >= 0)
+			g->nodes[id].kind = (uint8_t)kind;
+		return id;
+	}
 	for (int i = 0; i < n; i++) {
 		int k = add_kid(&b, kids[i]);
 

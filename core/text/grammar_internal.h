@@ -31,6 +31,8 @@ enum gkind {
 	GK_LIT,     /* one of the texts lits[first..first+n); each may go on with a node */
 	GK_UNION,   /* one of kids[first..first+n), told apart by their first byte */
 	GK_SEQ,     /* kids[first..first+n) one after the other (a $ref: one kid, rec set) */
+	GK_TOKEN,   /* one special token, lits[first].text its name: no bytes match it, the
+	             * mask allows its id (a sequence's next kid) and accepting it moves on */
 };
 
 /* the fixed nodes, at the start of every grammar */
@@ -113,6 +115,9 @@ void coli_grammar_finish(struct coli_grammar *g); /* every node's firsts */
 
 /* core/text/grammar_mask.c: a token's bytes in the trie (*len 0: left out) */
 const char *coli_vocab_trie_piece(const struct coli_vocab_trie *v, int id, size_t *len);
+/* a special token's id by name, or -1; a special token's name, or NULL */
+int coli_vocab_trie_special_id(const struct coli_vocab_trie *v, const char *name);
+const char *coli_vocab_trie_special_name(const struct coli_vocab_trie *v, int id);
 
 /* core/text/grammar_run.c */
 void coli_gstate_init(const struct coli_grammar *g, struct coli_grammar_state *s);
@@ -121,5 +126,9 @@ int coli_gstate_step(const struct coli_grammar *g, struct coli_grammar_state *s,
 /* 1 when the text so far is a whole value (EOS may come). */
 int coli_gstate_accepting(const struct coli_grammar *g, const struct coli_grammar_state *s);
 void coli_gnode_firsts(const struct coli_grammar *g, int node, uint8_t set[32]);
+/* The special token s expects next (its name), or NULL; taking it: 1, or 0
+ * when s expects none. */
+const char *coli_gstate_token(const struct coli_grammar *g, const struct coli_grammar_state *s);
+int coli_gstate_take_token(const struct coli_grammar *g, struct coli_grammar_state *s);
 
 #endif

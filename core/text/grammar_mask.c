@@ -13,7 +13,9 @@
  *             tok[i] + n_tok[i]) (tokens sorted by bytes, so they are a run)
  *
  * Special tokens (added and marked special) and tokens of no bytes are left
- * out: a constrained step never allows them, EOS aside. A token's bytes are
+ * out: a constrained step allows them only where the grammar names one
+ * (GK_TOKEN: a family's tool-call markers) and, for the end ids, where the
+ * text is whole. Their names are kept for that (special[], names[]). A token's bytes are
  * coli_tokenizer_piece's (the stream's leading-space strip of some
  * SentencePiece decoders is not applied: their first token may differ).
  *
@@ -54,6 +56,9 @@ struct coli_vocab_trie {
 	uint64_t *plain; /* [vocab / 64] the plain tokens */
 	int32_t *plain_ids;
 	int n_plain;
+	int32_t *special; /* [n_special] the special tokens' ids (names: names[i]) */
+	char **names;
+	int n_special;
 	struct tarr all;  /* every token left in */
 	struct tarr rest; /* the tokens that are not plain, less those with a
 	                   * control byte before any '"' (never taken in a string) */
@@ -84,6 +89,9 @@ void coli_vocab_trie_free(struct coli_vocab_trie *v)
 		return;
 	free(v->off), free(v->len), free(v->pool), free(v->chars), free(v->plain);
 	free(v->plain_ids);
+	for (int i = 0; i < v->n_special; i++)
+		free(v->names[i]);
+	free(v->special), free(v->names);
 	tarr_free(&v->all), tarr_free(&v->rest);
 	free(v);
 }
@@ -141,6 +149,24 @@ static int gather(const coli_tokenizer_t *t, struct coli_vocab_trie *v)
 		size_t n = 0;
 		const char *p = coli_tokenizer_piece(t, id, &n);
 
+		if (p && coli_tokenizer_is_special(t, id) && coli_tokenizer_token_str(t, id)) {
+			if (v->n_special % 64 == 0) { /* (a grammar may name them: GK_TOKEN) */
+				int32_t *a =
+				    realloc(v->special, sizeof(*a) * (size_t)(v->n_special + 64));
+				char **b =
+				    realloc(v->names, sizeof(*b) * (size_t)(v->n_special + 64));
+
+				v->special = a ? a : v->special;
+				v->names = b ? b : v->names;
+				if (!a || !b)
+					return -ENOMEM;
+			}
+			v->names[v->n_special] = strdup(coli_tokenizer_token_str(t, id));
+			if (!v->names[v->n_special])
+				return -ENOMEM;
+			v->special[v->n_special++] = id;
+			continue;
+		}
 		if (!p || !n || n > 0xffff || coli_tokenizer_is_special(t, id))
 			continue;
 		if (used + n > cap) {
@@ -280,6 +306,22 @@ const char *coli_vocab_trie_piece(const struct coli_vocab_trie *v, int id, size_
 	return v->pool + v->off[id];
 }
 
+int coli_vocab_trie_special_id(const struct coli_vocab_trie *v, const char *name)
+{
+	for (int i = 0; i < v->n_special; i++)
+		if (!strcmp(v->names[i], name))
+			return v->special[i];
+	return -1;
+}
+
+const char *coli_vocab_trie_special_name(const struct coli_vocab_trie *v, int id)
+{
+	for (int i = 0; i < v->n_special; i++)
+		if (v->special[i] == id)
+			return v->names[i];
+	return NULL;
+}
+
 static void copy_state(struct coli_grammar_state *d, const struct coli_grammar_state *s)
 {
 	d->depth = s->depth;
@@ -361,6 +403,14 @@ int coli_grammar_mask(const struct coli_grammar *g, const struct coli_vocab_trie
 		count += walk(g, &v->rest, v->max_len, st, allow, vocab);
 	} else {
 		count = walk(g, &v->all, v->max_len, st, allow, vocab);
+	}
+	if (st->depth && !st->dead && coli_gstate_token(g, st)) { /* a special token next */
+		int id = coli_vocab_trie_special_id(v, coli_gstate_token(g, st));
+
+		if (id >= 0 && id < vocab) {
+			allow[id >> 6] |= 1ull << (id & 63);
+			count++;
+		}
 	}
 	/* the end: where the text is whole, or where nothing else can go */
 	if (coli_gstate_accepting(g, st) || !count)

@@ -540,6 +540,8 @@ int coli_gstate_step(const struct coli_grammar *g, struct coli_grammar_state *s,
 		case GK_LIT:
 			r = lit_step(g, s, c);
 			break;
+		case GK_TOKEN: /* no bytes: only its id (coli_gstate_take_token) */
+			return 0;
 		}
 		if (r == 1)
 			return 1;
@@ -571,6 +573,42 @@ static int endable(const struct coli_grammar *g, const struct gframe *f)
 		return f->n == (uint32_t)n->n;
 	}
 	return 0;
+}
+
+/* The frame whose next kid is a special token, looking below frames that
+ * may end (an ended literal still on top), or -1. */
+static int token_frame(const struct coli_grammar *g, const struct coli_grammar_state *s)
+{
+	for (int i = s->dead ? -1 : s->depth - 1; i >= 0; i--) {
+		const struct gframe *f = &s->f[i];
+		const struct gnode *n = &g->nodes[f->node];
+
+		if (n->kind == GK_SEQ && f->n < (uint32_t)n->n &&
+		    g->nodes[g->kids[n->first + f->n]].kind == GK_TOKEN)
+			return i;
+		if (!endable(g, f))
+			return -1;
+	}
+	return -1;
+}
+
+const char *coli_gstate_token(const struct coli_grammar *g, const struct coli_grammar_state *s)
+{
+	int i = token_frame(g, s);
+	const struct gframe *f = i >= 0 ? &s->f[i] : NULL;
+
+	return f ? g->lits[g->nodes[g->kids[g->nodes[f->node].first + f->n]].first].text : NULL;
+}
+
+int coli_gstate_take_token(const struct coli_grammar *g, struct coli_grammar_state *s)
+{
+	int i = token_frame(g, s);
+
+	if (i < 0)
+		return 0;
+	s->depth = i + 1; /* the frames that ended before it */
+	s->f[i].n++;
+	return 1;
 }
 
 int coli_gstate_accepting(const struct coli_grammar *g, const struct coli_grammar_state *s)

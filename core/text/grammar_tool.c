@@ -10,10 +10,19 @@
  * as a sequence of nodes: a literal going on with a switch over the tools'
  * names (each name's text, `NAME", "arguments": `, going on with that tool's
  * parameters), then the closing literal. Names end with their quote, so the
- * switch's texts are prefix-free. Families whose markers are special tokens
- * (harmony's <|call|>, Mistral's [TOOL_CALLS], DeepSeek's, Kimi's) cannot be
- * written by a trie that leaves special tokens out, and GLM's and MiniMax's
- * argument syntax is not JSON: all are refused by name.
+ * switch's texts are prefix-free.
+ *
+ * harmony (gpt-oss), as its template writes a call after the generation
+ * prompt's "<|start|>assistant":
+ *
+ *    to=functions.NAME<|channel|>commentary json<|message|>ARGS<|call|>
+ *
+ * the special tokens as GK_TOKEN nodes (the mask allows their ids where
+ * they come), <|call|> as the end id (colid adds it). A name ends where a
+ * special token starts, so among several tools none may begin another.
+ * Families whose markers are other special tokens in other places
+ * (Mistral's [TOOL_CALLS], DeepSeek's, Kimi's) and GLM's and MiniMax's
+ * non-JSON arguments are refused by name.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -60,6 +69,47 @@ static int tool_branch(struct coli_grammar *g, json_t *fn, char **text, char *er
 	return node;
 }
 
+/* A node of one text (copied), -1 next; a special token's node by name. */
+static int text_node(struct coli_grammar *g, const char *text, int kind)
+{
+	int lit = coli_grammar_add_lit(g, text, strlen(text), -1);
+
+	return lit < 0 ? lit : coli_grammar_add_node(g, kind, &lit, 1);
+}
+
+/* harmony: the tool's branch goes on after its name with
+ * <|channel|>commentary json<|message|>ARGS (the end, <|call|>, is an end id);
+ * *text becomes the bare name. */
+static int harmony_branch(struct coli_grammar *g, int args, char **text, const char *nm)
+{
+	int kids[4];
+
+	free(*text);
+	*text = strdup(nm);
+	if (!*text)
+		return -ENOMEM;
+	kids[0] = text_node(g, "<|channel|>", GK_TOKEN);
+	kids[1] = kids[0] < 0 ? kids[0] : text_node(g, "commentary json", GK_LIT);
+	kids[2] = kids[1] < 0 ? kids[1] : text_node(g, "<|message|>", GK_TOKEN);
+	kids[3] = args;
+	return kids[2] < 0 ? kids[2] : coli_grammar_add_node(g, GK_SEQ, kids, 4);
+}
+
+/* harmony's names end where a special token starts: none may begin another */
+static int prefix_free(char *const *text, int n, char *err, size_t errlen)
+{
+	for (int a = 0; a < n; a++)
+		for (int b = 0; b < n; b++)
+			if (a != b && !strncmp(text[a], text[b], strlen(text[a])))
+				return err_out(
+				    err, errlen, -ENOTSUP,
+				    "forcing a call among tools whose names begin alike "
+				    "('%s' begins another) is not supported for harmony; "
+				    "name the function",
+				    text[a]);
+	return 0;
+}
+
 int coli_grammar_tool_call(enum coli_chat_family f, const char *tools_json, const char *name,
                            struct coli_grammar **out, char *err, size_t errlen)
 {
@@ -72,10 +122,10 @@ int coli_grammar_tool_call(enum coli_chat_family f, const char *tools_json, cons
 	size_t i;
 
 	*out = NULL;
-	if (f != COLI_CHAT_CHATML)
+	if (f != COLI_CHAT_CHATML && f != COLI_CHAT_HARMONY)
 		return err_out(err, errlen, -ENOTSUP,
 		               "forcing a tool call is not supported for the %s chat format "
-		               "(only chatml's <tool_call> is)",
+		               "(only chatml's <tool_call> and harmony's are)",
 		               coli_chat_family_name(f));
 	tools = tools_json ? json_loads(tools_json, 0, &je) : NULL;
 	if (!json_is_array(tools) || !json_array_size(tools)) {
@@ -101,6 +151,8 @@ int coli_grammar_tool_call(enum coli_chat_family f, const char *tools_json, cons
 			goto out;
 		}
 		node[n] = tool_branch(g, fn, &text[n], err, errlen);
+		if (node[n] >= 0 && f == COLI_CHAT_HARMONY)
+			node[n] = harmony_branch(g, node[n], &text[n], nm);
 		if (node[n] < 0) {
 			rc = node[n];
 			goto out;
@@ -121,7 +173,19 @@ int coli_grammar_tool_call(enum coli_chat_family f, const char *tools_json, cons
 		             name ? name : "");
 		goto out;
 	}
+	if (f == COLI_CHAT_HARMONY && (rc = prefix_free(text, n, err, errlen)))
+		goto out;
 	sw = coli_grammar_add_node(g, GK_LIT, &first, n);
+	if (f == COLI_CHAT_HARMONY) { /* after "<|start|>assistant": " to=functions.NAME..." */
+		rc = sw < 0 ? sw : coli_grammar_add_lit(g, " to=functions.", 14, sw);
+		rc = rc < 0 ? rc : coli_grammar_add_node(g, GK_LIT, &rc, 1);
+		if (rc >= 0) {
+			g->root = rc;
+			coli_grammar_finish(g);
+			rc = 0;
+		}
+		goto out;
+	}
 	rc = sw < 0 ? sw : coli_grammar_add_lit(g, open, strlen(open), sw);
 	if (rc >= 0)
 		rc = kids[0] = coli_grammar_add_node(g, GK_LIT, &rc, 1);

@@ -138,11 +138,18 @@ static void grammar_accept(struct coli_sampler *s, int id)
 			s->gstate->depth = 0;
 			return;
 		}
+	if (!n) { /* a special token: the one the grammar names next, or the end */
+		const char *name = coli_vocab_trie_special_name(s->trie, id);
+		const char *want = coli_gstate_token(s->grammar, s->gstate);
+
+		if (!name || !want || strcmp(name, want) ||
+		    !coli_gstate_take_token(s->grammar, s->gstate))
+			s->gstate->dead = 1;
+		return;
+	}
 	for (size_t i = 0; i < n && !s->gstate->dead; i++)
 		if (!coli_gstate_step(s->grammar, s->gstate, (unsigned char)p[i]))
 			s->gstate->dead = 1;
-	if (!n)
-		s->gstate->dead = 1;
 }
 
 void coli_sampler_accept(struct coli_sampler *s, int id)

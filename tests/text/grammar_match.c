@@ -200,8 +200,8 @@ int main(void)
 			                 "\"parameters\":{}}}]";
 			const char *obj = "<tool_call>\n{\"name\": \"h\", \"arguments\": {\"a\": "
 			                  "[1]}}\n</tool_call>";
-			const char *str = "<tool_call>\n{\"name\": \"h\", \"arguments\": \"a\"}\n"
-			                  "</tool_call>";
+			const char *s1 = "<tool_call>\n{\"name\": \"h\", \"arguments\": \"a\"}\n"
+			                 "</tool_call>";
 
 			rc = coli_grammar_tool_call(COLI_CHAT_CHATML, t2, NULL, &g, err,
 			                            sizeof(err));
@@ -209,13 +209,24 @@ int main(void)
 			if (!rc) {
 				CHECK(coli_grammar_match(g, obj, strlen(obj)) == 2,
 				      "{} params: object");
-				CHECK(coli_grammar_match(g, str, strlen(str)) == 0,
+				CHECK(coli_grammar_match(g, s1, strlen(s1)) == 0,
 				      "{} params: string");
 			}
 			coli_grammar_free(g);
 		}
+		rc = coli_grammar_tool_call(COLI_CHAT_GLM, tools, NULL, &g, err, sizeof(err));
+		CHECK(rc == -ENOTSUP && strstr(err, "glm"), "glm: %d %s", rc, err);
+		/* harmony: "get" begins "getx": refused among both, fine when named */
 		rc = coli_grammar_tool_call(COLI_CHAT_HARMONY, tools, NULL, &g, err, sizeof(err));
-		CHECK(rc == -ENOTSUP && strstr(err, "harmony"), "harmony: %d %s", rc, err);
+		CHECK(rc == -ENOTSUP && strstr(err, "'get'"), "harmony prefix: %d %s", rc, err);
+		rc = coli_grammar_tool_call(COLI_CHAT_HARMONY, tools, "get", &g, err, sizeof(err));
+		CHECK(!rc, "harmony named: %d %s", rc, err);
+		if (!rc) /* bytes up to the first special token (grammar_harmony goes on) */
+			CHECK(coli_grammar_match(g, " to=functions.get", 17) == 1 &&
+			          coli_grammar_match(g, " to=functions.getx", 18) == 0 &&
+			          coli_grammar_match(g, " to=functions.get{", 18) == 0,
+			      "harmony bytes");
+		coli_grammar_free(g);
 	}
 	if (fails)
 		return 1;
