@@ -5,7 +5,8 @@
  * against the grammar it made.
  *
  * Input: a mode byte (even: a JSON schema; odd: a tools array, the call
- * forced to any tool in ChatML's syntax), the schema's text, a NUL, the
+ * forced in ChatML's syntax, harmony's with bit 2, to "f" with bit 1, else
+ * to any tool), the schema's text, a NUL, the
  * text to match. A compile must succeed or fail with a message; a grammar
  * must match any bytes without a fault, within its bounds (nesting, $ref
  * recursion), and a whole match must stay whole when matched again.
@@ -38,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		memcpy(tools, data + 1, n);
 		tools[n] = 0;
-		rc = coli_grammar_tool_call(COLI_CHAT_CHATML, tools, data[0] & 2 ? "f" : NULL, &g, err,
-		                            sizeof(err));
+		rc = coli_grammar_tool_call(data[0] & 4 ? COLI_CHAT_HARMONY : COLI_CHAT_CHATML, tools,
+		                            data[0] & 2 ? "f" : NULL, &g, err, sizeof(err));
 		free(tools);
 	} else {
 		rc = coli_grammar_from_schema((const char *)data + 1, n, &g, err, sizeof(err));

@@ -9,4 +9,5 @@ s "$1" '\000{"type":["string","null"],"minLength":1}\000"\\u00e9\\n\303\251"' se
 s "$1" '\000{}\000{"a":[1,{"b":"c"},true]}' seed-any
 s "$1" '\000{"oneOf":[{"type":"integer"},{"type":"array"},{"const":"x"}]}\000[[],{}]' seed-oneof
 s "$1" '\001[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"boolean"}}}}},{"type":"function","function":{"name":"g"}}]\000<tool_call>\n{"name": "f", "arguments": {"x": true}}\n</tool_call>' seed-tools
+s "$1" '\005[{"type":"function","function":{"name":"get","parameters":{"type":"object","properties":{"u":{"enum":["C","F"]}}}}},{"type":"function","function":{"name":"time"}}]\000 to=functions.get' seed-harmony
 exit 0
