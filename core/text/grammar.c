@@ -397,6 +397,9 @@ static int compile_type(struct build *b, json_t *s, const char *t, int depth)
 		if (want_count(b, s, "minItems", &b->g->nodes[id].min) ||
 		    want_count(b, s, "maxItems", &b->g->nodes[id].max))
 			return -EINVAL;
+		if (b->g->nodes[id].min > b->g->nodes[id].max)
+			return fail(b, -EINVAL,
+			            "schema: 'minItems' exceeds 'maxItems' (no value fits)");
 		return id;
 	}
 	if (!strcmp(t, "string")) {
@@ -406,6 +409,9 @@ static int compile_type(struct build *b, json_t *s, const char *t, int depth)
 		if (want_count(b, s, "minLength", &b->g->nodes[id].min) ||
 		    want_count(b, s, "maxLength", &b->g->nodes[id].max))
 			return -EINVAL;
+		if (b->g->nodes[id].min > b->g->nodes[id].max)
+			return fail(b, -EINVAL,
+			            "schema: 'minLength' exceeds 'maxLength' (no value fits)");
 		return id;
 	}
 	if (!strcmp(t, "number"))

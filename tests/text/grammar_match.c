@@ -162,6 +162,8 @@ int main(void)
 	refused("{\"anyOf\":[{\"type\":\"object\"},{\"type\":\"object\"}]}", -ENOTSUP, "anyOf");
 	refused("{\"$ref\":\"http://x/y\"}", -ENOTSUP, "$ref");
 	refused("{\"type\":\"strin\"}", -EINVAL, "strin");
+	refused("{\"type\":\"string\",\"minLength\":3,\"maxLength\":2}", -EINVAL, "minLength");
+	refused("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", -EINVAL, "minItems");
 	refused("{\"type\":\"object\"", -EINVAL, "malformed");
 
 	{ /* a forced call of "get" among two tools, in ChatML's syntax */
