@@ -167,6 +167,8 @@ static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *m
 		}
 		colid_sampler_of(r, seed + (uint64_t)c * 0x9e3779b97f4a7c15ull, &smp);
 		smp.grammar = g;
+		if (g) /* the output is the grammar's (JSON, a call), never a think block */
+			k->think_open = 0;
 		if (g && ep == COLID_EP_CHAT && s->chat.eot_id >= 0) /* the turn's end ends it */
 			smp.end_ids[smp.n_end_ids++] = s->chat.eot_id;
 		if (g && ep == COLID_EP_CHAT && s->chat.eot2_id >= 0)
