@@ -810,6 +810,9 @@ void coli_reply_free(struct coli_reply *r);
  * forced, or NULL for any of them. -ENOTSUP for a family not covered. */
 int coli_grammar_tool_call(enum coli_chat_family f, const char *tools_json, const char *name,
                            struct coli_grammar **out, char *err, size_t errlen);
+/* g (a response_format grammar) made the family's answer: harmony's
+ * "<|channel|>final<|message|>" before it; other families unchanged. 0, -ENOMEM. */
+int coli_grammar_as_answer(struct coli_grammar *g, enum coli_chat_family f);
 const char *coli_chat_family_name(enum coli_chat_family f);
 /* The container's chat template text (not NUL-terminated), NULL if none. */
 const char *coli_engine_chat_template(const coli_engine_t *e, size_t *len);

@@ -241,6 +241,8 @@ int cmd_generate(int argc, char **argv)
 
 		coli_chat_template_init(e, &t);
 		eot = t.eot_id;
+		if (grammar && coli_grammar_as_answer(grammar, t.family)) /* (harmony's channel) */
+			rc = -ENOMEM;
 		if (!t.jinja) /* say why the model's template is not the one in use */
 			fprintf(stderr, "coli generate: chat template: built-in %s renderer (%s)\n",
 			        coli_chat_family_name(t.family), t.jinja_why);

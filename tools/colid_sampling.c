@@ -74,6 +74,12 @@ int colid_grammar_of(struct colid_server *s, const struct colid_request *r, stru
 	} else if (r->json_object) {
 		rc = coli_grammar_json_object(g);
 	}
+	if (!rc && *g && !r->tool_required && !r->tool_name) /* (harmony: the final channel) */
+		rc = coli_grammar_as_answer(*g, s->chat.family);
+	if (rc && *g) {
+		coli_grammar_free(*g);
+		*g = NULL;
+	}
 	if (rc == -ENOMEM)
 		return colid_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
 	if (rc)

@@ -20,6 +20,8 @@
  * the special tokens as GK_TOKEN nodes (the mask allows their ids where
  * they come), <|call|> as the end id (colid adds it). A name ends where a
  * special token starts, so among several tools none may begin another.
+ * coli_grammar_as_answer puts a JSON grammar (response_format) where the
+ * family writes its answer: harmony's "<|channel|>final<|message|>" first.
  * Families whose markers are other special tokens in other places
  * (Mistral's [TOOL_CALLS], DeepSeek's, Kimi's) and GLM's and MiniMax's
  * non-JSON arguments are refused by name.
@@ -208,4 +210,22 @@ out:
 	}
 	*out = g;
 	return rc;
+}
+
+int coli_grammar_as_answer(struct coli_grammar *g, enum coli_chat_family f)
+{
+	int kids[4];
+
+	if (f != COLI_CHAT_HARMONY)
+		return 0;
+	kids[0] = text_node(g, "<|channel|>", GK_TOKEN);
+	kids[1] = kids[0] < 0 ? kids[0] : text_node(g, "final", GK_LIT);
+	kids[2] = kids[1] < 0 ? kids[1] : text_node(g, "<|message|>", GK_TOKEN);
+	kids[3] = g->root;
+	kids[0] = kids[2] < 0 ? kids[2] : coli_grammar_add_node(g, GK_SEQ, kids, 4);
+	if (kids[0] < 0)
+		return kids[0];
+	g->root = kids[0];
+	coli_grammar_finish(g);
+	return 0;
 }

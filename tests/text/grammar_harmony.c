@@ -9,6 +9,9 @@
  * arguments are whole); every walk must end with <|call|>, and its text,
  * decoded, must parse back (core/text/reply.c, harmony) into one call of a
  * listed tool whose arguments hold under its schema (checked here by hand).
+ * Then response_format json_object made harmony's answer
+ * (coli_grammar_as_answer): "<|channel|>final<|message|>" and an object,
+ * which the reply parser gives back as the content.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -114,7 +117,7 @@ int main(void)
 {
 	const char *root = getenv("ROOT");
 	char path[4096], err[256];
-	int first = 0, n_walks = 0;
+	int first = 0, n_walks = 0, n_json = 0;
 	coli_tokenizer_t *tok;
 	struct coli_vocab_trie *trie = NULL;
 	struct coli_grammar *g = NULL;
@@ -177,10 +180,94 @@ int main(void)
 		free(allow), free(ids), free(cand);
 	}
 	coli_grammar_free(g);
+	g = NULL;
+	/* response_format json_object in harmony: the final channel, then the JSON */
+	CHECK(!coli_grammar_json_object(&g) && !coli_grammar_as_answer(g, COLI_CHAT_HARMONY),
+	      "json_object grammar");
+	for (int w = 0; g && trie && w < 6; w++) {
+		const int vocab = coli_tokenizer_n_vocab(tok), end = first + 3;
+		uint64_t *allow = calloc((size_t)(vocab + 63) / 64, sizeof(*allow));
+		int *ids = malloc(sizeof(int) * 600), n = 0, *cand = malloc(sizeof(int) * vocab);
+		struct coli_sampler s;
+		int ended = 0;
+
+		coli_sampler_init(&s, 0, 1, 0, 0);
+		s.grammar = g;
+		s.trie = trie;
+		s.end_ids[s.n_end_ids++] = end;
+		CHECK(!coli_sampler_begin(&s, vocab, NULL, 0), "begin");
+		while (n < 600 && !ended) {
+			int k = 0, id;
+
+			coli_grammar_mask(g, trie, s.gstate, s.end_ids, s.n_end_ids, allow, vocab);
+			for (int i = 0; i < vocab; i++)
+				if (allow[i >> 6] >> (i & 63) & 1)
+					cand[k++] = i;
+			if (!k)
+				break;
+			id = cand[rnd() % (uint64_t)k];
+			if (allow[end >> 6] >> (end & 63) & 1) /* whole: end it */
+				id = end;
+			else if (n > 40 && k > 1) {                   /* then close what is open */
+				static const char order[] = "\"}]0:"; /* '"' first: in a string */
+				int best = 99;
+
+				for (int i = 0; i < k; i++) {
+					size_t pl = 0;
+					const char *p = coli_tokenizer_piece(tok, cand[i], &pl);
+					const char *at =
+					    pl == 1 && p && p[0] ? strchr(order, p[0]) : NULL;
+
+					if (at && at - order < best) {
+						best = (int)(at - order);
+						id = cand[i];
+					}
+				}
+			}
+			coli_sampler_accept(&s, id);
+			ended = id == end;
+			ids[n++] = id;
+		}
+		if (!ended) {
+			char *text = NULL;
+			size_t len = 0;
+
+			coli_tokenizer_decode(tok, ids, n, &text, &len);
+			CHECK(0, "json walk %d: not whole in 600 tokens: '%.300s'", w,
+			      text ? text + (len > 300 ? len - 300 : 0) : "");
+			free(text);
+		}
+		if (ended) {
+			char *text = NULL;
+			size_t len = 0;
+			struct coli_reply r = {0};
+			json_t *o;
+
+			CHECK(!coli_tokenizer_decode(tok, ids, n - 1, &text, &len), "decode");
+			CHECK(len > 27 && !memcmp(text, "<|channel|>final<|message|>{", 28),
+			      "json text '%s'", text);
+			CHECK(!coli_reply_parse(COLI_CHAT_HARMONY, text, len, 0, NULL, &r),
+			      "parse");
+			o = r.content ? json_loads(r.content, 0, NULL) : NULL;
+			CHECK(json_is_object(o) && !r.reasoning, "content '%s'",
+			      r.content ? r.content : "(null)");
+			json_decref(o);
+			coli_reply_free(&r);
+			free(text);
+			n_json++;
+		}
+		coli_sampler_end(&s);
+		free(allow), free(ids), free(cand);
+	}
+	coli_grammar_free(g);
 	coli_vocab_trie_free(trie);
 	coli_tokenizer_free(tok);
 	if (fails)
 		return 1;
-	printf("grammar_harmony: %d walks, each one call of a listed tool\n", n_walks);
+	printf("grammar_harmony: %d walks, each one call of a listed tool; %d json_object answers "
+	       "in the final channel\n",
+	       n_walks, n_json);
+	if (n_walks != 12 || n_json != 6)
+		return 1;
 	return 0;
 }
