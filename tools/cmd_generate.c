@@ -133,7 +133,7 @@ int cmd_generate(int argc, char **argv)
 	struct coli_gen_stats st;
 	const char *prompt = NULL, *ids_arg = NULL, *system = NULL, *schema_file = NULL;
 	struct coli_grammar *grammar = NULL;
-	int json = 0, eot = -1;
+	int json = 0, eot = -1, eot2 = -1;
 	char *chat_text = NULL;
 	int chat = 0;
 	double temp = 0, top_p = 1, min_p = 0, pres = 0, freq = 0, rep = 1;
@@ -241,8 +241,14 @@ int cmd_generate(int argc, char **argv)
 
 		coli_chat_template_init(e, &t);
 		eot = t.eot_id;
-		if (grammar && coli_grammar_as_answer(grammar, t.family)) /* (harmony's channel) */
-			rc = -ENOMEM;
+		eot2 = t.eot2_id;
+		if (grammar &&
+		    coli_grammar_as_answer(grammar, t.family)) { /* (harmony's channel) */
+			coli_chat_template_free(&t);
+			tool_err("generate", "out of memory");
+			rc = 1;
+			goto out;
+		}
 		if (!t.jinja) /* say why the model's template is not the one in use */
 			fprintf(stderr, "coli generate: chat template: built-in %s renderer (%s)\n",
 			        coli_chat_family_name(t.family), t.jinja_why);
@@ -279,6 +285,8 @@ int cmd_generate(int argc, char **argv)
 	s.grammar = grammar;
 	if (eot >= 0) /* the chat turn's end ends the JSON too */
 		s.end_ids[s.n_end_ids++] = eot;
+	if (eot2 >= 0)
+		s.end_ids[s.n_end_ids++] = eot2;
 	rc = coli_generate(e, ids, n_ids, n, &s, on_token, NULL, &st);
 	if (rc == -E2BIG) {
 		tool_err("generate",
