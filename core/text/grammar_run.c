@@ -19,6 +19,10 @@
  *           UTF-8 continuation bytes due, k their allowed range)
  *   number  START, MINUS, ZERO, INT, DOT, FRAC, E, ESIGN, EXP (ZERO, INT,
  *           FRAC, EXP may end)
+ *   seq     n: the next kid; a kid that is a special token (GK_TOKEN) takes no
+ *           byte: coli_gstate_token names it (looking below frames that
+ *           ended) and coli_gstate_take_token moves n past it when its id
+ *           is accepted
  *
  * Every state the automaton reaches can still be completed (a string's
  * \uD8.. is refused at its second digit, not its fourth), so a mask built
