@@ -508,7 +508,8 @@ struct coli_sampler {
 	const struct coli_vocab_trie *trie;
 	int end_ids[8];
 	int n_end_ids;
-	struct coli_grammar_state *gstate; /* the sequence's (begin .. end) */
+	struct coli_grammar_state *gstate; /* [2] the sequence's (begin .. end), the last
+	                                    * mask's key */
 	uint64_t *allow;                   /* [vocab / 64] the last mask */
 };
 /* temperature, top_p, top_k and seed set; everything else off. */

@@ -130,5 +130,11 @@ void coli_gnode_firsts(const struct coli_grammar *g, int node, uint8_t set[32]);
  * when s expects none. */
 const char *coli_gstate_token(const struct coli_grammar *g, const struct coli_grammar_state *s);
 int coli_gstate_take_token(const struct coli_grammar *g, struct coli_grammar_state *s);
+/* key = s with what no step can tell apart made equal (an unbounded string's
+ * or array's count past its minimum, a string's stale k): two states of one
+ * key have one mask. coli_gstate_same compares two keys. */
+void coli_gstate_key(const struct coli_grammar *g, const struct coli_grammar_state *s,
+                     struct coli_grammar_state *key);
+int coli_gstate_same(const struct coli_grammar_state *a, const struct coli_grammar_state *b);
 
 #endif

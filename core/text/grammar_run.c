@@ -631,3 +631,28 @@ void coli_gstate_init(const struct coli_grammar *g, struct coli_grammar_state *s
 	s->dead = 0;
 	push(g, s, g->root);
 }
+
+void coli_gstate_key(const struct coli_grammar *g, const struct coli_grammar_state *s,
+                     struct coli_grammar_state *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->depth = s->depth;
+	key->dead = s->dead;
+	for (int i = 0; i < s->depth; i++) {
+		struct gframe *f = &key->f[i];
+		const struct gnode *n = &g->nodes[s->f[i].node];
+
+		*f = s->f[i];
+		if (n->kind == GK_STRING && !f->u8 && f->sub < 2)
+			f->k = 0; /* (left over from a \uXXXX or a UTF-8 range) */
+		if ((n->kind == GK_STRING || n->kind == GK_ARRAY) && n->max == GRAMMAR_NOLIMIT &&
+		    f->n > n->min)
+			f->n = n->min; /* only n < min is ever asked */
+	}
+}
+
+int coli_gstate_same(const struct coli_grammar_state *a, const struct coli_grammar_state *b)
+{
+	return a->depth == b->depth && a->dead == b->dead &&
+	       !memcmp(a->f, b->f, sizeof(a->f[0]) * (size_t)(a->depth > 0 ? a->depth : 0));
+}

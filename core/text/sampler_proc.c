@@ -18,7 +18,9 @@
  * prompt, bits 0-30: times generated) and the list of ids seen, so the
  * penalties touch only those ids, not the vocabulary: a token costs one
  * copy of the logits into s->work plus O(ids seen + biases); min_p one max
- * and one pass more; a grammar its mask (the trie walk) and one pass. The
+ * and one pass more; a grammar its mask (the trie walk; none when the state
+ * is the last mask's up to what no step tells apart: inside an unbounded
+ * string, every token after the first) and one pass. The
  * grammar's state advances by each accepted token's bytes; a token it
  * refuses (none is offered: only a caller's own pick) leaves it dead, and
  * then only the end ids are allowed. Nothing is allocated or copied when every step is off:
@@ -87,12 +89,13 @@ static int see(struct coli_sampler *s, int id)
 static int grammar_begin(struct coli_sampler *s, int vocab)
 {
 	if (!s->trie)
-		return -ENOTSUP; /* no tokenizer: no bytes to constrain */
-	s->gstate = malloc(sizeof(*s->gstate));
+		return -ENOTSUP;                    /* no tokenizer: no bytes to constrain */
+	s->gstate = malloc(2 * sizeof(*s->gstate)); /* [1]: the key of the mask in allow */
 	s->allow = calloc((size_t)(vocab + 63) / 64, sizeof(*s->allow));
 	if (!s->gstate || !s->allow)
 		return -ENOMEM;
 	coli_gstate_init(s->grammar, s->gstate);
+	s->gstate[1].depth = -1; /* none yet */
 	return 0;
 }
 
@@ -195,8 +198,14 @@ void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, 
 	if (out != logits)
 		memcpy(out, logits, sizeof(*out) * (size_t)vocab);
 	if (s->gstate) { /* 0. the grammar: what it refuses is -inf */
-		coli_grammar_mask(s->grammar, s->trie, s->gstate, s->end_ids, s->n_end_ids,
-		                  s->allow, vocab);
+		struct coli_grammar_state key;
+
+		coli_gstate_key(s->grammar, s->gstate, &key);
+		if (!coli_gstate_same(&key, &s->gstate[1])) { /* (else the last mask holds) */
+			coli_grammar_mask(s->grammar, s->trie, s->gstate, s->end_ids, s->n_end_ids,
+			                  s->allow, vocab);
+			s->gstate[1] = key;
+		}
 		coli_grammar_mask_logits(s->allow, out, vocab);
 	}
 	for (int i = 0; i < s->n_bias; i++) {

@@ -6,9 +6,12 @@
  * under several schemas, a token is allowed exactly when the text so far
  * plus its bytes is still a prefix of a valid value (coli_grammar_match
  * from the start, no trie), special tokens never, the end id exactly when
- * the text is whole. The walks draw among the allowed tokens with a seeded
- * generator and go through the sampler's accept, as a generation does.
+ * the text is whole; and the sampler's own -inf pass (coli_sampler_apply,
+ * which reuses its last mask when the state's key has not changed) agrees.
+ * The walks draw among the allowed tokens with a seeded generator and go
+ * through the sampler's accept, as a generation does.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +67,7 @@ static void walk(const struct coli_grammar *g, const struct coli_vocab_trie *tri
 	uint64_t *allow = calloc((size_t)(vocab + 63) / 64, sizeof(*allow));
 	char *text = malloc(1 << 16), *buf = malloc(1 << 16);
 	int *ids = malloc(sizeof(int) * (size_t)vocab);
+	float *zeros = calloc((size_t)vocab, sizeof(float)), *out = malloc(sizeof(float) * vocab);
 	struct coli_sampler s;
 	size_t len = 0;
 
@@ -74,7 +78,16 @@ static void walk(const struct coli_grammar *g, const struct coli_vocab_trie *tri
 	CHECK(!coli_sampler_begin(&s, vocab, NULL, 0), "%s: begin", what);
 	for (int step = 0; step < steps && s.gstate; step++) {
 		int n = coli_grammar_mask(g, trie, s.gstate, s.end_ids, s.n_end_ids, allow, vocab);
-		int k = 0, whole = coli_grammar_match(g, text, len) == 2, bad = 0;
+		int k = 0, whole = coli_grammar_match(g, text, len) == 2, bad = 0, bad_apply = 0;
+
+		/* the sampler's own pass (its last mask reused where the state's key
+		 * is the same): -inf exactly where this mask says no */
+		coli_sampler_apply(&s, zeros, vocab, out);
+		for (int id = 0; id < vocab; id++)
+			if ((out[id] == -INFINITY) == (int)(allow[id >> 6] >> (id & 63) & 1) &&
+			    bad_apply++ < 3)
+				CHECK(0, "%s, step %d: the sampler's pass differs at token %d",
+				      what, step, id);
 
 		for (int id = 0; id < vocab; id++) {
 			size_t pl = 0;
@@ -120,7 +133,7 @@ static void walk(const struct coli_grammar *g, const struct coli_vocab_trie *tri
 		}
 	}
 	coli_sampler_end(&s);
-	free(allow), free(text), free(buf), free(ids);
+	free(allow), free(text), free(buf), free(ids), free(zeros), free(out);
 }
 
 int main(void)
