@@ -162,6 +162,8 @@ static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *m
 		struct coli_grammar *g = NULL;
 
 		if (colid_grammar_of(s, r, &g, &e)) { /* (each job owns its grammar) */
+			if (c) /* out of memory past the first: the 500 below */
+				break;
 			free(ids);
 			return colid_reply_error(s, mc, k, &e, 0);
 		}
