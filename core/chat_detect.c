@@ -135,6 +135,7 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 
 	memset(t, 0, sizeof(*t));
 	t->eot_id = -1;
+	t->eot2_id = -1;
 	t->from_template = 1;
 	if (contains(tpl, n, "<|im_start|>"))
 		t->family = COLI_CHAT_CHATML;
@@ -189,8 +190,10 @@ void coli_chat_template_init(const coli_engine_t *e, struct coli_chat_template *
 		time_t now = time(NULL);
 		struct tm tm;
 
-		if (tok)
+		if (tok) { /* a call ends the turn too, where generation_config does not say so */
 			t->eot_id = coli_tokenizer_token_id(tok, "<|return|>");
+			t->eot2_id = coli_tokenizer_token_id(tok, "<|call|>");
+		}
 		if (localtime_r(&now, &tm))
 			strftime(t->date, sizeof(t->date), "%Y-%m-%d", &tm);
 	}

@@ -470,6 +470,7 @@ int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const floa
  * token history; nothing of it lives in the engine. The logits a token is
  * drawn from are the model's, then in this order:
  *
+ *   0. a grammar (constrained decoding): the tokens it refuses are -inf
  *   1. logit_bias: l += bias; a bias of -100 or less bans the token (-inf)
  *   2. repetition_penalty r (transformers' semantics, over the prompt and the
  *      tokens generated so far): a seen token's logit l becomes l / r when
@@ -523,6 +524,16 @@ struct coli_sampler {
 	int *seen;      /* [n_seen] distinct ids with hist != 0 */
 	int n_seen, cap_seen;
 	float *work; /* [vocab] the processed logits, when any of 1, 2, 3, 5 is on */
+	/* constrained decoding (step 0 above; core/text/grammar*.c): the caller's grammar and its
+	 * tokenizer's trie (NULL: coli_generate takes the engine's), alive while sampling; once the
+	 * grammar accepts, only end_ids (coli_generate adds the model's EOS ids) */
+	const struct coli_grammar *grammar;
+	const struct coli_vocab_trie *trie;
+	int end_ids[8];
+	int n_end_ids;
+	struct coli_grammar_state *gstate; /* [2] the sequence's (begin .. end), the last
+	                                    * mask's key */
+	uint64_t *allow;                   /* [vocab / 64] the last mask */
 };
 /* temperature, top_p, top_k and seed set; everything else off. */
 void coli_sampler_init(struct coli_sampler *s, float temperature, float top_p, int top_k,
@@ -548,6 +559,39 @@ void coli_sampler_logprobs(const float *logits, int vocab, float *lp);
  * Greedy ties go to the lowest id. With a processing step on, the first pick
  * allocates s->work: coli_sampler_end frees it (coli_generate calls it). */
 int coli_sampler_pick(struct coli_sampler *s, const float *logits, int vocab);
+
+/* ---- constrained decoding (core/text/grammar*.c; docs/api.md, Structured
+ * output) ----
+ *
+ * A grammar is a pushdown automaton over bytes compiled from a JSON schema
+ * (a subset: grammar.c's top comment lists it; any other keyword is refused
+ * with -ENOTSUP and its name in err), from "any JSON object", or from a
+ * family's tool-call syntax around a tool's parameters. A grammar is
+ * immutable: many sequences may share it. The trie is the tokenizer's
+ * vocabulary by bytes (built once: coli_vocab_trie_build); the mask of a
+ * step walks it with the automaton. */
+#define COLI_GRAMMAR_DEPTH 32 /* nesting bound (objects, arrays, $ref recursion) */
+struct coli_grammar;
+struct coli_grammar_state;
+struct coli_vocab_trie;
+int coli_grammar_from_schema(const char *schema, size_t len, struct coli_grammar **out, char *err,
+                             size_t errlen);
+int coli_grammar_json_object(struct coli_grammar **out);
+void coli_grammar_free(struct coli_grammar *g);
+/* text[len] from the start: 2 a whole value, 1 a prefix of one, 0 refused. */
+int coli_grammar_match(const struct coli_grammar *g, const char *text, size_t len);
+int coli_vocab_trie_build(const coli_tokenizer_t *t, struct coli_vocab_trie **out);
+void coli_vocab_trie_free(struct coli_vocab_trie *v);
+size_t coli_vocab_trie_bytes(const struct coli_vocab_trie *v);
+/* The engine's trie, built at the first call (on the generating thread). */
+const struct coli_vocab_trie *coli_engine_vocab_trie(coli_engine_t *e);
+/* allow[(vocab + 63) / 64] = the tokens whose bytes st accepts, plus
+ * end_ids[n_end] when st accepts the text as it is; returns their count. */
+int coli_grammar_mask(const struct coli_grammar *g, const struct coli_vocab_trie *v,
+                      const struct coli_grammar_state *st, const int *end_ids, int n_end,
+                      uint64_t *allow, int vocab);
+/* logits[i] = -inf where allow's bit i is 0. */
+void coli_grammar_mask_logits(const uint64_t *allow, float *logits, int vocab);
 
 /* ---- generation (shared by coli generate and colid) ---- */
 struct coli_gen_stats {
@@ -751,6 +795,7 @@ struct coli_chat_template {
 	char bos[64];      /* text put first (the template names bos_token), or "" */
 	char eos[64];      /* text closing an assistant turn (INST), or "" */
 	int eot_id;        /* token that ends the assistant's turn (<|im_end|>), or -1 */
+	int eot2_id;       /* a second one (harmony's <|call|>: a tool call ends it), or -1 */
 	int from_template; /* 1: the family came from the stored template text */
 	int no_think;      /* GLM: render as enable_thinking=false; 0 is the
 	                    * template's default (thinking on) */
@@ -784,6 +829,14 @@ struct coli_reply {
 int coli_reply_parse(enum coli_chat_family f, const char *text, size_t n, int think_open,
                      const char *tools_json, struct coli_reply *out);
 void coli_reply_free(struct coli_reply *r);
+/* Constrained decoding of a tool call in family f's syntax (core/text/
+ * grammar_tool.c): tools_json, the request's tools array; name, the function
+ * forced, or NULL for any of them. -ENOTSUP for a family not covered. */
+int coli_grammar_tool_call(enum coli_chat_family f, const char *tools_json, const char *name,
+                           struct coli_grammar **out, char *err, size_t errlen);
+/* g (a response_format grammar) made the family's answer: harmony's
+ * "<|channel|>final<|message|>" before it; other families unchanged. 0, -ENOMEM. */
+int coli_grammar_as_answer(struct coli_grammar *g, enum coli_chat_family f);
 const char *coli_chat_family_name(enum coli_chat_family f);
 /* The container's chat template text (not NUL-terminated), NULL if none. */
 const char *coli_engine_chat_template(const coli_engine_t *e, size_t *len);

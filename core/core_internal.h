@@ -202,6 +202,7 @@ struct coli_engine {
 	int numa_node;                /* resolved --numa-bind */
 	char numa_why[160];           /* what it resolved to and why (coli_engine_numa) */
 	char errmsg[512];             /* why the last forward failed */
+	struct coli_vocab_trie *trie; /* the tokenizer's, at the first constrained request */
 };
 
 /* Monotonic seconds, for the engine's timers. */

@@ -359,10 +359,25 @@ err:
 	return rc;
 }
 
+const struct coli_vocab_trie *coli_engine_vocab_trie(coli_engine_t *e)
+{
+	if (!e->trie && e->tok) {
+		double t0 = coli_now_s();
+
+		if (!coli_vocab_trie_build(e->tok, &e->trie)) /* (NULL again: out of memory) */
+			fprintf(stderr,
+			        "coli: constrained decoding: vocabulary trie built in %.0f ms, "
+			        "%.1f MB\n",
+			        (coli_now_s() - t0) * 1e3, coli_vocab_trie_bytes(e->trie) / 1e6);
+	}
+	return e->trie;
+}
+
 void coli_engine_close(coli_engine_t *e)
 {
 	if (!e)
 		return;
+	coli_vocab_trie_free(e->trie);
 	if (e->trace)
 		fclose(e->trace);
 	coli_tiers_close(e);

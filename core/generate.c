@@ -21,6 +21,14 @@ static int is_eos(const struct coli_model_config *c, int id)
 	return 0;
 }
 
+static int is_end(const struct coli_sampler *s, int id)
+{
+	for (int i = 0; i < s->n_end_ids; i++)
+		if (s->end_ids[i] == id)
+			return 1;
+	return 0;
+}
+
 /* The prefill's phase split: e0 before it, e1 after. */
 static void prefill_stats(struct coli_gen_stats *st, const struct coli_engine_stats *e0,
                           const struct coli_engine_stats *e1)
@@ -89,6 +97,19 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	text = malloc(cap);
 	if (!text)
 		return -ENOMEM;
+	if (s->grammar) { /* constrained: the engine's trie, and the model's EOS ends it */
+		if (!s->trie)
+			s->trie = coli_engine_vocab_trie(e);
+		for (int i = 0; i < c->n_eos; i++) {
+			int j = 0;
+
+			while (j < s->n_end_ids && s->end_ids[j] != c->eos[i])
+				j++;
+			if (j == s->n_end_ids &&
+			    s->n_end_ids < (int)(sizeof(s->end_ids) / sizeof(int)))
+				s->end_ids[s->n_end_ids++] = c->eos[i];
+		}
+	}
 	rc = coli_sampler_begin(s, c->vocab, prompt, n_prompt);
 	if (rc) {
 		free(text);
@@ -130,7 +151,8 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			id = coli_sampler_pick_pool(s, logits, c->vocab, e->pool);
 		}
 		coli_sampler_accept(s, id);
-		if (is_eos(c, id)) {
+		if (is_eos(c, id) || (s->grammar && is_end(s, id))) {
+			/* (constrained: one of its end ids, a chat turn's end among them) */
 			st->stopped_eos = 1;
 			break;
 		}

@@ -25,6 +25,7 @@ int bench_model_main(int argc, char **argv); /* make-model */
 int bench_run_main(int argc, char **argv);   /* decode, prefill (argv[0] says which) */
 int bench_io_main(int argc, char **argv);
 int bench_mla_main(int argc, char **argv);
+int bench_constrain_main(int argc, char **argv);
 
 /* ---- small helpers ---- */
 double bench_now_s(void);

@@ -12,6 +12,8 @@
  *   io           slab streaming vs sequential O_DIRECT (tools/bench_io.c)
  *   mla          latent attention of a decode step vs device bandwidth
  *                (tools/bench_mla.c)
+ *   constrain    a constrained step's token mask at 151936 tokens vs 5% of a
+ *                decode step (tools/bench_constrain.c)
  *
  * The measurements they share live in tools/bench_measure.c (tools/bench.h).
  */
@@ -46,6 +48,9 @@ static void usage(FILE *f)
 	           "  mla     [--ctx N] [--heads H]\n"
 	           "              the GPU's latent attention (DeepSeek-V3 / Kimi-K2) at a decode\n"
 	           "              step vs the device bandwidth measured in the run\n"
+	           "  constrain [--tokenizer FILE] [--vocab N] [--decode-ms MS]\n"
+	           "              the token mask of constrained decoding (JSON schema) over a\n"
+	           "              padded 151936-token vocabulary vs 5%% of a decode step\n"
 	           "(coli bench SUBCOMMAND --help for each)\n");
 }
 
@@ -69,6 +74,8 @@ int cmd_bench(int argc, char **argv)
 		return bench_io_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mla"))
 		return bench_mla_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "constrain"))
+		return bench_constrain_main(argc - 1, argv + 1);
 	tool_err("bench", "unknown subcommand '%s' (try: coli bench --help)", argv[1]);
 	return 2;
 }

@@ -2,12 +2,14 @@
  * tools/cmd_generate.c — `coli generate -m MODEL -p TEXT [-n N] [--temperature T]
  * [--top-p P] [--top-k K] [--min-p P] [--presence-penalty X]
  * [--frequency-penalty X] [--repetition-penalty R] [--logit-bias ID=B,...]
- * [--seed S] [--chat [--system S]] [engine options]`: the completion text
+ * [--seed S] [--chat [--system S]] [--json | --json-schema FILE] [engine
+ * options]`: the completion text
  * alone on stdout (streamed as it decodes), statistics on stderr. The
  * sampling values mean what colid's fields of the same names mean
  * (core/coli.h, docs/api.md). --chat renders TEXT as a user message (after S
  * as a system one) through the model's chat template (coli_chat_render_call:
  * its Jinja template, or the family renderer; --chat-template picks).
+ * --json / --json-schema constrain the completion (core/text/grammar*.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,6 +30,7 @@ static void help(FILE *f)
 	        "                     [--top-k K] [--min-p P] [--presence-penalty X]\n"
 	        "                     [--frequency-penalty X] [--repetition-penalty R]\n"
 	        "                     [--logit-bias ID=B,...] [--seed S] [--ids 1,2,3]\n"
+	        "                     [--json | --json-schema FILE]\n"
 	        "                     [engine options]\n"
 	        "  -n N            tokens to generate, 0..16777216 (default 64; 0: prefill only)\n"
 	        "  --temperature T 0..100: 0 = greedy (default), else sampling\n"
@@ -43,11 +46,42 @@ static void help(FILE *f)
 	        "  --seed S        sampler seed, 64-bit, decimal or 0x hex (default 0)\n"
 	        "  --ids LIST      prompt as token ids instead of text\n"
 	        "  --chat          TEXT is a user message, rendered with the chat template\n"
-	        "  --system S      with --chat: a system message first\n\n");
+	        "  --system S      with --chat: a system message first\n"
+	        "  --json          the completion is a JSON object (constrained decoding)\n"
+	        "  --json-schema FILE  the completion is JSON valid under FILE's schema\n"
+	        "                  (the subset of docs/api.md, Structured output)\n\n");
 	coli_opts_help(f);
 }
 
 /* "ID=B,ID=B": *out malloc'd; 0, or 2 after saying what is wrong. */
+/* --json-schema FILE: the file's schema compiled (errors said, naming the
+ * keyword refused). */
+static int read_schema(const char *path, struct coli_grammar **g)
+{
+	char err[512] = "";
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n = -1;
+	int rc;
+
+	if (f && !fseek(f, 0, SEEK_END))
+		n = ftell(f);
+	if (n >= 0 && n < (1l << 24) && !fseek(f, 0, SEEK_SET))
+		buf = malloc((size_t)n + 1);
+	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		if (f)
+			fclose(f);
+		free(buf);
+		return tool_err("generate", "--json-schema '%s': cannot read it", path), -EIO;
+	}
+	fclose(f);
+	rc = coli_grammar_from_schema(buf, (size_t)n, g, err, sizeof(err));
+	free(buf);
+	if (rc)
+		tool_err("generate", "--json-schema '%s': %s", path, err);
+	return rc;
+}
+
 static int parse_bias(const char *v, struct coli_logit_bias **out, int *n)
 {
 	char *copy = strdup(v), *save = NULL, *item;
@@ -97,7 +131,9 @@ int cmd_generate(int argc, char **argv)
 	struct tool_engine_args a;
 	struct coli_sampler s;
 	struct coli_gen_stats st;
-	const char *prompt = NULL, *ids_arg = NULL, *system = NULL;
+	const char *prompt = NULL, *ids_arg = NULL, *system = NULL, *schema_file = NULL;
+	struct coli_grammar *grammar = NULL;
+	int json = 0, eot = -1, eot2 = -1;
 	char *chat_text = NULL;
 	int chat = 0;
 	double temp = 0, top_p = 1, min_p = 0, pres = 0, freq = 0, rep = 1;
@@ -125,8 +161,9 @@ int cmd_generate(int argc, char **argv)
 			help(stdout);
 			return 0;
 		}
-		if (!strcmp(o, "--chat")) {
-			chat = 1;
+		if (!strcmp(o, "--chat") || !strcmp(o, "--json")) {
+			chat |= o[2] == 'c';
+			json |= o[2] == 'j';
 			i++;
 			continue;
 		}
@@ -136,6 +173,8 @@ int cmd_generate(int argc, char **argv)
 			prompt = v;
 		else if (!strcmp(o, "--system"))
 			system = v;
+		else if (!strcmp(o, "--json-schema"))
+			schema_file = v;
 		else if (!strcmp(o, "--ids"))
 			ids_arg = v;
 		else if (!strcmp(o, "-n"))
@@ -176,9 +215,20 @@ int cmd_generate(int argc, char **argv)
 		free(bias);
 		return tool_err("generate", "--top-p '0': expected a number in (0, 1]"), 2;
 	}
+	if (json || schema_file) { /* the grammar first: a bad schema costs no model load */
+		rc = schema_file ? read_schema(schema_file, &grammar)
+		                 : coli_grammar_json_object(&grammar);
+		if (rc) {
+			free(bias);
+			return 2;
+		}
+	}
 	rc = coli_engine_open(a.model, &a.opts, &e, err, sizeof(err));
-	if (rc)
+	if (rc) {
+		coli_grammar_free(grammar);
+		free(bias);
 		return tool_err("generate", "%s", err);
+	}
 	if (chat && prompt) {
 		struct coli_chat_template t;
 		struct coli_chat_msg m[2] = {{"system", system}, {"user", prompt}};
@@ -190,6 +240,15 @@ int cmd_generate(int argc, char **argv)
 		size_t len;
 
 		coli_chat_template_init(e, &t);
+		eot = t.eot_id;
+		eot2 = t.eot2_id;
+		if (grammar &&
+		    coli_grammar_as_answer(grammar, t.family)) { /* (harmony's channel) */
+			coli_chat_template_free(&t);
+			tool_err("generate", "out of memory");
+			rc = 1;
+			goto out;
+		}
 		if (!t.jinja) /* say why the model's template is not the one in use */
 			fprintf(stderr, "coli generate: chat template: built-in %s renderer (%s)\n",
 			        coli_chat_family_name(t.family), t.jinja_why);
@@ -223,6 +282,11 @@ int cmd_generate(int argc, char **argv)
 	s.repetition_penalty = (float)rep;
 	s.bias = bias;
 	s.n_bias = n_bias;
+	s.grammar = grammar;
+	if (eot >= 0) /* the chat turn's end ends the JSON too */
+		s.end_ids[s.n_end_ids++] = eot;
+	if (eot2 >= 0)
+		s.end_ids[s.n_end_ids++] = eot2;
 	rc = coli_generate(e, ids, n_ids, n, &s, on_token, NULL, &st);
 	if (rc == -E2BIG) {
 		tool_err("generate",
@@ -244,5 +308,6 @@ out:
 	free(ids);
 	free(bias);
 	coli_engine_close(e);
+	coli_grammar_free(grammar);
 	return rc == 2 ? 2 : rc ? 1 : 0;
 }

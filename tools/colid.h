@@ -89,6 +89,12 @@ struct colid_request {
 	char *tools_json;
 	int tool_choice_none; /* tool_choice "none": the reply is not read for calls */
 	char *kwargs_json;
+	/* constrained decoding (docs/api.md, Structured output): response_format
+	 * json_object (json_object set) or json_schema (schema_json, the schema's
+	 * text); tool_choice "required" (tool_required) or a named function
+	 * (tool_name) */
+	int json_object, tool_required;
+	char *schema_json, *tool_name;
 };
 /* Parses and validates a body. 0, or -EINVAL with e filled (4xx). On error
  * nothing needs freeing; on success call colid_request_free. */
@@ -121,6 +127,7 @@ struct colid_job {
 	char *stop[COLID_MAX_STOP];
 	int n_stop;
 	int eot_id; /* extra end-of-turn id (ChatML <|im_end|>), or -1 */
+	int eot2_id; /* a second one (harmony's <|call|>), or -1 */
 	double enqueued_s;
 	/* output: under mu */
 	char *text; /* generated text [len], NUL-terminated */
@@ -138,6 +145,7 @@ struct colid_job {
 	struct colid_tok *toks;
 	int n_toks, cap_toks;
 	struct coli_logit_bias *bias; /* the sampler's, owned here */
+	struct coli_grammar *grammar; /* the sampler's, owned here (constrained) */
 	/* the worker's private state */
 	int stopped;
 	unsigned delay_us; /* --debug-token-delay-ms, for tests */
@@ -273,6 +281,12 @@ struct colid_server {
  * queue. 0, or -EINVAL with e filled (400). */
 int colid_sampling_check(struct colid_server *s, const struct colid_request *r,
                          struct colid_error *e);
+/* The grammar the request's output is constrained to (*g NULL: none):
+ * response_format json_object / json_schema, tool_choice required / named.
+ * 0, or -EINVAL / -ENOTSUP with e filled (400 naming the field and the
+ * schema keyword refused). */
+int colid_grammar_of(struct colid_server *s, const struct colid_request *r,
+                     struct coli_grammar **g, struct colid_error *e);
 /* Choice c's sampler, seed = the request's + c * 0x9e3779b97f4a7c15. */
 void colid_sampler_of(const struct colid_request *r, uint64_t seed, struct coli_sampler *smp);
 /* tools/colid_reply.c: a chat reply's message (content, reasoning_content,

@@ -315,9 +315,10 @@ static int next_event(struct conn *k)
 			return set_event(k, chunk(s, k, NULL, 0, NULL, 1, NULL), NULL, 0);
 	}
 	pthread_mutex_lock(&j->mu);
-	/* chat: new text past what was looked at (a held marker waits for more);
+	/* chat: new text past what was looked at (a held marker waits for more;
+	 * a held reply, the job's end: else the end chunk would go out first);
 	 * completions: past what was sent */
-	if (wait_job(j, k->mc, k->req.ep == COLID_EP_CHAT ? k->looked : k->sent, 1)) {
+	if (wait_job(j, k->mc, k->req.ep == COLID_EP_CHAT ? k->looked : k->sent, !k->held)) {
 		pthread_mutex_unlock(&j->mu);
 		return -1;
 	}

@@ -159,11 +159,30 @@ static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *m
 	}
 	seed = r->has_seed ? r->seed : (uint64_t)time(NULL) * 2654435761u + seq;
 	for (int c = 0; c < r->n; c++) {
+		struct coli_grammar *g = NULL;
+
+		if (colid_grammar_of(s, r, &g, &e)) { /* (each job owns its grammar) */
+			if (c) /* out of memory past the first: the 500 below */
+				break;
+			free(ids);
+			return colid_reply_error(s, mc, k, &e, 0);
+		}
 		colid_sampler_of(r, seed + (uint64_t)c * 0x9e3779b97f4a7c15ull, &smp);
+		smp.grammar = g;
+		if (g) /* the output is the grammar's (JSON, a call), never a think block */
+			k->think_open = 0;
+		if (g && ep == COLID_EP_CHAT && s->chat.eot_id >= 0) /* the turn's end ends it */
+			smp.end_ids[smp.n_end_ids++] = s->chat.eot_id;
+		if (g && ep == COLID_EP_CHAT && s->chat.eot2_id >= 0)
+			smp.end_ids[smp.n_end_ids++] = s->chat.eot2_id;
 		k->jobs[c] = colid_job_new(ids, n, max_new, &smp, r->stop, r->n_stop,
 		                           ep == COLID_EP_CHAT ? s->chat.eot_id : -1);
-		if (!k->jobs[c])
+		if (!k->jobs[c]) {
+			coli_grammar_free(g);
 			break;
+		}
+		k->jobs[c]->grammar = g;
+		k->jobs[c]->eot2_id = ep == COLID_EP_CHAT ? s->chat.eot2_id : -1;
 		k->n_jobs = c + 1;
 	}
 	free(ids);

@@ -66,6 +66,7 @@ struct colid_job *colid_job_new(const int *ids, int n_ids, int max_tokens,
 		j->sampler.bias = j->bias;
 	}
 	j->eot_id = eot_id;
+	j->eot2_id = -1;
 	for (int i = 0; i < n_stop && i < COLID_MAX_STOP; i++) {
 		j->stop[i] = strdup(stop[i]);
 		if (!j->stop[i])
@@ -97,6 +98,7 @@ void colid_job_put(struct colid_job *j)
 	free(j->text);
 	free(j->toks);
 	free(j->bias);
+	coli_grammar_free(j->grammar);
 	pthread_mutex_destroy(&j->mu);
 	pthread_cond_destroy(&j->cv);
 	free(j);
@@ -216,7 +218,7 @@ static int on_token(void *arg, int id, const char *text, size_t len)
 	}
 	if (j->delay_us)
 		usleep(j->delay_us);
-	if (id >= 0 && id == j->eot_id) {
+	if (id >= 0 && (id == j->eot_id || id == j->eot2_id)) {
 		j->stopped = 1;
 		j->finish = COLID_FINISH_STOP;
 		return 1;

@@ -532,30 +532,57 @@ static int parse_tools(json_t *v, struct colid_request *r, struct colid_error *e
 	return r->tools_json ? 0 : -ENOMEM;
 }
 
-/* tool_choice: "auto" (what happens) or "none" (the tools still reach the
- * template, the reply is not read for calls); forcing calls ("required", a
- * named function) needs constrained decoding, which colid has not yet.
- * response_format: {"type": "text"} only, for the same reason. */
+/* tool_choice: "auto" (what happens), "none" (the tools still reach the
+ * template, the reply is not read for calls), "required" or
+ * {"type": "function", "function": {"name": N}} (the output constrained to a
+ * call: colid_grammar_of). response_format: {"type": "text"}, {"type":
+ * "json_object"} or {"type": "json_schema", "json_schema": {"name": ..,
+ * "schema": {..}, "strict": ..}} (strict or not, the schema is enforced). */
 static int parse_choice(const char *k, json_t *v, struct colid_request *r, struct colid_error *e)
 {
 	const char *s = json_string_value(v), *t = json_string_value(json_object_get(v, "type"));
 
 	if (!strcmp(k, "tool_choice")) {
-		if (s && (!strcmp(s, "auto") || !strcmp(s, "none"))) {
+		json_t *fn = json_object_get(v, "function");
+		const char *name = json_string_value(json_object_get(fn, "name"));
+
+		if (s && (!strcmp(s, "auto") || !strcmp(s, "none") || !strcmp(s, "required"))) {
 			r->tool_choice_none = !strcmp(s, "none");
+			r->tool_required = !strcmp(s, "required");
 			return 0;
 		}
-		return BAD(
-		    e, k,
-		    "'tool_choice' may be \"auto\" or \"none\" (forcing a call, \"required\" "
-		    "or a named function, needs constrained decoding, which colid does not "
-		    "have yet)");
+		if (json_is_object(v) && t && !strcmp(t, "function") && name) {
+			r->tool_name = strdup(name);
+			return r->tool_name ? 0 : -ENOMEM;
+		}
+		return BAD(e, k,
+		           "'tool_choice' may be \"auto\", \"none\", \"required\" or "
+		           "{\"type\": \"function\", \"function\": {\"name\": NAME}}");
 	}
 	if (json_is_object(v) && t && !strcmp(t, "text") && json_object_size(v) == 1)
 		return 0;
+	if (json_is_object(v) && t && !strcmp(t, "json_object") && json_object_size(v) == 1) {
+		r->json_object = 1;
+		return 0;
+	}
+	if (json_is_object(v) && t && !strcmp(t, "json_schema")) {
+		json_t *js = json_object_get(v, "json_schema"),
+		       *schema = json_object_get(js, "schema");
+
+		if (!json_is_object(js) || !json_is_string(json_object_get(js, "name")))
+			return BAD(e, k,
+			           "'response_format.json_schema' must be an object with a "
+			           "'name' (and a 'schema')");
+		if (schema && !json_is_object(schema) && !json_is_boolean(schema))
+			return BAD(e, k, "'response_format.json_schema.schema' must be an object");
+		r->schema_json =
+		    schema ? json_dumps(schema, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("{}");
+		return r->schema_json ? 0 : -ENOMEM;
+	}
 	return BAD(e, k,
-	           "'response_format' may be {\"type\": \"text\"} only (json_object and "
-	           "json_schema need constrained decoding, which colid does not have yet)");
+	           "'response_format' may be {\"type\": \"text\"}, {\"type\": "
+	           "\"json_object\"} or {\"type\": \"json_schema\", \"json_schema\": "
+	           "{\"name\": .., \"schema\": {..}}}");
 }
 
 static int parse_field(const char *k, json_t *v, struct colid_request *r, struct colid_error *e)
@@ -709,6 +736,8 @@ void colid_request_free(struct colid_request *r)
 	free(r->messages_json);
 	free(r->tools_json);
 	free(r->kwargs_json);
+	free(r->schema_json);
+	free(r->tool_name);
 	free(r->model);
 	free(r->prompt);
 	free(r->prompt_ids);

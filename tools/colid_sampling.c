@@ -19,7 +19,10 @@
  * OpenAI's legacy format says). A logprob of -inf (a token of probability 0
  * in float) is written -9999.0, OpenAI's floor, since JSON has no -inf.
  * text_offset counts bytes from the start of the completion text.
+ * colid_grammar_of makes the grammar of response_format / a forced
+ * tool_choice (core/text/grammar*.c); each choice's job owns a copy.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +46,45 @@ int colid_sampling_check(struct colid_server *s, const struct colid_request *r,
 		                       "'n' is %d; this server queues at most %d generations "
 		                       "(colid --queue)",
 		                       r->n, s->queue.cap);
+	return 0;
+}
+
+int colid_grammar_of(struct colid_server *s, const struct colid_request *r, struct coli_grammar **g,
+                     struct colid_error *e)
+{
+	const char *field = r->tool_required || r->tool_name ? "tool_choice" : "response_format";
+	char err[512] = "";
+	int rc = 0;
+
+	*g = NULL;
+	if ((r->tool_required || r->tool_name) && (r->json_object || r->schema_json))
+		return colid_error_set(e, 400, "invalid_request_error", NULL, "tool_choice",
+		                       "forcing a tool call and a 'response_format' of JSON "
+		                       "cannot both hold; send one");
+	if (r->tool_required || r->tool_name) {
+		if (!r->tools_json)
+			return colid_error_set(
+			    e, 400, "invalid_request_error", NULL, "tool_choice",
+			    "'tool_choice' forces a call but there are no 'tools'");
+		rc = coli_grammar_tool_call(s->chat.family, r->tools_json, r->tool_name, g, err,
+		                            sizeof(err));
+	} else if (r->schema_json) {
+		rc = coli_grammar_from_schema(r->schema_json, strlen(r->schema_json), g, err,
+		                              sizeof(err));
+	} else if (r->json_object) {
+		rc = coli_grammar_json_object(g);
+	}
+	if (!rc && *g && !r->tool_required && !r->tool_name) /* (harmony: the final channel) */
+		rc = coli_grammar_as_answer(*g, s->chat.family);
+	if (rc && *g) {
+		coli_grammar_free(*g);
+		*g = NULL;
+	}
+	if (rc == -ENOMEM)
+		return colid_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+	if (rc)
+		return colid_error_set(e, 400, "invalid_request_error", NULL, field, "'%s': %s",
+		                       field, err);
 	return 0;
 }
 

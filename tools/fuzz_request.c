@@ -10,10 +10,12 @@
  * that lets through something the renderer, the tokenizer or the JSON writer
  * cannot take shows up as an ASan/UBSan report; an accepted request's
  * sampling fields (n, logprobs, logit_bias, min_p, penalties) must lie in
- * their documented ranges. The first byte picks nothing: the body is the
+ * their documented ranges; a chat request's response_format or forced
+ * tool_choice is compiled as colid does (colid_grammar_of, ChatML): a
+ * grammar, or a 4xx saying why. The first byte picks nothing: the body is the
  * whole input, so a corpus of real request bodies works as seeds.
  *
- * fuzz-sources: tools/colid_request.c
+ * fuzz-sources: tools/colid_request.c tools/colid_sampling.c
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,8 +124,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (r.bias[i].id < 0 || !(r.bias[i].bias >= -100 && r.bias[i].bias <= 100))
 				abort();
 		if (ep == COLID_EP_CHAT) {
+			struct colid_server srv = {
+			    .chat = {.family = COLI_CHAT_CHATML, .eot_id = -1}};
+			struct coli_grammar *g = NULL;
+
 			render_all(&r);
 			render_jinja(&r);
+			/* response_format / a forced call: the grammar colid would make,
+			 * or a 4xx that says why */
+			if (colid_grammar_of(&srv, &r, &g, &e) &&
+			    (e.status < 400 || e.status > 599))
+				abort();
+			coli_grammar_free(g);
 		} else if (!r.prompt && !r.n_prompt_ids)
 			abort();
 		else if (r.prompt)

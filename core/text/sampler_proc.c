@@ -4,6 +4,8 @@
  * above struct coli_sampler; in short:
  *
  *   l                              the model's logits [vocab]
+ *   -inf where the grammar refuses constrained decoding (grammar_mask.c:
+ *                                  the mask, then the end ids' bits)
  *   + bias (<= -100: -inf)         logit_bias
  *   l / r or l * r                 repetition_penalty, prompt + generated ids
  *   - c f - (c > 0) p              frequency / presence, generated ids
@@ -16,7 +18,12 @@
  * prompt, bits 0-30: times generated) and the list of ids seen, so the
  * penalties touch only those ids, not the vocabulary: a token costs one
  * copy of the logits into s->work plus O(ids seen + biases); min_p one max
- * and one pass more. Nothing is allocated or copied when every step is off:
+ * and one pass more; a grammar its mask (the trie walk; none when the state
+ * is the last mask's up to what no step tells apart: inside an unbounded
+ * string, every token after the first) and one pass. The
+ * grammar's state advances by each accepted token's bytes; a token it
+ * refuses (none is offered: only a caller's own pick) leaves it dead, and
+ * then only the end ids are allowed. Nothing is allocated or copied when every step is off:
  * the draw then reads the engine's logits as before.
  *
  * The logprobs it reports are sampler.c's (coli_sampler_report: the
@@ -29,6 +36,7 @@
 #include <string.h>
 
 #include "core/core_internal.h"
+#include "core/text/grammar_internal.h"
 
 #define IN_PROMPT 0x80000000u
 #define COUNT     0x7fffffffu
@@ -54,7 +62,7 @@ static int penalized(const struct coli_sampler *s)
 
 static int processed(const struct coli_sampler *s)
 {
-	return penalized(s) || s->n_bias > 0 || (s->min_p > 0 && s->temperature > 0);
+	return penalized(s) || s->n_bias > 0 || (s->min_p > 0 && s->temperature > 0) || s->grammar;
 }
 
 int coli_sampler_needs_logits(const struct coli_sampler *s)
@@ -77,10 +85,30 @@ static int see(struct coli_sampler *s, int id)
 	return 0;
 }
 
+/* The grammar's state at the start of the sequence, and its mask's words. */
+static int grammar_begin(struct coli_sampler *s, int vocab)
+{
+	if (!s->trie)
+		return -ENOTSUP;                    /* no tokenizer: no bytes to constrain */
+	s->gstate = malloc(2 * sizeof(*s->gstate)); /* [1]: the key of the mask in allow */
+	s->allow = calloc((size_t)(vocab + 63) / 64, sizeof(*s->allow));
+	if (!s->gstate || !s->allow)
+		return -ENOMEM;
+	coli_gstate_init(s->grammar, s->gstate);
+	s->gstate[1].depth = -1; /* none yet */
+	return 0;
+}
+
 int coli_sampler_begin(struct coli_sampler *s, int vocab, const int *prompt, int n_prompt)
 {
+	int rc;
+
 	coli_sampler_end(s);
 	s->vocab = vocab;
+	if (s->grammar && (rc = grammar_begin(s, vocab))) {
+		coli_sampler_end(s);
+		return rc;
+	}
 	if (!penalized(s))
 		return 0;
 	s->hist = calloc((size_t)vocab, sizeof(*s->hist));
@@ -102,8 +130,35 @@ int coli_sampler_begin(struct coli_sampler *s, int vocab, const int *prompt, int
 	return 0;
 }
 
+/* The grammar's state goes on with id's bytes (an end id: nothing more). */
+static void grammar_accept(struct coli_sampler *s, int id)
+{
+	size_t n = 0;
+	const char *p = coli_vocab_trie_piece(s->trie, id, &n);
+
+	for (int i = 0; i < s->n_end_ids; i++)
+		if (s->end_ids[i] == id) {
+			s->gstate->depth = 0;
+			return;
+		}
+	if (!n) { /* a special token: the one the grammar names next, or the end */
+		const char *name = coli_vocab_trie_special_name(s->trie, id);
+		const char *want = coli_gstate_token(s->grammar, s->gstate);
+
+		if (!name || !want || strcmp(name, want) ||
+		    !coli_gstate_take_token(s->grammar, s->gstate))
+			s->gstate->dead = 1;
+		return;
+	}
+	for (size_t i = 0; i < n && !s->gstate->dead; i++)
+		if (!coli_gstate_step(s->grammar, s->gstate, (unsigned char)p[i]))
+			s->gstate->dead = 1;
+}
+
 void coli_sampler_accept(struct coli_sampler *s, int id)
 {
+	if (s->gstate)
+		grammar_accept(s, id);
 	if (!s->hist || id < 0 || id >= s->vocab)
 		return;
 	if (!s->hist[id] && see(s, id))
@@ -117,6 +172,10 @@ void coli_sampler_end(struct coli_sampler *s)
 	free(s->hist);
 	free(s->seen);
 	free(s->work);
+	free(s->gstate);
+	free(s->allow);
+	s->gstate = NULL;
+	s->allow = NULL;
 	s->hist = NULL;
 	s->seen = NULL;
 	s->work = NULL;
@@ -138,6 +197,17 @@ void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, 
 
 	if (out != logits)
 		memcpy(out, logits, sizeof(*out) * (size_t)vocab);
+	if (s->gstate) { /* 0. the grammar: what it refuses is -inf */
+		struct coli_grammar_state key;
+
+		coli_gstate_key(s->grammar, s->gstate, &key);
+		if (!coli_gstate_same(&key, &s->gstate[1])) { /* (else the last mask holds) */
+			coli_grammar_mask(s->grammar, s->trie, s->gstate, s->end_ids, s->n_end_ids,
+			                  s->allow, vocab);
+			s->gstate[1] = key;
+		}
+		coli_grammar_mask_logits(s->allow, out, vocab);
+	}
 	for (int i = 0; i < s->n_bias; i++) {
 		int id = s->bias[i].id;
 

@@ -96,15 +96,22 @@ expect("top_logprobs range", 400, {"messages": msg, "logprobs": True, "top_logpr
        param="top_logprobs", needle="0 and 20")
 expect("top_logprobs alone", 400, {"messages": msg, "top_logprobs": 2}, param="top_logprobs",
        needle="'logprobs': true")
-expect("tool_choice required", 400, {"messages": msg, "tool_choice": "required"},
-       param="tool_choice", needle="constrained decoding")
-expect("tool_choice named", 400,
-       {"messages": msg, "tool_choice": {"type": "function", "function": {"name": "f"}}},
-       param="tool_choice")
-expect("response_format json", 400, {"messages": msg, "response_format": {"type": "json_object"}},
-       param="response_format", needle="constrained decoding")
+expect("tool_choice required without tools", 400, {"messages": msg, "tool_choice": "required"},
+       param="tool_choice", needle="no 'tools'")
+expect("tool_choice bad", 400, {"messages": msg, "tool_choice": "always"},
+       param="tool_choice", needle="required")
+expect("tool_choice named, no such tool", 400,
+       {"messages": msg, "tool_choice": {"type": "function", "function": {"name": "f"}},
+        "tools": [{"type": "function", "function": {"name": "g"}}]},
+       param="tool_choice", needle="'f'")
+expect("response_format schema keyword", 400,
+       {"messages": msg, "response_format": {"type": "json_schema", "json_schema": {
+           "name": "x", "schema": {"type": "string", "format": "date"}}}},
+       param="response_format", needle="'format'")
+expect("response_format type", 400, {"messages": msg, "response_format": {"type": "xml"}},
+       param="response_format", needle="json_schema")
 for extra in ({"tool_choice": "auto"}, {"tool_choice": "none"},
-              {"response_format": {"type": "text"}}):
+              {"response_format": {"type": "text"}}, {"response_format": {"type": "json_object"}}):
     st, _, data = post(port, "/v1/chat/completions", dict({"messages": msg, "max_tokens": 2},
                                                           **extra), headers=AUTH)
     check(st == 200, "%s accepted: %d %s" % (extra, st, data[:200]))
