@@ -211,12 +211,20 @@ int coli_config_ctx_trained(const struct coli_model_config *c);
 struct coli_convert_opts {
 	const char *hf_dir; /* the directory, or a .gguf file */
 	const char *out_path;
-	enum coli_dtype quant; /* COLI_DTYPE_BF16 (default), Q8_0, Q4_0 */
-	int progress;          /* draw a progress bar on stderr */
-	int threads;           /* threads converting a chunk (0: all online CPUs) */
-	int quant_auto;        /* a GGUF source picks quant from its types, an FP8 checkpoint
-	                        * takes q8 (docs/quant.md) */
+	enum coli_dtype quant; /* COLI_DTYPE_BF16 (default), Q8_0, Q4_0, Q4_K, Q5_K, Q6_K */
+	/* q4k / q5k: matrices written Q6_K instead, by name (comma-separated:
+	 * "lm_head", "attn_v" for every layer's, ...); NULL: COLI_QUANT_MIX,
+	 * "" or "none": no mix */
+	const char *quant_mix;
+	int progress;   /* draw a progress bar on stderr */
+	int threads;    /* threads converting a chunk (0: all online CPUs) */
+	int quant_auto; /* a GGUF source picks quant from its types, an FP8 checkpoint
+	                 * takes q8 (docs/quant.md) */
 };
+/* The default --quant-mix: the embeddings, the output matrix and attention's
+ * v take Q6_K under q4k / q5k, as llama.cpp's Q4_K_M / Q5_K_M give them more
+ * bits (docs/quant.md has the measured effect). */
+#define COLI_QUANT_MIX "tok_embd,lm_head,attn_v"
 void coli_convert_opts_init(struct coli_convert_opts *o);
 /* 0 or -errno; on failure *errbuf says what and where, and no output file exists. */
 int coli_convert(const struct coli_convert_opts *o, char *errbuf, size_t errlen);

@@ -18,7 +18,7 @@ static void usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: coli convert HF_DIR|MODEL.gguf -o OUT.coli [--quant bf16|q8|q4|q4k|q5k|q6k]\n"
-	    "                    [--threads N] [--progress|--quiet]\n"
+	    "                    [--quant-mix LIST] [--threads N] [--progress|--quiet]\n"
 	    "\n"
 	    "Converts a Hugging Face checkpoint directory (config.json, model.safetensors or\n"
 	    "model.safetensors.index.json + shards, tokenizer files) of a qwen3_moe,\n"
@@ -39,6 +39,10 @@ static void usage(FILE *f)
 	    "                      fewer, else bf16; an FP8 checkpoint (quantization_config\n"
 	    "                      fp8) without --quant: q8; an MXFP4 one (gpt-oss): q8, its\n"
 	    "                      MXFP4 experts exactly (twice their bytes)\n"
+	    "  --quant-mix LIST    under q4k / q5k, the matrices written Q6_K instead, by name\n"
+	    "                      (comma-separated: lm_head, tok_embd, attn_v, experts.down,\n"
+	    "                      blk.0.attn_q, ...; none for none; default\n"
+	    "                      " COLI_QUANT_MIX ", as llama.cpp's Q4_K_M)\n"
 	    "  --threads N         threads converting each chunk (default: all online CPUs)\n"
 	    "  --progress          draw a progress bar on stderr (default when it is a tty)\n"
 	    "  --quiet             no progress bar\n"
@@ -83,6 +87,13 @@ int cmd_convert(int argc, char **argv)
 				return tool_err("convert", "--threads needs a count") + 1;
 			if (tool_int("coli convert", a, argv[i], 1, 4096, &o.threads))
 				return 2;
+		} else if (!strcmp(a, "--quant-mix")) {
+			if (++i >= argc)
+				return tool_err("convert",
+				                "--quant-mix needs a list of matrix names "
+				                "(or none)") +
+				       1;
+			o.quant_mix = argv[i];
 		} else if (!strcmp(a, "--progress")) {
 			o.progress = 1;
 		} else if (!strcmp(a, "--quiet")) {
@@ -96,6 +107,8 @@ int cmd_convert(int argc, char **argv)
 			return tool_err("convert", "unexpected argument '%s'", a) + 1;
 		}
 	}
+	if (o.quant_mix && o.quant != COLI_DTYPE_Q4_K && o.quant != COLI_DTYPE_Q5_K)
+		return tool_err("convert", "--quant-mix goes with --quant q4k or q5k") + 1;
 	if (!o.hf_dir || !o.out_path) {
 		usage(stderr);
 		return 2;

@@ -77,6 +77,26 @@ static void note_name(char *list, size_t size, const char *name)
 		snprintf(list + k, size - k, " ...");
 }
 
+/* Whether the matrix `name` ("lm_head", "blk.3.attn_v") is in the mix list:
+ * the whole name or its part after "blk.N.". */
+static int in_mix(const char *mix, const char *name)
+{
+	const char *base = name, *dot;
+	size_t n;
+
+	if (!strncmp(name, "blk.", 4) && (dot = strchr(name + 4, '.')))
+		base = dot + 1;
+	n = strlen(base);
+	for (const char *p = mix; *p;) {
+		const size_t k = strcspn(p, ",");
+
+		if ((k == n && !memcmp(p, base, n)) || (k == strlen(name) && !memcmp(p, name, k)))
+			return 1;
+		p += k + (p[k] == ',');
+	}
+	return 0;
+}
+
 /* The dtype of a matrix of `cols` columns: the requested quant; for a
  * K-quant whose rows are not whole 256-blocks, its 32-block fallback; bf16
  * when the columns are not whole 32-blocks either (llama.cpp's quantizer
@@ -88,6 +108,9 @@ static enum coli_dtype mat_dtype(struct cv *v, const char *name, uint64_t cols)
 
 	if (coli_dtype_is_block(v->c->quant))
 		coli_dtype_block(v->c->quant, &elems, &bytes);
+	if ((v->c->quant == COLI_DTYPE_Q4_K || v->c->quant == COLI_DTYPE_Q5_K) &&
+	    cols % elems == 0 && in_mix(v->o->quant_mix ? v->o->quant_mix : COLI_QUANT_MIX, name))
+		return COLI_DTYPE_Q6_K;
 	if (!coli_dtype_is_quant(v->c->quant) || cols % elems == 0)
 		return v->c->quant;
 	if (cols % COLI_QBLOCK == 0) {
