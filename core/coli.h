@@ -388,13 +388,14 @@ struct coli_opts {
 	int dev_graph;   /* COLI_DEV_GRAPH: decode layers replayed as captured graphs */
 	int pdl;         /* COLI_PDL: programmatic dependent launch on sm_90+ */
 	int tail_ahead;  /* COLI_TAIL_AHEAD: a layer's device tail queued before its CPU rows end */
-	int sim_latency_us;                /* COLI_SIM_LATENCY_US: the simulated device's sync */
-	enum coli_opt_stream stream;       /* --stream */
-	enum coli_opt_dense dense;         /* --dense: where attention, norms, routers run */
-	enum coli_opt_split split;         /* --split: the dense part over devices */
-	int stream_slots;                  /* --stream-slots: VRAM staging slabs per device */
-	int verbose;                       /* --verbose: the startup print */
-	int prefetch;                      /* --prefetch on|off: router lookahead */
+	int sim_latency_us;          /* COLI_SIM_LATENCY_US: the simulated device's sync */
+	enum coli_opt_stream stream; /* --stream */
+	enum coli_opt_dense dense;   /* --dense: where attention, norms, routers run */
+	enum coli_opt_split split;   /* --split: the dense part over devices */
+	int stream_slots;            /* --stream-slots: VRAM staging slabs per device */
+	int verbose;                 /* --verbose: the startup print */
+	int prefetch;                /* --prefetch on|off: router lookahead */
+	int spec; /* --spec ngram|off: greedy decoding verifies n-gram drafts (core/spec.c) */
 	enum coli_opt_io io;               /* --io: slab streamer backend */
 	enum coli_opt_verify verify_slabs; /* --verify-slabs */
 	int usage_every; /* --usage-every N: write the usage file every N tokens (0: at close) */
@@ -625,6 +626,8 @@ struct coli_gen_stats {
 	double decode_host_bytes; /* slab bytes the RAM and disk tiers served while decoding */
 	double decode_dev_ops;    /* device launches, syncs and staging copies while decoding */
 	int decode_steps;
+	/* --spec ngram: draft tokens verified, accepted, and verifying forwards */
+	int spec_drafted, spec_accepted, spec_rounds;
 };
 /* Called for every generated token with its decoded UTF-8 text (complete
  * characters only; may be empty). Return nonzero to stop. */

@@ -186,6 +186,21 @@ void coli_tiers_settle_all(struct coli_engine *e);
 void coli_tiers_tokens(struct coli_engine *e, int T);
 void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st);
 
+/* Speculative decoding's state over one generation (core/spec.c). */
+#define COLI_SPEC_KMAX 7 /* k + 1 = 8 tokens a verification: the small-batch kernels */
+struct coli_spec {
+	int on;
+	int k;                         /* the next draft's length */
+	int misses, pause;             /* first-token rejections in a row; steps left paused */
+	int drafted, accepted, rounds; /* totals: draft tokens, accepted ones, verifications */
+};
+void coli_spec_init(struct coli_spec *sp, int on);
+/* Up to min(k, kmax) draft tokens following the history hist[n] into draft[];
+ * their count (0: no match, paused or off). */
+int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int *draft);
+/* A verification's outcome: `accepted` of `drafted` drafts matched. */
+void coli_spec_result(struct coli_spec *sp, int drafted, int accepted);
+
 struct coli_engine {
 	struct coli_opts opts;
 	struct coli_model m;

@@ -75,6 +75,38 @@ static void decode_stats(coli_engine_t *e, struct coli_gen_stats *st,
 		st->expert_bytes += e->est.bytes[x] - e0->bytes[x];
 }
 
+/* One greedy step with a draft (core/spec.c): the tokens hist[0, n) are
+ * generated, the last one not forwarded yet; at most `room` tokens may follow
+ * the next one. Forwards the last token and the draft, keeps in the cache the
+ * inputs whose outputs were accepted, and writes the tokens now known to
+ * follow into queue[]: their count, or 0 with no draft (the caller runs the
+ * plain step) or an error (*rc). */
+static int spec_step(coli_engine_t *e, struct coli_spec *sp, const int *hist, int n, int room,
+                     int *queue, float **vlogits, int *rc)
+{
+	const int V = e->m.cfg.vocab, pos = coli_engine_pos(e);
+	int ids[COLI_SPEC_KMAX + 1], k, j;
+
+	k = sp->on ? coli_spec_draft(sp, hist, n, room < COLI_SPEC_KMAX ? room : COLI_SPEC_KMAX,
+	                             ids + 1)
+	           : 0;
+	if (k <= 0 || pos + k + 1 > coli_engine_ctx(e))
+		return 0;
+	if (!*vlogits && !(*vlogits = malloc(sizeof(float) * V * (COLI_SPEC_KMAX + 1)))) {
+		sp->on = 0;
+		return 0;
+	}
+	ids[0] = hist[n - 1];
+	if ((*rc = coli_engine_forward(e, ids, k + 1, *vlogits, 1)))
+		return 0;
+	queue[0] = coli_argmax(*vlogits, V);
+	for (j = 0; j < k && ids[j + 1] == queue[j]; j++)
+		queue[j + 1] = coli_argmax(*vlogits + (size_t)(j + 1) * V, V);
+	coli_spec_result(sp, k, j);
+	*rc = coli_engine_rewind(e, pos + 1 + j);
+	return *rc ? 0 : j + 1;
+}
+
 int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
                   struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st)
 {
@@ -82,10 +114,13 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	struct coli_detok dt;
 	struct coli_engine_stats e0, e1, s1;
 	const float *logits = NULL; /* the engine's (coli_engine_forward_last) */
+	float *vlogits = NULL;      /* a verification's [k + 1][vocab] */
+	int *hist = NULL;           /* prompt and generated tokens, for drafts */
+	struct coli_spec sp;
 	char *text = NULL;
 	size_t cap = 0;
 	double t0, t1;
-	int rc = 0, id, next = 0, greedy;
+	int rc = 0, id, next = 0, greedy, i, queue[COLI_SPEC_KMAX + 1], nq, qh;
 
 	memset(st, 0, sizeof(*st));
 	st->n_prompt = n_prompt;
@@ -100,14 +135,14 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	if (s->grammar) { /* constrained: the engine's trie, and the model's EOS ends it */
 		if (!s->trie)
 			s->trie = coli_engine_vocab_trie(e);
-		for (int i = 0; i < c->n_eos; i++) {
+		for (int q = 0; q < c->n_eos; q++) {
 			int j = 0;
 
-			while (j < s->n_end_ids && s->end_ids[j] != c->eos[i])
+			while (j < s->n_end_ids && s->end_ids[j] != c->eos[q])
 				j++;
 			if (j == s->n_end_ids &&
 			    s->n_end_ids < (int)(sizeof(s->end_ids) / sizeof(int)))
-				s->end_ids[s->n_end_ids++] = c->eos[i];
+				s->end_ids[s->n_end_ids++] = c->eos[q];
 		}
 	}
 	rc = coli_sampler_begin(s, c->vocab, prompt, n_prompt);
@@ -141,11 +176,18 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	e1 = e->est;
 	prefill_stats(st, &e0, &e1);
 	coli_engine_stats(e, &s1); /* with the devices' op counts */
-	for (int i = 0; !rc && i < max_new; i++) {
+	/* greedy: the tokens known to come next (one, or a verified draft's) */
+	coli_spec_init(&sp, greedy && e->opts.spec && !s->grammar);
+	if (sp.on && !(hist = malloc(sizeof(int) * ((size_t)n_prompt + max_new))))
+		sp.on = 0;
+	if (hist)
+		memcpy(hist, prompt, sizeof(int) * (size_t)n_prompt);
+	queue[0] = next, nq = 1, qh = 0;
+	for (i = 0; !rc && i < max_new; i++) {
 		int n;
 
 		if (greedy) {
-			id = next;
+			id = queue[qh++];
 			s->out.id = id;
 		} else {
 			id = coli_sampler_pick_pool(s, logits, c->vocab, e->pool);
@@ -157,15 +199,28 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			break;
 		}
 		st->n_gen++;
+		if (hist)
+			hist[n_prompt + i] = id;
 		n = e->tok ? coli_detok_push(e->tok, &dt, id, text, cap) : 0;
 		if (n < 0)
 			n = 0;
 		if (cb && cb(arg, id, text, (size_t)n))
 			break;
-		if (i + 1 < max_new)
-			rc = greedy ? coli_engine_forward_argmax(e, &id, 1, &next)
-			            : coli_engine_forward_last(e, &id, 1, &logits);
+		if (i + 1 >= max_new || (greedy && qh < nq))
+			continue; /* the last token, or the next one known already */
+		if (!greedy)
+			rc = coli_engine_forward_last(e, &id, 1, &logits);
+		else if (!(nq = spec_step(e, &sp, hist, n_prompt + i + 1, max_new - i - 2, queue,
+		                          &vlogits, &rc)))
+			rc = rc ? rc : coli_engine_forward_argmax(e, &id, 1, &queue[0]), nq = 1;
+		qh = 0;
 	}
+	/* the cache holds the inputs of the tokens used: a verified draft may have
+	 * left inputs of tokens the loop stopped before (EOS, the callback) */
+	if (!rc && sp.on && coli_engine_pos(e) > n_prompt + (i < max_new ? i : max_new - 1))
+		rc = coli_engine_rewind(e, n_prompt + (i < max_new ? i : max_new - 1));
+	st->spec_drafted = sp.drafted, st->spec_accepted = sp.accepted, st->spec_rounds = sp.rounds;
+	free(hist), free(vlogits);
 	if (!rc && e->tok && cb) {
 		int n = coli_detok_flush(e->tok, &dt, text, cap);
 

@@ -53,6 +53,7 @@ static const char *const k_stream[] = {[COLI_OPT_STREAM_AUTO] = "auto",
                                        [COLI_OPT_STREAM_OFF] = "off",
                                        [COLI_OPT_STREAM_ONLY] = "only",
                                        [COLI_OPT_STREAM_ONLY + 1] = NULL};
+static const char *const k_spec[] = {"off", "ngram", NULL};
 static const char *const k_dense[] = {
     [COLI_OPT_DENSE_AUTO] = "auto", [COLI_OPT_DENSE_CPU] = "cpu", [COLI_OPT_DENSE_CPU + 1] = NULL};
 static const char *const k_split[] = {[COLI_OPT_SPLIT_AUTO] = "auto",
@@ -132,6 +133,9 @@ static const struct opt_row g_opts[] = {
      "VRAM staging slabs per device for streamed experts (this layer's and the next's guess)"},
     {"--verbose", "COLI_VERBOSE", .type = OPT_FLAG, F(verbose), "0", "print the options at start",
      .max = 1},
+    {"--spec", "COLI_SPEC", ENUM(k_spec), F(spec), "ngram",
+     "greedy decoding: ngram verifies drafts copied from earlier text (the same tokens, "
+     "fewer steps when text repeats), off one token a step"},
     {"--prefetch", "COLI_PREFETCH", .type = OPT_BOOL, F(prefetch), "on",
      "prefetch the next layer's likely experts (router lookahead)"},
     {"--io", "COLI_IO", ENUM(k_io), F(io), "auto",

@@ -169,6 +169,11 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 	        st->stopped_eos ? " (eos)" : "",
 	        st->n_prompt + st->n_gen > 0 ? (double)st->expert_calls / (st->n_prompt + st->n_gen)
 	                                     : 0);
+	if (st->spec_rounds)
+		fprintf(stderr,
+		        "coli: spec ngram: %d of %d draft tokens accepted in %d verifying "
+		        "forwards\n",
+		        st->spec_accepted, st->spec_drafted, st->spec_rounds);
 	if (!loads)
 		return;
 	fprintf(stderr,
