@@ -10,8 +10,9 @@
  * core/forward and core/moe; this file installs the hooks the parts below
  * call up through (e->vram.slab_moved).
  *
- * Memory: the KV cache is fp32, [n_layers][ctx][n_kv_heads*head_dim] for K
- * and again for V, allocated through mem/ (NUMA placement decided there).
+ * Memory: the KV cache is [n_layers][ctx] rows of [n_kv_heads*head_dim] in
+ * --kv-type (bf16 by default; core/forward/kv.h) for K and again for V,
+ * allocated through mem/ (NUMA placement decided there).
  * Scratch is sized for tmax tokens per forward call (--ubatch, at most the
  * context); longer prompts are fed in chunks of tmax by the caller
  * (coli_engine_forward does it).
@@ -185,7 +186,7 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc,
 	    threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	int ctx;
+	int ctx, kt, vt;
 
 	if (e->opts.ctx > e->m.cfg.max_ctx && !e->opts.ctx_override) {
 		snprintf(err, errlen,
@@ -201,10 +202,11 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		return rc;
 	}
 	ctx = e->opts.ctx > 0 ? e->opts.ctx : (e->m.cfg.max_ctx < 4096 ? e->m.cfg.max_ctx : 4096);
-	rc = coli_kv_alloc(&e->kv, &e->m.cfg, ctx, e->numa_node);
+	coli_kv_types_parse(e->opts.kv_type, &kt, &vt); /* checked with the options */
+	rc = coli_kv_alloc(&e->kv, &e->m.cfg, ctx, kt, vt, e->numa_node);
 	if (rc) {
-		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens)",
-		         (e->kv.bytes + e->kv.vbytes) >> 20, e->kv.ctx);
+		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens of %s)",
+		         (e->kv.bytes + e->kv.vbytes) >> 20, e->kv.ctx, e->opts.kv_type);
 		return rc;
 	}
 	if (e->opts.ubatch == 0)
@@ -518,6 +520,7 @@ void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 	*st = e->est;
 	st->dense_on_device = e->dense.dd != NULL;
 	st->kv_bytes = e->kv.bytes + e->kv.vbytes;
+	st->kv_token_bytes = e->kv.ctx ? st->kv_bytes / e->kv.ctx : 0;
 	coli_tiers_stats((struct coli_engine *)e, st); /* the streamer's counters */
 	st->dev_ops = 0;
 	for (int d = 0; d < e->vram.n_devs; d++)
