@@ -212,11 +212,12 @@ struct coli_gpu_mla_prep {
 	const float *w;        /* [kl] kv_a_norm */
 	const float *inv_freq; /* [r / 2] */
 	const int *posp;
-	float *cache; /* [ctx][kl + r] the layer's latent cache */
-	float *qn;    /* [nh][T][np] */
-	float *qrow;  /* [T][nh][kl + r]: the absorbed query rows (q_pe part written here) */
+	void *cache; /* [ctx] rows of [kl + r] in kt: the layer's latent cache */
+	float *qn;   /* [nh][T][np] */
+	float *qrow; /* [T][nh][kl + r]: the absorbed query rows (q_pe part written here) */
 	int T, nh, np, r, kl, pos0;
 	float eps, f;
+	int kt; /* enum coli_kv_type (cpu/cpu.h): 0 f32, 1 bf16, 2 q8 (scales of c_kv, k_pe) */
 };
 
 #endif

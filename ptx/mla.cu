@@ -397,7 +397,7 @@ extern "C" __global__ void __launch_bounds__(128) coli_mla_prep(struct coli_gpu_
 
 	if (y == 0) {
 		const float *x = a.kva + (size_t)t * kr;
-		float *row = a.cache + (size_t)pos * kr;
+		float *row = (float *)a.cache + (size_t)pos * kr;
 		double ss = 0.0;
 
 		for (int i = threadIdx.x; i < a.kl; i += 128)

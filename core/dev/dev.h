@@ -92,7 +92,10 @@ struct coli_dev_gated {
 
 /* Per-head q/k norm (qw/kw 0: none), RoPE, k and v into the layer's cache
  * kc/vc at pos0; posp != 0: pos0 is the int there when the op runs (ptx/ptx.h
- * says what that changes for attention). */
+ * says what that changes for attention). The cache's rows are typed (kt, vt:
+ * enum coli_kv_type, cpu/cpu.h's row layout with a q8 scale a kv head);
+ * store_only: k and v are stored as they are (no norm, no RoPE, q untouched:
+ * the op-by-op path's store into a typed cache). */
 struct coli_dev_qk_rope {
 	uint64_t q, k, v; /* [T][nh][hd], [T][nkv][hd], [T][nkv][hd] */
 	uint64_t qw, kw;  /* [hd] */
@@ -100,7 +103,8 @@ struct coli_dev_qk_rope {
 	int T, nh, nkv, hd, pos0;
 	uint64_t posp;
 	uint64_t inv_freq; /* [hd / 2] */
-	uint64_t kc, vc;   /* [ctx][nkv][hd] */
+	uint64_t kc, vc;   /* [ctx] rows of [nkv][hd] in kt / vt */
+	int kt, vt, store_only;
 };
 
 /* RoPE of x [T][nh][hd] in place at positions pos0..: the first rd dims of
@@ -121,6 +125,7 @@ struct coli_dev_attention {
 	int span, nh, nkv, hd;
 	float scale;
 	uint64_t aq, ad, aqs;
+	int kt, vt; /* the cache rows' types (enum coli_kv_type; qk_rope's layout) */
 };
 
 /* Multi-head latent attention (core/forward/mla.c says the shapes): the
@@ -132,6 +137,8 @@ struct coli_dev_mla {
 	uint64_t q, cache, out, posp;
 	int T, pos0, span, nh, dk, dv, ld, ldt, ldh;
 	float scale;
+	int kt; /* the latent rows' type: ld values a row (f32 as before), or a
+	         * typed row of dk values with q8 scales of dv (c_kv) and the rest */
 };
 
 /* h = silu(g) * u over n; q != 0: h also quantized into q/qd/qsum (n % 32 == 0).
