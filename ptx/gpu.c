@@ -41,8 +41,8 @@
 #ifdef COLI_HAVE_PTX
 static void unload_modules(coli_gpu_t *g)
 {
-	CUmodule *m[] = {&g->mod,      &g->mod_dense,        &g->mod_route,
-	                 &g->mod_attn, &g->mod_attn_prefill, &g->mod_gemm,
+	CUmodule *m[] = {&g->mod,       &g->mod_dense,        &g->mod_route,
+	                 &g->mod_attn,  &g->mod_attn_prefill, &g->mod_gemm,
 	                 &g->mod_kinds, &g->mod_mla};
 
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {

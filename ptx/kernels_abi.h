@@ -206,6 +206,7 @@ struct coli_gpu_moe_plan {
  *   qrow[t][h][kl, kl + r) = rope(q[t][h][np, np + r)) * f
  * rope: rotate-half over the r dims at inv_freq [r / 2]; f: YaRN's cos/sin
  * factor (1: none). */
+#define COLI_GPU_MLA_PREP_MAXROW 1024 /* kl + r of a typed cache row (shared memory) */
 struct coli_gpu_mla_prep {
 	const float *kva;      /* [T][kl + r] kv_a's output: c_kv, then k_pe */
 	const float *q;        /* [T][nh][np + r] the query heads: q_nope, then q_pe */
