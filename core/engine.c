@@ -209,6 +209,10 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		         (e->kv.bytes + e->kv.vbytes) >> 20, e->kv.ctx, e->opts.kv_type);
 		return rc;
 	}
+	if (e->opts.verbose) /* the dense device keeps a copy of its layers' rows */
+		fprintf(stderr, "coli: KV cache %s: %d tokens x %zu bytes = %.3f GB\n",
+		        e->opts.kv_type, ctx, (e->kv.bytes + e->kv.vbytes) / ctx,
+		        (e->kv.bytes + e->kv.vbytes) / 1e9);
 	if (e->opts.ubatch == 0)
 		e->opts.ubatch = ubatch_auto(e);
 	if (e->opts.ubatch < 1 || e->opts.ubatch > UBATCH_MAX) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/coli.h"
+#include "cpu/cpu.h"
 #include "io/io.h"
 #include "tools/tools.h"
 
@@ -69,6 +70,17 @@ static int print_config(coli_container_t *c)
 		       m->kv_lora + m->rope_dim);
 	else if (m->rope_dim != m->head_dim)
 		printf("partial rope   %d of %d dims of a head\n", m->rope_dim, m->head_dim);
+	{ /* cpu/cpu.h's row layout: q8 a scale a kv head (MLA: c_kv's and k_pe's) */
+		int nv = m->kv_lora ? m->kv_lora + m->rope_dim : m->n_kv_heads * m->head_dim;
+		int nseg = m->kv_lora ? (nv + m->kv_lora - 1) / m->kv_lora : m->n_kv_heads;
+		size_t b[COLI_KV_TYPES];
+
+		for (int t = 0; t < COLI_KV_TYPES; t++)
+			b[t] = coli_kv_row_bytes(t, nv, nseg) * (m->kv_lora ? 1 : 2) * m->n_layers;
+		printf("KV cache       bytes a token (all layers): bf16 %zu, f32 %zu, q8 %zu "
+		       "(--kv-type)\n",
+		       b[COLI_KV_BF16], b[COLI_KV_F32], b[COLI_KV_Q8]);
+	}
 	if (m->rope_factor > 1)
 		printf("rope scaling   YaRN x %g of %d positions, beta %g/%g, mscale %g/%g\n",
 		       m->rope_factor, m->rope_orig_ctx, m->yarn_beta_fast, m->yarn_beta_slow,
