@@ -280,6 +280,17 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", why);
 		devices_off(e, "the experts", rc, err);
 	}
+	/* a K,V pair the GPU's attention has no kernels for (ptx/kv_rows.cuh) */
+	for (int d = 0; d < e->vram.n_devs; d++)
+		if (e->kv.kt != e->kv.vt && !(e->kv.kt == COLI_KV_Q8 && e->kv.vt == COLI_KV_BF16) &&
+		    !coli_dev_can(e->vram.devs[d], COLI_DEV_CAP_KV_ANY) &&
+		    e->opts.dense != COLI_OPT_DENSE_CPU) {
+			fprintf(stderr,
+			        "coli: --kv-type %s: no GPU kernels for that pair (equal types, or "
+			        "q8,bf16): the dense part runs on the CPU\n",
+			        e->opts.kv_type);
+			e->opts.dense = COLI_OPT_DENSE_CPU;
+		}
 	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
 	    coli_model_dev_check(&e->m, 0, why, sizeof(why))) {
 		fprintf(stderr, "coli: %s: the dense part runs on the CPU\n", why);

@@ -324,6 +324,9 @@ enum coli_dev_cap {
 	/* silu_mul takes gpt-oss's kind (struct coli_dev_silu): biased gate and
 	 * up, the clamped SwiGLU (sim, and cuda: ptx/kernels.cu coli_swiglu_oai) */
 	COLI_DEV_CAP_SWIGLU_OAI = 1u << 3,
+	/* attention reads any pair of KV cache types (sim); without it, equal
+	 * types and q8 keys with bf16 values (cuda: ptx/kv_rows.cuh's modes) */
+	COLI_DEV_CAP_KV_ANY = 1u << 4,
 };
 
 /* COLI_GPU_FAIL_AT: the kind of op an injected fault strikes. Staging copies
