@@ -2,7 +2,9 @@
  * ptx/attn_prefill.cu — causal attention for a prefill batch on the GPU:
  * coli_attn_prefill_<hd> (head sizes 64 and 128), tiles of queries against
  * chunks of K and V in shared memory, with the bits coli_attn_chunks
- * (ptx/attention.cu) gives each query in a decode step.
+ * (ptx/attention.cu) gives each query in a decode step. A typed KV cache
+ * (coli_attn_prefill_<hd>_{bf16,q8,q8_bf16}: ptx/kv_rows.cuh) is staged as
+ * its fp32 values, the rest unchanged.
  */
 #include "ptx/attention.cuh"
 

@@ -8,6 +8,8 @@
  *                       kv_lora + rope)
  *   C     [ctx][ld]     the latent cache: c_kv (normalized) then k_pe, rows
  *                       0..pos0+T-1 valid; the values are the first dv of a row
+ *                       (coli_attn_mla[_x3]_{bf16,q8}: typed rows of dk values,
+ *                       ptx/kv_rows.cuh, staged in shared memory as fp32)
  *   out   (t, h) at out + t * ldt + h * ldh: softmax(q . C^T * scale) . C[:, :dv],
  *                       per head (W_UV and o_proj come after, as GEMVs; the
  *                       dense forward asks for head-major rows, [nh][T][dv])
