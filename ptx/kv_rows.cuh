@@ -62,7 +62,9 @@ static __device__ __forceinline__ float kv_block_max(float v, float *red)
 /* Bytes of a row of n values in nseg q8 segments. */
 static __device__ __forceinline__ size_t kv_row_size(int t, int n, int nseg)
 {
-	return t == 0 ? 4 * (size_t)n : t == 1 ? 2 * (size_t)n : (((size_t)n + 3) & ~(size_t)3) + 4 * (size_t)nseg;
+	return t == 0   ? 4 * (size_t)n
+	       : t == 1 ? 2 * (size_t)n
+	                : (((size_t)n + 3) & ~(size_t)3) + 4 * (size_t)nseg;
 }
 
 /* Reading. A kernel is instantiated for a KV mode M: the key type KT(M) and the value
@@ -82,16 +84,14 @@ template <int T> static __device__ __forceinline__ constexpr int kv_esz()
 	return T == 0 ? 4 : T == 1 ? 2 : 1;
 }
 /* The q8 scale of the row at `row` (byte soff), else 1 (unused). */
-template <int T>
-static __device__ __forceinline__ float kv_scale(const char *row, int soff)
+template <int T> static __device__ __forceinline__ float kv_scale(const char *row, int soff)
 {
 	if (T == 2)
 		return __ldg((const float *)(row + soff));
 	return 1.0f;
 }
 /* Elements 4u .. 4u + 3 of the values at h (a head's in one row). */
-template <int T>
-static __device__ __forceinline__ float4 kv_ld4(const char *h, int u, float s)
+template <int T> static __device__ __forceinline__ float4 kv_ld4(const char *h, int u, float s)
 {
 	if (T == 0)
 		return __ldg((const float4 *)h + u);
@@ -109,8 +109,7 @@ static __device__ __forceinline__ float4 kv_ld4(const char *h, int u, float s)
 	                   __fmul_rn((float)(signed char)((w >> 24) & 0xff), s));
 }
 /* Element i of the values at h. */
-template <int T>
-static __device__ __forceinline__ float kv_ld1(const char *h, int i, float s)
+template <int T> static __device__ __forceinline__ float kv_ld1(const char *h, int i, float s)
 {
 	if (T == 0)
 		return __ldg((const float *)h + i);
