@@ -369,6 +369,7 @@ struct coli_opts {
 	int threads;             /* --threads (0: all online CPUs) */
 	int ctx;                 /* --ctx: KV cache positions (0: trained, capped by memory) */
 	int ctx_override;        /* --ctx-override: --ctx may exceed the model's max_ctx */
+	char kv_type[16];        /* --kv-type T|K,V: f32, bf16, q8 (checked when set) */
 	int ubatch;              /* --ubatch: tokens per forward pass (prefill chunk; 0: auto) */
 	char usage[512];         /* --usage FILE (empty: beside the model) */
 	int usage_off;           /* --usage off|none: no usage file */
@@ -734,7 +735,8 @@ struct coli_engine_stats {
 	uint64_t total_slabs;      /* routed experts in the model */
 	uint64_t disk_retries;     /* short reads, EIO and checksum re-reads */
 	uint64_t kv_bytes;         /* the host KV cache: keys and values, or under MLA
-	                            * n_layers * ctx * (kv_lora + rope_dim) * 4 */
+	                            * the latent rows, in --kv-type's bytes */
+	uint64_t kv_token_bytes;   /* ... of one token, all layers (kv_bytes / ctx) */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 /* Wait until every slab read the engine queued on its own (the usage file's

@@ -271,12 +271,13 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 /* MLA (core/forward/mla.c): layer l's attention for T tokens at pos0, the
  * residual stream e->s.x updated and the latent rows appended to the cache;
  * and the attention proper: qrow [T][nh][kl + r] against the cache's rows
- * [pos0 + T][kl + r] (c_kv || k_pe) into lat [T][nh][kl]; g: [T] groups,
- * scores: n_slots slots of `slot` floats (coli_attention_groups_mt's). */
+ * [pos0 + T][kl + r] (c_kv || k_pe; cache: their typed view, coli_kv_group_rows)
+ * into lat [T][nh][kl]; g: [T] groups, scores: n_slots slots of `slot` floats
+ * (coli_attention_groups_mt's). */
 void coli_forward_mla(struct coli_engine *e, int l, int T, int pos0);
-int coli_mla_attend(coli_cpu_pool_t *pool, const float *qrow, const float *cache, int T, int nh,
-                    int kl, int r, int pos0, float scale, float *lat, struct coli_attn_group *g,
-                    float *scores, size_t slot, int n_slots);
+int coli_mla_attend(coli_cpu_pool_t *pool, const float *qrow, const struct coli_attn_group *cache,
+                    int T, int nh, int kl, int r, int pos0, float scale, float *lat,
+                    struct coli_attn_group *g, float *scores, size_t slot, int n_slots);
 /* vram.c: place experts in VRAM at open (and free them at close). */
 int coli_moe_dev_place(struct coli_engine *e, char *err, size_t errlen);
 void coli_moe_dev_release(struct coli_engine *e);

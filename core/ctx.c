@@ -16,8 +16,8 @@
  *           memory, the rest holding the dense part and experts
  *
  * bytes per token: K and V of every layer as the host cache holds them
- * (core/forward/kv.c: fp32, n_kv_heads * head_dim each; MLA one latent row
- * of kv_lora + rope_dim). A capped context is rounded down to a multiple of
+ * (core/forward/kv.c: rows of n_kv_heads * head_dim in --kv-type; MLA one
+ * latent row of kv_lora + rope_dim). A capped context is rounded down to a multiple of
  * 1024 (256 below 4096), and is at least min(trained, 256). The tiny fixtures
  * and the demo model (512, 2048 trained) open at their trained length, as they
  * did under the former default (min(trained, 4096)); a 128k model opens at
@@ -31,13 +31,14 @@
 #include "core/dev/dev.h"
 #include "io/io.h"
 
-/* K and V of one position over every layer, as core/forward/kv.c allocates. */
-static double kv_token_bytes(const struct coli_model_config *c)
+/* K and V of one position over every layer in --kv-type, as
+ * core/forward/kv.c allocates. */
+static double kv_token_bytes(const struct coli_engine *e)
 {
-	double row = c->kv_lora ? (double)c->kv_lora + c->rope_dim
-	                        : 2.0 * c->n_kv_heads * c->head_dim; /* K and V */
+	int kt = COLI_KV_BF16, vt = COLI_KV_BF16;
 
-	return sizeof(float) * row * c->n_layers;
+	coli_kv_types_parse(e->opts.kv_type, &kt, &vt); /* checked with the options */
+	return (double)coli_kv_token_bytes(&e->m.cfg, kt, vt) * e->m.cfg.n_layers;
 }
 
 static int round_down(double n)
@@ -51,7 +52,7 @@ int coli_engine_ctx_default(const struct coli_engine *e, char *why, size_t len)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	int trained = coli_config_ctx_trained(c), floor = trained < 256 ? trained : 256, ctx;
-	double tok = kv_token_bytes(c), host, dev = 0;
+	double tok = kv_token_bytes(e), host, dev = 0;
 	uint64_t off, dense;
 	const char *by = "RAM";
 

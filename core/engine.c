@@ -10,10 +10,11 @@
  * core/forward and core/moe; this file installs the hooks the parts below
  * call up through (e->vram.slab_moved).
  *
- * Memory: the KV cache is fp32, [n_layers][ctx][n_kv_heads*head_dim] for K
- * and again for V, allocated through mem/ (NUMA placement decided there);
- * ctx is --ctx, or the model's trained length capped by the memory budget
- * (core/ctx.c), said at start when capped.
+ * Memory: the KV cache is [n_layers][ctx] rows of [n_kv_heads*head_dim] in
+ * --kv-type (bf16 by default; core/forward/kv.h) for K and again for V,
+ * allocated through mem/ (NUMA placement decided there); ctx is --ctx, or
+ * the model's trained length capped by the memory budget (core/ctx.c), said
+ * at start when capped.
  * Scratch is sized for tmax tokens per forward call (--ubatch, at most the
  * context); longer prompts are fed in chunks of tmax by the caller
  * (coli_engine_forward does it).
@@ -187,7 +188,7 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc,
 	    threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	int ctx, trained = coli_config_ctx_trained(&e->m.cfg);
+	int ctx, kt, vt, trained = coli_config_ctx_trained(&e->m.cfg);
 	char why[160];
 
 	if (e->opts.ctx > trained && !e->opts.ctx_override) {
@@ -219,12 +220,17 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		if (ctx < trained || e->opts.verbose)
 			fprintf(stderr, "coli: ctx %d (%s; --ctx sets it)\n", ctx, why);
 	}
-	rc = coli_kv_alloc(&e->kv, &e->m.cfg, ctx, e->numa_node);
+	coli_kv_types_parse(e->opts.kv_type, &kt, &vt); /* checked with the options */
+	rc = coli_kv_alloc(&e->kv, &e->m.cfg, ctx, kt, vt, e->numa_node);
 	if (rc) {
-		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens)",
-		         (e->kv.bytes + e->kv.vbytes) >> 20, e->kv.ctx);
+		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens of %s)",
+		         (e->kv.bytes + e->kv.vbytes) >> 20, e->kv.ctx, e->opts.kv_type);
 		return rc;
 	}
+	if (e->opts.verbose) /* the dense device keeps a copy of its layers' rows */
+		fprintf(stderr, "coli: KV cache %s: %d tokens x %zu bytes = %.3f GB\n",
+		        e->opts.kv_type, ctx, (e->kv.bytes + e->kv.vbytes) / ctx,
+		        (e->kv.bytes + e->kv.vbytes) / 1e9);
 	if (e->opts.ubatch == 0)
 		e->opts.ubatch = ubatch_auto(e);
 	if (e->opts.ubatch < 1 || e->opts.ubatch > UBATCH_MAX) {
@@ -292,6 +298,17 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", why);
 		devices_off(e, "the experts", rc, err);
 	}
+	/* a K,V pair the GPU's attention has no kernels for (ptx/kv_rows.cuh) */
+	for (int d = 0; d < e->vram.n_devs; d++)
+		if (e->kv.kt != e->kv.vt && !(e->kv.kt == COLI_KV_Q8 && e->kv.vt == COLI_KV_BF16) &&
+		    !coli_dev_can(e->vram.devs[d], COLI_DEV_CAP_KV_ANY) &&
+		    e->opts.dense != COLI_OPT_DENSE_CPU) {
+			fprintf(stderr,
+			        "coli: --kv-type %s: no GPU kernels for that pair (equal types, or "
+			        "q8,bf16): the dense part runs on the CPU\n",
+			        e->opts.kv_type);
+			e->opts.dense = COLI_OPT_DENSE_CPU;
+		}
 	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
 	    coli_model_dev_check(&e->m, 0, why, sizeof(why))) {
 		fprintf(stderr, "coli: %s: the dense part runs on the CPU\n", why);
@@ -559,6 +576,7 @@ void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 	*st = e->est;
 	st->dense_on_device = e->dense.dd != NULL;
 	st->kv_bytes = e->kv.bytes + e->kv.vbytes;
+	st->kv_token_bytes = e->kv.ctx ? st->kv_bytes / e->kv.ctx : 0;
 	coli_tiers_stats((struct coli_engine *)e, st); /* the streamer's counters */
 	st->dev_ops = 0;
 	for (int d = 0; d < e->vram.n_devs; d++)

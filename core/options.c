@@ -80,6 +80,7 @@ static const char *const k_ptx_fail[] = {[COLI_OPT_PTX_FAIL_NONE] = "none",
 static int check_gpu(const char *v);
 static int check_numa(const char *v);
 static int check_chat_template(const char *v);
+static int check_kv_type(const char *v);
 
 #define F(field)                                                                                   \
 	.off = offsetof(struct coli_opts, field), .size = sizeof(((struct coli_opts *)0)->field)
@@ -104,6 +105,10 @@ static const struct opt_row g_opts[] = {
      "KV cache length in tokens (0: the model's trained length, capped by memory)"},
     {"--ctx-override", "COLI_CTX_OVERRIDE", .type = OPT_FLAG, F(ctx_override), "0",
      "allow --ctx above the model's trained context (quality past it is not assured)", .max = 1},
+    {"--kv-type", "COLI_KV_TYPE", .type = OPT_STR, F(kv_type), "bf16",
+     "KV cache element type: bf16, f32 (the exact reference) or q8 (int8 with a scale a "
+     "kv head and token); K,V gives keys and values their own (q8,bf16)",
+     .check = check_kv_type, .expect = "f32, bf16 or q8, or two of them as K,V"},
     {"--ubatch", "COLI_UBATCH", INT(0, 16384), F(ubatch), "0",
      "prompt tokens per forward pass (prefill chunk; scratch grows with it; 0: 2048 with a "
      "GPU that has room, else 512)"},
@@ -193,6 +198,14 @@ _Static_assert(sizeof(enum coli_opt_stream) == sizeof(int), "enum options are in
 static int check_chat_template(const char *v)
 {
 	return strcmp(v, "auto") && strcmp(v, "builtin") && access(v, R_OK) ? -EINVAL : 0;
+}
+
+/* --kv-type: T or K,V (core/forward/kv.c reads it at open). */
+static int check_kv_type(const char *v)
+{
+	int kt, vt;
+
+	return coli_kv_types_parse(v, &kt, &vt);
 }
 
 /* --gpu: the syntax core/dev/dev.c's coli_dev_open_all reads at open (which

@@ -38,6 +38,18 @@ struct job {
 	float sum[MT_MAX_UNITS][8];                 /* each unit's sum of exps */
 };
 
+/* A group's K (v 0) or V (v 1) rows: typed, or fp32 j->stride floats apart. */
+static struct coli_kv_rows rows_of(const struct job *j, const struct coli_attn_group *g, int v)
+{
+	size_t st = v ? g->vstride : g->kstride;
+
+	return (struct coli_kv_rows){.p = v ? g->V : g->K,
+	                             .stride = st ? st : sizeof(float) * (size_t)j->stride,
+	                             .type = v ? g->vt : g->kt,
+	                             .soff = v ? g->vsoff : g->ksoff,
+	                             .seg = g->seg ? g->seg : j->hd};
+}
+
 /* One task a group (too many, too short, or no AVX2): task k takes the
  * groups congruent to it, its scratch slot k. */
 static void group_task(void *arg, int task, int n_tasks)
@@ -47,9 +59,10 @@ static void group_task(void *arg, int task, int n_tasks)
 	for (int k = task; k < j->n; k += n_tasks) {
 		const struct coli_attn_group *g = &j->g[k];
 
-		coli_attention_group_sink(g->q, g->G, g->K, g->V, g->n_pos, j->stride, j->hd, j->vd,
-		                          j->scale, g->sink, j->scratch + (size_t)task * j->slot,
-		                          g->out);
+		struct coli_kv_rows K = rows_of(j, g, 0), V = rows_of(j, g, 1);
+
+		coli_attention_group_kv(g->q, g->G, &K, &V, g->n_pos, j->hd, j->vd, j->scale,
+		                        g->sink, j->scratch + (size_t)task * j->slot, g->out);
 	}
 }
 
@@ -73,10 +86,13 @@ static void share_task(void *arg, int task, int n_tasks)
 
 	(void)n_tasks;
 	switch (j->step) {
-	case SCORES:
-		coli_attn8_scores_avx2(q, u->nh, g->K, p0, p1, j->stride, j->hd, j->scale, u->sc,
+	case SCORES: {
+		struct coli_kv_rows K = rows_of(j, g, 0);
+
+		coli_attn8_scores_avx2(q, u->nh, &K, p0, p1, j->hd, j->scale, u->sc,
 		                       j->bmax[task / per][s]);
 		break;
+	}
 	case EXP:
 		coli_attn8_max_avx2(j->bmax[task / per][0], j->nb, mx);
 		if (g->sink) /* gpt-oss: the sink joins the max */
@@ -98,7 +114,9 @@ static void share_task(void *arg, int task, int n_tasks)
 		int blocks = (j->vd + 7) / 8, b0 = blocks * s / per, b1 = blocks * (s + 1) / per;
 		int i1 = b1 * 8 < j->vd ? b1 * 8 : j->vd;
 
-		coli_attn8_out_avx2(u->sc, g->V, g->n_pos, j->stride, j->vd, b0 * 8, i1, u->nh,
+		struct coli_kv_rows V = rows_of(j, g, 1);
+
+		coli_attn8_out_avx2(u->sc, &V, g->n_pos, j->vd, b0 * 8, i1, u->nh,
 		                    g->out + (size_t)u->h0 * j->vd);
 	}
 	}

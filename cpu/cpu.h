@@ -256,6 +256,56 @@ void coli_rope_part(float *x, int T, int nh, int hd, int rd, int pos0, const flo
  * likewise; then the rotated values times f (YaRN's cos/sin factor; 1: none). */
 void coli_mla_rope(float *kva, float *q, const float *w, const float *inv_freq, int T, int nh,
                    int np, int kl, int r, int pos0, float eps, float f);
+/* ---- typed KV cache rows (cpu/kvq.c) ----
+ *
+ * A cache row is the values of one token (and layer) for K or V: GQA
+ * [nkv][hd], MLA's latent [kv_lora + rope]. Stored as
+ *   COLI_KV_F32   n floats (the exact reference)
+ *   COLI_KV_BF16  n bf16, each the fp32 value rounded to nearest even
+ *   COLI_KV_Q8    n int8, zero-padded to a multiple of 4 bytes, then one
+ *                 fp32 scale per segment of `seg` dims (the last segment the
+ *                 remainder): GQA seg = hd (a scale a kv head), MLA seg =
+ *                 kv_lora (c_kv's scale, then k_pe's). scale = amax / 127,
+ *                 q = rint(x / scale) (IEEE division, ties to even), 0 where
+ *                 amax is 0.
+ * A stored element reads back as one fp32 value: bf16 exactly (bits << 16),
+ * q8 as (float)q * scale (one rounded product). Attention computes on those
+ * values exactly as on an fp32 cache, so only the load depends on the type
+ * and every implementation (CPU, the simulated device) gives one type's
+ * bits. */
+enum coli_kv_type { COLI_KV_F32, COLI_KV_BF16, COLI_KV_Q8 };
+#define COLI_KV_TYPES 3
+
+/* A head's (or a latent row's) view of a typed cache: position p's
+ * element i at (char *)p + p * stride, of `type`; q8: its scale the float
+ * at that row's + soff + 4 * (i / seg) bytes. */
+struct coli_kv_rows {
+	const void *p;
+	size_t stride; /* bytes */
+	int type, soff, seg;
+};
+
+/* "f32" "bf16" "q8" -> type; -EINVAL otherwise. */
+int coli_kv_type_parse(const char *s);
+const char *coli_kv_type_name(int type);
+/* Bytes of one row of n values in nseg segments. */
+size_t coli_kv_row_bytes(int type, int n, int nseg);
+/* x[n] -> dst (one row, layout above; segments of seg dims). */
+void coli_kv_row_store(int type, void *dst, const float *x, int n, int seg);
+/* Elements [i0, i0 + n) of position p as fp32: a pointer into the cache
+ * (fp32) or into tmp[n] (decoded). */
+const float *coli_kv_rows_at(const struct coli_kv_rows *r, size_t p, int i0, int n, float *tmp);
+/* The same rows read back whole: dst[n] (tests and the simulated device). */
+void coli_kv_row_load(int type, const void *row, float *dst, int n, int seg);
+/* The typed forms of the attention head and group: each the fp32 form's
+ * bits on the rows' fp32 values. */
+void coli_attention_head_kv(const float *q, const struct coli_kv_rows *K,
+                            const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
+                            float sink, float *scores, float *out);
+void coli_attention_group_kv(const float *q, int G, const struct coli_kv_rows *K,
+                             const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
+                             const float *sink, float *scores, float *out);
+
 /* One attention head for one query: out[vd] = softmax(q . k_p * scale) . v_p
  * over positions p < n_pos, keys (hd values) and values (vd) at K + p*stride
  * and V + p*stride (the head's offset already applied; GQA: vd = hd; MLA's
@@ -285,12 +335,18 @@ void coli_attention_group_sink(const float *q, int G, const float *K, const floa
                                float *scores, float *out);
 /* One GQA group for one query: coli_attention_group_sink's own arguments. A
  * sliding window is K and V started at the window's first key, n_pos its
- * keys (the caller's arguments: the kernels see a shorter history). */
+ * keys (the caller's arguments: the kernels see a shorter history). A typed
+ * KV cache (bf16, q8: cpu/kvq.c) sets kt/vt and the byte strides and scale
+ * offsets of struct coli_kv_rows; zero: fp32 rows `stride` floats apart. */
 struct coli_attn_group {
-	const float *q, *K, *V;
+	const float *q;
+	const void *K, *V; /* the group's head in position 0's row */
 	float *out;
 	int G, n_pos;
-	const float *sink; /* [G] (gpt-oss) or NULL */
+	const float *sink;       /* [G] (gpt-oss) or NULL */
+	int kt, vt;              /* enum coli_kv_type of K's and V's rows (0: fp32) */
+	size_t kstride, vstride; /* bytes a position (0: the call's stride floats) */
+	int ksoff, vsoff, seg;   /* q8: struct coli_kv_rows' soff and seg */
 };
 /* n groups (sharing stride, hd, vd and scale) across the pool (may be NULL), each
  * with coli_attention_group's bits. Fewer eight-head units than threads, each

@@ -60,15 +60,15 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n);
 
 /* coli_attention_group's AVX2 form: eight heads in the lanes (a last block
  * of fewer repeats its last head in the free lanes). */
-void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
-                               int stride, int hd, int vd, float scale, const float *sink,
-                               float *sc, float *out);
+void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows *K,
+                               const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
+                               const float *sink, float *sc, float *out);
 /* Its steps for eight heads (nh <= 8 of them real) over a share of the
  * positions [p0, p1) or of the outputs [i0, i1), any split giving the same
  * bits (cpu/ops_avx2.c; coli_attention_groups_mt runs them across a pool):
  * scores and their max, the max over shares' maxes, exp, the sum of all
  * exps (in position order), the weights, outputs. */
-void coli_attn8_scores_avx2(const float *q, int nh, const float *K, int p0, int p1, int stride,
+void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K, int p0, int p1,
                             int hd, float scale, float *sc, float *mx8);
 void coli_attn8_max_avx2(const float *maxes, int n, float *mx8);
 void coli_attn8_exp_avx2(float *sc, int p0, int p1, const float *mx8);
@@ -79,8 +79,19 @@ void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8);
  * coli_attention_head_sink. */
 void coli_attn8_sink_max(const float *sink, int nh, float *mx8);
 void coli_attn8_sink_sum(const float *sink, int nh, const float *mx8, float *sum8);
-void coli_attn8_out_avx2(const float *sc, const float *V, int n_pos, int stride, int hd, int i0,
+void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int n_pos, int hd, int i0,
                          int i1, int nh, float *out);
+/* A typed row's elements [i0, i0 + n) as fp32 into tmp (cpu/kvq.c's
+ * values, eight at a time). */
+void coli_kv_decode_avx2(const struct coli_kv_rows *r, const char *row, int i0, int n, float *tmp);
+/* coli_kv_rows_at with fp32 read in place without a call. */
+static inline const float *coli_kv_at(const struct coli_kv_rows *r, size_t p, int i0, int n,
+                                      float *tmp)
+{
+	if (r->type == COLI_KV_F32)
+		return (const float *)((const char *)r->p + p * r->stride) + i0;
+	return coli_kv_rows_at(r, p, i0, n, tmp);
+}
 
 /* Q4_0's scale search (cpu/dtype.c): a block's squared error at scale d,
  * summed in 8 lanes folded ((0+4)+(2+6))+((1+5)+(3+7)); the AVX2 form is the

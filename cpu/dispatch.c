@@ -117,15 +117,10 @@ void coli_attention_group_sink(const float *q, int G, const float *K, const floa
                                int stride, int hd, int vd, float scale, const float *sink,
                                float *scores, float *out)
 {
-	/* from four heads the lanes pay (one or two heads: per head is faster) */
-	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && G >= 4) {
-		coli_attention_group_avx2(q, G, K, V, n_pos, stride, hd, vd, scale, sink, scores,
-		                          out);
-		return;
-	}
-	for (int h = 0; h < G; h++)
-		coli_attention_head_sink(q + (size_t)h * hd, K, V, n_pos, stride, hd, vd, scale,
-		                         sink ? sink[h] : -INFINITY, scores, out + (size_t)h * vd);
+	const struct coli_kv_rows kr = {.p = K, .stride = sizeof(float) * (size_t)stride},
+	                          vr = {.p = V, .stride = sizeof(float) * (size_t)stride};
+
+	coli_attention_group_kv(q, G, &kr, &vr, n_pos, hd, vd, scale, sink, scores, out);
 }
 
 void coli_exp_scaled(const float *x, int n, float m, float s, float *w)

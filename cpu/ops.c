@@ -311,10 +311,24 @@ void coli_attention_head(const float *q, const float *K, const float *V, int n_p
 void coli_attention_head_sink(const float *q, const float *K, const float *V, int n_pos, int stride,
                               int hd, int vd, float scale, float sink, float *scores, float *out)
 {
+	const struct coli_kv_rows kr = {.p = K, .stride = sizeof(float) * (size_t)stride},
+	                          vr = {.p = V, .stride = sizeof(float) * (size_t)stride};
+
+	coli_attention_head_kv(q, &kr, &vr, n_pos, hd, vd, scale, sink, scores, out);
+}
+
+/* A typed cache's elements are read as fp32 (coli_kv_rows_at: the fp32
+ * cache in place, bf16 and q8 decoded a row at a time into a local), the
+ * arithmetic the same for every type. */
+void coli_attention_head_kv(const float *q, const struct coli_kv_rows *K,
+                            const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
+                            float sink, float *scores, float *out)
+{
 	float mx = -INFINITY, sum = 0;
 
 	for (int p = 0; p < n_pos; p++) {
-		const float *k = K + (size_t)p * stride;
+		float kt[hd];
+		const float *k = coli_kv_at(K, p, 0, hd, kt);
 		float l[8] = {0}, s;
 		int i = 0;
 
@@ -348,11 +362,11 @@ void coli_attention_head_sink(const float *q, const float *K, const float *V, in
 	{
 		/* each out[i] sums over the positions in order; a local the
 		 * compiler knows is not V lets it do the i's four at a time */
-		float acc[vd];
+		float acc[vd], vt[vd];
 
 		memset(acc, 0, sizeof(acc));
 		for (int p = 0; p < n_pos; p++) {
-			const float *v = V + (size_t)p * stride;
+			const float *v = coli_kv_at(V, p, 0, vd, vt);
 			float w = scores[p] / sum;
 
 			for (int i = 0; i < vd; i++)

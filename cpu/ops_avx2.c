@@ -110,18 +110,18 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n)
 
 /* Scores of positions [p0, p1) (q: nh <= 8 heads [nh][hd], the free lanes
  * repeat the last) and their lanes' max (the scalar's test, first of equals). */
-void coli_attn8_scores_avx2(const float *q, int nh, const float *K, int p0, int p1, int stride,
+void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K, int p0, int p1,
                             int hd, float scale, float *sc, float *mx8)
 {
 	const __m256 vscale = _mm256_set1_ps(scale);
 	__m256 mx = _mm256_set1_ps(-__builtin_inff());
-	float qt[hd * 8]; /* [hd][8 heads] */
+	float qt[hd * 8], kt[hd]; /* [hd][8 heads]; a typed row's values */
 
 	for (int h = 0; h < 8; h++)
 		for (int i = 0; i < hd; i++)
 			qt[i * 8 + h] = q[(size_t)(h < nh ? h : nh - 1) * hd + i];
 	for (int p = p0; p < p1; p++) {
-		const float *k = K + (size_t)p * stride;
+		const float *k = coli_kv_at(K, p, 0, hd, kt);
 		__m256 l[8], s;
 		int i = 0;
 
@@ -195,7 +195,7 @@ void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8)
  * vectors, one per output, in registers) over a tile of positions, tile after
  * tile: each output still sums its positions in order, and a tile's value
  * rows (32 KB at hd 128) stay in cache while the output blocks walk it. */
-void coli_attn8_out_avx2(const float *sc, const float *V, int n_pos, int stride, int hd, int i0,
+void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int n_pos, int hd, int i0,
                          int i1, int nh, float *out)
 {
 	const int w = i1 - i0;
@@ -217,7 +217,8 @@ void coli_attn8_out_avx2(const float *sc, const float *V, int n_pos, int stride,
 				a[j] = _mm256_loadu_ps(acc + (b + j) * 8);
 			for (int p = p0; p < p1; p++) {
 				const __m256 wt = _mm256_loadu_ps(sc + (size_t)p * 8);
-				const float *v = V + (size_t)p * stride + i0 + b;
+				float vt[8];
+				const float *v = coli_kv_at(V, p, i0 + b, n, vt);
 
 				for (int j = 0; j < n; j++)
 					a[j] = _mm256_add_ps(
@@ -247,9 +248,9 @@ void coli_attn8_sink_sum(const float *sink, int nh, const float *mx8, float *sum
 		sum8[h] += expf(sink[h < nh ? h : nh - 1] - mx8[h]);
 }
 
-void coli_attention_group_avx2(const float *q, int G, const float *K, const float *V, int n_pos,
-                               int stride, int hd, int vd, float scale, const float *sink,
-                               float *sc, float *out)
+void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows *K,
+                               const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
+                               const float *sink, float *sc, float *out)
 {
 	/* a last block of fewer than eight heads (G = 4: Mixtral) repeats its
 	 * last head in the free lanes; a lane's steps never see another's */
@@ -257,8 +258,7 @@ void coli_attention_group_avx2(const float *q, int G, const float *K, const floa
 		const int nh = G - h < 8 ? G - h : 8;
 		float mx[8], sum[8];
 
-		coli_attn8_scores_avx2(q + (size_t)h * hd, nh, K, 0, n_pos, stride, hd, scale, sc,
-		                       mx);
+		coli_attn8_scores_avx2(q + (size_t)h * hd, nh, K, 0, n_pos, hd, scale, sc, mx);
 		if (sink)
 			coli_attn8_sink_max(sink + h, nh, mx);
 		coli_attn8_exp_avx2(sc, 0, n_pos, mx);
@@ -266,6 +266,44 @@ void coli_attention_group_avx2(const float *q, int G, const float *K, const floa
 		if (sink)
 			coli_attn8_sink_sum(sink + h, nh, mx, sum);
 		coli_attn8_div_avx2(sc, 0, n_pos, sum);
-		coli_attn8_out_avx2(sc, V, n_pos, stride, vd, 0, vd, nh, out + (size_t)h * vd);
+		coli_attn8_out_avx2(sc, V, n_pos, vd, 0, vd, nh, out + (size_t)h * vd);
+	}
+}
+
+/* bf16: the bits shifted up (exact); q8: (float)q * the scale of its
+ * segment, one rounded product, as cpu/kvq.c's scalar form. */
+void coli_kv_decode_avx2(const struct coli_kv_rows *r, const char *row, int i0, int n, float *tmp)
+{
+	int i = 0;
+
+	if (r->type == COLI_KV_BF16) {
+		const uint16_t *b = (const uint16_t *)row + i0;
+
+		for (; i + 8 <= n; i += 8)
+			_mm256_storeu_ps(
+			    tmp + i,
+			    _mm256_castsi256_ps(_mm256_slli_epi32(
+			        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(b + i))),
+			        16)));
+		for (; i < n; i++)
+			tmp[i] = coli_bf16_to_f32(b[i]);
+		return;
+	}
+	const signed char *q = (const signed char *)row;
+	const float *s = (const float *)(row + r->soff);
+
+	while (i < n) {
+		const int k = (i0 + i) / r->seg, end = (k + 1) * r->seg - i0; /* segment's end */
+		const int e = end < n ? end : n;
+		const __m256 vs = _mm256_set1_ps(s[k]);
+
+		for (; i + 8 <= e; i += 8)
+			_mm256_storeu_ps(
+			    tmp + i,
+			    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+			                      _mm_loadl_epi64((const __m128i *)(q + i0 + i)))),
+			                  vs));
+		for (; i < e; i++)
+			tmp[i] = (float)q[i0 + i] * s[k];
 	}
 }

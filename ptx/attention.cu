@@ -1,7 +1,8 @@
 /*
  * ptx/attention.cu — causal attention over the KV cache on the GPU: q
- * [T][nh][hd] against the layer's cache K, V [ctx][nkv*hd] (fp32, rows
- * 0..pos0+T-1 valid), out like q. Two kernels: coli_attn_chunks_<hd> for
+ * [T][nh][hd] against the layer's cache K, V [ctx] rows of [nkv*hd] (fp32,
+ * or bf16 / q8 in the kernels named _bf16, _q8, _q8_bf16: attention.cuh's KV
+ * modes, only the loads differ; rows 0..pos0+T-1 valid), out like q. Two kernels: coli_attn_chunks_<hd> for
  * head sizes 32, 64, 128 and 256 (chunks of 32 positions; it can also
  * quantize its output for the o projection), and coli_attention for the
  * others (tiles of 256 positions). Prefill batches of head size 64 and 128
@@ -45,12 +46,13 @@
  * allows, and splits past the position only add their empty partials.
  */
 
-extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
-    coli_attention(const float *q, const float *K, const float *V, float *out, int pos0,
-                   const int *posp, int nh, int nkv, int hd, float scale, int tiles_per_split,
-                   float *part, unsigned *count)
+template <int M>
+static __device__ __forceinline__ void
+attention_tiles(const float *q, const void *K, const void *V, float *out, int pos0,
+                const int *posp, int nh, int nkv, int hd, float scale, int tiles_per_split,
+                float *part, unsigned *count)
 {
-	pdl_entry();
+	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
 	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
 	__shared__ float ss[AT_MAXG * AT_TILE];     /* [g][p]: scores, then weights */
 	__shared__ float s_m[AT_MAXG], s_l[AT_MAXG], s_c[AT_MAXG];
@@ -60,7 +62,12 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 	const int n = (posp ? *posp : pos0) + t + 1, span = tiles_per_split * AT_TILE;
 	const int p0 = split * span, p1 = min(n, p0 + span);
 	const float *qg = q + ((size_t)t * nh + (size_t)kvh * group) * hd;
-	const float *Kh = K + (size_t)kvh * hd, *Vh = V + (size_t)kvh * hd;
+	/* typed rows: krow / vrow bytes a position, this head's values at Kh, Vh
+	 * in a row, its q8 scale soff bytes into the row */
+	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
+	const int soff = ((kvd + 3) & ~3) + 4 * kvh;
+	const char *Kh = (const char *)K + (size_t)kvh * hd * kv_esz<KT>();
+	const char *Vh = (const char *)V + (size_t)kvh * hd * kv_esz<VT>();
 	const bool same_i = (AT_THREADS % hd) == 0; /* a thread's items share one dim */
 	float acc[AT_ITEMS];
 
@@ -94,7 +101,9 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 			for (int gg = 0; gg < 8; gg++)
 				d[gg] = 0.0f;
 			if (pp < np) {
-				const float *k = Kh + (size_t)(tile + pp) * kvd;
+				const char *k = Kh + (size_t)(tile + pp) * krow;
+				const float ks = kv_scale<KT>(
+				    (const char *)K + (size_t)(tile + pp) * krow, soff);
 
 				/* 8 loads in flight, then their FMAs: latency, not bandwidth,
 				 * bounds a decode tile */
@@ -104,8 +113,7 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 #pragma unroll
 					for (int u = 0; u < 8; u++)
 						if (i0 + 4 * u < hd)
-							kv[u] =
-							    __ldg((const float4 *)(k + i0 + 4 * u));
+							kv[u] = kv_ld4<KT>(k, i0 / 4 + u, ks);
 #pragma unroll
 					for (int u = 0; u < 8; u++) {
 						const int i = i0 + 4 * u;
@@ -171,7 +179,6 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 		/* acc[g][i] = acc * c[g] + sum_p w[g][p] * V[p][i]; item = tid + k * AT_THREADS */
 		if (same_i) {
 			const int i = tid % hd;
-			const float *vp = Vh + (size_t)tile * kvd + i;
 
 #pragma unroll
 			for (int k = 0; k < AT_ITEMS; k++) {
@@ -185,9 +192,14 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 				float v[AT_PV];
 
 #pragma unroll
-				for (int u = 0; u < AT_PV; u++)
-					v[u] =
-					    j0 + u < np ? __ldg(vp + (size_t)(j0 + u) * kvd) : 0.0f;
+				for (int u = 0; u < AT_PV; u++) {
+					const size_t p = (size_t)tile + j0 + u;
+
+					v[u] = j0 + u < np
+					           ? kv_ld1<VT>(Vh + p * vrow, i,
+					                        kv_scale<VT>((const char *)V + p * vrow, soff))
+					           : 0.0f;
+				}
 #pragma unroll
 				for (int k = 0; k < AT_ITEMS; k++) {
 					const int it = tid + k * AT_THREADS;
@@ -213,9 +225,15 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 					continue;
 				a = acc[k] * s_c[g];
 #pragma unroll 8
-				for (int j = 0; j < np; j++)
-					a = __fmaf_rn(ss[g * AT_TILE + j],
-					              __ldg(Vh + (size_t)(tile + j) * kvd + i), a);
+				for (int j = 0; j < np; j++) {
+					const size_t p = (size_t)tile + j;
+
+					a = __fmaf_rn(
+					    ss[g * AT_TILE + j],
+					    kv_ld1<VT>(Vh + p * vrow, i,
+					               kv_scale<VT>((const char *)V + p * vrow, soff)),
+					    a);
+				}
 				acc[k] = a;
 			}
 		}
@@ -238,6 +256,22 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
 		             all, min(splits, (n + span - 1) / span), nq, group, hd);
 	}
 }
+
+/* coli_attention (f32) and its typed forms, a KV mode each (attention.cuh) */
+#define ATTN_TILES(name, m)                                                                        \
+	extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)                                \
+	    name(const float *q, const void *K, const void *V, float *out, int pos0,               \
+	         const int *posp, int nh, int nkv, int hd, float scale, int tps, float *part,      \
+	         unsigned *count)                                                                  \
+	{                                                                                          \
+		pdl_entry();                                                                       \
+		attention_tiles<m>(q, K, V, out, pos0, posp, nh, nkv, hd, scale, tps, part,        \
+		                   count);                                                         \
+	}
+ATTN_TILES(coli_attention, 0)
+ATTN_TILES(coli_attention_bf16, 1)
+ATTN_TILES(coli_attention_q8, 2)
+ATTN_TILES(coli_attention_q8_bf16, 3)
 
 /* ---- attention in chunks of a warp's width ----
  *
@@ -263,9 +297,9 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)
  * checks; other shapes use coli_attention). */
 
 /* NF4 = hd / 32: the float4s of K a thread loads (one kernel per head size) */
-template <int NF4>
+template <int NF4, int M>
 static __device__ __forceinline__ void
-attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0, const int *posp,
+attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
             int nh, int nkv, int hd, float scale, int chunks_per_split, float *part,
             unsigned *count, int t0, int hsplit, signed char *aq, float *ad, int *aqs)
 {
@@ -285,7 +319,13 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 	const int n = (posp ? *posp : pos0) + t + 1, span = chunks_per_split * AD_CHUNK;
 	const int p0 = split * span, p1 = min(n, p0 + span);
 	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
-	const float *Kh = K + (size_t)kvh * hd + sl * (hd / AD_SL), *Vh = V + (size_t)kvh * hd + di;
+	/* typed rows (attention.cuh): krow / vrow bytes a position, a thread's
+	 * K slice at Kh and V dim at Vh in a row, the q8 scale soff into it */
+	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
+	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
+	const int soff = ((kvd + 3) & ~3) + 4 * kvh;
+	const char *Kh = (const char *)K + ((size_t)kvh * hd + sl * (hd / AD_SL)) * kv_esz<KT>();
+	const char *Vh = (const char *)V + ((size_t)kvh * hd + di) * kv_esz<VT>();
 	float acc[AT_ITEMS];
 	float4 kv[NF4];
 	float v[AD_CHUNK];
@@ -299,14 +339,20 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 		return;
 #define AD_LOAD_K(c0, np)                                                                          \
 	do {                                                                                       \
+		const size_t kp_ = (size_t)((c0) + pp) * krow;                                     \
+		const float ks_ =                                                                  \
+		    pp < (np) ? kv_scale<KT>((const char *)K + kp_, soff) : 0.0f;                  \
 		_Pragma("unroll") for (int u = 0; u < NF4; u++) kv[u] =                            \
-		    pp < (np) ? __ldg((const float4 *)(Kh + (size_t)((c0) + pp) * kvd) + u)        \
+		    pp < (np) ? kv_ld4<KT>(Kh + kp_, u, ks_)                                       \
 		              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);                               \
 	} while (0)
 #define AD_LOAD_V(c0, np)                                                                          \
 	do {                                                                                       \
 		_Pragma("unroll") for (int j = 0; j < AD_CHUNK; j++) v[j] =                        \
-		    j < (np) ? __ldg(Vh + (size_t)((c0) + j) * kvd) : 0.0f;                        \
+		    j < (np) ? kv_ld1<VT>(Vh + (size_t)((c0) + j) * vrow, 0,                       \
+		                          kv_scale<VT>((const char *)V + (size_t)((c0) + j) * vrow, \
+		                                       soff))                                      \
+		             : 0.0f;                                                               \
 	} while (0)
 	/* a chunk's K slice and V column, each set of loads in flight together;
 	 * the next chunk's K is loaded once the scores have used this one's, its
@@ -417,17 +463,23 @@ attn_chunks(const float *q, const float *K, const float *V, float *out, int pos0
 #undef AD_LOAD_V
 }
 
-#define ATTN_CHUNKS(hd)                                                                            \
-	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd(         \
-	    const float *q, const float *K, const float *V, float *out, int pos0, const int *posp, \
+/* coli_attn_chunks_<hd> (f32) and coli_attn_chunks_<hd>_<type> (typed caches) */
+#define ATTN_CHUNKS(hd, sfx, m)                                                                    \
+	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd##sfx(    \
+	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
 	    int nh, int nkv, int hdim, float scale, int cps, float *part, unsigned *count, int t0, \
 	    int hsplit, signed char *aq, float *ad, int *aqs)                                      \
 	{                                                                                          \
 		pdl_entry();                                                                       \
-		attn_chunks<hd / 32>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, cps, part,    \
-		                     count, t0, hsplit, aq, ad, aqs);                              \
+		attn_chunks<hd / 32, m>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, cps, part, \
+		                        count, t0, hsplit, aq, ad, aqs);                           \
 	}
-ATTN_CHUNKS(32)
-ATTN_CHUNKS(64)
-ATTN_CHUNKS(128)
-ATTN_CHUNKS(256)
+#define ATTN_CHUNKS_ALL(hd)                                                                        \
+	ATTN_CHUNKS(hd, , 0)                                                                       \
+	ATTN_CHUNKS(hd, _bf16, 1)                                                                  \
+	ATTN_CHUNKS(hd, _q8, 2)                                                                    \
+	ATTN_CHUNKS(hd, _q8_bf16, 3)
+ATTN_CHUNKS_ALL(32)
+ATTN_CHUNKS_ALL(64)
+ATTN_CHUNKS_ALL(128)
+ATTN_CHUNKS_ALL(256)

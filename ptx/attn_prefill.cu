@@ -2,7 +2,9 @@
  * ptx/attn_prefill.cu — causal attention for a prefill batch on the GPU:
  * coli_attn_prefill_<hd> (head sizes 64 and 128), tiles of queries against
  * chunks of K and V in shared memory, with the bits coli_attn_chunks
- * (ptx/attention.cu) gives each query in a decode step.
+ * (ptx/attention.cu) gives each query in a decode step. A typed KV cache
+ * (coli_attn_prefill_<hd>_{bf16,q8,q8_bf16}: ptx/kv_rows.cuh) is staged as
+ * its fp32 values, the rest unchanged.
  */
 #include "ptx/attention.cuh"
 
@@ -46,22 +48,41 @@ template <int HD, int RW> struct ApSmem {
 	float o[AP_WARPS * RW * HD];       /* the combine's sum O [row][dim] */
 };
 
-/* A chunk's K (and V) rows c0.. into buffer b; rows from nmax on zero-filled. */
-template <int HD, int RW>
+/* A chunk's K (and V) rows c0.. into buffer b; rows from nmax on zero-filled.
+ * f32 rows go by cp.async; typed ones (KV mode M, attention.cuh) are loaded,
+ * turned into their fp32 values and stored (plain stores, complete at the
+ * __syncthreads that also orders the cp.async copies before a chunk's use). */
+template <int HD, int RW, int KVM>
 static __device__ __forceinline__ void ap_load(ApSmem<HD, RW> &sm, int b, bool with_v,
-                                               const float *K, const float *V, int c0, int nmax,
+                                               const void *K, const void *V, int c0, int nmax,
                                                int kvd, int kvh)
 {
 	enum { PER = HD / 4, LD = ApSmem<HD, RW>::LD };
+	constexpr int KT = kvmode<KVM>::KT, VT = kvmode<KVM>::VT;
+	const size_t krow = kv_row_size(KT, kvd, kvd / HD), vrow = kv_row_size(VT, kvd, kvd / HD);
+	const int soff = ((kvd + 3) & ~3) + 4 * kvh;
 
 	for (int i = threadIdx.x; i < AD_CHUNK * PER; i += AT_THREADS) {
 		const int r = i / PER, c = i % PER, p = c0 + r;
 		const bool ok = p < nmax;
-		const size_t off = ok ? (size_t)p * kvd + (size_t)kvh * HD + c * 4 : 0;
+		const char *kr = (const char *)K + (ok ? (size_t)p * krow : 0);
+		const char *vr = (const char *)V + (ok ? (size_t)p * vrow : 0);
+		const float4 z = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
-		cp16(&sm.k[b][r * LD + c * 4], K + off, ok);
-		if (with_v)
-			cp16(&sm.v[b][r * LD + c * 4], V + off, ok);
+		if (KT == 0)
+			cp16(&sm.k[b][r * LD + c * 4], kr + ((size_t)kvh * HD + c * 4) * 4, ok);
+		else
+			*(float4 *)&sm.k[b][r * LD + c * 4] =
+			    ok ? kv_ld4<KT>(kr + (size_t)kvh * HD * kv_esz<KT>(), c,
+			                    kv_scale<KT>(kr, soff))
+			       : z;
+		if (with_v && VT == 0)
+			cp16(&sm.v[b][r * LD + c * 4], vr + ((size_t)kvh * HD + c * 4) * 4, ok);
+		else if (with_v)
+			*(float4 *)&sm.v[b][r * LD + c * 4] =
+			    ok ? kv_ld4<VT>(vr + (size_t)kvh * HD * kv_esz<VT>(), c,
+			                    kv_scale<VT>(vr, soff))
+			       : z;
 	}
 }
 
@@ -158,9 +179,9 @@ static __device__ __forceinline__ void ap_pv(const ApSmem<HD, RW> &sm, int b, in
 	}
 }
 
-template <int HD, int RW>
+template <int HD, int RW, int KVM>
 static __device__ __forceinline__ void
-attn_prefill(const float *q, const float *K, const float *V, float *out, int pos0, const int *posp,
+attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
              int nh, int nkv, float scale, int cps, int T, signed char *aq, float *ad, int *aqs)
 {
 	typedef ApSmem<HD, RW> Smem;
@@ -201,7 +222,7 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 
 	/* pass 1: each row's largest score, when some row spans two splits */
 	if (nmax > span) {
-		ap_load<HD, RW>(sm, 0, false, K, V, 0, nmax, kvd, kvh);
+		ap_load<HD, RW, KVM>(sm, 0, false, K, V, 0, nmax, kvd, kvh);
 		cp_commit();
 		for (int c = 0; c < nch; c++) {
 			int np[RW];
@@ -210,7 +231,7 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 			cp_wait<0>();
 			__syncthreads(); /* chunk c landed; every warp is past chunk c - 1 */
 			if (c + 1 < nch)
-				ap_load<HD, RW>(sm, (c + 1) & 1, false, K, V, (c + 1) * AD_CHUNK,
+				ap_load<HD, RW, KVM>(sm, (c + 1) & 1, false, K, V, (c + 1) * AD_CHUNK,
 				                nmax, kvd, kvh);
 			cp_commit();
 #pragma unroll
@@ -229,7 +250,7 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 	}
 
 	/* pass 2: the chunk kernel's steps, row by row */
-	ap_load<HD, RW>(sm, 0, true, K, V, 0, nmax, kvd, kvh);
+	ap_load<HD, RW, KVM>(sm, 0, true, K, V, 0, nmax, kvd, kvh);
 	cp_commit();
 	for (int c = 0; c < nch; c++) {
 		const int b = c & 1;
@@ -240,7 +261,7 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 		cp_wait<0>();
 		__syncthreads();
 		if (c + 1 < nch)
-			ap_load<HD, RW>(sm, (c + 1) & 1, true, K, V, (c + 1) * AD_CHUNK, nmax, kvd,
+			ap_load<HD, RW, KVM>(sm, (c + 1) & 1, true, K, V, (c + 1) * AD_CHUNK, nmax, kvd,
 			                kvh);
 		cp_commit();
 #pragma unroll
@@ -320,14 +341,20 @@ attn_prefill(const float *q, const float *K, const float *V, float *out, int pos
 	}
 }
 
-#define ATTN_PREFILL(hd, rw)                                                                       \
-	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_prefill_##hd(        \
-	    const float *q, const float *K, const float *V, float *out, int pos0, const int *posp, \
+/* coli_attn_prefill_<hd> (f32) and coli_attn_prefill_<hd>_<type> (typed caches) */
+#define ATTN_PREFILL(hd, rw, sfx, m)                                                               \
+	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_prefill_##hd##sfx(   \
+	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
 	    int nh, int nkv, float scale, int cps, int T, signed char *aq, float *ad, int *aqs)    \
 	{                                                                                          \
 		pdl_entry();                                                                       \
-		attn_prefill<hd, rw>(q, K, V, out, pos0, posp, nh, nkv, scale, cps, T, aq, ad,     \
-		                     aqs);                                                         \
+		attn_prefill<hd, rw, m>(q, K, V, out, pos0, posp, nh, nkv, scale, cps, T, aq, ad,  \
+		                        aqs);                                                      \
 	}
-ATTN_PREFILL(64, 8)
-ATTN_PREFILL(128, 4)
+#define ATTN_PREFILL_ALL(hd, rw)                                                                   \
+	ATTN_PREFILL(hd, rw, , 0)                                                                  \
+	ATTN_PREFILL(hd, rw, _bf16, 1)                                                             \
+	ATTN_PREFILL(hd, rw, _q8, 2)                                                               \
+	ATTN_PREFILL(hd, rw, _q8_bf16, 3)
+ATTN_PREFILL_ALL(64, 8)
+ATTN_PREFILL_ALL(128, 4)

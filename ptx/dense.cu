@@ -28,6 +28,7 @@
 #include "ptx/act_quant.cuh"
 #include "ptx/dgemv.cuh"
 #include "ptx/kernels_abi.h"
+#include "ptx/kv_rows.cuh"
 #include "ptx/last_arrival.cuh"
 #include "ptx/pdl.cuh"
 
@@ -227,23 +228,29 @@ extern "C" __global__ void __launch_bounds__(1024)
  * rotated pair). The norm is coli_rmsnorm's (double sum of squares in a fixed
  * order, w * (x * inv)), the rotation coli_rope's. posp != NULL: pos0 is read
  * there, when the launch runs (a launch captured in a graph replays with the
- * position of the token at hand). */
+ * position of the token at hand). The cache rows are of types kt, vt
+ * (ptx/kv_rows.cuh; q8: a kv head's scale after the row's nkv * hd values,
+ * the head's max over its CTA); store_only: k and v stored as they are, q
+ * untouched (the op-by-op path's store). */
 extern "C" __global__ void __launch_bounds__(128)
     coli_qk_rope_store(float *q, const float *k, const float *v, const float *qw, const float *kw,
                        float eps, int nh, int nkv, int hd, int pos0, const int *posp,
-                       const float *inv_freq, float *kc, float *vc)
+                       const float *inv_freq, void *kc, void *vc, int kt, int vt, int store_only)
 {
 	__shared__ double red[4];
+	__shared__ float redm[32];
 	const int h = blockIdx.x, t = blockIdx.y, half = hd / 2, i = threadIdx.x;
 	const bool isk = h >= nh, in = i < half;
 	const int hh = isk ? h - nh : h;
 	const float *x = isk ? k + ((size_t)t * nkv + hh) * hd : q + ((size_t)t * nh + hh) * hd;
-	const float *w = isk ? kw : qw;
+	const float *w = store_only ? NULL : isk ? kw : qw;
 	/* the model's constants before waiting for the kernel ahead (as rmsnorm) */
 	const float w1 = w && in ? __ldg(w + i) : 0.0f, w2 = w && in ? __ldg(w + i + half) : 0.0f;
 	const float fr = in ? __ldg(inv_freq + i) : 0.0f;
 
 	pdl_entry();
+	if (store_only && !isk)
+		return; /* q as it is */
 	float x1 = in ? x[i] : 0.0f, x2 = in ? x[i + half] : 0.0f;
 
 	if (posp)
@@ -267,27 +274,46 @@ extern "C" __global__ void __launch_bounds__(128)
 			x2 = w2 * (x2 * inv);
 		}
 	}
-	if (!in)
-		return;
-	const float ang = (float)(pos0 + t) * fr;
-	double dc, ds;
+	float o1 = x1, o2 = x2;
 
-	sincos((double)ang, &ds, &dc);
-	const float cs = (float)dc, sn = (float)ds;
-	const float o1 = x1 * cs - x2 * sn, o2 = x2 * cs + x1 * sn;
+	if (!store_only) {
+		const float ang = (float)(pos0 + t) * fr;
+		double dc, ds;
 
+		sincos((double)ang, &ds, &dc);
+		const float cs = (float)dc, sn = (float)ds;
+
+		o1 = x1 * cs - x2 * sn, o2 = x2 * cs + x1 * sn;
+	}
 	if (!isk) {
-		q[((size_t)t * nh + hh) * hd + i] = o1;
-		q[((size_t)t * nh + hh) * hd + i + half] = o2;
+		if (in) {
+			q[((size_t)t * nh + hh) * hd + i] = o1;
+			q[((size_t)t * nh + hh) * hd + i + half] = o2;
+		}
 		return;
 	}
-	const size_t row = ((size_t)(pos0 + t) * nkv + hh) * hd;
+	const int kvd = nkv * hd, soff = ((kvd + 3) & ~3) + 4 * hh;
+	const size_t pos = (size_t)(pos0 + t);
+	char *kr = (char *)kc + pos * kv_row_size(kt, kvd, nkv);
+	char *vrw = (char *)vc + pos * kv_row_size(vt, kvd, nkv);
 	const float *vr = v + ((size_t)t * nkv + hh) * hd;
+	const float v1 = in ? vr[i] : 0.0f, v2 = in ? vr[i + half] : 0.0f;
+	float ks = 0.0f, vs = 0.0f;
 
-	kc[row + i] = o1;
-	kc[row + i + half] = o2;
-	vc[row + i] = vr[i];
-	vc[row + i + half] = vr[i + half];
+	if (kt == 2) /* block-uniform: every thread reaches the barriers */
+		ks = kv_q8_scale(kv_block_max(fmaxf(fabsf(o1), fabsf(o2)), redm));
+	if (vt == 2)
+		vs = kv_q8_scale(kv_block_max(fmaxf(fabsf(v1), fabsf(v2)), redm));
+	if (!in)
+		return;
+	kv_put(kr, kt, hh * hd + i, o1, ks);
+	kv_put(kr, kt, hh * hd + i + half, o2, ks);
+	kv_put(vrw, vt, hh * hd + i, v1, vs);
+	kv_put(vrw, vt, hh * hd + i + half, v2, vs);
+	if (i == 0 && kt == 2)
+		*(float *)(kr + soff) = ks;
+	if (i == 0 && vt == 2)
+		*(float *)(vrw + soff) = vs;
 }
 
 /* y[r][i] += b[i] over rows*n elements */

@@ -66,6 +66,7 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	};
 
 	static const char *const dt[5] = {"f32", "bf16", "q8_0", "q4_0", "q4_0h"};
+	static const char *const kv_sfx[COLI_GPU_KV_MODES] = {"", "_bf16", "_q8", "_q8_bf16"};
 	char name[64];
 
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
@@ -77,21 +78,26 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 		snprintf(name, sizeof(name), "coli_dgemv_f32_plan_%d", s + 1);
 		CK(g->cu->ModuleGetFunction(&g->f_dgemv_plan[s], g->mod_route, name), name);
 	}
-	for (int i = 0; i < 4; i++) {
-		snprintf(name, sizeof(name), "coli_attn_chunks_%d", 32 << i);
-		CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[i], g->mod_attn, name), name);
-	}
-	CK(g->cu->ModuleGetFunction(&g->f_attn, g->mod_attn, "coli_attention"), "coli_attention");
-	for (int i = 0; i < 2; i++) { /* hd 64, 128: shared memory past the static 48 KiB */
-		snprintf(name, sizeof(name), "coli_attn_prefill_%d", 64 << i);
-		CK(g->cu->ModuleGetFunction(&g->f_attn_prefill[i], g->mod_attn_prefill, name),
-		   name);
-		/* a GPU with less shared memory a block (sm_86/89: 99 KB; hd 128
-		 * takes 105) keeps the chunk kernel for that head size */
-		if (g->cu->FuncSetAttribute(g->f_attn_prefill[i],
-		                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-		                            AP_SMEM(64 << i)) != CUDA_SUCCESS)
-			g->f_attn_prefill[i] = NULL;
+	for (int m = 0; m < COLI_GPU_KV_MODES; m++) { /* a kernel set a KV mode */
+		for (int i = 0; i < 4; i++) {
+			snprintf(name, sizeof(name), "coli_attn_chunks_%d%s", 32 << i, kv_sfx[m]);
+			CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[m][i], g->mod_attn, name),
+			   name);
+		}
+		snprintf(name, sizeof(name), "coli_attention%s", kv_sfx[m]);
+		CK(g->cu->ModuleGetFunction(&g->f_attn[m], g->mod_attn, name), name);
+		for (int i = 0; i < 2; i++) { /* hd 64, 128: shared memory past the static 48 KiB */
+			snprintf(name, sizeof(name), "coli_attn_prefill_%d%s", 64 << i, kv_sfx[m]);
+			CK(g->cu->ModuleGetFunction(&g->f_attn_prefill[m][i], g->mod_attn_prefill,
+			                            name),
+			   name);
+			/* a GPU with less shared memory a block (sm_86/89: 99 KB; hd 128
+			 * takes 105) keeps the chunk kernel for that head size */
+			if (g->cu->FuncSetAttribute(g->f_attn_prefill[m][i],
+			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+			                            AP_SMEM(64 << i)) != CUDA_SUCCESS)
+				g->f_attn_prefill[m][i] = NULL;
+		}
 	}
 	for (int d = 0; d < 5; d++)
 		for (int s = 0; s < COLI_GPU_MAX_S; s++) {
@@ -216,11 +222,21 @@ int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, ui
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                            uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc)
 {
+	return coli_gpu_qk_rope_store_kv(g, q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp,
+	                                 inv_freq, kc, vc, 0, 0, 0);
+}
+
+int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                              uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                              uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc, int kt,
+                              int vt, int store_only)
+{
 	CUdeviceptr a = q, b = k, c = v, d = qw, e = kw, f = inv_freq, h = kc, i = vc, p = posp;
-	void *args[] = {&a, &b, &c, &d, &e, &eps, &nh, &nkv, &hd, &pos0, &p, &f, &h, &i};
+	void *args[] = {&a,    &b, &c, &d, &e, &eps, &nh, &nkv,       &hd,
+	                &pos0, &p, &f, &h, &i, &kt,  &vt, &store_only};
 	unsigned bx = (unsigned)((hd / 2 + 31) / 32 * 32);
 
-	if (hd % 2 || hd > 256 || T <= 0)
+	if (hd % 2 || hd > 256 || T <= 0 || kt < 0 || kt > 2 || vt < 0 || vt > 2)
 		return -ENOTSUP;
 	return launch(g, g->f_qk_rope, (unsigned)(nh + nkv), (unsigned)T, bx, 0, args,
 	              "launch qk_rope_store");
@@ -260,7 +276,7 @@ static void chunk_splits(const coli_gpu_t *g, int span, int nkv, int group, int 
 }
 
 static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int reach, int nkv,
-                            int group, int hd)
+                            int group, int hd, int mode)
 {
 	size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
 	int splits, cps, t0, tb, k = 0;
@@ -287,9 +303,9 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int rea
 	args[13] = &t0;
 	args[14] = &hsplit;
 	for (t0 = 0; !rc && t0 < T; t0 += tb)
-		rc = launch3(g, g->f_attn_chunks[k], (unsigned)splits, (unsigned)(nkv * hsplit),
-		             (unsigned)(T - t0 < tb ? T - t0 : tb), THREADS, args,
-		             "launch attention");
+		rc = launch3(g, g->f_attn_chunks[mode][k], (unsigned)splits,
+		             (unsigned)(nkv * hsplit), (unsigned)(T - t0 < tb ? T - t0 : tb),
+		             THREADS, args, "launch attention");
 	return rc;
 }
 
@@ -297,15 +313,16 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int rea
  * heads), the positions split as attention_chunks splits them for the same
  * span: each query gets the bits it gets there. Grid (tiles, nkv). */
 static int attention_prefill(coli_gpu_t *g, void **args, int T, int span, int nkv, int group,
-                             int hd)
+                             int hd, int mode)
 {
 	int splits, cps, tiles = (T + AP_ROWS(hd) / group - 1) / (AP_ROWS(hd) / group);
 
 	chunk_splits(g, span, nkv, group, hd, &splits, &cps);
 	args[9] = &cps;
 	args[10] = &T;
-	return coli_gpu_launch(g, g->f_attn_prefill[hd == 128], (unsigned)tiles, (unsigned)nkv, 1,
-	                       THREADS, AP_SMEM(hd), args, "launch attention prefill");
+	return coli_gpu_launch(g, g->f_attn_prefill[mode][hd == 128], (unsigned)tiles,
+	                       (unsigned)nkv, 1, THREADS, AP_SMEM(hd), args,
+	                       "launch attention prefill");
 }
 
 void coli_gpu_attn_prefill(coli_gpu_t *g, int on)
@@ -321,6 +338,16 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
                        int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
                        uint64_t aq, uint64_t ad, uint64_t aqs)
 {
+	return coli_gpu_attention_kv(g, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
+	                             ad, aqs, 0, 0);
+}
+
+/* The kernel of the cache's KV mode: the same split, the loads typed. */
+int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                          int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                          uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt)
+{
+	const int mode = coli_gpu_kv_mode(kt, vt);
 	CUdeviceptr a = q, b = K, c = V, d = out, p = posp, part = g->scratch, cnt = g->counts;
 	CUdeviceptr qa = aq, qd = ad, qs = aqs;
 	int group, tiles, splits = 1, tps, rc;
@@ -333,20 +360,21 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 	    (aq && (nh * hd) % 32))
 		return -EINVAL;
 	group = nh / nkv;
-	if (group > AT_MAXG || group * hd > AT_MAXQ)
-		return -ENOTSUP; /* the shared-memory q block of attention.cu */
+	if (group > AT_MAXG || group * hd > AT_MAXQ || mode < 0)
+		return -ENOTSUP; /* the shared-memory q block of attention.cu; a KV pair with
+		                  * no kernels */
 	if (T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
-	    g->f_attn_prefill[hd == 128] && !g->attn_prefill_off) {
+	    g->f_attn_prefill[mode][hd == 128] && !g->attn_prefill_off) {
 		void *pa[] = {&a,   &b,     &c,   &d,   &pos0, &p,  &nh,
 		              &nkv, &scale, NULL, NULL, &qa,   &qd, &qs};
 
-		return attention_prefill(g, pa, T, posp ? span : pos0 + T, nkv, group, hd);
+		return attention_prefill(g, pa, T, posp ? span : pos0 + T, nkv, group, hd, mode);
 	}
 	if (hd % 32 == 0 && THREADS % hd == 0 && nh <= DENSE_COUNTERS)
 		return attention_chunks(g, args, T, posp ? span : pos0 + T,
 		                        posp && g->capturing ? coli_gpu_attn_reach(pos0 + T, span)
 		                                             : pos0 + T,
-		                        nkv, group, hd);
+		                        nkv, group, hd, mode);
 	base = (long)T * nkv;
 	tiles = ((posp ? span : pos0 + T) + AT_TILE - 1) / AT_TILE;
 	if (base < want && base <= DENSE_COUNTERS) {
@@ -359,7 +387,7 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 	}
 	tps = (tiles + splits - 1) / splits;
 	splits = (tiles + tps - 1) / tps; /* no split starts past the last position */
-	rc = launch3(g, g->f_attn, (unsigned)splits, (unsigned)nkv, (unsigned)T, 256, args,
+	rc = launch3(g, g->f_attn[mode], (unsigned)splits, (unsigned)nkv, (unsigned)T, 256, args,
 	             "launch attention");
 	/* coli_attention's items do not make whole blocks a warp: quantize apart */
 	return rc || !aq ? rc : coli_gpu_act_quantize(g, out, aq, ad, aqs, T * nh * hd / 32);
@@ -689,6 +717,13 @@ int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, ui
 {
 	NO_GPU;
 }
+int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                              uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                              uint64_t pp, uint64_t f, uint64_t kc, uint64_t vc, int kt, int vt,
+                              int so)
+{
+	NO_GPU;
+}
 int coli_gpu_add_bias(coli_gpu_t *g, uint64_t y, uint64_t b, int r, int n)
 {
 	NO_GPU;
@@ -704,6 +739,12 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int p, uint6
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T, int p,
                        uint64_t pp, int span, int nh, int nkv, int hd, float s, uint64_t aq,
                        uint64_t ad, uint64_t aqs)
+{
+	NO_GPU;
+}
+int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T,
+                          int p, uint64_t pp, int span, int nh, int nkv, int hd, float s,
+                          uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt)
 {
 	NO_GPU;
 }

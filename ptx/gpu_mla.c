@@ -5,6 +5,7 @@
  * caller may fall back to the host.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stddef.h>
 
 #include "ptx/ptx.h"
@@ -27,19 +28,23 @@ static unsigned mla_smem(int dk)
 int coli_gpu_mla_functions(struct coli_gpu *g)
 {
 	static const char *const name[2] = {"coli_attn_mla", "coli_attn_mla_x3"};
+	static const char *const sfx[3] = {"", "_bf16", "_q8"}; /* the cache's type */
+	char fn[64];
 
 	CK(g->cu->ModuleGetFunction(&g->f_mla_comb, g->mod_mla, "coli_attn_mla_combine"),
 	   "coli_attn_mla_combine");
 	CK(g->cu->ModuleGetFunction(&g->f_mla_prep, g->mod_mla, "coli_mla_prep"), "coli_mla_prep");
-	for (int i = 0; i < 2; i++) {
-		CK(g->cu->ModuleGetFunction(&g->f_mla[i], g->mod_mla, name[i]), name[i]);
-		/* past the static 48 KiB; a GPU with less a block (sm_86/89: 99 KB)
-		 * takes what fits: coli_gpu_mla_attention checks per call */
-		if (g->cu->FuncSetAttribute(g->f_mla[i],
-		                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-		                            mla_smem(ML_MAX_DK)) != CUDA_SUCCESS)
-			g->f_mla[i] = NULL;
-	}
+	for (int t = 0; t < 3; t++)
+		for (int i = 0; i < 2; i++) {
+			snprintf(fn, sizeof(fn), "%s%s", name[i], sfx[t]);
+			CK(g->cu->ModuleGetFunction(&g->f_mla[t][i], g->mod_mla, fn), fn);
+			/* past the static 48 KiB; a GPU with less a block (sm_86/89: 99 KB)
+			 * takes what fits: coli_gpu_mla_attention checks per call */
+			if (g->cu->FuncSetAttribute(g->f_mla[t][i],
+			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+			                            mla_smem(ML_MAX_DK)) != CUDA_SUCCESS)
+				g->f_mla[t][i] = NULL;
+		}
 	return 0;
 }
 
@@ -69,9 +74,10 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 
 	if (a->T < 1 || nh < 1 || pos0 < 0 || dk < 16 || dk % 16 || dk > ML_MAX_DK || dv < 8 ||
 	    dv % 8 || dv > dk || dv > ML_MAX_DV || ld < dk || ld % 4 || ldt % 4 || ldh % 4 ||
-	    (a->posp && a->span < pos0 + a->T))
+	    (a->posp && a->span < pos0 + a->T) || a->kt < 0 || a->kt > 2)
 		return -EINVAL;
-	if (!g->f_mla[!!a->x3] || base > 65535)
+	/* a typed row's scales: c_kv's (dv values) and the rest's, at most two */
+	if (!g->f_mla[a->kt][!!a->x3] || base > 65535 || (a->kt && dk - dv > dv))
 		return -ENOTSUP;
 	splits = (int)((g->sm_count + base - 1) / base);
 	splits = splits < tiles ? splits : tiles;
@@ -80,8 +86,9 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 		splits--;
 	tps = (tiles + splits - 1) / splits;
 	splits = (tiles + tps - 1) / tps; /* no split starts past the last tile */
-	rc = coli_gpu_launch(g, g->f_mla[!!a->x3], (unsigned)splits, (unsigned)ht, (unsigned)a->T,
-	                     COLI_GPU_MLA_THREADS, mla_smem(dk), args, "launch attn_mla");
+	rc = coli_gpu_launch(g, g->f_mla[a->kt][!!a->x3], (unsigned)splits, (unsigned)ht,
+	                     (unsigned)a->T, COLI_GPU_MLA_THREADS, mla_smem(dk), args,
+	                     "launch attn_mla");
 	if (rc || splits == 1)
 		return rc;
 	return coli_gpu_launch(
@@ -96,7 +103,9 @@ int coli_gpu_mla_prep(coli_gpu_t *g, const struct coli_gpu_mla_prep *a)
 	struct coli_gpu_mla_prep p = *a;
 	void *args[] = {&p};
 
-	if (a->T < 1 || a->nh < 1 || a->np < 0 || a->r < 2 || a->r % 2 || a->kl < 1 || a->pos0 < 0)
+	if (a->T < 1 || a->nh < 1 || a->np < 0 || a->r < 2 || a->r % 2 || a->kl < 1 ||
+	    a->pos0 < 0 || a->kt < 0 || a->kt > 2 ||
+	    (a->kt && a->kl + a->r > COLI_GPU_MLA_PREP_MAXROW))
 		return -EINVAL;
 	return coli_gpu_launch(g, g->f_mla_prep, (unsigned)a->T, (unsigned)a->nh + 1, 1, 128, 0,
 	                       args, "launch mla_prep");

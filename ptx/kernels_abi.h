@@ -210,17 +210,19 @@ struct coli_gpu_moe_plan {
  *   qrow[t][h][kl, kl + r) = rope(q[t][h][np, np + r)) * f
  * rope: rotate-half over the r dims at inv_freq [r / 2]; f: YaRN's cos/sin
  * factor (1: none). */
+#define COLI_GPU_MLA_PREP_MAXROW 1024 /* kl + r of a typed cache row (shared memory) */
 struct coli_gpu_mla_prep {
 	const float *kva;      /* [T][kl + r] kv_a's output: c_kv, then k_pe */
 	const float *q;        /* [T][nh][np + r] the query heads: q_nope, then q_pe */
 	const float *w;        /* [kl] kv_a_norm */
 	const float *inv_freq; /* [r / 2] */
 	const int *posp;
-	float *cache; /* [ctx][kl + r] the layer's latent cache */
-	float *qn;    /* [nh][T][np] */
-	float *qrow;  /* [T][nh][kl + r]: the absorbed query rows (q_pe part written here) */
+	void *cache; /* [ctx] rows of [kl + r] in kt: the layer's latent cache */
+	float *qn;   /* [nh][T][np] */
+	float *qrow; /* [T][nh][kl + r]: the absorbed query rows (q_pe part written here) */
 	int T, nh, np, r, kl, pos0;
 	float eps, f;
+	int kt; /* enum coli_kv_type (cpu/cpu.h): 0 f32, 1 bf16, 2 q8 (scales of c_kv, k_pe) */
 };
 
 #endif

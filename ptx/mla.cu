@@ -8,6 +8,8 @@
  *                       kv_lora + rope)
  *   C     [ctx][ld]     the latent cache: c_kv (normalized) then k_pe, rows
  *                       0..pos0+T-1 valid; the values are the first dv of a row
+ *                       (coli_attn_mla[_x3]_{bf16,q8}: typed rows of dk values,
+ *                       ptx/kv_rows.cuh, staged in shared memory as fp32)
  *   out   (t, h) at out + t * ldt + h * ldh: softmax(q . C^T * scale) . C[:, :dv],
  *                       per head (W_UV and o_proj come after, as GEMVs; the
  *                       dense forward asks for head-major rows, [nh][T][dv])
@@ -51,6 +53,7 @@
  */
 #include "ptx/cp_async.cuh"
 #include "ptx/kernels_abi.h"
+#include "ptx/kv_rows.cuh"
 #include "ptx/pdl.cuh"
 
 #define ML_SP                                                                                      \
@@ -107,10 +110,36 @@ static __device__ __forceinline__ void mma_f32(float *d, const float *a, const f
 /* The tile's rows p0 .. p0 + COLI_GPU_MLA_TILE - 1 of C into sc ([COLI_GPU_MLA_TILE][dk + 4]),
  * asynchronously (cp.async, one commit group); rows at or past n are
  * zero-filled. dk % 4 == 0, ld % 4 == 0 (16-byte copies). */
-static __device__ __forceinline__ void load_tile(float *sc, const float *C, int p0, int n, int dk,
-                                                 int ld)
+template <int KT>
+static __device__ __forceinline__ void load_tile(float *sc, const void *Cv, int p0, int n, int dk,
+                                                 int dv, int ld)
 {
 	const int s = dk + 4, lane = threadIdx.x & 31;
+
+	if (KT != 0) { /* a typed cache (rows of dk values, q8 scales of c_kv then k_pe after
+		        * them): each element's fp32 value stored, plain stores made visible
+		        * by the __syncthreads that follows the cp_wait */
+		const size_t rb = kv_row_size(KT, dk, (dk + dv - 1) / dv);
+		const int soff = (dk + 3) & ~3;
+
+		for (int r = threadIdx.x >> 5; r < COLI_GPU_MLA_TILE;
+		     r += COLI_GPU_MLA_THREADS / 32) {
+			const bool in = p0 + r < n;
+			const char *row = (const char *)Cv + (in ? (size_t)(p0 + r) * rb : 0);
+
+			for (int c = 4 * lane; c < dk; c += 128) {
+				float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+				if (in)
+					x = kv_ld4<KT>(row, c / 4,
+					               kv_scale<KT>(row, soff + 4 * (c >= dv)));
+				*(float4 *)(sc + r * s + c) = x;
+			}
+		}
+		cp_commit();
+		return;
+	}
+	const float *C = (const float *)Cv;
 
 	/* a warp a row at a time, 16 bytes a lane (no division in the loop) */
 	for (int r = threadIdx.x >> 5; r < COLI_GPU_MLA_TILE; r += COLI_GPU_MLA_THREADS / 32) {
@@ -241,8 +270,8 @@ static __device__ __forceinline__ void tile_pv(float (*o)[4], const float *ss, c
  * ptx/gpu_mla.c. A split covers tiles [split * tps, +tps) of the query's
  * positions 0 .. pos0 + t. part: the scratch, [T][head tiles][splits]
  * [COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS], combined by coli_attn_mla_combine. */
-template <int X3>
-static __device__ void attn_mla(const float *q, const float *C, float *out, int pos0,
+template <int X3, int KT>
+static __device__ void attn_mla(const float *q, const void *C, float *out, int pos0,
                                 const int *posp, int nh, int dk, int dv, int ld, int ldt, int ldh,
                                 float scale, int tps, float *part)
 {
@@ -275,15 +304,15 @@ static __device__ void attn_mla(const float *q, const float *C, float *out, int 
 		o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
 	/* two tile buffers: tile k + 1 streams in while tile k is computed */
 	if (k0 < k1)
-		load_tile(sc, C, k0 * COLI_GPU_MLA_TILE, n, dk, ld);
+		load_tile<KT>(sc, C, k0 * COLI_GPU_MLA_TILE, n, dk, dv, ld);
 	for (int k = k0; k < k1; k++) {
 		float *cur = sc + ((k - k0) & 1) * COLI_GPU_MLA_TILE * (dk + 4);
 
 		__syncthreads(); /* the previous tile's readers are done with the other buffer, ss
 		                  */
 		if (k + 1 < k1) {
-			load_tile(sc + ((k + 1 - k0) & 1) * COLI_GPU_MLA_TILE * (dk + 4), C,
-			          (k + 1) * COLI_GPU_MLA_TILE, n, dk, ld);
+			load_tile<KT>(sc + ((k + 1 - k0) & 1) * COLI_GPU_MLA_TILE * (dk + 4), C,
+			              (k + 1) * COLI_GPU_MLA_TILE, n, dk, dv, ld);
 			cp_wait<1>();
 		} else {
 			cp_wait<0>();
@@ -366,20 +395,22 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS)
 	    make_float4(O.x / s_lt[h], O.y / s_lt[h], O.z / s_lt[h], O.w / s_lt[h]);
 }
 
-extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)
-    coli_attn_mla(const float *q, const float *C, float *out, int pos0, const int *posp, int nh,
-                  int dk, int dv, int ld, int ldt, int ldh, float scale, int tps, float *part)
-{
-	attn_mla<0>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, tps, part);
-}
-
-extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)
-    coli_attn_mla_x3(const float *q, const float *C, float *out, int pos0, const int *posp,
-                     int nh, int dk, int dv, int ld, int ldt, int ldh, float scale, int tps,
-                     float *part)
-{
-	attn_mla<1>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, tps, part);
-}
+/* coli_attn_mla[_x3] over an fp32 cache, coli_attn_mla[_x3]_{bf16,q8} over a
+ * typed one (attention.cuh's KV types: only the tile loads differ) */
+#define ATTN_MLA(name, x3, kt)                                                                     \
+	extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)                      \
+	    name(const float *q, const void *C, float *out, int pos0, const int *posp, int nh,     \
+	         int dk, int dv, int ld, int ldt, int ldh, float scale, int tps, float *part)      \
+	{                                                                                          \
+		attn_mla<x3, kt>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, tps,      \
+		                 part);                                                            \
+	}
+ATTN_MLA(coli_attn_mla, 0, 0)
+ATTN_MLA(coli_attn_mla_x3, 1, 0)
+ATTN_MLA(coli_attn_mla_bf16, 0, 1)
+ATTN_MLA(coli_attn_mla_x3_bf16, 1, 1)
+ATTN_MLA(coli_attn_mla_q8, 0, 2)
+ATTN_MLA(coli_attn_mla_x3_q8, 1, 2)
 
 /* kernels_abi.h struct coli_gpu_mla_prep. Grid (T, nh + 1), 128 threads: CTA
  * (t, 0) normalizes and ropes token t's kva row into the cache, CTA (t, 1 + h)
@@ -397,7 +428,11 @@ extern "C" __global__ void __launch_bounds__(128) coli_mla_prep(struct coli_gpu_
 
 	if (y == 0) {
 		const float *x = a.kva + (size_t)t * kr;
-		float *row = a.cache + (size_t)pos * kr;
+		/* f32: straight into the cache row; typed: the row's values first
+		 * in shared memory, then stored (q8: c_kv's scale, then k_pe's) */
+		__shared__ float srow[COLI_GPU_MLA_PREP_MAXROW];
+		__shared__ float redm[32];
+		float *row = a.kt ? srow : (float *)a.cache + (size_t)pos * kr;
 		double ss = 0.0;
 
 		for (int i = threadIdx.x; i < a.kl; i += 128)
@@ -421,6 +456,29 @@ extern "C" __global__ void __launch_bounds__(128) coli_mla_prep(struct coli_gpu_
 			row[a.kl + i] = (x1 * (float)dc - x2 * (float)ds) * a.f;
 			row[a.kl + i + half] = (x2 * (float)dc + x1 * (float)ds) * a.f;
 		}
+		if (!a.kt)
+			return;
+		__syncthreads(); /* the row in srow */
+		char *dst = (char *)a.cache + (size_t)pos * kv_row_size(a.kt, kr, (kr + a.kl - 1) / a.kl);
+		const int soff = (kr + 3) & ~3;
+
+		for (int s0 = 0, g = 0; s0 < kr; s0 += a.kl, g++) {
+			const int s1 = min(kr, s0 + a.kl);
+			float am = 0.0f, sc = 0.0f;
+
+			if (a.kt == 2) {
+				for (int i = s0 + threadIdx.x; i < s1; i += 128)
+					am = fmaxf(am, fabsf(srow[i]));
+				sc = kv_q8_scale(kv_block_max(am, redm));
+				if (threadIdx.x == 0)
+					*(float *)(dst + soff + 4 * g) = sc;
+			}
+			for (int i = s0 + threadIdx.x; i < s1; i += 128)
+				kv_put(dst, a.kt, i, srow[i], sc);
+		}
+		if (a.kt == 2)
+			for (int i = kr + threadIdx.x; i < soff; i += 128)
+				dst[i] = 0; /* the row's padding, as the CPU's */
 		return;
 	}
 	const int h = y - 1;

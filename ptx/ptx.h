@@ -151,6 +151,20 @@ int coli_gpu_acc_rmsnorm(coli_gpu_t *g, uint64_t x, const struct coli_gpu_pairs 
 int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                            uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
+/* The same into a typed cache (kt, vt: enum coli_kv_type, cpu/cpu.h's row
+ * layout, ptx/kv_rows.cuh); store_only: k and v stored as they are (no norm,
+ * no RoPE, q untouched). */
+int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
+                              uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
+                              uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc, int kt,
+                              int vt, int store_only);
+/* The attention kernels' KV modes (ptx/kv_rows.cuh): key and value types
+ * f32/f32, bf16/bf16, q8/q8, q8/bf16; -1 for a pair with no kernels. */
+#define COLI_GPU_KV_MODES 4
+static inline int coli_gpu_kv_mode(int kt, int vt)
+{
+	return kt == vt ? kt : kt == 2 && vt == 1 ? 3 : -1;
+}
 int coli_gpu_add_bias(coli_gpu_t *g, uint64_t y, uint64_t b, int rows, int n);
 int coli_gpu_add(coli_gpu_t *g, uint64_t x, uint64_t y, int n);
 int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, uint64_t inv_freq);
@@ -175,6 +189,11 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
                        int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
                        uint64_t aq, uint64_t ad, uint64_t aqs);
+/* The same over a typed cache (kt, vt as for coli_gpu_qk_rope_store_kv; a
+ * pair coli_gpu_kv_mode refuses: -ENOTSUP). */
+int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                          int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                          uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt);
 /* Batches of 64 queries or more take coli_attn_prefill (hd 64 or 128: a CTA
  * a tile of queries, K/V chunks in shared memory), the same bits per query
  * as coli_attn_chunks; off (tests, the bench): every batch takes the latter. */
@@ -222,6 +241,8 @@ struct coli_gpu_mla {
 	int T, pos0, span, nh, dk, dv, ld, ldt, ldh;
 	float scale;
 	int x3;
+	int kt; /* the cache's type: 0 f32 (rows of ld floats), else typed rows of dk
+	         * values (bf16, or q8 with scales of dv values and of the rest) */
 };
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a);
 /* MLA's elementwise step (kernels_abi.h struct coli_gpu_mla_prep). */

@@ -164,16 +164,19 @@ struct coli_gpu {
 	int gemm_wide_no; /* the GPU refused the wide q8/q4 tile's shared memory */
 	CUfunction f_silu, f_actq, f_siluq, f_pull, f_swiglu_oai;
 	CUfunction f_embed_kq; /* ptx/kquant.cu: embedding rows of GGUF's block types */
-	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_attn, f_embed, f_moe_acc, f_gated;
+	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_embed, f_moe_acc, f_gated;
+	/* attention by KV mode (ptx/kv_rows.cuh: f32, bf16, q8, q8 keys bf16 values) */
+	CUfunction f_attn[COLI_GPU_KV_MODES];
 	CUfunction f_argmax, f_gather;
-	CUfunction f_attn_chunks[4];  /* coli_attn_chunks_{32,64,128,256}: by head size */
-	CUfunction f_attn_prefill[2]; /* coli_attn_prefill_{64,128} */
-	int attn_prefill_off;         /* coli_gpu_attn_prefill(g, 0): tests and bench */
-	unsigned open_flags;          /* coli_gpu_open's flags (fault injection) */
+	CUfunction f_attn_chunks[COLI_GPU_KV_MODES][4];  /* coli_attn_chunks_{32,..,256}[_mode] */
+	CUfunction f_attn_prefill[COLI_GPU_KV_MODES][2]; /* coli_attn_prefill_{64,128}[_mode] */
+	int attn_prefill_off;                    /* coli_gpu_attn_prefill(g, 0): tests and bench */
+	unsigned open_flags;                     /* coli_gpu_open's flags (fault injection) */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
-	CUfunction f_route_sig, f_rope_part;         /* ptx/kinds.cu (ptx/gpu_kinds.c) */
-	CUfunction f_mla[2], f_mla_comb, f_mla_prep; /* ptx/mla.cu [x3], combine, prep */
+	CUfunction f_route_sig, f_rope_part; /* ptx/kinds.cu (ptx/gpu_kinds.c) */
+	CUfunction f_mla[3][2], f_mla_comb,
+	    f_mla_prep; /* ptx/mla.cu [kv type][x3], combine, prep */
 	/* job tables: a ring of page-locked host memory the device maps and the
 	 * kernels read in place (no copy engine involved) */
 	unsigned char *ring_host;

@@ -284,12 +284,14 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 	ub = coli_engine_ubatch(a->e);
 	calls = R->prefill ? (R->prompt + ub - 1) / ub : R->tokens;
 	double kv = 0;
+	/* a position's K and V as the engine keeps them (--kv-type) */
+	const double kvrow = s1.kv_token_bytes ? (double)s1.kv_token_bytes : R->kv_row_bytes;
 
 	if (R->prefill) /* the call's own K/V: read at least once */
-		kv = (double)R->prompt * R->kv_row_bytes;
+		kv = (double)R->prompt * kvrow;
 	else /* step p reads K and V of positions 0..p */
 		for (int p = R->prompt; p < R->prompt + R->tokens; p++)
-			kv += (double)(p + 1) * R->kv_row_bytes;
+			kv += (double)(p + 1) * kvrow;
 	r->dense_b = (calls * R->dense_call_bytes + kv) / n_tok + R->embd_row_bytes;
 	r->kv_b = kv / n_tok;
 	r->stream_b = (double)(s1.stream_bytes - s0.stream_bytes) / n_tok;

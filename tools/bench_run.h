@@ -69,7 +69,8 @@ struct run {
 	/* from the container */
 	uint64_t dense_call_bytes; /* dense tensors read per forward call */
 	uint64_t embd_row_bytes;   /* one tok_embd row (untied) */
-	uint64_t kv_row_bytes;     /* K + V of one position, all layers, fp32 */
+	uint64_t kv_row_bytes;     /* K + V of one position, all layers, fp32 (the engine's
+	                            * kv_token_bytes, in --kv-type, when it has one) */
 	uint64_t expert_off, expert_bytes, slab_bytes;
 	int n_moe_layers;
 	struct coli_model_config cfg;

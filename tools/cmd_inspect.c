@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/coli.h"
+#include "cpu/cpu.h"
 #include "io/io.h"
 #include "tools/tools.h"
 
@@ -69,6 +70,17 @@ static int print_config(coli_container_t *c)
 		       m->kv_lora + m->rope_dim);
 	else if (m->rope_dim != m->head_dim)
 		printf("partial rope   %d of %d dims of a head\n", m->rope_dim, m->head_dim);
+	{ /* cpu/cpu.h's row layout: q8 a scale a kv head (MLA: c_kv's and k_pe's) */
+		int nv = m->kv_lora ? m->kv_lora + m->rope_dim : m->n_kv_heads * m->head_dim;
+		int nseg = m->kv_lora ? (nv + m->kv_lora - 1) / m->kv_lora : m->n_kv_heads;
+		size_t b[COLI_KV_TYPES];
+
+		for (int t = 0; t < COLI_KV_TYPES; t++)
+			b[t] = coli_kv_row_bytes(t, nv, nseg) * (m->kv_lora ? 1 : 2) * m->n_layers;
+		printf("KV cache       bytes a token (all layers): bf16 %zu, f32 %zu, q8 %zu "
+		       "(--kv-type)\n",
+		       b[COLI_KV_BF16], b[COLI_KV_F32], b[COLI_KV_Q8]);
+	}
 	if (m->rope_factor > 1 && m->rope_scaling == COLI_ROPE_LINEAR)
 		printf("rope scaling   linear x %g\n", m->rope_factor);
 	else if (m->rope_factor > 1)
@@ -78,13 +90,14 @@ static int print_config(coli_container_t *c)
 	if (m->rope_factor > 1 && m->rope_scaling == COLI_ROPE_YARN && !m->yarn_truncate)
 		printf("               (correction range not truncated)\n");
 	{ /* what the default --ctx asks of memory before core/ctx.c's cap */
-		double row = m->kv_lora ? (double)m->kv_lora + m->rope_dim
-		                        : 2.0 * m->n_kv_heads * m->head_dim,
-		       tok = 4 * row * m->n_layers;
+		int nv = m->kv_lora ? m->kv_lora + m->rope_dim : m->n_kv_heads * m->head_dim;
+		int nseg = m->kv_lora ? (nv + m->kv_lora - 1) / m->kv_lora : m->n_kv_heads;
+		double tok = (double)coli_kv_row_bytes(COLI_KV_BF16, nv, nseg) *
+		             (m->kv_lora ? 1 : 2) * m->n_layers;
 		int trained = coli_config_ctx_trained(m);
 
 		printf(
-		    "context        trained %d; KV cache %.1f KB a token (fp32), %.2f GB at %d\n",
+		    "context        trained %d; KV cache %.1f KB a token (bf16), %.2f GB at %d\n",
 		    trained, tok / 1e3, tok * trained / 1e9, trained);
 	}
 	if (m->sliding_window) {

@@ -197,6 +197,13 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
 	     (unsigned long long)s.est.prefetch_used);
 	emit(&o, "coli_prefetch_total{outcome=\"wasted\"} %llu\n",
 	     (unsigned long long)s.est.prefetch_wasted);
+	head(
+	    &o, "coli_kv_cache_bytes", "gauge",
+	    "the host KV cache in --kv-type (keys and values of every position; 0 before the first "
+	    "job)");
+	emit(&o, "coli_kv_cache_bytes %llu\n", (unsigned long long)s.est.kv_bytes);
+	head(&o, "coli_kv_bytes_per_token", "gauge", "KV cache bytes of one token, all layers");
+	emit(&o, "coli_kv_bytes_per_token %llu\n", (unsigned long long)s.est.kv_token_bytes);
 	head(&o, "coli_h2d_bytes_total", "counter", "host to device copies");
 	emit(&o, "coli_h2d_bytes_total %llu\n", (unsigned long long)s.est.h2d_bytes);
 	head(&o, "coli_uptime_seconds", "gauge", "seconds since colid started");

@@ -92,7 +92,10 @@ struct coli_dev_gated {
 
 /* Per-head q/k norm (qw/kw 0: none), RoPE, k and v into the layer's cache
  * kc/vc at pos0; posp != 0: pos0 is the int there when the op runs (ptx/ptx.h
- * says what that changes for attention). */
+ * says what that changes for attention). The cache's rows are typed (kt, vt:
+ * enum coli_kv_type, cpu/cpu.h's row layout with a q8 scale a kv head);
+ * store_only: k and v are stored as they are (no norm, no RoPE, q untouched:
+ * the op-by-op path's store into a typed cache). */
 struct coli_dev_qk_rope {
 	uint64_t q, k, v; /* [T][nh][hd], [T][nkv][hd], [T][nkv][hd] */
 	uint64_t qw, kw;  /* [hd] */
@@ -100,7 +103,8 @@ struct coli_dev_qk_rope {
 	int T, nh, nkv, hd, pos0;
 	uint64_t posp;
 	uint64_t inv_freq; /* [hd / 2] */
-	uint64_t kc, vc;   /* [ctx][nkv][hd] */
+	uint64_t kc, vc;   /* [ctx] rows of [nkv][hd] in kt / vt */
+	int kt, vt, store_only;
 };
 
 /* RoPE of x [T][nh][hd] in place at positions pos0..: the first rd dims of
@@ -121,6 +125,7 @@ struct coli_dev_attention {
 	int span, nh, nkv, hd;
 	float scale;
 	uint64_t aq, ad, aqs;
+	int kt, vt; /* the cache rows' types (enum coli_kv_type; qk_rope's layout) */
 };
 
 /* Multi-head latent attention (core/forward/mla.c says the shapes): the
@@ -132,6 +137,8 @@ struct coli_dev_mla {
 	uint64_t q, cache, out, posp;
 	int T, pos0, span, nh, dk, dv, ld, ldt, ldh;
 	float scale;
+	int kt; /* the latent rows' type: ld values a row (f32 as before), or a
+	         * typed row of dk values with q8 scales of dv (c_kv) and the rest */
 };
 
 /* h = silu(g) * u over n; q != 0: h also quantized into q/qd/qsum (n % 32 == 0).
@@ -317,6 +324,9 @@ enum coli_dev_cap {
 	/* silu_mul takes gpt-oss's kind (struct coli_dev_silu): biased gate and
 	 * up, the clamped SwiGLU (sim, and cuda: ptx/kernels.cu coli_swiglu_oai) */
 	COLI_DEV_CAP_SWIGLU_OAI = 1u << 3,
+	/* attention reads any pair of KV cache types (sim); without it, equal
+	 * types and q8 keys with bf16 values (cuda: ptx/kv_rows.cuh's modes) */
+	COLI_DEV_CAP_KV_ANY = 1u << 4,
 };
 
 /* COLI_GPU_FAIL_AT: the kind of op an injected fault strikes. Staging copies

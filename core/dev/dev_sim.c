@@ -581,7 +581,7 @@ int coli_dev_sim_open(struct coli_dev **out, int index, size_t mem_bytes, int la
 	d->fail_after = -1;
 	d->index = index;
 	/* no bandwidth of its own; gpt-oss's experts, as the GPU's */
-	d->caps = COLI_DEV_CAP_HOST_WAIT | COLI_DEV_CAP_SWIGLU_OAI;
+	d->caps = COLI_DEV_CAP_HOST_WAIT | COLI_DEV_CAP_SWIGLU_OAI | COLI_DEV_CAP_KV_ANY;
 	snprintf(d->name, sizeof(d->name), "sim:%d (host memory)", index);
 	*out = d;
 	return 0;

@@ -162,20 +162,31 @@ int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope
 	const int pos0 = a->posp ? *(const int *)(uintptr_t)a->posp : a->pos0;
 	size_t kvd = (size_t)nkv * hd;
 
-	if (a->qw)
+	if (a->qw && !a->store_only)
 		coli_dev_sim_rmsnorm(
 		    d,
 		    &(struct coli_dev_norm){
 		        .x = a->q, .w = a->qw, .y = a->q, .rows = T * nh, .n = hd, .eps = a->eps});
-	if (a->kw)
+	if (a->kw && !a->store_only)
 		coli_dev_sim_rmsnorm(
 		    d,
 		    &(struct coli_dev_norm){
 		        .x = a->k, .w = a->kw, .y = a->k, .rows = T * nkv, .n = hd, .eps = a->eps});
-	coli_rope(F(a->q), T, nh, hd, pos0, F(a->inv_freq));
-	coli_rope(F(a->k), T, nkv, hd, pos0, F(a->inv_freq));
-	memcpy(F(a->kc) + (size_t)pos0 * kvd, F(a->k), sizeof(float) * T * kvd);
-	memcpy(F(a->vc) + (size_t)pos0 * kvd, F(a->v), sizeof(float) * T * kvd);
+	if (!a->store_only) {
+		coli_rope(F(a->q), T, nh, hd, pos0, F(a->inv_freq));
+		coli_rope(F(a->k), T, nkv, hd, pos0, F(a->inv_freq));
+	}
+	{ /* the rows in the cache's types, as the host's (core/forward/kv.c) */
+		size_t kb = coli_kv_row_bytes(a->kt, (int)kvd, nkv);
+		size_t vb = coli_kv_row_bytes(a->vt, (int)kvd, nkv);
+
+		for (int t = 0; t < T; t++) {
+			coli_kv_row_store(a->kt, (char *)F(a->kc) + (size_t)(pos0 + t) * kb,
+			                  F(a->k) + (size_t)t * kvd, (int)kvd, hd);
+			coli_kv_row_store(a->vt, (char *)F(a->vc) + (size_t)(pos0 + t) * vb,
+			                  F(a->v) + (size_t)t * kvd, (int)kvd, hd);
+		}
+	}
 	return 0;
 }
 
@@ -184,6 +195,19 @@ int coli_dev_sim_rope(struct coli_dev *d, const struct coli_dev_rope *a)
 	IN_ORDER(d);
 	coli_rope_part(F(a->x), a->T, a->nh, a->hd, a->rd ? a->rd : a->hd, a->pos0, F(a->inv_freq));
 	return 0;
+}
+
+/* Kv head g's view of a cache of rows [nseg][seg] values of type t (the
+ * layout of cpu/cpu.h: q8's scales after the values, a segment each). */
+static struct coli_kv_rows head_rows(uint64_t base, int t, int n, int nseg, int seg, int g)
+{
+	size_t esz = t == COLI_KV_F32 ? 4 : t == COLI_KV_BF16 ? 2 : 1, off = (size_t)g * seg * esz;
+
+	return (struct coli_kv_rows){.p = (const char *)F(base) + off,
+	                             .stride = coli_kv_row_bytes(t, n, nseg),
+	                             .type = t,
+	                             .soff = (int)(((size_t)(n + 3) & ~(size_t)3) + 4 * g - off),
+	                             .seg = seg};
 }
 
 int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *a)
@@ -200,11 +224,14 @@ int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *
 	if (!sc)
 		return -ENOMEM;
 	for (int t = 0; t < T; t++)
-		for (int h = 0; h < nh; h++)
-			coli_attention_head(F(q) + ((size_t)t * nh + h) * hd,
-			                    F(K) + (h / group) * hd, F(V) + (h / group) * hd,
-			                    pos0 + t + 1, kvd, hd, hd, scale, sc,
-			                    F(out) + ((size_t)t * nh + h) * hd);
+		for (int h = 0; h < nh; h++) {
+			struct coli_kv_rows kr = head_rows(K, a->kt, kvd, a->nkv, hd, h / group);
+			struct coli_kv_rows vr = head_rows(V, a->vt, kvd, a->nkv, hd, h / group);
+
+			coli_attention_head_kv(F(q) + ((size_t)t * nh + h) * hd, &kr, &vr,
+			                       pos0 + t + 1, hd, hd, scale, -INFINITY, sc,
+			                       F(out) + ((size_t)t * nh + h) * hd);
+		}
 	free(sc);
 	return a->aq ? actq(d, out, a->aq, a->ad, a->aqs, T * nh * hd / COLI_QBLOCK) : 0;
 }
@@ -226,7 +253,12 @@ int coli_dev_sim_mla_prep(struct coli_dev *d, const struct coli_gpu_mla_prep *a)
 	memcpy(kva, a->kva, sizeof(float) * (size_t)T * kr);
 	memcpy(q, a->q, sizeof(float) * (size_t)T * nh * hd);
 	coli_mla_rope(kva, q, a->w, a->inv_freq, T, nh, np, kl, r, pos0, a->eps, a->f);
-	memcpy(a->cache + (size_t)pos0 * kr, kva, sizeof(float) * (size_t)T * kr);
+	for (int t = 0; t < T; t++) /* c_kv's scale and k_pe's under q8 */
+		coli_kv_row_store(a->kt,
+		                  (char *)a->cache +
+		                      (size_t)(pos0 + t) *
+		                          coli_kv_row_bytes(a->kt, kr, (kr + kl - 1) / kl),
+		                  kva + (size_t)t * kr, kr, kl);
 	for (int t = 0; t < T; t++)
 		for (int h = 0; h < nh; h++) {
 			const float *x = q + ((size_t)t * nh + h) * hd;
@@ -254,9 +286,14 @@ int coli_dev_sim_mla_attention(struct coli_dev *d, const struct coli_dev_mla *a)
 		free(sc), free(o);
 		return -ENOMEM;
 	}
+	/* the latent rows: ld floats apart (f32), or typed rows of dk values */
+	struct coli_kv_rows c = head_rows(a->cache, a->kt, a->dk, (a->dk + dv - 1) / dv, dv, 0);
+
+	if (a->kt == COLI_KV_F32)
+		c.stride = sizeof(float) * (size_t)a->ld;
 	for (int t = 0; t < T; t++) {
-		coli_attention_group(F(a->q) + (size_t)t * nh * a->dk, nh, F(a->cache), F(a->cache),
-		                     pos0 + t + 1, a->ld, a->dk, dv, a->scale, sc, o);
+		coli_attention_group_kv(F(a->q) + (size_t)t * nh * a->dk, nh, &c, &c, pos0 + t + 1,
+		                        a->dk, dv, a->scale, NULL, sc, o);
 		for (int h = 0; h < nh; h++)
 			memcpy(F(a->out) + (size_t)t * ldt + (size_t)h * ldh, o + (size_t)h * dv,
 			       sizeof(float) * dv);

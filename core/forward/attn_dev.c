@@ -51,7 +51,9 @@ static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 		                                        .posp = dd->ids,
 		                                        .inv_freq = dd->inv_freq,
 		                                        .kc = kc,
-		                                        .vc = vc});
+		                                        .vc = vc,
+		                                        .kt = e->kv.kt,
+		                                        .vt = e->kv.vt});
 	if (c->qk_norm) { /* 2: over the whole q and k, 1: per head */
 		int whole = c->qk_norm == 2;
 		struct coli_dev_norm nq = {
@@ -81,6 +83,24 @@ static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 
 	rc = rc ? rc : coli_dev_rope(dd->dev, &rq);
 	rc = rc ? rc : coli_dev_rope(dd->dev, &rk);
+	if (e->kv.kt != COLI_KV_F32 || e->kv.vt != COLI_KV_F32) /* rounded to the types */
+		return rc ? rc
+		          : coli_dev_qk_rope_store(
+		                dd->dev, &(struct coli_dev_qk_rope){.q = dd->q,
+		                                                    .k = dd->k,
+		                                                    .v = dd->v,
+		                                                    .T = T,
+		                                                    .nh = nh,
+		                                                    .nkv = nkv,
+		                                                    .hd = hd,
+		                                                    .pos0 = pos0,
+		                                                    .posp = dd->ids,
+		                                                    .inv_freq = dd->inv_freq,
+		                                                    .kc = kc,
+		                                                    .vc = vc,
+		                                                    .kt = e->kv.kt,
+		                                                    .vt = e->kv.vt,
+		                                                    .store_only = 1});
 	rc = rc ? rc
 	        : coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = kc + (size_t)pos0 * kvd * 4,
 	                                                         .src = dd->k,
@@ -116,8 +136,8 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
 	int qd = nh * hd, kvd = nkv * hd, rc, oq;
-	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->kv.ctx) * kvd * 4;
-	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->kv.ctx) * kvd * 4;
+	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->kv.ctx) * e->kv.krow;
+	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->kv.ctx) * e->kv.vrow;
 
 	/* the norm also quantizes its rows for q, k and v (one prep for the three;
 	 * MLA: kv_a and q_a, or q) */
@@ -168,23 +188,24 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	rc = rc ? rc : qk_heads(e, dd, D, T, pos0, kc, vc);
 	/* a quantized o reads the attention output quantized: in the same launch */
 	oq = coli_dtype_is_quant(D->o.dtype);
-	rc =
-	    rc ? rc
-	       : coli_dev_attention(dd->dev, &(struct coli_dev_attention){.q = dd->q,
-	                                                                  .k = kc,
-	                                                                  .v = vc,
-	                                                                  .out = dd->att,
-	                                                                  .T = T,
-	                                                                  .pos0 = pos0,
-	                                                                  .posp = dd->ids,
-	                                                                  .span = e->kv.ctx,
-	                                                                  .nh = nh,
-	                                                                  .nkv = nkv,
-	                                                                  .hd = hd,
-	                                                                  .scale = dev_scale(e),
-	                                                                  .aq = oq ? dd->aq : 0,
-	                                                                  .ad = oq ? dd->ad : 0,
-	                                                                  .aqs = oq ? dd->aqs : 0});
+	rc = rc ? rc
+	        : coli_dev_attention(dd->dev, &(struct coli_dev_attention){.q = dd->q,
+	                                                                   .k = kc,
+	                                                                   .v = vc,
+	                                                                   .out = dd->att,
+	                                                                   .T = T,
+	                                                                   .pos0 = pos0,
+	                                                                   .posp = dd->ids,
+	                                                                   .span = e->kv.ctx,
+	                                                                   .nh = nh,
+	                                                                   .nkv = nkv,
+	                                                                   .hd = hd,
+	                                                                   .scale = dev_scale(e),
+	                                                                   .aq = oq ? dd->aq : 0,
+	                                                                   .ad = oq ? dd->ad : 0,
+	                                                                   .aqs = oq ? dd->aqs : 0,
+	                                                                   .kt = e->kv.kt,
+	                                                                   .vt = e->kv.vt});
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	return rc;
 }

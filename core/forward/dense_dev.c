@@ -202,15 +202,16 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 	size_t T = (size_t)e->s.tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
 	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
 	size_t kr = (size_t)c->kv_lora + c->rope_dim, nh = c->n_heads;
-	size_t kv_bytes = sizeof(float) * (size_t)(dd->l1 - dd->l0) * e->kv.ctx *
-	                  (c->kv_lora ? kr : kvd); /* MLA: the latent rows alone */
+	/* the host cache's layout (core/forward/kv.h); MLA: the latent rows alone */
+	size_t kv_bytes = (size_t)(dd->l1 - dd->l0) * e->kv.ctx * e->kv.krow;
+	size_t v_bytes = (size_t)(dd->l1 - dd->l0) * e->kv.ctx * e->kv.vrow;
 	size_t att = c->kv_lora ? nh * c->v_head : qd;
 	int rc = 0;
 
 #define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
 	B(kcache, kv_bytes);
 	if (!c->kv_lora)
-		B(vcache, kv_bytes);
+		B(vcache, v_bytes);
 	else {
 		B(qa, T * (c->q_lora ? c->q_lora : 1) * 4);
 		B(kva, T * kr * 4);

@@ -9,7 +9,7 @@
  *   x    [T][hidden]       residual stream, fp32
  *   xn   [T][hidden]       normed input of attention / MLP
  *   q    [T][nh*hd]        queries; kx, vx [T][nkv*hd] keys and values
- *   kcache, vcache [layer][ctx][nkv*hd]
+ *   kcache, vcache [layer][ctx] rows of [nkv*hd] in --kv-type (core/forward/kv.h)
  *   att  [T][nh*hd]        attention output (input of attn_o)
  * Attention follows transformers' eager path: scores scaled by 1/sqrt(hd),
  * causal, softmax in fp32, RoPE in the rotate-half convention. gpt-oss's
@@ -79,8 +79,6 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 	const struct coli_layer *L = &e->m.layers[l];
 	int H = c->hidden, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
 	int hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv;
-	const float *K = e->kv.kcache + (size_t)l * e->kv.ctx * kvd;
-	const float *V = e->kv.vcache + (size_t)l * e->kv.ctx * kvd;
 
 	for (int t = 0; t < T; t++)
 		coli_rmsnorm(e->s.x + (size_t)t * H, L->attn_norm, e->s.xn + (size_t)t * H, H,
@@ -100,11 +98,8 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 	coli_rope_part(e->s.kx, T, c->n_kv_heads, c->head_dim, c->rope_dim, pos0, e->s.inv_freq);
 	rope_attn(e->s.q, T * c->n_heads, hd, c->rope_dim, e->s.rope_attn);
 	rope_attn(e->s.kx, T * nkv, hd, c->rope_dim, e->s.rope_attn);
-	/* append this call's keys and values to the cache */
-	memcpy(e->kv.kcache + ((size_t)l * e->kv.ctx + pos0) * kvd, e->s.kx,
-	       sizeof(float) * T * kvd);
-	memcpy(e->kv.vcache + ((size_t)l * e->kv.ctx + pos0) * kvd, e->s.vx,
-	       sizeof(float) * T * kvd);
+	/* append this call's keys and values to the cache (rounded to its type) */
+	coli_kv_append(&e->kv, l, pos0, T, e->s.kx, e->s.vx);
 	/* one group a (token, key/value head): the query heads sharing it
 	 * (coli_attention_groups_mt splits the few groups of a decode step
 	 * across the threads; each head's bits are coli_attention_head's) */
@@ -115,12 +110,11 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 
 		e->s.attn[tg] =
 		    (struct coli_attn_group){.q = e->s.q + h0 * hd,
-		                             .K = K + (size_t)k0 * kvd + g * hd,
-		                             .V = V + (size_t)k0 * kvd + g * hd,
 		                             .out = e->s.att + h0 * hd,
 		                             .G = group,
 		                             .n_pos = n - k0,
 		                             .sink = L->sinks ? L->sinks + g * group : NULL};
+		coli_kv_group_rows(&e->kv, l, g, hd, k0, &e->s.attn[tg]);
 	}
 	/* YaRN's scale (core/model/rope.c) when the config has it; else as always */
 	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, hd,

@@ -4,8 +4,16 @@
  * forward.c on the CPU) writes it and advances pos; core/engine.c sizes it
  * at open (coli_kv_alloc), rewinds it (coli_engine_reset) and frees it at
  * close (coli_kv_free). The dense device keeps its own copy of its layers'
- * (core/forward/dense_dev.c); hist lets the CPU rebuild this one from the
- * token ids if that device fails.
+ * (core/forward/dense_dev.c), in the same layout; hist lets the CPU rebuild
+ * this one from the token ids if that device fails.
+ *
+ * Layout: kcache [n_layers][ctx] rows of krow bytes, vcache likewise with
+ * vrow. A row is one token's keys (values) of one layer, [nkv][hd] values
+ * stored as --kv-type says (cpu/cpu.h "typed KV cache rows": fp32, bf16,
+ * or q8 with a scale a kv head after the int8s). MLA: kcache's rows are the
+ * latent [c_kv normed (kv_lora) || k_pe roped (rope_dim)], q8 with two
+ * scales (c_kv's, k_pe's), and there is no vcache (the values are c_kv:
+ * the key type is the cache's type).
  */
 #ifndef COLI_CORE_FORWARD_KV_H
 #define COLI_CORE_FORWARD_KV_H
@@ -13,23 +21,42 @@
 #include <stddef.h>
 
 struct coli_model_config;
+struct coli_attn_group;
 
 struct coli_kv {
-	int ctx;                /* positions it holds */
-	int pos;                /* tokens in the cache */
-	float *kcache, *vcache; /* [n_layers][ctx][n_kv*hd], fp32, through mem/; MLA:
-	                         * kcache [n_layers][ctx][kv_lora + rope_dim]
-	                         * ([c_kv normed || k_pe roped]), vcache NULL */
-	size_t bytes;           /* of kcache */
-	size_t vbytes;          /* of vcache (0 under MLA) */
-	int *hist;              /* [ctx] token ids in the cache, to rebuild it on the
-	                         * CPU if the dense device fails */
+	int ctx;               /* positions it holds */
+	int pos;               /* tokens in the cache */
+	void *kcache, *vcache; /* [n_layers][ctx] rows of krow / vrow bytes, through
+	                        * mem/; MLA: vcache NULL */
+	int kt, vt;            /* enum coli_kv_type of K and V (MLA: vt = kt) */
+	int n, seg;            /* values a row (nkv*hd; MLA kv_lora + rope_dim) and
+	                        * dims a q8 scale (hd; MLA kv_lora) */
+	size_t krow, vrow;     /* bytes of a row (vrow 0 under MLA) */
+	size_t bytes;          /* of kcache */
+	size_t vbytes;         /* of vcache (0 under MLA) */
+	int *hist;             /* [ctx] token ids in the cache, to rebuild it on the
+	                        * CPU if the dense device fails */
 };
 
-/* kv for ctx positions of model c, on NUMA node `node` (mem/'s values).
- * -ENOMEM: kv holds what was allocated; coli_kv_free releases it. */
-int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int ctx, int node);
+/* --kv-type's value: "T" (K and V) or "K,V", each f32, bf16 or q8 -> *kt,
+ * *vt (enum coli_kv_type). -EINVAL when malformed. */
+int coli_kv_types_parse(const char *s, int *kt, int *vt);
+/* Bytes of one token's rows in one layer of model c (K and V; MLA: the
+ * latent row), for types kt, vt: the planner's and the stats' unit. */
+size_t coli_kv_token_bytes(const struct coli_model_config *c, int kt, int vt);
+/* kv for ctx positions of model c with types kt/vt, on NUMA node `node`
+ * (mem/'s values). -ENOMEM: kv holds what was allocated (bytes say how
+ * much was asked); coli_kv_free releases it. */
+int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int ctx, int kt, int vt,
+                  int node);
 /* Releases what coli_kv_alloc made (a zeroed kv: nothing); kv is zeroed. */
 void coli_kv_free(struct coli_kv *kv);
+/* Layer l's rows of T tokens from pos0: k [T][n] (and v [T][n], NULL under
+ * MLA) stored in the cache's types. */
+void coli_kv_append(struct coli_kv *kv, int l, int pos0, int T, const float *k, const float *v);
+/* Group g's (kv head g's; MLA: the one latent head, g 0) typed rows of layer
+ * l from position k0 into a's K, V and type fields (hd: dims of a head). */
+void coli_kv_group_rows(const struct coli_kv *kv, int l, int g, int hd, int k0,
+                        struct coli_attn_group *a);
 
 #endif

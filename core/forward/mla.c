@@ -96,19 +96,19 @@ static void matmul_heads(struct coli_engine *e, const struct coli_mat *w, int ro
 	}
 }
 
-int coli_mla_attend(coli_cpu_pool_t *pool, const float *qrow, const float *cache, int T, int nh,
-                    int kl, int r, int pos0, float scale, float *lat, struct coli_attn_group *g,
-                    float *scores, size_t slot, int n_slots)
+int coli_mla_attend(coli_cpu_pool_t *pool, const float *qrow, const struct coli_attn_group *cache,
+                    int T, int nh, int kl, int r, int pos0, float scale, float *lat,
+                    struct coli_attn_group *g, float *scores, size_t slot, int n_slots)
 {
 	int kr = kl + r;
 
-	for (int t = 0; t < T; t++)
-		g[t] = (struct coli_attn_group){.q = qrow + (size_t)t * nh * kr,
-		                                .K = cache,
-		                                .V = cache,
-		                                .out = lat + (size_t)t * nh * kl,
-		                                .G = nh,
-		                                .n_pos = pos0 + t + 1};
+	for (int t = 0; t < T; t++) {
+		g[t] = *cache; /* the typed rows: K = V, the latent row */
+		g[t].q = qrow + (size_t)t * nh * kr;
+		g[t].out = lat + (size_t)t * nh * kl;
+		g[t].G = nh;
+		g[t].n_pos = pos0 + t + 1;
+	}
 	return coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, scores, slot, n_slots);
 }
 
@@ -122,7 +122,7 @@ void coli_forward_mla(struct coli_engine *e, int l, int T, int pos0)
 	float *kva = qa + (size_t)T * ql;        /* [T][kr] */
 	float *qrow = kva + (size_t)T * kr;      /* [T][nh][kr] */
 	float *lat = qrow + (size_t)T * nh * kr; /* [T][nh][kl] */
-	float *cache = e->kv.kcache + (size_t)l * e->kv.ctx * kr;
+	struct coli_attn_group cache = {0};
 
 	for (int t = 0; t < T; t++)
 		coli_rmsnorm(e->s.x + (size_t)t * H, L->attn_norm, e->s.xn + (size_t)t * H, H,
@@ -143,12 +143,13 @@ void coli_forward_mla(struct coli_engine *e, int l, int T, int pos0)
 	/* the cache row: c_kv normed, k_pe roped; q_pe roped */
 	coli_mla_rope(kva, e->s.q, L->kv_a_norm, e->s.inv_freq, T, nh, np, kl, r, pos0, c->norm_eps,
 	              e->s.rope_attn);
-	memcpy(cache + (size_t)pos0 * kr, kva, sizeof(float) * T * kr);
+	coli_kv_append(&e->kv, l, pos0, T, kva, NULL); /* rounded to the cache's type */
+	coli_kv_group_rows(&e->kv, l, 0, kr, 0, &cache);
 	/* the query rows: q_abs[h] = W_UK^T[h] . q_nope[h], then q_pe */
 	matmul_heads(e, &L->k_b, kl, e->s.q, nh * hd, hd, np, T, qrow, nh * kr, kr);
 	for (size_t th = 0; th < (size_t)T * nh; th++)
 		memcpy(qrow + th * kr + kl, e->s.q + th * hd + np, sizeof(float) * r);
-	coli_mla_attend(e->pool, qrow, cache, T, nh, kl, r, pos0, e->s.attn_scale, lat, e->s.attn,
+	coli_mla_attend(e->pool, qrow, &cache, T, nh, kl, r, pos0, e->s.attn_scale, lat, e->s.attn,
 	                e->s.scores, (size_t)e->kv.ctx * 8, coli_cpu_pool_threads(e->pool));
 	/* each head's values back from the latent: W_UV[h] . lat[h] */
 	matmul_heads(e, &L->v_b, v, lat, nh * kl, kl, kl, T, e->s.att, nh * v, v);

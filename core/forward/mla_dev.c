@@ -145,7 +145,7 @@ int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const s
 	const struct coli_model_config *c = &e->m.cfg;
 	const int H = c->hidden, nh = c->n_heads, hd = c->head_dim, np = c->qk_nope,
 	          r = c->rope_dim, kl = c->kv_lora, kr = kl + r, ql = c->q_lora;
-	const uint64_t cache = dd->kcache + (uint64_t)(l - dd->l0) * e->kv.ctx * kr * 4;
+	const uint64_t cache = dd->kcache + (uint64_t)(l - dd->l0) * e->kv.ctx * e->kv.krow;
 	int rc;
 
 	/* xn (quantized by the norm where the matrices are) into kv_a and q_a / q */
@@ -171,7 +171,8 @@ int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const s
 	                                         .w = (const float *)(uintptr_t)D->kv_a_norm,
 	                                         .inv_freq = (const float *)(uintptr_t)dd->inv_freq,
 	                                         .posp = (const int *)(uintptr_t)dd->ids,
-	                                         .cache = (float *)(uintptr_t)cache,
+	                                         .cache = (void *)(uintptr_t)cache,
+	                                         .kt = e->kv.kt,
 	                                         .qn = (float *)(uintptr_t)dd->qn,
 	                                         .qrow = (float *)(uintptr_t)dd->qrow,
 	                                         .T = T,
@@ -199,7 +200,8 @@ int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const s
 	                                                                 .ld = kr,
 	                                                                 .ldt = kl,
 	                                                                 .ldh = T * kl,
-	                                                                 .scale = e->s.attn_scale});
+	                                                                 .scale = e->s.attn_scale,
+	                                                                 .kt = e->kv.kt});
 	/* each head's values from the latent, W_UV[h] . lat[h], then o */
 	rc = rc ? rc : prep(dd, &D->v_b, dd->lat, T * nh);
 	rc = rc ? rc : heads(e, dd, D, T, 1);

@@ -5,7 +5,8 @@
 # length refused naming where it comes from (max_position_embeddings, or YaRN's
 # original x factor) unless --ctx-override.
 #   tiny shape  trained 4096, 2 KB of fp32 KV a token: opens at 4096 (no line;
-#               --verbose says "the model's trained length"); --ram-gb 0.015 caps it
+#               --verbose says "the model's trained length"); --ram-gb 0.015 with
+#               --kv-type f32 caps it
 #               below 4096 to a multiple of 256 whose cache is at most half the
 #               budget, said; --ctx 4097 refused, 4096 runs
 #   qwen3_moe_yarn  tests/fixtures/long's config (max_position_embeddings 2560,
@@ -24,7 +25,7 @@ gen tiny.coli --verbose || { cat err.txt; bad "tiny: generate --verbose"; }
 grep -q "^coli: ctx 4096 (the model's trained length" err.txt &&
 	echo "ok: tiny opens at its trained 4096" || { cat err.txt; bad "tiny: --verbose ctx line"; }
 
-gen tiny.coli --ram-gb 0.015 # the budget then refuses the rest; the line comes first
+gen tiny.coli --ram-gb 0.015 --kv-type f32 # the budget then refuses the rest; the line comes first
 line=$(grep "^coli: ctx" err.txt)
 n=$(echo "$line" | sed -n 's/^coli: ctx \([0-9]*\) (the model.s trained 4096, capped by RAM.*/\1/p')
 if [ -n "$n" ] && [ "$n" -lt 4096 ] && [ $((n % 256)) -eq 0 ] && [ $((n * 2048)) -le 7500000 ]; then

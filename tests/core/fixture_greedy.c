@@ -19,6 +19,7 @@ static coli_engine_t *open_model(const char *path)
 	char err[512];
 
 	coli_opts_init(&o, NULL, 0);
+	snprintf(o.kv_type, sizeof(o.kv_type), "f32"); /* the exact cache vs transformers */
 	o.threads = 2;
 	if (coli_engine_open(path, &o, &e, err, sizeof(err)))
 		fprintf(stderr, "open %s: %s\n", path, err);

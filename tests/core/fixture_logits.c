@@ -23,6 +23,7 @@ static int run_logits(const char *path, const int *ids, int n, float *out)
 	int rc;
 
 	coli_opts_init(&o, NULL, 0);
+	snprintf(o.kv_type, sizeof(o.kv_type), "f32"); /* the exact cache vs transformers */
 	o.threads = 2;
 	rc = coli_engine_open(path, &o, &e, err, sizeof(err));
 	if (rc) {

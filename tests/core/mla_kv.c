@@ -23,6 +23,8 @@ static int check(const char *name, int mla)
 	if (fx_convert(name, COLI_DTYPE_BF16, fx_tmpdir(), path, sizeof(path)))
 		return 1;
 	coli_opts_init(&o, NULL, 0);
+	snprintf(o.kv_type, sizeof(o.kv_type),
+	         "f32"); /* fp32 rows (tests/core/kv_types: the others) */
 	o.threads = 2;
 	o.ctx = CTX;
 	if (coli_engine_open(path, &o, &e, err, sizeof(err))) {

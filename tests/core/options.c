@@ -266,6 +266,22 @@ static void check_strings(void)
 		EXPECT(coli_opts_set(&o, "--gpu", gpu_ok[k], err, sizeof(err)) == 0 &&
 		           !strcmp(o.gpu, gpu_ok[k]),
 		       "--gpu '%s' refused: %s", gpu_ok[k], err);
+	{ /* --kv-type T or K,V */
+		static const char *kv_bad[] = {"q4",          "",     "bf16,", ",q8",
+		                               "q8,bf16,f32", "BF16", "f32 ",  "bf16bf16bf16,q8"};
+		static const char *kv_ok[] = {"bf16", "f32", "q8", "q8,bf16", "f32,q8"};
+
+		EXPECT(!strcmp(o.kv_type, "bf16"), "--kv-type default %s, want bf16", o.kv_type);
+		for (size_t k = 0; k < sizeof(kv_bad) / sizeof(kv_bad[0]); k++)
+			EXPECT(coli_opts_set(&o, "--kv-type", kv_bad[k], err, sizeof(err)) ==
+			               -EINVAL &&
+			           strstr(err, "--kv-type"),
+			       "--kv-type '%s' accepted", kv_bad[k]);
+		for (size_t k = 0; k < sizeof(kv_ok) / sizeof(kv_ok[0]); k++)
+			EXPECT(coli_opts_set(&o, "--kv-type", kv_ok[k], err, sizeof(err)) == 0 &&
+			           !strcmp(o.kv_type, kv_ok[k]),
+			       "--kv-type '%s' refused: %s", kv_ok[k], err);
+	}
 	EXPECT(coli_opts_set(&o, "--numa-bind", "north", err, sizeof(err)) == -EINVAL,
 	       "--numa-bind north accepted");
 	EXPECT(coli_opts_set(&o, "--numa-bind", "1", err, sizeof(err)) == 0, "--numa-bind 1");

@@ -1,7 +1,10 @@
 /*
  * tests/core/placement.c — placement never changes tokens.
  *
- * For every fixture in bf16, q8 and q4: teacher-forced logits of the prompt
+ * For every fixture in bf16, q8 and q4 with the default bf16 KV cache, and in
+ * bf16 with the f32 and q8 caches (each compared within its KV type: the
+ * cache's rounding is part of the reference; only the cases with the dense
+ * part, and so a copy of the cache, on a device): teacher-forced logits of the prompt
  * (one batched prefill) and 12 greedy decode steps with every expert on the
  * CPU are the reference. Then the same with experts on devices — one
  * simulated device and two (`sim:2`: experts spread over both, the dense
@@ -59,6 +62,8 @@ static double rel_diff(const float *a, const float *b, size_t n)
 	return m > 0 ? d / m : d;
 }
 
+static const char *g_kv = "bf16"; /* --kv-type of the runs being compared */
+
 static int do_run(const char *path, const char *gpu, double vram_gb, int fail_after,
                   const char *stream, int slots, const char *dense, double ram_gb, const int *ids,
                   int n, int V, struct run *r)
@@ -70,6 +75,7 @@ static int do_run(const char *path, const char *gpu, double vram_gb, int fail_af
 
 	coli_opts_init(&o, NULL, 0);
 	o.threads = 2;
+	snprintf(o.kv_type, sizeof(o.kv_type), "%s", g_kv);
 	snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
 	o.vram_gb = vram_gb;
 	o.gpu_fail_after = fail_after;
@@ -146,7 +152,12 @@ int main(void)
 		 * the devices (biased, clamped SwiGLU) */
 		int cpu_only = !strncmp(names[f], "gpt_oss", 7);
 
-		for (int qi = 0; qi < 3; qi++) {
+		/* the default KV type (bf16) with every weight type; f32 and q8
+		 * KV (each compared within its type) with bf16 weights */
+		for (int kq = 0; kq < 5; kq++) {
+			const int qi = kq < 3 ? kq : 0;
+
+			g_kv = kq < 3 ? "bf16" : kq == 3 ? "f32" : "q8";
 			char path[8192];
 			struct run ref, got, gref;
 			coli_container_t *c;
@@ -230,6 +241,10 @@ int main(void)
 					double vram = slabs < 0 ? -1 : slabs * slab_gb;
 					int fa = cases[b].fail_after;
 
+					/* the other KV types: where a device keeps the cache
+					 * (the CPU's cases hold it on the host either way) */
+					if (kq >= 3 && strcmp(cases[b].dense, "auto"))
+						continue;
 					if (do_run(path, devs[d], vram, fa, cases[b].stream,
 					           cases[b].slots, cases[b].dense, cases[b].ram_gb,
 					           ids, n, V, &got))
@@ -288,20 +303,21 @@ int main(void)
 					           : !(rel_diff(want->logits, got.logits, nl) <=
 					               1e-4)) ||
 					    memcmp(want->ids, got.ids, sizeof(ref.ids))) {
-						printf(
-						    "%s %s: device %s vram %.2g GB fail_after %d "
-						    "stream %s/%d dense %s: logits or ids differ "
-						    "from the CPU\n",
-						    names[f], coli_dtype_name(quants[qi]), devs[d],
-						    vram, fa, cases[b].stream, cases[b].slots,
-						    cases[b].dense);
+						printf("%s %s kv %s: device %s vram %.2g GB "
+						       "fail_after "
+						       "%d stream %s/%d dense %s: logits or ids "
+						       "differ "
+						       "from the CPU\n",
+						       names[f], coli_dtype_name(quants[qi]), g_kv,
+						       devs[d], vram, fa, cases[b].stream,
+						       cases[b].slots, cases[b].dense);
 						fails++;
 					}
 				}
 			}
 			free(ref.logits), free(got.logits), free(gref.logits);
-			printf("%s %s: %d placements so far, %d differ\n", names[f],
-			       coli_dtype_name(quants[qi]), runs, fails);
+			printf("%s %s kv %s: %d placements so far, %d differ\n", names[f],
+			       coli_dtype_name(quants[qi]), g_kv, runs, fails);
 		}
 		free(ids);
 	}

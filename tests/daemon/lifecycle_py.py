@@ -9,6 +9,7 @@ observable with --debug-token-delay-ms (20 ms per token):
     stream finishes with [DONE], exit 0
   - a second SIGTERM cancels the running request at once, exit 0"""
 import json
+import os
 import re
 import signal
 import socket
@@ -81,6 +82,14 @@ t = wait_for(lambda: metric(port, "coli_generations_cancelled_total") == c0 + 1,
 print("ok  streaming client gone after 3 events -> cancelled in %.2f s" % t)
 st, _, data = post(port, "/v1/completions", {"prompt": "x", "max_tokens": 3})
 check(st == 200, "served after cancellations: %d" % st)
+# the KV cache's bytes after a job: the default bf16, 2 bytes a value of K and V of every
+# layer (the qwen3_moe fixture's config), and ctx positions of them
+cfg = json.load(open(os.path.join(os.environ.get("ROOT", "."), "tests/fixtures/qwen3_moe/config.json")))
+want = 2 * 2 * cfg["num_hidden_layers"] * cfg["num_key_value_heads"] * cfg["head_dim"]
+per, total = metric(port, "coli_kv_bytes_per_token"), metric(port, "coli_kv_cache_bytes")
+check(per == want and total and total % want == 0,
+      "/metrics KV bytes a token %r (want %d), in all %r" % (per, want, total))
+print("ok  /metrics: KV cache %d bytes a token (bf16), %d in all" % (per, total))
 srv.stop()
 
 # 4. SIGTERM: the running stream finishes, a queued request gets 503, exit 0
