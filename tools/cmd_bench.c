@@ -12,6 +12,9 @@
  *   io           slab streaming vs sequential O_DIRECT (tools/bench_io.c)
  *   mla          latent attention of a decode step vs device bandwidth
  *                (tools/bench_mla.c)
+ *   serve        concurrent clients against colid or any OpenAI-compatible
+ *                server: requests/s, tok/s, TTFT and inter-token latency
+ *                (tools/bench_serve.c)
  *
  * The measurements they share live in tools/bench_measure.c (tools/bench.h).
  */
@@ -23,30 +26,37 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: coli bench SUBCOMMAND [ARGS]\n\n"
-	           "  kernels [--threads N] [--mib M] [--reps R] [--read-only] [--json]\n"
-	           "              CPU GEMV/GEMM weight GB/s for bf16/q8/q4, S = 1,2,4,8,\n"
-	           "              next to the host read bandwidth measured in the same run;\n"
-	           "              the thread pool's round with nothing to do\n"
-	           "  make-model --shape NAME -o FILE [--layers N] [--quant q4|q8|bf16]\n"
-	           "              a synthetic model of a real shape, seeded random weights\n"
-	           "  decode  -m MODEL [--tokens N] [--arms A,B,..] [--json] [engine options]\n"
-	           "  prefill -m MODEL [--prompt N] [--arms A,B,..] [--json] [engine options]\n"
-	           "              tok/s per arm (median, spread), bytes per tier per token,\n"
-	           "              per-phase split, the bound from bandwidths measured in the run;\n"
-	           "              with --profile, where the MoE window went (host slabs, device\n"
-	           "              issue, devices busy, slab copy GB/s)\n"
-	           "  stream  -m MODEL [--gpu sim|auto] [--vram-frac F] [--tokens N] [--json]\n"
-	           "              the streaming-weight path: arms sync, overlap, overlap+stream,\n"
-	           "              stream-only, cpu-only at a VRAM budget of 25%% of the experts,\n"
-	           "              each from the same heat; tok/s, overlap window, streamed GB/s,\n"
-	           "              ratio to the bound\n"
-	           "  io      -m MODEL [--slabs N] [--qd Q] [--json]\n"
-	           "              random slab reads vs the file's sequential O_DIRECT bandwidth\n"
-	           "  mla     [--ctx N] [--heads H]\n"
-	           "              the GPU's latent attention (DeepSeek-V3 / Kimi-K2) at a decode\n"
-	           "              step vs the device bandwidth measured in the run\n"
-	           "(coli bench SUBCOMMAND --help for each)\n");
+	fprintf(
+	    f,
+	    "usage: coli bench SUBCOMMAND [ARGS]\n\n"
+	    "  kernels [--threads N] [--mib M] [--reps R] [--read-only] [--json]\n"
+	    "              CPU GEMV/GEMM weight GB/s for bf16/q8/q4, S = 1,2,4,8,\n"
+	    "              next to the host read bandwidth measured in the same run;\n"
+	    "              the thread pool's round with nothing to do\n"
+	    "  make-model --shape NAME -o FILE [--layers N] [--quant q4|q8|bf16]\n"
+	    "              a synthetic model of a real shape, seeded random weights\n"
+	    "  decode  -m MODEL [--tokens N] [--arms A,B,..] [--json] [engine options]\n"
+	    "  prefill -m MODEL [--prompt N] [--arms A,B,..] [--json] [engine options]\n"
+	    "              tok/s per arm (median, spread), bytes per tier per token,\n"
+	    "              per-phase split, the bound from bandwidths measured in the run;\n"
+	    "              with --profile, where the MoE window went (host slabs, device\n"
+	    "              issue, devices busy, slab copy GB/s)\n"
+	    "  stream  -m MODEL [--gpu sim|auto] [--vram-frac F] [--tokens N] [--json]\n"
+	    "              the streaming-weight path: arms sync, overlap, overlap+stream,\n"
+	    "              stream-only, cpu-only at a VRAM budget of 25%% of the experts,\n"
+	    "              each from the same heat; tok/s, overlap window, streamed GB/s,\n"
+	    "              ratio to the bound\n"
+	    "  io      -m MODEL [--slabs N] [--qd Q] [--json]\n"
+	    "              random slab reads vs the file's sequential O_DIRECT bandwidth\n"
+	    "  mla     [--ctx N] [--heads H]\n"
+	    "              the GPU's latent attention (DeepSeek-V3 / Kimi-K2) at a decode\n"
+	    "              step vs the device bandwidth measured in the run\n"
+	    "  serve   (-m MODEL [engine options] | --url URL) [--clients N] [--requests R]\n"
+	    "          [--prompt-tokens A[:B]] [--max-tokens C[:D]] [--shared-prefix P] [--json]\n"
+	    "              N concurrent streaming clients against colid (started from -m)\n"
+	    "              or any OpenAI-compatible server: requests/s, output tok/s,\n"
+	    "              TTFT and inter-token latency p50/p99, queue time\n"
+	    "(coli bench SUBCOMMAND --help for each)\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -69,6 +79,8 @@ int cmd_bench(int argc, char **argv)
 		return bench_io_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mla"))
 		return bench_mla_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "serve"))
+		return bench_serve_main(argc - 1, argv + 1);
 	tool_err("bench", "unknown subcommand '%s' (try: coli bench --help)", argv[1]);
 	return 2;
 }
