@@ -5,6 +5,7 @@
  *   colid.c          main: flags, NUMA binding, engine, signals, shutdown
  *   colid_http.c     libmicrohttpd: routing, auth, bodies, JSON and SSE replies
  *   colid_request.c  request bodies -> struct colid_request (pure; fuzzed)
+ *   colid_tokenize.c /tokenize and /detokenize bodies (pure; fuzzed)
  *   colid_sampling.c the sampling fields -> a sampler per choice; logprobs JSON
  *   colid_queue.c    the bounded FIFO, the one worker that owns the engine, jobs
  *   colid_metrics.c  counters and the Prometheus text of /metrics
@@ -95,6 +96,21 @@ struct colid_request {
 int colid_request_parse(const char *body, size_t len, enum colid_endpoint ep,
                         struct colid_request *r, struct colid_error *e);
 void colid_request_free(struct colid_request *r);
+/* ---- /tokenize and /detokenize bodies (colid_tokenize.c; pure, fuzzed) ---- */
+#define COLID_MAX_TOKENIZE (1 << 20) /* ids per /detokenize request */
+struct colid_tokenize_req {
+	char *text; /* /tokenize: [len] bytes, NUL-terminated (may hold NULs) */
+	size_t len;
+	int add_special; /* add_special_tokens, default 1 (nothing to add: docs/api.md) */
+	int *ids;        /* /detokenize: [n_ids], each >= 0 */
+	int n_ids;
+	int has_ids;
+};
+/* detok: the /detokenize shape, else /tokenize's. 0, or -EINVAL with e
+ * filled; on success call colid_tokenize_free. */
+int colid_tokenize_parse(const char *body, size_t len, int detok, struct colid_tokenize_req *r,
+                         struct colid_error *e);
+void colid_tokenize_free(struct colid_tokenize_req *r);
 /* Offset of the first invalid UTF-8 byte, or -1 if s[0..n) is valid. */
 long colid_utf8_invalid_at(const char *s, size_t n);
 
@@ -187,6 +203,8 @@ enum colid_route {
 	COLID_R_MODELS,
 	COLID_R_HEALTH,
 	COLID_R_METRICS,
+	COLID_R_TOKENIZE,
+	COLID_R_DETOKENIZE,
 	COLID_R_OTHER,
 	COLID_R_N
 };

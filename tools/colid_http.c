@@ -220,6 +220,61 @@ static enum MHD_Result health(struct colid_server *s, struct MHD_Connection *mc,
 	                                  "queue_capacity", s->queue.cap));
 }
 
+/* POST /tokenize, /detokenize (tools/colid_tokenize.c has the shapes). */
+static enum MHD_Result tokenize(struct colid_server *s, struct MHD_Connection *mc, struct conn *k,
+                                int detok)
+{
+	struct colid_tokenize_req t;
+	struct colid_error e;
+	char err[256];
+	char *text = NULL;
+	size_t len = 0;
+	int *ids = NULL, n = 0, rc;
+	json_t *o = NULL, *a;
+
+	if (colid_tokenize_parse(k->body ? k->body : "", k->len, detok, &t, &e))
+		return colid_reply_error(s, mc, k, &e, 0);
+	if (!s->tok) {
+		colid_tokenize_free(&t);
+		FAIL(400, "invalid_request_error", NULL, NULL, "this model has no tokenizer");
+	}
+	if (detok) {
+		int vocab = coli_tokenizer_n_vocab(s->tok);
+
+		for (int i = 0; i < t.n_ids; i++)
+			if (t.ids[i] >= vocab) {
+				colid_error_set(
+				    &e, 400, "invalid_request_error", NULL, "tokens",
+				    "'tokens'[%d] = %d is outside the vocabulary (0..%d)", i,
+				    t.ids[i], vocab - 1);
+				colid_tokenize_free(&t);
+				return colid_reply_error(s, mc, k, &e, 0);
+			}
+		rc = coli_tokenizer_decode(s->tok, t.ids, t.n_ids, &text, &len);
+		colid_tokenize_free(&t);
+		if (rc)
+			FAIL(500, "server_error", NULL, NULL, "detokenize: %s", strerror(-rc));
+		o = json_pack("{s:s%,s:s%}", "prompt", text, len, "content", text, len);
+		free(text);
+		return colid_reply_json(s, mc, k, 200, o);
+	}
+	rc = coli_tokenizer_encode(s->tok, t.text, t.len, &ids, &n, err, sizeof(err));
+	colid_tokenize_free(&t);
+	if (rc) {
+		free(ids);
+		if (rc == -EILSEQ)
+			FAIL(400, "invalid_request_error", NULL, "prompt", "%s", err);
+		FAIL(500, "server_error", NULL, NULL, "tokenizer: %s", err);
+	}
+	a = json_array();
+	for (int i = 0; a && i < n; i++)
+		json_array_append_new(a, json_integer(ids[i]));
+	free(ids);
+	if (a)
+		o = json_pack("{s:o,s:i,s:i}", "tokens", a, "count", n, "max_model_len", s->ctx);
+	return colid_reply_json(s, mc, k, 200, o);
+}
+
 /* The bearer token against the key, in constant time over the longer of the
  * two (neither the key's length nor a common prefix shows in the timing). */
 static int authorized(struct colid_server *s, struct MHD_Connection *mc)
@@ -253,6 +308,10 @@ static enum colid_route route_of(const char *url)
 		return COLID_R_HEALTH;
 	if (!strcmp(url, "/metrics"))
 		return COLID_R_METRICS;
+	if (!strcmp(url, "/tokenize"))
+		return COLID_R_TOKENIZE;
+	if (!strcmp(url, "/detokenize"))
+		return COLID_R_DETOKENIZE;
 	return COLID_R_OTHER;
 }
 
@@ -264,6 +323,17 @@ static enum MHD_Result dispatch(struct colid_server *s, struct MHD_Connection *m
 	if (k->route == COLID_R_OTHER)
 		FAIL(404, "invalid_request_error", "not_found", NULL, "Invalid URL (%s %s)", method,
 		     url);
+	if (k->route == COLID_R_TOKENIZE || k->route == COLID_R_DETOKENIZE) {
+		if (!post)
+			FAIL(405, "invalid_request_error", "method_not_allowed", NULL,
+			     "%s needs POST, not %s", url, method);
+		if (k->too_big)
+			FAIL(413, "invalid_request_error", "request_too_large", NULL,
+			     "the request body (%zu bytes) is larger than the limit of %zu bytes "
+			     "(colid --max-body-bytes)",
+			     k->seen, s->max_body);
+		return tokenize(s, mc, k, k->route == COLID_R_DETOKENIZE);
+	}
 	if (k->route == COLID_R_CHAT || k->route == COLID_R_COMPLETIONS) {
 		if (!post)
 			FAIL(405, "invalid_request_error", "method_not_allowed", NULL,
@@ -306,7 +376,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 			return MHD_NO;
 		k->route = route_of(url);
 		*con_cls = k;
-		if (k->route != COLID_R_OTHER && !strncmp(url, "/v1/", 4) &&
+		if (k->route != COLID_R_OTHER &&
+		    (!strncmp(url, "/v1/", 4) || k->route == COLID_R_TOKENIZE ||
+		     k->route == COLID_R_DETOKENIZE) &&
 		    !authorized(s, mc)) { /* before any body byte is read */
 			k->answered = 1;
 			FAIL(401, "invalid_request_error", "invalid_api_key", NULL,

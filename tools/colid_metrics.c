@@ -17,8 +17,8 @@
 
 #include "tools/colid.h"
 
-static const char *g_route_names[COLID_R_N] = {"chat",   "completions", "models",
-                                               "health", "metrics",     "other"};
+static const char *g_route_names[COLID_R_N] = {"chat",    "completions", "models",     "health",
+                                               "metrics", "tokenize",    "detokenize", "other"};
 /* index into requests[][]: status classes kept apart where they matter */
 static const char *g_code_names[6] = {"2xx", "4xx", "429", "5xx", "401", "413"};
 
