@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/coli.h"
 
@@ -114,6 +115,19 @@ void colid_tokenize_free(struct colid_tokenize_req *r);
 /* Offset of the first invalid UTF-8 byte, or -1 if s[0..n) is valid. */
 long colid_utf8_invalid_at(const char *s, size_t n);
 
+/* ---- latency histograms (colid_metrics.c) ----
+ * Prometheus histograms of seconds; bucket upper bounds in
+ * colid_hist_bounds (docs/api.md, "Metrics"), the last one +Inf. */
+enum colid_hist_kind { COLID_H_TTFT, COLID_H_ITL, COLID_H_QUEUE, COLID_H_N };
+#define COLID_HIST_BUCKETS 16
+struct colid_hist {
+	uint64_t le[COLID_HIST_BUCKETS]; /* observations <= bound k (not cumulative) */
+	uint64_t count;
+	double sum;
+};
+void colid_hist_observe(struct colid_hist *h, enum colid_hist_kind kind, double s);
+void colid_hist_add(struct colid_hist *to, const struct colid_hist *from);
+
 /* ---- jobs and the queue (colid_queue.c) ---- */
 enum colid_finish { COLID_FINISH_NONE = 0, COLID_FINISH_STOP, COLID_FINISH_LENGTH };
 
@@ -154,6 +168,12 @@ struct colid_job {
 	struct colid_tok *toks;
 	int n_toks, cap_toks;
 	struct coli_logit_bias *bias; /* the sampler's, owned here */
+	/* timing, the worker's: choice (0: the request's first job, whose
+	 * TTFT and queue time /metrics counts), the first and the latest token's
+	 * time, and the gaps between tokens (merged into /metrics at the end) */
+	int choice;
+	double started_s, first_s, last_s;
+	struct colid_hist itl;
 	/* the worker's private state */
 	int stopped;
 	unsigned delay_us; /* --debug-token-delay-ms, for tests */
@@ -215,8 +235,9 @@ struct colid_metrics {
 	uint64_t jobs, cancelled;
 	double prefill_s, decode_s, queue_s;
 	double last_prefill_tps, last_decode_tps;
-	uint64_t decode_tokens;       /* tokens behind decode_s (n_gen - 1 per job) */
-	struct coli_engine_stats est; /* snapshot taken by the worker after each job */
+	uint64_t decode_tokens;            /* tokens behind decode_s (n_gen - 1 per job) */
+	struct colid_hist hist[COLID_H_N]; /* TTFT, inter-token latency, queue time */
+	struct coli_engine_stats est;      /* snapshot taken by the worker after each job */
 	double started_s;
 };
 void colid_metrics_init(struct colid_metrics *m);
@@ -285,6 +306,8 @@ struct colid_server {
 	long created;        /* unix time of start, for /v1/models */
 	struct MHD_Daemon *mhd;
 	unsigned short port;
+	FILE *access_log; /* --access-log: a line per request (colid_http.c), or NULL */
+	pthread_mutex_t log_mu;
 };
 /* ---- sampling fields (colid_sampling.c) ---- */
 /* What needs the server: logit_bias ids within the vocabulary, n within the

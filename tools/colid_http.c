@@ -164,6 +164,7 @@ static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *m
 		                           ep == COLID_EP_CHAT ? s->chat.eot_id : -1);
 		if (!k->jobs[c])
 			break;
+		k->jobs[c]->choice = c;
 		k->n_jobs = c + 1;
 	}
 	free(ids);
@@ -375,6 +376,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 		if (!k)
 			return MHD_NO;
 		k->route = route_of(url);
+		k->t0 = colid_now_s();
+		snprintf(k->method, sizeof(k->method), "%s", method);
+		snprintf(k->path, sizeof(k->path), "%s", url);
 		*con_cls = k;
 		if (k->route != COLID_R_OTHER &&
 		    (!strncmp(url, "/v1/", 4) || k->route == COLID_R_TOKENIZE ||
@@ -429,6 +433,49 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 	return dispatch(s, mc, k, url, method);
 }
 
+/* One line of --access-log, logfmt: time (UTC, ms), method, path (control
+ * characters, spaces and quotes as '?'), status (499: the client left
+ * before a reply; a stream's is 200 however it ended), the prompt and
+ * completion tokens (every choice's), TTFT from the request's arrival to
+ * its first choice's first token and the total from arrival to the end of
+ * the reply in ms ("-" where there is none). */
+static void access_line(struct colid_server *s, struct conn *k, enum MHD_RequestTerminationCode toe)
+{
+	char when[32], path[sizeof(k->path)], ttft[32] = "-";
+	struct timespec ts;
+	struct tm tm;
+	int gen = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	for (size_t i = 0;; i++) {
+		unsigned char c = (unsigned char)k->path[i];
+
+		path[i] = c && (c <= ' ' || c == '"' || c == 0x7f) ? '?' : (char)c;
+		if (!c)
+			break;
+	}
+	for (int c = 0; c < k->n_jobs; c++) {
+		pthread_mutex_lock(&k->jobs[c]->mu);
+		gen += k->jobs[c]->n_gen;
+		if (c == 0 && k->jobs[c]->n_gen > 0)
+			snprintf(ttft, sizeof(ttft), "%.1f", (k->jobs[c]->first_s - k->t0) * 1e3);
+		pthread_mutex_unlock(&k->jobs[c]->mu);
+	}
+	pthread_mutex_lock(&s->log_mu);
+	fprintf(s->access_log,
+	        "time=%s.%03ldZ method=%s path=\"%s\" status=%d prompt_tokens=%d "
+	        "completion_tokens=%d ttft_ms=%s total_ms=%.1f\n",
+	        when, ts.tv_nsec / 1000000, k->method, path,
+	        k->status                                    ? k->status
+	        : toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? 200
+	                                                     : 499,
+	        k->n_prompt, gen, ttft, (colid_now_s() - k->t0) * 1e3);
+	fflush(s->access_log);
+	pthread_mutex_unlock(&s->log_mu);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -437,6 +484,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	colid_guard_answered(&((struct colid_server *)cls)->guard, mc);
 	if (!k)
 		return;
+	if (((struct colid_server *)cls)->access_log)
+		access_line(cls, k, toe);
 	for (int c = 0; c < k->n_jobs; c++) {
 		pthread_mutex_lock(&k->jobs[c]->mu);
 		if (!k->jobs[c]->done) /* the client left mid-stream */

@@ -222,8 +222,15 @@ static int on_token(void *arg, int id, const char *text, size_t len)
 		return 1;
 	}
 	pthread_mutex_lock(&j->mu);
-	if (id >= 0)
-		j->n_gen++;
+	if (id >= 0) {
+		double now = colid_now_s();
+
+		if (!j->n_gen++)
+			j->first_s = now;
+		else
+			colid_hist_observe(&j->itl, COLID_H_ITL, now - j->last_s);
+		j->last_s = now;
+	}
 	old = j->len;
 	if (len && append(j, text, len))
 		rc = j->stopped = 1;
@@ -243,6 +250,7 @@ static void run_job(struct colid_queue *q, struct colid_job *j)
 	double t0 = colid_now_s();
 	int rc;
 
+	j->started_s = t0;
 	rc = coli_generate(q->engine, j->ids, j->n_ids, j->max_tokens, &j->sampler, on_token, j,
 	                   &j->st);
 	coli_engine_stats(q->engine, &est);
