@@ -29,7 +29,9 @@
  * of the last chunk when the server sends it, else the count of text-bearing
  * chunks ("tokens_by" says which). An error is any status other than 200, a
  * malformed response, an "error" object in the stream, or a stream without
- * [DONE].
+ * [DONE]. A server that streams no text (colid serving a model without a
+ * tokenizer sends one chunk at the end) gives TTFT = the whole request and
+ * no ITL; the report says so (text_chunks 0).
  *
  * Figures per round: requests/s and output tok/s over the round's wall time
  * (first send to last byte), TTFT, ITL and end-to-end latency p50/p99
@@ -236,8 +238,8 @@ static int on_event(void *arg, const char *data, size_t len)
 	}
 	j = json_loads(data, JSON_ALLOW_NUL, &je);
 	if (!j) {
-		snprintf(r->why, sizeof(r->why), "an event that is not JSON (%.60s): %.60s", je.text,
-		         data);
+		snprintf(r->why, sizeof(r->why), "an event that is not JSON (%.60s): %.60s",
+		         je.text, data);
 		return 1;
 	}
 	if (json_object_get(j, "error")) {
@@ -343,7 +345,7 @@ static void *client_main(void *arg)
 
 struct figures {
 	int requests, errors;
-	long long tokens;
+	long long tokens, chunks; /* chunks: text-bearing events */
 	double wall_s, req_s, tok_s;
 	double ttft_p50, ttft_p99, itl_p50, itl_p99, e2e_p50, e2e_p99;
 	double queue_s; /* -1: the server does not say */
@@ -396,6 +398,7 @@ static void figures_of(struct result *r, int n, struct figures *f)
 		}
 		usage &= r[i].usage_tokens >= 0;
 		f->tokens += r[i].tokens;
+		f->chunks += r[i].chunks;
 		if (r[i].chunks)
 			ttft[ok] = r[i].ttft_s;
 		else
@@ -735,13 +738,14 @@ static void report(const struct opts *o, const struct figures *f, int rounds, in
 {
 	double m[N_FIG], lo[N_FIG], hi[N_FIG], v[64];
 	int requests = 0, errors = 0;
-	long long tokens = 0;
+	long long tokens = 0, chunks = 0;
 	const char *first_error = "";
 
 	for (int r = 0; r < rounds; r++) {
 		requests += f[r].requests;
 		errors += f[r].errors;
 		tokens += f[r].tokens;
+		chunks += f[r].chunks;
 		if (!first_error[0])
 			first_error = f[r].first_error;
 	}
@@ -785,6 +789,7 @@ static void report(const struct opts *o, const struct figures *f, int rounds, in
 			json_array_append_new(rr, one);
 		}
 		json_object_set_new(j, "rounds_detail", rr);
+		json_object_set_new(j, "text_chunks", json_integer(chunks));
 		if (errors)
 			json_object_set_new(j, "first_error", json_string(first_error));
 		json_dumpf(j, stdout, JSON_INDENT(1));
@@ -809,6 +814,10 @@ static void report(const struct opts *o, const struct figures *f, int rounds, in
 	}
 	if (errors)
 		printf("  first error: %s\n", first_error);
+	if (!chunks)
+		printf(
+		    "  note: the server streamed no text (a model without a tokenizer?): TTFT is "
+		    "the whole request, ITL absent\n");
 }
 
 int bench_serve_main(int argc, char **argv)
@@ -907,7 +916,9 @@ int bench_serve_main(int argc, char **argv)
 		while (got > 0 && (o.key[got - 1] == '\n' || o.key[got - 1] == '\r'))
 			o.key[--got] = 0;
 		if (got <= 0)
-			return tool_err("bench serve", "--api-key-file: cannot read '%s'", o.key_file), 2;
+			return tool_err("bench serve", "--api-key-file: cannot read '%s'",
+			                o.key_file),
+			       2;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	if (o.url ? parse_url(&o) : daemon_start(&d, eargv, n_eargs, o.clients, &o))

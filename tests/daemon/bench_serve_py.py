@@ -21,7 +21,7 @@ model = convert("qwen3_moe")
 FIELDS = ["requests_per_s", "output_tok_s", "ttft_p50_s", "ttft_p99_s", "itl_p50_s",
           "itl_p99_s", "e2e_p50_s", "e2e_p99_s", "queue_s", "requests", "errors",
           "output_tokens", "tokens_by", "clients", "rounds", "prompt_tokens", "max_tokens",
-          "shared_prefix", "prefix_tokens", "seed", "rounds_detail"]
+          "shared_prefix", "prefix_tokens", "seed", "rounds_detail", "text_chunks"]
 
 
 def bench(*args, timeout=60):
@@ -57,6 +57,7 @@ rc, out, err = bench("-m", model, "--threads", "1", "--requests", "8", "--client
 check(rc == 0, "bench -m exit %d: %s %s" % (rc, out[-500:], err[-1500:]))
 j = check_json(out, 8, 12)
 check(j["tokens_by"] == "usage", "colid sends usage; tokens_by %r" % j["tokens_by"])
+check(0 < j["text_chunks"] <= j["output_tokens"], "text_chunks %r" % j["text_chunks"])
 check(j["prompt_tokens"] == [8, 24] and j["max_tokens"] == [4, 12], "ranges echoed")
 
 # ---- --url: against a colid whose access log we read ----
