@@ -53,7 +53,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "tools/bench.h"
@@ -72,7 +74,7 @@ struct opts {
 	const char *key_file;
 	char *key;
 	int clients, requests, warmup, rounds, id_range, json;
-	double seconds, shared;
+	double seconds, shared, timeout_s;
 	int prefix_tokens;
 	struct range prompt, out;
 	uint64_t seed;
@@ -155,8 +157,15 @@ static int dial(const struct opts *o)
 		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
 		if (fd < 0)
 			continue;
-		if (!connect(fd, a->ai_addr, a->ai_addrlen))
+		if (!connect(fd, a->ai_addr, a->ai_addrlen)) {
+			struct timeval tv = {
+			    .tv_sec = (time_t)o->timeout_s,
+			    .tv_usec = (long)((o->timeout_s - (time_t)o->timeout_s) * 1e6)};
+
+			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 			break;
+		}
 		close(fd);
 		fd = -1;
 	}
@@ -205,7 +214,7 @@ static int exchange(const struct opts *o, const char *method, const char *path, 
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0) {
-			rc = -errno;
+			rc = errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 			break;
 		}
 		if (got == 0) {
@@ -270,8 +279,7 @@ static int on_event(void *arg, const char *data, size_t len)
 
 static void one_request(struct run *ru, int i, struct result *r)
 {
-	static struct bench_http h0; /* size only */
-	struct bench_http *h = malloc(sizeof(h0));
+	struct bench_http *h = malloc(sizeof(*h));
 	char *body = request_body(ru, i);
 	int rc;
 
@@ -314,7 +322,7 @@ static void *client_main(void *arg)
 		if (i >= ru->limit || (ru->deadline && bench_now_s() >= ru->deadline))
 			break;
 		i -= ru->base;
-		if (i >= ru->cap) { /* --seconds: grow the results */
+		{ /* --seconds: grow the results */
 			pthread_mutex_lock(&ru->mu);
 			while (i >= ru->cap) {
 				int cap = ru->cap * 2;
@@ -546,6 +554,7 @@ static int daemon_start(struct daemon *d, char **eargv, int n_eargs, int clients
 	}
 	d->pid = fork();
 	if (d->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* the bench killed: colid goes too */
 		dup2(fd, 1);
 		dup2(fd, 2);
 		execv(exe, argv);
@@ -658,6 +667,7 @@ static void help(FILE *f)
 	        "  --seed N              the load's seed (default 1)\n"
 	        "  --warmup W            untimed requests first (default 1)\n"
 	        "  --rounds N            timed rounds; figures are medians [min..max] (default 1)\n"
+	        "  --timeout S           a request with no byte for S seconds fails (default 600)\n"
 	        "  --json                one JSON object on stdout\n"
 	        "Engine options (coli --help) go to the colid started with -m.\n");
 }
@@ -814,7 +824,7 @@ static void report(const struct opts *o, const struct figures *f, int rounds, in
 	}
 	if (errors)
 		printf("  first error: %s\n", first_error);
-	if (!chunks)
+	if (!chunks && requests > errors)
 		printf(
 		    "  note: the server streamed no text (a model without a tokenizer?): TTFT is "
 		    "the whole request, ITL absent\n");
@@ -830,7 +840,8 @@ int bench_serve_main(int argc, char **argv)
 	                 .prefix_tokens = 32,
 	                 .prompt = {64, 64},
 	                 .out = {32, 32},
-	                 .seed = 1};
+	                 .seed = 1,
+	                 .timeout_s = 600};
 	struct tool_engine_args ea;
 	struct daemon d = {0};
 	struct run ru = {.o = &o};
@@ -892,6 +903,8 @@ int bench_serve_main(int argc, char **argv)
 			bad = tool_u64(P, a, v, 0, UINT64_MAX, &o.seed);
 		else if (!strcmp(a, "--warmup"))
 			bad = tool_int(P, a, v, 0, 1 << 20, &o.warmup);
+		else if (!strcmp(a, "--timeout"))
+			bad = tool_double(P, a, v, 0.001, 1e6, &o.timeout_s);
 		else if (!strcmp(a, "--rounds"))
 			bad = tool_int(P, a, v, 1, 64, &o.rounds);
 		else
@@ -904,7 +917,7 @@ int bench_serve_main(int argc, char **argv)
 		help(stderr);
 		return tool_err("bench serve", "give one of -m MODEL.coli and --url URL"), 2;
 	}
-	if (o.url && n_eargs > 1)
+	if (o.url && n_eargs > 0)
 		return tool_err("bench serve", "engine options go with -m, not with --url"), 2;
 	if (o.key_file) {
 		FILE *kf = fopen(o.key_file, "r");

@@ -8,7 +8,8 @@
   the bench's requests, output tokens and prompt lengths equal what colid
   logged, its errors 0, its queue time present (colid reports it), and
   colid's TTFT histogram counted each request once; a --seconds run stops;
-- against a port where nothing listens: exit 1 and a message, no hang."""
+- against a port where nothing listens: exit 1 and a message; against one
+  that accepts and never answers: the request fails after --timeout."""
 import json
 import os
 import re
@@ -93,4 +94,15 @@ dead = s.getsockname()[1]
 s.close()
 rc, out, err = bench("--url", "http://127.0.0.1:%d" % dead, "--requests", "2", timeout=20)
 check(rc == 1 and "refused" in err.lower(), "dead port: exit %d, %r" % (rc, err))
+# ---- a server that accepts and never answers: --timeout ----
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+rc, out, err = bench("--url", "http://127.0.0.1:%d" % s.getsockname()[1], "--requests", "1",
+                     "--warmup", "0", "--model-name", "m", "--timeout", "0.3", "--json",
+                     timeout=20)
+s.close()
+check(rc == 1, "silent server: exit %d %s" % (rc, err))
+t = json.loads(out)
+check(t["errors"] == 1 and "timed out" in t["first_error"], "silent server: %r" % t)
 print("ok: -m and --url runs consistent (%d tokens), dead port refused" % j["output_tokens"])
