@@ -242,10 +242,11 @@ struct colid_metrics {
 };
 void colid_metrics_init(struct colid_metrics *m);
 void colid_metrics_request(struct colid_metrics *m, enum colid_route r, int status);
-/* Called by the worker after a job, with the engine's cumulative stats. */
-void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j,
+/* Called by the worker after a job ends with status (0 or -errno), before
+ * it is marked done, with the engine's cumulative stats (NULL: the job did
+ * not run). */
+void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j, int status,
                        const struct coli_engine_stats *est, double queue_s);
-/* Mean seconds per job so far (for Retry-After), 1 when unknown. */
 double colid_metrics_job_s(struct colid_metrics *m);
 /* The Prometheus text exposition, malloc'd. */
 char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q);

@@ -83,12 +83,12 @@ void colid_metrics_request(struct colid_metrics *m, enum colid_route r, int stat
 	pthread_mutex_unlock(&m->mu);
 }
 
-void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j,
+void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j, int status,
                        const struct coli_engine_stats *est, double queue_s)
 {
 	pthread_mutex_lock(&m->mu);
 	m->jobs++;
-	if (j->status == -ECANCELED)
+	if (status == -ECANCELED)
 		m->cancelled++;
 	if (est) {
 		m->est = *est;

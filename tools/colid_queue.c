@@ -260,9 +260,14 @@ static void run_job(struct colid_queue *q, struct colid_job *j)
 		                                                          : COLID_FINISH_LENGTH;
 	if (!rc && atomic_load(&j->cancel))
 		rc = -ECANCELED;
+	pthread_mutex_unlock(&j->mu);
+	/* Counted before the job is marked done, so a client that has its
+	 * whole reply finds its request in /metrics. (The fields read are the
+	 * worker's own.) */
+	colid_metrics_job(q->metrics, j, rc, &est, t0 - j->enqueued_s);
+	pthread_mutex_lock(&j->mu);
 	job_finish(j, rc);
 	pthread_mutex_unlock(&j->mu);
-	colid_metrics_job(q->metrics, j, &est, t0 - j->enqueued_s);
 }
 
 static void *worker_main(void *arg)
@@ -289,7 +294,7 @@ static void *worker_main(void *arg)
 			pthread_mutex_lock(&j->mu);
 			job_finish(j, -ECANCELED);
 			pthread_mutex_unlock(&j->mu);
-			colid_metrics_job(q->metrics, j, NULL, 0);
+			colid_metrics_job(q->metrics, j, -ECANCELED, NULL, 0);
 		} else {
 			run_job(q, j);
 		}
