@@ -40,6 +40,12 @@
  * coli_generations_total; absent for a server without them). --warmup W
  * requests run first, untimed; with --rounds N every figure is the median
  * over rounds with [min..max] (docs/perf/README.md, "The method").
+ *
+ * Arms: --clients 1,8 runs one arm per count, interleaved in every round
+ * (1 8 1 8 ...), and gives for each later arm the ratios of its output
+ * tok/s, TTFT p99 and ITL p99 to the first arm's, the median of the rounds'
+ * own ratios (a host's drift cancels within a round): issue 39's targets,
+ * 8 streams against one, in one run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +67,8 @@
 #include "tools/bench.h"
 #include "tools/tools.h"
 
-#define P "coli bench serve"
+#define P                "coli bench serve"
+#define BENCH_SERVE_ARMS 8
 
 struct range {
 	int lo, hi;
@@ -73,7 +80,9 @@ struct opts {
 	const char *model_name;
 	const char *key_file;
 	char *key;
-	int clients, requests, warmup, rounds, id_range, json;
+	int clients; /* the largest of arms[] (colid's queue is sized by it) */
+	int arms[BENCH_SERVE_ARMS], n_arms; /* --clients N[,M...]: one arm each */
+	int requests, warmup, rounds, id_range, json;
 	double seconds, shared, timeout_s;
 	int prefix_tokens;
 	struct range prompt, out;
@@ -609,10 +618,11 @@ static void daemon_stop(struct daemon *d)
 
 /* ---- one round ---- */
 
-static int run_round(struct run *ru, int base, int count, double seconds, struct figures *f)
+static int run_round(struct run *ru, int clients, int base, int count, double seconds,
+                     struct figures *f)
 {
 	const struct opts *o = ru->o;
-	pthread_t *th = calloc((size_t)o->clients, sizeof(*th));
+	pthread_t *th = calloc((size_t)clients, sizeof(*th));
 	double w0 = 0, j0 = 0, w1, j1;
 	int have_q = !server_queue(o, &w0, &j0), n, started = 0;
 
@@ -629,7 +639,7 @@ static int run_round(struct run *ru, int base, int count, double seconds, struct
 	ru->base = base;
 	ru->limit = count ? base + count : INT_MAX;
 	ru->deadline = seconds > 0 ? bench_now_s() + seconds : 0;
-	for (int c = 0; c < o->clients; c++)
+	for (int c = 0; c < clients; c++)
 		started += !pthread_create(&th[c], NULL, client_main, ru);
 	for (int c = 0; c < started; c++)
 		pthread_join(th[c], NULL);
@@ -655,7 +665,9 @@ static void help(FILE *f)
 	        "  --url URL             an OpenAI-compatible server, http://HOST:PORT[/PREFIX]\n"
 	        "  --api-key-file FILE   send 'Authorization: Bearer' with FILE's first line\n"
 	        "  --model-name NAME     the request's model (default: the first of /v1/models)\n"
-	        "  --clients N           concurrent clients, 1..1024 (default 4)\n"
+	        "  --clients N[,M...]    concurrent clients, 1..1024 (default 4); several: one\n"
+	        "                        arm each, interleaved in every round, with the ratios\n"
+	        "                        of tok/s, TTFT p99 and ITL p99 to the first arm's\n"
 	        "  --requests R          requests per round (default 32)\n"
 	        "  --seconds S           instead: send for S seconds per round\n"
 	        "  --prompt-tokens A[:B] prompt length, uniform in A..B (default 64)\n"
@@ -688,6 +700,32 @@ static int parse_range(const char *opt, const char *v, int lo, struct range *r)
 	if (colon && tool_int(P, opt, colon + 1, r->lo, 1 << 20, &r->hi))
 		return -1;
 	return 0;
+}
+
+/* --clients N[,M...]: 1..1024 each, at most BENCH_SERVE_ARMS. */
+static int parse_arms(const char *opt, const char *v, struct opts *o)
+{
+	char one[32];
+
+	o->n_arms = 0;
+	o->clients = 0;
+	while (*v) {
+		size_t n = strcspn(v, ",");
+
+		if (n >= sizeof(one) || o->n_arms == BENCH_SERVE_ARMS)
+			return tool_err("bench serve", "%s: at most %d counts of 1..1024", opt,
+			                BENCH_SERVE_ARMS),
+			       -1;
+		memcpy(one, v, n);
+		one[n] = 0;
+		if (tool_int(P, opt, one, 1, 1024, &o->arms[o->n_arms]))
+			return -1;
+		if (o->arms[o->n_arms] > o->clients)
+			o->clients = o->arms[o->n_arms];
+		o->n_arms++;
+		v += n + (v[n] == ',');
+	}
+	return o->n_arms ? 0 : (tool_int(P, opt, "", 1, 1024, &o->clients), -1);
 }
 
 static int parse_url(struct opts *o)
@@ -744,7 +782,9 @@ static double fig(const struct figures *f, int k)
 	return v[k];
 }
 
-static void report(const struct opts *o, const struct figures *f, int rounds, int json)
+/* One arm's rounds f[rounds]: its JSON object, or its lines on stdout. */
+static json_t *report_arm(const struct opts *o, int clients, const struct figures *f, int rounds,
+                          int json)
 {
 	double m[N_FIG], lo[N_FIG], hi[N_FIG], v[64];
 	int requests = 0, errors = 0;
@@ -765,13 +805,10 @@ static void report(const struct opts *o, const struct figures *f, int rounds, in
 		m[k] = med(v, rounds, &lo[k], &hi[k]);
 	}
 	if (json) {
-		json_t *j = json_pack(
-		    "{s:s,s:s,s:i,s:i,s:i,s:i,s:I,s:s,s:[i,i],s:[i,i],s:f,s:i,s:I}", "bench",
-		    "serve", "url", o->url ? o->url : "colid -m", "clients", o->clients, "rounds",
-		    rounds, "requests", requests, "errors", errors, "output_tokens",
-		    (json_int_t)tokens, "tokens_by", f[0].tokens_by, "prompt_tokens", o->prompt.lo,
-		    o->prompt.hi, "max_tokens", o->out.lo, o->out.hi, "shared_prefix", o->shared,
-		    "prefix_tokens", o->prefix_tokens, "seed", (json_int_t)o->seed);
+		json_t *j =
+		    json_pack("{s:i,s:i,s:i,s:I,s:s,s:I}", "clients", clients, "requests", requests,
+		              "errors", errors, "output_tokens", (json_int_t)tokens, "tokens_by",
+		              f[0].tokens_by, "text_chunks", (json_int_t)chunks);
 		json_t *rr = json_array();
 
 		for (int k = 0; k < N_FIG; k++) {
@@ -799,17 +836,13 @@ static void report(const struct opts *o, const struct figures *f, int rounds, in
 			json_array_append_new(rr, one);
 		}
 		json_object_set_new(j, "rounds_detail", rr);
-		json_object_set_new(j, "text_chunks", json_integer(chunks));
 		if (errors)
 			json_object_set_new(j, "first_error", json_string(first_error));
-		json_dumpf(j, stdout, JSON_INDENT(1));
-		fputc('\n', stdout);
-		json_decref(j);
-		return;
+		return j;
 	}
 	printf("bench serve: %d clients, %d round(s), %d requests, %d errors, %lld output tokens "
 	       "(counted by %s)\n",
-	       o->clients, rounds, requests, errors, tokens, f[0].tokens_by);
+	       clients, rounds, requests, errors, tokens, f[0].tokens_by);
 	printf("  prompt %d..%d tokens, max_tokens %d..%d, shared prefix %.0f%% of %d tokens\n",
 	       o->prompt.lo, o->prompt.hi, o->out.lo, o->out.hi, o->shared * 100, o->prefix_tokens);
 	for (int k = 0; k < N_FIG; k++) {
@@ -828,11 +861,102 @@ static void report(const struct opts *o, const struct figures *f, int rounds, in
 		printf(
 		    "  note: the server streamed no text (a model without a tokenizer?): TTFT is "
 		    "the whole request, ITL absent\n");
+	return NULL;
+}
+
+/* The figures compared between arms: arm a over arm 0, the median of the
+ * rounds' own ratios (each round runs every arm, so a drift cancels). */
+#define N_RATIO 3
+static const int g_ratio_fig[N_RATIO] = {1 /* output_tok_s */, 3 /* ttft_p99_s */,
+                                         5 /* itl_p99_s */};
+
+/* f[round * n_arms + arm]. */
+static void report(const struct opts *o, const struct figures *f, int rounds, int json)
+{
+	struct figures arm_f[64];
+	json_t *top = NULL, *arms = NULL, *ratios = NULL;
+
+	if (json) {
+		top = json_pack("{s:s,s:s,s:i,s:[i,i],s:[i,i],s:f,s:i,s:I,s:i}", "bench", "serve",
+		                "url", o->url ? o->url : "colid -m", "rounds", rounds,
+		                "prompt_tokens", o->prompt.lo, o->prompt.hi, "max_tokens",
+		                o->out.lo, o->out.hi, "shared_prefix", o->shared, "prefix_tokens",
+		                o->prefix_tokens, "seed", (json_int_t)o->seed, "id_range",
+		                o->id_range);
+		arms = json_array();
+		ratios = json_array();
+	}
+	for (int a = 0; a < o->n_arms; a++) {
+		json_t *j;
+
+		for (int r = 0; r < rounds; r++)
+			arm_f[r] = f[r * o->n_arms + a];
+		if (!json && a)
+			putchar('\n');
+		j = report_arm(o, o->arms[a], arm_f, rounds, json);
+		if (!j)
+			continue;
+		if (o->n_arms == 1) /* one arm: its fields at the top */
+			json_object_update(top, j), json_decref(j);
+		else
+			json_array_append_new(arms, j);
+	}
+	for (int a = 1; a < o->n_arms; a++) {
+		json_t *one =
+		    json ? json_pack("{s:i,s:i}", "clients", o->arms[a], "over_clients", o->arms[0])
+		         : NULL;
+
+		if (!json)
+			printf("%s%d clients / %d clients (median of the rounds' ratios):",
+			       a > 1 ? "" : "\n", o->arms[a], o->arms[0]);
+		for (int k = 0; k < N_RATIO; k++) {
+			int fi = g_ratio_fig[k];
+			double v[64], lo, hi, m;
+			int n = 0;
+
+			for (int r = 0; r < rounds; r++) {
+				double base = fig(&f[r * o->n_arms], fi);
+
+				if (base > 0)
+					v[n++] = fig(&f[r * o->n_arms + a], fi) / base;
+			}
+			m = med(v, n, &lo, &hi);
+			if (json) {
+				char name[64];
+
+				snprintf(name, sizeof(name), "%s_range", g_fig_names[fi]);
+				json_object_set_new(one, g_fig_names[fi],
+				                    n ? json_real(m) : json_null());
+				json_object_set_new(one, name,
+				                    n ? json_pack("[f,f]", lo, hi) : json_null());
+			} else {
+				printf("  %s %.3fx [%.3f..%.3f]", g_fig_names[fi], m, lo, hi);
+			}
+		}
+		if (json)
+			json_array_append_new(ratios, one);
+		else
+			putchar('\n');
+	}
+	if (!json)
+		return;
+	if (o->n_arms > 1) {
+		json_object_set_new(top, "arms", arms);
+		json_object_set_new(top, "ratios", ratios);
+	} else {
+		json_decref(arms);
+		json_decref(ratios);
+	}
+	json_dumpf(top, stdout, JSON_INDENT(1));
+	fputc('\n', stdout);
+	json_decref(top);
 }
 
 int bench_serve_main(int argc, char **argv)
 {
 	struct opts o = {.clients = 4,
+	                 .arms = {4},
+	                 .n_arms = 1,
 	                 .requests = 32,
 	                 .warmup = 1,
 	                 .rounds = 1,
@@ -884,7 +1008,7 @@ int bench_serve_main(int argc, char **argv)
 		else if (!strcmp(a, "--api-key-file"))
 			o.key_file = v;
 		else if (!strcmp(a, "--clients"))
-			bad = tool_int(P, a, v, 1, 1024, &o.clients);
+			bad = parse_arms(a, v, &o);
 		else if (!strcmp(a, "--requests"))
 			bad = tool_int(P, a, v, 1, 1 << 24, &o.requests);
 		else if (!strcmp(a, "--seconds"))
@@ -941,7 +1065,7 @@ int bench_serve_main(int argc, char **argv)
 		goto out;
 	}
 	ru.prefix = malloc(sizeof(int) * (size_t)o.prefix_tokens);
-	f = calloc((size_t)o.rounds, sizeof(*f));
+	f = calloc((size_t)(o.rounds * o.n_arms), sizeof(*f));
 	if (!ru.prefix || !f)
 		goto out;
 	s = o.seed ^ 0x5bd1e995u;
@@ -951,19 +1075,21 @@ int bench_serve_main(int argc, char **argv)
 	if (o.warmup) { /* indexes past every round's, so the timed prompts are fresh */
 		struct figures w;
 
-		if (run_round(&ru, 1 << 28, o.warmup, 0, &w))
+		if (run_round(&ru, o.arms[0], 1 << 28, o.warmup, 0, &w))
 			goto out;
 		if (w.errors) {
 			tool_err("bench serve", "warm-up request failed: %s", w.first_error);
 			goto out;
 		}
 	}
-	for (int r = 0; r < o.rounds; r++)
-		if (run_round(&ru, 0, o.seconds > 0 ? 0 : o.requests, o.seconds, &f[r]))
-			goto out;
+	for (int r = 0; r < o.rounds; r++) /* arms interleaved: A B A B ... */
+		for (int a = 0; a < o.n_arms; a++)
+			if (run_round(&ru, o.arms[a], 0, o.seconds > 0 ? 0 : o.requests, o.seconds,
+			              &f[r * o.n_arms + a]))
+				goto out;
 	report(&o, f, o.rounds, o.json);
 	rc = 0;
-	for (int r = 0; r < o.rounds; r++)
+	for (int r = 0; r < o.rounds * o.n_arms; r++)
 		rc |= f[r].errors > 0;
 out:
 	daemon_stop(&d);

@@ -4,6 +4,8 @@
   `--requests 8 --clients 2 --json` has every field, requests 8, errors 0,
   output tokens within 8 x max_tokens, p50 <= p99 for each latency, rates
   consistent with the round's wall time;
+- with --clients 1,2 --rounds 2: one report per arm, and each ratio the
+  median of the rounds' own ratios of the arms' figures;
 - with --url against a colid this test started (--access-log, --warmup 0):
   the bench's requests, output tokens and prompt lengths equal what colid
   logged, its errors 0, its queue time present (colid reports it), and
@@ -60,6 +62,24 @@ j = check_json(out, 8, 12)
 check(j["tokens_by"] == "usage", "colid sends usage; tokens_by %r" % j["tokens_by"])
 check(0 < j["text_chunks"] <= j["output_tokens"], "text_chunks %r" % j["text_chunks"])
 check(j["prompt_tokens"] == [8, 24] and j["max_tokens"] == [4, 12], "ranges echoed")
+
+# ---- two arms, interleaved: each arm's report and the ratios of the rounds ----
+rc, out, err = bench("-m", model, "--threads", "1", "--clients", "1,2", "--requests", "4",
+                     "--rounds", "2", "--prompt-tokens", "6", "--max-tokens", "5", "--json")
+check(rc == 0, "bench --clients 1,2 exit %d: %s" % (rc, err[-1500:]))
+t = json.loads(out)
+check([a["clients"] for a in t["arms"]] == [1, 2], "arms %r" % [a.get("clients") for a in t["arms"]])
+for a in t["arms"]:
+    check(a["requests"] == 8 and a["errors"] == 0 and len(a["rounds_detail"]) == 2,
+          "arm %r: requests %r errors %r" % (a["clients"], a["requests"], a["errors"]))
+r = t["ratios"][0]
+check(r["clients"] == 2 and r["over_clients"] == 1, "ratio arms %r" % r)
+for k in ("output_tok_s", "ttft_p99_s", "itl_p99_s"):
+    want = sorted(t["arms"][1]["rounds_detail"][i][k] / t["arms"][0]["rounds_detail"][i][k]
+                  for i in range(2))
+    check(abs(r[k] - (want[0] + want[1]) / 2) <= 1e-9 * max(1, r[k]) and
+          abs(r[k + "_range"][0] - want[0]) <= 1e-9 * max(1, want[0]),
+          "%s ratio %r, the rounds' ratios %r" % (k, r[k], want))
 
 # ---- --url: against a colid whose access log we read ----
 log = os.path.join(TMP, "access.log")
