@@ -33,12 +33,14 @@
  * tokenizer sends one chunk at the end) gives TTFT = the whole request and
  * no ITL; the report says so (text_chunks 0).
  *
- * Figures per round (tools/bench_serve_report.c): requests/s and output tok/s over the round's wall
- * time (first send to last byte), TTFT, ITL and end-to-end latency p50/p99 (nearest rank), and
- * queue time, the mean of what colid's /metrics counted during the round
- * (coli_queue_wait_seconds_total over coli_generations_total; absent for a server without them).
- * --warmup W requests run first, untimed; with --rounds N every figure is the median over rounds
- * with [min..max] (docs/perf/README.md, "The method").
+ * Figures per round (tools/bench_serve_report.c): requests/s and output
+ * tok/s over the round's wall time (first send to last byte), TTFT, ITL and
+ * end-to-end latency p50/p99 (nearest rank), and queue time, the mean of
+ * what colid's /metrics counted during the round
+ * (coli_queue_wait_seconds_total over coli_generations_total; absent for a
+ * server without them). --warmup W requests run first, untimed; with
+ * --rounds N every figure is the median over rounds with [min..max]
+ * (docs/perf/README.md, "The method").
  *
  * Arms: --clients 1,8 runs one arm per count, interleaved in every round
  * (1 8 1 8 ...), and gives for each later arm the ratios of its output
