@@ -26,6 +26,46 @@ int bench_run_main(int argc, char **argv);   /* decode, prefill (argv[0] says wh
 int bench_io_main(int argc, char **argv);
 int bench_mla_main(int argc, char **argv);
 int bench_constrain_main(int argc, char **argv);
+int bench_serve_main(int argc, char **argv); /* tools/bench_serve.c */
+
+/* ---- an HTTP/1.1 response reader (tools/bench_serve_http.c) ----
+ * A push parser over the bytes of one response: status, the headers it
+ * needs, a body by Content-Length, chunked or to the close; an event-stream
+ * body is cut into server-sent events, each event's data handed to on_event
+ * (a nonzero return stops the reading: -ECANCELED). */
+#define BENCH_HTTP_LINE  8192
+#define BENCH_HTTP_EVENT 65536
+#define BENCH_HTTP_BODY  65536
+typedef int (*bench_http_event_fn)(void *arg, const char *data, size_t len);
+struct bench_http {
+	int state;
+	int status; /* 0 until the status line */
+	int head_done;
+	int chunked, sse;
+	long long content_length; /* -1: not sent */
+	long long left;           /* bytes of the current chunk or body */
+	uint64_t body_bytes;      /* body bytes after the framing */
+	uint64_t events;          /* server-sent events dispatched (with or without data) */
+	char line[BENCH_HTTP_LINE];
+	size_t line_len;
+	char sse_line[BENCH_HTTP_EVENT];
+	size_t sse_len;
+	char ev[BENCH_HTTP_EVENT]; /* the data of the event being read, NUL-terminated */
+	size_t ev_len;
+	int has_data;
+	char body[BENCH_HTTP_BODY]; /* a non-stream body's first bytes, NUL-terminated */
+	size_t body_len;
+	const char *error; /* why, after -EPROTO */
+	bench_http_event_fn on_event;
+	void *arg;
+};
+void bench_http_init(struct bench_http *h, bench_http_event_fn on_event, void *arg);
+/* 0: more wanted; 1: the response is complete; -EPROTO (h->error says why)
+ * or -ECANCELED (on_event said stop). */
+int bench_http_feed(struct bench_http *h, const char *p, size_t n);
+/* The peer closed: 0 if the response is complete (a body read to the close
+ * ends here), else -EPROTO. */
+int bench_http_eof(struct bench_http *h);
 
 /* ---- small helpers ---- */
 double bench_now_s(void);

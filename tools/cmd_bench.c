@@ -14,6 +14,9 @@
  *                (tools/bench_mla.c)
  *   constrain    a constrained step's token mask at 151936 tokens vs 5% of a
  *                decode step (tools/bench_constrain.c)
+ *   serve        concurrent clients against colid or any OpenAI-compatible
+ *                server: requests/s, tok/s, TTFT and inter-token latency
+ *                (tools/bench_serve.c)
  *
  * The measurements they share live in tools/bench_measure.c (tools/bench.h).
  */
@@ -51,6 +54,11 @@ static void usage(FILE *f)
 	           "  constrain [--tokenizer FILE] [--vocab N] [--decode-ms MS]\n"
 	           "              the token mask of constrained decoding (JSON schema) over a\n"
 	           "              padded 151936-token vocabulary vs 5%% of a decode step\n"
+	           "  serve   (-m MODEL [engine options] | --url URL) [--clients N,..]\n"
+	           "          [--requests R] [--prompt-tokens A:B] [--max-tokens C:D]\n"
+	           "              N streaming clients against colid (started from -m) or\n"
+	           "              an OpenAI-compatible server: requests/s, output tok/s,\n"
+	           "              TTFT and inter-token latency p50/p99, queue time\n"
 	           "(coli bench SUBCOMMAND --help for each)\n");
 }
 
@@ -76,6 +84,8 @@ int cmd_bench(int argc, char **argv)
 		return bench_mla_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "constrain"))
 		return bench_constrain_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "serve"))
+		return bench_serve_main(argc - 1, argv + 1);
 	tool_err("bench", "unknown subcommand '%s' (try: coli bench --help)", argv[1]);
 	return 2;
 }

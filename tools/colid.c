@@ -60,6 +60,8 @@ static void help(FILE *f)
 	    "300)\n"
 	    "  --shutdown-grace S     seconds a running request may finish after SIGTERM, "
 	    "0..1e9 (default 30)\n"
+	    "  --access-log FILE|-    a line per request (time, method, path, status, tokens, "
+	    "TTFT, total ms) appended to FILE, or stdout (default: none)\n"
 	    "  --debug-token-delay-ms N  sleep N ms per generated token, 0..60000 (tests "
 	    "only)\n\n");
 	coli_opts_help(f);
@@ -189,7 +191,7 @@ int main(int argc, char **argv)
 {
 	static struct colid_server srv; /* large; and signal-free, so static is fine */
 	struct tool_engine_args a;
-	const char *host = "127.0.0.1", *key_file = NULL, *name = NULL;
+	const char *host = "127.0.0.1", *key_file = NULL, *name = NULL, *access = NULL;
 	int port = 8080, queue = 16, rc, sig;
 	int max_conn = 64, timeout_s = 300, delay_ms = 0;
 	uint64_t max_body = 1 << 20;
@@ -236,6 +238,8 @@ int main(int argc, char **argv)
 			bad = tool_int(P, o, v, 1, INT_MAX, &timeout_s);
 		else if (!strcmp(o, "--shutdown-grace"))
 			bad = tool_double(P, o, v, 0, 1e9, &grace);
+		else if (!strcmp(o, "--access-log"))
+			access = v;
 		else if (!strcmp(o, "--debug-token-delay-ms"))
 			bad = tool_int(P, o, v, 0, 60000, &delay_ms);
 		else
@@ -257,6 +261,11 @@ int main(int argc, char **argv)
 		return die("--api-key-file: cannot read a key from '%s' (empty, or unreadable)",
 		           key_file);
 
+	pthread_mutex_init(&srv.log_mu, NULL);
+	if (access && !strcmp(access, "-"))
+		srv.access_log = stdout;
+	else if (access && !(srv.access_log = fopen(access, "ae")))
+		return die("--access-log: cannot open '%s' for appending", access);
 	if (install_signals())
 		return die("%s", "cannot install signal handlers");
 
@@ -322,5 +331,7 @@ out_engine:
 	coli_chat_template_free(&srv.chat);
 	coli_engine_close(srv.engine); /* mem/'s tier map saves the usage file here */
 	free(srv.api_key);
+	if (srv.access_log && srv.access_log != stdout)
+		fclose(srv.access_log);
 	return rc ? 1 : 0;
 }

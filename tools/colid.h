@@ -5,6 +5,7 @@
  *   colid.c          main: flags, NUMA binding, engine, signals, shutdown
  *   colid_http.c     libmicrohttpd: routing, auth, bodies, JSON and SSE replies
  *   colid_request.c  request bodies -> struct colid_request (pure; fuzzed)
+ *   colid_tokenize.c /tokenize and /detokenize bodies (pure; fuzzed)
  *   colid_sampling.c the sampling fields -> a sampler per choice; logprobs JSON
  *   colid_queue.c    the bounded FIFO, the one worker that owns the engine, jobs
  *   colid_metrics.c  counters and the Prometheus text of /metrics
@@ -24,6 +25,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/coli.h"
 
@@ -101,8 +103,36 @@ struct colid_request {
 int colid_request_parse(const char *body, size_t len, enum colid_endpoint ep,
                         struct colid_request *r, struct colid_error *e);
 void colid_request_free(struct colid_request *r);
+/* ---- /tokenize and /detokenize bodies (colid_tokenize.c; pure, fuzzed) ---- */
+#define COLID_MAX_TOKENIZE (1 << 20) /* ids per /detokenize request */
+struct colid_tokenize_req {
+	char *text; /* /tokenize: [len] bytes, NUL-terminated (may hold NULs) */
+	size_t len;
+	int add_special; /* add_special_tokens, default 1 (nothing to add: docs/api.md) */
+	int *ids;        /* /detokenize: [n_ids], each >= 0 */
+	int n_ids;
+	int has_ids;
+};
+/* detok: the /detokenize shape, else /tokenize's. 0, or -EINVAL with e
+ * filled; on success call colid_tokenize_free. */
+int colid_tokenize_parse(const char *body, size_t len, int detok, struct colid_tokenize_req *r,
+                         struct colid_error *e);
+void colid_tokenize_free(struct colid_tokenize_req *r);
 /* Offset of the first invalid UTF-8 byte, or -1 if s[0..n) is valid. */
 long colid_utf8_invalid_at(const char *s, size_t n);
+
+/* ---- latency histograms (colid_metrics.c) ----
+ * Prometheus histograms of seconds; bucket upper bounds in
+ * colid_hist_bounds (docs/api.md, "Metrics"), the last one +Inf. */
+enum colid_hist_kind { COLID_H_TTFT, COLID_H_ITL, COLID_H_QUEUE, COLID_H_N };
+#define COLID_HIST_BUCKETS 16
+struct colid_hist {
+	uint64_t le[COLID_HIST_BUCKETS]; /* observations <= bound k (not cumulative) */
+	uint64_t count;
+	double sum;
+};
+void colid_hist_observe(struct colid_hist *h, enum colid_hist_kind kind, double s);
+void colid_hist_add(struct colid_hist *to, const struct colid_hist *from);
 
 /* ---- jobs and the queue (colid_queue.c) ---- */
 enum colid_finish { COLID_FINISH_NONE = 0, COLID_FINISH_STOP, COLID_FINISH_LENGTH };
@@ -146,6 +176,12 @@ struct colid_job {
 	int n_toks, cap_toks;
 	struct coli_logit_bias *bias; /* the sampler's, owned here */
 	struct coli_grammar *grammar; /* the sampler's, owned here (constrained) */
+	/* timing, the worker's: choice (0: the request's first job, whose
+	 * TTFT and queue time /metrics counts), the first and the latest token's
+	 * time, and the gaps between tokens (merged into /metrics at the end) */
+	int choice;
+	double started_s, first_s, last_s;
+	struct colid_hist itl;
 	/* the worker's private state */
 	int stopped;
 	unsigned delay_us; /* --debug-token-delay-ms, for tests */
@@ -195,6 +231,8 @@ enum colid_route {
 	COLID_R_MODELS,
 	COLID_R_HEALTH,
 	COLID_R_METRICS,
+	COLID_R_TOKENIZE,
+	COLID_R_DETOKENIZE,
 	COLID_R_OTHER,
 	COLID_R_N
 };
@@ -205,16 +243,18 @@ struct colid_metrics {
 	uint64_t jobs, cancelled;
 	double prefill_s, decode_s, queue_s;
 	double last_prefill_tps, last_decode_tps;
-	uint64_t decode_tokens;       /* tokens behind decode_s (n_gen - 1 per job) */
-	struct coli_engine_stats est; /* snapshot taken by the worker after each job */
+	uint64_t decode_tokens;            /* tokens behind decode_s (n_gen - 1 per job) */
+	struct colid_hist hist[COLID_H_N]; /* TTFT, inter-token latency, queue time */
+	struct coli_engine_stats est;      /* snapshot taken by the worker after each job */
 	double started_s;
 };
 void colid_metrics_init(struct colid_metrics *m);
 void colid_metrics_request(struct colid_metrics *m, enum colid_route r, int status);
-/* Called by the worker after a job, with the engine's cumulative stats. */
-void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j,
+/* Called by the worker after a job ends with status (0 or -errno), before
+ * it is marked done, with the engine's cumulative stats (NULL: the job did
+ * not run). */
+void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j, int status,
                        const struct coli_engine_stats *est, double queue_s);
-/* Mean seconds per job so far (for Retry-After), 1 when unknown. */
 double colid_metrics_job_s(struct colid_metrics *m);
 /* The Prometheus text exposition, malloc'd. */
 char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q);
@@ -275,6 +315,8 @@ struct colid_server {
 	long created;        /* unix time of start, for /v1/models */
 	struct MHD_Daemon *mhd;
 	unsigned short port;
+	FILE *access_log; /* --access-log: a line per request (colid_http.c), or NULL */
+	pthread_mutex_t log_mu;
 };
 /* ---- sampling fields (colid_sampling.c) ---- */
 /* What needs the server: logit_bias ids within the vocabulary, n within the

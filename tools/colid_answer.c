@@ -44,6 +44,8 @@ enum MHD_Result colid_reply(struct colid_server *s, struct MHD_Connection *mc, s
 	ret = MHD_queue_response(mc, (unsigned)status, r);
 	MHD_destroy_response(r);
 	colid_metrics_request(&s->metrics, k ? k->route : COLID_R_OTHER, status);
+	if (k)
+		k->status = status;
 	return ret;
 }
 
@@ -179,6 +181,7 @@ enum MHD_Result colid_answer_whole(struct colid_server *s, struct MHD_Connection
 			pthread_mutex_unlock(&j->mu);
 			json_decref(choices);
 			colid_metrics_request(&s->metrics, k->route, 499);
+			k->status = 499;
 			return MHD_NO; /* nobody to answer: close (the rest cancelled) */
 		}
 		if (j->status == -ESHUTDOWN ||
@@ -448,5 +451,6 @@ enum MHD_Result colid_answer_stream(struct colid_server *s, struct MHD_Connectio
 	ret = MHD_queue_response(mc, 200, r);
 	MHD_destroy_response(r);
 	colid_metrics_request(&s->metrics, k->route, 200);
+	k->status = 200;
 	return ret;
 }

@@ -20,6 +20,11 @@ struct conn {
 	size_t len, cap, seen;
 	int too_big;
 	int answered; /* a reply was queued at the headers */
+	/* the access log's (--access-log): arrival at the headers, the request
+	 * line, the status queued (0: none, the client left) */
+	double t0;
+	char method[16], path[160];
+	int status;
 	struct colid_request req;
 	struct colid_job *jobs[COLID_MAX_N]; /* one per choice ('n'), run in order */
 	int n_jobs;

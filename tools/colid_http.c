@@ -183,6 +183,7 @@ static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *m
 		}
 		k->jobs[c]->grammar = g;
 		k->jobs[c]->eot2_id = ep == COLID_EP_CHAT ? s->chat.eot2_id : -1;
+		k->jobs[c]->choice = c;
 		k->n_jobs = c + 1;
 	}
 	free(ids);
@@ -239,6 +240,61 @@ static enum MHD_Result health(struct colid_server *s, struct MHD_Connection *mc,
 	                                  "queue_capacity", s->queue.cap));
 }
 
+/* POST /tokenize, /detokenize (tools/colid_tokenize.c has the shapes). */
+static enum MHD_Result tokenize(struct colid_server *s, struct MHD_Connection *mc, struct conn *k,
+                                int detok)
+{
+	struct colid_tokenize_req t;
+	struct colid_error e;
+	char err[256];
+	char *text = NULL;
+	size_t len = 0;
+	int *ids = NULL, n = 0, rc;
+	json_t *o = NULL, *a;
+
+	if (colid_tokenize_parse(k->body ? k->body : "", k->len, detok, &t, &e))
+		return colid_reply_error(s, mc, k, &e, 0);
+	if (!s->tok) {
+		colid_tokenize_free(&t);
+		FAIL(400, "invalid_request_error", NULL, NULL, "this model has no tokenizer");
+	}
+	if (detok) {
+		int vocab = coli_tokenizer_n_vocab(s->tok);
+
+		for (int i = 0; i < t.n_ids; i++)
+			if (t.ids[i] >= vocab) {
+				colid_error_set(
+				    &e, 400, "invalid_request_error", NULL, "tokens",
+				    "'tokens'[%d] = %d is outside the vocabulary (0..%d)", i,
+				    t.ids[i], vocab - 1);
+				colid_tokenize_free(&t);
+				return colid_reply_error(s, mc, k, &e, 0);
+			}
+		rc = coli_tokenizer_decode(s->tok, t.ids, t.n_ids, &text, &len);
+		colid_tokenize_free(&t);
+		if (rc)
+			FAIL(500, "server_error", NULL, NULL, "detokenize: %s", strerror(-rc));
+		o = json_pack("{s:s%,s:s%}", "prompt", text, len, "content", text, len);
+		free(text);
+		return colid_reply_json(s, mc, k, 200, o);
+	}
+	rc = coli_tokenizer_encode(s->tok, t.text, t.len, &ids, &n, err, sizeof(err));
+	colid_tokenize_free(&t);
+	if (rc) {
+		free(ids);
+		if (rc == -EILSEQ)
+			FAIL(400, "invalid_request_error", NULL, "prompt", "%s", err);
+		FAIL(500, "server_error", NULL, NULL, "tokenizer: %s", err);
+	}
+	a = json_array();
+	for (int i = 0; a && i < n; i++)
+		json_array_append_new(a, json_integer(ids[i]));
+	free(ids);
+	if (a)
+		o = json_pack("{s:o,s:i,s:i}", "tokens", a, "count", n, "max_model_len", s->ctx);
+	return colid_reply_json(s, mc, k, 200, o);
+}
+
 /* The bearer token against the key, in constant time over the longer of the
  * two (neither the key's length nor a common prefix shows in the timing). */
 static int authorized(struct colid_server *s, struct MHD_Connection *mc)
@@ -272,6 +328,10 @@ static enum colid_route route_of(const char *url)
 		return COLID_R_HEALTH;
 	if (!strcmp(url, "/metrics"))
 		return COLID_R_METRICS;
+	if (!strcmp(url, "/tokenize"))
+		return COLID_R_TOKENIZE;
+	if (!strcmp(url, "/detokenize"))
+		return COLID_R_DETOKENIZE;
 	return COLID_R_OTHER;
 }
 
@@ -283,6 +343,17 @@ static enum MHD_Result dispatch(struct colid_server *s, struct MHD_Connection *m
 	if (k->route == COLID_R_OTHER)
 		FAIL(404, "invalid_request_error", "not_found", NULL, "Invalid URL (%s %s)", method,
 		     url);
+	if (k->route == COLID_R_TOKENIZE || k->route == COLID_R_DETOKENIZE) {
+		if (!post)
+			FAIL(405, "invalid_request_error", "method_not_allowed", NULL,
+			     "%s needs POST, not %s", url, method);
+		if (k->too_big)
+			FAIL(413, "invalid_request_error", "request_too_large", NULL,
+			     "the request body (%zu bytes) is larger than the limit of %zu bytes "
+			     "(colid --max-body-bytes)",
+			     k->seen, s->max_body);
+		return tokenize(s, mc, k, k->route == COLID_R_DETOKENIZE);
+	}
 	if (k->route == COLID_R_CHAT || k->route == COLID_R_COMPLETIONS) {
 		if (!post)
 			FAIL(405, "invalid_request_error", "method_not_allowed", NULL,
@@ -324,8 +395,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 		if (!k)
 			return MHD_NO;
 		k->route = route_of(url);
+		k->t0 = colid_now_s();
+		snprintf(k->method, sizeof(k->method), "%s", method);
+		snprintf(k->path, sizeof(k->path), "%s", url);
 		*con_cls = k;
-		if (k->route != COLID_R_OTHER && !strncmp(url, "/v1/", 4) &&
+		if (k->route != COLID_R_OTHER &&
+		    (!strncmp(url, "/v1/", 4) || k->route == COLID_R_TOKENIZE ||
+		     k->route == COLID_R_DETOKENIZE) &&
 		    !authorized(s, mc)) { /* before any body byte is read */
 			k->answered = 1;
 			FAIL(401, "invalid_request_error", "invalid_api_key", NULL,
@@ -376,6 +452,49 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 	return dispatch(s, mc, k, url, method);
 }
 
+/* One line of --access-log, logfmt: time (UTC, ms), method, path (control
+ * characters, spaces and quotes as '?'), status (499: the client left
+ * before a reply; a stream's is 200 however it ended), the prompt and
+ * completion tokens (every choice's), TTFT from the request's arrival to
+ * its first choice's first token and the total from arrival to the end of
+ * the reply in ms ("-" where there is none). */
+static void access_line(struct colid_server *s, struct conn *k, enum MHD_RequestTerminationCode toe)
+{
+	char when[32], path[sizeof(k->path)], ttft[32] = "-";
+	struct timespec ts;
+	struct tm tm;
+	int gen = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	for (size_t i = 0;; i++) {
+		unsigned char c = (unsigned char)k->path[i];
+
+		path[i] = c && (c <= ' ' || c == '"' || c == 0x7f) ? '?' : (char)c;
+		if (!c)
+			break;
+	}
+	for (int c = 0; c < k->n_jobs; c++) {
+		pthread_mutex_lock(&k->jobs[c]->mu);
+		gen += k->jobs[c]->n_gen;
+		if (c == 0 && k->jobs[c]->n_gen > 0)
+			snprintf(ttft, sizeof(ttft), "%.1f", (k->jobs[c]->first_s - k->t0) * 1e3);
+		pthread_mutex_unlock(&k->jobs[c]->mu);
+	}
+	pthread_mutex_lock(&s->log_mu);
+	fprintf(s->access_log,
+	        "time=%s.%03ldZ method=%s path=\"%s\" status=%d prompt_tokens=%d "
+	        "completion_tokens=%d ttft_ms=%s total_ms=%.1f\n",
+	        when, ts.tv_nsec / 1000000, k->method, path,
+	        k->status                                    ? k->status
+	        : toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? 200
+	                                                     : 499,
+	        k->n_prompt, gen, ttft, (colid_now_s() - k->t0) * 1e3);
+	fflush(s->access_log);
+	pthread_mutex_unlock(&s->log_mu);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -384,6 +503,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	colid_guard_answered(&((struct colid_server *)cls)->guard, mc);
 	if (!k)
 		return;
+	if (((struct colid_server *)cls)->access_log)
+		access_line(cls, k, toe);
 	for (int c = 0; c < k->n_jobs; c++) {
 		pthread_mutex_lock(&k->jobs[c]->mu);
 		if (!k->jobs[c]->done) /* the client left mid-stream */

@@ -10,6 +10,7 @@
  * name starts with coli_; docs/api.md lists them.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +18,49 @@
 
 #include "tools/colid.h"
 
-static const char *g_route_names[COLID_R_N] = {"chat",   "completions", "models",
-                                               "health", "metrics",     "other"};
+static const char *g_route_names[COLID_R_N] = {"chat",    "completions", "models",     "health",
+                                               "metrics", "tokenize",    "detokenize", "other"};
 /* index into requests[][]: status classes kept apart where they matter */
 static const char *g_code_names[6] = {"2xx", "4xx", "429", "5xx", "401", "413"};
+
+/* Bucket upper bounds in seconds; the last is +Inf. TTFT and queue time
+ * span a prefill of a few tokens on a GPU to minutes of a long prompt on a
+ * CPU; inter-token gaps a fast GPU decode to a disk-bound CPU one. */
+static const double g_bounds[COLID_H_N][COLID_HIST_BUCKETS] = {
+    [COLID_H_TTFT] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+                      HUGE_VAL},
+    [COLID_H_ITL] = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.25, 0.5, 1,
+                     2.5, 5, HUGE_VAL},
+    [COLID_H_QUEUE] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+                       HUGE_VAL},
+};
+static const char *const g_hist_names[COLID_H_N][2] = {
+    {"coli_time_to_first_token_seconds",
+     "request arrival at the queue to its first generated token (first choice)"},
+    {"coli_inter_token_latency_seconds", "gaps between successive generated tokens"},
+    {"coli_queue_time_seconds", "request arrival at the queue to the engine starting it"},
+};
+
+void colid_hist_observe(struct colid_hist *h, enum colid_hist_kind kind, double s)
+{
+	int k = 0;
+
+	if (!(s >= 0)) /* a clock step or NaN: count it as 0 */
+		s = 0;
+	while (k < COLID_HIST_BUCKETS - 1 && s > g_bounds[kind][k])
+		k++;
+	h->le[k]++;
+	h->count++;
+	h->sum += s;
+}
+
+void colid_hist_add(struct colid_hist *to, const struct colid_hist *from)
+{
+	for (int k = 0; k < COLID_HIST_BUCKETS; k++)
+		to->le[k] += from->le[k];
+	to->count += from->count;
+	to->sum += from->sum;
+}
 
 void colid_metrics_init(struct colid_metrics *m)
 {
@@ -43,12 +83,12 @@ void colid_metrics_request(struct colid_metrics *m, enum colid_route r, int stat
 	pthread_mutex_unlock(&m->mu);
 }
 
-void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j,
+void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j, int status,
                        const struct coli_engine_stats *est, double queue_s)
 {
 	pthread_mutex_lock(&m->mu);
 	m->jobs++;
-	if (j->status == -ECANCELED)
+	if (status == -ECANCELED)
 		m->cancelled++;
 	if (est) {
 		m->est = *est;
@@ -57,6 +97,13 @@ void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j,
 		m->prefill_s += j->st.prefill_s;
 		m->decode_s += j->st.decode_s;
 		m->queue_s += queue_s;
+		if (j->choice == 0) {
+			colid_hist_observe(&m->hist[COLID_H_QUEUE], COLID_H_QUEUE, queue_s);
+			if (j->n_gen > 0)
+				colid_hist_observe(&m->hist[COLID_H_TTFT], COLID_H_TTFT,
+				                   j->first_s - j->enqueued_s);
+		}
+		colid_hist_add(&m->hist[COLID_H_ITL], &j->itl);
 		if (j->st.prefill_s > 0)
 			m->last_prefill_tps = j->st.n_prompt / j->st.prefill_s;
 		if (j->st.n_gen > 1 && j->st.decode_s > 0) {
@@ -206,6 +253,23 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
 	emit(&o, "coli_kv_bytes_per_token %llu\n", (unsigned long long)s.est.kv_token_bytes);
 	head(&o, "coli_h2d_bytes_total", "counter", "host to device copies");
 	emit(&o, "coli_h2d_bytes_total %llu\n", (unsigned long long)s.est.h2d_bytes);
+	for (int h = 0; h < COLID_H_N; h++) {
+		uint64_t cum = 0;
+
+		head(&o, g_hist_names[h][0], "histogram", g_hist_names[h][1]);
+		for (int k = 0; k < COLID_HIST_BUCKETS; k++) {
+			cum += s.hist[h].le[k];
+			if (k == COLID_HIST_BUCKETS - 1)
+				emit(&o, "%s_bucket{le=\"+Inf\"} %llu\n", g_hist_names[h][0],
+				     (unsigned long long)cum);
+			else
+				emit(&o, "%s_bucket{le=\"%g\"} %llu\n", g_hist_names[h][0],
+				     g_bounds[h][k], (unsigned long long)cum);
+		}
+		emit(&o, "%s_sum %.6f\n", g_hist_names[h][0], s.hist[h].sum);
+		emit(&o, "%s_count %llu\n", g_hist_names[h][0],
+		     (unsigned long long)s.hist[h].count);
+	}
 	head(&o, "coli_uptime_seconds", "gauge", "seconds since colid started");
 	emit(&o, "coli_uptime_seconds %.3f\n", colid_now_s() - s.started_s);
 	return o.p;

@@ -224,8 +224,15 @@ static int on_token(void *arg, int id, const char *text, size_t len)
 		return 1;
 	}
 	pthread_mutex_lock(&j->mu);
-	if (id >= 0)
-		j->n_gen++;
+	if (id >= 0) {
+		double now = colid_now_s();
+
+		if (!j->n_gen++)
+			j->first_s = now;
+		else
+			colid_hist_observe(&j->itl, COLID_H_ITL, now - j->last_s);
+		j->last_s = now;
+	}
 	old = j->len;
 	if (len && append(j, text, len))
 		rc = j->stopped = 1;
@@ -245,6 +252,7 @@ static void run_job(struct colid_queue *q, struct colid_job *j)
 	double t0 = colid_now_s();
 	int rc;
 
+	j->started_s = t0;
 	rc = coli_generate(q->engine, j->ids, j->n_ids, j->max_tokens, &j->sampler, on_token, j,
 	                   &j->st);
 	coli_engine_stats(q->engine, &est);
@@ -254,9 +262,14 @@ static void run_job(struct colid_queue *q, struct colid_job *j)
 		                                                          : COLID_FINISH_LENGTH;
 	if (!rc && atomic_load(&j->cancel))
 		rc = -ECANCELED;
+	pthread_mutex_unlock(&j->mu);
+	/* Counted before the job is marked done, so a client that has its
+	 * whole reply finds its request in /metrics. (The fields read are the
+	 * worker's own.) */
+	colid_metrics_job(q->metrics, j, rc, &est, t0 - j->enqueued_s);
+	pthread_mutex_lock(&j->mu);
 	job_finish(j, rc);
 	pthread_mutex_unlock(&j->mu);
-	colid_metrics_job(q->metrics, j, &est, t0 - j->enqueued_s);
 }
 
 static void *worker_main(void *arg)
@@ -283,7 +296,7 @@ static void *worker_main(void *arg)
 			pthread_mutex_lock(&j->mu);
 			job_finish(j, -ECANCELED);
 			pthread_mutex_unlock(&j->mu);
-			colid_metrics_job(q->metrics, j, NULL, 0);
+			colid_metrics_job(q->metrics, j, -ECANCELED, NULL, 0);
 		} else {
 			run_job(q, j);
 		}

@@ -112,7 +112,8 @@ void colid_split_next(struct colid_split *sp, const char *text, size_t from, siz
 		if (avail - i >= sizeof(OPEN) - 1 && !memcmp(text + i, OPEN, sizeof(OPEN) - 1)) {
 			sp->phase = COLID_SPLIT_REASON;
 			from = i + sizeof(OPEN) - 1;
-		} else if (!done && !memcmp(text + i, OPEN, avail - i)) {
+		} else if (!done && avail - i < sizeof(OPEN) - 1 &&
+		           !memcmp(text + i, OPEN, avail - i)) {
 			return; /* whitespace and a prefix of <think> so far */
 		} else {
 			sp->phase = COLID_SPLIT_CONTENT;

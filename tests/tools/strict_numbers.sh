@@ -47,6 +47,10 @@ refused 2 "--qd 'abc'" "$COLI" bench io -m $M --qd abc
 refused 2 "--seed '1x'" "$COLI" bench io -m $M --seed 1x
 refused 2 "--threads '-3'" "$COLI" bench kernels --threads -3
 refused 2 "--layers 'abc'" "$COLI" bench make-model --shape x -o y.coli --layers abc
+refused 2 "--clients '0'" "$COLI" bench serve --url http://127.0.0.1:1 --clients 0
+refused 2 "--max-tokens '8x'" "$COLI" bench serve --url http://127.0.0.1:1 --max-tokens 4:8x
+refused 2 "--prompt-tokens '3'" "$COLI" bench serve --url http://127.0.0.1:1 --prompt-tokens 5:3
+refused 2 "--shared-prefix '1.5'" "$COLI" bench serve --url http://127.0.0.1:1 --shared-prefix 1.5
 refused 2 "--threads '0'" "$COLI" convert x -o y.coli --threads 0
 
 if [ -x "$COLID" ]; then

@@ -1,0 +1,63 @@
+/*
+ * tools/bench_serve.h — what the two files of `coli bench serve` share
+ * (private to them): tools/bench_serve.c (options, the load, the clients,
+ * colid) hands tools/bench_serve_report.c (figures, medians, ratios, the
+ * report) each round's request results.
+ */
+#ifndef COLI_TOOLS_BENCH_SERVE_H
+#define COLI_TOOLS_BENCH_SERVE_H
+
+#include <stdint.h>
+
+#define BENCH_SERVE_ARMS 8
+
+struct range {
+	int lo, hi;
+};
+
+struct opts {
+	const char *url;
+	char host[256], port[16], base[256]; /* from the URL */
+	const char *model_name;
+	const char *key_file;
+	char *key;
+	int clients; /* the largest of arms[] (colid's queue is sized by it) */
+	int arms[BENCH_SERVE_ARMS], n_arms; /* --clients N[,M...]: one arm each */
+	int requests, warmup, rounds, id_range, json;
+	double seconds, shared, timeout_s;
+	int prefix_tokens;
+	struct range prompt, out;
+	uint64_t seed;
+};
+
+/* One request's outcome (tools/bench_serve.c fills it). */
+struct result {
+	int ok;
+	int status;
+	int tokens, chunks, usage_tokens; /* usage_tokens: -1 when not sent */
+	double start_s, ttft_s, end_s;
+	double *gaps; /* [n_gaps] seconds between text-bearing events */
+	int n_gaps, cap_gaps;
+	double last_s;
+	int done_seen;
+	char why[160];
+};
+
+/* A round's figures. */
+struct figures {
+	int requests, errors;
+	long long tokens, chunks; /* chunks: text-bearing events */
+	double wall_s, req_s, tok_s;
+	double ttft_p50, ttft_p99, itl_p50, itl_p99, e2e_p50, e2e_p99;
+	double queue_s; /* -1: the server does not say */
+	const char *tokens_by;
+	char first_error[160];
+};
+
+/* A round's figures from its results r[n] (sorts their gap arrays' copies). */
+void bench_serve_figures(const struct result *r, int n, struct figures *f);
+/* f[round * o->n_arms + arm]: every arm's report, then the ratios of the
+ * later arms to the first; JSON on stdout with json, else text. */
+void bench_serve_report(const struct opts *o, const struct figures *f, int rounds, int json);
+
+#endif
