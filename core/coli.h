@@ -346,6 +346,10 @@ enum coli_opt_stream {                       /* --stream: RAM-tier experts */
 	               COLI_OPT_STREAM_ONLY  /* all streamed to a GPU */
 };
 enum coli_opt_dense { COLI_OPT_DENSE_AUTO, COLI_OPT_DENSE_CPU };
+/* --spec: n-gram drafts in greedy decoding (core/spec.c); auto: while the
+ * dense part runs on the CPU (a GPU's 8-token verification measured slower
+ * than its one-token graphs: docs/perf/history/2026-12-02.md) */
+enum coli_opt_spec { COLI_OPT_SPEC_OFF, COLI_OPT_SPEC_NGRAM, COLI_OPT_SPEC_AUTO };
 enum coli_opt_split { COLI_OPT_SPLIT_AUTO, COLI_OPT_SPLIT_LAYERS, COLI_OPT_SPLIT_NONE };
 enum coli_opt_io { COLI_OPT_IO_AUTO, COLI_OPT_IO_URING, COLI_OPT_IO_PREAD };
 enum coli_opt_verify { COLI_OPT_VERIFY_FIRST, COLI_OPT_VERIFY_ON, COLI_OPT_VERIFY_OFF };
@@ -396,8 +400,8 @@ struct coli_opts {
 	int stream_slots;            /* --stream-slots: VRAM staging slabs per device */
 	int verbose;                 /* --verbose: the startup print */
 	int prefetch;                /* --prefetch on|off: router lookahead */
-	int spec; /* --spec ngram|off: greedy decoding verifies n-gram drafts (core/spec.c) */
-	enum coli_opt_io io;               /* --io: slab streamer backend */
+	enum coli_opt_spec spec; /* --spec: greedy decoding verifies n-gram drafts (core/spec.c) */
+	enum coli_opt_io io;     /* --io: slab streamer backend */
 	enum coli_opt_verify verify_slabs; /* --verify-slabs */
 	int usage_every; /* --usage-every N: write the usage file every N tokens (0: at close) */
 };

@@ -177,7 +177,9 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	prefill_stats(st, &e0, &e1);
 	coli_engine_stats(e, &s1); /* with the devices' op counts */
 	/* greedy: the tokens known to come next (one, or a verified draft's) */
-	coli_spec_init(&sp, greedy && e->opts.spec && !s->grammar);
+	coli_spec_init(&sp, greedy && !s->grammar &&
+	                        (e->opts.spec == COLI_OPT_SPEC_NGRAM ||
+	                         (e->opts.spec == COLI_OPT_SPEC_AUTO && !e->dense.dd)));
 	if (sp.on && !(hist = malloc(sizeof(int) * ((size_t)n_prompt + max_new))))
 		sp.on = 0;
 	if (hist)

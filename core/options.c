@@ -53,7 +53,10 @@ static const char *const k_stream[] = {[COLI_OPT_STREAM_AUTO] = "auto",
                                        [COLI_OPT_STREAM_OFF] = "off",
                                        [COLI_OPT_STREAM_ONLY] = "only",
                                        [COLI_OPT_STREAM_ONLY + 1] = NULL};
-static const char *const k_spec[] = {"off", "ngram", NULL};
+static const char *const k_spec[] = {[COLI_OPT_SPEC_OFF] = "off",
+                                     [COLI_OPT_SPEC_NGRAM] = "ngram",
+                                     [COLI_OPT_SPEC_AUTO] = "auto",
+                                     [COLI_OPT_SPEC_AUTO + 1] = NULL};
 static const char *const k_dense[] = {
     [COLI_OPT_DENSE_AUTO] = "auto", [COLI_OPT_DENSE_CPU] = "cpu", [COLI_OPT_DENSE_CPU + 1] = NULL};
 static const char *const k_split[] = {[COLI_OPT_SPLIT_AUTO] = "auto",
@@ -138,9 +141,10 @@ static const struct opt_row g_opts[] = {
      "VRAM staging slabs per device for streamed experts (this layer's and the next's guess)"},
     {"--verbose", "COLI_VERBOSE", .type = OPT_FLAG, F(verbose), "0", "print the options at start",
      .max = 1},
-    {"--spec", "COLI_SPEC", ENUM(k_spec), F(spec), "ngram",
+    {"--spec", "COLI_SPEC", ENUM(k_spec), F(spec), "auto",
      "greedy decoding: ngram verifies drafts copied from earlier text (the same tokens, "
-     "fewer steps when text repeats), off one token a step"},
+     "fewer steps when text repeats), off one token a step, auto ngram while the dense "
+     "part is on the CPU"},
     {"--prefetch", "COLI_PREFETCH", .type = OPT_BOOL, F(prefetch), "on",
      "prefetch the next layer's likely experts (router lookahead)"},
     {"--io", "COLI_IO", ENUM(k_io), F(io), "auto",

@@ -70,9 +70,9 @@ run)
 		if [ -f "$dir/tests/$t.sh" ]; then # scripts run in a scratch directory
 			s=$(realpath "$dir/tests/$t.sh") c=$(realpath "$dir/coli") r=$PWD
 			mkdir -p "$tmp/w" && (cd "$tmp/w" && COLI=$c FIXTURES=$r/tests/fixtures \
-				ROOT=$r timeout 300 sh "$s") >"$tmp/log" 2>&1
+				ROOT=$r timeout 600 sh "$s") >"$tmp/log" 2>&1
 		else
-			TEST_TMP=$tmp FIXTURES=$PWD/tests/fixtures timeout 300 "$dir/tests/$t" \
+			TEST_TMP=$tmp FIXTURES=$PWD/tests/fixtures timeout 600 "$dir/tests/$t" \
 				>"$tmp/log" 2>&1
 		fi
 		rc=$?

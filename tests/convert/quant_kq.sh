@@ -17,7 +17,7 @@
 # The perplexity figures of docs/quant.md come from `coli perplexity -m M -f
 # models/demo/held_out.txt` on the same conversions (80 s each on 2 cores:
 # not run here).
-COLI="$ROOT/$BUILD/coli"
+
 DEMO="$ROOT/models/demo"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }

@@ -9,7 +9,7 @@
 # verified and some accepted where the text repeats. A sampled generation
 # (temperature 0.8) never drafts. When a GPU is present (COLI_TEST_GPU=1), the
 # same comparisons run on GPU 0.
-COLI="$ROOT/$BUILD/coli"
+
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
