@@ -31,9 +31,9 @@ awk '$1 == "default" && !a { a = $2 } $1 == "threads=1" && !b { b = $2 }
 grep -q "arm 'nope=1'" err.txt || { cat err.txt; echo "bad arm: message"; exit 1; }
 # --ctx-fill: decode after 300 cached tokens, the fill prefilled once and rewound to each
 # round; the report's KV bytes are K and V of every layer over positions 0..p at steps
-# p = 300..303 (the cache's fp32 rows), its share attention's ms over the step's
+# p = 300..303 (the cache's fp32 rows: --kv-type f32), its share attention's ms over the step's
 # (the context is 305: a round that did not rewind would overflow it and fail)
-"$COLI" bench decode -m tiny.coli --gpu off --json --ctx-fill 300 --rounds 2 --tokens 4 \
+"$COLI" bench decode -m tiny.coli --gpu off --kv-type f32 --json --ctx-fill 300 --rounds 2 --tokens 4 \
 	--disk-mib 0 --read-mib 16 >fill.json || { echo "bench decode --ctx-fill failed"; exit 1; }
 "$COLI" inspect tiny.coli >cfg.txt
 python3 - fill.json cfg.txt <<'PY' || { cat fill.json; exit 1; }

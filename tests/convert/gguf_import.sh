@@ -18,6 +18,7 @@
 #            the GGUF's blocks), and the logits equal the checkpoint's q8
 #            container's bit for bit (the gguf package rounds as coli does);
 #            top-1 on every position equals the bf16 container's
+#            (logits with the f32 KV cache, as the fixture tests compare)
 #   q8_0_odd the same blocks with quants halved, scales doubled (no block
 #            reaches |q| = 127, so requantizing would change them): the
 #            container still holds them unchanged
@@ -46,7 +47,7 @@ FIX="$ROOT/tests/fixtures"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 ids() { tr ' ' ',' <"$FIX/$1/ref/ids.txt" | tr -d '\n'; }
-logits() { "$COLI" logits -m "$1" --ids "$2" -o "$3" 2>err.txt || { cat err.txt; bad "coli logits -m $1"; }; }
+logits() { "$COLI" logits -m "$1" --ids "$2" -o "$3" --kv-type f32 2>err.txt || { cat err.txt; bad "coli logits -m $1"; }; }
 
 for fx in qwen3_moe qwen2_moe olmoe mixtral; do
 	"$PY" "$GEN" write "$FIX/$fx" "$fx.gguf" bf16 || { bad "$fx: writing the GGUF"; continue; }
