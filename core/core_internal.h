@@ -193,13 +193,23 @@ struct coli_spec {
 	int k;                         /* the next draft's length */
 	int misses, pause;             /* first-token rejections in a row; steps left paused */
 	int drafted, accepted, rounds; /* totals: draft tokens, accepted ones, verifications */
+	double step_s, yield_s;        /* running means: a one-token step's seconds, and a
+	                                * verification's seconds per token it yields */
+	int n_step, n_yield;           /* samples in each mean (capped: a running mean) */
+	int slow;                      /* pauses for verifications measured slower than steps */
+	int guard;                     /* pause where verifications measure slower (--spec auto) */
 };
-void coli_spec_init(struct coli_spec *sp, int on);
+/* on: draft at all; guard: let the measured cost pause drafting (--spec auto;
+ * --spec ngram drafts whatever it costs, deterministic for tests) */
+void coli_spec_init(struct coli_spec *sp, int on, int guard);
 /* Up to min(k, kmax) draft tokens following the history hist[n] into draft[];
  * their count (0: no match, paused or off). */
 int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int *draft);
-/* A verification's outcome: `accepted` of `drafted` drafts matched. */
-void coli_spec_result(struct coli_spec *sp, int drafted, int accepted);
+/* A verification's outcome: `accepted` of `drafted` drafts matched, in
+ * `seconds` (the forward and its argmaxes). */
+void coli_spec_result(struct coli_spec *sp, int drafted, int accepted, double seconds);
+/* A plain one-token step's seconds (the cost verifications must beat). */
+void coli_spec_step(struct coli_spec *sp, double seconds);
 
 struct coli_engine {
 	struct coli_opts opts;

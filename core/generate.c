@@ -86,6 +86,7 @@ static int spec_step(coli_engine_t *e, struct coli_spec *sp, const int *hist, in
 {
 	const int V = e->m.cfg.vocab, pos = coli_engine_pos(e);
 	int ids[COLI_SPEC_KMAX + 1], k, j;
+	double t0;
 
 	k = sp->on ? coli_spec_draft(sp, hist, n, room < COLI_SPEC_KMAX ? room : COLI_SPEC_KMAX,
 	                             ids + 1)
@@ -97,12 +98,13 @@ static int spec_step(coli_engine_t *e, struct coli_spec *sp, const int *hist, in
 		return 0;
 	}
 	ids[0] = hist[n - 1];
+	t0 = coli_now_s();
 	if ((*rc = coli_engine_forward(e, ids, k + 1, *vlogits, 1)))
 		return 0;
 	queue[0] = coli_argmax(*vlogits, V);
 	for (j = 0; j < k && ids[j + 1] == queue[j]; j++)
 		queue[j + 1] = coli_argmax(*vlogits + (size_t)(j + 1) * V, V);
-	coli_spec_result(sp, k, j);
+	coli_spec_result(sp, k, j, coli_now_s() - t0);
 	*rc = coli_engine_rewind(e, pos + 1 + j);
 	return *rc ? 0 : j + 1;
 }
@@ -177,9 +179,11 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	prefill_stats(st, &e0, &e1);
 	coli_engine_stats(e, &s1); /* with the devices' op counts */
 	/* greedy: the tokens known to come next (one, or a verified draft's) */
-	coli_spec_init(&sp, greedy && !s->grammar &&
-	                        (e->opts.spec == COLI_OPT_SPEC_NGRAM ||
-	                         (e->opts.spec == COLI_OPT_SPEC_AUTO && !e->dense.dd)));
+	coli_spec_init(&sp,
+	               greedy && !s->grammar &&
+	                   (e->opts.spec == COLI_OPT_SPEC_NGRAM ||
+	                    (e->opts.spec == COLI_OPT_SPEC_AUTO && !e->dense.dd)),
+	               e->opts.spec == COLI_OPT_SPEC_AUTO);
 	if (sp.on && !(hist = malloc(sizeof(int) * ((size_t)n_prompt + max_new))))
 		sp.on = 0;
 	if (hist)
@@ -213,8 +217,13 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 		if (!greedy)
 			rc = coli_engine_forward_last(e, &id, 1, &logits);
 		else if (!(nq = spec_step(e, &sp, hist, n_prompt + i + 1, max_new - i - 2, queue,
-		                          &vlogits, &rc)))
+		                          &vlogits, &rc))) {
+			const double ts = coli_now_s();
+
 			rc = rc ? rc : coli_engine_forward_argmax(e, &id, 1, &queue[0]), nq = 1;
+			if (sp.on)
+				coli_spec_step(&sp, coli_now_s() - ts);
+		}
 		qh = 0;
 	}
 	/* the cache holds the inputs of the tokens used: a verified draft may have

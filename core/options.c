@@ -143,8 +143,8 @@ static const struct opt_row g_opts[] = {
      .max = 1},
     {"--spec", "COLI_SPEC", ENUM(k_spec), F(spec), "auto",
      "greedy decoding: ngram verifies drafts copied from earlier text (the same tokens, "
-     "fewer steps when text repeats), off one token a step, auto ngram while the dense "
-     "part is on the CPU"},
+     "fewer steps when text repeats), off one token a step, auto ngram while the dense part "
+     "is on the CPU and verifying measures faster"},
     {"--prefetch", "COLI_PREFETCH", .type = OPT_BOOL, F(prefetch), "on",
      "prefetch the next layer's likely experts (router lookahead)"},
     {"--io", "COLI_IO", ENUM(k_io), F(io), "auto",
@@ -177,16 +177,21 @@ static const struct opt_row g_opts[] = {
      "when the CPU rows are done (0: queue it after them, no wait on host memory: to rule "
      "that wait out when a device stalls)"},
     {NULL, "COLI_DEV_GRAPH", SWITCH, F(dev_graph), "1",
-     "decode: replay each layer's device work as a CUDA graph captured once (0: launch every "
+     "decode: replay each layer's device work as a CUDA graph captured once (0: launch "
+     "every "
      "kernel: for profilers that see kernels only as launched)"},
     {NULL, "COLI_PDL", SWITCH, F(pdl), "1",
-     "sm_90+: launch kernels with programmatic dependent launch, each scheduled while the one "
+     "sm_90+: launch kernels with programmatic dependent launch, each scheduled while the "
+     "one "
      "before drains (0: plain launches, to rule PDL out)"},
     {NULL, "COLI_GPU_FAIL_AT", ENUM(k_fail_at), F(gpu_fail_at), "any",
-     "fault injection: the injected failure strikes the first kernel launch, staging copy, sync (a "
-     "take) or any op; alloc: device allocations from the Nth on fail (out of device memory)"},
+     "fault injection: the injected failure strikes the first kernel launch, staging copy, "
+     "sync (a "
+     "take) or any op; alloc: device allocations from the Nth on fail (out of device "
+     "memory)"},
     {NULL, "COLI_PTX_FAIL", ENUM(k_ptx_fail), F(ptx_fail), "none",
-     "fault injection: the embedded PTX fails to JIT-compile, the compute_90 build (90: coli "
+     "fault injection: the embedded PTX fails to JIT-compile, the compute_90 build (90: "
+     "coli "
      "takes the compute_80 one) or both (all: the GPU is unusable)"},
     {NULL, "COLI_SIM_LATENCY_US", INT(0, 10000000), F(sim_latency_us), "0",
      "--gpu sim: microseconds each sync takes (device time to overlap with)"},

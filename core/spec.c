@@ -23,10 +23,15 @@
  * simulated device).
  *
  * Draft length k: SPEC_K0 to start, + 2 after a draft accepted whole, halved
- * after one rejected at its first token, within 1..COLI_SPEC_KMAX. Drafts whose
- * first token keeps failing (SPEC_MISS in a row) pause drafting for
+ * after one rejected at its first token, within 1..COLI_SPEC_KMAX. Drafts
+ * whose first token keeps failing (SPEC_MISS in a row) pause drafting for
  * SPEC_PAUSE steps: a k + 1 token forward reads more experts than a one-
- * token step, which only pays when something is accepted.
+ * token step, which only pays when something is accepted. And the cost is
+ * measured (--spec auto): when a verification's seconds per token it yields
+ * run above a plain step's (running means), drafting pauses four times as
+ * long, then probes again (--spec ngram drafts regardless). A small model whose forward grows with
+ * its tokens (bound by compute, not by reading its weights) ends up mostly undrafted; a large one,
+ * whose step reads the weights once for all its tokens, keeps drafting.
  */
 #include <string.h>
 
@@ -37,11 +42,13 @@
 #define SPEC_K0        4
 #define SPEC_MISS      4
 #define SPEC_PAUSE     16
+#define SPEC_MEAN      16
 
-void coli_spec_init(struct coli_spec *sp, int on)
+void coli_spec_init(struct coli_spec *sp, int on, int guard)
 {
 	memset(sp, 0, sizeof(*sp));
 	sp->on = on;
+	sp->guard = guard;
 	sp->k = SPEC_K0;
 }
 
@@ -73,8 +80,28 @@ int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int 
 	return 0;
 }
 
-void coli_spec_result(struct coli_spec *sp, int drafted, int accepted)
+/* a running mean over the last ~SPEC_MEAN samples */
+static void mean_add(double *m, int *n, double v)
 {
+	*n += *n < SPEC_MEAN;
+	*m += (v - *m) / *n;
+}
+
+void coli_spec_step(struct coli_spec *sp, double seconds)
+{
+	mean_add(&sp->step_s, &sp->n_step, seconds);
+}
+
+void coli_spec_result(struct coli_spec *sp, int drafted, int accepted, double seconds)
+{
+	mean_add(&sp->yield_s, &sp->n_yield, seconds / (accepted + 1));
+	/* measured not to pay: a verification's tokens cost more than plain
+	 * steps' (a small model whose forward grows with its tokens) */
+	if (sp->guard && sp->n_yield >= 4 && sp->n_step >= 4 && sp->yield_s > sp->step_s * 1.02) {
+		sp->pause = SPEC_PAUSE * 4;
+		sp->slow++;
+		sp->n_yield = 0; /* probe afresh after the pause */
+	}
 	sp->drafted += drafted;
 	sp->accepted += accepted;
 	sp->rounds++;
