@@ -446,6 +446,24 @@ static int dgemv_shape(const coli_gpu_t *g, enum coli_dtype dtype,
 	return 0;
 }
 
+/* A dense GEMV's rows as up to three stacked matrices (q, k and v in one
+ * launch): range i is rows [r[i], r[i + 1]), written to y[i] with stride
+ * ldy[i]; one range when y2 is NULL (the others empty). */
+struct stacked {
+	int r[4];
+	float *y[3];
+	int ldy[3];
+};
+
+static struct stacked stacked_of(const struct coli_gpu_dense_gemv *a)
+{
+	return (struct stacked){
+	    .r = {0, a->y2 ? a->rows1 : a->rows, a->y2 ? a->rows2 : a->rows, a->rows},
+	    .y = {a->y, a->y2, a->y3},
+	    .ldy = {a->ldy, a->ldy2, a->ldy3},
+	};
+}
+
 /* A quantized matrix times a prefill chunk (T >= COLI_GPU_DENSE_GEMM_MIN_T) runs
  * on the tensor-core GEMM of ptx/gemm.cu, one job per stacked range of rows:
  * the canonical reduction like the GEMV, so a token gets the bits it gets
@@ -455,9 +473,9 @@ static int dense_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gp
 {
 	const size_t rb = dtype == COLI_DTYPE_Q4_0 ? (size_t)a->K / 2 : (size_t)a->K;
 	const int nb = a->K / 32;
-	const int r[4] = {0, a->y2 ? a->rows1 : a->rows, a->y2 ? a->rows2 : a->rows, a->rows};
-	float *const y[3] = {a->y, a->y2, a->y3};
-	const int ldy[3] = {a->ldy, a->ldy2, a->ldy3};
+	const struct stacked st = stacked_of(a);
+	const int *r = st.r, *ldy = st.ldy;
+	float *const *y = st.y;
 	struct coli_gpu_gemm_job j[3];
 	int n = 0;
 
@@ -499,9 +517,9 @@ static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_
 {
 	const size_t rb = coli_dtype_row_bytes(dtype, (size_t)a->K);
 	const int nb = a->K / 32;
-	const int r[4] = {0, a->y2 ? a->rows1 : a->rows, a->y2 ? a->rows2 : a->rows, a->rows};
-	float *const y[3] = {a->y, a->y2, a->y3};
-	const int ldy[3] = {a->ldy, a->ldy2, a->ldy3};
+	const struct stacked st = stacked_of(a);
+	const int *r = st.r, *ldy = st.ldy;
+	float *const *y = st.y;
 	struct coli_gpu_gemv_job j[64];
 	int n = 0, rc = 0;
 
