@@ -13,7 +13,8 @@
 #                                      (default /tmp/q30-8.coli, made with
 #                                      `coli bench make-model` if absent);
 #                                      the tests' lines are repeated last;
-#                                      TESTS_ONLY=1 skips the benchmarks
+#                                      TESTS_ONLY=1 skips the benchmarks;
+#                                      LOGDIR=D keeps each test's whole log
 #   tools/gpu_session.sh ab A B [M]    (GPU host) two coli binaries, A/B:
 #                                      all-resident decode interleaved three
 #                                      times, then greedy generate with each;
@@ -76,6 +77,7 @@ run)
 				>"$tmp/log" 2>&1
 		fi
 		rc=$?
+		[ -n "${LOGDIR:-}" ] && cp "$tmp/log" "$LOGDIR/$(echo "$t" | tr / _).log"
 		printf '%-24s rc=%d %4ds  %s\n' "$t" $rc $(($(date +%s) - start)) \
 			"$(grep -E '^ *FAIL|[^0-9 ] differ$| [1-9][0-9]* (differ|(checks )?failed)' "$tmp/log" | head -1 |
 				cut -c1-90)" | tee -a "$tmp/tests"
