@@ -604,8 +604,9 @@ const struct coli_vocab_trie *coli_engine_vocab_trie(coli_engine_t *e);
 int coli_grammar_mask(const struct coli_grammar *g, const struct coli_vocab_trie *v,
                       const struct coli_grammar_state *st, const int *end_ids, int n_end,
                       uint64_t *allow, int vocab);
-/* logits[i] = -inf where allow's bit i is 0. */
-void coli_grammar_mask_logits(const uint64_t *allow, float *logits, int vocab);
+/* out[i] = in[i] where allow's bit i is 1, else -inf (in may be out): the
+ * sampler's copy of the logits and the mask in one pass. */
+void coli_grammar_mask_logits(const uint64_t *allow, const float *in, float *out, int vocab);
 
 /* ---- generation (shared by coli generate and colid) ---- */
 struct coli_gen_stats {

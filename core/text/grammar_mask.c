@@ -423,25 +423,32 @@ int coli_grammar_mask(const struct coli_grammar *g, const struct coli_vocab_trie
 	return count;
 }
 
-void coli_grammar_mask_logits(const uint64_t *allow, float *logits, int vocab)
+void coli_grammar_mask_logits(const uint64_t *allow, const float *in, float *out, int vocab)
 {
-	for (int w = 0; w < (vocab + 63) / 64; w++) {
-		uint64_t m = allow[w];
-		int base = w * 64, n = vocab - base < 64 ? vocab - base : 64;
+	const int whole = vocab / 64;
+	const uint32_t ninf = 0xff800000u; /* -inf's bits */
 
-		if (m == ~0ull)
-			continue;
-		if (!m) { /* (most words, where few tokens are allowed: plain stores) */
-			for (int i = 0; i < n; i++)
-				logits[base + i] = -INFINITY;
-			continue;
-		}
-		for (int i = 0; i < n; i++) { /* branch-free: -inf's bits where the bit is 0 */
-			uint32_t keep = 0u - (uint32_t)(m >> i & 1), u;
+	/* whole words as loops of a constant 64, which the compiler vectorizes:
+	 * the pass is as fast as the copy it replaces (one read, one write) */
+	for (int w = 0; w < whole; w++) {
+		const uint64_t m = allow[w];
+		const uint32_t *x = (const uint32_t *)(const void *)(in + w * 64);
+		uint32_t *y = (uint32_t *)(void *)(out + w * 64);
 
-			memcpy(&u, &logits[base + i], sizeof(u));
-			u = (u & keep) | (0xff800000u & ~keep);
-			memcpy(&logits[base + i], &u, sizeof(u));
+		if (m == ~0ull) {
+			if (in != out)
+				memcpy(y, x, 64 * sizeof(*y));
+		} else if (!m) {
+			for (int i = 0; i < 64; i++)
+				y[i] = ninf;
+		} else {
+			for (int i = 0; i < 64; i++) { /* -inf's bits where the bit is 0 */
+				uint32_t keep = 0u - (uint32_t)(m >> i & 1);
+
+				y[i] = (x[i] & keep) | (ninf & ~keep);
+			}
 		}
 	}
+	for (int i = whole * 64; i < vocab; i++)
+		out[i] = allow[i >> 6] >> (i & 63) & 1 ? in[i] : -INFINITY;
 }

@@ -20,7 +20,7 @@
  * copy of the logits into s->work plus O(ids seen + biases); min_p one max
  * and one pass more; a grammar its mask (the trie walk; none when the state
  * is the last mask's up to what no step tells apart: inside an unbounded
- * string, every token after the first) and one pass. The
+ * string, every token after the first), applied as the copy is made. The
  * grammar's state advances by each accepted token's bytes; a token it
  * refuses (none is offered: only a caller's own pick) leaves it dead, and
  * then only the end ids are allowed. Nothing is allocated or copied when every step is off:
@@ -195,9 +195,9 @@ void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, 
 {
 	const float r = s->repetition_penalty;
 
-	if (out != logits)
+	if (out != logits && !s->gstate)
 		memcpy(out, logits, sizeof(*out) * (size_t)vocab);
-	if (s->gstate) { /* 0. the grammar: what it refuses is -inf */
+	if (s->gstate) { /* 0. the grammar: what it refuses is -inf (the copy with it) */
 		struct coli_grammar_state key;
 
 		coli_gstate_key(s->grammar, s->gstate, &key);
@@ -206,7 +206,7 @@ void coli_sampler_apply(struct coli_sampler *s, const float *logits, int vocab, 
 			                  s->allow, vocab);
 			s->gstate[1] = key;
 		}
-		coli_grammar_mask_logits(s->allow, out, vocab);
+		coli_grammar_mask_logits(s->allow, logits, out, vocab);
 	}
 	for (int i = 0; i < s->n_bias; i++) {
 		int id = s->bias[i].id;

@@ -6,8 +6,9 @@
  * under several schemas, a token is allowed exactly when the text so far
  * plus its bytes is still a prefix of a valid value (coli_grammar_match
  * from the start, no trie), special tokens never, the end id exactly when
- * the text is whole; and the sampler's own -inf pass (coli_sampler_apply,
- * which reuses its last mask when the state's key has not changed) agrees.
+ * the text is whole; and the sampler's own masked copy (coli_sampler_apply,
+ * which reuses its last mask when the state's key has not changed) agrees,
+ * as coli_grammar_mask_logits does with the rule on random words.
  * The walks draw among the allowed tokens with a seeded generator and go
  * through the sampler's accept, as a generation does.
  */
@@ -136,6 +137,32 @@ static void walk(const struct coli_grammar *g, const struct coli_vocab_trie *tri
 	free(allow), free(text), free(buf), free(ids), free(zeros), free(out);
 }
 
+/* coli_grammar_mask_logits against the rule, bit for bit: words all set,
+ * empty and mixed, a vocabulary not a multiple of 64, in place and not. */
+static void masked_copy(void)
+{
+	enum { V = 64 * 9 + 37 };
+	static uint64_t allow[(V + 63) / 64];
+	static float in[V], out[V], ref[V];
+
+	for (int r = 0; r < 8; r++) {
+		for (int w = 0; w < (V + 63) / 64; w++) {
+			uint64_t k = rnd() % 4;
+
+			allow[w] = k == 0 ? 0 : k == 1 ? ~0ull : rnd() & rnd();
+		}
+		for (int i = 0; i < V; i++) {
+			in[i] = (float)(int64_t)(rnd() % 2001 - 1000) / 7.0f;
+			out[i] = NAN;
+			ref[i] = allow[i >> 6] >> (i & 63) & 1 ? in[i] : -INFINITY;
+		}
+		coli_grammar_mask_logits(allow, in, out, V);
+		CHECK(!memcmp(out, ref, sizeof(ref)), "masked copy, round %d", r);
+		coli_grammar_mask_logits(allow, in, in, V);
+		CHECK(!memcmp(in, ref, sizeof(ref)), "masked copy in place, round %d", r);
+	}
+}
+
 int main(void)
 {
 	static const char *schemas[] = {
@@ -167,6 +194,7 @@ int main(void)
 		return 1;
 	}
 	free(json);
+	masked_copy();
 	CHECK(!coli_vocab_trie_build(tok, &trie), "trie build");
 	for (size_t i = 0; trie && i < sizeof(schemas) / sizeof(schemas[0]); i++) {
 		struct coli_grammar *g = NULL;
