@@ -2,8 +2,8 @@
  * ptx/attention.cu — causal attention over the KV cache on the GPU: q
  * [T][nh][hd] against the layer's cache K, V [ctx] rows of [nkv*hd] (fp32,
  * or bf16 / q8 in the kernels named _bf16, _q8, _q8_bf16: attention.cuh's KV
- * modes, only the loads differ; rows 0..pos0+T-1 valid), out like q. Two kernels: coli_attn_chunks_<hd> for
- * head sizes 32, 64, 128 and 256 (chunks of 32 positions; it can also
+ * modes, only the loads differ; rows 0..pos0+T-1 valid), out like q. Two kernels:
+ * coli_attn_chunks_<hd> for head sizes 32, 64, 128 and 256 (chunks of 32 positions; it can also
  * quantize its output for the o projection), and coli_attention for the
  * others (tiles of 256 positions). Prefill batches of head size 64 and 128
  * take coli_attn_prefill_<hd> (ptx/attn_prefill.cu), which gives each query
@@ -48,9 +48,9 @@
 
 template <int M>
 static __device__ __forceinline__ void
-attention_tiles(const float *q, const void *K, const void *V, float *out, int pos0,
-                const int *posp, int nh, int nkv, int hd, float scale, int tiles_per_split,
-                float *part, unsigned *count)
+attention_tiles(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
+                int nh, int nkv, int hd, float scale, int tiles_per_split, float *part,
+                unsigned *count)
 {
 	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
 	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
@@ -195,10 +195,12 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 				for (int u = 0; u < AT_PV; u++) {
 					const size_t p = (size_t)tile + j0 + u;
 
-					v[u] = j0 + u < np
-					           ? kv_ld1<VT>(Vh + p * vrow, i,
-					                        kv_scale<VT>((const char *)V + p * vrow, soff))
-					           : 0.0f;
+					v[u] =
+					    j0 + u < np
+					        ? kv_ld1<VT>(Vh + p * vrow, i,
+					                     kv_scale<VT>(
+					                         (const char *)V + p * vrow, soff))
+					        : 0.0f;
 				}
 #pragma unroll
 				for (int k = 0; k < AT_ITEMS; k++) {
@@ -230,8 +232,9 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 
 					a = __fmaf_rn(
 					    ss[g * AT_TILE + j],
-					    kv_ld1<VT>(Vh + p * vrow, i,
-					               kv_scale<VT>((const char *)V + p * vrow, soff)),
+					    kv_ld1<VT>(
+					        Vh + p * vrow, i,
+					        kv_scale<VT>((const char *)V + p * vrow, soff)),
 					    a);
 				}
 				acc[k] = a;
@@ -259,10 +262,9 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 
 /* coli_attention (f32) and its typed forms, a KV mode each (attention.cuh) */
 #define ATTN_TILES(name, m)                                                                        \
-	extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)                                \
-	    name(const float *q, const void *K, const void *V, float *out, int pos0,               \
-	         const int *posp, int nh, int nkv, int hd, float scale, int tps, float *part,      \
-	         unsigned *count)                                                                  \
+	extern "C" __global__ void __launch_bounds__(AT_THREADS, 1) name(                          \
+	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
+	    int nh, int nkv, int hd, float scale, int tps, float *part, unsigned *count)           \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		attention_tiles<m>(q, K, V, out, pos0, posp, nh, nkv, hd, scale, tps, part,        \
@@ -286,22 +288,24 @@ ATTN_TILES(coli_attention_q8_bf16, 3)
  *   P.V      thread tid owns dim tid % hd of its heads (256 % hd == 0),
  * with the same online-softmax state as coli_attention. Partials are combined
  * as there (last CTA, ascending split order), over the splits that hold
- * positions only: with posp the grid covers the longest context and most
- * splits are empty. The split of the positions is the launcher's and depends
- * on the span and nkv only, so a query gets the same bits in a prefill batch
- * (queries t0 + blockIdx.z, launched in batches that fit the scratch) as in a
- * decode step. A CTA holds all heads of its kv head's group or a slice of
- * them (blockIdx.y, hsplit: the launcher's choice, same bits either way).
- * Not the same bits as coli_attention (the dense part is exempt
- * from the placement invariant). hd % 32 == 0 and 256 % hd == 0 (the launcher
- * checks; other shapes use coli_attention). */
+ * positions only: the grid covers the launch's longest context (a graph's:
+ * the bucket it replays in) and the shorter queries' later splits are empty.
+ * The split of a query's positions depends on its own position and the
+ * launcher's max_splits only (COLI_GPU_ATTN_CPS, ptx/kernels_abi.h), so a
+ * query gets the same bits in a prefill batch (queries t0 + blockIdx.z,
+ * launched in batches that fit the scratch) as in a decode step, and a short
+ * context in a long cache is spread over the SMs as a long one is. A CTA holds all heads of its kv
+ * head's group or a slice of them (blockIdx.y, hsplit: the launcher's choice, same bits either
+ * way). Not the same bits as coli_attention (the dense part is exempt from the placement
+ * invariant). hd % 32 == 0 and 256 % hd == 0 (the launcher checks; other shapes use
+ * coli_attention). */
 
 /* NF4 = hd / 32: the float4s of K a thread loads (one kernel per head size) */
 template <int NF4, int M>
 static __device__ __forceinline__ void
 attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
-            int nh, int nkv, int hd, float scale, int chunks_per_split, float *part,
-            unsigned *count, int t0, int hsplit, signed char *aq, float *ad, int *aqs)
+            int nh, int nkv, int hd, float scale, int max_splits, float *part, unsigned *count,
+            int t0, int hsplit, signed char *aq, float *ad, int *aqs)
 {
 	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
 	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
@@ -316,7 +320,8 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	const struct attn_out ao = {out + head0 * hd, aq ? aq + head0 * hd : NULL,
 	                            aq ? ad + head0 * hd / 32 : NULL,
 	                            aq ? aqs + head0 * hd / 32 : NULL};
-	const int n = (posp ? *posp : pos0) + t + 1, span = chunks_per_split * AD_CHUNK;
+	const int n = (posp ? *posp : pos0) + t + 1,
+	          span = COLI_GPU_ATTN_CPS(n, max_splits) * AD_CHUNK;
 	const int p0 = split * span, p1 = min(n, p0 + span);
 	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
 	/* typed rows (attention.cuh): krow / vrow bytes a position, a thread's
@@ -340,8 +345,7 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 #define AD_LOAD_K(c0, np)                                                                          \
 	do {                                                                                       \
 		const size_t kp_ = (size_t)((c0) + pp) * krow;                                     \
-		const float ks_ =                                                                  \
-		    pp < (np) ? kv_scale<KT>((const char *)K + kp_, soff) : 0.0f;                  \
+		const float ks_ = pp < (np) ? kv_scale<KT>((const char *)K + kp_, soff) : 0.0f;    \
 		_Pragma("unroll") for (int u = 0; u < NF4; u++) kv[u] =                            \
 		    pp < (np) ? kv_ld4<KT>(Kh + kp_, u, ks_)                                       \
 		              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);                               \
@@ -350,8 +354,8 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	do {                                                                                       \
 		_Pragma("unroll") for (int j = 0; j < AD_CHUNK; j++) v[j] =                        \
 		    j < (np) ? kv_ld1<VT>(Vh + (size_t)((c0) + j) * vrow, 0,                       \
-		                          kv_scale<VT>((const char *)V + (size_t)((c0) + j) * vrow, \
-		                                       soff))                                      \
+		                          kv_scale<VT>(                                            \
+		                              (const char *)V + (size_t)((c0) + j) * vrow, soff))  \
 		             : 0.0f;                                                               \
 	} while (0)
 	/* a chunk's K slice and V column, each set of loads in flight together;
@@ -467,11 +471,11 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 #define ATTN_CHUNKS(hd, sfx, m)                                                                    \
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd##sfx(    \
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
-	    int nh, int nkv, int hdim, float scale, int cps, float *part, unsigned *count, int t0, \
+	    int nh, int nkv, int hdim, float scale, int msp, float *part, unsigned *count, int t0, \
 	    int hsplit, signed char *aq, float *ad, int *aqs)                                      \
 	{                                                                                          \
 		pdl_entry();                                                                       \
-		attn_chunks<hd / 32, m>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, cps, part, \
+		attn_chunks<hd / 32, m>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, msp, part, \
 		                        count, t0, hsplit, aq, ad, aqs);                           \
 	}
 #define ATTN_CHUNKS_ALL(hd)                                                                        \

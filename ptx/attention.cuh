@@ -10,6 +10,7 @@
 
 #include "ptx/act_quant.cuh"
 #include "ptx/cp_async.cuh"
+#include "ptx/kernels_abi.h"
 #include "ptx/kv_rows.cuh"
 #include "ptx/last_arrival.cuh"
 #include "ptx/pdl.cuh"

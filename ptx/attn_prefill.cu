@@ -26,8 +26,8 @@
  *     the running (m, l) per row updated as there;
  *   - P.V: acc * c, then an fma chain over the chunk's 32 positions (past a
  *     row's last position the value is +0, as the chunk kernel loads it);
- *   - the positions split as the launcher splits them for that kernel (cps
- *     chunks a split, from the span); a row with one split writes acc / l,
+ *   - the positions split as they split there (COLI_GPU_ATTN_CPS chunks a
+ *     split, from the row's own position); a row with one split writes acc / l,
  *     otherwise splits are combined as attn_combine does: M = the largest
  *     split maximum, then in ascending order O += acc * expf(m - M),
  *     L += l * expf(m - M), out = O / L. M is the largest of all the row's
@@ -180,9 +180,10 @@ static __device__ __forceinline__ void ap_pv(const ApSmem<HD, RW> &sm, int b, in
 }
 
 template <int HD, int RW, int KVM>
-static __device__ __forceinline__ void
-attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
-             int nh, int nkv, float scale, int cps, int T, signed char *aq, float *ad, int *aqs)
+static __device__ __forceinline__ void attn_prefill(const float *q, const void *K, const void *V,
+                                                    float *out, int pos0, const int *posp, int nh,
+                                                    int nkv, float scale, int max_splits, int T,
+                                                    signed char *aq, float *ad, int *aqs)
 {
 	typedef ApSmem<HD, RW> Smem;
 	enum { LD = Smem::LD, VD = HD / 32, ROWS = AP_WARPS * RW };
@@ -191,11 +192,13 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 	const int group = nh / nkv, qt = ROWS / group, kvd = nkv * HD, kvh = blockIdx.y;
 	const int t0 = ((int)gridDim.x - 1 - (int)blockIdx.x) * qt; /* heaviest first */
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int posb = posp ? *posp : pos0, span = cps * AD_CHUNK;
+	const int posb = posp ? *posp : pos0;
 	const int nmax = posb + min(T, t0 + qt); /* the positions any row of the tile sees */
 	const int nch = (nmax + AD_CHUNK - 1) / AD_CHUNK;
 	const struct attn_out ao = {out, aq, ad, aqs};
-	int n[RW]; /* positions row i sees; 0: no query */
+	int n[RW];          /* positions row i sees; 0: no query */
+	int cps[RW];        /* chunks a split of row i (COLI_GPU_ATTN_CPS of n[i]) */
+	bool multi = false; /* some row spans several splits */
 	/* every lane holds its rows' state (the same values: shuffled sums) */
 	float m[RW], l[RW], acc[RW][VD], M[RW], L[RW];
 
@@ -213,6 +216,8 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 		const int r = warp * RW + i, t = t0 + r / group;
 
 		n[i] = r < qt * group && t < T ? posb + t + 1 : 0;
+		cps[i] = COLI_GPU_ATTN_CPS(n[i] > 0 ? n[i] : 1, max_splits);
+		multi = multi || n[i] > cps[i] * AD_CHUNK;
 		M[i] = -INFINITY;
 		L[i] = 0.0f;
 #pragma unroll
@@ -221,7 +226,7 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 	}
 
 	/* pass 1: each row's largest score, when some row spans two splits */
-	if (nmax > span) {
+	if (__syncthreads_or(multi)) {
 		ap_load<HD, RW, KVM>(sm, 0, false, K, V, 0, nmax, kvd, kvh);
 		cp_commit();
 		for (int c = 0; c < nch; c++) {
@@ -231,8 +236,8 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 			cp_wait<0>();
 			__syncthreads(); /* chunk c landed; every warp is past chunk c - 1 */
 			if (c + 1 < nch)
-				ap_load<HD, RW, KVM>(sm, (c + 1) & 1, false, K, V, (c + 1) * AD_CHUNK,
-				                nmax, kvd, kvh);
+				ap_load<HD, RW, KVM>(sm, (c + 1) & 1, false, K, V,
+				                     (c + 1) * AD_CHUNK, nmax, kvd, kvh);
 			cp_commit();
 #pragma unroll
 			for (int i = 0; i < RW; i++)
@@ -261,14 +266,14 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 		cp_wait<0>();
 		__syncthreads();
 		if (c + 1 < nch)
-			ap_load<HD, RW, KVM>(sm, (c + 1) & 1, true, K, V, (c + 1) * AD_CHUNK, nmax, kvd,
-			                kvh);
+			ap_load<HD, RW, KVM>(sm, (c + 1) & 1, true, K, V, (c + 1) * AD_CHUNK, nmax,
+			                     kvd, kvh);
 		cp_commit();
 #pragma unroll
 		for (int i = 0; i < RW; i++) {
 			np[i] = n[i] - c * AD_CHUNK;
 			full = full && (np[i] >= AD_CHUNK || np[i] <= 0);
-			if (c % cps == 0) { /* a split starts: attn_start's state */
+			if (c % cps[i] == 0) { /* a split starts: attn_start's state */
 				m[i] = -INFINITY;
 				l[i] = 0.0f;
 #pragma unroll
@@ -312,9 +317,9 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 			const int r = warp * RW + i;
 			float y[VD];
 
-			if (np[i] <= 0 || (c % cps != cps - 1 && np[i] > AD_CHUNK))
+			if (np[i] <= 0 || (c % cps[i] != cps[i] - 1 && np[i] > AD_CHUNK))
 				continue;
-			if (n[i] <= span) { /* one split: attn_put_out */
+			if (n[i] <= cps[i] * AD_CHUNK) { /* one split: attn_put_out */
 #pragma unroll
 				for (int dd = 0; dd < VD; dd++)
 					y[dd] = acc[i][dd] / l[i];
@@ -345,10 +350,10 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 #define ATTN_PREFILL(hd, rw, sfx, m)                                                               \
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_prefill_##hd##sfx(   \
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
-	    int nh, int nkv, float scale, int cps, int T, signed char *aq, float *ad, int *aqs)    \
+	    int nh, int nkv, float scale, int msp, int T, signed char *aq, float *ad, int *aqs)    \
 	{                                                                                          \
 		pdl_entry();                                                                       \
-		attn_prefill<hd, rw, m>(q, K, V, out, pos0, posp, nh, nkv, scale, cps, T, aq, ad,  \
+		attn_prefill<hd, rw, m>(q, K, V, out, pos0, posp, nh, nkv, scale, msp, T, aq, ad,  \
 		                        aqs);                                                      \
 	}
 #define ATTN_PREFILL_ALL(hd, rw)                                                                   \

@@ -252,54 +252,49 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
 	              "launch rope");
 }
 
-/* coli_attn_chunks: the positions of the span (the context the grid covers)
- * split over about two CTAs per SM (what fits at once: 128 registers a
- * thread) for one query, whatever T is, so a query gets the same bits in a
- * prefill batch as in a decode step; queries go in batches whose partials fit
- * the scratch. Splits past a query's position return at once, and splits
- * past `reach` (the positions any query of the launch sees, when the launch
- * is not replayed later) are not launched: a 256-token prefill in a context
- * of 4096 ran 64 splits of which 4 held positions (125 us a launch, H200). */
-static void chunk_splits(const coli_gpu_t *g, int span, int nkv, int group, int hd, int *splitsp,
-                         int *cpsp)
+/* coli_attn_chunks and coli_attn_prefill: the splits a query's positions
+ * may take, about two CTAs per SM over the kv heads (what fits at once: 128
+ * registers a thread), fewer where the partials of one query would not fit
+ * the scratch. A function of the model and the device only: each query's
+ * split is COLI_GPU_ATTN_CPS of its own position (ptx/kernels_abi.h), the
+ * same in a prefill batch, a decode step or a graph, and however long the
+ * cache is. Queries go in batches whose partials fit the scratch. Splits
+ * past a query's position return at once, and splits past `reach` (the
+ * positions any query of the launch sees, a graph's bucket when captured)
+ * are not launched. */
+static int max_splits(const coli_gpu_t *g, int nkv, int group, int hd)
 {
 	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
-	const int chunks = (span + AD_CHUNK - 1) / AD_CHUNK;
-	int splits = (2 * g->sm_count + nkv - 1) / nkv, cps;
+	int splits = (2 * g->sm_count + nkv - 1) / nkv;
 
-	splits = splits < chunks ? splits : chunks;
 	while (splits > 1 && (size_t)splits * per > DENSE_SCRATCH_FLOATS)
 		splits--;
-	cps = (chunks + splits - 1) / splits;
-	*splitsp = (chunks + cps - 1) / cps; /* no split starts past the span */
-	*cpsp = cps;
+	return splits;
 }
 
-static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int reach, int nkv,
-                            int group, int hd, int mode)
+static int attention_chunks(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group,
+                            int hd, int mode)
 {
 	size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
-	int splits, cps, t0, tb, k = 0;
+	int msp = max_splits(g, nkv, group, hd), splits, t0, tb, k = 0;
 	int rc = 0, hsplit = 1;
 
 	while (32 << k < hd)
 		k++;
 	/* up to a few thousand positions a decode step's time is a CTA's
 	 * instructions, which grow with the heads it holds: two heads a CTA, the
-	 * group's slices side by side (longer spans: the whole group, each K/V
+	 * group's slices side by side (longer contexts: the whole group, each K/V
 	 * row read once). A prefill batch has CTAs enough: the whole group, K/V
 	 * read once for all its heads (the same bits either way) */
-	if (T <= COLI_GPU_MAX_S && span <= 8192 && group >= 4 && group % 2 == 0)
+	if (T <= COLI_GPU_MAX_S && reach <= 8192 && group >= 4 && group % 2 == 0)
 		hsplit = group / 2;
-
-	chunk_splits(g, span, nkv, group, hd, &splits, &cps);
-	/* the kernel's `used` (splits holding a query's positions) is the same
-	 * with fewer CTAs in x: only the partials' stride changes */
-	if (reach < span && (reach + cps * AD_CHUNK - 1) / (cps * AD_CHUNK) < splits)
-		splits = (reach + cps * AD_CHUNK - 1) / (cps * AD_CHUNK);
+	/* every query's used splits, ceil(chunks / cps) <= min(msp, chunks):
+	 * the grid covers the launch's longest */
+	splits = (reach + AD_CHUNK - 1) / AD_CHUNK;
+	splits = splits < msp ? splits : msp;
 	tb = splits > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)splits * per)) : T;
 	tb = tb < DENSE_COUNTERS / (nkv * hsplit) ? tb : DENSE_COUNTERS / (nkv * hsplit);
-	args[10] = &cps;
+	args[10] = &msp;
 	args[13] = &t0;
 	args[14] = &hsplit;
 	for (t0 = 0; !rc && t0 < T; t0 += tb)
@@ -310,15 +305,15 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int span, int rea
 }
 
 /* coli_attn_prefill: a CTA a tile of queries of one kv head (all their
- * heads), the positions split as attention_chunks splits them for the same
- * span: each query gets the bits it gets there. Grid (tiles, nkv). */
-static int attention_prefill(coli_gpu_t *g, void **args, int T, int span, int nkv, int group,
-                             int hd, int mode)
+ * heads), each query's positions split as coli_attn_chunks splits them:
+ * each query gets the bits it gets there. Grid (tiles, nkv). */
+static int attention_prefill(coli_gpu_t *g, void **args, int T, int nkv, int group, int hd,
+                             int mode)
 {
-	int splits, cps, tiles = (T + AP_ROWS(hd) / group - 1) / (AP_ROWS(hd) / group);
+	int msp = max_splits(g, nkv, group, hd),
+	    tiles = (T + AP_ROWS(hd) / group - 1) / (AP_ROWS(hd) / group);
 
-	chunk_splits(g, span, nkv, group, hd, &splits, &cps);
-	args[9] = &cps;
+	args[9] = &msp;
 	args[10] = &T;
 	return coli_gpu_launch(g, g->f_attn_prefill[mode][hd == 128], (unsigned)tiles,
 	                       (unsigned)nkv, 1, THREADS, AP_SMEM(hd), args,
@@ -368,10 +363,10 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 		void *pa[] = {&a,   &b,     &c,   &d,   &pos0, &p,  &nh,
 		              &nkv, &scale, NULL, NULL, &qa,   &qd, &qs};
 
-		return attention_prefill(g, pa, T, posp ? span : pos0 + T, nkv, group, hd, mode);
+		return attention_prefill(g, pa, T, nkv, group, hd, mode);
 	}
 	if (hd % 32 == 0 && THREADS % hd == 0 && nh <= DENSE_COUNTERS)
-		return attention_chunks(g, args, T, posp ? span : pos0 + T,
+		return attention_chunks(g, args, T,
 		                        posp && g->capturing ? coli_gpu_attn_reach(pos0 + T, span)
 		                                             : pos0 + T,
 		                        nkv, group, hd, mode);

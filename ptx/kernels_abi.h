@@ -120,6 +120,17 @@ struct coli_gpu_pairs {
 	int n, pad_;
 };
 
+/* Chunks of 32 positions (AD_CHUNK) a split of coli_attn_chunks and
+ * coli_attn_prefill holds for a query that sees n positions: a function of n
+ * and of the device's split count for the model (max_splits, ptx/gpu_dense.c:
+ * about two CTAs per SM over the kv heads, as the scratch allows), never of
+ * the batch, the launch or the cache's length, so a query gets the same bits
+ * alone, in a prefill batch, in a graph or out of one. A short context is
+ * split as finely as it goes (a chunk a split), a long one over max_splits.
+ * The splits holding positions: ceil(ceil(n / 32) / cps) <= max_splits.
+ * (A macro: nvcc's device code and gcc's host code both use it.) */
+#define COLI_GPU_ATTN_CPS(n, max_splits) ((((n) + 31) / 32 + (max_splits)-1) / (max_splits))
+
 /* The positions a captured decode step's attention launches splits for
  * (ptx/gpu_dense.c): a graph captured at a step ending at position n (pos0 +
  * T) holds the CTAs of the first coli_gpu_attn_reach(n, span) positions, not
