@@ -5,6 +5,13 @@
  * at an EOS id of the model or after max_new tokens. The sampler's sequence
  * (the history its penalties read) runs from the prompt to the last token;
  * s->out holds the token being passed to the callback, with its logprobs.
+ *
+ * struct coli_seq_gen is the same loop turned inside out for one sequence
+ * of a batch (colid's continuous batching): the caller owns the steps
+ * (coli_engine_step over every running sequence's run), each sequence's
+ * run comes from coli_seq_gen_run (its prompt's next chunk, then one token a
+ * step) and its logits go to coli_seq_gen_after, which picks and streams
+ * the token as coli_generate does: the same ids for the same logits.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +34,28 @@ static int is_end(const struct coli_sampler *s, int id)
 		if (s->end_ids[i] == id)
 			return 1;
 	return 0;
+}
+
+/* s over the sequence prompt[n]; constrained: the engine's trie, and the
+ * model's EOS ends it. */
+static int sampler_begin(coli_engine_t *e, struct coli_sampler *s, const int *prompt, int n)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+
+	if (s->grammar) {
+		if (!s->trie)
+			s->trie = coli_engine_vocab_trie(e);
+		for (int q = 0; q < c->n_eos; q++) {
+			int j = 0;
+
+			while (j < s->n_end_ids && s->end_ids[j] != c->eos[q])
+				j++;
+			if (j == s->n_end_ids &&
+			    s->n_end_ids < (int)(sizeof(s->end_ids) / sizeof(int)))
+				s->end_ids[s->n_end_ids++] = c->eos[q];
+		}
+	}
+	return coli_sampler_begin(s, c->vocab, prompt, n);
 }
 
 /* The prefill's phase split: e0 before it, e1 after. */
@@ -134,20 +163,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	text = malloc(cap);
 	if (!text)
 		return -ENOMEM;
-	if (s->grammar) { /* constrained: the engine's trie, and the model's EOS ends it */
-		if (!s->trie)
-			s->trie = coli_engine_vocab_trie(e);
-		for (int q = 0; q < c->n_eos; q++) {
-			int j = 0;
-
-			while (j < s->n_end_ids && s->end_ids[j] != c->eos[q])
-				j++;
-			if (j == s->n_end_ids &&
-			    s->n_end_ids < (int)(sizeof(s->end_ids) / sizeof(int)))
-				s->end_ids[s->n_end_ids++] = c->eos[q];
-		}
-	}
-	rc = coli_sampler_begin(s, c->vocab, prompt, n_prompt);
+	rc = sampler_begin(e, s, prompt, n_prompt);
 	if (rc) {
 		free(text);
 		return rc;
@@ -156,12 +172,15 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	 * prompt and tokens: a shared system prompt) is kept, at least its last
 	 * token run again for the logits */
 	{
-		int keep = 0, have = e->kv.pos < n_prompt - 1 ? e->kv.pos : n_prompt - 1;
+		struct coli_kv_seq *q = &e->kv.seq[0];
+		int keep = 0, have = q->pos < n_prompt - 1 ? q->pos : n_prompt - 1;
 
-		while (keep < have && e->kv.hist[keep] == prompt[keep])
+		while (keep < have && q->hist[keep] == prompt[keep])
 			keep++;
-		e->kv.pos = keep;
+		q->pos = keep;
 		st->n_cached = keep;
+		e->est.prefix_hits += keep > 0;
+		e->est.prefix_saved += (uint64_t)keep;
 	}
 	e0 = e->est; /* the generation's expert counts are differences of these */
 	coli_detok_init(&dt);
@@ -243,4 +262,110 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	coli_sampler_end(s);
 	free(text);
 	return rc;
+}
+
+/* ---- one sequence of a batch, stepped by the caller ---- */
+
+int coli_seq_gen_begin(coli_engine_t *e, struct coli_seq_gen *g, int slot, int cached,
+                       const int *prompt, int n_prompt, int max_new, struct coli_sampler *s,
+                       coli_gen_cb cb, void *arg)
+{
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	g->st.n_prompt = n_prompt;
+	if (n_prompt <= 0 || cached < 0 || cached >= n_prompt)
+		return -EINVAL;
+	if (n_prompt + (max_new > 0 ? max_new - 1 : 0) > e->kv.ctx)
+		return -E2BIG;
+	g->slot = slot, g->prompt = prompt, g->n_prompt = n_prompt, g->max_new = max_new;
+	g->s = s, g->cb = cb, g->arg = arg;
+	g->fed = g->st.n_cached = cached;
+	g->cap = e->tok ? coli_tokenizer_max_piece_bytes(e->tok) + 32 : 32;
+	g->text = malloc(g->cap);
+	if (!g->text)
+		return -ENOMEM;
+	rc = sampler_begin(e, s, prompt, n_prompt);
+	if (rc) {
+		free(g->text);
+		g->text = NULL;
+		return rc;
+	}
+	g->greedy = !coli_sampler_needs_logits(s);
+	g->done = max_new <= 0;
+	coli_detok_init(&g->dt);
+	g->t0 = coli_now_s();
+	return 0;
+}
+
+int coli_seq_gen_run(const struct coli_seq_gen *g, int room, struct coli_run *run)
+{
+	int left = g->n_prompt - g->fed;
+
+	if (g->done || room < 1)
+		return 0;
+	if (left > 0) { /* the prompt's next chunk; logits after its last token */
+		int n = left < room ? left : room;
+
+		*run = (struct coli_run){
+		    .slot = g->slot, .n = n, .ids = g->prompt + g->fed, .logits = n == left};
+		return n;
+	}
+	*run = (struct coli_run){.slot = g->slot, .n = 1, .ids = &g->next, .logits = 1};
+	return 1;
+}
+
+int coli_seq_gen_after(coli_engine_t *e, struct coli_seq_gen *g, const struct coli_run *run,
+                       const float *logits)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int id, n;
+
+	if (g->fed < g->n_prompt) {
+		g->fed += run->n;
+		if (g->fed < g->n_prompt)
+			return 0;
+		g->t1 = coli_now_s();
+		g->st.prefill_s = g->t1 - g->t0;
+	}
+	/* the token, as coli_generate picks it: greedy the argmax (ties to the
+	 * lowest id), else the sampler */
+	if (g->greedy) {
+		id = coli_argmax(logits, c->vocab);
+		g->s->out.id = id;
+	} else {
+		id = coli_sampler_pick_pool(g->s, logits, c->vocab, e->pool);
+	}
+	coli_sampler_accept(g->s, id);
+	if (is_eos(c, id) || (g->s->grammar && is_end(g->s, id))) {
+		g->st.stopped_eos = 1;
+		g->done = 1;
+		return 0;
+	}
+	g->st.n_gen++;
+	n = e->tok ? coli_detok_push(e->tok, &g->dt, id, g->text, g->cap) : 0;
+	if (g->cb && g->cb(g->arg, id, g->text, (size_t)(n > 0 ? n : 0)))
+		g->done = 1;
+	if (g->st.n_gen >= g->max_new)
+		g->done = 1;
+	g->next = id;
+	return 0;
+}
+
+void coli_seq_gen_end(coli_engine_t *e, struct coli_seq_gen *g, int rc)
+{
+	if (!g->text)
+		return;
+	if (!rc && e->tok && g->cb) {
+		int n = coli_detok_flush(e->tok, &g->dt, g->text, g->cap);
+
+		if (n > 0)
+			g->cb(g->arg, -1, g->text, (size_t)n);
+	}
+	if (g->t1 > 0)
+		g->st.decode_s = coli_now_s() - g->t1;
+	g->st.decode_steps = g->st.n_gen > 0 ? g->st.n_gen - 1 : 0;
+	coli_sampler_end(g->s);
+	free(g->text);
+	g->text = NULL;
 }
