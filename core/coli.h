@@ -490,6 +490,7 @@ int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const floa
  * starting with it keeps those rows (the prefix cache: hits and saved
  * tokens in coli_engine_stats). On the CPU a row's bits do not depend on
  * the other rows of its batch: a sequence's tokens are those it gets alone. */
+#define COLI_MAX_SEQ 64 /* --parallel's bound */
 struct coli_run {
 	int slot;       /* from coli_engine_seq_open */
 	int n;          /* tokens, at the slot's position on */
@@ -828,6 +829,8 @@ struct coli_engine_stats {
 	uint64_t prefix_hits;      /* prompts that kept a cached prefix (coli_engine_seq_open,
 	                            * coli_generate) */
 	uint64_t prefix_saved;     /* prompt tokens those kept: not prefilled again */
+	uint64_t steps, step_runs; /* forward calls on the CPU path and the runs (sequences)
+	                            * in them: step_runs / steps sequences a step */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 /* Wait until every slab read the engine queued on its own (the usage file's

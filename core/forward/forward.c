@@ -159,7 +159,7 @@ static void embed(struct coli_engine *e, const struct coli_batch *b)
 static int rows_of(struct coli_engine *e, const struct coli_batch *b, struct coli_fwd *f,
                    struct coli_fwd_run *run, int *pos)
 {
-	unsigned char seen[COLI_KV_MAX_SEQ] = {0};
+	unsigned char seen[COLI_MAX_SEQ] = {0};
 
 	f->T = 0, f->n_runs = b->n_runs, f->run = run, f->pos = pos;
 	if (b->n_runs < 1 || b->n_runs > e->kv.n_seq)
@@ -207,7 +207,7 @@ static void lm_head(struct coli_engine *e, const struct coli_batch *b, const str
 int coli_forward_batch(struct coli_engine *e, const struct coli_batch *b, float *logits)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	struct coli_fwd_run run[COLI_KV_MAX_SEQ];
+	struct coli_fwd_run run[COLI_MAX_SEQ];
 	struct coli_fwd f;
 	int H = c->hidden, T, rc, pos[e->s.tmax]; /* pos: each row's position */
 	double t0 = coli_now_s(), t1, t2;
@@ -256,6 +256,8 @@ int coli_forward_batch(struct coli_engine *e, const struct coli_batch *b, float 
 		q->pos += run[r].n;
 	}
 	e->est.tokens += T;
+	e->est.steps++;
+	e->est.step_runs += (uint64_t)f.n_runs;
 	coli_tiers_tokens(e, T);
 	t1 = coli_now_s();
 	lm_head(e, b, &f, logits);

@@ -28,8 +28,6 @@
 struct coli_model_config;
 struct coli_attn_group;
 
-#define COLI_KV_MAX_SEQ 64 /* --parallel's bound */
-
 /* One sequence's slot: its block of rows and what is in it. */
 struct coli_kv_seq {
 	int pos;       /* tokens in the slot */
