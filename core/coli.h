@@ -697,6 +697,7 @@ typedef int (*coli_gen_cb)(void *arg, int id, const char *text, size_t len);
  * tensor cores from 16 tokens on and round otherwise. */
 int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
                   struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st);
+struct coli_spec;
 /* One sequence's generation in a slot, stepped by the caller (colid's
  * continuous batching; core/generate.c): begin after coli_engine_seq_open
  * (cached: the tokens it kept); each step, coli_seq_gen_run gives the run
@@ -721,7 +722,10 @@ struct coli_seq_gen {
 	size_t cap;
 	double t0, t1;            /* begin, the first token */
 	struct coli_gen_stats st; /* n_prompt, n_cached, n_gen, prefill_s, decode_s,
-	                           * stopped_eos, decode_steps */
+	                           * stopped_eos, decode_steps, spec_* */
+	struct coli_spec *spec;   /* --spec's drafts (greedy), or NULL */
+	float *vlogits;           /* a verification's [k + 1][vocab] */
+	double step_t0;           /* a plain step's start after a declined draft */
 };
 int coli_seq_gen_begin(coli_engine_t *e, struct coli_seq_gen *g, int slot, int cached,
                        const int *prompt, int n_prompt, int max_new, struct coli_sampler *s,
@@ -730,6 +734,13 @@ int coli_seq_gen_run(const struct coli_seq_gen *g, int room, struct coli_run *ru
 int coli_seq_gen_after(coli_engine_t *e, struct coli_seq_gen *g, const struct coli_run *run,
                        const float *logits);
 void coli_seq_gen_end(coli_engine_t *e, struct coli_seq_gen *g, int rc);
+/* Speculative decoding for a greedy sequence decoding alone (--spec, as
+ * coli_generate does it; colid calls it while one sequence runs): drafts
+ * from the slot's tokens, verifies them in one coli_engine_step of the slot
+ * and streams the tokens accepted. Returns the tokens streamed, 0 when there
+ * is no draft (run the plain step; its time feeds --spec auto's measure), or
+ * -errno. The tokens are the plain steps' (the rows are batch-invariant). */
+int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g);
 
 /* ---- where experts came from (filled by the tier manager, read by
  * generate's summary, coli bench and colid's /metrics) ----

@@ -293,6 +293,13 @@ int coli_seq_gen_begin(coli_engine_t *e, struct coli_seq_gen *g, int slot, int c
 	}
 	g->greedy = !coli_sampler_needs_logits(s);
 	g->done = max_new <= 0;
+	/* --spec as coli_generate takes it (the dense part is on the CPU with
+	 * several slots) */
+	if (g->greedy && !s->grammar &&
+	    (e->opts.spec == COLI_OPT_SPEC_NGRAM ||
+	     (e->opts.spec == COLI_OPT_SPEC_AUTO && !e->dense.dd)) &&
+	    (g->spec = malloc(sizeof(*g->spec))))
+		coli_spec_init(g->spec, 1, e->opts.spec == COLI_OPT_SPEC_AUTO);
 	coli_detok_init(&g->dt);
 	g->t0 = coli_now_s();
 	return 0;
@@ -315,32 +322,18 @@ int coli_seq_gen_run(const struct coli_seq_gen *g, int room, struct coli_run *ru
 	return 1;
 }
 
-int coli_seq_gen_after(coli_engine_t *e, struct coli_seq_gen *g, const struct coli_run *run,
-                       const float *logits)
+/* id, picked, as the sequence's next token: accepted by the sampler, then
+ * the end (EOS, an end id), or streamed to the callback; done at max_new. */
+static void take(coli_engine_t *e, struct coli_seq_gen *g, int id)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int id, n;
+	int n;
 
-	if (g->fed < g->n_prompt) {
-		g->fed += run->n;
-		if (g->fed < g->n_prompt)
-			return 0;
-		g->t1 = coli_now_s();
-		g->st.prefill_s = g->t1 - g->t0;
-	}
-	/* the token, as coli_generate picks it: greedy the argmax (ties to the
-	 * lowest id), else the sampler */
-	if (g->greedy) {
-		id = coli_argmax(logits, c->vocab);
-		g->s->out.id = id;
-	} else {
-		id = coli_sampler_pick_pool(g->s, logits, c->vocab, e->pool);
-	}
 	coli_sampler_accept(g->s, id);
 	if (is_eos(c, id) || (g->s->grammar && is_end(g->s, id))) {
 		g->st.stopped_eos = 1;
 		g->done = 1;
-		return 0;
+		return;
 	}
 	g->st.n_gen++;
 	n = e->tok ? coli_detok_push(e->tok, &g->dt, id, g->text, g->cap) : 0;
@@ -349,7 +342,74 @@ int coli_seq_gen_after(coli_engine_t *e, struct coli_seq_gen *g, const struct co
 	if (g->st.n_gen >= g->max_new)
 		g->done = 1;
 	g->next = id;
+}
+
+int coli_seq_gen_after(coli_engine_t *e, struct coli_seq_gen *g, const struct coli_run *run,
+                       const float *logits)
+{
+	int id;
+
+	if (g->fed < g->n_prompt) {
+		g->fed += run->n;
+		if (g->fed < g->n_prompt)
+			return 0;
+		g->t1 = coli_now_s();
+		g->st.prefill_s = g->t1 - g->t0;
+	}
+	if (g->step_t0 > 0) { /* a plain step the draft declined: --spec auto's measure */
+		coli_spec_step(g->spec, coli_now_s() - g->step_t0);
+		g->step_t0 = 0;
+	}
+	/* the token, as coli_generate picks it: greedy the argmax (ties to the
+	 * lowest id), else the sampler */
+	if (g->greedy) {
+		id = coli_argmax(logits, e->m.cfg.vocab);
+		g->s->out.id = id;
+	} else {
+		id = coli_sampler_pick_pool(g->s, logits, e->m.cfg.vocab, e->pool);
+	}
+	take(e, g, id);
 	return 0;
+}
+
+int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g)
+{
+	struct coli_kv_seq *q = &e->kv.seq[g->slot];
+	const int V = e->m.cfg.vocab, pos = q->pos, room = g->max_new - g->st.n_gen - 1;
+	int ids[COLI_SPEC_KMAX + 1], queue[COLI_SPEC_KMAX + 1], k, j, i, rc;
+	struct coli_run run;
+	double t0;
+
+	if (!g->spec || g->done || g->fed < g->n_prompt || room < 1 || pos + 1 >= e->kv.ctx)
+		return 0;
+	q->hist[pos] = g->next; /* the history, ending with the token to feed */
+	k = coli_spec_draft(g->spec, q->hist, pos + 1,
+	                    room < COLI_SPEC_KMAX ? room : COLI_SPEC_KMAX, ids + 1);
+	if (k > 0 && pos + k + 1 > e->kv.ctx)
+		k = 0;
+	if (k > 0 && !g->vlogits &&
+	    !(g->vlogits = malloc(sizeof(float) * V * (COLI_SPEC_KMAX + 1))))
+		k = 0;
+	if (k <= 0) {
+		g->step_t0 = coli_now_s(); /* the plain step's time, for the measure */
+		return 0;
+	}
+	ids[0] = g->next;
+	run = (struct coli_run){.slot = g->slot, .n = k + 1, .ids = ids, .logits = 2};
+	t0 = coli_now_s();
+	rc = coli_engine_step(e, &(struct coli_batch){.n_runs = 1, .runs = &run}, g->vlogits);
+	if (rc)
+		return rc;
+	queue[0] = coli_argmax(g->vlogits, V);
+	for (j = 0; j < k && ids[j + 1] == queue[j]; j++)
+		queue[j + 1] = coli_argmax(g->vlogits + (size_t)(j + 1) * V, V);
+	coli_spec_result(g->spec, k, j, coli_now_s() - t0);
+	rc = coli_engine_seq_rewind(e, g->slot, pos + 1 + j); /* the inputs whose outputs count */
+	for (i = 0; !rc && i <= j && !g->done; i++) {
+		g->s->out.id = queue[i];
+		take(e, g, queue[i]);
+	}
+	return rc ? rc : i;
 }
 
 void coli_seq_gen_end(coli_engine_t *e, struct coli_seq_gen *g, int rc)
@@ -365,7 +425,11 @@ void coli_seq_gen_end(coli_engine_t *e, struct coli_seq_gen *g, int rc)
 	if (g->t1 > 0)
 		g->st.decode_s = coli_now_s() - g->t1;
 	g->st.decode_steps = g->st.n_gen > 0 ? g->st.n_gen - 1 : 0;
+	if (g->spec) {
+		g->st.spec_drafted = g->spec->drafted, g->st.spec_accepted = g->spec->accepted;
+		g->st.spec_rounds = g->spec->rounds;
+	}
 	coli_sampler_end(g->s);
-	free(g->text);
-	g->text = NULL;
+	free(g->text), free(g->spec), free(g->vlogits);
+	g->text = NULL, g->spec = NULL, g->vlogits = NULL;
 }

@@ -14,6 +14,8 @@
  * come from its struct coli_seq_gen (core/generate.c), which picks and
  * streams tokens through colid_job_token as coli_generate does: a request's
  * tokens are those it gets alone (the engine's rows are batch-invariant).
+ * While one sequence runs, a greedy one drafts and verifies as coli_generate
+ * does (--spec: coli_seq_gen_spec), the same tokens in fewer steps.
  *
  * A job that finishes (EOS, max_tokens, a stop string) or is cancelled (its
  * client left: checked every step, prefilling or not) frees its slot at
@@ -137,6 +139,12 @@ static void step(struct colid_queue *q, float *logits, int V, int ubatch)
 	n_snap = q->n_run;
 	memcpy(snap, q->run, sizeof(*snap) * n_snap);
 	pthread_mutex_unlock(&q->mu);
+	/* one sequence alone (none waits: admit gave it a slot): its drafts */
+	if (n_snap == 1 && (rc = coli_seq_gen_spec(q->engine, &snap[0]->gen))) {
+		if (rc < 0 || snap[0]->gen.done || atomic_load(&snap[0]->cancel))
+			end_job(q, snap[0], rc < 0 ? rc : 0);
+		return;
+	}
 	for (int pass = 0; pass < 2; pass++) /* decoding, then prefilling */
 		for (int i = 0; i < n_snap; i++) {
 			struct colid_job *j = snap[i];

@@ -10,6 +10,9 @@ against colid on the demo model (q8 experts):
              logprobs and top logprobs equal byte for byte (repr of the
              floats), and /metrics counted the slots, more than 2 sequences
              a step on average, and no slot left in use
+  spec       a greedy request whose prompt repeats, alone on each server:
+             the same text, in fewer steps than tokens on
+             --parallel 8 (drafts verified while one sequence runs)
   cancelled  a stream read for 3 events, then dropped: its slot is free
              again at once (coli_sequence_slots in_use back to 0,
              coli_generations_cancelled_total + 1) and a new request runs"""
@@ -58,15 +61,22 @@ def answer(cli, req):
 
 
 def serve(parallel):
-    srv = Colid(model, "--parallel", str(parallel), "--queue", "32", "--threads", "2")
+    # --spec ngram: drafts whatever they cost (auto may pause them on this model)
+    srv = Colid(model, "--parallel", str(parallel), "--queue", "32", "--threads", "2",
+                "--spec", "ngram")
     atexit.register(lambda: srv.alive() and srv.p.kill())
     cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
     return srv, cli
 
 
+# a greedy request whose text repeats: --spec drafts it (alone, on either server)
+REP = {"prompt": " ".join("one two three four five six seven eight".split() * 4),
+       "max_tokens": 40, "temperature": 0}  # no logprobs: the greedy path, which drafts
+
 srv, cli = serve(1)
 check("1 sequence at once" in srv.log(), "start line: " + srv.log()[-400:])
 alone = [answer(cli, q) for q in REQS]
+rep_alone = cli.completions.create(model="demo", **REP)
 srv.stop()
 check(sum(len(a[1]) for a in alone) > 80, "too few tokens: %r" % [len(a[1]) for a in alone])
 
@@ -84,6 +94,16 @@ steps, seqs = metric(srv.port, "coli_engine_steps_total"), metric(srv.port, "col
 check(seqs / steps > 2, "%d steps ran %d sequences: hardly batched" % (steps, seqs))
 print("ok  16 requests alone (--parallel 1) and together (--parallel 8, %.1f sequences a step): "
       "%d tokens, text and logprobs identical" % (seqs / steps, sum(len(a[1]) for a in alone)))
+cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
+rep = cli.completions.create(model="demo", **REP)
+cli.close()
+rep_steps = metric(srv.port, "coli_engine_steps_total") - steps
+ntok = rep.usage.completion_tokens
+check(rep.choices[0].text == rep_alone.choices[0].text and ntok == 40,
+      "the repeating request differs on --parallel 8:\n %r\n %r" % (rep, rep_alone))
+check(rep_steps < ntok, "%d steps for %d tokens: no draft accepted" % (rep_steps, ntok))
+print("ok  a repeating greedy request alone on --parallel 8: %d tokens in %d steps (--spec), "
+      "as on --parallel 1" % (ntok, rep_steps))
 srv.stop()
 
 # a cancelled stream frees its slot at once
