@@ -699,7 +699,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
                   struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st);
 struct coli_spec;
 /* One sequence's generation in a slot, stepped by the caller (colid's
- * continuous batching; core/generate.c): begin after coli_engine_seq_open
+ * continuous batching; core/seq.c): begin after coli_engine_seq_open
  * (cached: the tokens it kept); each step, coli_seq_gen_run gives the run
  * to put in the batch (the prompt's next chunk of at most room tokens, then
  * the last token picked; 0: nothing, done) and, after coli_engine_step,

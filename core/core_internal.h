@@ -281,6 +281,13 @@ void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab,
  * (NULL: this thread), added in block order: the same bits either way. */
 double coli_sampler_lse(const float *logits, int vocab, coli_cpu_pool_t *pool);
 
+/* core/generate.c, shared with core/seq.c's stepped sequences: the model's
+ * EOS ids, the sampler's end ids (constrained), and s begun over prompt[n]
+ * (constrained: the engine's trie, the model's EOS among its end ids). */
+int coli_gen_is_eos(const struct coli_model_config *c, int id);
+int coli_gen_is_end(const struct coli_sampler *s, int id);
+int coli_gen_sampler_begin(coli_engine_t *e, struct coli_sampler *s, const int *prompt, int n);
+
 /* forward.c: a call's runs as rows (run r: rows [r0, r0 + n) of the
  * scratch, positions pos0.. of its slot), built from a struct coli_batch. */
 struct coli_fwd_run {
