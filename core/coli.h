@@ -375,6 +375,9 @@ struct coli_opts {
 	int ctx_override;        /* --ctx-override: --ctx may exceed the model's max_ctx */
 	char kv_type[16];        /* --kv-type T|K,V: f32, bf16, q8 (checked when set) */
 	int ubatch;              /* --ubatch: tokens per forward pass (prefill chunk; 0: auto) */
+	int parallel;            /* --parallel: sequence slots in the KV cache (0: auto) */
+	int parallel_auto;       /* not a flag: what --parallel 0 may resolve to at most
+	                          * (coli_opts_init: 1; colid: 8), memory permitting */
 	char usage[512];         /* --usage FILE (empty: beside the model) */
 	int usage_off;           /* --usage off|none: no usage file */
 	char chat_template[512]; /* --chat-template auto|builtin|FILE (core/chat_detect.c) */
@@ -476,6 +479,53 @@ int coli_engine_forward_argmax(coli_engine_t *e, const int *ids, int n, int *nex
  * copy of the vocabulary into the caller's buffer (152k floats: 30-60 us a
  * token). Same values as coli_engine_forward's. */
 int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const float **logits);
+
+/* ---- several sequences (core/seq.c; docs/engine.md "Sequences") ----
+ * The KV cache holds coli_engine_n_seq slots (--parallel), each a sequence
+ * of its own: its rows, its position, its token history. Slot 0 is the one
+ * the calls above use (coli_engine_forward, coli_generate). A caller opens a
+ * slot per sequence, steps a batch of runs (each n consecutive tokens of one
+ * slot from its position: prefill chunks and decode tokens mixed) and
+ * closes it. A slot's history outlives the close: the next open of a prompt
+ * starting with it keeps those rows (the prefix cache: hits and saved
+ * tokens in coli_engine_stats). On the CPU a row's bits do not depend on
+ * the other rows of its batch: a sequence's tokens are those it gets alone. */
+#define COLI_MAX_SEQ 64 /* --parallel's bound */
+struct coli_run {
+	int slot;       /* from coli_engine_seq_open */
+	int n;          /* tokens, at the slot's position on */
+	const int *ids; /* [n] */
+	int logits;     /* 0: none; 1: the last row's [vocab]; 2: every row's [n][vocab] */
+};
+struct coli_batch {
+	int n_runs;
+	const struct coli_run *runs; /* [n_runs], each slot at most once */
+};
+/* Slots in the KV cache (--parallel as resolved at open). */
+int coli_engine_n_seq(const coli_engine_t *e);
+/* A slot for a new sequence whose prompt is ids[n]: of the slots not open,
+ * the one whose history shares the longest prefix with ids (ties: the least
+ * recently opened), keeping that prefix's rows, at most n - 1 tokens (the
+ * last is run again for its logits). Returns the slot (>= 0) and *cached
+ * (may be NULL) = the tokens kept; -EBUSY when every slot is open. Slot 0 is
+ * taken last. */
+int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached);
+/* The slot is free again; its rows and history stay for the prefix cache. */
+void coli_engine_seq_close(coli_engine_t *e, int slot);
+/* Tokens in the slot's cache. */
+int coli_engine_seq_pos(const coli_engine_t *e, int slot);
+/* Keep the slot's first pos tokens (coli_engine_rewind's, for a slot). */
+int coli_engine_seq_rewind(coli_engine_t *e, int slot, int pos);
+/* One forward over every run of b: the norms, projections and experts see
+ * all rows at once (a RAM expert is read once per step), RoPE, the KV
+ * append and attention go per run. logits: the rows the runs ask for, in
+ * run order ([sum of asked rows][vocab]; NULL when none asks). The rows of
+ * all runs are at most coli_engine_ubatch. -EINVAL (a bad run: slot not
+ * open or given twice, n < 1, an id outside the vocabulary, too many rows),
+ * -E2BIG (a run past the context): nothing changed. The dense part goes
+ * to a device only with one slot (batching there is the next step), where
+ * a batch is its one run through the device's forward. */
+int coli_engine_step(coli_engine_t *e, const struct coli_batch *b, float *logits);
 
 /* ---- sampling (core/text/sampler.c, sampler_proc.c; docs/api.md) ----
  *
@@ -648,6 +698,50 @@ typedef int (*coli_gen_cb)(void *arg, int id, const char *text, size_t len);
  * tensor cores from 16 tokens on and round otherwise. */
 int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
                   struct coli_sampler *s, coli_gen_cb cb, void *arg, struct coli_gen_stats *st);
+struct coli_spec;
+/* One sequence's generation in a slot, stepped by the caller (colid's
+ * continuous batching; core/seq.c): begin after coli_engine_seq_open
+ * (cached: the tokens it kept); each step, coli_seq_gen_run gives the run
+ * to put in the batch (the prompt's next chunk of at most room tokens, then
+ * the last token picked; 0: nothing, done) and, after coli_engine_step,
+ * coli_seq_gen_after takes the run's logits row (NULL while the prompt is
+ * not all in), picks the token as coli_generate would (the same ids for the
+ * same logits), streams it to cb and sets done at EOS, max_new or a nonzero
+ * cb. end flushes the text (rc 0), ends the sampler and fills st; the slot
+ * stays the caller's to close. */
+struct coli_seq_gen {
+	int slot, n_prompt, max_new;
+	const int *prompt; /* [n_prompt], the caller's, alive until end */
+	int fed;           /* prompt tokens in the slot (the cached ones too) */
+	int next;          /* the token to feed next (decoding) */
+	int done, greedy;
+	struct coli_sampler *s;
+	coli_gen_cb cb;
+	void *arg;
+	struct coli_detok dt;
+	char *text;
+	size_t cap;
+	double t0, t1;            /* begin, the first token */
+	struct coli_gen_stats st; /* n_prompt, n_cached, n_gen, prefill_s, decode_s,
+	                           * stopped_eos, decode_steps, spec_* */
+	struct coli_spec *spec;   /* --spec's drafts (greedy), or NULL */
+	float *vlogits;           /* a verification's [k + 1][vocab] */
+	double step_t0;           /* a plain step's start after a declined draft */
+};
+int coli_seq_gen_begin(coli_engine_t *e, struct coli_seq_gen *g, int slot, int cached,
+                       const int *prompt, int n_prompt, int max_new, struct coli_sampler *s,
+                       coli_gen_cb cb, void *arg);
+int coli_seq_gen_run(const struct coli_seq_gen *g, int room, struct coli_run *run);
+int coli_seq_gen_after(coli_engine_t *e, struct coli_seq_gen *g, const struct coli_run *run,
+                       const float *logits);
+void coli_seq_gen_end(coli_engine_t *e, struct coli_seq_gen *g, int rc);
+/* Speculative decoding for a greedy sequence decoding alone (--spec, as
+ * coli_generate does it; colid calls it while one sequence runs): drafts
+ * from the slot's tokens, verifies them in one coli_engine_step of the slot
+ * and streams the tokens accepted. Returns the tokens streamed, 0 when there
+ * is no draft (run the plain step; its time feeds --spec auto's measure), or
+ * -errno. The tokens are the plain steps' (the rows are batch-invariant). */
+int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g);
 
 /* ---- where experts came from (filled by the tier manager, read by
  * generate's summary, coli bench and colid's /metrics) ----
@@ -741,7 +835,14 @@ struct coli_engine_stats {
 	uint64_t disk_retries;     /* short reads, EIO and checksum re-reads */
 	uint64_t kv_bytes;         /* the host KV cache: keys and values, or under MLA
 	                            * the latent rows, in --kv-type's bytes */
-	uint64_t kv_token_bytes;   /* ... of one token, all layers (kv_bytes / ctx) */
+	uint64_t kv_token_bytes;   /* ... of one token, all layers (kv_bytes / (n_seq * ctx)) */
+	int kv_seqs;               /* sequence slots (--parallel) */
+	int kv_seqs_open;          /* of those, held by a sequence now */
+	uint64_t prefix_hits;      /* prompts that kept a cached prefix (coli_engine_seq_open,
+	                            * coli_generate) */
+	uint64_t prefix_saved;     /* prompt tokens those kept: not prefilled again */
+	uint64_t steps, step_runs; /* forward calls on the CPU path and the runs (sequences)
+	                            * in them: step_runs / steps sequences a step */
 };
 void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st);
 /* Wait until every slab read the engine queued on its own (the usage file's

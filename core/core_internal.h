@@ -148,9 +148,14 @@ void coli_tiers_close(struct coli_engine *e);
 /* MemAvailable of /proc/meminfo in bytes (0: unknown). */
 uint64_t coli_tiers_mem_available(void);
 /* The KV cache's positions when --ctx is 0 (core/ctx.c): the model's trained
- * length, capped by what the memory budget gives the cache; why says which
+ * length, capped by what the memory budget gives the cache's n_seq slots
+ * (--parallel; 0 as 1); why says which
  * ("the model's trained length" or the cap). */
-int coli_engine_ctx_default(const struct coli_engine *e, char *why, size_t len);
+int coli_engine_ctx_default(const struct coli_engine *e, int n_seq, char *why, size_t len);
+/* --parallel 0's slots for a cache of ctx positions (core/ctx.c): what the
+ * host budget holds, at most opts.parallel_auto; 1 where the dense part may
+ * go to a device. */
+int coli_engine_parallel_default(const struct coli_engine *e, int ctx);
 int coli_tiers_acquire(struct coli_engine *e, int l, const int *ex, const int *uses, int n,
                        const void **slabs);
 int coli_tiers_wait(struct coli_engine *e);
@@ -276,15 +281,35 @@ void coli_sampler_report(struct coli_sampler *s, const float *logits, int vocab,
  * (NULL: this thread), added in block order: the same bits either way. */
 double coli_sampler_lse(const float *logits, int vocab, coli_cpu_pool_t *pool);
 
-/* forward.c */
+/* core/generate.c, shared with core/seq.c's stepped sequences: the model's
+ * EOS ids, the sampler's end ids (constrained), and s begun over prompt[n]
+ * (constrained: the engine's trie, the model's EOS among its end ids). */
+int coli_gen_is_eos(const struct coli_model_config *c, int id);
+int coli_gen_is_end(const struct coli_sampler *s, int id);
+int coli_gen_sampler_begin(coli_engine_t *e, struct coli_sampler *s, const int *prompt, int n);
+
+/* forward.c: a call's runs as rows (run r: rows [r0, r0 + n) of the
+ * scratch, positions pos0.. of its slot), built from a struct coli_batch. */
+struct coli_fwd_run {
+	int slot, r0, n, pos0;
+};
+struct coli_fwd {
+	int T, n_runs;                  /* rows, runs */
+	const struct coli_fwd_run *run; /* [n_runs] */
+	const int *pos;                 /* [T] each row's position in its slot */
+};
+/* The CPU forward of b's runs (coli_engine_step's contract; logits: the rows
+ * asked, in run order); each run's slot advances and records its ids. */
+int coli_forward_batch(struct coli_engine *e, const struct coli_batch *b, float *logits);
+/* The one-run case on slot 0. */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
-/* MLA (core/forward/mla.c): layer l's attention for T tokens at pos0, the
- * residual stream e->s.x updated and the latent rows appended to the cache;
+/* MLA (core/forward/mla.c): layer l's attention for f's rows, the residual
+ * stream e->s.x updated and each run's latent rows appended to its slot;
  * and the attention proper: qrow [T][nh][kl + r] against the cache's rows
  * [pos0 + T][kl + r] (c_kv || k_pe; cache: their typed view, coli_kv_group_rows)
  * into lat [T][nh][kl]; g: [T] groups, scores: n_slots slots of `slot` floats
  * (coli_attention_groups_mt's). */
-void coli_forward_mla(struct coli_engine *e, int l, int T, int pos0);
+void coli_forward_mla(struct coli_engine *e, int l, const struct coli_fwd *f);
 int coli_mla_attend(coli_cpu_pool_t *pool, const float *qrow, const struct coli_attn_group *cache,
                     int T, int nh, int kl, int r, int pos0, float scale, float *lat,
                     struct coli_attn_group *g, float *scores, size_t slot, int n_slots);

@@ -23,6 +23,12 @@
  * did under the former default (min(trained, 4096)); a 128k model opens at
  * 128k where memory holds it. core/engine.c says the choice at start when the
  * cap bit (and with --verbose). tests/core/ctx_default.
+ *
+ * With --parallel N the cache holds N slots of ctx positions: the budget is
+ * shared by N (ctx at most budget / N). --parallel 0 (auto) resolves after
+ * ctx to what the host budget holds of such slots, at most opts.parallel_auto
+ * (1 for coli's commands, 8 for colid), and 1 when the dense part may go to
+ * a device (its cache twin holds one slot: core/forward/kv.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -48,13 +54,12 @@ static int round_down(double n)
 	return n >= 1 << 24 ? 1 << 24 : (int)(n / q) * q;
 }
 
-int coli_engine_ctx_default(const struct coli_engine *e, char *why, size_t len)
+/* What the KV cache may take on the host (*host) and on a device (*dev: 0
+ * when the dense part stays on the host), in bytes. */
+static void budgets(const struct coli_engine *e, double *host_out, double *dev_out)
 {
-	const struct coli_model_config *c = &e->m.cfg;
-	int trained = coli_config_ctx_trained(c), floor = trained < 256 ? trained : 256, ctx;
-	double tok = kv_token_bytes(e), host, dev = 0;
+	double host, dev = 0;
 	uint64_t off, dense;
-	const char *by = "RAM";
 
 	coli_io_container_dense_region(e->m.c, &off, &dense);
 	host = e->opts.ram_gb > 0 ? e->opts.ram_gb * 1e9 : coli_tiers_mem_available() * 0.9;
@@ -68,6 +73,29 @@ int coli_engine_ctx_default(const struct coli_engine *e, char *why, size_t len)
 			dev = dev > 1 ? dev : 1; /* nothing left: the floor below */
 		}
 	}
+	*host_out = host, *dev_out = dev;
+}
+
+int coli_engine_parallel_default(const struct coli_engine *e, int ctx)
+{
+	double host, dev, slot = kv_token_bytes(e) * ctx;
+	int most = e->opts.parallel_auto > 1 ? e->opts.parallel_auto : 1, n;
+
+	budgets(e, &host, &dev);
+	if (dev > 0 || most == 1)
+		return 1;
+	n = host > 0 ? (int)(host / slot < most ? host / slot : most) : most;
+	return n > 1 ? n : 1;
+}
+
+int coli_engine_ctx_default(const struct coli_engine *e, int n_seq, char *why, size_t len)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int trained = coli_config_ctx_trained(c), floor = trained < 256 ? trained : 256, ctx;
+	double tok = kv_token_bytes(e) * (n_seq > 1 ? n_seq : 1), host, dev;
+	const char *by = "RAM";
+
+	budgets(e, &host, &dev);
 	ctx = trained;
 	if (host > 0 && host / tok < ctx)
 		ctx = round_down(host / tok);
@@ -81,11 +109,16 @@ int coli_engine_ctx_default(const struct coli_engine *e, char *why, size_t len)
 	} else {
 		double may = !strcmp(by, "RAM") ? host : dev, u = may >= 1e9 ? 1e9 : 1e6;
 
-		snprintf(why, len,
-		         "the model's trained %d, capped by %s: the KV cache takes %.2f %s of the "
-		         "%.2f %s it may use",
-		         trained, by, ctx * tok / u, u == 1e9 ? "GB" : "MB", may / u,
-		         u == 1e9 ? "GB" : "MB");
+		char seqs[32] = "";
+
+		if (n_seq > 1)
+			snprintf(seqs, sizeof(seqs), " (%d sequences)", n_seq);
+		snprintf(
+		    why, len,
+		    "the model's trained %d, capped by %s: the KV cache%s takes %.2f %s of the "
+		    "%.2f %s it may use",
+		    trained, by, seqs, ctx * tok / u, u == 1e9 ? "GB" : "MB", may / u,
+		    u == 1e9 ? "GB" : "MB");
 	}
 	return ctx;
 }

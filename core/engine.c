@@ -188,7 +188,7 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc,
 	    threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	int ctx, kt, vt, trained = coli_config_ctx_trained(&e->m.cfg);
+	int ctx, kt, vt, n_seq, trained = coli_config_ctx_trained(&e->m.cfg);
 	char why[160];
 
 	if (e->opts.ctx > trained && !e->opts.ctx_override) {
@@ -216,20 +216,25 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 	}
 	ctx = e->opts.ctx;
 	if (ctx <= 0) {
-		ctx = coli_engine_ctx_default(e, why, sizeof(why));
+		ctx = coli_engine_ctx_default(e, e->opts.parallel, why, sizeof(why));
 		if (ctx < trained || e->opts.verbose)
 			fprintf(stderr, "coli: ctx %d (%s; --ctx sets it)\n", ctx, why);
 	}
+	/* --parallel 0: what the budget holds of ctx-long slots (core/ctx.c) */
+	n_seq = e->opts.parallel > 0 ? e->opts.parallel : coli_engine_parallel_default(e, ctx);
 	coli_kv_types_parse(e->opts.kv_type, &kt, &vt); /* checked with the options */
-	rc = coli_kv_alloc(&e->kv, &e->m.cfg, ctx, kt, vt, e->numa_node);
+	rc = coli_kv_alloc(&e->kv, &e->m.cfg, n_seq, ctx, kt, vt, e->numa_node);
 	if (rc) {
-		snprintf(err, errlen, "cannot allocate the KV cache (%zu MB for %d tokens of %s)",
-		         (e->kv.bytes + e->kv.vbytes) >> 20, e->kv.ctx, e->opts.kv_type);
+		snprintf(
+		    err, errlen,
+		    "cannot allocate the KV cache (%zu MB for %d sequences of %d tokens of %s)",
+		    (e->kv.bytes + e->kv.vbytes) >> 20, n_seq, e->kv.ctx, e->opts.kv_type);
 		return rc;
 	}
 	if (e->opts.verbose) /* the dense device keeps a copy of its layers' rows */
-		fprintf(stderr, "coli: KV cache %s: %d tokens x %zu bytes = %.3f GB\n",
-		        e->opts.kv_type, ctx, (e->kv.bytes + e->kv.vbytes) / ctx,
+		fprintf(stderr,
+		        "coli: KV cache %s: %d sequences x %d tokens x %zu bytes = %.3f GB\n",
+		        e->opts.kv_type, n_seq, ctx, (e->kv.bytes + e->kv.vbytes) / ctx / n_seq,
 		        (e->kv.bytes + e->kv.vbytes) / 1e9);
 	if (e->opts.ubatch == 0)
 		e->opts.ubatch = ubatch_auto(e);
@@ -309,6 +314,15 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 			        e->opts.kv_type);
 			e->opts.dense = COLI_OPT_DENSE_CPU;
 		}
+	/* the dense device's cache twin holds one sequence (core/forward/kv.h):
+	 * several slots keep the dense part here (batching there: the next step) */
+	if (e->vram.n_devs && e->kv.n_seq > 1 && e->opts.dense != COLI_OPT_DENSE_CPU) {
+		fprintf(stderr,
+		        "coli: --parallel %d: the dense part runs on the CPU (sequences batched on "
+		        "the dense device are not done yet; --parallel 1 puts it on the device)\n",
+		        e->kv.n_seq);
+		e->opts.dense = COLI_OPT_DENSE_CPU;
+	}
 	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
 	    coli_model_dev_check(&e->m, 0, why, sizeof(why))) {
 		fprintf(stderr, "coli: %s: the dense part runs on the CPU\n", why);
@@ -437,19 +451,19 @@ int coli_engine_ubatch(const coli_engine_t *e)
 
 int coli_engine_pos(const coli_engine_t *e)
 {
-	return e->kv.pos;
+	return e->kv.seq[0].pos;
 }
 
 void coli_engine_reset(coli_engine_t *e)
 {
-	e->kv.pos = 0;
+	e->kv.seq[0].pos = 0;
 }
 
 int coli_engine_rewind(coli_engine_t *e, int pos)
 {
-	if (pos < 0 || pos > e->kv.pos)
+	if (pos < 0 || pos > e->kv.seq[0].pos)
 		return -EINVAL;
-	e->kv.pos = pos; /* a device's cache is addressed by each call's position */
+	e->kv.seq[0].pos = pos; /* a device's cache is addressed by each call's position */
 	return 0;
 }
 
@@ -467,7 +481,7 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 	fprintf(stderr, "coli: the dense device failed (%s); %d cached tokens to rebuild\n",
 	        strerror(-why), pos0);
 	coli_dense_dev_close(e);
-	e->kv.pos = 0;
+	e->kv.seq[0].pos = 0;
 	/* only a device marked failed is left out: anything else would fail again */
 	if (!failed || coli_dense_dev_open(e, err, sizeof(err)) || coli_dense_dev_plan_init(e)) {
 		coli_dense_dev_close(e); /* a partial open */
@@ -476,8 +490,8 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 	}
 	for (int i = 0, n; i < pos0; i += n) {
 		n = pos0 - i < e->s.tmax ? pos0 - i : e->s.tmax;
-		rc = e->dense.dd ? coli_forward_dev(e, e->kv.hist + i, n, NULL, 0, NULL)
-		                 : coli_forward(e, e->kv.hist + i, n, NULL, 0);
+		rc = e->dense.dd ? coli_forward_dev(e, e->kv.seq[0].hist + i, n, NULL, 0, NULL)
+		                 : coli_forward(e, e->kv.seq[0].hist + i, n, NULL, 0);
 		if (rc)
 			return e->dense.dd ? dense_moved(e, pos0, rc)
 			                   : rc; /* another fell: again, fewer */
@@ -493,13 +507,13 @@ static int dense_moved(struct coli_engine *e, int pos0, int why)
 static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *logits,
                          int all_logits, int *next)
 {
-	int pos0 = e->kv.pos, rc;
+	int pos0 = e->kv.seq[0].pos, rc;
 
 	while (e->dense.dd) {
 		rc = coli_forward_dev(e, ids, T, logits, all_logits, next);
 		if (rc == 0 || rc == -E2BIG || rc == -EINVAL) {
 			if (rc == 0)
-				memcpy(e->kv.hist + pos0, ids, sizeof(int) * T);
+				memcpy(e->kv.seq[0].hist + pos0, ids, sizeof(int) * T);
 			return rc;
 		}
 		rc = dense_moved(e, pos0, rc);
@@ -507,8 +521,7 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 			return rc;
 	}
 	rc = coli_forward(e, ids, T, next ? e->s.glogits : logits, all_logits);
-	if (rc == 0) {
-		memcpy(e->kv.hist + pos0, ids, sizeof(int) * T);
+	if (rc == 0) { /* (slot 0's history recorded by the forward) */
 		if (next)
 			*next = coli_argmax(e->s.glogits, e->m.cfg.vocab);
 	}
@@ -524,7 +537,7 @@ static int forward(coli_engine_t *e, const int *ids, int n, float *logits, int a
 
 	if (n <= 0)
 		return -EINVAL;
-	if (e->kv.pos + n > e->kv.ctx)
+	if (e->kv.seq[0].pos + n > e->kv.ctx)
 		return -E2BIG;
 	for (int i = 0; i < n; i += e->s.tmax) {
 		int chunk = n - i < e->s.tmax ? n - i : e->s.tmax, last = i + chunk == n;
@@ -576,7 +589,11 @@ void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 	*st = e->est;
 	st->dense_on_device = e->dense.dd != NULL;
 	st->kv_bytes = e->kv.bytes + e->kv.vbytes;
-	st->kv_token_bytes = e->kv.ctx ? st->kv_bytes / e->kv.ctx : 0;
+	st->kv_token_bytes = e->kv.ctx ? st->kv_bytes / e->kv.ctx / e->kv.n_seq : 0;
+	st->kv_seqs = e->kv.n_seq;
+	st->kv_seqs_open = 0;
+	for (int s = 0; s < e->kv.n_seq; s++)
+		st->kv_seqs_open += e->kv.seq[s].open;
 	coli_tiers_stats((struct coli_engine *)e, st); /* the streamer's counters */
 	st->dev_ops = 0;
 	for (int d = 0; d < e->vram.n_devs; d++)

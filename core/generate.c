@@ -5,6 +5,9 @@
  * at an EOS id of the model or after max_new tokens. The sampler's sequence
  * (the history its penalties read) runs from the prompt to the last token;
  * s->out holds the token being passed to the callback, with its logprobs.
+ * The same loop turned inside out for one sequence of a batch is
+ * core/seq.c's struct coli_seq_gen, sharing the stop rules and the sampler's
+ * start (coli_gen_*, core_internal.h).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,7 +16,7 @@
 
 #include "core/core_internal.h"
 
-static int is_eos(const struct coli_model_config *c, int id)
+int coli_gen_is_eos(const struct coli_model_config *c, int id)
 {
 	for (int i = 0; i < c->n_eos; i++)
 		if (c->eos[i] == id)
@@ -21,12 +24,32 @@ static int is_eos(const struct coli_model_config *c, int id)
 	return 0;
 }
 
-static int is_end(const struct coli_sampler *s, int id)
+int coli_gen_is_end(const struct coli_sampler *s, int id)
 {
 	for (int i = 0; i < s->n_end_ids; i++)
 		if (s->end_ids[i] == id)
 			return 1;
 	return 0;
+}
+
+int coli_gen_sampler_begin(coli_engine_t *e, struct coli_sampler *s, const int *prompt, int n)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+
+	if (s->grammar) {
+		if (!s->trie)
+			s->trie = coli_engine_vocab_trie(e);
+		for (int q = 0; q < c->n_eos; q++) {
+			int j = 0;
+
+			while (j < s->n_end_ids && s->end_ids[j] != c->eos[q])
+				j++;
+			if (j == s->n_end_ids &&
+			    s->n_end_ids < (int)(sizeof(s->end_ids) / sizeof(int)))
+				s->end_ids[s->n_end_ids++] = c->eos[q];
+		}
+	}
+	return coli_sampler_begin(s, c->vocab, prompt, n);
 }
 
 /* The prefill's phase split: e0 before it, e1 after. */
@@ -134,20 +157,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	text = malloc(cap);
 	if (!text)
 		return -ENOMEM;
-	if (s->grammar) { /* constrained: the engine's trie, and the model's EOS ends it */
-		if (!s->trie)
-			s->trie = coli_engine_vocab_trie(e);
-		for (int q = 0; q < c->n_eos; q++) {
-			int j = 0;
-
-			while (j < s->n_end_ids && s->end_ids[j] != c->eos[q])
-				j++;
-			if (j == s->n_end_ids &&
-			    s->n_end_ids < (int)(sizeof(s->end_ids) / sizeof(int)))
-				s->end_ids[s->n_end_ids++] = c->eos[q];
-		}
-	}
-	rc = coli_sampler_begin(s, c->vocab, prompt, n_prompt);
+	rc = coli_gen_sampler_begin(e, s, prompt, n_prompt);
 	if (rc) {
 		free(text);
 		return rc;
@@ -156,12 +166,15 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	 * prompt and tokens: a shared system prompt) is kept, at least its last
 	 * token run again for the logits */
 	{
-		int keep = 0, have = e->kv.pos < n_prompt - 1 ? e->kv.pos : n_prompt - 1;
+		struct coli_kv_seq *q = &e->kv.seq[0];
+		int keep = 0, have = q->pos < n_prompt - 1 ? q->pos : n_prompt - 1;
 
-		while (keep < have && e->kv.hist[keep] == prompt[keep])
+		while (keep < have && q->hist[keep] == prompt[keep])
 			keep++;
-		e->kv.pos = keep;
+		q->pos = keep;
 		st->n_cached = keep;
+		e->est.prefix_hits += keep > 0;
+		e->est.prefix_saved += (uint64_t)keep;
 	}
 	e0 = e->est; /* the generation's expert counts are differences of these */
 	coli_detok_init(&dt);
@@ -199,7 +212,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			id = coli_sampler_pick_pool(s, logits, c->vocab, e->pool);
 		}
 		coli_sampler_accept(s, id);
-		if (is_eos(c, id) || (s->grammar && is_end(s, id))) {
+		if (coli_gen_is_eos(c, id) || (s->grammar && coli_gen_is_end(s, id))) {
 			/* (constrained: one of its end ids, a chat turn's end among them) */
 			st->stopped_eos = 1;
 			break;

@@ -115,6 +115,10 @@ static const struct opt_row g_opts[] = {
     {"--ubatch", "COLI_UBATCH", INT(0, 16384), F(ubatch), "0",
      "prompt tokens per forward pass (prefill chunk; scratch grows with it; 0: 2048 with a "
      "GPU that has room, else 512)"},
+    {"--parallel", "COLI_PARALLEL", INT(0, 64), F(parallel), "0",
+     "sequences the KV cache holds at once (slots of --ctx tokens; colid decodes that many "
+     "requests together); 0: 1 for coli's commands, for colid what the memory budget holds, "
+     "at most 8 (1 when the dense part may go to a GPU)"},
     {"--usage", "COLI_USAGE", .type = OPT_PATH, F(usage), "",
      "expert usage file (default: MODEL.usage; off: none)",
      .off_word = offsetof(struct coli_opts, usage_off)},
@@ -377,6 +381,7 @@ int coli_opts_init(struct coli_opts *o, char *err, size_t errlen)
 			ret = -EINVAL;
 		}
 	}
+	o->parallel_auto = 1; /* coli's commands; colid raises it */
 	return ret;
 }
 

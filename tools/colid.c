@@ -271,6 +271,7 @@ int main(int argc, char **argv)
 
 	/* The engine applies --numa-bind to this thread: the worker and the HTTP
 	 * threads started below inherit it. */
+	a.opts.parallel_auto = 8; /* --parallel 0: what the memory holds, at most 8 */
 	rc = coli_engine_open(a.model, &a.opts, &srv.engine, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "colid: %s\n", err);
@@ -292,9 +293,11 @@ int main(int argc, char **argv)
 	else
 		model_id(a.model, srv.model_id, sizeof(srv.model_id));
 	fprintf(stderr,
-	        "colid: model %s (%s), context %d tokens, chat template %s (family %s%s%s%s)\n",
-	        srv.model_id, coli_arch_name(srv.cfg->arch), srv.ctx,
-	        coli_chat_renderer_name(&srv.chat), coli_chat_family_name(srv.chat.family),
+	        "colid: model %s (%s), context %d tokens, %d sequence%s at once (--parallel), "
+	        "chat template %s (family %s%s%s%s)\n",
+	        srv.model_id, coli_arch_name(srv.cfg->arch), srv.ctx, coli_engine_n_seq(srv.engine),
+	        coli_engine_n_seq(srv.engine) > 1 ? "s" : "", coli_chat_renderer_name(&srv.chat),
+	        coli_chat_family_name(srv.chat.family),
 	        srv.chat.from_template ? "" : ", detected from the tokenizer",
 	        srv.chat.jinja ? "" : "; built-in renderer: ",
 	        srv.chat.jinja ? "" : srv.chat.jinja_why);

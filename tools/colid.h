@@ -156,7 +156,7 @@ struct colid_job {
 	struct coli_sampler sampler;
 	char *stop[COLID_MAX_STOP];
 	int n_stop;
-	int eot_id; /* extra end-of-turn id (ChatML <|im_end|>), or -1 */
+	int eot_id;  /* extra end-of-turn id (ChatML <|im_end|>), or -1 */
 	int eot2_id; /* a second one (harmony's <|call|>), or -1 */
 	double enqueued_s;
 	/* output: under mu */
@@ -184,7 +184,9 @@ struct colid_job {
 	struct colid_hist itl;
 	/* the worker's private state */
 	int stopped;
-	unsigned delay_us; /* --debug-token-delay-ms, for tests */
+	int slot;                /* --parallel > 1: the engine's sequence slot */
+	struct coli_seq_gen gen; /* ... and the sequence's generator (colid_batch.c) */
+	unsigned delay_us;       /* --debug-token-delay-ms, for tests */
 };
 
 /* A job holding one reference; ids are copied. */
@@ -192,6 +194,13 @@ struct colid_job *colid_job_new(const int *ids, int n_ids, int max_tokens,
                                 const struct coli_sampler *s, char *const *stop, int n_stop,
                                 int eot_id);
 void colid_job_put(struct colid_job *j);
+/* The worker's (colid_queue.c): caller holds j->mu, marks j finished with
+ * status and wakes its reader; and the generation callback, once a token
+ * (coli_gen_cb; arg: the job). */
+void colid_job_finish(struct colid_job *j, int status);
+int colid_job_token(void *arg, int id, const char *text, size_t len);
+/* The worker's loop with several sequence slots (colid_batch.c). */
+void *colid_batch_main(void *arg);
 
 struct colid_metrics;
 struct colid_queue {
@@ -199,9 +208,11 @@ struct colid_queue {
 	pthread_cond_t cv;
 	struct colid_job **ring; /* [cap] */
 	int cap, head, n;
-	int closing;               /* no more pushes; the worker drains and exits */
-	struct colid_job *running; /* the job the engine is on, or NULL */
-	coli_engine_t *engine;     /* owned by the worker while it runs */
+	int closing;                         /* no more pushes; the worker drains and exits */
+	struct colid_job *running;           /* the job the engine is on, or NULL (--parallel 1) */
+	struct colid_job *run[COLI_MAX_SEQ]; /* --parallel > 1: the jobs in slots */
+	int n_run;
+	coli_engine_t *engine; /* owned by the worker while it runs */
 	struct colid_metrics *metrics;
 	pthread_t worker;
 	int worker_started;
@@ -218,7 +229,7 @@ int colid_queue_depth(struct colid_queue *q); /* waiting, not counting the runni
 /* Stop taking jobs: queued ones end with -ESHUTDOWN (their clients get
  * 503), the running one goes on; the worker exits when it is done. */
 void colid_queue_close(struct colid_queue *q);
-/* Cancel the job the engine is on (shutdown grace over, second signal). */
+/* Cancel the jobs the engine is on (shutdown grace over, second signal). */
 void colid_queue_cancel_running(struct colid_queue *q);
 /* Join the worker; -ETIMEDOUT if it is still busy after timeout_s. */
 int colid_queue_join(struct colid_queue *q, double timeout_s);
@@ -327,8 +338,8 @@ int colid_sampling_check(struct colid_server *s, const struct colid_request *r,
  * response_format json_object / json_schema, tool_choice required / named.
  * 0, or -EINVAL / -ENOTSUP with e filled (400 naming the field and the
  * schema keyword refused). */
-int colid_grammar_of(struct colid_server *s, const struct colid_request *r,
-                     struct coli_grammar **g, struct colid_error *e);
+int colid_grammar_of(struct colid_server *s, const struct colid_request *r, struct coli_grammar **g,
+                     struct colid_error *e);
 /* Choice c's sampler, seed = the request's + c * 0x9e3779b97f4a7c15. */
 void colid_sampler_of(const struct colid_request *r, uint64_t seed, struct coli_sampler *smp);
 /* tools/colid_reply.c: a chat reply's message (content, reasoning_content,

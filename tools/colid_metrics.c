@@ -170,7 +170,7 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
 	int depth = colid_queue_depth(q), running;
 
 	pthread_mutex_lock(&q->mu);
-	running = q->running != NULL;
+	running = q->running != NULL ? 1 : q->n_run;
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_lock(&m->mu);
 	s = *m; /* a consistent copy; the mutex field of the copy is not used */
@@ -210,8 +210,24 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
 	emit(&o, "coli_queue_depth %d\n", depth);
 	head(&o, "coli_queue_capacity", "gauge", "queue slots (a full queue answers 429)");
 	emit(&o, "coli_queue_capacity %d\n", q->cap);
-	head(&o, "coli_running", "gauge", "1 while the engine is generating");
+	head(&o, "coli_running", "gauge", "sequences the engine is generating (prefilling too)");
 	emit(&o, "coli_running %d\n", running);
+	head(&o, "coli_sequence_slots", "gauge",
+	     "sequence slots in the KV cache (--parallel), and those held by a sequence");
+	emit(&o, "coli_sequence_slots{state=\"total\"} %d\n", coli_engine_n_seq(q->engine));
+	emit(&o, "coli_sequence_slots{state=\"in_use\"} %d\n", running);
+	head(&o, "coli_engine_steps_total", "counter",
+	     "forward steps (CPU dense part), and the sequences they ran: their ratio is the "
+	     "batch");
+	emit(&o, "coli_engine_steps_total %llu\n", (unsigned long long)s.est.steps);
+	emit(&o, "coli_engine_step_sequences_total %llu\n", (unsigned long long)s.est.step_runs);
+	head(&o, "coli_prefix_cache_hits_total", "counter",
+	     "prompts that kept a cached prefix of an earlier sequence's");
+	emit(&o, "coli_prefix_cache_hits_total %llu\n", (unsigned long long)s.est.prefix_hits);
+	head(&o, "coli_prefix_cache_saved_tokens_total", "counter",
+	     "prompt tokens those kept: not prefilled again");
+	emit(&o, "coli_prefix_cache_saved_tokens_total %llu\n",
+	     (unsigned long long)s.est.prefix_saved);
 	head(&o, "coli_engine_tokens_total", "counter", "tokens through the forward pass");
 	emit(&o, "coli_engine_tokens_total %llu\n", (unsigned long long)s.est.tokens);
 	head(&o, "coli_expert_uses_total", "counter", "(token, routed expert) pairs");

@@ -4,8 +4,10 @@
  *
  * The engine is not thread-safe, so exactly one thread calls it. HTTP threads
  * push jobs into a ring of `cap` slots (full: -EAGAIN, which the server turns
- * into 429 + Retry-After); the worker pops in order, runs coli_generate, and
- * publishes text as it decodes:
+ * into 429 + Retry-After); the worker pops in order, runs coli_generate (one
+ * job at a time: --parallel 1; with more slots colid_batch.c's loop runs up
+ * to that many jobs together, through the same callback), and publishes
+ * text as it decodes:
  *
  *   job->text  [len]        everything decoded so far (complete UTF-8 only)
  *   job->committed          prefix that is final: the last (longest stop - 1)
@@ -105,7 +107,7 @@ void colid_job_put(struct colid_job *j)
 }
 
 /* Caller holds j->mu. Marks the job finished and wakes its reader. */
-static void job_finish(struct colid_job *j, int status)
+void colid_job_finish(struct colid_job *j, int status)
 {
 	j->status = status;
 	j->committed = j->len;
@@ -204,7 +206,7 @@ static int record(struct colid_job *j, int id, size_t start)
 	return 0;
 }
 
-static int on_token(void *arg, int id, const char *text, size_t len)
+int colid_job_token(void *arg, int id, const char *text, size_t len)
 {
 	struct colid_job *j = arg;
 	size_t old;
@@ -253,8 +255,8 @@ static void run_job(struct colid_queue *q, struct colid_job *j)
 	int rc;
 
 	j->started_s = t0;
-	rc = coli_generate(q->engine, j->ids, j->n_ids, j->max_tokens, &j->sampler, on_token, j,
-	                   &j->st);
+	rc = coli_generate(q->engine, j->ids, j->n_ids, j->max_tokens, &j->sampler, colid_job_token,
+	                   j, &j->st);
 	coli_engine_stats(q->engine, &est);
 	pthread_mutex_lock(&j->mu);
 	if (!j->finish && !rc)
@@ -268,7 +270,7 @@ static void run_job(struct colid_queue *q, struct colid_job *j)
 	 * worker's own.) */
 	colid_metrics_job(q->metrics, j, rc, &est, t0 - j->enqueued_s);
 	pthread_mutex_lock(&j->mu);
-	job_finish(j, rc);
+	colid_job_finish(j, rc);
 	pthread_mutex_unlock(&j->mu);
 }
 
@@ -294,7 +296,7 @@ static void *worker_main(void *arg)
 
 		if (atomic_load(&j->cancel)) { /* the client left while it waited */
 			pthread_mutex_lock(&j->mu);
-			job_finish(j, -ECANCELED);
+			colid_job_finish(j, -ECANCELED);
 			pthread_mutex_unlock(&j->mu);
 			colid_metrics_job(q->metrics, j, -ECANCELED, NULL, 0);
 		} else {
@@ -326,7 +328,8 @@ int colid_queue_init(struct colid_queue *q, int cap, coli_engine_t *e, struct co
 
 int colid_queue_start(struct colid_queue *q)
 {
-	int rc = pthread_create(&q->worker, NULL, worker_main, q);
+	int rc = pthread_create(
+	    &q->worker, NULL, coli_engine_n_seq(q->engine) > 1 ? colid_batch_main : worker_main, q);
 
 	if (rc)
 		return -rc;
@@ -384,7 +387,7 @@ void colid_queue_close(struct colid_queue *q)
 		q->head = (q->head + 1) % q->cap;
 		q->n--;
 		pthread_mutex_lock(&j->mu);
-		job_finish(j, -ESHUTDOWN);
+		colid_job_finish(j, -ESHUTDOWN);
 		pthread_mutex_unlock(&j->mu);
 		colid_job_put(j);
 	}
@@ -397,6 +400,8 @@ void colid_queue_cancel_running(struct colid_queue *q)
 	pthread_mutex_lock(&q->mu);
 	if (q->running)
 		atomic_store(&q->running->cancel, 1);
+	for (int i = 0; i < q->n_run; i++)
+		atomic_store(&q->run[i]->cancel, 1);
 	pthread_mutex_unlock(&q->mu);
 }
 

@@ -1,15 +1,21 @@
 /*
- * core/forward/forward.c — the CPU forward pass over T tokens: embeddings, attention
- * with RoPE over the KV cache, the MLP/MoE block of each layer, final norm and
- * lm_head. Prefill runs the prompt as one batch (every matrix sees all T
- * rows, so a weight row is read once per call); decode is the same code with
- * T = 1.
+ * core/forward/forward.c — the CPU forward pass over a batch of runs (struct
+ * coli_batch: each run n consecutive tokens of one sequence slot from its
+ * position; prefill chunks and decode tokens mixed), T rows in all:
+ * embeddings, attention with RoPE over each run's slot of the KV cache, the
+ * MLP/MoE block of each layer, final norm and lm_head. Every matrix and the
+ * MoE block see all T rows (a weight row, a RAM expert, is read once per
+ * call); RoPE, the cache append and the attention groups go per run, at its
+ * slot and positions. A row's bits never depend on the other rows (the CPU
+ * kernels' canonical reductions): a sequence gets the same tokens alone or
+ * batched. Prefill is one run of the prompt's chunk; decode one row a run;
+ * coli_forward is the one-run case on slot 0.
  *
- * Buffers (engine scratch, see core_internal.h), t = token in the call:
+ * Buffers (engine scratch, see core_internal.h), t = row in the call:
  *   x    [T][hidden]       residual stream, fp32
  *   xn   [T][hidden]       normed input of attention / MLP
  *   q    [T][nh*hd]        queries; kx, vx [T][nkv*hd] keys and values
- *   kcache, vcache [layer][ctx] rows of [nkv*hd] in --kv-type (core/forward/kv.h)
+ *   kcache, vcache [slot][layer][ctx] rows of [nkv*hd] in --kv-type (core/forward/kv.h)
  *   att  [T][nh*hd]        attention output (input of attn_o)
  * Attention follows transformers' eager path: scores scaled by 1/sqrt(hd),
  * causal, softmax in fp32, RoPE in the rotate-half convention. gpt-oss's
@@ -73,12 +79,14 @@ static void rope_attn(float *x, int n, int hd, int rd, float f)
 			x[(size_t)i * hd + d] *= f;
 }
 
-static void attention(struct coli_engine *e, int l, int T, int pos0)
+/* RoPE, the cache append and one attention group a (row, kv head) for each
+ * run of f: a run's rows see its own slot's rows, from its position on. */
+static void attention(struct coli_engine *e, int l, const struct coli_fwd *f)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_layer *L = &e->m.layers[l];
 	int H = c->hidden, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
-	int hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv;
+	int hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv, T = f->T;
 
 	for (int t = 0; t < T; t++)
 		coli_rmsnorm(e->s.x + (size_t)t * H, L->attn_norm, e->s.xn + (size_t)t * H, H,
@@ -94,27 +102,35 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 		qk_norm(c, e->s.q, L->q_norm, T, c->n_heads);
 		qk_norm(c, e->s.kx, L->k_norm, T, c->n_kv_heads);
 	}
-	coli_rope_part(e->s.q, T, c->n_heads, c->head_dim, c->rope_dim, pos0, e->s.inv_freq);
-	coli_rope_part(e->s.kx, T, c->n_kv_heads, c->head_dim, c->rope_dim, pos0, e->s.inv_freq);
-	rope_attn(e->s.q, T * c->n_heads, hd, c->rope_dim, e->s.rope_attn);
-	rope_attn(e->s.kx, T * nkv, hd, c->rope_dim, e->s.rope_attn);
-	/* append this call's keys and values to the cache (rounded to its type) */
-	coli_kv_append(&e->kv, l, pos0, T, e->s.kx, e->s.vx);
-	/* one group a (token, key/value head): the query heads sharing it
-	 * (coli_attention_groups_mt splits the few groups of a decode step
-	 * across the threads; each head's bits are coli_attention_head's) */
-	for (int tg = 0; tg < T * nkv; tg++) {
-		int t = tg / nkv, g = tg % nkv, n = pos0 + t + 1;
-		int k0 = L->window && n > L->window ? n - L->window : 0; /* a sliding layer */
-		size_t h0 = (size_t)t * c->n_heads + (size_t)g * group; /* the group's first head */
+	for (int r = 0; r < f->n_runs; r++) {
+		const struct coli_fwd_run *R = &f->run[r];
+		float *q = e->s.q + (size_t)R->r0 * qd, *k = e->s.kx + (size_t)R->r0 * kvd;
 
-		e->s.attn[tg] =
-		    (struct coli_attn_group){.q = e->s.q + h0 * hd,
-		                             .out = e->s.att + h0 * hd,
-		                             .G = group,
-		                             .n_pos = n - k0,
-		                             .sink = L->sinks ? L->sinks + g * group : NULL};
-		coli_kv_group_rows(&e->kv, l, g, hd, k0, &e->s.attn[tg]);
+		coli_rope_part(q, R->n, c->n_heads, hd, c->rope_dim, R->pos0, e->s.inv_freq);
+		coli_rope_part(k, R->n, nkv, hd, c->rope_dim, R->pos0, e->s.inv_freq);
+		rope_attn(q, R->n * c->n_heads, hd, c->rope_dim, e->s.rope_attn);
+		rope_attn(k, R->n * nkv, hd, c->rope_dim, e->s.rope_attn);
+		/* append this run's keys and values to its slot (rounded to its type) */
+		coli_kv_append(&e->kv, R->slot, l, R->pos0, R->n, k, e->s.vx + (size_t)R->r0 * kvd);
+		/* one group a (token, key/value head): the query heads sharing it
+		 * (coli_attention_groups_mt splits the few groups of a decode step
+		 * across the threads; each head's bits are coli_attention_head's) */
+		for (int tg = 0; tg < R->n * nkv; tg++) {
+			int t = R->r0 + tg / nkv, g = tg % nkv, n = R->pos0 + tg / nkv + 1;
+			int k0 =
+			    L->window && n > L->window ? n - L->window : 0; /* a sliding layer */
+			size_t h0 =
+			    (size_t)t * c->n_heads + (size_t)g * group; /* the group's first */
+			struct coli_attn_group *a = &e->s.attn[(size_t)t * nkv + g];
+
+			*a = (struct coli_attn_group){.q = e->s.q + h0 * hd,
+			                              .out = e->s.att + h0 * hd,
+			                              .G = group,
+			                              .n_pos = n - k0,
+			                              .sink =
+			                                  L->sinks ? L->sinks + g * group : NULL};
+			coli_kv_group_rows(&e->kv, R->slot, l, g, hd, k0, a);
+		}
 	}
 	/* YaRN's scale (core/model/rope.c) when the config has it; else as always */
 	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, hd,
@@ -128,33 +144,86 @@ static void attention(struct coli_engine *e, int l, int T, int pos0)
 		e->s.x[i] += e->s.proj[i];
 }
 
-static void embed(struct coli_engine *e, const int *ids, int T)
+static void embed(struct coli_engine *e, const struct coli_batch *b)
 {
-	for (int t = 0; t < T; t++)
-		coli_mat_row_f32(&e->m.tok_embd, ids[t], e->s.x + (size_t)t * e->m.cfg.hidden);
+	float *x = e->s.x;
+
+	for (int r = 0; r < b->n_runs; r++)
+		for (int t = 0; t < b->runs[r].n; t++, x += e->m.cfg.hidden)
+			coli_mat_row_f32(&e->m.tok_embd, b->runs[r].ids[t], x);
 }
 
-int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
+/* b's runs as rows of the call (f->run, f->pos: [tmax]), checked: -EINVAL
+ * (a slot out of range or twice, n < 1, an id out of the vocabulary, more
+ * rows than tmax), -E2BIG (past a slot's context). */
+static int rows_of(struct coli_engine *e, const struct coli_batch *b, struct coli_fwd *f,
+                   struct coli_fwd_run *run, int *pos)
+{
+	unsigned char seen[COLI_MAX_SEQ] = {0};
+
+	f->T = 0, f->n_runs = b->n_runs, f->run = run, f->pos = pos;
+	if (b->n_runs < 1 || b->n_runs > e->kv.n_seq)
+		return -EINVAL;
+	for (int r = 0; r < b->n_runs; r++) {
+		const struct coli_run *R = &b->runs[r];
+
+		if (R->slot < 0 || R->slot >= e->kv.n_seq || seen[R->slot]++ || R->n < 1 ||
+		    R->n > e->s.tmax - f->T)
+			return -EINVAL;
+		if (e->kv.seq[R->slot].pos + R->n > e->kv.ctx)
+			return -E2BIG;
+		for (int t = 0; t < R->n; t++)
+			if (R->ids[t] < 0 || R->ids[t] >= e->m.cfg.vocab)
+				return -EINVAL;
+		run[r] = (struct coli_fwd_run){
+		    .slot = R->slot, .r0 = f->T, .n = R->n, .pos0 = e->kv.seq[R->slot].pos};
+		for (int t = 0; t < R->n; t++)
+			pos[f->T + t] = run[r].pos0 + t;
+		f->T += R->n;
+	}
+	return 0;
+}
+
+/* The final norm and lm_head over the rows the runs ask for, in run order. */
+static void lm_head(struct coli_engine *e, const struct coli_batch *b, const struct coli_fwd *f,
+                    float *logits)
+{
+	int H = e->m.cfg.hidden, n = 0;
+
+	for (int r = 0; r < b->n_runs; r++) {
+		const struct coli_fwd_run *R = &f->run[r];
+		int t0 = b->runs[r].logits == 2 ? R->r0 : R->r0 + R->n - 1;
+
+		for (int t = t0; b->runs[r].logits && t < R->r0 + R->n; t++, n++)
+			coli_rmsnorm(e->s.x + (size_t)t * H, e->m.out_norm, e->s.xn + (size_t)n * H,
+			             H, e->m.cfg.norm_eps);
+	}
+	if (!n || !logits)
+		return;
+	coli_actbufs_set(e, e->s.ax, e->s.xn, n, H);
+	matmul(e, &e->m.lm_head, e->s.ax, n, logits);
+}
+
+int coli_forward_batch(struct coli_engine *e, const struct coli_batch *b, float *logits)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int H = c->hidden, pos0 = e->kv.pos;
+	struct coli_fwd_run run[COLI_MAX_SEQ];
+	struct coli_fwd f;
+	int H = c->hidden, T, rc, pos[e->s.tmax]; /* pos: each row's position */
 	double t0 = coli_now_s(), t1, t2;
 
-	if (T <= 0 || T > e->s.tmax)
-		return -EINVAL;
 	e->errmsg[0] = 0;
-	if (pos0 + T > e->kv.ctx)
-		return -E2BIG;
-	for (int t = 0; t < T; t++)
-		if (ids[t] < 0 || ids[t] >= c->vocab)
-			return -EINVAL;
-	embed(e, ids, T);
+	rc = rows_of(e, b, &f, run, pos);
+	if (rc)
+		return rc;
+	T = f.T;
+	embed(e, b);
 	for (int l = 0; l < c->n_layers; l++) {
 		t1 = coli_now_s();
 		if (c->kv_lora)
-			coli_forward_mla(e, l, T, pos0); /* core/forward/mla.c */
+			coli_forward_mla(e, l, &f); /* core/forward/mla.c */
 		else
-			attention(e, l, T, pos0);
+			attention(e, l, &f);
 		t2 = coli_now_s();
 		e->est.attention_s += t2 - t1;
 		for (int t = 0; t < T; t++)
@@ -162,13 +231,13 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 			             e->s.xn + (size_t)t * H, H, c->norm_eps);
 		coli_actbufs_set(e, e->s.ax, e->s.xn, T, H);
 		if (e->m.layers[l].moe) {
-			/* the call's value: rows ready in e->s.ax, nothing on a device */
+			/* the call's value: rows ready in e->s.ax, nothing on a device;
+			 * every run's rows at once (an expert read once for all) */
 			struct coli_moe_layer ml = coli_moe_layer_make(l, T);
-			int rc;
 
 			ml.dense_dev = coli_dense_dev_of(e, l);
+			ml.pos = pos;
 			rc = coli_moe_block(e, &ml, e->s.mlp);
-
 			if (rc)
 				return rc; /* a slab could not be read: e->errmsg; pos unchanged */
 		} else {
@@ -179,21 +248,35 @@ int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, in
 		for (size_t i = 0; i < (size_t)T * H; i++)
 			e->s.x[i] += e->s.mlp[i];
 	}
-	e->kv.pos += T;
+	for (int r = 0; r < f.n_runs; r++) {
+		struct coli_kv_seq *q = &e->kv.seq[run[r].slot];
+
+		/* (memmove: a rebuild from the history forwards hist itself) */
+		memmove(q->hist + q->pos, b->runs[r].ids, sizeof(int) * run[r].n);
+		q->pos += run[r].n;
+	}
 	e->est.tokens += T;
+	e->est.steps++;
+	e->est.step_runs += (uint64_t)f.n_runs;
 	coli_tiers_tokens(e, T);
 	t1 = coli_now_s();
-	if (logits) {
-		int r0 = all_logits ? 0 : T - 1, n = T - r0;
-
-		for (int t = r0; t < T; t++)
-			coli_rmsnorm(e->s.x + (size_t)t * H, e->m.out_norm,
-			             e->s.xn + (size_t)(t - r0) * H, H, c->norm_eps);
-		coli_actbufs_set(e, e->s.ax, e->s.xn, n, H);
-		matmul(e, &e->m.lm_head, e->s.ax, n, logits);
-	}
+	lm_head(e, b, &f, logits);
 	t2 = coli_now_s();
 	e->est.lm_head_s += t2 - t1;
 	e->est.forward_s += t2 - t0;
 	return 0;
+}
+
+int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits)
+{
+	const struct coli_run run = {.slot = 0,
+	                             .n = T,
+	                             .ids = ids,
+	                             .logits = !logits      ? 0
+	                                       : all_logits ? 2
+	                                                    : 1};
+
+	if (T <= 0 || T > e->s.tmax)
+		return -EINVAL;
+	return coli_forward_batch(e, &(struct coli_batch){.n_runs = 1, .runs = &run}, logits);
 }

@@ -622,7 +622,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dense.dds[0];
-	int pos0 = e->kv.pos, rc = 0, whole, nd = 0;
+	int pos0 = e->kv.seq[0].pos, rc = 0, whole, nd = 0;
 	struct coli_dev_down down[2]; /* the forward's last downloads, as one */
 	double start = coli_now_s();
 
@@ -694,7 +694,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	if (logits || next)
 		coli_dense_dev_phase_end(dd, &e->est.lm_head_s, 0);
 	e->est.forward_s += coli_now_s() - start;
-	e->kv.pos += T;
+	e->kv.seq[0].pos += T;
 	e->est.tokens += T;
 	return 0;
 }

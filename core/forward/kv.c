@@ -1,7 +1,8 @@
 /*
  * core/forward/kv.c — the host KV cache (core/forward/kv.h): its allocation
  * through mem/ on the engine's NUMA node, the token ids beside it, the
- * forward's stores into it and the typed views attention reads it through.
+ * forward's stores into it and the typed views attention reads it through,
+ * each addressed by a sequence slot (slot s: the s-th [n_layers][ctx] block).
  * An MLA model (cfg.kv_lora) caches one row a token and layer, [c_kv
  * (kv_lora) || k_pe (rope_dim)] in kcache, and has no vcache.
  */
@@ -45,24 +46,29 @@ size_t coli_kv_token_bytes(const struct coli_model_config *c, int kt, int vt)
 	return coli_kv_row_bytes(kt, n, nseg) + (c->kv_lora ? 0 : coli_kv_row_bytes(vt, n, nseg));
 }
 
-int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int ctx, int kt, int vt,
-                  int node)
+int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int n_seq, int ctx, int kt,
+                  int vt, int node)
 {
-	int nseg;
+	size_t rows = (size_t)n_seq * c->n_layers * ctx;
+	int nseg, ok;
 
 	shape(c, &kv->n, &kv->seg, &nseg);
 	kv->ctx = ctx;
-	kv->pos = 0;
+	kv->n_seq = n_seq;
+	kv->n_layers = c->n_layers;
 	kv->kt = kt;
 	kv->vt = c->kv_lora ? kt : vt;
 	kv->krow = coli_kv_row_bytes(kt, kv->n, nseg);
 	kv->vrow = c->kv_lora ? 0 : coli_kv_row_bytes(vt, kv->n, nseg);
-	kv->bytes = kv->krow * c->n_layers * ctx;
-	kv->vbytes = kv->vrow * c->n_layers * ctx;
+	kv->bytes = kv->krow * rows;
+	kv->vbytes = kv->vrow * rows;
 	kv->kcache = coli_mem_alloc(kv->bytes, node);
 	kv->vcache = kv->vbytes ? coli_mem_alloc(kv->vbytes, node) : NULL;
-	kv->hist = calloc((size_t)ctx, sizeof(int));
-	return kv->kcache && (kv->vcache || !kv->vbytes) && kv->hist ? 0 : -ENOMEM;
+	kv->seq = calloc((size_t)n_seq, sizeof(*kv->seq));
+	ok = kv->kcache && (kv->vcache || !kv->vbytes) && kv->seq;
+	for (int s = 0; ok && s < n_seq; s++)
+		ok = (kv->seq[s].hist = calloc((size_t)ctx, sizeof(int))) != NULL;
+	return ok ? 0 : -ENOMEM;
 }
 
 void coli_kv_free(struct coli_kv *kv)
@@ -71,14 +77,23 @@ void coli_kv_free(struct coli_kv *kv)
 		coli_mem_free(kv->kcache, kv->bytes);
 	if (kv->vcache)
 		coli_mem_free(kv->vcache, kv->vbytes);
-	free(kv->hist);
+	for (int s = 0; kv->seq && s < kv->n_seq; s++)
+		free(kv->seq[s].hist);
+	free(kv->seq);
 	memset(kv, 0, sizeof(*kv));
 }
 
-void coli_kv_append(struct coli_kv *kv, int l, int pos0, int T, const float *k, const float *v)
+/* Rows before slot seq's layer l position pos. */
+static size_t row_of(const struct coli_kv *kv, int seq, int l, int pos)
 {
-	char *kc = (char *)kv->kcache + ((size_t)l * kv->ctx + pos0) * kv->krow;
-	char *vc = kv->vcache ? (char *)kv->vcache + ((size_t)l * kv->ctx + pos0) * kv->vrow : NULL;
+	return ((size_t)seq * kv->n_layers + l) * kv->ctx + pos;
+}
+
+void coli_kv_append(struct coli_kv *kv, int seq, int l, int pos0, int T, const float *k,
+                    const float *v)
+{
+	char *kc = (char *)kv->kcache + row_of(kv, seq, l, pos0) * kv->krow;
+	char *vc = kv->vcache ? (char *)kv->vcache + row_of(kv, seq, l, pos0) * kv->vrow : NULL;
 
 	for (int t = 0; t < T; t++) {
 		coli_kv_row_store(kv->kt, kc + t * kv->krow, k + (size_t)t * kv->n, kv->n, kv->seg);
@@ -98,12 +113,12 @@ static void head_offsets(const struct coli_kv *kv, int t, int g, int hd, size_t 
 	*soff = (int)((((size_t)kv->n + 3) & ~(size_t)3) + 4 * (size_t)g - *off);
 }
 
-void coli_kv_group_rows(const struct coli_kv *kv, int l, int g, int hd, int k0,
+void coli_kv_group_rows(const struct coli_kv *kv, int seq, int l, int g, int hd, int k0,
                         struct coli_attn_group *a)
 {
-	const char *kc = (const char *)kv->kcache + ((size_t)l * kv->ctx + k0) * kv->krow;
+	const char *kc = (const char *)kv->kcache + row_of(kv, seq, l, k0) * kv->krow;
 	const char *vc =
-	    kv->vcache ? (const char *)kv->vcache + ((size_t)l * kv->ctx + k0) * kv->vrow : kc;
+	    kv->vcache ? (const char *)kv->vcache + row_of(kv, seq, l, k0) * kv->vrow : kc;
 	size_t ko, vo;
 
 	head_offsets(kv, kv->kt, g, hd, &ko, &a->ksoff);

@@ -112,17 +112,16 @@ int coli_mla_attend(coli_cpu_pool_t *pool, const float *qrow, const struct coli_
 	return coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, scores, slot, n_slots);
 }
 
-void coli_forward_mla(struct coli_engine *e, int l, int T, int pos0)
+void coli_forward_mla(struct coli_engine *e, int l, const struct coli_fwd *f)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_layer *L = &e->m.layers[l];
 	int H = c->hidden, nh = c->n_heads, hd = c->head_dim, np = c->qk_nope, r = c->rope_dim;
-	int kl = c->kv_lora, kr = kl + r, v = c->v_head, ql = c->q_lora;
+	int kl = c->kv_lora, kr = kl + r, v = c->v_head, ql = c->q_lora, T = f->T;
 	float *qa = e->s.mla;                    /* [T][ql] */
 	float *kva = qa + (size_t)T * ql;        /* [T][kr] */
 	float *qrow = kva + (size_t)T * kr;      /* [T][nh][kr] */
 	float *lat = qrow + (size_t)T * nh * kr; /* [T][nh][kl] */
-	struct coli_attn_group cache = {0};
 
 	for (int t = 0; t < T; t++)
 		coli_rmsnorm(e->s.x + (size_t)t * H, L->attn_norm, e->s.xn + (size_t)t * H, H,
@@ -140,17 +139,31 @@ void coli_forward_mla(struct coli_engine *e, int l, int T, int pos0)
 	} else {
 		coli_gemm_mt(e->pool, &L->q, e->s.ag, T, e->s.q, nh * hd);
 	}
-	/* the cache row: c_kv normed, k_pe roped; q_pe roped */
-	coli_mla_rope(kva, e->s.q, L->kv_a_norm, e->s.inv_freq, T, nh, np, kl, r, pos0, c->norm_eps,
-	              e->s.rope_attn);
-	coli_kv_append(&e->kv, l, pos0, T, kva, NULL); /* rounded to the cache's type */
-	coli_kv_group_rows(&e->kv, l, 0, kr, 0, &cache);
+	/* each run's cache rows: c_kv normed, k_pe roped; q_pe roped; appended to
+	 * its slot (rounded to the cache's type) */
+	for (int i = 0; i < f->n_runs; i++) {
+		const struct coli_fwd_run *R = &f->run[i];
+
+		coli_mla_rope(kva + (size_t)R->r0 * kr, e->s.q + (size_t)R->r0 * nh * hd,
+		              L->kv_a_norm, e->s.inv_freq, R->n, nh, np, kl, r, R->pos0,
+		              c->norm_eps, e->s.rope_attn);
+		coli_kv_append(&e->kv, R->slot, l, R->pos0, R->n, kva + (size_t)R->r0 * kr, NULL);
+	}
 	/* the query rows: q_abs[h] = W_UK^T[h] . q_nope[h], then q_pe */
 	matmul_heads(e, &L->k_b, kl, e->s.q, nh * hd, hd, np, T, qrow, nh * kr, kr);
 	for (size_t th = 0; th < (size_t)T * nh; th++)
 		memcpy(qrow + th * kr + kl, e->s.q + th * hd + np, sizeof(float) * r);
-	coli_mla_attend(e->pool, qrow, &cache, T, nh, kl, r, pos0, e->s.attn_scale, lat, e->s.attn,
-	                e->s.scores, (size_t)e->kv.ctx * 8, coli_cpu_pool_threads(e->pool));
+	/* each run against its slot's rows */
+	for (int i = 0; i < f->n_runs; i++) {
+		const struct coli_fwd_run *R = &f->run[i];
+		struct coli_attn_group cache = {0};
+
+		coli_kv_group_rows(&e->kv, R->slot, l, 0, kr, 0, &cache);
+		coli_mla_attend(e->pool, qrow + (size_t)R->r0 * nh * kr, &cache, R->n, nh, kl, r,
+		                R->pos0, e->s.attn_scale, lat + (size_t)R->r0 * nh * kl,
+		                e->s.attn + R->r0, e->s.scores, (size_t)e->kv.ctx * 8,
+		                coli_cpu_pool_threads(e->pool));
+	}
 	/* each head's values back from the latent: W_UV[h] . lat[h] */
 	matmul_heads(e, &L->v_b, v, lat, nh * kl, kl, kl, T, e->s.att, nh * v, v);
 	matmul(e, &L->o, e->s.att, nh * v, T, e->s.proj, H);

@@ -64,7 +64,7 @@ int coli_lookahead_wanted(const struct coli_engine *e, int n)
 {
 	if (!e->opts.prefetch || !e->tiers || all_resident(e, n))
 		return 0;
-	return e->moe.la_idle[n] < IDLE_GUESSES || e->kv.pos % IDLE_PROBE == 0;
+	return e->moe.la_idle[n] < IDLE_GUESSES || e->kv.seq[0].pos % IDLE_PROBE == 0;
 }
 
 void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)

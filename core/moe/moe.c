@@ -73,7 +73,7 @@ static void route_select(struct coli_engine *e, const struct coli_moe_layer *ml)
 		else
 			coli_route(p, E, K, c->norm_topk_prob, s, w);
 		if (e->trace) {
-			fprintf(e->trace, "%d %d", e->kv.pos + t, l);
+			fprintf(e->trace, "%d %d", ml->pos ? ml->pos[t] : e->kv.seq[0].pos + t, l);
 			for (int j = 0; j < K; j++)
 				fprintf(e->trace, " %d:%.6f", s[j], w[j]);
 			fputc('\n', e->trace);

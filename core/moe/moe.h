@@ -52,6 +52,8 @@ struct coli_moe_layer {
 	                 * (forward_dev's run_plan; outputs in its y at pair rows), or -1 */
 	int guess_l;    /* e->s.guess holds the dense device's lookahead guess for this
 	                 * MoE layer, or -1 */
+	const int *pos; /* [T] each row's position in its sequence (ROUTE_TRACE), or
+	                 * NULL: slot 0's from its position on */
 	/* the tokens' rows where they already are on a device (the dense
 	 * device's normed rows, q8/q4 quantized by the norm or f32): that
 	 * device's pairs are gathered there (core/moe/moe_dev.c), not uploaded.

@@ -289,11 +289,12 @@ static int budget(struct coli_engine *e, const char *model, char *err, size_t er
 			snprintf(
 			    err, errlen,
 			    "%s: --ram-gb %g cannot hold the engine: dense weights %s + KV cache "
-			    "%s (%d tokens) + scratch %s + working set %s (%d experts of %zu KB) "
+			    "%s (%d x %d tokens) + scratch %s + working set %s (%d experts of %zu "
+			    "KB) "
 			    "= %s; pass --ram-gb %.4g or more (or --ram-gb 0 for exactly that), "
-			    "or a smaller --ctx",
-			    model, B, a, b, e->kv.ctx, c, d, t->min_slots, t->slot_bytes >> 10, f,
-			    ceil(need / GB * 1e4) / 1e4);
+			    "or a smaller --ctx or --parallel",
+			    model, B, a, b, e->kv.n_seq, e->kv.ctx, c, d, t->min_slots,
+			    t->slot_bytes >> 10, f, ceil(need / GB * 1e4) / 1e4);
 			return -ENOMEM;
 		}
 		t->n_slots = (int)((bytes - fixed) / t->slot_bytes < (uint64_t)t->total

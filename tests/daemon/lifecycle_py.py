@@ -1,5 +1,7 @@
 """tests/daemon/lifecycle_py.py — queueing, cancellation and shutdown, made
-observable with --debug-token-delay-ms (20 ms per token):
+observable with --debug-token-delay-ms (20 ms per token), one request at a
+time (--parallel 1: the queue's rules; tests/daemon/batch_invariance has the
+slots'):
   - a full queue answers 429 with Retry-After and an OpenAI error object
   - a streaming client that disconnects cancels its generation at once
   - a non-streaming client that disconnects does too; one that leaves while
@@ -45,7 +47,7 @@ def wait_for(pred, what, timeout=10):
 
 
 LONG = {"prompt": "Hello world", "max_tokens": 300, "temperature": 0}
-srv = Colid(model, "--queue", "1", "--debug-token-delay-ms", "20")
+srv = Colid(model, "--queue", "1", "--debug-token-delay-ms", "20", "--parallel", "1")
 port = srv.port
 
 # 1. a full queue: one running, one queued, the third is refused
@@ -93,7 +95,7 @@ print("ok  /metrics: KV cache %d bytes a token (bf16), %d in all" % (per, total)
 srv.stop()
 
 # 4. SIGTERM: the running stream finishes, a queued request gets 503, exit 0
-srv = Colid(model, "--queue", "2", "--debug-token-delay-ms", "20")
+srv = Colid(model, "--queue", "2", "--debug-token-delay-ms", "20", "--parallel", "1")
 port = srv.port
 out = {}
 

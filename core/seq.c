@@ -1,0 +1,302 @@
+/*
+ * core/seq.c — sequence slots and the batched step (core/coli.h "several
+ * sequences"): which slot a new sequence gets, its position and rewind, and
+ * coli_engine_step, one forward over the runs of several slots.
+ *
+ * The slots are the KV cache's (struct coli_kv_seq, core/forward/kv.h:
+ * n_seq of them, each [n_layers][ctx] rows, pos, hist, open, used). A slot
+ * keeps its rows and history after its sequence closes: that is the prefix
+ * cache, with as many entries as slots. A new prompt gets the free slot
+ * whose history shares the longest prefix with it (ties: the one opened
+ * least recently, so an unused or stale slot goes first), and keeps that
+ * prefix, at most all its tokens but the last (whose logits the caller
+ * needs). Hits and kept tokens are counted in the engine's stats
+ * (prefix_hits, prefix_saved), as coli_generate counts slot 0's.
+ *
+ * struct coli_seq_gen is core/generate.c's loop turned inside out for one
+ * sequence of a batch (colid's continuous batching): the caller owns the
+ * steps (coli_engine_step over every running sequence's run), each
+ * sequence's run comes from coli_seq_gen_run (its prompt's next chunk, then
+ * one token a step) and its logits go to coli_seq_gen_after, which picks and
+ * streams the token as coli_generate does (the same ids for the same
+ * logits); alone, coli_seq_gen_spec drafts and verifies as coli_generate's
+ * speculative steps do.
+ *
+ * A row's bits do not depend on the rows beside it on the CPU (canonical
+ * reductions in every kernel, attention groups split by positions with the
+ * same bits), so a kept prefix is the prefix a prefill from empty would have
+ * written, and a sequence's tokens are the same alone or batched.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+int coli_engine_n_seq(const coli_engine_t *e)
+{
+	return e->kv.n_seq;
+}
+
+/* Tokens of slot q's history that ids[n] starts with, at most n - 1. */
+static int shared_prefix(const struct coli_kv_seq *q, const int *ids, int n)
+{
+	int have = q->pos < n - 1 ? q->pos : n - 1, keep = 0;
+
+	while (keep < have && q->hist[keep] == ids[keep])
+		keep++;
+	return keep;
+}
+
+int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached)
+{
+	int best = -1, best_keep = -1;
+
+	if (n < 1 || !ids)
+		return -EINVAL;
+	for (int s = 0; s < e->kv.n_seq; s++) {
+		const struct coli_kv_seq *q = &e->kv.seq[s];
+		int keep;
+
+		if (q->open)
+			continue;
+		keep = shared_prefix(q, ids, n);
+		if (keep > best_keep || (keep == best_keep && q->used < e->kv.seq[best].used))
+			best = s, best_keep = keep;
+	}
+	if (best < 0)
+		return -EBUSY;
+	e->kv.seq[best].open = 1;
+	e->kv.seq[best].used = ++e->kv.opens;
+	e->kv.seq[best].pos = best_keep;
+	e->est.prefix_hits += best_keep > 0;
+	e->est.prefix_saved += (uint64_t)best_keep;
+	if (cached)
+		*cached = best_keep;
+	return best;
+}
+
+void coli_engine_seq_close(coli_engine_t *e, int slot)
+{
+	if (slot >= 0 && slot < e->kv.n_seq)
+		e->kv.seq[slot].open = 0;
+}
+
+int coli_engine_seq_pos(const coli_engine_t *e, int slot)
+{
+	return slot >= 0 && slot < e->kv.n_seq ? e->kv.seq[slot].pos : -EINVAL;
+}
+
+int coli_engine_seq_rewind(coli_engine_t *e, int slot, int pos)
+{
+	if (slot < 0 || slot >= e->kv.n_seq || pos < 0 || pos > e->kv.seq[slot].pos)
+		return -EINVAL;
+	e->kv.seq[slot].pos = pos;
+	return 0;
+}
+
+/* The dense part on a device holds one slot (core/engine.c keeps it on the
+ * CPU with more): the batch is one run of slot 0, through the device's
+ * forward as coli_engine_forward runs it. Batching the runs of several
+ * slots on the dense device is the next step. */
+static int step_dev(coli_engine_t *e, const struct coli_batch *b, float *logits)
+{
+	const struct coli_run *R = b->runs;
+
+	if (b->n_runs != 1 || R->slot != 0 || R->n < 1 || R->n > e->s.tmax)
+		return -EINVAL;
+	return coli_engine_forward(e, R->ids, R->n, R->logits ? logits : NULL, R->logits == 2);
+}
+
+int coli_engine_step(coli_engine_t *e, const struct coli_batch *b, float *logits)
+{
+	int rc;
+
+	if (!b || b->n_runs < 1 || !b->runs)
+		return -EINVAL;
+	for (int r = 0; r < b->n_runs; r++) {
+		int s = b->runs[r].slot;
+
+		if (s < 0 || s >= e->kv.n_seq || !e->kv.seq[s].open || !b->runs[r].ids ||
+		    (b->runs[r].logits && !logits))
+			return -EINVAL;
+	}
+	if (e->dense.dd)
+		return step_dev(e, b, logits);
+	rc = coli_forward_batch(e, b, logits);
+	if (!rc && e->vram.n_devs)
+		coli_moe_dev_adapt(e);
+	if (rc && !e->errmsg[0])
+		snprintf(e->errmsg, sizeof(e->errmsg), "%s", strerror(-rc));
+	return rc;
+}
+
+/* ---- one sequence of a batch, stepped by the caller ---- */
+
+int coli_seq_gen_begin(coli_engine_t *e, struct coli_seq_gen *g, int slot, int cached,
+                       const int *prompt, int n_prompt, int max_new, struct coli_sampler *s,
+                       coli_gen_cb cb, void *arg)
+{
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	g->st.n_prompt = n_prompt;
+	if (n_prompt <= 0 || cached < 0 || cached >= n_prompt)
+		return -EINVAL;
+	if (n_prompt + (max_new > 0 ? max_new - 1 : 0) > e->kv.ctx)
+		return -E2BIG;
+	g->slot = slot, g->prompt = prompt, g->n_prompt = n_prompt, g->max_new = max_new;
+	g->s = s, g->cb = cb, g->arg = arg;
+	g->fed = g->st.n_cached = cached;
+	g->cap = e->tok ? coli_tokenizer_max_piece_bytes(e->tok) + 32 : 32;
+	g->text = malloc(g->cap);
+	if (!g->text)
+		return -ENOMEM;
+	rc = coli_gen_sampler_begin(e, s, prompt, n_prompt);
+	if (rc) {
+		free(g->text);
+		g->text = NULL;
+		return rc;
+	}
+	g->greedy = !coli_sampler_needs_logits(s);
+	g->done = max_new <= 0;
+	/* --spec as coli_generate takes it (the dense part is on the CPU with
+	 * several slots) */
+	if (g->greedy && !s->grammar &&
+	    (e->opts.spec == COLI_OPT_SPEC_NGRAM ||
+	     (e->opts.spec == COLI_OPT_SPEC_AUTO && !e->dense.dd)) &&
+	    (g->spec = malloc(sizeof(*g->spec))))
+		coli_spec_init(g->spec, 1, e->opts.spec == COLI_OPT_SPEC_AUTO);
+	coli_detok_init(&g->dt);
+	g->t0 = coli_now_s();
+	return 0;
+}
+
+int coli_seq_gen_run(const struct coli_seq_gen *g, int room, struct coli_run *run)
+{
+	int left = g->n_prompt - g->fed;
+
+	if (g->done || room < 1)
+		return 0;
+	if (left > 0) { /* the prompt's next chunk; logits after its last token */
+		int n = left < room ? left : room;
+
+		*run = (struct coli_run){
+		    .slot = g->slot, .n = n, .ids = g->prompt + g->fed, .logits = n == left};
+		return n;
+	}
+	*run = (struct coli_run){.slot = g->slot, .n = 1, .ids = &g->next, .logits = 1};
+	return 1;
+}
+
+/* id, picked, as the sequence's next token: accepted by the sampler, then
+ * the end (EOS, an end id), or streamed to the callback; done at max_new. */
+static void take(coli_engine_t *e, struct coli_seq_gen *g, int id)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int n;
+
+	coli_sampler_accept(g->s, id);
+	if (coli_gen_is_eos(c, id) || (g->s->grammar && coli_gen_is_end(g->s, id))) {
+		g->st.stopped_eos = 1;
+		g->done = 1;
+		return;
+	}
+	g->st.n_gen++;
+	n = e->tok ? coli_detok_push(e->tok, &g->dt, id, g->text, g->cap) : 0;
+	if (g->cb && g->cb(g->arg, id, g->text, (size_t)(n > 0 ? n : 0)))
+		g->done = 1;
+	if (g->st.n_gen >= g->max_new)
+		g->done = 1;
+	g->next = id;
+}
+
+int coli_seq_gen_after(coli_engine_t *e, struct coli_seq_gen *g, const struct coli_run *run,
+                       const float *logits)
+{
+	int id;
+
+	if (g->fed < g->n_prompt) {
+		g->fed += run->n;
+		if (g->fed < g->n_prompt)
+			return 0;
+		g->t1 = coli_now_s();
+		g->st.prefill_s = g->t1 - g->t0;
+	}
+	if (g->step_t0 > 0) { /* a plain step the draft declined: --spec auto's measure */
+		coli_spec_step(g->spec, coli_now_s() - g->step_t0);
+		g->step_t0 = 0;
+	}
+	/* the token, as coli_generate picks it: greedy the argmax (ties to the
+	 * lowest id), else the sampler */
+	if (g->greedy) {
+		id = coli_argmax(logits, e->m.cfg.vocab);
+		g->s->out.id = id;
+	} else {
+		id = coli_sampler_pick_pool(g->s, logits, e->m.cfg.vocab, e->pool);
+	}
+	take(e, g, id);
+	return 0;
+}
+
+int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g)
+{
+	struct coli_kv_seq *q = &e->kv.seq[g->slot];
+	const int V = e->m.cfg.vocab, pos = q->pos, room = g->max_new - g->st.n_gen - 1;
+	int ids[COLI_SPEC_KMAX + 1], queue[COLI_SPEC_KMAX + 1], k, j, i, rc;
+	struct coli_run run;
+	double t0;
+
+	if (!g->spec || g->done || g->fed < g->n_prompt || room < 1 || pos + 1 >= e->kv.ctx)
+		return 0;
+	q->hist[pos] = g->next; /* the history, ending with the token to feed */
+	k = coli_spec_draft(g->spec, q->hist, pos + 1,
+	                    room < COLI_SPEC_KMAX ? room : COLI_SPEC_KMAX, ids + 1);
+	if (k > 0 && pos + k + 1 > e->kv.ctx)
+		k = 0;
+	if (k > 0 && !g->vlogits &&
+	    !(g->vlogits = malloc(sizeof(float) * V * (COLI_SPEC_KMAX + 1))))
+		k = 0;
+	if (k <= 0) {
+		g->step_t0 = coli_now_s(); /* the plain step's time, for the measure */
+		return 0;
+	}
+	ids[0] = g->next;
+	run = (struct coli_run){.slot = g->slot, .n = k + 1, .ids = ids, .logits = 2};
+	t0 = coli_now_s();
+	rc = coli_engine_step(e, &(struct coli_batch){.n_runs = 1, .runs = &run}, g->vlogits);
+	if (rc)
+		return rc;
+	queue[0] = coli_argmax(g->vlogits, V);
+	for (j = 0; j < k && ids[j + 1] == queue[j]; j++)
+		queue[j + 1] = coli_argmax(g->vlogits + (size_t)(j + 1) * V, V);
+	coli_spec_result(g->spec, k, j, coli_now_s() - t0);
+	rc = coli_engine_seq_rewind(e, g->slot, pos + 1 + j); /* the inputs whose outputs count */
+	for (i = 0; !rc && i <= j && !g->done; i++) {
+		g->s->out.id = queue[i];
+		take(e, g, queue[i]);
+	}
+	return rc ? rc : i;
+}
+
+void coli_seq_gen_end(coli_engine_t *e, struct coli_seq_gen *g, int rc)
+{
+	if (!g->text)
+		return;
+	if (!rc && e->tok && g->cb) {
+		int n = coli_detok_flush(e->tok, &g->dt, g->text, g->cap);
+
+		if (n > 0)
+			g->cb(g->arg, -1, g->text, (size_t)n);
+	}
+	if (g->t1 > 0)
+		g->st.decode_s = coli_now_s() - g->t1;
+	g->st.decode_steps = g->st.n_gen > 0 ? g->st.n_gen - 1 : 0;
+	if (g->spec) {
+		g->st.spec_drafted = g->spec->drafted, g->st.spec_accepted = g->spec->accepted;
+		g->st.spec_rounds = g->spec->rounds;
+	}
+	coli_sampler_end(g->s);
+	free(g->text), free(g->spec), free(g->vlogits);
+	g->text = NULL, g->spec = NULL, g->vlogits = NULL;
+}

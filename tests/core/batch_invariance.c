@@ -1,0 +1,224 @@
+/*
+ * tests/core/batch_invariance.c — a sequence's tokens and raw logits are
+ * byte-identical whether it runs alone or batched with others (core/seq.c,
+ * core/forward/forward.c; issue #39 item 4), through the public API on the
+ * demo model.
+ *
+ * 16 sequences with prompts of 2 to 61 tokens (drawn ids), 6 greedy tokens
+ * each. Reference: each alone on a --parallel 1 engine through the
+ * single-sequence calls (coli_engine_forward: the whole prompt, then a token
+ * a step). Then on a --parallel 16 engine through coli_engine_step, all 16
+ * together in three schedules: (a) every prompt in chunks of 1 to 7 tokens
+ * beside the others' decode tokens, all starting at once; (b) chunks of 5
+ * to 23, sequence i joining at step i % 5, at most 40 rows a step (the rest
+ * wait); (c) again with the prompts the slots now hold: the prefix cache
+ * keeps all but each prompt's last token. Every generated token's logits
+ * row and id must equal the reference's byte for byte. Cases: q8 and q4
+ * experts on the CPU, and q8 with --gpu sim:1 --dense cpu (the experts on
+ * the simulated device, which must have served some).
+ */
+#include <stdint.h>
+
+#include "fixture_util.h"
+
+#define N_SEQ 16
+#define GEN   6
+#define CTX   128
+
+struct seq {
+	int ids[64], n; /* prompt */
+	int out[GEN];
+	float *logits; /* [GEN][V] */
+};
+
+static struct coli_opts opts(const char *gpu, int parallel)
+{
+	struct coli_opts o;
+
+	coli_opts_init(&o, NULL, 0);
+	o.threads = 2;
+	o.ctx = CTX;
+	o.parallel = parallel;
+	snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
+	coli_opts_set(&o, "--dense", "cpu", NULL, 0);
+	coli_opts_set(&o, "--usage", "off", NULL, 0);
+	return o;
+}
+
+/* The reference: each sequence alone through coli_engine_forward. */
+static int alone(const char *path, const char *gpu, struct seq *q, int V)
+{
+	struct coli_opts o = opts(gpu, 1);
+	coli_engine_t *e;
+	char err[512];
+	int rc = coli_engine_open(path, &o, &e, err, sizeof(err));
+
+	if (rc) {
+		printf("open %s: %s\n", path, err);
+		return rc;
+	}
+	for (int s = 0; !rc && s < N_SEQ; s++) {
+		coli_engine_reset(e);
+		rc = coli_engine_forward(e, q[s].ids, q[s].n, q[s].logits, 0);
+		for (int g = 0; !rc && g < GEN; g++) {
+			q[s].out[g] = fx_argmax(q[s].logits + (size_t)g * V, V);
+			if (g + 1 < GEN)
+				rc = coli_engine_forward(e, &q[s].out[g], 1,
+				                         q[s].logits + (size_t)(g + 1) * V, 0);
+		}
+	}
+	coli_engine_close(e);
+	return rc;
+}
+
+/* One schedule of all sequences together; compares with the reference.
+ * chunk(s): sequence s's prompt chunk; join(s): its first step; cap: rows
+ * a step. Returns mismatches, or -1 on an engine error. */
+static int together(coli_engine_t *e, const struct seq *q, int V, int lo, int span, int stagger,
+                    int cap, int expect_cached, const char *what)
+{
+	int slot[N_SEQ], fed[N_SEQ], gen[N_SEQ], next[N_SEQ], bad = 0, left = N_SEQ, cached;
+	float *logits = malloc(sizeof(float) * V * N_SEQ);
+	struct coli_run runs[N_SEQ];
+	int who[N_SEQ];
+
+	for (int s = 0; s < N_SEQ; s++) {
+		slot[s] = coli_engine_seq_open(e, q[s].ids, q[s].n, &cached);
+		if (slot[s] < 0 || cached != (expect_cached ? q[s].n - 1 : 0)) {
+			printf("%s: seq %d: slot %d, %d cached\n", what, s, slot[s], cached);
+			free(logits);
+			return -1;
+		}
+		fed[s] = cached, gen[s] = 0;
+	}
+	for (int step = 0; left > 0; step++) {
+		int nr = 0, rows = 0, rc, k = 0;
+
+		for (int s = 0; s < N_SEQ; s++) {
+			int n, chunk = lo + (s * 7 + step) % span;
+
+			if (gen[s] == GEN || step < (stagger ? s % stagger : 0))
+				continue;
+			n = fed[s] < q[s].n ? q[s].n - fed[s] : 1;
+			n = n < chunk ? n : chunk;
+			if (rows + n > cap)
+				continue; /* waits for the next step */
+			runs[nr] =
+			    (struct coli_run){.slot = slot[s],
+			                      .n = n,
+			                      .ids = fed[s] < q[s].n ? q[s].ids + fed[s] : &next[s],
+			                      .logits = fed[s] >= q[s].n || fed[s] + n == q[s].n};
+			who[nr++] = s, rows += n;
+		}
+		rc = coli_engine_step(e, &(struct coli_batch){.n_runs = nr, .runs = runs}, logits);
+		if (rc) {
+			printf("%s: step %d: %s\n", what, step, coli_engine_errmsg(e));
+			free(logits);
+			return -1;
+		}
+		for (int r = 0; r < nr; r++) {
+			int s = who[r];
+			const float *l;
+
+			if (fed[s] < q[s].n)
+				fed[s] += runs[r].n;
+			if (!runs[r].logits)
+				continue;
+			l = logits + (size_t)k++ * V;
+			next[s] = fx_argmax(l, V);
+			if (next[s] != q[s].out[gen[s]] ||
+			    memcmp(l, q[s].logits + (size_t)gen[s] * V, sizeof(float) * V)) {
+				if (bad++ < 4)
+					printf("%s: seq %d token %d: id %d vs %d alone, logits "
+					       "differ\n",
+					       what, s, gen[s], next[s], q[s].out[gen[s]]);
+			}
+			if (++gen[s] == GEN) {
+				coli_engine_seq_close(e, slot[s]);
+				left--;
+			}
+		}
+	}
+	free(logits);
+	return bad;
+}
+
+static int run_case(const char *path, const char *gpu, struct seq *q, int V)
+{
+	struct coli_opts o = opts(gpu, N_SEQ);
+	struct coli_engine_stats st;
+	coli_engine_t *e;
+	char err[512];
+	int bad, b;
+
+	if (alone(path, gpu, q, V))
+		return 1;
+	if (coli_engine_open(path, &o, &e, err, sizeof(err))) {
+		printf("open %s: %s\n", path, err);
+		return 1;
+	}
+	if (coli_engine_n_seq(e) != N_SEQ) {
+		printf("%d slots, asked %d\n", coli_engine_n_seq(e), N_SEQ);
+		coli_engine_close(e);
+		return 1;
+	}
+	bad = together(e, q, V, 1, 7, 0, coli_engine_ubatch(e), 0, "chunks 1-7");
+	coli_engine_close(e);
+	/* a fresh engine: nothing cached, then everything but the last token */
+	if (bad == 0 && !coli_engine_open(path, &o, &e, err, sizeof(err))) {
+		bad = together(e, q, V, 5, 19, 5, 40, 0, "chunks 5-23, staggered");
+		b = bad ? 0 : together(e, q, V, 1, 3, 0, 40, 1, "prefix cached");
+		bad = b < 0 || bad < 0 ? -1 : bad + b;
+		coli_engine_stats(e, &st);
+		if (!bad && (st.prefix_hits != N_SEQ || st.kv_seqs != N_SEQ || st.kv_seqs_open)) {
+			printf("stats: %llu prefix hits, %d slots, %d open\n",
+			       (unsigned long long)st.prefix_hits, st.kv_seqs, st.kv_seqs_open);
+			bad = 1;
+		}
+		if (!bad && strcmp(gpu, "off") && !st.hits[COLI_TIER_VRAM]) {
+			printf("%s: no expert ran on the device\n", gpu);
+			bad = 1;
+		}
+		coli_engine_close(e);
+	}
+	printf("%-28s %s\n", path + strlen(fx_tmpdir()) + 1, bad ? "MISMATCH" : "identical");
+	return bad != 0;
+}
+
+int main(void)
+{
+	const struct {
+		enum coli_dtype q;
+		const char *gpu;
+	} cases[] = {
+	    {COLI_DTYPE_Q8_0, "off"}, {COLI_DTYPE_Q4_0, "off"}, {COLI_DTYPE_Q8_0, "sim:1"}};
+	struct seq q[N_SEQ];
+	uint32_t r = 12345;
+	int fails = 0, V;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char path[8192];
+		coli_engine_t *e;
+		struct coli_opts o = opts("off", 1);
+		char err[512];
+
+		if (fx_convert("demo", cases[c].q, fx_tmpdir(), path, sizeof(path)))
+			return 1;
+		if (coli_engine_open(path, &o, &e, err, sizeof(err))) {
+			printf("open %s: %s\n", path, err);
+			return 1;
+		}
+		V = coli_engine_config(e)->vocab;
+		coli_engine_close(e);
+		for (int s = 0; s < N_SEQ; s++) {
+			q[s].n = 2 + (s * 23) % 60;
+			for (int t = 0; t < q[s].n; t++)
+				q[s].ids[t] = (int)((r = r * 1103515245u + 12345u) >> 8) % V;
+			q[s].logits = malloc(sizeof(float) * V * GEN);
+		}
+		fails += run_case(path, cases[c].gpu, q, V);
+		for (int s = 0; s < N_SEQ; s++)
+			free(q[s].logits);
+	}
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,190 @@
+/*
+ * tools/colid_batch.c — continuous batching: the worker's loop when the
+ * engine holds several sequence slots (--parallel N > 1; with one,
+ * colid_queue.c runs a job at a time through coli_generate, speculative
+ * decoding included).
+ *
+ * Up to N jobs run at once, each in a slot of its own (coli_engine_seq_open:
+ * the free slot whose history shares the longest prefix with its prompt;
+ * that prefix is not prefilled again). Each step is one coli_engine_step
+ * over every running job's run: one token of each decoding job first, then
+ * the prompts still being prefilled, in the order they came, in chunks of
+ * what is left of --ubatch rows (so a long prompt never stalls the running
+ * streams: it takes as many steps as its chunks). A job's run and its token
+ * come from its struct coli_seq_gen (core/generate.c), which picks and
+ * streams tokens through colid_job_token as coli_generate does: a request's
+ * tokens are those it gets alone (the engine's rows are batch-invariant).
+ * While one sequence runs, a greedy one drafts and verifies as coli_generate
+ * does (--spec: coli_seq_gen_spec), the same tokens in fewer steps.
+ *
+ * A job that finishes (EOS, max_tokens, a stop string) or is cancelled (its
+ * client left: checked every step, prefilling or not) frees its slot at
+ * once, and a waiting job takes it before the next step. `n` > 1 choices are
+ * separate jobs, so separate sequences. A failed step ends every job in it
+ * with the error.
+ *
+ * Locks: the queue's mutex while taking jobs off the ring and updating the
+ * running list (read by /metrics); the engine is this thread's alone.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/colid.h"
+
+/* j's end: its text flushed, its stats and finish reason set, counted in
+ * /metrics, marked done, its slot closed and its place in q->run given up. */
+static void end_job(struct colid_queue *q, struct colid_job *j, int rc)
+{
+	struct coli_engine_stats est;
+
+	coli_seq_gen_end(q->engine, &j->gen, rc);
+	coli_engine_seq_close(q->engine, j->slot);
+	coli_engine_stats(q->engine, &est);
+	pthread_mutex_lock(&j->mu);
+	j->st = j->gen.st;
+	if (!j->finish && !rc)
+		j->finish = j->st.stopped_eos || j->n_gen < j->max_tokens ? COLID_FINISH_STOP
+		                                                          : COLID_FINISH_LENGTH;
+	if (!rc && atomic_load(&j->cancel))
+		rc = -ECANCELED;
+	pthread_mutex_unlock(&j->mu);
+	colid_metrics_job(q->metrics, j, rc, &est, j->started_s - j->enqueued_s);
+	pthread_mutex_lock(&j->mu);
+	colid_job_finish(j, rc);
+	pthread_mutex_unlock(&j->mu);
+	pthread_mutex_lock(&q->mu);
+	for (int i = 0; i < q->n_run; i++)
+		if (q->run[i] == j) {
+			memmove(q->run + i, q->run + i + 1, sizeof(*q->run) * (q->n_run - i - 1));
+			q->n_run--;
+			break;
+		}
+	pthread_mutex_unlock(&q->mu);
+	colid_job_put(j);
+}
+
+/* A job taken off the ring: a slot and its generator, or its end. */
+static void start_job(struct colid_queue *q, struct colid_job *j)
+{
+	int cached = 0, rc;
+
+	j->started_s = colid_now_s();
+	if (atomic_load(&j->cancel)) { /* the client left while it waited */
+		pthread_mutex_lock(&j->mu);
+		colid_job_finish(j, -ECANCELED);
+		pthread_mutex_unlock(&j->mu);
+		colid_metrics_job(q->metrics, j, -ECANCELED, NULL, 0);
+		colid_job_put(j);
+		return;
+	}
+	j->slot = coli_engine_seq_open(q->engine, j->ids, j->n_ids, &cached);
+	rc = j->slot < 0 ? j->slot
+	                 : coli_seq_gen_begin(q->engine, &j->gen, j->slot, cached, j->ids, j->n_ids,
+	                                      j->max_tokens, &j->sampler, colid_job_token, j);
+	if (rc) {
+		if (j->slot >= 0)
+			coli_engine_seq_close(q->engine, j->slot);
+		j->st.n_prompt = j->n_ids;
+		pthread_mutex_lock(&j->mu);
+		colid_job_finish(j, rc);
+		pthread_mutex_unlock(&j->mu);
+		colid_metrics_job(q->metrics, j, rc, NULL, 0);
+		colid_job_put(j);
+		return;
+	}
+	pthread_mutex_lock(&q->mu);
+	q->run[q->n_run++] = j;
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* Waits for work; takes waiting jobs while slots are free. 0 when closing
+ * and nothing is left. */
+static int admit(struct colid_queue *q, int n_seq)
+{
+	struct colid_job *take[COLI_MAX_SEQ];
+	int n = 0, more;
+
+	pthread_mutex_lock(&q->mu);
+	while (!q->n && !q->n_run && !q->closing)
+		pthread_cond_wait(&q->cv, &q->mu);
+	while (q->n && q->n_run + n < n_seq) {
+		take[n++] = q->ring[q->head];
+		q->head = (q->head + 1) % q->cap;
+		q->n--;
+	}
+	more = q->n_run + n > 0;
+	pthread_mutex_unlock(&q->mu);
+	for (int i = 0; i < n; i++)
+		start_job(q, take[i]);
+	return more;
+}
+
+/* One step over the running jobs: their runs (decoding ones first), the
+ * forward, then each job's token. */
+static void step(struct colid_queue *q, float *logits, int V, int ubatch)
+{
+	struct coli_run runs[COLI_MAX_SEQ];
+	struct colid_job *who[COLI_MAX_SEQ], *snap[COLI_MAX_SEQ];
+	int n_snap, nr = 0, rows = 0, k = 0, rc;
+
+	pthread_mutex_lock(&q->mu);
+	n_snap = q->n_run;
+	memcpy(snap, q->run, sizeof(*snap) * n_snap);
+	pthread_mutex_unlock(&q->mu);
+	for (int i = 0; i < n_snap; i++) /* a client gone: its slot now */
+		if (atomic_load(&snap[i]->cancel) || snap[i]->gen.done)
+			end_job(q, snap[i], 0);
+	pthread_mutex_lock(&q->mu);
+	n_snap = q->n_run;
+	memcpy(snap, q->run, sizeof(*snap) * n_snap);
+	pthread_mutex_unlock(&q->mu);
+	/* one sequence alone (none waits: admit gave it a slot): its drafts */
+	if (n_snap == 1 && (rc = coli_seq_gen_spec(q->engine, &snap[0]->gen))) {
+		if (rc < 0 || snap[0]->gen.done || atomic_load(&snap[0]->cancel))
+			end_job(q, snap[0], rc < 0 ? rc : 0);
+		return;
+	}
+	for (int pass = 0; pass < 2; pass++) /* decoding, then prefilling */
+		for (int i = 0; i < n_snap; i++) {
+			struct colid_job *j = snap[i];
+			int prefill = j->gen.fed < j->gen.n_prompt, n;
+
+			if (prefill != pass)
+				continue;
+			n = coli_seq_gen_run(&j->gen, ubatch - rows, &runs[nr]);
+			if (n > 0)
+				who[nr++] = j, rows += n;
+		}
+	if (!nr)
+		return;
+	rc = coli_engine_step(q->engine, &(struct coli_batch){.n_runs = nr, .runs = runs}, logits);
+	for (int r = 0; r < nr; r++) {
+		struct colid_job *j = who[r];
+		const float *l = runs[r].logits ? logits + (size_t)k++ * V : NULL;
+
+		int jrc = rc ? rc : coli_seq_gen_after(q->engine, &j->gen, &runs[r], l);
+
+		if (jrc) { /* the step failed: every job in it ends with the error */
+			end_job(q, j, jrc);
+			continue;
+		}
+		if (j->gen.done || atomic_load(&j->cancel))
+			end_job(q, j, 0);
+	}
+}
+
+void *colid_batch_main(void *arg)
+{
+	struct colid_queue *q = arg;
+	int n_seq = coli_engine_n_seq(q->engine), V = coli_engine_config(q->engine)->vocab;
+	int ubatch = coli_engine_ubatch(q->engine);
+	float *logits = malloc(sizeof(float) * (size_t)V * n_seq); /* a row a run at most */
+
+	if (n_seq > COLI_MAX_SEQ)
+		n_seq = COLI_MAX_SEQ;
+	while (logits && admit(q, n_seq))
+		step(q, logits, V, ubatch);
+	free(logits);
+	return NULL;
+}
