@@ -41,9 +41,9 @@
 #ifdef COLI_HAVE_PTX
 static void unload_modules(coli_gpu_t *g)
 {
-	CUmodule *m[] = {&g->mod,       &g->mod_dense,        &g->mod_route,
-	                 &g->mod_attn,  &g->mod_attn_prefill, &g->mod_gemm,
-	                 &g->mod_kinds, &g->mod_mla,          &g->mod_kquant};
+	CUmodule *m[] = {
+	    &g->mod,      &g->mod_dense, &g->mod_route, &g->mod_attn,   &g->mod_attn_prefill,
+	    &g->mod_gemm, &g->mod_kinds, &g->mod_mla,   &g->mod_kquant, &g->mod_kquant_gemm};
 
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		if (*m[i])
@@ -96,6 +96,10 @@ static CUresult load_build(coli_gpu_t *g, int sm90, char *elog)
 	if (r == CUDA_SUCCESS)
 		r = g->cu->ModuleLoadDataEx(
 		    &g->mod_kquant, sm90 ? coli_ptx_kquant_90 : coli_ptx_kquant, 4, opts, vals);
+	if (r == CUDA_SUCCESS)
+		r = g->cu->ModuleLoadDataEx(&g->mod_kquant_gemm,
+		                            sm90 ? coli_ptx_kquant_gemm_90 : coli_ptx_kquant_gemm,
+		                            4, opts, vals);
 	if (r != CUDA_SUCCESS)
 		unload_modules(g);
 	return r;
@@ -123,6 +127,34 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "loading the embedded PTX failed; JIT log: %s", elog);
 		return coli_cu_check(r, "cuModuleLoadDataEx");
+	}
+	return 0;
+}
+
+/* A block type's GEMM entry points (ptx/kquant_gemm.cu) and their dynamic
+ * shared memory: the wide tile's where the GPU allows it, else the others'
+ * (gemm_kq_wide_no: its long runs take the 64 x 32 tile). */
+static int gemm_kq_function(coli_gpu_t *g, enum coli_dtype t)
+{
+	CUresult r;
+
+	for (int inl = 0; inl < 2; inl++) {
+		CUfunction *f = inl ? &g->f_gemm_inl[t] : &g->f_gemm[t];
+		char name[40];
+
+		snprintf(name, sizeof(name), "coli_gemm_%s%s", coli_dtype_name(t),
+		         inl ? "_inl" : "");
+		CK(g->cu->ModuleGetFunction(f, g->mod_kquant_gemm, name), name);
+		r = g->cu->FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		                            COLI_GPU_GEMM_SMEM_KQ(0));
+		if (r != CUDA_SUCCESS) {
+			const int s1 = COLI_GPU_GEMM_SMEM_KQ(1), s2 = COLI_GPU_GEMM_SMEM_KQ(2);
+
+			g->gemm_kq_wide_no = 1;
+			r = g->cu->FuncSetAttribute(
+			    *f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, s1 > s2 ? s1 : s2);
+		}
+		CK(r, name);
 	}
 	return 0;
 }
@@ -186,6 +218,12 @@ static int get_functions(coli_gpu_t *g)
 			    *f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, s1 > s2 ? s1 : s2);
 		}
 		CK(r, name);
+	}
+	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++) { /* ptx/kquant_gemm.cu */
+		int rc = gemm_kq_function(g, (enum coli_dtype)t);
+
+		if (rc)
+			return rc;
 	}
 	CK(g->cu->ModuleGetFunction(&g->f_silu, g->mod, "coli_silu_mul"),
 	   "cuModuleGetFunction(coli_silu_mul)");

@@ -503,11 +503,13 @@ static int dense_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gp
 	return coli_gpu_gemm(g, dtype, j, n);
 }
 
-/* A matrix of GGUF's block types (ptx/kquant.cu has GEMV kernels for them,
- * no dense or GEMM ones): the expert GEMV's jobs, one per stacked range of
- * rows and COLI_GPU_MAX_S tokens, in launches of up to MAX_JOBS. The same
- * canonical reduction, so the CPU's bits; a prefill chunk reads the weights
- * once per 4 tokens. */
+/* A matrix of GGUF's block types (no dense kernel of their own): a prefill
+ * chunk of COLI_GPU_DENSE_GEMM_MIN_T_KQ tokens or more as the tensor-core
+ * GEMM's jobs (ptx/kquant_gemm.cu), one per stacked range of rows, the
+ * weights read once per tile of tokens; fewer tokens as the expert GEMV's
+ * jobs (ptx/kquant.cu), one per stacked range and COLI_GPU_MAX_S tokens, in
+ * launches of up to 64. The same canonical reduction either way, so the
+ * CPU's bits. */
 static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *a)
 {
 	const size_t rb = coli_dtype_row_bytes(dtype, (size_t)a->K);
@@ -518,6 +520,28 @@ static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_
 	struct coli_gpu_gemv_job j[64];
 	int n = 0, rc = 0;
 
+	/* the GEMM's copies: 16-byte activation rows (the weights are read as
+	 * the GEMV reads them) */
+	if (a->T >= COLI_GPU_DENSE_GEMM_MIN_T_KQ && (uintptr_t)a->xq % 16 == 0) {
+		struct coli_gpu_gemm_job gj[3];
+
+		for (int i = 0; i < 3; i++) {
+			if (r[i + 1] == r[i])
+				continue;
+			gj[n++] = (struct coli_gpu_gemm_job){
+			    .w = (const char *)a->w + r[i] * rb,
+			    .xq = a->xq,
+			    .xd = a->xd,
+			    .xqsum = a->xqsum,
+			    .y = y[i],
+			    .rows = r[i + 1] - r[i],
+			    .K = a->K,
+			    .S = a->T,
+			    .ldy = ldy[i],
+			};
+		}
+		return coli_gpu_gemm(g, dtype, gj, n);
+	}
 	for (int t = 0; t < a->T && !rc; t += COLI_GPU_MAX_S)
 		for (int i = 0; i < 3 && !rc; i++) {
 			if (r[i + 1] == r[i])

@@ -1,8 +1,9 @@
 /*
  * ptx/gpu_expert.c — launch wrappers for the routed experts' kernels of
- * ptx/kernels.cu and ptx/gemm.cu (ptx/gpu_dense.c has the dense part's): the
- * grouped GEMV over a job table (inline in the launch's parameters up to
- * COLI_GPU_INL_JOBS jobs, else read from the mapped ring), the tensor-core
+ * ptx/kernels.cu, ptx/gemm.cu and ptx/kquant_gemm.cu (ptx/gpu_dense.c has
+ * the dense part's): the grouped GEMV over a job table (inline in the
+ * launch's parameters up to COLI_GPU_INL_JOBS jobs, else read from the
+ * mapped ring), the tensor-core
  * GEMM with its tile per token count, SiLU-multiply and the activations'
  * quantization. Everything is queued on the device's compute stream.
  */
@@ -71,12 +72,21 @@ int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, in
 	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
 }
 
+/* Block types whose unit is two groups of 16 (two mmas a unit): their wide
+ * tile spilled registers (ptxas, sm_90), so ptx/kquant_gemm.cu has none and
+ * their long runs take the 64 x 32 tile. */
+static int kq_halves(enum coli_dtype t)
+{
+	return t == COLI_DTYPE_Q2_K || t == COLI_DTYPE_Q3_K || t == COLI_DTYPE_Q6_K;
+}
+
 /* The q8/q4 tile of a run of S tokens: the smallest that holds it (on an
  * H200, qwen3-30b experts: 128 x 16 0.42 ms a layer at 2-16 tokens where
  * 64 x 32 takes 0.54-0.55 and 64 x 64 0.75-0.77; 64 x 32 0.58 at 32 tokens
  * where the others take 0.80; 64 x 64 1.3x faster than 64 x 32 at 128).
- * coli_gpu_gemm_tile forces one (tests, the bench). */
-static int quant_tile(const coli_gpu_t *g, int S)
+ * The block types (ptx/kquant_gemm.cu) take the same tiles. coli_gpu_gemm_tile
+ * forces one (tests, the bench). */
+static int quant_tile(const coli_gpu_t *g, enum coli_dtype dtype, int S)
 {
 	int t = 0;
 
@@ -84,7 +94,16 @@ static int quant_tile(const coli_gpu_t *g, int S)
 		S = g->gemm_bn;
 	while (t < COLI_GPU_GEMM_TILES_Q - 1 && S <= COLI_GPU_GEMM_TILE_TOKENS(t + 1))
 		t++;
+	if (t == 0 && coli_dtype_is_block(dtype)) /* ptx/kquant_gemm.cu: not Q2_K, Q3_K, Q6_K */
+		return g->gemm_kq_wide_no || kq_halves(dtype) ? 1 : 0;
 	return t == 0 && g->gemm_wide_no ? 1 : t;
+}
+
+/* Dynamic shared memory of a q8/q4 or block-type CTA of tile t */
+static unsigned quant_smem(enum coli_dtype dtype, int t)
+{
+	return coli_dtype_is_block(dtype) ? COLI_GPU_GEMM_SMEM_KQ(t)
+	                                  : COLI_GPU_GEMM_SMEM_Q(dtype == COLI_DTYPE_Q4_0, t);
 }
 
 /* One launch: one CTA per tile of every job, numbered job after job (tile0),
@@ -94,7 +113,9 @@ static int quant_tile(const coli_gpu_t *g, int S)
 int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemm_job *jobs,
                   int n_jobs)
 {
-	const int quant = dtype == COLI_DTYPE_Q8_0 || dtype == COLI_DTYPE_Q4_0;
+	const int quant =
+	    dtype == COLI_DTYPE_Q8_0 || dtype == COLI_DTYPE_Q4_0 || coli_dtype_is_block(dtype);
+	unsigned elems = 32, bytes;
 	const unsigned threads = quant ? COLI_GPU_GEMM_THREADS_Q : COLI_GPU_GEMM_THREADS_BF16;
 	int n[COLI_GPU_GEMM_TILES_Q] = {0}, at[COLI_GPU_GEMM_TILES_Q];
 	unsigned smem = 0;
@@ -105,22 +126,25 @@ int coli_gpu_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 		return -ENOTSUP;
 	if (n_jobs <= 0 || n_jobs > MAX_JOBS)
 		return -EINVAL;
+	if (coli_dtype_is_block(dtype)) /* rows of whole blocks */
+		coli_dtype_block(dtype, &elems, &bytes);
 	for (int i = 0; i < n_jobs; i++) {
 		const struct coli_gpu_gemm_job *j = &jobs[i];
 
-		if (j->S < 1 || j->rows < 1 || j->K < 32 || j->K % 32 || j->ldy < j->rows)
+		if (j->S < 1 || j->rows < 1 || j->K < 32 || j->K % 32 || j->K % (int)elems ||
+		    j->ldy < j->rows)
 			return -EINVAL;
-		n[quant ? quant_tile(g, j->S) : 0]++;
+		n[quant ? quant_tile(g, dtype, j->S) : 0]++;
 	}
 	for (int t = 0, a = 0; t < COLI_GPU_GEMM_TILES_Q; t++) { /* wide first */
-		const unsigned st = quant ? COLI_GPU_GEMM_SMEM_Q(dtype == COLI_DTYPE_Q4_0, t) : 0;
+		const unsigned st = quant ? quant_smem(dtype, t) : 0;
 
 		at[t] = a, a += n[t];
 		if (n[t] && st > smem)
 			smem = st;
 	}
 	for (int i = 0; i < n_jobs; i++) {
-		const int t = quant ? quant_tile(g, jobs[i].S) : 0;
+		const int t = quant ? quant_tile(g, dtype, jobs[i].S) : 0;
 
 		g->gjobs_host[at[t]] = jobs[i];
 		g->gjobs_host[at[t]++].tile = t;

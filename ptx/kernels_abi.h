@@ -15,6 +15,13 @@
  * H200, docs/perf/kernels.md). Same bits either way. */
 #define COLI_GPU_GEMM_MIN_S   16
 #define COLI_GPU_GEMM_MIN_S_Q 3
+/* GGUF's block types (ptx/kquant_gemm.cu): from 8 tokens, where their GEMV
+ * jobs of COLI_GPU_MAX_S would read the weights twice or more and the GEMM's
+ * 128 x 16 tile reads them once (not measured yet; same bits either way).
+ * A dense matrix of a block type from 16 tokens: its GEMV is those same
+ * jobs, no split dense kernel. */
+#define COLI_GPU_GEMM_MIN_S_KQ       8
+#define COLI_GPU_DENSE_GEMM_MIN_T_KQ 16
 /* A quantized dense matrix (q/k/v, o, ...) times at least this many tokens
  * goes to the GEMM too (the same bits as its GEMV). Lower than this a CTA's
  * walk over K is the GEMM's time whatever the tile count (qwen3-30b's q/k/v
@@ -100,6 +107,15 @@ struct coli_gpu_dense_gemv {
 #define COLI_GPU_GEMM_SMEM_Q(q4, t)                                                                \
 	(COLI_GPU_GEMM_STAGES_Q(q4) * COLI_GPU_GEMM_GROUPS_Q *                                     \
 	     (COLI_GPU_GEMM_TILE_ROWS(t) * ((q4) ? 20 : 36) + COLI_GPU_GEMM_TILE_TOKENS(t) * 40) + \
+	 ((t) == 0 ? 2 * 32 : 16) * COLI_GPU_GEMM_THREADS_Q * 4)
+/* GGUF's block types (ptx/kquant_gemm.cu): the q8/q4 tiles and threads, 2
+ * stages (the weights go through registers, unpacked, one step ahead), a
+ * slot of a group per row 32 int8 + 24 bytes of scales, per token 32 int8
+ * + dx + qsum; then the fold's partial sums as q8/q4's */
+#define COLI_GPU_GEMM_STAGES_KQ 2
+#define COLI_GPU_GEMM_SMEM_KQ(t)                                                                   \
+	(COLI_GPU_GEMM_STAGES_KQ * COLI_GPU_GEMM_GROUPS_Q *                                        \
+	     (COLI_GPU_GEMM_TILE_ROWS(t) * 56 + COLI_GPU_GEMM_TILE_TOKENS(t) * 40) +               \
 	 ((t) == 0 ? 2 * 32 : 16) * COLI_GPU_GEMM_THREADS_Q * 4)
 #define COLI_GPU_GEMM_THREADS_BF16 256
 struct coli_gpu_gemm_job {

@@ -150,7 +150,7 @@ struct coli_gpu {
 	CUdevice dev;
 	CUcontext ctx;
 	CUmodule mod, mod_dense, mod_route, mod_attn, mod_attn_prefill, mod_gemm, mod_kinds,
-	    mod_mla, mod_kquant;
+	    mod_mla, mod_kquant, mod_kquant_gemm;
 	CUstream stream; /* compute: kernels, activations, outputs */
 	CUstream copy;   /* staging copies of streamed slabs (ptx/gpu_stream.c coli_gpu_stage_*) */
 	int capturing;   /* the stream is being captured: launches will be replayed */
@@ -158,10 +158,12 @@ struct coli_gpu {
 	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */
 	CUfunction f_gemv[COLI_DTYPE_Q6_K + 1];     /* indexed by enum coli_dtype */
 	CUfunction f_gemv_inl[COLI_DTYPE_Q6_K + 1]; /* the same, job table in the parameters */
-	CUfunction f_gemm[10];                      /* tensor-core GEMM (ptx/gemm.cu), same index */
-	CUfunction f_gemm_inl[10];                  /* the same, job table in the parameters */
-	int gemm_bn;      /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
-	int gemm_wide_no; /* the GPU refused the wide q8/q4 tile's shared memory */
+	/* tensor-core GEMM (ptx/gemm.cu; block types ptx/kquant_gemm.cu), same index */
+	CUfunction f_gemm[COLI_DTYPE_Q6_K + 1];
+	CUfunction f_gemm_inl[COLI_DTYPE_Q6_K + 1]; /* the same, job table in the parameters */
+	int gemm_bn;         /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
+	int gemm_wide_no;    /* the GPU refused the wide q8/q4 tile's shared memory */
+	int gemm_kq_wide_no; /* ... or the block types' */
 	CUfunction f_silu, f_actq, f_siluq, f_pull, f_swiglu_oai;
 	CUfunction f_embed_kq; /* ptx/kquant.cu: embedding rows of GGUF's block types */
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_embed, f_moe_acc, f_gated;
@@ -248,6 +250,7 @@ extern const char coli_ptx_gemm[], coli_ptx_gemm_90[];
 extern const char coli_ptx_kinds[], coli_ptx_kinds_90[];
 extern const char coli_ptx_mla[], coli_ptx_mla_90[];
 extern const char coli_ptx_kquant[], coli_ptx_kquant_90[];
+extern const char coli_ptx_kquant_gemm[], coli_ptx_kquant_gemm_90[];
 extern const char coli_ptx_route[], coli_ptx_route_90[];
 
 /* ptx/gpu_kinds.c: the handles of ptx/kinds.cu's kernels (at open). */

@@ -62,11 +62,12 @@ int coli_dev_sim_gemm(struct coli_dev *d, const struct coli_dev_jobs *a)
 	IN_ORDER(d);
 	for (int j = 0; j < a->n_jobs; j++) {
 		const struct coli_gpu_gemm_job *jb = &a->gemm_jobs[j];
+		unsigned elems = 32, bytes;
 
-		if (jb->S < 1 || jb->K % 32)
+		if (coli_dtype_is_block(a->t)) /* rows of whole blocks (ptx/kquant_gemm.cu) */
+			coli_dtype_block(a->t, &elems, &bytes);
+		if (jb->S < 1 || jb->K % 32 || jb->K % (int)elems)
 			return -EINVAL; /* as the real launcher */
-		if (coli_dtype_is_block(a->t))
-			return -ENOTSUP; /* no GEMM kernel (ptx/kquant.cu: GEMV only) */
 		sim_job(a->t, jb->w, jb->scales, jb->rows, jb->K, jb->S, jb->xq, jb->xd, jb->xqsum,
 		        jb->xf, jb->y, jb->ldy);
 	}

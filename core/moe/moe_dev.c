@@ -24,8 +24,9 @@
  *            when core/moe/moe.c's moe_on_dense names it: y's rows are then at
  *            their pair index and core/forward/forward_dev.c reads them there)
  * An expert with COLI_GPU_GEMM_MIN_S pairs or more (prefill; q8/q4:
- * COLI_GPU_GEMM_MIN_S_Q) runs its matrices as tensor-core GEMM jobs instead (ptx/gemm.cu: q8/q4
- * bit-identical to the GEMV, bf16 within rounding), in one more launch next to each gemv. take()
+ * COLI_GPU_GEMM_MIN_S_Q, block types _MIN_S_KQ) runs its matrices as tensor-core GEMM jobs
+ * instead (ptx/gemm.cu, ptx/kquant_gemm.cu: quantized types bit-identical to the GEMV, bf16
+ * within rounding), in one more launch next to each gemv. take()
  * waits for the stream and scatters y into the engine's per-pair outputs; core/moe/moe.c then
  * accumulates all pairs in ascending expert order, whoever computed them, so the bits do not depend
  * on placement. A preplanned layer (core/forward/forward_dev.c, ml->preplanned == d): its resident
@@ -93,7 +94,8 @@ static void job_input(struct coli_gpu_gemv_job *j, uint64_t q, uint64_t d, uint6
 
 /* Queue matrix j times its n pairs: GEMV jobs of up to COLI_GPU_MAX_S pairs,
  * or one tensor-core GEMM job for a run of COLI_GPU_GEMM_MIN_S (q8/q4:
- * _MIN_S_Q) or more (prefill). q8/q4 bits are the same either way. A down
+ * _MIN_S_Q, GGUF's block types: _MIN_S_KQ) or more (prefill). Quantized
+ * types' bits are the same either way. A down
  * of another dtype than gate and up (a GGUF mix kept as stored: Q4_K gate
  * and up, Q6_K down) is its own launch anyway. */
 static void add_job(struct coli_dev_slot *v, enum coli_dtype t, const struct coli_gpu_gemv_job *j,
@@ -102,9 +104,11 @@ static void add_job(struct coli_dev_slot *v, enum coli_dtype t, const struct col
 	struct coli_gpu_gemm_job *g;
 	int nb = j->K / 32;
 
-	/* GGUF's block types (ptx/kquant.cu) have GEMV kernels only */
-	if (n < (t == COLI_DTYPE_BF16 ? COLI_GPU_GEMM_MIN_S : COLI_GPU_GEMM_MIN_S_Q) ||
-	    coli_dtype_is_block(t)) {
+	const int min_s = t == COLI_DTYPE_BF16     ? COLI_GPU_GEMM_MIN_S
+	                  : coli_dtype_is_block(t) ? COLI_GPU_GEMM_MIN_S_KQ
+	                                           : COLI_GPU_GEMM_MIN_S_Q;
+
+	if (n < min_s) {
 		for (int s0 = 0; s0 < n; s0 += COLI_GPU_MAX_S) {
 			struct coli_gpu_gemv_job *c = &v->jobs[(*nj)++];
 
@@ -125,7 +129,7 @@ static void add_job(struct coli_dev_slot *v, enum coli_dtype t, const struct col
 }
 
 /* The queued jobs of one step: GEMV launches (one, or several of
- * COLI_GPU_MAX_JOBS: a prefill chunk's GEMV-only block types) and/or a GEMM
+ * COLI_GPU_MAX_JOBS: a prefill chunk's many short runs) and/or a GEMM
  * launch. */
 static int launch_jobs(struct coli_dev_slot *v, enum coli_dtype t, int nj, int ngj)
 {

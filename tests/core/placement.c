@@ -1,7 +1,10 @@
 /*
  * tests/core/placement.c — placement never changes tokens.
  *
- * For every fixture in bf16, q8 and q4 with the default bf16 KV cache, and in
+ * For every fixture in bf16, q8 and q4 (and the demo fixture in q4k: Q4_K
+ * with Q6_K and Q5_0 matrices, GGUF's block types, on their GEMM at prefill:
+ * its 48-token prompt gives dense chunks of 48 and expert runs past
+ * COLI_GPU_GEMM_MIN_S_KQ) with the default bf16 KV cache, and in
  * bf16 with the f32 and q8 caches (each compared within its KV type: the
  * cache's rounding is part of the reference; only the cases with the dense
  * part, and so a copy of the cache, on a device): teacher-forced logits of the prompt
@@ -135,7 +138,8 @@ int main(void)
 	 * on the first), GPU 0, and GPUs 0 and 1 where there are two */
 	const char *devs[4] = {"sim", "sim:2", "0", "0,1"};
 	int n_gpus = coli_ptx_probe(&why), n_devs = n_gpus >= 2 ? 4 : n_gpus > 0 ? 3 : 2;
-	enum coli_dtype quants[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
+	enum coli_dtype quants[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
+	                            COLI_DTYPE_Q4_K};
 
 	/* a line at a time: a run stopped by a timeout still shows how far it
 	 * got and what differed (two GPUs take minutes) */
@@ -156,10 +160,17 @@ int main(void)
 
 		/* the default KV type (bf16) with every weight type; f32 and q8
 		 * KV (each compared within its type) with bf16 weights */
-		for (int kq = 0; kq < 5; kq++) {
-			const int qi = kq < 3 ? kq : 0;
+		for (int kq = 0; kq < 6; kq++) {
+			const int qi = kq < 3 ? kq : kq == 5 ? 3 : 0;
 
-			g_kv = kq < 3 ? "bf16" : kq == 3 ? "f32" : "q8";
+			/* q4k (GGUF's block types, Q4_K_M's mix) on the demo
+			 * fixture only: its 256 columns are whole Q4_K blocks (the
+			 * others' would all fall back to Q5_0), and the MLA
+			 * fixtures' block-type matrices keep their dense part on
+			 * the CPU */
+			if (kq == 5 && strcmp(names[f], "demo"))
+				continue;
+			g_kv = kq < 3 || kq == 5 ? "bf16" : kq == 3 ? "f32" : "q8";
 			char path[8192];
 			struct run ref, got, gref;
 			coli_container_t *c;
@@ -245,7 +256,7 @@ int main(void)
 
 					/* the other KV types: where a device keeps the cache
 					 * (the CPU's cases hold it on the host either way) */
-					if (kq >= 3 && strcmp(cases[b].dense, "auto"))
+					if ((kq == 3 || kq == 4) && strcmp(cases[b].dense, "auto"))
 						continue;
 					if (do_run(path, devs[d], vram, fa, cases[b].stream,
 					           cases[b].slots, cases[b].dense, cases[b].ram_gb,

@@ -49,8 +49,9 @@
  * the same run (docs/perf/kernels.md; `--bench ops`: the non-GEMV kernels
  * only; `--bench prefill`: q/k/v and o at 8..256 tokens, the quantized ones on
  * the GEMM from COLI_GPU_DENSE_GEMM_MIN_T; `--bench kquant`: the experts'
- * GEMV of GGUF's block types beside q4_0 / q8_0 at qwen3-235b's shape); the
- * bench asserts nothing.
+ * GEMV of GGUF's block types beside q4_0 / q8_0 at qwen3-235b's shape, then
+ * their prefill GEMM at 16 and 128 tokens an expert in TOPS against the
+ * int8 tensor peak); the bench asserts nothing.
  */
 #include <math.h>
 #include <stdio.h>
@@ -1488,6 +1489,76 @@ static void bench_group(const char *name, enum coli_dtype t, int n_jobs, int R, 
 	coli_gpu_free(g_gpu, b.dy);
 }
 
+/* The experts' GEMM of prefill (ptx/gemm.cu, ptx/kquant_gemm.cu): one
+ * launch of n jobs of R x K times S tokens each, as a layer's gate+up table
+ * with S tokens an expert; its int8 TOPS (2 R K S n a launch) against the
+ * H200's dense int8 tensor peak (the datasheet's 1979 TOPS). Each rep reads
+ * another set of copies of the matrices. */
+#define H200_INT8_TOPS 1979.0
+
+struct bench_gemm {
+	enum coli_dtype t;
+	int n_sets, n_jobs;
+	uint64_t dw[16][16];
+	struct mat_host m;
+	struct act_host a;
+	uint64_t dy;
+};
+
+static int run_gemm(void *arg, int i)
+{
+	struct bench_gemm *b = arg;
+	struct coli_gpu_gemm_job j[16];
+	const int set = i % b->n_sets;
+
+	for (int k = 0; k < b->n_jobs; k++)
+		j[k] = (struct coli_gpu_gemm_job){
+		    .w = (const void *)DP(b->dw[set][k]),
+		    .scales = b->m.dscales ? (const unsigned short *)DP(b->dw[set][k] +
+		                                                        (b->m.dscales - b->m.dw))
+		                           : NULL,
+		    .xq = (const signed char *)DP(b->a.dq),
+		    .xd = (const float *)DP(b->a.dd),
+		    .xqsum = (const int *)DP(b->a.ds),
+		    .xf = (const float *)DP(b->a.dx),
+		    .y = (float *)DP(b->dy) + (size_t)k * b->m.R * b->a.T,
+		    .rows = b->m.R,
+		    .K = b->m.K,
+		    .S = b->a.T,
+		    .ldy = b->m.R,
+		};
+	return coli_gpu_gemm(g_gpu, b->t, j, b->n_jobs);
+}
+
+static void bench_gemm(const char *name, enum coli_dtype t, int n_jobs, int R, int K, int S)
+{
+	static struct bench_gemm b;
+	size_t bytes = coli_dtype_mat_bytes(t, R, K);
+	double us, tops;
+
+	memset(&b, 0, sizeof(b));
+	b.t = t;
+	b.n_jobs = n_jobs;
+	b.n_sets = (int)((256u << 20) / (bytes * n_jobs));
+	b.n_sets = b.n_sets < 1 ? 1 : b.n_sets > 16 ? 16 : b.n_sets;
+	mat_make(&b.m, t, R, K, 0.1f);
+	for (int s = 0; s < b.n_sets; s++)
+		for (int k = 0; k < n_jobs; k++)
+			b.dw[s][k] = dev_copy(b.m.w, bytes);
+	act_make(&b.a, S, K);
+	b.dy = dev_poison(sizeof(float) * n_jobs * R * S);
+	us = time_us(run_gemm, &b, 50);
+	tops = 2.0 * R * K * S * n_jobs / us / 1e6;
+	printf("  %-22s %-5s %2d x %5d x %-5d S=%-3d %8.1f us %7.1f TOPS %5.3f of int8 peak\n",
+	       name, coli_dtype_name(t), n_jobs, R, K, S, us, tops, tops / H200_INT8_TOPS);
+	for (int s = 0; s < b.n_sets; s++)
+		for (int k = 0; k < n_jobs; k++)
+			coli_gpu_free(g_gpu, b.dw[s][k]);
+	mat_free(&b.m);
+	act_free(&b.a);
+	coli_gpu_free(g_gpu, b.dy);
+}
+
 /* The router's f32 GEMV with the routing and the plan (coli_gpu_router_plan),
  * and the routing and plan alone from logits (coli_gpu_moe_plan), at
  * qwen3-30b-a3b's router (128 x 2048, top-8), one token, chained launches. */
@@ -1717,6 +1788,14 @@ static int bench_kquant(double bw)
 	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++) {
 		bench_group("235b gate+up, top-8", (enum coli_dtype)t, 16, 1536, 4096, bw);
 		bench_group("235b down, top-8", (enum coli_dtype)t, 8, 4096, 1536, bw);
+	}
+	/* prefill: the same gate+up table on the GEMM, 16 and 128 tokens an
+	 * expert, the block types beside q4_0 / q8_0 */
+	for (int S = 16; S <= 128; S *= 8) {
+		bench_gemm("235b gate+up GEMM", COLI_DTYPE_Q4_0, 16, 1536, 4096, S);
+		bench_gemm("235b gate+up GEMM", COLI_DTYPE_Q8_0, 16, 1536, 4096, S);
+		for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++)
+			bench_gemm("235b gate+up GEMM", (enum coli_dtype)t, 16, 1536, 4096, S);
 	}
 	return 0;
 }

@@ -14,7 +14,8 @@
  *                  256-blocks up to 4096
  *   expert         gate, up -> silu -> quantize -> down, all on the GPU, vs CPU
  *   dense_kq       the block types through the dense part's GEMV (stacked q/k/v
- *                  ranges, 9 tokens) and its embedding lookup, exact
+ *                  ranges, 9 tokens: GEMV jobs; 40: the tensor-core GEMM) and
+ *                  its embedding lookup, exact
  *
  * Outputs are poisoned (0xff bytes = NaN) before each run, inputs are fresh
  * random draws, max |error| and the mismatch count are printed. Skips (77)
@@ -321,10 +322,11 @@ static int test_gemv(enum coli_dtype t)
 
 /* GGUF's block types on the dense part's entry points (ptx/gpu_dense.c): a
  * stacked q/k/v-like GEMV (three ranges of rows to three outputs) over T
- * tokens in chunks of 4, and embedding rows, both exactly the CPU's. */
-static int test_dense_kq(enum coli_dtype t)
+ * tokens (GEMV jobs of 4, or from COLI_GPU_DENSE_GEMM_MIN_T_KQ tokens the
+ * tensor-core GEMM's jobs), and embedding rows, both exactly the CPU's. */
+static int test_dense_kq(enum coli_dtype t, int T)
 {
-	const int R1 = 40, R2 = 56, R = 72, K = 768, T = 9, V = 50, ids[5] = {0, 49, 7, 7, 23};
+	const int R1 = 40, R2 = 56, R = 72, K = 768, V = 50, ids[5] = {0, 49, 7, 7, 23};
 	const size_t bytes = coli_dtype_mat_bytes(t, R, K);
 	void *w = xmalloc(bytes);
 	const size_t n_out = (size_t)T * R > (size_t)5 * K ? (size_t)T * R : (size_t)5 * K;
@@ -389,7 +391,8 @@ static int test_dense_kq(enum coli_dtype t)
 			       sizeof(float) * (R - R2));
 		free(part);
 	}
-	snprintf(what, sizeof(what), "dense gemv %s q|k|v T=%d", coli_dtype_name(t), T);
+	snprintf(what, sizeof(what), "dense %s %s q|k|v T=%d",
+	         T >= COLI_GPU_DENSE_GEMM_MIN_T_KQ ? "gemm" : "gemv", coli_dtype_name(t), T);
 	rc |= compare(what, got, want, (size_t)T * R);
 	/* embedding rows of a V x K table (the matrix's first V rows) */
 	for (int i = 0; i < 5; i++)
@@ -424,7 +427,8 @@ int main(void)
 	rc |= test_gemv(COLI_DTYPE_Q4_0);
 	rc |= test_gemv(COLI_DTYPE_BF16);
 	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++)
-		rc |= test_gemv((enum coli_dtype)t) | test_dense_kq((enum coli_dtype)t);
+		rc |= test_gemv((enum coli_dtype)t) | test_dense_kq((enum coli_dtype)t, 9) |
+		      test_dense_kq((enum coli_dtype)t, 40);
 	coli_gpu_close(g_gpu);
 	return rc;
 }

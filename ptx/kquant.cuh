@@ -1,0 +1,362 @@
+/*
+ * ptx/kquant.cuh — GGUF's block types as the GPU reads them (Q4_1, Q5_0,
+ * Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; layouts in cpu/kquant/kquant.c), shared
+ * by their GEMV (ptx/kquant.cu) and their tensor-core GEMM
+ * (ptx/kquant_gemm.cu).
+ *
+ * A dtype is a struct with ELEMS and BYTES (its block), MIN (has a min
+ * term), HALVES (a unit is two groups of 16 with their own scales: Q2_K,
+ * Q3_K, Q6_K), load(row, b, lane) (unit b's weight words and scales into
+ * the struct; lane % 8 must be b % 8, the unit's group in its K-quant
+ * block) and then either
+ *   ints(x, xs, A, C): the unit's canonical integers for one token's
+ *     activation words x[8] and block sum xs (the GEMV, dp4a), or
+ *   i8(o, rs, rm): the unit's 32 weights as int8 words o[8] (word i =
+ *     elements 4i..4i+3, offsets such as Q6_K's -32 applied) and its scales
+ *     as floats, rs = (d, dm, s0, s1) and rm = (c0, c1), so that the
+ *     canonical A = s0 * dot(first 16) + s1 * dot(last 16) (HALVES; else
+ *     s0 * dot(32)) and C = c0 * xsum(first 16) + c1 * xsum(last 16)
+ *     (HALVES; else c0 * qsum): every value an exact small integer.
+ *
+ * The words of a unit are read straight from global memory: Q5_0 (22 B),
+ * Q3_K (110 B) and Q6_K (210 B) blocks are only 2-byte aligned in a row, so
+ * theirs come from aligned words and a funnel shift (ld_words2); the others
+ * read 4- or 16-byte words.
+ */
+#ifndef COLI_PTX_KQUANT_CUH
+#define COLI_PTX_KQUANT_CUH
+
+#include "ptx/gemv.cuh"
+
+typedef unsigned char u8;
+
+/* Units a GEMV lane loads before it computes (U::UNROLL: their loads in
+ * flight together, as GV_UNROLL in ptx/kernels.cu). H200, `tests/ptx/
+ * dense_kernels --bench kquant`, qwen3-235b's gate+up table as a fraction
+ * of copy bandwidth: 2 units took q6_k 0.32 -> 0.44 and q3_k 0.17 -> 0.24
+ * (their funnel-shifted loads) but q4_k 0.43 -> 0.36 (registers). */
+#define KQ_U1 1
+
+static __device__ __forceinline__ unsigned ld32(const u8 *p)
+{
+	return __ldg((const unsigned *)p);
+}
+
+static __device__ __forceinline__ float half_at(const u8 *p)
+{
+	return half_to_float(__ldg((const unsigned short *)p));
+}
+
+/* N words from a 2-byte aligned address: N + 1 aligned words and a funnel
+ * shift each (half the loads of 16-bit ones, and no divergence between lanes
+ * whose blocks start at 0 or 2 mod 4) */
+template <int N> static __device__ __forceinline__ void ld_words2(unsigned *w, const u8 *p)
+{
+	const unsigned *a = (const unsigned *)((unsigned long long)p & ~3ull);
+	const unsigned sh = ((unsigned)(unsigned long long)p & 2) * 8;
+	unsigned v[N + 1];
+
+#pragma unroll
+	for (int i = 0; i <= N; i++)
+		v[i] = __ldg(a + i);
+#pragma unroll
+	for (int i = 0; i < N; i++)
+		w[i] = __funnelshift_r(v[i], v[i + 1], sh);
+}
+
+/* byte i (0..11) of three words */
+static __device__ __forceinline__ int byte12(unsigned w0, unsigned w1, unsigned w2, int i)
+{
+	return (int)((i < 4 ? w0 : i < 8 ? w1 : w2) >> 8 * (i & 3) & 0xff);
+}
+
+/* sum of 4 words of int8 activations */
+static __device__ __forceinline__ int xsum4(const int *x)
+{
+	int s = __dp4a(0x01010101, x[0], 0);
+
+	s = __dp4a(0x01010101, x[1], s);
+	s = __dp4a(0x01010101, x[2], s);
+	return __dp4a(0x01010101, x[3], s);
+}
+
+static __device__ __forceinline__ int dot4(const unsigned *q, const int *x)
+{
+	int s = __dp4a((int)q[0], x[0], 0);
+
+	s = __dp4a((int)q[1], x[1], s);
+	s = __dp4a((int)q[2], x[2], s);
+	return __dp4a((int)q[3], x[3], s);
+}
+
+/* bits 0..3 of v to bit 4 of bytes 0..3 (Q5_*'s fifth bit) */
+static __device__ __forceinline__ unsigned spread4(unsigned v)
+{
+	return ((v & 1) | (v & 2) << 7 | (v & 4) << 14 | (v & 8) << 21) << 4;
+}
+
+/* Each byte of v, an unsigned N-bit value u (N < 8), as the int8 u - 2^(N-1):
+ * u ^ 2^(N-1) is that value's N-bit two's complement; the sign bit times
+ * 2^8 - 2^N / 2^(N-1) fills the byte's top bits (no carry leaves a byte).
+ * Q3_K's q - 4 (N = 3), Q5_0's q - 16 (5), Q6_K's q - 32 (6) for the GEMM's
+ * signed mma. */
+template <int N> static __device__ __forceinline__ unsigned sext_bytes(unsigned v)
+{
+	const unsigned sign = 0x01010101u << (N - 1), t = v ^ sign;
+
+	return t | (t & sign) * ((256u - (1u << N)) >> (N - 1));
+}
+
+/* ---- Q4_1: d, m, qs[16]; x = d q + m; byte j: elements j (low), j + 16 ---- */
+struct KQ4_1 {
+	enum { ELEMS = 32, BYTES = 20, MIN = 1, UNROLL = 2, HALVES = 0 };
+	unsigned q[4];
+	float fa, fc;
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		const u8 *bp = row + (size_t)b * BYTES;
+
+		for (int i = 0; i < 4; i++)
+			q[i] = ld32(bp + 4 + 4 * i);
+		fa = half_at(bp), fc = half_at(bp + 2);
+	}
+	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
+	{
+		unsigned lo[4], hi[4];
+
+		for (int i = 0; i < 4; i++)
+			lo[i] = q[i] & 0x0f0f0f0fu, hi[i] = q[i] >> 4 & 0x0f0f0f0fu;
+		A = dot4(lo, x) + dot4(hi, x + 4);
+		C = xs;
+	}
+	__device__ __forceinline__ void i8(unsigned *o, float4 &rs, float2 &rm) const
+	{
+		for (int i = 0; i < 4; i++)
+			o[i] = q[i] & 0x0f0f0f0fu, o[4 + i] = q[i] >> 4 & 0x0f0f0f0fu;
+		rs = make_float4(fa, fc, 1.0f, 1.0f), rm = make_float2(1.0f, 1.0f);
+	}
+};
+
+/* ---- Q5_0 (22 B, d, qh[4], qs[16]: x = d (q - 16)) and Q5_1 (24 B, d, m,
+ * qh[4], qs[16]: x = d q + m); q = nibble | bit l of qh << 4 ---- */
+template <int ONE> struct KQ5 {
+	enum { ELEMS = 32, BYTES = ONE ? 24 : 22, MIN = ONE, UNROLL = 2, HALVES = 0 };
+	unsigned q[4], qh;
+	float fa, fc;
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		const u8 *bp = row + (size_t)b * BYTES;
+
+		if (ONE) {
+			qh = ld32(bp + 4);
+			for (int i = 0; i < 4; i++)
+				q[i] = ld32(bp + 8 + 4 * i);
+			fa = half_at(bp), fc = half_at(bp + 2);
+		} else {
+			unsigned v[6]; /* bytes 0..23: d, qh, qs[16] and 2 past */
+
+			ld_words2<6>(v, bp);
+			qh = __funnelshift_r(v[0], v[1], 16);
+			for (int i = 0; i < 4; i++)
+				q[i] = __funnelshift_r(v[i + 1], v[i + 2], 16);
+			fa = half_to_float((unsigned short)v[0]), fc = 0.0f;
+		}
+	}
+	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
+	{
+		unsigned lo[4], hi[4];
+
+		for (int i = 0; i < 4; i++) {
+			lo[i] = (q[i] & 0x0f0f0f0fu) | spread4(qh >> 4 * i & 0xf);
+			hi[i] = (q[i] >> 4 & 0x0f0f0f0fu) | spread4(qh >> (16 + 4 * i) & 0xf);
+		}
+		A = dot4(lo, x) + dot4(hi, x + 4) - (ONE ? 0 : 16 * xs);
+		C = ONE ? xs : 0;
+	}
+	__device__ __forceinline__ void i8(unsigned *o, float4 &rs, float2 &rm) const
+	{
+		for (int i = 0; i < 4; i++) {
+			o[i] = (q[i] & 0x0f0f0f0fu) | spread4(qh >> 4 * i & 0xf);
+			o[4 + i] = (q[i] >> 4 & 0x0f0f0f0fu) | spread4(qh >> (16 + 4 * i) & 0xf);
+			if (!ONE)
+				o[i] = sext_bytes<5>(o[i]), o[4 + i] = sext_bytes<5>(o[4 + i]);
+		}
+		rs = make_float4(fa, fc, 1.0f, 1.0f), rm = make_float2(1.0f, 1.0f);
+	}
+};
+
+/* ---- Q2_K (84 B / 256): sc[16] (scale low, min high nibble), qs[64], d,
+ * dmin; unit u = groups 2u, 2u + 1 of 16; q at qs[u / 4 * 32 + l] >> 2 (u % 4) ---- */
+struct KQ2K {
+	enum { ELEMS = 256, BYTES = 84, MIN = 1, UNROLL = KQ_U1, HALVES = 1 };
+	unsigned q[8], scm;
+	float fa, fc;
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		const int u = lane & 7;
+		const u8 *bp = row + (size_t)(b >> 3) * BYTES;
+		const unsigned dd = ld32(bp + 80);
+
+		for (int i = 0; i < 8; i++)
+			q[i] = ld32(bp + 16 + (u >> 2) * 32 + 4 * i) >> 2 * (u & 3) & 0x03030303u;
+		scm = ld32(bp + (u >> 1) * 4) >> 16 * (u & 1) & 0xffff;
+		fa = half_to_float((unsigned short)dd),
+		fc = half_to_float((unsigned short)(dd >> 16));
+	}
+	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
+	{
+		const int s0 = scm & 0xf, m0 = scm >> 4 & 0xf, s1 = scm >> 8 & 0xf, m1 = scm >> 12;
+
+		A = s0 * dot4(q, x) + s1 * dot4(q + 4, x + 4);
+		C = -(m0 * xsum4(x) + m1 * xsum4(x + 4));
+	}
+	__device__ __forceinline__ void i8(unsigned *o, float4 &rs, float2 &rm) const
+	{
+		for (int i = 0; i < 8; i++)
+			o[i] = q[i];
+		rs = make_float4(fa, fc, (float)(scm & 0xf), (float)(scm >> 8 & 0xf));
+		rm = make_float2(-(float)(scm >> 4 & 0xf), -(float)(scm >> 12));
+	}
+};
+
+/* ---- Q3_K (110 B / 256): hm[32], qs[64], sc[12] (6-bit, -32), d; q = 2 bits
+ * of qs - (bit u of hm[l] ? 0 : 4), taken here as (2 bits | hbit << 2) - 4 ---- */
+struct KQ3K {
+	enum { ELEMS = 256, BYTES = 110, MIN = 0, UNROLL = 2, HALVES = 1 };
+	unsigned q[8];
+	int s0, s1;
+	float fa, fc;
+	/* group g's 6-bit scale from sc[12] (three words), minus 32 */
+	__device__ __forceinline__ static int scale(const unsigned *s, int g)
+	{
+		const int lo = g < 8 ? byte12(s[0], s[1], s[2], g) & 0xf
+		                     : byte12(s[0], s[1], s[2], g - 8) >> 4;
+		const int hi = byte12(s[0], s[1], s[2], 8 + g % 4) >> (2 * (g / 4)) & 3;
+
+		return (lo | hi << 4) - 32;
+	}
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		const int u = lane & 7;
+		const u8 *bp = row + (size_t)(b >> 3) * BYTES;
+		unsigned hm[8], qs[8], s[4];
+
+		ld_words2<8>(hm, bp);
+		ld_words2<8>(qs, bp + 32 + (u >> 2) * 32);
+		ld_words2<4>(s, bp + 96); /* sc[12], d */
+		for (int i = 0; i < 8; i++)
+			q[i] = (qs[i] >> 2 * (u & 3) & 0x03030303u) | (hm[i] >> u & 0x01010101u)
+			                                                  << 2;
+		s0 = scale(s, 2 * u), s1 = scale(s, 2 * u + 1);
+		fa = half_to_float((unsigned short)s[3]), fc = 0.0f;
+	}
+	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
+	{
+		A = s0 * (dot4(q, x) - 4 * xsum4(x)) + s1 * (dot4(q + 4, x + 4) - 4 * xsum4(x + 4));
+		C = 0;
+	}
+	__device__ __forceinline__ void i8(unsigned *o, float4 &rs, float2 &rm) const
+	{
+		for (int i = 0; i < 8; i++)
+			o[i] = sext_bytes<3>(q[i]);
+		rs = make_float4(fa, 0.0f, (float)s0, (float)s1), rm = make_float2(0.0f, 0.0f);
+	}
+};
+
+/* ---- Q4_K (144 B) and Q5_K (176 B) / 256: d, dmin, sc[12] (6-bit scales and
+ * mins of 8 groups of 32), [Q5_K: qh[32], bit g of qh[l]], qs[128]: group g
+ * at qs[g / 2 * 32 + l], low nibble for even g. Blocks are 16-byte aligned. ---- */
+template <int FIVE> struct KQ45K {
+	enum { ELEMS = 256, BYTES = FIVE ? 176 : 144, MIN = 1, UNROLL = KQ_U1, HALVES = 0 };
+	unsigned q[8];
+	int sc, m;
+	float fa, fc;
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		const int g = lane & 7;
+		const u8 *bp = row + (size_t)(b >> 3) * BYTES;
+		const int4 *qp = (const int4 *)(bp + (FIVE ? 48 : 16) + (g >> 1) * 32);
+		const int4 q0 = __ldg(qp), q1 = __ldg(qp + 1), hd = __ldg((const int4 *)bp);
+		const unsigned w[8] = {(unsigned)q0.x, (unsigned)q0.y, (unsigned)q0.z,
+		                       (unsigned)q0.w, (unsigned)q1.x, (unsigned)q1.y,
+		                       (unsigned)q1.z, (unsigned)q1.w};
+		const unsigned j = 8 * (g & 3); /* hd: d, dmin, then sc[12] */
+		const int b0 = (int)((unsigned)hd.y >> j & 0xff),
+		          b1 = (int)((unsigned)hd.z >> j & 0xff),
+		          b2 = (int)((unsigned)hd.w >> j & 0xff);
+
+		for (int i = 0; i < 8; i++)
+			q[i] = w[i] >> 4 * (g & 1) & 0x0f0f0f0fu;
+		if (FIVE) {
+			const int4 *hp = (const int4 *)(bp + 16);
+			const int4 h0 = __ldg(hp), h1 = __ldg(hp + 1);
+			const unsigned hw[8] = {(unsigned)h0.x, (unsigned)h0.y, (unsigned)h0.z,
+			                        (unsigned)h0.w, (unsigned)h1.x, (unsigned)h1.y,
+			                        (unsigned)h1.z, (unsigned)h1.w};
+
+			for (int i = 0; i < 8; i++)
+				q[i] |= (hw[i] >> g & 0x01010101u) << 4;
+		}
+		/* group g's scale and min: bytes g and g + 4 (g < 4), else the low
+		 * and high nibble of byte g + 4 with the top bits of g - 4 and g */
+		if (g < 4) {
+			sc = b0 & 63, m = b1 & 63;
+		} else {
+			sc = (b2 & 0xf) | (b0 >> 6) << 4;
+			m = (b2 >> 4) | (b1 >> 6) << 4;
+		}
+		fa = half_to_float((unsigned short)hd.x);
+		fc = half_to_float((unsigned short)((unsigned)hd.x >> 16));
+	}
+	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
+	{
+		A = sc * (dot4(q, x) + dot4(q + 4, x + 4));
+		C = -m * xs;
+	}
+	__device__ __forceinline__ void i8(unsigned *o, float4 &rs, float2 &rm) const
+	{
+		for (int i = 0; i < 8; i++)
+			o[i] = q[i];
+		rs = make_float4(fa, fc, (float)sc, (float)sc),
+		rm = make_float2(-(float)m, -(float)m);
+	}
+};
+
+/* ---- Q6_K (210 B / 256): ql[128], qh[64], sc[16] (int8), d; unit u = groups
+ * 2u, 2u + 1 of 16; q = (ql[u / 4 * 64 + u % 2 * 32 + l] >> 4 (u % 4 / 2) &
+ * 15 | (qh[u / 4 * 32 + l] >> 2 (u % 4) & 3) << 4) - 32 ---- */
+struct KQ6K {
+	enum { ELEMS = 256, BYTES = 210, MIN = 0, UNROLL = 2, HALVES = 1 };
+	unsigned q[8];
+	int s0, s1;
+	float fa, fc;
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		const int u = lane & 7, h = u >> 2;
+		const u8 *bp = row + (size_t)(b >> 3) * BYTES;
+		const unsigned short sw = __ldg((const unsigned short *)(bp + 192 + 2 * u));
+		unsigned ql[8], qh[8];
+
+		ld_words2<8>(ql, bp + h * 64 + (u & 1) * 32);
+		ld_words2<8>(qh, bp + 128 + h * 32);
+		for (int i = 0; i < 8; i++)
+			q[i] = (ql[i] >> 4 * (u >> 1 & 1) & 0x0f0f0f0fu) |
+			       (qh[i] >> 2 * (u & 3) & 0x03030303u) << 4;
+		s0 = (signed char)(sw & 0xff), s1 = (signed char)(sw >> 8);
+		fa = half_at(bp + 208), fc = 0.0f;
+	}
+	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
+	{
+		A = s0 * (dot4(q, x) - 32 * xsum4(x)) +
+		    s1 * (dot4(q + 4, x + 4) - 32 * xsum4(x + 4));
+		C = 0;
+	}
+	__device__ __forceinline__ void i8(unsigned *o, float4 &rs, float2 &rm) const
+	{
+		for (int i = 0; i < 8; i++)
+			o[i] = sext_bytes<6>(q[i]);
+		rs = make_float4(fa, 0.0f, (float)s0, (float)s1), rm = make_float2(0.0f, 0.0f);
+	}
+};
+
+#endif
