@@ -2,8 +2,8 @@
  * ptx/attention.cu — causal attention over the KV cache on the GPU: q
  * [T][nh][hd] against the layer's cache K, V [ctx] rows of [nkv*hd] (fp32,
  * or bf16 / q8 in the kernels named _bf16, _q8, _q8_bf16: attention.cuh's KV
- * modes, only the loads differ; rows 0..pos0+T-1 valid), out like q. Two kernels: coli_attn_chunks_<hd> for
- * head sizes 32, 64, 128 and 256 (chunks of 32 positions; it can also
+ * modes, only the loads differ; rows 0..pos0+T-1 valid), out like q. Two kernels:
+ * coli_attn_chunks_<hd> for head sizes 32, 64, 128 and 256 (chunks of 32 positions; it can also
  * quantize its output for the o projection), and coli_attention for the
  * others (tiles of 256 positions). Prefill batches of head size 64 and 128
  * take coli_attn_prefill_<hd> (ptx/attn_prefill.cu), which gives each query
@@ -48,9 +48,9 @@
 
 template <int M>
 static __device__ __forceinline__ void
-attention_tiles(const float *q, const void *K, const void *V, float *out, int pos0,
-                const int *posp, int nh, int nkv, int hd, float scale, int tiles_per_split,
-                float *part, unsigned *count)
+attention_tiles(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
+                int nh, int nkv, int hd, float scale, int tiles_per_split, float *part,
+                unsigned *count, const float *sinks, int window)
 {
 	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
 	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
@@ -60,8 +60,12 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int group = nh / nkv, kvd = nkv * hd, nq = group * hd;
 	const int n = (posp ? *posp : pos0) + t + 1, span = tiles_per_split * AT_TILE;
-	const int p0 = split * span, p1 = min(n, p0 + span);
+	/* a sliding window's first position k0: the splits before it walk nothing
+	 * (their partials add +0) */
+	const int k0 = window > 0 && n > window ? n - window : 0;
+	const int p0 = max(split * span, k0), p1 = min(n, split * span + span);
 	const float *qg = q + ((size_t)t * nh + (size_t)kvh * group) * hd;
+	const float *sink = sinks ? sinks + (size_t)kvh * group : NULL;
 	/* typed rows: krow / vrow bytes a position, this head's values at Kh, Vh
 	 * in a row, its q8 scale soff bytes into the row */
 	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
@@ -195,10 +199,12 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 				for (int u = 0; u < AT_PV; u++) {
 					const size_t p = (size_t)tile + j0 + u;
 
-					v[u] = j0 + u < np
-					           ? kv_ld1<VT>(Vh + p * vrow, i,
-					                        kv_scale<VT>((const char *)V + p * vrow, soff))
-					           : 0.0f;
+					v[u] =
+					    j0 + u < np
+					        ? kv_ld1<VT>(Vh + p * vrow, i,
+					                     kv_scale<VT>(
+					                         (const char *)V + p * vrow, soff))
+					        : 0.0f;
 				}
 #pragma unroll
 				for (int k = 0; k < AT_ITEMS; k++) {
@@ -230,8 +236,9 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 
 					a = __fmaf_rn(
 					    ss[g * AT_TILE + j],
-					    kv_ld1<VT>(Vh + p * vrow, i,
-					               kv_scale<VT>((const char *)V + p * vrow, soff)),
+					    kv_ld1<VT>(
+					        Vh + p * vrow, i,
+					        kv_scale<VT>((const char *)V + p * vrow, soff)),
 					    a);
 				}
 				acc[k] = a;
@@ -242,7 +249,7 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 
 	if (splits == 1) {
 		attn_put_out({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
-		             acc, s_l, nq, hd);
+		             acc, s_m, s_l, nq, hd, sink);
 		return;
 	}
 	{
@@ -253,7 +260,7 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 		if (!last_arrival(&count[(size_t)t * nkv + kvh], splits))
 			return;
 		attn_combine({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
-		             all, min(splits, (n + span - 1) / span), nq, group, hd);
+		             all, 0, min(splits, (n + span - 1) / span), nq, group, hd, sink);
 	}
 }
 
@@ -262,11 +269,11 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)                                \
 	    name(const float *q, const void *K, const void *V, float *out, int pos0,               \
 	         const int *posp, int nh, int nkv, int hd, float scale, int tps, float *part,      \
-	         unsigned *count)                                                                  \
+	         unsigned *count, const float *sinks, int window)                                  \
 	{                                                                                          \
 		pdl_entry();                                                                       \
-		attention_tiles<m>(q, K, V, out, pos0, posp, nh, nkv, hd, scale, tps, part,        \
-		                   count);                                                         \
+		attention_tiles<m>(q, K, V, out, pos0, posp, nh, nkv, hd, scale, tps, part, count, \
+		                   sinks, window);                                                 \
 	}
 ATTN_TILES(coli_attention, 0)
 ATTN_TILES(coli_attention_bf16, 1)
@@ -301,7 +308,8 @@ template <int NF4, int M>
 static __device__ __forceinline__ void
 attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
             int nh, int nkv, int hd, float scale, int chunks_per_split, float *part,
-            unsigned *count, int t0, int hsplit, signed char *aq, float *ad, int *aqs)
+            unsigned *count, int t0, int hsplit, signed char *aq, float *ad, int *aqs,
+            const float *sinks, int window)
 {
 	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
 	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
@@ -317,7 +325,13 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	                            aq ? ad + head0 * hd / 32 : NULL,
 	                            aq ? aqs + head0 * hd / 32 : NULL};
 	const int n = (posp ? *posp : pos0) + t + 1, span = chunks_per_split * AD_CHUNK;
-	const int p0 = split * span, p1 = min(n, p0 + span);
+	/* a sliding window (gpt-oss): positions from k0 on. The chunks stay
+	 * aligned to AD_CHUNK (the prefill kernel's, for its bits): the window's
+	 * first split starts at k0's chunk, its positions before k0 score -inf */
+	const int k0 = window > 0 && n > window ? n - window : 0, first = k0 / span;
+	const int p0 = max(split * span, k0 / AD_CHUNK * AD_CHUNK),
+	          p1 = min(n, split * span + span);
+	const float *sink = sinks ? sinks + (size_t)blockIdx.y * group : NULL;
 	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
 	/* typed rows (attention.cuh): krow / vrow bytes a position, a thread's
 	 * K slice at Kh and V dim at Vh in a row, the q8 scale soff into it */
@@ -335,13 +349,12 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	 * the same bits) */
 	const int used = min(splits, (n + span - 1) / span);
 
-	if (p0 >= n) /* an empty split: the grid covers a longer context */
+	if (p0 >= n || split < first) /* an empty split: a longer context, or before the window */
 		return;
 #define AD_LOAD_K(c0, np)                                                                          \
 	do {                                                                                       \
 		const size_t kp_ = (size_t)((c0) + pp) * krow;                                     \
-		const float ks_ =                                                                  \
-		    pp < (np) ? kv_scale<KT>((const char *)K + kp_, soff) : 0.0f;                  \
+		const float ks_ = pp < (np) ? kv_scale<KT>((const char *)K + kp_, soff) : 0.0f;    \
 		_Pragma("unroll") for (int u = 0; u < NF4; u++) kv[u] =                            \
 		    pp < (np) ? kv_ld4<KT>(Kh + kp_, u, ks_)                                       \
 		              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);                               \
@@ -350,8 +363,8 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	do {                                                                                       \
 		_Pragma("unroll") for (int j = 0; j < AD_CHUNK; j++) v[j] =                        \
 		    j < (np) ? kv_ld1<VT>(Vh + (size_t)((c0) + j) * vrow, 0,                       \
-		                          kv_scale<VT>((const char *)V + (size_t)((c0) + j) * vrow, \
-		                                       soff))                                      \
+		                          kv_scale<VT>(                                            \
+		                              (const char *)V + (size_t)((c0) + j) * vrow, soff))  \
 		             : 0.0f;                                                               \
 	} while (0)
 	/* a chunk's K slice and V column, each set of loads in flight together;
@@ -392,7 +405,8 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 2));
 			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 1));
 			if (sl == (g & (AD_SL - 1)))
-				ss[g * AD_CHUNK + pp] = pp < np ? d * scale : -INFINITY;
+				ss[g * AD_CHUNK + pp] =
+				    pp < np && c0 + pp >= k0 ? d * scale : -INFINITY;
 		}
 		if (nn > 0)
 			AD_LOAD_K(c0 + AD_CHUNK, nn);
@@ -446,8 +460,8 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 			AD_LOAD_V(c0 + AD_CHUNK, nn);
 	}
 
-	if (used == 1) {
-		attn_put_out(ao, acc, s_l, nq, hd);
+	if (used - first == 1) {
+		attn_put_out(ao, acc, s_m, s_l, nq, hd, sink);
 		return;
 	}
 	{
@@ -455,9 +469,9 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 		float *all = part + pair * splits * stride;
 
 		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
-		if (!last_arrival(&count[pair], used))
+		if (!last_arrival(&count[pair], used - first))
 			return;
-		attn_combine(ao, all, used, nq, group, hd);
+		attn_combine(ao, all, first, used, nq, group, hd, sink);
 	}
 #undef AD_LOAD_K
 #undef AD_LOAD_V
@@ -468,11 +482,11 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd##sfx(    \
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
 	    int nh, int nkv, int hdim, float scale, int cps, float *part, unsigned *count, int t0, \
-	    int hsplit, signed char *aq, float *ad, int *aqs)                                      \
+	    int hsplit, signed char *aq, float *ad, int *aqs, const float *sinks, int window)      \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		attn_chunks<hd / 32, m>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, cps, part, \
-		                        count, t0, hsplit, aq, ad, aqs);                           \
+		                        count, t0, hsplit, aq, ad, aqs, sinks, window);            \
 	}
 #define ATTN_CHUNKS_ALL(hd)                                                                        \
 	ATTN_CHUNKS(hd, , 0)                                                                       \
