@@ -50,7 +50,7 @@ template <int M>
 static __device__ __forceinline__ void
 attention_tiles(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
                 int nh, int nkv, int hd, float scale, int tiles_per_split, float *part,
-                unsigned *count)
+                unsigned *count, const float *sinks, int window)
 {
 	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
 	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
@@ -60,8 +60,12 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int group = nh / nkv, kvd = nkv * hd, nq = group * hd;
 	const int n = (posp ? *posp : pos0) + t + 1, span = tiles_per_split * AT_TILE;
-	const int p0 = split * span, p1 = min(n, p0 + span);
+	/* a sliding window's first position k0: the splits before it walk nothing
+	 * (their partials add +0) */
+	const int k0 = window > 0 && n > window ? n - window : 0;
+	const int p0 = max(split * span, k0), p1 = min(n, split * span + span);
 	const float *qg = q + ((size_t)t * nh + (size_t)kvh * group) * hd;
+	const float *sink = sinks ? sinks + (size_t)kvh * group : NULL;
 	/* typed rows: krow / vrow bytes a position, this head's values at Kh, Vh
 	 * in a row, its q8 scale soff bytes into the row */
 	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
@@ -245,7 +249,7 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 
 	if (splits == 1) {
 		attn_put_out({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
-		             acc, s_l, nq, hd);
+		             acc, s_m, s_l, nq, hd, sink);
 		return;
 	}
 	{
@@ -256,19 +260,20 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 		if (!last_arrival(&count[(size_t)t * nkv + kvh], splits))
 			return;
 		attn_combine({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
-		             all, min(splits, (n + span - 1) / span), nq, group, hd);
+		             all, 0, min(splits, (n + span - 1) / span), nq, group, hd, sink);
 	}
 }
 
 /* coli_attention (f32) and its typed forms, a KV mode each (attention.cuh) */
 #define ATTN_TILES(name, m)                                                                        \
-	extern "C" __global__ void __launch_bounds__(AT_THREADS, 1) name(                          \
-	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
-	    int nh, int nkv, int hd, float scale, int tps, float *part, unsigned *count)           \
+	extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)                                \
+	    name(const float *q, const void *K, const void *V, float *out, int pos0,               \
+	         const int *posp, int nh, int nkv, int hd, float scale, int tps, float *part,      \
+	         unsigned *count, const float *sinks, int window)                                  \
 	{                                                                                          \
 		pdl_entry();                                                                       \
-		attention_tiles<m>(q, K, V, out, pos0, posp, nh, nkv, hd, scale, tps, part,        \
-		                   count);                                                         \
+		attention_tiles<m>(q, K, V, out, pos0, posp, nh, nkv, hd, scale, tps, part, count, \
+		                   sinks, window);                                                 \
 	}
 ATTN_TILES(coli_attention, 0)
 ATTN_TILES(coli_attention_bf16, 1)
@@ -305,7 +310,8 @@ template <int NF4, int M>
 static __device__ __forceinline__ void
 attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
             int nh, int nkv, int hd, float scale, int max_splits, float *part, unsigned *count,
-            int t0, int hsplit, signed char *aq, float *ad, int *aqs)
+            int t0, int hsplit, signed char *aq, float *ad, int *aqs, const float *sinks,
+            int window)
 {
 	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
 	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
@@ -322,7 +328,13 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	                            aq ? aqs + head0 * hd / 32 : NULL};
 	const int n = (posp ? *posp : pos0) + t + 1,
 	          span = COLI_GPU_ATTN_CPS(n, max_splits) * AD_CHUNK;
-	const int p0 = split * span, p1 = min(n, p0 + span);
+	/* a sliding window (gpt-oss): positions from k0 on. The chunks stay
+	 * aligned to AD_CHUNK (the prefill kernel's, for its bits): the window's
+	 * first split starts at k0's chunk, its positions before k0 score -inf */
+	const int k0 = window > 0 && n > window ? n - window : 0, first = k0 / span;
+	const int p0 = max(split * span, k0 / AD_CHUNK * AD_CHUNK),
+	          p1 = min(n, split * span + span);
+	const float *sink = sinks ? sinks + (size_t)blockIdx.y * group : NULL;
 	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
 	/* typed rows (attention.cuh): krow / vrow bytes a position, a thread's
 	 * K slice at Kh and V dim at Vh in a row, the q8 scale soff into it */
@@ -340,7 +352,7 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	 * the same bits) */
 	const int used = min(splits, (n + span - 1) / span);
 
-	if (p0 >= n) /* an empty split: the grid covers a longer context */
+	if (p0 >= n || split < first) /* an empty split: a longer context, or before the window */
 		return;
 #define AD_LOAD_K(c0, np)                                                                          \
 	do {                                                                                       \
@@ -396,7 +408,8 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 2));
 			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 1));
 			if (sl == (g & (AD_SL - 1)))
-				ss[g * AD_CHUNK + pp] = pp < np ? d * scale : -INFINITY;
+				ss[g * AD_CHUNK + pp] =
+				    pp < np && c0 + pp >= k0 ? d * scale : -INFINITY;
 		}
 		if (nn > 0)
 			AD_LOAD_K(c0 + AD_CHUNK, nn);
@@ -450,8 +463,8 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 			AD_LOAD_V(c0 + AD_CHUNK, nn);
 	}
 
-	if (used == 1) {
-		attn_put_out(ao, acc, s_l, nq, hd);
+	if (used - first == 1) {
+		attn_put_out(ao, acc, s_m, s_l, nq, hd, sink);
 		return;
 	}
 	{
@@ -459,9 +472,9 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 		float *all = part + pair * splits * stride;
 
 		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
-		if (!last_arrival(&count[pair], used))
+		if (!last_arrival(&count[pair], used - first))
 			return;
-		attn_combine(ao, all, used, nq, group, hd);
+		attn_combine(ao, all, first, used, nq, group, hd, sink);
 	}
 #undef AD_LOAD_K
 #undef AD_LOAD_V
@@ -472,11 +485,11 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd##sfx(    \
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
 	    int nh, int nkv, int hdim, float scale, int msp, float *part, unsigned *count, int t0, \
-	    int hsplit, signed char *aq, float *ad, int *aqs)                                      \
+	    int hsplit, signed char *aq, float *ad, int *aqs, const float *sinks, int window)      \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		attn_chunks<hd / 32, m>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, msp, part, \
-		                        count, t0, hsplit, aq, ad, aqs);                           \
+		                        count, t0, hsplit, aq, ad, aqs, sinks, window);            \
 	}
 #define ATTN_CHUNKS_ALL(hd)                                                                        \
 	ATTN_CHUNKS(hd, , 0)                                                                       \

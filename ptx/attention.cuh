@@ -102,16 +102,36 @@ static __device__ __forceinline__ void attn_store(const struct attn_out &a, int 
 	attn_store_v<1>(a, (size_t)it, it & 31, &v);
 }
 
-/* One split alone: the output, acc / l per head. */
+/* gpt-oss's sinks: a logit s per head that joins the softmax's denominator
+ * and no value. One split's state (acc, m, l) with its head's sink: the
+ * combine below of that one split, step for step (M = max(m, s), O = acc *
+ * f, L = l * f, then L + expf(s - M)), so ptx/attn_prefill.cu, which ends a
+ * row with one split by this, gives the same bits. */
+static __device__ __forceinline__ float attn_sink_out(float acc, float m, float l, float s)
+{
+	const float M = fmaxf(m, s), f = expf(m - M);
+	float O = 0.0f, L = 0.0f;
+
+	O += acc * f; /* -fmad=false (Makefile): a product, then a sum, as everywhere */
+	L += l * f;
+	L += expf(s - M);
+	return O / L;
+}
+
+/* One split alone: the output, acc / l per head; with sinks (the CTA's
+ * first head's, or NULL) attn_sink_out. */
 static __device__ __forceinline__ void attn_put_out(const struct attn_out &a, const float *acc,
-                                                    const float *s_l, int nq, int hd)
+                                                    const float *s_m, const float *s_l, int nq,
+                                                    int hd, const float *sink)
 {
 #pragma unroll
 	for (int k = 0; k < AT_ITEMS; k++) {
-		const int it = threadIdx.x + k * AT_THREADS;
+		const int it = threadIdx.x + k * AT_THREADS, g = it / hd;
 
 		if (it < nq) /* nq % 32 == 0: whole warps */
-			attn_store(a, it, acc[k] / s_l[it / hd]);
+			attn_store(a, it,
+			           sink ? attn_sink_out(acc[k], s_m[g], s_l[g], __ldg(sink + g))
+			                : acc[k] / s_l[g]);
 	}
 }
 
@@ -133,28 +153,33 @@ static __device__ __forceinline__ void attn_put_partial(float *mine, const float
 	}
 }
 
-/* The last CTA to arrive: the `used` splits holding positions, combined in
- * ascending order (a split past the position would add exactly +0: m = -inf,
- * l = 0, acc = 0). */
+/* The last CTA to arrive: the splits [first, used) holding positions (first
+ * > 0: a sliding window's), combined in ascending order (a split past the
+ * position would add exactly +0: m = -inf, l = 0, acc = 0); with sinks (the
+ * CTA's first head's, or NULL) the head's sink joins M first and L last. */
 static __device__ __forceinline__ void attn_combine(const struct attn_out &a, const float *all,
-                                                    int used, int nq, int group, int hd)
+                                                    int first, int used, int nq, int group, int hd,
+                                                    const float *sink)
 {
 	const size_t stride = (size_t)nq + 2 * group;
 
 	for (int it = threadIdx.x; it < nq; it += AT_THREADS) {
 		const int g = it / hd;
-		float M = -INFINITY, O = 0.0f, L = 0.0f;
+		const float s = sink ? __ldg(sink + g) : -INFINITY;
+		float M = s, O = 0.0f, L = 0.0f;
 
-		for (int c = 0; c < used; c++)
+		for (int c = first; c < used; c++)
 			M = fmaxf(M, __ldcg(all + c * stride + nq + g));
 #pragma unroll 8
-		for (int c = 0; c < used; c++) {
+		for (int c = first; c < used; c++) {
 			const float *pc = all + c * stride;
 			const float f = expf(__ldcg(pc + nq + g) - M);
 
 			O += __ldcg(pc + it) * f;
 			L += __ldcg(pc + nq + group + g) * f;
 		}
+		if (sink)
+			L += expf(s - M);
 		attn_store(a, it, O / L);
 	}
 }

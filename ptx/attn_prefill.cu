@@ -87,10 +87,12 @@ static __device__ __forceinline__ void ap_load(ApSmem<HD, RW> &sm, int b, bool w
 }
 
 /* x[i]: the score of the warp's row i against position `lane` of the chunk in
- * buffer b, scaled; -inf from the row's last position on (np[i] valid). */
+ * buffer b, scaled; -inf from the row's last position on (np[i] valid) and,
+ * window > 0, before its window (k0 = n - window: lane < np[i] - window). */
 template <int HD, int RW>
 static __device__ __forceinline__ void ap_scores(const ApSmem<HD, RW> &sm, int b, int warp,
-                                                 int lane, const int *np, float scale, float *x)
+                                                 int lane, const int *np, int window, float scale,
+                                                 float *x)
 {
 	enum { SD = HD / AD_SL, LD = ApSmem<HD, RW>::LD };
 	const float *kr = &sm.k[b][lane * LD];
@@ -137,7 +139,9 @@ static __device__ __forceinline__ void ap_scores(const ApSmem<HD, RW> &sm, int b
 				continue;
 			}
 			d[i] = __fadd_rn(p3[i], d[i]);
-			x[i] = lane < np[i] ? d[i] * scale : -INFINITY;
+			x[i] = lane < np[i] && (window <= 0 || lane >= np[i] - window)
+			           ? d[i] * scale
+			           : -INFINITY;
 		}
 	}
 }
@@ -180,10 +184,10 @@ static __device__ __forceinline__ void ap_pv(const ApSmem<HD, RW> &sm, int b, in
 }
 
 template <int HD, int RW, int KVM>
-static __device__ __forceinline__ void attn_prefill(const float *q, const void *K, const void *V,
-                                                    float *out, int pos0, const int *posp, int nh,
-                                                    int nkv, float scale, int max_splits, int T,
-                                                    signed char *aq, float *ad, int *aqs)
+static __device__ __forceinline__ void
+attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
+             int nh, int nkv, float scale, int max_splits, int T, signed char *aq, float *ad,
+             int *aqs, const float *sinks, int window)
 {
 	typedef ApSmem<HD, RW> Smem;
 	enum { LD = Smem::LD, VD = HD / 32, ROWS = AP_WARPS * RW };
@@ -195,12 +199,19 @@ static __device__ __forceinline__ void attn_prefill(const float *q, const void *
 	const int posb = posp ? *posp : pos0;
 	const int nmax = posb + min(T, t0 + qt); /* the positions any row of the tile sees */
 	const int nch = (nmax + AD_CHUNK - 1) / AD_CHUNK;
+	/* a sliding window: the tile's first query sees from chunk c_lo on */
+	const int n_lo = posb + t0 + 1,
+	          c_lo = window > 0 && n_lo > window ? (n_lo - window) / AD_CHUNK : 0;
 	const struct attn_out ao = {out, aq, ad, aqs};
 	int n[RW];          /* positions row i sees; 0: no query */
 	int cps[RW];        /* chunks a split of row i (COLI_GPU_ATTN_CPS of n[i]) */
-	bool multi = false; /* some row spans several splits */
+	bool multi = false; /* some row's window spans several splits */
 	/* every lane holds its rows' state (the same values: shuffled sums) */
 	float m[RW], l[RW], acc[RW][VD], M[RW], L[RW];
+	/* row i's first position (a sliding window's k0, else 0) and its sink,
+	 * recomputed where used rather than held: registers are the limit here */
+#define AP_K0(i)   (window > 0 && n[i] > window ? n[i] - window : 0)
+#define AP_SINK(i) __ldg(sinks + (size_t)kvh * group + (warp * RW + (i)) % group)
 
 	/* the tile's q rows (row r: query t0 + r / group, head kvh * group + r % group) */
 	for (int i = tid; i < ROWS * (HD / 4); i += AT_THREADS) {
@@ -217,8 +228,8 @@ static __device__ __forceinline__ void attn_prefill(const float *q, const void *
 
 		n[i] = r < qt * group && t < T ? posb + t + 1 : 0;
 		cps[i] = COLI_GPU_ATTN_CPS(n[i] > 0 ? n[i] : 1, max_splits);
-		multi = multi || n[i] > cps[i] * AD_CHUNK;
-		M[i] = -INFINITY;
+		multi = multi || (n[i] - 1) / (cps[i] * AD_CHUNK) != AP_K0(i) / (cps[i] * AD_CHUNK);
+		M[i] = sinks ? AP_SINK(i) : -INFINITY; /* the sink joins M first (attn_combine's) */
 		L[i] = 0.0f;
 #pragma unroll
 		for (int dd = 0; dd < VD; dd++)
@@ -227,9 +238,9 @@ static __device__ __forceinline__ void attn_prefill(const float *q, const void *
 
 	/* pass 1: each row's largest score, when some row spans two splits */
 	if (__syncthreads_or(multi)) {
-		ap_load<HD, RW, KVM>(sm, 0, false, K, V, 0, nmax, kvd, kvh);
+		ap_load<HD, RW, KVM>(sm, c_lo & 1, false, K, V, c_lo * AD_CHUNK, nmax, kvd, kvh);
 		cp_commit();
-		for (int c = 0; c < nch; c++) {
+		for (int c = c_lo; c < nch; c++) {
 			int np[RW];
 			float x[RW];
 
@@ -242,7 +253,8 @@ static __device__ __forceinline__ void attn_prefill(const float *q, const void *
 #pragma unroll
 			for (int i = 0; i < RW; i++)
 				np[i] = n[i] - c * AD_CHUNK;
-			ap_scores<HD, RW>(sm, c & 1, warp, lane, np, scale, x);
+			/* (a chunk before a row's window: all -inf) */
+			ap_scores<HD, RW>(sm, c & 1, warp, lane, np, window, scale, x);
 #pragma unroll
 			for (int i = 0; i < RW; i++) {
 				const float mx = warp_max(x[i]);
@@ -255,9 +267,9 @@ static __device__ __forceinline__ void attn_prefill(const float *q, const void *
 	}
 
 	/* pass 2: the chunk kernel's steps, row by row */
-	ap_load<HD, RW, KVM>(sm, 0, true, K, V, 0, nmax, kvd, kvh);
+	ap_load<HD, RW, KVM>(sm, c_lo & 1, true, K, V, c_lo * AD_CHUNK, nmax, kvd, kvh);
 	cp_commit();
-	for (int c = 0; c < nch; c++) {
+	for (int c = c_lo; c < nch; c++) {
 		const int b = c & 1;
 		int np[RW];
 		float x[RW], cf[RW];
@@ -273,7 +285,9 @@ static __device__ __forceinline__ void attn_prefill(const float *q, const void *
 		for (int i = 0; i < RW; i++) {
 			np[i] = n[i] - c * AD_CHUNK;
 			full = full && (np[i] >= AD_CHUNK || np[i] <= 0);
-			if (c % cps[i] == 0) { /* a split starts: attn_start's state */
+			/* a split starts, or the row's window does (up to its first
+			 * chunk: what a chunk before it computed is dropped here) */
+			if (c % cps[i] == 0 || c <= AP_K0(i) / AD_CHUNK) { /* attn_start's state */
 				m[i] = -INFINITY;
 				l[i] = 0.0f;
 #pragma unroll
@@ -281,7 +295,7 @@ static __device__ __forceinline__ void attn_prefill(const float *q, const void *
 					acc[i][dd] = 0.0f;
 			}
 		}
-		ap_scores<HD, RW>(sm, b, warp, lane, np, scale, x);
+		ap_scores<HD, RW>(sm, b, warp, lane, np, window, scale, x);
 
 		/* online softmax over the chunk (rows past their positions: dead values) */
 #pragma unroll
@@ -317,12 +331,17 @@ static __device__ __forceinline__ void attn_prefill(const float *q, const void *
 			const int r = warp * RW + i;
 			float y[VD];
 
-			if (np[i] <= 0 || (c % cps[i] != cps[i] - 1 && np[i] > AD_CHUNK))
+			if (np[i] <= 0 || c < AP_K0(i) / AD_CHUNK ||
+			    (c % cps[i] != cps[i] - 1 && np[i] > AD_CHUNK))
 				continue;
-			if (n[i] <= cps[i] * AD_CHUNK) { /* one split: attn_put_out */
+			if ((n[i] - 1) / (cps[i] * AD_CHUNK) ==
+			    AP_K0(i) / (cps[i] * AD_CHUNK)) { /* one split: attn_put_out */
+				const float sk = sinks ? AP_SINK(i) : 0.0f;
+
 #pragma unroll
 				for (int dd = 0; dd < VD; dd++)
-					y[dd] = acc[i][dd] / l[i];
+					y[dd] = sinks ? attn_sink_out(acc[i][dd], m[i], l[i], sk)
+					              : acc[i][dd] / l[i];
 			} else {
 				const float f = expf(m[i] - M[i]);
 				float *o = &sm.o[r * HD + lane * VD];
@@ -333,6 +352,8 @@ static __device__ __forceinline__ void attn_prefill(const float *q, const void *
 				L[i] += l[i] * f;
 				if (np[i] > AD_CHUNK)
 					continue;
+				if (sinks) /* the sink joins L last (attn_combine's order) */
+					L[i] += expf(AP_SINK(i) - M[i]);
 #pragma unroll
 				for (int dd = 0; dd < VD; dd++)
 					y[dd] = o[dd] / L[i];
@@ -346,15 +367,19 @@ static __device__ __forceinline__ void attn_prefill(const float *q, const void *
 	}
 }
 
+#undef AP_K0
+#undef AP_SINK
+
 /* coli_attn_prefill_<hd> (f32) and coli_attn_prefill_<hd>_<type> (typed caches) */
 #define ATTN_PREFILL(hd, rw, sfx, m)                                                               \
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_prefill_##hd##sfx(   \
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
-	    int nh, int nkv, float scale, int msp, int T, signed char *aq, float *ad, int *aqs)    \
+	    int nh, int nkv, float scale, int msp, int T, signed char *aq, float *ad, int *aqs,    \
+	    const float *sinks, int window)                                                        \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		attn_prefill<hd, rw, m>(q, K, V, out, pos0, posp, nh, nkv, scale, msp, T, aq, ad,  \
-		                        aqs);                                                      \
+		                        aqs, sinks, window);                                       \
 	}
 #define ATTN_PREFILL_ALL(hd, rw)                                                                   \
 	ATTN_PREFILL(hd, rw, , 0)                                                                  \

@@ -231,11 +231,13 @@ extern "C" __global__ void __launch_bounds__(1024)
  * position of the token at hand). The cache rows are of types kt, vt
  * (ptx/kv_rows.cuh; q8: a kv head's scale after the row's nkv * hd values,
  * the head's max over its CTA); store_only: k and v stored as they are, q
- * untouched (the op-by-op path's store). */
+ * untouched (the op-by-op path's store). f != 1: q and k times f after the
+ * rotation (YaRN's cos/sin factor, applied as the CPU applies it). */
 extern "C" __global__ void __launch_bounds__(128)
     coli_qk_rope_store(float *q, const float *k, const float *v, const float *qw, const float *kw,
                        float eps, int nh, int nkv, int hd, int pos0, const int *posp,
-                       const float *inv_freq, void *kc, void *vc, int kt, int vt, int store_only)
+                       const float *inv_freq, void *kc, void *vc, int kt, int vt, int store_only,
+                       float f)
 {
 	__shared__ double red[4];
 	__shared__ float redm[32];
@@ -284,6 +286,8 @@ extern "C" __global__ void __launch_bounds__(128)
 		const float cs = (float)dc, sn = (float)ds;
 
 		o1 = x1 * cs - x2 * sn, o2 = x2 * cs + x1 * sn;
+		if (f != 1.0f) /* YaRN's factor, a rounding of its own (the CPU's rope_attn) */
+			o1 = __fmul_rn(o1, f), o2 = __fmul_rn(o2, f);
 	}
 	if (!isk) {
 		if (in) {

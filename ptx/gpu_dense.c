@@ -223,17 +223,18 @@ int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, ui
                            uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc)
 {
 	return coli_gpu_qk_rope_store_kv(g, q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp,
-	                                 inv_freq, kc, vc, 0, 0, 0);
+	                                 inv_freq, kc, vc, 0, 0, 0, 1.0f);
 }
 
 int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                               uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                               uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc, int kt,
-                              int vt, int store_only)
+                              int vt, int store_only, float yf)
 {
 	CUdeviceptr a = q, b = k, c = v, d = qw, e = kw, f = inv_freq, h = kc, i = vc, p = posp;
-	void *args[] = {&a,    &b, &c, &d, &e, &eps, &nh, &nkv,       &hd,
-	                &pos0, &p, &f, &h, &i, &kt,  &vt, &store_only};
+	float fy = yf == 0.0f ? 1.0f : yf; /* 0: none */
+	void *args[] = {&a,    &b, &c, &d, &e, &eps, &nh, &nkv,        &hd,
+	                &pos0, &p, &f, &h, &i, &kt,  &vt, &store_only, &fy};
 	unsigned bx = (unsigned)((hd / 2 + 31) / 32 * 32);
 
 	if (hd % 2 || hd > 256 || T <= 0 || kt < 0 || kt > 2 || vt < 0 || vt > 2)
@@ -334,25 +335,29 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
                        uint64_t aq, uint64_t ad, uint64_t aqs)
 {
 	return coli_gpu_attention_kv(g, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
-	                             ad, aqs, 0, 0);
+	                             ad, aqs, 0, 0, 0, 0);
 }
 
 /* The kernel of the cache's KV mode: the same split, the loads typed. */
 int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
                           int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
-                          uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt)
+                          uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt, uint64_t sinks,
+                          int window)
 {
 	const int mode = coli_gpu_kv_mode(kt, vt);
 	CUdeviceptr a = q, b = K, c = V, d = out, p = posp, part = g->scratch, cnt = g->counts;
-	CUdeviceptr qa = aq, qd = ad, qs = aqs;
+	CUdeviceptr qa = aq, qd = ad, qs = aqs, sk = sinks;
 	int group, tiles, splits = 1, tps, rc;
 	long base, want = 2L * g->sm_count;
-	/* coli_attn_chunks' parameters; coli_attention takes the first 13 */
-	void *args[] = {&a,     &b,   &c,    &d,   &pos0, &p,   &nh, &nkv, &hd,
-	                &scale, &tps, &part, &cnt, NULL,  NULL, &qa, &qd,  &qs};
+	/* coli_attn_chunks' parameters; coli_attention takes the first 13, then
+	 * the sinks and the window */
+	void *args[] = {&a,   &b,    &c,   &d,   &pos0, &p,  &nh, &nkv, &hd, &scale,
+	                &tps, &part, &cnt, NULL, NULL,  &qa, &qd, &qs,  &sk, &window};
+	void *targs[] = {&a,  &b,     &c,   &d,    &pos0, &p,  &nh,    &nkv,
+	                 &hd, &scale, &tps, &part, &cnt,  &sk, &window};
 
 	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T) ||
-	    (aq && (nh * hd) % 32))
+	    (aq && (nh * hd) % 32) || window < 0)
 		return -EINVAL;
 	group = nh / nkv;
 	if (group > AT_MAXG || group * hd > AT_MAXQ || mode < 0)
@@ -360,8 +365,8 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 		                  * no kernels */
 	if (T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
 	    g->f_attn_prefill[mode][hd == 128] && !g->attn_prefill_off) {
-		void *pa[] = {&a,   &b,     &c,   &d,   &pos0, &p,  &nh,
-		              &nkv, &scale, NULL, NULL, &qa,   &qd, &qs};
+		void *pa[] = {&a,     &b,   &c,   &d,  &pos0, &p,  &nh, &nkv,
+		              &scale, NULL, NULL, &qa, &qd,   &qs, &sk, &window};
 
 		return attention_prefill(g, pa, T, nkv, group, hd, mode);
 	}
@@ -382,7 +387,7 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 	}
 	tps = (tiles + splits - 1) / splits;
 	splits = (tiles + tps - 1) / tps; /* no split starts past the last position */
-	rc = launch3(g, g->f_attn[mode], (unsigned)splits, (unsigned)nkv, (unsigned)T, 256, args,
+	rc = launch3(g, g->f_attn[mode], (unsigned)splits, (unsigned)nkv, (unsigned)T, 256, targs,
 	             "launch attention");
 	/* coli_attention's items do not make whole blocks a warp: quantize apart */
 	return rc || !aq ? rc : coli_gpu_act_quantize(g, out, aq, ad, aqs, T * nh * hd / 32);
@@ -757,7 +762,7 @@ int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, ui
 int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                               uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                               uint64_t pp, uint64_t f, uint64_t kc, uint64_t vc, int kt, int vt,
-                              int so)
+                              int so, float yf)
 {
 	NO_GPU;
 }
@@ -781,7 +786,8 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 }
 int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T,
                           int p, uint64_t pp, int span, int nh, int nkv, int hd, float s,
-                          uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt)
+                          uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt, uint64_t sk,
+                          int w)
 {
 	NO_GPU;
 }

@@ -105,6 +105,8 @@ struct coli_dev_qk_rope {
 	uint64_t inv_freq; /* [hd / 2] */
 	uint64_t kc, vc;   /* [ctx] rows of [nkv][hd] in kt / vt */
 	int kt, vt, store_only;
+	float f; /* YaRN's cos/sin factor: q and k times f after RoPE, one
+	          * rounding (core/forward/forward.c's rope_attn); 0 or 1: none */
 };
 
 /* RoPE of x [T][nh][hd] in place at positions pos0..: the first rd dims of
@@ -117,7 +119,10 @@ struct coli_dev_rope {
 /* Causal attention of q [T][nh][hd] over the cache k/v [ctx][nkv * hd] into
  * out (like q); posp as for qk_rope, and then the positions split as for a
  * context of span (ptx/ptx.h coli_gpu_attention says what a graph needs);
- * aq != 0: out also quantized per 32-block into aq/ad/aqs. */
+ * aq != 0: out also quantized per 32-block into aq/ad/aqs. gpt-oss: sinks
+ * [nh] f32 (0: none), a logit per head that joins each softmax's
+ * denominator (cpu/ coli_attention_head_sink); window > 0: a query that sees
+ * n positions sees only the last window of them (k0 = n - window). */
 struct coli_dev_attention {
 	uint64_t q, k, v, out;
 	int T, pos0;
@@ -126,6 +131,8 @@ struct coli_dev_attention {
 	float scale;
 	uint64_t aq, ad, aqs;
 	int kt, vt; /* the cache rows' types (enum coli_kv_type; qk_rope's layout) */
+	uint64_t sinks;
+	int window;
 };
 
 /* Multi-head latent attention (core/forward/mla.c says the shapes): the

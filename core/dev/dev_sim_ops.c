@@ -176,6 +176,11 @@ int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope
 	if (!a->store_only) {
 		coli_rope(F(a->q), T, nh, hd, pos0, F(a->inv_freq));
 		coli_rope(F(a->k), T, nkv, hd, pos0, F(a->inv_freq));
+		/* YaRN's factor after the rotation, as the CPU's rope_attn */
+		for (size_t i = 0; a->f != 0.0f && a->f != 1.0f && i < (size_t)T * nh * hd; i++)
+			F(a->q)[i] *= a->f;
+		for (size_t i = 0; a->f != 0.0f && a->f != 1.0f && i < (size_t)T * kvd; i++)
+			F(a->k)[i] *= a->f;
 	}
 	{ /* the rows in the cache's types, as the host's (core/forward/kv.c) */
 		size_t kb = coli_kv_row_bytes(a->kt, (int)kvd, nkv);
@@ -228,10 +233,15 @@ int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *
 		for (int h = 0; h < nh; h++) {
 			struct coli_kv_rows kr = head_rows(K, a->kt, kvd, a->nkv, hd, h / group);
 			struct coli_kv_rows vr = head_rows(V, a->vt, kvd, a->nkv, hd, h / group);
+			/* a sliding layer: the last `window` keys, as the CPU's groups */
+			const int n = pos0 + t + 1,
+			          k0 = a->window && n > a->window ? n - a->window : 0;
 
-			coli_attention_head_kv(F(q) + ((size_t)t * nh + h) * hd, &kr, &vr,
-			                       pos0 + t + 1, hd, hd, scale, -INFINITY, sc,
-			                       F(out) + ((size_t)t * nh + h) * hd);
+			kr.p = (const char *)kr.p + (size_t)k0 * kr.stride;
+			vr.p = (const char *)vr.p + (size_t)k0 * vr.stride;
+			coli_attention_head_kv(F(q) + ((size_t)t * nh + h) * hd, &kr, &vr, n - k0,
+			                       hd, hd, scale, a->sinks ? F(a->sinks)[h] : -INFINITY,
+			                       sc, F(out) + ((size_t)t * nh + h) * hd);
 		}
 	free(sc);
 	return a->aq ? actq(d, out, a->aq, a->ad, a->aqs, T * nh * hd / COLI_QBLOCK) : 0;

@@ -4,7 +4,8 @@
  * PEND_*), q, k and v (one stacked GEMV where they could be stacked), their
  * biases, q/k norms and RoPE with k and v stored into the layer's KV cache
  * rows (one fused launch where coli_dense_dev_qk_fused allows), attention
- * over the cache, and o into dd->proj. core/forward/forward_dev.c queues them
+ * over the cache (gpt-oss's sinks and sliding windows included), and o
+ * (with its bias) into dd->proj. core/forward/forward_dev.c queues them
  * from layer_ops; core/forward/layer_host.c runs the shared expert after a
  * host-planned layer. Buffers: core/forward/dense_dev.h.
  */
@@ -53,7 +54,8 @@ static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 		                                        .kc = kc,
 		                                        .vc = vc,
 		                                        .kt = e->kv.kt,
-		                                        .vt = e->kv.vt});
+		                                        .vt = e->kv.vt,
+		                                        .f = e->s.rope_attn});
 	if (c->qk_norm) { /* 2: over the whole q and k, 1: per head */
 		int whole = c->qk_norm == 2;
 		struct coli_dev_norm nq = {
@@ -112,16 +114,21 @@ static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 	                                                  .n = (size_t)T * kvd * 4});
 }
 
-/* The softmax scale of the device's attention: 1/sqrt(hd), times YaRN's
- * cos/sin factor squared. The CPU multiplies the rotated dims of q and k by
- * that factor (core/forward/forward.c, as transformers scales cos and sin);
- * with every dim rotated (coli_model_dev_check keeps partial RoPE under
- * YaRN off the devices) q.k is then attn^2 q.k, so the device scales the
- * scores instead: the same within rounding, and no kernel of its own. */
+/* The softmax scale of the device's attention. The CPU multiplies the
+ * rotated dims of q and k by YaRN's cos/sin factor (core/forward/forward.c,
+ * as transformers scales cos and sin): the fused launch does the same
+ * (struct coli_dev_qk_rope's f), so the scale is the CPU's and the simulated
+ * device gives its bits (gpt-oss). Op by op nothing multiplies q and k: with
+ * every dim rotated (coli_model_dev_check keeps partial RoPE under YaRN off
+ * the devices) q.k is then attn^2 q.k of the CPU's, so the scale takes the
+ * factor squared instead, the same within rounding. */
 static float dev_scale(const struct coli_engine *e)
 {
-	float a = e->s.rope_attn, s = 1.0f / sqrtf((float)e->m.cfg.head_dim);
+	const struct coli_model_config *c = &e->m.cfg;
+	float a = e->s.rope_attn, s = 1.0f / sqrtf((float)c->head_dim);
 
+	if (coli_dense_dev_qk_fused(c))
+		return c->rope_factor > 1 ? e->s.attn_scale : s;
 	return a == 1.0f ? s : s * a * a;
 }
 
@@ -189,24 +196,31 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	/* a quantized o reads the attention output quantized: in the same launch */
 	oq = coli_dtype_is_quant(D->o.dtype);
 	rc = rc ? rc
-	        : coli_dev_attention(dd->dev, &(struct coli_dev_attention){.q = dd->q,
-	                                                                   .k = kc,
-	                                                                   .v = vc,
-	                                                                   .out = dd->att,
-	                                                                   .T = T,
-	                                                                   .pos0 = pos0,
-	                                                                   .posp = dd->ids,
-	                                                                   .span = e->kv.ctx,
-	                                                                   .nh = nh,
-	                                                                   .nkv = nkv,
-	                                                                   .hd = hd,
-	                                                                   .scale = dev_scale(e),
-	                                                                   .aq = oq ? dd->aq : 0,
-	                                                                   .ad = oq ? dd->ad : 0,
-	                                                                   .aqs = oq ? dd->aqs : 0,
-	                                                                   .kt = e->kv.kt,
-	                                                                   .vt = e->kv.vt});
+	        : coli_dev_attention(dd->dev,
+	                             &(struct coli_dev_attention){.q = dd->q,
+	                                                          .k = kc,
+	                                                          .v = vc,
+	                                                          .out = dd->att,
+	                                                          .T = T,
+	                                                          .pos0 = pos0,
+	                                                          .posp = dd->ids,
+	                                                          .span = e->kv.ctx,
+	                                                          .nh = nh,
+	                                                          .nkv = nkv,
+	                                                          .hd = hd,
+	                                                          .scale = dev_scale(e),
+	                                                          .aq = oq ? dd->aq : 0,
+	                                                          .ad = oq ? dd->ad : 0,
+	                                                          .aqs = oq ? dd->aqs : 0,
+	                                                          .kt = e->kv.kt,
+	                                                          .vt = e->kv.vt,
+	                                                          .sinks = D->sinks,
+	                                                          .window = e->m.layers[l].window});
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
+	if (!rc && D->o_bias) /* gpt-oss: proj = o . att + b, as the CPU's */
+		rc = coli_dev_add_bias(
+		    dd->dev,
+		    &(struct coli_dev_bias){.y = dd->proj, .b = D->o_bias, .rows = T, .n = H});
 	return rc;
 }
 

@@ -149,6 +149,8 @@ static int up_layer(struct coli_engine *e, struct coli_dense_dev *dd, int l)
 	rc = rc ? rc : up_vec(e, dd, L->q_norm, qn, &D->q_norm);
 	rc = rc ? rc : up_vec(e, dd, L->k_norm, kn, &D->k_norm);
 	rc = rc ? rc : up_vec(e, dd, L->router_bias, c->n_experts, &D->router_bias);
+	rc = rc ? rc : up_vec(e, dd, L->o_bias, (int)H, &D->o_bias);
+	rc = rc ? rc : up_vec(e, dd, L->sinks, c->n_heads, &D->sinks);
 	if (c->kv_lora) { /* MLA: q (q_b or attn_q) alone, no k or v */
 		rc = rc ? rc : up_vec(e, dd, L->q_a_norm, c->q_lora, &D->q_a_norm);
 		rc = rc ? rc : up_vec(e, dd, L->kv_a_norm, c->kv_lora, &D->kv_a_norm);

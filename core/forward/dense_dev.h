@@ -34,7 +34,10 @@ struct dmat {
 
 struct dlayer {
 	uint64_t attn_norm, ffn_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
-	uint64_t router_bias; /* [n_experts] f32 (sigmoid routing), or 0 */
+	uint64_t router_bias; /* [n_experts] f32, or 0: the sigmoid router's selection bias;
+	                       * the softmax router's (gpt-oss) is added to its logits */
+	uint64_t o_bias;      /* [hidden] f32 (cfg.attn_o_bias), or 0 */
+	uint64_t sinks;       /* [n_heads] f32 (cfg.attn_sinks), or 0 */
 	struct dmat q, k, v, o, router, sh_gate, sh_up, sh_down, sh_router, ffn_gate, ffn_up,
 	    ffn_down;
 	struct dmat qkv; /* q, k and v stacked in one allocation (q, k, v are views of it),

@@ -5,19 +5,16 @@
  * (no per-token copy of a constant: only token ids, the activations the CPU
  * rows need, and the CPU rows' outputs cross the bus).
  *
- * Per MoE layer the device computes the router logits and routes them
- * (coli_route: softmax, top-k, weights). A layer whose every expert is
- * resident on this device, at T <= COLI_GPU_MAX_S (decode), is planned on
- * the device too (coli_route_plan routes and writes the GEMV job tables and
- * pair lists in one launch): gate/up, silu, quantize, down and the
- * accumulation follow on the stream with no round trip to the host, whose
- * only part is counting the routed experts once the forward has synchronized
- * (fast_count). Any other layer: the host downloads the routing, the
- * lookahead's guess for the next layer and the normed input, plans exactly
- * as the CPU path does (core/moe/moe.c: issue to devices, CPU rows, take),
- * uploads the per-pair outputs, and the device accumulates them in
- * ascending expert id with core/moe/moe.c's bits (that host part:
- * core/forward/layer_host.c). A preplanned layer's resident
+ * Per MoE layer the device computes the router logits (gpt-oss: plus the
+ * router's bias) and routes them (coli_route: softmax, top-k, weights). A layer whose every expert
+ * is resident on this device, at T <= COLI_GPU_MAX_S (decode), is planned on the device too
+ * (coli_route_plan routes and writes the GEMV job tables and pair lists in one launch): gate/up,
+ * silu, quantize, down and the accumulation follow on the stream with no round trip to the host,
+ * whose only part is counting the routed experts once the forward has synchronized (fast_count).
+ * Any other layer: the host downloads the routing, the lookahead's guess for the next layer and the
+ * normed input, plans exactly as the CPU path does (core/moe/moe.c: issue to devices, CPU rows,
+ * take), uploads the per-pair outputs, and the device accumulates them in ascending expert id with
+ * core/moe/moe.c's bits (that host part: core/forward/layer_host.c). A preplanned layer's resident
  * experts are queued behind those downloads and a wait point
  * (coli_dev_point), which the host waits for instead of the whole stream:
  * they run while it plans. Routing is on the device in both cases, so the
@@ -60,13 +57,15 @@
 
 /* Whether MoE layer l is routed and planned on the device at T tokens
  * (every expert resident here), or preplanned (some are: they start here
- * before the host plans the rest). */
+ * before the host plans the rest). Not gpt-oss's experts (biases, the
+ * clamped SwiGLU): the device plan's jobs and silu have no form for them
+ * yet, so the host plans its layers (the routing stays on the device). */
 static int can_plan(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 
 	return dd->route_on_dev && dd->plan_dev >= 0 && T <= COLI_GPU_MAX_S && !e->trace &&
-	       !dd->dev->failed;
+	       !dd->dev->failed && !e->m.cfg.expert_bias && e->m.cfg.ffn_act == COLI_ACT_SWIGLU;
 }
 
 static int planned(const struct coli_engine *e, int l, int T)
@@ -274,14 +273,34 @@ static int guess_layer(const struct coli_engine *e, int l, int T)
 	return n;
 }
 
+/* Whether layer l's router adds its bias to its logits: the softmax
+ * router's (gpt-oss: F.linear's bias, core/moe/block.c); the sigmoid
+ * router's is for selection only (the route op takes it). */
+static int logit_bias(const struct coli_engine *e, const struct coli_dense_dev *dd, int l)
+{
+	return e->m.cfg.router_kind == COLI_ROUTER_SOFTMAX && dd->L[l].router_bias;
+}
+
+/* Layer l's router logits y [T][E] of dd->xn: the GEMV, then a softmax
+ * router's bias, added as the CPU adds it (one rounding, y += b). */
+static int router_logits(struct coli_engine *e, struct coli_dense_dev *dd, int l, int T, uint64_t y)
+{
+	const int E = e->m.cfg.n_experts;
+	int rc = gemm(dd, &dd->L[l].router, dd->xn, T, y, E);
+
+	if (rc || !logit_bias(e, dd, l))
+		return rc;
+	return coli_dev_add_bias(
+	    dd->dev, &(struct coli_dev_bias){.y = y, .b = dd->L[l].router_bias, .rows = T, .n = E});
+}
+
 static int guess_ops(struct coli_engine *e, int n, int T)
 {
-	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = coli_dense_dev_at(e, n);
 	const struct coli_dev_route ra = route_args(e, n, dd->grlog, dd->gsel, dd->gselw, T);
 	int rc;
 
-	rc = gemm(dd, &dd->L[n].router, dd->xn, T, dd->grlog, c->n_experts);
+	rc = router_logits(e, dd, n, T, dd->grlog);
 	return rc ? rc : coli_dev_route(dd->dev, &ra);
 }
 
@@ -375,11 +394,12 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		          : swiglu(dd, &D->ffn_gate, &D->ffn_up, &D->ffn_down, dd->xn, 0, T,
 		                   dd->mlp);
 	rc = rc ? rc : prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
-	/* a planned layer's f32 router runs in the plan's launch */
+	/* a planned layer's f32 router runs in the plan's launch (not one whose
+	 * bias joins its logits: that is a launch between) */
 	fused = (kind == SEG_PLANNED || kind == SEG_PRE) && dd->route_on_dev &&
 	        D->router.dtype == COLI_DTYPE_F32 && dd->dev->ops->router_plan &&
-	        c->router_kind == COLI_ROUTER_SOFTMAX;
-	rc = rc || fused ? rc : gemm(dd, &D->router, dd->xn, T, dd->rlog, E);
+	        c->router_kind == COLI_ROUTER_SOFTMAX && !logit_bias(e, dd, l);
+	rc = rc || fused ? rc : router_logits(e, dd, l, T, dd->rlog);
 	if (kind == SEG_PLANNED)
 		return rc ? rc : planned_moe(e, l, T, D, fused, xq);
 	/* what the host plans from: the routing (or the router logits it

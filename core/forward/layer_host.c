@@ -262,6 +262,18 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 		e->est.moe_layers_on_dense += rc == 0;
 		rc = 0;
 	}
+	/* gpt-oss: each expert's down bias joins its rows here, all of them the
+	 * host's (core/moe/moe.c outputs_where): y + b, one rounding, as
+	 * core/moe/block.c adds it before the weight */
+	if (e->m.layers[ml->l].exp_down_bias)
+		for (size_t p = 0; p < n; p++) {
+			const float *b =
+			    e->m.layers[ml->l].exp_down_bias + (size_t)e->s.pair_expert[p] * H;
+			float *yr = e->s.ey + p * H;
+
+			for (int j = 0; j < H; j++)
+				yr[j] = yr[j] + b[j];
+		}
 	/* one upload: the outputs when they are all the host's and behind them
 	 * the pair lists, copied into e->s.ey's tail (a small upload is a launch
 	 * of its own: ptx/gpu.c) */

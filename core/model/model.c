@@ -411,16 +411,6 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 		         m->cfg.rope_dim, m->cfg.head_dim);
 		return -ENOTSUP;
 	}
-	/* gpt-oss: the device attention has no sinks or window, its router no
-	 * bias under softmax routing, its o projection no bias */
-	if (m->cfg.attn_sinks || m->cfg.sliding_window || m->cfg.attn_o_bias ||
-	    (m->cfg.router_bias && m->cfg.router_kind == COLI_ROUTER_SOFTMAX)) {
-		snprintf(why, len,
-		         "its attention has sinks, sliding windows and an o_proj bias and its "
-		         "router a bias (%s), which have no device ops yet",
-		         coli_arch_name(m->cfg.arch));
-		return -ENOTSUP;
-	}
 	if (dev_cols(&m->tok_embd, "tok_embd", -1, why, len) ||
 	    dev_cols(&m->lm_head, "lm_head", -1, why, len))
 		return -ENOTSUP;

@@ -625,14 +625,16 @@ static int pin_streamed(struct moe_run *r)
  * its pair's row: no download, and core/forward/layer_host.c uploads the
  * CPU's and the other devices' rows beside them. At decode only when every
  * pair is there (a few rows: one upload of all outputs with the pair lists
- * costs less than one per run of rows), or preplanned. */
+ * costs less than one per run of rows), or preplanned. Not where the
+ * experts have a down bias (gpt-oss): it joins every row on the host first
+ * (layer_host.c), as core/moe/block.c's accumulation adds it. */
 static void outputs_where(struct moe_run *r)
 {
 	struct coli_engine *e = r->e;
 	struct coli_moe_layer *ml = r->ml;
 
 	ml->moe_on_dense = ml->preplanned;
-	if (ml->moe_on_dense < 0 && ml->dense_dev >= 0) {
+	if (ml->moe_on_dense < 0 && ml->dense_dev >= 0 && !e->m.layers[ml->l].exp_down_bias) {
 		int d = ml->dense_dev, stay = ml->T > COLI_GPU_MAX_S || !r->n_need;
 
 		for (int p = 0; stay && ml->T <= COLI_GPU_MAX_S && p < e->s.n_pairs; p++)

@@ -9,13 +9,19 @@
  * more sensitive to rounding — transformers itself with Q8_0-rounded weights
  * agrees with bf16 on 97.9% of its positions (docs/quant.md) — so its figure
  * is reported, not held to the random fixtures' bound. q4: KL(bf16 || q4)
- * and top-1 agreement are printed, not asserted.
+ * and top-1 agreement are printed, not asserted. gpt-oss's fixtures (the
+ * gpt_oss ones) run bf16 once more with the dense part on the simulated
+ * device (its sinks, windows and biases: device ops since 2026-12-02), held
+ * to the same bound; tests/core/placement holds it byte-identical to the CPU.
  */
 #include <math.h>
 
 #include "fixture_util.h"
 
-static int run_logits(const char *path, const int *ids, int n, float *out)
+/* gpu: --gpu (NULL: the default); *on_dev (or NULL): the dense part ran on
+ * a device */
+static int run_logits_on(const char *path, const char *gpu, const int *ids, int n, float *out,
+                         int *on_dev)
 {
 	struct coli_opts o;
 	coli_engine_t *e;
@@ -24,6 +30,8 @@ static int run_logits(const char *path, const int *ids, int n, float *out)
 
 	coli_opts_init(&o, NULL, 0);
 	snprintf(o.kv_type, sizeof(o.kv_type), "f32"); /* the exact cache vs transformers */
+	if (gpu)
+		snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
 	o.threads = 2;
 	rc = coli_engine_open(path, &o, &e, err, sizeof(err));
 	if (rc) {
@@ -31,8 +39,38 @@ static int run_logits(const char *path, const int *ids, int n, float *out)
 		return rc;
 	}
 	rc = coli_engine_forward(e, ids, n, out, 1);
+	if (on_dev) {
+		struct coli_engine_stats st;
+
+		coli_engine_stats(e, &st);
+		*on_dev = st.dense_on_device;
+	}
 	coli_engine_close(e);
 	return rc;
+}
+
+static int run_logits(const char *path, const int *ids, int n, float *out)
+{
+	return run_logits_on(path, NULL, ids, n, out, NULL);
+}
+
+/* max over positions of max|a - ref| / max|ref| (NaN: infinite) */
+static double worst_ratio(const float *a, const float *ref, int n, int V)
+{
+	double w = 0;
+
+	for (int t = 0; t < n; t++) {
+		double mr = 0, md = 0;
+
+		for (int v = 0; v < V; v++) {
+			double r = ref[(size_t)t * V + v], d = a[(size_t)t * V + v] - r;
+
+			mr = fabs(r) > mr ? fabs(r) : mr;
+			md = fabs(d) > md || d != d ? (d != d ? INFINITY : fabs(d)) : md;
+		}
+		w = md / mr > w || md != md ? md / mr : w;
+	}
+	return w;
 }
 
 /* KL(p || q) of softmax(a), softmax(b) in nats. */
@@ -129,6 +167,22 @@ int main(void)
 		    "%-20s bf16 vs transformers: %d positions, max|d| %.3g, max|ref| %.3g, ratio "
 		    "%.2g\n",
 		    names[f], n, maxd, maxref, maxd / maxref);
+		if (!strncmp(names[f], "gpt_oss", 7)) { /* the dense part on the sim */
+			int on = 0;
+			double w;
+
+			for (size_t i = 0; i < nref; i++)
+				l8[i] = NAN;
+			if (run_logits_on(p16, "sim", ids, n, l8, &on))
+				return 1;
+			w = worst_ratio(l8, ref, n, V);
+			printf("%-20s bf16, dense part on sim: worst position ratio %.2g%s\n",
+			       names[f], w, on ? "" : " (the dense part stayed on the CPU)");
+			if (!on || !(w <= 1e-3)) {
+				printf("FAIL: %s with the dense part on sim\n", names[f]);
+				fails++;
+			}
+		}
 		free(l16), free(l8), free(l4), free(ref), free(ids);
 	}
 	printf("random fixtures: q8 top-1 agreement with bf16: %ld/%ld = %.2f%%\n", q8_agree, total,

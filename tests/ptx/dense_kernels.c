@@ -26,7 +26,9 @@
  *                   pairs summed inside the next norm (acc_rmsnorm): x, y and
  *                   y's quantization the bytes of accumulate + add_rmsnorm
  *   attention       decode at 1, 100, 5000, 12289, 40000 positions and prefill
- *                   chunks, GQA groups 1..16, hd 16..256, vs coli_attention_head
+ *                   chunks, GQA groups 1..16, hd 16..256, vs coli_attention_head;
+ *                   gpt-oss's sinks and sliding windows vs coli_attention_head_sink
+ *                   over the window's rows
  *                   (2e-5, times sqrt(n / 10000) past 10000 positions)
  *   gather_rows     pair rows gathered from token rows: the bytes, repeats too
  *   route           vs cpu/ops.c coli_route (E 8..1024, K 1..16, renormalised or
@@ -1093,14 +1095,22 @@ static int test_router_plan(void)
 
 /* ---- attention ---- */
 
-static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp)
+/* window > 0: a sliding layer's (each query sees its last `window`
+ * positions); sinks: gpt-oss's logit per head, drawn in [-1, 1] * qamp (the
+ * scores' own range, so a sink is sometimes the max). Both go to every launch
+ * of the case, checked as the plain one is: against the CPU's
+ * coli_attention_head_sink over the window's rows, a query alone against the
+ * batch, the prefill kernel against the chunk kernel. */
+static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, int window,
+                          int sinks)
 {
 	int n = pos0 + T, kvd = nkv * hd, group = nh / nkv;
 	size_t qn = (size_t)T * nh * hd;
 	float *q = xmalloc(4 * qn), *K = xmalloc(4 * (size_t)n * kvd);
 	float *V = xmalloc(4 * (size_t)n * kvd), *want = xmalloc(4 * qn), *got = xmalloc(4 * qn);
 	float *sc = xmalloc(4 * (size_t)n), scale = 1.0f / sqrtf((float)hd);
-	uint64_t dq, dk, dv, dout, dpos;
+	float *sk = xmalloc(4 * (size_t)nh);
+	uint64_t dq, dk, dv, dout, dpos, dsk = 0;
 	/* both sides sum n terms in f32, in different orders (splits, chunks):
 	 * the error grows ~ sqrt(n); 2e-5 up to 10000 positions */
 	const float tol = 2e-5f * fmaxf(1.0f, sqrtf(n / 10000.0f));
@@ -1113,11 +1123,19 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 		K[i] = frand();
 		V[i] = frand();
 	}
+	for (int h = 0; h < nh; h++)
+		sk[h] = frand() * qamp;
 	for (int t = 0; t < T; t++)
-		for (int h = 0; h < nh; h++)
-			coli_attention_head(q + ((size_t)t * nh + h) * hd, K + (h / group) * hd,
-			                    V + (h / group) * hd, pos0 + t + 1, kvd, hd, hd, scale,
-			                    sc, want + ((size_t)t * nh + h) * hd);
+		for (int h = 0; h < nh; h++) {
+			const int nt = pos0 + t + 1, k0 = window && nt > window ? nt - window : 0;
+
+			coli_attention_head_sink(
+			    q + ((size_t)t * nh + h) * hd, K + (size_t)k0 * kvd + (h / group) * hd,
+			    V + (size_t)k0 * kvd + (h / group) * hd, nt - k0, kvd, hd, hd, scale,
+			    sinks ? sk[h] : -INFINITY, sc, want + ((size_t)t * nh + h) * hd);
+		}
+	if (sinks)
+		dsk = dev_copy(sk, 4 * (size_t)nh);
 	dq = dev_copy(q, 4 * qn);
 	dk = dev_copy(K, 4 * (size_t)n * kvd);
 	dv = dev_copy(V, 4 * (size_t)n * kvd);
@@ -1132,8 +1150,9 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 		struct coli_act dev = {
 		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
 
-		if (qn % 32 || coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv,
-		                                  hd, scale, daq, dad, das)) {
+		if (qn % 32 ||
+		    coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd,
+		                          scale, daq, dad, das, 0, 0, dsk, window)) {
 			printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
 			return 1;
 		}
@@ -1142,8 +1161,8 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 		download(dev.d, dad, 4 * nb);
 		download(dev.qsum, das, 4 * nb);
 		coli_act_quantize(&ref, got, (int)qn);
-		snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d", T, n, nh,
-		         nkv, hd);
+		snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d%s%s", T, n, nh,
+		         nkv, hd, window ? " window" : "", sinks ? " sinks" : "");
 		rc = check(what, got, want, NULL, tol, qn);
 		if (memcmp(ref.q, dev.q, qn) || memcmp(ref.d, dev.d, 4 * nb) ||
 		    memcmp(ref.qsum, dev.qsum, 4 * nb)) {
@@ -1161,8 +1180,8 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	dpos = dev_copy(&pos0, sizeof(pos0));
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
-	if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh, nkv, hd,
-	                       scale, 0, 0, 0)) {
+	if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh, nkv, hd,
+	                          scale, 0, 0, 0, 0, 0, dsk, window)) {
 		printf("  attention T=%d pos0=%d from memory: launch failed\n", T, pos0);
 		return 1;
 	}
@@ -1197,8 +1216,9 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 
 			coli_gpu_free(g_gpu, dpos);
 			dpos = dev_copy(&at, sizeof(at));
-			if (coli_gpu_attention(g_gpu, dq + 4 * row * t, dk, dv, d1, 1, at, dpos,
-			                       n + 3000, nh, nkv, hd, scale, 0, 0, 0)) {
+			if (coli_gpu_attention_kv(g_gpu, dq + 4 * row * t, dk, dv, d1, 1, at, dpos,
+			                          n + 3000, nh, nkv, hd, scale, 0, 0, 0, 0, 0, dsk,
+			                          window)) {
 				printf("  attention T=1 at %d: launch failed\n", at);
 				return 1;
 			}
@@ -1216,8 +1236,8 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 		coli_gpu_free(g_gpu, dout);
 		dout = dev_poison(4 * qn);
 		coli_gpu_attn_prefill(g_gpu, 0);
-		if (coli_gpu_attention(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh,
-		                       nkv, hd, scale, 0, 0, 0)) {
+		if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh,
+		                          nkv, hd, scale, 0, 0, 0, 0, 0, dsk, window)) {
 			printf("  attention T=%d pos0=%d on the chunk kernel: launch failed\n", T,
 			       pos0);
 			return 1;
@@ -1239,8 +1259,15 @@ static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float q
 	}
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
 	coli_gpu_free(g_gpu, dout), coli_gpu_free(g_gpu, dpos);
-	free(q), free(K), free(V), free(want), free(got), free(sc);
+	if (dsk)
+		coli_gpu_free(g_gpu, dsk);
+	free(q), free(K), free(V), free(want), free(got), free(sc), free(sk);
 	return rc;
+}
+
+static int test_attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp)
+{
+	return attention_case(T, pos0, nh, nkv, hd, qamp, 0, 0);
 }
 
 /* ---- argmax ---- */
@@ -1320,6 +1347,24 @@ static int test_attention(void)
 	rc |= test_attention_case(3, 517, 8, 8, 96, 2.0f);
 	rc |= test_attention_case(1, 2000, 16, 1, 128, 4.0f);
 	rc |= test_attention_case(2, 1000, 16, 2, 256, 4.0f);
+	/* gpt-oss (hd 64, groups of 8; 20b: 64 q heads over 8 kv heads):
+	 * sinks alone, sliding windows of 128 (its own) and 8 (the fixture's)
+	 * with sinks, at decode (one split, several: the window's first split
+	 * past 0, its first position inside a chunk) and prefill (the window
+	 * moving k0 a row at a time, across the prefill kernel's chunks), and
+	 * the tile kernel (hd 48) */
+	rc |= attention_case(1, 700, 64, 8, 64, 2.0f, 0, 1);
+	rc |= attention_case(1, 0, 64, 8, 64, 2.0f, 128, 1);
+	rc |= attention_case(1, 100, 64, 8, 64, 2.0f, 128, 1);
+	rc |= attention_case(1, 5000, 64, 8, 64, 2.0f, 128, 1);
+	rc |= attention_case(4, 12285, 64, 8, 64, 2.0f, 128, 0);
+	rc |= attention_case(7, 300, 16, 2, 64, 2.0f, 8, 1);
+	rc |= attention_case(300, 40, 64, 8, 64, 2.0f, 128, 1);
+	rc |= attention_case(200, 5000, 64, 8, 64, 2.0f, 128, 1);
+	rc |= attention_case(70, 0, 16, 2, 64, 2.0f, 8, 1);
+	rc |= attention_case(66, 3000, 16, 1, 128, 4.0f, 100, 1);
+	rc |= attention_case(3, 517, 8, 8, 48, 2.0f, 128, 1);
+	rc |= attention_case(2, 5000, 8, 2, 48, 2.0f, 0, 1);
 	return rc;
 }
 

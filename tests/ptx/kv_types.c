@@ -9,8 +9,9 @@
  *               absolute on values in [-1, 1], growing as sqrt(n) past 10000
  *               positions: tests/ptx/dense_kernels), on the chunk kernel
  *               (decode, hd 128 and 256), the prefill kernel (hd 64, 128,
- *               64+ queries) and the tiles kernel (hd 96); the position read
- *               from device memory for a longer span gives the same bytes;
+ *               64+ queries) and the tiles kernel (hd 96), gpt-oss's sinks and
+ *               sliding window too; the position read from device memory for
+ *               a longer span gives the same bytes;
  *   stores      coli_gpu_qk_rope_store_kv into a typed cache gives the bytes
  *               coli_kv_row_store makes of the rows the fp32 launch wrote
  *               (store_only: of the inputs), q8's scales and rints included;
@@ -53,7 +54,10 @@ static double max_err(const float *got, const float *want, size_t n)
 	return e;
 }
 
-static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd)
+/* window, sinks: gpt-oss's sliding window (0: none) and a sink a head (1:
+ * drawn in [-4, 4], as the scores), against coli_attention_head_kv over the
+ * window's rows with the sink. */
+static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, int window, int sinks)
 {
 	const int n = pos0 + T, kvd = nkv * hd, group = nh / nkv, kt = k_kt[mode], vt = k_vt[mode];
 	const size_t qn = (size_t)T * nh * hd;
@@ -61,10 +65,10 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd)
 	float *q = xmalloc(4 * qn), *K = xmalloc(4 * (size_t)n * kvd),
 	      *V = xmalloc(4 * (size_t)n * kvd);
 	float *want = xmalloc(4 * qn), *got = xmalloc(4 * qn), *got2 = xmalloc(4 * qn);
-	float *sc = xmalloc(4 * (size_t)n);
+	float *sc = xmalloc(4 * (size_t)n), *sk = xmalloc(4 * (size_t)nh);
 	size_t kb, vb;
 	void *Kt, *Vt;
-	uint64_t dq, dk, dv, dout, dpos;
+	uint64_t dq, dk, dv, dout, dpos, dsk = 0;
 	double e;
 	int rc = 0;
 
@@ -72,6 +76,8 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd)
 		q[i] = 4.0f * frand();
 	for (size_t i = 0; i < (size_t)n * kvd; i++)
 		K[i] = frand(), V[i] = frand();
+	for (int h = 0; h < nh; h++)
+		sk[h] = 4.0f * frand();
 	Kt = typed(K, n, kvd, hd, kt, &kb);
 	Vt = typed(V, n, kvd, hd, vt, &vb);
 	for (int t = 0; t < T; t++)
@@ -80,34 +86,40 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd)
 			const size_t ko = (size_t)g * hd * (kt == 0 ? 4 : kt == 1 ? 2 : 1);
 			const size_t vo = (size_t)g * hd * (vt == 0 ? 4 : vt == 1 ? 2 : 1);
 			const int so = ((kvd + 3) & ~3) + 4 * g;
-			struct coli_kv_rows kr = {(char *)Kt + ko, kb, kt, (int)(so - ko), hd};
-			struct coli_kv_rows vr = {(char *)Vt + vo, vb, vt, (int)(so - vo), hd};
+			const int nt = pos0 + t + 1, k0 = window && nt > window ? nt - window : 0;
+			struct coli_kv_rows kr = {(char *)Kt + ko + (size_t)k0 * kb, kb, kt,
+			                          (int)(so - ko), hd};
+			struct coli_kv_rows vr = {(char *)Vt + vo + (size_t)k0 * vb, vb, vt,
+			                          (int)(so - vo), hd};
 
-			coli_attention_head_kv(q + ((size_t)t * nh + h) * hd, &kr, &vr,
-			                       pos0 + t + 1, hd, hd, scale, -INFINITY, sc,
+			coli_attention_head_kv(q + ((size_t)t * nh + h) * hd, &kr, &vr, nt - k0, hd,
+			                       hd, scale, sinks ? sk[h] : -INFINITY, sc,
 			                       want + ((size_t)t * nh + h) * hd);
 		}
+	if (sinks)
+		dsk = dev_copy(sk, 4 * (size_t)nh);
 	dq = dev_copy(q, 4 * qn);
 	dk = dev_copy(Kt, kb * n);
 	dv = dev_copy(Vt, vb * n);
 	dout = dev_poison(4 * qn);
 	if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd, scale, 0, 0,
-	                          0, kt, vt)) {
+	                          0, kt, vt, dsk, window)) {
 		printf("  FAIL attention %s T=%d pos0=%d: launch failed\n", k_mode[mode], T, pos0);
 		return 1;
 	}
 	download(got, dout, 4 * qn);
 	e = max_err(got, want, qn);
-	printf(
-	    "  attention %-7s T=%-3d n=%-5d nh=%-2d nkv=%-2d hd=%-3d max err %.2e (limit %.1e)\n",
-	    k_mode[mode], T, n, nh, nkv, hd, e, tol);
+	printf("  attention %-7s T=%-3d n=%-5d nh=%-2d nkv=%-2d hd=%-3d%s%s max err %.2e (limit "
+	       "%.1e)\n",
+	       k_mode[mode], T, n, nh, nkv, hd, window ? " window" : "", sinks ? " sinks" : "", e,
+	       tol);
 	rc |= !(e <= tol);
 	/* the position from device memory, the grid split for a longer span */
 	dpos = dev_copy(&pos0, sizeof(pos0));
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
 	if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh, nkv, hd,
-	                          scale, 0, 0, 0, kt, vt)) {
+	                          scale, 0, 0, 0, kt, vt, dsk, window)) {
 		printf("  FAIL attention %s from memory: launch failed\n", k_mode[mode]);
 		return 1;
 	}
@@ -120,7 +132,10 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd)
 	}
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
 	coli_gpu_free(g_gpu, dout), coli_gpu_free(g_gpu, dpos);
+	if (dsk)
+		coli_gpu_free(g_gpu, dsk);
 	free(q), free(K), free(V), free(want), free(got), free(got2), free(sc), free(Kt), free(Vt);
+	free(sk);
 	return rc;
 }
 
@@ -162,7 +177,7 @@ static int store_case(int mode, int T, int pos0, int nh, int nkv, int hd, int st
 	rc = rc ? rc
 	        : coli_gpu_qk_rope_store_kv(g_gpu, d[0], d[1], d[2], store_only ? 0 : d[3],
 	                                    store_only ? 0 : d[3], 1e-6f, T, nh, nkv, hd, pos0,
-	                                    d[5], d[4], d[8], d[9], kt, vt, store_only);
+	                                    d[5], d[4], d[8], d[9], kt, vt, store_only, 1.0f);
 	if (rc || coli_gpu_sync(g_gpu)) {
 		printf("  FAIL qk_rope_store %s: launch failed\n", k_mode[mode]);
 		return 1;
@@ -309,10 +324,14 @@ static int mla_prep_case(int kt, int T, int pos0, int nh, int np, int r, int kl)
 
 int main(void)
 {
-	static const int att[][5] = {
-	    /* T, pos0, nh, nkv, hd: chunks (decode), prefill hd 128 and 64, tiles, hd 256 */
-	    {1, 4999, 32, 4, 128}, {4, 12285, 32, 4, 128}, {64, 300, 32, 4, 128},
-	    {200, 100, 16, 4, 64}, {3, 517, 8, 8, 96},     {2, 1000, 16, 2, 256},
+	static const int att[][7] = {
+	    /* T, pos0, nh, nkv, hd, window, sinks: chunks (decode), prefill hd 128
+	     * and 64, tiles, hd 256; then gpt-oss's (hd 64, groups of 8, a
+	     * sliding window of 128 with sinks): decode and prefill */
+	    {1, 4999, 32, 4, 128, 0, 0},  {4, 12285, 32, 4, 128, 0, 0},
+	    {64, 300, 32, 4, 128, 0, 0},  {200, 100, 16, 4, 64, 0, 0},
+	    {3, 517, 8, 8, 96, 0, 0},     {2, 1000, 16, 2, 256, 0, 0},
+	    {1, 4999, 64, 8, 64, 128, 1}, {200, 100, 64, 8, 64, 128, 1},
 	};
 	int rc = ptx_test_open();
 
@@ -321,7 +340,7 @@ int main(void)
 	for (int m = 1; m < 4; m++) {
 		for (size_t c = 0; c < sizeof(att) / sizeof(att[0]); c++)
 			rc |= attention_case(m, att[c][0], att[c][1], att[c][2], att[c][3],
-			                     att[c][4]);
+			                     att[c][4], att[c][5], att[c][6]);
 		rc |= store_case(m, 3, 40, 8, 4, 128, 0);
 		rc |= store_case(m, 2, 7, 4, 2, 64, 1);
 	}
