@@ -35,6 +35,16 @@ void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float 
 void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                       int row0, int row1);
 
+/* AMX int8 tiles (cpu/gemv/gemm_amx.c): coli_gemm for Q8_0 / Q4_0 weights
+ * with K <= COLI_AMX_MAX_K and at least 16 rows; -ENOTSUP for anything else
+ * (the caller runs coli_gemm_avx512, same bits). Worth it from
+ * COLI_AMX_MIN_S activations up (tools/bench_kernels.c's gemm arm, this
+ * file's commit). Needs the tile state granted (cpu/dispatch.c). */
+#define COLI_AMX_MAX_K 8192
+#define COLI_AMX_MIN_S 16
+int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
+                  int row0, int row1);
+
 /* coli_exp_scaled (cpu/ops.c): Cephes' expf steps, the constants every
  * form uses (range reduction by ln 2 in two parts, a degree-5 polynomial). */
 #define COLI_EXP_LO    -87.33654f /* below: exp underflows, the result is 0 */

@@ -5,11 +5,18 @@
  * COLI never assumes AVX-512: the AVX-512 kernels need F, BW, VL, DQ and VNNI
  * (Ice Lake / Zen 4 and later) and are used only when cpuid reports all of
  * them; AVX2 needs AVX2, FMA and F16C; the scalar reference always works.
+ * AMX (Sapphire Rapids and later) is AVX-512 plus amx_tile and amx_int8 by
+ * cpuid and the tile state granted by Linux (arch_prctl
+ * ARCH_REQ_XCOMP_PERM, once a process: a kernel that refuses it, or one
+ * older than 5.16, leaves the ISA at AVX-512); it adds coli_gemm's int8
+ * tile path (cpu/gemv/gemm_amx.c) for S >= COLI_AMX_MIN_S.
  * Since every ISA computes the canonical reduction, the choice changes speed,
  * never bits. coli_cpu_isa_force exists so tests and benchmarks can run each
  * ISA the CPU has; it is not meant to be called while kernels run.
  */
 #include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <math.h>
 
@@ -27,13 +34,31 @@ static int has_f16c(void)
 	return (c >> 29) & 1;
 }
 
+/* AMX-TILE and AMX-INT8 are CPUID.(7,0):EDX bits 24 and 25; Linux then
+ * hands the tile data state (XFEATURE_XTILEDATA = 18) to a process that
+ * asks (ARCH_REQ_XCOMP_PERM = 0x1023); without that a tile instruction
+ * faults. The permission covers every thread of the process. */
+static int has_amx(void)
+{
+	unsigned a = 7, b, c = 0, d;
+
+	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	if (((d >> 24) & 3) != 3)
+		return 0;
+#ifdef SYS_arch_prctl
+	return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+	return 0;
+#endif
+}
+
 static enum coli_cpu_isa detect(void)
 {
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
 	    __builtin_cpu_supports("avx512vnni"))
-		return COLI_CPU_ISA_AVX512;
+		return has_amx() ? COLI_CPU_ISA_AMX : COLI_CPU_ISA_AVX512;
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
 		return COLI_CPU_ISA_AVX2;
 	return COLI_CPU_ISA_SCALAR;
@@ -73,6 +98,8 @@ const char *coli_cpu_isa_name(enum coli_cpu_isa isa)
 		return "avx2";
 	case COLI_CPU_ISA_AVX512:
 		return "avx512";
+	case COLI_CPU_ISA_AMX:
+		return "avx512+amx";
 	}
 	return "?";
 }
@@ -88,6 +115,7 @@ int coli_cpu_isa_force(enum coli_cpu_isa isa)
 void coli_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0, int row1)
 {
 	switch (coli_cpu_isa()) {
+	case COLI_CPU_ISA_AMX:
 	case COLI_CPU_ISA_AVX512:
 		coli_gemv_avx512(w, x, y, row0, row1);
 		return;
@@ -135,6 +163,11 @@ void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float 
                int row0, int row1)
 {
 	switch (coli_cpu_isa()) {
+	case COLI_CPU_ISA_AMX:
+		/* the tiles refuse what they do not cover: the VNNI tiles, same bits */
+		if (S < COLI_AMX_MIN_S || coli_gemm_amx(w, x, S, y, ldy, row0, row1))
+			coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
+		return;
 	case COLI_CPU_ISA_AVX512:
 		coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
 		return;
