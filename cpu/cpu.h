@@ -136,6 +136,12 @@ enum coli_cpu_isa {
 };
 enum coli_cpu_isa coli_cpu_isa(void);
 const char *coli_cpu_isa_name(enum coli_cpu_isa isa);
+/* The best ISA of this CPU, whatever is forced. */
+enum coli_cpu_isa coli_cpu_isa_best(void);
+/* The AMX int8 peak, for benchmarks' bound: n rounds of four independent
+ * full 16 x 16 x 64 TDPBSSD on the calling thread; returns the int8 ops
+ * done (2 a multiply-add), or -ENOTSUP without AMX. */
+int64_t coli_cpu_amx_peak_run(long n);
 /* Force a kernel ISA (tests, benchmarks); -ENOTSUP if the CPU lacks it. */
 int coli_cpu_isa_force(enum coli_cpu_isa isa);
 

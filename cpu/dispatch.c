@@ -89,6 +89,11 @@ enum coli_cpu_isa coli_cpu_isa(void)
 	return (enum coli_cpu_isa)v;
 }
 
+enum coli_cpu_isa coli_cpu_isa_best(void)
+{
+	return best();
+}
+
 const char *coli_cpu_isa_name(enum coli_cpu_isa isa)
 {
 	switch (isa) {

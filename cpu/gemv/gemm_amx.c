@@ -65,22 +65,20 @@ struct tilecfg {
 	uint8_t rows[16];
 } __attribute__((aligned(64)));
 
-static void tiles_config(void)
-{
-	struct tilecfg c;
-
-	memset(&c, 0, sizeof(c));
-	c.palette = 1;
-	for (int i = 0; i < 2; i++) {
-		c.rows[i] = 16; /* C */
-		c.colsb[i] = 64;
-		c.rows[2 + i] = 16; /* A */
-		c.colsb[2 + i] = 32;
-		c.rows[4 + i] = 8; /* B */
-		c.colsb[4 + i] = 64;
-	}
-	_tile_loadconfig(&c);
-}
+/* C tmm0/1 16 x 64 B, A tmm2/3 16 x 32 B, B tmm4/5 8 x 64 B. Constant data:
+ * GCC 12 dropped the stores of a config built on the stack before
+ * ldtilecfg (the tiles were left unconfigured: #UD at the first tileloadd). */
+static const struct tilecfg g_cfg_gemm = {
+    .palette = 1,
+    .colsb = {64, 64, 32, 32, 64, 64},
+    .rows = {16, 16, 16, 16, 8, 8},
+};
+/* the peak probe: tmm0-3 C, tmm4/5 A, tmm6/7 B, all 16 x 64 B */
+static const struct tilecfg g_cfg_peak = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
 
 /* One token tile of B: xb [nb][8][64] int8, dxt [nb][16] fp32, from the
  * T (1..16) activations x[0..T). */
@@ -270,7 +268,7 @@ int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, flo
 	if ((w->dtype != COLI_DTYPE_Q8_0 && !q4) || w->cols > COLI_AMX_MAX_K || w->rows < 16 ||
 	    row0 >= row1)
 		return row0 >= row1 ? 0 : -ENOTSUP;
-	tiles_config();
+	_tile_loadconfig(&g_cfg_gemm);
 	for (int s0 = 0; s0 < S; s0 += 16 * tiles_max) {
 		const int ntok = S - s0 < 16 * tiles_max ? S - s0 : 16 * tiles_max;
 		const int ntiles = (ntok + 15) / 16;
@@ -313,4 +311,28 @@ int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, flo
 	}
 	_tile_release();
 	return 0;
+}
+
+int64_t coli_cpu_amx_peak_run(long n)
+{
+	static const int8_t a[16 * 64] __attribute__((aligned(64))) = {1};
+	if (coli_cpu_isa_best() < COLI_CPU_ISA_AMX)
+		return -ENOTSUP;
+	_tile_loadconfig(&g_cfg_peak);
+	_tile_loadd(4, a, 64);
+	_tile_loadd(5, a, 64);
+	_tile_loadd(6, a, 64);
+	_tile_loadd(7, a, 64);
+	_tile_zero(0);
+	_tile_zero(1);
+	_tile_zero(2);
+	_tile_zero(3);
+	for (long i = 0; i < n; i++) {
+		_tile_dpbssd(0, 4, 6);
+		_tile_dpbssd(1, 4, 7);
+		_tile_dpbssd(2, 5, 6);
+		_tile_dpbssd(3, 5, 7);
+	}
+	_tile_release();
+	return (int64_t)n * 4 * 2 * 16 * 16 * 64;
 }
