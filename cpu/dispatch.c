@@ -231,6 +231,52 @@ void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct col
 	coli_cpu_pool_run(p, split_task, &sp, coli_cpu_pool_tasks(p, (w->rows + 15) / 16));
 }
 
+/* ---- the AMX tiles' split: tiles of (16 rows x a token chunk) ----
+ *
+ * coli_gemm_amx transposes its activations into the tiles' layout once a
+ * call, a cost of the tokens alone that the rows it computes pay back: a
+ * task that owned a few rows and every token of a prompt paid it for all of
+ * them (16 threads, a 512-row k projection: 16 rows a task, the transpose
+ * about half its work). So the units here are (token chunk, 16-row panel),
+ * chunk-major: a task's contiguous units are mostly one chunk's panels, and
+ * it transposes that chunk once. A chunk is 64 tokens (four tiles, over
+ * which a Q4_0 panel's unpacking is shared), halved down to 16 while there
+ * are fewer than four units a thread. Each unit's outputs are coli_gemm's,
+ * so the split never changes a bit. */
+struct tsplit {
+	const struct coli_mat *w;
+	const struct coli_act *x;
+	int S, chunk, panels; /* tokens a chunk, 16-row panels */
+	float *y;             /* [S][ldy] */
+	int ldy;
+};
+
+static int amx_fits(const struct coli_mat *w, int S)
+{
+	return coli_cpu_isa() == COLI_CPU_ISA_AMX && S >= COLI_AMX_MIN_S &&
+	       (w->dtype == COLI_DTYPE_Q8_0 || w->dtype == COLI_DTYPE_Q4_0) &&
+	       w->cols <= COLI_AMX_MAX_K && w->rows >= 16;
+}
+
+static void tsplit_task(void *arg, int t, int n)
+{
+	const struct tsplit *ts = arg;
+	int chunks = (ts->S + ts->chunk - 1) / ts->chunk, units = chunks * ts->panels;
+	int u0 = (int)((long)units * t / n), u1 = (int)((long)units * (t + 1) / n);
+
+	while (u0 < u1) {
+		int c = u0 / ts->panels, pe = (c + 1) * ts->panels < u1 ? (c + 1) * ts->panels : u1;
+		int r0 = (u0 - c * ts->panels) * 16, r1 = (pe - c * ts->panels) * 16;
+		int s0 = c * ts->chunk, sn = ts->S - s0 < ts->chunk ? ts->S - s0 : ts->chunk;
+
+		if (r1 > ts->w->rows)
+			r1 = ts->w->rows;
+		coli_gemm(ts->w, ts->x + s0, sn, ts->y + (size_t)s0 * ts->ldy + r0, ts->ldy, r0,
+		          r1);
+		u0 = pe;
+	}
+}
+
 void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, int S,
                   float *y, int ldy)
 {
@@ -238,6 +284,17 @@ void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct col
 
 	if (S <= 0)
 		return;
+	if (coli_cpu_pool_threads(p) > 1 && amx_fits(w, S)) {
+		struct tsplit ts = {w, x, S, 64, (w->rows + 15) / 16, y, ldy};
+		int want = 4 * coli_cpu_pool_threads(p);
+
+		while (ts.chunk > 16 && ts.panels * ((S + ts.chunk - 1) / ts.chunk) < want)
+			ts.chunk /= 2;
+		coli_cpu_pool_run(
+		    p, tsplit_task, &ts,
+		    coli_cpu_pool_tasks(p, ts.panels * ((S + ts.chunk - 1) / ts.chunk)));
+		return;
+	}
 	if (coli_cpu_pool_threads(p) <= 1 || w->rows < 32) {
 		coli_gemm(w, x, S, y, ldy, 0, w->rows);
 		return;

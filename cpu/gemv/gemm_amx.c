@@ -80,6 +80,34 @@ static const struct tilecfg g_cfg_peak = {
     .rows = {16, 16, 16, 16, 16, 16, 16, 16},
 };
 
+/* 16 x 16 dword transpose: u[k] dword i = r[i] dword k (r is clobbered). */
+INLINE void transpose16(__m512i r[16], __m512i u[16])
+{
+	for (int i = 0; i < 16; i += 2) {
+		u[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+		u[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+	}
+	for (int i = 0; i < 16; i += 4) {
+		r[i] = _mm512_unpacklo_epi64(u[i], u[i + 2]);
+		r[i + 1] = _mm512_unpackhi_epi64(u[i], u[i + 2]);
+		r[i + 2] = _mm512_unpacklo_epi64(u[i + 1], u[i + 3]);
+		r[i + 3] = _mm512_unpackhi_epi64(u[i + 1], u[i + 3]);
+	}
+	/* r[4g + c] holds, in 128-bit lane q, dword 4q + c of rows 4g..4g+3:
+	 * gather the lanes q of the four groups */
+	for (int c = 0; c < 4; c++) {
+		__m512i a = _mm512_shuffle_i32x4(r[c], r[4 + c], _MM_SHUFFLE(2, 0, 2, 0));
+		__m512i b = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], _MM_SHUFFLE(2, 0, 2, 0));
+		__m512i e = _mm512_shuffle_i32x4(r[c], r[4 + c], _MM_SHUFFLE(3, 1, 3, 1));
+		__m512i f = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], _MM_SHUFFLE(3, 1, 3, 1));
+
+		u[c] = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0));      /* q 0 */
+		u[8 + c] = _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1));  /* q 2 */
+		u[4 + c] = _mm512_shuffle_i32x4(e, f, _MM_SHUFFLE(2, 0, 2, 0));  /* q 1 */
+		u[12 + c] = _mm512_shuffle_i32x4(e, f, _MM_SHUFFLE(3, 1, 3, 1)); /* q 3 */
+	}
+}
+
 /* One token tile of B: xb [nb][8][64] int8, dxt [nb][16] fp32, from the
  * T (1..16) activations x[0..T). */
 static void pack_tokens(const struct coli_act *x, int T, int nb, int8_t *xb, float *dxt)
@@ -93,32 +121,7 @@ static void pack_tokens(const struct coli_act *x, int T, int nb, int8_t *xb, flo
 		for (int t = 0; t < 16; t++)
 			r[t] = t < T ? _mm512_maskz_loadu_epi32(m, x[t].q + (size_t)b * 32)
 			             : _mm512_setzero_si512();
-		/* 16 x 16 dword transpose: r[t] dword k -> row k dword t */
-		for (int i = 0; i < 16; i += 2) {
-			u[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-			u[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-		}
-		for (int i = 0; i < 16; i += 4) {
-			r[i] = _mm512_unpacklo_epi64(u[i], u[i + 2]);
-			r[i + 1] = _mm512_unpackhi_epi64(u[i], u[i + 2]);
-			r[i + 2] = _mm512_unpacklo_epi64(u[i + 1], u[i + 3]);
-			r[i + 3] = _mm512_unpackhi_epi64(u[i + 1], u[i + 3]);
-		}
-		/* r[4g + c] holds, in 128-bit lane q, dword 4q + c of tokens
-		 * 4g..4g+3: gather the lanes q of the four groups */
-		for (int c = 0; c < 4; c++) {
-			__m512i a = _mm512_shuffle_i32x4(r[c], r[4 + c], _MM_SHUFFLE(2, 0, 2, 0));
-			__m512i bb =
-			    _mm512_shuffle_i32x4(r[8 + c], r[12 + c], _MM_SHUFFLE(2, 0, 2, 0));
-			__m512i e = _mm512_shuffle_i32x4(r[c], r[4 + c], _MM_SHUFFLE(3, 1, 3, 1));
-			__m512i f =
-			    _mm512_shuffle_i32x4(r[8 + c], r[12 + c], _MM_SHUFFLE(3, 1, 3, 1));
-			/* dword k = 4q + c for q = 0..3 */
-			u[c] = _mm512_shuffle_i32x4(a, bb, _MM_SHUFFLE(2, 0, 2, 0));     /* q 0 */
-			u[8 + c] = _mm512_shuffle_i32x4(a, bb, _MM_SHUFFLE(3, 1, 3, 1)); /* q 2 */
-			u[4 + c] = _mm512_shuffle_i32x4(e, f, _MM_SHUFFLE(2, 0, 2, 0));  /* q 1 */
-			u[12 + c] = _mm512_shuffle_i32x4(e, f, _MM_SHUFFLE(3, 1, 3, 1)); /* q 3 */
-		}
+		transpose16(r, u);
 		/* u[k] = dword k of the 16 tokens: k < 8 block b, else block b+1 */
 		for (int k = 0; k < 8; k++)
 			_mm512_store_si512(xb + (size_t)b * 512 + 64 * k, u[k]);
@@ -211,7 +214,7 @@ struct panel {
 	int nb;
 };
 
-/* lanes[j][m][t] for j < 16 of one (row panel, token tile). */
+/* lanes[j][m][t] for j < 16 of one (row panel, token tile), unfolded. */
 static void panel_lanes(const struct panel *p, float (*lanes)[16][16])
 {
 	int32_t cbuf[2][256] __attribute__((aligned(64)));
@@ -244,13 +247,34 @@ static void panel_lanes(const struct panel *p, float (*lanes)[16][16])
 		for (int m = 0; m < 16; m++)
 			_mm512_store_ps(lanes[j][m], acc[m]);
 	}
-	/* the canonical fold, every (m, t) at once */
-	for (int h = 8; h >= 1; h >>= 1)
-		for (int j = 0; j < h; j++)
-			for (int m = 0; m < 16; m++)
-				_mm512_store_ps(lanes[j][m],
-				                _mm512_add_ps(_mm512_load_ps(lanes[j][m]),
-				                              _mm512_load_ps(lanes[j + h][m])));
+}
+
+/* The canonical fold of a panel's lanes, then its outputs: rows
+ * [rs + m0, rs + m1) of tokens [0, T) to y (row rs + m at y[t * ldy + m -
+ * m0]). */
+static void panel_store(float (*lanes)[16][16], int m0, int m1, int T, float *y, size_t ldy)
+{
+	__m512i r[16], u[16];
+	const __mmask16 want = (__mmask16)(((1u << m1) - 1) & ~((1u << m0) - 1));
+
+	for (int m = 0; m < 16; m++) {
+		__m512 l[16];
+
+		for (int j = 0; j < 16; j++)
+			l[j] = _mm512_load_ps(lanes[j][m]);
+		for (int h = 8; h >= 1; h >>= 1)
+			for (int j = 0; j < h; j++)
+				l[j] = _mm512_add_ps(l[j], l[j + h]);
+		r[m] = _mm512_castps_si512(l[0]); /* [t] of row m */
+	}
+	transpose16(r, u); /* u[t] = [m] of token t */
+	for (int t = 0; t < T; t++) {
+		__m512 v = _mm512_castsi512_ps(u[t]);
+
+		if (m0)
+			v = _mm512_maskz_compress_ps(want, v);
+		_mm512_mask_storeu_ps(y + (size_t)t * ldy, (__mmask16)((1u << (m1 - m0)) - 1), v);
+	}
 }
 
 int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
@@ -303,9 +327,7 @@ int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, flo
 				p.xb = xb + (size_t)i * nb * 512;
 				p.dxt = dxt + (size_t)i * nb * 16;
 				panel_lanes(&p, lanes);
-				for (int rr = r; rr < re; rr++)
-					for (int t = 0; t < T; t++)
-						yt[(size_t)t * ldy + rr] = lanes[0][rr - rs][t];
+				panel_store(lanes, r - rs, re - rs, T, yt + r, (size_t)ldy);
 			}
 		}
 	}
