@@ -170,7 +170,7 @@ void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float 
 	switch (coli_cpu_isa()) {
 	case COLI_CPU_ISA_AMX:
 		/* the tiles refuse what they do not cover: the VNNI tiles, same bits */
-		if (S < COLI_AMX_MIN_S || coli_gemm_amx(w, x, S, y, ldy, row0, row1))
+		if (S < coli_amx_min_s(w->dtype) || coli_gemm_amx(w, x, S, y, ldy, row0, row1))
 			coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
 		return;
 	case COLI_CPU_ISA_AVX512:
@@ -253,8 +253,9 @@ struct tsplit {
 
 static int amx_fits(const struct coli_mat *w, int S)
 {
-	return coli_cpu_isa() == COLI_CPU_ISA_AMX && S >= COLI_AMX_MIN_S &&
-	       (w->dtype == COLI_DTYPE_Q8_0 || w->dtype == COLI_DTYPE_Q4_0) &&
+	return coli_cpu_isa() == COLI_CPU_ISA_AMX && S >= coli_amx_min_s(w->dtype) &&
+	       (w->dtype == COLI_DTYPE_Q8_0 || w->dtype == COLI_DTYPE_Q4_0 ||
+	        w->dtype == COLI_DTYPE_Q4_K || w->dtype == COLI_DTYPE_Q5_K) &&
 	       w->cols <= COLI_AMX_MAX_K && w->rows >= 16;
 }
 

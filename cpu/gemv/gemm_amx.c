@@ -1,10 +1,11 @@
 /*
- * cpu/gemv/gemm_amx.c — coli_gemm for Q8_0 and Q4_0 weights on AMX int8 tiles
- * (Sapphire Rapids and later), bit-identical to cpu/gemv/gemv_ref.c: THE
- * CANONICAL REDUCTION of cpu.h. Called only when cpu/dispatch.c found
- * amx_tile + amx_int8 by cpuid and Linux granted the tile state
- * (arch_prctl ARCH_REQ_XCOMP_PERM), and only for S >= COLI_AMX_MIN_S
- * activations; below that the VNNI tiles of gemv_avx512.c are faster.
+ * cpu/gemv/gemm_amx.c — coli_gemm for Q8_0, Q4_0, Q4_K and Q5_K weights on AMX
+ * int8 tiles (Sapphire Rapids and later), bit-identical to cpu/gemv/gemv_ref.c
+ * and cpu/kquant/kquant.c: THE CANONICAL REDUCTION of cpu.h and its K-quant
+ * form. Called only when cpu/dispatch.c found amx_tile + amx_int8 by cpuid
+ * and Linux granted the tile state (arch_prctl ARCH_REQ_XCOMP_PERM), and only
+ * for S >= coli_amx_min_s activations; below that the AVX-512 kernels are
+ * faster.
  *
  * How the bits stay canonical. One TDPBSSD multiplies a weight tile A by an
  * activation tile B whose K is ONE 32-block, so each int32 of C is one
@@ -22,7 +23,10 @@
  *   acc[m] = fmadd(cvt(C[m][0..15]), dw[r+m][b] * dx[0..15][b], acc[m])
  *
  * which is the reference's fmaf((float)s, dw * dx, l) element by element
- * (the product rounded to fp32 first, then one fused step). The 16 lanes go
+ * (the product rounded to fp32 first, then one fused step). Q4_K / Q5_K:
+ * a unit is one group of 32 of a superblock, its quants (0..15, 0..31) the
+ * A tile's bytes, and the epilogue is kquant.c's: A = C * sc, then
+ * fmadd(A, d * dx), then fmadd(-mn * qsum, dmin * dx). The 16 lanes go
  * to lanes[j][m][t] (16 KiB), are folded by the canonical tree (8, 4, 2,
  * 1) and written to y[t][r]. Lanes past the last block stay +0.0f, as in the
  * reference. C goes through memory (tilestored, then 16 zmm loads); two C
@@ -34,14 +38,15 @@
  * [32 B] and shared by all token tiles. B is built once a call per token
  * tile (16 activations; fewer are zero padded, their outputs not written):
  * a 16 x 16 dword transpose of two blocks of 16 activations at a time, plus
- * dx transposed to [block][16 tokens]. The weights' fp16 scales of a panel
- * are widened once to [16 rows][block]. A last row panel of fewer than 16
+ * dx and qsum transposed to [block][16 tokens]. The weights' fp16 scales of
+ * a panel are widened once to [16 rows][block]; a K-quant panel is unpacked
+ * as Q4_0's, with each unit's scale, min, d and dmin beside it. A last row panel of fewer than 16
  * rows is computed as the matrix's last 16 rows (the overlap is computed
  * twice, stored once), so the tile shapes never change within a call.
  *
  * Limits: K <= COLI_AMX_MAX_K and rows >= 16, else the caller runs the VNNI
- * path (gemv_avx512.c). Scratch lives on the stack (~330 KiB at the largest
- * K): the kernels allocate nothing.
+ * path (gemv_avx512.c). Scratch lives on the stack (~420 KiB at the largest
+ * K, K-quants): the kernels allocate nothing.
  */
 #include <errno.h>
 #include <immintrin.h>
@@ -53,8 +58,8 @@
 
 #define NB_MAX (COLI_AMX_MAX_K / COLI_QBLOCK) /* blocks of the longest row */
 /* Activation scratch of a call: as many token tiles of B as fit, each
- * nb x (512 B of quants + 64 B of dx). */
-#define XPANEL_BYTES (NB_MAX * 576)
+ * nb x (512 B of quants + 64 B of dx + 64 B of qsum). */
+#define XPANEL_BYTES (NB_MAX * 640)
 
 /* The tile palette 1 configuration (Intel SDM vol. 1, 3.2: 64 bytes). */
 struct tilecfg {
@@ -108,9 +113,11 @@ INLINE void transpose16(__m512i r[16], __m512i u[16])
 	}
 }
 
-/* One token tile of B: xb [nb][8][64] int8, dxt [nb][16] fp32, from the
- * T (1..16) activations x[0..T). */
-static void pack_tokens(const struct coli_act *x, int T, int nb, int8_t *xb, float *dxt)
+/* One token tile of B: xb [nb][8][64] int8, dxt [nb][16] fp32 and qst
+ * [nb][16] int32 (qsum, for the K-quants' min term), from the T (1..16)
+ * activations x[0..T). */
+static void pack_tokens(const struct coli_act *x, int T, int nb, int8_t *xb, float *dxt,
+                        int32_t *qst)
 {
 	const __mmask16 lo8 = 0x00ff;
 
@@ -130,8 +137,10 @@ static void pack_tokens(const struct coli_act *x, int T, int nb, int8_t *xb, flo
 				_mm512_store_si512(xb + (size_t)(b + 1) * 512 + 64 * k, u[8 + k]);
 	}
 	for (int b = 0; b < nb; b++)
-		for (int t = 0; t < 16; t++)
+		for (int t = 0; t < 16; t++) {
 			dxt[(size_t)b * 16 + t] = t < T ? x[t].d[b] : 0.0f;
+			qst[(size_t)b * 16 + t] = t < T ? x[t].qsum[b] : 0;
+		}
 }
 
 /* A Q4_0 panel's 16 rows (from row rs) as int8 [nb][16][32], nibble - 8,
@@ -174,6 +183,54 @@ static void unpack_q4(const struct coli_mat *w, int rs, int nb, int8_t *wa)
 	}
 }
 
+/* The K-quants' per-unit values of a panel, [16 rows][nb units] each. */
+struct kq_scales {
+	int32_t *sc, *mn; /* the group's 6-bit scale and min */
+	float *d, *dmin;  /* the superblock's halves, widened */
+};
+
+/* A Q4_K / Q5_K panel's 16 rows (from row rs): the quants of unit (group)
+ * b as int8 [nb][16][32] (0..15, Q5_K 0..31), and each unit's scale, min,
+ * d and dmin, as cpu/kquant/kquant.c's unit_ints reads them. */
+static void unpack_kq(const struct coli_mat *w, int rs, int nb, int8_t *wa,
+                      const struct kq_scales *ks)
+{
+	const int five = w->dtype == COLI_DTYPE_Q5_K, bb = five ? 176 : 144;
+	const size_t rowb = (size_t)(nb / 8) * bb;
+	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+
+	for (int m = 0; m < 16; m++) {
+		const uint8_t *row = (const uint8_t *)w->data + (size_t)(rs + m) * rowb;
+		float d = 0, dmin = 0;
+
+		for (int b = 0; b < nb; b++) {
+			const uint8_t *bp = row + (size_t)(b / 8) * bb;
+			const int g = b % 8;
+			__m256i v = _mm256_loadu_si256(
+			    (const __m256i *)(bp + (five ? 48 : 16) + g / 2 * 32));
+			__m256i q = _mm256_and_si256(_mm256_srli_epi16(v, g % 2 * 4), m4);
+			int sc, mn;
+
+			if (five) {
+				__m256i h = _mm256_loadu_si256((const __m256i *)(bp + 16));
+
+				h = _mm256_and_si256(_mm256_srli_epi16(h, g), one);
+				q = _mm256_or_si256(q, _mm256_slli_epi16(h, 4));
+			}
+			_mm256_store_si256((__m256i *)(wa + ((size_t)b * 16 + m) * 32), q);
+			coli_kq_scale_min(bp + 4, g, &sc, &mn);
+			ks->sc[m * nb + b] = sc;
+			ks->mn[m * nb + b] = -mn;
+			if (!g) { /* the superblock's halves, widened exactly (F16C) */
+				d = _cvtsh_ss((uint16_t)(bp[0] | bp[1] << 8));
+				dmin = _cvtsh_ss((uint16_t)(bp[2] | bp[3] << 8));
+			}
+			ks->d[m * nb + b] = d;
+			ks->dmin[m * nb + b] = dmin;
+		}
+	}
+}
+
 /* A panel's fp16 scales (16 rows of nb, row stride nb) as fp32 [16][nb]. */
 static void widen_scales(const uint16_t *s, int nb, float *dwf)
 {
@@ -205,17 +262,41 @@ INLINE void epilogue(const int32_t *c, const float *dwb, size_t nb, const float 
 
 /* Operands of one (row panel, token tile). */
 struct panel {
-	const int8_t *a;  /* block 0 of row 0 of the A operand */
-	size_t a_blk;     /* bytes from one block to the next */
-	size_t a_stride;  /* bytes from one row to the next */
-	const int8_t *xb; /* [nb][8][64] */
-	const float *dxt; /* [nb][16] */
-	const float *dwf; /* [16][nb] */
+	const int8_t *a;            /* block 0 of row 0 of the A operand */
+	size_t a_blk;               /* bytes from one block to the next */
+	size_t a_stride;            /* bytes from one row to the next */
+	const int8_t *xb;           /* [nb][8][64] */
+	const float *dxt;           /* [nb][16] */
+	const int32_t *qst;         /* [nb][16] */
+	const float *dwf;           /* [16][nb] (K-quants: d) */
+	const struct kq_scales *ks; /* K-quants, else NULL */
 	int nb;
 };
 
+/* The K-quants' unit b (cpu/kquant/kquant.c): A = sc * sum, C = -mn *
+ * qsum, then fmaf(A, d * dx) and fmaf(C, dmin * dx), in that order. */
+INLINE void epilogue_kq(const int32_t *c, const struct panel *p, int b, __m512 acc[16])
+{
+	const __m512 dx = _mm512_load_ps(p->dxt + (size_t)b * 16);
+	const __m512i qs = _mm512_load_si512(p->qst + (size_t)b * 16);
+	const struct kq_scales *ks = p->ks;
+
+#pragma GCC unroll 16
+	for (int m = 0; m < 16; m++) {
+		const int i = m * p->nb + b;
+		__m512i A =
+		    _mm512_mullo_epi32(_mm512_load_si512(c + 16 * m), _mm512_set1_epi32(ks->sc[i]));
+		__m512i C = _mm512_mullo_epi32(_mm512_set1_epi32(ks->mn[i]), qs);
+
+		acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(A),
+		                         _mm512_mul_ps(_mm512_set1_ps(ks->d[i]), dx), acc[m]);
+		acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(C),
+		                         _mm512_mul_ps(_mm512_set1_ps(ks->dmin[i]), dx), acc[m]);
+	}
+}
+
 /* lanes[j][m][t] for j < 16 of one (row panel, token tile), unfolded. */
-static void panel_lanes(const struct panel *p, float (*lanes)[16][16])
+INLINE void panel_lanes_of(const struct panel *p, float (*lanes)[16][16], const int kq)
 {
 	int32_t cbuf[2][256] __attribute__((aligned(64)));
 
@@ -239,14 +320,27 @@ static void panel_lanes(const struct panel *p, float (*lanes)[16][16])
 				_tile_dpbssd(1, 3, 5);
 				_tile_stored(1, cbuf[1], 64);
 			}
-			epilogue(cbuf[0], p->dwf + b, p->nb, p->dxt + (size_t)b * 16, acc);
-			if (b1 < p->nb)
+			if (kq)
+				epilogue_kq(cbuf[0], p, b, acc);
+			else
+				epilogue(cbuf[0], p->dwf + b, p->nb, p->dxt + (size_t)b * 16, acc);
+			if (b1 < p->nb && kq)
+				epilogue_kq(cbuf[1], p, b1, acc);
+			else if (b1 < p->nb)
 				epilogue(cbuf[1], p->dwf + b1, p->nb, p->dxt + (size_t)b1 * 16,
 				         acc);
 		}
 		for (int m = 0; m < 16; m++)
 			_mm512_store_ps(lanes[j][m], acc[m]);
 	}
+}
+
+static void panel_lanes(const struct panel *p, float (*lanes)[16][16])
+{
+	if (p->ks)
+		panel_lanes_of(p, lanes, 1);
+	else
+		panel_lanes_of(p, lanes, 0);
 }
 
 /* The canonical fold of a panel's lanes, then its outputs: rows
@@ -282,15 +376,19 @@ int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, flo
 {
 	const int nb = w->cols / COLI_QBLOCK;
 	const int q4 = w->dtype == COLI_DTYPE_Q4_0;
+	const int kq = w->dtype == COLI_DTYPE_Q4_K || w->dtype == COLI_DTYPE_Q5_K;
 	/* token tiles whose B fits the scratch */
-	const int tiles_max = XPANEL_BYTES / (nb * 576) > 0 ? XPANEL_BYTES / (nb * 576) : 1;
+	const int tiles_max = XPANEL_BYTES / (nb * 640) > 0 ? XPANEL_BYTES / (nb * 640) : 1;
 	int8_t xpanel[XPANEL_BYTES] __attribute__((aligned(64)));
-	int8_t wq4[q4 ? NB_MAX * 512 : 64] __attribute__((aligned(64)));
+	int8_t wun[q4 || kq ? NB_MAX * 512 : 64] __attribute__((aligned(64)));
+	int32_t ksc[kq ? NB_MAX * 16 : 1], kmn[kq ? NB_MAX * 16 : 1];
+	float kdmin[kq ? NB_MAX * 16 : 1];
 	float dwf[NB_MAX * 16] __attribute__((aligned(64)));
 	float lanes[16][16][16] __attribute__((aligned(64)));
+	const struct kq_scales ks = {ksc, kmn, dwf, kdmin};
 
-	if ((w->dtype != COLI_DTYPE_Q8_0 && !q4) || w->cols > COLI_AMX_MAX_K || w->rows < 16 ||
-	    row0 >= row1)
+	if ((w->dtype != COLI_DTYPE_Q8_0 && !q4 && !kq) || w->cols > COLI_AMX_MAX_K ||
+	    w->rows < 16 || row0 >= row1)
 		return row0 >= row1 ? 0 : -ENOTSUP;
 	_tile_loadconfig(&g_cfg_gemm);
 	for (int s0 = 0; s0 < S; s0 += 16 * tiles_max) {
@@ -298,24 +396,28 @@ int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, flo
 		const int ntiles = (ntok + 15) / 16;
 		int8_t *xb = xpanel;
 		float *dxt = (float *)(xpanel + (size_t)ntiles * nb * 512);
+		int32_t *qst = (int32_t *)(dxt + (size_t)ntiles * nb * 16);
 
 		for (int i = 0; i < ntiles; i++) {
 			int T = ntok - 16 * i < 16 ? ntok - 16 * i : 16;
 			pack_tokens(x + s0 + 16 * i, T, nb, xb + (size_t)i * nb * 512,
-			            dxt + (size_t)i * nb * 16);
+			            dxt + (size_t)i * nb * 16, qst + (size_t)i * nb * 16);
 		}
 		for (int r = row0; r < row1; r += 16) {
 			const int rs = r + 16 <= w->rows ? r : w->rows - 16; /* panel start */
 			const int re = r + 16 < row1 ? r + 16 : row1;        /* rows stored */
-			struct panel p = {.dwf = dwf, .nb = nb};
+			struct panel p = {.dwf = dwf, .nb = nb, .a_blk = 512, .a_stride = 32};
 
-			widen_scales(w->scales + (size_t)rs * nb, nb, dwf);
-			if (q4) {
-				unpack_q4(w, rs, nb, wq4);
-				p.a = wq4;
-				p.a_blk = 512;
-				p.a_stride = 32;
+			if (kq) {
+				unpack_kq(w, rs, nb, wun, &ks);
+				p.a = wun;
+				p.ks = &ks;
+			} else if (q4) {
+				widen_scales(w->scales + (size_t)rs * nb, nb, dwf);
+				unpack_q4(w, rs, nb, wun);
+				p.a = wun;
 			} else {
+				widen_scales(w->scales + (size_t)rs * nb, nb, dwf);
 				p.a = (const int8_t *)w->data + (size_t)rs * nb * 32;
 				p.a_blk = 32;
 				p.a_stride = (size_t)nb * 32;
@@ -326,6 +428,7 @@ int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, flo
 
 				p.xb = xb + (size_t)i * nb * 512;
 				p.dxt = dxt + (size_t)i * nb * 16;
+				p.qst = qst + (size_t)i * nb * 16;
 				panel_lanes(&p, lanes);
 				panel_store(lanes, r - rs, re - rs, T, yt + r, (size_t)ldy);
 			}

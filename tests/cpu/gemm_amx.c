@@ -1,7 +1,8 @@
 /*
  * tests/cpu/gemm_amx.c — the AMX int8 tile GEMM (cpu/gemv/gemm_amx.c) returns
  * coli_gemv_ref's bits for every element: Q8_0 and Q4_0 matrices (quantized
- * from random floats, or raw random quants with -128 and random scales),
+ * from random floats, or raw random quants with -128 and random scales), and
+ * Q4_K and Q5_K ones (cpu/kquant/kquant.c's reduction, K whole superblocks),
  * fresh random activations (a block of zeros now and then), S from 1 to 70
  * (full and partial token tiles), K with and without a trailing group of
  * fewer than 16 blocks, up to COLI_AMX_MAX_K, row counts and sub-range
@@ -18,6 +19,9 @@
 
 static const int g_S[] = {1, 3, 8, 15, 16, 17, 31, 32, 33, 47, 64, 70};
 static const int g_K[] = {32, 64, 96, 288, 544, 768, 2048, 2080, COLI_AMX_MAX_K};
+static const int g_Kk[] = {256, 768, 2048, 2304, COLI_AMX_MAX_K}; /* K-quants: whole 256s */
+static const enum coli_dtype g_dt[] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0, COLI_DTYPE_Q4_K,
+                                       COLI_DTYPE_Q5_K};
 
 /* Compares S rows of y (row stride ldy, rows [r0, rows)) with the
  * reference; returns the mismatches, raises *maxerr. */
@@ -62,12 +66,14 @@ int main(void)
 		fprintf(stderr, "coli_cpu_pool_create failed\n");
 		return 1;
 	}
-	for (int di = 0; di < 2; di++) {
-		enum coli_dtype dt = di ? COLI_DTYPE_Q4_0 : COLI_DTYPE_Q8_0;
+	for (int di = 0; di < (int)(sizeof(g_dt) / sizeof(g_dt[0])); di++) {
+		enum coli_dtype dt = g_dt[di];
+		const int blk = coli_dtype_is_block(dt);
 
 		for (size_t ci = 0; ci < 2 * sizeof(g_S) / sizeof(g_S[0]); ci++) {
 			int S = g_S[ci % (sizeof(g_S) / sizeof(g_S[0]))];
-			int K = g_K[rng_u64() % (sizeof(g_K) / sizeof(g_K[0]))];
+			int K = blk ? g_Kk[rng_u64() % (sizeof(g_Kk) / sizeof(g_Kk[0]))]
+			            : g_K[rng_u64() % (sizeof(g_K) / sizeof(g_K[0]))];
 			int rows = 16 + (int)(rng_u64() % 90);
 			int ldy = rows + (int)(rng_u64() % 5);
 			int r0 = (int)(rng_u64() % 20);
@@ -80,7 +86,7 @@ int main(void)
 
 			if (K == COLI_AMX_MAX_K && S > 33)
 				K = 2048; /* keep the test short */
-			buf = rand_mat(&m, dt, rows, K, (int)(rng_u64() & 1));
+			buf = rand_mat(&m, dt, rows, K, blk ? 0 : (int)(rng_u64() & 1));
 			if (r0 >= rows)
 				r0 = 0;
 			for (int s = 0; s < S; s++) {
