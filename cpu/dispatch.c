@@ -9,7 +9,7 @@
  * cpuid and the tile state granted by Linux (arch_prctl
  * ARCH_REQ_XCOMP_PERM, once a process: a kernel that refuses it, or one
  * older than 5.16, leaves the ISA at AVX-512); it adds coli_gemm's int8
- * tile path (cpu/gemv/gemm_amx.c) for S >= COLI_AMX_MIN_S.
+ * tile path (cpu/gemv/gemm_amx.c) from coli_amx_min_s(dtype) activations.
  * Since every ISA computes the canonical reduction, the choice changes speed,
  * never bits. coli_cpu_isa_force exists so tests and benchmarks can run each
  * ISA the CPU has; it is not meant to be called while kernels run.
