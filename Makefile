@@ -71,10 +71,11 @@ CFLAGS  := $(CFLAGS_BASE) $(OPT) $(PKG_CFLAGS) $(GPU_DEF) $(HWLOC_DEF) $(EXTRA_C
 LDLIBS  := $(PKG_LIBS) $(HWLOC_LIBS) -ldl -lm -pthread
 LDFLAGS := $(LDSAN) $(EXTRA_LDFLAGS)
 
-# Per-file ISA flags: *_avx2.c and *_avx512.c are compiled for their ISA and
+# Per-file ISA flags: *_avx2.c, *_avx512.c and *_amx.c are compiled for their ISA and
 # only called after a cpuid check (cpu/cpu_dispatch.c).
 ISA_avx2   := -mavx2 -mfma -mf16c
 ISA_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
+ISA_amx    := $(ISA_avx512) -mamx-tile -mamx-int8
 # Under SAN those files are built at -O1, still instrumented: their
 # always_inline tiles, unrolled by #pragma GCC unroll (gemv_avx512.c: 4 rows
 # x 4 activations of 8 masked loads and dot products each, per block group,
@@ -86,6 +87,7 @@ ISA_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf
 ifneq ($(SAN),)
   ISA_avx2   += -O1
   ISA_avx512 += -O1
+  ISA_amx    += -O1
 endif
 
 LIB_DIRS := core mem io cpu ptx

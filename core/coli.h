@@ -350,6 +350,16 @@ enum coli_opt_dense { COLI_OPT_DENSE_AUTO, COLI_OPT_DENSE_CPU };
  * dense part runs on the CPU (a GPU's 8-token verification measured slower
  * than its one-token graphs: docs/perf/history/2026-12-02.md) */
 enum coli_opt_spec { COLI_OPT_SPEC_OFF, COLI_OPT_SPEC_NGRAM, COLI_OPT_SPEC_AUTO };
+/* --cpu-isa: the CPU kernels (cpu/dispatch.c); every one gives the same
+ * bits, so forcing one is for measuring (bench A/B) and tests. The value
+ * less one is cpu/cpu.h's enum coli_cpu_isa. */
+enum coli_opt_cpu_isa {
+	COLI_OPT_CPU_ISA_AUTO,
+	COLI_OPT_CPU_ISA_SCALAR,
+	COLI_OPT_CPU_ISA_AVX2,
+	COLI_OPT_CPU_ISA_AVX512,
+	COLI_OPT_CPU_ISA_AMX
+};
 enum coli_opt_split { COLI_OPT_SPLIT_AUTO, COLI_OPT_SPLIT_LAYERS, COLI_OPT_SPLIT_NONE };
 enum coli_opt_io { COLI_OPT_IO_AUTO, COLI_OPT_IO_URING, COLI_OPT_IO_PREAD };
 enum coli_opt_verify { COLI_OPT_VERIFY_FIRST, COLI_OPT_VERIFY_ON, COLI_OPT_VERIFY_OFF };
@@ -407,6 +417,7 @@ struct coli_opts {
 	enum coli_opt_io io;     /* --io: slab streamer backend */
 	enum coli_opt_verify verify_slabs; /* --verify-slabs */
 	int usage_every; /* --usage-every N: write the usage file every N tokens (0: at close) */
+	enum coli_opt_cpu_isa cpu_isa; /* --cpu-isa: force the CPU kernels (process-wide) */
 };
 
 /* Defaults, then the environment variables of the table. A malformed or

@@ -209,6 +209,14 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		         e->opts.ctx, trained, why, trained);
 		return -EINVAL;
 	}
+	if (e->opts.cpu_isa != COLI_OPT_CPU_ISA_AUTO &&
+	    (rc = coli_cpu_isa_force((enum coli_cpu_isa)(e->opts.cpu_isa - 1)))) {
+		snprintf(err, errlen, "--cpu-isa %s: this CPU (or its kernel) does not offer it",
+		         coli_cpu_isa_name((enum coli_cpu_isa)(e->opts.cpu_isa - 1)));
+		return rc;
+	}
+	if (e->opts.verbose)
+		fprintf(stderr, "coli: cpu kernels: %s\n", coli_cpu_isa_name(coli_cpu_isa()));
 	rc = coli_cpu_pool_create(threads, &e->pool);
 	if (rc) {
 		snprintf(err, errlen, "cannot start %d CPU threads", threads);

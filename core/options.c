@@ -57,6 +57,10 @@ static const char *const k_spec[] = {[COLI_OPT_SPEC_OFF] = "off",
                                      [COLI_OPT_SPEC_NGRAM] = "ngram",
                                      [COLI_OPT_SPEC_AUTO] = "auto",
                                      [COLI_OPT_SPEC_AUTO + 1] = NULL};
+static const char *const k_cpu_isa[] = {
+    [COLI_OPT_CPU_ISA_AUTO] = "auto", [COLI_OPT_CPU_ISA_SCALAR] = "scalar",
+    [COLI_OPT_CPU_ISA_AVX2] = "avx2", [COLI_OPT_CPU_ISA_AVX512] = "avx512",
+    [COLI_OPT_CPU_ISA_AMX] = "amx",   [COLI_OPT_CPU_ISA_AMX + 1] = NULL};
 static const char *const k_dense[] = {
     [COLI_OPT_DENSE_AUTO] = "auto", [COLI_OPT_DENSE_CPU] = "cpu", [COLI_OPT_DENSE_CPU + 1] = NULL};
 static const char *const k_split[] = {[COLI_OPT_SPLIT_AUTO] = "auto",
@@ -104,6 +108,10 @@ static const struct opt_row g_opts[] = {
                "0,1"},
     {"--threads", "COLI_THREADS", INT(0, 4096), F(threads), "0",
      "CPU threads (0: all online CPUs)"},
+    {"--cpu-isa", "COLI_CPU_ISA", ENUM(k_cpu_isa), F(cpu_isa), "auto",
+     "CPU kernels: auto (the best this CPU has), amx (AVX-512 plus int8 tiles for prefill), "
+     "avx512, avx2 or scalar; all give the same bits (a lower one: to compare speeds); "
+     "process-wide"},
     {"--ctx", "COLI_CTX", INT(0, 1 << 24), F(ctx), "0",
      "KV cache length in tokens (0: the model's trained length, capped by memory)"},
     {"--ctx-override", "COLI_CTX_OVERRIDE", .type = OPT_FLAG, F(ctx_override), "0",

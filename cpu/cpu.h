@@ -126,9 +126,22 @@ void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float 
 void coli_gemv_ref(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                    int row1);
 
-enum coli_cpu_isa { COLI_CPU_ISA_SCALAR = 0, COLI_CPU_ISA_AVX2 = 1, COLI_CPU_ISA_AVX512 = 2 };
+/* AMX is AVX-512 plus int8 tiles for coli_gemm's larger S (named
+ * "avx512+amx"); every ISA below the best can be forced. */
+enum coli_cpu_isa {
+	COLI_CPU_ISA_SCALAR = 0,
+	COLI_CPU_ISA_AVX2 = 1,
+	COLI_CPU_ISA_AVX512 = 2,
+	COLI_CPU_ISA_AMX = 3,
+};
 enum coli_cpu_isa coli_cpu_isa(void);
 const char *coli_cpu_isa_name(enum coli_cpu_isa isa);
+/* The best ISA of this CPU, whatever is forced. */
+enum coli_cpu_isa coli_cpu_isa_best(void);
+/* The AMX int8 peak, for benchmarks' bound: n rounds of four independent
+ * full 16 x 16 x 64 TDPBSSD on the calling thread; returns the int8 ops
+ * done (2 a multiply-add), or -ENOTSUP without AMX. */
+int64_t coli_cpu_amx_peak_run(long n);
 /* Force a kernel ISA (tests, benchmarks); -ENOTSUP if the CPU lacks it. */
 int coli_cpu_isa_force(enum coli_cpu_isa isa);
 

@@ -35,6 +35,27 @@ void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float 
 void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                       int row0, int row1);
 
+/* AMX int8 tiles (cpu/gemv/gemm_amx.c): coli_gemm for Q8_0 / Q4_0 / Q4_K / Q5_K weights
+ * with K <= COLI_AMX_MAX_K and at least 16 rows; -ENOTSUP for anything else
+ * (the caller runs coli_gemm_avx512, same bits). Used from COLI_AMX_MIN_S
+ * activations up: on the 2-vCPU Sapphire Rapids VM, one thread, q8/q4
+ * 768x2048 and 2048x768, the tiles ran 0.4-0.7x the VNNI path at S = 2,
+ * 0.8-1.7x at 4, 1.3-2.2x at 6, 1.9-3.2x at 8, 4-5x from 16 (a token tile is
+ * 16 wide: fewer are zero padded). Needs the tile state granted
+ * (cpu/dispatch.c). */
+#define COLI_AMX_MAX_K 8192
+#define COLI_AMX_MIN_S 8
+/* Q4_K / Q5_K unpack a panel's quants and per-unit scales before its tiles
+ * and have a second fmaf a unit: the tiles ran 0.7-1.1x the AVX-512 kernels
+ * at S = 8-12 and 1.4-2x from 16 (same VM, one thread). */
+#define COLI_AMX_MIN_S_KQ 16
+static inline int coli_amx_min_s(enum coli_dtype t)
+{
+	return t == COLI_DTYPE_Q4_K || t == COLI_DTYPE_Q5_K ? COLI_AMX_MIN_S_KQ : COLI_AMX_MIN_S;
+}
+int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
+                  int row0, int row1);
+
 /* coli_exp_scaled (cpu/ops.c): Cephes' expf steps, the constants every
  * form uses (range reduction by ln 2 in two parts, a degree-5 polynomial). */
 #define COLI_EXP_LO    -87.33654f /* below: exp underflows, the result is 0 */

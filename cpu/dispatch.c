@@ -5,11 +5,18 @@
  * COLI never assumes AVX-512: the AVX-512 kernels need F, BW, VL, DQ and VNNI
  * (Ice Lake / Zen 4 and later) and are used only when cpuid reports all of
  * them; AVX2 needs AVX2, FMA and F16C; the scalar reference always works.
+ * AMX (Sapphire Rapids and later) is AVX-512 plus amx_tile and amx_int8 by
+ * cpuid and the tile state granted by Linux (arch_prctl
+ * ARCH_REQ_XCOMP_PERM, once a process: a kernel that refuses it, or one
+ * older than 5.16, leaves the ISA at AVX-512); it adds coli_gemm's int8
+ * tile path (cpu/gemv/gemm_amx.c) from coli_amx_min_s(dtype) activations.
  * Since every ISA computes the canonical reduction, the choice changes speed,
  * never bits. coli_cpu_isa_force exists so tests and benchmarks can run each
  * ISA the CPU has; it is not meant to be called while kernels run.
  */
 #include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <math.h>
 
@@ -27,13 +34,31 @@ static int has_f16c(void)
 	return (c >> 29) & 1;
 }
 
+/* AMX-TILE and AMX-INT8 are CPUID.(7,0):EDX bits 24 and 25; Linux then
+ * hands the tile data state (XFEATURE_XTILEDATA = 18) to a process that
+ * asks (ARCH_REQ_XCOMP_PERM = 0x1023); without that a tile instruction
+ * faults. The permission covers every thread of the process. */
+static int has_amx(void)
+{
+	unsigned a = 7, b, c = 0, d;
+
+	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	if (((d >> 24) & 3) != 3)
+		return 0;
+#ifdef SYS_arch_prctl
+	return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+	return 0;
+#endif
+}
+
 static enum coli_cpu_isa detect(void)
 {
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
 	    __builtin_cpu_supports("avx512vnni"))
-		return COLI_CPU_ISA_AVX512;
+		return has_amx() ? COLI_CPU_ISA_AMX : COLI_CPU_ISA_AVX512;
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
 		return COLI_CPU_ISA_AVX2;
 	return COLI_CPU_ISA_SCALAR;
@@ -64,6 +89,11 @@ enum coli_cpu_isa coli_cpu_isa(void)
 	return (enum coli_cpu_isa)v;
 }
 
+enum coli_cpu_isa coli_cpu_isa_best(void)
+{
+	return best();
+}
+
 const char *coli_cpu_isa_name(enum coli_cpu_isa isa)
 {
 	switch (isa) {
@@ -73,6 +103,8 @@ const char *coli_cpu_isa_name(enum coli_cpu_isa isa)
 		return "avx2";
 	case COLI_CPU_ISA_AVX512:
 		return "avx512";
+	case COLI_CPU_ISA_AMX:
+		return "avx512+amx";
 	}
 	return "?";
 }
@@ -88,6 +120,7 @@ int coli_cpu_isa_force(enum coli_cpu_isa isa)
 void coli_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0, int row1)
 {
 	switch (coli_cpu_isa()) {
+	case COLI_CPU_ISA_AMX:
 	case COLI_CPU_ISA_AVX512:
 		coli_gemv_avx512(w, x, y, row0, row1);
 		return;
@@ -135,6 +168,11 @@ void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float 
                int row0, int row1)
 {
 	switch (coli_cpu_isa()) {
+	case COLI_CPU_ISA_AMX:
+		/* the tiles refuse what they do not cover: the VNNI tiles, same bits */
+		if (S < coli_amx_min_s(w->dtype) || coli_gemm_amx(w, x, S, y, ldy, row0, row1))
+			coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
+		return;
 	case COLI_CPU_ISA_AVX512:
 		coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
 		return;
@@ -193,6 +231,53 @@ void coli_gemv_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct col
 	coli_cpu_pool_run(p, split_task, &sp, coli_cpu_pool_tasks(p, (w->rows + 15) / 16));
 }
 
+/* ---- the AMX tiles' split: tiles of (16 rows x a token chunk) ----
+ *
+ * coli_gemm_amx transposes its activations into the tiles' layout once a
+ * call, a cost of the tokens alone that the rows it computes pay back: a
+ * task that owned a few rows and every token of a prompt paid it for all of
+ * them (16 threads, a 512-row k projection: 16 rows a task, the transpose
+ * about half its work). So the units here are (token chunk, 16-row panel),
+ * chunk-major: a task's contiguous units are mostly one chunk's panels, and
+ * it transposes that chunk once. A chunk is 64 tokens (four tiles, over
+ * which a Q4_0 panel's unpacking is shared), halved down to 16 while there
+ * are fewer than four units a thread. Each unit's outputs are coli_gemm's,
+ * so the split never changes a bit. */
+struct tsplit {
+	const struct coli_mat *w;
+	const struct coli_act *x;
+	int S, chunk, panels; /* tokens a chunk, 16-row panels */
+	float *y;             /* [S][ldy] */
+	int ldy;
+};
+
+static int amx_fits(const struct coli_mat *w, int S)
+{
+	return coli_cpu_isa() == COLI_CPU_ISA_AMX && S >= coli_amx_min_s(w->dtype) &&
+	       (w->dtype == COLI_DTYPE_Q8_0 || w->dtype == COLI_DTYPE_Q4_0 ||
+	        w->dtype == COLI_DTYPE_Q4_K || w->dtype == COLI_DTYPE_Q5_K) &&
+	       w->cols <= COLI_AMX_MAX_K && w->rows >= 16;
+}
+
+static void tsplit_task(void *arg, int t, int n)
+{
+	const struct tsplit *ts = arg;
+	int chunks = (ts->S + ts->chunk - 1) / ts->chunk, units = chunks * ts->panels;
+	int u0 = (int)((long)units * t / n), u1 = (int)((long)units * (t + 1) / n);
+
+	while (u0 < u1) {
+		int c = u0 / ts->panels, pe = (c + 1) * ts->panels < u1 ? (c + 1) * ts->panels : u1;
+		int r0 = (u0 - c * ts->panels) * 16, r1 = (pe - c * ts->panels) * 16;
+		int s0 = c * ts->chunk, sn = ts->S - s0 < ts->chunk ? ts->S - s0 : ts->chunk;
+
+		if (r1 > ts->w->rows)
+			r1 = ts->w->rows;
+		coli_gemm(ts->w, ts->x + s0, sn, ts->y + (size_t)s0 * ts->ldy + r0, ts->ldy, r0,
+		          r1);
+		u0 = pe;
+	}
+}
+
 void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct coli_act *x, int S,
                   float *y, int ldy)
 {
@@ -200,6 +285,17 @@ void coli_gemm_mt(coli_cpu_pool_t *p, const struct coli_mat *w, const struct col
 
 	if (S <= 0)
 		return;
+	if (coli_cpu_pool_threads(p) > 1 && amx_fits(w, S)) {
+		struct tsplit ts = {w, x, S, 64, (w->rows + 15) / 16, y, ldy};
+		int want = 4 * coli_cpu_pool_threads(p);
+
+		while (ts.chunk > 16 && ts.panels * ((S + ts.chunk - 1) / ts.chunk) < want)
+			ts.chunk /= 2;
+		coli_cpu_pool_run(
+		    p, tsplit_task, &ts,
+		    coli_cpu_pool_tasks(p, ts.panels * ((S + ts.chunk - 1) / ts.chunk)));
+		return;
+	}
 	if (coli_cpu_pool_threads(p) <= 1 || w->rows < 32) {
 		coli_gemm(w, x, S, y, ldy, 0, w->rows);
 		return;

@@ -27,6 +27,9 @@ int bench_io_main(int argc, char **argv);
 int bench_mla_main(int argc, char **argv);
 int bench_constrain_main(int argc, char **argv);
 int bench_serve_main(int argc, char **argv); /* tools/bench_serve.c */
+/* `coli bench kernels`' prefill GEMM table (tools/bench_gemm.c): int8 GOP/s
+ * per dtype, S and ISA beside the AMX peak; 0 or -ENOMEM. */
+int bench_gemm_rates(coli_cpu_pool_t *pool, int reps);
 
 /* ---- an HTTP/1.1 response reader (tools/bench_serve_http.c) ----
  * A push parser over the bytes of one response: status, the headers it

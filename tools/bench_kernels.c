@@ -30,6 +30,9 @@
  * 512-token history and two biases (a copy of the logits and a pass more),
  * and logprobs with a top list of 20 (a log-sum-exp and a top-20 scan).
  *
+ * Then (text output) the prefill GEMM's compute rate per ISA beside the AMX
+ * peak: tools/bench_gemm.c.
+ *
  * Buffers:  weights  uint8 [set bytes] per dtype, matrices back to back
  *           acts     S=8 activations per K (2048 and 768), canonical form
  *           y        float [8][2048]
@@ -417,6 +420,8 @@ int bench_kernels_main(int argc, char **argv)
 			for (int i = 0; i < N_SAMP; i++)
 				printf("%-28s %8.1f us a pick\n", g_samp[i].name, samp[i] * 1e6);
 		}
+		if (!read_only && bench_gemm_rates(pool, reps))
+			return tool_err("bench kernels", "out of memory");
 	}
 	for (int i = 0; i < n_arms; i++)
 		free(arms[i].t);

@@ -953,6 +953,11 @@ int bench_run_main(int argc, char **argv)
 			struct arm *a = &R->arm[i];
 			struct round tmp, *r = k >= 0 ? &a->r[k] : &tmp;
 
+			/* the kernels are process-wide: each arm's --cpu-isa (checked
+			 * when its engine opened) before its round */
+			coli_cpu_isa_force(a->opts.cpu_isa == COLI_OPT_CPU_ISA_AUTO
+			                       ? coli_cpu_isa_best()
+			                       : (enum coli_cpu_isa)(a->opts.cpu_isa - 1));
 			rc = R->stream ? bench_stream_round(R, a, r, logits)
 			               : bench_round_body(R, a, r, logits);
 			if (rc) {

@@ -29,6 +29,7 @@ CFLAGS="-std=gnu11 -g -O1 -I. -D_GNU_SOURCE -ffp-contract=off -fno-omit-frame-po
 LIBS="$(pkg-config --libs $PKGS 2>/dev/null) -lm -pthread"
 ISA_avx2="-mavx2 -mfma -mf16c"
 ISA_avx512="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c"
+ISA_amx="$ISA_avx512 -mamx-tile -mamx-int8"
 # The library, instrumented, as an archive: a target links only the objects it
 # uses, so a source clang cannot compile (GCC-only builtins) matters only if a
 # target needs it, and then the link says which symbol is missing.
@@ -39,7 +40,7 @@ build_lib() {
 	running=0
 	for f in core/*.c core/*/*.c mem/*.c io/*.c cpu/*.c cpu/*/*.c ptx/*.c; do
 		[ -f "$f" ] || continue
-		isa=$(basename "$f" .c | sed -n 's/.*_\(avx2\|avx512\)$/\1/p')
+		isa=$(basename "$f" .c | sed -n 's/.*_\(avx2\|avx512\|amx\)$/\1/p')
 		flags="-fsanitize=fuzzer-no-link,address,undefined"
 		[ -n "$isa" ] && eval flags=\$ISA_$isa # plain: see the top
 		o="$LIBDIR/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')"

@@ -22,7 +22,7 @@ int main(void)
 		fprintf(stderr, "coli_cpu_pool_create failed\n");
 		return 1;
 	}
-	for (int isa = COLI_CPU_ISA_SCALAR; isa <= COLI_CPU_ISA_AVX512; isa++) {
+	for (int isa = COLI_CPU_ISA_SCALAR; isa <= COLI_CPU_ISA_AMX; isa++) {
 		if (coli_cpu_isa_force((enum coli_cpu_isa)isa)) {
 			printf("isa %-7s not supported by this CPU: not tested here\n",
 			       coli_cpu_isa_name((enum coli_cpu_isa)isa));

@@ -1,0 +1,147 @@
+/*
+ * tests/cpu/gemm_amx.c — the AMX int8 tile GEMM (cpu/gemv/gemm_amx.c) returns
+ * coli_gemv_ref's bits for every element: Q8_0 and Q4_0 matrices (quantized
+ * from random floats, or raw random quants with -128 and random scales), and
+ * Q4_K and Q5_K ones (cpu/kquant/kquant.c's reduction, K whole superblocks),
+ * fresh random activations (a block of zeros now and then), S from 1 to 70
+ * (full and partial token tiles), K with and without a trailing group of
+ * fewer than 16 blocks, up to COLI_AMX_MAX_K, row counts and sub-range
+ * starts that are not multiples of the 16-row tile; called directly, through
+ * coli_gemm and through the pool's coli_gemm_mt. Outputs are poisoned first;
+ * prints the max error. Skips (77) on a CPU without AMX or a kernel that does
+ * not grant the tile state.
+ */
+#include <errno.h>
+
+#include "helpers.h"
+
+#include "cpu/cpu_internal.h"
+
+static const int g_S[] = {1, 3, 8, 15, 16, 17, 31, 32, 33, 47, 64, 70};
+static const int g_K[] = {32, 64, 96, 288, 544, 768, 2048, 2080, COLI_AMX_MAX_K};
+static const int g_Kk[] = {256, 768, 2048, 2304, COLI_AMX_MAX_K}; /* K-quants: whole 256s */
+static const enum coli_dtype g_dt[] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0, COLI_DTYPE_Q4_K,
+                                       COLI_DTYPE_Q5_K};
+
+/* Compares S rows of y (row stride ldy, rows [r0, rows)) with the
+ * reference; returns the mismatches, raises *maxerr. */
+static int check(const struct coli_mat *m, const struct coli_act *acts, int S, const float *y,
+                 int ldy, int r0, int rows, float *yv, double *maxerr, const char *what)
+{
+	int bad = 0;
+
+	for (int s = 0; s < S; s++) {
+		const float *ys = y + (size_t)s * ldy;
+
+		poison(yv, (size_t)rows);
+		coli_gemv_ref(m, &acts[s], yv, r0, rows);
+		for (int r = 0; r < rows - r0; r++) {
+			double e = fabs((double)ys[r] - (double)yv[r]);
+
+			if (e > *maxerr || isnan(ys[r]))
+				*maxerr = isnan(ys[r]) ? INFINITY : e;
+		}
+		if (memcmp(yv, ys, (size_t)(rows - r0) * 4)) {
+			if (!bad)
+				fprintf(stderr, "%s %s S=%d s=%d K=%d rows=%d r0=%d: != gemv_ref\n",
+				        what, coli_dtype_name(m->dtype), S, s, m->cols, rows, r0);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+int main(void)
+{
+	int fails = 0, cases = 0;
+	double maxerr = 0;
+	enum coli_cpu_isa best = coli_cpu_isa();
+	coli_cpu_pool_t *pool;
+
+	if (best < COLI_CPU_ISA_AMX) {
+		printf("skip: no AMX int8 tiles here (cpu kernels: %s)\n", coli_cpu_isa_name(best));
+		return 77;
+	}
+	if (coli_cpu_pool_create(3, &pool)) {
+		fprintf(stderr, "coli_cpu_pool_create failed\n");
+		return 1;
+	}
+	for (int di = 0; di < (int)(sizeof(g_dt) / sizeof(g_dt[0])); di++) {
+		enum coli_dtype dt = g_dt[di];
+		const int blk = coli_dtype_is_block(dt);
+
+		for (size_t ci = 0; ci < 2 * sizeof(g_S) / sizeof(g_S[0]); ci++) {
+			int S = g_S[ci % (sizeof(g_S) / sizeof(g_S[0]))];
+			int K = blk ? g_Kk[rng_u64() % (sizeof(g_Kk) / sizeof(g_Kk[0]))]
+			            : g_K[rng_u64() % (sizeof(g_K) / sizeof(g_K[0]))];
+			int rows = 16 + (int)(rng_u64() % 90);
+			int ldy = rows + (int)(rng_u64() % 5);
+			int r0 = (int)(rng_u64() % 20);
+			struct coli_mat m;
+			void *buf;
+			struct test_act *t = xmalloc((size_t)S * sizeof(*t));
+			struct coli_act *acts = xmalloc((size_t)S * sizeof(*acts));
+			float *y = xmalloc((size_t)S * ldy * 4);
+			float *yv = xmalloc((size_t)rows * 4);
+
+			if (K == COLI_AMX_MAX_K && S > 33)
+				K = 2048; /* keep the test short */
+			buf = rand_mat(&m, dt, rows, K, blk ? 0 : (int)(rng_u64() & 1));
+			if (r0 >= rows)
+				r0 = 0;
+			for (int s = 0; s < S; s++) {
+				act_alloc(&t[s], K);
+				act_rand(&t[s], K);
+				acts[s] = t[s].a;
+			}
+			poison(y, (size_t)S * ldy);
+			if (coli_gemm_amx(&m, acts, S, y, ldy, r0, rows)) {
+				fprintf(stderr, "coli_gemm_amx refused %s %dx%d\n",
+				        coli_dtype_name(dt), rows, K);
+				fails++;
+			} else {
+				fails += check(&m, acts, S, y, ldy, r0, rows, yv, &maxerr, "amx");
+			}
+			poison(y, (size_t)S * ldy);
+			coli_gemm(&m, acts, S, y, ldy, r0, rows);
+			fails += check(&m, acts, S, y, ldy, r0, rows, yv, &maxerr, "coli_gemm");
+			poison(y, (size_t)S * ldy);
+			coli_gemm_mt(pool, &m, acts, S, y, ldy);
+			fails += check(&m, acts, S, y, ldy, 0, rows, yv, &maxerr, "coli_gemm_mt");
+			cases += 3 * S;
+			for (int s = 0; s < S; s++)
+				act_free(&t[s]);
+			free(t);
+			free(acts);
+			free(y);
+			free(yv);
+			free(buf);
+		}
+	}
+	/* what the tiles do not cover is refused, not computed wrong */
+	{
+		struct coli_mat m;
+		struct test_act t;
+		float y[16];
+		void *b1 = rand_mat(&m, COLI_DTYPE_Q8_0, 15, 64, 0);
+
+		act_alloc(&t, 64);
+		act_rand(&t, 64);
+		if (coli_gemm_amx(&m, &t.a, 1, y, 15, 0, 15) != -ENOTSUP) {
+			fprintf(stderr, "15 rows: not refused\n");
+			fails++;
+		}
+		free(b1);
+		b1 = rand_mat(&m, COLI_DTYPE_F32, 16, 64, 0);
+		if (coli_gemm_amx(&m, &t.a, 1, y, 16, 0, 16) != -ENOTSUP) {
+			fprintf(stderr, "f32: not refused\n");
+			fails++;
+		}
+		free(b1);
+		act_free(&t);
+	}
+	coli_cpu_pool_destroy(pool);
+	printf("%d outputs rows compared, %d mismatches, max error %g (cpu kernels: %s)\n", cases,
+	       fails, maxerr, coli_cpu_isa_name(best));
+	return fails ? 1 : 0;
+}
