@@ -93,7 +93,7 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n)
 		coli_silu_mul_ref(g + i, u + i, h + i, n - i);
 }
 
-#define ATT_TILE 32 /* positions whose value rows the output blocks share */
+#define ATT_TILE 32 /* positions whose value rows the output blocks share (at most) */
 
 /* Row p's elements [i0, i0 + n) as fp32: the fp32 cache in place, a typed
  * one decoded into tmp by coli_kv_decode_avx2 (this file: the call inlines,
@@ -223,14 +223,16 @@ void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int n_po
 
 	if (w <= 0)
 		return;
+	/* a tile's decoded rows within 16 KB (MLA's 512 dims: 8 positions) */
+	const int tile = w * ATT_TILE > 4096 ? (4096 / w > 1 ? 4096 / w : 1) : ATT_TILE;
 	float acc[w * 8];          /* [w][8 heads] */
-	float vt[ATT_TILE * w];    /* [tile positions][w]: the share's value elements */
+	float vt[tile * w];        /* [tile positions][w]: the share's value elements */
 	const float *vr[ATT_TILE]; /* each position's w elements (vt, or the fp32 row) */
 
 	for (int i = 0; i < w * 8; i++)
 		acc[i] = 0.0f;
-	for (int p0 = 0; p0 < n_pos; p0 += ATT_TILE) {
-		const int p1 = n_pos - p0 < ATT_TILE ? n_pos : p0 + ATT_TILE;
+	for (int p0 = 0; p0 < n_pos; p0 += tile) {
+		const int p1 = n_pos - p0 < tile ? n_pos : p0 + tile;
 
 		for (int p = p0; p < p1; p++)
 			vr[p - p0] = kv_row(V, p, i0, w, vt + (size_t)(p - p0) * w);
