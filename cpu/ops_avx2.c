@@ -93,7 +93,20 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n)
 		coli_silu_mul_ref(g + i, u + i, h + i, n - i);
 }
 
-#define ATT_TILE 64 /* positions whose value rows the output blocks share */
+#define ATT_TILE 32 /* positions whose value rows the output blocks share (at most) */
+
+/* Row p's elements [i0, i0 + n) as fp32: the fp32 cache in place, a typed
+ * one decoded into tmp by coli_kv_decode_avx2 (this file: the call inlines,
+ * where coli_kv_at's goes through cpu/kvq.c and the ISA test each row). */
+static inline const float *kv_row(const struct coli_kv_rows *r, size_t p, int i0, int n, float *tmp)
+{
+	const char *row = (const char *)r->p + p * r->stride;
+
+	if (r->type == COLI_KV_F32)
+		return (const float *)row + i0;
+	coli_kv_decode_avx2(r, row, i0, n, tmp);
+	return tmp;
+}
 
 /* Eight heads of one key/value head as the eight lanes of every vector: each
  * lane runs coli_attention_head's steps in its order (mul then add, no fma;
@@ -121,24 +134,31 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 		for (int i = 0; i < hd; i++)
 			qt[i * 8 + h] = q[(size_t)(h < nh ? h : nh - 1) * hd + i];
 	for (int p = p0; p < p1; p++) {
-		const float *k = coli_kv_at(K, p, 0, hd, kt);
-		__m256 l[8], s;
+		const float *k = kv_row(K, p, 0, hd, kt);
+		__m256 l0 = _mm256_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, l4 = l0, l5 = l0,
+		       l6 = l0, l7 = l0, s;
 		int i = 0;
 
-		for (int j = 0; j < 8; j++)
-			l[j] = _mm256_setzero_ps();
-		for (; i + 8 <= hd; i += 8)
-			for (int j = 0; j < 8; j++)
-				l[j] = _mm256_add_ps(
-				    l[j], _mm256_mul_ps(_mm256_loadu_ps(qt + (i + j) * 8),
-				                        _mm256_broadcast_ss(k + i + j)));
-		for (; i < hd; i++)
-			l[i & 7] =
-			    _mm256_add_ps(l[i & 7], _mm256_mul_ps(_mm256_loadu_ps(qt + i * 8),
-			                                          _mm256_broadcast_ss(k + i)));
-		s = _mm256_add_ps(
-		    _mm256_add_ps(_mm256_add_ps(l[0], l[4]), _mm256_add_ps(l[2], l[6])),
-		    _mm256_add_ps(_mm256_add_ps(l[1], l[5]), _mm256_add_ps(l[3], l[7])));
+		/* the eight chains in named registers */
+#define SC_ACC(j)                                                                                  \
+	l##j = _mm256_add_ps(l##j, _mm256_mul_ps(_mm256_loadu_ps(qt + (i + j) * 8),                \
+	                                         _mm256_broadcast_ss(k + i + j)))
+		for (; i + 8 <= hd; i += 8) {
+			SC_ACC(0), SC_ACC(1), SC_ACC(2), SC_ACC(3);
+			SC_ACC(4), SC_ACC(5), SC_ACC(6), SC_ACC(7);
+		}
+#undef SC_ACC
+		if (i < hd) { /* a last few dims: chain i & 7 */
+			__m256 l[8] = {l0, l1, l2, l3, l4, l5, l6, l7};
+
+			for (; i < hd; i++)
+				l[i & 7] = _mm256_add_ps(l[i & 7],
+				                         _mm256_mul_ps(_mm256_loadu_ps(qt + i * 8),
+				                                       _mm256_broadcast_ss(k + i)));
+			l0 = l[0], l1 = l[1], l2 = l[2], l3 = l[3], l4 = l[4], l5 = l[5], l6 = l[6];
+		}
+		s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(l0, l4), _mm256_add_ps(l2, l6)),
+		                  _mm256_add_ps(_mm256_add_ps(l1, l5), _mm256_add_ps(l3, l7)));
 		s = _mm256_mul_ps(s, vscale);
 		_mm256_storeu_ps(sc + (size_t)p * 8, s);
 		mx = _mm256_max_ps(s, mx); /* s > mx ? s : mx, the scalar's test */
@@ -193,8 +213,9 @@ void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8)
 
 /* Outputs [i0, i1) of the nh heads (out [nh][hd], hd: the value dims): eight at a time (eight
  * vectors, one per output, in registers) over a tile of positions, tile after
- * tile: each output still sums its positions in order, and a tile's value
- * rows (32 KB at hd 128) stay in cache while the output blocks walk it. */
+ * tile: each output still sums its positions in order. A tile's value rows
+ * (the share's dims) are decoded once into vt (16 KB at 128 dims), which the
+ * output blocks then walk from L1. */
 void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int n_pos, int hd, int i0,
                          int i1, int nh, float *out)
 {
@@ -202,30 +223,50 @@ void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int n_po
 
 	if (w <= 0)
 		return;
-	float acc[w * 8]; /* [w][8 heads] */
+	/* a tile's decoded rows within 16 KB (MLA's 512 dims: 8 positions) */
+	const int tile = w * ATT_TILE > 4096 ? (4096 / w > 1 ? 4096 / w : 1) : ATT_TILE;
+	float acc[w * 8];          /* [w][8 heads] */
+	float vt[tile * w];        /* [tile positions][w]: the share's value elements */
+	const float *vr[ATT_TILE]; /* each position's w elements (vt, or the fp32 row) */
 
 	for (int i = 0; i < w * 8; i++)
 		acc[i] = 0.0f;
-	for (int p0 = 0; p0 < n_pos; p0 += ATT_TILE) {
-		const int p1 = n_pos - p0 < ATT_TILE ? n_pos : p0 + ATT_TILE;
+	for (int p0 = 0; p0 < n_pos; p0 += tile) {
+		const int p1 = n_pos - p0 < tile ? n_pos : p0 + tile;
 
-		for (int b = 0; b < w; b += 8) {
-			const int n = w - b < 8 ? w - b : 8;
-			__m256 a[8];
+		for (int p = p0; p < p1; p++)
+			vr[p - p0] = kv_row(V, p, i0, w, vt + (size_t)(p - p0) * w);
+		int b = 0;
 
-			for (int j = 0; j < n; j++)
-				a[j] = _mm256_loadu_ps(acc + (b + j) * 8);
+		for (; b + 8 <= w; b += 8) { /* eight outputs in named registers */
+			float *c = acc + b * 8;
+			__m256 a0 = _mm256_loadu_ps(c), a1 = _mm256_loadu_ps(c + 8),
+			       a2 = _mm256_loadu_ps(c + 16), a3 = _mm256_loadu_ps(c + 24),
+			       a4 = _mm256_loadu_ps(c + 32), a5 = _mm256_loadu_ps(c + 40),
+			       a6 = _mm256_loadu_ps(c + 48), a7 = _mm256_loadu_ps(c + 56);
+
 			for (int p = p0; p < p1; p++) {
 				const __m256 wt = _mm256_loadu_ps(sc + (size_t)p * 8);
-				float vt[8];
-				const float *v = coli_kv_at(V, p, i0 + b, n, vt);
+				const float *v = vr[p - p0] + b;
 
-				for (int j = 0; j < n; j++)
-					a[j] = _mm256_add_ps(
-					    a[j], _mm256_mul_ps(wt, _mm256_broadcast_ss(v + j)));
+#define OUT_ACC(k) a##k = _mm256_add_ps(a##k, _mm256_mul_ps(wt, _mm256_broadcast_ss(v + k)))
+				OUT_ACC(0), OUT_ACC(1), OUT_ACC(2), OUT_ACC(3);
+				OUT_ACC(4), OUT_ACC(5), OUT_ACC(6), OUT_ACC(7);
+#undef OUT_ACC
 			}
-			for (int j = 0; j < n; j++)
-				_mm256_storeu_ps(acc + (b + j) * 8, a[j]);
+			_mm256_storeu_ps(c, a0), _mm256_storeu_ps(c + 8, a1);
+			_mm256_storeu_ps(c + 16, a2), _mm256_storeu_ps(c + 24, a3);
+			_mm256_storeu_ps(c + 32, a4), _mm256_storeu_ps(c + 40, a5);
+			_mm256_storeu_ps(c + 48, a6), _mm256_storeu_ps(c + 56, a7);
+		}
+		for (; b < w; b++) { /* a last few outputs, one at a time */
+			__m256 a = _mm256_loadu_ps(acc + b * 8);
+
+			for (int p = p0; p < p1; p++)
+				a = _mm256_add_ps(
+				    a, _mm256_mul_ps(_mm256_loadu_ps(sc + (size_t)p * 8),
+				                     _mm256_broadcast_ss(vr[p - p0] + b)));
+			_mm256_storeu_ps(acc + b * 8, a);
 		}
 	}
 	for (int h = 0; h < nh; h++)
