@@ -298,9 +298,20 @@ struct coli_fwd {
 	const struct coli_fwd_run *run; /* [n_runs] */
 	const int *pos;                 /* [T] each row's position in its slot */
 };
+/* b's runs as rows of the call (f->run, f->pos: [tmax]), checked: -EINVAL
+ * (a slot out of range or twice, n < 1, an id out of the vocabulary, more
+ * rows than tmax), -E2BIG (past a slot's context). */
+int coli_forward_rows(struct coli_engine *e, const struct coli_batch *b, struct coli_fwd *f,
+                      struct coli_fwd_run *run, int *pos);
 /* The CPU forward of b's runs (coli_engine_step's contract; logits: the rows
  * asked, in run order); each run's slot advances and records its ids. */
 int coli_forward_batch(struct coli_engine *e, const struct coli_batch *b, float *logits);
+/* The same with the dense part on the devices (core/forward/forward_dev.c),
+ * several slots open (coli_forward_dev: one). */
+int coli_forward_dev_batch(struct coli_engine *e, const struct coli_batch *b, float *logits);
+/* core/engine.c: a dense device failed with why: the dense part moves to the
+ * devices left or to the CPU, every slot's cache rebuilt from its history. */
+int coli_engine_dense_moved(struct coli_engine *e, int why);
 /* The one-run case on slot 0. */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
 /* MLA (core/forward/mla.c): layer l's attention for f's rows, the residual

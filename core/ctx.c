@@ -82,9 +82,12 @@ int coli_engine_parallel_default(const struct coli_engine *e, int ctx)
 	int most = e->opts.parallel_auto > 1 ? e->opts.parallel_auto : 1, n;
 
 	budgets(e, &host, &dev);
-	if (dev > 0 || most == 1)
+	/* MLA's device attention holds one sequence (core/engine.c) */
+	if (most == 1 || (dev > 0 && e->m.cfg.kv_lora))
 		return 1;
 	n = host > 0 ? (int)(host / slot < most ? host / slot : most) : most;
+	if (dev > 0) /* the dense device holds every slot's rows too */
+		n = dev / slot < n ? (int)(dev / slot) : n;
 	return n > 1 ? n : 1;
 }
 

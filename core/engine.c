@@ -28,6 +28,7 @@
  * last because its RAM budget counts the KV cache and scratch sized here.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -322,13 +323,18 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 			        e->opts.kv_type);
 			e->opts.dense = COLI_OPT_DENSE_CPU;
 		}
-	/* the dense device's cache twin holds one sequence (core/forward/kv.h):
-	 * several slots keep the dense part here (batching there: the next step) */
-	if (e->vram.n_devs && e->kv.n_seq > 1 && e->opts.dense != COLI_OPT_DENSE_CPU) {
-		fprintf(stderr,
-		        "coli: --parallel %d: the dense part runs on the CPU (sequences batched on "
-		        "the dense device are not done yet; --parallel 1 puts it on the device)\n",
-		        e->kv.n_seq);
+	/* several slots on the dense device: a row table addresses each row's
+	 * slot (int rows, ptx/kernels_abi.h COLI_GPU_ROWS); MLA's device
+	 * attention holds one sequence */
+	if (e->vram.n_devs && e->kv.n_seq > 1 && e->opts.dense != COLI_OPT_DENSE_CPU &&
+	    (e->m.cfg.kv_lora || (double)e->kv.n_seq * e->m.cfg.n_layers * e->kv.ctx > INT_MAX)) {
+		fprintf(
+		    stderr,
+		    "coli: --parallel %d: the dense part runs on the CPU (%s; --parallel 1 puts "
+		    "it on the device)\n",
+		    e->kv.n_seq,
+		    e->m.cfg.kv_lora ? "MLA's device attention holds one sequence"
+		                     : "more cache rows than a row table addresses");
 		e->opts.dense = COLI_OPT_DENSE_CPU;
 	}
 	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
@@ -475,40 +481,81 @@ int coli_engine_rewind(coli_engine_t *e, int pos)
 	return 0;
 }
 
+/* Tokens i .. i + n of slot s's history forwarded again into its cache
+ * (its position at i), with no logits: on the dense device(s), or the CPU. */
+static int replay(struct coli_engine *e, int s, int i, int n)
+{
+	const struct coli_run r = {.slot = s, .n = n, .ids = e->kv.seq[s].hist + i};
+	const struct coli_batch b = {.n_runs = 1, .runs = &r};
+
+	if (!e->dense.dd)
+		return coli_forward_batch(e, &b, NULL);
+	return e->kv.n_seq > 1 ? coli_forward_dev_batch(e, &b, NULL)
+	                       : coli_forward_dev(e, r.ids, n, NULL, 0, NULL);
+}
+
 /* A device holding (part of) the dense part failed with why: the dense
  * part moves to the devices left, when there are and they can hold it, else
- * to the CPU; either way the KV cache is rebuilt there from the token
- * history (pos0 tokens), so no token is lost. */
-static int dense_moved(struct coli_engine *e, int pos0, int why)
+ * to the CPU; either way every slot's KV cache is rebuilt there from its
+ * token history (the tokens before the failed step), so no token is lost. */
+int coli_engine_dense_moved(struct coli_engine *e, int why)
 {
 	char err[256] = "";
-	int failed = 0, rc;
+	int failed = 0, rc, cached = 0;
 
 	for (int i = 0; i < e->dense.n_dd; i++)
 		failed |= e->dense.dds[i]->dev->failed;
+	for (int s = 0; s < e->kv.n_seq; s++)
+		cached += e->kv.seq[s].pos;
 	fprintf(stderr, "coli: the dense device failed (%s); %d cached tokens to rebuild\n",
-	        strerror(-why), pos0);
+	        strerror(-why), cached);
 	coli_dense_dev_close(e);
-	e->kv.seq[0].pos = 0;
 	/* only a device marked failed is left out: anything else would fail again */
 	if (!failed || coli_dense_dev_open(e, err, sizeof(err)) || coli_dense_dev_plan_init(e)) {
 		coli_dense_dev_close(e); /* a partial open */
 		fprintf(stderr, "coli: the dense part runs on the CPU from now on%s%s\n",
 		        err[0] ? ": " : "", err);
 	}
-	for (int i = 0, n; i < pos0; i += n) {
-		n = pos0 - i < e->s.tmax ? pos0 - i : e->s.tmax;
-		rc = e->dense.dd ? coli_forward_dev(e, e->kv.seq[0].hist + i, n, NULL, 0, NULL)
-		                 : coli_forward(e, e->kv.seq[0].hist + i, n, NULL, 0);
-		if (rc)
-			return e->dense.dd ? dense_moved(e, pos0, rc)
-			                   : rc; /* another fell: again, fewer */
+	for (int s = 0; s < e->kv.n_seq; s++) {
+		int had = e->kv.seq[s].pos;
+
+		e->kv.seq[s].pos = 0;
+		for (int i = 0, n; i < had; i += n) {
+			n = had - i < e->s.tmax ? had - i : e->s.tmax;
+			rc = replay(e, s, i, n);
+			if (rc) { /* another fell: again, fewer (what was rebuilt stays) */
+				e->kv.seq[s].pos = had;
+				return e->dense.dd ? coli_engine_dense_moved(e, rc) : rc;
+			}
+		}
 	}
 	return 0;
 }
 
+/* A chunk of slot 0 on the dense device(s); with several slots open, as
+ * a batch of one run. */
+static int dev_chunk(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
+                     int *next)
+{
+	const struct coli_run r = {.slot = 0,
+	                           .n = T,
+	                           .ids = ids,
+	                           .logits = all_logits       ? 2
+	                                     : logits || next ? 1
+	                                                      : 0};
+	int rc;
+
+	if (e->kv.n_seq == 1)
+		return coli_forward_dev(e, ids, T, logits, all_logits, next);
+	rc = coli_forward_dev_batch(e, &(struct coli_batch){.n_runs = 1, .runs = &r},
+	                            next ? e->s.glogits : logits);
+	if (!rc && next)
+		*next = coli_argmax(e->s.glogits, e->m.cfg.vocab);
+	return rc;
+}
+
 /* One chunk on the dense device(s), or on the CPU. If a dense device fails,
- * the dense part moves (dense_moved) and the chunk runs again: no token is
+ * the dense part moves (coli_engine_dense_moved) and the chunk runs again: no token is
  * lost. */
 /* next != NULL: logits NULL; *next = the greedy id after the last token
  * (on the dense device when there is one, else coli_argmax of the CPU's). */
@@ -518,13 +565,13 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 	int pos0 = e->kv.seq[0].pos, rc;
 
 	while (e->dense.dd) {
-		rc = coli_forward_dev(e, ids, T, logits, all_logits, next);
+		rc = dev_chunk(e, ids, T, logits, all_logits, next);
 		if (rc == 0 || rc == -E2BIG || rc == -EINVAL) {
 			if (rc == 0)
 				memcpy(e->kv.seq[0].hist + pos0, ids, sizeof(int) * T);
 			return rc;
 		}
-		rc = dense_moved(e, pos0, rc);
+		rc = coli_engine_dense_moved(e, rc);
 		if (rc)
 			return rc;
 	}

@@ -95,17 +95,28 @@ int coli_engine_seq_rewind(coli_engine_t *e, int slot, int pos)
 	return 0;
 }
 
-/* The dense part on a device holds one slot (core/engine.c keeps it on the
- * CPU with more): the batch is one run of slot 0, through the device's
- * forward as coli_engine_forward runs it. Batching the runs of several
- * slots on the dense device is the next step. */
+/* The batch with the dense part on the device(s): one slot runs as
+ * coli_engine_forward runs it; several through coli_forward_dev_batch, and
+ * when a device fails the dense part moves (coli_engine_forward's path
+ * rebuilds every slot's cache) and the step runs again. */
 static int step_dev(coli_engine_t *e, const struct coli_batch *b, float *logits)
 {
 	const struct coli_run *R = b->runs;
+	int rc;
 
-	if (b->n_runs != 1 || R->slot != 0 || R->n < 1 || R->n > e->s.tmax)
-		return -EINVAL;
-	return coli_engine_forward(e, R->ids, R->n, R->logits ? logits : NULL, R->logits == 2);
+	if (e->kv.n_seq == 1) {
+		if (b->n_runs != 1 || R->slot != 0 || R->n < 1 || R->n > e->s.tmax)
+			return -EINVAL;
+		return coli_engine_forward(e, R->ids, R->n, R->logits ? logits : NULL,
+		                           R->logits == 2);
+	}
+	rc = coli_forward_dev_batch(e, b, logits);
+	if (rc == 0 || rc == -E2BIG || rc == -EINVAL)
+		return rc;
+	rc = coli_engine_dense_moved(e, rc);
+	if (rc)
+		return rc;
+	return e->dense.dd ? step_dev(e, b, logits) : coli_forward_batch(e, b, logits);
 }
 
 int coli_engine_step(coli_engine_t *e, const struct coli_batch *b, float *logits)

@@ -44,13 +44,15 @@
  * posp != NULL: pos0 is read there when the launch runs (graphs, as in
  * coli_qk_rope_store); the grid then covers the longest span the caller
  * allows, and splits past the position only add their empty partials.
+ * rows != NULL: each query's own position and sequence slot (attn_row), the
+ * queries of several sequences in one launch.
  */
 
 template <int M>
 static __device__ __forceinline__ void
 attention_tiles(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
                 int nh, int nkv, int hd, float scale, int tiles_per_split, float *part,
-                unsigned *count, const float *sinks, int window)
+                unsigned *count, const float *sinks, int window, const int *rows)
 {
 	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
 	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
@@ -59,16 +61,17 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 	const int split = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int group = nh / nkv, kvd = nkv * hd, nq = group * hd;
-	const int n = (posp ? *posp : pos0) + t + 1, span = tiles_per_split * AT_TILE;
+	/* typed rows: krow / vrow bytes a position, this head's values at Kh, Vh
+	 * in a row, its q8 scale soff bytes into the row */
+	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
+	const int n = attn_row(pos0, posp, rows, t, &K, &V, krow, vrow),
+	          span = tiles_per_split * AT_TILE;
 	/* a sliding window's first position k0: the splits before it walk nothing
 	 * (their partials add +0) */
 	const int k0 = window > 0 && n > window ? n - window : 0;
 	const int p0 = max(split * span, k0), p1 = min(n, split * span + span);
 	const float *qg = q + ((size_t)t * nh + (size_t)kvh * group) * hd;
 	const float *sink = sinks ? sinks + (size_t)kvh * group : NULL;
-	/* typed rows: krow / vrow bytes a position, this head's values at Kh, Vh
-	 * in a row, its q8 scale soff bytes into the row */
-	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
 	const int soff = ((kvd + 3) & ~3) + 4 * kvh;
 	const char *Kh = (const char *)K + (size_t)kvh * hd * kv_esz<KT>();
 	const char *Vh = (const char *)V + (size_t)kvh * hd * kv_esz<VT>();
@@ -269,11 +272,11 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)                                \
 	    name(const float *q, const void *K, const void *V, float *out, int pos0,               \
 	         const int *posp, int nh, int nkv, int hd, float scale, int tps, float *part,      \
-	         unsigned *count, const float *sinks, int window)                                  \
+	         unsigned *count, const float *sinks, int window, const int *rows)                 \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		attention_tiles<m>(q, K, V, out, pos0, posp, nh, nkv, hd, scale, tps, part, count, \
-		                   sinks, window);                                                 \
+		                   sinks, window, rows);                                           \
 	}
 ATTN_TILES(coli_attention, 0)
 ATTN_TILES(coli_attention_bf16, 1)
@@ -311,7 +314,7 @@ static __device__ __forceinline__ void
 attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
             int nh, int nkv, int hd, float scale, int max_splits, float *part, unsigned *count,
             int t0, int hsplit, signed char *aq, float *ad, int *aqs, const float *sinks,
-            int window)
+            int window, const int *rows)
 {
 	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
 	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
@@ -326,7 +329,11 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	const struct attn_out ao = {out + head0 * hd, aq ? aq + head0 * hd : NULL,
 	                            aq ? ad + head0 * hd / 32 : NULL,
 	                            aq ? aqs + head0 * hd / 32 : NULL};
-	const int n = (posp ? *posp : pos0) + t + 1,
+	/* typed rows (attention.cuh): krow / vrow bytes a position, a thread's
+	 * K slice at Kh and V dim at Vh in a row, the q8 scale soff into it */
+	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
+	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
+	const int n = attn_row(pos0, posp, rows, t, &K, &V, krow, vrow),
 	          span = COLI_GPU_ATTN_CPS(n, max_splits) * AD_CHUNK;
 	/* a sliding window (gpt-oss): positions from k0 on. The chunks stay
 	 * aligned to AD_CHUNK (the prefill kernel's, for its bits): the window's
@@ -336,10 +343,6 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	          p1 = min(n, split * span + span);
 	const float *sink = sinks ? sinks + (size_t)blockIdx.y * group : NULL;
 	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
-	/* typed rows (attention.cuh): krow / vrow bytes a position, a thread's
-	 * K slice at Kh and V dim at Vh in a row, the q8 scale soff into it */
-	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
-	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
 	const int soff = ((kvd + 3) & ~3) + 4 * kvh;
 	const char *Kh = (const char *)K + ((size_t)kvh * hd + sl * (hd / AD_SL)) * kv_esz<KT>();
 	const char *Vh = (const char *)V + ((size_t)kvh * hd + di) * kv_esz<VT>();
@@ -485,11 +488,12 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_chunks_##hd##sfx(    \
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
 	    int nh, int nkv, int hdim, float scale, int msp, float *part, unsigned *count, int t0, \
-	    int hsplit, signed char *aq, float *ad, int *aqs, const float *sinks, int window)      \
+	    int hsplit, signed char *aq, float *ad, int *aqs, const float *sinks, int window,      \
+	    const int *rows)                                                                       \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		attn_chunks<hd / 32, m>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, msp, part, \
-		                        count, t0, hsplit, aq, ad, aqs, sinks, window);            \
+		                        count, t0, hsplit, aq, ad, aqs, sinks, window, rows);      \
 	}
 #define ATTN_CHUNKS_ALL(hd)                                                                        \
 	ATTN_CHUNKS(hd, , 0)                                                                       \

@@ -26,6 +26,23 @@
 #define AD_CHUNK 32
 #define AD_SL    8
 
+/* Query t's positions seen (its position + 1), and its sequence's cache:
+ * K and V moved to its slot's first row when the launch holds several
+ * sequences (rows, COLI_GPU_ROWS: ptx/kernels_abi.h); else at pos0 + t, pos0
+ * read at posp when given. krow / vrow: bytes a cache row. */
+static __device__ __forceinline__ int attn_row(int pos0, const int *posp, const int *rows, int t,
+                                               const void **K, const void **V, size_t krow,
+                                               size_t vrow)
+{
+	if (!rows)
+		return (posp ? *posp : pos0) + t + 1;
+	const size_t base = (size_t)rows[COLI_GPU_ROWS * t + 1];
+
+	*K = (const char *)*K + base * krow;
+	*V = (const char *)*V + base * vrow;
+	return rows[COLI_GPU_ROWS * t] + 1;
+}
+
 /* Both attention kernels end alike. A CTA's items are it = tid + k *
  * AT_THREADS (k < AT_ITEMS) of its heads' [group][hd] outputs. */
 

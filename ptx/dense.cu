@@ -232,12 +232,14 @@ extern "C" __global__ void __launch_bounds__(1024)
  * (ptx/kv_rows.cuh; q8: a kv head's scale after the row's nkv * hd values,
  * the head's max over its CTA); store_only: k and v stored as they are, q
  * untouched (the op-by-op path's store). f != 1: q and k times f after the
- * rotation (YaRN's cos/sin factor, applied as the CPU applies it). */
+ * rotation (YaRN's cos/sin factor, applied as the CPU applies it). rows !=
+ * NULL: token t's own position and sequence slot (ptx/kernels_abi.h
+ * COLI_GPU_ROWS), tokens of several sequences in one launch. */
 extern "C" __global__ void __launch_bounds__(128)
     coli_qk_rope_store(float *q, const float *k, const float *v, const float *qw, const float *kw,
                        float eps, int nh, int nkv, int hd, int pos0, const int *posp,
                        const float *inv_freq, void *kc, void *vc, int kt, int vt, int store_only,
-                       float f)
+                       float f, const int *rows)
 {
 	__shared__ double red[4];
 	__shared__ float redm[32];
@@ -255,8 +257,10 @@ extern "C" __global__ void __launch_bounds__(128)
 		return; /* q as it is */
 	float x1 = in ? x[i] : 0.0f, x2 = in ? x[i + half] : 0.0f;
 
-	if (posp)
-		pos0 = *posp;
+	/* row t's position p, stored at cache row at (its slot's rows first,
+	 * COLI_GPU_ROWS: several sequences) */
+	const int p = rows ? rows[COLI_GPU_ROWS * t] : (posp ? *posp : pos0) + t;
+	const size_t at = rows ? (size_t)rows[COLI_GPU_ROWS * t + 1] + p : (size_t)p;
 
 	if (w) {
 		double ss = (double)x1 * x1 + (double)x2 * x2;
@@ -279,7 +283,7 @@ extern "C" __global__ void __launch_bounds__(128)
 	float o1 = x1, o2 = x2;
 
 	if (!store_only) {
-		const float ang = (float)(pos0 + t) * fr;
+		const float ang = (float)p * fr;
 		double dc, ds;
 
 		sincos((double)ang, &ds, &dc);
@@ -297,9 +301,8 @@ extern "C" __global__ void __launch_bounds__(128)
 		return;
 	}
 	const int kvd = nkv * hd, soff = ((kvd + 3) & ~3) + 4 * hh;
-	const size_t pos = (size_t)(pos0 + t);
-	char *kr = (char *)kc + pos * kv_row_size(kt, kvd, nkv);
-	char *vrw = (char *)vc + pos * kv_row_size(vt, kvd, nkv);
+	char *kr = (char *)kc + at * kv_row_size(kt, kvd, nkv);
+	char *vrw = (char *)vc + at * kv_row_size(vt, kvd, nkv);
 	const float *vr = v + ((size_t)t * nkv + hh) * hd;
 	const float v1 = in ? vr[i] : 0.0f, v2 = in ? vr[i + half] : 0.0f;
 	float ks = 0.0f, vs = 0.0f;

@@ -223,18 +223,19 @@ int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, ui
                            uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc)
 {
 	return coli_gpu_qk_rope_store_kv(g, q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp,
-	                                 inv_freq, kc, vc, 0, 0, 0, 1.0f);
+	                                 inv_freq, kc, vc, 0, 0, 0, 1.0f, 0);
 }
 
 int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                               uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                               uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc, int kt,
-                              int vt, int store_only, float yf)
+                              int vt, int store_only, float yf, uint64_t rows)
 {
 	CUdeviceptr a = q, b = k, c = v, d = qw, e = kw, f = inv_freq, h = kc, i = vc, p = posp;
+	CUdeviceptr r = rows;
 	float fy = yf == 0.0f ? 1.0f : yf; /* 0: none */
-	void *args[] = {&a,    &b, &c, &d, &e, &eps, &nh, &nkv,        &hd,
-	                &pos0, &p, &f, &h, &i, &kt,  &vt, &store_only, &fy};
+	void *args[] = {&a, &b, &c, &d, &e,  &eps, &nh,         &nkv, &hd, &pos0,
+	                &p, &f, &h, &i, &kt, &vt,  &store_only, &fy,  &r};
 	unsigned bx = (unsigned)((hd / 2 + 31) / 32 * 32);
 
 	if (hd % 2 || hd > 256 || T <= 0 || kt < 0 || kt > 2 || vt < 0 || vt > 2)
@@ -335,35 +336,43 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
                        uint64_t aq, uint64_t ad, uint64_t aqs)
 {
 	return coli_gpu_attention_kv(g, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
-	                             ad, aqs, 0, 0, 0, 0);
+	                             ad, aqs, 0, 0, 0, 0, 0);
+}
+
+/* Several sequences (rows): pos0 is the launch's furthest position + 1 (the
+ * longest query's positions), and a capture's grid covers its bucket. */
+static int reach_rows(const coli_gpu_t *g, int n, int span)
+{
+	return g->capturing ? coli_gpu_attn_reach(n, span) : n;
 }
 
 /* The kernel of the cache's KV mode: the same split, the loads typed. */
 int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
                           int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
                           uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt, uint64_t sinks,
-                          int window)
+                          int window, uint64_t rows)
 {
 	const int mode = coli_gpu_kv_mode(kt, vt);
 	CUdeviceptr a = q, b = K, c = V, d = out, p = posp, part = g->scratch, cnt = g->counts;
-	CUdeviceptr qa = aq, qd = ad, qs = aqs, sk = sinks;
+	CUdeviceptr qa = aq, qd = ad, qs = aqs, sk = sinks, r = rows;
 	int group, tiles, splits = 1, tps, rc;
 	long base, want = 2L * g->sm_count;
 	/* coli_attn_chunks' parameters; coli_attention takes the first 13, then
-	 * the sinks and the window */
-	void *args[] = {&a,   &b,    &c,   &d,   &pos0, &p,  &nh, &nkv, &hd, &scale,
-	                &tps, &part, &cnt, NULL, NULL,  &qa, &qd, &qs,  &sk, &window};
-	void *targs[] = {&a,  &b,     &c,   &d,    &pos0, &p,  &nh,    &nkv,
-	                 &hd, &scale, &tps, &part, &cnt,  &sk, &window};
+	 * the sinks, the window and the rows */
+	void *args[] = {&a,    &b,   &c,   &d,   &pos0, &p,  &nh, &nkv, &hd,     &scale, &tps,
+	                &part, &cnt, NULL, NULL, &qa,   &qd, &qs, &sk,  &window, &r};
+	void *targs[] = {&a,  &b,     &c,   &d,    &pos0, &p,  &nh,     &nkv,
+	                 &hd, &scale, &tps, &part, &cnt,  &sk, &window, &r};
 
 	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T) ||
-	    (aq && (nh * hd) % 32) || window < 0)
+	    (aq && (nh * hd) % 32) || window < 0 || (rows && span < 1))
 		return -EINVAL;
 	group = nh / nkv;
 	if (group > AT_MAXG || group * hd > AT_MAXQ || mode < 0)
 		return -ENOTSUP; /* the shared-memory q block of attention.cu; a KV pair with
 		                  * no kernels */
-	if (T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
+	/* (a prefill CTA's queries share their K/V chunks: one sequence's) */
+	if (!rows && T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
 	    g->f_attn_prefill[mode][hd == 128] && !g->attn_prefill_off) {
 		void *pa[] = {&a,     &b,   &c,   &d,  &pos0, &p,  &nh, &nkv,
 		              &scale, NULL, NULL, &qa, &qd,   &qs, &sk, &window};
@@ -372,11 +381,12 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 	}
 	if (hd % 32 == 0 && THREADS % hd == 0 && nh <= DENSE_COUNTERS)
 		return attention_chunks(g, args, T,
-		                        posp && g->capturing ? coli_gpu_attn_reach(pos0 + T, span)
-		                                             : pos0 + T,
+		                        rows                   ? reach_rows(g, pos0, span)
+		                        : posp && g->capturing ? coli_gpu_attn_reach(pos0 + T, span)
+		                                               : pos0 + T,
 		                        nkv, group, hd, mode);
 	base = (long)T * nkv;
-	tiles = ((posp ? span : pos0 + T) + AT_TILE - 1) / AT_TILE;
+	tiles = ((posp || rows ? span : pos0 + T) + AT_TILE - 1) / AT_TILE;
 	if (base < want && base <= DENSE_COUNTERS) {
 		size_t per = (size_t)base * ((size_t)group * hd + 2 * group); /* floats a split */
 
@@ -762,7 +772,7 @@ int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, ui
 int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                               uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                               uint64_t pp, uint64_t f, uint64_t kc, uint64_t vc, int kt, int vt,
-                              int so, float yf)
+                              int so, float yf, uint64_t rows)
 {
 	NO_GPU;
 }
@@ -787,7 +797,7 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T,
                           int p, uint64_t pp, int span, int nh, int nkv, int hd, float s,
                           uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt, uint64_t sk,
-                          int w)
+                          int w, uint64_t rows)
 {
 	NO_GPU;
 }

@@ -147,6 +147,15 @@ struct coli_gpu_pairs {
  * (A macro: nvcc's device code and gcc's host code both use it.) */
 #define COLI_GPU_ATTN_CPS(n, max_splits) ((((n) + 31) / 32 + (max_splits)-1) / (max_splits))
 
+/* Several sequences in one launch (--parallel, core/forward/forward_dev.c):
+ * rows [T][2] ints, COLI_GPU_ROWS ints a row: row t's position p and the
+ * first cache row of its sequence's slot (slot * the rows a slot holds of a
+ * layer cache's array). Row t is stored at, and attends to, cache rows
+ * base + 0 .. base + p; its bits are those of the same query alone (a
+ * query's split depends on its own position). NULL (one sequence): row t is
+ * at pos0 + t, from *posp when posp is given. */
+#define COLI_GPU_ROWS 2
+
 /* The positions a captured decode step's attention launches splits for
  * (ptx/gpu_dense.c): a graph captured at a step ending at position n (pos0 +
  * T) holds the CTAs of the first coli_gpu_attn_reach(n, span) positions, not

@@ -459,7 +459,8 @@ extern "C" __global__ void __launch_bounds__(128) coli_mla_prep(struct coli_gpu_
 		if (!a.kt)
 			return;
 		__syncthreads(); /* the row in srow */
-		char *dst = (char *)a.cache + (size_t)pos * kv_row_size(a.kt, kr, (kr + a.kl - 1) / a.kl);
+		char *dst =
+		    (char *)a.cache + (size_t)pos * kv_row_size(a.kt, kr, (kr + a.kl - 1) / a.kl);
 		const int soff = (kr + 3) & ~3;
 
 		for (int s0 = 0, g = 0; s0 < kr; s0 += a.kl, g++) {

@@ -105,8 +105,10 @@ struct coli_dev_qk_rope {
 	uint64_t inv_freq; /* [hd / 2] */
 	uint64_t kc, vc;   /* [ctx] rows of [nkv][hd] in kt / vt */
 	int kt, vt, store_only;
-	float f; /* YaRN's cos/sin factor: q and k times f after RoPE, one
-	          * rounding (core/forward/forward.c's rope_attn); 0 or 1: none */
+	float f;       /* YaRN's cos/sin factor: q and k times f after RoPE, one
+	                * rounding (core/forward/forward.c's rope_attn); 0 or 1: none */
+	uint64_t rows; /* several sequences: [T][2] ints (COLI_GPU_ROWS, ptx/kernels_abi.h),
+	                * row t's position and its slot's first cache row; 0: pos0 + t */
 };
 
 /* RoPE of x [T][nh][hd] in place at positions pos0..: the first rd dims of
@@ -133,6 +135,7 @@ struct coli_dev_attention {
 	int kt, vt; /* the cache rows' types (enum coli_kv_type; qk_rope's layout) */
 	uint64_t sinks;
 	int window;
+	uint64_t rows; /* as qk_rope's: each row's position and slot (0: pos0 + t) */
 };
 
 /* Multi-head latent attention (core/forward/mla.c says the shapes): the

@@ -156,12 +156,22 @@ int coli_dev_sim_add_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 	return a->q ? actq(d, a->y, a->q, a->qd, a->qsum, a->rows * a->n / COLI_QBLOCK) : 0;
 }
 
+/* Row t's position and the cache row it is stored at / attends from:
+ * COLI_GPU_ROWS's table (several sequences), or pos0 + t (pos0 read at posp
+ * when given). */
+static int row_pos(uint64_t rows, uint64_t posp, int pos0, int t, size_t *base)
+{
+	const int *r = (const int *)(uintptr_t)rows;
+
+	*base = r ? (size_t)r[COLI_GPU_ROWS * t + 1] : 0;
+	return r ? r[COLI_GPU_ROWS * t] : (posp ? *(const int *)(uintptr_t)posp : pos0) + t;
+}
+
 int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 {
 	IN_ORDER(d);
 	const int T = a->T, nh = a->nh, nkv = a->nkv, hd = a->hd;
-	const int pos0 = a->posp ? *(const int *)(uintptr_t)a->posp : a->pos0;
-	size_t kvd = (size_t)nkv * hd;
+	size_t kvd = (size_t)nkv * hd, base;
 
 	if (a->qw && !a->store_only)
 		coli_dev_sim_rmsnorm(
@@ -173,9 +183,13 @@ int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope
 		    d,
 		    &(struct coli_dev_norm){
 		        .x = a->k, .w = a->kw, .y = a->k, .rows = T * nkv, .n = hd, .eps = a->eps});
+	for (int t = 0; !a->store_only && t < T; t++) { /* each token at its position */
+		int p = row_pos(a->rows, a->posp, a->pos0, t, &base);
+
+		coli_rope(F(a->q) + (size_t)t * nh * hd, 1, nh, hd, p, F(a->inv_freq));
+		coli_rope(F(a->k) + (size_t)t * kvd, 1, nkv, hd, p, F(a->inv_freq));
+	}
 	if (!a->store_only) {
-		coli_rope(F(a->q), T, nh, hd, pos0, F(a->inv_freq));
-		coli_rope(F(a->k), T, nkv, hd, pos0, F(a->inv_freq));
 		/* YaRN's factor after the rotation, as the CPU's rope_attn */
 		for (size_t i = 0; a->f != 0.0f && a->f != 1.0f && i < (size_t)T * nh * hd; i++)
 			F(a->q)[i] *= a->f;
@@ -187,9 +201,12 @@ int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope
 		size_t vb = coli_kv_row_bytes(a->vt, (int)kvd, nkv);
 
 		for (int t = 0; t < T; t++) {
-			coli_kv_row_store(a->kt, (char *)F(a->kc) + (size_t)(pos0 + t) * kb,
+			size_t at = (size_t)row_pos(a->rows, a->posp, a->pos0, t, &base);
+
+			at += base;
+			coli_kv_row_store(a->kt, (char *)F(a->kc) + at * kb,
 			                  F(a->k) + (size_t)t * kvd, (int)kvd, hd);
-			coli_kv_row_store(a->vt, (char *)F(a->vc) + (size_t)(pos0 + t) * vb,
+			coli_kv_row_store(a->vt, (char *)F(a->vc) + at * vb,
 			                  F(a->v) + (size_t)t * kvd, (int)kvd, hd);
 		}
 	}
@@ -223,10 +240,16 @@ int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *
 	const int T = a->T, nh = a->nh, hd = a->hd, group = nh / a->nkv, kvd = a->nkv * hd;
 	const float scale = a->scale;
 	/* the CPU walks positions in one order whatever the split (span) */
-	const int pos0 = a->posp ? *(const int *)(uintptr_t)a->posp : a->pos0;
+	int most = 0;
+	size_t base;
 	float *sc;
 
-	sc = malloc(sizeof(float) * (size_t)(pos0 + T));
+	for (int t = 0; t < T; t++) {
+		int p = row_pos(a->rows, a->posp, a->pos0, t, &base);
+
+		most = p + 1 > most ? p + 1 : most;
+	}
+	sc = malloc(sizeof(float) * (size_t)most);
 	if (!sc)
 		return -ENOMEM;
 	for (int t = 0; t < T; t++)
@@ -234,11 +257,11 @@ int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *
 			struct coli_kv_rows kr = head_rows(K, a->kt, kvd, a->nkv, hd, h / group);
 			struct coli_kv_rows vr = head_rows(V, a->vt, kvd, a->nkv, hd, h / group);
 			/* a sliding layer: the last `window` keys, as the CPU's groups */
-			const int n = pos0 + t + 1,
+			const int n = row_pos(a->rows, a->posp, a->pos0, t, &base) + 1,
 			          k0 = a->window && n > a->window ? n - a->window : 0;
 
-			kr.p = (const char *)kr.p + (size_t)k0 * kr.stride;
-			vr.p = (const char *)vr.p + (size_t)k0 * vr.stride;
+			kr.p = (const char *)kr.p + (base + (size_t)k0) * kr.stride;
+			vr.p = (const char *)vr.p + (base + (size_t)k0) * vr.stride;
 			coli_attention_head_kv(F(q) + ((size_t)t * nh + h) * hd, &kr, &vr, n - k0,
 			                       hd, hd, scale, a->sinks ? F(a->sinks)[h] : -INFINITY,
 			                       sc, F(out) + ((size_t)t * nh + h) * hd);

@@ -27,20 +27,32 @@ int coli_dense_dev_qk_fused(const struct coli_model_config *c)
 	       c->rope_dim == c->head_dim;
 }
 
-/* q/k norms, RoPE, and k and v into the layer's cache rows pos0..: one fused
- * launch (coli_qk_rope_store) where coli_dense_dev_qk_fused allows, else op by op. */
-static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D, int T,
-                    int pos0, uint64_t kc, uint64_t vc)
+/* Rows r0 .. r0 + T of q, k and v of one run at pos0 (posp: read on the
+ * device, a graph's) or of several (rows), and where their keys and values
+ * go: the layer's cache kc / vc (with rows: slot 0's, the table adds each
+ * row's slot), or a run's slot. */
+struct qk_rows {
+	int r0, T, pos0;
+	uint64_t posp, rows, kc, vc;
+};
+
+/* q/k norms, RoPE, and k and v into the cache rows: one fused launch
+ * (coli_qk_rope_store) where coli_dense_dev_qk_fused allows, else op by op
+ * (one run: the caller splits several). */
+static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D,
+                    const struct qk_rows *w)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim, qd = nh * hd, kvd = nkv * hd;
-	int rc = 0;
+	int rc = 0, T = w->T, pos0 = w->pos0;
+	uint64_t kc = w->kc, vc = w->vc, q = dd->q + (size_t)w->r0 * qd * 4,
+	         k = dd->k + (size_t)w->r0 * kvd * 4, v = dd->v + (size_t)w->r0 * kvd * 4;
 
 	if (coli_dense_dev_qk_fused(c))
 		return coli_dev_qk_rope_store(
-		    dd->dev, &(struct coli_dev_qk_rope){.q = dd->q,
-		                                        .k = dd->k,
-		                                        .v = dd->v,
+		    dd->dev, &(struct coli_dev_qk_rope){.q = q,
+		                                        .k = k,
+		                                        .v = v,
 		                                        .qw = c->qk_norm == 1 ? D->q_norm : 0,
 		                                        .kw = c->qk_norm == 1 ? D->k_norm : 0,
 		                                        .eps = c->norm_eps,
@@ -49,33 +61,32 @@ static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 		                                        .nkv = nkv,
 		                                        .hd = hd,
 		                                        .pos0 = pos0,
-		                                        .posp = dd->ids,
+		                                        .posp = w->posp,
 		                                        .inv_freq = dd->inv_freq,
 		                                        .kc = kc,
 		                                        .vc = vc,
 		                                        .kt = e->kv.kt,
 		                                        .vt = e->kv.vt,
-		                                        .f = e->s.rope_attn});
+		                                        .f = e->s.rope_attn,
+		                                        .rows = w->rows});
 	if (c->qk_norm) { /* 2: over the whole q and k, 1: per head */
 		int whole = c->qk_norm == 2;
-		struct coli_dev_norm nq = {
-		    .x = dd->q, .w = D->q_norm, .y = dd->q, .eps = c->norm_eps};
-		struct coli_dev_norm nk = {
-		    .x = dd->k, .w = D->k_norm, .y = dd->k, .eps = c->norm_eps};
+		struct coli_dev_norm nq = {.x = q, .w = D->q_norm, .y = q, .eps = c->norm_eps};
+		struct coli_dev_norm nk = {.x = k, .w = D->k_norm, .y = k, .eps = c->norm_eps};
 
 		nq.rows = whole ? T : T * nh, nq.n = whole ? qd : hd;
 		nk.rows = whole ? T : T * nkv, nk.n = whole ? kvd : hd;
 		rc = coli_dev_rmsnorm(dd->dev, &nq);
 		rc = rc ? rc : coli_dev_rmsnorm(dd->dev, &nk);
 	}
-	struct coli_dev_rope rq = {.x = dd->q,
+	struct coli_dev_rope rq = {.x = q,
 	                           .inv_freq = dd->inv_freq,
 	                           .T = T,
 	                           .nh = nh,
 	                           .hd = hd,
 	                           .rd = c->rope_dim,
 	                           .pos0 = pos0};
-	struct coli_dev_rope rk = {.x = dd->k,
+	struct coli_dev_rope rk = {.x = k,
 	                           .inv_freq = dd->inv_freq,
 	                           .T = T,
 	                           .nh = nkv,
@@ -88,15 +99,15 @@ static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 	if (e->kv.kt != COLI_KV_F32 || e->kv.vt != COLI_KV_F32) /* rounded to the types */
 		return rc ? rc
 		          : coli_dev_qk_rope_store(
-		                dd->dev, &(struct coli_dev_qk_rope){.q = dd->q,
-		                                                    .k = dd->k,
-		                                                    .v = dd->v,
+		                dd->dev, &(struct coli_dev_qk_rope){.q = q,
+		                                                    .k = k,
+		                                                    .v = v,
 		                                                    .T = T,
 		                                                    .nh = nh,
 		                                                    .nkv = nkv,
 		                                                    .hd = hd,
 		                                                    .pos0 = pos0,
-		                                                    .posp = dd->ids,
+		                                                    .posp = w->posp,
 		                                                    .inv_freq = dd->inv_freq,
 		                                                    .kc = kc,
 		                                                    .vc = vc,
@@ -105,13 +116,37 @@ static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 		                                                    .store_only = 1});
 	rc = rc ? rc
 	        : coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = kc + (size_t)pos0 * kvd * 4,
-	                                                         .src = dd->k,
+	                                                         .src = k,
 	                                                         .n = (size_t)T * kvd * 4});
 	return rc ? rc
 	          : coli_dev_copy(dd->dev,
 	                          &(struct coli_dev_copy){.dst = vc + (size_t)pos0 * kvd * 4,
-	                                                  .src = dd->v,
+	                                                  .src = v,
 	                                                  .n = (size_t)T * kvd * 4});
+}
+
+/* st's q/k heads into the cache: one sequence as before; several, the
+ * table's rows in one fused launch, or op by op a run at a time. */
+static int qk_store(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D,
+                    const struct dstep *st, uint64_t kc, uint64_t vc)
+{
+	int rc = 0;
+
+	if (!st->rows)
+		return qk_heads(e, dd, D,
+		                &(struct qk_rows){0, st->T, st->pos0, dd->ids, 0, kc, vc});
+	if (coli_dense_dev_qk_fused(&e->m.cfg))
+		return qk_heads(e, dd, D,
+		                &(struct qk_rows){0, st->T, 0, 0, dd_rows(dd, e->s.tmax), kc, vc});
+	for (int r = 0; !rc && r < st->n_runs; r++) {
+		const struct coli_fwd_run *R = &st->run[r];
+		size_t base = R->slot * dd->slot_rows;
+
+		rc = qk_heads(e, dd, D,
+		              &(struct qk_rows){R->r0, R->n, R->pos0, 0, 0, kc + base * e->kv.krow,
+		                                vc + base * e->kv.vrow});
+	}
+	return rc;
 }
 
 /* The softmax scale of the device's attention. The CPU multiplies the
@@ -132,17 +167,69 @@ static float dev_scale(const struct coli_engine *e)
 	return a == 1.0f ? s : s * a * a;
 }
 
-/* Attention of layer l; first, when `pending` (every layer but the first),
+/* a's queries and outputs from row r0 on (the quantized outputs too: int8
+ * [T][qd], and a float and an int a 32-block) */
+static struct coli_dev_attention from_row(struct coli_dev_attention a, int r0)
+{
+	const size_t qd = (size_t)a.nh * a.hd;
+
+	a.q += r0 * qd * 4, a.out += r0 * qd * 4;
+	if (a.aq)
+		a.aq += r0 * qd, a.ad += r0 * qd / 8, a.aqs += r0 * qd / 8;
+	return a;
+}
+
+/* Attention's launches for st's rows: one sequence, one launch (pos0 read
+ * from dd->ids in a graph). Several: the rows of short runs (decode tokens)
+ * in one launch through the row table, each long run (a prompt's chunk,
+ * never in a graph: T > COLI_GPU_MAX_S) in its own at its slot, where the
+ * prefill kernel may take it; the same bits for every query either way. */
+static int attend(struct coli_engine *e, struct coli_dense_dev *dd, struct coli_dev_attention a,
+                  const struct dstep *st)
+{
+	int rc = 0, r0 = -1, most = 0;
+
+	if (!st->rows)
+		return coli_dev_attention(dd->dev, &a);
+	for (int r = 0; !rc && r <= st->n_runs; r++) {
+		const struct coli_fwd_run *R = r < st->n_runs ? &st->run[r] : NULL;
+		struct coli_dev_attention one;
+
+		if (R && R->n <= COLI_GPU_MAX_S) { /* joins the short rows' launch */
+			r0 = r0 < 0 ? R->r0 : r0;
+			most = R->pos0 + R->n > most ? R->pos0 + R->n : most;
+			continue;
+		}
+		if (r0 >= 0) { /* the short rows before: up to the furthest position */
+			one = from_row(a, r0);
+			one.T = (R ? R->r0 : st->T) - r0, one.pos0 = most;
+			one.rows = dd_rows(dd, e->s.tmax) + (uint64_t)r0 * COLI_GPU_ROWS * 4;
+			rc = coli_dev_attention(dd->dev, &one);
+		}
+		r0 = -1, most = 0;
+		if (!R || rc)
+			continue;
+		size_t base = R->slot * dd->slot_rows;
+
+		one = from_row(a, R->r0);
+		one.k += base * e->kv.krow, one.v += base * e->kv.vrow;
+		one.T = R->n, one.pos0 = R->pos0, one.posp = 0, one.rows = 0;
+		rc = coli_dev_attention(dd->dev, &one);
+	}
+	return rc;
+}
+
+/* Attention of layer l for st's rows; first, when `pending` (every layer but the first),
  * the previous layer's MLP output is added to the residual stream in the same
  * launch as this layer's norm. Leaves the projection in dd->proj: the caller
  * adds it with the ffn norm. */
-int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int pend)
+int coli_dense_dev_attention(struct coli_engine *e, int l, const struct dstep *st, int pend)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
-	int qd = nh * hd, kvd = nkv * hd, rc, oq;
+	int qd = nh * hd, kvd = nkv * hd, rc, oq, T = st->T;
 	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->kv.ctx) * e->kv.krow;
 	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->kv.ctx) * e->kv.vrow;
 
@@ -167,7 +254,7 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 	         ? coli_dev_acc_rmsnorm(dd->dev, &nm) /* the previous layer's pairs */
 	         : coli_dev_add_rmsnorm(dd->dev, &nm);
 	if (c->kv_lora)
-		return rc ? rc : coli_dense_dev_mla(e, dd, D, l, T, pos0);
+		return rc ? rc : coli_dense_dev_mla(e, dd, D, l, T, st->pos0); /* (one sequence) */
 	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
 		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
 
@@ -192,30 +279,31 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int 
 		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bk);
 		rc = rc ? rc : coli_dev_add_bias(dd->dev, &bv);
 	}
-	rc = rc ? rc : qk_heads(e, dd, D, T, pos0, kc, vc);
+	rc = rc ? rc : qk_store(e, dd, D, st, kc, vc);
 	/* a quantized o reads the attention output quantized: in the same launch */
 	oq = coli_dtype_is_quant(D->o.dtype);
 	rc = rc ? rc
-	        : coli_dev_attention(dd->dev,
-	                             &(struct coli_dev_attention){.q = dd->q,
-	                                                          .k = kc,
-	                                                          .v = vc,
-	                                                          .out = dd->att,
-	                                                          .T = T,
-	                                                          .pos0 = pos0,
-	                                                          .posp = dd->ids,
-	                                                          .span = e->kv.ctx,
-	                                                          .nh = nh,
-	                                                          .nkv = nkv,
-	                                                          .hd = hd,
-	                                                          .scale = dev_scale(e),
-	                                                          .aq = oq ? dd->aq : 0,
-	                                                          .ad = oq ? dd->ad : 0,
-	                                                          .aqs = oq ? dd->aqs : 0,
-	                                                          .kt = e->kv.kt,
-	                                                          .vt = e->kv.vt,
-	                                                          .sinks = D->sinks,
-	                                                          .window = e->m.layers[l].window});
+	        : attend(e, dd,
+	                 (struct coli_dev_attention){.q = dd->q,
+	                                             .k = kc,
+	                                             .v = vc,
+	                                             .out = dd->att,
+	                                             .T = T,
+	                                             .pos0 = st->pos0,
+	                                             .posp = dd->ids,
+	                                             .span = e->kv.ctx,
+	                                             .nh = nh,
+	                                             .nkv = nkv,
+	                                             .hd = hd,
+	                                             .scale = dev_scale(e),
+	                                             .aq = oq ? dd->aq : 0,
+	                                             .ad = oq ? dd->ad : 0,
+	                                             .aqs = oq ? dd->aqs : 0,
+	                                             .kt = e->kv.kt,
+	                                             .vt = e->kv.vt,
+	                                             .sinks = D->sinks,
+	                                             .window = e->m.layers[l].window},
+	                 st);
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	if (!rc && D->o_bias) /* gpt-oss: proj = o . att + b, as the CPU's */
 		rc = coli_dev_add_bias(

@@ -205,8 +205,8 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
 	size_t kr = (size_t)c->kv_lora + c->rope_dim, nh = c->n_heads;
 	/* the host cache's layout (core/forward/kv.h); MLA: the latent rows alone */
-	size_t kv_bytes = (size_t)(dd->l1 - dd->l0) * e->kv.ctx * e->kv.krow;
-	size_t v_bytes = (size_t)(dd->l1 - dd->l0) * e->kv.ctx * e->kv.vrow;
+	size_t kv_bytes = e->kv.n_seq * dd->slot_rows * e->kv.krow;
+	size_t v_bytes = e->kv.n_seq * dd->slot_rows * e->kv.vrow;
 	size_t att = c->kv_lora ? nh * c->v_head : qd;
 	int rc = 0;
 
@@ -229,7 +229,7 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 			                 &dd->L[l].vb_jobs);
 		}
 	}
-	B(ids, (T + 1) * 4); /* the position, then the token ids */
+	B(ids, (T + 1 + COLI_GPU_ROWS * T) * 4); /* the position, the token ids, dd_rows */
 	B(x, T * H * 4);
 	B(xn, T * H * 4);
 	B(mlp, T * H * 4);
@@ -391,6 +391,7 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 		e->dense.dds[e->dense.n_dd++] = dd;
 		dd->dev = e->vram.devs[use[i]];
 		dd->l0 = L * i / n, dd->l1 = L * (i + 1) / n;
+		dd->slot_rows = (size_t)((L + n - 1) / n) * e->kv.ctx;
 		dd->first = i == 0, dd->last = i == n - 1;
 		for (int l = dd->l0; l < dd->l1; l++)
 			e->dense.dd_of[l] = (signed char)i;

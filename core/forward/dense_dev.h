@@ -9,8 +9,10 @@
  *   aq int8 / ad / aqs: the quantized form of the current GEMV input, [tmax][K_max]
  *   g, u, h [tmax][I_max]; rlog [tmax][E]; gl [tmax]; ey [tmax*top_k][H]
  *   then 2 x [tmax*top_k] (a host-planned layer's pair lists, uploaded with it)
- *   ids int [1 + tmax]: the position, then the token ids
- *   kcache, vcache [n_layers][ctx][nkv*hd] (MLA: kcache [n_layers][ctx][kv_lora
+ *   ids int [1 + tmax]: the position, then the token ids; then with several
+ *   sequences the row table [tmax][COLI_GPU_ROWS] (dd_rows: each row's position
+ *   and its slot's first cache row)
+ *   kcache, vcache [n_seq][n_layers][ctx][nkv*hd] (MLA: kcache [n_layers][ctx][kv_lora
  *   + rope_dim], the latent rows, and no vcache); logits [tmax][vocab]
  *   sel int / selw [tmax][top_k]; slabs u64 [n_layers][n_experts] (resident
  *   slab of each expert, fully resident layers only); gu_jobs, down_jobs
@@ -82,6 +84,9 @@ struct coli_dense_dev {
 	uint64_t out_norm, inv_freq;
 	struct dlayer *L;
 	uint64_t kcache, vcache;
+	size_t slot_rows; /* rows a sequence slot takes of a cache array: the longest
+	                   * device range's layers x ctx, the same on every device
+	                   * (one row table serves all), l - l0 of them used here */
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
 	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	uint64_t qa, kva, qn, qrow, lat;    /* MLA: [tmax][q_lora], [tmax][kl + r],
@@ -136,9 +141,28 @@ int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const s
 /* Whether q/k norms, RoPE and the KV store run as one launch (see
  * core/forward/attn_dev.c); a decode graph needs it. */
 int coli_dense_dev_qk_fused(const struct coli_model_config *c);
-/* Layer l's attention on its dense device, adding first what the previous layer left
- * (pend: PEND_*); leaves the projection in dd->proj. */
-int coli_dense_dev_attention(struct coli_engine *e, int l, int T, int pos0, int pend);
+/* One forward's rows on the dense devices (core/forward/forward_dev.c): T
+ * rows of one sequence from pos0 (a graph reads pos0 from dd->ids), or, with
+ * several slots (rows), of the runs run[n_runs], each row at its own
+ * position and slot through the device's row table (dd_rows). reach: the
+ * furthest position + 1 a row sees (a graph's bucket). */
+struct dstep {
+	int T, pos0, reach;
+	int rows;                       /* several slots: each device's dd_rows holds the rows */
+	int n_runs;                     /* runs (with rows) */
+	const struct coli_fwd_run *run; /* [n_runs]: slot, r0, n, pos0 */
+};
+
+/* The row table of several slots on the device (COLI_GPU_ROWS ints a row,
+ * after the position and the token ids in dd->ids). */
+static inline uint64_t dd_rows(const struct coli_dense_dev *dd, int tmax)
+{
+	return dd->ids + (uint64_t)(tmax + 1) * 4;
+}
+
+/* Layer l's attention on its dense device for st's rows, adding first what
+ * the previous layer left (pend: PEND_*); leaves the projection in dd->proj. */
+int coli_dense_dev_attention(struct coli_engine *e, int l, const struct dstep *st, int pend);
 
 /* The dense GEMV steps, inline: every layer queues a few of them. */
 /* Quantize rows of x [T][K] into aq/ad/aqs when m is quantized. Once per

@@ -153,11 +153,8 @@ static void embed(struct coli_engine *e, const struct coli_batch *b)
 			coli_mat_row_f32(&e->m.tok_embd, b->runs[r].ids[t], x);
 }
 
-/* b's runs as rows of the call (f->run, f->pos: [tmax]), checked: -EINVAL
- * (a slot out of range or twice, n < 1, an id out of the vocabulary, more
- * rows than tmax), -E2BIG (past a slot's context). */
-static int rows_of(struct coli_engine *e, const struct coli_batch *b, struct coli_fwd *f,
-                   struct coli_fwd_run *run, int *pos)
+int coli_forward_rows(struct coli_engine *e, const struct coli_batch *b, struct coli_fwd *f,
+                      struct coli_fwd_run *run, int *pos)
 {
 	unsigned char seen[COLI_MAX_SEQ] = {0};
 
@@ -213,7 +210,7 @@ int coli_forward_batch(struct coli_engine *e, const struct coli_batch *b, float 
 	double t0 = coli_now_s(), t1, t2;
 
 	e->errmsg[0] = 0;
-	rc = rows_of(e, b, &f, run, pos);
+	rc = coli_forward_rows(e, b, &f, run, pos);
 	if (rc)
 		return rc;
 	T = f.T;

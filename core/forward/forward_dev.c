@@ -357,13 +357,13 @@ static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer 
  * No host state changes here (layer_run may capture it as a graph and
  * replay it); xq: the ffn norm quantizes xn's rows for q8/q4 experts on
  * the device. */
-static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
+static int layer_ops(struct coli_engine *e, int l, const struct dstep *st, int kind, int xq, int gn,
                      int pend)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	const struct dlayer *D = &dd->L[l];
-	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused, nd = 0;
+	int H = c->hidden, E = c->n_experts, K = c->top_k, rc = 0, fused, nd = 0, T = st->T;
 	struct coli_dev_down down[COLI_DEV_DOWN_MAX]; /* what the host plans from */
 
 	dd->point = 0;
@@ -375,7 +375,7 @@ static int layer_ops(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		                                                      .x = dd->x,
 		                                                      .T = T,
 		                                                      .H = H});
-	rc = rc ? rc : coli_dense_dev_attention(e, l, T, pos0, pend);
+	rc = rc ? rc : coli_dense_dev_attention(e, l, st, pend);
 	if (!rc && e->opts.profile) /* never captured: graphs are off with --profile */
 		rc = coli_dense_dev_phase_end(dd, &e->est.attention_s, 1);
 	rc = rc ? rc
@@ -457,17 +457,18 @@ static int use_graphs(const struct coli_engine *e, const struct coli_dense_dev *
  * run directly from then on).
  * The replay reads what changes per token from device memory: the position
  * and ids (dd->ids), the routing and job tables its own kernels write. */
-static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, int xq, int gn,
+static int layer_run(struct coli_engine *e, int l, const struct dstep *st, int kind, int xq, int gn,
                      int pend)
 {
 	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
+	const int T = st->T;
 	struct seg *s =
 	    &dd->seg[(((size_t)l * COLI_GPU_MAX_S + T - 1) * 2 + (gn >= 0)) * COLI_ATTN_BUCKETS +
-	             coli_gpu_attn_bucket(pos0 + T)];
+	             coli_gpu_attn_bucket(st->reach)];
 	int rc;
 
 	if (!use_graphs(e, dd, T))
-		return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
+		return layer_ops(e, l, st, kind, xq, gn, pend);
 	if (s->state && (s->kind != kind || s->guess != gn || s->pend != pend)) { /* placement */
 		coli_dev_graph_free(dd->dev, s->graph);
 		*s = (struct seg){0};
@@ -480,7 +481,7 @@ static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		if (coli_dev_capture_begin(dd->dev) == 0) {
 			int rc_end;
 
-			rc = layer_ops(e, l, T, pos0, kind, xq, gn, pend);
+			rc = layer_ops(e, l, st, kind, xq, gn, pend);
 			rc_end = coli_dev_capture_end(dd->dev, &s->graph, &s->n_ops);
 			if (rc || dd->dev->failed)
 				return rc ? rc : -EIO;
@@ -496,7 +497,7 @@ static int layer_run(struct coli_engine *e, int l, int T, int pos0, int kind, in
 		dd->point = s->point;
 		return coli_dev_graph_launch(dd->dev, s->graph, s->n_ops);
 	}
-	return layer_ops(e, l, T, pos0, kind, xq, gn, pend);
+	return layer_ops(e, l, st, kind, xq, gn, pend);
 }
 
 /* Whether layer l's experts read xn's rows quantized by its ffn norm (q8/q4
@@ -517,11 +518,12 @@ static int layer_xq(const struct coli_engine *e, int l, int kind)
  * the bits are too. Returns 1 when it ran the layers, 0 when the token takes
  * the layer-by-layer path (a layer needs the host, graphs are off, or the
  * capture was refused: then never again), or -errno. */
-static int token_run(struct coli_engine *e, int T, int pos0)
+static int token_run(struct coli_engine *e, const struct dstep *st)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dense.dds[0]; /* (graphs: one device only) */
-	struct seg *s = &dd->tok[T - 1][coli_gpu_attn_bucket(pos0 + T)];
+	const int T = st->T;
+	struct seg *s = &dd->tok[T - 1][coli_gpu_attn_bucket(st->reach)];
 	int rc = 0;
 
 	if (e->dense.n_dd != 1 || s->state < 0 || !use_graphs(e, dd, T))
@@ -538,7 +540,7 @@ static int token_run(struct coli_engine *e, int T, int pos0)
 		for (int l = 0, pend = PEND_NONE; !rc && l < c->n_layers; l++) {
 			int kind = layer_kind(e, l, T);
 
-			rc = layer_ops(e, l, T, pos0, kind, layer_xq(e, l, kind), -1, pend);
+			rc = layer_ops(e, l, st, kind, layer_xq(e, l, kind), -1, pend);
 			pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
 		}
 		rc_end = coli_dev_capture_end(dd->dev, &s->graph, &s->n_ops);
@@ -583,40 +585,42 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *from, struct co
 	return rc ? rc : coli_dense_dev_phase_end(to, &e->est.handoff_s, e->opts.profile);
 }
 
-/* The last row's logits, or every row's in pieces of COLI_DEV_LOGIT_ROWS
- * (the stream orders each download before the next piece overwrites);
- * the last piece's comes down with the planned layers' routing, as one.
- * A piece's rows get the last layer's MLP output added (the others were
- * added by the next layer's norm), normed and, for a quantized lm_head,
- * quantized in one launch. A decode step's logits (a quantized lm_head:
- * its GEMV writes a CTA's rows as one store, ptx/dgemv.cuh) go straight
- * into the registered e->s.xlogits, no download behind the GEMV. */
-static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T, float *logits,
-                        int all_logits, int *next, struct coli_dev_down *down, int *nd)
+/* The logits of the rows want[n_want] (ascending), in pieces of
+ * COLI_DEV_LOGIT_ROWS (the stream orders each download before the next
+ * piece overwrites); the last piece's come down with the planned layers'
+ * routing, as one. A piece's rows get the last layer's MLP output added
+ * (the others were added by the next layer's norm), normed and, for a
+ * quantized lm_head, quantized, into xn's first rows: a launch a range of
+ * consecutive rows (one for a prompt's or a decode batch's). One row (a
+ * decode step; a quantized lm_head: its GEMV writes a CTA's rows as one
+ * store, ptx/dgemv.cuh) goes straight into the registered e->s.xlogits, no
+ * download behind the GEMV; several into logits [n_want][vocab]. */
+static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, const int *want,
+                        int n_want, float *logits, int *next, struct coli_dev_down *down, int *nd)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	int H = c->hidden, rc = 0;
+	int H = c->hidden, rc = 0, quant = coli_dtype_is_quant(dd->lm_head.dtype);
 
-	uint64_t hx = !all_logits && !next && coli_dtype_is_quant(dd->lm_head.dtype)
+	uint64_t hx = n_want == 1 && !next && quant
 	                  ? coli_dev_host_addr(dd->dev, e->s.xlogits, sizeof(float) * c->vocab)
 	                  : 0;
-	struct coli_dev_norm nm = {.w = dd->out_norm,
-	                           .y = dd->xn,
-	                           .q = coli_dtype_is_quant(dd->lm_head.dtype) ? dd->aq : 0,
-	                           .qd = dd->ad,
-	                           .qsum = dd->aqs,
-	                           .n = H,
-	                           .eps = c->norm_eps};
+	struct coli_dev_norm nm = {.w = dd->out_norm, .n = H, .eps = c->norm_eps};
 
-	for (int t0 = all_logits ? 0 : T - 1; !rc && (logits || next) && t0 < T;
-	     t0 += COLI_DEV_LOGIT_ROWS) {
-		int n = T - t0 < COLI_DEV_LOGIT_ROWS ? T - t0 : COLI_DEV_LOGIT_ROWS;
-		size_t at = (size_t)t0 * H * 4;
+	for (int j0 = 0; !rc && (logits || next) && j0 < n_want; j0 += COLI_DEV_LOGIT_ROWS) {
+		int n = n_want - j0 < COLI_DEV_LOGIT_ROWS ? n_want - j0 : COLI_DEV_LOGIT_ROWS;
 
 		rc = coli_dev_download_many(dd->dev, down, *nd); /* the piece before */
 		*nd = 0;
-		nm.x = dd->x + at, nm.add = dd->mlp + at, nm.rows = n;
-		rc = rc ? rc : coli_dev_add_rmsnorm(dd->dev, &nm);
+		for (int j = j0, k; !rc && j < j0 + n; j = k) {
+			size_t at = (size_t)want[j] * H * 4, to = (size_t)(j - j0) * H;
+
+			for (k = j + 1; k < j0 + n && want[k] == want[k - 1] + 1; k++)
+				;
+			nm.x = dd->x + at, nm.add = dd->mlp + at, nm.rows = k - j;
+			nm.y = dd->xn + to * 4, nm.q = quant ? dd->aq + to : 0;
+			nm.qd = dd->ad + to / 8, nm.qsum = dd->aqs + to / 8; /* a 32-block's */
+			rc = coli_dev_add_rmsnorm(dd->dev, &nm);
+		}
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
 		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
 			rc =
@@ -628,7 +632,7 @@ static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T,
 			                                       sizeof(int)};
 		} else if (!hx) {
 			/* one row (a decode step) through the registered e->s.xlogits */
-			float *dst = !all_logits ? e->s.xlogits : logits + (size_t)t0 * c->vocab;
+			float *dst = n_want == 1 ? e->s.xlogits : logits + (size_t)j0 * c->vocab;
 
 			down[(*nd)++] =
 			    (struct coli_dev_down){dst, dd->logits, sizeof(float) * n * c->vocab};
@@ -637,32 +641,34 @@ static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, int T,
 	return rc;
 }
 
-int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
-                     int *next)
+/* The forward of st's rows, their token ids (and with several slots the row
+ * table) already in e->s.xids; logits of the rows want[n_want] (next: the
+ * greedy id after the one row wanted). The caller advances the slots. */
+static int forward_rows(struct coli_engine *e, const struct dstep *st, const int *want, int n_want,
+                        float *logits, int *next)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dense.dds[0];
-	int pos0 = e->kv.seq[0].pos, rc = 0, whole, nd = 0;
+	int T = st->T, rc = 0, whole, nd = 0;
 	struct coli_dev_down down[2]; /* the forward's last downloads, as one */
 	double start = coli_now_s();
 
-	if (T <= 0 || T > e->s.tmax)
-		return -EINVAL;
-	if (pos0 + T > e->kv.ctx)
-		return -E2BIG;
 	dd->phase_t = start;
-	for (int t = 0; t < T; t++)
-		if (ids[t] < 0 || ids[t] >= c->vocab)
-			return -EINVAL;
-	e->s.xids[0] = pos0; /* registered: see engine.c */
-	memcpy(e->s.xids + 1, ids, sizeof(int) * T);
-	for (int i = 0; !rc && i < e->dense.n_dd; i++) { /* every device reads the position */
-		rc = coli_dev_upload_async(e->dense.dds[i]->dev, e->dense.dds[i]->ids, e->s.xids,
-		                           sizeof(int) * (T + 1));
+	for (int i = 0; !rc && i < e->dense.n_dd; i++) { /* every device reads the positions */
+		struct coli_dense_dev *di = e->dense.dds[i];
+
+		rc = coli_dev_upload_async(di->dev, di->ids, e->s.xids, sizeof(int) * (T + 1));
 		e->est.h2d_bytes += sizeof(int) * (T + 1);
+		if (!rc && st->rows) {
+			size_t n = sizeof(int) * COLI_GPU_ROWS * T;
+
+			rc = coli_dev_upload_async(di->dev, dd_rows(di, e->s.tmax),
+			                           e->s.xids + e->s.tmax + 2, n);
+			e->est.h2d_bytes += n;
+		}
 	}
 	if (!rc) /* a failed upload is the device's failure (the caller falls back) */
-		rc = T <= COLI_GPU_MAX_S ? token_run(e, T, pos0) : 0;
+		rc = T <= COLI_GPU_MAX_S ? token_run(e, st) : 0;
 	whole = rc == 1;
 	rc = whole ? 0 : rc;
 	if (whole && !e->opts.profile) /* queued, not done: see coli_dense_dev_phase_end */
@@ -683,7 +689,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 		int xq = layer_xq(e, l, kind);
 		double t_launch = coli_now_s();
 
-		rc = layer_run(e, l, T, pos0, kind, xq, gn, pend);
+		rc = layer_run(e, l, st, kind, xq, gn, pend);
 		pend = defers(e, l, kind) ? PEND_PAIRS : PEND_MLP;
 		if (!rc && kind == SEG_PLANNED) {
 			dd->fast_T[l] = T, dd->fast_any = 1;
@@ -700,13 +706,13 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 			rc = coli_dense_dev_phase_end(dd, moe ? &e->est.moe_s : &e->est.dense_mlp_s,
 			                              e->opts.profile && !moe);
 	}
-	rc = rc ? rc : logits_queue(e, dd, T, logits, all_logits, next, down, &nd);
+	rc = rc ? rc : logits_queue(e, dd, want, n_want, logits, next, down, &nd);
 	fast_down(e, dd, down, &nd);
 	rc = rc ? rc : coli_dev_download_many(dd->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
-	if (logits && !all_logits && logits != e->s.xlogits) /* (coli_engine_forward_last's) */
+	if (logits && n_want == 1 && logits != e->s.xlogits) /* (coli_engine_forward_last's) */
 		memcpy(logits, e->s.xlogits, sizeof(float) * c->vocab);
 	fast_count(e);
 	if (next)
@@ -714,7 +720,72 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	if (logits || next)
 		coli_dense_dev_phase_end(dd, &e->est.lm_head_s, 0);
 	e->est.forward_s += coli_now_s() - start;
-	e->kv.seq[0].pos += T;
 	e->est.tokens += T;
+	return 0;
+}
+
+int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
+                     int *next)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int pos0 = e->kv.seq[0].pos, rc, n_want = all_logits ? T : 1;
+	int want[e->s.tmax > 0 ? e->s.tmax : 1];
+	const struct dstep st = {.T = T, .pos0 = pos0, .reach = pos0 + T};
+
+	if (T <= 0 || T > e->s.tmax || e->kv.n_seq > 1) /* (several: coli_forward_dev_batch) */
+		return -EINVAL;
+	if (pos0 + T > e->kv.ctx)
+		return -E2BIG;
+	for (int t = 0; t < T; t++)
+		if (ids[t] < 0 || ids[t] >= c->vocab)
+			return -EINVAL;
+	e->s.xids[0] = pos0; /* registered: see engine.c */
+	memcpy(e->s.xids + 1, ids, sizeof(int) * T);
+	for (int j = 0; j < n_want; j++)
+		want[j] = all_logits ? j : T - 1;
+	rc = forward_rows(e, &st, want, n_want, logits, next);
+	if (!rc)
+		e->kv.seq[0].pos += T;
+	return rc;
+}
+
+int coli_forward_dev_batch(struct coli_engine *e, const struct coli_batch *b, float *logits)
+{
+	struct coli_fwd_run run[COLI_MAX_SEQ];
+	struct coli_fwd f;
+	int pos[e->s.tmax], want[e->s.tmax], n_want = 0, *rows = e->s.xids + e->s.tmax + 2, rc;
+	struct dstep st = {.rows = 1, .run = run};
+
+	e->errmsg[0] = 0;
+	rc = coli_forward_rows(e, b, &f, run, pos);
+	if (rc)
+		return rc;
+	st.T = f.T, st.n_runs = f.n_runs;
+	e->s.xids[0] = 0; /* (the row table holds the positions) */
+	for (int r = 0; r < f.n_runs; r++) {
+		const struct coli_fwd_run *R = &run[r];
+		int lg = b->runs[r].logits;
+
+		memcpy(e->s.xids + 1 + R->r0, b->runs[r].ids, sizeof(int) * R->n);
+		for (int t = R->r0; t < R->r0 + R->n; t++) {
+			rows[COLI_GPU_ROWS * t] = pos[t];
+			rows[COLI_GPU_ROWS * t + 1] = (int)(R->slot * e->dense.dd->slot_rows);
+			if (lg == 2 || (lg == 1 && t == R->r0 + R->n - 1))
+				want[n_want++] = t;
+		}
+		st.reach = R->pos0 + R->n > st.reach ? R->pos0 + R->n : st.reach;
+	}
+	rc = forward_rows(e, &st, want, n_want, n_want ? logits : NULL, NULL);
+	if (rc)
+		return rc;
+	for (int r = 0; r < f.n_runs; r++) {
+		struct coli_kv_seq *q = &e->kv.seq[run[r].slot];
+
+		/* (memmove: a rebuild from the history forwards hist itself) */
+		memmove(q->hist + q->pos, b->runs[r].ids, sizeof(int) * run[r].n);
+		q->pos += run[r].n;
+	}
+	e->est.steps++;
+	e->est.step_runs += (uint64_t)f.n_runs;
 	return 0;
 }

@@ -40,7 +40,7 @@ static int xfer_alloc(struct coli_scratch *s, const struct coli_model_config *c)
 	               P * (H + 2) * 4,
 	               P * 4,
 	               P * 4,
-	               (size_t)(T + 2) * 4,
+	               (size_t)(T + 2 + COLI_GPU_ROWS * T) * 4,
 	               P * 4,
 	               P * 4,
 	               fast * 4 + 4,

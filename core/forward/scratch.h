@@ -65,7 +65,8 @@ struct coli_scratch {
 	int *guess;     /* [tmax][top_k]: the lookahead's top-k for a layer call's guess_l,
 	                 * computed on the dense device (core/forward/forward_dev.c) */
 	int *xids;      /* [2 + tmax] position, then token ids, on their way to the dense device;
-	                 * the last: the greedy id coming back (coli_engine_forward_argmax) */
+	                 * [tmax + 1]: the greedy id coming back (coli_engine_forward_argmax);
+	                 * then [tmax][COLI_GPU_ROWS] several sequences' row table (dd_rows) */
 	size_t bytes;   /* what coli_scratch_alloc took, for the RAM budget */
 };
 

@@ -14,12 +14,17 @@
  * wait); (c) again with the prompts the slots now hold: the prefix cache
  * keeps all but each prompt's last token. Every generated token's logits
  * row and id must equal the reference's byte for byte. Cases: q8 and q4
- * experts on the CPU, and q8 with --gpu sim:1 --dense cpu (the experts on
- * the simulated device, which must have served some).
+ * experts on the CPU, q8 with --gpu sim:1 --dense cpu (the experts on the
+ * simulated device, which must have served some) and with the dense part
+ * there too (several slots' rows on the device: core/forward/forward_dev.c);
+ * with a GPU, q8 and q4 with the dense part and the experts on GPU 0 (the
+ * reference then alone on the GPU: its attention kernels give a query the
+ * same bits alone, in a row table or in a graph).
  */
 #include <stdint.h>
 
 #include "fixture_util.h"
+#include "ptx/ptx.h"
 
 #define N_SEQ 16
 #define GEN   6
@@ -31,7 +36,7 @@ struct seq {
 	float *logits; /* [GEN][V] */
 };
 
-static struct coli_opts opts(const char *gpu, int parallel)
+static struct coli_opts opts(const char *gpu, const char *dense, int parallel)
 {
 	struct coli_opts o;
 
@@ -40,15 +45,15 @@ static struct coli_opts opts(const char *gpu, int parallel)
 	o.ctx = CTX;
 	o.parallel = parallel;
 	snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
-	coli_opts_set(&o, "--dense", "cpu", NULL, 0);
+	coli_opts_set(&o, "--dense", dense, NULL, 0);
 	coli_opts_set(&o, "--usage", "off", NULL, 0);
 	return o;
 }
 
 /* The reference: each sequence alone through coli_engine_forward. */
-static int alone(const char *path, const char *gpu, struct seq *q, int V)
+static int alone(const char *path, const char *gpu, const char *dense, struct seq *q, int V)
 {
-	struct coli_opts o = opts(gpu, 1);
+	struct coli_opts o = opts(gpu, dense, 1);
 	coli_engine_t *e;
 	char err[512];
 	int rc = coli_engine_open(path, &o, &e, err, sizeof(err));
@@ -143,15 +148,15 @@ static int together(coli_engine_t *e, const struct seq *q, int V, int lo, int sp
 	return bad;
 }
 
-static int run_case(const char *path, const char *gpu, struct seq *q, int V)
+static int run_case(const char *path, const char *gpu, const char *dense, struct seq *q, int V)
 {
-	struct coli_opts o = opts(gpu, N_SEQ);
+	struct coli_opts o = opts(gpu, dense, N_SEQ);
 	struct coli_engine_stats st;
 	coli_engine_t *e;
 	char err[512];
 	int bad, b;
 
-	if (alone(path, gpu, q, V))
+	if (alone(path, gpu, dense, q, V))
 		return 1;
 	if (coli_engine_open(path, &o, &e, err, sizeof(err))) {
 		printf("open %s: %s\n", path, err);
@@ -179,19 +184,27 @@ static int run_case(const char *path, const char *gpu, struct seq *q, int V)
 			printf("%s: no expert ran on the device\n", gpu);
 			bad = 1;
 		}
+		if (!bad && strcmp(dense, "cpu") && !st.dense_on_device) {
+			printf("%s: the dense part is not on the device\n", gpu);
+			bad = 1;
+		}
 		coli_engine_close(e);
 	}
-	printf("%-28s %s\n", path + strlen(fx_tmpdir()) + 1, bad ? "MISMATCH" : "identical");
+	printf("%-28s %-6s dense %-4s %s\n", path + strlen(fx_tmpdir()) + 1, gpu, dense,
+	       bad ? "MISMATCH" : "identical");
 	return bad != 0;
 }
 
 int main(void)
 {
+	const char *why;
+	const int gpu = coli_ptx_probe(&why) > 0; /* then the GPU's cases too */
 	const struct {
 		enum coli_dtype q;
-		const char *gpu;
-	} cases[] = {
-	    {COLI_DTYPE_Q8_0, "off"}, {COLI_DTYPE_Q4_0, "off"}, {COLI_DTYPE_Q8_0, "sim:1"}};
+		const char *gpu, *dense;
+	} cases[] = {{COLI_DTYPE_Q8_0, "off", "cpu"},   {COLI_DTYPE_Q4_0, "off", "cpu"},
+	             {COLI_DTYPE_Q8_0, "sim:1", "cpu"}, {COLI_DTYPE_Q8_0, "sim:1", "auto"},
+	             {COLI_DTYPE_Q8_0, "0", "auto"},    {COLI_DTYPE_Q4_0, "0", "auto"}};
 	struct seq q[N_SEQ];
 	uint32_t r = 12345;
 	int fails = 0, V;
@@ -199,7 +212,10 @@ int main(void)
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		char path[8192];
 		coli_engine_t *e;
-		struct coli_opts o = opts("off", 1);
+		struct coli_opts o = opts("off", "cpu", 1);
+
+		if (!strcmp(cases[c].gpu, "0") && !gpu)
+			continue;
 		char err[512];
 
 		if (fx_convert("demo", cases[c].q, fx_tmpdir(), path, sizeof(path)))
@@ -216,7 +232,7 @@ int main(void)
 				q[s].ids[t] = (int)((r = r * 1103515245u + 12345u) >> 8) % V;
 			q[s].logits = malloc(sizeof(float) * V * GEN);
 		}
-		fails += run_case(path, cases[c].gpu, q, V);
+		fails += run_case(path, cases[c].gpu, cases[c].dense, q, V);
 		for (int s = 0; s < N_SEQ; s++)
 			free(q[s].logits);
 	}

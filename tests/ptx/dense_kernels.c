@@ -1152,7 +1152,7 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 
 		if (qn % 32 ||
 		    coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd,
-		                          scale, daq, dad, das, 0, 0, dsk, window)) {
+		                          scale, daq, dad, das, 0, 0, dsk, window, 0)) {
 			printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
 			return 1;
 		}
@@ -1181,7 +1181,7 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
 	if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh, nkv, hd,
-	                          scale, 0, 0, 0, 0, 0, dsk, window)) {
+	                          scale, 0, 0, 0, 0, 0, dsk, window, 0)) {
 		printf("  attention T=%d pos0=%d from memory: launch failed\n", T, pos0);
 		return 1;
 	}
@@ -1218,7 +1218,7 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 			dpos = dev_copy(&at, sizeof(at));
 			if (coli_gpu_attention_kv(g_gpu, dq + 4 * row * t, dk, dv, d1, 1, at, dpos,
 			                          n + 3000, nh, nkv, hd, scale, 0, 0, 0, 0, 0, dsk,
-			                          window)) {
+			                          window, 0)) {
 				printf("  attention T=1 at %d: launch failed\n", at);
 				return 1;
 			}
@@ -1237,7 +1237,7 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 		dout = dev_poison(4 * qn);
 		coli_gpu_attn_prefill(g_gpu, 0);
 		if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh,
-		                          nkv, hd, scale, 0, 0, 0, 0, 0, dsk, window)) {
+		                          nkv, hd, scale, 0, 0, 0, 0, 0, dsk, window, 0)) {
 			printf("  attention T=%d pos0=%d on the chunk kernel: launch failed\n", T,
 			       pos0);
 			return 1;

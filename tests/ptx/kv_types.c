@@ -18,7 +18,9 @@
  *   MLA         coli_gpu_mla_attention over typed latent rows (q8: c_kv's and
  *               k_pe's scales) against coli_attention_group_kv (x3: 2e-5 of
  *               the largest output, as tests/ptx/mla), and coli_mla_prep's
- *               typed row against coli_kv_row_store of its fp32 row.
+ *               typed row against coli_kv_row_store of its fp32 row;
+ *   rows        several sequences in one launch (COLI_GPU_ROWS' table over a
+ *               cache of 3 slots): the bytes of each row alone at its slot.
  *
  * Outputs are poisoned (NaN) before each launch.
  */
@@ -103,7 +105,7 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 	dv = dev_copy(Vt, vb * n);
 	dout = dev_poison(4 * qn);
 	if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd, scale, 0, 0,
-	                          0, kt, vt, dsk, window)) {
+	                          0, kt, vt, dsk, window, 0)) {
 		printf("  FAIL attention %s T=%d pos0=%d: launch failed\n", k_mode[mode], T, pos0);
 		return 1;
 	}
@@ -119,7 +121,7 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
 	if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh, nkv, hd,
-	                          scale, 0, 0, 0, kt, vt, dsk, window)) {
+	                          scale, 0, 0, 0, kt, vt, dsk, window, 0)) {
 		printf("  FAIL attention %s from memory: launch failed\n", k_mode[mode]);
 		return 1;
 	}
@@ -177,7 +179,7 @@ static int store_case(int mode, int T, int pos0, int nh, int nkv, int hd, int st
 	rc = rc ? rc
 	        : coli_gpu_qk_rope_store_kv(g_gpu, d[0], d[1], d[2], store_only ? 0 : d[3],
 	                                    store_only ? 0 : d[3], 1e-6f, T, nh, nkv, hd, pos0,
-	                                    d[5], d[4], d[8], d[9], kt, vt, store_only, 1.0f);
+	                                    d[5], d[4], d[8], d[9], kt, vt, store_only, 1.0f, 0);
 	if (rc || coli_gpu_sync(g_gpu)) {
 		printf("  FAIL qk_rope_store %s: launch failed\n", k_mode[mode]);
 		return 1;
@@ -200,6 +202,109 @@ static int store_case(int mode, int T, int pos0, int nh, int nkv, int hd, int st
 		coli_gpu_free(g_gpu, d[i]);
 	free(q), free(k), free(v), free(w), free(fr), free(kf), free(gk), free(gv), free(wk),
 	    free(wv);
+	return bad != 0;
+}
+
+/* Several sequences in one launch (rows: COLI_GPU_ROWS, a row's position
+ * and its slot's first cache row): qk_rope_store and attention over a cache
+ * of 3 slots give each row the bytes it gets alone at its slot (a launch of
+ * T = 1 at its position, the cache pointers at its slot), q's rotation and
+ * the stored K/V rows included. Rows 1 and 2 are one run (consecutive
+ * positions of slot 2); row 3 a long context. */
+static int rows_case(int mode, int nh, int nkv, int hd, int window, int sinks)
+{
+	enum { T = 5, S = 3, SPAN = 6000 };
+	static const int slot[T] = {0, 2, 2, 1, 0}, pos[T] = {700, 33, 34, 5000, 1};
+	const int kvd = nkv * hd, kt = k_kt[mode], vt = k_vt[mode], qd = nh * hd;
+	const size_t kb = coli_kv_row_bytes(kt, kvd, nkv), vb = coli_kv_row_bytes(vt, kvd, nkv);
+	const size_t qn = (size_t)T * qd, kn = (size_t)T * kvd, rows_n = (size_t)S * SPAN;
+	const float scale = 1.0f / sqrtf((float)hd);
+	float *x = xmalloc(4 * (size_t)SPAN * kvd), *q = xmalloc(4 * qn), *k = xmalloc(4 * kn);
+	float *v = xmalloc(4 * kn), *fr = xmalloc(4 * hd / 2), *sk = xmalloc(4 * (size_t)nh);
+	float *got = xmalloc(4 * qn), *one = xmalloc(4 * qn), *q1 = xmalloc(4 * qn);
+	float *q2 = xmalloc(4 * qn);
+	char *c1 = xmalloc(kb * rows_n), *c2 = xmalloc(kb * rows_n);
+	int rt[T * COLI_GPU_ROWS], bad = 0, rc = 0;
+	uint64_t dk[2], dv[2], dq[2], dkk, dvv, dfr, drows, dout, dsk = 0;
+
+	for (int i = 0; i < hd / 2; i++)
+		fr[i] = powf(10000.0f, -2.0f * i / hd);
+	for (int h = 0; h < nh; h++)
+		sk[h] = 4.0f * frand();
+	for (size_t i = 0; i < qn; i++)
+		q[i] = 4.0f * frand();
+	for (size_t i = 0; i < kn; i++)
+		k[i] = frand(), v[i] = frand();
+	for (int t = 0; t < T; t++)
+		rt[COLI_GPU_ROWS * t] = pos[t], rt[COLI_GPU_ROWS * t + 1] = slot[t] * SPAN;
+	/* two identical caches of random rows: one for the table's launches, one
+	 * for the rows alone */
+	for (int c = 0; c < 2; c++) {
+		dk[c] = dev_poison(kb * rows_n), dv[c] = dev_poison(vb * rows_n);
+		dq[c] = dev_copy(q, 4 * qn);
+	}
+	for (int sl = 0; sl < S; sl++) {
+		void *Kt, *Vt;
+		size_t b1, b2;
+
+		for (size_t i = 0; i < (size_t)SPAN * kvd; i++)
+			x[i] = frand();
+		Kt = typed(x, SPAN, kvd, hd, kt, &b1);
+		Vt = typed(x, SPAN, kvd, hd, vt, &b2); /* (the same values: it does not matter) */
+		for (int c = 0; c < 2; c++) {
+			coli_gpu_upload(g_gpu, dk[c] + sl * SPAN * kb, Kt, kb * SPAN);
+			coli_gpu_upload(g_gpu, dv[c] + sl * SPAN * vb, Vt, vb * SPAN);
+		}
+		free(Kt), free(Vt);
+	}
+	dkk = dev_copy(k, 4 * kn), dvv = dev_copy(v, 4 * kn), dfr = dev_copy(fr, 4 * hd / 2);
+	drows = dev_copy(rt, sizeof(rt));
+	dsk = sinks ? dev_copy(sk, 4 * (size_t)nh) : 0;
+	dout = dev_poison(4 * qn);
+	/* the table: rows stored, then attended, each launch once */
+	rc |= coli_gpu_qk_rope_store_kv(g_gpu, dq[0], dkk, dvv, 0, 0, 1e-6f, T, nh, nkv, hd, 0, 0,
+	                                dfr, dk[0], dv[0], kt, vt, 0, 1.0f, drows);
+	rc |= coli_gpu_attention_kv(g_gpu, dq[0], dk[0], dv[0], dout, T, 5001, 0, SPAN, nh, nkv, hd,
+	                            scale, 0, 0, 0, kt, vt, dsk, window, drows);
+	download(got, dout, 4 * qn);
+	download(q1, dq[0], 4 * qn);
+	/* alone: a launch a row at its slot (the run's second row after its first) */
+	for (int t = 0; !rc && t < T; t++) {
+		size_t o = (size_t)t * qd * 4;
+		uint64_t kc = dk[1] + slot[t] * SPAN * kb, vc = dv[1] + slot[t] * SPAN * vb;
+
+		rc |= coli_gpu_qk_rope_store_kv(g_gpu, dq[1] + o, dkk + (size_t)t * kvd * 4,
+		                                dvv + (size_t)t * kvd * 4, 0, 0, 1e-6f, 1, nh, nkv,
+		                                hd, pos[t], 0, dfr, kc, vc, kt, vt, 0, 1.0f, 0);
+		rc |= coli_gpu_attention_kv(g_gpu, dq[1] + o, kc, vc, dout + o, 1, pos[t], 0, 0, nh,
+		                            nkv, hd, scale, 0, 0, 0, kt, vt, dsk, window, 0);
+	}
+	download(one, dout, 4 * qn);
+	download(q2, dq[1], 4 * qn);
+	if (rc || coli_gpu_sync(g_gpu)) {
+		printf("  FAIL rows %s: launch failed\n", k_mode[mode]);
+		return 1;
+	}
+	download(c1, dk[0], kb * rows_n);
+	download(c2, dk[1], kb * rows_n);
+	bad += memcmp(c1, c2, kb * rows_n) != 0;
+	bad += memcmp(q1, q2, 4 * qn) != 0;
+	for (int t = 0; t < T; t++)
+		bad += memcmp(got + (size_t)t * qd, one + (size_t)t * qd, 4 * (size_t)qd) != 0;
+	printf("  rows %-7s T=%d over %d slots nh=%d nkv=%d hd=%d%s%s: %d of %d differ from the "
+	       "rows alone (K cache, q, %d outputs)\n",
+	       k_mode[mode], T, S, nh, nkv, hd, window ? " window" : "", sinks ? " sinks" : "", bad,
+	       T + 2, T);
+	for (int c = 0; c < 2; c++) {
+		coli_gpu_free(g_gpu, dk[c]), coli_gpu_free(g_gpu, dv[c]);
+		coli_gpu_free(g_gpu, dq[c]);
+	}
+	coli_gpu_free(g_gpu, dkk), coli_gpu_free(g_gpu, dvv), coli_gpu_free(g_gpu, dfr);
+	coli_gpu_free(g_gpu, drows), coli_gpu_free(g_gpu, dout);
+	if (dsk)
+		coli_gpu_free(g_gpu, dsk);
+	free(x), free(q), free(k), free(v), free(fr), free(sk), free(got), free(one), free(q1);
+	free(q2), free(c1), free(c2);
 	return bad != 0;
 }
 
@@ -343,7 +448,10 @@ int main(void)
 			                     att[c][4], att[c][5], att[c][6]);
 		rc |= store_case(m, 3, 40, 8, 4, 128, 0);
 		rc |= store_case(m, 2, 7, 4, 2, 64, 1);
+		rc |= rows_case(m, 32, 4, 128, 0, 0);
+		rc |= rows_case(m, 64, 8, 64, 128, 1); /* gpt-oss's window and sinks */
 	}
+	rc |= rows_case(0, 16, 2, 256, 0, 0); /* f32 */
 	for (int kt = 1; kt < 3; kt++) {
 		rc |= mla_case(kt, 1, 5, 4, 80, 64);        /* the tiny fixtures */
 		rc |= mla_case(kt, 3, 40, 20, 80, 64);      /* a batch */
