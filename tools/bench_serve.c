@@ -494,9 +494,21 @@ static int daemon_start(struct daemon *d, char **eargv, int n_eargs, int clients
 	return -ETIMEDOUT;
 }
 
+/* Stop colid; one that ended on its own during the run says how, with its
+ * log's tail (its requests failed: the figures say so too). */
 static void daemon_stop(struct daemon *d)
 {
-	if (d->pid > 0) {
+	int st = 0;
+
+	if (d->pid > 0 && waitpid(d->pid, &st, WNOHANG) == d->pid) {
+		if (WIFSIGNALED(st))
+			tool_err("bench serve", "colid died during the run (%s); its log:",
+			         strsignal(WTERMSIG(st)));
+		else
+			tool_err("bench serve", "colid exited during the run (status %d); its log:",
+			         WEXITSTATUS(st));
+		print_log_tail(d->log);
+	} else if (d->pid > 0) {
 		kill(d->pid, SIGTERM);
 		waitpid(d->pid, NULL, 0);
 	}
@@ -787,6 +799,10 @@ int bench_serve_main(int argc, char **argv)
 	rc = 0;
 	for (int r = 0; r < o.rounds * o.n_arms; r++)
 		rc |= f[r].errors > 0;
+	if (rc && !o.url && d.log[0]) { /* what colid said about them */
+		tool_err("bench serve", "requests failed; colid's log:");
+		print_log_tail(d.log);
+	}
 out:
 	daemon_stop(&d);
 	free(f);

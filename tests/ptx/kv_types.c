@@ -20,7 +20,7 @@
  *               the largest output, as tests/ptx/mla), and coli_mla_prep's
  *               typed row against coli_kv_row_store of its fp32 row;
  *   rows        several sequences in one launch (COLI_GPU_ROWS' table over a
- *               cache of 3 slots): the bytes of each row alone at its slot.
+ *               cache of 4 slots): the bytes of each row alone at its slot.
  *
  * Outputs are poisoned (NaN) before each launch.
  */
@@ -207,14 +207,15 @@ static int store_case(int mode, int T, int pos0, int nh, int nkv, int hd, int st
 
 /* Several sequences in one launch (rows: COLI_GPU_ROWS, a row's position
  * and its slot's first cache row): qk_rope_store and attention over a cache
- * of 3 slots give each row the bytes it gets alone at its slot (a launch of
+ * of 4 slots give each row the bytes it gets alone at its slot (a launch of
  * T = 1 at its position, the cache pointers at its slot), q's rotation and
  * the stored K/V rows included. Rows 1 and 2 are one run (consecutive
- * positions of slot 2); row 3 a long context. */
+ * positions of slot 2); row 3 a long context. A slot appears in one run at
+ * most (a batch's rule), so no row stores where another of its launch reads. */
 static int rows_case(int mode, int nh, int nkv, int hd, int window, int sinks)
 {
-	enum { T = 5, S = 3, SPAN = 6000 };
-	static const int slot[T] = {0, 2, 2, 1, 0}, pos[T] = {700, 33, 34, 5000, 1};
+	enum { T = 5, S = 4, SPAN = 6000 };
+	static const int slot[T] = {0, 2, 2, 1, 3}, pos[T] = {700, 33, 34, 5000, 1};
 	const int kvd = nkv * hd, kt = k_kt[mode], vt = k_vt[mode], qd = nh * hd;
 	const size_t kb = coli_kv_row_bytes(kt, kvd, nkv), vb = coli_kv_row_bytes(vt, kvd, nkv);
 	const size_t qn = (size_t)T * qd, kn = (size_t)T * kvd, rows_n = (size_t)S * SPAN;
