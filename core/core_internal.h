@@ -336,6 +336,11 @@ size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax);
 int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v);
 int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v);
 void coli_moe_dev_slot_free(struct coli_dev_slot *v);
+/* vram.c: where device slot v keeps gpt-oss's expert biases of MoE layer l
+ * (cfg.expert_bias): part COLI_XBIAS_GATE and _UP [E][I], _DOWN [E][H] f32. */
+enum { COLI_XBIAS_GATE, COLI_XBIAS_UP, COLI_XBIAS_DOWN };
+uint64_t coli_moe_dev_xbias(const struct coli_engine *e, const struct coli_dev_slot *v, int l,
+                            int part);
 /* vram.c: close device d of several and move the ones after it up. */
 void coli_vram_device_drop(struct coli_engine *e, int d);
 /* vram.c, between tokens: swap a cold resident expert for a hotter one, per

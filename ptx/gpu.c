@@ -231,6 +231,8 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_act_quantize)");
 	CK(g->cu->ModuleGetFunction(&g->f_swiglu_oai, g->mod, "coli_swiglu_oai"),
 	   "coli_swiglu_oai");
+	CK(g->cu->ModuleGetFunction(&g->f_pair_bias, g->mod, "coli_pair_bias"),
+	   "cuModuleGetFunction(coli_pair_bias)");
 	CK(g->cu->ModuleGetFunction(&g->f_siluq, g->mod, "coli_silu_mul_q"),
 	   "cuModuleGetFunction(coli_silu_mul_q)");
 	CK(g->cu->ModuleGetFunction(&g->f_pull, g->mod, "coli_pull"),

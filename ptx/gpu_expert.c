@@ -216,17 +216,28 @@ int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, u
 
 int coli_gpu_swiglu_oai(coli_gpu_t *g, const struct coli_gpu_swiglu_oai *a)
 {
-	CUdeviceptr ga = a->g, u = a->u, bg = a->bg, bu = a->bu, h = a->h, q = a->q, d = a->qd,
-	            s = a->qsum;
+	CUdeviceptr ga = a->g, u = a->u, bg = a->bg, bu = a->bu, x = a->idx, h = a->h, q = a->q,
+	            d = a->qd, s = a->qsum;
 	int n = a->n, I = a->I;
 	float alpha = a->alpha, limit = a->limit;
-	void *args[] = {&ga, &u, &bg, &bu, &h, &q, &d, &s, &n, &I, &alpha, &limit};
+	void *args[] = {&ga, &u, &bg, &bu, &x, &h, &q, &d, &s, &n, &I, &alpha, &limit};
 
 	if (n <= 0 || I <= 0 || (a->q && n % 32))
 		return -EINVAL;
 	/* a warp a 32-element block, 8 a CTA */
 	return coli_gpu_launch(g, g->f_swiglu_oai, (unsigned)((n + 31) / 32 + 7) / 8, 1, 1, 256, 0,
 	                       args, "cuLaunchKernel(swiglu_oai)");
+}
+
+int coli_gpu_pair_bias(coli_gpu_t *g, uint64_t y, uint64_t b, uint64_t idx, int rows, int n)
+{
+	CUdeviceptr a = y, c = b, x = idx;
+	void *args[] = {&a, &c, &x, &rows, &n};
+
+	if (rows <= 0 || n <= 0 || !y || !b || !idx)
+		return -EINVAL;
+	return coli_gpu_launch(g, g->f_pair_bias, (unsigned)(((size_t)rows * n + 255) / 256), 1, 1,
+	                       256, 0, args, "cuLaunchKernel(pair_bias)");
 }
 
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,

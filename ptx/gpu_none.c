@@ -154,6 +154,10 @@ int coli_gpu_swiglu_oai(coli_gpu_t *g, const struct coli_gpu_swiglu_oai *a)
 {
 	NO_GPU;
 }
+int coli_gpu_pair_bias(coli_gpu_t *g, uint64_t y, uint64_t b, uint64_t idx, int rows, int n)
+{
+	NO_GPU;
+}
 int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t a, uint64_t b, uint64_t h, uint64_t q, uint64_t d,
                         uint64_t s, int n)
 {

@@ -347,11 +347,14 @@ extern "C" __global__ void coli_silu_mul_q(const float *g, const float *u, float
 /* gpt-oss's clamped SwiGLU (cpu/ops.c coli_swiglu_oai) over rows of I: the
  * bias rows bg and bu (or NULL) first added to g and u in place, as
  * core/model/act.c coli_act_ffn does, then h; q != NULL: h also quantized as
- * coli_act_quantize (n % 32 == 0). A warp a 32-element block; the same
- * operations in the same order, so the CPU's bits. */
+ * coli_act_quantize (n % 32 == 0). idx != NULL (a device-planned layer's
+ * pairs, coli_moe_plan's pair_expert): row r's biases are row idx[r] of bg
+ * and bu, [E][I] each; NULL: row 0 for every row (one expert's run). A warp
+ * a 32-element block; the same operations in the same order, so the CPU's
+ * bits. */
 extern "C" __global__ void coli_swiglu_oai(float *g, float *u, const float *bg, const float *bu,
-                                           float *h, signed char *q, float *d, int *qsum, int n,
-                                           int I, float alpha, float limit)
+                                           const int *idx, float *h, signed char *q, float *d,
+                                           int *qsum, int n, int I, float alpha, float limit)
 {
 	pdl_entry();
 	const int lane = threadIdx.x & 31;
@@ -362,12 +365,13 @@ extern "C" __global__ void coli_swiglu_oai(float *g, float *u, const float *bg, 
 	if ((size_t)b * 32 >= (size_t)n)
 		return;
 	if (i < (size_t)n) {
+		const size_t bi = (idx ? (size_t)idx[i / I] * I : 0) + i % I;
 		float gi = g[i], ui = u[i];
 
 		if (bg)
-			g[i] = gi = __fadd_rn(gi, bg[i % I]);
+			g[i] = gi = __fadd_rn(gi, bg[bi]);
 		if (bu)
-			u[i] = ui = __fadd_rn(ui, bu[i % I]);
+			u[i] = ui = __fadd_rn(ui, bu[bi]);
 		const float gc = gi < limit ? gi : limit; /* gate.clamp(max=limit) */
 		const float uc = ui < -limit ? -limit : ui > limit ? limit : ui;
 		const float sig =
@@ -378,6 +382,19 @@ extern "C" __global__ void coli_swiglu_oai(float *g, float *u, const float *bg, 
 	}
 	if (q)
 		quant_block(v, lane, b, q, d, qsum);
+}
+
+/* gpt-oss's down bias on a device-planned layer's outputs: row r of y
+ * [rows][n] plus row idx[r] of b [E][n], one rounding (y + b, as
+ * core/moe/block.c adds it before the pair's weight). */
+extern "C" __global__ void coli_pair_bias(float *y, const float *b, const int *idx, int rows, int n)
+{
+	pdl_entry();
+	const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= (size_t)rows * n)
+		return;
+	y[i] = __fadd_rn(y[i], b[(size_t)idx[i / n] * n + i % n]);
 }
 
 /* Copy 32-bit words with the SMs instead of a copy engine, between

@@ -223,8 +223,13 @@ struct coli_gpu_moe_plan {
 	float *pair_w;                        /* out [P] */
 	int T, K, H, I;
 	const float *rlog; /* [T][E] router logits: route first (coli_route_plan), or NULL */
-	int E, norm;       /* experts, norm_topk_prob (with rlog) */
+	int E, norm;       /* experts (always: pair_expert's bound), norm_topk_prob (with rlog) */
 	int pad_;
+	/* out [P] each pair's expert, or NULL: where gpt-oss's per-expert biases
+	 * are read (the silu's gate/up rows, the down bias after the down GEMV);
+	 * a NaN routing's id E (none left) is written as E - 1, so a bias read
+	 * stays inside its table */
+	int *pair_expert;
 };
 
 /* ptx/mla.cu's shape, which ptx/gpu_mla.c launches and sizes shared memory

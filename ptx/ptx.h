@@ -120,13 +120,17 @@ int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, u
                         uint64_t d, uint64_t qsum, int n_blocks);
 /* gpt-oss's clamped SwiGLU over rows of I (ptx/kernels.cu coli_swiglu_oai:
  * cpu/ops.c coli_swiglu_oai's bits): bg/bu (or 0) added to g and u in place
- * first; q != 0: h also quantized (n % 32 == 0). */
+ * first, row idx[r] of them to row r ([E][I] each; idx 0: row 0 to every
+ * row); q != 0: h also quantized (n % 32 == 0). */
 struct coli_gpu_swiglu_oai {
-	uint64_t g, u, bg, bu, h, q, qd, qsum;
+	uint64_t g, u, bg, bu, h, q, qd, qsum, idx;
 	int n, I;
 	float alpha, limit;
 };
 int coli_gpu_swiglu_oai(coli_gpu_t *g, const struct coli_gpu_swiglu_oai *a);
+/* y [rows][n] += row idx[r] of b [E][n], each row one rounding (gpt-oss's
+ * down bias on a device-planned layer: ptx/kernels.cu coli_pair_bias). */
+int coli_gpu_pair_bias(coli_gpu_t *g, uint64_t y, uint64_t b, uint64_t idx, int rows, int n);
 /* Canonical per-32-block quantization of x[n_blocks*32] (coli_act_quantize). */
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
                           int n_blocks);

@@ -164,7 +164,7 @@ struct coli_gpu {
 	int gemm_bn;         /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
 	int gemm_wide_no;    /* the GPU refused the wide q8/q4 tile's shared memory */
 	int gemm_kq_wide_no; /* ... or the block types' */
-	CUfunction f_silu, f_actq, f_siluq, f_pull, f_swiglu_oai;
+	CUfunction f_silu, f_actq, f_siluq, f_pull, f_swiglu_oai, f_pair_bias;
 	CUfunction f_embed_kq; /* ptx/kquant.cu: embedding rows of GGUF's block types */
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_embed, f_moe_acc, f_gated;
 	/* attention by KV mode (ptx/kv_rows.cuh: f32, bf16, q8, q8 keys bf16 values) */

@@ -185,6 +185,8 @@ static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i, const
 	a.down_jobs[r] = j;
 	a.pair_token[r] = t;
 	a.pair_w[r] = selw[i];
+	if (a.pair_expert)
+		a.pair_expert[r] = ex < a.E ? ex : a.E - 1;
 }
 
 extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)

@@ -75,8 +75,10 @@ struct coli_dev_norm {
 	float eps;
 };
 
-/* Elementwise: add (x[i] += y[i], i < n), bias (y[r] += b for rows r of n),
- * gated (out[t] += sigmoid(gate[t]) * y[t], rows of n). */
+/* Elementwise: add (x[i] += y[i], i < n), bias (y[r] += b for rows r of n;
+ * idx != 0, device ints [rows]: y[r] += row idx[r] of b [..][n], gpt-oss's
+ * down bias on a device-planned layer's pairs), gated (out[t] +=
+ * sigmoid(gate[t]) * y[t], rows of n). Each add one rounding. */
 struct coli_dev_add {
 	uint64_t x, y;
 	int n;
@@ -84,6 +86,7 @@ struct coli_dev_add {
 struct coli_dev_bias {
 	uint64_t y, b;
 	int rows, n;
+	uint64_t idx;
 };
 struct coli_dev_gated {
 	uint64_t out, y, gate;
@@ -155,7 +158,9 @@ struct coli_dev_mla {
  * kind COLI_ACT_SWIGLU_OAI (gpt-oss; devices with COLI_DEV_CAP_SWIGLU_OAI):
  * bg and bu (rows of `I` f32, or 0) are first added to every I-row of g and
  * u in place (g = g + bg, one rounding), then h = cpu/ coli_swiglu_oai(g, u)
- * with alpha and limit: the bits of core/model/act.c coli_act_ffn. */
+ * with alpha and limit: the bits of core/model/act.c coli_act_ffn. idx != 0
+ * (device ints [n / I], a device-planned layer's pair_expert): row r adds
+ * row idx[r] of bg and bu, [E][I] each; 0: their row 0 (one expert's run). */
 struct coli_dev_silu {
 	uint64_t g, u, h, q, qd, qsum;
 	int n;
@@ -163,6 +168,7 @@ struct coli_dev_silu {
 	float alpha, limit;
 	uint64_t bg, bu;
 	int I;
+	uint64_t idx;
 };
 
 /* x [n_blocks * 32] quantized into q/qd/qsum (cpu/ coli_act_quantize's bits). */

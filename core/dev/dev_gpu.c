@@ -81,6 +81,7 @@ static int g_silu(struct coli_dev *d, const struct coli_dev_silu *a)
 		                                                               .u = a->u,
 		                                                               .bg = a->bg,
 		                                                               .bu = a->bu,
+		                                                               .idx = a->idx,
 		                                                               .h = a->h,
 		                                                               .q = a->q,
 		                                                               .qd = a->qd,
@@ -111,6 +112,8 @@ static int g_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 }
 static int g_add_bias(struct coli_dev *d, const struct coli_dev_bias *a)
 {
+	if (a->idx) /* a bias row per row (gpt-oss's down bias): ptx/kernels.cu's */
+		return coli_gpu_pair_bias(G(d), a->y, a->b, a->idx, a->rows, a->n);
 	return coli_gpu_add_bias(G(d), a->y, a->b, a->rows, a->n);
 }
 static int g_add(struct coli_dev *d, const struct coli_dev_add *a)

@@ -79,16 +79,19 @@ struct sim {
 	struct late *late;
 	int n_late, cap_late;
 	/* the stream waiting for the host (host_wait): the ops queued behind the
-	 * wait, run when the host signals (only uploads and the MoE accumulate
-	 * may be: anything else queued, or waited for, then aborts) */
+	 * wait, run when the host signals (only uploads, the MoE accumulate and
+	 * the bias add before it, gpt-oss's down bias, may be: anything else
+	 * queued, or waited for, then aborts) */
 	uint32_t host_word, wait_seq;
 	int waiting, n_def;
 	struct deferred {
-		int acc; /* 0: upload_async(dst, src, n); 1: moe_accumulate(a) */
+		int acc; /* 0: upload_async(dst, src, n); 1: moe_accumulate(a);
+		          * 2: add_bias(b) */
 		uint64_t dst;
 		const void *src;
 		size_t n;
 		struct coli_dev_accumulate a;
+		struct coli_dev_bias b;
 	} def[SIM_DEFER];
 };
 
@@ -300,6 +303,17 @@ static int s_sync(struct coli_dev *d)
 	return 0;
 }
 
+/* The bias add: deferred behind a host wait (a preplanned gpt-oss layer's
+ * tail: its down bias joins the pairs' rows before the accumulate). */
+static int s_add_bias(struct coli_dev *d, const struct coli_dev_bias *a)
+{
+	struct sim *s = d->impl;
+
+	if (s->waiting)
+		return defer(d, &(struct deferred){.acc = 2, .b = *a});
+	return coli_dev_sim_add_bias(d, a);
+}
+
 /* Is pair p's row host memory read in place (moe_accumulate's hmask)? */
 static int in_host(uint64_t hy, uint64_t hmask, int p)
 {
@@ -507,8 +521,10 @@ static void s_host_signal(struct coli_dev *d, uint32_t seq)
 	for (int i = 0; i < s->n_def; i++) {
 		const struct deferred *o = &s->def[i];
 
-		if (o->acc)
+		if (o->acc == 1)
 			s_moe_acc(d, &o->a);
+		else if (o->acc == 2)
+			coli_dev_sim_add_bias(d, &o->b);
 		else
 			s_upload_async(d, o->dst, o->src, o->n);
 	}
@@ -543,7 +559,7 @@ static const struct coli_dev_ops g_sim_ops = {
     .host_addr = s_host_addr,
     .copy = coli_dev_sim_copy,
     .rmsnorm = coli_dev_sim_rmsnorm,
-    .add_bias = coli_dev_sim_add_bias,
+    .add_bias = s_add_bias,
     .add = coli_dev_sim_add,
     .rope = coli_dev_sim_rope,
     .attention = coli_dev_sim_attention,

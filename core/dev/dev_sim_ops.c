@@ -99,12 +99,15 @@ int coli_dev_sim_silu_mul(struct coli_dev *d, const struct coli_dev_silu *a)
 		float *g = (float *)(uintptr_t)a->g, *u = (float *)(uintptr_t)a->u;
 		const float *bg = (const float *)(uintptr_t)a->bg,
 		            *bu = (const float *)(uintptr_t)a->bu;
+		const int *idx = (const int *)(uintptr_t)a->idx; /* row r's bias row */
 
 		for (int i = 0; (bg || bu) && i < a->n; i++) {
+			size_t bi = (idx ? (size_t)idx[i / a->I] * a->I : 0) + i % a->I;
+
 			if (bg)
-				g[i] = g[i] + bg[i % a->I];
+				g[i] = g[i] + bg[bi];
 			if (bu)
-				u[i] = u[i] + bu[i % a->I];
+				u[i] = u[i] + bu[bi];
 		}
 		coli_swiglu_oai(g, u, (float *)(uintptr_t)a->h, a->n, a->alpha, a->limit);
 		return a->q ? actq(d, a->h, a->q, a->qd, a->qsum, a->n / COLI_QBLOCK) : 0;
@@ -133,8 +136,10 @@ int coli_dev_sim_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 int coli_dev_sim_add_bias(struct coli_dev *d, const struct coli_dev_bias *a)
 {
 	IN_ORDER(d);
+	const int *idx = (const int *)(uintptr_t)a->idx; /* row r's bias row, or none */
+
 	for (size_t i = 0; i < (size_t)a->rows * a->n; i++)
-		F(a->y)[i] += F(a->b)[i % a->n];
+		F(a->y)[i] += F(a->b)[(idx ? (size_t)idx[i / a->n] * a->n : 0) + i % a->n];
 	return 0;
 }
 
@@ -500,6 +505,8 @@ int coli_dev_sim_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 		a->down_jobs[r] = j;
 		a->pair_token[r] = t;
 		a->pair_w[r] = a->selw[i];
+		if (a->pair_expert)
+			a->pair_expert[r] = ex < a->E ? ex : a->E - 1;
 	}
 	return 0;
 }

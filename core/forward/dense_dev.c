@@ -250,6 +250,8 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 	B(ey, P * (H + 2) * 4); /* then the pair lists of a host-planned layer */
 	B(ptok, P * 4);
 	B(pw, P * 4);
+	if (c->expert_bias) /* gpt-oss: the bias rows its plan's pairs read */
+		B(pex, P * 4);
 	if (dd->last) { /* lm_head's rows: a chunk's logits go down in pieces */
 		B(logits, (T < COLI_DEV_LOGIT_ROWS ? T : COLI_DEV_LOGIT_ROWS) * c->vocab * 4);
 		B(next, 4);

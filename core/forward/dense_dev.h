@@ -16,7 +16,9 @@
  *   + rope_dim], the latent rows, and no vcache); logits [tmax][vocab]
  *   sel int / selw [tmax][top_k]; slabs u64 [n_layers][n_experts] (resident
  *   slab of each expert, fully resident layers only); gu_jobs, down_jobs
- *   [2 or 1][COLI_GPU_MAX_S * top_k] GEMV jobs written by coli_route_plan;
+ *   [2 or 1][COLI_GPU_MAX_S * top_k] GEMV jobs written by coli_route_plan,
+ *   with the pair lists ptok, pw and (gpt-oss: its experts' biases) pex, the
+ *   pairs' experts, int [tmax * top_k];
  *   grlog, gsel, gselw: the lookahead's router logits and routing
  */
 #ifndef COLI_CORE_DENSE_DEV_H
@@ -88,7 +90,7 @@ struct coli_dense_dev {
 	                   * device range's layers x ctx, the same on every device
 	                   * (one row table serves all), l - l0 of them used here */
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
-	    pw, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
+	    pw, pex, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	uint64_t qa, kva, qn, qrow, lat;    /* MLA: [tmax][q_lora], [tmax][kl + r],
 	                                     * [nh][tmax][np], [tmax][nh][kl + r],
 	                                     * [nh][tmax][kl] (core/forward/mla_dev.c) */
@@ -129,6 +131,10 @@ int coli_dense_dev_shared_expert(struct coli_engine *e, struct coli_dense_dev *d
  * or SEG_PRE when pre): core/forward/layer_host.c completes the layer call ml
  * (core/moe/moe.h) and runs it. */
 int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, int pre, int xq);
+/* gpt-oss's down bias (core/forward/layer_host.c): each of a device-planned
+ * layer's n_pairs outputs in the plan device's y plus its expert's row
+ * (dd->pex); nothing where the experts have none. */
+int coli_dense_dev_down_bias(struct coli_engine *e, struct coli_dense_dev *dd, int l, int n_pairs);
 
 /* MLA (core/forward/mla_dev.c): the decode job tables written, at open
  * after the buffers (kb_jobs, vb_jobs allocated); layer l's attention after

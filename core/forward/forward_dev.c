@@ -11,6 +11,9 @@
  * (coli_route_plan routes and writes the GEMV job tables and pair lists in one launch): gate/up,
  * silu, quantize, down and the accumulation follow on the stream with no round trip to the host,
  * whose only part is counting the routed experts once the forward has synchronized (fast_count).
+ * gpt-oss's layers too: the plan names each pair's expert (dd->pex), the silu adds its gate and up
+ * bias rows before the clamped SwiGLU, and a bias add puts its down bias on each output before the
+ * accumulation (core/forward/layer_host.c coli_dense_dev_down_bias), the CPU's bits.
  * Any other layer: the host downloads the routing, the lookahead's guess for the next layer and the
  * normed input, plans exactly as the CPU path does (core/moe/moe.c: issue to devices, CPU rows,
  * take), uploads the per-pair outputs, and the device accumulates them in ascending expert id with
@@ -57,15 +60,18 @@
 
 /* Whether MoE layer l is routed and planned on the device at T tokens
  * (every expert resident here), or preplanned (some are: they start here
- * before the host plans the rest). Not gpt-oss's experts (biases, the
- * clamped SwiGLU): the device plan's jobs and silu have no form for them
- * yet, so the host plans its layers (the routing stays on the device). */
+ * before the host plans the rest). gpt-oss's experts too: the plan names
+ * each pair's expert (dd->pex), its silu adds that expert's gate and up
+ * bias rows before the clamped SwiGLU, and its down bias joins each output
+ * before the accumulate (coli_dense_dev_down_bias). */
 static int can_plan(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 
 	return dd->route_on_dev && dd->plan_dev >= 0 && T <= COLI_GPU_MAX_S && !e->trace &&
-	       !dd->dev->failed && !e->m.cfg.expert_bias && e->m.cfg.ffn_act == COLI_ACT_SWIGLU;
+	       !dd->dev->failed &&
+	       (e->m.cfg.ffn_act == COLI_ACT_SWIGLU ||
+	        coli_dev_can(dd->dev, COLI_DEV_CAP_SWIGLU_OAI));
 }
 
 static int planned(const struct coli_engine *e, int l, int T)
@@ -150,6 +156,7 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 	    .rlog = (const float *)(uintptr_t)dd->rlog, /* routed in the same launch */
 	    .E = c->n_experts,
 	    .norm = c->norm_topk_prob,
+	    .pair_expert = (int *)(uintptr_t)dd->pex, /* gpt-oss: its biases' rows */
 	};
 
 	if (c->router_kind == COLI_ROUTER_SIGMOID) {
@@ -170,8 +177,10 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 }
 
 /* The planned experts, on the stream (q8/q4 experts read xn's rows quantized
- * in dd->aq by the ffn norm): gate/up, silu + quantize, down. Outputs in the
- * device slot's y, a row per pair in pair order. */
+ * in dd->aq by the ffn norm): gate/up, silu + quantize (gpt-oss: each pair's
+ * gate and up biases, row dd->pex[p] of the slot's, then the clamped
+ * SwiGLU), down. Outputs in the device slot's y, a row per pair in pair
+ * order. */
 static int plan_experts(struct coli_engine *e, int l, int T)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -193,7 +202,14 @@ static int plan_experts(struct coli_engine *e, int l, int T)
 	                                   .q = coli_dtype_is_quant(t) ? v->hq : 0,
 	                                   .qd = v->hd,
 	                                   .qsum = v->hqs,
-	                                   .n = P * c->moe_inter};
+	                                   .n = P * c->moe_inter,
+	                                   .kind = c->ffn_act,
+	                                   .alpha = c->act_alpha,
+	                                   .limit = c->act_limit,
+	                                   .bg = coli_moe_dev_xbias(e, v, l, COLI_XBIAS_GATE),
+	                                   .bu = coli_moe_dev_xbias(e, v, l, COLI_XBIAS_UP),
+	                                   .I = c->moe_inter,
+	                                   .idx = dd->pex};
 
 	rc = coli_dev_gemv_table(dd->dev, &gu);
 	rc = rc ? rc : coli_dev_silu_mul(dd->dev, &silu);
@@ -332,6 +348,7 @@ static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer 
 	rc = plan_route(e, l, T, fused ? &D->router : NULL,
 	                dd->fsel + (size_t)l * COLI_GPU_MAX_S * K * 4);
 	rc = rc ? rc : plan_experts(e, l, T);
+	rc = rc ? rc : coli_dense_dev_down_bias(e, dd, l, T * K);
 	if (defers(e, l, SEG_PLANNED)) /* summed by the next layer's first norm */
 		return rc;
 	rc = rc ? rc

@@ -126,30 +126,52 @@ static uint64_t host_mask(struct coli_engine *e, struct coli_dense_dev *dd, int 
 	return *hy ? m : 0;
 }
 
+/* gpt-oss's down bias on the n_pairs rows of a layer its plan left in the
+ * plan device's y, in pair order (dd->pex, the pairs' experts): y + b, one
+ * rounding, as core/moe/block.c adds it before the weight. Nothing for
+ * experts without one. */
+int coli_dense_dev_down_bias(struct coli_engine *e, struct coli_dense_dev *dd, int l, int n_pairs)
+{
+	const struct coli_dev_slot *v = &e->vram.slot[dd->plan_dev];
+
+	if (!e->m.layers[l].exp_down_bias)
+		return 0;
+	return coli_dev_add_bias(
+	    dd->dev, &(struct coli_dev_bias){.y = v->y,
+	                                     .b = coli_moe_dev_xbias(e, v, l, COLI_XBIAS_DOWN),
+	                                     .rows = n_pairs,
+	                                     .n = e->m.cfg.hidden,
+	                                     .idx = dd->pex});
+}
+
 /* A preplanned layer's device tail: the accumulate with the pair lists its
  * plan left on the dense device, the host's rows read in place beside the
  * device's (or uploaded to their pair rows of its y first), the shared
- * expert. */
+ * expert. gpt-oss: the host's rows go up, the down bias joins every row
+ * there (they are all in y then), then the accumulate. */
 static int pre_tail(struct coli_engine *e, const struct coli_moe_layer *ml, const struct dlayer *D,
                     int xq)
 {
 	struct coli_dense_dev *dd = coli_dense_dev_at(e, ml->l);
-	int on = ml->moe_on_dense, T = ml->T;
-	uint64_t y = e->vram.slot[on].y, hy;
-	uint64_t m = host_mask(e, dd, on, &hy);
+	int on = ml->moe_on_dense, T = ml->T, bias = e->m.layers[ml->l].exp_down_bias != NULL;
+	uint64_t y = e->vram.slot[on].y, hy = 0;
+	uint64_t m = bias ? 0 : host_mask(e, dd, on, &hy);
 	int rc = hy ? 0 : host_rows(e, dd, y, on);
 
 	if (rc < 0)
 		return rc;
-	rc = coli_dev_moe_accumulate(dd->dev, &(struct coli_dev_accumulate){.out = dd->mlp,
-	                                                                    .y = y,
-	                                                                    .pair_token = dd->ptok,
-	                                                                    .pair_w = dd->pw,
-	                                                                    .n_pairs = e->s.n_pairs,
-	                                                                    .T = T,
-	                                                                    .H = e->m.cfg.hidden,
-	                                                                    .hy = hy,
-	                                                                    .hmask = m});
+	rc = coli_dense_dev_down_bias(e, dd, ml->l, e->s.n_pairs);
+	rc = rc ? rc
+	        : coli_dev_moe_accumulate(dd->dev,
+	                                  &(struct coli_dev_accumulate){.out = dd->mlp,
+	                                                                .y = y,
+	                                                                .pair_token = dd->ptok,
+	                                                                .pair_w = dd->pw,
+	                                                                .n_pairs = e->s.n_pairs,
+	                                                                .T = T,
+	                                                                .H = e->m.cfg.hidden,
+	                                                                .hy = hy,
+	                                                                .hmask = m});
 	e->est.moe_layers_dev_preplanned++;
 	return rc ? rc : coli_dense_dev_shared_expert(e, dd, D, T, xq);
 }

@@ -313,8 +313,10 @@ static int oai_queue(struct coli_engine *e, const struct coli_moe_layer *ml,
                      struct coli_dev_slot *v, int r, int quant)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t I = (size_t)c->moe_inter, row = (size_t)v->runs[r].row0, E = (size_t)c->n_experts;
-	uint64_t b = v->xbias + ((size_t)e->m.layers[ml->l].xl * 2 * E + v->runs[r].expert) * I * 4;
+	size_t I = (size_t)c->moe_inter, row = (size_t)v->runs[r].row0;
+	uint64_t at = (uint64_t)v->runs[r].expert * I * 4; /* its row of each table */
+	uint64_t bg = coli_moe_dev_xbias(e, v, ml->l, COLI_XBIAS_GATE);
+	uint64_t bu = coli_moe_dev_xbias(e, v, ml->l, COLI_XBIAS_UP);
 
 	return coli_dev_silu_mul(v->dev,
 	                         &(struct coli_dev_silu){.g = v->g + row * I * 4,
@@ -327,8 +329,8 @@ static int oai_queue(struct coli_engine *e, const struct coli_moe_layer *ml,
 	                                                 .kind = COLI_ACT_SWIGLU_OAI,
 	                                                 .alpha = c->act_alpha,
 	                                                 .limit = c->act_limit,
-	                                                 .bg = b,
-	                                                 .bu = b + E * I * 4,
+	                                                 .bg = bg ? bg + at : 0,
+	                                                 .bu = bu ? bu + at : 0,
 	                                                 .I = (int)I});
 }
 

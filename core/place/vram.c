@@ -136,14 +136,20 @@ static void slot_buffer_sizes(const struct coli_model_config *c, int tmax, size_
 	memcpy(sz, s, sizeof(s));
 }
 
-/* gpt-oss's expert gate and up biases on a device: [MoE layer][2][E][I] f32. */
+/* gpt-oss's expert biases on a device: a MoE layer's gate [E][I], up [E][I]
+ * and down [E][H] f32, the layers one after another (by expert layer). */
+static size_t xbias_layer_floats(const struct coli_model_config *c)
+{
+	return (size_t)c->n_experts * (2 * (size_t)c->moe_inter + (size_t)c->hidden);
+}
+
 static size_t xbias_bytes(const struct coli_model_config *c)
 {
 	int n = 0;
 
 	for (int l = 0; c->expert_bias && l < c->n_layers; l++)
 		n += c->is_moe_layer[l];
-	return (size_t)n * 2 * c->n_experts * c->moe_inter * sizeof(float);
+	return (size_t)n * xbias_layer_floats(c) * sizeof(float);
 }
 
 size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
@@ -156,12 +162,22 @@ size_t coli_moe_dev_slot_bytes(const struct coli_model_config *c, int tmax)
 	return sum;
 }
 
-/* The biases uploaded once (a constant: no decode-time copy), expert layer
- * xl's gate rows then up rows at xl * 2 * E * I floats. */
+uint64_t coli_moe_dev_xbias(const struct coli_engine *e, const struct coli_dev_slot *v, int l,
+                            int part)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	size_t at = (size_t)e->m.layers[l].xl * xbias_layer_floats(c) +
+	            (size_t)part * c->n_experts * c->moe_inter;
+
+	return v->xbias ? v->xbias + at * sizeof(float) : 0;
+}
+
+/* The biases uploaded once (a constant: no decode-time copy). */
 static int xbias_upload(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;
-	size_t per = (size_t)c->n_experts * c->moe_inter * sizeof(float);
+	size_t gu = (size_t)c->n_experts * c->moe_inter * sizeof(float);
+	size_t dn = (size_t)c->n_experts * c->hidden * sizeof(float);
 	int rc = coli_dev_alloc(v->dev, xbias_bytes(c), &v->xbias);
 
 	for (int l = 0; !rc && l < c->n_layers; l++) {
@@ -169,12 +185,15 @@ static int xbias_upload(struct coli_engine *e, struct coli_dev_slot *v)
 
 		if (!L->moe)
 			continue;
-		rc = coli_dev_upload(v->dev, v->xbias + (uint64_t)L->xl * 2 * per, L->exp_gate_bias,
-		                     per);
+		rc = coli_dev_upload(v->dev, coli_moe_dev_xbias(e, v, l, COLI_XBIAS_GATE),
+		                     L->exp_gate_bias, gu);
 		rc = rc ? rc
-		        : coli_dev_upload(v->dev, v->xbias + ((uint64_t)L->xl * 2 + 1) * per,
-		                          L->exp_up_bias, per);
-		e->est.h2d_const_bytes += 2 * per;
+		        : coli_dev_upload(v->dev, coli_moe_dev_xbias(e, v, l, COLI_XBIAS_UP),
+		                          L->exp_up_bias, gu);
+		rc = rc ? rc
+		        : coli_dev_upload(v->dev, coli_moe_dev_xbias(e, v, l, COLI_XBIAS_DOWN),
+		                          L->exp_down_bias, dn);
+		e->est.h2d_const_bytes += 2 * gu + dn;
 	}
 	return rc;
 }

@@ -30,8 +30,9 @@ struct coli_dev_slot {
 	uint64_t g, u, h;         /* [P][I] f32 */
 	uint64_t hq, hd, hqs;     /* h quantized */
 	uint64_t y;               /* [P][H] expert outputs */
-	uint64_t xbias;           /* gpt-oss (cfg.expert_bias): [expert layer][gate, up][E][I]
-	                           * f32, uploaded at open; 0 without */
+	uint64_t xbias;           /* gpt-oss (cfg.expert_bias): [expert layer] of gate, up
+	                           * [E][I] and down [E][H] f32, uploaded at open; 0
+	                           * without (coli_moe_dev_xbias) */
 	/* host staging of the pair activations and outputs: one page-locked region
 	 * (mem/ registers it with every device), so copies are truly asynchronous */
 	void *host;

@@ -34,8 +34,9 @@
  * sliding windows, the o_proj and router biases), must have run on the
  * device where asked; gpt-oss's experts (their biases and clamped SwiGLU
  * are the silu op's other kind: the sim's and ptx/kernels.cu
- * coli_swiglu_oai) are byte-identical wherever they run, its layers planned
- * on the host (the device plan has no form for them yet).
+ * coli_swiglu_oai; the down bias a bias add a row per pair) are
+ * byte-identical wherever they run. Every fixture, gpt-oss's included, must
+ * have had layers planned and preplanned on the dense device.
  */
 #include <math.h>
 
@@ -154,10 +155,7 @@ int main(void)
 	for (int f = 0; f < nf; f++) {
 		int n, V;
 		int *ids = fx_read_ints(names[f], "ids.txt", &n);
-		/* gpt-oss: its experts' biases and clamped SwiGLU have no form in
-		 * the device plan yet, so the host plans every layer
-		 * (core/forward/forward_dev.c can_plan) */
-		int host_planned = !strncmp(names[f], "gpt_oss", 7);
+		uint64_t f_planned = 0, f_preplanned = 0; /* this fixture's */
 
 		/* the default KV type (bf16) with every weight type; f32 and q8
 		 * KV (each compared within its type) with bf16 weights */
@@ -268,6 +266,7 @@ int main(void)
 
 					runs++;
 					planned += got.planned, preplanned += got.preplanned;
+					f_planned += got.planned, f_preplanned += got.preplanned;
 					tail_ahead += got.tail_ahead;
 					/* each layer call's routed experts are hits of some tier,
 					 * wherever they ran (a fault's redo counts twice): a
@@ -295,7 +294,7 @@ int main(void)
 					}
 					if (cases[b].slabs == -2 &&
 					    (strchr(devs[d], ':') || strchr(devs[d], ',')) &&
-					    !got.planned && !host_planned) {
+					    !got.planned) {
 						printf(
 						    "%s %s: device %s, half the experts each: no "
 						    "whole layer was planned on the dense device\n",
@@ -339,6 +338,17 @@ int main(void)
 			free(ref.logits), free(got.logits), free(gref.logits);
 			printf("%s %s kv %s: %d placements so far, %d differ\n", names[f],
 			       coli_dtype_name(quants[qi]), g_kv, runs, fails);
+		}
+		/* every fixture's layers are planned and preplanned on the dense
+		 * device where its experts are (gpt-oss's too: their biases and
+		 * clamped SwiGLU are in the plan's silu and its down bias op) */
+		printf("%s: MoE layer calls planned on the dense device %llu, preplanned %llu\n",
+		       names[f], (unsigned long long)f_planned, (unsigned long long)f_preplanned);
+		if (!f_planned || !f_preplanned) {
+			printf("FAIL: %s: the device-planned (fully or partly resident) paths "
+			       "never ran\n",
+			       names[f]);
+			fails++;
 		}
 		free(ids);
 	}

@@ -39,7 +39,8 @@
  *                   x[0] NaN gives 0), all -inf, -0 vs +0, n = 1 and 33
  *   moe_plan        job tables and pair lists vs the layout built here: pairs in
  *                   ascending (expert, token), every field of every job (a
- *                   non-resident expert's jobs empty, its pairs in place); with
+ *                   non-resident expert's jobs empty, its pairs in place; each
+ *                   pair's expert, gpt-oss's bias rows); with
  *                   router logits (coli_route_plan) the routing is coli_route's
  *                   choice and the pair lists follow it
  *   router_plan     the router's f32 GEMV and the plan in one launch: the bytes
@@ -846,11 +847,11 @@ static int test_moe_plan(void)
 
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		int T = cases[c][0], K = cases[c][1], P = T * K, order[256], bad = 0;
-		int sel[256], tok[256];
+		int sel[256], tok[256], px[256];
 		float selw[256], pw[256];
 		unsigned long long slabs[E];
 		struct coli_gpu_gemv_job gu[512], dn[256];
-		uint64_t dsel, dselw, dslabs, dgu, ddn, dtok, dpw;
+		uint64_t dsel, dselw, dslabs, dgu, ddn, dtok, dpw, dpx;
 		struct coli_gpu_moe_plan a;
 
 		for (int x = 0; x < E; x++) /* every third expert not resident: empty jobs */
@@ -888,6 +889,7 @@ static int test_moe_plan(void)
 		ddn = dev_poison(sizeof(dn[0]) * P);
 		dtok = dev_poison(4 * (size_t)P);
 		dpw = dev_poison(4 * (size_t)P);
+		dpx = dev_poison(4 * (size_t)P);
 		memset(&a, 0, sizeof(a));
 		a.sel = (const int *)DP(dsel), a.selw = (const float *)DP(dselw);
 		a.slabs = (const unsigned long long *)DP(dslabs);
@@ -901,13 +903,15 @@ static int test_moe_plan(void)
 		a.gu_jobs = (struct coli_gpu_gemv_job *)DP(dgu);
 		a.down_jobs = (struct coli_gpu_gemv_job *)DP(ddn);
 		a.pair_token = (int *)DP(dtok), a.pair_w = (float *)DP(dpw);
-		a.T = T, a.K = K, a.H = H, a.I = I;
+		a.pair_expert = (int *)DP(dpx); /* gpt-oss's bias rows */
+		a.T = T, a.K = K, a.H = H, a.I = I, a.E = E;
 		if (coli_gpu_moe_plan(g_gpu, &a))
 			return 1;
 		download(gu, dgu, sizeof(gu[0]) * 2 * P);
 		download(dn, ddn, sizeof(dn[0]) * P);
 		download(tok, dtok, 4 * (size_t)P);
 		download(pw, dpw, 4 * (size_t)P);
+		download(px, dpx, 4 * (size_t)P);
 		for (int r = 0; r < P; r++) {
 			int i = order[r], t = i / K;
 			unsigned long long s = slabs[sel[i]];
@@ -945,14 +949,14 @@ static int test_moe_plan(void)
 			bad += memcmp(&gu[2 * r], &want[0], sizeof(want[0])) != 0;
 			bad += memcmp(&gu[2 * r + 1], &want[1], sizeof(want[0])) != 0;
 			bad += memcmp(&dn[r], &want[2], sizeof(want[0])) != 0;
-			bad += tok[r] != t || pw[r] != selw[i];
+			bad += tok[r] != t || pw[r] != selw[i] || px[r] != sel[i];
 		}
 		printf("  moe_plan T=%d K=%-2d pairs=%-3d %25s mismatches %d\n", T, K, P, "", bad);
 		rc |= bad != 0;
 		coli_gpu_free(g_gpu, dsel), coli_gpu_free(g_gpu, dselw),
 		    coli_gpu_free(g_gpu, dslabs);
 		coli_gpu_free(g_gpu, dgu), coli_gpu_free(g_gpu, ddn), coli_gpu_free(g_gpu, dtok);
-		coli_gpu_free(g_gpu, dpw);
+		coli_gpu_free(g_gpu, dpw), coli_gpu_free(g_gpu, dpx);
 	}
 	return rc;
 }

@@ -7,7 +7,9 @@
  *                  exact vs coli_silu_mul + coli_act_quantize
  *   silu_mul       g over [-120, 120] plus edge values, exact bits of coli_silu_mul
  *   swiglu_oai     gpt-oss's biased, clamped SwiGLU (and quantized): exact vs
- *                  the bias adds, coli_swiglu_oai and coli_act_quantize
+ *                  the bias adds, coli_swiglu_oai and coli_act_quantize; also
+ *                  with a bias row per row (a device-planned layer's pairs)
+ *   pair_bias      gpt-oss's down bias, a row of [E][H] per output row: exact
  *   gemv           q8_0 / q4_0 / bf16, several shapes and S = 1..4 in one grouped
  *                  launch (K from 32 to 2048: fewer and more than 16 units a lane);
  *                  GGUF's block types (ptx/kquant.cu) on random blocks, K whole
@@ -120,32 +122,41 @@ static int test_silu_q(void)
 
 /* gpt-oss's form: bias rows added to g and u in place (as core/model/act.c
  * does: g + bg, one rounding), the clamped SwiGLU, then quantized; with
- * and without the quantized output. Gates and ups well past the clamp. */
-static int test_swiglu_oai(int quant)
+ * and without the quantized output. Gates and ups well past the clamp.
+ * by_row: a device-planned layer's pairs, row r biased by row idx[r] of
+ * [E][I] tables (the plan's pair_expert), not row 0 of one expert's. */
+static int test_swiglu_oai(int quant, int by_row)
 {
-	const int I = 288, rows = 37, n = I * rows, nb = n / 32;
+	const int I = 288, rows = 37, n = I * rows, nb = n / 32, E = by_row ? 5 : 1;
 	const float alpha = 1.702f, limit = 7.0f;
 	float *g = malloc(4 * n), *u = malloc(4 * n), *h = malloc(4 * n), *gh = malloc(4 * n);
-	float *bg = malloc(4 * I), *bu = malloc(4 * I), *gg = malloc(4 * n), *gu = malloc(4 * n);
-	float *d = malloc(4 * nb), *gd = malloc(4 * nb);
+	float *bg = malloc(4 * E * I), *bu = malloc(4 * E * I), *gg = malloc(4 * n);
+	float *gu = malloc(4 * n), *d = malloc(4 * nb), *gd = malloc(4 * nb);
 	int8_t *q = malloc(n), *gq = malloc(n);
-	int32_t *qs = malloc(4 * nb), *gqs = malloc(4 * nb);
+	int32_t *qs = malloc(4 * nb), *gqs = malloc(4 * nb), idx[37];
 	struct coli_act a = {.q = q, .d = d, .qsum = qs};
-	uint64_t dev[8];
+	uint64_t dev[9];
+	char what[64];
 	int rc = 0;
 
-	for (int i = 0; i < I; i++)
+	for (int i = 0; i < E * I; i++)
 		bg[i] = frand() * 2, bu[i] = frand() * 2;
+	for (int r = 0; r < rows; r++)
+		idx[r] = by_row ? (int)(rnd() % E) : 0;
 	for (int i = 0; i < n; i++) {
 		g[i] = (i / 32) % 9 == 0 ? 0.0f : frand() * ((i / 32) % 4 ? 12.0f : 120.0f);
 		u[i] = frand() * ((i / 32) % 5 ? 12.0f : 1e-30f);
 	}
 	dev[0] = dev_copy(g, 4 * n), dev[1] = dev_copy(u, 4 * n);
-	dev[2] = dev_copy(bg, 4 * I), dev[3] = dev_copy(bu, 4 * I);
+	dev[2] = dev_copy(bg, 4 * E * I), dev[3] = dev_copy(bu, 4 * E * I);
 	dev[4] = dev_poison(4 * n), dev[5] = dev_poison(n);
 	dev[6] = dev_poison(4 * nb), dev[7] = dev_poison(4 * nb);
-	for (int i = 0; i < n; i++) /* the CPU's steps */
-		g[i] = g[i] + bg[i % I], u[i] = u[i] + bu[i % I];
+	dev[8] = dev_copy(idx, sizeof(idx));
+	for (int i = 0; i < n; i++) { /* the CPU's steps */
+		size_t b = (size_t)idx[i / I] * I + i % I;
+
+		g[i] = g[i] + bg[b], u[i] = u[i] + bu[b];
+	}
 	coli_swiglu_oai(g, u, h, n, alpha, limit);
 	coli_act_quantize(&a, h, n);
 	if (coli_gpu_swiglu_oai(g_gpu, &(struct coli_gpu_swiglu_oai){.g = dev[0],
@@ -156,6 +167,7 @@ static int test_swiglu_oai(int quant)
 	                                                             .q = quant ? dev[5] : 0,
 	                                                             .qd = dev[6],
 	                                                             .qsum = dev[7],
+	                                                             .idx = by_row ? dev[8] : 0,
 	                                                             .n = n,
 	                                                             .I = I,
 	                                                             .alpha = alpha,
@@ -167,7 +179,9 @@ static int test_swiglu_oai(int quant)
 	    coli_gpu_download(g_gpu, gd, dev[6], 4 * nb) ||
 	    coli_gpu_download(g_gpu, gqs, dev[7], 4 * nb))
 		return 1;
-	rc |= compare(quant ? "swiglu_oai_q h" : "swiglu_oai h", gh, h, n);
+	snprintf(what, sizeof(what), "swiglu_oai%s%s h", quant ? "_q" : "",
+	         by_row ? " (bias by row)" : "");
+	rc |= compare(what, gh, h, n);
 	rc |= compare("swiglu_oai biased g", gg, g, n);
 	rc |= compare("swiglu_oai biased u", gu, u, n);
 	if (quant) {
@@ -177,10 +191,39 @@ static int test_swiglu_oai(int quant)
 			rc = 1;
 		}
 	}
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 9; i++)
 		coli_gpu_free(g_gpu, dev[i]);
 	free(g), free(u), free(h), free(gh), free(bg), free(bu), free(gg), free(gu), free(d);
 	free(gd), free(q), free(gq), free(qs), free(gqs);
+	return rc;
+}
+
+/* gpt-oss's down bias on a planned layer's outputs: row r of y plus row
+ * idx[r] of b [E][H], one rounding each (core/moe/block.c's y + b). */
+static int test_pair_bias(void)
+{
+	enum { E = 7, H = 2880, ROWS = 16 };
+	float *y = malloc(4 * ROWS * H), *b = malloc(4 * E * H), *got = malloc(4 * ROWS * H);
+	int idx[ROWS];
+	uint64_t dy, db, di;
+	int rc;
+
+	for (int i = 0; i < ROWS * H; i++)
+		y[i] = frand() * ((i / 64) % 3 ? 4.0f : 1e4f);
+	for (int i = 0; i < E * H; i++)
+		b[i] = frand() * ((i / 32) % 5 ? 1.0f : 1e-6f);
+	for (int r = 0; r < ROWS; r++)
+		idx[r] = (int)(rnd() % E);
+	dy = dev_copy(y, 4 * ROWS * H), db = dev_copy(b, 4 * E * H),
+	di = dev_copy(idx, sizeof(idx));
+	for (int i = 0; i < ROWS * H; i++) /* the CPU's step */
+		y[i] = y[i] + b[(size_t)idx[i / H] * H + i % H];
+	if (coli_gpu_pair_bias(g_gpu, dy, db, di, ROWS, H) ||
+	    coli_gpu_download(g_gpu, got, dy, 4 * ROWS * H))
+		return 1;
+	rc = compare("pair_bias (down bias by row)", got, y, (size_t)ROWS * H);
+	coli_gpu_free(g_gpu, dy), coli_gpu_free(g_gpu, db), coli_gpu_free(g_gpu, di);
+	free(y), free(b), free(got);
 	return rc;
 }
 
@@ -421,8 +464,10 @@ int main(void)
 	rc |= test_act_quantize();
 	rc |= test_silu();
 	rc |= test_silu_q();
-	rc |= test_swiglu_oai(0);
-	rc |= test_swiglu_oai(1);
+	rc |= test_swiglu_oai(0, 0);
+	rc |= test_swiglu_oai(1, 0);
+	rc |= test_swiglu_oai(1, 1);
+	rc |= test_pair_bias();
 	rc |= test_gemv(COLI_DTYPE_Q8_0);
 	rc |= test_gemv(COLI_DTYPE_Q4_0);
 	rc |= test_gemv(COLI_DTYPE_BF16);
