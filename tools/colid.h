@@ -194,10 +194,17 @@ struct colid_job *colid_job_new(const int *ids, int n_ids, int max_tokens,
                                 const struct coli_sampler *s, char *const *stop, int n_stop,
                                 int eot_id);
 void colid_job_put(struct colid_job *j);
-/* The worker's (colid_queue.c): caller holds j->mu, marks j finished with
- * status and wakes its reader; and the generation callback, once a token
- * (coli_gen_cb; arg: the job). */
-void colid_job_finish(struct colid_job *j, int status);
+struct colid_queue;
+/* The worker's end of job j, whichever loop ran it (colid_queue.c):
+ * st, the generation's stats (copied to j->st), or NULL when the engine
+ * never ran it (its client left while it waited, it got no slot); then its
+ * finish reason when no stop string or end id set one (length when it
+ * reached max_tokens, else stop), -ECANCELED for rc 0 when its client left,
+ * counted in /metrics, and marked done with that status, waking its
+ * reader. The caller keeps its reference. */
+void colid_job_end(struct colid_queue *q, struct colid_job *j, int rc,
+                   const struct coli_gen_stats *st);
+/* The generation callback, once a token (coli_gen_cb; arg: the job). */
 int colid_job_token(void *arg, int id, const char *text, size_t len);
 /* The worker's loop with several sequence slots (colid_batch.c). */
 void *colid_batch_main(void *arg);

@@ -6,8 +6,8 @@ against colid on the demo model (q8 experts):
              job at a time, coli_generate): prompts of mixed lengths, mixed
              max_tokens, logprobs=3, greedy and seeded T=0.9 sampling
   together   the same 16 at once on colid --parallel 8 (8 in slots, 8
-             queued, each taking a slot as one ends): text, token
-             logprobs and top logprobs equal byte for byte (repr of the
+             queued, each taking a slot as one ends): text, finish
+             reason, token logprobs and top logprobs equal byte for byte (repr of the
              floats), and /metrics counted the slots, more than 2 sequences
              a step on average, and no slot left in use
   spec       a greedy request whose prompt repeats, alone on each server:
@@ -56,7 +56,7 @@ def answer(cli, req):
     c = cli.completions.create(model="demo", **req)
     ch = c.choices[0]
     lp = ch.logprobs
-    return (ch.text, lp.tokens, [repr(x) for x in lp.token_logprobs],
+    return (ch.text, ch.finish_reason, lp.tokens, [repr(x) for x in lp.token_logprobs],
             [sorted((k, repr(v)) for k, v in t.items()) for t in lp.top_logprobs])
 
 
@@ -78,7 +78,7 @@ check("1 sequence at once" in srv.log(), "start line: " + srv.log()[-400:])
 alone = [answer(cli, q) for q in REQS]
 rep_alone = cli.completions.create(model="demo", **REP)
 srv.stop()
-check(sum(len(a[1]) for a in alone) > 80, "too few tokens: %r" % [len(a[1]) for a in alone])
+check(sum(len(a[2]) for a in alone) > 80, "too few tokens: %r" % [len(a[2]) for a in alone])
 
 srv, cli = serve(8)
 check("8 sequences at once" in srv.log(), "start line: " + srv.log()[-400:])
@@ -93,7 +93,8 @@ check(metric(srv.port, 'coli_sequence_slots{state="in_use"}') == 0, "slots left 
 steps, seqs = metric(srv.port, "coli_engine_steps_total"), metric(srv.port, "coli_engine_step_sequences_total")
 check(seqs / steps > 2, "%d steps ran %d sequences: hardly batched" % (steps, seqs))
 print("ok  16 requests alone (--parallel 1) and together (--parallel 8, %.1f sequences a step): "
-      "%d tokens, text and logprobs identical" % (seqs / steps, sum(len(a[1]) for a in alone)))
+      "%d tokens, text, finish reasons and logprobs identical" % (seqs / steps,
+                                                            sum(len(a[2]) for a in alone)))
 cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
 rep = cli.completions.create(model="demo", **REP)
 cli.close()
