@@ -258,7 +258,9 @@ struct colid_metrics {
 	pthread_mutex_t mu;
 	uint64_t requests[COLID_R_N][6]; /* by status class: 2xx 4xx(other) 429 5xx 401 413 */
 	uint64_t prompt_tokens, completion_tokens;
+	uint64_t prefill_tokens; /* prompt tokens prefilled: less a prefix-cache hit's */
 	uint64_t jobs, cancelled;
+	uint64_t ran; /* jobs the engine ran (the others ended waiting or without a slot) */
 	double prefill_s, decode_s, queue_s;
 	double last_prefill_tps, last_decode_tps;
 	uint64_t decode_tokens;            /* tokens behind decode_s (n_gen - 1 per job) */
@@ -273,6 +275,8 @@ void colid_metrics_request(struct colid_metrics *m, enum colid_route r, int stat
  * not run). */
 void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j, int status,
                        const struct coli_engine_stats *est, double queue_s);
+/* The mean seconds of a job the engine ran (prefill and decode; 1 before
+ * the first), for Retry-After. */
 double colid_metrics_job_s(struct colid_metrics *m);
 /* The Prometheus text exposition, malloc'd. */
 char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q);
