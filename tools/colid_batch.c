@@ -162,6 +162,8 @@ void *colid_batch_main(void *arg)
 
 	if (n_seq > COLI_MAX_SEQ)
 		n_seq = COLI_MAX_SEQ;
+	if (n_seq > ubatch) /* more could not all decode in one step: colid.c says so */
+		n_seq = ubatch;
 	while (logits && admit(q, n_seq))
 		step(q, logits, V, ubatch);
 	free(logits);
