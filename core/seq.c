@@ -255,14 +255,17 @@ int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g)
 	struct coli_kv_seq *q = &e->kv.seq[g->slot];
 	const int V = e->m.cfg.vocab, pos = q->pos, room = g->max_new - g->st.n_gen - 1;
 	int ids[COLI_SPEC_KMAX + 1], queue[COLI_SPEC_KMAX + 1], k, j, i, rc;
+	/* the draft and the token before it are one step's rows: at most tmax */
+	int kmax = room < COLI_SPEC_KMAX ? room : COLI_SPEC_KMAX;
 	struct coli_run run;
 	double t0;
 
-	if (!g->spec || g->done || g->fed < g->n_prompt || room < 1 || pos + 1 >= e->kv.ctx)
+	if (kmax > e->s.tmax - 1)
+		kmax = e->s.tmax - 1;
+	if (!g->spec || g->done || g->fed < g->n_prompt || kmax < 1 || pos + 1 >= e->kv.ctx)
 		return 0;
 	q->hist[pos] = g->next; /* the history, ending with the token to feed */
-	k = coli_spec_draft(g->spec, q->hist, pos + 1,
-	                    room < COLI_SPEC_KMAX ? room : COLI_SPEC_KMAX, ids + 1);
+	k = coli_spec_draft(g->spec, q->hist, pos + 1, kmax, ids + 1);
 	if (k > 0 && pos + k + 1 > e->kv.ctx)
 		k = 0;
 	if (k > 0 && !g->vlogits &&

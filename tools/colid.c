@@ -301,6 +301,12 @@ int main(int argc, char **argv)
 	        srv.chat.from_template ? "" : ", detected from the tokenizer",
 	        srv.chat.jinja ? "" : "; built-in renderer: ",
 	        srv.chat.jinja ? "" : srv.chat.jinja_why);
+	if (coli_engine_n_seq(srv.engine) > coli_engine_ubatch(srv.engine))
+		fprintf(stderr,
+		        "colid: --parallel %d but %d rows a step (--ubatch, --ctx): at most %d "
+		        "sequences run at once, the others wait in the queue\n",
+		        coli_engine_n_seq(srv.engine), coli_engine_ubatch(srv.engine),
+		        coli_engine_ubatch(srv.engine));
 	colid_metrics_init(&srv.metrics);
 	if ((rc = colid_queue_init(&srv.queue, queue, srv.engine, &srv.metrics)) ||
 	    (srv.queue.delay_us = (unsigned)delay_ms * 1000u, 0) ||

@@ -194,10 +194,17 @@ struct colid_job *colid_job_new(const int *ids, int n_ids, int max_tokens,
                                 const struct coli_sampler *s, char *const *stop, int n_stop,
                                 int eot_id);
 void colid_job_put(struct colid_job *j);
-/* The worker's (colid_queue.c): caller holds j->mu, marks j finished with
- * status and wakes its reader; and the generation callback, once a token
- * (coli_gen_cb; arg: the job). */
-void colid_job_finish(struct colid_job *j, int status);
+struct colid_queue;
+/* The worker's end of job j, whichever loop ran it (colid_queue.c):
+ * st, the generation's stats (copied to j->st), or NULL when the engine
+ * never ran it (its client left while it waited, it got no slot); then its
+ * finish reason when no stop string or end id set one (length when it
+ * reached max_tokens, else stop), -ECANCELED for rc 0 when its client left,
+ * counted in /metrics, and marked done with that status, waking its
+ * reader. The caller keeps its reference. */
+void colid_job_end(struct colid_queue *q, struct colid_job *j, int rc,
+                   const struct coli_gen_stats *st);
+/* The generation callback, once a token (coli_gen_cb; arg: the job). */
 int colid_job_token(void *arg, int id, const char *text, size_t len);
 /* The worker's loop with several sequence slots (colid_batch.c). */
 void *colid_batch_main(void *arg);
@@ -251,7 +258,9 @@ struct colid_metrics {
 	pthread_mutex_t mu;
 	uint64_t requests[COLID_R_N][6]; /* by status class: 2xx 4xx(other) 429 5xx 401 413 */
 	uint64_t prompt_tokens, completion_tokens;
+	uint64_t prefill_tokens; /* prompt tokens prefilled: less a prefix-cache hit's */
 	uint64_t jobs, cancelled;
+	uint64_t ran; /* jobs the engine ran (the others ended waiting or without a slot) */
 	double prefill_s, decode_s, queue_s;
 	double last_prefill_tps, last_decode_tps;
 	uint64_t decode_tokens;            /* tokens behind decode_s (n_gen - 1 per job) */
@@ -266,6 +275,8 @@ void colid_metrics_request(struct colid_metrics *m, enum colid_route r, int stat
  * not run). */
 void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j, int status,
                        const struct coli_engine_stats *est, double queue_s);
+/* The mean seconds of a job the engine ran (prefill and decode; 1 before
+ * the first), for Retry-After. */
 double colid_metrics_job_s(struct colid_metrics *m);
 /* The Prometheus text exposition, malloc'd. */
 char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q);

@@ -32,27 +32,13 @@
 
 #include "tools/colid.h"
 
-/* j's end: its text flushed, its stats and finish reason set, counted in
- * /metrics, marked done, its slot closed and its place in q->run given up. */
+/* j's end: its text flushed, its slot closed, then colid_job_end (finish
+ * reason, /metrics, marked done) and its place in q->run given up. */
 static void end_job(struct colid_queue *q, struct colid_job *j, int rc)
 {
-	struct coli_engine_stats est;
-
 	coli_seq_gen_end(q->engine, &j->gen, rc);
 	coli_engine_seq_close(q->engine, j->slot);
-	coli_engine_stats(q->engine, &est);
-	pthread_mutex_lock(&j->mu);
-	j->st = j->gen.st;
-	if (!j->finish && !rc)
-		j->finish = j->st.stopped_eos || j->n_gen < j->max_tokens ? COLID_FINISH_STOP
-		                                                          : COLID_FINISH_LENGTH;
-	if (!rc && atomic_load(&j->cancel))
-		rc = -ECANCELED;
-	pthread_mutex_unlock(&j->mu);
-	colid_metrics_job(q->metrics, j, rc, &est, j->started_s - j->enqueued_s);
-	pthread_mutex_lock(&j->mu);
-	colid_job_finish(j, rc);
-	pthread_mutex_unlock(&j->mu);
+	colid_job_end(q, j, rc, &j->gen.st);
 	pthread_mutex_lock(&q->mu);
 	for (int i = 0; i < q->n_run; i++)
 		if (q->run[i] == j) {
@@ -71,10 +57,7 @@ static void start_job(struct colid_queue *q, struct colid_job *j)
 
 	j->started_s = colid_now_s();
 	if (atomic_load(&j->cancel)) { /* the client left while it waited */
-		pthread_mutex_lock(&j->mu);
-		colid_job_finish(j, -ECANCELED);
-		pthread_mutex_unlock(&j->mu);
-		colid_metrics_job(q->metrics, j, -ECANCELED, NULL, 0);
+		colid_job_end(q, j, -ECANCELED, NULL);
 		colid_job_put(j);
 		return;
 	}
@@ -85,11 +68,7 @@ static void start_job(struct colid_queue *q, struct colid_job *j)
 	if (rc) {
 		if (j->slot >= 0)
 			coli_engine_seq_close(q->engine, j->slot);
-		j->st.n_prompt = j->n_ids;
-		pthread_mutex_lock(&j->mu);
-		colid_job_finish(j, rc);
-		pthread_mutex_unlock(&j->mu);
-		colid_metrics_job(q->metrics, j, rc, NULL, 0);
+		colid_job_end(q, j, rc, NULL);
 		colid_job_put(j);
 		return;
 	}
@@ -183,6 +162,8 @@ void *colid_batch_main(void *arg)
 
 	if (n_seq > COLI_MAX_SEQ)
 		n_seq = COLI_MAX_SEQ;
+	if (n_seq > ubatch) /* more could not all decode in one step: colid.c says so */
+		n_seq = ubatch;
 	while (logits && admit(q, n_seq))
 		step(q, logits, V, ubatch);
 	free(logits);

@@ -196,8 +196,9 @@ static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *m
 	k->created = (long)time(NULL);
 	rc = colid_queue_push_n(&s->queue, k->jobs, k->n_jobs);
 	if (rc == -EAGAIN) {
-		int depth = colid_queue_depth(&s->queue);
-		double wait = (depth + 1) * colid_metrics_job_s(&s->metrics);
+		/* the queue ahead and this request, --parallel of them at a time */
+		int depth = colid_queue_depth(&s->queue), par = coli_engine_n_seq(s->engine);
+		double wait = (double)((depth + par) / par) * colid_metrics_job_s(&s->metrics);
 		int after = wait < 1 ? 1 : (int)(wait + 0.999);
 
 		colid_error_set(&e, 429, "rate_limit_error", "queue_full", NULL,

@@ -91,8 +91,13 @@ void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j, int s
 	if (status == -ECANCELED)
 		m->cancelled++;
 	if (est) {
+		int prefilled = j->st.n_prompt - j->st.n_cached; /* a prefix-cache hit's kept
+		                                                  * tokens are not prefilled */
+
+		m->ran++;
 		m->est = *est;
 		m->prompt_tokens += (uint64_t)j->st.n_prompt;
+		m->prefill_tokens += (uint64_t)prefilled;
 		m->completion_tokens += (uint64_t)j->n_gen;
 		m->prefill_s += j->st.prefill_s;
 		m->decode_s += j->st.decode_s;
@@ -105,7 +110,7 @@ void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j, int s
 		}
 		colid_hist_add(&m->hist[COLID_H_ITL], &j->itl);
 		if (j->st.prefill_s > 0)
-			m->last_prefill_tps = j->st.n_prompt / j->st.prefill_s;
+			m->last_prefill_tps = prefilled / j->st.prefill_s;
 		if (j->st.n_gen > 1 && j->st.decode_s > 0) {
 			m->decode_tokens += (uint64_t)(j->st.n_gen - 1);
 			m->last_decode_tps = (j->st.n_gen - 1) / j->st.decode_s;
@@ -119,8 +124,8 @@ double colid_metrics_job_s(struct colid_metrics *m)
 	double s = 1;
 
 	pthread_mutex_lock(&m->mu);
-	if (m->jobs)
-		s = (m->prefill_s + m->decode_s) / (double)m->jobs;
+	if (m->ran)
+		s = (m->prefill_s + m->decode_s) / (double)m->ran;
 	pthread_mutex_unlock(&m->mu);
 	return s;
 }
@@ -189,6 +194,9 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
 	emit(&o, "coli_generations_cancelled_total %llu\n", (unsigned long long)s.cancelled);
 	head(&o, "coli_prompt_tokens_total", "counter", "prompt tokens prefilled");
 	emit(&o, "coli_prompt_tokens_total %llu\n", (unsigned long long)s.prompt_tokens);
+	head(&o, "coli_prefill_tokens_total", "counter",
+	     "prompt tokens run through prefill (less those a prefix-cache hit kept)");
+	emit(&o, "coli_prefill_tokens_total %llu\n", (unsigned long long)s.prefill_tokens);
 	head(&o, "coli_completion_tokens_total", "counter", "tokens generated");
 	emit(&o, "coli_completion_tokens_total %llu\n", (unsigned long long)s.completion_tokens);
 	head(&o, "coli_prefill_seconds_total", "counter", "seconds spent in prefill");
@@ -198,11 +206,13 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
 	head(&o, "coli_queue_wait_seconds_total", "counter", "seconds jobs waited in the queue");
 	emit(&o, "coli_queue_wait_seconds_total %.6f\n", s.queue_s);
 	head(&o, "coli_prefill_tokens_per_second", "gauge",
-	     "prefill rate: all jobs (avg), last job");
+	     "a sequence's prefill rate (tokens prefilled): all jobs (avg), last job");
 	emit(&o, "coli_prefill_tokens_per_second{window=\"all\"} %.3f\n",
-	     s.prefill_s > 0 ? s.prompt_tokens / s.prefill_s : 0);
+	     s.prefill_s > 0 ? s.prefill_tokens / s.prefill_s : 0);
 	emit(&o, "coli_prefill_tokens_per_second{window=\"last\"} %.3f\n", s.last_prefill_tps);
-	head(&o, "coli_decode_tokens_per_second", "gauge", "decode rate: all jobs (avg), last job");
+	head(&o, "coli_decode_tokens_per_second", "gauge",
+	     "a sequence's decode rate: all jobs (avg), last job (batched sequences share "
+	     "steps: the server's rate is coli_completion_tokens_total's)");
 	emit(&o, "coli_decode_tokens_per_second{window=\"all\"} %.3f\n",
 	     s.decode_s > 0 ? s.decode_tokens / s.decode_s : 0);
 	emit(&o, "coli_decode_tokens_per_second{window=\"last\"} %.3f\n", s.last_decode_tps);

@@ -21,6 +21,11 @@
  * when job->cancel is set (the client went away, or shutdown), checked at
  * every token. A job whose client left while queued is skipped.
  *
+ * A job's end is colid_job_end whichever loop ran it (this one, after
+ * coli_generate; colid_batch.c's, after its sequence's last step; either,
+ * for a job that never ran): its finish reason, -ECANCELED when its client
+ * left, its count in /metrics, then done.
+ *
  * Lock order: queue->mu, then job->mu; never the reverse.
  */
 #include <errno.h>
@@ -107,12 +112,40 @@ void colid_job_put(struct colid_job *j)
 }
 
 /* Caller holds j->mu. Marks the job finished and wakes its reader. */
-void colid_job_finish(struct colid_job *j, int status)
+static void mark_done(struct colid_job *j, int status)
 {
 	j->status = status;
 	j->committed = j->len;
 	j->done = 1;
 	pthread_cond_broadcast(&j->cv);
+}
+
+void colid_job_end(struct colid_queue *q, struct colid_job *j, int rc,
+                   const struct coli_gen_stats *st)
+{
+	struct coli_engine_stats est;
+
+	if (st)
+		coli_engine_stats(q->engine, &est);
+	pthread_mutex_lock(&j->mu);
+	if (st) {
+		j->st = *st;
+		if (!j->finish && !rc) /* no stop string or end id set one */
+			j->finish = st->stopped_eos || j->n_gen < j->max_tokens
+			                ? COLID_FINISH_STOP
+			                : COLID_FINISH_LENGTH;
+	}
+	if (!rc && atomic_load(&j->cancel))
+		rc = -ECANCELED;
+	pthread_mutex_unlock(&j->mu);
+	/* Counted before the job is marked done, so a client that has its
+	 * whole reply finds its request in /metrics. (The fields read are the
+	 * worker's own.) */
+	colid_metrics_job(q->metrics, j, rc, st ? &est : NULL,
+	                  st ? j->started_s - j->enqueued_s : 0);
+	pthread_mutex_lock(&j->mu);
+	mark_done(j, rc);
+	pthread_mutex_unlock(&j->mu);
 }
 
 /* ---- the generation callback: runs on the worker, once per token ---- */
@@ -250,28 +283,13 @@ int colid_job_token(void *arg, int id, const char *text, size_t len)
 
 static void run_job(struct colid_queue *q, struct colid_job *j)
 {
-	struct coli_engine_stats est;
-	double t0 = colid_now_s();
+	struct coli_gen_stats st;
 	int rc;
 
-	j->started_s = t0;
+	j->started_s = colid_now_s();
 	rc = coli_generate(q->engine, j->ids, j->n_ids, j->max_tokens, &j->sampler, colid_job_token,
-	                   j, &j->st);
-	coli_engine_stats(q->engine, &est);
-	pthread_mutex_lock(&j->mu);
-	if (!j->finish && !rc)
-		j->finish = j->st.stopped_eos || j->n_gen < j->max_tokens ? COLID_FINISH_STOP
-		                                                          : COLID_FINISH_LENGTH;
-	if (!rc && atomic_load(&j->cancel))
-		rc = -ECANCELED;
-	pthread_mutex_unlock(&j->mu);
-	/* Counted before the job is marked done, so a client that has its
-	 * whole reply finds its request in /metrics. (The fields read are the
-	 * worker's own.) */
-	colid_metrics_job(q->metrics, j, rc, &est, t0 - j->enqueued_s);
-	pthread_mutex_lock(&j->mu);
-	colid_job_finish(j, rc);
-	pthread_mutex_unlock(&j->mu);
+	                   j, &st);
+	colid_job_end(q, j, rc, &st);
 }
 
 static void *worker_main(void *arg)
@@ -294,14 +312,10 @@ static void *worker_main(void *arg)
 		q->running = j;
 		pthread_mutex_unlock(&q->mu);
 
-		if (atomic_load(&j->cancel)) { /* the client left while it waited */
-			pthread_mutex_lock(&j->mu);
-			colid_job_finish(j, -ECANCELED);
-			pthread_mutex_unlock(&j->mu);
-			colid_metrics_job(q->metrics, j, -ECANCELED, NULL, 0);
-		} else {
+		if (atomic_load(&j->cancel)) /* the client left while it waited */
+			colid_job_end(q, j, -ECANCELED, NULL);
+		else
 			run_job(q, j);
-		}
 		pthread_mutex_lock(&q->mu);
 		q->running = NULL;
 		pthread_mutex_unlock(&q->mu);
@@ -387,7 +401,7 @@ void colid_queue_close(struct colid_queue *q)
 		q->head = (q->head + 1) % q->cap;
 		q->n--;
 		pthread_mutex_lock(&j->mu);
-		colid_job_finish(j, -ESHUTDOWN);
+		mark_done(j, -ESHUTDOWN);
 		pthread_mutex_unlock(&j->mu);
 		colid_job_put(j);
 	}

@@ -6,8 +6,8 @@ against colid on the demo model (q8 experts):
              job at a time, coli_generate): prompts of mixed lengths, mixed
              max_tokens, logprobs=3, greedy and seeded T=0.9 sampling
   together   the same 16 at once on colid --parallel 8 (8 in slots, 8
-             queued, each taking a slot as one ends): text, token
-             logprobs and top logprobs equal byte for byte (repr of the
+             queued, each taking a slot as one ends): text, finish
+             reason, token logprobs and top logprobs equal byte for byte (repr of the
              floats), and /metrics counted the slots, more than 2 sequences
              a step on average, and no slot left in use
   spec       a greedy request whose prompt repeats, alone on each server:
@@ -15,7 +15,11 @@ against colid on the demo model (q8 experts):
              --parallel 8 (drafts verified while one sequence runs)
   cancelled  a stream read for 3 events, then dropped: its slot is free
              again at once (coli_sequence_slots in_use back to 0,
-             coli_generations_cancelled_total + 1) and a new request runs"""
+             coli_generations_cancelled_total + 1) and a new request runs
+  ubatch     --parallel 4 --ubatch 2: the start line says 2 run at once,
+             the repeating greedy request gives --parallel 1's text (drafts
+             of one token), and 4 concurrent requests never hold more than
+             2 slots"""
 import atexit
 import concurrent.futures
 import json
@@ -56,7 +60,7 @@ def answer(cli, req):
     c = cli.completions.create(model="demo", **req)
     ch = c.choices[0]
     lp = ch.logprobs
-    return (ch.text, lp.tokens, [repr(x) for x in lp.token_logprobs],
+    return (ch.text, ch.finish_reason, lp.tokens, [repr(x) for x in lp.token_logprobs],
             [sorted((k, repr(v)) for k, v in t.items()) for t in lp.top_logprobs])
 
 
@@ -78,7 +82,7 @@ check("1 sequence at once" in srv.log(), "start line: " + srv.log()[-400:])
 alone = [answer(cli, q) for q in REQS]
 rep_alone = cli.completions.create(model="demo", **REP)
 srv.stop()
-check(sum(len(a[1]) for a in alone) > 80, "too few tokens: %r" % [len(a[1]) for a in alone])
+check(sum(len(a[2]) for a in alone) > 80, "too few tokens: %r" % [len(a[2]) for a in alone])
 
 srv, cli = serve(8)
 check("8 sequences at once" in srv.log(), "start line: " + srv.log()[-400:])
@@ -93,7 +97,8 @@ check(metric(srv.port, 'coli_sequence_slots{state="in_use"}') == 0, "slots left 
 steps, seqs = metric(srv.port, "coli_engine_steps_total"), metric(srv.port, "coli_engine_step_sequences_total")
 check(seqs / steps > 2, "%d steps ran %d sequences: hardly batched" % (steps, seqs))
 print("ok  16 requests alone (--parallel 1) and together (--parallel 8, %.1f sequences a step): "
-      "%d tokens, text and logprobs identical" % (seqs / steps, sum(len(a[1]) for a in alone)))
+      "%d tokens, text, finish reasons and logprobs identical" % (seqs / steps,
+                                                            sum(len(a[2]) for a in alone)))
 cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
 rep = cli.completions.create(model="demo", **REP)
 cli.close()
@@ -128,4 +133,26 @@ check(metric(port, "coli_generations_cancelled_total") == c0 + 1, "not counted a
 st, _, data = post(port, "/v1/completions", {"prompt": "x", "max_tokens": 3})
 check(st == 200, "served after the cancel: %d" % st)
 print("ok  a dropped stream freed its slot in %.2f s (400 tokens = 8 s)" % t)
+check(srv.stop() == 0, "exit")
+
+# --ubatch 2 under --parallel 4: a step has 2 rows, so 2 sequences run at once
+# and the others wait in the queue (not in slots that no step would reach)
+srv = Colid(model, "--parallel", "4", "--ubatch", "2", "--debug-token-delay-ms", "10",
+            "--threads", "2", "--spec", "ngram")
+check("at most 2 sequences run at once" in srv.log(), "start line: " + srv.log()[-400:])
+# alone, its drafts are cut to the step's 2 rows (a draft of 7 was -EINVAL: a 500)
+st, _, data = post(srv.port, "/v1/completions", REP)
+check(st == 200 and json.loads(data)["choices"][0]["text"] == rep_alone.choices[0].text,
+      "the repeating request on --ubatch 2: %d %r" % (st, data[:300]))
+most, done = 0, []
+with concurrent.futures.ThreadPoolExecutor(4) as ex:
+    futs = [ex.submit(post, srv.port, "/v1/completions",
+                      {"prompt": "the cat %d" % i, "max_tokens": 8, "temperature": 0})
+            for i in range(4)]
+    while not all(f.done() for f in futs):
+        most = max(most, metric(srv.port, 'coli_sequence_slots{state="in_use"}'))
+        time.sleep(0.01)
+    done = [f.result()[0] for f in futs]
+check(done == [200] * 4 and 1 <= most <= 2, "statuses %r, at most %d in slots" % (done, most))
+print("ok  --parallel 4 --ubatch 2: 4 requests served, at most %d at once" % most)
 check(srv.stop() == 0, "exit")

@@ -2,6 +2,7 @@
 start colid on a free loopback port (--port 0, the port read from its
 "listening on" line), raw HTTP requests with the standard library, and the
 one-line skip/fail conventions of tests/run.sh (exit 77 / 1)."""
+import atexit
 import http.client
 import json
 import os
@@ -51,6 +52,7 @@ class Colid:
         self.logf = open(self.logpath, "w")
         self.p = subprocess.Popen([COLID, "-m", model, "--port", "0"] + list(args),
                                   stdout=self.logf, stderr=subprocess.STDOUT)
+        atexit.register(self._kill)  # a failed check exits: no colid left running
         self.port = None
         t0 = time.time()
         while time.time() - t0 < 60:
@@ -63,6 +65,11 @@ class Colid:
             time.sleep(0.02)
         check(self.port, "colid did not start in 60 s: " + self.log())
         self.url = "http://127.0.0.1:%d" % self.port
+
+    def _kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
 
     def log(self):
         with open(self.logpath) as f:
