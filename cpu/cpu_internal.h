@@ -46,14 +46,26 @@ void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S,
  * (cpu/dispatch.c). */
 #define COLI_AMX_MAX_K 8192
 #define COLI_AMX_MIN_S 8
-/* The GGUF block types (Q4_1 ... Q6_K) unpack a panel's quants and per-unit
- * scales before its tiles and most have a second fmaf or a second product a
- * unit: Q4_K / Q5_K ran 0.7-1.1x the AVX-512 kernels at S = 8-12 and 1.4-2x
- * from 16 (same VM, one thread). */
+/* The K-quants unpack a panel's quants and per-unit scales before its tiles
+ * and have a second fmaf or a second product a unit: Q4_K / Q5_K ran
+ * 0.7-1.1x the AVX-512 kernels at S = 8-12 and 1.4-2x from 16 (same VM, one
+ * thread); on 2026-12-02, 768 x 2048, one thread, the crossovers were about
+ * S = 8 (Q6_K, Q2_K), 11 (Q3_K) and 13 (Q4_K), each 1.4-2.2x at 16. Q4_1,
+ * Q5_0 and Q5_1 (one 32-block a unit) cross at 5-6 as Q4_0 does (1.4-1.8x
+ * at 8) and take COLI_AMX_MIN_S. */
 #define COLI_AMX_MIN_S_KQ 16
 static inline int coli_amx_min_s(enum coli_dtype t)
 {
-	return t == COLI_DTYPE_Q8_0 || t == COLI_DTYPE_Q4_0 ? COLI_AMX_MIN_S : COLI_AMX_MIN_S_KQ;
+	switch (t) {
+	case COLI_DTYPE_Q2_K:
+	case COLI_DTYPE_Q3_K:
+	case COLI_DTYPE_Q4_K:
+	case COLI_DTYPE_Q5_K:
+	case COLI_DTYPE_Q6_K:
+		return COLI_AMX_MIN_S_KQ;
+	default:
+		return COLI_AMX_MIN_S;
+	}
 }
 /* The weight types coli_gemm_amx computes. */
 static inline int coli_amx_has_dtype(enum coli_dtype t)

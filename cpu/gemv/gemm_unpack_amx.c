@@ -179,8 +179,8 @@ static inline __m256i bits(const uint8_t *p, int n, __m256i mask)
 	    _mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)p), _mm_cvtsi32_si128(n)), mask);
 }
 
-/* Q6_K, Q3_K and Q2_K: unit u (0..7) of a superblock is its elements
- * 32u .. 32u + 31, two groups of 16 (2u, 2u + 1). */
+/* Q6_K, Q3_K and Q2_K: unit v (0..7) of a superblock is its elements
+ * 32v .. 32v + 31, two groups of 16 (2v, 2v + 1). */
 static void unpack_g16(const struct coli_mat *w, int rs, int nb, const struct coli_amx_panel *u)
 {
 	const enum coli_dtype t = w->dtype;
@@ -193,39 +193,55 @@ static void unpack_g16(const struct coli_mat *w, int rs, int nb, const struct co
 	for (int m = 0; m < 16; m++) {
 		const uint8_t *row = (const uint8_t *)w->data + (size_t)(rs + m) * rowb;
 
-		for (int b = 0; b < nb; b++) {
-			const uint8_t *bp = row + (size_t)(b / 8) * bb;
-			const int v = b % 8, i = m * nb + b;
-			__m256i q;
+		for (int b0 = 0; b0 < nb; b0 += 8) {
+			const uint8_t *bp = row + (size_t)(b0 / 8) * bb;
+			float sc[16], mn[16], d, dm = 0.0f; /* the 16 groups' scales, mins */
 
 			if (t == COLI_DTYPE_Q6_K) { /* ql[128] qh[64] sc[16] d */
-				__m256i lo = bits(bp + v / 4 * 64 + v % 2 * 32, v % 4 / 2 * 4, m4);
-				__m256i hi = bits(bp + 128 + v / 4 * 32, 2 * (v % 4), m3);
-
-				q = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)),
-				                    c32);
-				u->s0[i] = (float)(int8_t)bp[192 + 2 * v];
-				u->s1[i] = (float)(int8_t)bp[193 + 2 * v];
-				u->d[i] = half(bp + 208);
+				for (int g = 0; g < 16; g++)
+					sc[g] = (float)(int8_t)bp[192 + g];
+				d = half(bp + 208);
 			} else if (t == COLI_DTYPE_Q3_K) { /* hm[32] qs[64] sc[12] d */
-				__m256i lo = bits(bp + 32 + v / 4 * 32, 2 * (v % 4), m3);
-				__m256i hb = bits(bp, v, m1);
-
-				q = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hb, 2)),
-				                    c4);
-				u->s0[i] = (float)coli_kq_q3_scale(bp + 96, 2 * v);
-				u->s1[i] = (float)coli_kq_q3_scale(bp + 96, 2 * v + 1);
-				u->d[i] = half(bp + 108);
+				for (int g = 0; g < 16; g++)
+					sc[g] = (float)coli_kq_q3_scale(bp + 96, g);
+				d = half(bp + 108);
 			} else { /* Q2_K: sc[16] qs[64] d dmin */
-				q = bits(bp + 16 + v / 4 * 32, 2 * (v % 4), m3);
-				u->s0[i] = (float)(bp[2 * v] & 0xf);
-				u->s1[i] = (float)(bp[2 * v + 1] & 0xf);
-				u->n0[i] = (float)-(int)(bp[2 * v] >> 4);
-				u->n1[i] = (float)-(int)(bp[2 * v + 1] >> 4);
-				u->d[i] = half(bp + 80);
-				u->dm[i] = half(bp + 82);
+				for (int g = 0; g < 16; g++) {
+					sc[g] = (float)(bp[g] & 0xf);
+					mn[g] = (float)-(int)(bp[g] >> 4);
+				}
+				d = half(bp + 80);
+				dm = half(bp + 82);
 			}
-			_mm256_store_si256((__m256i *)(u->q + ((size_t)b * 16 + m) * 32), q);
+			for (int v = 0; v < 8; v++) {
+				const int i = m * nb + b0 + v;
+				__m256i q;
+
+				if (t == COLI_DTYPE_Q6_K) {
+					__m256i lo =
+					    bits(bp + v / 4 * 64 + v % 2 * 32, v % 4 / 2 * 4, m4);
+					__m256i hi = bits(bp + 128 + v / 4 * 32, 2 * (v % 4), m3);
+
+					q = _mm256_sub_epi8(
+					    _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), c32);
+				} else if (t == COLI_DTYPE_Q3_K) {
+					__m256i lo = bits(bp + 32 + v / 4 * 32, 2 * (v % 4), m3);
+					__m256i hb = bits(bp, v, m1);
+
+					q = _mm256_sub_epi8(
+					    _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2)), c4);
+				} else {
+					q = bits(bp + 16 + v / 4 * 32, 2 * (v % 4), m3);
+					u->n0[i] = mn[2 * v];
+					u->n1[i] = mn[2 * v + 1];
+					u->dm[i] = dm;
+				}
+				_mm256_store_si256(
+				    (__m256i *)(u->q + ((size_t)(b0 + v) * 16 + m) * 32), q);
+				u->s0[i] = sc[2 * v];
+				u->s1[i] = sc[2 * v + 1];
+				u->d[i] = d;
+			}
 		}
 	}
 }
