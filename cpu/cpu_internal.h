@@ -90,12 +90,11 @@ static inline int coli_amx_has_dtype(enum coli_dtype t)
  * whose essay has each type's fields): q [nb][16][32] int8 quants, the rest
  * [16 rows][nb units] planes; a type fills the ones it has. */
 struct coli_amx_panel {
-	int8_t *q;        /* the A operand (not Q8_0: read in place) */
-	float *d;         /* the unit's d (Q8_0 / Q4_0: the block scale) */
-	float *dm;        /* the min term's factor: dmin or m */
-	float *s0, *s1;   /* Q2_K, Q3_K, Q6_K: the two groups' scales */
-	float *n0, *n1;   /* Q2_K: minus the two groups' mins */
-	int32_t *sc, *mn; /* Q4_K / Q5_K: the group's scale and minus its min */
+	int8_t *q;      /* the A operand (not Q8_0: read in place) */
+	float *d;       /* the unit's d (Q8_0 / Q4_0: the block scale) */
+	float *dm;      /* the min term's factor: dmin or m */
+	float *s0, *s1; /* Q2_K, Q3_K, Q6_K: the two groups' scales (Q4_K / Q5_K: s0) */
+	float *n0, *n1; /* Q2_K: minus the two groups' mins (Q4_K / Q5_K: n0) */
 };
 /* Unpacks rows [rs, rs + 16) of w into u; -ENOTSUP for a type without tiles. */
 int coli_amx_panel_unpack(const struct coli_mat *w, int rs, const struct coli_amx_panel *u);

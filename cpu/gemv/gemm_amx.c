@@ -221,7 +221,8 @@ struct panel {
  * each product with dx rounded to fp32 first. The integers A and C may be
  * formed in any order (kquant.c); EPI_G16 / EPI_Q2K form them in fp32 from
  * +0 by fmas of small integers, exact (every partial below 2^24) and never
- * -0, so (float)A is the reference's to the bit. */
+ * -0, so (float)A is the reference's to the bit; so do EPI_KQ's products
+ * (|sc * sum| <= 63 x 31 x 32 x 128 < 2^23). */
 INLINE void epilogue(const int32_t *c, const int32_t *c1, const struct panel *p, int b,
                      __m512 acc[16], const enum epi e)
 {
@@ -230,7 +231,7 @@ INLINE void epilogue(const int32_t *c, const int32_t *c1, const struct panel *p,
 	const struct coli_amx_panel *u = p->u;
 	__m512 qsf = zero, h0 = zero, h1 = zero;
 
-	if (e == EPI_MIN)
+	if (e == EPI_MIN || e == EPI_KQ)
 		qsf = _mm512_cvtepi32_ps(qs);
 	if (e == EPI_Q2K) {
 		const __m512i hs = _mm512_load_si512(p->hst + (size_t)b * 16);
@@ -245,7 +246,7 @@ INLINE void epilogue(const int32_t *c, const int32_t *c1, const struct panel *p,
 		__m512 A, C;
 
 		if (e == EPI_KQ)
-			A = _mm512_cvtepi32_ps(_mm512_mullo_epi32(s, _mm512_set1_epi32(u->sc[i])));
+			A = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(u->s0[i]), zero);
 		else if (e == EPI_G16 || e == EPI_Q2K)
 			A = _mm512_fmadd_ps(
 			    _mm512_cvtepi32_ps(_mm512_load_si512(c1 + 16 * m)),
@@ -257,7 +258,7 @@ INLINE void epilogue(const int32_t *c, const int32_t *c1, const struct panel *p,
 		if (e == EPI_PLAIN || e == EPI_G16)
 			continue;
 		if (e == EPI_KQ)
-			C = _mm512_cvtepi32_ps(_mm512_mullo_epi32(_mm512_set1_epi32(u->mn[i]), qs));
+			C = _mm512_fmadd_ps(qsf, _mm512_set1_ps(u->n0[i]), zero);
 		else if (e == EPI_Q2K)
 			C = _mm512_fmadd_ps(h1, _mm512_set1_ps(u->n1[i]),
 			                    _mm512_fmadd_ps(h0, _mm512_set1_ps(u->n0[i]), zero));
@@ -389,7 +390,6 @@ static void panel_store(float (*lanes)[16][16], int m0, int m1, int T, float *y,
 struct planes {
 	float d[NB_MAX * 16], dm[NB_MAX * 16], s0[NB_MAX * 16], s1[NB_MAX * 16];
 	float n0[NB_MAX * 16], n1[NB_MAX * 16];
-	int32_t sc[NB_MAX * 16], mn[NB_MAX * 16];
 };
 
 int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
@@ -405,8 +405,7 @@ int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, flo
 	int8_t wun[q8 ? 64 : NB_MAX * 512] __attribute__((aligned(64)));
 	struct planes pl __attribute__((aligned(64)));
 	float lanes[16][16][16] __attribute__((aligned(64)));
-	const struct coli_amx_panel up = {wun,   pl.d,  pl.dm, pl.s0, pl.s1,
-	                                  pl.n0, pl.n1, pl.sc, pl.mn};
+	const struct coli_amx_panel up = {wun, pl.d, pl.dm, pl.s0, pl.s1, pl.n0, pl.n1};
 
 	if (!coli_amx_has_dtype(w->dtype) || w->cols > COLI_AMX_MAX_K || w->rows < 16 ||
 	    row0 >= row1)

@@ -16,7 +16,7 @@
  *   Q5_0   5-bit q - 16        d
  *   Q4_1   nibble 0..15        d, dm = m
  *   Q5_1   5-bit q 0..31       d, dm = m
- *   Q4_K   nibble 0..15        d, dm = dmin, sc = s_g, mn = -m_g   (int32)
+ *   Q4_K   nibble 0..15        d, dm = dmin, s0 = s_g, n0 = -m_g
  *   Q5_K   5-bit q 0..31       the same
  *   Q6_K   6-bit q - 32        d, s0 / s1 = the two groups' int8 scales
  *   Q3_K   signed q -4..3      d, s0 / s1 = the two groups' 6-bit scales
@@ -28,7 +28,7 @@
  * one group of 16 of it (colsb 16, at + 0 or + 16: Q2_K, Q3_K and Q6_K, whose
  * two groups keep their own scale and so their own int32 sum). Every value
  * is an int8, so the tile product is exact; s0, s1, n0 and n1 are small
- * integers held as floats (exact: |s| <= 128, |m| <= 15). The halves are
+ * integers held as floats (exact: |s| <= 128, |m| <= 63). The halves are
  * widened exactly (F16C).
  */
 #include <errno.h>
@@ -159,8 +159,8 @@ static void unpack_kq(const struct coli_mat *w, int rs, int nb, const struct col
 			}
 			_mm256_store_si256((__m256i *)(u->q + ((size_t)b * 16 + m) * 32), q);
 			coli_kq_scale_min(bp + 4, g, &sc, &mn);
-			u->sc[m * nb + b] = sc;
-			u->mn[m * nb + b] = -mn;
+			u->s0[m * nb + b] = (float)sc;
+			u->n0[m * nb + b] = (float)-mn;
 			if (!g) {
 				d = half(bp);
 				dmin = half(bp + 2);
