@@ -220,7 +220,8 @@ struct panel {
  *
  * each product with dx rounded to fp32 first. The integers A and C may be
  * formed in any order (kquant.c); EPI_G16 / EPI_Q2K form them in fp32 from
- * +0 by fmas of small integers, exact (every partial below 2^24) and never
+ * +0 by fmas of small integers, exact (every partial an integer of at most
+ * 2^24 in magnitude: Q6_K's 2 x 16 x 32 x 128 x 128 at the extreme) and never
  * -0, so (float)A is the reference's to the bit; so do EPI_KQ's products
  * (|sc * sum| <= 63 x 31 x 32 x 128 < 2^23). */
 INLINE void epilogue(const int32_t *c, const int32_t *c1, const struct panel *p, int b,
