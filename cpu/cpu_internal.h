@@ -35,7 +35,8 @@ void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float 
 void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                       int row0, int row1);
 
-/* AMX int8 tiles (cpu/gemv/gemm_amx.c): coli_gemm for Q8_0 / Q4_0 / Q4_K / Q5_K weights
+/* AMX int8 tiles (cpu/gemv/gemm_amx.c): coli_gemm for Q8_0, Q4_0 and every GGUF
+ * block type of cpu/kquant/kquant.c (Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K) weights
  * with K <= COLI_AMX_MAX_K and at least 16 rows; -ENOTSUP for anything else
  * (the caller runs coli_gemm_avx512, same bits). Used from COLI_AMX_MIN_S
  * activations up: on the 2-vCPU Sapphire Rapids VM, one thread, q8/q4
@@ -45,14 +46,58 @@ void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S,
  * (cpu/dispatch.c). */
 #define COLI_AMX_MAX_K 8192
 #define COLI_AMX_MIN_S 8
-/* Q4_K / Q5_K unpack a panel's quants and per-unit scales before its tiles
- * and have a second fmaf a unit: the tiles ran 0.7-1.1x the AVX-512 kernels
- * at S = 8-12 and 1.4-2x from 16 (same VM, one thread). */
+/* The K-quants unpack a panel's quants and per-unit scales before its tiles
+ * and have a second fmaf or a second product a unit: Q4_K / Q5_K ran
+ * 0.7-1.1x the AVX-512 kernels at S = 8-12 and 1.4-2x from 16 (same VM, one
+ * thread); on 2026-12-02, 768 x 2048, one thread, the crossovers were about
+ * S = 8 (Q6_K, Q2_K), 11 (Q3_K) and 13 (Q4_K), each 1.4-2.2x at 16. Q4_1,
+ * Q5_0 and Q5_1 (one 32-block a unit) cross at 5-6 as Q4_0 does (1.4-1.8x
+ * at 8) and take COLI_AMX_MIN_S. */
 #define COLI_AMX_MIN_S_KQ 16
 static inline int coli_amx_min_s(enum coli_dtype t)
 {
-	return t == COLI_DTYPE_Q4_K || t == COLI_DTYPE_Q5_K ? COLI_AMX_MIN_S_KQ : COLI_AMX_MIN_S;
+	switch (t) {
+	case COLI_DTYPE_Q2_K:
+	case COLI_DTYPE_Q3_K:
+	case COLI_DTYPE_Q4_K:
+	case COLI_DTYPE_Q5_K:
+	case COLI_DTYPE_Q6_K:
+		return COLI_AMX_MIN_S_KQ;
+	default:
+		return COLI_AMX_MIN_S;
+	}
 }
+/* The weight types coli_gemm_amx computes. */
+static inline int coli_amx_has_dtype(enum coli_dtype t)
+{
+	switch (t) {
+	case COLI_DTYPE_Q8_0:
+	case COLI_DTYPE_Q4_0:
+	case COLI_DTYPE_Q4_1:
+	case COLI_DTYPE_Q5_0:
+	case COLI_DTYPE_Q5_1:
+	case COLI_DTYPE_Q2_K:
+	case COLI_DTYPE_Q3_K:
+	case COLI_DTYPE_Q4_K:
+	case COLI_DTYPE_Q5_K:
+	case COLI_DTYPE_Q6_K:
+		return 1;
+	default:
+		return 0;
+	}
+}
+/* A 16-row weight panel as the tiles read it (cpu/gemv/gemm_unpack_amx.c,
+ * whose essay has each type's fields): q [nb][16][32] int8 quants, the rest
+ * [16 rows][nb units] planes; a type fills the ones it has. */
+struct coli_amx_panel {
+	int8_t *q;      /* the A operand (not Q8_0: read in place) */
+	float *d;       /* the unit's d (Q8_0 / Q4_0: the block scale) */
+	float *dm;      /* the min term's factor: dmin or m */
+	float *s0, *s1; /* Q2_K, Q3_K, Q6_K: the two groups' scales (Q4_K / Q5_K: s0) */
+	float *n0, *n1; /* Q2_K: minus the two groups' mins (Q4_K / Q5_K: n0) */
+};
+/* Unpacks rows [rs, rs + 16) of w into u; -ENOTSUP for a type without tiles. */
+int coli_amx_panel_unpack(const struct coli_mat *w, int rs, const struct coli_amx_panel *u);
 int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                   int row0, int row1);
 

@@ -254,9 +254,7 @@ struct tsplit {
 static int amx_fits(const struct coli_mat *w, int S)
 {
 	return coli_cpu_isa() == COLI_CPU_ISA_AMX && S >= coli_amx_min_s(w->dtype) &&
-	       (w->dtype == COLI_DTYPE_Q8_0 || w->dtype == COLI_DTYPE_Q4_0 ||
-	        w->dtype == COLI_DTYPE_Q4_K || w->dtype == COLI_DTYPE_Q5_K) &&
-	       w->cols <= COLI_AMX_MAX_K && w->rows >= 16;
+	       coli_amx_has_dtype(w->dtype) && w->cols <= COLI_AMX_MAX_K && w->rows >= 16;
 }
 
 static void tsplit_task(void *arg, int t, int n)

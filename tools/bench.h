@@ -30,6 +30,9 @@ int bench_serve_main(int argc, char **argv); /* tools/bench_serve.c */
 /* `coli bench kernels`' prefill GEMM table (tools/bench_gemm.c): int8 GOP/s
  * per dtype, S and ISA beside the AMX peak; 0 or -ENOMEM. */
 int bench_gemm_rates(coli_cpu_pool_t *pool, int reps);
+/* The byte offsets of a GGUF block type's halves (d, dmin / m), -1 ended
+ * (tools/bench_kernels.c). */
+const int *bench_block_halves(enum coli_dtype dt);
 
 /* ---- an HTTP/1.1 response reader (tools/bench_serve_http.c) ----
  * A push parser over the bytes of one response: status, the headers it

@@ -5,7 +5,8 @@
  * measured in the same run.
  *
  * The matrices are one Qwen3-30B-A3B expert (gate/up 768 x 2048, down
- * 2048 x 768) per dtype, q8 and q4, cache-resident: what is timed is
+ * 2048 x 768) per dtype (q8, q4 and every GGUF block type: random quant
+ * bytes, finite scales), cache-resident: what is timed is
  * arithmetic, not memory. Arms (dtype x S x ISA) are interleaved, every
  * repetition runs each once; figures are medians. Rate = 2 * rows * K * S
  * int8 ops per second (a multiply-add counts two). The peak is
@@ -26,8 +27,12 @@
 
 #define S_MAX 512
 
-static const int g_S[] = {8, 32, 128, 512};
-#define N_S (int)(sizeof(g_S) / sizeof(g_S[0]))
+static const int g_S[] = {8, 16, 32, 128, 512};
+static const enum coli_dtype g_dts[] = {
+    COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0, COLI_DTYPE_Q4_K, COLI_DTYPE_Q5_K, COLI_DTYPE_Q6_K,
+    COLI_DTYPE_Q3_K, COLI_DTYPE_Q2_K, COLI_DTYPE_Q4_1, COLI_DTYPE_Q5_0, COLI_DTYPE_Q5_1};
+#define N_DT (int)(sizeof(g_dts) / sizeof(g_dts[0]))
+#define N_S  (int)(sizeof(g_S) / sizeof(g_S[0]))
 
 struct gacts {
 	struct coli_act a[S_MAX];
@@ -88,17 +93,36 @@ static double amx_peak(coli_cpu_pool_t *pool)
 	return pa.ops > 0 ? (double)pa.ops / (bench_now_s() - t0) / 1e9 : 0;
 }
 
+/* Finite scales on random bytes: a q8/q4 scale plane, or each block's halves,
+ * fp16 0x1c00 .. 0x1fff (~0.004 .. 0.008). */
+static void fill_scales(struct coli_mat *m)
+{
+	unsigned be, bb;
+
+	if (!coli_dtype_is_block(m->dtype)) {
+		for (size_t i = 0; i < (size_t)m->rows * (m->cols / 32); i++)
+			((uint16_t *)m->scales)[i] = (uint16_t)(0x1c00 | (i & 0x3ff));
+		return;
+	}
+	coli_dtype_block(m->dtype, &be, &bb);
+	for (size_t i = 0; i < (size_t)m->rows * (m->cols / be); i++)
+		for (const int *o = bench_block_halves(m->dtype); *o >= 0; o++) {
+			uint8_t *h = (uint8_t *)m->data + i * bb + *o;
+
+			h[0] = (uint8_t)i, h[1] = (uint8_t)(0x1c | (i >> 8 & 3));
+		}
+}
+
 int bench_gemm_rates(coli_cpu_pool_t *pool, int reps)
 {
-	const enum coli_dtype dts[2] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0};
 	enum coli_cpu_isa isas[2] = {COLI_CPU_ISA_AVX512, COLI_CPU_ISA_AMX};
 	const enum coli_cpu_isa best = coli_cpu_isa();
 	int n_isa = 0;
-	struct coli_mat m[2][2];
-	void *wbuf[2] = {NULL, NULL};
+	struct coli_mat m[N_DT][2];
+	void *wbuf[N_DT] = {NULL};
 	struct gacts *x = calloc(2, sizeof(*x)); /* K 2048, 768 */
 	float *y = malloc(sizeof(float) * S_MAX * 2048);
-	double *t = calloc((size_t)2 * N_S * 2 * reps, sizeof(double)), peak[64];
+	double *t = calloc((size_t)N_DT * N_S * 2 * reps, sizeof(double)), peak[64];
 	int rc = -ENOMEM;
 
 	for (int i = 0; i < 2; i++)
@@ -112,25 +136,23 @@ int bench_gemm_rates(coli_cpu_pool_t *pool, int reps)
 	}
 	if (!x || !y || !t || gacts_build(&x[0], 2048, 1) || gacts_build(&x[1], 768, 2))
 		goto out;
-	for (int d = 0; d < 2; d++) {
-		size_t b0 = coli_dtype_mat_bytes(dts[d], 768, 2048);
+	for (int d = 0; d < N_DT; d++) {
+		size_t b0 = coli_dtype_mat_bytes(g_dts[d], 768, 2048);
 		uint8_t *w = bench_alloc(2 * b0);
 
 		if (!(wbuf[d] = w))
 			goto out;
 		for (size_t i = 0; i < 2 * b0; i++)
 			w[i] = (uint8_t)(i * 2654435761u >> 13);
-		coli_mat_view(&m[d][0], dts[d], 768, 2048, w);
-		coli_mat_view(&m[d][1], dts[d], 2048, 768, w + b0);
-		/* finite scales: fp16 0x1c00 .. 0x1fff (~0.004 .. 0.008) */
+		coli_mat_view(&m[d][0], g_dts[d], 768, 2048, w);
+		coli_mat_view(&m[d][1], g_dts[d], 2048, 768, w + b0);
 		for (int j = 0; j < 2; j++)
-			for (size_t i = 0; i < 768 * 64; i++)
-				((uint16_t *)m[d][j].scales)[i] = (uint16_t)(0x1c00 | (i & 0x3ff));
+			fill_scales(&m[d][j]);
 	}
 	if (reps > 64)
 		reps = 64;
 	for (int r = -1; r < reps; r++) {
-		for (int d = 0; d < 2; d++)
+		for (int d = 0; d < N_DT; d++)
 			for (int s = 0; s < N_S; s++)
 				for (int i = 0; i < n_isa; i++) {
 					double t0;
@@ -158,14 +180,14 @@ int bench_gemm_rates(coli_cpu_pool_t *pool, int reps)
 		       coli_cpu_pool_threads(pool), pk);
 	printf("%-6s %4s %12s %12s %8s %8s\n", "dtype", "S", "avx512",
 	       n_isa > 1 ? "avx512+amx" : "", n_isa > 1 ? "x" : "", n_isa > 1 ? "ratio" : "");
-	for (int d = 0; d < 2; d++)
+	for (int d = 0; d < N_DT; d++)
 		for (int s = 0; s < N_S; s++) {
 			double ops = 2.0 * 2 * 768 * 2048 * g_S[s], g[2];
 
 			for (int i = 0; i < n_isa; i++)
 				g[i] = ops /
 				       bench_median(&t[((d * N_S + s) * 2 + i) * reps], reps) / 1e9;
-			printf("%-6s %4d %12.1f", coli_dtype_name(dts[d]), g_S[s], g[0]);
+			printf("%-6s %4d %12.1f", coli_dtype_name(g_dts[d]), g_S[s], g[0]);
 			if (n_isa > 1)
 				printf(" %12.1f %8.2f %8.3f", g[1], g[1] / g[0],
 				       pk > 0 ? g[1] / pk : 0);
@@ -178,7 +200,7 @@ out:
 	free(x);
 	free(y);
 	free(t);
-	free(wbuf[0]);
-	free(wbuf[1]);
+	for (int d = 0; d < N_DT; d++)
+		free(wbuf[d]);
 	return rc;
 }

@@ -77,8 +77,7 @@ static uint64_t rnd(void)
 	return g_rng;
 }
 
-/* The byte offsets of a block type's halves (d, dmin / m), -1 ended. */
-static const int *block_halves(enum coli_dtype dt)
+const int *bench_block_halves(enum coli_dtype dt)
 {
 	static const int lead[] = {0, 2, -1}, q50[] = {0, -1}, q2k[] = {80, 82, -1},
 	                 q3k[] = {108, -1}, q6k[] = {208, -1};
@@ -133,7 +132,7 @@ static int wset_build(struct wset *s, enum coli_dtype dt, size_t target)
 
 			coli_dtype_block(dt, &be, &bb);
 			for (size_t k = 0; k < (size_t)m->rows * m->cols / be; k++, b += bb)
-				for (const int *o = block_halves(dt); *o >= 0; o++) {
+				for (const int *o = bench_block_halves(dt); *o >= 0; o++) {
 					uint16_t h =
 					    coli_f32_to_fp16(1e-3f + (float)(rnd() % 1000) * 9e-6f);
 

@@ -1,6 +1,6 @@
 /*
  * tools/bench_model.c — `coli bench make-model --shape NAME [--layers N]
- * [--quant q4|q8|bf16] [--seed S] [--threads N] -o FILE.coli`: a synthetic
+ * [--quant q4|q8|bf16|q4k|q5k|q6k] [--seed S] [--threads N] -o FILE.coli`: a synthetic
  * model of a real shape with seeded random weights (core/model/synth.c), for
  * benchmarks that need real geometry but not real weights. The shapes and
  * their sources are in docs/shapes.md.
@@ -20,11 +20,13 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: coli bench make-model --shape NAME -o FILE.coli [--layers N]\n"
-	        "                             [--quant q4|q8|bf16] [--seed S] [--threads N]\n"
+	        "                             [--quant q4|q8|bf16|q4k|q5k|q6k] [--seed S] "
+	        "[--threads N]\n"
 	        "  --shape NAME   %s\n"
 	        "  --layers N     depth (default: the shape's); dense layers (glm) come first,\n"
 	        "                 the last layer is always a MoE layer\n"
-	        "  --quant Q      q4 (default), q8 or bf16\n"
+	        "  --quant Q      q4 (default), q8, bf16, or q4k / q5k (Q4_K_M / Q5_K_M mixes:\n"
+	        "                 Q6_K downs, attn_v, embeddings, lm_head) or q6k\n"
 	        "  --seed S       weights are a pure function of shape, quant, layers and seed\n"
 	        "  --threads N    generator threads (default: online CPUs)\n",
 	        coli_synth_shapes());
@@ -67,7 +69,7 @@ int bench_model_main(int argc, char **argv)
 		} else if (!strcmp(a, "--quant")) {
 			if (coli_dtype_parse(v, &o.quant))
 				return tool_err("bench make-model",
-				                "--quant %s: use q4, q8 or bf16", v),
+				                "--quant %s: use q4, q8, bf16, q4k, q5k or q6k", v),
 				       2;
 		} else
 			return tool_err("bench make-model", "unknown option '%s' (see --help)", a),

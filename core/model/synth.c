@@ -30,6 +30,15 @@
  *          standard deviation is ~0.02 (real checkpoints' init scale):
  *          q8: 0.02 / (73.6 * 1.04), q4: 0.02 / (4.18 * 1.04)
  *   BF16   random sign and 7-bit mantissa, exponent 2^-8 .. 2^-5 (std ~0.027)
+ *   Q4_K / Q5_K / Q6_K (--quant q4k / q5k / q6k): llama.cpp's Q4_K_M mix
+ *          (Q5_K_M for q5k): tok_embd, lm_head, attn_v and every down
+ *          projection (dense, shared, expert: the slab's down_kind) in Q6_K,
+ *          the other matrices in the named type; a matrix whose columns are
+ *          not whole 256-blocks in Q8_0. Quant bytes random; each block's
+ *          scales fixed (Q4_K / Q5_K: every group's 6-bit scale and min 16,
+ *          dmin = 7.5 d / 15.5 d, so a weight is 16 d (q - 7.5): mean 0) or
+ *          random in 8..23 (Q6_K's int8 scales, q - 32); d chosen for a
+ *          standard deviation of ~0.02 as above
  *   f32    norms (and q/k norms) uniform in [0.9, 1.1]; routers and biases
  *          uniform in +-0.0346 (std 0.02)
  *
@@ -72,12 +81,33 @@ void coli_synth_opts_init(struct coli_synth_opts *o)
 
 /* ---- objects and fills ---- */
 
-enum fill_kind { F_Q8, F_Q4, F_SCALE8, F_SCALE4, F_BF16, F_NORM, F_SMALL };
+enum fill_kind { F_Q8, F_Q4, F_SCALE8, F_SCALE4, F_BF16, F_NORM, F_SMALL, F_Q4K, F_Q5K, F_Q6K };
 
 struct fill {
 	uint64_t off, bytes; /* within the object */
 	enum fill_kind kind;
 };
+
+/* A K-quant synthetic model's matrix types: Q6_K for the mix's names (the
+ * Q4_K_M / Q5_K_M choice), the quant's own type otherwise, Q8_0 where the
+ * columns are not whole superblocks. */
+static enum coli_dtype mat_dtype(enum coli_dtype quant, const char *name, uint64_t cols)
+{
+	static const char *const six[] = {"tok_embd", "lm_head",    "attn_v",
+	                                  "ffn_down", "shexp_down", "exp_down"};
+
+	if (!coli_dtype_is_block(quant))
+		return quant;
+	if (cols % 256)
+		return COLI_DTYPE_Q8_0;
+	for (size_t i = 0; i < sizeof(six) / sizeof(six[0]); i++) {
+		const char *p = strstr(name, six[i]);
+
+		if (p && !p[strlen(six[i])])
+			return COLI_DTYPE_Q6_K;
+	}
+	return quant;
+}
 
 struct object {
 	int tensor;      /* writer tensor index, or -1 for a slab */
@@ -110,6 +140,7 @@ struct synth {
 	pthread_mutex_t err_mu;
 	uint16_t scale8[256], scale4[256]; /* fp16 scale tables */
 	uint8_t sym4[256];                 /* random byte -> two symmetric Q4_0 nibbles */
+	uint8_t kq_half[3][4];             /* Q4_K, Q5_K: d, dmin; Q6_K: d (fp16 bytes) */
 	struct timespec t0;
 	double last_draw;
 };
@@ -120,6 +151,13 @@ static void add_mat(struct object *ob, enum coli_dtype t, uint64_t rows, uint64_
 {
 	if (t == COLI_DTYPE_BF16) {
 		ob->f[ob->n_fills++] = (struct fill){off, rows * cols * 2, F_BF16};
+		return;
+	}
+	if (coli_dtype_is_block(t)) {
+		ob->f[ob->n_fills++] = (struct fill){off, coli_dtype_mat_bytes(t, rows, cols),
+		                                     t == COLI_DTYPE_Q4_K   ? F_Q4K
+		                                     : t == COLI_DTYPE_Q5_K ? F_Q5K
+		                                                            : F_Q6K};
 		return;
 	}
 	uint64_t qrow = t == COLI_DTYPE_Q8_0 ? cols : cols / 2;
@@ -148,7 +186,7 @@ static struct object *new_object(struct synth *s)
 static int plan_tensor(struct synth *s, const char *name, uint64_t d0, uint64_t d1, int mat,
                        enum fill_kind f32kind)
 {
-	enum coli_dtype t = mat ? s->c.quant : COLI_DTYPE_F32;
+	enum coli_dtype t = mat ? mat_dtype(s->c.quant, name, d1) : COLI_DTYPE_F32;
 	uint64_t shape[2] = {d0, d1};
 	int ndim = d1 ? 2 : 1, idx;
 	struct object *ob;
@@ -264,9 +302,13 @@ static int plan(struct synth *s)
 			continue;
 		struct coli_expert_layer e = {.layer = (uint32_t)l,
 		                              .n_experts = (uint32_t)c->n_experts,
-		                              .dtype = c->quant,
+		                              .dtype = mat_dtype(c->quant, "exp_gate", H),
 		                              .hidden = (uint32_t)H,
 		                              .inter = (uint32_t)c->moe_inter};
+		const enum coli_dtype dd = mat_dtype(c->quant, "exp_down", (uint64_t)c->moe_inter);
+
+		if (dd != e.dtype)
+			e.down_kind = (uint32_t)dd + 1;
 
 		rc = coli_io_slab_layout(&e);
 		if (rc)
@@ -283,9 +325,9 @@ static int plan(struct synth *s)
 			ob->li = li;
 			ob->expert = x;
 			ob->bytes = e.slab_bytes;
-			add_mat(ob, c->quant, e.inter, e.hidden, e.gate_off);
-			add_mat(ob, c->quant, e.inter, e.hidden, e.up_off);
-			add_mat(ob, c->quant, e.hidden, e.inter, e.down_off);
+			add_mat(ob, e.dtype, e.inter, e.hidden, e.gate_off);
+			add_mat(ob, e.dtype, e.inter, e.hidden, e.up_off);
+			add_mat(ob, dd, e.hidden, e.inter, e.down_off);
 		}
 		li++;
 	}
@@ -322,12 +364,41 @@ static uint64_t splitmix(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-/* One PIECE-sized (or shorter, at a fill's end) run of values from stream x. */
-static void gen_piece(const struct synth *s, enum fill_kind k, uint64_t x, uint8_t *dst, size_t n)
+/* Byte j of a K-quant block (F_Q4K, F_Q5K, F_Q6K) from the random byte r:
+ * the quants are r, the scales and halves as the essay says (each byte a
+ * function of its position alone, so a block may straddle pieces). */
+static uint8_t kq_byte(const struct synth *s, enum fill_kind k, unsigned j, uint8_t r)
+{
+	if (k == F_Q6K) {
+		if (j >= 208)
+			return s->kq_half[2][j - 208];
+		return j >= 192 ? (uint8_t)(8 + (r & 15)) : r;
+	}
+	if (j < 4)
+		return s->kq_half[k == F_Q5K][j];
+	if (j < 16) /* 6-bit scale and min of every group 16 */
+		return j < 12 ? 0x50 : 0x00;
+	return r;
+}
+
+/* One PIECE-sized (or shorter, at a fill's end) run of values from stream x;
+ * dst[0] is byte off of the fill. */
+static void gen_piece(const struct synth *s, enum fill_kind k, uint64_t x, uint64_t off,
+                      uint8_t *dst, size_t n)
 {
 	size_t i = 0;
 
 	switch (k) {
+	case F_Q4K:
+	case F_Q5K:
+	case F_Q6K: {
+		const unsigned bb = k == F_Q4K ? 144 : k == F_Q5K ? 176 : 210;
+		unsigned j = (unsigned)(off % bb);
+
+		for (; i < n; i++, j = j + 1 == bb ? 0 : j + 1)
+			dst[i] = kq_byte(s, k, j, (uint8_t)splitmix(&x));
+		return;
+	}
 	case F_Q4:
 	case F_Q8:
 		for (; i + 8 <= n; i += 8) {
@@ -394,9 +465,9 @@ static void gen_fill(const struct synth *s, uint32_t oi, int fi, uint64_t a, uin
 
 		splitmix(&x);
 		if (lo == p0 && hi == p1) {
-			gen_piece(s, f->kind, x, dst + (lo - a), (size_t)(hi - lo));
+			gen_piece(s, f->kind, x, p0, dst + (lo - a), (size_t)(hi - lo));
 		} else {
-			gen_piece(s, f->kind, x, tmp, (size_t)(p1 - p0));
+			gen_piece(s, f->kind, x, p0, tmp, (size_t)(p1 - p0));
 			memcpy(dst + (lo - a), tmp + (lo - p0), (size_t)(hi - lo));
 		}
 	}
@@ -530,8 +601,10 @@ int coli_synth_write(const struct coli_synth_opts *o, char *err, size_t errlen)
 	err[0] = 0;
 	pthread_mutex_init(&s.err_mu, NULL);
 	if (o->quant != COLI_DTYPE_BF16 && o->quant != COLI_DTYPE_Q8_0 &&
-	    o->quant != COLI_DTYPE_Q4_0) {
-		snprintf(err, errlen, "quant %s is not a model format (bf16, q8, q4)",
+	    o->quant != COLI_DTYPE_Q4_0 && o->quant != COLI_DTYPE_Q4_K &&
+	    o->quant != COLI_DTYPE_Q5_K && o->quant != COLI_DTYPE_Q6_K) {
+		snprintf(err, errlen,
+		         "quant %s is not a model format (bf16, q8, q4, q4k, q5k, q6k)",
 		         coli_dtype_name(o->quant));
 		return -EINVAL;
 	}
@@ -549,6 +622,17 @@ int coli_synth_write(const struct coli_synth_opts *o, char *err, size_t errlen)
 		s.scale8[i] = coli_f32_to_fp16(u * 0.02f / (73.6f * 1.04f));
 		s.scale4[i] = coli_f32_to_fp16(u * 0.02f / (4.18f * 1.04f));
 		s.sym4[i] = (uint8_t)(((i & 15) ? i & 15 : 8) | ((i >> 4) ? i & 0xf0 : 0x80));
+	}
+	{ /* K-quant halves: std 0.02 = d * scale * std(q) (uniform q: 4.61, 9.23, 18.47) */
+		const float d[3] = {0.02f / (16 * 4.61f), 0.02f / (16 * 9.23f),
+		                    0.02f / (16.1f * 18.47f)};
+		const float dm[3] = {7.5f * d[0], 15.5f * d[1], 0.0f};
+
+		for (int t = 0; t < 3; t++) {
+			uint16_t h[2] = {coli_f32_to_fp16(d[t]), coli_f32_to_fp16(dm[t])};
+
+			memcpy(s.kq_half[t], h, 4);
+		}
 	}
 	cfg = coli_config_format(&s.c);
 	snprintf(prov, sizeof(prov),

@@ -1,6 +1,7 @@
 /*
- * cpu/gemv/gemm_amx.c — coli_gemm for Q8_0, Q4_0, Q4_K and Q5_K weights on AMX
- * int8 tiles (Sapphire Rapids and later), bit-identical to cpu/gemv/gemv_ref.c
+ * cpu/gemv/gemm_amx.c — coli_gemm on AMX int8 tiles (Sapphire Rapids and
+ * later) for Q8_0, Q4_0 and every GGUF block type coli keeps (Q4_1, Q5_0,
+ * Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), bit-identical to cpu/gemv/gemv_ref.c
  * and cpu/kquant/kquant.c: THE CANONICAL REDUCTION of cpu.h and its K-quant
  * form. Called only when cpu/dispatch.c found amx_tile + amx_int8 by cpuid
  * and Linux granted the tile state (arch_prctl ARCH_REQ_XCOMP_PERM), and only
@@ -8,45 +9,53 @@
  * faster.
  *
  * How the bits stay canonical. One TDPBSSD multiplies a weight tile A by an
- * activation tile B whose K is ONE 32-block, so each int32 of C is one
- * block's exact sum, never two blocks mixed:
+ * activation tile B whose K is ONE 32-block (one canonical unit), so each
+ * int32 of C is one unit's exact sum, never two units mixed:
  *
- *   A  16 weight rows x 32 int8 (block b)        tmm2/3: 16 rows x 32 B
+ *   A  16 weight rows x 32 int8 (unit b)         tmm2/3: 16 rows x 32 B
  *   B  8 x 16 x 4 int8: B[k/4][t][k%4] = xq[t][32b + k]  tmm4/5: 8 rows x 64 B
  *   C  16 rows x 16 tokens int32                 tmm0/1: 16 rows x 64 B
+ *
+ * Q2_K, Q3_K and Q6_K units are two groups of 16 with their own scales, so
+ * theirs are two products of K = 16 (g_cfg_g16: A 16 x 16 B at + 0 and + 16
+ * of the unit's bytes, B the first and last 4 rows of the unit's 8), two C
+ * tiles a unit, each one group's exact sum.
  *
  * The canonical lanes are l[r][t][b % 16]. Lane j of all 16 x 16 outputs
  * is worked as one unit: its blocks j, j + 16, j + 32, ... ascending, 16
  * zmm accumulators (one per weight row, the 16 tokens in the zmm) kept in
  * registers:
  *
- *   acc[m] = fmadd(cvt(C[m][0..15]), dw[r+m][b] * dx[0..15][b], acc[m])
+ *   acc[m] = fmadd(cvt(A[m][0..15]), d[r+m][b] * dx[0..15][b], acc[m])
+ *   acc[m] = fmadd(cvt(C[m][0..15]), dm[r+m][b] * dx[0..15][b], acc[m])
  *
- * which is the reference's fmaf((float)s, dw * dx, l) element by element
- * (the product rounded to fp32 first, then one fused step). Q4_K / Q5_K:
- * a unit is one group of 32 of a superblock, its quants (0..15, 0..31) the
- * A tile's bytes, and the epilogue is kquant.c's: A = C * sc, then
- * fmadd(A, d * dx), then fmadd(-mn * qsum, dmin * dx). The 16 lanes go
- * to lanes[j][m][t] (16 KiB), are folded by the canonical tree (8, 4, 2,
- * 1) and written to y[t][r]. Lanes past the last block stay +0.0f, as in the
- * reference. C goes through memory (tilestored, then 16 zmm loads); two C
- * tiles alternate so one block's TDPBSSD runs while the previous one's
- * epilogue does.
+ * (the second for the types with a min) which is kquant.c's fmaf((float)A,
+ * d * dx, l) then fmaf((float)C, dm * dx, l) element by element (each
+ * product rounded to fp32 first, then one fused step). A and C are the
+ * unit's integers: Q8_0 / Q4_0 / Q5_0 / Q4_1 / Q5_1 the tile's sum and the
+ * activations' qsum; Q4_K / Q5_K sc * sum and -m * qsum; Q2_K / Q3_K / Q6_K
+ * s0 * sum0 + s1 * sum1 and (Q2_K) -m0 * xsum0 - m1 * xsum1 (epilogue()
+ * says why forming them in fp32 is exact). The 16 lanes go to lanes[j][m][t]
+ * (16 KiB), are folded by the canonical tree (8, 4, 2, 1) and written to
+ * y[t][r]. Lanes past the last block stay +0.0f, as in the reference. C
+ * goes through memory (tilestored, then 16 zmm loads); two units' tiles
+ * alternate so one unit's TDPBSSD runs while the previous one's epilogue
+ * does.
  *
  * Operands. A is read straight from a Q8_0 matrix (row stride K bytes); a
- * Q4_0 row panel is unpacked once to int8 (nibble - 8) as [block][16 rows]
- * [32 B] and shared by all token tiles. B is built once a call per token
- * tile (16 activations; fewer are zero padded, their outputs not written):
- * a 16 x 16 dword transpose of two blocks of 16 activations at a time, plus
- * dx and qsum transposed to [block][16 tokens]. The weights' fp16 scales of
- * a panel are widened once to [16 rows][block]; a K-quant panel is unpacked
- * as Q4_0's, with each unit's scale, min, d and dmin beside it. A last row panel of fewer than 16
- * rows is computed as the matrix's last 16 rows (the overlap is computed
- * twice, stored once), so the tile shapes never change within a call.
+ * panel of any other type is unpacked once to int8 [unit][16 rows][32 B],
+ * with each unit's scale factors in [16 rows][unit] planes
+ * (cpu/gemv/gemm_unpack_amx.c), and shared by all token tiles. B is built
+ * once a call per token tile (16 activations; fewer are zero padded, their
+ * outputs not written): a 16 x 16 dword transpose of two blocks of 16
+ * activations at a time, plus dx, qsum and (Q2_K) the first half's sum
+ * transposed to [block][16 tokens]. A last row panel of fewer than 16 rows
+ * is computed as the matrix's last 16 rows (the overlap is computed twice,
+ * stored once), so the tile shapes never change within a call.
  *
  * Limits: K <= COLI_AMX_MAX_K and rows >= 16, else the caller runs the VNNI
- * path (gemv_avx512.c). Scratch lives on the stack (~420 KiB at the largest
- * K, K-quants): the kernels allocate nothing.
+ * path (gemv_avx512.c). Scratch lives on the stack (~470 KiB at the largest
+ * K): the kernels allocate nothing.
  */
 #include <errno.h>
 #include <immintrin.h>
@@ -58,8 +67,9 @@
 
 #define NB_MAX (COLI_AMX_MAX_K / COLI_QBLOCK) /* blocks of the longest row */
 /* Activation scratch of a call: as many token tiles of B as fit, each
- * nb x (512 B of quants + 64 B of dx + 64 B of qsum). */
-#define XPANEL_BYTES (NB_MAX * 640)
+ * nb x (512 B of quants + 64 B of dx + 64 B of qsum + 64 B of half sums). */
+#define XTILE_BYTES  704
+#define XPANEL_BYTES (NB_MAX * XTILE_BYTES)
 
 /* The tile palette 1 configuration (Intel SDM vol. 1, 3.2: 64 bytes). */
 struct tilecfg {
@@ -77,6 +87,14 @@ static const struct tilecfg g_cfg_gemm = {
     .palette = 1,
     .colsb = {64, 64, 32, 32, 64, 64},
     .rows = {16, 16, 16, 16, 8, 8},
+};
+/* Groups of 16 (Q2_K, Q3_K, Q6_K): C tmm0/1 and tmm6/7 16 x 64 B, A tmm2/3
+ * 16 x 16 B (one group of 16 rows), B tmm4/5 4 x 64 B (its 16 elements of
+ * 16 tokens). */
+static const struct tilecfg g_cfg_g16 = {
+    .palette = 1,
+    .colsb = {64, 64, 16, 16, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 4, 4, 16, 16},
 };
 /* the peak probe: tmm0-3 C, tmm4/5 A, tmm6/7 B, all 16 x 64 B */
 static const struct tilecfg g_cfg_peak = {
@@ -113,11 +131,12 @@ INLINE void transpose16(__m512i r[16], __m512i u[16])
 	}
 }
 
-/* One token tile of B: xb [nb][8][64] int8, dxt [nb][16] fp32 and qst
- * [nb][16] int32 (qsum, for the K-quants' min term), from the T (1..16)
+/* One token tile of B: xb [nb][8][64] int8, dxt [nb][16] fp32, qst [nb][16]
+ * int32 (qsum, the min terms') and, with hst, hst [nb][16] int32 (the sum
+ * of a block's first 16 quants: Q2_K's group mins), from the T (1..16)
  * activations x[0..T). */
 static void pack_tokens(const struct coli_act *x, int T, int nb, int8_t *xb, float *dxt,
-                        int32_t *qst)
+                        int32_t *qst, int32_t *hst)
 {
 	const __mmask16 lo8 = 0x00ff;
 
@@ -141,164 +160,125 @@ static void pack_tokens(const struct coli_act *x, int T, int nb, int8_t *xb, flo
 			dxt[(size_t)b * 16 + t] = t < T ? x[t].d[b] : 0.0f;
 			qst[(size_t)b * 16 + t] = t < T ? x[t].qsum[b] : 0;
 		}
+	for (int t = 0; hst && t < 16; t++)
+		for (int b = 0; b < nb; b++) {
+			int32_t s = 0;
+
+			for (int l = 0; t < T && l < 16; l++)
+				s += x[t].q[(size_t)b * 32 + l];
+			hst[(size_t)b * 16 + t] = s;
+		}
 }
 
-/* A Q4_0 panel's 16 rows (from row rs) as int8 [nb][16][32], nibble - 8,
- * low nibbles (elements 0..15) then high ones (16..31). */
-static void unpack_q4(const struct coli_mat *w, int rs, int nb, int8_t *wa)
-{
-	const __m512i m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
-	const __m512i ia = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
-	const __m512i ib = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-
-	for (int m = 0; m < 16; m++) {
-		const uint8_t *q = (const uint8_t *)w->data + (size_t)(rs + m) * nb * 16;
-		int b = 0;
-
-		for (; b + 4 <= nb; b += 4) {
-			__m512i v = _mm512_loadu_si512(q + (size_t)b * 16);
-			__m512i lo = _mm512_sub_epi8(_mm512_and_si512(v, m4), eight);
-			__m512i hi =
-			    _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), eight);
-			__m512i p = _mm512_permutex2var_epi64(lo, ia, hi); /* blocks b, b+1 */
-			__m512i s = _mm512_permutex2var_epi64(lo, ib, hi); /* blocks b+2, b+3 */
-
-			_mm256_store_si256((__m256i *)(wa + ((size_t)b * 16 + m) * 32),
-			                   _mm512_castsi512_si256(p));
-			_mm256_store_si256((__m256i *)(wa + ((size_t)(b + 1) * 16 + m) * 32),
-			                   _mm512_extracti64x4_epi64(p, 1));
-			_mm256_store_si256((__m256i *)(wa + ((size_t)(b + 2) * 16 + m) * 32),
-			                   _mm512_castsi512_si256(s));
-			_mm256_store_si256((__m256i *)(wa + ((size_t)(b + 3) * 16 + m) * 32),
-			                   _mm512_extracti64x4_epi64(s, 1));
-		}
-		for (; b < nb; b++) {
-			int8_t *o = wa + ((size_t)b * 16 + m) * 32;
-
-			for (int j = 0; j < 16; j++) {
-				o[j] = (int8_t)((q[b * 16 + j] & 15) - 8);
-				o[j + 16] = (int8_t)((q[b * 16 + j] >> 4) - 8);
-			}
-		}
-	}
-}
-
-/* The K-quants' per-unit values of a panel, [16 rows][nb units] each. */
-struct kq_scales {
-	int32_t *sc, *mn; /* the group's 6-bit scale and min */
-	float *d, *dmin;  /* the superblock's halves, widened */
+/* How a unit's int32 tile sums become the canonical fp32 steps (kquant.c). */
+enum epi {
+	EPI_PLAIN, /* Q8_0, Q4_0, Q5_0: fmaf(A, d * dx) */
+	EPI_MIN,   /* Q4_1, Q5_1: then fmaf(qsum, m * dx) */
+	EPI_KQ,    /* Q4_K, Q5_K: A = sc * sum, C = -m * qsum */
+	EPI_G16,   /* Q6_K, Q3_K: A = s0 * sum0 + s1 * sum1 (two tiles, K = 16) */
+	EPI_Q2K,   /* Q2_K: that A, C = -m0 * xsum0 - m1 * xsum1 */
 };
 
-/* A Q4_K / Q5_K panel's 16 rows (from row rs): the quants of unit (group)
- * b as int8 [nb][16][32] (0..15, Q5_K 0..31), and each unit's scale, min,
- * d and dmin, as cpu/kquant/kquant.c's unit_ints reads them. */
-static void unpack_kq(const struct coli_mat *w, int rs, int nb, int8_t *wa,
-                      const struct kq_scales *ks)
+static enum epi epi_of(enum coli_dtype t)
 {
-	const int five = w->dtype == COLI_DTYPE_Q5_K, bb = five ? 176 : 144;
-	const size_t rowb = (size_t)(nb / 8) * bb;
-	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-
-	for (int m = 0; m < 16; m++) {
-		const uint8_t *row = (const uint8_t *)w->data + (size_t)(rs + m) * rowb;
-		float d = 0, dmin = 0;
-
-		for (int b = 0; b < nb; b++) {
-			const uint8_t *bp = row + (size_t)(b / 8) * bb;
-			const int g = b % 8;
-			__m256i v = _mm256_loadu_si256(
-			    (const __m256i *)(bp + (five ? 48 : 16) + g / 2 * 32));
-			__m256i q = _mm256_and_si256(_mm256_srli_epi16(v, g % 2 * 4), m4);
-			int sc, mn;
-
-			if (five) {
-				__m256i h = _mm256_loadu_si256((const __m256i *)(bp + 16));
-
-				h = _mm256_and_si256(_mm256_srli_epi16(h, g), one);
-				q = _mm256_or_si256(q, _mm256_slli_epi16(h, 4));
-			}
-			_mm256_store_si256((__m256i *)(wa + ((size_t)b * 16 + m) * 32), q);
-			coli_kq_scale_min(bp + 4, g, &sc, &mn);
-			ks->sc[m * nb + b] = sc;
-			ks->mn[m * nb + b] = -mn;
-			if (!g) { /* the superblock's halves, widened exactly (F16C) */
-				d = _cvtsh_ss((uint16_t)(bp[0] | bp[1] << 8));
-				dmin = _cvtsh_ss((uint16_t)(bp[2] | bp[3] << 8));
-			}
-			ks->d[m * nb + b] = d;
-			ks->dmin[m * nb + b] = dmin;
-		}
-	}
-}
-
-/* A panel's fp16 scales (16 rows of nb, row stride nb) as fp32 [16][nb]. */
-static void widen_scales(const uint16_t *s, int nb, float *dwf)
-{
-	for (int m = 0; m < 16; m++)
-		for (int b = 0; b < nb; b += 16) {
-			__mmask16 k = nb - b >= 16 ? 0xffff : (__mmask16)((1u << (nb - b)) - 1);
-			__m512 v =
-			    _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, s + (size_t)m * nb + b));
-
-			_mm512_mask_storeu_ps(dwf + (size_t)m * nb + b, k, v);
-		}
-}
-
-/* acc[m] (+)= C[m] * (dw[m][b] * dx) for block b; c is C as stored, dw
- * the panel's [16][nb] scales at block b. */
-INLINE void epilogue(const int32_t *c, const float *dwb, size_t nb, const float *dxb,
-                     __m512 acc[16])
-{
-	const __m512 dx = _mm512_load_ps(dxb);
-
-#pragma GCC unroll 16
-	for (int m = 0; m < 16; m++) {
-		__m512 s = _mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * m));
-		__m512 sc = _mm512_mul_ps(_mm512_set1_ps(dwb[m * nb]), dx);
-
-		acc[m] = _mm512_fmadd_ps(s, sc, acc[m]);
+	switch (t) {
+	case COLI_DTYPE_Q4_1:
+	case COLI_DTYPE_Q5_1:
+		return EPI_MIN;
+	case COLI_DTYPE_Q4_K:
+	case COLI_DTYPE_Q5_K:
+		return EPI_KQ;
+	case COLI_DTYPE_Q6_K:
+	case COLI_DTYPE_Q3_K:
+		return EPI_G16;
+	case COLI_DTYPE_Q2_K:
+		return EPI_Q2K;
+	default:
+		return EPI_PLAIN;
 	}
 }
 
 /* Operands of one (row panel, token tile). */
 struct panel {
-	const int8_t *a;            /* block 0 of row 0 of the A operand */
-	size_t a_blk;               /* bytes from one block to the next */
-	size_t a_stride;            /* bytes from one row to the next */
-	const int8_t *xb;           /* [nb][8][64] */
-	const float *dxt;           /* [nb][16] */
-	const int32_t *qst;         /* [nb][16] */
-	const float *dwf;           /* [16][nb] (K-quants: d) */
-	const struct kq_scales *ks; /* K-quants, else NULL */
+	const int8_t *a;                /* unit 0 of row 0 of the A operand */
+	size_t a_blk;                   /* bytes from one unit to the next */
+	size_t a_stride;                /* bytes from one row to the next */
+	const int8_t *xb;               /* [nb][8][64] */
+	const float *dxt;               /* [nb][16] */
+	const int32_t *qst;             /* [nb][16] */
+	const int32_t *hst;             /* [nb][16], Q2_K */
+	const struct coli_amx_panel *u; /* the unit planes, [16][nb] */
 	int nb;
 };
 
-/* The K-quants' unit b (cpu/kquant/kquant.c): A = sc * sum, C = -mn *
- * qsum, then fmaf(A, d * dx) and fmaf(C, dmin * dx), in that order. */
-INLINE void epilogue_kq(const int32_t *c, const struct panel *p, int b, __m512 acc[16])
+/* Unit b's epilogue, 16 rows x 16 tokens: c (c1) the tile sums as stored
+ * (EPI_G16 / EPI_Q2K: of the unit's first and second group of 16), then
+ * kquant.c's steps in its order, acc[m] the lane's accumulators:
+ *
+ *   acc = fmaf((float)A, d * dx, acc)                 every type
+ *   acc = fmaf((float)C, dm * dx, acc)                 types with a min
+ *
+ * each product with dx rounded to fp32 first. The integers A and C may be
+ * formed in any order (kquant.c); EPI_G16 / EPI_Q2K form them in fp32 from
+ * +0 by fmas of small integers, exact (every partial an integer of at most
+ * 2^24 in magnitude: Q6_K's 2 x 16 x 32 x 128 x 128 at the extreme) and never
+ * -0, so (float)A is the reference's to the bit; so do EPI_KQ's products
+ * (|sc * sum| <= 63 x 31 x 32 x 128 < 2^23). */
+INLINE void epilogue(const int32_t *c, const int32_t *c1, const struct panel *p, int b,
+                     __m512 acc[16], const enum epi e)
 {
-	const __m512 dx = _mm512_load_ps(p->dxt + (size_t)b * 16);
+	const __m512 dx = _mm512_load_ps(p->dxt + (size_t)b * 16), zero = _mm512_setzero_ps();
 	const __m512i qs = _mm512_load_si512(p->qst + (size_t)b * 16);
-	const struct kq_scales *ks = p->ks;
+	const struct coli_amx_panel *u = p->u;
+	__m512 qsf = zero, h0 = zero, h1 = zero;
 
+	if (e == EPI_MIN || e == EPI_KQ)
+		qsf = _mm512_cvtepi32_ps(qs);
+	if (e == EPI_Q2K) {
+		const __m512i hs = _mm512_load_si512(p->hst + (size_t)b * 16);
+
+		h0 = _mm512_cvtepi32_ps(hs);
+		h1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(qs, hs));
+	}
 #pragma GCC unroll 16
 	for (int m = 0; m < 16; m++) {
 		const int i = m * p->nb + b;
-		__m512i A =
-		    _mm512_mullo_epi32(_mm512_load_si512(c + 16 * m), _mm512_set1_epi32(ks->sc[i]));
-		__m512i C = _mm512_mullo_epi32(_mm512_set1_epi32(ks->mn[i]), qs);
+		const __m512i s = _mm512_load_si512(c + 16 * m);
+		__m512 A, C;
 
-		acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(A),
-		                         _mm512_mul_ps(_mm512_set1_ps(ks->d[i]), dx), acc[m]);
-		acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(C),
-		                         _mm512_mul_ps(_mm512_set1_ps(ks->dmin[i]), dx), acc[m]);
+		if (e == EPI_KQ)
+			A = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(u->s0[i]), zero);
+		else if (e == EPI_G16 || e == EPI_Q2K)
+			A = _mm512_fmadd_ps(
+			    _mm512_cvtepi32_ps(_mm512_load_si512(c1 + 16 * m)),
+			    _mm512_set1_ps(u->s1[i]),
+			    _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(u->s0[i]), zero));
+		else
+			A = _mm512_cvtepi32_ps(s);
+		acc[m] = _mm512_fmadd_ps(A, _mm512_mul_ps(_mm512_set1_ps(u->d[i]), dx), acc[m]);
+		if (e == EPI_PLAIN || e == EPI_G16)
+			continue;
+		if (e == EPI_KQ)
+			C = _mm512_fmadd_ps(qsf, _mm512_set1_ps(u->n0[i]), zero);
+		else if (e == EPI_Q2K)
+			C = _mm512_fmadd_ps(h1, _mm512_set1_ps(u->n1[i]),
+			                    _mm512_fmadd_ps(h0, _mm512_set1_ps(u->n0[i]), zero));
+		else
+			C = qsf;
+		acc[m] = _mm512_fmadd_ps(C, _mm512_mul_ps(_mm512_set1_ps(u->dm[i]), dx), acc[m]);
 	}
 }
 
-/* lanes[j][m][t] for j < 16 of one (row panel, token tile), unfolded. */
-INLINE void panel_lanes_of(const struct panel *p, float (*lanes)[16][16], const int kq)
+/* lanes[j][m][t] for j < 16 of one (row panel, token tile), unfolded. Lane
+ * j's units b = j, j + 16, ... in order, two at a time (b and b + 16 in C
+ * tiles 0 / 1, their epilogues after both products). The groups of 16
+ * (EPI_G16, EPI_Q2K) take g_cfg_g16: each unit two K = 16 products, A
+ * tiles at + 0 / + 16 of the unit's row bytes, B at its first / last four
+ * rows, C tiles 0 / 1 (unit b) and 6 / 7 (unit b + 16). */
+INLINE void panel_lanes_of(const struct panel *p, float (*lanes)[16][16], const enum epi e)
 {
-	int32_t cbuf[2][256] __attribute__((aligned(64)));
+	const int g16 = e == EPI_G16 || e == EPI_Q2K;
+	int32_t cbuf[4][256] __attribute__((aligned(64)));
 
 	for (int j = 0; j < 16; j++) {
 		__m512 acc[16];
@@ -307,40 +287,76 @@ INLINE void panel_lanes_of(const struct panel *p, float (*lanes)[16][16], const 
 			acc[m] = _mm512_setzero_ps();
 		for (int b = j; b < p->nb; b += 32) {
 			const int b1 = b + 16;
+			const int8_t *a = p->a + (size_t)b * p->a_blk,
+			             *xb = p->xb + (size_t)b * 512;
+			const int8_t *a1 = p->a + (size_t)b1 * p->a_blk,
+			             *xb1 = p->xb + (size_t)b1 * 512;
 
-			_tile_zero(0);
-			_tile_loadd(2, p->a + (size_t)b * p->a_blk, p->a_stride);
-			_tile_loadd(4, p->xb + (size_t)b * 512, 64);
-			_tile_dpbssd(0, 2, 4);
-			_tile_stored(0, cbuf[0], 64);
-			if (b1 < p->nb) {
+			if (g16) {
+				_tile_zero(0);
 				_tile_zero(1);
-				_tile_loadd(3, p->a + (size_t)b1 * p->a_blk, p->a_stride);
-				_tile_loadd(5, p->xb + (size_t)b1 * 512, 64);
+				_tile_loadd(2, a, p->a_stride);
+				_tile_loadd(3, a + 16, p->a_stride);
+				_tile_loadd(4, xb, 64);
+				_tile_loadd(5, xb + 256, 64);
+				_tile_dpbssd(0, 2, 4);
 				_tile_dpbssd(1, 3, 5);
+				_tile_stored(0, cbuf[0], 64);
 				_tile_stored(1, cbuf[1], 64);
+				if (b1 < p->nb) {
+					_tile_zero(6);
+					_tile_zero(7);
+					_tile_loadd(2, a1, p->a_stride);
+					_tile_loadd(3, a1 + 16, p->a_stride);
+					_tile_loadd(4, xb1, 64);
+					_tile_loadd(5, xb1 + 256, 64);
+					_tile_dpbssd(6, 2, 4);
+					_tile_dpbssd(7, 3, 5);
+					_tile_stored(6, cbuf[2], 64);
+					_tile_stored(7, cbuf[3], 64);
+				}
+			} else {
+				_tile_zero(0);
+				_tile_loadd(2, a, p->a_stride);
+				_tile_loadd(4, xb, 64);
+				_tile_dpbssd(0, 2, 4);
+				_tile_stored(0, cbuf[0], 64);
+				if (b1 < p->nb) {
+					_tile_zero(1);
+					_tile_loadd(3, a1, p->a_stride);
+					_tile_loadd(5, xb1, 64);
+					_tile_dpbssd(1, 3, 5);
+					_tile_stored(1, cbuf[2], 64);
+				}
 			}
-			if (kq)
-				epilogue_kq(cbuf[0], p, b, acc);
-			else
-				epilogue(cbuf[0], p->dwf + b, p->nb, p->dxt + (size_t)b * 16, acc);
-			if (b1 < p->nb && kq)
-				epilogue_kq(cbuf[1], p, b1, acc);
-			else if (b1 < p->nb)
-				epilogue(cbuf[1], p->dwf + b1, p->nb, p->dxt + (size_t)b1 * 16,
-				         acc);
+			epilogue(cbuf[0], cbuf[1], p, b, acc, e);
+			if (b1 < p->nb)
+				epilogue(cbuf[2], cbuf[3], p, b1, acc, e);
 		}
 		for (int m = 0; m < 16; m++)
 			_mm512_store_ps(lanes[j][m], acc[m]);
 	}
 }
 
-static void panel_lanes(const struct panel *p, float (*lanes)[16][16])
+static void panel_lanes(const struct panel *p, float (*lanes)[16][16], enum epi e)
 {
-	if (p->ks)
-		panel_lanes_of(p, lanes, 1);
-	else
-		panel_lanes_of(p, lanes, 0);
+	switch (e) {
+	case EPI_PLAIN:
+		panel_lanes_of(p, lanes, EPI_PLAIN);
+		return;
+	case EPI_MIN:
+		panel_lanes_of(p, lanes, EPI_MIN);
+		return;
+	case EPI_KQ:
+		panel_lanes_of(p, lanes, EPI_KQ);
+		return;
+	case EPI_G16:
+		panel_lanes_of(p, lanes, EPI_G16);
+		return;
+	case EPI_Q2K:
+		panel_lanes_of(p, lanes, EPI_Q2K);
+		return;
+	}
 }
 
 /* The canonical fold of a panel's lanes, then its outputs: rows
@@ -371,53 +387,53 @@ static void panel_store(float (*lanes)[16][16], int m0, int m1, int T, float *y,
 	}
 }
 
+/* The unit planes of a panel, [16 rows][NB_MAX units] each. */
+struct planes {
+	float d[NB_MAX * 16], dm[NB_MAX * 16], s0[NB_MAX * 16], s1[NB_MAX * 16];
+	float n0[NB_MAX * 16], n1[NB_MAX * 16];
+};
+
 int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                   int row0, int row1)
 {
 	const int nb = w->cols / COLI_QBLOCK;
-	const int q4 = w->dtype == COLI_DTYPE_Q4_0;
-	const int kq = w->dtype == COLI_DTYPE_Q4_K || w->dtype == COLI_DTYPE_Q5_K;
+	const enum epi e = epi_of(w->dtype);
+	const int q8 = w->dtype == COLI_DTYPE_Q8_0, g16 = e == EPI_G16 || e == EPI_Q2K;
 	/* token tiles whose B fits the scratch */
-	const int tiles_max = XPANEL_BYTES / (nb * 640) > 0 ? XPANEL_BYTES / (nb * 640) : 1;
+	const int tiles_max =
+	    XPANEL_BYTES / (nb * XTILE_BYTES) > 0 ? XPANEL_BYTES / (nb * XTILE_BYTES) : 1;
 	int8_t xpanel[XPANEL_BYTES] __attribute__((aligned(64)));
-	int8_t wun[q4 || kq ? NB_MAX * 512 : 64] __attribute__((aligned(64)));
-	int32_t ksc[kq ? NB_MAX * 16 : 1], kmn[kq ? NB_MAX * 16 : 1];
-	float kdmin[kq ? NB_MAX * 16 : 1];
-	float dwf[NB_MAX * 16] __attribute__((aligned(64)));
+	int8_t wun[q8 ? 64 : NB_MAX * 512] __attribute__((aligned(64)));
+	struct planes pl __attribute__((aligned(64)));
 	float lanes[16][16][16] __attribute__((aligned(64)));
-	const struct kq_scales ks = {ksc, kmn, dwf, kdmin};
+	const struct coli_amx_panel up = {wun, pl.d, pl.dm, pl.s0, pl.s1, pl.n0, pl.n1};
 
-	if ((w->dtype != COLI_DTYPE_Q8_0 && !q4 && !kq) || w->cols > COLI_AMX_MAX_K ||
-	    w->rows < 16 || row0 >= row1)
+	if (!coli_amx_has_dtype(w->dtype) || w->cols > COLI_AMX_MAX_K || w->rows < 16 ||
+	    row0 >= row1)
 		return row0 >= row1 ? 0 : -ENOTSUP;
-	_tile_loadconfig(&g_cfg_gemm);
+	_tile_loadconfig(g16 ? &g_cfg_g16 : &g_cfg_gemm);
 	for (int s0 = 0; s0 < S; s0 += 16 * tiles_max) {
 		const int ntok = S - s0 < 16 * tiles_max ? S - s0 : 16 * tiles_max;
 		const int ntiles = (ntok + 15) / 16;
 		int8_t *xb = xpanel;
 		float *dxt = (float *)(xpanel + (size_t)ntiles * nb * 512);
 		int32_t *qst = (int32_t *)(dxt + (size_t)ntiles * nb * 16);
+		int32_t *hst = qst + (size_t)ntiles * nb * 16;
 
 		for (int i = 0; i < ntiles; i++) {
 			int T = ntok - 16 * i < 16 ? ntok - 16 * i : 16;
 			pack_tokens(x + s0 + 16 * i, T, nb, xb + (size_t)i * nb * 512,
-			            dxt + (size_t)i * nb * 16, qst + (size_t)i * nb * 16);
+			            dxt + (size_t)i * nb * 16, qst + (size_t)i * nb * 16,
+			            e == EPI_Q2K ? hst + (size_t)i * nb * 16 : NULL);
 		}
 		for (int r = row0; r < row1; r += 16) {
 			const int rs = r + 16 <= w->rows ? r : w->rows - 16; /* panel start */
 			const int re = r + 16 < row1 ? r + 16 : row1;        /* rows stored */
-			struct panel p = {.dwf = dwf, .nb = nb, .a_blk = 512, .a_stride = 32};
+			struct panel p = {
+			    .a = wun, .a_blk = 512, .a_stride = 32, .u = &up, .nb = nb};
 
-			if (kq) {
-				unpack_kq(w, rs, nb, wun, &ks);
-				p.a = wun;
-				p.ks = &ks;
-			} else if (q4) {
-				widen_scales(w->scales + (size_t)rs * nb, nb, dwf);
-				unpack_q4(w, rs, nb, wun);
-				p.a = wun;
-			} else {
-				widen_scales(w->scales + (size_t)rs * nb, nb, dwf);
+			coli_amx_panel_unpack(w, rs, &up);
+			if (q8) {
 				p.a = (const int8_t *)w->data + (size_t)rs * nb * 32;
 				p.a_blk = 32;
 				p.a_stride = (size_t)nb * 32;
@@ -429,7 +445,8 @@ int coli_gemm_amx(const struct coli_mat *w, const struct coli_act *x, int S, flo
 				p.xb = xb + (size_t)i * nb * 512;
 				p.dxt = dxt + (size_t)i * nb * 16;
 				p.qst = qst + (size_t)i * nb * 16;
-				panel_lanes(&p, lanes);
+				p.hst = hst + (size_t)i * nb * 16;
+				panel_lanes(&p, lanes, e);
 				panel_store(lanes, r - rs, re - rs, T, yt + r, (size_t)ldy);
 			}
 		}

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/bench/make_model.sh — `coli bench make-model` writes a valid, loadable
-# model: the tiny shape in q4, q8 and bf16 passes `coli verify` and generates
-# from token ids; the same seed gives the same bytes whatever the thread count,
+# model: the tiny shape in q4, q8, bf16, q4k and q6k passes `coli verify` and
+# generates from token ids (q4k: the Q4_K_M mix, lm_head and attn_v in Q6_K,
+# the expert downs of 128 columns in Q8_0); the same seed gives the same bytes whatever the thread count,
 # another seed other bytes; --layers sets the depth; bad shapes and quants are
 # refused with a message and leave no file. The glm4_moe shapes at --layers 2
 # (one dense layer, one MoE layer with a shared expert and sigmoid routing):
@@ -14,13 +15,17 @@
 # fixture's tensor table and config, and decodes on the CPU.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
-for q in q4 q8 bf16; do
+for q in q4 q8 bf16 q4k q6k; do
 	"$COLI" bench make-model --shape tiny --quant $q -o m-$q.coli 2>log.txt || { cat log.txt; fail "make-model $q"; }
 	"$COLI" verify m-$q.coli >/dev/null || fail "verify $q"
 	"$COLI" generate -m m-$q.coli --ids 1,2,3 -n 8 >out.txt 2>err.txt || { cat err.txt; fail "generate $q"; }
 	grep -q "generated 8 tok" err.txt || { cat err.txt; fail "generate $q: expected 8 tokens"; }
 	echo "ok   tiny $q: verify, generate --ids"
 done
+"$COLI" inspect -v m-q4k.coli | awk '/^(lm_head|blk\.0\.attn_q|blk\.0\.attn_v) / { print $1, $2 }' >t.txt
+printf 'lm_head q6_k\nblk.0.attn_q q4_k\nblk.0.attn_v q6_k\n' | cmp -s - t.txt || { cat t.txt; fail "q4k: not the Q4_K_M mix"; }
+"$COLI" inspect m-q4k.coli | grep -q "^ *0 *16 *q4_k *q8_0 " || { "$COLI" inspect m-q4k.coli; fail "q4k: expert layer not q4_k with q8_0 downs"; }
+echo "ok   q4k: Q4_K_M's mix"
 "$COLI" bench make-model --shape tiny --threads 1 --seed 7 -o a.coli 2>/dev/null || fail "seed 7, 1 thread"
 "$COLI" bench make-model --shape tiny --threads 2 --seed 7 -o b.coli 2>/dev/null || fail "seed 7, 2 threads"
 "$COLI" bench make-model --shape tiny --threads 2 --seed 8 -o c.coli 2>/dev/null || fail "seed 8"

@@ -2,14 +2,16 @@
  * tests/cpu/gemm_amx.c — the AMX int8 tile GEMM (cpu/gemv/gemm_amx.c) returns
  * coli_gemv_ref's bits for every element: Q8_0 and Q4_0 matrices (quantized
  * from random floats, or raw random quants with -128 and random scales), and
- * Q4_K and Q5_K ones (cpu/kquant/kquant.c's reduction, K whole superblocks),
- * fresh random activations (a block of zeros now and then), S from 1 to 70
- * (full and partial token tiles), K with and without a trailing group of
- * fewer than 16 blocks, up to COLI_AMX_MAX_K, row counts and sub-range
- * starts that are not multiples of the 16-row tile; called directly, through
- * coli_gemm and through the pool's coli_gemm_mt. Outputs are poisoned first;
- * prints the max error. Skips (77) on a CPU without AMX or a kernel that does
- * not grant the tile state.
+ * every GGUF block type, Q4_1, Q5_0, Q5_1 and Q2_K .. Q6_K
+ * (cpu/kquant/kquant.c's reduction: K whole superblocks for the K-quants),
+ * encoded from random floats where coli has the encoder, else random blocks
+ * (any quant and scale byte; halves random, or extreme: 0, the smallest
+ * subnormal, 65504, negative), fresh random activations (a block of zeros now and then), S from 1
+ * to 70 (full and partial token tiles), K with and without a trailing group of fewer than 16
+ * blocks, up to COLI_AMX_MAX_K, row counts and sub-range starts that are not multiples of the
+ * 16-row tile; called directly, through coli_gemm and through the pool's coli_gemm_mt. Outputs are
+ * poisoned first; prints the max error. Skips (77) on a CPU without AMX or a kernel that does not
+ * grant the tile state.
  */
 #include <errno.h>
 
@@ -20,8 +22,69 @@
 static const int g_S[] = {1, 3, 8, 15, 16, 17, 31, 32, 33, 47, 64, 70};
 static const int g_K[] = {32, 64, 96, 288, 544, 768, 2048, 2080, COLI_AMX_MAX_K};
 static const int g_Kk[] = {256, 768, 2048, 2304, COLI_AMX_MAX_K}; /* K-quants: whole 256s */
-static const enum coli_dtype g_dt[] = {COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0, COLI_DTYPE_Q4_K,
-                                       COLI_DTYPE_Q5_K};
+static const enum coli_dtype g_dt[] = {
+    COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0, COLI_DTYPE_Q4_K, COLI_DTYPE_Q5_K, COLI_DTYPE_Q6_K,
+    COLI_DTYPE_Q3_K, COLI_DTYPE_Q2_K, COLI_DTYPE_Q4_1, COLI_DTYPE_Q5_0, COLI_DTYPE_Q5_1};
+
+/* The offsets of a block's halves (d, and dmin or m where the type has one). */
+static int halves(enum coli_dtype t, int *off)
+{
+	switch (t) {
+	case COLI_DTYPE_Q4_1:
+	case COLI_DTYPE_Q5_1:
+	case COLI_DTYPE_Q4_K:
+	case COLI_DTYPE_Q5_K:
+		off[0] = 0, off[1] = 2;
+		return 2;
+	case COLI_DTYPE_Q5_0:
+		off[0] = 0;
+		return 1;
+	case COLI_DTYPE_Q2_K:
+		off[0] = 80, off[1] = 82;
+		return 2;
+	case COLI_DTYPE_Q3_K:
+		off[0] = 108;
+		return 1;
+	default: /* Q6_K */
+		off[0] = 208;
+		return 1;
+	}
+}
+
+/* A rows x K matrix of random blocks of t: every byte random, then each
+ * half random in +-0.02 or, one in eight, an extreme value. */
+static void *rand_blocks(struct coli_mat *m, enum coli_dtype t, int rows, int K)
+{
+	static const uint16_t extreme[] = {0x0000, 0x0001, 0x7bff, 0xfbff, 0x8001, 0x0400};
+	unsigned be, bb;
+	size_t n;
+	uint8_t *p;
+	int off[2], nh;
+
+	coli_dtype_block(t, &be, &bb);
+	n = (size_t)rows * (K / be);
+	p = xmalloc(n * bb);
+	nh = halves(t, off);
+	for (size_t i = 0; i < n * bb; i++)
+		p[i] = (uint8_t)rng_u64();
+	for (size_t i = 0; i < n; i++)
+		for (int h = 0; h < nh; h++) {
+			uint16_t v = rng_u64() % 8
+			                 ? coli_f32_to_fp16((rng_uniform() - 0.5f) * 0.04f)
+			                 : extreme[rng_u64() % 6];
+
+			memcpy(p + i * bb + off[h], &v, 2);
+		}
+	coli_mat_view(m, t, rows, K, p);
+	return p;
+}
+
+/* Q4_K, Q5_K, Q6_K, Q5_0 and Q5_1 have coli's encoders (kquant_enc.c). */
+static int has_encoder(enum coli_dtype t)
+{
+	return t == COLI_DTYPE_Q4_K || t == COLI_DTYPE_Q5_K || t == COLI_DTYPE_Q6_K ||
+	       t == COLI_DTYPE_Q5_0 || t == COLI_DTYPE_Q5_1;
+}
 
 /* Compares S rows of y (row stride ldy, rows [r0, rows)) with the
  * reference; returns the mismatches, raises *maxerr. */
@@ -68,12 +131,18 @@ int main(void)
 	}
 	for (int di = 0; di < (int)(sizeof(g_dt) / sizeof(g_dt[0])); di++) {
 		enum coli_dtype dt = g_dt[di];
-		const int blk = coli_dtype_is_block(dt);
+		const int blk = coli_dtype_is_block(dt); /* a GGUF block type */
+		unsigned be = 32, bb;
 
-		for (size_t ci = 0; ci < 2 * sizeof(g_S) / sizeof(g_S[0]); ci++) {
+		if (blk)
+			coli_dtype_block(dt, &be, &bb);
+
+		/* every S once, then half of them again at other sizes (~20 s a run
+		 * on a loaded 2-core VM) */
+		for (size_t ci = 0; ci < 3 * sizeof(g_S) / sizeof(g_S[0]) / 2; ci++) {
 			int S = g_S[ci % (sizeof(g_S) / sizeof(g_S[0]))];
-			int K = blk ? g_Kk[rng_u64() % (sizeof(g_Kk) / sizeof(g_Kk[0]))]
-			            : g_K[rng_u64() % (sizeof(g_K) / sizeof(g_K[0]))];
+			int K = be == 256 ? g_Kk[rng_u64() % (sizeof(g_Kk) / sizeof(g_Kk[0]))]
+			                  : g_K[rng_u64() % (sizeof(g_K) / sizeof(g_K[0]))];
 			int rows = 16 + (int)(rng_u64() % 90);
 			int ldy = rows + (int)(rng_u64() % 5);
 			int r0 = (int)(rng_u64() % 20);
@@ -86,7 +155,10 @@ int main(void)
 
 			if (K == COLI_AMX_MAX_K && S > 33)
 				K = 2048; /* keep the test short */
-			buf = rand_mat(&m, dt, rows, K, blk ? 0 : (int)(rng_u64() & 1));
+			if (blk && (!has_encoder(dt) || rng_u64() % 2))
+				buf = rand_blocks(&m, dt, rows, K);
+			else
+				buf = rand_mat(&m, dt, rows, K, blk ? 0 : (int)(rng_u64() & 1));
 			if (r0 >= rows)
 				r0 = 0;
 			for (int s = 0; s < S; s++) {
