@@ -132,6 +132,9 @@ static void help(FILE *f, const char *cmd)
 	        "  --feed F        what decode steps feed: random (default: a fixed\n"
 	        "                  pseudo-random sequence, the same in every arm) or greedy\n"
 	        "                  (the argmax; a synthetic model then loops on a few experts)\n"
+	        "  --seqs N        decode: N sequences (--parallel N slots) decoding together,\n"
+	        "                  a step one token of each through coli_engine_step; figures\n"
+	        "                  per token of all (default 1: coli_engine_forward)\n"
 	        "  --noise N       N threads that each burn a core through every round (a\n"
 	        "                  busy host: how the CPU rows bear it; default 0)\n"
 	        "  --json          one JSON object on stdout instead of the table\n",
@@ -224,6 +227,59 @@ int bench_feed(const struct run *R, const int *prompt, int i, const float *logit
 	return (int)(h % (uint64_t)R->cfg.vocab);
 }
 
+/* --seqs: sequence s's prompt (R->ids, its first id moved by s: no prefix
+ * shared) into its own slot, prefilled untimed in --ubatch chunks. */
+static int seqs_open(struct run *R, struct arm *a, int *slot, int *prompt, float *logits)
+{
+	int rc = 0, ub = coli_engine_ubatch(a->e);
+
+	for (int s = 0; !rc && s < R->seqs; s++) {
+		int *p = prompt + (size_t)s * R->prompt, fed;
+
+		memcpy(p, R->ids, sizeof(int) * R->prompt);
+		p[0] = (p[0] + s) % R->cfg.vocab;
+		slot[s] = rc = coli_engine_seq_open(a->e, p, R->prompt, &fed);
+		for (; rc >= 0 && fed < R->prompt; fed += ub) {
+			const struct coli_run run = {.slot = slot[s],
+			                             .n = R->prompt - fed < ub ? R->prompt - fed
+			                                                       : ub,
+			                             .ids = p + fed,
+			                             .logits = 1};
+
+			rc = coli_engine_step(a->e, &(struct coli_batch){.n_runs = 1, .runs = &run},
+			                      logits + (size_t)s * R->cfg.vocab);
+		}
+		rc = rc < 0 ? rc : 0;
+	}
+	return rc;
+}
+
+/* --seqs: R->tokens steps of one token of every sequence (each fed as
+ * bench_feed feeds one sequence), then the slots closed. */
+static int seqs_steps(struct run *R, struct arm *a, const int *slot, const int *prompt,
+                      float *logits)
+{
+	struct coli_run run[COLI_MAX_SEQ];
+	int id[COLI_MAX_SEQ], rc = 0;
+
+	for (int s = 0; s < R->seqs; s++)
+		id[s] = bench_feed(R, prompt + (size_t)s * R->prompt, 0,
+		                   logits + (size_t)s * R->cfg.vocab); /* its prefill's */
+	for (int i = 0; i < R->tokens && !rc; i++) {
+		for (int s = 0; s < R->seqs; s++)
+			run[s] =
+			    (struct coli_run){.slot = slot[s], .n = 1, .ids = &id[s], .logits = 1};
+		rc = coli_engine_step(a->e, &(struct coli_batch){.n_runs = R->seqs, .runs = run},
+		                      logits);
+		for (int s = 0; s < R->seqs; s++)
+			id[s] = bench_feed(R, prompt + (size_t)s * R->prompt, i + 1,
+			                   logits + (size_t)s * R->cfg.vocab);
+	}
+	for (int s = 0; s < R->seqs; s++)
+		coli_engine_seq_close(a->e, slot[s]);
+	return rc;
+}
+
 /* One timed round of arm a; fills *r. */
 int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits)
 {
@@ -231,7 +287,18 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 	int n_tok, rc, id, next = 0, ub;
 	double t0, t1, calls;
 
-	if (R->ctx_fill && a->filled) { /* the fill stays: back to its end */
+	int slot[COLI_MAX_SEQ], *prompt = NULL, many = R->seqs > 1 && !R->prefill;
+	float *lg = NULL; /* --seqs: a logits row a sequence */
+
+	if (many) {
+		prompt = malloc(sizeof(int) * (size_t)R->seqs * R->prompt);
+		lg = malloc(sizeof(float) * (size_t)R->seqs * R->cfg.vocab);
+		rc = !prompt || !lg ? -ENOMEM : seqs_open(R, a, slot, prompt, lg);
+		if (rc) {
+			free(prompt), free(lg);
+			return rc;
+		}
+	} else if (R->ctx_fill && a->filled) { /* the fill stays: back to its end */
 		rc = coli_engine_rewind(a->e, R->prompt);
 		next = a->fill_next;
 		if (rc)
@@ -255,6 +322,10 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 	if (R->prefill) {
 		rc = coli_engine_forward(a->e, R->ids, R->prompt, logits, 0);
 		n_tok = R->prompt;
+	} else if (many) {
+		rc = seqs_steps(R, a, slot, prompt, lg);
+		n_tok = R->tokens * R->seqs;
+		free(prompt), free(lg);
 	} else {
 		const float *last = logits;
 
@@ -289,9 +360,9 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 
 	if (R->prefill) /* the call's own K/V: read at least once */
 		kv = (double)R->prompt * kvrow;
-	else /* step p reads K and V of positions 0..p */
+	else /* step p reads K and V of positions 0..p, of each sequence */
 		for (int p = R->prompt; p < R->prompt + R->tokens; p++)
-			kv += (double)(p + 1) * kvrow;
+			kv += (double)(p + 1) * kvrow * (many ? R->seqs : 1);
 	r->dense_b = (calls * R->dense_call_bytes + kv) / n_tok + R->embd_row_bytes;
 	r->kv_b = kv / n_tok;
 	r->stream_b = (double)(s1.stream_bytes - s0.stream_bytes) / n_tok;
@@ -808,6 +879,8 @@ static int parse(struct run *R, int argc, char **argv, const char **arms)
 			bad = tool_int(P, o, v, 1, 1 << 24, &R->read_mib);
 		else if (!strcmp(o, "--qd"))
 			bad = tool_int(P, o, v, 1, 4096, &R->qd);
+		else if (!R->prefill && !R->stream && !strcmp(o, "--seqs"))
+			bad = tool_int(P, o, v, 1, COLI_MAX_SEQ, &R->seqs);
 		else if (!strcmp(o, "--noise"))
 			bad = tool_int(P, o, v, 0, 256, &R->noise);
 		else if (!strcmp(o, "--feed") && (!strcmp(v, "greedy") || !strcmp(v, "random")))
@@ -880,6 +953,8 @@ static int open_arms(struct run *R)
 			a->opts.ctx = need; /* the KV cache the bench needs, not the model's max */
 			a->opts.ctx_override = 1; /* speed, not quality: past max_ctx is fine */
 		}
+		if (R->seqs > 1) /* a slot a sequence */
+			a->opts.parallel = R->seqs;
 		rc = coli_engine_open(R->model, &a->opts, &a->e, err, sizeof(err));
 		if (rc)
 			return tool_err("bench", "arm '%s': %s", a->name, err);

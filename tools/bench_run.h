@@ -91,6 +91,7 @@ struct run {
 	char usage_cur[512], usage_snap[512]; /* the arms' usage file, the snapshot (as opts) */
 	const char *arm_list;
 	int feed_greedy; /* decode feeds the argmax back (--feed greedy), else bench_feed's ids */
+	int seqs;        /* --seqs: sequences decoding together (1: one, coli_engine_forward) */
 	struct coli_opts base;
 	double expert_total_bytes;
 };

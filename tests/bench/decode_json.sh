@@ -10,6 +10,7 @@
 # first, round by round (one round: their tok/s ratio). No wall-time assertions. The host tiers only
 # (--gpu off: a device, even COLI_GPU=sim in the environment, has its own bound).
 # --ctx-fill N: the attention report's KV bytes per token are the cache's rows read.
+# --seqs N: every token of N sequences decoding together routes top_k experts a layer.
 set -u
 command -v python3 >/dev/null || { echo "python3 not installed"; exit 77; }
 "$COLI" bench make-model --shape tiny -o tiny.coli 2>/dev/null || { echo "make-model failed"; exit 1; }
@@ -58,4 +59,23 @@ PY
 "$COLI" bench decode -m tiny.coli --ctx-fill 300 --prompt 8 >/dev/null 2>err.txt &&
 	{ echo "FAIL: --ctx-fill with --prompt accepted"; exit 1; }
 grep -q -- "--ctx-fill N is the prompt" err.txt || { cat err.txt; echo "FAIL: --ctx-fill + --prompt: message"; exit 1; }
+# --seqs 3: three sequences a step (--parallel 3 slots, coli_engine_step): each token still
+# routes top_k experts a layer; an expert is loaded once a step for the tokens that share it
+"$COLI" bench decode -m tiny.coli --gpu off --json --seqs 3 --rounds 1 --tokens 4 --disk-mib 0 \
+	--read-mib 16 >seqs.json || { echo "bench decode --seqs failed"; exit 1; }
+python3 - seqs.json cfg.txt <<'PY' || { cat seqs.json; exit 1; }
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+cfg = open(sys.argv[2]).read()
+layers = int(re.search(r"^layers +(\d+)", cfg, re.M).group(1))
+k = int(re.search(r"top-k (\d+)", cfg).group(1))
+a = j["arms"][0]
+assert abs(a["routed_pairs_per_token"] - layers * k) < 1e-6, (a["routed_pairs_per_token"], layers, k)
+assert 0 < a["expert_loads_per_token"] <= layers * k, a["expert_loads_per_token"]
+assert a["tok_s"] > 0, a
+print("ok: --seqs 3: %.1f routed pairs, %.2f loads a token" %
+      (a["routed_pairs_per_token"], a["expert_loads_per_token"]))
+PY
+"$COLI" bench decode -m tiny.coli --seqs 0 >/dev/null 2>err.txt && { echo "FAIL: --seqs 0 accepted"; exit 1; }
+grep -q -- "--seqs" err.txt || { cat err.txt; echo "FAIL: --seqs 0: message"; exit 1; }
 exit 0
