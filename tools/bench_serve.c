@@ -21,6 +21,8 @@
  * whatever the tokenizer. Clients are threads with blocking sockets, one
  * connection per request (Connection: close), taking the next index from a
  * shared counter until --requests R are taken or --seconds S have passed.
+ * Round r of arm a takes the indexes from (r * arms + a) * 2^21: fresh
+ * prompts in every round and arm, the same load in each.
  *
  * What a request records: TTFT = send to the first event carrying text;
  * inter-token latency = the gaps between successive text-bearing events
@@ -783,16 +785,20 @@ int bench_serve_main(int argc, char **argv)
 	if (o.warmup) { /* indexes past every round's, so the timed prompts are fresh */
 		struct figures w;
 
-		if (run_round(&ru, o.arms[0], 1 << 28, o.warmup, 0, &w))
+		if (run_round(&ru, o.arms[0], 1 << 30, o.warmup, 0, &w))
 			goto out;
 		if (w.errors) {
 			tool_err("bench serve", "warm-up request failed: %s", w.first_error);
 			goto out;
 		}
 	}
-	for (int r = 0; r < o.rounds; r++) /* arms interleaved: A B A B ... */
+	/* arms interleaved: A B A B ...; each round of each arm fresh requests (its own
+	 * 2^21 indexes, 64 rounds x 8 arms below the warm-up's: a prefix cache sees
+	 * only the shared prefix again, not an earlier round's or arm's prompts) */
+	for (int r = 0; r < o.rounds; r++)
 		for (int a = 0; a < o.n_arms; a++)
-			if (run_round(&ru, o.arms[a], 0, o.seconds > 0 ? 0 : o.requests, o.seconds,
+			if (run_round(&ru, o.arms[a], (r * o.n_arms + a) << 21,
+			              o.seconds > 0 ? 0 : o.requests, o.seconds,
 			              &f[r * o.n_arms + a]))
 				goto out;
 	bench_serve_report(&o, f, o.rounds, o.json);
