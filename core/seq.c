@@ -111,6 +111,8 @@ static int step_dev(coli_engine_t *e, const struct coli_batch *b, float *logits)
 		                           R->logits == 2);
 	}
 	rc = coli_forward_dev_batch(e, b, logits);
+	if (rc == 0 && e->vram.n_devs) /* between steps, as coli_engine_forward's */
+		coli_moe_dev_adapt(e);
 	if (rc == 0 || rc == -E2BIG || rc == -EINVAL)
 		return rc;
 	rc = coli_engine_dense_moved(e, rc);
@@ -132,8 +134,12 @@ int coli_engine_step(coli_engine_t *e, const struct coli_batch *b, float *logits
 		    (b->runs[r].logits && !logits))
 			return -EINVAL;
 	}
-	if (e->dense.dd)
-		return step_dev(e, b, logits);
+	if (e->dense.dd) {
+		rc = step_dev(e, b, logits);
+		if (rc && !e->errmsg[0])
+			snprintf(e->errmsg, sizeof(e->errmsg), "%s", strerror(-rc));
+		return rc;
+	}
 	rc = coli_forward_batch(e, b, logits);
 	if (!rc && e->vram.n_devs)
 		coli_moe_dev_adapt(e);
