@@ -17,6 +17,9 @@
  * experts on the CPU, q8 with --gpu sim:1 --dense cpu (the experts on the
  * simulated device, which must have served some) and with the dense part
  * there too (several slots' rows on the device: core/forward/forward_dev.c);
+ * and with the simulated device failing mid-run (the dense part moves to
+ * the CPU, every slot's cache rebuilt there from its history: the same
+ * tokens, the sim's bits being the CPU's);
  * with a GPU, q8 and q4 with the dense part and the experts on GPU 0 (the
  * reference then alone on the GPU: its attention kernels give a query the
  * same bits alone, in a row table or in a graph).
@@ -148,7 +151,8 @@ static int together(coli_engine_t *e, const struct seq *q, int V, int lo, int sp
 	return bad;
 }
 
-static int run_case(const char *path, const char *gpu, const char *dense, struct seq *q, int V)
+static int run_case(const char *path, const char *gpu, const char *dense, int fail, struct seq *q,
+                    int V)
 {
 	struct coli_opts o = opts(gpu, dense, N_SEQ);
 	struct coli_engine_stats st;
@@ -158,6 +162,7 @@ static int run_case(const char *path, const char *gpu, const char *dense, struct
 
 	if (alone(path, gpu, dense, q, V))
 		return 1;
+	o.gpu_fail_after = fail; /* the batched engine's device fails mid-run (-1: never) */
 	if (coli_engine_open(path, &o, &e, err, sizeof(err))) {
 		printf("open %s: %s\n", path, err);
 		return 1;
@@ -180,18 +185,19 @@ static int run_case(const char *path, const char *gpu, const char *dense, struct
 			       (unsigned long long)st.prefix_hits, st.kv_seqs, st.kv_seqs_open);
 			bad = 1;
 		}
-		if (!bad && strcmp(gpu, "off") && !st.hits[COLI_TIER_VRAM]) {
+		if (!bad && fail < 0 && strcmp(gpu, "off") && !st.hits[COLI_TIER_VRAM]) {
 			printf("%s: no expert ran on the device\n", gpu);
 			bad = 1;
 		}
-		if (!bad && strcmp(dense, "cpu") && !st.dense_on_device) {
-			printf("%s: the dense part is not on the device\n", gpu);
+		if (!bad && strcmp(dense, "cpu") && st.dense_on_device != (fail < 0)) {
+			printf("%s: the dense part %s on the device\n", gpu,
+			       fail < 0 ? "is not" : "stayed");
 			bad = 1;
 		}
 		coli_engine_close(e);
 	}
-	printf("%-28s %-6s dense %-4s %s\n", path + strlen(fx_tmpdir()) + 1, gpu, dense,
-	       bad ? "MISMATCH" : "identical");
+	printf("%-28s %-6s dense %-4s%s %s\n", path + strlen(fx_tmpdir()) + 1, gpu, dense,
+	       fail >= 0 ? " (fails)" : "", bad ? "MISMATCH" : "identical");
 	return bad != 0;
 }
 
@@ -202,9 +208,12 @@ int main(void)
 	const struct {
 		enum coli_dtype q;
 		const char *gpu, *dense;
-	} cases[] = {{COLI_DTYPE_Q8_0, "off", "cpu"},   {COLI_DTYPE_Q4_0, "off", "cpu"},
-	             {COLI_DTYPE_Q8_0, "sim:1", "cpu"}, {COLI_DTYPE_Q8_0, "sim:1", "auto"},
-	             {COLI_DTYPE_Q8_0, "0", "auto"},    {COLI_DTYPE_Q4_0, "0", "auto"}};
+		int fail; /* COLI_GPU_FAIL_AFTER of the batched engine */
+	} cases[] = {
+	    {COLI_DTYPE_Q8_0, "off", "cpu", -1},      {COLI_DTYPE_Q4_0, "off", "cpu", -1},
+	    {COLI_DTYPE_Q8_0, "sim:1", "cpu", -1},    {COLI_DTYPE_Q8_0, "sim:1", "auto", -1},
+	    {COLI_DTYPE_Q8_0, "sim:1", "auto", 600}, {COLI_DTYPE_Q8_0, "0", "auto", -1},
+	    {COLI_DTYPE_Q4_0, "0", "auto", -1}};
 	struct seq q[N_SEQ];
 	uint32_t r = 12345;
 	int fails = 0, V;
@@ -232,7 +241,7 @@ int main(void)
 				q[s].ids[t] = (int)((r = r * 1103515245u + 12345u) >> 8) % V;
 			q[s].logits = malloc(sizeof(float) * V * GEN);
 		}
-		fails += run_case(path, cases[c].gpu, cases[c].dense, q, V);
+		fails += run_case(path, cases[c].gpu, cases[c].dense, cases[c].fail, q, V);
 		for (int s = 0; s < N_SEQ; s++)
 			free(q[s].logits);
 	}
