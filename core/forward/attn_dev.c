@@ -8,6 +8,12 @@
  * (with its bias) into dd->proj. core/forward/forward_dev.c queues them
  * from layer_ops; core/forward/layer_host.c runs the shared expert after a
  * host-planned layer. Buffers: core/forward/dense_dev.h.
+ *
+ * Several sequences in a step (struct dstep's rows): the fused store and the
+ * short runs' attention take every row's position and slot from the row
+ * table (qk_store, attend); a run longer than COLI_GPU_MAX_S rows (a prompt's
+ * chunk) attends in a launch of its own at its slot, the op-by-op path goes
+ * a run at a time.
  */
 #include <errno.h>
 #include <math.h>

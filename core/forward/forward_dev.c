@@ -36,6 +36,14 @@
  * changes per token is read from device memory (position and ids in dd->ids,
  * routing and job tables the kernels write).
  *
+ * Several sequences (--parallel > 1, coli_forward_dev_batch): the runs of a
+ * step (struct coli_batch) become T rows as for one sequence, every matrix,
+ * router and MoE layer over all of them; each row's position and slot go to
+ * the device in a row table beside the ids (dd_rows, COLI_GPU_ROWS), which
+ * the fused q/k/RoPE/store launch and attention read (core/forward/attn_dev.c),
+ * so a decode step of several sequences is one launch per op and one graph,
+ * keyed by the row count and its furthest position's bucket (struct dstep).
+ *
  * With the layers split over several devices (core/forward/dense_dev.c), each
  * layer runs on its own range's device (coli_dense_dev_at): the forward holds
  * the one with the residual stream in a local, and a layer on the next
