@@ -533,9 +533,11 @@ int coli_engine_seq_rewind(coli_engine_t *e, int slot, int pos);
  * run order ([sum of asked rows][vocab]; NULL when none asks). The rows of
  * all runs are at most coli_engine_ubatch. -EINVAL (a bad run: slot not
  * open or given twice, n < 1, an id outside the vocabulary, too many rows),
- * -E2BIG (a run past the context): nothing changed. The dense part goes
- * to a device only with one slot (batching there is the next step), where
- * a batch is its one run through the device's forward. */
+ * -E2BIG (a run past the context): nothing changed. With the dense part on
+ * a device the runs go there together (each row's slot and position in a
+ * row table: docs/engine.md "Sequences"); with one slot, a batch is its one
+ * run through coli_engine_forward. The rows' logits are copied into the
+ * caller's buffer (a decode row: 30-60 us, as coli_engine_forward's). */
 int coli_engine_step(coli_engine_t *e, const struct coli_batch *b, float *logits);
 
 /* ---- sampling (core/text/sampler.c, sampler_proc.c; docs/api.md) ----

@@ -5,9 +5,10 @@
  * advances its pos; core/engine.c sizes it at open (coli_kv_alloc), rewinds
  * slot 0 (coli_engine_reset) and frees it at close (coli_kv_free); core/seq.c
  * hands slots to sequences (coli_engine_seq_open). The dense device keeps its
- * own copy of slot 0's layers (core/forward/dense_dev.c: the dense part goes
- * to a device only with one slot), in the same layout; hist lets the CPU
- * rebuild it from the token ids if that device fails.
+ * own copy of every slot's rows of its layers (core/forward/dense_dev.c: a
+ * slot's stride there is the longest device range's layers), not this one's
+ * contents; hist lets the engine rebuild every slot from its token ids if
+ * that device fails.
  *
  * Layout: kcache [n_seq][n_layers][ctx] rows of krow bytes, vcache likewise
  * with vrow: a slot is one [n_layers][ctx] block, the unit fixed-size blocks
