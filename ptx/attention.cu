@@ -18,7 +18,7 @@
  * (ptx/dense.cu) these kernels are exempt from the placement invariant: they
  * follow transformers' float32 math within rounding and are deterministic.
  *
- * Launch shapes and the split policies live in ptx/gpu_dense.c; the scratch
+ * Launch shapes and the split policies live in ptx/gpu_attn.c; the scratch
  * and the counters are shared with dense.cu's split-K GEMV, which is safe
  * because the device has one stream (a launch starts after the previous one
  * ended).

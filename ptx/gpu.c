@@ -28,7 +28,8 @@
  * handles, and launches (coli_gpu_launch). Its other parts: ptx/gpu_mem.c
  * (memory, copies, registered regions, the job-table ring), ptx/gpu_stream.c
  * (sync, graphs, staging slots, marks, wait points), ptx/gpu_expert.c (the
- * routed experts' launch wrappers), ptx/gpu_dense.c (the dense part's).
+ * routed experts' launch wrappers), ptx/gpu_dense.c (the dense part's),
+ * ptx/gpu_attn.c (attention's).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -238,8 +239,9 @@ static int get_functions(coli_gpu_t *g)
 	CK(g->cu->ModuleGetFunction(&g->f_pull, g->mod, "coli_pull"),
 	   "cuModuleGetFunction(coli_pull)");
 	{
-		int rc = coli_gpu_dense_functions(g);
+		int rc = coli_gpu_attn_functions(g);
 
+		rc = rc ? rc : coli_gpu_dense_functions(g);
 		rc = rc ? rc : coli_gpu_kinds_functions(g);
 		return rc ? rc : coli_gpu_mla_functions(g);
 	}

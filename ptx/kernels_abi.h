@@ -138,7 +138,7 @@ struct coli_gpu_pairs {
 
 /* Chunks of 32 positions (AD_CHUNK) a split of coli_attn_chunks and
  * coli_attn_prefill holds for a query that sees n positions: a function of n
- * and of the device's split count for the model (max_splits, ptx/gpu_dense.c:
+ * and of the device's split count for the model (max_splits, ptx/gpu_attn.c:
  * about two CTAs per SM over the kv heads, as the scratch allows), never of
  * the batch, the launch or the cache's length, so a query gets the same bits
  * alone, in a prefill batch, in a graph or out of one. A short context is
@@ -157,7 +157,7 @@ struct coli_gpu_pairs {
 #define COLI_GPU_ROWS 2
 
 /* The positions a captured decode step's attention launches splits for
- * (ptx/gpu_dense.c): a graph captured at a step ending at position n (pos0 +
+ * (ptx/gpu_attn.c): a graph captured at a step ending at position n (pos0 +
  * T) holds the CTAs of the first coli_gpu_attn_reach(n, span) positions, not
  * the whole span's (the same bits: a split past the position returns at
  * once), and may be replayed while pos0 + T stays within them. Buckets of

@@ -138,7 +138,8 @@ int coli_cu_load(const struct coli_cu **out, const char **why);
 /* Maps a CUresult to -errno and logs "coli: <what>: CUDA_ERROR_x" once per call. */
 int coli_cu_check(CUresult r, const char *what);
 
-/* One device (ptx/gpu.c opens it, ptx/gpu_dense.c adds the dense kernels). */
+/* One device (ptx/gpu.c opens it, ptx/gpu_dense.c and ptx/gpu_attn.c add the
+ * dense and the attention kernels). */
 #define MAX_JOBS   COLI_GPU_MAX_JOBS /* GEMV jobs per launch (experts x matrices) */
 #define JOB_RING   ((size_t)4 << 20) /* page-locked ring the job tables travel through */
 #define JOB_SEGS   4
@@ -227,6 +228,8 @@ struct coli_gpu {
 
 /* The dense kernels' handles and their scratch (at open; freed at close). */
 int coli_gpu_dense_functions(struct coli_gpu *g);
+/* The attention kernels' handles, a set a KV mode (at open; ptx/gpu_attn.c). */
+int coli_gpu_attn_functions(struct coli_gpu *g);
 /* Queue a job table's copy through the page-locked ring (ptx/gpu_mem.c). */
 int coli_gpu_job_table(struct coli_gpu *g, const void *jobs, size_t bytes, uint64_t *dptr);
 /* Queue an n-byte copy s -> d (n % 4 == 0) done by the SMs (coli_pull) on the

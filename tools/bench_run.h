@@ -1,7 +1,8 @@
 /*
  * tools/bench_run.h — private to tools/bench_run.c (decode, prefill: arms,
- * rounds, medians, the bound, the report) and tools/bench_stream.c (the
- * stream benchmark's arms, heat and table on top of them).
+ * rounds), tools/bench_run_report.c (medians, the bound, the report) and
+ * tools/bench_stream.c (the stream benchmark's arms, heat and table on top of
+ * them).
  */
 #ifndef COLI_TOOLS_BENCH_RUN_H
 #define COLI_TOOLS_BENCH_RUN_H
@@ -102,6 +103,13 @@ struct run {
 int bench_feed(const struct run *R, const int *prompt, int i, const float *logits);
 /* One timed round of arm a on its open engine (decode or prefill). */
 int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logits);
+
+/* bench_run_report.c */
+/* Arm a's medians over its R->rounds rounds, and its bounds. */
+void bench_summarize(struct run *R, struct arm *a);
+/* The report: a table, or one JSON object (--json). */
+void bench_print_table(struct run *R);
+void bench_print_json(struct run *R);
 /* Arms run with --profile: where their MoE window went, a line each. */
 void bench_print_profile(const struct run *R);
 /* The host-planned decode layers' timeline (arms with --profile; all in stream). */

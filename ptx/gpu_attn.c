@@ -1,0 +1,253 @@
+/*
+ * ptx/gpu_attn.c — launch wrappers for the attention kernels of
+ * ptx/attention.cu (coli_attn_chunks_<hd>, coli_attention) and
+ * ptx/attn_prefill.cu (coli_attn_prefill_<hd>): loading their functions, one
+ * set a KV mode (f32, bf16, q8, q8 K with bf16 V), and choosing the kernel,
+ * its grid and its split for a launch on the device's one stream.
+ *
+ * What it owns:
+ *   - the kernel's choice: coli_attn_prefill for one sequence's prefill
+ *     batch of AP_MIN_T queries or more at hd 64 or 128 (unless the GPU's
+ *     shared memory a block is too small, or coli_gpu_attn_prefill(g, 0)
+ *     turned it off); else coli_attn_chunks where hd is a power of two from
+ *     32 to 256; else coli_attention's tiles of AT_TILE positions.
+ *   - the split policy: a query's positions go in chunks of AD_CHUNK over at
+ *     most max_splits() CTAs (about two CTAs an SM over the kv heads, fewer
+ *     where one query's partials would not fit the dense scratch), and each
+ *     query's split is COLI_GPU_ATTN_CPS of its own position
+ *     (ptx/kernels_abi.h): a function of the model and the device only, so a
+ *     query gets the same bits in a prefill batch, a decode step or a graph.
+ *   - the row table: with COLI_GPU_ROWS (several sequences, a row each) the
+ *     grid covers the launch's furthest position, and a graph capture's grid
+ *     covers its bucket (coli_gpu_attn_reach), so a replay at any length up
+ *     to the bucket launches the same grid.
+ *
+ * Partials and their counters are ptx/gpu_dense.c's scratch
+ * (DENSE_SCRATCH_FLOATS floats, DENSE_COUNTERS counters, zero between
+ * launches); queries go in batches whose partials fit it. One stream: two
+ * split launches never overlap.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "ptx/ptx.h"
+#include "ptx/ptx_internal.h"
+
+#ifdef COLI_HAVE_PTX
+#define THREADS  256
+#define AT_TILE  256 /* positions per attention tile (attention.cu) */
+#define AD_CHUNK 32  /* positions per decode-attention chunk (attention.cu) */
+#define AT_MAXG  16
+#define AT_MAXQ  2048
+/* coli_attn_prefill_<hd> (attn_prefill.cu): 8 warps of AP_RW rows, the shared
+ * memory of ApSmem (q rows, two K and two V chunks, weights, O), and the
+ * batches that take it: from AP_MIN_T queries (below it too few CTAs: it
+ * lost to the chunk kernel at 16 queries on the H200, won from 64;
+ * docs/perf/history/2026-11-29.md) */
+#define AP_RW(hd)   ((hd) == 64 ? 8 : 4)
+#define AP_ROWS(hd) (8 * AP_RW(hd))
+#define AP_SMEM(hd)                                                                                \
+	(4 * (AP_ROWS(hd) * ((hd) + 4) + 4 * AD_CHUNK * ((hd) + 4) + AP_ROWS(hd) * AD_CHUNK +      \
+	      AP_ROWS(hd) * (hd)))
+#define AP_MIN_T 64
+
+/* The attention kernels' handles, a set a KV mode (at open, before the dense
+ * ones: nothing is allocated yet if one is missing). */
+int coli_gpu_attn_functions(struct coli_gpu *g)
+{
+	static const char *const kv_sfx[COLI_GPU_KV_MODES] = {"", "_bf16", "_q8", "_q8_bf16"};
+	char name[64];
+
+	for (int m = 0; m < COLI_GPU_KV_MODES; m++) { /* a kernel set a KV mode */
+		for (int i = 0; i < 4; i++) {
+			snprintf(name, sizeof(name), "coli_attn_chunks_%d%s", 32 << i, kv_sfx[m]);
+			CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[m][i], g->mod_attn, name),
+			   name);
+		}
+		snprintf(name, sizeof(name), "coli_attention%s", kv_sfx[m]);
+		CK(g->cu->ModuleGetFunction(&g->f_attn[m], g->mod_attn, name), name);
+		for (int i = 0; i < 2; i++) { /* hd 64, 128: shared memory past the static 48 KiB */
+			snprintf(name, sizeof(name), "coli_attn_prefill_%d%s", 64 << i, kv_sfx[m]);
+			CK(g->cu->ModuleGetFunction(&g->f_attn_prefill[m][i], g->mod_attn_prefill,
+			                            name),
+			   name);
+			/* a GPU with less shared memory a block (sm_86/89: 99 KB; hd 128
+			 * takes 105) keeps the chunk kernel for that head size */
+			if (g->cu->FuncSetAttribute(g->f_attn_prefill[m][i],
+			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+			                            AP_SMEM(64 << i)) != CUDA_SUCCESS)
+				g->f_attn_prefill[m][i] = NULL;
+		}
+	}
+	return 0;
+}
+
+/* coli_attn_chunks and coli_attn_prefill: the splits a query's positions
+ * may take, about two CTAs per SM over the kv heads (what fits at once: 128
+ * registers a thread), fewer where the partials of one query would not fit
+ * the scratch. A function of the model and the device only: each query's
+ * split is COLI_GPU_ATTN_CPS of its own position (ptx/kernels_abi.h), the
+ * same in a prefill batch, a decode step or a graph, and however long the
+ * cache is. Queries go in batches whose partials fit the scratch. Splits
+ * past a query's position return at once, and splits past `reach` (the
+ * positions any query of the launch sees, a graph's bucket when captured)
+ * are not launched. */
+static int max_splits(const coli_gpu_t *g, int nkv, int group, int hd)
+{
+	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
+	int splits = (2 * g->sm_count + nkv - 1) / nkv;
+
+	while (splits > 1 && (size_t)splits * per > DENSE_SCRATCH_FLOATS)
+		splits--;
+	return splits;
+}
+
+static int attention_chunks(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group,
+                            int hd, int mode)
+{
+	size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
+	int msp = max_splits(g, nkv, group, hd), splits, t0, tb, k = 0;
+	int rc = 0, hsplit = 1;
+
+	while (32 << k < hd)
+		k++;
+	/* up to a few thousand positions a decode step's time is a CTA's
+	 * instructions, which grow with the heads it holds: two heads a CTA, the
+	 * group's slices side by side (longer contexts: the whole group, each K/V
+	 * row read once). A prefill batch has CTAs enough: the whole group, K/V
+	 * read once for all its heads (the same bits either way) */
+	if (T <= COLI_GPU_MAX_S && reach <= 8192 && group >= 4 && group % 2 == 0)
+		hsplit = group / 2;
+	/* every query's used splits, ceil(chunks / cps) <= min(msp, chunks):
+	 * the grid covers the launch's longest */
+	splits = (reach + AD_CHUNK - 1) / AD_CHUNK;
+	splits = splits < msp ? splits : msp;
+	tb = splits > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)splits * per)) : T;
+	tb = tb < DENSE_COUNTERS / (nkv * hsplit) ? tb : DENSE_COUNTERS / (nkv * hsplit);
+	args[10] = &msp;
+	args[13] = &t0;
+	args[14] = &hsplit;
+	for (t0 = 0; !rc && t0 < T; t0 += tb)
+		rc = coli_gpu_launch(
+		    g, g->f_attn_chunks[mode][k], (unsigned)splits, (unsigned)(nkv * hsplit),
+		    (unsigned)(T - t0 < tb ? T - t0 : tb), THREADS, 0, args, "launch attention");
+	return rc;
+}
+
+/* coli_attn_prefill: a CTA a tile of queries of one kv head (all their
+ * heads), each query's positions split as coli_attn_chunks splits them:
+ * each query gets the bits it gets there. Grid (tiles, nkv). */
+static int attention_prefill(coli_gpu_t *g, void **args, int T, int nkv, int group, int hd,
+                             int mode)
+{
+	int msp = max_splits(g, nkv, group, hd),
+	    tiles = (T + AP_ROWS(hd) / group - 1) / (AP_ROWS(hd) / group);
+
+	args[9] = &msp;
+	args[10] = &T;
+	return coli_gpu_launch(g, g->f_attn_prefill[mode][hd == 128], (unsigned)tiles,
+	                       (unsigned)nkv, 1, THREADS, AP_SMEM(hd), args,
+	                       "launch attention prefill");
+}
+
+void coli_gpu_attn_prefill(coli_gpu_t *g, int on)
+{
+	g->attn_prefill_off = !on;
+}
+
+/* Grid (splits, nkv, T). hd a power of two from 32 to 256: coli_attn_chunks
+ * (above). Otherwise coli_attention's tiles: few queries split so that about
+ * two CTAs per SM run, each at least one tile; many (prefill): one CTA per
+ * (query, kv head) walks all its positions, no partials. */
+int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                       int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                       uint64_t aq, uint64_t ad, uint64_t aqs)
+{
+	return coli_gpu_attention_kv(g, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
+	                             ad, aqs, 0, 0, 0, 0, 0);
+}
+
+/* Several sequences (rows): pos0 is the launch's furthest position + 1 (the
+ * longest query's positions), and a capture's grid covers its bucket. */
+static int reach_rows(const coli_gpu_t *g, int n, int span)
+{
+	return g->capturing ? coli_gpu_attn_reach(n, span) : n;
+}
+
+/* The kernel of the cache's KV mode: the same split, the loads typed. */
+int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
+                          int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
+                          uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt, uint64_t sinks,
+                          int window, uint64_t rows)
+{
+	const int mode = coli_gpu_kv_mode(kt, vt);
+	CUdeviceptr a = q, b = K, c = V, d = out, p = posp, part = g->scratch, cnt = g->counts;
+	CUdeviceptr qa = aq, qd = ad, qs = aqs, sk = sinks, r = rows;
+	int group, tiles, splits = 1, tps, rc;
+	long base, want = 2L * g->sm_count;
+	/* coli_attn_chunks' parameters; coli_attention takes the first 13, then
+	 * the sinks, the window and the rows */
+	void *args[] = {&a,    &b,   &c,   &d,   &pos0, &p,  &nh, &nkv, &hd,     &scale, &tps,
+	                &part, &cnt, NULL, NULL, &qa,   &qd, &qs, &sk,  &window, &r};
+	void *targs[] = {&a,  &b,     &c,   &d,    &pos0, &p,  &nh,     &nkv,
+	                 &hd, &scale, &tps, &part, &cnt,  &sk, &window, &r};
+
+	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T) ||
+	    (aq && (nh * hd) % 32) || window < 0 || (rows && span < 1))
+		return -EINVAL;
+	group = nh / nkv;
+	if (group > AT_MAXG || group * hd > AT_MAXQ || mode < 0)
+		return -ENOTSUP; /* the shared-memory q block of attention.cu; a KV pair with
+		                  * no kernels */
+	/* (a prefill CTA's queries share their K/V chunks: one sequence's) */
+	if (!rows && T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
+	    g->f_attn_prefill[mode][hd == 128] && !g->attn_prefill_off) {
+		void *pa[] = {&a,     &b,   &c,   &d,  &pos0, &p,  &nh, &nkv,
+		              &scale, NULL, NULL, &qa, &qd,   &qs, &sk, &window};
+
+		return attention_prefill(g, pa, T, nkv, group, hd, mode);
+	}
+	if (hd % 32 == 0 && THREADS % hd == 0 && nh <= DENSE_COUNTERS)
+		return attention_chunks(g, args, T,
+		                        rows                   ? reach_rows(g, pos0, span)
+		                        : posp && g->capturing ? coli_gpu_attn_reach(pos0 + T, span)
+		                                               : pos0 + T,
+		                        nkv, group, hd, mode);
+	base = (long)T * nkv;
+	tiles = ((posp || rows ? span : pos0 + T) + AT_TILE - 1) / AT_TILE;
+	if (base < want && base <= DENSE_COUNTERS) {
+		size_t per = (size_t)base * ((size_t)group * hd + 2 * group); /* floats a split */
+
+		splits = (int)((want + base - 1) / base);
+		splits = splits < tiles ? splits : tiles;
+		while (splits > 1 && (size_t)splits * per > DENSE_SCRATCH_FLOATS)
+			splits--;
+	}
+	tps = (tiles + splits - 1) / splits;
+	splits = (tiles + tps - 1) / tps; /* no split starts past the last position */
+	rc = coli_gpu_launch(g, g->f_attn[mode], (unsigned)splits, (unsigned)nkv, (unsigned)T, 256,
+	                     0, targs, "launch attention");
+	/* coli_attention's items do not make whole blocks a warp: quantize apart */
+	return rc || !aq ? rc : coli_gpu_act_quantize(g, out, aq, ad, aqs, T * nh * hd / 32);
+}
+
+#else
+#define NO_GPU return -ENODEV
+int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T, int p,
+                       uint64_t pp, int span, int nh, int nkv, int hd, float s, uint64_t aq,
+                       uint64_t ad, uint64_t aqs)
+{
+	NO_GPU;
+}
+int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T,
+                          int p, uint64_t pp, int span, int nh, int nkv, int hd, float s,
+                          uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt, uint64_t sk,
+                          int w, uint64_t rows)
+{
+	NO_GPU;
+}
+void coli_gpu_attn_prefill(coli_gpu_t *g, int on)
+{
+	(void)g, (void)on;
+}
+#endif
