@@ -527,7 +527,7 @@ int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
 
 	if (a->T < 1 || a->T * a->K > COLI_GPU_PLAN_MAX_P)
 		return -ENOTSUP;
-	if (a->rlog && (a->T > COLI_GPU_MAX_S || a->E < 1 || a->E > COLI_GPU_ROUTE_MAX_E ||
+	if (a->rlog && (a->T > COLI_GPU_STEP_T || a->E < 1 || a->E > COLI_GPU_ROUTE_MAX_E ||
 	                a->K > 16 || a->K > a->E))
 		return -ENOTSUP;
 	return launch(g, a->rlog ? g->f_route_plan : g->f_moe_plan, 1, 1, COLI_GPU_PLAN_MAX_P, 0,

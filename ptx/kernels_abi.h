@@ -6,7 +6,12 @@
 #ifndef COLI_PTX_KERNELS_ABI_H
 #define COLI_PTX_KERNELS_ABI_H
 
-#define COLI_GPU_MAX_S     4  /* activation vectors per GEMV job (decode batch) */
+#define COLI_GPU_MAX_S 4 /* activation vectors per GEMV job (decode batch) */
+/* Rows of a step whose MoE layers may be planned on the device and whose ops
+ * may be captured as one graph: a decode step of up to this many sequences
+ * (--parallel). A pair a thread in the plan's CTA: top_k <= 16 keeps
+ * COLI_GPU_STEP_T * top_k within COLI_GPU_PLAN_MAX_P. */
+#define COLI_GPU_STEP_T    16
 #define COLI_GPU_GEMV_ROWS 32 /* rows of a job per GEMV CTA (ptx/kernels.cu) */
 /* An expert's run of at least this many tokens goes to the tensor-core GEMM
  * (ptx/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S. bf16: the GEMV
@@ -196,12 +201,13 @@ struct coli_gpu_pulls {
 #define COLI_GPU_ROUTE_MAX_E 1024
 
 /* A MoE layer planned on the device (coli_moe_plan): from the routing of
- * T <= COLI_GPU_MAX_S tokens, P = T * K (token, expert) pairs in ascending
+ * T <= COLI_GPU_STEP_T tokens, P = T * K (token, expert) pairs in ascending
  * (expert, token) order, each one GEMV job of S = 1 for gate, up and down,
  * and the pair lists the accumulation reads. An expert whose slabs[] entry is
  * 0 (not resident) gets empty jobs (rows = 0): its pairs keep their place in
  * the lists and y, for the host to fill. All pointers are device addresses. */
 #define COLI_GPU_PLAN_MAX_P 256
+#define COLI_GPU_PLAN_WARPS (COLI_GPU_PLAN_MAX_P / 32) /* each routes every 8th token */
 struct coli_gpu_moe_plan {
 	const int *sel;                                /* [T][K] routed experts */
 	const float *selw;                             /* [T][K] their weights */

@@ -207,14 +207,15 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 }
 
 /* coli_route of the logits lg [T][ld] (a.rlog, or the caller's shared p) into
- * a.sel/selw (warp t routes token t), then coli_moe_plan, by one CTA of
- * COLI_GPU_PLAN_MAX_P threads: T <= COLI_GPU_MAX_S. p: shared [MAX_S][MAX_E]
- * (lg may be p: routed in place). */
+ * a.sel/selw, then coli_moe_plan, by one CTA of COLI_GPU_PLAN_MAX_P threads:
+ * warp w routes tokens w, w + COLI_GPU_PLAN_WARPS, ... (T <= COLI_GPU_STEP_T)
+ * with row w of p, shared [COLI_GPU_PLAN_WARPS][MAX_E] or fewer rows, as its
+ * scratch (lg may be p when T <= the rows of p: each token routed in place). */
 static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan &a,
                                                   const float *lg, int ld,
                                                   float (*p)[COLI_GPU_ROUTE_MAX_E])
 {
-	__shared__ double sum[COLI_GPU_MAX_S];
+	__shared__ double sum[COLI_GPU_PLAN_WARPS];
 	__shared__ int sel[COLI_GPU_PLAN_MAX_P];
 	__shared__ float selw[COLI_GPU_PLAN_MAX_P];
 	__shared__ unsigned long long slabs[COLI_GPU_ROUTE_MAX_E];
@@ -223,10 +224,12 @@ static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan
 	/* the slab table, read while the routing runs rather than after it */
 	for (int e = threadIdx.x; e < a.E; e += blockDim.x)
 		slabs[e] = a.slabs[e];
-	if (w < a.T)
-		route_warp(lg + (size_t)w * ld, a.E, a.K, a.norm, (int *)a.sel + (size_t)w * a.K,
-		           (float *)a.selw + (size_t)w * a.K, p[w], &sum[w], sel + w * a.K,
-		           selw + w * a.K);
+	for (int t = w; t < a.T; t += COLI_GPU_PLAN_WARPS) {
+		route_warp(lg + (size_t)t * ld, a.E, a.K, a.norm, (int *)a.sel + (size_t)t * a.K,
+		           (float *)a.selw + (size_t)t * a.K, p[w], &sum[w], sel + t * a.K,
+		           selw + t * a.K);
+		__syncwarp(); /* p[w] is the next token's scratch */
+	}
 	__syncthreads(); /* the routing's and the slab table's shared copies are visible */
 	if ((int)threadIdx.x < a.T * a.K)
 		plan_pair(a, threadIdx.x, sel, selw, slabs);
@@ -235,13 +238,14 @@ static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan
 extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
     coli_route_plan(const __grid_constant__ struct coli_gpu_moe_plan a)
 {
-	__shared__ float p[COLI_GPU_MAX_S][COLI_GPU_ROUTE_MAX_E];
+	__shared__ float p[COLI_GPU_PLAN_WARPS][COLI_GPU_ROUTE_MAX_E];
 
 	pdl_entry();
 	route_plan(a, a.rlog, a.E, p);
 }
 
-/* The router's GEMV (f32, T <= COLI_GPU_MAX_S tokens into p.rlog), then
+/* The router's GEMV (f32, T <= COLI_GPU_MAX_S tokens into p.rlog: a row of p
+ * each, routed in place), then
  * route_plan, in one launch: every CTA writes its split's sums (dgemv_part)
  * and counts itself in at *done; the last of the grid adds each logit's
  * splits in ascending order from +0, as dgemv's combine does, writes the

@@ -261,9 +261,9 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 	B(grlog, T * (c->n_experts > 0 ? c->n_experts : 1) * 4);
 	B(gsel, P * 4);
 	B(gselw, P * 4);
-	B(fsel, (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k * 4);
-	B(gu_jobs, sizeof(struct coli_gpu_gemv_job) * 2 * COLI_GPU_MAX_S * c->top_k);
-	B(down_jobs, sizeof(struct coli_gpu_gemv_job) * COLI_GPU_MAX_S * c->top_k);
+	B(fsel, (size_t)c->n_layers * COLI_GPU_STEP_T * c->top_k * 4);
+	B(gu_jobs, sizeof(struct coli_gpu_gemv_job) * 2 * COLI_GPU_STEP_T * c->top_k);
+	B(down_jobs, sizeof(struct coli_gpu_gemv_job) * COLI_GPU_STEP_T * c->top_k);
 #undef B
 	return rc;
 }
@@ -301,7 +301,7 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	dd->part = calloc((size_t)c->n_layers, 1);
 	dd->fast_T = calloc((size_t)c->n_layers, sizeof(int));
 	dd->seg =
-	    calloc((size_t)c->n_layers * COLI_GPU_MAX_S * 2 * COLI_ATTN_BUCKETS, sizeof(*dd->seg));
+	    calloc((size_t)c->n_layers * COLI_GPU_STEP_T * 2 * COLI_ATTN_BUCKETS, sizeof(*dd->seg));
 	if (!rc && (!dd->full || !dd->part || !dd->fast_T || !dd->seg))
 		rc = -ENOMEM;
 	return rc;
@@ -313,10 +313,10 @@ static void close_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	 * device's failure) reads host buffers the next forward rewrites, and
 	 * the memory freed here */
 	coli_dev_sync(dd->dev);
-	for (int i = 0; dd->seg && i < e->m.cfg.n_layers * COLI_GPU_MAX_S * 2 * COLI_ATTN_BUCKETS;
+	for (int i = 0; dd->seg && i < e->m.cfg.n_layers * COLI_GPU_STEP_T * 2 * COLI_ATTN_BUCKETS;
 	     i++)
 		coli_dev_graph_free(dd->dev, dd->seg[i].graph);
-	for (int i = 0; i < COLI_GPU_MAX_S; i++)
+	for (int i = 0; i < COLI_GPU_STEP_T; i++)
 		for (int b = 0; b < COLI_ATTN_BUCKETS; b++)
 			coli_dev_graph_free(dd->dev, dd->tok[i][b].graph);
 	free(dd->seg);
@@ -440,7 +440,7 @@ static int plan_init_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	int E = c->n_experts, any = 0, d = dd->dev->index, rc;
 	uint64_t *tab;
 
-	if (!dd->route_on_dev || c->top_k * COLI_GPU_MAX_S > COLI_GPU_PLAN_MAX_P)
+	if (!dd->route_on_dev || c->top_k * COLI_GPU_STEP_T > COLI_GPU_PLAN_MAX_P)
 		return 0;
 	for (int l = dd->l0; l < dd->l1; l++) {
 		int n = 0;

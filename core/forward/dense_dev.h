@@ -95,7 +95,7 @@ struct coli_dense_dev {
 	                                     * [nh][tmax][np], [tmax][nh][kl + r],
 	                                     * [nh][tmax][kl] (core/forward/mla_dev.c) */
 	struct coli_gpu_gemm_job *mla_jobs; /* [nh] host: a prefill's per-head jobs */
-	uint64_t fsel;    /* [n_layers][COLI_GPU_MAX_S][top_k]: each device-planned layer's
+	uint64_t fsel;    /* [n_layers][COLI_GPU_STEP_T][top_k]: each device-planned layer's
 	                   * routing, down once a forward into e->s.fast_sel (fast_down) */
 	int route_on_dev; /* the device routes (E and top_k within coli_route's limits) */
 	int point;        /* the layer queued last recorded the host's wait point behind its
@@ -105,13 +105,13 @@ struct coli_dense_dev {
 	signed char *part; /* [n_layers] some (full or not): the layer can be preplanned */
 	int *fast_T;       /* [n_layers] tokens of this forward's device-planned layer, or 0 */
 	int fast_any;      /* a layer was planned here this forward: its fsel goes down */
-	struct seg *seg;   /* [n_layers][COLI_GPU_MAX_S][2][COLI_ATTN_BUCKETS]: decode
+	struct seg *seg;   /* [n_layers][COLI_GPU_STEP_T][2][COLI_ATTN_BUCKETS]: decode
 	                    * layers' captured graphs, without and with the
 	                    * lookahead's guess, by the positions attention covers
 	                    * (kernels_abi.h coli_gpu_attn_reach) */
-	struct seg tok[COLI_GPU_MAX_S][COLI_ATTN_BUCKETS]; /* every layer in one graph,
-	                                                    * when none needs the host
-	                                                    * (forward_dev.c token_run) */
+	struct seg tok[COLI_GPU_STEP_T][COLI_ATTN_BUCKETS]; /* every layer in one graph,
+	                                                     * when none needs the host
+	                                                     * (forward_dev.c token_run) */
 	struct coli_gpu_gemv_job *jobs;
 	int kmax;
 	uint64_t *allocs; /* every allocation, for release */

@@ -7,7 +7,7 @@
  *
  * Per MoE layer the device computes the router logits (gpt-oss: plus the
  * router's bias) and routes them (coli_route: softmax, top-k, weights). A layer whose every expert
- * is resident on this device, at T <= COLI_GPU_MAX_S (decode), is planned on the device too
+ * is resident on this device, at T <= COLI_GPU_STEP_T (decode), is planned on the device too
  * (coli_route_plan routes and writes the GEMV job tables and pair lists in one launch): gate/up,
  * silu, quantize, down and the accumulation follow on the stream with no round trip to the host,
  * whose only part is counting the routed experts once the forward has synchronized (fast_count).
@@ -67,8 +67,9 @@
 #include "core/dev/dev.h"
 
 /* Whether MoE layer l is routed and planned on the device at T tokens
- * (every expert resident here), or preplanned (some are: they start here
- * before the host plans the rest). gpt-oss's experts too: the plan names
+ * (every expert resident here: T <= COLI_GPU_STEP_T), or preplanned (some
+ * are: they start here before the host plans the rest, which it does as a
+ * decode step's only at T <= COLI_GPU_MAX_S). gpt-oss's experts too: the plan names
  * each pair's expert (dd->pex), its silu adds that expert's gate and up
  * bias rows before the clamped SwiGLU, and its down bias joins each output
  * before the accumulate (coli_dense_dev_down_bias). */
@@ -76,7 +77,7 @@ static int can_plan(const struct coli_engine *e, int l, int T)
 {
 	const struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 
-	return dd->route_on_dev && dd->plan_dev >= 0 && T <= COLI_GPU_MAX_S && !e->trace &&
+	return dd->route_on_dev && dd->plan_dev >= 0 && T <= COLI_GPU_STEP_T && !e->trace &&
 	       !dd->dev->failed &&
 	       (e->m.cfg.ffn_act == COLI_ACT_SWIGLU ||
 	        coli_dev_can(dd->dev, COLI_DEV_CAP_SWIGLU_OAI));
@@ -89,7 +90,7 @@ static int planned(const struct coli_engine *e, int l, int T)
 
 static int preplanned(const struct coli_engine *e, int l, int T)
 {
-	return can_plan(e, l, T) && !coli_dense_dev_at(e, l)->full[l] &&
+	return can_plan(e, l, T) && T <= COLI_GPU_MAX_S && !coli_dense_dev_at(e, l)->full[l] &&
 	       coli_dense_dev_at(e, l)->part[l];
 }
 
@@ -115,7 +116,7 @@ static struct coli_dev_route route_args(const struct coli_engine *e, int l, uint
 	                               .scale = c->routed_scale};
 }
 
-/* Route layer l's T <= COLI_GPU_MAX_S tokens from the router logits in
+/* Route layer l's T <= COLI_GPU_STEP_T tokens from the router logits in
  * dd->rlog and plan its experts resident here (one launch for both): the
  * routing into sel (dd->sel, which a preplanned layer downloads, or the
  * layer's row of dd->fsel), the GEMV job tables and pair lists (dd->ptok/pw)
@@ -232,7 +233,7 @@ static int plan_experts(struct coli_engine *e, int l, int T)
 static void fast_down(struct coli_engine *e, struct coli_dense_dev *dd, struct coli_dev_down *v,
                       int *n)
 {
-	const size_t row = (size_t)COLI_GPU_MAX_S * e->m.cfg.top_k;
+	const size_t row = (size_t)COLI_GPU_STEP_T * e->m.cfg.top_k;
 
 	if (!dd->fast_any)
 		return;
@@ -251,7 +252,7 @@ static void fast_count(struct coli_engine *e)
 
 	for (int l = 0; l < c->n_layers; l++) {
 		struct coli_dense_dev *dd = e->dense.dds[e->dense.dd_of[l]];
-		const int *s = e->s.fast_sel + (size_t)l * COLI_GPU_MAX_S * K;
+		const int *s = e->s.fast_sel + (size_t)l * COLI_GPU_STEP_T * K;
 		const struct coli_expert_layer *xl;
 		int P = dd->fast_T[l] * K;
 
@@ -291,8 +292,7 @@ static int guess_layer(const struct coli_engine *e, int l, int T)
 	while (n < c->n_layers && !e->m.layers[n].moe)
 		n++;
 	/* (its router lives with its layer: none across a device boundary) */
-	if (n == c->n_layers || n >= dd->l1 || !coli_lookahead_wanted(e, n) ||
-	    (dd->plan_dev >= 0 && dd->full[n] && T <= COLI_GPU_MAX_S))
+	if (n == c->n_layers || n >= dd->l1 || !coli_lookahead_wanted(e, n) || planned(e, n, T))
 		return -1;
 	return n;
 }
@@ -354,7 +354,7 @@ static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer 
 	int H = e->m.cfg.hidden, K = e->m.cfg.top_k, rc;
 
 	rc = plan_route(e, l, T, fused ? &D->router : NULL,
-	                dd->fsel + (size_t)l * COLI_GPU_MAX_S * K * 4);
+	                dd->fsel + (size_t)l * COLI_GPU_STEP_T * K * 4);
 	rc = rc ? rc : plan_experts(e, l, T);
 	rc = rc ? rc : coli_dense_dev_down_bias(e, dd, l, T * K);
 	if (defers(e, l, SEG_PLANNED)) /* summed by the next layer's first norm */
@@ -420,10 +420,12 @@ static int layer_ops(struct coli_engine *e, int l, const struct dstep *st, int k
 		                   dd->mlp);
 	rc = rc ? rc : prep(dd, &D->router, dd->xn, T); /* f32 today: a no-op */
 	/* a planned layer's f32 router runs in the plan's launch (not one whose
-	 * bias joins its logits: that is a launch between) */
+	 * bias joins its logits: that is a launch between), up to the fused
+	 * GEMV's COLI_GPU_MAX_S rows */
 	fused = (kind == SEG_PLANNED || kind == SEG_PRE) && dd->route_on_dev &&
-	        D->router.dtype == COLI_DTYPE_F32 && dd->dev->ops->router_plan &&
-	        c->router_kind == COLI_ROUTER_SOFTMAX && !logit_bias(e, dd, l);
+	        T <= COLI_GPU_MAX_S && D->router.dtype == COLI_DTYPE_F32 &&
+	        dd->dev->ops->router_plan && c->router_kind == COLI_ROUTER_SOFTMAX &&
+	        !logit_bias(e, dd, l);
 	rc = rc || fused ? rc : router_logits(e, dd, l, T, dd->rlog);
 	if (kind == SEG_PLANNED)
 		return rc ? rc : planned_moe(e, l, T, D, fused, xq);
@@ -461,15 +463,22 @@ static int layer_ops(struct coli_engine *e, int l, const struct dstep *st, int k
 	return rc < 0 ? rc : plan_experts(e, l, T);
 }
 
-/* Whether decode layers run as graphs: positions then come from dd->ids on
- * the device, which every kernel of layer_ops reads them from except the
- * unfused q/k path (OLMoE's whole-vector norm, heads over 256; MLA's ops all
- * read it). */
-static int use_graphs(const struct coli_engine *e, const struct coli_dense_dev *dd, int T)
+/* Whether a step's layers run as graphs: a decode step, whose positions
+ * come from device memory (dd->ids, or the row table of several sequences),
+ * which every kernel of layer_ops reads them from except the unfused q/k
+ * path (OLMoE's whole-vector norm, heads over 256; MLA's ops all read it).
+ * One sequence up to COLI_GPU_MAX_S rows; several up to COLI_GPU_STEP_T, each
+ * run within COLI_GPU_MAX_S (a longer one attends in a launch of its own at
+ * the position the host gives: core/forward/attn_dev.c attend). */
+static int use_graphs(const struct coli_engine *e, const struct coli_dense_dev *dd,
+                      const struct dstep *st)
 {
 	const struct coli_model_config *c = &e->m.cfg;
+	int decode = st->T <= COLI_GPU_MAX_S || (st->rows && st->T <= COLI_GPU_STEP_T);
 
-	return T <= COLI_GPU_MAX_S && e->opts.dev_graph && !e->opts.profile &&
+	for (int r = 0; st->rows && r < st->n_runs; r++)
+		decode &= st->run[r].n <= COLI_GPU_MAX_S;
+	return decode && e->opts.dev_graph && !e->opts.profile &&
 	       (c->kv_lora || coli_dense_dev_qk_fused(c)) &&
 	       coli_dev_can(dd->dev, COLI_DEV_CAP_GRAPHS);
 }
@@ -488,11 +497,11 @@ static int layer_run(struct coli_engine *e, int l, const struct dstep *st, int k
 	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
 	const int T = st->T;
 	struct seg *s =
-	    &dd->seg[(((size_t)l * COLI_GPU_MAX_S + T - 1) * 2 + (gn >= 0)) * COLI_ATTN_BUCKETS +
+	    &dd->seg[(((size_t)l * COLI_GPU_STEP_T + T - 1) * 2 + (gn >= 0)) * COLI_ATTN_BUCKETS +
 	             coli_gpu_attn_bucket(st->reach)];
 	int rc;
 
-	if (!use_graphs(e, dd, T))
+	if (!use_graphs(e, dd, st))
 		return layer_ops(e, l, st, kind, xq, gn, pend);
 	if (s->state && (s->kind != kind || s->guess != gn || s->pend != pend)) { /* placement */
 		coli_dev_graph_free(dd->dev, s->graph);
@@ -551,7 +560,7 @@ static int token_run(struct coli_engine *e, const struct dstep *st)
 	struct seg *s = &dd->tok[T - 1][coli_gpu_attn_bucket(st->reach)];
 	int rc = 0;
 
-	if (e->dense.n_dd != 1 || s->state < 0 || !use_graphs(e, dd, T))
+	if (e->dense.n_dd != 1 || s->state < 0 || !use_graphs(e, dd, st))
 		return 0;
 	for (int l = 0; l < c->n_layers; l++)
 		if (layer_kind(e, l, T) != SEG_PLANNED && layer_kind(e, l, T) != SEG_DENSE)
@@ -693,7 +702,7 @@ static int forward_rows(struct coli_engine *e, const struct dstep *st, const int
 		}
 	}
 	if (!rc) /* a failed upload is the device's failure (the caller falls back) */
-		rc = T <= COLI_GPU_MAX_S ? token_run(e, st) : 0;
+		rc = T <= COLI_GPU_STEP_T ? token_run(e, st) : 0;
 	whole = rc == 1;
 	rc = whole ? 0 : rc;
 	if (whole && !e->opts.profile) /* queued, not done: see coli_dense_dev_phase_end */

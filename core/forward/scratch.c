@@ -34,7 +34,7 @@ static int xfer_alloc(struct coli_scratch *s, const struct coli_model_config *c)
 {
 	int T = s->tmax, H = c->hidden;
 	size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
-	size_t fast = (size_t)c->n_layers * COLI_GPU_MAX_S * c->top_k;
+	size_t fast = (size_t)c->n_layers * COLI_GPU_STEP_T * c->top_k;
 	size_t sz[] = {(size_t)T * H * 4,
 	               (size_t)T * E1 * 4,
 	               P * (H + 2) * 4,

@@ -60,7 +60,7 @@ struct coli_scratch {
 	float *xlogits; /* [vocab]: a decode step's logits on their way from the dense
 	                 * device (a download into the caller's pageable buffer went
 	                 * through the driver's staging at a few GB/s) */
-	int *fast_sel;  /* [n_layers][COLI_GPU_MAX_S][top_k]: routing of the layers planned on
+	int *fast_sel;  /* [n_layers][COLI_GPU_STEP_T][top_k]: routing of the layers planned on
 	                 * the dense device this forward, for the host's counts */
 	int *guess;     /* [tmax][top_k]: the lookahead's top-k for a layer call's guess_l,
 	                 * computed on the dense device (core/forward/forward_dev.c) */

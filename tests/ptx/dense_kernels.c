@@ -41,7 +41,8 @@
  *                   ascending (expert, token), every field of every job (a
  *                   non-resident expert's jobs empty, its pairs in place; each
  *                   pair's expert, gpt-oss's bias rows); with
- *                   router logits (coli_route_plan) the routing is coli_route's
+ *                   router logits (coli_route_plan, T 1 .. COLI_GPU_STEP_T: a
+ *                   warp routes several tokens) the routing is coli_route's
  *                   choice and the pair lists follow it
  *   router_plan     the router's f32 GEMV and the plan in one launch: the bytes
  *                   of the two launches (logits, routing, jobs, pair lists)
@@ -842,7 +843,7 @@ static int test_route(void)
 static int test_moe_plan(void)
 {
 	enum { E = 128, H = 2048, I = 768 };
-	static const int cases[][2] = {/* T, K */ {1, 8}, {4, 8}, {3, 2}, {4, 16}};
+	static const int cases[][2] = {/* T, K */ {1, 8}, {4, 8}, {3, 2}, {4, 16}, {16, 8}, {16, 16}};
 	int rc = 0;
 
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -966,11 +967,11 @@ static int test_route_plan(void)
 	enum { E = 128, K = 8, H = 256, I = 64 };
 	int rc = 0;
 
-	for (int T = 1; T <= COLI_GPU_MAX_S; T += 3) {
-		int P = T * K, sel[COLI_GPU_MAX_S * K], gsel[COLI_GPU_MAX_S * K];
-		int tok[COLI_GPU_MAX_S * K], bad = 0;
-		float lg[COLI_GPU_MAX_S * E], p[E], w[COLI_GPU_MAX_S * K], pw[COLI_GPU_MAX_S * K];
-		float gw[COLI_GPU_MAX_S * K];
+	for (int T = 1; T <= COLI_GPU_STEP_T; T += 3) { /* 1 .. 16: several tokens a warp */
+		int P = T * K, sel[COLI_GPU_STEP_T * K], gsel[COLI_GPU_STEP_T * K];
+		int tok[COLI_GPU_STEP_T * K], bad = 0;
+		float lg[COLI_GPU_STEP_T * E], p[E], w[COLI_GPU_STEP_T * K], pw[COLI_GPU_STEP_T * K];
+		float gw[COLI_GPU_STEP_T * K];
 		unsigned long long slabs[E] = {0};
 		struct coli_gpu_moe_plan a;
 		uint64_t dl, ds, dw, dsl, dgu, ddn, dt, dp;
