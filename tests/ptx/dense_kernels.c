@@ -189,11 +189,11 @@ static int test_dense_gemv(enum coli_dtype t)
 {
 	static const int shapes[][3] = {
 	    /* rows, K, T */
-	    {1, 32, 1},      {7, 64, 2},      {128, 2048, 1},   {128, 2048, 4},  {512, 2048, 1},
-	    {512, 2048, 3},  {33, 4096, 2},   {2048, 4096, 1},  {5000, 2048, 1}, {300, 768, 5},
-	    {1000, 2048, 9}, {4096, 2048, 4}, {128, 2048, 600}, {200, 1568, 3},  {70, 5120, 2},
-	    {3, 96, 7},      {41, 32, 50},    {300, 768, 70},   {64, 4096, 49},  {9000, 1568, 2},
-	    {8448, 64, 5}};
+	    {1, 32, 1},      {7, 64, 2},       {128, 2048, 1},   {128, 2048, 4},  {512, 2048, 1},
+	    {512, 2048, 3},  {33, 4096, 2},    {2048, 4096, 1},  {5000, 2048, 1}, {300, 768, 5},
+	    {1000, 2048, 9}, {4096, 2048, 4},  {128, 2048, 600}, {200, 1568, 3},  {70, 5120, 2},
+	    {3, 96, 7},      {41, 32, 50},     {300, 768, 70},   {64, 4096, 49},  {9000, 1568, 2},
+	    {8448, 64, 5},   {2048, 2048, 16}, {1000, 768, 12},  {512, 4096, 13}};
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
@@ -843,7 +843,8 @@ static int test_route(void)
 static int test_moe_plan(void)
 {
 	enum { E = 128, H = 2048, I = 768 };
-	static const int cases[][2] = {/* T, K */ {1, 8}, {4, 8}, {3, 2}, {4, 16}, {16, 8}, {16, 16}};
+	/* T, K */
+	static const int cases[][2] = {{1, 8}, {4, 8}, {3, 2}, {4, 16}, {16, 8}, {16, 16}};
 	int rc = 0;
 
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -970,7 +971,8 @@ static int test_route_plan(void)
 	for (int T = 1; T <= COLI_GPU_STEP_T; T += 3) { /* 1 .. 16: several tokens a warp */
 		int P = T * K, sel[COLI_GPU_STEP_T * K], gsel[COLI_GPU_STEP_T * K];
 		int tok[COLI_GPU_STEP_T * K], bad = 0;
-		float lg[COLI_GPU_STEP_T * E], p[E], w[COLI_GPU_STEP_T * K], pw[COLI_GPU_STEP_T * K];
+		float lg[COLI_GPU_STEP_T * E], p[E], w[COLI_GPU_STEP_T * K],
+		    pw[COLI_GPU_STEP_T * K];
 		float gw[COLI_GPU_STEP_T * K];
 		unsigned long long slabs[E] = {0};
 		struct coli_gpu_moe_plan a;
@@ -1829,6 +1831,20 @@ static void bench_prefill(double bw)
 			bench_gemv("qkv", dts[d], 5120, 2048, Ts[k], bw);
 			bench_gemv("o", dts[d], 2048, 4096, Ts[k], bw);
 		}
+	/* a decode step of 1 to 16 sequences: qwen3's lm_head, q/k/v and o, 8
+	 * tokens a weight load past 4 (s8) against 4 */
+	for (size_t d = 0; d < 2; d++)
+		for (int T = 1; T <= COLI_GPU_STEP_T; T *= 2)
+			for (int s8 = T > COLI_GPU_MAX_S; s8 >= 0; s8--) {
+				coli_gpu_dense_s8(g_gpu, s8);
+				printf("  s8 %d", s8);
+				bench_gemv("lm_head", dts[d], 151936, 2048, T, bw);
+				printf("  s8 %d", s8);
+				bench_gemv("qkv", dts[d], 5120, 2048, T, bw);
+				printf("  s8 %d", s8);
+				bench_gemv("o", dts[d], 2048, 4096, T, bw);
+			}
+	coli_gpu_dense_s8(g_gpu, 1);
 }
 
 /* GGUF's block types (ptx/kquant.cu, experts only so far) at qwen3-235b's
