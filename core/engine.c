@@ -255,7 +255,7 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	e->s.tmax = e->opts.ubatch < e->kv.ctx ? e->opts.ubatch : e->kv.ctx;
-	rc = coli_scratch_alloc(&e->s, &e->m.cfg, e->s.tmax, e->kv.ctx,
+	rc = coli_scratch_alloc(&e->s, &e->m.cfg, e->s.tmax, e->kv.ctx, e->kv.n_seq,
 	                        coli_cpu_pool_threads(e->pool));
 	rc = rc ? rc : coli_moe_sched_alloc(&e->moe, &e->m.cfg, e->s.tmax);
 	if (rc)

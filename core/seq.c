@@ -148,6 +148,20 @@ int coli_engine_step(coli_engine_t *e, const struct coli_batch *b, float *logits
 	return rc;
 }
 
+int coli_engine_step_last(coli_engine_t *e, const struct coli_batch *b, const float **logits)
+{
+	int rc;
+
+	if (!logits || !b || (unsigned)b->n_runs > (unsigned)e->kv.n_seq)
+		return -EINVAL;
+	for (int r = 0; b->runs && r < b->n_runs; r++)
+		if (b->runs[r].logits > 1)
+			return -EINVAL;
+	rc = coli_engine_step(e, b, e->s.xlogits);
+	*logits = rc ? NULL : e->s.xlogits;
+	return rc;
+}
+
 /* ---- one sequence of a batch, stepped by the caller ---- */
 
 int coli_seq_gen_begin(coli_engine_t *e, struct coli_seq_gen *g, int slot, int cached,

@@ -236,6 +236,7 @@ static int seqs_steps(struct run *R, struct arm *a, const int *slot, const int *
                       float *logits)
 {
 	struct coli_run run[COLI_MAX_SEQ];
+	const float *step_logits = NULL;
 	int id[COLI_MAX_SEQ], rc = 0;
 
 	for (int s = 0; s < R->seqs; s++)
@@ -245,11 +246,12 @@ static int seqs_steps(struct run *R, struct arm *a, const int *slot, const int *
 		for (int s = 0; s < R->seqs; s++)
 			run[s] =
 			    (struct coli_run){.slot = slot[s], .n = 1, .ids = &id[s], .logits = 1};
-		rc = coli_engine_step(a->e, &(struct coli_batch){.n_runs = R->seqs, .runs = run},
-		                      logits);
-		for (int s = 0; s < R->seqs; s++)
+		/* as colid steps: the rows in the engine's buffer */
+		rc = coli_engine_step_last(
+		    a->e, &(struct coli_batch){.n_runs = R->seqs, .runs = run}, &step_logits);
+		for (int s = 0; s < R->seqs && !rc; s++)
 			id[s] = bench_feed(R, prompt + (size_t)s * R->prompt, i + 1,
-			                   logits + (size_t)s * R->cfg.vocab);
+			                   step_logits + (size_t)s * R->cfg.vocab);
 	}
 	for (int s = 0; s < R->seqs; s++)
 		coli_engine_seq_close(a->e, slot[s]);

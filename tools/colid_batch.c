@@ -101,8 +101,9 @@ static int admit(struct colid_queue *q, int n_seq)
 
 /* One step over the running jobs: their runs (decoding ones first), the
  * forward, then each job's token. */
-static void step(struct colid_queue *q, float *logits, int V, int ubatch)
+static void step(struct colid_queue *q, int V, int ubatch)
 {
+	const float *logits = NULL; /* the engine's: a row a run at most */
 	struct coli_run runs[COLI_MAX_SEQ];
 	struct colid_job *who[COLI_MAX_SEQ], *snap[COLI_MAX_SEQ];
 	int n_snap, nr = 0, rows = 0, k = 0, rc;
@@ -137,7 +138,8 @@ static void step(struct colid_queue *q, float *logits, int V, int ubatch)
 		}
 	if (!nr)
 		return;
-	rc = coli_engine_step(q->engine, &(struct coli_batch){.n_runs = nr, .runs = runs}, logits);
+	rc = coli_engine_step_last(q->engine, &(struct coli_batch){.n_runs = nr, .runs = runs},
+	                           &logits);
 	for (int r = 0; r < nr; r++) {
 		struct colid_job *j = who[r];
 		const float *l = runs[r].logits ? logits + (size_t)k++ * V : NULL;
@@ -158,14 +160,12 @@ void *colid_batch_main(void *arg)
 	struct colid_queue *q = arg;
 	int n_seq = coli_engine_n_seq(q->engine), V = coli_engine_config(q->engine)->vocab;
 	int ubatch = coli_engine_ubatch(q->engine);
-	float *logits = malloc(sizeof(float) * (size_t)V * n_seq); /* a row a run at most */
 
 	if (n_seq > COLI_MAX_SEQ)
 		n_seq = COLI_MAX_SEQ;
 	if (n_seq > ubatch) /* more could not all decode in one step: colid.c says so */
 		n_seq = ubatch;
-	while (logits && admit(q, n_seq))
-		step(q, logits, V, ubatch);
-	free(logits);
+	while (admit(q, n_seq))
+		step(q, V, ubatch);
 	return NULL;
 }

@@ -30,7 +30,7 @@ static int max3(int a, int b, int c)
  * waits for the device's stream to drain, and a small upload from
  * registered memory is pulled by a kernel instead of queuing behind the
  * copy engine's slab copies (ptx/gpu_mem.c). */
-static int xfer_alloc(struct coli_scratch *s, const struct coli_model_config *c)
+static int xfer_alloc(struct coli_scratch *s, const struct coli_model_config *c, int n_seq)
 {
 	int T = s->tmax, H = c->hidden;
 	size_t E1 = c->n_experts > 1 ? c->n_experts : 1, P = (size_t)T * c->top_k;
@@ -45,7 +45,7 @@ static int xfer_alloc(struct coli_scratch *s, const struct coli_model_config *c)
 	               P * 4,
 	               fast * 4 + 4,
 	               P * 4,
-	               (size_t)c->vocab * 4};
+	               (size_t)(n_seq > 1 ? n_seq : 1) * c->vocab * 4};
 	void **dst[] = {(void **)&s->xn,         (void **)&s->rlog,   (void **)&s->ey,
 	                (void **)&s->pair_token, (void **)&s->pair_w, (void **)&s->xids,
 	                (void **)&s->sel,        (void **)&s->selw,   (void **)&s->fast_sel,
@@ -135,7 +135,7 @@ static int layer_alloc(struct coli_scratch *s, const struct coli_model_config *c
 #undef ALLOC
 
 int coli_scratch_alloc(struct coli_scratch *s, const struct coli_model_config *c, int tmax, int ctx,
-                       int threads)
+                       int n_seq, int threads)
 {
 	int H = c->hidden;
 	int inter = max3(c->moe_inter, c->shared_inter, c->dense_inter);
@@ -143,7 +143,7 @@ int coli_scratch_alloc(struct coli_scratch *s, const struct coli_model_config *c
 	int rc;
 
 	s->tmax = tmax;
-	rc = xfer_alloc(s, c);
+	rc = xfer_alloc(s, c, n_seq);
 	rc = rc ? rc : layer_alloc(s, c, inter, quant, ctx, threads);
 	if (quant) /* int8 values, fp32 scales and int32 sums per 32-block */
 		s->bytes += (size_t)tmax * (H + ah_width(c, inter)) * 2;

@@ -57,7 +57,7 @@ struct coli_scratch {
 	void *xfer; /* page-locked region holding xn, rlog, ey, pair_token, pair_w, xids,
 	             * sel, selw, fast_sel, guess, xlogits */
 	size_t xfer_bytes;
-	float *xlogits; /* [vocab]: a decode step's logits on their way from the dense
+	float *xlogits; /* [n_seq][vocab]: a decode step's logits on their way from the dense
 	                 * device (a download into the caller's pageable buffer went
 	                 * through the driver's staging at a few GB/s) */
 	int *fast_sel;  /* [n_layers][COLI_GPU_STEP_T][top_k]: routing of the layers planned on
@@ -70,10 +70,11 @@ struct coli_scratch {
 	size_t bytes;   /* what coli_scratch_alloc took, for the RAM budget */
 };
 
-/* s for tmax tokens of model c, `threads` attention slots of ctx positions.
+/* s for tmax tokens of model c, `threads` attention slots of ctx positions,
+ * the logits of a row for each of n_seq sequences (xlogits).
  * -ENOMEM: s holds what was allocated; coli_scratch_free releases it. */
 int coli_scratch_alloc(struct coli_scratch *s, const struct coli_model_config *c, int tmax, int ctx,
-                       int threads);
+                       int n_seq, int threads);
 /* Releases what coli_scratch_alloc made; call after the devices that
  * registered the transfer region are closed. s is zeroed. */
 void coli_scratch_free(struct coli_scratch *s);
