@@ -136,10 +136,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    (e.status < 400 || e.status > 599))
 				abort();
 			coli_grammar_free(g);
-		} else if (!r.prompt && !r.n_prompt_ids)
-			abort();
-		else if (r.prompt)
-			round_trip(fixture_tokenizer(), r.prompt, r.prompt_len);
+		} else {
+			/* 1..COLID_MAX_N prompts, each text or ids, not empty; their
+			 * choices within COLID_MAX_N */
+			if (r.n_prompts < 1 || r.n_prompts * r.n > COLID_MAX_N)
+				abort();
+			for (int i = 0; i < r.n_prompts; i++) {
+				const struct colid_prompt *p = &r.prompts[i];
+
+				if (!p->text == !p->ids || (p->text && !p->len) ||
+				    (p->ids && p->n_ids < 1))
+					abort();
+				for (int t = 0; p->ids && t < p->n_ids; t++)
+					if (p->ids[t] < 0)
+						abort();
+				if (p->text)
+					round_trip(fixture_tokenizer(), p->text, p->len);
+			}
+		}
 		colid_request_free(&r);
 	}
 	return 0;
