@@ -5,11 +5,12 @@
  *   coli bench serve -m MODEL.coli [engine options]   starts colid itself
  *   coli bench serve --url http://HOST:PORT            any such server
  *
- * The server: with -m the bench runs colid (next to this coli binary, or
- * $COLID) with --port 0 and the engine options given here, reads the port
- * from its "listening on" line (its log goes to a temporary file, printed
- * when it fails), and stops it with SIGTERM at the end. The queue is sized
- * clients + 16 so that a run measures waiting, not 429s.
+ * The server: with -m the bench runs colid (tools/bench_serve_colid.c:
+ * next to this coli binary, or $COLID) with --port 0 and the engine options
+ * given here, reads the port from its "listening on" line (its log goes to
+ * a temporary file, printed when it fails), and stops it with SIGTERM at
+ * the end. The queue is sized clients + 16 so that a run measures waiting,
+ * not 429s.
  *
  * The load: request i (0-based) is a pure function of (--seed, i): a prompt
  * of A..B tokens and max_tokens C..D (uniform), and with probability
@@ -62,10 +63,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 
 #include "tools/bench.h"
 #include "tools/bench_serve.h"
@@ -381,143 +380,6 @@ static char *first_model(const struct opts *o)
 	return id;
 }
 
-/* ---- colid, started by the bench ---- */
-
-struct daemon {
-	pid_t pid;
-	char log[64];
-};
-
-static void print_log_tail(const char *path)
-{
-	char buf[4096];
-	FILE *f = fopen(path, "r");
-	long sz;
-	size_t n;
-
-	if (!f)
-		return;
-	fseek(f, 0, SEEK_END);
-	sz = ftell(f);
-	fseek(f, sz > (long)sizeof(buf) - 1 ? sz - (long)sizeof(buf) + 1 : 0, SEEK_SET);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	fclose(f);
-	fprintf(stderr, "%s", buf);
-}
-
-/* colid next to this binary, or $COLID. */
-static void colid_path(char *out, size_t cap)
-{
-	const char *env = getenv("COLID");
-	ssize_t n;
-	char *slash;
-
-	if (env && *env) {
-		snprintf(out, cap, "%s", env);
-		return;
-	}
-	n = readlink("/proc/self/exe", out, cap - 7);
-	if (n <= 0) {
-		snprintf(out, cap, "colid");
-		return;
-	}
-	out[n] = 0;
-	slash = strrchr(out, '/');
-	strcpy(slash ? slash + 1 : out, "colid");
-}
-
-static int daemon_start(struct daemon *d, char **eargv, int n_eargs, int clients, struct opts *o)
-{
-	char exe[PATH_MAX], queue[16], buf[8192];
-	char **argv = calloc((size_t)n_eargs + 8, sizeof(char *));
-	int fd, k = 0;
-	double t0;
-
-	if (!argv)
-		return -ENOMEM;
-	colid_path(exe, sizeof(exe));
-	snprintf(queue, sizeof(queue), "%d", clients + 16);
-	argv[k++] = exe;
-	for (int i = 0; i < n_eargs; i++)
-		argv[k++] = eargv[i];
-	argv[k++] = "--port";
-	argv[k++] = "0";
-	argv[k++] = "--queue";
-	argv[k++] = queue;
-	snprintf(d->log, sizeof(d->log), "/tmp/coli-bench-serve.XXXXXX");
-	fd = mkstemp(d->log);
-	if (fd < 0) {
-		free(argv);
-		return -errno;
-	}
-	d->pid = fork();
-	if (d->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM); /* the bench killed: colid goes too */
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(exe, argv);
-		fprintf(stderr, "cannot run %s: %s\n", exe, strerror(errno));
-		_exit(127);
-	}
-	free(argv);
-	close(fd);
-	if (d->pid < 0)
-		return -errno;
-	for (t0 = bench_now_s(); bench_now_s() - t0 < 600;) {
-		FILE *f = fopen(d->log, "r");
-		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-		const char *l;
-
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		if ((l = strstr(buf, "listening on http://"))) {
-			const char *colon = strchr(l + 20, '\n');
-			const char *p = colon ? colon : l + strlen(l);
-
-			while (p > l && p[-1] != ':')
-				p--;
-			snprintf(o->host, sizeof(o->host), "127.0.0.1");
-			snprintf(o->port, sizeof(o->port), "%d", atoi(p));
-			o->base[0] = 0;
-			return 0;
-		}
-		if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
-			d->pid = 0;
-			tool_err("bench serve", "colid exited at start; its log:");
-			print_log_tail(d->log);
-			return -ECHILD;
-		}
-		usleep(20000);
-	}
-	tool_err("bench serve", "colid did not listen within 600 s; its log:");
-	print_log_tail(d->log);
-	return -ETIMEDOUT;
-}
-
-/* Stop colid; one that ended on its own during the run says how, with its
- * log's tail (its requests failed: the figures say so too). */
-static void daemon_stop(struct daemon *d)
-{
-	int st = 0;
-
-	if (d->pid > 0 && waitpid(d->pid, &st, WNOHANG) == d->pid) {
-		if (WIFSIGNALED(st))
-			tool_err("bench serve", "colid died during the run (%s); its log:",
-			         strsignal(WTERMSIG(st)));
-		else
-			tool_err("bench serve", "colid exited during the run (status %d); its log:",
-			         WEXITSTATUS(st));
-		print_log_tail(d->log);
-	} else if (d->pid > 0) {
-		kill(d->pid, SIGTERM);
-		waitpid(d->pid, NULL, 0);
-	}
-	if (d->log[0])
-		unlink(d->log);
-}
-
 /* ---- one round ---- */
 
 static int run_round(struct run *ru, int clients, int base, int count, double seconds,
@@ -677,7 +539,7 @@ int bench_serve_main(int argc, char **argv)
 	                 .seed = 1,
 	                 .timeout_s = 600};
 	struct tool_engine_args ea;
-	struct daemon d = {0};
+	struct bench_serve_daemon d = {0};
 	struct run ru = {.o = &o};
 	struct figures *f = NULL;
 	char **eargv = calloc((size_t)argc + 1, sizeof(char *));
@@ -768,7 +630,7 @@ int bench_serve_main(int argc, char **argv)
 			       2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if (o.url ? parse_url(&o) : daemon_start(&d, eargv, n_eargs, o.clients, &o))
+	if (o.url ? parse_url(&o) : bench_serve_daemon_start(&d, eargv, n_eargs, o.clients, &o))
 		goto out;
 	if (!o.model_name && !(o.model_name = found = first_model(&o))) {
 		tool_err("bench serve", "no model id from /v1/models; pass --model-name NAME");
@@ -807,10 +669,10 @@ int bench_serve_main(int argc, char **argv)
 		rc |= f[r].errors > 0;
 	if (rc && !o.url && d.log[0]) { /* what colid said about them */
 		tool_err("bench serve", "requests failed; colid's log:");
-		print_log_tail(d.log);
+		bench_serve_log_tail(d.log);
 	}
 out:
-	daemon_stop(&d);
+	bench_serve_daemon_stop(&d);
 	free(f);
 	free(ru.prefix);
 	free(eargv);

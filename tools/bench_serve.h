@@ -1,13 +1,15 @@
 /*
- * tools/bench_serve.h — what the two files of `coli bench serve` share
- * (private to them): tools/bench_serve.c (options, the load, the clients,
- * colid) hands tools/bench_serve_report.c (figures, medians, ratios, the
- * report) each round's request results.
+ * tools/bench_serve.h — what the files of `coli bench serve` share
+ * (private to them): tools/bench_serve.c (options, the load, the clients)
+ * hands tools/bench_serve_report.c (figures, medians, ratios, the report)
+ * each round's request results; tools/bench_serve_colid.c starts and stops
+ * the colid of -m.
  */
 #ifndef COLI_TOOLS_BENCH_SERVE_H
 #define COLI_TOOLS_BENCH_SERVE_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #define BENCH_SERVE_ARMS 8
 
@@ -53,6 +55,20 @@ struct figures {
 	const char *tokens_by;
 	char first_error[160];
 };
+
+/* The colid that -m starts (tools/bench_serve_colid.c). */
+struct bench_serve_daemon {
+	pid_t pid;    /* 0: none */
+	char log[64]; /* its stdout and stderr */
+};
+/* Starts colid with eargv[n_eargs] (engine options), --port 0 and --queue
+ * clients + 16; sets o's host and port from its "listening on" line. */
+int bench_serve_daemon_start(struct bench_serve_daemon *d, char **eargv, int n_eargs, int clients,
+                             struct opts *o);
+/* Stops it (or says how it ended during the run, with its log's tail). */
+void bench_serve_daemon_stop(struct bench_serve_daemon *d);
+/* The last 4 KiB of the file at path, on stderr. */
+void bench_serve_log_tail(const char *path);
 
 /* A round's figures from its results r[n] (sorts their gap arrays' copies). */
 void bench_serve_figures(const struct result *r, int n, struct figures *f);
