@@ -26,6 +26,7 @@ struct opts {
 	int clients; /* the largest of arms[] (colid's queue is sized by it) */
 	int arms[BENCH_SERVE_ARMS], n_arms; /* --clients N[,M...]: one arm each */
 	int requests, warmup, rounds, id_range, json;
+	int token_ids; /* --token-ids: -1 auto (until resolved), 0 off, 1 on */
 	double seconds, shared, timeout_s;
 	int prefix_tokens;
 	struct range prompt, out;
@@ -37,8 +38,11 @@ struct result {
 	int ok;
 	int status;
 	int tokens, chunks, usage_tokens; /* usage_tokens: -1 when not sent */
+	int id_chunks, id_tokens;         /* events with token ids, and the ids */
+	int outs;                         /* events timed: with ids (or text, without ids) */
 	double start_s, ttft_s, end_s;
-	double *gaps; /* [n_gaps] seconds between text-bearing events */
+	double *gaps; /* [n_gaps] seconds between tokens: an event's gap since the
+	               * previous one, spread over its ids (one per text event) */
 	int n_gaps, cap_gaps;
 	double last_s;
 	int done_seen;
@@ -49,6 +53,7 @@ struct result {
 struct figures {
 	int requests, errors;
 	long long tokens, chunks; /* chunks: text-bearing events */
+	long long id_chunks;      /* events carrying token ids */
 	double wall_s, req_s, tok_s;
 	double ttft_p50, ttft_p99, itl_p50, itl_p99, e2e_p50, e2e_p99;
 	double queue_s; /* -1: the server does not say */
