@@ -5,7 +5,9 @@
  * family (core/text/chat.c) and through the Jinja renderer with Qwen3's and
  * gpt-oss's templates (core/text/chat_jinja.c: messages, tools and
  * chat_template_kwargs as JSON; read once from tests/fixtures/chat/, the
- * target runs from the repository's root), and the prompt tokenized with the fixture
+ * target runs from the repository's root), and a completions request's
+ * prompts (1..COLID_MAX_N of them, times n at most COLID_MAX_N choices; each
+ * text or token ids, not empty) tokenized with the fixture
  * tokenizer (tools/fuzz_tok.h), and its error path is formatted, so a parser
  * that lets through something the renderer, the tokenizer or the JSON writer
  * cannot take shows up as an ASan/UBSan report; an accepted request's
