@@ -310,7 +310,10 @@ static enum MHD_Result tokenize(struct colid_server *s, struct MHD_Connection *m
 		return colid_reply_error(s, mc, k, &e, 0);
 	if (!s->tok) {
 		colid_tokenize_free(&t);
-		FAIL(400, "invalid_request_error", NULL, NULL, "this model has no tokenizer");
+		FAIL(400, "invalid_request_error", NULL, NULL,
+		     "this model has no tokenizer: %s; /v1/completions takes and "
+		     "(return_token_ids) gives token ids",
+		     detok ? "/detokenize has no text for ids" : "/tokenize cannot encode text");
 	}
 	if (detok) {
 		int vocab = coli_tokenizer_n_vocab(s->tok);
