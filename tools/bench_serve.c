@@ -5,11 +5,12 @@
  *   coli bench serve -m MODEL.coli [engine options]   starts colid itself
  *   coli bench serve --url http://HOST:PORT            any such server
  *
- * The server: with -m the bench runs colid (next to this coli binary, or
- * $COLID) with --port 0 and the engine options given here, reads the port
- * from its "listening on" line (its log goes to a temporary file, printed
- * when it fails), and stops it with SIGTERM at the end. The queue is sized
- * clients + 16 so that a run measures waiting, not 429s.
+ * The server: with -m the bench runs colid (tools/bench_serve_colid.c:
+ * next to this coli binary, or $COLID) with --port 0 and the engine options
+ * given here, reads the port from its "listening on" line (its log goes to
+ * a temporary file, printed when it fails), and stops it with SIGTERM at
+ * the end. The queue is sized clients + 16 so that a run measures waiting,
+ * not 429s.
  *
  * The load: request i (0-based) is a pure function of (--seed, i): a prompt
  * of A..B tokens and max_tokens C..D (uniform), and with probability
@@ -24,16 +25,26 @@
  * Round r of arm a takes the indexes from (r * arms + a) * 2^21: fresh
  * prompts in every round and arm, the same load in each.
  *
- * What a request records: TTFT = send to the first event carrying text;
- * inter-token latency = the gaps between successive text-bearing events
- * (a chunk per token for colid; a server that packs several tokens in one
- * chunk shows fewer, longer gaps); output tokens = usage.completion_tokens
- * of the last chunk when the server sends it, else the count of text-bearing
- * chunks ("tokens_by" says which). An error is any status other than 200, a
- * malformed response, an "error" object in the stream, or a stream without
- * [DONE]. A server that streams no text (colid serving a model without a
- * tokenizer sends one chunk at the end) gives TTFT = the whole request and
- * no ITL; the report says so (text_chunks 0).
+ * Token ids (--token-ids auto|on|off; auto: on when the server is colid,
+ * the one -m started or one whose /v1/models says owned_by "coli"): the
+ * request asks "return_token_ids": true, and each chunk's
+ * choices[0].token_ids says which tokens it carries, text or not (a model
+ * without a tokenizer streams none). Any other server is sent the plain
+ * OpenAI request (--token-ids on asks it anyway: vLLM takes the field).
+ *
+ * What a request records: TTFT = send to the first event carrying tokens
+ * (token ids when the event has the field, else text); inter-token latency
+ * per token: an event's gap since the previous one, spread evenly over the
+ * k ids it carries (k gaps of gap / k; a first event's other tokens none),
+ * or one gap per text-bearing event without ids (a server that packs
+ * several tokens in one chunk then shows fewer, longer gaps); output tokens
+ * = usage.completion_tokens of the last chunk when the server sends it,
+ * else the ids, else the count of text-bearing chunks ("tokens_by" says
+ * which). An error is any status other than 200, a malformed response, an
+ * "error" object in the stream, or a stream without [DONE]. A server that
+ * streams neither text nor ids (colid serving a model without a tokenizer,
+ * --token-ids off) gives TTFT = the whole request and no ITL; the report
+ * says so.
  *
  * Figures per round (tools/bench_serve_report.c): requests/s and output
  * tok/s over the round's wall time (first send to last byte), TTFT, ITL and
@@ -62,10 +73,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 
 #include "tools/bench.h"
 #include "tools/bench_serve.h"
@@ -119,6 +128,8 @@ static char *request_body(const struct run *ru, int i)
 	b = json_pack("{s:s,s:o,s:i,s:b,s:{s:b},s:I}", "model", o->model_name ? o->model_name : "",
 	              "prompt", ids, "max_tokens", max, "stream", 1, "stream_options",
 	              "include_usage", 1, "seed", (json_int_t)(s >> 1 & 0x7fffffff));
+	if (b && o->token_ids > 0)
+		json_object_set_new(b, "return_token_ids", json_true());
 	txt = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
 	return txt;
@@ -217,8 +228,9 @@ static int on_event(void *arg, const char *data, size_t len)
 {
 	struct result *r = arg;
 	double now = bench_now_s();
-	json_t *j, *ch, *u, *t;
+	json_t *j, *ch, *u, *t, *ids;
 	json_error_t je;
+	int k;
 
 	(void)len;
 	if (!strcmp(data, "[DONE]")) {
@@ -240,15 +252,24 @@ static int on_event(void *arg, const char *data, size_t len)
 	}
 	ch = json_array_get(json_object_get(j, "choices"), 0);
 	t = json_object_get(ch, "text");
+	ids = json_object_get(ch, "token_ids");
 	if (!t) /* a chat server's chunk */
 		t = json_object_get(json_object_get(ch, "delta"), "content");
-	if (json_is_string(t) && json_string_length(t) > 0) {
-		if (!r->chunks)
-			r->ttft_s = now - r->start_s;
-		else if (r->n_gaps < r->cap_gaps)
-			r->gaps[r->n_gaps++] = now - r->last_s;
+	k = json_is_array(ids) ? (int)json_array_size(ids) : 0;
+	r->chunks += json_is_string(t) && json_string_length(t) > 0;
+	r->id_chunks += k > 0;
+	r->id_tokens += k;
+	/* timed: an event with ids, k tokens (a server that sends ids), else
+	 * one with text, as one */
+	if (!json_is_array(ids))
+		k = json_is_string(t) && json_string_length(t) > 0;
+	if (k > 0) {
+		if (!r->outs++)
+			r->ttft_s = now - r->start_s; /* its other tokens: no gap */
+		else
+			for (int g = 0; g < k && r->n_gaps < r->cap_gaps; g++)
+				r->gaps[r->n_gaps++] = (now - r->last_s) / k;
 		r->last_s = now;
-		r->chunks++;
 	}
 	u = json_object_get(j, "usage");
 	if (json_is_object(u) && json_is_integer(json_object_get(u, "completion_tokens")))
@@ -286,7 +307,9 @@ static void one_request(struct run *ru, int i, struct result *r)
 	else if (!rc && !r->done_seen)
 		snprintf(r->why, sizeof(r->why), "the stream ended without [DONE]");
 	r->ok = !r->why[0];
-	r->tokens = r->usage_tokens >= 0 ? r->usage_tokens : r->chunks;
+	r->tokens = r->usage_tokens >= 0 ? r->usage_tokens
+	            : r->id_chunks       ? r->id_tokens
+	                                 : r->chunks;
 out:
 	free(body);
 	free(h);
@@ -353,169 +376,36 @@ static int server_queue(const struct opts *o, double *wait_s, double *jobs)
 	return rc;
 }
 
-/* The first model id of /v1/models, malloc'd, or NULL (said why). */
-static char *first_model(const struct opts *o)
+/* The first model id of /v1/models, malloc'd, or NULL (said why unless
+ * quiet); *colid: 1 when its owner is "coli" (colid's /v1/models). */
+static char *first_model(const struct opts *o, int quiet, int *colid)
 {
 	struct bench_http *h = malloc(sizeof(*h));
 	char *id = NULL;
 	json_t *j;
 	int rc;
 
+	*colid = 0;
 	if (!h)
 		return NULL;
 	bench_http_init(h, NULL, NULL);
 	rc = exchange(o, "GET", "/v1/models", NULL, h);
-	if (rc)
+	if (rc && !quiet)
 		tool_err("bench serve", "GET %s:%s%s/v1/models: %s", o->host, o->port, o->base,
 		         rc == -EPROTO ? h->error : strerror(-rc));
-	else if (h->status != 200)
+	else if (h->status != 200 && !quiet)
 		tool_err("bench serve", "GET /v1/models: HTTP %d %.200s", h->status, h->body);
 	if (!rc && h->status == 200 && (j = json_loads(h->body, 0, NULL))) {
-		json_t *m = json_object_get(json_array_get(json_object_get(j, "data"), 0), "id");
+		json_t *m = json_array_get(json_object_get(j, "data"), 0);
+		const char *owner = json_string_value(json_object_get(m, "owned_by"));
 
-		if (json_is_string(m))
-			id = strdup(json_string_value(m));
+		if (json_is_string(json_object_get(m, "id")))
+			id = strdup(json_string_value(json_object_get(m, "id")));
+		*colid = owner && !strcmp(owner, "coli");
 		json_decref(j);
 	}
 	free(h);
 	return id;
-}
-
-/* ---- colid, started by the bench ---- */
-
-struct daemon {
-	pid_t pid;
-	char log[64];
-};
-
-static void print_log_tail(const char *path)
-{
-	char buf[4096];
-	FILE *f = fopen(path, "r");
-	long sz;
-	size_t n;
-
-	if (!f)
-		return;
-	fseek(f, 0, SEEK_END);
-	sz = ftell(f);
-	fseek(f, sz > (long)sizeof(buf) - 1 ? sz - (long)sizeof(buf) + 1 : 0, SEEK_SET);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	fclose(f);
-	fprintf(stderr, "%s", buf);
-}
-
-/* colid next to this binary, or $COLID. */
-static void colid_path(char *out, size_t cap)
-{
-	const char *env = getenv("COLID");
-	ssize_t n;
-	char *slash;
-
-	if (env && *env) {
-		snprintf(out, cap, "%s", env);
-		return;
-	}
-	n = readlink("/proc/self/exe", out, cap - 7);
-	if (n <= 0) {
-		snprintf(out, cap, "colid");
-		return;
-	}
-	out[n] = 0;
-	slash = strrchr(out, '/');
-	strcpy(slash ? slash + 1 : out, "colid");
-}
-
-static int daemon_start(struct daemon *d, char **eargv, int n_eargs, int clients, struct opts *o)
-{
-	char exe[PATH_MAX], queue[16], buf[8192];
-	char **argv = calloc((size_t)n_eargs + 8, sizeof(char *));
-	int fd, k = 0;
-	double t0;
-
-	if (!argv)
-		return -ENOMEM;
-	colid_path(exe, sizeof(exe));
-	snprintf(queue, sizeof(queue), "%d", clients + 16);
-	argv[k++] = exe;
-	for (int i = 0; i < n_eargs; i++)
-		argv[k++] = eargv[i];
-	argv[k++] = "--port";
-	argv[k++] = "0";
-	argv[k++] = "--queue";
-	argv[k++] = queue;
-	snprintf(d->log, sizeof(d->log), "/tmp/coli-bench-serve.XXXXXX");
-	fd = mkstemp(d->log);
-	if (fd < 0) {
-		free(argv);
-		return -errno;
-	}
-	d->pid = fork();
-	if (d->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM); /* the bench killed: colid goes too */
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(exe, argv);
-		fprintf(stderr, "cannot run %s: %s\n", exe, strerror(errno));
-		_exit(127);
-	}
-	free(argv);
-	close(fd);
-	if (d->pid < 0)
-		return -errno;
-	for (t0 = bench_now_s(); bench_now_s() - t0 < 600;) {
-		FILE *f = fopen(d->log, "r");
-		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-		const char *l;
-
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		if ((l = strstr(buf, "listening on http://"))) {
-			const char *colon = strchr(l + 20, '\n');
-			const char *p = colon ? colon : l + strlen(l);
-
-			while (p > l && p[-1] != ':')
-				p--;
-			snprintf(o->host, sizeof(o->host), "127.0.0.1");
-			snprintf(o->port, sizeof(o->port), "%d", atoi(p));
-			o->base[0] = 0;
-			return 0;
-		}
-		if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
-			d->pid = 0;
-			tool_err("bench serve", "colid exited at start; its log:");
-			print_log_tail(d->log);
-			return -ECHILD;
-		}
-		usleep(20000);
-	}
-	tool_err("bench serve", "colid did not listen within 600 s; its log:");
-	print_log_tail(d->log);
-	return -ETIMEDOUT;
-}
-
-/* Stop colid; one that ended on its own during the run says how, with its
- * log's tail (its requests failed: the figures say so too). */
-static void daemon_stop(struct daemon *d)
-{
-	int st = 0;
-
-	if (d->pid > 0 && waitpid(d->pid, &st, WNOHANG) == d->pid) {
-		if (WIFSIGNALED(st))
-			tool_err("bench serve", "colid died during the run (%s); its log:",
-			         strsignal(WTERMSIG(st)));
-		else
-			tool_err("bench serve", "colid exited during the run (status %d); its log:",
-			         WEXITSTATUS(st));
-		print_log_tail(d->log);
-	} else if (d->pid > 0) {
-		kill(d->pid, SIGTERM);
-		waitpid(d->pid, NULL, 0);
-	}
-	if (d->log[0])
-		unlink(d->log);
 }
 
 /* ---- one round ---- */
@@ -582,6 +472,8 @@ static void help(FILE *f)
 	        "  --warmup W            untimed requests first (default 1)\n"
 	        "  --rounds N            timed rounds; figures are medians [min..max] (default 1)\n"
 	        "  --timeout S           a request with no byte for S seconds fails (default 600)\n"
+	        "  --token-ids auto|on|off  ask return_token_ids and time tokens by the ids of\n"
+	        "                        each chunk (auto: when the server is colid)\n"
 	        "  --json                one JSON object on stdout\n"
 	        "Engine options (coli --help) go to the colid started with -m.\n");
 }
@@ -675,13 +567,14 @@ int bench_serve_main(int argc, char **argv)
 	                 .prompt = {64, 64},
 	                 .out = {32, 32},
 	                 .seed = 1,
-	                 .timeout_s = 600};
+	                 .timeout_s = 600,
+	                 .token_ids = -1};
 	struct tool_engine_args ea;
-	struct daemon d = {0};
+	struct bench_serve_daemon d = {0};
 	struct run ru = {.o = &o};
 	struct figures *f = NULL;
 	char **eargv = calloc((size_t)argc + 1, sizeof(char *));
-	int n_eargs = 0, rc = 1;
+	int n_eargs = 0, rc = 1, colid = 0;
 	char *found = NULL;
 	uint64_t s;
 
@@ -741,7 +634,13 @@ int bench_serve_main(int argc, char **argv)
 			bad = tool_double(P, a, v, 0.001, 1e6, &o.timeout_s);
 		else if (!strcmp(a, "--rounds"))
 			bad = tool_int(P, a, v, 1, 64, &o.rounds);
-		else
+		else if (!strcmp(a, "--token-ids")) {
+			o.token_ids = !strcmp(v, "auto") ? -1 : !strcmp(v, "on") ? 1 : 0;
+			if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off"))
+				return tool_err("bench serve",
+				                "--token-ids '%s': expected auto, on or off", v),
+				       2;
+		} else
 			return tool_err("bench serve", "unknown option '%s' (see --help)", a), 2;
 		if (bad)
 			return 2;
@@ -768,12 +667,16 @@ int bench_serve_main(int argc, char **argv)
 			       2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if (o.url ? parse_url(&o) : daemon_start(&d, eargv, n_eargs, o.clients, &o))
+	if (o.url ? parse_url(&o) : bench_serve_daemon_start(&d, eargv, n_eargs, o.clients, &o))
 		goto out;
-	if (!o.model_name && !(o.model_name = found = first_model(&o))) {
+	if (!o.model_name && !(o.model_name = found = first_model(&o, 0, &colid))) {
 		tool_err("bench serve", "no model id from /v1/models; pass --model-name NAME");
 		goto out;
 	}
+	if (o.token_ids < 0 && o.url && o.model_name != found) /* (no answer: not colid) */
+		free(first_model(&o, 1, &colid));
+	if (o.token_ids < 0) /* colid: the one started here, or one that says so */
+		o.token_ids = !o.url || colid;
 	ru.prefix = malloc(sizeof(int) * (size_t)o.prefix_tokens);
 	f = calloc((size_t)(o.rounds * o.n_arms), sizeof(*f));
 	if (!ru.prefix || !f)
@@ -807,10 +710,10 @@ int bench_serve_main(int argc, char **argv)
 		rc |= f[r].errors > 0;
 	if (rc && !o.url && d.log[0]) { /* what colid said about them */
 		tool_err("bench serve", "requests failed; colid's log:");
-		print_log_tail(d.log);
+		bench_serve_log_tail(d.log);
 	}
 out:
-	daemon_stop(&d);
+	bench_serve_daemon_stop(&d);
 	free(f);
 	free(ru.prefix);
 	free(eargv);

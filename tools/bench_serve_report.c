@@ -43,7 +43,7 @@ void bench_serve_figures(const struct result *r, int n, struct figures *f)
 	       *e2e = malloc(sizeof(double) * (size_t)(n + 1)), *itl;
 	double t0 = 1e300, t1 = 0;
 	long long n_gaps = 0;
-	int ok = 0, usage = 1;
+	int ok = 0, usage = 1, by_ids = 1;
 
 	memset(f, 0, sizeof(*f));
 	for (int i = 0; i < n; i++)
@@ -62,9 +62,11 @@ void bench_serve_figures(const struct result *r, int n, struct figures *f)
 			continue;
 		}
 		usage &= r[i].usage_tokens >= 0;
+		by_ids &= r[i].id_chunks > 0;
 		f->tokens += r[i].tokens;
 		f->chunks += r[i].chunks;
-		if (r[i].chunks)
+		f->id_chunks += r[i].id_chunks;
+		if (r[i].outs)
 			ttft[ok] = r[i].ttft_s;
 		else
 			ttft[ok] = r[i].end_s - r[i].start_s;
@@ -81,7 +83,7 @@ void bench_serve_figures(const struct result *r, int n, struct figures *f)
 	f->e2e_p99 = pct(e2e, ok, 0.99);
 	f->itl_p50 = pct(itl, (int)n_gaps, 0.5);
 	f->itl_p99 = pct(itl, (int)n_gaps, 0.99);
-	f->tokens_by = usage && ok ? "usage" : "chunks";
+	f->tokens_by = usage && ok ? "usage" : by_ids && ok ? "token_ids" : "chunks";
 	free(ttft);
 	free(e2e);
 	free(itl);
@@ -115,7 +117,7 @@ static json_t *report_arm(const struct opts *o, int clients, const struct figure
 {
 	double m[N_FIG], lo[N_FIG], hi[N_FIG], v[64];
 	int requests = 0, errors = 0;
-	long long tokens = 0, chunks = 0;
+	long long tokens = 0, chunks = 0, id_chunks = 0;
 	const char *first_error = "";
 
 	for (int r = 0; r < rounds; r++) {
@@ -123,6 +125,7 @@ static json_t *report_arm(const struct opts *o, int clients, const struct figure
 		errors += f[r].errors;
 		tokens += f[r].tokens;
 		chunks += f[r].chunks;
+		id_chunks += f[r].id_chunks;
 		if (!first_error[0])
 			first_error = f[r].first_error;
 	}
@@ -133,9 +136,10 @@ static json_t *report_arm(const struct opts *o, int clients, const struct figure
 	}
 	if (json) {
 		json_t *j =
-		    json_pack("{s:i,s:i,s:i,s:I,s:s,s:I}", "clients", clients, "requests", requests,
-		              "errors", errors, "output_tokens", (json_int_t)tokens, "tokens_by",
-		              f[0].tokens_by, "text_chunks", (json_int_t)chunks);
+		    json_pack("{s:i,s:i,s:i,s:I,s:s,s:I,s:I}", "clients", clients, "requests",
+		              requests, "errors", errors, "output_tokens", (json_int_t)tokens,
+		              "tokens_by", f[0].tokens_by, "text_chunks", (json_int_t)chunks,
+		              "token_id_chunks", (json_int_t)id_chunks);
 		json_t *rr = json_array();
 
 		for (int k = 0; k < N_FIG; k++) {
@@ -172,6 +176,9 @@ static json_t *report_arm(const struct opts *o, int clients, const struct figure
 	       clients, rounds, requests, errors, tokens, f[0].tokens_by);
 	printf("  prompt %d..%d tokens, max_tokens %d..%d, shared prefix %.0f%% of %d tokens\n",
 	       o->prompt.lo, o->prompt.hi, o->out.lo, o->out.hi, o->shared * 100, o->prefix_tokens);
+	printf("  chunks: %lld with text, %lld with token ids (%s); TTFT and ITL from the %s\n",
+	       chunks, id_chunks, o->token_ids > 0 ? "return_token_ids asked" : "not asked",
+	       id_chunks ? "token ids" : "text");
 	for (int k = 0; k < N_FIG; k++) {
 		if (k == N_FIG - 1 && m[k] < 0) {
 			printf("  %-16s (the server does not report it)\n", g_fig_names[k]);
@@ -184,10 +191,9 @@ static json_t *report_arm(const struct opts *o, int clients, const struct figure
 	}
 	if (errors)
 		printf("  first error: %s\n", first_error);
-	if (!chunks && requests > errors)
-		printf(
-		    "  note: the server streamed no text (a model without a tokenizer?): TTFT is "
-		    "the whole request, ITL absent\n");
+	if (!chunks && !id_chunks && requests > errors)
+		printf("  note: the server streamed no text and no token ids (a model without a "
+		       "tokenizer, and --token-ids off?): TTFT is the whole request, ITL absent\n");
 	return NULL;
 }
 
@@ -204,12 +210,12 @@ void bench_serve_report(const struct opts *o, const struct figures *f, int round
 	json_t *top = NULL, *arms = NULL, *ratios = NULL;
 
 	if (json) {
-		top = json_pack("{s:s,s:s,s:i,s:[i,i],s:[i,i],s:f,s:i,s:I,s:i}", "bench", "serve",
-		                "url", o->url ? o->url : "colid -m", "rounds", rounds,
+		top = json_pack("{s:s,s:s,s:i,s:[i,i],s:[i,i],s:f,s:i,s:I,s:i,s:b}", "bench",
+		                "serve", "url", o->url ? o->url : "colid -m", "rounds", rounds,
 		                "prompt_tokens", o->prompt.lo, o->prompt.hi, "max_tokens",
 		                o->out.lo, o->out.hi, "shared_prefix", o->shared, "prefix_tokens",
 		                o->prefix_tokens, "seed", (json_int_t)o->seed, "id_range",
-		                o->id_range);
+		                o->id_range, "token_ids", o->token_ids > 0);
 		arms = json_array();
 		ratios = json_array();
 	}

@@ -51,19 +51,31 @@ char *colid_error_json(const struct colid_error *e);
 /* ---- requests (colid_request.c) ---- */
 enum colid_endpoint { COLID_EP_COMPLETIONS = 0, COLID_EP_CHAT = 1 };
 
+/* A completions prompt: text, or token ids given directly (checked against
+ * the vocabulary by the caller). */
+struct colid_prompt {
+	char *text; /* [len] bytes, NUL-terminated; NULL when ids */
+	size_t len;
+	int *ids; /* [n_ids], each >= 0; NULL when text */
+	int n_ids;
+};
+
 struct colid_request {
 	enum colid_endpoint ep;
 	char *model;                /* as sent, or NULL */
 	struct coli_chat_msg *msgs; /* chat: n_msgs messages (strings owned here) */
 	int n_msgs;
-	char *prompt; /* completions: text, or NULL when prompt_ids */
-	size_t prompt_len;
-	int *prompt_ids; /* completions: token ids given directly */
-	int n_prompt_ids;
-	int max_tokens;     /* -1: not given */
-	double temperature; /* default 1, as OpenAI */
-	double top_p;       /* default 1 */
-	int top_k;          /* extension; 0 = off */
+	/* completions: the prompts, 1..COLID_MAX_N (a batch: OpenAI's list of
+	 * strings or of token-id lists); choices p * n .. p * n + n - 1 are
+	 * prompt p's */
+	struct colid_prompt *prompts;
+	int n_prompts;
+	int prompt_batch;     /* prompt was a list of prompts (errors name prompt[i]) */
+	int return_token_ids; /* the ids of the prompt and of each choice (vLLM's field) */
+	int max_tokens;       /* -1: not given */
+	double temperature;   /* default 1, as OpenAI */
+	double top_p;         /* default 1 */
+	int top_k;            /* extension; 0 = off */
 	uint64_t seed;
 	int has_seed;
 	char *stop[COLID_MAX_STOP];
@@ -156,8 +168,9 @@ struct colid_job {
 	struct coli_sampler sampler;
 	char *stop[COLID_MAX_STOP];
 	int n_stop;
-	int eot_id;  /* extra end-of-turn id (ChatML <|im_end|>), or -1 */
-	int eot2_id; /* a second one (harmony's <|call|>), or -1 */
+	int eot_id;   /* extra end-of-turn id (ChatML <|im_end|>), or -1 */
+	int eot2_id;  /* a second one (harmony's <|call|>), or -1 */
+	int want_ids; /* return_token_ids: a token record each, as for logprobs */
 	double enqueued_s;
 	/* output: under mu */
 	char *text; /* generated text [len], NUL-terminated */
@@ -170,8 +183,8 @@ struct colid_job {
 	struct coli_gen_stats st;
 	/* set by the HTTP side when the client is gone, read by the worker */
 	atomic_int cancel;
-	/* logprobs (sampler.logprobs >= 0): one record per completion token,
-	 * under mu like the text */
+	/* logprobs (sampler.logprobs >= 0) or want_ids: one record per
+	 * completion token, under mu like the text */
 	struct colid_tok *toks;
 	int n_toks, cap_toks;
 	struct coli_logit_bias *bias; /* the sampler's, owned here */
@@ -341,8 +354,8 @@ struct colid_server {
 	pthread_mutex_t log_mu;
 };
 /* ---- sampling fields (colid_sampling.c) ---- */
-/* What needs the server: logit_bias ids within the vocabulary, n within the
- * queue. 0, or -EINVAL with e filled (400). */
+/* What needs the server: logit_bias ids within the vocabulary, the choices
+ * (n times the prompts) within the queue. 0, or -EINVAL with e filled (400). */
 int colid_sampling_check(struct colid_server *s, const struct colid_request *r,
                          struct colid_error *e);
 /* The grammar the request's output is constrained to (*g NULL: none):

@@ -6,6 +6,12 @@
  * the server-sent event stream (role, text or reasoning/content deltas with
  * their tokens' logprobs, the finish, usage, [DONE]) read by libmicrohttpd
  * through stream_reader.
+ *
+ * return_token_ids (docs/api.md, "Token ids") reads the job's token records
+ * (struct colid_tok, kept as for logprobs): a chunk carries the ids of the
+ * tokens whose text it completes, so a token without text (a model without
+ * a tokenizer) wakes the stream on its own and goes out in a chunk of its
+ * own, text "" and its id.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -85,11 +91,22 @@ static int client_gone(struct MHD_Connection *mc)
 	return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-/* Waits until pred(job) or the client leaves (then cancels the job and
- * returns -ECONNRESET). Caller holds j->mu. */
-static int wait_job(struct colid_job *j, struct MHD_Connection *mc, size_t sent, int need_text)
+/* 1 when token record `from` exists and its text lies within text[0, bound)
+ * and the committed text. Caller holds j->mu. */
+static int tok_ready(const struct colid_job *j, int from, size_t bound)
 {
-	while (!j->done && !(need_text && j->committed > sent)) {
+	return from >= 0 && from < j->n_toks && j->toks[from].end <= (int)bound &&
+	       j->toks[from].end <= (int)j->committed;
+}
+
+/* Waits until the job is done, or (need_text) committed text past sent, or
+ * token record tok_from (>= 0) is ready within tok_bound, or the client
+ * leaves (then cancels the job and returns -ECONNRESET). Caller holds j->mu. */
+static int wait_job(struct colid_job *j, struct MHD_Connection *mc, size_t sent, int need_text,
+                    int tok_from, size_t tok_bound)
+{
+	while (!j->done && !(need_text && j->committed > sent) &&
+	       !tok_ready(j, tok_from, tok_bound)) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -147,6 +164,46 @@ static json_t *logprobs_of(struct colid_server *s, struct conn *k, struct colid_
 	return o ? o : json_null();
 }
 
+/* ids[0, n) as a JSON array. */
+static json_t *ids_json(const int *ids, int n)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < n; i++)
+		json_array_append_new(a, json_integer(ids[i]));
+	return a;
+}
+
+/* The ids of j's token records [from, to). Caller holds j->mu. */
+static json_t *toks_json(const struct colid_job *j, int from, int to)
+{
+	json_t *a = json_array();
+
+	for (int i = from; a && i < to; i++)
+		json_array_append_new(a, json_integer(j->toks[i].id));
+	return a;
+}
+
+/* return_token_ids on a chunk o of choice k->cur (NULL: none, nothing
+ * done): its tokens' ids [from, to) as choices[0].token_ids, and the first
+ * chunk of a choice its prompt's ids (completions: choices[0].prompt_token_ids,
+ * each choice its own prompt; chat: prompt_token_ids beside choices, in the
+ * stream's first chunk). Caller holds j->mu when to > from. */
+static json_t *with_ids(struct conn *k, json_t *o, const struct colid_job *j, int from, int to)
+{
+	json_t *c = json_array_get(json_object_get(o, "choices"), 0);
+
+	if (!o || !k->req.return_token_ids)
+		return o;
+	json_object_set_new(c, "token_ids", toks_json(j, from, to));
+	if (!k->ids_begun && k->req.ep != COLID_EP_CHAT)
+		json_object_set_new(c, "prompt_token_ids", ids_json(j->ids, j->n_ids));
+	else if (!k->ids_begun && k->cur == 0)
+		json_object_set_new(o, "prompt_token_ids", ids_json(j->ids, j->n_ids));
+	k->ids_begun = 1;
+	return o;
+}
+
 /* Completion tokens of every choice (the jobs are done). */
 static int total_gen(struct conn *k)
 {
@@ -177,7 +234,7 @@ enum MHD_Result colid_answer_whole(struct colid_server *s, struct MHD_Connection
 		struct colid_job *j = k->jobs[c];
 
 		pthread_mutex_lock(&j->mu);
-		if (wait_job(j, mc, 0, 0)) {
+		if (wait_job(j, mc, 0, 0, -1, 0)) {
 			pthread_mutex_unlock(&j->mu);
 			json_decref(choices);
 			colid_metrics_request(&s->metrics, k->route, 499);
@@ -214,10 +271,19 @@ enum MHD_Result colid_answer_whole(struct colid_server *s, struct MHD_Connection
 			choice = json_pack("{s:s%,s:i,s:o,s:s}", "text", j->text, j->len, "index",
 			                   c, "logprobs", logprobs_of(s, k, j, 0, j->n_toks),
 			                   "finish_reason", finish_name(j->finish));
+		if (choice && k->req.return_token_ids) { /* (vLLM's places) */
+			if (!chat)
+				json_object_set_new(choice, "prompt_token_ids",
+				                    ids_json(j->ids, j->n_ids));
+			json_object_set_new(choice, "token_ids", toks_json(j, 0, j->n_toks));
+		}
 		pthread_mutex_unlock(&j->mu);
 		json_array_append_new(choices, choice);
 	}
 	o = envelope(s, k, chat ? "chat.completion" : "text_completion", choices);
+	if (o && chat && k->req.return_token_ids && k->n_jobs) /* one prompt, every choice's */
+		json_object_set_new(o, "prompt_token_ids",
+		                    ids_json(k->jobs[0]->ids, k->jobs[0]->n_ids));
 	if (o)
 		json_object_set_new(o, "usage", usage_json(k, total_gen(k)));
 	return colid_reply_json(s, mc, k, 200, o);
@@ -308,26 +374,32 @@ static int next_event(struct conn *k)
 	const char *object =
 	    k->req.ep == COLID_EP_CHAT ? "chat.completion.chunk" : "text_completion";
 	json_t *o, *u = NULL;
-	int to;
+	int to, ids;
 
 	if (k->stage == ST_ROLE) {
 		k->stage = ST_TEXT;
 		colid_split_init(&k->split, k->think_open);
 		k->held = calls_of(k) || s->chat.family == COLI_CHAT_HARMONY;
 		if (k->req.ep == COLID_EP_CHAT)
-			return set_event(k, chunk(s, k, NULL, 0, NULL, 1, NULL), NULL, 0);
+			return set_event(
+			    k, with_ids(k, chunk(s, k, NULL, 0, NULL, 1, NULL), j, 0, 0), NULL, 0);
 	}
 	pthread_mutex_lock(&j->mu);
 	/* chat: new text past what was looked at (a held marker waits for more;
 	 * a held reply, the job's end: else the end chunk would go out first);
-	 * completions: past what was sent */
-	if (wait_job(j, k->mc, k->req.ep == COLID_EP_CHAT ? k->looked : k->sent, !k->held)) {
+	 * completions: past what was sent; return_token_ids: a token whose text
+	 * went out (chat) or is committed (completions), so a token without
+	 * text (a model without a tokenizer) has its chunk at once */
+	ids = k->req.return_token_ids && !k->held ? k->tok_sent : -1;
+	if (wait_job(j, k->mc, k->req.ep == COLID_EP_CHAT ? k->looked : k->sent, !k->held, ids,
+	             k->req.ep == COLID_EP_CHAT ? k->sent : j->committed)) {
 		pthread_mutex_unlock(&j->mu);
 		return -1;
 	}
 	if (k->req.ep == COLID_EP_CHAT && !j->status &&
 	    (k->held ? j->done && k->sent < j->len
-	             : j->committed > k->looked || (j->done && k->sent < j->len))) {
+	             : j->committed > k->looked || (j->done && k->sent < j->len) ||
+	                   tok_ready(j, ids, k->sent))) {
 		int done = j->done, n_calls = 0;
 		json_t *d;
 
@@ -361,10 +433,13 @@ static int next_event(struct conn *k)
 		}
 		if (n_calls)
 			k->calls = 1;
-		o = d && json_object_size(d)
-		        ? chunk_delta(s, k, d,
-		                      k->req.logprobs >= 0 ? logprobs_of(s, k, j, k->tok_sent, to)
-		                                           : NULL)
+		o = d && (json_object_size(d) || (ids >= 0 && to > k->tok_sent))
+		        ? with_ids(k,
+		                   chunk_delta(s, k, d,
+		                               k->req.logprobs >= 0
+		                                   ? logprobs_of(s, k, j, k->tok_sent, to)
+		                                   : NULL),
+		                   j, k->tok_sent, to)
 		        : NULL;
 		if (!o)
 			json_decref(d);
@@ -374,11 +449,15 @@ static int next_event(struct conn *k)
 			return set_event(k, o, NULL, 0);
 		return next_event(k); /* held back: wait for more */
 	}
-	if (k->req.ep != COLID_EP_CHAT && j->committed > k->sent) {
+	if (k->req.ep != COLID_EP_CHAT &&
+	    (j->committed > k->sent || tok_ready(j, ids, j->committed))) {
 		for (to = k->tok_sent; to < j->n_toks && j->toks[to].end <= (int)j->committed;)
 			to++;
-		o = chunk(s, k, j->text + k->sent, j->committed - k->sent, NULL, 0,
-		          k->req.logprobs >= 0 ? logprobs_of(s, k, j, k->tok_sent, to) : NULL);
+		o = with_ids(
+		    k,
+		    chunk(s, k, j->text + k->sent, j->committed - k->sent, NULL, 0,
+		          k->req.logprobs >= 0 ? logprobs_of(s, k, j, k->tok_sent, to) : NULL),
+		    j, k->tok_sent, to);
 		k->sent = j->committed;
 		k->tok_sent = to;
 		pthread_mutex_unlock(&j->mu);
@@ -395,14 +474,17 @@ static int next_event(struct conn *k)
 		pthread_mutex_unlock(&j->mu);
 		return set_event(k, o, NULL, 1);
 	}
-	o = chunk(
-	    s, k, NULL, 0,
-	    k->calls && j->finish == COLID_FINISH_STOP ? "tool_calls" : finish_name(j->finish), 0,
-	    k->req.logprobs >= 0 && k->tok_sent < j->n_toks
-	        ? logprobs_of(s, k, j, k->tok_sent, j->n_toks)
-	        : NULL);
+	o = with_ids(k,
+	             chunk(s, k, NULL, 0,
+	                   k->calls && j->finish == COLID_FINISH_STOP ? "tool_calls"
+	                                                              : finish_name(j->finish),
+	                   0,
+	                   k->req.logprobs >= 0 && k->tok_sent < j->n_toks
+	                       ? logprobs_of(s, k, j, k->tok_sent, j->n_toks)
+	                       : NULL),
+	             j, k->tok_sent, j->n_toks);
 	pthread_mutex_unlock(&j->mu);
-	k->cur++, k->sent = 0, k->looked = 0, k->tok_sent = 0, k->calls = 0;
+	k->cur++, k->sent = 0, k->looked = 0, k->tok_sent = 0, k->calls = 0, k->ids_begun = 0;
 	if (k->cur < k->n_jobs) { /* the next choice */
 		k->stage = ST_ROLE;
 		return set_event(k, o, NULL, 0);

@@ -38,7 +38,8 @@ struct conn {
 	int cur;
 	size_t sent;   /* of choice cur's text */
 	size_t looked; /* of its committed text (sent may lag: a marker held back) */
-	int tok_sent;  /* of its token records (logprobs) */
+	int tok_sent;  /* of its token records (logprobs, token_ids) */
+	int ids_begun; /* return_token_ids: its prompt's ids went out (first chunk) */
 	/* chat replies (tools/colid_reply.c): the prompt left a think block open;
 	 * the stream's reasoning/content split; a stream held to its end (tools
 	 * asked for, or harmony's channels) */

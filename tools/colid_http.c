@@ -27,6 +27,10 @@
  * after another by the worker, the prompt taken from the KV cache after the
  * first (coli_generate keeps the previous prompt's prefix); the reply
  * lists them by index, a stream sends choice 0 whole, then choice 1, ...
+ * A completions batch of P prompts (OpenAI's list of strings or of token-id
+ * lists) queues P * n jobs, prompt p's choice c at index p * n + c, seeded
+ * as prompt p alone would be. Token-id prompts are checked against the
+ * model's vocabulary here; a model without a tokenizer takes only them.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -47,38 +51,49 @@ static atomic_ullong g_req_seq;
 
 /* ---- generation endpoints ---- */
 
-/* The prompt as token ids, or a 4xx/5xx in *e. */
-static int prompt_ids(struct colid_server *s, struct conn *k, int **ids, int *n,
+/* Prompt p's token ids (chat: the rendered messages), or a 4xx/5xx in *e. */
+static int prompt_ids(struct colid_server *s, struct conn *k, int p, int **ids, int *n,
                       struct colid_error *e)
 {
 	struct colid_request *r = &k->req;
-	char err[256];
+	const struct colid_prompt *pr = r->ep == COLID_EP_CHAT ? NULL : &r->prompts[p];
+	char err[256], name[32];
 	char *text = NULL;
 	size_t len = 0;
 	int rc;
 
 	*ids = NULL;
 	*n = 0;
-	if (r->prompt_ids) {
+	if (r->prompt_batch)
+		snprintf(name, sizeof(name), "prompt[%d]", p);
+	else
+		snprintf(name, sizeof(name), "prompt");
+	if (pr && pr->ids) {
 		int vocab = s->cfg->vocab;
 
-		for (int i = 0; i < r->n_prompt_ids; i++)
-			if (r->prompt_ids[i] >= vocab)
+		for (int i = 0; i < pr->n_ids; i++)
+			if (pr->ids[i] >= vocab)
 				return colid_error_set(e, 400, "invalid_request_error", NULL,
 				                       "prompt",
-				                       "'prompt' token id %d is outside the "
+				                       "'%s[%d]' is token id %d, outside the "
 				                       "vocabulary (0..%d)",
-				                       r->prompt_ids[i], vocab - 1);
-		*ids = malloc(sizeof(int) * (size_t)r->n_prompt_ids);
+				                       name, i, pr->ids[i], vocab - 1);
+		*ids = malloc(sizeof(int) * (size_t)pr->n_ids);
 		if (!*ids)
 			return colid_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
-		memcpy(*ids, r->prompt_ids, sizeof(int) * (size_t)r->n_prompt_ids);
-		*n = r->n_prompt_ids;
+		memcpy(*ids, pr->ids, sizeof(int) * (size_t)pr->n_ids);
+		*n = pr->n_ids;
 		return 0;
 	}
-	if (!s->tok)
+	if (!s->tok && pr)
 		return colid_error_set(e, 400, "invalid_request_error", NULL, "prompt",
-		                       "this model has no tokenizer; send 'prompt' as token ids");
+		                       "this model has no tokenizer: send '%s' as token ids (an "
+		                       "array of integers 0..%d), not text",
+		                       name, s->cfg->vocab - 1);
+	if (!s->tok)
+		return colid_error_set(e, 400, "invalid_request_error", NULL, "messages",
+		                       "this model has no tokenizer, so chat messages cannot be "
+		                       "encoded; use /v1/completions with 'prompt' as token ids");
 	if (r->ep == COLID_EP_CHAT) {
 		struct coli_chat_call c = {.msgs = r->msgs,
 		                           .n_msgs = r->n_msgs,
@@ -105,8 +120,8 @@ static int prompt_ids(struct colid_server *s, struct conn *k, int **ids, int *n,
 			    r->tools_json && rc == -ENOTSUP ? "tools" : "messages",
 			    "cannot render the messages: %s", why[0] ? why : strerror(-rc));
 	}
-	rc = coli_tokenizer_encode(s->tok, text ? text : r->prompt, text ? len : r->prompt_len, ids,
-	                           n, err, sizeof(err));
+	rc = coli_tokenizer_encode(s->tok, text ? text : pr->text, text ? len : pr->len, ids, n,
+	                           err, sizeof(err));
 	free(text);
 	if (rc == -EILSEQ)
 		return colid_error_set(e, 400, "invalid_request_error", NULL, "prompt", "%s", err);
@@ -116,9 +131,54 @@ static int prompt_ids(struct colid_server *s, struct conn *k, int **ids, int *n,
 		free(*ids);
 		*ids = NULL;
 		return colid_error_set(e, 400, "invalid_request_error", NULL, "prompt",
-		                       "the prompt encodes to no tokens");
+		                       "'%s' encodes to no tokens", name);
 	}
 	return 0;
+}
+
+/* Every prompt's ids (chat: one) and its max_tokens, in ids[p], n[p],
+ * max_new[p], with the context checked: 0, or a 4xx/5xx in *e (nothing
+ * left to free). */
+static int prompts_of(struct colid_server *s, struct conn *k, int **ids, int *n, int *max_new,
+                      struct colid_error *e)
+{
+	struct colid_request *r = &k->req;
+	int chat = r->ep == COLID_EP_CHAT, n_p = chat ? 1 : r->n_prompts, p;
+
+	for (p = 0; p < n_p; p++) {
+		int m = r->max_tokens;
+
+		if (prompt_ids(s, k, p, &ids[p], &n[p], e))
+			goto err;
+		k->n_prompt += n[p];
+		if (m <
+		    0) /* OpenAI's defaults: 16 for completions, the rest of the context for chat */
+			m = chat ? s->ctx - n[p] : (s->ctx - n[p] < 16 ? s->ctx - n[p] : 16);
+		max_new[p] = m;
+		if (n[p] >= s->ctx || (long)n[p] + m > s->ctx) {
+			char what[32];
+
+			snprintf(what, sizeof(what), chat ? "messages" : "prompt");
+			if (r->prompt_batch)
+				snprintf(what, sizeof(what), "prompt[%d]", p);
+			colid_error_set(
+			    e, 400, "invalid_request_error", "context_length_exceeded",
+			    chat ? "messages" : "prompt",
+			    "This model's maximum context length is %d tokens. However, "
+			    "you requested %ld tokens (%d in the %s, %d for the "
+			    "completion). Please reduce the length of the %s or of "
+			    "max_tokens.",
+			    s->ctx, (long)n[p] + (m > 0 ? m : 0), n[p], what, m > 0 ? m : 0, what);
+			free(ids[p]);
+			goto err;
+		}
+	}
+	return 0;
+err:
+	while (p-- > 0)
+		free(ids[p]);
+	k->n_prompt = 0;
+	return -EINVAL;
 }
 
 static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *mc, struct conn *k,
@@ -127,69 +187,62 @@ static enum MHD_Result generate(struct colid_server *s, struct MHD_Connection *m
 	struct colid_request *r = &k->req;
 	struct colid_error e;
 	struct coli_sampler smp;
-	int *ids = NULL, n = 0, max_new, rc;
+	int *ids[COLID_MAX_N], n[COLID_MAX_N], max_new[COLID_MAX_N], n_p, rc;
 	uint64_t seed;
 	uint64_t seq = atomic_fetch_add(&g_req_seq, 1) + 1;
 
 	if (colid_request_parse(k->body ? k->body : "", k->len, ep, r, &e))
 		return colid_reply_error(s, mc, k, &e, 0);
-	if (prompt_ids(s, k, &ids, &n, &e))
+	n_p = ep == COLID_EP_CHAT ? 1 : r->n_prompts;
+	if (prompts_of(s, k, ids, n, max_new, &e))
 		return colid_reply_error(s, mc, k, &e, 0);
-	k->n_prompt = n;
-	max_new = r->max_tokens;
-	if (max_new <
-	    0) /* OpenAI's defaults: 16 for completions, the rest of the context for chat */
-		max_new = ep == COLID_EP_CHAT ? s->ctx - n : (s->ctx - n < 16 ? s->ctx - n : 16);
-	if (n >= s->ctx || (long)n + max_new > s->ctx) {
-		free(ids);
-		colid_error_set(
-		    &e, 400, "invalid_request_error", "context_length_exceeded",
-		    ep == COLID_EP_CHAT ? "messages" : "prompt",
-		    "This model's maximum context length is %d tokens. However, you "
-		    "requested %ld tokens (%d in the %s, %d for the completion). Please "
-		    "reduce the length of the %s or of max_tokens.",
-		    s->ctx, (long)n + (max_new > 0 ? max_new : 0), n,
-		    ep == COLID_EP_CHAT ? "messages" : "prompt", max_new > 0 ? max_new : 0,
-		    ep == COLID_EP_CHAT ? "messages" : "prompt");
-		return colid_reply_error(s, mc, k, &e, 0);
-	}
 	if (colid_sampling_check(s, r, &e)) {
-		free(ids);
+		for (int p = 0; p < n_p; p++)
+			free(ids[p]);
 		return colid_reply_error(s, mc, k, &e, 0);
 	}
 	seed = r->has_seed ? r->seed : (uint64_t)time(NULL) * 2654435761u + seq;
-	for (int c = 0; c < r->n; c++) {
-		struct coli_grammar *g = NULL;
+	/* choice p * n + c: prompt p's choice c, seeded as if p were alone */
+	for (int p = 0; p < n_p && k->n_jobs == p * r->n; p++)
+		for (int c = 0; c < r->n; c++) {
+			struct coli_grammar *g = NULL;
+			struct colid_job *j;
+			int at = p * r->n + c;
 
-		if (colid_grammar_of(s, r, &g, &e)) { /* (each job owns its grammar) */
-			if (c) /* out of memory past the first: the 500 below */
+			if (colid_grammar_of(s, r, &g, &e)) { /* (each job owns its grammar) */
+				if (at) /* out of memory past the first: the 500 below */
+					break;
+				for (int q = 0; q < n_p; q++)
+					free(ids[q]);
+				return colid_reply_error(s, mc, k, &e, 0);
+			}
+			colid_sampler_of(r, seed + (uint64_t)c * 0x9e3779b97f4a7c15ull, &smp);
+			smp.grammar = g;
+			if (g) /* the output is the grammar's (JSON, a call), never a think block */
+				k->think_open = 0;
+			if (g && ep == COLID_EP_CHAT &&
+			    s->chat.eot_id >= 0) /* the turn's end ends it */
+				smp.end_ids[smp.n_end_ids++] = s->chat.eot_id;
+			if (g && ep == COLID_EP_CHAT && s->chat.eot2_id >= 0)
+				smp.end_ids[smp.n_end_ids++] = s->chat.eot2_id;
+			j = colid_job_new(ids[p], n[p], max_new[p], &smp, r->stop, r->n_stop,
+			                  ep == COLID_EP_CHAT ? s->chat.eot_id : -1);
+			if (!j) {
+				coli_grammar_free(g);
 				break;
-			free(ids);
-			return colid_reply_error(s, mc, k, &e, 0);
+			}
+			j->grammar = g;
+			j->eot2_id = ep == COLID_EP_CHAT ? s->chat.eot2_id : -1;
+			j->want_ids = r->return_token_ids;
+			j->choice = at;
+			k->jobs[at] = j;
+			k->n_jobs = at + 1;
 		}
-		colid_sampler_of(r, seed + (uint64_t)c * 0x9e3779b97f4a7c15ull, &smp);
-		smp.grammar = g;
-		if (g) /* the output is the grammar's (JSON, a call), never a think block */
-			k->think_open = 0;
-		if (g && ep == COLID_EP_CHAT && s->chat.eot_id >= 0) /* the turn's end ends it */
-			smp.end_ids[smp.n_end_ids++] = s->chat.eot_id;
-		if (g && ep == COLID_EP_CHAT && s->chat.eot2_id >= 0)
-			smp.end_ids[smp.n_end_ids++] = s->chat.eot2_id;
-		k->jobs[c] = colid_job_new(ids, n, max_new, &smp, r->stop, r->n_stop,
-		                           ep == COLID_EP_CHAT ? s->chat.eot_id : -1);
-		if (!k->jobs[c]) {
-			coli_grammar_free(g);
-			break;
-		}
-		k->jobs[c]->grammar = g;
-		k->jobs[c]->eot2_id = ep == COLID_EP_CHAT ? s->chat.eot2_id : -1;
-		k->jobs[c]->choice = c;
-		k->n_jobs = c + 1;
-	}
-	free(ids);
+	for (int p = 0; p < n_p; p++)
+		free(ids[p]);
 	if (k->n_jobs) /* released in on_completed */
 		atomic_fetch_add(&s->inflight, 1);
-	if (k->n_jobs < r->n)
+	if (k->n_jobs < n_p * r->n)
 		FAIL(500, "server_error", NULL, NULL, "out of memory");
 	snprintf(k->id, sizeof(k->id), "%s-%llx%06llx", ep == COLID_EP_CHAT ? "chatcmpl" : "cmpl",
 	         (unsigned long long)s->created, (unsigned long long)seq);
@@ -257,7 +310,10 @@ static enum MHD_Result tokenize(struct colid_server *s, struct MHD_Connection *m
 		return colid_reply_error(s, mc, k, &e, 0);
 	if (!s->tok) {
 		colid_tokenize_free(&t);
-		FAIL(400, "invalid_request_error", NULL, NULL, "this model has no tokenizer");
+		FAIL(400, "invalid_request_error", NULL, NULL,
+		     "this model has no tokenizer: %s; /v1/completions takes and "
+		     "(return_token_ids) gives token ids",
+		     detok ? "/detokenize has no text for ids" : "/tokenize cannot encode text");
 	}
 	if (detok) {
 		int vocab = coli_tokenizer_n_vocab(s->tok);

@@ -214,8 +214,8 @@ static void scan_stops(struct colid_job *j, size_t old_len)
 		j->committed = c;
 }
 
-/* A completion token's record (logprobs asked): text[start..end) after the
- * stop scan, and what the sampler reported for it. */
+/* A completion token's record (logprobs or return_token_ids asked):
+ * text[start..end) after the stop scan, and what the sampler reported for it. */
 static int record(struct colid_job *j, int id, size_t start)
 {
 	struct colid_tok *t;
@@ -273,9 +273,11 @@ int colid_job_token(void *arg, int id, const char *text, size_t len)
 		rc = j->stopped = 1;
 	else
 		scan_stops(j, old);
-	if (id >= 0 && j->sampler.logprobs >= 0 && record(j, id, old))
+	if (id >= 0 && (j->sampler.logprobs >= 0 || j->want_ids) && record(j, id, old))
 		rc = j->stopped = 1;
-	if (j->committed > 0 || j->stopped)
+	/* a reader waits for text, or for token records (a model without a
+	 * tokenizer has no text: its ids are what a stream sends) */
+	if (j->committed > 0 || j->stopped || j->want_ids)
 		pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
 	return rc || j->stopped;

@@ -15,7 +15,8 @@
  *      the sampling fields (n, min_p, penalties, logit_bias, logprobs,
  *      top_logprobs) in parse_sampling, each with its range
  *   4. required fields present: messages (chat) or prompt (completions),
- *      not empty
+ *      not empty; a completions prompt is a string, token ids, or a batch
+ *      of either (its prompts times n at most COLID_MAX_N choices)
  *
  * Chat messages may carry tool_calls, tool_call_id, reasoning_content and
  * thinking, and the role tool; they, tools and chat_template_kwargs are
@@ -300,45 +301,80 @@ static int parse_messages(json_t *v, struct colid_request *r, struct colid_error
 	return messages_json(v, r);
 }
 
-static int parse_prompt(json_t *v, struct colid_request *r, struct colid_error *e)
+/* One prompt of a completions request: text (name: its field, "prompt" or
+ * "prompt[i]"), or an array of token ids. */
+static int one_prompt(json_t *v, const char *name, struct colid_prompt *p, struct colid_error *e)
 {
 	json_t *x;
 	size_t i;
 
-	if (json_is_array(v) && json_array_size(v) == 1 && json_is_string(json_array_get(v, 0)))
-		v = json_array_get(v, 0);
 	if (json_is_string(v)) {
-		r->prompt_len = json_string_length(v);
-		r->prompt = dup_n(json_string_value(v), r->prompt_len);
-		if (!r->prompt)
+		p->len = json_string_length(v);
+		p->text = dup_n(json_string_value(v), p->len);
+		if (!p->text)
 			return -ENOMEM;
-		if (!r->prompt_len)
-			return BAD(e, "prompt", "'prompt' is empty");
-		return 0;
+		return p->len ? 0 : BAD(e, "prompt", "'%s' is empty", name);
 	}
-	if (!json_is_array(v))
-		return BAD(e, "prompt",
-		           "'prompt' must be a string or an array of token ids, got %s",
-		           type_name(v));
 	if (json_array_size(v) == 0)
-		return BAD(e, "prompt", "'prompt' is empty");
+		return BAD(e, "prompt", "'%s' is empty", name);
 	if (json_array_size(v) > (1u << 20))
-		return BAD(e, "prompt", "'prompt' holds more than 1048576 token ids");
-	r->prompt_ids = malloc(sizeof(int) * json_array_size(v));
-	if (!r->prompt_ids)
+		return BAD(e, "prompt", "'%s' holds more than 1048576 token ids", name);
+	p->ids = malloc(sizeof(int) * json_array_size(v));
+	if (!p->ids)
 		return -ENOMEM;
 	json_array_foreach(v, i, x)
 	{
 		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
 		    json_integer_value(x) > INT32_MAX)
 			return BAD(
-			    e, "prompt",
-			    "'prompt' must be one string or an array of token ids; "
-			    "element %zu is %s",
-			    i, json_is_integer(x) ? "a negative or huge integer" : type_name(x));
-		r->prompt_ids[i] = (int)json_integer_value(x);
+			    e, "prompt", "'%s[%zu]' must be a token id (an integer >= 0), got %s",
+			    name, i,
+			    json_is_integer(x) ? "a negative or huge integer" : type_name(x));
+		p->ids[i] = (int)json_integer_value(x);
 	}
-	r->n_prompt_ids = (int)json_array_size(v);
+	p->n_ids = (int)json_array_size(v);
+	return 0;
+}
+
+/* prompt: a string, an array of token ids, or a batch (OpenAI's forms): an
+ * array of strings or of token-id arrays, one prompt each. */
+static int parse_prompt(json_t *v, struct colid_request *r, struct colid_error *e)
+{
+	json_t *first = json_array_get(v, 0), *x;
+	int batch = json_is_string(first) || json_is_array(first);
+	size_t i, n = batch ? json_array_size(v) : 1;
+
+	if (!json_is_string(v) && !json_is_array(v))
+		return BAD(e, "prompt",
+		           "'prompt' must be a string, an array of token ids, or an array of "
+		           "strings or of token-id arrays; got %s",
+		           type_name(v));
+	if (n > COLID_MAX_N)
+		return BAD(e, "prompt", "'prompt' holds %zu prompts; at most %d", n, COLID_MAX_N);
+	r->prompts = calloc(n, sizeof(*r->prompts));
+	if (!r->prompts)
+		return -ENOMEM;
+	if (!batch) {
+		r->n_prompts = 1;
+		return one_prompt(v, "prompt", &r->prompts[0], e);
+	}
+	r->prompt_batch = 1;
+	json_array_foreach(v, i, x)
+	{
+		char name[32];
+		int rc;
+
+		snprintf(name, sizeof(name), "prompt[%zu]", i);
+		if (json_typeof(x) != json_typeof(first))
+			return BAD(e, "prompt",
+			           "'prompt' is a batch of %s; '%s' is %s (send all strings or "
+			           "all token-id arrays)",
+			           json_is_string(first) ? "strings" : "token-id arrays", name,
+			           type_name(x));
+		r->n_prompts = (int)i + 1;
+		if ((rc = one_prompt(x, name, &r->prompts[i], e)))
+			return rc;
+	}
 	return 0;
 }
 
@@ -641,6 +677,13 @@ static int parse_field(const char *k, json_t *v, struct colid_request *r, struct
 		r->stream = json_is_true(v);
 		return 0;
 	}
+	if (!strcmp(k, "return_token_ids")) {
+		if (!json_is_boolean(v))
+			return BAD(e, k, "'return_token_ids' must be a boolean, got %s",
+			           type_name(v));
+		r->return_token_ids = json_is_true(v);
+		return 0;
+	}
 	if (!strcmp(k, "stream_options")) {
 		json_t *u = json_object_get(v, "include_usage");
 		const char *key;
@@ -711,8 +754,12 @@ int colid_request_parse(const char *body, size_t len, enum colid_endpoint ep,
 	}
 	if (ep == COLID_EP_CHAT && !r->msgs)
 		rc = BAD(e, "messages", "'messages' is required");
-	else if (ep == COLID_EP_COMPLETIONS && !r->prompt && !r->prompt_ids)
+	else if (ep == COLID_EP_COMPLETIONS && !r->n_prompts)
 		rc = BAD(e, "prompt", "'prompt' is required");
+	else if (r->n_prompts * r->n > COLID_MAX_N)
+		rc = BAD(e, "n",
+		         "%d prompts of 'n' %d choices each make %d; at most %d choices a request",
+		         r->n_prompts, r->n, r->n_prompts * r->n, COLID_MAX_N);
 	else if (r->top_logprobs >= 0 && r->logprobs < 0)
 		rc = BAD(e, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
 	else if (r->top_logprobs >= 0)
@@ -739,8 +786,11 @@ void colid_request_free(struct colid_request *r)
 	free(r->schema_json);
 	free(r->tool_name);
 	free(r->model);
-	free(r->prompt);
-	free(r->prompt_ids);
+	for (int i = 0; i < r->n_prompts; i++) {
+		free(r->prompts[i].text);
+		free(r->prompts[i].ids);
+	}
+	free(r->prompts);
 	for (int i = 0; i < r->n_stop; i++)
 		free(r->stop[i]);
 	free(r->bias);

@@ -30,8 +30,8 @@
 
 #include "tools/colid.h"
 
-/* What needs the server: logit_bias ids within the vocabulary, n within the
- * queue (its choices are queued together). */
+/* What needs the server: logit_bias ids within the vocabulary, the choices
+ * (n times the prompts) within the queue (they are queued together). */
 int colid_sampling_check(struct colid_server *s, const struct colid_request *r,
                          struct colid_error *e)
 {
@@ -41,11 +41,12 @@ int colid_sampling_check(struct colid_server *s, const struct colid_request *r,
 			                       "'logit_bias' token id %d is outside the vocabulary "
 			                       "(0..%d)",
 			                       r->bias[i].id, s->cfg->vocab - 1);
-	if (r->n > s->queue.cap)
+	if (r->n * (r->n_prompts > 1 ? r->n_prompts : 1) > s->queue.cap)
 		return colid_error_set(e, 400, "invalid_request_error", NULL, "n",
-		                       "'n' is %d; this server queues at most %d generations "
-		                       "(colid --queue)",
-		                       r->n, s->queue.cap);
+		                       "'n' is %d (%d choices with the prompts); this server "
+		                       "queues at most %d generations (colid --queue)",
+		                       r->n, r->n * (r->n_prompts > 1 ? r->n_prompts : 1),
+		                       s->queue.cap);
 	return 0;
 }
 

@@ -5,7 +5,9 @@
  * family (core/text/chat.c) and through the Jinja renderer with Qwen3's and
  * gpt-oss's templates (core/text/chat_jinja.c: messages, tools and
  * chat_template_kwargs as JSON; read once from tests/fixtures/chat/, the
- * target runs from the repository's root), and the prompt tokenized with the fixture
+ * target runs from the repository's root), and a completions request's
+ * prompts (1..COLID_MAX_N of them, times n at most COLID_MAX_N choices; each
+ * text or token ids, not empty) tokenized with the fixture
  * tokenizer (tools/fuzz_tok.h), and its error path is formatted, so a parser
  * that lets through something the renderer, the tokenizer or the JSON writer
  * cannot take shows up as an ASan/UBSan report; an accepted request's
@@ -136,10 +138,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    (e.status < 400 || e.status > 599))
 				abort();
 			coli_grammar_free(g);
-		} else if (!r.prompt && !r.n_prompt_ids)
-			abort();
-		else if (r.prompt)
-			round_trip(fixture_tokenizer(), r.prompt, r.prompt_len);
+		} else {
+			/* 1..COLID_MAX_N prompts, each text or ids, not empty; their
+			 * choices within COLID_MAX_N */
+			if (r.n_prompts < 1 || r.n_prompts * r.n > COLID_MAX_N)
+				abort();
+			for (int i = 0; i < r.n_prompts; i++) {
+				const struct colid_prompt *p = &r.prompts[i];
+
+				if (!p->text == !p->ids || (p->text && !p->len) ||
+				    (p->ids && p->n_ids < 1))
+					abort();
+				for (int t = 0; p->ids && t < p->n_ids; t++)
+					if (p->ids[t] < 0)
+						abort();
+				if (p->text)
+					round_trip(fixture_tokenizer(), p->text, p->len);
+			}
+		}
 		colid_request_free(&r);
 	}
 	return 0;

@@ -11,12 +11,22 @@
   logged, its errors 0, its queue time present (colid reports it), and
   colid's TTFT histogram counted each request once; a --seconds run stops;
 - against a port where nothing listens: exit 1 and a message; against one
-  that accepts and never answers: the request fails after --timeout."""
+  that accepts and never answers: the request fails after --timeout;
+- token ids (--token-ids auto: asked of colid, -m or found by /v1/models'
+  owned_by): on a synthetic model without a tokenizer (make-model tiny) the
+  report has token-id chunks, no text ones, and an ITL; against a colid
+  with --debug-token-delay-ms 20 the ITL p50 is the 20 ms a token and
+  --token-ids off gives none; against a stub server that sends 2 ids a
+  chunk every 40 ms (not colid: asked only with --token-ids on) each chunk's
+  gap is spread over its ids: ITL p50 20 ms, 4 gaps of 6 tokens."""
 import json
 import os
 import re
 import socket
 import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from colid_util import COLI, COLID, TMP, Colid, check, convert, request
 
@@ -60,6 +70,8 @@ rc, out, err = bench("-m", model, "--threads", "1", "--requests", "8", "--client
 check(rc == 0, "bench -m exit %d: %s %s" % (rc, out[-500:], err[-1500:]))
 j = check_json(out, 8, 12)
 check(j["tokens_by"] == "usage", "colid sends usage; tokens_by %r" % j["tokens_by"])
+check(j["token_ids"] is True and 0 < j["token_id_chunks"] <= j["output_tokens"],
+      "-m asks colid for token ids: %r %r" % (j["token_ids"], j["token_id_chunks"]))
 check(0 < j["text_chunks"] <= j["output_tokens"], "text_chunks %r" % j["text_chunks"])
 check(j["prompt_tokens"] == [8, 24] and j["max_tokens"] == [4, 12], "ranges echoed")
 
@@ -96,6 +108,7 @@ rc, out, err = bench("--url", srv.url + "/v1", "--requests", "10", "--clients", 
 check(rc == 0, "bench --url exit %d: %s %s" % (rc, out[-500:], err[-1500:]))
 j = check_json(out, 10, 9)
 check(j["queue_s"] is not None and j["queue_s"] >= 0, "queue_s %r" % j["queue_s"])
+check(j["token_ids"] is True, "--url: colid found by /v1/models' owned_by")
 st, _, data = request(srv.port, "GET", "/metrics")
 m = re.search(r"^coli_time_to_first_token_seconds_count (\d+)$", data.decode(), re.M)
 check(m and int(m.group(1)) == 10, "colid TTFT count %r, want 10" % (m and m.group(1)))
@@ -132,4 +145,86 @@ s.close()
 check(rc == 1, "silent server: exit %d %s" % (rc, err))
 t = json.loads(out)
 check(t["errors"] == 1 and "timed out" in t["first_error"], "silent server: %r" % t)
+
+# ---- token ids: a model without a tokenizer ----
+tiny = os.path.join(TMP, "tiny.coli")
+r = subprocess.run([COLI, "bench", "make-model", "--shape", "tiny", "-o", tiny],
+                   capture_output=True, text=True)
+check(r.returncode == 0, "make-model: " + r.stderr[-400:])
+rc, out, err = bench("-m", tiny, "--threads", "1", "--requests", "6", "--clients", "2",
+                     "--prompt-tokens", "8", "--max-tokens", "12", "--json")
+check(rc == 0, "bench -m tiny exit %d: %s" % (rc, err[-1500:]))
+t = check_json(out, 6, 12)
+check(t["output_tokens"] == 72 and t["text_chunks"] == 0 and
+      0 < t["token_id_chunks"] <= 72 and t["itl_p99_s"] > 0,
+      "tiny: tokens %r, text chunks %r, id chunks %r, ITL p99 %r" %
+      (t["output_tokens"], t["text_chunks"], t["token_id_chunks"], t["itl_p99_s"]))
+srv = Colid(tiny, "--threads", "1", "--debug-token-delay-ms", "20")
+got = {}
+for mode in ("auto", "off"):
+    rc, out, err = bench("--url", srv.url, "--requests", "3", "--clients", "1", "--prompt-tokens",
+                         "8", "--max-tokens", "8", "--token-ids", mode, "--json")
+    check(rc == 0, "bench --url tiny --token-ids %s: %d %s" % (mode, rc, err[-800:]))
+    got[mode] = json.loads(out)
+a, o = got["auto"], got["off"]
+check(a["token_ids"] is True and 0.015 <= a["itl_p50_s"] <= 0.2 and a["ttft_p50_s"] < a["e2e_p50_s"],
+      "a 20 ms token: ITL p50 %r, TTFT %r, e2e %r" % (a["itl_p50_s"], a["ttft_p50_s"], a["e2e_p50_s"]))
+check(o["token_ids"] is False and o["token_id_chunks"] == 0 and o["itl_p50_s"] == 0 and
+      o["ttft_p50_s"] == o["e2e_p50_s"],
+      "--token-ids off on a model without text: %r" % {k: o[k] for k in ("itl_p50_s", "ttft_p50_s")})
+check(srv.stop() == 0, "colid exit")
+print("ok: token ids: ITL p50 %.4f s at 20 ms a token; none without them" % a["itl_p50_s"])
+
+# ---- a stub server: 3 chunks of 2 ids, 40 ms apart ----
+bodies = []
+
+
+class Stub(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        b = json.dumps({"data": [{"id": "stub", "owned_by": "someone"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        bodies.append(req)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for c in range(3):
+            time.sleep(0.04)
+            ch = {"choices": [{"index": 0, "text": "", "finish_reason": None}]}
+            if req.get("return_token_ids"):
+                ch["choices"][0]["token_ids"] = [2 * c, 2 * c + 1]
+            self.wfile.write(b"data: " + json.dumps(ch).encode() + b"\n\n")
+            self.wfile.flush()
+        self.wfile.write(b'data: {"choices": [], "usage": {"completion_tokens": 6}}\n\n'
+                         b"data: [DONE]\n\n")
+
+
+stub = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
+threading.Thread(target=stub.serve_forever, daemon=True).start()
+url = "http://127.0.0.1:%d" % stub.server_address[1]
+for mode in ("auto", "on"):
+    rc, out, err = bench("--url", url, "--requests", "2", "--clients", "1", "--warmup", "0",
+                         "--token-ids", mode, "--json")
+    check(rc == 0, "stub --token-ids %s: %d %s" % (mode, rc, err[-800:]))
+    got[mode] = json.loads(out)
+stub.shutdown()
+check(len(bodies) == 4 and not any("return_token_ids" in b for b in bodies[:2]) and
+      all(b.get("return_token_ids") is True for b in bodies[2:]),
+      "return_token_ids asked of a server not colid only with --token-ids on")
+a, n = got["on"], got["auto"]
+check(a["token_id_chunks"] == 6 and a["output_tokens"] == 12 and
+      0.015 <= a["itl_p50_s"] <= 0.03 and 0.035 <= a["ttft_p50_s"] <= 0.2,
+      "2 ids a 40 ms chunk: ITL p50 %r (20 ms), TTFT %r" % (a["itl_p50_s"], a["ttft_p50_s"]))
+check(n["token_ids"] is False and n["itl_p50_s"] == 0, "auto on a stub: no ids, no ITL")
+print("ok: a chunk's gap spread over its ids: ITL p50 %.4f s" % a["itl_p50_s"])
 print("ok: -m and --url runs consistent (%d tokens), dead port refused" % j["output_tokens"])
