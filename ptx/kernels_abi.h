@@ -202,8 +202,8 @@ struct coli_gpu_pulls {
 
 /* A MoE layer planned on the device (coli_moe_plan): from the routing of
  * T <= COLI_GPU_STEP_T tokens, P = T * K (token, expert) pairs in ascending
- * (expert, token) order, each one GEMV job of S = 1 for gate, up and down,
- * and the pair lists the accumulation reads. An expert whose slabs[] entry is
+ * (expert, token) order, each one GEMV job of S = 1 for gate, up and down
+ * (or grouped: gq below), and the pair lists the accumulation reads. An expert whose slabs[] entry is
  * 0 (not resident) gets empty jobs (rows = 0): its pairs keep their place in
  * the lists and y, for the host to fill. All pointers are device addresses. */
 #define COLI_GPU_PLAN_MAX_P 256
@@ -236,6 +236,18 @@ struct coli_gpu_moe_plan {
 	 * a NaN routing's id E (none left) is written as E - 1, so a bias read
 	 * stays inside its table */
 	int *pair_expert;
+	/* Grouped (gq != NULL; a step of several tokens): the pairs of an expert,
+	 * consecutive in pair order, share its weight loads. The plan gathers
+	 * the tokens' activation rows into pair order, out [P][H] (gq/gd/gqs
+	 * for quantized experts, scale_gu != 0; gf for bf16), and the first pair
+	 * of every COLI_GPU_MAX_S of an expert's run gets the job of them all
+	 * (S of them, rows from its own), the others' jobs are empty (rows = 0).
+	 * A token's bits are the same either way (a GEMV job's tokens do not
+	 * share sums). */
+	signed char *gq;
+	float *gd;
+	int *gqs;
+	float *gf;
 };
 
 /* ptx/mla.cu's shape, which ptx/gpu_mla.c launches and sizes shared memory

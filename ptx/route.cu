@@ -140,32 +140,40 @@ extern "C" __global__ void __launch_bounds__(32)
 /* coli_moe_plan: one CTA, a thread per pair (token t = i / K). A pair's rank
  * in ascending (expert, token) order is the number of pairs before it; it
  * writes its GEMV jobs and list entries there (see struct coli_gpu_moe_plan).
- * The same layout core/moe/moe_dev.c builds on the host, one pair a job. sel,
- * selw: the routing in shared memory (every thread reads every pair: from
- * global memory that was a chain of round trips); slabs: a.slabs, or a
- * shared copy of it. */
+ * The same layout core/moe/moe_dev.c builds on the host, one pair a job, or
+ * grouped (a.gq): an expert's pairs in jobs of up to COLI_GPU_MAX_S, their
+ * rows gathered by plan_gather. sel, selw: the routing in shared memory
+ * (every thread reads every pair: from global memory that was a chain of
+ * round trips); slabs: a.slabs, or a shared copy of it; s_tok: shared [P],
+ * each rank's token for plan_gather. */
 static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i, const int *sel,
-                                 const float *selw, const unsigned long long *slabs)
+                                 const float *selw, const unsigned long long *slabs, int *s_tok)
 {
 	const int P = a.T * a.K;
 
 	const int ex = sel[i], t = i / a.K;
-	int r = 0;
+	int r = 0, o = 0, n = 0; /* rank; the pair's place in its expert's run, the run's length */
 
 	for (int j = 0; j < P; j++) {
 		const int ej = sel[j], tj = j / a.K;
 
 		r += ej < ex || (ej == ex && tj < t);
+		o += ej == ex && tj < t;
+		n += ej == ex;
 	}
-	const unsigned long long slab = slabs[ex];
-	const int H = a.H, I = a.I;
+	/* (a NaN routing's id E has no slab: its pairs' jobs are empty) */
+	const unsigned long long slab = ex < a.E ? slabs[ex] : 0;
+	const int H = a.H, I = a.I, group = a.gq != NULL;
+	/* grouped: the run's first pair of every COLI_GPU_MAX_S takes them */
+	const int S = !group ? 1 : o % COLI_GPU_MAX_S ? 0 : min(COLI_GPU_MAX_S, n - o);
+	const size_t xr = group ? r : t; /* its activation row */
 	struct coli_gpu_gemv_job j;
 
-	j.xq = a.xq + (size_t)t * H;
-	j.xd = a.xd + (size_t)t * (H / 32);
-	j.xqsum = a.xqsum + (size_t)t * (H / 32);
-	j.xf = a.xf + (size_t)t * H;
-	j.rows = slab ? I : 0, j.K = H, j.S = 1, j.ldy = I; /* not resident: an empty job */
+	j.xq = (group ? a.gq : a.xq) + xr * H;
+	j.xd = (group ? a.gd : a.xd) + xr * (H / 32);
+	j.xqsum = (group ? a.gqs : a.xqsum) + xr * (H / 32);
+	j.xf = (group ? a.gf : a.xf) + xr * H;
+	j.rows = slab && S ? I : 0, j.K = H, j.S = S ? S : 1, j.ldy = I; /* not resident: empty */
 	for (int m = 0; m < 2; m++) {
 		const unsigned long long w = slab + (m ? a.up_off : a.gate_off);
 
@@ -180,13 +188,42 @@ static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i, const
 	j.xd = a.hd + (size_t)r * (I / 32);
 	j.xqsum = a.hqs + (size_t)r * (I / 32);
 	j.xf = a.h + (size_t)r * I;
-	j.rows = slab ? H : 0, j.K = I, j.S = 1, j.ldy = H;
+	j.rows = slab && S ? H : 0, j.K = I, j.S = S ? S : 1, j.ldy = H;
 	j.y = a.y + (size_t)r * H;
 	a.down_jobs[r] = j;
 	a.pair_token[r] = t;
 	a.pair_w[r] = selw[i];
 	if (a.pair_expert)
 		a.pair_expert[r] = ex < a.E ? ex : a.E - 1;
+	s_tok[r] = t;
+}
+
+/* Grouped: row r of the gathered activations = token s_tok[r]'s, by the
+ * whole CTA in 16-byte words (after plan_pair and a __syncthreads). */
+static __device__ void plan_gather(const struct coli_gpu_moe_plan &a, const int *s_tok)
+{
+	const int P = a.T * a.K;
+
+	if (!a.gq)
+		return;
+	if (a.scale_gu) { /* int8 rows, then a float and an int a 32-block */
+		const int w = a.H / 16, b = a.H / 32;
+
+		for (int u = threadIdx.x; u < P * w; u += blockDim.x)
+			((int4 *)a.gq)[u] = __ldg((const int4 *)a.xq + (size_t)s_tok[u / w] * w + u % w);
+		for (int u = threadIdx.x; u < P * b; u += blockDim.x) {
+			const size_t from = (size_t)s_tok[u / b] * b + u % b;
+
+			a.gd[u] = __ldg(a.xd + from);
+			a.gqs[u] = __ldg(a.xqsum + from);
+		}
+	} else {
+		const int w = a.H / 4;
+
+		for (int u = threadIdx.x; u < P * w; u += blockDim.x)
+			((float4 *)a.gf)[u] =
+			    __ldg((const float4 *)a.xf + (size_t)s_tok[u / w] * w + u % w);
+	}
 }
 
 extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
@@ -195,6 +232,7 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 	pdl_entry();
 	__shared__ int sel[COLI_GPU_PLAN_MAX_P];
 	__shared__ float selw[COLI_GPU_PLAN_MAX_P];
+	__shared__ int s_tok[COLI_GPU_PLAN_MAX_P];
 	const int i = threadIdx.x;
 
 	if (i < a.T * a.K) {
@@ -203,7 +241,9 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 	}
 	__syncthreads();
 	if (i < a.T * a.K)
-		plan_pair(a, i, sel, selw, a.slabs);
+		plan_pair(a, i, sel, selw, a.slabs, s_tok);
+	__syncthreads();
+	plan_gather(a, s_tok);
 }
 
 /* coli_route of the logits lg [T][ld] (a.rlog, or the caller's shared p) into
@@ -219,6 +259,7 @@ static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan
 	__shared__ int sel[COLI_GPU_PLAN_MAX_P];
 	__shared__ float selw[COLI_GPU_PLAN_MAX_P];
 	__shared__ unsigned long long slabs[COLI_GPU_ROUTE_MAX_E];
+	__shared__ int s_tok[COLI_GPU_PLAN_MAX_P];
 	const int w = threadIdx.x >> 5;
 
 	/* the slab table, read while the routing runs rather than after it */
@@ -232,7 +273,9 @@ static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan
 	}
 	__syncthreads(); /* the routing's and the slab table's shared copies are visible */
 	if ((int)threadIdx.x < a.T * a.K)
-		plan_pair(a, threadIdx.x, sel, selw, slabs);
+		plan_pair(a, threadIdx.x, sel, selw, slabs, s_tok);
+	__syncthreads();
+	plan_gather(a, s_tok);
 }
 
 extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)

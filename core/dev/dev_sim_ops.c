@@ -470,17 +470,27 @@ int coli_dev_sim_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 			return rc;
 	}
 	for (int i = 0; i < P; i++) {
-		const int ex = a->sel[i], t = i / a->K;
-		const uint64_t slab = a->slabs[ex];
-		struct coli_gpu_gemv_job j = {.rows = slab ? I : 0, .K = H, .S = 1, .ldy = I};
-		int r = 0;
+		const int ex = a->sel[i], t = i / a->K, group = a->gq != NULL;
+		const uint64_t slab = ex < a->E ? a->slabs[ex] : 0;
+		int r = 0, o = 0, n = 0, S;
 
-		for (int k = 0; k < P; k++)
+		for (int k = 0; k < P; k++) {
 			r += a->sel[k] < ex || (a->sel[k] == ex && k / a->K < t);
-		j.xq = a->xq + (size_t)t * H;
-		j.xd = a->xd + (size_t)t * (H / 32);
-		j.xqsum = a->xqsum + (size_t)t * (H / 32);
-		j.xf = a->xf + (size_t)t * H;
+			o += a->sel[k] == ex && k / a->K < t;
+			n += a->sel[k] == ex;
+		}
+		S = !group                   ? 1
+		    : o % COLI_GPU_MAX_S     ? 0
+		    : n - o < COLI_GPU_MAX_S ? n - o
+		                             : COLI_GPU_MAX_S;
+		struct coli_gpu_gemv_job j = {
+		    .rows = slab && S ? I : 0, .K = H, .S = S ? S : 1, .ldy = I};
+		const size_t xr = group ? (size_t)r : (size_t)t;
+
+		j.xq = (group ? a->gq : a->xq) + xr * H;
+		j.xd = (group ? a->gd : a->xd) + xr * (H / 32);
+		j.xqsum = (group ? a->gqs : a->xqsum) + xr * (H / 32);
+		j.xf = (group ? a->gf : a->xf) + xr * H;
 		for (int m = 0; m < 2; m++) {
 			const uint64_t w = slab + (m ? a->up_off : a->gate_off);
 
@@ -491,7 +501,8 @@ int coli_dev_sim_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 			j.y = (m ? a->u : a->g) + (size_t)r * I;
 			a->gu_jobs[2 * r + m] = j;
 		}
-		j = (struct coli_gpu_gemv_job){.rows = slab ? H : 0, .K = I, .S = 1, .ldy = H};
+		j = (struct coli_gpu_gemv_job){
+		    .rows = slab && S ? H : 0, .K = I, .S = S ? S : 1, .ldy = H};
 		j.w = (const void *)(uintptr_t)(slab + a->down_off);
 		j.scales =
 		    a->scale_d
@@ -507,6 +518,17 @@ int coli_dev_sim_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 		a->pair_w[r] = a->selw[i];
 		if (a->pair_expert)
 			a->pair_expert[r] = ex < a->E ? ex : a->E - 1;
+	}
+	for (int r = 0; a->gq && r < P; r++) { /* grouped: the rows in pair order */
+		const size_t t = (size_t)a->pair_token[r], b = H / 32;
+
+		if (a->scale_gu) {
+			memcpy(a->gq + r * (size_t)H, a->xq + t * H, (size_t)H);
+			memcpy(a->gd + r * b, a->xd + t * b, b * sizeof(float));
+			memcpy(a->gqs + r * b, a->xqsum + t * b, b * sizeof(int));
+		} else {
+			memcpy(a->gf + r * (size_t)H, a->xf + t * H, (size_t)H * sizeof(float));
+		}
 	}
 	return 0;
 }

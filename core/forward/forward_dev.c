@@ -123,8 +123,12 @@ static struct coli_dev_route route_args(const struct coli_engine *e, int l, uint
  * on the device. router != NULL (f32): the router's GEMV of dd->xn into
  * dd->rlog comes first, in the same launch as the routing (layer_ops
  * decides). A sigmoid router routes in a launch of its own first (router
- * NULL then), and the plan reads that routing. */
-static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *router, uint64_t sel)
+ * NULL then), and the plan reads that routing. group: an expert's pairs in
+ * shared jobs, their rows gathered into the slot's pair-order buffers (a
+ * planned layer of several tokens; a preplanned one's host part gathers
+ * its own rows there). */
+static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *router, uint64_t sel,
+                      int group)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = coli_dense_dev_at(e, l);
@@ -166,6 +170,10 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 	    .E = c->n_experts,
 	    .norm = c->norm_topk_prob,
 	    .pair_expert = (int *)(uintptr_t)dd->pex, /* gpt-oss: its biases' rows */
+	    .gq = group ? (signed char *)(uintptr_t)v->xq : NULL,
+	    .gd = (float *)(uintptr_t)v->xd,
+	    .gqs = (int *)(uintptr_t)v->xqs,
+	    .gf = (float *)(uintptr_t)v->xf,
 	};
 
 	if (c->router_kind == COLI_ROUTER_SIGMOID) {
@@ -354,7 +362,7 @@ static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer 
 	int H = e->m.cfg.hidden, K = e->m.cfg.top_k, rc;
 
 	rc = plan_route(e, l, T, fused ? &D->router : NULL,
-	                dd->fsel + (size_t)l * COLI_GPU_STEP_T * K * 4);
+	                dd->fsel + (size_t)l * COLI_GPU_STEP_T * K * 4, T > 1);
 	rc = rc ? rc : plan_experts(e, l, T);
 	rc = rc ? rc : coli_dense_dev_down_bias(e, dd, l, T * K);
 	if (defers(e, l, SEG_PLANNED)) /* summed by the next layer's first norm */
@@ -438,7 +446,7 @@ static int layer_ops(struct coli_engine *e, int l, const struct dstep *st, int k
 
 	if (dd->route_on_dev) { /* a preplanned layer routes with its plan */
 		rc = rc                ? rc
-		     : kind == SEG_PRE ? plan_route(e, l, T, fused ? &D->router : NULL, dd->sel)
+		     : kind == SEG_PRE ? plan_route(e, l, T, fused ? &D->router : NULL, dd->sel, 0)
 		                       : coli_dev_route(dd->dev, &ra);
 		rc = rc || gn < 0 ? rc : guess_ops(e, gn, T);
 		if (gn >= 0)

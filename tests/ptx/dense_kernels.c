@@ -40,7 +40,10 @@
  *   moe_plan        job tables and pair lists vs the layout built here: pairs in
  *                   ascending (expert, token), every field of every job (a
  *                   non-resident expert's jobs empty, its pairs in place; each
- *                   pair's expert, gpt-oss's bias rows); with
+ *                   pair's expert, gpt-oss's bias rows); grouped (several
+ *                   tokens: an expert's pairs in jobs of up to COLI_GPU_MAX_S,
+ *                   long runs from a small pool of experts), the gathered
+ *                   q8/q4 or f32 rows byte for byte; with
  *                   router logits (coli_route_plan, T 1 .. COLI_GPU_STEP_T: a
  *                   warp routes several tokens) the routing is coli_route's
  *                   choice and the pair lists follow it
@@ -843,12 +846,20 @@ static int test_route(void)
 static int test_moe_plan(void)
 {
 	enum { E = 128, H = 2048, I = 768 };
-	/* T, K */
-	static const int cases[][2] = {{1, 8}, {4, 8}, {3, 2}, {4, 16}, {16, 8}, {16, 16}};
+	/* T, K, grouped (q8/q4 rows; 2: bf16's), experts drawn from the first
+	 * `pool` (long runs: several jobs of COLI_GPU_MAX_S) */
+	static const int cases[][4] = {{1, 8, 0, E},   {4, 8, 0, E},   {3, 2, 0, E}, {4, 16, 0, E},
+	                               {16, 8, 0, E},  {16, 16, 0, E}, {2, 8, 1, E}, {16, 8, 1, 16},
+	                               {16, 16, 1, E}, {9, 4, 2, 8}};
 	int rc = 0;
 
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		int T = cases[c][0], K = cases[c][1], P = T * K, order[256], bad = 0;
+		const int group = cases[c][2], pool = cases[c][3];
+		signed char *xq = NULL, *gq = NULL;
+		float *xd = NULL, *gd = NULL, *xf = NULL, *gf = NULL;
+		int *xs = NULL, *gs = NULL;
+		uint64_t dxq = 0, dxd = 0, dxs = 0, dxf = 0, dgq = 0, dgd = 0, dgs = 0, dgf = 0;
 		int sel[256], tok[256], px[256];
 		float selw[256], pw[256];
 		unsigned long long slabs[E];
@@ -865,7 +876,7 @@ static int test_moe_plan(void)
 				int dup;
 
 				do {
-					ex = (int)(rnd() % E);
+					ex = (int)(rnd() % pool);
 					dup = 0;
 					for (int j = 0; j < k; j++)
 						dup |= sel[t * K + j] == ex;
@@ -907,6 +918,28 @@ static int test_moe_plan(void)
 		a.pair_token = (int *)DP(dtok), a.pair_w = (float *)DP(dpw);
 		a.pair_expert = (int *)DP(dpx); /* gpt-oss's bias rows */
 		a.T = T, a.K = K, a.H = H, a.I = I, a.E = E;
+		if (group) { /* real rows to gather: random bytes, poisoned outputs */
+			size_t nb = (size_t)T * (H / 32);
+
+			xq = xmalloc((size_t)T * H), xd = xmalloc(4 * nb), xs = xmalloc(4 * nb);
+			xf = xmalloc(4 * (size_t)T * H);
+			gq = xmalloc((size_t)P * H), gd = xmalloc(4 * (size_t)P * (H / 32));
+			gs = xmalloc(4 * (size_t)P * (H / 32)), gf = xmalloc(4 * (size_t)P * H);
+			for (size_t i = 0; i < (size_t)T * H; i++)
+				xq[i] = (signed char)rnd(), xf[i] = frand();
+			for (size_t i = 0; i < nb; i++)
+				xd[i] = frand(), xs[i] = (int)rnd();
+			dxq = dev_copy(xq, (size_t)T * H), dxd = dev_copy(xd, 4 * nb);
+			dxs = dev_copy(xs, 4 * nb), dxf = dev_copy(xf, 4 * (size_t)T * H);
+			dgq = dev_poison((size_t)P * H), dgd = dev_poison(4 * (size_t)P * (H / 32));
+			dgs = dev_poison(4 * (size_t)P * (H / 32)),
+			dgf = dev_poison(4 * (size_t)P * H);
+			a.xq = (const signed char *)DP(dxq), a.xd = (const float *)DP(dxd);
+			a.xqsum = (const int *)DP(dxs), a.xf = (const float *)DP(dxf);
+			a.gq = (signed char *)DP(dgq), a.gd = (float *)DP(dgd);
+			a.gqs = (int *)DP(dgs), a.gf = (float *)DP(dgf);
+			a.scale_gu = group == 1 ? a.scale_gu : 0; /* bf16: the f32 rows */
+		}
 		if (coli_gpu_moe_plan(g_gpu, &a))
 			return 1;
 		download(gu, dgu, sizeof(gu[0]) * 2 * P);
@@ -915,25 +948,34 @@ static int test_moe_plan(void)
 		download(pw, dpw, 4 * (size_t)P);
 		download(px, dpx, 4 * (size_t)P);
 		for (int r = 0; r < P; r++) {
-			int i = order[r], t = i / K;
+			int i = order[r], t = i / K, o = 0, n = 0, S = 1;
 			unsigned long long s = slabs[sel[i]];
 			struct coli_gpu_gemv_job want[3];
+			/* grouped: the run's first of every COLI_GPU_MAX_S takes them */
+			const size_t xr = group ? (size_t)r : (size_t)t;
 
+			for (int q = 0; q < P; q++)
+				o += sel[order[q]] == sel[i] && q < r, n += sel[order[q]] == sel[i];
+			if (group)
+				S = o % COLI_GPU_MAX_S       ? 0
+				    : n - o < COLI_GPU_MAX_S ? n - o
+				                             : COLI_GPU_MAX_S;
 			memset(want, 0, sizeof(want));
 			for (int m = 0; m < 2; m++) {
 				unsigned long long w = s + (m ? a.up_off : a.gate_off);
 
 				want[m] = (struct coli_gpu_gemv_job){
 				    .w = (const void *)w,
-				    .scales = (const unsigned short *)(w + a.scale_gu),
-				    .xq = a.xq + (size_t)t * H,
-				    .xd = a.xd + (size_t)t * (H / 32),
-				    .xqsum = a.xqsum + (size_t)t * (H / 32),
-				    .xf = a.xf + (size_t)t * H,
+				    .scales = a.scale_gu ? (const unsigned short *)(w + a.scale_gu)
+				                         : NULL,
+				    .xq = (group ? a.gq : a.xq) + xr * H,
+				    .xd = (group ? a.gd : a.xd) + xr * (H / 32),
+				    .xqsum = (group ? a.gqs : a.xqsum) + xr * (H / 32),
+				    .xf = (group ? a.gf : a.xf) + xr * H,
 				    .y = (m ? a.u : a.g) + (size_t)r * I,
-				    .rows = s ? I : 0,
+				    .rows = s && S ? I : 0,
 				    .K = H,
-				    .S = 1,
+				    .S = S ? S : 1,
 				    .ldy = I};
 			}
 			want[2] = (struct coli_gpu_gemv_job){
@@ -944,16 +986,47 @@ static int test_moe_plan(void)
 			    .xqsum = a.hqs + (size_t)r * (I / 32),
 			    .xf = a.h + (size_t)r * I,
 			    .y = a.y + (size_t)r * H,
-			    .rows = s ? H : 0,
+			    .rows = s && S ? H : 0,
 			    .K = I,
-			    .S = 1,
+			    .S = S ? S : 1,
 			    .ldy = H};
 			bad += memcmp(&gu[2 * r], &want[0], sizeof(want[0])) != 0;
 			bad += memcmp(&gu[2 * r + 1], &want[1], sizeof(want[0])) != 0;
 			bad += memcmp(&dn[r], &want[2], sizeof(want[0])) != 0;
 			bad += tok[r] != t || pw[r] != selw[i] || px[r] != sel[i];
 		}
-		printf("  moe_plan T=%d K=%-2d pairs=%-3d %25s mismatches %d\n", T, K, P, "", bad);
+		if (group == 1) { /* row r of the gathered = token tok[r]'s */
+			download(gq, dgq, (size_t)P * H);
+			download(gd, dgd, 4 * (size_t)P * (H / 32));
+			download(gs, dgs, 4 * (size_t)P * (H / 32));
+			for (int r = 0; r < P; r++) {
+				size_t b = H / 32;
+
+				bad += memcmp(gq + (size_t)r * H, xq + (size_t)tok[r] * H, H) != 0;
+				bad += memcmp(gd + r * b, xd + tok[r] * b, 4 * b) != 0;
+				bad += memcmp(gs + r * b, xs + tok[r] * b, 4 * b) != 0;
+			}
+		} else if (group == 2) {
+			download(gf, dgf, 4 * (size_t)P * H);
+			for (int r = 0; r < P; r++)
+				bad +=
+				    memcmp(gf + (size_t)r * H, xf + (size_t)tok[r] * H, 4 * H) != 0;
+		}
+		if (group) {
+			free(xq), free(xd), free(xs), free(xf), free(gq), free(gd), free(gs),
+			    free(gf);
+			coli_gpu_free(g_gpu, dxq), coli_gpu_free(g_gpu, dxd),
+			    coli_gpu_free(g_gpu, dxs);
+			coli_gpu_free(g_gpu, dxf), coli_gpu_free(g_gpu, dgq),
+			    coli_gpu_free(g_gpu, dgd);
+			coli_gpu_free(g_gpu, dgs), coli_gpu_free(g_gpu, dgf);
+		}
+		printf("  moe_plan T=%d K=%-2d pairs=%-3d %-6s experts %-3d %11s mismatches %d\n",
+		       T, K, P,
+		       group == 1 ? "q"
+		       : group    ? "bf16"
+		                  : "single",
+		       pool, "", bad);
 		rc |= bad != 0;
 		coli_gpu_free(g_gpu, dsel), coli_gpu_free(g_gpu, dselw),
 		    coli_gpu_free(g_gpu, dslabs);
