@@ -315,7 +315,7 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 		 * warps are past step s-1, whose slot the load below overwrites:
 		 * a group stages and reads only its own slots, so it waits for its
 		 * own 4 warps (named barrier 1 + grp), not the CTA */
-		asm volatile("bar.sync %0, 128;\n" ::"r"(1 + grp));
+		asm volatile("bar.sync %0, 128;\n" ::"r"(1 + grp) : "memory");
 		if (pb < nb) {
 			ld.load(sm.s[sp][grp], pb);
 			next_block(grp, pk, pb, nb);
