@@ -23,8 +23,10 @@
  * any type is copied whole), the deepseek_v3 fixture on the CPU (MLA's
  * latent rows, no V cache), --gpu sim:1 with the dense part there (the
  * copy on the device), sim:2 with --split layers (each device copies its
- * layers), and with a GPU, q8 and q4 with the dense part on GPU 0 (skipped
- * without one; the reference then alone on the GPU).
+ * layers), sim:1 failing after 800 ops (in the running scenario while B
+ * decodes: the dense part moves to the CPU and every slot, B's with its
+ * copied prefix, is rebuilt from its history), and with a GPU, q8 and q4 with the dense part on GPU
+ * 0 (skipped without one; the reference then alone on the GPU).
  */
 #include <stdint.h>
 
@@ -55,6 +57,7 @@ struct cfg {
 	const char *fixture;
 	enum coli_dtype q;
 	const char *gpu, *dense, *split, *kv;
+	int fail; /* COLI_GPU_FAIL_AFTER of the batched engines (0: never) */
 };
 
 static struct coli_opts opts(const struct cfg *c, int parallel)
@@ -65,6 +68,7 @@ static struct coli_opts opts(const struct cfg *c, int parallel)
 	o.threads = 2;
 	o.ctx = CTX;
 	o.parallel = parallel;
+	o.gpu_fail_after = parallel > 1 && c->fail ? c->fail : -1;
 	snprintf(o.gpu, sizeof(o.gpu), "%s", c->gpu);
 	snprintf(o.kv_type, sizeof(o.kv_type), "%s", c->kv);
 	coli_opts_set(&o, "--dense", c->dense, NULL, 0);
@@ -212,6 +216,16 @@ static int scenarios(const char *path, const struct cfg *c, const int *pa, const
 		b = steps(e, q, 2, V, logits, "running: B beside A") != 0;
 	}
 	b = b ? b : check_stats(e, NP, NS + NP, "running");
+	if (!b && c->fail) { /* the device failed beside B: its slot rebuilt from the copy */
+		struct coli_engine_stats st;
+
+		coli_engine_stats(e, &st);
+		if (st.dense_on_device) {
+			printf("running: the device did not fail (COLI_GPU_FAIL_AFTER %d)\n",
+			       c->fail);
+			b = 1;
+		}
+	}
 	coli_engine_close(e);
 	bad += b;
 
@@ -292,8 +306,8 @@ static int run_case(const struct cfg *c)
 	}
 	if (e)
 		coli_engine_close(e);
-	printf("%-14s %-4s %-6s dense %-4s split %-6s kv %-4s %s\n", c->fixture,
-	       coli_dtype_name(c->q), c->gpu, c->dense, c->split, c->kv,
+	printf("%-14s %-4s %-6s dense %-4s split %-6s kv %-4s%s %s\n", c->fixture,
+	       coli_dtype_name(c->q), c->gpu, c->dense, c->split, c->kv, c->fail ? " (fails)" : "",
 	       bad ? "MISMATCH" : "identical");
 	free(rb.logits), free(rs.logits);
 	return bad != 0;
@@ -304,13 +318,14 @@ int main(void)
 	const char *why;
 	const int gpu = coli_ptx_probe(&why) > 0; /* then the GPU's cases too */
 	const struct cfg cases[] = {
-	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16"},
-	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "q8"},
-	    {"deepseek_v3", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16"},
-	    {"demo", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16"},
-	    {"demo", COLI_DTYPE_Q8_0, "sim:2", "auto", "layers", "bf16"},
-	    {"demo", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16"},
-	    {"demo", COLI_DTYPE_Q4_0, "0", "auto", "auto", "bf16"},
+	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16", 0},
+	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "q8", 0},
+	    {"deepseek_v3", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16", 0},
+	    {"demo", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16", 0},
+	    {"demo", COLI_DTYPE_Q8_0, "sim:2", "auto", "layers", "bf16", 0},
+	    {"demo", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16", 800},
+	    {"demo", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16", 0},
+	    {"demo", COLI_DTYPE_Q4_0, "0", "auto", "auto", "bf16", 0},
 	};
 	int fails = 0;
 
