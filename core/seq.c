@@ -13,11 +13,13 @@
  * but the last (whose logits the caller needs). When another slot holds a
  * longer prefix — only an open one can, the free ones having lost to the
  * chosen — by at least COLI_SEQ_COPY_MIN tokens, its rows past the chosen
- * slot's prefix and their tokens are copied into it at open, before the
- * next step (coli_kv_copy_rows on the host, coli_dense_dev_copy_rows on the
- * dense devices, queued on their streams behind the steps that wrote them):
- * 8 clients sending the same system prompt prefill it once, when they come
- * one after another's prefill. Only rows below the source's pos are taken:
+ * slot's prefix (below it both hold the same rows: the same tokens) and
+ * their tokens are copied into it at open, before the next step
+ * (coli_kv_copy_rows on the host, coli_dense_dev_copy_rows on the dense
+ * devices, queued on their streams behind the steps that wrote them): 8
+ * clients sending the same system prompt prefill it once, as long as the
+ * others open after the first has prefilled it (those opened in the same
+ * step each prefill it). Only rows below the source's pos are taken:
  * a running slot writes from its pos on, and a rewind (coli_seq_gen_spec's
  * rejected draft, coli_engine_seq_rewind) lowers pos over rows that are
  * stale from then on. COLI_SEQ_COPY_MIN (32 tokens) keeps the chat
