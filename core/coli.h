@@ -502,6 +502,9 @@ int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const floa
  * tokens in coli_engine_stats). On the CPU a row's bits do not depend on
  * the other rows of its batch: a sequence's tokens are those it gets alone. */
 #define COLI_MAX_SEQ 64 /* --parallel's bound */
+/* Tokens a prefix held by another slot must be longer than the new slot's
+ * own for coli_engine_seq_open to copy it (core/seq.c says why 32). */
+#define COLI_SEQ_COPY_MIN 32
 struct coli_run {
 	int slot;       /* from coli_engine_seq_open */
 	int n;          /* tokens, at the slot's position on */
@@ -517,9 +520,12 @@ int coli_engine_n_seq(const coli_engine_t *e);
 /* A slot for a new sequence whose prompt is ids[n]: of the slots not open,
  * the one whose history shares the longest prefix with ids (ties: the least
  * recently opened), keeping that prefix's rows, at most n - 1 tokens (the
- * last is run again for its logits). Returns the slot (>= 0) and *cached
- * (may be NULL) = the tokens kept; -EBUSY when every slot is open. Slot 0 is
- * taken last. */
+ * last is run again for its logits). When another slot, open or not, holds
+ * a prefix at least COLI_SEQ_COPY_MIN tokens longer (its rows below its
+ * position only), those rows and tokens are copied into the slot first
+ * (on the dense devices when they hold the cache). Returns the slot (>= 0)
+ * and *cached (may be NULL) = the tokens kept, copied ones included; -EBUSY
+ * when every slot is open. Slot 0 is taken last. */
 int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached);
 /* The slot is free again; its rows and history stay for the prefix cache. */
 void coli_engine_seq_close(coli_engine_t *e, int slot);
@@ -862,6 +868,8 @@ struct coli_engine_stats {
 	uint64_t prefix_hits;      /* prompts that kept a cached prefix (coli_engine_seq_open,
 	                            * coli_generate) */
 	uint64_t prefix_saved;     /* prompt tokens those kept: not prefilled again */
+	uint64_t prefix_copied;    /* ... of which copied from another slot (open or not)
+	                            * into the one the prompt got (coli_engine_seq_open) */
 	uint64_t steps, step_runs; /* forward calls on the CPU path and the runs (sequences)
 	                            * in them: step_runs / steps sequences a step */
 };

@@ -6,12 +6,28 @@
  * The slots are the KV cache's (struct coli_kv_seq, core/forward/kv.h:
  * n_seq of them, each [n_layers][ctx] rows, pos, hist, open, used). A slot
  * keeps its rows and history after its sequence closes: that is the prefix
- * cache, with as many entries as slots. A new prompt gets the free slot
- * whose history shares the longest prefix with it (ties: the one opened
- * least recently, so an unused or stale slot goes first), and keeps that
- * prefix, at most all its tokens but the last (whose logits the caller
- * needs). Hits and kept tokens are counted in the engine's stats
- * (prefix_hits, prefix_saved), as coli_generate counts slot 0's.
+ * cache, with as many entries as slots, and every slot, running or not,
+ * serves it. A new prompt gets the free slot whose history shares the
+ * longest prefix with it (ties: the one opened least recently, so an unused
+ * or stale slot goes first), and keeps that prefix, at most all its tokens
+ * but the last (whose logits the caller needs). When another slot holds a
+ * longer prefix — only an open one can, the free ones having lost to the
+ * chosen — by at least COLI_SEQ_COPY_MIN tokens, its rows past the chosen
+ * slot's prefix (below it both hold the same rows: the same tokens) and
+ * their tokens are copied into it at open, before the next step
+ * (coli_kv_copy_rows on the host, coli_dense_dev_copy_rows on the dense
+ * devices, queued on their streams behind the steps that wrote them): 8
+ * clients sending the same system prompt prefill it once, as long as the
+ * others open after the first has prefilled it (those opened in the same
+ * step each prefill it). Only rows below the source's pos are taken:
+ * a running slot writes from its pos on, and a rewind (coli_seq_gen_spec's
+ * rejected draft, coli_engine_seq_rewind) lowers pos over rows that are
+ * stale from then on. COLI_SEQ_COPY_MIN (32 tokens) keeps the chat
+ * template's opening, which nearly every prompt shares, from causing a copy
+ * at each open (2 x layers copies a device, each a launch) for a handful of
+ * tokens whose prefill chunk runs anyway. Hits, kept tokens and the copied
+ * ones among them are counted in the engine's stats (prefix_hits,
+ * prefix_saved, prefix_copied), as coli_generate counts slot 0's.
  *
  * struct coli_seq_gen is core/generate.c's loop turned inside out for one
  * sequence of a batch (colid's continuous batching): the caller owns the
@@ -24,21 +40,25 @@
  *
  * A row's bits do not depend on the rows beside it on the CPU (canonical
  * reductions in every kernel, attention groups split by positions with the
- * same bits), so a kept prefix is the prefix a prefill from empty would have
- * written, and a sequence's tokens are the same alone or batched.
+ * same bits), so a kept prefix — its own or copied from another slot — is
+ * the prefix a prefill from empty would have written, and a sequence's
+ * tokens are the same alone or batched.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/core_internal.h"
+#include "core/forward/dense_dev.h"
 
 int coli_engine_n_seq(const coli_engine_t *e)
 {
 	return e->kv.n_seq;
 }
 
-/* Tokens of slot q's history that ids[n] starts with, at most n - 1. */
+/* Tokens of slot q's history that ids[n] starts with, at most n - 1: only
+ * those below its pos, whose rows are final (a rewind lowers pos; what lies
+ * above it is stale, and a running slot writes only from pos on). */
 static int shared_prefix(const struct coli_kv_seq *q, const int *ids, int n)
 {
 	int have = q->pos < n - 1 ? q->pos : n - 1, keep = 0;
@@ -48,24 +68,53 @@ static int shared_prefix(const struct coli_kv_seq *q, const int *ids, int n)
 	return keep;
 }
 
+/* Slot `from`'s rows [r0, r1) of every layer and their tokens into slot
+ * `to`: on the dense devices when they hold the cache (the host's rows are
+ * not theirs then), else the host cache. A device that fails here is left
+ * for the next step to find (its cache is rebuilt from every slot's
+ * history, to's as it stands without the copy): the caller keeps r0. */
+static int copy_prefix(struct coli_engine *e, int from, int to, int r0, int r1)
+{
+	int rc = 0;
+
+	if (e->dense.dd)
+		rc = coli_dense_dev_copy_rows(e, from, to, r0, r1);
+	else
+		coli_kv_copy_rows(&e->kv, from, to, r0, r1);
+	if (!rc)
+		memcpy(e->kv.seq[to].hist + r0, e->kv.seq[from].hist + r0,
+		       sizeof(int) * (size_t)(r1 - r0));
+	return rc;
+}
+
 int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached)
 {
-	int best = -1, best_keep = -1;
+	int best = -1, best_keep = -1, from = -1, from_keep = 0;
+	int keep[COLI_MAX_SEQ];
 
 	if (n < 1 || !ids)
 		return -EINVAL;
 	for (int s = 0; s < e->kv.n_seq; s++) {
 		const struct coli_kv_seq *q = &e->kv.seq[s];
-		int keep;
 
+		keep[s] = shared_prefix(q, ids, n);
 		if (q->open)
 			continue;
-		keep = shared_prefix(q, ids, n);
-		if (keep > best_keep || (keep == best_keep && q->used < e->kv.seq[best].used))
-			best = s, best_keep = keep;
+		if (keep[s] > best_keep || (keep[s] == best_keep && q->used < e->kv.seq[best].used))
+			best = s, best_keep = keep[s];
 	}
 	if (best < 0)
 		return -EBUSY;
+	/* the longest prefix of any other slot: only an open one can beat the
+	 * free one chosen; its rows are copied past what the target holds */
+	for (int s = 0; s < e->kv.n_seq; s++)
+		if (s != best && keep[s] > from_keep)
+			from = s, from_keep = keep[s];
+	if (from >= 0 && from_keep - best_keep >= COLI_SEQ_COPY_MIN &&
+	    !copy_prefix(e, from, best, best_keep, from_keep)) {
+		e->est.prefix_copied += (uint64_t)(from_keep - best_keep);
+		best_keep = from_keep;
+	}
 	e->kv.seq[best].open = 1;
 	e->kv.seq[best].used = ++e->kv.opens;
 	e->kv.seq[best].pos = best_keep;

@@ -7,6 +7,8 @@
  * their planes; q, k and v stacked when they can run as one GEMV) and the
  * working buffers allocated (core/forward/dense_dev.h draws them); after placement
  * the slab table device-planned layers read; at close everything is freed.
+ * Between steps, a prefix's cache rows copied from one slot to another
+ * (coli_dense_dev_copy_rows: core/seq.c's prefix cache).
  * The forward over it is core/forward/forward_dev.c (and layer_host.c); the
  * phase timer both charge the stats with, coli_dense_dev_phase_end, is here.
  */
@@ -487,6 +489,35 @@ int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr)
 	if (addr && e->vram.where[(size_t)l * c->n_experts + ex] != dd->plan_dev)
 		addr = 0; /* resident elsewhere: not this device's to plan */
 	return coli_dev_upload(dd->dev, dd->slabs + ((size_t)l * c->n_experts + ex) * 8, &addr, 8);
+}
+
+/* Thread: the engine's (between steps). One copy a layer for K and one for
+ * V: a slot's rows of a layer are contiguous ([slot][layer][ctx] rows). */
+int coli_dense_dev_copy_rows(struct coli_engine *e, int from, int to, int r0, int r1)
+{
+	const size_t ctx = (size_t)e->kv.ctx, n = (size_t)(r1 > r0 ? r1 - r0 : 0);
+	int rc = 0;
+
+	for (int i = 0; i < e->dense.n_dd && n; i++) {
+		const struct coli_dense_dev *dd = e->dense.dds[i];
+
+		for (int l = 0; !rc && l < dd->l1 - dd->l0; l++) {
+			size_t src = from * dd->slot_rows + l * ctx + r0;
+			size_t dst = to * dd->slot_rows + l * ctx + r0;
+
+			rc = coli_dev_copy(
+			    dd->dev, &(struct coli_dev_copy){.dst = dd->kcache + dst * e->kv.krow,
+			                                     .src = dd->kcache + src * e->kv.krow,
+			                                     .n = n * e->kv.krow});
+			if (!rc && dd->vcache)
+				rc = coli_dev_copy(
+				    dd->dev,
+				    &(struct coli_dev_copy){.dst = dd->vcache + dst * e->kv.vrow,
+				                            .src = dd->vcache + src * e->kv.vrow,
+				                            .n = n * e->kv.vrow});
+		}
+	}
+	return rc;
 }
 
 /* The phase split (coli_engine_stats attention_s, moe_s, dense_mlp_s,

@@ -119,6 +119,12 @@ struct coli_dense_dev {
 	double phase_t; /* the phase clock: end of the last phase charged */
 };
 
+/* Rows [r0, r1) of every layer of slot `from` into slot `to` on every dense
+ * device, each its layers' K and V rows (typed, byte for byte), queued on
+ * its stream behind the steps that wrote them (core/seq.c's prefix copy:
+ * the next step's launches follow it on the same stream). */
+int coli_dense_dev_copy_rows(struct coli_engine *e, int from, int to, int r0, int r1);
+
 /* Shared by core/forward/forward_dev.c and core/forward/layer_host.c. */
 /* Charge the time since the last phase end to *acc (sync: wait for the
  * device first, --profile's exact split); see core/forward/forward_dev.c. */

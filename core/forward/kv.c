@@ -1,8 +1,9 @@
 /*
  * core/forward/kv.c — the host KV cache (core/forward/kv.h): its allocation
  * through mem/ on the engine's NUMA node, the token ids beside it, the
- * forward's stores into it and the typed views attention reads it through,
- * each addressed by a sequence slot (slot s: the s-th [n_layers][ctx] block).
+ * forward's stores into it, the typed views attention reads it through and
+ * the copy of a prefix's rows from one slot to another (core/seq.c), each
+ * addressed by a sequence slot (slot s: the s-th [n_layers][ctx] block).
  * An MLA model (cfg.kv_lora) caches one row a token and layer, [c_kv
  * (kv_lora) || k_pe (rope_dim)] in kcache, and has no vcache.
  */
@@ -100,6 +101,19 @@ void coli_kv_append(struct coli_kv *kv, int seq, int l, int pos0, int T, const f
 		if (vc && v)
 			coli_kv_row_store(kv->vt, vc + t * kv->vrow, v + (size_t)t * kv->n, kv->n,
 			                  kv->seg);
+	}
+}
+
+void coli_kv_copy_rows(struct coli_kv *kv, int from, int to, int r0, int r1)
+{
+	for (int l = 0; l < kv->n_layers && r1 > r0; l++) {
+		size_t src = row_of(kv, from, l, r0), dst = row_of(kv, to, l, r0);
+
+		memcpy((char *)kv->kcache + dst * kv->krow, (char *)kv->kcache + src * kv->krow,
+		       (size_t)(r1 - r0) * kv->krow);
+		if (kv->vcache)
+			memcpy((char *)kv->vcache + dst * kv->vrow,
+			       (char *)kv->vcache + src * kv->vrow, (size_t)(r1 - r0) * kv->vrow);
 	}
 }
 

@@ -4,7 +4,8 @@
  * slots). The forward (core/forward/forward.c on the CPU) writes a slot and
  * advances its pos; core/engine.c sizes it at open (coli_kv_alloc), rewinds
  * slot 0 (coli_engine_reset) and frees it at close (coli_kv_free); core/seq.c
- * hands slots to sequences (coli_engine_seq_open). The dense device keeps its
+ * hands slots to sequences (coli_engine_seq_open, which may copy a prefix's
+ * rows from one slot into another: coli_kv_copy_rows). The dense device keeps its
  * own copy of every slot's rows of its layers (core/forward/dense_dev.c: a
  * slot's stride there is the longest device range's layers), not this one's
  * contents; hist lets the engine rebuild every slot from its token ids if
@@ -72,6 +73,10 @@ void coli_kv_free(struct coli_kv *kv);
  * NULL under MLA) stored in the cache's types. */
 void coli_kv_append(struct coli_kv *kv, int seq, int l, int pos0, int T, const float *k,
                     const float *v);
+/* Rows [r0, r1) of every layer of slot `from` into slot `to` (K and V, or
+ * MLA's latent rows: whole typed rows, byte for byte); the slots' pos and
+ * hist are the caller's (core/seq.c's prefix copy). */
+void coli_kv_copy_rows(struct coli_kv *kv, int from, int to, int r0, int r1);
 /* Group g's (kv head g's; MLA: the one latent head, g 0) typed rows of slot
  * seq's layer l from position k0 into a's K, V and type fields (hd: dims of
  * a head). */

@@ -2,6 +2,8 @@
 # The KV cache kept across requests (coli_generate's prefix reuse): a prompt
 # that shares its beginning with the previous request's is prefilled from
 # where they part, usage says how many tokens were cached, and the text is
-# byte-identical to a prefill from empty (prefix_cache_py.py).
+# byte-identical to a prefill from empty; clients sending a shared prefix
+# while another request with it runs get it copied from that one's slot
+# (prefix_cache_py.py).
 command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
 PYTHONPATH="$ROOT/tests/daemon" exec python3 "$ROOT/tests/daemon/prefix_cache_py.py"

@@ -8,10 +8,21 @@ cached_tokens must be 0 for the first, the shared prefix's tokens for the
 second (the token count both prompts agree on, computed here from the tokens
 `coli tokenize` gives), and all but the last token for the repeat; and
 /metrics' prompt, prefilled and prefix-cache saved tokens must add up to the
-replies'. On --parallel 1 (coli_generate) and 2 (colid's batch loop)."""
+replies'. On --parallel 1 (coli_generate) and 2 (colid's batch loop).
+
+Then concurrent clients on --parallel 3 (core/seq.c: a running slot serves
+the prefix cache): A streams a long reply to the shared prefix + its own
+ending; once its first token is out (its prompt prefilled), two clients send
+the shared prefix with other endings at once. Each must report cached_tokens
+= the tokens its prompt shares with A's (copied from A's slot, or from the
+other's when that one finished first), its text must equal `coli generate`'s,
+and coli_prefix_cache_copied_tokens_total must count at least one of them
+(A is still running: only a running slot can be a copy's source)."""
 import json
 import re
+import socket
 import subprocess
+import threading
 
 from colid_util import COLI, Colid, check, convert, generate, post, request
 
@@ -68,4 +79,63 @@ for par in ("1", "2"):  # coli_generate's one sequence, colid_batch.c's slots
           % (par, got, [n_prompt, n_prompt - n_cached, n_cached]))
     print("ok  --parallel %s /metrics: %d prompt tokens, %d prefilled, %d kept by the cache"
           % (par, n_prompt, n_prompt - n_cached, n_cached))
+    copied = metric(srv.port, "coli_prefix_cache_copied_tokens_total")
+    check(copied == 0, "--parallel %s: %r tokens copied between slots, one request at a time "
+          "(the free slot holds the prefix)" % (par, copied))
     check(srv.stop() == 0, "colid exit")
+
+# Concurrent clients: B1 and B2 while A runs. A's EOS ids are biased away and every token
+# takes 10 ms (--debug-token-delay-ms), so A runs for seconds after its first token (the
+# fixture's 512 positions less A's prompt of 138 tokens).
+srv = Colid(model, "--gpu", "off", "--parallel", "3", "--debug-token-delay-ms", "10")
+system = "import os\nimport sys\n\ndef main(argv):\n    " + "x = 1\n    " * 20
+a_prompt = system + "return 0\n"
+b_prompts = [system + "print(argv)\n", system + "y = 2\n"]
+a_toks, b_toks = ids(a_prompt), [ids(p) for p in b_prompts]
+want = [min(common(a_toks, t), len(t) - 1) for t in b_toks]
+check(min(want) >= 32 and common(b_toks[0], b_toks[1]) <= min(want),
+      "the prompts share %r tokens with A's, %d with each other: the test wants >= 32, and no "
+      "more between the two" % (want, common(b_toks[0], b_toks[1])))
+body = json.dumps({"prompt": a_prompt, "max_tokens": 512 - len(a_toks), "temperature": 0,
+                   "stream": True, "logit_bias": {"1023": -100, "1021": -100}}).encode()
+a = socket.create_connection(("127.0.0.1", srv.port))
+a.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+got = b""
+while b"data: " not in got:  # A's first token: its prompt is in its slot
+    more = a.recv(4096)
+    check(more, "A's stream ended before its first token: %r" % got[-300:])
+    got += more
+replies = [None, None]
+
+
+def client(i):
+    replies[i] = post(srv.port, "/v1/completions",
+                      {"prompt": b_prompts[i], "max_tokens": 12, "temperature": 0})
+
+
+threads = [threading.Thread(target=client, args=(i,)) for i in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+copied = metric(srv.port, "coli_prefix_cache_copied_tokens_total")
+saved = metric(srv.port, "coli_prefix_cache_saved_tokens_total")
+a.close()  # A's client leaves: its job is cancelled
+for i, (st, _, body) in enumerate(replies):
+    check(st == 200, "B%d: status %d %s" % (i + 1, st, body[:200]))
+    r = json.loads(body)
+    cached = r["usage"]["prompt_tokens_details"]["cached_tokens"]
+    check(cached == want[i], "B%d: cached_tokens %d, want %d (shared with the running A)"
+          % (i + 1, cached, want[i]))
+    text = generate(model, b_prompts[i], 12)
+    check(r["choices"][0]["text"] == text, "B%d: %r, coli generate says %r"
+          % (i + 1, r["choices"][0]["text"], text))
+    print("ok  beside a running A: B%d prompt %d tokens, %d cached, text = coli generate's"
+          % (i + 1, len(b_toks[i]), cached))
+check(saved == sum(want) and min(want) <= copied <= sum(want),
+      "/metrics: %r tokens saved, %r copied; want %d saved, %d to %d copied"
+      % (saved, copied, sum(want), min(want), sum(want)))
+print("ok  /metrics: %d tokens kept by the cache, %d of them copied from a running slot"
+      % (saved, copied))
+check(srv.stop() == 0, "colid exit")
