@@ -52,10 +52,6 @@
 		dgemv_q4h<S>(a);                                                                   \
 	}
 #define DGEMV_S(M, dt, DT) M(dt, DT, 1) M(dt, DT, 2) M(dt, DT, 3) M(dt, DT, 4)
-/* quantized matrices times 5 to 47 tokens (a decode step of several
- * sequences, a short prefill chunk): 8 a weight load, not 4 (a token's sum is
- * the same whatever S: the canonical lanes do not depend on it) */
-#define DGEMV_8(M, dt, DT) M(dt, DT, 8)
 /* float matrices times a prefill chunk: 8 or 16 tokens a weight load, a
  * split row's ranges in one warp (a token's sum is the same whatever S; the
  * routers split K 16 ways, so S = 4 made 16384 CTAs of a 256-token chunk,
@@ -72,9 +68,6 @@ DGEMV_S(DGEMV, bf16, 2)
 DGEMV_S(DGEMV_Q, q8_0, 8)
 DGEMV_S(DGEMV_Q, q4_0, 9)
 DGEMV_S(DGEMV_Q4H, q4_0h, 9)
-DGEMV_8(DGEMV_Q, q8_0, 8)
-DGEMV_8(DGEMV_Q, q4_0, 9)
-DGEMV_8(DGEMV_Q4H, q4_0h, 9)
 DGEMV_J(f32, 0, 8) DGEMV_J(f32, 0, 16)
 DGEMV_J(bf16, 2, 8) DGEMV_J(bf16, 2, 16)
 /* clang-format on */

@@ -68,10 +68,6 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], s + 1);
 			CK(g->cu->ModuleGetFunction(&g->f_dgemv[d][s], g->mod_dense, name), name);
 		}
-	for (int d = 2; d < 5; d++) {
-		snprintf(name, sizeof(name), "coli_dgemv_%s_8", dt[d]);
-		CK(g->cu->ModuleGetFunction(&g->f_dgemv8[d - 2], g->mod_dense, name), name);
-	}
 	for (int d = 0; d < 2; d++)
 		for (int s = 0; s < 2; s++) {
 			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], 8 << s);
@@ -399,11 +395,6 @@ static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_
 	return rc || !n ? rc : coli_gpu_gemv(g, dtype, j, n);
 }
 
-void coli_gpu_dense_s8(coli_gpu_t *g, int on)
-{
-	g->dense_s8_off = !on;
-}
-
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m)
 {
 	struct coli_gpu_dense_gemv a = *m;
@@ -424,8 +415,7 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 		               (unsigned)((a.T + S - 1) / S), DG_WARPS * 32, jargs,
 		               "launch dense gemv");
 	}
-	/* quantized weights times more than COLI_GPU_MAX_S tokens: 8 a load */
-	S = a.T <= COLI_GPU_MAX_S ? a.T : di >= 2 && !g->dense_s8_off ? 8 : COLI_GPU_MAX_S;
+	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
 	/* tokens per launch: a split launch's partials [splits][T][rows] and its
 	 * counters [chunks][groups] must fit; longer inputs go in several */
 	int tb = a.T;
@@ -448,9 +438,8 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 		a.y2 = m->y2 ? m->y2 + (size_t)t * m->ldy2 : NULL;
 		a.y3 = m->y3 ? m->y3 + (size_t)t * m->ldy3 : NULL;
 		chunks = (a.T + S - 1) / S;
-		rc = launch3(g, S == 8 ? g->f_dgemv8[di - 2] : g->f_dgemv[di][S - 1],
-		             (unsigned)groups, (unsigned)splits, (unsigned)chunks, DG_WARPS * 32,
-		             args, "launch dense gemv");
+		rc = launch3(g, g->f_dgemv[di][S - 1], (unsigned)groups, (unsigned)splits,
+		             (unsigned)chunks, DG_WARPS * 32, args, "launch dense gemv");
 		if (rc)
 			return rc;
 	}
@@ -571,10 +560,6 @@ int coli_gpu_router_plan(coli_gpu_t *g, const struct coli_gpu_dense_gemv *r,
 
 #else
 #define NO_GPU return -ENODEV
-void coli_gpu_dense_s8(coli_gpu_t *g, int on)
-{
-	(void)g, (void)on;
-}
 int coli_gpu_copy(coli_gpu_t *g, uint64_t d, uint64_t s, size_t n)
 {
 	NO_GPU;

@@ -213,9 +213,6 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
  * a tile of queries, K/V chunks in shared memory), the same bits per query
  * as coli_attn_chunks; off (tests, the bench): every batch takes the latter. */
 void coli_gpu_attn_prefill(coli_gpu_t *g, int on);
-/* Quantized dense matrices times more than COLI_GPU_MAX_S tokens: 8 tokens a
- * weight load (on, the default) or COLI_GPU_MAX_S (tests and bench: A/B). */
-void coli_gpu_dense_s8(coli_gpu_t *g, int on);
 /* dst row r = src row idx[r] (idx: device ints), n rows of row_bytes (a
  * multiple of 4): device to device. */
 int coli_gpu_gather_rows(coli_gpu_t *g, uint64_t dst, uint64_t src, uint64_t idx, int n,

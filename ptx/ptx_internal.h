@@ -174,7 +174,6 @@ struct coli_gpu {
 	CUfunction f_attn_chunks[COLI_GPU_KV_MODES][4];  /* coli_attn_chunks_{32,..,256}[_mode] */
 	CUfunction f_attn_prefill[COLI_GPU_KV_MODES][2]; /* coli_attn_prefill_{64,128}[_mode] */
 	int attn_prefill_off;                    /* coli_gpu_attn_prefill(g, 0): tests and bench */
-	int dense_s8_off;                        /* coli_gpu_dense_s8(g, 0): the same */
 	unsigned open_flags;                     /* coli_gpu_open's flags (fault injection) */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
@@ -200,8 +199,7 @@ struct coli_gpu {
 	int n_regs;
 	CUevent ring_left[JOB_SEGS];           /* recorded when the stream left segment i */
 	CUfunction f_dgemv[5][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0 q4_0h][S - 1] */
-	CUfunction f_dgemv8[3]; /* ... [q8_0 q4_0 q4_0h], S = 8: more than COLI_GPU_MAX_S tokens */
-	CUfunction f_dgemv_wide[2][2]; /* [f32 bf16][S = 8, 16]: prefill, joined splits */
+	CUfunction f_dgemv_wide[2][2];         /* [f32 bf16][S = 8, 16]: prefill, joined splits */
 	int sm_count;
 	CUdeviceptr
 	    scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c, gpu_mla.c) */

@@ -1904,20 +1904,17 @@ static void bench_prefill(double bw)
 			bench_gemv("qkv", dts[d], 5120, 2048, Ts[k], bw);
 			bench_gemv("o", dts[d], 2048, 4096, Ts[k], bw);
 		}
-	/* a decode step of 1 to 16 sequences: qwen3's lm_head, q/k/v and o, 8
-	 * tokens a weight load past 4 (s8) against 4 */
+	/* a decode step of 1 to 16 sequences: qwen3's lm_head, q/k/v and o,
+	 * the dense GEMV against the tensor-core GEMM */
 	for (size_t d = 0; d < 2; d++)
-		for (int T = 1; T <= COLI_GPU_STEP_T; T *= 2)
-			for (int s8 = T > COLI_GPU_MAX_S; s8 >= 0; s8--) {
-				coli_gpu_dense_s8(g_gpu, s8);
-				printf("  s8 %d", s8);
-				bench_gemv("lm_head", dts[d], 151936, 2048, T, bw);
-				printf("  s8 %d", s8);
-				bench_gemv("qkv", dts[d], 5120, 2048, T, bw);
-				printf("  s8 %d", s8);
-				bench_gemv("o", dts[d], 2048, 4096, T, bw);
-			}
-	coli_gpu_dense_s8(g_gpu, 1);
+		for (int T = 1; T <= COLI_GPU_STEP_T; T *= 2) {
+			bench_gemv("lm_head", dts[d], 151936, 2048, T, bw);
+			bench_gemm("lm_head gemm", dts[d], 1, 151936, 2048, T);
+			bench_gemv("qkv", dts[d], 5120, 2048, T, bw);
+			bench_gemm("qkv gemm", dts[d], 1, 5120, 2048, T);
+			bench_gemv("o", dts[d], 2048, 4096, T, bw);
+			bench_gemm("o gemm", dts[d], 1, 2048, 4096, T);
+		}
 }
 
 /* GGUF's block types (ptx/kquant.cu, experts only so far) at qwen3-235b's
