@@ -10,6 +10,7 @@
 #
 # Knobs: SAN=address,undefined   DEBUG=1   V=1 (show commands)   NVCC=path|no
 #        TEST_JOBS=N (make test's build jobs; nproc by default)
+#        TEST_PARALLEL=N (tests run N at a time; 1 by default: tests/run.sh)
 #        FUZZ_SECONDS=N or FUZZ_RUNS=N, FUZZ_TARGETS="a b" (make fuzz)
 # Changing SAN, DEBUG, NVCC or any flag rebuilds everything (build/.flags records them).
 
