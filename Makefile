@@ -9,6 +9,8 @@
 #   make format     clang-format every C file in place
 #
 # Knobs: SAN=address,undefined   DEBUG=1   V=1 (show commands)   NVCC=path|no
+#        TEST_JOBS=N (make test's build jobs; nproc by default)
+#        TEST_PARALLEL=N (tests run N at a time; 1 by default: tests/run.sh)
 #        FUZZ_SECONDS=N or FUZZ_RUNS=N, FUZZ_TARGETS="a b" (make fuzz)
 # Changing SAN, DEBUG, NVCC or any flag rebuilds everything (build/.flags records them).
 
@@ -123,8 +125,9 @@ probe:
 deps:
 	@sh tools/deps.sh $(foreach p,$(PKGS) $(OPTPKGS),$(DEB_$(p))) $(DEB_TOOLS)
 
-# Rebuild everything when the flags change.
-$(BUILD)/.flags: FORCE
+# Rebuild everything when the flags change. After probe: under -j a missing
+# package stops the build before the first compile.
+$(BUILD)/.flags: FORCE | probe
 	@mkdir -p $(BUILD)
 	@echo '$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS)' > $@
 FORCE:
@@ -170,8 +173,13 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libcoli.a $(BUILD)/.flags
 
 tests: all $(TEST_BIN)
 
+# make test builds on every core: TEST_JOBS jobs (nproc by default), unless
+# make was given its own -j. ptx-check and check-layers name what they read
+# (the build's PTX, all), so they start once it is there.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
-	@$(MAKE) --no-print-directory tests ptx-check check-layers
+	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS)) \
+		tests ptx-check check-layers
 	@BUILD=$(BUILD) sh tests/run.sh
 
 # GPU tests: every kernel against the CPU reference (they skip without a GPU),
@@ -191,8 +199,32 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@sh tools/run_demo.sh $(BUILD) '$(DEMO_HF)' '$(DEMO_COLI)' '$(DEMO_PROMPT)'
 
+# make ptx-check: assemble with ptxas, for the GPUs coli targets, the PTX the
+# build embeds (compute_80's text for sm_80 and sm_90, compute_90's for
+# sm_90), so a kernel that stops assembling is caught on machines without a
+# GPU. A cubin a target under $(BUILD)/ptx-check/: make -j runs them side by
+# side, and a second run redoes only what changed. `%_sm90` also matches
+# NAME_90_sm90.cubin, the compute_90 text's (stem NAME_90).
+ifeq ($(HAVE_nvcc),yes)
+PTXAS     := $(dir $(NVCC))ptxas
+PTX_TEXT  := $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%.ptx) $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%_90.ptx)
+PTX_CUBIN := $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx-check/%_sm80.cubin) \
+             $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx-check/%_sm90.cubin) \
+             $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx-check/%_90_sm90.cubin)
+.SECONDARY: $(PTX_TEXT)
+$(BUILD)/ptx-check/%_sm80.cubin: $(BUILD)/ptx/%.ptx
+	@mkdir -p $(@D)
+	$(Q)$(PTXAS) -arch=sm_80 -o $@ $< || { rm -f $@; echo "ptx-check: $<: ptxas -arch=sm_80 failed"; exit 1; }
+	@printf '  %-32s %s ok\n' $< sm_80
+$(BUILD)/ptx-check/%_sm90.cubin: $(BUILD)/ptx/%.ptx
+	@mkdir -p $(@D)
+	$(Q)$(PTXAS) -arch=sm_90 -o $@ $< || { rm -f $@; echo "ptx-check: $<: ptxas -arch=sm_90 failed"; exit 1; }
+	@printf '  %-32s %s ok\n' $< sm_90
+ptx-check: $(PTX_CUBIN)
+else
 ptx-check:
-	@sh tools/ptx_check.sh '$(filter-out no,$(NVCC))' '$(NVCC_FLAGS)' $(PTX_SRC)
+	@echo "ptx-check: no nvcc on this machine; skipped"
+endif
 
 # The one-way rule between folders and core's parts (tools/check_layers.py
 # says which may call which), over the sources' includes and the objects' calls.

@@ -14,52 +14,57 @@
 # Corpora and crash files live in $BUILD/fuzz/<name>/. FUZZ_TARGETS="a b"
 # picks targets; FUZZ_RUNS=N runs N executions a target instead of
 # $FUZZ_SECONDS; FUZZ_REUSE_LIB=1 keeps the instrumented library of the last
-# run (after a change to a target only). The target "http" is no libFuzzer
+# run (after a change to a target only; kept only if built with the same
+# FUZZ_OPT). FUZZ_OPT (-O1 by default) optimizes the instrumented code:
+# tests/tools/fuzz_smoke builds at -O0, half the library's compile time for
+# fewer executions a second; the SIMD kernels stay at -O1. The target "http" is no libFuzzer
 # target: tools/fuzz_http.py throws mutated raw requests at a running colid
 # (it needs $BUILD/coli and $BUILD/colid; skipped without colid).
-# Exit 1 if any target found a crash or did not build, 77 if clang with
-# libFuzzer is missing.
+# Targets run FUZZ_JOBS at a time (nproc by default: a fuzzer is one
+# process on one core), each one's lines printed together, in name order, once
+# all are done. Exit 1 if any target found a crash or did not build, 77 if
+# clang with libFuzzer is missing.
 BUILD=${BUILD:-build}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 CLANG=${CLANG:-clang}
 command -v "$CLANG" >/dev/null 2>&1 || { echo "fuzz: clang not found (apt-get install clang)"; exit 77; }
 PKGS="jansson libxxhash libpcre2-8 libutf8proc liburing numa"
-CFLAGS="-std=gnu11 -g -O1 -I. -D_GNU_SOURCE -ffp-contract=off -fno-omit-frame-pointer
+FUZZ_OPT=${FUZZ_OPT:--O1}
+CFLAGS="-std=gnu11 -g $FUZZ_OPT -I. -D_GNU_SOURCE -ffp-contract=off -fno-omit-frame-pointer
 	-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION $(pkg-config --cflags $PKGS 2>/dev/null)"
 LIBS="$(pkg-config --libs $PKGS 2>/dev/null) -lm -pthread"
 ISA_avx2="-mavx2 -mfma -mf16c"
 ISA_avx512="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c"
 ISA_amx="$ISA_avx512 -mamx-tile -mamx-int8"
+# the SIMD kernels at -O1 whatever FUZZ_OPT: a model's token runs them, and
+# intrinsics at -O0 crawl
+ISA_avx2="$ISA_avx2 -O1" ISA_avx512="$ISA_avx512 -O1" ISA_amx="$ISA_amx -O1"
 # The library, instrumented, as an archive: a target links only the objects it
 # uses, so a source clang cannot compile (GCC-only builtins) matters only if a
 # target needs it, and then the link says which symbol is missing.
 LIBDIR="$BUILD/fuzz/lib"
 build_lib() {
 	rm -rf "$LIBDIR" && mkdir -p "$LIBDIR"
-	JOBS=$(nproc 2>/dev/null || echo 2)
-	running=0
+	# one compile per core at a time (xargs -P keeps every core busy)
+	export CLANG CFLAGS ISA_avx2 ISA_avx512 ISA_amx LIBDIR
 	for f in core/*.c core/*/*.c mem/*.c io/*.c cpu/*.c cpu/*/*.c ptx/*.c; do
-		[ -f "$f" ] || continue
-		isa=$(basename "$f" .c | sed -n 's/.*_\(avx2\|avx512\|amx\)$/\1/p')
+		[ -f "$f" ] && echo "$f"
+	done | xargs -P "$(nproc 2>/dev/null || echo 2)" -n 1 sh -c '
+		f=$1
+		isa=$(basename "$f" .c | sed -n "s/.*_\(avx2\|avx512\|amx\)$/\1/p")
 		flags="-fsanitize=fuzzer-no-link,address,undefined"
 		[ -n "$isa" ] && eval flags=\$ISA_$isa # plain: see the top
-		o="$LIBDIR/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')"
-		# one compile per core at a time
-		($CLANG $CFLAGS $flags -c "$f" -o "$o" 2>"$o.log" ||
-			echo "fuzz: note: $f does not compile with $CLANG (left out; see $o.log)") &
-		running=$((running + 1))
-		if [ $running -ge "$JOBS" ]; then
-			wait
-			running=0
-		fi
-	done
-	wait
+		o="$LIBDIR/$(echo "$f" | tr / _ | sed "s/\.c$/.o/")"
+		$CLANG $CFLAGS $flags -c "$f" -o "$o" 2>"$o.log" ||
+			echo "fuzz: note: $f does not compile with $CLANG (left out; see $o.log)"' sh
 	ar rcs "$LIBDIR/libcoli-fuzz.a" "$LIBDIR"/*.o
+	echo "$CFLAGS" >"$LIBDIR/flags"
 }
 picked() { [ -z "${FUZZ_TARGETS:-}" ] || case " $FUZZ_TARGETS " in *" $1 "*) true ;; *) false ;; esac; }
 need_lib=0
 for t in tools/fuzz_*.c; do picked "$(basename "$t" .c | sed 's/^fuzz_//')" && need_lib=1; done
-[ $need_lib = 0 ] || { [ "${FUZZ_REUSE_LIB:-0}" = 1 ] && [ -f "$LIBDIR/libcoli-fuzz.a" ]; } || build_lib
+[ $need_lib = 0 ] || { [ "${FUZZ_REUSE_LIB:-0}" = 1 ] && [ -f "$LIBDIR/libcoli-fuzz.a" ] &&
+	[ "$(cat "$LIBDIR/flags" 2>/dev/null)" = "$CFLAGS" ]; } || build_lib
 # FUZZ_RUNS=N: N executions a target instead of FUZZ_SECONDS (the counts in
 # docs/fuzz.md)
 if [ -n "${FUZZ_RUNS:-}" ]; then
@@ -67,18 +72,29 @@ if [ -n "${FUZZ_RUNS:-}" ]; then
 else
 	LIMIT="-max_total_time=$FUZZ_SECONDS" LIMIT_SAY="${FUZZ_SECONDS}s" HTTP_LIMIT="--seconds $FUZZ_SECONDS"
 fi
-status=0
-for t in tools/fuzz_*.c; do
-	[ -f "$t" ] || continue
-	name=$(basename "$t" .c | sed 's/^fuzz_//')
-	picked "$name" || continue
+# one_target NAME: build, seed and run one target (or "http"); its lines go
+# to stdout, its verdict to the exit status (0 clean, 1 a crash or no build)
+one_target() {
+	name=$1
 	dir="$BUILD/fuzz/$name"
+	mkdir -p "$dir"
+	if [ "$name" = http ]; then # colid's HTTP framing: a mutation driver over a socket
+		[ -x "$BUILD/colid" ] || { echo "fuzz: http skipped ($BUILD/colid not built: libmicrohttpd missing)"; return 0; }
+		echo "fuzz: running http for $LIMIT_SAY"
+		COLI="$BUILD/coli" COLID="$BUILD/colid" TEST_TMP="$dir" \
+			python3 tools/fuzz_http.py $HTTP_LIMIT --out "$dir" >"$dir/run.log" 2>&1
+		rc=$?
+		tail -n 3 "$dir/run.log" | sed "s/^/  /"
+		[ $rc -eq 0 ] || { echo "fuzz: http FAILED (see $dir/run.log and $dir/crash-*)"; return 1; }
+		return 0
+	fi
+	t=tools/fuzz_$name.c
 	mkdir -p "$dir/corpus"
 	echo "fuzz: building $name"
 	# A target may name extra sources of tools/ in a " * fuzz-sources: a.c b.c" line.
 	extra=$(sed -n 's/^ \* fuzz-sources: //p' "$t")
 	$CLANG $CFLAGS -fsanitize=fuzzer,address,undefined -o "$dir/fuzz_$name" "$t" $extra "$LIBDIR/libcoli-fuzz.a" $LIBS -ldl ||
-		{ echo "fuzz: $name does not build"; status=1; continue; }
+		{ echo "fuzz: $name does not build"; return 1; }
 	[ -d "tests/fuzz/$name" ] && cp tests/fuzz/"$name"/* "$dir/corpus/" 2>/dev/null
 	[ -f "tools/fuzz_$name.seed.sh" ] && BUILD=$BUILD sh "tools/fuzz_$name.seed.sh" "$dir/corpus"
 	maxlen=$(sed -n 's/^ \* fuzz-max-len: //p' "$t")
@@ -87,27 +103,34 @@ for t in tools/fuzz_*.c; do
 		-artifact_prefix="$dir/" -print_final_stats=1 "$dir/corpus" >"$dir/run.log" 2>&1
 	rc=$?
 	tail -n 12 "$dir/run.log" | grep -E "stat::number_of_executed_units|stat::new_units_added|Done|ERROR|SUMMARY" | sed "s/^/  $name: /"
-	if [ $rc -ne 0 ]; then
-		echo "fuzz: $name FAILED (see $dir/run.log and $dir/crash-*)"
-		status=1
+	[ $rc -eq 0 ] || { echo "fuzz: $name FAILED (see $dir/run.log and $dir/crash-*)"; return 1; }
+	return 0
+}
+names=""
+for t in tools/fuzz_*.c; do
+	[ -f "$t" ] || continue
+	name=$(basename "$t" .c | sed 's/^fuzz_//')
+	picked "$name" && names="$names $name"
+done
+picked http && names="$names http"
+# FUZZ_JOBS at a time; a batch waits for its slowest (all run for the same
+# time); each writes $BUILD/fuzz/NAME/say.txt and, if it failed, .../failed
+JOBS=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
+running=0
+for name in $names; do
+	mkdir -p "$BUILD/fuzz/$name"
+	rm -f "$BUILD/fuzz/$name/failed"
+	(one_target "$name" >"$BUILD/fuzz/$name/say.txt" 2>&1 || : >"$BUILD/fuzz/$name/failed") &
+	running=$((running + 1))
+	if [ $running -ge "$JOBS" ]; then
+		wait
+		running=0
 	fi
 done
-# colid's HTTP framing: a mutation driver over a socket (see its top comment)
-if picked http; then
-	dir="$BUILD/fuzz/http"
-	mkdir -p "$dir"
-	if [ -x "$BUILD/colid" ]; then
-		echo "fuzz: running http for $LIMIT_SAY"
-		COLI="$BUILD/coli" COLID="$BUILD/colid" TEST_TMP="$dir" \
-			python3 tools/fuzz_http.py $HTTP_LIMIT --out "$dir" >"$dir/run.log" 2>&1
-		rc=$?
-		tail -n 3 "$dir/run.log" | sed "s/^/  /"
-		if [ $rc -ne 0 ]; then
-			echo "fuzz: http FAILED (see $dir/run.log and $dir/crash-*)"
-			status=1
-		fi
-	else
-		echo "fuzz: http skipped ($BUILD/colid not built: libmicrohttpd missing)"
-	fi
-fi
+wait
+status=0
+for name in $names; do
+	cat "$BUILD/fuzz/$name/say.txt"
+	[ -f "$BUILD/fuzz/$name/failed" ] && status=1
+done
 exit $status
