@@ -12,9 +12,12 @@
  *             --header-timeout seconds, its socket is shut down
  *   headroom  at most max_pending connections may be pending at once
  *             (--max-connections less a quarter, see colid_guard_start):
- *             a new connection past that shuts the oldest pending one down,
- *             so the last quarter of the limit stays free for clients that
- *             send their request at once (/health, /metrics, a chat request)
+ *             a new connection past that shuts a pending one down, the
+ *             oldest of the address holding the most pending ones, so the
+ *             last quarter of the limit stays free for clients that send
+ *             their request at once (/health, /metrics, a chat request), and
+ *             a burst of reconnecting tricklers cuts its own connections,
+ *             not a lone client's whose request has not arrived whole yet
  *
  * "Shut down" is shutdown(SHUT_RDWR) on the socket, under the guard's mutex
  * and only while the connection is listed: libmicrohttpd's thread then reads
@@ -26,7 +29,9 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -38,6 +43,7 @@ struct colid_slot {
 	int pending; /* no whole request yet since `since` */
 	int killed;  /* shut down by the guard */
 	double since;
+	unsigned char addr[16]; /* the peer's address (IPv4: the first 4 bytes) */
 };
 
 /* Caller holds g->mu. */
@@ -64,6 +70,40 @@ static void append_slot(struct colid_guard *g, struct colid_slot *c)
 	else
 		g->head = c;
 	g->tail = c;
+}
+
+/* The peer address of a new connection, as a key (zeros when unknown). */
+static void peer_key(struct MHD_Connection *mc, unsigned char key[16])
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	memset(key, 0, 16);
+	if (sa && sa->sa_family == AF_INET)
+		memcpy(key, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+	else if (sa && sa->sa_family == AF_INET6)
+		memcpy(key, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+}
+
+/* The headroom's victim: of the pending connections, one of the address
+ * holding the most of them, the oldest there. Caller holds g->mu. */
+static struct colid_slot *victim(struct colid_guard *g)
+{
+	struct colid_slot *best = NULL;
+	int most = 0;
+
+	for (struct colid_slot *o = g->head; o; o = o->next) {
+		int n = 0;
+
+		if (!o->pending)
+			continue;
+		for (struct colid_slot *p = g->head; p; p = p->next)
+			n += p->pending && !memcmp(p->addr, o->addr, sizeof(o->addr));
+		if (n > most) /* (the list is oldest first: ties keep the older) */
+			most = n, best = o;
+	}
+	return best;
 }
 
 /* Caller holds g->mu. */
@@ -98,13 +138,12 @@ void colid_guard_notify(void *cls, struct MHD_Connection *mc, void **socket_cont
 		c->fd = ci->connect_fd;
 		c->pending = 1;
 		c->since = colid_now_s();
+		peer_key(mc, c->addr);
 		pthread_mutex_lock(&g->mu);
 		append_slot(g, c);
 		g->n_pending++;
-		for (struct colid_slot *o = g->head; g->n_pending > g->max_pending && o != c;
-		     o = o->next)
-			if (o->pending)
-				kill_slot(g, o, 0);
+		while (g->n_pending > g->max_pending)
+			kill_slot(g, victim(g), 0);
 		pthread_mutex_unlock(&g->mu);
 		*socket_context = c;
 		return;
