@@ -289,7 +289,8 @@ static struct stacked stacked_of(const struct coli_gpu_dense_gemv *a)
 	};
 }
 
-/* A quantized matrix times a prefill chunk (T >= COLI_GPU_DENSE_GEMM_MIN_T) runs
+/* A quantized matrix times a prefill chunk (T >= COLI_GPU_DENSE_GEMM_MIN_T; a
+ * wide one, lm_head, from COLI_GPU_MAX_S + 1: a decode step of several) runs
  * on the tensor-core GEMM of ptx/gemm.cu, one job per stacked range of rows:
  * the canonical reduction like the GEMV, so a token gets the bits it gets
  * at decode, but the weights are read once per 64 tokens instead of once
@@ -305,7 +306,8 @@ static int dense_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gp
 	int n = 0;
 
 	if ((dtype != COLI_DTYPE_Q8_0 && dtype != COLI_DTYPE_Q4_0) ||
-	    a->T < COLI_GPU_DENSE_GEMM_MIN_T)
+	    a->T < (a->rows >= COLI_GPU_DENSE_GEMM_WIDE_ROWS ? COLI_GPU_MAX_S + 1
+	                                                     : COLI_GPU_DENSE_GEMM_MIN_T))
 		return 1;
 	for (int i = 0; i < 3; i++) {
 		const char *w = (const char *)a->w + r[i] * rb;

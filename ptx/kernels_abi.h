@@ -33,6 +33,11 @@
  * and o on an H200, GEMM against GEMV at 16 and 64 tokens:
  * docs/perf/kernels.md). */
 #define COLI_GPU_DENSE_GEMM_MIN_T 48
+/* A wide one (lm_head), whose tiles fill the GPU however few the tokens, from
+ * COLI_GPU_MAX_S + 1: past one token the GEMV is bound by its dot products
+ * (an H200, q4 lm_head 151,936 x 2,048: 8 tokens 155 us against 252, 4
+ * tokens 152 against 128; docs/perf/history/2026-12-03.md). */
+#define COLI_GPU_DENSE_GEMM_WIDE_ROWS 32768
 
 /* One matrix [rows x K] times S activation vectors; all pointers are device
  * addresses. Quantized weights read xq/xd/xqsum, float weights read xf. The

@@ -27,6 +27,7 @@
  * running list (read by /metrics); the engine is this thread's alone.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,9 @@ static void step(struct colid_queue *q, int V, int ubatch)
 		return;
 	rc = coli_engine_step_last(q->engine, &(struct coli_batch){.n_runs = nr, .runs = runs},
 	                           &logits);
+	if (rc) /* every job of the step ends with it: say why once, here */
+		fprintf(stderr, "colid: a step of %d runs (%d rows) failed: %s\n", nr, rows,
+		        coli_engine_errmsg(q->engine));
 	for (int r = 0; r < nr; r++) {
 		struct colid_job *j = who[r];
 		const float *l = runs[r].logits ? logits + (size_t)k++ * V : NULL;
