@@ -95,8 +95,9 @@ struct coli_dense_dev {
 	                                     * [nh][tmax][np], [tmax][nh][kl + r],
 	                                     * [nh][tmax][kl] (core/forward/mla_dev.c) */
 	struct coli_gpu_gemm_job *mla_jobs; /* [nh] host: a prefill's per-head jobs */
-	uint64_t fsel;    /* [n_layers][COLI_GPU_STEP_T][top_k]: each device-planned layer's
-	                   * routing, down once a forward into e->s.fast_sel (fast_down) */
+	uint64_t
+	    fsel;         /* [n_layers][COLI_GPU_STEP_T][top_k]: each device-planned layer's
+	                   * routing, down once a forward into e->s.fast_sel (coli_dense_dev_fast_down) */
 	int route_on_dev; /* the device routes (E and top_k within coli_route's limits) */
 	int point;        /* the layer queued last recorded the host's wait point behind its
 	                   * downloads (the host part waits for it, not the stream) */
@@ -175,6 +176,13 @@ static inline uint64_t dd_rows(const struct coli_dense_dev *dd, int tmax)
 /* Layer l's attention on its dense device for st's rows, adding first what
  * the previous layer left (pend: PEND_*); leaves the projection in dd->proj. */
 int coli_dense_dev_attention(struct coli_engine *e, int l, const struct dstep *st, int pend);
+
+/* The routing of the layers planned on device dd this forward (COLI_GPU_STEP_T
+ * rows each), queued into the downloads v[*n] before the forward's last
+ * sync; then, after it, the host's counts for them (core/forward/layer_host.c). */
+void coli_dense_dev_fast_down(struct coli_engine *e, struct coli_dense_dev *dd,
+                              struct coli_dev_down *v, int *n);
+void coli_dense_dev_fast_count(struct coli_engine *e);
 
 /* The dense GEMV steps, inline: every layer queues a few of them. */
 /* Quantize rows of x [T][K] into aq/ad/aqs when m is quantized. Once per

@@ -10,7 +10,7 @@
  * is resident on this device, at T <= COLI_GPU_STEP_T (decode), is planned on the device too
  * (coli_route_plan routes and writes the GEMV job tables and pair lists in one launch): gate/up,
  * silu, quantize, down and the accumulation follow on the stream with no round trip to the host,
- * whose only part is counting the routed experts once the forward has synchronized (fast_count).
+ * whose only part is counting the routed experts once the forward has synchronized (layer_host.c).
  * gpt-oss's layers too: the plan names each pair's expert (dd->pex), the silu adds its gate and up
  * bias rows before the clamped SwiGLU, and a bias add puts its down bias on each output before the
  * accumulation (core/forward/layer_host.c coli_dense_dev_down_bias), the CPU's bits.
@@ -233,58 +233,6 @@ static int plan_experts(struct coli_engine *e, int l, int T)
 	return rc ? rc : coli_dev_gemv_table(dd->dev, &down);
 }
 
-/* The routing of the layers planned on device dd this forward, down into
- * e->s.fast_sel in one transfer (of its whole layer range: fast_count reads
- * only the planned layers' rows), queued before the sync that ends the
- * device's part of the forward: appended to the downloads v[*n] queued
- * there as one op. */
-static void fast_down(struct coli_engine *e, struct coli_dense_dev *dd, struct coli_dev_down *v,
-                      int *n)
-{
-	const size_t row = (size_t)COLI_GPU_STEP_T * e->m.cfg.top_k;
-
-	if (!dd->fast_any)
-		return;
-	dd->fast_any = 0;
-	v[(*n)++] = (struct coli_dev_down){e->s.fast_sel + (size_t)dd->l0 * row,
-	                                   dd->fsel + (size_t)dd->l0 * row * 4,
-	                                   sizeof(int) * (size_t)(dd->l1 - dd->l0) * row};
-}
-
-/* After the forward's last sync: what the host path counts for each layer
- * it plans (core/moe/moe.c, core/moe/moe_dev.c take), for the device-planned ones. */
-static void fast_count(struct coli_engine *e)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	int K = c->top_k;
-
-	for (int l = 0; l < c->n_layers; l++) {
-		struct coli_dense_dev *dd = e->dense.dds[e->dense.dd_of[l]];
-		const int *s = e->s.fast_sel + (size_t)l * COLI_GPU_STEP_T * K;
-		const struct coli_expert_layer *xl;
-		int P = dd->fast_T[l] * K;
-
-		if (!P)
-			continue;
-		xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
-		e->est.expert_uses += P;
-		e->est.moe_layers_on_dense++;
-		e->est.moe_layers_dev_planned++;
-		for (int i = 0; i < P; i++) {
-			int first = 1;
-
-			for (int j = 0; j < i; j++)
-				first &= s[j] != s[i];
-			coli_tiers_count(e, l, s[i], 1);
-			if (first) { /* one hit per expert and layer call, as take counts */
-				e->est.hits[COLI_TIER_VRAM]++;
-				e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
-			}
-		}
-		dd->fast_T[l] = 0;
-	}
-}
-
 /* The router lookahead's guess for the next MoE layer (core/moe/lookahead.c),
  * on the device: its router on this layer's xn, routed, downloaded next to
  * this layer's routing. Only where the host plans this layer and the next
@@ -353,8 +301,8 @@ static int defers(const struct coli_engine *e, int l, int kind) /* (and on this 
 }
 
 /* A planned layer's MoE: routed, planned, computed and accumulated here;
- * the routing goes back for fast_count with the forward's other planned
- * layers' (fast_down). */
+ * the routing goes back for coli_dense_dev_fast_count with the forward's
+ * other planned layers' (coli_dense_dev_fast_down). */
 static int planned_moe(struct coli_engine *e, int l, int T, const struct dlayer *D, int fused,
                        int xq)
 {
@@ -618,7 +566,7 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *from, struct co
 
 	rc = coli_dev_add(from->dev,
 	                  &(struct coli_dev_add){.x = from->x, .y = from->mlp, .n = T * H});
-	fast_down(e, from, down, &nd);
+	coli_dense_dev_fast_down(e, from, down, &nd);
 	rc = rc ? rc : coli_dev_download_many(from->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(from->dev);
 	rc = rc ? rc : coli_dev_upload_async(to->dev, to->x, e->s.xn, n);
@@ -749,14 +697,14 @@ static int forward_rows(struct coli_engine *e, const struct dstep *st, const int
 			                              e->opts.profile && !moe);
 	}
 	rc = rc ? rc : logits_queue(e, dd, want, n_want, logits, next, down, &nd);
-	fast_down(e, dd, down, &nd);
+	coli_dense_dev_fast_down(e, dd, down, &nd);
 	rc = rc ? rc : coli_dev_download_many(dd->dev, down, nd);
 	rc = rc ? rc : coli_dev_sync(dd->dev);
 	if (rc)
 		return rc;
 	if (logits && n_want == 1 && logits != e->s.xlogits) /* (coli_engine_forward_last's) */
 		memcpy(logits, e->s.xlogits, sizeof(float) * c->vocab);
-	fast_count(e);
+	coli_dense_dev_fast_count(e);
 	if (next)
 		*next = e->s.xids[e->s.tmax + 1];
 	if (logits || next)

@@ -10,6 +10,9 @@
  * queued ahead, beside the CPU rows, behind a stream wait the host releases
  * once its rows are written (tail_ahead). Decode layers are timed step by
  * step here (coli_engine_stats moe_layer).
+ * The layers planned on the device leave the host only their counts: their
+ * routing comes down with the forward's last downloads (coli_dense_dev_fast_down)
+ * and is counted as take would count it (coli_dense_dev_fast_count).
  *
  * The layer call is a struct coli_moe_layer (core/moe/moe.h) on this file's
  * stack: forward_dev.c starts it (layer, tokens, the device's lookahead
@@ -320,4 +323,56 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
 	 * the host writes those again only after the next layer's router
 	 * download has synchronized this stream (or the forward's last sync) */
 	return rc;
+}
+
+/* The routing of the layers planned on device dd this forward, down into
+ * e->s.fast_sel in one transfer (of its whole layer range: coli_dense_dev_fast_count reads
+ * only the planned layers' rows), queued before the sync that ends the
+ * device's part of the forward: appended to the downloads v[*n] queued
+ * there as one op. */
+void coli_dense_dev_fast_down(struct coli_engine *e, struct coli_dense_dev *dd,
+                              struct coli_dev_down *v, int *n)
+{
+	const size_t row = (size_t)COLI_GPU_STEP_T * e->m.cfg.top_k;
+
+	if (!dd->fast_any)
+		return;
+	dd->fast_any = 0;
+	v[(*n)++] = (struct coli_dev_down){e->s.fast_sel + (size_t)dd->l0 * row,
+	                                   dd->fsel + (size_t)dd->l0 * row * 4,
+	                                   sizeof(int) * (size_t)(dd->l1 - dd->l0) * row};
+}
+
+/* After the forward's last sync: what the host path counts for each layer
+ * it plans (core/moe/moe.c, core/moe/moe_dev.c take), for the device-planned ones. */
+void coli_dense_dev_fast_count(struct coli_engine *e)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	int K = c->top_k;
+
+	for (int l = 0; l < c->n_layers; l++) {
+		struct coli_dense_dev *dd = e->dense.dds[e->dense.dd_of[l]];
+		const int *s = e->s.fast_sel + (size_t)l * COLI_GPU_STEP_T * K;
+		const struct coli_expert_layer *xl;
+		int P = dd->fast_T[l] * K;
+
+		if (!P)
+			continue;
+		xl = coli_io_container_expert_layer(e->m.c, e->m.layers[l].xl);
+		e->est.expert_uses += P;
+		e->est.moe_layers_on_dense++;
+		e->est.moe_layers_dev_planned++;
+		for (int i = 0; i < P; i++) {
+			int first = 1;
+
+			for (int j = 0; j < i; j++)
+				first &= s[j] != s[i];
+			coli_tiers_count(e, l, s[i], 1);
+			if (first) { /* one hit per expert and layer call, as take counts */
+				e->est.hits[COLI_TIER_VRAM]++;
+				e->est.bytes[COLI_TIER_VRAM] += xl->slab_bytes;
+			}
+		}
+		dd->fast_T[l] = 0;
+	}
 }
