@@ -136,7 +136,14 @@ long colid_utf8_invalid_at(const char *s, size_t n);
 /* ---- latency histograms (colid_metrics.c) ----
  * Prometheus histograms of seconds; bucket upper bounds in
  * colid_hist_bounds (docs/api.md, "Metrics"), the last one +Inf. */
-enum colid_hist_kind { COLID_H_TTFT, COLID_H_ITL, COLID_H_QUEUE, COLID_H_N };
+enum colid_hist_kind {
+	COLID_H_TTFT,
+	COLID_H_ITL,
+	COLID_H_QUEUE,
+	COLID_H_STEP,      /* --parallel > 1: a step's forward (coli_engine_step_last) */
+	COLID_H_STEP_HOST, /* and its host work after: tokens picked and streamed */
+	COLID_H_N
+};
 #define COLID_HIST_BUCKETS 16
 struct colid_hist {
 	uint64_t le[COLID_HIST_BUCKETS]; /* observations <= bound k (not cumulative) */

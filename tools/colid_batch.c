@@ -100,6 +100,15 @@ static int admit(struct colid_queue *q, int n_seq)
 	return more;
 }
 
+/* A step's forward and its host work after, into /metrics' histograms. */
+static void step_times(struct colid_metrics *m, double forward_s, double host_s)
+{
+	pthread_mutex_lock(&m->mu);
+	colid_hist_observe(&m->hist[COLID_H_STEP], COLID_H_STEP, forward_s);
+	colid_hist_observe(&m->hist[COLID_H_STEP_HOST], COLID_H_STEP_HOST, host_s);
+	pthread_mutex_unlock(&m->mu);
+}
+
 /* One step over the running jobs: their runs (decoding ones first), the
  * forward, then each job's token. */
 static void step(struct colid_queue *q, int V, int ubatch)
@@ -108,6 +117,7 @@ static void step(struct colid_queue *q, int V, int ubatch)
 	struct coli_run runs[COLI_MAX_SEQ];
 	struct colid_job *who[COLI_MAX_SEQ], *snap[COLI_MAX_SEQ];
 	int n_snap, nr = 0, rows = 0, k = 0, rc;
+	double t0, t1;
 
 	pthread_mutex_lock(&q->mu);
 	n_snap = q->n_run;
@@ -139,11 +149,13 @@ static void step(struct colid_queue *q, int V, int ubatch)
 		}
 	if (!nr)
 		return;
+	t0 = colid_now_s();
 	rc = coli_engine_step_last(q->engine, &(struct coli_batch){.n_runs = nr, .runs = runs},
 	                           &logits);
 	if (rc) /* every job of the step ends with it: say why once, here */
 		fprintf(stderr, "colid: a step of %d runs (%d rows) failed: %s\n", nr, rows,
 		        coli_engine_errmsg(q->engine));
+	t1 = colid_now_s();
 	for (int r = 0; r < nr; r++) {
 		struct colid_job *j = who[r];
 		const float *l = runs[r].logits ? logits + (size_t)k++ * V : NULL;
@@ -157,6 +169,7 @@ static void step(struct colid_queue *q, int V, int ubatch)
 		if (j->gen.done || atomic_load(&j->cancel))
 			end_job(q, j, 0);
 	}
+	step_times(q->metrics, t1 - t0, colid_now_s() - t1);
 }
 
 void *colid_batch_main(void *arg)

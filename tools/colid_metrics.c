@@ -33,12 +33,21 @@ static const double g_bounds[COLID_H_N][COLID_HIST_BUCKETS] = {
                      2.5, 5, HUGE_VAL},
     [COLID_H_QUEUE] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                        HUGE_VAL},
+    /* a step: a graphed GPU decode (~0.5 ms) to a long CPU prompt chunk */
+    [COLID_H_STEP] = {0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.125,
+                      0.25, 0.5, 1, 2.5, 5, HUGE_VAL},
+    [COLID_H_STEP_HOST] = {0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064,
+                           0.125, 0.25, 0.5, 1, 2.5, 5, HUGE_VAL},
 };
 static const char *const g_hist_names[COLID_H_N][2] = {
     {"coli_time_to_first_token_seconds",
      "request arrival at the queue to its first generated token (first choice)"},
     {"coli_inter_token_latency_seconds", "gaps between successive generated tokens"},
     {"coli_queue_time_seconds", "request arrival at the queue to the engine starting it"},
+    {"coli_step_forward_seconds",
+     "--parallel > 1: a batch step's forward over every running sequence's rows"},
+    {"coli_step_host_seconds",
+     "--parallel > 1: a batch step's host work after its forward (tokens picked, streamed)"},
 };
 
 void colid_hist_observe(struct colid_hist *h, enum colid_hist_kind kind, double s)

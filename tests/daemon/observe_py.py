@@ -11,7 +11,10 @@
 - after a mix of whole and streamed, chat and completion requests, each
   /metrics histogram is well formed (cumulative buckets, +Inf = _count) and
   counts what was made: TTFT and queue time one per generation request,
-  inter-token gaps sum(completion_tokens - 1) from the replies' usage;
+  inter-token gaps sum(completion_tokens - 1) from the replies' usage; the
+  batch loop's step histograms (--parallel 2) one forward and one host
+  observation a step, at least a step a generated token (requests come one
+  at a time);
 - --access-log writes one line per HTTP request with the method, path,
   status and token counts of each (as a multiset: a line is written after
   its reply is out, so the next request's may come first)."""
@@ -24,7 +27,7 @@ from colid_util import COLI, TMP, Colid, check, convert, post, request, sse_even
 
 model = convert("qwen3_moe")
 log = os.path.join(TMP, "access.log")
-srv = Colid(model, "--max-body-bytes", "4096", "--access-log", log)
+srv = Colid(model, "--max-body-bytes", "4096", "--access-log", log, "--parallel", "2")
 port = srv.port
 made = []  # (method, path, status) of every request, for the access log
 
@@ -139,6 +142,18 @@ for name, want in [("coli_time_to_first_token_seconds", gen),
     check(counts[-1] == count, "%s: +Inf bucket %d != count %d" % (name, counts[-1], count))
     check(total >= 0 and (total > 0 or want == 0 or name == "coli_queue_time_seconds"),
           "%s_sum %r" % (name, total))
+
+tokens = sum(n for _, n in completions)
+steps = []
+for name in ["coli_step_forward_seconds", "coli_step_host_seconds"]:
+    check("# TYPE %s histogram" % name in text, name + ": no TYPE histogram line")
+    counts = [int(c) for c in re.findall(r'^%s_bucket\{le="[^"]+"\} (\d+)$' % name, text, re.M)]
+    count = int(re.search(r"^%s_count (\d+)$" % name, text, re.M).group(1))
+    check(counts == sorted(counts) and counts and counts[-1] == count,
+          name + ": buckets " + repr(counts))
+    steps.append(count)
+check(steps[0] == steps[1] and steps[0] >= tokens,
+      "steps: %d forward, %d host, %d tokens generated" % (steps[0], steps[1], tokens))
 
 # ---- the access log ----
 code = srv.stop()
