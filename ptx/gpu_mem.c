@@ -207,21 +207,26 @@ void coli_gpu_host_unregister(coli_gpu_t *g, void *p)
 int coli_gpu_job_table(coli_gpu_t *g, const void *jobs, size_t bytes, uint64_t *dptr)
 {
 	const size_t seg = JOB_RING / JOB_SEGS;
-	size_t at = g->ring_off;
+	size_t cur = g->ring_seg, off = g->ring_off, at;
 
 	if (bytes > seg)
 		return -E2BIG;
 	CUR(g);
-	if (at % seg + bytes > seg) { /* leave this segment for the next one */
-		size_t next = (at / seg + 1) % JOB_SEGS;
+	/* off may equal seg (the last table ended on the boundary): a table
+	 * never starts in the next segment without that segment's wait */
+	if (off + bytes > seg) {
+		size_t next = (cur + 1) % JOB_SEGS;
 
-		CK(g->cu->EventRecord(g->ring_left[at / seg], g->stream), "cuEventRecord");
+		CK(g->cu->EventRecord(g->ring_left[cur], g->stream), "cuEventRecord");
 		CK(g->cu->EventSynchronize(g->ring_left[next]), "cuEventSynchronize");
-		at = next * seg;
+		cur = next;
+		off = 0;
 	}
+	at = cur * seg + off;
 	memcpy(g->ring_host + at, jobs, bytes);
 	*dptr = g->ring_dev + at;
-	g->ring_off = at + ((bytes + 255) & ~(size_t)255);
+	g->ring_seg = cur;
+	g->ring_off = off + ((bytes + 255) & ~(size_t)255);
 	return 0;
 }
 

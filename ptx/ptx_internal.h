@@ -188,7 +188,7 @@ struct coli_gpu {
 	 * page-locked, mapped; NULL where the driver has no stream waits */
 	volatile uint32_t *host_word;
 	CUdeviceptr host_word_dev;
-	size_t ring_off;
+	size_t ring_seg, ring_off; /* the job ring's segment and offset in it (gpu_mem.c) */
 	/* host regions this context registered (it unregisters them), mapped
 	 * where d != 0 (coli_gpu_upload_async pulls from those) */
 	struct coli_gpu_reg {
