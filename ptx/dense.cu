@@ -68,8 +68,8 @@ DGEMV_S(DGEMV, bf16, 2)
 DGEMV_S(DGEMV_Q, q8_0, 8)
 DGEMV_S(DGEMV_Q, q4_0, 9)
 DGEMV_S(DGEMV_Q4H, q4_0h, 9)
-DGEMV_J(f32, 0, 8) DGEMV_J(f32, 0, 16)
-DGEMV_J(bf16, 2, 8) DGEMV_J(bf16, 2, 16)
+DGEMV_J(f32, 0, 16)
+DGEMV_J(bf16, 2, 16)
 /* clang-format on */
 
 /* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (w may be NULL).
@@ -86,11 +86,13 @@ DGEMV_J(bf16, 2, 8) DGEMV_J(bf16, 2, 16)
  * NULL): the add is a MoE layer's np pairs (outputs py [np][n], tokens pt,
  * weights pw) summed as coli_moe_accumulate does, so the layer needs no
  * accumulate launch of its own. */
-#define RN_REG 4 /* float4 per thread kept in registers; larger rows re-read x */
-    /* Row `row`'s sum of a MoE layer's pairs at element i: coli_moe_accumulate's
-     * order (pairs ascending, product rounded then added, from +0). */
-    static __device__ __forceinline__
-    float pairs_sum(const float *py, const int *pt, const float *pw, int np, int row, int n, int i)
+#define RN_REG  4  /* float4 per thread kept in registers; larger rows re-read x */
+#define RN_ROWS 8  /* rows a CTA at most: 256 threads, 32 a row (ptx/gpu_dense.c) */
+#define RN_PL   32 /* a row's pairs listed ahead (a top-k); a row with more scans them all */
+/* Row `row`'s sum of a MoE layer's pairs at element i: coli_moe_accumulate's
+ * order (pairs ascending, product rounded then added, from +0). */
+static __device__ __forceinline__ float pairs_sum(const float *py, const int *pt, const float *pw,
+                                                  int np, int row, int n, int i)
 {
 	float o = 0.0f;
 
@@ -100,15 +102,72 @@ DGEMV_J(bf16, 2, 8) DGEMV_J(bf16, 2, 16)
 	return o;
 }
 
+/* Row `row`'s pairs (pt[p] == row), ascending, into list[0..RN_PL) and their
+ * count (which may pass RN_PL) into *count: one warp, 32 pairs a ballot. */
+static __device__ __forceinline__ void pairs_list(const int *pt, int np, int row, int *list,
+                                                  int *count)
+{
+	const int lane = threadIdx.x & 31;
+	int c = 0;
+
+	for (int p0 = 0; p0 < np; p0 += 32) {
+		const int p = p0 + lane;
+		const bool m = p < np && __ldg(pt + p) == row;
+		const unsigned b = __ballot_sync(0xffffffffu, m);
+		const int at = c + __popc(b & ((1u << lane) - 1u));
+
+		if (m && at < RN_PL)
+			list[at] = p;
+		c += __popc(b);
+	}
+	if (lane == 0)
+		*count = c;
+}
+
+/* pairs_sum of elements i..i+3 over a listed row's m pairs: the same order
+ * and roundings, four pairs' loads issued before their adds (the scan's
+ * load-then-add a pair was latency-bound: 10.8 us a norm at 8 rows on an H200). */
+static __device__ __forceinline__ float4 pairs_sum4(const float *py, const float *pw,
+                                                    const int *list, int m, int n, int i)
+{
+	float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+	for (int k = 0; k < m; k += 4) {
+		float4 v[4];
+		float wt[4];
+
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			if (k + j < m) {
+				const int p = list[k + j];
+
+				wt[j] = __ldg(pw + p);
+				v[j] = __ldg((const float4 *)(py + (size_t)p * n + i));
+			}
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			if (k + j < m) {
+				o.x = __fadd_rn(o.x, __fmul_rn(wt[j], v[j].x));
+				o.y = __fadd_rn(o.y, __fmul_rn(wt[j], v[j].y));
+				o.z = __fadd_rn(o.z, __fmul_rn(wt[j], v[j].z));
+				o.w = __fadd_rn(o.w, __fmul_rn(wt[j], v[j].w));
+			}
+	}
+	return o;
+}
+
 extern "C" __global__ void __launch_bounds__(1024)
     coli_rmsnorm(float *x, const float *add, const float *w, float *y, signed char *q, float *qd,
                  int *qsum, int rows, int n, float eps, int G, const float *py, const int *pt,
                  const float *pw, int np)
 {
 	__shared__ double red[32];
+	__shared__ int s_pl[RN_ROWS][RN_PL], s_np[RN_ROWS];
 	const int gi = threadIdx.x / G, lt = threadIdx.x % G, wpg = G >> 5;
 	const int row = blockIdx.x * (blockDim.x / G) + gi;
 	const bool ok = row < rows, vec = (n & 3) == 0 && n <= RN_REG * 4 * G;
+	/* the pairs listed per row (CTA-uniform) */
+	const bool listed = py && !add && vec && (int)blockDim.x / G <= RN_ROWS;
 	float *xr = x + (size_t)row * n;
 	const float *ar = add + (size_t)row * n;
 	float *yr = y + (size_t)row * n;
@@ -128,7 +187,14 @@ extern "C" __global__ void __launch_bounds__(1024)
 	pdl_entry();
 	double ss = 0.0;
 	float inv;
+	int npl = RN_PL + 1; /* a row's listed pairs; past RN_PL: the scan */
 
+	if (listed) {
+		if (ok && lt < 32) /* the row group's first warp */
+			pairs_list(pt, np, row, s_pl[gi], &s_np[gi]);
+		__syncthreads(); /* the lists written, read by every thread */
+		npl = ok ? s_np[gi] : npl;
+	}
 	if (ok && vec) {
 #pragma unroll
 		for (int k = 0; k < RN_REG; k++) {
@@ -138,6 +204,8 @@ extern "C" __global__ void __launch_bounds__(1024)
 			if ((add || py) && i < n) {
 				const float4 b =
 				    add ? *(const float4 *)(ar + i)
+				    : npl <= RN_PL
+				        ? pairs_sum4(py, pw, s_pl[gi], npl, n, i)
 				        : make_float4(pairs_sum(py, pt, pw, np, row, n, i),
 				                      pairs_sum(py, pt, pw, np, row, n, i + 1),
 				                      pairs_sum(py, pt, pw, np, row, n, i + 2),

@@ -68,12 +68,10 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], s + 1);
 			CK(g->cu->ModuleGetFunction(&g->f_dgemv[d][s], g->mod_dense, name), name);
 		}
-	for (int d = 0; d < 2; d++)
-		for (int s = 0; s < 2; s++) {
-			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], 8 << s);
-			CK(g->cu->ModuleGetFunction(&g->f_dgemv_wide[d][s], g->mod_dense, name),
-			   name);
-		}
+	for (int d = 0; d < 2; d++) {
+		snprintf(name, sizeof(name), "coli_dgemv_%s_16", dt[d]);
+		CK(g->cu->ModuleGetFunction(&g->f_dgemv_wide[d], g->mod_dense, name), name);
+	}
 	CK(g->cu->DeviceGetAttribute(&g->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
 	                             g->dev),
 	   "cuDeviceGetAttribute(multiprocessors)");
@@ -409,11 +407,15 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 	rc = dgemv_shape(g, dtype, &a, &di, &groups, &splits);
 	if (rc || (rc = dense_gemm(g, dtype, &a)) <= 0)
 		return rc;
-	if (di < 2 && a.T >= 8) { /* float weights at prefill: the joined form */
+	/* float weights at prefill: the joined form (a warp takes all of its
+	 * row's splits: no partials, no counters). Not for a decode step of
+	 * several sequences: at T = 8 the router (128 rows) ran in 16 CTAs,
+	 * 18.7 us a layer on an H200, against the split launch's few us */
+	if (di < 2 && a.T > COLI_GPU_STEP_T) {
 		void *jargs[] = {&a, &splits};
 
-		S = a.T >= 16 ? 16 : 8;
-		return launch3(g, g->f_dgemv_wide[di][S == 16], (unsigned)groups, 1,
+		S = 16;
+		return launch3(g, g->f_dgemv_wide[di], (unsigned)groups, 1,
 		               (unsigned)((a.T + S - 1) / S), DG_WARPS * 32, jargs,
 		               "launch dense gemv");
 	}

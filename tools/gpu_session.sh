@@ -37,7 +37,7 @@
 # drop tests a run does not need (placement alone takes ~2 minutes of
 # device time).
 set -u
-TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels ptx/host_wait ptx/kinds ptx/mla core/no_const_h2d
+TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels ptx/host_wait ptx/job_ring ptx/kinds ptx/mla core/no_const_h2d
 core/graph_replay core/fixture_logits core/fixture_greedy core/forward_argmax core/overlap_release
 core/placement core/device_faults"}
 

@@ -197,7 +197,8 @@ static int test_dense_gemv(enum coli_dtype t)
 	    {1000, 2048, 9},  {4096, 2048, 4},  {128, 2048, 600}, {200, 1568, 3},  {70, 5120, 2},
 	    {3, 96, 7},       {41, 32, 50},     {300, 768, 70},   {64, 4096, 49},  {9000, 1568, 2},
 	    {8448, 64, 5},    {2048, 2048, 16}, {1000, 768, 12},  {512, 4096, 13}, {40000, 1024, 5},
-	    {40000, 2048, 8}}; /* (wide: the GEMM from 5 tokens) */
+	    {40000, 2048, 8}, /* (wide: the GEMM from 5 tokens) */
+	    {128, 2048, 8}};  /* the router of a step of 8 sequences: split-K, not joined */
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
@@ -693,7 +694,8 @@ static int test_moe_acc(void)
 	                               {5, 40, 1000},
 	                               {64, 512, 256},
 	                               {1, 600, 64},
-	                               {3, 2000, 96}};
+	                               {3, 2000, 96},
+	                               {8, 64, 2048}}; /* a step of 8 sequences */
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
