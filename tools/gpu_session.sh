@@ -20,6 +20,13 @@
 #                                      times, then greedy generate with each;
 #                                      STREAM=1: then `coli bench stream`'s
 #                                      overlap+stream interleaved twice
+#   tools/gpu_session.sh kernels COLI [M] [N]
+#                                      (GPU host) where a decode step of N
+#                                      sequences (default 8) spends its GPU
+#                                      time: per kernel name, launches and
+#                                      us a step (ncu: `bench decode --seqs N`
+#                                      of 4 and of 12 tokens, the difference
+#                                      over 8 steps), largest first
 #   tools/gpu_session.sh gaps COLI [M] (GPU host) the all-resident decode's
 #                                      kernel time a token (ncu: one greedy
 #                                      run of 1 token and one of 17, the
@@ -125,6 +132,33 @@ ab)
 			"$(grep -E '^overlap\+stream +1 ' "$tmp/st")"
 	done
 	;;
+kernels)
+	c=${2:?usage: tools/gpu_session.sh kernels COLI [MODEL] [SEQS]}
+	model=${3:-/tmp/q30-8.coli}
+	seqs=${4:-8}
+	ncu=${NCU:-/usr/local/cuda/bin/ncu}
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	[ -f "$model" ] || "$c" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
+		-o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+	for n in 4 12; do
+		"$ncu" --metrics gpu__time_duration.sum --csv --cache-control none \
+			--clock-control none "$c" bench decode -m "$model" --gpu 0 --seqs "$seqs" \
+			--tokens $n --rounds 1 --warmup 0 --disk-mib 0 >"$tmp/k$n.csv" 2>/dev/null ||
+			{ echo "ncu failed"; exit 1; }
+		# per kernel name: launches and ns (ncu's CSV: name in field 5, value last)
+		awk -F'","' '$0 ~ /gpu__time_duration/ {
+			u = $(NF - 1); v = $NF; gsub(/[",]/, "", v)
+			s[$5] += v * (u ~ /msecond/ ? 1e6 : u ~ /usecond/ ? 1e3 : 1); k[$5]++
+		} END { for (n in s) printf "%s\t%d\t%.0f\n", n, k[n], s[n] }' "$tmp/k$n.csv" |
+			sort >"$tmp/s$n"
+	done
+	echo "decode steps of $seqs sequences, per kernel: launches and us a step (12 - 4 tokens)"
+	join -t "$(printf '\t')" -a 2 -e 0 -o 0,1.2,1.3,2.2,2.3 "$tmp/s4" "$tmp/s12" |
+		awk -F'\t' '{ printf "%-44s %6.1f %9.1f\n", substr($1, 1, 44), ($4 - $2) / 8,
+			($5 - $3) / 8 / 1000; t += ($5 - $3) / 8 / 1000 }
+			END { printf "%-44s %6s %9.1f\n", "total", "", t }' | sort -k3 -n -r
+	;;
 gaps)
 	c=${2:?usage: tools/gpu_session.sh gaps COLI [MODEL]}
 	model=${3:-/tmp/q30-8.coli}
@@ -158,7 +192,7 @@ gaps)
 	}
 	;;
 *)
-	sed -n '2,35p' "$0"
+	sed -n '2,45p' "$0"
 	exit 2
 	;;
 esac
