@@ -13,7 +13,9 @@
  *   attention ms   coli_engine_stats attention_s per token (norm, q/k/v,
  *                  RoPE, attention, o; on a device exact with --profile only:
  *                  core/forward/dense_dev.c coli_dense_dev_phase_end)
- *   share          attention ms / the step's ms (1 / tok/s)
+ *   share          attention ms / the step's ms (1 / tok/s), the median of the
+ *                  rounds' own shares (medians taken apart could pair a slow
+ *                  round's attention with a fast round's step: a share past 1)
  *   KV MB          K and V of every cached position, every layer, read once
  *                  a step: (p + 1) rows at step p, averaged (bench_run.c's
  *                  kv_row_bytes: the cache's own element size)
@@ -39,6 +41,18 @@ static double attn_bw(const struct run *R, const struct arm *a)
 	return a->host_gbs;
 }
 
+/* The median over arm a's rounds of attention's share of the round's step. */
+static double attn_share(const struct run *R, const struct arm *a)
+{
+	double v[MAX_ROUNDS];
+	int n = 0;
+
+	for (int k = 0; k < R->rounds && k < MAX_ROUNDS; k++)
+		if (a->r[k].tok_s > 0)
+			v[n++] = a->r[k].phase_ms[0] * a->r[k].tok_s / 1e3;
+	return n ? bench_median(v, n) : 0;
+}
+
 void bench_attn_table(const struct run *R)
 {
 	if (!R->ctx_fill)
@@ -50,12 +64,11 @@ void bench_attn_table(const struct run *R)
 	       "KV GB/s", "bound GB/s", "of bound");
 	for (int i = 0; i < R->n_arms; i++) {
 		const struct arm *a = &R->arm[i];
-		double ms = a->phase_ms[0], step = a->tok_s > 0 ? 1e3 / a->tok_s : 0;
+		double ms = a->phase_ms[0];
 		double gbs = ms > 0 ? a->kv_b / (ms / 1e3) / 1e9 : 0, bw = attn_bw(R, a);
 
 		printf("%-20s %12.3f %6.1f%% %9.2f %9.2f %10.2f %7.1f%%%s\n", a->name, ms,
-		       step > 0 ? 100 * ms / step : 0, a->kv_b / 1e6, gbs, bw,
-		       bw > 0 ? 100 * gbs / bw : 0,
+		       100 * attn_share(R, a), a->kv_b / 1e6, gbs, bw, bw > 0 ? 100 * gbs / bw : 0,
 		       a->dense_dev && !a->opts.profile ? "  (device: --profile for an exact split)"
 		                                        : "");
 	}
@@ -63,7 +76,7 @@ void bench_attn_table(const struct run *R)
 
 void bench_attn_json(const struct run *R, const struct arm *a)
 {
-	double ms = a->phase_ms[0], step = a->tok_s > 0 ? 1e3 / a->tok_s : 0;
+	double ms = a->phase_ms[0];
 	double gbs = ms > 0 ? a->kv_b / (ms / 1e3) / 1e9 : 0, bw = attn_bw(R, a);
 
 	if (!R->ctx_fill)
@@ -71,5 +84,5 @@ void bench_attn_json(const struct run *R, const struct arm *a)
 	printf(",\n   \"ctx_fill\": %d, \"attention\": {\"ms_per_token\": %.6g, \"share\": %.6g, "
 	       "\"kv_bytes_per_token\": %.1f, \"kv_gbs\": %.6g, \"bound_gbs\": %.6g, "
 	       "\"ratio\": %.6g}",
-	       R->ctx_fill, ms, step > 0 ? ms / step : 0, a->kv_b, gbs, bw, bw > 0 ? gbs / bw : 0);
+	       R->ctx_fill, ms, attn_share(R, a), a->kv_b, gbs, bw, bw > 0 ? gbs / bw : 0);
 }

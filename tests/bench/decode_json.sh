@@ -49,9 +49,8 @@ a = j["arms"][0]
 assert j["prompt"] == 300 and a["ctx_fill"] == 300, (j["prompt"], a.get("ctx_fill"))
 at = a["attention"]
 assert abs(at["kv_bytes_per_token"] - want) <= 1, (at["kv_bytes_per_token"], want)
-step_ms = 1e3 / a["tok_s"]
-assert abs(at["share"] - at["ms_per_token"] / step_ms) <= 1e-3 * max(1, at["share"]), at
 assert abs(at["ms_per_token"] - a["phase_ms_per_token"]["attention"]) <= 1e-3, at
+# the share: the median of the rounds' own (attention / step), so never past 1
 assert 0 < at["share"] <= 1.01 and at["kv_gbs"] > 0 and at["bound_gbs"] > 0, at
 print("ok: --ctx-fill 300: KV %.0f bytes a token as computed, attention %.1f%% of the step"
       % (at["kv_bytes_per_token"], 100 * at["share"]))
