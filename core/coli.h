@@ -519,13 +519,16 @@ struct coli_batch {
 int coli_engine_n_seq(const coli_engine_t *e);
 /* A slot for a new sequence whose prompt is ids[n]: of the slots not open,
  * the one whose history shares the longest prefix with ids (ties: the least
- * recently opened), keeping that prefix's rows, at most n - 1 tokens (the
- * last is run again for its logits). When another slot, open or not, holds
+ * recently opened, a slot never opened before any other, then the lowest
+ * number: a fresh engine hands out slot 0 first, then 1, 2, ...; the use
+ * coli_engine_forward and coli_generate make of slot 0 is no open), keeping
+ * that prefix's rows, at most n - 1 tokens (the last is run again for its
+ * logits). When another slot, open or not, holds
  * a prefix at least COLI_SEQ_COPY_MIN tokens longer (its rows below its
  * position only), those rows and tokens are copied into the slot first
  * (on the dense devices when they hold the cache). Returns the slot (>= 0)
  * and *cached (may be NULL) = the tokens kept, copied ones included; -EBUSY
- * when every slot is open. Slot 0 is taken last. */
+ * when every slot is open. */
 int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached);
 /* The slot is free again; its rows and history stay for the prefix cache. */
 void coli_engine_seq_close(coli_engine_t *e, int slot);

@@ -6,7 +6,7 @@
  *   coli bench serve --url http://HOST:PORT            any such server
  *
  * The server: with -m the bench runs colid (tools/bench_serve_colid.c:
- * next to this coli binary, or $COLID) with --port 0 and the engine options
+ * next to this coli binary, or --colid PATH) with --port 0 and the engine options
  * given here, reads the port from its "listening on" line (its log goes to
  * a temporary file, printed when it fails), and stops it with SIGTERM at
  * the end. The queue is sized clients + 16 so that a run measures waiting,
@@ -455,6 +455,7 @@ static void help(FILE *f)
 	fprintf(f,
 	        "usage: coli bench serve (-m MODEL.coli [engine options] | --url URL) [options]\n"
 	        "  --url URL             an OpenAI-compatible server, http://HOST:PORT[/PREFIX]\n"
+	        "  --colid PATH          the colid -m starts (default: the one next to coli)\n"
 	        "  --api-key-file FILE   send 'Authorization: Bearer' with FILE's first line\n"
 	        "  --model-name NAME     the request's model (default: the first of /v1/models)\n"
 	        "  --clients N[,M...]    concurrent clients, 1..1024 (default 4); several: one\n"
@@ -606,6 +607,8 @@ int bench_serve_main(int argc, char **argv)
 			return tool_err("bench serve", "%s needs a value (see --help)", a), 2;
 		if (!strcmp(a, "--url"))
 			o.url = v;
+		else if (!strcmp(a, "--colid"))
+			o.colid = v;
 		else if (!strcmp(a, "--model-name"))
 			o.model_name = v;
 		else if (!strcmp(a, "--api-key-file"))
@@ -650,8 +653,10 @@ int bench_serve_main(int argc, char **argv)
 		help(stderr);
 		return tool_err("bench serve", "give one of -m MODEL.coli and --url URL"), 2;
 	}
-	if (o.url && n_eargs > 0)
-		return tool_err("bench serve", "engine options go with -m, not with --url"), 2;
+	if (o.url && (n_eargs > 0 || o.colid))
+		return tool_err("bench serve", "%s go%s with -m, not with --url",
+		                o.colid ? "--colid" : "engine options", o.colid ? "es" : ""),
+		       2;
 	if (o.key_file) {
 		FILE *kf = fopen(o.key_file, "r");
 		size_t cap = 0;

@@ -23,7 +23,8 @@ struct opts {
 	const char *model_name;
 	const char *key_file;
 	char *key;
-	int clients; /* the largest of arms[] (colid's queue is sized by it) */
+	const char *colid; /* --colid: the colid -m starts (NULL: the one next to coli) */
+	int clients;       /* the largest of arms[] (colid's queue is sized by it) */
 	int arms[BENCH_SERVE_ARMS], n_arms; /* --clients N[,M...]: one arm each */
 	int requests, warmup, rounds, id_range, json;
 	int token_ids; /* --token-ids: -1 auto (until resolved), 0 off, 1 on */

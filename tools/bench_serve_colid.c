@@ -1,8 +1,8 @@
 /*
  * tools/bench_serve_colid.c — the colid that `coli bench serve -m MODEL`
  * starts (tools/bench_serve.c runs the load against it): the colid next to
- * this coli binary, or $COLID, run with the engine options given to the
- * bench, --port 0 and --queue clients + 16 (a run measures waiting, not
+ * this coli binary, or the one --colid PATH names, run with the engine
+ * options given to the bench, --port 0 and --queue clients + 16 (a run measures waiting, not
  * 429s); its stdout and stderr go to a temporary file, where the bench
  * reads the port from its "listening on" line and which it prints when
  * colid fails; SIGTERM at the end (and PR_SET_PDEATHSIG, so a killed bench
@@ -40,15 +40,14 @@ void bench_serve_log_tail(const char *path)
 	fprintf(stderr, "%s", buf);
 }
 
-/* colid next to this binary, or $COLID. */
-static void colid_path(char *out, size_t cap)
+/* colid next to this binary, or given (--colid; NULL: none). */
+static void colid_path(const char *given, char *out, size_t cap)
 {
-	const char *env = getenv("COLID");
 	ssize_t n;
 	char *slash;
 
-	if (env && *env) {
-		snprintf(out, cap, "%s", env);
+	if (given) {
+		snprintf(out, cap, "%s", given);
 		return;
 	}
 	n = readlink("/proc/self/exe", out, cap - 7);
@@ -66,12 +65,19 @@ int bench_serve_daemon_start(struct bench_serve_daemon *d, char **eargv, int n_e
 {
 	char exe[PATH_MAX], queue[16], buf[8192];
 	char **argv = calloc((size_t)n_eargs + 8, sizeof(char *));
-	int fd, k = 0;
+	int fd, k = 0, rc;
 	double t0;
 
 	if (!argv)
 		return -ENOMEM;
-	colid_path(exe, sizeof(exe));
+	colid_path(o->colid, exe, sizeof(exe));
+	if (access(exe, X_OK)) {
+		rc = -errno;
+		tool_err("bench serve", "cannot run colid '%s': %s%s", exe, strerror(-rc),
+		         o->colid ? "" : " (build it with make, or give --colid PATH)");
+		free(argv);
+		return rc;
+	}
 	snprintf(queue, sizeof(queue), "%d", clients + 16);
 	argv[k++] = exe;
 	for (int i = 0; i < n_eargs; i++)

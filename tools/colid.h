@@ -4,7 +4,9 @@
  *
  *   colid.c          main: flags, NUMA binding, engine, signals, shutdown
  *   colid_http.c     libmicrohttpd: routing, auth, bodies, JSON and SSE replies
- *   colid_request.c  request bodies -> struct colid_request (pure; fuzzed)
+ *   colid_request.c  request bodies -> struct colid_request (pure; fuzzed),
+ *                    with colid_request_input.c (messages, prompt, tools) and
+ *                    colid_request_output.c (stop, sampling, response_format)
  *   colid_tokenize.c /tokenize and /detokenize bodies (pure; fuzzed)
  *   colid_sampling.c the sampling fields -> a sampler per choice; logprobs JSON
  *   colid_queue.c    the bounded FIFO, the one worker that owns the engine, jobs
@@ -48,7 +50,8 @@ int colid_error_set(struct colid_error *e, int status, const char *type, const c
 /* {"error":{"message","type","param","code"}}, malloc'd. */
 char *colid_error_json(const struct colid_error *e);
 
-/* ---- requests (colid_request.c) ---- */
+/* ---- requests (colid_request.c; its fields in colid_request_input.c and
+ * colid_request_output.c, tools/colid_request.h between them) ---- */
 enum colid_endpoint { COLID_EP_COMPLETIONS = 0, COLID_EP_CHAT = 1 };
 
 /* A completions prompt: text, or token ids given directly (checked against

@@ -379,7 +379,10 @@ static int next_event(struct conn *k)
 	if (k->stage == ST_ROLE) {
 		k->stage = ST_TEXT;
 		colid_split_init(&k->split, k->think_open);
-		k->held = calls_of(k) || s->chat.family == COLI_CHAT_HARMONY;
+		/* held: a chat reply whose calls or harmony channels are parsed
+		 * at its end; a completion is text as generated, never held */
+		k->held = k->req.ep == COLID_EP_CHAT &&
+		          (calls_of(k) || s->chat.family == COLI_CHAT_HARMONY);
 		if (k->req.ep == COLID_EP_CHAT)
 			return set_event(
 			    k, with_ids(k, chunk(s, k, NULL, 0, NULL, 1, NULL), j, 0, 0), NULL, 0);

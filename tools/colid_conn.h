@@ -42,7 +42,8 @@ struct conn {
 	int ids_begun; /* return_token_ids: its prompt's ids went out (first chunk) */
 	/* chat replies (tools/colid_reply.c): the prompt left a think block open;
 	 * the stream's reasoning/content split; a stream held to its end (tools
-	 * asked for, or harmony's channels) */
+	 * asked for, or harmony's channels; chat only: completions stream as
+	 * generated whatever the family) */
 	int think_open;
 	struct colid_split split;
 	int held;

@@ -9,8 +9,9 @@
 # repository's root for $FUZZ_SECONDS each.
 # Seeds: the committed corpus tests/fuzz/<name>/ (add every crash found
 # there, once fixed), and tools/fuzz_<name>.seed.sh OUTDIR when present.
-# A target may say " * fuzz-sources: a.c b.c" (more sources of tools/) and
-# " * fuzz-max-len: N" (its inputs' size cap; default 262144).
+# A target may say " * fuzz-sources: a.c b.c" (more sources of tools/; the
+# line may repeat) and " * fuzz-max-len: N" (its inputs' size cap; default
+# 262144).
 # Corpora and crash files live in $BUILD/fuzz/<name>/. FUZZ_TARGETS="a b"
 # picks targets; FUZZ_RUNS=N runs N executions a target instead of
 # $FUZZ_SECONDS; FUZZ_REUSE_LIB=1 keeps the instrumented library of the last

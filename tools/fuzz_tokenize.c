@@ -8,6 +8,7 @@
  * its ids (each >= 0), and an error names a 4xx/5xx status.
  *
  * fuzz-sources: tools/colid_tokenize.c tools/colid_request.c
+ * fuzz-sources: tools/colid_request_input.c tools/colid_request_output.c
  */
 #include <stdlib.h>
 #include <string.h>

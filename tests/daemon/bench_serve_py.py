@@ -12,6 +12,9 @@
   colid's TTFT histogram counted each request once; a --seconds run stops;
 - against a port where nothing listens: exit 1 and a message; against one
   that accepts and never answers: the request fails after --timeout;
+- --colid PATH (the colid -m starts; every -m run here names build/colid so):
+  a path with no colid is refused by name (exit 1), --colid with --url too
+  (exit 2);
 - token ids (--token-ids auto: asked of colid, -m or found by /v1/models'
   owned_by): on a synthetic model without a tokenizer (make-model tiny) the
   report has token-id chunks, no text ones, and an ITL; against a colid
@@ -38,9 +41,10 @@ FIELDS = ["requests_per_s", "output_tok_s", "ttft_p50_s", "ttft_p99_s", "itl_p50
 
 
 def bench(*args, timeout=60):
-    env = dict(os.environ, COLID=COLID)
-    r = subprocess.run([COLI, "bench", "serve"] + list(args), capture_output=True, text=True,
-                       env=env, timeout=timeout)
+    """coli bench serve ARGS; with -m, the colid under test (--colid)."""
+    more = ["--colid", COLID] if "-m" in args else []
+    r = subprocess.run([COLI, "bench", "serve"] + more + list(args), capture_output=True,
+                       text=True, timeout=timeout)
     return r.returncode, r.stdout, r.stderr
 
 
@@ -134,6 +138,12 @@ dead = s.getsockname()[1]
 s.close()
 rc, out, err = bench("--url", "http://127.0.0.1:%d" % dead, "--requests", "2", timeout=20)
 check(rc == 1 and "refused" in err.lower(), "dead port: exit %d, %r" % (rc, err))
+# ---- --colid: a path that is no colid is named; it goes with -m only ----
+bad = os.path.join(TMP, "no-colid")
+rc, out, err = bench("-m", model, "--colid", bad, "--requests", "1", timeout=20)
+check(rc == 1 and ("cannot run colid '%s'" % bad) in err, "--colid %s: exit %d, %r" % (bad, rc, err))
+rc, out, err = bench("--url", "http://127.0.0.1:1", "--colid", COLID, timeout=20)
+check(rc == 2 and "--colid goes with -m" in err, "--colid with --url: exit %d, %r" % (rc, err))
 # ---- a server that accepts and never answers: --timeout ----
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
