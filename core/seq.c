@@ -3,34 +3,35 @@
  * sequences"): which slot a new sequence gets, its position and rewind, and
  * coli_engine_step, one forward over the runs of several slots.
  *
- * The slots are the KV cache's (struct coli_kv_seq, core/forward/kv.h:
- * n_seq of them, each a block table into the pool, pos, hist, open, used,
- * resv). A slot keeps its blocks and history after its sequence closes
- * (until the pool reclaims them, from its tail, least recently opened slot
- * first): that is the prefix cache, with as many entries as slots, and
- * every slot, running or not, serves it. The pool's admission lives here
- * too: coli_engine_kv_fits (would a new sequence of n positions fit beside
- * the open ones' blocks and promises) and coli_engine_seq_reserve (the
- * promise); coli_engine_step's runs take their blocks in the forward
- * (coli_forward_rows: all or none, -ENOSPC). A new prompt gets the free slot whose history shares
- * the longest prefix with it (ties: the one opened least recently, so an unused or stale slot goes
- * first), and keeps that prefix, at most all its tokens but the last (whose logits the caller
- * needs). When another slot holds a longer prefix — only an open one can, the free ones having lost
- * to the chosen — by at least COLI_SEQ_COPY_MIN tokens, its rows past the chosen slot's prefix
- * (below it both hold the same rows: the same tokens) and their tokens are copied into it at open,
- * before the next step (coli_kv_copy_rows on the host, through both tables, the target's blocks
- * taken first, coli_dense_dev_copy_rows on the dense
- * devices, queued on their streams behind the steps that wrote them): 8
- * clients sending the same system prompt prefill it once, as long as the
- * others open after the first has prefilled it (those opened in the same
- * step each prefill it). Only rows below the source's pos are taken:
- * a running slot writes from its pos on, and a rewind (coli_seq_gen_spec's
- * rejected draft, coli_engine_seq_rewind) lowers pos over rows that are
- * stale from then on. COLI_SEQ_COPY_MIN (32 tokens) keeps the chat
- * template's opening, which nearly every prompt shares, from causing a copy
- * at each open (2 x layers copies a device, each a launch) for a handful of
- * tokens whose prefill chunk runs anyway. Hits, kept tokens and the copied
- * ones among them are counted in the engine's stats (prefix_hits,
+ * The slots are the KV cache's (struct coli_kv_seq, core/forward/kv.h: n_seq
+ * of them, each a block table into the pool, pos, hist, open, used, resv). A
+ * slot keeps its blocks and history after its sequence closes (until the pool
+ * reclaims them, from its tail, least recently opened slot first): that is
+ * the prefix cache, with as many entries as slots, and every slot, running or
+ * not, serves it. The pool's admission lives here too: coli_engine_kv_fits
+ * (would a new sequence of n positions fit beside the open ones' blocks and
+ * promises) and coli_engine_seq_reserve (the promise); coli_engine_step's
+ * runs take their blocks in the forward (coli_forward_rows: all or none,
+ * -ENOSPC). A new prompt gets the free slot whose history shares the longest
+ * prefix with it (ties: the one opened least recently, so an unused or stale
+ * slot goes first), and keeps that prefix, at most all its tokens but the
+ * last (whose logits the caller needs). When another slot holds a longer
+ * prefix — only an open one can, the free ones having lost to the chosen — by
+ * at least COLI_SEQ_COPY_MIN tokens, its rows past the chosen slot's prefix
+ * (below it both hold the same rows: the same tokens) and their tokens are
+ * copied into it at open, before the next step (coli_kv_copy_rows on the
+ * host, through both tables, the target's blocks taken first,
+ * coli_dense_dev_copy_rows on the dense devices, queued on their streams
+ * behind the steps that wrote them): 8 clients sending the same system prompt
+ * prefill it once, as long as the others open after the first has prefilled
+ * it (those opened in the same step each prefill it). Only rows below the
+ * source's pos are taken: a running slot writes from its pos on, and a rewind
+ * (coli_seq_gen_spec's rejected draft, coli_engine_seq_rewind) lowers pos
+ * over rows that are stale from then on. COLI_SEQ_COPY_MIN (32 tokens) keeps
+ * the chat template's opening, which nearly every prompt shares, from causing
+ * a copy at each open (2 x layers copies a device, each a launch) for a
+ * handful of tokens whose prefill chunk runs anyway. Hits, kept tokens and
+ * the copied ones among them are counted in the engine's stats (prefix_hits,
  * prefix_saved, prefix_copied), as coli_generate counts slot 0's.
  *
  * struct coli_seq_gen is core/generate.c's loop turned inside out for one
