@@ -386,6 +386,7 @@ struct coli_opts {
 	char kv_type[16];        /* --kv-type T|K,V: f32, bf16, q8 (checked when set) */
 	int ubatch;              /* --ubatch: tokens per forward pass (prefill chunk; 0: auto) */
 	int parallel;            /* --parallel: sequence slots in the KV cache (0: auto) */
+	double kv_gb;            /* --kv-gb: the KV block pool in GB (0: parallel x ctx) */
 	int parallel_auto;       /* not a flag: what --parallel 0 may resolve to at most
 	                          * (coli_opts_init: 1; colid: 8), memory permitting */
 	char usage[512];         /* --usage FILE (empty: beside the model) */
@@ -536,13 +537,30 @@ void coli_engine_seq_close(coli_engine_t *e, int slot);
 int coli_engine_seq_pos(const coli_engine_t *e, int slot);
 /* Keep the slot's first pos tokens (coli_engine_rewind's, for a slot). */
 int coli_engine_seq_rewind(coli_engine_t *e, int slot, int pos);
+/* The KV pool (core/forward/kv.h): blocks of 32 positions shared by the
+ * slots, taken as a slot grows (coli_engine_step) and kept once it closes
+ * (its prefix, reclaimed least recently opened first when blocks run
+ * short). A caller that admits sequences promises each what it may grow to
+ * (coli_engine_seq_reserve, after the open); a step never takes another
+ * open slot's blocks, nor those promised to it. */
+/* Positions the pool holds (every block). */
+int coli_engine_kv_tokens(const coli_engine_t *e);
+/* Whether a new sequence of n positions (prompt + max_tokens) fits beside
+ * the open ones' blocks and promises: 1 now, 0 not yet (wait for one to
+ * close), -E2BIG never (more than the pool or the context). */
+int coli_engine_kv_fits(const coli_engine_t *e, int n);
+/* Promise the open slot room for n positions (0: none); -ENOSPC, nothing
+ * changed, when the pool cannot (coli_engine_kv_fits said 0). */
+int coli_engine_seq_reserve(coli_engine_t *e, int slot, int n);
 /* One forward over every run of b: the norms, projections and experts see
  * all rows at once (a RAM expert is read once per step), RoPE, the KV
  * append and attention go per run. logits: the rows the runs ask for, in
  * run order ([sum of asked rows][vocab]; NULL when none asks). The rows of
  * all runs are at most coli_engine_ubatch. -EINVAL (a bad run: slot not
  * open or given twice, n < 1, an id outside the vocabulary, too many rows),
- * -E2BIG (a run past the context): nothing changed. With the dense part on
+ * -E2BIG (a run past the context), -ENOSPC (the pool cannot give the runs'
+ * slots the blocks they grow into, beside the open slots' blocks and
+ * promises): nothing changed. With the dense part on
  * a device the runs go there together (each row's slot and position in a
  * row table: docs/engine.md "Sequences"); with one slot, a batch is its one
  * run through coli_engine_forward. The rows' logits are copied into the
@@ -865,7 +883,12 @@ struct coli_engine_stats {
 	uint64_t disk_retries;     /* short reads, EIO and checksum re-reads */
 	uint64_t kv_bytes;         /* the host KV cache: keys and values, or under MLA
 	                            * the latent rows, in --kv-type's bytes */
-	uint64_t kv_token_bytes;   /* ... of one token, all layers (kv_bytes / (n_seq * ctx)) */
+	uint64_t kv_token_bytes;   /* ... of one token, all layers (kv_bytes / pool tokens) */
+	int kv_blocks;             /* the pool: blocks of kv_block_tokens positions (--kv-gb) */
+	int kv_block_tokens;       /* positions a block */
+	int kv_blocks_used;        /* held by open sequences */
+	int kv_blocks_cached;      /* held by closed ones: their prefixes, reclaimable */
+	int kv_blocks_free;        /* neither */
 	int kv_seqs;               /* sequence slots (--parallel) */
 	int kv_seqs_open;          /* of those, held by a sequence now */
 	uint64_t prefix_hits;      /* prompts that kept a cached prefix (coli_engine_seq_open,

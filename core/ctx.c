@@ -29,6 +29,13 @@
  * ctx to what the host budget holds of such slots, at most opts.parallel_auto
  * (1 for coli's commands, 8 for colid), and 1 when the dense part may go to
  * a device (its cache twin holds one slot: core/forward/kv.h).
+ *
+ * --kv-gb G sizes the host cache as a pool of blocks that the sequences
+ * share (core/forward/kv.h) instead: the host cap on ctx is what one
+ * sequence may take of the pool (G / bytes a token), and --parallel 0 is
+ * opts.parallel_auto on the host (colid admits what the pool holds); the
+ * dense device's twin still holds every slot's ctx rows, so the device's
+ * caps stay as above.
  */
 #include <stdio.h>
 #include <string.h>
@@ -85,7 +92,7 @@ int coli_engine_parallel_default(const struct coli_engine *e, int ctx)
 	/* MLA's device attention holds one sequence (core/engine.c) */
 	if (most == 1 || (dev > 0 && e->m.cfg.kv_lora))
 		return 1;
-	n = host > 0 ? (int)(host / slot < most ? host / slot : most) : most;
+	n = host > 0 && e->opts.kv_gb <= 0 ? (int)(host / slot < most ? host / slot : most) : most;
 	if (dev > 0) /* the dense device holds every slot's rows too */
 		n = dev / slot < n ? (int)(dev / slot) : n;
 	return n > 1 ? n : 1;
@@ -97,23 +104,32 @@ int coli_engine_ctx_default(const struct coli_engine *e, int n_seq, char *why, s
 	int trained = coli_config_ctx_trained(c), floor = trained < 256 ? trained : 256, ctx;
 	double tok = kv_token_bytes(e) * (n_seq > 1 ? n_seq : 1), host, dev;
 	const char *by = "RAM";
+	int on_dev = 0; /* the device capped it */
 
 	budgets(e, &host, &dev);
 	ctx = trained;
-	if (host > 0 && host / tok < ctx)
+	if (e->opts.kv_gb > 0) { /* the pool: one sequence may take all of it */
+		host = e->opts.kv_gb * 1e9;
+		by = "--kv-gb";
+		if (host / kv_token_bytes(e) < ctx)
+			ctx = round_down(host / kv_token_bytes(e));
+	} else if (host > 0 && host / tok < ctx) {
 		ctx = round_down(host / tok);
+	}
 	if (dev > 0 && dev / tok < ctx) {
 		ctx = round_down(dev / tok);
-		by = "device memory";
+		by = "device memory", on_dev = 1;
 	}
 	ctx = ctx > floor ? ctx : floor;
 	if (ctx >= trained) {
 		snprintf(why, len, "the model's trained length");
 	} else {
-		double may = !strcmp(by, "RAM") ? host : dev, u = may >= 1e9 ? 1e9 : 1e6;
+		double may = on_dev ? dev : host, u = may >= 1e9 ? 1e9 : 1e6;
 
 		char seqs[32] = "";
 
+		if (e->opts.kv_gb > 0 && !on_dev) /* one sequence's share of the pool */
+			tok = kv_token_bytes(e), n_seq = 1;
 		if (n_seq > 1)
 			snprintf(seqs, sizeof(seqs), " (%d sequences)", n_seq);
 		snprintf(

@@ -10,11 +10,13 @@
  * core/forward and core/moe; this file installs the hooks the parts below
  * call up through (e->vram.slab_moved).
  *
- * Memory: the KV cache is [n_layers][ctx] rows of [n_kv_heads*head_dim] in
- * --kv-type (bf16 by default; core/forward/kv.h) for K and again for V,
- * allocated through mem/ (NUMA placement decided there); ctx is --ctx, or
- * the model's trained length capped by the memory budget (core/ctx.c), said
- * at start when capped.
+ * Memory: the KV cache is a pool of blocks of COLI_KV_BLOCK positions, each
+ * [n_layers] rows of [n_kv_heads*head_dim] in --kv-type (bf16 by default;
+ * core/forward/kv.h) for K and again for V, allocated through mem/ (NUMA
+ * placement decided there): --kv-gb's worth, or by default --parallel x
+ * ctx positions' (every slot full at once, as before the pool); ctx is
+ * --ctx, or the model's trained length capped by the memory budget
+ * (core/ctx.c), said at start when capped.
  * Scratch is sized for tmax tokens per forward call (--ubatch, at most the
  * context); longer prompts are fed in chunks of tmax by the caller
  * (coli_engine_forward does it).
@@ -183,13 +185,35 @@ static int model_open(struct coli_engine *e, const char *path, char *err, size_t
 	return 0;
 }
 
+/* The KV pool's blocks: --kv-gb's worth, or 0 (coli_kv_alloc's default:
+ * every slot full at once); -EINVAL with err when --kv-gb holds less than
+ * one block. */
+static int kv_pool_blocks(const struct coli_engine *e, int kt, int vt, char *err, size_t errlen)
+{
+	double block =
+	    (double)coli_kv_token_bytes(&e->m.cfg, kt, vt) * e->m.cfg.n_layers * COLI_KV_BLOCK;
+	double n = e->opts.kv_gb * 1e9 / block;
+
+	if (e->opts.kv_gb <= 0)
+		return 0;
+	if (n < 1 || n > INT_MAX / COLI_KV_BLOCK) {
+		snprintf(err, errlen,
+		         "--kv-gb %g: a block of %d tokens of this model takes %.3f MB (--kv-type "
+		         "%s); give room for 1 to %d of them",
+		         e->opts.kv_gb, COLI_KV_BLOCK, block / 1e6, e->opts.kv_type,
+		         INT_MAX / COLI_KV_BLOCK);
+		return -EINVAL;
+	}
+	return (int)n;
+}
+
 /* The CPU pool, the KV cache (e->kv.ctx tokens), the batch size and the
  * scratch buffers it sizes. */
 static int host_open(struct coli_engine *e, char *err, size_t errlen)
 {
 	int rc,
 	    threads = e->opts.threads > 0 ? e->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	int ctx, kt, vt, n_seq, trained = coli_config_ctx_trained(&e->m.cfg);
+	int ctx, kt, vt, n_seq, blocks, trained = coli_config_ctx_trained(&e->m.cfg);
 	char why[160];
 
 	if (e->opts.ctx > trained && !e->opts.ctx_override) {
@@ -232,18 +256,24 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 	/* --parallel 0: what the budget holds of ctx-long slots (core/ctx.c) */
 	n_seq = e->opts.parallel > 0 ? e->opts.parallel : coli_engine_parallel_default(e, ctx);
 	coli_kv_types_parse(e->opts.kv_type, &kt, &vt); /* checked with the options */
-	rc = coli_kv_alloc(&e->kv, &e->m.cfg, n_seq, ctx, kt, vt, e->numa_node);
+	blocks = kv_pool_blocks(e, kt, vt, err, errlen);
+	if (blocks < 0)
+		return blocks;
+	rc = coli_kv_alloc(&e->kv, &e->m.cfg, n_seq, ctx, kt, vt, blocks, e->numa_node);
 	if (rc) {
-		snprintf(
-		    err, errlen,
-		    "cannot allocate the KV cache (%zu MB for %d sequences of %d tokens of %s)",
-		    (e->kv.bytes + e->kv.vbytes) >> 20, n_seq, e->kv.ctx, e->opts.kv_type);
+		snprintf(err, errlen,
+		         "cannot allocate the KV cache (%zu MB: %d blocks of %d tokens of %s)",
+		         (e->kv.bytes + e->kv.vbytes) >> 20, e->kv.n_blocks, COLI_KV_BLOCK,
+		         e->opts.kv_type);
 		return rc;
 	}
-	if (e->opts.verbose) /* the dense device keeps a copy of its layers' rows */
+	if (e->opts.verbose || e->opts.kv_gb > 0) /* the dense device keeps a copy of its rows */
 		fprintf(stderr,
-		        "coli: KV cache %s: %d sequences x %d tokens x %zu bytes = %.3f GB\n",
-		        e->opts.kv_type, n_seq, ctx, (e->kv.bytes + e->kv.vbytes) / ctx / n_seq,
+		        "coli: KV cache %s: %d blocks of %d tokens (%d tokens; %d sequences of up "
+		        "to %d) x %zu bytes = %.3g GB\n",
+		        e->opts.kv_type, e->kv.n_blocks, COLI_KV_BLOCK,
+		        e->kv.n_blocks * COLI_KV_BLOCK, n_seq, ctx,
+		        (e->kv.bytes + e->kv.vbytes) / ((size_t)e->kv.n_blocks * COLI_KV_BLOCK),
 		        (e->kv.bytes + e->kv.vbytes) / 1e9);
 	if (e->opts.ubatch == 0)
 		e->opts.ubatch = ubatch_auto(e);
@@ -566,7 +596,7 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 
 	while (e->dense.dd) {
 		rc = dev_chunk(e, ids, T, logits, all_logits, next);
-		if (rc == 0 || rc == -E2BIG || rc == -EINVAL) {
+		if (rc == 0 || rc == -E2BIG || rc == -EINVAL || rc == -ENOSPC) {
 			if (rc == 0)
 				memcpy(e->kv.seq[0].hist + pos0, ids, sizeof(int) * T);
 			return rc;
@@ -644,7 +674,13 @@ void coli_engine_stats(const coli_engine_t *e, struct coli_engine_stats *st)
 	*st = e->est;
 	st->dense_on_device = e->dense.dd != NULL;
 	st->kv_bytes = e->kv.bytes + e->kv.vbytes;
-	st->kv_token_bytes = e->kv.ctx ? st->kv_bytes / e->kv.ctx / e->kv.n_seq : 0;
+	st->kv_token_bytes =
+	    e->kv.n_blocks ? st->kv_bytes / ((size_t)e->kv.n_blocks * COLI_KV_BLOCK) : 0;
+	st->kv_blocks = e->kv.n_blocks;
+	st->kv_block_tokens = COLI_KV_BLOCK;
+	st->kv_blocks_free = e->kv.n_free;
+	if (e->kv.seq)
+		coli_kv_counts(&e->kv, &st->kv_blocks_used, &st->kv_blocks_cached);
 	st->kv_seqs = e->kv.n_seq;
 	st->kv_seqs_open = 0;
 	for (int s = 0; s < e->kv.n_seq; s++)

@@ -120,6 +120,10 @@ static const struct opt_row g_opts[] = {
      "KV cache element type: bf16, f32 (the exact reference) or q8 (int8 with a scale a "
      "kv head and token); K,V gives keys and values their own (q8,bf16)",
      .check = check_kv_type, .expect = "f32, bf16 or q8, or two of them as K,V"},
+    {"--kv-gb", "COLI_KV_GB", DOUBLE(0, 1e6), F(kv_gb), "0",
+     "KV cache pool in GB: blocks of 32 positions that sequences take as they grow and "
+     "keep as a prefix cache once closed (0: --parallel x --ctx positions, every slot full "
+     "at once); colid admits a request when the pool can hold its prompt and max_tokens"},
     {"--ubatch", "COLI_UBATCH", INT(0, 16384), F(ubatch), "0",
      "prompt tokens per forward pass (prefill chunk; scratch grows with it; 0: 2048 with a "
      "GPU that has room, else 512)"},

@@ -3,30 +3,35 @@
  * sequences"): which slot a new sequence gets, its position and rewind, and
  * coli_engine_step, one forward over the runs of several slots.
  *
- * The slots are the KV cache's (struct coli_kv_seq, core/forward/kv.h:
- * n_seq of them, each [n_layers][ctx] rows, pos, hist, open, used). A slot
- * keeps its rows and history after its sequence closes: that is the prefix
- * cache, with as many entries as slots, and every slot, running or not,
- * serves it. A new prompt gets the free slot whose history shares the
- * longest prefix with it (ties: the one opened least recently, so an unused
- * or stale slot goes first), and keeps that prefix, at most all its tokens
- * but the last (whose logits the caller needs). When another slot holds a
- * longer prefix — only an open one can, the free ones having lost to the
- * chosen — by at least COLI_SEQ_COPY_MIN tokens, its rows past the chosen
- * slot's prefix (below it both hold the same rows: the same tokens) and
- * their tokens are copied into it at open, before the next step
- * (coli_kv_copy_rows on the host, coli_dense_dev_copy_rows on the dense
- * devices, queued on their streams behind the steps that wrote them): 8
- * clients sending the same system prompt prefill it once, as long as the
- * others open after the first has prefilled it (those opened in the same
- * step each prefill it). Only rows below the source's pos are taken:
- * a running slot writes from its pos on, and a rewind (coli_seq_gen_spec's
- * rejected draft, coli_engine_seq_rewind) lowers pos over rows that are
- * stale from then on. COLI_SEQ_COPY_MIN (32 tokens) keeps the chat
- * template's opening, which nearly every prompt shares, from causing a copy
- * at each open (2 x layers copies a device, each a launch) for a handful of
- * tokens whose prefill chunk runs anyway. Hits, kept tokens and the copied
- * ones among them are counted in the engine's stats (prefix_hits,
+ * The slots are the KV cache's (struct coli_kv_seq, core/forward/kv.h: n_seq
+ * of them, each a block table into the pool, pos, hist, open, used, resv). A
+ * slot keeps its blocks and history after its sequence closes (until the pool
+ * reclaims them, from its tail, least recently opened slot first): that is
+ * the prefix cache, with as many entries as slots, and every slot, running or
+ * not, serves it. The pool's admission lives here too: coli_engine_kv_fits
+ * (would a new sequence of n positions fit beside the open ones' blocks and
+ * promises) and coli_engine_seq_reserve (the promise); coli_engine_step's
+ * runs take their blocks in the forward (coli_forward_rows: all or none,
+ * -ENOSPC). A new prompt gets the free slot whose history shares the longest
+ * prefix with it (ties: the one opened least recently, so an unused or stale
+ * slot goes first), and keeps that prefix, at most all its tokens but the
+ * last (whose logits the caller needs). When another slot holds a longer
+ * prefix — only an open one can, the free ones having lost to the chosen — by
+ * at least COLI_SEQ_COPY_MIN tokens, its rows past the chosen slot's prefix
+ * (below it both hold the same rows: the same tokens) and their tokens are
+ * copied into it at open, before the next step (coli_kv_copy_rows on the
+ * host, through both tables, the target's blocks taken first,
+ * coli_dense_dev_copy_rows on the dense devices, queued on their streams
+ * behind the steps that wrote them): 8 clients sending the same system prompt
+ * prefill it once, as long as the others open after the first has prefilled
+ * it (those opened in the same step each prefill it). Only rows below the
+ * source's pos are taken: a running slot writes from its pos on, and a rewind
+ * (coli_seq_gen_spec's rejected draft, coli_engine_seq_rewind) lowers pos
+ * over rows that are stale from then on. COLI_SEQ_COPY_MIN (32 tokens) keeps
+ * the chat template's opening, which nearly every prompt shares, from causing
+ * a copy at each open (2 x layers copies a device, each a launch) for a
+ * handful of tokens whose prefill chunk runs anyway. Hits, kept tokens and
+ * the copied ones among them are counted in the engine's stats (prefix_hits,
  * prefix_saved, prefix_copied), as coli_generate counts slot 0's.
  *
  * struct coli_seq_gen is core/generate.c's loop turned inside out for one
@@ -56,6 +61,27 @@ int coli_engine_n_seq(const coli_engine_t *e)
 	return e->kv.n_seq;
 }
 
+int coli_engine_kv_tokens(const coli_engine_t *e)
+{
+	return e->kv.n_blocks * COLI_KV_BLOCK;
+}
+
+int coli_engine_kv_fits(const coli_engine_t *e, int n)
+{
+	int want = coli_kv_blocks_of(n);
+
+	if (n < 0 || n > e->kv.ctx || want > e->kv.n_blocks)
+		return -E2BIG;
+	return want <= coli_kv_room(&e->kv, NULL);
+}
+
+int coli_engine_seq_reserve(coli_engine_t *e, int slot, int n)
+{
+	if (slot < 0 || slot >= e->kv.n_seq || !e->kv.seq[slot].open || n < 0)
+		return -EINVAL;
+	return coli_kv_reserve(&e->kv, slot, n);
+}
+
 /* Tokens of slot q's history that ids[n] starts with, at most n - 1: only
  * those below its pos, whose rows are final (a rewind lowers pos; what lies
  * above it is stale, and a running slot writes only from pos on). */
@@ -75,8 +101,10 @@ static int shared_prefix(const struct coli_kv_seq *q, const int *ids, int n)
  * history, to's as it stands without the copy): the caller keeps r0. */
 static int copy_prefix(struct coli_engine *e, int from, int to, int r0, int r1)
 {
-	int rc = 0;
+	int rc = coli_kv_grow(&e->kv, &to, &r1, 1); /* its blocks for them first */
 
+	if (rc)
+		return rc;
 	if (e->dense.dd)
 		rc = coli_dense_dev_copy_rows(e, from, to, r0, r1);
 	else
@@ -118,6 +146,7 @@ int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached)
 	e->kv.seq[best].open = 1;
 	e->kv.seq[best].used = ++e->kv.opens;
 	e->kv.seq[best].pos = best_keep;
+	coli_kv_trim(&e->kv, best, best_keep); /* what it held past its prefix is free */
 	e->est.prefix_hits += best_keep > 0;
 	e->est.prefix_saved += (uint64_t)best_keep;
 	if (cached)
@@ -128,7 +157,7 @@ int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached)
 void coli_engine_seq_close(coli_engine_t *e, int slot)
 {
 	if (slot >= 0 && slot < e->kv.n_seq)
-		e->kv.seq[slot].open = 0;
+		e->kv.seq[slot].open = 0, e->kv.seq[slot].resv = 0;
 }
 
 int coli_engine_seq_pos(const coli_engine_t *e, int slot)
@@ -162,7 +191,7 @@ static int step_dev(coli_engine_t *e, const struct coli_batch *b, float *logits)
 	rc = coli_forward_dev_batch(e, b, logits);
 	if (rc == 0 && e->vram.n_devs) /* between steps, as coli_engine_forward's */
 		coli_moe_dev_adapt(e);
-	if (rc == 0 || rc == -E2BIG || rc == -EINVAL)
+	if (rc == 0 || rc == -E2BIG || rc == -EINVAL || rc == -ENOSPC)
 		return rc;
 	rc = coli_engine_dense_moved(e, rc);
 	if (rc)

@@ -47,7 +47,10 @@ static struct coli_kv_rows rows_of(const struct job *j, const struct coli_attn_g
 	                             .stride = st ? st : sizeof(float) * (size_t)j->stride,
 	                             .type = v ? g->vt : g->kt,
 	                             .soff = v ? g->vsoff : g->ksoff,
-	                             .seg = g->seg ? g->seg : j->hd};
+	                             .seg = g->seg ? g->seg : j->hd,
+	                             .blk = g->blk,
+	                             .p0 = g->p0,
+	                             .bshift = g->bshift};
 }
 
 /* One task a group (too many, too short, or no AVX2): task k takes the

@@ -296,7 +296,20 @@ struct coli_kv_rows {
 	const void *p;
 	size_t stride; /* bytes */
 	int type, soff, seg;
+	/* a paged cache (core/forward/kv.h): position p is row blk[(p0 + p) >>
+	 * bshift] << bshift | (p0 + p) & (2^bshift - 1) of p's rows; blk NULL:
+	 * row p */
+	const int *blk;
+	int p0, bshift;
 };
+/* Row of position p in r's rows: p, or its block's (paged). */
+static inline size_t coli_kv_rows_index(const struct coli_kv_rows *r, size_t p)
+{
+	if (!r->blk)
+		return p;
+	p += (size_t)r->p0;
+	return ((size_t)r->blk[p >> r->bshift] << r->bshift) | (p & (((size_t)1 << r->bshift) - 1));
+}
 
 /* "f32" "bf16" "q8" -> type; -EINVAL otherwise. */
 int coli_kv_type_parse(const char *s);
@@ -360,6 +373,9 @@ struct coli_attn_group {
 	int kt, vt;              /* enum coli_kv_type of K's and V's rows (0: fp32) */
 	size_t kstride, vstride; /* bytes a position (0: the call's stride floats) */
 	int ksoff, vsoff, seg;   /* q8: struct coli_kv_rows' soff and seg */
+	const int *blk;          /* paged: struct coli_kv_rows' blk, p0, bshift (K's and
+	                          * V's alike), or NULL: position p at row p */
+	int p0, bshift;
 };
 /* n groups (sharing stride, hd, vd and scale) across the pool (may be NULL), each
  * with coli_attention_group's bits. Fewer eight-head units than threads, each

@@ -102,7 +102,7 @@ void coli_kv_row_load(int type, const void *row, float *dst, int n, int seg)
 
 const float *coli_kv_rows_at(const struct coli_kv_rows *r, size_t p, int i0, int n, float *tmp)
 {
-	const char *row = (const char *)r->p + p * r->stride;
+	const char *row = (const char *)r->p + coli_kv_rows_index(r, p) * r->stride;
 
 	if (r->type == COLI_KV_F32)
 		return (const float *)row + i0;

@@ -100,7 +100,7 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n)
  * where coli_kv_at's goes through cpu/kvq.c and the ISA test each row). */
 static inline const float *kv_row(const struct coli_kv_rows *r, size_t p, int i0, int n, float *tmp)
 {
-	const char *row = (const char *)r->p + p * r->stride;
+	const char *row = (const char *)r->p + coli_kv_rows_index(r, p) * r->stride;
 
 	if (r->type == COLI_KV_F32)
 		return (const float *)row + i0;

@@ -286,6 +286,7 @@ int main(int argc, char **argv)
 	srv.tok = coli_engine_tokenizer(srv.engine);
 	srv.cfg = coli_engine_config(srv.engine);
 	srv.ctx = coli_engine_ctx(srv.engine);
+	srv.kv_tokens = coli_engine_kv_tokens(srv.engine);
 	srv.created = (long)time(NULL);
 	coli_chat_template_init(srv.engine, &srv.chat);
 	if (name)
@@ -294,10 +295,10 @@ int main(int argc, char **argv)
 		model_id(a.model, srv.model_id, sizeof(srv.model_id));
 	fprintf(stderr,
 	        "colid: model %s (%s), context %d tokens, %d sequence%s at once (--parallel), "
-	        "chat template %s (family %s%s%s%s)\n",
+	        "KV pool %d tokens (%d blocks), chat template %s (family %s%s%s%s)\n",
 	        srv.model_id, coli_arch_name(srv.cfg->arch), srv.ctx, coli_engine_n_seq(srv.engine),
-	        coli_engine_n_seq(srv.engine) > 1 ? "s" : "", coli_chat_renderer_name(&srv.chat),
-	        coli_chat_family_name(srv.chat.family),
+	        coli_engine_n_seq(srv.engine) > 1 ? "s" : "", srv.kv_tokens, srv.kv_tokens / 32,
+	        coli_chat_renderer_name(&srv.chat), coli_chat_family_name(srv.chat.family),
 	        srv.chat.from_template ? "" : ", detected from the tokenizer",
 	        srv.chat.jinja ? "" : "; built-in renderer: ",
 	        srv.chat.jinja ? "" : srv.chat.jinja_why);

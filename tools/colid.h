@@ -345,6 +345,7 @@ struct colid_server {
 	struct coli_chat_template chat;
 	char model_id[128];
 	int ctx;
+	int kv_tokens; /* the KV pool's positions (--kv-gb): a request needing more gets a 400 */
 	struct colid_queue queue;
 	struct colid_metrics metrics;
 	char *api_key;      /* malloc'd, NULL = no auth */

@@ -51,6 +51,12 @@ static void end_job(struct colid_queue *q, struct colid_job *j, int rc)
 	colid_job_put(j);
 }
 
+/* The KV positions j may take: its prompt and max_tokens. */
+static int positions(const struct colid_job *j)
+{
+	return j->n_ids + (j->max_tokens > 0 ? j->max_tokens : 0);
+}
+
 /* A job taken off the ring: a slot and its generator, or its end. */
 static void start_job(struct colid_queue *q, struct colid_job *j)
 {
@@ -63,9 +69,11 @@ static void start_job(struct colid_queue *q, struct colid_job *j)
 		return;
 	}
 	j->slot = coli_engine_seq_open(q->engine, j->ids, j->n_ids, &cached);
-	rc = j->slot < 0 ? j->slot
-	                 : coli_seq_gen_begin(q->engine, &j->gen, j->slot, cached, j->ids, j->n_ids,
-	                                      j->max_tokens, &j->sampler, colid_job_token, j);
+	/* its blocks promised (admit saw they fit): it never waits for one mid-way */
+	rc = j->slot < 0 ? j->slot : coli_engine_seq_reserve(q->engine, j->slot, positions(j));
+	rc = rc ? rc
+	        : coli_seq_gen_begin(q->engine, &j->gen, j->slot, cached, j->ids, j->n_ids,
+	                             j->max_tokens, &j->sampler, colid_job_token, j);
 	if (rc) {
 		if (j->slot >= 0)
 			coli_engine_seq_close(q->engine, j->slot);
@@ -78,25 +86,32 @@ static void start_job(struct colid_queue *q, struct colid_job *j)
 	pthread_mutex_unlock(&q->mu);
 }
 
-/* Waits for work; takes waiting jobs while slots are free. 0 when closing
- * and nothing is left. */
+/* Waits for work; takes waiting jobs, in order, while slots are free and
+ * the KV pool can hold the first one's prompt and max_tokens beside what
+ * the running ones hold and were promised (coli_engine_kv_fits: a running
+ * sequence's blocks are never taken; the first waits for one to end). 0
+ * when closing and nothing is left. */
 static int admit(struct colid_queue *q, int n_seq)
 {
-	struct colid_job *take[COLI_MAX_SEQ];
-	int n = 0, more;
+	int more;
 
 	pthread_mutex_lock(&q->mu);
 	while (!q->n && !q->n_run && !q->closing)
 		pthread_cond_wait(&q->cv, &q->mu);
-	while (q->n && q->n_run + n < n_seq) {
-		take[n++] = q->ring[q->head];
+	while (q->n && q->n_run < n_seq) {
+		struct colid_job *j = q->ring[q->head];
+
+		/* (the engine is this thread's: reading it under mu is safe) */
+		if (!coli_engine_kv_fits(q->engine, positions(j)))
+			break;
 		q->head = (q->head + 1) % q->cap;
 		q->n--;
+		pthread_mutex_unlock(&q->mu);
+		start_job(q, j); /* (takes mu to join q->run) */
+		pthread_mutex_lock(&q->mu);
 	}
-	more = q->n_run + n > 0;
+	more = q->n_run > 0;
 	pthread_mutex_unlock(&q->mu);
-	for (int i = 0; i < n; i++)
-		start_job(q, take[i]);
 	return more;
 }
 

@@ -172,6 +172,17 @@ static int prompts_of(struct colid_server *s, struct conn *k, int **ids, int *n,
 			free(ids[p]);
 			goto err;
 		}
+		if ((long)n[p] + m > s->kv_tokens) { /* --kv-gb below the context */
+			colid_error_set(
+			    e, 400, "invalid_request_error", "kv_cache_exceeded",
+			    chat ? "messages" : "prompt",
+			    "This request needs %ld tokens of KV cache (%d in the prompt, "
+			    "%d for the completion) but the server's KV cache pool holds "
+			    "%d tokens (--kv-gb). Please reduce the prompt or max_tokens.",
+			    (long)n[p] + m, n[p], m, s->kv_tokens);
+			free(ids[p]);
+			goto err;
+		}
 	}
 	return 0;
 err:

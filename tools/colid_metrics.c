@@ -290,6 +290,18 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
 	emit(&o, "coli_kv_cache_bytes %llu\n", (unsigned long long)s.est.kv_bytes);
 	head(&o, "coli_kv_bytes_per_token", "gauge", "KV cache bytes of one token, all layers");
 	emit(&o, "coli_kv_bytes_per_token %llu\n", (unsigned long long)s.est.kv_token_bytes);
+	head(&o, "coli_kv_blocks_total", "gauge",
+	     "the KV cache pool's blocks (--kv-gb; coli_kv_block_tokens positions each)");
+	emit(&o, "coli_kv_blocks_total %d\n", s.est.kv_blocks);
+	head(&o, "coli_kv_block_tokens", "gauge", "positions a KV block holds");
+	emit(&o, "coli_kv_block_tokens %d\n", s.est.kv_block_tokens);
+	head(&o, "coli_kv_blocks_used", "gauge", "KV blocks held by running sequences");
+	emit(&o, "coli_kv_blocks_used %d\n", s.est.kv_blocks_used);
+	head(&o, "coli_kv_blocks_cached", "gauge",
+	     "KV blocks held by finished sequences: their prefixes, reclaimed when needed");
+	emit(&o, "coli_kv_blocks_cached %d\n", s.est.kv_blocks_cached);
+	head(&o, "coli_kv_blocks_free", "gauge", "KV blocks held by no sequence");
+	emit(&o, "coli_kv_blocks_free %d\n", s.est.kv_blocks_free);
 	head(&o, "coli_h2d_bytes_total", "counter", "host to device copies");
 	emit(&o, "coli_h2d_bytes_total %llu\n", (unsigned long long)s.est.h2d_bytes);
 	for (int h = 0; h < COLID_H_N; h++) {

@@ -341,7 +341,8 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
 {
 	uint64_t off, dense, experts = 0;
 	size_t free_b = 0, total_b = 0;
-	double kv = (double)e->kv.bytes + e->kv.vbytes; /* the host cache's twin */
+	/* its cache: every slot's ctx rows (not paged yet, whatever the host's pool) */
+	double kv = (double)e->kv.n_seq * e->kv.ctx * e->kv.n_layers * (e->kv.krow + e->kv.vrow);
 
 	coli_io_container_dense_region(e->m.c, &off, &dense);
 	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {

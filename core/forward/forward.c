@@ -178,7 +178,13 @@ int coli_forward_rows(struct coli_engine *e, const struct coli_batch *b, struct 
 			pos[f->T + t] = run[r].pos0 + t;
 		f->T += R->n;
 	}
-	return 0;
+	{ /* every run's blocks, or none (-ENOSPC: nothing changed) */
+		int slot[COLI_MAX_SEQ], upto[COLI_MAX_SEQ];
+
+		for (int r = 0; r < b->n_runs; r++)
+			slot[r] = run[r].slot, upto[r] = run[r].pos0 + run[r].n;
+		return coli_kv_grow(&e->kv, slot, upto, b->n_runs);
+	}
 }
 
 /* The final norm and lm_head over the rows the runs ask for, in run order. */

@@ -1,11 +1,17 @@
 /*
- * core/forward/kv.c — the host KV cache (core/forward/kv.h): its allocation
- * through mem/ on the engine's NUMA node, the token ids beside it, the
- * forward's stores into it, the typed views attention reads it through and
- * the copy of a prefix's rows from one slot to another (core/seq.c), each
- * addressed by a sequence slot (slot s: the s-th [n_layers][ctx] block).
- * An MLA model (cfg.kv_lora) caches one row a token and layer, [c_kv
- * (kv_lora) || k_pe (rope_dim)] in kcache, and has no vcache.
+ * core/forward/kv.c — the host KV cache (core/forward/kv.h): the pool's
+ * allocation through mem/ on the engine's NUMA node, the blocks' free stack
+ * and the slots' block tables, the token ids beside them, the forward's
+ * stores into it, the typed views attention reads it through and the copy
+ * of a prefix's rows from one slot to another (core/seq.c), each addressed
+ * by a sequence slot and a position (coli_kv_row: its block's row). An MLA
+ * model (cfg.kv_lora) caches one row a token and layer, [c_kv (kv_lora) ||
+ * k_pe (rope_dim)] in kcache, and has no vcache.
+ *
+ * Reclaiming: a slot's blocks go from its tail (the prefix it keeps stays
+ * whole), least recently opened closed slot first; its pos drops to the
+ * positions it still holds, so the prefix match (core/seq.c) never sees
+ * rows it lost.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,15 +54,20 @@ size_t coli_kv_token_bytes(const struct coli_model_config *c, int kt, int vt)
 }
 
 int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int n_seq, int ctx, int kt,
-                  int vt, int node)
+                  int vt, int n_blocks, int node)
 {
-	size_t rows = (size_t)n_seq * c->n_layers * ctx;
-	int nseg, ok;
+	int nbs = coli_kv_blocks_of(ctx), nseg, ok;
+	size_t rows;
 
+	if (n_blocks <= 0)
+		n_blocks = n_seq * nbs;
+	rows = (size_t)n_blocks * COLI_KV_BLOCK * c->n_layers;
 	shape(c, &kv->n, &kv->seg, &nseg);
 	kv->ctx = ctx;
 	kv->n_seq = n_seq;
 	kv->n_layers = c->n_layers;
+	kv->n_blocks = n_blocks;
+	kv->nbs = nbs;
 	kv->kt = kt;
 	kv->vt = c->kv_lora ? kt : vt;
 	kv->krow = coli_kv_row_bytes(kt, kv->n, nseg);
@@ -66,9 +77,15 @@ int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int n_s
 	kv->kcache = coli_mem_alloc(kv->bytes, node);
 	kv->vcache = kv->vbytes ? coli_mem_alloc(kv->vbytes, node) : NULL;
 	kv->seq = calloc((size_t)n_seq, sizeof(*kv->seq));
-	ok = kv->kcache && (kv->vcache || !kv->vbytes) && kv->seq;
+	kv->free = malloc(sizeof(int) * (size_t)n_blocks);
+	ok = kv->kcache && (kv->vcache || !kv->vbytes) && kv->seq && kv->free;
 	for (int s = 0; ok && s < n_seq; s++)
-		ok = (kv->seq[s].hist = calloc((size_t)ctx, sizeof(int))) != NULL;
+		ok = (kv->seq[s].hist = calloc((size_t)ctx, sizeof(int))) &&
+		     (kv->seq[s].blk = malloc(sizeof(int) * (size_t)nbs));
+	/* the stack pops block 0 first: one slot's blocks ascend as today's rows */
+	for (int b = 0; ok && b < n_blocks; b++)
+		kv->free[b] = n_blocks - 1 - b;
+	kv->n_free = ok ? n_blocks : 0;
 	return ok ? 0 : -ENOMEM;
 }
 
@@ -79,42 +96,154 @@ void coli_kv_free(struct coli_kv *kv)
 	if (kv->vcache)
 		coli_mem_free(kv->vcache, kv->vbytes);
 	for (int s = 0; kv->seq && s < kv->n_seq; s++)
-		free(kv->seq[s].hist);
+		free(kv->seq[s].hist), free(kv->seq[s].blk);
 	free(kv->seq);
+	free(kv->free);
 	memset(kv, 0, sizeof(*kv));
 }
 
-/* Rows before slot seq's layer l position pos. */
+/* ---- the pool ---- */
+
+/* Positions [0, n) of a slot: the blocks it lacks for them. */
+static int lacks(const struct coli_kv_seq *q, int n)
+{
+	int want = coli_kv_blocks_of(n);
+
+	return want > q->n_blk ? want - q->n_blk : 0;
+}
+
+int coli_kv_room(const struct coli_kv *kv, const unsigned char *skip)
+{
+	long room = kv->n_free;
+
+	for (int s = 0; s < kv->n_seq; s++) {
+		const struct coli_kv_seq *q = &kv->seq[s];
+
+		if (!q->open && !(skip && skip[s]))
+			room += q->n_blk;
+		else if (q->open && q->resv > q->n_blk)
+			room -= q->resv - q->n_blk;
+	}
+	return room > 0 ? (int)room : 0;
+}
+
+void coli_kv_counts(const struct coli_kv *kv, int *in_use, int *cached)
+{
+	*in_use = *cached = 0;
+	for (int s = 0; s < kv->n_seq; s++)
+		*(kv->seq[s].open ? in_use : cached) += kv->seq[s].n_blk;
+}
+
+/* One block for a slot in skip: the free stack's top, else the last block
+ * of the least recently opened closed slot outside skip that holds one
+ * (coli_kv_room said there is). */
+static int take_block(struct coli_kv *kv, const unsigned char *skip)
+{
+	struct coli_kv_seq *v = NULL;
+
+	if (kv->n_free)
+		return kv->free[--kv->n_free];
+	for (int s = 0; s < kv->n_seq; s++) {
+		struct coli_kv_seq *q = &kv->seq[s];
+
+		if (!skip[s] && !q->open && q->n_blk && (!v || q->used < v->used))
+			v = q;
+	}
+	v->n_blk--;
+	if (v->pos > v->n_blk * COLI_KV_BLOCK)
+		v->pos = v->n_blk * COLI_KV_BLOCK;
+	return v->blk[v->n_blk];
+}
+
+int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n)
+{
+	unsigned char skip[kv->n_seq];
+	long need = 0;
+
+	memset(skip, 0, sizeof(skip));
+	for (int i = 0; i < n; i++) {
+		const struct coli_kv_seq *q = &kv->seq[slot[i]];
+		int lack = lacks(q, upto[i]),
+		    owed = q->open && q->resv > q->n_blk ? q->resv - q->n_blk : 0;
+
+		if (upto[i] > kv->ctx)
+			return -E2BIG;
+		skip[slot[i]] = 1; /* (its cached blocks are its own) */
+		/* what its promise covers is its; the rest of the promise stays kept */
+		need += lack > owed ? lack - owed : 0;
+	}
+	if (need > coli_kv_room(kv, skip))
+		return -ENOSPC;
+	for (int i = 0; i < n; i++) {
+		struct coli_kv_seq *q = &kv->seq[slot[i]];
+
+		for (int k = lacks(q, upto[i]); k > 0; k--)
+			q->blk[q->n_blk++] = take_block(kv, skip);
+	}
+	return 0;
+}
+
+void coli_kv_trim(struct coli_kv *kv, int s, int n)
+{
+	struct coli_kv_seq *q = &kv->seq[s];
+	int keep = coli_kv_blocks_of(n);
+
+	while (q->n_blk > keep)
+		kv->free[kv->n_free++] = q->blk[--q->n_blk];
+	if (q->pos > q->n_blk * COLI_KV_BLOCK)
+		q->pos = q->n_blk * COLI_KV_BLOCK;
+}
+
+int coli_kv_reserve(struct coli_kv *kv, int s, int n)
+{
+	struct coli_kv_seq *q = &kv->seq[s];
+	unsigned char skip[kv->n_seq];
+	int want = coli_kv_blocks_of(n < kv->ctx ? n : kv->ctx);
+
+	memset(skip, 0, sizeof(skip));
+	skip[s] = 1;
+	int owed = q->open && q->resv > q->n_blk ? q->resv - q->n_blk : 0; /* (room took it off) */
+
+	if (n > 0 && want > q->n_blk && want - q->n_blk > coli_kv_room(kv, skip) + owed)
+		return -ENOSPC;
+	q->resv = n > 0 ? want : 0;
+	return 0;
+}
+
+/* ---- rows ---- */
+
+/* Row of slot seq's layer l position pos in a cache array. */
 static size_t row_of(const struct coli_kv *kv, int seq, int l, int pos)
 {
-	return ((size_t)seq * kv->n_layers + l) * kv->ctx + pos;
+	return (size_t)l * kv->n_blocks * COLI_KV_BLOCK + coli_kv_row(kv, seq, pos);
 }
 
 void coli_kv_append(struct coli_kv *kv, int seq, int l, int pos0, int T, const float *k,
                     const float *v)
 {
-	char *kc = (char *)kv->kcache + row_of(kv, seq, l, pos0) * kv->krow;
-	char *vc = kv->vcache ? (char *)kv->vcache + row_of(kv, seq, l, pos0) * kv->vrow : NULL;
-
 	for (int t = 0; t < T; t++) {
-		coli_kv_row_store(kv->kt, kc + t * kv->krow, k + (size_t)t * kv->n, kv->n, kv->seg);
-		if (vc && v)
-			coli_kv_row_store(kv->vt, vc + t * kv->vrow, v + (size_t)t * kv->n, kv->n,
-			                  kv->seg);
+		size_t r = row_of(kv, seq, l, pos0 + t);
+
+		coli_kv_row_store(kv->kt, (char *)kv->kcache + r * kv->krow, k + (size_t)t * kv->n,
+		                  kv->n, kv->seg);
+		if (kv->vcache && v)
+			coli_kv_row_store(kv->vt, (char *)kv->vcache + r * kv->vrow,
+			                  v + (size_t)t * kv->n, kv->n, kv->seg);
 	}
 }
 
 void coli_kv_copy_rows(struct coli_kv *kv, int from, int to, int r0, int r1)
 {
-	for (int l = 0; l < kv->n_layers && r1 > r0; l++) {
-		size_t src = row_of(kv, from, l, r0), dst = row_of(kv, to, l, r0);
+	for (int l = 0; l < kv->n_layers; l++)
+		for (int p = r0; p < r1; p++) {
+			size_t src = row_of(kv, from, l, p), dst = row_of(kv, to, l, p);
 
-		memcpy((char *)kv->kcache + dst * kv->krow, (char *)kv->kcache + src * kv->krow,
-		       (size_t)(r1 - r0) * kv->krow);
-		if (kv->vcache)
-			memcpy((char *)kv->vcache + dst * kv->vrow,
-			       (char *)kv->vcache + src * kv->vrow, (size_t)(r1 - r0) * kv->vrow);
-	}
+			memcpy((char *)kv->kcache + dst * kv->krow,
+			       (char *)kv->kcache + src * kv->krow, kv->krow);
+			if (kv->vcache)
+				memcpy((char *)kv->vcache + dst * kv->vrow,
+				       (char *)kv->vcache + src * kv->vrow, kv->vrow);
+		}
 }
 
 /* Bytes into a row of head g's first value (type t), and from there to its
@@ -130,9 +259,9 @@ static void head_offsets(const struct coli_kv *kv, int t, int g, int hd, size_t 
 void coli_kv_group_rows(const struct coli_kv *kv, int seq, int l, int g, int hd, int k0,
                         struct coli_attn_group *a)
 {
-	const char *kc = (const char *)kv->kcache + row_of(kv, seq, l, k0) * kv->krow;
-	const char *vc =
-	    kv->vcache ? (const char *)kv->vcache + row_of(kv, seq, l, k0) * kv->vrow : kc;
+	const size_t base = (size_t)l * kv->n_blocks * COLI_KV_BLOCK; /* the layer's rows */
+	const char *kc = (const char *)kv->kcache + base * kv->krow;
+	const char *vc = kv->vcache ? (const char *)kv->vcache + base * kv->vrow : kc;
 	size_t ko, vo;
 
 	head_offsets(kv, kv->kt, g, hd, &ko, &a->ksoff);
@@ -143,4 +272,7 @@ void coli_kv_group_rows(const struct coli_kv *kv, int seq, int l, int g, int hd,
 	a->kstride = kv->krow;
 	a->vstride = kv->vcache ? kv->vrow : kv->krow;
 	a->seg = kv->seg;
+	a->blk = kv->seq[seq].blk;
+	a->p0 = k0;
+	a->bshift = COLI_KV_BLOCK_SHIFT;
 }

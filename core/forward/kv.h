@@ -1,25 +1,40 @@
 /*
- * core/forward/kv.h — the KV cache on the host: the keys and values of the
- * tokens seen so far, and those tokens' ids, for n_seq sequences (--parallel:
- * slots). The forward (core/forward/forward.c on the CPU) writes a slot and
- * advances its pos; core/engine.c sizes it at open (coli_kv_alloc), rewinds
- * slot 0 (coli_engine_reset) and frees it at close (coli_kv_free); core/seq.c
- * hands slots to sequences (coli_engine_seq_open, which may copy a prefix's
- * rows from one slot into another: coli_kv_copy_rows). The dense device keeps its
- * own copy of every slot's rows of its layers (core/forward/dense_dev.c: a
- * slot's stride there is the longest device range's layers), not this one's
- * contents; hist lets the engine rebuild every slot from its token ids if
- * that device fails.
+ * core/forward/kv.h — the KV cache on the host: a pool of fixed-size blocks
+ * of token positions, the block table of each of n_seq sequences
+ * (--parallel: slots) and those tokens' ids. The forward (core/forward/
+ * forward.c on the CPU) grows a slot's table as the slot advances
+ * (coli_kv_grow, before a step's rows are written) and writes through it;
+ * core/engine.c sizes the pool at open (coli_kv_alloc, --kv-gb), rewinds
+ * slot 0 (coli_engine_reset) and frees it at close (coli_kv_free);
+ * core/seq.c hands slots to sequences (coli_engine_seq_open, which may copy
+ * a prefix's rows from one slot into another: coli_kv_copy_rows) and
+ * reserves what an admitted request may grow to (coli_kv_reserve). The dense
+ * device keeps its own copy of every slot's rows of its layers
+ * (core/forward/dense_dev.c: still [n_seq][layers][ctx] there), not this
+ * one's contents; hist lets the engine rebuild every slot from its token ids
+ * if that device fails.
  *
- * Layout: kcache [n_seq][n_layers][ctx] rows of krow bytes, vcache likewise
- * with vrow: a slot is one [n_layers][ctx] block, the unit fixed-size blocks
- * (a pool and block tables) may later replace. A row is one token's keys
- * (values) of one layer, [nkv][hd] values
+ * Layout: kcache [n_layers][n_blocks][B] rows of krow bytes, vcache likewise
+ * with vrow. Block b is B positions of every layer (rows b * B .. b * B + B
+ * - 1 of each layer's [n_blocks][B]); slot s's position p is in its block
+ * seq[s].blk[p / B], row p % B of it. Layer-major, so a layer's rows start
+ * at one base (the attention's K and V pointers) and a position's row in it
+ * is blk * B + p % B: one lookup, no stride a block. B = COLI_KV_BLOCK.
+ * A row is one token's keys (values) of one layer, [nkv][hd] values
  * stored as --kv-type says (cpu/cpu.h "typed KV cache rows": fp32, bf16,
  * or q8 with a scale a kv head after the int8s). MLA: kcache's rows are the
  * latent [c_kv normed (kv_lora) || k_pe roped (rope_dim)], q8 with two
  * scales (c_kv's, k_pe's), and there is no vcache (the values are c_kv:
  * the key type is the cache's type).
+ *
+ * Blocks: a block is free (on the free stack), held by an open slot (in
+ * use) or held by a closed one (cached: that slot's prefix, kept for the
+ * next prompt that shares it, and reclaimed from the tail of the least
+ * recently opened closed slot when the pool needs blocks; the slot's pos
+ * drops to what it keeps). An open slot may hold a reservation (resv
+ * blocks: what its request may grow to, colid's admission): the blocks it
+ * has not taken yet are promised, and another slot's growth never takes
+ * them. A running slot's blocks are never reclaimed.
  */
 #ifndef COLI_CORE_FORWARD_KV_H
 #define COLI_CORE_FORWARD_KV_H
@@ -30,9 +45,20 @@
 struct coli_model_config;
 struct coli_attn_group;
 
-/* One sequence's slot: its block of rows and what is in it. */
+/* Positions a block. 32 = the GPU attention's chunk (AD_CHUNK, ptx/attention.cuh),
+ * so a chunk never straddles two blocks once the device pages too; the smallest
+ * such size wastes the least (a sequence's last block is half empty on average)
+ * and gives a later prefix cache the finest grain. A power of two: the lookup
+ * is a shift and a mask. */
+#define COLI_KV_BLOCK       32
+#define COLI_KV_BLOCK_SHIFT 5
+
+/* One sequence's slot: its block table and what is in it. */
 struct coli_kv_seq {
 	int pos;       /* tokens in the slot */
+	int *blk;      /* [ctx / B rounded up] block ids; the first n_blk held */
+	int n_blk;     /* blocks held: positions [0, n_blk * B) have rows */
+	int resv;      /* blocks promised to the open slot (coli_kv_reserve), or 0 */
 	int *hist;     /* [ctx] token ids in the slot: the prefix cache's key, and what
 	                * the CPU rebuilds the cache from if the dense device fails */
 	int open;      /* held by a sequence (coli_engine_seq_open); slot 0 is the
@@ -41,17 +67,21 @@ struct coli_kv_seq {
 };
 
 struct coli_kv {
-	int ctx;                 /* positions a slot holds */
-	int n_seq;               /* slots (--parallel) */
-	int n_layers;            /* layers a slot holds */
-	void *kcache, *vcache;   /* [n_seq][n_layers][ctx] rows of krow / vrow bytes,
+	int ctx;      /* positions a slot holds */
+	int n_seq;    /* slots (--parallel) */
+	int n_layers; /* layers a block holds */
+	int n_blocks; /* the pool: blocks of COLI_KV_BLOCK positions */
+	int nbs;      /* table entries a slot: ctx / B rounded up */
+	int *free;    /* [n_blocks] stack of free block ids, n_free of them */
+	int n_free;
+	void *kcache, *vcache;   /* [n_layers][n_blocks][B] rows of krow / vrow bytes,
 	                          * through mem/; MLA: vcache NULL */
 	int kt, vt;              /* enum coli_kv_type of K and V (MLA: vt = kt) */
 	int n, seg;              /* values a row (nkv*hd; MLA kv_lora + rope_dim) and
 	                          * dims a q8 scale (hd; MLA kv_lora) */
 	size_t krow, vrow;       /* bytes of a row (vrow 0 under MLA) */
-	size_t bytes;            /* of kcache, every slot */
-	size_t vbytes;           /* of vcache (0 under MLA), every slot */
+	size_t bytes;            /* of kcache, every block */
+	size_t vbytes;           /* of vcache (0 under MLA), every block */
 	struct coli_kv_seq *seq; /* [n_seq] */
 	uint64_t opens;          /* slots opened so far (coli_kv_seq.used's clock) */
 };
@@ -62,11 +92,42 @@ int coli_kv_types_parse(const char *s, int *kt, int *vt);
 /* Bytes of one token's rows in one layer of model c (K and V; MLA: the
  * latent row), for types kt, vt: the planner's and the stats' unit. */
 size_t coli_kv_token_bytes(const struct coli_model_config *c, int kt, int vt);
-/* kv for n_seq slots of ctx positions of model c with types kt/vt, on NUMA
+/* kv for n_seq slots of ctx positions of model c with types kt/vt, a pool
+ * of n_blocks blocks (0: n_seq x ctx's, every slot full at once), on NUMA
  * node `node` (mem/'s values). -ENOMEM: kv holds what was allocated (bytes
  * say how much was asked); coli_kv_free releases it. */
 int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int n_seq, int ctx, int kt,
-                  int vt, int node);
+                  int vt, int n_blocks, int node);
+/* Blocks of n positions. */
+static inline int coli_kv_blocks_of(int n)
+{
+	return (n + COLI_KV_BLOCK - 1) / COLI_KV_BLOCK;
+}
+/* Blocks a new sequence could still take: free, plus cached (held by
+ * closed slots not in skip[], n_seq flags, or NULL), less those promised to
+ * open slots and not taken yet. */
+int coli_kv_room(const struct coli_kv *kv, const unsigned char *skip);
+/* Blocks now held by open slots (in use) and closed ones (cached). */
+void coli_kv_counts(const struct coli_kv *kv, int *in_use, int *cached);
+/* The n runs' slots slot[i] grown to hold positions [0, upto[i]): blocks
+ * from the free stack, else reclaimed from the tail of the least recently
+ * opened closed slot not among them. -ENOSPC, nothing changed, when the
+ * pool cannot give them all (coli_kv_room), -E2BIG past ctx. */
+int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n);
+/* Slot s's blocks past those positions [0, n) take freed (a new prompt's
+ * slot keeps only its prefix's). */
+void coli_kv_trim(struct coli_kv *kv, int s, int n);
+/* Slot s's promise: n positions (its blocks held count toward it). -ENOSPC,
+ * nothing changed, when the blocks it lacks are not there (coli_kv_room);
+ * n 0 drops the promise. */
+int coli_kv_reserve(struct coli_kv *kv, int s, int n);
+/* Row index of slot s's position p within a layer's [n_blocks][B] rows
+ * (p below its n_blk * B). */
+static inline size_t coli_kv_row(const struct coli_kv *kv, int s, int p)
+{
+	return ((size_t)kv->seq[s].blk[p >> COLI_KV_BLOCK_SHIFT] << COLI_KV_BLOCK_SHIFT) |
+	       (size_t)(p & (COLI_KV_BLOCK - 1));
+}
 /* Releases what coli_kv_alloc made (a zeroed kv: nothing); kv is zeroed. */
 void coli_kv_free(struct coli_kv *kv);
 /* Slot `seq`'s layer l rows of T tokens from pos0: k [T][n] (and v [T][n],
@@ -74,12 +135,15 @@ void coli_kv_free(struct coli_kv *kv);
 void coli_kv_append(struct coli_kv *kv, int seq, int l, int pos0, int T, const float *k,
                     const float *v);
 /* Rows [r0, r1) of every layer of slot `from` into slot `to` (K and V, or
- * MLA's latent rows: whole typed rows, byte for byte); the slots' pos and
- * hist are the caller's (core/seq.c's prefix copy). */
+ * MLA's latent rows: whole typed rows, byte for byte; `to` holds blocks for
+ * them: coli_kv_grow first); the slots' pos and hist are the caller's
+ * (core/seq.c's prefix copy). */
 void coli_kv_copy_rows(struct coli_kv *kv, int from, int to, int r0, int r1);
 /* Group g's (kv head g's; MLA: the one latent head, g 0) typed rows of slot
- * seq's layer l from position k0 into a's K, V and type fields (hd: dims of
- * a head). */
+ * seq's layer l from position k0 into a's K, V, type and block-table fields
+ * (hd: dims of a head): the layer's base, the slot's table and k0, so the
+ * attention reads position k0 + i at its block's row (cpu/cpu.h
+ * coli_kv_rows_index). */
 void coli_kv_group_rows(const struct coli_kv *kv, int seq, int l, int g, int hd, int k0,
                         struct coli_attn_group *a);
 

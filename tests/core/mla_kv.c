@@ -1,14 +1,16 @@
 /*
  * tests/core/mla_kv.c — an MLA model's KV cache holds one latent row a token
- * and layer: coli_engine_stats' kv_bytes is n_layers * ctx * (kv_lora +
+ * and layer: coli_engine_stats' kv_bytes is n_layers * P * (kv_lora +
  * rope_dim) * 4 for the deepseek_v3 fixtures (with and without q_lora), and
- * still 2 * n_layers * ctx * n_kv_heads * head_dim * 4 (keys and values) for
- * a GQA fixture. Also the MLA config as coli convert wrote it: the ranks, the
+ * still 2 * n_layers * P * n_kv_heads * head_dim * 4 (keys and values) for
+ * a GQA fixture, P the pool's positions: ctx (300) in whole blocks of 32
+ * (core/forward/kv.h), 320. Also the MLA config as coli convert wrote it: the ranks, the
  * query/key head (nope + rope), and YaRN read from the Hub's rope_scaling.
  */
 #include "fixture_util.h"
 
 #define CTX 300
+#define POS ((CTX + 31) / 32 * 32) /* the pool's positions: whole blocks */
 
 static int check(const char *name, int mla)
 {
@@ -33,8 +35,8 @@ static int check(const char *name, int mla)
 	}
 	c = coli_engine_config(e);
 	coli_engine_stats(e, &st);
-	want = mla ? (uint64_t)c->n_layers * CTX * (c->kv_lora + c->rope_dim) * 4
-	           : 2ull * c->n_layers * CTX * c->n_kv_heads * c->head_dim * 4;
+	want = mla ? (uint64_t)c->n_layers * POS * (c->kv_lora + c->rope_dim) * 4
+	           : 2ull * c->n_layers * POS * c->n_kv_heads * c->head_dim * 4;
 	printf("%-20s kv_lora %d rope %d head_dim %d: kv_bytes %llu, want %llu\n", name, c->kv_lora,
 	       c->rope_dim, c->head_dim, (unsigned long long)st.kv_bytes, (unsigned long long)want);
 	if (st.kv_bytes != want || !mla != !c->kv_lora)

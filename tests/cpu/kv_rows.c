@@ -102,9 +102,16 @@ static void check_attend(int kt, int vt, int nkv, int hd, int seg, int vd, int G
 	      *got = xmalloc(sizeof(float) * 2 * G * vd),
 	      *sc = xmalloc(sizeof(float) * 16 * n_pos * 8);
 	const float scale = 1.0f / sqrtf((float)hd);
-	struct coli_kv_rows kr = {K + g * hd * ke, kb, kt, (int)(so - g * hd * ke), seg},
-	                    vr = {(mla ? K : V) + g * hd * (mla ? ke : ve), mla ? kb : vb,
-	                          mla ? kt : vt, (int)(so - g * hd * (mla ? ke : ve)), seg};
+	struct coli_kv_rows kr =
+	                        {K + g * hd * ke, kb, kt, (int)(so - g * hd * ke), seg, NULL, 0, 0},
+	                    vr = {(mla ? K : V) + g * hd * (mla ? ke : ve),
+	                          mla ? kb : vb,
+	                          mla ? kt : vt,
+	                          (int)(so - g * hd * (mla ? ke : ve)),
+	                          seg,
+	                          NULL,
+	                          0,
+	                          0};
 	enum coli_cpu_isa best = coli_cpu_isa();
 	coli_cpu_pool_t *pool = NULL;
 

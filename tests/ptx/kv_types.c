@@ -89,10 +89,22 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 			const size_t vo = (size_t)g * hd * (vt == 0 ? 4 : vt == 1 ? 2 : 1);
 			const int so = ((kvd + 3) & ~3) + 4 * g;
 			const int nt = pos0 + t + 1, k0 = window && nt > window ? nt - window : 0;
-			struct coli_kv_rows kr = {(char *)Kt + ko + (size_t)k0 * kb, kb, kt,
-			                          (int)(so - ko), hd};
-			struct coli_kv_rows vr = {(char *)Vt + vo + (size_t)k0 * vb, vb, vt,
-			                          (int)(so - vo), hd};
+			struct coli_kv_rows kr = {(char *)Kt + ko + (size_t)k0 * kb,
+			                          kb,
+			                          kt,
+			                          (int)(so - ko),
+			                          hd,
+			                          NULL,
+			                          0,
+			                          0};
+			struct coli_kv_rows vr = {(char *)Vt + vo + (size_t)k0 * vb,
+			                          vb,
+			                          vt,
+			                          (int)(so - vo),
+			                          hd,
+			                          NULL,
+			                          0,
+			                          0};
 
 			coli_attention_head_kv(q + ((size_t)t * nh + h) * hd, &kr, &vr, nt - k0, hd,
 			                       hd, scale, sinks ? sk[h] : -INFINITY, sc,
@@ -329,7 +341,7 @@ static int mla_case(int kt, int T, int pos0, int nh, int dk, int dv)
 		C[i] = 1.7f * frand();
 	Ct = typed(C, n, dk, dv, kt, &rb);
 	{
-		struct coli_kv_rows r = {Ct, rb, kt, (dk + 3) & ~3, dv};
+		struct coli_kv_rows r = {Ct, rb, kt, (dk + 3) & ~3, dv, NULL, 0, 0};
 
 		for (int t = 0; t < T; t++)
 			coli_attention_group_kv(q + (size_t)t * nh * dk, nh, &r, &r, pos0 + t + 1,

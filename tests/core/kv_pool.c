@@ -1,0 +1,382 @@
+/*
+ * tests/core/kv_pool.c — the KV cache as a pool of blocks (core/forward/kv.h;
+ * issue #39 item 2): sequences take blocks as they grow, so two stepped
+ * together hold interleaved blocks; each still gets the tokens and raw
+ * logits it gets alone, byte for byte. A closed sequence's blocks stay as
+ * its prefix until the pool needs them, taken from the tail of the least
+ * recently opened one first; a step that cannot get its blocks fails with
+ * -ENOSPC and changes nothing; a promise (coli_engine_seq_reserve) keeps
+ * another sequence's growth off the promised blocks.
+ *
+ * P: 80 drawn ids; A's prompt P+x, B's P+y (6 more ids each, parting at
+ * their first), C's 40 other ids. Reference: each alone on a --parallel 1
+ * engine with the default pool (coli_engine_forward, 6 greedy tokens). A
+ * block is 32 positions; a prompt of 86 and its 6 tokens take 3 blocks.
+ *   together  --parallel 2, a pool of 6 blocks: A and B from empty, stepped
+ *             in chunks of 17 prompt tokens (their blocks interleave), then
+ *             B again after A prefilled past P (its 80 rows copied through
+ *             both tables). Pool counts: 6 in use, 0 free.
+ *   reclaim   --parallel 3, 6 blocks: A runs and closes, D (86 other ids:
+ *             its own slot) runs and closes
+ *             (6 cached), C (46 positions) takes A's last 2 blocks (A opened
+ *             first): A's slot keeps 32 positions, D's all its 91. D again
+ *             gets 85 cached (its prompt but the last), A 32, and A's tokens
+ *             are the reference's.
+ *   nospace   --parallel 2, 4 blocks: A promised 92 positions; B's promise
+ *             of 92 is refused (-ENOSPC) and coli_engine_kv_fits says 0; a
+ *             step of B's 40 prompt tokens (2 blocks) fails -ENOSPC, and
+ *             one of A and B together too, neither position moving; 160
+ *             positions never fit (-E2BIG). A closed, B runs: its tokens are
+ *             the reference's.
+ * Cases: q8 experts on the CPU with bf16 and q8 rows, the deepseek_v3
+ * fixture (MLA's latent rows), --gpu sim:1 and sim:2 (--split layers) with
+ * the dense part there (its cache still per slot; the pool counts), GPU 0
+ * when there is one (skipped without).
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include "fixture_util.h"
+#include "ptx/ptx.h"
+
+#define NP    80
+#define NX    6
+#define NC    40
+#define GEN   6
+#define CHUNK 17
+#define CTX   256
+#define BLK   32
+
+struct ref {
+	int out[GEN];
+	float *logits; /* [GEN][V] */
+};
+
+struct sq {
+	const int *ids;
+	int n, slot, fed, gen, next;
+	const struct ref *ref;
+};
+
+struct cfg {
+	const char *fixture;
+	enum coli_dtype q;
+	const char *gpu, *dense, *split, *kv;
+};
+
+static double g_block_gb; /* a block's bytes / 1e9, from the reference engine */
+
+static int open_engine(const char *path, const struct cfg *c, int parallel, int blocks,
+                       coli_engine_t **e)
+{
+	struct coli_opts o;
+	char err[512];
+
+	coli_opts_init(&o, NULL, 0);
+	o.threads = 2;
+	o.ctx = CTX;
+	o.parallel = parallel;
+	o.kv_gb = blocks ? (blocks + 0.5) * g_block_gb : 0; /* (floor: blocks) */
+	snprintf(o.gpu, sizeof(o.gpu), "%s", c->gpu);
+	snprintf(o.kv_type, sizeof(o.kv_type), "%s", c->kv);
+	coli_opts_set(&o, "--dense", c->dense, NULL, 0);
+	coli_opts_set(&o, "--split", c->split, NULL, 0);
+	coli_opts_set(&o, "--usage", "off", NULL, 0);
+	if (coli_engine_open(path, &o, e, err, sizeof(err))) {
+		printf("open %s: %s\n", path, err);
+		return 1;
+	}
+	return 0;
+}
+
+static int alone(coli_engine_t *e, const int *ids, int n, struct ref *r, int V)
+{
+	int rc;
+
+	coli_engine_reset(e);
+	rc = coli_engine_forward(e, ids, n, r->logits, 0);
+	for (int g = 0; !rc && g < GEN; g++) {
+		r->out[g] = fx_argmax(r->logits + (size_t)g * V, V);
+		if (g + 1 < GEN)
+			rc = coli_engine_forward(e, &r->out[g], 1, r->logits + (size_t)(g + 1) * V,
+			                         0);
+	}
+	return rc;
+}
+
+static int seq_open(coli_engine_t *e, struct sq *q, const int *ids, int n, int want,
+                    const struct ref *ref, const char *what)
+{
+	int cached = -1;
+
+	*q = (struct sq){.ids = ids, .n = n, .ref = ref};
+	q->slot = coli_engine_seq_open(e, ids, n, &cached);
+	if (q->slot < 0 || cached != want) {
+		printf("%s: slot %d, %d tokens cached, want %d\n", what, q->slot, cached, want);
+		return 1;
+	}
+	q->fed = cached;
+	return 0;
+}
+
+/* The runs of one step of q[nq] (those not done): a prompt chunk or a token. */
+static int runs_of(struct sq *q, int nq, struct coli_run *runs, int *who)
+{
+	int nr = 0;
+
+	for (int i = 0; i < nq; i++) {
+		struct sq *s = &q[i];
+		int n = s->fed < s->n ? s->n - s->fed : 1;
+
+		if (s->gen >= GEN)
+			continue;
+		n = n < CHUNK ? n : CHUNK;
+		runs[nr] = (struct coli_run){.slot = s->slot,
+		                             .n = n,
+		                             .ids = s->fed < s->n ? s->ids + s->fed : &s->next,
+		                             .logits = s->fed >= s->n || s->fed + n == s->n};
+		who[nr++] = i;
+	}
+	return nr;
+}
+
+/* Steps q[nq] together until each has GEN tokens (stop_fed > 0: until
+ * q[0] fed that many), comparing with the references: the mismatches, -1
+ * on an engine error. */
+static int steps(coli_engine_t *e, struct sq *q, int nq, int V, float *logits, int stop_fed,
+                 const char *what)
+{
+	struct coli_run runs[4];
+	int who[4], bad = 0, nr;
+
+	while ((nr = runs_of(q, nq, runs, who)) > 0 && !(stop_fed && q[0].fed >= stop_fed)) {
+		int k = 0;
+
+		if (coli_engine_step(e, &(struct coli_batch){.n_runs = nr, .runs = runs}, logits)) {
+			printf("%s: step: %s\n", what, coli_engine_errmsg(e));
+			return -1;
+		}
+		for (int r = 0; r < nr; r++) {
+			struct sq *s = &q[who[r]];
+			const float *l;
+
+			if (s->fed < s->n)
+				s->fed += runs[r].n;
+			if (!runs[r].logits)
+				continue;
+			l = logits + (size_t)k++ * V;
+			s->next = fx_argmax(l, V);
+			if (s->ref &&
+			    (s->next != s->ref->out[s->gen] ||
+			     memcmp(l, s->ref->logits + (size_t)s->gen * V, sizeof(float) * V)) &&
+			    bad++ < 4)
+				printf("%s: slot %d token %d: id %d vs %d alone, logits differ\n",
+				       what, s->slot, s->gen, s->next, s->ref->out[s->gen]);
+			s->gen++;
+		}
+	}
+	return bad;
+}
+
+static int want_counts(coli_engine_t *e, int used, int cached, int free_, const char *what)
+{
+	struct coli_engine_stats st;
+
+	coli_engine_stats(e, &st);
+	if (st.kv_blocks_used == used && st.kv_blocks_cached == cached &&
+	    st.kv_blocks_free == free_)
+		return 0;
+	printf("%s: blocks used %d cached %d free %d; want %d %d %d\n", what, st.kv_blocks_used,
+	       st.kv_blocks_cached, st.kv_blocks_free, used, cached, free_);
+	return 1;
+}
+
+static int together(const char *path, const struct cfg *c, const int *pa, const int *pb,
+                    const struct ref *ra, const struct ref *rb, int V, float *logits)
+{
+	struct sq q[2];
+	coli_engine_t *e;
+	int b;
+
+	if (open_engine(path, c, 2, 6, &e))
+		return 1;
+	b = seq_open(e, &q[0], pa, NP + NX, 0, ra, "together: A");
+	b = b ? b : seq_open(e, &q[1], pb, NP + NX, 0, rb, "together: B");
+	b = b ? b : steps(e, q, 2, V, logits, 0, "together") != 0;
+	b = b ? b : want_counts(e, 6, 0, 0, "together");
+	coli_engine_close(e);
+	if (b || open_engine(path, c, 2, 6, &e))
+		return 1;
+	/* B after A prefilled past P: A's 80 rows copied through both tables */
+	b = seq_open(e, &q[0], pa, NP + NX, 0, ra, "copied: A");
+	b = b ? b : steps(e, q, 1, V, logits, NP + 5, "copied: A") != 0;
+	b = b ? b : seq_open(e, &q[1], pb, NP + NX, NP, rb, "copied: B");
+	b = b ? b : steps(e, q, 2, V, logits, 0, "copied") != 0;
+	coli_engine_close(e);
+	return b;
+}
+
+static int reclaim(const char *path, const struct cfg *c, const int *pa, const int *pb,
+                   const int *pc, const struct ref *ra, int V, float *logits)
+{
+	struct sq q[1];
+	coli_engine_t *e;
+	int b, sa, sb;
+
+	if (open_engine(path, c, 3, 6, &e))
+		return 1;
+	b = seq_open(e, q, pa, NP + NX, 0, NULL, "reclaim: A");
+	b = b ? b : steps(e, q, 1, V, logits, 0, "reclaim: A") != 0;
+	sa = q->slot;
+	coli_engine_seq_close(e, sa);
+	b = b ? b : seq_open(e, q, pb, NP + NX, 0, NULL, "reclaim: D");
+	b = b ? b : steps(e, q, 1, V, logits, 0, "reclaim: D") != 0;
+	sb = q->slot;
+	coli_engine_seq_close(e, sb);
+	b = b ? b : want_counts(e, 0, 6, 0, "reclaim: A and D closed");
+	b = b ? b : seq_open(e, q, pc, NC, 0, NULL, "reclaim: C");
+	b = b ? b : steps(e, q, 1, V, logits, 0, "reclaim: C") != 0;
+	if (!b && (coli_engine_seq_pos(e, sa) != BLK ||
+	           coli_engine_seq_pos(e, sb) != NP + NX + GEN - 1)) {
+		printf("reclaim: A's slot at %d (want %d), D's at %d (want %d)\n",
+		       coli_engine_seq_pos(e, sa), BLK, coli_engine_seq_pos(e, sb),
+		       NP + NX + GEN - 1);
+		b = 1;
+	}
+	b = b ? b : want_counts(e, 2, 4, 0, "reclaim: C running");
+	coli_engine_seq_close(e, q->slot);
+	b = b ? b : seq_open(e, q, pb, NP + NX, NP + NX - 1, NULL, "reclaim: D again");
+	coli_engine_seq_close(e, q->slot);
+	b = b ? b : seq_open(e, q, pa, NP + NX, BLK, ra, "reclaim: A again");
+	b = b ? b : steps(e, q, 1, V, logits, 0, "reclaim: A again") != 0;
+	coli_engine_close(e);
+	return b;
+}
+
+static int nospace(const char *path, const struct cfg *c, const int *pa, const int *pb,
+                   const struct ref *rb, int V, float *logits)
+{
+	struct sq q[2];
+	struct coli_run runs[2];
+	int who[2], b, rc;
+	coli_engine_t *e;
+
+	if (open_engine(path, c, 2, 4, &e))
+		return 1;
+	b = seq_open(e, &q[0], pa, NP + NX, 0, NULL, "nospace: A");
+	b = b ? b : coli_engine_seq_reserve(e, q[0].slot, NP + NX + GEN) != 0;
+	b = b ? b : seq_open(e, &q[1], pb, NP + NX, 0, rb, "nospace: B");
+	if (!b && ((rc = coli_engine_seq_reserve(e, q[1].slot, NP + NX + GEN)) != -ENOSPC ||
+	           coli_engine_kv_fits(e, NP + NX + GEN) != 0 ||
+	           coli_engine_kv_fits(e, 5 * BLK) != -E2BIG || coli_engine_kv_fits(e, BLK) != 1)) {
+		printf(
+		    "nospace: B's promise %d (want -ENOSPC), fits %d %d %d (want 0, -E2BIG, 1)\n",
+		    rc, coli_engine_kv_fits(e, NP + NX + GEN), coli_engine_kv_fits(e, 5 * BLK),
+		    coli_engine_kv_fits(e, BLK));
+		b = 1;
+	}
+	if (!b) { /* B's 40 tokens want 2 blocks; A's promise leaves 1 */
+		struct coli_run r = {.slot = q[1].slot, .n = 40, .ids = pb};
+
+		rc = coli_engine_step(e, &(struct coli_batch){.n_runs = 1, .runs = &r}, NULL);
+		runs_of(q, 2, runs, who);
+		runs[1].n = 40;
+		b = rc != -ENOSPC ||
+		    coli_engine_step(e, &(struct coli_batch){.n_runs = 2, .runs = runs}, logits) !=
+		        -ENOSPC ||
+		    coli_engine_seq_pos(e, q[0].slot) || coli_engine_seq_pos(e, q[1].slot);
+		if (b)
+			printf("nospace: steps %d, A at %d, B at %d (want -ENOSPC, 0, 0)\n", rc,
+			       coli_engine_seq_pos(e, q[0].slot),
+			       coli_engine_seq_pos(e, q[1].slot));
+	}
+	b = b ? b : want_counts(e, 0, 0, 4, "nospace: nothing taken");
+	if (!b) { /* -ENOSPC is no device failure: the dense part stays */
+		struct coli_engine_stats st;
+
+		coli_engine_stats(e, &st);
+		if (st.dense_on_device != (strcmp(c->gpu, "off") && strcmp(c->dense, "cpu"))) {
+			printf("nospace: the dense part moved (on device: %d)\n",
+			       st.dense_on_device);
+			b = 1;
+		}
+	}
+	coli_engine_seq_close(e, q[0].slot);
+	b = b ? b : steps(e, &q[1], 1, V, logits, 0, "nospace: B") != 0;
+	coli_engine_close(e);
+	return b;
+}
+
+static int run_case(const struct cfg *c)
+{
+	int pa[NP + NX], pb[NP + NX], pc[NC], pd[NP + NX], V, bad = 1;
+	struct ref ra = {0}, rb = {0};
+	float *logits = NULL;
+	char path[8192];
+	uint32_t r = 777;
+	coli_engine_t *e;
+
+	if (fx_convert(c->fixture, c->q, fx_tmpdir(), path, sizeof(path)))
+		return 1;
+	if (open_engine(path, c, 1, 0, &e))
+		return 1;
+	V = coli_engine_config(e)->vocab;
+	for (int t = 0; t < NP + NX; t++)
+		pa[t] = (int)((r = r * 1103515245u + 12345u) >> 8) % V;
+	memcpy(pb, pa, sizeof(pb));
+	for (int t = 0; t < NX; t++)
+		pb[NP + t] = (pa[NP + t] + 1 + t) % V;
+	for (int t = 0; t < NC; t++)
+		pc[t] = (pa[t] + 3 + t) % V;
+	for (int t = 0; t < NP + NX; t++)
+		pd[t] = (pa[t] + 5 + t) % V;
+	ra.logits = malloc(sizeof(float) * V * GEN);
+	rb.logits = malloc(sizeof(float) * V * GEN);
+	logits = malloc(sizeof(float) * V * 2);
+	if (ra.logits && rb.logits && logits && !alone(e, pa, NP + NX, &ra, V) &&
+	    !alone(e, pb, NP + NX, &rb, V)) {
+		struct coli_engine_stats st;
+
+		coli_engine_stats(e, &st);
+		g_block_gb = (double)st.kv_token_bytes * st.kv_block_tokens / 1e9;
+		coli_engine_close(e);
+		e = NULL;
+		if (strcmp(c->dense, "cpu") && strcmp(c->gpu, "off") && !st.dense_on_device)
+			printf("%s: the dense part is not on the device\n", c->gpu);
+		else
+			bad = together(path, c, pa, pb, &ra, &rb, V, logits) +
+			      reclaim(path, c, pa, pd, pc, &ra, V, logits) +
+			      nospace(path, c, pa, pb, &rb, V, logits);
+	}
+	if (e)
+		coli_engine_close(e);
+	printf("%-12s %-4s %-6s dense %-4s split %-6s kv %-4s %s\n", c->fixture,
+	       coli_dtype_name(c->q), c->gpu, c->dense, c->split, c->kv, bad ? "FAIL" : "ok");
+	free(ra.logits), free(rb.logits), free(logits);
+	return bad != 0;
+}
+
+int main(void)
+{
+	const char *why;
+	const int gpu = coli_ptx_probe(&why) > 0;
+	const struct cfg cases[] = {
+	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16"},
+	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "q8"},
+	    {"deepseek_v3", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16"},
+	    {"demo", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16"},
+	    {"demo", COLI_DTYPE_Q8_0, "sim:2", "auto", "layers", "bf16"},
+	    {"demo", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16"},
+	};
+	int fails = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (!strcmp(cases[i].gpu, "0") && !gpu) {
+			printf("%-12s %-4s gpu 0: skipped (%s)\n", cases[i].fixture,
+			       coli_dtype_name(cases[i].q), why ? why : "no GPU");
+			continue;
+		}
+		fails += run_case(&cases[i]);
+	}
+	return fails ? 1 : 0;
+}
