@@ -47,6 +47,16 @@
  * float atomics. Like the rest of the dense part this kernel is exempt from the
  * placement invariant (it is deterministic, and within rounding of fp32).
  *
+ * The decode kernel (ptx/mla_decode.cuh, included here: one module) is the
+ * other form of the same attention for T <= 16 queries: bf16 tensor cores
+ * (m16n8k16), 32 heads a CTA with the query's fragments held in registers
+ * the whole launch, the cache staged as bf16 (exact for the bf16 and q8
+ * caches), the query and P split into 1..3 bf16 terms. It writes its
+ * partials as this kernel's 16-head tiles, so coli_attn_mla_combine serves
+ * both. ptx/gpu_mla.c picks it, with two terms, for the dense forward's
+ * decode steps; this kernel stays for prefill (T > 16) and as the x3 / x1
+ * reference arms of tests/ptx/mla and `coli bench mla`.
+ *
  * coli_mla_prep, at the end, is the elementwise step before it: the cache row
  * normed and roped, the query's RoPE part into its absorbed row and its
  * q_nope out head-major for W_UK^T (kernels_abi.h struct coli_gpu_mla_prep).
@@ -55,6 +65,7 @@
 #include "ptx/kernels_abi.h"
 #include "ptx/kv_rows.cuh"
 #include "ptx/pdl.cuh"
+#include "ptx/mla_decode.cuh"
 
 #define ML_SP                                                                                      \
 	(COLI_GPU_MLA_TILE +                                                                       \

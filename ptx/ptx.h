@@ -247,7 +247,11 @@ int coli_gpu_rope_part(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int rd,
  * row's first dv), out (t, h) at out + t * ldt + h * ldh (0, 0: [T][nh][dv]);
  * query t sees positions 0 .. pos0 + t. dk % 16 == 0 and <= 640, dv % 8 ==
  * 0 and <= min(dk, 512), ld >= dk and % 4 == 0, ldt and ldh % 4 == 0
- * (-EINVAL). x3: three tf32 products a pair (~fp32), else one. posp != 0:
+ * (-EINVAL). terms picks the kernel: 1..3 the bf16 decode kernel
+ * (ptx/mla_decode.cuh) with the query and P split in that many bf16 terms
+ * (T <= 16, dv % 16 == 0, else -ENOTSUP); COLI_GPU_MLA_TF32 the tf32 kernel,
+ * x3 three tf32 products a pair (~fp32), else one; 0 picks: the bf16 kernel
+ * with COLI_GPU_MLA_PICK_TERMS terms where it applies, else tf32. posp != 0:
  * pos0 is the int there when the launch runs, and a launch being captured
  * splits the positions for coli_gpu_attn_reach(pos0 + T, span) (a graph
  * replays it while pos0 + T stays within that). */
@@ -256,9 +260,12 @@ struct coli_gpu_mla {
 	int T, pos0, span, nh, dk, dv, ld, ldt, ldh;
 	float scale;
 	int x3;
-	int kt; /* the cache's type: 0 f32 (rows of ld floats), else typed rows of dk
-	         * values (bf16, or q8 with scales of dv values and of the rest) */
+	int kt;    /* the cache's type: 0 f32 (rows of ld floats), else typed rows of dk
+	            * values (bf16, or q8 with scales of dv values and of the rest) */
+	int terms; /* 0 pick, 1..3 bf16 terms, COLI_GPU_MLA_TF32 */
 };
+#define COLI_GPU_MLA_TF32       (-1)
+#define COLI_GPU_MLA_PICK_TERMS 2
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a);
 /* MLA's elementwise step (kernels_abi.h struct coli_gpu_mla_prep). */
 int coli_gpu_mla_prep(coli_gpu_t *g, const struct coli_gpu_mla_prep *a);

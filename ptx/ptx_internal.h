@@ -179,7 +179,8 @@ struct coli_gpu {
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
 	CUfunction f_route_sig, f_rope_part; /* ptx/kinds.cu (ptx/gpu_kinds.c) */
 	CUfunction f_mla[3][2], f_mla_comb,
-	    f_mla_prep; /* ptx/mla.cu [kv type][x3], combine, prep */
+	    f_mla_prep;             /* ptx/mla.cu [kv type][x3], combine, prep */
+	CUfunction f_mla_dec[3][3]; /* ptx/mla_decode.cuh [kv type][bf16 terms - 1] */
 	/* job tables: a ring of page-locked host memory the device maps and the
 	 * kernels read in place (no copy engine involved) */
 	unsigned char *ring_host;

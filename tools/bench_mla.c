@@ -1,23 +1,28 @@
 /*
  * tools/bench_mla.c — `coli bench mla`: the latent attention of a decode step
- * (ptx/mla.cu) against the device's memory bandwidth.
+ * (ptx/mla.cu, ptx/mla_decode.cuh) against the device's memory bandwidth.
  *
  * A decode step's MLA attention reads each layer's latent cache once: ctx
- * rows of dk floats (DeepSeek-V3 and Kimi-K2: kv_lora 512 + rope 64 = 576),
- * shared by every head. Its bound is those bytes at the device bandwidth
- * measured in the same run (tools/bench_measure.c: a 512 MiB device copy,
- * read + write bytes). The work is 2 nh ctx (dk + dv) multiply-adds on the
- * tensor cores (three times that for x3), which at 128 heads is what decides
- * the time: the figure printed beside each arm is the fraction of the
- * bandwidth bound reached.
+ * rows of dk values (DeepSeek-V3 and Kimi-K2: kv_lora 512 + rope 64 = 576)
+ * in the cache's type (--kv-type: f32, bf16 the engine's default, q8: int8
+ * values and a scale a segment), shared by every head. Its bound is those
+ * bytes at the device bandwidth measured in the same run
+ * (tools/bench_measure.c: a 512 MiB device copy, read + write bytes). The
+ * work is 2 nh ctx (dk + dv) multiply-adds on the tensor cores, times the
+ * products an arm makes of each: at 128 heads that work, not the read, is
+ * what decides the time, and the figure printed beside each arm is the
+ * fraction of the bandwidth bound reached.
  *
- * Arms x3 (three tf32 products, ~fp32) and x1 (one tf32 product) for each
- * head count, interleaved: every repetition launches each arm once, in turn,
- * on one of four caches of the context's size (so a launch does not find the
- * previous one's rows in L2), timed with device events; medians over the
- * repetitions, with the range.
+ * Arms: the tf32 kernel (mla.cu) x3 (three tf32 products, ~fp32) and x1 (one);
+ * the bf16 decode kernel (mla_decode.cuh) dec1 .. dec3 (the query and P in
+ * 1 .. 3 bf16 terms; dec2 is what the dense forward picks), interleaved:
+ * every repetition launches each arm once, in turn, on one of four caches of
+ * the context's size (so a launch does not find the previous one's rows in
+ * L2), timed with device events; medians over the repetitions, with the
+ * range.
  *
- * Buffers: cache [4][ctx][dk] f32, q [nh][dk], out [nh][dv], on GPU 0.
+ * Buffers: cache [4][ctx][row bytes], q [nh][dk] f32, out [nh][dv] f32, on
+ * GPU 0.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,22 +40,32 @@
 static void help(FILE *f)
 {
 	fprintf(f, "usage: coli bench mla [--ctx N] [--heads H] [--dk D] [--dv V] [--reps R]\n"
-	           "  decode-step latent attention (ptx/mla.cu) over a cache of N positions\n"
-	           "  (default 32768), H heads (default 128; Kimi-K2: 64), key D (576),\n"
-	           "  value V (512): microseconds per launch, cache GB/s, the bound from the\n"
-	           "  device bandwidth measured in the run, and their ratio\n");
+	           "                      [--kv-type f32|bf16|q8]\n"
+	           "  decode-step latent attention (ptx/mla.cu, mla_decode.cuh) over a cache\n"
+	           "  of N positions (default 32768) in the cache's type (default bf16), H\n"
+	           "  heads (default 128; Kimi-K2: 64), key D (576), value V (512): per arm\n"
+	           "  (tf32 x3, x1; bf16 dec1..dec3) microseconds per launch, cache GB/s, the\n"
+	           "  bound from the device bandwidth measured in the run, and their ratio\n");
 }
 
 struct arm {
-	int x3;
+	const char *name;
+	int terms, x3; /* struct coli_gpu_mla's */
 	double us[MAX_REPS];
 };
 
+#define N_ARMS 5
+
 int bench_mla_main(int argc, char **argv)
 {
-	int ctx = 32768, nh = 128, dk = 576, dv = 512, reps = 30, rc = 0;
+	int ctx = 32768, nh = 128, dk = 576, dv = 512, reps = 30, rc = 0, kt = 1;
+	static const char *const kname[3] = {"f32", "bf16", "q8"};
 	struct bench_bw bw = {0};
-	struct arm arms[2] = {{.x3 = 1}, {.x3 = 0}};
+	struct arm arms[N_ARMS] = {{.name = "x3", .terms = COLI_GPU_MLA_TF32, .x3 = 1},
+	                           {.name = "x1", .terms = COLI_GPU_MLA_TF32, .x3 = 0},
+	                           {.name = "dec1", .terms = 1},
+	                           {.name = "dec2", .terms = 2},
+	                           {.name = "dec3", .terms = 3}};
 	uint64_t cache[N_BUFS] = {0}, q = 0, out = 0;
 	coli_gpu_t *g = NULL;
 	const char *why;
@@ -76,7 +91,14 @@ int bench_mla_main(int argc, char **argv)
 			bad = tool_int(P, o, v, 8, 512, &dv);
 		else if (!strcmp(o, "--reps"))
 			bad = tool_int(P, o, v, 3, MAX_REPS, &reps);
-		else
+		else if (!strcmp(o, "--kv-type")) {
+			for (kt = 0; kt < 3 && strcmp(v, kname[kt]); kt++)
+				;
+			if (kt == 3)
+				return tool_err("bench mla", "--kv-type '%s': not f32, bf16 or q8",
+				                v),
+				       2;
+		} else
 			return tool_err("bench mla", "unknown option '%s' (see --help)", o), 2;
 		if (bad)
 			return 2;
@@ -88,7 +110,13 @@ int bench_mla_main(int argc, char **argv)
 		return tool_err("bench mla", "measuring the device bandwidth failed"), 1;
 	if (coli_gpu_open(0, 0, &g, err, sizeof(err)))
 		return tool_err("bench mla", "GPU 0: %s", err), 1;
-	const size_t cbytes = (size_t)ctx * dk * sizeof(float);
+	/* a row's bytes: f32 dk floats; bf16 dk halves; q8 dk bytes (to 4) and
+	 * one float a segment of dv values */
+	const size_t rbytes = kt == 0 ? (size_t)dk * 4
+	                      : kt == 1
+	                          ? (size_t)dk * 2
+	                          : ((size_t)dk + 3) / 4 * 4 + 4 * (size_t)((dk + dv - 1) / dv);
+	const size_t cbytes = (size_t)ctx * rbytes;
 
 	for (int b = 0; !rc && b < N_BUFS; b++) {
 		rc = coli_gpu_alloc(g, cbytes, &cache[b]);
@@ -109,16 +137,17 @@ int bench_mla_main(int argc, char **argv)
 		                         .dk = dk,
 		                         .dv = dv,
 		                         .ld = dk,
-		                         .scale = 0.04f};
+		                         .scale = 0.04f,
+		                         .kt = kt};
 
 		for (int i = 0; !rc && i < 20; i++)
 			rc = coli_gpu_mla_attention(g, &m);
 		rc = rc ? rc : coli_gpu_sync(g);
 	}
 	for (int r = 0; !rc && r <= reps; r++) /* r = 0 warms up */
-		for (int a = 0; !rc && a < 2; a++) {
+		for (int a = 0; !rc && a < N_ARMS; a++) {
 			struct coli_gpu_mla m = {.q = q,
-			                         .cache = cache[(2 * r + a) % N_BUFS],
+			                         .cache = cache[(N_ARMS * r + a) % N_BUFS],
 			                         .out = out,
 			                         .T = 1,
 			                         .pos0 = ctx - 1,
@@ -127,7 +156,9 @@ int bench_mla_main(int argc, char **argv)
 			                         .dv = dv,
 			                         .ld = dk,
 			                         .scale = 0.04f,
-			                         .x3 = arms[a].x3};
+			                         .x3 = arms[a].x3,
+			                         .terms = arms[a].terms,
+			                         .kt = kt};
 			float ms = 0;
 
 			rc = coli_gpu_mark(g, 0);
@@ -144,15 +175,21 @@ int bench_mla_main(int argc, char **argv)
 	}
 	const double bound_us = cbytes / (bw.hbm_gbs * 1e9) * 1e6;
 
-	printf("mla decode attention: ctx %d, %d heads, dk %d, dv %d; cache %.1f MB a layer; "
-	       "device %.0f GB/s (copy, same run): bound %.1f us\n",
-	       ctx, nh, dk, dv, cbytes / 1e6, bw.hbm_gbs, bound_us);
-	printf("%-4s %10s %22s %10s %8s\n", "arm", "us", "[range]", "cache GB/s", "of bound");
-	for (int a = 0; a < 2; a++) {
+	printf("mla decode attention: ctx %d, %d heads, dk %d, dv %d; %s cache, %zu bytes a row, "
+	       "%.1f MB a layer read; device %.0f GB/s (copy, same run): bound %.1f us\n",
+	       ctx, nh, dk, dv, kname[kt], rbytes, cbytes / 1e6, bw.hbm_gbs, bound_us);
+	printf("%-5s %10s %22s %10s %8s %12s\n", "arm", "us", "[range]", "cache GB/s", "of bound",
+	       "mma TFLOP/s");
+	for (int a = 0; a < N_ARMS; a++) {
 		double *v = arms[a].us, med = bench_median(v, reps); /* sorts v */
+		/* tensor products an arm makes of each multiply-add: tf32 x3 three,
+		 * x1 one; bf16 its terms, one more for an f32 cache's lo plane */
+		const int prods = arms[a].terms < 0 ? (arms[a].x3 ? 3 : 1) : arms[a].terms + !kt;
+		const double flop = 2.0 * nh * ctx * (dk + dv) * prods;
 
-		printf("%-4s %10.1f   [%8.1f .. %8.1f] %10.0f %8.2f\n", arms[a].x3 ? "x3" : "x1",
-		       med, v[0], v[reps - 1], cbytes / (med * 1e-6) / 1e9, bound_us / med);
+		printf("%-5s %10.1f   [%8.1f .. %8.1f] %10.0f %8.2f %12.0f\n", arms[a].name, med,
+		       v[0], v[reps - 1], cbytes / (med * 1e-6) / 1e9, bound_us / med,
+		       flop / (med * 1e-6) / 1e12);
 	}
 out:
 	for (int b = 0; b < N_BUFS; b++)

@@ -2,19 +2,27 @@
  * tests/ptx/mla.c — ptx/mla.cu's latent attention against a double-precision
  * reference computed here, softmax(q . C^T * scale) . C[:, :dv] per query
  * and head (exit 77 without a GPU). Shapes: the tiny fixtures' (dk 80, dv 64),
- * head counts that are not a multiple of the kernel's 16, DeepSeek-V3's
- * (128 heads, dk 576, dv 512) and Kimi-K2's (64 heads), a first token, a
- * prefill batch (causal within it), and contexts from one tile to many
- * splits. Cache rows hold values of N(0,1)-like size, the query is scaled so
- * that the softmax is neither flat nor one-hot.
+ * head counts that are not a multiple of the kernels' 16 or 32, DeepSeek-V3's
+ * (128 heads, dk 576, dv 512) and Kimi-K2's (64 heads), a first token,
+ * decode batches of 1..16 queries, a prefill batch (causal within it), and
+ * contexts from one tile to 40k positions. Cache rows hold values of
+ * N(0,1)-like size, the query is scaled so that the softmax is neither flat
+ * nor one-hot.
  *
- * Both kernels: x3 (three tf32 products, ~fp32) within 2e-5 of the largest
- * output, x1 (one tf32 product, inputs rounded to 10 bits) within 4e-3; x3
- * again with the position read from device memory and head-major output
- * (the dense forward's form); the error of each is printed. Then
- * coli_mla_prep, the elementwise step before it, against cpu/ops.c's
- * coli_mla_rope. Outputs are poisoned (NaN) before each launch;
- * cache rows past the last position are NaN too, so a read past it shows.
+ * Every case runs on each cache type (f32; bf16 and q8 rows as cpu/kvq.c
+ * writes them, the reference over their values) and each kernel:
+ *   tf32 x3  three tf32 products (~fp32), within 2e-5 of the largest output;
+ *   tf32 x1  one tf32 product (inputs rounded to 10 bits), within 4e-3;
+ *   dec N    ptx/mla_decode.cuh (T <= 16): bf16 tensor cores, the query and
+ *            P in N bf16 terms: N = 2 and 3 within 2e-5 (x3's limit: 16
+ *            bits of the query and P, the cache exact in bf16 or, f32, its
+ *            hi and lo planes), N = 1 (8 bits) within 8e-3;
+ *   pick     the dense forward's choice with the position read from device
+ *            memory and head-major output (its form), within 2e-5.
+ * The error of each is printed. Then coli_mla_prep, the elementwise step
+ * before it, against cpu/ops.c's coli_mla_rope. Outputs are poisoned (NaN)
+ * before each launch; cache rows past the last position are NaN too (q8: NaN
+ * scales), so a read past it shows.
  */
 #include <math.h>
 #include <string.h>
@@ -55,13 +63,97 @@ static void reference(const float *q, const float *C, double *out, int T, int po
 	free(s);
 }
 
-static int run_case(int T, int pos0, int nh, int dk, int dv, int ld)
+static uint16_t bf16_of(float x)
 {
+	uint32_t u;
+
+	memcpy(&u, &x, 4);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40);
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static float float_of_bf16(uint16_t b)
+{
+	const uint32_t u = (uint32_t)b << 16;
+	float x;
+
+	memcpy(&x, &u, 4);
+	return x;
+}
+
+/* The cache C [ctx][ld] f32 (rows past n NaN) as rows of type kt (1 bf16, 2
+ * q8: int8 values, then one scale a segment of dv values, cpu/kvq.c's
+ * layout), into *rows; C's values become the typed rows' (the reference's
+ * input). Returns the bytes. */
+static size_t typed_rows(float *C, int ctx, int n, int dk, int dv, int ld, int kt, void **rows)
+{
+	const int nseg = (dk + dv - 1) / dv;
+	const size_t rb = kt == 1 ? 2 * (size_t)dk : ((size_t)dk + 3) / 4 * 4 + 4 * (size_t)nseg;
+	unsigned char *r = xmalloc(rb * (size_t)ctx);
+
+	memset(r, 0x5a, rb * (size_t)ctx);
+	for (int p = 0; p < ctx; p++) {
+		float *x = C + (size_t)p * ld;
+		unsigned char *row = r + (size_t)p * rb;
+
+		if (kt == 1) {
+			for (int i = 0; i < dk; i++) {
+				const uint16_t b = bf16_of(x[i]);
+
+				memcpy(row + 2 * i, &b, 2);
+				x[i] = float_of_bf16(b);
+			}
+			continue;
+		}
+		for (int s0 = 0, sg = 0; s0 < dk; s0 += dv, sg++) {
+			const int s1 = s0 + dv < dk ? s0 + dv : dk;
+			float amax = 0, sc;
+
+			for (int i = s0; i < s1; i++)
+				amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+			sc = p < n ? amax / 127.0f : NAN;
+			memcpy(row + rb - 4 * (size_t)(nseg - sg), &sc, 4);
+			for (int i = s0; i < s1 && p < n; i++) {
+				float v = sc > 0 ? rintf(x[i] / sc) : 0.0f;
+
+				v = v < -127 ? -127 : v > 127 ? 127 : v;
+				row[i] = (unsigned char)(signed char)v;
+				x[i] = (float)(signed char)v * sc;
+			}
+		}
+	}
+	*rows = r;
+	return rb * (size_t)ctx;
+}
+
+/* One kernel of the case: its arm name, terms, x3, and whether it takes the
+ * position from device memory and writes head-major rows. */
+struct arm {
+	const char *name;
+	int terms, x3, hm;
+	double lim;
+};
+
+static const struct arm g_arms[] = {
+    {"tf32 x3", COLI_GPU_MLA_TF32, 1, 0, 2e-5},
+    {"tf32 x1", COLI_GPU_MLA_TF32, 0, 0, 4e-3},
+    {"dec 1", 1, 0, 0, 8e-3},
+    {"dec 2", 2, 0, 0, 2e-5},
+    {"dec 3", 3, 0, 0, 2e-5},
+    {"pick posp hm", 0, 1, 1, 2e-5},
+};
+
+static int run_case(int T, int pos0, int nh, int dk, int dv, int ld, int kt)
+{
+	static const char *const kname[3] = {"f32", "bf16", "q8"};
 	const int n = pos0 + T, ctx = n + 37; /* rows past n: NaN */
 	const size_t nq = (size_t)T * nh * dk, no = (size_t)T * nh * dv;
 	float *q = xmalloc(4 * nq), *C = xmalloc(4 * (size_t)ctx * ld), *o = xmalloc(4 * no);
 	double *ref = xmalloc(8 * no), big = 0;
 	const float scale = 1.0f / sqrtf((float)dk);
+	void *rows = C;
+	size_t cbytes = 4 * (size_t)ctx * ld;
 	uint64_t dq, dc, dout, dpos;
 	int rc = 0;
 
@@ -69,16 +161,17 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld)
 		q[i] = 2.5f * frand();
 	for (size_t i = 0; i < (size_t)ctx * ld; i++)
 		C[i] = (size_t)(i / ld) < (size_t)n ? 1.7f * frand() : NAN;
+	if (kt)
+		cbytes = typed_rows(C, ctx, n, dk, dv, ld, kt, &rows);
 	reference(q, C, ref, T, pos0, nh, dk, dv, ld, scale);
 	for (size_t i = 0; i < no; i++)
 		big = fabs(ref[i]) > big ? fabs(ref[i]) : big;
 	dq = dev_copy(q, 4 * nq);
-	dc = dev_copy(C, 4 * (size_t)ctx * ld);
+	dc = dev_copy(rows, cbytes);
 	dpos = dev_copy(&pos0, sizeof(pos0));
-	/* x3 2: x3 with the position read from device memory and head-major
-	 * output rows (the dense forward's form) */
-	for (int x3 = 2; x3 >= 0; x3--) {
-		const int hm = x3 == 2;
+	for (size_t k = 0; k < sizeof(g_arms) / sizeof(g_arms[0]); k++) {
+		const struct arm *m = &g_arms[k];
+		const int hm = m->hm;
 		const struct coli_gpu_mla a = {.q = dq,
 		                               .cache = dc,
 		                               .T = T,
@@ -87,21 +180,25 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld)
 		                               .dv = dv,
 		                               .ld = ld,
 		                               .scale = scale,
-		                               .x3 = x3 != 0,
+		                               .x3 = m->x3,
+		                               .kt = kt,
+		                               .terms = m->terms,
 		                               .posp = hm ? dpos : 0,
 		                               .pos0 = pos0, /* the value posp holds */
 		                               .span = ctx,
 		                               .ldt = hm ? dv : 0,
 		                               .ldh = hm ? T * dv : 0};
 		struct coli_gpu_mla b = a;
-		double err = 0, lim = x3 ? 2e-5 : 4e-3;
+		double err = 0;
 		int r;
 
+		if (m->terms > 0 && T > COLI_GPU_MLA_DEC_MAX_T)
+			continue; /* the decode kernel's limit: prefill runs tf32 */
 		b.out = dout = dev_poison(4 * no);
 		r = coli_gpu_mla_attention(g_gpu, &b);
 		if (r || coli_gpu_sync(g_gpu)) {
-			printf("  mla T=%d pos0=%d nh=%d dk=%d dv=%d x3=%d: launch failed (%d)\n",
-			       T, pos0, nh, dk, dv, x3, r);
+			printf("  mla T=%d pos0=%d nh=%d dk=%d dv=%d %s %s: launch failed (%d)\n",
+			       T, pos0, nh, dk, dv, kname[kt], m->name, r);
 			return 1;
 		}
 		download(o, dout, 4 * no);
@@ -113,17 +210,16 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld)
 
 			err = e > err || e != e ? e : err;
 		}
-		printf("  mla T=%d pos0=%-5d nh=%-3d dk=%d dv=%d %s max err %.2e of %.2f (limit "
-		       "%.0e)\n",
-		       T, pos0, nh, dk, dv,
-		       hm   ? "x3 posp hm"
-		       : x3 ? "x3"
-		            : "x1",
-		       err / big, big, lim);
-		rc |= !(err <= lim * big);
+		printf("  mla T=%-2d pos0=%-5d nh=%-3d dk=%d dv=%d %-4s %-12s max err %.2e of %.2f "
+		       "(limit %.0e)%s\n",
+		       T, pos0, nh, dk, dv, kname[kt], m->name, err / big, big, m->lim,
+		       err <= m->lim * big ? "" : "  FAIL");
+		rc |= !(err <= m->lim * big);
 		coli_gpu_free(g_gpu, dout);
 	}
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dc), coli_gpu_free(g_gpu, dpos);
+	if (rows != C)
+		free(rows);
 	free(q), free(C), free(o), free(ref);
 	return rc;
 }
@@ -210,18 +306,30 @@ int main(void)
 {
 	static const int cases[][6] = {
 	    /* T, pos0, nh, dk, dv, ld */
-	    {1, 0, 4, 80, 64, 80},         {1, 5, 4, 80, 64, 80},
-	    {3, 40, 20, 80, 64, 84},       {17, 0, 4, 80, 64, 80},
-	    {1, 4095, 128, 576, 512, 576}, {2, 1000, 64, 576, 512, 576},
-	    {1, 31, 128, 576, 512, 576},   {1, 9000, 16, 576, 512, 576},
+	    {1, 0, 4, 80, 64, 80},
+	    {1, 5, 4, 80, 64, 80},
+	    {3, 40, 20, 80, 64, 84},
+	    {17, 0, 4, 80, 64, 80},
+	    {1, 4095, 128, 576, 512, 576},
+	    {2, 1000, 64, 576, 512, 576},
+	    {1, 31, 128, 576, 512, 576},
+	    {1, 9000, 16, 576, 512, 576},
+	    /* the decode kernel's range: one position, batches up to 16, 40k */
+	    {1, 0, 16, 576, 512, 576},
+	    {16, 20, 16, 80, 64, 80},
+	    {16, 300, 128, 576, 512, 576},
+	    {8, 2000, 64, 576, 512, 576},
+	    {5, 700, 100, 576, 512, 576},
+	    {1, 39999, 128, 576, 512, 576},
 	};
 	int rc = ptx_test_open();
 
 	if (rc)
 		return rc;
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
-		rc |= run_case(cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4],
-		               cases[c][5]);
+		for (int kt = 0; kt < 3; kt++)
+			rc |= run_case(cases[c][0], cases[c][1], cases[c][2], cases[c][3],
+			               cases[c][4], cases[c][5], kt);
 	rc |= prep_case(1, 0, 4, 32, 16, 64, 1.0f);        /* the tiny fixtures */
 	rc |= prep_case(5, 300, 4, 32, 16, 64, 1.1386f);   /* YaRN's factor */
 	rc |= prep_case(2, 4000, 128, 128, 64, 512, 1.0f); /* DeepSeek-V3 */
