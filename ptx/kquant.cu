@@ -62,13 +62,16 @@
  *   measured 3 over 2: q4_k 0.43 -> 0.50, q5_k 0.49 -> 0.54 of copy.)
  * KQ_SMEM_MAX: a CTA's staging, bytes; static shared memory, so under the
  *   48 KiB a CTA may have without the opt-in attribute.
- * KQ_STAGES_MAX: steps a half-warp has in its ring at most. A stage holds
- *   one step (16 units) of each of the half-warp's two rows, so KQ_STAGES - 1
- *   steps are in flight while one is computed: for q4_k 2 x 2 x 288 B = 1152
- *   B a half-warp, 55 KiB an SM at 3 CTAs, above the ~30 KiB that the H200's
- *   bandwidth-latency product asks of each SM (4.8 TB/s x ~0.8 us / 132);
- *   q4_0's kernel (0.70 of copy) keeps about 70 KiB an SM in its registers.
- *   Deeper rings only lengthen the prologue of short rows (K = 1536 is 3 steps). */
+ * KQ_STAGES_MAX: steps a half-warp has in its ring at most (KQStage::NST,
+ *   fewer where KQ_SMEM_MAX holds fewer: q5_0, q5_1, q5_k and q6_k 3). A
+ *   stage holds one step (16 units) of each of the half-warp's two
+ *   rows, and NST - 1 steps are in flight while one is computed: for q4_k
+ *   3 x 2 x 288 B = 1728 B a half-warp, 81 KiB an SM at 3 CTAs; q6_k 2 x 2
+ *   x 420 B, 79 KiB. Estimates, not measurements: the H200's bandwidth-
+ *   latency product asks ~30 KiB of each SM (4.8 TB/s x ~0.8 us / 132
+ *   SMs); q4_0's kernel (0.70 of copy) has 2 rows x 3 blocks x 18 B a lane
+ *   in flight, ~80 KiB an SM. A deeper ring would only lengthen the
+ *   prologue of short rows (K = 1536 is 3 steps). */
 #define KQ_MB         3
 #define KQ_SMEM_MAX   (46 * 1024)
 #define KQ_STAGES_MAX 4
@@ -122,8 +125,8 @@ static __device__ __forceinline__ void kq_issue(u8 *dst, const u8 *w, size_t rb,
 /* A lane's units b = lane, lane + 16, ... of the half-warp's rows, in
  * ascending order (the canonical lane b % 16). Unit b is step b / 16's lane
  * b % 16: the step's block b % 16 / UPB, its group b % UPB. The weights come
- * from the half-warp's ring in shared memory, filled KQ_STAGES - 1 steps
- * ahead; the activations from global memory as every GEMV reads them. */
+ * from the half-warp's ring in shared memory, filled NST - 1 steps ahead;
+ * the activations from global memory as every GEMV reads them. */
 template <class U> struct RowKS {
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
 	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
