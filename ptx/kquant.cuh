@@ -23,8 +23,8 @@
  * block's address mod 16 (MemS: the GEMV's staged steps, ptx/kquant.cu):
  * Q5_0 (22 B), Q3_K (110 B) and Q6_K (210 B) blocks are only 2-byte aligned
  * in a row, so theirs come from aligned words and a funnel shift
- * (ld_words2, which may read up to 6 bytes past the block); the others
- * read 4- or 16-byte words.
+ * (ld_words2: M::words2, which may read up to 10 bytes past the block);
+ * the others read 4- or 16-byte words.
  */
 #ifndef COLI_PTX_KQUANT_CUH
 #define COLI_PTX_KQUANT_CUH
@@ -43,8 +43,18 @@ typedef unsigned char u8;
 
 /* Where a dtype's loader reads a block (template argument M of load_blk):
  * MemG global memory through the read-only path (the GEMM's staging, the
- * embedding), MemS a copy in shared memory (the GEMV's staged steps,
- * ptx/kquant.cu). The same bytes either way, so the same integers. */
+ * embedding), MemS a copy in shared memory that keeps each byte's address
+ * mod 16 (the GEMV's staged steps, ptx/kquant.cu). The same bytes either
+ * way, so the same integers.
+ *
+ * words2<N>(w, p): N words from a 2-byte aligned address (Q5_0, Q3_K and
+ * Q6_K blocks). MemG: N + 1 aligned words and a funnel shift each (half the
+ * loads of 16-bit ones, and no divergence between lanes whose blocks start
+ * at 0 or 2 mod 4); reads below p + 4 N + 4. MemS: N / 2 + 1
+ * aligned 8-byte words (N even), then word o = (p & 4) / 4 of them on and
+ * the funnel shift: half the shared-memory loads; reads up to p + 4 N + 8.
+ * The aligned address is p less its low bits by pointer arithmetic, so a
+ * shared-memory p stays one (ld.shared). */
 struct MemG {
 	static __device__ __forceinline__ unsigned u32(const u8 *p)
 	{
@@ -57,6 +67,20 @@ struct MemG {
 	static __device__ __forceinline__ int4 v4(const u8 *p)
 	{
 		return __ldg((const int4 *)p);
+	}
+	template <int N> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
+	{
+		const unsigned lo = (unsigned)(unsigned long long)p & 2;
+		const u8 *a = p - lo;
+		const unsigned sh = lo * 8;
+		unsigned v[N + 1];
+
+#pragma unroll
+		for (int i = 0; i <= N; i++)
+			v[i] = __ldg((const unsigned *)(a + 4 * i));
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			w[i] = __funnelshift_r(v[i], v[i + 1], sh);
 	}
 };
 
@@ -73,6 +97,24 @@ struct MemS {
 	{
 		return *(const int4 *)p;
 	}
+	template <int N> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
+	{
+		static_assert(N % 2 == 0, "whole 8-byte words");
+		const unsigned lo = (unsigned)(unsigned long long)p & 6;
+		const u8 *a = p - lo;
+		const unsigned sh = (lo & 2) * 8, o = lo >> 2;
+		unsigned v[N + 2];
+
+#pragma unroll
+		for (int i = 0; i < N / 2 + 1; i++) {
+			const uint2 t = *(const uint2 *)(a + 8 * i);
+
+			v[2 * i] = t.x, v[2 * i + 1] = t.y;
+		}
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			w[i] = __funnelshift_r(o ? v[i + 1] : v[i], o ? v[i + 2] : v[i + 1], sh);
+	}
 };
 
 static __device__ __forceinline__ float half_at(const u8 *p)
@@ -80,23 +122,10 @@ static __device__ __forceinline__ float half_at(const u8 *p)
 	return half_to_float(MemG::u16(p));
 }
 
-/* N words from a 2-byte aligned address: N + 1 aligned words and a funnel
- * shift each (half the loads of 16-bit ones, and no divergence between lanes
- * whose blocks start at 0 or 2 mod 4). The aligned address is p less its
- * low bits by pointer arithmetic, so a shared-memory p stays one (ld.shared). */
+/* N words from a 2-byte aligned address p, as M reads them */
 template <class M, int N> static __device__ __forceinline__ void ld_words2(unsigned *w, const u8 *p)
 {
-	const unsigned lo = (unsigned)(unsigned long long)p & 2;
-	const u8 *a = p - lo;
-	const unsigned sh = lo * 8;
-	unsigned v[N + 1];
-
-#pragma unroll
-	for (int i = 0; i <= N; i++)
-		v[i] = M::u32(a + 4 * i);
-#pragma unroll
-	for (int i = 0; i < N; i++)
-		w[i] = __funnelshift_r(v[i], v[i + 1], sh);
+	M::template words2<N>(w, p);
 }
 
 /* byte i (0..11) of three words */
