@@ -209,15 +209,6 @@ template <class U> struct RowKS {
 	}
 };
 
-GEMV_KERNELS(q4_1, RowKS<KQ4_1>, KQ_MB)
-GEMV_KERNELS(q5_0, RowKS<KQ5<0>>, KQ_MB)
-GEMV_KERNELS(q5_1, RowKS<KQ5<1>>, KQ_MB)
-GEMV_KERNELS(q2_k, RowKS<KQ2K>, KQ_MB)
-GEMV_KERNELS(q3_k, RowKS<KQ3K>, KQ_MB)
-GEMV_KERNELS(q4_k, RowKS<KQ45K<0>>, KQ_MB)
-GEMV_KERNELS(q5_k, RowKS<KQ45K<1>>, KQ_MB)
-GEMV_KERNELS(q6_k, RowKS<KQ6K>, KQ_MB)
-
 /* ---- the per-lane GEMV of 2026-12-02, for an A/B in one run ----
  *
  * Each lane loads its own unit's bytes (and its block's header) straight
@@ -297,6 +288,19 @@ GEMV_V0(q3_k, RowKQ<KQ3K>)
 GEMV_V0(q4_k, RowKQ<KQ45K<0>>)
 GEMV_V0(q5_k, RowKQ<KQ45K<1>>)
 GEMV_V0(q6_k, RowKQ<KQ6K>)
+
+/* The kernel each type's coli_gemv_<type> runs, decided here only: the
+ * staged one (RowKS) for every type; one whose `tests/ptx/dense_kernels
+ * --bench kquant` line shows its v0 figure ahead would take RowKQ here (the
+ * same bits either way). */
+GEMV_KERNELS(q4_1, RowKS<KQ4_1>, KQ_MB)
+GEMV_KERNELS(q5_0, RowKS<KQ5<0>>, KQ_MB)
+GEMV_KERNELS(q5_1, RowKS<KQ5<1>>, KQ_MB)
+GEMV_KERNELS(q2_k, RowKS<KQ2K>, KQ_MB)
+GEMV_KERNELS(q3_k, RowKS<KQ3K>, KQ_MB)
+GEMV_KERNELS(q4_k, RowKS<KQ45K<0>>, KQ_MB)
+GEMV_KERNELS(q5_k, RowKS<KQ45K<1>>, KQ_MB)
+GEMV_KERNELS(q6_k, RowKS<KQ6K>, KQ_MB)
 
 /* ---- embedding rows of a block-type table ----
  *
