@@ -8,6 +8,7 @@
  * quantization. Everything is queued on the device's compute stream.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ptx/ptx.h"
@@ -55,6 +56,38 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 	return coli_gpu_launch(g, f,
 	                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
 	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
+}
+
+/* The block types' per-lane GEMV of 2026-12-02 (ptx/kquant.cu, RowKQ), kept
+ * so that one run of `tests/ptx/dense_kernels --bench kquant` times it beside
+ * the staged kernel coli_gpu_gemv launches; nothing else calls it. Its
+ * function is looked up at each call (a bench's launches only). */
+int coli_gpu_gemv_kq_v0(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
+                        int n_jobs)
+{
+	struct coli_gpu_gemv_inline inl;
+	void *args[] = {&inl};
+	CUfunction f;
+	char name[40];
+	int max_rows = 0;
+
+	if (dtype < COLI_DTYPE_Q4_1 || dtype > COLI_DTYPE_Q6_K)
+		return -ENOTSUP;
+	if (n_jobs <= 0 || n_jobs > COLI_GPU_INL_JOBS)
+		return -EINVAL;
+	for (int i = 0; i < n_jobs; i++) {
+		if (jobs[i].S < 1 || jobs[i].S > COLI_GPU_MAX_S || jobs[i].K % 32)
+			return -EINVAL;
+		max_rows = jobs[i].rows > max_rows ? jobs[i].rows : max_rows;
+	}
+	snprintf(name, sizeof(name), "coli_gemv_%s_v0_inl", coli_dtype_name(dtype));
+	CUR(g);
+	CK(g->cu->ModuleGetFunction(&f, g->mod_kquant, name), name);
+	memset(&inl, 0, sizeof(inl));
+	memcpy(inl.j, jobs, sizeof(*jobs) * n_jobs);
+	return coli_gpu_launch(g, f,
+	                       (unsigned)(max_rows + COLI_GPU_GEMV_ROWS - 1) / COLI_GPU_GEMV_ROWS,
+	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv v0)");
 }
 
 int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, int n_jobs,

@@ -142,6 +142,10 @@ int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype t, uint64_t table, int n,
 {
 	NO_GPU;
 }
+int coli_gpu_gemv_kq_v0(coli_gpu_t *g, enum coli_dtype t, const struct coli_gpu_gemv_job *j, int n)
+{
+	NO_GPU;
+}
 int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t a, uint64_t b, uint64_t h, int n)
 {
 	NO_GPU;

@@ -22,20 +22,199 @@
  * so the group's shifts and scale positions are fixed for the lane.
  *
  * The dtypes' structs (their loads and integers) are ptx/kquant.cuh's,
- * shared with the GEMM of prefill (ptx/kquant_gemm.cu). RowKQ runs a lane's
- * units over the half-warp's rows with the weights loaded once for the S
- * tokens (U::UNROLL units a lane at once).
+ * shared with the GEMM of prefill (ptx/kquant_gemm.cu).
+ *
+ * Staging (RowKS): the weights are loaded from global memory once, wide
+ * and coalesced, and each lane picks its bits from shared memory. A step
+ * is 16 consecutive units of a row, one a lane (two K-quant blocks: lanes
+ * 0-7 the first block's groups, 8-15 the second's; or sixteen 32-element
+ * blocks). The half-warp copies a step of each of its GV_RPH rows with
+ * 16-byte cp.async, lane l chunks l, l + 16, ..., into its slot of a ring:
+ *
+ *   ring[stage][half-warp][row r][SLOT]   (u8; KQStage<U>::SLOT bytes a row)
+ *   slot byte j = global byte (step start & ~15) + j
+ *
+ * so a byte's address mod 16 is kept (Q4_K/Q5_K blocks stay 16-byte
+ * aligned, Q6_K/Q3_K/Q5_0 2-byte aligned as in global memory, and the same
+ * loader, U::load_blk<MemS>, reads them). The ring holds KQStage<U>::NST
+ * steps (2-4, what KQ_SMEM_MAX allows); NST - 1 are in flight while one is
+ * computed, each a commit group of cp.async, the half-warp's __syncwarp
+ * ordering the copies before the reads and the reads before the slot's
+ * reuse. The math is the per-lane kernel's: the weights of a unit once for
+ * the S tokens and both rows, the activations from global memory.
+ *
+ * RowKQ, the per-lane kernel of 2026-12-02 (each lane loading its unit and
+ * its block's header from global memory), is kept as
+ * coli_gemv_<type>_v0_inl for the bench's A/B only (ptx/gpu_expert.c
+ * coli_gpu_gemv_kq_v0).
  */
+#include "ptx/cp_async.cuh"
 #include "ptx/kquant.cuh"
 
-/* CTAs an SM. H200, `tests/ptx/dense_kernels --bench kquant`, qwen3-235b's
- * gate+up table as a fraction of copy bandwidth: 3 CTAs an SM over 2 took
- * q4_k 0.43 -> 0.50, q5_k 0.49 -> 0.54. */
-#define KQ_MB 3
+/* ---- the launch shape, in one place ----
+ *
+ * The grid is every GEMV's (ptx/gemv.cuh, ptx/gpu_expert.c): 256 threads,
+ * 32 rows a CTA, a half-warp two rows. What is the block types' own:
+ *
+ * KQ_MB: CTAs an SM (__launch_bounds__). 3, as q4_0's: 24 warps an SM to
+ *   hide the shared-memory and activation latency of the math, and 3 x
+ *   KQ_SMEM_MAX of staging fits the H200's 228 KiB. (The per-lane kernel
+ *   measured 3 over 2: q4_k 0.43 -> 0.50, q5_k 0.49 -> 0.54 of copy.)
+ * KQ_SMEM_MAX: a CTA's staging, bytes; static shared memory, so under the
+ *   48 KiB a CTA may have without the opt-in attribute.
+ * KQ_STAGES_MAX: steps a half-warp has in its ring at most (KQStage::NST,
+ *   fewer where KQ_SMEM_MAX holds fewer: q5_0, q5_1, q5_k and q6_k 3). A
+ *   stage holds one step (16 units) of each of the half-warp's two
+ *   rows, and NST - 1 steps are in flight while one is computed: for q4_k
+ *   3 x 2 x 288 B = 1728 B a half-warp, 81 KiB an SM at 3 CTAs; q6_k 2 x 2
+ *   x 420 B, 79 KiB. Estimates, not measurements: the H200's bandwidth-
+ *   latency product asks ~30 KiB of each SM (4.8 TB/s x ~0.8 us / 132
+ *   SMs); q4_0's kernel (0.70 of copy) has 2 rows x 3 blocks x 18 B a lane
+ *   in flight, ~80 KiB an SM. A deeper ring would only lengthen the
+ *   prologue of short rows (K = 1536 is 3 steps). */
+#define KQ_MB         3
+#define KQ_SMEM_MAX   (46 * 1024)
+#define KQ_STAGES_MAX 4
 
-/* A lane's units b = lane, lane + 16, ... of the half-warp's rows: the
- * weights of U::UNROLL units loaded at once, then each token's canonical
- * update, unit after unit. */
+#define KQ_HALFWARPS (ROWS_PER_CTA / GV_RPH) /* a CTA's half-warps: 16 */
+
+/* A dtype's staging: a step is 16 consecutive units of a row (two K-quant
+ * blocks, or sixteen 32-element blocks), STEP bytes of it; a slot holds one
+ * row's step as the 16-byte chunks from the boundary at or below its first
+ * byte (so a byte's address mod 16 is the same in the slot as in global
+ * memory, and a block's loader reads it as from global), and 16 bytes more
+ * that ld_words2's over-reads past a block's end may touch (never used). */
+template <class U> struct KQStage {
+	enum {
+		UPB = U::ELEMS / 32,               /* units a block */
+		STEP = 16 / UPB * U::BYTES,        /* bytes of 16 units of a row */
+		SLOT = (STEP + 30) / 16 * 16 + 16, /* chunks covering a step, + 16 */
+		FIT = KQ_SMEM_MAX / (ROWS_PER_CTA * SLOT),
+		NST = FIT < KQ_STAGES_MAX ? FIT : KQ_STAGES_MAX, /* ring depth */
+	};
+	static_assert(NST >= 2, "a ring of two steps at least: one computed, one in flight");
+};
+
+/* Issue step i of the half-warp's rows into dst ([GV_RPH][SLOT] bytes):
+ * lane l copies chunks l, l + 16, ... of each row's step, 16-byte cp.async
+ * (coalesced: the half-warp's 16 lanes take 256 consecutive bytes). A
+ * step's range is [i STEP, min((i + 1) STEP, rb)) of the row; the chunks
+ * cover it from the 16-byte boundary below to the one above, bytes of the
+ * neighbouring data that are never used (an aligned chunk holding a byte of
+ * the matrix is mapped as that byte is). Rows past `rows`: nothing. */
+template <class U>
+static __device__ __forceinline__ void kq_issue(u8 *dst, const u8 *w, size_t rb, int row0, int rows,
+                                                int i, int lane)
+{
+	typedef KQStage<U> G;
+
+#pragma unroll
+	for (int r = 0; r < GV_RPH; r++) {
+		if (row0 + 16 * r >= rows)
+			continue;
+		const u8 *rp = w + (size_t)(row0 + 16 * r) * rb;
+		const size_t b0 = (size_t)i * G::STEP, b1 = b0 + G::STEP < rb ? b0 + G::STEP : rb;
+		const u8 *a = rp + b0 - ((unsigned)(unsigned long long)(rp + b0) & 15);
+		const int nch = (int)((rp + b1 - a + 15) / 16);
+
+		for (int c = lane; c < nch; c += LANES)
+			cp16(dst + r * G::SLOT + 16 * c, a + 16 * c, true);
+	}
+}
+
+/* A lane's units b = lane, lane + 16, ... of the half-warp's rows, in
+ * ascending order (the canonical lane b % 16). Unit b is step b / 16's lane
+ * b % 16: the step's block b % 16 / UPB, its group b % UPB. The weights come
+ * from the half-warp's ring in shared memory, filled NST - 1 steps ahead;
+ * the activations from global memory as every GEMV reads them. */
+template <class U> struct RowKS {
+	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
+	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
+	{
+		typedef KQStage<U> G;
+		/* [stage][half-warp][row of the half-warp][SLOT] */
+		__shared__ __align__(16) u8 ring[G::NST][KQ_HALFWARPS][GV_RPH][G::SLOT];
+		const int K = jb->K, S = jb->S, nb = K / 32, rows = jb->rows;
+		const int nsteps = (nb + LANES - 1) / LANES, hw = threadIdx.x >> 4;
+		const size_t rb = (size_t)(K / U::ELEMS) * U::BYTES;
+		const u8 *w = (const u8 *)jb->w;
+		/* the half-warp's lanes: the row's loop is theirs alone (the
+		 * other half-warp may have no rows, ptx/gemv.cuh) */
+		const unsigned hmask = 0xffffu << (threadIdx.x & 16);
+
+#pragma unroll
+		for (int p = 0; p < G::NST - 1; p++) {
+			if (p < nsteps)
+				kq_issue<U>(&ring[p][hw][0][0], w, rb, row0, rows, p, lane);
+			cp_commit(); /* one group a step, empty or not: the wait counts them */
+		}
+		for (int i = 0; i < nsteps; i++) {
+			const int n = i + G::NST - 1, st = i % G::NST, b = i * LANES + lane;
+
+			if (n < nsteps)
+				kq_issue<U>(&ring[n % G::NST][hw][0][0], w, rb, row0, rows, n,
+				            lane);
+			cp_commit();
+			/* group i (step i) is complete for this lane's copies once
+			 * at most NST - 1 younger groups are pending; the barrier
+			 * then makes every lane's copies of it visible to all */
+			cp_wait<G::NST - 1>();
+			__syncwarp(hmask);
+			if (b < nb) {
+				U wt[GV_RPH];
+
+#pragma unroll
+				for (int r = 0; r < GV_RPH; r++) {
+					const u8 *rp =
+					    w + (size_t)(row0 + 16 * r) * rb + (size_t)i * G::STEP;
+					const int off = ((unsigned)(unsigned long long)rp & 15) +
+					                lane / G::UPB * U::BYTES;
+
+					if (row0 + 16 * r < rows)
+						wt[r].template load_blk<MemS>(&ring[st][hw][r][off],
+						                              lane % G::UPB);
+				}
+#pragma unroll
+				for (int s = 0; s < COLI_GPU_MAX_S; s++) {
+					if (s >= S)
+						break;
+					const signed char *xq = jb->xq + (size_t)s * K + b * 32;
+					const int4 x0 = *(const int4 *)xq,
+					           x1 = *(const int4 *)(xq + 16);
+					const int x[8] = {x0.x, x0.y, x0.z, x0.w,
+					                  x1.x, x1.y, x1.z, x1.w};
+					const float xd = jb->xd[(size_t)s * nb + b];
+					const int xs = jb->xqsum[(size_t)s * nb + b];
+
+#pragma unroll
+					for (int r = 0; r < GV_RPH; r++) {
+						int A, C;
+
+						if (row0 + 16 * r >= rows)
+							continue;
+						wt[r].ints(x, xs, A, C);
+						acc[r][s] = __fmaf_rn(
+						    (float)A, __fmul_rn(wt[r].fa, xd), acc[r][s]);
+						if (U::MIN)
+							acc[r][s] = __fmaf_rn(
+							    (float)C, __fmul_rn(wt[r].fc, xd),
+							    acc[r][s]);
+					}
+				}
+			}
+			/* every lane is past its reads of slot st before the next
+			 * iteration issues step i + NST into it */
+			__syncwarp(hmask);
+		}
+	}
+};
+
+/* ---- the per-lane GEMV of 2026-12-02, for an A/B in one run ----
+ *
+ * Each lane loads its own unit's bytes (and its block's header) straight
+ * from global memory, U::UNROLL units at once: the kernel the staged one
+ * replaced. Only coli_gpu_gemv_kq_v0 (ptx/gpu_expert.c) launches it, for
+ * `tests/ptx/dense_kernels --bench kquant`'s side-by-side line. Same bits. */
 template <class U> struct RowKQ {
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
 	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
@@ -92,14 +271,36 @@ template <class U> struct RowKQ {
 	}
 };
 
-GEMV_KERNELS(q4_1, RowKQ<KQ4_1>, KQ_MB)
-GEMV_KERNELS(q5_0, RowKQ<KQ5<0>>, KQ_MB)
-GEMV_KERNELS(q5_1, RowKQ<KQ5<1>>, KQ_MB)
-GEMV_KERNELS(q2_k, RowKQ<KQ2K>, KQ_MB)
-GEMV_KERNELS(q3_k, RowKQ<KQ3K>, KQ_MB)
-GEMV_KERNELS(q4_k, RowKQ<KQ45K<0>>, KQ_MB)
-GEMV_KERNELS(q5_k, RowKQ<KQ45K<1>>, KQ_MB)
-GEMV_KERNELS(q6_k, RowKQ<KQ6K>, KQ_MB)
+/* coli_gemv_<type>_v0_inl: the job table in the launch's parameters only */
+#define GEMV_V0(name, Row)                                                                         \
+	extern "C" __global__ void __launch_bounds__(256, KQ_MB)                                   \
+	    coli_gemv_##name##_v0_inl(const __grid_constant__ struct coli_gpu_gemv_inline p)       \
+	{                                                                                          \
+		pdl_entry();                                                                       \
+		gemv<Row>(p.j);                                                                    \
+	}
+
+GEMV_V0(q4_1, RowKQ<KQ4_1>)
+GEMV_V0(q5_0, RowKQ<KQ5<0>>)
+GEMV_V0(q5_1, RowKQ<KQ5<1>>)
+GEMV_V0(q2_k, RowKQ<KQ2K>)
+GEMV_V0(q3_k, RowKQ<KQ3K>)
+GEMV_V0(q4_k, RowKQ<KQ45K<0>>)
+GEMV_V0(q5_k, RowKQ<KQ45K<1>>)
+GEMV_V0(q6_k, RowKQ<KQ6K>)
+
+/* The kernel each type's coli_gemv_<type> runs, decided here only: the
+ * staged one (RowKS) for every type; one whose `tests/ptx/dense_kernels
+ * --bench kquant` line shows its v0 figure ahead would take RowKQ here (the
+ * same bits either way). */
+GEMV_KERNELS(q4_1, RowKS<KQ4_1>, KQ_MB)
+GEMV_KERNELS(q5_0, RowKS<KQ5<0>>, KQ_MB)
+GEMV_KERNELS(q5_1, RowKS<KQ5<1>>, KQ_MB)
+GEMV_KERNELS(q2_k, RowKS<KQ2K>, KQ_MB)
+GEMV_KERNELS(q3_k, RowKS<KQ3K>, KQ_MB)
+GEMV_KERNELS(q4_k, RowKS<KQ45K<0>>, KQ_MB)
+GEMV_KERNELS(q5_k, RowKS<KQ45K<1>>, KQ_MB)
+GEMV_KERNELS(q6_k, RowKS<KQ6K>, KQ_MB)
 
 /* ---- embedding rows of a block-type table ----
  *

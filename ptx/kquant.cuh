@@ -18,10 +18,13 @@
  *     s0 * dot(32)) and C = c0 * xsum(first 16) + c1 * xsum(last 16)
  *     (HALVES; else c0 * qsum): every value an exact small integer.
  *
- * The words of a unit are read straight from global memory: Q5_0 (22 B),
- * Q3_K (110 B) and Q6_K (210 B) blocks are only 2-byte aligned in a row, so
- * theirs come from aligned words and a funnel shift (ld_words2); the others
- * read 4- or 16-byte words.
+ * load_blk<M>(bp, g) reads block bp's group g from global memory (MemG:
+ * load(), the GEMM's staging) or from a shared-memory copy that keeps the
+ * block's address mod 16 (MemS: the GEMV's staged steps, ptx/kquant.cu):
+ * Q5_0 (22 B), Q3_K (110 B) and Q6_K (210 B) blocks are only 2-byte aligned
+ * in a row, so theirs come from aligned words and a funnel shift
+ * (ld_words2: M::words2, which may read up to 10 bytes past the block);
+ * the others read 4- or 16-byte words.
  */
 #ifndef COLI_PTX_KQUANT_CUH
 #define COLI_PTX_KQUANT_CUH
@@ -30,38 +33,99 @@
 
 typedef unsigned char u8;
 
-/* Units a GEMV lane loads before it computes (U::UNROLL: their loads in
+/* Units a lane of the per-lane GEMV (ptx/kquant.cu RowKQ, the bench's v0)
+ * loads before it computes (U::UNROLL: their loads in
  * flight together, as GV_UNROLL in ptx/kernels.cu). H200, `tests/ptx/
  * dense_kernels --bench kquant`, qwen3-235b's gate+up table as a fraction
  * of copy bandwidth: 2 units took q6_k 0.32 -> 0.44 and q3_k 0.17 -> 0.24
  * (their funnel-shifted loads) but q4_k 0.43 -> 0.36 (registers). */
 #define KQ_U1 1
 
-static __device__ __forceinline__ unsigned ld32(const u8 *p)
-{
-	return __ldg((const unsigned *)p);
-}
+/* Where a dtype's loader reads a block (template argument M of load_blk):
+ * MemG global memory through the read-only path (the GEMM's staging, the
+ * embedding), MemS a copy in shared memory that keeps each byte's address
+ * mod 16 (the GEMV's staged steps, ptx/kquant.cu). The same bytes either
+ * way, so the same integers.
+ *
+ * words2<N>(w, p): N words from a 2-byte aligned address (Q5_0, Q3_K and
+ * Q6_K blocks). MemG: N + 1 aligned words and a funnel shift each (half the
+ * loads of 16-bit ones, and no divergence between lanes whose blocks start
+ * at 0 or 2 mod 4); reads below p + 4 N + 4. MemS: N / 2 + 1
+ * aligned 8-byte words (N even), then word o = (p & 4) / 4 of them on and
+ * the funnel shift: half the shared-memory loads; reads up to p + 4 N + 8.
+ * The aligned address is p less its low bits by pointer arithmetic, so a
+ * shared-memory p stays one (ld.shared). */
+struct MemG {
+	static __device__ __forceinline__ unsigned u32(const u8 *p)
+	{
+		return __ldg((const unsigned *)p);
+	}
+	static __device__ __forceinline__ unsigned short u16(const u8 *p)
+	{
+		return __ldg((const unsigned short *)p);
+	}
+	static __device__ __forceinline__ int4 v4(const u8 *p)
+	{
+		return __ldg((const int4 *)p);
+	}
+	template <int N> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
+	{
+		const unsigned lo = (unsigned)(unsigned long long)p & 2;
+		const u8 *a = p - lo;
+		const unsigned sh = lo * 8;
+		unsigned v[N + 1];
+
+#pragma unroll
+		for (int i = 0; i <= N; i++)
+			v[i] = __ldg((const unsigned *)(a + 4 * i));
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			w[i] = __funnelshift_r(v[i], v[i + 1], sh);
+	}
+};
+
+struct MemS {
+	static __device__ __forceinline__ unsigned u32(const u8 *p)
+	{
+		return *(const unsigned *)p;
+	}
+	static __device__ __forceinline__ unsigned short u16(const u8 *p)
+	{
+		return *(const unsigned short *)p;
+	}
+	static __device__ __forceinline__ int4 v4(const u8 *p)
+	{
+		return *(const int4 *)p;
+	}
+	template <int N> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
+	{
+		static_assert(N % 2 == 0, "whole 8-byte words");
+		const unsigned lo = (unsigned)(unsigned long long)p & 6;
+		const u8 *a = p - lo;
+		const unsigned sh = (lo & 2) * 8, o = lo >> 2;
+		unsigned v[N + 2];
+
+#pragma unroll
+		for (int i = 0; i < N / 2 + 1; i++) {
+			const uint2 t = *(const uint2 *)(a + 8 * i);
+
+			v[2 * i] = t.x, v[2 * i + 1] = t.y;
+		}
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			w[i] = __funnelshift_r(o ? v[i + 1] : v[i], o ? v[i + 2] : v[i + 1], sh);
+	}
+};
 
 static __device__ __forceinline__ float half_at(const u8 *p)
 {
-	return half_to_float(__ldg((const unsigned short *)p));
+	return half_to_float(MemG::u16(p));
 }
 
-/* N words from a 2-byte aligned address: N + 1 aligned words and a funnel
- * shift each (half the loads of 16-bit ones, and no divergence between lanes
- * whose blocks start at 0 or 2 mod 4) */
-template <int N> static __device__ __forceinline__ void ld_words2(unsigned *w, const u8 *p)
+/* N words from a 2-byte aligned address p, as M reads them */
+template <class M, int N> static __device__ __forceinline__ void ld_words2(unsigned *w, const u8 *p)
 {
-	const unsigned *a = (const unsigned *)((unsigned long long)p & ~3ull);
-	const unsigned sh = ((unsigned)(unsigned long long)p & 2) * 8;
-	unsigned v[N + 1];
-
-#pragma unroll
-	for (int i = 0; i <= N; i++)
-		v[i] = __ldg(a + i);
-#pragma unroll
-	for (int i = 0; i < N; i++)
-		w[i] = __funnelshift_r(v[i], v[i + 1], sh);
+	M::template words2<N>(w, p);
 }
 
 /* byte i (0..11) of three words */
@@ -112,13 +176,18 @@ struct KQ4_1 {
 	enum { ELEMS = 32, BYTES = 20, MIN = 1, UNROLL = 2, HALVES = 0 };
 	unsigned q[4];
 	float fa, fc;
-	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int g)
 	{
-		const u8 *bp = row + (size_t)b * BYTES;
+		const unsigned dm = M::u32(bp);
 
 		for (int i = 0; i < 4; i++)
-			q[i] = ld32(bp + 4 + 4 * i);
-		fa = half_at(bp), fc = half_at(bp + 2);
+			q[i] = M::u32(bp + 4 + 4 * i);
+		fa = half_to_float((unsigned short)dm),
+		fc = half_to_float((unsigned short)(dm >> 16));
+	}
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		load_blk<MemG>(row + (size_t)b * BYTES, 0);
 	}
 	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
 	{
@@ -143,24 +212,29 @@ template <int ONE> struct KQ5 {
 	enum { ELEMS = 32, BYTES = ONE ? 24 : 22, MIN = ONE, UNROLL = 2, HALVES = 0 };
 	unsigned q[4], qh;
 	float fa, fc;
-	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int g)
 	{
-		const u8 *bp = row + (size_t)b * BYTES;
-
 		if (ONE) {
-			qh = ld32(bp + 4);
+			const unsigned dm = M::u32(bp);
+
+			qh = M::u32(bp + 4);
 			for (int i = 0; i < 4; i++)
-				q[i] = ld32(bp + 8 + 4 * i);
-			fa = half_at(bp), fc = half_at(bp + 2);
+				q[i] = M::u32(bp + 8 + 4 * i);
+			fa = half_to_float((unsigned short)dm),
+			fc = half_to_float((unsigned short)(dm >> 16));
 		} else {
 			unsigned v[6]; /* bytes 0..23: d, qh, qs[16] and 2 past */
 
-			ld_words2<6>(v, bp);
+			ld_words2<M, 6>(v, bp);
 			qh = __funnelshift_r(v[0], v[1], 16);
 			for (int i = 0; i < 4; i++)
 				q[i] = __funnelshift_r(v[i + 1], v[i + 2], 16);
 			fa = half_to_float((unsigned short)v[0]), fc = 0.0f;
 		}
+	}
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		load_blk<MemG>(row + (size_t)b * BYTES, 0);
 	}
 	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
 	{
@@ -191,17 +265,19 @@ struct KQ2K {
 	enum { ELEMS = 256, BYTES = 84, MIN = 1, UNROLL = KQ_U1, HALVES = 1 };
 	unsigned q[8], scm;
 	float fa, fc;
-	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
 	{
-		const int u = lane & 7;
-		const u8 *bp = row + (size_t)(b >> 3) * BYTES;
-		const unsigned dd = ld32(bp + 80);
+		const unsigned dd = M::u32(bp + 80);
 
 		for (int i = 0; i < 8; i++)
-			q[i] = ld32(bp + 16 + (u >> 2) * 32 + 4 * i) >> 2 * (u & 3) & 0x03030303u;
-		scm = ld32(bp + (u >> 1) * 4) >> 16 * (u & 1) & 0xffff;
+			q[i] = M::u32(bp + 16 + (u >> 2) * 32 + 4 * i) >> 2 * (u & 3) & 0x03030303u;
+		scm = M::u32(bp + (u >> 1) * 4) >> 16 * (u & 1) & 0xffff;
 		fa = half_to_float((unsigned short)dd),
 		fc = half_to_float((unsigned short)(dd >> 16));
+	}
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		load_blk<MemG>(row + (size_t)(b >> 3) * BYTES, lane & 7);
 	}
 	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
 	{
@@ -235,20 +311,22 @@ struct KQ3K {
 
 		return (lo | hi << 4) - 32;
 	}
-	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
 	{
-		const int u = lane & 7;
-		const u8 *bp = row + (size_t)(b >> 3) * BYTES;
 		unsigned hm[8], qs[8], s[4];
 
-		ld_words2<8>(hm, bp);
-		ld_words2<8>(qs, bp + 32 + (u >> 2) * 32);
-		ld_words2<4>(s, bp + 96); /* sc[12], d */
+		ld_words2<M, 8>(hm, bp);
+		ld_words2<M, 8>(qs, bp + 32 + (u >> 2) * 32);
+		ld_words2<M, 4>(s, bp + 96); /* sc[12], d */
 		for (int i = 0; i < 8; i++)
 			q[i] = (qs[i] >> 2 * (u & 3) & 0x03030303u) | (hm[i] >> u & 0x01010101u)
 			                                                  << 2;
 		s0 = scale(s, 2 * u), s1 = scale(s, 2 * u + 1);
 		fa = half_to_float((unsigned short)s[3]), fc = 0.0f;
+	}
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		load_blk<MemG>(row + (size_t)(b >> 3) * BYTES, lane & 7);
 	}
 	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
 	{
@@ -271,12 +349,10 @@ template <int FIVE> struct KQ45K {
 	unsigned q[8];
 	int sc, m;
 	float fa, fc;
-	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int g)
 	{
-		const int g = lane & 7;
-		const u8 *bp = row + (size_t)(b >> 3) * BYTES;
-		const int4 *qp = (const int4 *)(bp + (FIVE ? 48 : 16) + (g >> 1) * 32);
-		const int4 q0 = __ldg(qp), q1 = __ldg(qp + 1), hd = __ldg((const int4 *)bp);
+		const u8 *qp = bp + (FIVE ? 48 : 16) + (g >> 1) * 32;
+		const int4 q0 = M::v4(qp), q1 = M::v4(qp + 16), hd = M::v4(bp);
 		const unsigned w[8] = {(unsigned)q0.x, (unsigned)q0.y, (unsigned)q0.z,
 		                       (unsigned)q0.w, (unsigned)q1.x, (unsigned)q1.y,
 		                       (unsigned)q1.z, (unsigned)q1.w};
@@ -288,8 +364,7 @@ template <int FIVE> struct KQ45K {
 		for (int i = 0; i < 8; i++)
 			q[i] = w[i] >> 4 * (g & 1) & 0x0f0f0f0fu;
 		if (FIVE) {
-			const int4 *hp = (const int4 *)(bp + 16);
-			const int4 h0 = __ldg(hp), h1 = __ldg(hp + 1);
+			const int4 h0 = M::v4(bp + 16), h1 = M::v4(bp + 32);
 			const unsigned hw[8] = {(unsigned)h0.x, (unsigned)h0.y, (unsigned)h0.z,
 			                        (unsigned)h0.w, (unsigned)h1.x, (unsigned)h1.y,
 			                        (unsigned)h1.z, (unsigned)h1.w};
@@ -307,6 +382,10 @@ template <int FIVE> struct KQ45K {
 		}
 		fa = half_to_float((unsigned short)hd.x);
 		fc = half_to_float((unsigned short)((unsigned)hd.x >> 16));
+	}
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		load_blk<MemG>(row + (size_t)(b >> 3) * BYTES, lane & 7);
 	}
 	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
 	{
@@ -330,20 +409,23 @@ struct KQ6K {
 	unsigned q[8];
 	int s0, s1;
 	float fa, fc;
-	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
 	{
-		const int u = lane & 7, h = u >> 2;
-		const u8 *bp = row + (size_t)(b >> 3) * BYTES;
-		const unsigned short sw = __ldg((const unsigned short *)(bp + 192 + 2 * u));
+		const int h = u >> 2;
+		const unsigned short sw = M::u16(bp + 192 + 2 * u);
 		unsigned ql[8], qh[8];
 
-		ld_words2<8>(ql, bp + h * 64 + (u & 1) * 32);
-		ld_words2<8>(qh, bp + 128 + h * 32);
+		ld_words2<M, 8>(ql, bp + h * 64 + (u & 1) * 32);
+		ld_words2<M, 8>(qh, bp + 128 + h * 32);
 		for (int i = 0; i < 8; i++)
 			q[i] = (ql[i] >> 4 * (u >> 1 & 1) & 0x0f0f0f0fu) |
 			       (qh[i] >> 2 * (u & 3) & 0x03030303u) << 4;
 		s0 = (signed char)(sw & 0xff), s1 = (signed char)(sw >> 8);
-		fa = half_at(bp + 208), fc = 0.0f;
+		fa = half_to_float(M::u16(bp + 208)), fc = 0.0f;
+	}
+	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
+	{
+		load_blk<MemG>(row + (size_t)(b >> 3) * BYTES, lane & 7);
 	}
 	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
 	{

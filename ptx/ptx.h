@@ -99,6 +99,12 @@ void coli_gpu_host_unregister(coli_gpu_t *g, void *p);
  * bit-identical to coli_gemv. All jobs of one call run in one launch. */
 int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
                   int n_jobs);
+/* Bench only: the block types' (Q4_1..Q6_K) per-lane GEMV of 2026-12-02,
+ * the kernel coli_gpu_gemv's staged one replaced, for an A/B in one run
+ * (tests/ptx/dense_kernels --bench kquant). Same bits; up to
+ * COLI_GPU_INL_JOBS jobs; -ENOTSUP for other dtypes. */
+int coli_gpu_gemv_kq_v0(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
+                        int n_jobs);
 /* GEMM jobs (prefill, ptx/gemm.cu): each is one matrix [rows x K] times S
  * tokens, any S, on tensor cores; all jobs of one call run in one launch.
  * q8_0 / q4_0: int8 mma, results bit-identical to coli_gemv (the canonical

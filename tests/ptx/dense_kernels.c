@@ -1557,6 +1557,7 @@ static void bench_gemv(const char *name, enum coli_dtype t, int R, int K, int T,
 struct bench_group {
 	enum coli_dtype t;
 	int n_sets, n_jobs;
+	int v0; /* the block types' per-lane kernel (coli_gpu_gemv_kq_v0) */
 	uint64_t dw[64][16];
 	struct mat_host m;
 	struct act_host a;
@@ -1585,17 +1586,24 @@ static int run_group(void *arg, int i)
 		    .S = 1,
 		    .ldy = b->m.R,
 		};
-	return coli_gpu_gemv(g_gpu, b->t, j, b->n_jobs);
+	return b->v0 ? coli_gpu_gemv_kq_v0(g_gpu, b->t, j, b->n_jobs)
+	             : coli_gpu_gemv(g_gpu, b->t, j, b->n_jobs);
 }
 
-static void bench_group(const char *name, enum coli_dtype t, int n_jobs, int R, int K, double bw)
+/* One launch of n_jobs R x K matrices, S = 1, each rep another set of
+ * copies; returns the fraction of copy bandwidth and prints the line
+ * (without its newline), unless v0: the block types' per-lane kernel,
+ * timed the same way, printed by the caller beside the staged one's. */
+static double bench_group_v(const char *name, enum coli_dtype t, int n_jobs, int R, int K,
+                            double bw, int v0)
 {
 	static struct bench_group b;
 	size_t bytes = coli_dtype_mat_bytes(t, R, K);
-	double us;
+	double us, frac;
 
 	memset(&b, 0, sizeof(b));
 	b.t = t;
+	b.v0 = v0;
 	b.n_jobs = n_jobs;
 	b.n_sets = (int)((256u << 20) / (bytes * n_jobs));
 	b.n_sets = b.n_sets < 1 ? 1 : b.n_sets > 64 ? 64 : b.n_sets;
@@ -1606,15 +1614,34 @@ static void bench_group(const char *name, enum coli_dtype t, int n_jobs, int R, 
 	act_make(&b.a, 1, K);
 	b.dy = dev_poison(sizeof(float) * n_jobs * R);
 	us = time_us(run_group, &b, 200);
-	printf("  %-22s %-5s %2d x %5d x %-5d S=1 %7.2f MB %7.2f us %7.0f GB/s %5.2f of copy\n",
-	       name, coli_dtype_name(t), n_jobs, R, K, bytes * n_jobs / 1e6, us,
-	       bytes * n_jobs / us / 1e3, bytes * n_jobs / us / 1e3 / bw);
+	frac = bytes * n_jobs / us / 1e3 / bw;
+	if (!v0)
+		printf(
+		    "  %-22s %-5s %2d x %5d x %-5d S=1 %7.2f MB %7.2f us %7.0f GB/s %5.2f of copy",
+		    name, coli_dtype_name(t), n_jobs, R, K, bytes * n_jobs / 1e6, us,
+		    bytes * n_jobs / us / 1e3, frac);
 	for (int s = 0; s < b.n_sets; s++)
 		for (int k = 0; k < n_jobs; k++)
 			coli_gpu_free(g_gpu, b.dw[s][k]);
 	mat_free(&b.m);
 	act_free(&b.a);
 	coli_gpu_free(g_gpu, b.dy);
+	return frac;
+}
+
+static void bench_group(const char *name, enum coli_dtype t, int n_jobs, int R, int K, double bw)
+{
+	bench_group_v(name, t, n_jobs, R, K, bw, 0);
+	printf("\n");
+}
+
+/* A block type's table on the staged GEMV (coli_gpu_gemv), then on the
+ * per-lane one it replaced, on one line: "... of copy | v0 ...". A failed
+ * launch shows as a negative fraction (time_us's -1). */
+static void bench_group_ab(const char *name, enum coli_dtype t, int n_jobs, int R, int K, double bw)
+{
+	bench_group_v(name, t, n_jobs, R, K, bw, 0);
+	printf(" | v0 %5.2f\n", bench_group_v(name, t, n_jobs, R, K, bw, 1));
 }
 
 /* The experts' GEMM of prefill (ptx/gemm.cu, ptx/kquant_gemm.cu): one
@@ -1921,12 +1948,14 @@ static void bench_prefill(double bw)
 }
 
 /* GGUF's block types (ptx/kquant.cu, experts only so far) at qwen3-235b's
- * expert shape */
+ * expert shape: the staged GEMV's fraction of copy, then after "| v0" the
+ * per-lane kernel's of 2026-12-02 in the same run (issue #38's target:
+ * 0.60 and up for every type) */
 static int bench_kquant(double bw)
 {
 	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++) {
-		bench_group("235b gate+up, top-8", (enum coli_dtype)t, 16, 1536, 4096, bw);
-		bench_group("235b down, top-8", (enum coli_dtype)t, 8, 4096, 1536, bw);
+		bench_group_ab("235b gate+up, top-8", (enum coli_dtype)t, 16, 1536, 4096, bw);
+		bench_group_ab("235b down, top-8", (enum coli_dtype)t, 8, 4096, 1536, bw);
 	}
 	/* prefill: the same gate+up table on the GEMM, 16 and 128 tokens an
 	 * expert, the block types beside q4_0 / q8_0 */

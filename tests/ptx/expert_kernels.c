@@ -12,11 +12,14 @@
  *   pair_bias      gpt-oss's down bias, a row of [E][H] per output row: exact
  *   gemv           q8_0 / q4_0 / bf16, several shapes and S = 1..4 in one grouped
  *                  launch (K from 32 to 2048: fewer and more than 16 units a lane);
- *                  GGUF's block types (ptx/kquant.cu) on random blocks, K whole
- *                  256-blocks up to 4096
+ *                  GGUF's block types (ptx/kquant.cu) on random blocks: K-quants
+ *                  K whole 256-blocks up to 4096 (odd block counts: a half step);
+ *                  Q4_1 / Q5_x also K not a multiple of 512 (a partial step of
+ *                  16 blocks) and rows of 2-byte aligned starts
  *   expert         gate, up -> silu -> quantize -> down, all on the GPU, vs CPU
  *   dense_kq       the block types through the dense part's GEMV (stacked q/k/v
- *                  ranges, 9 tokens: GEMV jobs; 40: the tensor-core GEMM) and
+ *                  ranges, 9 tokens: GEMV jobs; 40: the tensor-core GEMM; also
+ *                  ranges of odd row counts, so a range starts mid-chunk) and
  *                  its embedding lookup, exact
  *
  * Outputs are poisoned (0xff bytes = NaN) before each run, inputs are fresh
@@ -260,7 +263,13 @@ static int test_gemv(enum coli_dtype t)
 	/* GGUF's block types: whole 256-blocks (1 to 16 units a lane) */
 	static const int kshapes[][2] = {{17, 256},   {33, 512},   {64, 768},   {768, 2048},
 	                                 {2048, 768}, {100, 1280}, {256, 1536}, {5, 4096}};
+	/* Q4_1 / Q5_0 / Q5_1 (32-element blocks): a step of the GEMV is 16
+	 * blocks, so K = 32, 96, 544, 1056: a partial step (and with 22-byte
+	 * Q5_0 blocks rows starting 2 mod 4) */
+	static const int kshapes32[][2] = {{17, 32},     {33, 96},    {64, 544},   {768, 2048},
+	                                   {2048, 1056}, {101, 1280}, {255, 1536}, {5, 4096}};
 	const int block = coli_dtype_is_block(t);
+	unsigned belems = 0, bbytes = 0;
 	enum { NJ = sizeof(shapes) / sizeof(shapes[0]) };
 	struct coli_gpu_gemv_job jobs[NJ];
 	float *want[NJ], *got[NJ];
@@ -270,9 +279,11 @@ static int test_gemv(enum coli_dtype t)
 	size_t total = 0;
 
 	memset(jobs, 0, sizeof(jobs));
+	if (block && coli_dtype_block(t, &belems, &bbytes))
+		return 1;
 	for (int j = 0; j < NJ; j++) {
-		int R = block ? kshapes[j][0] : shapes[j][0],
-		    K = block ? kshapes[j][1] : shapes[j][1];
+		const int(*ks)[2] = belems == 32 ? kshapes32 : kshapes;
+		int R = block ? ks[j][0] : shapes[j][0], K = block ? ks[j][1] : shapes[j][1];
 		int S = 1 + j % COLI_GPU_MAX_S, nb = K / 32;
 		float *wf = malloc(sizeof(float) * R * K), *x = malloc(sizeof(float) * S * K);
 		void *w = malloc(coli_dtype_mat_bytes(t, R, K));
@@ -367,9 +378,10 @@ static int test_gemv(enum coli_dtype t)
  * stacked q/k/v-like GEMV (three ranges of rows to three outputs) over T
  * tokens (GEMV jobs of 4, or from COLI_GPU_DENSE_GEMM_MIN_T_KQ tokens the
  * tensor-core GEMM's jobs), and embedding rows, both exactly the CPU's. */
-static int test_dense_kq(enum coli_dtype t, int T)
+static int test_dense_kq(enum coli_dtype t, int T, int odd)
 {
-	const int R1 = 40, R2 = 56, R = 72, K = 768, V = 50, ids[5] = {0, 49, 7, 7, 23};
+	const int R1 = odd ? 41 : 40, R2 = odd ? 57 : 56, R = odd ? 73 : 72;
+	const int K = odd ? 1280 : 768, V = 50, ids[5] = {0, 49, 7, 7, 23};
 	const size_t bytes = coli_dtype_mat_bytes(t, R, K);
 	void *w = xmalloc(bytes);
 	const size_t n_out = (size_t)T * R > (size_t)5 * K ? (size_t)T * R : (size_t)5 * K;
@@ -434,8 +446,9 @@ static int test_dense_kq(enum coli_dtype t, int T)
 			       sizeof(float) * (R - R2));
 		free(part);
 	}
-	snprintf(what, sizeof(what), "dense %s %s q|k|v T=%d",
-	         T >= COLI_GPU_DENSE_GEMM_MIN_T_KQ ? "gemm" : "gemv", coli_dtype_name(t), T);
+	snprintf(what, sizeof(what), "dense %s %s q|k|v%s T=%d",
+	         T >= COLI_GPU_DENSE_GEMM_MIN_T_KQ ? "gemm" : "gemv", coli_dtype_name(t),
+	         odd ? " odd" : "", T);
 	rc |= compare(what, got, want, (size_t)T * R);
 	/* embedding rows of a V x K table (the matrix's first V rows) */
 	for (int i = 0; i < 5; i++)
@@ -472,8 +485,9 @@ int main(void)
 	rc |= test_gemv(COLI_DTYPE_Q4_0);
 	rc |= test_gemv(COLI_DTYPE_BF16);
 	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++)
-		rc |= test_gemv((enum coli_dtype)t) | test_dense_kq((enum coli_dtype)t, 9) |
-		      test_dense_kq((enum coli_dtype)t, 40);
+		rc |= test_gemv((enum coli_dtype)t) | test_dense_kq((enum coli_dtype)t, 9, 0) |
+		      test_dense_kq((enum coli_dtype)t, 40, 0) |
+		      test_dense_kq((enum coli_dtype)t, 9, 1);
 	coli_gpu_close(g_gpu);
 	return rc;
 }
