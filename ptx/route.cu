@@ -199,35 +199,7 @@ static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i, const
 }
 
 /* Grouped: row r of the gathered activations = token s_tok[r]'s, by the
- * whole CTA in 16-byte words (after plan_pair and a __syncthreads). One CTA
- * moves them all (128 KB of int8 rows at 8 tokens of qwen3-30b), so a thread
- * issues PG_AHEAD loads before their stores: one at a time, each waited on,
- * the copy took most of a plan's 19 us on an H200. */
-#define PG_AHEAD 8
-template <typename V>
-static __device__ __forceinline__ void gather_words(V *dst, const V *src, const int *s_tok, int n,
-                                                    int w)
-{
-	for (int u0 = threadIdx.x; u0 < n * w; u0 += PG_AHEAD * blockDim.x) {
-		V v[PG_AHEAD];
-
-#pragma unroll
-		for (int k = 0; k < PG_AHEAD; k++) {
-			const int u = u0 + k * blockDim.x;
-
-			if (u < n * w)
-				v[k] = __ldg(src + (size_t)s_tok[u / w] * w + u % w);
-		}
-#pragma unroll
-		for (int k = 0; k < PG_AHEAD; k++) {
-			const int u = u0 + k * blockDim.x;
-
-			if (u < n * w)
-				dst[u] = v[k];
-		}
-	}
-}
-
+ * whole CTA in 16-byte words (after plan_pair and a __syncthreads). */
 static __device__ void plan_gather(const struct coli_gpu_moe_plan &a, const int *s_tok)
 {
 	const int P = a.T * a.K;
@@ -235,11 +207,22 @@ static __device__ void plan_gather(const struct coli_gpu_moe_plan &a, const int 
 	if (!a.gq)
 		return;
 	if (a.scale_gu) { /* int8 rows, then a float and an int a 32-block */
-		gather_words((int4 *)a.gq, (const int4 *)a.xq, s_tok, P, a.H / 16);
-		gather_words(a.gd, a.xd, s_tok, P, a.H / 32);
-		gather_words(a.gqs, (const int *)a.xqsum, s_tok, P, a.H / 32);
+		const int w = a.H / 16, b = a.H / 32;
+
+		for (int u = threadIdx.x; u < P * w; u += blockDim.x)
+			((int4 *)a.gq)[u] = __ldg((const int4 *)a.xq + (size_t)s_tok[u / w] * w + u % w);
+		for (int u = threadIdx.x; u < P * b; u += blockDim.x) {
+			const size_t from = (size_t)s_tok[u / b] * b + u % b;
+
+			a.gd[u] = __ldg(a.xd + from);
+			a.gqs[u] = __ldg(a.xqsum + from);
+		}
 	} else {
-		gather_words((float4 *)a.gf, (const float4 *)a.xf, s_tok, P, a.H / 4);
+		const int w = a.H / 4;
+
+		for (int u = threadIdx.x; u < P * w; u += blockDim.x)
+			((float4 *)a.gf)[u] =
+			    __ldg((const float4 *)a.xf + (size_t)s_tok[u / w] * w + u % w);
 	}
 }
 
