@@ -289,13 +289,14 @@ GEMV_V0(q4_k, RowKQ<KQ45K<0>>)
 GEMV_V0(q5_k, RowKQ<KQ45K<1>>)
 GEMV_V0(q6_k, RowKQ<KQ6K>)
 
-/* The kernel each type's coli_gemv_<type> runs, decided here only: the
- * staged one (RowKS) for every type; one whose `tests/ptx/dense_kernels
- * --bench kquant` line shows its v0 figure ahead would take RowKQ here (the
- * same bits either way). */
-GEMV_KERNELS(q4_1, RowKS<KQ4_1>, KQ_MB)
+/* The kernel each type's coli_gemv_<type> runs, decided here only (the same
+ * bits either way): the staged one (RowKS), except where `tests/ptx/
+ * dense_kernels --bench kquant` showed the per-lane one (v0) ahead on the
+ * H200 at 7a55226: q4_1 (0.65 / 0.57 of copy against 0.64 / 0.55) and q5_1
+ * (0.66 / 0.56 against 0.55 / 0.50), whose blocks a lane reads whole. */
+GEMV_KERNELS(q4_1, RowKQ<KQ4_1>, KQ_MB)
 GEMV_KERNELS(q5_0, RowKS<KQ5<0>>, KQ_MB)
-GEMV_KERNELS(q5_1, RowKS<KQ5<1>>, KQ_MB)
+GEMV_KERNELS(q5_1, RowKQ<KQ5<1>>, KQ_MB)
 GEMV_KERNELS(q2_k, RowKS<KQ2K>, KQ_MB)
 GEMV_KERNELS(q3_k, RowKS<KQ3K>, KQ_MB)
 GEMV_KERNELS(q4_k, RowKS<KQ45K<0>>, KQ_MB)
