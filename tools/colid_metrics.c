@@ -26,6 +26,12 @@ static const char *g_code_names[6] = {"2xx", "4xx", "429", "5xx", "401", "413"};
 /* Bucket upper bounds in seconds; the last is +Inf. TTFT and queue time
  * span a prefill of a few tokens on a GPU to minutes of a long prompt on a
  * CPU; inter-token gaps a fast GPU decode to a disk-bound CPU one. */
+/* a step and its host work: a graphed GPU decode (~0.5 ms) to a long CPU prompt chunk */
+#define STEP_BOUNDS                                                                                \
+	{                                                                                          \
+		0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.125, 0.25,     \
+		    0.5, 1, 2.5, 5, HUGE_VAL                                                       \
+	}
 static const double g_bounds[COLID_H_N][COLID_HIST_BUCKETS] = {
     [COLID_H_TTFT] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                       HUGE_VAL},
@@ -33,11 +39,8 @@ static const double g_bounds[COLID_H_N][COLID_HIST_BUCKETS] = {
                      2.5, 5, HUGE_VAL},
     [COLID_H_QUEUE] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                        HUGE_VAL},
-    /* a step: a graphed GPU decode (~0.5 ms) to a long CPU prompt chunk */
-    [COLID_H_STEP] = {0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.125,
-                      0.25, 0.5, 1, 2.5, 5, HUGE_VAL},
-    [COLID_H_STEP_HOST] = {0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064,
-                           0.125, 0.25, 0.5, 1, 2.5, 5, HUGE_VAL},
+    [COLID_H_STEP] = STEP_BOUNDS,
+    [COLID_H_STEP_HOST] = STEP_BOUNDS,
 };
 static const char *const g_hist_names[COLID_H_N][2] = {
     {"coli_time_to_first_token_seconds",
