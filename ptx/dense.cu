@@ -62,7 +62,19 @@
 	{                                                                                          \
 		dgemv_joined<DT, S>(a, splits);                                                    \
 	}
+/* q8_0 / q4_0 times a few tokens on the tensor cores: NT chunks of 8; two
+ * CTAs an SM (64 registers a thread) */
+#define DGEMM_FEW(dt, DT, NT)                                                                      \
+	extern "C" __global__ void __launch_bounds__(DM_WARPS * 32, 2)                             \
+	    coli_dgemm_few_##dt##_##NT(const struct coli_gpu_dense_gemv a)                         \
+	{                                                                                          \
+		dgemm_q_few<DT, NT>(a);                                                            \
+	}
 /* clang-format off */
+DGEMM_FEW(q8_0, 8, 1)
+DGEMM_FEW(q8_0, 8, 2)
+DGEMM_FEW(q4_0, 9, 1)
+DGEMM_FEW(q4_0, 9, 2)
 DGEMV_S(DGEMV, f32, 0)
 DGEMV_S(DGEMV, bf16, 2)
 DGEMV_S(DGEMV_Q, q8_0, 8)

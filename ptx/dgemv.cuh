@@ -530,4 +530,159 @@ static __device__ __forceinline__ void dgemv_q4h(const struct coli_gpu_dense_gem
 	q_store<S, 2 * DG_WARPS>(a, out, blockIdx.x * 2 * DG_WARPS, t0, ns);
 }
 
+/* ---- q8_0 / q4_0 times a few tokens, on the tensor cores ----
+ *
+ * A decode step of several sequences (T from COLI_GPU_DMMA_MIN_T up to the
+ * GEMM's COLI_GPU_DENSE_GEMM_MIN_T): the GEMV above re-reads the tokens'
+ * activations for every row and spends its dot products a token at a time
+ * (q 4096 x 2048 at T = 8: 17 us on an H200 against 3 at T = 1). Here a
+ * CTA is 16 rows x a chunk of 8 * NT tokens (blockIdx.z walks the chunks)
+ * and DM_WARPS = 16 warps, warp w the canonical lane w: it takes blocks w,
+ * w + 16, ... in ascending order as the CPU's lane does, each an int8
+ * m16n8k32 mma (one 32-block: each (row, token)'s exact int dot), then
+ * acc = fmaf(dot [q4: - 8 * xqsum], dw * dx rounded, acc). The 16 lanes meet
+ * in shared memory and fold by the tree (lane j + lane j + 8, then + 4, + 2,
+ * + 1): dgemv_q's bits, so a token's rows do not depend on T or the kernel.
+ * A operand (16 x 32, rows g and g + 8 of the mma, g = lane / 4, columns
+ * 4c .. 4c + 3 and 16 + 4c .. 16 + 4c + 3, c = lane % 4): q8_0 bytes as they
+ * are; q4_0 byte j holds elements j (low nibble) and j + 16 (high), so one
+ * 4-byte load at 4c gives both halves, unsigned (u8 x s8, the nibble's - 8
+ * folded into xqsum as dgemv_q does). Rows past the matrix and tokens past
+ * the chunk are computed on clamped addresses and not stored. */
+#define DM_WARPS 16
+/* blocks a warp loads before its first product at NT = 1 (1 at NT = 2): two
+ * CTAs an SM fit in 64 registers a thread */
+#define DM_UNROLL 2
+
+template <bool Q4>
+static __device__ __forceinline__ void dm_mma(int *d, const unsigned *a, unsigned b0, unsigned b1)
+{
+	const int z = 0;
+
+	if (Q4)
+		asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, "
+		    "{%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\n"
+		    : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+		    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(z));
+	else
+		asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, "
+		    "{%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\n"
+		    : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+		    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(z));
+}
+
+template <int DT, int NT>
+static __device__ __forceinline__ void dgemm_q_few(const struct coli_gpu_dense_gemv &a)
+{
+	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+	const int row0 = blockIdx.x * 16, t0 = blockIdx.z * 8 * NT, nt = min(8 * NT, a.T - t0);
+	const int nb = a.K / 32;
+	constexpr int U = NT == 1 ? DM_UNROLL : 1;
+	const size_t rb = DT == 8 ? (size_t)a.K : (size_t)a.K / 2; /* bytes a row */
+	const int r0 = min(row0 + g, a.rows - 1), r1 = min(row0 + g + 8, a.rows - 1);
+	const unsigned char *w0 = (const unsigned char *)a.w + r0 * rb + 4 * c;
+	const unsigned char *w1 = (const unsigned char *)a.w + r1 * rb + 4 * c;
+	const unsigned short *s0 = a.scales + (size_t)r0 * nb, *s1 = a.scales + (size_t)r1 * nb;
+	__shared__ float leaf[DM_WARPS][8 * NT][17]; /* [lane][token][row], padded */
+	float acc[NT][4];
+	int tb[NT], ta[NT][2]; /* the tokens a thread's B and C fragments hold */
+
+#pragma unroll
+	for (int n = 0; n < NT; n++) {
+		tb[n] = t0 + min(8 * n + g, nt - 1);
+		ta[n][0] = t0 + min(8 * n + 2 * c, nt - 1);
+		ta[n][1] = t0 + min(8 * n + 2 * c + 1, nt - 1);
+		acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+	}
+	pdl_entry();
+	for (int b0 = w; b0 < nb; b0 += DM_WARPS * U) {
+		unsigned A[U][4], B[U][NT][2];
+		float d0[U], d1[U], dx[U][NT][2];
+		int q[U][NT][2];
+
+		/* every load of the round first (the mma's operands, then the
+		 * epilogue's scales and sums), then the products */
+#pragma unroll
+		for (int i = 0; i < U; i++) {
+			const int b = min(b0 + DM_WARPS * i, nb - 1); /* past nb: not summed */
+
+			if (DT == 8) {
+				A[i][0] = __ldg((const unsigned *)(w0 + 32 * (size_t)b));
+				A[i][1] = __ldg((const unsigned *)(w1 + 32 * (size_t)b));
+				A[i][2] = __ldg((const unsigned *)(w0 + 32 * (size_t)b + 16));
+				A[i][3] = __ldg((const unsigned *)(w1 + 32 * (size_t)b + 16));
+			} else {
+				A[i][0] = __ldg((const unsigned *)(w0 + 16 * (size_t)b));
+				A[i][1] = __ldg((const unsigned *)(w1 + 16 * (size_t)b));
+			}
+			d0[i] = __half2float(__ushort_as_half(__ldg(s0 + b)));
+			d1[i] = __half2float(__ushort_as_half(__ldg(s1 + b)));
+#pragma unroll
+			for (int n = 0; n < NT; n++) {
+				const unsigned *xb = (const unsigned *)(a.xq + (size_t)tb[n] * a.K +
+				                                        32 * (size_t)b) +
+				                     c;
+
+				B[i][n][0] = __ldg(xb), B[i][n][1] = __ldg(xb + 4);
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					const size_t xi = (size_t)ta[n][h] * nb + b;
+
+					dx[i][n][h] = __ldg(a.xd + xi);
+					q[i][n][h] = DT == 9 ? 8 * __ldg(a.xqsum + xi) : 0;
+				}
+			}
+		}
+#pragma unroll
+		for (int i = 0; i < U; i++) {
+			if (b0 + DM_WARPS * i >= nb) /* warp-uniform */
+				break;
+			if (DT == 9) { /* low nibbles: elements j; high: j + 16 */
+				const unsigned x = A[i][0], y = A[i][1];
+
+				A[i][0] = x & 0x0f0f0f0fu, A[i][1] = y & 0x0f0f0f0fu;
+				A[i][2] = (x >> 4) & 0x0f0f0f0fu, A[i][3] = (y >> 4) & 0x0f0f0f0fu;
+			}
+#pragma unroll
+			for (int n = 0; n < NT; n++) {
+				int D[4];
+
+				dm_mma<DT == 9>(D, A[i], B[i][n][0], B[i][n][1]);
+#pragma unroll
+				for (int h = 0; h < 2;
+				     h++) { /* C: tokens 2c, 2c + 1; rows g, g + 8 */
+					acc[n][h] =
+					    __fmaf_rn((float)(D[h] - q[i][n][h]),
+					              __fmul_rn(d0[i], dx[i][n][h]), acc[n][h]);
+					acc[n][2 + h] =
+					    __fmaf_rn((float)(D[2 + h] - q[i][n][h]),
+					              __fmul_rn(d1[i], dx[i][n][h]), acc[n][2 + h]);
+				}
+			}
+		}
+	}
+#pragma unroll
+	for (int n = 0; n < NT; n++)
+#pragma unroll
+		for (int e = 0; e < 4; e++)
+			leaf[w][8 * n + 2 * c + (e & 1)][g + 8 * (e >> 1)] = acc[n][e];
+	__syncthreads();
+	for (int i = threadIdx.x; i < 16 * 8 * NT; i += blockDim.x) {
+		const int r = i & 15, t = i >> 4;
+		float l[16];
+
+		if (t >= nt || row0 + r >= a.rows)
+			continue;
+#pragma unroll
+		for (int j = 0; j < 16; j++)
+			l[j] = leaf[j][t][r];
+#pragma unroll
+		for (int off = 8; off; off >>= 1)
+#pragma unroll
+			for (int j = 0; j < off; j++)
+				l[j] = __fadd_rn(l[j], l[j + off]);
+		*dg_out(a, t0 + t, row0 + r) = l[0];
+	}
+}
+
 #endif

@@ -68,6 +68,12 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 			snprintf(name, sizeof(name), "coli_dgemv_%s_%d", dt[d], s + 1);
 			CK(g->cu->ModuleGetFunction(&g->f_dgemv[d][s], g->mod_dense, name), name);
 		}
+	for (int d = 0; d < 2; d++)
+		for (int n = 0; n < 2; n++) {
+			snprintf(name, sizeof(name), "coli_dgemm_few_%s_%d", dt[2 + d], n + 1);
+			CK(g->cu->ModuleGetFunction(&g->f_dgemm_few[d][n], g->mod_dense, name),
+			   name);
+		}
 	for (int d = 0; d < 2; d++) {
 		snprintf(name, sizeof(name), "coli_dgemv_%s_16", dt[d]);
 		CK(g->cu->ModuleGetFunction(&g->f_dgemv_wide[d], g->mod_dense, name), name);
@@ -419,6 +425,16 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 		               (unsigned)((a.T + S - 1) / S), DG_WARPS * 32, jargs,
 		               "launch dense gemv");
 	}
+	/* q8_0 / q4_0 (not the long q4 rows of lm_head) times a few tokens: the
+	 * mma kernel, chunks of 16 tokens (8 when T is) */
+	if ((di == 2 || di == 3) && a.T >= COLI_GPU_DMMA_MIN_T) {
+		const int nt = a.T <= 8 ? 1 : 2;
+		void *margs[] = {&a};
+
+		return launch3(g, g->f_dgemm_few[di - 2][nt - 1], (unsigned)((a.rows + 15) / 16), 1,
+		               (unsigned)((a.T + 8 * nt - 1) / (8 * nt)), 16 * 32, margs,
+		               "launch dense gemm (few tokens)");
+	}
 	S = a.T < COLI_GPU_MAX_S ? a.T : COLI_GPU_MAX_S;
 	/* tokens per launch: a split launch's partials [splits][T][rows] and its
 	 * counters [chunks][groups] must fit; longer inputs go in several */
@@ -534,8 +550,12 @@ int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
 	if (a->rlog && (a->T > COLI_GPU_STEP_T || a->E < 1 || a->E > COLI_GPU_ROUTE_MAX_E ||
 	                a->K > 16 || a->K > a->E))
 		return -ENOTSUP;
-	return launch(g, a->rlog ? g->f_route_plan : g->f_moe_plan, 1, 1, COLI_GPU_PLAN_MAX_P, 0,
-	              args, "launch moe_plan");
+	/* grouped: the gather over a CTA per 8 pairs' rows (ptx/route.cu plan_pair) */
+	const int ctas =
+	    a->gq ? (a->T * a->K + COLI_GPU_PLAN_GATHER - 1) / COLI_GPU_PLAN_GATHER : 1;
+
+	return launch(g, a->rlog ? g->f_route_plan : g->f_moe_plan, (unsigned)ctas, 1,
+	              COLI_GPU_PLAN_MAX_P, 0, args, "launch moe_plan");
 }
 
 /* Grid (row groups, splits, 1), as coli_gpu_dense_gemv; the last counter of

@@ -33,6 +33,11 @@
  * and o on an H200, GEMM against GEMV at 16 and 64 tokens:
  * docs/perf/kernels.md). */
 #define COLI_GPU_DENSE_GEMM_MIN_T 48
+/* Below that, from this many tokens, a q8_0 / q4_0 dense matrix (not
+ * lm_head's long q4 rows) takes the GEMV's tensor-core form for a few tokens
+ * (ptx/dgemv.cuh dgemm_q_few: 16 rows x 8 or 16 tokens a CTA, the canonical
+ * lanes over its warps; the same bits). */
+#define COLI_GPU_DMMA_MIN_T 3
 /* A wide one (lm_head), whose tiles fill the GPU however few the tokens, from
  * COLI_GPU_MAX_S + 1: past one token the GEMV is bound by its dot products
  * (an H200, q4 lm_head 151,936 x 2,048: 8 tokens 155 us against 252, 4
@@ -208,11 +213,14 @@ struct coli_gpu_pulls {
 /* A MoE layer planned on the device (coli_moe_plan): from the routing of
  * T <= COLI_GPU_STEP_T tokens, P = T * K (token, expert) pairs in ascending
  * (expert, token) order, each one GEMV job of S = 1 for gate, up and down
- * (or grouped: gq below), and the pair lists the accumulation reads. An expert whose slabs[] entry is
- * 0 (not resident) gets empty jobs (rows = 0): its pairs keep their place in
- * the lists and y, for the host to fill. All pointers are device addresses. */
+ * (or grouped: gq below), and the pair lists the accumulation reads. An expert whose slabs[] entry
+ * is 0 (not resident) gets empty jobs (rows = 0): its pairs keep their place in the lists and y,
+ * for the host to fill. All pointers are device addresses. */
 #define COLI_GPU_PLAN_MAX_P 256
 #define COLI_GPU_PLAN_WARPS (COLI_GPU_PLAN_MAX_P / 32) /* each routes every 8th token */
+/* Pairs' rows a plan CTA gathers (grouped): 8 of 2048 int8 = 16 KB, two
+ * rounds of its 256 threads' 16-byte loads */
+#define COLI_GPU_PLAN_GATHER 8
 struct coli_gpu_moe_plan {
 	const int *sel;                                /* [T][K] routed experts */
 	const float *selw;                             /* [T][K] their weights */

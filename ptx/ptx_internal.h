@@ -200,6 +200,7 @@ struct coli_gpu {
 	int n_regs;
 	CUevent ring_left[JOB_SEGS];           /* recorded when the stream left segment i */
 	CUfunction f_dgemv[5][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0 q4_0h][S - 1] */
+	CUfunction f_dgemm_few[2][2];          /* [q8_0 q4_0][chunks of 8, 16 tokens] */
 	CUfunction f_dgemv_wide[2];            /* [f32 bf16], S = 16: prefill, joined splits */
 	int sm_count;
 	CUdeviceptr

@@ -26,7 +26,8 @@
 /* One token's routing by one warp; p: E floats of shared memory, sum: a
  * shared double (both this warp's own). x: the logits, in global memory
  * written by an earlier launch, or in shared memory; x may be p (each lane
- * reads and writes only its own indices lane, lane + 32, ...). */
+ * reads and writes only its own indices lane, lane + 32, ...). sel, selw:
+ * the global outputs, or NULL (a plan CTA that only gathers). */
 static __device__ void route_warp(const float *x, int E, int K, int norm, int *sel, float *selw,
                                   float *p, double *sum, int *sel_s = NULL, float *selw_s = NULL)
 {
@@ -114,7 +115,7 @@ static __device__ void route_warp(const float *x, int E, int K, int norm, int *s
 		for (int k = 0; k < K; k++)
 			w[k] = __fdiv_rn(w[k], wsum);
 	}
-	for (int k = 0; k < K; k++) {
+	for (int k = 0; sel && k < K; k++) {
 		sel[k] = id[k];
 		selw[k] = w[k];
 	}
@@ -137,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(32)
 	           &sum);
 }
 
-/* coli_moe_plan: one CTA, a thread per pair (token t = i / K). A pair's rank
+/* coli_moe_plan: a thread per pair (token t = i / K). A pair's rank
  * in ascending (expert, token) order is the number of pairs before it; it
  * writes its GEMV jobs and list entries there (see struct coli_gpu_moe_plan).
  * The same layout core/moe/moe_dev.c builds on the host, one pair a job, or
@@ -145,22 +146,34 @@ extern "C" __global__ void __launch_bounds__(32)
  * rows gathered by plan_gather. sel, selw: the routing in shared memory
  * (every thread reads every pair: from global memory that was a chain of
  * round trips); slabs: a.slabs, or a shared copy of it; s_tok: shared [P],
- * each rank's token for plan_gather. */
+ * each rank's token for plan_gather. Grouped, the launch has plan_ctas(P)
+ * CTAs: each ranks every pair for its share of the gather (one CTA moved
+ * 13 GB/s: 9 of a step of 8 tokens' 18 us on an H200), and only CTA 0
+ * (`lead`) writes the plan. */
 static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i, const int *sel,
-                                 const float *selw, const unsigned long long *slabs, int *s_tok)
+                                 const float *selw, const unsigned long long *slabs, int *s_tok,
+                                 bool lead)
 {
-	const int P = a.T * a.K;
-
 	const int ex = sel[i], t = i / a.K;
 	int r = 0, o = 0, n = 0; /* rank; the pair's place in its expert's run, the run's length */
 
-	for (int j = 0; j < P; j++) {
-		const int ej = sel[j], tj = j / a.K;
+	/* by token, then its K experts: no division a pair (at 128 pairs the
+	 * loop with j / K was most of the plan's 9 us on an H200) */
+	for (int tj = 0, j = 0; tj < a.T; tj++) {
+		const bool before = tj < t;
 
-		r += ej < ex || (ej == ex && tj < t);
-		o += ej == ex && tj < t;
-		n += ej == ex;
+#pragma unroll 8
+		for (int k = 0; k < a.K; k++, j++) {
+			const int ej = sel[j];
+
+			r += ej < ex || (ej == ex && before);
+			o += ej == ex && before;
+			n += ej == ex;
+		}
 	}
+	s_tok[r] = t;
+	if (!lead)
+		return;
 	/* (a NaN routing's id E has no slab: its pairs' jobs are empty) */
 	const unsigned long long slab = ex < a.E ? slabs[ex] : 0;
 	const int H = a.H, I = a.I, group = a.gq != NULL;
@@ -195,23 +208,25 @@ static __device__ void plan_pair(const struct coli_gpu_moe_plan &a, int i, const
 	a.pair_w[r] = selw[i];
 	if (a.pair_expert)
 		a.pair_expert[r] = ex < a.E ? ex : a.E - 1;
-	s_tok[r] = t;
 }
 
-/* Grouped: row r of the gathered activations = token s_tok[r]'s, by the
- * whole CTA in 16-byte words (after plan_pair and a __syncthreads). */
-static __device__ void plan_gather(const struct coli_gpu_moe_plan &a, const int *s_tok)
+/* Grouped: row r of the gathered activations = token s_tok[r]'s, in 16-byte
+ * words, this CTA's rows [P * x / n, P * (x + 1) / n) of CTA x of n (after
+ * plan_pair and a __syncthreads). */
+static __device__ void plan_gather(const struct coli_gpu_moe_plan &a, const int *s_tok, int x,
+                                   int n)
 {
-	const int P = a.T * a.K;
+	const int P = a.T * a.K, r0 = P * x / n, r1 = P * (x + 1) / n;
 
 	if (!a.gq)
 		return;
 	if (a.scale_gu) { /* int8 rows, then a float and an int a 32-block */
 		const int w = a.H / 16, b = a.H / 32;
 
-		for (int u = threadIdx.x; u < P * w; u += blockDim.x)
-			((int4 *)a.gq)[u] = __ldg((const int4 *)a.xq + (size_t)s_tok[u / w] * w + u % w);
-		for (int u = threadIdx.x; u < P * b; u += blockDim.x) {
+		for (int u = r0 * w + threadIdx.x; u < r1 * w; u += blockDim.x)
+			((int4 *)a.gq)[u] =
+			    __ldg((const int4 *)a.xq + (size_t)s_tok[u / w] * w + u % w);
+		for (int u = r0 * b + threadIdx.x; u < r1 * b; u += blockDim.x) {
 			const size_t from = (size_t)s_tok[u / b] * b + u % b;
 
 			a.gd[u] = __ldg(a.xd + from);
@@ -220,7 +235,7 @@ static __device__ void plan_gather(const struct coli_gpu_moe_plan &a, const int 
 	} else {
 		const int w = a.H / 4;
 
-		for (int u = threadIdx.x; u < P * w; u += blockDim.x)
+		for (int u = r0 * w + threadIdx.x; u < r1 * w; u += blockDim.x)
 			((float4 *)a.gf)[u] =
 			    __ldg((const float4 *)a.xf + (size_t)s_tok[u / w] * w + u % w);
 	}
@@ -241,19 +256,20 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 	}
 	__syncthreads();
 	if (i < a.T * a.K)
-		plan_pair(a, i, sel, selw, a.slabs, s_tok);
+		plan_pair(a, i, sel, selw, a.slabs, s_tok, blockIdx.x == 0);
 	__syncthreads();
-	plan_gather(a, s_tok);
+	plan_gather(a, s_tok, blockIdx.x, gridDim.x);
 }
 
 /* coli_route of the logits lg [T][ld] (a.rlog, or the caller's shared p) into
  * a.sel/selw, then coli_moe_plan, by one CTA of COLI_GPU_PLAN_MAX_P threads:
  * warp w routes tokens w, w + COLI_GPU_PLAN_WARPS, ... (T <= COLI_GPU_STEP_T)
  * with row w of p, shared [COLI_GPU_PLAN_WARPS][MAX_E] or fewer rows, as its
- * scratch (lg may be p when T <= the rows of p: each token routed in place). */
+ * scratch (lg may be p when T <= the rows of p: each token routed in place);
+ * CTA x of n plan CTAs (plan_pair). */
 static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan &a,
                                                   const float *lg, int ld,
-                                                  float (*p)[COLI_GPU_ROUTE_MAX_E])
+                                                  float (*p)[COLI_GPU_ROUTE_MAX_E], int x, int n)
 {
 	__shared__ double sum[COLI_GPU_PLAN_WARPS];
 	__shared__ int sel[COLI_GPU_PLAN_MAX_P];
@@ -261,21 +277,23 @@ static __device__ __forceinline__ void route_plan(const struct coli_gpu_moe_plan
 	__shared__ unsigned long long slabs[COLI_GPU_ROUTE_MAX_E];
 	__shared__ int s_tok[COLI_GPU_PLAN_MAX_P];
 	const int w = threadIdx.x >> 5;
+	const bool lead = x == 0; /* plan CTA x of n: the others only gather (plan_pair) */
 
 	/* the slab table, read while the routing runs rather than after it */
 	for (int e = threadIdx.x; e < a.E; e += blockDim.x)
 		slabs[e] = a.slabs[e];
 	for (int t = w; t < a.T; t += COLI_GPU_PLAN_WARPS) {
-		route_warp(lg + (size_t)t * ld, a.E, a.K, a.norm, (int *)a.sel + (size_t)t * a.K,
-		           (float *)a.selw + (size_t)t * a.K, p[w], &sum[w], sel + t * a.K,
-		           selw + t * a.K);
+		route_warp(lg + (size_t)t * ld, a.E, a.K, a.norm,
+		           lead ? (int *)a.sel + (size_t)t * a.K : NULL,
+		           lead ? (float *)a.selw + (size_t)t * a.K : NULL, p[w], &sum[w],
+		           sel + t * a.K, selw + t * a.K);
 		__syncwarp(); /* p[w] is the next token's scratch */
 	}
 	__syncthreads(); /* the routing's and the slab table's shared copies are visible */
 	if ((int)threadIdx.x < a.T * a.K)
-		plan_pair(a, threadIdx.x, sel, selw, slabs, s_tok);
+		plan_pair(a, threadIdx.x, sel, selw, slabs, s_tok, lead);
 	__syncthreads();
-	plan_gather(a, s_tok);
+	plan_gather(a, s_tok, x, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
@@ -284,7 +302,7 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_PLAN_MAX_P)
 	__shared__ float p[COLI_GPU_PLAN_WARPS][COLI_GPU_ROUTE_MAX_E];
 
 	pdl_entry();
-	route_plan(a, a.rlog, a.E, p);
+	route_plan(a, a.rlog, a.E, p, blockIdx.x, gridDim.x);
 }
 
 /* The router's GEMV (f32, T <= COLI_GPU_MAX_S tokens into p.rlog: a row of p
@@ -322,7 +340,7 @@ static __device__ __forceinline__ void dgemv_plan(const struct coli_gpu_dense_ge
 		p[t][row] = v;
 	}
 	__syncthreads();
-	route_plan(pl, &p[0][0], COLI_GPU_ROUTE_MAX_E, p);
+	route_plan(pl, &p[0][0], COLI_GPU_ROUTE_MAX_E, p, 0, 1); /* the last CTA alone */
 }
 
 #define DGEMV_PLAN(S)                                                                              \

@@ -58,7 +58,9 @@
  * the GEMM from COLI_GPU_DENSE_GEMM_MIN_T; `--bench kquant`: the experts'
  * GEMV of GGUF's block types beside q4_0 / q8_0 at qwen3-235b's shape, then
  * their prefill GEMM at 16 and 128 tokens an expert in TOPS against the
- * int8 tensor peak); the bench asserts nothing.
+ * int8 tensor peak; `--bench step`: a decode step of several sequences'
+ * kernels, q4_0 q/k/v/o at T 1..16 and the route + plan's parts); the bench
+ * asserts nothing.
  */
 #include <math.h>
 #include <stdio.h>
@@ -1771,6 +1773,67 @@ static void bench_router(void)
 	free(w);
 }
 
+static int run_plan(void *arg, int i)
+{
+	(void)i;
+	return coli_gpu_moe_plan(g_gpu, arg);
+}
+
+/* A step of T tokens as the engine plans it (grouped: the int8 rows of H
+ * gathered into pair order), and the same without its parts: the routing
+ * (sel given), the gather (gq NULL), to see where the launch's time goes. */
+static void bench_route_plan(int T)
+{
+	enum { E = 128, K = 8, H = 2048, I = 768 };
+	const int P = T * K;
+	float *lg = xmalloc(4 * (size_t)T * E);
+	signed char *xq = xmalloc((size_t)T * H);
+	unsigned long long slabs[E];
+	struct coli_gpu_moe_plan a = {0};
+	uint64_t d[14];
+
+	for (int i = 0; i < T * E; i++)
+		lg[i] = frand() * 4.0f;
+	for (int i = 0; i < T * H; i++)
+		xq[i] = (signed char)(rand() % 255 - 127);
+	for (int e = 0; e < E; e++)
+		slabs[e] = 0x100000ull * (e + 1);
+	d[0] = dev_copy(lg, 4 * (size_t)T * E), d[1] = dev_copy(slabs, sizeof(slabs));
+	d[2] = dev_poison(4 * (size_t)P), d[3] = dev_poison(4 * (size_t)P);
+	d[4] = dev_poison(sizeof(struct coli_gpu_gemv_job) * 3 * P);
+	d[5] = dev_poison(4 * (size_t)P), d[6] = dev_poison(4 * (size_t)P);
+	d[7] = dev_copy(xq, (size_t)T * H), d[8] = dev_poison(4 * (size_t)T * H / 32);
+	d[9] = dev_poison(4 * (size_t)T * H / 32), d[10] = dev_poison((size_t)P * H);
+	d[11] = dev_poison(4 * (size_t)P * H / 32), d[12] = dev_poison(4 * (size_t)P * H / 32);
+	d[13] = dev_poison(4 * (size_t)P * H);
+	a.sel = (const int *)DP(d[2]), a.selw = (const float *)DP(d[3]);
+	a.slabs = (const unsigned long long *)DP(d[1]);
+	a.gu_jobs = (struct coli_gpu_gemv_job *)DP(d[4]);
+	a.down_jobs = a.gu_jobs + 2 * P;
+	a.pair_token = (int *)DP(d[5]), a.pair_w = (float *)DP(d[6]);
+	a.xq = (const signed char *)DP(d[7]), a.xd = (const float *)DP(d[8]);
+	a.xqsum = (const int *)DP(d[9]);
+	a.gq = (signed char *)DP(d[10]), a.gd = (float *)DP(d[11]), a.gqs = (int *)DP(d[12]);
+	a.h = a.g = a.u = a.y = (float *)DP(d[13]);
+	a.scale_gu = a.scale_d = 64; /* quantized: the int8 gather */
+	a.T = T, a.K = K, a.H = H, a.I = I, a.E = E, a.norm = 1;
+	a.rlog = (const float *)DP(d[0]);
+	printf("  route + plan T=%-2d grouped, H %d gathered  %7.2f us\n", T, H,
+	       time_us(run_plan, &a, 500));
+	a.gq = NULL;
+	printf("  route + plan T=%-2d, no gather             %7.2f us\n", T,
+	       time_us(run_plan, &a, 500));
+	a.gq = (signed char *)DP(d[10]), a.rlog = NULL; /* the routing above stays in sel */
+	printf("  plan T=%-2d grouped (routing given)         %7.2f us\n", T,
+	       time_us(run_plan, &a, 500));
+	a.gq = NULL;
+	printf("  plan T=%-2d (routing given), no gather      %7.2f us\n", T,
+	       time_us(run_plan, &a, 500));
+	for (int k = 0; k < 14; k++)
+		coli_gpu_free(g_gpu, d[k]);
+	free(lg), free(xq);
+}
+
 struct bench_op {
 	int kind; /* 0 rmsnorm, 1 attention, 2 moe_acc, 3 add, 4 rope */
 	int a, b, c;
@@ -1994,6 +2057,14 @@ static int bench(int ops_only)
 		bench_prefill(bw);
 		return 0;
 	}
+	if (ops_only == 4) { /* a step of T sequences: the dense q4_0 GEMVs, the plan */
+		for (size_t k = 0; k < 3; k++)
+			for (int T = 1; T <= 16; T *= 2)
+				bench_gemv(m[k].name, COLI_DTYPE_Q4_0, m[k].R, m[k].K, T, bw);
+		for (int T = 1; T <= 16; T *= 2)
+			bench_route_plan(T);
+		return 0;
+	}
 	/* qwen3-30b-a3b's experts (768 x 2048), top-8: gate+up, then down; the
 	 * same tables at qwen3-235b-a22b's shape (1536 x 4096) */
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
@@ -2026,6 +2097,7 @@ int main(int argc, char **argv)
 		           : !strcmp(argv[2], "ops")     ? 1
 		           : !strcmp(argv[2], "prefill") ? 2
 		           : !strcmp(argv[2], "kquant")  ? 3
+		           : !strcmp(argv[2], "step")    ? 4
 		                                         : 0);
 		coli_gpu_close(g_gpu);
 		return rc;
