@@ -199,8 +199,9 @@ static int test_dense_gemv(enum coli_dtype t)
 	    {1000, 2048, 9},  {4096, 2048, 4},  {128, 2048, 600}, {200, 1568, 3},  {70, 5120, 2},
 	    {3, 96, 7},       {41, 32, 50},     {300, 768, 70},   {64, 4096, 49},  {9000, 1568, 2},
 	    {8448, 64, 5},    {2048, 2048, 16}, {1000, 768, 12},  {512, 4096, 13}, {40000, 1024, 5},
-	    {40000, 2048, 8}, /* (wide: the GEMM from 5 tokens) */
-	    {128, 2048, 8}};  /* the router of a step of 8 sequences: split-K, not joined */
+	    {40000, 2048, 8},  /* (wide: the GEMM from 5 tokens) */
+	    {128, 2048, 8},    /* the router of a step of 8 sequences: split-K, not joined */
+	    {1000, 2048, 33}}; /* q8/q4: three chunks of 16 on the mma, the last of one */
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
