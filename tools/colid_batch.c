@@ -69,8 +69,11 @@ static void start_job(struct colid_queue *q, struct colid_job *j)
 		return;
 	}
 	j->slot = coli_engine_seq_open(q->engine, j->ids, j->n_ids, &cached);
-	/* its blocks promised (admit saw they fit): it never waits for one mid-way */
-	rc = j->slot < 0 ? j->slot : coli_engine_seq_reserve(q->engine, j->slot, positions(j));
+	rc = j->slot < 0 ? j->slot : 0;
+	/* its blocks promised (admit saw they fit): it never waits for one mid-way
+	 * (unless --debug-kv-no-promise) */
+	if (!rc && !q->no_promise)
+		rc = coli_engine_seq_reserve(q->engine, j->slot, positions(j));
 	rc = rc ? rc
 	        : coli_seq_gen_begin(q->engine, &j->gen, j->slot, cached, j->ids, j->n_ids,
 	                             j->max_tokens, &j->sampler, colid_job_token, j);
@@ -102,7 +105,7 @@ static int admit(struct colid_queue *q, int n_seq)
 		struct colid_job *j = q->ring[q->head];
 
 		/* (the engine is this thread's: reading it under mu is safe) */
-		if (!coli_engine_kv_fits(q->engine, positions(j)))
+		if (!coli_engine_kv_fits(q->engine, q->no_promise ? j->n_ids : positions(j)))
 			break;
 		q->head = (q->head + 1) % q->cap;
 		q->n--;
