@@ -20,8 +20,15 @@
  * A job that finishes (EOS, max_tokens, a stop string) or is cancelled (its
  * client left: checked every step, prefilling or not) frees its slot at
  * once, and a waiting job takes it before the next step. `n` > 1 choices are
- * separate jobs, so separate sequences. A failed step ends every job in it
- * with the error.
+ * separate jobs, so separate sequences.
+ *
+ * A step the KV pool cannot give every run's blocks (-ENOSPC: nothing
+ * changed; admit's promises keep it from happening unless
+ * --debug-kv-no-promise) runs again without its last run, and so on: the
+ * runs left out wait, slots and blocks kept, and come again next step. Only
+ * when not even the first run fits does a job end: the newest, its blocks
+ * freed for the others. A step that fails otherwise (a device error the
+ * engine could not fail over) ends every job in it with the error.
  *
  * Locks: the queue's mutex while taking jobs off the ring and updating the
  * running list (read by /metrics); the engine is this thread's alone.
@@ -127,6 +134,30 @@ static void step_times(struct colid_metrics *m, double forward_s, double host_s)
 	pthread_mutex_unlock(&m->mu);
 }
 
+/* The step over runs[0, *nr). When the KV pool cannot give every run the
+ * blocks it grows into (-ENOSPC: the engine changed nothing), the step again
+ * without its last run, and so on (prompt chunks come last: they wait
+ * first); *nr = the runs that ran. The others' jobs keep their slots and
+ * blocks, and their runs come again next step. -ENOSPC still when not even
+ * the first run fits alone. */
+static int step_runs(struct colid_queue *q, struct coli_run *runs, int *nr, const float **logits)
+{
+	int n = *nr, rc;
+
+	while (
+	    (rc = coli_engine_step_last(q->engine, &(struct coli_batch){.n_runs = n, .runs = runs},
+	                                logits)) == -ENOSPC &&
+	    n > 1)
+		n--;
+	if (n < *nr && !rc && !q->kv_short++)
+		fprintf(stderr,
+		        "colid: the KV pool ran short: %d of a step's %d runs wait for blocks "
+		        "(said once)\n",
+		        *nr - n, *nr);
+	*nr = n;
+	return rc;
+}
+
 /* One step over the running jobs: their runs (decoding ones first), the
  * forward, then each job's token. */
 static void step(struct colid_queue *q, int V, int ubatch)
@@ -168,8 +199,15 @@ static void step(struct colid_queue *q, int V, int ubatch)
 	if (!nr)
 		return;
 	t0 = colid_now_s();
-	rc = coli_engine_step_last(q->engine, &(struct coli_batch){.n_runs = nr, .runs = runs},
-	                           &logits);
+	rc = step_runs(q, runs, &nr, &logits);
+	if (rc == -ENOSPC) { /* not one run fits: the newest job ends, its blocks free */
+		fprintf(stderr,
+		        "colid: the KV pool cannot grow any running sequence: the newest of %d "
+		        "ends\n",
+		        n_snap);
+		end_job(q, snap[n_snap - 1], rc);
+		return;
+	}
 	if (rc) /* every job of the step ends with it: say why once, here */
 		fprintf(stderr, "colid: a step of %d runs (%d rows) failed: %s\n", nr, rows,
 		        coli_engine_errmsg(q->engine));
@@ -180,7 +218,8 @@ static void step(struct colid_queue *q, int V, int ubatch)
 
 		int jrc = rc ? rc : coli_seq_gen_after(q->engine, &j->gen, &runs[r], l);
 
-		if (jrc) { /* the step failed: every job in it ends with the error */
+		if (jrc) { /* the step failed (a device error the engine could not
+			    * fail over): every job in it ends with the error */
 			end_job(q, j, jrc);
 			continue;
 		}
