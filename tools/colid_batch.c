@@ -24,11 +24,12 @@
  *
  * A step the KV pool cannot give every run's blocks (-ENOSPC: nothing
  * changed; admit's promises keep it from happening unless
- * --debug-kv-no-promise) runs again without its last run, and so on: the
- * runs left out wait, slots and blocks kept, and come again next step. Only
- * when not even the first run fits does a job end: the newest, its blocks
- * freed for the others. A step that fails otherwise (a device error the
- * engine could not fail over) ends every job in it with the error.
+ * --debug-kv-no-promise) runs again without its last run, and so on (and
+ * without its first, when that one alone cannot grow): the runs left out
+ * wait, slots and blocks kept, and come again next step. Only when no run
+ * fits alone does a job end: the newest, its blocks freed for the others. A
+ * step that fails otherwise (a device error the engine could not fail over)
+ * ends every job in it with the error.
  *
  * Locks: the queue's mutex while taking jobs off the ring and updating the
  * running list (read by /metrics); the engine is this thread's alone.
@@ -137,24 +138,35 @@ static void step_times(struct colid_metrics *m, double forward_s, double host_s)
 /* The step over runs[0, *nr). When the KV pool cannot give every run the
  * blocks it grows into (-ENOSPC: the engine changed nothing), the step again
  * without its last run, and so on (prompt chunks come last: they wait
- * first); *nr = the runs that ran. The others' jobs keep their slots and
- * blocks, and their runs come again next step. -ENOSPC still when not even
- * the first run fits alone. */
-static int step_runs(struct colid_queue *q, struct coli_run *runs, int *nr, const float **logits)
+ * first); when the first run alone cannot grow, the same over the runs after
+ * it. The runs that ran: [*lo, *nr). The others' jobs keep their slots and
+ * blocks, and their runs come again next step. -ENOSPC still when no run
+ * fits alone (each was tried alone last). (At most 8 runs: 36 failed steps,
+ * each refused before any work.) */
+static int step_runs(struct colid_queue *q, struct coli_run *runs, int *lo, int *nr,
+                     const float **logits)
 {
-	int n = *nr, rc;
+	int a = 0, n = *nr, rc;
 
-	while (
-	    (rc = coli_engine_step_last(q->engine, &(struct coli_batch){.n_runs = n, .runs = runs},
-	                                logits)) == -ENOSPC &&
-	    n > 1)
-		n--;
-	if (n < *nr && !rc && !q->kv_short++)
+	for (;;) {
+		struct coli_batch b = {.n_runs = n - a, .runs = runs + a};
+
+		rc = coli_engine_step_last(q->engine, &b, logits);
+		if (rc != -ENOSPC)
+			break;
+		if (n - a > 1)
+			n--;
+		else if (++a < *nr)
+			n = *nr; /* runs[a - 1] cannot grow even alone: the others without it */
+		else
+			break;
+	}
+	if (!rc && n - a < *nr && !q->kv_short++)
 		fprintf(stderr,
 		        "colid: the KV pool ran short: %d of a step's %d runs wait for blocks "
 		        "(said once)\n",
-		        *nr - n, *nr);
-	*nr = n;
+		        *nr - (n - a), *nr);
+	*lo = a, *nr = n;
 	return rc;
 }
 
@@ -165,7 +177,7 @@ static void step(struct colid_queue *q, int V, int ubatch)
 	const float *logits = NULL; /* the engine's: a row a run at most */
 	struct coli_run runs[COLI_MAX_SEQ];
 	struct colid_job *who[COLI_MAX_SEQ], *snap[COLI_MAX_SEQ];
-	int n_snap, nr = 0, rows = 0, k = 0, rc;
+	int n_snap, nr = 0, lo = 0, rows = 0, k = 0, rc;
 	double t0, t1;
 
 	pthread_mutex_lock(&q->mu);
@@ -199,8 +211,8 @@ static void step(struct colid_queue *q, int V, int ubatch)
 	if (!nr)
 		return;
 	t0 = colid_now_s();
-	rc = step_runs(q, runs, &nr, &logits);
-	if (rc == -ENOSPC) { /* not one run fits: the newest job ends, its blocks free */
+	rc = step_runs(q, runs, &lo, &nr, &logits);
+	if (rc == -ENOSPC) { /* no run fits alone: the newest job ends, its blocks free */
 		fprintf(stderr,
 		        "colid: the KV pool cannot grow any running sequence: the newest of %d "
 		        "ends\n",
@@ -212,7 +224,7 @@ static void step(struct colid_queue *q, int V, int ubatch)
 		fprintf(stderr, "colid: a step of %d runs (%d rows) failed: %s\n", nr, rows,
 		        coli_engine_errmsg(q->engine));
 	t1 = colid_now_s();
-	for (int r = 0; r < nr; r++) {
+	for (int r = lo; r < nr; r++) {
 		struct colid_job *j = who[r];
 		const float *l = runs[r].logits ? logits + (size_t)k++ * V : NULL;
 
