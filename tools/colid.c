@@ -63,6 +63,9 @@ static void help(FILE *f)
 	    "  --access-log FILE|-    a line per request (time, method, path, status, tokens, "
 	    "TTFT, total ms) appended to FILE, or stdout (default: none)\n"
 	    "  --debug-token-delay-ms N  sleep N ms per generated token, 0..60000 (tests "
+	    "only)\n"
+	    "  --debug-kv-no-promise 1   --parallel > 1: admit a request when its prompt fits "
+	    "the KV pool, promising it nothing, so a step can run short of blocks (tests "
 	    "only)\n\n");
 	coli_opts_help(f);
 }
@@ -193,7 +196,7 @@ int main(int argc, char **argv)
 	struct tool_engine_args a;
 	const char *host = "127.0.0.1", *key_file = NULL, *name = NULL, *access = NULL;
 	int port = 8080, queue = 16, rc, sig;
-	int max_conn = 64, timeout_s = 300, delay_ms = 0;
+	int max_conn = 64, timeout_s = 300, delay_ms = 0, no_promise = 0;
 	uint64_t max_body = 1 << 20;
 	double grace = 30, header_s = 10;
 	int per_ip = 16;
@@ -242,6 +245,8 @@ int main(int argc, char **argv)
 			access = v;
 		else if (!strcmp(o, "--debug-token-delay-ms"))
 			bad = tool_int(P, o, v, 0, 60000, &delay_ms);
+		else if (!strcmp(o, "--debug-kv-no-promise"))
+			bad = tool_int(P, o, v, 0, 1, &no_promise);
 		else
 			return die("unknown option '%s' (see --help)", o);
 		if (bad)
@@ -311,7 +316,7 @@ int main(int argc, char **argv)
 	colid_metrics_init(&srv.metrics);
 	if ((rc = colid_queue_init(&srv.queue, queue, srv.engine, &srv.metrics)) ||
 	    (srv.queue.delay_us = (unsigned)delay_ms * 1000u, 0) ||
-	    (rc = colid_queue_start(&srv.queue))) {
+	    (srv.queue.no_promise = no_promise, 0) || (rc = colid_queue_start(&srv.queue))) {
 		fprintf(stderr, "colid: cannot start the worker: %s\n", strerror(-rc));
 		goto out_engine;
 	}

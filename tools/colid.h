@@ -247,6 +247,8 @@ struct colid_queue {
 	pthread_t worker;
 	int worker_started;
 	unsigned delay_us; /* sleep per token (tests of cancellation, 429, shutdown) */
+	int no_promise;    /* --debug-kv-no-promise: admit on the prompt, reserve nothing */
+	long kv_short;     /* steps run without some of their runs (the pool ran short) */
 };
 int colid_queue_init(struct colid_queue *q, int cap, coli_engine_t *e, struct colid_metrics *m);
 /* Starts the worker thread. */

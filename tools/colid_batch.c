@@ -20,8 +20,16 @@
  * A job that finishes (EOS, max_tokens, a stop string) or is cancelled (its
  * client left: checked every step, prefilling or not) frees its slot at
  * once, and a waiting job takes it before the next step. `n` > 1 choices are
- * separate jobs, so separate sequences. A failed step ends every job in it
- * with the error.
+ * separate jobs, so separate sequences.
+ *
+ * A step the KV pool cannot give every run's blocks (-ENOSPC: nothing
+ * changed; admit's promises keep it from happening unless
+ * --debug-kv-no-promise) runs again without its last run, and so on (and
+ * without its first, when that one alone cannot grow): the runs left out
+ * wait, slots and blocks kept, and come again next step. Only when no run
+ * fits alone does a job end: the newest, its blocks freed for the others. A
+ * step that fails otherwise (a device error the engine could not fail over)
+ * ends every job in it with the error.
  *
  * Locks: the queue's mutex while taking jobs off the ring and updating the
  * running list (read by /metrics); the engine is this thread's alone.
@@ -69,8 +77,11 @@ static void start_job(struct colid_queue *q, struct colid_job *j)
 		return;
 	}
 	j->slot = coli_engine_seq_open(q->engine, j->ids, j->n_ids, &cached);
-	/* its blocks promised (admit saw they fit): it never waits for one mid-way */
-	rc = j->slot < 0 ? j->slot : coli_engine_seq_reserve(q->engine, j->slot, positions(j));
+	rc = j->slot < 0 ? j->slot : 0;
+	/* its blocks promised (admit saw they fit): it never waits for one mid-way
+	 * (unless --debug-kv-no-promise) */
+	if (!rc && !q->no_promise)
+		rc = coli_engine_seq_reserve(q->engine, j->slot, positions(j));
 	rc = rc ? rc
 	        : coli_seq_gen_begin(q->engine, &j->gen, j->slot, cached, j->ids, j->n_ids,
 	                             j->max_tokens, &j->sampler, colid_job_token, j);
@@ -102,7 +113,7 @@ static int admit(struct colid_queue *q, int n_seq)
 		struct colid_job *j = q->ring[q->head];
 
 		/* (the engine is this thread's: reading it under mu is safe) */
-		if (!coli_engine_kv_fits(q->engine, positions(j)))
+		if (!coli_engine_kv_fits(q->engine, q->no_promise ? j->n_ids : positions(j)))
 			break;
 		q->head = (q->head + 1) % q->cap;
 		q->n--;
@@ -124,6 +135,41 @@ static void step_times(struct colid_metrics *m, double forward_s, double host_s)
 	pthread_mutex_unlock(&m->mu);
 }
 
+/* The step over runs[0, *nr). When the KV pool cannot give every run the
+ * blocks it grows into (-ENOSPC: the engine changed nothing), the step again
+ * without its last run, and so on (prompt chunks come last: they wait
+ * first); when the first run alone cannot grow, the same over the runs after
+ * it. The runs that ran: [*lo, *nr). The others' jobs keep their slots and
+ * blocks, and their runs come again next step. -ENOSPC still when no run
+ * fits alone (each was tried alone last). (At most 8 runs: 36 failed steps,
+ * each refused before any work.) */
+static int step_runs(struct colid_queue *q, struct coli_run *runs, int *lo, int *nr,
+                     const float **logits)
+{
+	int a = 0, n = *nr, rc;
+
+	for (;;) {
+		struct coli_batch b = {.n_runs = n - a, .runs = runs + a};
+
+		rc = coli_engine_step_last(q->engine, &b, logits);
+		if (rc != -ENOSPC)
+			break;
+		if (n - a > 1)
+			n--;
+		else if (++a < *nr)
+			n = *nr; /* runs[a - 1] cannot grow even alone: the others without it */
+		else
+			break;
+	}
+	if (!rc && n - a < *nr && !q->kv_short++)
+		fprintf(stderr,
+		        "colid: the KV pool ran short: %d of a step's %d runs wait for blocks "
+		        "(said once)\n",
+		        *nr - (n - a), *nr);
+	*lo = a, *nr = n;
+	return rc;
+}
+
 /* One step over the running jobs: their runs (decoding ones first), the
  * forward, then each job's token. */
 static void step(struct colid_queue *q, int V, int ubatch)
@@ -131,7 +177,7 @@ static void step(struct colid_queue *q, int V, int ubatch)
 	const float *logits = NULL; /* the engine's: a row a run at most */
 	struct coli_run runs[COLI_MAX_SEQ];
 	struct colid_job *who[COLI_MAX_SEQ], *snap[COLI_MAX_SEQ];
-	int n_snap, nr = 0, rows = 0, k = 0, rc;
+	int n_snap, nr = 0, lo = 0, rows = 0, k = 0, rc;
 	double t0, t1;
 
 	pthread_mutex_lock(&q->mu);
@@ -165,19 +211,27 @@ static void step(struct colid_queue *q, int V, int ubatch)
 	if (!nr)
 		return;
 	t0 = colid_now_s();
-	rc = coli_engine_step_last(q->engine, &(struct coli_batch){.n_runs = nr, .runs = runs},
-	                           &logits);
+	rc = step_runs(q, runs, &lo, &nr, &logits);
+	if (rc == -ENOSPC) { /* no run fits alone: the newest job ends, its blocks free */
+		fprintf(stderr,
+		        "colid: the KV pool cannot grow any running sequence: the newest of %d "
+		        "ends\n",
+		        n_snap);
+		end_job(q, snap[n_snap - 1], rc);
+		return;
+	}
 	if (rc) /* every job of the step ends with it: say why once, here */
 		fprintf(stderr, "colid: a step of %d runs (%d rows) failed: %s\n", nr, rows,
 		        coli_engine_errmsg(q->engine));
 	t1 = colid_now_s();
-	for (int r = 0; r < nr; r++) {
+	for (int r = lo; r < nr; r++) {
 		struct colid_job *j = who[r];
 		const float *l = runs[r].logits ? logits + (size_t)k++ * V : NULL;
 
 		int jrc = rc ? rc : coli_seq_gen_after(q->engine, &j->gen, &runs[r], l);
 
-		if (jrc) { /* the step failed: every job in it ends with the error */
+		if (jrc) { /* the step failed (a device error the engine could not
+			    * fail over): every job in it ends with the error */
 			end_job(q, j, jrc);
 			continue;
 		}

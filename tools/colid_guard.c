@@ -19,6 +19,18 @@
  *             a burst of reconnecting tricklers cuts its own connections,
  *             not a lone client's whose request has not arrived whole yet
  *
+ * Neither rule takes a connection whose request head waits whole in its
+ * socket, unread (a peek finds its empty line): then colid is behind, not
+ * the client. On a loaded host a lone client's request can wait there
+ * while its thread is not yet scheduled, and tricklers spread over
+ * addresses hold one or two pending a piece, as many as it: by age alone
+ * the headroom would cut it, and the client would read a close without a
+ * response (tests/daemon/slow_clients' "/health RemoteDisconnected"). Such
+ * a connection is taken only when every pending one is one; the deadline
+ * waits for its next check. (Unread bytes alone say nothing: a starved
+ * colid leaves the tricklers' lines unread too, and a connection just
+ * accepted holds none yet.)
+ *
  * "Shut down" is shutdown(SHUT_RDWR) on the socket, under the guard's mutex
  * and only while the connection is listed: libmicrohttpd's thread then reads
  * end-of-file and closes the connection, and its CLOSED notification (which
@@ -86,23 +98,38 @@ static void peer_key(struct MHD_Connection *mc, unsigned char key[16])
 		memcpy(key, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
 }
 
-/* The headroom's victim: of the pending connections, one of the address
- * holding the most of them, the oldest there. Caller holds g->mu. */
+/* Whether fd's socket holds, unread by libmicrohttpd, the end of a request
+ * head (an empty line): the client sent it whole, colid has yet to read it.
+ * A trickler never sends that line. (A peek: the bytes stay for the reader;
+ * a head longer than the buffer is not seen, and the rules apply.) */
+static int head_waits(int fd)
+{
+	char buf[4096];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+
+	return n >= 4 && memmem(buf, (size_t)n, "\r\n\r\n", 4) != NULL;
+}
+
+/* The headroom's victim: of the pending connections (those whose request
+ * head does not wait whole in the socket, unless all of them do), one of
+ * the address holding the most of them, the oldest there. Caller holds
+ * g->mu. */
 static struct colid_slot *victim(struct colid_guard *g)
 {
 	struct colid_slot *best = NULL;
 	int most = 0;
 
-	for (struct colid_slot *o = g->head; o; o = o->next) {
-		int n = 0;
+	for (int any = 0; any < 2 && !best; any++)
+		for (struct colid_slot *o = g->head; o; o = o->next) {
+			int n = 0;
 
-		if (!o->pending)
-			continue;
-		for (struct colid_slot *p = g->head; p; p = p->next)
-			n += p->pending && !memcmp(p->addr, o->addr, sizeof(o->addr));
-		if (n > most) /* (the list is oldest first: ties keep the older) */
-			most = n, best = o;
-	}
+			if (!o->pending || (!any && head_waits(o->fd)))
+				continue;
+			for (struct colid_slot *p = g->head; p; p = p->next)
+				n += p->pending && !memcmp(p->addr, o->addr, sizeof(o->addr));
+			if (n > most) /* (the list is oldest first: ties keep the older) */
+				most = n, best = o;
+		}
 	return best;
 }
 
@@ -212,7 +239,7 @@ static void *watch(void *arg)
 		double now = colid_now_s();
 
 		for (struct colid_slot *c = g->head; c; c = c->next)
-			if (c->pending && now - c->since > g->deadline_s)
+			if (c->pending && now - c->since > g->deadline_s && !head_waits(c->fd))
 				kill_slot(g, c, 1);
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 100 * 1000000L;

@@ -48,6 +48,16 @@ TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels ptx/host_w
 core/graph_replay core/fixture_logits core/fixture_greedy core/forward_argmax core/overlap_release
 core/placement core/device_faults"}
 
+# ncu_times OUT CMD...: CMD run under ncu (NCU, default /usr/local/cuda/bin/ncu),
+# each kernel launch's GPU time a row of the CSV in OUT (kernels and gaps)
+ncu_times() {
+	out=$1
+	shift
+	"${NCU:-/usr/local/cuda/bin/ncu}" --metrics gpu__time_duration.sum --csv \
+		--cache-control none --clock-control none "$@" >"$out" 2>/dev/null ||
+		{ echo "ncu failed"; exit 1; }
+}
+
 case "${1:-}" in
 pack)
 	dir=${2:?usage: tools/gpu_session.sh pack DIR}
@@ -136,16 +146,13 @@ kernels)
 	c=${2:?usage: tools/gpu_session.sh kernels COLI [MODEL] [SEQS]}
 	model=${3:-/tmp/q30-8.coli}
 	seqs=${4:-8}
-	ncu=${NCU:-/usr/local/cuda/bin/ncu}
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	[ -f "$model" ] || "$c" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
 		-o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
 	for n in 4 12; do
-		"$ncu" --metrics gpu__time_duration.sum --csv --cache-control none \
-			--clock-control none "$c" bench decode -m "$model" --gpu 0 --seqs "$seqs" \
-			--tokens $n --rounds 1 --warmup 0 --disk-mib 0 >"$tmp/k$n.csv" 2>/dev/null ||
-			{ echo "ncu failed"; exit 1; }
+		ncu_times "$tmp/k$n.csv" "$c" bench decode -m "$model" --gpu 0 --seqs "$seqs" \
+			--tokens $n --rounds 1 --warmup 0 --disk-mib 0
 		# per kernel name: launches and ns (ncu's CSV: name in field 5, value last)
 		awk -F'","' '$0 ~ /gpu__time_duration/ {
 			u = $(NF - 1); v = $NF; gsub(/[",]/, "", v)
@@ -162,15 +169,13 @@ kernels)
 gaps)
 	c=${2:?usage: tools/gpu_session.sh gaps COLI [MODEL]}
 	model=${3:-/tmp/q30-8.coli}
-	ncu=${NCU:-/usr/local/cuda/bin/ncu}
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	[ -f "$model" ] || "$c" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
 		-o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
 	for n in 1 17; do
-		"$ncu" --metrics gpu__time_duration.sum --csv --cache-control none \
-			--clock-control none "$c" generate -m "$model" --ids 1,2,3,4,5,6,7,8 -n $n \
-			--usage off --gpu 0 >"$tmp/k$n.csv" 2>/dev/null || { echo "ncu failed"; exit 1; }
+		ncu_times "$tmp/k$n.csv" "$c" generate -m "$model" --ids 1,2,3,4,5,6,7,8 -n $n \
+			--usage off --gpu 0
 	done
 	wall=$("$c" generate -m "$model" --ids 1,2,3,4,5,6,7,8 -n 256 --usage off --gpu 0 2>&1 \
 		>/dev/null | sed -n 's/.*decode \([0-9.]*\) tok\/s.*/\1/p')

@@ -36,146 +36,29 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include "fixture_util.h"
 #include "ptx/ptx.h"
+#include "seq_test.h"
 
-#define NP    80
-#define NX    6
-#define NC    40
-#define GEN   6
-#define CHUNK 17
-#define CTX   256
-#define BLK   32
-
-struct ref {
-	int out[GEN];
-	float *logits; /* [GEN][V] */
-};
-
-struct sq {
-	const int *ids;
-	int n, slot, fed, gen, next;
-	const struct ref *ref;
-};
-
-struct cfg {
-	const char *fixture;
-	enum coli_dtype q;
-	const char *gpu, *dense, *split, *kv;
-};
+#define NP  80
+#define NX  6
+#define NC  40
+#define GEN SQ_GEN
+#define BLK 32
 
 static double g_block_gb; /* a block's bytes / 1e9, from the reference engine */
 
-static int open_engine(const char *path, const struct cfg *c, int parallel, int blocks,
+static int open_engine(const char *path, const struct sq_cfg *c, int parallel, int blocks,
                        coli_engine_t **e)
 {
-	struct coli_opts o;
+	struct coli_opts o = sq_opts(c, parallel);
 	char err[512];
 
-	coli_opts_init(&o, NULL, 0);
-	o.threads = 2;
-	o.ctx = CTX;
-	o.parallel = parallel;
 	o.kv_gb = blocks ? (blocks + 0.5) * g_block_gb : 0; /* (floor: blocks) */
-	snprintf(o.gpu, sizeof(o.gpu), "%s", c->gpu);
-	snprintf(o.kv_type, sizeof(o.kv_type), "%s", c->kv);
-	coli_opts_set(&o, "--dense", c->dense, NULL, 0);
-	coli_opts_set(&o, "--split", c->split, NULL, 0);
-	coli_opts_set(&o, "--usage", "off", NULL, 0);
 	if (coli_engine_open(path, &o, e, err, sizeof(err))) {
 		printf("open %s: %s\n", path, err);
 		return 1;
 	}
 	return 0;
-}
-
-static int alone(coli_engine_t *e, const int *ids, int n, struct ref *r, int V)
-{
-	int rc;
-
-	coli_engine_reset(e);
-	rc = coli_engine_forward(e, ids, n, r->logits, 0);
-	for (int g = 0; !rc && g < GEN; g++) {
-		r->out[g] = fx_argmax(r->logits + (size_t)g * V, V);
-		if (g + 1 < GEN)
-			rc = coli_engine_forward(e, &r->out[g], 1, r->logits + (size_t)(g + 1) * V,
-			                         0);
-	}
-	return rc;
-}
-
-static int seq_open(coli_engine_t *e, struct sq *q, const int *ids, int n, int want,
-                    const struct ref *ref, const char *what)
-{
-	int cached = -1;
-
-	*q = (struct sq){.ids = ids, .n = n, .ref = ref};
-	q->slot = coli_engine_seq_open(e, ids, n, &cached);
-	if (q->slot < 0 || cached != want) {
-		printf("%s: slot %d, %d tokens cached, want %d\n", what, q->slot, cached, want);
-		return 1;
-	}
-	q->fed = cached;
-	return 0;
-}
-
-/* The runs of one step of q[nq] (those not done): a prompt chunk or a token. */
-static int runs_of(struct sq *q, int nq, struct coli_run *runs, int *who)
-{
-	int nr = 0;
-
-	for (int i = 0; i < nq; i++) {
-		struct sq *s = &q[i];
-		int n = s->fed < s->n ? s->n - s->fed : 1;
-
-		if (s->gen >= GEN)
-			continue;
-		n = n < CHUNK ? n : CHUNK;
-		runs[nr] = (struct coli_run){.slot = s->slot,
-		                             .n = n,
-		                             .ids = s->fed < s->n ? s->ids + s->fed : &s->next,
-		                             .logits = s->fed >= s->n || s->fed + n == s->n};
-		who[nr++] = i;
-	}
-	return nr;
-}
-
-/* Steps q[nq] together until each has GEN tokens (stop_fed > 0: until
- * q[0] fed that many), comparing with the references: the mismatches, -1
- * on an engine error. */
-static int steps(coli_engine_t *e, struct sq *q, int nq, int V, float *logits, int stop_fed,
-                 const char *what)
-{
-	struct coli_run runs[4];
-	int who[4], bad = 0, nr;
-
-	while ((nr = runs_of(q, nq, runs, who)) > 0 && !(stop_fed && q[0].fed >= stop_fed)) {
-		int k = 0;
-
-		if (coli_engine_step(e, &(struct coli_batch){.n_runs = nr, .runs = runs}, logits)) {
-			printf("%s: step: %s\n", what, coli_engine_errmsg(e));
-			return -1;
-		}
-		for (int r = 0; r < nr; r++) {
-			struct sq *s = &q[who[r]];
-			const float *l;
-
-			if (s->fed < s->n)
-				s->fed += runs[r].n;
-			if (!runs[r].logits)
-				continue;
-			l = logits + (size_t)k++ * V;
-			s->next = fx_argmax(l, V);
-			if (s->ref &&
-			    (s->next != s->ref->out[s->gen] ||
-			     memcmp(l, s->ref->logits + (size_t)s->gen * V, sizeof(float) * V)) &&
-			    bad++ < 4)
-				printf("%s: slot %d token %d: id %d vs %d alone, logits differ\n",
-				       what, s->slot, s->gen, s->next, s->ref->out[s->gen]);
-			s->gen++;
-		}
-	}
-	return bad;
 }
 
 static int want_counts(coli_engine_t *e, int used, int cached, int free_, const char *what)
@@ -191,8 +74,8 @@ static int want_counts(coli_engine_t *e, int used, int cached, int free_, const 
 	return 1;
 }
 
-static int together(const char *path, const struct cfg *c, const int *pa, const int *pb,
-                    const struct ref *ra, const struct ref *rb, int V, float *logits)
+static int together(const char *path, const struct sq_cfg *c, const int *pa, const int *pb,
+                    const struct sq_ref *ra, const struct sq_ref *rb, int V, float *logits)
 {
 	struct sq q[2];
 	coli_engine_t *e;
@@ -200,24 +83,24 @@ static int together(const char *path, const struct cfg *c, const int *pa, const 
 
 	if (open_engine(path, c, 2, 6, &e))
 		return 1;
-	b = seq_open(e, &q[0], pa, NP + NX, 0, ra, "together: A");
-	b = b ? b : seq_open(e, &q[1], pb, NP + NX, 0, rb, "together: B");
-	b = b ? b : steps(e, q, 2, V, logits, 0, "together") != 0;
+	b = sq_open(e, &q[0], pa, NP + NX, 0, ra, "together: A");
+	b = b ? b : sq_open(e, &q[1], pb, NP + NX, 0, rb, "together: B");
+	b = b ? b : sq_steps(e, q, 2, V, logits, 0, "together") != 0;
 	b = b ? b : want_counts(e, 6, 0, 0, "together");
 	coli_engine_close(e);
 	if (b || open_engine(path, c, 2, 6, &e))
 		return 1;
 	/* B after A prefilled past P: A's 80 rows copied through both tables */
-	b = seq_open(e, &q[0], pa, NP + NX, 0, ra, "copied: A");
-	b = b ? b : steps(e, q, 1, V, logits, NP + 5, "copied: A") != 0;
-	b = b ? b : seq_open(e, &q[1], pb, NP + NX, NP, rb, "copied: B");
-	b = b ? b : steps(e, q, 2, V, logits, 0, "copied") != 0;
+	b = sq_open(e, &q[0], pa, NP + NX, 0, ra, "copied: A");
+	b = b ? b : sq_steps(e, q, 1, V, logits, NP + 5, "copied: A") != 0;
+	b = b ? b : sq_open(e, &q[1], pb, NP + NX, NP, rb, "copied: B");
+	b = b ? b : sq_steps(e, q, 2, V, logits, 0, "copied") != 0;
 	coli_engine_close(e);
 	return b;
 }
 
-static int reclaim(const char *path, const struct cfg *c, const int *pa, const int *pb,
-                   const int *pc, const struct ref *ra, int V, float *logits)
+static int reclaim(const char *path, const struct sq_cfg *c, const int *pa, const int *pb,
+                   const int *pc, const struct sq_ref *ra, int V, float *logits)
 {
 	struct sq q[1];
 	coli_engine_t *e;
@@ -225,17 +108,17 @@ static int reclaim(const char *path, const struct cfg *c, const int *pa, const i
 
 	if (open_engine(path, c, 3, 6, &e))
 		return 1;
-	b = seq_open(e, q, pa, NP + NX, 0, NULL, "reclaim: A");
-	b = b ? b : steps(e, q, 1, V, logits, 0, "reclaim: A") != 0;
+	b = sq_open(e, q, pa, NP + NX, 0, NULL, "reclaim: A");
+	b = b ? b : sq_steps(e, q, 1, V, logits, 0, "reclaim: A") != 0;
 	sa = q->slot;
 	coli_engine_seq_close(e, sa);
-	b = b ? b : seq_open(e, q, pb, NP + NX, 0, NULL, "reclaim: D");
-	b = b ? b : steps(e, q, 1, V, logits, 0, "reclaim: D") != 0;
+	b = b ? b : sq_open(e, q, pb, NP + NX, 0, NULL, "reclaim: D");
+	b = b ? b : sq_steps(e, q, 1, V, logits, 0, "reclaim: D") != 0;
 	sb = q->slot;
 	coli_engine_seq_close(e, sb);
 	b = b ? b : want_counts(e, 0, 6, 0, "reclaim: A and D closed");
-	b = b ? b : seq_open(e, q, pc, NC, 0, NULL, "reclaim: C");
-	b = b ? b : steps(e, q, 1, V, logits, 0, "reclaim: C") != 0;
+	b = b ? b : sq_open(e, q, pc, NC, 0, NULL, "reclaim: C");
+	b = b ? b : sq_steps(e, q, 1, V, logits, 0, "reclaim: C") != 0;
 	if (!b && (coli_engine_seq_pos(e, sa) != BLK ||
 	           coli_engine_seq_pos(e, sb) != NP + NX + GEN - 1)) {
 		printf("reclaim: A's slot at %d (want %d), D's at %d (want %d)\n",
@@ -245,16 +128,16 @@ static int reclaim(const char *path, const struct cfg *c, const int *pa, const i
 	}
 	b = b ? b : want_counts(e, 2, 4, 0, "reclaim: C running");
 	coli_engine_seq_close(e, q->slot);
-	b = b ? b : seq_open(e, q, pb, NP + NX, NP + NX - 1, NULL, "reclaim: D again");
+	b = b ? b : sq_open(e, q, pb, NP + NX, NP + NX - 1, NULL, "reclaim: D again");
 	coli_engine_seq_close(e, q->slot);
-	b = b ? b : seq_open(e, q, pa, NP + NX, BLK, ra, "reclaim: A again");
-	b = b ? b : steps(e, q, 1, V, logits, 0, "reclaim: A again") != 0;
+	b = b ? b : sq_open(e, q, pa, NP + NX, BLK, ra, "reclaim: A again");
+	b = b ? b : sq_steps(e, q, 1, V, logits, 0, "reclaim: A again") != 0;
 	coli_engine_close(e);
 	return b;
 }
 
-static int nospace(const char *path, const struct cfg *c, const int *pa, const int *pb,
-                   const struct ref *rb, int V, float *logits)
+static int nospace(const char *path, const struct sq_cfg *c, const int *pa, const int *pb,
+                   const struct sq_ref *rb, int V, float *logits)
 {
 	struct sq q[2];
 	struct coli_run runs[2];
@@ -263,9 +146,9 @@ static int nospace(const char *path, const struct cfg *c, const int *pa, const i
 
 	if (open_engine(path, c, 2, 4, &e))
 		return 1;
-	b = seq_open(e, &q[0], pa, NP + NX, 0, NULL, "nospace: A");
+	b = sq_open(e, &q[0], pa, NP + NX, 0, NULL, "nospace: A");
 	b = b ? b : coli_engine_seq_reserve(e, q[0].slot, NP + NX + GEN) != 0;
-	b = b ? b : seq_open(e, &q[1], pb, NP + NX, 0, rb, "nospace: B");
+	b = b ? b : sq_open(e, &q[1], pb, NP + NX, 0, rb, "nospace: B");
 	if (!b && ((rc = coli_engine_seq_reserve(e, q[1].slot, NP + NX + GEN)) != -ENOSPC ||
 	           coli_engine_kv_fits(e, NP + NX + GEN) != 0 ||
 	           coli_engine_kv_fits(e, 5 * BLK) != -E2BIG || coli_engine_kv_fits(e, BLK) != 1)) {
@@ -279,7 +162,7 @@ static int nospace(const char *path, const struct cfg *c, const int *pa, const i
 		struct coli_run r = {.slot = q[1].slot, .n = 40, .ids = pb};
 
 		rc = coli_engine_step(e, &(struct coli_batch){.n_runs = 1, .runs = &r}, NULL);
-		runs_of(q, 2, runs, who);
+		sq_runs(q, 2, runs, who);
 		runs[1].n = 40;
 		b = rc != -ENOSPC ||
 		    coli_engine_step(e, &(struct coli_batch){.n_runs = 2, .runs = runs}, logits) !=
@@ -302,15 +185,15 @@ static int nospace(const char *path, const struct cfg *c, const int *pa, const i
 		}
 	}
 	coli_engine_seq_close(e, q[0].slot);
-	b = b ? b : steps(e, &q[1], 1, V, logits, 0, "nospace: B") != 0;
+	b = b ? b : sq_steps(e, &q[1], 1, V, logits, 0, "nospace: B") != 0;
 	coli_engine_close(e);
 	return b;
 }
 
-static int run_case(const struct cfg *c)
+static int run_case(const struct sq_cfg *c)
 {
 	int pa[NP + NX], pb[NP + NX], pc[NC], pd[NP + NX], V, bad = 1;
-	struct ref ra = {0}, rb = {0};
+	struct sq_ref ra = {0}, rb = {0};
 	float *logits = NULL;
 	char path[8192];
 	uint32_t r = 777;
@@ -333,8 +216,8 @@ static int run_case(const struct cfg *c)
 	ra.logits = malloc(sizeof(float) * V * GEN);
 	rb.logits = malloc(sizeof(float) * V * GEN);
 	logits = malloc(sizeof(float) * V * 2);
-	if (ra.logits && rb.logits && logits && !alone(e, pa, NP + NX, &ra, V) &&
-	    !alone(e, pb, NP + NX, &rb, V)) {
+	if (ra.logits && rb.logits && logits && !sq_alone(e, pa, NP + NX, &ra, V) &&
+	    !sq_alone(e, pb, NP + NX, &rb, V)) {
 		struct coli_engine_stats st;
 
 		coli_engine_stats(e, &st);
@@ -360,13 +243,13 @@ int main(void)
 {
 	const char *why;
 	const int gpu = coli_ptx_probe(&why) > 0;
-	const struct cfg cases[] = {
-	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16"},
-	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "q8"},
-	    {"deepseek_v3", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16"},
-	    {"demo", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16"},
-	    {"demo", COLI_DTYPE_Q8_0, "sim:2", "auto", "layers", "bf16"},
-	    {"demo", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16"},
+	const struct sq_cfg cases[] = {
+	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16", 0},
+	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "q8", 0},
+	    {"deepseek_v3", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16", 0},
+	    {"demo", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16", 0},
+	    {"demo", COLI_DTYPE_Q8_0, "sim:2", "auto", "layers", "bf16", 0},
+	    {"demo", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16", 0},
 	};
 	int fails = 0;
 

@@ -30,56 +30,17 @@
  */
 #include <stdint.h>
 
-#include "fixture_util.h"
 #include "ptx/ptx.h"
+#include "seq_test.h"
 
-#define NP    80 /* shared prefix */
-#define NS    40 /* S's share of it */
-#define NX    6  /* each prompt's own ending */
-#define GEN   6
-#define CHUNK 17
-#define CTX   256
+#define NP  80 /* shared prefix */
+#define NS  40 /* S's share of it */
+#define NX  6  /* each prompt's own ending */
+#define GEN SQ_GEN
 
-struct ref {
-	int out[GEN];
-	float *logits; /* [GEN][V] */
-};
-
-/* One sequence on the batched engine: its prompt, how far it is, and until
- * when to step it (want tokens; more: on after that, as a running source). */
-struct sq {
-	const int *ids;
-	int n, slot, fed, gen, next, want, more;
-	const struct ref *ref; /* compared with, or NULL */
-};
-
-struct cfg {
-	const char *fixture;
-	enum coli_dtype q;
-	const char *gpu, *dense, *split, *kv;
-	int fail; /* COLI_GPU_FAIL_AFTER of the batched engines (0: never) */
-};
-
-static struct coli_opts opts(const struct cfg *c, int parallel)
+static int open_engine(const char *path, const struct sq_cfg *c, int parallel, coli_engine_t **e)
 {
-	struct coli_opts o;
-
-	coli_opts_init(&o, NULL, 0);
-	o.threads = 2;
-	o.ctx = CTX;
-	o.parallel = parallel;
-	o.gpu_fail_after = parallel > 1 && c->fail ? c->fail : -1;
-	snprintf(o.gpu, sizeof(o.gpu), "%s", c->gpu);
-	snprintf(o.kv_type, sizeof(o.kv_type), "%s", c->kv);
-	coli_opts_set(&o, "--dense", c->dense, NULL, 0);
-	coli_opts_set(&o, "--split", c->split, NULL, 0);
-	coli_opts_set(&o, "--usage", "off", NULL, 0);
-	return o;
-}
-
-static int open_engine(const char *path, const struct cfg *c, int parallel, coli_engine_t **e)
-{
-	struct coli_opts o = opts(c, parallel);
+	struct coli_opts o = sq_opts(c, parallel);
 	char err[512];
 
 	if (coli_engine_open(path, &o, e, err, sizeof(err))) {
@@ -87,91 +48,6 @@ static int open_engine(const char *path, const struct cfg *c, int parallel, coli
 		return 1;
 	}
 	return 0;
-}
-
-/* ids[n] alone from empty: GEN greedy tokens and their logits. */
-static int alone(coli_engine_t *e, const int *ids, int n, struct ref *r, int V)
-{
-	int rc;
-
-	coli_engine_reset(e);
-	rc = coli_engine_forward(e, ids, n, r->logits, 0);
-	for (int g = 0; !rc && g < GEN; g++) {
-		r->out[g] = fx_argmax(r->logits + (size_t)g * V, V);
-		if (g + 1 < GEN)
-			rc = coli_engine_forward(e, &r->out[g], 1, r->logits + (size_t)(g + 1) * V,
-			                         0);
-	}
-	return rc;
-}
-
-/* Opens q for ids[n]: its slot must report `want` cached tokens. */
-static int seq_open(coli_engine_t *e, struct sq *q, const int *ids, int n, int want,
-                    const char *what)
-{
-	int cached = -1;
-
-	*q = (struct sq){.ids = ids, .n = n, .want = GEN};
-	q->slot = coli_engine_seq_open(e, ids, n, &cached);
-	if (q->slot < 0 || cached != want) {
-		printf("%s: slot %d, %d tokens cached, want %d\n", what, q->slot, cached, want);
-		return 1;
-	}
-	q->fed = cached;
-	return 0;
-}
-
-/* Steps q[nq] together until each has its wanted tokens: a prompt's next
- * chunk or one decode token a step each; compares what has a reference.
- * Returns the mismatches, -1 on an engine error. */
-static int steps(coli_engine_t *e, struct sq *q, int nq, int V, float *logits, const char *what)
-{
-	struct coli_run runs[4];
-	int who[4], bad = 0;
-
-	for (;;) {
-		int nr = 0, k = 0, left = 0;
-
-		for (int i = 0; i < nq; i++) {
-			struct sq *s = &q[i];
-			int n = s->fed < s->n ? s->n - s->fed : 1;
-
-			left += s->gen < s->want;
-			if (s->gen >= s->want && !s->more)
-				continue;
-			n = n < CHUNK ? n : CHUNK;
-			runs[nr] =
-			    (struct coli_run){.slot = s->slot,
-			                      .n = n,
-			                      .ids = s->fed < s->n ? s->ids + s->fed : &s->next,
-			                      .logits = s->fed >= s->n || s->fed + n == s->n};
-			who[nr++] = i;
-		}
-		if (!left)
-			return bad;
-		if (coli_engine_step(e, &(struct coli_batch){.n_runs = nr, .runs = runs}, logits)) {
-			printf("%s: step: %s\n", what, coli_engine_errmsg(e));
-			return -1;
-		}
-		for (int r = 0; r < nr; r++) {
-			struct sq *s = &q[who[r]];
-			const float *l;
-
-			if (s->fed < s->n)
-				s->fed += runs[r].n;
-			if (!runs[r].logits)
-				continue;
-			l = logits + (size_t)k++ * V;
-			s->next = fx_argmax(l, V);
-			if (s->ref && s->gen < GEN &&
-			    (s->next != s->ref->out[s->gen] ||
-			     memcmp(l, s->ref->logits + (size_t)s->gen * V, sizeof(float) * V)) &&
-			    bad++ < 4)
-				printf("%s: slot %d token %d: id %d vs %d alone, logits differ\n",
-				       what, s->slot, s->gen, s->next, s->ref->out[s->gen]);
-			s->gen++;
-		}
-	}
 }
 
 static int check_stats(coli_engine_t *e, uint64_t copied, uint64_t saved, const char *what)
@@ -190,8 +66,8 @@ static int check_stats(coli_engine_t *e, uint64_t copied, uint64_t saved, const 
 /* The three scenarios of the file's essay on fresh engines; the number of
  * failures. pa, pb, ps: A's, B's and S's prompts; rb, rs: B's and S's
  * references. */
-static int scenarios(const char *path, const struct cfg *c, const int *pa, const int *pb,
-                     const int *ps, const struct ref *rb, const struct ref *rs, int V)
+static int scenarios(const char *path, const struct sq_cfg *c, const int *pa, const int *pb,
+                     const int *ps, const struct sq_ref *rb, const struct sq_ref *rs, int V)
 {
 	float *logits = malloc(sizeof(float) * V * 4);
 	int a2[NP + NX], bad = 0, b;
@@ -201,19 +77,19 @@ static int scenarios(const char *path, const struct cfg *c, const int *pa, const
 	/* running: S from A, then B from S's slot and A */
 	if (open_engine(path, c, 4, &e))
 		return free(logits), 1;
-	b = seq_open(e, &q[0], pa, NP + NX, 0, "running: A");
+	b = sq_open(e, &q[0], pa, NP + NX, 0, NULL, "running: A");
 	q[0].want = 2, q[0].more = 1; /* A past P, then decoding beside the others */
-	b = b ? b : steps(e, q, 1, V, logits, "running: A") != 0;
-	b = b ? b : seq_open(e, &q[1], ps, NS + NX, NS, "running: S");
+	b = b ? b : sq_steps(e, q, 1, V, logits, 0, "running: A") != 0;
+	b = b ? b : sq_open(e, &q[1], ps, NS + NX, NS, NULL, "running: S");
 	if (!b) {
 		q[1].ref = rs;
-		b = steps(e, q, 2, V, logits, "running: S beside A") != 0;
+		b = sq_steps(e, q, 2, V, logits, 0, "running: S beside A") != 0;
 		coli_engine_seq_close(e, q[1].slot);
 	}
-	b = b ? b : seq_open(e, &q[1], pb, NP + NX, NP, "running: B");
+	b = b ? b : sq_open(e, &q[1], pb, NP + NX, NP, NULL, "running: B");
 	if (!b) {
 		q[1].ref = rb;
-		b = steps(e, q, 2, V, logits, "running: B beside A") != 0;
+		b = sq_steps(e, q, 2, V, logits, 0, "running: B beside A") != 0;
 	}
 	b = b ? b : check_stats(e, NP, NS + NP, "running");
 	if (!b && c->fail) { /* the device failed beside B: its slot rebuilt from the copy */
@@ -232,18 +108,18 @@ static int scenarios(const char *path, const struct cfg *c, const int *pa, const
 	/* rewound: A at 50, then writing other ids over its rows 50.. beside B */
 	if (open_engine(path, c, 4, &e))
 		return free(logits), bad + 1;
-	b = seq_open(e, &q[0], pa, NP + NX, 0, "rewound: A");
+	b = sq_open(e, &q[0], pa, NP + NX, 0, NULL, "rewound: A");
 	q[0].want = 2;
-	b = b ? b : steps(e, q, 1, V, logits, "rewound: A") != 0;
+	b = b ? b : sq_steps(e, q, 1, V, logits, 0, "rewound: A") != 0;
 	b = b ? b : coli_engine_seq_rewind(e, q[0].slot, 50) != 0;
-	b = b ? b : seq_open(e, &q[1], pb, NP + NX, 50, "rewound: B");
+	b = b ? b : sq_open(e, &q[1], pb, NP + NX, 50, NULL, "rewound: B");
 	if (!b) {
 		memcpy(a2, pa, sizeof(int) * 50);
 		for (int i = 50; i < 56; i++)
 			a2[i] = (pa[i] + 1 + i) % V; /* not P's */
 		q[0] = (struct sq){.ids = a2, .n = 56, .slot = q[0].slot, .fed = 50, .more = 1};
 		q[1].ref = rb;
-		b = steps(e, q, 2, V, logits, "rewound: B beside A") != 0;
+		b = sq_steps(e, q, 2, V, logits, 0, "rewound: B beside A") != 0;
 	}
 	b = b ? b : check_stats(e, 50, 50, "rewound");
 	coli_engine_close(e);
@@ -252,15 +128,15 @@ static int scenarios(const char *path, const struct cfg *c, const int *pa, const
 	/* short: A at 20, below the threshold: B prefills everything */
 	if (open_engine(path, c, 4, &e))
 		return free(logits), bad + 1;
-	b = seq_open(e, &q[0], pa, NP + NX, 0, "short: A");
+	b = sq_open(e, &q[0], pa, NP + NX, 0, NULL, "short: A");
 	q[0].want = 2;
-	b = b ? b : steps(e, q, 1, V, logits, "short: A") != 0;
+	b = b ? b : sq_steps(e, q, 1, V, logits, 0, "short: A") != 0;
 	b = b ? b : coli_engine_seq_rewind(e, q[0].slot, 20) != 0;
-	b = b ? b : seq_open(e, &q[1], pb, NP + NX, 0, "short: B");
+	b = b ? b : sq_open(e, &q[1], pb, NP + NX, 0, NULL, "short: B");
 	if (!b) {
 		q[0].want = 0, q[0].more = 1;
 		q[1].ref = rb;
-		b = steps(e, q, 2, V, logits, "short: B beside A") != 0;
+		b = sq_steps(e, q, 2, V, logits, 0, "short: B beside A") != 0;
 	}
 	b = b ? b : check_stats(e, 0, 0, "short");
 	coli_engine_close(e);
@@ -269,10 +145,10 @@ static int scenarios(const char *path, const struct cfg *c, const int *pa, const
 	return bad;
 }
 
-static int run_case(const struct cfg *c)
+static int run_case(const struct sq_cfg *c)
 {
 	int pa[NP + NX], pb[NP + NX], ps[NS + NX], V, bad = 1;
-	struct ref rb = {0}, rs = {0};
+	struct sq_ref rb = {0}, rs = {0};
 	char path[8192];
 	uint32_t r = 4242;
 	coli_engine_t *e;
@@ -292,8 +168,8 @@ static int run_case(const struct cfg *c)
 	}
 	rb.logits = malloc(sizeof(float) * V * GEN);
 	rs.logits = malloc(sizeof(float) * V * GEN);
-	if (rb.logits && rs.logits && !alone(e, pb, NP + NX, &rb, V) &&
-	    !alone(e, ps, NS + NX, &rs, V)) {
+	if (rb.logits && rs.logits && !sq_alone(e, pb, NP + NX, &rb, V) &&
+	    !sq_alone(e, ps, NS + NX, &rs, V)) {
 		struct coli_engine_stats st;
 
 		coli_engine_stats(e, &st);
@@ -317,7 +193,7 @@ int main(void)
 {
 	const char *why;
 	const int gpu = coli_ptx_probe(&why) > 0; /* then the GPU's cases too */
-	const struct cfg cases[] = {
+	const struct sq_cfg cases[] = {
 	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16", 0},
 	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "q8", 0},
 	    {"deepseek_v3", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16", 0},
