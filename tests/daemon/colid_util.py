@@ -120,6 +120,20 @@ def post(port, path, obj, **kw):
     return request(port, "POST", path, obj, **kw)
 
 
+def metric(port, name):
+    """A /metrics sample's value, or None when absent."""
+    st, _, data = request(port, "GET", "/metrics")
+    m = re.search(r"^%s (\S+)$" % re.escape(name), data.decode(), re.M)
+    return float(m.group(1)) if m else None
+
+
+def complete(port, prompt, max_tokens=80):
+    """A greedy /v1/completions request: (status, body)."""
+    st, _, body = post(port, "/v1/completions",
+                       {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0},
+                       timeout=120)
+    return st, body
+
 def sse_events(data):
     """The payloads of the data: lines of an SSE body."""
     out = []

@@ -17,23 +17,10 @@ import re
 import threading
 import time
 
-from colid_util import Colid, check, convert, post, request
+from colid_util import Colid, check, complete, convert, metric, post, request
 
 model = convert("qwen3_moe")
 BLOCKS = 7
-
-
-def metric(port, name):
-    st, _, data = request(port, "GET", "/metrics")
-    m = re.search(r"^%s (\S+)$" % re.escape(name), data.decode(), re.M)
-    return float(m.group(1)) if m else None
-
-
-def complete(port, prompt, max_tokens=80):
-    st, _, body = post(port, "/v1/completions",
-                       {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0},
-                       timeout=120)
-    return st, body
 
 
 srv = Colid(model, "--gpu", "off", "--ctx", "512")
