@@ -13,11 +13,10 @@ alone afterwards. A request of prompt + max_tokens 300 (inside --ctx, past
 the pool) gets 400 kv_cache_exceeded naming 224; /metrics shows
 coli_kv_blocks_total 7."""
 import json
-import re
 import threading
 import time
 
-from colid_util import Colid, check, complete, convert, metric, post, request
+from colid_util import Colid, check, complete, convert, metric
 
 model = convert("qwen3_moe")
 BLOCKS = 7

@@ -15,10 +15,9 @@ the same request's sent alone afterwards. Then --parallel 3, three requests
 that all come to want a block none has: exactly one ends (500), the other
 two as alone."""
 import json
-import re
 import threading
 
-from colid_util import Colid, check, complete, convert, metric, post, request
+from colid_util import Colid, check, complete, convert, metric
 
 model = convert("qwen3_moe")
 BLOCKS = 5
