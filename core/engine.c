@@ -267,7 +267,9 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		         e->opts.kv_type);
 		return rc;
 	}
-	if (e->opts.verbose || e->opts.kv_gb > 0) /* the dense device keeps a copy of its rows */
+	if (e->opts.kv_scramble)
+		coli_kv_scramble(&e->kv);
+	if (e->opts.verbose || e->opts.kv_gb > 0) /* (a dense device holds the same blocks) */
 		fprintf(stderr,
 		        "coli: KV cache %s: %d blocks of %d tokens (%d tokens; %d sequences of up "
 		        "to %d) x %zu bytes = %.3g GB\n",
@@ -353,18 +355,16 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 			        e->opts.kv_type);
 			e->opts.dense = COLI_OPT_DENSE_CPU;
 		}
-	/* several slots on the dense device: a row table addresses each row's
-	 * slot (int rows, ptx/kernels_abi.h COLI_GPU_ROWS); MLA's device
-	 * attention holds one sequence */
+	/* several slots on the dense device: each row's slot and the slots'
+	 * block tables address the pool's blocks there (ptx/kv_rows.cuh kv_at);
+	 * MLA's device attention holds one sequence */
 	if (e->vram.n_devs && e->kv.n_seq > 1 && e->opts.dense != COLI_OPT_DENSE_CPU &&
-	    (e->m.cfg.kv_lora || (double)e->kv.n_seq * e->m.cfg.n_layers * e->kv.ctx > INT_MAX)) {
+	    e->m.cfg.kv_lora) {
 		fprintf(
 		    stderr,
-		    "coli: --parallel %d: the dense part runs on the CPU (%s; --parallel 1 puts "
-		    "it on the device)\n",
-		    e->kv.n_seq,
-		    e->m.cfg.kv_lora ? "MLA's device attention holds one sequence"
-		                     : "more cache rows than a row table addresses");
+		    "coli: --parallel %d: the dense part runs on the CPU (MLA's device attention "
+		    "holds one sequence; --parallel 1 puts it on the device)\n",
+		    e->kv.n_seq);
 		e->opts.dense = COLI_OPT_DENSE_CPU;
 	}
 	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&

@@ -104,6 +104,19 @@ void coli_kv_free(struct coli_kv *kv)
 
 /* ---- the pool ---- */
 
+void coli_kv_scramble(struct coli_kv *kv)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull; /* a fixed seed: the same order every run */
+
+	for (int i = kv->n_free - 1; i > 0; i--) { /* Fisher-Yates, xorshift64 */
+		int j, t;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		j = (int)(x % (uint64_t)(i + 1));
+		t = kv->free[i], kv->free[i] = kv->free[j], kv->free[j] = t;
+	}
+}
+
 /* Positions [0, n) of a slot: the blocks it lacks for them. */
 static int lacks(const struct coli_kv_seq *q, int n)
 {

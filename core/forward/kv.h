@@ -8,11 +8,12 @@
  * slot 0 (coli_engine_reset) and frees it at close (coli_kv_free);
  * core/seq.c hands slots to sequences (coli_engine_seq_open, which may copy
  * a prefix's rows from one slot into another: coli_kv_copy_rows) and
- * reserves what an admitted request may grow to (coli_kv_reserve). The dense
- * device keeps its own copy of every slot's rows of its layers
- * (core/forward/dense_dev.c: still [n_seq][layers][ctx] there), not this
- * one's contents; hist lets the engine rebuild every slot from its token ids
- * if that device fails.
+ * reserves what an admitted request may grow to (coli_kv_reserve). A dense
+ * device keeps the rows of its layers in its own memory as the same blocks
+ * (core/forward/dense_dev.c: [its layers][n_blocks][B] rows and a device
+ * copy of the block tables, brought up to these before each step): this
+ * pool alone says which block is whose; hist lets the engine rebuild every
+ * slot from its token ids if that device fails.
  *
  * Layout: kcache [n_layers][n_blocks][B] rows of krow bytes, vcache likewise
  * with vrow. Block b is B positions of every layer (rows b * B .. b * B + B
@@ -128,6 +129,11 @@ static inline size_t coli_kv_row(const struct coli_kv *kv, int s, int p)
 	return ((size_t)kv->seq[s].blk[p >> COLI_KV_BLOCK_SHIFT] << COLI_KV_BLOCK_SHIFT) |
 	       (size_t)(p & (COLI_KV_BLOCK - 1));
 }
+/* The free blocks handed out from now on in a scrambled order (a fixed
+ * shuffle of the free stack): COLI_KV_SCRAMBLE, the tests' way to make
+ * every block table unlike the identity, so that a reader or writer that
+ * misses the table reads wrong rows. */
+void coli_kv_scramble(struct coli_kv *kv);
 /* Releases what coli_kv_alloc made (a zeroed kv: nothing); kv is zeroed. */
 void coli_kv_free(struct coli_kv *kv);
 /* Slot `seq`'s layer l rows of T tokens from pos0: k [T][n] (and v [T][n],

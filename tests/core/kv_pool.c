@@ -30,8 +30,10 @@
  *             the reference's.
  * Cases: q8 experts on the CPU with bf16 and q8 rows, the deepseek_v3
  * fixture (MLA's latent rows), --gpu sim:1 and sim:2 (--split layers) with
- * the dense part there (its cache still per slot; the pool counts), GPU 0
- * when there is one (skipped without).
+ * the dense part there (its cache the pool's blocks, through the device's
+ * block tables), GPU 0 when there is one (skipped without). Every engine
+ * hands its blocks out scrambled (COLI_KV_SCRAMBLE): no table is the
+ * identity, so a device reader or writer off the table shows.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -76,6 +78,7 @@ static int open_engine(const char *path, const struct cfg *c, int parallel, int 
 	o.threads = 2;
 	o.ctx = CTX;
 	o.parallel = parallel;
+	o.kv_scramble = 1; /* no block table is the identity: a wrong address shows */
 	o.kv_gb = blocks ? (blocks + 0.5) * g_block_gb : 0; /* (floor: blocks) */
 	snprintf(o.gpu, sizeof(o.gpu), "%s", c->gpu);
 	snprintf(o.kv_type, sizeof(o.kv_type), "%s", c->kv);

@@ -26,7 +26,9 @@
  * layers), sim:1 failing after 800 ops (in the running scenario while B
  * decodes: the dense part moves to the CPU and every slot, B's with its
  * copied prefix, is rebuilt from its history), and with a GPU, q8 and q4 with the dense part on GPU
- * 0 (skipped without one; the reference then alone on the GPU).
+ * 0 (skipped without one; the reference then alone on the GPU). Every
+ * engine hands its KV blocks out scrambled (COLI_KV_SCRAMBLE): the copy
+ * goes block by block between tables unlike the identity.
  */
 #include <stdint.h>
 
@@ -68,6 +70,7 @@ static struct coli_opts opts(const struct cfg *c, int parallel)
 	o.threads = 2;
 	o.ctx = CTX;
 	o.parallel = parallel;
+	o.kv_scramble = 1; /* no block table is the identity: a wrong address shows */
 	o.gpu_fail_after = parallel > 1 && c->fail ? c->fail : -1;
 	snprintf(o.gpu, sizeof(o.gpu), "%s", c->gpu);
 	snprintf(o.kv_type, sizeof(o.kv_type), "%s", c->kv);
