@@ -385,6 +385,13 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 		if (rc)
 			devices_off(e, "the experts' buffers", rc, err);
 	}
+	if (e->dense.dd) { /* the dense devices hold every layer's KV rows */
+		fprintf(stderr,
+		        "coli: host KV rows not kept (%.3g GB of RAM): the dense device holds the "
+		        "cache; a failover rebuilds them from the token ids\n",
+		        (e->kv.bytes + e->kv.vbytes) / 1e9);
+		coli_kv_rows_drop(&e->kv);
+	}
 }
 
 /* --route-trace: the file every routing decision is written to. */
@@ -545,6 +552,12 @@ int coli_engine_dense_moved(struct coli_engine *e, int why)
 		coli_dense_dev_close(e); /* a partial open */
 		fprintf(stderr, "coli: the dense part runs on the CPU from now on%s%s\n",
 		        err[0] ? ": " : "", err);
+		rc = coli_kv_rows_alloc(&e->kv); /* (counted in the RAM budget all along) */
+		if (rc) {
+			fprintf(stderr, "coli: cannot allocate the host KV rows (%.3g GB) again\n",
+			        (e->kv.bytes + e->kv.vbytes) / 1e9);
+			return rc;
+		}
 	}
 	for (int s = 0; s < e->kv.n_seq; s++) {
 		int had = e->kv.seq[s].pos;

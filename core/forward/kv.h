@@ -85,6 +85,7 @@ struct coli_kv {
 	size_t vbytes;           /* of vcache (0 under MLA), every block */
 	struct coli_kv_seq *seq; /* [n_seq] */
 	uint64_t opens;          /* slots opened so far (coli_kv_seq.used's clock) */
+	int node;                /* NUMA node of kcache / vcache (mem/'s values) */
 };
 
 /* --kv-type's value: "T" (K and V) or "K,V", each f32, bf16 or q8 -> *kt,
@@ -134,6 +135,16 @@ static inline size_t coli_kv_row(const struct coli_kv *kv, int s, int p)
  * every block table unlike the identity, so that a reader or writer that
  * misses the table reads wrong rows. */
 void coli_kv_scramble(struct coli_kv *kv);
+/* The rows (kcache, vcache) released, the tables and the token ids kept:
+ * the dense devices hold every layer's rows (core/engine.c, once the
+ * devices are placed). bytes and vbytes still say their size (the RAM
+ * budget keeps counting them), so that coli_kv_rows_alloc can bring them
+ * back when the dense part moves to the CPU, which rebuilds their contents
+ * from hist. */
+void coli_kv_rows_drop(struct coli_kv *kv);
+/* The rows coli_kv_rows_drop released, allocated again (contents
+ * undefined): 0, or -ENOMEM with none. 0 at once when they are there. */
+int coli_kv_rows_alloc(struct coli_kv *kv);
 /* Releases what coli_kv_alloc made (a zeroed kv: nothing); kv is zeroed. */
 void coli_kv_free(struct coli_kv *kv);
 /* Slot `seq`'s layer l rows of T tokens from pos0: k [T][n] (and v [T][n],
