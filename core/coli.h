@@ -400,6 +400,7 @@ struct coli_opts {
 	char route_trace[512];   /* ROUTE_TRACE */
 	int gpu_fail_after;      /* COLI_GPU_FAIL_AFTER (-1 off) */
 	int gpu_fail_dev;        /* COLI_GPU_FAIL_DEV: the device it strikes (-1 every one) */
+	int kv_scramble;         /* COLI_KV_SCRAMBLE: the pool's blocks handed out scrambled */
 	enum coli_opt_fail_at gpu_fail_at; /* COLI_GPU_FAIL_AT */
 	enum coli_opt_ptx_fail ptx_fail;   /* COLI_PTX_FAIL */
 	int dev_route;   /* COLI_DEV_ROUTE: route (and plan resident layers) on the dense device */

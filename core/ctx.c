@@ -10,7 +10,7 @@
  *           experts' slots and the scratch (a budget too small for those is
  *           refused as before by core/place/tiers_open.c, which names --ctx)
  *   device  when the dense part may go to a device (--gpu not off, --dense
- *           auto; its cache is a twin of the host's): with --vram-gb (the
+ *           auto; its cache is the host pool's blocks again): with --vram-gb (the
  *           resident experts' budget) what the smallest device has left after
  *           it, the dense weights and the reserve; else a quarter of its
  *           memory, the rest holding the dense part and experts
@@ -27,15 +27,16 @@
  * With --parallel N the cache holds N slots of ctx positions: the budget is
  * shared by N (ctx at most budget / N). --parallel 0 (auto) resolves after
  * ctx to what the host budget holds of such slots, at most opts.parallel_auto
- * (1 for coli's commands, 8 for colid), and 1 when the dense part may go to
- * a device (its cache twin holds one slot: core/forward/kv.h).
+ * (1 for coli's commands, 8 for colid), and when the dense part may go to
+ * a device, without --kv-gb, what the device's budget holds of them too
+ * (its copy of the pool holds N x ctx then; an MLA model: 1).
  *
- * --kv-gb G sizes the host cache as a pool of blocks that the sequences
- * share (core/forward/kv.h) instead: the host cap on ctx is what one
- * sequence may take of the pool (G / bytes a token), and --parallel 0 is
- * opts.parallel_auto on the host (colid admits what the pool holds); the
- * dense device's twin still holds every slot's ctx rows, so the device's
- * caps stay as above.
+ * --kv-gb G sizes the cache as a pool of blocks that the sequences share
+ * (core/forward/kv.h) instead, on the host and on the dense device alike
+ * (core/forward/dense_dev.c: the device's rows are the pool's blocks): the
+ * cap on ctx is what one sequence may take of the pool (G / bytes a token),
+ * on the device too (one sequence's bytes against the device's budget), and
+ * --parallel 0 is opts.parallel_auto (colid admits what the pool holds).
  */
 #include <stdio.h>
 #include <string.h>
@@ -93,7 +94,7 @@ int coli_engine_parallel_default(const struct coli_engine *e, int ctx)
 	if (most == 1 || (dev > 0 && e->m.cfg.kv_lora))
 		return 1;
 	n = host > 0 && e->opts.kv_gb <= 0 ? (int)(host / slot < most ? host / slot : most) : most;
-	if (dev > 0) /* the dense device holds every slot's rows too */
+	if (dev > 0 && e->opts.kv_gb <= 0) /* the device's pool holds every slot full */
 		n = dev / slot < n ? (int)(dev / slot) : n;
 	return n > 1 ? n : 1;
 }
@@ -103,6 +104,9 @@ int coli_engine_ctx_default(const struct coli_engine *e, int n_seq, char *why, s
 	const struct coli_model_config *c = &e->m.cfg;
 	int trained = coli_config_ctx_trained(c), floor = trained < 256 ? trained : 256, ctx;
 	double tok = kv_token_bytes(e) * (n_seq > 1 ? n_seq : 1), host, dev;
+	/* a position's bytes on the device: the pool's (--kv-gb: one sequence
+	 * may take all of it), else every slot's */
+	double dtok = e->opts.kv_gb > 0 ? kv_token_bytes(e) : tok;
 	const char *by = "RAM";
 	int on_dev = 0; /* the device capped it */
 
@@ -116,8 +120,8 @@ int coli_engine_ctx_default(const struct coli_engine *e, int n_seq, char *why, s
 	} else if (host > 0 && host / tok < ctx) {
 		ctx = round_down(host / tok);
 	}
-	if (dev > 0 && dev / tok < ctx) {
-		ctx = round_down(dev / tok);
+	if (dev > 0 && dev / dtok < ctx) {
+		ctx = round_down(dev / dtok);
 		by = "device memory", on_dev = 1;
 	}
 	ctx = ctx > floor ? ctx : floor;
@@ -128,7 +132,7 @@ int coli_engine_ctx_default(const struct coli_engine *e, int n_seq, char *why, s
 
 		char seqs[32] = "";
 
-		if (e->opts.kv_gb > 0 && !on_dev) /* one sequence's share of the pool */
+		if (e->opts.kv_gb > 0) /* one sequence's share of the pool */
 			tok = kv_token_bytes(e), n_seq = 1;
 		if (n_seq > 1)
 			snprintf(seqs, sizeof(seqs), " (%d sequences)", n_seq);

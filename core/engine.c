@@ -267,7 +267,9 @@ static int host_open(struct coli_engine *e, char *err, size_t errlen)
 		         e->opts.kv_type);
 		return rc;
 	}
-	if (e->opts.verbose || e->opts.kv_gb > 0) /* the dense device keeps a copy of its rows */
+	if (e->opts.kv_scramble)
+		coli_kv_scramble(&e->kv);
+	if (e->opts.verbose || e->opts.kv_gb > 0) /* (a dense device holds the same blocks) */
 		fprintf(stderr,
 		        "coli: KV cache %s: %d blocks of %d tokens (%d tokens; %d sequences of up "
 		        "to %d) x %zu bytes = %.3g GB\n",
@@ -353,18 +355,16 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 			        e->opts.kv_type);
 			e->opts.dense = COLI_OPT_DENSE_CPU;
 		}
-	/* several slots on the dense device: a row table addresses each row's
-	 * slot (int rows, ptx/kernels_abi.h COLI_GPU_ROWS); MLA's device
-	 * attention holds one sequence */
+	/* several slots on the dense device: each row's slot and the slots'
+	 * block tables address the pool's blocks there (ptx/kv_rows.cuh kv_at);
+	 * MLA's device attention holds one sequence */
 	if (e->vram.n_devs && e->kv.n_seq > 1 && e->opts.dense != COLI_OPT_DENSE_CPU &&
-	    (e->m.cfg.kv_lora || (double)e->kv.n_seq * e->m.cfg.n_layers * e->kv.ctx > INT_MAX)) {
+	    e->m.cfg.kv_lora) {
 		fprintf(
 		    stderr,
-		    "coli: --parallel %d: the dense part runs on the CPU (%s; --parallel 1 puts "
-		    "it on the device)\n",
-		    e->kv.n_seq,
-		    e->m.cfg.kv_lora ? "MLA's device attention holds one sequence"
-		                     : "more cache rows than a row table addresses");
+		    "coli: --parallel %d: the dense part runs on the CPU (MLA's device attention "
+		    "holds one sequence; --parallel 1 puts it on the device)\n",
+		    e->kv.n_seq);
 		e->opts.dense = COLI_OPT_DENSE_CPU;
 	}
 	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
@@ -384,6 +384,13 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 			         e->vram.devs[0]->name, strerror(-rc));
 		if (rc)
 			devices_off(e, "the experts' buffers", rc, err);
+	}
+	if (e->dense.dd) { /* the dense devices hold every layer's KV rows */
+		fprintf(stderr,
+		        "coli: host KV rows not kept (%.3g GB of RAM): the dense device holds the "
+		        "cache; a failover rebuilds them from the token ids\n",
+		        (e->kv.bytes + e->kv.vbytes) / 1e9);
+		coli_kv_rows_drop(&e->kv);
 	}
 }
 
@@ -545,6 +552,12 @@ int coli_engine_dense_moved(struct coli_engine *e, int why)
 		coli_dense_dev_close(e); /* a partial open */
 		fprintf(stderr, "coli: the dense part runs on the CPU from now on%s%s\n",
 		        err[0] ? ": " : "", err);
+		rc = coli_kv_rows_alloc(&e->kv); /* (counted in the RAM budget all along) */
+		if (rc) {
+			fprintf(stderr, "coli: cannot allocate the host KV rows (%.3g GB) again\n",
+			        (e->kv.bytes + e->kv.vbytes) / 1e9);
+			return rc;
+		}
 	}
 	for (int s = 0; s < e->kv.n_seq; s++) {
 		int had = e->kv.seq[s].pos;

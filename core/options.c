@@ -181,6 +181,9 @@ static const struct opt_row g_opts[] = {
      "fault injection: fail a device after N launches or syncs"},
     {NULL, "COLI_GPU_FAIL_DEV", INT(-1, COLI_MAX_DEVS - 1), F(gpu_fail_dev), "-1",
      "fault injection: the device (its index in --gpu) that fails (-1: every device)"},
+    {NULL, "COLI_KV_SCRAMBLE", SWITCH, F(kv_scramble), "0",
+     "hand the KV pool's blocks out in a scrambled order (tests: no sequence's block table "
+     "is the identity, so a wrong cache address shows)"},
     {NULL, "COLI_DEV_PREPLAN", SWITCH, F(dev_preplan), "1",
      "start a partly resident MoE layer's VRAM experts on the dense device while the host "
      "plans the rest (0: the host plans them too; tests/core/graph_replay covers both)"},

@@ -45,27 +45,33 @@
  * coli_qk_rope_store); the grid then covers the longest span the caller
  * allows, and splits past the position only add their empty partials.
  * rows != NULL: each query's own position and sequence slot (attn_row), the
- * queries of several sequences in one launch.
+ * queries of several sequences in one launch. A tile's rows: the first
+ * rows of the blocks it spans (kv_at once a block, in s_blk), each
+ * position's value at its block's row (a score's thread looks its own up).
  */
 
 template <int M>
 static __device__ __forceinline__ void
 attention_tiles(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
                 int nh, int nkv, int hd, float scale, int tiles_per_split, float *part,
-                unsigned *count, const float *sinks, int window, const int *rows)
+                unsigned *count, const float *sinks, int window, const int *rows, const int *tab,
+                int nbs)
 {
 	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
 	__shared__ __align__(16) float sq[AT_MAXQ]; /* [g][hd] */
 	__shared__ float ss[AT_MAXG * AT_TILE];     /* [g][p]: scores, then weights */
 	__shared__ float s_m[AT_MAXG], s_l[AT_MAXG], s_c[AT_MAXG];
+	/* the first rows of the blocks a tile's positions fall in (a window's
+	 * tiles start anywhere in a block: one more) */
+	__shared__ size_t s_blk[AT_TILE / KV_BLOCK + 1];
 	const int split = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int group = nh / nkv, kvd = nkv * hd, nq = group * hd;
 	/* typed rows: krow / vrow bytes a position, this head's values at Kh, Vh
 	 * in a row, its q8 scale soff bytes into the row */
 	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
-	const int n = attn_row(pos0, posp, rows, t, &K, &V, krow, vrow),
-	          span = tiles_per_split * AT_TILE;
+	int slot;
+	const int n = attn_row(pos0, posp, rows, t, &slot), span = tiles_per_split * AT_TILE;
 	/* a sliding window's first position k0: the splits before it walk nothing
 	 * (their partials add +0) */
 	const int k0 = window > 0 && n > window ? n - window : 0;
@@ -83,6 +89,12 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 	attn_start(s_m, s_l, acc, group);
 	__syncthreads(); /* sq, s_m, s_l visible to all */
 
+	/* position p's row, p in the tile (s_blk written; the tile's own for
+	 * p < p1, any block of it past that, whose weight is 0) */
+#define TILE_ROW(p)                                                                                \
+	(s_blk[min((p) >> KV_BLOCK_SHIFT, (p1 - 1) >> KV_BLOCK_SHIFT) -                            \
+	       (tile >> KV_BLOCK_SHIFT)] +                                                         \
+	 ((p) & (KV_BLOCK - 1)))
 	for (int tile = p0; tile < p1; tile += AT_TILE) {
 		const int np = min(AT_TILE, p1 - tile);
 
@@ -101,6 +113,11 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 		for (int i = tid; i < group * AT_TILE; i += AT_THREADS)
 			if (i % AT_TILE >= np)
 				ss[i] = -INFINITY; /* past the tile's positions, every head */
+		/* (read after the barrier below; the last tile's readers passed the
+		 * one at its end) */
+		if (tid <= ((tile + np - 1) >> KV_BLOCK_SHIFT) - (tile >> KV_BLOCK_SHIFT))
+			s_blk[tid] = kv_at(tab, nbs, slot,
+			                   ((tile >> KV_BLOCK_SHIFT) + tid) << KV_BLOCK_SHIFT);
 		for (int g0 = h_lo; g0 < h_hi; g0 += 8) {
 			float d[8];
 
@@ -108,9 +125,9 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 			for (int gg = 0; gg < 8; gg++)
 				d[gg] = 0.0f;
 			if (pp < np) {
-				const char *k = Kh + (size_t)(tile + pp) * krow;
-				const float ks = kv_scale<KT>(
-				    (const char *)K + (size_t)(tile + pp) * krow, soff);
+				const size_t kr = kv_at(tab, nbs, slot, tile + pp);
+				const char *k = Kh + kr * krow;
+				const float ks = kv_scale<KT>((const char *)K + kr * krow, soff);
 
 				/* 8 loads in flight, then their FMAs: latency, not bandwidth,
 				 * bounds a decode tile */
@@ -200,7 +217,7 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 
 #pragma unroll
 				for (int u = 0; u < AT_PV; u++) {
-					const size_t p = (size_t)tile + j0 + u;
+					const size_t p = TILE_ROW(tile + j0 + u);
 
 					v[u] =
 					    j0 + u < np
@@ -235,7 +252,7 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 				a = acc[k] * s_c[g];
 #pragma unroll 8
 				for (int j = 0; j < np; j++) {
-					const size_t p = (size_t)tile + j;
+					const size_t p = TILE_ROW(tile + j);
 
 					a = __fmaf_rn(
 					    ss[g * AT_TILE + j],
@@ -247,8 +264,9 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 				acc[k] = a;
 			}
 		}
-		__syncthreads(); /* ss is rewritten by the next tile's scores */
+		__syncthreads(); /* ss and s_blk are rewritten by the next tile's */
 	}
+#undef TILE_ROW
 
 	if (splits == 1) {
 		attn_put_out({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
@@ -269,14 +287,14 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 
 /* coli_attention (f32) and its typed forms, a KV mode each (attention.cuh) */
 #define ATTN_TILES(name, m)                                                                        \
-	extern "C" __global__ void __launch_bounds__(AT_THREADS, 1)                                \
-	    name(const float *q, const void *K, const void *V, float *out, int pos0,               \
-	         const int *posp, int nh, int nkv, int hd, float scale, int tps, float *part,      \
-	         unsigned *count, const float *sinks, int window, const int *rows)                 \
+	extern "C" __global__ void __launch_bounds__(AT_THREADS, 1) name(                          \
+	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
+	    int nh, int nkv, int hd, float scale, int tps, float *part, unsigned *count,           \
+	    const float *sinks, int window, const int *rows, const int *tab, int nbs)              \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		attention_tiles<m>(q, K, V, out, pos0, posp, nh, nkv, hd, scale, tps, part, count, \
-		                   sinks, window, rows);                                           \
+		                   sinks, window, rows, tab, nbs);                                 \
 	}
 ATTN_TILES(coli_attention, 0)
 ATTN_TILES(coli_attention_bf16, 1)
@@ -314,7 +332,7 @@ static __device__ __forceinline__ void
 attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
             int nh, int nkv, int hd, float scale, int max_splits, float *part, unsigned *count,
             int t0, int hsplit, signed char *aq, float *ad, int *aqs, const float *sinks,
-            int window, const int *rows)
+            int window, const int *rows, const int *tab, int nbs)
 {
 	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
 	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
@@ -333,7 +351,8 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	 * K slice at Kh and V dim at Vh in a row, the q8 scale soff into it */
 	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
 	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
-	const int n = attn_row(pos0, posp, rows, t, &K, &V, krow, vrow),
+	int slot;
+	const int n = attn_row(pos0, posp, rows, t, &slot),
 	          span = COLI_GPU_ATTN_CPS(n, max_splits) * AD_CHUNK;
 	/* a sliding window (gpt-oss): positions from k0 on. The chunks stay
 	 * aligned to AD_CHUNK (the prefill kernel's, for its bits): the window's
@@ -349,6 +368,7 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	float acc[AT_ITEMS];
 	float4 kv[NF4];
 	float v[AD_CHUNK];
+	size_t c_row; /* the first row of the chunk whose K was loaded last (its block's) */
 
 	/* the splits holding positions: only they count in, and one alone writes
 	 * the output itself (the combine of one partial, M = m and f = 1, gives
@@ -359,7 +379,8 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 		return;
 #define AD_LOAD_K(c0, np)                                                                          \
 	do {                                                                                       \
-		const size_t kp_ = (size_t)((c0) + pp) * krow;                                     \
+		c_row = kv_at(tab, nbs, slot, c0);                                                 \
+		const size_t kp_ = (c_row + pp) * krow;                                            \
 		const float ks_ = pp < (np) ? kv_scale<KT>((const char *)K + kp_, soff) : 0.0f;    \
 		_Pragma("unroll") for (int u = 0; u < NF4; u++) kv[u] =                            \
 		    pp < (np) ? kv_ld4<KT>(Kh + kp_, u, ks_)                                       \
@@ -368,15 +389,17 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 #define AD_LOAD_V(c0, np)                                                                          \
 	do {                                                                                       \
 		_Pragma("unroll") for (int j = 0; j < AD_CHUNK; j++) v[j] =                        \
-		    j < (np) ? kv_ld1<VT>(Vh + (size_t)((c0) + j) * vrow, 0,                       \
-		                          kv_scale<VT>(                                            \
-		                              (const char *)V + (size_t)((c0) + j) * vrow, soff))  \
-		             : 0.0f;                                                               \
+		    j < (np)                                                                       \
+		        ? kv_ld1<VT>(Vh + (c_row + j) * vrow, 0,                                   \
+		                     kv_scale<VT>((const char *)V + (c_row + j) * vrow, soff))     \
+		        : 0.0f;                                                                    \
 	} while (0)
 	/* a chunk's K slice and V column, each set of loads in flight together;
 	 * the next chunk's K is loaded once the scores have used this one's, its
 	 * V once P.V has (no extra registers: the loads overlap the other phases).
-	 * The first chunk's go before q's. */
+	 * The first chunk's go before q's. A chunk (aligned to AD_CHUNK: p0 and
+	 * span are) is one block: AD_LOAD_K looks its first row up (c_row), the
+	 * chunk's V that follows uses it. */
 	AD_LOAD_K(p0, min(AD_CHUNK, p1 - p0));
 	AD_LOAD_V(p0, min(AD_CHUNK, p1 - p0));
 	{
@@ -489,11 +512,12 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
 	    int nh, int nkv, int hdim, float scale, int msp, float *part, unsigned *count, int t0, \
 	    int hsplit, signed char *aq, float *ad, int *aqs, const float *sinks, int window,      \
-	    const int *rows)                                                                       \
+	    const int *rows, const int *tab, int nbs)                                              \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		attn_chunks<hd / 32, m>(q, K, V, out, pos0, posp, nh, nkv, hdim, scale, msp, part, \
-		                        count, t0, hsplit, aq, ad, aqs, sinks, window, rows);      \
+		                        count, t0, hsplit, aq, ad, aqs, sinks, window, rows, tab,  \
+		                        nbs);                                                      \
 	}
 #define ATTN_CHUNKS_ALL(hd)                                                                        \
 	ATTN_CHUNKS(hd, , 0)                                                                       \

@@ -25,21 +25,21 @@
  * the prefill kernel takes its steps exactly */
 #define AD_CHUNK 32
 #define AD_SL    8
+static_assert(AD_CHUNK == KV_BLOCK, "a chunk is one block of the cache: one table lookup");
 
-/* Query t's positions seen (its position + 1), and its sequence's cache:
- * K and V moved to its slot's first row when the launch holds several
- * sequences (rows, COLI_GPU_ROWS: ptx/kernels_abi.h); else at pos0 + t, pos0
- * read at posp when given. krow / vrow: bytes a cache row. */
+/* Query t's positions seen (its position + 1) and its sequence's slot
+ * (*slot; the cache's rows are kv_at(tab, nbs, *slot, p), ptx/kv_rows.cuh):
+ * the row table's when the launch holds several sequences (rows,
+ * COLI_GPU_ROWS: ptx/kernels_abi.h); else slot 0 (the caller's table
+ * starts at the run's slot) at pos0 + t, pos0 read at posp when given. */
 static __device__ __forceinline__ int attn_row(int pos0, const int *posp, const int *rows, int t,
-                                               const void **K, const void **V, size_t krow,
-                                               size_t vrow)
+                                               int *slot)
 {
-	if (!rows)
+	if (!rows) {
+		*slot = 0;
 		return (posp ? *posp : pos0) + t + 1;
-	const size_t base = (size_t)rows[COLI_GPU_ROWS * t + 1];
-
-	*K = (const char *)*K + base * krow;
-	*V = (const char *)*V + base * vrow;
+	}
+	*slot = rows[COLI_GPU_ROWS * t + 1];
 	return rows[COLI_GPU_ROWS * t] + 1;
 }
 

@@ -49,24 +49,27 @@ template <int HD, int RW> struct ApSmem {
 };
 
 /* A chunk's K (and V) rows c0.. into buffer b; rows from nmax on zero-filled.
+ * The chunk (c0 a multiple of AD_CHUNK) is one block of the cache: its first
+ * row kv_at(tab, nbs, 0, c0) (the launch's one sequence: tab is its slot's).
  * f32 rows go by cp.async; typed ones (KV mode M, attention.cuh) are loaded,
  * turned into their fp32 values and stored (plain stores, complete at the
  * __syncthreads that also orders the cp.async copies before a chunk's use). */
 template <int HD, int RW, int KVM>
 static __device__ __forceinline__ void ap_load(ApSmem<HD, RW> &sm, int b, bool with_v,
                                                const void *K, const void *V, int c0, int nmax,
-                                               int kvd, int kvh)
+                                               int kvd, int kvh, const int *tab, int nbs)
 {
 	enum { PER = HD / 4, LD = ApSmem<HD, RW>::LD };
 	constexpr int KT = kvmode<KVM>::KT, VT = kvmode<KVM>::VT;
 	const size_t krow = kv_row_size(KT, kvd, kvd / HD), vrow = kv_row_size(VT, kvd, kvd / HD);
 	const int soff = ((kvd + 3) & ~3) + 4 * kvh;
+	const size_t row0 = c0 < nmax ? kv_at(tab, nbs, 0, c0) : 0;
 
 	for (int i = threadIdx.x; i < AD_CHUNK * PER; i += AT_THREADS) {
 		const int r = i / PER, c = i % PER, p = c0 + r;
 		const bool ok = p < nmax;
-		const char *kr = (const char *)K + (ok ? (size_t)p * krow : 0);
-		const char *vr = (const char *)V + (ok ? (size_t)p * vrow : 0);
+		const char *kr = (const char *)K + (ok ? (row0 + r) * krow : 0);
+		const char *vr = (const char *)V + (ok ? (row0 + r) * vrow : 0);
 		const float4 z = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
 		if (KT == 0)
@@ -187,7 +190,7 @@ template <int HD, int RW, int KVM>
 static __device__ __forceinline__ void
 attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
              int nh, int nkv, float scale, int max_splits, int T, signed char *aq, float *ad,
-             int *aqs, const float *sinks, int window)
+             int *aqs, const float *sinks, int window, const int *tab, int nbs)
 {
 	typedef ApSmem<HD, RW> Smem;
 	enum { LD = Smem::LD, VD = HD / 32, ROWS = AP_WARPS * RW };
@@ -238,7 +241,8 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 
 	/* pass 1: each row's largest score, when some row spans two splits */
 	if (__syncthreads_or(multi)) {
-		ap_load<HD, RW, KVM>(sm, c_lo & 1, false, K, V, c_lo * AD_CHUNK, nmax, kvd, kvh);
+		ap_load<HD, RW, KVM>(sm, c_lo & 1, false, K, V, c_lo * AD_CHUNK, nmax, kvd, kvh,
+		                     tab, nbs);
 		cp_commit();
 		for (int c = c_lo; c < nch; c++) {
 			int np[RW];
@@ -248,7 +252,7 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 			__syncthreads(); /* chunk c landed; every warp is past chunk c - 1 */
 			if (c + 1 < nch)
 				ap_load<HD, RW, KVM>(sm, (c + 1) & 1, false, K, V,
-				                     (c + 1) * AD_CHUNK, nmax, kvd, kvh);
+				                     (c + 1) * AD_CHUNK, nmax, kvd, kvh, tab, nbs);
 			cp_commit();
 #pragma unroll
 			for (int i = 0; i < RW; i++)
@@ -267,7 +271,7 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 	}
 
 	/* pass 2: the chunk kernel's steps, row by row */
-	ap_load<HD, RW, KVM>(sm, c_lo & 1, true, K, V, c_lo * AD_CHUNK, nmax, kvd, kvh);
+	ap_load<HD, RW, KVM>(sm, c_lo & 1, true, K, V, c_lo * AD_CHUNK, nmax, kvd, kvh, tab, nbs);
 	cp_commit();
 	for (int c = c_lo; c < nch; c++) {
 		const int b = c & 1;
@@ -279,7 +283,7 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 		__syncthreads();
 		if (c + 1 < nch)
 			ap_load<HD, RW, KVM>(sm, (c + 1) & 1, true, K, V, (c + 1) * AD_CHUNK, nmax,
-			                     kvd, kvh);
+			                     kvd, kvh, tab, nbs);
 		cp_commit();
 #pragma unroll
 		for (int i = 0; i < RW; i++) {
@@ -375,11 +379,11 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_prefill_##hd##sfx(   \
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
 	    int nh, int nkv, float scale, int msp, int T, signed char *aq, float *ad, int *aqs,    \
-	    const float *sinks, int window)                                                        \
+	    const float *sinks, int window, const int *tab, int nbs)                               \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		attn_prefill<hd, rw, m>(q, K, V, out, pos0, posp, nh, nkv, scale, msp, T, aq, ad,  \
-		                        aqs, sinks, window);                                       \
+		                        aqs, sinks, window, tab, nbs);                             \
 	}
 #define ATTN_PREFILL_ALL(hd, rw)                                                                   \
 	ATTN_PREFILL(hd, rw, , 0)                                                                  \

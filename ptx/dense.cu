@@ -314,12 +314,14 @@ extern "C" __global__ void __launch_bounds__(1024)
  * untouched (the op-by-op path's store). f != 1: q and k times f after the
  * rotation (YaRN's cos/sin factor, applied as the CPU applies it). rows !=
  * NULL: token t's own position and sequence slot (ptx/kernels_abi.h
- * COLI_GPU_ROWS), tokens of several sequences in one launch. */
+ * COLI_GPU_ROWS), tokens of several sequences in one launch; NULL: slot 0.
+ * kc / vc are a layer's [n_blocks][32] rows: position p of slot s at row
+ * kv_at(tab, nbs, s, p) (ptx/kv_rows.cuh; tab NULL: contiguous). */
 extern "C" __global__ void __launch_bounds__(128)
     coli_qk_rope_store(float *q, const float *k, const float *v, const float *qw, const float *kw,
                        float eps, int nh, int nkv, int hd, int pos0, const int *posp,
                        const float *inv_freq, void *kc, void *vc, int kt, int vt, int store_only,
-                       float f, const int *rows)
+                       float f, const int *rows, const int *tab, int nbs)
 {
 	__shared__ double red[4];
 	__shared__ float redm[32];
@@ -337,10 +339,10 @@ extern "C" __global__ void __launch_bounds__(128)
 		return; /* q as it is */
 	float x1 = in ? x[i] : 0.0f, x2 = in ? x[i + half] : 0.0f;
 
-	/* row t's position p, stored at cache row at (its slot's rows first,
-	 * COLI_GPU_ROWS: several sequences) */
+	/* row t's position p and slot (COLI_GPU_ROWS: several sequences), stored
+	 * at the cache row at */
 	const int p = rows ? rows[COLI_GPU_ROWS * t] : (posp ? *posp : pos0) + t;
-	const size_t at = rows ? (size_t)rows[COLI_GPU_ROWS * t + 1] + p : (size_t)p;
+	const int slot = rows ? rows[COLI_GPU_ROWS * t + 1] : 0;
 
 	if (w) {
 		double ss = (double)x1 * x1 + (double)x2 * x2;
@@ -381,6 +383,7 @@ extern "C" __global__ void __launch_bounds__(128)
 		return;
 	}
 	const int kvd = nkv * hd, soff = ((kvd + 3) & ~3) + 4 * hh;
+	const size_t at = kv_at(tab, nbs, slot, p);
 	char *kr = (char *)kc + at * kv_row_size(kt, kvd, nkv);
 	char *vrw = (char *)vc + at * kv_row_size(vt, kvd, nkv);
 	const float *vr = v + ((size_t)t * nkv + hh) * hd;

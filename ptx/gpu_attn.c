@@ -164,7 +164,7 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
                        uint64_t aq, uint64_t ad, uint64_t aqs)
 {
 	return coli_gpu_attention_kv(g, q, K, V, out, T, pos0, posp, span, nh, nkv, hd, scale, aq,
-	                             ad, aqs, 0, 0, 0, 0, 0);
+	                             ad, aqs, 0, 0, 0, 0, 0, 0, 0);
 }
 
 /* Several sequences (rows): pos0 is the launch's furthest position + 1 (the
@@ -178,22 +178,23 @@ static int reach_rows(const coli_gpu_t *g, int n, int span)
 int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
                           int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
                           uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt, uint64_t sinks,
-                          int window, uint64_t rows)
+                          int window, uint64_t rows, uint64_t tab, int nbs)
 {
 	const int mode = coli_gpu_kv_mode(kt, vt);
 	CUdeviceptr a = q, b = K, c = V, d = out, p = posp, part = g->scratch, cnt = g->counts;
-	CUdeviceptr qa = aq, qd = ad, qs = aqs, sk = sinks, r = rows;
+	CUdeviceptr qa = aq, qd = ad, qs = aqs, sk = sinks, r = rows, tb = tab;
 	int group, tiles, splits = 1, tps, rc;
 	long base, want = 2L * g->sm_count;
 	/* coli_attn_chunks' parameters; coli_attention takes the first 13, then
-	 * the sinks, the window and the rows */
-	void *args[] = {&a,    &b,   &c,   &d,   &pos0, &p,  &nh, &nkv, &hd,     &scale, &tps,
-	                &part, &cnt, NULL, NULL, &qa,   &qd, &qs, &sk,  &window, &r};
-	void *targs[] = {&a,  &b,     &c,   &d,    &pos0, &p,  &nh,     &nkv,
-	                 &hd, &scale, &tps, &part, &cnt,  &sk, &window, &r};
+	 * the sinks, the window, the rows and the table */
+	void *args[] = {&a,   &b,   &c,   &d,  &pos0, &p,  &nh, &nkv,    &hd, &scale, &tps, &part,
+	                &cnt, NULL, NULL, &qa, &qd,   &qs, &sk, &window, &r,  &tb,    &nbs};
+	void *targs[] = {&a,     &b,   &c,    &d,   &pos0, &p,      &nh, &nkv, &hd,
+	                 &scale, &tps, &part, &cnt, &sk,   &window, &r,  &tb,  &nbs};
 
 	if (T <= 0 || nkv <= 0 || nh % nkv || hd <= 0 || hd % 4 || (posp && span < T) ||
-	    (aq && (nh * hd) % 32) || window < 0 || (rows && span < 1))
+	    (aq && (nh * hd) % 32) || window < 0 || (rows && span < 1) || nbs < 0 ||
+	    (rows && !tab && !nbs))
 		return -EINVAL;
 	group = nh / nkv;
 	if (group > AT_MAXG || group * hd > AT_MAXQ || mode < 0)
@@ -202,8 +203,8 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 	/* (a prefill CTA's queries share their K/V chunks: one sequence's) */
 	if (!rows && T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
 	    g->f_attn_prefill[mode][hd == 128] && !g->attn_prefill_off) {
-		void *pa[] = {&a,     &b,   &c,   &d,  &pos0, &p,  &nh, &nkv,
-		              &scale, NULL, NULL, &qa, &qd,   &qs, &sk, &window};
+		void *pa[] = {&a,   &b,   &c,  &d,  &pos0, &p,  &nh,     &nkv, &scale,
+		              NULL, NULL, &qa, &qd, &qs,   &sk, &window, &tb,  &nbs};
 
 		return attention_prefill(g, pa, T, nkv, group, hd, mode);
 	}
@@ -242,7 +243,7 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
 int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t o, int T,
                           int p, uint64_t pp, int span, int nh, int nkv, int hd, float s,
                           uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt, uint64_t sk,
-                          int w, uint64_t rows)
+                          int w, uint64_t rows, uint64_t tab, int nbs)
 {
 	NO_GPU;
 }

@@ -191,23 +191,26 @@ int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, ui
                            uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc)
 {
 	return coli_gpu_qk_rope_store_kv(g, q, k, v, qw, kw, eps, T, nh, nkv, hd, pos0, posp,
-	                                 inv_freq, kc, vc, 0, 0, 0, 1.0f, 0);
+	                                 inv_freq, kc, vc, 0, 0, 0, 1.0f, 0, 0, 0);
 }
 
 int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                               uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                               uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc, int kt,
-                              int vt, int store_only, float yf, uint64_t rows)
+                              int vt, int store_only, float yf, uint64_t rows, uint64_t tab,
+                              int nbs)
 {
 	CUdeviceptr a = q, b = k, c = v, d = qw, e = kw, f = inv_freq, h = kc, i = vc, p = posp;
-	CUdeviceptr r = rows;
+	CUdeviceptr r = rows, tb = tab;
 	float fy = yf == 0.0f ? 1.0f : yf; /* 0: none */
-	void *args[] = {&a, &b, &c, &d, &e,  &eps, &nh,         &nkv, &hd, &pos0,
-	                &p, &f, &h, &i, &kt, &vt,  &store_only, &fy,  &r};
+	void *args[] = {&a, &b, &c, &d,  &e,  &eps,        &nh, &nkv, &hd, &pos0, &p,
+	                &f, &h, &i, &kt, &vt, &store_only, &fy, &r,   &tb, &nbs};
 	unsigned bx = (unsigned)((hd / 2 + 31) / 32 * 32);
 
 	if (hd % 2 || hd > 256 || T <= 0 || kt < 0 || kt > 2 || vt < 0 || vt > 2)
 		return -ENOTSUP;
+	if (nbs < 0 || (rows && !tab && !nbs))
+		return -EINVAL;
 	return launch(g, g->f_qk_rope, (unsigned)(nh + nkv), (unsigned)T, bx, 0, args,
 	              "launch qk_rope_store");
 }
@@ -611,7 +614,7 @@ int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, ui
 int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                               uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                               uint64_t pp, uint64_t f, uint64_t kc, uint64_t vc, int kt, int vt,
-                              int so, float yf, uint64_t rows)
+                              int so, float yf, uint64_t rows, uint64_t tab, int nbs)
 {
 	NO_GPU;
 }

@@ -163,12 +163,13 @@ struct coli_gpu_pairs {
 #define COLI_GPU_ATTN_CPS(n, max_splits) ((((n) + 31) / 32 + (max_splits)-1) / (max_splits))
 
 /* Several sequences in one launch (--parallel, core/forward/forward_dev.c):
- * rows [T][2] ints, COLI_GPU_ROWS ints a row: row t's position p and the
- * first cache row of its sequence's slot (slot * the rows a slot holds of a
- * layer cache's array). Row t is stored at, and attends to, cache rows
- * base + 0 .. base + p; its bits are those of the same query alone (a
- * query's split depends on its own position). NULL (one sequence): row t is
- * at pos0 + t, from *posp when posp is given. */
+ * rows [T][2] ints, COLI_GPU_ROWS ints a row: row t's position p and its
+ * sequence's slot s. Row t is stored at, and attends to, slot s's positions
+ * 0 .. p, each at its block's row of the layer's [n_blocks][32] rows
+ * through the device block table (ptx/kv_rows.cuh kv_at); its bits are
+ * those of the same query alone (a query's split depends on its own
+ * position). NULL (one sequence): row t is at pos0 + t, from *posp when
+ * posp is given, of slot 0 of the table the launch is given. */
 #define COLI_GPU_ROWS 2
 
 /* The positions a captured decode step's attention launches splits for

@@ -5,6 +5,15 @@
  * that fill the cache (ptx/dense.cu coli_qk_rope_store, ptx/mla.cu
  * coli_mla_prep).
  *
+ * Addressing: a layer's cache is [n_blocks][KV_BLOCK] rows, the host pool's
+ * blocks (core/forward/kv.h: the same block ids, kv.c their one owner);
+ * slot s's position p is row kv_at(tab, nbs, s, p) of it, through the
+ * device block table tab [n_seq][nbs] (core/forward/dense_dev.c keeps it
+ * current before a step's launches). Every reader and writer of the dense
+ * cache goes through kv_at; a chunk of KV_BLOCK positions aligned to
+ * KV_BLOCK (the attention's AD_CHUNK) is one block: one lookup, then its
+ * rows are consecutive.
+ *
  * Writing: fp32 as is, bf16 rounded to
  * nearest even (NaN kept quiet), q8 with one fp32 scale a segment, scale =
  * amax / 127 and q = rint(x / scale) by IEEE divisions (__fdiv_rn), 0 where
@@ -12,6 +21,22 @@
  */
 #ifndef COLI_PTX_KV_ROWS_CUH
 #define COLI_PTX_KV_ROWS_CUH
+
+#define KV_BLOCK       32 /* positions a block: COLI_KV_BLOCK (core/forward/kv.h) */
+#define KV_BLOCK_SHIFT 5
+
+/* Row of slot's position p in a layer's [n_blocks][KV_BLOCK] rows:
+ * tab[slot * nbs + p / KV_BLOCK] * KV_BLOCK + p % KV_BLOCK. tab NULL: the
+ * identity table (slot s's blocks s * nbs ..: a contiguous [n_seq][nbs *
+ * KV_BLOCK] cache, the kernel tests' and MLA's). The table does not change
+ * during a launch (uploaded on the stream before it): a read-only load. */
+static __device__ __forceinline__ size_t kv_at(const int *tab, int nbs, int slot, int p)
+{
+	const size_t j = (size_t)slot * nbs + (p >> KV_BLOCK_SHIFT);
+	const size_t b = tab ? (size_t)__ldg(tab + j) : j;
+
+	return b << KV_BLOCK_SHIFT | (size_t)(p & (KV_BLOCK - 1));
+}
 
 static __device__ __forceinline__ unsigned short kv_bf16(float x)
 {

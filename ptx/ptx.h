@@ -166,11 +166,16 @@ int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, ui
  * no RoPE, q untouched); f (0 or 1: none): q and k times YaRN's cos/sin
  * factor after the rotation, one rounding, as the CPU's forward. rows != 0:
  * tokens of several sequences, each at its own position and slot
- * (COLI_GPU_ROWS, ptx/kernels_abi.h; pos0 and posp unused). */
+ * (COLI_GPU_ROWS, ptx/kernels_abi.h; pos0 and posp unused; 0: slot 0).
+ * kc / vc: a layer's [n_blocks][32] rows, slot s's position p at its block's
+ * row through the block table tab [n_seq][nbs] ints (ptx/kv_rows.cuh
+ * kv_at); tab 0: the identity table, a contiguous cache of nbs * 32 rows a
+ * slot (coli_gpu_qk_rope_store's: 0, 0, slot 0 only). */
 int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                               uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                               uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc, int kt,
-                              int vt, int store_only, float f, uint64_t rows);
+                              int vt, int store_only, float f, uint64_t rows, uint64_t tab,
+                              int nbs);
 /* The attention kernels' KV modes (ptx/kv_rows.cuh): key and value types
  * f32/f32, bf16/bf16, q8/q8, q8/bf16; -1 for a pair with no kernels. */
 #define COLI_GPU_KV_MODES 4
@@ -210,11 +215,12 @@ int coli_gpu_attention(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64
  * rows != 0: queries of several sequences, each at its own position and
  * slot (COLI_GPU_ROWS, ptx/kernels_abi.h); pos0 is then the furthest query's
  * position + 1 (a capture launches its bucket's reach, as with posp), span
- * a slot's positions, and no prefill kernel (its queries share K/V). */
+ * a slot's positions, and no prefill kernel (its queries share K/V). K, V,
+ * tab and nbs: the paged cache as for coli_gpu_qk_rope_store_kv. */
 int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uint64_t out, int T,
                           int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
                           uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt, uint64_t sinks,
-                          int window, uint64_t rows);
+                          int window, uint64_t rows, uint64_t tab, int nbs);
 /* Batches of 64 queries or more take coli_attn_prefill (hd 64 or 128: a CTA
  * a tile of queries, K/V chunks in shared memory), the same bits per query
  * as coli_attn_chunks; off (tests, the bench): every batch takes the latter. */

@@ -106,12 +106,17 @@ struct coli_dev_qk_rope {
 	int T, nh, nkv, hd, pos0;
 	uint64_t posp;
 	uint64_t inv_freq; /* [hd / 2] */
-	uint64_t kc, vc;   /* [ctx] rows of [nkv][hd] in kt / vt */
+	uint64_t kc, vc;   /* a layer's [n_blocks][32] rows of [nkv][hd] in kt / vt */
 	int kt, vt, store_only;
 	float f;       /* YaRN's cos/sin factor: q and k times f after RoPE, one
 	                * rounding (core/forward/forward.c's rope_attn); 0 or 1: none */
 	uint64_t rows; /* several sequences: [T][2] ints (COLI_GPU_ROWS, ptx/kernels_abi.h),
-	                * row t's position and its slot's first cache row; 0: pos0 + t */
+	                * row t's position and its slot; 0: pos0 + t of slot 0 */
+	uint64_t tab;  /* the block table [n_seq][nbs] ints (from slot 0's, or the run's
+	                * slot's without rows): slot s's position p is row
+	                * tab[s * nbs + p / 32] * 32 + p % 32 (ptx/kv_rows.cuh kv_at);
+	                * 0: the identity table (a contiguous cache, nbs * 32 rows a slot) */
+	int nbs;
 };
 
 /* RoPE of x [T][nh][hd] in place at positions pos0..: the first rd dims of
@@ -121,7 +126,8 @@ struct coli_dev_rope {
 	int T, nh, hd, rd, pos0;
 };
 
-/* Causal attention of q [T][nh][hd] over the cache k/v [ctx][nkv * hd] into
+/* Causal attention of q [T][nh][hd] over the cache k/v (a layer's
+ * [n_blocks][32] rows of [nkv * hd], through tab as qk_rope's) into
  * out (like q); posp as for qk_rope, and then the positions split as for a
  * context of span (ptx/ptx.h coli_gpu_attention says what a graph needs);
  * aq != 0: out also quantized per 32-block into aq/ad/aqs. gpt-oss: sinks
@@ -139,6 +145,8 @@ struct coli_dev_attention {
 	uint64_t sinks;
 	int window;
 	uint64_t rows; /* as qk_rope's: each row's position and slot (0: pos0 + t) */
+	uint64_t tab;  /* the cache's block table, as qk_rope's */
+	int nbs;
 };
 
 /* Multi-head latent attention (core/forward/mla.c says the shapes): the

@@ -131,7 +131,7 @@ static int g_attention(struct coli_dev *d, const struct coli_dev_attention *a)
 {
 	return coli_gpu_attention_kv(G(d), a->q, a->k, a->v, a->out, a->T, a->pos0, a->posp,
 	                             a->span, a->nh, a->nkv, a->hd, a->scale, a->aq, a->ad, a->aqs,
-	                             a->kt, a->vt, a->sinks, a->window, a->rows);
+	                             a->kt, a->vt, a->sinks, a->window, a->rows, a->tab, a->nbs);
 }
 static int g_gather_rows(struct coli_dev *d, const struct coli_dev_gather *a)
 {
@@ -197,7 +197,8 @@ static int g_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 {
 	return coli_gpu_qk_rope_store_kv(G(d), a->q, a->k, a->v, a->qw, a->kw, a->eps, a->T, a->nh,
 	                                 a->nkv, a->hd, a->pos0, a->posp, a->inv_freq, a->kc, a->vc,
-	                                 a->kt, a->vt, a->store_only, a->f, a->rows);
+	                                 a->kt, a->vt, a->store_only, a->f, a->rows, a->tab,
+	                                 a->nbs);
 }
 static int g_route(struct coli_dev *d, const struct coli_dev_route *a)
 {

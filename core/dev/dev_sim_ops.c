@@ -161,22 +161,34 @@ int coli_dev_sim_add_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 	return a->q ? actq(d, a->y, a->q, a->qd, a->qsum, a->rows * a->n / COLI_QBLOCK) : 0;
 }
 
-/* Row t's position and the cache row it is stored at / attends from:
- * COLI_GPU_ROWS's table (several sequences), or pos0 + t (pos0 read at posp
- * when given). */
-static int row_pos(uint64_t rows, uint64_t posp, int pos0, int t, size_t *base)
+/* Row t's position and its slot: COLI_GPU_ROWS's table (several
+ * sequences), or pos0 + t (pos0 read at posp when given) of slot 0. */
+static int row_pos(uint64_t rows, uint64_t posp, int pos0, int t, int *slot)
 {
 	const int *r = (const int *)(uintptr_t)rows;
 
-	*base = r ? (size_t)r[COLI_GPU_ROWS * t + 1] : 0;
+	*slot = r ? r[COLI_GPU_ROWS * t + 1] : 0;
 	return r ? r[COLI_GPU_ROWS * t] : (posp ? *(const int *)(uintptr_t)posp : pos0) + t;
+}
+
+/* ptx/kv_rows.cuh's kv_at: slot's position p in a layer's [n_blocks][32]
+ * rows through the block table tab [n_seq][nbs] (0: the identity table).
+ * 32 positions a block: KV_BLOCK there, COLI_KV_BLOCK in core/forward/kv.h. */
+#define KV_BLOCK_SHIFT 5
+static size_t kv_at(uint64_t tab, int nbs, int slot, int p)
+{
+	const size_t j = (size_t)slot * nbs + (size_t)(p >> KV_BLOCK_SHIFT);
+	const size_t b = tab ? (size_t)((const int *)(uintptr_t)tab)[j] : j;
+
+	return b << KV_BLOCK_SHIFT | (size_t)(p & ((1 << KV_BLOCK_SHIFT) - 1));
 }
 
 int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 {
 	IN_ORDER(d);
 	const int T = a->T, nh = a->nh, nkv = a->nkv, hd = a->hd;
-	size_t kvd = (size_t)nkv * hd, base;
+	size_t kvd = (size_t)nkv * hd;
+	int slot;
 
 	if (a->qw && !a->store_only)
 		coli_dev_sim_rmsnorm(
@@ -189,7 +201,7 @@ int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope
 		    &(struct coli_dev_norm){
 		        .x = a->k, .w = a->kw, .y = a->k, .rows = T * nkv, .n = hd, .eps = a->eps});
 	for (int t = 0; !a->store_only && t < T; t++) { /* each token at its position */
-		int p = row_pos(a->rows, a->posp, a->pos0, t, &base);
+		int p = row_pos(a->rows, a->posp, a->pos0, t, &slot);
 
 		coli_rope(F(a->q) + (size_t)t * nh * hd, 1, nh, hd, p, F(a->inv_freq));
 		coli_rope(F(a->k) + (size_t)t * kvd, 1, nkv, hd, p, F(a->inv_freq));
@@ -206,9 +218,9 @@ int coli_dev_sim_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope
 		size_t vb = coli_kv_row_bytes(a->vt, (int)kvd, nkv);
 
 		for (int t = 0; t < T; t++) {
-			size_t at = (size_t)row_pos(a->rows, a->posp, a->pos0, t, &base);
+			int p = row_pos(a->rows, a->posp, a->pos0, t, &slot);
+			size_t at = kv_at(a->tab, a->nbs, slot, p);
 
-			at += base;
 			coli_kv_row_store(a->kt, (char *)F(a->kc) + at * kb,
 			                  F(a->k) + (size_t)t * kvd, (int)kvd, hd);
 			coli_kv_row_store(a->vt, (char *)F(a->vc) + at * vb,
@@ -245,12 +257,11 @@ int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *
 	const int T = a->T, nh = a->nh, hd = a->hd, group = nh / a->nkv, kvd = a->nkv * hd;
 	const float scale = a->scale;
 	/* the CPU walks positions in one order whatever the split (span) */
-	int most = 0;
-	size_t base;
+	int most = 0, slot;
 	float *sc;
 
 	for (int t = 0; t < T; t++) {
-		int p = row_pos(a->rows, a->posp, a->pos0, t, &base);
+		int p = row_pos(a->rows, a->posp, a->pos0, t, &slot);
 
 		most = p + 1 > most ? p + 1 : most;
 	}
@@ -262,11 +273,21 @@ int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *
 			struct coli_kv_rows kr = head_rows(K, a->kt, kvd, a->nkv, hd, h / group);
 			struct coli_kv_rows vr = head_rows(V, a->vt, kvd, a->nkv, hd, h / group);
 			/* a sliding layer: the last `window` keys, as the CPU's groups */
-			const int n = row_pos(a->rows, a->posp, a->pos0, t, &base) + 1,
+			const int n = row_pos(a->rows, a->posp, a->pos0, t, &slot) + 1,
 			          k0 = a->window && n > a->window ? n - a->window : 0;
 
-			kr.p = (const char *)kr.p + (base + (size_t)k0) * kr.stride;
-			vr.p = (const char *)vr.p + (base + (size_t)k0) * vr.stride;
+			/* the slot's table (kv_at's): position k0 + i at its block's row */
+			if (a->tab) {
+				kr.blk = vr.blk =
+				    (const int *)(uintptr_t)a->tab + (size_t)slot * a->nbs;
+				kr.p0 = vr.p0 = k0;
+				kr.bshift = vr.bshift = KV_BLOCK_SHIFT;
+			} else {
+				size_t at = kv_at(0, a->nbs, slot, k0);
+
+				kr.p = (const char *)kr.p + at * kr.stride;
+				vr.p = (const char *)vr.p + at * vr.stride;
+			}
 			coli_attention_head_kv(F(q) + ((size_t)t * nh + h) * hd, &kr, &vr, n - k0,
 			                       hd, hd, scale, a->sinks ? F(a->sinks)[h] : -INFINITY,
 			                       sc, F(out) + ((size_t)t * nh + h) * hd);

@@ -13,7 +13,9 @@
  * short runs' attention take every row's position and slot from the row
  * table (qk_store, attend); a run longer than COLI_GPU_MAX_S rows (a prompt's
  * chunk) attends in a launch of its own at its slot, the op-by-op path goes
- * a run at a time.
+ * a run at a time. Every launch addresses the cache (a layer's
+ * [n_blocks][32] rows) through the device block table (dd->ktab: from slot
+ * 0's row, or from the run's slot's row when the launch holds one run).
  */
 #include <errno.h>
 #include <math.h>
@@ -35,12 +37,38 @@ int coli_dense_dev_qk_fused(const struct coli_model_config *c)
 
 /* Rows r0 .. r0 + T of q, k and v of one run at pos0 (posp: read on the
  * device, a graph's) or of several (rows), and where their keys and values
- * go: the layer's cache kc / vc (with rows: slot 0's, the table adds each
- * row's slot), or a run's slot. */
+ * go: the layer's cache kc / vc through the block table from tab (slot 0's
+ * row with rows, which name each row's slot; else the run's slot's). */
 struct qk_rows {
-	int r0, T, pos0;
-	uint64_t posp, rows, kc, vc;
+	int r0, T, pos0, slot; /* slot: the run's (without rows) */
+	uint64_t posp, rows, kc, vc, tab;
 };
+
+/* f32 rows k, v [T][kvd] of slot's positions pos0.. into the cache as they
+ * are: a copy a run of consecutive rows (the host's table: a block's rows,
+ * or more where the slot's blocks follow each other). */
+static int copy_rows(struct coli_engine *e, struct coli_dense_dev *dd, const struct qk_rows *w,
+                     uint64_t k, uint64_t v, size_t kvd)
+{
+	int rc = 0;
+
+	for (int t = 0, n; !rc && t < w->T; t += n) {
+		const size_t at = coli_kv_row(&e->kv, w->slot, w->pos0 + t);
+
+		for (n = 1; t + n < w->T && coli_kv_row(&e->kv, w->slot, w->pos0 + t + n) == at + n;
+		     n++)
+			;
+		rc = coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = w->kc + at * kvd * 4,
+		                                                    .src = k + t * kvd * 4,
+		                                                    .n = n * kvd * 4});
+		rc =
+		    rc ? rc
+		       : coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = w->vc + at * kvd * 4,
+		                                                        .src = v + t * kvd * 4,
+		                                                        .n = n * kvd * 4});
+	}
+	return rc;
+}
 
 /* q/k norms, RoPE, and k and v into the cache rows: one fused launch
  * (coli_qk_rope_store) where coli_dense_dev_qk_fused allows, else op by op
@@ -74,7 +102,9 @@ static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 		                                        .kt = e->kv.kt,
 		                                        .vt = e->kv.vt,
 		                                        .f = e->s.rope_attn,
-		                                        .rows = w->rows});
+		                                        .rows = w->rows,
+		                                        .tab = w->tab,
+		                                        .nbs = e->kv.nbs});
 	if (c->qk_norm) { /* 2: over the whole q and k, 1: per head */
 		int whole = c->qk_norm == 2;
 		struct coli_dev_norm nq = {.x = q, .w = D->q_norm, .y = q, .eps = c->norm_eps};
@@ -102,33 +132,26 @@ static int qk_heads(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 
 	rc = rc ? rc : coli_dev_rope(dd->dev, &rq);
 	rc = rc ? rc : coli_dev_rope(dd->dev, &rk);
-	if (e->kv.kt != COLI_KV_F32 || e->kv.vt != COLI_KV_F32) /* rounded to the types */
-		return rc ? rc
-		          : coli_dev_qk_rope_store(
-		                dd->dev, &(struct coli_dev_qk_rope){.q = q,
-		                                                    .k = k,
-		                                                    .v = v,
-		                                                    .T = T,
-		                                                    .nh = nh,
-		                                                    .nkv = nkv,
-		                                                    .hd = hd,
-		                                                    .pos0 = pos0,
-		                                                    .posp = w->posp,
-		                                                    .inv_freq = dd->inv_freq,
-		                                                    .kc = kc,
-		                                                    .vc = vc,
-		                                                    .kt = e->kv.kt,
-		                                                    .vt = e->kv.vt,
-		                                                    .store_only = 1});
-	rc = rc ? rc
-	        : coli_dev_copy(dd->dev, &(struct coli_dev_copy){.dst = kc + (size_t)pos0 * kvd * 4,
-	                                                         .src = k,
-	                                                         .n = (size_t)T * kvd * 4});
-	return rc ? rc
-	          : coli_dev_copy(dd->dev,
-	                          &(struct coli_dev_copy){.dst = vc + (size_t)pos0 * kvd * 4,
-	                                                  .src = v,
-	                                                  .n = (size_t)T * kvd * 4});
+	if (rc || (e->kv.kt == COLI_KV_F32 && e->kv.vt == COLI_KV_F32))
+		return rc ? rc : copy_rows(e, dd, w, k, v, (size_t)kvd);
+	/* rounded to the types, each row at its block's */
+	return coli_dev_qk_rope_store(dd->dev, &(struct coli_dev_qk_rope){.q = q,
+	                                                                  .k = k,
+	                                                                  .v = v,
+	                                                                  .T = T,
+	                                                                  .nh = nh,
+	                                                                  .nkv = nkv,
+	                                                                  .hd = hd,
+	                                                                  .pos0 = pos0,
+	                                                                  .posp = w->posp,
+	                                                                  .inv_freq = dd->inv_freq,
+	                                                                  .kc = kc,
+	                                                                  .vc = vc,
+	                                                                  .kt = e->kv.kt,
+	                                                                  .vt = e->kv.vt,
+	                                                                  .store_only = 1,
+	                                                                  .tab = w->tab,
+	                                                                  .nbs = e->kv.nbs});
 }
 
 /* st's q/k heads into the cache: one sequence as before; several, the
@@ -139,18 +162,19 @@ static int qk_store(struct coli_engine *e, struct coli_dense_dev *dd, const stru
 	int rc = 0;
 
 	if (!st->rows)
-		return qk_heads(e, dd, D,
-		                &(struct qk_rows){0, st->T, st->pos0, dd->ids, 0, kc, vc});
+		return qk_heads(
+		    e, dd, D,
+		    &(struct qk_rows){0, st->T, st->pos0, 0, dd->ids, 0, kc, vc, dd->ktab});
 	if (coli_dense_dev_qk_fused(&e->m.cfg))
-		return qk_heads(e, dd, D,
-		                &(struct qk_rows){0, st->T, 0, 0, dd_rows(dd, e->s.tmax), kc, vc});
+		return qk_heads(
+		    e, dd, D,
+		    &(struct qk_rows){0, st->T, 0, 0, 0, dd_rows(dd, e->s.tmax), kc, vc, dd->ktab});
 	for (int r = 0; !rc && r < st->n_runs; r++) {
 		const struct coli_fwd_run *R = &st->run[r];
-		size_t base = R->slot * dd->slot_rows;
 
 		rc = qk_heads(e, dd, D,
-		              &(struct qk_rows){R->r0, R->n, R->pos0, 0, 0, kc + base * e->kv.krow,
-		                                vc + base * e->kv.vrow});
+		              &(struct qk_rows){R->r0, R->n, R->pos0, R->slot, 0, 0, kc, vc,
+		                                dd_tab(dd, e->kv.nbs, R->slot)});
 	}
 	return rc;
 }
@@ -215,10 +239,8 @@ static int attend(struct coli_engine *e, struct coli_dense_dev *dd, struct coli_
 		r0 = -1, most = 0;
 		if (!R || rc)
 			continue;
-		size_t base = R->slot * dd->slot_rows;
-
 		one = from_row(a, R->r0);
-		one.k += base * e->kv.krow, one.v += base * e->kv.vrow;
+		one.tab = dd_tab(dd, e->kv.nbs, R->slot);
 		one.T = R->n, one.pos0 = R->pos0, one.posp = 0, one.rows = 0;
 		rc = coli_dev_attention(dd->dev, &one);
 	}
@@ -236,8 +258,9 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, const struct dstep *s
 	const struct dlayer *D = &dd->L[l];
 	int H = c->hidden, nh = c->n_heads, nkv = c->n_kv_heads, hd = c->head_dim;
 	int qd = nh * hd, kvd = nkv * hd, rc, oq, T = st->T;
-	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * e->kv.ctx) * e->kv.krow;
-	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * e->kv.ctx) * e->kv.vrow;
+	/* the layer's [n_blocks][32] rows */
+	uint64_t kc = dd->kcache + ((size_t)(l - dd->l0) * dd->layer_rows) * e->kv.krow;
+	uint64_t vc = dd->vcache + ((size_t)(l - dd->l0) * dd->layer_rows) * e->kv.vrow;
 
 	/* the norm also quantizes its rows for q, k and v (one prep for the three;
 	 * MLA: kv_a and q_a, or q) */
@@ -308,7 +331,9 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, const struct dstep *s
 	                                             .kt = e->kv.kt,
 	                                             .vt = e->kv.vt,
 	                                             .sinks = D->sinks,
-	                                             .window = e->m.layers[l].window},
+	                                             .window = e->m.layers[l].window,
+	                                             .tab = dd->ktab,
+	                                             .nbs = e->kv.nbs},
 	                 st);
 	rc = rc ? rc : gemm(dd, &D->o, dd->att, T, dd->proj, H);
 	if (!rc && D->o_bias) /* gpt-oss: proj = o . att + b, as the CPU's */

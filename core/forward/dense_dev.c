@@ -8,7 +8,16 @@
  * working buffers allocated (core/forward/dense_dev.h draws them); after placement
  * the slab table device-planned layers read; at close everything is freed.
  * Between steps, a prefix's cache rows copied from one slot to another
- * (coli_dense_dev_copy_rows: core/seq.c's prefix cache).
+ * (coli_dense_dev_copy_rows: core/seq.c's prefix cache); before a step,
+ * the device block tables brought up to the host pool's
+ * (coli_dense_dev_tables).
+ *
+ * The KV cache is the host pool's blocks (core/forward/kv.h): each device
+ * allocates [its layers][n_blocks][32] rows, the host's n_blocks and block
+ * ids, and a device block table [n_seq][nbs]; kv.c alone hands blocks out,
+ * and the device's table follows the host's (dd->tab_up says what it
+ * holds). VRAM holds the pool (--kv-gb), not n_seq x ctx. MLA keeps its one
+ * sequence's contiguous [layers][ctx] latent rows (core/forward/mla_dev.c).
  * The forward over it is core/forward/forward_dev.c (and layer_host.c); the
  * phase timer both charge the stats with, coli_dense_dev_phase_end, is here.
  */
@@ -206,17 +215,19 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 	size_t T = (size_t)e->s.tmax, H = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
 	size_t kvd = (size_t)c->n_kv_heads * c->head_dim, P = T * c->top_k;
 	size_t kr = (size_t)c->kv_lora + c->rope_dim, nh = c->n_heads;
-	/* the host cache's layout (core/forward/kv.h); MLA: the latent rows alone */
-	size_t kv_bytes = e->kv.n_seq * dd->slot_rows * e->kv.krow;
-	size_t v_bytes = e->kv.n_seq * dd->slot_rows * e->kv.vrow;
+	/* the host pool's blocks of its layers (core/forward/kv.h); MLA: the
+	 * latent rows alone */
+	size_t rows = (size_t)(dd->l1 - dd->l0) * dd->layer_rows;
+	size_t kv_bytes = rows * e->kv.krow, v_bytes = rows * e->kv.vrow;
 	size_t att = c->kv_lora ? nh * c->v_head : qd;
 	int rc = 0;
 
 #define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
 	B(kcache, kv_bytes);
-	if (!c->kv_lora)
+	if (!c->kv_lora) {
 		B(vcache, v_bytes);
-	else {
+		B(ktab, (size_t)e->kv.n_seq * e->kv.nbs * 4);
+	} else {
 		B(qa, T * (c->q_lora ? c->q_lora : 1) * 4);
 		B(kva, T * kr * 4);
 		B(qn, nh * T * c->qk_nope * 4);
@@ -304,8 +315,11 @@ static int open_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	dd->fast_T = calloc((size_t)c->n_layers, sizeof(int));
 	dd->seg =
 	    calloc((size_t)c->n_layers * COLI_GPU_STEP_T * 2 * COLI_ATTN_BUCKETS, sizeof(*dd->seg));
-	if (!rc && (!dd->full || !dd->part || !dd->fast_T || !dd->seg))
+	dd->tab_up = malloc(sizeof(int) * (size_t)e->kv.n_seq * e->kv.nbs);
+	if (!rc && (!dd->full || !dd->part || !dd->fast_T || !dd->seg || !dd->tab_up))
 		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < (size_t)e->kv.n_seq * e->kv.nbs; i++)
+		dd->tab_up[i] = -1; /* nothing written yet */
 	return rc;
 }
 
@@ -331,6 +345,7 @@ static void close_one(struct coli_engine *e, struct coli_dense_dev *dd)
 	free(dd->full);
 	free(dd->part);
 	free(dd->fast_T);
+	free(dd->tab_up);
 	free(dd);
 }
 
@@ -341,8 +356,9 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
 {
 	uint64_t off, dense, experts = 0;
 	size_t free_b = 0, total_b = 0;
-	/* its cache: every slot's ctx rows (not paged yet, whatever the host's pool) */
-	double kv = (double)e->kv.n_seq * e->kv.ctx * e->kv.n_layers * (e->kv.krow + e->kv.vrow);
+	/* its cache: the pool's blocks (MLA: one sequence's ctx rows) */
+	double kv = (double)(e->m.cfg.kv_lora ? e->kv.ctx : e->kv.n_blocks * COLI_KV_BLOCK) *
+	            e->kv.n_layers * (e->kv.krow + e->kv.vrow);
 
 	coli_io_container_dense_region(e->m.c, &off, &dense);
 	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {
@@ -396,7 +412,8 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 		e->dense.dds[e->dense.n_dd++] = dd;
 		dd->dev = e->vram.devs[use[i]];
 		dd->l0 = L * i / n, dd->l1 = L * (i + 1) / n;
-		dd->slot_rows = (size_t)((L + n - 1) / n) * e->kv.ctx;
+		dd->layer_rows =
+		    c->kv_lora ? (size_t)e->kv.ctx : (size_t)e->kv.n_blocks * COLI_KV_BLOCK;
 		dd->first = i == 0, dd->last = i == n - 1;
 		for (int l = dd->l0; l < dd->l1; l++)
 			e->dense.dd_of[l] = (signed char)i;
@@ -406,15 +423,24 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 			         dd->dev->name, strerror(-rc));
 			return rc;
 		}
+		/* its KV cache: the pool's blocks of its layers (MLA: one sequence's ctx) */
+		double kv_gb =
+		    (double)(dd->l1 - dd->l0) * dd->layer_rows * (e->kv.krow + e->kv.vrow) / 1e9;
+
 		if (n == 1)
-			fprintf(stderr, "coli: dense part and KV cache on %s (%.2f GB uploaded)\n",
-			        dd->dev->name, (e->est.h2d_const_bytes - t0) / 1e9);
+			fprintf(
+			    stderr,
+			    "coli: dense part and KV cache on %s (%.2f GB uploaded; KV cache %.3g "
+			    "GB: %s)\n",
+			    dd->dev->name, (e->est.h2d_const_bytes - t0) / 1e9, kv_gb,
+			    c->kv_lora ? "one sequence's rows" : "the pool's blocks");
 		else
 			fprintf(stderr,
 			        "coli: dense part and KV cache of layers %d-%d on %s (%.2f GB "
-			        "uploaded)\n",
+			        "uploaded; KV cache %.3g GB: %s)\n",
 			        dd->l0, dd->l1 - 1, dd->dev->name,
-			        (e->est.h2d_const_bytes - t0) / 1e9);
+			        (e->est.h2d_const_bytes - t0) / 1e9, kv_gb,
+			        c->kv_lora ? "one sequence's rows" : "the pool's blocks");
 	}
 	e->dense.dd = e->dense.dds[0];
 	return 0;
@@ -492,30 +518,73 @@ int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr)
 	return coli_dev_upload(dd->dev, dd->slabs + ((size_t)l * c->n_experts + ex) * 8, &addr, 8);
 }
 
-/* Thread: the engine's (between steps). One copy a layer for K and one for
- * V: a slot's rows of a layer are contiguous ([slot][layer][ctx] rows). */
+/* Thread: the engine's (between steps). The positions [r0, r1) go in runs
+ * whose rows are consecutive in both slots (within a block always; across
+ * blocks where both tables hold consecutive ids): one copy a run and layer
+ * for K and one for V. */
 int coli_dense_dev_copy_rows(struct coli_engine *e, int from, int to, int r0, int r1)
 {
-	const size_t ctx = (size_t)e->kv.ctx, n = (size_t)(r1 > r0 ? r1 - r0 : 0);
+	const struct coli_kv *kv = &e->kv;
 	int rc = 0;
 
-	for (int i = 0; i < e->dense.n_dd && n; i++) {
-		const struct coli_dense_dev *dd = e->dense.dds[i];
+	if (e->m.cfg.kv_lora) /* (one sequence on the device: no other slot) */
+		return r1 > r0 ? -EINVAL : 0;
+	for (int p = r0, n; !rc && p < r1; p += n) {
+		const size_t src = coli_kv_row(kv, from, p), dst = coli_kv_row(kv, to, p);
 
-		for (int l = 0; !rc && l < dd->l1 - dd->l0; l++) {
-			size_t src = from * dd->slot_rows + l * ctx + r0;
-			size_t dst = to * dd->slot_rows + l * ctx + r0;
+		for (n = 1; p + n < r1 && coli_kv_row(kv, from, p + n) == src + (size_t)n &&
+		            coli_kv_row(kv, to, p + n) == dst + (size_t)n;
+		     n++)
+			;
+		for (int i = 0; !rc && i < e->dense.n_dd; i++) {
+			const struct coli_dense_dev *dd = e->dense.dds[i];
 
-			rc = coli_dev_copy(
-			    dd->dev, &(struct coli_dev_copy){.dst = dd->kcache + dst * e->kv.krow,
-			                                     .src = dd->kcache + src * e->kv.krow,
-			                                     .n = n * e->kv.krow});
-			if (!rc && dd->vcache)
-				rc = coli_dev_copy(
-				    dd->dev,
-				    &(struct coli_dev_copy){.dst = dd->vcache + dst * e->kv.vrow,
-				                            .src = dd->vcache + src * e->kv.vrow,
-				                            .n = n * e->kv.vrow});
+			for (int l = 0; !rc && l < dd->l1 - dd->l0; l++) {
+				const size_t s = l * dd->layer_rows + src,
+				             d = l * dd->layer_rows + dst;
+
+				rc = coli_dev_copy(dd->dev, &(struct coli_dev_copy){
+				                                .dst = dd->kcache + d * kv->krow,
+				                                .src = dd->kcache + s * kv->krow,
+				                                .n = (size_t)n * kv->krow});
+				if (!rc)
+					rc = coli_dev_copy(dd->dev,
+					                   &(struct coli_dev_copy){
+					                       .dst = dd->vcache + d * kv->vrow,
+					                       .src = dd->vcache + s * kv->vrow,
+					                       .n = (size_t)n * kv->vrow});
+			}
+		}
+	}
+	return rc;
+}
+
+/* Thread: the engine's, before a step. The uploads read dd->tab_up, which
+ * changes only here: the previous step's uploads were read by its end (a
+ * step ends on the device's sync). */
+int coli_dense_dev_tables(struct coli_engine *e, const int *slot, int n)
+{
+	const struct coli_kv *kv = &e->kv;
+	int rc = 0;
+
+	for (int i = 0; !rc && i < e->dense.n_dd; i++) {
+		struct coli_dense_dev *dd = e->dense.dds[i];
+
+		for (int k = 0; !rc && dd->ktab && k < n; k++) {
+			const struct coli_kv_seq *q = &kv->seq[slot[k]];
+			int *up = dd->tab_up + (size_t)slot[k] * kv->nbs, lo = -1, hi = -1;
+
+			for (int j = 0; j < q->n_blk; j++)
+				if (up[j] != q->blk[j]) {
+					up[j] = q->blk[j];
+					lo = lo < 0 ? j : lo, hi = j;
+				}
+			if (lo < 0)
+				continue;
+			rc = coli_dev_upload_async(dd->dev,
+			                           dd_tab(dd, kv->nbs, slot[k]) + (size_t)lo * 4,
+			                           up + lo, sizeof(int) * (size_t)(hi - lo + 1));
+			e->est.h2d_bytes += sizeof(int) * (size_t)(hi - lo + 1);
 		}
 	}
 	return rc;

@@ -11,9 +11,15 @@
  *   then 2 x [tmax*top_k] (a host-planned layer's pair lists, uploaded with it)
  *   ids int [1 + tmax]: the position, then the token ids; then with several
  *   sequences the row table [tmax][COLI_GPU_ROWS] (dd_rows: each row's position
- *   and its slot's first cache row)
- *   kcache, vcache [n_seq][n_layers][ctx][nkv*hd] (MLA: kcache [n_layers][ctx][kv_lora
- *   + rope_dim], the latent rows, and no vcache); logits [tmax][vocab]
+ *   and its slot)
+ *   kcache, vcache [its layers][n_blocks][32] rows of [nkv*hd] in --kv-type: the
+ *   host pool's blocks (core/forward/kv.h; kv.c alone says which block is
+ *   whose), slot s's position p of a layer at row ktab[s][p / 32] * 32 + p % 32
+ *   (ptx/kv_rows.cuh kv_at); ktab int [n_seq][nbs], the device block table,
+ *   at a fixed address (captured graphs read it), brought up to the host's
+ *   before a step's launches (coli_dense_dev_tables). MLA: kcache
+ *   [n_layers][ctx][kv_lora + rope_dim], the latent rows of its one
+ *   sequence, contiguous, and no vcache; logits [tmax][vocab]
  *   sel int / selw [tmax][top_k]; slabs u64 [n_layers][n_experts] (resident
  *   slab of each expert, fully resident layers only); gu_jobs, down_jobs
  *   [2 or 1][COLI_GPU_MAX_S * top_k] GEMV jobs written by coli_route_plan,
@@ -86,9 +92,9 @@ struct coli_dense_dev {
 	uint64_t out_norm, inv_freq;
 	struct dlayer *L;
 	uint64_t kcache, vcache;
-	size_t slot_rows; /* rows a sequence slot takes of a cache array: the longest
-	                   * device range's layers x ctx, the same on every device
-	                   * (one row table serves all), l - l0 of them used here */
+	size_t layer_rows; /* rows of a layer's cache: n_blocks * 32 (MLA: ctx) */
+	uint64_t ktab;     /* [n_seq][nbs] int: the device block table */
+	int *tab_up;       /* [n_seq][nbs] host: what ktab holds (-1: not written) */
 	uint64_t ids, x, xn, mlp, proj, shy, q, att, k, v, aq, ad, aqs, g, u, h, rlog, gl, ey, ptok,
 	    pw, pex, logits, next, sel, selw, slabs, gu_jobs, down_jobs, grlog, gsel, gselw;
 	uint64_t qa, kva, qn, qrow, lat;    /* MLA: [tmax][q_lora], [tmax][kl + r],
@@ -121,10 +127,23 @@ struct coli_dense_dev {
 };
 
 /* Rows [r0, r1) of every layer of slot `from` into slot `to` on every dense
- * device, each its layers' K and V rows (typed, byte for byte), queued on
- * its stream behind the steps that wrote them (core/seq.c's prefix copy:
- * the next step's launches follow it on the same stream). */
+ * device, each its layers' K and V rows (typed, byte for byte) by block
+ * rows (the host's tables: `to` holds its blocks, coli_kv_grow first),
+ * queued on its stream behind the steps that wrote them (core/seq.c's
+ * prefix copy: the next step's launches follow it on the same stream). */
 int coli_dense_dev_copy_rows(struct coli_engine *e, int from, int to, int r0, int r1);
+/* The device block tables of the n slots slot[] brought up to the host
+ * pool's (e->kv), queued on each dense device's stream ahead of a step's
+ * launches: a slot's entries that changed since they were last written, one
+ * upload a slot that changed (a slot's blocks change once in 32 positions:
+ * most steps upload nothing). Thread: the engine's, before a step. */
+int coli_dense_dev_tables(struct coli_engine *e, const int *slot, int n);
+/* The cache's table arguments of a launch: slot's row of dd's block table
+ * (0 with several sequences: the row table names each row's slot). */
+static inline uint64_t dd_tab(const struct coli_dense_dev *dd, int nbs, int slot)
+{
+	return dd->ktab + (uint64_t)slot * nbs * 4;
+}
 
 /* Shared by core/forward/forward_dev.c and core/forward/layer_host.c. */
 /* Charge the time since the last phase end to *acc (sync: wait for the

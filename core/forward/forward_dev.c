@@ -43,6 +43,11 @@
  * the fused q/k/RoPE/store launch and attention read (core/forward/attn_dev.c),
  * so a decode step of several sequences is one launch per op and one graph,
  * keyed by the row count and its furthest position's bucket (struct dstep).
+ * The cache rows are the host pool's blocks (core/forward/kv.h): the
+ * step's slots' device block tables are brought up to the host's before
+ * the step's uploads (coli_dense_dev_tables: nothing, unless a slot took
+ * or lost a block), so a captured graph replays with whatever blocks the
+ * slots hold now.
  *
  * With the layers split over several devices (core/forward/dense_dev.c), each
  * layer runs on its own range's device (coli_dense_dev_at): the forward holds
@@ -639,11 +644,14 @@ static int forward_rows(struct coli_engine *e, const struct dstep *st, const int
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	struct coli_dense_dev *dd = e->dense.dds[0];
-	int T = st->T, rc = 0, whole, nd = 0;
+	int T = st->T, rc = 0, whole, nd = 0, slots[COLI_MAX_SEQ], n_slots = 0;
 	struct coli_dev_down down[2]; /* the forward's last downloads, as one */
 	double start = coli_now_s();
 
 	dd->phase_t = start;
+	for (int r = 0; r < (st->rows ? st->n_runs : 1); r++) /* one sequence: slot 0 */
+		slots[n_slots++] = st->rows ? st->run[r].slot : 0;
+	rc = coli_dense_dev_tables(e, slots, n_slots);
 	for (int i = 0; !rc && i < e->dense.n_dd; i++) { /* every device reads the positions */
 		struct coli_dense_dev *di = e->dense.dds[i];
 
@@ -762,7 +770,7 @@ int coli_forward_dev_batch(struct coli_engine *e, const struct coli_batch *b, fl
 		memcpy(e->s.xids + 1 + R->r0, b->runs[r].ids, sizeof(int) * R->n);
 		for (int t = R->r0; t < R->r0 + R->n; t++) {
 			rows[COLI_GPU_ROWS * t] = pos[t];
-			rows[COLI_GPU_ROWS * t + 1] = (int)(R->slot * e->dense.dd->slot_rows);
+			rows[COLI_GPU_ROWS * t + 1] = R->slot;
 			if (lg == 2 || (lg == 1 && t == R->r0 + R->n - 1))
 				want[n_want++] = t;
 		}

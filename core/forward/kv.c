@@ -8,6 +8,11 @@
  * model (cfg.kv_lora) caches one row a token and layer, [c_kv (kv_lora) ||
  * k_pe (rope_dim)] in kcache, and has no vcache.
  *
+ * The rows may be released while a dense device holds every layer's
+ * (coli_kv_rows_drop) and allocated again when the dense part moves to the
+ * CPU (coli_kv_rows_alloc, then rebuilt from the token ids); the tables and
+ * the ids stay here throughout.
+ *
  * Reclaiming: a slot's blocks go from its tail (the prefix it keeps stays
  * whole), least recently opened closed slot first; its pos drops to the
  * positions it still holds, so the prefix match (core/seq.c) never sees
@@ -63,6 +68,7 @@ int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int n_s
 		n_blocks = n_seq * nbs;
 	rows = (size_t)n_blocks * COLI_KV_BLOCK * c->n_layers;
 	shape(c, &kv->n, &kv->seg, &nseg);
+	kv->node = node;
 	kv->ctx = ctx;
 	kv->n_seq = n_seq;
 	kv->n_layers = c->n_layers;
@@ -89,6 +95,27 @@ int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int n_s
 	return ok ? 0 : -ENOMEM;
 }
 
+void coli_kv_rows_drop(struct coli_kv *kv)
+{
+	if (kv->kcache)
+		coli_mem_free(kv->kcache, kv->bytes);
+	if (kv->vcache)
+		coli_mem_free(kv->vcache, kv->vbytes);
+	kv->kcache = kv->vcache = NULL;
+}
+
+int coli_kv_rows_alloc(struct coli_kv *kv)
+{
+	if (kv->kcache)
+		return 0;
+	kv->kcache = coli_mem_alloc(kv->bytes, kv->node);
+	kv->vcache = kv->vbytes ? coli_mem_alloc(kv->vbytes, kv->node) : NULL;
+	if (kv->kcache && (kv->vcache || !kv->vbytes))
+		return 0;
+	coli_kv_rows_drop(kv);
+	return -ENOMEM;
+}
+
 void coli_kv_free(struct coli_kv *kv)
 {
 	if (kv->kcache)
@@ -103,6 +130,19 @@ void coli_kv_free(struct coli_kv *kv)
 }
 
 /* ---- the pool ---- */
+
+void coli_kv_scramble(struct coli_kv *kv)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull; /* a fixed seed: the same order every run */
+
+	for (int i = kv->n_free - 1; i > 0; i--) { /* Fisher-Yates, xorshift64 */
+		int j, t;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		j = (int)(x % (uint64_t)(i + 1));
+		t = kv->free[i], kv->free[i] = kv->free[j], kv->free[j] = t;
+	}
+}
 
 /* Positions [0, n) of a slot: the blocks it lacks for them. */
 static int lacks(const struct coli_kv_seq *q, int n)

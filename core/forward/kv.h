@@ -8,11 +8,12 @@
  * slot 0 (coli_engine_reset) and frees it at close (coli_kv_free);
  * core/seq.c hands slots to sequences (coli_engine_seq_open, which may copy
  * a prefix's rows from one slot into another: coli_kv_copy_rows) and
- * reserves what an admitted request may grow to (coli_kv_reserve). The dense
- * device keeps its own copy of every slot's rows of its layers
- * (core/forward/dense_dev.c: still [n_seq][layers][ctx] there), not this
- * one's contents; hist lets the engine rebuild every slot from its token ids
- * if that device fails.
+ * reserves what an admitted request may grow to (coli_kv_reserve). A dense
+ * device keeps the rows of its layers in its own memory as the same blocks
+ * (core/forward/dense_dev.c: [its layers][n_blocks][B] rows and a device
+ * copy of the block tables, brought up to these before each step): this
+ * pool alone says which block is whose; hist lets the engine rebuild every
+ * slot from its token ids if that device fails.
  *
  * Layout: kcache [n_layers][n_blocks][B] rows of krow bytes, vcache likewise
  * with vrow. Block b is B positions of every layer (rows b * B .. b * B + B
@@ -84,6 +85,7 @@ struct coli_kv {
 	size_t vbytes;           /* of vcache (0 under MLA), every block */
 	struct coli_kv_seq *seq; /* [n_seq] */
 	uint64_t opens;          /* slots opened so far (coli_kv_seq.used's clock) */
+	int node;                /* NUMA node of kcache / vcache (mem/'s values) */
 };
 
 /* --kv-type's value: "T" (K and V) or "K,V", each f32, bf16 or q8 -> *kt,
@@ -128,6 +130,21 @@ static inline size_t coli_kv_row(const struct coli_kv *kv, int s, int p)
 	return ((size_t)kv->seq[s].blk[p >> COLI_KV_BLOCK_SHIFT] << COLI_KV_BLOCK_SHIFT) |
 	       (size_t)(p & (COLI_KV_BLOCK - 1));
 }
+/* The free blocks handed out from now on in a scrambled order (a fixed
+ * shuffle of the free stack): COLI_KV_SCRAMBLE, the tests' way to make
+ * every block table unlike the identity, so that a reader or writer that
+ * misses the table reads wrong rows. */
+void coli_kv_scramble(struct coli_kv *kv);
+/* The rows (kcache, vcache) released, the tables and the token ids kept:
+ * the dense devices hold every layer's rows (core/engine.c, once the
+ * devices are placed). bytes and vbytes still say their size (the RAM
+ * budget keeps counting them), so that coli_kv_rows_alloc can bring them
+ * back when the dense part moves to the CPU, which rebuilds their contents
+ * from hist. */
+void coli_kv_rows_drop(struct coli_kv *kv);
+/* The rows coli_kv_rows_drop released, allocated again (contents
+ * undefined): 0, or -ENOMEM with none. 0 at once when they are there. */
+int coli_kv_rows_alloc(struct coli_kv *kv);
 /* Releases what coli_kv_alloc made (a zeroed kv: nothing); kv is zeroed. */
 void coli_kv_free(struct coli_kv *kv);
 /* Slot `seq`'s layer l rows of T tokens from pos0: k [T][n] (and v [T][n],

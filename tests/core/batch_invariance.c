@@ -23,7 +23,9 @@
  * tokens, the sim's bits being the CPU's);
  * with a GPU, q8 and q4 with the dense part and the experts on GPU 0 (the
  * reference then alone on the GPU: its attention kernels give a query the
- * same bits alone, in a row table or in a graph).
+ * same bits alone, in a row table or in a graph). Every engine hands its
+ * KV blocks out scrambled (COLI_KV_SCRAMBLE): no slot's block table is the
+ * identity, so a device reader or writer off the table shows.
  */
 #include <stdint.h>
 
@@ -48,6 +50,7 @@ static struct coli_opts opts(const char *gpu, const char *dense, int parallel)
 	o.threads = 2;
 	o.ctx = CTX;
 	o.parallel = parallel;
+	o.kv_scramble = 1; /* no block table is the identity: a wrong address shows */
 	snprintf(o.gpu, sizeof(o.gpu), "%s", gpu);
 	coli_opts_set(&o, "--dense", dense, NULL, 0);
 	coli_opts_set(&o, "--usage", "off", NULL, 0);

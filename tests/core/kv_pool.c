@@ -30,8 +30,10 @@
  *             the reference's.
  * Cases: q8 experts on the CPU with bf16 and q8 rows, the deepseek_v3
  * fixture (MLA's latent rows), --gpu sim:1 and sim:2 (--split layers) with
- * the dense part there (its cache still per slot; the pool counts), GPU 0
- * when there is one (skipped without).
+ * the dense part there (its cache the pool's blocks, through the device's
+ * block tables), GPU 0 when there is one (skipped without). Every engine
+ * hands its blocks out scrambled (COLI_KV_SCRAMBLE): no table is the
+ * identity, so a device reader or writer off the table shows.
  */
 #include <errno.h>
 #include <stdint.h>

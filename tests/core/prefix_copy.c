@@ -26,7 +26,9 @@
  * layers), sim:1 failing after 800 ops (in the running scenario while B
  * decodes: the dense part moves to the CPU and every slot, B's with its
  * copied prefix, is rebuilt from its history), and with a GPU, q8 and q4 with the dense part on GPU
- * 0 (skipped without one; the reference then alone on the GPU).
+ * 0 (skipped without one; the reference then alone on the GPU). Every
+ * engine hands its KV blocks out scrambled (COLI_KV_SCRAMBLE): the copy
+ * goes block by block between tables unlike the identity.
  */
 #include <stdint.h>
 

@@ -51,6 +51,7 @@ static inline struct coli_opts sq_opts(const struct sq_cfg *c, int parallel)
 	o.threads = 2;
 	o.ctx = SQ_CTX;
 	o.parallel = parallel;
+	o.kv_scramble = 1; /* no block table is the identity: a wrong address shows */
 	o.gpu_fail_after = parallel > 1 && c->fail ? c->fail : -1;
 	snprintf(o.gpu, sizeof(o.gpu), "%s", c->gpu);
 	snprintf(o.kv_type, sizeof(o.kv_type), "%s", c->kv);

@@ -29,7 +29,10 @@
  *                   chunks, GQA groups 1..16, hd 16..256, vs coli_attention_head;
  *                   gpt-oss's sinks and sliding windows vs coli_attention_head_sink
  *                   over the window's rows
- *                   (2e-5, times sqrt(n / 10000) past 10000 positions)
+ *                   (2e-5, times sqrt(n / 10000) past 10000 positions); the
+ *                   same rows paged through a block table that moves every
+ *                   block (ptx/kv_rows.cuh kv_at) give the contiguous
+ *                   cache's bytes
  *   gather_rows     pair rows gathered from token rows: the bytes, repeats too
  *   route           vs cpu/ops.c coli_route (E 8..1024, K 1..16, renormalised or
  *                   not, ties): the same experts in the same order; weights
@@ -1181,12 +1184,30 @@ static int test_router_plan(void)
 
 /* ---- attention ---- */
 
+/* The cache rows x [n][row] floats paged as the engine's (ptx/kv_rows.cuh
+ * kv_at): block j (rows 32 j ..) at block tab[j] = nb + 2 - j of nb + 3
+ * blocks, none at its own place, the other blocks NaN. */
+static uint64_t paged(const float *x, int n, int row, const int *tab, int nb)
+{
+	uint64_t d = dev_poison(4 * (size_t)(nb + 3) * 32 * row);
+
+	for (int j = 0; j < nb; j++) {
+		int rows = n - 32 * j < 32 ? n - 32 * j : 32;
+
+		coli_gpu_upload(g_gpu, d + 4 * (size_t)tab[j] * 32 * row, x + (size_t)j * 32 * row,
+		                4 * (size_t)rows * row);
+	}
+	return d;
+}
+
 /* window > 0: a sliding layer's (each query sees its last `window`
  * positions); sinks: gpt-oss's logit per head, drawn in [-1, 1] * qamp (the
  * scores' own range, so a sink is sometimes the max). Both go to every launch
  * of the case, checked as the plain one is: against the CPU's
  * coli_attention_head_sink over the window's rows, a query alone against the
- * batch, the prefill kernel against the chunk kernel. */
+ * batch, the prefill kernel against the chunk kernel. The first launch reads
+ * a contiguous cache (no table); the others the same rows paged through a
+ * block table that moves every block (paged()): the same bytes. */
 static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, int window,
                           int sinks)
 {
@@ -1196,7 +1217,9 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 	float *V = xmalloc(4 * (size_t)n * kvd), *want = xmalloc(4 * qn), *got = xmalloc(4 * qn);
 	float *sc = xmalloc(4 * (size_t)n), scale = 1.0f / sqrtf((float)hd);
 	float *sk = xmalloc(4 * (size_t)nh);
-	uint64_t dq, dk, dv, dout, dpos, dsk = 0;
+	uint64_t dq, dk, dv, dout, dpos, dsk = 0, dkp, dvp, dtab;
+	const int nbk = (n + 31) / 32; /* the cache's blocks */
+	int *tab = xmalloc(sizeof(int) * (size_t)nbk);
 	/* both sides sum n terms in f32, in different orders (splits, chunks):
 	 * the error grows ~ sqrt(n); 2e-5 up to 10000 positions */
 	const float tol = 2e-5f * fmaxf(1.0f, sqrtf(n / 10000.0f));
@@ -1225,6 +1248,10 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 	dq = dev_copy(q, 4 * qn);
 	dk = dev_copy(K, 4 * (size_t)n * kvd);
 	dv = dev_copy(V, 4 * (size_t)n * kvd);
+	for (int j = 0; j < nbk; j++)
+		tab[j] = nbk + 2 - j;
+	dtab = dev_copy(tab, sizeof(int) * (size_t)nbk);
+	dkp = paged(K, n, kvd, tab, nbk), dvp = paged(V, n, kvd, tab, nbk);
 	dout = dev_poison(4 * qn);
 	/* with the output also quantized for the o projection (the engine's form
 	 * when o is q8/q4): the same bytes coli_act_quantize makes of the output */
@@ -1238,7 +1265,7 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 
 		if (qn % 32 ||
 		    coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd,
-		                          scale, daq, dad, das, 0, 0, dsk, window, 0)) {
+		                          scale, daq, dad, das, 0, 0, dsk, window, 0, 0, 0)) {
 			printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
 			return 1;
 		}
@@ -1262,12 +1289,12 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 	/* the position read from device memory (the pos0 argument is wrong on
 	 * purpose, but an upper bound as outside a capture it must be: splits
 	 * past pos0 + T are not launched), the grid split for a longer context
-	 * than the one used */
+	 * than the one used, the cache paged */
 	dpos = dev_copy(&pos0, sizeof(pos0));
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
-	if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh, nkv, hd,
-	                          scale, 0, 0, 0, 0, 0, dsk, window, 0)) {
+	if (coli_gpu_attention_kv(g_gpu, dq, dkp, dvp, dout, T, pos0 + 1, dpos, n + 3000, nh, nkv,
+	                          hd, scale, 0, 0, 0, 0, 0, dsk, window, 0, dtab, nbk)) {
 		printf("  attention T=%d pos0=%d from memory: launch failed\n", T, pos0);
 		return 1;
 	}
@@ -1279,8 +1306,8 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 
 		memcpy(first, got, 4 * qn);
 		download(got, dout, 4 * qn);
-		snprintf(what, sizeof(what), "  the same, position from memory, split for %d",
-		         n + 3000);
+		snprintf(what, sizeof(what),
+		         "  the same, paged, position from memory, split for %d", n + 3000);
 		rc |= check(what, got, want, NULL, tol, qn);
 		if (hd % 32 == 0 && 256 % hd == 0 && memcmp(first, got, 4 * qn)) {
 			printf("  FAIL %s: not the bytes of the launch without the span\n", what);
@@ -1302,9 +1329,9 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 
 			coli_gpu_free(g_gpu, dpos);
 			dpos = dev_copy(&at, sizeof(at));
-			if (coli_gpu_attention_kv(g_gpu, dq + 4 * row * t, dk, dv, d1, 1, at, dpos,
-			                          n + 3000, nh, nkv, hd, scale, 0, 0, 0, 0, 0, dsk,
-			                          window, 0)) {
+			if (coli_gpu_attention_kv(g_gpu, dq + 4 * row * t, dkp, dvp, d1, 1, at,
+			                          dpos, n + 3000, nh, nkv, hd, scale, 0, 0, 0, 0, 0,
+			                          dsk, window, 0, dtab, nbk)) {
 				printf("  attention T=1 at %d: launch failed\n", at);
 				return 1;
 			}
@@ -1322,8 +1349,9 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 		coli_gpu_free(g_gpu, dout);
 		dout = dev_poison(4 * qn);
 		coli_gpu_attn_prefill(g_gpu, 0);
-		if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh,
-		                          nkv, hd, scale, 0, 0, 0, 0, 0, dsk, window, 0)) {
+		if (coli_gpu_attention_kv(g_gpu, dq, dkp, dvp, dout, T, pos0 + 1, dpos, n + 3000,
+		                          nh, nkv, hd, scale, 0, 0, 0, 0, 0, dsk, window, 0, dtab,
+		                          nbk)) {
 			printf("  attention T=%d pos0=%d on the chunk kernel: launch failed\n", T,
 			       pos0);
 			return 1;
@@ -1344,6 +1372,8 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 		free(one);
 	}
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
+	coli_gpu_free(g_gpu, dkp), coli_gpu_free(g_gpu, dvp), coli_gpu_free(g_gpu, dtab);
+	free(tab);
 	coli_gpu_free(g_gpu, dout), coli_gpu_free(g_gpu, dpos);
 	if (dsk)
 		coli_gpu_free(g_gpu, dsk);

@@ -20,7 +20,9 @@
  *               the largest output, as tests/ptx/mla), and coli_mla_prep's
  *               typed row against coli_kv_row_store of its fp32 row;
  *   rows        several sequences in one launch (COLI_GPU_ROWS' table over a
- *               cache of 4 slots): the bytes of each row alone at its slot.
+ *               paged cache of 4 slots, its block table a scramble of the
+ *               blocks: ptx/kv_rows.cuh kv_at): the bytes of each row alone
+ *               at its slot of a contiguous cache.
  *
  * Outputs are poisoned (NaN) before each launch.
  */
@@ -117,7 +119,7 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 	dv = dev_copy(Vt, vb * n);
 	dout = dev_poison(4 * qn);
 	if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd, scale, 0, 0,
-	                          0, kt, vt, dsk, window, 0)) {
+	                          0, kt, vt, dsk, window, 0, 0, 0)) {
 		printf("  FAIL attention %s T=%d pos0=%d: launch failed\n", k_mode[mode], T, pos0);
 		return 1;
 	}
@@ -133,7 +135,7 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 	coli_gpu_free(g_gpu, dout);
 	dout = dev_poison(4 * qn);
 	if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0 + 1, dpos, n + 3000, nh, nkv, hd,
-	                          scale, 0, 0, 0, kt, vt, dsk, window, 0)) {
+	                          scale, 0, 0, 0, kt, vt, dsk, window, 0, 0, 0)) {
 		printf("  FAIL attention %s from memory: launch failed\n", k_mode[mode]);
 		return 1;
 	}
@@ -188,10 +190,11 @@ static int store_case(int mode, int T, int pos0, int nh, int nkv, int hd, int st
 		                            hd, pos0, d[5], d[4], d[6], d[7]);
 		coli_gpu_free(g_gpu, q2);
 	}
-	rc = rc ? rc
-	        : coli_gpu_qk_rope_store_kv(g_gpu, d[0], d[1], d[2], store_only ? 0 : d[3],
-	                                    store_only ? 0 : d[3], 1e-6f, T, nh, nkv, hd, pos0,
-	                                    d[5], d[4], d[8], d[9], kt, vt, store_only, 1.0f, 0);
+	rc =
+	    rc ? rc
+	       : coli_gpu_qk_rope_store_kv(g_gpu, d[0], d[1], d[2], store_only ? 0 : d[3],
+	                                   store_only ? 0 : d[3], 1e-6f, T, nh, nkv, hd, pos0, d[5],
+	                                   d[4], d[8], d[9], kt, vt, store_only, 1.0f, 0, 0, 0);
 	if (rc || coli_gpu_sync(g_gpu)) {
 		printf("  FAIL qk_rope_store %s: launch failed\n", k_mode[mode]);
 		return 1;
@@ -218,15 +221,17 @@ static int store_case(int mode, int T, int pos0, int nh, int nkv, int hd, int st
 }
 
 /* Several sequences in one launch (rows: COLI_GPU_ROWS, a row's position
- * and its slot's first cache row): qk_rope_store and attention over a cache
- * of 4 slots give each row the bytes it gets alone at its slot (a launch of
- * T = 1 at its position, the cache pointers at its slot), q's rotation and
- * the stored K/V rows included. Rows 1 and 2 are one run (consecutive
+ * and its slot): qk_rope_store and attention over a paged cache of 4 slots
+ * (blocks of 32 rows handed out by a scramble: slot s's block j is block
+ * (97 (s nbs + j) + 13) mod S nbs) give each row the bytes it gets alone at
+ * its slot of a contiguous cache (a launch of T = 1 at its position, the
+ * cache pointers at its slot, no table), q's rotation and the stored K rows
+ * (block for block) included. Rows 1 and 2 are one run (consecutive
  * positions of slot 2); row 3 a long context. A slot appears in one run at
  * most (a batch's rule), so no row stores where another of its launch reads. */
 static int rows_case(int mode, int nh, int nkv, int hd, int window, int sinks)
 {
-	enum { T = 5, S = 4, SPAN = 6000 };
+	enum { T = 5, S = 4, SPAN = 6016, NBS = SPAN / 32, NB = S * NBS };
 	static const int slot[T] = {0, 2, 2, 1, 3}, pos[T] = {700, 33, 34, 5000, 1};
 	const int kvd = nkv * hd, kt = k_kt[mode], vt = k_vt[mode], qd = nh * hd;
 	const size_t kb = coli_kv_row_bytes(kt, kvd, nkv), vb = coli_kv_row_bytes(vt, kvd, nkv);
@@ -237,8 +242,11 @@ static int rows_case(int mode, int nh, int nkv, int hd, int window, int sinks)
 	float *got = xmalloc(4 * qn), *one = xmalloc(4 * qn), *q1 = xmalloc(4 * qn);
 	float *q2 = xmalloc(4 * qn);
 	char *c1 = xmalloc(kb * rows_n), *c2 = xmalloc(kb * rows_n);
-	int rt[T * COLI_GPU_ROWS], bad = 0, rc = 0;
-	uint64_t dk[2], dv[2], dq[2], dkk, dvv, dfr, drows, dout, dsk = 0;
+	int rt[T * COLI_GPU_ROWS], bad = 0, rc = 0, *tab = xmalloc(sizeof(int) * NB);
+	uint64_t dk[2], dv[2], dq[2], dkk, dvv, dfr, drows, dout, dsk = 0, dtab;
+
+	for (int b = 0; b < NB; b++) /* 97 and S * NBS = 752 are coprime: a permutation */
+		tab[b] = (97 * b + 13) % NB;
 
 	for (int i = 0; i < hd / 2; i++)
 		fr[i] = powf(10000.0f, -2.0f * i / hd);
@@ -249,9 +257,9 @@ static int rows_case(int mode, int nh, int nkv, int hd, int window, int sinks)
 	for (size_t i = 0; i < kn; i++)
 		k[i] = frand(), v[i] = frand();
 	for (int t = 0; t < T; t++)
-		rt[COLI_GPU_ROWS * t] = pos[t], rt[COLI_GPU_ROWS * t + 1] = slot[t] * SPAN;
-	/* two identical caches of random rows: one for the table's launches, one
-	 * for the rows alone */
+		rt[COLI_GPU_ROWS * t] = pos[t], rt[COLI_GPU_ROWS * t + 1] = slot[t];
+	/* two caches of the same random rows: paged for the table's launches,
+	 * contiguous for the rows alone */
 	for (int c = 0; c < 2; c++) {
 		dk[c] = dev_poison(kb * rows_n), dv[c] = dev_poison(vb * rows_n);
 		dq[c] = dev_copy(q, 4 * qn);
@@ -264,21 +272,28 @@ static int rows_case(int mode, int nh, int nkv, int hd, int window, int sinks)
 			x[i] = frand();
 		Kt = typed(x, SPAN, kvd, hd, kt, &b1);
 		Vt = typed(x, SPAN, kvd, hd, vt, &b2); /* (the same values: it does not matter) */
-		for (int c = 0; c < 2; c++) {
-			coli_gpu_upload(g_gpu, dk[c] + sl * SPAN * kb, Kt, kb * SPAN);
-			coli_gpu_upload(g_gpu, dv[c] + sl * SPAN * vb, Vt, vb * SPAN);
+		coli_gpu_upload(g_gpu, dk[1] + sl * SPAN * kb, Kt, kb * SPAN);
+		coli_gpu_upload(g_gpu, dv[1] + sl * SPAN * vb, Vt, vb * SPAN);
+		for (int j = 0; j < NBS; j++) {
+			const size_t at = (size_t)tab[sl * NBS + j] * 32;
+
+			coli_gpu_upload(g_gpu, dk[0] + at * kb, (char *)Kt + (size_t)j * 32 * kb,
+			                32 * kb);
+			coli_gpu_upload(g_gpu, dv[0] + at * vb, (char *)Vt + (size_t)j * 32 * vb,
+			                32 * vb);
 		}
 		free(Kt), free(Vt);
 	}
 	dkk = dev_copy(k, 4 * kn), dvv = dev_copy(v, 4 * kn), dfr = dev_copy(fr, 4 * hd / 2);
 	drows = dev_copy(rt, sizeof(rt));
+	dtab = dev_copy(tab, sizeof(int) * NB);
 	dsk = sinks ? dev_copy(sk, 4 * (size_t)nh) : 0;
 	dout = dev_poison(4 * qn);
 	/* the table: rows stored, then attended, each launch once */
 	rc |= coli_gpu_qk_rope_store_kv(g_gpu, dq[0], dkk, dvv, 0, 0, 1e-6f, T, nh, nkv, hd, 0, 0,
-	                                dfr, dk[0], dv[0], kt, vt, 0, 1.0f, drows);
+	                                dfr, dk[0], dv[0], kt, vt, 0, 1.0f, drows, dtab, NBS);
 	rc |= coli_gpu_attention_kv(g_gpu, dq[0], dk[0], dv[0], dout, T, 5001, 0, SPAN, nh, nkv, hd,
-	                            scale, 0, 0, 0, kt, vt, dsk, window, drows);
+	                            scale, 0, 0, 0, kt, vt, dsk, window, drows, dtab, NBS);
 	download(got, dout, 4 * qn);
 	download(q1, dq[0], 4 * qn);
 	/* alone: a launch a row at its slot (the run's second row after its first) */
@@ -286,11 +301,11 @@ static int rows_case(int mode, int nh, int nkv, int hd, int window, int sinks)
 		size_t o = (size_t)t * qd * 4;
 		uint64_t kc = dk[1] + slot[t] * SPAN * kb, vc = dv[1] + slot[t] * SPAN * vb;
 
-		rc |= coli_gpu_qk_rope_store_kv(g_gpu, dq[1] + o, dkk + (size_t)t * kvd * 4,
-		                                dvv + (size_t)t * kvd * 4, 0, 0, 1e-6f, 1, nh, nkv,
-		                                hd, pos[t], 0, dfr, kc, vc, kt, vt, 0, 1.0f, 0);
+		rc |= coli_gpu_qk_rope_store_kv(
+		    g_gpu, dq[1] + o, dkk + (size_t)t * kvd * 4, dvv + (size_t)t * kvd * 4, 0, 0,
+		    1e-6f, 1, nh, nkv, hd, pos[t], 0, dfr, kc, vc, kt, vt, 0, 1.0f, 0, 0, 0);
 		rc |= coli_gpu_attention_kv(g_gpu, dq[1] + o, kc, vc, dout + o, 1, pos[t], 0, 0, nh,
-		                            nkv, hd, scale, 0, 0, 0, kt, vt, dsk, window, 0);
+		                            nkv, hd, scale, 0, 0, 0, kt, vt, dsk, window, 0, 0, 0);
 	}
 	download(one, dout, 4 * qn);
 	download(q2, dq[1], 4 * qn);
@@ -300,7 +315,10 @@ static int rows_case(int mode, int nh, int nkv, int hd, int window, int sinks)
 	}
 	download(c1, dk[0], kb * rows_n);
 	download(c2, dk[1], kb * rows_n);
-	bad += memcmp(c1, c2, kb * rows_n) != 0;
+	for (int b = 0, diff = 0; b < NB; b++) /* block b of the contiguous cache, paged */
+		if (!diff &&
+		    memcmp(c1 + (size_t)tab[b] * 32 * kb, c2 + (size_t)b * 32 * kb, 32 * kb))
+			bad += diff = 1;
 	bad += memcmp(q1, q2, 4 * qn) != 0;
 	for (int t = 0; t < T; t++)
 		bad += memcmp(got + (size_t)t * qd, one + (size_t)t * qd, 4 * (size_t)qd) != 0;
@@ -313,9 +331,10 @@ static int rows_case(int mode, int nh, int nkv, int hd, int window, int sinks)
 		coli_gpu_free(g_gpu, dq[c]);
 	}
 	coli_gpu_free(g_gpu, dkk), coli_gpu_free(g_gpu, dvv), coli_gpu_free(g_gpu, dfr);
-	coli_gpu_free(g_gpu, drows), coli_gpu_free(g_gpu, dout);
+	coli_gpu_free(g_gpu, drows), coli_gpu_free(g_gpu, dout), coli_gpu_free(g_gpu, dtab);
 	if (dsk)
 		coli_gpu_free(g_gpu, dsk);
+	free(tab);
 	free(x), free(q), free(k), free(v), free(fr), free(sk), free(got), free(one), free(q1);
 	free(q2), free(c1), free(c2);
 	return bad != 0;
