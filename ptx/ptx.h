@@ -255,9 +255,10 @@ int coli_gpu_rope_part(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int rd,
  * 0 and <= min(dk, 512), ld >= dk and % 4 == 0, ldt and ldh % 4 == 0
  * (-EINVAL). terms picks the kernel: 1..3 the bf16 decode kernel
  * (ptx/mla_decode.cuh) with the query and P split in that many bf16 terms
- * (T <= 16, dv % 16 == 0, else -ENOTSUP); COLI_GPU_MLA_TF32 the tf32 kernel,
- * x3 three tf32 products a pair (~fp32), else one; 0 picks: the bf16 kernel
- * with COLI_GPU_MLA_PICK_TERMS terms where it applies, else tf32. posp != 0:
+ * (dv % 16 == 0, else -ENOTSUP); COLI_GPU_MLA_TF32 the
+ * tf32 kernel, x3 three tf32 products a pair (~fp32), else one; 0 picks: the
+ * bf16 kernel with COLI_GPU_MLA_PICK_TERMS terms where it applies, else
+ * tf32. A query's bytes depend on its position, not on T. posp != 0:
  * pos0 is the int there when the launch runs, and a launch being captured
  * splits the positions for coli_gpu_attn_reach(pos0 + T, span) (a graph
  * replays it while pos0 + T stays within that). */
