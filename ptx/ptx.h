@@ -41,6 +41,7 @@ int coli_gpu_mem_info(coli_gpu_t *g, size_t *free_bytes, size_t *total_bytes);
 
 int coli_gpu_alloc(coli_gpu_t *g, size_t bytes, uint64_t *dptr);
 void coli_gpu_free(coli_gpu_t *g, uint64_t dptr);
+/* n bytes of v at dptr, in order with the stream's work, complete on return. */
 int coli_gpu_memset(coli_gpu_t *g, uint64_t dptr, unsigned char v, size_t n);
 /* Synchronous copies (complete on return). */
 int coli_gpu_upload(coli_gpu_t *g, uint64_t dst, const void *src, size_t n);
