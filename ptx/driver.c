@@ -50,7 +50,7 @@ static int resolve(void *h)
 	    S(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
 	    S(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
 	    S(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
-	    S(MemsetD8, "cuMemsetD8_v2"),
+	    S(MemsetD8Async, "cuMemsetD8Async"),
 	    S(MemHostAlloc, "cuMemHostAlloc"),
 	    S(MemFreeHost, "cuMemFreeHost"),
 	    S(MemHostRegister, "cuMemHostRegister_v2"),

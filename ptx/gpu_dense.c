@@ -85,8 +85,10 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	   "cuMemAlloc(dense scratch)");
 	CK(g->cu->MemAlloc(&g->counts, sizeof(unsigned) * DENSE_COUNTERS),
 	   "cuMemAlloc(dense counters)");
-	CK(g->cu->MemsetD8(g->counts, 0, sizeof(unsigned) * DENSE_COUNTERS),
-	   "cuMemsetD8(dense counters)");
+	/* (at open, before the streams exist: complete before any launch) */
+	CK(g->cu->MemsetD8Async(g->counts, 0, sizeof(unsigned) * DENSE_COUNTERS, NULL),
+	   "cuMemsetD8Async(dense counters)");
+	CK(g->cu->CtxSynchronize(), "cuCtxSynchronize");
 	return 0;
 }
 

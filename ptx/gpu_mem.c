@@ -40,7 +40,10 @@ void coli_gpu_free(coli_gpu_t *g, uint64_t dptr)
 int coli_gpu_memset(coli_gpu_t *g, uint64_t dptr, unsigned char v, size_t n)
 {
 	CUR(g);
-	CK(g->cu->MemsetD8(dptr, v, n), "cuMemsetD8");
+	/* on the stream (non-blocking: the legacy stream's cuMemsetD8 would not
+	 * order with it, and a copy or kernel queued after could run first) */
+	CK(g->cu->MemsetD8Async(dptr, v, n, g->stream), "cuMemsetD8Async");
+	CK(g->cu->StreamSynchronize(g->stream), "cuStreamSynchronize");
 	return 0;
 }
 

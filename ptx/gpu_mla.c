@@ -5,11 +5,12 @@
  * caller may fall back to the host.
  *
  * Two kernels: the decode kernel (ptx/mla_decode.cuh: bf16 tensor cores, the
- * query and P split into 1..3 bf16 terms, 32 heads a CTA, T <= 16) and the
- * tf32 one (mla.cu: 16 heads a CTA, any T: prefill). terms (ptx.h struct
+ * query and P split into 1..3 bf16 terms, 32 heads a CTA) and the tf32 one (mla.cu: 16 heads a CTA). terms (ptx.h struct
  * coli_gpu_mla) picks; 0, the dense forward's, takes the decode kernel with
- * COLI_GPU_MLA_PICK_TERMS terms wherever it applies (tests/ptx/mla measures
- * its error against the tf32 x3's) and the tf32 kernel with x3 elsewhere.
+ * COLI_GPU_MLA_PICK_TERMS terms wherever its shape limits allow, decode and
+ * prefill alike (tests/ptx/mla measures its error against the tf32 x3's),
+ * and the tf32 kernel elsewhere. Either way a query's bits depend on its
+ * position only, not on the queries beside it (the split below).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -76,40 +77,44 @@ int coli_gpu_mla_functions(struct coli_gpu *g)
 	return 0;
 }
 
-/* Whether the decode kernel takes this launch (its shape limits). */
+/* Whether the decode kernel takes this shape (any T). */
 static int mla_dec_fits(const struct coli_gpu_mla *a)
 {
-	return a->T <= COLI_GPU_MLA_DEC_MAX_T && a->dv % 16 == 0 &&
-	       a->dk <= 4 * 16 * COLI_GPU_MLA_DEC_KQ && a->dv <= 4 * 8 * COLI_GPU_MLA_DEC_NT &&
-	       (a->kt != 1 || a->dk % 8 == 0);
+	return a->dv % 16 == 0 && a->dk <= 4 * 16 * COLI_GPU_MLA_DEC_KQ &&
+	       a->dv <= 4 * 8 * COLI_GPU_MLA_DEC_NT && (a->kt != 1 || a->dk % 8 == 0);
 }
 
-/* Splits: about one CTA an SM (either kernel holds one an SM: shared
- * memory, registers) over the (query, head tile or group) pairs, each split at least one tile, at
- * most COLI_GPU_MLA_MAX_SPLITS, the partials within the scratch. The split count depends on the
- * shape and the positions the launch covers only: the longest query's, or with posp in a capture
- * the reach of its bucket (splits past a query's position leave empty partials). More than one
- * split: a second launch combines them (mla.cu). */
+/* Splits: a query's positions go over at most msp CTAs, msp from the shape
+ * alone (about one CTA an SM over the head groups a query has: either kernel
+ * holds one an SM, shared memory and registers; at most
+ * COLI_GPU_MLA_MAX_SPLITS; one query's partials within the scratch), each
+ * split ceil(tiles / msp) of the query's own tiles (the kernels): a query's
+ * split and so its bits depend on its position only, alone, in a decode
+ * batch or in a prefill. The grid covers the longest query's splits: the
+ * launch's, or with posp in a capture the reach of its bucket (splits past
+ * a query's position leave empty partials, which the combine adds as exact
+ * zeros). Queries go in launches whose partials fit the scratch, each
+ * followed by the combine when the grid has more than one split (mla.cu). */
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 {
 	CUdeviceptr q = a->q, c = a->cache, o = a->out, pp = a->posp, part = g->scratch;
-	int pos0 = a->pos0, nh = a->nh, dk = a->dk, dv = a->dv, ld = a->ld, tps, splits, rc;
-	int ldt = a->ldt ? a->ldt : nh * dv, ldh = a->ldh ? a->ldh : dv;
+	int pos0 = a->pos0, nh = a->nh, dk = a->dk, dv = a->dv, ld = a->ld, msp, splits, t0,
+	    tb;
+	int ldt = a->ldt ? a->ldt : nh * dv, ldh = a->ldh ? a->ldh : dv, rc = 0;
 	float scale = a->scale;
-	void *args[] = {&q,  &c,  &o,   &pos0, &pp,    &nh,  &dk,
-	                &dv, &ld, &ldt, &ldh,  &scale, &tps, &part};
-	void *cargs[] = {&part, &o, &nh, &dv, &ldt, &ldh, &splits};
+	void *args[] = {&q,  &c,  &o,   &pos0, &pp,    &nh,  &dk,  &dv,
+	                &ld, &ldt, &ldh, &scale, &msp,  &part, &t0};
+	void *cargs[] = {&part, &o, &nh, &dv, &ldt, &ldh, &splits, &t0};
 	const int reach =
 	    a->posp && g->capturing ? coli_gpu_attn_reach(pos0 + a->T, a->span) : pos0 + a->T;
 	const int ht = (nh + COLI_GPU_MLA_HEADS - 1) / COLI_GPU_MLA_HEADS,
 	          tiles = (reach + COLI_GPU_MLA_TILE - 1) / COLI_GPU_MLA_TILE;
-	/* CTAs a split: (head tile, query) pairs; the decode kernel's head
-	 * groups hold two of the 16-head tiles whose partials it writes */
+	/* CTAs a split of a query: its head tiles, or the decode kernel's head
+	 * groups (two of the 16-head tiles whose partials it writes) */
 	const int grp = (nh + COLI_GPU_MLA_DEC_HEADS - 1) / COLI_GPU_MLA_DEC_HEADS;
 	const size_t per =
 	    (size_t)COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS; /* floats a split's partial */
-	int terms = a->terms;
-	long base;
+	int terms = a->terms, units;
 	CUfunction f;
 
 	if (a->T < 1 || nh < 1 || pos0 < 0 || dk < 16 || dk % 16 || dk > ML_MAX_DK || dv < 8 ||
@@ -127,30 +132,38 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 	if (terms > 0 && !mla_dec_fits(a))
 		return -ENOTSUP;
 	f = terms > 0 ? g->f_mla_dec[a->kt][terms - 1] : g->f_mla[a->kt][!!a->x3];
-	base = (long)a->T * (terms > 0 ? grp : ht);
-	if (!f || (long)a->T * ht > 65535)
+	if (!f)
 		return -ENOTSUP;
-	splits = (int)((g->sm_count + base - 1) / base);
-	splits = splits < tiles ? splits : tiles;
-	splits = splits < COLI_GPU_MLA_MAX_SPLITS ? splits : COLI_GPU_MLA_MAX_SPLITS;
-	while (splits > 1 && (size_t)splits * a->T * ht * per > DENSE_SCRATCH_FLOATS)
-		splits--;
-	tps = (tiles + splits - 1) / splits;
-	splits = (tiles + tps - 1) / tps; /* no split starts past the last tile */
-	if (terms > 0) /* grid (head groups, splits, T): a split's groups side by side */
-		rc = coli_gpu_launch(g, f, (unsigned)grp, (unsigned)splits, (unsigned)a->T,
-		                     COLI_GPU_MLA_THREADS, mla_dec_smem(dk, a->kt), args,
-		                     "launch attn_mla_dec");
-	else
-		rc = coli_gpu_launch(g, f, (unsigned)splits, (unsigned)ht, (unsigned)a->T,
-		                     COLI_GPU_MLA_THREADS, mla_smem(dk), args, "launch attn_mla");
-	if (rc || splits == 1)
-		return rc;
-	return coli_gpu_launch(
-	    g, g->f_mla_comb,
-	    (unsigned)((COLI_GPU_MLA_HEADS * dv + COLI_GPU_MLA_COMB - 1) / COLI_GPU_MLA_COMB),
-	    (unsigned)ht, (unsigned)a->T, COLI_GPU_MLA_THREADS, 0, cargs,
-	    "launch attn_mla_combine");
+	units = terms > 0 ? grp : ht;
+	msp = (g->sm_count + units - 1) / units;
+	msp = msp < COLI_GPU_MLA_MAX_SPLITS ? msp : COLI_GPU_MLA_MAX_SPLITS;
+	while (msp > 1 && (size_t)msp * ht * per > DENSE_SCRATCH_FLOATS)
+		msp--;
+	splits = msp < tiles ? msp : tiles;
+	tb = (int)(DENSE_SCRATCH_FLOATS / ((size_t)splits * ht * per));
+	tb = tb < 65535 ? tb : 65535; /* the grid's z */
+	if (tb < 1)
+		return -ENOTSUP;
+	for (t0 = 0; !rc && t0 < a->T; t0 += tb) {
+		const unsigned nq = (unsigned)(a->T - t0 < tb ? a->T - t0 : tb);
+
+		if (terms > 0) /* grid (head groups, splits, queries): a split's groups side by side */
+			rc = coli_gpu_launch(g, f, (unsigned)grp, (unsigned)splits, nq,
+			                     COLI_GPU_MLA_THREADS, mla_dec_smem(dk, a->kt), args,
+			                     "launch attn_mla_dec");
+		else
+			rc = coli_gpu_launch(g, f, (unsigned)splits, (unsigned)ht, nq,
+			                     COLI_GPU_MLA_THREADS, mla_smem(dk), args,
+			                     "launch attn_mla");
+		if (!rc && splits > 1)
+			rc = coli_gpu_launch(g, g->f_mla_comb,
+			                     (unsigned)((COLI_GPU_MLA_HEADS * dv + COLI_GPU_MLA_COMB -
+			                                 1) /
+			                                COLI_GPU_MLA_COMB),
+			                     (unsigned)ht, nq, COLI_GPU_MLA_THREADS, 0, cargs,
+			                     "launch attn_mla_combine");
+	}
+	return rc;
 }
 
 int coli_gpu_mla_prep(coli_gpu_t *g, const struct coli_gpu_mla_prep *a)

@@ -275,7 +275,7 @@ struct coli_gpu_moe_plan {
 #define COLI_GPU_MLA_MAX_SPLITS 64
 #define COLI_GPU_MLA_COMB       1024
 
-/* ptx/mla_decode.cuh's shape (the decode kernel, T <= COLI_GPU_MLA_DEC_MAX_T):
+/* ptx/mla_decode.cuh's shape (the decode kernel):
  * heads a CTA (two m16 tiles), positions a tile, key steps of 16 a warp
  * (dk <= 4 * 16 * COLI_GPU_MLA_DEC_KQ = 640), dv n-tiles of 8 a warp (dv <=
  * 4 * 8 * COLI_GPU_MLA_DEC_NT = 512); COLI_GPU_MLA_THREADS threads. */
@@ -283,7 +283,6 @@ struct coli_gpu_moe_plan {
 #define COLI_GPU_MLA_DEC_TILE  32
 #define COLI_GPU_MLA_DEC_KQ    10
 #define COLI_GPU_MLA_DEC_NT    16
-#define COLI_GPU_MLA_DEC_MAX_T 16
 
 /* MLA's elementwise step before attention (ptx/mla.cu coli_mla_prep; the CPU's
  * is core/forward/mla.c coli_mla_rope_rows), for T tokens at positions pos0..

@@ -40,21 +40,25 @@
  * fragment loads conflict-free), S/P [2][16][36]: 187 KB at dk = 576, one
  * CTA an SM.
  *
- * Splits: a decode step (T small) splits each query's positions over CTAs
- * (flash-decoding) so the GPU fills; each split writes (O [16][dv], m [16],
- * l [16]) to the scratch and a second launch, coli_attn_mla_combine, adds
- * them in ascending split order over many CTAs: fixed reduction order, no
- * float atomics. Like the rest of the dense part this kernel is exempt from the
- * placement invariant (it is deterministic, and within rounding of fp32).
+ * Splits: each query's positions go over CTAs (flash-decoding) so the GPU
+ * fills at decode; each split writes (O [16][dv], m [16], l [16]) to the
+ * scratch and a second launch, coli_attn_mla_combine, adds them in ascending
+ * split order over many CTAs: fixed reduction order, no float atomics. A
+ * query's split depends on its own position only (tiles of it a split from
+ * the shape's most splits, ptx/gpu_mla.c), so its bits are the same alone,
+ * in a batch or in a prefill chunk. Like the rest of the dense part this
+ * kernel is exempt from the placement invariant (it is deterministic, and
+ * within rounding of fp32).
  *
  * The decode kernel (ptx/mla_decode.cuh, included here: one module) is the
- * other form of the same attention for T <= 16 queries: bf16 tensor cores
- * (m16n8k16), 32 heads a CTA with the query's fragments held in registers
- * the whole launch, the cache staged as bf16 (exact for the bf16 and q8
- * caches), the query and P split into 1..3 bf16 terms. It writes its
- * partials as this kernel's 16-head tiles, so coli_attn_mla_combine serves
- * both. ptx/gpu_mla.c picks it, with two terms, for the dense forward's
- * decode steps; this kernel stays for prefill (T > 16) and as the x3 / x1
+ * other form of the same attention: bf16 tensor cores (m16n8k16), 32 heads a
+ * CTA with the query's fragments held in registers the whole launch, the
+ * cache staged as bf16 (exact for the bf16 and q8 caches), the query and P
+ * split into 1..3 bf16 terms. It writes its partials as this kernel's
+ * 16-head tiles, so coli_attn_mla_combine serves both. ptx/gpu_mla.c picks
+ * it, with two terms, for the dense forward's decode steps and its prefill
+ * (a prompt's tokens get the bits a decode step gives them); this kernel
+ * stays for shapes the decode kernel does not take and as the x3 / x1
  * reference arms of tests/ptx/mla and `coli bench mla`.
  *
  * coli_mla_prep, at the end, is the elementwise step before it: the cache row
@@ -277,21 +281,25 @@ static __device__ __forceinline__ void tile_pv(float (*o)[4], const float *ss, c
 			}                                                                          \
 	} while (0)
 
-/* Grid (splits, ceil(nh / COLI_GPU_MLA_HEADS), T); dynamic shared memory as mla_smem in
- * ptx/gpu_mla.c. A split covers tiles [split * tps, +tps) of the query's
- * positions 0 .. pos0 + t. part: the scratch, [T][head tiles][splits]
- * [COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS], combined by coli_attn_mla_combine. */
+/* Grid (splits, ceil(nh / COLI_GPU_MLA_HEADS), queries); dynamic shared memory as mla_smem
+ * in ptx/gpu_mla.c. Query t = t0 + blockIdx.z; a split covers tiles [split * tps, +tps) of
+ * its positions 0 .. pos0 + t, tps = ceil(tiles / msp) of its own tiles: a query's split,
+ * and so its bits, do not depend on the launch's other queries or its grid (splits past
+ * the query's last tile leave empty partials). part: the scratch, [queries][head tiles]
+ * [splits][COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS], combined by
+ * coli_attn_mla_combine. */
 template <int X3, int KT>
 static __device__ void attn_mla(const float *q, const void *C, float *out, int pos0,
                                 const int *posp, int nh, int dk, int dv, int ld, int ldt, int ldh,
-                                float scale, int tps, float *part)
+                                float scale, int msp, float *part, int t0)
 {
 	extern __shared__ __align__(16) float sm[];
 	float *sq = sm, *sc = sq + COLI_GPU_MLA_HEADS * (dk + 4),
 	      *ss = sc + 2 * COLI_GPU_MLA_TILE * (dk + 4);
 	float *s_m = ss + 2 * COLI_GPU_MLA_HEADS * ML_SP, *s_l = s_m + COLI_GPU_MLA_HEADS,
 	      *s_c = s_l + COLI_GPU_MLA_HEADS;
-	const int split = blockIdx.x, ht = blockIdx.y, t = blockIdx.z, splits = gridDim.x;
+	const int split = blockIdx.x, ht = blockIdx.y, tl = blockIdx.z, t = t0 + tl;
+	const int splits = gridDim.x;
 	float o[COLI_GPU_MLA_NT][4];
 
 	pdl_entry();
@@ -299,7 +307,7 @@ static __device__ void attn_mla(const float *q, const void *C, float *out, int p
 		pos0 = *posp;
 	const int h0 = ht * COLI_GPU_MLA_HEADS, n = pos0 + t + 1,
 	          tiles = (n + COLI_GPU_MLA_TILE - 1) / COLI_GPU_MLA_TILE;
-	const int k0 = split * tps, k1 = min(k0 + tps, tiles);
+	const int tps = (tiles + msp - 1) / msp, k0 = split * tps, k1 = min(k0 + tps, tiles);
 
 	for (int i = threadIdx.x; i < COLI_GPU_MLA_HEADS * dk; i += COLI_GPU_MLA_THREADS) {
 		const int h = i / dk, k = i % dk;
@@ -337,7 +345,7 @@ static __device__ void attn_mla(const float *q, const void *C, float *out, int p
 	}
 	__syncthreads(); /* s_l, s_m final */
 	const size_t stride = (size_t)COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS;
-	float *mine = part + (((size_t)t * gridDim.y + ht) * splits + split) * stride;
+	float *mine = part + (((size_t)tl * gridDim.y + ht) * splits + split) * stride;
 
 	if (splits == 1) {
 		ML_EACH_OUT(if (h0 + h < nh) out[(size_t)t * ldt + (size_t)(h0 + h) * ldh + col] =
@@ -360,13 +368,13 @@ static __device__ void attn_mla(const float *q, const void *C, float *out, int p
  * splits to arrive, spent most of a decode step's time here). */
 extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS)
     coli_attn_mla_combine(const float *part, float *out, int nh, int dv, int ldt, int ldh,
-                          int splits)
+                          int splits, int t0)
 {
 	__shared__ float s_w[COLI_GPU_MLA_MAX_SPLITS * COLI_GPU_MLA_HEADS],
 	    s_lt[COLI_GPU_MLA_HEADS];
-	const int ht = blockIdx.y, t = blockIdx.z, h0 = ht * COLI_GPU_MLA_HEADS;
+	const int ht = blockIdx.y, t = t0 + blockIdx.z, h0 = ht * COLI_GPU_MLA_HEADS;
 	const size_t stride = (size_t)COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS;
-	const float *all = part + ((size_t)t * gridDim.y + ht) * splits * stride;
+	const float *all = part + ((size_t)blockIdx.z * gridDim.y + ht) * splits * stride;
 	const int i = blockIdx.x * COLI_GPU_MLA_COMB + 4 * threadIdx.x, h = i / dv;
 
 	pdl_entry();
@@ -411,10 +419,11 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS)
 #define ATTN_MLA(name, x3, kt)                                                                     \
 	extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)                      \
 	    name(const float *q, const void *C, float *out, int pos0, const int *posp, int nh,     \
-	         int dk, int dv, int ld, int ldt, int ldh, float scale, int tps, float *part)      \
+	         int dk, int dv, int ld, int ldt, int ldh, float scale, int msp, float *part,      \
+	         int t0)                                                                           \
 	{                                                                                          \
-		attn_mla<x3, kt>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, tps,      \
-		                 part);                                                            \
+		attn_mla<x3, kt>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, msp,      \
+		                 part, t0);                                                        \
 	}
 ATTN_MLA(coli_attn_mla, 0, 0)
 ATTN_MLA(coli_attn_mla_x3, 1, 0)

@@ -41,10 +41,11 @@
  * computed for a bf16 cache; f32 and q8 rows are loaded, converted and
  * stored before tile k's work (not overlapped: a later step).
  *
- * Splits, partials and their combine are mla.cu's: a split writes its two
- * m16 tiles as two of mla.cu's 16-head tiles ([T][ceil(nh / 16)][splits]
- * [16 dv + 32]), and coli_attn_mla_combine adds them in ascending split
- * order. Deterministic: fixed reduction orders, no atomics.
+ * Splits, partials and their combine are mla.cu's (a query's split from its
+ * own position): a split writes its two m16 tiles as two of mla.cu's 16-head
+ * tiles ([queries][ceil(nh / 16)][splits][16 dv + 32]), and
+ * coli_attn_mla_combine adds them in ascending split order. Deterministic:
+ * fixed reduction orders, no atomics.
  */
 #ifndef COLI_PTX_MLA_DECODE_CUH
 #define COLI_PTX_MLA_DECODE_CUH
@@ -165,13 +166,15 @@ static __device__ __forceinline__ void md_load(unsigned short *dst, float *qs, c
 	cp_commit();
 }
 
-/* Grid (ceil(nh / MD_H), splits, T); dynamic shared memory as mla_dec_smem
- * in ptx/gpu_mla.c. A split covers tiles [split * tps, +tps) of the query's
- * positions 0 .. pos0 + t; part as mla.cu's attn_mla. */
+/* Grid (ceil(nh / MD_H), splits, queries); dynamic shared memory as
+ * mla_dec_smem in ptx/gpu_mla.c. Query t = t0 + blockIdx.z; a split covers
+ * tiles [split * tps, +tps) of its positions 0 .. pos0 + t, tps =
+ * ceil(tiles / msp) of its own tiles (mla.cu's split: a query's bits do not
+ * depend on the launch); part as mla.cu's attn_mla. */
 template <int KT, int NS>
 static __device__ void attn_mla_dec(const float *q, const void *C, float *out, int pos0,
                                     const int *posp, int nh, int dk, int dv, int ld, int ldt,
-                                    int ldh, float scale, int tps, float *part)
+                                    int ldh, float scale, int msp, float *part, int t0)
 {
 	constexpr int PL = KT == 0 ? 2 : 1; /* bf16 planes a staged row: f32 hi, lo */
 	extern __shared__ __align__(16) unsigned char md_sm[];
@@ -180,7 +183,8 @@ static __device__ void attn_mla_dec(const float *q, const void *C, float *out, i
 	float *ss = (float *)(tb + 2 * PL * MD_P * sr); /* [4][MD_H][MD_SP] */
 	float *s_m = ss + 4 * MD_H * MD_SP, *s_l = s_m + MD_H, *s_c = s_l + MD_H;
 	float *s_qs = s_c + MD_H; /* [2][MD_P][2] */
-	const int grp = blockIdx.x, split = blockIdx.y, t = blockIdx.z, splits = gridDim.y;
+	const int grp = blockIdx.x, split = blockIdx.y, tl = blockIdx.z, t = t0 + tl;
+	const int splits = gridDim.y;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
 	const int mt = warp & 1, wq = warp >> 1, ksteps = dk / 16;
 	unsigned qa[NS][MD_KQ][4]; /* the query's fragments: term, k-step wq + 4 i, word */
@@ -190,7 +194,7 @@ static __device__ void attn_mla_dec(const float *q, const void *C, float *out, i
 	if (posp) /* a replayed graph's position: the kernel ahead may have written it */
 		pos0 = *posp;
 	const int h0 = grp * MD_H, n = pos0 + t + 1, tiles = (n + MD_P - 1) / MD_P;
-	const int k0 = split * tps, k1 = min(k0 + tps, tiles);
+	const int tps = (tiles + msp - 1) / msp, k0 = split * tps, k1 = min(k0 + tps, tiles);
 
 	{ /* rows g, g + 8 of the warp's m-tile; heads past nh are zero */
 		const int r0 = h0 + 16 * mt + g, r1 = r0 + 8;
@@ -390,7 +394,7 @@ static __device__ void attn_mla_dec(const float *q, const void *C, float *out, i
 					    col] = o[i][e] / s_l[16 * mt + hl];
 			} else if (ht < ht16) {
 				/* a split with no tile leaves m = -inf, l = 0, O = 0 */
-				part[(((size_t)t * ht16 + ht) * splits + split) * stride +
+				part[(((size_t)tl * ht16 + ht) * splits + split) * stride +
 				     (size_t)hl * dv + col] = o[i][e];
 			}
 		}
@@ -398,7 +402,7 @@ static __device__ void attn_mla_dec(const float *q, const void *C, float *out, i
 	if (splits > 1 && threadIdx.x < MD_H && 2 * grp + threadIdx.x / COLI_GPU_MLA_HEADS < ht16) {
 		float *mine =
 		    part +
-		    (((size_t)t * ht16 + 2 * grp + threadIdx.x / COLI_GPU_MLA_HEADS) * splits +
+		    (((size_t)tl * ht16 + 2 * grp + threadIdx.x / COLI_GPU_MLA_HEADS) * splits +
 		     split) *
 		        stride +
 		    (size_t)COLI_GPU_MLA_HEADS * dv + threadIdx.x % COLI_GPU_MLA_HEADS;
@@ -412,10 +416,11 @@ static __device__ void attn_mla_dec(const float *q, const void *C, float *out, i
 #define ATTN_MLA_DEC(name, kt, ns)                                                                 \
 	extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)                      \
 	    name(const float *q, const void *C, float *out, int pos0, const int *posp, int nh,     \
-	         int dk, int dv, int ld, int ldt, int ldh, float scale, int tps, float *part)      \
+	         int dk, int dv, int ld, int ldt, int ldh, float scale, int msp, float *part,      \
+	         int t0)                                                                           \
 	{                                                                                          \
-		attn_mla_dec<kt, ns>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, tps,  \
-		                     part);                                                        \
+		attn_mla_dec<kt, ns>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, msp,  \
+		                     part, t0);                                                    \
 	}
 ATTN_MLA_DEC(coli_attn_mla_dec1, 0, 1)
 ATTN_MLA_DEC(coli_attn_mla_dec2, 0, 2)

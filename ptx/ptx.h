@@ -41,6 +41,7 @@ int coli_gpu_mem_info(coli_gpu_t *g, size_t *free_bytes, size_t *total_bytes);
 
 int coli_gpu_alloc(coli_gpu_t *g, size_t bytes, uint64_t *dptr);
 void coli_gpu_free(coli_gpu_t *g, uint64_t dptr);
+/* n bytes of v at dptr, in order with the stream's work, complete on return. */
 int coli_gpu_memset(coli_gpu_t *g, uint64_t dptr, unsigned char v, size_t n);
 /* Synchronous copies (complete on return). */
 int coli_gpu_upload(coli_gpu_t *g, uint64_t dst, const void *src, size_t n);
@@ -261,9 +262,10 @@ int coli_gpu_rope_part(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int rd,
  * 0 and <= min(dk, 512), ld >= dk and % 4 == 0, ldt and ldh % 4 == 0
  * (-EINVAL). terms picks the kernel: 1..3 the bf16 decode kernel
  * (ptx/mla_decode.cuh) with the query and P split in that many bf16 terms
- * (T <= 16, dv % 16 == 0, else -ENOTSUP); COLI_GPU_MLA_TF32 the tf32 kernel,
- * x3 three tf32 products a pair (~fp32), else one; 0 picks: the bf16 kernel
- * with COLI_GPU_MLA_PICK_TERMS terms where it applies, else tf32. posp != 0:
+ * (dv % 16 == 0, else -ENOTSUP); COLI_GPU_MLA_TF32 the
+ * tf32 kernel, x3 three tf32 products a pair (~fp32), else one; 0 picks: the
+ * bf16 kernel with COLI_GPU_MLA_PICK_TERMS terms where it applies, else
+ * tf32. A query's bytes depend on its position, not on T. posp != 0:
  * pos0 is the int there when the launch runs, and a launch being captured
  * splits the positions for coli_gpu_attn_reach(pos0 + T, span) (a graph
  * replays it while pos0 + T stays within that). */

@@ -98,7 +98,7 @@ struct coli_cu {
 	CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
 	CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
 	CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+	CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
 	CUresult (*MemHostAlloc)(void **, size_t, unsigned int);
 	CUresult (*MemFreeHost)(void *);
 	CUresult (*MemHostRegister)(void *, size_t, unsigned int);

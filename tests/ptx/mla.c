@@ -13,13 +13,15 @@
  * writes them, the reference over their values) and each kernel:
  *   tf32 x3  three tf32 products (~fp32), within 2e-5 of the largest output;
  *   tf32 x1  one tf32 product (inputs rounded to 10 bits), within 4e-3;
- *   dec N    ptx/mla_decode.cuh (T <= 16): bf16 tensor cores, the query and
- *            P in N bf16 terms: N = 2 and 3 within 2e-5 (x3's limit: 16
- *            bits of the query and P, the cache exact in bf16 or, f32, its
- *            hi and lo planes), N = 1 (8 bits) within 8e-3;
+ *   dec N    ptx/mla_decode.cuh: bf16 tensor cores,
+ *            the query and P in N bf16 terms: N = 2 and 3 within 2e-5 (x3's
+ *            limit: 16 bits of the query and P, the cache exact in bf16 or,
+ *            f32, its hi and lo planes), N = 1 (8 bits) within 8e-3;
  *   pick     the dense forward's choice with the position read from device
  *            memory and head-major output (its form), within 2e-5.
- * The error of each is printed. Then coli_mla_prep, the elementwise step
+ * The error of each is printed, and each kernel's outputs for the batch's
+ * first, middle and last query launched alone must be the batch's bytes (a
+ * query's split depends on its position only). Then coli_mla_prep, the elementwise step
  * before it, against cpu/ops.c's coli_mla_rope. Outputs are poisoned (NaN)
  * before each launch; cache rows past the last position are NaN too (q8: NaN
  * scales), so a read past it shows.
@@ -144,6 +146,47 @@ static const struct arm g_arms[] = {
     {"pick posp hm", 0, 1, 1, 2e-5},
 };
 
+/* The batch does not change bits: queries first, middle and last of the
+ * launch a (its output o, head-major when hm) launched alone at their
+ * positions give the same bytes. */
+static int alone(const struct coli_gpu_mla *a, const float *o, int hm)
+{
+	const size_t row = (size_t)a->nh * a->dv;
+	float *one = xmalloc(4 * row);
+	int rc = 0;
+
+	for (int k = 0; k < 3 && !rc; k++) {
+		const int t = k == 0 ? 0 : k == 1 ? a->T / 2 : a->T - 1;
+		struct coli_gpu_mla b = *a;
+		size_t bad = 0;
+
+		b.q = a->q + 4 * (size_t)t * a->nh * a->dk;
+		b.T = 1, b.pos0 = a->pos0 + t, b.posp = 0, b.ldt = 0, b.ldh = 0;
+		b.out = dev_poison(4 * row);
+		if (coli_gpu_mla_attention(g_gpu, &b) || coli_gpu_sync(g_gpu)) {
+			printf("  FAIL query %d alone: launch failed\n", t);
+			rc = 1;
+		} else {
+			download(one, b.out, 4 * row);
+			for (size_t i = 0; i < row; i++) { /* (h, c) */
+				const size_t h = i / a->dv, c = i % a->dv;
+				const float *got = hm ? o + (h * a->T + t) * a->dv + c : o + t * row + i;
+
+				bad += memcmp(got, one + i, 4) != 0;
+			}
+			if (bad) {
+				printf("  FAIL query %d of %d alone: %zu of %zu values not the batch's "
+				       "bytes\n",
+				       t, a->T, bad, row);
+				rc = 1;
+			}
+		}
+		coli_gpu_free(g_gpu, b.out);
+	}
+	free(one);
+	return rc;
+}
+
 static int run_case(int T, int pos0, int nh, int dk, int dv, int ld, int kt)
 {
 	static const char *const kname[3] = {"f32", "bf16", "q8"};
@@ -192,8 +235,6 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld, int kt)
 		double err = 0;
 		int r;
 
-		if (m->terms > 0 && T > COLI_GPU_MLA_DEC_MAX_T)
-			continue; /* the decode kernel's limit: prefill runs tf32 */
 		b.out = dout = dev_poison(4 * no);
 		r = coli_gpu_mla_attention(g_gpu, &b);
 		if (r || coli_gpu_sync(g_gpu)) {
@@ -215,6 +256,7 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld, int kt)
 		       T, pos0, nh, dk, dv, kname[kt], m->name, err / big, big, m->lim,
 		       err <= m->lim * big ? "" : "  FAIL");
 		rc |= !(err <= m->lim * big);
+		rc |= alone(&a, o, hm);
 		coli_gpu_free(g_gpu, dout);
 	}
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dc), coli_gpu_free(g_gpu, dpos);
@@ -310,6 +352,7 @@ int main(void)
 	    {1, 5, 4, 80, 64, 80},
 	    {3, 40, 20, 80, 64, 84},
 	    {17, 0, 4, 80, 64, 80},
+	    {51, 0, 4, 80, 64, 80}, /* the fixture's prompt: four decode launches */
 	    {1, 4095, 128, 576, 512, 576},
 	    {2, 1000, 64, 576, 512, 576},
 	    {1, 31, 128, 576, 512, 576},
@@ -321,6 +364,10 @@ int main(void)
 	    {8, 2000, 64, 576, 512, 576},
 	    {5, 700, 100, 576, 512, 576},
 	    {1, 39999, 128, 576, 512, 576},
+	    /* prefill: 40 queries in one launch; at 128 heads in launches of
+	     * 7 (the partials the scratch holds) */
+	    {40, 100, 16, 576, 512, 576},
+	    {20, 3000, 128, 576, 512, 576},
 	};
 	int rc = ptx_test_open();
 
