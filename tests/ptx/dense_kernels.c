@@ -53,8 +53,9 @@
  *   router_plan     the router's f32 GEMV and the plan in one launch: the bytes
  *                   of the two launches (logits, routing, jobs, pair lists)
  *
- * Skips (77) without a usable GPU. `dense_kernels --bench` instead times the
- * experts' grouped GEMV at decode (a layer's gate+up and down tables) and each
+ * `dense_kernels GROUP` runs one group (attention, gemv_q4_0, ...: main's
+ * table). Skips (77) without a usable GPU. `dense_kernels --bench` instead
+ * times the experts' grouped GEMV at decode (a layer's gate+up and down tables) and each
  * kernel at decode shapes (qwen3-30b-a3b) next to a device-to-device copy of
  * the same run (docs/perf/kernels.md; `--bench ops`: the non-GEMV kernels
  * only; `--bench prefill`: q/k/v and o at 8..256 tokens, the quantized ones on
@@ -1310,7 +1311,15 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 		         "  the same, paged, position from memory, split for %d", n + 3000);
 		rc |= check(what, got, want, NULL, tol, qn);
 		if (hd % 32 == 0 && 256 % hd == 0 && memcmp(first, got, 4 * qn)) {
-			printf("  FAIL %s: not the bytes of the launch without the span\n", what);
+			size_t i = 0, bad = 0;
+
+			while (!memcmp(first + i, got + i, 4))
+				i++;
+			for (size_t j = 0; j < qn; j++)
+				bad += !isfinite(got[j]);
+			printf("  FAIL %s: not the bytes of the launch without the span (first at "
+			       "%zu: %g, not %g; %zu of %zu not finite)\n",
+			       what, i, got[i], first[i], bad, qn);
 			rc = 1;
 		}
 		free(first);
@@ -2117,6 +2126,23 @@ static int bench(int ops_only)
 	return 0;
 }
 
+static int gemv_f32(void)
+{
+	return test_dense_gemv(COLI_DTYPE_F32);
+}
+static int gemv_bf16(void)
+{
+	return test_dense_gemv(COLI_DTYPE_BF16);
+}
+static int gemv_q8_0(void)
+{
+	return test_dense_gemv(COLI_DTYPE_Q8_0);
+}
+static int gemv_q4_0(void)
+{
+	return test_dense_gemv(COLI_DTYPE_Q4_0);
+}
+
 int main(int argc, char **argv)
 {
 	int rc = ptx_test_open();
@@ -2133,23 +2159,39 @@ int main(int argc, char **argv)
 		coli_gpu_close(g_gpu);
 		return rc;
 	}
-	rc |= test_dense_gemv(COLI_DTYPE_F32);
-	rc |= test_dense_gemv(COLI_DTYPE_BF16);
-	rc |= test_dense_gemv(COLI_DTYPE_Q8_0);
-	rc |= test_dense_gemv(COLI_DTYPE_Q4_0);
-	rc |= test_rmsnorm();
-	rc |= test_rope();
-	rc |= test_add_rmsnorm();
-	rc |= test_qk_rope_store();
-	rc |= test_moe_acc();
-	rc |= test_gather();
-	rc |= test_download_many();
-	rc |= test_route();
-	rc |= test_moe_plan();
-	rc |= test_route_plan();
-	rc |= test_router_plan();
-	rc |= test_attention();
-	rc |= test_argmax();
+	{ /* every group, or the one named: `dense_kernels attention` */
+		static const struct {
+			const char *name;
+			int (*run)(void);
+		} groups[] = {
+		    {"gemv_f32", gemv_f32},
+		    {"gemv_bf16", gemv_bf16},
+		    {"gemv_q8_0", gemv_q8_0},
+		    {"gemv_q4_0", gemv_q4_0},
+		    {"rmsnorm", test_rmsnorm},
+		    {"rope", test_rope},
+		    {"add_rmsnorm", test_add_rmsnorm},
+		    {"qk_rope_store", test_qk_rope_store},
+		    {"moe_acc", test_moe_acc},
+		    {"gather", test_gather},
+		    {"download_many", test_download_many},
+		    {"route", test_route},
+		    {"moe_plan", test_moe_plan},
+		    {"route_plan", test_route_plan},
+		    {"router_plan", test_router_plan},
+		    {"attention", test_attention},
+		    {"argmax", test_argmax},
+		};
+		int ran = 0;
+
+		for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+			if (argc < 2 || !strcmp(argv[1], groups[i].name))
+				rc |= groups[i].run(), ran++;
+		if (!ran) {
+			fprintf(stderr, "dense_kernels: no test group %s\n", argv[1]);
+			rc = 2;
+		}
+	}
 	coli_gpu_close(g_gpu);
 	return rc;
 }
