@@ -55,11 +55,12 @@
  *
  * `dense_kernels GROUP` runs one group (attention, gemv_q4_0, ...: main's
  * table). Skips (77) without a usable GPU. `dense_kernels --bench` instead
- * times the experts' grouped GEMV at decode (a layer's gate+up and down tables) and each
- * kernel at decode shapes (qwen3-30b-a3b) next to a device-to-device copy of
- * the same run (docs/perf/kernels.md; `--bench ops`: the non-GEMV kernels
- * only; `--bench prefill`: q/k/v and o at 8..256 tokens, the quantized ones on
- * the GEMM from COLI_GPU_DENSE_GEMM_MIN_T; `--bench kquant`: the experts'
+ * times the experts' grouped GEMV at decode (a layer's gate+up and down
+ * tables) and each kernel at decode shapes (qwen3-30b-a3b) next to a
+ * device-to-device copy of the same run (docs/perf/kernels.md; `--bench
+ * ops`: the non-GEMV kernels only; `--bench prefill`: q/k/v and o at 8..256
+ * tokens, the quantized ones on the GEMM from COLI_GPU_DENSE_GEMM_MIN_T;
+ * `--bench kquant`: the experts'
  * GEMV of GGUF's block types beside q4_0 / q8_0 at qwen3-235b's shape, then
  * their prefill GEMM at 16 and 128 tokens an expert in TOPS against the
  * int8 tensor peak; `--bench step`: a decode step of several sequences'
