@@ -134,6 +134,19 @@ def complete(port, prompt, max_tokens=80):
                        timeout=120)
     return st, body
 
+def kv_gb_for(model, blocks):
+    """The --kv-gb of a pool of `blocks` KV blocks (and half of one, for
+    rounding) for model: its bytes a token, from a colid of --ctx 512 on the
+    CPU that answers one request first."""
+    srv = Colid(model, "--gpu", "off", "--ctx", "512")
+    st, body = complete(srv.port, "hello", 2)
+    check(st == 200, "first colid: %d %s" % (st, body[:200]))
+    tok_bytes = metric(srv.port, "coli_kv_bytes_per_token")
+    check(tok_bytes and tok_bytes > 0, "coli_kv_bytes_per_token: %r" % tok_bytes)
+    srv.stop()
+    return (blocks + 0.5) * 32 * tok_bytes / 1e9
+
+
 def sse_events(data):
     """The payloads of the data: lines of an SSE body."""
     out = []

@@ -17,20 +17,12 @@ two as alone."""
 import json
 import threading
 
-from colid_util import Colid, check, complete, convert, metric
+from colid_util import Colid, check, complete, convert, kv_gb_for
 
 model = convert("qwen3_moe")
 BLOCKS = 5
 
-
-srv = Colid(model, "--gpu", "off", "--ctx", "512")
-st, body = complete(srv.port, "hello", 2)
-check(st == 200, "first colid: %d %s" % (st, body[:200]))
-tok_bytes = metric(srv.port, "coli_kv_bytes_per_token")
-check(tok_bytes and tok_bytes > 0, "coli_kv_bytes_per_token: %r" % tok_bytes)
-srv.stop()
-
-gb = (BLOCKS + 0.5) * 32 * tok_bytes / 1e9
+gb = kv_gb_for(model, BLOCKS)
 srv = Colid(model, "--gpu", "off", "--ctx", "512", "--parallel", "2", "--kv-gb", "%.9f" % gb,
             "--debug-kv-no-promise", "1", "--debug-token-delay-ms", "10")
 check("KV pool %d tokens" % (BLOCKS * 32) in srv.log(), "startup line: " + srv.log()[-600:])
