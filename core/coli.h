@@ -499,14 +499,11 @@ int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const floa
  * the calls above use (coli_engine_forward, coli_generate). A caller opens a
  * slot per sequence, steps a batch of runs (each n consecutive tokens of one
  * slot from its position: prefill chunks and decode tokens mixed) and
- * closes it. A slot's history outlives the close: the next open of a prompt
- * starting with it keeps those rows (the prefix cache: hits and saved
- * tokens in coli_engine_stats). On the CPU a row's bits do not depend on
+ * closes it. Its rows outlive the close: a later prompt starting with the
+ * same tokens keeps them (the prefix cache: hits and saved tokens in
+ * coli_engine_stats). On the CPU a row's bits do not depend on
  * the other rows of its batch: a sequence's tokens are those it gets alone. */
 #define COLI_MAX_SEQ 64 /* --parallel's bound */
-/* Tokens a prefix held by another slot must be longer than the new slot's
- * own for coli_engine_seq_open to copy it (core/seq.c says why 32). */
-#define COLI_SEQ_COPY_MIN 32
 struct coli_run {
 	int slot;       /* from coli_engine_seq_open */
 	int n;          /* tokens, at the slot's position on */
@@ -520,19 +517,19 @@ struct coli_batch {
 /* Slots in the KV cache (--parallel as resolved at open). */
 int coli_engine_n_seq(const coli_engine_t *e);
 /* A slot for a new sequence whose prompt is ids[n]: of the slots not open,
- * the one whose history shares the longest prefix with ids (ties: the least
- * recently opened, a slot never opened before any other, then the lowest
- * number: a fresh engine hands out slot 0 first, then 1, 2, ...; the use
- * coli_engine_forward and coli_generate make of slot 0 is no open), keeping
- * that prefix's rows, at most n - 1 tokens (the last is run again for its
- * logits). When another slot, open or not, holds
- * a prefix at least COLI_SEQ_COPY_MIN tokens longer (its rows below its
- * position only), those rows and tokens are copied into the slot first
- * (on the dense devices when they hold the cache). Returns the slot (>= 0)
- * and *cached (may be NULL) = the tokens kept, copied ones included; -EBUSY
- * when every slot is open. */
+ * the one whose own history shares the longest prefix with ids, rows still
+ * there (ties: the least recently opened, a slot never opened before any
+ * other, then the lowest number: a fresh engine hands out slot 0 first,
+ * then 1, 2, ...; the use coli_engine_forward and coli_generate make of
+ * slot 0 is no open), keeping that prefix's rows, at most n - 1 tokens (the
+ * last is run again for its logits) — or, when longer, the prompt's first
+ * full blocks of 32 positions that the prefix index holds (any earlier
+ * sequence's, running or closed, whose rows are still in the pool: shared,
+ * not copied). Returns the slot (>= 0) and *cached (may be NULL) = the
+ * tokens kept; -EBUSY when every slot is open. */
 int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached);
-/* The slot is free again; its rows and history stay for the prefix cache. */
+/* The slot is free again; its full blocks go to the prefix index, its
+ * rows stay until the pool needs the blocks. */
 void coli_engine_seq_close(coli_engine_t *e, int slot);
 /* Tokens in the slot's cache. */
 int coli_engine_seq_pos(const coli_engine_t *e, int slot);
@@ -540,7 +537,7 @@ int coli_engine_seq_pos(const coli_engine_t *e, int slot);
 int coli_engine_seq_rewind(coli_engine_t *e, int slot, int pos);
 /* The KV pool (core/forward/kv.h): blocks of 32 positions shared by the
  * slots, taken as a slot grows (coli_engine_step) and kept once it closes
- * (its prefix, reclaimed least recently opened first when blocks run
+ * (the prefix cache, least recently used evicted first when blocks run
  * short). A caller that admits sequences promises each what it may grow to
  * (coli_engine_seq_reserve, after the open); a step never takes another
  * open slot's blocks, nor those promised to it. */
@@ -887,16 +884,19 @@ struct coli_engine_stats {
 	uint64_t kv_token_bytes;   /* ... of one token, all layers (kv_bytes / pool tokens) */
 	int kv_blocks;             /* the pool: blocks of kv_block_tokens positions (--kv-gb) */
 	int kv_block_tokens;       /* positions a block */
-	int kv_blocks_used;        /* held by open sequences */
-	int kv_blocks_cached;      /* held by closed ones: their prefixes, reclaimable */
+	int kv_blocks_used;        /* held by sequences (a block several share counts once) */
+	int kv_blocks_cached;      /* held by none, their rows kept for a later prompt
+	                            * (the prefix cache): evicted least recently used first */
 	int kv_blocks_free;        /* neither */
 	int kv_seqs;               /* sequence slots (--parallel) */
 	int kv_seqs_open;          /* of those, held by a sequence now */
 	uint64_t prefix_hits;      /* prompts that kept a cached prefix (coli_engine_seq_open,
 	                            * coli_generate) */
 	uint64_t prefix_saved;     /* prompt tokens those kept: not prefilled again */
-	uint64_t prefix_copied;    /* ... of which copied from another slot (open or not)
-	                            * into the one the prompt got (coli_engine_seq_open) */
+	uint64_t prefix_shared;    /* ... of which in blocks the slot did not write itself:
+	                            * found in the prefix index (coli_engine_seq_open) */
+	uint64_t kv_copied;        /* positions copied from a shared block before a write
+	                            * over it (after a rewind: copy-on-write) */
 	uint64_t steps, step_runs; /* forward calls on the CPU path and the runs (sequences)
 	                            * in them: step_runs / steps sequences a step */
 };

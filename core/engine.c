@@ -385,12 +385,20 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 		if (rc)
 			devices_off(e, "the experts' buffers", rc, err);
 	}
+	/* MLA's device attention reads its one sequence's rows by position, not
+	 * through the block table: nothing can be shared there */
+	e->kv.share = !(e->dense.dd && e->m.cfg.kv_lora);
 	if (e->dense.dd) { /* the dense devices hold every layer's KV rows */
 		fprintf(stderr,
 		        "coli: host KV rows not kept (%.3g GB of RAM): the dense device holds the "
 		        "cache; a failover rebuilds them from the token ids\n",
 		        (e->kv.bytes + e->kv.vbytes) / 1e9);
 		coli_kv_rows_drop(&e->kv);
+	} else { /* touched now: the prefix cache fills the whole pool in time, and the
+		  * RSS should say so from the start (the planner counted it) */
+		memset(e->kv.kcache, 0, e->kv.bytes);
+		if (e->kv.vcache)
+			memset(e->kv.vcache, 0, e->kv.vbytes);
 	}
 }
 
@@ -507,7 +515,9 @@ int coli_engine_pos(const coli_engine_t *e)
 
 void coli_engine_reset(coli_engine_t *e)
 {
-	e->kv.seq[0].pos = 0;
+	int shared;
+
+	coli_kv_open(&e->kv, 0, NULL, 0, 0, &shared); /* (a closed slot 0 held again, empty) */
 }
 
 int coli_engine_rewind(coli_engine_t *e, int pos)
@@ -531,11 +541,10 @@ static int replay(struct coli_engine *e, int s, int i, int n)
 	                       : coli_forward_dev(e, r.ids, n, NULL, 0, NULL);
 }
 
-/* A device holding (part of) the dense part failed with why: the dense
- * part moves to the devices left, when there are and they can hold it, else
- * to the CPU; either way every slot's KV cache is rebuilt there from its
- * token history (the tokens before the failed step), so no token is lost. */
-int coli_engine_dense_moved(struct coli_engine *e, int why)
+/* The dense part moved after why (coli_engine_dense_moved, whose words
+ * hold), every held slot's rows written again; a device that fails during
+ * the rebuild moves it again. */
+static int move_and_rebuild(struct coli_engine *e, int why)
 {
 	char err[256] = "";
 	int failed = 0, rc, cached = 0;
@@ -559,6 +568,7 @@ int coli_engine_dense_moved(struct coli_engine *e, int why)
 			return rc;
 		}
 	}
+	e->kv.rebuild = 1; /* (coli_kv_grow only extends) */
 	for (int s = 0; s < e->kv.n_seq; s++) {
 		int had = e->kv.seq[s].pos;
 
@@ -568,11 +578,38 @@ int coli_engine_dense_moved(struct coli_engine *e, int why)
 			rc = replay(e, s, i, n);
 			if (rc) { /* another fell: again, fewer (what was rebuilt stays) */
 				e->kv.seq[s].pos = had;
-				return e->dense.dd ? coli_engine_dense_moved(e, rc) : rc;
+				e->kv.rebuild = 0;
+				return e->dense.dd ? move_and_rebuild(e, rc) : rc;
 			}
 		}
 	}
+	e->kv.rebuild = 0;
 	return 0;
+}
+
+/* A device holding (part of) the dense part failed with why: the dense
+ * part moves to the devices left, when there are and they can hold it, else
+ * to the CPU; either way every slot's KV cache is rebuilt there from its
+ * token history (the tokens before the failed step), so no token is lost.
+ * Closed slots' own rows too (held for it, released after); cached blocks
+ * no slot lists are given up (coli_kv_flush); a block several tables share
+ * gets the same rows from each. */
+int coli_engine_dense_moved(struct coli_engine *e, int why)
+{
+	unsigned char closed[COLI_MAX_SEQ];
+	int rc;
+
+	for (int s = 0; s < e->kv.n_seq; s++)
+		closed[s] = !e->kv.seq[s].held;
+	coli_kv_flush(&e->kv);
+	rc = move_and_rebuild(e, why);
+	for (int s = 0; s < e->kv.n_seq; s++) {
+		if (closed[s] && rc)
+			e->kv.seq[s].pos = 0; /* not rebuilt: nothing of it is kept */
+		if (closed[s])
+			coli_kv_release(&e->kv, s);
+	}
+	return rc;
 }
 
 /* A chunk of slot 0 on the dense device(s); with several slots open, as

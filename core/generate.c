@@ -166,15 +166,14 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	 * prompt and tokens: a shared system prompt) is kept, at least its last
 	 * token run again for the logits */
 	{
-		struct coli_kv_seq *q = &e->kv.seq[0];
-		int keep = 0, have = q->pos < n_prompt - 1 ? q->pos : n_prompt - 1;
+		int shared, keep = coli_kv_open(&e->kv, 0, prompt, n_prompt,
+		                                coli_kv_own_prefix(&e->kv, 0, prompt, n_prompt),
+		                                &shared);
 
-		while (keep < have && q->hist[keep] == prompt[keep])
-			keep++;
-		q->pos = keep;
 		st->n_cached = keep;
 		e->est.prefix_hits += keep > 0;
 		e->est.prefix_saved += (uint64_t)keep;
+		e->est.prefix_shared += (uint64_t)shared;
 	}
 	e0 = e->est; /* the generation's expert counts are differences of these */
 	coli_detok_init(&dt);

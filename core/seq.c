@@ -4,35 +4,23 @@
  * coli_engine_step, one forward over the runs of several slots.
  *
  * The slots are the KV cache's (struct coli_kv_seq, core/forward/kv.h: n_seq
- * of them, each a block table into the pool, pos, hist, open, used, resv). A
- * slot keeps its blocks and history after its sequence closes (until the pool
- * reclaims them, from its tail, least recently opened slot first): that is
- * the prefix cache, with as many entries as slots, and every slot, running or
- * not, serves it. The pool's admission lives here too: coli_engine_kv_fits
- * (would a new sequence of n positions fit beside the open ones' blocks and
- * promises) and coli_engine_seq_reserve (the promise); coli_engine_step's
- * runs take their blocks in the forward (coli_forward_rows: all or none,
- * -ENOSPC). A new prompt gets the free slot whose history shares the longest
- * prefix with it (ties: the one opened least recently, so an unused or stale
- * slot goes first), and keeps that prefix, at most all its tokens but the
- * last (whose logits the caller needs). When another slot holds a longer
- * prefix — only an open one can, the free ones having lost to the chosen — by
- * at least COLI_SEQ_COPY_MIN tokens, its rows past the chosen slot's prefix
- * (below it both hold the same rows: the same tokens) and their tokens are
- * copied into it at open, before the next step (coli_kv_copy_rows on the
- * host, through both tables, the target's blocks taken first,
- * coli_dense_dev_copy_rows on the dense devices, queued on their streams
- * behind the steps that wrote them): 8 clients sending the same system prompt
- * prefill it once, as long as the others open after the first has prefilled
- * it (those opened in the same step each prefill it). Only rows below the
- * source's pos are taken: a running slot writes from its pos on, and a rewind
- * (coli_seq_gen_spec's rejected draft, coli_engine_seq_rewind) lowers pos
- * over rows that are stale from then on. COLI_SEQ_COPY_MIN (32 tokens) keeps
- * the chat template's opening, which nearly every prompt shares, from causing
- * a copy at each open (2 x layers copies a device, each a launch) for a
- * handful of tokens whose prefill chunk runs anyway. Hits, kept tokens and
- * the copied ones among them are counted in the engine's stats (prefix_hits,
- * prefix_saved, prefix_copied), as coli_generate counts slot 0's.
+ * of them, each a block table into the pool, pos, hist, open, used, resv).
+ * The prefix cache is the pool's (core/forward/kv_pool.c): a closed slot's
+ * full blocks go to an index keyed by their tokens, a running slot's too
+ * when another opens, and a new prompt's table lists the blocks its first
+ * full blocks match (shared, not copied), or when longer the slot's own
+ * history to the token (its last partial block too). The pool's admission
+ * lives here too: coli_engine_kv_fits (would a new sequence of n positions
+ * fit beside the open ones' blocks and promises) and coli_engine_seq_reserve
+ * (the promise); coli_engine_step's runs take their blocks in the forward
+ * (coli_seq_grow: all or none, -ENOSPC), shared blocks they write over
+ * after a rewind copied first on the host or the dense devices
+ * (copy-on-write). A new prompt gets the free slot whose own history shares
+ * the longest prefix with it (ties: the one opened least recently, so an
+ * unused or stale slot goes first); it keeps at most all its tokens but the
+ * last (whose logits the caller needs). Hits, kept tokens and the shared
+ * ones among them are counted in the engine's stats (prefix_hits,
+ * prefix_saved, prefix_shared), as coli_generate counts slot 0's.
  *
  * struct coli_seq_gen is core/generate.c's loop turned inside out for one
  * sequence of a batch (colid's continuous batching): the caller owns the
@@ -45,7 +33,7 @@
  *
  * A row's bits do not depend on the rows beside it on the CPU (canonical
  * reductions in every kernel, attention groups split by positions with the
- * same bits), so a kept prefix — its own or copied from another slot — is
+ * same bits), so a kept prefix — its own or another sequence's blocks — is
  * the prefix a prefill from empty would have written, and a sequence's
  * tokens are the same alone or batched.
  */
@@ -72,7 +60,7 @@ int coli_engine_kv_fits(const coli_engine_t *e, int n)
 
 	if (n < 0 || n > e->kv.ctx || want > e->kv.n_blocks)
 		return -E2BIG;
-	return want <= coli_kv_room(&e->kv, NULL);
+	return want <= coli_kv_room(&e->kv);
 }
 
 int coli_engine_seq_reserve(coli_engine_t *e, int slot, int n)
@@ -82,82 +70,55 @@ int coli_engine_seq_reserve(coli_engine_t *e, int slot, int n)
 	return coli_kv_reserve(&e->kv, slot, n);
 }
 
-/* Tokens of slot q's history that ids[n] starts with, at most n - 1: only
- * those below its pos, whose rows are final (a rewind lowers pos; what lies
- * above it is stale, and a running slot writes only from pos on). */
-static int shared_prefix(const struct coli_kv_seq *q, const int *ids, int n)
+int coli_seq_grow(struct coli_engine *e, const int *slot, const int *upto, int n)
 {
-	int have = q->pos < n - 1 ? q->pos : n - 1, keep = 0;
+	struct coli_kv_cow cow[COLI_MAX_SEQ];
+	int n_cow, rc = coli_kv_grow(&e->kv, slot, upto, n, cow, &n_cow);
 
-	while (keep < have && q->hist[keep] == ids[keep])
-		keep++;
-	return keep;
-}
-
-/* Slot `from`'s rows [r0, r1) of every layer and their tokens into slot
- * `to`: on the dense devices when they hold the cache (the host's rows are
- * not theirs then), else the host cache. A device that fails here is left
- * for the next step to find (its cache is rebuilt from every slot's
- * history, to's as it stands without the copy): the caller keeps r0. */
-static int copy_prefix(struct coli_engine *e, int from, int to, int r0, int r1)
-{
-	int rc = coli_kv_grow(&e->kv, &to, &r1, 1); /* its blocks for them first */
-
-	if (rc)
-		return rc;
-	if (e->dense.dd)
-		rc = coli_dense_dev_copy_rows(e, from, to, r0, r1);
-	else
-		coli_kv_copy_rows(&e->kv, from, to, r0, r1);
-	if (!rc)
-		memcpy(e->kv.seq[to].hist + r0, e->kv.seq[from].hist + r0,
-		       sizeof(int) * (size_t)(r1 - r0));
+	for (int i = 0; !rc && i < n_cow; i++) {
+		if (e->dense.dd)
+			rc = coli_dense_dev_copy_block(e, &cow[i]);
+		else
+			coli_kv_copy_block(&e->kv, &cow[i]);
+		e->est.kv_copied += (uint64_t)cow[i].rows;
+	}
 	return rc;
 }
 
 int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached)
 {
-	int best = -1, best_keep = -1, from = -1, from_keep = 0;
-	int keep[COLI_MAX_SEQ];
+	int best = -1, best_keep = -1, keep, shared;
 
 	if (n < 1 || !ids)
 		return -EINVAL;
 	for (int s = 0; s < e->kv.n_seq; s++) {
 		const struct coli_kv_seq *q = &e->kv.seq[s];
 
-		keep[s] = shared_prefix(q, ids, n);
 		if (q->open)
 			continue;
-		if (keep[s] > best_keep || (keep[s] == best_keep && q->used < e->kv.seq[best].used))
-			best = s, best_keep = keep[s];
+		keep = coli_kv_own_prefix(&e->kv, s, ids, n);
+		if (keep > best_keep || (keep == best_keep && q->used < e->kv.seq[best].used))
+			best = s, best_keep = keep;
 	}
 	if (best < 0)
 		return -EBUSY;
-	/* the longest prefix of any other slot: only an open one can beat the
-	 * free one chosen; its rows are copied past what the target holds */
-	for (int s = 0; s < e->kv.n_seq; s++)
-		if (s != best && keep[s] > from_keep)
-			from = s, from_keep = keep[s];
-	if (from >= 0 && from_keep - best_keep >= COLI_SEQ_COPY_MIN &&
-	    !copy_prefix(e, from, best, best_keep, from_keep)) {
-		e->est.prefix_copied += (uint64_t)(from_keep - best_keep);
-		best_keep = from_keep;
-	}
+	keep = coli_kv_open(&e->kv, best, ids, n, best_keep, &shared);
 	e->kv.seq[best].open = 1;
 	e->kv.seq[best].used = ++e->kv.opens;
-	e->kv.seq[best].pos = best_keep;
-	coli_kv_trim(&e->kv, best, best_keep); /* what it held past its prefix is free */
-	e->est.prefix_hits += best_keep > 0;
-	e->est.prefix_saved += (uint64_t)best_keep;
+	e->est.prefix_hits += keep > 0;
+	e->est.prefix_saved += (uint64_t)keep;
+	e->est.prefix_shared += (uint64_t)shared;
 	if (cached)
-		*cached = best_keep;
+		*cached = keep;
 	return best;
 }
 
 void coli_engine_seq_close(coli_engine_t *e, int slot)
 {
-	if (slot >= 0 && slot < e->kv.n_seq)
-		e->kv.seq[slot].open = 0, e->kv.seq[slot].resv = 0;
+	if (slot < 0 || slot >= e->kv.n_seq || !e->kv.seq[slot].open)
+		return;
+	coli_kv_release(&e->kv, slot);
+	e->kv.seq[slot].open = 0, e->kv.seq[slot].resv = 0;
 }
 
 int coli_engine_seq_pos(const coli_engine_t *e, int slot)

@@ -250,10 +250,10 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
 	     "prompt tokens those kept: not prefilled again");
 	emit(&o, "coli_prefix_cache_saved_tokens_total %llu\n",
 	     (unsigned long long)s.est.prefix_saved);
-	head(&o, "coli_prefix_cache_copied_tokens_total", "counter",
-	     "of the saved tokens, those copied from another slot (one still running)");
-	emit(&o, "coli_prefix_cache_copied_tokens_total %llu\n",
-	     (unsigned long long)s.est.prefix_copied);
+	head(&o, "coli_prefix_cache_shared_tokens_total", "counter",
+	     "of the saved tokens, those in blocks another request wrote (the prefix index)");
+	emit(&o, "coli_prefix_cache_shared_tokens_total %llu\n",
+	     (unsigned long long)s.est.prefix_shared);
 	head(&o, "coli_engine_tokens_total", "counter", "tokens through the forward pass");
 	emit(&o, "coli_engine_tokens_total %llu\n", (unsigned long long)s.est.tokens);
 	head(&o, "coli_expert_uses_total", "counter", "(token, routed expert) pairs");

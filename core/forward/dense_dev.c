@@ -7,14 +7,15 @@
  * their planes; q, k and v stacked when they can run as one GEMV) and the
  * working buffers allocated (core/forward/dense_dev.h draws them); after placement
  * the slab table device-planned layers read; at close everything is freed.
- * Between steps, a prefix's cache rows copied from one slot to another
- * (coli_dense_dev_copy_rows: core/seq.c's prefix cache); before a step,
+ * Before a step, a shared block's rows copied before the step writes over
+ * them (coli_dense_dev_copy_block: core/forward/kv_pool.c's copy-on-write),
+ * and
  * the device block tables brought up to the host pool's
  * (coli_dense_dev_tables).
  *
  * The KV cache is the host pool's blocks (core/forward/kv.h): each device
  * allocates [its layers][n_blocks][32] rows, the host's n_blocks and block
- * ids, and a device block table [n_seq][nbs]; kv.c alone hands blocks out,
+ * ids, and a device block table [n_seq][nbs]; kv_pool.c alone hands blocks out,
  * and the device's table follows the host's (dd->tab_up says what it
  * holds). VRAM holds the pool (--kv-gb), not n_seq x ctx. MLA keeps its one
  * sequence's contiguous [layers][ctx] latent rows (core/forward/mla_dev.c).
@@ -518,42 +519,31 @@ int coli_dense_dev_slab_set(struct coli_engine *e, int l, int ex, uint64_t addr)
 	return coli_dev_upload(dd->dev, dd->slabs + ((size_t)l * c->n_experts + ex) * 8, &addr, 8);
 }
 
-/* Thread: the engine's (between steps). The positions [r0, r1) go in runs
- * whose rows are consecutive in both slots (within a block always; across
- * blocks where both tables hold consecutive ids): one copy a run and layer
- * for K and one for V. */
-int coli_dense_dev_copy_rows(struct coli_engine *e, int from, int to, int r0, int r1)
+/* Thread: the engine's, before a step: one copy a layer for K and one for
+ * V, each c->rows consecutive rows. */
+int coli_dense_dev_copy_block(struct coli_engine *e, const struct coli_kv_cow *c)
 {
 	const struct coli_kv *kv = &e->kv;
+	const size_t src = (size_t)c->src * COLI_KV_BLOCK, dst = (size_t)c->dst * COLI_KV_BLOCK;
 	int rc = 0;
 
-	if (e->m.cfg.kv_lora) /* (one sequence on the device: no other slot) */
-		return r1 > r0 ? -EINVAL : 0;
-	for (int p = r0, n; !rc && p < r1; p += n) {
-		const size_t src = coli_kv_row(kv, from, p), dst = coli_kv_row(kv, to, p);
+	if (e->m.cfg.kv_lora) /* (rows by position there: kv->share is 0, nothing shared) */
+		return -EINVAL;
+	for (int i = 0; !rc && i < e->dense.n_dd; i++) {
+		const struct coli_dense_dev *dd = e->dense.dds[i];
 
-		for (n = 1; p + n < r1 && coli_kv_row(kv, from, p + n) == src + (size_t)n &&
-		            coli_kv_row(kv, to, p + n) == dst + (size_t)n;
-		     n++)
-			;
-		for (int i = 0; !rc && i < e->dense.n_dd; i++) {
-			const struct coli_dense_dev *dd = e->dense.dds[i];
+		for (int l = 0; !rc && l < dd->l1 - dd->l0; l++) {
+			const size_t s = l * dd->layer_rows + src, d = l * dd->layer_rows + dst;
 
-			for (int l = 0; !rc && l < dd->l1 - dd->l0; l++) {
-				const size_t s = l * dd->layer_rows + src,
-				             d = l * dd->layer_rows + dst;
-
+			rc = coli_dev_copy(dd->dev, &(struct coli_dev_copy){
+			                                .dst = dd->kcache + d * kv->krow,
+			                                .src = dd->kcache + s * kv->krow,
+			                                .n = (size_t)c->rows * kv->krow});
+			if (!rc)
 				rc = coli_dev_copy(dd->dev, &(struct coli_dev_copy){
-				                                .dst = dd->kcache + d * kv->krow,
-				                                .src = dd->kcache + s * kv->krow,
-				                                .n = (size_t)n * kv->krow});
-				if (!rc)
-					rc = coli_dev_copy(dd->dev,
-					                   &(struct coli_dev_copy){
-					                       .dst = dd->vcache + d * kv->vrow,
-					                       .src = dd->vcache + s * kv->vrow,
-					                       .n = (size_t)n * kv->vrow});
-			}
+				                                .dst = dd->vcache + d * kv->vrow,
+				                                .src = dd->vcache + s * kv->vrow,
+				                                .n = (size_t)c->rows * kv->vrow});
 		}
 	}
 	return rc;

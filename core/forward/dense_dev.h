@@ -126,12 +126,11 @@ struct coli_dense_dev {
 	double phase_t; /* the phase clock: end of the last phase charged */
 };
 
-/* Rows [r0, r1) of every layer of slot `from` into slot `to` on every dense
- * device, each its layers' K and V rows (typed, byte for byte) by block
- * rows (the host's tables: `to` holds its blocks, coli_kv_grow first),
- * queued on its stream behind the steps that wrote them (core/seq.c's
- * prefix copy: the next step's launches follow it on the same stream). */
-int coli_dense_dev_copy_rows(struct coli_engine *e, int from, int to, int r0, int r1);
+/* A copy-on-write (core/forward/kv_pool.c) on every dense device: the
+ * first c->rows rows of block c->src into block c->dst, each device its
+ * layers' K and V rows (typed, byte for byte), queued on its stream behind
+ * the steps that wrote them and ahead of the step that writes over them. */
+int coli_dense_dev_copy_block(struct coli_engine *e, const struct coli_kv_cow *c);
 /* The device block tables of the n slots slot[] brought up to the host
  * pool's (e->kv), queued on each dense device's stream ahead of a step's
  * launches: a slot's entries that changed since they were last written, one

@@ -183,7 +183,7 @@ int coli_forward_rows(struct coli_engine *e, const struct coli_batch *b, struct 
 
 		for (int r = 0; r < b->n_runs; r++)
 			slot[r] = run[r].slot, upto[r] = run[r].pos0 + run[r].n;
-		return coli_kv_grow(&e->kv, slot, upto, b->n_runs);
+		return coli_seq_grow(e, slot, upto, b->n_runs);
 	}
 }
 

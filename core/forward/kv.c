@@ -1,10 +1,9 @@
 /*
  * core/forward/kv.c — the host KV cache (core/forward/kv.h): the pool's
- * allocation through mem/ on the engine's NUMA node, the blocks' free stack
- * and the slots' block tables, the token ids beside them, the forward's
- * stores into it, the typed views attention reads it through and the copy
- * of a prefix's rows from one slot to another (core/seq.c), each addressed
- * by a sequence slot and a position (coli_kv_row: its block's row). An MLA
+ * rows through mem/ on the engine's NUMA node, the slots' tables and token
+ * ids (which block is whose: core/forward/kv_pool.c), the forward's stores into it, the typed views attention
+ * reads it through and a block's copy-on-write, each addressed by a
+ * sequence slot and a position (coli_kv_row: its block's row). An MLA
  * model (cfg.kv_lora) caches one row a token and layer, [c_kv (kv_lora) ||
  * k_pe (rope_dim)] in kcache, and has no vcache.
  *
@@ -12,11 +11,6 @@
  * (coli_kv_rows_drop) and allocated again when the dense part moves to the
  * CPU (coli_kv_rows_alloc, then rebuilt from the token ids); the tables and
  * the ids stay here throughout.
- *
- * Reclaiming: a slot's blocks go from its tail (the prefix it keeps stays
- * whole), least recently opened closed slot first; its pos drops to the
- * positions it still holds, so the prefix match (core/seq.c) never sees
- * rows it lost.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -83,15 +77,12 @@ int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int n_s
 	kv->kcache = coli_mem_alloc(kv->bytes, node);
 	kv->vcache = kv->vbytes ? coli_mem_alloc(kv->vbytes, node) : NULL;
 	kv->seq = calloc((size_t)n_seq, sizeof(*kv->seq));
-	kv->free = malloc(sizeof(int) * (size_t)n_blocks);
-	ok = kv->kcache && (kv->vcache || !kv->vbytes) && kv->seq && kv->free;
+	ok = kv->kcache && (kv->vcache || !kv->vbytes) && kv->seq && !coli_kv_pool_alloc(kv);
 	for (int s = 0; ok && s < n_seq; s++)
 		ok = (kv->seq[s].hist = calloc((size_t)ctx, sizeof(int))) &&
-		     (kv->seq[s].blk = malloc(sizeof(int) * (size_t)nbs));
-	/* the stack pops block 0 first: one slot's blocks ascend as today's rows */
-	for (int b = 0; ok && b < n_blocks; b++)
-		kv->free[b] = n_blocks - 1 - b;
-	kv->n_free = ok ? n_blocks : 0;
+		     (kv->seq[s].blk = malloc(sizeof(int) * (size_t)nbs)) &&
+		     (kv->seq[s].bgen = malloc(sizeof(uint32_t) * (size_t)nbs)) &&
+		     (kv->seq[s].held = 1);
 	return ok ? 0 : -ENOMEM;
 }
 
@@ -123,131 +114,10 @@ void coli_kv_free(struct coli_kv *kv)
 	if (kv->vcache)
 		coli_mem_free(kv->vcache, kv->vbytes);
 	for (int s = 0; kv->seq && s < kv->n_seq; s++)
-		free(kv->seq[s].hist), free(kv->seq[s].blk);
+		free(kv->seq[s].hist), free(kv->seq[s].blk), free(kv->seq[s].bgen);
 	free(kv->seq);
-	free(kv->free);
+	coli_kv_pool_free(kv);
 	memset(kv, 0, sizeof(*kv));
-}
-
-/* ---- the pool ---- */
-
-void coli_kv_scramble(struct coli_kv *kv)
-{
-	uint64_t x = 0x9e3779b97f4a7c15ull; /* a fixed seed: the same order every run */
-
-	for (int i = kv->n_free - 1; i > 0; i--) { /* Fisher-Yates, xorshift64 */
-		int j, t;
-
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		j = (int)(x % (uint64_t)(i + 1));
-		t = kv->free[i], kv->free[i] = kv->free[j], kv->free[j] = t;
-	}
-}
-
-/* Positions [0, n) of a slot: the blocks it lacks for them. */
-static int lacks(const struct coli_kv_seq *q, int n)
-{
-	int want = coli_kv_blocks_of(n);
-
-	return want > q->n_blk ? want - q->n_blk : 0;
-}
-
-int coli_kv_room(const struct coli_kv *kv, const unsigned char *skip)
-{
-	long room = kv->n_free;
-
-	for (int s = 0; s < kv->n_seq; s++) {
-		const struct coli_kv_seq *q = &kv->seq[s];
-
-		if (!q->open && !(skip && skip[s]))
-			room += q->n_blk;
-		else if (q->open && q->resv > q->n_blk)
-			room -= q->resv - q->n_blk;
-	}
-	return room > 0 ? (int)room : 0;
-}
-
-void coli_kv_counts(const struct coli_kv *kv, int *in_use, int *cached)
-{
-	*in_use = *cached = 0;
-	for (int s = 0; s < kv->n_seq; s++)
-		*(kv->seq[s].open ? in_use : cached) += kv->seq[s].n_blk;
-}
-
-/* One block for a slot in skip: the free stack's top, else the last block
- * of the least recently opened closed slot outside skip that holds one
- * (coli_kv_room said there is). */
-static int take_block(struct coli_kv *kv, const unsigned char *skip)
-{
-	struct coli_kv_seq *v = NULL;
-
-	if (kv->n_free)
-		return kv->free[--kv->n_free];
-	for (int s = 0; s < kv->n_seq; s++) {
-		struct coli_kv_seq *q = &kv->seq[s];
-
-		if (!skip[s] && !q->open && q->n_blk && (!v || q->used < v->used))
-			v = q;
-	}
-	v->n_blk--;
-	if (v->pos > v->n_blk * COLI_KV_BLOCK)
-		v->pos = v->n_blk * COLI_KV_BLOCK;
-	return v->blk[v->n_blk];
-}
-
-int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n)
-{
-	unsigned char skip[kv->n_seq];
-	long need = 0;
-
-	memset(skip, 0, sizeof(skip));
-	for (int i = 0; i < n; i++) {
-		const struct coli_kv_seq *q = &kv->seq[slot[i]];
-		int lack = lacks(q, upto[i]),
-		    owed = q->open && q->resv > q->n_blk ? q->resv - q->n_blk : 0;
-
-		if (upto[i] > kv->ctx)
-			return -E2BIG;
-		skip[slot[i]] = 1; /* (its cached blocks are its own) */
-		/* what its promise covers is its; the rest of the promise stays kept */
-		need += lack > owed ? lack - owed : 0;
-	}
-	if (need > coli_kv_room(kv, skip))
-		return -ENOSPC;
-	for (int i = 0; i < n; i++) {
-		struct coli_kv_seq *q = &kv->seq[slot[i]];
-
-		for (int k = lacks(q, upto[i]); k > 0; k--)
-			q->blk[q->n_blk++] = take_block(kv, skip);
-	}
-	return 0;
-}
-
-void coli_kv_trim(struct coli_kv *kv, int s, int n)
-{
-	struct coli_kv_seq *q = &kv->seq[s];
-	int keep = coli_kv_blocks_of(n);
-
-	while (q->n_blk > keep)
-		kv->free[kv->n_free++] = q->blk[--q->n_blk];
-	if (q->pos > q->n_blk * COLI_KV_BLOCK)
-		q->pos = q->n_blk * COLI_KV_BLOCK;
-}
-
-int coli_kv_reserve(struct coli_kv *kv, int s, int n)
-{
-	struct coli_kv_seq *q = &kv->seq[s];
-	unsigned char skip[kv->n_seq];
-	int want = coli_kv_blocks_of(n < kv->ctx ? n : kv->ctx);
-
-	memset(skip, 0, sizeof(skip));
-	skip[s] = 1;
-	int owed = q->open && q->resv > q->n_blk ? q->resv - q->n_blk : 0; /* (room took it off) */
-
-	if (n > 0 && want > q->n_blk && want - q->n_blk > coli_kv_room(kv, skip) + owed)
-		return -ENOSPC;
-	q->resv = n > 0 ? want : 0;
-	return 0;
 }
 
 /* ---- rows ---- */
@@ -272,18 +142,19 @@ void coli_kv_append(struct coli_kv *kv, int seq, int l, int pos0, int T, const f
 	}
 }
 
-void coli_kv_copy_rows(struct coli_kv *kv, int from, int to, int r0, int r1)
+void coli_kv_copy_block(struct coli_kv *kv, const struct coli_kv_cow *c)
 {
-	for (int l = 0; l < kv->n_layers; l++)
-		for (int p = r0; p < r1; p++) {
-			size_t src = row_of(kv, from, l, p), dst = row_of(kv, to, l, p);
+	for (int l = 0; l < kv->n_layers; l++) {
+		const size_t layer = (size_t)l * kv->n_blocks * COLI_KV_BLOCK,
+		             src = layer + (size_t)c->src * COLI_KV_BLOCK,
+		             dst = layer + (size_t)c->dst * COLI_KV_BLOCK;
 
-			memcpy((char *)kv->kcache + dst * kv->krow,
-			       (char *)kv->kcache + src * kv->krow, kv->krow);
-			if (kv->vcache)
-				memcpy((char *)kv->vcache + dst * kv->vrow,
-				       (char *)kv->vcache + src * kv->vrow, kv->vrow);
-		}
+		memcpy((char *)kv->kcache + dst * kv->krow, (char *)kv->kcache + src * kv->krow,
+		       (size_t)c->rows * kv->krow);
+		if (kv->vcache)
+			memcpy((char *)kv->vcache + dst * kv->vrow,
+			       (char *)kv->vcache + src * kv->vrow, (size_t)c->rows * kv->vrow);
+	}
 }
 
 /* Bytes into a row of head g's first value (type t), and from there to its

@@ -6,9 +6,10 @@
  * (coli_kv_grow, before a step's rows are written) and writes through it;
  * core/engine.c sizes the pool at open (coli_kv_alloc, --kv-gb), rewinds
  * slot 0 (coli_engine_reset) and frees it at close (coli_kv_free);
- * core/seq.c hands slots to sequences (coli_engine_seq_open, which may copy
- * a prefix's rows from one slot into another: coli_kv_copy_rows) and
- * reserves what an admitted request may grow to (coli_kv_reserve). A dense
+ * core/seq.c hands slots to sequences (coli_engine_seq_open: coli_kv_open
+ * finds the prompt's cached prefix, coli_kv_release lets it go at the
+ * close) and reserves what an admitted request may grow to
+ * (coli_kv_reserve). A dense
  * device keeps the rows of its layers in its own memory as the same blocks
  * (core/forward/dense_dev.c: [its layers][n_blocks][B] rows and a device
  * copy of the block tables, brought up to these before each step): this
@@ -28,14 +29,19 @@
  * scales (c_kv's, k_pe's), and there is no vcache (the values are c_kv:
  * the key type is the cache's type).
  *
- * Blocks: a block is free (on the free stack), held by an open slot (in
- * use) or held by a closed one (cached: that slot's prefix, kept for the
- * next prompt that shares it, and reclaimed from the tail of the least
- * recently opened closed slot when the pool needs blocks; the slot's pos
- * drops to what it keeps). An open slot may hold a reservation (resv
- * blocks: what its request may grow to, colid's admission): the blocks it
- * has not taken yet are promised, and another slot's growth never takes
- * them. A running slot's blocks are never reclaimed.
+ * Blocks (core/forward/kv_pool.c): a block is free (on the free stack),
+ * held (by the tables that list it: ref of them; open slots', and slot 0's
+ * for the single-sequence calls) or cached (held by none, its rows kept,
+ * least recently released evicted first when no block is free). Full
+ * blocks of final rows are published in an index keyed by their tokens and
+ * their predecessor: a new prompt whose first 32k tokens match takes those
+ * k blocks into its table (coli_kv_open), no copy — the prefix cache, as
+ * large as the pool. A closed slot's table is weak: it keeps the ids with
+ * their generations (gen moves on when a block's rows stop being what they
+ * were), so its next open keeps its own history to the token where those
+ * still match. An open slot may hold a reservation (resv blocks: what its
+ * request may grow to, colid's admission): the blocks it has not taken yet
+ * are promised, and another slot's growth never takes them.
  */
 #ifndef COLI_CORE_FORWARD_KV_H
 #define COLI_CORE_FORWARD_KV_H
@@ -56,15 +62,33 @@ struct coli_attn_group;
 
 /* One sequence's slot: its block table and what is in it. */
 struct coli_kv_seq {
-	int pos;       /* tokens in the slot */
-	int *blk;      /* [ctx / B rounded up] block ids; the first n_blk held */
-	int n_blk;     /* blocks held: positions [0, n_blk * B) have rows */
-	int resv;      /* blocks promised to the open slot (coli_kv_reserve), or 0 */
-	int *hist;     /* [ctx] token ids in the slot: the prefix cache's key, and what
-	                * the CPU rebuilds the cache from if the dense device fails */
-	int open;      /* held by a sequence (coli_engine_seq_open); slot 0 is the
-	                * single-sequence calls' (coli_engine_forward) */
-	uint64_t used; /* the engine's seq counter when last opened: least recent first */
+	int pos;        /* tokens in the slot */
+	int *blk;       /* [ctx / B rounded up] block ids; the first n_blk listed */
+	uint32_t *bgen; /* [ctx / B rounded up] each listed block's generation when
+	                 * the table let it go (closed: a weak table) */
+	int n_blk;      /* blocks listed: positions [0, n_blk * B) have rows */
+	int n_pub;      /* its first n_pub blocks are in the index */
+	int held;       /* the table holds its blocks (a reference each): from the
+	                 * slot's open to its close, and slot 0 until it is opened */
+	int resv;       /* blocks promised to the open slot (coli_kv_reserve), or 0 */
+	int *hist;      /* [ctx] token ids in the slot: its own prefix's key, and what
+	                 * the CPU rebuilds the cache from if the dense device fails */
+	int open;       /* held by a sequence (coli_engine_seq_open); slot 0 is the
+	                 * single-sequence calls' (coli_engine_forward) */
+	uint64_t used;  /* the engine's seq counter when last opened: least recent first */
+};
+
+/* A block's state in the pool (core/forward/kv_pool.c). */
+struct coli_kv_block {
+	int ref;        /* tables holding it; 0: free or cached */
+	uint32_t gen;   /* moves on when its rows stop being the rows they were */
+	int cached;     /* in the cache's LRU list (prev, next) */
+	int prev, next;
+	int pub;        /* in the index, under key, in its bucket's list (hnext) */
+	int hnext;
+	int parent;     /* the block before it in its chain (-1: the first) ... */
+	uint32_t pgen;  /* ... and that one's generation when it was published */
+	uint64_t key;   /* hash of its chain's token ids up to its end */
 };
 
 struct coli_kv {
@@ -75,6 +99,17 @@ struct coli_kv {
 	int nbs;      /* table entries a slot: ctx / B rounded up */
 	int *free;    /* [n_blocks] stack of free block ids, n_free of them */
 	int n_free;
+	struct coli_kv_block *b; /* [n_blocks] */
+	int lru_head, lru_tail;  /* the cached blocks, least recently released first */
+	int n_cached;
+	int *btok;               /* [n_blocks][B] a published block's token ids */
+	int *bucket;             /* [n_bucket] the index's lists, -1 ended */
+	int n_bucket;            /* a power of two */
+	int share;               /* blocks are published and shared (not while a
+	                          * device holds MLA's rows by position: core/engine.c) */
+	int rebuild;             /* the rows are being written again from the slots'
+	                          * histories (a dense device failed): coli_kv_grow
+	                          * only extends, sharing stays */
 	void *kcache, *vcache;   /* [n_layers][n_blocks][B] rows of krow / vrow bytes,
 	                          * through mem/; MLA: vcache NULL */
 	int kt, vt;              /* enum coli_kv_type of K and V (MLA: vt = kt) */
@@ -105,24 +140,53 @@ static inline int coli_kv_blocks_of(int n)
 {
 	return (n + COLI_KV_BLOCK - 1) / COLI_KV_BLOCK;
 }
-/* Blocks a new sequence could still take: free, plus cached (held by
- * closed slots not in skip[], n_seq flags, or NULL), less those promised to
- * open slots and not taken yet. */
-int coli_kv_room(const struct coli_kv *kv, const unsigned char *skip);
-/* Blocks now held by open slots (in use) and closed ones (cached). */
+/* The pool's bookkeeping for n_blocks blocks (coli_kv_alloc's): 0 or
+ * -ENOMEM; coli_kv_pool_free releases it. */
+int coli_kv_pool_alloc(struct coli_kv *kv);
+void coli_kv_pool_free(struct coli_kv *kv);
+/* Blocks a new sequence could still take: free and cached, less those
+ * promised to open slots and not taken yet. */
+int coli_kv_room(const struct coli_kv *kv);
+/* Blocks now held by some table (in use) and cached. */
 void coli_kv_counts(const struct coli_kv *kv, int *in_use, int *cached);
-/* The n runs' slots slot[i] grown to hold positions [0, upto[i]): blocks
- * from the free stack, else reclaimed from the tail of the least recently
- * opened closed slot not among them. -ENOSPC, nothing changed, when the
- * pool cannot give them all (coli_kv_room), -E2BIG past ctx. */
-int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n);
-/* Slot s's blocks past those positions [0, n) take freed (a new prompt's
- * slot keeps only its prefix's). */
-void coli_kv_trim(struct coli_kv *kv, int s, int n);
+/* A block copied before a step writes over it (copy-on-write): its first
+ * rows rows of every layer from block src into block dst. */
+struct coli_kv_cow {
+	int src, dst, rows;
+};
+/* The n runs' slots slot[i] made ready to write positions [pos, upto[i]):
+ * blocks past pos's let go; pos's block, if another table holds it too,
+ * replaced by a new one whose rows below pos the caller copies (cow[*n_cow]
+ * of them, at most n), or held alone but in the index, taken out of it;
+ * then new blocks to upto[i], from the free stack, else the cache's least
+ * recently released. -ENOSPC, nothing changed, when the pool cannot give
+ * them all (coli_kv_room), -E2BIG past ctx. While kv->rebuild only the new
+ * blocks are taken. */
+int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n,
+                 struct coli_kv_cow *cow, int *n_cow);
 /* Slot s's promise: n positions (its blocks held count toward it). -ENOSPC,
  * nothing changed, when the blocks it lacks are not there (coli_kv_room);
  * n 0 drops the promise. */
 int coli_kv_reserve(struct coli_kv *kv, int s, int n);
+/* Tokens of slot s's own history (its weak table if closed) that ids[n]
+ * starts with and whose rows it still has: at most n - 1, below its pos,
+ * up to its first block another use took. */
+int coli_kv_own_prefix(const struct coli_kv *kv, int s, const int *ids, int n);
+/* Slot s (not open) takes the longest cached prefix of ids[n]: its own
+ * (own tokens, coli_kv_own_prefix), or when longer the blocks of the index
+ * that the prompt's first full blocks match (every held slot's final full
+ * blocks published first), at most n - 1 tokens; its pos and history set.
+ * Returns the tokens kept; *shared = those kept through the index. */
+int coli_kv_open(struct coli_kv *kv, int s, const int *ids, int n, int own, int *shared);
+/* Slot s closed: its full final blocks published, then every block let go
+ * (cached when its rows below pos are worth keeping, else freed); its
+ * table stays weak. */
+void coli_kv_release(struct coli_kv *kv, int s);
+/* Every slot's rows to be written again (a dense device failed: core/
+ * engine.c): closed slots' own rows held again (their pos cut to what is
+ * still theirs; the caller releases them after), the other cached blocks
+ * freed, the index cleared. */
+void coli_kv_flush(struct coli_kv *kv);
 /* Row index of slot s's position p within a layer's [n_blocks][B] rows
  * (p below its n_blk * B). */
 static inline size_t coli_kv_row(const struct coli_kv *kv, int s, int p)
@@ -151,11 +215,10 @@ void coli_kv_free(struct coli_kv *kv);
  * NULL under MLA) stored in the cache's types. */
 void coli_kv_append(struct coli_kv *kv, int seq, int l, int pos0, int T, const float *k,
                     const float *v);
-/* Rows [r0, r1) of every layer of slot `from` into slot `to` (K and V, or
- * MLA's latent rows: whole typed rows, byte for byte; `to` holds blocks for
- * them: coli_kv_grow first); the slots' pos and hist are the caller's
- * (core/seq.c's prefix copy). */
-void coli_kv_copy_rows(struct coli_kv *kv, int from, int to, int r0, int r1);
+/* A copy-on-write on the host rows: the first c->rows rows of every layer
+ * of block c->src into block c->dst (K and V, or MLA's latent rows: whole
+ * typed rows, byte for byte). */
+void coli_kv_copy_block(struct coli_kv *kv, const struct coli_kv_cow *c);
 /* Group g's (kv head g's; MLA: the one latent head, g 0) typed rows of slot
  * seq's layer l from position k0 into a's K, V, type and block-table fields
  * (hd: dims of a head): the layer's base, the slot's table and k0, so the

@@ -1,7 +1,7 @@
 /*
  * tests/core/seq_test.h — shared by the tests that step several sequences
  * on one engine and compare each with the same prompt alone (kv_pool.c,
- * prefix_copy.c): a case's engine options, a prompt's reference alone, a
+ * prefix_cache.c): a case's engine options, a prompt's reference alone, a
  * sequence being stepped, and the step loop.
  *
  * A reference is SQ_GEN greedy tokens of a prompt on a --parallel 1 engine
