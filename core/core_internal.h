@@ -301,7 +301,7 @@ struct coli_fwd {
 /* b's runs as rows of the call (f->run, f->pos: [tmax]), checked: -EINVAL
  * (a slot out of range or twice, n < 1, an id out of the vocabulary, more
  * rows than tmax), -E2BIG (past a slot's context); then the runs' blocks
- * (coli_seq_grow: -ENOSPC, nothing changed). */
+ * (coli_forward_grow: -ENOSPC, nothing changed). */
 int coli_forward_rows(struct coli_engine *e, const struct coli_batch *b, struct coli_fwd *f,
                       struct coli_fwd_run *run, int *pos);
 /* The CPU forward of b's runs (coli_engine_step's contract; logits: the rows
@@ -310,10 +310,10 @@ int coli_forward_batch(struct coli_engine *e, const struct coli_batch *b, float 
 /* The same with the dense part on the devices (core/forward/forward_dev.c),
  * several slots open (coli_forward_dev: one). */
 int coli_forward_dev_batch(struct coli_engine *e, const struct coli_batch *b, float *logits);
-/* core/seq.c: the n slots slot[] ready to write up to upto[] (coli_kv_grow),
- * shared blocks they write over copied first on the host or the dense
- * devices. */
-int coli_seq_grow(struct coli_engine *e, const int *slot, const int *upto, int n);
+/* The n slots slot[] ready to write up to upto[] (coli_kv_grow), shared
+ * blocks they write over copied first on the host or the dense devices
+ * (core/forward/forward.c). */
+int coli_forward_grow(struct coli_engine *e, const int *slot, const int *upto, int n);
 /* core/engine.c: a dense device failed with why: the dense part moves to the
  * devices left or to the CPU, every slot's cache rebuilt from its history. */
 int coli_engine_dense_moved(struct coli_engine *e, int why);

@@ -13,7 +13,7 @@
  * lives here too: coli_engine_kv_fits (would a new sequence of n positions
  * fit beside the open ones' blocks and promises) and coli_engine_seq_reserve
  * (the promise); coli_engine_step's runs take their blocks in the forward
- * (coli_seq_grow: all or none, -ENOSPC), shared blocks they write over
+ * (coli_forward_grow: all or none, -ENOSPC), shared blocks they write over
  * after a rewind copied first on the host or the dense devices
  * (copy-on-write). A new prompt gets the free slot whose own history shares
  * the longest prefix with it (ties: the one opened least recently, so an
@@ -42,7 +42,6 @@
 #include <string.h>
 
 #include "core/core_internal.h"
-#include "core/forward/dense_dev.h"
 
 int coli_engine_n_seq(const coli_engine_t *e)
 {
@@ -68,21 +67,6 @@ int coli_engine_seq_reserve(coli_engine_t *e, int slot, int n)
 	if (slot < 0 || slot >= e->kv.n_seq || !e->kv.seq[slot].open || n < 0)
 		return -EINVAL;
 	return coli_kv_reserve(&e->kv, slot, n);
-}
-
-int coli_seq_grow(struct coli_engine *e, const int *slot, const int *upto, int n)
-{
-	struct coli_kv_cow cow[COLI_MAX_SEQ];
-	int n_cow, rc = coli_kv_grow(&e->kv, slot, upto, n, cow, &n_cow);
-
-	for (int i = 0; !rc && i < n_cow; i++) {
-		if (e->dense.dd)
-			rc = coli_dense_dev_copy_block(e, &cow[i]);
-		else
-			coli_kv_copy_block(&e->kv, &cow[i]);
-		e->est.kv_copied += (uint64_t)cow[i].rows;
-	}
-	return rc;
 }
 
 int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached)

@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "core/core_internal.h"
+#include "core/forward/dense_dev.h"
 #include "core/moe/moe.h"
 
 /* y[T][rows] = W . act[t] for the T prepared activations. */
@@ -153,6 +154,21 @@ static void embed(struct coli_engine *e, const struct coli_batch *b)
 			coli_mat_row_f32(&e->m.tok_embd, b->runs[r].ids[t], x);
 }
 
+int coli_forward_grow(struct coli_engine *e, const int *slot, const int *upto, int n)
+{
+	struct coli_kv_cow cow[COLI_MAX_SEQ];
+	int n_cow, rc = coli_kv_grow(&e->kv, slot, upto, n, cow, &n_cow);
+
+	for (int i = 0; !rc && i < n_cow; i++) {
+		if (e->dense.dd)
+			rc = coli_dense_dev_copy_block(e, &cow[i]);
+		else
+			coli_kv_copy_block(&e->kv, &cow[i]);
+		e->est.kv_copied += (uint64_t)cow[i].rows;
+	}
+	return rc;
+}
+
 int coli_forward_rows(struct coli_engine *e, const struct coli_batch *b, struct coli_fwd *f,
                       struct coli_fwd_run *run, int *pos)
 {
@@ -183,7 +199,7 @@ int coli_forward_rows(struct coli_engine *e, const struct coli_batch *b, struct 
 
 		for (int r = 0; r < b->n_runs; r++)
 			slot[r] = run[r].slot, upto[r] = run[r].pos0 + run[r].n;
-		return coli_seq_grow(e, slot, upto, b->n_runs);
+		return coli_forward_grow(e, slot, upto, b->n_runs);
 	}
 }
 

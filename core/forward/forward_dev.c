@@ -737,7 +737,7 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	for (int t = 0; t < T; t++)
 		if (ids[t] < 0 || ids[t] >= c->vocab)
 			return -EINVAL;
-	rc = coli_seq_grow(e, &(int){0}, &(int){pos0 + T}, 1); /* the pool's count */
+	rc = coli_forward_grow(e, &(int){0}, &(int){pos0 + T}, 1); /* the pool's count */
 	if (rc)
 		return rc;
 	e->s.xids[0] = pos0; /* registered: see engine.c */

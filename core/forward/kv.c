@@ -81,7 +81,7 @@ int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int n_s
 	for (int s = 0; ok && s < n_seq; s++)
 		ok = (kv->seq[s].hist = calloc((size_t)ctx, sizeof(int))) &&
 		     (kv->seq[s].blk = malloc(sizeof(int) * (size_t)nbs)) &&
-		     (kv->seq[s].bgen = malloc(sizeof(uint32_t) * (size_t)nbs)) &&
+		     (kv->seq[s].bgen = malloc(sizeof(uint64_t) * (size_t)nbs)) &&
 		     (kv->seq[s].held = 1);
 	return ok ? 0 : -ENOMEM;
 }

@@ -64,7 +64,7 @@ struct coli_attn_group;
 struct coli_kv_seq {
 	int pos;        /* tokens in the slot */
 	int *blk;       /* [ctx / B rounded up] block ids; the first n_blk listed */
-	uint32_t *bgen; /* [ctx / B rounded up] each listed block's generation when
+	uint64_t *bgen; /* [ctx / B rounded up] each listed block's generation when
 	                 * the table let it go (closed: a weak table) */
 	int n_blk;      /* blocks listed: positions [0, n_blk * B) have rows */
 	int n_pub;      /* its first n_pub blocks are in the index */
@@ -81,13 +81,13 @@ struct coli_kv_seq {
 /* A block's state in the pool (core/forward/kv_pool.c). */
 struct coli_kv_block {
 	int ref;        /* tables holding it; 0: free or cached */
-	uint32_t gen;   /* moves on when its rows stop being the rows they were */
+	uint64_t gen;   /* moves on when its rows stop being the rows they were */
 	int cached;     /* in the cache's LRU list (prev, next) */
 	int prev, next;
 	int pub;        /* in the index, under key, in its bucket's list (hnext) */
 	int hnext;
 	int parent;     /* the block before it in its chain (-1: the first) ... */
-	uint32_t pgen;  /* ... and that one's generation when it was published */
+	uint64_t pgen;  /* ... and that one's generation when it was published */
 	uint64_t key;   /* hash of its chain's token ids up to its end */
 };
 

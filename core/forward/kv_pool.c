@@ -26,7 +26,7 @@
  * holds the same bytes: the later is dropped for the earlier.
  *
  * Generations. b->gen moves on when a block's rows stop being the rows
- * they were: it is freed, evicted, or written over while in the index. A
+ * they were: it is freed, evicted, or written over. A
  * closed slot's table keeps its ids with their generations (bgen): its next
  * open keeps its own history, to the token, up to its first block whose
  * generation moved on (an MLA model on a device, whose rows there are by
@@ -38,8 +38,9 @@
  * are let go (the step takes new ones), and the position's block, when
  * another table holds it too, is replaced by a new block whose rows below
  * the position the caller copies (copy-on-write, on the host or the dense
- * devices: core/seq.c coli_seq_grow); held by this table alone it leaves
- * the index.
+ * devices: core/forward/forward.c coli_forward_grow); held by this table alone it leaves
+ * the index and takes a new generation (a closed slot's weak table may
+ * still list it: tests/core/kv_pool_walk found that one).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -317,8 +318,9 @@ int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n,
 				cow[(*n_cow)++] = (struct coli_kv_cow){src, take(kv), q->pos % B};
 				q->blk[j] = cow[*n_cow - 1].dst;
 				drop(kv, src, 0);
-			} else if (j < q->n_blk && kv->b[q->blk[j]].pub) {
-				retire(kv, q->blk[j]); /* written over, its alone */
+			} else if (j < q->n_blk) { /* written over, its alone: a closed
+			                            * slot's weak table may list it */
+				retire(kv, q->blk[j]);
 			}
 			if (q->n_pub > j)
 				q->n_pub = j;
