@@ -33,6 +33,12 @@
  *     L += l * expf(m - M), out = O / L. M is the largest of all the row's
  *     scores, so a first pass over the chunks (K only, scores and max) finds
  *     it before the second: a third more arithmetic, no partials in memory.
+ * With gridDim.z > 1 (a few queries after a long cache, no window or sinks:
+ * ptx/gpu_attn.c) CTA z takes split z of every row of its tile and writes
+ * coli_attn_chunks' partials, the last CTA of a query combining them as
+ * there (attn_combine), so the first pass is not needed; a tile whose rows
+ * split unlike (a query count on either side of a split's boundary) stays
+ * whole in CTA 0.
  * Warp w owns rows w * AP_RW.. in every phase (scores: lane = position; P.V:
  * lane = hd / 32 dims of each row), so a warp waits only for itself between
  * its softmax and its P.V; the CTA syncs once a chunk, for the buffers. Tiles
@@ -190,18 +196,26 @@ template <int HD, int RW, int KVM>
 static __device__ __forceinline__ void
 attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
              int nh, int nkv, float scale, int max_splits, int T, signed char *aq, float *ad,
-             int *aqs, const float *sinks, int window, const int *tab, int nbs)
+             int *aqs, const float *sinks, int window, const int *tab, int nbs, float *part,
+             unsigned *count, int tq0)
 {
 	typedef ApSmem<HD, RW> Smem;
 	enum { LD = Smem::LD, VD = HD / 32, ROWS = AP_WARPS * RW };
 	extern __shared__ __align__(16) unsigned char ap_raw[];
 	Smem &sm = *(Smem *)ap_raw;
 	const int group = nh / nkv, qt = ROWS / group, kvd = nkv * HD, kvh = blockIdx.y;
-	const int t0 = ((int)gridDim.x - 1 - (int)blockIdx.x) * qt; /* heaviest first */
+	/* the launch's queries [tq0, T), the heaviest tile first */
+	const int t0 = tq0 + ((int)gridDim.x - 1 - (int)blockIdx.x) * qt;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int posb = posp ? *posp : pos0;
 	const int nmax = posb + min(T, t0 + qt); /* the positions any row of the tile sees */
 	const int nch = (nmax + AD_CHUNK - 1) / AD_CHUNK;
+	/* gridDim.z > 1 (no window, no sinks: the host's choice): CTA z takes
+	 * split z of every row of the tile, its partials to part (the chunk
+	 * kernel's layout, count its counters), when the rows split alike */
+	const int z = blockIdx.z, nq = group * HD;
+	const size_t stride = (size_t)nq + 2 * group;
+	int zcps = 0, c_begin = 0, c_end = nch;
 	/* a sliding window: the tile's first query sees from chunk c_lo on */
 	const int n_lo = posb + t0 + 1,
 	          c_lo = window > 0 && n_lo > window ? (n_lo - window) / AD_CHUNK : 0;
@@ -239,8 +253,43 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 			sm.o[r * HD + lane * VD + dd] = 0.0f; /* the lane's own: no barrier */
 	}
 
+	if (gridDim.z > 1) { /* (n and cps are the same in every lane of a warp) */
+		__shared__ int s_cps[AP_WARPS], s_mixed;
+		int mine = 0, mixed = 0;
+
+		if (tid == 0)
+			s_mixed = 0;
+#pragma unroll
+		for (int i = 0; i < RW; i++)
+			if (n[i] > 0) {
+				mixed = mixed || (mine && cps[i] != mine);
+				mine = cps[i];
+			}
+		__syncthreads();
+		if (lane == 0) {
+			s_cps[warp] = mine;
+			if (mixed)
+				s_mixed = 1;
+		}
+		__syncthreads();
+		mixed = s_mixed;
+		for (int w = 0; w < AP_WARPS; w++) {
+			mixed = mixed || (zcps && s_cps[w] && s_cps[w] != zcps);
+			zcps = s_cps[w] ? s_cps[w] : zcps;
+		}
+		if (mixed) { /* CTA 0 takes the tile whole, as without the split */
+			if (z)
+				return;
+			zcps = 0;
+		} else {
+			c_begin = z * zcps;
+			c_end = min(nch, c_begin + zcps);
+			if (c_begin >= nch)
+				return;
+		}
+	}
 	/* pass 1: each row's largest score, when some row spans two splits */
-	if (__syncthreads_or(multi)) {
+	if (!zcps && __syncthreads_or(multi)) {
 		ap_load<HD, RW, KVM>(sm, c_lo & 1, false, K, V, c_lo * AD_CHUNK, nmax, kvd, kvh,
 		                     tab, nbs);
 		cp_commit();
@@ -271,9 +320,11 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 	}
 
 	/* pass 2: the chunk kernel's steps, row by row */
-	ap_load<HD, RW, KVM>(sm, c_lo & 1, true, K, V, c_lo * AD_CHUNK, nmax, kvd, kvh, tab, nbs);
+	c_begin = zcps ? c_begin : c_lo;
+	ap_load<HD, RW, KVM>(sm, c_begin & 1, true, K, V, c_begin * AD_CHUNK, nmax, kvd, kvh, tab,
+	                     nbs);
 	cp_commit();
-	for (int c = c_lo; c < nch; c++) {
+	for (int c = c_begin; c < c_end; c++) {
 		const int b = c & 1;
 		int np[RW];
 		float x[RW], cf[RW];
@@ -281,7 +332,7 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 
 		cp_wait<0>();
 		__syncthreads();
-		if (c + 1 < nch)
+		if (c + 1 < c_end)
 			ap_load<HD, RW, KVM>(sm, (c + 1) & 1, true, K, V, (c + 1) * AD_CHUNK, nmax,
 			                     kvd, kvh, tab, nbs);
 		cp_commit();
@@ -346,6 +397,20 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 				for (int dd = 0; dd < VD; dd++)
 					y[dd] = sinks ? attn_sink_out(acc[i][dd], m[i], l[i], sk)
 					              : acc[i][dd] / l[i];
+			} else if (zcps) { /* split z's partial: attn_put_partial's layout */
+				const int g = r % group;
+				float *mine = part + ((size_t)(t0 + r / group - tq0) * nkv + kvh) *
+				                         gridDim.z * stride +
+				              z * stride;
+
+#pragma unroll
+				for (int dd = 0; dd < VD; dd++)
+					mine[g * HD + lane * VD + dd] = acc[i][dd];
+				if (lane == 0) {
+					mine[nq + g] = m[i];
+					mine[nq + group + g] = l[i];
+				}
+				continue;
 			} else {
 				const float f = expf(m[i] - M[i]);
 				float *o = &sm.o[r * HD + lane * VD];
@@ -369,6 +434,19 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 			    lane, y);
 		}
 	}
+	/* split z's queries counted in; the last CTA of a query combines its
+	 * splits as coli_attn_chunks' does (the same bits) */
+	for (int qi = 0; zcps && qi < qt; qi++) {
+		const int t = t0 + qi, span = zcps * AD_CHUNK;
+		const int used = t < T ? (posb + t + 1 + span - 1) / span : 0;
+		const size_t pair = (size_t)(t - tq0) * nkv + kvh, head0 = (size_t)t * nh + (size_t)kvh * group;
+
+		if (used < 2 || z >= used || !last_arrival(&count[pair], used))
+			continue;
+		attn_combine({out + head0 * HD, aq ? aq + head0 * HD : NULL,
+		              aq ? ad + head0 * HD / 32 : NULL, aq ? aqs + head0 * HD / 32 : NULL},
+		             part + pair * gridDim.z * stride, 0, used, nq, group, HD, NULL);
+	}
 }
 
 #undef AP_K0
@@ -379,11 +457,12 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_prefill_##hd##sfx(   \
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
 	    int nh, int nkv, float scale, int msp, int T, signed char *aq, float *ad, int *aqs,    \
-	    const float *sinks, int window, const int *tab, int nbs)                               \
+	    const float *sinks, int window, const int *tab, int nbs, float *part,                  \
+	    unsigned *count, int tq0)                                                              \
 	{                                                                                          \
 		pdl_entry();                                                                       \
 		attn_prefill<hd, rw, m>(q, K, V, out, pos0, posp, nh, nkv, scale, msp, T, aq, ad,  \
-		                        aqs, sinks, window, tab, nbs);                             \
+		                        aqs, sinks, window, tab, nbs, part, count, tq0);           \
 	}
 #define ATTN_PREFILL_ALL(hd, rw)                                                                   \
 	ATTN_PREFILL(hd, rw, , 0)                                                                  \

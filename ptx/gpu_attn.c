@@ -9,8 +9,10 @@
  *   - the kernel's choice: coli_attn_prefill for one sequence's prefill
  *     batch of AP_MIN_T queries or more at hd 64 or 128 (unless the GPU's
  *     shared memory a block is too small, or coli_gpu_attn_prefill(g, 0)
- *     turned it off); else coli_attn_chunks where hd is a power of two from
- *     32 to 256; else coli_attention's tiles of AT_TILE positions.
+ *     turned it off), its splits on CTAs of their own for a few queries
+ *     after a long cache (attention_prefill); else coli_attn_chunks where hd
+ *     is a power of two from 32 to 256; else coli_attention's tiles of
+ *     AT_TILE positions.
  *   - the split policy: a query's positions go in chunks of AD_CHUNK over at
  *     most max_splits() CTAs (about two CTAs an SM over the kv heads, fewer
  *     where one query's partials would not fit the dense scratch), and each
@@ -50,6 +52,7 @@
 	(4 * (AP_ROWS(hd) * ((hd) + 4) + 4 * AD_CHUNK * ((hd) + 4) + AP_ROWS(hd) * AD_CHUNK +      \
 	      AP_ROWS(hd) * (hd)))
 #define AP_MIN_T 64
+#define AP_SPLIT_REACH 16 /* positions a query, at least, for the split over CTAs */
 
 /* The attention kernels' handles, a set a KV mode (at open, before the dense
  * ones: nothing is allocated yet if one is missing). */
@@ -136,18 +139,44 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int reach, int nk
 
 /* coli_attn_prefill: a CTA a tile of queries of one kv head (all their
  * heads), each query's positions split as coli_attn_chunks splits them:
- * each query gets the bits it gets there. Grid (tiles, nkv). */
-static int attention_prefill(coli_gpu_t *g, void **args, int T, int nkv, int group, int hd,
-                             int mode)
+ * each query gets the bits it gets there. Grid (tiles, nkv, zs). With tiles
+ * for at most half the SMs and a cache long against the batch (a prompt's
+ * few last tokens after a prefix-cache hit) and no window or sinks, the
+ * splits go to CTAs of their own (zs: the most any query of the launch
+ * takes; the partials and the combine of coli_attn_chunks, queries in
+ * batches whose partials fit the scratch); else one CTA walks a tile's
+ * splits in turn, which wins as soon as the partials' traffic outweighs the
+ * idle SMs (H200: 64 queries at 3,000 positions 588 -> 398 us a layer, 256
+ * at 3,800 1,358 -> 2,165 had they split: docs/perf/kernels.md). reach: the
+ * positions the launch's last query sees, at most (0: not known, a graph's). */
+static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group,
+                             int hd, int mode, int plain)
 {
-	int msp = max_splits(g, nkv, group, hd),
-	    tiles = (T + AP_ROWS(hd) / group - 1) / (AP_ROWS(hd) / group);
+	const int qt = AP_ROWS(hd) / group, tiles = (T + qt - 1) / qt;
+	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
+	int msp = max_splits(g, nkv, group, hd), zs = 1, tb = T, tq0, end, rc = 0;
 
+	if (!plain && reach >= AP_SPLIT_REACH * T && (long)tiles * nkv * 2 <= g->sm_count) {
+		const int chunks = (reach + AD_CHUNK - 1) / AD_CHUNK;
+
+		zs = chunks < msp ? chunks : msp; /* (a shorter query may split finer) */
+		tb = zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)zs * per)) : T;
+		tb = tb < DENSE_COUNTERS / nkv ? tb : DENSE_COUNTERS / nkv;
+		tb = tb / qt * qt;
+		if (zs < 2 || tb < qt)
+			zs = 1, tb = T;
+	}
 	args[9] = &msp;
-	args[10] = &T;
-	return coli_gpu_launch(g, g->f_attn_prefill[mode][hd == 128], (unsigned)tiles,
-	                       (unsigned)nkv, 1, THREADS, AP_SMEM(hd), args,
-	                       "launch attention prefill");
+	args[10] = &end;
+	args[20] = &tq0;
+	for (tq0 = 0; !rc && tq0 < T; tq0 += tb) {
+		end = T - tq0 < tb ? T : tq0 + tb;
+		rc = coli_gpu_launch(g, g->f_attn_prefill[mode][hd == 128],
+		                     (unsigned)((end - tq0 + qt - 1) / qt), (unsigned)nkv,
+		                     (unsigned)zs, THREADS, AP_SMEM(hd), args,
+		                     "launch attention prefill");
+	}
+	return rc;
 }
 
 void coli_gpu_attn_prefill(coli_gpu_t *g, int on)
@@ -203,10 +232,11 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 	/* (a prefill CTA's queries share their K/V chunks: one sequence's) */
 	if (!rows && T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
 	    g->f_attn_prefill[mode][hd == 128] && !g->attn_prefill_off) {
-		void *pa[] = {&a,   &b,   &c,  &d,  &pos0, &p,  &nh,     &nkv, &scale,
-		              NULL, NULL, &qa, &qd, &qs,   &sk, &window, &tb,  &nbs};
+		void *pa[] = {&a,  &b,  &c,  &d,      &pos0, &p,  &nh,    &nkv,  &scale, NULL, NULL,
+		              &qa, &qd, &qs, &sk,     &window, &tb, &nbs, &part, &cnt,  NULL};
 
-		return attention_prefill(g, pa, T, nkv, group, hd, mode);
+		return attention_prefill(g, pa, T, posp && g->capturing ? 0 : pos0 + T, nkv, group,
+		                         hd, mode, window > 0 || sinks);
 	}
 	if (hd % 32 == 0 && THREADS % hd == 0 && nh <= DENSE_COUNTERS)
 		return attention_chunks(g, args, T,

@@ -1460,13 +1460,20 @@ static int test_attention(void)
 	rc |= test_attention_case(7, 100, 32, 4, 128, 4.0f);
 	rc |= test_attention_case(64, 300, 32, 4, 128, 4.0f);
 	/* prefill batches (coli_attn_prefill): long, several splits a query,
-	 * groups of 1, 4, 16, hd 64 */
+	 * groups of 1, 4, 16, hd 64 (66 at 3000: its splits on CTAs of their
+	 * own) */
 	rc |= test_attention_case(600, 100, 32, 4, 128, 4.0f);
 	rc |= test_attention_case(200, 5000, 32, 4, 128, 4.0f);
 	rc |= test_attention_case(300, 40, 16, 4, 64, 4.0f);
 	rc |= test_attention_case(70, 0, 16, 16, 64, 2.0f);
 	rc |= test_attention_case(66, 3000, 16, 1, 128, 4.0f);
 	rc |= test_attention_case(64, 0, 32, 4, 128, 4.0f);
+	/* few queries after a long cache: their splits on CTAs of their own,
+	 * in two batches (the partials of 60 queries fit the scratch), one tile
+	 * whose queries split unlike (2,112 positions: one chunk a split of 66
+	 * on an H200, two from 2,113) in one CTA; and hd 64 */
+	rc |= test_attention_case(64, 2082, 32, 4, 128, 4.0f);
+	rc |= test_attention_case(64, 3000, 16, 4, 64, 4.0f);
 	/* other head shapes: fixtures (hd 16, 64), MHA, group 16, hd 256 */
 	rc |= test_attention_case(5, 3, 4, 2, 16, 2.0f);
 	rc |= test_attention_case(1, 700, 8, 2, 64, 2.0f);
