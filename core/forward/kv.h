@@ -157,11 +157,13 @@ struct coli_kv_cow {
 /* The n runs' slots slot[i] made ready to write positions [pos, upto[i]):
  * blocks past pos's let go; pos's block, if another table holds it too,
  * replaced by a new one whose rows below pos the caller copies (cow[*n_cow]
- * of them, at most n), or held alone but in the index, taken out of it;
- * then new blocks to upto[i], from the free stack, else the cache's least
- * recently released. -ENOSPC, nothing changed, when the pool cannot give
- * them all (coli_kv_room), -E2BIG past ctx. While kv->rebuild only the new
- * blocks are taken. */
+ * of them, at most n), else out of the index with a new generation; then
+ * new blocks to upto[i], from the free stack, else the cache's least
+ * recently released. A closed slot (slot 0 of a single-sequence call) is
+ * held again first: -EINVAL when its rows below pos were taken since.
+ * -ENOSPC, nothing changed, when the pool cannot give them all
+ * (coli_kv_room), -E2BIG past ctx. While kv->rebuild only the new blocks
+ * are taken. */
 int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n,
                  struct coli_kv_cow *cow, int *n_cow);
 /* Slot s's promise: n positions (its blocks held count toward it). -ENOSPC,
