@@ -547,6 +547,11 @@ int coli_engine_kv_tokens(const coli_engine_t *e);
  * the open ones' blocks and promises: 1 now, 0 not yet (wait for one to
  * close), -E2BIG never (more than the pool or the context). */
 int coli_engine_kv_fits(const coli_engine_t *e, int n);
+/* The same for a prompt ids[n_ids] (n counts it): the blocks its open would
+ * take from the prefix cache (another sequence's, running or not) count as
+ * there already. Running sequences' full blocks are published first (as an
+ * open does). */
+int coli_engine_kv_fits_prompt(coli_engine_t *e, const int *ids, int n_ids, int n);
 /* Promise the open slot room for n positions (0: none); -ENOSPC, nothing
  * changed, when the pool cannot (coli_engine_kv_fits said 0). */
 int coli_engine_seq_reserve(coli_engine_t *e, int slot, int n);

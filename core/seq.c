@@ -69,21 +69,48 @@ int coli_engine_seq_reserve(coli_engine_t *e, int slot, int n)
 	return coli_kv_reserve(&e->kv, slot, n);
 }
 
-int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached)
+/* The free slot a prompt ids[n] gets (-1: none) and its own prefix there:
+ * the longest, ties to the least recently opened. */
+static int pick_slot(const coli_engine_t *e, const int *ids, int n, int *own)
 {
-	int best = -1, best_keep = -1, keep, shared;
+	int best = -1;
 
-	if (n < 1 || !ids)
-		return -EINVAL;
+	*own = -1;
 	for (int s = 0; s < e->kv.n_seq; s++) {
 		const struct coli_kv_seq *q = &e->kv.seq[s];
+		int keep;
 
 		if (q->open)
 			continue;
 		keep = coli_kv_own_prefix(&e->kv, s, ids, n);
-		if (keep > best_keep || (keep == best_keep && q->used < e->kv.seq[best].used))
-			best = s, best_keep = keep;
+		if (keep > *own || (keep == *own && q->used < e->kv.seq[best].used))
+			best = s, *own = keep;
 	}
+	*own = best < 0 ? 0 : *own;
+	return best;
+}
+
+int coli_engine_kv_fits_prompt(coli_engine_t *e, const int *ids, int n_ids, int n)
+{
+	int want = coli_kv_blocks_of(n), own, slot, kept, cached;
+
+	if (n < 0 || n > e->kv.ctx || want > e->kv.n_blocks)
+		return -E2BIG;
+	if (!ids || n_ids < 1)
+		return want <= coli_kv_room(&e->kv);
+	coli_kv_publish_open(&e->kv);
+	slot = pick_slot(e, ids, n_ids < n ? n_ids : n, &own);
+	kept = coli_kv_open_blocks(&e->kv, slot, ids, n_ids < n ? n_ids : n, own, &cached);
+	return want - kept + cached <= coli_kv_room(&e->kv);
+}
+
+int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached)
+{
+	int best, best_keep, keep, shared;
+
+	if (n < 1 || !ids)
+		return -EINVAL;
+	best = pick_slot(e, ids, n, &best_keep);
 	if (best < 0)
 		return -EBUSY;
 	keep = coli_kv_open(&e->kv, best, ids, n, best_keep, &shared);

@@ -99,8 +99,9 @@ static void start_job(struct colid_queue *q, struct colid_job *j)
 
 /* Waits for work; takes waiting jobs, in order, while slots are free and
  * the KV pool can hold the first one's prompt and max_tokens beside what
- * the running ones hold and were promised (coli_engine_kv_fits: a running
- * sequence's blocks are never taken; the first waits for one to end). 0
+ * the running ones hold and were promised, less what its prompt shares with
+ * the prefix cache (coli_engine_kv_fits_prompt: a running sequence's blocks
+ * are never taken; the first waits for one to end). 0
  * when closing and nothing is left. */
 static int admit(struct colid_queue *q, int n_seq)
 {
@@ -113,7 +114,8 @@ static int admit(struct colid_queue *q, int n_seq)
 		struct colid_job *j = q->ring[q->head];
 
 		/* (the engine is this thread's: reading it under mu is safe) */
-		if (!coli_engine_kv_fits(q->engine, q->no_promise ? j->n_ids : positions(j)))
+		if (!coli_engine_kv_fits_prompt(q->engine, j->ids, j->n_ids,
+		                                q->no_promise ? j->n_ids : positions(j)))
 			break;
 		q->head = (q->head + 1) % q->cap;
 		q->n--;

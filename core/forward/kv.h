@@ -180,6 +180,14 @@ int coli_kv_own_prefix(const struct coli_kv *kv, int s, const int *ids, int n);
  * blocks published first), at most n - 1 tokens; its pos and history set.
  * Returns the tokens kept; *shared = those kept through the index. */
 int coli_kv_open(struct coli_kv *kv, int s, const int *ids, int n, int own, int *shared);
+/* Every open slot's full final blocks published (coli_kv_open does it
+ * first; admission too, before it counts what a prompt would share). */
+void coli_kv_publish_open(struct coli_kv *kv);
+/* The blocks coli_kv_open(kv, s, ids, n, own) would list (s < 0: no free
+ * slot, the index's alone) and, in *cached, how many of them are cached now
+ * (they leave the room). */
+int coli_kv_open_blocks(const struct coli_kv *kv, int s, const int *ids, int n, int own,
+                        int *cached);
 /* Slot s closed: its full final blocks published, then every block let go
  * (cached when its rows below pos are worth keeping, else freed); its
  * table stays weak. */

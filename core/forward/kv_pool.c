@@ -394,14 +394,39 @@ static int index_prefix(const struct coli_kv *kv, const int *ids, int n)
 	return m;
 }
 
+void coli_kv_publish_open(struct coli_kv *kv)
+{
+	for (int t = 0; t < kv->n_seq; t++)
+		if (kv->seq[t].held && kv->seq[t].open)
+			publish_slot(kv, &kv->seq[t]);
+}
+
+int coli_kv_open_blocks(const struct coli_kv *kv, int s, const int *ids, int n, int own,
+                        int *cached)
+{
+	const struct coli_kv_seq *q = s >= 0 ? &kv->seq[s] : NULL;
+	int m = index_prefix(kv, ids, n), nb = coli_kv_blocks_of(own);
+
+	*cached = 0;
+	if (!q || m * B > own) { /* coli_kv_open's choice */
+		for (int j = 0, prev = -1; j < m; j++) {
+			prev = find(kv, prev, ids + (size_t)j * B);
+			*cached += kv->b[prev].cached;
+		}
+		return m;
+	}
+	nb = nb < q->n_blk ? nb : q->n_blk;
+	for (int j = 0; !q->held && j < nb; j++)
+		*cached += kv->b[q->blk[j]].cached;
+	return nb;
+}
+
 int coli_kv_open(struct coli_kv *kv, int s, const int *ids, int n, int own, int *shared)
 {
 	struct coli_kv_seq *q = &kv->seq[s];
 	int m, keep;
 
-	for (int t = 0; t < kv->n_seq; t++) /* the running slots' prefills findable */
-		if (kv->seq[t].held && kv->seq[t].open)
-			publish_slot(kv, &kv->seq[t]);
+	coli_kv_publish_open(kv); /* the running slots' prefills findable */
 	m = index_prefix(kv, ids, n);
 	*shared = 0;
 	if (m * B > own) {

@@ -16,7 +16,10 @@
  *   together  --parallel 2, a pool of 6 blocks: A and B from empty, stepped
  *             in chunks of 17 prompt tokens (their blocks interleave): 6 in
  *             use, 0 free. Then B again after A prefilled past P: its table
- *             lists A's first two blocks (64 cached), 4 in use, 2 free.
+ *             lists A's first two blocks (64 cached), 4 in use, 2 free. On
+ *             5 blocks with A's 3 promised, B's 92 positions fit only
+ *             counting the two it shares (coli_engine_kv_fits 0,
+ *             coli_engine_kv_fits_prompt 1): its promise holds, 1 free.
  *   reclaim   --parallel 3, 6 blocks: A runs and closes, D (86 other ids:
  *             its own slot) runs and closes
  *             (6 cached), C (46 positions) takes A's last 2 blocks (A closed
@@ -99,6 +102,25 @@ static int together(const char *path, const struct sq_cfg *c, const int *pa, con
 	b = b ? b : sq_open(e, &q[1], pb, NP + NX, 2 * BLK, rb, "shared: B");
 	b = b ? b : sq_steps(e, q, 2, V, logits, 0, "shared") != 0;
 	b = b ? b : want_counts(e, 4, 0, 2, "shared");
+	coli_engine_close(e);
+	if (b || open_engine(path, c, 2, 5, &e))
+		return 1;
+	/* admission counts the shared blocks: A promised 3 of 5, so B's 3 do not
+	 * fit alone, but 2 of them are A's */
+	b = sq_open(e, &q[0], pa, NP + NX, 0, ra, "admit: A");
+	b = b ? b : coli_engine_seq_reserve(e, q[0].slot, NP + NX + GEN) != 0;
+	b = b ? b : sq_steps(e, q, 1, V, logits, NP + 5, "admit: A") != 0;
+	if (!b && (coli_engine_kv_fits(e, NP + NX + GEN) != 0 ||
+	           coli_engine_kv_fits_prompt(e, pb, NP + NX, NP + NX + GEN) != 1)) {
+		printf("admit: B fits %d, with its prompt %d; want 0, 1\n",
+		       coli_engine_kv_fits(e, NP + NX + GEN),
+		       coli_engine_kv_fits_prompt(e, pb, NP + NX, NP + NX + GEN));
+		b = 1;
+	}
+	b = b ? b : sq_open(e, &q[1], pb, NP + NX, 2 * BLK, rb, "admit: B");
+	b = b ? b : coli_engine_seq_reserve(e, q[1].slot, NP + NX + GEN) != 0;
+	b = b ? b : sq_steps(e, q, 2, V, logits, 0, "admit") != 0;
+	b = b ? b : want_counts(e, 4, 0, 1, "admit");
 	coli_engine_close(e);
 	return b;
 }
