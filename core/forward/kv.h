@@ -155,9 +155,9 @@ struct coli_kv_cow {
 	int src, dst, rows;
 };
 /* The n runs' slots slot[i] made ready to write positions [pos, upto[i]):
- * blocks past pos's let go; pos's block, if another table holds it too,
- * replaced by a new one whose rows below pos the caller copies (cow[*n_cow]
- * of them, at most n), else out of the index with a new generation; then
+ * blocks past pos's let go; pos's block, if another table holds it too or
+ * the index lists it, replaced by a new one whose rows below pos the caller
+ * copies (cow[*n_cow] of them, at most n), else given a new generation; then
  * new blocks to upto[i], from the free stack, else the cache's least
  * recently released. A closed slot (slot 0 of a single-sequence call) is
  * held again first: -EINVAL when its rows below pos were taken since.

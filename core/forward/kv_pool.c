@@ -33,14 +33,15 @@
  * position, shares nothing and keeps only this).
  *
  * Writing (coli_kv_grow). A step writes a slot's rows from its position
- * on. After a rewind the position may sit inside or below blocks that
- * other tables hold or the index lists: the blocks past the position's own
- * are let go (the step takes new ones), and the position's block, when
- * another table holds it too, is replaced by a new block whose rows below
- * the position the caller copies (copy-on-write, on the host or the dense
- * devices: core/forward/forward.c coli_forward_grow); held by this table alone it leaves
- * the index and takes a new generation (a closed slot's weak table may
- * still list it: tests/core/kv_pool_walk found that one).
+ * on. After a rewind, or a prompt that kept part of a block, the position
+ * may sit inside or below blocks that other tables hold or the index
+ * lists: the blocks past the position's own are let go (the step takes new
+ * ones), and the position's block, when another table holds it too or the
+ * index lists it, is replaced by a new block whose rows below the position
+ * the caller copies (copy-on-write, on the host or the dense devices:
+ * core/forward/forward.c coli_forward_grow); else it takes a new generation
+ * (a closed slot's weak table may still list it: tests/core/kv_pool_walk
+ * found that one).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -254,12 +255,15 @@ void coli_kv_counts(const struct coli_kv *kv, int *in_use, int *cached)
 /* ---- a step's blocks ---- */
 
 /* Slot q's position's block needs a copy before q writes into it: q's rows
- * below pos there are shared with another table. */
+ * below pos there are shared with another table, or in the index (a prompt
+ * that kept a few tokens of a closed slot's history would otherwise write
+ * over a block other prompts find). */
 static int needs_copy(const struct coli_kv *kv, const struct coli_kv_seq *q)
 {
 	const int j = q->pos / B;
 
-	return !kv->rebuild && q->pos % B && j < q->n_blk && kv->b[q->blk[j]].ref > 1;
+	return !kv->rebuild && q->pos % B && j < q->n_blk &&
+	       (kv->b[q->blk[j]].ref > 1 || kv->b[q->blk[j]].pub);
 }
 
 /* Closed slot q's weak table held again, its first nb blocks (their rows
@@ -320,7 +324,7 @@ int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n,
 				drop(kv, src, 0);
 			} else if (j < q->n_blk) { /* written over, its alone: a closed
 			                            * slot's weak table may list it */
-				retire(kv, q->blk[j]);
+				kv->b[q->blk[j]].gen++;
 			}
 			if (q->n_pub > j)
 				q->n_pub = j;
