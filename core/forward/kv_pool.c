@@ -26,11 +26,11 @@
  * holds the same bytes: the later is dropped for the earlier.
  *
  * Generations. b->gen moves on when a block's rows stop being the rows
- * they were: it is freed, evicted, or written over. A
- * closed slot's table keeps its ids with their generations (bgen): its next
- * open keeps its own history, to the token, up to its first block whose
- * generation moved on (an MLA model on a device, whose rows there are by
- * position, shares nothing and keeps only this).
+ * they were: it is freed, evicted, or written over. A closed slot's table
+ * keeps its ids with their generations (bgen): its next open keeps its own
+ * history, to the token, up to its first block whose generation moved on
+ * (an MLA model on a device, whose rows there are by position, shares
+ * nothing and keeps only this).
  *
  * Writing (coli_kv_grow). A step writes a slot's rows from its position
  * on. After a rewind, or a prompt that kept part of a block, the position
