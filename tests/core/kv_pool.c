@@ -42,7 +42,6 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include "ptx/ptx.h"
 #include "seq_test.h"
 
 #define NP  80
@@ -50,22 +49,6 @@
 #define NC  40
 #define GEN SQ_GEN
 #define BLK 32
-
-static double g_block_gb; /* a block's bytes / 1e9, from the reference engine */
-
-static int open_engine(const char *path, const struct sq_cfg *c, int parallel, int blocks,
-                       coli_engine_t **e)
-{
-	struct coli_opts o = sq_opts(c, parallel);
-	char err[512];
-
-	o.kv_gb = blocks ? (blocks + 0.5) * g_block_gb : 0; /* (floor: blocks) */
-	if (coli_engine_open(path, &o, e, err, sizeof(err))) {
-		printf("open %s: %s\n", path, err);
-		return 1;
-	}
-	return 0;
-}
 
 static int want_counts(coli_engine_t *e, int used, int cached, int free_, const char *what)
 {
@@ -87,14 +70,14 @@ static int together(const char *path, const struct sq_cfg *c, const int *pa, con
 	coli_engine_t *e;
 	int b;
 
-	if (open_engine(path, c, 2, 6, &e))
+	if (sq_open_engine(path, c, 2, 6, &e))
 		return 1;
 	b = sq_open(e, &q[0], pa, NP + NX, 0, ra, "together: A");
 	b = b ? b : sq_open(e, &q[1], pb, NP + NX, 0, rb, "together: B");
 	b = b ? b : sq_steps(e, q, 2, V, logits, 0, "together") != 0;
 	b = b ? b : want_counts(e, 6, 0, 0, "together");
 	coli_engine_close(e);
-	if (b || open_engine(path, c, 2, 6, &e))
+	if (b || sq_open_engine(path, c, 2, 6, &e))
 		return 1;
 	/* B after A prefilled past P: A's first two blocks in B's table too */
 	b = sq_open(e, &q[0], pa, NP + NX, 0, ra, "shared: A");
@@ -103,7 +86,7 @@ static int together(const char *path, const struct sq_cfg *c, const int *pa, con
 	b = b ? b : sq_steps(e, q, 2, V, logits, 0, "shared") != 0;
 	b = b ? b : want_counts(e, 4, 0, 2, "shared");
 	coli_engine_close(e);
-	if (b || open_engine(path, c, 2, 5, &e))
+	if (b || sq_open_engine(path, c, 2, 5, &e))
 		return 1;
 	/* admission counts the shared blocks: A promised 3 of 5, so B's 3 do not
 	 * fit alone, but 2 of them are A's */
@@ -132,7 +115,7 @@ static int reclaim(const char *path, const struct sq_cfg *c, const int *pa, cons
 	coli_engine_t *e;
 	int b, sa;
 
-	if (open_engine(path, c, 3, 6, &e))
+	if (sq_open_engine(path, c, 3, 6, &e))
 		return 1;
 	b = sq_open(e, q, pa, NP + NX, 0, NULL, "reclaim: A");
 	b = b ? b : sq_steps(e, q, 1, V, logits, 0, "reclaim: A") != 0;
@@ -162,7 +145,7 @@ static int nospace(const char *path, const struct sq_cfg *c, const int *pa, cons
 	int who[2], b, rc;
 	coli_engine_t *e;
 
-	if (open_engine(path, c, 2, 4, &e))
+	if (sq_open_engine(path, c, 2, 4, &e))
 		return 1;
 	b = sq_open(e, &q[0], pa, NP + NX, 0, NULL, "nospace: A");
 	b = b ? b : coli_engine_seq_reserve(e, q[0].slot, NP + NX + GEN) != 0;
@@ -219,7 +202,7 @@ static int run_case(const struct sq_cfg *c)
 
 	if (fx_convert(c->fixture, c->q, fx_tmpdir(), path, sizeof(path)))
 		return 1;
-	if (open_engine(path, c, 1, 0, &e))
+	if (sq_open_engine(path, c, 1, 0, &e))
 		return 1;
 	V = coli_engine_config(e)->vocab;
 	for (int t = 0; t < NP + NX; t++)
@@ -239,7 +222,7 @@ static int run_case(const struct sq_cfg *c)
 		struct coli_engine_stats st;
 
 		coli_engine_stats(e, &st);
-		g_block_gb = (double)st.kv_token_bytes * st.kv_block_tokens / 1e9;
+		sq_block_gb_of(&st);
 		coli_engine_close(e);
 		e = NULL;
 		if (strcmp(c->dense, "cpu") && strcmp(c->gpu, "off") && !st.dense_on_device)
@@ -259,8 +242,6 @@ static int run_case(const struct sq_cfg *c)
 
 int main(void)
 {
-	const char *why;
-	const int gpu = coli_ptx_probe(&why) > 0;
 	const struct sq_cfg cases[] = {
 	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16", 0},
 	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "q8", 0},
@@ -269,15 +250,6 @@ int main(void)
 	    {"demo", COLI_DTYPE_Q8_0, "sim:2", "auto", "layers", "bf16", 0},
 	    {"demo", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16", 0},
 	};
-	int fails = 0;
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (!strcmp(cases[i].gpu, "0") && !gpu) {
-			printf("%-12s %-4s gpu 0: skipped (%s)\n", cases[i].fixture,
-			       coli_dtype_name(cases[i].q), why ? why : "no GPU");
-			continue;
-		}
-		fails += run_case(&cases[i]);
-	}
-	return fails ? 1 : 0;
+	return sq_cases(cases, sizeof(cases) / sizeof(cases[0]), run_case) ? 1 : 0;
 }

@@ -41,7 +41,6 @@
  */
 #include <stdint.h>
 
-#include "ptx/ptx.h"
 #include "seq_test.h"
 
 #define NP  80 /* shared prefix */
@@ -50,22 +49,6 @@
 #define NR  50 /* A's rewind */
 #define NQ  70 /* Q1..Q5 */
 #define GEN SQ_GEN
-
-static double g_block_gb; /* a block's bytes / 1e9, from the reference engine */
-
-static int open_engine(const char *path, const struct sq_cfg *c, int parallel, int blocks,
-                       coli_engine_t **e)
-{
-	struct coli_opts o = sq_opts(c, parallel);
-	char err[512];
-
-	o.kv_gb = blocks ? (blocks + 0.5) * g_block_gb : 0; /* (floor: blocks) */
-	if (coli_engine_open(path, &o, e, err, sizeof(err))) {
-		printf("open %s: %s\n", path, err);
-		return 1;
-	}
-	return 0;
-}
 
 static int check_stats(coli_engine_t *e, uint64_t shared, uint64_t saved, uint64_t copied,
                        const char *what)
@@ -108,7 +91,7 @@ static int scenarios(const char *path, const struct sq_cfg *c, const struct prom
 	coli_engine_t *e;
 
 	/* running: S, then B, from A's published blocks */
-	if (open_engine(path, c, 4, 0, &e))
+	if (sq_open_engine(path, c, 4, 0, &e))
 		return free(logits), 1;
 	b = sq_open(e, &q[0], p->a, NP + NX, 0, NULL, "running: A");
 	q[0].want = 2, q[0].more = 1; /* A past P, then decoding beside the others */
@@ -134,7 +117,7 @@ static int scenarios(const char *path, const struct sq_cfg *c, const struct prom
 	bad += b;
 
 	/* rewound: A at 50 before B opens: only A's first block is final */
-	if (open_engine(path, c, 4, 0, &e))
+	if (sq_open_engine(path, c, 4, 0, &e))
 		return free(logits), bad + 1;
 	b = sq_open(e, &q[0], p->a, NP + NX, 0, NULL, "rewound: A");
 	q[0].want = 2;
@@ -147,7 +130,7 @@ static int scenarios(const char *path, const struct sq_cfg *c, const struct prom
 	bad += b;
 
 	/* cow: B shares A's two blocks, then A writes over the second */
-	if (open_engine(path, c, 4, 0, &e))
+	if (sq_open_engine(path, c, 4, 0, &e))
 		return free(logits), bad + 1;
 	b = sq_open(e, &q[0], p->a, NP + NX, 0, NULL, "cow: A");
 	q[0].want = 2;
@@ -165,7 +148,7 @@ static int scenarios(const char *path, const struct sq_cfg *c, const struct prom
 		const char *what = blocks ? "many, 8 blocks" : "many";
 		const int again[2] = {2, 0}, cached[2] = {64, blocks ? 0 : 64};
 
-		if (open_engine(path, c, 2, blocks, &e))
+		if (sq_open_engine(path, c, 2, blocks, &e))
 			return free(logits), bad + 1;
 		b = 0;
 		for (int i = 0; !b && i < 5; i++) {
@@ -196,7 +179,7 @@ static int run_case(const struct sq_cfg *c)
 	coli_engine_t *e;
 
 	if (!p || fx_convert(c->fixture, c->q, fx_tmpdir(), path, sizeof(path)) ||
-	    open_engine(path, c, 1, 0, &e))
+	    sq_open_engine(path, c, 1, 0, &e))
 		return free(p), 1;
 	V = coli_engine_config(e)->vocab;
 	for (int t = 0; t < NP + NX; t++)
@@ -224,7 +207,7 @@ static int run_case(const struct sq_cfg *c)
 		struct coli_engine_stats st;
 
 		coli_engine_stats(e, &st);
-		g_block_gb = (double)st.kv_token_bytes * st.kv_block_tokens / 1e9;
+		sq_block_gb_of(&st);
 		coli_engine_close(e);
 		e = NULL;
 		if (strcmp(c->dense, "cpu") && strcmp(c->gpu, "off") && !st.dense_on_device)
@@ -245,8 +228,6 @@ static int run_case(const struct sq_cfg *c)
 
 int main(void)
 {
-	const char *why;
-	const int gpu = coli_ptx_probe(&why) > 0; /* then the GPU's cases too */
 	const struct sq_cfg cases[] = {
 	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "bf16", 0},
 	    {"demo", COLI_DTYPE_Q8_0, "off", "cpu", "auto", "q8", 0},
@@ -257,15 +238,6 @@ int main(void)
 	    {"demo", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16", 0},
 	    {"demo", COLI_DTYPE_Q4_0, "0", "auto", "auto", "bf16", 0},
 	};
-	int fails = 0;
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (!strcmp(cases[i].gpu, "0") && !gpu) {
-			printf("%-14s %-4s gpu 0: skipped (%s)\n", cases[i].fixture,
-			       coli_dtype_name(cases[i].q), why ? why : "no GPU");
-			continue;
-		}
-		fails += run_case(&cases[i]);
-	}
-	return fails ? 1 : 0;
+	return sq_cases(cases, sizeof(cases) / sizeof(cases[0]), run_case) ? 1 : 0;
 }

@@ -1,8 +1,9 @@
 /*
  * tests/core/seq_test.h — shared by the tests that step several sequences
  * on one engine and compare each with the same prompt alone (kv_pool.c,
- * prefix_cache.c): a case's engine options, a prompt's reference alone, a
- * sequence being stepped, and the step loop.
+ * prefix_cache.c): a case's engine options and engine (a pool of so many
+ * blocks), the case loop, a prompt's reference alone, a sequence being
+ * stepped, and the step loop.
  *
  * A reference is SQ_GEN greedy tokens of a prompt on a --parallel 1 engine
  * from empty (coli_engine_forward) and the raw logits each was picked from:
@@ -15,6 +16,7 @@
 #define COLI_TEST_SEQ_TEST_H
 
 #include "fixture_util.h"
+#include "ptx/ptx.h"
 
 #define SQ_GEN   6  /* greedy tokens a reference holds */
 #define SQ_CHUNK 17 /* prompt tokens a step: a prompt takes several steps */
@@ -59,6 +61,50 @@ static inline struct coli_opts sq_opts(const struct sq_cfg *c, int parallel)
 	coli_opts_set(&o, "--split", c->split, NULL, 0);
 	coli_opts_set(&o, "--usage", "off", NULL, 0);
 	return o;
+}
+
+/* A KV block's bytes / 1e9 (the reference engine's stats: sq_block_gb_of),
+ * which sq_open_engine's pool sizes are counted in. */
+static double g_sq_block_gb;
+
+static inline void sq_block_gb_of(const struct coli_engine_stats *st)
+{
+	g_sq_block_gb = (double)st->kv_token_bytes * st->kv_block_tokens / 1e9;
+}
+
+/* An engine of c with `parallel` slots and a pool of `blocks` KV blocks (0:
+ * the default pool); 1 (said) when it does not open. */
+static inline int sq_open_engine(const char *path, const struct sq_cfg *c, int parallel,
+                                 int blocks, coli_engine_t **e)
+{
+	struct coli_opts o = sq_opts(c, parallel);
+	char err[512];
+
+	o.kv_gb = blocks ? (blocks + 0.5) * g_sq_block_gb : 0; /* (floor: blocks) */
+	if (coli_engine_open(path, &o, e, err, sizeof(err))) {
+		printf("open %s: %s\n", path, err);
+		return 1;
+	}
+	return 0;
+}
+
+/* run over cases[n], GPU 0's skipped (said) when there is none; the
+ * failures. */
+static inline int sq_cases(const struct sq_cfg *cases, size_t n, int (*run)(const struct sq_cfg *))
+{
+	const char *why;
+	const int gpu = coli_ptx_probe(&why) > 0;
+	int fails = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(cases[i].gpu, "0") && !gpu) {
+			printf("%-14s %-4s gpu 0: skipped (%s)\n", cases[i].fixture,
+			       coli_dtype_name(cases[i].q), why ? why : "no GPU");
+			continue;
+		}
+		fails += run(&cases[i]);
+	}
+	return fails;
 }
 
 /* ids[n] alone from empty on e (slot 0): SQ_GEN greedy tokens and their
