@@ -78,11 +78,12 @@ int coli_kv_alloc(struct coli_kv *kv, const struct coli_model_config *c, int n_s
 	kv->vcache = kv->vbytes ? coli_mem_alloc(kv->vbytes, node) : NULL;
 	kv->seq = calloc((size_t)n_seq, sizeof(*kv->seq));
 	ok = kv->kcache && (kv->vcache || !kv->vbytes) && kv->seq && !coli_kv_pool_alloc(kv);
-	for (int s = 0; ok && s < n_seq; s++)
+	for (int s = 0; ok && s < n_seq; s++) {
+		kv->seq[s].held = 1; /* (an empty table, slot 0's until opened) */
 		ok = (kv->seq[s].hist = calloc((size_t)ctx, sizeof(int))) &&
 		     (kv->seq[s].blk = malloc(sizeof(int) * (size_t)nbs)) &&
-		     (kv->seq[s].bgen = malloc(sizeof(uint64_t) * (size_t)nbs)) &&
-		     (kv->seq[s].held = 1);
+		     (kv->seq[s].bgen = malloc(sizeof(uint64_t) * (size_t)nbs));
+	}
 	return ok ? 0 : -ENOMEM;
 }
 

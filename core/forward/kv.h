@@ -178,7 +178,8 @@ int coli_kv_own_prefix(const struct coli_kv *kv, int s, const int *ids, int n);
  * (own tokens, coli_kv_own_prefix), or when longer the blocks of the index
  * that the prompt's first full blocks match (every held slot's final full
  * blocks published first), at most n - 1 tokens; its pos and history set.
- * Returns the tokens kept; *shared = those kept through the index. */
+ * Returns the tokens kept; *shared = those kept through the index. ids
+ * NULL and n 0: an empty table (coli_engine_reset's). */
 int coli_kv_open(struct coli_kv *kv, int s, const int *ids, int n, int own, int *shared);
 /* Every open slot's full final blocks published (coli_kv_open does it
  * first; admission too, before it counts what a prompt would share). */
