@@ -184,12 +184,14 @@ test: deps
 
 # GPU tests: every kernel against the CPU reference (they skip without a GPU),
 # then the scheduler's overlap / streaming / fault / CUDA_RELEASE_HOST reload
-# test, which runs on GPU 0 besides the simulated device when there is one.
+# test, which runs on GPU 0 besides the simulated device when there is one,
+# and colid's batch invariance on GPU 0 (tests/daemon/batch_invariance).
 test-gpu: deps
 	@$(MAKE) --no-print-directory tests
 	@BUILD=$(BUILD) sh tests/run.sh ptx
 	@BUILD=$(BUILD) sh tests/run.sh core/overlap_release
 	@BUILD=$(BUILD) sh tests/run.sh core/device_faults
+	@COLI_TEST_GPU=1 BUILD=$(BUILD) sh tests/run.sh daemon/batch_invariance
 
 # The demo: convert the bundled model on first use, then generate.
 DEMO_HF   ?= models/demo

@@ -19,7 +19,10 @@ against colid on the demo model (q8 experts):
   ubatch     --parallel 4 --ubatch 2: the start line says 2 run at once,
              the repeating greedy request gives --parallel 1's text (drafts
              of one token), and 4 concurrent requests never hold more than
-             2 slots"""
+             2 slots
+With COLI_TEST_GPU=1 (make test-gpu) alone, together and spec run on GPU 0
+(the dense part and the experts there: a query's attention has the same bits
+in a graph, a row table and a draft's batch); otherwise on the CPU."""
 import atexit
 import concurrent.futures
 import json
@@ -64,10 +67,16 @@ def answer(cli, req):
             [sorted((k, repr(v)) for k, v in t.items()) for t in lp.top_logprobs])
 
 
+GPU = ["--gpu", "0" if os.environ.get("COLI_TEST_GPU") == "1" else "off"]
+
+
 def serve(parallel):
-    # --spec ngram: drafts whatever they cost (auto may pause them on this model)
+    # --spec ngram: drafts whatever they cost (auto may pause them on this model);
+    # several slots: 3 ms a token, so the 16 requests overlap even where a step
+    # takes well under a request's round trip (a GPU)
+    delay = ["--debug-token-delay-ms", "3"] if parallel > 1 else []
     srv = Colid(model, "--parallel", str(parallel), "--queue", "32", "--threads", "2",
-                "--spec", "ngram")
+                "--spec", "ngram", *GPU, *delay)
     atexit.register(lambda: srv.alive() and srv.p.kill())
     cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
     return srv, cli
@@ -96,9 +105,9 @@ check(metric(srv.port, 'coli_sequence_slots{state="total"}') == 8,
 check(metric(srv.port, 'coli_sequence_slots{state="in_use"}') == 0, "slots left in use")
 steps, seqs = metric(srv.port, "coli_engine_steps_total"), metric(srv.port, "coli_engine_step_sequences_total")
 check(seqs / steps > 2, "%d steps ran %d sequences: hardly batched" % (steps, seqs))
-print("ok  16 requests alone (--parallel 1) and together (--parallel 8, %.1f sequences a step): "
-      "%d tokens, text, finish reasons and logprobs identical" % (seqs / steps,
-                                                            sum(len(a[2]) for a in alone)))
+print("ok  16 requests alone (--parallel 1) and together (--parallel 8, %.1f sequences a step), "
+      "%s: %d tokens, text, finish reasons and logprobs identical"
+      % (seqs / steps, " ".join(GPU), sum(len(a[2]) for a in alone)))
 cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
 rep = cli.completions.create(model="demo", **REP)
 cli.close()
