@@ -326,7 +326,96 @@ ATTN_TILES(coli_attention_q8_bf16, 3)
  * invariant). hd % 32 == 0 and 256 % hd == 0 (the launcher checks; other shapes use
  * coli_attention). */
 
-/* NF4 = hd / 32: the float4s of K a thread loads (one kernel per head size) */
+/* A chunk's rows in shared memory, as the cache stores them (ad_stage):
+ * K [AD_CHUNK][hd] then V [AD_CHUNK][hd] of the CTA's kv head, then with a
+ * q8 type the rows' scales, K's [AD_CHUNK] and V's [AD_CHUNK]. Stage sizes
+ * and counts: COLI_GPU_AD_TILE / COLI_GPU_AD_STAGES (ptx/kernels_abi.h, the
+ * launcher's dynamic shared memory). */
+template <int HD, int M> struct AdTile {
+	static constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
+	static constexpr int KB = HD * kv_esz<KT>(), VB = HD * kv_esz<VT>(); /* bytes a row */
+	static constexpr int V0 = AD_CHUNK * KB, S0 = V0 + AD_CHUNK * VB;
+	static constexpr int BYTES = COLI_GPU_AD_TILE(HD, kv_esz<KT>(), kv_esz<VT>());
+	static constexpr int STAGES = COLI_GPU_AD_STAGES(BYTES);
+};
+
+/* Rows c_row .. c_row + np - 1 of the CTA's kv head (the chunk, one block)
+ * into the tile at st by cp.async, rows from np on zero-filled: +0 values
+ * (and scales), as the P.V chain needs past the last position. 16-byte
+ * pieces; q8 rows (align4(kvd) + 4 nkv bytes: 4-byte aligned only) in 4. */
+template <int HD, int M>
+static __device__ __forceinline__ void ad_stage(char *st, const void *K, const void *V,
+                                                size_t c_row, int np, int kvh, size_t krow,
+                                                size_t vrow, int soff)
+{
+	typedef AdTile<HD, M> T;
+	const char *kh = (const char *)K + c_row * krow + (size_t)kvh * T::KB;
+	const char *vh = (const char *)V + c_row * vrow + (size_t)kvh * T::VB;
+
+#define AD_PIECES(base, row, B, t, dst)                                                            \
+	do {                                                                                       \
+		constexpr int PB = (t) == 2 ? 4 : 16, PR = (B) / PB;                               \
+		_Pragma("unroll") for (int k = 0; k < (AD_CHUNK * PR + AT_THREADS - 1) / AT_THREADS; \
+		                       k++) {                                                      \
+			const int i = threadIdx.x + k * AT_THREADS, r = i / PR, c = i % PR;         \
+			if (i >= AD_CHUNK * PR)                                                    \
+				break;                                                             \
+			const char *src = (base) + (r < np ? r * (row) : 0) + c * PB;              \
+			if (PB == 16)                                                              \
+				cp16((dst) + r * (B) + c * PB, src, r < np);                       \
+			else                                                                       \
+				cp4((dst) + r * (B) + c * PB, src, r < np);                        \
+		}                                                                                  \
+	} while (0)
+	AD_PIECES(kh, krow, T::KB, T::KT, st);
+	AD_PIECES(vh, vrow, T::VB, T::VT, st + T::V0);
+#undef AD_PIECES
+	if (T::KT == 2 && (int)threadIdx.x < AD_CHUNK) {
+		const int r = threadIdx.x;
+
+		cp4(st + T::S0 + 4 * r, (const char *)K + (c_row + (r < np ? r : 0)) * krow + soff,
+		    r < np);
+	}
+	if (T::VT == 2 && (int)threadIdx.x >= 32 && (int)threadIdx.x < 32 + AD_CHUNK) {
+		const int r = threadIdx.x - 32;
+
+		cp4(st + T::S0 + 4 * (AD_CHUNK + r),
+		    (const char *)V + (c_row + (r < np ? r : 0)) * vrow + soff, r < np);
+	}
+}
+
+/* kv_ld4 / kv_ld1's values (ptx/kv_rows.cuh: the same conversions, so the
+ * same floats) from a row in shared memory. */
+template <int T> static __device__ __forceinline__ float4 kv_sh4(const char *h, int u, float s)
+{
+	if (T == 0)
+		return ((const float4 *)h)[u];
+	if (T == 1) {
+		const uint2 w = ((const uint2 *)h)[u];
+
+		return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
+		                   __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u));
+	}
+	const int w = ((const int *)h)[u];
+
+	return make_float4(__fmul_rn((float)(signed char)(w & 0xff), s),
+	                   __fmul_rn((float)(signed char)((w >> 8) & 0xff), s),
+	                   __fmul_rn((float)(signed char)((w >> 16) & 0xff), s),
+	                   __fmul_rn((float)(signed char)((w >> 24) & 0xff), s));
+}
+template <int T> static __device__ __forceinline__ float kv_sh1(const char *h, int i, float s)
+{
+	if (T == 0)
+		return ((const float *)h)[i];
+	if (T == 1)
+		return __uint_as_float((unsigned)((const unsigned short *)h)[i] << 16);
+	return __fmul_rn((float)((const signed char *)h)[i], s);
+}
+
+/* NF4 = hd / 32: the float4s of K a thread reads a position (one kernel per
+ * head size). The chunks' rows come through shared memory, STAGES - 1
+ * chunks ahead (cp.async: the loads in flight hold no registers, and a
+ * stage's rows are at constant offsets). */
 template <int NF4, int M>
 static __device__ __forceinline__ void
 attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,
@@ -334,6 +423,9 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
             int t0, int hsplit, signed char *aq, float *ad, int *aqs, const float *sinks,
             int window, const int *rows, const int *tab, int nbs)
 {
+	constexpr int HD = NF4 * 32; /* the head size, known: no divisions by a runtime hd */
+	typedef AdTile<HD, M> Tl;
+	extern __shared__ __align__(16) char ad_tiles[]; /* [STAGES][Tl::BYTES] */
 	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
 	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
 	__shared__ float s_m[AT_MAXG], s_l[AT_MAXG], s_c[AT_MAXG];
@@ -341,15 +433,15 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	 * slices of `group` heads: each head's steps are the same in any slice) */
 	const int split = blockIdx.x, kvh = blockIdx.y / hsplit, tb = blockIdx.z, t = t0 + tb;
 	const int splits = gridDim.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int group = nh / nkv / hsplit, kvd = nkv * hd, nq = group * hd;
+	const int group = nh / nkv / hsplit, kvd = nkv * HD, nq = group * HD;
 	const size_t head0 = (size_t)t * nh + (size_t)blockIdx.y * group; /* this CTA's first */
 	const size_t pair = (size_t)tb * gridDim.y + blockIdx.y;          /* partials and counter */
-	const struct attn_out ao = {out + head0 * hd, aq ? aq + head0 * hd : NULL,
-	                            aq ? ad + head0 * hd / 32 : NULL,
-	                            aq ? aqs + head0 * hd / 32 : NULL};
-	/* typed rows (attention.cuh): krow / vrow bytes a position, a thread's
-	 * K slice at Kh and V dim at Vh in a row, the q8 scale soff into it */
-	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
+	const struct attn_out ao = {out + head0 * HD, aq ? aq + head0 * HD : NULL,
+	                            aq ? ad + head0 * HD / 32 : NULL,
+	                            aq ? aqs + head0 * HD / 32 : NULL};
+	/* typed rows (attention.cuh): krow / vrow bytes a position in the cache,
+	 * the q8 scale soff into it */
+	constexpr int KT = Tl::KT, VT = Tl::VT, NST = Tl::STAGES;
 	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
 	int slot;
 	const int n = attn_row(pos0, posp, rows, t, &slot),
@@ -361,14 +453,12 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	const int p0 = max(split * span, k0 / AD_CHUNK * AD_CHUNK),
 	          p1 = min(n, split * span + span);
 	const float *sink = sinks ? sinks + (size_t)blockIdx.y * group : NULL;
-	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % hd;
+	/* scores: thread (pp, sl) holds slice sl of position pp's key; P.V:
+	 * dim di of its heads' values */
+	const int pp = tid / AD_SL, sl = tid % AD_SL, di = tid % HD;
 	const int soff = ((kvd + 3) & ~3) + 4 * kvh;
-	const char *Kh = (const char *)K + ((size_t)kvh * hd + sl * (hd / AD_SL)) * kv_esz<KT>();
-	const char *Vh = (const char *)V + ((size_t)kvh * hd + di) * kv_esz<VT>();
+	const int nch = (p1 - p0 + AD_CHUNK - 1) / AD_CHUNK; /* this CTA's chunks */
 	float acc[AT_ITEMS];
-	float4 kv[NF4];
-	float v[AD_CHUNK];
-	size_t c_row; /* the first row of the chunk whose K was loaded last (its block's) */
 
 	/* the splits holding positions: only they count in, and one alone writes
 	 * the output itself (the combine of one partial, M = m and f = 1, gives
@@ -377,68 +467,75 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 
 	if (p0 >= n || split < first) /* an empty split: a longer context, or before the window */
 		return;
-#define AD_LOAD_K(c0, np)                                                                          \
-	do {                                                                                       \
-		c_row = kv_at(tab, nbs, slot, c0);                                                 \
-		const size_t kp_ = (c_row + pp) * krow;                                            \
-		const float ks_ = pp < (np) ? kv_scale<KT>((const char *)K + kp_, soff) : 0.0f;    \
-		_Pragma("unroll") for (int u = 0; u < NF4; u++) kv[u] =                            \
-		    pp < (np) ? kv_ld4<KT>(Kh + kp_, u, ks_)                                       \
-		              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);                               \
-	} while (0)
-#define AD_LOAD_V(c0, np)                                                                          \
-	do {                                                                                       \
-		_Pragma("unroll") for (int j = 0; j < AD_CHUNK; j++) v[j] =                        \
-		    j < (np)                                                                       \
-		        ? kv_ld1<VT>(Vh + (c_row + j) * vrow, 0,                                   \
-		                     kv_scale<VT>((const char *)V + (c_row + j) * vrow, soff))     \
-		        : 0.0f;                                                                    \
-	} while (0)
-	/* a chunk's K slice and V column, each set of loads in flight together;
-	 * the next chunk's K is loaded once the scores have used this one's, its
-	 * V once P.V has (no extra registers: the loads overlap the other phases).
-	 * The first chunk's go before q's. A chunk (aligned to AD_CHUNK: p0 and
-	 * span are) is one block: AD_LOAD_K looks its first row up (c_row), the
-	 * chunk's V that follows uses it. */
-	AD_LOAD_K(p0, min(AD_CHUNK, p1 - p0));
-	AD_LOAD_V(p0, min(AD_CHUNK, p1 - p0));
+	/* chunk i's rows into stage i % NST (its first row: one table lookup) */
+#define AD_STAGE(i)                                                                                \
+	ad_stage<NF4 * 32, M>(ad_tiles + ((i) % NST) * Tl::BYTES, K, V,                            \
+	                      kv_at(tab, nbs, slot, p0 + (i) * AD_CHUNK),                          \
+	                      min(AD_CHUNK, p1 - p0 - (i) * AD_CHUNK), kvh, krow, vrow, soff)
+	for (int i = 0; i < NST - 1; i++) { /* the first chunks' copies go before q's */
+		if (i < nch)
+			AD_STAGE(i);
+		cp_commit();
+	}
 	{
-		const float4 *qg = (const float4 *)(q + head0 * hd);
+		const float4 *qg = (const float4 *)(q + head0 * HD);
 
 		for (int i = tid; i < nq / 4; i += AT_THREADS)
 			((float4 *)sq)[i] = qg[i];
 	}
 	attn_start(s_m, s_l, acc, group);
 
-	for (int c0 = p0; c0 < p1; c0 += AD_CHUNK) {
-		const int np = min(AD_CHUNK, p1 - c0), nn = min(AD_CHUNK, p1 - c0 - AD_CHUNK);
+	for (int i = 0; i < nch; i++) {
+		const int c0 = p0 + i * AD_CHUNK, np = min(AD_CHUNK, p1 - c0);
+		const char *st = ad_tiles + (i % NST) * Tl::BYTES;
 
-		__syncthreads(); /* sq, s_m, s_l visible; the last chunk's ss consumed */
+		if (NST == 1) { /* one stage: it is free once the last chunk's P.V is done */
+			__syncthreads();
+			AD_STAGE(i);
+			cp_commit();
+			cp_wait<0>();
+		} else {
+			cp_wait<NST - 2>(); /* chunk i's copies landed (this thread's) */
+		}
+		__syncthreads(); /* chunk i visible; sq, s_m, s_l; the last chunk's ss and
+		                  * stage consumed */
+		if (NST > 1) { /* the chunk NST - 1 ahead, into the stage chunk i - 1 used */
+			if (i + NST - 1 < nch)
+				AD_STAGE(i + NST - 1);
+			cp_commit();
+		}
 
 		/* scores: slice sl of position pp against every head, folded over the 8 */
-#pragma unroll 1
-		for (int g = 0; g < group; g++) {
-			const float4 *qs = (const float4 *)(sq + g * hd + sl * (hd / AD_SL));
-			float d = 0.0f;
+		{
+			const float ks = KT == 2 ? ((const float *)(st + Tl::S0))[pp] : 1.0f;
+			const char *kr = st + pp * Tl::KB + sl * (Tl::KB / AD_SL);
+			float4 kv[NF4];
 
 #pragma unroll
-			for (int u = 0; u < NF4; u++) {
-				const float4 qq = qs[u];
+			for (int u = 0; u < NF4; u++)
+				kv[u] = kv_sh4<KT>(kr, u, ks);
+#pragma unroll 2
+			for (int g = 0; g < group; g++) {
+				const float4 *qs = (const float4 *)(sq + g * HD + sl * (HD / AD_SL));
+				float d = 0.0f;
 
-				d = __fmaf_rn(qq.x, kv[u].x, d);
-				d = __fmaf_rn(qq.y, kv[u].y, d);
-				d = __fmaf_rn(qq.z, kv[u].z, d);
-				d = __fmaf_rn(qq.w, kv[u].w, d);
+#pragma unroll
+				for (int u = 0; u < NF4; u++) {
+					const float4 qq = qs[u];
+
+					d = __fmaf_rn(qq.x, kv[u].x, d);
+					d = __fmaf_rn(qq.y, kv[u].y, d);
+					d = __fmaf_rn(qq.z, kv[u].z, d);
+					d = __fmaf_rn(qq.w, kv[u].w, d);
+				}
+				d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 4));
+				d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 2));
+				d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 1));
+				if (sl == (g & (AD_SL - 1)))
+					ss[g * AD_CHUNK + pp] =
+					    pp < np && c0 + pp >= k0 ? d * scale : -INFINITY;
 			}
-			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 4));
-			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 2));
-			d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 1));
-			if (sl == (g & (AD_SL - 1)))
-				ss[g * AD_CHUNK + pp] =
-				    pp < np && c0 + pp >= k0 ? d * scale : -INFINITY;
 		}
-		if (nn > 0)
-			AD_LOAD_K(c0 + AD_CHUNK, nn);
 		__syncthreads();
 
 		/* online softmax over the chunk: warp w owns heads w, w + 8 */
@@ -464,33 +561,43 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 		}
 		__syncthreads();
 
-		/* acc[g][di] = acc * c[g] + sum_j w[g][j] * V[j][di] */
+		/* acc[g][di] = acc * c[g] + sum_j w[g][j] * V[j][di] (rows past np
+		 * are +0): the chunk's values of dim di read once, then each item's
+		 * chain in j order */
+		{
+			const char *vr = st + Tl::V0;
+			const float *vs = (const float *)(st + Tl::S0) + AD_CHUNK;
+			float v[AD_CHUNK];
+
 #pragma unroll
-		for (int k = 0; k < AT_ITEMS; k++) {
-			const int it = tid + k * AT_THREADS, g = it / hd;
+			for (int j = 0; j < AD_CHUNK; j++)
+				v[j] = kv_sh1<VT>(vr + j * Tl::VB, di, VT == 2 ? vs[j] : 1.0f);
+#pragma unroll
+			for (int k = 0; k < AT_ITEMS; k++) {
+				const int it = tid + k * AT_THREADS, g = it / HD;
 
-			if (it < nq) {
-				const float4 *w = (const float4 *)(ss + g * AD_CHUNK);
-				float a = acc[k] * s_c[g];
+				if (it < nq) {
+					const float4 *w = (const float4 *)(ss + g * AD_CHUNK);
+					float a = acc[k] * s_c[g];
 
 #pragma unroll
-				for (int j = 0; j < AD_CHUNK; j += 4) {
-					const float4 w4 = w[j / 4]; /* four weights a load */
+					for (int j = 0; j < AD_CHUNK; j += 4) {
+						const float4 w4 = w[j / 4]; /* four weights a load */
 
-					a = __fmaf_rn(w4.x, v[j], a);
-					a = __fmaf_rn(w4.y, v[j + 1], a);
-					a = __fmaf_rn(w4.z, v[j + 2], a);
-					a = __fmaf_rn(w4.w, v[j + 3], a);
+						a = __fmaf_rn(w4.x, v[j], a);
+						a = __fmaf_rn(w4.y, v[j + 1], a);
+						a = __fmaf_rn(w4.z, v[j + 2], a);
+						a = __fmaf_rn(w4.w, v[j + 3], a);
+					}
+					acc[k] = a;
 				}
-				acc[k] = a;
 			}
 		}
-		if (nn > 0)
-			AD_LOAD_V(c0 + AD_CHUNK, nn);
 	}
+#undef AD_STAGE
 
 	if (used - first == 1) {
-		attn_put_out(ao, acc, s_m, s_l, nq, hd, sink);
+		attn_put_out(ao, acc, s_m, s_l, nq, HD, sink);
 		return;
 	}
 	{
@@ -500,10 +607,8 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[pair], used - first))
 			return;
-		attn_combine(ao, all, first, used, nq, group, hd, sink);
+		attn_combine(ao, all, first, used, nq, group, HD, sink);
 	}
-#undef AD_LOAD_K
-#undef AD_LOAD_V
 }
 
 /* coli_attn_chunks_<hd> (f32) and coli_attn_chunks_<hd>_<type> (typed caches) */

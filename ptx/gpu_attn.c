@@ -54,6 +54,14 @@
 #define AP_MIN_T 64
 #define AP_SPLIT_REACH 16 /* positions a query, at least, for the split over CTAs */
 
+/* coli_attn_chunks_<hd> of KV mode m: its dynamic shared memory. */
+static int chunks_smem(int hd, int m)
+{
+	static const int kesz[COLI_GPU_KV_MODES] = {4, 2, 1, 1}, vesz[COLI_GPU_KV_MODES] = {4, 2, 1, 2};
+
+	return COLI_GPU_AD_SMEM(hd, kesz[m], vesz[m]);
+}
+
 /* The attention kernels' handles, a set a KV mode (at open, before the dense
  * ones: nothing is allocated yet if one is missing). */
 int coli_gpu_attn_functions(struct coli_gpu *g)
@@ -65,6 +73,11 @@ int coli_gpu_attn_functions(struct coli_gpu *g)
 		for (int i = 0; i < 4; i++) {
 			snprintf(name, sizeof(name), "coli_attn_chunks_%d%s", 32 << i, kv_sfx[m]);
 			CK(g->cu->ModuleGetFunction(&g->f_attn_chunks[m][i], g->mod_attn, name),
+			   name);
+			/* its staged chunks: up to 64 KiB past the static 48 */
+			CK(g->cu->FuncSetAttribute(g->f_attn_chunks[m][i],
+			                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+			                           chunks_smem(32 << i, m)),
 			   name);
 		}
 		snprintf(name, sizeof(name), "coli_attention%s", kv_sfx[m]);
@@ -131,9 +144,10 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int reach, int nk
 	args[13] = &t0;
 	args[14] = &hsplit;
 	for (t0 = 0; !rc && t0 < T; t0 += tb)
-		rc = coli_gpu_launch(
-		    g, g->f_attn_chunks[mode][k], (unsigned)splits, (unsigned)(nkv * hsplit),
-		    (unsigned)(T - t0 < tb ? T - t0 : tb), THREADS, 0, args, "launch attention");
+		rc = coli_gpu_launch(g, g->f_attn_chunks[mode][k], (unsigned)splits,
+		                     (unsigned)(nkv * hsplit), (unsigned)(T - t0 < tb ? T - t0 : tb),
+		                     THREADS, (unsigned)chunks_smem(hd, mode), args,
+		                     "launch attention");
 	return rc;
 }
 

@@ -162,6 +162,19 @@ struct coli_gpu_pairs {
  * (A macro: nvcc's device code and gcc's host code both use it.) */
 #define COLI_GPU_ATTN_CPS(n, max_splits) ((((n) + 31) / 32 + (max_splits)-1) / (max_splits))
 
+/* coli_attn_chunks' shared memory (ptx/attention.cu AdTile): a chunk's 32
+ * rows of one kv head's K and V as the cache stores them (hd values of kesz
+ * and vesz bytes), and 256 bytes of row scales with a q8 type; 4 stages of
+ * up to 17 KB (three chunks' copies in flight beside the one in use), else
+ * 2 up to 34 KB, else 1: at most 64 KiB, which with the kernel's static 10.5
+ * KB leaves two CTAs an SM on sm_80/90 and fits sm_86/89's 99 KB a block.
+ * (Macros: the kernels' templates and the launcher's host code use them.) */
+#define COLI_GPU_AD_TILE(hd, kesz, vesz)                                                           \
+	(32 * (hd) * ((kesz) + (vesz)) + ((kesz) == 1 || (vesz) == 1 ? 256 : 0))
+#define COLI_GPU_AD_STAGES(tile) ((tile) <= 17408 ? 4 : (tile) <= 34816 ? 2 : 1)
+#define COLI_GPU_AD_SMEM(hd, kesz, vesz)                                                           \
+	(COLI_GPU_AD_STAGES(COLI_GPU_AD_TILE(hd, kesz, vesz)) * COLI_GPU_AD_TILE(hd, kesz, vesz))
+
 /* Several sequences in one launch (--parallel, core/forward/forward_dev.c):
  * rows [T][2] ints, COLI_GPU_ROWS ints a row: row t's position p and its
  * sequence's slot s. Row t is stored at, and attends to, slot s's positions

@@ -8,11 +8,13 @@
  * each. Reference: each alone on a --parallel 1 engine through the
  * single-sequence calls (coli_engine_forward: the whole prompt, then a token
  * a step). Then on a --parallel 16 engine through coli_engine_step, all 16
- * together in three schedules: (a) every prompt in chunks of 1 to 7 tokens
+ * together in four schedules: (a) every prompt in chunks of 1 to 7 tokens
  * beside the others' decode tokens, all starting at once; (b) chunks of 5
  * to 23, sequence i joining at step i % 5, at most 40 rows a step (the rest
  * wait); (c) again with the prompts the slots now hold: the prefix cache
- * keeps all but each prompt's last token. Every generated token's logits
+ * keeps all but each prompt's last token; (d) each sequence's continuation as
+ * one run with every row's logits (speculative decoding's verification),
+ * three sequences a step. Every generated token's logits
  * row and id must equal the reference's byte for byte (every other step
  * through coli_engine_step_last: the rows in the engine's buffer). Cases: q8 and q4
  * experts on the CPU, q8 with --gpu sim:1 --dense cpu (the experts on the
@@ -160,6 +162,51 @@ static int together(coli_engine_t *e, const struct seq *q, int V, int lo, int sp
 	return bad;
 }
 
+/* Speculative decoding's verification (core/seq.c coli_seq_gen_spec): after
+ * its prompt, a sequence's reference continuation out[0 .. GEN - 2] goes as
+ * one run whose every row has logits (logits = 2), beside two other
+ * sequences' runs in the same step: row j must be the reference's row j + 1,
+ * byte for byte. Returns mismatches, or -1 on an engine error. */
+static int verify(coli_engine_t *e, const struct seq *q, int V)
+{
+	float *logits = malloc(sizeof(float) * V * 3 * GEN);
+	int bad = 0;
+
+	for (int s0 = 0; bad >= 0 && s0 < N_SEQ; s0 += 3) {
+		struct coli_run runs[3];
+		int slot[3], n = 0, cached, rc = 0;
+
+		for (int s = s0; s < s0 + 3 && s < N_SEQ; s++, n++) {
+			struct coli_run pr = {.logits = 1};
+
+			slot[n] = pr.slot = coli_engine_seq_open(e, q[s].ids, q[s].n, &cached);
+			pr.n = q[s].n - cached, pr.ids = q[s].ids + cached; /* (what the cache lacks) */
+			rc = rc || slot[n] < 0 || pr.n < 1 ||
+			     coli_engine_step(e, &(struct coli_batch){.n_runs = 1, .runs = &pr}, logits);
+			runs[n] = (struct coli_run){
+			    .slot = slot[n], .n = GEN - 1, .ids = q[s].out, .logits = 2};
+		}
+		rc = rc || coli_engine_step(e, &(struct coli_batch){.n_runs = n, .runs = runs}, logits);
+		if (rc) {
+			printf("verify: %s\n", coli_engine_errmsg(e));
+			bad = -1;
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			for (int j = 0; j < GEN - 1; j++)
+				if (memcmp(logits + (size_t)(i * (GEN - 1) + j) * V,
+				           q[s0 + i].logits + (size_t)(j + 1) * V, sizeof(float) * V) &&
+				    bad++ < 4)
+					printf("verify: seq %d row %d: logits differ from alone's token "
+					       "%d\n",
+					       s0 + i, j, j + 1);
+			coli_engine_seq_close(e, slot[i]);
+		}
+	}
+	free(logits);
+	return bad;
+}
+
 static int run_case(const char *path, const char *gpu, const char *dense, int fail, struct seq *q,
                     int V)
 {
@@ -203,6 +250,7 @@ static int run_case(const char *path, const char *gpu, const char *dense, int fa
 			       fail < 0 ? "is not" : "stayed");
 			bad = 1;
 		}
+		bad = bad ? bad : verify(e, q, V);
 		coli_engine_close(e);
 	}
 	printf("%-28s %-6s dense %-4s%s %s\n", path + strlen(fx_tmpdir()) + 1, gpu, dense,

@@ -11,7 +11,8 @@
  *               (decode, hd 128 and 256), the prefill kernel (hd 64, 128,
  *               64+ queries) and the tiles kernel (hd 96), gpt-oss's sinks and
  *               sliding window too; the position read from device memory for
- *               a longer span gives the same bytes;
+ *               a longer span gives the same bytes, and a prefill batch the
+ *               chunk kernel's bytes;
  *   stores      coli_gpu_qk_rope_store_kv into a typed cache gives the bytes
  *               coli_kv_row_store makes of the rows the fp32 launch wrote
  *               (store_only: of the inputs), q8's scales and rints included;
@@ -145,6 +146,27 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 		printf("  FAIL attention %s T=%d: position from memory: max err %.2e\n",
 		       k_mode[mode], T, e);
 		rc = 1;
+	}
+	/* a batch on the prefill kernel (hd 64, 128; 64 queries or more) gives
+	 * each query the chunk kernel's bits in this type too */
+	if (T >= 64 && (hd == 64 || hd == 128)) {
+		coli_gpu_free(g_gpu, dout);
+		dout = dev_poison(4 * qn);
+		coli_gpu_attn_prefill(g_gpu, 0);
+		rc |= coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd,
+		                            scale, 0, 0, 0, kt, vt, dsk, window, 0, 0, 0) != 0;
+		coli_gpu_attn_prefill(g_gpu, 1);
+		download(got2, dout, 4 * qn);
+		if (memcmp(got, got2, 4 * qn)) {
+			size_t bad = 0;
+
+			for (size_t i = 0; i < qn; i++)
+				bad += memcmp(&got[i], &got2[i], 4) != 0;
+			printf("  FAIL attention %s T=%d pos0=%d: %zu of %zu values differ from the "
+			       "chunk kernel's\n",
+			       k_mode[mode], T, pos0, bad, qn);
+			rc = 1;
+		}
 	}
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
 	coli_gpu_free(g_gpu, dout), coli_gpu_free(g_gpu, dpos);
@@ -469,6 +491,9 @@ int main(void)
 	    {64, 300, 32, 4, 128, 0, 0},  {200, 100, 16, 4, 64, 0, 0},
 	    {3, 517, 8, 8, 96, 0, 0},     {2, 1000, 16, 2, 256, 0, 0},
 	    {1, 4999, 64, 8, 64, 128, 1}, {200, 100, 64, 8, 64, 128, 1},
+	    /* prefill after a long cache (several chunks a split): the chunk
+	     * kernel's bits */
+	    {64, 5000, 32, 4, 128, 0, 0}, {70, 3000, 16, 4, 64, 0, 0},
 	};
 	int rc = ptx_test_open();
 
