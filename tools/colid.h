@@ -284,6 +284,7 @@ struct colid_metrics {
 	uint64_t requests[COLID_R_N][6]; /* by status class: 2xx 4xx(other) 429 5xx 401 413 */
 	uint64_t prompt_tokens, completion_tokens;
 	uint64_t prefill_tokens; /* prompt tokens prefilled: less a prefix-cache hit's */
+	uint64_t spec_drafted, spec_accepted; /* --spec draft tokens verified, accepted */
 	uint64_t jobs, cancelled;
 	uint64_t ran; /* jobs the engine ran (the others ended waiting or without a slot) */
 	double prefill_s, decode_s, queue_s;

@@ -111,6 +111,8 @@ void colid_metrics_job(struct colid_metrics *m, const struct colid_job *j, int s
 		m->prompt_tokens += (uint64_t)j->st.n_prompt;
 		m->prefill_tokens += (uint64_t)prefilled;
 		m->completion_tokens += (uint64_t)j->n_gen;
+		m->spec_drafted += (uint64_t)j->st.spec_drafted;
+		m->spec_accepted += (uint64_t)j->st.spec_accepted;
 		m->prefill_s += j->st.prefill_s;
 		m->decode_s += j->st.decode_s;
 		m->queue_s += queue_s;
@@ -211,6 +213,12 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
 	emit(&o, "coli_prefill_tokens_total %llu\n", (unsigned long long)s.prefill_tokens);
 	head(&o, "coli_completion_tokens_total", "counter", "tokens generated");
 	emit(&o, "coli_completion_tokens_total %llu\n", (unsigned long long)s.completion_tokens);
+	head(&o, "coli_spec_draft_tokens_total", "counter",
+	     "speculative draft tokens verified (--spec), by outcome");
+	emit(&o, "coli_spec_draft_tokens_total{outcome=\"accepted\"} %llu\n",
+	     (unsigned long long)s.spec_accepted);
+	emit(&o, "coli_spec_draft_tokens_total{outcome=\"rejected\"} %llu\n",
+	     (unsigned long long)(s.spec_drafted - s.spec_accepted));
 	head(&o, "coli_prefill_seconds_total", "counter", "seconds spent in prefill");
 	emit(&o, "coli_prefill_seconds_total %.6f\n", s.prefill_s);
 	head(&o, "coli_decode_seconds_total", "counter", "seconds spent decoding");

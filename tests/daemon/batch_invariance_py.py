@@ -11,8 +11,9 @@ against colid on the demo model (q8 experts):
              floats), and /metrics counted the slots, more than 2 sequences
              a step on average, and no slot left in use
   spec       a greedy request whose prompt repeats, alone on each server:
-             the same text, in fewer steps than tokens on
-             --parallel 8 (drafts verified while one sequence runs)
+             the same text; on --parallel 8 drafts verified while one
+             sequence runs, one step for the prompt and one a token less
+             the accepted drafts (/metrics' coli_spec_draft_tokens_total)
   cancelled  a stream read for 3 events, then dropped: its slot is free
              again at once (coli_sequence_slots in_use back to 0,
              coli_generations_cancelled_total + 1) and a new request runs
@@ -108,16 +109,23 @@ check(seqs / steps > 2, "%d steps ran %d sequences: hardly batched" % (steps, se
 print("ok  16 requests alone (--parallel 1) and together (--parallel 8, %.1f sequences a step), "
       "%s: %d tokens, text, finish reasons and logprobs identical"
       % (seqs / steps, " ".join(GPU), sum(len(a[2]) for a in alone)))
+ACC, REJ = ('coli_spec_draft_tokens_total{outcome="%s"}' % o for o in ("accepted", "rejected"))
+acc0, rej0 = metric(srv.port, ACC), metric(srv.port, REJ)
 cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
 rep = cli.completions.create(model="demo", **REP)
 cli.close()
 rep_steps = metric(srv.port, "coli_engine_steps_total") - steps
+acc, rej = metric(srv.port, ACC) - acc0, metric(srv.port, REJ) - rej0
 ntok = rep.usage.completion_tokens
 check(rep.choices[0].text == rep_alone.choices[0].text and ntok == 40,
       "the repeating request differs on --parallel 8:\n %r\n %r" % (rep, rep_alone))
-check(rep_steps < ntok, "%d steps for %d tokens: no draft accepted" % (rep_steps, ntok))
-print("ok  a repeating greedy request alone on --parallel 8: %d tokens in %d steps (--spec), "
-      "as on --parallel 1" % (ntok, rep_steps))
+# drafts were verified through the batched step; one step for the prompt, then
+# each step gives a token and its accepted drafts: steps = tokens - accepted
+check(acc + rej > 0, "no draft verified (%d steps for %d tokens)" % (rep_steps, ntok))
+check(rep_steps == ntok - acc, "%d steps for %d tokens with %d drafts accepted"
+      % (rep_steps, ntok, acc))
+print("ok  a repeating greedy request alone on --parallel 8: %d tokens in %d steps (--spec: %d "
+      "of %d draft tokens accepted), as on --parallel 1" % (ntok, rep_steps, acc, acc + rej))
 srv.stop()
 
 # a cancelled stream frees its slot at once
