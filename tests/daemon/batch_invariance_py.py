@@ -28,13 +28,12 @@ import atexit
 import concurrent.futures
 import json
 import os
-import re
 import socket
 import subprocess
 import time
 
 import openai
-from colid_util import COLI, FIXTURES, TMP, Colid, check, post, request, sse_events
+from colid_util import COLI, FIXTURES, TMP, Colid, check, metric, post
 
 model = os.path.join(TMP, "demo.q8.coli")
 r = subprocess.run([COLI, "convert", os.path.join(FIXTURES, "demo"), "-o", model, "--quant", "q8"],
@@ -52,12 +51,6 @@ for i in range(16):
     else:
         req.update(temperature=0)
     REQS.append(req)
-
-
-def metric(port, name):
-    st, _, data = request(port, "GET", "/metrics")
-    m = re.search(r"^%s (\S+)$" % re.escape(name), data.decode(), re.M)
-    return float(m.group(1)) if m else None
 
 
 def answer(cli, req):
