@@ -373,6 +373,42 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
 	return dense + kv + experts + COLI_VRAM_RESERVE_BYTES <= (double)free_b;
 }
 
+/* Why dd's share did not fit, when the cache is what does not: its weights
+ * (the dense region's share of dd's layers) and its KV cache against the
+ * device's free memory before the open, and about how many tokens of cache
+ * would fit beside the weights (less COLI_VRAM_RESERVE_BYTES for the working
+ * buffers), in blocks of COLI_KV_BLOCK: ", ..." appended to out. Estimates:
+ * the open's own buffers come on top. */
+static void kv_fit_hint(const struct coli_engine *e, const struct coli_dense_dev *dd,
+                        size_t free_b, char *out, size_t outlen)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const double tok = (double)(dd->l1 - dd->l0) * (e->kv.krow + e->kv.vrow); /* bytes */
+	const double kv = (double)dd->layer_rows * tok;
+	uint64_t off, dense;
+	double w, room;
+	long fit;
+
+	coli_io_container_dense_region(e->m.c, &off, &dense);
+	w = (double)dense * (dd->l1 - dd->l0) / c->n_layers;
+	room = (double)free_b - w - (double)COLI_VRAM_RESERVE_BYTES;
+	if (!free_b || tok <= 0 || w + kv <= (double)free_b)
+		return; /* not known, or not the cache's size */
+	fit = room > 0 ? (long)(room / tok) / COLI_KV_BLOCK * COLI_KV_BLOCK : 0;
+	if (fit < COLI_KV_BLOCK)
+		snprintf(out, outlen,
+		         ": its %.2f GB of weights and a %.2f GB KV cache against %.2f GB free; the "
+		         "weights alone leave no room for a cache",
+		         w / 1e9, kv / 1e9, free_b / 1e9);
+	else
+		snprintf(out, outlen,
+		         ": its %.2f GB of weights and a KV cache of %zu tokens (%.2f GB) against "
+		         "%.2f GB free; about %ld tokens of cache fit beside the weights (--kv-gb "
+		         "%.2f, or a smaller --ctx or --parallel)",
+		         w / 1e9, dd->layer_rows, kv / 1e9, free_b / 1e9, fit,
+		         fit * (double)c->n_layers * (e->kv.krow + e->kv.vrow) / 1e9);
+}
+
 /* The dense part on the devices of e->vram.devs that have not failed: on the
  * first only, or split (--split layers, or auto when the model does not fit
  * the first device alone) in contiguous equal ranges of layers, one a device
@@ -418,10 +454,16 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 		dd->first = i == 0, dd->last = i == n - 1;
 		for (int l = dd->l0; l < dd->l1; l++)
 			e->dense.dd_of[l] = (signed char)i;
+		size_t free_b = 0, total_b = 0;
+
+		coli_dev_mem_info(dd->dev, &free_b, &total_b);
 		rc = open_one(e, dd);
 		if (rc) {
-			snprintf(err, errlen, "device %s: cannot hold the dense part (%s)",
-			         dd->dev->name, strerror(-rc));
+			int k = snprintf(err, errlen, "device %s: cannot hold the dense part (%s)",
+			                 dd->dev->name, strerror(-rc));
+
+			if (k > 0 && (size_t)k < errlen)
+				kv_fit_hint(e, dd, free_b, err + k, errlen - (size_t)k);
 			return rc;
 		}
 		/* its KV cache: the pool's blocks of its layers (MLA: one sequence's ctx) */

@@ -1,0 +1,39 @@
+#!/bin/sh
+# tests/core/kv_fit.sh — a KV cache too large for the dense device
+# (core/forward/dense_dev.c kv_fit_hint): the open says what did not fit and
+# about how many tokens of cache would, and the suggestion holds. On the
+# simulated device (1 GB):
+#   --ctx 600000 --kv-type f32 (tiny shape: 2 KB a token, 1.23 GB): "cannot
+#       hold the dense part ... about N tokens of cache fit beside the weights
+#       (--kv-gb G ...)", and the run goes on with the dense part on the CPU
+#   --ctx N: the dense part and its cache go on the device
+#   --ctx 600000 --kv-gb G: so does a pool of G GB
+set -u
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+"$COLI" bench make-model --shape tiny -o tiny.coli 2>/dev/null || { echo "make-model failed"; exit 1; }
+gen() { "$COLI" generate -m tiny.coli --ids 1,2,3 -n 2 --gpu sim:1 --ctx-override --kv-type f32 "$@" \
+	>out.txt 2>err.txt; }
+
+gen --ctx 600000 || { cat err.txt; bad "--ctx 600000: generate failed"; }
+line=$(grep "cannot hold the dense part" err.txt)
+n=$(echo "$line" | sed -n 's/.*about \([0-9]*\) tokens of cache fit beside the weights.*/\1/p')
+g=$(echo "$line" | sed -n 's/.*(--kv-gb \([0-9.]*\),.*/\1/p')
+if [ -z "$n" ] || [ -z "$g" ]; then
+	cat err.txt
+	bad "--ctx 600000: no fit hint"
+elif [ "$n" -ge 600000 ] || [ "$n" -lt 100000 ]; then
+	bad "--ctx 600000: $n tokens said to fit ($line)"
+else
+	echo "ok: --ctx 600000 does not fit sim:0; about $n tokens would (--kv-gb $g)"
+	grep -q "sim:0: cannot hold\|running on the CPU" err.txt || bad "no fall back said"
+	gen --ctx "$n" || { cat err.txt; bad "--ctx $n: generate failed"; }
+	grep -q "^coli: dense part and KV cache on sim:0" err.txt &&
+		echo "ok: --ctx $n puts the dense part and its cache on sim:0" ||
+		{ cat err.txt; bad "--ctx $n: the dense part is not on sim:0"; }
+	gen --ctx 600000 --kv-gb "$g" || { cat err.txt; bad "--kv-gb $g: generate failed"; }
+	grep -q "^coli: dense part and KV cache on sim:0" err.txt &&
+		echo "ok: --kv-gb $g puts the dense part and its cache on sim:0" ||
+		{ cat err.txt; bad "--kv-gb $g: the dense part is not on sim:0"; }
+fi
+exit $fail
