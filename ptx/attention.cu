@@ -306,8 +306,9 @@ ATTN_TILES(coli_attention_q8_bf16, 3)
  * coli_attention above walks tiles of 256 positions with one thread a
  * position, so a short context is a long chain of dependent loads in a few
  * CTAs. This kernel splits the positions into chunks of AD_CHUNK = 32 and
- * gives each CTA one chunk or a few: every thread issues its K slice and its
- * 32 V values of a chunk at once (one round trip to memory a chunk), then
+ * gives each CTA one chunk or a few: the CTA's threads copy a chunk's K and
+ * V rows into shared memory (cp.async, up to three chunks ahead of the one in
+ * use: ad_stage), then
  *   scores   AD_SL = 8 threads a position, each a slice of hd / 8 dims of
  *            every head the CTA holds, folded over the 8 with shfl_xor;
  *   softmax  warp w takes heads w, w + 8, lane = position;
@@ -355,9 +356,9 @@ static __device__ __forceinline__ void ad_stage(char *st, const void *K, const v
 #define AD_PIECES(base, row, B, t, dst)                                                            \
 	do {                                                                                       \
 		constexpr int PB = (t) == 2 ? 4 : 16, PR = (B) / PB;                               \
-		_Pragma("unroll") for (int k = 0; k < (AD_CHUNK * PR + AT_THREADS - 1) / AT_THREADS; \
-		                       k++) {                                                      \
-			const int i = threadIdx.x + k * AT_THREADS, r = i / PR, c = i % PR;         \
+		_Pragma("unroll") for (int k = 0;                                                  \
+		                       k < (AD_CHUNK * PR + AT_THREADS - 1) / AT_THREADS; k++) {   \
+			const int i = threadIdx.x + k * AT_THREADS, r = i / PR, c = i % PR;        \
 			if (i >= AD_CHUNK * PR)                                                    \
 				break;                                                             \
 			const char *src = (base) + (r < np ? r * (row) : 0) + c * PB;              \

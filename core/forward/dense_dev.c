@@ -379,8 +379,8 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
  * would fit beside the weights (less COLI_VRAM_RESERVE_BYTES for the working
  * buffers), in blocks of COLI_KV_BLOCK: ", ..." appended to out. Estimates:
  * the open's own buffers come on top. */
-static void kv_fit_hint(const struct coli_engine *e, const struct coli_dense_dev *dd,
-                        size_t free_b, char *out, size_t outlen)
+static void kv_fit_hint(const struct coli_engine *e, const struct coli_dense_dev *dd, size_t free_b,
+                        char *out, size_t outlen)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const double tok = (double)(dd->l1 - dd->l0) * (e->kv.krow + e->kv.vrow); /* bytes */
