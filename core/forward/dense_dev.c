@@ -400,6 +400,12 @@ static void kv_fit_hint(const struct coli_engine *e, const struct coli_dense_dev
 		         ": its %.2f GB of weights and a %.2f GB KV cache against %.2f GB free; the "
 		         "weights alone leave no room for a cache",
 		         w / 1e9, kv / 1e9, free_b / 1e9);
+	else if (c->kv_lora) /* MLA's device rows: one sequence's ctx, not the pool */
+		snprintf(out, outlen,
+		         ": its %.2f GB of weights and a KV cache of %zu tokens (%.2f GB) against "
+		         "%.2f GB free; about %ld tokens of context fit beside the weights (--ctx "
+		         "%ld)",
+		         w / 1e9, dd->layer_rows, kv / 1e9, free_b / 1e9, fit, fit);
 	else
 		snprintf(out, outlen,
 		         ": its %.2f GB of weights and a KV cache of %zu tokens (%.2f GB) against "
