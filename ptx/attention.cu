@@ -385,34 +385,6 @@ static __device__ __forceinline__ void ad_stage(char *st, const void *K, const v
 	}
 }
 
-/* kv_ld4 / kv_ld1's values (ptx/kv_rows.cuh: the same conversions, so the
- * same floats) from a row in shared memory. */
-template <int T> static __device__ __forceinline__ float4 kv_sh4(const char *h, int u, float s)
-{
-	if (T == 0)
-		return ((const float4 *)h)[u];
-	if (T == 1) {
-		const uint2 w = ((const uint2 *)h)[u];
-
-		return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
-		                   __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u));
-	}
-	const int w = ((const int *)h)[u];
-
-	return make_float4(__fmul_rn((float)(signed char)(w & 0xff), s),
-	                   __fmul_rn((float)(signed char)((w >> 8) & 0xff), s),
-	                   __fmul_rn((float)(signed char)((w >> 16) & 0xff), s),
-	                   __fmul_rn((float)(signed char)((w >> 24) & 0xff), s));
-}
-template <int T> static __device__ __forceinline__ float kv_sh1(const char *h, int i, float s)
-{
-	if (T == 0)
-		return ((const float *)h)[i];
-	if (T == 1)
-		return __uint_as_float((unsigned)((const unsigned short *)h)[i] << 16);
-	return __fmul_rn((float)((const signed char *)h)[i], s);
-}
-
 /* NF4 = hd / 32: the float4s of K a thread reads a position (one kernel per
  * head size). The chunks' rows come through shared memory, STAGES - 1
  * chunks ahead (cp.async: the loads in flight hold no registers, and a
@@ -514,7 +486,7 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 
 #pragma unroll
 			for (int u = 0; u < NF4; u++)
-				kv[u] = kv_sh4<KT>(kr, u, ks);
+				kv[u] = kv_ld4<KT, true>(kr, u, ks);
 #pragma unroll 2
 			for (int g = 0; g < group; g++) {
 				const float4 *qs = (const float4 *)(sq + g * HD + sl * (HD / AD_SL));
@@ -572,7 +544,7 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 
 #pragma unroll
 			for (int j = 0; j < AD_CHUNK; j++)
-				v[j] = kv_sh1<VT>(vr + j * Tl::VB, di, VT == 2 ? vs[j] : 1.0f);
+				v[j] = kv_ld1<VT, true>(vr + j * Tl::VB, di, VT == 2 ? vs[j] : 1.0f);
 #pragma unroll
 			for (int k = 0; k < AT_ITEMS; k++) {
 				const int it = tid + k * AT_THREADS, g = it / HD;

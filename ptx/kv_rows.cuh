@@ -115,18 +115,28 @@ template <int T> static __device__ __forceinline__ float kv_scale(const char *ro
 		return __ldg((const float *)(row + soff));
 	return 1.0f;
 }
+/* A read-only load: __ldg from global memory, or a plain one from shared
+ * memory (SH: a row staged there, ptx/attention.cu's chunk kernel). */
+template <bool SH, typename X> static __device__ __forceinline__ X kv_load(const X *p)
+{
+	if constexpr (SH)
+		return *p;
+	else
+		return __ldg(p);
+}
 /* Elements 4u .. 4u + 3 of the values at h (a head's in one row). */
-template <int T> static __device__ __forceinline__ float4 kv_ld4(const char *h, int u, float s)
+template <int T, bool SH = false>
+static __device__ __forceinline__ float4 kv_ld4(const char *h, int u, float s)
 {
 	if (T == 0)
-		return __ldg((const float4 *)h + u);
+		return kv_load<SH>((const float4 *)h + u);
 	if (T == 1) {
-		const uint2 w = __ldg((const uint2 *)h + u);
+		const uint2 w = kv_load<SH>((const uint2 *)h + u);
 
 		return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
 		                   __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u));
 	}
-	const int w = __ldg((const int *)h + u);
+	const int w = kv_load<SH>((const int *)h + u);
 
 	return make_float4(__fmul_rn((float)(signed char)(w & 0xff), s),
 	                   __fmul_rn((float)(signed char)((w >> 8) & 0xff), s),
@@ -134,13 +144,14 @@ template <int T> static __device__ __forceinline__ float4 kv_ld4(const char *h, 
 	                   __fmul_rn((float)(signed char)((w >> 24) & 0xff), s));
 }
 /* Element i of the values at h. */
-template <int T> static __device__ __forceinline__ float kv_ld1(const char *h, int i, float s)
+template <int T, bool SH = false>
+static __device__ __forceinline__ float kv_ld1(const char *h, int i, float s)
 {
 	if (T == 0)
-		return __ldg((const float *)h + i);
+		return kv_load<SH>((const float *)h + i);
 	if (T == 1)
-		return __uint_as_float((unsigned)__ldg((const unsigned short *)h + i) << 16);
-	return __fmul_rn((float)__ldg((const signed char *)h + i), s);
+		return __uint_as_float((unsigned)kv_load<SH>((const unsigned short *)h + i) << 16);
+	return __fmul_rn((float)kv_load<SH>((const signed char *)h + i), s);
 }
 
 #endif

@@ -1368,11 +1368,9 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 		}
 		coli_gpu_attn_prefill(g_gpu, 1);
 		download(want, dout, 4 * qn);
-		if (memcmp(want, got, 4 * qn)) {
-			size_t bad = 0;
+		size_t bad = bytes_differ(want, got, qn);
 
-			for (size_t i = 0; i < qn; i++)
-				bad += memcmp(&want[i], &got[i], 4) != 0;
+		if (bad) {
 			printf("  FAIL attention T=%d pos0=%d: %zu of %zu values differ from the "
 			       "chunk kernel's\n",
 			       T, pos0, bad, qn);

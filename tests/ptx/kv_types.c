@@ -157,11 +157,9 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 		                            scale, 0, 0, 0, kt, vt, dsk, window, 0, 0, 0) != 0;
 		coli_gpu_attn_prefill(g_gpu, 1);
 		download(got2, dout, 4 * qn);
-		if (memcmp(got, got2, 4 * qn)) {
-			size_t bad = 0;
+		size_t bad = bytes_differ(got, got2, qn);
 
-			for (size_t i = 0; i < qn; i++)
-				bad += memcmp(&got[i], &got2[i], 4) != 0;
+		if (bad) {
 			printf("  FAIL attention %s T=%d pos0=%d: %zu of %zu values differ from the "
 			       "chunk kernel's\n",
 			       k_mode[mode], T, pos0, bad, qn);

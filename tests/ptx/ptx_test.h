@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu/cpu.h" /* the CPU reference the kernels must match */
 #include "ptx/ptx.h"
@@ -91,6 +92,18 @@ static inline uint64_t dev_poison(size_t n)
 		exit(1);
 	}
 	return d;
+}
+
+/* How many of n floats of a and b differ in their bytes (0: identical). */
+static inline size_t bytes_differ(const float *a, const float *b, size_t n)
+{
+	size_t bad = 0;
+
+	if (!memcmp(a, b, sizeof(float) * n))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+	return bad;
 }
 
 /* A rows x K matrix of a GGUF block type (cpu/kquant/kquant.c's table) as
