@@ -92,16 +92,14 @@ static int pick_slot(const coli_engine_t *e, const int *ids, int n, int *own)
 
 int coli_engine_kv_fits_prompt(coli_engine_t *e, const int *ids, int n_ids, int n)
 {
-	int want = coli_kv_blocks_of(n), own, slot, kept, cached;
+	int rc = coli_engine_kv_fits(e, n), own, slot, kept, cached;
 
-	if (n < 0 || n > e->kv.ctx || want > e->kv.n_blocks)
-		return -E2BIG;
-	if (!ids || n_ids < 1)
-		return want <= coli_kv_room(&e->kv);
+	if (rc < 0 || !ids || n_ids < 1) /* too long, or nothing to share */
+		return rc;
 	coli_kv_publish_open(&e->kv);
 	slot = pick_slot(e, ids, n_ids < n ? n_ids : n, &own);
 	kept = coli_kv_open_blocks(&e->kv, slot, ids, n_ids < n ? n_ids : n, own, &cached);
-	return want - kept + cached <= coli_kv_room(&e->kv);
+	return coli_kv_blocks_of(n) - kept + cached <= coli_kv_room(&e->kv);
 }
 
 int coli_engine_seq_open(coli_engine_t *e, const int *ids, int n, int *cached)
