@@ -397,11 +397,18 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
             int window, const int *rows, const int *tab, int nbs)
 {
 	constexpr int HD = NF4 * 32; /* the head size, known: no divisions by a runtime hd */
+	/* q in shared memory, [g][slice][SQS]: a slice's SD floats padded to an
+	 * odd number of 4-bank groups, so the 8 slice threads of a position read
+	 * their float4s from 8 different groups (unpadded, 16-float slices put 4
+	 * threads on each group) */
+	constexpr int SD = HD / AD_SL, SQS = SD + ((SD / 4) % 2 ? 0 : 4), SQH = AD_SL * SQS;
 	typedef AdTile<HD, M> Tl;
 	extern __shared__ __align__(16) char ad_tiles[]; /* [STAGES][Tl::BYTES] */
-	__shared__ __align__(16) float sq[AT_MAXQ];            /* [g][hd] */
-	__shared__ __align__(16) float ss[AT_MAXG * AD_CHUNK]; /* [g][p]: scores, weights */
-	__shared__ float s_m[AT_MAXG], s_l[AT_MAXG], s_c[AT_MAXG];
+	__shared__ __align__(16) float sq[AT_MAXQ / HD * SQH]; /* [g][AD_SL][SQS] */
+	/* chunks a step: two where four stages hold them and the two ahead */
+	constexpr int CW = Tl::STAGES >= 4 ? 2 : 1;
+	__shared__ __align__(16) float ss[CW * AT_MAXG * AD_CHUNK]; /* [c][g][p]: scores, weights */
+	__shared__ float s_m[AT_MAXG], s_l[AT_MAXG], s_c[CW * AT_MAXG];
 	/* blockIdx.y: kv head kvh, and slice hs of its group's heads (hsplit
 	 * slices of `group` heads: each head's steps are the same in any slice) */
 	const int split = blockIdx.x, kvh = blockIdx.y / hsplit, tb = blockIdx.z, t = t0 + tb;
@@ -445,7 +452,9 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	ad_stage<NF4 * 32, M>(ad_tiles + ((i) % NST) * Tl::BYTES, K, V,                            \
 	                      kv_at(tab, nbs, slot, p0 + (i) * AD_CHUNK),                          \
 	                      min(AD_CHUNK, p1 - p0 - (i) * AD_CHUNK), kvh, krow, vrow, soff)
-	for (int i = 0; i < NST - 1; i++) { /* the first chunks' copies go before q's */
+	/* the first chunks' copies go before q's: NST - CW of them, a commit
+	 * group a chunk (empty past nch) */
+	for (int i = 0; i < NST - CW; i++) {
 		if (i < nch)
 			AD_STAGE(i);
 		cp_commit();
@@ -453,14 +462,18 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 	{
 		const float4 *qg = (const float4 *)(q + head0 * HD);
 
-		for (int i = tid; i < nq / 4; i += AT_THREADS)
-			((float4 *)sq)[i] = qg[i];
+		for (int i = tid; i < nq / 4; i += AT_THREADS) {
+			const int g = i / (HD / 4), f = i % (HD / 4);
+
+			*(float4 *)&sq[g * SQH + f / (SD / 4) * SQS + f % (SD / 4) * 4] = qg[i];
+		}
 	}
 	attn_start(s_m, s_l, acc, group);
 
-	for (int i = 0; i < nch; i++) {
-		const int c0 = p0 + i * AD_CHUNK, np = min(AD_CHUNK, p1 - c0);
-		const char *st = ad_tiles + (i % NST) * Tl::BYTES;
+	/* a step: chunks i .. i + nc - 1 (nc <= CW), each chunk's steps as if
+	 * alone, in order (the running m, l and acc pass from one to the next) */
+	for (int i = 0; i < nch; i += CW) {
+		const int nc = min(CW, nch - i);
 
 		if (NST == 1) { /* one stage: it is free once the last chunk's P.V is done */
 			__syncthreads();
@@ -468,80 +481,123 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 			cp_commit();
 			cp_wait<0>();
 		} else {
-			cp_wait<NST - 2>(); /* chunk i's copies landed (this thread's) */
+			cp_wait<NST - 2 * CW>(); /* chunks i .. i + CW - 1 landed (this thread's) */
 		}
-		__syncthreads(); /* chunk i visible; sq, s_m, s_l; the last chunk's ss and
-		                  * stage consumed */
-		if (NST > 1) { /* the chunk NST - 1 ahead, into the stage chunk i - 1 used */
-			if (i + NST - 1 < nch)
-				AD_STAGE(i + NST - 1);
-			cp_commit();
+		__syncthreads(); /* the step's chunks visible; sq, s_m, s_l; the last step's
+		                  * ss and stages consumed */
+		if (NST > 1) { /* the chunks NST - CW ahead, into the stages the last step used */
+			for (int j = 0; j < CW; j++) {
+				if (i + NST - CW + j < nch)
+					AD_STAGE(i + NST - CW + j);
+				cp_commit();
+			}
 		}
 
-		/* scores: slice sl of position pp against every head, folded over the 8 */
+		/* scores: slice sl of position pp against every head, folded over the
+		 * 8; the step's chunks side by side (one q load for both) */
 		{
-			const float ks = KT == 2 ? ((const float *)(st + Tl::S0))[pp] : 1.0f;
-			const char *kr = st + pp * Tl::KB + sl * (Tl::KB / AD_SL);
-			float4 kv[NF4];
+			float4 kv[CW][NF4];
+			float ks[CW];
+			const char *kr[CW];
 
 #pragma unroll
-			for (int u = 0; u < NF4; u++)
-				kv[u] = kv_ld4<KT, true>(kr, u, ks);
-#pragma unroll 2
-			for (int g = 0; g < group; g++) {
-				const float4 *qs = (const float4 *)(sq + g * HD + sl * (HD / AD_SL));
-				float d = 0.0f;
+			for (int c = 0; c < CW; c++) {
+				const char *st = ad_tiles + ((i + c) % NST) * Tl::BYTES;
 
+				ks[c] = KT == 2 && c < nc ? ((const float *)(st + Tl::S0))[pp] : 1.0f;
+				kr[c] = st + pp * Tl::KB + sl * (Tl::KB / AD_SL);
+			}
+#pragma unroll
+			for (int c = 0; c < CW; c++)
+#pragma unroll
+				for (int u = 0; u < NF4; u++)
+					kv[c][u] = c < nc ? kv_ld4<KT, true>(kr[c], u, ks[c]) : kv[0][u];
+#pragma unroll(3 - CW) /* two chains a thread either way */
+			for (int g = 0; g < group; g++) {
+				const float4 *qs = (const float4 *)(sq + g * SQH + sl * SQS);
+				float d[CW];
+
+#pragma unroll
+				for (int c = 0; c < CW; c++)
+					d[c] = 0.0f;
 #pragma unroll
 				for (int u = 0; u < NF4; u++) {
 					const float4 qq = qs[u];
 
-					d = __fmaf_rn(qq.x, kv[u].x, d);
-					d = __fmaf_rn(qq.y, kv[u].y, d);
-					d = __fmaf_rn(qq.z, kv[u].z, d);
-					d = __fmaf_rn(qq.w, kv[u].w, d);
+#pragma unroll
+					for (int c = 0; c < CW; c++) {
+						d[c] = __fmaf_rn(qq.x, kv[c][u].x, d[c]);
+						d[c] = __fmaf_rn(qq.y, kv[c][u].y, d[c]);
+						d[c] = __fmaf_rn(qq.z, kv[c][u].z, d[c]);
+						d[c] = __fmaf_rn(qq.w, kv[c][u].w, d[c]);
+					}
 				}
-				d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 4));
-				d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 2));
-				d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 1));
-				if (sl == (g & (AD_SL - 1)))
-					ss[g * AD_CHUNK + pp] =
-					    pp < np && c0 + pp >= k0 ? d * scale : -INFINITY;
+#pragma unroll
+				for (int c = 0; c < CW; c++) {
+					const int c0 = p0 + (i + c) * AD_CHUNK, np = min(AD_CHUNK, p1 - c0);
+
+					d[c] = __fadd_rn(d[c], __shfl_xor_sync(0xffffffffu, d[c], 4));
+					d[c] = __fadd_rn(d[c], __shfl_xor_sync(0xffffffffu, d[c], 2));
+					d[c] = __fadd_rn(d[c], __shfl_xor_sync(0xffffffffu, d[c], 1));
+					if (c < nc && sl == (g & (AD_SL - 1)))
+						ss[(c * AT_MAXG + g) * AD_CHUNK + pp] =
+						    pp < np && c0 + pp >= k0 ? d[c] * scale : -INFINITY;
+				}
 			}
 		}
 		__syncthreads();
 
-		/* online softmax over the chunk: warp w owns heads w, w + 8 */
+		/* online softmax over each chunk in turn: warp w owns heads w, w + 8 */
 		for (int g = warp; g < group; g += AT_THREADS / 32) {
-			const float x = ss[g * AD_CHUNK + lane], mo = s_m[g];
-			float m = x, s, e, mn;
+			const float mo = s_m[g];
+			float mn = mo, cf[CW], sum[CW];
 
-			m = warp_max(m);
-			mn = fmaxf(mo, m);
-			e = expf(x - mn); /* -inf (past np) -> 0 */
-			ss[g * AD_CHUNK + lane] = e;
-			s = e;
-			for (int off = 16; off; off >>= 1)
-				s += __shfl_xor_sync(0xffffffffu, s, off);
+#pragma unroll
+			for (int c = 0; c < CW; c++) {
+				float *x = &ss[(c * AT_MAXG + g) * AD_CHUNK + lane];
+				float mc, e, s;
+
+				if (c >= nc)
+					break;
+				mc = fmaxf(mn, warp_max(*x));
+				e = expf(*x - mc); /* -inf (past np) -> 0 */
+				*x = e;
+				s = e;
+				for (int off = 16; off; off >>= 1)
+					s += __shfl_xor_sync(0xffffffffu, s, off);
+				cf[c] = expf(mn - mc); /* first chunk: exp(-inf) = 0 */
+				sum[c] = s;
+				mn = mc;
+			}
 			__syncwarp(); /* every lane's read of s_m[g] before lane 0 rewrites it */
 			if (lane == 0) {
-				const float cf = expf(mo - mn); /* first chunk: exp(-inf) = 0 */
+				float l = s_l[g];
 
-				s_c[g] = cf;
-				s_l[g] = s_l[g] * cf + s;
+#pragma unroll
+				for (int c = 0; c < CW; c++) {
+					if (c >= nc)
+						break;
+					s_c[c * AT_MAXG + g] = cf[c];
+					l = l * cf[c] + sum[c];
+				}
+				s_l[g] = l;
 				s_m[g] = mn;
 			}
 		}
 		__syncthreads();
 
 		/* acc[g][di] = acc * c[g] + sum_j w[g][j] * V[j][di] (rows past np
-		 * are +0): the chunk's values of dim di read once, then each item's
-		 * chain in j order */
-		{
+		 * are +0), chunk by chunk: the chunk's values of dim di read once,
+		 * then each item's chain in j order */
+#pragma unroll
+		for (int c = 0; c < CW; c++) {
+			const char *st = ad_tiles + ((i + c) % NST) * Tl::BYTES;
 			const char *vr = st + Tl::V0;
 			const float *vs = (const float *)(st + Tl::S0) + AD_CHUNK;
 			float v[AD_CHUNK];
 
+			if (c >= nc)
+				break;
 #pragma unroll
 			for (int j = 0; j < AD_CHUNK; j++)
 				v[j] = kv_ld1<VT, true>(vr + j * Tl::VB, di, VT == 2 ? vs[j] : 1.0f);
@@ -550,8 +606,9 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 				const int it = tid + k * AT_THREADS, g = it / HD;
 
 				if (it < nq) {
-					const float4 *w = (const float4 *)(ss + g * AD_CHUNK);
-					float a = acc[k] * s_c[g];
+					const float4 *w =
+					    (const float4 *)(ss + (c * AT_MAXG + g) * AD_CHUNK);
+					float a = acc[k] * s_c[c * AT_MAXG + g];
 
 #pragma unroll
 					for (int j = 0; j < AD_CHUNK; j += 4) {
