@@ -62,6 +62,14 @@ static int chunks_smem(int hd, int m)
 	return COLI_GPU_AD_SMEM(hd, kesz[m], vesz[m]);
 }
 
+/* coli_attn_tc_<hd> of KV mode m (1..3): its dynamic shared memory. */
+static int tc_smem(int hd, int m)
+{
+	static const int kesz[COLI_GPU_KV_MODES] = {4, 2, 1, 1}, vesz[COLI_GPU_KV_MODES] = {4, 2, 1, 2};
+
+	return COLI_GPU_TC_SMEM(hd, kesz[m], vesz[m]);
+}
+
 /* The attention kernels' handles, a set a KV mode (at open, before the dense
  * ones: nothing is allocated yet if one is missing). */
 int coli_gpu_attn_functions(struct coli_gpu *g)
@@ -93,6 +101,15 @@ int coli_gpu_attn_functions(struct coli_gpu *g)
 			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 			                            AP_SMEM(64 << i)) != CUDA_SUCCESS)
 				g->f_attn_prefill[m][i] = NULL;
+			if (m == 0) /* an f32 cache keeps the fp32 kernels */
+				continue;
+			snprintf(name, sizeof(name), "coli_attn_tc_%d%s", 64 << i, kv_sfx[m]);
+			CK(g->cu->ModuleGetFunction(&g->f_attn_tc[m][i], g->mod_attn, name), name);
+			/* (a GPU whose blocks cannot take its ~97 KB keeps the fp32 kernels) */
+			if (g->cu->FuncSetAttribute(g->f_attn_tc[m][i],
+			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+			                            tc_smem(64 << i, m)) != CUDA_SUCCESS)
+				g->f_attn_tc[m][i] = NULL;
 		}
 	}
 	return 0;
@@ -193,6 +210,52 @@ static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int n
 	return rc;
 }
 
+/* coli_attn_tc (bf16 and q8 caches, hd 64 and 128): one kernel for decode
+ * and prefill, so a query's bits are the same in either. A prefill batch of
+ * one sequence (AP_MIN_T queries or more, unless coli_gpu_attn_prefill(g, 0))
+ * goes in tiles of COLI_GPU_TC_COLS / group queries, split over CTAs as
+ * attention_prefill splits (plain: a window or sinks, never); otherwise a
+ * tile a query, its positions over min(max_splits, chunks of reach) CTAs,
+ * queries in batches whose partials and counters fit. */
+static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group, int hd,
+                        int mode, int whole, int plain)
+{
+	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
+	const int chunks = (reach + AD_CHUNK - 1) / AD_CHUNK;
+	int qt = 1, msp = max_splits(g, nkv, group, hd), zs, tb, tq0, end, rc = 0;
+
+	if (whole) {
+		qt = COLI_GPU_TC_COLS / group;
+		zs = 1, tb = T;
+		if (!plain && reach >= AP_SPLIT_REACH * T &&
+		    (long)((T + qt - 1) / qt) * nkv * 2 <= g->sm_count) {
+			zs = chunks < msp ? chunks : msp;
+			tb = zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)zs * per)) : T;
+			tb = tb < DENSE_COUNTERS / nkv ? tb : DENSE_COUNTERS / nkv;
+			tb = tb / qt * qt;
+			if (zs < 2 || tb < qt)
+				zs = 1, tb = T;
+		}
+	} else {
+		zs = chunks < msp ? chunks : msp;
+		zs = zs > 1 ? zs : 1;
+		tb = zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)zs * per)) : T;
+		tb = tb < DENSE_COUNTERS / nkv ? tb : DENSE_COUNTERS / nkv;
+	}
+	args[9] = &msp;
+	args[10] = &end;
+	args[21] = &tq0;
+	args[22] = &qt;
+	for (tq0 = 0; !rc && tq0 < T; tq0 += tb) {
+		end = T - tq0 < tb ? T : tq0 + tb;
+		rc = coli_gpu_launch(g, g->f_attn_tc[mode][hd == 128],
+		                     (unsigned)((end - tq0 + qt - 1) / qt), (unsigned)nkv,
+		                     (unsigned)zs, THREADS, (unsigned)tc_smem(hd, mode), args,
+		                     "launch attention (tensor cores)");
+	}
+	return rc;
+}
+
 void coli_gpu_attn_prefill(coli_gpu_t *g, int on)
 {
 	g->attn_prefill_off = !on;
@@ -243,6 +306,19 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 	if (group > AT_MAXG || group * hd > AT_MAXQ || mode < 0)
 		return -ENOTSUP; /* the shared-memory q block of attention.cu; a KV pair with
 		                  * no kernels */
+	if ((hd == 64 || hd == 128) && g->f_attn_tc[mode][hd == 128] && nh <= DENSE_COUNTERS) {
+		void *ta[] = {&a,  &b,  &c,  &d,      &pos0, &p,  &nh,  &nkv, &scale, NULL, NULL, &qa,
+		              &qd, &qs, &sk, &window, &r,    &tb, &nbs, &part, &cnt,  NULL, NULL};
+		const int whole = !rows && T >= AP_MIN_T && !g->attn_prefill_off;
+
+		/* (a captured prefill does not split: its reach is not known) */
+		return attention_tc(g, ta, T,
+		                    whole && posp && g->capturing ? 0
+		                    : rows                        ? reach_rows(g, pos0, span)
+		                    : posp && g->capturing        ? coli_gpu_attn_reach(pos0 + T, span)
+		                                                  : pos0 + T,
+		                    nkv, group, hd, mode, whole, window > 0 || sinks);
+	}
 	/* (a prefill CTA's queries share their K/V chunks: one sequence's) */
 	if (!rows && T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
 	    g->f_attn_prefill[mode][hd == 128] && !g->attn_prefill_off) {
