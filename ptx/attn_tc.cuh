@@ -150,7 +150,11 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 	extern __shared__ __align__(16) unsigned char tc_raw[];
 	Sm &sm = *(Sm *)tc_raw;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g4 = lane >> 2, c4 = lane & 3;
-	const int group = nh / nkv, kvd = nkv * HD, kvh = blockIdx.y, z = blockIdx.z;
+	/* blockIdx.y: kv head kvh and slice hs of its heads (gridDim.y / nkv
+	 * slices of `group` heads from hb: a decode step's choice, the same bits) */
+	const int hsl = gridDim.y / nkv, kvh = blockIdx.y / hsl, group = nh / nkv / hsl;
+	const int hb = kvh * (nh / nkv) + blockIdx.y % hsl * group; /* the CTA's first head */
+	const int kvd = nkv * HD, z = blockIdx.z;
 	const int t0 = tq0 + ((int)gridDim.x - 1 - (int)blockIdx.x) * qt; /* heaviest tile first */
 	const int ncol = qt * group, nt = (ncol + 7) >> 3, nq = group * HD;
 	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
@@ -186,7 +190,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 		const int u = warp + 8 * uu, nti = u >> 2, h = u & 1, col = nti * 8 + g4;
 		const int t = t0 + col / group;
 		const bool ok = u < 4 * nt && col < ncol && t < T;
-		const float *qr = q + ((size_t)(ok ? t : 0) * nh + (size_t)kvh * group + col % group) * HD;
+		const float *qr = q + ((size_t)(ok ? t : 0) * nh + hb + col % group) * HD;
 
 #pragma unroll
 		for (int k = 0; k < KH; k++) {
@@ -203,7 +207,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 
 		m[i] = -INFINITY;
 		l[i] = 0.0f;
-		Mx[i] = sinks && j < ncol ? __ldg(sinks + (size_t)kvh * group + j % group) : -INFINITY;
+		Mx[i] = sinks && j < ncol ? __ldg(sinks + hb + j % group) : -INFINITY;
 		L[i] = 0.0f;
 	}
 #pragma unroll
@@ -361,7 +365,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 					sm.ff[j] = f;
 					sm.ev[j] = np > AD_CHUNK ? 1 : 2;
 					if (np <= AD_CHUNK && sinks) /* the sink joins L last */
-						L[i] += expf(__ldg(sinks + (size_t)kvh * group + j % group) -
+						L[i] += expf(__ldg(sinks + hb + j % group) -
 						             Mx[i]);
 					sm.fl[j] = L[i];
 				}
@@ -431,7 +435,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 						} else if (ev == 3) {
 							*o = sinks ? attn_sink_out(
 							                 acc[i][e], sm.fm[j], sm.fl[j],
-							                 __ldg(sinks + (size_t)kvh * group +
+							                 __ldg(sinks + hb +
 							                       j % group))
 							           : acc[i][e] / sm.fl[j];
 						}
@@ -473,17 +477,17 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 				if ((n - 1) / span == k0 / span) /* one split: attn_put_out's */
 					sm.o[j * HD + d] =
 					    sinks ? attn_sink_out(acc[i][e], sm.fm[j], sm.fl[j],
-					                          __ldg(sinks + (size_t)kvh * group + h))
+					                          __ldg(sinks + hb + h))
 					          : acc[i][e] / sm.fl[j];
 				else
-					part[((size_t)(t0 + qi - tq0) * nkv + kvh) * gridDim.z * stride +
+					part[((size_t)(t0 + qi - tq0) * gridDim.y + blockIdx.y) * gridDim.z * stride +
 					     z * stride + (size_t)h * HD + d] = acc[i][e];
 			}
 		}
 		if (tid < ncol && sm.cn[tid] > 0 &&
 		    (sm.cn[tid] - 1) / span != sm.ck0[tid] / span) {
 			const int qi = tid / group, h = tid % group;
-			float *mine = part + ((size_t)(t0 + qi - tq0) * nkv + kvh) * gridDim.z * stride +
+			float *mine = part + ((size_t)(t0 + qi - tq0) * gridDim.y + blockIdx.y) * gridDim.z * stride +
 			              z * stride;
 
 			mine[nq + h] = sm.fm[tid];
@@ -497,26 +501,26 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 
 		if (n == 0 || (zcps && (n - 1) / span != sm.ck0[j] / span))
 			continue; /* (warp-uniform) no query, or a split's partial */
-		attn_store(ao, ((size_t)t * nh + (size_t)kvh * group + j % group) * HD + d,
+		attn_store(ao, ((size_t)t * nh + hb + j % group) * HD + d,
 		           sm.o[j * HD + d]);
 	}
 	/* split z's queries counted in; the last CTA of a query combines them */
 	for (int qi = 0; zcps && qi < qt && t0 + qi < T; qi++) {
 		const int j = qi * group, n = sm.cn[j], span = zcps * AD_CHUNK;
 		const int first = sm.ck0[j] / span, used = (n + span - 1) / span;
-		const size_t pair = (size_t)(t0 + qi - tq0) * nkv + kvh;
-		const size_t head0 = (size_t)(t0 + qi) * nh + (size_t)kvh * group;
+		const size_t pair = (size_t)(t0 + qi - tq0) * gridDim.y + blockIdx.y;
+		const size_t head0 = (size_t)(t0 + qi) * nh + hb;
 
 		if (used - first < 2 || !last_arrival(&count[pair], used - first))
 			continue;
 		attn_combine({out + head0 * HD, aq ? aq + head0 * HD : NULL,
 		              aq ? ad + head0 * HD / 32 : NULL, aq ? aqs + head0 * HD / 32 : NULL},
 		             part + pair * gridDim.z * stride, first, used, nq, group, HD,
-		             sinks ? sinks + (size_t)kvh * group : NULL);
+		             sinks ? sinks + hb : NULL);
 	}
 }
 
-/* coli_attn_tc_<hd>_<type>: grid (query tiles, nkv, splits), AT_THREADS
+/* coli_attn_tc_<hd>_<type>: grid (query tiles, nkv x head slices, splits), AT_THREADS
  * threads, COLI_GPU_TC_SMEM bytes of dynamic shared memory */
 #define ATTN_TC(hd, sfx, m)                                                                        \
 	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_tc_##hd##sfx(        \

@@ -216,13 +216,14 @@ static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int n
  * goes in tiles of COLI_GPU_TC_COLS / group queries, split over CTAs as
  * attention_prefill splits (plain: a window or sinks, never); otherwise a
  * tile a query, its positions over min(max_splits, chunks of reach) CTAs,
- * queries in batches whose partials and counters fit. */
+ * its heads over hs of them at short reach, queries in batches whose
+ * partials and counters fit. */
 static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group, int hd,
                         int mode, int whole, int plain)
 {
 	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
 	const int chunks = (reach + AD_CHUNK - 1) / AD_CHUNK;
-	int qt = 1, msp = max_splits(g, nkv, group, hd), zs, tb, tq0, end, rc = 0;
+	int qt = 1, hs = 1, msp = max_splits(g, nkv, group, hd), zs, tb, tq0, end, rc = 0;
 
 	if (whole) {
 		qt = COLI_GPU_TC_COLS / group;
@@ -237,10 +238,15 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 				zs = 1, tb = T;
 		}
 	} else {
+		/* up to a few thousand positions a step's time is a CTA's latency:
+		 * two heads a CTA, the group's slices side by side (longer: the
+		 * whole group, each chunk read once) */
+		if (T <= COLI_GPU_MAX_S && reach <= 8192 && group >= 4 && group % 2 == 0)
+			hs = group / 2;
 		zs = chunks < msp ? chunks : msp;
 		zs = zs > 1 ? zs : 1;
 		tb = zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)zs * per)) : T;
-		tb = tb < DENSE_COUNTERS / nkv ? tb : DENSE_COUNTERS / nkv;
+		tb = tb < DENSE_COUNTERS / (nkv * hs) ? tb : DENSE_COUNTERS / (nkv * hs);
 	}
 	args[9] = &msp;
 	args[10] = &end;
@@ -249,7 +255,7 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 	for (tq0 = 0; !rc && tq0 < T; tq0 += tb) {
 		end = T - tq0 < tb ? T : tq0 + tb;
 		rc = coli_gpu_launch(g, g->f_attn_tc[mode][hd == 128],
-		                     (unsigned)((end - tq0 + qt - 1) / qt), (unsigned)nkv,
+		                     (unsigned)((end - tq0 + qt - 1) / qt), (unsigned)(nkv * hs),
 		                     (unsigned)zs, THREADS, (unsigned)tc_smem(hd, mode), args,
 		                     "launch attention (tensor cores)");
 	}
