@@ -308,7 +308,7 @@ ATTN_TILES(coli_attention_q8_bf16, 3)
  * CTAs. This kernel splits the positions into chunks of AD_CHUNK = 32 and
  * gives each CTA one chunk or a few: the CTA's threads copy a chunk's K and
  * V rows into shared memory (cp.async, up to three chunks ahead of the one in
- * use: ad_stage), then
+ * use: kv_stage), then
  *   scores   AD_SL = 8 threads a position, each a slice of hd / 8 dims of
  *            every head the CTA holds, folded over the 8 with shfl_xor;
  *   softmax  warp w takes heads w, w + 8, lane = position;
@@ -327,7 +327,7 @@ ATTN_TILES(coli_attention_q8_bf16, 3)
  * invariant). hd % 32 == 0 and 256 % hd == 0 (the launcher checks; other shapes use
  * coli_attention). */
 
-/* A chunk's rows in shared memory, as the cache stores them (ad_stage):
+/* A chunk's rows in shared memory, as the cache stores them (kv_stage):
  * K [AD_CHUNK][hd] then V [AD_CHUNK][hd] of the CTA's kv head, then with a
  * q8 type the rows' scales, K's [AD_CHUNK] and V's [AD_CHUNK]. Stage sizes
  * and counts: COLI_GPU_AD_TILE / COLI_GPU_AD_STAGES (ptx/kernels_abi.h, the
@@ -339,51 +339,6 @@ template <int HD, int M> struct AdTile {
 	static constexpr int BYTES = COLI_GPU_AD_TILE(HD, kv_esz<KT>(), kv_esz<VT>());
 	static constexpr int STAGES = COLI_GPU_AD_STAGES(BYTES);
 };
-
-/* Rows c_row .. c_row + np - 1 of the CTA's kv head (the chunk, one block)
- * into the tile at st by cp.async, rows from np on zero-filled: +0 values
- * (and scales), as the P.V chain needs past the last position. 16-byte
- * pieces; q8 rows (align4(kvd) + 4 nkv bytes: 4-byte aligned only) in 4. */
-template <int HD, int M>
-static __device__ __forceinline__ void ad_stage(char *st, const void *K, const void *V,
-                                                size_t c_row, int np, int kvh, size_t krow,
-                                                size_t vrow, int soff)
-{
-	typedef AdTile<HD, M> T;
-	const char *kh = (const char *)K + c_row * krow + (size_t)kvh * T::KB;
-	const char *vh = (const char *)V + c_row * vrow + (size_t)kvh * T::VB;
-
-#define AD_PIECES(base, row, B, t, dst)                                                            \
-	do {                                                                                       \
-		constexpr int PB = (t) == 2 ? 4 : 16, PR = (B) / PB;                               \
-		_Pragma("unroll") for (int k = 0;                                                  \
-		                       k < (AD_CHUNK * PR + AT_THREADS - 1) / AT_THREADS; k++) {   \
-			const int i = threadIdx.x + k * AT_THREADS, r = i / PR, c = i % PR;        \
-			if (i >= AD_CHUNK * PR)                                                    \
-				break;                                                             \
-			const char *src = (base) + (r < np ? r * (row) : 0) + c * PB;              \
-			if (PB == 16)                                                              \
-				cp16((dst) + r * (B) + c * PB, src, r < np);                       \
-			else                                                                       \
-				cp4((dst) + r * (B) + c * PB, src, r < np);                        \
-		}                                                                                  \
-	} while (0)
-	AD_PIECES(kh, krow, T::KB, T::KT, st);
-	AD_PIECES(vh, vrow, T::VB, T::VT, st + T::V0);
-#undef AD_PIECES
-	if (T::KT == 2 && (int)threadIdx.x < AD_CHUNK) {
-		const int r = threadIdx.x;
-
-		cp4(st + T::S0 + 4 * r, (const char *)K + (c_row + (r < np ? r : 0)) * krow + soff,
-		    r < np);
-	}
-	if (T::VT == 2 && (int)threadIdx.x >= 32 && (int)threadIdx.x < 32 + AD_CHUNK) {
-		const int r = threadIdx.x - 32;
-
-		cp4(st + T::S0 + 4 * (AD_CHUNK + r),
-		    (const char *)V + (c_row + (r < np ? r : 0)) * vrow + soff, r < np);
-	}
-}
 
 /* NF4 = hd / 32: the float4s of K a thread reads a position (one kernel per
  * head size). The chunks' rows come through shared memory, STAGES - 1
@@ -449,9 +404,9 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 		return;
 	/* chunk i's rows into stage i % NST (its first row: one table lookup) */
 #define AD_STAGE(i)                                                                                \
-	ad_stage<NF4 * 32, M>(ad_tiles + ((i) % NST) * Tl::BYTES, K, V,                            \
-	                      kv_at(tab, nbs, slot, p0 + (i) * AD_CHUNK),                          \
-	                      min(AD_CHUNK, p1 - p0 - (i) * AD_CHUNK), kvh, krow, vrow, soff)
+	kv_stage<HD, M, Tl::KB, Tl::VB, Tl::V0, Tl::S0>(                                           \
+	    ad_tiles + ((i) % NST) * Tl::BYTES, K, V, kv_at(tab, nbs, slot, p0 + (i) * AD_CHUNK),  \
+	    min(AD_CHUNK, p1 - p0 - (i) * AD_CHUNK), kvh, krow, vrow, soff, true)
 	/* the first chunks' copies go before q's: NST - CW of them, a commit
 	 * group a chunk (empty past nch) */
 	for (int i = 0; i < NST - CW; i++) {

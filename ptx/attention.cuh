@@ -27,6 +27,57 @@
 #define AD_SL    8
 static_assert(AD_CHUNK == KV_BLOCK, "a chunk is one block of the cache: one table lookup");
 
+/* A chunk's rows row0 .. row0 + nv - 1 of kv head kvh (one block of the
+ * cache: consecutive rows) into shared memory at st by cp.async, as the
+ * cache stores them: K rows KS bytes apart from st, V rows VS bytes apart
+ * from st + V0 (with_v), then with a q8 type the rows' scales at st + S0, K's
+ * [AD_CHUNK] then V's; rows from nv on zero-filled (+0 values and scales, as
+ * P.V needs past the last position). 16-byte pieces; q8 rows (align4(kvd) +
+ * 4 nkv bytes: 4-byte aligned only) in 4. Both kernels' stages
+ * (attention.cu's AdTile, attn_tc.cuh's TcTile). */
+template <int HD, int M, int KS, int VS, int V0, int S0>
+static __device__ __forceinline__ void kv_stage(char *st, const void *K, const void *V, size_t row0,
+                                                int nv, int kvh, size_t krow, size_t vrow,
+                                                int soff, bool with_v)
+{
+	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
+	constexpr int KB = HD * kv_esz<KT>(), VB = HD * kv_esz<VT>(); /* bytes a row's head */
+	const char *kh = (const char *)K + row0 * krow + (size_t)kvh * KB;
+	const char *vh = (const char *)V + row0 * vrow + (size_t)kvh * VB;
+
+#define KV_PIECES(base, row, B, S, t, dst)                                                         \
+	do {                                                                                       \
+		constexpr int PB = (t) == 2 ? 4 : 16, PR = (B) / PB;                               \
+		_Pragma("unroll") for (int k = 0;                                                  \
+		                       k < (AD_CHUNK * PR + AT_THREADS - 1) / AT_THREADS; k++) {   \
+			const int i = threadIdx.x + k * AT_THREADS, r = i / PR, c = i % PR;        \
+			if (i >= AD_CHUNK * PR)                                                    \
+				break;                                                             \
+			const char *src = (base) + (r < nv ? r * (row) : 0) + c * PB;              \
+			if (PB == 16)                                                              \
+				cp16((dst) + r * (S) + c * PB, src, r < nv);                       \
+			else                                                                       \
+				cp4((dst) + r * (S) + c * PB, src, r < nv);                        \
+		}                                                                                  \
+	} while (0)
+	KV_PIECES(kh, krow, KB, KS, KT, st);
+	if (with_v)
+		KV_PIECES(vh, vrow, VB, VS, VT, st + V0);
+#undef KV_PIECES
+	if (KT == 2 && (int)threadIdx.x < AD_CHUNK) {
+		const int r = threadIdx.x;
+
+		cp4(st + S0 + 4 * r, (const char *)K + (row0 + (r < nv ? r : 0)) * krow + soff,
+		    r < nv);
+	}
+	if (VT == 2 && with_v && (int)threadIdx.x >= 32 && (int)threadIdx.x < 32 + AD_CHUNK) {
+		const int r = threadIdx.x - 32;
+
+		cp4(st + S0 + 4 * (AD_CHUNK + r),
+		    (const char *)V + (row0 + (r < nv ? r : 0)) * vrow + soff, r < nv);
+	}
+}
+
 /* Query t's positions seen (its position + 1) and its sequence's slot
  * (*slot; the cache's rows are kv_at(tab, nbs, *slot, p), ptx/kv_rows.cuh):
  * the row table's when the launch holds several sequences (rows,

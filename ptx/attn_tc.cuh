@@ -76,52 +76,6 @@ template <int HD, int M> struct TcSmem {
 	int ev[TC_COLS], cn[TC_COLS], ck0[TC_COLS], cps[TC_COLS];
 };
 
-/* Chunk rows row0 .. row0 + nv - 1 of kv head kvh into the stage st by
- * cp.async, rows from nv on zero-filled; V too when with_v. */
-template <int HD, int M>
-static __device__ __forceinline__ void tc_stage(char *st, const void *K, const void *V, size_t row0,
-                                                int nv, int kvh, size_t krow, size_t vrow,
-                                                int soff, bool with_v)
-{
-	typedef TcTile<HD, M> T;
-	constexpr int KB = HD * kv_esz<T::KT>(), VB = HD * kv_esz<T::VT>();
-	const char *kh = (const char *)K + row0 * krow + (size_t)kvh * KB;
-	const char *vh = (const char *)V + row0 * vrow + (size_t)kvh * VB;
-
-	/* 16-byte pieces; q8 rows (4-byte aligned in the cache) in 4 */
-#define TC_PIECES(base, row, B, S, t, dst)                                                         \
-	do {                                                                                       \
-		constexpr int PB = (t) == 2 ? 4 : 16, PR = (B) / PB;                               \
-		_Pragma("unroll") for (int k = 0;                                                  \
-		                       k < (AD_CHUNK * PR + AT_THREADS - 1) / AT_THREADS; k++) {   \
-			const int i = threadIdx.x + k * AT_THREADS, r = i / PR, c = i % PR;        \
-			if (i >= AD_CHUNK * PR)                                                    \
-				break;                                                             \
-			const char *src = (base) + (r < nv ? r * (row) : 0) + c * PB;              \
-			if (PB == 16)                                                              \
-				cp16((dst) + r * (S) + c * PB, src, r < nv);                       \
-			else                                                                       \
-				cp4((dst) + r * (S) + c * PB, src, r < nv);                        \
-		}                                                                                  \
-	} while (0)
-	TC_PIECES(kh, krow, KB, T::KS, T::KT, st);
-	if (with_v)
-		TC_PIECES(vh, vrow, VB, T::VS, T::VT, st + T::V0);
-#undef TC_PIECES
-	if (T::KT == 2 && (int)threadIdx.x < AD_CHUNK) {
-		const int r = threadIdx.x;
-
-		cp4(st + T::S0 + 4 * r, (const char *)K + (row0 + (r < nv ? r : 0)) * krow + soff,
-		    r < nv);
-	}
-	if (T::VT == 2 && with_v && (int)threadIdx.x >= 32 && (int)threadIdx.x < 32 + AD_CHUNK) {
-		const int r = threadIdx.x - 32;
-
-		cp4(st + T::S0 + 4 * (AD_CHUNK + r),
-		    (const char *)V + (row0 + (r < nv ? r : 0)) * vrow + soff, r < nv);
-	}
-}
-
 /* q8 rows of a landed stage widened to bf16 (exact), into w [AD_CHUNK][WR]. */
 template <int HD>
 static __device__ __forceinline__ void tc_widen(unsigned short *w, const char *rows, int rs)
@@ -235,8 +189,10 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 
 	/* chunk c's rows into stage c % NST */
 #define TC_STAGE(c, wv)                                                                            \
-	tc_stage<HD, M>(sm.st[(c) % NST], K, V, kv_at(tab, nbs, slot, (c) * AD_CHUNK),             \
-	                min(AD_CHUNK, nmax - (c) * AD_CHUNK), kvh, krow, vrow, soff, wv)
+	kv_stage<HD, M, Tl::KS, Tl::VS, Tl::V0, Tl::S0>(sm.st[(c) % NST], K, V,                   \
+	                                                kv_at(tab, nbs, slot, (c) * AD_CHUNK),     \
+	                                                min(AD_CHUNK, nmax - (c) * AD_CHUNK), kvh, \
+	                                                krow, vrow, soff, wv)
 	/* pass 0: each column's largest score (whole, when a column spans two
 	 * splits); pass 1: the steps */
 	bool multi = false;

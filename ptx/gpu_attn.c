@@ -180,23 +180,34 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int reach, int nk
  * idle SMs (H200: 64 queries at 3,000 positions 588 -> 398 us a layer, 256
  * at 3,800 1,358 -> 2,165 had they split: docs/perf/kernels.md). reach: the
  * positions the launch's last query sees, at most (0: not known, a graph's). */
-static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group,
-                             int hd, int mode, int plain)
+/* A prefill launch's split over CTAs (*zs, 1: none) and its queries a launch
+ * (*tb), tiles of qt queries (see above). */
+static void prefill_split(const coli_gpu_t *g, int T, int reach, int qt, int nkv, int group,
+                          int hd, int msp, int plain, int *zs, int *tb)
 {
-	const int qt = AP_ROWS(hd) / group, tiles = (T + qt - 1) / qt;
 	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
-	int msp = max_splits(g, nkv, group, hd), zs = 1, tb = T, tq0, end, rc = 0;
+	const int tiles = (T + qt - 1) / qt;
 
+	*zs = 1, *tb = T;
 	if (!plain && reach >= AP_SPLIT_REACH * T && (long)tiles * nkv * 2 <= g->sm_count) {
 		const int chunks = (reach + AD_CHUNK - 1) / AD_CHUNK;
 
-		zs = chunks < msp ? chunks : msp; /* (a shorter query may split finer) */
-		tb = zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)zs * per)) : T;
-		tb = tb < DENSE_COUNTERS / nkv ? tb : DENSE_COUNTERS / nkv;
-		tb = tb / qt * qt;
-		if (zs < 2 || tb < qt)
-			zs = 1, tb = T;
+		*zs = chunks < msp ? chunks : msp; /* (a shorter query may split finer) */
+		*tb = *zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)*zs * per)) : T;
+		*tb = *tb < DENSE_COUNTERS / nkv ? *tb : DENSE_COUNTERS / nkv;
+		*tb = *tb / qt * qt;
+		if (*zs < 2 || *tb < qt)
+			*zs = 1, *tb = T;
 	}
+}
+
+static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group,
+                             int hd, int mode, int plain)
+{
+	const int qt = AP_ROWS(hd) / group;
+	int msp = max_splits(g, nkv, group, hd), zs, tb, tq0, end, rc = 0;
+
+	prefill_split(g, T, reach, qt, nkv, group, hd, msp, plain, &zs, &tb);
 	args[9] = &msp;
 	args[10] = &end;
 	args[20] = &tq0;
@@ -227,16 +238,7 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 
 	if (whole) {
 		qt = COLI_GPU_TC_COLS / group;
-		zs = 1, tb = T;
-		if (!plain && reach >= AP_SPLIT_REACH * T &&
-		    (long)((T + qt - 1) / qt) * nkv * 2 <= g->sm_count) {
-			zs = chunks < msp ? chunks : msp;
-			tb = zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)zs * per)) : T;
-			tb = tb < DENSE_COUNTERS / nkv ? tb : DENSE_COUNTERS / nkv;
-			tb = tb / qt * qt;
-			if (zs < 2 || tb < qt)
-				zs = 1, tb = T;
-		}
+		prefill_split(g, T, reach, qt, nkv, group, hd, msp, plain, &zs, &tb);
 	} else {
 		/* up to a few thousand positions a step's time is a CTA's latency:
 		 * two heads a CTA, the group's slices side by side (longer: the
