@@ -20,6 +20,11 @@
 #                                      times, then greedy generate with each;
 #                                      STREAM=1: then `coli bench stream`'s
 #                                      overlap+stream interleaved twice
+#   tools/gpu_session.sh attn A B [M]  (GPU host) two coli binaries, A/B, at
+#                                      long contexts: decode after 1k and 32k
+#                                      cached tokens interleaved twice (bf16
+#                                      and q8 caches), then each after 128k
+#                                      once, then prefill of 2k and 32k tokens
 #   tools/gpu_session.sh kernels COLI [M] [N]
 #                                      (GPU host) where a decode step of N
 #                                      sequences (default 8) spends its GPU
@@ -142,6 +147,33 @@ ab)
 			"$(grep -E '^overlap\+stream +1 ' "$tmp/st")"
 	done
 	;;
+attn)
+	a=${2:?usage: tools/gpu_session.sh attn COLI_A COLI_B [MODEL]}
+	b=${3:?usage: tools/gpu_session.sh attn COLI_A COLI_B [MODEL]}
+	model=${4:-/tmp/q30-8.coli}
+	[ -f "$model" ] || "$a" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
+		-o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+	dec="bench decode -m $model --gpu 0 --ctx 33000 --ctx-override --tokens 64 --rounds 2
+		--disk-mib 0 --arms kv-type=bf16,kv-type=q8"
+	for c in "$a" "$b" "$a" "$b"; do
+		for f in 1024 32768; do # (tok/s, median [min..max], of each arm)
+			"$c" $dec --ctx-fill $f 2>&1 | grep -E '^kv-type=(bf16|q8) +[0-9]' |
+				cut -c1-52 | sed "s|^|$c, fill $f: |"
+		done
+	done
+	for c in "$a" "$b"; do
+		printf '%s, fill 131072: %s\n' "$c" "$("$c" bench decode -m "$model" --gpu 0 \
+			--ctx 131200 --ctx-override --tokens 32 --rounds 1 --disk-mib 0 \
+			--ctx-fill 131072 2>&1 | grep -E '^default +[0-9]' | cut -c1-52)"
+	done
+	for c in "$a" "$b"; do
+		for p in 2048 32768; do
+			printf '%s, prefill %d: %s\n' "$c" $p "$("$c" bench prefill -m "$model" \
+				--gpu 0 --ctx 33000 --ctx-override --prompt $p --rounds 2 \
+				--disk-mib 0 2>&1 | grep -E '^default +[0-9]' | cut -c1-52)"
+		done
+	done
+	;;
 kernels)
 	c=${2:?usage: tools/gpu_session.sh kernels COLI [MODEL] [SEQS]}
 	model=${3:-/tmp/q30-8.coli}
@@ -197,7 +229,7 @@ gaps)
 	}
 	;;
 *)
-	sed -n '2,45p' "$0"
+	sed -n '2,50p' "$0"
 	exit 2
 	;;
 esac
