@@ -49,8 +49,8 @@
 # drop tests a run does not need (placement alone takes ~2 minutes of
 # device time).
 set -u
-TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels ptx/host_wait ptx/job_ring ptx/kinds ptx/mla core/no_const_h2d
-core/graph_replay core/fixture_logits core/fixture_greedy core/forward_argmax core/overlap_release
+TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels ptx/host_wait ptx/job_ring ptx/kinds ptx/kv_types ptx/mla core/no_const_h2d
+core/batch_invariance core/graph_replay core/fixture_logits core/fixture_greedy core/forward_argmax core/overlap_release
 core/placement core/device_faults"}
 
 # ncu_times OUT CMD...: CMD run under ncu (NCU, default /usr/local/cuda/bin/ncu),
