@@ -7,12 +7,13 @@
  *   attention   coli_gpu_attention_kv against coli_attention_head_kv on the
  *               same rows, within the fp32 attention test's bound (2e-5
  *               absolute on values in [-1, 1], growing as sqrt(n) past 10000
- *               positions: tests/ptx/dense_kernels), on the chunk kernel
- *               (decode, hd 128 and 256), the prefill kernel (hd 64, 128,
- *               64+ queries) and the tiles kernel (hd 96), gpt-oss's sinks and
- *               sliding window too; the position read from device memory for
- *               a longer span gives the same bytes, and a prefill batch the
- *               chunk kernel's bytes;
+ *               positions: tests/ptx/dense_kernels), on the tensor-core
+ *               kernel (hd 64 and 128, decode and prefill, groups of 1, 6,
+ *               8, 12 and 16), the chunk kernel (hd 256) and the tiles
+ *               kernel (hd 96), gpt-oss's sinks and sliding window too; the
+ *               position read from device memory for a longer span gives
+ *               the same bytes, and a prefill batch the bytes of its queries
+ *               launched as decode steps;
  *   stores      coli_gpu_qk_rope_store_kv into a typed cache gives the bytes
  *               coli_kv_row_store makes of the rows the fp32 launch wrote
  *               (store_only: of the inputs), q8's scales and rints included;
@@ -147,8 +148,8 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 		       k_mode[mode], T, e);
 		rc = 1;
 	}
-	/* a batch on the prefill kernel (hd 64, 128; 64 queries or more) gives
-	 * each query the chunk kernel's bits in this type too */
+	/* a prefill batch (hd 64, 128; 64 queries or more: tiles of queries)
+	 * gives each query the bits of its decode form (a query a CTA) */
 	if (T >= 64 && (hd == 64 || hd == 128)) {
 		coli_gpu_free(g_gpu, dout);
 		dout = dev_poison(4 * qn);
@@ -161,7 +162,7 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 
 		if (bad) {
 			printf("  FAIL attention %s T=%d pos0=%d: %zu of %zu values differ from the "
-			       "chunk kernel's\n",
+			       "decode form's\n",
 			       k_mode[mode], T, pos0, bad, qn);
 			rc = 1;
 		}
@@ -492,6 +493,14 @@ int main(void)
 	    /* prefill after a long cache (several chunks a split): the chunk
 	     * kernel's bits */
 	    {64, 5000, 32, 4, 128, 0, 0}, {70, 3000, 16, 4, 64, 0, 0},
+	    /* the other families' groups on the tensor-core kernel, decode at
+	     * short and long reach and a prefill: 16 (qwen3-235b), 12 (GLM-4.5),
+	     * 6 (MiniMax-M2: two padding columns a tile), 1 (OLMoE) */
+	    {1, 9000, 64, 4, 128, 0, 0},  {1, 700, 64, 4, 128, 0, 0},
+	    {80, 400, 64, 4, 128, 0, 0},  {1, 9000, 96, 8, 128, 0, 0},
+	    {80, 400, 96, 8, 128, 0, 0},  {1, 700, 48, 8, 128, 0, 0},
+	    {80, 400, 48, 8, 128, 0, 0},  {1, 9000, 16, 16, 128, 0, 0},
+	    {80, 400, 16, 16, 128, 0, 0},
 	};
 	int rc = ptx_test_open();
 
