@@ -7,7 +7,10 @@
  * quantize its output for the o projection), and coli_attention for the
  * others (tiles of 256 positions). Prefill batches of head size 64 and 128
  * take coli_attn_prefill_<hd> (ptx/attn_prefill.cu), which gives each query
- * coli_attn_chunks' bits; what the kernels share is ptx/attention.cuh.
+ * coli_attn_chunks' bits; what the kernels share is ptx/attention.cuh. A bf16
+ * or q8 cache at head sizes 64 and 128 takes coli_attn_tc_<hd>_<type>
+ * instead, for decode and prefill alike (ptx/attn_tc.cuh, included at the
+ * end: one module).
  *
  * Split and combine: a few queries cannot fill the GPU, so both kernels split
  * a query's positions over CTAs (flash-decoding). Each split writes its

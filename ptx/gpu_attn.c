@@ -6,7 +6,10 @@
  * its grid and its split for a launch on the device's one stream.
  *
  * What it owns:
- *   - the kernel's choice: coli_attn_prefill for one sequence's prefill
+ *   - the kernel's choice: coli_attn_tc for a bf16 or q8 cache at hd 64 or
+ *     128 (a prefill batch in tiles of queries, decode a query a tile:
+ *     attention_tc), unless the GPU cannot give a block its shared memory;
+ *     otherwise coli_attn_prefill for one sequence's prefill
  *     batch of AP_MIN_T queries or more at hd 64 or 128 (unless the GPU's
  *     shared memory a block is too small, or coli_gpu_attn_prefill(g, 0)
  *     turned it off), its splits on CTAs of their own for a few queries
