@@ -50,7 +50,7 @@
 #include "ptx/mma_bf16.cuh"
 
 #define TC_COLS COLI_GPU_TC_COLS
-#define TC_NS   3  /* bf16 terms of q and of P: ~24 bits, fp32's */
+#define TC_NS   3 /* bf16 terms of q and of P: ~24 bits, fp32's */
 #define TC_SP   COLI_GPU_TC_SP
 
 /* A staged chunk (COLI_GPU_TC_TILE): K rows [AD_CHUNK][KS bytes] as the cache
@@ -84,9 +84,9 @@ static __device__ __forceinline__ void tc_widen(unsigned short *w, const char *r
 		const int r = i / (HD / 4), c = i % (HD / 4);
 		const int x = *(const int *)(rows + r * rs + 4 * c);
 
-		*(uint2 *)(w + r * (HD + 8) + 4 * c) =
-		    make_uint2(md_bf2((float)(signed char)(x & 0xff), (float)(signed char)((x >> 8) & 0xff)),
-		               md_bf2((float)(signed char)((x >> 16) & 0xff), (float)(signed char)(x >> 24)));
+		*(uint2 *)(w + r * (HD + 8) + 4 * c) = make_uint2(
+		    md_bf2((float)(signed char)(x & 0xff), (float)(signed char)((x >> 8) & 0xff)),
+		    md_bf2((float)(signed char)((x >> 16) & 0xff), (float)(signed char)(x >> 24)));
 	}
 }
 
@@ -103,7 +103,8 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 	constexpr int NPV = HD == 128 ? 4 : 2; /* n-tiles a warp's P . V, at most */
 	extern __shared__ __align__(16) unsigned char tc_raw[];
 	Sm &sm = *(Sm *)tc_raw;
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g4 = lane >> 2, c4 = lane & 3;
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g4 = lane >> 2,
+	          c4 = lane & 3;
 	/* blockIdx.y: kv head kvh and slice hs of its heads (gridDim.y / nkv
 	 * slices of `group` heads from hb: a decode step's choice, the same bits) */
 	const int hsl = gridDim.y / nkv, kvh = blockIdx.y / hsl, group = nh / nkv / hsl;
@@ -152,7 +153,8 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 			const float2 zz = make_float2(0.0f, 0.0f);
 
 			md_split<TC_NS>(ok ? *(const float2 *)(qr + d0) : zz, &qf[uu][k][0][0], 1);
-			md_split<TC_NS>(ok ? *(const float2 *)(qr + d0 + 8) : zz, &qf[uu][k][1][0], 1);
+			md_split<TC_NS>(ok ? *(const float2 *)(qr + d0 + 8) : zz, &qf[uu][k][1][0],
+			                1);
 		}
 	}
 #pragma unroll
@@ -189,10 +191,9 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 
 	/* chunk c's rows into stage c % NST */
 #define TC_STAGE(c, wv)                                                                            \
-	kv_stage<HD, M, Tl::KS, Tl::VS, Tl::V0, Tl::S0>(sm.st[(c) % NST], K, V,                   \
-	                                                kv_at(tab, nbs, slot, (c) * AD_CHUNK),     \
-	                                                min(AD_CHUNK, nmax - (c) * AD_CHUNK), kvh, \
-	                                                krow, vrow, soff, wv)
+	kv_stage<HD, M, Tl::KS, Tl::VS, Tl::V0, Tl::S0>(                                           \
+	    sm.st[(c) % NST], K, V, kv_at(tab, nbs, slot, (c)*AD_CHUNK),                           \
+	    min(AD_CHUNK, nmax - (c)*AD_CHUNK), kvh, krow, vrow, soff, wv)
 	/* pass 0: each column's largest score (whole, when a column spans two
 	 * splits); pass 1: the steps */
 	bool multi = false;
@@ -224,7 +225,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 					tc_widen<HD>(sm.kw, st, Tl::KS);
 				if (VT == 2 && wv)
 					tc_widen<HD>(sm.vw, st + Tl::V0, Tl::VS);
-				__syncthreads();
+				__syncthreads(); /* the widened rows before their ldmatrix */
 			}
 
 			/* scores: units (mt, n-tile, half) warp and warp + 8 */
@@ -234,8 +235,8 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 
 #pragma unroll
 				for (int uu = 0; uu < 2; uu++) {
-					const int u = warp + 8 * uu, nti = u >> 2, mt = (u >> 1) & 1,
-					          h = u & 1;
+					const int u = warp + 8 * uu, nti = u >> 2,
+					          mt = (u >> 1) & 1, h = u & 1;
 					float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
 					if (u >= 4 * nt)
@@ -244,12 +245,16 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 					for (int k = 0; k < KH; k++) {
 						unsigned a[4];
 
-						md_ldsm4(a, kt + (mt * 16 + (lane & 7) +
-						                  ((lane >> 3) & 1) * 8) * Tl::WR +
-						                (h * KH + k) * 16 + (lane >> 4) * 8);
+						md_ldsm4(a, kt +
+						                (mt * 16 + (lane & 7) +
+						                 ((lane >> 3) & 1) * 8) *
+						                    Tl::WR +
+						                (h * KH + k) * 16 +
+						                (lane >> 4) * 8);
 #pragma unroll
 						for (int s = TC_NS - 1; s >= 0; s--)
-							md_mma(d, a, qf[uu][k][0][s], qf[uu][k][1][s]);
+							md_mma(d, a, qf[uu][k][0][s],
+							       qf[uu][k][1][s]);
 					}
 					{
 						float *S = sm.s[h];
@@ -262,7 +267,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 					}
 				}
 			}
-			__syncthreads();
+			__syncthreads(); /* both halves of every score before the softmax */
 
 			/* softmax: columns warp + 8 i, lane = position */
 #pragma unroll
@@ -284,7 +289,8 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 						Mx[i] = fmaxf(Mx[i], mx);
 					continue;
 				}
-				if (!zcps && (c % cps == 0 || c <= k0 / AD_CHUNK)) { /* a split starts */
+				if (!zcps &&
+				    (c % cps == 0 || c <= k0 / AD_CHUNK)) { /* a split starts */
 					m[i] = -INFINITY;
 					l[i] = 0.0f;
 				}
@@ -299,7 +305,8 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 					l[i] = l[i] * cf + s;
 					m[i] = mn;
 					sm.s[0][j * TC_SP + lane] =
-					    VT == 2 ? e * ((const float *)(st + Tl::S0))[AD_CHUNK + lane]
+					    VT == 2 ? e * ((const float *)(st +
+					                                   Tl::S0))[AD_CHUNK + lane]
 					            : e;
 					if (lane == 0)
 						sm.cf[j] = cf;
@@ -321,8 +328,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 					sm.ff[j] = f;
 					sm.ev[j] = np > AD_CHUNK ? 1 : 2;
 					if (np <= AD_CHUNK && sinks) /* the sink joins L last */
-						L[i] += expf(__ldg(sinks + hb + j % group) -
-						             Mx[i]);
+						L[i] += expf(__ldg(sinks + hb + j % group) - Mx[i]);
 					sm.fl[j] = L[i];
 				}
 			}
@@ -337,13 +343,15 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 
 #pragma unroll
 				for (int i = 0; i < NPV; i++) {
-					const int nti = nv0 + (HD == 128 ? i : 2 * i), ca = nti * 8 + 2 * c4;
+					const int nti = nv0 + (HD == 128 ? i : 2 * i),
+					          ca = nti * 8 + 2 * c4;
 
 					if (nti >= nt)
 						break;
 #pragma unroll
 					for (int e = 0; e < 4; e++) {
-						const int j = ca + (e & 1), k0 = sm.ck0[j], cps = sm.cps[j];
+						const int j = ca + (e & 1), k0 = sm.ck0[j],
+						          cps = sm.cps[j];
 
 						if (!zcps && (c % cps == 0 || c <= k0 / AD_CHUNK))
 							acc[i][e] = 0.0f; /* a split starts */
@@ -354,19 +362,22 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 				for (int k2 = 0; k2 < 2; k2++) {
 					unsigned a[4];
 
-					md_ldsm4t(a, vt + (k2 * 16 + (lane & 7) + (lane >> 4) * 8) * Tl::WR +
+					md_ldsm4t(a, vt +
+					                 (k2 * 16 + (lane & 7) + (lane >> 4) * 8) *
+					                     Tl::WR +
 					                 md * 16 + ((lane >> 3) & 1) * 8);
 #pragma unroll
 					for (int i = 0; i < NPV; i++) {
 						const int nti = nv0 + (HD == 128 ? i : 2 * i);
-						const float *pr =
-						    sm.s[0] + (nti * 8 + g4) * TC_SP + k2 * 16 + 2 * c4;
+						const float *pr = sm.s[0] + (nti * 8 + g4) * TC_SP +
+						                  k2 * 16 + 2 * c4;
 						unsigned pb[2][TC_NS];
 
 						if (nti >= nt)
 							break;
 						md_split<TC_NS>(*(const float2 *)pr, pb[0], 1);
-						md_split<TC_NS>(*(const float2 *)(pr + 8), pb[1], 1);
+						md_split<TC_NS>(*(const float2 *)(pr + 8), pb[1],
+						                1);
 #pragma unroll
 						for (int s = TC_NS - 1; s >= 0; s--)
 							md_mma(acc[i], a, pb[0][s], pb[1][s]);
@@ -375,25 +386,28 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 				/* whole: the fold's events, element by element */
 #pragma unroll
 				for (int i = 0; i < NPV; i++) {
-					const int nti = nv0 + (HD == 128 ? i : 2 * i), ca = nti * 8 + 2 * c4;
+					const int nti = nv0 + (HD == 128 ? i : 2 * i),
+					          ca = nti * 8 + 2 * c4;
 
 					if (zcps || nti >= nt)
 						break;
 #pragma unroll
 					for (int e = 0; e < 4; e++) {
 						const int j = ca + (e & 1), ev = sm.ev[j];
-						float *o = &sm.o[j * HD + md * 16 + g4 + (e >> 1) * 8];
+						float *o =
+						    &sm.o[j * HD + md * 16 + g4 + (e >> 1) * 8];
 
 						if (ev == 1) {
 							*o += acc[i][e] * sm.ff[j];
 						} else if (ev == 2) {
 							*o = (*o + acc[i][e] * sm.ff[j]) / sm.fl[j];
 						} else if (ev == 3) {
-							*o = sinks ? attn_sink_out(
-							                 acc[i][e], sm.fm[j], sm.fl[j],
-							                 __ldg(sinks + hb +
-							                       j % group))
-							           : acc[i][e] / sm.fl[j];
+							*o =
+							    sinks
+							        ? attn_sink_out(
+							              acc[i][e], sm.fm[j], sm.fl[j],
+							              __ldg(sinks + hb + j % group))
+							        : acc[i][e] / sm.fl[j];
 						}
 					}
 				}
@@ -416,7 +430,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 				sm.fl[j] = l[i];
 			}
 		}
-		__syncthreads();
+		__syncthreads(); /* every column's m and l before the outputs and partials */
 #pragma unroll
 		for (int i = 0; i < NPV; i++) {
 			const int nti = nv0 + (HD == 128 ? i : 2 * i), ca = nti * 8 + 2 * c4;
@@ -426,7 +440,8 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
 				const int j = ca + (e & 1), n = sm.cn[j], k0 = sm.ck0[j];
-				const int d = md * 16 + g4 + (e >> 1) * 8, qi = j / group, h = j % group;
+				const int d = md * 16 + g4 + (e >> 1) * 8, qi = j / group,
+				          h = j % group;
 
 				if (n == 0)
 					continue;
@@ -436,14 +451,16 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 					                          __ldg(sinks + hb + h))
 					          : acc[i][e] / sm.fl[j];
 				else
-					part[((size_t)(t0 + qi - tq0) * gridDim.y + blockIdx.y) * gridDim.z * stride +
+					part[((size_t)(t0 + qi - tq0) * gridDim.y + blockIdx.y) *
+					         gridDim.z * stride +
 					     z * stride + (size_t)h * HD + d] = acc[i][e];
 			}
 		}
-		if (tid < ncol && sm.cn[tid] > 0 &&
-		    (sm.cn[tid] - 1) / span != sm.ck0[tid] / span) {
+		if (tid < ncol && sm.cn[tid] > 0 && (sm.cn[tid] - 1) / span != sm.ck0[tid] / span) {
 			const int qi = tid / group, h = tid % group;
-			float *mine = part + ((size_t)(t0 + qi - tq0) * gridDim.y + blockIdx.y) * gridDim.z * stride +
+			float *mine = part +
+			              ((size_t)(t0 + qi - tq0) * gridDim.y + blockIdx.y) *
+			                  gridDim.z * stride +
 			              z * stride;
 
 			mine[nq + h] = sm.fm[tid];
@@ -457,8 +474,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 
 		if (n == 0 || (zcps && (n - 1) / span != sm.ck0[j] / span))
 			continue; /* (warp-uniform) no query, or a split's partial */
-		attn_store(ao, ((size_t)t * nh + hb + j % group) * HD + d,
-		           sm.o[j * HD + d]);
+		attn_store(ao, ((size_t)t * nh + hb + j % group) * HD + d, sm.o[j * HD + d]);
 	}
 	/* split z's queries counted in; the last CTA of a query combines them */
 	for (int qi = 0; zcps && qi < qt && t0 + qi < T; qi++) {
@@ -485,7 +501,8 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 	    const float *sinks, int window, const int *rows, const int *tab, int nbs, float *part, \
 	    unsigned *count, int tq0, int qt)                                                      \
 	{                                                                                          \
-		static_assert(sizeof(TcSmem<hd, m>) == COLI_GPU_TC_SMEM(hd, kv_esz<kvmode<m>::KT>(),   \
+		static_assert(sizeof(TcSmem<hd, m>) == COLI_GPU_TC_SMEM(hd,                        \
+		                                                        kv_esz<kvmode<m>::KT>(),   \
 		                                                        kv_esz<kvmode<m>::VT>()),  \
 		              "COLI_GPU_TC_SMEM");                                                 \
 		pdl_entry();                                                                       \
