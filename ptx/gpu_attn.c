@@ -57,19 +57,19 @@
 #define AP_MIN_T 64
 #define AP_SPLIT_REACH 16 /* positions a query, at least, for the split over CTAs */
 
+/* Bytes a K and a V element of KV mode m (f32, bf16, q8, q8 K with bf16 V:
+ * attention.cuh's kvmode). */
+static const int kesz[COLI_GPU_KV_MODES] = {4, 2, 1, 1}, vesz[COLI_GPU_KV_MODES] = {4, 2, 1, 2};
+
 /* coli_attn_chunks_<hd> of KV mode m: its dynamic shared memory. */
 static int chunks_smem(int hd, int m)
 {
-	static const int kesz[COLI_GPU_KV_MODES] = {4, 2, 1, 1}, vesz[COLI_GPU_KV_MODES] = {4, 2, 1, 2};
-
 	return COLI_GPU_AD_SMEM(hd, kesz[m], vesz[m]);
 }
 
 /* coli_attn_tc_<hd> of KV mode m (1..3): its dynamic shared memory. */
 static int tc_smem(int hd, int m)
 {
-	static const int kesz[COLI_GPU_KV_MODES] = {4, 2, 1, 1}, vesz[COLI_GPU_KV_MODES] = {4, 2, 1, 2};
-
 	return COLI_GPU_TC_SMEM(hd, kesz[m], vesz[m]);
 }
 
@@ -138,28 +138,35 @@ static int max_splits(const coli_gpu_t *g, int nkv, int group, int hd)
 	return splits;
 }
 
+/* A decode launch (a query a CTA row, both decode kernels): its heads'
+ * slices over CTAs (*hs), its splits (*zs) and its queries a launch (*tb).
+ * Up to a few thousand positions a step's time is a CTA's latency, which
+ * grows with the heads it holds: two heads a CTA, the group's slices side
+ * by side (longer contexts: the whole group, each K/V row read once). A
+ * prefill batch has CTAs enough: the whole group (the same bits either
+ * way). Every query's used splits, ceil(chunks / cps) <= min(msp, chunks):
+ * the grid covers the launch's longest. */
+static void decode_split(int T, int reach, int nkv, int group, int hd, int msp, int *hs, int *zs,
+                         int *tb)
+{
+	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
+	const int chunks = (reach + AD_CHUNK - 1) / AD_CHUNK;
+
+	*hs = T <= COLI_GPU_MAX_S && reach <= 8192 && group >= 4 && group % 2 == 0 ? group / 2 : 1;
+	*zs = chunks < msp ? chunks : msp;
+	*tb = *zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)*zs * per)) : T;
+	*tb = *tb < DENSE_COUNTERS / (nkv * *hs) ? *tb : DENSE_COUNTERS / (nkv * *hs);
+}
+
 static int attention_chunks(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group,
                             int hd, int mode)
 {
-	size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
 	int msp = max_splits(g, nkv, group, hd), splits, t0, tb, k = 0;
-	int rc = 0, hsplit = 1;
+	int rc = 0, hsplit;
 
 	while (32 << k < hd)
 		k++;
-	/* up to a few thousand positions a decode step's time is a CTA's
-	 * instructions, which grow with the heads it holds: two heads a CTA, the
-	 * group's slices side by side (longer contexts: the whole group, each K/V
-	 * row read once). A prefill batch has CTAs enough: the whole group, K/V
-	 * read once for all its heads (the same bits either way) */
-	if (T <= COLI_GPU_MAX_S && reach <= 8192 && group >= 4 && group % 2 == 0)
-		hsplit = group / 2;
-	/* every query's used splits, ceil(chunks / cps) <= min(msp, chunks):
-	 * the grid covers the launch's longest */
-	splits = (reach + AD_CHUNK - 1) / AD_CHUNK;
-	splits = splits < msp ? splits : msp;
-	tb = splits > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)splits * per)) : T;
-	tb = tb < DENSE_COUNTERS / (nkv * hsplit) ? tb : DENSE_COUNTERS / (nkv * hsplit);
+	decode_split(T, reach, nkv, group, hd, msp, &hsplit, &splits, &tb);
 	args[10] = &msp;
 	args[13] = &t0;
 	args[14] = &hsplit;
@@ -182,9 +189,9 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int reach, int nk
  * splits in turn, which wins as soon as the partials' traffic outweighs the
  * idle SMs (H200: 64 queries at 3,000 positions 588 -> 398 us a layer, 256
  * at 3,800 1,358 -> 2,165 had they split: docs/perf/kernels.md). reach: the
- * positions the launch's last query sees, at most (0: not known, a graph's). */
-/* A prefill launch's split over CTAs (*zs, 1: none) and its queries a launch
- * (*tb), tiles of qt queries (see above). */
+ * positions the launch's last query sees, at most (0: not known, a graph's).
+ * prefill_split: that choice for tiles of qt queries (coli_attn_tc's too),
+ * the split over CTAs *zs (1: none) and the queries a launch *tb. */
 static void prefill_split(const coli_gpu_t *g, int T, int reach, int qt, int nkv, int group,
                           int hd, int msp, int plain, int *zs, int *tb)
 {
@@ -235,23 +242,13 @@ static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int n
 static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group, int hd,
                         int mode, int whole, int plain)
 {
-	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
-	const int chunks = (reach + AD_CHUNK - 1) / AD_CHUNK;
 	int qt = 1, hs = 1, msp = max_splits(g, nkv, group, hd), zs, tb, tq0, end, rc = 0;
 
 	if (whole) {
 		qt = COLI_GPU_TC_COLS / group;
 		prefill_split(g, T, reach, qt, nkv, group, hd, msp, plain, &zs, &tb);
 	} else {
-		/* up to a few thousand positions a step's time is a CTA's latency:
-		 * two heads a CTA, the group's slices side by side (longer: the
-		 * whole group, each chunk read once) */
-		if (T <= COLI_GPU_MAX_S && reach <= 8192 && group >= 4 && group % 2 == 0)
-			hs = group / 2;
-		zs = chunks < msp ? chunks : msp;
-		zs = zs > 1 ? zs : 1;
-		tb = zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)zs * per)) : T;
-		tb = tb < DENSE_COUNTERS / (nkv * hs) ? tb : DENSE_COUNTERS / (nkv * hs);
+		decode_split(T, reach, nkv, group, hd, msp, &hs, &zs, &tb);
 	}
 	args[9] = &msp;
 	args[10] = &end;

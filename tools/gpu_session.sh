@@ -63,6 +63,13 @@ ncu_times() {
 		{ echo "ncu failed"; exit 1; }
 }
 
+# need_model COLI MODEL: the bench model, made with COLI if absent (every
+# subcommand's default, /tmp/q30-8.coli)
+need_model() {
+	[ -f "$2" ] || "$1" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
+		-o "$2" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+}
+
 case "${1:-}" in
 pack)
 	dir=${2:?usage: tools/gpu_session.sh pack DIR}
@@ -108,8 +115,7 @@ run)
 	# lines again at the very end, after the benchmarks' tables
 	trap 'echo "== tests"; cat "$tmp/tests"; rm -rf "$tmp"' EXIT
 	[ "${TESTS_ONLY:-0}" = 1 ] && exit 0
-	[ -f "$model" ] || "$dir/coli" bench make-model --shape qwen3-30b-a3b --layers 8 \
-		--quant q4 -o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+	need_model "$dir/coli" "$model"
 	for v in ROUTE=0 GRAPH=0 GRAPH=1 GRAPH=0 GRAPH=1; do
 		printf 'all resident, COLI_DEV_%s: ' $v
 		env COLI_DEV_$v "$dir/coli" bench decode -m "$model" --gpu 0 --tokens 32 \
@@ -125,8 +131,7 @@ ab)
 	a=${2:?usage: tools/gpu_session.sh ab COLI_A COLI_B [MODEL]}
 	b=${3:?usage: tools/gpu_session.sh ab COLI_A COLI_B [MODEL]}
 	model=${4:-/tmp/q30-8.coli}
-	[ -f "$model" ] || "$a" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
-		-o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+	need_model "$a" "$model"
 	for c in "$a" "$b" "$a" "$b" "$a" "$b"; do
 		printf '%-28s %s\n' "$c" "$("$c" bench decode -m "$model" --gpu 0 --tokens 64 \
 			--rounds 3 --disk-mib 0 2>&1 | grep '^default' | head -1 | cut -c1-60)"
@@ -151,8 +156,7 @@ attn)
 	a=${2:?usage: tools/gpu_session.sh attn COLI_A COLI_B [MODEL]}
 	b=${3:?usage: tools/gpu_session.sh attn COLI_A COLI_B [MODEL]}
 	model=${4:-/tmp/q30-8.coli}
-	[ -f "$model" ] || "$a" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
-		-o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+	need_model "$a" "$model"
 	dec="bench decode -m $model --gpu 0 --ctx 33000 --ctx-override --tokens 64 --rounds 2
 		--disk-mib 0 --arms kv-type=bf16,kv-type=q8"
 	for c in "$a" "$b" "$a" "$b"; do
@@ -180,8 +184,7 @@ kernels)
 	seqs=${4:-8}
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	[ -f "$model" ] || "$c" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
-		-o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+	need_model "$c" "$model"
 	for n in 4 12; do
 		ncu_times "$tmp/k$n.csv" "$c" bench decode -m "$model" --gpu 0 --seqs "$seqs" \
 			--tokens $n --rounds 1 --warmup 0 --disk-mib 0
@@ -203,8 +206,7 @@ gaps)
 	model=${3:-/tmp/q30-8.coli}
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	[ -f "$model" ] || "$c" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
-		-o "$model" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+	need_model "$c" "$model"
 	for n in 1 17; do
 		ncu_times "$tmp/k$n.csv" "$c" generate -m "$model" --ids 1,2,3,4,5,6,7,8 -n $n \
 			--usage off --gpu 0
