@@ -138,6 +138,16 @@ static int max_splits(const coli_gpu_t *g, int nkv, int group, int hd)
 	return splits;
 }
 
+/* The splits a launch's grid covers for queries of up to `chunks` chunks:
+ * the most any of them takes (a shorter query may take more than the
+ * longest: COLI_GPU_ATTN_CPS grows in steps). */
+static int splits_of(int chunks, int msp)
+{
+	const int fine = (chunks + COLI_GPU_ATTN_MIN_CPS - 1) / COLI_GPU_ATTN_MIN_CPS;
+
+	return fine < msp ? fine : msp;
+}
+
 /* A decode launch (a query a CTA row, both decode kernels): its heads'
  * slices over CTAs (*hs), its splits (*zs) and its queries a launch (*tb).
  * Up to a few thousand positions a step's time is a CTA's latency, which
@@ -153,7 +163,7 @@ static void decode_split(int T, int reach, int nkv, int group, int hd, int msp, 
 	const int chunks = (reach + AD_CHUNK - 1) / AD_CHUNK;
 
 	*hs = T <= COLI_GPU_MAX_S && reach <= 8192 && group >= 4 && group % 2 == 0 ? group / 2 : 1;
-	*zs = chunks < msp ? chunks : msp;
+	*zs = splits_of(chunks, msp);
 	*tb = *zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)*zs * per)) : T;
 	*tb = *tb < DENSE_COUNTERS / (nkv * *hs) ? *tb : DENSE_COUNTERS / (nkv * *hs);
 }
@@ -202,7 +212,7 @@ static void prefill_split(const coli_gpu_t *g, int T, int reach, int qt, int nkv
 	if (!plain && reach >= AP_SPLIT_REACH * T && (long)tiles * nkv * 2 <= g->sm_count) {
 		const int chunks = (reach + AD_CHUNK - 1) / AD_CHUNK;
 
-		*zs = chunks < msp ? chunks : msp; /* (a shorter query may split finer) */
+		*zs = splits_of(chunks, msp);
 		*tb = *zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)*zs * per)) : T;
 		*tb = *tb < DENSE_COUNTERS / nkv ? *tb : DENSE_COUNTERS / nkv;
 		*tb = *tb / qt * qt;

@@ -151,16 +151,25 @@ struct coli_gpu_pairs {
 	int n, pad_;
 };
 
-/* Chunks of 32 positions (AD_CHUNK) a split of coli_attn_chunks and
- * coli_attn_prefill holds for a query that sees n positions: a function of n
- * and of the device's split count for the model (max_splits, ptx/gpu_attn.c:
- * about two CTAs per SM over the kv heads, as the scratch allows), never of
- * the batch, the launch or the cache's length, so a query gets the same bits
- * alone, in a prefill batch, in a graph or out of one. A short context is
- * split as finely as it goes (a chunk a split), a long one over max_splits.
- * The splits holding positions: ceil(ceil(n / 32) / cps) <= max_splits.
- * (A macro: nvcc's device code and gcc's host code both use it.) */
-#define COLI_GPU_ATTN_CPS(n, max_splits) ((((n) + 31) / 32 + (max_splits)-1) / (max_splits))
+/* Chunks of 32 positions (AD_CHUNK) a split of coli_attn_chunks,
+ * coli_attn_prefill and coli_attn_tc holds for a query that sees n
+ * positions: a function of n and of the device's split count for the model
+ * (max_splits, ptx/gpu_attn.c: about two CTAs per SM over the kv heads, as
+ * the scratch allows), never of the batch, the launch or the cache's length,
+ * so a query gets the same bits alone, in a prefill batch, in a graph or out
+ * of one. A long context is split over max_splits, a short one in splits of
+ * COLI_GPU_ATTN_MIN_CPS chunks: below that a CTA's fixed costs (its stages'
+ * first latency, the partials and their combine) outweigh its positions
+ * (H200, qwen3-30b shape, decode after 1k positions: 1,676 tok/s at 1
+ * chunk, 1,790 at 2, 1,937 at 4, 1,804 at 8; docs/perf/kernels.md).
+ * The splits holding positions: ceil(ceil(n / 32) / cps), at most
+ * max_splits and ceil(ceil(n / 32) / COLI_GPU_ATTN_MIN_CPS).
+ * (Macros: nvcc's device code and gcc's host code both use them.) */
+#define COLI_GPU_ATTN_MIN_CPS 4
+#define COLI_GPU_ATTN_CPS(n, max_splits)                                                           \
+	((((n) + 31) / 32 + (max_splits)-1) / (max_splits) > COLI_GPU_ATTN_MIN_CPS                 \
+	     ? (((n) + 31) / 32 + (max_splits)-1) / (max_splits)                                   \
+	     : COLI_GPU_ATTN_MIN_CPS)
 
 /* coli_attn_chunks' shared memory (ptx/attention.cu AdTile): a chunk's 32
  * rows of one kv head's K and V as the cache stores them (hd values of kesz
