@@ -5,13 +5,17 @@
  * At decode a token has one group per key/value head (four for qwen3-30b):
  * one task a group leaves most of sixteen threads idle, and at long context
  * each group is long (its keys, values and one libm expf per position and
- * head). With AVX2 the group's steps (cpu/ops_avx2.c) run as five rounds
+ * head). With AVX2 the group's steps (cpu/ops_avx2.c) run as six rounds
  * over shares instead: scores by blocks of positions (each block's max
  * kept), exp by blocks (the max over the blocks' maxes first), the sum of
  * the exps (in position order: one task a unit of eight heads), the weights
- * by blocks, outputs by slices of eight dims. Nothing a position or an
- * output computes depends on the share, so the bits are the unsplit
- * function's (tests/cpu/attention_group).
+ * by blocks, the outputs' sums by shares of the COLI_ATTN_OUT_BLOCK blocks
+ * (each block's into the unit's slot, after its scores), their fold by slices of
+ * eight dims. Nothing a position, a block or an output computes depends on
+ * the share, so the bits are the unsplit function's
+ * (tests/cpu/attention_group, tests/cpu/attention_long). The outputs' sums
+ * read whole positions of the unit's rows, as the scores do: a slice of
+ * dims a task took a part of every position's cache line instead.
  */
 #include "cpu/cpu_internal.h"
 
@@ -20,12 +24,13 @@
 #define MT_MAX_UNITS  64  /* eight-head units split at once */
 #define MT_MAX_BLOCKS 16
 
-enum { SCORES, EXP, SUM, WEIGHTS, OUTPUTS };
+enum { SCORES, EXP, SUM, WEIGHTS, OUTPUTS, FOLD };
 
 struct unit {
 	const struct coli_attn_group *g;
-	int h0, nh; /* heads [h0, h0 + nh) of the group, nh <= 8 */
-	float *sc;  /* [n_pos][8] */
+	int h0, nh;  /* heads [h0, h0 + nh) of the group, nh <= 8 */
+	float *sc;   /* [n_pos][8] */
+	float *part; /* [blocks][vd rounded up to 8][8]: the output blocks' sums */
 };
 
 struct job {
@@ -53,6 +58,12 @@ static struct coli_kv_rows rows_of(const struct job *j, const struct coli_attn_g
 	                             .bshift = g->bshift};
 }
 
+/* Unit u's output block b. */
+static float *block_of(const struct job *j, int u, int b)
+{
+	return j->u[u].part + (size_t)b * (size_t)((j->vd + 7) / 8 * 64);
+}
+
 /* One task a group (too many, too short, or no AVX2): task k takes the
  * groups congruent to it, its scratch slot k. */
 static void group_task(void *arg, int task, int n_tasks)
@@ -70,10 +81,10 @@ static void group_task(void *arg, int task, int n_tasks)
 }
 
 /* The shares of a unit in the round j->step: slices of dims, one sum, or
- * blocks of positions. */
+ * blocks of positions (of output blocks: OUTPUTS). */
 static int shares(const struct job *j)
 {
-	return j->step == OUTPUTS ? j->ns : j->step == SUM ? 1 : j->nb;
+	return j->step == FOLD ? j->ns : j->step == SUM ? 1 : j->nb;
 }
 
 static void share_task(void *arg, int task, int n_tasks)
@@ -113,14 +124,32 @@ static void share_task(void *arg, int task, int n_tasks)
 	case WEIGHTS:
 		coli_attn8_div_avx2(u->sc, p0, p1, j->sum[task / per]);
 		break;
-	default: { /* slices of eight dims */
-		int blocks = (j->vd + 7) / 8, b0 = blocks * s / per, b1 = blocks * (s + 1) / per;
-		int i1 = b1 * 8 < j->vd ? b1 * 8 : j->vd;
-
+	case OUTPUTS: { /* blocks [b0, b1) of the unit's output blocks */
+		const int nob = (g->n_pos + COLI_ATTN_OUT_BLOCK - 1) / COLI_ATTN_OUT_BLOCK;
+		const int b0 = nob * s / per, b1 = nob * (s + 1) / per;
 		struct coli_kv_rows V = rows_of(j, g, 1);
 
-		coli_attn8_out_avx2(u->sc, &V, g->n_pos, j->vd, b0 * 8, i1, u->nh,
-		                    g->out + (size_t)u->h0 * j->vd);
+		for (int b = b0; b < b1; b++) {
+			const int q0 = b * COLI_ATTN_OUT_BLOCK;
+			const int q1 = g->n_pos - q0 < COLI_ATTN_OUT_BLOCK
+			                   ? g->n_pos
+			                   : q0 + COLI_ATTN_OUT_BLOCK;
+
+			coli_attn8_out_avx2(u->sc, &V, q0, q1, 0, j->vd,
+			                    block_of(j, task / per, b));
+		}
+		break;
+	}
+	default: { /* FOLD: slices of eight dims, the blocks in order */
+		const int nob = (g->n_pos + COLI_ATTN_OUT_BLOCK - 1) / COLI_ATTN_OUT_BLOCK;
+		int blocks = (j->vd + 7) / 8, b0 = blocks * s / per, b1 = blocks * (s + 1) / per;
+		int i1 = b1 * 8 < j->vd ? b1 * 8 : j->vd;
+		float *acc = block_of(j, task / per, 0) + b0 * 64;
+
+		for (int b = 1; b < nob; b++)
+			coli_attn8_fold_avx2(acc, block_of(j, task / per, b) + b0 * 64,
+			                     (b1 - b0) * 64);
+		coli_attn8_store(acc, u->nh, j->vd, b0 * 8, i1, g->out + (size_t)u->h0 * j->vd);
 	}
 	}
 }
@@ -128,7 +157,8 @@ static void share_task(void *arg, int task, int n_tasks)
 int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g, int n, int stride,
                              int hd, int vd, float scale, float *scratch, size_t slot, int n_slots)
 {
-	int threads = p ? coli_cpu_pool_threads(p) : 1, min_pos = n ? g[0].n_pos : 0, units = 0;
+	int threads = p ? coli_cpu_pool_threads(p) : 1, min_pos = n ? g[0].n_pos : 0, max_pos = 0,
+	    units = 0;
 	struct job job = {.g = g,
 	                  .n = n,
 	                  .stride = stride,
@@ -143,24 +173,28 @@ int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g
 		min_pos = g[k].n_pos < min_pos ? g[k].n_pos : min_pos;
 		units += (g[k].G + 7) / 8;
 	}
+	for (int k = 0; k < n; k++)
+		max_pos = g[k].n_pos > max_pos ? g[k].n_pos : max_pos;
 	if (coli_cpu_isa() < COLI_CPU_ISA_AVX2 || units >= threads || units > MT_MAX_UNITS ||
-	    units > n_slots || min_pos < MT_MIN_POS) {
+	    units > n_slots || min_pos < MT_MIN_POS || coli_attn_slot_floats(max_pos, vd) > slot) {
 		coli_cpu_pool_run(p, group_task, j, n < n_slots ? n : n_slots);
 		return 0;
 	}
 	for (int k = 0; k < n; k++)
 		for (int h = 0; h < g[k].G; h += 8, j->n_units++)
-			j->u[j->n_units] = (struct unit){.g = &g[k],
-			                                 .h0 = h,
-			                                 .nh = g[k].G - h < 8 ? g[k].G - h : 8,
-			                                 .sc = scratch + (size_t)j->n_units * slot};
+			j->u[j->n_units] = (struct unit){
+			    .g = &g[k],
+			    .h0 = h,
+			    .nh = g[k].G - h < 8 ? g[k].G - h : 8,
+			    .sc = scratch + (size_t)j->n_units * slot,
+			    .part = scratch + (size_t)j->n_units * slot + (size_t)g[k].n_pos * 8};
 	/* about two tasks a thread in each round */
 	j->nb = (2 * threads + units - 1) / units;
 	j->nb = j->nb > MT_MAX_BLOCKS ? MT_MAX_BLOCKS : j->nb;
 	j->nb = j->nb > min_pos / MT_MIN_BLOCK ? min_pos / MT_MIN_BLOCK : j->nb;
 	j->ns = (2 * threads + units - 1) / units;
 	j->ns = j->ns > (vd + 7) / 8 ? (vd + 7) / 8 : j->ns;
-	for (j->step = SCORES; j->step <= OUTPUTS; j->step++)
+	for (j->step = SCORES; j->step <= FOLD; j->step++)
 		coli_cpu_pool_run(p, share_task, j, units * shares(j));
 	return 1;
 }

@@ -337,7 +337,11 @@ void coli_attention_group_kv(const float *q, int G, const struct coli_kv_rows *K
  * and V + p*stride (the head's offset already applied; GQA: vd = hd; MLA's
  * latent rows: K = V, hd = kv_lora + rope, vd = kv_lora). scores: [n_pos]
  * scratch. A q . k dot product is summed in 8 lanes (element i into lane
- * i % 8, in order) folded pairwise; the softmax sum over positions in order. */
+ * i % 8, in order) folded pairwise; the softmax sum over positions in order;
+ * an output summed over each block of COLI_ATTN_OUT_BLOCK positions in order,
+ * the blocks' sums then added in order (threads take blocks of a long
+ * context: coli_attention_groups_mt). */
+#define COLI_ATTN_OUT_BLOCK 256
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
                          int hd, int vd, float scale, float *scores, float *out);
 /* The same with an attention sink (gpt-oss): a logit `sink` that joins the
@@ -377,12 +381,22 @@ struct coli_attn_group {
 	                          * V's alike), or NULL: position p at row p */
 	int p0, bshift;
 };
+/* Floats a slot of coli_attention_groups_mt's scratch holds for groups of
+ * up to n_pos positions and vd value dims: the scores [n_pos][8], then the
+ * sums of each COLI_ATTN_OUT_BLOCK of the outputs (a smaller slot: one task
+ * a group). */
+static inline size_t coli_attn_slot_floats(int n_pos, int vd)
+{
+	return (size_t)n_pos * 8 + (size_t)(n_pos + COLI_ATTN_OUT_BLOCK - 1) / COLI_ATTN_OUT_BLOCK *
+	                               (size_t)((vd + 7) / 8) * 64;
+}
 /* n groups (sharing stride, hd, vd and scale) across the pool (may be NULL), each
  * with coli_attention_group's bits. Fewer eight-head units than threads, each
  * at least 256 positions long (decode at long context), are split by
  * positions and outputs so that every thread works; otherwise one task a
  * group. scratch: n_slots slots of `slot` floats, each >= n_pos * 8 of any
- * group (the engine's attention scratch: a slot a thread). Returns 1 when it
+ * group, coli_attn_slot_floats to split (the engine's attention scratch: a
+ * slot a thread). Returns 1 when it
  * split them, 0 for one task a group. */
 int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g, int n, int stride,
                              int hd, int vd, float scale, float *scratch, size_t slot, int n_slots);

@@ -133,7 +133,7 @@ void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows 
  * positions [p0, p1) or of the outputs [i0, i1), any split giving the same
  * bits (cpu/ops_avx2.c; coli_attention_groups_mt runs them across a pool):
  * scores and their max, the max over shares' maxes, exp, the sum of all
- * exps (in position order), the weights, outputs. */
+ * exps (in position order), the weights, outputs by blocks of positions. */
 void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K, int p0, int p1,
                             int hd, float scale, float *sc, float *mx8);
 void coli_attn8_max_avx2(const float *maxes, int n, float *mx8);
@@ -145,8 +145,14 @@ void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8);
  * coli_attention_head_sink. */
 void coli_attn8_sink_max(const float *sink, int nh, float *mx8);
 void coli_attn8_sink_sum(const float *sink, int nh, const float *mx8, float *sum8);
-void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int n_pos, int hd, int i0,
-                         int i1, int nh, float *out);
+/* Outputs: one block's sums (positions [p0, p1) within one
+ * COLI_ATTN_OUT_BLOCK) of the dims [i0, i1) into acc [i1 - i0][8 lanes];
+ * the blocks folded in order (acc += blk, n floats); acc's dims [i0, i1)
+ * stored to out [nh][hd]. */
+void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int p0, int p1, int i0,
+                         int i1, float *acc);
+void coli_attn8_fold_avx2(float *acc, const float *blk, int n);
+void coli_attn8_store(const float *acc, int nh, int hd, int i0, int i1, float *out);
 /* A typed row's elements [i0, i0 + n) as fp32 into tmp (cpu/kvq.c's
  * values, eight at a time). */
 void coli_kv_decode_avx2(const struct coli_kv_rows *r, const char *row, int i0, int n, float *tmp);

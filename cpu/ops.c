@@ -360,18 +360,30 @@ void coli_attention_head_kv(const float *q, const struct coli_kv_rows *K,
 	if (sink != -INFINITY)
 		sum += expf(sink - mx);
 	{
-		/* each out[i] sums over the positions in order; a local the
-		 * compiler knows is not V lets it do the i's four at a time */
-		float acc[vd], vt[vd];
+		/* each out[i] sums over a block's positions in order, then the
+		 * blocks' sums in order; locals the compiler knows are not V let
+		 * it do the i's four at a time */
+		float acc[vd], blk[vd], vt[vd];
 
-		memset(acc, 0, sizeof(acc));
-		for (int p = 0; p < n_pos; p++) {
-			const float *v = coli_kv_at(V, p, 0, vd, vt);
-			float w = scores[p] / sum;
+		for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK) {
+			const int p1 =
+			    n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
+			float *b = p0 ? blk : acc;
 
-			for (int i = 0; i < vd; i++)
-				acc[i] += w * v[i];
+			memset(b, 0, sizeof(acc));
+			for (int p = p0; p < p1; p++) {
+				const float *v = coli_kv_at(V, p, 0, vd, vt);
+				float w = scores[p] / sum;
+
+				for (int i = 0; i < vd; i++)
+					b[i] += w * v[i];
+			}
+			if (p0)
+				for (int i = 0; i < vd; i++)
+					acc[i] += blk[i];
 		}
+		if (n_pos <= 0)
+			memset(acc, 0, sizeof(acc));
 		memcpy(out, acc, sizeof(acc));
 	}
 }

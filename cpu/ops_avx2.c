@@ -112,14 +112,15 @@ static inline const float *kv_row(const struct coli_kv_rows *r, size_t p, int i0
  * lane runs coli_attention_head's steps in its order (mul then add, no fma;
  * the dot product in eight chains folded ((0+4)+(2+6))+((1+5)+(3+7)); max,
  * libm expf and the sum over positions in order; the weight a division, each
- * output summed over positions in order), so each head's bits are that
- * function's. A key or value element is broadcast once for the eight heads
- * instead of read eight times, and nothing is folded across lanes. The steps
- * (scores, their max, exp, sum, weights, outputs) are functions over a share
- * of the positions or the outputs, so that threads can split one group
- * (coli_attention_groups_mt) with the same bits: nothing a position or an
- * output computes depends on the share. sc: [n_pos][8] scores, then
- * weights. */
+ * output summed over a block of COLI_ATTN_OUT_BLOCK positions in order, the
+ * blocks' sums added in order), so each head's bits are that function's. A
+ * key or value element is broadcast once for the eight heads instead of read
+ * eight times, and nothing is folded across lanes. The steps (scores, their
+ * max, exp, sum, weights, a block's outputs, the blocks' fold) are functions
+ * over a share of the positions, the blocks or the outputs, so that threads
+ * can split one group (coli_attention_groups_mt) with the same bits: nothing
+ * a position, a block or an output computes depends on the share. sc:
+ * [n_pos][8] scores, then weights. */
 
 /* Scores of positions [p0, p1) (q: nh <= 8 heads [nh][hd], the free lanes
  * repeat the last) and their lanes' max (the scalar's test, first of equals). */
@@ -211,13 +212,14 @@ void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8)
 		                 _mm256_div_ps(_mm256_loadu_ps(sc + (size_t)p * 8), sum));
 }
 
-/* Outputs [i0, i1) of the nh heads (out [nh][hd], hd: the value dims): eight at a time (eight
- * vectors, one per output, in registers) over a tile of positions, tile after
- * tile: each output still sums its positions in order. A tile's value rows
- * (the share's dims) are decoded once into vt (16 KB at 128 dims), which the
- * output blocks then walk from L1. */
-void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int n_pos, int hd, int i0,
-                         int i1, int nh, float *out)
+/* One block's sums of outputs [i0, i1) (positions [p0, p1) of one
+ * COLI_ATTN_OUT_BLOCK, each in order from zero) into acc [i1 - i0][8 heads]:
+ * eight outputs at a time (eight vectors in registers) over a tile of
+ * positions, tile after tile. A tile's value rows (the share's dims) are
+ * decoded once into vt (16 KB at 128 dims), which the output blocks then
+ * walk from L1. */
+void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int p0, int p1, int i0,
+                         int i1, float *acc)
 {
 	const int w = i1 - i0;
 
@@ -225,17 +227,16 @@ void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int n_po
 		return;
 	/* a tile's decoded rows within 16 KB (MLA's 512 dims: 8 positions) */
 	const int tile = w * ATT_TILE > 4096 ? (4096 / w > 1 ? 4096 / w : 1) : ATT_TILE;
-	float acc[w * 8];          /* [w][8 heads] */
 	float vt[tile * w];        /* [tile positions][w]: the share's value elements */
 	const float *vr[ATT_TILE]; /* each position's w elements (vt, or the fp32 row) */
 
 	for (int i = 0; i < w * 8; i++)
 		acc[i] = 0.0f;
-	for (int p0 = 0; p0 < n_pos; p0 += tile) {
-		const int p1 = n_pos - p0 < tile ? n_pos : p0 + tile;
+	for (int t0 = p0; t0 < p1; t0 += tile) {
+		const int t1 = p1 - t0 < tile ? p1 : t0 + tile;
 
-		for (int p = p0; p < p1; p++)
-			vr[p - p0] = kv_row(V, p, i0, w, vt + (size_t)(p - p0) * w);
+		for (int p = t0; p < t1; p++)
+			vr[p - t0] = kv_row(V, p, i0, w, vt + (size_t)(p - t0) * w);
 		int b = 0;
 
 		for (; b + 8 <= w; b += 8) { /* eight outputs in named registers */
@@ -245,9 +246,9 @@ void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int n_po
 			       a4 = _mm256_loadu_ps(c + 32), a5 = _mm256_loadu_ps(c + 40),
 			       a6 = _mm256_loadu_ps(c + 48), a7 = _mm256_loadu_ps(c + 56);
 
-			for (int p = p0; p < p1; p++) {
+			for (int p = t0; p < t1; p++) {
 				const __m256 wt = _mm256_loadu_ps(sc + (size_t)p * 8);
-				const float *v = vr[p - p0] + b;
+				const float *v = vr[p - t0] + b;
 
 #define OUT_ACC(k) a##k = _mm256_add_ps(a##k, _mm256_mul_ps(wt, _mm256_broadcast_ss(v + k)))
 				OUT_ACC(0), OUT_ACC(1), OUT_ACC(2), OUT_ACC(3);
@@ -262,16 +263,29 @@ void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int n_po
 		for (; b < w; b++) { /* a last few outputs, one at a time */
 			__m256 a = _mm256_loadu_ps(acc + b * 8);
 
-			for (int p = p0; p < p1; p++)
+			for (int p = t0; p < t1; p++)
 				a = _mm256_add_ps(
 				    a, _mm256_mul_ps(_mm256_loadu_ps(sc + (size_t)p * 8),
-				                     _mm256_broadcast_ss(vr[p - p0] + b)));
+				                     _mm256_broadcast_ss(vr[p - t0] + b)));
 			_mm256_storeu_ps(acc + b * 8, a);
 		}
 	}
+}
+
+/* acc[n] += blk[n] (n a multiple of 8): the next block's sums. */
+void coli_attn8_fold_avx2(float *acc, const float *blk, int n)
+{
+	for (int i = 0; i < n; i += 8)
+		_mm256_storeu_ps(acc + i,
+		                 _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(blk + i)));
+}
+
+/* acc [vd][8 lanes] -> out [nh][hd] (hd: the value dims), outputs [i0, i1). */
+void coli_attn8_store(const float *acc, int nh, int hd, int i0, int i1, float *out)
+{
 	for (int h = 0; h < nh; h++)
-		for (int i = 0; i < w; i++)
-			out[(size_t)h * hd + i0 + i] = acc[i * 8 + h];
+		for (int i = i0; i < i1; i++)
+			out[(size_t)h * hd + i] = acc[(i - i0) * 8 + h];
 }
 
 void coli_attn8_sink_max(const float *sink, int nh, float *mx8)
@@ -297,7 +311,8 @@ void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows 
 	 * last head in the free lanes; a lane's steps never see another's */
 	for (int h = 0; h < G; h += 8) {
 		const int nh = G - h < 8 ? G - h : 8;
-		float mx[8], sum[8];
+		float mx[8], sum[8], acc[vd * 8],
+		    blk[vd * 8]; /* [vd][8 lanes]: outputs, a block's */
 
 		coli_attn8_scores_avx2(q + (size_t)h * hd, nh, K, 0, n_pos, hd, scale, sc, mx);
 		if (sink)
@@ -307,7 +322,17 @@ void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows 
 		if (sink)
 			coli_attn8_sink_sum(sink + h, nh, mx, sum);
 		coli_attn8_div_avx2(sc, 0, n_pos, sum);
-		coli_attn8_out_avx2(sc, V, n_pos, vd, 0, vd, nh, out + (size_t)h * vd);
+		for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK) {
+			const int p1 =
+			    n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
+
+			coli_attn8_out_avx2(sc, V, p0, p1, 0, vd, p0 ? blk : acc);
+			if (p0)
+				coli_attn8_fold_avx2(acc, blk, vd * 8);
+		}
+		if (n_pos <= 0)
+			memset(acc, 0, sizeof(acc));
+		coli_attn8_store(acc, nh, vd, 0, vd, out + (size_t)h * vd);
 	}
 }
 

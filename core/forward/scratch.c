@@ -116,7 +116,9 @@ static int layer_alloc(struct coli_scratch *s, const struct coli_model_config *c
 	rc = rc ? rc : ALLOC(s->kx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(s->vx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(s->att, (size_t)T * aw); /* aw >= qd, and MLA's nh*v_head */
-	rc = rc ? rc : ALLOC(s->scores, (size_t)threads * ctx * 8); /* attention's */
+	/* attention's: the scores and the output blocks' sums of a split group */
+	s->slot = coli_attn_slot_floats(ctx, c->kv_lora ? c->kv_lora : c->head_dim);
+	rc = rc ? rc : ALLOC(s->scores, (size_t)threads * s->slot);
 	rc = rc ? rc : ALLOC(s->attn, (size_t)T * c->n_kv_heads);
 	rc = rc ? rc : ALLOC(s->mlp, (size_t)T * H);
 	rc = rc ? rc : ALLOC(s->proj, (size_t)T * H);

@@ -118,7 +118,8 @@ static int check(int G, int hd, int n_pos, float scale)
  * group a key/value head of one token, as the decode step), on a pool of
  * `threads`: every output the bits of coli_attention_group; split (returns
  * 1) exactly where it must be: AVX2, fewer units than threads, >= 256
- * positions. */
+ * positions, slots with room for the output blocks' sums
+ * (coli_attn_slot_floats; the scores' room alone: never). */
 static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, int n_pos)
 {
 	const int stride = n * hd;
@@ -127,7 +128,8 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 	float *V = xmalloc(sizeof(float) * n_pos * stride);
 	float *want = xmalloc(sizeof(float) * n * G * hd),
 	      *got = xmalloc(sizeof(float) * n * G * hd);
-	float *sc = xmalloc(sizeof(float) * threads * n_pos * 8);
+	const size_t slot = coli_attn_slot_floats(n_pos, hd);
+	float *sc = xmalloc(sizeof(float) * threads * slot);
 	struct coli_attn_group g[n];
 	float scale = 1.0f / sqrtf((float)hd), *sink = xmalloc(sizeof(float) * n * G);
 	int units = n * ((G + 7) / 8), fails = 0, split, want_split;
@@ -155,8 +157,19 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 		                          n_pos - k, stride, hd, hd, scale, sk, sc,
 		                          want + (size_t)k * G * hd);
 	}
+	/* a slot of the scores alone has no room for the output blocks: not split */
 	split = coli_attention_groups_mt(pool, g, n, stride, hd, hd, scale, sc, (size_t)n_pos * 8,
 	                                 threads);
+	if (split || memcmp(want, got, sizeof(float) * n * G * hd)) {
+		fprintf(stderr,
+		        "mt: %d threads, %d groups of %d, %d positions, small slots: split %d, "
+		        "bits %s\n",
+		        threads, n, G, n_pos, split,
+		        memcmp(want, got, sizeof(float) * n * G * hd) ? "differ" : "equal");
+		fails++;
+	}
+	poison(got, (size_t)n * G * hd);
+	split = coli_attention_groups_mt(pool, g, n, stride, hd, hd, scale, sc, slot, threads);
 	want_split = coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && units < threads && n_pos - n + 1 >= 256;
 	if (split != want_split) {
 		fprintf(stderr,
@@ -189,7 +202,8 @@ static int check_latent(coli_cpu_pool_t *pool, int threads, int T, int G, int kl
 	float *q = xmalloc(sizeof(float) * T * G * kr), *C = xmalloc(sizeof(float) * n_pos * kr);
 	float *want = xmalloc(sizeof(float) * T * G * kl),
 	      *got = xmalloc(sizeof(float) * T * G * kl);
-	float *sc = xmalloc(sizeof(float) * n_pos * 8 * threads);
+	const size_t slot = coli_attn_slot_floats(n_pos, kl);
+	float *sc = xmalloc(sizeof(float) * slot * threads);
 	double *p = xmalloc(sizeof(double) * n_pos), err = 0, mx = 0;
 	struct coli_attn_group g[8] = {0};
 	float scale = 1.0f / sqrtf((float)kr);
@@ -234,7 +248,7 @@ static int check_latent(coli_cpu_pool_t *pool, int threads, int T, int G, int kl
 			}
 		}
 	}
-	coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, sc, (size_t)n_pos * 8, threads);
+	coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, sc, slot, threads);
 	if (memcmp(want, got, sizeof(float) * T * G * kl) || !(err <= 1e-5 * mx)) {
 		fprintf(stderr,
 		        "latent: %d threads, T %d, G %d, kl %d, r %d, %d positions: bits %s, max "

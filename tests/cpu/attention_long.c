@@ -105,7 +105,7 @@ static void check(const struct cache *c, int G, int sinks, coli_cpu_pool_t **poo
 	for (int i = 0; i < n_pools; i++) {
 		memset(got, 0xff, sizeof(float) * nh * HD);
 		coli_attention_groups_mt(pools[i], a, 2 * NKV, NKV * HD, HD, HD, scale, sc,
-		                         (size_t)N_POS * 8, SLOTS);
+		                         coli_attn_slot_floats(N_POS, HD), SLOTS);
 		for (int h = 0; h < nh; h++)
 			if (memcmp(got + (size_t)h * HD, want + (size_t)h * HD,
 			           sizeof(float) * HD)) {
@@ -130,7 +130,7 @@ int main(void)
 	                            {COLI_KV_BF16, COLI_KV_Q8}};
 	static const int threads[] = {1, 2, 3, 16};
 	coli_cpu_pool_t *pools[4];
-	float *sc = xmalloc(sizeof(float) * SLOTS * N_POS * 8);
+	float *sc = xmalloc(sizeof(float) * SLOTS * coli_attn_slot_floats(N_POS, HD));
 	int cases = 0;
 
 	for (int i = 0; i < 4; i++)

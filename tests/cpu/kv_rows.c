@@ -100,7 +100,7 @@ static void check_attend(int kt, int vt, int nkv, int hd, int seg, int vd, int G
 	      *VF = xmalloc(sizeof(float) * n * n_pos);
 	float *q = xmalloc(sizeof(float) * 2 * G * hd), *want = xmalloc(sizeof(float) * 2 * G * vd),
 	      *got = xmalloc(sizeof(float) * 2 * G * vd),
-	      *sc = xmalloc(sizeof(float) * 16 * n_pos * 8);
+	      *sc = xmalloc(sizeof(float) * 16 * coli_attn_slot_floats(n_pos, vd));
 	const float scale = 1.0f / sqrtf((float)hd);
 	struct coli_kv_rows kr =
 	                        {K + g * hd * ke, kb, kt, (int)(so - g * hd * ke), seg, NULL, 0, 0},
@@ -170,7 +170,8 @@ static void check_attend(int kt, int vt, int nkv, int hd, int seg, int vd, int G
 			                                .vsoff = vr.soff,
 			                                .seg = seg};
 		memset(got, 0xff, sizeof(float) * 2 * G * vd);
-		coli_attention_groups_mt(pool, a, 2, n, hd, vd, scale, sc, (size_t)n_pos * 8, 16);
+		coli_attention_groups_mt(pool, a, 2, n, hd, vd, scale, sc,
+		                         coli_attn_slot_floats(n_pos, vd), 16);
 		if (memcmp(got, want, sizeof(float) * 2 * G * vd))
 			FAIL("mt: %s,%s hd %d %d positions differs from fp32's\n",
 			     coli_kv_type_name(kt), coli_kv_type_name(vt), hd, n_pos);
