@@ -64,7 +64,7 @@ static void help(FILE *f)
 	    "TTFT, total ms) appended to FILE, or stdout (default: none)\n"
 	    "  --debug-token-delay-ms N  sleep N ms per generated token, 0..60000 (tests "
 	    "only)\n"
-	    "  --debug-kv-no-promise 1   --parallel > 1: admit a request when its prompt fits "
+	    "  --debug-kv-no-promise 1   admit a request when its prompt fits "
 	    "the KV pool, promising it nothing, so a step can run short of blocks (tests "
 	    "only)\n\n");
 	coli_opts_help(f);

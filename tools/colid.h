@@ -143,7 +143,7 @@ enum colid_hist_kind {
 	COLID_H_TTFT,
 	COLID_H_ITL,
 	COLID_H_QUEUE,
-	COLID_H_STEP,      /* --parallel > 1: a step's forward (coli_engine_step_last) */
+	COLID_H_STEP,      /* a step's forward (coli_engine_step_last) */
 	COLID_H_STEP_HOST, /* and its host work after: tokens picked and streamed */
 	COLID_H_N
 };
@@ -207,7 +207,7 @@ struct colid_job {
 	struct colid_hist itl;
 	/* the worker's private state */
 	int stopped;
-	int slot;                /* --parallel > 1: the engine's sequence slot */
+	int slot;                /* the engine's sequence slot */
 	struct coli_seq_gen gen; /* ... and the sequence's generator (colid_batch.c) */
 	unsigned delay_us;       /* --debug-token-delay-ms, for tests */
 };
@@ -239,8 +239,7 @@ struct colid_queue {
 	struct colid_job **ring; /* [cap] */
 	int cap, head, n;
 	int closing;                         /* no more pushes; the worker drains and exits */
-	struct colid_job *running;           /* the job the engine is on, or NULL (--parallel 1) */
-	struct colid_job *run[COLI_MAX_SEQ]; /* --parallel > 1: the jobs in slots */
+	struct colid_job *run[COLI_MAX_SEQ]; /* the jobs in the engine's slots */
 	int n_run;
 	coli_engine_t *engine; /* owned by the worker while it runs */
 	struct colid_metrics *metrics;

@@ -130,7 +130,7 @@ static const char *finish_name(enum colid_finish f)
 }
 
 /* usage: the prompt once, every choice's tokens; cached_tokens, the prompt
- * tokens the KV cache already held for the first choice (coli_generate). */
+ * tokens the KV cache already held for the first choice (the prefix cache). */
 static json_t *usage_json(struct conn *k, int n_gen)
 {
 	int cached = 0;

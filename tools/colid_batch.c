@@ -1,8 +1,8 @@
 /*
- * tools/colid_batch.c — continuous batching: the worker's loop when the
- * engine holds several sequence slots (--parallel N > 1; with one,
- * colid_queue.c runs a job at a time through coli_generate, speculative
- * decoding included).
+ * tools/colid_batch.c — continuous batching: the worker's loop over the
+ * engine's sequence slots (--parallel N; one slot runs a job at a time
+ * through the same loop, so its blocks feed the prefix index as N slots'
+ * do).
  *
  * Up to N jobs run at once, each in a slot of its own (coli_engine_seq_open:
  * the free slot whose history shares the longest prefix with its prompt;

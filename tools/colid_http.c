@@ -24,8 +24,8 @@
  *
  * A request for n choices queues n jobs at once (all or none: 429), one
  * sampler each (choice c seeded seed + c * 0x9e3779b97f4a7c15), run one
- * after another by the worker, the prompt taken from the KV cache after the
- * first (coli_generate keeps the previous prompt's prefix); the reply
+ * after another or side by side in the worker's slots, the prompt taken
+ * from the KV cache after the first (the prefix cache keeps it); the reply
  * lists them by index, a stream sends choice 0 whole, then choice 1, ...
  * A completions batch of P prompts (OpenAI's list of strings or of token-id
  * lists) queues P * n jobs, prompt p's choice c at index p * n + c, seeded

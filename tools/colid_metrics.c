@@ -47,10 +47,9 @@ static const char *const g_hist_names[COLID_H_N][2] = {
      "request arrival at the queue to its first generated token (first choice)"},
     {"coli_inter_token_latency_seconds", "gaps between successive generated tokens"},
     {"coli_queue_time_seconds", "request arrival at the queue to the engine starting it"},
-    {"coli_step_forward_seconds",
-     "--parallel > 1: a batch step's forward over every running sequence's rows"},
+    {"coli_step_forward_seconds", "a batch step's forward over every running sequence's rows"},
     {"coli_step_host_seconds",
-     "--parallel > 1: a batch step's host work after its forward (tokens picked, streamed)"},
+     "a batch step's host work after its forward (tokens picked, streamed)"},
 };
 
 void colid_hist_observe(struct colid_hist *h, enum colid_hist_kind kind, double s)
@@ -189,7 +188,7 @@ char *colid_metrics_text(struct colid_metrics *m, struct colid_queue *q)
 	int depth = colid_queue_depth(q), running;
 
 	pthread_mutex_lock(&q->mu);
-	running = q->running != NULL ? 1 : q->n_run;
+	running = q->n_run;
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_lock(&m->mu);
 	s = *m; /* a consistent copy; the mutex field of the copy is not used */

@@ -4,10 +4,9 @@
  *
  * The engine is not thread-safe, so exactly one thread calls it. HTTP threads
  * push jobs into a ring of `cap` slots (full: -EAGAIN, which the server turns
- * into 429 + Retry-After); the worker pops in order, runs coli_generate (one
- * job at a time: --parallel 1; with more slots colid_batch.c's loop runs up
- * to that many jobs together, through the same callback), and publishes
- * text as it decodes:
+ * into 429 + Retry-After); the worker (colid_batch.c's loop) takes them in
+ * order into the engine's sequence slots, up to --parallel of them running
+ * together, and publishes text as it decodes (colid_job_token):
  *
  *   job->text  [len]        everything decoded so far (complete UTF-8 only)
  *   job->committed          prefix that is final: the last (longest stop - 1)
@@ -21,10 +20,9 @@
  * when job->cancel is set (the client went away, or shutdown), checked at
  * every token. A job whose client left while queued is skipped.
  *
- * A job's end is colid_job_end whichever loop ran it (this one, after
- * coli_generate; colid_batch.c's, after its sequence's last step; either,
- * for a job that never ran): its finish reason, -ECANCELED when its client
- * left, its count in /metrics, then done.
+ * A job's end is colid_job_end (colid_batch.c's loop, after its sequence's
+ * last step, or for a job that never ran): its finish reason, -ECANCELED
+ * when its client left, its count in /metrics, then done.
  *
  * Lock order: queue->mu, then job->mu; never the reverse.
  */
@@ -283,49 +281,6 @@ int colid_job_token(void *arg, int id, const char *text, size_t len)
 	return rc || j->stopped;
 }
 
-static void run_job(struct colid_queue *q, struct colid_job *j)
-{
-	struct coli_gen_stats st;
-	int rc;
-
-	j->started_s = colid_now_s();
-	rc = coli_generate(q->engine, j->ids, j->n_ids, j->max_tokens, &j->sampler, colid_job_token,
-	                   j, &st);
-	colid_job_end(q, j, rc, &st);
-}
-
-static void *worker_main(void *arg)
-{
-	struct colid_queue *q = arg;
-
-	for (;;) {
-		struct colid_job *j;
-
-		pthread_mutex_lock(&q->mu);
-		while (!q->n && !q->closing)
-			pthread_cond_wait(&q->cv, &q->mu);
-		if (!q->n) { /* closing and drained */
-			pthread_mutex_unlock(&q->mu);
-			break;
-		}
-		j = q->ring[q->head];
-		q->head = (q->head + 1) % q->cap;
-		q->n--;
-		q->running = j;
-		pthread_mutex_unlock(&q->mu);
-
-		if (atomic_load(&j->cancel)) /* the client left while it waited */
-			colid_job_end(q, j, -ECANCELED, NULL);
-		else
-			run_job(q, j);
-		pthread_mutex_lock(&q->mu);
-		q->running = NULL;
-		pthread_mutex_unlock(&q->mu);
-		colid_job_put(j);
-	}
-	return NULL;
-}
-
 int colid_queue_init(struct colid_queue *q, int cap, coli_engine_t *e, struct colid_metrics *m)
 {
 	memset(q, 0, sizeof(*q));
@@ -344,8 +299,7 @@ int colid_queue_init(struct colid_queue *q, int cap, coli_engine_t *e, struct co
 
 int colid_queue_start(struct colid_queue *q)
 {
-	int rc = pthread_create(
-	    &q->worker, NULL, coli_engine_n_seq(q->engine) > 1 ? colid_batch_main : worker_main, q);
+	int rc = pthread_create(&q->worker, NULL, colid_batch_main, q);
 
 	if (rc)
 		return -rc;
@@ -414,8 +368,6 @@ void colid_queue_close(struct colid_queue *q)
 void colid_queue_cancel_running(struct colid_queue *q)
 {
 	pthread_mutex_lock(&q->mu);
-	if (q->running)
-		atomic_store(&q->running->cancel, 1);
 	for (int i = 0; i < q->n_run; i++)
 		atomic_store(&q->run[i]->cancel, 1);
 	pthread_mutex_unlock(&q->mu);

@@ -8,8 +8,8 @@ cached_tokens must be 0 for the first, the shared prefix's tokens for the
 second (the token count both prompts agree on, computed here from the tokens
 `coli tokenize` gives), and all but the last token for the repeat; and
 /metrics' prompt, prefilled and prefix-cache saved tokens must add up to the
-replies'. On --parallel 1 (coli_generate) and 2 (colid's batch loop). Then
-four long prompts through --parallel 2 and the first again: its whole blocks
+replies'. On --parallel 1 and 2. Then more long prompts than slots (three
+through --parallel 1, four through 2) and the first again: its whole blocks
 come from the block index (its slot served another since), text unchanged.
 
 Then concurrent clients on --parallel 3 (core/forward/kv_pool.c: a running
@@ -52,7 +52,7 @@ def metric(port, name):
     return float(m.group(1)) if m else None
 
 
-for par in ("1", "2"):  # coli_generate's one sequence, colid_batch.c's slots
+for par in ("1", "2"):  # one slot, two
     srv = Colid(model, "--gpu", "off", "--parallel", par)
     prev, n_prompt, n_cached = None, 0, 0
     for what, prompt in (("first", shared + "return 0\n"), ("second", shared + "print(argv)\n"),
@@ -87,37 +87,40 @@ for par in ("1", "2"):  # coli_generate's one sequence, colid_batch.c's slots
           "(the free slot's own history holds more)" % (par, shared_n))
     check(srv.stop() == 0, "colid exit")
 
-# More conversations than slots (--parallel 2): four prompts with long beginnings of their
-# own, one after another, then the first again with another ending. Its slot has served
-# a later prompt since, so its beginning comes from the block index: the whole blocks of
-# 32 tokens it shares with the first, or a free slot's own history if that shares more.
-srv = Colid(model, "--gpu", "off", "--parallel", "2")
-# (20 lines: about 130 tokens, 5 blocks a conversation with its reply; the pool's 32 blocks
-# hold them all, so none is evicted)
-convs = ["# conversation %d\n" % i + ("v%d = %d\n" % (i, i)) * 20 for i in range(4)]
-hist = []
-for i, prompt in enumerate(convs + [convs[0] + "print(v0)\n"]):
-    st, _, body = post(srv.port, "/v1/completions",
-                       {"prompt": prompt, "max_tokens": 12, "temperature": 0})
-    check(st == 200, "conversation %d: status %d %s" % (i, st, body[:200]))
-    r = json.loads(body)
-    toks = ids(prompt)
-    if i == 4:
-        cached = r["usage"]["prompt_tokens_details"]["cached_tokens"]
-        blocks = min(common(hist[0], toks), len(toks) - 1) // 32 * 32
-        own = max(min(common(h, toks), len(toks) - 1) for h in hist[2:])
-        check(cached == max(blocks, own) and blocks >= 64,
-              "the first conversation again: cached_tokens %d, want %d (its blocks) or %d "
-              "(a slot's own)" % (cached, blocks, own))
-        text = generate(model, prompt, 12)
-        check(r["choices"][0]["text"] == text, "the first conversation again: %r, coli "
-              "generate says %r" % (r["choices"][0]["text"], text))
-        print("ok  five prompts through two slots: the first again keeps %d of its %d tokens "
-              "from the block index, text = coli generate's" % (cached, len(toks)))
-    hist.append(toks)
-shared_n = metric(srv.port, "coli_prefix_cache_shared_tokens_total")
-check(shared_n and shared_n >= 64, "/metrics: %r tokens shared through the index" % shared_n)
-check(srv.stop() == 0, "colid exit")
+# More conversations than slots: prompts with long beginnings of their own, one after
+# another, then the first again with another ending. Its slot has served a later prompt
+# since, so its beginning comes from the block index: the whole blocks of 32 tokens it
+# shares with the first, or a free slot's own history if that shares more.
+# (20 lines: about 130 tokens, 5 blocks a conversation with its reply; the pool, 16 blocks
+# a slot, holds three conversations on one slot and four on two, so none is evicted)
+for par, n_conv in (("1", 3), ("2", 4)):
+    srv = Colid(model, "--gpu", "off", "--parallel", par)
+    convs = ["# conversation %d\n" % i + ("v%d = %d\n" % (i, i)) * 20 for i in range(n_conv)]
+    hist = []
+    for i, prompt in enumerate(convs + [convs[0] + "print(v0)\n"]):
+        st, _, body = post(srv.port, "/v1/completions",
+                           {"prompt": prompt, "max_tokens": 12, "temperature": 0})
+        check(st == 200, "conversation %d: status %d %s" % (i, st, body[:200]))
+        r = json.loads(body)
+        toks = ids(prompt)
+        if i == n_conv:
+            cached = r["usage"]["prompt_tokens_details"]["cached_tokens"]
+            blocks = min(common(hist[0], toks), len(toks) - 1) // 32 * 32
+            own = max(min(common(h, toks), len(toks) - 1) for h in hist[-int(par):])
+            check(cached == max(blocks, own) and blocks >= 64,
+                  "--parallel %s, the first conversation again: cached_tokens %d, want %d "
+                  "(its blocks) or %d (a slot's own)" % (par, cached, blocks, own))
+            text = generate(model, prompt, 12)
+            check(r["choices"][0]["text"] == text, "the first conversation again: %r, coli "
+                  "generate says %r" % (r["choices"][0]["text"], text))
+            print("ok  %d prompts through --parallel %s: the first again keeps %d of its %d "
+                  "tokens from the block index, text = coli generate's"
+                  % (n_conv + 1, par, cached, len(toks)))
+        hist.append(toks)
+    shared_n = metric(srv.port, "coli_prefix_cache_shared_tokens_total")
+    check(shared_n and shared_n >= 64, "--parallel %s /metrics: %r tokens shared through the "
+          "index" % (par, shared_n))
+    check(srv.stop() == 0, "colid exit")
 
 # Concurrent clients: B1 and B2 while A runs. A's EOS ids are biased away and every token
 # takes 10 ms (--debug-token-delay-ms), so A runs for seconds after its first token (the
