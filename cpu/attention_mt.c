@@ -171,10 +171,9 @@ int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g
 
 	for (int k = 0; k < n; k++) {
 		min_pos = g[k].n_pos < min_pos ? g[k].n_pos : min_pos;
+		max_pos = g[k].n_pos > max_pos ? g[k].n_pos : max_pos;
 		units += (g[k].G + 7) / 8;
 	}
-	for (int k = 0; k < n; k++)
-		max_pos = g[k].n_pos > max_pos ? g[k].n_pos : max_pos;
 	if (coli_cpu_isa() < COLI_CPU_ISA_AVX2 || units >= threads || units > MT_MAX_UNITS ||
 	    units > n_slots || min_pos < MT_MIN_POS || coli_attn_slot_floats(max_pos, vd) > slot) {
 		coli_cpu_pool_run(p, group_task, j, n < n_slots ? n : n_slots);
