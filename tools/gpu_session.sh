@@ -32,6 +32,15 @@
 #                                      us a step (ncu: `bench decode --seqs N`
 #                                      of 4 and of 12 tokens, the difference
 #                                      over 8 steps), largest first
+#   tools/gpu_session.sh ncu-attn COLI [N] [M]
+#                                      (GPU host) ncu's sections (speed of
+#                                      light, memory, scheduler, warp
+#                                      states, occupancy) of one attention
+#                                      launch of a decode step after N
+#                                      cached tokens (default 32768; graphs
+#                                      off, so the profiler sees it), then of
+#                                      the N-token prompt's last prefill
+#                                      chunk's (its tiles, whole mode)
 #   tools/gpu_session.sh gaps COLI [M] (GPU host) the all-resident decode's
 #                                      kernel time a token (ncu: one greedy
 #                                      run of 1 token and one of 17, the
@@ -46,8 +55,8 @@
 # TESTS="..." (both steps) picks the tests: compiled ones (build/tests/...) or
 # scripts (tests/<module>/<name>.sh, run in a scratch directory). The device tool carries at most
 # 64 MiB with the tracked tree (~46 MB): the tarball is well under that;
-# drop tests a run does not need (placement alone takes ~2 minutes of
-# device time).
+# drop tests a run does not need (placement alone takes ~5 minutes of
+# device time: every family, quantization and KV type).
 set -u
 TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels ptx/host_wait ptx/job_ring ptx/kinds ptx/kv_types ptx/mla core/no_const_h2d
 core/batch_invariance core/graph_replay core/fixture_logits core/fixture_greedy core/forward_argmax core/overlap_release
@@ -230,8 +239,31 @@ gaps)
 		}'
 	}
 	;;
+ncu-attn)
+	c=${2:?usage: tools/gpu_session.sh ncu-attn COLI [N] [MODEL]}
+	fill=${3:-32768}
+	model=${4:-/tmp/q30-8.coli}
+	need_model "$c" "$model"
+	layers=$("$c" bench decode -m "$model" --gpu off --tokens 1 --rounds 1 --warmup 0 \
+		--disk-mib 0 2>&1 | sed -n 's/.*, \([0-9]*\) layers,.*/\1/p' | head -1)
+	[ -n "$layers" ] || { echo "no layer count from coli bench decode"; exit 1; }
+	# the prompt goes in chunks of 2048 (--ubatch), one attention launch a
+	# layer each; then each decode step's, a layer each
+	chunks=$(((fill + 2047) / 2048))
+	for what in "decode $((chunks * layers + layers))" "prefill $(((chunks - 1) * layers))"; do
+		echo "== ${what% *} (after ${what#* } launches of coli_attn*)"
+		COLI_DEV_GRAPH=0 "${NCU:-/usr/local/cuda/bin/ncu}" --kernel-name regex:coli_attn \
+			--launch-skip "${what#* }" --launch-count 1 --clock-control none \
+			--cache-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+			--section SchedulerStats --section WarpStateStats --section Occupancy \
+			--section LaunchStats "$c" bench decode -m "$model" --gpu 0 \
+			--ctx $((fill + 64)) --ctx-override --ubatch 2048 --tokens 4 --rounds 1 \
+			--warmup 0 --disk-mib 0 --ctx-fill "$fill" 2>&1 |
+			grep -E '^  [a-z_]+|^    [A-Z][A-Za-z/. ()#-]+ +[a-zA-Z/%]* +[0-9]' | cut -c1-100
+	done
+	;;
 *)
-	sed -n '2,50p' "$0"
+	sed -n '2,59p' "$0"
 	exit 2
 	;;
 esac
