@@ -109,6 +109,9 @@ static int layer_alloc(struct coli_scratch *s, const struct coli_model_config *c
 {
 	int T = s->tmax, H = c->hidden, qd = c->n_heads * c->head_dim;
 	int kvd = c->n_kv_heads * c->head_dim, aw = ah_width(c, inter);
+	/* a decode token's eight-head units (MLA: one group of every head) */
+	int units = c->kv_lora ? (c->n_heads + 7) / 8
+	                       : c->n_kv_heads * ((c->n_heads / c->n_kv_heads + 7) / 8);
 	int rc;
 
 	rc = ALLOC(s->x, (size_t)T * H);
@@ -116,8 +119,11 @@ static int layer_alloc(struct coli_scratch *s, const struct coli_model_config *c
 	rc = rc ? rc : ALLOC(s->kx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(s->vx, (size_t)T * kvd);
 	rc = rc ? rc : ALLOC(s->att, (size_t)T * aw); /* aw >= qd, and MLA's nh*v_head */
-	/* attention's: the scores and the output blocks' sums of a split group */
-	s->slot = coli_attn_slot_floats(ctx, c->kv_lora ? c->kv_lora : c->head_dim);
+	/* attention's: the scores, and the output blocks' sums where a decode
+	 * token's groups split (fewer units than threads: coli_attention_groups_mt) */
+	s->slot = units < threads
+	              ? coli_attn_slot_floats(ctx, c->kv_lora ? c->kv_lora : c->head_dim)
+	              : (size_t)ctx * 8;
 	rc = rc ? rc : ALLOC(s->scores, (size_t)threads * s->slot);
 	rc = rc ? rc : ALLOC(s->attn, (size_t)T * c->n_kv_heads);
 	rc = rc ? rc : ALLOC(s->mlp, (size_t)T * H);
