@@ -25,6 +25,7 @@ int bench_model_main(int argc, char **argv); /* make-model */
 int bench_run_main(int argc, char **argv);   /* decode, prefill (argv[0] says which) */
 int bench_io_main(int argc, char **argv);
 int bench_mla_main(int argc, char **argv);
+int bench_cpu_attn_main(int argc, char **argv);
 int bench_constrain_main(int argc, char **argv);
 int bench_serve_main(int argc, char **argv); /* tools/bench_serve.c */
 /* `coli bench kernels`' prefill GEMM table (tools/bench_gemm.c): int8 GOP/s

@@ -12,6 +12,8 @@
  *   io           slab streaming vs sequential O_DIRECT (tools/bench_io.c)
  *   mla          latent attention of a decode step vs device bandwidth
  *                (tools/bench_mla.c)
+ *   attention    the CPU's attention of a decode token vs the host read
+ *                (tools/bench_cpu_attn.c)
  *   constrain    a constrained step's token mask at 151936 tokens vs 5% of a
  *                decode step (tools/bench_constrain.c)
  *   serve        concurrent clients against colid or any OpenAI-compatible
@@ -51,6 +53,9 @@ static void usage(FILE *f)
 	           "  mla     [--ctx N] [--heads H]\n"
 	           "              the GPU's latent attention (DeepSeek-V3 / Kimi-K2) at a decode\n"
 	           "              step vs the device bandwidth measured in the run\n"
+	           "  attention [--ctx N] [--threads T] [--kv-type T] [--isa LIST]\n"
+	           "              the CPU's attention of a decode token over N cached positions\n"
+	           "              per kernel ISA vs the host read bandwidth measured in the run\n"
 	           "  constrain [--tokenizer FILE] [--vocab N] [--decode-ms MS]\n"
 	           "              the token mask of constrained decoding (JSON schema) over a\n"
 	           "              padded 151936-token vocabulary vs 5%% of a decode step\n"
@@ -82,6 +87,8 @@ int cmd_bench(int argc, char **argv)
 		return bench_io_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mla"))
 		return bench_mla_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "attention"))
+		return bench_cpu_attn_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "constrain"))
 		return bench_constrain_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "serve"))
