@@ -14,9 +14,9 @@
  * step walks its layers, so a layer's rows come from memory, not from the
  * cache a previous call left.
  *
- * Arms: the kernels' ISAs (--isa, default every one this CPU offers from
- * AVX2 up; scalar on request), interleaved: each repetition runs every arm
- * once over all the layers. Per arm: ms a layer (median over the
+ * Arms: the kernels' ISAs (--isa LIST; default the best this CPU offers,
+ * whose kernels the engine runs), interleaved: each repetition runs every
+ * arm once over all the layers. Per arm: ms a layer (median over the
  * repetitions, with the range), the cache's GB/s, and the ratio to the
  * bound; and whether the groups split across the threads (fewer eight-head
  * units than threads, positions >= 256) or ran a task a group.
@@ -47,9 +47,9 @@ static void help(FILE *f)
 	        "  the CPU attention of one decode token over N cached positions (default\n"
 	        "  8192) of L layers (default 8) in turn: H query heads (32) sharing K kv\n"
 	        "  heads (4) of D dims (128; qwen3-30b's shape), the cache's type (bf16), T\n"
-	        "  threads (default: online CPUs); per ISA arm (default: those this CPU has\n"
-	        "  from avx2 up, interleaved) ms a layer, the cache GB/s, the bound from the\n"
-	        "  host read bandwidth measured in the run, and their ratio\n");
+	        "  threads (default: online CPUs); per ISA arm (default: this CPU's best;\n"
+	        "  several interleaved) ms a layer, the cache GB/s, the bound from the host\n"
+	        "  read bandwidth measured in the run, and their ratio\n");
 }
 
 static int parse_isa(const char *v, int *isa, int *n)
@@ -144,10 +144,7 @@ int bench_cpu_attn_main(int argc, char **argv)
 		                nh, nkv, hd),
 		       2;
 	if (!n_arms)
-		for (int k = COLI_CPU_ISA_AVX2; k <= (int)coli_cpu_isa_best(); k++)
-			isa[n_arms++] = k;
-	if (!n_arms)
-		isa[n_arms++] = COLI_CPU_ISA_SCALAR;
+		isa[n_arms++] = (int)coli_cpu_isa_best();
 	for (int a = 0; a < n_arms; a++)
 		if (isa[a] > (int)coli_cpu_isa_best())
 			return tool_err("bench attention", "--isa %s: this CPU does not offer it",
