@@ -125,7 +125,7 @@ static void share_task(void *arg, int task, int n_tasks)
 		coli_attn8_div_avx2(u->sc, p0, p1, j->sum[task / per]);
 		break;
 	case OUTPUTS: { /* blocks [b0, b1) of the unit's output blocks */
-		const int nob = (g->n_pos + COLI_ATTN_OUT_BLOCK - 1) / COLI_ATTN_OUT_BLOCK;
+		const int nob = coli_attn_out_blocks(g->n_pos);
 		const int b0 = nob * s / per, b1 = nob * (s + 1) / per;
 		struct coli_kv_rows V = rows_of(j, g, 1);
 
@@ -141,7 +141,7 @@ static void share_task(void *arg, int task, int n_tasks)
 		break;
 	}
 	default: { /* FOLD: slices of eight dims, the blocks in order */
-		const int nob = (g->n_pos + COLI_ATTN_OUT_BLOCK - 1) / COLI_ATTN_OUT_BLOCK;
+		const int nob = coli_attn_out_blocks(g->n_pos);
 		int blocks = (j->vd + 7) / 8, b0 = blocks * s / per, b1 = blocks * (s + 1) / per;
 		int i1 = b1 * 8 < j->vd ? b1 * 8 : j->vd;
 		float *acc = block_of(j, task / per, 0) + b0 * 64;

@@ -316,6 +316,9 @@ int coli_kv_type_parse(const char *s);
 const char *coli_kv_type_name(int type);
 /* Bytes of one row of n values in nseg segments. */
 size_t coli_kv_row_bytes(int type, int n, int nseg);
+/* Segment g's place in such a row (segments of hd values): bytes to its
+ * first value (*off), and from there to its q8 scale (*soff). */
+void coli_kv_seg_offsets(int type, int n, int g, int hd, size_t *off, int *soff);
 /* x[n] -> dst (one row, layout above; segments of seg dims). */
 void coli_kv_row_store(int type, void *dst, const float *x, int n, int seg);
 /* Elements [i0, i0 + n) of position p as fp32: a pointer into the cache
@@ -381,14 +384,19 @@ struct coli_attn_group {
 	                          * V's alike), or NULL: position p at row p */
 	int p0, bshift;
 };
+/* The COLI_ATTN_OUT_BLOCK blocks of n_pos positions. */
+static inline int coli_attn_out_blocks(int n_pos)
+{
+	return (n_pos + COLI_ATTN_OUT_BLOCK - 1) / COLI_ATTN_OUT_BLOCK;
+}
 /* Floats a slot of coli_attention_groups_mt's scratch holds for groups of
  * up to n_pos positions and vd value dims: the scores [n_pos][8], then the
  * sums of each COLI_ATTN_OUT_BLOCK of the outputs (a smaller slot: one task
  * a group). */
 static inline size_t coli_attn_slot_floats(int n_pos, int vd)
 {
-	return (size_t)n_pos * 8 + (size_t)(n_pos + COLI_ATTN_OUT_BLOCK - 1) / COLI_ATTN_OUT_BLOCK *
-	                               (size_t)((vd + 7) / 8) * 64;
+	return (size_t)n_pos * 8 +
+	       (size_t)coli_attn_out_blocks(n_pos) * (size_t)((vd + 7) / 8) * 64;
 }
 /* n groups (sharing stride, hd, vd and scale) across the pool (may be NULL), each
  * with coli_attention_group's bits. Fewer eight-head units than threads, each

@@ -56,6 +56,14 @@ size_t coli_kv_row_bytes(int type, int n, int nseg)
 	}
 }
 
+void coli_kv_seg_offsets(int type, int n, int g, int hd, size_t *off, int *soff)
+{
+	const size_t esz = type == COLI_KV_F32 ? 4 : type == COLI_KV_BF16 ? 2 : 1;
+
+	*off = (size_t)g * hd * esz;
+	*soff = (int)((((size_t)n + 3) & ~(size_t)3) + 4 * (size_t)g - *off);
+}
+
 /* One segment x[n] -> q[n] and its scale. */
 static float q8_segment(signed char *q, const float *x, int n)
 {

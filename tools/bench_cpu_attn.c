@@ -152,12 +152,7 @@ int bench_cpu_attn_main(int argc, char **argv)
 			       1;
 
 	const int G = nh / nkv, n = nkv * hd;
-	const size_t row = coli_kv_row_bytes(kt, n, nkv), esz = kt == COLI_KV_F32    ? 4
-	                                                        : kt == COLI_KV_BF16 ? 2
-	                                                                             : 1;
-	const size_t slot = coli_attn_slot_floats(ctx, hd);
-	/* the rows' scales sit after the values, 4-aligned (core/forward/kv.c) */
-	const int soff0 = (int)(((size_t)n + 3) & ~(size_t)3);
+	const size_t row = coli_kv_row_bytes(kt, n, nkv), slot = coli_attn_slot_floats(ctx, hd);
 	unsigned long long seed = 1;
 	float *x = malloc(sizeof(float) * n);
 
@@ -210,22 +205,25 @@ int bench_cpu_attn_main(int argc, char **argv)
 				struct coli_attn_group g[1024];
 
 				for (int k = 0; k < nkv; k++) {
-					const size_t off = (size_t)k * hd * esz;
+					size_t off;
+					int soff;
 
-					g[k] = (struct coli_attn_group){
-					    .q = q + (size_t)k * G * hd,
-					    .K = K[l] + off,
-					    .V = V[l] + off,
-					    .out = out + (size_t)k * G * hd,
-					    .G = G,
-					    .n_pos = ctx,
-					    .kt = kt,
-					    .vt = kt,
-					    .kstride = row,
-					    .vstride = row,
-					    .ksoff = (int)(soff0 + 4 * k - (int)off),
-					    .vsoff = (int)(soff0 + 4 * k - (int)off),
-					    .seg = hd};
+					coli_kv_seg_offsets(kt, n, k, hd, &off, &soff);
+
+					g[k] = (struct coli_attn_group){.q = q + (size_t)k * G * hd,
+					                                .K = K[l] + off,
+					                                .V = V[l] + off,
+					                                .out = out +
+					                                       (size_t)k * G * hd,
+					                                .G = G,
+					                                .n_pos = ctx,
+					                                .kt = kt,
+					                                .vt = kt,
+					                                .kstride = row,
+					                                .vstride = row,
+					                                .ksoff = soff,
+					                                .vsoff = soff,
+					                                .seg = hd};
 				}
 				split[a] = coli_attention_groups_mt(pool, g, nkv, n, hd, hd,
 				                                    1.0f / sqrtf((float)hd),

@@ -158,16 +158,6 @@ void coli_kv_copy_block(struct coli_kv *kv, const struct coli_kv_cow *c)
 	}
 }
 
-/* Bytes into a row of head g's first value (type t), and from there to its
- * q8 scale. */
-static void head_offsets(const struct coli_kv *kv, int t, int g, int hd, size_t *off, int *soff)
-{
-	size_t esz = t == COLI_KV_F32 ? 4 : t == COLI_KV_BF16 ? 2 : 1;
-
-	*off = (size_t)g * hd * esz;
-	*soff = (int)((((size_t)kv->n + 3) & ~(size_t)3) + 4 * (size_t)g - *off);
-}
-
 void coli_kv_group_rows(const struct coli_kv *kv, int seq, int l, int g, int hd, int k0,
                         struct coli_attn_group *a)
 {
@@ -176,8 +166,8 @@ void coli_kv_group_rows(const struct coli_kv *kv, int seq, int l, int g, int hd,
 	const char *vc = kv->vcache ? (const char *)kv->vcache + base * kv->vrow : kc;
 	size_t ko, vo;
 
-	head_offsets(kv, kv->kt, g, hd, &ko, &a->ksoff);
-	head_offsets(kv, kv->vt, g, hd, &vo, &a->vsoff);
+	coli_kv_seg_offsets(kv->kt, kv->n, g, hd, &ko, &a->ksoff);
+	coli_kv_seg_offsets(kv->vt, kv->n, g, hd, &vo, &a->vsoff);
 	a->K = kc + ko;
 	a->V = vc + vo;
 	a->kt = kv->kt, a->vt = kv->vt;
