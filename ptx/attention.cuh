@@ -222,9 +222,26 @@ static __device__ __forceinline__ void attn_put_partial(float *mine, const float
 }
 
 /* The last CTA to arrive: the splits [first, used) holding positions (first
- * > 0: a sliding window's), combined in ascending order (a split past the
- * position would add exactly +0: m = -inf, l = 0, acc = 0); with sinks (the
- * CTA's first head's, or NULL) the head's sink joins M first and L last. */
+ * > 0: a sliding window's), folded in ascending order with a running maximum
+ * M: at split c, M' = max(M, m_c), O = O * exp(M - M') + acc_c * exp(m_c - M'),
+ * L likewise with l_c (the whole-mode folds of attn_tc.cuh and
+ * attn_prefill.cu take these steps at each split's end, so they need no
+ * first pass for the maximum). A split past the position adds nothing (m =
+ * -inf, l = 0, acc = 0). With sinks (the CTA's first head's, or NULL) the
+ * head's sink starts M and joins L last. */
+static __device__ __forceinline__ void attn_fold(float &M, float &L, float m, float l, float *fo,
+                                                 float *fn)
+{
+	const float Mn = fmaxf(M, m);
+
+	/* 1 where a term holds the maximum (exp(0), exact), so an empty split
+	 * (m = -inf, l = 0, acc = 0) after nothing (M = -inf) adds 0, not NaN */
+	*fo = M == Mn ? 1.0f : expf(M - Mn);
+	*fn = m == Mn ? 1.0f : expf(m - Mn);
+	L = L * *fo + l * *fn; /* -fmad=false (Makefile): products, then the sum */
+	M = Mn;
+}
+
 static __device__ __forceinline__ void attn_combine(const struct attn_out &a, const float *all,
                                                     int first, int used, int nq, int group, int hd,
                                                     const float *sink)
@@ -236,15 +253,13 @@ static __device__ __forceinline__ void attn_combine(const struct attn_out &a, co
 		const float s = sink ? __ldg(sink + g) : -INFINITY;
 		float M = s, O = 0.0f, L = 0.0f;
 
-		for (int c = first; c < used; c++)
-			M = fmaxf(M, __ldcg(all + c * stride + nq + g));
 #pragma unroll 8
 		for (int c = first; c < used; c++) {
 			const float *pc = all + c * stride;
-			const float f = expf(__ldcg(pc + nq + g) - M);
+			float fo, fn;
 
-			O += __ldcg(pc + it) * f;
-			L += __ldcg(pc + nq + group + g) * f;
+			attn_fold(M, L, __ldcg(pc + nq + g), __ldcg(pc + nq + group + g), &fo, &fn);
+			O = O * fo + __ldcg(pc + it) * fn;
 		}
 		if (sink)
 			L += expf(s - M);

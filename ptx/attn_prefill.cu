@@ -28,15 +28,14 @@
  *     row's last position the value is +0, as the chunk kernel loads it);
  *   - the positions split as they split there (COLI_GPU_ATTN_CPS chunks a
  *     split, from the row's own position); a row with one split writes acc / l,
- *     otherwise splits are combined as attn_combine does: M = the largest
- *     split maximum, then in ascending order O += acc * expf(m - M),
- *     L += l * expf(m - M), out = O / L. M is the largest of all the row's
- *     scores, so a first pass over the chunks (K only, scores and max) finds
- *     it before the second: a third more arithmetic, no partials in memory.
+ *     otherwise splits are folded as attn_combine folds them, at each
+ *     split's end in ascending order (attn_fold: a running maximum M, O =
+ *     O * expf(M - M') + acc * expf(m - M')), out = O / L: one pass over
+ *     the chunks, no partials in memory.
  * With gridDim.z > 1 (a few queries after a long cache, no window or sinks:
  * ptx/gpu_attn.c) CTA z takes split z of every row of its tile and writes
  * coli_attn_chunks' partials, the last CTA of a query combining them as
- * there (attn_combine), so the first pass is not needed; a tile whose rows
+ * there (attn_combine); a tile whose rows
  * split unlike (a query count on either side of a split's boundary) stays
  * whole in CTA 0.
  * Warp w owns rows w * AP_RW.. in every phase (scores: lane = position; P.V:
@@ -54,16 +53,16 @@ template <int HD, int RW> struct ApSmem {
 	float o[AP_WARPS * RW * HD];       /* the combine's sum O [row][dim] */
 };
 
-/* A chunk's K (and V) rows c0.. into buffer b; rows from nmax on zero-filled.
+/* A chunk's K and V rows c0.. into buffer b; rows from nmax on zero-filled.
  * The chunk (c0 a multiple of AD_CHUNK) is one block of the cache: its first
  * row kv_at(tab, nbs, 0, c0) (the launch's one sequence: tab is its slot's).
  * f32 rows go by cp.async; typed ones (KV mode M, attention.cuh) are loaded,
  * turned into their fp32 values and stored (plain stores, complete at the
  * __syncthreads that also orders the cp.async copies before a chunk's use). */
 template <int HD, int RW, int KVM>
-static __device__ __forceinline__ void ap_load(ApSmem<HD, RW> &sm, int b, bool with_v,
-                                               const void *K, const void *V, int c0, int nmax,
-                                               int kvd, int kvh, const int *tab, int nbs)
+static __device__ __forceinline__ void ap_load(ApSmem<HD, RW> &sm, int b, const void *K,
+                                               const void *V, int c0, int nmax, int kvd, int kvh,
+                                               const int *tab, int nbs)
 {
 	enum { PER = HD / 4, LD = ApSmem<HD, RW>::LD };
 	constexpr int KT = kvmode<KVM>::KT, VT = kvmode<KVM>::VT;
@@ -85,9 +84,9 @@ static __device__ __forceinline__ void ap_load(ApSmem<HD, RW> &sm, int b, bool w
 			    ok ? kv_ld4<KT>(kr + (size_t)kvh * HD * kv_esz<KT>(), c,
 			                    kv_scale<KT>(kr, soff))
 			       : z;
-		if (with_v && VT == 0)
+		if (VT == 0)
 			cp16(&sm.v[b][r * LD + c * 4], vr + ((size_t)kvh * HD + c * 4) * 4, ok);
-		else if (with_v)
+		else
 			*(float4 *)&sm.v[b][r * LD + c * 4] =
 			    ok ? kv_ld4<VT>(vr + (size_t)kvh * HD * kv_esz<VT>(), c,
 			                    kv_scale<VT>(vr, soff))
@@ -220,9 +219,8 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 	const int n_lo = posb + t0 + 1,
 	          c_lo = window > 0 && n_lo > window ? (n_lo - window) / AD_CHUNK : 0;
 	const struct attn_out ao = {out, aq, ad, aqs};
-	int n[RW];          /* positions row i sees; 0: no query */
-	int cps[RW];        /* chunks a split of row i (COLI_GPU_ATTN_CPS of n[i]) */
-	bool multi = false; /* some row's window spans several splits */
+	int n[RW];   /* positions row i sees; 0: no query */
+	int cps[RW]; /* chunks a split of row i (COLI_GPU_ATTN_CPS of n[i]) */
 	/* every lane holds its rows' state (the same values: shuffled sums) */
 	float m[RW], l[RW], acc[RW][VD], M[RW], L[RW];
 	/* row i's first position (a sliding window's k0, else 0) and its sink,
@@ -245,8 +243,7 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 
 		n[i] = r < qt * group && t < T ? posb + t + 1 : 0;
 		cps[i] = COLI_GPU_ATTN_CPS(n[i] > 0 ? n[i] : 1, max_splits);
-		multi = multi || (n[i] - 1) / (cps[i] * AD_CHUNK) != AP_K0(i) / (cps[i] * AD_CHUNK);
-		M[i] = sinks ? AP_SINK(i) : -INFINITY; /* the sink joins M first (attn_combine's) */
+		M[i] = sinks ? AP_SINK(i) : -INFINITY; /* the sink starts M (attn_combine's) */
 		L[i] = 0.0f;
 #pragma unroll
 		for (int dd = 0; dd < VD; dd++)
@@ -288,41 +285,9 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 				return;
 		}
 	}
-	/* pass 1: each row's largest score, when some row spans two splits */
-	if (!zcps && __syncthreads_or(multi)) {
-		ap_load<HD, RW, KVM>(sm, c_lo & 1, false, K, V, c_lo * AD_CHUNK, nmax, kvd, kvh,
-		                     tab, nbs);
-		cp_commit();
-		for (int c = c_lo; c < nch; c++) {
-			int np[RW];
-			float x[RW];
-
-			cp_wait<0>();
-			__syncthreads(); /* chunk c landed; every warp is past chunk c - 1 */
-			if (c + 1 < nch)
-				ap_load<HD, RW, KVM>(sm, (c + 1) & 1, false, K, V,
-				                     (c + 1) * AD_CHUNK, nmax, kvd, kvh, tab, nbs);
-			cp_commit();
-#pragma unroll
-			for (int i = 0; i < RW; i++)
-				np[i] = n[i] - c * AD_CHUNK;
-			/* (a chunk before a row's window: all -inf) */
-			ap_scores<HD, RW>(sm, c & 1, warp, lane, np, window, scale, x);
-#pragma unroll
-			for (int i = 0; i < RW; i++) {
-				const float mx = warp_max(x[i]);
-
-				if (np[i] > 0)
-					M[i] = fmaxf(M[i], mx);
-			}
-		}
-		__syncthreads(); /* the buffers are free again */
-	}
-
-	/* pass 2: the chunk kernel's steps, row by row */
+	/* the chunk kernel's steps, row by row */
 	c_begin = zcps ? c_begin : c_lo;
-	ap_load<HD, RW, KVM>(sm, c_begin & 1, true, K, V, c_begin * AD_CHUNK, nmax, kvd, kvh, tab,
-	                     nbs);
+	ap_load<HD, RW, KVM>(sm, c_begin & 1, K, V, c_begin * AD_CHUNK, nmax, kvd, kvh, tab, nbs);
 	cp_commit();
 	for (int c = c_begin; c < c_end; c++) {
 		const int b = c & 1;
@@ -333,8 +298,8 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 		cp_wait<0>();
 		__syncthreads();
 		if (c + 1 < c_end)
-			ap_load<HD, RW, KVM>(sm, (c + 1) & 1, true, K, V, (c + 1) * AD_CHUNK, nmax,
-			                     kvd, kvh, tab, nbs);
+			ap_load<HD, RW, KVM>(sm, (c + 1) & 1, K, V, (c + 1) * AD_CHUNK, nmax, kvd,
+			                     kvh, tab, nbs);
 		cp_commit();
 #pragma unroll
 		for (int i = 0; i < RW; i++) {
@@ -412,13 +377,12 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 				}
 				continue;
 			} else {
-				const float f = expf(m[i] - M[i]);
-				float *o = &sm.o[r * HD + lane * VD];
+				float *o = &sm.o[r * HD + lane * VD], fo, fn;
 
+				attn_fold(M[i], L[i], m[i], l[i], &fo, &fn);
 #pragma unroll
 				for (int dd = 0; dd < VD; dd++)
-					o[dd] += acc[i][dd] * f;
-				L[i] += l[i] * f;
+					o[dd] = o[dd] * fo + acc[i][dd] * fn;
 				if (np[i] > AD_CHUNK)
 					continue;
 				if (sinks) /* the sink joins L last (attn_combine's order) */

@@ -34,9 +34,9 @@
  * z of every column and writes attention.cuh's partials, the last CTA of a
  * query combining them (attn_combine); a tile whose columns split unlike
  * stays whole in CTA 0. Whole (gridDim.z == 1), a CTA folds a column's splits
- * as attn_combine does: its largest score M first (a pass over K when some
- * column spans two splits), then at each split's end O += acc * exp(m - M),
- * L += l * exp(m - M), and at the last out = O / L (sinks: attention.cuh).
+ * as attn_combine does, at each split's end (attn_fold: a running maximum M,
+ * O = O * exp(M - M') + acc * exp(m - M')), and at the last out = O / L
+ * (sinks: attention.cuh); one pass over the cache.
  *
  * Warps: scores unit (m-tile mt, n-tile, half) w and w + 8, the query's
  * fragments of the unit held in registers the whole launch; softmax columns
@@ -72,7 +72,7 @@ template <int HD, int M> struct TcSmem {
 	unsigned short vw[T::VT == 2 ? AD_CHUNK * T::WR : 8];
 	float s[2][TC_COLS * TC_SP]; /* [half][col][p]: scores; s[0] then the weights */
 	float o[TC_COLS * HD];       /* [col][dim]: O of the fold, then the outputs */
-	float cf[TC_COLS], ff[TC_COLS], fl[TC_COLS], fm[TC_COLS];
+	float cf[TC_COLS], fo[TC_COLS], ff[TC_COLS], fl[TC_COLS], fm[TC_COLS];
 	int ev[TC_COLS], cn[TC_COLS], ck0[TC_COLS], cps[TC_COLS];
 };
 
@@ -190,232 +190,195 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 	}
 
 	/* chunk c's rows into stage c % NST */
-#define TC_STAGE(c, wv)                                                                            \
+#define TC_STAGE(c)                                                                                \
 	kv_stage<HD, M, Tl::KS, Tl::VS, Tl::V0, Tl::S0>(                                           \
 	    sm.st[(c) % NST], K, V, kv_at(tab, nbs, slot, (c)*AD_CHUNK),                           \
-	    min(AD_CHUNK, nmax - (c)*AD_CHUNK), kvh, krow, vrow, soff, wv)
-	/* pass 0: each column's largest score (whole, when a column spans two
-	 * splits); pass 1: the steps */
-	bool multi = false;
+	    min(AD_CHUNK, nmax - (c)*AD_CHUNK), kvh, krow, vrow, soff, true)
+	for (int i = 0; i < NST - 1; i++) {
+		if (c_begin + i < c_end)
+			TC_STAGE(c_begin + i);
+		cp_commit();
+	}
+	for (int c = c_begin; c < c_end; c++) {
+		const char *st = sm.st[c % NST];
 
-	if (!zcps)
-		for (int j = 0; j < ncol; j++) {
-			const int n = sm.cn[j], span = sm.cps[j] * AD_CHUNK;
-
-			multi = multi || (n > 0 && (n - 1) / span != sm.ck0[j] / span);
+		cp_wait<NST - 2>();
+		__syncthreads(); /* chunk c landed; every thread past chunk c - 1 */
+		if (c + NST - 1 < c_end)
+			TC_STAGE(c + NST - 1);
+		cp_commit();
+		if (KT == 2 || VT == 2) {
+			if (KT == 2)
+				tc_widen<HD>(sm.kw, st, Tl::KS);
+			if (VT == 2)
+				tc_widen<HD>(sm.vw, st + Tl::V0, Tl::VS);
+			__syncthreads(); /* the widened rows before their ldmatrix */
 		}
-	for (int pass = multi ? 0 : 1; pass < 2; pass++) {
-		const bool wv = pass == 1;
 
-		for (int i = 0; i < NST - 1; i++) {
-			if (c_begin + i < c_end)
-				TC_STAGE(c_begin + i, wv);
-			cp_commit();
-		}
-		for (int c = c_begin; c < c_end; c++) {
-			const char *st = sm.st[c % NST];
-
-			cp_wait<NST - 2>();
-			__syncthreads(); /* chunk c landed; every thread past chunk c - 1 */
-			if (c + NST - 1 < c_end)
-				TC_STAGE(c + NST - 1, wv);
-			cp_commit();
-			if (KT == 2 || (VT == 2 && wv)) {
-				if (KT == 2)
-					tc_widen<HD>(sm.kw, st, Tl::KS);
-				if (VT == 2 && wv)
-					tc_widen<HD>(sm.vw, st + Tl::V0, Tl::VS);
-				__syncthreads(); /* the widened rows before their ldmatrix */
-			}
-
-			/* scores: units (mt, n-tile, half) warp and warp + 8 */
-			{
-				const unsigned short *kt =
-				    KT == 2 ? sm.kw : (const unsigned short *)st; /* rows of WR */
+		/* scores: units (mt, n-tile, half) warp and warp + 8 */
+		{
+			const unsigned short *kt =
+			    KT == 2 ? sm.kw : (const unsigned short *)st; /* rows of WR */
 
 #pragma unroll
-				for (int uu = 0; uu < 2; uu++) {
-					const int u = warp + 8 * uu, nti = u >> 2,
-					          mt = (u >> 1) & 1, h = u & 1;
-					float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+			for (int uu = 0; uu < 2; uu++) {
+				const int u = warp + 8 * uu, nti = u >> 2, mt = (u >> 1) & 1,
+				          h = u & 1;
+				float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
-					if (u >= 4 * nt)
-						break;
-#pragma unroll
-					for (int k = 0; k < KH; k++) {
-						unsigned a[4];
-
-						md_ldsm4(a, kt +
-						                (mt * 16 + (lane & 7) +
-						                 ((lane >> 3) & 1) * 8) *
-						                    Tl::WR +
-						                (h * KH + k) * 16 +
-						                (lane >> 4) * 8);
-#pragma unroll
-						for (int s = TC_NS - 1; s >= 0; s--)
-							md_mma(d, a, qf[uu][k][0][s],
-							       qf[uu][k][1][s]);
-					}
-					{
-						float *S = sm.s[h];
-						const int p = mt * 16 + g4, ca = nti * 8 + 2 * c4;
-
-						S[ca * TC_SP + p] = d[0];
-						S[(ca + 1) * TC_SP + p] = d[1];
-						S[ca * TC_SP + p + 8] = d[2];
-						S[(ca + 1) * TC_SP + p + 8] = d[3];
-					}
-				}
-			}
-			__syncthreads(); /* both halves of every score before the softmax */
-
-			/* softmax: columns warp + 8 i, lane = position */
-#pragma unroll
-			for (int i = 0; i < 4; i++) {
-				const int j = warp + 8 * i, n = j < ncol ? sm.cn[j] : 0;
-				const int k0 = sm.ck0[j], cps = sm.cps[j], np = n - c * AD_CHUNK;
-				float x;
-
-				if (j >= ncol)
+				if (u >= 4 * nt)
 					break;
-				x = __fadd_rn(sm.s[0][j * TC_SP + lane], sm.s[1][j * TC_SP + lane]);
-				if (KT == 2)
-					x = x * ((const float *)(st + Tl::S0))[lane];
-				x = lane < np && c * AD_CHUNK + lane >= k0 ? x * scale : -INFINITY;
-				if (pass == 0) {
-					const float mx = warp_max(x);
+#pragma unroll
+				for (int k = 0; k < KH; k++) {
+					unsigned a[4];
 
-					if (np > 0)
-						Mx[i] = fmaxf(Mx[i], mx);
-					continue;
-				}
-				if (!zcps &&
-				    (c % cps == 0 || c <= k0 / AD_CHUNK)) { /* a split starts */
-					m[i] = -INFINITY;
-					l[i] = 0.0f;
+					md_ldsm4(
+					    a, kt +
+					           (mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) *
+					               Tl::WR +
+					           (h * KH + k) * 16 + (lane >> 4) * 8);
+#pragma unroll
+					for (int s = TC_NS - 1; s >= 0; s--)
+						md_mma(d, a, qf[uu][k][0][s], qf[uu][k][1][s]);
 				}
 				{
-					const float mn = fmaxf(m[i], warp_max(x));
-					const float e = expf(x - mn); /* -inf -> 0 */
-					float s = e, cf;
+					float *S = sm.s[h];
+					const int p = mt * 16 + g4, ca = nti * 8 + 2 * c4;
 
-					for (int off = 16; off; off >>= 1)
-						s += __shfl_xor_sync(0xffffffffu, s, off);
-					cf = expf(m[i] - mn); /* a split's first chunk: 0 */
-					l[i] = l[i] * cf + s;
-					m[i] = mn;
-					sm.s[0][j * TC_SP + lane] =
-					    VT == 2 ? e * ((const float *)(st +
-					                                   Tl::S0))[AD_CHUNK + lane]
-					            : e;
-					if (lane == 0)
-						sm.cf[j] = cf;
-				}
-				if (zcps || lane)
-					continue;
-				/* whole: a split's end (its last chunk, or the column's) */
-				if (np <= 0 || c < k0 / AD_CHUNK ||
-				    (c % cps != cps - 1 && np > AD_CHUNK)) {
-					sm.ev[j] = 0;
-				} else if ((n - 1) / (cps * AD_CHUNK) == k0 / (cps * AD_CHUNK)) {
-					sm.ev[j] = 3; /* one split: attn_put_out's */
-					sm.fm[j] = m[i];
-					sm.fl[j] = l[i];
-				} else {
-					const float f = expf(m[i] - Mx[i]);
-
-					L[i] += l[i] * f;
-					sm.ff[j] = f;
-					sm.ev[j] = np > AD_CHUNK ? 1 : 2;
-					if (np <= AD_CHUNK && sinks) /* the sink joins L last */
-						L[i] += expf(__ldg(sinks + hb + j % group) - Mx[i]);
-					sm.fl[j] = L[i];
+					S[ca * TC_SP + p] = d[0];
+					S[(ca + 1) * TC_SP + p] = d[1];
+					S[ca * TC_SP + p + 8] = d[2];
+					S[(ca + 1) * TC_SP + p + 8] = d[3];
 				}
 			}
-			if (pass == 0)
-				continue;
-			__syncthreads(); /* weights, corrections and the fold's events */
+		}
+		__syncthreads(); /* both halves of every score before the softmax */
 
-			/* P . V: acc [16 dims of md][8 columns] a n-tile */
+		/* softmax: columns warp + 8 i, lane = position */
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			const int j = warp + 8 * i, n = j < ncol ? sm.cn[j] : 0;
+			const int k0 = sm.ck0[j], cps = sm.cps[j], np = n - c * AD_CHUNK;
+			float x;
+
+			if (j >= ncol)
+				break;
+			x = __fadd_rn(sm.s[0][j * TC_SP + lane], sm.s[1][j * TC_SP + lane]);
+			if (KT == 2)
+				x = x * ((const float *)(st + Tl::S0))[lane];
+			x = lane < np && c * AD_CHUNK + lane >= k0 ? x * scale : -INFINITY;
+			if (!zcps && (c % cps == 0 || c <= k0 / AD_CHUNK)) { /* a split starts */
+				m[i] = -INFINITY;
+				l[i] = 0.0f;
+			}
 			{
-				const unsigned short *vt =
-				    VT == 2 ? sm.vw : (const unsigned short *)(st + Tl::V0);
+				const float mn = fmaxf(m[i], warp_max(x));
+				const float e = expf(x - mn); /* -inf -> 0 */
+				float s = e, cf;
+
+				for (int off = 16; off; off >>= 1)
+					s += __shfl_xor_sync(0xffffffffu, s, off);
+				cf = expf(m[i] - mn); /* a split's first chunk: 0 */
+				l[i] = l[i] * cf + s;
+				m[i] = mn;
+				sm.s[0][j * TC_SP + lane] =
+				    VT == 2 ? e * ((const float *)(st + Tl::S0))[AD_CHUNK + lane]
+				            : e;
+				if (lane == 0)
+					sm.cf[j] = cf;
+			}
+			if (zcps || lane)
+				continue;
+			/* whole: a split's end (its last chunk, or the column's) */
+			if (np <= 0 || c < k0 / AD_CHUNK || (c % cps != cps - 1 && np > AD_CHUNK)) {
+				sm.ev[j] = 0;
+			} else if ((n - 1) / (cps * AD_CHUNK) == k0 / (cps * AD_CHUNK)) {
+				sm.ev[j] = 3; /* one split: attn_put_out's */
+				sm.fm[j] = m[i];
+				sm.fl[j] = l[i];
+			} else {
+				attn_fold(Mx[i], L[i], m[i], l[i], &sm.fo[j], &sm.ff[j]);
+				sm.ev[j] = np > AD_CHUNK ? 1 : 2;
+				if (np <= AD_CHUNK && sinks) /* the sink joins L last */
+					L[i] += expf(__ldg(sinks + hb + j % group) - Mx[i]);
+				sm.fl[j] = L[i];
+			}
+		}
+		__syncthreads(); /* weights, corrections and the fold's events */
+
+		/* P . V: acc [16 dims of md][8 columns] a n-tile */
+		{
+			const unsigned short *vt =
+			    VT == 2 ? sm.vw : (const unsigned short *)(st + Tl::V0);
 
 #pragma unroll
+			for (int i = 0; i < NPV; i++) {
+				const int nti = nv0 + (HD == 128 ? i : 2 * i),
+				          ca = nti * 8 + 2 * c4;
+
+				if (nti >= nt)
+					break;
+#pragma unroll
+				for (int e = 0; e < 4; e++) {
+					const int j = ca + (e & 1), k0 = sm.ck0[j], cps = sm.cps[j];
+
+					if (!zcps && (c % cps == 0 || c <= k0 / AD_CHUNK))
+						acc[i][e] = 0.0f; /* a split starts */
+					acc[i][e] = acc[i][e] * sm.cf[j];
+				}
+			}
+#pragma unroll
+			for (int k2 = 0; k2 < 2; k2++) {
+				unsigned a[4];
+
+				md_ldsm4t(a, vt +
+				                 (k2 * 16 + (lane & 7) + (lane >> 4) * 8) * Tl::WR +
+				                 md * 16 + ((lane >> 3) & 1) * 8);
+#pragma unroll
 				for (int i = 0; i < NPV; i++) {
-					const int nti = nv0 + (HD == 128 ? i : 2 * i),
-					          ca = nti * 8 + 2 * c4;
+					const int nti = nv0 + (HD == 128 ? i : 2 * i);
+					const float *pr =
+					    sm.s[0] + (nti * 8 + g4) * TC_SP + k2 * 16 + 2 * c4;
+					unsigned pb[2][TC_NS];
 
 					if (nti >= nt)
 						break;
+					md_split<TC_NS>(*(const float2 *)pr, pb[0], 1);
+					md_split<TC_NS>(*(const float2 *)(pr + 8), pb[1], 1);
 #pragma unroll
-					for (int e = 0; e < 4; e++) {
-						const int j = ca + (e & 1), k0 = sm.ck0[j],
-						          cps = sm.cps[j];
-
-						if (!zcps && (c % cps == 0 || c <= k0 / AD_CHUNK))
-							acc[i][e] = 0.0f; /* a split starts */
-						acc[i][e] = acc[i][e] * sm.cf[j];
-					}
+					for (int s = TC_NS - 1; s >= 0; s--)
+						md_mma(acc[i], a, pb[0][s], pb[1][s]);
 				}
+			}
+			/* whole: the fold's events, element by element */
 #pragma unroll
-				for (int k2 = 0; k2 < 2; k2++) {
-					unsigned a[4];
+			for (int i = 0; i < NPV; i++) {
+				const int nti = nv0 + (HD == 128 ? i : 2 * i),
+				          ca = nti * 8 + 2 * c4;
 
-					md_ldsm4t(a, vt +
-					                 (k2 * 16 + (lane & 7) + (lane >> 4) * 8) *
-					                     Tl::WR +
-					                 md * 16 + ((lane >> 3) & 1) * 8);
+				if (zcps || nti >= nt)
+					break;
 #pragma unroll
-					for (int i = 0; i < NPV; i++) {
-						const int nti = nv0 + (HD == 128 ? i : 2 * i);
-						const float *pr = sm.s[0] + (nti * 8 + g4) * TC_SP +
-						                  k2 * 16 + 2 * c4;
-						unsigned pb[2][TC_NS];
+				for (int e = 0; e < 4; e++) {
+					const int j = ca + (e & 1), ev = sm.ev[j];
+					float *o = &sm.o[j * HD + md * 16 + g4 + (e >> 1) * 8];
 
-						if (nti >= nt)
-							break;
-						md_split<TC_NS>(*(const float2 *)pr, pb[0], 1);
-						md_split<TC_NS>(*(const float2 *)(pr + 8), pb[1],
-						                1);
-#pragma unroll
-						for (int s = TC_NS - 1; s >= 0; s--)
-							md_mma(acc[i], a, pb[0][s], pb[1][s]);
-					}
-				}
-				/* whole: the fold's events, element by element */
-#pragma unroll
-				for (int i = 0; i < NPV; i++) {
-					const int nti = nv0 + (HD == 128 ? i : 2 * i),
-					          ca = nti * 8 + 2 * c4;
-
-					if (zcps || nti >= nt)
-						break;
-#pragma unroll
-					for (int e = 0; e < 4; e++) {
-						const int j = ca + (e & 1), ev = sm.ev[j];
-						float *o =
-						    &sm.o[j * HD + md * 16 + g4 + (e >> 1) * 8];
-
-						if (ev == 1) {
-							*o += acc[i][e] * sm.ff[j];
-						} else if (ev == 2) {
-							*o = (*o + acc[i][e] * sm.ff[j]) / sm.fl[j];
-						} else if (ev == 3) {
-							*o =
-							    sinks
-							        ? attn_sink_out(
-							              acc[i][e], sm.fm[j], sm.fl[j],
-							              __ldg(sinks + hb + j % group))
-							        : acc[i][e] / sm.fl[j];
-						}
+					if (ev == 1) {
+						*o = *o * sm.fo[j] + acc[i][e] * sm.ff[j];
+					} else if (ev == 2) {
+						*o = (*o * sm.fo[j] + acc[i][e] * sm.ff[j]) /
+						     sm.fl[j];
+					} else if (ev == 3) {
+						*o = sinks ? attn_sink_out(
+						                 acc[i][e], sm.fm[j], sm.fl[j],
+						                 __ldg(sinks + hb + j % group))
+						           : acc[i][e] / sm.fl[j];
 					}
 				}
 			}
 		}
-		cp_wait<0>();
-		__syncthreads(); /* the stages free for the next pass */
 	}
+	cp_wait<0>();
 #undef TC_STAGE
 
 	if (zcps) { /* split z's state: one split writes its output, else a partial */

@@ -190,7 +190,7 @@ struct coli_gpu_pairs {
  * stores them plus 16 bytes a row (ldmatrix's rows in 8 bank groups) and the
  * q8 rows' scales; four stages up to 17 KB, else two; and the dynamic shared
  * memory of TcSmem: the stages, q8's widened K and V ([32][hd + 8] bf16, else
- * 16 bytes), the scores [2][cols][SP], O [cols][hd], 8 words a column. */
+ * 16 bytes), the scores [2][cols][SP], O [cols][hd], 9 words a column. */
 #define COLI_GPU_TC_COLS 32
 #define COLI_GPU_TC_SP   40
 #define COLI_GPU_TC_TILE(hd, kesz, vesz)                                                           \
@@ -199,8 +199,9 @@ struct coli_gpu_pairs {
 #define COLI_GPU_TC_STAGES(tile) ((tile) <= 17408 ? 4 : 2)
 #define COLI_GPU_TC_SMEM(hd, kesz, vesz)                                                           \
 	(COLI_GPU_TC_STAGES(COLI_GPU_TC_TILE(hd, kesz, vesz)) * COLI_GPU_TC_TILE(hd, kesz, vesz) + \
-	 ((kesz) == 1 ? 64 * ((hd) + 8) : 16) + ((vesz) == 1 ? 64 * ((hd) + 8) : 16) +           \
-	 8 * COLI_GPU_TC_COLS * COLI_GPU_TC_SP + 4 * COLI_GPU_TC_COLS * (hd) + 32 * COLI_GPU_TC_COLS)
+	 ((kesz) == 1 ? 64 * ((hd) + 8) : 16) + ((vesz) == 1 ? 64 * ((hd) + 8) : 16) +             \
+	 8 * COLI_GPU_TC_COLS * COLI_GPU_TC_SP + 4 * COLI_GPU_TC_COLS * (hd) +                     \
+	 36 * COLI_GPU_TC_COLS)
 
 /* Several sequences in one launch (--parallel, core/forward/forward_dev.c):
  * rows [T][2] ints, COLI_GPU_ROWS ints a row: row t's position p and its
