@@ -50,7 +50,9 @@
 #include "ptx/mma_bf16.cuh"
 
 #define TC_COLS COLI_GPU_TC_COLS
-#define TC_NS   3 /* bf16 terms of q and of P: ~24 bits, fp32's */
+/* bf16 terms of q and of P: ~16 bits, twice the bits of the cache's values
+ * (MLA's kernel takes as many); a third costs half as many mma again */
+#define TC_NS   2
 #define TC_SP   COLI_GPU_TC_SP
 
 /* A staged chunk (COLI_GPU_TC_TILE): K rows [AD_CHUNK][KS bytes] as the cache
