@@ -4,7 +4,7 @@
  *
  * At decode a token has one group per key/value head (four for qwen3-30b):
  * one task a group leaves most of sixteen threads idle, and at long context
- * each group is long (its keys, values and one libm expf per position and
+ * each group is long (its keys, values and one exp per position and
  * head). With AVX2 the group's steps (cpu/ops_avx2.c) run as six rounds
  * over shares instead: scores by blocks of positions (each block's max
  * kept), exp by blocks (the max over the blocks' maxes first), the sum of

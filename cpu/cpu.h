@@ -340,10 +340,12 @@ void coli_attention_group_kv(const float *q, int G, const struct coli_kv_rows *K
  * and V + p*stride (the head's offset already applied; GQA: vd = hd; MLA's
  * latent rows: K = V, hd = kv_lora + rope, vd = kv_lora). scores: [n_pos]
  * scratch. A q . k dot product is summed in 8 lanes (element i into lane
- * i % 8, in order) folded pairwise; the softmax sum over positions in order;
- * an output summed over each block of COLI_ATTN_OUT_BLOCK positions in order,
- * the blocks' sums then added in order (threads take blocks of a long
- * context: coli_attention_groups_mt). */
+ * i % 8 by fmaf, in order) folded pairwise; exp is coli_expf; the softmax
+ * sum over positions in order; an output summed by fmaf over each block of
+ * COLI_ATTN_OUT_BLOCK positions in order, the blocks' sums then added in
+ * order (threads take blocks of a long context: coli_attention_groups_mt).
+ * fmaf and coli_expf are exact IEEE steps, so the AVX2 lanes give the same
+ * bits (cpu/ops_avx2.c). */
 #define COLI_ATTN_OUT_BLOCK 256
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
                          int hd, int vd, float scale, float *scores, float *out);

@@ -124,6 +124,10 @@ void coli_exp_scaled_avx2(const float *x, int n, float m, float s, float *w);
 void coli_silu_mul_ref(const float *g, const float *u, float *h, int n);
 void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n);
 
+/* coli_attention_head_kv compiled with hardware fma (cpu/attn_head.h). */
+void coli_attention_head_avx2(const float *q, const struct coli_kv_rows *K,
+                              const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
+                              float sink, float *scores, float *out);
 /* coli_attention_group's AVX2 form: eight heads in the lanes (a last block
  * of fewer repeats its last head in the free lanes). */
 void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows *K,

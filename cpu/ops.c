@@ -2,9 +2,10 @@
  * cpu/ops.c — the dense elementwise ops of the forward pass: a portable exp,
  * SwiGLU's silu(g)*u, RMSNorm, softmax.
  *
- * coli_expf is written with IEEE-exact steps only (one rounded multiply, floor,
- * fmaf Cody-Waite reduction, a degree-7 Horner polynomial in fmaf, scaling by
- * an exact power of two), so the GPU's copy of it gives the same bits; libm's
+ * coli_expf (its steps: cpu/attn_head.h) is written with IEEE-exact steps
+ * only (one rounded multiply, floor, fmaf Cody-Waite reduction, a degree-7
+ * Horner polynomial in fmaf, scaling by an exact power of two), so the GPU's
+ * copy of it and the AVX2 lanes give the same bits; libm's
  * expf and CUDA's expf differ in the last ulp on some inputs. Max error vs the
  * true exp is about 1 ulp on [-87, 88.7].
  */
@@ -12,42 +13,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cpu/cpu_internal.h"
+#include "cpu/attn_head.h"
 
 float coli_expf(float x)
 {
-	const float log2e = COLI_EXPF_LOG2E;
-	const float ln2_hi = COLI_EXPF_LN2_HI; /* 0x3f317200: exact n*ln2_hi for |n| < 2^11 */
-	const float ln2_lo = COLI_EXPF_LN2_LO;
-	float n, r, p;
-	uint32_t bits;
-	float scale;
-
-	if (x != x)
-		return x;
-	if (x > 88.7f)
-		return INFINITY;
-	if (x < -87.0f)
-		return 0.0f;
-	n = floorf(x * log2e + 0.5f);
-	r = fmaf(-n, ln2_hi, x);
-	r = fmaf(-n, ln2_lo, r);
-	p = 1.0f / 5040.0f;
-	p = fmaf(p, r, 1.0f / 720.0f);
-	p = fmaf(p, r, 1.0f / 120.0f);
-	p = fmaf(p, r, 1.0f / 24.0f);
-	p = fmaf(p, r, 1.0f / 6.0f);
-	p = fmaf(p, r, 0.5f);
-	p = fmaf(p, r, 1.0f);
-	p = fmaf(p, r, 1.0f);
-	/* n is in [-126, 128]: 2^n as a normal float; p*2^n rounds at most once. */
-	if (n > 127.0f) {
-		p *= 2.0f;
-		n -= 1.0f;
-	}
-	bits = (uint32_t)((int)n + 127) << 23;
-	memcpy(&scale, &bits, sizeof(scale));
-	return p * scale;
+	return expf_steps(x);
 }
 
 void coli_silu_mul_ref(const float *g, const float *u, float *h, int n)
@@ -317,73 +287,16 @@ void coli_attention_head_sink(const float *q, const float *K, const float *V, in
 	coli_attention_head_kv(q, &kr, &vr, n_pos, hd, vd, scale, sink, scores, out);
 }
 
-/* A typed cache's elements are read as fp32 (coli_kv_rows_at: the fp32
- * cache in place, bf16 and q8 decoded a row at a time into a local), the
- * arithmetic the same for every type. */
+/* One head's steps (cpu/attn_head.h): with AVX2 its copy compiled with
+ * hardware fma (cpu/ops_avx2.c), else this one (fmaf from libm); the same
+ * bits. */
 void coli_attention_head_kv(const float *q, const struct coli_kv_rows *K,
                             const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
                             float sink, float *scores, float *out)
 {
-	float mx = -INFINITY, sum = 0;
-
-	for (int p = 0; p < n_pos; p++) {
-		float kt[hd];
-		const float *k = coli_kv_at(K, p, 0, hd, kt);
-		float l[8] = {0}, s;
-		int i = 0;
-
-		/* eight independent chains instead of one: the adds' latency no
-		 * longer serializes the dot product (with the local acc below:
-		 * 245 -> 109 us a head at 1000 positions, hd 128; docs/perf/
-		 * kernels.md) */
-		for (; i + 8 <= hd; i += 8) {
-			float a0 = q[i] * k[i], a1 = q[i + 1] * k[i + 1], a2 = q[i + 2] * k[i + 2],
-			      a3 = q[i + 3] * k[i + 3], a4 = q[i + 4] * k[i + 4],
-			      a5 = q[i + 5] * k[i + 5], a6 = q[i + 6] * k[i + 6],
-			      a7 = q[i + 7] * k[i + 7];
-
-			l[0] += a0, l[1] += a1, l[2] += a2, l[3] += a3;
-			l[4] += a4, l[5] += a5, l[6] += a6, l[7] += a7;
-		}
-		for (; i < hd; i++)
-			l[i & 7] += q[i] * k[i];
-		s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-		scores[p] = s * scale;
-		mx = scores[p] > mx ? scores[p] : mx;
+	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2) {
+		coli_attention_head_avx2(q, K, V, n_pos, hd, vd, scale, sink, scores, out);
+		return;
 	}
-	if (sink != -INFINITY) /* none: the bits without */
-		mx = sink > mx ? sink : mx;
-	for (int p = 0; p < n_pos; p++) {
-		scores[p] = expf(scores[p] - mx);
-		sum += scores[p];
-	}
-	if (sink != -INFINITY)
-		sum += expf(sink - mx);
-	{
-		/* each out[i] sums over a block's positions in order, then the
-		 * blocks' sums in order; locals the compiler knows are not V let
-		 * it do the i's four at a time */
-		float acc[vd], blk[vd], vt[vd];
-
-		for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK) {
-			const int p1 =
-			    n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
-			float *b = p0 ? blk : acc;
-
-			memset(b, 0, sizeof(acc));
-			for (int p = p0; p < p1; p++) {
-				const float *v = coli_kv_at(V, p, 0, vd, vt);
-				float w = scores[p] / sum;
-
-				for (int i = 0; i < vd; i++)
-					b[i] += w * v[i];
-			}
-			if (p0)
-				for (int i = 0; i < vd; i++)
-					acc[i] += blk[i];
-		}
-		if (n_pos <= 0)
-			memset(acc, 0, sizeof(acc));
-		memcpy(out, acc, sizeof(acc));
-	}
+	attention_head_steps(q, K, V, n_pos, hd, vd, scale, sink, scores, out);
 }

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu/cpu_internal.h"
+#include "cpu/attn_head.h"
 
 void coli_exp_scaled_avx2(const float *x, int n, float m, float s, float *w)
 {
@@ -45,47 +45,53 @@ void coli_exp_scaled_avx2(const float *x, int n, float m, float s, float *w)
 		coli_exp_scaled_ref(x + i, n - i, m, s, w + i);
 }
 
-/* h = g / (1 + coli_expf(-g)) * u, coli_expf's steps (cpu/ops.c) eight lanes
- * at a time: NaN passes through, above 88.7 inf, below -87 zero, else floor
- * of x * log2e + 0.5, the two-part fma reduction, the degree-7 fma Horner,
- * 2^n with n = 128 taken as 2 * 2^127. fma and floor are exact IEEE steps,
- * so the lanes are the scalar bits; one division and one multiply, in the
- * scalar order. */
-void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n)
+/* coli_expf's steps (cpu/ops.c) eight lanes at a time: NaN passes through,
+ * above 88.7 inf, below -87 zero, else floor of x * log2e + 0.5, the
+ * two-part fma reduction, the degree-7 fma Horner, 2^n with n = 128 taken as
+ * 2 * 2^127. fma and floor are exact IEEE steps, so the lanes are the scalar
+ * bits. */
+static inline __m256 expf8(__m256 x)
 {
 	static const float c[7] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f,
 	                           0.5f,          1.0f,          1.0f};
 	const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
-	const __m256 hi = _mm256_set1_ps(88.7f), lo = _mm256_set1_ps(-87.0f);
-	const __m256 l2e = _mm256_set1_ps(COLI_EXPF_LOG2E), c1 = _mm256_set1_ps(COLI_EXPF_LN2_HI);
-	const __m256 c2 = _mm256_set1_ps(COLI_EXPF_LN2_LO), n127 = _mm256_set1_ps(127.0f);
 	const __m256 sign = _mm256_set1_ps(-0.0f);
+	__m256 nn, mn, r, p, big, e;
+	__m256i bits;
+
+	nn = _mm256_floor_ps(
+	    _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(COLI_EXPF_LOG2E)), half));
+	mn = _mm256_xor_ps(nn, sign);
+	r = _mm256_fmadd_ps(mn, _mm256_set1_ps(COLI_EXPF_LN2_HI), x);
+	r = _mm256_fmadd_ps(mn, _mm256_set1_ps(COLI_EXPF_LN2_LO), r);
+	p = _mm256_set1_ps(1.0f / 5040.0f);
+	for (int k = 0; k < 7; k++)
+		p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c[k]));
+	big = _mm256_cmp_ps(nn, _mm256_set1_ps(127.0f), _CMP_GT_OQ); /* n = 128: p * 2, n - 1 */
+	p = _mm256_blendv_ps(p, _mm256_add_ps(p, p), big);
+	nn = _mm256_blendv_ps(nn, _mm256_sub_ps(nn, one), big);
+	bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(nn), _mm256_set1_epi32(127)),
+	                         23);
+	e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+	/* the range checks, in the scalar order: x < -87 -> 0, x > 88.7 -> inf,
+	 * NaN -> x (the compares are false for NaN) */
+	e = _mm256_blendv_ps(e, _mm256_setzero_ps(),
+	                     _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ));
+	e = _mm256_blendv_ps(e, _mm256_set1_ps(__builtin_inff()),
+	                     _mm256_cmp_ps(x, _mm256_set1_ps(88.7f), _CMP_GT_OQ));
+	return _mm256_blendv_ps(e, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+/* h = g / (1 + coli_expf(-g)) * u: one division and one multiply, in the
+ * scalar order. */
+void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n)
+{
+	const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
 	int i = 0;
 
 	for (; i + 8 <= n; i += 8) {
-		const __m256 vg = _mm256_loadu_ps(g + i), x = _mm256_xor_ps(vg, sign);
-		__m256 nn, mn, r, p, big, e;
-		__m256i bits;
+		const __m256 vg = _mm256_loadu_ps(g + i), e = expf8(_mm256_xor_ps(vg, sign));
 
-		nn = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(x, l2e), half));
-		mn = _mm256_xor_ps(nn, sign);
-		r = _mm256_fmadd_ps(mn, c1, x);
-		r = _mm256_fmadd_ps(mn, c2, r);
-		p = _mm256_set1_ps(1.0f / 5040.0f);
-		for (int k = 0; k < 7; k++)
-			p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c[k]));
-		big = _mm256_cmp_ps(nn, n127, _CMP_GT_OQ); /* n = 128: p * 2, n - 1 */
-		p = _mm256_blendv_ps(p, _mm256_add_ps(p, p), big);
-		nn = _mm256_blendv_ps(nn, _mm256_sub_ps(nn, one), big);
-		bits = _mm256_slli_epi32(
-		    _mm256_add_epi32(_mm256_cvttps_epi32(nn), _mm256_set1_epi32(127)), 23);
-		e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-		/* the range checks, in the scalar order: x < -87 -> 0, x > 88.7 ->
-		 * inf, NaN -> x (the compares are false for NaN) */
-		e = _mm256_blendv_ps(e, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
-		e = _mm256_blendv_ps(e, _mm256_set1_ps(__builtin_inff()),
-		                     _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
-		e = _mm256_blendv_ps(e, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 		_mm256_storeu_ps(h + i, _mm256_mul_ps(_mm256_div_ps(vg, _mm256_add_ps(one, e)),
 		                                      _mm256_loadu_ps(u + i)));
 	}
@@ -94,6 +100,13 @@ void coli_silu_mul_avx2(const float *g, const float *u, float *h, int n)
 }
 
 #define ATT_TILE 32 /* positions whose value rows the output blocks share (at most) */
+
+/* Eight bf16 values as fp32: the bits shifted up (exact). */
+static inline __m256 bf16x8(const uint16_t *b)
+{
+	return _mm256_castsi256_ps(
+	    _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)b)), 16));
+}
 
 /* Row p's elements [i0, i0 + n) as fp32: the fp32 cache in place, a typed
  * one decoded into tmp by coli_kv_decode_avx2 (this file: the call inlines,
@@ -108,59 +121,93 @@ static inline const float *kv_row(const struct coli_kv_rows *r, size_t p, int i0
 	return tmp;
 }
 
-/* Eight heads of one key/value head as the eight lanes of every vector: each
- * lane runs coli_attention_head's steps in its order (mul then add, no fma;
- * the dot product in eight chains folded ((0+4)+(2+6))+((1+5)+(3+7)); max,
- * libm expf and the sum over positions in order; the weight a division, each
- * output summed over a block of COLI_ATTN_OUT_BLOCK positions in order, the
- * blocks' sums added in order), so each head's bits are that function's. A
- * key or value element is broadcast once for the eight heads instead of read
- * eight times, and nothing is folded across lanes. The steps (scores, their
+/* Eight heads of one key/value head, each running coli_attention_head's
+ * steps in its order (the dot product in eight fma chains folded ((0+4)+
+ * (2+6))+((1+5)+(3+7)); max, coli_expf and the sum over positions in order;
+ * the weight a division, each output summed by fma over a block of
+ * COLI_ATTN_OUT_BLOCK positions in order, the blocks' sums added in order),
+ * so each head's bits are that function's. The scores hold a head's chains in
+ * one vector's lanes and fold them at the end (fold8); from the softmax on
+ * the eight heads are the lanes of every vector, a value element broadcast
+ * once for the eight heads, nothing folded across lanes. The steps (scores, their
  * max, exp, sum, weights, a block's outputs, the blocks' fold) are functions
  * over a share of the positions, the blocks or the outputs, so that threads
  * can split one group (coli_attention_groups_mt) with the same bits: nothing
  * a position, a block or an output computes depends on the share. sc:
  * [n_pos][8] scores, then weights. */
 
+/* The eight heads' sums of eight lanes each, (q . k chains in lanes 0..7),
+ * as one vector of eight heads: per head ((0 + 4) + (2 + 6)) + ((1 + 5) +
+ * (3 + 7)), the scalar's fold, by a transpose that adds as it goes. */
+static inline __m256 fold8(const __m256 a[8])
+{
+	__m256 c[4], d[2];
+
+	for (int h = 0; h < 4; h++) /* [lanes 0-3 + lanes 4-7 of head 2h | of head 2h + 1] */
+		c[h] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * h], a[2 * h + 1], 0x20),
+		                     _mm256_permute2f128_ps(a[2 * h], a[2 * h + 1], 0x31));
+	for (int h = 0; h < 2; h++) /* [(0+4)+(2+6), (1+5)+(3+7) of heads 4h, 4h+2 | 4h+1, 4h+3] */
+		d[h] = _mm256_add_ps(_mm256_shuffle_ps(c[2 * h], c[2 * h + 1], 0x44),
+		                     _mm256_shuffle_ps(c[2 * h], c[2 * h + 1], 0xee));
+	/* heads 0 2 4 6 | 1 3 5 7, then in order */
+	return _mm256_permutevar8x32_ps(_mm256_add_ps(_mm256_shuffle_ps(d[0], d[1], 0x88),
+	                                              _mm256_shuffle_ps(d[0], d[1], 0xdd)),
+	                                _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 /* Scores of positions [p0, p1) (q: nh <= 8 heads [nh][hd], the free lanes
- * repeat the last) and their lanes' max (the scalar's test, first of equals). */
+ * repeat the last) and their lanes' max (the scalar's test, first of equals).
+ * A head's eight chains are one vector's lanes (dims 8v..8v+7, v in order),
+ * so a position reads its key once for the eight heads and each q vector
+ * from L1: one load and one fma a vector of dims and head. */
 void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K, int p0, int p1,
                             int hd, float scale, float *sc, float *mx8)
 {
 	const __m256 vscale = _mm256_set1_ps(scale);
 	__m256 mx = _mm256_set1_ps(-__builtin_inff());
-	float qt[hd * 8], kt[hd]; /* [hd][8 heads]; a typed row's values */
+	const float *qh[8];
+	const int h8 = hd & ~7;
+	float kt[hd]; /* a typed row's values */
 
 	for (int h = 0; h < 8; h++)
-		for (int i = 0; i < hd; i++)
-			qt[i * 8 + h] = q[(size_t)(h < nh ? h : nh - 1) * hd + i];
+		qh[h] = q + (size_t)(h < nh ? h : nh - 1) * hd;
+	/* bf16 rows whole vectors: widened in registers, not through kt */
+	const int wide = K->type == COLI_KV_BF16 && h8 == hd;
+
 	for (int p = p0; p < p1; p++) {
-		const float *k = kv_row(K, p, 0, hd, kt);
-		__m256 l0 = _mm256_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, l4 = l0, l5 = l0,
-		       l6 = l0, l7 = l0, s;
-		int i = 0;
+		const uint16_t *kb = wide ? (const uint16_t *)((const char *)K->p +
+		                                               coli_kv_rows_index(K, p) * K->stride)
+		                          : NULL;
+		const float *k = wide ? NULL : kv_row(K, p, 0, hd, kt);
+		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
+		       a6 = a0, a7 = a0, s;
 
-		/* the eight chains in named registers */
-#define SC_ACC(j)                                                                                  \
-	l##j = _mm256_add_ps(l##j, _mm256_mul_ps(_mm256_loadu_ps(qt + (i + j) * 8),                \
-	                                         _mm256_broadcast_ss(k + i + j)))
-		for (; i + 8 <= hd; i += 8) {
-			SC_ACC(0), SC_ACC(1), SC_ACC(2), SC_ACC(3);
-			SC_ACC(4), SC_ACC(5), SC_ACC(6), SC_ACC(7);
-		}
-#undef SC_ACC
-		if (i < hd) { /* a last few dims: chain i & 7 */
-			__m256 l[8] = {l0, l1, l2, l3, l4, l5, l6, l7};
+		/* the eight heads' chains in named registers */
+#define SC_FMA(h) a##h = _mm256_fmadd_ps(_mm256_loadu_ps(qh[h] + i), kv, a##h)
+#define SC_DIMS(load)                                                                              \
+	for (int i = 0; i < h8; i += 8) {                                                          \
+		const __m256 kv = (load);                                                          \
+		SC_FMA(0), SC_FMA(1), SC_FMA(2), SC_FMA(3);                                        \
+		SC_FMA(4), SC_FMA(5), SC_FMA(6), SC_FMA(7);                                        \
+	}
+		if (wide)
+			SC_DIMS(bf16x8(kb + i))
+		else
+			SC_DIMS(_mm256_loadu_ps(k + i))
+#undef SC_DIMS
+#undef SC_FMA
+		__m256 a[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
 
-			for (; i < hd; i++)
-				l[i & 7] = _mm256_add_ps(l[i & 7],
-				                         _mm256_mul_ps(_mm256_loadu_ps(qt + i * 8),
-				                                       _mm256_broadcast_ss(k + i)));
-			l0 = l[0], l1 = l[1], l2 = l[2], l3 = l[3], l4 = l[4], l5 = l[5], l6 = l[6];
-		}
-		s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(l0, l4), _mm256_add_ps(l2, l6)),
-		                  _mm256_add_ps(_mm256_add_ps(l1, l5), _mm256_add_ps(l3, l7)));
-		s = _mm256_mul_ps(s, vscale);
+		if (h8 < hd) /* a last few dims: chain i & 7 */
+			for (int h = 0; h < 8; h++) {
+				float l[8];
+
+				_mm256_storeu_ps(l, a[h]);
+				for (int i = h8; i < hd; i++)
+					l[i & 7] = fmaf(qh[h][i], k[i], l[i & 7]);
+				a[h] = _mm256_loadu_ps(l);
+			}
+		s = _mm256_mul_ps(fold8(a), vscale);
 		_mm256_storeu_ps(sc + (size_t)p * 8, s);
 		mx = _mm256_max_ps(s, mx); /* s > mx ? s : mx, the scalar's test */
 	}
@@ -177,19 +224,14 @@ void coli_attn8_max_avx2(const float *maxes, int n, float *mx8)
 	_mm256_storeu_ps(mx8, mx);
 }
 
-/* exp(score - max) of positions [p0, p1), libm's expf as the scalar form. */
+/* exp(score - max) of positions [p0, p1), coli_expf's bits (expf8). */
 void coli_attn8_exp_avx2(float *sc, int p0, int p1, const float *mx8)
 {
 	const __m256 mx = _mm256_loadu_ps(mx8);
 
-	for (int p = p0; p < p1; p++) {
-		float d[8];
-
-		_mm256_storeu_ps(d, _mm256_sub_ps(_mm256_loadu_ps(sc + (size_t)p * 8), mx));
-		for (int h = 0; h < 8; h++)
-			d[h] = expf(d[h]);
-		_mm256_storeu_ps(sc + (size_t)p * 8, _mm256_loadu_ps(d));
-	}
+	for (int p = p0; p < p1; p++)
+		_mm256_storeu_ps(sc + (size_t)p * 8,
+		                 expf8(_mm256_sub_ps(_mm256_loadu_ps(sc + (size_t)p * 8), mx)));
 }
 
 /* The sum of the exps of all n_pos positions, in position order. */
@@ -250,7 +292,7 @@ void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int p0, 
 				const __m256 wt = _mm256_loadu_ps(sc + (size_t)p * 8);
 				const float *v = vr[p - t0] + b;
 
-#define OUT_ACC(k) a##k = _mm256_add_ps(a##k, _mm256_mul_ps(wt, _mm256_broadcast_ss(v + k)))
+#define OUT_ACC(k) a##k = _mm256_fmadd_ps(wt, _mm256_broadcast_ss(v + k), a##k)
 				OUT_ACC(0), OUT_ACC(1), OUT_ACC(2), OUT_ACC(3);
 				OUT_ACC(4), OUT_ACC(5), OUT_ACC(6), OUT_ACC(7);
 #undef OUT_ACC
@@ -264,9 +306,8 @@ void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int p0, 
 			__m256 a = _mm256_loadu_ps(acc + b * 8);
 
 			for (int p = t0; p < t1; p++)
-				a = _mm256_add_ps(
-				    a, _mm256_mul_ps(_mm256_loadu_ps(sc + (size_t)p * 8),
-				                     _mm256_broadcast_ss(vr[p - t0] + b)));
+				a = _mm256_fmadd_ps(_mm256_loadu_ps(sc + (size_t)p * 8),
+				                    _mm256_broadcast_ss(vr[p - t0] + b), a);
 			_mm256_storeu_ps(acc + b * 8, a);
 		}
 	}
@@ -300,7 +341,14 @@ void coli_attn8_sink_max(const float *sink, int nh, float *mx8)
 void coli_attn8_sink_sum(const float *sink, int nh, const float *mx8, float *sum8)
 {
 	for (int h = 0; h < 8; h++)
-		sum8[h] += expf(sink[h < nh ? h : nh - 1] - mx8[h]);
+		sum8[h] += expf_steps(sink[h < nh ? h : nh - 1] - mx8[h]);
+}
+
+void coli_attention_head_avx2(const float *q, const struct coli_kv_rows *K,
+                              const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
+                              float sink, float *scores, float *out)
+{
+	attention_head_steps(q, K, V, n_pos, hd, vd, scale, sink, scores, out);
 }
 
 void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows *K,
@@ -346,11 +394,7 @@ void coli_kv_decode_avx2(const struct coli_kv_rows *r, const char *row, int i0, 
 		const uint16_t *b = (const uint16_t *)row + i0;
 
 		for (; i + 8 <= n; i += 8)
-			_mm256_storeu_ps(
-			    tmp + i,
-			    _mm256_castsi256_ps(_mm256_slli_epi32(
-			        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(b + i))),
-			        16)));
+			_mm256_storeu_ps(tmp + i, bf16x8(b + i));
 		for (; i < n; i++)
 			tmp[i] = coli_bf16_to_f32(b[i]);
 		return;

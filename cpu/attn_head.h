@@ -1,0 +1,117 @@
+/*
+ * cpu/attn_head.h — the steps of coli_expf and of one attention head over a
+ * (typed) KV cache, as static inline functions that cpu/ops.c compiles for
+ * any x86-64 (fmaf a libm call) and cpu/ops_avx2.c with hardware fma: fmaf
+ * is one IEEE rounding either way, so both copies give the same bits, and a
+ * host with AVX2 runs the fast one.
+ */
+#ifndef COLI_CPU_ATTN_HEAD_H
+#define COLI_CPU_ATTN_HEAD_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+
+/* coli_expf (cpu/cpu.h) */
+static inline float expf_steps(float x)
+{
+	const float log2e = COLI_EXPF_LOG2E;
+	const float ln2_hi = COLI_EXPF_LN2_HI; /* 0x3f317200: exact n*ln2_hi for |n| < 2^11 */
+	const float ln2_lo = COLI_EXPF_LN2_LO;
+	float n, r, p;
+	uint32_t bits;
+	float scale;
+
+	if (x != x)
+		return x;
+	if (x > 88.7f)
+		return INFINITY;
+	if (x < -87.0f)
+		return 0.0f;
+	n = floorf(x * log2e + 0.5f);
+	r = fmaf(-n, ln2_hi, x);
+	r = fmaf(-n, ln2_lo, r);
+	p = 1.0f / 5040.0f;
+	p = fmaf(p, r, 1.0f / 720.0f);
+	p = fmaf(p, r, 1.0f / 120.0f);
+	p = fmaf(p, r, 1.0f / 24.0f);
+	p = fmaf(p, r, 1.0f / 6.0f);
+	p = fmaf(p, r, 0.5f);
+	p = fmaf(p, r, 1.0f);
+	p = fmaf(p, r, 1.0f);
+	/* n is in [-126, 128]: 2^n as a normal float; p*2^n rounds at most once. */
+	if (n > 127.0f) {
+		p *= 2.0f;
+		n -= 1.0f;
+	}
+	bits = (uint32_t)((int)n + 127) << 23;
+	memcpy(&scale, &bits, sizeof(scale));
+	return p * scale;
+}
+
+/* coli_attention_head_kv (cpu/cpu.h). A typed cache's elements are read as
+ * fp32 (coli_kv_at: the fp32 cache in place, bf16 and q8 decoded a row at a
+ * time into a local), the arithmetic the same for every type. */
+static inline void attention_head_steps(const float *q, const struct coli_kv_rows *K,
+                                        const struct coli_kv_rows *V, int n_pos, int hd, int vd,
+                                        float scale, float sink, float *scores, float *out)
+{
+	float mx = -INFINITY, sum = 0;
+
+	for (int p = 0; p < n_pos; p++) {
+		float kt[hd];
+		const float *k = coli_kv_at(K, p, 0, hd, kt);
+		float l[8] = {0}, s;
+		int i = 0;
+
+		/* eight independent chains of fmas (one vector's lanes; the
+		 * adds' latency no longer serializes the dot product) */
+		for (; i + 8 <= hd; i += 8)
+			for (int j = 0; j < 8; j++)
+				l[j] = fmaf(q[i + j], k[i + j], l[j]);
+		for (; i < hd; i++)
+			l[i & 7] = fmaf(q[i], k[i], l[i & 7]);
+		s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+		scores[p] = s * scale;
+		mx = scores[p] > mx ? scores[p] : mx;
+	}
+	if (sink != -INFINITY) /* none: the bits without */
+		mx = sink > mx ? sink : mx;
+	for (int p = 0; p < n_pos; p++) {
+		scores[p] = expf_steps(scores[p] - mx);
+		sum += scores[p];
+	}
+	if (sink != -INFINITY)
+		sum += expf_steps(sink - mx);
+	{
+		/* each out[i] sums over a block's positions in order, then the
+		 * blocks' sums in order; locals the compiler knows are not V let
+		 * it do the i's four at a time */
+		float acc[vd], blk[vd], vt[vd];
+
+		for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK) {
+			const int p1 =
+			    n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
+			float *b = p0 ? blk : acc;
+
+			memset(b, 0, sizeof(acc));
+			for (int p = p0; p < p1; p++) {
+				const float *v = coli_kv_at(V, p, 0, vd, vt);
+				float w = scores[p] / sum;
+
+				for (int i = 0; i < vd; i++)
+					b[i] = fmaf(w, v[i], b[i]);
+			}
+			if (p0)
+				for (int i = 0; i < vd; i++)
+					acc[i] += blk[i];
+		}
+		if (n_pos <= 0)
+			memset(acc, 0, sizeof(acc));
+		memcpy(out, acc, sizeof(acc));
+	}
+}
+
+#endif
