@@ -20,11 +20,21 @@
 #                                      times, then greedy generate with each;
 #                                      STREAM=1: then `coli bench stream`'s
 #                                      overlap+stream interleaved twice
-#   tools/gpu_session.sh attn A B [M]  (GPU host) two coli binaries, A/B, at
-#                                      long contexts: decode after 1k and 32k
-#                                      cached tokens interleaved twice (bf16
-#                                      and q8 caches), then each after 128k
-#                                      once, then prefill of 2k and 32k tokens
+#   tools/gpu_session.sh attn A B [C ...] [M]
+#                                      (GPU host) two coli binaries or more
+#                                      at long contexts: decode after 1k and
+#                                      32k cached tokens interleaved twice
+#                                      (bf16 and q8 caches), then each after
+#                                      128k once, then prefill of 2k and 32k
+#                                      tokens (M: a last argument ending in
+#                                      .coli)
+#   tools/gpu_session.sh cpu-attn A B [C ...] [M]
+#                                      (GPU host, its CPUs) the CPU's decode
+#                                      attention of two binaries or more:
+#                                      `coli bench attention` at 8k and 32k
+#                                      on every core, interleaved twice, then
+#                                      the 8k CPU decode (bench decode --gpu
+#                                      off --ctx-fill 8192) of each
 #   tools/gpu_session.sh kernels COLI [M] [N]
 #                                      (GPU host) where a decode step of N
 #                                      sequences (default 8) spends its GPU
@@ -161,25 +171,45 @@ ab)
 			"$(grep -E '^overlap\+stream +1 ' "$tmp/st")"
 	done
 	;;
-attn)
-	a=${2:?usage: tools/gpu_session.sh attn COLI_A COLI_B [MODEL]}
-	b=${3:?usage: tools/gpu_session.sh attn COLI_A COLI_B [MODEL]}
-	model=${4:-/tmp/q30-8.coli}
-	need_model "$a" "$model"
+attn | cpu-attn)
+	mode=$1
+	shift
+	[ $# -ge 2 ] || { echo "usage: tools/gpu_session.sh $mode COLI_A COLI_B [COLI ...] [MODEL]"; exit 2; }
+	model=/tmp/q30-8.coli
+	bins=
+	for c in "$@"; do # a last argument ending in .coli is the model
+		case $c in *.coli) model=$c ;; *) bins="$bins $c" ;; esac
+	done
+	set -- $bins
+	need_model "$1" "$model"
+	if [ "$mode" = cpu-attn ]; then
+		for c in "$@" "$@"; do
+			for n in 8192 32768; do # (ms a layer, median [min..max])
+				"$c" bench attention --ctx $n --reps 10 2>&1 | tail -1 | cut -c1-60 |
+					sed "s|^|$c, ctx $n: |"
+			done
+		done
+		for c in "$@"; do
+			printf '%s, cpu decode 8k: %s\n' "$c" "$("$c" bench decode -m "$model" --gpu off \
+				--ctx 8400 --ctx-override --tokens 16 --rounds 2 --warmup 0 --disk-mib 0 \
+				--ctx-fill 8192 2>&1 | grep -E '^default +[0-9]' | head -1 | cut -c1-110)"
+		done
+		exit 0
+	fi
 	dec="bench decode -m $model --gpu 0 --ctx 33000 --ctx-override --tokens 64 --rounds 2
 		--disk-mib 0 --arms kv-type=bf16,kv-type=q8"
-	for c in "$a" "$b" "$a" "$b"; do
+	for c in "$@" "$@"; do
 		for f in 1024 32768; do # (tok/s, median [min..max], of each arm)
 			"$c" $dec --ctx-fill $f 2>&1 | grep -E '^kv-type=(bf16|q8) +[0-9]' |
 				cut -c1-52 | sed "s|^|$c, fill $f: |"
 		done
 	done
-	for c in "$a" "$b"; do
+	for c in "$@"; do
 		printf '%s, fill 131072: %s\n' "$c" "$("$c" bench decode -m "$model" --gpu 0 \
 			--ctx 131200 --ctx-override --tokens 32 --rounds 1 --disk-mib 0 \
 			--ctx-fill 131072 2>&1 | grep -E '^default +[0-9]' | cut -c1-52)"
 	done
-	for c in "$a" "$b"; do
+	for c in "$@"; do
 		for p in 2048 32768; do
 			printf '%s, prefill %d: %s\n' "$c" $p "$("$c" bench prefill -m "$model" \
 				--gpu 0 --ctx 33000 --ctx-override --prompt $p --rounds 2 \
@@ -263,7 +293,7 @@ ncu-attn)
 	done
 	;;
 *)
-	sed -n '2,59p' "$0"
+	sed -n '2,69p' "$0"
 	exit 2
 	;;
 esac
