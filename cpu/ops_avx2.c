@@ -59,8 +59,8 @@ static inline __m256 expf8(__m256 x)
 	__m256 nn, mn, r, p, big, e;
 	__m256i bits;
 
-	nn = _mm256_floor_ps(
-	    _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(COLI_EXPF_LOG2E)), half));
+	nn =
+	    _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(COLI_EXPF_LOG2E)), half));
 	mn = _mm256_xor_ps(nn, sign);
 	r = _mm256_fmadd_ps(mn, _mm256_set1_ps(COLI_EXPF_LN2_HI), x);
 	r = _mm256_fmadd_ps(mn, _mm256_set1_ps(COLI_EXPF_LN2_LO), r);
@@ -150,9 +150,9 @@ static inline __m256 fold8(const __m256 a[8])
 		d[h] = _mm256_add_ps(_mm256_shuffle_ps(c[2 * h], c[2 * h + 1], 0x44),
 		                     _mm256_shuffle_ps(c[2 * h], c[2 * h + 1], 0xee));
 	/* heads 0 2 4 6 | 1 3 5 7, then in order */
-	return _mm256_permutevar8x32_ps(_mm256_add_ps(_mm256_shuffle_ps(d[0], d[1], 0x88),
-	                                              _mm256_shuffle_ps(d[0], d[1], 0xdd)),
-	                                _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+	return _mm256_permutevar8x32_ps(
+	    _mm256_add_ps(_mm256_shuffle_ps(d[0], d[1], 0x88), _mm256_shuffle_ps(d[0], d[1], 0xdd)),
+	    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
 /* Scores of positions [p0, p1) (q: nh <= 8 heads [nh][hd], the free lanes
