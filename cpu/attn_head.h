@@ -3,7 +3,8 @@
  * (typed) KV cache, as static inline functions that cpu/ops.c compiles for
  * any x86-64 (fmaf a libm call) and cpu/ops_avx2.c with hardware fma: fmaf
  * is one IEEE rounding either way, so both copies give the same bits, and a
- * host with AVX2 runs the fast one.
+ * host with AVX2 runs the fast one. And the prefetch the attention kernels
+ * issue ahead of a strided walk over the cache's rows.
  */
 #ifndef COLI_CPU_ATTN_HEAD_H
 #define COLI_CPU_ATTN_HEAD_H
@@ -13,6 +14,41 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
+
+/* Positions ahead whose row a kernel asks the cache for, where a head's
+ * elements are a small part of each row (qwen3-30b's four kv heads: 256 of a
+ * row's 1,024 bytes): a strided stream the hardware prefetchers follow
+ * poorly (a contiguous one needs no help: there they cost ~7%). 8 to 32
+ * ahead measured alike (docs/perf/kernels.md). */
+#define KV_PF_AHEAD 16
+
+/* Whether r's rows hold more than twice the n elements a head reads. */
+static inline int kv_strided(const struct coli_kv_rows *r, int n)
+{
+	const size_t esz = r->type == COLI_KV_F32 ? 4 : r->type == COLI_KV_BF16 ? 2 : 1;
+
+	return r->stride > 2 * esz * (size_t)n;
+}
+
+/* One line into the cache: prefetcht0 as an asm statement (gcc 12 deleted
+ * __builtin_prefetch and _mm_prefetch from these loops). */
+static inline void kv_prefetch_line(const char *a)
+{
+	__asm__ volatile("prefetcht0 %0" : : "m"(*a));
+}
+
+/* Elements [i0, i0 + n) of position p's row (and a q8 row's scales) asked
+ * for: the lines a later read will take. */
+static inline void kv_prefetch(const struct coli_kv_rows *r, size_t p, int i0, int n)
+{
+	const char *row = (const char *)r->p + coli_kv_rows_index(r, p) * r->stride;
+	const int esz = r->type == COLI_KV_F32 ? 4 : r->type == COLI_KV_BF16 ? 2 : 1;
+
+	for (int b = i0 * esz; b < (i0 + n) * esz; b += 64)
+		kv_prefetch_line(row + b);
+	if (r->type == COLI_KV_Q8)
+		kv_prefetch_line(row + r->soff);
+}
 
 /* coli_expf (cpu/cpu.h) */
 static inline float expf_steps(float x)
@@ -59,12 +95,16 @@ static inline void attention_head_steps(const float *q, const struct coli_kv_row
                                         float scale, float sink, float *scores, float *out)
 {
 	float mx = -INFINITY, sum = 0;
+	const int kpf = kv_strided(K, hd), vpf = kv_strided(V, vd);
 
 	for (int p = 0; p < n_pos; p++) {
 		float kt[hd];
 		const float *k = coli_kv_at(K, p, 0, hd, kt);
 		float l[8] = {0}, s;
 		int i = 0;
+
+		if (kpf && p + KV_PF_AHEAD < n_pos)
+			kv_prefetch(K, (size_t)(p + KV_PF_AHEAD), 0, hd);
 
 		/* eight independent chains of fmas (one vector's lanes; the
 		 * adds' latency no longer serializes the dot product) */
@@ -100,6 +140,9 @@ static inline void attention_head_steps(const float *q, const struct coli_kv_row
 			for (int p = p0; p < p1; p++) {
 				const float *v = coli_kv_at(V, p, 0, vd, vt);
 				float w = scores[p] / sum;
+
+				if (vpf && p + KV_PF_AHEAD < n_pos)
+					kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), 0, vd);
 
 				for (int i = 0; i < vd; i++)
 					b[i] = fmaf(w, v[i], b[i]);

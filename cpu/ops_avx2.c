@@ -172,7 +172,7 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 	for (int h = 0; h < 8; h++)
 		qh[h] = q + (size_t)(h < nh ? h : nh - 1) * hd;
 	/* bf16 rows whole vectors: widened in registers, not through kt */
-	const int wide = K->type == COLI_KV_BF16 && h8 == hd;
+	const int wide = K->type == COLI_KV_BF16 && h8 == hd, pf = kv_strided(K, hd);
 
 	for (int p = p0; p < p1; p++) {
 		const uint16_t *kb = wide ? (const uint16_t *)((const char *)K->p +
@@ -181,6 +181,9 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 		const float *k = wide ? NULL : kv_row(K, p, 0, hd, kt);
 		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
 		       a6 = a0, a7 = a0, s;
+
+		if (pf && p + KV_PF_AHEAD < p1)
+			kv_prefetch(K, (size_t)(p + KV_PF_AHEAD), 0, hd);
 
 		/* the eight heads' chains in named registers */
 #define SC_FMA(h) a##h = _mm256_fmadd_ps(_mm256_loadu_ps(qh[h] + i), kv, a##h)
@@ -263,7 +266,7 @@ void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8)
 void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int p0, int p1, int i0,
                          int i1, float *acc)
 {
-	const int w = i1 - i0;
+	const int w = i1 - i0, pf = kv_strided(V, w);
 
 	if (w <= 0)
 		return;
@@ -277,8 +280,11 @@ void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int p0, 
 	for (int t0 = p0; t0 < p1; t0 += tile) {
 		const int t1 = p1 - t0 < tile ? p1 : t0 + tile;
 
-		for (int p = t0; p < t1; p++)
+		for (int p = t0; p < t1; p++) {
+			if (pf && p + KV_PF_AHEAD < p1)
+				kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), i0, w);
 			vr[p - t0] = kv_row(V, p, i0, w, vt + (size_t)(p - t0) * w);
+		}
 		int b = 0;
 
 		for (; b + 8 <= w; b += 8) { /* eight outputs in named registers */
