@@ -185,7 +185,7 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 		if (pf && p + KV_PF_AHEAD < p1)
 			kv_prefetch(K, (size_t)(p + KV_PF_AHEAD), 0, hd);
 
-		/* the eight heads' chains in named registers */
+			/* the eight heads' chains in named registers */
 #define SC_FMA(h) a##h = _mm256_fmadd_ps(_mm256_loadu_ps(qh[h] + i), kv, a##h)
 #define SC_DIMS(load)                                                                              \
 	for (int i = 0; i < h8; i += 8) {                                                          \
@@ -350,11 +350,68 @@ void coli_attn8_sink_sum(const float *sink, int nh, const float *mx8, float *sum
 		sum8[h] += expf_steps(sink[h < nh ? h : nh - 1] - mx8[h]);
 }
 
+/* One head in vectors (head sizes a multiple of 8; else its steps as
+ * written, cpu/attn_head.h): a score's eight chains are one vector's lanes,
+ * eight positions' exps one expf8, an output's sums the lanes of vectors of
+ * dims; the softmax sum and each division stay scalar, in the same order. */
 void coli_attention_head_avx2(const float *q, const struct coli_kv_rows *K,
                               const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
                               float sink, float *scores, float *out)
 {
-	attention_head_steps(q, K, V, n_pos, hd, vd, scale, sink, scores, out);
+	if (hd % 8 || vd % 8) {
+		attention_head_steps(q, K, V, n_pos, hd, vd, scale, sink, scores, out);
+		return;
+	}
+	const int kpf = kv_strided(K, hd), vpf = kv_strided(V, vd);
+	float mx = -INFINITY, sum = 0, kt[hd], vt[vd], acc[vd], blk[vd];
+	int p = 0;
+
+	for (p = 0; p < n_pos; p++) {
+		const float *k = kv_row(K, (size_t)p, 0, hd, kt);
+		__m256 a = _mm256_setzero_ps();
+		float l[8];
+
+		if (kpf && p + KV_PF_AHEAD < n_pos)
+			kv_prefetch(K, (size_t)(p + KV_PF_AHEAD), 0, hd);
+		for (int i = 0; i < hd; i += 8)
+			a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), a);
+		_mm256_storeu_ps(l, a);
+		scores[p] =
+		    (((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))) * scale;
+		mx = scores[p] > mx ? scores[p] : mx;
+	}
+	if (sink != -INFINITY) /* none: the bits without */
+		mx = sink > mx ? sink : mx;
+	for (p = 0; p + 8 <= n_pos; p += 8)
+		_mm256_storeu_ps(scores + p, expf8(_mm256_sub_ps(_mm256_loadu_ps(scores + p),
+		                                                 _mm256_set1_ps(mx))));
+	for (; p < n_pos; p++)
+		scores[p] = expf_steps(scores[p] - mx);
+	for (p = 0; p < n_pos; p++)
+		sum += scores[p];
+	if (sink != -INFINITY)
+		sum += expf_steps(sink - mx);
+	for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK) {
+		const int p1 = n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
+		float *b = p0 ? blk : acc;
+
+		memset(b, 0, sizeof(acc));
+		for (p = p0; p < p1; p++) {
+			const float *v = kv_row(V, (size_t)p, 0, vd, vt);
+			const __m256 w = _mm256_set1_ps(scores[p] / sum);
+
+			if (vpf && p + KV_PF_AHEAD < n_pos)
+				kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), 0, vd);
+			for (int i = 0; i < vd; i += 8)
+				_mm256_storeu_ps(b + i, _mm256_fmadd_ps(w, _mm256_loadu_ps(v + i),
+				                                        _mm256_loadu_ps(b + i)));
+		}
+		if (p0)
+			coli_attn8_fold_avx2(acc, blk, vd);
+	}
+	if (n_pos <= 0)
+		memset(acc, 0, sizeof(acc));
+	memcpy(out, acc, sizeof(acc));
 }
 
 void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows *K,
