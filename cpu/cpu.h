@@ -357,10 +357,10 @@ void coli_attention_head_sink(const float *q, const float *K, const float *V, in
                               int hd, int vd, float scale, float sink, float *scores, float *out);
 /* The G query heads that share one key/value head (GQA), for one query:
  * q [G][hd], out [G][vd] (consecutive heads); each head's bits are
- * coli_attention_head's. With AVX2 and G >= 4, eight heads are the eight
- * lanes of one vector (fewer fill them by repeating): a key or value element
- * is read once for them and no dot product is folded across lanes
- * (docs/perf/kernels.md "CPU attention"). scores: [n_pos * 8] scratch. */
+ * coli_attention_head's. With AVX2 and G >= 2, eight heads at a time share
+ * one walk of the rows (fewer fill the eight by repeating): a key vector is
+ * read once for them, and from the softmax on they are the lanes of every
+ * vector (docs/perf/kernels.md "CPU attention"). scores: [n_pos * 8] scratch. */
 void coli_attention_group(const float *q, int G, const float *K, const float *V, int n_pos,
                           int stride, int hd, int vd, float scale, float *scores, float *out);
 /* The same with each head's sink (sink [G], or NULL: none): each head's bits

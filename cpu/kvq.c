@@ -134,8 +134,9 @@ void coli_attention_group_kv(const float *q, int G, const struct coli_kv_rows *K
                              const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
                              const float *sink, float *scores, float *out)
 {
-	/* from four heads the lanes pay (one or two heads: per head is faster) */
-	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && G >= 4) {
+	/* from two heads one walk of the rows for all of them pays (one head:
+	 * the head in vectors is twice as fast; docs/perf/kernels.md) */
+	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && G >= 2) {
 		coli_attention_group_avx2(q, G, K, V, n_pos, hd, vd, scale, sink, scores, out);
 		return;
 	}
