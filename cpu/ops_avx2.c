@@ -187,18 +187,26 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 
 			/* the eight heads' chains in named registers */
 #define SC_FMA(h) a##h = _mm256_fmadd_ps(_mm256_loadu_ps(qh[h] + i), kv, a##h)
-#define SC_DIMS(load)                                                                              \
+#define SC_DIMS(load, more)                                                                        \
 	for (int i = 0; i < h8; i += 8) {                                                          \
 		const __m256 kv = (load);                                                          \
 		SC_FMA(0), SC_FMA(1), SC_FMA(2), SC_FMA(3);                                        \
-		SC_FMA(4), SC_FMA(5), SC_FMA(6), SC_FMA(7);                                        \
+		if (more)                                                                          \
+			SC_FMA(4), SC_FMA(5), SC_FMA(6), SC_FMA(7);                                \
 	}
-		if (wide)
-			SC_DIMS(bf16x8(kb + i))
+		/* four heads or fewer: heads 4-7 repeat head 3, the last */
+		if (wide && nh <= 4)
+			SC_DIMS(bf16x8(kb + i), 0)
+		else if (wide)
+			SC_DIMS(bf16x8(kb + i), 1)
+		else if (nh <= 4)
+			SC_DIMS(_mm256_loadu_ps(k + i), 0)
 		else
-			SC_DIMS(_mm256_loadu_ps(k + i))
+			SC_DIMS(_mm256_loadu_ps(k + i), 1)
 #undef SC_DIMS
 #undef SC_FMA
+		if (nh <= 4)
+			a4 = a5 = a6 = a7 = a3;
 		__m256 a[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
 
 		if (h8 < hd) /* a last few dims: chain i & 7 */
