@@ -25,9 +25,7 @@
 /* Whether r's rows hold more than twice the n elements a head reads. */
 static inline int kv_strided(const struct coli_kv_rows *r, int n)
 {
-	const size_t esz = r->type == COLI_KV_F32 ? 4 : r->type == COLI_KV_BF16 ? 2 : 1;
-
-	return r->stride > 2 * esz * (size_t)n;
+	return r->stride > 2 * coli_kv_elem_bytes(r->type) * (size_t)n;
 }
 
 /* One line into the cache: prefetcht0 as an asm statement (gcc 12 deleted
@@ -41,8 +39,8 @@ static inline void kv_prefetch_line(const char *a)
  * for: the lines a later read will take. */
 static inline void kv_prefetch(const struct coli_kv_rows *r, size_t p, int i0, int n)
 {
-	const char *row = (const char *)r->p + coli_kv_rows_index(r, p) * r->stride;
-	const int esz = r->type == COLI_KV_F32 ? 4 : r->type == COLI_KV_BF16 ? 2 : 1;
+	const char *row = coli_kv_rows_ptr(r, p);
+	const int esz = (int)coli_kv_elem_bytes(r->type);
 
 	for (int b = i0 * esz; b < (i0 + n) * esz; b += 64)
 		kv_prefetch_line(row + b);

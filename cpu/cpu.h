@@ -310,6 +310,16 @@ static inline size_t coli_kv_rows_index(const struct coli_kv_rows *r, size_t p)
 	p += (size_t)r->p0;
 	return ((size_t)r->blk[p >> r->bshift] << r->bshift) | (p & (((size_t)1 << r->bshift) - 1));
 }
+/* Position p's row in r (its first byte). */
+static inline const char *coli_kv_rows_ptr(const struct coli_kv_rows *r, size_t p)
+{
+	return (const char *)r->p + coli_kv_rows_index(r, p) * r->stride;
+}
+/* Bytes of one value of a type (q8: the int8; its scales apart). */
+static inline size_t coli_kv_elem_bytes(int type)
+{
+	return type == COLI_KV_F32 ? 4 : type == COLI_KV_BF16 ? 2 : 1;
+}
 
 /* "f32" "bf16" "q8" -> type; -EINVAL otherwise. */
 int coli_kv_type_parse(const char *s);

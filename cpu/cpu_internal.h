@@ -165,8 +165,7 @@ static inline const float *coli_kv_at(const struct coli_kv_rows *r, size_t p, in
                                       float *tmp)
 {
 	if (r->type == COLI_KV_F32)
-		return (const float *)((const char *)r->p + coli_kv_rows_index(r, p) * r->stride) +
-		       i0;
+		return (const float *)coli_kv_rows_ptr(r, p) + i0;
 	return coli_kv_rows_at(r, p, i0, n, tmp);
 }
 

@@ -58,9 +58,7 @@ size_t coli_kv_row_bytes(int type, int n, int nseg)
 
 void coli_kv_seg_offsets(int type, int n, int g, int hd, size_t *off, int *soff)
 {
-	const size_t esz = type == COLI_KV_F32 ? 4 : type == COLI_KV_BF16 ? 2 : 1;
-
-	*off = (size_t)g * hd * esz;
+	*off = (size_t)g * hd * coli_kv_elem_bytes(type);
 	*soff = (int)((((size_t)n + 3) & ~(size_t)3) + 4 * (size_t)g - *off);
 }
 
@@ -110,7 +108,7 @@ void coli_kv_row_load(int type, const void *row, float *dst, int n, int seg)
 
 const float *coli_kv_rows_at(const struct coli_kv_rows *r, size_t p, int i0, int n, float *tmp)
 {
-	const char *row = (const char *)r->p + coli_kv_rows_index(r, p) * r->stride;
+	const char *row = coli_kv_rows_ptr(r, p);
 
 	if (r->type == COLI_KV_F32)
 		return (const float *)row + i0;

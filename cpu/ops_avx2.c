@@ -113,7 +113,7 @@ static inline __m256 bf16x8(const uint16_t *b)
  * where coli_kv_at's goes through cpu/kvq.c and the ISA test each row). */
 static inline const float *kv_row(const struct coli_kv_rows *r, size_t p, int i0, int n, float *tmp)
 {
-	const char *row = (const char *)r->p + coli_kv_rows_index(r, p) * r->stride;
+	const char *row = coli_kv_rows_ptr(r, p);
 
 	if (r->type == COLI_KV_F32)
 		return (const float *)row + i0;
@@ -175,9 +175,7 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 	const int wide = K->type == COLI_KV_BF16 && h8 == hd, pf = kv_strided(K, hd);
 
 	for (int p = p0; p < p1; p++) {
-		const uint16_t *kb = wide ? (const uint16_t *)((const char *)K->p +
-		                                               coli_kv_rows_index(K, p) * K->stride)
-		                          : NULL;
+		const uint16_t *kb = wide ? (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p) : NULL;
 		const float *k = wide ? NULL : kv_row(K, p, 0, hd, kt);
 		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
 		       a6 = a0, a7 = a0, s;

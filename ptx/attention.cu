@@ -409,7 +409,7 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 #define AD_STAGE(i)                                                                                \
 	kv_stage<HD, M, Tl::KB, Tl::VB, Tl::V0, Tl::S0>(                                           \
 	    ad_tiles + ((i) % NST) * Tl::BYTES, K, V, kv_at(tab, nbs, slot, p0 + (i) * AD_CHUNK),  \
-	    min(AD_CHUNK, p1 - p0 - (i) * AD_CHUNK), kvh, krow, vrow, soff, true)
+	    min(AD_CHUNK, p1 - p0 - (i) * AD_CHUNK), kvh, krow, vrow, soff)
 	/* the first chunks' copies go before q's: NST - CW of them, a commit
 	 * group a chunk (empty past nch) */
 	for (int i = 0; i < NST - CW; i++) {

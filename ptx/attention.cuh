@@ -30,7 +30,7 @@ static_assert(AD_CHUNK == KV_BLOCK, "a chunk is one block of the cache: one tabl
 /* A chunk's rows row0 .. row0 + nv - 1 of kv head kvh (one block of the
  * cache: consecutive rows) into shared memory at st by cp.async, as the
  * cache stores them: K rows KS bytes apart from st, V rows VS bytes apart
- * from st + V0 (with_v), then with a q8 type the rows' scales at st + S0, K's
+ * from st + V0, then with a q8 type the rows' scales at st + S0, K's
  * [AD_CHUNK] then V's; rows from nv on zero-filled (+0 values and scales, as
  * P.V needs past the last position). 16-byte pieces; q8 rows (align4(kvd) +
  * 4 nkv bytes: 4-byte aligned only) in 4. Both kernels' stages
@@ -38,7 +38,7 @@ static_assert(AD_CHUNK == KV_BLOCK, "a chunk is one block of the cache: one tabl
 template <int HD, int M, int KS, int VS, int V0, int S0>
 static __device__ __forceinline__ void kv_stage(char *st, const void *K, const void *V, size_t row0,
                                                 int nv, int kvh, size_t krow, size_t vrow,
-                                                int soff, bool with_v)
+                                                int soff)
 {
 	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
 	constexpr int KB = HD * kv_esz<KT>(), VB = HD * kv_esz<VT>(); /* bytes a row's head */
@@ -61,8 +61,7 @@ static __device__ __forceinline__ void kv_stage(char *st, const void *K, const v
 		}                                                                                  \
 	} while (0)
 	KV_PIECES(kh, krow, KB, KS, KT, st);
-	if (with_v)
-		KV_PIECES(vh, vrow, VB, VS, VT, st + V0);
+	KV_PIECES(vh, vrow, VB, VS, VT, st + V0);
 #undef KV_PIECES
 	if (KT == 2 && (int)threadIdx.x < AD_CHUNK) {
 		const int r = threadIdx.x;
@@ -70,7 +69,7 @@ static __device__ __forceinline__ void kv_stage(char *st, const void *K, const v
 		cp4(st + S0 + 4 * r, (const char *)K + (row0 + (r < nv ? r : 0)) * krow + soff,
 		    r < nv);
 	}
-	if (VT == 2 && with_v && (int)threadIdx.x >= 32 && (int)threadIdx.x < 32 + AD_CHUNK) {
+	if (VT == 2 && (int)threadIdx.x >= 32 && (int)threadIdx.x < 32 + AD_CHUNK) {
 		const int r = threadIdx.x - 32;
 
 		cp4(st + S0 + 4 * (AD_CHUNK + r),

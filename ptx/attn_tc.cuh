@@ -195,7 +195,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 #define TC_STAGE(c)                                                                                \
 	kv_stage<HD, M, Tl::KS, Tl::VS, Tl::V0, Tl::S0>(                                           \
 	    sm.st[(c) % NST], K, V, kv_at(tab, nbs, slot, (c)*AD_CHUNK),                           \
-	    min(AD_CHUNK, nmax - (c)*AD_CHUNK), kvh, krow, vrow, soff, true)
+	    min(AD_CHUNK, nmax - (c)*AD_CHUNK), kvh, krow, vrow, soff)
 	for (int i = 0; i < NST - 1; i++) {
 		if (c_begin + i < c_end)
 			TC_STAGE(c_begin + i);

@@ -241,7 +241,7 @@ int coli_dev_sim_rope(struct coli_dev *d, const struct coli_dev_rope *a)
  * layout of cpu/cpu.h: q8's scales after the values, a segment each). */
 static struct coli_kv_rows head_rows(uint64_t base, int t, int n, int nseg, int seg, int g)
 {
-	size_t esz = t == COLI_KV_F32 ? 4 : t == COLI_KV_BF16 ? 2 : 1, off = (size_t)g * seg * esz;
+	const size_t off = (size_t)g * seg * coli_kv_elem_bytes(t);
 
 	return (struct coli_kv_rows){.p = (const char *)F(base) + off,
 	                             .stride = coli_kv_row_bytes(t, n, nseg),
