@@ -16,16 +16,16 @@
 #include "cpu/cpu_internal.h"
 
 /* Positions ahead whose row a kernel asks the cache for, where a head's
- * elements are a small part of each row (qwen3-30b's four kv heads: 256 of a
- * row's 1,024 bytes): a strided stream the hardware prefetchers follow
- * poorly (a contiguous one needs no help: there they cost ~7%). 8 to 32
- * ahead measured alike (docs/perf/kernels.md). */
+ * elements are half a row or less (qwen3-30b's four kv heads: 256 of a
+ * row's 1,024 bytes; the demo's two: 128 of 256): a strided stream the
+ * hardware prefetchers follow poorly (a contiguous one needs no help: there
+ * they cost 7-15%). 8 to 32 ahead measured alike (docs/perf/kernels.md). */
 #define KV_PF_AHEAD 16
 
-/* Whether r's rows hold more than twice the n elements a head reads. */
+/* Whether r's rows hold at least twice the n elements a head reads. */
 static inline int kv_strided(const struct coli_kv_rows *r, int n)
 {
-	return r->stride > 2 * coli_kv_elem_bytes(r->type) * (size_t)n;
+	return r->stride >= 2 * coli_kv_elem_bytes(r->type) * (size_t)n;
 }
 
 /* One line into the cache: prefetcht0 as an asm statement (gcc 12 deleted
