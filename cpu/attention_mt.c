@@ -135,7 +135,7 @@ static void share_task(void *arg, int task, int n_tasks)
 			                   ? g->n_pos
 			                   : q0 + COLI_ATTN_OUT_BLOCK;
 
-			coli_attn8_out_avx2(u->sc, &V, q0, q1, 0, j->vd,
+			coli_attn8_out_avx2(u->sc, u->nh, &V, q0, q1, 0, j->vd,
 			                    block_of(j, task / per, b));
 		}
 		break;

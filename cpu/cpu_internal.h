@@ -150,11 +150,12 @@ void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8);
 void coli_attn8_sink_max(const float *sink, int nh, float *mx8);
 void coli_attn8_sink_sum(const float *sink, int nh, const float *mx8, float *sum8);
 /* Outputs: one block's sums (positions [p0, p1) within one
- * COLI_ATTN_OUT_BLOCK) of the dims [i0, i1) into acc [i1 - i0][8 lanes];
- * the blocks folded in order (acc += blk, n floats); acc's dims [i0, i1)
- * stored to out [nh][hd]. */
-void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int p0, int p1, int i0,
-                         int i1, float *acc);
+ * COLI_ATTN_OUT_BLOCK) of the dims [i0, i1) into acc [i1 - i0][8 lanes]
+ * (nh: the heads sc holds; the free lanes repeat the last); the blocks
+ * folded in order (acc += blk, n floats); acc's dims [i0, i1) stored to
+ * out [nh][hd]. */
+void coli_attn8_out_avx2(const float *sc, int nh, const struct coli_kv_rows *V, int p0, int p1,
+                         int i0, int i1, float *acc);
 void coli_attn8_fold_avx2(float *acc, const float *blk, int n);
 void coli_attn8_store(const float *acc, int nh, int hd, int i0, int i1, float *out);
 /* A typed row's elements [i0, i0 + n) as fp32 into tmp (cpu/kvq.c's

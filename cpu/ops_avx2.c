@@ -269,13 +269,98 @@ void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8)
  * positions, tile after tile. A tile's value rows (the share's dims) are
  * decoded once into vt (16 KB at 128 dims), which the output blocks then
  * walk from L1. */
-void coli_attn8_out_avx2(const float *sc, const struct coli_kv_rows *V, int p0, int p1, int i0,
-                         int i1, float *acc)
+/* The same sums for four heads or fewer (lanes 4-7 repeating head 3): the
+ * heads' weights broadcast and the dims in lanes, sixteen dims of the four
+ * heads (eight vectors) over a tile at a time, so no lane repeats a head's
+ * work. Each output is the same chain of fmas in the same order, its bits
+ * the eight-lane form's; bf16 rows are widened in registers. at: [4][w]. */
+static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, int i0, int w,
+                 float *acc)
+{
+	const int pf = kv_strided(V, w), wide = V->type == COLI_KV_BF16;
+	const int tile = w * ATT_TILE > 4096 ? (4096 / w > 1 ? 4096 / w : 1) : ATT_TILE;
+	float at[4][w], vt[wide ? 1 : tile * w];
+	const float *vr[ATT_TILE];
+	const uint16_t *vb[ATT_TILE];
+
+	memset(at, 0, sizeof(at));
+	for (int t0 = p0; t0 < p1; t0 += tile) {
+		const int t1 = p1 - t0 < tile ? p1 : t0 + tile;
+		int b = 0;
+
+		for (int p = t0; p < t1; p++) {
+			if (pf && p + KV_PF_AHEAD < p1)
+				kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), i0, w);
+			if (wide)
+				vb[p - t0] = (const uint16_t *)coli_kv_rows_ptr(V, (size_t)p) + i0;
+			else
+				vr[p - t0] = kv_row(V, p, i0, w, vt + (size_t)(p - t0) * w);
+		}
+		/* sixteen dims (then eight) of the four heads in named registers */
+#define OUT4_FMA(h, k) a##h##k = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + h), v##k, a##h##k)
+#define OUT4_16(load)                                                                              \
+	for (; b + 16 <= w; b += 16) {                                                             \
+		__m256 a00 = _mm256_loadu_ps(&at[0][b]), a01 = _mm256_loadu_ps(&at[0][b + 8]),     \
+		       a10 = _mm256_loadu_ps(&at[1][b]), a11 = _mm256_loadu_ps(&at[1][b + 8]),     \
+		       a20 = _mm256_loadu_ps(&at[2][b]), a21 = _mm256_loadu_ps(&at[2][b + 8]),     \
+		       a30 = _mm256_loadu_ps(&at[3][b]), a31 = _mm256_loadu_ps(&at[3][b + 8]);     \
+		for (int p = t0; p < t1; p++) {                                                    \
+			const float *wp = sc + (size_t)p * 8;                                      \
+			const __m256 v0 = load(p, b), v1 = load(p, b + 8);                         \
+			OUT4_FMA(0, 0), OUT4_FMA(1, 0), OUT4_FMA(2, 0), OUT4_FMA(3, 0);            \
+			OUT4_FMA(0, 1), OUT4_FMA(1, 1), OUT4_FMA(2, 1), OUT4_FMA(3, 1);            \
+		}                                                                                  \
+		_mm256_storeu_ps(&at[0][b], a00), _mm256_storeu_ps(&at[0][b + 8], a01);            \
+		_mm256_storeu_ps(&at[1][b], a10), _mm256_storeu_ps(&at[1][b + 8], a11);            \
+		_mm256_storeu_ps(&at[2][b], a20), _mm256_storeu_ps(&at[2][b + 8], a21);            \
+		_mm256_storeu_ps(&at[3][b], a30), _mm256_storeu_ps(&at[3][b + 8], a31);            \
+	}                                                                                          \
+	for (; b + 8 <= w; b += 8) {                                                               \
+		__m256 a00 = _mm256_loadu_ps(&at[0][b]), a10 = _mm256_loadu_ps(&at[1][b]),         \
+		       a20 = _mm256_loadu_ps(&at[2][b]), a30 = _mm256_loadu_ps(&at[3][b]);         \
+		for (int p = t0; p < t1; p++) {                                                    \
+			const float *wp = sc + (size_t)p * 8;                                      \
+			const __m256 v0 = load(p, b);                                              \
+			OUT4_FMA(0, 0), OUT4_FMA(1, 0), OUT4_FMA(2, 0), OUT4_FMA(3, 0);            \
+		}                                                                                  \
+		_mm256_storeu_ps(&at[0][b], a00), _mm256_storeu_ps(&at[1][b], a10);                \
+		_mm256_storeu_ps(&at[2][b], a20), _mm256_storeu_ps(&at[3][b], a30);                \
+	}
+#define LOAD_BF16(p, i) bf16x8(vb[(p) - t0] + (i))
+#define LOAD_F32(p, i)  _mm256_loadu_ps(vr[(p) - t0] + (i))
+		if (wide) {
+			OUT4_16(LOAD_BF16)
+		} else {
+			OUT4_16(LOAD_F32)
+		}
+#undef LOAD_F32
+#undef LOAD_BF16
+#undef OUT4_16
+#undef OUT4_FMA
+		for (; b < w; b++) /* a last few dims, one at a time */
+			for (int p = t0; p < t1; p++) {
+				const float v = wide ? coli_bf16_to_f32(vb[p - t0][b]) : vr[p - t0][b];
+
+				for (int h = 0; h < 4; h++)
+					at[h][b] = fmaf(sc[(size_t)p * 8 + h], v, at[h][b]);
+			}
+	}
+	for (int i = 0; i < w; i++)
+		for (int h = 0; h < 8; h++)
+			acc[i * 8 + h] = at[h < 4 ? h : 3][i];
+}
+
+void coli_attn8_out_avx2(const float *sc, int nh, const struct coli_kv_rows *V, int p0, int p1,
+                         int i0, int i1, float *acc)
 {
 	const int w = i1 - i0, pf = kv_strided(V, w);
 
 	if (w <= 0)
 		return;
+	if (nh <= 4) {
+		out4(sc, V, p0, p1, i0, w, acc);
+		return;
+	}
 	/* a tile's decoded rows within 16 KB (MLA's 512 dims: 8 positions) */
 	const int tile = w * ATT_TILE > 4096 ? (4096 / w > 1 ? 4096 / w : 1) : ATT_TILE;
 	float vt[tile * w];        /* [tile positions][w]: the share's value elements */
@@ -443,7 +528,7 @@ void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows 
 			const int p1 =
 			    n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
 
-			coli_attn8_out_avx2(sc, V, p0, p1, 0, vd, p0 ? blk : acc);
+			coli_attn8_out_avx2(sc, nh, V, p0, p1, 0, vd, p0 ? blk : acc);
 			if (p0)
 				coli_attn8_fold_avx2(acc, blk, vd * 8);
 		}
