@@ -139,19 +139,23 @@ static inline const float *kv_row(const struct coli_kv_rows *r, size_t p, int i0
 /* The eight heads' sums of eight lanes each, (q . k chains in lanes 0..7),
  * as one vector of eight heads: per head ((0 + 4) + (2 + 6)) + ((1 + 5) +
  * (3 + 7)), the scalar's fold, by a transpose that adds as it goes. */
-static inline __m256 fold8(const __m256 a[8])
+static inline __m256 fold8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5,
+                           __m256 a6, __m256 a7)
 {
-	__m256 c[4], d[2];
+	/* [lanes 0-3 + lanes 4-7 of head 2h | of head 2h + 1] (written out:
+	 * a loop over an array of vectors went through memory) */
+#define FOLD_HALVES(x, y)                                                                          \
+	_mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31))
+	const __m256 c0 = FOLD_HALVES(a0, a1), c1 = FOLD_HALVES(a2, a3), c2 = FOLD_HALVES(a4, a5),
+	             c3 = FOLD_HALVES(a6, a7);
+#undef FOLD_HALVES
+	/* [(0+4)+(2+6), (1+5)+(3+7) of heads 4h, 4h+2 | 4h+1, 4h+3] */
+	const __m256 d0 = _mm256_add_ps(_mm256_shuffle_ps(c0, c1, 0x44), _mm256_shuffle_ps(c0, c1, 0xee)),
+	             d1 = _mm256_add_ps(_mm256_shuffle_ps(c2, c3, 0x44), _mm256_shuffle_ps(c2, c3, 0xee));
 
-	for (int h = 0; h < 4; h++) /* [lanes 0-3 + lanes 4-7 of head 2h | of head 2h + 1] */
-		c[h] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * h], a[2 * h + 1], 0x20),
-		                     _mm256_permute2f128_ps(a[2 * h], a[2 * h + 1], 0x31));
-	for (int h = 0; h < 2; h++) /* [(0+4)+(2+6), (1+5)+(3+7) of heads 4h, 4h+2 | 4h+1, 4h+3] */
-		d[h] = _mm256_add_ps(_mm256_shuffle_ps(c[2 * h], c[2 * h + 1], 0x44),
-		                     _mm256_shuffle_ps(c[2 * h], c[2 * h + 1], 0xee));
 	/* heads 0 2 4 6 | 1 3 5 7, then in order */
 	return _mm256_permutevar8x32_ps(
-	    _mm256_add_ps(_mm256_shuffle_ps(d[0], d[1], 0x88), _mm256_shuffle_ps(d[0], d[1], 0xdd)),
+	    _mm256_add_ps(_mm256_shuffle_ps(d0, d1, 0x88), _mm256_shuffle_ps(d0, d1, 0xdd)),
 	    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
@@ -174,7 +178,41 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 	/* bf16 rows whole vectors: widened in registers, not through kt */
 	const int wide = K->type == COLI_KV_BF16 && h8 == hd, pf = kv_strided(K, hd);
 
-	for (int p = p0; p < p1; p++) {
+	int p = p0;
+
+	if (wide && nh <= 4) /* two positions a step: each q vector loaded once for both */
+		for (; p + 2 <= p1; p += 2) {
+			const uint16_t *kb0 = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p),
+			               *kb1 = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p + 1);
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0,
+			       b2 = a0, b3 = a0;
+
+			if (pf && p + 1 + KV_PF_AHEAD < p1) {
+				kv_prefetch(K, (size_t)(p + KV_PF_AHEAD), 0, hd);
+				kv_prefetch(K, (size_t)(p + 1 + KV_PF_AHEAD), 0, hd);
+			}
+			for (int i = 0; i < hd; i += 8) {
+				const __m256 k0 = bf16x8(kb0 + i), k1 = bf16x8(kb1 + i);
+				__m256 qv;
+
+#define SC2_FMA(h)                                                                                 \
+	qv = _mm256_loadu_ps(qh[h] + i), a##h = _mm256_fmadd_ps(qv, k0, a##h),                     \
+	b##h = _mm256_fmadd_ps(qv, k1, b##h)
+				SC2_FMA(0), SC2_FMA(1), SC2_FMA(2), SC2_FMA(3);
+#undef SC2_FMA
+			}
+			/* lanes: position p's heads 0-3, then p + 1's; each spread to
+			 * its row with the free lanes repeating head 3 */
+			const __m256 f = _mm256_mul_ps(fold8(a0, a1, a2, a3, b0, b1, b2, b3), vscale),
+			             s0 = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 1, 2, 3, 3, 3, 3, 3)),
+			             s1 = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(4, 5, 6, 7, 7, 7, 7, 7));
+
+			_mm256_storeu_ps(sc + (size_t)p * 8, s0);
+			_mm256_storeu_ps(sc + (size_t)p * 8 + 8, s1);
+			mx = _mm256_max_ps(s0, mx);
+			mx = _mm256_max_ps(s1, mx);
+		}
+	for (; p < p1; p++) {
 		const uint16_t *kb = wide ? (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p) : NULL;
 		const float *k = wide ? NULL : kv_row(K, p, 0, hd, kt);
 		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
@@ -205,9 +243,9 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 #undef SC_FMA
 		if (nh <= 4)
 			a4 = a5 = a6 = a7 = a3;
-		__m256 a[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+		if (h8 < hd) { /* a last few dims: chain i & 7 */
+			__m256 a[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
 
-		if (h8 < hd) /* a last few dims: chain i & 7 */
 			for (int h = 0; h < 8; h++) {
 				float l[8];
 
@@ -216,7 +254,10 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 					l[i & 7] = fmaf(qh[h][i], k[i], l[i & 7]);
 				a[h] = _mm256_loadu_ps(l);
 			}
-		s = _mm256_mul_ps(fold8(a), vscale);
+			a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+			a4 = a[4], a5 = a[5], a6 = a[6], a7 = a[7];
+		}
+		s = _mm256_mul_ps(fold8(a0, a1, a2, a3, a4, a5, a6, a7), vscale);
 		_mm256_storeu_ps(sc + (size_t)p * 8, s);
 		mx = _mm256_max_ps(s, mx); /* s > mx ? s : mx, the scalar's test */
 	}
