@@ -159,6 +159,27 @@ static inline __m256 fold8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4
 	    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+/* Four heads' dot products with two bf16 key rows (hd a multiple of 8), each
+ * in eight chains, folded: [row 0's heads 0-3 | row 1's heads 0-3]. */
+static inline __m256 scores2x4(const float *const *qh, const uint16_t *kb0, const uint16_t *kb1,
+                               int hd)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0,
+	       b3 = a0;
+
+	for (int i = 0; i < hd; i += 8) {
+		const __m256 k0 = bf16x8(kb0 + i), k1 = bf16x8(kb1 + i);
+		__m256 qv;
+
+#define SC2_FMA(h)                                                                                 \
+	qv = _mm256_loadu_ps(qh[h] + i), a##h = _mm256_fmadd_ps(qv, k0, a##h),                     \
+	b##h = _mm256_fmadd_ps(qv, k1, b##h)
+		SC2_FMA(0), SC2_FMA(1), SC2_FMA(2), SC2_FMA(3);
+#undef SC2_FMA
+	}
+	return fold8(a0, a1, a2, a3, b0, b1, b2, b3);
+}
+
 /* Scores of positions [p0, p1) (q: nh <= 8 heads [nh][hd], the free lanes
  * repeat the last) and their lanes' max (the scalar's test, first of equals).
  * A head's eight chains are one vector's lanes (dims 8v..8v+7, v in order),
@@ -180,38 +201,25 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 
 	int p = p0;
 
-	if (wide && nh <= 4) /* two positions a step: each q vector loaded once for both */
-		for (; p + 2 <= p1; p += 2) {
-			const uint16_t *kb0 = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p),
-			               *kb1 = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p + 1);
-			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0,
-			       b2 = a0, b3 = a0;
+	/* bf16 keys of four heads or fewer, two positions a step: each q vector
+	 * loaded once for both (eight heads: measured alike, 2026-12-05) */
+	for (; wide && nh <= 4 && p + 2 <= p1; p += 2) {
+		const uint16_t *kb0 = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p),
+		               *kb1 = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p + 1);
+		const __m256 f = _mm256_mul_ps(scores2x4(qh, kb0, kb1, hd), vscale);
+		/* each spread to its row, the free lanes repeating head 3 */
+		const __m256 s0 = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 1, 2, 3, 3, 3, 3, 3)),
+		             s1 = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(4, 5, 6, 7, 7, 7, 7, 7));
 
-			if (pf && p + 1 + KV_PF_AHEAD < p1) {
-				kv_prefetch(K, (size_t)(p + KV_PF_AHEAD), 0, hd);
-				kv_prefetch(K, (size_t)(p + 1 + KV_PF_AHEAD), 0, hd);
-			}
-			for (int i = 0; i < hd; i += 8) {
-				const __m256 k0 = bf16x8(kb0 + i), k1 = bf16x8(kb1 + i);
-				__m256 qv;
-
-#define SC2_FMA(h)                                                                                 \
-	qv = _mm256_loadu_ps(qh[h] + i), a##h = _mm256_fmadd_ps(qv, k0, a##h),                     \
-	b##h = _mm256_fmadd_ps(qv, k1, b##h)
-				SC2_FMA(0), SC2_FMA(1), SC2_FMA(2), SC2_FMA(3);
-#undef SC2_FMA
-			}
-			/* lanes: position p's heads 0-3, then p + 1's; each spread to
-			 * its row with the free lanes repeating head 3 */
-			const __m256 f = _mm256_mul_ps(fold8(a0, a1, a2, a3, b0, b1, b2, b3), vscale),
-			             s0 = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 1, 2, 3, 3, 3, 3, 3)),
-			             s1 = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(4, 5, 6, 7, 7, 7, 7, 7));
-
-			_mm256_storeu_ps(sc + (size_t)p * 8, s0);
-			_mm256_storeu_ps(sc + (size_t)p * 8 + 8, s1);
-			mx = _mm256_max_ps(s0, mx);
-			mx = _mm256_max_ps(s1, mx);
+		if (pf && p + 1 + KV_PF_AHEAD < p1) {
+			kv_prefetch(K, (size_t)(p + KV_PF_AHEAD), 0, hd);
+			kv_prefetch(K, (size_t)(p + 1 + KV_PF_AHEAD), 0, hd);
 		}
+		_mm256_storeu_ps(sc + (size_t)p * 8, s0);
+		_mm256_storeu_ps(sc + (size_t)p * 8 + 8, s1);
+		mx = _mm256_max_ps(s0, mx);
+		mx = _mm256_max_ps(s1, mx);
+	}
 	for (; p < p1; p++) {
 		const uint16_t *kb = wide ? (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p) : NULL;
 		const float *k = wide ? NULL : kv_row(K, p, 0, hd, kt);
