@@ -202,7 +202,7 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 	int p = p0;
 
 	/* bf16 keys of four heads or fewer, two positions a step: each q vector
-	 * loaded once for both (eight heads: measured alike, 2026-12-05) */
+	 * loaded once for both (eight heads: measured alike, 2026-12-04) */
 	for (; wide && nh <= 4 && p + 2 <= p1; p += 2) {
 		const uint16_t *kb0 = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p),
 		               *kb1 = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p + 1);
