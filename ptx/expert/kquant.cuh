@@ -29,7 +29,7 @@
 #ifndef COLI_PTX_KQUANT_CUH
 #define COLI_PTX_KQUANT_CUH
 
-#include "ptx/gemv.cuh"
+#include "ptx/expert/gemv.cuh"
 
 typedef unsigned char u8;
 

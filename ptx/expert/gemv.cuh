@@ -10,7 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "ptx/kernels_abi.h"
-#include "ptx/pdl.cuh"
+#include "ptx/common/pdl.cuh"
 
 #define LANES 16
 

@@ -47,8 +47,8 @@
  * Grid: one CTA per tile of every job, jobs back to back (tile0), tokens
  * fastest, as ptx/gemm.cu.
  */
-#include "ptx/gemm_frame.cuh"
-#include "ptx/kquant.cuh"
+#include "ptx/expert/gemm_frame.cuh"
+#include "ptx/expert/kquant.cuh"
 
 #define KSTAGES COLI_GPU_GEMM_STAGES_KQ
 

@@ -26,7 +26,7 @@
  * because the device has one stream (a launch starts after the previous one
  * ended).
  */
-#include "ptx/attention.cuh"
+#include "ptx/attn/attention.cuh"
 
 /* ---- attention over the KV cache, tiled over positions ----
  *
@@ -622,6 +622,6 @@ ATTN_CHUNKS_ALL(64)
 ATTN_CHUNKS_ALL(128)
 ATTN_CHUNKS_ALL(256)
 
-#include "ptx/attn_tc.cuh"
+#include "ptx/attn/attn_tc.cuh"
 ATTN_TC_ALL(64)
 ATTN_TC_ALL(128)

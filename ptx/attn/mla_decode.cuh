@@ -50,7 +50,7 @@
 #ifndef COLI_PTX_MLA_DECODE_CUH
 #define COLI_PTX_MLA_DECODE_CUH
 
-#include "ptx/mma_bf16.cuh"
+#include "ptx/attn/mma_bf16.cuh"
 
 #define MD_H  COLI_GPU_MLA_DEC_HEADS
 #define MD_P  COLI_GPU_MLA_DEC_TILE

@@ -46,8 +46,8 @@
 #ifndef COLI_PTX_ATTN_TC_CUH
 #define COLI_PTX_ATTN_TC_CUH
 
-#include "ptx/attention.cuh"
-#include "ptx/mma_bf16.cuh"
+#include "ptx/attn/attention.cuh"
+#include "ptx/attn/mma_bf16.cuh"
 
 #define TC_COLS COLI_GPU_TC_COLS
 /* bf16 terms of q and of P: ~16 bits, twice the bits of the cache's values

@@ -65,11 +65,11 @@
  * normed and roped, the query's RoPE part into its absorbed row and its
  * q_nope out head-major for W_UK^T (kernels_abi.h struct coli_gpu_mla_prep).
  */
-#include "ptx/cp_async.cuh"
+#include "ptx/common/cp_async.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/kv_rows.cuh"
-#include "ptx/pdl.cuh"
-#include "ptx/mla_decode.cuh"
+#include "ptx/attn/kv_rows.cuh"
+#include "ptx/common/pdl.cuh"
+#include "ptx/attn/mla_decode.cuh"
 
 #define ML_SP                                                                                      \
 	(COLI_GPU_MLA_TILE +                                                                       \

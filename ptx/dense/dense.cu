@@ -25,12 +25,12 @@
  */
 #include <cuda_fp16.h>
 
-#include "ptx/act_quant.cuh"
-#include "ptx/dgemv.cuh"
+#include "ptx/common/act_quant.cuh"
+#include "ptx/dense/dgemv.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/kv_rows.cuh"
-#include "ptx/last_arrival.cuh"
-#include "ptx/pdl.cuh"
+#include "ptx/attn/kv_rows.cuh"
+#include "ptx/common/last_arrival.cuh"
+#include "ptx/common/pdl.cuh"
 
 /* ---- the dense GEMV's entry points (the templates: ptx/dgemv.cuh) ---- */
 #define DGEMV(dt, DT, S)                                                                           \

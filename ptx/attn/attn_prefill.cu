@@ -6,7 +6,7 @@
  * (coli_attn_prefill_<hd>_{bf16,q8,q8_bf16}: ptx/kv_rows.cuh) is staged as
  * its fp32 values, the rest unchanged.
  */
-#include "ptx/attention.cuh"
+#include "ptx/attn/attention.cuh"
 
 /* ---- prefill: tiles of queries against chunks in shared memory ----
  *

@@ -8,12 +8,12 @@
 #ifndef COLI_PTX_ATTENTION_CUH
 #define COLI_PTX_ATTENTION_CUH
 
-#include "ptx/act_quant.cuh"
-#include "ptx/cp_async.cuh"
+#include "ptx/common/act_quant.cuh"
+#include "ptx/common/cp_async.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/kv_rows.cuh"
-#include "ptx/last_arrival.cuh"
-#include "ptx/pdl.cuh"
+#include "ptx/attn/kv_rows.cuh"
+#include "ptx/common/last_arrival.cuh"
+#include "ptx/common/pdl.cuh"
 
 #define AT_THREADS 256
 #define AT_TILE    256  /* positions per tile: one thread each for the scores */

@@ -9,9 +9,9 @@
  * (core/moe/moe.c), so the routing does not depend on where it ran; launch
  * shapes live in ptx/gpu_dense.c.
  */
-#include "ptx/dgemv.cuh"
+#include "ptx/dense/dgemv.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/pdl.cuh"
+#include "ptx/common/pdl.cuh"
 
 /* ---- routing on the device ----
  *

@@ -48,8 +48,8 @@
  * coli_gemv_<type>_v0_inl for the bench's A/B only (ptx/gpu_expert.c
  * coli_gpu_gemv_kq_v0).
  */
-#include "ptx/cp_async.cuh"
-#include "ptx/kquant.cuh"
+#include "ptx/common/cp_async.cuh"
+#include "ptx/expert/kquant.cuh"
 
 /* ---- the launch shape, in one place ----
  *

@@ -63,7 +63,7 @@
  */
 #include <cuda_fp16.h>
 
-#include "ptx/gemm_frame.cuh"
+#include "ptx/expert/gemm_frame.cuh"
 
 #define BF_THREADS COLI_GPU_GEMM_THREADS_BF16
 #define NF         4 /* mma token tiles per warp (8 tokens each), bf16 */

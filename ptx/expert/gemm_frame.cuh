@@ -15,9 +15,9 @@
 #ifndef COLI_PTX_GEMM_FRAME_CUH
 #define COLI_PTX_GEMM_FRAME_CUH
 
-#include "ptx/cp_async.cuh"
+#include "ptx/common/cp_async.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/pdl.cuh"
+#include "ptx/common/pdl.cuh"
 
 #define MF 2 /* mma row tiles per warp (16 rows each) */
 

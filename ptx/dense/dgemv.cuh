@@ -12,9 +12,9 @@
 #include <cuda_fp16.h>
 
 #include "ptx/kernels_abi.h"
-#include "ptx/last_arrival.cuh"
-#include "ptx/ld_stream.cuh"
-#include "ptx/pdl.cuh"
+#include "ptx/common/last_arrival.cuh"
+#include "ptx/common/ld_stream.cuh"
+#include "ptx/common/pdl.cuh"
 
 /* ---- the dense GEMV: y[t][r] = W[r] . x[t] for the dense matrices ----
  *

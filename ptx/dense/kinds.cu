@@ -25,7 +25,7 @@
  * thread per (t, h, i < rd/2), i paired with i + rd/2; the rest untouched.
  */
 #include "ptx/kernels_abi.h"
-#include "ptx/pdl.cuh"
+#include "ptx/common/pdl.cuh"
 
 /* The warp's largest (v, i): larger v, then lower i (NaN never wins a
  * comparison, as in the host's scan, except where it stands first). */

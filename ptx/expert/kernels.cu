@@ -22,11 +22,11 @@
  */
 #include <cuda_fp16.h>
 
-#include "ptx/act_quant.cuh"
-#include "ptx/gemv.cuh"
-#include "ptx/ld_stream.cuh"
+#include "ptx/common/act_quant.cuh"
+#include "ptx/expert/gemv.cuh"
+#include "ptx/common/ld_stream.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/pdl.cuh"
+#include "ptx/common/pdl.cuh"
 
 /* Blocks a lane loads before it computes (q4: K = 1536 is 3 blocks a lane,
  * one round trip; K = 2048 two). The accumulation still visits the lane's

@@ -7,7 +7,7 @@
 #ifndef COLI_PTX_MMA_BF16_CUH
 #define COLI_PTX_MMA_BF16_CUH
 
-#include "ptx/cp_async.cuh"
+#include "ptx/common/cp_async.cuh"
 
 /* Two floats to bf16 (round to nearest even), packed: lo in the low half. */
 static __device__ __forceinline__ unsigned md_bf2(float lo, float hi)
