@@ -1,6 +1,6 @@
 /*
- * ptx/attn_tc.cuh — attention over a bf16 or q8 KV cache on tensor cores
- * (included by ptx/attention.cu: one module): coli_attn_tc_<hd>_<type> for
+ * ptx/attn/attn_tc.cuh — attention over a bf16 or q8 KV cache on tensor cores
+ * (included by ptx/attn/attention.cu: one module): coli_attn_tc_<hd>_<type> for
  * head sizes 64 and 128, one kernel for a decode step's queries and a prefill
  * batch's, so a query gets the same bits in either (an f32 cache keeps the
  * fp32 kernels: coli_attn_chunks, coli_attn_prefill).

@@ -1,5 +1,5 @@
 /*
- * ptx/kinds.cu — the dense device's kernels for the layer kinds GLM-4.5 (and
+ * ptx/dense/kinds.cu — the dense device's kernels for the layer kinds GLM-4.5 (and
  * DeepSeek-V3's routing) brought: sigmoid routing with a selection-only
  * correction bias and group-limited top-k, and partial RoPE. Their CPU
  * references are cpu/ops.c coli_route_sigmoid and coli_rope_part; the test

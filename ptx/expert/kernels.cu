@@ -1,5 +1,5 @@
 /*
- * ptx/kernels.cu — coli's GPU kernels, compiled to PTX at build time and
+ * ptx/expert/kernels.cu — coli's GPU kernels, compiled to PTX at build time and
  * embedded in the binary (no CUDA runtime, no toolkit at run time).
  *
  * Every kernel that touches a routed expert reproduces the CPU kernels' bits
