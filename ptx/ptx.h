@@ -10,6 +10,17 @@
  * Device addresses are plain uint64_t above ptx/. Every call returns 0 or
  * -errno (CUDA errors are logged by name here). Calls on one coli_gpu_t must
  * come from one thread at a time.
+ *
+ * The folder: ptx/ itself is the device as the host uses it (driver.c,
+ * gpu.c, gpu_mem.c, gpu_stream.c, gpu_none.c for a build without nvcc;
+ * ptx_internal.h, the driver API's slice; kernels_abi.h, the structs host
+ * and kernels share); each kernel family keeps its .cu/.cuh and its
+ * launchers (gpu_*.c) in a subfolder:
+ *   attn/    attention over the KV cache, MLA, the cache's typed rows
+ *   expert/  the routed experts' GEMV and GEMM (the canonical reduction)
+ *   dense/   the dense part: dense GEMV, norms, RoPE, routing, the MoE plan
+ *   common/  device helpers two families or more include (pdl, cp.async, ...)
+ * A .cu's name is its module's (coli_ptx_<name>), unique across them.
  */
 #ifndef COLI_PTX_H
 #define COLI_PTX_H
