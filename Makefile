@@ -93,7 +93,7 @@ ifneq ($(SAN),)
 endif
 
 LIB_DIRS := core mem io cpu ptx
-LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(wildcard core/*/*.c cpu/*/*.c)
+LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(wildcard core/*/*.c cpu/*/*.c ptx/*/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 COLID_SRC := $(wildcard tools/colid*.c)
 COLID_OBJ := $(COLID_SRC:%.c=$(BUILD)/%.o)
@@ -101,16 +101,24 @@ TOOL_SRC := $(filter-out $(COLID_SRC) tools/fuzz_%.c,$(wildcard tools/*.c))
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*/*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
-PTX_SRC  := $(wildcard ptx/*.cu)
-PTX_HDR  := ptx/kernels_abi.h $(wildcard ptx/*.cuh)
-# Kernels: ptx/*.cu -> PTX, twice: compute_80 (JIT-compiled by the driver for
-# any GPU from sm_80) and compute_90 (what ptx/gpu.c loads on sm_90+: the same
-# code plus programmatic dependent launch, ptx/pdl.cuh) -> C strings
-# coli_ptx_NAME and coli_ptx_NAME_90 linked into libcoli. IEEE-exact flags:
-# the placement invariant needs the GPU to reproduce the CPU's bits.
+PTX_SRC  := $(wildcard ptx/*/*.cu)
+PTX_HDR  := ptx/kernels_abi.h $(wildcard ptx/*/*.cuh)
+# Kernels: ptx/PART/NAME.cu -> PTX, twice: compute_80 (JIT-compiled by the
+# driver for any GPU from sm_80) and compute_90 (what ptx/gpu.c loads on
+# sm_90+: the same code plus programmatic dependent launch,
+# ptx/common/pdl.cuh) -> C strings coli_ptx_NAME and coli_ptx_NAME_90 linked
+# into libcoli. IEEE-exact flags: the placement invariant needs the GPU to
+# reproduce the CPU's bits. The outputs are flat, $(BUILD)/ptx/NAME.ptx and
+# NAME_90.ptx (vpath finds NAME.cu in its part), so a NAME is one module
+# whatever its folder, and no two parts may hold the same NAME.
 NVCC_FLAGS := -ptx -arch=compute_80 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false -I.
+PTX_NAME := $(notdir $(PTX_SRC:.cu=))
+ifneq ($(words $(PTX_NAME)),$(words $(sort $(PTX_NAME))))
+  $(error ptx/: two .cu files share a name: $(sort $(PTX_SRC)))
+endif
+vpath %.cu $(sort $(dir $(PTX_SRC)))
 ifeq ($(HAVE_nvcc),yes)
-  LIB_OBJ += $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%_ptx.o) $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%_90_ptx.o)
+  LIB_OBJ += $(PTX_NAME:%=$(BUILD)/ptx/%_ptx.o) $(PTX_NAME:%=$(BUILD)/ptx/%_90_ptx.o)
 endif
 
 .PHONY: all deps probe test test-gpu run fuzz format clean ptx-check tests check-layers
@@ -137,12 +145,12 @@ $(BUILD)/%.o: %.c $(BUILD)/.flags
 	@echo '  CC    $<'
 	$(Q)$(CC) $(CFLAGS) $(ISA_$(lastword $(subst _, ,$(basename $(notdir $<))))) -MMD -MP -c $< -o $@
 
-$(BUILD)/ptx/%.ptx: ptx/%.cu $(PTX_HDR) $(BUILD)/.flags
+$(BUILD)/ptx/%.ptx: %.cu $(PTX_HDR) $(BUILD)/.flags
 	@mkdir -p $(@D)
 	@echo '  NVCC  $<'
 	$(Q)$(NVCC) $(NVCC_FLAGS) -o $@ $<
 
-$(BUILD)/ptx/%_90.ptx: ptx/%.cu $(PTX_HDR) $(BUILD)/.flags
+$(BUILD)/ptx/%_90.ptx: %.cu $(PTX_HDR) $(BUILD)/.flags
 	@mkdir -p $(@D)
 	@echo '  NVCC  $< (compute_90)'
 	$(Q)$(NVCC) $(subst compute_80,compute_90,$(NVCC_FLAGS)) -o $@ $<
@@ -209,10 +217,10 @@ run: deps
 # NAME_90_sm90.cubin, the compute_90 text's (stem NAME_90).
 ifeq ($(HAVE_nvcc),yes)
 PTXAS     := $(dir $(NVCC))ptxas
-PTX_TEXT  := $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%.ptx) $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx/%_90.ptx)
-PTX_CUBIN := $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx-check/%_sm80.cubin) \
-             $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx-check/%_sm90.cubin) \
-             $(PTX_SRC:ptx/%.cu=$(BUILD)/ptx-check/%_90_sm90.cubin)
+PTX_TEXT  := $(PTX_NAME:%=$(BUILD)/ptx/%.ptx) $(PTX_NAME:%=$(BUILD)/ptx/%_90.ptx)
+PTX_CUBIN := $(PTX_NAME:%=$(BUILD)/ptx-check/%_sm80.cubin) \
+             $(PTX_NAME:%=$(BUILD)/ptx-check/%_sm90.cubin) \
+             $(PTX_NAME:%=$(BUILD)/ptx-check/%_90_sm90.cubin)
 .SECONDARY: $(PTX_TEXT)
 $(BUILD)/ptx-check/%_sm80.cubin: $(BUILD)/ptx/%.ptx
 	@mkdir -p $(@D)

@@ -344,7 +344,7 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", why);
 		devices_off(e, "the experts", rc, err);
 	}
-	/* a K,V pair the GPU's attention has no kernels for (ptx/kv_rows.cuh) */
+	/* a K,V pair the GPU's attention has no kernels for (ptx/attn/kv_rows.cuh) */
 	for (int d = 0; d < e->vram.n_devs; d++)
 		if (e->kv.kt != e->kv.vt && !(e->kv.kt == COLI_KV_Q8 && e->kv.vt == COLI_KV_BF16) &&
 		    !coli_dev_can(e->vram.devs[d], COLI_DEV_CAP_KV_ANY) &&
@@ -356,7 +356,7 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 			e->opts.dense = COLI_OPT_DENSE_CPU;
 		}
 	/* several slots on the dense device: each row's slot and the slots'
-	 * block tables address the pool's blocks there (ptx/kv_rows.cuh kv_at);
+	 * block tables address the pool's blocks there (ptx/attn/kv_rows.cuh kv_at);
 	 * MLA's device attention holds one sequence */
 	if (e->vram.n_devs && e->kv.n_seq > 1 && e->opts.dense != COLI_OPT_DENSE_CPU &&
 	    e->m.cfg.kv_lora) {

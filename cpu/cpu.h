@@ -236,7 +236,7 @@ int coli_argmax(const float *x, int n);
 void coli_softmax(float *x, int n);
 /* MoE routing of one token (transformers' order): p = softmax(logits[E]) in
  * place, sel/w = the K largest in descending order (ties to the lower id),
- * w renormalised to sum 1 when norm. ptx/dense.cu's coli_route is the same
+ * w renormalised to sum 1 when norm. ptx/dense/dense.cu's coli_route is the same
  * but for the device's expf. */
 void coli_route(float *logits, int E, int K, int norm, int *sel, float *w);
 /* Sigmoid routing (GLM-4.5, DeepSeek-V3; transformers' order): p = sigmoid

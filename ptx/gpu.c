@@ -20,16 +20,16 @@
  * On sm_90+ the compute_90 build of the modules is loaded and kernels are
  * launched with programmatic stream serialization (cuLaunchKernelEx): each
  * may be scheduled while the one before it drains, and waits in pdl_entry()
- * (ptx/pdl.cuh) until that one's writes are visible. COLI_PDL=0
+ * (ptx/common/pdl.cuh) until that one's writes are visible. COLI_PDL=0
  * (coli_gpu_plain_launches) turns the attribute off, same modules, for A/B;
  * older drivers and GPUs launch plainly.
  *
  * This file opens and closes the device, loads the modules and their kernel
  * handles, and launches (coli_gpu_launch). Its other parts: ptx/gpu_mem.c
  * (memory, copies, registered regions, the job-table ring), ptx/gpu_stream.c
- * (sync, graphs, staging slots, marks, wait points), ptx/gpu_expert.c (the
- * routed experts' launch wrappers), ptx/gpu_dense.c (the dense part's),
- * ptx/gpu_attn.c (attention's).
+ * (sync, graphs, staging slots, marks, wait points), ptx/expert/gpu_expert.c (the
+ * routed experts' launch wrappers), ptx/dense/gpu_dense.c (the dense part's),
+ * ptx/attn/gpu_attn.c (attention's).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -132,7 +132,7 @@ static int load_module(coli_gpu_t *g, char *err, size_t errlen)
 	return 0;
 }
 
-/* A block type's GEMM entry points (ptx/kquant_gemm.cu) and their dynamic
+/* A block type's GEMM entry points (ptx/expert/kquant_gemm.cu) and their dynamic
  * shared memory: the wide tile's where the GPU allows it, else the others'
  * (gemm_kq_wide_no: its long runs take the 64 x 32 tile). */
 static int gemm_kq_function(coli_gpu_t *g, enum coli_dtype t)
@@ -180,7 +180,7 @@ static int get_functions(coli_gpu_t *g)
 	   "cuModuleGetFunction(coli_gemv_f32)");
 	CK(g->cu->ModuleGetFunction(&g->f_gemv_inl[COLI_DTYPE_F32], g->mod, "coli_gemv_f32_inl"),
 	   "cuModuleGetFunction(coli_gemv_f32_inl)");
-	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++) /* ptx/kquant.cu */
+	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++) /* ptx/expert/kquant.cu */
 		for (int inl = 0; inl < 2; inl++) {
 			char name[40];
 
@@ -220,7 +220,7 @@ static int get_functions(coli_gpu_t *g)
 		}
 		CK(r, name);
 	}
-	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++) { /* ptx/kquant_gemm.cu */
+	for (int t = COLI_DTYPE_Q4_1; t <= COLI_DTYPE_Q6_K; t++) { /* ptx/expert/kquant_gemm.cu */
 		int rc = gemm_kq_function(g, (enum coli_dtype)t);
 
 		if (rc)

@@ -1,7 +1,8 @@
 /*
- * ptx/gpu_none.c — ptx/gpu*.c's entry points in a build without nvcc (no
- * COLI_HAVE_PTX): each reports -ENODEV, or does nothing where there is
- * nothing to undo, so the engine runs on the CPU and the simulated device.
+ * ptx/gpu_none.c — the entry points of ptx/gpu*.c and of the launchers
+ * ptx/<part>/gpu_*.c in a build without nvcc (no COLI_HAVE_PTX): each
+ * reports -ENODEV, or does nothing where there is nothing to undo, so the
+ * engine runs on the CPU and the simulated device.
  * (coli_gpu_probe and coli_gpu_open, which say why there is no GPU, keep
  * their own no-CUDA halves in ptx/gpu.c.)
  */

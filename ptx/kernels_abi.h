@@ -1,7 +1,7 @@
 /*
  * ptx/kernels_abi.h — structures passed from the host to the kernels of
- * ptx/kernels.cu and ptx/dense.cu. Compiled by both gcc (host, x86-64) and nvcc (device): only
- * fixed-size fields and 64-bit pointers, so both see the same layout.
+ * ptx/expert/kernels.cu and ptx/dense/dense.cu. Compiled by both gcc (host, x86-64) and nvcc
+ * (device): only fixed-size fields and 64-bit pointers, so both see the same layout.
  */
 #ifndef COLI_PTX_KERNELS_ABI_H
 #define COLI_PTX_KERNELS_ABI_H
@@ -12,15 +12,15 @@
  * (--parallel). A pair a thread in the plan's CTA: top_k <= 16 keeps
  * COLI_GPU_STEP_T * top_k within COLI_GPU_PLAN_MAX_P. */
 #define COLI_GPU_STEP_T    16
-#define COLI_GPU_GEMV_ROWS 32 /* rows of a job per GEMV CTA (ptx/kernels.cu) */
+#define COLI_GPU_GEMV_ROWS 32 /* rows of a job per GEMV CTA (ptx/expert/kernels.cu) */
 /* An expert's run of at least this many tokens goes to the tensor-core GEMM
- * (ptx/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S. bf16: the GEMV
+ * (ptx/expert/gemm.cu); shorter runs to GEMV jobs of COLI_GPU_MAX_S. bf16: the GEMV
  * was faster below ~14 tokens on an H200; q8/q4 (128 x 16 tiles for short
  * runs): from 3 tokens on (the crossover of qwen3-30b's 128 experts on an
  * H200, docs/perf/kernels.md). Same bits either way. */
 #define COLI_GPU_GEMM_MIN_S   16
 #define COLI_GPU_GEMM_MIN_S_Q 3
-/* GGUF's block types (ptx/kquant_gemm.cu): from 8 tokens, where their GEMV
+/* GGUF's block types (ptx/expert/kquant_gemm.cu): from 8 tokens, where their GEMV
  * jobs of COLI_GPU_MAX_S would read the weights twice or more and the GEMM's
  * 128 x 16 tile reads them once (not measured yet; same bits either way).
  * A dense matrix of a block type from 16 tokens: its GEMV is those same
@@ -35,7 +35,7 @@
 #define COLI_GPU_DENSE_GEMM_MIN_T 48
 /* Below that, from this many tokens, a q8_0 / q4_0 dense matrix (not
  * lm_head's long q4 rows) takes the GEMV's tensor-core form for a few tokens
- * (ptx/dgemv.cuh dgemm_q_few: 16 rows x 8 or 16 tokens a CTA, the canonical
+ * (ptx/dense/dgemv.cuh dgemm_q_few: 16 rows x 8 or 16 tokens a CTA, the canonical
  * lanes over its warps; the same bits). */
 #define COLI_GPU_DMMA_MIN_T 3
 /* A wide one (lm_head), whose tiles fill the GPU however few the tokens, from
@@ -74,7 +74,7 @@ struct coli_gpu_gemv_inline {
 };
 
 /* One dense matrix [rows x K] times T activation rows (any T; the dense GEMV
- * of ptx/dense.cu, passed by value). Quantized weights read xq/xd/xqsum (the
+ * of ptx/dense/dense.cu, passed by value). Quantized weights read xq/xd/xqsum (the
  * activations quantized by coli_act_quantize), float weights read xf. */
 struct coli_gpu_dense_gemv {
 	const void *w; /* [rows][K] in the dtype (q4: [rows][K/2]), 16-byte aligned */
@@ -92,7 +92,7 @@ struct coli_gpu_dense_gemv {
 	int rows1, rows2, ldy2, ldy3;
 };
 
-/* One expert matrix [rows x K] times S tokens on tensor cores (ptx/gemm.cu):
+/* One expert matrix [rows x K] times S tokens on tensor cores (ptx/expert/gemm.cu):
  * the prefill form of a GEMV job, S unbounded (the engine's tmax * top_k at
  * most). Same operands and layouts as coli_gpu_gemv_job; K % 32 == 0; for
  * q8/q4 the pointers w, scales, xq must be 16-byte aligned (row strides are
@@ -104,7 +104,7 @@ struct coli_gpu_dense_gemv {
 #define COLI_GPU_GEMM_ROWS_Q 64 /* rows per CTA tile, the wide q8/q4 tile */
 /* The q8/q4 tiles, rows x tokens a CTA: 0 wide (64 x 64), 1 (64 x 32) for
  * runs of up to 32 tokens, 2 (128 x 16) for runs of up to 16. A job takes
- * the smallest that holds its run (ptx/gpu_expert.c quant_tile); one launch mixes
+ * the smallest that holds its run (ptx/expert/gpu_expert.c quant_tile); one launch mixes
  * them. */
 #define COLI_GPU_GEMM_TILES_Q        3
 #define COLI_GPU_GEMM_TILE_ROWS(t)   ((t) == 2 ? 128 : COLI_GPU_GEMM_ROWS_Q)
@@ -117,13 +117,13 @@ struct coli_gpu_dense_gemv {
 #define COLI_GPU_GEMM_STAGES_Q(q4) ((q4) ? 4 : 3)
 /* dynamic shared memory of a q8/q4 CTA of tile t: the staged blocks of each
  * group (weights, activations, scales, dx, qsum) and a thread's columns of
- * fold partial sums, p2 and for the wide tile p1 (ptx/gemm.cu; 32 x WT
+ * fold partial sums, p2 and for the wide tile p1 (ptx/expert/gemm.cu; 32 x WT
  * outputs a warp tile, WT = 32 wide, 16 else) */
 #define COLI_GPU_GEMM_SMEM_Q(q4, t)                                                                \
 	(COLI_GPU_GEMM_STAGES_Q(q4) * COLI_GPU_GEMM_GROUPS_Q *                                     \
 	     (COLI_GPU_GEMM_TILE_ROWS(t) * ((q4) ? 20 : 36) + COLI_GPU_GEMM_TILE_TOKENS(t) * 40) + \
 	 ((t) == 0 ? 2 * 32 : 16) * COLI_GPU_GEMM_THREADS_Q * 4)
-/* GGUF's block types (ptx/kquant_gemm.cu): the q8/q4 tiles and threads, 2
+/* GGUF's block types (ptx/expert/kquant_gemm.cu): the q8/q4 tiles and threads, 2
  * stages (the weights go through registers, unpacked, one step ahead), a
  * slot of a group per row 32 int8 + 24 bytes of scales, per token 32 int8
  * + dx + qsum; then the fold's partial sums as q8/q4's */
@@ -154,7 +154,7 @@ struct coli_gpu_pairs {
 /* Chunks of 32 positions (AD_CHUNK) a split of coli_attn_chunks,
  * coli_attn_prefill and coli_attn_tc holds for a query that sees n
  * positions: a function of n and of the device's split count for the model
- * (max_splits, ptx/gpu_attn.c: about two CTAs per SM over the kv heads, as
+ * (max_splits, ptx/attn/gpu_attn.c: about two CTAs per SM over the kv heads, as
  * the scratch allows), never of the batch, the launch or the cache's length,
  * so a query gets the same bits alone, in a prefill batch, in a graph or out
  * of one. A long context is split over max_splits, a short one in splits of
@@ -171,7 +171,7 @@ struct coli_gpu_pairs {
 	     ? (((n) + 31) / 32 + (max_splits)-1) / (max_splits)                                   \
 	     : COLI_GPU_ATTN_MIN_CPS)
 
-/* coli_attn_chunks' shared memory (ptx/attention.cu AdTile): a chunk's 32
+/* coli_attn_chunks' shared memory (ptx/attn/attention.cu AdTile): a chunk's 32
  * rows of one kv head's K and V as the cache stores them (hd values of kesz
  * and vesz bytes), and 256 bytes of row scales with a q8 type; 4 stages of
  * up to 17 KB (three chunks' copies in flight beside the one in use), else
@@ -184,7 +184,7 @@ struct coli_gpu_pairs {
 #define COLI_GPU_AD_SMEM(hd, kesz, vesz)                                                           \
 	(COLI_GPU_AD_STAGES(COLI_GPU_AD_TILE(hd, kesz, vesz)) * COLI_GPU_AD_TILE(hd, kesz, vesz))
 
-/* coli_attn_tc (ptx/attn_tc.cuh, bf16 and q8 caches): its (query, head)
+/* coli_attn_tc (ptx/attn/attn_tc.cuh, bf16 and q8 caches): its (query, head)
  * columns a CTA; floats a column's row of scores (40: the B fragments' loads
  * conflict-free); a staged chunk, 32 K rows and 32 V rows as the cache
  * stores them plus 16 bytes a row (ldmatrix's rows in 8 bank groups) and the
@@ -207,14 +207,14 @@ struct coli_gpu_pairs {
  * rows [T][2] ints, COLI_GPU_ROWS ints a row: row t's position p and its
  * sequence's slot s. Row t is stored at, and attends to, slot s's positions
  * 0 .. p, each at its block's row of the layer's [n_blocks][32] rows
- * through the device block table (ptx/kv_rows.cuh kv_at); its bits are
+ * through the device block table (ptx/attn/kv_rows.cuh kv_at); its bits are
  * those of the same query alone (a query's split depends on its own
  * position). NULL (one sequence): row t is at pos0 + t, from *posp when
  * posp is given, of slot 0 of the table the launch is given. */
 #define COLI_GPU_ROWS 2
 
 /* The positions a captured decode step's attention launches splits for
- * (ptx/gpu_attn.c): a graph captured at a step ending at position n (pos0 +
+ * (ptx/attn/gpu_attn.c): a graph captured at a step ending at position n (pos0 +
  * T) holds the CTAs of the first coli_gpu_attn_reach(n, span) positions, not
  * the whole span's (the same bits: a split past the position returns at
  * once), and may be replayed while pos0 + T stays within them. Buckets of
@@ -247,7 +247,7 @@ struct coli_gpu_pulls {
 	int n, pad_;
 };
 
-/* Routing on the device (coli_route, ptx/route.cu): per token, softmax of
+/* Routing on the device (coli_route, ptx/dense/route.cu): per token, softmax of
  * the router logits, the top_k largest (ties to the lower id) in descending
  * order, renormalised when norm; at most this many experts. */
 #define COLI_GPU_ROUTE_MAX_E 1024
@@ -305,7 +305,7 @@ struct coli_gpu_moe_plan {
 	float *gf;
 };
 
-/* ptx/mla.cu's shape, which ptx/gpu_mla.c launches and sizes shared memory
+/* ptx/attn/mla.cu's shape, which ptx/attn/gpu_mla.c launches and sizes shared memory
  * for: threads a CTA, heads a CTA (the mma's M), positions a tile, dv n-tiles
  * of 8 a warp (dv <= 8 * 8 * COLI_GPU_MLA_NT = 512), splits at most (the combine's
  * weights in shared memory), outputs a combine CTA (4 a thread). */
@@ -316,7 +316,7 @@ struct coli_gpu_moe_plan {
 #define COLI_GPU_MLA_MAX_SPLITS 64
 #define COLI_GPU_MLA_COMB       1024
 
-/* ptx/mla_decode.cuh's shape (the decode kernel):
+/* ptx/attn/mla_decode.cuh's shape (the decode kernel):
  * heads a CTA (two m16 tiles), positions a tile, key steps of 16 a warp
  * (dk <= 4 * 16 * COLI_GPU_MLA_DEC_KQ = 640), dv n-tiles of 8 a warp (dv <=
  * 4 * 8 * COLI_GPU_MLA_DEC_NT = 512); COLI_GPU_MLA_THREADS threads. */
@@ -325,7 +325,7 @@ struct coli_gpu_moe_plan {
 #define COLI_GPU_MLA_DEC_KQ    10
 #define COLI_GPU_MLA_DEC_NT    16
 
-/* MLA's elementwise step before attention (ptx/mla.cu coli_mla_prep; the CPU's
+/* MLA's elementwise step before attention (ptx/attn/mla.cu coli_mla_prep; the CPU's
  * is core/forward/mla.c coli_mla_rope_rows), for T tokens at positions pos0..
  * (posp != NULL: pos0 is read there when the launch runs):
  *   cache row pos0 + t = [rmsnorm(kva[t][0, kl)) * w || rope(kva[t][kl, kl + r)) * f]

@@ -10,6 +10,17 @@
  * Device addresses are plain uint64_t above ptx/. Every call returns 0 or
  * -errno (CUDA errors are logged by name here). Calls on one coli_gpu_t must
  * come from one thread at a time.
+ *
+ * The folder: ptx/ itself is the device as the host uses it (driver.c,
+ * gpu.c, gpu_mem.c, gpu_stream.c, gpu_none.c for a build without nvcc;
+ * ptx_internal.h, the driver API's slice; kernels_abi.h, the structs host
+ * and kernels share); each kernel family keeps its .cu/.cuh and its
+ * launchers (gpu_*.c) in a subfolder:
+ *   attn/    attention over the KV cache, MLA, the cache's typed rows
+ *   expert/  the routed experts' GEMV and GEMM (the canonical reduction)
+ *   dense/   the dense part: dense GEMV, norms, RoPE, routing, the MoE plan
+ *   common/  device helpers two families or more include (pdl, cp.async, ...)
+ * A .cu's name is its module's (coli_ptx_<name>), unique across them.
  */
 #ifndef COLI_PTX_H
 #define COLI_PTX_H
@@ -106,7 +117,7 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
  * COLI_GPU_INL_JOBS jobs; -ENOTSUP for other dtypes. */
 int coli_gpu_gemv_kq_v0(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_gemv_job *jobs,
                         int n_jobs);
-/* GEMM jobs (prefill, ptx/gemm.cu): each is one matrix [rows x K] times S
+/* GEMM jobs (prefill, ptx/expert/gemm.cu): each is one matrix [rows x K] times S
  * tokens, any S, on tensor cores; all jobs of one call run in one launch.
  * q8_0 / q4_0: int8 mma, results bit-identical to coli_gemv (the canonical
  * reduction). bf16: bf16 mma, equal to coli_gemv only within rounding (the
@@ -125,7 +136,7 @@ int coli_gpu_silu_mul(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, int
  * (n_blocks 32-blocks; the same bits as the two launches). */
 int coli_gpu_silu_mul_q(coli_gpu_t *g, uint64_t gate, uint64_t up, uint64_t h, uint64_t q,
                         uint64_t d, uint64_t qsum, int n_blocks);
-/* gpt-oss's clamped SwiGLU over rows of I (ptx/kernels.cu coli_swiglu_oai:
+/* gpt-oss's clamped SwiGLU over rows of I (ptx/expert/kernels.cu coli_swiglu_oai:
  * cpu/ops.c coli_swiglu_oai's bits): bg/bu (or 0) added to g and u in place
  * first, row idx[r] of them to row r ([E][I] each; idx 0: row 0 to every
  * row); q != 0: h also quantized (n % 32 == 0). */
@@ -136,13 +147,13 @@ struct coli_gpu_swiglu_oai {
 };
 int coli_gpu_swiglu_oai(coli_gpu_t *g, const struct coli_gpu_swiglu_oai *a);
 /* y [rows][n] += row idx[r] of b [E][n], each row one rounding (gpt-oss's
- * down bias on a device-planned layer: ptx/kernels.cu coli_pair_bias). */
+ * down bias on a device-planned layer: ptx/expert/kernels.cu coli_pair_bias). */
 int coli_gpu_pair_bias(coli_gpu_t *g, uint64_t y, uint64_t b, uint64_t idx, int rows, int n);
 /* Canonical per-32-block quantization of x[n_blocks*32] (coli_act_quantize). */
 int coli_gpu_act_quantize(coli_gpu_t *g, uint64_t x, uint64_t q, uint64_t d, uint64_t qsum,
                           int n_blocks);
 
-/* ---- the dense part (ptx/dense.cu): rows are tokens, fp32, stream-ordered ---- */
+/* ---- the dense part (ptx/dense/dense.cu): rows are tokens, fp32, stream-ordered ---- */
 int coli_gpu_copy(coli_gpu_t *g, uint64_t dst, uint64_t src, size_t n);
 int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows, int n, float eps);
 /* x += add (add 0: none), then y = rmsnorm(x) * w (the residual add fused; y
@@ -157,19 +168,19 @@ int coli_gpu_acc_rmsnorm(coli_gpu_t *g, uint64_t x, const struct coli_gpu_pairs 
                          uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows, int n,
                          float eps);
 /* q/k per-head norm (qw/kw 0: none), RoPE, k and v into the cache rows
- * pos0.. (ptx/dense.cu coli_qk_rope_store); hd even and <= 256. posp != 0:
+ * pos0.. (ptx/dense/dense.cu coli_qk_rope_store); hd even and <= 256. posp != 0:
  * pos0 is the int at posp when the launch runs (graph-capturable). */
 int coli_gpu_qk_rope_store(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
                            uint64_t kw, float eps, int T, int nh, int nkv, int hd, int pos0,
                            uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc);
 /* The same into a typed cache (kt, vt: enum coli_kv_type, cpu/cpu.h's row
- * layout, ptx/kv_rows.cuh); store_only: k and v stored as they are (no norm,
+ * layout, ptx/attn/kv_rows.cuh); store_only: k and v stored as they are (no norm,
  * no RoPE, q untouched); f (0 or 1: none): q and k times YaRN's cos/sin
  * factor after the rotation, one rounding, as the CPU's forward. rows != 0:
  * tokens of several sequences, each at its own position and slot
  * (COLI_GPU_ROWS, ptx/kernels_abi.h; pos0 and posp unused; 0: slot 0).
  * kc / vc: a layer's [n_blocks][32] rows, slot s's position p at its block's
- * row through the block table tab [n_seq][nbs] ints (ptx/kv_rows.cuh
+ * row through the block table tab [n_seq][nbs] ints (ptx/attn/kv_rows.cuh
  * kv_at); tab 0: the identity table, a contiguous cache of nbs * 32 rows a
  * slot (coli_gpu_qk_rope_store's: 0, 0, slot 0 only). */
 int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v, uint64_t qw,
@@ -177,7 +188,7 @@ int coli_gpu_qk_rope_store_kv(coli_gpu_t *g, uint64_t q, uint64_t k, uint64_t v,
                               uint64_t posp, uint64_t inv_freq, uint64_t kc, uint64_t vc, int kt,
                               int vt, int store_only, float f, uint64_t rows, uint64_t tab,
                               int nbs);
-/* The attention kernels' KV modes (ptx/kv_rows.cuh): key and value types
+/* The attention kernels' KV modes (ptx/attn/kv_rows.cuh): key and value types
  * f32/f32, bf16/bf16, q8/q8, q8/bf16; -1 for a pair with no kernels. */
 #define COLI_GPU_KV_MODES 4
 static inline int coli_gpu_kv_mode(int kt, int vt)
@@ -193,7 +204,7 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
  * COLI_GPU_DENSE_GEMM_MIN_T tokens on the tensor-core GEMM). K % 32 == 0;
  * quantized weights read m->xq/xd/xqsum from coli_gpu_act_quantize. */
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m);
-/* Causal attention (ptx/attention.cu): q [T][nh][hd], K/V the layer's cache
+/* Causal attention (ptx/attn/attention.cu): q [T][nh][hd], K/V the layer's cache
  * [ctx][nkv*hd] (rows 0..pos0+T-1 valid), out like q. Any context length; hd % 4 == 0,
  * nh / nkv <= 16 and (nh / nkv) * hd <= 2048, else -ENOTSUP. posp != 0:
  * pos0 is the int at posp when the launch runs (graph-capturable), and the
@@ -244,8 +255,8 @@ int coli_gpu_gated_add(coli_gpu_t *g, uint64_t out, uint64_t y, uint64_t gate, i
  * first on ties, NaNs never the largest (x[0] NaN: 0): cpu/ coli_argmax's. */
 int coli_gpu_argmax(coli_gpu_t *g, uint64_t x, int n, uint64_t out);
 /* Routing of T tokens from router logits rlog [T][E]: sel/selw [T][K] (see
- * coli_route in ptx/route.cu); E <= COLI_GPU_ROUTE_MAX_E, K <= 16. */
-/* Sigmoid routing (ptx/kinds.cu, cpu/ops.c coli_route_sigmoid's steps; only
+ * coli_route in ptx/dense/route.cu); E <= COLI_GPU_ROUTE_MAX_E, K <= 16. */
+/* Sigmoid routing (ptx/dense/kinds.cu, cpu/ops.c coli_route_sigmoid's steps; only
  * expf may differ from the host's in the last place): rlog [T][E] f32, bias
  * [E] or 0, into sel/selw [T][K]. E <= COLI_GPU_ROUTE_MAX_E, K <= 16; groups
  * of at least 2 that hold K. -ENOTSUP outside those. */
@@ -255,13 +266,13 @@ int coli_gpu_route_sigmoid(coli_gpu_t *g, uint64_t rlog, uint64_t bias, int T, i
 /* Partial RoPE (cpu/ops.c coli_rope_part): the first rd dims of each head. */
 int coli_gpu_rope_part(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int rd, int pos0,
                        uint64_t inv_freq);
-/* Multi-head latent attention, absorbed (ptx/mla.cu): q [T][nh][dk] against
+/* Multi-head latent attention, absorbed (ptx/attn/mla.cu): q [T][nh][dk] against
  * the latent cache rows [ctx][ld] (0 .. pos0 + T - 1 valid; the values are a
  * row's first dv), out (t, h) at out + t * ldt + h * ldh (0, 0: [T][nh][dv]);
  * query t sees positions 0 .. pos0 + t. dk % 16 == 0 and <= 640, dv % 8 ==
  * 0 and <= min(dk, 512), ld >= dk and % 4 == 0, ldt and ldh % 4 == 0
  * (-EINVAL). terms picks the kernel: 1..3 the bf16 decode kernel
- * (ptx/mla_decode.cuh) with the query and P split in that many bf16 terms
+ * (ptx/attn/mla_decode.cuh) with the query and P split in that many bf16 terms
  * (dv % 16 == 0, else -ENOTSUP); COLI_GPU_MLA_TF32 the
  * tf32 kernel, x3 three tf32 products a pair (~fp32), else one; 0 picks: the
  * bf16 kernel with COLI_GPU_MLA_PICK_TERMS terms where it applies, else
@@ -285,7 +296,7 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a);
 int coli_gpu_mla_prep(coli_gpu_t *g, const struct coli_gpu_mla_prep *a);
 int coli_gpu_route(coli_gpu_t *g, uint64_t rlog, int T, int E, int K, int norm, uint64_t sel,
                    uint64_t selw);
-/* The job tables and pair lists of a fully resident layer (ptx/dense.cu
+/* The job tables and pair lists of a fully resident layer (ptx/dense/dense.cu
  * coli_moe_plan), then run with coli_gpu_gemv_table; with a->rlog set the
  * routing into a->sel/selw comes first, in the same launch (coli_route_plan). */
 int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a);

@@ -138,7 +138,7 @@ int coli_cu_load(const struct coli_cu **out, const char **why);
 /* Maps a CUresult to -errno and logs "coli: <what>: CUDA_ERROR_x" once per call. */
 int coli_cu_check(CUresult r, const char *what);
 
-/* One device (ptx/gpu.c opens it, ptx/gpu_dense.c and ptx/gpu_attn.c add the
+/* One device (ptx/gpu.c opens it, ptx/dense/gpu_dense.c and ptx/attn/gpu_attn.c add the
  * dense and the attention kernels). */
 #define MAX_JOBS   COLI_GPU_MAX_JOBS /* GEMV jobs per launch (experts x matrices) */
 #define JOB_RING   ((size_t)4 << 20) /* page-locked ring the job tables travel through */
@@ -159,16 +159,17 @@ struct coli_gpu {
 	CUevent *st_full, *st_free; /* per staging slot: copy landed / last reader done */
 	CUfunction f_gemv[COLI_DTYPE_Q6_K + 1];     /* indexed by enum coli_dtype */
 	CUfunction f_gemv_inl[COLI_DTYPE_Q6_K + 1]; /* the same, job table in the parameters */
-	/* tensor-core GEMM (ptx/gemm.cu; block types ptx/kquant_gemm.cu), same index */
+	/* tensor-core GEMM (ptx/expert/gemm.cu; block types ptx/expert/kquant_gemm.cu),
+	 * same index */
 	CUfunction f_gemm[COLI_DTYPE_Q6_K + 1];
 	CUfunction f_gemm_inl[COLI_DTYPE_Q6_K + 1]; /* the same, job table in the parameters */
 	int gemm_bn;         /* forced token tile (coli_gpu_gemm_tile), 0: by the runs */
 	int gemm_wide_no;    /* the GPU refused the wide q8/q4 tile's shared memory */
 	int gemm_kq_wide_no; /* ... or the block types' */
 	CUfunction f_silu, f_actq, f_siluq, f_pull, f_swiglu_oai, f_pair_bias;
-	CUfunction f_embed_kq; /* ptx/kquant.cu: embedding rows of GGUF's block types */
+	CUfunction f_embed_kq; /* ptx/expert/kquant.cu: embedding rows of GGUF's block types */
 	CUfunction f_rmsnorm, f_add_bias, f_add, f_rope, f_embed, f_moe_acc, f_gated;
-	/* attention by KV mode (ptx/kv_rows.cuh: f32, bf16, q8, q8 keys bf16 values) */
+	/* attention by KV mode (ptx/attn/kv_rows.cuh: f32, bf16, q8, q8 keys bf16 values) */
 	CUfunction f_attn[COLI_GPU_KV_MODES];
 	CUfunction f_argmax, f_gather;
 	CUfunction f_attn_chunks[COLI_GPU_KV_MODES][4];  /* coli_attn_chunks_{32,..,256}[_mode] */
@@ -178,10 +179,10 @@ struct coli_gpu {
 	unsigned open_flags;                     /* coli_gpu_open's flags (fault injection) */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
-	CUfunction f_route_sig, f_rope_part; /* ptx/kinds.cu (ptx/gpu_kinds.c) */
+	CUfunction f_route_sig, f_rope_part; /* ptx/dense/kinds.cu (ptx/dense/gpu_kinds.c) */
 	CUfunction f_mla[3][2], f_mla_comb,
-	    f_mla_prep;             /* ptx/mla.cu [kv type][x3], combine, prep */
-	CUfunction f_mla_dec[3][3]; /* ptx/mla_decode.cuh [kv type][bf16 terms - 1] */
+	    f_mla_prep;             /* ptx/attn/mla.cu [kv type][x3], combine, prep */
+	CUfunction f_mla_dec[3][3]; /* ptx/attn/mla_decode.cuh [kv type][bf16 terms - 1] */
 	/* job tables: a ring of page-locked host memory the device maps and the
 	 * kernels read in place (no copy engine involved) */
 	unsigned char *ring_host;
@@ -231,7 +232,7 @@ struct coli_gpu {
 
 /* The dense kernels' handles and their scratch (at open; freed at close). */
 int coli_gpu_dense_functions(struct coli_gpu *g);
-/* The attention kernels' handles, a set a KV mode (at open; ptx/gpu_attn.c). */
+/* The attention kernels' handles, a set a KV mode (at open; ptx/attn/gpu_attn.c). */
 int coli_gpu_attn_functions(struct coli_gpu *g);
 /* Queue a job table's copy through the page-locked ring (ptx/gpu_mem.c). */
 int coli_gpu_job_table(struct coli_gpu *g, const void *jobs, size_t bytes, uint64_t *dptr);
@@ -241,12 +242,12 @@ int coli_gpu_pull(struct coli_gpu *g, CUdeviceptr d, CUdeviceptr s, size_t n);
 void coli_gpu_dense_release(struct coli_gpu *g);
 
 /* Queue kernel f on the compute stream: with g->pdl through cuLaunchKernelEx
- * and programmatic stream serialization (ptx/pdl.cuh), else cuLaunchKernel.
+ * and programmatic stream serialization (ptx/common/pdl.cuh), else cuLaunchKernel.
  * 0 or -errno (logged with what). */
 int coli_gpu_launch(struct coli_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                     unsigned bx, unsigned shmem, void **args, const char *what);
 
-/* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<name>.cu):
+/* The embedded PTX modules (build/ptx/<name>_ptx.c, made from ptx/<part>/<name>.cu):
  * the compute_80 build, and the compute_90 one loaded on sm_90+. */
 extern const char coli_ptx_kernels[], coli_ptx_kernels_90[];
 extern const char coli_ptx_dense[], coli_ptx_dense_90[];
@@ -259,9 +260,9 @@ extern const char coli_ptx_kquant[], coli_ptx_kquant_90[];
 extern const char coli_ptx_kquant_gemm[], coli_ptx_kquant_gemm_90[];
 extern const char coli_ptx_route[], coli_ptx_route_90[];
 
-/* ptx/gpu_kinds.c: the handles of ptx/kinds.cu's kernels (at open). */
+/* ptx/dense/gpu_kinds.c: the handles of ptx/dense/kinds.cu's kernels (at open). */
 int coli_gpu_kinds_functions(struct coli_gpu *g);
-/* ptx/gpu_mla.c: the handles of ptx/mla.cu's kernels (at open). */
+/* ptx/attn/gpu_mla.c: the handles of ptx/attn/mla.cu's kernels (at open). */
 int coli_gpu_mla_functions(struct coli_gpu *g);
 
 #endif

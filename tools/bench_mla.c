@@ -1,6 +1,6 @@
 /*
  * tools/bench_mla.c — `coli bench mla`: the latent attention of a decode step
- * (ptx/mla.cu, ptx/mla_decode.cuh) against the device's memory bandwidth.
+ * (ptx/attn/mla.cu, ptx/attn/mla_decode.cuh) against the device's memory bandwidth.
  *
  * A decode step's MLA attention reads each layer's latent cache once: ctx
  * rows of dk values (DeepSeek-V3 and Kimi-K2: kv_lora 512 + rope 64 = 576)
@@ -41,7 +41,7 @@ static void help(FILE *f)
 {
 	fprintf(f, "usage: coli bench mla [--ctx N] [--heads H] [--dk D] [--dv V] [--reps R]\n"
 	           "                      [--kv-type f32|bf16|q8]\n"
-	           "  decode-step latent attention (ptx/mla.cu, mla_decode.cuh) over a cache\n"
+	           "  decode-step latent attention (ptx/attn/mla.cu, mla_decode.cuh) over a cache\n"
 	           "  of N positions (default 32768) in the cache's type (default bf16), H\n"
 	           "  heads (default 128; Kimi-K2: 64), key D (576), value V (512): per arm\n"
 	           "  (tf32 x3, x1; bf16 dec1..dec3) microseconds per launch, cache GB/s, the\n"

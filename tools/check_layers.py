@@ -59,7 +59,8 @@ SRC_DIRS = ["core", "mem", "io", "cpu", "ptx", "tools"]
 
 
 def part(path):
-    """The part a source, header or object path belongs to."""
+    """The part a source, header or object path belongs to (a subfolder of
+    any folder but core/ is its folder's part: ptx/attn is ptx)."""
     d = path.split("/")
     if d[0] == "core" and len(d) > 2:
         return "core/" + d[1]

@@ -48,7 +48,7 @@ build_lib() {
 	rm -rf "$LIBDIR" && mkdir -p "$LIBDIR"
 	# one compile per core at a time (xargs -P keeps every core busy)
 	export CLANG CFLAGS ISA_avx2 ISA_avx512 ISA_amx LIBDIR
-	for f in core/*.c core/*/*.c mem/*.c io/*.c cpu/*.c cpu/*/*.c ptx/*.c; do
+	for f in core/*.c core/*/*.c mem/*.c io/*.c cpu/*.c cpu/*/*.c ptx/*.c ptx/*/*.c; do
 		[ -f "$f" ] && echo "$f"
 	done | xargs -P "$(nproc 2>/dev/null || echo 2)" -n 1 sh -c '
 		f=$1

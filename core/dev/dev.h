@@ -114,7 +114,7 @@ struct coli_dev_qk_rope {
 	                * row t's position and its slot; 0: pos0 + t of slot 0 */
 	uint64_t tab;  /* the block table [n_seq][nbs] ints (from slot 0's, or the run's
 	                * slot's without rows): slot s's position p is row
-	                * tab[s * nbs + p / 32] * 32 + p % 32 (ptx/kv_rows.cuh kv_at);
+	                * tab[s * nbs + p / 32] * 32 + p % 32 (ptx/attn/kv_rows.cuh kv_at);
 	                * 0: the identity table (a contiguous cache, nbs * 32 rows a slot) */
 	int nbs;
 };
@@ -230,7 +230,7 @@ struct coli_dev_accumulate {
 
 /* Routing on the device (cpu/ops.c coli_route's result; cuda: its expf):
  * router logits rlog [T][E] into sel/selw [T][K], renormalised when norm.
- * sigmoid: cpu/ops.c coli_route_sigmoid's instead (cuda: ptx/kinds.cu), with
+ * sigmoid: cpu/ops.c coli_route_sigmoid's instead (cuda: ptx/dense/kinds.cu), with
  * bias [E] (or 0), the groups and the scale. */
 struct coli_dev_route {
 	uint64_t rlog, sel, selw;
@@ -346,10 +346,10 @@ enum coli_dev_cap {
 	 * stream waits) */
 	COLI_DEV_CAP_HOST_WAIT = 1u << 2,
 	/* silu_mul takes gpt-oss's kind (struct coli_dev_silu): biased gate and
-	 * up, the clamped SwiGLU (sim, and cuda: ptx/kernels.cu coli_swiglu_oai) */
+	 * up, the clamped SwiGLU (sim, and cuda: ptx/expert/kernels.cu coli_swiglu_oai) */
 	COLI_DEV_CAP_SWIGLU_OAI = 1u << 3,
 	/* attention reads any pair of KV cache types (sim); without it, equal
-	 * types and q8 keys with bf16 values (cuda: ptx/kv_rows.cuh's modes) */
+	 * types and q8 keys with bf16 values (cuda: ptx/attn/kv_rows.cuh's modes) */
 	COLI_DEV_CAP_KV_ANY = 1u << 4,
 };
 

@@ -112,7 +112,7 @@ static int g_rmsnorm(struct coli_dev *d, const struct coli_dev_norm *a)
 }
 static int g_add_bias(struct coli_dev *d, const struct coli_dev_bias *a)
 {
-	if (a->idx) /* a bias row per row (gpt-oss's down bias): ptx/kernels.cu's */
+	if (a->idx) /* a bias row per row (gpt-oss's down bias): ptx/expert/kernels.cu's */
 		return coli_gpu_pair_bias(G(d), a->y, a->b, a->idx, a->rows, a->n);
 	return coli_gpu_add_bias(G(d), a->y, a->b, a->rows, a->n);
 }
@@ -122,7 +122,7 @@ static int g_add(struct coli_dev *d, const struct coli_dev_add *a)
 }
 static int g_rope(struct coli_dev *d, const struct coli_dev_rope *a)
 {
-	if (a->rd && a->rd != a->hd) /* partial (ptx/kinds.cu) */
+	if (a->rd && a->rd != a->hd) /* partial (ptx/dense/kinds.cu) */
 		return coli_gpu_rope_part(G(d), a->x, a->T, a->nh, a->hd, a->rd, a->pos0,
 		                          a->inv_freq);
 	return coli_gpu_rope(G(d), a->x, a->T, a->nh, a->hd, a->pos0, a->inv_freq);
@@ -202,7 +202,7 @@ static int g_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 }
 static int g_route(struct coli_dev *d, const struct coli_dev_route *a)
 {
-	if (a->sigmoid) /* ptx/kinds.cu */
+	if (a->sigmoid) /* ptx/dense/kinds.cu */
 		return coli_gpu_route_sigmoid(G(d), a->rlog, a->bias, a->T, a->E, a->K, a->n_group,
 		                              a->topk_group, a->norm, a->scale, a->sel, a->selw);
 	return coli_gpu_route(G(d), a->rlog, a->T, a->E, a->K, a->norm, a->sel, a->selw);

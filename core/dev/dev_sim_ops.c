@@ -64,7 +64,8 @@ int coli_dev_sim_gemm(struct coli_dev *d, const struct coli_dev_jobs *a)
 		const struct coli_gpu_gemm_job *jb = &a->gemm_jobs[j];
 		unsigned elems = 32, bytes;
 
-		if (coli_dtype_is_block(a->t)) /* rows of whole blocks (ptx/kquant_gemm.cu) */
+		/* rows of whole blocks (ptx/expert/kquant_gemm.cu) */
+		if (coli_dtype_is_block(a->t))
 			coli_dtype_block(a->t, &elems, &bytes);
 		if (jb->S < 1 || jb->K % 32 || jb->K % (int)elems)
 			return -EINVAL; /* as the real launcher */
@@ -171,7 +172,7 @@ static int row_pos(uint64_t rows, uint64_t posp, int pos0, int t, int *slot)
 	return r ? r[COLI_GPU_ROWS * t] : (posp ? *(const int *)(uintptr_t)posp : pos0) + t;
 }
 
-/* ptx/kv_rows.cuh's kv_at: slot's position p in a layer's [n_blocks][32]
+/* ptx/attn/kv_rows.cuh's kv_at: slot's position p in a layer's [n_blocks][32]
  * rows through the block table tab [n_seq][nbs] (0: the identity table).
  * 32 positions a block: KV_BLOCK there, COLI_KV_BLOCK in core/forward/kv.h. */
 #define KV_BLOCK_SHIFT 5
@@ -471,7 +472,7 @@ int coli_dev_sim_route(struct coli_dev *d, const struct coli_dev_route *a)
 	return 0;
 }
 
-/* ptx/route.cu coli_moe_plan, one pair at a time. */
+/* ptx/dense/route.cu coli_moe_plan, one pair at a time. */
 int coli_dev_sim_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 {
 	IN_ORDER(d);

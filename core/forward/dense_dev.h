@@ -15,7 +15,7 @@
  *   kcache, vcache [its layers][n_blocks][32] rows of [nkv*hd] in --kv-type: the
  *   host pool's blocks (core/forward/kv.h; kv.c alone says which block is
  *   whose), slot s's position p of a layer at row ktab[s][p / 32] * 32 + p % 32
- *   (ptx/kv_rows.cuh kv_at); ktab int [n_seq][nbs], the device block table,
+ *   (ptx/attn/kv_rows.cuh kv_at); ktab int [n_seq][nbs], the device block table,
  *   at a fixed address (captured graphs read it), brought up to the host's
  *   before a step's launches (coli_dense_dev_tables). MLA: kcache
  *   [n_layers][ctx][kv_lora + rope_dim], the latent rows of its one

@@ -588,7 +588,7 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *from, struct co
  * quantized lm_head, quantized, into xn's first rows: a launch a range of
  * consecutive rows (one for a prompt's or a decode batch's). One row (a
  * decode step; a quantized lm_head: its GEMV writes a CTA's rows as one
- * store, ptx/dgemv.cuh) goes straight into the registered e->s.xlogits, no
+ * store, ptx/dense/dgemv.cuh) goes straight into the registered e->s.xlogits, no
  * download behind the GEMV; several into logits [n_want][vocab]. */
 static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, const int *want,
                         int n_want, float *logits, int *next, struct coli_dev_down *down, int *nd)

@@ -52,7 +52,7 @@
 struct coli_model_config;
 struct coli_attn_group;
 
-/* Positions a block. 32 = the GPU attention's chunk (AD_CHUNK, ptx/attention.cuh),
+/* Positions a block. 32 = the GPU attention's chunk (AD_CHUNK, ptx/attn/attention.cuh),
  * so a chunk never straddles two blocks once the device pages too; the smallest
  * such size wastes the least (a sequence's last block is half empty on average)
  * and gives a later prefix cache the finest grain. A power of two: the lookup

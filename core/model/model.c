@@ -379,7 +379,8 @@ int coli_model_dev_check(const struct coli_model *m, int experts, char *why, siz
 	}
 	if (experts)
 		return 0;
-	if (m->cfg.kv_lora) { /* ptx/gpu_mla.c's limits; per-head jobs on the GEMM at prefill */
+	/* ptx/attn/gpu_mla.c's limits; per-head jobs on the GEMM at prefill */
+	if (m->cfg.kv_lora) {
 		const struct coli_model_config *c = &m->cfg;
 		const int kr = c->kv_lora + c->rope_dim;
 		const enum coli_dtype t = m->layers[0].k_b.dtype;

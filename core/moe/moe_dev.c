@@ -25,8 +25,8 @@
  *            their pair index and core/forward/forward_dev.c reads them there)
  * An expert with COLI_GPU_GEMM_MIN_S pairs or more (prefill; q8/q4:
  * COLI_GPU_GEMM_MIN_S_Q, block types _MIN_S_KQ) runs its matrices as tensor-core GEMM jobs
- * instead (ptx/gemm.cu, ptx/kquant_gemm.cu: quantized types bit-identical to the GEMV, bf16
- * within rounding), in one more launch next to each gemv. take()
+ * instead (ptx/expert/gemm.cu, ptx/expert/kquant_gemm.cu: quantized types bit-identical to
+ * the GEMV, bf16 within rounding), in one more launch next to each gemv. take()
  * waits for the stream and scatters y into the engine's per-pair outputs; core/moe/moe.c then
  * accumulates all pairs in ascending expert order, whoever computed them, so the bits do not depend
  * on placement. A preplanned layer (core/forward/forward_dev.c, ml->preplanned == d): its resident

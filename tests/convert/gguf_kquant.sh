@@ -12,7 +12,7 @@
 #           same blocks dequantized by the gguf package (stored F32,
 #           converted to bf16): top-1 on all but at most 1 of 51 positions,
 #           mean KL < 0.01 (measured: 0 and 3.4e-4); --gpu sim runs all of it
-#           on the device (ptx/kquant.cu's GEMVs, a Q6_K down beside Q4_K gate
+#           on the device (ptx/expert/kquant.cu's GEMVs, a Q6_K down beside Q4_K gate
 #           and up, block-type embeddings), the same bits
 #   dense   the experts Q8_0, the dense part block types: --gpu sim runs
 #           both on the device, the same bits as the CPU

@@ -18,7 +18,7 @@
  * or 4 launches then syncs, so these fail at issue and at take). Every run must give byte-identical
  * logits and identical ids — except bf16 experts on a real GPU: an expert
  * with COLI_GPU_GEMM_MIN_S tokens or more of a prefill runs on bf16 tensor
- * cores (ptx/gemm.cu), equal only within rounding (the one documented
+ * cores (ptx/expert/gemm.cu), equal only within rounding (the one documented
  * exception), so there the logits must agree to 1e-4 of max|logit| and the
  * ids exactly, with the f32 cache (a bf16 or q8 cache rounds the tensor
  * cores' differences again, past any fixed tolerance on the demo model:
@@ -33,7 +33,7 @@
  * dense part, MLA's and gpt-oss's included (the gpt_oss fixtures: sinks,
  * sliding windows, the o_proj and router biases), must have run on the
  * device where asked; gpt-oss's experts (their biases and clamped SwiGLU
- * are the silu op's other kind: the sim's and ptx/kernels.cu
+ * are the silu op's other kind: the sim's and ptx/expert/kernels.cu
  * coli_swiglu_oai; the down bias a bias add a row per pair) are
  * byte-identical wherever they run. Every fixture, gpt-oss's included, must
  * have had layers planned and preplanned on the dense device.

@@ -1,6 +1,6 @@
 /*
- * tests/ptx/dense_kernels.c — the dense-part kernels of ptx/dense.cu, ptx/route.cu,
- * ptx/attention.cu and ptx/attn_prefill.cu against the CPU reference (cpu/),
+ * tests/ptx/dense_kernels.c — the dense-part kernels of ptx/dense/dense.cu, ptx/dense/route.cu,
+ * ptx/attn/attention.cu and ptx/attn/attn_prefill.cu against the CPU reference (cpu/),
  * on fresh random inputs, outputs poisoned (0xff bytes = NaN) before each launch, max error
  * printed:
  *
@@ -31,7 +31,7 @@
  *                   over the window's rows
  *                   (2e-5, times sqrt(n / 10000) past 10000 positions); the
  *                   same rows paged through a block table that moves every
- *                   block (ptx/kv_rows.cuh kv_at) give the contiguous
+ *                   block (ptx/attn/kv_rows.cuh kv_at) give the contiguous
  *                   cache's bytes
  *   gather_rows     pair rows gathered from token rows: the bytes, repeats too
  *   route           vs cpu/ops.c coli_route (E 8..1024, K 1..16, renormalised or
@@ -1186,7 +1186,7 @@ static int test_router_plan(void)
 
 /* ---- attention ---- */
 
-/* The cache rows x [n][row] floats paged as the engine's (ptx/kv_rows.cuh
+/* The cache rows x [n][row] floats paged as the engine's (ptx/attn/kv_rows.cuh
  * kv_at): block j (rows 32 j ..) at block tab[j] = nb + 2 - j of nb + 3
  * blocks, none at its own place, the other blocks NaN. */
 static uint64_t paged(const float *x, int n, int row, const int *tab, int nb)
@@ -1692,7 +1692,7 @@ static void bench_group_ab(const char *name, enum coli_dtype t, int n_jobs, int 
 	printf(" | v0 %5.2f\n", bench_group_v(name, t, n_jobs, R, K, bw, 1));
 }
 
-/* The experts' GEMM of prefill (ptx/gemm.cu, ptx/kquant_gemm.cu): one
+/* The experts' GEMM of prefill (ptx/expert/gemm.cu, ptx/expert/kquant_gemm.cu): one
  * launch of n jobs of R x K times S tokens each, as a layer's gate+up table
  * with S tokens an expert; its int8 TOPS (2 R K S n a launch) against the
  * H200's dense int8 tensor peak (the datasheet's 1979 TOPS). Each rep reads
@@ -2056,7 +2056,7 @@ static void bench_prefill(double bw)
 		}
 }
 
-/* GGUF's block types (ptx/kquant.cu, experts only so far) at qwen3-235b's
+/* GGUF's block types (ptx/expert/kquant.cu, experts only so far) at qwen3-235b's
  * expert shape: the staged GEMV's fraction of copy, then after "| v0" the
  * per-lane kernel's of 2026-12-02 in the same run (issue #38's target:
  * 0.60 and up for every type) */

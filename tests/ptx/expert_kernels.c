@@ -12,7 +12,7 @@
  *   pair_bias      gpt-oss's down bias, a row of [E][H] per output row: exact
  *   gemv           q8_0 / q4_0 / bf16, several shapes and S = 1..4 in one grouped
  *                  launch (K from 32 to 2048: fewer and more than 16 units a lane);
- *                  GGUF's block types (ptx/kquant.cu) on random blocks: K-quants
+ *                  GGUF's block types (ptx/expert/kquant.cu) on random blocks: K-quants
  *                  K whole 256-blocks up to 4096 (odd block counts: a half step);
  *                  Q4_1 / Q5_x also K not a multiple of 512 (a partial step of
  *                  16 blocks) and rows of 2-byte aligned starts
@@ -374,7 +374,7 @@ static int test_gemv(enum coli_dtype t)
 	return rc;
 }
 
-/* GGUF's block types on the dense part's entry points (ptx/gpu_dense.c): a
+/* GGUF's block types on the dense part's entry points (ptx/dense/gpu_dense.c): a
  * stacked q/k/v-like GEMV (three ranges of rows to three outputs) over T
  * tokens (GEMV jobs of 4, or from COLI_GPU_DENSE_GEMM_MIN_T_KQ tokens the
  * tensor-core GEMM's jobs), and embedding rows, both exactly the CPU's. */

@@ -1,5 +1,5 @@
 /*
- * tests/ptx/gemm_kernels.c — the prefill expert GEMM of ptx/gemm.cu against
+ * tests/ptx/gemm_kernels.c — the prefill expert GEMM of ptx/expert/gemm.cu against
  * the CPU reference and against the GPU's own GEMV kernels.
  *
  *   q8_0 / q4_0   bit for bit (the placement invariant at prefill): every

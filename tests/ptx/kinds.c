@@ -1,5 +1,5 @@
 /*
- * tests/ptx/kinds.c — ptx/kinds.cu against its CPU references (exit 77
+ * tests/ptx/kinds.c — ptx/dense/kinds.cu against its CPU references (exit 77
  * without a GPU):
  *
  *   route_sigmoid  vs cpu/ops.c coli_route_sigmoid: E 8..1024, K 1..16, with

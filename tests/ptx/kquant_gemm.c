@@ -1,6 +1,6 @@
 /*
  * tests/ptx/kquant_gemm.c — the tensor-core GEMM of GGUF's block types
- * (ptx/kquant_gemm.cu) against the CPU, bit for bit (the placement
+ * (ptx/expert/kquant_gemm.cu) against the CPU, bit for bit (the placement
  * invariant at prefill):
  *
  *   runs       every block type, S in {5, 16, 17, 33, 64, 100, 300} (every

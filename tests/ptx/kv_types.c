@@ -1,6 +1,6 @@
 /*
  * tests/ptx/kv_types.c — the GPU kernels over a typed KV cache (--kv-type
- * bf16, q8, and q8 keys with bf16 values: ptx/kv_rows.cuh) against the CPU
+ * bf16, q8, and q8 keys with bf16 values: ptx/attn/kv_rows.cuh) against the CPU
  * (exit 77 without a GPU). The cache rows are made on the host by cpu/kvq.c
  * (coli_kv_row_store), so both sides read the same stored values:
  *
@@ -23,7 +23,7 @@
  *               typed row against coli_kv_row_store of its fp32 row;
  *   rows        several sequences in one launch (COLI_GPU_ROWS' table over a
  *               paged cache of 4 slots, its block table a scramble of the
- *               blocks: ptx/kv_rows.cuh kv_at): the bytes of each row alone
+ *               blocks: ptx/attn/kv_rows.cuh kv_at): the bytes of each row alone
  *               at its slot of a contiguous cache.
  *
  * Outputs are poisoned (NaN) before each launch.

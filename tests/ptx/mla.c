@@ -1,5 +1,5 @@
 /*
- * tests/ptx/mla.c — ptx/mla.cu's latent attention against a double-precision
+ * tests/ptx/mla.c — ptx/attn/mla.cu's latent attention against a double-precision
  * reference computed here, softmax(q . C^T * scale) . C[:, :dv] per query
  * and head (exit 77 without a GPU). Shapes: the tiny fixtures' (dk 80, dv 64),
  * head counts that are not a multiple of the kernels' 16 or 32, DeepSeek-V3's
@@ -13,7 +13,7 @@
  * writes them, the reference over their values) and each kernel:
  *   tf32 x3  three tf32 products (~fp32), within 2e-5 of the largest output;
  *   tf32 x1  one tf32 product (inputs rounded to 10 bits), within 4e-3;
- *   dec N    ptx/mla_decode.cuh: bf16 tensor cores,
+ *   dec N    ptx/attn/mla_decode.cuh: bf16 tensor cores,
  *            the query and P in N bf16 terms: N = 2 and 3 within 2e-5 (x3's
  *            limit: 16 bits of the query and P, the cache exact in bf16 or,
  *            f32, its hi and lo planes), N = 1 (8 bits) within 8e-3;

@@ -1,8 +1,8 @@
 /*
- * ptx/ld_stream.cuh — the load of weights that are read once a token: 16
+ * ptx/common/ld_stream.cuh — the load of weights that are read once a token: 16
  * bytes through the read-only path without allocating in L1, so the
  * activations every row shares keep the cache. Shared by the GEMV kernels of
- * ptx/kernels.cu (experts) and ptx/dense.cu (dense matrices).
+ * ptx/expert/kernels.cu (experts) and ptx/dense/dense.cu (dense matrices).
  */
 #ifndef COLI_PTX_LD_STREAM_CUH
 #define COLI_PTX_LD_STREAM_CUH

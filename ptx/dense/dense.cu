@@ -1,10 +1,10 @@
 /*
- * ptx/dense.cu — the dense part of a layer on the GPU: the dense GEMV (q/k/v/o,
+ * ptx/dense/dense.cu — the dense part of a layer on the GPU: the dense GEMV (q/k/v/o,
  * routers, shared experts, dense MLPs, lm_head; its templates are
- * ptx/dgemv.cuh, its entry points here), embedding rows, RMSNorm,
+ * ptx/dense/dgemv.cuh, its entry points here), embedding rows, RMSNorm,
  * bias, RoPE, residual adds, the MoE weighted accumulate and the shared
- * expert's sigmoid gate. Attention over the KV cache is ptx/attention.cu's,
- * routing and the device plan ptx/route.cu's.
+ * expert's sigmoid gate. Attention over the KV cache is ptx/attn/attention.cu's,
+ * routing and the device plan ptx/dense/route.cu's.
  * Routed experts do not come here: they use the canonical grouped kernels of
  * kernels.cu.
  *
@@ -19,20 +19,20 @@
  * canonical reduction (a prefill chunk's GEMM then gives the same bits).
  *
  * Layouts: rows are tokens, row-major, fp32. Launch shapes and the split
- * policies live in ptx/gpu_dense.c; the split kernels share one device scratch
+ * policies live in ptx/dense/gpu_dense.c; the split kernels share one device scratch
  * and one counter array there, which is safe because the device has one
  * stream (a launch starts after the previous one ended).
  */
 #include <cuda_fp16.h>
 
-#include "ptx/act_quant.cuh"
-#include "ptx/dgemv.cuh"
+#include "ptx/common/act_quant.cuh"
+#include "ptx/dense/dgemv.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/kv_rows.cuh"
-#include "ptx/last_arrival.cuh"
-#include "ptx/pdl.cuh"
+#include "ptx/attn/kv_rows.cuh"
+#include "ptx/common/last_arrival.cuh"
+#include "ptx/common/pdl.cuh"
 
-/* ---- the dense GEMV's entry points (the templates: ptx/dgemv.cuh) ---- */
+/* ---- the dense GEMV's entry points (the templates: ptx/dense/dgemv.cuh) ---- */
 #define DGEMV(dt, DT, S)                                                                           \
 	extern "C" __global__ void __launch_bounds__(DG_WARPS * 32) coli_dgemv_##dt##_##S(         \
 	    const struct coli_gpu_dense_gemv a, float *part, unsigned *count)                      \
@@ -92,14 +92,14 @@ DGEMV_J(bf16, 2, 16)
  * order: deterministic. x and y may alias (in place). add (may be NULL):
  * first x += add, written back (the residual add before a norm, fused; then
  * y must not alias x). q (may be NULL): y also quantized per 32-block into
- * q/d/qsum with coli_act_quantize's steps (ptx/act_quant.cuh); a block is
+ * q/d/qsum with coli_act_quantize's steps (ptx/common/act_quant.cuh); a block is
  * the float4s of 8 neighbouring threads, so this needs the register path
  * (n % 32 == 0, n <= RN_REG * 4 * G: the launcher checks). py != NULL (add
  * NULL): the add is a MoE layer's np pairs (outputs py [np][n], tokens pt,
  * weights pw) summed as coli_moe_accumulate does, so the layer needs no
  * accumulate launch of its own. */
 #define RN_REG  4  /* float4 per thread kept in registers; larger rows re-read x */
-#define RN_ROWS 8  /* rows a CTA at most: 256 threads, 32 a row (ptx/gpu_dense.c) */
+#define RN_ROWS 8  /* rows a CTA at most: 256 threads, 32 a row (ptx/dense/gpu_dense.c) */
 #define RN_PL   32 /* a row's pairs listed ahead (a top-k); a row with more scans them all */
 /* Row `row`'s sum of a MoE layer's pairs at element i: coli_moe_accumulate's
  * order (pairs ascending, product rounded then added, from +0). */
@@ -309,14 +309,14 @@ extern "C" __global__ void __launch_bounds__(1024)
  * order, w * (x * inv)), the rotation coli_rope's. posp != NULL: pos0 is read
  * there, when the launch runs (a launch captured in a graph replays with the
  * position of the token at hand). The cache rows are of types kt, vt
- * (ptx/kv_rows.cuh; q8: a kv head's scale after the row's nkv * hd values,
+ * (ptx/attn/kv_rows.cuh; q8: a kv head's scale after the row's nkv * hd values,
  * the head's max over its CTA); store_only: k and v stored as they are, q
  * untouched (the op-by-op path's store). f != 1: q and k times f after the
  * rotation (YaRN's cos/sin factor, applied as the CPU applies it). rows !=
  * NULL: token t's own position and sequence slot (ptx/kernels_abi.h
  * COLI_GPU_ROWS), tokens of several sequences in one launch; NULL: slot 0.
  * kc / vc are a layer's [n_blocks][32] rows: position p of slot s at row
- * kv_at(tab, nbs, s, p) (ptx/kv_rows.cuh; tab NULL: contiguous). */
+ * kv_at(tab, nbs, s, p) (ptx/attn/kv_rows.cuh; tab NULL: contiguous). */
 extern "C" __global__ void __launch_bounds__(128)
     coli_qk_rope_store(float *q, const float *k, const float *v, const float *qw, const float *kw,
                        float eps, int nh, int nkv, int hd, int pos0, const int *posp,
@@ -599,7 +599,7 @@ extern "C" __global__ void __launch_bounds__(256)
  * fold gives the loop's answer. Each thread keeps the best of its strided
  * share (a few loads in flight, the grid spread over the SMs), the warps and
  * the CTA fold, each CTA writes its best to part[2 * block] as (value,
- * index bits), and the last CTA to arrive (ptx/last_arrival.cuh) folds the
+ * index bits), and the last CTA to arrive (ptx/common/last_arrival.cuh) folds the
  * grid's. One CTA alone read the vocabulary at one SM's rate (~20 us for
  * 152k logits on the H200). */
 #define AM_THREADS 256

@@ -1,15 +1,15 @@
 /*
- * ptx/attention.cu — causal attention over the KV cache on the GPU: q
+ * ptx/attn/attention.cu — causal attention over the KV cache on the GPU: q
  * [T][nh][hd] against the layer's cache K, V [ctx] rows of [nkv*hd] (fp32,
  * or bf16 / q8 in the kernels named _bf16, _q8, _q8_bf16: attention.cuh's KV
  * modes, only the loads differ; rows 0..pos0+T-1 valid), out like q. Two kernels:
  * coli_attn_chunks_<hd> for head sizes 32, 64, 128 and 256 (chunks of 32 positions; it can also
  * quantize its output for the o projection), and coli_attention for the
  * others (tiles of 256 positions). Prefill batches of head size 64 and 128
- * take coli_attn_prefill_<hd> (ptx/attn_prefill.cu), which gives each query
- * coli_attn_chunks' bits; what the kernels share is ptx/attention.cuh. A bf16
+ * take coli_attn_prefill_<hd> (ptx/attn/attn_prefill.cu), which gives each query
+ * coli_attn_chunks' bits; what the kernels share is ptx/attn/attention.cuh. A bf16
  * or q8 cache at head sizes 64 and 128 takes coli_attn_tc_<hd>_<type>
- * instead, for decode and prefill alike (ptx/attn_tc.cuh, included at the
+ * instead, for decode and prefill alike (ptx/attn/attn_tc.cuh, included at the
  * end: one module).
  *
  * Split and combine: a few queries cannot fill the GPU, so both kernels split
@@ -18,15 +18,15 @@
  * arrive (an integer counter, see last_arrival) combines the splits in
  * ascending order: fixed reduction orders, no float atomics, so the result
  * does not depend on which CTA finished last. Like the rest of the dense part
- * (ptx/dense.cu) these kernels are exempt from the placement invariant: they
+ * (ptx/dense/dense.cu) these kernels are exempt from the placement invariant: they
  * follow transformers' float32 math within rounding and are deterministic.
  *
- * Launch shapes and the split policies live in ptx/gpu_attn.c; the scratch
+ * Launch shapes and the split policies live in ptx/attn/gpu_attn.c; the scratch
  * and the counters are shared with dense.cu's split-K GEMV, which is safe
  * because the device has one stream (a launch starts after the previous one
  * ended).
  */
-#include "ptx/attention.cuh"
+#include "ptx/attn/attention.cuh"
 
 /* ---- attention over the KV cache, tiled over positions ----
  *
@@ -622,6 +622,6 @@ ATTN_CHUNKS_ALL(64)
 ATTN_CHUNKS_ALL(128)
 ATTN_CHUNKS_ALL(256)
 
-#include "ptx/attn_tc.cuh"
+#include "ptx/attn/attn_tc.cuh"
 ATTN_TC_ALL(64)
 ATTN_TC_ALL(128)

@@ -1,13 +1,13 @@
 /*
- * ptx/kquant_gemm.cu — the batched expert GEMM of prefill for GGUF's block
+ * ptx/expert/kquant_gemm.cu — the batched expert GEMM of prefill for GGUF's block
  * types kept as stored (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) on
  * int8 tensor cores, bit for bit the CPU's canonical reduction of these
  * types (cpu/kquant/kquant.c, its top comment) and so their GEMV's
- * (ptx/kquant.cu): the placement invariant holds at prefill for a Q4_K_M
+ * (ptx/expert/kquant.cu): the placement invariant holds at prefill for a Q4_K_M
  * file as for q8_0.
  *
  * The unit of the canonical reduction is the 32-element activation block b,
- * lane b % 16, as q8_0's block is: ptx/gemm.cu's frame (ptx/gemm_frame.cuh:
+ * lane b % 16, as q8_0's block is: ptx/expert/gemm.cu's frame (ptx/expert/gemm_frame.cuh:
  * 4 K groups of 4 warps, group g the units b % 4 == g, one fold subtree a
  * group, the same tiles 64 x 64, 64 x 32, 128 x 16 chosen per job) runs
  * unchanged; only a unit's staging and its step differ:
@@ -16,7 +16,7 @@
  *     unit is a group inside a 144-210 byte block whose scales are packed
  *     beside it, and Q6_K / Q3_K / Q5_0 blocks are only 2-byte aligned), so
  *     thread i < BM of a group loads row i's unit with the GEMV's loader
- *     (ptx/kquant.cuh U::load), one step ahead into registers, and after
+ *     (ptx/expert/kquant.cuh U::load), one step ahead into registers, and after
  *     the step writes it to shared memory unpacked (U::i8): 32 int8 per row
  *     with the type's offset applied (Q6_K q - 32, Q3_K q - 4, Q5_0 q - 16:
  *     all fit int8, so one signed mma and no qsum correction), the row's
@@ -25,7 +25,7 @@
  *     next one being filled.
  *   - step: one m16n8k32 s8 mma gives the unit's exact dot product for 16
  *     rows x 8 tokens (accumulator input 1.5 * 2^23: its bits are then the
- *     float 1.5 * 2^23 + dot, ptx/gemm.cu); types whose unit is two groups
+ *     float 1.5 * 2^23 + dot, ptx/expert/gemm.cu); types whose unit is two groups
  *     of 16 (HALVES: Q2_K, Q3_K, Q6_K) take two m16n8k16 mmas instead (the
  *     k32 fragments split in two: registers a0 a1 | b0 hold elements 0-15,
  *     a2 a3 | b1 elements 16-31). Then, per output, in fp32, every value
@@ -40,15 +40,15 @@
  *
  * Shared memory (dynamic, COLI_GPU_GEMM_SMEM_KQ(tile) bytes, set by
  * ptx/gpu.c): per stage and group a slot of a[BM][32] int8 (32-byte rows,
- * 16-byte chunks swizzled as ptx/gemm.cu's), b[BN][32] int8, rs[BM] float4,
+ * 16-byte chunks swizzled as ptx/expert/gemm.cu's), b[BN][32] int8, rs[BM] float4,
  * rm[BM] float2, d[BN], qs[BN]; then the fold's p2 (and p1 for the wide
  * tile) as q8_0's.
  *
  * Grid: one CTA per tile of every job, jobs back to back (tile0), tokens
- * fastest, as ptx/gemm.cu.
+ * fastest, as ptx/expert/gemm.cu.
  */
-#include "ptx/gemm_frame.cuh"
-#include "ptx/kquant.cuh"
+#include "ptx/expert/gemm_frame.cuh"
+#include "ptx/expert/kquant.cuh"
 
 #define KSTAGES COLI_GPU_GEMM_STAGES_KQ
 
@@ -62,7 +62,7 @@ template <int TILE> struct KTile {
 		QN = WT / 8,      /* mma token tiles of a warp */
 		NOUT = WT,        /* outputs a thread */
 	};
-	static constexpr bool P1S = NOUT > 16; /* p1 in shared memory (ptx/gemm.cu) */
+	static constexpr bool P1S = NOUT > 16; /* p1 in shared memory (ptx/expert/gemm.cu) */
 	struct slot {
 		unsigned char a[BM * 32]; /* int8 weights of one unit, [row][32] swz32 */
 		signed char b[BN * 32];   /* activations of one block, [token][32] swz32 */
@@ -84,7 +84,7 @@ static_assert(sizeof(KTile<2>::smem) == COLI_GPU_GEMM_SMEM_KQ(2), "smem size");
 /* One thread's share of staging a unit for its group (i = tid % 128):
  * i < BM row i's weights (through registers: fetch, then put), activations
  * 2 threads a token (i < 2 * BN), i < BN the token's qsum, i - BM % 128 in
- * [0, BN) its dx (the copies as ptx/gemm.cu's QuantLoader). Rows and tokens
+ * [0, BN) its dx (the copies as ptx/expert/gemm.cu's QuantLoader). Rows and tokens
  * past the job's end are zeros. */
 template <class U, int TILE> struct KLoader {
 	typedef KTile<TILE> T;
@@ -167,7 +167,7 @@ static __device__ __forceinline__ float unmagic(int d)
 }
 
 /* One unit (a staged slot) into the running lane accumulators acc[]
- * (outputs as ptx/gemm_frame.cuh's store_tile). */
+ * (outputs as ptx/expert/gemm_frame.cuh's store_tile). */
 template <class U, int TILE>
 static __device__ __forceinline__ void kq_step(const typename KTile<TILE>::slot &sl, int wm, int wn,
                                                float *acc)
@@ -180,7 +180,7 @@ static __device__ __forceinline__ void kq_step(const typename KTile<TILE>::slot 
 	float dx[QN][2], xs[QN][2], xl[QN][2];
 
 	/* A: matrices (rows 0-7 | 8-15) x (bytes 0-15 | 16-31) of each 16-row
-	 * tile -> a0..a3, the k32 fragment (ptx/gemm.cu's q8_0 load) */
+	 * tile -> a0..a3, the k32 fragment (ptx/expert/gemm.cu's q8_0 load) */
 	for (int mf = 0; mf < MF; mf++)
 		ldsm4(a[mf], &sl.a[swz32(wm * 32 + mf * 16 + (lm & 1) * 8 + lr, lm >> 1)]);
 	/* B: matrices (tokens 0-7 | bytes 0-15), (0-7 | 16-31), (8-15 | 0-15), (8-15 | 16-31) */
@@ -328,7 +328,7 @@ static __device__ __forceinline__ void gemm_kquant(const struct coli_gpu_gemm_jo
 	fold_groups<NOUT, T::QN>(jb, row0, tok0, wm, wn, grp, acc, p2);
 }
 
-/* Each job has its tile (jb.tile, set by ptx/gpu_expert.c); the branch is
+/* Each job has its tile (jb.tile, set by ptx/expert/gpu_expert.c); the branch is
  * the same for the whole CTA. */
 template <class U>
 static __device__ __forceinline__ void gemm_kq(const struct coli_gpu_gemm_job *jobs, int n_jobs)

@@ -1,5 +1,5 @@
 /*
- * ptx/mla.cu — multi-head latent attention (DeepSeek-V3, Kimi-K2) at decode,
+ * ptx/attn/mla.cu — multi-head latent attention (DeepSeek-V3, Kimi-K2) at decode,
  * in the absorbed form: every query head attends over one shared row per
  * position, the layer's latent cache.
  *
@@ -9,7 +9,7 @@
  *   C     [ctx][ld]     the latent cache: c_kv (normalized) then k_pe, rows
  *                       0..pos0+T-1 valid; the values are the first dv of a row
  *                       (coli_attn_mla[_x3]_{bf16,q8}: typed rows of dk values,
- *                       ptx/kv_rows.cuh, staged in shared memory as fp32)
+ *                       ptx/attn/kv_rows.cuh, staged in shared memory as fp32)
  *   out   (t, h) at out + t * ldt + h * ldh: softmax(q . C^T * scale) . C[:, :dv],
  *                       per head (W_UV and o_proj come after, as GEMVs; the
  *                       dense forward asks for head-major rows, [nh][T][dv])
@@ -21,7 +21,7 @@
  * accumulate). X3 = 1 splits every operand into a tf32 high part and a tf32
  * remainder and adds the three products that matter (the 3xTF32 scheme):
  * ~fp32 accuracy at three times the tensor work; X3 = 0 is one tf32 product
- * (inputs rounded to 10 mantissa bits). ptx/gpu_mla.c picks; tests/ptx/mla.c
+ * (inputs rounded to 10 mantissa bits). ptx/attn/gpu_mla.c picks; tests/ptx/mla.c
  * measures both against a double-precision reference.
  *
  * A CTA is (split, head tile, query t): 8 warps, COLI_GPU_MLA_HEADS = 16 heads, tiles of
@@ -45,17 +45,17 @@
  * scratch and a second launch, coli_attn_mla_combine, adds them in ascending
  * split order over many CTAs: fixed reduction order, no float atomics. A
  * query's split depends on its own position only (tiles of it a split from
- * the shape's most splits, ptx/gpu_mla.c), so its bits are the same alone,
+ * the shape's most splits, ptx/attn/gpu_mla.c), so its bits are the same alone,
  * in a batch or in a prefill chunk. Like the rest of the dense part this
  * kernel is exempt from the placement invariant (it is deterministic, and
  * within rounding of fp32).
  *
- * The decode kernel (ptx/mla_decode.cuh, included here: one module) is the
+ * The decode kernel (ptx/attn/mla_decode.cuh, included here: one module) is the
  * other form of the same attention: bf16 tensor cores (m16n8k16), 32 heads a
  * CTA with the query's fragments held in registers the whole launch, the
  * cache staged as bf16 (exact for the bf16 and q8 caches), the query and P
  * split into 1..3 bf16 terms. It writes its partials as this kernel's
- * 16-head tiles, so coli_attn_mla_combine serves both. ptx/gpu_mla.c picks
+ * 16-head tiles, so coli_attn_mla_combine serves both. ptx/attn/gpu_mla.c picks
  * it, with two terms, for the dense forward's decode steps and its prefill
  * (a prompt's tokens get the bits a decode step gives them); this kernel
  * stays for shapes the decode kernel does not take and as the x3 / x1
@@ -65,11 +65,11 @@
  * normed and roped, the query's RoPE part into its absorbed row and its
  * q_nope out head-major for W_UK^T (kernels_abi.h struct coli_gpu_mla_prep).
  */
-#include "ptx/cp_async.cuh"
+#include "ptx/common/cp_async.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/kv_rows.cuh"
-#include "ptx/pdl.cuh"
-#include "ptx/mla_decode.cuh"
+#include "ptx/attn/kv_rows.cuh"
+#include "ptx/common/pdl.cuh"
+#include "ptx/attn/mla_decode.cuh"
 
 #define ML_SP                                                                                      \
 	(COLI_GPU_MLA_TILE +                                                                       \
@@ -282,7 +282,7 @@ static __device__ __forceinline__ void tile_pv(float (*o)[4], const float *ss, c
 	} while (0)
 
 /* Grid (splits, ceil(nh / COLI_GPU_MLA_HEADS), queries); dynamic shared memory as mla_smem
- * in ptx/gpu_mla.c. Query t = t0 + blockIdx.z; a split covers tiles [split * tps, +tps) of
+ * in ptx/attn/gpu_mla.c. Query t = t0 + blockIdx.z; a split covers tiles [split * tps, +tps) of
  * its positions 0 .. pos0 + t, tps = ceil(tiles / msp) of its own tiles: a query's split,
  * and so its bits, do not depend on the launch's other queries or its grid (splits past
  * the query's last tile leave empty partials). part: the scratch, [queries][head tiles]

@@ -1,5 +1,5 @@
 /*
- * ptx/pdl.cuh — programmatic dependent launch (Hopper and later).
+ * ptx/common/pdl.cuh — programmatic dependent launch (Hopper and later).
  *
  * Every kernel starts with pdl_entry(). In the compute_90 build (the module
  * ptx/gpu.c loads on sm_90+) a kernel launched with the programmatic-

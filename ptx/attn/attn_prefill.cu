@@ -1,12 +1,12 @@
 /*
- * ptx/attn_prefill.cu — causal attention for a prefill batch on the GPU:
+ * ptx/attn/attn_prefill.cu — causal attention for a prefill batch on the GPU:
  * coli_attn_prefill_<hd> (head sizes 64 and 128), tiles of queries against
  * chunks of K and V in shared memory, with the bits coli_attn_chunks
- * (ptx/attention.cu) gives each query in a decode step. A typed KV cache
- * (coli_attn_prefill_<hd>_{bf16,q8,q8_bf16}: ptx/kv_rows.cuh) is staged as
+ * (ptx/attn/attention.cu) gives each query in a decode step. A typed KV cache
+ * (coli_attn_prefill_<hd>_{bf16,q8,q8_bf16}: ptx/attn/kv_rows.cuh) is staged as
  * its fp32 values, the rest unchanged.
  */
-#include "ptx/attention.cuh"
+#include "ptx/attn/attention.cuh"
 
 /* ---- prefill: tiles of queries against chunks in shared memory ----
  *
@@ -33,7 +33,7 @@
  *     O * expf(M - M') + acc * expf(m - M')), out = O / L: one pass over
  *     the chunks, no partials in memory.
  * With gridDim.z > 1 (a few queries after a long cache, no window or sinks:
- * ptx/gpu_attn.c) CTA z takes split z of every row of its tile and writes
+ * ptx/attn/gpu_attn.c) CTA z takes split z of every row of its tile and writes
  * coli_attn_chunks' partials, the last CTA of a query combining them as
  * there (attn_combine); a tile whose rows
  * split unlike (a query count on either side of a split's boundary) stays

@@ -1,5 +1,5 @@
 /*
- * ptx/act_quant.cuh — the scalar steps of the canonical activation
+ * ptx/common/act_quant.cuh — the scalar steps of the canonical activation
  * quantization (cpu/ coli_act_quantize: per 32-block d = amax / 127, q =
  * round(v / d) clamped to +-127, a NaN to 0), shared by every kernel that
  * quantizes activations, so each gives coli_act_quantize's bits whatever its

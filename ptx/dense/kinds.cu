@@ -1,5 +1,5 @@
 /*
- * ptx/kinds.cu — the dense device's kernels for the layer kinds GLM-4.5 (and
+ * ptx/dense/kinds.cu — the dense device's kernels for the layer kinds GLM-4.5 (and
  * DeepSeek-V3's routing) brought: sigmoid routing with a selection-only
  * correction bias and group-limited top-k, and partial RoPE. Their CPU
  * references are cpu/ops.c coli_route_sigmoid and coli_rope_part; the test
@@ -25,7 +25,7 @@
  * thread per (t, h, i < rd/2), i paired with i + rd/2; the rest untouched.
  */
 #include "ptx/kernels_abi.h"
-#include "ptx/pdl.cuh"
+#include "ptx/common/pdl.cuh"
 
 /* The warp's largest (v, i): larger v, then lower i (NaN never wins a
  * comparison, as in the host's scan, except where it stands first). */

@@ -1,17 +1,17 @@
 /*
- * ptx/route.cu — MoE routing on the dense device: the softmax router
+ * ptx/dense/route.cu — MoE routing on the dense device: the softmax router
  * (coli_route), the plan that turns a layer's routing into the expert
  * kernels' pair lists and jobs (coli_moe_plan), both at once
  * (coli_route_plan), and the router GEMV with the plan fused after it
- * (coli_dgemv_f32_plan_<S>: the GEMV's templates are ptx/dgemv.cuh). The
- * sigmoid router with its correction bias and groups is ptx/kinds.cu's.
+ * (coli_dgemv_f32_plan_<S>: the GEMV's templates are ptx/dense/dgemv.cuh). The
+ * sigmoid router with its correction bias and groups is ptx/dense/kinds.cu's.
  * Like the rest of the dense part these follow the host's steps in its order
  * (core/moe/moe.c), so the routing does not depend on where it ran; launch
- * shapes live in ptx/gpu_dense.c.
+ * shapes live in ptx/dense/gpu_dense.c.
  */
-#include "ptx/dgemv.cuh"
+#include "ptx/dense/dgemv.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/pdl.cuh"
+#include "ptx/common/pdl.cuh"
 
 /* ---- routing on the device ----
  *

@@ -1,10 +1,10 @@
 /*
- * ptx/gpu_mla.c — the launch of ptx/mla.cu's latent attention: the split of
+ * ptx/attn/gpu_mla.c — the launch of ptx/attn/mla.cu's latent attention: the split of
  * a query's positions over CTAs and the kernel's shared memory, on the
  * device's compute stream. Its limits are checked here (-ENOTSUP), so a
  * caller may fall back to the host.
  *
- * Two kernels: the decode kernel (ptx/mla_decode.cuh: bf16 tensor cores, the
+ * Two kernels: the decode kernel (ptx/attn/mla_decode.cuh: bf16 tensor cores, the
  * query and P split into 1..3 bf16 terms, 32 heads a CTA) and the tf32 one (mla.cu: 16 heads a CTA). terms (ptx.h struct
  * coli_gpu_mla) picks; 0, the dense forward's, takes the decode kernel with
  * COLI_GPU_MLA_PICK_TERMS terms wherever its shape limits allow, decode and

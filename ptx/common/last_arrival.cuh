@@ -1,9 +1,9 @@
 /*
- * ptx/last_arrival.cuh — the handshake that ends a split launch: the CTAs of
+ * ptx/common/last_arrival.cuh — the handshake that ends a split launch: the CTAs of
  * a group each write their partial to a scratch, and the last to arrive,
  * counted in by an integer counter, combines them in a fixed order. Shared by
- * the split-K GEMV of ptx/dgemv.cuh and the split-position attention of
- * ptx/attention.cu. The scratch and the counters are ptx/gpu_dense.c's (a
+ * the split-K GEMV of ptx/dense/dgemv.cuh and the split-position attention of
+ * ptx/attn/attention.cu. The scratch and the counters are ptx/dense/gpu_dense.c's (a
  * counter is zero between launches: the last CTA resets its own).
  */
 #ifndef COLI_PTX_LAST_ARRIVAL_CUH

@@ -1,8 +1,8 @@
 /*
- * ptx/kv_rows.cuh — the KV cache's rows in their types (cpu/cpu.h "typed
+ * ptx/attn/kv_rows.cuh — the KV cache's rows in their types (cpu/cpu.h "typed
  * KV cache rows", cpu/kvq.c the CPU's form), read by the attention kernels
- * (ptx/attention.cu, attn_prefill.cu, mla.cu) and written by the kernels
- * that fill the cache (ptx/dense.cu coli_qk_rope_store, ptx/mla.cu
+ * (ptx/attn/attention.cu, attn_prefill.cu, mla.cu) and written by the kernels
+ * that fill the cache (ptx/dense/dense.cu coli_qk_rope_store, ptx/attn/mla.cu
  * coli_mla_prep).
  *
  * Addressing: a layer's cache is [n_blocks][KV_BLOCK] rows, the host pool's
@@ -116,7 +116,7 @@ template <int T> static __device__ __forceinline__ float kv_scale(const char *ro
 	return 1.0f;
 }
 /* A read-only load: __ldg from global memory, or a plain one from shared
- * memory (SH: a row staged there, ptx/attention.cu's chunk kernel). */
+ * memory (SH: a row staged there, ptx/attn/attention.cu's chunk kernel). */
 template <bool SH, typename X> static __device__ __forceinline__ X kv_load(const X *p)
 {
 	if constexpr (SH)

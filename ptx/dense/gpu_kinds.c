@@ -1,5 +1,5 @@
 /*
- * ptx/gpu_kinds.c — launch wrappers for ptx/kinds.cu: the sigmoid router
+ * ptx/dense/gpu_kinds.c — launch wrappers for ptx/dense/kinds.cu: the sigmoid router
  * (one warp per token) and partial RoPE (one thread per rotated pair), on the
  * device's compute stream. Their limits are checked here (-ENOTSUP), so a
  * caller may fall back to the host.

@@ -1,11 +1,10 @@
 /*
- * ptx/gpu_expert.c — launch wrappers for the routed experts' kernels of
- * ptx/kernels.cu, ptx/gemm.cu and ptx/kquant_gemm.cu (ptx/gpu_dense.c has
- * the dense part's): the grouped GEMV over a job table (inline in the
- * launch's parameters up to COLI_GPU_INL_JOBS jobs, else read from the
- * mapped ring), the tensor-core
- * GEMM with its tile per token count, SiLU-multiply and the activations'
- * quantization. Everything is queued on the device's compute stream.
+ * ptx/expert/gpu_expert.c — launch wrappers for the routed experts' kernels of
+ * ptx/expert/kernels.cu, ptx/expert/gemm.cu and ptx/expert/kquant_gemm.cu (ptx/dense/gpu_dense.c
+ * has the dense part's): the grouped GEMV over a job table (inline in the launch's parameters up to
+ * COLI_GPU_INL_JOBS jobs, else read from the mapped ring), the tensor-core GEMM with its tile per
+ * token count, SiLU-multiply and the activations' quantization. Everything is queued on the
+ * device's compute stream.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -58,7 +57,7 @@ int coli_gpu_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_ge
 	                       (unsigned)n_jobs, 1, 256, 0, args, "cuLaunchKernel(gemv)");
 }
 
-/* The block types' per-lane GEMV of 2026-12-02 (ptx/kquant.cu, RowKQ), kept
+/* The block types' per-lane GEMV of 2026-12-02 (ptx/expert/kquant.cu, RowKQ), kept
  * so that one run of `tests/ptx/dense_kernels --bench kquant` times it beside
  * the staged kernel coli_gpu_gemv launches; nothing else calls it. Its
  * function is looked up at each call (a bench's launches only). */
@@ -106,7 +105,7 @@ int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype dtype, uint64_t table, in
 }
 
 /* Block types whose unit is two groups of 16 (two mmas a unit): their wide
- * tile spilled registers (ptxas, sm_90), so ptx/kquant_gemm.cu has none and
+ * tile spilled registers (ptxas, sm_90), so ptx/expert/kquant_gemm.cu has none and
  * their long runs take the 64 x 32 tile. */
 static int kq_halves(enum coli_dtype t)
 {
@@ -117,7 +116,7 @@ static int kq_halves(enum coli_dtype t)
  * H200, qwen3-30b experts: 128 x 16 0.42 ms a layer at 2-16 tokens where
  * 64 x 32 takes 0.54-0.55 and 64 x 64 0.75-0.77; 64 x 32 0.58 at 32 tokens
  * where the others take 0.80; 64 x 64 1.3x faster than 64 x 32 at 128).
- * The block types (ptx/kquant_gemm.cu) take the same tiles. coli_gpu_gemm_tile
+ * The block types (ptx/expert/kquant_gemm.cu) take the same tiles. coli_gpu_gemm_tile
  * forces one (tests, the bench). */
 static int quant_tile(const coli_gpu_t *g, enum coli_dtype dtype, int S)
 {
@@ -127,7 +126,8 @@ static int quant_tile(const coli_gpu_t *g, enum coli_dtype dtype, int S)
 		S = g->gemm_bn;
 	while (t < COLI_GPU_GEMM_TILES_Q - 1 && S <= COLI_GPU_GEMM_TILE_TOKENS(t + 1))
 		t++;
-	if (t == 0 && coli_dtype_is_block(dtype)) /* ptx/kquant_gemm.cu: not Q2_K, Q3_K, Q6_K */
+	/* ptx/expert/kquant_gemm.cu: not Q2_K, Q3_K, Q6_K */
+	if (t == 0 && coli_dtype_is_block(dtype))
 		return g->gemm_kq_wide_no || kq_halves(dtype) ? 1 : 0;
 	return t == 0 && g->gemm_wide_no ? 1 : t;
 }

@@ -1,9 +1,9 @@
 /*
- * ptx/gpu_dense.c — launch wrappers for the dense-part kernels of
- * ptx/dense.cu and ptx/route.cu (norms, RoPE, embedding, the dense GEMV,
+ * ptx/dense/gpu_dense.c — launch wrappers for the dense-part kernels of
+ * ptx/dense/dense.cu and ptx/dense/route.cu (norms, RoPE, embedding, the dense GEMV,
  * routing and the MoE plan): one function per kernel, grid shapes and split
  * policies chosen here, everything stream-ordered on the device's one
- * stream. Attention's launchers are ptx/gpu_attn.c's.
+ * stream. Attention's launchers are ptx/attn/gpu_attn.c's.
  *
  * Splits: at decode a dense matrix has too little work to fill the GPU, so
  * the GEMV splits K over several CTAs. Their partials go to one device
@@ -32,7 +32,7 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	static const struct {
 		const char *name;
 		size_t off;
-		int route; /* ptx/route.cu's module, else ptx/dense.cu's */
+		int route; /* ptx/dense/route.cu's module, else ptx/dense/dense.cu's */
 	} fns[] = {
 #define F(field, name, route) {name, offsetof(struct coli_gpu, field), route}
 	    F(f_rmsnorm, "coli_rmsnorm", 0),
@@ -127,7 +127,7 @@ int coli_gpu_rmsnorm(coli_gpu_t *g, uint64_t x, uint64_t w, uint64_t y, int rows
 	return coli_gpu_add_rmsnorm(g, x, 0, w, y, 0, 0, 0, rows, n, eps);
 }
 
-#define RN_REG 4 /* as ptx/dense.cu: float4 per thread held in registers */
+#define RN_REG 4 /* as ptx/dense/dense.cu: float4 per thread held in registers */
 
 static int rmsnorm_launch(coli_gpu_t *g, uint64_t x, uint64_t add, const struct coli_gpu_pairs *p,
                           uint64_t w, uint64_t y, uint64_t q, uint64_t qd, uint64_t qsum, int rows,
@@ -300,7 +300,7 @@ static struct stacked stacked_of(const struct coli_gpu_dense_gemv *a)
 
 /* A quantized matrix times a prefill chunk (T >= COLI_GPU_DENSE_GEMM_MIN_T; a
  * wide one, lm_head, from COLI_GPU_MAX_S + 1: a decode step of several) runs
- * on the tensor-core GEMM of ptx/gemm.cu, one job per stacked range of rows:
+ * on the tensor-core GEMM of ptx/expert/gemm.cu, one job per stacked range of rows:
  * the canonical reduction like the GEMV, so a token gets the bits it gets
  * at decode, but the weights are read once per 64 tokens instead of once
  * per 4. Returns 1 where it does not apply (the GEMV runs: same bits). */
@@ -346,9 +346,9 @@ static int dense_gemm(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gp
 
 /* A matrix of GGUF's block types (no dense kernel of their own): a prefill
  * chunk of COLI_GPU_DENSE_GEMM_MIN_T_KQ tokens or more as the tensor-core
- * GEMM's jobs (ptx/kquant_gemm.cu), one per stacked range of rows, the
+ * GEMM's jobs (ptx/expert/kquant_gemm.cu), one per stacked range of rows, the
  * weights read once per tile of tokens; fewer tokens as the expert GEMV's
- * jobs (ptx/kquant.cu), one per stacked range and COLI_GPU_MAX_S tokens, in
+ * jobs (ptx/expert/kquant.cu), one per stacked range and COLI_GPU_MAX_S tokens, in
  * launches of up to 64. The same canonical reduction either way, so the
  * CPU's bits. */
 static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *a)
@@ -478,7 +478,7 @@ int coli_gpu_embed(coli_gpu_t *g, enum coli_dtype t, uint64_t table, uint64_t sc
 	int dt = (int)t;
 	void *args[] = {&a, &b, &dt, &c, &d, &H};
 
-	if (coli_dtype_is_block(t)) { /* ptx/kquant.cu */
+	if (coli_dtype_is_block(t)) { /* ptx/expert/kquant.cu */
 		unsigned long long rb = coli_dtype_row_bytes(t, (size_t)H);
 		void *kargs[] = {&a, &dt, &rb, &c, &d, &H};
 
@@ -555,7 +555,7 @@ int coli_gpu_moe_plan(coli_gpu_t *g, const struct coli_gpu_moe_plan *a)
 	if (a->rlog && (a->T > COLI_GPU_STEP_T || a->E < 1 || a->E > COLI_GPU_ROUTE_MAX_E ||
 	                a->K > 16 || a->K > a->E))
 		return -ENOTSUP;
-	/* grouped: the gather over a CTA per 8 pairs' rows (ptx/route.cu plan_pair) */
+	/* grouped: the gather over a CTA per 8 pairs' rows (ptx/dense/route.cu plan_pair) */
 	const int ctas =
 	    a->gq ? (a->T * a->K + COLI_GPU_PLAN_GATHER - 1) / COLI_GPU_PLAN_GATHER : 1;
 

@@ -1,8 +1,8 @@
 /*
- * ptx/kquant.cuh — GGUF's block types as the GPU reads them (Q4_1, Q5_0,
+ * ptx/expert/kquant.cuh — GGUF's block types as the GPU reads them (Q4_1, Q5_0,
  * Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; layouts in cpu/kquant/kquant.c), shared
- * by their GEMV (ptx/kquant.cu) and their tensor-core GEMM
- * (ptx/kquant_gemm.cu).
+ * by their GEMV (ptx/expert/kquant.cu) and their tensor-core GEMM
+ * (ptx/expert/kquant_gemm.cu).
  *
  * A dtype is a struct with ELEMS and BYTES (its block), MIN (has a min
  * term), HALVES (a unit is two groups of 16 with their own scales: Q2_K,
@@ -20,7 +20,7 @@
  *
  * load_blk<M>(bp, g) reads block bp's group g from global memory (MemG:
  * load(), the GEMM's staging) or from a shared-memory copy that keeps the
- * block's address mod 16 (MemS: the GEMV's staged steps, ptx/kquant.cu):
+ * block's address mod 16 (MemS: the GEMV's staged steps, ptx/expert/kquant.cu):
  * Q5_0 (22 B), Q3_K (110 B) and Q6_K (210 B) blocks are only 2-byte aligned
  * in a row, so theirs come from aligned words and a funnel shift
  * (ld_words2: M::words2, which may read up to 10 bytes past the block);
@@ -29,13 +29,13 @@
 #ifndef COLI_PTX_KQUANT_CUH
 #define COLI_PTX_KQUANT_CUH
 
-#include "ptx/gemv.cuh"
+#include "ptx/expert/gemv.cuh"
 
 typedef unsigned char u8;
 
-/* Units a lane of the per-lane GEMV (ptx/kquant.cu RowKQ, the bench's v0)
+/* Units a lane of the per-lane GEMV (ptx/expert/kquant.cu RowKQ, the bench's v0)
  * loads before it computes (U::UNROLL: their loads in
- * flight together, as GV_UNROLL in ptx/kernels.cu). H200, `tests/ptx/
+ * flight together, as GV_UNROLL in ptx/expert/kernels.cu). H200, `tests/ptx/
  * dense_kernels --bench kquant`, qwen3-235b's gate+up table as a fraction
  * of copy bandwidth: 2 units took q6_k 0.32 -> 0.44 and q3_k 0.17 -> 0.24
  * (their funnel-shifted loads) but q4_k 0.43 -> 0.36 (registers). */
@@ -44,7 +44,7 @@ typedef unsigned char u8;
 /* Where a dtype's loader reads a block (template argument M of load_blk):
  * MemG global memory through the read-only path (the GEMM's staging, the
  * embedding), MemS a copy in shared memory that keeps each byte's address
- * mod 16 (the GEMV's staged steps, ptx/kquant.cu). The same bytes either
+ * mod 16 (the GEMV's staged steps, ptx/expert/kquant.cu). The same bytes either
  * way, so the same integers.
  *
  * words2<N>(w, p): N words from a 2-byte aligned address (Q5_0, Q3_K and

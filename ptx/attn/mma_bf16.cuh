@@ -1,13 +1,13 @@
 /*
- * ptx/mma_bf16.cuh — bf16 tensor-core steps with fp32 operands split into
+ * ptx/attn/mma_bf16.cuh — bf16 tensor-core steps with fp32 operands split into
  * bf16 terms, shared by the latent attention's decode kernel
- * (ptx/mla_decode.cuh) and the typed-cache attention (ptx/attn_tc.cuh):
+ * (ptx/attn/mla_decode.cuh) and the typed-cache attention (ptx/attn/attn_tc.cuh):
  * packing and splitting floats, one mma.sync m16n8k16, and ldmatrix.
  */
 #ifndef COLI_PTX_MMA_BF16_CUH
 #define COLI_PTX_MMA_BF16_CUH
 
-#include "ptx/cp_async.cuh"
+#include "ptx/common/cp_async.cuh"
 
 /* Two floats to bf16 (round to nearest even), packed: lo in the low half. */
 static __device__ __forceinline__ unsigned md_bf2(float lo, float hi)

@@ -1,19 +1,19 @@
 /*
- * ptx/attention.cuh — what the attention kernels share (ptx/attention.cu for
- * decode, ptx/attn_prefill.cu for prefill): the CTA shape, the online
+ * ptx/attn/attention.cuh — what the attention kernels share (ptx/attn/attention.cu for
+ * decode, ptx/attn/attn_prefill.cu for prefill): the CTA shape, the online
  * softmax's start state, and the ends of a CTA's work (its output, or its
- * split's partial and the last CTA's combine). See ptx/attention.cu's top for
+ * split's partial and the last CTA's combine). See ptx/attn/attention.cu's top for
  * the split-and-combine scheme.
  */
 #ifndef COLI_PTX_ATTENTION_CUH
 #define COLI_PTX_ATTENTION_CUH
 
-#include "ptx/act_quant.cuh"
-#include "ptx/cp_async.cuh"
+#include "ptx/common/act_quant.cuh"
+#include "ptx/common/cp_async.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/kv_rows.cuh"
-#include "ptx/last_arrival.cuh"
-#include "ptx/pdl.cuh"
+#include "ptx/attn/kv_rows.cuh"
+#include "ptx/common/last_arrival.cuh"
+#include "ptx/common/pdl.cuh"
 
 #define AT_THREADS 256
 #define AT_TILE    256  /* positions per tile: one thread each for the scores */
@@ -21,7 +21,7 @@
 #define AT_MAXQ    2048 /* group * hd, floats of q in shared memory */
 #define AT_ITEMS   (AT_MAXQ / AT_THREADS)
 #define AT_PV      16 /* value rows loaded ahead in the weighted sum */
-/* the chunk kernel's positions a chunk and threads a position (ptx/attention.cu);
+/* the chunk kernel's positions a chunk and threads a position (ptx/attn/attention.cu);
  * the prefill kernel takes its steps exactly */
 #define AD_CHUNK 32
 #define AD_SL    8
@@ -78,7 +78,7 @@ static __device__ __forceinline__ void kv_stage(char *st, const void *K, const v
 }
 
 /* Query t's positions seen (its position + 1) and its sequence's slot
- * (*slot; the cache's rows are kv_at(tab, nbs, *slot, p), ptx/kv_rows.cuh):
+ * (*slot; the cache's rows are kv_at(tab, nbs, *slot, p), ptx/attn/kv_rows.cuh):
  * the row table's when the launch holds several sequences (rows,
  * COLI_GPU_ROWS: ptx/kernels_abi.h); else slot 0 (the caller's table
  * starts at the run's slot) at pos0 + t, pos0 read at posp when given. */
@@ -172,7 +172,7 @@ static __device__ __forceinline__ void attn_store(const struct attn_out &a, int 
 /* gpt-oss's sinks: a logit s per head that joins the softmax's denominator
  * and no value. One split's state (acc, m, l) with its head's sink: the
  * combine below of that one split, step for step (M = max(m, s), O = acc *
- * f, L = l * f, then L + expf(s - M)), so ptx/attn_prefill.cu, which ends a
+ * f, L = l * f, then L + expf(s - M)), so ptx/attn/attn_prefill.cu, which ends a
  * row with one split by this, gives the same bits. */
 static __device__ __forceinline__ float attn_sink_out(float acc, float m, float l, float s)
 {

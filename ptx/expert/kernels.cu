@@ -1,5 +1,5 @@
 /*
- * ptx/kernels.cu — coli's GPU kernels, compiled to PTX at build time and
+ * ptx/expert/kernels.cu — coli's GPU kernels, compiled to PTX at build time and
  * embedded in the binary (no CUDA runtime, no toolkit at run time).
  *
  * Every kernel that touches a routed expert reproduces the CPU kernels' bits
@@ -22,11 +22,11 @@
  */
 #include <cuda_fp16.h>
 
-#include "ptx/act_quant.cuh"
-#include "ptx/gemv.cuh"
-#include "ptx/ld_stream.cuh"
+#include "ptx/common/act_quant.cuh"
+#include "ptx/expert/gemv.cuh"
+#include "ptx/common/ld_stream.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/pdl.cuh"
+#include "ptx/common/pdl.cuh"
 
 /* Blocks a lane loads before it computes (q4: K = 1536 is 3 blocks a lane,
  * one round trip; K = 2048 two). The accumulation still visits the lane's

@@ -1,5 +1,5 @@
 /*
- * ptx/mla_decode.cuh — the decode form of ptx/mla.cu's latent attention
+ * ptx/attn/mla_decode.cuh — the decode form of ptx/attn/mla.cu's latent attention
  * (included by mla.cu: one module): bf16 tensor cores with split operands,
  * the query's heads 32 a CTA, the query and the softmax weights held in
  * registers as sums of bf16 terms.
@@ -50,7 +50,7 @@
 #ifndef COLI_PTX_MLA_DECODE_CUH
 #define COLI_PTX_MLA_DECODE_CUH
 
-#include "ptx/mma_bf16.cuh"
+#include "ptx/attn/mma_bf16.cuh"
 
 #define MD_H  COLI_GPU_MLA_DEC_HEADS
 #define MD_P  COLI_GPU_MLA_DEC_TILE
@@ -122,7 +122,7 @@ static __device__ __forceinline__ void md_load(unsigned short *dst, float *qs, c
 }
 
 /* Grid (ceil(nh / MD_H), splits, queries); dynamic shared memory as
- * mla_dec_smem in ptx/gpu_mla.c. Query t = t0 + blockIdx.z; a split covers
+ * mla_dec_smem in ptx/attn/gpu_mla.c. Query t = t0 + blockIdx.z; a split covers
  * tiles [split * tps, +tps) of its positions 0 .. pos0 + t, tps =
  * ceil(tiles / msp) of its own tiles (mla.cu's split: a query's bits do not
  * depend on the launch); part as mla.cu's attn_mla. */

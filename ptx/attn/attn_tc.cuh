@@ -1,6 +1,6 @@
 /*
- * ptx/attn_tc.cuh — attention over a bf16 or q8 KV cache on tensor cores
- * (included by ptx/attention.cu: one module): coli_attn_tc_<hd>_<type> for
+ * ptx/attn/attn_tc.cuh — attention over a bf16 or q8 KV cache on tensor cores
+ * (included by ptx/attn/attention.cu: one module): coli_attn_tc_<hd>_<type> for
  * head sizes 64 and 128, one kernel for a decode step's queries and a prefill
  * batch's, so a query gets the same bits in either (an f32 cache keeps the
  * fp32 kernels: coli_attn_chunks, coli_attn_prefill).
@@ -46,8 +46,8 @@
 #ifndef COLI_PTX_ATTN_TC_CUH
 #define COLI_PTX_ATTN_TC_CUH
 
-#include "ptx/attention.cuh"
-#include "ptx/mma_bf16.cuh"
+#include "ptx/attn/attention.cuh"
+#include "ptx/attn/mma_bf16.cuh"
 
 #define TC_COLS COLI_GPU_TC_COLS
 /* bf16 terms of q and of P: ~16 bits, twice the bits of the cache's values

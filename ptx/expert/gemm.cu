@@ -1,5 +1,5 @@
 /*
- * ptx/gemm.cu — the batched expert GEMM of prefill on tensor cores: one
+ * ptx/expert/gemm.cu — the batched expert GEMM of prefill on tensor cores: one
  * launch runs many jobs, each one expert matrix W [rows x K] times S tokens
  * (struct coli_gpu_gemm_job, S up to the engine's tmax * top_k).
  *
@@ -59,11 +59,11 @@
  * rows run together and the rows come from DRAM once.
  *
  * The frame (mma, operand loads, tiles, the K groups' fold, the store) is
- * ptx/gemm_frame.cuh's, shared with GGUF's block types (ptx/kquant_gemm.cu).
+ * ptx/expert/gemm_frame.cuh's, shared with GGUF's block types (ptx/expert/kquant_gemm.cu).
  */
 #include <cuda_fp16.h>
 
-#include "ptx/gemm_frame.cuh"
+#include "ptx/expert/gemm_frame.cuh"
 
 #define BF_THREADS COLI_GPU_GEMM_THREADS_BF16
 #define NF         4 /* mma token tiles per warp (8 tokens each), bf16 */

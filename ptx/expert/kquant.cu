@@ -1,10 +1,10 @@
 /*
- * ptx/kquant.cu — expert GEMV kernels for GGUF's block types kept as stored
+ * ptx/expert/kquant.cu — expert GEMV kernels for GGUF's block types kept as stored
  * (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), bit for bit the CPU's
  * canonical reduction of these types (cpu/kquant/kquant.c, its top comment):
  *
  *   the unit is the 32-element activation block b, lane b % 16 of the row's
- *   16 canonical lanes (ptx/gemv.cuh: a half-warp a row, units ascending);
+ *   16 canonical lanes (ptx/expert/gemv.cuh: a half-warp a row, units ascending);
  *   per unit two exact integers A (weights x activations, group scales
  *   applied) and C (the min term), then
  *       l = fmaf((float)A, d * dx[b], l)
@@ -21,8 +21,8 @@
  * A lane's unit of a K-quant is always group b % 8 = lane % 8 of its block,
  * so the group's shifts and scale positions are fixed for the lane.
  *
- * The dtypes' structs (their loads and integers) are ptx/kquant.cuh's,
- * shared with the GEMM of prefill (ptx/kquant_gemm.cu).
+ * The dtypes' structs (their loads and integers) are ptx/expert/kquant.cuh's,
+ * shared with the GEMM of prefill (ptx/expert/kquant_gemm.cu).
  *
  * Staging (RowKS): the weights are loaded from global memory once, wide
  * and coalesced, and each lane picks its bits from shared memory. A step
@@ -45,15 +45,15 @@
  *
  * RowKQ, the per-lane kernel of 2026-12-02 (each lane loading its unit and
  * its block's header from global memory), is kept as
- * coli_gemv_<type>_v0_inl for the bench's A/B only (ptx/gpu_expert.c
+ * coli_gemv_<type>_v0_inl for the bench's A/B only (ptx/expert/gpu_expert.c
  * coli_gpu_gemv_kq_v0).
  */
-#include "ptx/cp_async.cuh"
-#include "ptx/kquant.cuh"
+#include "ptx/common/cp_async.cuh"
+#include "ptx/expert/kquant.cuh"
 
 /* ---- the launch shape, in one place ----
  *
- * The grid is every GEMV's (ptx/gemv.cuh, ptx/gpu_expert.c): 256 threads,
+ * The grid is every GEMV's (ptx/expert/gemv.cuh, ptx/expert/gpu_expert.c): 256 threads,
  * 32 rows a CTA, a half-warp two rows. What is the block types' own:
  *
  * KQ_MB: CTAs an SM (__launch_bounds__). 3, as q4_0's: 24 warps an SM to
@@ -139,7 +139,7 @@ template <class U> struct RowKS {
 		const size_t rb = (size_t)(K / U::ELEMS) * U::BYTES;
 		const u8 *w = (const u8 *)jb->w;
 		/* the half-warp's lanes: the row's loop is theirs alone (the
-		 * other half-warp may have no rows, ptx/gemv.cuh) */
+		 * other half-warp may have no rows, ptx/expert/gemv.cuh) */
 		const unsigned hmask = 0xffffu << (threadIdx.x & 16);
 
 #pragma unroll
@@ -213,7 +213,7 @@ template <class U> struct RowKS {
  *
  * Each lane loads its own unit's bytes (and its block's header) straight
  * from global memory, U::UNROLL units at once: the kernel the staged one
- * replaced. Only coli_gpu_gemv_kq_v0 (ptx/gpu_expert.c) launches it, for
+ * replaced. Only coli_gpu_gemv_kq_v0 (ptx/expert/gpu_expert.c) launches it, for
  * `tests/ptx/dense_kernels --bench kquant`'s side-by-side line. Same bits. */
 template <class U> struct RowKQ {
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,

@@ -1,7 +1,7 @@
 /*
- * ptx/gpu_attn.c — launch wrappers for the attention kernels of
- * ptx/attention.cu (coli_attn_chunks_<hd>, coli_attention) and
- * ptx/attn_prefill.cu (coli_attn_prefill_<hd>): loading their functions, one
+ * ptx/attn/gpu_attn.c — launch wrappers for the attention kernels of
+ * ptx/attn/attention.cu (coli_attn_chunks_<hd>, coli_attention) and
+ * ptx/attn/attn_prefill.cu (coli_attn_prefill_<hd>): loading their functions, one
  * set a KV mode (f32, bf16, q8, q8 K with bf16 V), and choosing the kernel,
  * its grid and its split for a launch on the device's one stream.
  *
@@ -27,7 +27,7 @@
  *     covers its bucket (coli_gpu_attn_reach), so a replay at any length up
  *     to the bucket launches the same grid.
  *
- * Partials and their counters are ptx/gpu_dense.c's scratch
+ * Partials and their counters are ptx/dense/gpu_dense.c's scratch
  * (DENSE_SCRATCH_FLOATS floats, DENSE_COUNTERS counters, zero between
  * launches); queries go in batches whose partials fit it. One stream: two
  * split launches never overlap.

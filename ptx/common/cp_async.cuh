@@ -1,7 +1,7 @@
 /*
- * ptx/cp_async.cuh — asynchronous global -> shared copies (sm_80's
+ * ptx/common/cp_async.cuh — asynchronous global -> shared copies (sm_80's
  * cp.async), shared by the kernels that stage tiles in shared memory: the
- * expert GEMM (ptx/gemm.cu) and prefill attention (ptx/attn_prefill.cu).
+ * expert GEMM (ptx/expert/gemm.cu) and prefill attention (ptx/attn/attn_prefill.cu).
  */
 #ifndef COLI_PTX_CP_ASYNC_CUH
 #define COLI_PTX_CP_ASYNC_CUH

@@ -1,10 +1,10 @@
 /*
- * ptx/gemm_frame.cuh — the frame the integer GEMMs of prefill share
- * (ptx/gemm.cu: q8_0 / q4_0; ptx/kquant_gemm.cu: GGUF's block types): the
+ * ptx/expert/gemm_frame.cuh — the frame the integer GEMMs of prefill share
+ * (ptx/expert/gemm.cu: q8_0 / q4_0; ptx/expert/kquant_gemm.cu: GGUF's block types): the
  * int8 mma and its operand loads, the job and tile of a CTA, the four K
  * groups' walk over the canonical fold tree and the fold itself (leaves in
  * registers + shared memory, the last two levels across groups), the
- * store. ptx/gemm.cu's top essay says how these reproduce the CPU's
+ * store. ptx/expert/gemm.cu's top essay says how these reproduce the CPU's
  * canonical reduction bit for bit; a dtype adds its staging and its step.
  *
  * Warp tiles are 32 rows (MF = 2 mma tiles of 16) x 8 * QN tokens; output
@@ -15,9 +15,9 @@
 #ifndef COLI_PTX_GEMM_FRAME_CUH
 #define COLI_PTX_GEMM_FRAME_CUH
 
-#include "ptx/cp_async.cuh"
+#include "ptx/common/cp_async.cuh"
 #include "ptx/kernels_abi.h"
-#include "ptx/pdl.cuh"
+#include "ptx/common/pdl.cuh"
 
 #define MF 2 /* mma row tiles per warp (16 rows each) */
 
@@ -51,7 +51,7 @@ static __device__ __forceinline__ void mma_i8(int *d, const unsigned *a, const u
 		               "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
 }
 
-/* The K groups of a CTA (ptx/gemm.cu top): group g owns the blocks b with
+/* The K groups of a CTA (ptx/expert/gemm.cu top): group g owns the blocks b with
  * b % 4 == g, i.e. the canonical lanes g, g + 4, g + 8, g + 12 — one subtree
  * of the fold tree — visited in the subtree's left-to-right leaf order. */
 #define QG 4

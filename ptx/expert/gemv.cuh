@@ -1,6 +1,6 @@
 /*
- * ptx/gemv.cuh — the frame every expert GEMV kernel shares (ptx/kernels.cu:
- * q8_0, q4_0, bf16, f32; ptx/kquant.cu: GGUF's block types): a job and a
+ * ptx/expert/gemv.cuh — the frame every expert GEMV kernel shares (ptx/expert/kernels.cu:
+ * q8_0, q4_0, bf16, f32; ptx/expert/kquant.cu: GGUF's block types): a job and a
  * group of rows from the grid, 16 canonical lanes a row, the fold and the
  * store. A dtype supplies only its lane loop (struct Row*::run).
  */
@@ -10,7 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "ptx/kernels_abi.h"
-#include "ptx/pdl.cuh"
+#include "ptx/common/pdl.cuh"
 
 #define LANES 16
 

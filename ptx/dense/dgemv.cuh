@@ -1,10 +1,10 @@
 /*
- * ptx/dgemv.cuh — the dense GEMV of ptx/dense.cu as device templates: float
+ * ptx/dense/dgemv.cuh — the dense GEMV of ptx/dense/dense.cu as device templates: float
  * matrices (split-K for small ones, the joined form for prefill chunks) and
  * q8_0 / q4_0 matrices on the canonical reduction (a warp a row, or a
  * half-warp a row for long q4 matrices). dense.cu instantiates the entry
  * points (coli_dgemv_<dtype>_<S>) and the router's GEMV fused with the plan;
- * launch shapes and split policies are ptx/gpu_dense.c's.
+ * launch shapes and split policies are ptx/dense/gpu_dense.c's.
  */
 #ifndef COLI_PTX_DGEMV_CUH
 #define COLI_PTX_DGEMV_CUH
@@ -12,9 +12,9 @@
 #include <cuda_fp16.h>
 
 #include "ptx/kernels_abi.h"
-#include "ptx/last_arrival.cuh"
-#include "ptx/ld_stream.cuh"
-#include "ptx/pdl.cuh"
+#include "ptx/common/last_arrival.cuh"
+#include "ptx/common/ld_stream.cuh"
+#include "ptx/common/pdl.cuh"
 
 /* ---- the dense GEMV: y[t][r] = W[r] . x[t] for the dense matrices ----
  *
@@ -156,7 +156,7 @@ static __device__ __forceinline__ void dg_split(int nu, int splits, int k, int *
 
 /* This CTA's rows over its split of K (blockIdx.y of gridDim.y): into y
  * when there is one split, else into the scratch part [split][T][rows]. Calls
- * pdl_entry() itself, after its first weight loads (ptx/pdl.cuh). */
+ * pdl_entry() itself, after its first weight loads (ptx/common/pdl.cuh). */
 template <int DT, int S>
 static __device__ __forceinline__ void dgemv_part(const struct coli_gpu_dense_gemv &a, float *part)
 {
@@ -260,7 +260,7 @@ static __device__ __forceinline__ void dgemv_joined(const struct coli_gpu_dense_
 /* ---- q8_0 / q4_0: the canonical reduction ----
  *
  * Quantized dense matrices are summed as the CPU sums them (cpu/cpu.h, THE
- * CANONICAL REDUCTION), so the tensor-core GEMM of ptx/gemm.cu, which a
+ * CANONICAL REDUCTION), so the tensor-core GEMM of ptx/expert/gemm.cu, which a
  * prefill chunk's dense matrices use, gives a token the bits this GEMV gives
  * it at decode. Still one warp a row, 16-byte units, 32 units a warp-wide
  * load; a step of the loop covers units U .. U+31 (U a multiple of 32):
@@ -468,7 +468,7 @@ static __device__ __forceinline__ void dgemv_q(const struct coli_gpu_dense_gemv 
 /* q4_0 for long matrices (lm_head): a half-warp a row, thread j the
  * canonical lane j reading blocks j, j + 16, ... (a half-warp load is 256
  * contiguous bytes): no shuffle a step, half the threads' instructions a
- * byte. Same bits as dgemv_q; ptx/gpu_dense.c picks by the row count. */
+ * byte. Same bits as dgemv_q; ptx/dense/gpu_dense.c picks by the row count. */
 template <int S>
 static __device__ __forceinline__ void dgemv_q4h(const struct coli_gpu_dense_gemv &a)
 {
