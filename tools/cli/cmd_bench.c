@@ -1,5 +1,5 @@
 /*
- * tools/cmd_bench.c — `coli bench SUBCOMMAND ...`: measurements printed next
+ * tools/cli/cmd_bench.c — `coli bench SUBCOMMAND ...`: measurements printed next
  * to the bound they should approach (DESIGN.md, "The performance model").
  * Benchmarks never assert on wall time; they print ratios.
  *

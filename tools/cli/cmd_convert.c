@@ -1,5 +1,5 @@
 /*
- * tools/cmd_convert.c — `coli convert HF_DIR|MODEL.gguf -o OUT.coli [--quant bf16|q8|q4]`:
+ * tools/cli/cmd_convert.c — `coli convert HF_DIR|MODEL.gguf -o OUT.coli [--quant bf16|q8|q4]`:
  * argument parsing around coli_convert() (core/convert/convert.c does the work).
  * Exit 0 on success, 1 on a conversion error (the message names the file
  * and the problem; no output file is left behind), 2 on a usage error.

@@ -1,5 +1,5 @@
 /*
- * tools/cmd_generate.c — `coli generate -m MODEL -p TEXT [-n N] [--temperature T]
+ * tools/cli/cmd_generate.c — `coli generate -m MODEL -p TEXT [-n N] [--temperature T]
  * [--top-p P] [--top-k K] [--min-p P] [--presence-penalty X]
  * [--frequency-penalty X] [--repetition-penalty R] [--logit-bias ID=B,...]
  * [--seed S] [--chat [--system S]] [--json | --json-schema FILE] [engine

@@ -1,5 +1,5 @@
 /*
- * tools/cmd_usage.c — `coli usage snapshot|restore`: the expert usage
+ * tools/cli/cmd_usage.c — `coli usage snapshot|restore`: the expert usage
  * file (per-expert heat, docs/tiers.md) saved and put back, so A/B runs can
  * start from identical heat.
  *

@@ -1,5 +1,5 @@
 /*
- * tools/cmd_perplexity.c — `coli perplexity -m MODEL -f FILE [--window N]`:
+ * tools/cli/cmd_perplexity.c — `coli perplexity -m MODEL -f FILE [--window N]`:
  * the model's perplexity on a text file. The protocol is the demo trainer's
  * (tools/train_demo_moe.py): the text is tokenized without special tokens
  * and cut into consecutive windows of N tokens (default 512; a tail shorter

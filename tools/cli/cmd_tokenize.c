@@ -1,5 +1,5 @@
 /*
- * tools/cmd_tokenize.c — `coli tokenize`: text to ids (or ids to text) with
+ * tools/cli/cmd_tokenize.c — `coli tokenize`: text to ids (or ids to text) with
  * the tokenizer of a .coli container or of a bare tokenizer.json.
  *
  *   coli tokenize -m MODEL.coli TEXT              ids, space separated, one line

@@ -1,5 +1,5 @@
 /*
- * tools/cmd_verify.c — `coli verify MODEL.coli`: open the container (which
+ * tools/cli/cmd_verify.c — `coli verify MODEL.coli`: open the container (which
  * checks its structure) and hash every section, tensor and slab. Prints "ok"
  * and exits 0, or prints what is corrupt and exits 1. A progress bar is
  * drawn on stderr when stderr is a terminal.

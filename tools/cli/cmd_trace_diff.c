@@ -1,5 +1,5 @@
 /*
- * tools/cmd_trace_diff.c — `coli trace-diff A B`: compare two ROUTE_TRACE
+ * tools/cli/cmd_trace_diff.c — `coli trace-diff A B`: compare two ROUTE_TRACE
  * files line by line and print the first (position, layer) where the routed
  * experts differ (exit 1), or "identical" (exit 0). Weights are compared as
  * written (6 decimals), so a weight change is reported too.

@@ -1,5 +1,5 @@
 /*
- * tools/cmd_logits.c — `coli logits -m MODEL (--text TEXT | --ids 1,2,3) -o FILE`:
+ * tools/cli/cmd_logits.c — `coli logits -m MODEL (--text TEXT | --ids 1,2,3) -o FILE`:
  * teacher-forced logits of every position, float32 little-endian,
  * [n_tokens x vocab] row-major, the prompt run as one prefill.
  */

@@ -1,6 +1,6 @@
 /*
- * tools/coli.c — the coli command line: one binary, one subcommand per file
- * (tools/cmd_<name>.c defines `int cmd_<name>(int argc, char **argv)`, argv[0]
+ * tools/cli/coli.c — the coli command line: one binary, one subcommand per file
+ * (tools/cli/cmd_<name>.c defines `int cmd_<name>(int argc, char **argv)`, argv[0]
  * being the subcommand's name). Subcommands are declared weak so the table
  * can name every command the design promises while each lands on its own.
  */

@@ -1,5 +1,5 @@
 /*
- * tools/inspect_gguf.c — `coli inspect FILE.gguf`: what a GGUF holds, as
+ * tools/cli/inspect_gguf.c — `coli inspect FILE.gguf`: what a GGUF holds, as
  * io/gguf.c reads it. One line a metadata key (type and value; arrays their
  * length and element type, and -v their first elements), a summary of the
  * tensor types, and with -v one line a tensor. The lines are stable: the

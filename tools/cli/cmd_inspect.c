@@ -1,10 +1,10 @@
 /*
- * tools/cmd_inspect.c — `coli inspect [-v] MODEL.coli`: what a container
+ * tools/cli/cmd_inspect.c — `coli inspect [-v] MODEL.coli`: what a container
  * holds. The model summary comes from the CONFIG section (core/model/config.c);
  * the layout (dense bytes, slab geometry per MoE layer, totals) from the
  * container's own tables, so a file whose config is unreadable still shows
  * its structure (and exits 1). -v adds the tensor table. A GGUF file (its
- * magic) is described by tools/inspect_gguf.c.
+ * magic) is described by tools/cli/inspect_gguf.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
