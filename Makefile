@@ -97,7 +97,8 @@ LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(wildcard core/*/*.c 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 COLID_SRC := $(wildcard tools/colid*.c)
 COLID_OBJ := $(COLID_SRC:%.c=$(BUILD)/%.o)
-TOOL_SRC := $(filter-out $(COLID_SRC) tools/fuzz_%.c,$(wildcard tools/*.c tools/cli/*.c))
+TOOL_SRC := $(filter-out $(COLID_SRC) tools/fuzz_%.c,$(wildcard tools/*.c)) \
+            $(wildcard tools/cli/*.c tools/bench/*.c tools/bench/*/*.c)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*/*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)

@@ -1,6 +1,6 @@
 /*
  * tools/fuzz_sse.c — libFuzzer target for `coli bench serve`'s HTTP/1.1
- * response reader (tools/bench_serve_http.c): status line, headers, bodies
+ * response reader (tools/bench/serve/bench_serve_http.c): status line, headers, bodies
  * by Content-Length, chunked or to the close, and the server-sent events of
  * an event-stream body. The first byte picks how the input is cut into
  * recv()-sized pieces (1..256 bytes, as a socket may hand them over); the
@@ -9,13 +9,13 @@
  * same bytes whole gives the same status, outcome and event count as
  * feeding them in pieces.
  *
- * fuzz-sources: tools/bench_serve_http.c
+ * fuzz-sources: tools/bench/serve/bench_serve_http.c
  * fuzz-max-len: 131072
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

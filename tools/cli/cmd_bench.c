@@ -4,28 +4,28 @@
  * Benchmarks never assert on wall time; they print ratios.
  *
  *   kernels      CPU GEMV/GEMM weight throughput vs host read bandwidth
- *                (tools/bench_kernels.c)
- *   make-model   a synthetic model of a real shape (tools/bench_model.c)
- *   decode       tok/s per arm next to the bound (tools/bench_run.c)
+ *                (tools/bench/bench_kernels.c)
+ *   make-model   a synthetic model of a real shape (tools/bench/bench_model.c)
+ *   decode       tok/s per arm next to the bound (tools/bench/run/bench_run.c)
  *   prefill      the same for a prompt batch
- *   stream       the streaming-weight path's five arms (tools/bench_run.c)
- *   io           slab streaming vs sequential O_DIRECT (tools/bench_io.c)
+ *   stream       the streaming-weight path's five arms (tools/bench/run/bench_run.c)
+ *   io           slab streaming vs sequential O_DIRECT (tools/bench/bench_io.c)
  *   mla          latent attention of a decode step vs device bandwidth
- *                (tools/bench_mla.c)
+ *                (tools/bench/bench_mla.c)
  *   attention    the CPU's attention of a decode token vs the host read
- *                (tools/bench_cpu_attn.c)
+ *                (tools/bench/bench_cpu_attn.c)
  *   constrain    a constrained step's token mask at 151936 tokens vs 5% of a
- *                decode step (tools/bench_constrain.c)
+ *                decode step (tools/bench/bench_constrain.c)
  *   serve        concurrent clients against colid or any OpenAI-compatible
  *                server: requests/s, tok/s, TTFT and inter-token latency
- *                (tools/bench_serve.c)
+ *                (tools/bench/serve/bench_serve.c)
  *
- * The measurements they share live in tools/bench_measure.c (tools/bench.h).
+ * The measurements they share live in tools/bench/bench_measure.c (tools/bench/bench.h).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/tools.h"
 
 static void usage(FILE *f)

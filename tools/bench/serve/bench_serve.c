@@ -1,11 +1,11 @@
 /*
- * tools/bench_serve.c — `coli bench serve`: N concurrent clients against an
+ * tools/bench/serve/bench_serve.c — `coli bench serve`: N concurrent clients against an
  * OpenAI-compatible server, timed from the client's side.
  *
  *   coli bench serve -m MODEL.coli [engine options]   starts colid itself
  *   coli bench serve --url http://HOST:PORT            any such server
  *
- * The server: with -m the bench runs colid (tools/bench_serve_colid.c:
+ * The server: with -m the bench runs colid (tools/bench/serve/bench_serve_colid.c:
  * next to this coli binary, or --colid PATH) with --port 0 and the engine options
  * given here, reads the port from its "listening on" line (its log goes to
  * a temporary file, printed when it fails), and stops it with SIGTERM at
@@ -46,7 +46,7 @@
  * --token-ids off) gives TTFT = the whole request and no ITL; the report
  * says so.
  *
- * Figures per round (tools/bench_serve_report.c): requests/s and output
+ * Figures per round (tools/bench/serve/bench_serve_report.c): requests/s and output
  * tok/s over the round's wall time (first send to last byte), TTFT, ITL and
  * end-to-end latency p50/p99 (nearest rank), and queue time, the mean of
  * what colid's /metrics counted during the round
@@ -76,8 +76,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "tools/bench.h"
-#include "tools/bench_serve.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/serve/bench_serve.h"
 #include "tools/tools.h"
 
 #define P "coli bench serve"

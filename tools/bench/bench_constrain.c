@@ -1,5 +1,5 @@
 /*
- * tools/bench_constrain.c — `coli bench constrain`: the cost of a
+ * tools/bench/bench_constrain.c — `coli bench constrain`: the cost of a
  * constrained step's token mask (core/text/grammar_mask.c) at a real
  * vocabulary size, next to the share of a decode step it may take.
  *
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/tools.h"
 
 #define P "coli bench constrain"

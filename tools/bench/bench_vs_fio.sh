@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/bench_vs_fio.sh MODEL.coli [ROUNDS] — the bench's own bandwidth
+# tools/bench/bench_vs_fio.sh MODEL.coli [ROUNDS] — the bench's own bandwidth
 # figures next to independent tools run beside them, alternating, ROUNDS times
 # (default 5), medians reported (the machine may be shared and noisy):
 #
@@ -36,7 +36,7 @@
 # Not a test: it prints figures for docs/perf/README.md, with the machine
 # and the commit. Needs fio, python3, cc with OpenMP. Run from the repo root.
 set -eu
-MODEL=${1:?usage: tools/bench_vs_fio.sh MODEL.coli [ROUNDS]}
+MODEL=${1:?usage: tools/bench/bench_vs_fio.sh MODEL.coli [ROUNDS]}
 ROUNDS=${2:-5}
 COLI=${COLI:-build/coli}
 SLABS=${SLABS:-512}

@@ -1,6 +1,6 @@
 /*
- * tools/bench_serve_colid.c — the colid that `coli bench serve -m MODEL`
- * starts (tools/bench_serve.c runs the load against it): the colid next to
+ * tools/bench/serve/bench_serve_colid.c — the colid that `coli bench serve -m MODEL`
+ * starts (tools/bench/serve/bench_serve.c runs the load against it): the colid next to
  * this coli binary, or the one --colid PATH names, run with the engine
  * options given to the bench, --port 0 and --queue clients + 16 (a run measures waiting, not
  * 429s); its stdout and stderr go to a temporary file, where the bench
@@ -18,8 +18,8 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#include "tools/bench.h"
-#include "tools/bench_serve.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/serve/bench_serve.h"
 #include "tools/tools.h"
 
 void bench_serve_log_tail(const char *path)

@@ -1,5 +1,5 @@
 /*
- * tools/bench_attn.c — `coli bench decode --ctx-fill N`'s report: decode
+ * tools/bench/run/bench_attn.c — `coli bench decode --ctx-fill N`'s report: decode
  * after N cached tokens, and what attention costs there.
  *
  * The fill: the first round (a warm-up one by default) prefills the N-token
@@ -29,9 +29,9 @@
 #include <string.h>
 
 #include "core/coli.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
-#include "tools/bench_run.h"
+#include "tools/bench/run/bench_run.h"
 
 /* The bandwidth attention's reads are held to, GB/s (0: not measured). */
 static double attn_bw(const struct run *R, const struct arm *a)

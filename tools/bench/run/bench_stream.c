@@ -1,8 +1,8 @@
 /*
- * tools/bench_stream.c — `coli bench stream`: the streaming-weight path's
+ * tools/bench/run/bench_stream.c — `coli bench stream`: the streaming-weight path's
  * benchmark (issue #7). Five fixed arms over one VRAM budget, each round on a
  * fresh engine that starts from the same heat; rounds, medians, the bound and
- * the JSON are tools/bench_run.c's.
+ * the JSON are tools/bench/run/bench_run.c's.
  *
  *   sync            COLI_GROUP_ASYNC=0, --stream off
  *   overlap         COLI_GROUP_ASYNC=1, --stream off
@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "ptx/ptx.h"
-#include "tools/bench_run.h"
+#include "tools/bench/run/bench_run.h"
 #include "tools/tools.h"
 
 static int stream_arm(struct run *R, struct arm *a, const char *name)

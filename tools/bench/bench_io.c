@@ -1,11 +1,11 @@
 /*
- * tools/bench_io.c — `coli bench io -m MODEL`: how fast expert slabs come off
+ * tools/bench/bench_io.c — `coli bench io -m MODEL`: how fast expert slabs come off
  * the disk when read the way the engine reads them, next to the file's own
  * sequential O_DIRECT bandwidth.
  *
  *   seq     the expert region read front to back in --block blocks, --qd in
  *           flight (fio --rw=read --direct=1 --ioengine=io_uring --fixedbufs
- *           with the same block size and depth: tools/bench_vs_fio.sh)
+ *           with the same block size and depth: tools/bench/bench_vs_fio.sh)
  *   slabs   --slabs distinct random (layer, expert) slabs, a fresh seeded
  *           draw per round, one whole-slab read each, --slab-qd in flight
  *           (default: the streamer's queue depth): the pattern io/stream.c
@@ -16,7 +16,7 @@
  *           to `slabs` and not beat it, or the disk term is not a bound
  *
  * All three read with O_DIRECT into registered buffers; seq and slabs share
- * tools/bench_measure.c's reader, so they differ only in the access pattern.
+ * tools/bench/bench_measure.c's reader, so they differ only in the access pattern.
  * Arms alternate (seq, slabs, stream, seq, ...) for --rounds rounds; the
  * figures are medians with min and max. O_DIRECT bypasses the page cache, so
  * rounds do not warm each other (a host cache below a VM may still); where
@@ -29,7 +29,7 @@
 
 #include "io/io.h"
 #include "mem/mem.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/tools.h"
 
 #define MAX_ROUNDS 101

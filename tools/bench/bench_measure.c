@@ -1,5 +1,5 @@
 /*
- * tools/bench_measure.c — the measurements every `coli bench` shares: host
+ * tools/bench/bench_measure.c — the measurements every `coli bench` shares: host
  * read bandwidth (STREAM-like), file read bandwidth (O_DIRECT, io_uring) in
  * two patterns, and the bound of DESIGN.md's performance model.
  *
@@ -25,7 +25,7 @@
  * Sequential: fio --ioengine=io_uring --direct=1 --fixedbufs --rw=read
  * --bs=max_io --iodepth=qd. Slabs (the disk term): whole slabs at their
  * offsets in a seeded random order, qd = the streamer's queue depth; fio
- * --rw=randread --bs=slab_bytes over the expert region. tools/bench_vs_fio.sh
+ * --rw=randread --bs=slab_bytes over the expert region. tools/bench/bench_vs_fio.sh
  * runs both next to fio. When the kernel refuses io_uring (seccomp, old
  * kernel) a pread loop with one read in flight is used and reported; when
  * the file system refuses O_DIRECT (tmpfs: EINVAL) the file is read
@@ -48,7 +48,7 @@
 #include "io/io.h"
 #include "mem/mem.h"
 #include "ptx/ptx.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 const char *const bench_term_name[BENCH_N_TERMS] = {"hbm", "cpu", "pcie", "disk"};
 

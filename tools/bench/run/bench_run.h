@@ -1,14 +1,14 @@
 /*
- * tools/bench_run.h — private to tools/bench_run.c (decode, prefill: arms,
- * rounds), tools/bench_run_report.c (medians, the bound, the report) and
- * tools/bench_stream.c (the stream benchmark's arms, heat and table on top of
+ * tools/bench/run/bench_run.h — private to tools/bench/run/bench_run.c (decode, prefill: arms,
+ * rounds), tools/bench/run/bench_run_report.c (medians, the bound, the report) and
+ * tools/bench/run/bench_stream.c (the stream benchmark's arms, heat and table on top of
  * them).
  */
 #ifndef COLI_TOOLS_BENCH_RUN_H
 #define COLI_TOOLS_BENCH_RUN_H
 
 #include "core/coli.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 #define MAX_ARMS   16
 #define MAX_ROUNDS 101

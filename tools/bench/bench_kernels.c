@@ -1,5 +1,5 @@
 /*
- * tools/bench_kernels.c — `coli bench kernels`: how close the CPU expert
+ * tools/bench/bench_kernels.c — `coli bench kernels`: how close the CPU expert
  * kernels come to the memory bound.
  *
  * A decode-time GEMV reads every weight byte once and does ~1 FMA per weight,
@@ -15,7 +15,7 @@
  *   S = 2,4,8  coli_gemm_mt per matrix          (a batch / prefill chunk)
  *
  * reporting weight bytes / second. In the same run, with the same threads,
- * tools/bench_measure.c's STREAM-like read (sum of 64-bit words, 4 independent
+ * tools/bench/bench_measure.c's STREAM-like read (sum of 64-bit words, 4 independent
  * accumulators, shared with decode/prefill) over a separate 256 MiB buffer
  * gives the bound. Arms are interleaved (every
  * repetition runs every arm once, in turn) so drift in clock or neighbours
@@ -31,7 +31,7 @@
  * and logprobs with a top list of 20 (a log-sum-exp and a top-20 scan).
  *
  * Then (text output) the prefill GEMM's compute rate per ISA beside the AMX
- * peak: tools/bench_gemm.c.
+ * peak: tools/bench/bench_gemm.c.
  *
  * Buffers:  weights  uint8 [set bytes] per dtype, matrices back to back
  *           acts     S=8 activations per K (2048 and 768), canonical form
@@ -46,7 +46,7 @@
 
 #include "core/core_internal.h"
 #include "cpu/cpu.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/tools.h"
 
 #define MAX_S 8
@@ -283,7 +283,7 @@ int bench_kernels_main(int argc, char **argv)
 	enum { N_DT = sizeof(dts) / sizeof(dts[0]) };
 	static const int Ss[] = {1, 2, 4, 8};
 	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), reps = 7, json = 0, mib = 256, err;
-	int read_only = 0; /* --read-only: only the host read (tools/bench_vs_fio.sh) */
+	int read_only = 0; /* --read-only: only the host read (tools/bench/bench_vs_fio.sh) */
 	struct wset ws[N_DT] = {0};
 	struct acts a2048 = {0}, a768 = {0};
 	struct arm arms[2 + N_DT * 4];

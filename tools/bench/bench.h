@@ -1,5 +1,5 @@
 /*
- * tools/bench.h — what the `coli bench` subcommands share (tools/bench_*.c):
+ * tools/bench/bench.h — what the `coli bench` subcommands share (every file of tools/bench/):
  * the bandwidth measurements, the bound of DESIGN.md's performance model,
  * medians and small JSON/table helpers. Private to tools/.
  *
@@ -27,15 +27,15 @@ int bench_io_main(int argc, char **argv);
 int bench_mla_main(int argc, char **argv);
 int bench_cpu_attn_main(int argc, char **argv);
 int bench_constrain_main(int argc, char **argv);
-int bench_serve_main(int argc, char **argv); /* tools/bench_serve.c */
-/* `coli bench kernels`' prefill GEMM table (tools/bench_gemm.c): int8 GOP/s
+int bench_serve_main(int argc, char **argv); /* tools/bench/serve/bench_serve.c */
+/* `coli bench kernels`' prefill GEMM table (tools/bench/bench_gemm.c): int8 GOP/s
  * per dtype, S and ISA beside the AMX peak; 0 or -ENOMEM. */
 int bench_gemm_rates(coli_cpu_pool_t *pool, int reps);
 /* The byte offsets of a GGUF block type's halves (d, dmin / m), -1 ended
- * (tools/bench_kernels.c). */
+ * (tools/bench/bench_kernels.c). */
 const int *bench_block_halves(enum coli_dtype dt);
 
-/* ---- an HTTP/1.1 response reader (tools/bench_serve_http.c) ----
+/* ---- an HTTP/1.1 response reader (tools/bench/serve/bench_serve_http.c) ----
  * A push parser over the bytes of one response: status, the headers it
  * needs, a body by Content-Length, chunked or to the close; an event-stream
  * body is cut into server-sent events, each event's data handed to on_event

@@ -1,6 +1,6 @@
 /*
- * tools/bench_serve_report.c — the figures and the report of `coli bench
- * serve` (tools/bench_serve.c runs the load; docs/perf/README.md, "serve").
+ * tools/bench/serve/bench_serve_report.c — the figures and the report of `coli bench
+ * serve` (tools/bench/serve/bench_serve.c runs the load; docs/perf/README.md, "serve").
  *
  * A round's figures: requests/s and output tok/s over the round's wall time
  * (first send to last byte), TTFT, inter-token latency and end-to-end
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/bench.h"
-#include "tools/bench_serve.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/serve/bench_serve.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -1,12 +1,12 @@
 /*
- * tools/bench_run_report.c — what `coli bench decode|prefill` (and `coli
- * bench stream`) make of the rounds tools/bench_run.c timed: each arm's
+ * tools/bench/run/bench_run_report.c — what `coli bench decode|prefill` (and `coli
+ * bench stream`) make of the rounds tools/bench/run/bench_run.c timed: each arm's
  * medians over its rounds (min and max of tok/s as the spread), the bound of
  * DESIGN.md's performance model from the bandwidths measured in the same run,
  * and the report: a table, or one JSON object (--json), with --profile's
  * window and the MoE layers' timeline where asked.
  *
- * Data: struct arm (tools/bench_run.h) holds its rounds r[0 .. R->rounds),
+ * Data: struct arm (tools/bench/run/bench_run.h) holds its rounds r[0 .. R->rounds),
  * figures per token each; bench_summarize fills the arm's medians and its
  * bounds from them, which the printers read (bench_round_ratio reads the
  * rounds themselves: a ratio a round, then their median).
@@ -37,10 +37,10 @@
 #include <unistd.h>
 
 #include "core/coli.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/tools.h"
 
-#include "tools/bench_run.h"
+#include "tools/bench/run/bench_run.h"
 static const char *const g_phase[N_PHASES] = {"attention", "moe", "dense_mlp", "lm_head", "other"};
 /* --profile: where the overlap window's time goes (core/coli.h's engine stats) */
 static const char *const g_prof[N_PROF] = {"plan",      "host slabs", "device issue",

@@ -1,5 +1,5 @@
 /*
- * tools/bench_cpu_attn.c — `coli bench attention`: the CPU's attention of
+ * tools/bench/bench_cpu_attn.c — `coli bench attention`: the CPU's attention of
  * one decode token over a long cache (coli_attention_groups_mt, as
  * core/forward/forward.c calls it) against the host's read bandwidth.
  *
@@ -7,7 +7,7 @@
  * positions of kv_heads x head_dim values each, in the cache's type
  * (--kv-type: bf16 the engine's default, f32, q8 with a scale a head). Its
  * bound is those bytes at the host read bandwidth measured in the same run
- * (tools/bench_measure.c: a 256 MiB buffer allocated as the engine's, read
+ * (tools/bench/bench_measure.c: a 256 MiB buffer allocated as the engine's, read
  * by the same threads). The caches are --layers layers' worth, allocated
  * as the engine allocates its cache (coli_mem_alloc) and laid out as its
  * rows (a position's row holds every kv head), walked in turn as a decode
@@ -30,7 +30,7 @@
 
 #include "cpu/cpu.h"
 #include "mem/mem.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/tools.h"
 
 #define P         "coli bench attention"

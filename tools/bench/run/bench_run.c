@@ -1,8 +1,8 @@
 /*
- * tools/bench_run.c — `coli bench decode|prefill -m MODEL [--arms A,B,...]`:
+ * tools/bench/run/bench_run.c — `coli bench decode|prefill -m MODEL [--arms A,B,...]`:
  * tokens per second per arm, next to the bound of DESIGN.md's performance
  * model computed from bandwidths measured in the same run. `coli bench
- * stream` runs through here too with fixed arms (tools/bench_stream.c).
+ * stream` runs through here too with fixed arms (tools/bench/run/bench_stream.c).
  *
  * Arms. An arm is a set of engine options written as the flags without
  * dashes, '+' between several: "ram-gb=0", "ram-gb=2+threads=1". Each arm
@@ -27,11 +27,11 @@
  * runs, one host-read pass with a pool of that arm's thread count; once per
  * round, one O_DIRECT read of --disk-mib of the model's expert slabs in the
  * slab streamer's pattern (whole random slabs at its queue depth, a fresh
- * draw each round: tools/bench_measure.c). Every figure is a median over the
+ * draw each round: tools/bench/bench_measure.c). Every figure is a median over the
  * rounds, with min and max as the spread.
  *
  * The medians over the rounds, the bound and the report (table, JSON,
- * --profile, the timeline) are tools/bench_run_report.c's.
+ * --profile, the timeline) are tools/bench/run/bench_run_report.c's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -43,10 +43,10 @@
 #include "core/coli.h"
 #include "cpu/cpu.h"
 #include "io/io.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/tools.h"
 
-#include "tools/bench_run.h"
+#include "tools/bench/run/bench_run.h"
 
 /* --noise: threads that spin on arithmetic until told to stop, unpinned, so
  * the scheduler shares the cores between them and the engine's threads as

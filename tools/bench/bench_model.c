@@ -1,5 +1,5 @@
 /*
- * tools/bench_model.c — `coli bench make-model --shape NAME [--layers N]
+ * tools/bench/bench_model.c — `coli bench make-model --shape NAME [--layers N]
  * [--quant q4|q8|bf16|q4k|q5k|q6k] [--seed S] [--threads N] -o FILE.coli`: a synthetic
  * model of a real shape with seeded random weights (core/model/synth.c), for
  * benchmarks that need real geometry but not real weights. The shapes and
@@ -13,7 +13,7 @@
 
 #include "core/coli.h"
 #include "io/io.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/tools.h"
 
 static void help(FILE *f)

@@ -1,6 +1,6 @@
 /*
- * tools/bench_serve_http.c — the HTTP/1.1 response reader of `coli bench
- * serve` (tools/bench_serve.c): a push parser fed whatever bytes a blocking
+ * tools/bench/serve/bench_serve_http.c — the HTTP/1.1 response reader of `coli bench
+ * serve` (tools/bench/serve/bench_serve.c): a push parser fed whatever bytes a blocking
  * recv() returned, pure (no sockets, no clock), so tools/fuzz_sse.c can throw
  * anything at it.
  *
@@ -35,7 +35,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 enum {
 	ST_STATUS,

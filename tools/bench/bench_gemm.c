@@ -1,5 +1,5 @@
 /*
- * tools/bench_gemm.c — `coli bench kernels`' prefill GEMM section: the
+ * tools/bench/bench_gemm.c — `coli bench kernels`' prefill GEMM section: the
  * compute rate of coli_gemm_mt over many activations (a prompt's rows), per
  * CPU kernel ISA this CPU has from AVX-512 up, beside the AMX int8 peak
  * measured in the same run.
@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 #define S_MAX 512
 

@@ -1,8 +1,8 @@
 /*
- * tools/bench_serve.h — what the files of `coli bench serve` share
- * (private to them): tools/bench_serve.c (options, the load, the clients)
- * hands tools/bench_serve_report.c (figures, medians, ratios, the report)
- * each round's request results; tools/bench_serve_colid.c starts and stops
+ * tools/bench/serve/bench_serve.h — what the files of `coli bench serve` share
+ * (private to them): tools/bench/serve/bench_serve.c (options, the load, the clients)
+ * hands tools/bench/serve/bench_serve_report.c (figures, medians, ratios, the report)
+ * each round's request results; tools/bench/serve/bench_serve_colid.c starts and stops
  * the colid of -m.
  */
 #ifndef COLI_TOOLS_BENCH_SERVE_H
@@ -34,7 +34,7 @@ struct opts {
 	uint64_t seed;
 };
 
-/* One request's outcome (tools/bench_serve.c fills it). */
+/* One request's outcome (tools/bench/serve/bench_serve.c fills it). */
 struct result {
 	int ok;
 	int status;
@@ -62,7 +62,7 @@ struct figures {
 	char first_error[160];
 };
 
-/* The colid that -m starts (tools/bench_serve_colid.c). */
+/* The colid that -m starts (tools/bench/serve/bench_serve_colid.c). */
 struct bench_serve_daemon {
 	pid_t pid;    /* 0: none */
 	char log[64]; /* its stdout and stderr */

@@ -1,5 +1,5 @@
 /*
- * tools/bench_mla.c — `coli bench mla`: the latent attention of a decode step
+ * tools/bench/bench_mla.c — `coli bench mla`: the latent attention of a decode step
  * (ptx/mla.cu, ptx/mla_decode.cuh) against the device's memory bandwidth.
  *
  * A decode step's MLA attention reads each layer's latent cache once: ctx
@@ -7,7 +7,7 @@
  * in the cache's type (--kv-type: f32, bf16 the engine's default, q8: int8
  * values and a scale a segment), shared by every head. Its bound is those
  * bytes at the device bandwidth measured in the same run
- * (tools/bench_measure.c: a 512 MiB device copy, read + write bytes). The
+ * (tools/bench/bench_measure.c: a 512 MiB device copy, read + write bytes). The
  * work is 2 nh ctx (dk + dv) multiply-adds on the tensor cores, times the
  * products an arm makes of each: at 128 heads that work, not the read, is
  * what decides the time, and the figure printed beside each arm is the
@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "ptx/ptx.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/tools.h"
 
 #define P        "coli bench mla"
