@@ -1,6 +1,6 @@
 /*
  * tools/fuzz_request.c — libFuzzer target for colid's request parser
- * (tools/colid_request*.c): the input is an HTTP body, parsed as both a chat
+ * (tools/colid/request/colid_request*.c): the input is an HTTP body, parsed as both a chat
  * and a completions request; an accepted one is rendered through every chat
  * family (core/text/chat.c) and through the Jinja renderer with Qwen3's and
  * gpt-oss's templates (core/text/chat_jinja.c: messages, tools and
@@ -17,15 +17,15 @@
  * grammar, or a 4xx saying why. The first byte picks nothing: the body is the
  * whole input, so a corpus of real request bodies works as seeds.
  *
- * fuzz-sources: tools/colid_request.c tools/colid_request_input.c
- * fuzz-sources: tools/colid_request_output.c tools/colid_sampling.c
+ * fuzz-sources: tools/colid/request/colid_request.c tools/colid/request/colid_request_input.c
+ * fuzz-sources: tools/colid/request/colid_request_output.c tools/colid/colid_sampling.c
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/jinja/jinja.h"
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 #include "tools/fuzz_tok.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

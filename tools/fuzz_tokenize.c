@@ -1,19 +1,20 @@
 /*
  * tools/fuzz_tokenize.c — libFuzzer target for colid's /tokenize and
- * /detokenize body parser (tools/colid_tokenize.c): the input is a body,
+ * /detokenize body parser (tools/colid/request/colid_tokenize.c): the input is a body,
  * parsed in both shapes; an accepted /tokenize text is encoded with the
  * fixture tokenizer (tools/fuzz_tok.h) and an accepted id list, clipped to
  * the vocabulary as colid does, decoded; an error is formatted as colid
  * replies it. Checked beyond ASan/UBSan: an accepted body has its text or
  * its ids (each >= 0), and an error names a 4xx/5xx status.
  *
- * fuzz-sources: tools/colid_tokenize.c tools/colid_request.c
- * fuzz-sources: tools/colid_request_input.c tools/colid_request_output.c
+ * fuzz-sources: tools/colid/request/colid_tokenize.c tools/colid/request/colid_request.c
+ * fuzz-sources: tools/colid/request/colid_request_input.c
+ * fuzz-sources: tools/colid/request/colid_request_output.c
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 #include "tools/fuzz_tok.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,5 +1,5 @@
 /*
- * tests/daemon/reply_split.c — tools/colid_reply.c (included: the unit under
+ * tests/daemon/reply_split.c — tools/colid/colid_reply.c (included: the unit under
  * test) on the replies of tests/fixtures/chat/reply_cases.jsonl (what the
  * models' templates write; tools/reply_cases.py):
  *   whole   colid_reply_message gives the case's reasoning_content, content
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "core/fixture_util.h"
-#include "tools/colid_reply.c"
+#include "tools/colid/colid_reply.c"
 
 static int fails;
 

@@ -1,8 +1,8 @@
 /*
- * tools/colid_request.h — what the three files of colid's request parser
- * share (private to tools/colid_request.c, colid_request_input.c and
+ * tools/colid/request/colid_request.h — what the three files of colid's request parser
+ * share (private to tools/colid/request/colid_request.c, colid_request_input.c and
  * colid_request_output.c; the rest of colid sees colid_request_parse in
- * tools/colid.h): the 400 every field error is, the typed getters, and the
+ * tools/colid/colid.h): the 400 every field error is, the typed getters, and the
  * field parsers colid_request.c's walk over a body's keys hands on to.
  *
  * Every parser here takes a key's value v (a jansson node the caller owns)
@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 
 /* A field error: a 400 invalid_request_error naming param (returns -EINVAL). */
 #define BAD(e, param, ...)                                                                         \

@@ -1,5 +1,5 @@
 /*
- * tools/colid_request.c — an HTTP body to a struct colid_request, or an
+ * tools/colid/request/colid_request.c — an HTTP body to a struct colid_request, or an
  * OpenAI-style error saying which field is wrong and why.
  *
  * Pure: no engine, no sockets, no globals, so tools/fuzz_request.c can drive
@@ -18,7 +18,7 @@
  *      not empty; a completions prompt is a string, token ids, or a batch
  *      of either (its prompts times n at most COLID_MAX_N choices)
  *
- * The parser is three files, sharing tools/colid_request.h:
+ * The parser is three files, sharing tools/colid/request/colid_request.h:
  *
  *   colid_request.c         this one: the body (steps 1, 2, 4), the walk
  *                           over its keys (parse_field: the scalar fields
@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/colid_request.h"
+#include "tools/colid/request/colid_request.h"
 
 int colid_error_set(struct colid_error *e, int status, const char *type, const char *code,
                     const char *param, const char *fmt, ...)

@@ -1,6 +1,6 @@
 /*
- * tools/colid_request_input.c — the fields of a request body that say what
- * the model reads (tools/colid_request.c walks the body and hands them here):
+ * tools/colid/request/colid_request_input.c — the fields of a request body that say what
+ * the model reads (tools/colid/request/colid_request.c walks the body and hands them here):
  *
  *   messages              chat: an array of {role, content, name,
  *                         tool_calls, tool_call_id, reasoning_content,
@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/colid_request.h"
+#include "tools/colid/request/colid_request.h"
 
 /* s[0, n) copied and NUL-terminated (a JSON string may hold NULs: its length
  * is json_string_length's, not strlen's). */

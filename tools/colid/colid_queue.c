@@ -1,5 +1,5 @@
 /*
- * tools/colid_queue.c — the bounded FIFO of generation jobs and the one
+ * tools/colid/colid_queue.c — the bounded FIFO of generation jobs and the one
  * worker thread that owns the engine.
  *
  * The engine is not thread-safe, so exactly one thread calls it. HTTP threads
@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 
 double colid_now_s(void)
 {

@@ -1,8 +1,8 @@
 /*
- * tools/colid_answer.c — answering colid's generation endpoints once their
- * jobs are queued (tools/colid_http.c routes and queues them): the reply
+ * tools/colid/colid_answer.c — answering colid's generation endpoints once their
+ * jobs are queued (tools/colid/colid_http.c routes and queues them): the reply
  * helpers, the wait on a job with the client's socket watched, the whole
- * reply (every choice's message, tools/colid_reply.c's split, usage), and
+ * reply (every choice's message, tools/colid/colid_reply.c's split, usage), and
  * the server-sent event stream (role, text or reasoning/content deltas with
  * their tokens' logprobs, the finish, usage, [DONE]) read by libmicrohttpd
  * through stream_reader.
@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "tools/colid_conn.h"
+#include "tools/colid/colid_conn.h"
 
 /* ---- replies ---- */
 

@@ -1,5 +1,5 @@
 /*
- * tools/colid_metrics.c — colid's counters and their Prometheus text format
+ * tools/colid/colid_metrics.c — colid's counters and their Prometheus text format
  * (GET /metrics, version 0.0.4 of the exposition format).
  *
  * Two sources: the server's own counters (requests by route and status
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 
 static const char *g_route_names[COLID_R_N] = {"chat",    "completions", "models",     "health",
                                                "metrics", "tokenize",    "detokenize", "other"};

@@ -1,5 +1,5 @@
 /*
- * tools/colid_reply.c — a chat reply as the OpenAI API shapes it: the
+ * tools/colid/colid_reply.c — a chat reply as the OpenAI API shapes it: the
  * model's reasoning as `reasoning_content`, its tool calls as `tool_calls`,
  * the rest as `content` (core/text/reply.c reads the family's markers).
  *
@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 
 static const char OPEN[] = "<think>", CLOSE[] = "</think>";
 

@@ -1,5 +1,5 @@
 /*
- * tools/colid.c — `colid -m MODEL.coli [--host H] [--port P] [engine flags]`:
+ * tools/colid/colid.c — `colid -m MODEL.coli [--host H] [--port P] [engine flags]`:
  * the OpenAI-compatible server (docs/api.md). This file is the process: flags,
  * the engine, the worker, the listener, and an orderly stop.
  *
@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 #include "tools/tools.h"
 
 #define P "colid"

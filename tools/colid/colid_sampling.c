@@ -1,5 +1,5 @@
 /*
- * tools/colid_sampling.c — a request's sampling fields made a sampler per
+ * tools/colid/colid_sampling.c — a request's sampling fields made a sampler per
  * choice, the checks of them that need the model, and a job's token records
  * (struct colid_tok: the id, its text's place in job->text, and the
  * sampler's struct coli_sample_out) written in OpenAI's two logprobs formats:
@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 
 /* What needs the server: logit_bias ids within the vocabulary, the choices
  * (n times the prompts) within the queue (they are queued together). */

@@ -1,5 +1,5 @@
 /*
- * tools/colid_tokenize.c — the bodies of POST /tokenize and POST /detokenize
+ * tools/colid/request/colid_tokenize.c — the bodies of POST /tokenize and POST /detokenize
  * to a struct colid_tokenize_req, or an OpenAI-style error (docs/api.md,
  * "Tokenizing"). Pure, as colid_request.c is: tools/fuzz_tokenize.c drives
  * it with arbitrary bytes; colid_http.c runs the tokenizer and replies.
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 
 #define BAD(e, param, ...)                                                                         \
 	colid_error_set(e, 400, "invalid_request_error", NULL, param, __VA_ARGS__)

@@ -1,6 +1,6 @@
 /*
- * tools/colid_conn.h — colid's HTTP connection (private to tools/colid_http.c,
- * which routes requests, and tools/colid_answer.c, which answers the
+ * tools/colid/colid_conn.h — colid's HTTP connection (private to tools/colid/colid_http.c,
+ * which routes requests, and tools/colid/colid_answer.c, which answers the
  * generation endpoints whole or as a stream): the per-connection state and
  * the reply helpers both use.
  */
@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 
 enum stage { ST_ROLE, ST_TEXT, ST_END };
 
@@ -40,7 +40,7 @@ struct conn {
 	size_t looked; /* of its committed text (sent may lag: a marker held back) */
 	int tok_sent;  /* of its token records (logprobs, token_ids) */
 	int ids_begun; /* return_token_ids: its prompt's ids went out (first chunk) */
-	/* chat replies (tools/colid_reply.c): the prompt left a think block open;
+	/* chat replies (tools/colid/colid_reply.c): the prompt left a think block open;
 	 * the stream's reasoning/content split; a stream held to its end (tools
 	 * asked for, or harmony's channels; chat only: completions stream as
 	 * generated whatever the family) */
@@ -52,7 +52,7 @@ struct conn {
 	size_t ev_len, ev_off;
 };
 
-/* Replies (tools/colid_answer.c): a body (taken) with its content type; a
+/* Replies (tools/colid/colid_answer.c): a body (taken) with its content type; a
  * JSON object (taken); an error object. Each counts the status in the
  * metrics. */
 enum MHD_Result colid_reply(struct colid_server *s, struct MHD_Connection *mc, struct conn *k,

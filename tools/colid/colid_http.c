@@ -1,5 +1,5 @@
 /*
- * tools/colid_http.c — colid's HTTP face, on libmicrohttpd with one thread
+ * tools/colid/colid_http.c — colid's HTTP face, on libmicrohttpd with one thread
  * per connection (so a handler may block on its job's condition variable).
  *
  * A request goes through the access handler three ways:
@@ -13,7 +13,7 @@
  * Generation endpoints parse (colid_request.c), render the chat template,
  * tokenize (the tokenizer is immutable, so this runs here, not on the
  * engine's thread), check the context, and push a job. Then
- * (tools/colid_answer.c):
+ * (tools/colid/colid_answer.c):
  *   stream=false  wait on job->cv in the handler, polling the socket for
  *                 POLLRDHUP every 50 ms; a vanished client cancels the job
  *   stream=true   answer 200 at once with a chunked text/event-stream whose
@@ -45,7 +45,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "tools/colid_conn.h"
+#include "tools/colid/colid_conn.h"
 
 static atomic_ullong g_req_seq;
 
@@ -305,7 +305,7 @@ static enum MHD_Result health(struct colid_server *s, struct MHD_Connection *mc,
 	                                  "queue_capacity", s->queue.cap));
 }
 
-/* POST /tokenize, /detokenize (tools/colid_tokenize.c has the shapes). */
+/* POST /tokenize, /detokenize (tools/colid/request/colid_tokenize.c has the shapes). */
 static enum MHD_Result tokenize(struct colid_server *s, struct MHD_Connection *mc, struct conn *k,
                                 int detok)
 {

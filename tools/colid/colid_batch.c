@@ -1,5 +1,5 @@
 /*
- * tools/colid_batch.c — continuous batching: the worker's loop over the
+ * tools/colid/colid_batch.c — continuous batching: the worker's loop over the
  * engine's sequence slots (--parallel N; one slot runs a job at a time
  * through the same loop, so its blocks feed the prefix index as N slots'
  * do).
@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 
 /* j's end: its text flushed, its slot closed, then colid_job_end (finish
  * reason, /metrics, marked done) and its place in q->run given up. */

@@ -1,6 +1,6 @@
 /*
- * tools/colid_request_output.c — the fields of a request body that shape
- * the model's output (tools/colid_request.c walks the body and hands them
+ * tools/colid/request/colid_request_output.c — the fields of a request body that shape
+ * the model's output (tools/colid/request/colid_request.c walks the body and hands them
  * here), each checked for its type and range:
  *
  *   stop                   a string or up to COLID_MAX_STOP strings of 1 to
@@ -15,7 +15,7 @@
  *   tool_choice,           chat: the switches of constrained decoding
  *   response_format        (r->tool_required, r->tool_name, r->json_object,
  *                          r->schema_json), compiled to a grammar by
- *                          colid_grammar_of (tools/colid_sampling.c)
+ *                          colid_grammar_of (tools/colid/colid_sampling.c)
  *
  * Each parser fills r and returns 0, -EINVAL with e filled (a 400 naming
  * the field and why), or -ENOMEM; what it allocated before an error is r's,
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/colid_request.h"
+#include "tools/colid/request/colid_request.h"
 
 /* stop: null (none), a string, or an array of strings (a string: as an
  * array of one). */

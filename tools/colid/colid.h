@@ -1,5 +1,5 @@
 /*
- * tools/colid.h — what the files of colid share. colid serves one engine
+ * tools/colid/colid.h — what the files of colid share. colid serves one engine
  * over an OpenAI-compatible HTTP API (docs/api.md):
  *
  *   colid.c          main: flags, NUMA binding, engine, signals, shutdown
@@ -12,6 +12,9 @@
  *   colid_queue.c    the bounded FIFO, the one worker that owns the engine, jobs
  *   colid_metrics.c  counters and the Prometheus text of /metrics
  *   colid_guard.c    slow clients: request deadlines, headroom under the limit
+ *
+ * The pure body parsers (colid_request*.c, colid_tokenize.c and
+ * colid_request.h, private to them) are in tools/colid/request/, the rest here.
  *
  * Threads: libmicrohttpd runs one thread per connection; it parses, tokenizes
  * (the tokenizer is immutable) and renders replies. Exactly one worker thread
@@ -51,7 +54,7 @@ int colid_error_set(struct colid_error *e, int status, const char *type, const c
 char *colid_error_json(const struct colid_error *e);
 
 /* ---- requests (colid_request.c; its fields in colid_request_input.c and
- * colid_request_output.c, tools/colid_request.h between them) ---- */
+ * colid_request_output.c, tools/colid/request/colid_request.h between them) ---- */
 enum colid_endpoint { COLID_EP_COMPLETIONS = 0, COLID_EP_CHAT = 1 };
 
 /* A completions prompt: text, or token ids given directly (checked against
@@ -379,7 +382,7 @@ int colid_grammar_of(struct colid_server *s, const struct colid_request *r, stru
                      struct colid_error *e);
 /* Choice c's sampler, seed = the request's + c * 0x9e3779b97f4a7c15. */
 void colid_sampler_of(const struct colid_request *r, uint64_t seed, struct coli_sampler *smp);
-/* tools/colid_reply.c: a chat reply's message (content, reasoning_content,
+/* tools/colid/colid_reply.c: a chat reply's message (content, reasoning_content,
  * tool_calls: calls only when tools_json, the request's tools, is given;
  * *n_calls of them, ids "call_ID_i"), NULL when out of memory; and the
  * stream's split of committed text into reasoning and content. */

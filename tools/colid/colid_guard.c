@@ -1,5 +1,5 @@
 /*
- * tools/colid_guard.c — slow clients cannot starve colid. libmicrohttpd's
+ * tools/colid/colid_guard.c — slow clients cannot starve colid. libmicrohttpd's
  * --timeout is an idle timeout, reset by every byte: a client that trickles
  * one header line every few seconds keeps its connection (and its thread)
  * forever, and --max-connections such clients lock everyone else out. The
@@ -47,7 +47,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "tools/colid.h"
+#include "tools/colid/colid.h"
 
 struct colid_slot {
 	struct colid_slot *prev, *next; /* the guard's list, oldest pending first */
