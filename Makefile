@@ -97,8 +97,7 @@ LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(wildcard core/*/*.c 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 COLID_SRC := $(wildcard tools/colid/*.c tools/colid/*/*.c)
 COLID_OBJ := $(COLID_SRC:%.c=$(BUILD)/%.o)
-TOOL_SRC := $(filter-out $(COLID_SRC) tools/fuzz_%.c,$(wildcard tools/*.c)) \
-            $(wildcard tools/cli/*.c tools/bench/*.c tools/bench/*/*.c)
+TOOL_SRC := $(wildcard tools/*.c tools/cli/*.c tools/bench/*.c tools/bench/*/*.c)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*/*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
@@ -236,7 +235,7 @@ check-layers: all
 
 FUZZ_SECONDS ?= 30
 fuzz:
-	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tools/fuzz.sh
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tools/fuzz/fuzz.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')

@@ -1,7 +1,7 @@
 /*
  * tools/bench/serve/bench_serve_http.c — the HTTP/1.1 response reader of `coli bench
  * serve` (tools/bench/serve/bench_serve.c): a push parser fed whatever bytes a blocking
- * recv() returned, pure (no sockets, no clock), so tools/fuzz_sse.c can throw
+ * recv() returned, pure (no sockets, no clock), so tools/fuzz/fuzz_sse.c can throw
  * anything at it.
  *
  * States, in the order a response goes through them:

@@ -2,7 +2,7 @@
  * tools/colid/request/colid_request.c — an HTTP body to a struct colid_request, or an
  * OpenAI-style error saying which field is wrong and why.
  *
- * Pure: no engine, no sockets, no globals, so tools/fuzz_request.c can drive
+ * Pure: no engine, no sockets, no globals, so tools/fuzz/fuzz_request.c can drive
  * it with arbitrary bytes. The order of checks, each a 400 unless said:
  *
  *   1. empty body; invalid UTF-8 (byte offset named) — before JSON, so the

@@ -1,7 +1,7 @@
 /*
  * tools/colid/request/colid_tokenize.c — the bodies of POST /tokenize and POST /detokenize
  * to a struct colid_tokenize_req, or an OpenAI-style error (docs/api.md,
- * "Tokenizing"). Pure, as colid_request.c is: tools/fuzz_tokenize.c drives
+ * "Tokenizing"). Pure, as colid_request.c is: tools/fuzz/fuzz_tokenize.c drives
  * it with arbitrary bytes; colid_http.c runs the tokenizer and replies.
  *
  * The shapes are vLLM's, with llama-server's names accepted beside them:

@@ -1,8 +1,8 @@
 /*
- * tools/fuzz_tokenize.c — libFuzzer target for colid's /tokenize and
+ * tools/fuzz/fuzz_tokenize.c — libFuzzer target for colid's /tokenize and
  * /detokenize body parser (tools/colid/request/colid_tokenize.c): the input is a body,
  * parsed in both shapes; an accepted /tokenize text is encoded with the
- * fixture tokenizer (tools/fuzz_tok.h) and an accepted id list, clipped to
+ * fixture tokenizer (tools/fuzz/fuzz_tok.h) and an accepted id list, clipped to
  * the vocabulary as colid does, decoded; an error is formatted as colid
  * replies it. Checked beyond ASan/UBSan: an accepted body has its text or
  * its ids (each >= 0), and an error names a 4xx/5xx status.
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "tools/colid/colid.h"
-#include "tools/fuzz_tok.h"
+#include "tools/fuzz/fuzz_tok.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Seeds for tools/fuzz_request.c: request bodies, good and bad.
+# Seeds for tools/fuzz/fuzz_request.c: request bodies, good and bad.
 out=$1
 mkdir -p "$out"
 printf '%s' '{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":8,"temperature":0.5,"top_p":0.9,"seed":1,"stop":["\n","ab"],"stream":true,"stream_options":{"include_usage":true}}' >"$out/chat"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Seeds for tools/fuzz_sse.c: responses as colid and other servers send them
+# Seeds for tools/fuzz/fuzz_sse.c: responses as colid and other servers send them
 # (the first byte of each file is the piece size, see the target).
 out=$1
 mkdir -p "$out"

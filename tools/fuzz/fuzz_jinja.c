@@ -1,5 +1,5 @@
 /*
- * tools/fuzz_jinja.c — libFuzzer target for core/jinja: the input is a
+ * tools/fuzz/fuzz_jinja.c — libFuzzer target for core/jinja: the input is a
  * template. It is parsed; one that parses is rendered against a fixed
  * context shaped like a chat request (messages with a tool call, a tool
  * result and reasoning, two tool schemas, bos/eos tokens, a thinking
@@ -7,7 +7,7 @@
  * runaway loops, huge strings, recursion through macros) must fail with a
  * message, in bounded time and memory, never crash. Seeds: the templates of
  * tests/fixtures/chat/ and the inline ones of tools/jinja_render_cases.py
- * (tools/fuzz_jinja.seed.sh), and tests/fuzz/jinja/.
+ * (tools/fuzz/seed/fuzz_jinja.seed.sh), and tests/fuzz/jinja/.
  * fuzz-max-len: 65536
  */
 #include <jansson.h>

@@ -1,9 +1,9 @@
 /*
- * tools/fuzz_container.c — libFuzzer target for the .coli reader: the input
+ * tools/fuzz/fuzz_container.c — libFuzzer target for the .coli reader: the input
  * becomes a memfd, opened by path (/proc/self/fd/N) like any container, and
  * every table entry the reader returns is touched (including slab and tensor
  * bytes) so a validation gap shows up as an ASan report. Built by
- * tools/fuzz.sh with -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which lets
+ * tools/fuzz/fuzz.sh with -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which lets
  * mutated files past the checksums to the structural checks.
  */
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * tools/fuzz_request.c — libFuzzer target for colid's request parser
+ * tools/fuzz/fuzz_request.c — libFuzzer target for colid's request parser
  * (tools/colid/request/colid_request*.c): the input is an HTTP body, parsed as both a chat
  * and a completions request; an accepted one is rendered through every chat
  * family (core/text/chat.c) and through the Jinja renderer with Qwen3's and
@@ -8,7 +8,7 @@
  * target runs from the repository's root), and a completions request's
  * prompts (1..COLID_MAX_N of them, times n at most COLID_MAX_N choices; each
  * text or token ids, not empty) tokenized with the fixture
- * tokenizer (tools/fuzz_tok.h), and its error path is formatted, so a parser
+ * tokenizer (tools/fuzz/fuzz_tok.h), and its error path is formatted, so a parser
  * that lets through something the renderer, the tokenizer or the JSON writer
  * cannot take shows up as an ASan/UBSan report; an accepted request's
  * sampling fields (n, logprobs, logit_bias, min_p, penalties) must lie in
@@ -26,7 +26,7 @@
 
 #include "core/jinja/jinja.h"
 #include "tools/colid/colid.h"
-#include "tools/fuzz_tok.h"
+#include "tools/fuzz/fuzz_tok.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
- * tools/fuzz_tok.h — shared by the fuzz targets that tokenize: the fixture
- * tokenizer (tests/fixtures/tokenizer/tokenizer.json, read once; tools/fuzz.sh
+ * tools/fuzz/fuzz_tok.h — shared by the fuzz targets that tokenize: the fixture
+ * tokenizer (tests/fixtures/tokenizer/tokenizer.json, read once; tools/fuzz/fuzz.sh
  * runs the targets from the repository's root) and an encode/decode round
  * trip that traps on an id outside the vocabulary.
  */

@@ -1,12 +1,12 @@
 /*
- * tools/fuzz_model.c — libFuzzer target for a model file all the way in: the
+ * tools/fuzz/fuzz_model.c — libFuzzer target for a model file all the way in: the
  * input becomes a memfd opened by path like any .coli, then coli_engine_open
  * (container, config, tensor binding, tiers, scratch; CPU only), one forward
- * step over two tokens and a close. Built by tools/fuzz.sh with
+ * step over two tokens and a close. Built by tools/fuzz/fuzz.sh with
  * -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, so mutated bytes pass the
  * checksums and reach the structural checks behind them; a bad file must be
  * refused with a message, never crash, leak or read out of bounds.
- * Seeds: tools/fuzz_model.seed.sh (a converted fixture, ~0.2 MB).
+ * Seeds: tools/fuzz/seed/fuzz_model.seed.sh (a converted fixture, ~0.2 MB).
  *
  * fuzz-max-len: 1048576
  */

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Seeds for tools/fuzz_config.c: every fixture's config.json,
+# Seeds for tools/fuzz/fuzz_config.c: every fixture's config.json,
 # tokenizer_config.json, generation_config.json and shard index, NUL
 # separated after a quant byte (0 bf16, 1 q8, 2 q4); the long-context
 # fixtures' configs (RoPE scaling) with their primaries' other files.

@@ -1,5 +1,5 @@
 /*
- * tools/fuzz_safetensors.c — libFuzzer target for the safetensors header
+ * tools/fuzz/fuzz_safetensors.c — libFuzzer target for the safetensors header
  * parser (io/safetensors.c). Input: the first 8 bytes are the data region's
  * size (little endian, so offsets near and past it are explored), the rest
  * is the JSON header. Every parse must either fail cleanly or produce

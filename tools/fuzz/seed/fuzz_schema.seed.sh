@@ -1,5 +1,5 @@
 #!/bin/sh
-# Seeds for tools/fuzz_schema.c: a mode byte (0 a schema, 1 a tools array),
+# Seeds for tools/fuzz/fuzz_schema.c: a mode byte (0 a schema, 1 a tools array),
 # the text, a NUL, a text to match. Usage: fuzz_schema.seed.sh DIR
 s() { printf '%b' "$2" >"$1/$3"; }
 s "$1" '\000{"type":"object","properties":{"name":{"type":"string","maxLength":4},"age":{"type":"integer"}},"required":["name"],"additionalProperties":false}\000{"name":"ab","age":12}' seed-object

@@ -1,5 +1,5 @@
 /*
- * tools/fuzz_tiktoken.c — libFuzzer target for the tiktoken rank-file import
+ * tools/fuzz/fuzz_tiktoken.c — libFuzzer target for the tiktoken rank-file import
  * of `coli convert` (core/convert/convert_tiktoken.c): a rank file and a
  * tokenizer_config.json through coli_convert_tiktoken_json, as
  * coli_convert_tiktoken_load calls it after reading the files.
@@ -8,7 +8,7 @@
  * config alone, read with no rank file text). A refusal must say why; an
  * accepted rank file's tokenizer.json must load in the engine's tokenizer
  * with the ranks plus the 256 special tokens, and encode and decode a fixed
- * text with a special token in it. Seeds: tools/fuzz_tiktoken.seed.sh.
+ * text with a special token in it. Seeds: tools/fuzz/seed/fuzz_tiktoken.seed.sh.
  * fuzz-max-len: 1048576
  */
 #include <jansson.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/fuzz_cut_tokenizer.py IN OUT — a tokenizer.json cut for fuzz seeds:
+"""tools/fuzz/seed/fuzz_cut_tokenizer.py IN OUT — a tokenizer.json cut for fuzz seeds:
 the vocabulary's first 288 ids (a byte-level BPE's 256 byte tokens and the
 first merges' results), the merges whose parts and result remain, the added
 tokens as they are (ids kept; coli's loader takes gaps). Normalizer,

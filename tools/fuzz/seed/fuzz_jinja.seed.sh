@@ -1,5 +1,5 @@
 #!/bin/sh
-# Seeds for tools/fuzz_jinja.c beside the committed ones (tests/fuzz/jinja/):
+# Seeds for tools/fuzz/fuzz_jinja.c beside the committed ones (tests/fuzz/jinja/):
 # every chat template of tests/fixtures/chat/ and the inline templates of
 # tests/fixtures/chat/inline_render.jsonl, one file each.
 # Usage: fuzz_jinja.seed.sh DIR

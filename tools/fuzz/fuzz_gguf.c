@@ -1,5 +1,5 @@
 /*
- * tools/fuzz_gguf.c — libFuzzer target for the GGUF reader (io/gguf.c). The
+ * tools/fuzz/fuzz_gguf.c — libFuzzer target for the GGUF reader (io/gguf.c). The
  * input is a whole GGUF file. Every parse must either fail cleanly or give
  * metadata whose strings and arrays lie inside the input, and tensors whose
  * data ranges lie inside it, aligned and sized by their type and dims. A

@@ -1,5 +1,5 @@
 /*
- * tools/fuzz_sse.c — libFuzzer target for `coli bench serve`'s HTTP/1.1
+ * tools/fuzz/fuzz_sse.c — libFuzzer target for `coli bench serve`'s HTTP/1.1
  * response reader (tools/bench/serve/bench_serve_http.c): status line, headers, bodies
  * by Content-Length, chunked or to the close, and the server-sent events of
  * an event-stream body. The first byte picks how the input is cut into

@@ -1,5 +1,5 @@
 /*
- * tools/fuzz_config.c — libFuzzer target for the Hugging Face files coli
+ * tools/fuzz/fuzz_config.c — libFuzzer target for the Hugging Face files coli
  * convert reads before any tensor: config.json (every dialect), the
  * optional generation_config.json, tokenizer_config.json (its chat
  * template, transformers' past-64-bit integers) and
@@ -14,7 +14,7 @@
  * once; a tmpfs keeps that cheap) with an empty model.safetensors and a
  * "{}" tokenizer.json, so the reader needs no change to be fuzzed.
  * A load must succeed or fail with a message; a config it accepts must
- * format and parse back. Seeds: tools/fuzz_config.seed.sh (the fixtures'
+ * format and parse back. Seeds: tools/fuzz/seed/fuzz_config.seed.sh (the fixtures'
  * files).
  */
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Seeds for tools/fuzz_safetensors.c: each fixture shard's header as the
+# Seeds for tools/fuzz/fuzz_safetensors.c: each fixture shard's header as the
 # target reads it (the data region's size, 8 bytes little endian, then the
 # JSON header). Without them the target never got past the first brace.
 # Usage: fuzz_safetensors.seed.sh DIR

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/fuzz.sh — build and run every libFuzzer target tools/fuzz_<name>.c
+# tools/fuzz/fuzz.sh — build and run every libFuzzer target tools/fuzz/fuzz_<name>.c
 # (make fuzz; tests/tools/fuzz_smoke runs it for a few seconds a target).
 # Each target is compiled with clang -fsanitize=fuzzer,address,undefined
 # against the library sources (instrumented the same way, but for the SIMD
@@ -8,7 +8,7 @@
 # not enforced, so mutations reach the structural checks), then run from the
 # repository's root for $FUZZ_SECONDS each.
 # Seeds: the committed corpus tests/fuzz/<name>/ (add every crash found
-# there, once fixed), and tools/fuzz_<name>.seed.sh OUTDIR when present.
+# there, once fixed), and tools/fuzz/seed/fuzz_<name>.seed.sh OUTDIR when present.
 # A target may say " * fuzz-sources: a.c b.c" (more sources of tools/; the
 # line may repeat) and " * fuzz-max-len: N" (its inputs' size cap; default
 # 262144).
@@ -19,7 +19,7 @@
 # FUZZ_OPT). FUZZ_OPT (-O1 by default) optimizes the instrumented code:
 # tests/tools/fuzz_smoke builds at -O0, half the library's compile time for
 # fewer executions a second; the SIMD kernels stay at -O1. The target "http" is no libFuzzer
-# target: tools/fuzz_http.py throws mutated raw requests at a running colid
+# target: tools/fuzz/fuzz_http.py throws mutated raw requests at a running colid
 # (it needs $BUILD/coli and $BUILD/colid; skipped without colid).
 # Targets run FUZZ_JOBS at a time (nproc by default: a fuzzer is one
 # process on one core), each one's lines printed together, in name order, once
@@ -63,7 +63,7 @@ build_lib() {
 }
 picked() { [ -z "${FUZZ_TARGETS:-}" ] || case " $FUZZ_TARGETS " in *" $1 "*) true ;; *) false ;; esac; }
 need_lib=0
-for t in tools/fuzz_*.c; do picked "$(basename "$t" .c | sed 's/^fuzz_//')" && need_lib=1; done
+for t in tools/fuzz/fuzz_*.c; do picked "$(basename "$t" .c | sed 's/^fuzz_//')" && need_lib=1; done
 [ $need_lib = 0 ] || { [ "${FUZZ_REUSE_LIB:-0}" = 1 ] && [ -f "$LIBDIR/libcoli-fuzz.a" ] &&
 	[ "$(cat "$LIBDIR/flags" 2>/dev/null)" = "$CFLAGS" ]; } || build_lib
 # FUZZ_RUNS=N: N executions a target instead of FUZZ_SECONDS (the counts in
@@ -83,13 +83,13 @@ one_target() {
 		[ -x "$BUILD/colid" ] || { echo "fuzz: http skipped ($BUILD/colid not built: libmicrohttpd missing)"; return 0; }
 		echo "fuzz: running http for $LIMIT_SAY"
 		COLI="$BUILD/coli" COLID="$BUILD/colid" TEST_TMP="$dir" \
-			python3 tools/fuzz_http.py $HTTP_LIMIT --out "$dir" >"$dir/run.log" 2>&1
+			python3 tools/fuzz/fuzz_http.py $HTTP_LIMIT --out "$dir" >"$dir/run.log" 2>&1
 		rc=$?
 		tail -n 3 "$dir/run.log" | sed "s/^/  /"
 		[ $rc -eq 0 ] || { echo "fuzz: http FAILED (see $dir/run.log and $dir/crash-*)"; return 1; }
 		return 0
 	fi
-	t=tools/fuzz_$name.c
+	t=tools/fuzz/fuzz_$name.c
 	mkdir -p "$dir/corpus"
 	echo "fuzz: building $name"
 	# A target may name extra sources of tools/ in a " * fuzz-sources: a.c b.c" line.
@@ -97,7 +97,7 @@ one_target() {
 	$CLANG $CFLAGS -fsanitize=fuzzer,address,undefined -o "$dir/fuzz_$name" "$t" $extra "$LIBDIR/libcoli-fuzz.a" $LIBS -ldl ||
 		{ echo "fuzz: $name does not build"; return 1; }
 	[ -d "tests/fuzz/$name" ] && cp tests/fuzz/"$name"/* "$dir/corpus/" 2>/dev/null
-	[ -f "tools/fuzz_$name.seed.sh" ] && BUILD=$BUILD sh "tools/fuzz_$name.seed.sh" "$dir/corpus"
+	[ -f "tools/fuzz/seed/fuzz_$name.seed.sh" ] && BUILD=$BUILD sh "tools/fuzz/seed/fuzz_$name.seed.sh" "$dir/corpus"
 	maxlen=$(sed -n 's/^ \* fuzz-max-len: //p' "$t")
 	echo "fuzz: running $name for $LIMIT_SAY"
 	"$dir/fuzz_$name" $LIMIT -max_len="${maxlen:-262144}" -rss_limit_mb=4096 \
@@ -108,7 +108,7 @@ one_target() {
 	return 0
 }
 names=""
-for t in tools/fuzz_*.c; do
+for t in tools/fuzz/fuzz_*.c; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .c | sed 's/^fuzz_//')
 	picked "$name" && names="$names $name"

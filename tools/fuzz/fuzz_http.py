@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/fuzz_http.py — a mutation driver for colid's HTTP framing (libFuzzer
+"""tools/fuzz/fuzz_http.py — a mutation driver for colid's HTTP framing (libFuzzer
 cannot drive libmicrohttpd in-process, so this one works over a socket).
 
 It converts the qwen3_moe fixture (tests/daemon/colid_util.py), starts colid
@@ -33,8 +33,8 @@ import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
-                                "daemon"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tests", "daemon"))
 from colid_util import Colid, check, convert, post, request  # noqa: E402
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "temperature": 0}

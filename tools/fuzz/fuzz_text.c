@@ -1,5 +1,5 @@
 /*
- * tools/fuzz_text.c — libFuzzer target for the text parsers a model file
+ * tools/fuzz/fuzz_text.c — libFuzzer target for the text parsers a model file
  * carries: the input's first byte picks the parser, the rest is its input.
  *
  *   0  coli's model config (core/model/config.c coli_config_parse)
@@ -13,14 +13,14 @@
  *      named, its arguments JSON text
  *
  * The fixture tokenizer is tests/fixtures/tokenizer/tokenizer.json, read
- * once (the target runs from the repository's root, as tools/fuzz.sh runs
- * it). Seeds: tests/fuzz/text/ and tools/fuzz_text.seed.sh.
+ * once (the target runs from the repository's root, as tools/fuzz/fuzz.sh runs
+ * it). Seeds: tests/fuzz/text/ and tools/fuzz/seed/fuzz_text.seed.sh.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/coli.h"
-#include "tools/fuzz_tok.h"
+#include "tools/fuzz/fuzz_tok.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

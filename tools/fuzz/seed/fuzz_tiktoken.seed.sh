@@ -1,5 +1,5 @@
 #!/bin/sh
-# Seeds for tools/fuzz_tiktoken.c: Kimi-style tokenizer_config.json, a NUL,
+# Seeds for tools/fuzz/fuzz_tiktoken.c: Kimi-style tokenizer_config.json, a NUL,
 # then a rank file: the 256 bytes with a few BPE-like tokens (CRLF lines and a
 # blank line in one), and corrupt ones (bad base64, a rank skipped, a token
 # twice, a byte missing). Usage: fuzz_tiktoken.seed.sh DIR

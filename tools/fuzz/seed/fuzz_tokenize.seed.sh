@@ -1,5 +1,5 @@
 #!/bin/sh
-# Seeds for tools/fuzz_tokenize.c: /tokenize and /detokenize bodies.
+# Seeds for tools/fuzz/fuzz_tokenize.c: /tokenize and /detokenize bodies.
 out=$1
 mkdir -p "$out"
 printf '%s' '{"prompt":"Hello world caf\u00e9","add_special_tokens":true,"model":"m"}' >"$out/tokenize"

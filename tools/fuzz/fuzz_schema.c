@@ -1,5 +1,5 @@
 /*
- * tools/fuzz_schema.c — libFuzzer target for constrained decoding's schema
+ * tools/fuzz/fuzz_schema.c — libFuzzer target for constrained decoding's schema
  * compiler and automaton (core/text/grammar*.c): the schema of a request's
  * response_format, or its tools array for a forced call, then bytes matched
  * against the grammar it made.
@@ -10,7 +10,7 @@
  * text to match. A compile must succeed or fail with a message; a grammar
  * must match any bytes without a fault, within its bounds (nesting, $ref
  * recursion), and a whole match must stay whole when matched again.
- * Seeds: tools/fuzz_schema.seed.sh.
+ * Seeds: tools/fuzz/seed/fuzz_schema.seed.sh.
  */
 #include <stdio.h>
 #include <stdlib.h>
