@@ -1,7 +1,7 @@
 /*
  * tools/cli/cmd_perplexity.c — `coli perplexity -m MODEL -f FILE [--window N]`:
  * the model's perplexity on a text file. The protocol is the demo trainer's
- * (tools/train_demo_moe.py): the text is tokenized without special tokens
+ * (tools/ref/train_demo_moe.py): the text is tokenized without special tokens
  * and cut into consecutive windows of N tokens (default 512; a tail shorter
  * than 2 tokens is dropped), each an independent sequence from position 0;
  * the loss is the mean next-token cross-entropy (natural log) over every

@@ -6,7 +6,7 @@
  * switch) under small limits, so that a hostile template (deep nesting,
  * runaway loops, huge strings, recursion through macros) must fail with a
  * message, in bounded time and memory, never crash. Seeds: the templates of
- * tests/fixtures/chat/ and the inline ones of tools/jinja_render_cases.py
+ * tests/fixtures/chat/ and the inline ones of tools/ref/jinja_render_cases.py
  * (tools/fuzz/seed/fuzz_jinja.seed.sh), and tests/fuzz/jinja/.
  * fuzz-max-len: 65536
  */

@@ -10,7 +10,7 @@ for t in tokenizer qwen2_moe mixtral; do
 	rm -f "$1/.cut.json"
 done
 { printf '\002'; head -c 2000 tests/fixtures/demo/held_out.txt; } >"$1/seed-text"
-# replies in every family's format (tools/reply_cases.py), selector 3
+# replies in every family's format (tools/ref/reply_cases.py), selector 3
 i=0
 python3 -c 'import json, sys
 for l in open(sys.argv[1], encoding="utf-8"):

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """make_fixtures.py -- tiny tokenizer, checkpoints and transformers references for coli's tests.
 
-    python3 tools/make_fixtures.py --out tests/fixtures
-    python3 tools/make_fixtures.py --out tests/fixtures --only glm4_moe
+    python3 tools/ref/make_fixtures.py --out tests/fixtures
+    python3 tools/ref/make_fixtures.py --out tests/fixtures --only glm4_moe
 
 What it writes (all under --out; each fixture directory is deleted and rewritten):
 

@@ -2,12 +2,12 @@
 """reply_cases.py -- assistant turns with reasoning and tool calls as the models' own chat
 templates write them (jinja2), for coli's reply parser (core/text/reply.c).
 
-    python3 tools/reply_cases.py            # rewrite tests/fixtures/chat/reply_cases.jsonl
-    python3 tools/reply_cases.py --check    # exit 1 if the committed file is stale
+    python3 tools/ref/reply_cases.py            # rewrite tests/fixtures/chat/reply_cases.jsonl
+    python3 tools/ref/reply_cases.py --check    # exit 1 if the committed file is stale
 
 A model is trained on its template's rendering of an assistant turn, so what it generates
 after the generation prompt is that rendering: for each family, the template (the files
-and licences of tools/chat_jinja_cases.py) renders [user, assistant] without a generation
+and licences of tools/ref/chat_jinja_cases.py) renders [user, assistant] without a generation
 prompt and [user] with one, and the case's text is the difference, less the end-of-turn
 marker a sampler stops at. The expected reply is the assistant message itself. Qwen3's
 Hermes-style <tool_call> and Kimi-K2's tool-call sections are not in the committed
@@ -24,7 +24,7 @@ import jinja2
 import jinja2.ext
 import jinja2.sandbox
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIR = os.path.join(ROOT, "tests", "fixtures", "chat")
 OUT = os.path.join(DIR, "reply_cases.jsonl")
 
@@ -159,8 +159,8 @@ def main():
     if "--check" in sys.argv[1:]:
         with open(OUT, encoding="utf-8") as f:
             if f.read() != text:
-                print(f"{OUT} differs from jinja2's renderings: run python3 tools/reply_cases.py",
-                      file=sys.stderr)
+                print(f"{OUT} differs from jinja2's renderings: "
+                      "run python3 tools/ref/reply_cases.py", file=sys.stderr)
                 return 1
         print(f"ok  {OUT}: {len(cases)} cases match jinja2")
         return 0

@@ -25,8 +25,8 @@ tokens (the tail shorter than 2 tokens is dropped, a shorter tail is kept), each
 independent sequence starting at position 0; loss = mean next-token cross-entropy over every
 predicted position of every window (the first token of each window is not predicted).
 
-  GPU:  python3 tools/train_demo_moe.py --out models/demo --minutes 6
-  CPU smoke test: python3 tools/train_demo_moe.py --tiny --device cpu --minutes 1 --out /tmp/demo
+  GPU:  python3 tools/ref/train_demo_moe.py --out models/demo --minutes 6
+  CPU smoke test: python3 tools/ref/train_demo_moe.py --tiny --device cpu --minutes 1 --out /tmp/demo
 """
 
 import argparse

@@ -1,4 +1,4 @@
-# tools/torch_matmul_rate.py — the yardsticks for the GPU expert GEMM
+# tools/ref/torch_matmul_rate.py — the yardsticks for the GPU expert GEMM
 # (docs/perf/kernels.md): torch.matmul bf16 8192^3, torch._int_mm int8 8192^3
 # and torch.bmm bf16 at the expert shapes of tests/ptx/gemm_kernels --bench,
 # each the best of 20 CUDA-event-timed calls. Needs torch with CUDA.

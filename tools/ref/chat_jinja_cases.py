@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """chat_jinja_cases.py -- model chat templates rendered by jinja2, for coli's family renderers.
 
-    python3 tools/chat_jinja_cases.py            # rewrite tests/fixtures/chat/*_cases.jsonl
-    python3 tools/chat_jinja_cases.py --check    # exit 1 if a committed file is stale
+    python3 tools/ref/chat_jinja_cases.py            # rewrite tests/fixtures/chat/*_cases.jsonl
+    python3 tools/ref/chat_jinja_cases.py --check    # exit 1 if a committed file is stale
 
 For each family below, reads its template from tests/fixtures/chat/ (GLM-4.5's, MIT, see
 tests/fixtures/chat/LICENSE.glm45; MiniMax-M2's, MIT, see LICENSE.minimax_m2; DeepSeek-V3.1's,
@@ -27,7 +27,7 @@ import jinja2
 import jinja2.ext
 import jinja2.sandbox
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIR = os.path.join(ROOT, "tests", "fixtures", "chat")
 
 S = {"role": "system", "content": "You are terse."}
@@ -129,7 +129,7 @@ def main():
             with open(path, encoding="utf-8") as f:
                 if f.read() != text:
                     print(f"{path} differs from jinja2's renderings: "
-                          "run python3 tools/chat_jinja_cases.py", file=sys.stderr)
+                          "run python3 tools/ref/chat_jinja_cases.py", file=sys.stderr)
                     bad = 1
                     continue
             print(f"ok  {name}: {path}: {text.count(chr(10))} cases match jinja2")

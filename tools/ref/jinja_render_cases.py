@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """jinja_render_cases.py -- jinja2's renderings of chat templates, for coli's Jinja interpreter.
 
-    python3 tools/jinja_render_cases.py            # rewrite tests/fixtures/chat/*_render.jsonl
-    python3 tools/jinja_render_cases.py --check    # exit 1 if a committed file is stale
-    python3 tools/jinja_render_cases.py --random N --seed S --out DIR
+    python3 tools/ref/jinja_render_cases.py            # rewrite tests/fixtures/chat/*_render.jsonl
+    python3 tools/ref/jinja_render_cases.py --check    # exit 1 if a committed file is stale
+    python3 tools/ref/jinja_render_cases.py --random N --seed S --out DIR
                                                    # N random conversations a template
-    python3 tools/jinja_render_cases.py --random-expr N --seed S --out DIR
+    python3 tools/ref/jinja_render_cases.py --random-expr N --seed S --out DIR
                                                    # N random expressions (inline templates)
 
 Renders every template of tests/fixtures/chat/ (the models' own: GLM-4.5, MiniMax-M2,
@@ -35,7 +35,7 @@ import jinja2
 import jinja2.ext
 import jinja2.sandbox
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIR = os.path.join(ROOT, "tests", "fixtures", "chat")
 NOW = 1764633600  # 2025-12-02 00:00:00 UTC; strftime_now sees this instant
 
@@ -534,7 +534,7 @@ def main():
                 same = False
             if not same:
                 print(f"{path} differs from jinja2's renderings: "
-                      "run python3 tools/jinja_render_cases.py", file=sys.stderr)
+                      "run python3 tools/ref/jinja_render_cases.py", file=sys.stderr)
                 bad = 1
                 continue
             print(f"ok  {fname}: {len(lines)} cases match jinja2 {jinja2.__version__}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference logits and greedy continuation of the demo model, from transformers (float32).
 
-    python3 tools/demo_reference.py [--model models/demo]
+    python3 tools/ref/demo_reference.py [--model models/demo]
 
 Writes MODEL/ref/ in the fixtures' layout (tests/fixtures/README.md): prompt.txt, ids.txt,
 logits.f32 [n x vocab] teacher-forced, greedy.txt (32 ids), greedy_margin.txt, meta.json.
