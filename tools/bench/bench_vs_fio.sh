@@ -21,7 +21,7 @@
 #   HUGETLBFS=DIR names a hugetlbfs mount with ~64 free 2 MiB pages. The
 #   script does not reserve pages or mount anything itself; as root:
 #     echo 64 > /proc/sys/vm/nr_hugepages; mount -t hugetlbfs none DIR
-#   RAM         `coli bench kernels --read-only` host read (tools/
+#   RAM         `coli bench kernels --read-only` host read (tools/bench/
 #               bench_measure.c, median of 10 passes), with all online CPUs
 #               and with one thread, vs a STREAM-style read written
 #               independently here: plain C with GCC vector extensions,
