@@ -95,9 +95,9 @@ endif
 LIB_DIRS := core mem io cpu ptx
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(wildcard core/*/*.c cpu/*/*.c ptx/*/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-COLID_SRC := $(wildcard tools/colid*.c)
+COLID_SRC := $(wildcard tools/colid/*.c tools/colid/*/*.c)
 COLID_OBJ := $(COLID_SRC:%.c=$(BUILD)/%.o)
-TOOL_SRC := $(filter-out $(COLID_SRC) tools/fuzz_%.c,$(wildcard tools/*.c))
+TOOL_SRC := $(wildcard tools/*.c tools/cli/*.c tools/bench/*.c tools/bench/*/*.c)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*/*.c)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
@@ -122,7 +122,7 @@ ifeq ($(HAVE_nvcc),yes)
 endif
 
 .PHONY: all deps probe test test-gpu run fuzz format clean ptx-check tests check-layers
-COLID := $(if $(and $(filter yes,$(HAVE_libmicrohttpd)),$(wildcard tools/colid.c)),$(BUILD)/colid)
+COLID := $(if $(and $(filter yes,$(HAVE_libmicrohttpd)),$(wildcard tools/colid/colid.c)),$(BUILD)/colid)
 all: probe $(BUILD)/coli $(COLID)
 
 probe:
@@ -243,7 +243,7 @@ check-layers: all
 
 FUZZ_SECONDS ?= 30
 fuzz:
-	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tools/fuzz.sh
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tools/fuzz/fuzz.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
@@ -303,7 +303,7 @@ install: $(BUILD)/coli $(COLID) $(BUILD)/libcoli.a $(BUILD)/$(SO_FILE)
 		'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lcoli' \
 		'Libs.private: $(LDLIBS)' > $(D)$(PKGCONFIGDIR)/coli.pc
 	$(if $(COLID),install -d $(D)$(SYSTEMDDIR))
-	$(if $(COLID),sed 's|/usr/local/bin/colid|$(BINDIR)/colid|' tools/colid.service \
+	$(if $(COLID),sed 's|/usr/local/bin/colid|$(BINDIR)/colid|' tools/colid/colid.service \
 		> $(D)$(SYSTEMDDIR)/colid.service)
 
 uninstall:

@@ -45,7 +45,7 @@ int tool_prompt_ids(coli_engine_t *e, const char *text, const char *ids_csv, int
 /* The stderr summary of a generation; profile adds the overlap window split
  * and the device traffic (--profile, COLI_CUDA_PROFILE=1). */
 void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int profile);
-/* `coli inspect` of a GGUF file (tools/inspect_gguf.c): 0, or 1 with the error printed. */
+/* `coli inspect` of a GGUF file (tools/cli/inspect_gguf.c): 0, or 1 with the error printed. */
 int inspect_gguf(const char *path, int verbose);
 
 #endif

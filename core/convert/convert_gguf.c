@@ -50,7 +50,7 @@
  *              tokenizer.chat_template.
  *
  * coli_convert_gguf_meta is the metadata alone (family, config, text
- * sections) for tools/fuzz_gguf.c.
+ * sections) for tools/fuzz/fuzz_gguf.c.
  *
  * Refused, naming the thing, before any output exists: other architectures
  * (a llama without experts among them), tensor types coli_ggml_dequant does not read,

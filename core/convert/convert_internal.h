@@ -87,7 +87,7 @@ int coli_convert_gguf_load(const struct coli_convert_opts *o, struct coli_conver
 uint64_t coli_convert_gguf_bytes(uint32_t type, uint64_t n);
 /* A parsed GGUF's metadata alone (no tensor mapped, no file opened): the
  * config and the text sections _load would make, or what it would refuse
- * (tools/fuzz_gguf.c feeds it every input that parses). h is filled as by
+ * (tools/fuzz/fuzz_gguf.c feeds it every input that parses). h is filled as by
  * _load; free it with coli_convert_hf_free whatever this returns. */
 struct coli_gguf;
 int coli_convert_gguf_meta(struct coli_gguf *g, const char *path, struct coli_convert_hf *h,

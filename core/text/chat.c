@@ -54,7 +54,7 @@
  * results are not rendered by any family (the roles are system, user,
  * assistant; harmony also takes developer). Harmony's reasoning effort is its
  * template's default (medium) and its date t->date. The _cases.jsonl files of tests/fixtures/chat/
- * hold jinja2's renderings of the four templates (tools/chat_jinja_cases.py).
+ * hold jinja2's renderings of the four templates (tools/ref/chat_jinja_cases.py).
  * tests/fixtures/tokenizer/chat_cases.jsonl holds the text
  * transformers renders for the fixtures; tests/daemon/chat_render checks it.
  *

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/bench/attention.sh — `coli bench attention` (tools/bench_cpu_attn.c):
+# tests/bench/attention.sh — `coli bench attention` (tools/bench/bench_cpu_attn.c):
 # the report's header (the shape, the cache's MB a layer, the host read and
 # the bound) and a row per ISA arm with a positive time and a cache rate that
 # is bytes over it; the split as coli_attention_groups_mt decides it (one

@@ -49,7 +49,7 @@ expect_fail missing-shard o.coli 'model-00002-of-00003.safetensors' 'model.safet
 	'missing shard' -- sh
 
 # 1b. an index entry that is not a file beside it: the message names the
-# tensor (it was formatted from the freed index; found by tools/fuzz_config.c)
+# tensor (it was formatted from the freed index; found by tools/fuzz/fuzz_config.c)
 $MK shx --arch qwen3_moe --shards 3 || exit 1
 python3 - shx/model.safetensors.index.json <<'EOF'
 import json, sys

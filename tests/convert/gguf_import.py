@@ -595,7 +595,7 @@ def write_arch(hf_dir, out, mode):
 
 
 def seed(hf_dir, out):
-    """A fuzz seed (tools/fuzz_gguf.c, under its 64 KiB cap): the family's keys
+    """A fuzz seed (tools/fuzz/fuzz_gguf.c, under its 64 KiB cap): the family's keys
     as write_arch writes them, an 8-token vocabulary, an [8, H] token_embd."""
     cfg = json.load(open(f"{hf_dir}/config.json"))
     mt = cfg["model_type"]

@@ -1,6 +1,6 @@
 /*
  * tests/core/corpus_open.c — the fuzzers' files through the real engine
- * open path: each file of a corpus (tools/fuzz.sh writes them to
+ * open path: each file of a corpus (tools/fuzz/fuzz.sh writes them to
  * build/fuzz/<target>/corpus; the committed ones are tests/fuzz/container/
  * and tests/fuzz/model/) gets its section and superblock checksums re-sealed
  * as a writer would (tests/io/edit.h; the fuzz build skips the checksums,
@@ -12,7 +12,7 @@
  * Usage: corpus_open [FILE|DIR]...   (no argument: the committed corpora
  * and those of the last fuzz run, $BUILD/fuzz/{container,model}/corpus;
  * when there is none, as on a fresh clone, the fuzzers' own seeds
- * (tools/fuzz_{container,model}.seed.sh) and MUTANTS copies of each with a
+ * (tools/fuzz/seed/fuzz_{container,model}.seed.sh) and MUTANTS copies of each with a
  * few bytes changed, the same every run). Prints one line of counts.
  */
 #include <dirent.h>
@@ -148,8 +148,8 @@ static void make_seeds(const char *root, const char *build)
 		return;
 	for (int i = 0; i < 2; i++) {
 		snprintf(cmd, sizeof(cmd),
-		         "cd '%s' && BUILD='%s' sh tools/fuzz_%s.seed.sh '%s/seeds'", root, build,
-		         t[i], cwd);
+		         "cd '%s' && BUILD='%s' sh tools/fuzz/seed/fuzz_%s.seed.sh '%s/seeds'",
+		         root, build, t[i], cwd);
 		if (system(cmd))
 			return;
 	}
@@ -213,7 +213,8 @@ int main(int argc, char **argv)
 		walk("seeds");
 	}
 	if (!g_files && !g_fail) {
-		printf("no corpus files and no seeds (tools/fuzz_{container,model}.seed.sh need "
+		printf("no corpus files and no seeds "
+		       "(tools/fuzz/seed/fuzz_{container,model}.seed.sh need "
 		       "coli and the container round-trip test built)\n");
 		return 77;
 	}

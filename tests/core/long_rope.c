@@ -4,7 +4,7 @@
  * Each tests/fixtures/long/NAME/ holds a config.json (a primary fixture's with
  * RoPE scaling: YaRN or linear, either dialect) and transformers' float32
  * logits at a few positions of an 8192-token prompt (ref/logits_at.f32,
- * ref/meta.json; tools/make_fixtures.py write_long). The checkpoint is the
+ * ref/meta.json; tools/ref/make_fixtures.py write_long). The checkpoint is the
  * primary's weights with that config, put together in a temporary directory,
  * converted to bf16 and opened with the default --ctx — the model's trained
  * length, which must hold the prompt (8192 from original * factor or
@@ -134,7 +134,7 @@ static int check(const struct longfx *L, const char *coli, const char *gpu, int 
 		return 1;
 	}
 	V = (int)(nref / (size_t)L->n_pos);
-	for (int i = 0; i < n; i++) /* tools/make_fixtures.py long_ids */
+	for (int i = 0; i < n; i++) /* tools/ref/make_fixtures.py long_ids */
 		ids[i] = (int)((7919ll * i + 13) % 1021);
 	got = malloc(sizeof(float) * (size_t)n * V);
 	for (size_t i = 0; got && i < (size_t)n * V; i++)

@@ -8,7 +8,7 @@
  * Last, GLM-4.5's, MiniMax-M2's, DeepSeek-V3.1's, Kimi-K2's and gpt-oss's
  * (harmony, its date fixed as the cases fix strftime_now) formats
  * against jinja2's renderings of their templates (the _cases.jsonl files of
- * tests/fixtures/chat/, tools/chat_jinja_cases.py), with the thinking switch
+ * tests/fixtures/chat/, tools/ref/chat_jinja_cases.py), with the thinking switch
  * left out and off (DeepSeek-V3.1: also on); text only, as the fixture
  * tokenizer lacks their special tokens. Each family is detected from the
  * template text: olmoe's checkpoint with the model's template as its
@@ -133,7 +133,7 @@ static void jinja_case(json_t *c, enum coli_chat_family fam)
 	think = json_object_get(c, "enable_thinking");
 	t.no_think = json_is_false(think);
 	t.think_on = json_is_true(think);
-	strcpy(t.date, "2026-01-02"); /* harmony: tools/chat_jinja_cases.py's HARMONY_DATE */
+	strcpy(t.date, "2026-01-02"); /* harmony: tools/ref/chat_jinja_cases.py's HARMONY_DATE */
 	if (json_array_size(msgs) > 16) {
 		CHECK(0, "%s: a case with more than 16 messages", name);
 		return;

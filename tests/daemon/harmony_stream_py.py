@@ -1,6 +1,6 @@
 """tests/daemon/harmony_stream_py.py — a harmony model (gpt-oss's channels) streams a plain
 completion token by token; only its chat replies are held to the end, where the channels
-are parsed (tools/colid_answer.c, k->held).
+are parsed (tools/colid/colid_answer.c, k->held).
 
 The gpt_oss fixture converted with gpt-oss's chat template (the harmony family), served
 with --debug-token-delay-ms (DELAY_MS before each token) and its EOS ids biased away, so a

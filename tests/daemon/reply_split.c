@@ -1,7 +1,7 @@
 /*
- * tests/daemon/reply_split.c — tools/colid_reply.c (included: the unit under
+ * tests/daemon/reply_split.c — tools/colid/colid_reply.c (included: the unit under
  * test) on the replies of tests/fixtures/chat/reply_cases.jsonl (what the
- * models' templates write; tools/reply_cases.py):
+ * models' templates write; tools/ref/reply_cases.py):
  *   whole   colid_reply_message gives the case's reasoning_content, content
  *           (null beside tool calls when empty) and tool_calls (ids, names,
  *           arguments equal as JSON) with the request's tools; without
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "core/fixture_util.h"
-#include "tools/colid_reply.c"
+#include "tools/colid/colid_reply.c"
 
 static int fails;
 

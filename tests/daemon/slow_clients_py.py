@@ -1,5 +1,5 @@
 """tests/daemon/slow_clients_py.py — clients that trickle their headers
-cannot lock others out (tools/colid_guard.c). colid runs with
+cannot lock others out (tools/colid/colid_guard.c). colid runs with
 --max-connections 8, --max-conn-per-ip 4, --header-timeout 1.5; attackers
 send one header line every 0.25 s and reconnect as soon as they are cut:
   A. 16 connections (2x the limit) from one address, 127.0.0.2

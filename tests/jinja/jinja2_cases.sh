@@ -1,7 +1,7 @@
 #!/bin/sh
 # core/jinja against jinja2 from PyPI (a venv holding jinja2 only,
 # tests/jinja/jinja2_venv), configured as transformers' apply_chat_template
-# configures it (tools/jinja_render_cases.py):
+# configures it (tools/ref/jinja_render_cases.py):
 #  1. tests/fixtures/chat/*_render.jsonl (what jinja/render_cases holds
 #     core/jinja to) are what jinja2 renders today;
 #  2. 300 random conversations a template (3000 renderings over the ten
@@ -16,9 +16,9 @@
 # others; docs/api.md lists the few differences seeds 1 to 40 showed).
 command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
 . "$ROOT/tests/jinja/jinja2_venv" # sets PY
-"$PY" "$ROOT/tools/jinja_render_cases.py" --check || exit 1
+"$PY" "$ROOT/tools/ref/jinja_render_cases.py" --check || exit 1
 seed=${JINJA_SEED:-1}
 echo "random corpora, seed $seed"
-"$PY" "$ROOT/tools/jinja_render_cases.py" --random 300 --random-expr 3000 --seed "$seed" \
+"$PY" "$ROOT/tools/ref/jinja_render_cases.py" --random 300 --random-expr 3000 --seed "$seed" \
 	--out "$TEST_TMP/random" || exit 1
 FIXTURES="$TEST_TMP/random" "$ROOT/$BUILD/tests/jinja/render_cases"

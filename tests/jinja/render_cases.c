@@ -1,7 +1,7 @@
 /*
  * tests/jinja/render_cases.c — core/jinja against jinja2: every line of the
  * tests/fixtures/chat/ *_render.jsonl files (written by
- * tools/jinja_render_cases.py from jinja2 configured as transformers
+ * tools/ref/jinja_render_cases.py from jinja2 configured as transformers
  * configures it; tests/jinja/jinja2_cases.sh checks they are current) is a
  * template (a file of tests/fixtures/chat/ or inline source), a context (the
  * variables apply_chat_template passes: messages, tools,

@@ -1,11 +1,12 @@
 /*
  * tests/text/reply_parse.c — core/text/reply.c on what the models' templates
  * write for an assistant turn (tests/fixtures/chat/reply_cases.jsonl, made by
- * tools/reply_cases.py with jinja2, the request's tools on its first line: GLM-4.5's, MiniMax-M2's,
- * DeepSeek-V3.1's and gpt-oss's templates; Qwen3's Hermes calls and Kimi-K2's sections as their
- * model cards document them): each text parsed back must give the turn's reasoning, content and
- * tool calls (names, and arguments equal as JSON). Then what no template writes: the schema typing
- * GLM's arguments, a reply cut short while thinking, and broken markup left as content.
+ * tools/ref/reply_cases.py with jinja2, the request's tools on its first line: GLM-4.5's,
+ * MiniMax-M2's, DeepSeek-V3.1's and gpt-oss's templates; Qwen3's Hermes calls and Kimi-K2's
+ * sections as their model cards document them): each text parsed back must give the turn's
+ * reasoning, content and tool calls (names, and arguments equal as JSON). Then what no template
+ * writes: the schema typing GLM's arguments, a reply cut short while thinking, and broken markup
+ * left as content.
  */
 #include <jansson.h>
 #include <stdio.h>

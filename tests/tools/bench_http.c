@@ -1,6 +1,6 @@
 /*
  * tests/tools/bench_http.c — `coli bench serve`'s response reader
- * (tools/bench_serve_http.c, included: the unit under test), by round trip:
+ * (tools/bench/serve/bench_serve_http.c, included: the unit under test), by round trip:
  * random event payloads are written as a server-sent event stream (LF or
  * CRLF lines, a payload with a newline written as two data: lines, comments
  * and event:/id: fields between), framed chunked (random chunk sizes, hex in
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/bench_serve_http.c"
+#include "tools/bench/serve/bench_serve_http.c"
 
 #define N_EV 40
 static char g_ev[N_EV][300];
