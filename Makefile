@@ -193,13 +193,15 @@ test: deps
 # GPU tests: every kernel against the CPU reference (they skip without a GPU),
 # then the scheduler's overlap / streaming / fault / CUDA_RELEASE_HOST reload
 # test, which runs on GPU 0 besides the simulated device when there is one,
-# and colid's batch invariance on GPU 0 (tests/daemon/batch_invariance).
+# colid's batch invariance on GPU 0 (tests/daemon/batch_invariance), and
+# forwards of 2..16 tokens planned on GPU 0 (tests/core/plan_grouped).
 test-gpu: deps
 	@$(MAKE) --no-print-directory tests
 	@BUILD=$(BUILD) sh tests/run.sh ptx
 	@BUILD=$(BUILD) sh tests/run.sh core/overlap_release
 	@BUILD=$(BUILD) sh tests/run.sh core/device_faults
 	@COLI_TEST_GPU=1 BUILD=$(BUILD) sh tests/run.sh daemon/batch_invariance
+	@COLI_TEST_GPU=1 BUILD=$(BUILD) sh tests/run.sh core/plan_grouped
 
 # The demo: convert the bundled model on first use, then generate.
 DEMO_HF   ?= models/demo

@@ -285,7 +285,7 @@ struct coli_gpu_moe_plan {
 	int T, K, H, I;
 	const float *rlog; /* [T][E] router logits: route first (coli_route_plan), or NULL */
 	int E, norm;       /* experts (always: pair_expert's bound), norm_topk_prob (with rlog) */
-	int pad_;
+	int xquant; /* activations int8 (q8_0, q4_0, GGUF's block types) or f32 */
 	/* out [P] each pair's expert, or NULL: where gpt-oss's per-expert biases
 	 * are read (the silu's gate/up rows, the down bias after the down GEMV);
 	 * a NaN routing's id E (none left) is written as E - 1, so a bias read
@@ -294,7 +294,7 @@ struct coli_gpu_moe_plan {
 	/* Grouped (gq != NULL; a step of several tokens): the pairs of an expert,
 	 * consecutive in pair order, share its weight loads. The plan gathers
 	 * the tokens' activation rows into pair order, out [P][H] (gq/gd/gqs
-	 * for quantized experts, scale_gu != 0; gf for bf16), and the first pair
+	 * with xquant; gf without), and the first pair
 	 * of every COLI_GPU_MAX_S of an expert's run gets the job of them all
 	 * (S of them, rows from its own), the others' jobs are empty (rows = 0).
 	 * A token's bits are the same either way (a GEMV job's tokens do not

@@ -63,14 +63,14 @@
 # LD_LIBRARY_PATH to their .so files (Debian packages unpacked with dpkg -x).
 #
 # TESTS="..." (both steps) picks the tests: compiled ones (build/tests/...) or
-# scripts (tests/<module>/<name>.sh, run in a scratch directory). The device tool carries at most
+# scripts (tests/<module>/<name>.sh, run in a scratch directory with COLI_TEST_GPU=1). The device tool carries at most
 # 64 MiB with the tracked tree (~46 MB): the tarball is well under that;
 # drop tests a run does not need (placement alone takes ~5 minutes of
 # device time: every family, quantization and KV type).
 set -u
 TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels ptx/host_wait ptx/job_ring ptx/kinds ptx/kv_types ptx/mla core/no_const_h2d
 core/batch_invariance core/graph_replay core/fixture_logits core/fixture_greedy core/forward_argmax core/overlap_release
-core/placement core/device_faults"}
+core/placement core/device_faults core/plan_grouped"}
 
 # ncu_times OUT CMD...: CMD run under ncu (NCU, default /usr/local/cuda/bin/ncu),
 # each kernel launch's GPU time a row of the CSV in OUT (kernels and gaps)
@@ -119,7 +119,7 @@ run)
 		if [ -f "$dir/tests/$t.sh" ]; then # scripts run in a scratch directory
 			s=$(realpath "$dir/tests/$t.sh") c=$(realpath "$dir/coli") r=$PWD
 			mkdir -p "$tmp/w" && (cd "$tmp/w" && COLI=$c FIXTURES=$r/tests/fixtures \
-				ROOT=$r timeout 600 sh "$s") >"$tmp/log" 2>&1
+				ROOT=$r COLI_TEST_GPU=1 timeout 600 sh "$s") >"$tmp/log" 2>&1
 		else
 			TEST_TMP=$tmp FIXTURES=$PWD/tests/fixtures timeout 600 "$dir/tests/$t" \
 				>"$tmp/log" 2>&1

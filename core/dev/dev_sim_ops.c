@@ -544,7 +544,7 @@ int coli_dev_sim_moe_plan(struct coli_dev *d, const struct coli_gpu_moe_plan *a)
 	for (int r = 0; a->gq && r < P; r++) { /* grouped: the rows in pair order */
 		const size_t t = (size_t)a->pair_token[r], b = H / 32;
 
-		if (a->scale_gu) {
+		if (a->xquant) {
 			memcpy(a->gq + r * (size_t)H, a->xq + t * H, (size_t)H);
 			memcpy(a->gd + r * b, a->xd + t * b, b * sizeof(float));
 			memcpy(a->gqs + r * b, a->xqsum + t * b, b * sizeof(int));

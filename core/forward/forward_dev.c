@@ -152,6 +152,7 @@ static int plan_route(struct coli_engine *e, int l, int T, const struct dmat *ro
 	    .down_off = xl->down_off,
 	    .scale_gu = coli_quant_plane_bytes(t, I, H),
 	    .scale_d = coli_quant_plane_bytes(coli_io_expert_down_dtype(xl), H, I),
+	    .xquant = coli_dtype_is_quant(t), /* GGUF's block types too: no scale plane */
 	    .xq = (const signed char *)(uintptr_t)dd->aq,
 	    .xd = (const float *)(uintptr_t)dd->ad,
 	    .xqsum = (const int *)(uintptr_t)dd->aqs,

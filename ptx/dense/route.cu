@@ -220,7 +220,7 @@ static __device__ void plan_gather(const struct coli_gpu_moe_plan &a, const int 
 
 	if (!a.gq)
 		return;
-	if (a.scale_gu) { /* int8 rows, then a float and an int a 32-block */
+	if (a.xquant) { /* int8 rows, then a float and an int a 32-block */
 		const int w = a.H / 16, b = a.H / 32;
 
 		for (int u = r0 * w + threadIdx.x; u < r1 * w; u += blockDim.x)
