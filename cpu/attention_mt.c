@@ -111,7 +111,7 @@ static void share_task(void *arg, int task, int n_tasks)
 		coli_attn8_max_avx2(j->bmax[task / per][0], j->nb, mx);
 		if (g->sink) /* gpt-oss: the sink joins the max */
 			coli_attn8_sink_max(g->sink + u->h0, u->nh, mx);
-		coli_attn8_exp_avx2(u->sc, p0, p1, mx);
+		coli_attn8_exp_avx2(u->sc, u->nh, p0, p1, mx);
 		break;
 	case SUM: /* in position order, by one task a unit */
 		coli_attn8_sum_avx2(u->sc, g->n_pos, j->sum[task]);

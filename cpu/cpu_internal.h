@@ -141,7 +141,7 @@ void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows 
 void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K, int p0, int p1,
                             int hd, float scale, float *sc, float *mx8);
 void coli_attn8_max_avx2(const float *maxes, int n, float *mx8);
-void coli_attn8_exp_avx2(float *sc, int p0, int p1, const float *mx8);
+void coli_attn8_exp_avx2(float *sc, int nh, int p0, int p1, const float *mx8);
 void coli_attn8_sum_avx2(const float *sc, int n_pos, float *sum8);
 void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8);
 /* Sinks (sink [nh], the free lanes repeating the last): each lane's max

@@ -150,8 +150,10 @@ static inline __m256 fold8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4
 	             c3 = FOLD_HALVES(a6, a7);
 #undef FOLD_HALVES
 	/* [(0+4)+(2+6), (1+5)+(3+7) of heads 4h, 4h+2 | 4h+1, 4h+3] */
-	const __m256 d0 = _mm256_add_ps(_mm256_shuffle_ps(c0, c1, 0x44), _mm256_shuffle_ps(c0, c1, 0xee)),
-	             d1 = _mm256_add_ps(_mm256_shuffle_ps(c2, c3, 0x44), _mm256_shuffle_ps(c2, c3, 0xee));
+	const __m256 d0 = _mm256_add_ps(_mm256_shuffle_ps(c0, c1, 0x44),
+	                                _mm256_shuffle_ps(c0, c1, 0xee)),
+	             d1 = _mm256_add_ps(_mm256_shuffle_ps(c2, c3, 0x44),
+	                                _mm256_shuffle_ps(c2, c3, 0xee));
 
 	/* heads 0 2 4 6 | 1 3 5 7, then in order */
 	return _mm256_permutevar8x32_ps(
@@ -208,8 +210,10 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 		               *kb1 = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p + 1);
 		const __m256 f = _mm256_mul_ps(scores2x4(qh, kb0, kb1, hd), vscale);
 		/* each spread to its row, the free lanes repeating head 3 */
-		const __m256 s0 = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 1, 2, 3, 3, 3, 3, 3)),
-		             s1 = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(4, 5, 6, 7, 7, 7, 7, 7));
+		const __m256 s0 = _mm256_permutevar8x32_ps(
+		                 f, _mm256_setr_epi32(0, 1, 2, 3, 3, 3, 3, 3)),
+		             s1 = _mm256_permutevar8x32_ps(
+		                 f, _mm256_setr_epi32(4, 5, 6, 7, 7, 7, 7, 7));
 
 		if (pf && p + 1 + KV_PF_AHEAD < p1) {
 			kv_prefetch(K, (size_t)(p + KV_PF_AHEAD), 0, hd);
@@ -282,12 +286,27 @@ void coli_attn8_max_avx2(const float *maxes, int n, float *mx8)
 	_mm256_storeu_ps(mx8, mx);
 }
 
-/* exp(score - max) of positions [p0, p1), coli_expf's bits (expf8). */
-void coli_attn8_exp_avx2(float *sc, int p0, int p1, const float *mx8)
+/* exp(score - max) of positions [p0, p1), coli_expf's bits (expf8). Four
+ * heads or fewer: two positions' four lanes in one expf8, spread back with
+ * lanes 4-7 repeating head 3 (the same values their own exps give). */
+void coli_attn8_exp_avx2(float *sc, int nh, int p0, int p1, const float *mx8)
 {
 	const __m256 mx = _mm256_loadu_ps(mx8);
+	int p = p0;
 
-	for (int p = p0; p < p1; p++)
+	for (; nh <= 4 && p + 2 <= p1; p += 2) {
+		float *s = sc + (size_t)p * 8;
+		const __m256 m4 = _mm256_permute2f128_ps(mx, mx, 0x00), /* lanes 0-3 twice */
+		    x = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(s)),
+		                             _mm_loadu_ps(s + 8), 1),
+		             e = expf8(_mm256_sub_ps(x, m4));
+
+		_mm256_storeu_ps(
+		    s, _mm256_permutevar8x32_ps(e, _mm256_setr_epi32(0, 1, 2, 3, 3, 3, 3, 3)));
+		_mm256_storeu_ps(
+		    s + 8, _mm256_permutevar8x32_ps(e, _mm256_setr_epi32(4, 5, 6, 7, 7, 7, 7, 7)));
+	}
+	for (; p < p1; p++)
 		_mm256_storeu_ps(sc + (size_t)p * 8,
 		                 expf8(_mm256_sub_ps(_mm256_loadu_ps(sc + (size_t)p * 8), mx)));
 }
@@ -375,8 +394,8 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 		_mm256_storeu_ps(&at[0][b], a00), _mm256_storeu_ps(&at[1][b], a10);                \
 		_mm256_storeu_ps(&at[2][b], a20), _mm256_storeu_ps(&at[3][b], a30);                \
 	}
-#define LOAD_BF16(p, i) bf16x8(vb[(p) - t0] + (i))
-#define LOAD_F32(p, i)  _mm256_loadu_ps(vr[(p) - t0] + (i))
+#define LOAD_BF16(p, i) bf16x8(vb[(p)-t0] + (i))
+#define LOAD_F32(p, i)  _mm256_loadu_ps(vr[(p)-t0] + (i))
 		if (wide) {
 			OUT4_16(LOAD_BF16)
 		} else {
@@ -388,7 +407,8 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 #undef OUT4_FMA
 		for (; b < w; b++) /* a last few dims, one at a time */
 			for (int p = t0; p < t1; p++) {
-				const float v = wide ? coli_bf16_to_f32(vb[p - t0][b]) : vr[p - t0][b];
+				const float v =
+				    wide ? coli_bf16_to_f32(vb[p - t0][b]) : vr[p - t0][b];
 
 				for (int h = 0; h < 4; h++)
 					at[h][b] = fmaf(sc[(size_t)p * 8 + h], v, at[h][b]);
@@ -568,7 +588,7 @@ void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows 
 		coli_attn8_scores_avx2(q + (size_t)h * hd, nh, K, 0, n_pos, hd, scale, sc, mx);
 		if (sink)
 			coli_attn8_sink_max(sink + h, nh, mx);
-		coli_attn8_exp_avx2(sc, 0, n_pos, mx);
+		coli_attn8_exp_avx2(sc, nh, 0, n_pos, mx);
 		coli_attn8_sum_avx2(sc, n_pos, sum);
 		if (sink)
 			coli_attn8_sink_sum(sink + h, nh, mx, sum);

@@ -285,7 +285,7 @@ struct coli_gpu_moe_plan {
 	int T, K, H, I;
 	const float *rlog; /* [T][E] router logits: route first (coli_route_plan), or NULL */
 	int E, norm;       /* experts (always: pair_expert's bound), norm_topk_prob (with rlog) */
-	int xquant; /* activations int8 (q8_0, q4_0, GGUF's block types) or f32 */
+	int xquant;        /* activations int8 (q8_0, q4_0, GGUF's block types) or f32 */
 	/* out [P] each pair's expert, or NULL: where gpt-oss's per-expert biases
 	 * are read (the silu's gate/up rows, the down bias after the down GEMV);
 	 * a NaN routing's id E (none left) is written as E - 1, so a bias read

@@ -40,7 +40,8 @@ static void cache_fill(struct cache *c, int kt, int vt)
 	float x[NKV * g_hd];
 
 	c->kt = kt, c->vt = vt;
-	c->kb = coli_kv_row_bytes(kt, NKV * g_hd, NKV), c->vb = coli_kv_row_bytes(vt, NKV * g_hd, NKV);
+	c->kb = coli_kv_row_bytes(kt, NKV * g_hd, NKV),
+	c->vb = coli_kv_row_bytes(vt, NKV * g_hd, NKV);
 	c->K = xmalloc(c->kb * N_POS), c->V = xmalloc(c->vb * N_POS);
 	for (int p = 0; p < N_POS; p++) {
 		for (int i = 0; i < NKV * g_hd; i++)
