@@ -292,13 +292,13 @@ void coli_attn8_max_avx2(const float *maxes, int n, float *mx8)
 void coli_attn8_exp_avx2(float *sc, int nh, int p0, int p1, const float *mx8)
 {
 	const __m256 mx = _mm256_loadu_ps(mx8);
+	const __m256 m4 = _mm256_permute2f128_ps(mx, mx, 0x00); /* lanes 0-3 twice */
 	int p = p0;
 
 	for (; nh <= 4 && p + 2 <= p1; p += 2) {
 		float *s = sc + (size_t)p * 8;
-		const __m256 m4 = _mm256_permute2f128_ps(mx, mx, 0x00), /* lanes 0-3 twice */
-		    x = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(s)),
-		                             _mm_loadu_ps(s + 8), 1),
+		const __m256 x = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(s)),
+		                                      _mm_loadu_ps(s + 8), 1),
 		             e = expf8(_mm256_sub_ps(x, m4));
 
 		_mm256_storeu_ps(
