@@ -514,6 +514,44 @@ void coli_attn8_sink_sum(const float *sink, int nh, const float *mx8, float *sum
  * written, cpu/attn_head.h): a score's eight chains are one vector's lanes,
  * eight positions' exps one expf8, an output's sums the lanes of vectors of
  * dims; the softmax sum and each division stay scalar, in the same order. */
+/* One head's outputs over bf16 value rows [t0, t1) (a tile inside one
+ * COLI_ATTN_OUT_BLOCK): b[i] = fma(w[p], v_p[i], b[i]) in position order,
+ * 64 dims in registers at a time (vd a multiple of 8). */
+static void head_out_bf16(const float *w, const struct coli_kv_rows *V, int t0, int t1, int vd,
+                          float *b)
+{
+	int i = 0;
+
+	for (; i + 64 <= vd; i += 64) {
+		__m256 a0 = _mm256_loadu_ps(b + i), a1 = _mm256_loadu_ps(b + i + 8),
+		       a2 = _mm256_loadu_ps(b + i + 16), a3 = _mm256_loadu_ps(b + i + 24),
+		       a4 = _mm256_loadu_ps(b + i + 32), a5 = _mm256_loadu_ps(b + i + 40),
+		       a6 = _mm256_loadu_ps(b + i + 48), a7 = _mm256_loadu_ps(b + i + 56);
+
+		for (int p = t0; p < t1; p++) {
+			const uint16_t *v = (const uint16_t *)coli_kv_rows_ptr(V, (size_t)p) + i;
+			const __m256 wp = _mm256_set1_ps(w[p]);
+
+#define HEAD_OUT(k) a##k = _mm256_fmadd_ps(wp, bf16x8(v + 8 * k), a##k)
+			HEAD_OUT(0), HEAD_OUT(1), HEAD_OUT(2), HEAD_OUT(3);
+			HEAD_OUT(4), HEAD_OUT(5), HEAD_OUT(6), HEAD_OUT(7);
+#undef HEAD_OUT
+		}
+		_mm256_storeu_ps(b + i, a0), _mm256_storeu_ps(b + i + 8, a1);
+		_mm256_storeu_ps(b + i + 16, a2), _mm256_storeu_ps(b + i + 24, a3);
+		_mm256_storeu_ps(b + i + 32, a4), _mm256_storeu_ps(b + i + 40, a5);
+		_mm256_storeu_ps(b + i + 48, a6), _mm256_storeu_ps(b + i + 56, a7);
+	}
+	for (; i < vd; i += 8) { /* a last few vectors, one at a time */
+		__m256 a = _mm256_loadu_ps(b + i);
+
+		for (int p = t0; p < t1; p++)
+			a = _mm256_fmadd_ps(_mm256_set1_ps(w[p]),
+			                    bf16x8((const uint16_t *)coli_kv_rows_ptr(V, (size_t)p) + i), a);
+		_mm256_storeu_ps(b + i, a);
+	}
+}
+
 void coli_attention_head_avx2(const float *q, const struct coli_kv_rows *K,
                               const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
                               float sink, float *scores, float *out)
@@ -526,7 +564,39 @@ void coli_attention_head_avx2(const float *q, const struct coli_kv_rows *K,
 	float mx = -INFINITY, sum = 0, kt[hd], vt[vd], acc[vd], blk[vd];
 	int p = 0;
 
-	for (p = 0; p < n_pos; p++) {
+	if (K->type == COLI_KV_BF16) { /* eight positions a step, one a vector's lanes */
+		__m256 m8 = _mm256_set1_ps(-INFINITY);
+		float ml[8];
+
+		for (; p + 8 <= n_pos; p += 8) {
+			const uint16_t *kb[8];
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
+			       a6 = a0, a7 = a0;
+
+			for (int j = 0; j < 8; j++) {
+				kb[j] = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)(p + j));
+				if (kpf && p + j + KV_PF_AHEAD < n_pos)
+					kv_prefetch(K, (size_t)(p + j + KV_PF_AHEAD), 0, hd);
+			}
+			for (int i = 0; i < hd; i += 8) {
+				const __m256 qv = _mm256_loadu_ps(q + i);
+
+#define HEAD_FMA(j) a##j = _mm256_fmadd_ps(qv, bf16x8(kb[j] + i), a##j)
+				HEAD_FMA(0), HEAD_FMA(1), HEAD_FMA(2), HEAD_FMA(3);
+				HEAD_FMA(4), HEAD_FMA(5), HEAD_FMA(6), HEAD_FMA(7);
+#undef HEAD_FMA
+			}
+			const __m256 s = _mm256_mul_ps(fold8(a0, a1, a2, a3, a4, a5, a6, a7),
+			                               _mm256_set1_ps(scale));
+
+			_mm256_storeu_ps(scores + p, s);
+			m8 = _mm256_max_ps(s, m8); /* s > m ? s : m, the scalar's test */
+		}
+		_mm256_storeu_ps(ml, m8);
+		for (int j = 0; j < 8; j++)
+			mx = ml[j] > mx ? ml[j] : mx;
+	}
+	for (; p < n_pos; p++) {
 		const float *k = kv_row(K, (size_t)p, 0, hd, kt);
 		__m256 a = _mm256_setzero_ps();
 		float l[8];
@@ -551,14 +621,30 @@ void coli_attention_head_avx2(const float *q, const struct coli_kv_rows *K,
 		sum += scores[p];
 	if (sink != -INFINITY)
 		sum += expf_steps(sink - mx);
+	for (p = 0; p + 8 <= n_pos; p += 8) /* the weights: each exp over the sum */
+		_mm256_storeu_ps(scores + p,
+		                 _mm256_div_ps(_mm256_loadu_ps(scores + p), _mm256_set1_ps(sum)));
+	for (; p < n_pos; p++)
+		scores[p] /= sum;
 	for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK) {
 		const int p1 = n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
 		float *b = p0 ? blk : acc;
 
 		memset(b, 0, sizeof(acc));
+		if (V->type == COLI_KV_BF16) { /* tiles of positions, 64 dims in registers */
+			for (int t0 = p0; t0 < p1; t0 += ATT_TILE) {
+				const int t1 = p1 - t0 < ATT_TILE ? p1 : t0 + ATT_TILE;
+
+				for (p = t0; p < t1; p++)
+					if (vpf && p + KV_PF_AHEAD < n_pos)
+						kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), 0, vd);
+				head_out_bf16(scores, V, t0, t1, vd, b);
+			}
+			goto block_done;
+		}
 		for (p = p0; p < p1; p++) {
 			const float *v = kv_row(V, (size_t)p, 0, vd, vt);
-			const __m256 w = _mm256_set1_ps(scores[p] / sum);
+			const __m256 w = _mm256_set1_ps(scores[p]);
 
 			if (vpf && p + KV_PF_AHEAD < n_pos)
 				kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), 0, vd);
@@ -566,6 +652,7 @@ void coli_attention_head_avx2(const float *q, const struct coli_kv_rows *K,
 				_mm256_storeu_ps(b + i, _mm256_fmadd_ps(w, _mm256_loadu_ps(v + i),
 				                                        _mm256_loadu_ps(b + i)));
 		}
+	block_done:
 		if (p0)
 			coli_attn8_fold_avx2(acc, blk, vd);
 	}
