@@ -546,8 +546,9 @@ static void head_out_bf16(const float *w, const struct coli_kv_rows *V, int t0, 
 		__m256 a = _mm256_loadu_ps(b + i);
 
 		for (int p = t0; p < t1; p++)
-			a = _mm256_fmadd_ps(_mm256_set1_ps(w[p]),
-			                    bf16x8((const uint16_t *)coli_kv_rows_ptr(V, (size_t)p) + i), a);
+			a = _mm256_fmadd_ps(
+			    _mm256_set1_ps(w[p]),
+			    bf16x8((const uint16_t *)coli_kv_rows_ptr(V, (size_t)p) + i), a);
 		_mm256_storeu_ps(b + i, a);
 	}
 }
@@ -570,8 +571,8 @@ void coli_attention_head_avx2(const float *q, const struct coli_kv_rows *K,
 
 		for (; p + 8 <= n_pos; p += 8) {
 			const uint16_t *kb[8];
-			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
-			       a6 = a0, a7 = a0;
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0,
+			       a5 = a0, a6 = a0, a7 = a0;
 
 			for (int j = 0; j < 8; j++) {
 				kb[j] = (const uint16_t *)coli_kv_rows_ptr(K, (size_t)(p + j));
