@@ -1,7 +1,7 @@
 /*
  * cpu/attn_head.h — the steps of coli_expf and of one attention head over a
  * (typed) KV cache, as static inline functions that cpu/ops.c compiles for
- * any x86-64 (fmaf a libm call) and cpu/ops_avx2.c with hardware fma: fmaf
+ * any x86-64 (fmaf a libm call) and cpu/attn/attention_avx2.c with hardware fma: fmaf
  * is one IEEE rounding either way, so both copies give the same bits, and a
  * host with AVX2 runs the fast one. And the prefetch the attention kernels
  * issue ahead of a strided walk over the cache's rows.

@@ -355,7 +355,7 @@ void coli_attention_group_kv(const float *q, int G, const struct coli_kv_rows *K
  * COLI_ATTN_OUT_BLOCK positions in order, the blocks' sums then added in
  * order (threads take blocks of a long context: coli_attention_groups_mt).
  * fmaf and coli_expf are exact IEEE steps, so the AVX2 lanes give the same
- * bits (cpu/ops_avx2.c). */
+ * bits (cpu/attn/attention_avx2.c). */
 #define COLI_ATTN_OUT_BLOCK 256
 void coli_attention_head(const float *q, const float *K, const float *V, int n_pos, int stride,
                          int hd, int vd, float scale, float *scores, float *out);

@@ -135,7 +135,7 @@ void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows 
                                const float *sink, float *sc, float *out);
 /* Its steps for eight heads (nh <= 8 of them real) over a share of the
  * positions [p0, p1) or of the outputs [i0, i1), any split giving the same
- * bits (cpu/ops_avx2.c; coli_attention_groups_mt runs them across a pool):
+ * bits (cpu/attn/attention_avx2.c; coli_attention_groups_mt runs them across a pool):
  * scores and their max, the max over shares' maxes, exp, the sum of all
  * exps (in position order), the weights, outputs by blocks of positions. */
 void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K, int p0, int p1,

@@ -288,7 +288,7 @@ void coli_attention_head_sink(const float *q, const float *K, const float *V, in
 }
 
 /* One head's steps (cpu/attn_head.h): with AVX2 its copy compiled with
- * hardware fma (cpu/ops_avx2.c), else this one (fmaf from libm); the same
+ * hardware fma (cpu/attn/attention_avx2.c), else this one (fmaf from libm); the same
  * bits. */
 void coli_attention_head_kv(const float *q, const struct coli_kv_rows *K,
                             const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,

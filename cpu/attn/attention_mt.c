@@ -1,11 +1,11 @@
 /*
- * cpu/attention_mt.c — a few GQA groups' attention across the thread pool,
+ * cpu/attn/attention_mt.c — a few GQA groups' attention across the thread pool,
  * each with coli_attention_group's bits.
  *
  * At decode a token has one group per key/value head (four for qwen3-30b):
  * one task a group leaves most of sixteen threads idle, and at long context
  * each group is long (its keys, values and one exp per position and
- * head). With AVX2 the group's steps (cpu/ops_avx2.c) run as six rounds
+ * head). With AVX2 the group's steps (cpu/attn/attention_avx2.c) run as six rounds
  * over shares instead: scores by blocks of positions (each block's max
  * kept), exp by blocks (the max over the blocks' maxes first), the sum of
  * the exps (in position order: one task a unit of eight heads), the weights
