@@ -143,6 +143,9 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 		qh[h] = q + (size_t)(h < nh ? h : nh - 1) * hd;
 	/* bf16 rows whole vectors: widened in registers, not through kt */
 	const int wide = K->type == COLI_KV_BF16 && h8 == hd, pf = kv_strided(K, hd);
+	/* q8 rows of one scale (a kv head's segment): widened and scaled in
+	 * registers, kv_row's product */
+	const int q8w = K->type == COLI_KV_Q8 && h8 == hd && K->seg >= hd;
 
 	int p = p0;
 
@@ -169,7 +172,11 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 	}
 	for (; p < p1; p++) {
 		const uint16_t *kb = wide ? (const uint16_t *)coli_kv_rows_ptr(K, (size_t)p) : NULL;
-		const float *k = wide ? NULL : kv_row(K, p, 0, hd, kt);
+		const signed char *kq =
+		    q8w ? (const signed char *)coli_kv_rows_ptr(K, (size_t)p) : NULL;
+		const float *k = wide || q8w ? NULL : kv_row(K, p, 0, hd, kt);
+		const __m256 ks =
+		    _mm256_set1_ps(q8w ? *(const float *)((const char *)kq + K->soff) : 0);
 		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
 		       a6 = a0, a7 = a0, s;
 
@@ -185,15 +192,24 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 		if (more)                                                                          \
 			SC_FMA(4), SC_FMA(5), SC_FMA(6), SC_FMA(7);                                \
 	}
-		/* four heads or fewer: heads 4-7 repeat head 3, the last */
+			/* four heads or fewer: heads 4-7 repeat head 3, the last */
+#define Q8X8(i)                                                                                    \
+	_mm256_mul_ps(_mm256_cvtepi32_ps(                                                          \
+	                  _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(kq + (i))))),     \
+	              ks)
 		if (wide && nh <= 4)
 			SC_DIMS(bf16x8(kb + i), 0)
 		else if (wide)
 			SC_DIMS(bf16x8(kb + i), 1)
+		else if (q8w && nh <= 4)
+			SC_DIMS(Q8X8(i), 0)
+		else if (q8w)
+			SC_DIMS(Q8X8(i), 1)
 		else if (nh <= 4)
 			SC_DIMS(_mm256_loadu_ps(k + i), 0)
 		else
 			SC_DIMS(_mm256_loadu_ps(k + i), 1)
+#undef Q8X8
 #undef SC_DIMS
 #undef SC_FMA
 		if (nh <= 4)
