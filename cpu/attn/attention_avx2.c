@@ -378,16 +378,17 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 			acc[i * 8 + h] = at[h < 4 ? h : 3][i];
 }
 
-/* The same sums for eight heads over bf16 rows: eight dims of the eight
- * heads (eight vectors) over a tile at a time, the rows widened in
- * registers instead of decoded into a tile (each output the same chain of
- * fmas in the same order). at: [8][w]. */
-static void out8_bf16(const float *sc, const struct coli_kv_rows *V, int p0, int p1, int i0, int w,
+/* The same sums for eight heads over bf16 rows, or q8 rows whose dims
+ * [i0, i0 + w) share one scale: eight dims of the eight heads (eight
+ * vectors) over a tile at a time, the rows widened (and scaled: the
+ * decode's product) in registers instead of decoded into a tile (each
+ * output the same chain of fmas in the same order). at: [8][w]. */
+static void out8_wide(const float *sc, const struct coli_kv_rows *V, int p0, int p1, int i0, int w,
                       float *acc)
 {
-	const int pf = kv_strided(V, w);
-	float at[8][w];
-	const uint16_t *vb[ATT_TILE];
+	const int pf = kv_strided(V, w), q8 = V->type == COLI_KV_Q8;
+	float at[8][w], vs[ATT_TILE];
+	const char *vp[ATT_TILE];
 
 	memset(at, 0, sizeof(at));
 	for (int t0 = p0; t0 < p1; t0 += ATT_TILE) {
@@ -395,33 +396,45 @@ static void out8_bf16(const float *sc, const struct coli_kv_rows *V, int p0, int
 		int b = 0;
 
 		for (int p = t0; p < t1; p++) {
+			const char *row = coli_kv_rows_ptr(V, (size_t)p);
+
 			if (pf && p + KV_PF_AHEAD < p1)
 				kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), i0, w);
-			vb[p - t0] = (const uint16_t *)coli_kv_rows_ptr(V, (size_t)p) + i0;
+			vp[p - t0] = row + (size_t)i0 * (q8 ? 1 : 2);
+			vs[p - t0] = q8 ? ((const float *)(row + V->soff))[i0 / V->seg] : 0;
 		}
-		for (; b + 8 <= w; b += 8) {
-			__m256 a0 = _mm256_loadu_ps(&at[0][b]), a1 = _mm256_loadu_ps(&at[1][b]),
-			       a2 = _mm256_loadu_ps(&at[2][b]), a3 = _mm256_loadu_ps(&at[3][b]),
-			       a4 = _mm256_loadu_ps(&at[4][b]), a5 = _mm256_loadu_ps(&at[5][b]),
-			       a6 = _mm256_loadu_ps(&at[6][b]), a7 = _mm256_loadu_ps(&at[7][b]);
-
-			for (int p = t0; p < t1; p++) {
-				const float *wp = sc + (size_t)p * 8;
-				const __m256 v = bf16x8(vb[p - t0] + b);
-
 #define OUT8_FMA(h) a##h = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + h), v, a##h)
-				OUT8_FMA(0), OUT8_FMA(1), OUT8_FMA(2), OUT8_FMA(3);
-				OUT8_FMA(4), OUT8_FMA(5), OUT8_FMA(6), OUT8_FMA(7);
-#undef OUT8_FMA
-			}
-			_mm256_storeu_ps(&at[0][b], a0), _mm256_storeu_ps(&at[1][b], a1);
-			_mm256_storeu_ps(&at[2][b], a2), _mm256_storeu_ps(&at[3][b], a3);
-			_mm256_storeu_ps(&at[4][b], a4), _mm256_storeu_ps(&at[5][b], a5);
-			_mm256_storeu_ps(&at[6][b], a6), _mm256_storeu_ps(&at[7][b], a7);
+#define OUT8(load)                                                                                 \
+	for (; b + 8 <= w; b += 8) {                                                               \
+		__m256 a0 = _mm256_loadu_ps(&at[0][b]), a1 = _mm256_loadu_ps(&at[1][b]),           \
+		       a2 = _mm256_loadu_ps(&at[2][b]), a3 = _mm256_loadu_ps(&at[3][b]),           \
+		       a4 = _mm256_loadu_ps(&at[4][b]), a5 = _mm256_loadu_ps(&at[5][b]),           \
+		       a6 = _mm256_loadu_ps(&at[6][b]), a7 = _mm256_loadu_ps(&at[7][b]);           \
+		for (int p = t0; p < t1; p++) {                                                    \
+			const float *wp = sc + (size_t)p * 8;                                      \
+			const __m256 v = (load);                                                   \
+			OUT8_FMA(0), OUT8_FMA(1), OUT8_FMA(2), OUT8_FMA(3);                        \
+			OUT8_FMA(4), OUT8_FMA(5), OUT8_FMA(6), OUT8_FMA(7);                        \
+		}                                                                                  \
+		_mm256_storeu_ps(&at[0][b], a0), _mm256_storeu_ps(&at[1][b], a1);                  \
+		_mm256_storeu_ps(&at[2][b], a2), _mm256_storeu_ps(&at[3][b], a3);                  \
+		_mm256_storeu_ps(&at[4][b], a4), _mm256_storeu_ps(&at[5][b], a5);                  \
+		_mm256_storeu_ps(&at[6][b], a6), _mm256_storeu_ps(&at[7][b], a7);                  \
+	}
+		if (q8) {
+			OUT8(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+			                       _mm_loadl_epi64((const __m128i *)(vp[p - t0] + b)))),
+			                   _mm256_set1_ps(vs[p - t0])))
+		} else {
+			OUT8(bf16x8((const uint16_t *)vp[p - t0] + b))
 		}
+#undef OUT8
+#undef OUT8_FMA
 		for (; b < w; b++) /* a last few dims, one at a time */
 			for (int p = t0; p < t1; p++) {
-				const float v = coli_bf16_to_f32(vb[p - t0][b]);
+				const float v =
+				    q8 ? (float)((const signed char *)vp[p - t0])[b] * vs[p - t0]
+				       : coli_bf16_to_f32(((const uint16_t *)vp[p - t0])[b]);
 
 				for (int h = 0; h < 8; h++)
 					at[h][b] = fmaf(sc[(size_t)p * 8 + h], v, at[h][b]);
@@ -443,8 +456,9 @@ void coli_attn8_out_avx2(const float *sc, int nh, const struct coli_kv_rows *V, 
 		out4(sc, V, p0, p1, i0, w, acc);
 		return;
 	}
-	if (V->type == COLI_KV_BF16) {
-		out8_bf16(sc, V, p0, p1, i0, w, acc);
+	if (V->type == COLI_KV_BF16 ||
+	    (V->type == COLI_KV_Q8 && i0 / V->seg == (i0 + w - 1) / V->seg)) {
+		out8_wide(sc, V, p0, p1, i0, w, acc);
 		return;
 	}
 	/* a tile's decoded rows within 16 KB (MLA's 512 dims: 8 positions) */
