@@ -300,15 +300,18 @@ void coli_attn8_div_avx2(float *sc, int p0, int p1, const float *sum8)
  * heads' weights broadcast and the dims in lanes, sixteen dims of the four
  * heads (eight vectors) over a tile at a time, so no lane repeats a head's
  * work. Each output is the same chain of fmas in the same order, its bits
- * the eight-lane form's; bf16 rows are widened in registers. at: [4][w]. */
+ * the eight-lane form's; bf16 rows, and q8 rows of one scale, are widened
+ * in registers. at: [4][w]. */
 static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, int i0, int w,
                  float *acc)
 {
-	const int pf = kv_strided(V, w), wide = V->type == COLI_KV_BF16;
+	const int pf = kv_strided(V, w), wide = V->type == COLI_KV_BF16,
+	          q8w = V->type == COLI_KV_Q8 && i0 / V->seg == (i0 + w - 1) / V->seg;
 	const int tile = w * ATT_TILE > 4096 ? (4096 / w > 1 ? 4096 / w : 1) : ATT_TILE;
-	float at[4][w], vt[wide ? 1 : tile * w];
+	float at[4][w], vt[wide || q8w ? 1 : tile * w], vs[ATT_TILE];
 	const float *vr[ATT_TILE];
 	const uint16_t *vb[ATT_TILE];
+	const signed char *vq[ATT_TILE]; /* q8 rows of one scale, vs */
 
 	memset(at, 0, sizeof(at));
 	for (int t0 = p0; t0 < p1; t0 += tile) {
@@ -318,9 +321,14 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 		for (int p = t0; p < t1; p++) {
 			if (pf && p + KV_PF_AHEAD < p1)
 				kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), i0, w);
-			if (wide)
+			if (wide) {
 				vb[p - t0] = (const uint16_t *)coli_kv_rows_ptr(V, (size_t)p) + i0;
-			else
+			} else if (q8w) {
+				const char *row = coli_kv_rows_ptr(V, (size_t)p);
+
+				vq[p - t0] = (const signed char *)row + i0;
+				vs[p - t0] = ((const float *)(row + V->soff))[i0 / V->seg];
+			} else
 				vr[p - t0] = kv_row(V, p, i0, w, vt + (size_t)(p - t0) * w);
 		}
 		/* sixteen dims (then eight) of the four heads in named registers */
@@ -355,19 +363,27 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 	}
 #define LOAD_BF16(p, i) bf16x8(vb[(p)-t0] + (i))
 #define LOAD_F32(p, i)  _mm256_loadu_ps(vr[(p)-t0] + (i))
+#define LOAD_Q8(p, i)                                                                              \
+	_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(                                     \
+	                  _mm_loadl_epi64((const __m128i *)(vq[(p)-t0] + (i))))),                  \
+	              _mm256_set1_ps(vs[(p)-t0]))
 		if (wide) {
 			OUT4_16(LOAD_BF16)
+		} else if (q8w) {
+			OUT4_16(LOAD_Q8)
 		} else {
 			OUT4_16(LOAD_F32)
 		}
+#undef LOAD_Q8
 #undef LOAD_F32
 #undef LOAD_BF16
 #undef OUT4_16
 #undef OUT4_FMA
 		for (; b < w; b++) /* a last few dims, one at a time */
 			for (int p = t0; p < t1; p++) {
-				const float v =
-				    wide ? coli_bf16_to_f32(vb[p - t0][b]) : vr[p - t0][b];
+				const float v = wide  ? coli_bf16_to_f32(vb[p - t0][b])
+				                : q8w ? (float)vq[p - t0][b] * vs[p - t0]
+				                      : vr[p - t0][b];
 
 				for (int h = 0; h < 4; h++)
 					at[h][b] = fmaf(sc[(size_t)p * 8 + h], v, at[h][b]);
