@@ -10,7 +10,9 @@
  * gpt-oss's sinks (g_sink): all of the above again with a sink per head.
  * MLA's latent form (check_latent): keys and values one row [kl + r] (K = V,
  * key dims kl + r, value dims the first kl), every ISA and pool split giving
- * the per-head bits, and those within 1e-5 of a double softmax over the rows.
+ * the per-head bits, and those within 1e-5 of a double softmax over the rows;
+ * and over the q8 cache's latent rows (two scales a row), the scalar ISA's
+ * per-head bits.
  */
 #include "helpers.h"
 
@@ -196,6 +198,71 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
  * `threads`: each head's bits are coli_attention_head's with hd = kl + r and
  * vd = kl, and within 1e-5 (relative to max |out|) of softmax(q . row *
  * scale) . row[:kl] in double. */
+/* The same rows in the q8 cache's layout (two scales a row: c_kv's kl
+ * values, then k_pe's r): every head's bits through a pool equal
+ * coli_attention_head_kv's on the scalar ISA over the same typed rows. */
+static int check_latent_q8(coli_cpu_pool_t *pool, int threads, int T, int G, int kl, int r,
+                           int n_pos)
+{
+	const int kr = kl + r;
+	const size_t rb = coli_kv_row_bytes(COLI_KV_Q8, kr, 2),
+	             slot = coli_attn_slot_floats(n_pos, kl);
+	char *C = xmalloc(rb * n_pos);
+	float *x = xmalloc(sizeof(float) * kr), *q = xmalloc(sizeof(float) * T * G * kr);
+	float *want = xmalloc(sizeof(float) * T * G * kl),
+	      *got = xmalloc(sizeof(float) * T * G * kl);
+	float *sc = xmalloc(sizeof(float) * slot * threads), scale = 1.0f / sqrtf((float)kr);
+	struct coli_attn_group g[8] = {0};
+	const enum coli_cpu_isa isa = coli_cpu_isa();
+	size_t off;
+	int soff, fails = 0;
+
+	coli_kv_seg_offsets(COLI_KV_Q8, kr, 0, kl, &off, &soff);
+	for (int p = 0; p < n_pos; p++) {
+		for (int i = 0; i < kr; i++)
+			x[i] = rng_normalish();
+		coli_kv_row_store(COLI_KV_Q8, C + rb * p, x, kr, kl);
+	}
+	for (int i = 0; i < T * G * kr; i++)
+		q[i] = rng_normalish();
+	const struct coli_kv_rows rows = {
+	    .p = C, .stride = rb, .type = COLI_KV_Q8, .soff = soff, .seg = kl};
+
+	coli_cpu_isa_force(COLI_CPU_ISA_SCALAR);
+	for (int t = 0; t < T; t++) {
+		const int np = n_pos - T + 1 + t;
+
+		for (int h = 0; h < G; h++)
+			coli_attention_head_kv(q + ((size_t)t * G + h) * kr, &rows, &rows, np, kr,
+			                       kl, scale, -INFINITY, sc,
+			                       want + ((size_t)t * G + h) * kl);
+		g[t] = (struct coli_attn_group){.q = q + (size_t)t * G * kr,
+		                                .K = C,
+		                                .V = C,
+		                                .out = got + (size_t)t * G * kl,
+		                                .G = G,
+		                                .n_pos = np,
+		                                .kt = COLI_KV_Q8,
+		                                .vt = COLI_KV_Q8,
+		                                .kstride = rb,
+		                                .vstride = rb,
+		                                .ksoff = soff,
+		                                .vsoff = soff,
+		                                .seg = kl};
+	}
+	coli_cpu_isa_force(isa);
+	poison(got, (size_t)T * G * kl);
+	coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, sc, slot, threads);
+	if (memcmp(want, got, sizeof(float) * T * G * kl)) {
+		fprintf(stderr,
+		        "latent q8: %d threads, T %d, G %d, kl %d, r %d, %d positions: differ\n",
+		        threads, T, G, kl, r, n_pos);
+		fails++;
+	}
+	free(C), free(x), free(q), free(want), free(got), free(sc);
+	return fails;
+}
+
 static int check_latent(coli_cpu_pool_t *pool, int threads, int T, int G, int kl, int r, int n_pos)
 {
 	const int kr = kl + r;
@@ -340,11 +407,14 @@ int main(void)
 				continue;
 			for (size_t k = 0; k < sizeof(lt) / sizeof(lt[0]); k++, ln++)
 				lf += check_latent(pool, isa == (int)best ? 16 : 2, lt[k][0],
-				                   lt[k][1], lt[k][2], lt[k][3], lt[k][4]);
+				                   lt[k][1], lt[k][2], lt[k][3], lt[k][4]) +
+				      check_latent_q8(pool, isa == (int)best ? 16 : 2, lt[k][0],
+				                      lt[k][1], lt[k][2], lt[k][3], lt[k][4]);
 			coli_cpu_pool_destroy(pool);
 		}
 		coli_cpu_isa_force(best);
-		printf("MLA latent rows (K = V, vd < hd): %d cases, %d differ\n", ln, lf);
+		printf("MLA latent rows (K = V, vd < hd; fp32 and q8 rows): %d cases, %d differ\n",
+		       ln, lf);
 		fails += lf;
 	}
 	return fails != 0;
