@@ -28,6 +28,19 @@ static inline int kv_strided(const struct coli_kv_rows *r, int n)
 	return r->stride >= 2 * coli_kv_elem_bytes(r->type) * (size_t)n;
 }
 
+/* Whether elements [i0, i0 + n) of r's q8 rows share one scale (a GQA
+ * head's segment): the kernels then widen and scale them in registers. */
+static inline int kv_q8_one_scale(const struct coli_kv_rows *r, int i0, int n)
+{
+	return r->type == COLI_KV_Q8 && i0 / r->seg == (i0 + n - 1) / r->seg;
+}
+
+/* The scale of element i0's segment in a q8 row. */
+static inline float kv_q8_scale(const struct coli_kv_rows *r, const char *row, int i0)
+{
+	return ((const float *)(row + r->soff))[i0 / r->seg];
+}
+
 /* One line into the cache: prefetcht0 as an asm statement (gcc 12 deleted
  * __builtin_prefetch and _mm_prefetch from these loops). */
 static inline void kv_prefetch_line(const char *a)

@@ -1,7 +1,7 @@
 /*
  * cpu/simd_avx2.h — AVX2 steps the *_avx2.c files share (compiled with
  * -mavx2 -mfma: include it only there): coli_expf's bits eight lanes at a
- * time, and bf16 values widened to fp32.
+ * time, and bf16 and q8 values widened to fp32.
  */
 #ifndef COLI_CPU_SIMD_AVX2_H
 #define COLI_CPU_SIMD_AVX2_H
@@ -51,6 +51,14 @@ static inline __m256 bf16x8(const uint16_t *b)
 {
 	return _mm256_castsi256_ps(
 	    _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)b)), 16));
+}
+
+/* Eight q8 values times their scale as fp32: the KV cache's decode, one
+ * rounded product (cpu/kvq.c). */
+static inline __m256 q8x8(const signed char *q, __m256 scale)
+{
+	return _mm256_mul_ps(
+	    _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q))), scale);
 }
 
 #endif

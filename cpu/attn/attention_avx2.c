@@ -39,11 +39,7 @@ void coli_kv_decode_avx2(const struct coli_kv_rows *r, const char *row, int i0, 
 		const __m256 vs = _mm256_set1_ps(s[k]);
 
 		for (; i + 8 <= e; i += 8)
-			_mm256_storeu_ps(
-			    tmp + i,
-			    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-			                      _mm_loadl_epi64((const __m128i *)(q + i0 + i)))),
-			                  vs));
+			_mm256_storeu_ps(tmp + i, q8x8(q + i0 + i, vs));
 		for (; i < e; i++)
 			tmp[i] = (float)q[i0 + i] * s[k];
 	}
@@ -145,7 +141,7 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 	const int wide = K->type == COLI_KV_BF16 && h8 == hd, pf = kv_strided(K, hd);
 	/* q8 rows of one scale (a kv head's segment): widened and scaled in
 	 * registers, kv_row's product */
-	const int q8w = K->type == COLI_KV_Q8 && h8 == hd && K->seg >= hd;
+	const int q8w = h8 == hd && kv_q8_one_scale(K, 0, hd);
 
 	int p = p0;
 
@@ -175,8 +171,7 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 		const signed char *kq =
 		    q8w ? (const signed char *)coli_kv_rows_ptr(K, (size_t)p) : NULL;
 		const float *k = wide || q8w ? NULL : kv_row(K, p, 0, hd, kt);
-		const __m256 ks =
-		    _mm256_set1_ps(q8w ? *(const float *)((const char *)kq + K->soff) : 0);
+		const __m256 ks = _mm256_set1_ps(q8w ? kv_q8_scale(K, (const char *)kq, 0) : 0);
 		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
 		       a6 = a0, a7 = a0, s;
 
@@ -192,24 +187,19 @@ void coli_attn8_scores_avx2(const float *q, int nh, const struct coli_kv_rows *K
 		if (more)                                                                          \
 			SC_FMA(4), SC_FMA(5), SC_FMA(6), SC_FMA(7);                                \
 	}
-			/* four heads or fewer: heads 4-7 repeat head 3, the last */
-#define Q8X8(i)                                                                                    \
-	_mm256_mul_ps(_mm256_cvtepi32_ps(                                                          \
-	                  _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(kq + (i))))),     \
-	              ks)
+		/* four heads or fewer: heads 4-7 repeat head 3, the last */
 		if (wide && nh <= 4)
 			SC_DIMS(bf16x8(kb + i), 0)
 		else if (wide)
 			SC_DIMS(bf16x8(kb + i), 1)
 		else if (q8w && nh <= 4)
-			SC_DIMS(Q8X8(i), 0)
+			SC_DIMS(q8x8(kq + i, ks), 0)
 		else if (q8w)
-			SC_DIMS(Q8X8(i), 1)
+			SC_DIMS(q8x8(kq + i, ks), 1)
 		else if (nh <= 4)
 			SC_DIMS(_mm256_loadu_ps(k + i), 0)
 		else
 			SC_DIMS(_mm256_loadu_ps(k + i), 1)
-#undef Q8X8
 #undef SC_DIMS
 #undef SC_FMA
 		if (nh <= 4)
@@ -306,7 +296,7 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
                  float *acc)
 {
 	const int pf = kv_strided(V, w), wide = V->type == COLI_KV_BF16,
-	          q8w = V->type == COLI_KV_Q8 && i0 / V->seg == (i0 + w - 1) / V->seg;
+	          q8w = kv_q8_one_scale(V, i0, w);
 	const int tile = w * ATT_TILE > 4096 ? (4096 / w > 1 ? 4096 / w : 1) : ATT_TILE;
 	float at[4][w], vt[wide || q8w ? 1 : tile * w], vs[ATT_TILE];
 	const float *vr[ATT_TILE];
@@ -327,7 +317,7 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 				const char *row = coli_kv_rows_ptr(V, (size_t)p);
 
 				vq[p - t0] = (const signed char *)row + i0;
-				vs[p - t0] = ((const float *)(row + V->soff))[i0 / V->seg];
+				vs[p - t0] = kv_q8_scale(V, row, i0);
 			} else
 				vr[p - t0] = kv_row(V, p, i0, w, vt + (size_t)(p - t0) * w);
 		}
@@ -363,10 +353,7 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 	}
 #define LOAD_BF16(p, i) bf16x8(vb[(p)-t0] + (i))
 #define LOAD_F32(p, i)  _mm256_loadu_ps(vr[(p)-t0] + (i))
-#define LOAD_Q8(p, i)                                                                              \
-	_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(                                     \
-	                  _mm_loadl_epi64((const __m128i *)(vq[(p)-t0] + (i))))),                  \
-	              _mm256_set1_ps(vs[(p)-t0]))
+#define LOAD_Q8(p, i)   q8x8(vq[(p)-t0] + (i), _mm256_set1_ps(vs[(p)-t0]))
 		if (wide) {
 			OUT4_16(LOAD_BF16)
 		} else if (q8w) {
@@ -417,7 +404,7 @@ static void out8_wide(const float *sc, const struct coli_kv_rows *V, int p0, int
 			if (pf && p + KV_PF_AHEAD < p1)
 				kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), i0, w);
 			vp[p - t0] = row + (size_t)i0 * (q8 ? 1 : 2);
-			vs[p - t0] = q8 ? ((const float *)(row + V->soff))[i0 / V->seg] : 0;
+			vs[p - t0] = q8 ? kv_q8_scale(V, row, i0) : 0;
 		}
 #define OUT8_FMA(h) a##h = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + h), v, a##h)
 #define OUT8(load)                                                                                 \
@@ -438,9 +425,7 @@ static void out8_wide(const float *sc, const struct coli_kv_rows *V, int p0, int
 		_mm256_storeu_ps(&at[6][b], a6), _mm256_storeu_ps(&at[7][b], a7);                  \
 	}
 		if (q8) {
-			OUT8(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-			                       _mm_loadl_epi64((const __m128i *)(vp[p - t0] + b)))),
-			                   _mm256_set1_ps(vs[p - t0])))
+			OUT8(q8x8((const signed char *)vp[p - t0] + b, _mm256_set1_ps(vs[p - t0])))
 		} else {
 			OUT8(bf16x8((const uint16_t *)vp[p - t0] + b))
 		}
@@ -472,8 +457,7 @@ void coli_attn8_out_avx2(const float *sc, int nh, const struct coli_kv_rows *V, 
 		out4(sc, V, p0, p1, i0, w, acc);
 		return;
 	}
-	if (V->type == COLI_KV_BF16 ||
-	    (V->type == COLI_KV_Q8 && i0 / V->seg == (i0 + w - 1) / V->seg)) {
+	if (V->type == COLI_KV_BF16 || kv_q8_one_scale(V, i0, w)) {
 		out8_wide(sc, V, p0, p1, i0, w, acc);
 		return;
 	}
