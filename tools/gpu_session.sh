@@ -103,8 +103,11 @@ pack)
 			strip -o "$dir/tests/$t" "$build/tests/$t" || exit 1
 		fi
 	done
-	# carried compressed: the binaries share most of their bytes (23 MB -> 0.6 MB)
-	tar -C "$(dirname "$dir")" -cJf "$dir.tar.xz" "$(basename "$dir")" || exit 1
+	# carried compressed: the binaries share most of their bytes (the
+	# embedded PTX, ~30 MB each), which xz finds only within its window:
+	# a window past two binaries (8 tests: 280 MB -> 2.8 MB, ~3 minutes)
+	tar -C "$(dirname "$dir")" -cf - "$(basename "$dir")" |
+		xz -T0 --lzma2=preset=6,dict=96MiB >"$dir.tar.xz" || exit 1
 	du -sh "$dir" "$dir.tar.xz"
 	echo "carry $dir.tar.xz; on the GPU host: tar -C $(dirname "$dir") -xJf $dir.tar.xz"
 	;;

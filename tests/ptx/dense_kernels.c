@@ -949,7 +949,8 @@ static int test_moe_plan(void)
 			a.xqsum = (const int *)DP(dxs), a.xf = (const float *)DP(dxf);
 			a.gq = (signed char *)DP(dgq), a.gd = (float *)DP(dgd);
 			a.gqs = (int *)DP(dgs), a.gf = (float *)DP(dgf);
-			a.scale_gu = group == 1 ? a.scale_gu : 0; /* bf16: the f32 rows */
+			a.xquant = group == 1; /* else bf16: the f32 rows */
+			a.scale_gu = group == 1 ? a.scale_gu : 0;
 		}
 		if (coli_gpu_moe_plan(g_gpu, &a))
 			return 1;
@@ -1861,7 +1862,7 @@ static void bench_route_plan(int T)
 	a.xqsum = (const int *)DP(d[9]);
 	a.gq = (signed char *)DP(d[10]), a.gd = (float *)DP(d[11]), a.gqs = (int *)DP(d[12]);
 	a.h = a.g = a.u = a.y = (float *)DP(d[13]);
-	a.scale_gu = a.scale_d = 64; /* quantized: the int8 gather */
+	a.scale_gu = a.scale_d = 64, a.xquant = 1; /* quantized: the int8 gather */
 	a.T = T, a.K = K, a.H = H, a.I = I, a.E = E, a.norm = 1;
 	a.rlog = (const float *)DP(d[0]);
 	printf("  route + plan T=%-2d grouped, H %d gathered  %7.2f us\n", T, H,
