@@ -68,7 +68,7 @@
 # drop tests a run does not need (placement alone takes ~5 minutes of
 # device time: every family, quantization and KV type).
 set -u
-TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels ptx/host_wait ptx/job_ring ptx/kinds ptx/kv_types ptx/mla core/no_const_h2d
+TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels ptx/kquant_gemm ptx/host_wait ptx/job_ring ptx/kinds ptx/kv_types ptx/mla core/no_const_h2d
 core/batch_invariance core/graph_replay core/fixture_logits core/fixture_greedy core/forward_argmax core/overlap_release
 core/placement core/device_faults core/plan_grouped"}
 
