@@ -10,6 +10,8 @@
 #define DOTACC(acc, u, s)                                                                          \
 	_mm256_add_epi32((acc),                                                                    \
 	                 _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1)))
+/* a dot into int32 costs two instructions here: units summed in int16 first */
+#define KQ_HADD16
 #include "cpu/kquant/kquant_simd.h"
 
 int coli_kq_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,

@@ -63,6 +63,51 @@ KQ_INLINE __m256i kq_hsum8x8(const __m256i *v)
 	                        _mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
+/* KQ_HADD16 (AVX2, where a dot into int32 costs vpmaddubsw and vpmaddwd):
+ * the eight units' sums from their int16 pair sums (vpmaddubsw's 16 a unit:
+ * lane 0 its elements 0..15, lane 1 16..31), each scaled. kq_pairs2 is the
+ * first level of vphaddw over units 2j and 2j+1 (taken as soon as both are
+ * there: fewer registers live), kq_scaled_sum16 the second (a unit's four
+ * pairs a lane, exact in int16 where |pair| <= 8191, which the callers
+ * state), then vpmaddwd by the scales (sp03: [s0 s0 s1 s1 s2 s2 s3 s3] a
+ * lane, the lane's own scale where a unit has two groups of 16; sp47 for
+ * units 4..7) into int32, the lanes' halves added: lane u = the scaled sum
+ * of unit u, the integers kq_hsum8x8 and vpmulld give. */
+#define kq_pairs2(p0, p1) _mm256_hadd_epi16((p0), (p1))
+KQ_INLINE __m256i kq_scaled_sum16(const __m256i *h, __m256i sp03, __m256i sp47)
+{
+	const __m256i m03 = _mm256_madd_epi16(_mm256_hadd_epi16(h[0], h[1]), sp03);
+	const __m256i m47 = _mm256_madd_epi16(_mm256_hadd_epi16(h[2], h[3]), sp47);
+
+	return _mm256_add_epi32(_mm256_permute2x128_si256(m03, m47, 0x20),
+	                        _mm256_permute2x128_si256(m03, m47, 0x31));
+}
+
+/* kq_scaled_sum16's scales from 16 int8 (s16): lane 0 of the result
+ * [s(a0) s(a0) .. s(a3) s(a3)], lane 1 the same of b0..b3, as int16 */
+#define KQ_SP(s16, a0, a1, a2, a3, b0, b1, b2, b3)                                                 \
+	_mm256_cvtepi8_epi16(_mm_shuffle_epi8(                                                     \
+	    (s16), _mm_setr_epi8(a0, a0, a1, a1, a2, a2, a3, a3, b0, b0, b1, b1, b2, b2, b3, b3)))
+
+/* Unit u's int16 pair sums (each |pair| <= 8191) into vv, and the eight
+ * units' scaled int32 sums from vv: with KQ_HADD16, pairs of units folded
+ * at once (kq_pairs2: unit 2j's vector waits in vv[2j] for unit 2j+1's),
+ * the scales (sp03, sp47) applied by kq_scaled_sum16; without, each unit
+ * scaled by vpmaddwd (sp: KQ_PAIR16) and kq_hsum8x8. */
+#ifdef KQ_HADD16
+#define KQ_UNIT(vv, u, pairs, sp)                                                                  \
+	((void)(sp),                                                                               \
+	 (u) % 2 ? ((vv)[(u) / 2] = kq_pairs2((vv)[(u) - 1], (pairs))) : ((vv)[(u)] = (pairs)))
+#define KQ_UNITS(vv, sp03, sp47) kq_scaled_sum16((vv), (sp03), (sp47))
+#else
+#define KQ_UNIT(vv, u, pairs, sp) ((vv)[(u)] = _mm256_madd_epi16((pairs), (sp)))
+#define KQ_UNITS(vv, sp03, sp47) kq_hsum8x8(vv)
+#endif
+/* the two-group types' sp03 and sp47 from their 16 int8 scales: group 2u
+ * (unit u's elements 0..15, lane 0) and 2u+1 (16..31, lane 1) */
+#define KQ_SP03(s16) KQ_SP((s16), 0, 2, 4, 6, 1, 3, 5, 7)
+#define KQ_SP47(s16) KQ_SP((s16), 8, 10, 12, 14, 9, 11, 13, 15)
+
 KQ_INLINE float kq_half(const uint8_t *p)
 {
 	return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8));
@@ -124,7 +169,7 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
 	const uint8_t *qs = bp + (five ? 48 : 16);
-	__m256i v[KQ_NS][8], h = five ? kq_load(bp + 16) : zero;
+	__m256i v[KQ_NS][8], h = five ? kq_load(bp + 16) : zero; /* KQ_HADD16: pair sums */
 	uint32_t u[3], sc_lo, m_lo, sc_hi, m_hi;
 
 #pragma GCC unroll 4
@@ -149,8 +194,13 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 		for (int s = 0; s < ns; s++) {
 			const int8_t *xq = x[s]->q + 256 * i;
 
+#ifdef KQ_HADD16 /* |pair| <= 2 * 31 * 127 */
+			v[s][j] = kq_pairs2(_mm256_maddubs_epi16(lo, kq_load(xq + 64 * j)),
+			                    _mm256_maddubs_epi16(hi, kq_load(xq + 64 * j + 32)));
+#else
 			v[s][2 * j] = DOTACC(zero, lo, kq_load(xq + 64 * j));
 			v[s][2 * j + 1] = DOTACC(zero, hi, kq_load(xq + 64 * j + 32));
+#endif
 		}
 	}
 	/* the 6-bit scales and mins of the eight groups, four bytes at a time
@@ -159,16 +209,31 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 	sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
 	sc_hi = (u[2] & 0x0f0f0f0fu) | (u[0] >> 6 & 0x03030303u) << 4;
 	m_hi = (u[2] >> 4 & 0x0f0f0f0fu) | (u[1] >> 6 & 0x03030303u) << 4;
+#ifdef KQ_HADD16 /* the scales (<= 63) as int16 pairs */
+	const __m128i sc8 = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
+	const __m256i sp03 = KQ_SP(sc8, 0, 1, 2, 3, 0, 1, 2, 3), sp47 = KQ_SP(sc8, 4, 5, 6, 7, 4, 5, 6, 7);
+#else
 	const __m256i sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
+#endif
 	const __m256i mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo));
 	const __m256 d = _mm256_set1_ps(kq_half(bp)), dmin = _mm256_set1_ps(kq_half(bp + 2));
 
 #pragma GCC unroll 2
 	for (int s = 0; s < ns; s++) {
+#ifdef KQ_HADD16
+		const __m256i A = kq_scaled_sum16(v[s], sp03, sp47);
+#else
 		const __m256i A = _mm256_mullo_epi32(kq_hsum8x8(v[s]), sc);
+#endif
+#ifdef KQ_HADD16 /* |qsum| <= 32 * 127 and the mins' high halves 0: one vpmaddwd */
+		const __m256i C = _mm256_sub_epi32(
+		    zero,
+		    _mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i))));
+#else
 		const __m256i C = _mm256_sub_epi32(
 		    zero, _mm256_mullo_epi32(
 		              mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i))));
+#endif
 		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
 
 		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), acc[s]);
@@ -217,18 +282,17 @@ KQ_INLINE void kq_q6k_block(const uint8_t *bp, const struct coli_act *const *x, 
 				/* pairs of products in int16 (|q x + q' x'| <= 16002, the
 				 * offset's <= 8128, their difference <= 8128), then each
 				 * pair times its group's scale into int32: no vpmulld */
-				v[s][u] = _mm256_madd_epi16(
-				    _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], xv),
-				                     _mm256_maddubs_epi16(k32, xv)),
-				    sp);
+				KQ_UNIT(v[s], u,
+				        _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], xv),
+				                         _mm256_maddubs_epi16(k32, xv)),
+				        sp);
 			}
 		}
 	}
 #pragma GCC unroll 2
 	for (int s = 0; s < ns; s++)
-		acc[s] =
-		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v[s])),
-		                    _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(sc16), KQ_SP47(sc16))),
+		                         _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
 }
 
 /* One Q3_K block. Unit u (0..7): two-bit fields from qs bytes (u/4)*32 ..
@@ -273,18 +337,17 @@ KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x, 
 			for (int s = 0; s < ns; s++) {
 				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
 
-				v[s][u] = _mm256_madd_epi16(
-				    _mm256_sub_epi16(_mm256_maddubs_epi16(val, xv),
-				                     _mm256_maddubs_epi16(k4, xv)),
-				    sp);
+				KQ_UNIT(v[s], u,
+				        _mm256_sub_epi16(_mm256_maddubs_epi16(val, xv),
+				                         _mm256_maddubs_epi16(k4, xv)),
+				        sp);
 			}
 		}
 	}
 #pragma GCC unroll 2
 	for (int s = 0; s < ns; s++)
-		acc[s] =
-		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v[s])),
-		                    _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(s16), KQ_SP47(s16))),
+		                         _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
 }
 
 /* One Q2_K block: unit u's two-bit quants as Q3_K's low bits (qs at 16),
@@ -315,8 +378,8 @@ KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x, 
 			for (int s = 0; s < ns; s++) {
 				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
 
-				v[s][u] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), sp);
-				w[s][u] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, xv), mp);
+				KQ_UNIT(v[s], u, _mm256_maddubs_epi16(q, xv), sp);
+				KQ_UNIT(w[s], u, _mm256_maddubs_epi16(ones, xv), mp);
 			}
 		}
 	}
@@ -324,11 +387,13 @@ KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x, 
 	for (int s = 0; s < ns; s++) {
 		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
 
-		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kq_hsum8x8(v[s])),
-		                         _mm256_mul_ps(d, dxv), acc[s]);
-		acc[s] =
-		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(zero, kq_hsum8x8(w[s]))),
-		                    _mm256_mul_ps(dmin, dxv), acc[s]);
+		acc[s] = _mm256_fmadd_ps(
+		    _mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(s16), KQ_SP47(s16))),
+		    _mm256_mul_ps(d, dxv), acc[s]);
+		acc[s] = _mm256_fmadd_ps(
+		    _mm256_cvtepi32_ps(
+		        _mm256_sub_epi32(zero, KQ_UNITS(w[s], KQ_SP03(m16), KQ_SP47(m16)))),
+		    _mm256_mul_ps(dmin, dxv), acc[s]);
 	}
 }
 
