@@ -25,7 +25,7 @@
  * those runs' logits are not compared, their other checks are). (On the simulated device every
  * dtype is exact.) The decode steps with the dense part on the device and every expert of a layer
  * resident (planned on the device) or some (preplanned) must have run, and
- * without a fault every run counts the CPU run's expert hits (over all
+ * without a fault every run counts its reference's expert hits (over all
  * tiers): a device-planned layer's are counted from the routing it sends
  * back once a forward. On one device a preplanned decode layer queues its
  * tail (host rows up, the accumulate) behind a wait for the host when it
@@ -261,6 +261,8 @@ int main(void)
 					           cases[b].slots, cases[b].dense, cases[b].ram_gb,
 					           ids, n, V, &got))
 						return 1;
+					/* the dense part on a GPU routes by its own logits:
+					 * its reference is that GPU's run (gref) */
 					const struct run *want =
 					    gpu && !strcmp(cases[b].dense, "auto") ? &gref : &ref;
 
@@ -272,14 +274,14 @@ int main(void)
 					 * wherever they ran (a fault's redo counts twice): a
 					 * device-planned layer's come from the routing it sent
 					 * back (fast_count) */
-					if (fa < 0 && got.hits != ref.hits) {
+					if (fa < 0 && got.hits != want->hits) {
 						printf("%s %s: device %s vram %.2g GB stream %s "
 						       "dense %s: "
-						       "%llu expert hits, the CPU's %llu\n",
+						       "%llu expert hits, the reference's %llu\n",
 						       names[f], coli_dtype_name(quants[qi]),
 						       devs[d], vram, cases[b].stream,
 						       cases[b].dense, (unsigned long long)got.hits,
-						       (unsigned long long)ref.hits);
+						       (unsigned long long)want->hits);
 						fails++;
 					}
 					/* every family's dense part runs on the device when
