@@ -130,7 +130,8 @@ run)
 		rc=$?
 		[ -n "${LOGDIR:-}" ] && cp "$tmp/log" "$LOGDIR/$(echo "$t" | tr / _).log"
 		printf '%-24s rc=%d %4ds  %s\n' "$t" $rc $(($(date +%s) - start)) \
-			"$(grep -E '^ *FAIL|[^0-9 ] differ$| [1-9][0-9]* (differ|(checks )?failed)' "$tmp/log" | head -1 |
+			"$(grep -E '^ *FAIL|[^0-9 ] differ$| [1-9][0-9]* (differ|(checks )?failed)' "$tmp/log" |
+				grep -vE ' 0 of [0-9]+ (outputs )?differ' | head -1 |
 				cut -c1-90)" | tee -a "$tmp/tests"
 	done
 	# the device tool returns only the tail of a long output: the tests'
