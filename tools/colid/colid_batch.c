@@ -108,6 +108,7 @@ static int admit(struct colid_queue *q, int n_seq)
 	int more;
 
 	pthread_mutex_lock(&q->mu);
+again:
 	while (!q->n && !q->n_run && !q->closing)
 		pthread_cond_wait(&q->cv, &q->mu);
 	while (q->n && q->n_run < n_seq) {
@@ -123,6 +124,11 @@ static int admit(struct colid_queue *q, int n_seq)
 		start_job(q, j); /* (takes mu to join q->run) */
 		pthread_mutex_lock(&q->mu);
 	}
+	/* a job whose client left while it waited ends as it starts: none may
+	 * run now, and returning 0 would end this thread while the server still
+	 * takes requests (they would wait forever) */
+	if (!q->n_run && !q->n && !q->closing)
+		goto again;
 	more = q->n_run > 0;
 	pthread_mutex_unlock(&q->mu);
 	return more;
