@@ -549,43 +549,58 @@ KQ_INLINE void kq_row32(enum coli_dtype t, const uint8_t *row, const struct coli
 	}
 }
 
+/* A row of type t against ns activations into out[s] */
+KQ_INLINE void kq_row_any(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
+                          int ns, int K, float *out)
+{
+	if (t == COLI_DTYPE_Q4_1 || t == COLI_DTYPE_Q5_0 || t == COLI_DTYPE_Q5_1)
+		kq_row32(t, row, x, ns, K, out);
+	else
+		kq_row(t, row, x, ns, K, out);
+}
+
+/* F(type, ...) with the type a constant in each case (so that every
+ * instance is compiled for its type); returns 0, or -ENOTSUP for a type not
+ * covered */
+#define KQ_DISPATCH(t, F, ...)                                                                     \
+	switch (t) {                                                                               \
+	case COLI_DTYPE_Q4_1:                                                                      \
+		F(COLI_DTYPE_Q4_1, __VA_ARGS__);                                                   \
+		return 0;                                                                          \
+	case COLI_DTYPE_Q5_0:                                                                      \
+		F(COLI_DTYPE_Q5_0, __VA_ARGS__);                                                   \
+		return 0;                                                                          \
+	case COLI_DTYPE_Q5_1:                                                                      \
+		F(COLI_DTYPE_Q5_1, __VA_ARGS__);                                                   \
+		return 0;                                                                          \
+	case COLI_DTYPE_Q2_K:                                                                      \
+		F(COLI_DTYPE_Q2_K, __VA_ARGS__);                                                   \
+		return 0;                                                                          \
+	case COLI_DTYPE_Q3_K:                                                                      \
+		F(COLI_DTYPE_Q3_K, __VA_ARGS__);                                                   \
+		return 0;                                                                          \
+	case COLI_DTYPE_Q4_K:                                                                      \
+		F(COLI_DTYPE_Q4_K, __VA_ARGS__);                                                   \
+		return 0;                                                                          \
+	case COLI_DTYPE_Q5_K:                                                                      \
+		F(COLI_DTYPE_Q5_K, __VA_ARGS__);                                                   \
+		return 0;                                                                          \
+	case COLI_DTYPE_Q6_K:                                                                      \
+		F(COLI_DTYPE_Q6_K, __VA_ARGS__);                                                   \
+		return 0;                                                                          \
+	default:                                                                                   \
+		return -ENOTSUP;                                                                   \
+	}
+
 /* Row r of w against ns activations into out[s]; -ENOTSUP for a type not
  * covered. */
 KQ_INLINE int kq_rows_n(const struct coli_mat *w, int r, const struct coli_act *const *x, int ns,
                         float *out)
 {
-	const enum coli_dtype t = w->dtype;
 	const uint8_t *row =
-	    (const uint8_t *)w->data + (size_t)r * coli_dtype_row_bytes(t, (size_t)w->cols);
+	    (const uint8_t *)w->data + (size_t)r * coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
 
-	switch (t) { /* a constant type for each instance of the row */
-	case COLI_DTYPE_Q4_1:
-		kq_row32(COLI_DTYPE_Q4_1, row, x, ns, w->cols, out);
-		return 0;
-	case COLI_DTYPE_Q5_0:
-		kq_row32(COLI_DTYPE_Q5_0, row, x, ns, w->cols, out);
-		return 0;
-	case COLI_DTYPE_Q5_1:
-		kq_row32(COLI_DTYPE_Q5_1, row, x, ns, w->cols, out);
-		return 0;
-	case COLI_DTYPE_Q2_K:
-		kq_row(COLI_DTYPE_Q2_K, row, x, ns, w->cols, out);
-		return 0;
-	case COLI_DTYPE_Q3_K:
-		kq_row(COLI_DTYPE_Q3_K, row, x, ns, w->cols, out);
-		return 0;
-	case COLI_DTYPE_Q4_K:
-		kq_row(COLI_DTYPE_Q4_K, row, x, ns, w->cols, out);
-		return 0;
-	case COLI_DTYPE_Q5_K:
-		kq_row(COLI_DTYPE_Q5_K, row, x, ns, w->cols, out);
-		return 0;
-	case COLI_DTYPE_Q6_K:
-		kq_row(COLI_DTYPE_Q6_K, row, x, ns, w->cols, out);
-		return 0;
-	default:
-		return -ENOTSUP;
-	}
+	KQ_DISPATCH(w->dtype, kq_row_any, row, x, ns, w->cols, out)
 }
 
 /* Rows [row0, row1) of w (type t, a constant once inlined) against S >= 2
@@ -610,20 +625,14 @@ KQ_INLINE void kq_rows(enum coli_dtype t, const struct coli_mat *w, const struct
 			const struct coli_act *xs[2] = {&x[s], &x[s + 1]};
 			float o[2];
 
-			if (t == COLI_DTYPE_Q4_1 || t == COLI_DTYPE_Q5_0 || t == COLI_DTYPE_Q5_1)
-				kq_row32(t, row, xs, 2, K, o);
-			else
-				kq_row(t, row, xs, 2, K, o);
+			kq_row_any(t, row, xs, 2, K, o);
 			yr[(size_t)s * ldy] = o[0];
 			yr[(size_t)(s + 1) * ldy] = o[1];
 		}
 		if (s < S) {
 			const struct coli_act *xs[1] = {&x[s]};
 
-			if (t == COLI_DTYPE_Q4_1 || t == COLI_DTYPE_Q5_0 || t == COLI_DTYPE_Q5_1)
-				kq_row32(t, row, xs, 1, K, yr + (size_t)s * ldy);
-			else
-				kq_row(t, row, xs, 1, K, yr + (size_t)s * ldy);
+			kq_row_any(t, row, xs, 1, K, yr + (size_t)s * ldy);
 		}
 	}
 }
@@ -632,34 +641,7 @@ KQ_INLINE void kq_rows(enum coli_dtype t, const struct coli_mat *w, const struct
 KQ_INLINE int kq_range(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                        size_t ldy, int row0, int row1)
 {
-	switch (w->dtype) { /* a constant type for each instance */
-	case COLI_DTYPE_Q4_1:
-		kq_rows(COLI_DTYPE_Q4_1, w, x, S, y, ldy, row0, row1);
-		return 0;
-	case COLI_DTYPE_Q5_0:
-		kq_rows(COLI_DTYPE_Q5_0, w, x, S, y, ldy, row0, row1);
-		return 0;
-	case COLI_DTYPE_Q5_1:
-		kq_rows(COLI_DTYPE_Q5_1, w, x, S, y, ldy, row0, row1);
-		return 0;
-	case COLI_DTYPE_Q2_K:
-		kq_rows(COLI_DTYPE_Q2_K, w, x, S, y, ldy, row0, row1);
-		return 0;
-	case COLI_DTYPE_Q3_K:
-		kq_rows(COLI_DTYPE_Q3_K, w, x, S, y, ldy, row0, row1);
-		return 0;
-	case COLI_DTYPE_Q4_K:
-		kq_rows(COLI_DTYPE_Q4_K, w, x, S, y, ldy, row0, row1);
-		return 0;
-	case COLI_DTYPE_Q5_K:
-		kq_rows(COLI_DTYPE_Q5_K, w, x, S, y, ldy, row0, row1);
-		return 0;
-	case COLI_DTYPE_Q6_K:
-		kq_rows(COLI_DTYPE_Q6_K, w, x, S, y, ldy, row0, row1);
-		return 0;
-	default:
-		return -ENOTSUP;
-	}
+	KQ_DISPATCH(w->dtype, kq_rows, w, x, S, y, ldy, row0, row1)
 }
 
 /* rows [row0, row1) of w; -ENOTSUP for a type not covered */
