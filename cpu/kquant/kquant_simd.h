@@ -169,7 +169,7 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
 	const uint8_t *qs = bp + (five ? 48 : 16);
-	__m256i v[KQ_NS][8], h = five ? kq_load(bp + 16) : zero; /* KQ_HADD16: pair sums */
+	__m256i v[KQ_NS][8], h = five ? kq_load(bp + 16) : zero; /* KQ_HADD16: v[s][0..3] */
 	uint32_t u[3], sc_lo, m_lo, sc_hi, m_hi;
 
 #pragma GCC unroll 4
