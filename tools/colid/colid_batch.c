@@ -101,8 +101,9 @@ static void start_job(struct colid_queue *q, struct colid_job *j)
  * the KV pool can hold the first one's prompt and max_tokens beside what
  * the running ones hold and were promised, less what its prompt shares with
  * the prefix cache (coli_engine_kv_fits_prompt: a running sequence's blocks
- * are never taken; the first waits for one to end). 0
- * when closing and nothing is left. */
+ * are never taken; the first waits for one to end, and one that cannot fit
+ * even with none running ends with -E2BIG). 0 when closing and nothing is
+ * left. */
 static int admit(struct colid_queue *q, int n_seq)
 {
 	int more;
@@ -115,13 +116,21 @@ again:
 		struct colid_job *j = q->ring[q->head];
 
 		/* (the engine is this thread's: reading it under mu is safe) */
-		if (!coli_engine_kv_fits_prompt(q->engine, j->ids, j->n_ids,
-		                                q->no_promise ? j->n_ids : positions(j)))
+		int fits = coli_engine_kv_fits_prompt(q->engine, j->ids, j->n_ids,
+		                                      q->no_promise ? j->n_ids : positions(j));
+
+		if (fits == 0 && q->n_run) /* the first waits for a running one to end */
 			break;
 		q->head = (q->head + 1) % q->cap;
 		q->n--;
 		pthread_mutex_unlock(&q->mu);
-		start_job(q, j); /* (takes mu to join q->run) */
+		if (fits > 0) {
+			start_job(q, j); /* (takes mu to join q->run) */
+		} else { /* never fits, even alone: the request checks should have
+			  * refused it; it ends rather than waiting forever */
+			colid_job_end(q, j, fits < 0 ? fits : -E2BIG, NULL);
+			colid_job_put(j);
+		}
 		pthread_mutex_lock(&q->mu);
 	}
 	/* a job whose client left while it waited ends as it starts: none may
