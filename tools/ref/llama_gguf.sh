@@ -46,6 +46,9 @@ fail() {
 	echo "FAIL $*"
 	fails=$((fails + 1))
 }
+mb() { # FILE -> its size in MB (awk: hosts without bc)
+	stat -c %s "$1" | awk '{ printf "%.2f", $1 / 1e6 }'
+}
 ppl() { # MODEL.coli -> perplexity
 	"$COLI" perplexity -m "$1" --gpu off -f "$HELD_OUT" 2>/dev/null |
 		sed -n 's/.*perplexity \([0-9.]*\).*/\1/p'
@@ -73,9 +76,9 @@ echo "bf16 GGUF: logits of $(($(stat -c %s hf.logits) / 4)) values equal the che
 	"tokenizer ids ($(wc -w <ids-json.txt)) equal: $(cmp -s ids-gguf.txt ids-json.txt && echo yes || echo no)"
 
 printf '%-9s %9s %10s %-28s %s\n' file MB perplexity "greedy CPU = sim$([ "$GPU" = 1 ] && echo ' = GPU')" notes
-printf '%-9s %9.2f %10s %-28s %s\n' "coli bf16" "$(echo "$(stat -c %s hf-bf16.coli) / 1000000" | bc -l)" "$(ppl hf-bf16.coli)" - -
+printf '%-9s %9.2f %10s %-28s %s\n' "coli bf16" "$(mb hf-bf16.coli)" "$(ppl hf-bf16.coli)" - -
 for q in q8 q4k q4; do
-	printf '%-9s %9.2f %10s %-28s %s\n' "coli $q" "$(echo "$(stat -c %s hf-$q.coli) / 1000000" | bc -l)" "$(ppl hf-$q.coli)" - -
+	printf '%-9s %9.2f %10s %-28s %s\n' "coli $q" "$(mb hf-$q.coli)" "$(ppl hf-$q.coli)" - -
 done
 for t in bf16 $TYPES; do
 	if [ "$t" != bf16 ]; then
@@ -108,7 +111,7 @@ for t in bf16 $TYPES; do
 		cmp -s greedy-$t-cpu.txt greedy-$t-gpu.txt || same=no
 	fi
 	[ $same = yes ] || fail "$t: greedy text differs across devices"
-	printf '%-9s %9.2f %10s %-28s %s\n' "$t" "$(echo "$(stat -c %s "$t.gguf") / 1000000" | bc -l)" "$(ppl "$t.coli")" "$same" \
+	printf '%-9s %9.2f %10s %-28s %s\n' "$t" "$(mb "$t.gguf")" "$(ppl "$t.coli")" "$same" \
 		"$(grep -o 'falling back to *[a-z0-9_]*' quantize-$t.log 2>/dev/null | awk '{print $4}' | sort | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : "fallbacks: "), $2, $1}')"
 done
 [ $fails -eq 0 ] && echo "all checks passed" || echo "$fails checks failed"
