@@ -40,7 +40,7 @@ say() { echo "[+$(($(date +%s) - T0))s] $*"; }
 fig() { echo "$1 $2" >>figures.txt && say "$1: $2 tok/s"; }
 # llama_tps ARGS...: llama-bench's t/s (the mean over its -r repetitions)
 llama_tps() {
-	LD_LIBRARY_PATH="$BIN" "$BIN/llama-bench" -m q4_0.gguf -t "$THREADS" -r 3 -o csv "$@" \
+	LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/llama-bench" -m q4_0.gguf -t "$THREADS" -r 3 -o csv "$@" \
 		2>>llama.err | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^"?avg_ts"?$/) c = i }
 		NR > 1 && c { gsub(/"/, "", $c); printf "%.0f\n", $c }' | tail -1
 }
@@ -55,7 +55,7 @@ say "converting ($HF)"
 cpid=$!
 PYTHONPATH="$SRC/gguf-py" "$PYTHON" "$SRC/convert_hf_to_gguf.py" "$HF" --outtype bf16 \
 	--outfile bf16.gguf >convert-gguf.log 2>&1 || { say "convert_hf_to_gguf failed"; tail -3 convert-gguf.log; exit 1; }
-LD_LIBRARY_PATH="$BIN" "$BIN/llama-quantize" --pure bf16.gguf q4_0.gguf Q4_0 "$THREADS" \
+LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/llama-quantize" --pure bf16.gguf q4_0.gguf Q4_0 "$THREADS" \
 	>quantize.log 2>&1 || { say "llama-quantize failed"; tail -3 quantize.log; exit 1; }
 rm -f bf16.gguf
 wait $cpid || { say "coli convert failed"; tail -3 convert-coli.log; exit 1; }
