@@ -4,7 +4,8 @@
  * random finite halves for d / dmin / m, a block of zero scale among them),
  *
  *   1. every kernel ISA this CPU has gives the scalar reference's bits, in
- *      coli_gemv, coli_gemm (S = 3, each s) and row sub-ranges (K up to
+ *      coli_gemv, coli_gemm (S = 7, each s: past COLI_KQ_PANEL_MIN_S, an odd
+ *      count) and row sub-ranges of both (K up to
  *      4096; for the 32-block types also K of 1-7 blocks past a multiple of
  *      8, the vector forms' scalar tail);
  *   2. the reference is within fp32 rounding of a double dot product of the
@@ -107,7 +108,7 @@ int main(void)
 	 * blocks, and 8k + 1..7 (the vector forms' scalar tail) */
 	static const int Ks_k[] = {256, 512, 768, 2048, 4096},
 	                 Ks_32[] = {32, 96, 256, 288, 544, 800, 2080, 4096};
-	static const int rows_of[] = {1, 3, 17};
+	static const int rows_of[] = {1, 3, 17}; /* 17: two panels of 8 and a row */
 	double maxq[N_TYPES] = {0}, maxf[N_TYPES] = {0};
 	int fails = 0, cases = 0;
 	enum coli_cpu_isa best = coli_cpu_isa();
@@ -123,15 +124,15 @@ int main(void)
 
 		for (size_t ki = 0; ki < nk; ki++) {
 			for (size_t ri = 0; ri < sizeof(rows_of) / sizeof(rows_of[0]); ri++) {
-				const int K = Ks[ki], rows = rows_of[ri], S = 3;
+				const int K = Ks[ki], rows = rows_of[ri], S = 7;
 				uint8_t *blk = rand_blocks(t, rows, K), *zq;
 				struct coli_mat m, mz;
-				struct test_act ta[3];
+				struct test_act ta[7];
 				float *ref = xmalloc((size_t)S * rows * sizeof(float)),
 				      *y = xmalloc((size_t)S * rows * sizeof(float)),
 				      *w = xmalloc((size_t)K * sizeof(float)),
 				      *w0 = xmalloc((size_t)K * sizeof(float));
-				struct coli_act acts[3];
+				struct coli_act acts[7];
 				unsigned bb, be2;
 				int qa, qb;
 
@@ -160,8 +161,6 @@ int main(void)
 					poison(y, (size_t)S * rows);
 					coli_gemm(&m, acts, S, y, rows, 0, rows);
 					for (int s = 0; s < S; s++) {
-						int r0 = rows > 2 ? 1 : 0;
-
 						if (memcmp(y + (size_t)s * rows,
 						           ref + (size_t)s * rows,
 						           (size_t)rows * 4)) {
@@ -174,6 +173,25 @@ int main(void)
 								    coli_cpu_isa_name(
 								        (enum coli_cpu_isa)isa),
 								    s);
+						}
+						cases++;
+					}
+					/* rows [1, rows): panels of 8 not where the matrix's start */
+					poison(y, (size_t)S * rows);
+					coli_gemm(&m, acts, S, y, rows, rows > 2, rows);
+					for (int s = 0; s < S; s++) {
+						int r0 = rows > 2 ? 1 : 0;
+
+						if (memcmp(y + (size_t)s * rows,
+						           ref + (size_t)s * rows + r0,
+						           (size_t)(rows - r0) * 4)) {
+							if (fails++ < 5)
+								printf("FAIL %s K=%d rows=%d isa %s: "
+								       "gemm [%d, %d) s=%d differs\n",
+								       coli_dtype_name(t), K, rows,
+								       coli_cpu_isa_name(
+								           (enum coli_cpu_isa)isa),
+								       r0, rows, s);
 						}
 						poison(y, (size_t)rows);
 						coli_gemv(&m, &acts[s], y, r0, rows);
