@@ -1,5 +1,5 @@
 /*
- * cpu/kquant/kquant_panel_avx2.c — Q4_K and Q5_K times many activations on
+ * cpu/kquant/kquant_panel_avx2.c — Q4_K, Q5_K and Q6_K times several activations on
  * AVX2, eight rows in the lanes of a vector: the canonical reduction
  * (cpu/kquant/kquant.c) without a horizontal sum.
  *
@@ -15,14 +15,21 @@
  * four at a time), then vpmaddwd by the scales: lane r = row r's A. The
  * fp32 steps are the reference's, lane by lane: fmaf(A, d * dx), then
  * fmaf(C, dmin * dx) with C = -m * qsum (|C| <= 63 x 4,064: exact in fp32),
- * into canonical lane b % 16, which is one of 16 vectors (each the eight
- * rows'); the canonical fold is then vertical adds. So y is kq_gemm's, bit
- * for bit (tests/cpu/kquant_gemv).
+ * into canonical lane b % 16, a vector of the eight rows (a lane's units
+ * are taken one after another, b = k, k + 16, ..., so its sum stays in a
+ * register); the canonical fold is then vertical adds. So y is kq_gemm's,
+ * bit for bit (tests/cpu/kquant_gemv).
  *
- * The unpack costs about as much as five activations' dots (a 2048 x 2048
- * Q4_K matrix on a Zen 3 core: 0.23 ms, and 0.068 ms an activation against
- * kq_gemm's 0.122), so kquant_avx2.c takes this path from
- * COLI_KQ_PANEL_MIN_S activations.
+ * Q6_K's quants are signed (q - 32): |w| by x with w's sign (vpsignb),
+ * each group of 16 summed and scaled apart.
+ *
+ * One core of the 2-vCPU development VM (Zen 3, AVX2), a 2048 x 2048
+ * matrix, ms a call against kq_gemm (2026-12-05): Q4_K at S = 2 / 3 / 8 /
+ * 16 0.28 / 0.35 / 0.71 / 1.25 against 0.25 / 0.40 / 0.96 / 1.94, Q6_K at
+ * 16 1.45 against 2.23; the unpack costs about two activations' dots,
+ * hence COLI_KQ_PANEL_MIN_S = 3. The small loops carry unroll pragmas:
+ * without them GCC's generic tuning kept the transposes' arrays on the
+ * stack (the unpack took 0.41 ms instead of 0.14).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -31,32 +38,46 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
+enum kind { Q4K, Q5K, Q6K };
+
 #define PANEL_MAX_U (COLI_KQ_PANEL_MAX_K / 32)
 #define PANEL_MAX_B (COLI_KQ_PANEL_MAX_K / 256)
 
 struct panel {
-	uint8_t q[PANEL_MAX_U * 256];  /* unit u's 8 chunks of 32 bytes at 256 u */
+	uint8_t q[PANEL_MAX_U * 256];  /* unit u's 8 chunks of 32 bytes at 256 u
+	                                * (Q6_K: q - 32 as int8) */
 	int16_t sc[PANEL_MAX_U * 16];  /* unit u: row r's group scale at 16 u + 2r, 2r + 1 */
+	int16_t sc2[PANEL_MAX_U * 16]; /* Q6_K: the unit's second group of 16 */
 	float mn[PANEL_MAX_U * 8];     /* unit u: minus row r's group min at 8 u + r */
 	float d[PANEL_MAX_B * 8];      /* block i: row r's d at 8 i + r */
 	float dm[PANEL_MAX_B * 8];     /* and its dmin */
 };
+
+/* a plane of eight rows' int16 values as pairs: lanes 2r and 2r + 1 = v[r] */
+INLINE void store_pairs(int16_t *o, __m128i v)
+{
+	_mm256_store_si256((__m256i *)o,
+	                   _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v)));
+}
 
 /* out[c] dword r = v[r] dword c (an 8 x 8 dword transpose, in place) */
 INLINE void transpose8x32(__m256i v[8])
 {
 	__m256i t[8], u[8];
 
+#pragma GCC unroll 8
 	for (int i = 0; i < 4; i++) {
 		t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
 		t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
 	}
+#pragma GCC unroll 8
 	for (int i = 0; i < 2; i++) {
 		u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
 		u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
 		u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
 		u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
 	}
+#pragma GCC unroll 8
 	for (int i = 0; i < 4; i++) {
 		v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
 		v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
@@ -68,16 +89,19 @@ INLINE void transpose8x16(__m128i v[8])
 {
 	__m128i a[8], b[8];
 
+#pragma GCC unroll 8
 	for (int i = 0; i < 4; i++) {
 		a[2 * i] = _mm_unpacklo_epi16(v[2 * i], v[2 * i + 1]);
 		a[2 * i + 1] = _mm_unpackhi_epi16(v[2 * i], v[2 * i + 1]);
 	}
+#pragma GCC unroll 8
 	for (int i = 0; i < 2; i++) {
 		b[4 * i] = _mm_unpacklo_epi32(a[4 * i], a[4 * i + 2]);
 		b[4 * i + 1] = _mm_unpackhi_epi32(a[4 * i], a[4 * i + 2]);
 		b[4 * i + 2] = _mm_unpacklo_epi32(a[4 * i + 1], a[4 * i + 3]);
 		b[4 * i + 3] = _mm_unpackhi_epi32(a[4 * i + 1], a[4 * i + 3]);
 	}
+#pragma GCC unroll 8
 	for (int i = 0; i < 4; i++) {
 		v[2 * i] = _mm_unpacklo_epi64(b[i], b[i + 4]);
 		v[2 * i + 1] = _mm_unpackhi_epi64(b[i], b[i + 4]);
@@ -91,28 +115,31 @@ INLINE void unpack_block(const uint8_t *const *row, int i, int five, struct pane
 	const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
 	__m128i sc[8], mn[8];
 
+#pragma GCC unroll 8
 	for (int r = 0; r < 8; r++) {
 		const uint8_t *bp = row[r] + i * bb;
-		uint32_t u[3];
+		/* coli_kq_scale_min's fields in vector lanes (GPR to vector moves
+		 * went through memory with GCC's generic tuning): dwords u0, u1, u2
+		 * of the 12 bytes; lanes 0 / 1 become the scales / the mins */
+		const __m128i v = _mm_loadu_si128((const __m128i *)(bp + 4)),
+		              lo = _mm_and_si128(v, _mm_set1_epi8(0x3f)),
+		              top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(3)), 4),
+		              u2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_set_epi32(0, 0, 4, 0)),
+		              hi = _mm_or_si128(_mm_and_si128(u2, _mm_set1_epi8(0x0f)), top),
+		              both = _mm_unpacklo_epi32(lo, hi); /* sc_lo sc_hi m_lo m_hi */
 
 		p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[0] | bp[1] << 8));
 		p->dm[8 * i + r] = _cvtsh_ss((uint16_t)(bp[2] | bp[3] << 8));
-		memcpy(u, bp + 4, 12); /* coli_kq_scale_min's fields, four groups at a time */
-		sc[r] = _mm_cvtepu8_epi16(_mm_set_epi32(
-		    0, 0, (int)((u[2] & 0x0f0f0f0fu) | (u[0] >> 6 & 0x03030303u) << 4),
-		    (int)(u[0] & 0x3f3f3f3fu)));
-		mn[r] = _mm_cvtepu8_epi16(_mm_set_epi32(
-		    0, 0, (int)((u[2] >> 4 & 0x0f0f0f0fu) | (u[1] >> 6 & 0x03030303u) << 4),
-		    (int)(u[1] & 0x3f3f3f3fu)));
+		sc[r] = _mm_cvtepu8_epi16(both);
+		mn[r] = _mm_cvtepu8_epi16(_mm_srli_si128(both, 8));
 	}
 	transpose8x16(sc); /* sc[g] = group g's scale of rows 0..7 */
 	transpose8x16(mn);
+#pragma GCC unroll 8
 	for (int g = 0; g < 8; g++) {
 		const int u = 8 * i + g;
 
-		_mm256_store_si256((__m256i *)(p->sc + 16 * u),
-		                   _mm256_set_m128i(_mm_unpackhi_epi16(sc[g], sc[g]),
-		                                    _mm_unpacklo_epi16(sc[g], sc[g])));
+		store_pairs(p->sc + 16 * u, sc[g]);
 		_mm256_store_ps(p->mn + 8 * u,
 		                _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(),
 		                                                    _mm256_cvtepi16_epi32(mn[g]))));
@@ -122,6 +149,7 @@ INLINE void unpack_block(const uint8_t *const *row, int i, int five, struct pane
 	for (int j = 0; j < 4; j++) {
 		__m256i lo[8], hi[8];
 
+#pragma GCC unroll 8
 		for (int r = 0; r < 8; r++) {
 			const uint8_t *bp = row[r] + i * bb;
 			const __m256i q = _mm256_loadu_si256((const __m256i *)(bp + (five ? 48 : 16) + 32 * j));
@@ -139,6 +167,7 @@ INLINE void unpack_block(const uint8_t *const *row, int i, int five, struct pane
 		}
 		transpose8x32(lo);
 		transpose8x32(hi);
+#pragma GCC unroll 8
 		for (int c = 0; c < 8; c++) {
 			_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 2 * j) + 32 * c), lo[c]);
 			_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 2 * j + 1) + 32 * c), hi[c]);
@@ -146,56 +175,155 @@ INLINE void unpack_block(const uint8_t *const *row, int i, int five, struct pane
 	}
 }
 
-/* chunk c of unit u times the activation's quants 4c..4c+3, pairs in int16 */
-#define PAIRS(q, xq, c)                                                                            \
-	_mm256_maddubs_epi16(_mm256_load_si256((const __m256i *)((q) + 32 * (c))),                \
-	                     _mm256_set1_epi32(*(const int32_t *)((xq) + 4 * (c))))
-
-/* Unit u's A for the eight rows: int16 sums of eight pairs a lane (Q4_K) or
- * of four (Q5_K: 4 x 7,874), scaled into int32 by vpmaddwd. */
-INLINE __m256i unit_a(const uint8_t *q, const int8_t *xq, __m256i sc, int five)
+/* Block i of rows row[0..8) (Q6_K) into the panel: unit u of half h = u / 4
+ * from the low (u % 4 < 2) or high nibbles of ql bytes 64h + 32 (u % 2) ..
+ * +32 and bits 2 (u % 4) of qh bytes 32h .. +32, less 32; its groups of 16
+ * take scales 2u and 2u + 1. */
+INLINE void unpack_q6k_block(const uint8_t *const *row, int i, struct panel *p)
 {
-	__m256i a = PAIRS(q, xq, 0), b;
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3),
+	              k32 = _mm256_set1_epi8(32);
+	__m128i s1[8], s2[8];
 
-	for (int c = 1; c < 4; c++)
-		a = _mm256_add_epi16(a, PAIRS(q, xq, c));
-	b = PAIRS(q, xq, 4);
-	for (int c = 5; c < 8; c++)
-		b = _mm256_add_epi16(b, PAIRS(q, xq, c));
-	if (!five)
-		return _mm256_madd_epi16(_mm256_add_epi16(a, b), sc);
-	return _mm256_add_epi32(_mm256_madd_epi16(a, sc), _mm256_madd_epi16(b, sc));
+#pragma GCC unroll 8
+	for (int r = 0; r < 8; r++) {
+		const uint8_t *bp = row[r] + i * 210;
+		const __m128i sc = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
+
+		p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[208] | bp[209] << 8));
+		/* the even scales (first groups) and the odd ones, widened */
+		s1[r] = _mm_srai_epi16(_mm_slli_epi16(sc, 8), 8);
+		s2[r] = _mm_srai_epi16(sc, 8);
+	}
+	transpose8x16(s1);
+	transpose8x16(s2);
+#pragma GCC unroll 8
+	for (int u = 0; u < 8; u++) {
+		store_pairs(p->sc + 16 * (8 * i + u), s1[u]);
+		store_pairs(p->sc2 + 16 * (8 * i + u), s2[u]);
+	}
+#pragma GCC unroll 8
+	for (int h = 0; h < 2; h++) {
+		__m256i v[4][8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			const uint8_t *bp = row[r] + i * 210;
+			const __m256i A = _mm256_loadu_si256((const __m256i *)(bp + 64 * h)),
+			              B = _mm256_loadu_si256((const __m256i *)(bp + 64 * h + 32)),
+			              H = _mm256_loadu_si256((const __m256i *)(bp + 128 + 32 * h));
+			const __m256i lo[4] = {_mm256_and_si256(A, m4), _mm256_and_si256(B, m4),
+			                       _mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
+			                       _mm256_and_si256(_mm256_srli_epi16(B, 4), m4)};
+
+#pragma GCC unroll 8
+			for (int k = 0; k < 4; k++) {
+				const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(H, 2 * k), m3);
+
+				v[k][r] = _mm256_sub_epi8(_mm256_or_si256(lo[k], _mm256_slli_epi16(hb, 4)),
+				                          k32);
+			}
+		}
+#pragma GCC unroll 8
+		for (int k = 0; k < 4; k++) {
+			transpose8x32(v[k]);
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++)
+				_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 4 * h + k) + 32 * c),
+				                   v[k][c]);
+		}
+	}
+}
+
+/* Unit u's integer sums for the eight rows and activations xq[0..ns): per
+ * chunk the weights are loaded once and multiplied by each activation's
+ * four bytes broadcast, pairs summed in int16, then scaled into int32 by
+ * vpmaddwd. Q4_K: eight pairs a lane (<= 8 x 3,810); Q5_K: four (<= 4 x
+ * 7,874), so the halves are scaled apart; Q6_K: signed quants (|q - 32| <=
+ * 32) as |w| by x with w's sign (vpsignb), four pairs a group of 16 (<= 4 x
+ * 8,128), each group by its own scales (sc, sc2). */
+INLINE __m256i pairs(__m256i w, __m256i aw, const int8_t *xq, int c, enum kind kind)
+{
+	__m256i x = _mm256_set1_epi32(*(const int32_t *)(xq + 4 * c));
+
+	if (kind == Q6K)
+		x = _mm256_sign_epi8(x, w);
+	return _mm256_maddubs_epi16(aw, x);
+}
+
+INLINE void unit_a(const uint8_t *q, const int8_t *const *xq, int ns, enum kind kind, __m256i sc,
+                   __m256i sc2, __m256i *A)
+{
+	/* (named, not arrays: GCC kept arrays of these on the stack) */
+	__m256i h00 = _mm256_setzero_si256(), h01 = h00, h10 = h00, h11 = h00;
+
+#pragma GCC unroll 8
+	for (int c = 0; c < 8; c++) {
+		const __m256i w = _mm256_load_si256((const __m256i *)(q + 32 * c)),
+		              aw = kind == Q6K ? _mm256_abs_epi8(w) : w;
+
+		if (c < 4 || kind == Q4K) {
+			h00 = _mm256_add_epi16(h00, pairs(w, aw, xq[0], c, kind));
+			if (ns > 1)
+				h10 = _mm256_add_epi16(h10, pairs(w, aw, xq[1], c, kind));
+		} else {
+			h01 = _mm256_add_epi16(h01, pairs(w, aw, xq[0], c, kind));
+			if (ns > 1)
+				h11 = _mm256_add_epi16(h11, pairs(w, aw, xq[1], c, kind));
+		}
+	}
+	if (kind == Q4K) {
+		A[0] = _mm256_madd_epi16(h00, sc);
+		A[1] = _mm256_madd_epi16(h10, sc);
+	} else {
+		A[0] = _mm256_add_epi32(_mm256_madd_epi16(h00, sc), _mm256_madd_epi16(h01, sc2));
+		A[1] = _mm256_add_epi32(_mm256_madd_epi16(h10, sc), _mm256_madd_epi16(h11, sc2));
+	}
 }
 
 /* y[0..8) of the panel's rows for activations x[0..ns) (ns 1 or 2), the
  * canonical lanes l[s][16] held as vectors of the eight rows */
 INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *const *x, int ns,
-                      int five, float *const *y)
+                      enum kind kind, float *const *y)
 {
 	__m256 l[2][16];
 
-	for (int s = 0; s < ns; s++)
-		for (int k = 0; k < 16; k++)
-			l[s][k] = _mm256_setzero_ps();
-	for (int u = 0; u < nu; u++) {
-		const uint8_t *q = p->q + 256 * u;
-		const __m256i sc = _mm256_load_si256((const __m256i *)(p->sc + 16 * u));
-		const __m256 d = _mm256_load_ps(p->d + 8 * (u / 8)), dm = _mm256_load_ps(p->dm + 8 * (u / 8));
-		const __m256 mn = _mm256_load_ps(p->mn + 8 * u);
+	/* lane k's units one after the other (b = k, k + 16, ...: its order),
+	 * its sum in a register */
+	for (int k = 0; k < 16; k++) {
+		__m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
 
+		for (int u = k; u < nu; u += 16) {
+			const __m256i sc = _mm256_load_si256((const __m256i *)(p->sc + 16 * u)),
+			              sc2 = kind == Q6K
+			                        ? _mm256_load_si256((const __m256i *)(p->sc2 + 16 * u))
+			                        : sc;
+			const __m256 d = _mm256_load_ps(p->d + 8 * (u / 8));
+			const int8_t *xq[2] = {x[0]->q + 32 * u, x[ns - 1]->q + 32 * u};
+			__m256i A[2];
+
+			unit_a(p->q + 256 * u, xq, ns, kind, sc, sc2, A);
 #pragma GCC unroll 2
-		for (int s = 0; s < ns; s++) {
-			const __m256 dx = _mm256_set1_ps(x[s]->d[u]);
-			const __m256 A = _mm256_cvtepi32_ps(unit_a(q, x[s]->q + 32 * u, sc, five));
-			const __m256 C = _mm256_mul_ps(mn, _mm256_set1_ps((float)x[s]->qsum[u]));
-			__m256 *lk = &l[s][u % 16];
+			for (int s = 0; s < ns; s++) {
+				const __m256 dx = _mm256_broadcast_ss(x[s]->d + u);
 
-			*lk = _mm256_fmadd_ps(A, _mm256_mul_ps(d, dx), *lk);
-			*lk = _mm256_fmadd_ps(C, _mm256_mul_ps(dm, dx), *lk);
+				acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A[s]), _mm256_mul_ps(d, dx), acc[s]);
+				if (kind != Q6K) { /* C = -m * qsum: |C| <= 63 x 4,064, exact */
+					const __m256 C = _mm256_mul_ps(
+					    _mm256_load_ps(p->mn + 8 * u),
+					    _mm256_cvtepi32_ps(_mm256_set1_epi32(x[s]->qsum[u])));
+
+					acc[s] = _mm256_fmadd_ps(
+					    C, _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx), acc[s]);
+				}
+			}
 		}
+		for (int s = 0; s < ns; s++)
+			l[s][k] = acc[s];
 	}
 	for (int s = 0; s < ns; s++) {
 		for (int h = 8; h >= 1; h /= 2) /* the canonical fold */
+#pragma GCC unroll 8
 			for (int k = 0; k < h; k++)
 				l[s][k] = _mm256_add_ps(l[s][k], l[s][k + h]);
 		_mm256_storeu_ps(y[s], l[s][0]);
@@ -203,7 +331,7 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 }
 
 INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
-                      size_t ldy, int row0, int row1, int five)
+                      size_t ldy, int row0, int row1, enum kind kind)
 {
 	const int K = w->cols;
 	const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)K);
@@ -214,20 +342,26 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 		const uint8_t *row[8];
 		float t[2][8];
 
+#pragma GCC unroll 8
 		for (int k = 0; k < 8; k++)
 			row[k] = (const uint8_t *)w->data + (size_t)(r + k) * rb;
-		for (int i = 0; i < K / 256; i++)
-			unpack_block(row, i, five, &p);
+		for (int i = 0; i < K / 256; i++) {
+			if (kind == Q6K)
+				unpack_q6k_block(row, i, &p);
+			else
+				unpack_block(row, i, kind == Q5K, &p);
+		}
 		for (int s = 0; s < S; s += 2) {
 			const int ns = S - s < 2 ? 1 : 2;
 			const struct coli_act *xs[2] = {&x[s], &x[s + ns - 1]};
 			float *ys[2] = {t[0], t[1]};
 
 			if (ns == 2)
-				panel_dot(&p, K / 32, xs, 2, five, ys);
+				panel_dot(&p, K / 32, xs, 2, kind, ys);
 			else
-				panel_dot(&p, K / 32, xs, 1, five, ys);
+				panel_dot(&p, K / 32, xs, 1, kind, ys);
 			for (int j = 0; j < ns; j++)
+#pragma GCC unroll 8
 				for (int k = 0; k < 8; k++)
 					y[(size_t)(s + j) * ldy + (r - row0) + k] = t[j][k];
 		}
@@ -240,9 +374,14 @@ int coli_kq_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S
 {
 	if (w->cols > COLI_KQ_PANEL_MAX_K)
 		return row0;
-	if (w->dtype == COLI_DTYPE_Q4_K)
-		return panel_rows(w, x, S, y, ldy, row0, row1, 0);
-	if (w->dtype == COLI_DTYPE_Q5_K)
-		return panel_rows(w, x, S, y, ldy, row0, row1, 1);
-	return row0;
+	switch (w->dtype) {
+	case COLI_DTYPE_Q4_K:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q4K);
+	case COLI_DTYPE_Q5_K:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q5K);
+	case COLI_DTYPE_Q6_K:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q6K);
+	default:
+		return row0;
+	}
 }
