@@ -199,14 +199,14 @@ int coli_kq_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S,
 int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                         int ldy, int row0, int row1);
 /* Q4_K, Q5_K and Q6_K on AVX2 with eight rows in a vector's lanes
- * (cpu/kquant/kquant_panel_avx2.c): the rows of [row0, row1) in whole
+ * (cpu/gemv/gemm_panel_avx2.c): the rows of [row0, row1) in whole
  * panels of eight, the same bits; returns the first row not done (row0 for
- * another type or K > COLI_KQ_PANEL_MAX_K). coli_kq_gemm_avx2 takes it from
- * COLI_KQ_PANEL_MIN_S activations: its unpack costs about two
+ * another type or K > COLI_PANEL_MAX_K). coli_kq_gemm_avx2 takes it from
+ * COLI_PANEL_MIN_S activations: its unpack costs about two
  * activations' dots. */
-#define COLI_KQ_PANEL_MAX_K 8192
-#define COLI_KQ_PANEL_MIN_S 3
-int coli_kq_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+#define COLI_PANEL_MAX_K 8192
+#define COLI_PANEL_MIN_S 3
+int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                        size_t ldy, int row0, int row1);
 
 /* Fold 16 lanes by the canonical tree (h = 8, 4, 2, 1); l is clobbered. */

@@ -4,7 +4,7 @@
  * random finite halves for d / dmin / m, a block of zero scale among them),
  *
  *   1. every kernel ISA this CPU has gives the scalar reference's bits, in
- *      coli_gemv, coli_gemm (S = 7, each s: past COLI_KQ_PANEL_MIN_S, an odd
+ *      coli_gemv, coli_gemm (S = 7, each s: past COLI_PANEL_MIN_S, an odd
  *      count) and row sub-ranges of both (K up to
  *      4096; for the 32-block types also K of 1-7 blocks past a multiple of
  *      8, the vector forms' scalar tail);

@@ -1,5 +1,5 @@
 /*
- * cpu/kquant/kquant_panel_avx2.c — Q4_K, Q5_K and Q6_K times several activations on
+ * cpu/gemv/gemm_panel_avx2.c — Q4_K, Q5_K and Q6_K times several activations on
  * AVX2, eight rows in the lanes of a vector: the canonical reduction
  * (cpu/kquant/kquant.c) without a horizontal sum.
  *
@@ -27,9 +27,11 @@
  * matrix, ms a call against kq_gemm (2026-12-05): Q4_K at S = 2 / 3 / 8 /
  * 16 0.28 / 0.35 / 0.71 / 1.25 against 0.25 / 0.40 / 0.96 / 1.94, Q6_K at
  * 16 1.45 against 2.23; the unpack costs about two activations' dots,
- * hence COLI_KQ_PANEL_MIN_S = 3. The small loops carry unroll pragmas:
+ * hence COLI_PANEL_MIN_S = 3. The small loops carry unroll pragmas:
  * without them GCC's generic tuning kept the transposes' arrays on the
- * stack (the unpack took 0.41 ms instead of 0.14).
+ * stack (the unpack took 0.41 ms instead of 0.14). Q4_0 gained little
+ * here (0.068 ms an activation against gemv_avx2.c's 0.077, whose
+ * activations are prepared once a call): it keeps its own path.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -40,8 +42,8 @@
 
 enum kind { Q4K, Q5K, Q6K };
 
-#define PANEL_MAX_U (COLI_KQ_PANEL_MAX_K / 32)
-#define PANEL_MAX_B (COLI_KQ_PANEL_MAX_K / 256)
+#define PANEL_MAX_U (COLI_PANEL_MAX_K / 32)
+#define PANEL_MAX_B (COLI_PANEL_MAX_K / 256)
 
 struct panel {
 	uint8_t q[PANEL_MAX_U * 256];  /* unit u's 8 chunks of 32 bytes at 256 u
@@ -369,10 +371,10 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 	return r;
 }
 
-int coli_kq_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                        size_t ldy, int row0, int row1)
 {
-	if (w->cols > COLI_KQ_PANEL_MAX_K)
+	if (w->cols > COLI_PANEL_MAX_K)
 		return row0;
 	switch (w->dtype) {
 	case COLI_DTYPE_Q4_K:
