@@ -198,7 +198,7 @@ int coli_kq_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S,
                       int row0, int row1);
 int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                         int ldy, int row0, int row1);
-/* Q4_K, Q5_K and Q6_K on AVX2 with eight rows in a vector's lanes
+/* The K-quants (Q2_K ... Q6_K) on AVX2 with eight rows in a vector's lanes
  * (cpu/gemv/gemm_panel_avx2.c): the rows of [row0, row1) in whole
  * panels of eight, the same bits; returns the first row not done (row0 for
  * another type or K > COLI_PANEL_MAX_K). coli_kq_gemm_avx2 takes it from

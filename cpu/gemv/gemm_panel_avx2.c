@@ -1,5 +1,5 @@
 /*
- * cpu/gemv/gemm_panel_avx2.c — Q4_K, Q5_K and Q6_K times several activations on
+ * cpu/gemv/gemm_panel_avx2.c — the K-quants (Q2_K ... Q6_K) times several activations on
  * AVX2, eight rows in the lanes of a vector: the canonical reduction
  * (cpu/kquant/kquant.c) without a horizontal sum.
  *
@@ -20,13 +20,17 @@
  * register); the canonical fold is then vertical adds. So y is kq_gemm's,
  * bit for bit (tests/cpu/kquant_gemv).
  *
- * Q6_K's quants are signed (q - 32): |w| by x with w's sign (vpsignb),
- * each group of 16 summed and scaled apart.
+ * Q6_K's and Q3_K's quants are signed (q - 32; q - 4 where the high bit
+ * is clear): |w| by x with w's sign (vpsignb), each group of 16 summed and
+ * scaled apart, as Q2_K's unsigned ones. Q2_K's min term (a min a group of
+ * 16) is the same product by each group's min bytes laid out as a chunk:
+ * -sum_g m_g sum_{i in g} x_i for the eight rows at once.
  *
  * One core of the 2-vCPU development VM (Zen 3, AVX2), a 2048 x 2048
  * matrix, ms a call against kq_gemm (2026-12-05): Q4_K at S = 2 / 3 / 8 /
  * 16 0.28 / 0.35 / 0.71 / 1.25 against 0.25 / 0.40 / 0.96 / 1.94, Q6_K at
- * 16 1.45 against 2.23; the unpack costs about two activations' dots,
+ * 16 1.45 against 2.23, Q3_K at 3 / 16 0.42 / 1.41 against 0.50 / 2.28,
+ * Q2_K 0.47 / 1.79 against 0.54 / 2.65; the unpack costs about two activations' dots,
  * hence COLI_PANEL_MIN_S = 3. The small loops carry unroll pragmas:
  * without them GCC's generic tuning kept the transposes' arrays on the
  * stack (the unpack took 0.41 ms instead of 0.14). Q4_0 gained little
@@ -40,7 +44,11 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-enum kind { Q4K, Q5K, Q6K };
+enum kind { Q2K, Q3K, Q4K, Q5K, Q6K };
+
+/* signed quants (|w| by x with w's sign); two groups of 16 a unit */
+#define SIGNED(k) ((k) == Q3K || (k) == Q6K)
+#define G16(k)    ((k) == Q2K || (k) == Q3K || (k) == Q6K)
 
 #define PANEL_MAX_U (COLI_PANEL_MAX_K / 32)
 #define PANEL_MAX_B (COLI_PANEL_MAX_K / 256)
@@ -49,7 +57,9 @@ struct panel {
 	uint8_t q[PANEL_MAX_U * 256];  /* unit u's 8 chunks of 32 bytes at 256 u
 	                                * (Q6_K: q - 32 as int8) */
 	int16_t sc[PANEL_MAX_U * 16];  /* unit u: row r's group scale at 16 u + 2r, 2r + 1 */
-	int16_t sc2[PANEL_MAX_U * 16]; /* Q6_K: the unit's second group of 16 */
+	int16_t sc2[PANEL_MAX_U * 16]; /* Q2_K, Q3_K, Q6_K: the unit's second group of 16 */
+	uint8_t mb[PANEL_MAX_U * 64];  /* Q2_K: the groups' mins, row r's at bytes 4r..4r+3
+	                                * of each group's 32 */
 	float mn[PANEL_MAX_U * 8];     /* unit u: minus row r's group min at 8 u + r */
 	float d[PANEL_MAX_B * 8];      /* block i: row r's d at 8 i + r */
 	float dm[PANEL_MAX_B * 8];     /* and its dmin */
@@ -244,25 +254,133 @@ INLINE void unpack_q6k_block(const uint8_t *const *row, int i, struct panel *p)
  * 7,874), so the halves are scaled apart; Q6_K: signed quants (|q - 32| <=
  * 32) as |w| by x with w's sign (vpsignb), four pairs a group of 16 (<= 4 x
  * 8,128), each group by its own scales (sc, sc2). */
+/* Block i of rows row[0..8) (Q2_K: bb 84; Q3_K: bb 110) into the panel:
+ * unit u's 2-bit quants are bits 2 (u % 4) of qs bytes 32 (u / 4) .. +32
+ * (qs at 16 in Q2_K, at 32 in Q3_K); Q3_K subtracts 4 where bit u of hm[l]
+ * is clear. Groups 2u, 2u + 1: Q2_K's scale and min nibbles of sc[g], Q3_K's
+ * 6-bit scales (coli_kq_q3_scale) less 32. */
+INLINE void unpack_q23k_block(const uint8_t *const *row, int i, int three, struct panel *p)
+{
+	const size_t bb = three ? 110 : 84;
+	const __m256i m3 = _mm256_set1_epi8(3), k4 = _mm256_set1_epi8(4);
+	__m128i s1[8], s2[8], m1[8], m2[8];
+
+#pragma GCC unroll 8
+	for (int r = 0; r < 8; r++) {
+		const uint8_t *bp = row[r] + i * bb;
+		__m128i sc;
+
+		if (three) { /* the 16 scales as bytes: low nibbles of s[0..8), then
+			      * high ones; bits 2 (g / 4) of s[8 + g % 4] on top */
+			const __m128i v = _mm_loadl_epi64((const __m128i *)(bp + 96)),
+			              hb = _mm_cvtsi32_si128(*(const int32_t *)(bp + 104)),
+			              lo = _mm_and_si128(_mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4)),
+			                                 _mm_set1_epi8(0x0f));
+			/* g = 4j + k: bits 2j of hb byte k, for j = 0..3 */
+			const __m128i hi = _mm_and_si128(
+			    _mm_srlv_epi32(_mm_shuffle_epi32(hb, 0), _mm_set_epi32(6, 4, 2, 0)),
+			    _mm_set1_epi8(3));
+
+			sc = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+			p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[108] | bp[109] << 8));
+		} else {
+			const __m128i v = _mm_loadu_si128((const __m128i *)bp);
+
+			sc = _mm_and_si128(v, _mm_set1_epi8(0x0f));
+			m1[r] = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0f)); /* mins */
+			p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[80] | bp[81] << 8));
+			p->dm[8 * i + r] = _cvtsh_ss((uint16_t)(bp[82] | bp[83] << 8));
+		}
+		/* even groups (first of each unit) and odd ones, widened */
+		s1[r] = _mm_srai_epi16(_mm_slli_epi16(sc, 8), 8);
+		s2[r] = _mm_srai_epi16(sc, 8);
+	}
+	transpose8x16(s1);
+	transpose8x16(s2);
+#pragma GCC unroll 8
+	for (int u = 0; u < 8; u++) {
+		store_pairs(p->sc + 16 * (8 * i + u), s1[u]);
+		store_pairs(p->sc2 + 16 * (8 * i + u), s2[u]);
+	}
+	if (!three) { /* each group's min, row r's as bytes 4r..4r+3 (a chunk's
+		       * broadcast pattern): from the 16 min bytes of each row */
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			m2[r] = _mm_srli_epi16(m1[r], 8);                            /* odd groups */
+			m1[r] = _mm_and_si128(m1[r], _mm_set1_epi16(0xff));          /* even */
+		}
+		transpose8x16(m1);
+		transpose8x16(m2);
+#pragma GCC unroll 8
+		for (int u = 0; u < 8; u++) { /* int16 m of rows 0..7 -> bytes 4r..4r+3 */
+			const __m256i b = _mm256_set1_epi32(0x01010101);
+
+			_mm256_store_si256((__m256i *)(p->mb + 64 * (8 * i + u)),
+			                   _mm256_mullo_epi32(_mm256_cvtepu16_epi32(m1[u]), b));
+			_mm256_store_si256((__m256i *)(p->mb + 64 * (8 * i + u) + 32),
+			                   _mm256_mullo_epi32(_mm256_cvtepu16_epi32(m2[u]), b));
+		}
+	}
+	for (int h = 0; h < 2; h++) {
+		__m256i v[4][8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			const uint8_t *bp = row[r] + i * bb;
+			const __m256i q = _mm256_loadu_si256((const __m256i *)(bp + (three ? 32 : 16) + 32 * h)),
+			              hm = three ? _mm256_loadu_si256((const __m256i *)bp) : q;
+
+#pragma GCC unroll 4
+			for (int k = 0; k < 4; k++) {
+				v[k][r] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
+				if (three) { /* - 4 where bit 4h + k of hm[l] is clear */
+					const __m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + k)));
+					const __m256i clear = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit),
+					                                        _mm256_setzero_si256());
+
+					v[k][r] = _mm256_sub_epi8(v[k][r], _mm256_and_si256(clear, k4));
+				}
+			}
+		}
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++) {
+			transpose8x32(v[k]);
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++)
+				_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 4 * h + k) + 32 * c),
+				                   v[k][c]);
+		}
+	}
+}
+
 INLINE __m256i pairs(__m256i w, __m256i aw, const int8_t *xq, int c, enum kind kind)
 {
 	__m256i x = _mm256_set1_epi32(*(const int32_t *)(xq + 4 * c));
 
-	if (kind == Q6K)
+	if (SIGNED(kind))
 		x = _mm256_sign_epi8(x, w);
 	return _mm256_maddubs_epi16(aw, x);
 }
 
-INLINE void unit_a(const uint8_t *q, const int8_t *const *xq, int ns, enum kind kind, __m256i sc,
-                   __m256i sc2, __m256i *A)
+INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq, int ns,
+                   enum kind kind, __m256i sc, __m256i sc2, __m256i *A, __m256i *C)
 {
 	/* (named, not arrays: GCC kept arrays of these on the stack) */
-	__m256i h00 = _mm256_setzero_si256(), h01 = h00, h10 = h00, h11 = h00;
+	__m256i h00 = _mm256_setzero_si256(), h01 = h00, h10 = h00, h11 = h00, c0 = h00, c1 = h00;
 
 #pragma GCC unroll 8
 	for (int c = 0; c < 8; c++) {
 		const __m256i w = _mm256_load_si256((const __m256i *)(q + 32 * c)),
-		              aw = kind == Q6K ? _mm256_abs_epi8(w) : w;
+		              aw = SIGNED(kind) ? _mm256_abs_epi8(w) : w;
+
+		if (kind == Q2K) { /* the min term: a group's m by the chunk's x, per row
+			            * (<= 8 pairs of 2 x 15 x 127 a lane) */
+			const __m256i m = _mm256_load_si256((const __m256i *)(mb + 32 * (c / 4)));
+
+			c0 = _mm256_add_epi16(c0, pairs(m, m, xq[0], c, kind));
+			if (ns > 1)
+				c1 = _mm256_add_epi16(c1, pairs(m, m, xq[1], c, kind));
+		}
 
 		if (c < 4 || kind == Q4K) {
 			h00 = _mm256_add_epi16(h00, pairs(w, aw, xq[0], c, kind));
@@ -281,6 +399,12 @@ INLINE void unit_a(const uint8_t *q, const int8_t *const *xq, int ns, enum kind 
 		A[0] = _mm256_add_epi32(_mm256_madd_epi16(h00, sc), _mm256_madd_epi16(h01, sc2));
 		A[1] = _mm256_add_epi32(_mm256_madd_epi16(h10, sc), _mm256_madd_epi16(h11, sc2));
 	}
+	if (kind == Q2K) { /* C = -sum_g m_g * sum_{i in g} x_i */
+		const __m256i one = _mm256_set1_epi16(1), z = _mm256_setzero_si256();
+
+		C[0] = _mm256_sub_epi32(z, _mm256_madd_epi16(c0, one));
+		C[1] = _mm256_sub_epi32(z, _mm256_madd_epi16(c1, one));
+	}
 }
 
 /* y[0..8) of the panel's rows for activations x[0..ns) (ns 1 or 2), the
@@ -297,26 +421,30 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 
 		for (int u = k; u < nu; u += 16) {
 			const __m256i sc = _mm256_load_si256((const __m256i *)(p->sc + 16 * u)),
-			              sc2 = kind == Q6K
+			              sc2 = G16(kind)
 			                        ? _mm256_load_si256((const __m256i *)(p->sc2 + 16 * u))
 			                        : sc;
 			const __m256 d = _mm256_load_ps(p->d + 8 * (u / 8));
 			const int8_t *xq[2] = {x[0]->q + 32 * u, x[ns - 1]->q + 32 * u};
-			__m256i A[2];
+			__m256i A[2], C[2];
 
-			unit_a(p->q + 256 * u, xq, ns, kind, sc, sc2, A);
+			unit_a(p->q + 256 * u, p->mb + 64 * u, xq, ns, kind, sc, sc2, A, C);
 #pragma GCC unroll 2
 			for (int s = 0; s < ns; s++) {
 				const __m256 dx = _mm256_broadcast_ss(x[s]->d + u);
 
 				acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A[s]), _mm256_mul_ps(d, dx), acc[s]);
-				if (kind != Q6K) { /* C = -m * qsum: |C| <= 63 x 4,064, exact */
-					const __m256 C = _mm256_mul_ps(
+				if (kind == Q2K) /* |C| <= 15 x 32 x 127 */
+					acc[s] = _mm256_fmadd_ps(
+					    _mm256_cvtepi32_ps(C[s]),
+					    _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx), acc[s]);
+				if (kind == Q4K || kind == Q5K) { /* C = -m * qsum: |C| <= 63 x 4,064, exact */
+					const __m256 cm = _mm256_mul_ps(
 					    _mm256_load_ps(p->mn + 8 * u),
 					    _mm256_cvtepi32_ps(_mm256_set1_epi32(x[s]->qsum[u])));
 
 					acc[s] = _mm256_fmadd_ps(
-					    C, _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx), acc[s]);
+					    cm, _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx), acc[s]);
 				}
 			}
 		}
@@ -350,6 +478,8 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 		for (int i = 0; i < K / 256; i++) {
 			if (kind == Q6K)
 				unpack_q6k_block(row, i, &p);
+			else if (kind == Q2K || kind == Q3K)
+				unpack_q23k_block(row, i, kind == Q3K, &p);
 			else
 				unpack_block(row, i, kind == Q5K, &p);
 		}
@@ -377,6 +507,10 @@ int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int
 	if (w->cols > COLI_PANEL_MAX_K)
 		return row0;
 	switch (w->dtype) {
+	case COLI_DTYPE_Q2_K:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q2K);
+	case COLI_DTYPE_Q3_K:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q3K);
 	case COLI_DTYPE_Q4_K:
 		return panel_rows(w, x, S, y, ldy, row0, row1, Q4K);
 	case COLI_DTYPE_Q5_K:
