@@ -55,7 +55,7 @@ enum kind { Q2K, Q3K, Q4K, Q5K, Q6K };
 
 struct panel {
 	uint8_t q[PANEL_MAX_U * 256];  /* unit u's 8 chunks of 32 bytes at 256 u
-	                                * (Q6_K: q - 32 as int8) */
+	                                * (Q3_K, Q6_K: the signed q as int8) */
 	int16_t sc[PANEL_MAX_U * 16];  /* unit u: row r's group scale at 16 u + 2r, 2r + 1 */
 	int16_t sc2[PANEL_MAX_U * 16]; /* Q2_K, Q3_K, Q6_K: the unit's second group of 16 */
 	uint8_t mb[PANEL_MAX_U * 64];  /* Q2_K: the groups' mins, row r's at bytes 4r..4r+3
