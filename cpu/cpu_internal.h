@@ -207,7 +207,7 @@ int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int 
 #define COLI_PANEL_MAX_K 8192
 #define COLI_PANEL_MIN_S 3
 int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
-                       size_t ldy, int row0, int row1);
+                         size_t ldy, int row0, int row1);
 
 /* Fold 16 lanes by the canonical tree (h = 8, 4, 2, 1); l is clobbered. */
 static inline float coli_lanes_fold(float *l)

@@ -135,8 +135,10 @@ INLINE void unpack_block(const uint8_t *const *row, int i, int five, struct pane
 		 * of the 12 bytes; lanes 0 / 1 become the scales / the mins */
 		const __m128i v = _mm_loadu_si128((const __m128i *)(bp + 4)),
 		              lo = _mm_and_si128(v, _mm_set1_epi8(0x3f)),
-		              top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(3)), 4),
-		              u2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_set_epi32(0, 0, 4, 0)),
+		              top = _mm_slli_epi32(
+		                  _mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(3)), 4),
+		              u2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa),
+		                                  _mm_set_epi32(0, 0, 4, 0)),
 		              hi = _mm_or_si128(_mm_and_si128(u2, _mm_set1_epi8(0x0f)), top),
 		              both = _mm_unpacklo_epi32(lo, hi); /* sc_lo sc_hi m_lo m_hi */
 
@@ -164,25 +166,32 @@ INLINE void unpack_block(const uint8_t *const *row, int i, int five, struct pane
 #pragma GCC unroll 8
 		for (int r = 0; r < 8; r++) {
 			const uint8_t *bp = row[r] + i * bb;
-			const __m256i q = _mm256_loadu_si256((const __m256i *)(bp + (five ? 48 : 16) + 32 * j));
+			const __m256i q =
+			    _mm256_loadu_si256((const __m256i *)(bp + (five ? 48 : 16) + 32 * j));
 
 			lo[r] = _mm256_and_si256(q, m4);
 			hi[r] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
 			if (five) {
 				const __m256i h = _mm256_loadu_si256((const __m256i *)(bp + 16));
 
-				lo[r] = _mm256_or_si256(lo[r], _mm256_and_si256(_mm256_slli_epi16(
-				                                                    _mm256_srli_epi16(h, 2 * j), 4), b4));
-				hi[r] = _mm256_or_si256(hi[r], _mm256_and_si256(_mm256_slli_epi16(
-				                                                    _mm256_srli_epi16(h, 2 * j + 1), 4), b4));
+				lo[r] = _mm256_or_si256(
+				    lo[r],
+				    _mm256_and_si256(
+				        _mm256_slli_epi16(_mm256_srli_epi16(h, 2 * j), 4), b4));
+				hi[r] = _mm256_or_si256(
+				    hi[r],
+				    _mm256_and_si256(
+				        _mm256_slli_epi16(_mm256_srli_epi16(h, 2 * j + 1), 4), b4));
 			}
 		}
 		transpose8x32(lo);
 		transpose8x32(hi);
 #pragma GCC unroll 8
 		for (int c = 0; c < 8; c++) {
-			_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 2 * j) + 32 * c), lo[c]);
-			_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 2 * j + 1) + 32 * c), hi[c]);
+			_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 2 * j) + 32 * c),
+			                   lo[c]);
+			_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 2 * j + 1) + 32 * c),
+			                   hi[c]);
 		}
 	}
 }
@@ -230,10 +239,11 @@ INLINE void unpack_q6k_block(const uint8_t *const *row, int i, struct panel *p)
 
 #pragma GCC unroll 8
 			for (int k = 0; k < 4; k++) {
-				const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(H, 2 * k), m3);
+				const __m256i hb =
+				    _mm256_and_si256(_mm256_srli_epi16(H, 2 * k), m3);
 
-				v[k][r] = _mm256_sub_epi8(_mm256_or_si256(lo[k], _mm256_slli_epi16(hb, 4)),
-				                          k32);
+				v[k][r] = _mm256_sub_epi8(
+				    _mm256_or_si256(lo[k], _mm256_slli_epi16(hb, 4)), k32);
 			}
 		}
 #pragma GCC unroll 8
@@ -241,8 +251,9 @@ INLINE void unpack_q6k_block(const uint8_t *const *row, int i, struct panel *p)
 			transpose8x32(v[k]);
 #pragma GCC unroll 8
 			for (int c = 0; c < 8; c++)
-				_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 4 * h + k) + 32 * c),
-				                   v[k][c]);
+				_mm256_store_si256(
+				    (__m256i *)(p->q + 256 * (8 * i + 4 * h + k) + 32 * c),
+				    v[k][c]);
 		}
 	}
 }
@@ -274,14 +285,16 @@ INLINE void unpack_q23k_block(const uint8_t *const *row, int i, int three, struc
 			      * high ones; bits 2 (g / 4) of s[8 + g % 4] on top */
 			const __m128i v = _mm_loadl_epi64((const __m128i *)(bp + 96)),
 			              hb = _mm_cvtsi32_si128(*(const int32_t *)(bp + 104)),
-			              lo = _mm_and_si128(_mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4)),
-			                                 _mm_set1_epi8(0x0f));
+			              lo =
+			                  _mm_and_si128(_mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4)),
+			                                _mm_set1_epi8(0x0f));
 			/* g = 4j + k: bits 2j of hb byte k, for j = 0..3 */
 			const __m128i hi = _mm_and_si128(
 			    _mm_srlv_epi32(_mm_shuffle_epi32(hb, 0), _mm_set_epi32(6, 4, 2, 0)),
 			    _mm_set1_epi8(3));
 
-			sc = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+			sc = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)),
+			                  _mm_set1_epi8(32));
 			p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[108] | bp[109] << 8));
 		} else {
 			const __m128i v = _mm_loadu_si128((const __m128i *)bp);
@@ -306,8 +319,8 @@ INLINE void unpack_q23k_block(const uint8_t *const *row, int i, int three, struc
 		       * broadcast pattern): from the 16 min bytes of each row */
 #pragma GCC unroll 8
 		for (int r = 0; r < 8; r++) {
-			m2[r] = _mm_srli_epi16(m1[r], 8);                            /* odd groups */
-			m1[r] = _mm_and_si128(m1[r], _mm_set1_epi16(0xff));          /* even */
+			m2[r] = _mm_srli_epi16(m1[r], 8);                   /* odd groups */
+			m1[r] = _mm_and_si128(m1[r], _mm_set1_epi16(0xff)); /* even */
 		}
 		transpose8x16(m1);
 		transpose8x16(m2);
@@ -327,18 +340,21 @@ INLINE void unpack_q23k_block(const uint8_t *const *row, int i, int three, struc
 #pragma GCC unroll 8
 		for (int r = 0; r < 8; r++) {
 			const uint8_t *bp = row[r] + i * bb;
-			const __m256i q = _mm256_loadu_si256((const __m256i *)(bp + (three ? 32 : 16) + 32 * h)),
+			const __m256i q = _mm256_loadu_si256(
+			                  (const __m256i *)(bp + (three ? 32 : 16) + 32 * h)),
 			              hm = three ? _mm256_loadu_si256((const __m256i *)bp) : q;
 
 #pragma GCC unroll 4
 			for (int k = 0; k < 4; k++) {
 				v[k][r] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
 				if (three) { /* - 4 where bit 4h + k of hm[l] is clear */
-					const __m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + k)));
-					const __m256i clear = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit),
-					                                        _mm256_setzero_si256());
+					const __m256i bit =
+					    _mm256_set1_epi8((char)(1 << (4 * h + k)));
+					const __m256i clear = _mm256_cmpeq_epi8(
+					    _mm256_and_si256(hm, bit), _mm256_setzero_si256());
 
-					v[k][r] = _mm256_sub_epi8(v[k][r], _mm256_and_si256(clear, k4));
+					v[k][r] =
+					    _mm256_sub_epi8(v[k][r], _mm256_and_si256(clear, k4));
 				}
 			}
 		}
@@ -347,8 +363,9 @@ INLINE void unpack_q23k_block(const uint8_t *const *row, int i, int three, struc
 			transpose8x32(v[k]);
 #pragma GCC unroll 8
 			for (int c = 0; c < 8; c++)
-				_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 4 * h + k) + 32 * c),
-				                   v[k][c]);
+				_mm256_store_si256(
+				    (__m256i *)(p->q + 256 * (8 * i + 4 * h + k) + 32 * c),
+				    v[k][c]);
 		}
 	}
 }
@@ -421,9 +438,9 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 
 		for (int u = k; u < nu; u += 16) {
 			const __m256i sc = _mm256_load_si256((const __m256i *)(p->sc + 16 * u)),
-			              sc2 = G16(kind)
-			                        ? _mm256_load_si256((const __m256i *)(p->sc2 + 16 * u))
-			                        : sc;
+			              sc2 = G16(kind) ? _mm256_load_si256(
+			                                    (const __m256i *)(p->sc2 + 16 * u))
+			                              : sc;
 			const __m256 d = _mm256_load_ps(p->d + 8 * (u / 8));
 			const int8_t *xq[2] = {x[0]->q + 32 * u, x[ns - 1]->q + 32 * u};
 			__m256i A[2], C[2];
@@ -433,18 +450,23 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 			for (int s = 0; s < ns; s++) {
 				const __m256 dx = _mm256_broadcast_ss(x[s]->d + u);
 
-				acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A[s]), _mm256_mul_ps(d, dx), acc[s]);
+				acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A[s]),
+				                         _mm256_mul_ps(d, dx), acc[s]);
 				if (kind == Q2K) /* |C| <= 15 x 32 x 127 */
 					acc[s] = _mm256_fmadd_ps(
 					    _mm256_cvtepi32_ps(C[s]),
-					    _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx), acc[s]);
-				if (kind == Q4K || kind == Q5K) { /* C = -m * qsum: |C| <= 63 x 4,064, exact */
+					    _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx),
+					    acc[s]);
+				if (kind == Q4K ||
+				    kind == Q5K) { /* C = -m * qsum: |C| <= 63 x 4,064, exact */
 					const __m256 cm = _mm256_mul_ps(
 					    _mm256_load_ps(p->mn + 8 * u),
 					    _mm256_cvtepi32_ps(_mm256_set1_epi32(x[s]->qsum[u])));
 
 					acc[s] = _mm256_fmadd_ps(
-					    cm, _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx), acc[s]);
+					    cm,
+					    _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx),
+					    acc[s]);
 				}
 			}
 		}
@@ -502,7 +524,7 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 }
 
 int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
-                       size_t ldy, int row0, int row1)
+                         size_t ldy, int row0, int row1)
 {
 	if (w->cols > COLI_PANEL_MAX_K)
 		return row0;

@@ -23,8 +23,9 @@ int coli_kq_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float 
 int coli_kq_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                       int row0, int row1)
 {
-	const int r = S >= COLI_PANEL_MIN_S ? coli_gemm_panel_avx2(w, x, S, y, (size_t)ldy, row0, row1)
-	                                       : row0;
+	const int r = S >= COLI_PANEL_MIN_S
+	                  ? coli_gemm_panel_avx2(w, x, S, y, (size_t)ldy, row0, row1)
+	                  : row0;
 
 	return kq_gemm(w, x, S, y + (r - row0), (size_t)ldy, r, row1);
 }

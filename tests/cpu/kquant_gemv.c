@@ -176,7 +176,8 @@ int main(void)
 						}
 						cases++;
 					}
-					/* rows [1, rows): panels of 8 not where the matrix's start */
+					/* rows [1, rows): panels of 8 not where the matrix's start
+					 */
 					poison(y, (size_t)S * rows);
 					coli_gemm(&m, acts, S, y, rows, rows > 2, rows);
 					for (int s = 0; s < S; s++) {
@@ -186,12 +187,13 @@ int main(void)
 						           ref + (size_t)s * rows + r0,
 						           (size_t)(rows - r0) * 4)) {
 							if (fails++ < 5)
-								printf("FAIL %s K=%d rows=%d isa %s: "
-								       "gemm [%d, %d) s=%d differs\n",
-								       coli_dtype_name(t), K, rows,
-								       coli_cpu_isa_name(
-								           (enum coli_cpu_isa)isa),
-								       r0, rows, s);
+								printf(
+								    "FAIL %s K=%d rows=%d isa %s: "
+								    "gemm [%d, %d) s=%d differs\n",
+								    coli_dtype_name(t), K, rows,
+								    coli_cpu_isa_name(
+								        (enum coli_cpu_isa)isa),
+								    r0, rows, s);
 						}
 						poison(y, (size_t)rows);
 						coli_gemv(&m, &acts[s], y, r0, rows);

@@ -126,8 +126,9 @@ again:
 		pthread_mutex_unlock(&q->mu);
 		if (fits > 0) {
 			start_job(q, j); /* (takes mu to join q->run) */
-		} else { /* never fits, even alone: the request checks should have
-			  * refused it; it ends rather than waiting forever */
+		} else {
+			/* never fits, even alone: the request checks should have
+			 * refused it; it ends rather than waiting forever */
 			colid_job_end(q, j, fits < 0 ? fits : -E2BIG, NULL);
 			colid_job_put(j);
 		}
