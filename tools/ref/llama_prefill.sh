@@ -62,7 +62,7 @@ wait $cpid || { say "coli convert failed"; tail -3 convert-coli.log; exit 1; }
 say "q4.coli $(stat -c %s q4.coli) B, q4_0.gguf $(stat -c %s q4_0.gguf) B"
 
 case " $SKIP " in *" gpu "*) ;; *)
-	for r in $(seq "$ROUNDS"); do
+	for _ in $(seq "$ROUNDS"); do
 		for p in $PROMPTS; do
 			fig "gpu-pp$p-llama" "$(llama_tps -ngl 99 -fa 1 -p "$p" -n 0)"
 			fig "gpu-pp$p-coli" "$(coli_tps prefill -m q4.coli --gpu 0 --ctx $((p + 64)) --prompt "$p")"
@@ -73,10 +73,10 @@ case " $SKIP " in *" gpu "*) ;; *)
 	;;
 esac
 case " $SKIP " in *" cpu "*) ;; *)
-	for r in $(seq "$ROUNDS"); do
-		fig cpu-pp512-llama "$(CUDA_VISIBLE_DEVICES= llama_tps -ngl 0 -p 512 -n 0)"
+	for _ in $(seq "$ROUNDS"); do
+		fig cpu-pp512-llama "$(CUDA_VISIBLE_DEVICES='' llama_tps -ngl 0 -p 512 -n 0)"
 		fig cpu-pp512-coli "$(coli_tps prefill -m q4.coli --gpu off --prompt 512)"
-		fig cpu-tg32-llama "$(CUDA_VISIBLE_DEVICES= llama_tps -ngl 0 -p 0 -n 32)"
+		fig cpu-tg32-llama "$(CUDA_VISIBLE_DEVICES='' llama_tps -ngl 0 -p 0 -n 32)"
 		fig cpu-tg32-coli "$(coli_tps decode -m q4.coli --gpu off --tokens 32 --disk-mib 0)"
 	done
 	;;
