@@ -49,7 +49,7 @@
 #include "tools/bench/bench.h"
 #include "tools/tools.h"
 
-#define MAX_S 8
+#define MAX_S 16 /* the largest batch: where the AVX2 K-quant panel and AMX tiles run */
 
 struct wset {
 	enum coli_dtype dt;
@@ -280,13 +280,13 @@ int bench_kernels_main(int argc, char **argv)
 	                                      COLI_DTYPE_Q4_K, COLI_DTYPE_Q5_K, COLI_DTYPE_Q6_K,
 	                                      COLI_DTYPE_Q3_K, COLI_DTYPE_Q2_K, COLI_DTYPE_Q4_1,
 	                                      COLI_DTYPE_Q5_0, COLI_DTYPE_Q5_1};
-	enum { N_DT = sizeof(dts) / sizeof(dts[0]) };
-	static const int Ss[] = {1, 2, 4, 8};
+	static const int Ss[] = {1, 2, 4, 8, 16};
+	enum { N_DT = sizeof(dts) / sizeof(dts[0]), N_S = sizeof(Ss) / sizeof(Ss[0]) };
 	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), reps = 7, json = 0, mib = 256, err;
 	int read_only = 0; /* --read-only: only the host read (tools/bench/bench_vs_fio.sh) */
 	struct wset ws[N_DT] = {0};
 	struct acts a2048 = {0}, a768 = {0};
-	struct arm arms[2 + N_DT * 4];
+	struct arm arms[2 + N_DT * N_S];
 	int n_arms = 0;
 	coli_cpu_pool_t *pool = NULL;
 	struct bench_readbw rb;
@@ -330,7 +330,7 @@ int bench_kernels_main(int argc, char **argv)
 		if (wset_build(&ws[d], dts[d], target))
 			return tool_err("bench kernels", "cannot allocate %d MiB of %s weights",
 			                mib, coli_dtype_name(dts[d]));
-		for (int s = 0; s < 4; s++)
+		for (int s = 0; s < N_S; s++)
 			arms[n_arms++] =
 			    (struct arm){coli_dtype_name(dts[d]), &ws[d], Ss[s], NULL, 0};
 	}

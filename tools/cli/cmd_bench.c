@@ -32,7 +32,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: coli bench SUBCOMMAND [ARGS]\n\n"
 	           "  kernels [--threads N] [--mib M] [--reps R] [--read-only] [--json]\n"
-	           "              CPU GEMV/GEMM weight GB/s for bf16/q8/q4, S = 1,2,4,8,\n"
+	           "              CPU GEMV/GEMM weight GB/s for bf16/q8/q4, S = 1,2,4,8,16,\n"
 	           "              next to the host read bandwidth measured in the same run;\n"
 	           "              the thread pool's round with nothing to do\n"
 	           "  make-model --shape NAME -o FILE [--layers N] [--quant q4|q8|bf16]\n"
