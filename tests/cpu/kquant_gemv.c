@@ -176,8 +176,7 @@ int main(void)
 						}
 						cases++;
 					}
-					/* rows [1, rows): panels of 8 not where the matrix's start
-					 */
+					/* rows [1, rows): panels that start off row 0 */
 					poison(y, (size_t)S * rows);
 					coli_gemm(&m, acts, S, y, rows, rows > 2, rows);
 					for (int s = 0; s < S; s++) {
