@@ -457,8 +457,8 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 					    _mm256_cvtepi32_ps(C[s]),
 					    _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx),
 					    acc[s]);
-				if (kind == Q4K ||
-				    kind == Q5K) { /* C = -m * qsum: |C| <= 63 x 4,064, exact */
+				/* Q4_K, Q5_K: C = -m * qsum (|C| <= 63 x 4,064, exact) */
+				if (kind == Q4K || kind == Q5K) {
 					const __m256 cm = _mm256_mul_ps(
 					    _mm256_load_ps(p->mn + 8 * u),
 					    _mm256_cvtepi32_ps(_mm256_set1_epi32(x[s]->qsum[u])));
