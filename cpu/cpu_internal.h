@@ -198,14 +198,16 @@ int coli_kq_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S,
                       int row0, int row1);
 int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                         int ldy, int row0, int row1);
-/* The K-quants (Q2_K ... Q6_K) on AVX2 with eight rows in a vector's lanes
- * (cpu/gemv/gemm_panel_avx2.c): the rows of [row0, row1) in whole
- * panels of eight, the same bits; returns the first row not done (row0 for
- * another type or K > COLI_PANEL_MAX_K). coli_kq_gemm_avx2 takes it from
- * COLI_PANEL_MIN_S activations: its unpack costs about two
- * activations' dots. */
-#define COLI_PANEL_MAX_K 8192
-#define COLI_PANEL_MIN_S 3
+/* The K-quants (Q2_K ... Q6_K) and Q4_0 on AVX2 with eight rows in a
+ * vector's lanes (cpu/gemv/gemm_panel_avx2.c): the rows of [row0, row1) in
+ * whole panels of eight, the same bits; returns the first row not done (row0
+ * for another type or K > COLI_PANEL_MAX_K). coli_kq_gemm_avx2 takes it from
+ * COLI_PANEL_MIN_S activations (its unpack costs about two activations'
+ * dots), coli_gemm_avx2's Q4_0 from COLI_PANEL_MIN_S_Q4_0 (its own GEMM is
+ * close behind). */
+#define COLI_PANEL_MAX_K      8192
+#define COLI_PANEL_MIN_S      3
+#define COLI_PANEL_MIN_S_Q4_0 12
 int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                          size_t ldy, int row0, int row1);
 

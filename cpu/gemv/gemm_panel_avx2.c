@@ -1,5 +1,5 @@
 /*
- * cpu/gemv/gemm_panel_avx2.c — the K-quants (Q2_K ... Q6_K) times several activations on
+ * cpu/gemv/gemm_panel_avx2.c — the K-quants (Q2_K ... Q6_K) and Q4_0 times several activations on
  * AVX2, eight rows in the lanes of a vector: the canonical reduction
  * (cpu/kquant/kquant.c) without a horizontal sum.
  *
@@ -33,9 +33,12 @@
  * Q2_K 0.47 / 1.79 against 0.54 / 2.65; the unpack costs about two activations' dots,
  * hence COLI_PANEL_MIN_S = 3. The small loops carry unroll pragmas:
  * without them GCC's generic tuning kept the transposes' arrays on the
- * stack (the unpack took 0.41 ms instead of 0.14). Q4_0 gained little
- * here (0.068 ms an activation against gemv_avx2.c's 0.077, whose
- * activations are prepared once a call): it keeps its own path.
+ * stack (the unpack took 0.41 ms instead of 0.14).
+ *
+ * Q4_0 (cpu.h's planes) takes the panel too, from COLI_PANEL_MIN_S_Q4_0
+ * activations: its own GEMM (gemv_avx2.c) prepares each activation once a
+ * call and so runs close, 0.077 ms an activation against the panel's
+ * 0.068, and the unpack (0.11 ms) pays from about a dozen.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -44,7 +47,7 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-enum kind { Q2K, Q3K, Q4K, Q5K, Q6K };
+enum kind { Q40, Q2K, Q3K, Q4K, Q5K, Q6K };
 
 /* signed quants (|w| by x with w's sign); two groups of 16 a unit */
 #define SIGNED(k) ((k) == Q3K || (k) == Q6K)
@@ -62,6 +65,7 @@ struct panel {
 	                                * of each group's 32 */
 	float mn[PANEL_MAX_U * 8];     /* unit u: minus row r's group min at 8 u + r */
 	float d[PANEL_MAX_B * 8];      /* block i: row r's d at 8 i + r */
+	float du[PANEL_MAX_U * 8];     /* Q4_0: unit u's d of row r at 8 u + r */
 	float dm[PANEL_MAX_B * 8];     /* and its dmin */
 };
 
@@ -370,6 +374,71 @@ INLINE void unpack_q23k_block(const uint8_t *const *row, int i, int three, struc
 	}
 }
 
+/* Units [0, nu) of Q4_0 rows r0 .. r0 + 7 (cpu.h's planes: a unit's 16
+ * bytes hold elements j and j + 16 in the low and high nibbles) into the
+ * panel: nibbles 0..15 (the - 8 is taken from the sum as 8 qsum), two units
+ * a load; the fp16 scales eight units a load, transposed. */
+INLINE void unpack_q4_0(const struct coli_mat *w, int r0, int nu, struct panel *p)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const uint8_t *q = (const uint8_t *)w->data + (size_t)r0 * nu * 16;
+	const uint16_t *sc = w->scales + (size_t)r0 * nu;
+	int u = 0;
+
+	for (; u + 2 <= nu; u += 2) {
+		__m256i v0[8], v1[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			const __m256i b = _mm256_loadu_si256(
+			                  (const __m256i *)(q + ((size_t)r * nu + u) * 16)),
+			              lo = _mm256_and_si256(b, m4),
+			              hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
+
+			v0[r] = _mm256_permute2x128_si256(lo, hi, 0x20);
+			v1[r] = _mm256_permute2x128_si256(lo, hi, 0x31);
+		}
+		transpose8x32(v0);
+		transpose8x32(v1);
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++) {
+			_mm256_store_si256((__m256i *)(p->q + 256 * u + 32 * c), v0[c]);
+			_mm256_store_si256((__m256i *)(p->q + 256 * (u + 1) + 32 * c), v1[c]);
+		}
+	}
+	if (u < nu) { /* an odd last unit */
+		const __m128i m = _mm_set1_epi8(0x0f);
+		__m256i v[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			const __m128i b =
+			    _mm_loadu_si128((const __m128i *)(q + ((size_t)r * nu + u) * 16));
+
+			v[r] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m),
+			                        _mm_and_si128(b, m));
+		}
+		transpose8x32(v);
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++)
+			_mm256_store_si256((__m256i *)(p->q + 256 * u + 32 * c), v[c]);
+	}
+	for (u = 0; u + 8 <= nu; u += 8) {
+		__m128i h[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++)
+			h[r] = _mm_loadu_si128((const __m128i *)(sc + (size_t)r * nu + u));
+		transpose8x16(h);
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++)
+			_mm256_store_ps(p->du + 8 * (u + k), _mm256_cvtph_ps(h[k]));
+	}
+	for (; u < nu; u++)
+		for (int r = 0; r < 8; r++)
+			p->du[8 * u + r] = _cvtsh_ss(sc[(size_t)r * nu + u]);
+}
+
 INLINE __m256i pairs(__m256i w, __m256i aw, const int8_t *xq, int c, enum kind kind)
 {
 	__m256i x = _mm256_set1_epi32(*(const int32_t *)(xq + 4 * c));
@@ -399,7 +468,7 @@ INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq,
 				c1 = _mm256_add_epi16(c1, pairs(m, m, xq[1], c, kind));
 		}
 
-		if (c < 4 || kind == Q4K) {
+		if (c < 4 || kind == Q4K || kind == Q40) {
 			h00 = _mm256_add_epi16(h00, pairs(w, aw, xq[0], c, kind));
 			if (ns > 1)
 				h10 = _mm256_add_epi16(h10, pairs(w, aw, xq[1], c, kind));
@@ -409,7 +478,7 @@ INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq,
 				h11 = _mm256_add_epi16(h11, pairs(w, aw, xq[1], c, kind));
 		}
 	}
-	if (kind == Q4K) {
+	if (kind == Q4K || kind == Q40) { /* Q4_0: sc = ones */
 		A[0] = _mm256_madd_epi16(h00, sc);
 		A[1] = _mm256_madd_epi16(h10, sc);
 	} else {
@@ -437,11 +506,14 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 		__m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
 
 		for (int u = k; u < nu; u += 16) {
-			const __m256i sc = _mm256_load_si256((const __m256i *)(p->sc + 16 * u)),
+			const __m256i sc = kind == Q40 ? _mm256_set1_epi16(1)
+			                               : _mm256_load_si256(
+			                                     (const __m256i *)(p->sc + 16 * u)),
 			              sc2 = G16(kind) ? _mm256_load_si256(
 			                                    (const __m256i *)(p->sc2 + 16 * u))
 			                              : sc;
-			const __m256 d = _mm256_load_ps(p->d + 8 * (u / 8));
+			const __m256 d =
+			    _mm256_load_ps(kind == Q40 ? p->du + 8 * u : p->d + 8 * (u / 8));
 			const int8_t *xq[2] = {x[0]->q + 32 * u, x[ns - 1]->q + 32 * u};
 			__m256i A[2], C[2];
 
@@ -449,6 +521,10 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 #pragma GCC unroll 2
 			for (int s = 0; s < ns; s++) {
 				const __m256 dx = _mm256_broadcast_ss(x[s]->d + u);
+
+				if (kind == Q40) /* the nibbles' - 8: s = sum nib x - 8 qsum */
+					A[s] = _mm256_sub_epi32(
+					    A[s], _mm256_set1_epi32(8 * x[s]->qsum[u]));
 
 				acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A[s]),
 				                         _mm256_mul_ps(d, dx), acc[s]);
@@ -497,7 +573,9 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++)
 			row[k] = (const uint8_t *)w->data + (size_t)(r + k) * rb;
-		for (int i = 0; i < K / 256; i++) {
+		if (kind == Q40)
+			unpack_q4_0(w, r, K / 32, &p);
+		for (int i = 0; kind != Q40 && i < K / 256; i++) {
 			if (kind == Q6K)
 				unpack_q6k_block(row, i, &p);
 			else if (kind == Q2K || kind == Q3K)
@@ -529,6 +607,8 @@ int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int
 	if (w->cols > COLI_PANEL_MAX_K)
 		return row0;
 	switch (w->dtype) {
+	case COLI_DTYPE_Q4_0:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q40);
 	case COLI_DTYPE_Q2_K:
 		return panel_rows(w, x, S, y, ldy, row0, row1, Q2K);
 	case COLI_DTYPE_Q3_K:
