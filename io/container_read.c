@@ -4,7 +4,9 @@
  *
  * Order of checks (each failure names the file and the problem):
  *
- *   1. size 0 -> "empty file"; magic -> "not a coli container"
+ *   1. a directory, or size 0 -> "empty file"; magic -> "not a coli
+ *      container" (a GGUF or safetensors file, or a directory, is named as
+ *      such with the 'coli convert' command that reads it)
  *   2. version (before the checksum: a newer major may lay its superblock out
  *      differently) -> -EPROTO "written by a newer coli (vN) ..."
  *   3. size < superblock -> "file is truncated"
@@ -57,6 +59,15 @@ static int check_head(coli_container_t *c, const unsigned char *sb, uint64_t hav
 
 	if (have == 0)
 		return CORRUPT(c, "empty file (0 bytes), not a coli container");
+	if (have >= 4 && !memcmp(sb, "GGUF", 4))
+		return CORRUPT(c,
+		               "a GGUF file, not a coli container: convert it once with "
+		               "'coli convert %s -o OUT.coli' (its blocks are copied as stored)",
+		               c->path);
+	if (have >= 9 && le64(sb) < have && sb[8] == '{')
+		return CORRUPT(
+		    c, "a safetensors file, not a coli container: convert its checkpoint "
+		       "directory (config.json beside it) with 'coli convert DIR -o OUT.coli'");
 	if (memcmp(sb, CT_MAGIC, have < CT_MAGIC_BYTES ? have : CT_MAGIC_BYTES))
 		return CORRUPT(c,
 		               "not a coli container (bad magic %02x %02x %02x %02x ...; "
@@ -421,6 +432,13 @@ int coli_io_container_open(const char *path, coli_container_t **out)
 	}
 	if (fstat(c->fd, &st)) {
 		rc = io_err(-errno, path, "cannot stat: %s", strerror(errno));
+		goto err;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = io_err(-EINVAL, path,
+		            "a directory, not a coli container: a Hugging Face checkpoint "
+		            "converts once with 'coli convert %s -o OUT.coli'",
+		            path);
 		goto err;
 	}
 	if (!S_ISREG(st.st_mode)) {

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/edit.h"
@@ -140,6 +141,34 @@ static void header(void)
 	b = copy();
 	b[1] ^= 0x20;
 	expect("wrong magic", b, g_n, 0, -EBADMSG, "not a coli container");
+	/* the files a user may pass instead: named, with the command to run */
+	memcpy(junk, "GGUF\3\0\0\0", 8);
+	expect("a GGUF file", junk, sizeof(junk), 0, -EBADMSG,
+	       "a GGUF file, not a coli container: convert it once with 'coli convert bad.coli");
+	memcpy(junk, "\x10\0\0\0\0\0\0\0{\"a\": 1}       ", 24);
+	expect("a safetensors file", junk, sizeof(junk), 0, -EBADMSG,
+	       "a safetensors file, not a coli container");
+	memcpy(junk, "\xff\xff\0\0\0\0\0\0{", 9); /* a length past the file: not one */
+	expect("junk with a brace", junk, sizeof(junk), 0, -EBADMSG,
+	       "not a coli container (bad magic");
+	{
+		coli_container_t *c = NULL;
+		int rc;
+
+		g_cases++;
+		rmdir("bad.dir");
+		rc = mkdir("bad.dir", 0755) ? -errno : coli_io_container_open("bad.dir", &c);
+		if (rc != -EINVAL ||
+		    !strstr(coli_io_errmsg(), "bad.dir: a directory, not a coli "
+		                              "container") ||
+		    !strstr(coli_io_errmsg(), "'coli convert bad.dir -o OUT.coli'")) {
+			fprintf(stderr, "FAIL a directory: rc %d, message '%s'\n", rc,
+			        coli_io_errmsg());
+			g_fail = 1;
+		}
+		coli_io_container_close(c);
+		rmdir("bad.dir");
+	}
 	b = copy();
 	put32(b + SB_VERSION, 2);
 	edit_reseal(b, g_n);
