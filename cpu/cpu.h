@@ -144,6 +144,11 @@ enum coli_cpu_isa coli_cpu_isa_best(void);
 int64_t coli_cpu_amx_peak_run(long n);
 /* Force a kernel ISA (tests, benchmarks); -ENOTSUP if the CPU lacks it. */
 int coli_cpu_isa_force(enum coli_cpu_isa isa);
+/* 1 where Q8_0 and Q4_0 take the AVX2 kernels under the AVX-512 ISA
+ * (cpu/dispatch.c: Zen 4, where they run faster); set: 1 or 0 to force
+ * (tests and benchmarks of one ISA's own kernels), -1 to detect again. */
+int coli_cpu_int8_avx2(void);
+void coli_cpu_int8_avx2_set(int on);
 
 /* ---- thread pool ----
  * One pool per engine. coli_cpu_pool_run calls fn(arg, task, n_tasks) for

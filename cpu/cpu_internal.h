@@ -201,7 +201,7 @@ int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int 
 /* The K-quants (Q2_K ... Q6_K) and Q4_0 on AVX2 with eight rows in a
  * vector's lanes (cpu/gemv/gemm_panel_avx2.c): the rows of [row0, row1) in
  * whole panels of eight, the same bits; returns the first row not done (row0
- * for another type or K > COLI_PANEL_MAX_K). coli_kq_gemm_avx2 takes it from
+ * for another type or K > COLI_PANEL_MAX_K). coli_kq_gemm_avx2 and _avx512 take it from
  * COLI_PANEL_MIN_S activations (its unpack costs about two activations'
  * dots), coli_gemm_avx2's Q4_0 from COLI_PANEL_MIN_S_Q4_0 (its own GEMM is
  * close behind). */

@@ -11,8 +11,10 @@
  * older than 5.16, leaves the ISA at AVX-512); it adds coli_gemm's int8
  * tile path (cpu/gemv/gemm_amx.c) from coli_amx_min_s(dtype) activations.
  * Since every ISA computes the canonical reduction, the choice changes speed,
- * never bits. coli_cpu_isa_force exists so tests and benchmarks can run each
- * ISA the CPU has; it is not meant to be called while kernels run.
+ * never bits, and a type's kernels may come from another ISA than the one
+ * chosen where they measured faster (int8_avx2 below). coli_cpu_isa_force
+ * exists so tests and benchmarks can run each ISA the CPU has; it is not
+ * meant to be called while kernels run.
  */
 #include <errno.h>
 #include <sys/syscall.h>
@@ -50,6 +52,54 @@ static int has_amx(void)
 #else
 	return 0;
 #endif
+}
+
+/* Zen 4 (AMD family 0x19; Zen 3 of that family has no AVX-512) runs a
+ * 512-bit op as two 256-bit halves, and the AVX-512 Q8_0 / Q4_0 kernels'
+ * cross-lane steps (vpermd, vshufi64x2, masked loads on zmm) cost it more
+ * than the AVX2 kernels' forms: on a 2-core EPYC (family 0x19 model 0x11),
+ * `coli bench kernels --threads 2 --isa avx2` against `--isa avx512`,
+ * weight GB/s, q8_0 S = 1 36-38 vs 21-23, S = 8 8.9 vs 5.8-6.2; q4_0 S = 1
+ * 33-35 vs 30-32, S = 8 6.8 vs 3.8-4.2 (2026-12-05). Those two types take
+ * the AVX2 kernels there under the AVX-512 ISA. Other AMD families are
+ * unmeasured (Zen 5 executes 512 bits whole) and keep the AVX-512 kernels. */
+static int g_int8_avx2 = -1;
+
+static int zen4(void)
+{
+	unsigned a = 0, b, c = 0, d, fam;
+
+	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	if (b != 0x68747541 || d != 0x69746e65 || c != 0x444d4163) /* "AuthenticAMD" */
+		return 0;
+	a = 1, c = 0;
+	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	fam = (a >> 8) & 0xf;
+	if (fam == 0xf)
+		fam += (a >> 20) & 0xff;
+	return fam == 0x19;
+}
+
+int coli_cpu_int8_avx2(void)
+{
+	int v = __atomic_load_n(&g_int8_avx2, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		v = zen4();
+		__atomic_store_n(&g_int8_avx2, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+void coli_cpu_int8_avx2_set(int on)
+{
+	__atomic_store_n(&g_int8_avx2, on < 0 ? -1 : on != 0, __ATOMIC_RELAXED);
+}
+
+/* w's kernels under the AVX-512 ISA are AVX2's (coli_cpu_int8_avx2) */
+static int int8_on_avx2(const struct coli_mat *w)
+{
+	return (w->dtype == COLI_DTYPE_Q8_0 || w->dtype == COLI_DTYPE_Q4_0) && coli_cpu_int8_avx2();
 }
 
 static enum coli_cpu_isa detect(void)
@@ -122,7 +172,10 @@ void coli_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int
 	switch (coli_cpu_isa()) {
 	case COLI_CPU_ISA_AMX:
 	case COLI_CPU_ISA_AVX512:
-		coli_gemv_avx512(w, x, y, row0, row1);
+		if (int8_on_avx2(w))
+			coli_gemv_avx2(w, x, y, row0, row1);
+		else
+			coli_gemv_avx512(w, x, y, row0, row1);
 		return;
 	case COLI_CPU_ISA_AVX2:
 		coli_gemv_avx2(w, x, y, row0, row1);
@@ -174,7 +227,10 @@ void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float 
 			coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
 		return;
 	case COLI_CPU_ISA_AVX512:
-		coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
+		if (int8_on_avx2(w))
+			coli_gemm_avx2(w, x, S, y, ldy, row0, row1);
+		else
+			coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
 		return;
 	case COLI_CPU_ISA_AVX2:
 		coli_gemm_avx2(w, x, S, y, ldy, row0, row1);

@@ -22,6 +22,9 @@ int main(void)
 		fprintf(stderr, "coli_cpu_pool_create failed\n");
 		return 1;
 	}
+	/* each ISA's own kernels, q8_0 and q4_0 under AVX-512 too where the
+	 * engine runs AVX2's (coli_cpu_int8_avx2: those are the avx2 pass's) */
+	coli_cpu_int8_avx2_set(0);
 	for (int isa = COLI_CPU_ISA_SCALAR; isa <= COLI_CPU_ISA_AMX; isa++) {
 		if (coli_cpu_isa_force((enum coli_cpu_isa)isa)) {
 			printf("isa %-7s not supported by this CPU: not tested here\n",

@@ -14,7 +14,9 @@
  *   S = 1      coli_gemv_mt per matrix          (decode)
  *   S = 2,4,8  coli_gemm_mt per matrix          (a batch / prefill chunk)
  *
- * reporting weight bytes / second. In the same run, with the same threads,
+ * reporting weight bytes / second (the kernels the engine would run; --isa
+ * NAME: that ISA's own, cpu/dispatch.c's per-CPU exceptions off, to compare
+ * ISAs run by run). In the same run, with the same threads,
  * tools/bench/bench_measure.c's STREAM-like read (sum of 64-bit words, 4 independent
  * accumulators, shared with decode/prefill) over a separate 256 MiB buffer
  * gives the bound. Arms are interleaved (every
@@ -309,7 +311,23 @@ int bench_kernels_main(int argc, char **argv)
 			json = 1;
 		else if (!strcmp(argv[i], "--read-only"))
 			read_only = 1;
-		else
+		else if (!strcmp(argv[i], "--isa") && i + 1 < argc) {
+			/* the kernels of one ISA this CPU has (as --cpu-isa): to compare
+			 * them, run the bench once per ISA */
+			static const char *const names[] = {"scalar", "avx2", "avx512", "amx"};
+			int isa = 0;
+
+			while (isa < 4 && strcmp(argv[i + 1], names[isa]))
+				isa++;
+			coli_cpu_int8_avx2_set(0); /* that ISA's own kernels for q8_0 / q4_0 too */
+			if (isa == 4 || coli_cpu_isa_force((enum coli_cpu_isa)isa))
+				return tool_err("bench kernels",
+				                "--isa %s: not scalar, avx2, avx512 or amx, or not "
+				                "this CPU's (best: %s)",
+				                argv[i + 1],
+				                coli_cpu_isa_name(coli_cpu_isa_best()));
+			i++;
+		} else
 			return tool_err("bench kernels",
 			                "unknown argument '%s' (see coli bench --help)", argv[i]);
 	}
@@ -392,9 +410,13 @@ int bench_kernels_main(int argc, char **argv)
 			       g_samp[i].name, samp[i] * 1e6);
 		printf("]}\n");
 	} else {
-		printf("coli bench kernels: isa %s, %d threads, %d MiB of weights per dtype "
+		printf("coli bench kernels: isa %s%s, %d threads, %d MiB of weights per dtype "
 		       "(768x2048 + 2048x768 experts), median of %d interleaved reps\n",
-		       coli_cpu_isa_name(coli_cpu_isa()), threads, mib, reps);
+		       coli_cpu_isa_name(coli_cpu_isa()),
+		       coli_cpu_isa() >= COLI_CPU_ISA_AVX512 && coli_cpu_int8_avx2()
+		           ? " (q8_0 and q4_0 on the avx2 kernels: faster on this CPU)"
+		           : "",
+		       threads, mib, reps);
 		printf("host read bandwidth (STREAM-like sum, %d threads, %.0f%% huge pages): %.2f "
 		       "GB/s  [bound]\n",
 		       threads, rb.huge_share * 100, bound);
