@@ -9,7 +9,10 @@
  * cache's rounding is part of the reference; only the cases with the dense
  * part, and so a copy of the cache, on a device): teacher-forced logits of the prompt
  * (one batched prefill) and 12 greedy decode steps with every expert on the
- * CPU are the reference. Then the same with experts on devices — one
+ * CPU are the reference (on a GPU, the run with the dense part there and
+ * every expert on the CPU is the reference of the dense-on-GPU cases, and
+ * is itself held to the CPU's prompt logits within 1e-3 of the largest
+ * logit for quantized weights). Then the same with experts on devices — one
  * simulated device and two (`sim:2`: experts spread over both, the dense
  * part on the first) always, GPU 0 when this machine has one and GPUs 0 and
  * 1 when it has two — at VRAM budgets (a device's)
@@ -206,6 +209,24 @@ int main(void)
 				if (gpu && do_run(path, devs[d], 0, -1, "off", 16, "auto", -1, ids,
 				                  n, V, &gref))
 					return 1;
+				/* that reference against the CPU's, over the prompt (the
+				 * decode steps follow each run's own ids): quantized dense
+				 * matrices run the CPU's integer reduction on the device
+				 * (GEMV and GEMM), so only attention's and the norms'
+				 * rounding may separate them, far below 1e-3 of the
+				 * largest logit; bf16 ones prefill on bf16 tensor cores
+				 * (printed, not held) */
+				if (gpu) {
+					double rd =
+					    rel_diff(ref.logits, gref.logits, (size_t)n * V);
+					int held = quants[qi] != COLI_DTYPE_BF16;
+
+					printf("%s %s kv %s: GPU %s's dense part against the CPU: "
+					       "%.3g of max|logit|%s\n",
+					       names[f], coli_dtype_name(quants[qi]), g_kv, devs[d],
+					       rd, held && !(rd <= 1e-3) ? ", over 1e-3" : "");
+					fails += held && !(rd <= 1e-3);
+				}
 				/* VRAM budget (slabs), fault injection, streaming mode,
 				 * slots, dense part on the CPU or the device */
 				const struct {

@@ -1,0 +1,79 @@
+#!/bin/bash
+# tools/ref/dense_dev_diff.sh — the GPU's dense part against the CPU's, by
+# weight type, path and cache (GPU host): a checkpoint (default the demo
+# model) is converted under each of QUANTS, a text's teacher-forced logits
+# (`coli logits`) are taken with --gpu off and then on GPU 0 (DEV) with the
+# dense part there in each of these ways:
+#
+#   gpu      the default placement
+#   ub8      --ubatch 8: prompt chunks of 8 tokens (the GEMV jobs, not the
+#            tensor-core GEMM of 16 tokens or more)
+#   ub1      --ubatch 1: one token a step (decode's kernels)
+#   xcpu     --vram-gb 0: every expert on the CPU, only the dense part on GPU
+#   f32      --kv-type f32 on both sides (no bf16 rounding of the cache)
+#
+# and, as the control, `--dense cpu` (experts on GPU 0, which must be equal).
+# A line per model and way: max |Δ| over the largest |logit|, the positions
+# whose top-1 differs. Asserts nothing; exit 1 only when a step fails.
+#
+# Usage: tools/ref/dense_dev_diff.sh OUT_DIR
+# Environment: COLI (default build/coli), HF (default models/demo), TEXT_FILE
+#   (default HF/held_out.txt; its first 400 bytes), QUANTS (default "bf16 q8
+#   q4 q4k q4k:none q5k q6k"; q4k:none is q4k with --quant-mix none),
+#   PYTHON (python3 with numpy), DEV (default 0: the device's --gpu; sim
+#   checks the script where there is no GPU: every line equal).
+set -u
+[ $# -eq 1 ] || {
+	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit 2
+}
+COLI=$(realpath "${COLI:-build/coli}") HF=$(realpath "${HF:-models/demo}")
+TEXT_FILE=$(realpath "${TEXT_FILE:-$HF/held_out.txt}") PYTHON=${PYTHON:-python3}
+QUANTS=${QUANTS:-bf16 q8 q4 q4k q4k:none q5k q6k} DEV=${DEV:-0}
+mkdir -p "$1" && cd "$1" || exit 1
+text=$(head -c 400 "$TEXT_FILE")
+# the comparer: vocabulary from the model (coli inspect), logits [n][V]
+cat >cmp.py <<'PY'
+import sys, numpy as np
+V = int(sys.argv[1]); ref = np.fromfile(sys.argv[2], np.float32).reshape(-1, V)
+scale = np.abs(ref).max()
+for f in sys.argv[3:]:
+    try: o = np.fromfile(f, np.float32)
+    except OSError: print(f"  {f:28s} missing"); continue
+    if o.size != ref.size:
+        print(f"  {f:28s} {o.size} values, the CPU's {ref.size}"); continue
+    o = o.reshape(-1, V); d = np.abs(o - ref)
+    top = int((o.argmax(1) != ref.argmax(1)).sum())
+    print(f"  {f:28s} max |d| {d.max() / scale:.3g} of max|logit|, mean {d.mean() / scale:.3g}, "
+          f"top-1 differs at {top} of {ref.shape[0]}" + ("  (equal)" if not d.any() else ""))
+PY
+fails=0
+for q in $QUANTS; do
+	m=${q/:/-}
+	quant=${q%%:*} mix=
+	[ "$q" != "$quant" ] && mix="--quant-mix ${q#*:}"
+	"$COLI" convert "$HF" --quant "$quant" $mix -o "$m.coli" >"convert-$m.log" 2>&1 || {
+		echo "$m: coli convert failed: $(tail -1 "convert-$m.log")"
+		fails=$((fails + 1))
+		continue
+	}
+	V=$("$COLI" inspect "$m.coli" | sed -n 's/.*vocab \([0-9]*\).*/\1/p')
+	L() { # NAME ARGS...: teacher-forced logits
+		n=$1
+		shift
+		"$COLI" logits -m "$m.coli" --text "$text" -o "$m-$n.l" "$@" 2>>"$m.err" ||
+			echo "  $m $n: coli logits failed: $(tail -1 "$m.err")"
+	}
+	L cpu --gpu off
+	L cpu-f32 --gpu off --kv-type f32
+	L gpu --gpu $DEV
+	L ub8 --gpu $DEV --ubatch 8
+	L ub1 --gpu $DEV --ubatch 1
+	L xcpu --gpu $DEV --vram-gb 0
+	L dcpu --gpu $DEV --dense cpu
+	L f32 --gpu $DEV --kv-type f32
+	echo "$m (vocab $V), against --gpu off:"
+	"$PYTHON" cmp.py "$V" "$m-cpu.l" "$m-gpu.l" "$m-ub8.l" "$m-ub1.l" "$m-xcpu.l" "$m-dcpu.l"
+	"$PYTHON" cmp.py "$V" "$m-cpu-f32.l" "$m-f32.l"
+done
+exit $((fails > 0))
