@@ -199,7 +199,7 @@ int coli_kq_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S,
 int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                         int ldy, int row0, int row1);
 /* The K-quants (Q2_K ... Q6_K) and Q4_0 on AVX2 with eight rows in a
- * vector's lanes (cpu/gemv/gemm_panel_avx2.c): the rows of [row0, row1) in
+ * vector's lanes (cpu/gemv/gemm_panel.h): the rows of [row0, row1) in
  * whole panels of eight, the same bits; returns the first row not done (row0
  * for another type or K > COLI_PANEL_MAX_K). coli_kq_gemm_avx2 and _avx512 take it from
  * COLI_PANEL_MIN_S activations (its unpack costs about two activations'
@@ -210,6 +210,9 @@ int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int 
 #define COLI_PANEL_MIN_S_Q4_0 12
 int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                          size_t ldy, int row0, int row1);
+/* The same with AVX-512 VNNI's int32 dots (cpu/gemv/gemm_panel_avx512.c). */
+int coli_gemm_panel_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+                           size_t ldy, int row0, int row1);
 
 /* Fold 16 lanes by the canonical tree (h = 8, 4, 2, 1); l is clobbered. */
 static inline float coli_lanes_fold(float *l)

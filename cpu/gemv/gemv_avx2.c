@@ -723,7 +723,7 @@ void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, f
 	}
 	if (w->dtype == COLI_DTYPE_Q4_0) {
 		/* a large batch: eight rows in a vector's lanes
-		 * (cpu/gemv/gemm_panel_avx2.c), the rows past its panels here */
+		 * (cpu/gemv/gemm_panel.h), the rows past its panels here */
 		const int r = S >= COLI_PANEL_MIN_S_Q4_0
 		                  ? coli_gemm_panel_avx2(w, x, S, y, (size_t)ldy, row0, row1)
 		                  : row0;

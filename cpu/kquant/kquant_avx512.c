@@ -5,12 +5,12 @@
  * which never saturates. Compiled with the AVX-512 flags, called after the
  * dispatcher's cpuid check.
  *
- * A batch of COLI_PANEL_MIN_S activations or more takes the AVX2 panel
- * (cpu/gemv/gemm_panel_avx2.c, eight rows in a vector's lanes, the same
- * bits) for its whole panels, as on AVX2: per activation it issues about
- * half the instructions of these row kernels, whose VNNI saves one of a
- * dot's two (CPU prefill of a Q4_K_M 30b-shape model, 2 threads of an
- * AVX-512 EPYC: 547 tok/s on the row kernels, 808-820 with the panel).
+ * A batch of COLI_PANEL_MIN_S activations or more takes the eight-row panel
+ * (cpu/gemv/gemm_panel.h in its VNNI form, the same bits) for its whole
+ * panels, as AVX2 does: per activation it issues about half the
+ * instructions of these row kernels (CPU prefill of a Q4_K_M 30b-shape
+ * model, 2 threads of an AVX-512 EPYC: 547 tok/s on the row kernels,
+ * 808-820 on AVX2's panel; Q2_K 650-660 on AVX2's panel, 765-791 on VNNI's).
  */
 #include <errno.h>
 
@@ -27,7 +27,7 @@ int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int 
                         int ldy, int row0, int row1)
 {
 	const int r = S >= COLI_PANEL_MIN_S
-	                  ? coli_gemm_panel_avx2(w, x, S, y, (size_t)ldy, row0, row1)
+	                  ? coli_gemm_panel_avx512(w, x, S, y, (size_t)ldy, row0, row1)
 	                  : row0;
 
 	return kq_gemm(w, x, S, y + (r - row0), (size_t)ldy, r, row1);

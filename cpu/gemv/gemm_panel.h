@@ -1,0 +1,710 @@
+/*
+ * cpu/gemv/gemm_panel.h — the K-quants (Q2_K ... Q6_K) and Q4_0 times several
+ * activations, eight rows in the lanes of a 256-bit vector: the canonical
+ * reduction (cpu/kquant/kquant.c) without a horizontal sum. Compiled twice:
+ * cpu/gemv/gemm_panel_avx2.c (PANEL_VNNI 0: vpmaddubsw pairs summed in
+ * int16, then vpmaddwd by the scales) and cpu/gemv/gemm_panel_avx512.c
+ * (PANEL_VNNI 1: vpdpbusd into int32, then vpmulld by the scales: half the
+ * instructions a chunk, the same integers); the includer defines PANEL_VNNI
+ * and PANEL_NAME, the entry point's name.
+ *
+ * kquant_simd.h's GEMM holds one row's eight units in a vector, so each
+ * unit's products must be summed across the vector (vphaddw trees) once per
+ * activation. Here a panel of eight rows is unpacked once a call, into the
+ * panel below: each unit's quants as bytes, the rows interleaved four quants
+ * at a time (chunk c of unit u: row r's quants 4c..4c+3 at byte 4r), and
+ * each unit's scale and min as vectors over the eight rows. Then, per
+ * activation, a unit's integer sum for all eight rows is eight vpmaddubsw of
+ * a chunk by the activation's four bytes broadcast (VNNI: eight vpdpbusd
+ * into int32, then one vpmulld by the scales), summed in int16 (Q4_K:
+ * eight pairs of at most 2 x 15 x 127 = 3,810 a lane; Q5_K's 2 x 31 x 127
+ * four at a time), then vpmaddwd by the scales: lane r = row r's A. The
+ * fp32 steps are the reference's, lane by lane: fmaf(A, d * dx), then
+ * fmaf(C, dmin * dx) with C = -m * qsum (|C| <= 63 x 4,064: exact in fp32),
+ * into canonical lane b % 16, a vector of the eight rows (a lane's units
+ * are taken one after another, b = k, k + 16, ..., so its sum stays in a
+ * register); the canonical fold is then vertical adds. So y is kq_gemm's,
+ * bit for bit (tests/cpu/kquant_gemv).
+ *
+ * Q6_K's and Q3_K's quants are signed (q - 32; q - 4 where the high bit
+ * is clear): |w| by x with w's sign (vpsignb), each group of 16 summed and
+ * scaled apart, as Q2_K's unsigned ones. Q2_K's min term (a min a group of
+ * 16) is the same product by each group's min bytes laid out as a chunk:
+ * -sum_g m_g sum_{i in g} x_i for the eight rows at once.
+ *
+ * One core of the 2-vCPU development VM (Zen 3, AVX2), a 2048 x 2048
+ * matrix, ms a call against kq_gemm (2026-12-05): Q4_K at S = 2 / 3 / 8 /
+ * 16 0.28 / 0.35 / 0.71 / 1.25 against 0.25 / 0.40 / 0.96 / 1.94, Q6_K at
+ * 16 1.45 against 2.23, Q3_K at 3 / 16 0.42 / 1.41 against 0.50 / 2.28,
+ * Q2_K 0.47 / 1.79 against 0.54 / 2.65; the unpack costs about two activations' dots,
+ * hence COLI_PANEL_MIN_S = 3. The small loops carry unroll pragmas:
+ * without them GCC's generic tuning kept the transposes' arrays on the
+ * stack (the unpack took 0.41 ms instead of 0.14).
+ *
+ * Q4_0 (cpu.h's planes) takes the panel too, from COLI_PANEL_MIN_S_Q4_0
+ * activations: its own GEMM (gemv_avx2.c) prepares each activation once a
+ * call and so runs close, 0.077 ms an activation against the panel's
+ * 0.068, and the unpack (0.11 ms) pays from about a dozen.
+ */
+#if !defined(PANEL_VNNI) || !defined(PANEL_NAME)
+#error "the includer defines PANEL_VNNI and PANEL_NAME"
+#endif
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+enum kind { Q40, Q2K, Q3K, Q4K, Q5K, Q6K };
+
+/* signed quants (|w| by x with w's sign); two groups of 16 a unit */
+#define SIGNED(k) ((k) == Q3K || (k) == Q6K)
+#define G16(k)    ((k) == Q2K || (k) == Q3K || (k) == Q6K)
+
+#define PANEL_MAX_U (COLI_PANEL_MAX_K / 32)
+#define PANEL_MAX_B (COLI_PANEL_MAX_K / 256)
+
+struct panel {
+	uint8_t q[PANEL_MAX_U * 256];  /* unit u's 8 chunks of 32 bytes at 256 u
+	                                * (Q3_K, Q6_K: the signed q as int8) */
+	int16_t sc[PANEL_MAX_U * 16];  /* unit u: row r's group scale at 16 u + 2r, 2r + 1 */
+	int16_t sc2[PANEL_MAX_U * 16]; /* Q2_K, Q3_K, Q6_K: the unit's second group of 16 */
+	uint8_t mb[PANEL_MAX_U * 64];  /* Q2_K: the groups' mins, row r's at bytes 4r..4r+3
+	                                * of each group's 32 */
+	float mn[PANEL_MAX_U * 8];     /* unit u: minus row r's group min at 8 u + r */
+	float d[PANEL_MAX_B * 8];      /* block i: row r's d at 8 i + r */
+	float du[PANEL_MAX_U * 8];     /* Q4_0: unit u's d of row r at 8 u + r */
+	float dm[PANEL_MAX_B * 8];     /* and its dmin */
+};
+
+/* a plane of eight rows' int16 values as pairs: lanes 2r and 2r + 1 = v[r] */
+INLINE void store_pairs(int16_t *o, __m128i v)
+{
+	_mm256_store_si256((__m256i *)o,
+	                   _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v)));
+}
+
+/* out[c] dword r = v[r] dword c (an 8 x 8 dword transpose, in place) */
+INLINE void transpose8x32(__m256i v[8])
+{
+	__m256i t[8], u[8];
+
+#pragma GCC unroll 8
+	for (int i = 0; i < 4; i++) {
+		t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+		t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+	}
+#pragma GCC unroll 8
+	for (int i = 0; i < 2; i++) {
+		u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+		u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+		u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+		u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+	}
+#pragma GCC unroll 8
+	for (int i = 0; i < 4; i++) {
+		v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
+		v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
+	}
+}
+
+/* out[g] int16 r = v[r] int16 g (8 x 8 int16, in place) */
+INLINE void transpose8x16(__m128i v[8])
+{
+	__m128i a[8], b[8];
+
+#pragma GCC unroll 8
+	for (int i = 0; i < 4; i++) {
+		a[2 * i] = _mm_unpacklo_epi16(v[2 * i], v[2 * i + 1]);
+		a[2 * i + 1] = _mm_unpackhi_epi16(v[2 * i], v[2 * i + 1]);
+	}
+#pragma GCC unroll 8
+	for (int i = 0; i < 2; i++) {
+		b[4 * i] = _mm_unpacklo_epi32(a[4 * i], a[4 * i + 2]);
+		b[4 * i + 1] = _mm_unpackhi_epi32(a[4 * i], a[4 * i + 2]);
+		b[4 * i + 2] = _mm_unpacklo_epi32(a[4 * i + 1], a[4 * i + 3]);
+		b[4 * i + 3] = _mm_unpackhi_epi32(a[4 * i + 1], a[4 * i + 3]);
+	}
+#pragma GCC unroll 8
+	for (int i = 0; i < 4; i++) {
+		v[2 * i] = _mm_unpacklo_epi64(b[i], b[i + 4]);
+		v[2 * i + 1] = _mm_unpackhi_epi64(b[i], b[i + 4]);
+	}
+}
+
+/* Block i of rows row[0..8) (Q4_K, or Q5_K when five) into the panel. */
+INLINE void unpack_block(const uint8_t *const *row, int i, int five, struct panel *p)
+{
+	const size_t bb = five ? 176 : 144;
+	const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
+	__m128i sc[8], mn[8];
+
+#pragma GCC unroll 8
+	for (int r = 0; r < 8; r++) {
+		const uint8_t *bp = row[r] + i * bb;
+		/* coli_kq_scale_min's fields in vector lanes (GPR to vector moves
+		 * went through memory with GCC's generic tuning): dwords u0, u1, u2
+		 * of the 12 bytes; lanes 0 / 1 become the scales / the mins */
+		const __m128i v = _mm_loadu_si128((const __m128i *)(bp + 4)),
+		              lo = _mm_and_si128(v, _mm_set1_epi8(0x3f)),
+		              top = _mm_slli_epi32(
+		                  _mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(3)), 4),
+		              u2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa),
+		                                  _mm_set_epi32(0, 0, 4, 0)),
+		              hi = _mm_or_si128(_mm_and_si128(u2, _mm_set1_epi8(0x0f)), top),
+		              both = _mm_unpacklo_epi32(lo, hi); /* sc_lo sc_hi m_lo m_hi */
+
+		p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[0] | bp[1] << 8));
+		p->dm[8 * i + r] = _cvtsh_ss((uint16_t)(bp[2] | bp[3] << 8));
+		sc[r] = _mm_cvtepu8_epi16(both);
+		mn[r] = _mm_cvtepu8_epi16(_mm_srli_si128(both, 8));
+	}
+	transpose8x16(sc); /* sc[g] = group g's scale of rows 0..7 */
+	transpose8x16(mn);
+#pragma GCC unroll 8
+	for (int g = 0; g < 8; g++) {
+		const int u = 8 * i + g;
+
+		store_pairs(p->sc + 16 * u, sc[g]);
+		_mm256_store_ps(p->mn + 8 * u,
+		                _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(),
+		                                                    _mm256_cvtepi16_epi32(mn[g]))));
+	}
+	/* groups 2j and 2j + 1 share 32 quant bytes: low and high nibbles (Q5_K:
+	 * bit g of qh[l] is element l's fifth bit in group g) */
+	for (int j = 0; j < 4; j++) {
+		__m256i lo[8], hi[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			const uint8_t *bp = row[r] + i * bb;
+			const __m256i q =
+			    _mm256_loadu_si256((const __m256i *)(bp + (five ? 48 : 16) + 32 * j));
+
+			lo[r] = _mm256_and_si256(q, m4);
+			hi[r] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+			if (five) {
+				const __m256i h = _mm256_loadu_si256((const __m256i *)(bp + 16));
+
+				lo[r] = _mm256_or_si256(
+				    lo[r],
+				    _mm256_and_si256(
+				        _mm256_slli_epi16(_mm256_srli_epi16(h, 2 * j), 4), b4));
+				hi[r] = _mm256_or_si256(
+				    hi[r],
+				    _mm256_and_si256(
+				        _mm256_slli_epi16(_mm256_srli_epi16(h, 2 * j + 1), 4), b4));
+			}
+		}
+		transpose8x32(lo);
+		transpose8x32(hi);
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++) {
+			_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 2 * j) + 32 * c),
+			                   lo[c]);
+			_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 2 * j + 1) + 32 * c),
+			                   hi[c]);
+		}
+	}
+}
+
+/* Block i of rows row[0..8) (Q6_K) into the panel: unit u of half h = u / 4
+ * from the low (u % 4 < 2) or high nibbles of ql bytes 64h + 32 (u % 2) ..
+ * +32 and bits 2 (u % 4) of qh bytes 32h .. +32, less 32; its groups of 16
+ * take scales 2u and 2u + 1. */
+INLINE void unpack_q6k_block(const uint8_t *const *row, int i, struct panel *p)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3),
+	              k32 = _mm256_set1_epi8(32);
+	__m128i s1[8], s2[8];
+
+#pragma GCC unroll 8
+	for (int r = 0; r < 8; r++) {
+		const uint8_t *bp = row[r] + i * 210;
+		const __m128i sc = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
+
+		p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[208] | bp[209] << 8));
+		/* the even scales (first groups) and the odd ones, widened */
+		s1[r] = _mm_srai_epi16(_mm_slli_epi16(sc, 8), 8);
+		s2[r] = _mm_srai_epi16(sc, 8);
+	}
+	transpose8x16(s1);
+	transpose8x16(s2);
+#pragma GCC unroll 8
+	for (int u = 0; u < 8; u++) {
+		store_pairs(p->sc + 16 * (8 * i + u), s1[u]);
+		store_pairs(p->sc2 + 16 * (8 * i + u), s2[u]);
+	}
+#pragma GCC unroll 8
+	for (int h = 0; h < 2; h++) {
+		__m256i v[4][8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			const uint8_t *bp = row[r] + i * 210;
+			const __m256i A = _mm256_loadu_si256((const __m256i *)(bp + 64 * h)),
+			              B = _mm256_loadu_si256((const __m256i *)(bp + 64 * h + 32)),
+			              H = _mm256_loadu_si256((const __m256i *)(bp + 128 + 32 * h));
+			const __m256i lo[4] = {_mm256_and_si256(A, m4), _mm256_and_si256(B, m4),
+			                       _mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
+			                       _mm256_and_si256(_mm256_srli_epi16(B, 4), m4)};
+
+#pragma GCC unroll 8
+			for (int k = 0; k < 4; k++) {
+				const __m256i hb =
+				    _mm256_and_si256(_mm256_srli_epi16(H, 2 * k), m3);
+
+				v[k][r] = _mm256_sub_epi8(
+				    _mm256_or_si256(lo[k], _mm256_slli_epi16(hb, 4)), k32);
+			}
+		}
+#pragma GCC unroll 8
+		for (int k = 0; k < 4; k++) {
+			transpose8x32(v[k]);
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++)
+				_mm256_store_si256(
+				    (__m256i *)(p->q + 256 * (8 * i + 4 * h + k) + 32 * c),
+				    v[k][c]);
+		}
+	}
+}
+
+/* Unit u's integer sums for the eight rows and activations xq[0..ns): per
+ * chunk the weights are loaded once and multiplied by each activation's
+ * four bytes broadcast, pairs summed in int16, then scaled into int32 by
+ * vpmaddwd. Q4_K: eight pairs a lane (<= 8 x 3,810); Q5_K: four (<= 4 x
+ * 7,874), so the halves are scaled apart; Q6_K: signed quants (|q - 32| <=
+ * 32) as |w| by x with w's sign (vpsignb), four pairs a group of 16 (<= 4 x
+ * 8,128), each group by its own scales (sc, sc2). */
+/* Block i of rows row[0..8) (Q2_K: bb 84; Q3_K: bb 110) into the panel:
+ * unit u's 2-bit quants are bits 2 (u % 4) of qs bytes 32 (u / 4) .. +32
+ * (qs at 16 in Q2_K, at 32 in Q3_K); Q3_K subtracts 4 where bit u of hm[l]
+ * is clear. Groups 2u, 2u + 1: Q2_K's scale and min nibbles of sc[g], Q3_K's
+ * 6-bit scales (coli_kq_q3_scale) less 32. */
+INLINE void unpack_q23k_block(const uint8_t *const *row, int i, int three, struct panel *p)
+{
+	const size_t bb = three ? 110 : 84;
+	const __m256i m3 = _mm256_set1_epi8(3), k4 = _mm256_set1_epi8(4);
+	__m128i s1[8], s2[8], m1[8], m2[8];
+
+#pragma GCC unroll 8
+	for (int r = 0; r < 8; r++) {
+		const uint8_t *bp = row[r] + i * bb;
+		__m128i sc;
+
+		if (three) { /* the 16 scales as bytes: low nibbles of s[0..8), then
+			      * high ones; bits 2 (g / 4) of s[8 + g % 4] on top */
+			const __m128i v = _mm_loadl_epi64((const __m128i *)(bp + 96)),
+			              hb = _mm_cvtsi32_si128(*(const int32_t *)(bp + 104)),
+			              lo =
+			                  _mm_and_si128(_mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4)),
+			                                _mm_set1_epi8(0x0f));
+			/* g = 4j + k: bits 2j of hb byte k, for j = 0..3 */
+			const __m128i hi = _mm_and_si128(
+			    _mm_srlv_epi32(_mm_shuffle_epi32(hb, 0), _mm_set_epi32(6, 4, 2, 0)),
+			    _mm_set1_epi8(3));
+
+			sc = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)),
+			                  _mm_set1_epi8(32));
+			p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[108] | bp[109] << 8));
+		} else {
+			const __m128i v = _mm_loadu_si128((const __m128i *)bp);
+
+			sc = _mm_and_si128(v, _mm_set1_epi8(0x0f));
+			m1[r] = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0f)); /* mins */
+			p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[80] | bp[81] << 8));
+			p->dm[8 * i + r] = _cvtsh_ss((uint16_t)(bp[82] | bp[83] << 8));
+		}
+		/* even groups (first of each unit) and odd ones, widened */
+		s1[r] = _mm_srai_epi16(_mm_slli_epi16(sc, 8), 8);
+		s2[r] = _mm_srai_epi16(sc, 8);
+	}
+	transpose8x16(s1);
+	transpose8x16(s2);
+#pragma GCC unroll 8
+	for (int u = 0; u < 8; u++) {
+		store_pairs(p->sc + 16 * (8 * i + u), s1[u]);
+		store_pairs(p->sc2 + 16 * (8 * i + u), s2[u]);
+	}
+	if (!three) { /* each group's min, row r's as bytes 4r..4r+3 (a chunk's
+		       * broadcast pattern): from the 16 min bytes of each row */
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			m2[r] = _mm_srli_epi16(m1[r], 8);                   /* odd groups */
+			m1[r] = _mm_and_si128(m1[r], _mm_set1_epi16(0xff)); /* even */
+		}
+		transpose8x16(m1);
+		transpose8x16(m2);
+#pragma GCC unroll 8
+		for (int u = 0; u < 8; u++) { /* int16 m of rows 0..7 -> bytes 4r..4r+3 */
+			const __m256i b = _mm256_set1_epi32(0x01010101);
+
+			_mm256_store_si256((__m256i *)(p->mb + 64 * (8 * i + u)),
+			                   _mm256_mullo_epi32(_mm256_cvtepu16_epi32(m1[u]), b));
+			_mm256_store_si256((__m256i *)(p->mb + 64 * (8 * i + u) + 32),
+			                   _mm256_mullo_epi32(_mm256_cvtepu16_epi32(m2[u]), b));
+		}
+	}
+	for (int h = 0; h < 2; h++) {
+		__m256i v[4][8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			const uint8_t *bp = row[r] + i * bb;
+			const __m256i q = _mm256_loadu_si256(
+			                  (const __m256i *)(bp + (three ? 32 : 16) + 32 * h)),
+			              hm = three ? _mm256_loadu_si256((const __m256i *)bp) : q;
+
+#pragma GCC unroll 4
+			for (int k = 0; k < 4; k++) {
+				v[k][r] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
+				if (three) { /* - 4 where bit 4h + k of hm[l] is clear */
+					const __m256i bit =
+					    _mm256_set1_epi8((char)(1 << (4 * h + k)));
+					const __m256i clear = _mm256_cmpeq_epi8(
+					    _mm256_and_si256(hm, bit), _mm256_setzero_si256());
+
+					v[k][r] =
+					    _mm256_sub_epi8(v[k][r], _mm256_and_si256(clear, k4));
+				}
+			}
+		}
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++) {
+			transpose8x32(v[k]);
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++)
+				_mm256_store_si256(
+				    (__m256i *)(p->q + 256 * (8 * i + 4 * h + k) + 32 * c),
+				    v[k][c]);
+		}
+	}
+}
+
+/* Units [0, nu) of Q4_0 rows r0 .. r0 + 7 (cpu.h's planes: a unit's 16
+ * bytes hold elements j and j + 16 in the low and high nibbles) into the
+ * panel: nibbles 0..15 (the - 8 is taken from the sum as 8 qsum), two units
+ * a load; the fp16 scales eight units a load, transposed. */
+INLINE void unpack_q4_0(const struct coli_mat *w, int r0, int nu, struct panel *p)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const uint8_t *q = (const uint8_t *)w->data + (size_t)r0 * nu * 16;
+	const uint16_t *sc = w->scales + (size_t)r0 * nu;
+	int u = 0;
+
+	for (; u + 2 <= nu; u += 2) {
+		__m256i v0[8], v1[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			const __m256i b = _mm256_loadu_si256(
+			                  (const __m256i *)(q + ((size_t)r * nu + u) * 16)),
+			              lo = _mm256_and_si256(b, m4),
+			              hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
+
+			v0[r] = _mm256_permute2x128_si256(lo, hi, 0x20);
+			v1[r] = _mm256_permute2x128_si256(lo, hi, 0x31);
+		}
+		transpose8x32(v0);
+		transpose8x32(v1);
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++) {
+			_mm256_store_si256((__m256i *)(p->q + 256 * u + 32 * c), v0[c]);
+			_mm256_store_si256((__m256i *)(p->q + 256 * (u + 1) + 32 * c), v1[c]);
+		}
+	}
+	if (u < nu) { /* an odd last unit */
+		const __m128i m = _mm_set1_epi8(0x0f);
+		__m256i v[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			const __m128i b =
+			    _mm_loadu_si128((const __m128i *)(q + ((size_t)r * nu + u) * 16));
+
+			v[r] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m),
+			                        _mm_and_si128(b, m));
+		}
+		transpose8x32(v);
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++)
+			_mm256_store_si256((__m256i *)(p->q + 256 * u + 32 * c), v[c]);
+	}
+	for (u = 0; u + 8 <= nu; u += 8) {
+		__m128i h[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++)
+			h[r] = _mm_loadu_si128((const __m128i *)(sc + (size_t)r * nu + u));
+		transpose8x16(h);
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++)
+			_mm256_store_ps(p->du + 8 * (u + k), _mm256_cvtph_ps(h[k]));
+	}
+	for (; u < nu; u++)
+		for (int r = 0; r < 8; r++)
+			p->du[8 * u + r] = _cvtsh_ss(sc[(size_t)r * nu + u]);
+}
+
+#if PANEL_VNNI
+/* acc + chunk c's u8 x s8 fours for the eight rows (vpdpbusd: exact in int32) */
+INLINE __m256i dots(__m256i acc, __m256i w, __m256i aw, const int8_t *xq, int c, enum kind kind)
+{
+	__m256i x = _mm256_set1_epi32(*(const int32_t *)(xq + 4 * c));
+
+	if (SIGNED(kind))
+		x = _mm256_sign_epi8(x, w);
+	return _mm256_dpbusd_epi32(acc, aw, x);
+}
+
+/* unit_a below with int32 sums: the same A and C. sc and sc2 hold a row's
+ * scale in both int16 halves of its dword: >> 16 is the scale in int32. */
+INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq, int ns,
+                   enum kind kind, __m256i sc, __m256i sc2, __m256i *A, __m256i *C)
+{
+	__m256i h00 = _mm256_setzero_si256(), h01 = h00, h10 = h00, h11 = h00, c0 = h00, c1 = h00;
+
+#pragma GCC unroll 8
+	for (int c = 0; c < 8; c++) {
+		const __m256i w = _mm256_load_si256((const __m256i *)(q + 32 * c)),
+		              aw = SIGNED(kind) ? _mm256_abs_epi8(w) : w;
+
+		if (kind == Q2K) {
+			const __m256i m = _mm256_load_si256((const __m256i *)(mb + 32 * (c / 4)));
+
+			c0 = dots(c0, m, m, xq[0], c, kind);
+			if (ns > 1)
+				c1 = dots(c1, m, m, xq[1], c, kind);
+		}
+		if (c < 4 || kind == Q4K || kind == Q40) {
+			h00 = dots(h00, w, aw, xq[0], c, kind);
+			if (ns > 1)
+				h10 = dots(h10, w, aw, xq[1], c, kind);
+		} else {
+			h01 = dots(h01, w, aw, xq[0], c, kind);
+			if (ns > 1)
+				h11 = dots(h11, w, aw, xq[1], c, kind);
+		}
+	}
+	if (kind == Q40) { /* no scale: the nibbles' sum */
+		A[0] = h00, A[1] = h10;
+	} else if (kind == Q4K) {
+		const __m256i s32 = _mm256_srai_epi32(sc, 16);
+
+		A[0] = _mm256_mullo_epi32(h00, s32);
+		A[1] = _mm256_mullo_epi32(h10, s32);
+	} else { /* Q5_K: sc2 is sc (its halves split for the int16 form only) */
+		const __m256i s32 = _mm256_srai_epi32(sc, 16), t32 = _mm256_srai_epi32(sc2, 16);
+
+		A[0] = _mm256_add_epi32(_mm256_mullo_epi32(h00, s32), _mm256_mullo_epi32(h01, t32));
+		A[1] = _mm256_add_epi32(_mm256_mullo_epi32(h10, s32), _mm256_mullo_epi32(h11, t32));
+	}
+	if (kind == Q2K) { /* C = -sum_g m_g * sum_{i in g} x_i */
+		C[0] = _mm256_sub_epi32(_mm256_setzero_si256(), c0);
+		C[1] = _mm256_sub_epi32(_mm256_setzero_si256(), c1);
+	}
+}
+#else
+INLINE __m256i pairs(__m256i w, __m256i aw, const int8_t *xq, int c, enum kind kind)
+{
+	__m256i x = _mm256_set1_epi32(*(const int32_t *)(xq + 4 * c));
+
+	if (SIGNED(kind))
+		x = _mm256_sign_epi8(x, w);
+	return _mm256_maddubs_epi16(aw, x);
+}
+
+INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq, int ns,
+                   enum kind kind, __m256i sc, __m256i sc2, __m256i *A, __m256i *C)
+{
+	/* (named, not arrays: GCC kept arrays of these on the stack) */
+	__m256i h00 = _mm256_setzero_si256(), h01 = h00, h10 = h00, h11 = h00, c0 = h00, c1 = h00;
+
+#pragma GCC unroll 8
+	for (int c = 0; c < 8; c++) {
+		const __m256i w = _mm256_load_si256((const __m256i *)(q + 32 * c)),
+		              aw = SIGNED(kind) ? _mm256_abs_epi8(w) : w;
+
+		if (kind == Q2K) { /* the min term: a group's m by the chunk's x, per row
+			            * (<= 8 pairs of 2 x 15 x 127 a lane) */
+			const __m256i m = _mm256_load_si256((const __m256i *)(mb + 32 * (c / 4)));
+
+			c0 = _mm256_add_epi16(c0, pairs(m, m, xq[0], c, kind));
+			if (ns > 1)
+				c1 = _mm256_add_epi16(c1, pairs(m, m, xq[1], c, kind));
+		}
+
+		if (c < 4 || kind == Q4K || kind == Q40) {
+			h00 = _mm256_add_epi16(h00, pairs(w, aw, xq[0], c, kind));
+			if (ns > 1)
+				h10 = _mm256_add_epi16(h10, pairs(w, aw, xq[1], c, kind));
+		} else {
+			h01 = _mm256_add_epi16(h01, pairs(w, aw, xq[0], c, kind));
+			if (ns > 1)
+				h11 = _mm256_add_epi16(h11, pairs(w, aw, xq[1], c, kind));
+		}
+	}
+	if (kind == Q4K || kind == Q40) { /* Q4_0: sc = ones */
+		A[0] = _mm256_madd_epi16(h00, sc);
+		A[1] = _mm256_madd_epi16(h10, sc);
+	} else {
+		A[0] = _mm256_add_epi32(_mm256_madd_epi16(h00, sc), _mm256_madd_epi16(h01, sc2));
+		A[1] = _mm256_add_epi32(_mm256_madd_epi16(h10, sc), _mm256_madd_epi16(h11, sc2));
+	}
+	if (kind == Q2K) { /* C = -sum_g m_g * sum_{i in g} x_i */
+		const __m256i one = _mm256_set1_epi16(1), z = _mm256_setzero_si256();
+
+		C[0] = _mm256_sub_epi32(z, _mm256_madd_epi16(c0, one));
+		C[1] = _mm256_sub_epi32(z, _mm256_madd_epi16(c1, one));
+	}
+}
+
+#endif
+
+/* y[0..8) of the panel's rows for activations x[0..ns) (ns 1 or 2), the
+ * canonical lanes l[s][16] held as vectors of the eight rows. Two passes:
+ * every unit's integers in memory order (ia, ic: exact, so where they wait
+ * changes no bit), then the fp32 steps lane by lane. One pass that took a
+ * lane's units one after another (b = k, k + 16, ...) walked the panel 4 KB
+ * apart and kept the integer and fp32 work live together, more than sixteen
+ * registers: 10-16% slower at S = 8 and 16 on a Zen 3 (2026-12-05). */
+INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *const *x, int ns,
+                      enum kind kind, float *const *y)
+{
+	__m256 l[2][16];
+	__m256i ia[2][PANEL_MAX_U], ic[2][PANEL_MAX_U]; /* unit u's A and (Q2_K) C, per row */
+
+	for (int u = 0; u < nu; u++) {
+		const __m256i sc = kind == Q40
+		                       ? _mm256_set1_epi16(1)
+		                       : _mm256_load_si256((const __m256i *)(p->sc + 16 * u)),
+		              sc2 = G16(kind)
+		                        ? _mm256_load_si256((const __m256i *)(p->sc2 + 16 * u))
+		                        : sc;
+		const int8_t *xq[2] = {x[0]->q + 32 * u, x[ns - 1]->q + 32 * u};
+		__m256i A[2], C[2];
+
+		unit_a(p->q + 256 * u, p->mb + 64 * u, xq, ns, kind, sc, sc2, A, C);
+		for (int s = 0; s < ns; s++) {
+			ia[s][u] = A[s];
+			if (kind == Q2K)
+				ic[s][u] = C[s];
+		}
+	}
+	/* lane k's units one after the other (b = k, k + 16, ...: its order),
+	 * its sum in a register */
+	for (int k = 0; k < 16; k++) {
+		__m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+
+		for (int u = k; u < nu; u += 16) {
+			const __m256 d =
+			    _mm256_load_ps(kind == Q40 ? p->du + 8 * u : p->d + 8 * (u / 8));
+
+#pragma GCC unroll 2
+			for (int s = 0; s < ns; s++) {
+				const __m256 dx = _mm256_broadcast_ss(x[s]->d + u);
+				__m256i A = ia[s][u];
+
+				if (kind == Q40) /* the nibbles' - 8: s = sum nib x - 8 qsum */
+					A = _mm256_sub_epi32(A,
+					                     _mm256_set1_epi32(8 * x[s]->qsum[u]));
+
+				acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A),
+				                         _mm256_mul_ps(d, dx), acc[s]);
+				if (kind == Q2K) /* |C| <= 15 x 32 x 127 */
+					acc[s] = _mm256_fmadd_ps(
+					    _mm256_cvtepi32_ps(ic[s][u]),
+					    _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx),
+					    acc[s]);
+				/* Q4_K, Q5_K: C = -m * qsum (|C| <= 63 x 4,064, exact) */
+				if (kind == Q4K || kind == Q5K) {
+					const __m256 cm = _mm256_mul_ps(
+					    _mm256_load_ps(p->mn + 8 * u),
+					    _mm256_cvtepi32_ps(_mm256_set1_epi32(x[s]->qsum[u])));
+
+					acc[s] = _mm256_fmadd_ps(
+					    cm,
+					    _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx),
+					    acc[s]);
+				}
+			}
+		}
+		for (int s = 0; s < ns; s++)
+			l[s][k] = acc[s];
+	}
+	for (int s = 0; s < ns; s++) {
+		for (int h = 8; h >= 1; h /= 2) /* the canonical fold */
+#pragma GCC unroll 8
+			for (int k = 0; k < h; k++)
+				l[s][k] = _mm256_add_ps(l[s][k], l[s][k + h]);
+		_mm256_storeu_ps(y[s], l[s][0]);
+	}
+}
+
+INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+                      size_t ldy, int row0, int row1, enum kind kind)
+{
+	const int K = w->cols;
+	const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)K);
+	struct panel p __attribute__((aligned(32)));
+	int r = row0;
+
+	for (; r + 8 <= row1; r += 8) {
+		const uint8_t *row[8];
+		float t[2][8];
+
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++)
+			row[k] = (const uint8_t *)w->data + (size_t)(r + k) * rb;
+		if (kind == Q40)
+			unpack_q4_0(w, r, K / 32, &p);
+		for (int i = 0; kind != Q40 && i < K / 256; i++) {
+			if (kind == Q6K)
+				unpack_q6k_block(row, i, &p);
+			else if (kind == Q2K || kind == Q3K)
+				unpack_q23k_block(row, i, kind == Q3K, &p);
+			else
+				unpack_block(row, i, kind == Q5K, &p);
+		}
+		for (int s = 0; s < S; s += 2) {
+			const int ns = S - s < 2 ? 1 : 2;
+			const struct coli_act *xs[2] = {&x[s], &x[s + ns - 1]};
+			float *ys[2] = {t[0], t[1]};
+
+			if (ns == 2)
+				panel_dot(&p, K / 32, xs, 2, kind, ys);
+			else
+				panel_dot(&p, K / 32, xs, 1, kind, ys);
+			for (int j = 0; j < ns; j++)
+#pragma GCC unroll 8
+				for (int k = 0; k < 8; k++)
+					y[(size_t)(s + j) * ldy + (r - row0) + k] = t[j][k];
+		}
+	}
+	return r;
+}
+
+int PANEL_NAME(const struct coli_mat *w, const struct coli_act *x, int S, float *y, size_t ldy,
+               int row0, int row1)
+{
+	if (w->cols > COLI_PANEL_MAX_K)
+		return row0;
+	switch (w->dtype) {
+	case COLI_DTYPE_Q4_0:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q40);
+	case COLI_DTYPE_Q2_K:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q2K);
+	case COLI_DTYPE_Q3_K:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q3K);
+	case COLI_DTYPE_Q4_K:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q4K);
+	case COLI_DTYPE_Q5_K:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q5K);
+	case COLI_DTYPE_Q6_K:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q6K);
+	default:
+		return row0;
+	}
+}
