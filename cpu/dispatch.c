@@ -96,10 +96,15 @@ void coli_cpu_int8_avx2_set(int on)
 	__atomic_store_n(&g_int8_avx2, on < 0 ? -1 : on != 0, __ATOMIC_RELAXED);
 }
 
-/* w's kernels under the AVX-512 ISA are AVX2's (coli_cpu_int8_avx2) */
-static int int8_on_avx2(const struct coli_mat *w)
+/* w's kernels for S activations under the AVX-512 ISA are AVX2's
+ * (coli_cpu_int8_avx2); not Q4_0's batches that take the eight-row panel,
+ * whose VNNI form is AVX-512's (cpu/gemv/gemm_panel.h: on the Zen 4 VM a
+ * Q4_0 prefill of 512 tokens 899-901 tok/s on AVX2's, 1016-1037 on VNNI's) */
+static int int8_on_avx2(const struct coli_mat *w, int S)
 {
-	return (w->dtype == COLI_DTYPE_Q8_0 || w->dtype == COLI_DTYPE_Q4_0) && coli_cpu_int8_avx2();
+	return (w->dtype == COLI_DTYPE_Q8_0 ||
+	        (w->dtype == COLI_DTYPE_Q4_0 && S < COLI_PANEL_MIN_S_Q4_0)) &&
+	       coli_cpu_int8_avx2();
 }
 
 static enum coli_cpu_isa detect(void)
@@ -172,7 +177,7 @@ void coli_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int
 	switch (coli_cpu_isa()) {
 	case COLI_CPU_ISA_AMX:
 	case COLI_CPU_ISA_AVX512:
-		if (int8_on_avx2(w))
+		if (int8_on_avx2(w, 1))
 			coli_gemv_avx2(w, x, y, row0, row1);
 		else
 			coli_gemv_avx512(w, x, y, row0, row1);
@@ -227,7 +232,7 @@ void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float 
 			coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
 		return;
 	case COLI_CPU_ISA_AVX512:
-		if (int8_on_avx2(w))
+		if (int8_on_avx2(w, S))
 			coli_gemm_avx2(w, x, S, y, ldy, row0, row1);
 		else
 			coli_gemm_avx512(w, x, S, y, ldy, row0, row1);

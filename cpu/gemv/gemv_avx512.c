@@ -481,10 +481,16 @@ void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S,
 		return;
 	}
 	if (w->dtype == COLI_DTYPE_Q4_0) {
+		/* a large batch: eight rows in a vector's lanes (cpu/gemv/gemm_panel.h,
+		 * VNNI), the rows past its panels here */
+		const int r = S >= COLI_PANEL_MIN_S_Q4_0
+		                  ? coli_gemm_panel_avx512(w, x, S, y, (size_t)ldy, row0, row1)
+		                  : row0;
+
 		if (S == 1)
 			gemv_q4z(w, x, y, row0, row1);
-		else
-			gemm_q4(w, x, S, y, (size_t)ldy, row0, row1);
+		else if (r < row1)
+			gemm_q4(w, x, S, y + (r - row0), (size_t)ldy, r, row1);
 		return;
 	}
 	for (int r = row0; r < row1; r += COLI_GEMM_ROWS) {
