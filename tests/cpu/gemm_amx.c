@@ -122,7 +122,7 @@ int main(void)
 	coli_cpu_pool_t *pool;
 
 	if (best < COLI_CPU_ISA_AMX) {
-		printf("skip: no AMX int8 tiles here (cpu kernels: %s)\n", coli_cpu_isa_name(best));
+		printf("no AMX int8 tiles here (cpu kernels: %s)\n", coli_cpu_isa_name(best));
 		return 77;
 	}
 	if (coli_cpu_pool_create(3, &pool)) {
