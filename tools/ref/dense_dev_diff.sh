@@ -16,6 +16,15 @@
 # A line per model and way: max |Δ| over the largest |logit|, the positions
 # whose top-1 differs. Asserts nothing; exit 1 only when a step fails.
 #
+# What the lines tell apart: bf16 against the block types (the dense GEMM
+# and GEMV of GGUF's types, ptx/dense/gpu_dense.c dense_kq); gpu against
+# f32 (the tensor-core attention of the bf16 cache, ptx/attn/gpu_attn.c
+# attention_tc, which no random fixture reaches: their head_dim is 16 or
+# 32, the demo model's 64; the f32 cache takes the other kernels); gpu
+# against ub8 and ub1 (prefill's tiles and the GEMM against decode's path).
+# The default text is about 111 tokens of the demo's: prompts of 64 tokens
+# or more take the whole-prompt attention (AP_MIN_T).
+#
 # Usage: tools/ref/dense_dev_diff.sh OUT_DIR
 # Environment: COLI (default build/coli), HF (default models/demo), TEXT_FILE
 #   (default HF/held_out.txt; its first 400 bytes), QUANTS (default "bf16 q8
