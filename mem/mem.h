@@ -77,6 +77,9 @@ int coli_mem_numa_resolve(const char *spec, int *node, char *why, size_t whylen)
 int coli_mem_numa_bind_thread(int node);
 /* Number of configured NUMA nodes (1 without libnuma support). */
 int coli_mem_numa_nodes(void);
+/* The node PCI device domain:bus:device.0 hangs off (sysfs), -1 where
+ * unknown or where there is one node. */
+int coli_mem_pci_node(unsigned domain, unsigned bus, unsigned device);
 
 /* ---- slab slots (slots.c) ----
  * n fixed-size slots of slot_bytes (a multiple of 4 KiB) carved from one

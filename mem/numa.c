@@ -71,6 +71,19 @@ static int gpu_node(char *dev_out, size_t len)
 	return node;
 }
 
+int coli_mem_pci_node(unsigned domain, unsigned bus, unsigned device)
+{
+	char name[32];
+	long n;
+
+	if (coli_mem_numa_nodes() <= 1)
+		return -1;
+	snprintf(name, sizeof(name), "%04x:%02x:%02x.0", domain & 0xffff, bus & 0xff,
+	         device & 0x1f);
+	n = read_hex(PCI_DIR, name, "numa_node");
+	return n >= 0 ? (int)n : -1;
+}
+
 int coli_mem_numa_nodes(void)
 {
 	if (numa_available() < 0)

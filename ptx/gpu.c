@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem/mem.h"
 #include "ptx/ptx.h"
 #include "ptx/ptx_internal.h"
 
@@ -456,6 +457,22 @@ void coli_gpu_close(coli_gpu_t *g)
 const char *coli_gpu_name(const coli_gpu_t *g)
 {
 	return g->name;
+}
+
+int coli_gpu_numa_node(const coli_gpu_t *g)
+{
+#ifdef COLI_HAVE_PTX
+	int dom = 0, bus = 0, dev = 0;
+
+	if (g->cu->DeviceGetAttribute(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, g->dev) ||
+	    g->cu->DeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, g->dev) ||
+	    g->cu->DeviceGetAttribute(&dev, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, g->dev))
+		return -1;
+	return coli_mem_pci_node((unsigned)dom, (unsigned)bus, (unsigned)dev);
+#else
+	(void)g;
+	return -1;
+#endif
 }
 
 void coli_gpu_plain_launches(coli_gpu_t *g)

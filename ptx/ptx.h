@@ -46,6 +46,9 @@ typedef struct coli_gpu coli_gpu_t;
 int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size_t errlen);
 void coli_gpu_close(coli_gpu_t *g);
 const char *coli_gpu_name(const coli_gpu_t *g);
+/* The host NUMA node the GPU hangs off (its PCI address, mem/numa.c); -1
+ * where unknown or where the host has one node. */
+int coli_gpu_numa_node(const coli_gpu_t *g);
 /* Launch without programmatic dependent launch from now on (COLI_PDL=0). */
 void coli_gpu_plain_launches(coli_gpu_t *g);
 int coli_gpu_mem_info(coli_gpu_t *g, size_t *free_bytes, size_t *total_bytes);

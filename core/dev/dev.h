@@ -380,6 +380,7 @@ struct coli_dev {
 	void *impl;
 	char name[128];
 	int index;
+	int numa_node;   /* the host node the device hangs off; -1 unknown, one node, sim */
 	unsigned caps;   /* enum coli_dev_cap */
 	long fail_after; /* launches before injected failure; -1 never */
 	int fail_at;     /* enum coli_dev_fail_at: the kind of op the injected failure strikes */

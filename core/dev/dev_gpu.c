@@ -372,6 +372,7 @@ int coli_dev_gpu_open(int ordinal, int pdl, unsigned flags, struct coli_dev **ou
 	d->caps = COLI_DEV_CAP_BANDWIDTH | COLI_DEV_CAP_GRAPHS | COLI_DEV_CAP_SWIGLU_OAI |
 	          (coli_gpu_has_host_wait(g) ? COLI_DEV_CAP_HOST_WAIT : 0);
 	snprintf(d->name, sizeof(d->name), "cuda:%d (%s)", ordinal, coli_gpu_name(g));
+	d->numa_node = coli_gpu_numa_node(g);
 	if (coli_mem_register_hook(g_reg_hook, g))
 		fprintf(stderr,
 		        "coli: %s: host memory not page-locked (cuMemHostRegister "

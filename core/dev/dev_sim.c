@@ -595,6 +595,7 @@ int coli_dev_sim_open(struct coli_dev **out, int index, size_t mem_bytes, int la
 	d->ops = &g_sim_ops;
 	d->impl = s;
 	d->fail_after = -1;
+	d->numa_node = -1;
 	d->index = index;
 	/* no bandwidth of its own; gpt-oss's experts, as the GPU's */
 	d->caps = COLI_DEV_CAP_HOST_WAIT | COLI_DEV_CAP_SWIGLU_OAI | COLI_DEV_CAP_KV_ANY;

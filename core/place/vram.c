@@ -198,6 +198,16 @@ static int xbias_upload(struct coli_engine *e, struct coli_dev_slot *v)
 	return rc;
 }
 
+/* Where device d's host staging lives: with --numa-bind auto on a host of
+ * several nodes, the node d hangs off, so its copies cross no link between
+ * sockets; else no binding of its own (the opening thread, bound to the
+ * engine's node, touches it first). */
+static int stage_node(const struct coli_engine *e, const struct coli_dev *d)
+{
+	return !strcmp(e->opts.numa_bind, "auto") && d->numa_node >= 0 ? d->numa_node
+	                                                               : COLI_MEM_NODE_ANY;
+}
+
 int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;
@@ -220,9 +230,14 @@ int coli_moe_dev_slot_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 		void **dst[] = {(void **)&v->sx_q, (void **)&v->sx_d, (void **)&v->sx_s,
 		                (void **)&v->sx_f, (void **)&v->sy,   (void **)&v->sx_tok};
 
-		v->host = coli_mem_alloc_buffers(sz, dst, 6, COLI_MEM_NODE_ANY, &v->host_bytes);
+		const int node = stage_node(e, v->dev);
+
+		v->host = coli_mem_alloc_buffers(sz, dst, 6, node, &v->host_bytes);
 		if (!v->host)
 			return -ENOMEM;
+		if (e->opts.verbose && node >= 0)
+			fprintf(stderr, "coli: %s: host staging on NUMA node %d (its own)\n",
+			        v->dev->name, node);
 	}
 	v->jobs = malloc(sizeof(*v->jobs) * (2 * P + 2 * (size_t)c->n_experts + 8));
 	v->gjobs = malloc(sizeof(*v->gjobs) * (2 * (size_t)c->n_experts + 8));
@@ -276,10 +291,10 @@ int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 	if (e->opts.vram_gb < 0) /* budget = free memory: the slots come out of it */
 		v->used += v->stage_bytes * v->n_stage;
 	/* measured from registered memory, as the tier slots it streams from */
-	tmp = coli_mem_alloc(v->stage_bytes, COLI_MEM_NODE_ANY);
+	tmp = coli_mem_alloc(v->stage_bytes, stage_node(e, v->dev));
 	if (!tmp)
 		return -ENOMEM;
-	coli_mem_register(tmp, v->stage_bytes, COLI_MEM_NODE_ANY);
+	coli_mem_register(tmp, v->stage_bytes, stage_node(e, v->dev));
 	for (int i = 0; i < 3; i++) {
 		double t0 = coli_now_s();
 
