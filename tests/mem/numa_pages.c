@@ -25,21 +25,20 @@
 #include "core/fixture_util.h"
 #include "mem/mem.h"
 
-#define PAGE 4096
-
 /* Pages of [p, p + bytes) on node `want` / elsewhere (not present: neither);
  * *other the first other node seen. Returns -1 when move_pages fails. */
 static int count_pages(const void *p, size_t bytes, int want, long *on, long *off, int *other)
 {
-	enum { CHUNK = 512 };
+	enum { CHUNK = 512 }; /* pages a move_pages query */
+	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	void *pages[CHUNK];
 	int status[CHUNK];
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(PAGE - 1), end = (uintptr_t)p + bytes;
+	uintptr_t a = (uintptr_t)p & ~(page - 1), end = (uintptr_t)p + bytes;
 
 	while (a < end) {
 		int n = 0;
 
-		for (; n < CHUNK && a < end; n++, a += PAGE)
+		for (; n < CHUNK && a < end; n++, a += page)
 			pages[n] = (void *)a;
 		if (move_pages(0, (unsigned long)n, pages, NULL, status, 0))
 			return -1;
