@@ -13,7 +13,9 @@
  *               kernel (hd 96), gpt-oss's sinks and sliding window too; the
  *               position read from device memory for a longer span gives
  *               the same bytes, and a prefill batch the bytes of its queries
- *               launched as decode steps;
+ *               launched as decode steps; the output quantized in the same
+ *               launch (for a quantized o projection) is coli_act_quantize's
+ *               of its floats, which keep the bound;
  *   stores      coli_gpu_qk_rope_store_kv into a typed cache gives the bytes
  *               coli_kv_row_store makes of the rows the fp32 launch wrote
  *               (store_only: of the inputs), q8's scales and rints included;
@@ -132,6 +134,46 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 	       k_mode[mode], T, n, nh, nkv, hd, window ? " window" : "", sinks ? " sinks" : "", e,
 	       tol);
 	rc |= !(e <= tol);
+	/* the same launch writing the output quantized too (a quantized o
+	 * projection reads it: core/forward/attn_dev.c): the same floats, and
+	 * the rows coli_act_quantize makes of them */
+	if (qn % 32 == 0) {
+		const size_t nb = qn / 32;
+		uint64_t daq = dev_poison(qn), dad = dev_poison(4 * nb), das = dev_poison(4 * nb);
+		struct coli_act ref = {
+		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+		struct coli_act dev = {
+		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+
+		coli_gpu_free(g_gpu, dout);
+		dout = dev_poison(4 * qn);
+		if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd,
+		                          scale, daq, dad, das, kt, vt, dsk, window, 0, 0, 0)) {
+			printf("  FAIL attention %s T=%d pos0=%d quantized: launch failed\n",
+			       k_mode[mode], T, pos0);
+			return 1;
+		}
+		download(got2, dout, 4 * qn);
+		download(dev.q, daq, qn);
+		download(dev.d, dad, 4 * nb);
+		download(dev.qsum, das, 4 * nb);
+		coli_act_quantize(&ref, got2, (int)qn);
+		e = max_err(got2, want, qn);
+		if (!(e <= tol) || memcmp(ref.q, dev.q, qn) || memcmp(ref.d, dev.d, 4 * nb) ||
+		    memcmp(ref.qsum, dev.qsum, 4 * nb)) {
+			printf("  FAIL attention %s T=%d pos0=%d nh=%d nkv=%d hd=%d, the output "
+			       "quantized too: max err %.2e, the quantized rows %s "
+			       "coli_act_quantize's\n",
+			       k_mode[mode], T, pos0, nh, nkv, hd, e,
+			       memcmp(ref.q, dev.q, qn) || memcmp(ref.d, dev.d, 4 * nb) ||
+			               memcmp(ref.qsum, dev.qsum, 4 * nb)
+			           ? "are not"
+			           : "are");
+			rc = 1;
+		}
+		coli_gpu_free(g_gpu, daq), coli_gpu_free(g_gpu, dad), coli_gpu_free(g_gpu, das);
+		free(ref.q), free(ref.d), free(ref.qsum), free(dev.q), free(dev.d), free(dev.qsum);
+	}
 	/* the position from device memory, the grid split for a longer span */
 	dpos = dev_copy(&pos0, sizeof(pos0));
 	coli_gpu_free(g_gpu, dout);
@@ -501,6 +543,10 @@ int main(void)
 	    {80, 400, 96, 8, 128, 0, 0},  {1, 700, 48, 8, 128, 0, 0},
 	    {80, 400, 48, 8, 128, 0, 0},  {1, 9000, 16, 16, 128, 0, 0},
 	    {80, 400, 16, 16, 128, 0, 0},
+	    /* the demo model's shape (hd 64, groups of 4): a prompt of 54 tokens
+	     * from the start (below the whole-prompt kernel's 64) and a decode
+	     * step after it */
+	    {54, 0, 8, 2, 64, 0, 0},      {1, 54, 8, 2, 64, 0, 0},
 	};
 	int rc = ptx_test_open();
 
