@@ -264,6 +264,7 @@ void coli_moe_dev_slot_free(struct coli_dev_slot *v)
 int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 {
 	const struct coli_model_config *c = &e->m.cfg;
+	const int node = stage_node(e, v->dev);
 	size_t best = 0;
 	double t_best = 1e30;
 	void *tmp;
@@ -291,10 +292,10 @@ int coli_moe_dev_stage_alloc(struct coli_engine *e, struct coli_dev_slot *v)
 	if (e->opts.vram_gb < 0) /* budget = free memory: the slots come out of it */
 		v->used += v->stage_bytes * v->n_stage;
 	/* measured from registered memory, as the tier slots it streams from */
-	tmp = coli_mem_alloc(v->stage_bytes, stage_node(e, v->dev));
+	tmp = coli_mem_alloc(v->stage_bytes, node);
 	if (!tmp)
 		return -ENOMEM;
-	coli_mem_register(tmp, v->stage_bytes, stage_node(e, v->dev));
+	coli_mem_register(tmp, v->stage_bytes, node);
 	for (int i = 0; i < 3; i++) {
 		double t0 = coli_now_s();
 

@@ -1259,35 +1259,24 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 	/* with the output also quantized for the o projection (the engine's form
 	 * when o is q8/q4): the same bytes coli_act_quantize makes of the output */
 	{
-		size_t nb = qn / 32;
-		uint64_t daq = dev_poison(qn), dad = dev_poison(4 * nb), das = dev_poison(4 * nb);
-		struct coli_act ref = {
-		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
-		struct coli_act dev = {
-		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+		const struct dev_act aq = dev_act_poison(qn);
 
 		if (qn % 32 ||
 		    coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd,
-		                          scale, daq, dad, das, 0, 0, dsk, window, 0, 0, 0)) {
+		                          scale, aq.q, aq.d, aq.qsum, 0, 0, dsk, window, 0, 0, 0)) {
 			printf("  attention T=%d pos0=%d: launch failed\n", T, pos0);
 			return 1;
 		}
 		download(got, dout, 4 * qn);
-		download(dev.q, daq, qn);
-		download(dev.d, dad, 4 * nb);
-		download(dev.qsum, das, 4 * nb);
-		coli_act_quantize(&ref, got, (int)qn);
 		snprintf(what, sizeof(what), "attention T=%d n=%d nh=%d nkv=%d hd=%d%s%s", T, n, nh,
 		         nkv, hd, window ? " window" : "", sinks ? " sinks" : "");
 		rc = check(what, got, want, NULL, tol, qn);
-		if (memcmp(ref.q, dev.q, qn) || memcmp(ref.d, dev.d, 4 * nb) ||
-		    memcmp(ref.qsum, dev.qsum, 4 * nb)) {
+		if (dev_act_differs(aq, got)) {
 			printf("  FAIL %s: its quantized output is not coli_act_quantize's\n",
 			       what);
 			rc = 1;
 		}
-		coli_gpu_free(g_gpu, daq), coli_gpu_free(g_gpu, dad), coli_gpu_free(g_gpu, das);
-		free(ref.q), free(ref.d), free(ref.qsum), free(dev.q), free(dev.d), free(dev.qsum);
+		dev_act_free(aq);
 	}
 	/* the position read from device memory (the pos0 argument is wrong on
 	 * purpose, but an upper bound as outside a capture it must be: splits

@@ -138,41 +138,29 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 	 * projection reads it: core/forward/attn_dev.c): the same floats, and
 	 * the rows coli_act_quantize makes of them */
 	if (qn % 32 == 0) {
-		const size_t nb = qn / 32;
-		uint64_t daq = dev_poison(qn), dad = dev_poison(4 * nb), das = dev_poison(4 * nb);
-		struct coli_act ref = {
-		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
-		struct coli_act dev = {
-		    .q = xmalloc(qn), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+		const struct dev_act aq = dev_act_poison(qn);
+		int qbad;
 
 		coli_gpu_free(g_gpu, dout);
 		dout = dev_poison(4 * qn);
 		if (coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd,
-		                          scale, daq, dad, das, kt, vt, dsk, window, 0, 0, 0)) {
+		                          scale, aq.q, aq.d, aq.qsum, kt, vt, dsk, window, 0, 0,
+		                          0)) {
 			printf("  FAIL attention %s T=%d pos0=%d quantized: launch failed\n",
 			       k_mode[mode], T, pos0);
 			return 1;
 		}
 		download(got2, dout, 4 * qn);
-		download(dev.q, daq, qn);
-		download(dev.d, dad, 4 * nb);
-		download(dev.qsum, das, 4 * nb);
-		coli_act_quantize(&ref, got2, (int)qn);
 		e = max_err(got2, want, qn);
-		if (!(e <= tol) || memcmp(ref.q, dev.q, qn) || memcmp(ref.d, dev.d, 4 * nb) ||
-		    memcmp(ref.qsum, dev.qsum, 4 * nb)) {
+		qbad = dev_act_differs(aq, got2);
+		if (!(e <= tol) || qbad) {
 			printf("  FAIL attention %s T=%d pos0=%d nh=%d nkv=%d hd=%d, the output "
 			       "quantized too: max err %.2e, the quantized rows %s "
 			       "coli_act_quantize's\n",
-			       k_mode[mode], T, pos0, nh, nkv, hd, e,
-			       memcmp(ref.q, dev.q, qn) || memcmp(ref.d, dev.d, 4 * nb) ||
-			               memcmp(ref.qsum, dev.qsum, 4 * nb)
-			           ? "are not"
-			           : "are");
+			       k_mode[mode], T, pos0, nh, nkv, hd, e, qbad ? "are not" : "are");
 			rc = 1;
 		}
-		coli_gpu_free(g_gpu, daq), coli_gpu_free(g_gpu, dad), coli_gpu_free(g_gpu, das);
-		free(ref.q), free(ref.d), free(ref.qsum), free(dev.q), free(dev.d), free(dev.qsum);
+		dev_act_free(aq);
 	}
 	/* the position from device memory, the grid split for a longer span */
 	dpos = dev_copy(&pos0, sizeof(pos0));

@@ -94,6 +94,42 @@ static inline uint64_t dev_poison(size_t n)
 	return d;
 }
 
+/* n values quantized per 32-block on the device (a kernel's quantized
+ * output: int8 rows, block scales, block sums), poisoned until written. */
+struct dev_act {
+	uint64_t q, d, qsum;
+	size_t n;
+};
+
+static inline struct dev_act dev_act_poison(size_t n)
+{
+	return (struct dev_act){dev_poison(n), dev_poison(4 * (n / 32)), dev_poison(4 * (n / 32)),
+	                        n};
+}
+
+static inline void dev_act_free(struct dev_act a)
+{
+	coli_gpu_free(g_gpu, a.q), coli_gpu_free(g_gpu, a.d), coli_gpu_free(g_gpu, a.qsum);
+}
+
+/* 1 when a's rows are not coli_act_quantize's of x[a.n], byte for byte. */
+static inline int dev_act_differs(struct dev_act a, const float *x)
+{
+	const size_t nb = a.n / 32;
+	struct coli_act ref = {.q = xmalloc(a.n), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+	struct coli_act dev = {.q = xmalloc(a.n), .d = xmalloc(4 * nb), .qsum = xmalloc(4 * nb)};
+	int bad;
+
+	download(dev.q, a.q, a.n);
+	download(dev.d, a.d, 4 * nb);
+	download(dev.qsum, a.qsum, 4 * nb);
+	coli_act_quantize(&ref, x, (int)a.n);
+	bad = memcmp(ref.q, dev.q, a.n) || memcmp(ref.d, dev.d, 4 * nb) ||
+	      memcmp(ref.qsum, dev.qsum, 4 * nb);
+	free(ref.q), free(ref.d), free(ref.qsum), free(dev.q), free(dev.d), free(dev.qsum);
+	return bad;
+}
+
 /* How many of n floats of a and b differ in their bytes (0: identical). */
 static inline size_t bytes_differ(const float *a, const float *b, size_t n)
 {
