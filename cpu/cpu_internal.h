@@ -158,6 +158,30 @@ void coli_attn8_out_avx2(const float *sc, int nh, const struct coli_kv_rows *V, 
                          int i0, int i1, float *acc);
 void coli_attn8_fold_avx2(float *acc, const float *blk, int n);
 void coli_attn8_store(const float *acc, int nh, int hd, int i0, int i1, float *out);
+/* The scores and the outputs' sums with 512-bit vectors, the same bits
+ * (cpu/attn/attention_avx512.c: units of five heads or more over a bf16 or
+ * one-scale q8 cache; the rest through the AVX2 steps), and the pair the
+ * ISA in force picks. */
+void coli_attn8_scores_avx512(const float *q, int nh, const struct coli_kv_rows *K, int p0,
+                              int p1, int hd, float scale, float *sc, float *mx8);
+void coli_attn8_out_avx512(const float *sc, int nh, const struct coli_kv_rows *V, int p0, int p1,
+                           int i0, int i1, float *acc);
+static inline void coli_attn8_scores(const float *q, int nh, const struct coli_kv_rows *K, int p0,
+                                     int p1, int hd, float scale, float *sc, float *mx8)
+{
+	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX512)
+		coli_attn8_scores_avx512(q, nh, K, p0, p1, hd, scale, sc, mx8);
+	else
+		coli_attn8_scores_avx2(q, nh, K, p0, p1, hd, scale, sc, mx8);
+}
+static inline void coli_attn8_out(const float *sc, int nh, const struct coli_kv_rows *V, int p0,
+                                  int p1, int i0, int i1, float *acc)
+{
+	if (coli_cpu_isa() >= COLI_CPU_ISA_AVX512)
+		coli_attn8_out_avx512(sc, nh, V, p0, p1, i0, i1, acc);
+	else
+		coli_attn8_out_avx2(sc, nh, V, p0, p1, i0, i1, acc);
+}
 /* A typed row's elements [i0, i0 + n) as fp32 into tmp (cpu/kvq.c's
  * values, eight at a time). */
 void coli_kv_decode_avx2(const struct coli_kv_rows *r, const char *row, int i0, int n, float *tmp);

@@ -705,7 +705,7 @@ void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows 
 		float mx[8], sum[8], acc[vd * 8],
 		    blk[vd * 8]; /* [vd][8 lanes]: outputs, a block's */
 
-		coli_attn8_scores_avx2(q + (size_t)h * hd, nh, K, 0, n_pos, hd, scale, sc, mx);
+		coli_attn8_scores(q + (size_t)h * hd, nh, K, 0, n_pos, hd, scale, sc, mx);
 		if (sink)
 			coli_attn8_sink_max(sink + h, nh, mx);
 		coli_attn8_exp_avx2(sc, nh, 0, n_pos, mx);
@@ -717,7 +717,7 @@ void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows 
 			const int p1 =
 			    n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
 
-			coli_attn8_out_avx2(sc, nh, V, p0, p1, 0, vd, p0 ? blk : acc);
+			coli_attn8_out(sc, nh, V, p0, p1, 0, vd, p0 ? blk : acc);
 			if (p0)
 				coli_attn8_fold_avx2(acc, blk, vd * 8);
 		}

@@ -103,7 +103,7 @@ static void share_task(void *arg, int task, int n_tasks)
 	case SCORES: {
 		struct coli_kv_rows K = rows_of(j, g, 0);
 
-		coli_attn8_scores_avx2(q, u->nh, &K, p0, p1, j->hd, j->scale, u->sc,
+		coli_attn8_scores(q, u->nh, &K, p0, p1, j->hd, j->scale, u->sc,
 		                       j->bmax[task / per][s]);
 		break;
 	}
@@ -135,7 +135,7 @@ static void share_task(void *arg, int task, int n_tasks)
 			                   ? g->n_pos
 			                   : q0 + COLI_ATTN_OUT_BLOCK;
 
-			coli_attn8_out_avx2(u->sc, u->nh, &V, q0, q1, 0, j->vd,
+			coli_attn8_out(u->sc, u->nh, &V, q0, q1, 0, j->vd,
 			                    block_of(j, task / per, b));
 		}
 		break;
