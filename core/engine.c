@@ -118,7 +118,19 @@ _Static_assert(COLI_MEM_NODE_ANY == -1 && COLI_MEM_NODE_INTERLEAVE == -2,
 static int numa_bind(struct coli_engine *e, char *err, size_t errlen)
 {
 	char why[128];
-	int rc = coli_mem_numa_resolve(e->opts.numa_bind, &e->numa_node, why, sizeof(why));
+	int rc = 0, gn = -1, ord;
+
+	/* auto on several nodes: the node of the GPU the engine will call its
+	 * first, as CUDA numbers them (mem/'s own guess is the first in PCI
+	 * order, which CUDA_VISIBLE_DEVICES or --gpu 1 need not use) */
+	if (!strcmp(e->opts.numa_bind, "auto") && coli_mem_numa_nodes() > 1)
+		gn = coli_dev_spec_node(e->opts.gpu, &ord);
+	if (gn >= 0) {
+		e->numa_node = gn;
+		snprintf(why, sizeof(why), "auto: node %d of GPU %d", gn, ord);
+	} else {
+		rc = coli_mem_numa_resolve(e->opts.numa_bind, &e->numa_node, why, sizeof(why));
+	}
 
 	if (rc) {
 		snprintf(err, errlen, "--numa-bind: %s", why);

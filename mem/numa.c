@@ -9,6 +9,9 @@
  *               and cuMemHostRegister'd staging are fastest from its own
  *               socket; without a GPU the node of the CPU we run on. A
  *               one-node machine resolves to "any" (nothing to choose).
+ *               (The engine asks first for the node of the GPU it will use
+ *               first, by CUDA's numbering: core/engine.c numa_bind; this
+ *               is its answer when CUDA cannot say.)
  *
  * The GPU's node comes from sysfs (/sys/bus/pci/devices/X/{vendor,class,
  * numa_node}), which needs no driver and no hwloc; -1 there (firmware did not

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "mem/mem.h"
 #include "ptx/ptx.h"
 #include "ptx/ptx_internal.h"
 
@@ -171,6 +172,21 @@ int coli_ptx_probe(const char **why)
 		return 0;
 	cu->DeviceGetCount(&n);
 	return n;
+}
+
+int coli_ptx_numa_node(int ordinal)
+{
+	const struct coli_cu *cu;
+	const char *why;
+	CUdevice dev;
+	int dom = 0, bus = 0, slot = 0;
+
+	if (coli_cu_load(&cu, &why) || cu->DeviceGet(&dev, ordinal) != CUDA_SUCCESS ||
+	    cu->DeviceGetAttribute(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) != CUDA_SUCCESS ||
+	    cu->DeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) != CUDA_SUCCESS ||
+	    cu->DeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) != CUDA_SUCCESS)
+		return -1;
+	return coli_mem_pci_node((unsigned)dom, (unsigned)bus, (unsigned)slot);
 }
 
 size_t coli_ptx_total_mem(int ordinal)

@@ -35,6 +35,9 @@
 int coli_ptx_probe(const char **why);
 /* Device memory of an ordinal in bytes, without a context (0: no such device). */
 size_t coli_ptx_total_mem(int ordinal);
+/* The NUMA node an ordinal's PCI device hangs off (sysfs), without a
+ * context; -1: no such device, one node, or firmware did not say. */
+int coli_ptx_numa_node(int ordinal);
 
 typedef struct coli_gpu coli_gpu_t;
 

@@ -278,6 +278,21 @@ size_t coli_dev_spec_mem(const char *spec)
 	return least;
 }
 
+int coli_dev_spec_node(const char *spec, int *ordinal)
+{
+	int ord[16], n;
+	const char *why;
+
+	*ordinal = -1;
+	if (!strcmp(spec, "off") || !strncmp(spec, "sim", 3))
+		return -1;
+	n = spec_ordinals(spec, ord, 16, &why);
+	if (n <= 0)
+		return -1;
+	*ordinal = ord[0];
+	return coli_ptx_numa_node(ord[0]);
+}
+
 int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int pdl,
                       unsigned gpu_flags, struct coli_dev **devs, int max, int *n, char *err,
                       size_t errlen)

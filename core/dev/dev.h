@@ -462,6 +462,11 @@ COLI_DEV_OP(router_plan, struct coli_dev_router_plan, COLI_DEV_COUNT_LAUNCH, "ro
 /* The memory of the smallest device --gpu SPEC names (sim: what the simulated
  * device reports), before any is opened; 0: none, or one not found. */
 size_t coli_dev_spec_mem(const char *spec);
+/* The NUMA node of the first GPU --gpu names (auto: ordinal 0, as CUDA
+ * numbers them: CUDA_VISIBLE_DEVICES and the driver's order, which sysfs
+ * order need not be), its ordinal in *ordinal; -1 for off, sim, no GPU, one
+ * node or a node firmware did not give. */
+int coli_dev_spec_node(const char *spec, int *ordinal);
 /* Open the devices named by --gpu (auto | off | sim | 0,1,...): *n devices
  * in devs[]; prints one line when a GPU was asked for but is absent. */
 int coli_dev_open_all(const char *spec, long fail_after, int sim_latency_us, int pdl,
