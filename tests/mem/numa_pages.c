@@ -11,6 +11,7 @@
  *          the engine's node), a prompt forwarded: every registered region
  *          bound to a node (coli_mem_regions) has its touched pages there,
  *          and the engine's node is the one it reports (coli_engine_numa)
+ *          and, with a GPU, the one CUDA's first device hangs off
  *
  * A host of one node skips: there is nothing to place.
  */
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/dev/dev.h"
 #include "core/fixture_util.h"
 #include "mem/mem.h"
 
@@ -116,7 +118,7 @@ static int check_engine(void)
 	coli_engine_t *e;
 	char path[4096], err[512];
 	const char *why = "";
-	int nr, fails = 0, ids[16], node, checked = 0;
+	int nr, fails = 0, ids[16], node, checked = 0, gn, ord;
 	float *logits;
 
 	if (fx_convert("demo", COLI_DTYPE_Q8_0, fx_tmpdir(), path, sizeof(path)))
@@ -130,6 +132,11 @@ static int check_engine(void)
 	}
 	node = coli_engine_numa(e, &why);
 	printf("engine: numa-bind auto -> %d (%s)\n", node, why);
+	/* with a GPU: the node of the one CUDA calls first (o.gpu: auto) */
+	if ((gn = coli_dev_spec_node(o.gpu, &ord)) >= 0 && node != gn) {
+		printf("FAIL: GPU %d hangs off node %d, the engine chose %d\n", ord, gn, node);
+		fails++;
+	}
 	for (int i = 0; i < 16; i++)
 		ids[i] = 100 + 37 * i;
 	logits = malloc(sizeof(float) * 16 * 8192);
