@@ -75,31 +75,6 @@ static inline const float *kv_row(const struct coli_kv_rows *r, size_t p, int i0
  * a position, a block or an output computes depends on the share. sc:
  * [n_pos][8] scores, then weights. */
 
-/* The eight heads' sums of eight lanes each, (q . k chains in lanes 0..7),
- * as one vector of eight heads: per head ((0 + 4) + (2 + 6)) + ((1 + 5) +
- * (3 + 7)), the scalar's fold, by a transpose that adds as it goes. */
-static inline __m256 fold8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5,
-                           __m256 a6, __m256 a7)
-{
-	/* [lanes 0-3 + lanes 4-7 of head 2h | of head 2h + 1] (written out:
-	 * a loop over an array of vectors went through memory) */
-#define FOLD_HALVES(x, y)                                                                          \
-	_mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31))
-	const __m256 c0 = FOLD_HALVES(a0, a1), c1 = FOLD_HALVES(a2, a3), c2 = FOLD_HALVES(a4, a5),
-	             c3 = FOLD_HALVES(a6, a7);
-#undef FOLD_HALVES
-	/* [(0+4)+(2+6), (1+5)+(3+7) of heads 4h, 4h+2 | 4h+1, 4h+3] */
-	const __m256 d0 = _mm256_add_ps(_mm256_shuffle_ps(c0, c1, 0x44),
-	                                _mm256_shuffle_ps(c0, c1, 0xee)),
-	             d1 = _mm256_add_ps(_mm256_shuffle_ps(c2, c3, 0x44),
-	                                _mm256_shuffle_ps(c2, c3, 0xee));
-
-	/* heads 0 2 4 6 | 1 3 5 7, then in order */
-	return _mm256_permutevar8x32_ps(
-	    _mm256_add_ps(_mm256_shuffle_ps(d0, d1, 0x88), _mm256_shuffle_ps(d0, d1, 0xdd)),
-	    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
 /* Four heads' dot products with two bf16 key rows (hd a multiple of 8), each
  * in eight chains, folded: [row 0's heads 0-3 | row 1's heads 0-3]. */
 static inline __m256 scores2x4(const float *const *qh, const uint16_t *kb0, const uint16_t *kb1,

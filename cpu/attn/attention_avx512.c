@@ -67,25 +67,6 @@ static inline __m512 q8x2x8(const signed char *a, const signed char *b, __m512 s
 #define LO(v) _mm512_castps512_ps256(v)
 #define HI(v) _mm512_extractf32x8_ps(v, 1)
 
-/* fold8 of cpu/attn/attention_avx2.c (the same adds in the same order) */
-static inline __m256 fold8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5,
-                           __m256 a6, __m256 a7)
-{
-#define FOLD_HALVES(x, y)                                                                          \
-	_mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31))
-	const __m256 c0 = FOLD_HALVES(a0, a1), c1 = FOLD_HALVES(a2, a3), c2 = FOLD_HALVES(a4, a5),
-	             c3 = FOLD_HALVES(a6, a7);
-#undef FOLD_HALVES
-	const __m256 d0 = _mm256_add_ps(_mm256_shuffle_ps(c0, c1, 0x44),
-	                                _mm256_shuffle_ps(c0, c1, 0xee)),
-	             d1 = _mm256_add_ps(_mm256_shuffle_ps(c2, c3, 0x44),
-	                                _mm256_shuffle_ps(c2, c3, 0xee));
-
-	return _mm256_permutevar8x32_ps(
-	    _mm256_add_ps(_mm256_shuffle_ps(d0, d1, 0x88), _mm256_shuffle_ps(d0, d1, 0xdd)),
-	    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
 void coli_attn8_scores_avx512(const float *q, int nh, const struct coli_kv_rows *K, int p0,
                               int p1, int hd, float scale, float *sc, float *mx8)
 {
