@@ -532,9 +532,11 @@ int main(void)
 	    {80, 400, 48, 8, 128, 0, 0},  {1, 9000, 16, 16, 128, 0, 0},
 	    {80, 400, 16, 16, 128, 0, 0},
 	    /* the demo model's shape (hd 64, groups of 4): a prompt of 54 tokens
-	     * from the start (below the whole-prompt kernel's 64) and a decode
-	     * step after it */
+	     * from the start (below the whole-prompt kernel's 64), a decode step
+	     * after it, and a prompt of 111 from the start (the whole-prompt
+	     * kernel: tools/ref/dense_dev_diff.sh's text) */
 	    {54, 0, 8, 2, 64, 0, 0},      {1, 54, 8, 2, 64, 0, 0},
+	    {111, 0, 8, 2, 64, 0, 0},
 	};
 	int rc = ptx_test_open();
 
