@@ -284,7 +284,7 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 		int b = 0;
 
 		for (int p = t0; p < t1; p++) {
-			if (pf && p + KV_PF_AHEAD < p1)
+			if (pf && !wide && !q8w && p + KV_PF_AHEAD < p1) /* decoded here */
 				kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), i0, w);
 			if (wide) {
 				vb[p - t0] = (const uint16_t *)coli_kv_rows_ptr(V, (size_t)p) + i0;
@@ -298,8 +298,12 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 		}
 		/* sixteen dims (then eight) of the four heads in named registers */
 #define OUT4_FMA(h, k) a##h##k = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + h), v##k, a##h##k)
+#define OUT4_PF(b)                                                                                 \
+	if (wide || q8w) /* the next tile, a part a slice (rows read in place) */                  \
+		kv_prefetch_part(V, t1, tile, p1, (b) / 16, (w + 15) / 16, i0, w)
 #define OUT4_16(load)                                                                              \
 	for (; b + 16 <= w; b += 16) {                                                             \
+		OUT4_PF(b);                                                                        \
 		__m256 a00 = _mm256_loadu_ps(&at[0][b]), a01 = _mm256_loadu_ps(&at[0][b + 8]),     \
 		       a10 = _mm256_loadu_ps(&at[1][b]), a11 = _mm256_loadu_ps(&at[1][b + 8]),     \
 		       a20 = _mm256_loadu_ps(&at[2][b]), a21 = _mm256_loadu_ps(&at[2][b + 8]),     \
@@ -316,6 +320,7 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 		_mm256_storeu_ps(&at[3][b], a30), _mm256_storeu_ps(&at[3][b + 8], a31);            \
 	}                                                                                          \
 	for (; b + 8 <= w; b += 8) {                                                               \
+		OUT4_PF(b);                                                                        \
 		__m256 a00 = _mm256_loadu_ps(&at[0][b]), a10 = _mm256_loadu_ps(&at[1][b]),         \
 		       a20 = _mm256_loadu_ps(&at[2][b]), a30 = _mm256_loadu_ps(&at[3][b]);         \
 		for (int p = t0; p < t1; p++) {                                                    \
@@ -340,6 +345,7 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 #undef LOAD_F32
 #undef LOAD_BF16
 #undef OUT4_16
+#undef OUT4_PF
 #undef OUT4_FMA
 		for (; b < w; b++) /* a last few dims, one at a time */
 			for (int p = t0; p < t1; p++) {
@@ -364,7 +370,7 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 static void out8_wide(const float *sc, const struct coli_kv_rows *V, int p0, int p1, int i0, int w,
                       float *acc)
 {
-	const int pf = kv_strided(V, w), q8 = V->type == COLI_KV_Q8;
+	const int q8 = V->type == COLI_KV_Q8;
 	float at[8][w], vs[ATT_TILE];
 	const char *vp[ATT_TILE];
 
@@ -376,14 +382,13 @@ static void out8_wide(const float *sc, const struct coli_kv_rows *V, int p0, int
 		for (int p = t0; p < t1; p++) {
 			const char *row = coli_kv_rows_ptr(V, (size_t)p);
 
-			if (pf && p + KV_PF_AHEAD < p1)
-				kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), i0, w);
 			vp[p - t0] = row + (size_t)i0 * (q8 ? 1 : 2);
 			vs[p - t0] = q8 ? kv_q8_scale(V, row, i0) : 0;
 		}
 #define OUT8_FMA(h) a##h = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + h), v, a##h)
 #define OUT8(load)                                                                                 \
 	for (; b + 8 <= w; b += 8) {                                                               \
+		kv_prefetch_part(V, t1, ATT_TILE, p1, b / 8, w / 8 > 0 ? w / 8 : 1, i0, w);        \
 		__m256 a0 = _mm256_loadu_ps(&at[0][b]), a1 = _mm256_loadu_ps(&at[1][b]),           \
 		       a2 = _mm256_loadu_ps(&at[2][b]), a3 = _mm256_loadu_ps(&at[3][b]),           \
 		       a4 = _mm256_loadu_ps(&at[4][b]), a5 = _mm256_loadu_ps(&at[5][b]),           \

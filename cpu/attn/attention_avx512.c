@@ -140,7 +140,6 @@ void coli_attn8_out_avx512(const float *sc, int nh, const struct coli_kv_rows *V
 		coli_attn8_out_avx2(sc, nh, V, p0, p1, i0, i1, acc);
 		return;
 	}
-	const int pf = kv_strided(V, w);
 	float at[8][w], vs[ATT_TILE];
 	const char *vp[ATT_TILE];
 
@@ -151,14 +150,13 @@ void coli_attn8_out_avx512(const float *sc, int nh, const struct coli_kv_rows *V
 		for (int p = t0; p < t1; p++) {
 			const char *row = coli_kv_rows_ptr(V, (size_t)p);
 
-			if (pf && p + KV_PF_AHEAD < p1)
-				kv_prefetch(V, (size_t)(p + KV_PF_AHEAD), i0, w);
 			vp[p - t0] = row + (size_t)i0 * (q8 ? 1 : 2);
 			vs[p - t0] = q8 ? kv_q8_scale(V, row, i0) : 0;
 		}
 #define OUT_FMA(h) a##h = _mm512_fmadd_ps(_mm512_set1_ps(wp[h]), v, a##h)
 #define OUT16(load)                                                                                \
 	for (int b = 0; b < w; b += 16) {                                                          \
+		kv_prefetch_part(V, t1, ATT_TILE, p1, b / 16, w / 16, i0, w);                      \
 		__m512 a0 = _mm512_loadu_ps(&at[0][b]), a1 = _mm512_loadu_ps(&at[1][b]),           \
 		       a2 = _mm512_loadu_ps(&at[2][b]), a3 = _mm512_loadu_ps(&at[3][b]),           \
 		       a4 = _mm512_loadu_ps(&at[4][b]), a5 = _mm512_loadu_ps(&at[5][b]),           \
