@@ -22,6 +22,10 @@
  * they cost 7-15%). 8 to 32 ahead measured alike (docs/perf/kernels.md). */
 #define KV_PF_AHEAD 16
 
+/* Positions whose value rows the outputs' kernels share (a tile, at most):
+ * each slice of dims walks them from L1 (8 KB of bf16 rows at 128 dims). */
+#define ATT_TILE 32
+
 /* Whether r's rows hold at least twice the n elements a head reads. */
 static inline int kv_strided(const struct coli_kv_rows *r, int n)
 {

@@ -45,8 +45,6 @@ void coli_kv_decode_avx2(const struct coli_kv_rows *r, const char *row, int i0, 
 	}
 }
 
-#define ATT_TILE 32 /* positions whose value rows the output blocks share (at most) */
-
 /* Row p's elements [i0, i0 + n) as fp32: the fp32 cache in place, a typed
  * one decoded into tmp by coli_kv_decode_avx2 (this file: the call inlines,
  * where coli_kv_at's goes through cpu/kvq.c and the ISA test each row). */

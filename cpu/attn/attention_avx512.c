@@ -2,25 +2,25 @@
  * cpu/attn/attention_avx512.c — the two heaviest steps of a GQA unit's decode
  * attention (cpu/attn/attention_avx2.c) with 512-bit vectors, for a unit of
  * more than four heads over a bf16 cache, or a q8 one whose head's dims
- * share a scale: the scores of two positions a step, the outputs' sums
- * sixteen dims a step. Each lane runs the AVX2 form's chain of fmas in its
- * order, so each head's bits are still coli_attention_head's; everything
- * else (fewer heads, an f32 cache, head sizes not a multiple of 8 or 16)
- * goes to the AVX2 steps.
+ * share a scale: the scores of four positions a step (two a vector), the
+ * outputs' sums sixteen dims a step. Each lane runs the AVX2 form's chain of
+ * fmas in its order, so each head's bits are still coli_attention_head's;
+ * everything else (fewer heads, an f32 cache, head sizes not a multiple of
+ * 8 or 16) goes to the AVX2 steps.
  *
- * Why: the AVX2 forms keep eight fma chains (one a head) and so wait on
- * the fma's latency (4 cycles) at every step: in cache they ran at about
- * 0.45 of the fma peak of a Zen 4 core. Two positions (or sixteen dims) a
- * vector give each chain twice the work between its waits, and on a core
- * with two 512-bit fma units (Sapphire Rapids) twice the peak.
+ * Why: per fma the AVX2 forms issue a load (a q vector, or a weight
+ * broadcast) and keep eight chains that wait on the fma's latency. Here a
+ * q vector serves four positions and a weight sixteen dims: on a Zen 4
+ * (whose 512-bit fma is two 256-bit halves) the outputs ran 1.3-1.5x
+ * faster in cache, the scores as fast as AVX2's; a core with two 512-bit
+ * fma units (Sapphire Rapids) has twice the peak besides (unmeasured:
+ * docs/perf/kernels.md).
  */
 #include <immintrin.h>
 #include <string.h>
 
 #include "cpu/attn_head.h"
 #include "cpu/simd_avx2.h"
-
-#define ATT_TILE 32 /* positions whose value rows a tile's output blocks share */
 
 /* [eight dims from i of row a | of row b] as fp32: bf16 widened, or q8
  * times its row's scale (the decode's one rounded product) */
