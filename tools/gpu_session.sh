@@ -32,9 +32,10 @@
 #                                      (GPU host, its CPUs) the CPU's decode
 #                                      attention of two binaries or more:
 #                                      `coli bench attention` at 8k and 32k
-#                                      on every core, interleaved twice, then
-#                                      the 8k CPU decode (bench decode --gpu
-#                                      off --ctx-fill 8192) of each
+#                                      on every core, interleaved twice, A's
+#                                      at 8k on 1, 2, 4, 8 and 16 threads,
+#                                      then the 8k CPU decode (bench decode
+#                                      --gpu off --ctx-fill 8192) of each
 #   tools/gpu_session.sh kernels COLI [M] [N]
 #                                      (GPU host) where a decode step of N
 #                                      sequences (default 8) spends its GPU
@@ -192,6 +193,12 @@ attn | cpu-attn)
 				"$c" bench attention --ctx $n --reps 10 2>&1 | tail -1 | cut -c1-60 |
 					sed "s|^|$c, ctx $n: |"
 			done
+		done
+		# how the first binary's 8k attention scales with threads (the split
+		# column says whether threads share a unit)
+		for t in 1 2 4 8 16; do
+			"$1" bench attention --ctx 8192 --reps 10 --threads $t 2>&1 | tail -1 |
+				sed "s|^|$1, ctx 8192, $t threads: |"
 		done
 		for c in "$@"; do
 			printf '%s, cpu decode 8k: %s\n' "$c" "$("$c" bench decode -m "$model" --gpu off \
