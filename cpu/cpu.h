@@ -421,8 +421,11 @@ static inline size_t coli_attn_slot_floats(int n_pos, int vd)
  * positions and outputs so that every thread works; otherwise one task a
  * group. scratch: n_slots slots of `slot` floats, each >= n_pos * 8 of any
  * group, coli_attn_slot_floats to split (the engine's attention scratch: a
- * slot a thread). Returns 1 when it
- * split them, 0 for one task a group. */
+ * slot a thread, or a group where there are more). A decode step's groups
+ * side by side in the same rows, one slot each, run as tasks of adjacent
+ * groups whose rows are walked together (cpu/attn/attention_mt.c). Returns
+ * 1 when it split them, 2 when it walked rows together, 0 for one task a
+ * group. */
 int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g, int n, int stride,
                              int hd, int vd, float scale, float *scratch, size_t slot, int n_slots);
 

@@ -136,7 +136,7 @@ static void attention(struct coli_engine *e, int l, const struct coli_fwd *f)
 	/* YaRN's scale (core/model/rope.c) when the config has it; else as always */
 	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, hd,
 	                         c->rope_factor > 1 ? e->s.attn_scale : 1.0f / sqrtf((float)hd),
-	                         e->s.scores, e->s.slot, coli_cpu_pool_threads(e->pool));
+	                         e->s.scores, e->s.slot, e->s.n_slots);
 	coli_actbufs_set(e, e->s.ah, e->s.att, T, qd);
 	matmul(e, &L->o, e->s.ah, T, e->s.proj);
 	add_bias(e->s.proj, L->o_bias, T, H);

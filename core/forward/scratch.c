@@ -124,7 +124,10 @@ static int layer_alloc(struct coli_scratch *s, const struct coli_model_config *c
 	s->slot = units < threads
 	              ? coli_attn_slot_floats(ctx, c->kv_lora ? c->kv_lora : c->head_dim)
 	              : (size_t)ctx * 8;
-	rc = rc ? rc : ALLOC(s->scores, (size_t)threads * s->slot);
+	/* a slot a thread, or a decode token's group (coli_attention_groups_mt
+	 * walks their rows together, each group's scores in its own slot) */
+	s->n_slots = threads > c->n_kv_heads ? threads : c->n_kv_heads;
+	rc = rc ? rc : ALLOC(s->scores, (size_t)s->n_slots * s->slot);
 	rc = rc ? rc : ALLOC(s->attn, (size_t)T * c->n_kv_heads);
 	rc = rc ? rc : ALLOC(s->mlp, (size_t)T * H);
 	rc = rc ? rc : ALLOC(s->proj, (size_t)T * H);

@@ -26,8 +26,9 @@ struct coli_scratch {
 	float *q;                     /* [tmax][nh*hd] */
 	float *kx, *vx;               /* [tmax][nkv*hd] */
 	float *att;                   /* [tmax][nh*hd] attention output */
-	float *scores;                /* [threads][slot]: attention's, a slot a thread */
+	float *scores;                /* [n_slots][slot]: attention's */
 	size_t slot;                  /* floats a slot: coli_attn_slot_floats of ctx */
+	int n_slots;                  /* a thread's, or a decode step's group's where more */
 	struct coli_attn_group *attn; /* [tmax * n_kv_heads]: a forward's attention groups */
 	float *mlp;                   /* [tmax][hidden] MoE / MLP output */
 	float *proj;                  /* [tmax][hidden] projection output */

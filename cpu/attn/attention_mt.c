@@ -16,8 +16,15 @@
  * (tests/cpu/attention_group, tests/cpu/attention_long). The outputs' sums
  * read whole positions of the unit's rows, as the scores do: a slice of
  * dims a task took a part of every position's cache line instead.
+ *
+ * As many units as threads or more (a few cores, or many key/value heads):
+ * one task a group, or, for a decode step's groups side by side in the
+ * same rows, tasks of adjacent groups that walk their rows together
+ * (rows_task, below).
  */
-#include "cpu/cpu_internal.h"
+#include <string.h>
+
+#include "cpu/attn_head.h"
 
 #define MT_MIN_POS    256 /* a shorter group is not split: the rounds cost more */
 #define MT_MIN_BLOCK  64  /* positions a block, at least */
@@ -77,6 +84,100 @@ static void group_task(void *arg, int task, int n_tasks)
 
 		coli_attention_group_kv(g->q, g->G, &K, &V, g->n_pos, j->hd, j->vd, j->scale,
 		                        g->sink, j->scratch + (size_t)task * j->slot, g->out);
+	}
+}
+
+/* Rows walked together: a decode step's groups are one token's key/value
+ * heads side by side in the same rows (core/forward/forward.c), so one task
+ * a group reads a quarter (qwen3-30b's four heads) of each row, a strided
+ * walk a core fetched from DRAM at two thirds of a whole row's rate (one
+ * Zen 4 core, scores: 5.2-5.4 GB/s against 7.3-7.9; docs/perf/kernels.md
+ * has the gain). Here a task takes
+ * adjacent groups and walks their rows together: each block of ROW_BLOCK
+ * positions is scored for every group in turn, the next block's rows
+ * fetched whole meanwhile, and the outputs go block by block the same way.
+ * Each group's steps are coli_attention_group_avx2's (a group of at most
+ * eight heads: one unit), the max taken over the blocks in order: the same
+ * bits. */
+#define ROW_BLOCK 64
+#define ROW_UNITS 8 /* groups a task, at most (their outputs on its stack) */
+
+/* Whether g[0..n) are such siblings: one unit each (2 to 8 heads), the
+ * same positions and row layout, each group's rows one head past the one
+ * before. */
+static int row_siblings(const struct job *j, const struct coli_attn_group *g, int n)
+{
+	if (n < 2 || coli_cpu_isa() < COLI_CPU_ISA_AVX2)
+		return 0;
+	for (int k = 0; k < n; k++) {
+		const struct coli_attn_group *a = &g[k], *b = &g[k ? k - 1 : 0];
+		const size_t esz = coli_kv_elem_bytes(a->kt);
+
+		if (a->G < 2 || a->G > 8 || a->sink || a->n_pos != g[0].n_pos ||
+		    a->kt != g[0].kt || a->vt != a->kt || !a->kstride ||
+		    a->kstride != g[0].kstride || a->vstride != a->kstride || a->blk != g[0].blk ||
+		    a->p0 != g[0].p0 || a->bshift != g[0].bshift || j->vd != j->hd)
+			return 0;
+		if (k && ((const char *)a->K - (const char *)b->K != (ptrdiff_t)(esz * j->hd) ||
+		          (const char *)a->V - (const char *)b->V != (ptrdiff_t)(esz * j->hd)))
+			return 0;
+	}
+	return 1;
+}
+
+static void rows_task(void *arg, int task, int n_tasks)
+{
+	struct job *j = arg;
+	const int c0 = j->n * task / n_tasks, nu = j->n * (task + 1) / n_tasks - c0;
+	const int n_pos = j->g[c0].n_pos, hd = j->hd, vd = j->vd;
+	struct coli_kv_rows K[ROW_UNITS], V[ROW_UNITS];
+	float mx[ROW_UNITS][8], sum[ROW_UNITS][8], *sc[ROW_UNITS];
+	float acc[2 * nu][vd * 8]; /* each group's outputs, and a block's */
+
+	for (int u = 0; u < nu; u++) {
+		K[u] = rows_of(j, &j->g[c0 + u], 0), V[u] = rows_of(j, &j->g[c0 + u], 1);
+		sc[u] = j->scratch + (size_t)(c0 + u) * j->slot;
+	}
+	for (int p0 = 0; p0 < n_pos; p0 += ROW_BLOCK) {
+		const int p1 = n_pos - p0 < ROW_BLOCK ? n_pos : p0 + ROW_BLOCK;
+
+		for (int u = 0; u < nu; u++) {
+			const struct coli_attn_group *g = &j->g[c0 + u];
+			float bm[16];
+
+			/* a part of the next block's rows, every group's heads */
+			for (int p = p1 + u * ROW_BLOCK / nu; p < p1 + (u + 1) * ROW_BLOCK / nu && p < n_pos;
+			     p++)
+				kv_prefetch(&K[0], (size_t)p, 0, nu * hd);
+			coli_attn8_scores(g->q, g->G, &K[u], p0, p1, hd, j->scale, sc[u], bm + 8);
+			if (p0) { /* the max so far, then this block's: in order */
+				memcpy(bm, mx[u], sizeof(mx[u]));
+				coli_attn8_max_avx2(bm, 2, mx[u]);
+			} else {
+				memcpy(mx[u], bm + 8, sizeof(mx[u]));
+			}
+		}
+	}
+	for (int u = 0; u < nu; u++) {
+		coli_attn8_exp_avx2(sc[u], j->g[c0 + u].G, 0, n_pos, mx[u]);
+		coli_attn8_sum_avx2(sc[u], n_pos, sum[u]);
+		coli_attn8_div_avx2(sc[u], 0, n_pos, sum[u]);
+	}
+	for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK) {
+		const int p1 = n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
+
+		for (int u = 0; u < nu; u++) {
+			float *a = acc[2 * u], *blk = acc[2 * u + 1];
+
+			coli_attn8_out(sc[u], j->g[c0 + u].G, &V[u], p0, p1, 0, vd, p0 ? blk : a);
+			if (p0)
+				coli_attn8_fold_avx2(a, blk, vd * 8);
+		}
+	}
+	for (int u = 0; u < nu; u++) {
+		if (n_pos <= 0)
+			memset(acc[2 * u], 0, sizeof(float) * vd * 8);
+		coli_attn8_store(acc[2 * u], j->g[c0 + u].G, vd, 0, vd, j->g[c0 + u].out);
 	}
 }
 
@@ -176,6 +277,13 @@ int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g
 	}
 	if (coli_cpu_isa() < COLI_CPU_ISA_AVX2 || units >= threads || units > MT_MAX_UNITS ||
 	    units > n_slots || min_pos < MT_MIN_POS || coli_attn_slot_floats(max_pos, vd) > slot) {
+		const int tasks = n < threads ? n : threads;
+
+		if (min_pos >= MT_MIN_POS && n <= n_slots && n <= ROW_UNITS * tasks &&
+		    (size_t)max_pos * 8 <= slot && row_siblings(j, g, n)) {
+			coli_cpu_pool_run(p, rows_task, j, tasks);
+			return 2;
+		}
 		coli_cpu_pool_run(p, group_task, j, n < n_slots ? n : n_slots);
 		return 0;
 	}

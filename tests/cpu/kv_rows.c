@@ -180,6 +180,77 @@ static void check_attend(int kt, int vt, int nkv, int hd, int seg, int vd, int G
 	free(K), free(V), free(x), free(KF), free(VF), free(q), free(want), free(got), free(sc);
 }
 
+/* A decode step's nkv groups of G heads (one token, each group its head's
+ * slice of the same typed rows, as core/forward/forward.c lays them out)
+ * through coli_attention_groups_mt on pools of 1-3 threads with a slot a
+ * group: their rows walked together (returns 2 where the CPU has AVX2),
+ * each group the bits of coli_attention_group_kv on its own rows. */
+static int check_rows(int kt, int nkv, int hd, int G, int n_pos)
+{
+	const int n = nkv * hd;
+	const size_t rb = coli_kv_row_bytes(kt, n, nkv), slot = (size_t)n_pos * 8;
+	char *K = xmalloc(rb * n_pos), *V = xmalloc(rb * n_pos);
+	float *x = xmalloc(sizeof(float) * n), *q = xmalloc(sizeof(float) * nkv * G * hd);
+	float *want = xmalloc(sizeof(float) * nkv * G * hd),
+	      *got = xmalloc(sizeof(float) * nkv * G * hd), *sc = xmalloc(sizeof(float) * nkv * slot);
+	const float scale = 1.0f / sqrtf((float)hd);
+	struct coli_attn_group a[16];
+	int cases = 0;
+
+	for (int p = 0; p < n_pos; p++) {
+		for (int i = 0; i < n; i++)
+			x[i] = rng_normalish();
+		coli_kv_row_store(kt, K + rb * p, x, n, hd);
+		for (int i = 0; i < n; i++)
+			x[i] = rng_normalish();
+		coli_kv_row_store(kt, V + rb * p, x, n, hd);
+	}
+	for (int i = 0; i < nkv * G * hd; i++)
+		q[i] = 2.0f * rng_normalish();
+	for (int g = 0; g < nkv; g++) {
+		size_t off;
+		int soff;
+
+		coli_kv_seg_offsets(kt, n, g, hd, &off, &soff);
+		const struct coli_kv_rows kr = {K + off, rb, kt, soff, hd, NULL, 0, 0},
+		                          vr = {V + off, rb, kt, soff, hd, NULL, 0, 0};
+
+		coli_attention_group_kv(q + (size_t)g * G * hd, G, &kr, &vr, n_pos, hd, hd, scale,
+		                        NULL, sc, want + (size_t)g * G * hd);
+		a[g] = (struct coli_attn_group){.q = q + (size_t)g * G * hd,
+		                                .K = K + off,
+		                                .V = V + off,
+		                                .out = got + (size_t)g * G * hd,
+		                                .G = G,
+		                                .n_pos = n_pos,
+		                                .kt = kt,
+		                                .vt = kt,
+		                                .kstride = rb,
+		                                .vstride = rb,
+		                                .ksoff = soff,
+		                                .vsoff = soff,
+		                                .seg = hd};
+	}
+	for (int threads = 1; threads <= 3; threads++, cases++) {
+		coli_cpu_pool_t *pool = NULL;
+		int how;
+
+		if (coli_cpu_pool_create(threads, &pool))
+			continue;
+		memset(got, 0xff, sizeof(float) * nkv * G * hd);
+		how = coli_attention_groups_mt(pool, a, nkv, n, hd, hd, scale, sc, slot, nkv);
+		if (memcmp(got, want, sizeof(float) * nkv * G * hd))
+			FAIL("rows: %s, %d groups of %d, hd %d, %d positions, %d threads: differs "
+			     "from each group's\n",
+			     coli_kv_type_name(kt), nkv, G, hd, n_pos, threads);
+		if (how != (coli_cpu_isa() >= COLI_CPU_ISA_AVX2 ? 2 : 0))
+			FAIL("rows: %d groups on %d threads ran as %d\n", nkv, threads, how);
+		coli_cpu_pool_destroy(pool);
+	}
+	free(K), free(V), free(x), free(q), free(want), free(got), free(sc);
+	return cases;
+}
+
 int main(void)
 {
 	static const int tv[][2] = {{1, 1}, {2, 2}, {2, 1}, {1, 2}, {0, 2}};
@@ -197,6 +268,11 @@ int main(void)
 	}
 	for (int t = 1; t <= 2; t++, cases++) /* MLA: K = V, the values the first kl */
 		check_attend(t, t, 1, 80, 64, 64, 16, 400);
+	for (int t = 1; t <= 2; t++) { /* a decode step's groups, rows walked together */
+		cases += check_rows(t, 4, 128, 8, 600); /* qwen3-30b's, a short last block */
+		cases += check_rows(t, 2, 64, 4, 300);  /* the demo's */
+		cases += check_rows(t, 8, 128, 6, 257); /* groups of 6, a last block of one */
+	}
 	printf("typed rows: 4 store shapes, %d attention cases (head, group on every ISA, "
 	       "16-thread split): %d differ\n",
 	       cases, g_fails);

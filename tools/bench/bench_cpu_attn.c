@@ -19,7 +19,8 @@
  * arm once over all the layers. Per arm: ms a layer (median over the
  * repetitions, with the range), the cache's GB/s, and the ratio to the
  * bound; and whether the groups split across the threads (fewer eight-head
- * units than threads, positions >= 256) or ran a task a group.
+ * units than threads, positions >= 256), ran with their rows walked
+ * together (a task adjacent groups), or ran a task a group.
  */
 #include <errno.h>
 #include <math.h>
@@ -83,7 +84,7 @@ static float rnd(unsigned long long *s)
 int bench_cpu_attn_main(int argc, char **argv)
 {
 	int ctx = 8192, nh = 32, nkv = 4, hd = 128, layers = 8, reps = 9, kt = COLI_KV_BF16;
-	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), isa[MAX_ARMS], n_arms = 0, rc = 0;
+	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), isa[MAX_ARMS], n_arms = 0, rc = 0, n_slots;
 	static const char *const kname[3] = {"f32", "bf16", "q8"};
 	static const char *const iname[4] = {"scalar", "avx2", "avx512", "amx"};
 	struct bench_readbw rb = {0};
@@ -180,7 +181,9 @@ int bench_cpu_attn_main(int argc, char **argv)
 	}
 	q = malloc(sizeof(float) * nh * hd);
 	out = malloc(sizeof(float) * nh * hd);
-	scratch = malloc(sizeof(float) * slot * threads);
+	/* a slot a thread, or a group (the engine's: core/forward/scratch.c) */
+	n_slots = threads > nkv ? threads : nkv;
+	scratch = malloc(sizeof(float) * slot * n_slots);
 	if (rc || !q || !out || !scratch || bench_readbw_init(&rb, (size_t)256 << 20)) {
 		tool_err("bench attention", "out of memory (%d layers of %.1f MB)", layers,
 		         2.0 * row * ctx / 1e6);
@@ -227,7 +230,7 @@ int bench_cpu_attn_main(int argc, char **argv)
 				}
 				split[a] = coli_attention_groups_mt(pool, g, nkv, n, hd, hd,
 				                                    1.0f / sqrtf((float)hd),
-				                                    scratch, slot, threads);
+				                                    scratch, slot, n_slots);
 			}
 			if (r)
 				ms[a][r - 1] = (bench_now_s() - t0) / layers * 1e3;
@@ -249,7 +252,9 @@ int bench_cpu_attn_main(int argc, char **argv)
 
 		printf("%-7s %10.3f   [%8.3f .. %8.3f] %10.1f %8.2f  %s\n", iname[isa[a]], med,
 		       v[0], v[reps - 1], bytes / (med * 1e-3) / 1e9, bound_ms / med,
-		       split[a] ? "threads share each group" : "a task a group");
+		       split[a] == 1   ? "threads share each group"
+		       : split[a] == 2 ? "rows walked together"
+		                       : "a task a group");
 	}
 out:
 	bench_readbw_free(&rb);
