@@ -14,7 +14,10 @@
  *           (coli_attention_group_kv), and split across a pool of 16 threads
  *           (coli_attention_groups_mt: 600 positions, two groups) — K and V
  *           of different types, GQA heads at an offset (scale offsets) and
- *           MLA's latent row (two q8 segments, values the first kl).
+ *           MLA's latent row (two q8 segments, values the first kl);
+ *   rows    a decode step's groups side by side in bf16 and q8 rows through
+ *           coli_attention_groups_mt on 1-3 threads, their rows walked
+ *           together: each group coli_attention_group_kv's bits.
  */
 #include <math.h>
 #include <string.h>
