@@ -162,8 +162,8 @@ void coli_attn8_store(const float *acc, int nh, int hd, int i0, int i1, float *o
  * (cpu/attn/attention_avx512.c: units of five heads or more over a bf16 or
  * one-scale q8 cache; the rest through the AVX2 steps), and the pair the
  * ISA in force picks. */
-void coli_attn8_scores_avx512(const float *q, int nh, const struct coli_kv_rows *K, int p0,
-                              int p1, int hd, float scale, float *sc, float *mx8);
+void coli_attn8_scores_avx512(const float *q, int nh, const struct coli_kv_rows *K, int p0, int p1,
+                              int hd, float scale, float *sc, float *mx8);
 void coli_attn8_out_avx512(const float *sc, int nh, const struct coli_kv_rows *V, int p0, int p1,
                            int i0, int i1, float *acc);
 static inline void coli_attn8_scores(const float *q, int nh, const struct coli_kv_rows *K, int p0,

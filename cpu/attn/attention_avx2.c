@@ -296,9 +296,11 @@ static void out4(const float *sc, const struct coli_kv_rows *V, int p0, int p1, 
 		}
 		/* sixteen dims (then eight) of the four heads in named registers */
 #define OUT4_FMA(h, k) a##h##k = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + h), v##k, a##h##k)
-#define OUT4_PF(b)                                                                                 \
-	if (wide || q8w) /* the next tile, a part a slice (rows read in place) */                  \
-		kv_prefetch_part(V, t1, tile, p1, (b) / 16, (w + 15) / 16, i0, w)
+#define OUT4_PF(b)     /* the next tile, a part a slice (rows read in place) */                    \
+	do {                                                                                       \
+		if (wide || q8w)                                                                   \
+			kv_prefetch_part(V, t1, tile, p1, (b) / 16, (w + 15) / 16, i0, w);         \
+	} while (0)
 #define OUT4_16(load)                                                                              \
 	for (; b + 16 <= w; b += 16) {                                                             \
 		OUT4_PF(b);                                                                        \

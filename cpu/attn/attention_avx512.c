@@ -26,9 +26,9 @@
  * times its row's scale (the decode's one rounded product) */
 static inline __m512 bf16x2x8(const uint16_t *a, const uint16_t *b)
 {
-	const __m256i t = _mm256_inserti128_si256(
-	    _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-	    _mm_loadu_si128((const __m128i *)b), 1);
+	const __m256i t =
+	    _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+	                            _mm_loadu_si128((const __m128i *)b), 1);
 
 	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(t), 16));
 }
@@ -67,8 +67,8 @@ static inline __m512 q8x2x8(const signed char *a, const signed char *b, __m512 s
 #define LO(v) _mm512_castps512_ps256(v)
 #define HI(v) _mm512_extractf32x8_ps(v, 1)
 
-void coli_attn8_scores_avx512(const float *q, int nh, const struct coli_kv_rows *K, int p0,
-                              int p1, int hd, float scale, float *sc, float *mx8)
+void coli_attn8_scores_avx512(const float *q, int nh, const struct coli_kv_rows *K, int p0, int p1,
+                              int hd, float scale, float *sc, float *mx8)
 {
 	const int bf = K->type == COLI_KV_BF16, q8 = kv_q8_one_scale(K, 0, hd);
 
@@ -99,10 +99,12 @@ void coli_attn8_scores_avx512(const float *q, int nh, const struct coli_kv_rows 
 			SCORES4(LOAD_BF16);
 #undef LOAD_BF16
 		} else {
-			const __m512 s01 = _mm512_insertf32x8(_mm512_set1_ps(kv_q8_scale(K, r[0], 0)),
-			                                      _mm256_set1_ps(kv_q8_scale(K, r[1], 0)), 1),
-			             s23 = _mm512_insertf32x8(_mm512_set1_ps(kv_q8_scale(K, r[2], 0)),
-			                                      _mm256_set1_ps(kv_q8_scale(K, r[3], 0)), 1);
+			const __m512 s01 = _mm512_insertf32x8(
+			                 _mm512_set1_ps(kv_q8_scale(K, r[0], 0)),
+			                 _mm256_set1_ps(kv_q8_scale(K, r[1], 0)), 1),
+			             s23 = _mm512_insertf32x8(
+			                 _mm512_set1_ps(kv_q8_scale(K, r[2], 0)),
+			                 _mm256_set1_ps(kv_q8_scale(K, r[3], 0)), 1);
 #define LOAD_Q8(x, y)                                                                              \
 	q8x2x8((const signed char *)r[x] + i, (const signed char *)r[y] + i, (x) ? s23 : s01)
 			SCORES4(LOAD_Q8);
@@ -111,7 +113,8 @@ void coli_attn8_scores_avx512(const float *q, int nh, const struct coli_kv_rows 
 		for (int j = 0; j < 4; j++) {
 			s[j] = _mm256_mul_ps(s[j], vscale);
 			_mm256_storeu_ps(sc + (size_t)(p + j) * 8, s[j]);
-			mx = _mm256_max_ps(s[j], mx); /* s > mx ? s : mx, the scalar's test, in order */
+			mx = _mm256_max_ps(s[j],
+			                   mx); /* s > mx ? s : mx, the scalar's test, in order */
 		}
 	}
 	_mm256_storeu_ps(mx8, mx);
@@ -178,8 +181,8 @@ void coli_attn8_out_avx512(const float *sc, int nh, const struct coli_kv_rows *V
 			                    _mm512_set1_ps(vs[p - t0])))
 		} else {
 			OUT16(_mm512_castsi512_ps(_mm512_slli_epi32(
-			    _mm512_cvtepu16_epi32(
-			        _mm256_loadu_si256((const __m256i *)((const uint16_t *)vp[p - t0] + b))),
+			    _mm512_cvtepu16_epi32(_mm256_loadu_si256(
+			        (const __m256i *)((const uint16_t *)vp[p - t0] + b))),
 			    16)))
 		}
 #undef OUT16

@@ -92,13 +92,12 @@ static void group_task(void *arg, int task, int n_tasks)
  * a group reads a quarter (qwen3-30b's four heads) of each row, a strided
  * walk a core fetched from DRAM at two thirds of a whole row's rate (one
  * Zen 4 core, scores: 5.2-5.4 GB/s against 7.3-7.9; docs/perf/kernels.md
- * has the gain). Here a task takes
- * adjacent groups and walks their rows together: each block of ROW_BLOCK
- * positions is scored for every group in turn, the next block's rows
- * fetched whole meanwhile, and the outputs go block by block the same way.
- * Each group's steps are coli_attention_group_avx2's (a group of at most
- * eight heads: one unit), the max taken over the blocks in order: the same
- * bits. */
+ * has the gain). Here a task takes adjacent groups and walks their rows
+ * together: each block of ROW_BLOCK positions is scored for every group in
+ * turn, the next block's rows fetched whole meanwhile, and the outputs go
+ * out-block by out-block the same way. Each group's steps are
+ * coli_attention_group_avx2's (a group of at most eight heads: one unit),
+ * the max taken over the blocks in order: the same bits. */
 #define ROW_BLOCK 64
 #define ROW_UNITS 8 /* groups a task, at most (their outputs on its stack) */
 
@@ -113,10 +112,10 @@ static int row_siblings(const struct job *j, const struct coli_attn_group *g, in
 		const struct coli_attn_group *a = &g[k], *b = &g[k ? k - 1 : 0];
 		const size_t esz = coli_kv_elem_bytes(a->kt);
 
-		if (a->G < 2 || a->G > 8 || a->sink || a->n_pos != g[0].n_pos ||
-		    a->kt != g[0].kt || a->vt != a->kt || !a->kstride ||
-		    a->kstride != g[0].kstride || a->vstride != a->kstride || a->blk != g[0].blk ||
-		    a->p0 != g[0].p0 || a->bshift != g[0].bshift || j->vd != j->hd)
+		if (a->G < 2 || a->G > 8 || a->sink || a->n_pos != g[0].n_pos || a->kt != g[0].kt ||
+		    a->vt != a->kt || !a->kstride || a->kstride != g[0].kstride ||
+		    a->vstride != a->kstride || a->blk != g[0].blk || a->p0 != g[0].p0 ||
+		    a->bshift != g[0].bshift || j->vd != j->hd)
 			return 0;
 		if (k && ((const char *)a->K - (const char *)b->K != (ptrdiff_t)(esz * j->hd) ||
 		          (const char *)a->V - (const char *)b->V != (ptrdiff_t)(esz * j->hd)))
@@ -143,11 +142,11 @@ static void rows_task(void *arg, int task, int n_tasks)
 
 		for (int u = 0; u < nu; u++) {
 			const struct coli_attn_group *g = &j->g[c0 + u];
-			float bm[16];
+			float bm[16]; /* the max so far, this block's */
 
 			/* a part of the next block's rows, every group's heads */
-			for (int p = p1 + u * ROW_BLOCK / nu; p < p1 + (u + 1) * ROW_BLOCK / nu && p < n_pos;
-			     p++)
+			for (int p = p1 + u * ROW_BLOCK / nu;
+			     p < p1 + (u + 1) * ROW_BLOCK / nu && p < n_pos; p++)
 				kv_prefetch(&K[0], (size_t)p, 0, nu * hd);
 			coli_attn8_scores(g->q, g->G, &K[u], p0, p1, hd, j->scale, sc[u], bm + 8);
 			if (p0) { /* the max so far, then this block's: in order */
@@ -205,7 +204,7 @@ static void share_task(void *arg, int task, int n_tasks)
 		struct coli_kv_rows K = rows_of(j, g, 0);
 
 		coli_attn8_scores(q, u->nh, &K, p0, p1, j->hd, j->scale, u->sc,
-		                       j->bmax[task / per][s]);
+		                  j->bmax[task / per][s]);
 		break;
 	}
 	case EXP:
@@ -237,7 +236,7 @@ static void share_task(void *arg, int task, int n_tasks)
 			                   : q0 + COLI_ATTN_OUT_BLOCK;
 
 			coli_attn8_out(u->sc, u->nh, &V, q0, q1, 0, j->vd,
-			                    block_of(j, task / per, b));
+			               block_of(j, task / per, b));
 		}
 		break;
 	}
@@ -283,7 +282,8 @@ int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g
 		 * more: the demo's two groups on two threads, 0.35-0.39 -> 0.40-0.42
 		 * ms a layer at 8k) */
 		if (min_pos >= MT_MIN_POS && n <= n_slots && n >= 2 * tasks &&
-		    n <= ROW_UNITS * tasks && (size_t)max_pos * 8 <= slot && row_siblings(j, g, n)) {
+		    n <= ROW_UNITS * tasks && (size_t)max_pos * 8 <= slot &&
+		    row_siblings(j, g, n)) {
 			coli_cpu_pool_run(p, rows_task, j, tasks);
 			return 2;
 		}

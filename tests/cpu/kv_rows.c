@@ -196,7 +196,8 @@ static int check_rows(int kt, int nkv, int hd, int G, int n_pos)
 	char *K = xmalloc(rb * n_pos), *V = xmalloc(rb * n_pos);
 	float *x = xmalloc(sizeof(float) * n), *q = xmalloc(sizeof(float) * nkv * G * hd);
 	float *want = xmalloc(sizeof(float) * nkv * G * hd),
-	      *got = xmalloc(sizeof(float) * nkv * G * hd), *sc = xmalloc(sizeof(float) * nkv * slot);
+	      *got = xmalloc(sizeof(float) * nkv * G * hd),
+	      *sc = xmalloc(sizeof(float) * nkv * slot);
 	const float scale = 1.0f / sqrtf((float)hd);
 	struct coli_attn_group a[16];
 	int cases = 0;

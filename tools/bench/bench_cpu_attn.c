@@ -84,7 +84,8 @@ static float rnd(unsigned long long *s)
 int bench_cpu_attn_main(int argc, char **argv)
 {
 	int ctx = 8192, nh = 32, nkv = 4, hd = 128, layers = 8, reps = 9, kt = COLI_KV_BF16;
-	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), isa[MAX_ARMS], n_arms = 0, rc = 0, n_slots;
+	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), isa[MAX_ARMS], n_arms = 0, rc = 0,
+	    n_slots;
 	static const char *const kname[3] = {"f32", "bf16", "q8"};
 	static const char *const iname[4] = {"scalar", "avx2", "avx512", "amx"};
 	struct bench_readbw rb = {0};
