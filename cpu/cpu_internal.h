@@ -157,6 +157,13 @@ void coli_attn8_sink_sum(const float *sink, int nh, const float *mx8, float *sum
 void coli_attn8_out_avx2(const float *sc, int nh, const struct coli_kv_rows *V, int p0, int p1,
                          int i0, int i1, float *acc);
 void coli_attn8_fold_avx2(float *acc, const float *blk, int n);
+/* The steps from the scores' max (mx8) to the weights, in their order (the
+ * sinks' max, exp, the sum, the sinks' term, the division; sink NULL:
+ * none), and one output block from p0 summed into acc (blk the block's
+ * sums when p0 > 0): the group's and the rows-walk's compositions. */
+void coli_attn8_weights(float *sc, int nh, int n_pos, const float *sink, float *mx8);
+void coli_attn8_out_block(const float *sc, int nh, const struct coli_kv_rows *V, int p0, int n_pos,
+                          int vd, float *acc, float *blk);
 void coli_attn8_store(const float *acc, int nh, int hd, int i0, int i1, float *out);
 /* The scores and the outputs' sums with 512-bit vectors, the same bits
  * (cpu/attn/attention_avx512.c: units of five heads or more over a bf16 or

@@ -674,6 +674,29 @@ void coli_attention_head_avx2(const float *q, const struct coli_kv_rows *K,
 	memcpy(out, acc, sizeof(acc));
 }
 
+void coli_attn8_weights(float *sc, int nh, int n_pos, const float *sink, float *mx8)
+{
+	float sum[8];
+
+	if (sink)
+		coli_attn8_sink_max(sink, nh, mx8);
+	coli_attn8_exp_avx2(sc, nh, 0, n_pos, mx8);
+	coli_attn8_sum_avx2(sc, n_pos, sum);
+	if (sink)
+		coli_attn8_sink_sum(sink, nh, mx8, sum);
+	coli_attn8_div_avx2(sc, 0, n_pos, sum);
+}
+
+void coli_attn8_out_block(const float *sc, int nh, const struct coli_kv_rows *V, int p0, int n_pos,
+                          int vd, float *acc, float *blk)
+{
+	const int p1 = n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
+
+	coli_attn8_out(sc, nh, V, p0, p1, 0, vd, p0 ? blk : acc);
+	if (p0)
+		coli_attn8_fold_avx2(acc, blk, vd * 8);
+}
+
 void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows *K,
                                const struct coli_kv_rows *V, int n_pos, int hd, int vd, float scale,
                                const float *sink, float *sc, float *out)
@@ -682,25 +705,12 @@ void coli_attention_group_avx2(const float *q, int G, const struct coli_kv_rows 
 	 * last head in the free lanes; a lane's steps never see another's */
 	for (int h = 0; h < G; h += 8) {
 		const int nh = G - h < 8 ? G - h : 8;
-		float mx[8], sum[8], acc[vd * 8],
-		    blk[vd * 8]; /* [vd][8 lanes]: outputs, a block's */
+		float mx[8], acc[vd * 8], blk[vd * 8]; /* [vd][8 lanes]: outputs, a block's */
 
 		coli_attn8_scores(q + (size_t)h * hd, nh, K, 0, n_pos, hd, scale, sc, mx);
-		if (sink)
-			coli_attn8_sink_max(sink + h, nh, mx);
-		coli_attn8_exp_avx2(sc, nh, 0, n_pos, mx);
-		coli_attn8_sum_avx2(sc, n_pos, sum);
-		if (sink)
-			coli_attn8_sink_sum(sink + h, nh, mx, sum);
-		coli_attn8_div_avx2(sc, 0, n_pos, sum);
-		for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK) {
-			const int p1 =
-			    n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
-
-			coli_attn8_out(sc, nh, V, p0, p1, 0, vd, p0 ? blk : acc);
-			if (p0)
-				coli_attn8_fold_avx2(acc, blk, vd * 8);
-		}
+		coli_attn8_weights(sc, nh, n_pos, sink ? sink + h : NULL, mx);
+		for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK)
+			coli_attn8_out_block(sc, nh, V, p0, n_pos, vd, acc, blk);
 		if (n_pos <= 0)
 			memset(acc, 0, sizeof(acc));
 		coli_attn8_store(acc, nh, vd, 0, vd, out + (size_t)h * vd);

@@ -106,7 +106,7 @@ static void group_task(void *arg, int task, int n_tasks)
  * before. */
 static int row_siblings(const struct job *j, const struct coli_attn_group *g, int n)
 {
-	if (n < 2 || coli_cpu_isa() < COLI_CPU_ISA_AVX2)
+	if (n < 2 || coli_cpu_isa() < COLI_CPU_ISA_AVX2 || j->vd != j->hd)
 		return 0;
 	for (int k = 0; k < n; k++) {
 		const struct coli_attn_group *a = &g[k], *b = &g[k ? k - 1 : 0];
@@ -115,7 +115,7 @@ static int row_siblings(const struct job *j, const struct coli_attn_group *g, in
 		if (a->G < 2 || a->G > 8 || a->sink || a->n_pos != g[0].n_pos || a->kt != g[0].kt ||
 		    a->vt != a->kt || !a->kstride || a->kstride != g[0].kstride ||
 		    a->vstride != a->kstride || a->blk != g[0].blk || a->p0 != g[0].p0 ||
-		    a->bshift != g[0].bshift || j->vd != j->hd)
+		    a->bshift != g[0].bshift)
 			return 0;
 		if (k && ((const char *)a->K - (const char *)b->K != (ptrdiff_t)(esz * j->hd) ||
 		          (const char *)a->V - (const char *)b->V != (ptrdiff_t)(esz * j->hd)))
@@ -130,7 +130,7 @@ static void rows_task(void *arg, int task, int n_tasks)
 	const int c0 = j->n * task / n_tasks, nu = j->n * (task + 1) / n_tasks - c0;
 	const int n_pos = j->g[c0].n_pos, hd = j->hd, vd = j->vd;
 	struct coli_kv_rows K[ROW_UNITS], V[ROW_UNITS];
-	float mx[ROW_UNITS][8], sum[ROW_UNITS][8], *sc[ROW_UNITS];
+	float mx[ROW_UNITS][8], *sc[ROW_UNITS];
 	float acc[2 * nu][vd * 8]; /* each group's outputs, and a block's */
 
 	for (int u = 0; u < nu; u++) {
@@ -157,22 +157,12 @@ static void rows_task(void *arg, int task, int n_tasks)
 			}
 		}
 	}
-	for (int u = 0; u < nu; u++) {
-		coli_attn8_exp_avx2(sc[u], j->g[c0 + u].G, 0, n_pos, mx[u]);
-		coli_attn8_sum_avx2(sc[u], n_pos, sum[u]);
-		coli_attn8_div_avx2(sc[u], 0, n_pos, sum[u]);
-	}
-	for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK) {
-		const int p1 = n_pos - p0 < COLI_ATTN_OUT_BLOCK ? n_pos : p0 + COLI_ATTN_OUT_BLOCK;
-
-		for (int u = 0; u < nu; u++) {
-			float *a = acc[2 * u], *blk = acc[2 * u + 1];
-
-			coli_attn8_out(sc[u], j->g[c0 + u].G, &V[u], p0, p1, 0, vd, p0 ? blk : a);
-			if (p0)
-				coli_attn8_fold_avx2(a, blk, vd * 8);
-		}
-	}
+	for (int u = 0; u < nu; u++)
+		coli_attn8_weights(sc[u], j->g[c0 + u].G, n_pos, NULL, mx[u]);
+	for (int p0 = 0; p0 < n_pos; p0 += COLI_ATTN_OUT_BLOCK)
+		for (int u = 0; u < nu; u++)
+			coli_attn8_out_block(sc[u], j->g[c0 + u].G, &V[u], p0, n_pos, vd,
+			                     acc[2 * u], acc[2 * u + 1]);
 	for (int u = 0; u < nu; u++) {
 		if (n_pos <= 0)
 			memset(acc[2 * u], 0, sizeof(float) * vd * 8);
