@@ -299,11 +299,10 @@ KQ_INLINE void kq_q6k_block(const uint8_t *bp, const struct coli_act *const *x, 
  * +32 at shift 2*(u%4), the high bit from hm bit u; val = q + 4 = low |
  * high << 2 (0..7, unsigned), so A = sum s * val * x - 4 * sum s * x. The
  * 6-bit scales (coli_kq_q3_scale) decoded to int8 first. */
-KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
-                            __m256 *acc)
+KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x,
+                            const int16_t *const *x16, int ns, int i, __m256 *acc)
 {
-	const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4), k4 = _mm256_set1_epi8(4),
-	              H = kq_load(bp);
+	const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4), H = kq_load(bp);
 	const __m256 d = _mm256_set1_ps(kq_half(bp + 108));
 	uint32_t a[3], sc[4];
 	__m128i s16;
@@ -334,35 +333,39 @@ KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x, 
 			const __m256i val = _mm256_or_si256(lo, hb), sp = KQ_PAIR16(s16, u);
 
 #pragma GCC unroll 2
-			for (int s = 0; s < ns; s++) {
-				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
-
+			for (int s = 0; s < ns; s++) /* |pair| <= 2 * 7 * 127 */
 				KQ_UNIT(v[s], u,
-				        _mm256_sub_epi16(_mm256_maddubs_epi16(val, xv),
-				                         _mm256_maddubs_epi16(k4, xv)),
+				        _mm256_maddubs_epi16(val, kq_load(x[s]->q + 256 * i + 32 * u)),
 				        sp);
-			}
 		}
 	}
+	const __m256i s16w = _mm256_cvtepi8_epi16(s16);
+
 #pragma GCC unroll 2
-	for (int s = 0; s < ns; s++)
-		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(s16), KQ_SP47(s16))),
+	for (int s = 0; s < ns; s++) {
+		/* the offset's term, 4 * sum s * x: lane u of vpmaddwd is unit
+		 * u's two groups (kq_sums16) times their scales */
+		const __m256i off = _mm256_madd_epi16(s16w, kq_load(x16[s] + 16 * i));
+		const __m256i A = _mm256_sub_epi32(KQ_UNITS(v[s], KQ_SP03(s16), KQ_SP47(s16)),
+		                                   _mm256_slli_epi32(off, 2));
+
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A),
 		                         _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
+	}
 }
 
 /* One Q2_K block: unit u's two-bit quants as Q3_K's low bits (qs at 16),
  * scale and min the nibbles of sc[2u], sc[2u+1]; A = sum s * q * x, C = -sum
  * m * x (the dot of ones with x: pairs of x a lane). */
-KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
-                            __m256 *acc)
+KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x,
+                            const int16_t *const *x16, int ns, int i, __m256 *acc)
 {
-	const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi8(1),
-	              zero = _mm256_setzero_si256();
+	const __m256i m3 = _mm256_set1_epi8(3), zero = _mm256_setzero_si256();
 	const __m128i raw = _mm_loadu_si128((const __m128i *)bp), n4 = _mm_set1_epi8(0x0f);
 	const __m128i s16 = _mm_and_si128(raw, n4),
 	              m16 = _mm_and_si128(_mm_srli_epi16(raw, 4), n4); /* 0..15: int8 too */
 	const __m256 d = _mm256_set1_ps(kq_half(bp + 80)), dmin = _mm256_set1_ps(kq_half(bp + 82));
-	__m256i v[KQ_NS][8], w[KQ_NS][8];
+	__m256i v[KQ_NS][8];
 
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
@@ -372,28 +375,64 @@ KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x, 
 		for (int k = 0; k < 4; k++) {
 			const int u = h * 4 + k;
 			const __m256i q = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * k), m3);
-			const __m256i sp = KQ_PAIR16(s16, u), mp = KQ_PAIR16(m16, u);
+			const __m256i sp = KQ_PAIR16(s16, u);
 
 #pragma GCC unroll 2
-			for (int s = 0; s < ns; s++) {
-				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
-
-				KQ_UNIT(v[s], u, _mm256_maddubs_epi16(q, xv), sp);
-				KQ_UNIT(w[s], u, _mm256_maddubs_epi16(ones, xv), mp);
-			}
+			for (int s = 0; s < ns; s++)
+				KQ_UNIT(v[s], u,
+				        _mm256_maddubs_epi16(q, kq_load(x[s]->q + 256 * i + 32 * u)),
+				        sp);
 		}
 	}
+	const __m256i m16w = _mm256_cvtepu8_epi16(m16);
+
 #pragma GCC unroll 2
 	for (int s = 0; s < ns; s++) {
 		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
+		/* C: lane u of vpmaddwd is unit u's two groups' sums (kq_sums16)
+		 * times their mins */
+		const __m256i C = _mm256_sub_epi32(zero, _mm256_madd_epi16(m16w, kq_load(x16[s] + 16 * i)));
 
 		acc[s] = _mm256_fmadd_ps(
 		    _mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(s16), KQ_SP47(s16))),
 		    _mm256_mul_ps(d, dxv), acc[s]);
-		acc[s] = _mm256_fmadd_ps(
-		    _mm256_cvtepi32_ps(
-		        _mm256_sub_epi32(zero, KQ_UNITS(w[s], KQ_SP03(m16), KQ_SP47(m16)))),
-		    _mm256_mul_ps(dmin, dxv), acc[s]);
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(C), _mm256_mul_ps(dmin, dxv), acc[s]);
+	}
+}
+
+/* The activation's sums of 16: out[g] = sum of xq over elements 16g ..
+ * 16g + 15 (|.| <= 2032), for K a multiple of 256. Q2_K's min term and
+ * Q3_K's offset term are these times the groups' mins or scales: one
+ * vpmaddwd a block (kq_q2k_block, kq_q3k_block) instead of a vpmaddubsw by
+ * ones and a sum a unit, taken once a call instead of once a row (on two
+ * Zen 4 cores, S = 1, about a third fewer instructions a Q2_K block). */
+#define KQ_SUMS16_MAX_K 65536 /* a larger K (no model has one) runs the reference */
+#define KQ_SUMS16_BUF   16384 /* int16 on the stack: the sums of 4 activations at the largest K */
+KQ_INLINE int kq_needs_sums16(enum coli_dtype t)
+{
+	return t == COLI_DTYPE_Q2_K || t == COLI_DTYPE_Q3_K;
+}
+
+KQ_INLINE void kq_sums16(const struct coli_act *x, int K, int16_t *out)
+{
+	const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1),
+	              order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+
+	for (int k = 0; k < K; k += 128) {
+		__m256i q[4];
+
+		/* groups 2j (lane 0) and 2j + 1 (lane 1) of 32 bytes as four
+		 * sums of four each */
+		for (int j = 0; j < 4; j++)
+			q[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, kq_load(x->q + k + 32 * j)),
+			                         ones16);
+		/* lane 0: groups 0 2 4 6, lane 1: 1 3 5 7 */
+		const __m256i g = _mm256_permutevar8x32_epi32(
+		    _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3])),
+		    order);
+
+		_mm_storeu_si128((__m128i *)(out + k / 16),
+		                 _mm_packs_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
 	}
 }
 
@@ -412,7 +451,7 @@ KQ_INLINE void kq_prefetch(const uint8_t *p, size_t n)
 
 /* Block i of a row at row into acc[0..ns). */
 KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
-                        int ns, int i, __m256 *acc)
+                        const int16_t *const *x16, int ns, int i, __m256 *acc)
 {
 	const uint8_t *bp = row + (size_t)i * kq_block_bytes(t);
 
@@ -420,9 +459,9 @@ KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli
 	if (t == COLI_DTYPE_Q6_K)
 		kq_q6k_block(bp, x, ns, i, acc);
 	else if (t == COLI_DTYPE_Q3_K)
-		kq_q3k_block(bp, x, ns, i, acc);
+		kq_q3k_block(bp, x, x16, ns, i, acc);
 	else if (t == COLI_DTYPE_Q2_K)
-		kq_q2k_block(bp, x, ns, i, acc);
+		kq_q2k_block(bp, x, x16, ns, i, acc);
 	else
 		kq_q45k_block(bp, x, ns, i, acc, t == COLI_DTYPE_Q5_K);
 }
@@ -431,7 +470,7 @@ KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli
  * activations, into out[s]: even blocks into acc0 (lanes 0-7), odd ones
  * into acc1 (8-15), two a step so that the accumulators stay in registers. */
 KQ_INLINE void kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
-                      int ns, int K, float *out)
+                      const int16_t *const *x16, int ns, int K, float *out)
 {
 	__m256 acc0[KQ_NS], acc1[KQ_NS];
 	int i = 0;
@@ -439,11 +478,11 @@ KQ_INLINE void kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_a
 	for (int s = 0; s < ns; s++)
 		acc0[s] = acc1[s] = _mm256_setzero_ps();
 	for (; i + 2 <= K / 256; i += 2) {
-		kq_block(t, row, x, ns, i, acc0);
-		kq_block(t, row, x, ns, i + 1, acc1);
+		kq_block(t, row, x, x16, ns, i, acc0);
+		kq_block(t, row, x, x16, ns, i + 1, acc1);
 	}
 	if (i < K / 256)
-		kq_block(t, row, x, ns, i, acc0);
+		kq_block(t, row, x, x16, ns, i, acc0);
 	for (int s = 0; s < ns; s++)
 		out[s] = kq_fold2(acc0[s], acc1[s]);
 }
@@ -564,12 +603,12 @@ KQ_INLINE void kq_row32(enum coli_dtype t, const uint8_t *row, const struct coli
 
 /* A row of type t against ns activations into out[s] */
 KQ_INLINE void kq_row_any(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
-                          int ns, int K, float *out)
+                          const int16_t *const *x16, int ns, int K, float *out)
 {
 	if (t == COLI_DTYPE_Q4_1 || t == COLI_DTYPE_Q5_0 || t == COLI_DTYPE_Q5_1)
 		kq_row32(t, row, x, ns, K, out);
 	else
-		kq_row(t, row, x, ns, K, out);
+		kq_row(t, row, x, x16, ns, K, out);
 }
 
 /* F(type, ...) with the type a constant in each case (so that every
@@ -607,13 +646,13 @@ KQ_INLINE void kq_row_any(enum coli_dtype t, const uint8_t *row, const struct co
 
 /* Row r of w against ns activations into out[s]; -ENOTSUP for a type not
  * covered. */
-KQ_INLINE int kq_rows_n(const struct coli_mat *w, int r, const struct coli_act *const *x, int ns,
-                        float *out)
+KQ_INLINE int kq_rows_n(const struct coli_mat *w, int r, const struct coli_act *const *x,
+                        const int16_t *const *x16, int ns, float *out)
 {
 	const uint8_t *row =
 	    (const uint8_t *)w->data + (size_t)r * coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
 
-	KQ_DISPATCH(w->dtype, kq_row_any, row, x, ns, w->cols, out)
+	KQ_DISPATCH(w->dtype, kq_row_any, row, x, x16, ns, w->cols, out)
 }
 
 /* Rows [row0, row1) of w (type t, a constant once inlined) against S >= 2
@@ -627,25 +666,38 @@ KQ_INLINE void kq_rows(enum coli_dtype t, const struct coli_mat *w, const struct
                        int S, float *y, size_t ldy, int row0, int row1)
 {
 	const size_t rb = coli_dtype_row_bytes(t, (size_t)w->cols);
-	const int K = w->cols;
+	const int K = w->cols, sums = kq_needs_sums16(t);
+	/* the sums of 16 of as many activations as the buffer holds (4 or
+	 * more: K <= KQ_SUMS16_MAX_K), each row taken once for them */
+	const int per = sums ? KQ_SUMS16_BUF / (K / 16) : S;
+	int16_t buf[sums ? KQ_SUMS16_BUF : 1];
 
-	for (int r = row0; r < row1; r++) {
-		const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
-		float *yr = y + (r - row0);
-		int s = 0;
+	for (int s0 = 0; s0 < S; s0 += per) {
+		const int s1 = S - s0 < per ? S : s0 + per;
 
-		for (; s + 2 <= S; s += 2) {
-			const struct coli_act *xs[2] = {&x[s], &x[s + 1]};
-			float o[2];
+		for (int s = s0; sums && s < s1; s++)
+			kq_sums16(&x[s], K, buf + (size_t)(s - s0) * (K / 16));
+		for (int r = row0; r < row1; r++) {
+			const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
+			float *yr = y + (r - row0);
+			int s = s0;
 
-			kq_row_any(t, row, xs, 2, K, o);
-			yr[(size_t)s * ldy] = o[0];
-			yr[(size_t)(s + 1) * ldy] = o[1];
-		}
-		if (s < S) {
-			const struct coli_act *xs[1] = {&x[s]};
+			for (; s + 2 <= s1; s += 2) {
+				const struct coli_act *xs[2] = {&x[s], &x[s + 1]};
+				const int16_t *x16[2] = {buf + (size_t)(s - s0) * (K / 16),
+				                         buf + (size_t)(s + 1 - s0) * (K / 16)};
+				float o[2];
 
-			kq_row_any(t, row, xs, 1, K, yr + (size_t)s * ldy);
+				kq_row_any(t, row, xs, x16, 2, K, o);
+				yr[(size_t)s * ldy] = o[0];
+				yr[(size_t)(s + 1) * ldy] = o[1];
+			}
+			if (s < s1) {
+				const struct coli_act *xs[1] = {&x[s]};
+				const int16_t *x16[1] = {buf + (size_t)(s - s0) * (K / 16)};
+
+				kq_row_any(t, row, xs, x16, 1, K, yr + (size_t)s * ldy);
+			}
 		}
 	}
 }
@@ -654,6 +706,8 @@ KQ_INLINE void kq_rows(enum coli_dtype t, const struct coli_mat *w, const struct
 KQ_INLINE int kq_range(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                        size_t ldy, int row0, int row1)
 {
+	if (kq_needs_sums16(w->dtype) && w->cols > KQ_SUMS16_MAX_K)
+		return -ENOTSUP;
 	KQ_DISPATCH(w->dtype, kq_rows, w, x, S, y, ldy, row0, row1)
 }
 
@@ -661,12 +715,19 @@ KQ_INLINE int kq_range(const struct coli_mat *w, const struct coli_act *x, int S
 KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                       int row1)
 {
+	int16_t sums[KQ_SUMS16_MAX_K / 16];
 	const struct coli_act *xs[1] = {x};
+	const int16_t *x16[1] = {sums};
 
 	if (!coli_dtype_is_block(w->dtype))
 		return -ENOTSUP;
+	if (kq_needs_sums16(w->dtype)) {
+		if (w->cols > KQ_SUMS16_MAX_K)
+			return -ENOTSUP;
+		kq_sums16(x, w->cols, sums);
+	}
 	for (int r = row0; r < row1; r++)
-		kq_rows_n(w, r, xs, 1, y + (r - row0));
+		kq_rows_n(w, r, xs, x16, 1, y + (r - row0));
 	return 0;
 }
 

@@ -6,7 +6,7 @@
  *   1. every kernel ISA this CPU has gives the scalar reference's bits, in
  *      coli_gemv, coli_gemm (S = 7, each s: past COLI_PANEL_MIN_S, an odd
  *      count) and row sub-ranges of both (K up to
- *      4096; for the 32-block types also K of 1-7 blocks past a multiple of
+ *      4096, and 40960 for the K-quants; for the 32-block types also K of 1-7 blocks past a multiple of
  *      8, the vector forms' scalar tail);
  *   2. the reference is within fp32 rounding of a double dot product of the
  *      dequantized weights (coli_mat_row_f32: the gguf package's values,
@@ -106,7 +106,9 @@ int main(void)
 {
 	/* K-quants: whole 256-blocks; the 32-block types also fewer than 8
 	 * blocks, and 8k + 1..7 (the vector forms' scalar tail) */
-	static const int Ks_k[] = {256, 512, 768, 2048, 4096},
+	/* 40960: Q2_K / Q3_K take their activations' sums of 16 in batches
+	 * (cpu/kquant/kquant_simd.h kq_rows: 4 of S = 7 at this K) */
+	static const int Ks_k[] = {256, 512, 768, 2048, 4096, 40960},
 	                 Ks_32[] = {32, 96, 256, 288, 544, 800, 2080, 4096};
 	static const int rows_of[] = {1, 3, 17}; /* 17: two panels of 8 and a row */
 	double maxq[N_TYPES] = {0}, maxf[N_TYPES] = {0};
