@@ -19,12 +19,13 @@
  * the eight unit sums, which is scaled (vpmulld by the group scales: exact)
  * and converted; the fp32 steps are the reference's, lane by lane:
  * fmadd(A, d*dx) then fmadd(C, dmin*dx). Where a unit has two groups of 16
- * (Q2_K, Q3_K, Q6_K) its partials are scaled before the tree (lanes 0-3
- * hold the first group, 4-7 the second): there, on both ISAs, vpmaddubsw
- * gives a unit's 16 int16 pair sums (8 a group) and vpmaddwd multiplies
- * each by its group's scale into int32 (no vpmulld); signed quants are made
- * unsigned by an offset (Q6_K q, Q3_K q + 4) whose pair sums are subtracted
- * in int16 first (the difference is the signed pair sum: |.| <= 8128), as
+ * (Q2_K, Q3_K, Q6_K), on both ISAs, vpmaddubsw gives a unit's 16 int16 pair
+ * sums (8 a group), two levels of vphaddw sum them in int16 and one
+ * vpmaddwd multiplies each group's sum by its scale into int32
+ * (kq_scaled_sum16: no int32 partials, no vpmulld); signed quants are made
+ * unsigned by an offset: Q6_K's (q) pair sums are subtracted in int16 first
+ * (the difference is the signed pair sum: |.| <= 8128), Q3_K's (q + 4) and
+ * Q2_K's mins are taken from the activation's sums of 16 (kq_sums16), as
  * Q5_0's 16 * qsum is subtracted from its unit sums. A 32-block type's last 1-7 blocks (K not a
  * multiple of 256) take the reference's steps on the stored lanes.
  *
@@ -63,9 +64,10 @@ KQ_INLINE __m256i kq_hsum8x8(const __m256i *v)
 	                        _mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
-/* KQ_HADD16 (AVX2, where a dot into int32 costs vpmaddubsw and vpmaddwd):
- * the eight units' sums from their int16 pair sums (vpmaddubsw's 16 a unit:
- * lane 0 its elements 0..15, lane 1 16..31), each scaled. kq_pairs2 is the
+/* The eight units' sums from their int16 pair sums (vpmaddubsw's 16 a
+ * unit: lane 0 its elements 0..15, lane 1 16..31), each scaled: for the
+ * two-group types on both ISAs, for Q4_K / Q5_K under KQ_HADD16 (AVX2's,
+ * where a dot into int32 costs vpmaddubsw and vpmaddwd). kq_pairs2 is the
  * first level of vphaddw over units 2j and 2j+1 (taken as soon as both are
  * there: fewer registers live), kq_scaled_sum16 the second (a unit's four
  * pairs a lane, exact in int16 where |pair| <= 8191, which the callers
@@ -89,20 +91,15 @@ KQ_INLINE __m256i kq_scaled_sum16(const __m256i *h, __m256i sp03, __m256i sp47)
 	_mm256_cvtepi8_epi16(_mm_shuffle_epi8(                                                     \
 	    (s16), _mm_setr_epi8(a0, a0, a1, a1, a2, a2, a3, a3, b0, b0, b1, b1, b2, b2, b3, b3)))
 
-/* Unit u's int16 pair sums (each |pair| <= 8191) into vv, and the eight
- * units' scaled int32 sums from vv: with KQ_HADD16, pairs of units folded
- * at once (kq_pairs2: unit 2j's vector waits in vv[2j] for unit 2j+1's),
- * the scales (sp03, sp47) applied by kq_scaled_sum16; without, each unit
- * scaled by vpmaddwd (sp: KQ_PAIR16) and kq_hsum8x8. */
-#ifdef KQ_HADD16
-#define KQ_UNIT(vv, u, pairs, sp)                                                                  \
-	((void)(sp),                                                                               \
-	 (u) % 2 ? ((vv)[(u) / 2] = kq_pairs2((vv)[(u) - 1], (pairs))) : ((vv)[(u)] = (pairs)))
+/* The two-group types' units, on both ISAs: unit u's int16 pair sums
+ * (each |pair| <= 8191) into vv, pairs of units folded at once (kq_pairs2:
+ * unit 2j's vector waits in vv[2j] for unit 2j+1's), and the eight units'
+ * scaled int32 sums from vv by kq_scaled_sum16. On AVX-512 this beat each
+ * unit scaled by its own vpmaddwd and kq_hsum8x8 (two Zen 4 cores, S = 1:
+ * Q3_K 16-17 -> 18-20 GB/s, Q2_K 14-16 -> 16-19). */
+#define KQ_UNIT(vv, u, pairs)                                                                      \
+	((u) % 2 ? ((vv)[(u) / 2] = kq_pairs2((vv)[(u)-1], (pairs))) : ((vv)[(u)] = (pairs)))
 #define KQ_UNITS(vv, sp03, sp47) kq_scaled_sum16((vv), (sp03), (sp47))
-#else
-#define KQ_UNIT(vv, u, pairs, sp) ((vv)[(u)] = _mm256_madd_epi16((pairs), (sp)))
-#define KQ_UNITS(vv, sp03, sp47) kq_hsum8x8(vv)
-#endif
 /* the two-group types' sp03 and sp47 from their 16 int8 scales: group 2u
  * (unit u's elements 0..15, lane 0) and 2u+1 (16..31, lane 1) */
 #define KQ_SP03(s16) KQ_SP((s16), 0, 2, 4, 6, 1, 3, 5, 7)
@@ -117,21 +114,6 @@ KQ_INLINE __m256i kq_load(const void *p)
 {
 	return _mm256_loadu_si256((const __m256i *)p);
 }
-
-/* [s(2u) x8, s(2u+1) x8] as int16 from 16 int8 scales, for vpmaddwd over
- * a unit's 16 int16 pair sums (8 a group of 16). */
-#define KQ_PAIR16(s16, u)                                                                          \
-	_mm256_cvtepi8_epi16(_mm_shuffle_epi8(                                                     \
-	    (s16), _mm_set_epi8(2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1,   \
-	                        2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1, 2 * (u), 2 * (u), 2 * (u),  \
-	                        2 * (u), 2 * (u), 2 * (u), 2 * (u), 2 * (u))))
-
-/* [s(2u) x4, s(2u+1) x4] as int32 from 16 int8 scales (u a constant once
- * unrolled: one byte shuffle and a widening). */
-#define KQ_PAIR32(s16, u)                                                                          \
-	_mm256_cvtepi8_epi32(_mm_shuffle_epi8(                                                     \
-	    (s16), _mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 2 * (u) + 1, 2 * (u) + 1, 2 * (u) + 1,     \
-	                        2 * (u) + 1, 2 * (u), 2 * (u), 2 * (u), 2 * (u))))
 
 /* A block's bytes (cpu/dtype.h; inline, so a constant t folds). */
 KQ_INLINE size_t kq_block_bytes(enum coli_dtype t)
@@ -211,7 +193,8 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 	m_hi = (u[2] >> 4 & 0x0f0f0f0fu) | (u[1] >> 6 & 0x03030303u) << 4;
 #ifdef KQ_HADD16 /* the scales (<= 63) as int16 pairs */
 	const __m128i sc8 = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
-	const __m256i sp03 = KQ_SP(sc8, 0, 1, 2, 3, 0, 1, 2, 3), sp47 = KQ_SP(sc8, 4, 5, 6, 7, 4, 5, 6, 7);
+	const __m256i sp03 = KQ_SP(sc8, 0, 1, 2, 3, 0, 1, 2, 3),
+	              sp47 = KQ_SP(sc8, 4, 5, 6, 7, 4, 5, 6, 7);
 #else
 	const __m256i sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
 #endif
@@ -227,8 +210,8 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 #endif
 #ifdef KQ_HADD16 /* |qsum| <= 32 * 127 and the mins' high halves 0: one vpmaddwd */
 		const __m256i C = _mm256_sub_epi32(
-		    zero,
-		    _mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i))));
+		    zero, _mm256_madd_epi16(
+		              mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i))));
 #else
 		const __m256i C = _mm256_sub_epi32(
 		    zero, _mm256_mullo_epi32(
@@ -273,26 +256,25 @@ KQ_INLINE void kq_q6k_block(const uint8_t *bp, const struct coli_act *const *x, 
 #pragma GCC unroll 4
 		for (int k = 0; k < 4; k++) {
 			const int u = h * 4 + k;
-			const __m256i sp = KQ_PAIR16(sc16, u);
 
 #pragma GCC unroll 2
 			for (int s = 0; s < ns; s++) {
 				const __m256i xv = kq_load(x[s]->q + 256 * i + 32 * u);
 
 				/* pairs of products in int16 (|q x + q' x'| <= 16002, the
-				 * offset's <= 8128, their difference <= 8128), then each
-				 * pair times its group's scale into int32: no vpmulld */
+				 * offset's <= 8128, their difference <= 8128: four of
+				 * them still fit int16 in kq_scaled_sum16) */
 				KQ_UNIT(v[s], u,
 				        _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], xv),
-				                         _mm256_maddubs_epi16(k32, xv)),
-				        sp);
+				                         _mm256_maddubs_epi16(k32, xv)));
 			}
 		}
 	}
 #pragma GCC unroll 2
 	for (int s = 0; s < ns; s++)
-		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(sc16), KQ_SP47(sc16))),
-		                         _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
+		acc[s] = _mm256_fmadd_ps(
+		    _mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(sc16), KQ_SP47(sc16))),
+		    _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
 }
 
 /* One Q3_K block. Unit u (0..7): two-bit fields from qs bytes (u/4)*32 ..
@@ -330,13 +312,13 @@ KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x,
 			const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * k), m3);
 			const __m256i hb = _mm256_and_si256(
 			    u >= 2 ? _mm256_srli_epi16(H, u - 2) : _mm256_slli_epi16(H, 2 - u), b2);
-			const __m256i val = _mm256_or_si256(lo, hb), sp = KQ_PAIR16(s16, u);
+			const __m256i val = _mm256_or_si256(lo, hb);
 
 #pragma GCC unroll 2
 			for (int s = 0; s < ns; s++) /* |pair| <= 2 * 7 * 127 */
-				KQ_UNIT(v[s], u,
-				        _mm256_maddubs_epi16(val, kq_load(x[s]->q + 256 * i + 32 * u)),
-				        sp);
+				KQ_UNIT(
+				    v[s], u,
+				    _mm256_maddubs_epi16(val, kq_load(x[s]->q + 256 * i + 32 * u)));
 		}
 	}
 	const __m256i s16w = _mm256_cvtepi8_epi16(s16);
@@ -349,8 +331,9 @@ KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x,
 		const __m256i A = _mm256_sub_epi32(KQ_UNITS(v[s], KQ_SP03(s16), KQ_SP47(s16)),
 		                                   _mm256_slli_epi32(off, 2));
 
-		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A),
-		                         _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
+		acc[s] =
+		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(A),
+		                    _mm256_mul_ps(d, _mm256_loadu_ps(x[s]->d + 8 * i)), acc[s]);
 	}
 }
 
@@ -375,13 +358,12 @@ KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x,
 		for (int k = 0; k < 4; k++) {
 			const int u = h * 4 + k;
 			const __m256i q = _mm256_and_si256(_mm256_srli_epi16(Q, 2 * k), m3);
-			const __m256i sp = KQ_PAIR16(s16, u);
 
 #pragma GCC unroll 2
 			for (int s = 0; s < ns; s++)
-				KQ_UNIT(v[s], u,
-				        _mm256_maddubs_epi16(q, kq_load(x[s]->q + 256 * i + 32 * u)),
-				        sp);
+				KQ_UNIT(
+				    v[s], u,
+				    _mm256_maddubs_epi16(q, kq_load(x[s]->q + 256 * i + 32 * u)));
 		}
 	}
 	const __m256i m16w = _mm256_cvtepu8_epi16(m16);
@@ -391,11 +373,12 @@ KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x,
 		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
 		/* C: lane u of vpmaddwd is unit u's two groups' sums (kq_sums16)
 		 * times their mins */
-		const __m256i C = _mm256_sub_epi32(zero, _mm256_madd_epi16(m16w, kq_load(x16[s] + 16 * i)));
+		const __m256i C =
+		    _mm256_sub_epi32(zero, _mm256_madd_epi16(m16w, kq_load(x16[s] + 16 * i)));
 
-		acc[s] = _mm256_fmadd_ps(
-		    _mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(s16), KQ_SP47(s16))),
-		    _mm256_mul_ps(d, dxv), acc[s]);
+		acc[s] =
+		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(s16), KQ_SP47(s16))),
+		                    _mm256_mul_ps(d, dxv), acc[s]);
 		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(C), _mm256_mul_ps(dmin, dxv), acc[s]);
 	}
 }
@@ -424,15 +407,16 @@ KQ_INLINE void kq_sums16(const struct coli_act *x, int K, int16_t *out)
 		/* groups 2j (lane 0) and 2j + 1 (lane 1) of 32 bytes as four
 		 * sums of four each */
 		for (int j = 0; j < 4; j++)
-			q[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, kq_load(x->q + k + 32 * j)),
-			                         ones16);
+			q[j] = _mm256_madd_epi16(
+			    _mm256_maddubs_epi16(ones8, kq_load(x->q + k + 32 * j)), ones16);
 		/* lane 0: groups 0 2 4 6, lane 1: 1 3 5 7 */
 		const __m256i g = _mm256_permutevar8x32_epi32(
 		    _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3])),
 		    order);
 
-		_mm_storeu_si128((__m128i *)(out + k / 16),
-		                 _mm_packs_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
+		_mm_storeu_si128(
+		    (__m128i *)(out + k / 16),
+		    _mm_packs_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
 	}
 }
 
@@ -662,8 +646,8 @@ KQ_INLINE int kq_rows_n(const struct coli_mat *w, int r, const struct coli_act *
  * down matrix (K = 768, three blocks a row) spent a fifth of its time on it.
  * A decode step (S = 1) keeps the row-by-row switch (kq_rows_n): the same
  * loop in kq_rows ran Q6_K's GEMV 15-25% slower in a micro-bench on a Zen 3. */
-KQ_INLINE void kq_rows(enum coli_dtype t, const struct coli_mat *w, const struct coli_act *x,
-                       int S, float *y, size_t ldy, int row0, int row1)
+KQ_INLINE void kq_rows(enum coli_dtype t, const struct coli_mat *w, const struct coli_act *x, int S,
+                       float *y, size_t ldy, int row0, int row1)
 {
 	const size_t rb = coli_dtype_row_bytes(t, (size_t)w->cols);
 	const int K = w->cols, sums = kq_needs_sums16(t);
