@@ -17,7 +17,9 @@
 #
 # Usage: tools/ref/llama_prefill.sh LLAMA_SRC LLAMA_BIN HF OUT_DIR
 #   LLAMA_SRC  an unpacked llama.cpp tree with convert_hf_to_gguf.py and
-#              gguf-py (../shared/peer/llama-src.tar.xz)
+#              gguf-py (../shared/peer/llama-src.tar.xz; build_llama.sh
+#              removes the tree it built from, so unpack it again: `tar
+#              -xJf llama-src.tar.xz -C /tmp` gives /tmp/llama)
 #   LLAMA_BIN  the folder of llama-bench and llama-quantize built with CUDA
 #              (../shared/peer/build_llama.sh)
 # Environment: COLI (default build/coli), PYTHON (python3, with torch,
