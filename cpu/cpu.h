@@ -416,12 +416,13 @@ static inline size_t coli_attn_slot_floats(int n_pos, int vd)
 	       (size_t)coli_attn_out_blocks(n_pos) * (size_t)((vd + 7) / 8) * 64;
 }
 /* n groups (sharing stride, hd, vd and scale) across the pool (may be NULL), each
- * with coli_attention_group's bits. Fewer eight-head units than threads, each
- * at least 256 positions long (decode at long context), are split by
- * positions and outputs so that every thread works; otherwise one task a
+ * with coli_attention_group's bits. Fewer eight-head units than threads, or
+ * fewer groups than threads (MLA's one group of every head), each at least
+ * 256 positions long (decode at long context), are split by positions and
+ * outputs so that every thread works (a slot a unit); otherwise one task a
  * group. scratch: n_slots slots of `slot` floats, each >= n_pos * 8 of any
  * group, coli_attn_slot_floats to split (the engine's attention scratch: a
- * slot a thread, or a group where there are more). A decode step's groups
+ * slot a thread, or a group or a unit where there are more). A decode step's groups
  * side by side in the same rows, one slot each, run as tasks of adjacent
  * groups whose rows are walked together (cpu/attn/attention_mt.c). Returns
  * 1 when it split them, 2 when it walked rows together, 0 for one task a

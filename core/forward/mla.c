@@ -161,8 +161,7 @@ void coli_forward_mla(struct coli_engine *e, int l, const struct coli_fwd *f)
 		coli_kv_group_rows(&e->kv, R->slot, l, 0, kr, 0, &cache);
 		coli_mla_attend(e->pool, qrow + (size_t)R->r0 * nh * kr, &cache, R->n, nh, kl, r,
 		                R->pos0, e->s.attn_scale, lat + (size_t)R->r0 * nh * kl,
-		                e->s.attn + R->r0, e->s.scores, e->s.slot,
-		                coli_cpu_pool_threads(e->pool));
+		                e->s.attn + R->r0, e->s.scores, e->s.slot, e->s.n_slots);
 	}
 	/* each head's values back from the latent: W_UV[h] . lat[h] */
 	matmul_heads(e, &L->v_b, v, lat, nh * kl, kl, kl, T, e->s.att, nh * v, v);

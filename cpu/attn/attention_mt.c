@@ -17,10 +17,12 @@
  * read whole positions of the unit's rows, as the scores do: a slice of
  * dims a task took a part of every position's cache line instead.
  *
- * As many units as threads or more (a few cores, or many key/value heads):
- * one task a group, or, for a decode step's groups side by side in the
- * same rows, tasks of adjacent groups that walk their rows together
- * (rows_task, below).
+ * As many units and groups as threads or more (a few cores, or many
+ * key/value heads): one task a group, or, for a decode step's groups side
+ * by side in the same rows, tasks of adjacent groups that walk their rows
+ * together (rows_task, below). Fewer groups than threads but as many units
+ * (MLA's one group of 16 units for DeepSeek-V3's 128 heads) take the
+ * rounds: one task a group left all but one thread idle.
  */
 #include <string.h>
 
@@ -264,8 +266,12 @@ int coli_attention_groups_mt(coli_cpu_pool_t *p, const struct coli_attn_group *g
 		max_pos = g[k].n_pos > max_pos ? g[k].n_pos : max_pos;
 		units += (g[k].G + 7) / 8;
 	}
-	if (coli_cpu_isa() < COLI_CPU_ISA_AVX2 || units >= threads || units > MT_MAX_UNITS ||
-	    units > n_slots || min_pos < MT_MIN_POS || coli_attn_slot_floats(max_pos, vd) > slot) {
+	/* a task a group, or rows walked together, where the groups or their
+	 * units are as many as the threads; fewer groups than threads with
+	 * many heads each (MLA's one group of every head) share them */
+	if (coli_cpu_isa() < COLI_CPU_ISA_AVX2 || (units >= threads && n >= threads) ||
+	    units > MT_MAX_UNITS || units > n_slots || min_pos < MT_MIN_POS ||
+	    coli_attn_slot_floats(max_pos, vd) > slot) {
 		const int tasks = n < threads ? n : threads;
 
 		/* (a group a task: nothing to walk together, and the blocks cost

@@ -119,9 +119,10 @@ static int check(int G, int hd, int n_pos, float scale)
 /* coli_attention_groups_mt: n groups of G heads over n_pos positions (one
  * group a key/value head of one token, as the decode step), on a pool of
  * `threads`: every output the bits of coli_attention_group; split (returns
- * 1) exactly where it must be: AVX2, fewer units than threads, >= 256
- * positions, slots with room for the output blocks' sums
- * (coli_attn_slot_floats; the scores' room alone: never). */
+ * 1) exactly where it must be: AVX2, fewer units or fewer groups than
+ * threads, >= 256 positions, slots with room for the output blocks' sums
+ * (coli_attn_slot_floats; the scores' room alone: never), a slot a unit
+ * (the engine's scratch gives them where the groups are fewer). */
 static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, int n_pos)
 {
 	const int stride = n * hd;
@@ -131,10 +132,11 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 	float *want = xmalloc(sizeof(float) * n * G * hd),
 	      *got = xmalloc(sizeof(float) * n * G * hd);
 	const size_t slot = coli_attn_slot_floats(n_pos, hd);
-	float *sc = xmalloc(sizeof(float) * threads * slot);
+	const int units = n * ((G + 7) / 8), n_slots = units > threads ? units : threads;
+	float *sc = xmalloc(sizeof(float) * n_slots * slot);
 	struct coli_attn_group g[n];
 	float scale = 1.0f / sqrtf((float)hd), *sink = xmalloc(sizeof(float) * n * G);
-	int units = n * ((G + 7) / 8), fails = 0, split, want_split;
+	int fails = 0, split, want_split;
 
 	for (int i = 0; i < n * G * hd; i++)
 		q[i] = rng_normalish();
@@ -161,7 +163,7 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 	}
 	/* a slot of the scores alone has no room for the output blocks: not split */
 	split = coli_attention_groups_mt(pool, g, n, stride, hd, hd, scale, sc, (size_t)n_pos * 8,
-	                                 threads);
+	                                 n_slots);
 	if (split || memcmp(want, got, sizeof(float) * n * G * hd)) {
 		fprintf(stderr,
 		        "mt: %d threads, %d groups of %d, %d positions, small slots: split %d, "
@@ -171,8 +173,9 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 		fails++;
 	}
 	poison(got, (size_t)n * G * hd);
-	split = coli_attention_groups_mt(pool, g, n, stride, hd, hd, scale, sc, slot, threads);
-	want_split = coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && units < threads && n_pos - n + 1 >= 256;
+	split = coli_attention_groups_mt(pool, g, n, stride, hd, hd, scale, sc, slot, n_slots);
+	want_split = coli_cpu_isa() >= COLI_CPU_ISA_AVX2 && (units < threads || n < threads) &&
+	             n_pos - n + 1 >= 256;
 	if ((split == 1) != want_split) {
 		fprintf(stderr,
 		        "mt: %d threads, %d groups of %d, %d positions: split %d, want %d\n",
@@ -211,7 +214,9 @@ static int check_latent_q8(coli_cpu_pool_t *pool, int threads, int T, int G, int
 	float *x = xmalloc(sizeof(float) * kr), *q = xmalloc(sizeof(float) * T * G * kr);
 	float *want = xmalloc(sizeof(float) * T * G * kl),
 	      *got = xmalloc(sizeof(float) * T * G * kl);
-	float *sc = xmalloc(sizeof(float) * slot * threads), scale = 1.0f / sqrtf((float)kr);
+	/* a slot a unit (the engine's scratch): T < threads splits the heads */
+	const int n_slots = T * ((G + 7) / 8) > threads ? T * ((G + 7) / 8) : threads;
+	float *sc = xmalloc(sizeof(float) * slot * n_slots), scale = 1.0f / sqrtf((float)kr);
 	struct coli_attn_group g[8] = {0};
 	const enum coli_cpu_isa isa = coli_cpu_isa();
 	size_t off;
@@ -252,7 +257,7 @@ static int check_latent_q8(coli_cpu_pool_t *pool, int threads, int T, int G, int
 	}
 	coli_cpu_isa_force(isa);
 	poison(got, (size_t)T * G * kl);
-	coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, sc, slot, threads);
+	coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, sc, slot, n_slots);
 	if (memcmp(want, got, sizeof(float) * T * G * kl)) {
 		fprintf(stderr,
 		        "latent q8: %d threads, T %d, G %d, kl %d, r %d, %d positions: differ\n",
@@ -270,7 +275,9 @@ static int check_latent(coli_cpu_pool_t *pool, int threads, int T, int G, int kl
 	float *want = xmalloc(sizeof(float) * T * G * kl),
 	      *got = xmalloc(sizeof(float) * T * G * kl);
 	const size_t slot = coli_attn_slot_floats(n_pos, kl);
-	float *sc = xmalloc(sizeof(float) * slot * threads);
+	/* a slot a unit (the engine's scratch): T < threads splits the heads */
+	const int n_slots = T * ((G + 7) / 8) > threads ? T * ((G + 7) / 8) : threads;
+	float *sc = xmalloc(sizeof(float) * slot * n_slots);
 	double *p = xmalloc(sizeof(double) * n_pos), err = 0, mx = 0;
 	struct coli_attn_group g[8] = {0};
 	float scale = 1.0f / sqrtf((float)kr);
@@ -315,7 +322,7 @@ static int check_latent(coli_cpu_pool_t *pool, int threads, int T, int G, int kl
 			}
 		}
 	}
-	coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, sc, slot, threads);
+	coli_attention_groups_mt(pool, g, T, kr, kr, kl, scale, sc, slot, n_slots);
 	if (memcmp(want, got, sizeof(float) * T * G * kl) || !(err <= 1e-5 * mx)) {
 		fprintf(stderr,
 		        "latent: %d threads, T %d, G %d, kl %d, r %d, %d positions: bits %s, max "
@@ -360,7 +367,9 @@ int main(void)
 			                            {2, 12, 36, 300},
 			                            {3, 2, 128, 999},
 			                            {1, 24, 128, 4000},
-			                            {4, 8, 128, 200}};
+			                            {4, 8, 128, 200},
+			                            {1, 128, 64, 600}, /* 16 units, MLA's heads */
+			                            {2, 40, 32, 300}};
 			int mt_fails = 0, mt_runs = 0;
 
 			enum coli_cpu_isa best = coli_cpu_isa();
