@@ -415,6 +415,15 @@ static inline size_t coli_attn_slot_floats(int n_pos, int vd)
 	return (size_t)n_pos * 8 +
 	       (size_t)coli_attn_out_blocks(n_pos) * (size_t)((vd + 7) / 8) * 64;
 }
+/* The slots coli_attention_groups_mt takes for `groups` groups of `units`
+ * eight-head units in all on `threads` threads: a slot a thread or a group,
+ * or a unit where the groups are fewer than the threads (their units split). */
+static inline int coli_attn_n_slots(int threads, int groups, int units)
+{
+	const int n = threads > groups ? threads : groups;
+
+	return groups < threads && units > n ? units : n;
+}
 /* n groups (sharing stride, hd, vd and scale) across the pool (may be NULL), each
  * with coli_attention_group's bits. Fewer eight-head units than threads, or
  * fewer groups than threads (MLA's one group of every head), each at least

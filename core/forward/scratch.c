@@ -121,15 +121,14 @@ static int layer_alloc(struct coli_scratch *s, const struct coli_model_config *c
 	rc = rc ? rc : ALLOC(s->att, (size_t)T * aw); /* aw >= qd, and MLA's nh*v_head */
 	/* attention's: the scores, and the output blocks' sums where a decode
 	 * token's groups split (fewer groups than threads: coli_attention_groups_mt) */
-	const int split = (c->kv_lora ? 1 : c->n_kv_heads) < threads;
+	const int groups = c->kv_lora ? 1 : c->n_kv_heads, split = groups < threads;
 
 	s->slot = split ? coli_attn_slot_floats(ctx, c->kv_lora ? c->kv_lora : c->head_dim)
 	                : (size_t)ctx * 8;
 	/* a slot a thread, a decode token's group (coli_attention_groups_mt
 	 * walks their rows together, each group's scores in its own slot), or
 	 * its unit where they split */
-	s->n_slots = threads > c->n_kv_heads ? threads : c->n_kv_heads;
-	s->n_slots = split && units > s->n_slots ? units : s->n_slots;
+	s->n_slots = coli_attn_n_slots(threads, groups, units);
 	rc = rc ? rc : ALLOC(s->scores, (size_t)s->n_slots * s->slot);
 	rc = rc ? rc : ALLOC(s->attn, (size_t)T * c->n_kv_heads);
 	rc = rc ? rc : ALLOC(s->mlp, (size_t)T * H);

@@ -132,7 +132,7 @@ static int check_mt(coli_cpu_pool_t *pool, int threads, int n, int G, int hd, in
 	float *want = xmalloc(sizeof(float) * n * G * hd),
 	      *got = xmalloc(sizeof(float) * n * G * hd);
 	const size_t slot = coli_attn_slot_floats(n_pos, hd);
-	const int units = n * ((G + 7) / 8), n_slots = units > threads ? units : threads;
+	const int units = n * ((G + 7) / 8), n_slots = coli_attn_n_slots(threads, n, units);
 	float *sc = xmalloc(sizeof(float) * n_slots * slot);
 	struct coli_attn_group g[n];
 	float scale = 1.0f / sqrtf((float)hd), *sink = xmalloc(sizeof(float) * n * G);
@@ -215,7 +215,7 @@ static int check_latent_q8(coli_cpu_pool_t *pool, int threads, int T, int G, int
 	float *want = xmalloc(sizeof(float) * T * G * kl),
 	      *got = xmalloc(sizeof(float) * T * G * kl);
 	/* a slot a unit (the engine's scratch): T < threads splits the heads */
-	const int n_slots = T * ((G + 7) / 8) > threads ? T * ((G + 7) / 8) : threads;
+	const int n_slots = coli_attn_n_slots(threads, T, T * ((G + 7) / 8));
 	float *sc = xmalloc(sizeof(float) * slot * n_slots), scale = 1.0f / sqrtf((float)kr);
 	struct coli_attn_group g[8] = {0};
 	const enum coli_cpu_isa isa = coli_cpu_isa();
@@ -276,7 +276,7 @@ static int check_latent(coli_cpu_pool_t *pool, int threads, int T, int G, int kl
 	      *got = xmalloc(sizeof(float) * T * G * kl);
 	const size_t slot = coli_attn_slot_floats(n_pos, kl);
 	/* a slot a unit (the engine's scratch): T < threads splits the heads */
-	const int n_slots = T * ((G + 7) / 8) > threads ? T * ((G + 7) / 8) : threads;
+	const int n_slots = coli_attn_n_slots(threads, T, T * ((G + 7) / 8));
 	float *sc = xmalloc(sizeof(float) * slot * n_slots);
 	double *p = xmalloc(sizeof(double) * n_pos), err = 0, mx = 0;
 	struct coli_attn_group g[8] = {0};

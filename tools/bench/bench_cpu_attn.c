@@ -182,9 +182,8 @@ int bench_cpu_attn_main(int argc, char **argv)
 	}
 	q = malloc(sizeof(float) * nh * hd);
 	out = malloc(sizeof(float) * nh * hd);
-	/* a slot a thread, or a group (the engine's: core/forward/scratch.c) */
-	n_slots = threads > nkv ? threads : nkv;
-	n_slots = n_slots > nkv * ((G + 7) / 8) ? n_slots : nkv * ((G + 7) / 8); /* units */
+	/* as the engine's (core/forward/scratch.c) */
+	n_slots = coli_attn_n_slots(threads, nkv, nkv * ((G + 7) / 8));
 	scratch = malloc(sizeof(float) * slot * n_slots);
 	if (rc || !q || !out || !scratch || bench_readbw_init(&rb, (size_t)256 << 20)) {
 		tool_err("bench attention", "out of memory (%d layers of %.1f MB)", layers,
