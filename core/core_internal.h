@@ -363,6 +363,15 @@ void coli_act_ffn(const struct coli_model_config *c, const struct coli_layer *L,
                   float *u, float *h);
 /* core/model/act.c: prepare actbuf from x[n] (fp32 copy + quantized form). */
 void coli_actbuf_set(struct coli_actbuf *a, const float *x);
+/* fn(arg, t0, t1) over shares of the rows [0, T): a prefill chunk's across
+ * the pool, a decode step's (T < 16) on the caller. For work a row at a
+ * time, whose bits do not depend on the share (norms, residual adds, RoPE). */
+void coli_rows_mt(struct coli_engine *e, int T, void (*fn)(void *arg, int t0, int t1), void *arg);
+/* out[t] = rmsnorm(x[t]) with weight w, and x[t] += y[t], for the T rows of n
+ * values (coli_rows_mt: a prefill chunk's across the pool). */
+void coli_rows_rmsnorm(struct coli_engine *e, const float *x, const float *w, float *out, int T,
+                       int n, float eps);
+void coli_rows_add(struct coli_engine *e, float *x, const float *y, int T, int n);
 /* ab[t] over rows t of x [T][n], t < T (a prefill chunk's rows over the pool). */
 void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n);
 

@@ -80,6 +80,50 @@ static void rope_attn(float *x, int n, int hd, int rd, float f)
 			x[(size_t)i * hd + d] *= f;
 }
 
+/* A prefill chunk's q, k and v rows after their projections, a share of
+ * rows a task (coli_rows_mt): the biases, the QK norm, RoPE at each row's
+ * position, and the keys and values appended to the row's slot (rounded to
+ * the cache's type). Each row's steps are the same whatever the share. */
+struct qkv_rows {
+	struct coli_engine *e;
+	const struct coli_layer *L;
+	const struct coli_fwd *f;
+	int l;
+};
+
+static void qkv_rows(void *arg, int t0, int t1)
+{
+	const struct qkv_rows *a = arg;
+	struct coli_engine *e = a->e;
+	const struct coli_model_config *c = &e->m.cfg;
+	const struct coli_layer *L = a->L;
+	int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, hd = c->head_dim;
+	float *q = e->s.q + (size_t)t0 * qd, *k = e->s.kx + (size_t)t0 * kvd,
+	      *v = e->s.vx + (size_t)t0 * kvd;
+
+	add_bias(q, L->q_bias, t1 - t0, qd);
+	add_bias(k, L->k_bias, t1 - t0, kvd);
+	add_bias(v, L->v_bias, t1 - t0, kvd);
+	if (c->qk_norm) {
+		qk_norm(c, q, L->q_norm, t1 - t0, c->n_heads);
+		qk_norm(c, k, L->k_norm, t1 - t0, c->n_kv_heads);
+	}
+	for (int r = 0; r < a->f->n_runs; r++) { /* the runs' rows in [t0, t1) */
+		const struct coli_fwd_run *R = &a->f->run[r];
+		int r0 = R->r0 > t0 ? R->r0 : t0, r1 = R->r0 + R->n < t1 ? R->r0 + R->n : t1;
+		int n = r1 - r0, pos0 = R->pos0 + (r0 - R->r0);
+
+		if (n <= 0)
+			continue;
+		q = e->s.q + (size_t)r0 * qd, k = e->s.kx + (size_t)r0 * kvd;
+		coli_rope_part(q, n, c->n_heads, hd, c->rope_dim, pos0, e->s.inv_freq);
+		coli_rope_part(k, n, c->n_kv_heads, hd, c->rope_dim, pos0, e->s.inv_freq);
+		rope_attn(q, n * c->n_heads, hd, c->rope_dim, e->s.rope_attn);
+		rope_attn(k, n * c->n_kv_heads, hd, c->rope_dim, e->s.rope_attn);
+		coli_kv_append(&e->kv, R->slot, a->l, pos0, n, k, e->s.vx + (size_t)r0 * kvd);
+	}
+}
+
 /* RoPE, the cache append and one attention group a (row, kv head) for each
  * run of f: a run's rows see its own slot's rows, from its position on. */
 static void attention(struct coli_engine *e, int l, const struct coli_fwd *f)
@@ -88,31 +132,17 @@ static void attention(struct coli_engine *e, int l, const struct coli_fwd *f)
 	const struct coli_layer *L = &e->m.layers[l];
 	int H = c->hidden, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
 	int hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv, T = f->T;
+	struct qkv_rows qr = {e, L, f, l};
 
-	for (int t = 0; t < T; t++)
-		coli_rmsnorm(e->s.x + (size_t)t * H, L->attn_norm, e->s.xn + (size_t)t * H, H,
-		             c->norm_eps);
+	coli_rows_rmsnorm(e, e->s.x, L->attn_norm, e->s.xn, T, H, c->norm_eps);
 	coli_actbufs_set(e, e->s.ax, e->s.xn, T, H);
 	matmul(e, &L->q, e->s.ax, T, e->s.q);
 	matmul(e, &L->k, e->s.ax, T, e->s.kx);
 	matmul(e, &L->v, e->s.ax, T, e->s.vx);
-	add_bias(e->s.q, L->q_bias, T, qd);
-	add_bias(e->s.kx, L->k_bias, T, kvd);
-	add_bias(e->s.vx, L->v_bias, T, kvd);
-	if (c->qk_norm) {
-		qk_norm(c, e->s.q, L->q_norm, T, c->n_heads);
-		qk_norm(c, e->s.kx, L->k_norm, T, c->n_kv_heads);
-	}
+	coli_rows_mt(e, T, qkv_rows, &qr);
 	for (int r = 0; r < f->n_runs; r++) {
 		const struct coli_fwd_run *R = &f->run[r];
-		float *q = e->s.q + (size_t)R->r0 * qd, *k = e->s.kx + (size_t)R->r0 * kvd;
 
-		coli_rope_part(q, R->n, c->n_heads, hd, c->rope_dim, R->pos0, e->s.inv_freq);
-		coli_rope_part(k, R->n, nkv, hd, c->rope_dim, R->pos0, e->s.inv_freq);
-		rope_attn(q, R->n * c->n_heads, hd, c->rope_dim, e->s.rope_attn);
-		rope_attn(k, R->n * nkv, hd, c->rope_dim, e->s.rope_attn);
-		/* append this run's keys and values to its slot (rounded to its type) */
-		coli_kv_append(&e->kv, R->slot, l, R->pos0, R->n, k, e->s.vx + (size_t)R->r0 * kvd);
 		/* one group a (token, key/value head): the query heads sharing it
 		 * (coli_attention_groups_mt splits the few groups of a decode step
 		 * across the threads; each head's bits are coli_attention_head's) */
@@ -140,8 +170,7 @@ static void attention(struct coli_engine *e, int l, const struct coli_fwd *f)
 	coli_actbufs_set(e, e->s.ah, e->s.att, T, qd);
 	matmul(e, &L->o, e->s.ah, T, e->s.proj);
 	add_bias(e->s.proj, L->o_bias, T, H);
-	for (size_t i = 0; i < (size_t)T * H; i++)
-		e->s.x[i] += e->s.proj[i];
+	coli_rows_add(e, e->s.x, e->s.proj, T, H);
 }
 
 static void embed(struct coli_engine *e, const struct coli_batch *b)
@@ -244,9 +273,7 @@ int coli_forward_batch(struct coli_engine *e, const struct coli_batch *b, float 
 			attention(e, l, &f);
 		t2 = coli_now_s();
 		e->est.attention_s += t2 - t1;
-		for (int t = 0; t < T; t++)
-			coli_rmsnorm(e->s.x + (size_t)t * H, e->m.layers[l].ffn_norm,
-			             e->s.xn + (size_t)t * H, H, c->norm_eps);
+		coli_rows_rmsnorm(e, e->s.x, e->m.layers[l].ffn_norm, e->s.xn, T, H, c->norm_eps);
 		coli_actbufs_set(e, e->s.ax, e->s.xn, T, H);
 		if (e->m.layers[l].moe) {
 			/* the call's value: rows ready in e->s.ax, nothing on a device;
@@ -263,8 +290,7 @@ int coli_forward_batch(struct coli_engine *e, const struct coli_batch *b, float 
 		}
 		t1 = coli_now_s();
 		*(e->m.layers[l].moe ? &e->est.moe_s : &e->est.dense_mlp_s) += t1 - t2;
-		for (size_t i = 0; i < (size_t)T * H; i++)
-			e->s.x[i] += e->s.mlp[i];
+		coli_rows_add(e, e->s.x, e->s.mlp, T, H);
 	}
 	for (int r = 0; r < f.n_runs; r++) {
 		struct coli_kv_seq *q = &e->kv.seq[run[r].slot];

@@ -123,18 +123,14 @@ void coli_forward_mla(struct coli_engine *e, int l, const struct coli_fwd *f)
 	float *qrow = kva + (size_t)T * kr;      /* [T][nh][kr] */
 	float *lat = qrow + (size_t)T * nh * kr; /* [T][nh][kl] */
 
-	for (int t = 0; t < T; t++)
-		coli_rmsnorm(e->s.x + (size_t)t * H, L->attn_norm, e->s.xn + (size_t)t * H, H,
-		             c->norm_eps);
+	coli_rows_rmsnorm(e, e->s.x, L->attn_norm, e->s.xn, T, H, c->norm_eps);
 	coli_actbufs_set(e, e->s.ax, e->s.xn, T, H);
 	for (int t = 0; t < T; t++)
 		e->s.ag[t] = e->s.ax[t].act;
 	coli_gemm_mt(e->pool, &L->kv_a, e->s.ag, T, kva, kr);
 	if (ql) {
 		coli_gemm_mt(e->pool, &L->q_a, e->s.ag, T, qa, ql);
-		for (int t = 0; t < T; t++)
-			coli_rmsnorm(qa + (size_t)t * ql, L->q_a_norm, qa + (size_t)t * ql, ql,
-			             c->norm_eps);
+		coli_rows_rmsnorm(e, qa, L->q_a_norm, qa, T, ql, c->norm_eps);
 		matmul(e, &L->q, qa, ql, T, e->s.q, nh * hd);
 	} else {
 		coli_gemm_mt(e->pool, &L->q, e->s.ag, T, e->s.q, nh * hd);
@@ -166,6 +162,5 @@ void coli_forward_mla(struct coli_engine *e, int l, const struct coli_fwd *f)
 	/* each head's values back from the latent: W_UV[h] . lat[h] */
 	matmul_heads(e, &L->v_b, v, lat, nh * kl, kl, kl, T, e->s.att, nh * v, v);
 	matmul(e, &L->o, e->s.att, nh * v, T, e->s.proj, H);
-	for (size_t i = 0; i < (size_t)T * H; i++)
-		e->s.x[i] += e->s.proj[i];
+	coli_rows_add(e, e->s.x, e->s.proj, T, H);
 }

@@ -63,17 +63,89 @@ void coli_actbuf_set(struct coli_actbuf *a, const float *x)
 		coli_act_quantize(&a->act, x, a->n);
 }
 
+struct rows_mt {
+	void (*fn)(void *arg, int t0, int t1);
+	void *arg;
+	int T;
+};
+
+static void rows_mt_task(void *arg, int task, int n_tasks)
+{
+	const struct rows_mt *r = arg;
+	const int t0 = (int)((long)r->T * task / n_tasks), t1 = (int)((long)r->T * (task + 1) / n_tasks);
+
+	if (t0 < t1)
+		r->fn(r->arg, t0, t1);
+}
+
+void coli_rows_mt(struct coli_engine *e, int T, void (*fn)(void *arg, int t0, int t1), void *arg)
+{
+	struct rows_mt r = {fn, arg, T};
+
+	/* a decode step's few rows cost less than a pool round (~2 us) */
+	if (T < 16 || coli_cpu_pool_threads(e->pool) <= 1) {
+		if (T > 0)
+			fn(arg, 0, T);
+		return;
+	}
+	coli_cpu_pool_run(e->pool, rows_mt_task, &r, coli_cpu_pool_tasks(e->pool, T));
+}
+
+struct rows_norm {
+	const float *x, *w;
+	float *out;
+	int n;
+	float eps;
+};
+
+static void rows_norm(void *arg, int t0, int t1)
+{
+	const struct rows_norm *r = arg;
+
+	for (size_t t = (size_t)t0; t < (size_t)t1; t++)
+		coli_rmsnorm(r->x + t * r->n, r->w, r->out + t * r->n, r->n, r->eps);
+}
+
+void coli_rows_rmsnorm(struct coli_engine *e, const float *x, const float *w, float *out, int T,
+                       int n, float eps)
+{
+	struct rows_norm r = {x, w, out, n, eps};
+
+	coli_rows_mt(e, T, rows_norm, &r);
+}
+
+struct rows_add {
+	float *x;
+	const float *y;
+	int n;
+};
+
+static void rows_add(void *arg, int t0, int t1)
+{
+	const struct rows_add *r = arg;
+
+	for (size_t i = (size_t)t0 * r->n; i < (size_t)t1 * r->n; i++)
+		r->x[i] += r->y[i];
+}
+
+void coli_rows_add(struct coli_engine *e, float *x, const float *y, int T, int n)
+{
+	struct rows_add r = {x, y, n};
+
+	coli_rows_mt(e, T, rows_add, &r);
+}
+
 struct rows_set {
 	struct coli_actbuf *ab;
 	const float *x;
-	int T, n;
+	int n;
 };
 
-static void rows_set_task(void *arg, int task, int n_tasks)
+static void rows_set(void *arg, int t0, int t1)
 {
 	const struct rows_set *r = arg;
 
-	for (int t = r->T * task / n_tasks; t < r->T * (task + 1) / n_tasks; t++) {
+	for (int t = t0; t < t1; t++) {
 		r->ab[t].n = r->n;
 		coli_actbuf_set(&r->ab[t], r->x + (size_t)t * r->n);
 	}
@@ -81,11 +153,9 @@ static void rows_set_task(void *arg, int task, int n_tasks)
 
 void coli_actbufs_set(struct coli_engine *e, struct coli_actbuf *ab, const float *x, int T, int n)
 {
-	struct rows_set r = {ab, x, T, n};
-	int threads = coli_cpu_pool_threads(e->pool);
+	struct rows_set r = {ab, x, n};
 
-	/* a prefill chunk's rows over the pool; a decode step's on the caller */
-	coli_cpu_pool_run(T >= 16 ? e->pool : NULL, rows_set_task, &r, T < threads ? T : threads);
+	coli_rows_mt(e, T, rows_set, &r);
 }
 
 void coli_act_ffn(const struct coli_model_config *c, const struct coli_layer *L, int ex, float *g,

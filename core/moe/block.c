@@ -54,26 +54,32 @@ static void swiglu(struct coli_engine *e, const struct coli_mat *gate, const str
 	coli_gemm_mt(e->pool, down, e->s.ag, n, y, down->rows);
 }
 
-int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
-{
-	const struct coli_model_config *c = &e->m.cfg;
-	const struct coli_layer *L = &e->m.layers[ml->l];
-	int H = c->hidden, T = ml->T, rc;
+/* out's rows [t0, t1) (coli_rows_mt's share): zero, then every pair of
+ * those rows added in pair order, i.e. ascending expert id, whoever computed
+ * it; gpt-oss's down bias joins each output before its weight (y = h W + b,
+ * then w y). A row's sums are the same whatever the share. */
+struct combine {
+	struct coli_engine *e;
+	const struct coli_layer *L;
+	float *out;
+};
 
-	route_logits(e, ml);
-	rc = coli_moe_experts(e, ml);
-	if (rc)
-		return rc; /* a slab could not be read: e->errmsg says which */
-	/* accumulate in ascending expert id, whoever computed each pair; gpt-oss's
-	 * down bias joins each output before its weight (y = h W + b, then w y) */
-	memset(out, 0, sizeof(float) * T * H);
+static void combine_rows(void *arg, int t0, int t1)
+{
+	const struct combine *a = arg;
+	const struct coli_engine *e = a->e;
+	int H = e->m.cfg.hidden;
+
+	memset(a->out + (size_t)t0 * H, 0, sizeof(float) * (size_t)(t1 - t0) * H);
 	for (int p = 0; p < e->s.n_pairs; p++) {
-		float w = e->s.pair_w[p];
-		float *o = out + (size_t)e->s.pair_token[p] * H;
+		int t = e->s.pair_token[p];
+		float w = e->s.pair_w[p], *o = a->out + (size_t)t * H;
 		const float *y = e->s.ey + (size_t)p * H;
 
-		if (L->exp_down_bias) {
-			const float *b = L->exp_down_bias + (size_t)e->s.pair_expert[p] * H;
+		if (t < t0 || t >= t1)
+			continue;
+		if (a->L->exp_down_bias) {
+			const float *b = a->L->exp_down_bias + (size_t)e->s.pair_expert[p] * H;
 
 			for (int j = 0; j < H; j++)
 				o[j] = o[j] + w * (y[j] + b[j]);
@@ -82,6 +88,20 @@ int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
 		for (int j = 0; j < H; j++)
 			o[j] = o[j] + w * y[j];
 	}
+}
+
+int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
+{
+	const struct coli_model_config *c = &e->m.cfg;
+	const struct coli_layer *L = &e->m.layers[ml->l];
+	int H = c->hidden, T = ml->T, rc;
+	struct combine cb = {e, L, out};
+
+	route_logits(e, ml);
+	rc = coli_moe_experts(e, ml);
+	if (rc)
+		return rc; /* a slab could not be read: e->errmsg says which */
+	coli_rows_mt(e, T, combine_rows, &cb);
 	if (c->shared_inter) {
 		/* gate[t] = sigmoid(shexp_router . xn[t]) (1 when not shared_gated:
 		 * 1 * y is y, so the ungated sum is out + y);
