@@ -43,6 +43,13 @@
 #                                      us a step (ncu: `bench decode --seqs N`
 #                                      of 4 and of 12 tokens, the difference
 #                                      over 8 steps), largest first
+#   tools/gpu_session.sh pkernels COLI [M]
+#                                      (GPU host) where an all-resident
+#                                      prefill spends its GPU time: per
+#                                      kernel name, launches and ms of one
+#                                      `bench prefill --prompt P` round
+#                                      (ncu), largest first, for each P in
+#                                      PROMPTS (default "512 2048")
 #   tools/gpu_session.sh ncu-attn COLI [N] [M]
 #                                      (GPU host) ncu's sections (speed of
 #                                      light, memory, scheduler, warp
@@ -250,6 +257,25 @@ kernels)
 		awk -F'\t' '{ printf "%-44s %6.1f %9.1f\n", substr($1, 1, 44), ($4 - $2) / 8,
 			($5 - $3) / 8 / 1000; t += ($5 - $3) / 8 / 1000 }
 			END { printf "%-44s %6s %9.1f\n", "total", "", t }' | sort -k3 -n -r
+	;;
+pkernels)
+	c=${2:?usage: tools/gpu_session.sh pkernels COLI [MODEL]}
+	model=${3:-/tmp/q30-8.coli}
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	need_model "$c" "$model"
+	for p in ${PROMPTS:-512 2048}; do
+		ncu_times "$tmp/p.csv" "$c" bench prefill -m "$model" --gpu 0 --prompt $p \
+			--ctx $((p + 64)) --rounds 1 --warmup 0 --disk-mib 0
+		echo "prefill of $p tokens, per kernel: launches, ms, share of the kernel time"
+		awk -F'","' '$0 ~ /gpu__time_duration/ {
+			u = $(NF - 1); v = $NF; gsub(/[",]/, "", v)
+			v *= (u ~ /msecond/ ? 1e6 : u ~ /usecond/ ? 1e3 : 1)
+			s[$5] += v; k[$5]++; t += v
+		} END { for (n in s) printf "%-44s %6d %9.3f %5.1f%%\n", substr(n, 1, 44),
+			k[n], s[n] / 1e6, 100 * s[n] / t
+			printf "%-44s %6s %9.3f\n", "total", "", t / 1e6 }' "$tmp/p.csv" | sort -k3 -n -r
+	done
 	;;
 gaps)
 	c=${2:?usage: tools/gpu_session.sh gaps COLI [MODEL]}
