@@ -166,6 +166,9 @@ void coli_tiers_layer_end(struct coli_engine *e, int l);
  * over n_experts); reads are issued for misses as prefetches. Returns the
  * reads issued. */
 int coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char *mask);
+/* Whether every expert of MoE layer l holds a RAM slot (landed or landing):
+ * a prefetch for it would issue nothing, whatever its mask. */
+int coli_tiers_layer_held(struct coli_engine *e, int l);
 /* Pin a slab already in RAM for a device copy (NULL if it is not); unpin when
  * the copy has landed. */
 const void *coli_tiers_pin_ready(struct coli_engine *e, int l, int ex, int *slot);

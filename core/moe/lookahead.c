@@ -79,6 +79,15 @@ void coli_lookahead(struct coli_engine *e, struct coli_moe_layer *ml)
 	}
 	double t0 = coli_now_s();
 
+	if (ml->guess_l != next && coli_tiers_layer_held(e, next)) {
+		/* every expert of it in RAM (a model that fits, once read): the
+		 * guess would read nothing, so skip its router GEMM and count it
+		 * idle as coli_tiers_prefetch's nothing would */
+		if (e->moe.la_idle[next] < IDLE_GUESSES)
+			e->moe.la_idle[next]++;
+		e->est.lookahead_s += coli_now_s() - t0;
+		return;
+	}
 	memset(mask, 0, sizeof(mask));
 	if (ml->guess_l == next) { /* the device's */
 		for (int i = 0; i < T * K; i++)

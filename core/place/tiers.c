@@ -337,6 +337,17 @@ void coli_tiers_layer_end(struct coli_engine *e, int l)
 	t->step++;
 }
 
+int coli_tiers_layer_held(struct coli_engine *e, int l)
+{
+	struct coli_tiers *t = e->tiers;
+	int xl = e->m.layers[l].xl;
+
+	for (int ex = 0; ex < t->E; ex++)
+		if (X(t, xl, ex)->slot < 0)
+			return 0;
+	return 1;
+}
+
 int coli_tiers_prefetch(struct coli_engine *e, int l_next, const unsigned char *mask)
 {
 	struct coli_tiers *t = e->tiers;
