@@ -51,33 +51,53 @@
 #include "core/moe/moe.h"
 
 /* Softmax (or sigmoid: cfg.router_kind), top-k and weights from e->s.rlog,
- * for every token. */
-static void route_select(struct coli_engine *e, const struct coli_moe_layer *ml)
+ * for tokens [t0, t1) of the layer call (coli_rows_mt's share: each token's
+ * choice is its own). */
+struct route_rows {
+	struct coli_engine *e;
+	const struct coli_moe_layer *ml;
+};
+
+static void route_rows(void *arg, int t0, int t1)
 {
+	const struct route_rows *a = arg;
+	struct coli_engine *e = a->e;
 	const struct coli_model_config *c = &e->m.cfg;
-	int E = c->n_experts, K = c->top_k, l = ml->l, T = ml->T;
-	const struct coli_route_sig sig = {.bias = e->m.layers[l].router_bias,
+	int E = c->n_experts, K = c->top_k;
+	const struct coli_route_sig sig = {.bias = e->m.layers[a->ml->l].router_bias,
 	                                   .n_group = c->n_group,
 	                                   .topk_group = c->topk_group,
 	                                   .norm = c->norm_topk_prob,
 	                                   .scale = c->routed_scale};
 
-	for (int t = 0; t < T; t++) {
+	for (int t = t0; t < t1; t++) {
 		float *p = e->s.rlog + (size_t)t * E, *w = e->s.selw + (size_t)t * K;
 		int *s = e->s.sel + (size_t)t * K;
 
-		if (ml->routed) /* the dense device routed (core/forward/forward_dev.c) */
-			;
-		else if (c->router_kind == COLI_ROUTER_SIGMOID)
+		if (c->router_kind == COLI_ROUTER_SIGMOID)
 			coli_route_sigmoid(p, E, K, &sig, s, w);
 		else
 			coli_route(p, E, K, c->norm_topk_prob, s, w);
-		if (e->trace) {
-			fprintf(e->trace, "%d %d", ml->pos ? ml->pos[t] : e->kv.seq[0].pos + t, l);
-			for (int j = 0; j < K; j++)
-				fprintf(e->trace, " %d:%.6f", s[j], w[j]);
-			fputc('\n', e->trace);
-		}
+	}
+}
+
+/* Every token's experts and weights (unless the dense device routed them:
+ * core/forward/forward_dev.c), then COLI_TRACE's lines in token order. */
+static void route_select(struct coli_engine *e, const struct coli_moe_layer *ml)
+{
+	int K = e->m.cfg.top_k;
+	struct route_rows a = {e, ml};
+
+	if (!ml->routed)
+		coli_rows_mt(e, ml->T, route_rows, &a);
+	for (int t = 0; e->trace && t < ml->T; t++) {
+		const float *w = e->s.selw + (size_t)t * K;
+		const int *s = e->s.sel + (size_t)t * K;
+
+		fprintf(e->trace, "%d %d", ml->pos ? ml->pos[t] : e->kv.seq[0].pos + t, ml->l);
+		for (int j = 0; j < K; j++)
+			fprintf(e->trace, " %d:%.6f", s[j], w[j]);
+		fputc('\n', e->trace);
 	}
 }
 
