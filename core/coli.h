@@ -870,6 +870,8 @@ struct coli_engine_stats {
 	 * residual adds, norms outside the phases) */
 	double forward_s;   /* inside coli_engine_forward */
 	double attention_s; /* norm, q/k/v, rope, attention, o */
+	double attn_core_s; /* of it, the CPU's attention over the cache (scores,
+	                    * softmax, values); 0 where a device runs it */
 	double moe_s;       /* norm, router, routed + shared experts */
 	double dense_mlp_s; /* norm, dense MLP layers */
 	double lm_head_s;   /* final norm and lm_head */

@@ -164,9 +164,12 @@ static void attention(struct coli_engine *e, int l, const struct coli_fwd *f)
 		}
 	}
 	/* YaRN's scale (core/model/rope.c) when the config has it; else as always */
+	double t0 = coli_now_s();
+
 	coli_attention_groups_mt(e->pool, e->s.attn, T * nkv, kvd, hd, hd,
 	                         c->rope_factor > 1 ? e->s.attn_scale : 1.0f / sqrtf((float)hd),
 	                         e->s.scores, e->s.slot, e->s.n_slots);
+	e->est.attn_core_s += coli_now_s() - t0;
 	coli_actbufs_set(e, e->s.ah, e->s.att, T, qd);
 	matmul(e, &L->o, e->s.ah, T, e->s.proj);
 	add_bias(e->s.proj, L->o_bias, T, H);

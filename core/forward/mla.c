@@ -150,6 +150,8 @@ void coli_forward_mla(struct coli_engine *e, int l, const struct coli_fwd *f)
 	for (size_t th = 0; th < (size_t)T * nh; th++)
 		memcpy(qrow + th * kr + kl, e->s.q + th * hd + np, sizeof(float) * r);
 	/* each run against its slot's rows */
+	double t0 = coli_now_s();
+
 	for (int i = 0; i < f->n_runs; i++) {
 		const struct coli_fwd_run *R = &f->run[i];
 		struct coli_attn_group cache = {0};
@@ -159,6 +161,7 @@ void coli_forward_mla(struct coli_engine *e, int l, const struct coli_fwd *f)
 		                R->pos0, e->s.attn_scale, lat + (size_t)R->r0 * nh * kl,
 		                e->s.attn + R->r0, e->s.scores, e->s.slot, e->s.n_slots);
 	}
+	e->est.attn_core_s += coli_now_s() - t0;
 	/* each head's values back from the latent: W_UV[h] . lat[h] */
 	matmul_heads(e, &L->v_b, v, lat, nh * kl, kl, kl, T, e->s.att, nh * v, v);
 	matmul(e, &L->o, e->s.att, nh * v, T, e->s.proj, H);

@@ -224,6 +224,10 @@ for a in r["arms"]:
     ph = a["phase_ms_per_token"]
     if not all(v >= -1e-3 for v in ph.values()) or ph["moe"] <= 0:
         fail("%s: phase split %r" % (name, ph))
+    # attention's core (the CPU's scores, softmax and values) is part of attention
+    core = ph.get("attention_core")
+    if core is None or core > ph["attention"] + 1e-3 or (not dev and not core > 0):
+        fail("%s: attention core %r of attention %.4f" % (name, core, ph["attention"]))
     # --profile's window detail: there iff the arm ran with it, its parts inside the MoE
     # phase (medians of separate sums: some slack), a device's expert work timed where
     # the host planned the layers (some experts resident, some not; a layer wholly

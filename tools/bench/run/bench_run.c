@@ -355,6 +355,7 @@ int bench_round_body(struct run *R, struct arm *a, struct round *r, float *logit
 	r->win_ms[0] = (s1.moe_issue_s - s0.moe_issue_s) * 1e3 / n_tok;
 	r->win_ms[1] = (s1.moe_cpu_s - s0.moe_cpu_s) * 1e3 / n_tok;
 	r->win_ms[2] = (s1.moe_take_s - s0.moe_take_s) * 1e3 / n_tok;
+	r->win_ms[3] = (s1.attn_core_s - s0.attn_core_s) * 1e3 / n_tok;
 	{
 		const double d[N_PROF] = {
 		    s1.moe_plan_s - s0.moe_plan_s,         s1.moe_slabs_s - s0.moe_slabs_s,

@@ -25,7 +25,8 @@ struct round {
 	double uses;               /* routed (token, expert) pairs per token */
 	double hits;               /* expert-layer loads per token */
 	double phase_ms[N_PHASES]; /* per token */
-	double win_ms[3];          /* overlap window per token: pack+issue | cpu-rows | take */
+	double win_ms[4];          /* overlap window per token: pack+issue | cpu-rows | take;
+	                            * then attention's core (attn_core_s) */
 	double prof_ms[N_PROF];    /* --profile: inside the window, per token (g_prof) */
 	double stream_gbs;         /* streamed slab bytes / timed seconds */
 	double kv_b;               /* KV cache bytes attention read per token (part of dense_b) */
@@ -45,7 +46,7 @@ struct arm {
 	double stream_b, stream_copy_b;
 	int dense_dev;
 	double phase_ms[N_PHASES];
-	double win_ms[3], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
+	double win_ms[4], stream_gbs, reloads, reload_b; /* medians; reloads: totals */
 	double kv_b;                                     /* median */
 	int filled, fill_next; /* --ctx-fill: the cache holds the fill; its argmax */
 	double prof_ms[N_PROF];

@@ -107,7 +107,7 @@ void bench_summarize(struct run *R, struct arm *a)
 		a->phase_ms[p] =
 		    med_of(a, n, offsetof(struct round, phase_ms) + p * sizeof(double));
 
-	for (int p = 0; p < 3; p++)
+	for (int p = 0; p < 4; p++)
 		a->win_ms[p] = med_of(a, n, offsetof(struct round, win_ms) + p * sizeof(double));
 	for (int p = 0; p < N_PROF; p++)
 		a->prof_ms[p] = med_of(a, n, offsetof(struct round, prof_ms) + p * sizeof(double));
@@ -345,15 +345,17 @@ void bench_print_table(struct run *R)
 	printf("\nper-token split, ms (median): ");
 	for (int p = 0; p < N_PHASES; p++)
 		printf("%s%s", p ? " | " : "", g_phase[p]);
-	printf("; moe = pack+issue | cpu-rows | take\n");
+	printf("; moe = pack+issue | cpu-rows | take; attention's core (the CPU's scores, "
+	       "softmax and values)\n");
 	for (int i = 0; i < R->n_arms; i++) {
 		struct arm *a = &R->arm[i];
 
 		printf("%-20s", a->name);
 		for (int p = 0; p < N_PHASES; p++)
 			printf(" %9.3f", a->phase_ms[p]);
-		printf("; %.3f | %.3f | %.3f   (%.1f expert loads, %.1f routed pairs per token)\n",
-		       a->win_ms[0], a->win_ms[1], a->win_ms[2], a->hits, a->uses);
+		printf("; %.3f | %.3f | %.3f; %.3f   (%.1f expert loads, %.1f routed pairs per "
+		       "token)\n",
+		       a->win_ms[0], a->win_ms[1], a->win_ms[2], a->win_ms[3], a->hits, a->uses);
 	}
 	bench_attn_table(R);
 	bench_print_profile(R);
@@ -415,7 +417,7 @@ void bench_print_json(struct run *R)
 		printf("   \"phase_ms_per_token\": {");
 		for (int p = 0; p < N_PHASES; p++)
 			printf("%s\"%s\": %.4f", p ? ", " : "", g_phase[p], a->phase_ms[p]);
-		printf("},\n");
+		printf(", \"attention_core\": %.4f},\n", a->win_ms[3]);
 		if (a->opts.profile || a->opts.cuda_profile) {
 			printf("   \"profile_ms_per_token\": {");
 			for (int p = 0; p < N_PROF; p++)
