@@ -244,6 +244,11 @@ int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int
 /* The same with AVX-512 VNNI's int32 dots (cpu/gemv/gemm_panel_avx512.c). */
 int coli_gemm_panel_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                            size_t ldy, int row0, int row1);
+/* Q4_0 only, sixteen rows in a 512-bit vector's lanes and four activations a
+ * walk (cpu/gemv/gemm_panel16_avx512.c): whole panels of sixteen rows, the
+ * same bits; returns the first row not done. */
+int coli_gemm_panel16_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+                             size_t ldy, int row0, int row1);
 
 /* Fold 16 lanes by the canonical tree (h = 8, 4, 2, 1); l is clobbered. */
 static inline float coli_lanes_fold(float *l)

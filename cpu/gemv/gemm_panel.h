@@ -44,7 +44,10 @@
  * Q4_0 (cpu.h's planes) takes the panel too, from COLI_PANEL_MIN_S_Q4_0
  * activations: its own GEMM (gemv_avx2.c) prepares each activation once a
  * call and so runs close, 0.077 ms an activation against the panel's
- * 0.068, and the unpack (0.11 ms) pays from about a dozen.
+ * 0.068, and the unpack (0.11 ms) pays from about a dozen. On AVX-512 its
+ * rows go sixteen to a panel first (cpu/gemv/gemm_panel16_avx512.c); this
+ * panel takes the eight left over. The transposes and Q4_0's unpack are
+ * cpu/gemv/panel_q4_0.h's.
  */
 #if !defined(PANEL_VNNI) || !defined(PANEL_NAME)
 #error "the includer defines PANEL_VNNI and PANEL_NAME"
@@ -53,6 +56,7 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/gemv/panel_q4_0.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -83,54 +87,6 @@ INLINE void store_pairs(int16_t *o, __m128i v)
 {
 	_mm256_store_si256((__m256i *)o,
 	                   _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v)));
-}
-
-/* out[c] dword r = v[r] dword c (an 8 x 8 dword transpose, in place) */
-INLINE void transpose8x32(__m256i v[8])
-{
-	__m256i t[8], u[8];
-
-#pragma GCC unroll 8
-	for (int i = 0; i < 4; i++) {
-		t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-		t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-	}
-#pragma GCC unroll 8
-	for (int i = 0; i < 2; i++) {
-		u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-		u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-		u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-		u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-	}
-#pragma GCC unroll 8
-	for (int i = 0; i < 4; i++) {
-		v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
-		v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
-	}
-}
-
-/* out[g] int16 r = v[r] int16 g (8 x 8 int16, in place) */
-INLINE void transpose8x16(__m128i v[8])
-{
-	__m128i a[8], b[8];
-
-#pragma GCC unroll 8
-	for (int i = 0; i < 4; i++) {
-		a[2 * i] = _mm_unpacklo_epi16(v[2 * i], v[2 * i + 1]);
-		a[2 * i + 1] = _mm_unpackhi_epi16(v[2 * i], v[2 * i + 1]);
-	}
-#pragma GCC unroll 8
-	for (int i = 0; i < 2; i++) {
-		b[4 * i] = _mm_unpacklo_epi32(a[4 * i], a[4 * i + 2]);
-		b[4 * i + 1] = _mm_unpackhi_epi32(a[4 * i], a[4 * i + 2]);
-		b[4 * i + 2] = _mm_unpacklo_epi32(a[4 * i + 1], a[4 * i + 3]);
-		b[4 * i + 3] = _mm_unpackhi_epi32(a[4 * i + 1], a[4 * i + 3]);
-	}
-#pragma GCC unroll 8
-	for (int i = 0; i < 4; i++) {
-		v[2 * i] = _mm_unpacklo_epi64(b[i], b[i + 4]);
-		v[2 * i + 1] = _mm_unpackhi_epi64(b[i], b[i + 4]);
-	}
 }
 
 /* Block i of rows row[0..8) (Q4_K, or Q5_K when five) into the panel. */
@@ -383,71 +339,6 @@ INLINE void unpack_q23k_block(const uint8_t *const *row, int i, int three, struc
 	}
 }
 
-/* Units [0, nu) of Q4_0 rows r0 .. r0 + 7 (cpu.h's planes: a unit's 16
- * bytes hold elements j and j + 16 in the low and high nibbles) into the
- * panel: nibbles 0..15 (the - 8 is taken from the sum as 8 qsum), two units
- * a load; the fp16 scales eight units a load, transposed. */
-INLINE void unpack_q4_0(const struct coli_mat *w, int r0, int nu, struct panel *p)
-{
-	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	const uint8_t *q = (const uint8_t *)w->data + (size_t)r0 * nu * 16;
-	const uint16_t *sc = w->scales + (size_t)r0 * nu;
-	int u = 0;
-
-	for (; u + 2 <= nu; u += 2) {
-		__m256i v0[8], v1[8];
-
-#pragma GCC unroll 8
-		for (int r = 0; r < 8; r++) {
-			const __m256i b = _mm256_loadu_si256(
-			                  (const __m256i *)(q + ((size_t)r * nu + u) * 16)),
-			              lo = _mm256_and_si256(b, m4),
-			              hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
-
-			v0[r] = _mm256_permute2x128_si256(lo, hi, 0x20);
-			v1[r] = _mm256_permute2x128_si256(lo, hi, 0x31);
-		}
-		transpose8x32(v0);
-		transpose8x32(v1);
-#pragma GCC unroll 8
-		for (int c = 0; c < 8; c++) {
-			_mm256_store_si256((__m256i *)(p->q + 256 * u + 32 * c), v0[c]);
-			_mm256_store_si256((__m256i *)(p->q + 256 * (u + 1) + 32 * c), v1[c]);
-		}
-	}
-	if (u < nu) { /* an odd last unit */
-		const __m128i m = _mm_set1_epi8(0x0f);
-		__m256i v[8];
-
-#pragma GCC unroll 8
-		for (int r = 0; r < 8; r++) {
-			const __m128i b =
-			    _mm_loadu_si128((const __m128i *)(q + ((size_t)r * nu + u) * 16));
-
-			v[r] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m),
-			                        _mm_and_si128(b, m));
-		}
-		transpose8x32(v);
-#pragma GCC unroll 8
-		for (int c = 0; c < 8; c++)
-			_mm256_store_si256((__m256i *)(p->q + 256 * u + 32 * c), v[c]);
-	}
-	for (u = 0; u + 8 <= nu; u += 8) {
-		__m128i h[8];
-
-#pragma GCC unroll 8
-		for (int r = 0; r < 8; r++)
-			h[r] = _mm_loadu_si128((const __m128i *)(sc + (size_t)r * nu + u));
-		transpose8x16(h);
-#pragma GCC unroll 8
-		for (int k = 0; k < 8; k++)
-			_mm256_store_ps(p->du + 8 * (u + k), _mm256_cvtph_ps(h[k]));
-	}
-	for (; u < nu; u++)
-		for (int r = 0; r < 8; r++)
-			p->du[8 * u + r] = _cvtsh_ss(sc[(size_t)r * nu + u]);
-}
-
 #if PANEL_VNNI
 /* acc + chunk c's u8 x s8 fours for the eight rows (vpdpbusd: exact in int32) */
 INLINE __m256i dots(__m256i acc, __m256i w, __m256i aw, const int8_t *xq, int c, enum kind kind)
@@ -659,7 +550,7 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 		for (int k = 0; k < 8; k++)
 			row[k] = (const uint8_t *)w->data + (size_t)(r + k) * rb;
 		if (kind == Q40)
-			unpack_q4_0(w, r, K / 32, &p);
+			unpack_q4_0(w, r, K / 32, p.q, 256, 32, p.du, 8);
 		for (int i = 0; kind != Q40 && i < K / 256; i++) {
 			if (kind == Q6K)
 				unpack_q6k_block(row, i, &p);

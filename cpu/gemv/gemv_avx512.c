@@ -481,11 +481,15 @@ void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S,
 		return;
 	}
 	if (w->dtype == COLI_DTYPE_Q4_0) {
-		/* a large batch: eight rows in a vector's lanes (cpu/gemv/gemm_panel.h,
-		 * VNNI), the rows past its panels here */
-		const int r = S >= COLI_PANEL_MIN_S_Q4_0
-		                  ? coli_gemm_panel_avx512(w, x, S, y, (size_t)ldy, row0, row1)
-		                  : row0;
+		/* a large batch: sixteen rows in a vector's lanes
+		 * (cpu/gemv/gemm_panel16_avx512.c), then eight (cpu/gemv/gemm_panel.h,
+		 * VNNI), the rows past their panels here */
+		int r = row0;
+
+		if (S >= COLI_PANEL_MIN_S_Q4_0) {
+			r = coli_gemm_panel16_avx512(w, x, S, y, (size_t)ldy, row0, row1);
+			r = coli_gemm_panel_avx512(w, x, S, y + (r - row0), (size_t)ldy, r, row1);
+		}
 
 		if (S == 1)
 			gemv_q4z(w, x, y, row0, row1);
