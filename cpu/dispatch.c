@@ -97,12 +97,13 @@ void coli_cpu_int8_avx2_set(int on)
 }
 
 /* w's kernels for S activations under the AVX-512 ISA are AVX2's
- * (coli_cpu_int8_avx2); not Q4_0's batches that take the eight-row panel,
- * whose VNNI form is AVX-512's (cpu/gemv/gemm_panel.h: on the Zen 4 VM a
- * Q4_0 prefill of 512 tokens 899-901 tok/s on AVX2's, 1016-1037 on VNNI's) */
+ * (coli_cpu_int8_avx2); not the batches that take a VNNI panel, AVX-512's
+ * (cpu/gemv/gemm_panel.h: on the Zen 4 VM a Q4_0 prefill of 512 tokens
+ * 899-901 tok/s on AVX2's, 1016-1037 on VNNI's; cpu/gemv/gemm_panel16_avx512.c
+ * for Q4_0 and Q8_0) */
 static int int8_on_avx2(const struct coli_mat *w, int S)
 {
-	return (w->dtype == COLI_DTYPE_Q8_0 ||
+	return ((w->dtype == COLI_DTYPE_Q8_0 && S < COLI_PANEL_MIN_S_Q8_0) ||
 	        (w->dtype == COLI_DTYPE_Q4_0 && S < COLI_PANEL_MIN_S_Q4_0)) &&
 	       coli_cpu_int8_avx2();
 }

@@ -47,7 +47,7 @@
  * 0.068, and the unpack (0.11 ms) pays from about a dozen. On AVX-512 its
  * rows go sixteen to a panel first (cpu/gemv/gemm_panel16_avx512.c); this
  * panel takes the eight left over. The transposes and Q4_0's unpack are
- * cpu/gemv/panel_q4_0.h's.
+ * cpu/gemv/panel_unpack.h's.
  */
 #if !defined(PANEL_VNNI) || !defined(PANEL_NAME)
 #error "the includer defines PANEL_VNNI and PANEL_NAME"
@@ -56,7 +56,7 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
-#include "cpu/gemv/panel_q4_0.h"
+#include "cpu/gemv/panel_unpack.h"
 
 #define INLINE static inline __attribute__((always_inline))
 

@@ -477,7 +477,13 @@ void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S,
 	if (coli_dtype_is_block(w->dtype) && !coli_kq_gemm_avx512(w, x, S, y, ldy, row0, row1))
 		return;
 	if (w->dtype == COLI_DTYPE_Q8_0) {
-		gemm_q8(w, x, S, y, (size_t)ldy, row0, row1);
+		/* a batch: sixteen rows in a vector's lanes, the rest here */
+		const int r = S >= COLI_PANEL_MIN_S_Q8_0
+		                  ? coli_gemm_panel16_avx512(w, x, S, y, (size_t)ldy, row0, row1)
+		                  : row0;
+
+		if (r < row1)
+			gemm_q8(w, x, S, y + (r - row0), (size_t)ldy, r, row1);
 		return;
 	}
 	if (w->dtype == COLI_DTYPE_Q4_0) {

@@ -1,12 +1,12 @@
 /*
- * cpu/gemv/panel_q4_0.h — what the row panels share (cpu/gemv/gemm_panel.h:
+ * cpu/gemv/panel_unpack.h — what the row panels share (cpu/gemv/gemm_panel.h:
  * eight rows in a 256-bit vector's lanes; cpu/gemv/gemm_panel16_avx512.c:
- * sixteen in a 512-bit one): the 8 x 8 transposes, and Q4_0's unpack of
- * eight rows into a panel's chunks and scales. Included by files compiled
- * for AVX2 or above.
+ * sixteen in a 512-bit one): the 8 x 8 transposes, and the unpack of eight
+ * rows of Q4_0 or Q8_0 (cpu.h's planes) into a panel's chunks and scales.
+ * Included by files compiled for AVX2 or above.
  */
-#ifndef COLI_CPU_PANEL_Q4_0_H
-#define COLI_CPU_PANEL_Q4_0_H
+#ifndef COLI_CPU_PANEL_UNPACK_H
+#define COLI_CPU_PANEL_UNPACK_H
 
 #include <immintrin.h>
 #include <stddef.h>
@@ -64,6 +64,30 @@ PANEL_INLINE void transpose8x16(__m128i v[8])
 	}
 }
 
+/* The fp16 scales of units [0, nu) of rows r0 .. r0 + 7 (Q4_0, Q8_0: one a
+ * unit), eight units a load, transposed: row r's of unit u at pd[dstep * u
+ * + r]. */
+PANEL_INLINE void unpack_scales(const struct coli_mat *w, int r0, int nu, float *pd, int dstep)
+{
+	const uint16_t *sc = w->scales + (size_t)r0 * nu;
+	int u;
+
+	for (u = 0; u + 8 <= nu; u += 8) {
+		__m128i h[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++)
+			h[r] = _mm_loadu_si128((const __m128i *)(sc + (size_t)r * nu + u));
+		transpose8x16(h);
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++)
+			_mm256_storeu_ps(pd + (size_t)dstep * (u + k), _mm256_cvtph_ps(h[k]));
+	}
+	for (; u < nu; u++)
+		for (int r = 0; r < 8; r++)
+			pd[(size_t)dstep * u + r] = _cvtsh_ss(sc[(size_t)r * nu + u]);
+}
+
 /* Units [0, nu) of Q4_0 rows r0 .. r0 + 7 (cpu.h's planes: a unit's 16
  * bytes hold elements j and j + 16 in the low and high nibbles) into a
  * panel: nibbles 0..15 (the - 8 is taken from the sum as 8 qsum), chunk c
@@ -75,7 +99,6 @@ PANEL_INLINE void unpack_q4_0(const struct coli_mat *w, int r0, int nu, uint8_t 
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 	const uint8_t *q = (const uint8_t *)w->data + (size_t)r0 * nu * 16;
-	const uint16_t *sc = w->scales + (size_t)r0 * nu;
 	int u = 0;
 
 	for (; u + 2 <= nu; u += 2) {
@@ -116,20 +139,31 @@ PANEL_INLINE void unpack_q4_0(const struct coli_mat *w, int r0, int nu, uint8_t 
 		for (int c = 0; c < 8; c++)
 			_mm256_store_si256((__m256i *)(pq + ustep * u + cstep * c), v[c]);
 	}
-	for (u = 0; u + 8 <= nu; u += 8) {
-		__m128i h[8];
+	unpack_scales(w, r0, nu, pd, dstep);
+}
+
+/* Units [0, nu) of Q8_0 rows r0 .. r0 + 7 into a panel as unpack_q4_0 lays
+ * them out: each quant plus 128 as a byte (x ^ 0x80: vpdpbusd's unsigned
+ * operand; the 128 qsum it adds is taken off the sum), its scales too. */
+PANEL_INLINE void unpack_q8_0(const struct coli_mat *w, int r0, int nu, uint8_t *pq, size_t ustep,
+                              size_t cstep, float *pd, int dstep)
+{
+	const __m256i flip = _mm256_set1_epi8((char)0x80);
+	const uint8_t *q = (const uint8_t *)w->data + (size_t)r0 * nu * 32;
+
+	for (int u = 0; u < nu; u++) {
+		__m256i v[8];
 
 #pragma GCC unroll 8
 		for (int r = 0; r < 8; r++)
-			h[r] = _mm_loadu_si128((const __m128i *)(sc + (size_t)r * nu + u));
-		transpose8x16(h);
+			v[r] = _mm256_xor_si256(
+			    _mm256_loadu_si256((const __m256i *)(q + ((size_t)r * nu + u) * 32)), flip);
+		transpose8x32(v);
 #pragma GCC unroll 8
-		for (int k = 0; k < 8; k++)
-			_mm256_storeu_ps(pd + (size_t)dstep * (u + k), _mm256_cvtph_ps(h[k]));
+		for (int c = 0; c < 8; c++)
+			_mm256_store_si256((__m256i *)(pq + ustep * u + cstep * c), v[c]);
 	}
-	for (; u < nu; u++)
-		for (int r = 0; r < 8; r++)
-			pd[(size_t)dstep * u + r] = _cvtsh_ss(sc[(size_t)r * nu + u]);
+	unpack_scales(w, r0, nu, pd, dstep);
 }
 
 #endif
