@@ -90,11 +90,30 @@ static void combine_rows(void *arg, int t0, int t1)
 	}
 }
 
+/* out[t] += gate[t] * the shared expert's y[t] (e->s.ey) for rows [t0, t1):
+ * gate = sigmoid of its router's logit (e->s.rlog[t]), or 1 ungated. */
+static void shared_rows(void *arg, int t0, int t1)
+{
+	const struct combine *a = arg;
+	const struct coli_engine *e = a->e;
+	const struct coli_model_config *c = &e->m.cfg;
+	int H = c->hidden;
+
+	for (int t = t0; t < t1; t++) {
+		float gate = c->shared_gated ? 1.0f / (1.0f + expf(-e->s.rlog[t])) : 1.0f;
+		float *o = a->out + (size_t)t * H;
+		const float *y = e->s.ey + (size_t)t * H;
+
+		for (int j = 0; j < H; j++)
+			o[j] = o[j] + gate * y[j];
+	}
+}
+
 int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const struct coli_layer *L = &e->m.layers[ml->l];
-	int H = c->hidden, T = ml->T, rc;
+	int T = ml->T, rc;
 	struct combine cb = {e, L, out};
 
 	route_logits(e, ml);
@@ -112,14 +131,7 @@ int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out)
 		if (c->shared_gated)
 			coli_gemm(&L->sh_router, e->s.ag, T, e->s.rlog, 1, 0, 1);
 		swiglu(e, &L->sh_gate, &L->sh_up, &L->sh_down, T, e->s.ey);
-		for (int t = 0; t < T; t++) {
-			float gate = c->shared_gated ? 1.0f / (1.0f + expf(-e->s.rlog[t])) : 1.0f;
-			float *o = out + (size_t)t * H;
-			const float *y = e->s.ey + (size_t)t * H;
-
-			for (int j = 0; j < H; j++)
-				o[j] = o[j] + gate * y[j];
-		}
+		coli_rows_mt(e, T, shared_rows, &cb);
 	}
 	return 0;
 }
