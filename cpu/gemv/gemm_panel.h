@@ -82,89 +82,6 @@ struct panel {
 	float dm[PANEL_MAX_B * 8];     /* and its dmin */
 };
 
-/* a plane of eight rows' int16 values as pairs: lanes 2r and 2r + 1 = v[r] */
-INLINE void store_pairs(int16_t *o, __m128i v)
-{
-	_mm256_store_si256((__m256i *)o,
-	                   _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v)));
-}
-
-/* Block i of rows row[0..8) (Q4_K, or Q5_K when five) into the panel. */
-INLINE void unpack_block(const uint8_t *const *row, int i, int five, struct panel *p)
-{
-	const size_t bb = five ? 176 : 144;
-	const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
-	__m128i sc[8], mn[8];
-
-#pragma GCC unroll 8
-	for (int r = 0; r < 8; r++) {
-		const uint8_t *bp = row[r] + i * bb;
-		/* coli_kq_scale_min's fields in vector lanes (GPR to vector moves
-		 * went through memory with GCC's generic tuning): dwords u0, u1, u2
-		 * of the 12 bytes; lanes 0 / 1 become the scales / the mins */
-		const __m128i v = _mm_loadu_si128((const __m128i *)(bp + 4)),
-		              lo = _mm_and_si128(v, _mm_set1_epi8(0x3f)),
-		              top = _mm_slli_epi32(
-		                  _mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(3)), 4),
-		              u2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa),
-		                                  _mm_set_epi32(0, 0, 4, 0)),
-		              hi = _mm_or_si128(_mm_and_si128(u2, _mm_set1_epi8(0x0f)), top),
-		              both = _mm_unpacklo_epi32(lo, hi); /* sc_lo sc_hi m_lo m_hi */
-
-		p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[0] | bp[1] << 8));
-		p->dm[8 * i + r] = _cvtsh_ss((uint16_t)(bp[2] | bp[3] << 8));
-		sc[r] = _mm_cvtepu8_epi16(both);
-		mn[r] = _mm_cvtepu8_epi16(_mm_srli_si128(both, 8));
-	}
-	transpose8x16(sc); /* sc[g] = group g's scale of rows 0..7 */
-	transpose8x16(mn);
-#pragma GCC unroll 8
-	for (int g = 0; g < 8; g++) {
-		const int u = 8 * i + g;
-
-		store_pairs(p->sc + 16 * u, sc[g]);
-		_mm256_store_ps(p->mn + 8 * u,
-		                _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(),
-		                                                    _mm256_cvtepi16_epi32(mn[g]))));
-	}
-	/* groups 2j and 2j + 1 share 32 quant bytes: low and high nibbles (Q5_K:
-	 * bit g of qh[l] is element l's fifth bit in group g) */
-	for (int j = 0; j < 4; j++) {
-		__m256i lo[8], hi[8];
-
-#pragma GCC unroll 8
-		for (int r = 0; r < 8; r++) {
-			const uint8_t *bp = row[r] + i * bb;
-			const __m256i q =
-			    _mm256_loadu_si256((const __m256i *)(bp + (five ? 48 : 16) + 32 * j));
-
-			lo[r] = _mm256_and_si256(q, m4);
-			hi[r] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-			if (five) {
-				const __m256i h = _mm256_loadu_si256((const __m256i *)(bp + 16));
-
-				lo[r] = _mm256_or_si256(
-				    lo[r],
-				    _mm256_and_si256(
-				        _mm256_slli_epi16(_mm256_srli_epi16(h, 2 * j), 4), b4));
-				hi[r] = _mm256_or_si256(
-				    hi[r],
-				    _mm256_and_si256(
-				        _mm256_slli_epi16(_mm256_srli_epi16(h, 2 * j + 1), 4), b4));
-			}
-		}
-		transpose8x32(lo);
-		transpose8x32(hi);
-#pragma GCC unroll 8
-		for (int c = 0; c < 8; c++) {
-			_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 2 * j) + 32 * c),
-			                   lo[c]);
-			_mm256_store_si256((__m256i *)(p->q + 256 * (8 * i + 2 * j + 1) + 32 * c),
-			                   hi[c]);
-		}
-	}
-}
-
 /* Block i of rows row[0..8) (Q6_K) into the panel: unit u of half h = u / 4
  * from the low (u % 4 < 2) or high nibbles of ql bytes 64h + 32 (u % 2) ..
  * +32 and bits 2 (u % 4) of qh bytes 32h .. +32, less 32; its groups of 16
@@ -557,7 +474,9 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 			else if (kind == Q2K || kind == Q3K)
 				unpack_q23k_block(row, i, kind == Q3K, &p);
 			else
-				unpack_block(row, i, kind == Q5K, &p);
+				unpack_q45k_block(row, i, kind == Q5K,
+				                  &(struct panel_dst){p.q, 256, 32, p.sc, 16, p.mn, 8,
+				                                      p.d, p.dm, 8});
 		}
 		for (int s = 0; s < S; s += 2) {
 			const int ns = S - s < 2 ? 1 : 2;

@@ -1,10 +1,11 @@
 /*
- * cpu/gemv/gemm_panel16_avx512.c — Q4_0 and Q8_0 times many activations (a
- * prefill chunk's experts and projections) on AVX-512 VNNI with sixteen rows
- * in a 512-bit vector's lanes: cpu/gemv/gemm_panel.h's Q4_0 panel at twice
- * the rows, walked once for four activations instead of two; Q8_0 the same
- * way, its quants plus 128 as the unsigned bytes (the row kernels it
- * replaces from COLI_PANEL_MIN_S_Q8_0 activations sum each row apart).
+ * cpu/gemv/gemm_panel16_avx512.c — Q4_0, Q8_0, Q4_K and Q5_K times many
+ * activations (a prefill chunk's experts and projections) on AVX-512 VNNI
+ * with sixteen rows in a 512-bit vector's lanes: cpu/gemv/gemm_panel.h's
+ * panel at twice the rows, walked once for four activations instead of
+ * two; Q8_0 the same way, its quants plus 128 as the unsigned bytes (the
+ * row kernels it replaces from COLI_PANEL_MIN_S_Q8_0 activations sum each
+ * row apart).
  *
  * Why: the eight-row panel issues three loads (the chunk, two activations'
  * broadcast fours) for two vpdpbusd of 32 products; here five loads feed
@@ -15,13 +16,14 @@
  *
  * The panel: chunk c of unit u (quants 4c..4c+3 of the sixteen rows, row r's
  * at byte 4r) at 512 u + 64 c, written as two eight-row halves by
- * cpu/gemv/panel_unpack.h's unpacks; unit u's scales at du[16 u + r]. Per
- * activation s and unit u, lane r of the vpdpbusd sum is row r's sum of
- * nibble (Q8_0: quant + 128) x activation (exact in int32); minus 8 qsum
- * (128 qsum) it is the unit's integer sum, and the fp32 steps are the
- * reference's lane by lane: fmaf(A, d * dx) into canonical lane u % 16,
- * then the canonical fold. So y is coli_gemm's, bit for bit
- * (tests/cpu/gemm_matches_gemv).
+ * cpu/gemv/panel_unpack.h's unpacks, and the scales beside it, sixteen
+ * rows a vector. Per activation s and unit u, lane r of the vpdpbusd sum is
+ * row r's sum of quant x activation (exact in int32): Q4_0 minus 8 qsum and
+ * Q8_0 minus 128 qsum give the unit's integer sum, Q4_K / Q5_K times the
+ * unit's 6-bit scale its A. The fp32 steps are the reference's lane by
+ * lane, units in order: fmaf(A, d * dx) into canonical lane u % 16 (K-quants:
+ * then fmaf(-m qsum, dmin * dx)), then the canonical fold. So y is
+ * coli_gemm's, bit for bit (tests/cpu/gemm_matches_gemv, tests/cpu/kquant_gemv).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -30,72 +32,102 @@
 #include "cpu/gemv/panel_unpack.h"
 
 #define P16_MAX_U (COLI_PANEL_MAX_K / 32)
+#define P16_MAX_B (COLI_PANEL_MAX_K / 256)
 #define P16_NS    4 /* activations a walk of the panel */
 
+enum p16_kind { P16_Q40, P16_Q80, P16_Q45K };
+
 struct panel16 {
-	uint8_t q[P16_MAX_U * 512];
-	float du[P16_MAX_U * 16];
+	uint8_t q[P16_MAX_U * 512]; /* unit u's chunk c at 512 u + 64 c */
+	float du[P16_MAX_U * 16];   /* Q4_0, Q8_0: unit u's d of row r at 16 u + r */
+	int16_t sc[P16_MAX_U * 32]; /* K-quants: unit u's scale of row r at 32 u + 2r, 2r + 1 */
+	float mn[P16_MAX_U * 16];   /* ... its min, negated */
+	float d[P16_MAX_B * 16];    /* ... block i's d and dmin of row r at 16 i + r */
+	float dm[P16_MAX_B * 16];
 };
 
-/* The panel's rows' y for activations x[0..NS), y[s][0..16). ia: unit u's
- * sums of activation s at ia[s * P16_MAX_U + u]. */
+/* The panel's rows' y for activations x[0..NS), y[s][0..16): each unit's
+ * integer sums, then at once its fp32 steps into lane u % 16 (a lane's
+ * units in order: the canonical order). */
 PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *const *x,
-                        const int NS, int off, float (*y)[16], __m512i *ia)
+                        const int NS, const enum p16_kind kind, float (*y)[16])
 {
 	const __m512i zero = _mm512_setzero_si512();
+	__m512 l[P16_NS][16];
 
+	for (int s = 0; s < NS; s++)
+		for (int k = 0; k < 16; k++)
+			l[s][k] = _mm512_setzero_ps();
 	for (int u = 0; u < nu; u++) {
 		const uint8_t *q = p->q + 512 * u;
-		__m512i h0 = zero, h1 = zero, h2 = zero, h3 = zero;
+		__m512i h[P16_NS] = {zero, zero, zero, zero};
 
 #pragma GCC unroll 8
 		for (int c = 0; c < 8; c++) {
 			const __m512i w = _mm512_load_si512((const void *)(q + 64 * c));
 
-#define P16_DOT(h, s)                                                                              \
-	h = _mm512_dpbusd_epi32(h, w,                                                              \
-	                        _mm512_set1_epi32(*(const int32_t *)(x[s]->q + 32 * u + 4 * c)))
-			P16_DOT(h0, 0);
-			if (NS > 1)
-				P16_DOT(h1, 1);
-			if (NS > 2)
-				P16_DOT(h2, 2);
-			if (NS > 3)
-				P16_DOT(h3, 3);
-#undef P16_DOT
+#pragma GCC unroll 4
+			for (int s = 0; s < NS; s++)
+				h[s] = _mm512_dpbusd_epi32(
+				    h[s], w, _mm512_set1_epi32(*(const int32_t *)(x[s]->q + 32 * u + 4 * c)));
 		}
-		ia[u] = h0;
-		if (NS > 1)
-			ia[P16_MAX_U + u] = h1;
-		if (NS > 2)
-			ia[2 * P16_MAX_U + u] = h2;
-		if (NS > 3)
-			ia[3 * P16_MAX_U + u] = h3;
+		const __m512 d = _mm512_load_ps(kind == P16_Q45K ? p->d + 16 * (u / 8) : p->du + 16 * u);
+
+#pragma GCC unroll 4
+		for (int s = 0; s < NS; s++) {
+			const __m512 dx = _mm512_set1_ps(x[s]->d[u]);
+			__m512 *lk = &l[s][u % 16];
+			__m512i A;
+
+			if (kind == P16_Q45K) /* the unit's scale: >> 16 of its int16 pair */
+				A = _mm512_mullo_epi32(
+				    h[s], _mm512_srai_epi32(_mm512_load_si512((const void *)(p->sc + 32 * u)),
+				                            16));
+			else /* the quants' offset: 8 (Q4_0) or 128 (Q8_0) times qsum */
+				A = _mm512_sub_epi32(h[s], _mm512_set1_epi32((kind == P16_Q80 ? 128 : 8) *
+				                                             x[s]->qsum[u]));
+			*lk = _mm512_fmadd_ps(_mm512_cvtepi32_ps(A), _mm512_mul_ps(d, dx), *lk);
+			if (kind == P16_Q45K) { /* C = -m * qsum (exact), by dmin * dx */
+				const __m512 cm =
+				    _mm512_mul_ps(_mm512_load_ps(p->mn + 16 * u),
+				                  _mm512_cvtepi32_ps(_mm512_set1_epi32(x[s]->qsum[u])));
+
+				*lk = _mm512_fmadd_ps(
+				    cm, _mm512_mul_ps(_mm512_load_ps(p->dm + 16 * (u / 8)), dx), *lk);
+			}
+		}
 	}
 	for (int s = 0; s < NS; s++) {
-		__m512 l[16];
-
-		/* lane k's units one after the other (u = k, k + 16, ...) */
-		for (int k = 0; k < 16; k++) {
-			__m512 acc = _mm512_setzero_ps();
-
-			for (int u = k; u < nu; u += 16) {
-				const __m512i A =
-				    _mm512_sub_epi32(ia[s * P16_MAX_U + u],
-				                     _mm512_set1_epi32(off * x[s]->qsum[u]));
-
-				acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(A),
-				                      _mm512_mul_ps(_mm512_load_ps(p->du + 16 * u),
-				                                    _mm512_set1_ps(x[s]->d[u])),
-				                      acc);
-			}
-			l[k] = acc;
-		}
-		for (int h = 8; h >= 1; h /= 2) /* the canonical fold */
+		for (int hh = 8; hh >= 1; hh /= 2) /* the canonical fold */
 #pragma GCC unroll 8
-			for (int k = 0; k < h; k++)
-				l[k] = _mm512_add_ps(l[k], l[k + h]);
-		_mm512_storeu_ps(y[s], l[0]);
+			for (int k = 0; k < hh; k++)
+				l[s][k] = _mm512_add_ps(l[s][k], l[s][k + hh]);
+		_mm512_storeu_ps(y[s], l[s][0]);
+	}
+}
+
+/* Rows r .. r + 15 of w into the panel, as two eight-row halves. */
+static void unpack16(const struct coli_mat *w, int r, enum p16_kind kind, struct panel16 *p)
+{
+	const int K = w->cols, nu = K / 32;
+	const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)K);
+
+	for (int h = 0; h < 2; h++) { /* rows r + 8h .. + 7: the lanes' halves */
+		if (kind == P16_Q80) {
+			unpack_q8_0(w, r + 8 * h, nu, p->q + 32 * h, 512, 64, p->du + 8 * h, 16);
+		} else if (kind == P16_Q40) {
+			unpack_q4_0(w, r + 8 * h, nu, p->q + 32 * h, 512, 64, p->du + 8 * h, 16);
+		} else {
+			const struct panel_dst o = {p->q + 32 * h, 512,         64,         p->sc + 16 * h,
+			                            32,            p->mn + 8 * h, 16,         p->d + 8 * h,
+			                            p->dm + 8 * h, 16};
+			const uint8_t *row[8];
+
+			for (int k = 0; k < 8; k++)
+				row[k] = (const uint8_t *)w->data + (size_t)(r + 8 * h + k) * rb;
+			for (int i = 0; i < K / 256; i++)
+				unpack_q45k_block(row, i, w->dtype == COLI_DTYPE_Q5_K, &o);
+		}
 	}
 }
 
@@ -103,20 +135,17 @@ int coli_gemm_panel16_avx512(const struct coli_mat *w, const struct coli_act *x,
                              size_t ldy, int row0, int row1)
 {
 	const int K = w->cols, nu = K / 32;
+	const enum p16_kind kind = w->dtype == COLI_DTYPE_Q8_0   ? P16_Q80
+	                           : w->dtype == COLI_DTYPE_Q4_0 ? P16_Q40
+	                                                         : P16_Q45K;
 	struct panel16 p __attribute__((aligned(64)));
-	__m512i ia[P16_NS * P16_MAX_U];
 	int r = row0;
 
-	const int q8 = w->dtype == COLI_DTYPE_Q8_0, off = q8 ? 128 : 8; /* the quants' offset */
-
-	if ((!q8 && w->dtype != COLI_DTYPE_Q4_0) || K > COLI_PANEL_MAX_K)
+	if ((kind == P16_Q45K && w->dtype != COLI_DTYPE_Q4_K && w->dtype != COLI_DTYPE_Q5_K) ||
+	    K > COLI_PANEL_MAX_K)
 		return row0;
 	for (; r + 16 <= row1; r += 16) {
-		for (int h = 0; h < 2; h++) /* rows r + 8h .. + 7: the lanes' halves */
-			if (q8)
-				unpack_q8_0(w, r + 8 * h, nu, p.q + 32 * h, 512, 64, p.du + 8 * h, 16);
-			else
-				unpack_q4_0(w, r + 8 * h, nu, p.q + 32 * h, 512, 64, p.du + 8 * h, 16);
+		unpack16(w, r, kind, &p);
 		for (int s = 0; s < S; s += P16_NS) {
 			const int ns = S - s < P16_NS ? S - s : P16_NS;
 			const struct coli_act *xs[P16_NS];
@@ -124,19 +153,15 @@ int coli_gemm_panel16_avx512(const struct coli_mat *w, const struct coli_act *x,
 
 			for (int j = 0; j < P16_NS; j++)
 				xs[j] = &x[s + (j < ns ? j : ns - 1)];
-			switch (ns) { /* a constant count: the unused dots fold away */
-			case 1:
-				dot16(&p, nu, xs, 1, off, t, ia);
-				break;
-			case 2:
-				dot16(&p, nu, xs, 2, off, t, ia);
-				break;
-			case 3:
-				dot16(&p, nu, xs, 3, off, t, ia);
-				break;
-			default:
-				dot16(&p, nu, xs, 4, off, t, ia);
+			/* constant counts and kinds: the unused steps fold away */
+#define P16_CASE(n)                                                                                	case n:                                                                                    		if (kind == P16_Q40)                                                               			dot16(&p, nu, xs, n, P16_Q40, t);                                          		else if (kind == P16_Q80)                                                          			dot16(&p, nu, xs, n, P16_Q80, t);                                          		else                                                                               			dot16(&p, nu, xs, n, P16_Q45K, t);                                         		break
+			switch (ns) {
+				P16_CASE(1);
+				P16_CASE(2);
+				P16_CASE(3);
+				P16_CASE(4);
 			}
+#undef P16_CASE
 			for (int j = 0; j < ns; j++)
 				memcpy(y + (size_t)(s + j) * ldy + (r - row0), t[j], sizeof(t[j]));
 		}

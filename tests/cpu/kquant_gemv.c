@@ -5,7 +5,9 @@
  *
  *   1. every kernel ISA this CPU has gives the scalar reference's bits, in
  *      coli_gemv, coli_gemm (S = 7, each s: past COLI_PANEL_MIN_S, an odd
- *      count) and row sub-ranges of both (K up to 4096, and 40960 for
+ *      count; S = 9 over 25 rows: AVX-512's sixteen-row panel for Q4_K and
+ *      Q5_K, four activations a walk and one, then a panel of eight and a
+ *      row) and row sub-ranges of both (K up to 4096, and 40960 for
  *      the K-quants; for the 32-block types also K of 1-7 blocks past a
  *      multiple of 8, the vector forms' scalar tail);
  *   2. the reference is within fp32 rounding of a double dot product of the
@@ -110,7 +112,8 @@ int main(void)
 	 * (cpu/kquant/kquant_simd.h kq_rows: 4 of S = 7 at this K) */
 	static const int Ks_k[] = {256, 512, 768, 2048, 4096, 40960},
 	                 Ks_32[] = {32, 96, 256, 288, 544, 800, 2080, 4096};
-	static const int rows_of[] = {1, 3, 17}; /* 17: two panels of 8 and a row */
+	/* 17: two panels of 8 and a row; 25 (with S = 9): a panel of 16, one of 8, a row */
+	static const int rows_of[] = {1, 3, 17, 25};
 	double maxq[N_TYPES] = {0}, maxf[N_TYPES] = {0};
 	int fails = 0, cases = 0;
 	enum coli_cpu_isa best = coli_cpu_isa();
@@ -126,15 +129,15 @@ int main(void)
 
 		for (size_t ki = 0; ki < nk; ki++) {
 			for (size_t ri = 0; ri < sizeof(rows_of) / sizeof(rows_of[0]); ri++) {
-				const int K = Ks[ki], rows = rows_of[ri], S = 7;
+				const int K = Ks[ki], rows = rows_of[ri], S = rows == 25 ? 9 : 7;
 				uint8_t *blk = rand_blocks(t, rows, K), *zq;
 				struct coli_mat m, mz;
-				struct test_act ta[7];
+				struct test_act ta[9];
 				float *ref = xmalloc((size_t)S * rows * sizeof(float)),
 				      *y = xmalloc((size_t)S * rows * sizeof(float)),
 				      *w = xmalloc((size_t)K * sizeof(float)),
 				      *w0 = xmalloc((size_t)K * sizeof(float));
-				struct coli_act acts[7];
+				struct coli_act acts[9];
 				unsigned bb, be2;
 				int qa, qb;
 
