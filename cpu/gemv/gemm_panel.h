@@ -82,68 +82,6 @@ struct panel {
 	float dm[PANEL_MAX_B * 8];     /* and its dmin */
 };
 
-/* Block i of rows row[0..8) (Q6_K) into the panel: unit u of half h = u / 4
- * from the low (u % 4 < 2) or high nibbles of ql bytes 64h + 32 (u % 2) ..
- * +32 and bits 2 (u % 4) of qh bytes 32h .. +32, less 32; its groups of 16
- * take scales 2u and 2u + 1. */
-INLINE void unpack_q6k_block(const uint8_t *const *row, int i, struct panel *p)
-{
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3),
-	              k32 = _mm256_set1_epi8(32);
-	__m128i s1[8], s2[8];
-
-#pragma GCC unroll 8
-	for (int r = 0; r < 8; r++) {
-		const uint8_t *bp = row[r] + i * 210;
-		const __m128i sc = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
-
-		p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[208] | bp[209] << 8));
-		/* the even scales (first groups) and the odd ones, widened */
-		s1[r] = _mm_srai_epi16(_mm_slli_epi16(sc, 8), 8);
-		s2[r] = _mm_srai_epi16(sc, 8);
-	}
-	transpose8x16(s1);
-	transpose8x16(s2);
-#pragma GCC unroll 8
-	for (int u = 0; u < 8; u++) {
-		store_pairs(p->sc + 16 * (8 * i + u), s1[u]);
-		store_pairs(p->sc2 + 16 * (8 * i + u), s2[u]);
-	}
-#pragma GCC unroll 8
-	for (int h = 0; h < 2; h++) {
-		__m256i v[4][8];
-
-#pragma GCC unroll 8
-		for (int r = 0; r < 8; r++) {
-			const uint8_t *bp = row[r] + i * 210;
-			const __m256i A = _mm256_loadu_si256((const __m256i *)(bp + 64 * h)),
-			              B = _mm256_loadu_si256((const __m256i *)(bp + 64 * h + 32)),
-			              H = _mm256_loadu_si256((const __m256i *)(bp + 128 + 32 * h));
-			const __m256i lo[4] = {_mm256_and_si256(A, m4), _mm256_and_si256(B, m4),
-			                       _mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
-			                       _mm256_and_si256(_mm256_srli_epi16(B, 4), m4)};
-
-#pragma GCC unroll 8
-			for (int k = 0; k < 4; k++) {
-				const __m256i hb =
-				    _mm256_and_si256(_mm256_srli_epi16(H, 2 * k), m3);
-
-				v[k][r] = _mm256_sub_epi8(
-				    _mm256_or_si256(lo[k], _mm256_slli_epi16(hb, 4)), k32);
-			}
-		}
-#pragma GCC unroll 8
-		for (int k = 0; k < 4; k++) {
-			transpose8x32(v[k]);
-#pragma GCC unroll 8
-			for (int c = 0; c < 8; c++)
-				_mm256_store_si256(
-				    (__m256i *)(p->q + 256 * (8 * i + 4 * h + k) + 32 * c),
-				    v[k][c]);
-		}
-	}
-}
-
 /* Unit u's integer sums for the eight rows and activations xq[0..ns): per
  * chunk the weights are loaded once and multiplied by each activation's
  * four bytes broadcast, pairs summed in int16, then scaled into int32 by
@@ -151,111 +89,6 @@ INLINE void unpack_q6k_block(const uint8_t *const *row, int i, struct panel *p)
  * 7,874), so the halves are scaled apart; Q6_K: signed quants (|q - 32| <=
  * 32) as |w| by x with w's sign (vpsignb), four pairs a group of 16 (<= 4 x
  * 8,128), each group by its own scales (sc, sc2). */
-/* Block i of rows row[0..8) (Q2_K: bb 84; Q3_K: bb 110) into the panel:
- * unit u's 2-bit quants are bits 2 (u % 4) of qs bytes 32 (u / 4) .. +32
- * (qs at 16 in Q2_K, at 32 in Q3_K); Q3_K subtracts 4 where bit u of hm[l]
- * is clear. Groups 2u, 2u + 1: Q2_K's scale and min nibbles of sc[g], Q3_K's
- * 6-bit scales (coli_kq_q3_scale) less 32. */
-INLINE void unpack_q23k_block(const uint8_t *const *row, int i, int three, struct panel *p)
-{
-	const size_t bb = three ? 110 : 84;
-	const __m256i m3 = _mm256_set1_epi8(3), k4 = _mm256_set1_epi8(4);
-	__m128i s1[8], s2[8], m1[8], m2[8];
-
-#pragma GCC unroll 8
-	for (int r = 0; r < 8; r++) {
-		const uint8_t *bp = row[r] + i * bb;
-		__m128i sc;
-
-		if (three) { /* the 16 scales as bytes: low nibbles of s[0..8), then
-			      * high ones; bits 2 (g / 4) of s[8 + g % 4] on top */
-			const __m128i v = _mm_loadl_epi64((const __m128i *)(bp + 96)),
-			              hb = _mm_cvtsi32_si128(*(const int32_t *)(bp + 104)),
-			              lo =
-			                  _mm_and_si128(_mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4)),
-			                                _mm_set1_epi8(0x0f));
-			/* g = 4j + k: bits 2j of hb byte k, for j = 0..3 */
-			const __m128i hi = _mm_and_si128(
-			    _mm_srlv_epi32(_mm_shuffle_epi32(hb, 0), _mm_set_epi32(6, 4, 2, 0)),
-			    _mm_set1_epi8(3));
-
-			sc = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)),
-			                  _mm_set1_epi8(32));
-			p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[108] | bp[109] << 8));
-		} else {
-			const __m128i v = _mm_loadu_si128((const __m128i *)bp);
-
-			sc = _mm_and_si128(v, _mm_set1_epi8(0x0f));
-			m1[r] = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0f)); /* mins */
-			p->d[8 * i + r] = _cvtsh_ss((uint16_t)(bp[80] | bp[81] << 8));
-			p->dm[8 * i + r] = _cvtsh_ss((uint16_t)(bp[82] | bp[83] << 8));
-		}
-		/* even groups (first of each unit) and odd ones, widened */
-		s1[r] = _mm_srai_epi16(_mm_slli_epi16(sc, 8), 8);
-		s2[r] = _mm_srai_epi16(sc, 8);
-	}
-	transpose8x16(s1);
-	transpose8x16(s2);
-#pragma GCC unroll 8
-	for (int u = 0; u < 8; u++) {
-		store_pairs(p->sc + 16 * (8 * i + u), s1[u]);
-		store_pairs(p->sc2 + 16 * (8 * i + u), s2[u]);
-	}
-	if (!three) { /* each group's min, row r's as bytes 4r..4r+3 (a chunk's
-		       * broadcast pattern): from the 16 min bytes of each row */
-#pragma GCC unroll 8
-		for (int r = 0; r < 8; r++) {
-			m2[r] = _mm_srli_epi16(m1[r], 8);                   /* odd groups */
-			m1[r] = _mm_and_si128(m1[r], _mm_set1_epi16(0xff)); /* even */
-		}
-		transpose8x16(m1);
-		transpose8x16(m2);
-#pragma GCC unroll 8
-		for (int u = 0; u < 8; u++) { /* int16 m of rows 0..7 -> bytes 4r..4r+3 */
-			const __m256i b = _mm256_set1_epi32(0x01010101);
-
-			_mm256_store_si256((__m256i *)(p->mb + 64 * (8 * i + u)),
-			                   _mm256_mullo_epi32(_mm256_cvtepu16_epi32(m1[u]), b));
-			_mm256_store_si256((__m256i *)(p->mb + 64 * (8 * i + u) + 32),
-			                   _mm256_mullo_epi32(_mm256_cvtepu16_epi32(m2[u]), b));
-		}
-	}
-	for (int h = 0; h < 2; h++) {
-		__m256i v[4][8];
-
-#pragma GCC unroll 8
-		for (int r = 0; r < 8; r++) {
-			const uint8_t *bp = row[r] + i * bb;
-			const __m256i q = _mm256_loadu_si256(
-			                  (const __m256i *)(bp + (three ? 32 : 16) + 32 * h)),
-			              hm = three ? _mm256_loadu_si256((const __m256i *)bp) : q;
-
-#pragma GCC unroll 4
-			for (int k = 0; k < 4; k++) {
-				v[k][r] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
-				if (three) { /* - 4 where bit 4h + k of hm[l] is clear */
-					const __m256i bit =
-					    _mm256_set1_epi8((char)(1 << (4 * h + k)));
-					const __m256i clear = _mm256_cmpeq_epi8(
-					    _mm256_and_si256(hm, bit), _mm256_setzero_si256());
-
-					v[k][r] =
-					    _mm256_sub_epi8(v[k][r], _mm256_and_si256(clear, k4));
-				}
-			}
-		}
-#pragma GCC unroll 4
-		for (int k = 0; k < 4; k++) {
-			transpose8x32(v[k]);
-#pragma GCC unroll 8
-			for (int c = 0; c < 8; c++)
-				_mm256_store_si256(
-				    (__m256i *)(p->q + 256 * (8 * i + 4 * h + k) + 32 * c),
-				    v[k][c]);
-		}
-	}
-}
-
 #if PANEL_VNNI
 /* acc + chunk c's u8 x s8 fours for the eight rows (vpdpbusd: exact in int32) */
 INLINE __m256i dots(__m256i acc, __m256i w, __m256i aw, const int8_t *xq, int c, enum kind kind)
@@ -457,6 +290,8 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 	const int K = w->cols;
 	const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)K);
 	struct panel p __attribute__((aligned(32)));
+	const struct panel_dst dst = {p.q,  256, 32, p.sc, p.sc2, 16, p.mn, 8,
+	                              p.d, p.dm, 8, p.mb, 64, 32};
 	int r = row0;
 
 	for (; r + 8 <= row1; r += 8) {
@@ -470,13 +305,11 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 			unpack_q4_0(w, r, K / 32, p.q, 256, 32, p.du, 8);
 		for (int i = 0; kind != Q40 && i < K / 256; i++) {
 			if (kind == Q6K)
-				unpack_q6k_block(row, i, &p);
+				unpack_q6k_block(row, i, &dst);
 			else if (kind == Q2K || kind == Q3K)
-				unpack_q23k_block(row, i, kind == Q3K, &p);
+				unpack_q23k_block(row, i, kind == Q3K, &dst);
 			else
-				unpack_q45k_block(row, i, kind == Q5K,
-				                  &(struct panel_dst){p.q, 256, 32, p.sc, 16, p.mn, 8,
-				                                      p.d, p.dm, 8});
+				unpack_q45k_block(row, i, kind == Q5K, &dst);
 		}
 		for (int s = 0; s < S; s += 2) {
 			const int ns = S - s < 2 ? 1 : 2;

@@ -35,13 +35,16 @@
 #define P16_MAX_B (COLI_PANEL_MAX_K / 256)
 #define P16_NS    4 /* activations a walk of the panel */
 
-enum p16_kind { P16_Q40, P16_Q80, P16_Q45K };
+enum p16_kind { P16_Q40, P16_Q80, P16_Q45K, P16_Q2K };
 
 struct panel16 {
 	uint8_t q[P16_MAX_U * 512]; /* unit u's chunk c at 512 u + 64 c */
 	float du[P16_MAX_U * 16];   /* Q4_0, Q8_0: unit u's d of row r at 16 u + r */
 	int16_t sc[P16_MAX_U * 32]; /* K-quants: unit u's scale of row r at 32 u + 2r, 2r + 1 */
-	float mn[P16_MAX_U * 16];   /* ... its min, negated */
+	int16_t sc2[P16_MAX_U * 32]; /* Q2_K: its second group's */
+	float mn[P16_MAX_U * 16];   /* Q4_K, Q5_K: its min, negated */
+	uint8_t mb[P16_MAX_U * 128]; /* Q2_K: group g's mins, row r's at bytes 4r..4r+3 of
+	                              * 128 u + 64 g */
 	float d[P16_MAX_B * 16];    /* ... block i's d and dmin of row r at 16 i + r */
 	float dm[P16_MAX_B * 16];
 };
@@ -60,18 +63,33 @@ PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *
 			l[s][k] = _mm512_setzero_ps();
 	for (int u = 0; u < nu; u++) {
 		const uint8_t *q = p->q + 512 * u;
-		__m512i h[P16_NS] = {zero, zero, zero, zero};
+		/* h: the unit's sums (Q2_K: its first group of 16), g: Q2_K's
+		 * second group, m: Q2_K's min term, sum_g m_g sum_{i in g} x_i */
+		__m512i h[P16_NS] = {zero, zero, zero, zero}, g[P16_NS] = {zero, zero, zero, zero},
+		        m[P16_NS] = {zero, zero, zero, zero};
 
 #pragma GCC unroll 8
 		for (int c = 0; c < 8; c++) {
 			const __m512i w = _mm512_load_si512((const void *)(q + 64 * c));
+			const __m512i mg = kind == P16_Q2K ? _mm512_load_si512((const void *)(
+			                                         p->mb + 128 * u + 64 * (c / 4)))
+			                                   : zero;
 
 #pragma GCC unroll 4
-			for (int s = 0; s < NS; s++)
-				h[s] = _mm512_dpbusd_epi32(
-				    h[s], w, _mm512_set1_epi32(*(const int32_t *)(x[s]->q + 32 * u + 4 * c)));
+			for (int s = 0; s < NS; s++) {
+				const __m512i xb =
+				    _mm512_set1_epi32(*(const int32_t *)(x[s]->q + 32 * u + 4 * c));
+
+				if (kind == P16_Q2K && c >= 4)
+					g[s] = _mm512_dpbusd_epi32(g[s], w, xb);
+				else
+					h[s] = _mm512_dpbusd_epi32(h[s], w, xb);
+				if (kind == P16_Q2K)
+					m[s] = _mm512_dpbusd_epi32(m[s], mg, xb);
+			}
 		}
-		const __m512 d = _mm512_load_ps(kind == P16_Q45K ? p->d + 16 * (u / 8) : p->du + 16 * u);
+		const __m512 d = _mm512_load_ps(kind == P16_Q45K || kind == P16_Q2K ? p->d + 16 * (u / 8)
+		                                                                    : p->du + 16 * u);
 
 #pragma GCC unroll 4
 		for (int s = 0; s < NS; s++) {
@@ -79,14 +97,23 @@ PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *
 			__m512 *lk = &l[s][u % 16];
 			__m512i A;
 
-			if (kind == P16_Q45K) /* the unit's scale: >> 16 of its int16 pair */
+			if (kind == P16_Q45K || kind == P16_Q2K) /* scales: >> 16 of their int16 pairs */
 				A = _mm512_mullo_epi32(
 				    h[s], _mm512_srai_epi32(_mm512_load_si512((const void *)(p->sc + 32 * u)),
 				                            16));
 			else /* the quants' offset: 8 (Q4_0) or 128 (Q8_0) times qsum */
 				A = _mm512_sub_epi32(h[s], _mm512_set1_epi32((kind == P16_Q80 ? 128 : 8) *
 				                                             x[s]->qsum[u]));
+			if (kind == P16_Q2K)
+				A = _mm512_add_epi32(
+				    A, _mm512_mullo_epi32(
+				           g[s], _mm512_srai_epi32(
+				                     _mm512_load_si512((const void *)(p->sc2 + 32 * u)), 16)));
 			*lk = _mm512_fmadd_ps(_mm512_cvtepi32_ps(A), _mm512_mul_ps(d, dx), *lk);
+			if (kind == P16_Q2K) /* C = -m (|C| <= 15 x 32 x 127), by dmin * dx */
+				*lk = _mm512_fmadd_ps(
+				    _mm512_cvtepi32_ps(_mm512_sub_epi32(zero, m[s])),
+				    _mm512_mul_ps(_mm512_load_ps(p->dm + 16 * (u / 8)), dx), *lk);
 			if (kind == P16_Q45K) { /* C = -m * qsum (exact), by dmin * dx */
 				const __m512 cm =
 				    _mm512_mul_ps(_mm512_load_ps(p->mn + 16 * u),
@@ -106,6 +133,45 @@ PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *
 	}
 }
 
+/* dot16 for a kind with NS constant, and for ns activations: each call
+ * below has constant arguments, so the steps other kinds and counts need
+ * fold away. */
+PANEL_INLINE void dot16_kind(const struct panel16 *p, int nu, const struct coli_act *const *x,
+                             const int NS, enum p16_kind kind, float (*y)[16])
+{
+	switch (kind) {
+	case P16_Q40:
+		dot16(p, nu, x, NS, P16_Q40, y);
+		return;
+	case P16_Q80:
+		dot16(p, nu, x, NS, P16_Q80, y);
+		return;
+	case P16_Q2K:
+		dot16(p, nu, x, NS, P16_Q2K, y);
+		return;
+	default:
+		dot16(p, nu, x, NS, P16_Q45K, y);
+	}
+}
+
+static void dot16_any(const struct panel16 *p, int nu, const struct coli_act *const *x, int ns,
+                      enum p16_kind kind, float (*y)[16])
+{
+	switch (ns) {
+	case 1:
+		dot16_kind(p, nu, x, 1, kind, y);
+		return;
+	case 2:
+		dot16_kind(p, nu, x, 2, kind, y);
+		return;
+	case 3:
+		dot16_kind(p, nu, x, 3, kind, y);
+		return;
+	default:
+		dot16_kind(p, nu, x, 4, kind, y);
+	}
+}
+
 /* Rows r .. r + 15 of w into the panel, as two eight-row halves. */
 static void unpack16(const struct coli_mat *w, int r, enum p16_kind kind, struct panel16 *p)
 {
@@ -118,15 +184,20 @@ static void unpack16(const struct coli_mat *w, int r, enum p16_kind kind, struct
 		} else if (kind == P16_Q40) {
 			unpack_q4_0(w, r + 8 * h, nu, p->q + 32 * h, 512, 64, p->du + 8 * h, 16);
 		} else {
-			const struct panel_dst o = {p->q + 32 * h, 512,         64,         p->sc + 16 * h,
-			                            32,            p->mn + 8 * h, 16,         p->d + 8 * h,
-			                            p->dm + 8 * h, 16};
+			const struct panel_dst o = {p->q + 32 * h,  512,           64,
+			                            p->sc + 16 * h, p->sc2 + 16 * h, 32,
+			                            p->mn + 8 * h,  16,            p->d + 8 * h,
+			                            p->dm + 8 * h,  16,            p->mb + 32 * h,
+			                            128,            64};
 			const uint8_t *row[8];
 
 			for (int k = 0; k < 8; k++)
 				row[k] = (const uint8_t *)w->data + (size_t)(r + 8 * h + k) * rb;
 			for (int i = 0; i < K / 256; i++)
-				unpack_q45k_block(row, i, w->dtype == COLI_DTYPE_Q5_K, &o);
+				if (kind == P16_Q2K)
+					unpack_q23k_block(row, i, 0, &o);
+				else
+					unpack_q45k_block(row, i, w->dtype == COLI_DTYPE_Q5_K, &o);
 		}
 	}
 }
@@ -137,6 +208,7 @@ int coli_gemm_panel16_avx512(const struct coli_mat *w, const struct coli_act *x,
 	const int K = w->cols, nu = K / 32;
 	const enum p16_kind kind = w->dtype == COLI_DTYPE_Q8_0   ? P16_Q80
 	                           : w->dtype == COLI_DTYPE_Q4_0 ? P16_Q40
+	                           : w->dtype == COLI_DTYPE_Q2_K ? P16_Q2K
 	                                                         : P16_Q45K;
 	struct panel16 p __attribute__((aligned(64)));
 	int r = row0;
@@ -153,15 +225,7 @@ int coli_gemm_panel16_avx512(const struct coli_mat *w, const struct coli_act *x,
 
 			for (int j = 0; j < P16_NS; j++)
 				xs[j] = &x[s + (j < ns ? j : ns - 1)];
-			/* constant counts and kinds: the unused steps fold away */
-#define P16_CASE(n)                                                                                	case n:                                                                                    		if (kind == P16_Q40)                                                               			dot16(&p, nu, xs, n, P16_Q40, t);                                          		else if (kind == P16_Q80)                                                          			dot16(&p, nu, xs, n, P16_Q80, t);                                          		else                                                                               			dot16(&p, nu, xs, n, P16_Q45K, t);                                         		break
-			switch (ns) {
-				P16_CASE(1);
-				P16_CASE(2);
-				P16_CASE(3);
-				P16_CASE(4);
-			}
-#undef P16_CASE
+			dot16_any(&p, nu, xs, ns, kind, t);
 			for (int j = 0; j < ns; j++)
 				memcpy(y + (size_t)(s + j) * ldy + (r - row0), t[j], sizeof(t[j]));
 		}
