@@ -1,11 +1,12 @@
 /*
- * cpu/gemv/gemm_panel16_avx512.c — Q4_0, Q8_0, Q4_K and Q5_K times many
+ * cpu/gemv/gemm_panel16_avx512.c — Q4_0, Q8_0, Q4_K, Q5_K and Q2_K times many
  * activations (a prefill chunk's experts and projections) on AVX-512 VNNI
  * with sixteen rows in a 512-bit vector's lanes: cpu/gemv/gemm_panel.h's
  * panel at twice the rows, walked once for four activations instead of
  * two; Q8_0 the same way, its quants plus 128 as the unsigned bytes (the
  * row kernels it replaces from COLI_PANEL_MIN_S_Q8_0 activations sum each
- * row apart).
+ * row apart). Q6_K's and Q3_K's signed quants stay on the eight-row panel:
+ * its |w| by x with w's sign needs vpsignb, which has no 512-bit form.
  *
  * Why: the eight-row panel issues three loads (the chunk, two activations'
  * broadcast fours) for two vpdpbusd of 32 products; here five loads feed
@@ -20,9 +21,11 @@
  * rows a vector. Per activation s and unit u, lane r of the vpdpbusd sum is
  * row r's sum of quant x activation (exact in int32): Q4_0 minus 8 qsum and
  * Q8_0 minus 128 qsum give the unit's integer sum, Q4_K / Q5_K times the
- * unit's 6-bit scale its A. The fp32 steps are the reference's lane by
- * lane, units in order: fmaf(A, d * dx) into canonical lane u % 16 (K-quants:
- * then fmaf(-m qsum, dmin * dx)), then the canonical fold. So y is
+ * unit's 6-bit scale its A, Q2_K each group of 16 times its scale. The fp32
+ * steps are the reference's lane by lane, units in order: fmaf(A, d * dx)
+ * into canonical lane u % 16 (Q4_K, Q5_K: then fmaf(-m qsum, dmin * dx);
+ * Q2_K: fmaf(C, dmin * dx), C = -sum_g m_g sum_{i in g} x_i), then the
+ * canonical fold. So y is
  * coli_gemm's, bit for bit (tests/cpu/gemm_matches_gemv, tests/cpu/kquant_gemv).
  */
 #include <immintrin.h>
