@@ -90,6 +90,15 @@ ncu_times() {
 		{ echo "ncu failed"; exit 1; }
 }
 
+# ncu_by_kernel CSV: ncu_times' rows summed per kernel name (ncu's CSV: the
+# name in field 5, the value last), a line each: name, launches, ns (tabs)
+ncu_by_kernel() {
+	awk -F'","' '$0 ~ /gpu__time_duration/ {
+		u = $(NF - 1); v = $NF; gsub(/[",]/, "", v)
+		s[$5] += v * (u ~ /msecond/ ? 1e6 : u ~ /usecond/ ? 1e3 : 1); k[$5]++
+	} END { for (n in s) printf "%s\t%d\t%.0f\n", n, k[n], s[n] }' "$1"
+}
+
 # need_model COLI MODEL: the bench model, made with COLI if absent (every
 # subcommand's default, /tmp/q30-8.coli)
 need_model() {
@@ -245,12 +254,7 @@ kernels)
 	for n in 4 12; do
 		ncu_times "$tmp/k$n.csv" "$c" bench decode -m "$model" --gpu 0 --seqs "$seqs" \
 			--tokens $n --rounds 1 --warmup 0 --disk-mib 0
-		# per kernel name: launches and ns (ncu's CSV: name in field 5, value last)
-		awk -F'","' '$0 ~ /gpu__time_duration/ {
-			u = $(NF - 1); v = $NF; gsub(/[",]/, "", v)
-			s[$5] += v * (u ~ /msecond/ ? 1e6 : u ~ /usecond/ ? 1e3 : 1); k[$5]++
-		} END { for (n in s) printf "%s\t%d\t%.0f\n", n, k[n], s[n] }' "$tmp/k$n.csv" |
-			sort >"$tmp/s$n"
+		ncu_by_kernel "$tmp/k$n.csv" | sort >"$tmp/s$n"
 	done
 	echo "decode steps of $seqs sequences, per kernel: launches and us a step (12 - 4 tokens)"
 	join -t "$(printf '\t')" -a 2 -e 0 -o 0,1.2,1.3,2.2,2.3 "$tmp/s4" "$tmp/s12" |
@@ -268,13 +272,10 @@ pkernels)
 		ncu_times "$tmp/p.csv" "$c" bench prefill -m "$model" --gpu 0 --prompt $p \
 			--ctx $((p + 64)) --rounds 1 --warmup 0 --disk-mib 0
 		echo "prefill of $p tokens, per kernel: launches, ms, share of the kernel time"
-		awk -F'","' '$0 ~ /gpu__time_duration/ {
-			u = $(NF - 1); v = $NF; gsub(/[",]/, "", v)
-			v *= (u ~ /msecond/ ? 1e6 : u ~ /usecond/ ? 1e3 : 1)
-			s[$5] += v; k[$5]++; t += v
-		} END { for (n in s) printf "%-44s %6d %9.3f %5.1f%%\n", substr(n, 1, 44),
-			k[n], s[n] / 1e6, 100 * s[n] / t
-			printf "%-44s %6s %9.3f\n", "total", "", t / 1e6 }' "$tmp/p.csv" | sort -k3 -n -r
+		ncu_by_kernel "$tmp/p.csv" | awk -F'\t' '{ n[NR] = $1; k[NR] = $2; s[NR] = $3
+			t += $3 } END { for (i = 1; i <= NR; i++) printf "%-44s %6d %9.3f %5.1f%%\n",
+			substr(n[i], 1, 44), k[i], s[i] / 1e6, 100 * s[i] / t
+			printf "%-44s %6s %9.3f\n", "total", "", t / 1e6 }' | sort -k3 -n -r
 	done
 	;;
 gaps)
