@@ -393,6 +393,7 @@ int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size
 		return -ENOMEM;
 	g->cu = cu;
 	g->open_flags = flags;
+	g->attn_prefill = COLI_GPU_PREFILL_ROWS;
 	rc = ctx_create(g, ordinal);
 	if (!rc)
 		rc = load_module(g, err, errlen);

@@ -203,6 +203,16 @@ struct coli_gpu_pairs {
 	 8 * COLI_GPU_TC_COLS * COLI_GPU_TC_SP + 4 * COLI_GPU_TC_COLS * (hd) +                     \
 	 36 * COLI_GPU_TC_COLS)
 
+/* coli_attn_tcp (ptx/attn/attn_tcp.cuh, a prompt over a bf16 or q8 cache):
+ * its (query, head) rows a CTA, a warp's m-tile of 16 each, and the dynamic
+ * shared memory of TcpSmem: coli_attn_tc's stages and widened rows, then O
+ * [rows][hd] in fp32. */
+#define COLI_GPU_TCP_ROWS 128
+#define COLI_GPU_TCP_SMEM(hd, kesz, vesz)                                                          \
+	(COLI_GPU_TC_STAGES(COLI_GPU_TC_TILE(hd, kesz, vesz)) * COLI_GPU_TC_TILE(hd, kesz, vesz) + \
+	 ((kesz) == 1 ? 64 * ((hd) + 8) : 16) + ((vesz) == 1 ? 64 * ((hd) + 8) : 16) +             \
+	 4 * COLI_GPU_TCP_ROWS * (hd))
+
 /* Several sequences in one launch (--parallel, core/forward/forward_dev.c):
  * rows [T][2] ints, COLI_GPU_ROWS ints a row: row t's position p and its
  * sequence's slot s. Row t is stored at, and attends to, slot s's positions

@@ -239,10 +239,15 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
                           int pos0, uint64_t posp, int span, int nh, int nkv, int hd, float scale,
                           uint64_t aq, uint64_t ad, uint64_t aqs, int kt, int vt, uint64_t sinks,
                           int window, uint64_t rows, uint64_t tab, int nbs);
-/* Batches of 64 queries or more take coli_attn_prefill (hd 64 or 128: a CTA
- * a tile of queries, K/V chunks in shared memory), the same bits per query
- * as coli_attn_chunks; off (tests, the bench): every batch takes the latter. */
-void coli_gpu_attn_prefill(coli_gpu_t *g, int on);
+/* Which kernels a prompt's batch (64 queries or more, one sequence, hd 64 or
+ * 128) may take, the same bits per query in each: COLI_GPU_PREFILL_ROWS (the
+ * default): a bf16 or q8 cache's on coli_attn_tcp (the (query, head) pairs as
+ * the mma's rows); COLI_GPU_PREFILL_COLS: on coli_attn_tc's tiles of 32
+ * columns (an f32 cache: coli_attn_prefill, at either level);
+ * COLI_GPU_PREFILL_OFF: every batch a query a CTA, as decode steps (tests,
+ * the bench). */
+enum { COLI_GPU_PREFILL_OFF, COLI_GPU_PREFILL_COLS, COLI_GPU_PREFILL_ROWS };
+void coli_gpu_attn_prefill(coli_gpu_t *g, int level);
 /* dst row r = src row idx[r] (idx: device ints), n rows of row_bytes (a
  * multiple of 4): device to device. */
 int coli_gpu_gather_rows(coli_gpu_t *g, uint64_t dst, uint64_t src, uint64_t idx, int n,

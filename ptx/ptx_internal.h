@@ -175,7 +175,8 @@ struct coli_gpu {
 	CUfunction f_attn_chunks[COLI_GPU_KV_MODES][4];  /* coli_attn_chunks_{32,..,256}[_mode] */
 	CUfunction f_attn_prefill[COLI_GPU_KV_MODES][2]; /* coli_attn_prefill_{64,128}[_mode] */
 	CUfunction f_attn_tc[COLI_GPU_KV_MODES][2];      /* coli_attn_tc_{64,128}_mode (not f32) */
-	int attn_prefill_off;                    /* coli_gpu_attn_prefill(g, 0): tests and bench */
+	CUfunction f_attn_tcp[COLI_GPU_KV_MODES][2];     /* coli_attn_tcp_{64,128}_mode (not f32) */
+	int attn_prefill;                        /* coli_gpu_attn_prefill's level (tests, bench) */
 	unsigned open_flags;                     /* coli_gpu_open's flags (fault injection) */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;

@@ -10,7 +10,8 @@
  * coli_attn_chunks' bits; what the kernels share is ptx/attn/attention.cuh. A bf16
  * or q8 cache at head sizes 64 and 128 takes coli_attn_tc_<hd>_<type>
  * instead, for decode and prefill alike (ptx/attn/attn_tc.cuh, included at the
- * end: one module).
+ * end: one module), and a prompt's batch coli_attn_tcp_<hd>_<type> with the
+ * same bits (ptx/attn/attn_tcp.cuh, included after it).
  *
  * Split and combine: a few queries cannot fill the GPU, so both kernels split
  * a query's positions over CTAs (flash-decoding). Each split writes its
@@ -625,3 +626,7 @@ ATTN_CHUNKS_ALL(256)
 #include "ptx/attn/attn_tc.cuh"
 ATTN_TC_ALL(64)
 ATTN_TC_ALL(128)
+
+#include "ptx/attn/attn_tcp.cuh"
+ATTN_TCP_ALL(64)
+ATTN_TCP_ALL(128)

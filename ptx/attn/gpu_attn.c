@@ -8,7 +8,9 @@
  * What it owns:
  *   - the kernel's choice: coli_attn_tc for a bf16 or q8 cache at hd 64 or
  *     128 (a prefill batch in tiles of queries, decode a query a tile:
- *     attention_tc), unless the GPU cannot give a block its shared memory;
+ *     attention_tc; a prefill batch that does not split over CTAs on
+ *     coli_attn_tcp, ptx/attn/attn_tcp.cuh), unless the GPU cannot give a
+ *     block its shared memory;
  *     otherwise coli_attn_prefill for one sequence's prefill
  *     batch of AP_MIN_T queries or more at hd 64 or 128 (unless the GPU's
  *     shared memory a block is too small, or coli_gpu_attn_prefill(g, 0)
@@ -73,6 +75,12 @@ static int tc_smem(int hd, int m)
 	return COLI_GPU_TC_SMEM(hd, kesz[m], vesz[m]);
 }
 
+/* coli_attn_tcp_<hd> of KV mode m (1..3): its dynamic shared memory. */
+static int tcp_smem(int hd, int m)
+{
+	return COLI_GPU_TCP_SMEM(hd, kesz[m], vesz[m]);
+}
+
 /* The attention kernels' handles, a set a KV mode (at open, before the dense
  * ones: nothing is allocated yet if one is missing). */
 int coli_gpu_attn_functions(struct coli_gpu *g)
@@ -113,6 +121,13 @@ int coli_gpu_attn_functions(struct coli_gpu *g)
 			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 			                            tc_smem(64 << i, m)) != CUDA_SUCCESS)
 				g->f_attn_tc[m][i] = NULL;
+			snprintf(name, sizeof(name), "coli_attn_tcp_%d%s", 64 << i, kv_sfx[m]);
+			CK(g->cu->ModuleGetFunction(&g->f_attn_tcp[m][i], g->mod_attn, name), name);
+			/* (hd 128 takes ~135 KB: a GPU with less a block keeps coli_attn_tc) */
+			if (g->cu->FuncSetAttribute(g->f_attn_tcp[m][i],
+			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+			                            tcp_smem(64 << i, m)) != CUDA_SUCCESS)
+				g->f_attn_tcp[m][i] = NULL;
 		}
 	}
 	return 0;
@@ -243,20 +258,31 @@ static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int n
 
 /* coli_attn_tc (bf16 and q8 caches, hd 64 and 128): one kernel for decode
  * and prefill, so a query's bits are the same in either. A prefill batch of
- * one sequence (AP_MIN_T queries or more, unless coli_gpu_attn_prefill(g, 0))
+ * one sequence (AP_MIN_T queries or more, unless COLI_GPU_PREFILL_OFF)
  * goes in tiles of COLI_GPU_TC_COLS / group queries, split over CTAs as
- * attention_prefill splits (plain: a window or sinks, never); otherwise a
- * tile a query, its positions over min(max_splits, chunks of reach) CTAs,
- * its heads over hs of them at short reach, queries in batches whose
- * partials and counters fit. */
+ * attention_prefill splits (plain: a window or sinks, never); a batch that
+ * does not split takes coli_attn_tcp instead (COLI_GPU_PREFILL_ROWS, where
+ * the GPU gives a block its shared memory): tiles of COLI_GPU_TCP_ROWS /
+ * group queries, the same bits (ptx/attn/attn_tcp.cuh). Otherwise a tile a
+ * query, its positions over min(max_splits, chunks of reach) CTAs, its heads
+ * over hs of them at short reach, queries in batches whose partials and
+ * counters fit. */
 static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group, int hd,
                         int mode, int whole, int plain)
 {
 	int qt = 1, hs = 1, msp = max_splits(g, nkv, group, hd), zs, tb, tq0, end, rc = 0;
+	CUfunction f = g->f_attn_tc[mode][hd == 128];
+	int smem = tc_smem(hd, mode);
 
 	if (whole) {
 		qt = COLI_GPU_TC_COLS / group;
 		prefill_split(g, T, reach, qt, nkv, group, hd, msp, plain, &zs, &tb);
+		if (zs == 1 && g->f_attn_tcp[mode][hd == 128] &&
+		    g->attn_prefill == COLI_GPU_PREFILL_ROWS) {
+			f = g->f_attn_tcp[mode][hd == 128];
+			smem = tcp_smem(hd, mode);
+			qt = COLI_GPU_TCP_ROWS / group;
+		}
 	} else {
 		decode_split(T, reach, nkv, group, hd, msp, &hs, &zs, &tb);
 	}
@@ -266,17 +292,16 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 	args[22] = &qt;
 	for (tq0 = 0; !rc && tq0 < T; tq0 += tb) {
 		end = T - tq0 < tb ? T : tq0 + tb;
-		rc = coli_gpu_launch(g, g->f_attn_tc[mode][hd == 128],
-		                     (unsigned)((end - tq0 + qt - 1) / qt), (unsigned)(nkv * hs),
-		                     (unsigned)zs, THREADS, (unsigned)tc_smem(hd, mode), args,
+		rc = coli_gpu_launch(g, f, (unsigned)((end - tq0 + qt - 1) / qt),
+		                     (unsigned)(nkv * hs), (unsigned)zs, THREADS, (unsigned)smem, args,
 		                     "launch attention (tensor cores)");
 	}
 	return rc;
 }
 
-void coli_gpu_attn_prefill(coli_gpu_t *g, int on)
+void coli_gpu_attn_prefill(coli_gpu_t *g, int level)
 {
-	g->attn_prefill_off = !on;
+	g->attn_prefill = level;
 }
 
 /* Grid (splits, nkv, T). hd a power of two from 32 to 256: coli_attn_chunks
@@ -327,7 +352,7 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 	if ((hd == 64 || hd == 128) && g->f_attn_tc[mode][hd == 128] && nh <= DENSE_COUNTERS) {
 		void *ta[] = {&a,  &b,  &c,  &d,      &pos0, &p,  &nh,  &nkv, &scale, NULL, NULL, &qa,
 		              &qd, &qs, &sk, &window, &r,    &tb, &nbs, &part, &cnt,  NULL, NULL};
-		const int whole = !rows && T >= AP_MIN_T && !g->attn_prefill_off;
+		const int whole = !rows && T >= AP_MIN_T && g->attn_prefill != COLI_GPU_PREFILL_OFF;
 
 		/* (a captured prefill does not split: its reach is not known) */
 		return attention_tc(g, ta, T,
@@ -339,7 +364,7 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 	}
 	/* (a prefill CTA's queries share their K/V chunks: one sequence's) */
 	if (!rows && T >= AP_MIN_T && (hd == 64 || hd == 128) && AP_ROWS(hd) % group == 0 &&
-	    g->f_attn_prefill[mode][hd == 128] && !g->attn_prefill_off) {
+	    g->f_attn_prefill[mode][hd == 128] && g->attn_prefill != COLI_GPU_PREFILL_OFF) {
 		void *pa[] = {&a,  &b,  &c,  &d,      &pos0, &p,  &nh,    &nkv,  &scale, NULL, NULL,
 		              &qa, &qd, &qs, &sk,     &window, &tb, &nbs, &part, &cnt,  NULL};
 
@@ -385,8 +410,8 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 {
 	NO_GPU;
 }
-void coli_gpu_attn_prefill(coli_gpu_t *g, int on)
+void coli_gpu_attn_prefill(coli_gpu_t *g, int level)
 {
-	(void)g, (void)on;
+	(void)g, (void)level;
 }
 #endif

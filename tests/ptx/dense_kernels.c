@@ -1348,7 +1348,7 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 		dpos = dev_copy(&pos0, sizeof(pos0));
 		coli_gpu_free(g_gpu, dout);
 		dout = dev_poison(4 * qn);
-		coli_gpu_attn_prefill(g_gpu, 0);
+		coli_gpu_attn_prefill(g_gpu, COLI_GPU_PREFILL_OFF);
 		if (coli_gpu_attention_kv(g_gpu, dq, dkp, dvp, dout, T, pos0 + 1, dpos, n + 3000,
 		                          nh, nkv, hd, scale, 0, 0, 0, 0, 0, dsk, window, 0, dtab,
 		                          nbk)) {
@@ -1356,7 +1356,7 @@ static int attention_case(int T, int pos0, int nh, int nkv, int hd, float qamp, 
 			       pos0);
 			return 1;
 		}
-		coli_gpu_attn_prefill(g_gpu, 1);
+		coli_gpu_attn_prefill(g_gpu, COLI_GPU_PREFILL_ROWS);
 		download(want, dout, 4 * qn);
 		size_t bad = bytes_differ(want, got, qn);
 
@@ -1964,7 +1964,7 @@ static double copy_bw(void)
 }
 
 struct bench_attn {
-	int T, pos0, nh, nkv, hd;
+	int T, pos0, nh, nkv, hd, kt; /* kt: the cache's type, 0 f32 or 1 bf16 (K and V) */
 	uint64_t q, k, v, o, pos;
 };
 
@@ -1973,50 +1973,74 @@ static int run_attn(void *arg, int i)
 	struct bench_attn *a = arg;
 
 	(void)i;
-	return coli_gpu_attention(g_gpu, a->q, a->k, a->v, a->o, a->T, a->pos0, a->pos, 4096, a->nh,
-	                          a->nkv, a->hd, 0.088f, 0, 0, 0);
+	return coli_gpu_attention_kv(g_gpu, a->q, a->k, a->v, a->o, a->T, a->pos0, a->pos, 4096,
+	                             a->nh, a->nkv, a->hd, 0.088f, 0, 0, 0, a->kt, a->kt, 0, 0, 0, 0,
+	                             0);
 }
 
 /* A prompt's attention (positions from device memory, the grid of a 4096
- * context, as the engine runs it), on coli_attn_chunks and coli_attn_prefill;
- * flops = 4 * hd * nh * (the causal pairs) */
+ * context, as the engine runs it), flops = 4 * hd * nh * (the causal
+ * pairs): an f32 cache on coli_attn_chunks (a query a CTA) against
+ * coli_attn_prefill; a bf16 cache (qwen3-30b's and qwen3-235b's heads) on
+ * coli_attn_tc a query a CTA, coli_attn_tc's tiles of columns and
+ * coli_attn_tcp's of rows (coli_gpu_attn_prefill's three levels). */
 static void bench_attn_prefill(void)
 {
-	static const int cs[][5] = {
-	    {256, 0, 32, 4, 128},    {1024, 0, 32, 4, 128},  {2048, 0, 32, 4, 128},
-	    {512, 2048, 32, 4, 128}, {256, 0, 16, 4, 64},    {1024, 0, 16, 4, 64},
-	    {16, 0, 32, 4, 128},     {32, 0, 32, 4, 128},    {64, 0, 32, 4, 128},
-	    {128, 0, 32, 4, 128},    {16, 3000, 32, 4, 128}, {64, 3000, 32, 4, 128},
-	    {128, 3000, 32, 4, 128}, {256, 3800, 32, 4, 128}};
+	static const int cs[][6] = {
+	    {256, 0, 32, 4, 128, 0},     {1024, 0, 32, 4, 128, 0},  {2048, 0, 32, 4, 128, 0},
+	    {512, 2048, 32, 4, 128, 0},  {256, 0, 16, 4, 64, 0},    {1024, 0, 16, 4, 64, 0},
+	    {16, 0, 32, 4, 128, 0},      {32, 0, 32, 4, 128, 0},    {64, 0, 32, 4, 128, 0},
+	    {128, 0, 32, 4, 128, 0},     {16, 3000, 32, 4, 128, 0}, {64, 3000, 32, 4, 128, 0},
+	    {128, 3000, 32, 4, 128, 0},  {256, 3800, 32, 4, 128, 0}, {512, 0, 32, 4, 128, 1},
+	    {2048, 0, 32, 4, 128, 1},    {4096, 0, 32, 4, 128, 1},  {512, 2048, 32, 4, 128, 1},
+	    {2048, 0, 64, 4, 128, 1},    {1024, 0, 16, 4, 64, 1},   {2048, 0, 64, 8, 64, 1}};
 	struct bench_attn a;
-	float *buf = xmalloc(4 * (size_t)4096 * 4096);
+	const size_t nq = (size_t)4096 * 8192, nkv = (size_t)4096 * 1024;
+	float *buf = xmalloc(4 * nq);
+	uint16_t *bf = xmalloc(2 * nkv);
 
-	for (size_t i = 0; i < (size_t)4096 * 4096; i++)
+	for (size_t i = 0; i < nq; i++)
 		buf[i] = frand();
-	a.q = dev_copy(buf, 4 * (size_t)2048 * 4096);
-	a.k = dev_copy(buf, 4 * (size_t)4096 * 512);
-	a.v = dev_copy(buf + 7, 4 * (size_t)4096 * 512);
-	a.o = dev_poison(4 * (size_t)2048 * 4096);
+	for (size_t i = 0; i < nkv; i++)
+		bf[i] = coli_f32_to_bf16(buf[i]);
+	a.q = dev_copy(buf, 4 * nq);
+	a.o = dev_poison(4 * nq);
 	a.pos = dev_poison(4);
-	for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
-		double us[2], pairs;
+	for (int kt = 0; kt < 2; kt++) {
+		a.k = kt ? dev_copy(bf, 2 * nkv) : dev_copy(buf, 4 * nkv);
+		a.v = kt ? dev_copy(bf + 7, 2 * (nkv - 7)) : dev_copy(buf + 7, 4 * (nkv - 7));
+		for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
+			double us[3], pairs;
+			const int levels = kt ? 3 : 2;
 
-		a.T = cs[c][0], a.pos0 = cs[c][1], a.nh = cs[c][2], a.nkv = cs[c][3];
-		a.hd = cs[c][4];
-		pairs = (double)a.T * a.pos0 + (double)a.T * (a.T + 1) / 2;
-		coli_gpu_upload(g_gpu, a.pos, &a.pos0, 4);
-		for (int on = 0; on < 2; on++) {
-			coli_gpu_attn_prefill(g_gpu, on);
-			us[on] = time_us(run_attn, &a, 10);
+			if (cs[c][5] != kt)
+				continue;
+			a.T = cs[c][0], a.pos0 = cs[c][1], a.nh = cs[c][2], a.nkv = cs[c][3];
+			a.hd = cs[c][4], a.kt = kt;
+			pairs = (double)a.T * a.pos0 + (double)a.T * (a.T + 1) / 2;
+			coli_gpu_upload(g_gpu, a.pos, &a.pos0, 4);
+			for (int lv = 0; lv < levels; lv++) {
+				coli_gpu_attn_prefill(g_gpu, lv ? lv + (kt == 0) : COLI_GPU_PREFILL_OFF);
+				us[lv] = time_us(run_attn, &a, 10);
+			}
+			coli_gpu_attn_prefill(g_gpu, COLI_GPU_PREFILL_ROWS);
+			if (!kt)
+				printf("  attention prefill f32 T=%4d at %4d, %d/%d x %3d: chunks %8.1f "
+				       "us, prefill %8.1f us (%.2fx, %.1f TFLOPS)\n",
+				       a.T, a.pos0, a.nh, a.nkv, a.hd, us[0], us[1], us[0] / us[1],
+				       4.0 * a.hd * a.nh * pairs / us[1] / 1e6);
+			else
+				printf("  attention prefill bf16 T=%4d at %4d, %d/%d x %3d: a query a "
+				       "CTA %8.1f us, columns %8.1f us (%.1f TFLOPS), rows %8.1f us "
+				       "(%.1f TFLOPS, %.2fx columns)\n",
+				       a.T, a.pos0, a.nh, a.nkv, a.hd, us[0], us[1],
+				       4.0 * a.hd * a.nh * pairs / us[1] / 1e6, us[2],
+				       4.0 * a.hd * a.nh * pairs / us[2] / 1e6, us[1] / us[2]);
 		}
-		printf("  attention prefill T=%4d at %4d, %d/%d x %3d: chunks %8.1f us, prefill "
-		       "%8.1f us (%.2fx, %.1f TFLOPS)\n",
-		       a.T, a.pos0, a.nh, a.nkv, a.hd, us[0], us[1], us[0] / us[1],
-		       4.0 * a.hd * a.nh * pairs / us[1] / 1e6);
+		coli_gpu_free(g_gpu, a.k), coli_gpu_free(g_gpu, a.v);
 	}
-	coli_gpu_free(g_gpu, a.q), coli_gpu_free(g_gpu, a.k), coli_gpu_free(g_gpu, a.v);
-	coli_gpu_free(g_gpu, a.o), coli_gpu_free(g_gpu, a.pos);
-	free(buf);
+	coli_gpu_free(g_gpu, a.q), coli_gpu_free(g_gpu, a.o), coli_gpu_free(g_gpu, a.pos);
+	free(buf), free(bf);
 }
 
 /* A prefill chunk's dense matrices (T tokens): from COLI_GPU_DENSE_GEMM_MIN_T

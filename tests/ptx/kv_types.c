@@ -178,24 +178,32 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 		       k_mode[mode], T, e);
 		rc = 1;
 	}
-	/* a prefill batch (hd 64, 128; 64 queries or more: tiles of queries)
-	 * gives each query the bits of its decode form (a query a CTA) */
+	/* a prefill batch (hd 64, 128; 64 queries or more), on coli_attn_tcp's
+	 * rows (got, the default) and on coli_attn_tc's columns, gives each
+	 * query the bits of its decode form (a query a CTA) */
 	if (T >= 64 && (hd == 64 || hd == 128)) {
-		coli_gpu_free(g_gpu, dout);
-		dout = dev_poison(4 * qn);
-		coli_gpu_attn_prefill(g_gpu, 0);
-		rc |= coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd,
-		                            scale, 0, 0, 0, kt, vt, dsk, window, 0, 0, 0) != 0;
-		coli_gpu_attn_prefill(g_gpu, 1);
-		download(got2, dout, 4 * qn);
-		size_t bad = bytes_differ(got, got2, qn);
+		static const int level[2] = {COLI_GPU_PREFILL_OFF, COLI_GPU_PREFILL_COLS};
+		float *dec = xmalloc(4 * qn);
 
-		if (bad) {
-			printf("  FAIL attention %s T=%d pos0=%d: %zu of %zu values differ from the "
-			       "decode form's\n",
-			       k_mode[mode], T, pos0, bad, qn);
+		for (int lv = 0; lv < 2; lv++) {
+			coli_gpu_free(g_gpu, dout);
+			dout = dev_poison(4 * qn);
+			coli_gpu_attn_prefill(g_gpu, level[lv]);
+			rc |= coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv,
+			                            hd, scale, 0, 0, 0, kt, vt, dsk, window, 0, 0,
+			                            0) != 0;
+			coli_gpu_attn_prefill(g_gpu, COLI_GPU_PREFILL_ROWS);
+			download(lv ? got2 : dec, dout, 4 * qn);
+		}
+		size_t bad = bytes_differ(got, dec, qn), badc = bytes_differ(got2, dec, qn);
+
+		if (bad || badc) {
+			printf("  FAIL attention %s T=%d pos0=%d: of %zu values, %zu (rows) and %zu "
+			       "(columns) differ from the decode form's\n",
+			       k_mode[mode], T, pos0, qn, bad, badc);
 			rc = 1;
 		}
+		free(dec);
 	}
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dk), coli_gpu_free(g_gpu, dv);
 	coli_gpu_free(g_gpu, dout), coli_gpu_free(g_gpu, dpos);
@@ -523,6 +531,9 @@ int main(void)
 	    /* prefill after a long cache (several chunks a split): the chunk
 	     * kernel's bits */
 	    {64, 5000, 32, 4, 128, 0, 0}, {70, 3000, 16, 4, 64, 0, 0},
+	    /* prompts of several splits a query (a split of 4 chunks: folds),
+	     * a tile's last queries past the batch */
+	    {300, 0, 32, 4, 128, 0, 0},   {150, 600, 64, 4, 128, 0, 0},
 	    /* the other families' groups on the tensor-core kernel, decode at
 	     * short and long reach and a prefill: 16 (qwen3-235b), 12 (GLM-4.5),
 	     * 6 (MiniMax-M2: two padding columns a tile), 1 (OLMoE) */

@@ -1,0 +1,361 @@
+/*
+ * ptx/attn/attn_tcp.cuh — a prompt's causal attention over a bf16 or q8 KV
+ * cache on tensor cores, the (query, head) pairs as the mma's rows (included
+ * by ptx/attn/attention.cu after attn_tc.cuh: one module):
+ * coli_attn_tcp_<hd>_<type> for head sizes 64 and 128, one sequence's
+ * prefill batch, each tile walked whole by one CTA.
+ *
+ * coli_attn_tc puts a CTA's 32 (query, head) columns on the mma's n side and
+ * passes scores and weights through shared memory, three barriers a chunk;
+ * a 2,048-token prompt ran it at about 20 TFLOP/s on an H100. Here a CTA of
+ * 8 warps takes COLI_GPU_TCP_ROWS = 128 rows of one kv head (128 / group
+ * queries), a warp an m-tile of 16 rows, and a row's state stays in its
+ * warp's registers: its query's bf16 terms (A fragments, loaded once), the
+ * chunk's scores (C fragments of four n-tiles of 8 positions), the softmax
+ * state, the weights (turned into P . V's A fragments in place) and the
+ * accumulators of O; K and V chunks are staged as coli_attn_tc stages them,
+ * one barrier a chunk (two with a q8 type, which is widened first).
+ *
+ * Bits: each row takes coli_attn_tc's steps for its column, so a query
+ * gets here the bits of its decode step (tests/ptx/kv_types holds every
+ * prefill case to the decode form's bytes):
+ *   - the same mma chains with A and B exchanged (scores: q's terms as A
+ *     against K as B; P . V: the weights' terms as A against V as B): every
+ *     bf16 product is exact and the chains take the k-steps and the terms
+ *     (smallest first) in the same order;
+ *   - softmax: the chunk's maximum in any order (exact); the sum of its 32
+ *     exps by the shuffles' tree over lane = position (xor 16, 8, 4, 2, 1):
+ *     position 8j + 2c + e of a row is register (j, e) of lane 4g + c, so
+ *     the tree's first two levels pair registers (j ^ 2, then j ^ 1), the
+ *     next two lanes (^ 2, ^ 1), the last registers (e ^ 1); float addition
+ *     commutes, so each pair's sum is the same whichever side holds it;
+ *   - a row's splits (COLI_GPU_ATTN_CPS of its own position) folded at each
+ *     split's end (attn_fold), O in shared memory, as coli_attn_tc whole;
+ *     -fmad=false (Makefile): no contraction differs between the kernels.
+ * Rows past the batch (padding, a tile's tail) compute on zeros and are not
+ * stored; a warp whose rows have all ended skips the chunk.
+ */
+#ifndef COLI_PTX_ATTN_TCP_CUH
+#define COLI_PTX_ATTN_TCP_CUH
+
+#include "ptx/attn/attn_tc.cuh"
+
+#define TCP_ROWS  COLI_GPU_TCP_ROWS
+#define TCP_WARPS (AT_THREADS / 32)
+static_assert(TCP_ROWS == 16 * TCP_WARPS, "a warp an m-tile of 16 rows");
+
+/* coli_attn_tc's stages (TcTile), q8's widened rows, and O [row][hd]. */
+template <int HD, int M> struct TcpSmem {
+	typedef TcTile<HD, M> T;
+	char st[T::NST][T::BYTES];
+	unsigned short kw[T::KT == 2 ? AD_CHUNK * T::WR : 8];
+	unsigned short vw[T::VT == 2 ? AD_CHUNK * T::WR : 8];
+	float o[TCP_ROWS * HD];
+};
+
+/* A row's softmax event at a chunk's end (coli_attn_tc's ev): 0 none, 1 a
+ * split folded into O, 2 the last split folded and O / L out, 3 one split:
+ * acc / l out. */
+struct tcp_event {
+	int ev;
+	float fo, ff, fl, fm;
+};
+
+template <int HD, int M>
+static __device__ __forceinline__ void
+attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp, int nh,
+         int nkv, float scale, int max_splits, int T, signed char *aq, float *ad, int *aqs,
+         const float *sinks, int window, const int *tab, int nbs, int tq0, int qt)
+{
+	typedef TcTile<HD, M> Tl;
+	typedef TcpSmem<HD, M> Sm;
+	constexpr int KT = Tl::KT, VT = Tl::VT, NST = Tl::NST;
+	constexpr int KH = HD / 32, NK = HD / 16, ND = HD / 8; /* k-steps a half, in all; dim n-tiles */
+	extern __shared__ __align__(16) unsigned char tcp_raw[];
+	Sm &sm = *(Sm *)tcp_raw;
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g4 = lane >> 2,
+	          c4 = lane & 3;
+	const int group = nh / nkv, kvh = blockIdx.y, hb = kvh * group, kvd = nkv * HD;
+	const int t0 = tq0 + ((int)gridDim.x - 1 - (int)blockIdx.x) * qt; /* heaviest tile first */
+	const int ncol = qt * group;
+	const size_t krow = kv_row_size(KT, kvd, nkv), vrow = kv_row_size(VT, kvd, nkv);
+	const int soff = ((kvd + 3) & ~3) + 4 * kvh;
+	const struct attn_out ao = {out, aq, ad, aqs};
+	const int n_first = (posp ? *posp : pos0) + t0 + 1; /* one sequence: slot 0 */
+	const int nmax = n_first + min(T - t0, qt) - 1;
+	const int nch = (nmax + AD_CHUNK - 1) / AD_CHUNK;
+	const int c_lo = window > 0 && n_first > window ? (n_first - window) / AD_CHUNK : 0;
+	int rn[2], rk0[2], rcps[2]; /* rows g4, g4 + 8 of the warp's m-tile */
+	float m[2], l[2], Mx[2], L[2], sk[2];
+	unsigned qf[NK][TC_NS][4]; /* the rows' query terms: A fragments a k-step */
+	float acc[ND][4];          /* P . V: [dim n-tile][C fragment] */
+
+	if (t0 >= T)
+		return;
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		const int r = warp * 16 + g4 + 8 * i, t = t0 + r / group;
+		const int n = r < ncol && t < T ? n_first + t - t0 : 0;
+
+		rn[i] = n;
+		rk0[i] = window > 0 && n > window ? n - window : 0;
+		rcps[i] = COLI_GPU_ATTN_CPS(n > 0 ? n : 1, max_splits);
+		sk[i] = sinks && r < ncol ? __ldg(sinks + hb + r % group) : -INFINITY;
+		m[i] = -INFINITY;
+		l[i] = 0.0f;
+		Mx[i] = sk[i];
+		L[i] = 0.0f;
+#pragma unroll
+		for (int kk = 0; kk < NK; kk++) {
+			const float *qr = q + ((size_t)(n ? t : 0) * nh + hb + r % group) * HD + kk * 16;
+			const float2 zz = make_float2(0.0f, 0.0f);
+
+			/* a0 / a1: dims 2c.. of rows g4 / g4 + 8; a2 / a3: dims 2c + 8.. */
+			md_split<TC_NS>(n ? *(const float2 *)(qr + 2 * c4) : zz, &qf[kk][0][i], 4);
+			md_split<TC_NS>(n ? *(const float2 *)(qr + 8 + 2 * c4) : zz, &qf[kk][0][2 + i],
+			                4);
+		}
+	}
+#pragma unroll
+	for (int i = 0; i < ND; i++)
+#pragma unroll
+		for (int e = 0; e < 4; e++)
+			acc[i][e] = 0.0f;
+	for (int i = tid; i < TCP_ROWS * HD; i += AT_THREADS)
+		sm.o[i] = 0.0f;
+
+	/* chunk c's rows into stage c % NST */
+#define TCP_STAGE(c)                                                                               \
+	kv_stage<HD, M, Tl::KS, Tl::VS, Tl::V0, Tl::S0>(                                           \
+	    sm.st[(c) % NST], K, V, kv_at(tab, nbs, 0, (c)*AD_CHUNK),                              \
+	    min(AD_CHUNK, nmax - (c)*AD_CHUNK), kvh, krow, vrow, soff)
+	for (int i = 0; i < NST - 1; i++) {
+		if (c_lo + i < nch)
+			TCP_STAGE(c_lo + i);
+		cp_commit();
+	}
+	for (int c = c_lo; c < nch; c++) {
+		const char *st = sm.st[c % NST];
+
+		cp_wait<NST - 2>();
+		__syncthreads(); /* chunk c landed; every warp past chunk c - 1 */
+		if (c + NST - 1 < nch)
+			TCP_STAGE(c + NST - 1);
+		cp_commit();
+		if (KT == 2 || VT == 2) {
+			if (KT == 2)
+				tc_widen<HD>(sm.kw, st, Tl::KS);
+			if (VT == 2)
+				tc_widen<HD>(sm.vw, st + Tl::V0, Tl::VS);
+			__syncthreads(); /* the widened rows before their ldmatrix */
+		}
+		if (!__any_sync(0xffffffffu, rn[0] > c * AD_CHUNK || rn[1] > c * AD_CHUNK))
+			continue; /* every row of the warp has ended */
+
+		/* scores: [half of the dims][n-tile of positions][C fragment] */
+		float sc[2][4][4];
+		{
+			const unsigned short *kt = KT == 2 ? sm.kw : (const unsigned short *)st;
+
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+#pragma unroll
+					for (int e = 0; e < 4; e++)
+						sc[h][j][e] = 0.0f;
+#pragma unroll
+				for (int k = 0; k < KH; k++) {
+					const int d0 = (h * KH + k) * 16;
+					unsigned b[2][4]; /* n-tiles 2pp, 2pp + 1: b0 b1 each */
+
+#pragma unroll
+					for (int pp = 0; pp < 2; pp++)
+						md_ldsm4(b[pp],
+						         kt +
+						             (16 * pp + (lane & 7) + ((lane >> 4) & 1) * 8) *
+						                 Tl::WR +
+						             d0 + ((lane >> 3) & 1) * 8);
+#pragma unroll
+					for (int j = 0; j < 4; j++)
+#pragma unroll
+						for (int s = TC_NS - 1; s >= 0; s--)
+							md_mma(sc[h][j], qf[h * KH + k][s],
+							       b[j >> 1][2 * (j & 1)],
+							       b[j >> 1][2 * (j & 1) + 1]);
+				}
+			}
+		}
+
+		/* softmax: row i of the thread, positions 8j + 2c4 + e */
+		float w[2][4][2], cf[2];
+		int reset[2];
+		struct tcp_event evt[2];
+#pragma unroll
+		for (int i = 0; i < 2; i++) {
+			const int n = rn[i], np = n - c * AD_CHUNK, k0 = rk0[i], cps = rcps[i];
+			float x[4][2], mx = -INFINITY;
+
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+#pragma unroll
+				for (int e = 0; e < 2; e++) {
+					const int p = 8 * j + 2 * c4 + e;
+					float v = __fadd_rn(sc[0][j][2 * i + e], sc[1][j][2 * i + e]);
+
+					if (KT == 2)
+						v = v * ((const float *)(st + Tl::S0))[p];
+					v = p < np && c * AD_CHUNK + p >= k0 ? v * scale : -INFINITY;
+					x[j][e] = v;
+					mx = fmaxf(mx, v);
+				}
+			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+			reset[i] = c % cps == 0 || c <= k0 / AD_CHUNK; /* a split starts */
+			if (reset[i]) {
+				m[i] = -INFINITY;
+				l[i] = 0.0f;
+			}
+			const float mn = fmaxf(m[i], mx);
+			float ex[4][2], lv[2];
+
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+#pragma unroll
+				for (int e = 0; e < 2; e++)
+					ex[j][e] = expf(x[j][e] - mn); /* -inf -> 0 */
+#pragma unroll
+			for (int e = 0; e < 2; e++) { /* the tree: xor 16, 8 here, 4, 2 across */
+				lv[e] = (ex[0][e] + ex[2][e]) + (ex[1][e] + ex[3][e]);
+				lv[e] += __shfl_xor_sync(0xffffffffu, lv[e], 2);
+				lv[e] += __shfl_xor_sync(0xffffffffu, lv[e], 1);
+			}
+			cf[i] = expf(m[i] - mn); /* a split's first chunk: 0 */
+			l[i] = l[i] * cf[i] + (lv[0] + lv[1]);
+			m[i] = mn;
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+#pragma unroll
+				for (int e = 0; e < 2; e++)
+					w[i][j][e] =
+					    VT == 2 ? ex[j][e] * ((const float *)(st + Tl::S0))
+					                             [AD_CHUNK + 8 * j + 2 * c4 + e]
+					            : ex[j][e];
+			/* a split's end (its last chunk, or the row's) */
+			evt[i].ev = 0;
+			if (np <= 0 || c < k0 / AD_CHUNK || (c % cps != cps - 1 && np > AD_CHUNK)) {
+			} else if ((n - 1) / (cps * AD_CHUNK) == k0 / (cps * AD_CHUNK)) {
+				evt[i].ev = 3; /* one split: attn_put_out's */
+				evt[i].fm = m[i];
+				evt[i].fl = l[i];
+			} else {
+				attn_fold(Mx[i], L[i], m[i], l[i], &evt[i].fo, &evt[i].ff);
+				evt[i].ev = np > AD_CHUNK ? 1 : 2;
+				if (np <= AD_CHUNK && sinks) /* the sink joins L last */
+					L[i] += expf(sk[i] - Mx[i]);
+				evt[i].fl = L[i];
+			}
+		}
+
+		/* P . V: acc = acc * cf (0 first where a split starts), then the
+		 * weights' terms of each 16 positions against V's rows */
+#pragma unroll
+		for (int nt = 0; nt < ND; nt++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				if (reset[e >> 1])
+					acc[nt][e] = 0.0f;
+				acc[nt][e] = acc[nt][e] * cf[e >> 1];
+			}
+		{
+			const unsigned short *vt =
+			    VT == 2 ? sm.vw : (const unsigned short *)(st + Tl::V0);
+
+#pragma unroll
+			for (int k2 = 0; k2 < 2; k2++) {
+				unsigned pa[TC_NS][4]; /* a0..a3: (row i, n-tile 2 k2 + (reg >> 1)) */
+
+#pragma unroll
+				for (int r = 0; r < 4; r++)
+					md_split<TC_NS>(make_float2(w[r & 1][2 * k2 + (r >> 1)][0],
+					                            w[r & 1][2 * k2 + (r >> 1)][1]),
+					                &pa[0][r], 4);
+#pragma unroll
+				for (int pp = 0; pp < HD / 16; pp++) {
+					unsigned b[4]; /* dim n-tiles 2pp, 2pp + 1: b0 b1 each */
+
+					md_ldsm4t(b, vt +
+					                 (16 * k2 + (lane & 7) + ((lane >> 3) & 1) * 8) *
+					                     Tl::WR +
+					                 16 * pp + (lane >> 4) * 8);
+#pragma unroll
+					for (int s = TC_NS - 1; s >= 0; s--) {
+						md_mma(acc[2 * pp], pa[s], b[0], b[1]);
+						md_mma(acc[2 * pp + 1], pa[s], b[2], b[3]);
+					}
+				}
+			}
+		}
+
+		/* the fold's events, element by element */
+#pragma unroll
+		for (int i = 0; i < 2; i++) {
+			const struct tcp_event ev = evt[i];
+
+			if (!ev.ev)
+				continue;
+#pragma unroll
+			for (int nt = 0; nt < ND; nt++)
+#pragma unroll
+				for (int e = 0; e < 2; e++) {
+					float *o = &sm.o[(warp * 16 + g4 + 8 * i) * HD + nt * 8 + 2 * c4 +
+					                 e];
+					const float a = acc[nt][2 * i + e];
+
+					if (ev.ev == 1)
+						*o = *o * ev.fo + a * ev.ff;
+					else if (ev.ev == 2)
+						*o = (*o * ev.fo + a * ev.ff) / ev.fl;
+					else
+						*o = sinks ? attn_sink_out(a, ev.fm, ev.fl, sk[i])
+						           : a / ev.fl;
+				}
+		}
+	}
+	cp_wait<0>();
+#undef TCP_STAGE
+	__syncthreads(); /* every row's output in sm.o */
+	for (int r = warp; r < ncol * (HD / 32); r += TCP_WARPS) {
+		const int j = r / (HD / 32), d = r % (HD / 32) * 32 + lane, t = t0 + j / group;
+
+		if (t >= T)
+			continue; /* (warp-uniform) past the batch */
+		attn_store(ao, ((size_t)t * nh + hb + j % group) * HD + d, sm.o[j * HD + d]);
+	}
+}
+
+/* coli_attn_tcp_<hd>_<type>: grid (tiles of qt = COLI_GPU_TCP_ROWS / group
+ * queries, nkv), AT_THREADS threads, COLI_GPU_TCP_SMEM bytes of dynamic
+ * shared memory; coli_attn_tc's parameters (rows, part and count unused) */
+#define ATTN_TCP(hd, sfx, m)                                                                       \
+	extern "C" __global__ void __launch_bounds__(AT_THREADS, 1) coli_attn_tcp_##hd##sfx(       \
+	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
+	    int nh, int nkv, float scale, int msp, int T, signed char *aq, float *ad, int *aqs,    \
+	    const float *sinks, int window, const int *rows, const int *tab, int nbs, float *part, \
+	    unsigned *count, int tq0, int qt)                                                      \
+	{                                                                                          \
+		static_assert(sizeof(TcpSmem<hd, m>) ==                                            \
+		                  COLI_GPU_TCP_SMEM(hd, kv_esz<kvmode<m>::KT>(),                   \
+		                                    kv_esz<kvmode<m>::VT>()),                      \
+		              "COLI_GPU_TCP_SMEM");                                                \
+		(void)rows, (void)part, (void)count;                                               \
+		pdl_entry();                                                                       \
+		attn_tcp<hd, m>(q, K, V, out, pos0, posp, nh, nkv, scale, msp, T, aq, ad, aqs,     \
+		                sinks, window, tab, nbs, tq0, qt);                                 \
+	}
+#define ATTN_TCP_ALL(hd)                                                                           \
+	ATTN_TCP(hd, _bf16, 1)                                                                     \
+	ATTN_TCP(hd, _q8, 2)                                                                       \
+	ATTN_TCP(hd, _q8_bf16, 3)
+
+#endif
