@@ -528,13 +528,12 @@ extern "C" __global__ void __launch_bounds__(256)
 	pdl_entry();
 	__shared__ int list[ACC_MAXP];
 	__shared__ int wcount[8], total;
-	const int t = blockIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
+	const int t = blockIdx.y;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int slice = ((n_pairs + 8 * 32 - 1) / (8 * 32)) * 32;
 	const int b0 = warp * slice, b1 = min(n_pairs, b0 + slice);
 	const unsigned lt = (1u << lane) - 1;
 	int cnt = 0, base;
-	float o = 0.0f;
 
 	for (int b = b0; b < b1; b += 32) {
 		const bool hit = b + lane < b1 && __ldg(pair_token + b + lane) == t;
@@ -564,32 +563,36 @@ extern "C" __global__ void __launch_bounds__(256)
 		base += __popc(m);
 	}
 	__syncthreads(); /* the list and total complete */
-	if (j >= H)
-		return;
-	if (total <= ACC_MAXP) {
-		for (int k0 = 0; k0 < total; k0 += ACC_BATCH) {
-			float v[ACC_BATCH], w[ACC_BATCH];
+	/* a row's elements by the grid's x (one CTA a row for a prompt's many
+	 * rows: the scan above is then paid once a row, not once a slice) */
+	for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < H; j += gridDim.x * blockDim.x) {
+		float o = 0.0f;
+
+		if (total <= ACC_MAXP) {
+			for (int k0 = 0; k0 < total; k0 += ACC_BATCH) {
+				float v[ACC_BATCH], w[ACC_BATCH];
 
 #pragma unroll
-			for (int u = 0; u < ACC_BATCH; u++)
-				if (k0 + u < total) {
-					const int p = list[k0 + u];
+				for (int u = 0; u < ACC_BATCH; u++)
+					if (k0 + u < total) {
+						const int p = list[k0 + u];
 
-					w[u] = __ldg(pair_w + p);
-					v[u] = acc_row(y, hy, hmask, p, H)[j];
-				}
+						w[u] = __ldg(pair_w + p);
+						v[u] = acc_row(y, hy, hmask, p, H)[j];
+					}
 #pragma unroll
-			for (int u = 0; u < ACC_BATCH; u++)
-				if (k0 + u < total)
-					o = __fadd_rn(o, __fmul_rn(w[u], v[u]));
+				for (int u = 0; u < ACC_BATCH; u++)
+					if (k0 + u < total)
+						o = __fadd_rn(o, __fmul_rn(w[u], v[u]));
+			}
+		} else {
+			for (int p = 0; p < n_pairs; p++)
+				if (__ldg(pair_token + p) == t)
+					o = __fadd_rn(o, __fmul_rn(__ldg(pair_w + p),
+					                           acc_row(y, hy, hmask, p, H)[j]));
 		}
-	} else {
-		for (int p = 0; p < n_pairs; p++)
-			if (__ldg(pair_token + p) == t)
-				o = __fadd_rn(o, __fmul_rn(__ldg(pair_w + p),
-				                           acc_row(y, hy, hmask, p, H)[j]));
+		out[(size_t)t * H + j] = o;
 	}
-	out[(size_t)t * H + j] = o;
 }
 
 /* *out = the index of the largest of x[0..n), the first on ties; NaNs are

@@ -703,7 +703,9 @@ static int test_moe_acc(void)
 	                               {64, 512, 256},
 	                               {1, 600, 64},
 	                               {3, 2000, 96},
-	                               {8, 64, 2048}}; /* a step of 8 sequences */
+	                               {8, 64, 2048},   /* a step of 8 sequences */
+	                               {300, 2400, 2048}, /* a prompt's rows: a CTA a row */
+	                               {256, 2048, 1000}};
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
