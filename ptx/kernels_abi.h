@@ -206,12 +206,12 @@ struct coli_gpu_pairs {
 /* coli_attn_tcp (ptx/attn/attn_tcp.cuh, a prompt over a bf16 or q8 cache):
  * its (query, head) rows a CTA, a warp's m-tile of 16 each, and the dynamic
  * shared memory of TcpSmem: coli_attn_tc's stages and widened rows, then O
- * [rows][hd] in fp32. */
+ * [rows][hd + 8] in fp32 and three words a row. */
 #define COLI_GPU_TCP_ROWS 128
 #define COLI_GPU_TCP_SMEM(hd, kesz, vesz)                                                          \
 	(COLI_GPU_TC_STAGES(COLI_GPU_TC_TILE(hd, kesz, vesz)) * COLI_GPU_TC_TILE(hd, kesz, vesz) + \
 	 ((kesz) == 1 ? 64 * ((hd) + 8) : 16) + ((vesz) == 1 ? 64 * ((hd) + 8) : 16) +             \
-	 4 * COLI_GPU_TCP_ROWS * (hd))
+	 4 * COLI_GPU_TCP_ROWS * ((hd) + 8) + 12 * COLI_GPU_TCP_ROWS)
 
 /* Several sequences in one launch (--parallel, core/forward/forward_dev.c):
  * rows [T][2] ints, COLI_GPU_ROWS ints a row: row t's position p and its

@@ -50,15 +50,20 @@ template <int HD, int M> struct TcpSmem {
 	char st[T::NST][T::BYTES];
 	unsigned short kw[T::KT == 2 ? AD_CHUNK * T::WR : 8];
 	unsigned short vw[T::VT == 2 ? AD_CHUNK * T::WR : 8];
-	float o[TCP_ROWS * HD];
+	float o[TCP_ROWS * (HD + 8)];     /* a row padded: a warp's float2 in two wavefronts */
+	float fl[TCP_ROWS], fm[TCP_ROWS]; /* a row's divisor and (its one split's) m */
+	int one[TCP_ROWS];                /* 1: the row had one split (event 3) */
 };
 
-/* A row's softmax event at a chunk's end (coli_attn_tc's ev): 0 none, 1 a
- * split folded into O, 2 the last split folded and O / L out, 3 one split:
- * acc / l out. */
+/* A row's event at a chunk's end (coli_attn_tc's ev): 0 none; 1 a split's
+ * end, folded into O (O = O * fo + acc * ff); 2 the last split's, folded
+ * the same way, and O / fl is the output; 3 the only split's, O = acc, and
+ * acc / fl (or attn_sink_out's) is the output. The last step of 2 and 3 (a
+ * division, or the sink's) waits for the store: the same operations on the
+ * same floats, once an output, and the loop's code stays small. */
 struct tcp_event {
 	int ev;
-	float fo, ff, fl, fm;
+	float fo, ff;
 };
 
 template <int HD, int M>
@@ -85,7 +90,9 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 	const int nmax = n_first + min(T - t0, qt) - 1;
 	const int nch = (nmax + AD_CHUNK - 1) / AD_CHUNK;
 	const int c_lo = window > 0 && n_first > window ? (n_first - window) / AD_CHUNK : 0;
-	int rn[2], rk0[2], rcps[2]; /* rows g4, g4 + 8 of the warp's m-tile */
+	/* rows g4, g4 + 8 of the warp's m-tile: positions, window start, its
+	 * chunk, one split or more, and c % cps kept as c steps (no division) */
+	int rn[2], rk0[2], rk0c[2], rcps[2], rone[2], rph[2];
 	float m[2], l[2], Mx[2], L[2], sk[2];
 	unsigned qf[NK][TC_NS][4]; /* the rows' query terms: A fragments a k-step */
 	float acc[ND][4];          /* P . V: [dim n-tile][C fragment] */
@@ -100,6 +107,9 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 		rn[i] = n;
 		rk0[i] = window > 0 && n > window ? n - window : 0;
 		rcps[i] = COLI_GPU_ATTN_CPS(n > 0 ? n : 1, max_splits);
+		rk0c[i] = rk0[i] / AD_CHUNK;
+		rone[i] = n > 0 && (n - 1) / (rcps[i] * AD_CHUNK) == rk0[i] / (rcps[i] * AD_CHUNK);
+		rph[i] = (c_lo + rcps[i] - 1) % rcps[i]; /* c_lo - 1's: the loop steps first */
 		sk[i] = sinks && r < ncol ? __ldg(sinks + hb + r % group) : -INFINITY;
 		m[i] = -INFINITY;
 		l[i] = 0.0f;
@@ -121,7 +131,7 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 #pragma unroll
 		for (int e = 0; e < 4; e++)
 			acc[i][e] = 0.0f;
-	for (int i = tid; i < TCP_ROWS * HD; i += AT_THREADS)
+	for (int i = tid; i < TCP_ROWS * (HD + 8); i += AT_THREADS)
 		sm.o[i] = 0.0f;
 
 	/* chunk c's rows into stage c % NST */
@@ -193,7 +203,8 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 		struct tcp_event evt[2];
 #pragma unroll
 		for (int i = 0; i < 2; i++) {
-			const int n = rn[i], np = n - c * AD_CHUNK, k0 = rk0[i], cps = rcps[i];
+			const int n = rn[i], np = n - c * AD_CHUNK, k0 = rk0[i], k0c = rk0c[i];
+			const int ph = rph[i] = rph[i] + 1 == rcps[i] ? 0 : rph[i] + 1; /* c % cps */
 			float x[4][2], mx = -INFINITY;
 
 #pragma unroll
@@ -211,7 +222,7 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 				}
 			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
 			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-			reset[i] = c % cps == 0 || c <= k0 / AD_CHUNK; /* a split starts */
+			reset[i] = ph == 0 || c <= k0c; /* a split starts */
 			if (reset[i]) {
 				m[i] = -INFINITY;
 				l[i] = 0.0f;
@@ -243,17 +254,27 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 					            : ex[j][e];
 			/* a split's end (its last chunk, or the row's) */
 			evt[i].ev = 0;
-			if (np <= 0 || c < k0 / AD_CHUNK || (c % cps != cps - 1 && np > AD_CHUNK)) {
-			} else if ((n - 1) / (cps * AD_CHUNK) == k0 / (cps * AD_CHUNK)) {
+			if (np <= 0 || c < k0c || (ph != rcps[i] - 1 && np > AD_CHUNK)) {
+			} else if (rone[i]) {
 				evt[i].ev = 3; /* one split: attn_put_out's */
-				evt[i].fm = m[i];
-				evt[i].fl = l[i];
+				if (c4 == 0) {
+					const int r = warp * 16 + g4 + 8 * i;
+
+					sm.fm[r] = m[i];
+					sm.fl[r] = l[i];
+					sm.one[r] = 1;
+				}
 			} else {
 				attn_fold(Mx[i], L[i], m[i], l[i], &evt[i].fo, &evt[i].ff);
 				evt[i].ev = np > AD_CHUNK ? 1 : 2;
 				if (np <= AD_CHUNK && sinks) /* the sink joins L last */
 					L[i] += expf(sk[i] - Mx[i]);
-				evt[i].fl = L[i];
+				if (np <= AD_CHUNK && c4 == 0) {
+					const int r = warp * 16 + g4 + 8 * i;
+
+					sm.fl[r] = L[i];
+					sm.one[r] = 0;
+				}
 			}
 		}
 
@@ -297,40 +318,42 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 			}
 		}
 
-		/* the fold's events, element by element */
+		/* the fold's events, element by element (two a float2) */
 #pragma unroll
 		for (int i = 0; i < 2; i++) {
 			const struct tcp_event ev = evt[i];
+			float2 *o = (float2 *)&sm.o[(warp * 16 + g4 + 8 * i) * (HD + 8) + 2 * c4];
 
 			if (!ev.ev)
 				continue;
 #pragma unroll
-			for (int nt = 0; nt < ND; nt++)
-#pragma unroll
-				for (int e = 0; e < 2; e++) {
-					float *o = &sm.o[(warp * 16 + g4 + 8 * i) * HD + nt * 8 + 2 * c4 +
-					                 e];
-					const float a = acc[nt][2 * i + e];
+			for (int nt = 0; nt < ND; nt++) {
+				const float2 a = make_float2(acc[nt][2 * i], acc[nt][2 * i + 1]);
 
-					if (ev.ev == 1)
-						*o = *o * ev.fo + a * ev.ff;
-					else if (ev.ev == 2)
-						*o = (*o * ev.fo + a * ev.ff) / ev.fl;
-					else
-						*o = sinks ? attn_sink_out(a, ev.fm, ev.fl, sk[i])
-						           : a / ev.fl;
+				if (ev.ev == 3) {
+					o[4 * nt] = a;
+				} else {
+					const float2 p = o[4 * nt];
+
+					o[4 * nt] = make_float2(p.x * ev.fo + a.x * ev.ff,
+					                        p.y * ev.fo + a.y * ev.ff);
 				}
+			}
 		}
 	}
 	cp_wait<0>();
 #undef TCP_STAGE
-	__syncthreads(); /* every row's output in sm.o */
+	__syncthreads(); /* every row's O, divisor and kind in shared memory */
 	for (int r = warp; r < ncol * (HD / 32); r += TCP_WARPS) {
 		const int j = r / (HD / 32), d = r % (HD / 32) * 32 + lane, t = t0 + j / group;
+		const float v = sm.o[j * (HD + 8) + d];
 
 		if (t >= T)
 			continue; /* (warp-uniform) past the batch */
-		attn_store(ao, ((size_t)t * nh + hb + j % group) * HD + d, sm.o[j * HD + d]);
+		attn_store(ao, ((size_t)t * nh + hb + j % group) * HD + d,
+		           sinks && sm.one[j] ? attn_sink_out(v, sm.fm[j], sm.fl[j],
+		                                              __ldg(sinks + hb + j % group))
+		                              : v / sm.fl[j]);
 	}
 }
 

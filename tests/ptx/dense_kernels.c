@@ -2008,7 +2008,7 @@ static void bench_attn_prefill(void)
 	a.q = dev_copy(buf, 4 * nq);
 	a.o = dev_poison(4 * nq);
 	a.pos = dev_poison(4);
-	for (int kt = 0; kt < 2; kt++) {
+	for (int kt = 1; kt >= 0; kt--) { /* bf16 first */
 		a.k = kt ? dev_copy(bf, 2 * nkv) : dev_copy(buf, 4 * nkv);
 		a.v = kt ? dev_copy(bf + 7, 2 * (nkv - 7)) : dev_copy(buf + 7, 4 * (nkv - 7));
 		for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
