@@ -1,12 +1,15 @@
 /*
- * cpu/gemv/gemm_panel16_avx512.c — Q4_0, Q8_0, Q4_K, Q5_K and Q2_K times many
+ * cpu/gemv/gemm_panel16_avx512.c — Q4_0, Q8_0 and the K-quants times many
  * activations (a prefill chunk's experts and projections) on AVX-512 VNNI
  * with sixteen rows in a 512-bit vector's lanes: cpu/gemv/gemm_panel.h's
  * panel at twice the rows, walked once for four activations instead of
  * two; Q8_0 the same way, its quants plus 128 as the unsigned bytes (the
  * row kernels it replaces from COLI_PANEL_MIN_S_Q8_0 activations sum each
- * row apart). Q6_K's and Q3_K's signed quants stay on the eight-row panel:
- * its |w| by x with w's sign needs vpsignb, which has no 512-bit form.
+ * row apart). Q6_K's and Q3_K's quants are signed, and the eight-row panel's
+ * |w| by x with w's sign needs vpsignb, which has no 512-bit form: here the
+ * activation is the unsigned side instead, x + 128 (one xor a walk of the
+ * panel), against the signed quants, and each group of 16 loses 128 times
+ * its quants' sum, a row's constant taken once a panel (ko below).
  *
  * Why: the eight-row panel issues three loads (the chunk, two activations'
  * broadcast fours) for two vpdpbusd of 32 products; here five loads feed
@@ -38,7 +41,7 @@
 #define P16_MAX_B (COLI_PANEL_MAX_K / 256)
 #define P16_NS    4 /* activations a walk of the panel */
 
-enum p16_kind { P16_Q40, P16_Q80, P16_Q45K, P16_Q2K };
+enum p16_kind { P16_Q40, P16_Q80, P16_Q45K, P16_Q2K, P16_SGN /* Q6_K, Q3_K */ };
 
 struct panel16 {
 	uint8_t q[P16_MAX_U * 512]; /* unit u's chunk c at 512 u + 64 c */
@@ -50,6 +53,8 @@ struct panel16 {
 	                              * 128 u + 64 g */
 	float d[P16_MAX_B * 16];    /* ... block i's d and dmin of row r at 16 i + r */
 	float dm[P16_MAX_B * 16];
+	int32_t ko[P16_MAX_U * 16]; /* Q6_K, Q3_K: unit u's 128 (s1 sum w1 + s2 sum w2), row r
+	                             * at 16 u + r (w1, w2: its groups' signed quants) */
 };
 
 /* The panel's rows' y for activations x[0..NS), y[s][0..16): each unit's
@@ -66,8 +71,8 @@ PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *
 			l[s][k] = _mm512_setzero_ps();
 	for (int u = 0; u < nu; u++) {
 		const uint8_t *q = p->q + 512 * u;
-		/* h: the unit's sums (Q2_K: its first group of 16), g: Q2_K's
-		 * second group, m: Q2_K's min term, sum_g m_g sum_{i in g} x_i */
+		/* h: the unit's sums (two-group kinds: its first group of 16), g:
+		 * their second group, m: Q2_K's min term, sum_g m_g sum_{i in g} x_i */
 		__m512i h[P16_NS] = {zero, zero, zero, zero}, g[P16_NS] = {zero, zero, zero, zero},
 		        m[P16_NS] = {zero, zero, zero, zero};
 
@@ -83,7 +88,11 @@ PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *
 				const __m512i xb =
 				    _mm512_set1_epi32(*(const int32_t *)(x[s]->q + 32 * u + 4 * c));
 
-				if (kind == P16_Q2K && c >= 4)
+				if (kind == P16_SGN && c >= 4) /* x + 128 unsigned by signed w */
+					g[s] = _mm512_dpbusd_epi32(g[s], xb, w);
+				else if (kind == P16_SGN)
+					h[s] = _mm512_dpbusd_epi32(h[s], xb, w);
+				else if (kind == P16_Q2K && c >= 4)
 					g[s] = _mm512_dpbusd_epi32(g[s], w, xb);
 				else
 					h[s] = _mm512_dpbusd_epi32(h[s], w, xb);
@@ -91,8 +100,8 @@ PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *
 					m[s] = _mm512_dpbusd_epi32(m[s], mg, xb);
 			}
 		}
-		const __m512 d = _mm512_load_ps(kind == P16_Q45K || kind == P16_Q2K ? p->d + 16 * (u / 8)
-		                                                                    : p->du + 16 * u);
+		const __m512 d = _mm512_load_ps(kind == P16_Q40 || kind == P16_Q80 ? p->du + 16 * u
+		                                                                   : p->d + 16 * (u / 8));
 
 #pragma GCC unroll 4
 		for (int s = 0; s < NS; s++) {
@@ -100,18 +109,20 @@ PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *
 			__m512 *lk = &l[s][u % 16];
 			__m512i A;
 
-			if (kind == P16_Q45K || kind == P16_Q2K) /* scales: >> 16 of their int16 pairs */
+			if (kind != P16_Q40 && kind != P16_Q80) /* scales: >> 16 of their int16 pairs */
 				A = _mm512_mullo_epi32(
 				    h[s], _mm512_srai_epi32(_mm512_load_si512((const void *)(p->sc + 32 * u)),
 				                            16));
 			else /* the quants' offset: 8 (Q4_0) or 128 (Q8_0) times qsum */
 				A = _mm512_sub_epi32(h[s], _mm512_set1_epi32((kind == P16_Q80 ? 128 : 8) *
 				                                             x[s]->qsum[u]));
-			if (kind == P16_Q2K)
+			if (kind == P16_Q2K || kind == P16_SGN)
 				A = _mm512_add_epi32(
 				    A, _mm512_mullo_epi32(
 				           g[s], _mm512_srai_epi32(
 				                     _mm512_load_si512((const void *)(p->sc2 + 32 * u)), 16)));
+			if (kind == P16_SGN) /* the sums of (x + 128) w, less 128 sum w */
+				A = _mm512_sub_epi32(A, _mm512_load_si512((const void *)(p->ko + 16 * u)));
 			*lk = _mm512_fmadd_ps(_mm512_cvtepi32_ps(A), _mm512_mul_ps(d, dx), *lk);
 			if (kind == P16_Q2K) /* C = -m (|C| <= 15 x 32 x 127), by dmin * dx */
 				*lk = _mm512_fmadd_ps(
@@ -151,6 +162,9 @@ PANEL_INLINE void dot16_kind(const struct panel16 *p, int nu, const struct coli_
 		return;
 	case P16_Q2K:
 		dot16(p, nu, x, NS, P16_Q2K, y);
+		return;
+	case P16_SGN:
+		dot16(p, nu, x, NS, P16_SGN, y);
 		return;
 	default:
 		dot16(p, nu, x, NS, P16_Q45K, y);
@@ -197,11 +211,37 @@ static void unpack16(const struct coli_mat *w, int r, enum p16_kind kind, struct
 			for (int k = 0; k < 8; k++)
 				row[k] = (const uint8_t *)w->data + (size_t)(r + 8 * h + k) * rb;
 			for (int i = 0; i < K / 256; i++)
-				if (kind == P16_Q2K)
-					unpack_q23k_block(row, i, 0, &o);
+				if (w->dtype == COLI_DTYPE_Q6_K)
+					unpack_q6k_block(row, i, &o);
+				else if (kind == P16_Q2K || kind == P16_SGN)
+					unpack_q23k_block(row, i, kind == P16_SGN, &o);
 				else
 					unpack_q45k_block(row, i, w->dtype == COLI_DTYPE_Q5_K, &o);
 		}
+	}
+	if (kind != P16_SGN)
+		return;
+	/* ko: each unit's 128 (s1 sum w1 + s2 sum w2) a row, its groups' quant
+	 * sums by vpdpbusd of ones (|ko| <= 128 x 2 x 128 x 16 x 32 < 2^31) */
+	for (int u = 0; u < nu; u++) {
+		const __m512i one = _mm512_set1_epi8(1);
+		__m512i w1 = _mm512_setzero_si512(), w2 = w1;
+
+		for (int c = 0; c < 8; c++) {
+			const __m512i q = _mm512_load_si512((const void *)(p->q + 512 * u + 64 * c));
+
+			if (c < 4)
+				w1 = _mm512_dpbusd_epi32(w1, one, q);
+			else
+				w2 = _mm512_dpbusd_epi32(w2, one, q);
+		}
+		const __m512i s1 = _mm512_srai_epi32(_mm512_load_si512((const void *)(p->sc + 32 * u)), 16),
+		              s2 = _mm512_srai_epi32(_mm512_load_si512((const void *)(p->sc2 + 32 * u)), 16);
+
+		_mm512_store_si512((void *)(p->ko + 16 * u),
+		                   _mm512_slli_epi32(_mm512_add_epi32(_mm512_mullo_epi32(w1, s1),
+		                                                      _mm512_mullo_epi32(w2, s2)),
+		                                     7));
 	}
 }
 
@@ -212,8 +252,14 @@ int coli_gemm_panel16_avx512(const struct coli_mat *w, const struct coli_act *x,
 	const enum p16_kind kind = w->dtype == COLI_DTYPE_Q8_0   ? P16_Q80
 	                           : w->dtype == COLI_DTYPE_Q4_0 ? P16_Q40
 	                           : w->dtype == COLI_DTYPE_Q2_K ? P16_Q2K
-	                                                         : P16_Q45K;
+	                           : w->dtype == COLI_DTYPE_Q6_K || w->dtype == COLI_DTYPE_Q3_K
+	                               ? P16_SGN
+	                               : P16_Q45K;
 	struct panel16 p __attribute__((aligned(64)));
+	/* P16_SGN: the walk's activations plus 128 (their q xored with 0x80) */
+	int8_t xu[kind == P16_SGN ? P16_NS : 1][kind == P16_SGN ? COLI_PANEL_MAX_K : 64]
+	    __attribute__((aligned(64)));
+	struct coli_act xa[P16_NS];
 	int r = row0;
 
 	if ((kind == P16_Q45K && w->dtype != COLI_DTYPE_Q4_K && w->dtype != COLI_DTYPE_Q5_K) ||
@@ -228,6 +274,16 @@ int coli_gemm_panel16_avx512(const struct coli_mat *w, const struct coli_act *x,
 
 			for (int j = 0; j < P16_NS; j++)
 				xs[j] = &x[s + (j < ns ? j : ns - 1)];
+			for (int j = 0; kind == P16_SGN && j < ns; j++) {
+				for (int k = 0; k < K; k += 64)
+					_mm512_store_si512(
+					    (void *)(xu[j] + k),
+					    _mm512_xor_si512(_mm512_loadu_si512((const void *)(xs[j]->q + k)),
+					                     _mm512_set1_epi8((char)0x80)));
+				xa[j] = *xs[j];
+				xa[j].q = xu[j];
+				xs[j] = &xa[j];
+			}
 			dot16_any(&p, nu, xs, ns, kind, t);
 			for (int j = 0; j < ns; j++)
 				memcpy(y + (size_t)(s + j) * ldy + (r - row0), t[j], sizeof(t[j]));
