@@ -244,7 +244,7 @@ int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int
 /* The same with AVX-512 VNNI's int32 dots (cpu/gemv/gemm_panel_avx512.c). */
 int coli_gemm_panel_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                            size_t ldy, int row0, int row1);
-/* Q4_0, Q8_0, Q4_K, Q5_K and Q2_K, sixteen rows in a 512-bit vector's lanes and four
+/* Q4_0, Q8_0 and the K-quants, sixteen rows in a 512-bit vector's lanes and four
  * activations a walk (cpu/gemv/gemm_panel16_avx512.c): whole panels of
  * sixteen rows, the same bits; returns the first row not done (row0 for
  * another type or K > COLI_PANEL_MAX_K). Q8_0 from COLI_PANEL_MIN_S_Q8_0
