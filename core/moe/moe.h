@@ -98,6 +98,11 @@ static inline void coli_moe_ax_ready(struct coli_engine *e, struct coli_moe_laye
  * Leaves per-pair outputs in e->s.ey (ml->moe_on_dense's in that device's y);
  * -errno (e->errmsg) when a slab could not be read. */
 int coli_moe_experts(struct coli_engine *e, struct coli_moe_layer *ml);
+/* route.c: every token's experts and weights into e->s.sel / e->s.selw
+ * (unless ml->routed), then COLI_TRACE's lines; the call's pairs by expert,
+ * then token (e->s.pair_*, e->moe.pair_first / pair_n). */
+void coli_moe_route(struct coli_engine *e, const struct coli_moe_layer *ml);
+void coli_moe_pairs(struct coli_engine *e, int T);
 /* block.c: out[T][hidden] = MoE(xn) for layer ml->l; xn's activations are
  * prepared. 0, or -errno when an expert's slab could not be read (e->errmsg
  * says which). coli_mlp_dense: out = the dense SwiGLU MLP of layer l. */
