@@ -10,6 +10,9 @@
  * activation is the unsigned side instead, x + 128 (one xor a walk of the
  * panel), against the signed quants, and each group of 16 loses 128 times
  * its quants' sum, a row's constant taken once a panel (ko below).
+ * GGUF's 32-element block types (Q4_1, Q5_0, Q5_1: rows whose length is not
+ * a multiple of 256) take it as Q4_0 does, their quants unsigned (Q5_0
+ * less 16 qsum), Q4_1 / Q5_1 then fmaf(qsum, m * dx) a unit.
  *
  * Why: the eight-row panel issues three loads (the chunk, two activations'
  * broadcast fours) for two vpdpbusd of 32 products; here five loads feed
@@ -41,14 +44,22 @@
 #define P16_MAX_B (COLI_PANEL_MAX_K / 256)
 #define P16_NS    4 /* activations a walk of the panel */
 
-enum p16_kind { P16_Q40, P16_Q80, P16_Q45K, P16_Q2K, P16_SGN /* Q6_K, Q3_K */ };
+enum p16_kind {
+	P16_Q40,
+	P16_Q80,
+	P16_Q45K,
+	P16_Q2K,
+	P16_SGN, /* Q6_K, Q3_K */
+	P16_Q50, /* Q5_0 */
+	P16_Q41, /* Q4_1, Q5_1: a min */
+};
 
 struct panel16 {
 	uint8_t q[P16_MAX_U * 512]; /* unit u's chunk c at 512 u + 64 c */
-	float du[P16_MAX_U * 16];   /* Q4_0, Q8_0: unit u's d of row r at 16 u + r */
+	float du[P16_MAX_U * 16];   /* 32-element units: unit u's d of row r at 16 u + r */
 	int16_t sc[P16_MAX_U * 32]; /* K-quants: unit u's scale of row r at 32 u + 2r, 2r + 1 */
 	int16_t sc2[P16_MAX_U * 32]; /* Q2_K: its second group's */
-	float mn[P16_MAX_U * 16];   /* Q4_K, Q5_K: its min, negated */
+	float mn[P16_MAX_U * 16];   /* Q4_K, Q5_K: its min, negated; Q4_1, Q5_1: its m */
 	uint8_t mb[P16_MAX_U * 128]; /* Q2_K: group g's mins, row r's at bytes 4r..4r+3 of
 	                              * 128 u + 64 g */
 	float d[P16_MAX_B * 16];    /* ... block i's d and dmin of row r at 16 i + r */
@@ -100,8 +111,9 @@ PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *
 					m[s] = _mm512_dpbusd_epi32(m[s], mg, xb);
 			}
 		}
-		const __m512 d = _mm512_load_ps(kind == P16_Q40 || kind == P16_Q80 ? p->du + 16 * u
-		                                                                   : p->d + 16 * (u / 8));
+		const int unit_d = kind == P16_Q40 || kind == P16_Q80 || kind == P16_Q50 ||
+		                   kind == P16_Q41; /* a d a unit, not a block */
+		const __m512 d = _mm512_load_ps(unit_d ? p->du + 16 * u : p->d + 16 * (u / 8));
 
 #pragma GCC unroll 4
 		for (int s = 0; s < NS; s++) {
@@ -109,12 +121,16 @@ PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *
 			__m512 *lk = &l[s][u % 16];
 			__m512i A;
 
-			if (kind != P16_Q40 && kind != P16_Q80) /* scales: >> 16 of their int16 pairs */
+			if (!unit_d) /* scales: >> 16 of their int16 pairs */
 				A = _mm512_mullo_epi32(
 				    h[s], _mm512_srai_epi32(_mm512_load_si512((const void *)(p->sc + 32 * u)),
 				                            16));
-			else /* the quants' offset: 8 (Q4_0) or 128 (Q8_0) times qsum */
-				A = _mm512_sub_epi32(h[s], _mm512_set1_epi32((kind == P16_Q80 ? 128 : 8) *
+			else if (kind == P16_Q41) /* unsigned quants and a min: no offset */
+				A = h[s];
+			else /* the quants' offset: 8 (Q4_0), 16 (Q5_0) or 128 (Q8_0) times qsum */
+				A = _mm512_sub_epi32(h[s], _mm512_set1_epi32((kind == P16_Q80   ? 128
+				                                              : kind == P16_Q50 ? 16
+				                                                                : 8) *
 				                                             x[s]->qsum[u]));
 			if (kind == P16_Q2K || kind == P16_SGN)
 				A = _mm512_add_epi32(
@@ -128,6 +144,10 @@ PANEL_INLINE void dot16(const struct panel16 *p, int nu, const struct coli_act *
 				*lk = _mm512_fmadd_ps(
 				    _mm512_cvtepi32_ps(_mm512_sub_epi32(zero, m[s])),
 				    _mm512_mul_ps(_mm512_load_ps(p->dm + 16 * (u / 8)), dx), *lk);
+			if (kind == P16_Q41) /* qsum by m * dx (kq_q32_group's second fma) */
+				*lk = _mm512_fmadd_ps(
+				    _mm512_cvtepi32_ps(_mm512_set1_epi32(x[s]->qsum[u])),
+				    _mm512_mul_ps(_mm512_load_ps(p->mn + 16 * u), dx), *lk);
 			if (kind == P16_Q45K) { /* C = -m * qsum (exact), by dmin * dx */
 				const __m512 cm =
 				    _mm512_mul_ps(_mm512_load_ps(p->mn + 16 * u),
@@ -166,6 +186,12 @@ PANEL_INLINE void dot16_kind(const struct panel16 *p, int nu, const struct coli_
 	case P16_SGN:
 		dot16(p, nu, x, NS, P16_SGN, y);
 		return;
+	case P16_Q50:
+		dot16(p, nu, x, NS, P16_Q50, y);
+		return;
+	case P16_Q41:
+		dot16(p, nu, x, NS, P16_Q41, y);
+		return;
 	default:
 		dot16(p, nu, x, NS, P16_Q45K, y);
 	}
@@ -200,6 +226,9 @@ static void unpack16(const struct coli_mat *w, int r, enum p16_kind kind, struct
 			unpack_q8_0(w, r + 8 * h, nu, p->q + 32 * h, 512, 64, p->du + 8 * h, 16);
 		} else if (kind == P16_Q40) {
 			unpack_q4_0(w, r + 8 * h, nu, p->q + 32 * h, 512, 64, p->du + 8 * h, 16);
+		} else if (kind == P16_Q50 || kind == P16_Q41) {
+			unpack_q32(w, r + 8 * h, nu, p->q + 32 * h, 512, 64, p->du + 8 * h,
+			           p->mn + 8 * h, 16);
 		} else {
 			const struct panel_dst o = {p->q + 32 * h,  512,           64,
 			                            p->sc + 16 * h, p->sc2 + 16 * h, 32,
@@ -254,6 +283,9 @@ int coli_gemm_panel16_avx512(const struct coli_mat *w, const struct coli_act *x,
 	                           : w->dtype == COLI_DTYPE_Q2_K ? P16_Q2K
 	                           : w->dtype == COLI_DTYPE_Q6_K || w->dtype == COLI_DTYPE_Q3_K
 	                               ? P16_SGN
+	                           : w->dtype == COLI_DTYPE_Q5_0 ? P16_Q50
+	                           : w->dtype == COLI_DTYPE_Q4_1 || w->dtype == COLI_DTYPE_Q5_1
+	                               ? P16_Q41
 	                               : P16_Q45K;
 	struct panel16 p __attribute__((aligned(64)));
 	/* P16_SGN: the walk's activations plus 128 (their q xored with 0x80) */

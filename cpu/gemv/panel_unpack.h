@@ -2,8 +2,9 @@
  * cpu/gemv/panel_unpack.h — what the row panels share (cpu/gemv/gemm_panel.h:
  * eight rows in a 256-bit vector's lanes; cpu/gemv/gemm_panel16_avx512.c:
  * sixteen in a 512-bit one): the 8 x 8 transposes, and the unpack of eight
- * rows of Q4_0, Q8_0 (cpu.h's planes) or a K-quant into a panel's chunks
- * and scales.
+ * rows of Q4_0, Q8_0 (cpu.h's planes), a K-quant or a 32-element block type
+ * (Q4_1, Q5_0, Q5_1) into a panel's chunks and scales; and the 32-element
+ * types' quant bytes, which the row kernels (cpu/kquant/kquant_simd.h) use too.
  * Included by files compiled for AVX2 or above.
  */
 #ifndef COLI_CPU_PANEL_UNPACK_H
@@ -16,6 +17,31 @@
 #include "cpu/cpu.h"
 
 #define PANEL_INLINE static inline __attribute__((always_inline))
+
+/* Element l of a 32-element block in byte l: qs[16]'s low nibbles, then its
+ * high ones. */
+PANEL_INLINE __m256i q32_nibbles(const uint8_t *qs)
+{
+	const __m128i q = _mm_loadu_si128((const __m128i *)qs);
+
+	return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+}
+
+/* Bit l of the 32 at qh as 16 (set) or 0 in byte l: byte l / 8 of qh
+ * broadcast to bytes 8k..8k+7, tested against 1 << (l % 8). */
+PANEL_INLINE __m256i q32_fifth_bits(const uint8_t *qh)
+{
+	const __m256i idx = _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+	                                      0x0101010101010101ll, 0),
+	              bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	uint32_t h;
+	__m256i v;
+
+	__builtin_memcpy(&h, qh, 4);
+	v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h), idx);
+	v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+	return _mm256_and_si256(v, _mm256_set1_epi8(16));
+}
 
 /* out[c] dword r = v[r] dword c (an 8 x 8 dword transpose, in place) */
 PANEL_INLINE void transpose8x32(__m256i v[8])
@@ -437,6 +463,42 @@ PANEL_INLINE void unpack_q8_0(const struct coli_mat *w, int r0, int nu, uint8_t 
 			_mm256_store_si256((__m256i *)(pq + ustep * u + cstep * c), v[c]);
 	}
 	unpack_scales(w, r0, nu, pd, dstep);
+}
+
+/* Units [0, nu) of rows r0 .. r0 + 7 of a 32-element block type t (GGUF's
+ * blocks as stored: Q4_1 d, m, qs[16]; Q5_0 d, qh[4], qs[16]; Q5_1 d, m,
+ * qh[4], qs[16]) into a panel as unpack_q4_0 lays them out: the quants
+ * unsigned (Q4_1 0..15, Q5_* 0..31; Q5_0's - 16 is taken from the sum as 16
+ * qsum), each unit's d at pd[dstep * u + r] and (Q4_1, Q5_1) its m at
+ * pm[dstep * u + r]. */
+PANEL_INLINE void unpack_q32(const struct coli_mat *w, int r0, int nu, uint8_t *pq, size_t ustep,
+                             size_t cstep, float *pd, float *pm, int dstep)
+{
+	const enum coli_dtype t = w->dtype;
+	const size_t bb = t == COLI_DTYPE_Q4_1 ? 20 : t == COLI_DTYPE_Q5_0 ? 22 : 24;
+	const size_t rb = coli_dtype_row_bytes(t, (size_t)w->cols);
+	const int oqs = t == COLI_DTYPE_Q4_1 ? 4 : t == COLI_DTYPE_Q5_0 ? 6 : 8,
+	          oqh = t == COLI_DTYPE_Q5_0 ? 2 : 4;
+
+	for (int u = 0; u < nu; u++) {
+		__m256i v[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < 8; r++) {
+			const uint8_t *b = (const uint8_t *)w->data + (size_t)(r0 + r) * rb + u * bb;
+
+			v[r] = q32_nibbles(b + oqs);
+			if (t != COLI_DTYPE_Q4_1)
+				v[r] = _mm256_or_si256(v[r], q32_fifth_bits(b + oqh));
+			pd[(size_t)dstep * u + r] = _cvtsh_ss((uint16_t)(b[0] | b[1] << 8));
+			if (t != COLI_DTYPE_Q5_0)
+				pm[(size_t)dstep * u + r] = _cvtsh_ss((uint16_t)(b[2] | b[3] << 8));
+		}
+		transpose8x32(v);
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++)
+			_mm256_store_si256((__m256i *)(pq + ustep * u + cstep * c), v[c]);
+	}
 }
 
 #endif

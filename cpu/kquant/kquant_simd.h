@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/gemv/panel_unpack.h"
 
 #define KQ_INLINE static inline __attribute__((always_inline))
 
@@ -471,31 +472,6 @@ KQ_INLINE void kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_a
 		out[s] = kq_fold2(acc0[s], acc1[s]);
 }
 
-/* Element l of a 32-element block in byte l: qs[16]'s low nibbles, then its
- * high ones. */
-KQ_INLINE __m256i kq_nib32(const uint8_t *qs)
-{
-	const __m128i q = _mm_loadu_si128((const __m128i *)qs);
-
-	return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
-}
-
-/* Bit l of the 32 at qh as 16 (set) or 0 in byte l: byte l / 8 of qh
- * broadcast to bytes 8k..8k+7, tested against 1 << (l % 8). */
-KQ_INLINE __m256i kq_bits32(const uint8_t *qh)
-{
-	const __m256i idx = _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
-	                                      0x0101010101010101ll, 0),
-	              bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-	uint32_t h;
-	__m256i v;
-
-	memcpy(&h, qh, 4);
-	v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h), idx);
-	v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-	return _mm256_and_si256(v, _mm256_set1_epi8(16));
-}
-
 /* Eight halves as a vector, from registers (eight 2-byte stores read back
  * by one 16-byte load would miss store forwarding). */
 #define KQ_HALVES8(h)                                                                              \
@@ -520,10 +496,10 @@ KQ_INLINE void kq_q32_group(enum coli_dtype t, const uint8_t *row, const struct 
 #pragma GCC unroll 8
 	for (int k = 0; k < 8; k++) {
 		const uint8_t *b = bp + k * bb;
-		__m256i q = kq_nib32(b + oqs);
+		__m256i q = q32_nibbles(b + oqs);
 
 		if (t != COLI_DTYPE_Q4_1)
-			q = _mm256_or_si256(q, kq_bits32(b + oqh));
+			q = _mm256_or_si256(q, q32_fifth_bits(b + oqh));
 #pragma GCC unroll 2
 		for (int s = 0; s < ns; s++)
 			v[s][k] = DOTACC(zero, q, kq_load(x[s]->q + 32 * (g + k)));
