@@ -244,13 +244,13 @@ int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int
 /* The same with AVX-512 VNNI's int32 dots (cpu/gemv/gemm_panel_avx512.c). */
 int coli_gemm_panel_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                            size_t ldy, int row0, int row1);
-/* Q4_0, Q8_0 and the K-quants, sixteen rows in a 512-bit vector's lanes and four
+/* Q4_0, Q8_0 and GGUF's block types, sixteen rows in a 512-bit vector's lanes and four
  * activations a walk (cpu/gemv/gemm_panel16_avx512.c): whole panels of
  * sixteen rows, the same bits; returns the first row not done (row0 for
  * another type or K > COLI_PANEL_MAX_K). Q8_0 from COLI_PANEL_MIN_S_Q8_0
  * activations. */
 #define COLI_PANEL_MIN_S_Q8_0 4
-/* the K-quants from 8 (on the Zen 4 VM at 4 the eight-row panel's two walks
+/* the block types from 8 (on the Zen 4 VM at 4 the eight-row panel's two walks
  * of two ran as fast: 35 against 37 ms a pass; at 16 it took 74 against 64) */
 #define COLI_PANEL16_MIN_S_KQ 8
 int coli_gemm_panel16_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,

@@ -11,8 +11,8 @@
  * instructions of these row kernels (CPU prefill of a Q4_K_M 30b-shape
  * model, 2 threads of an AVX-512 EPYC: 547 tok/s on the row kernels,
  * 808-820 on AVX2's panel; Q2_K 650-660 on AVX2's panel, 765-791 on VNNI's).
- * The K-quants take the sixteen-row panel (cpu/gemv/gemm_panel16_avx512.c) before
- * it from COLI_PANEL16_MIN_S_KQ activations.
+ * Every block type takes the sixteen-row panel (cpu/gemv/gemm_panel16_avx512.c)
+ * before it from COLI_PANEL16_MIN_S_KQ activations.
  */
 #include <errno.h>
 
@@ -30,7 +30,7 @@ int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int 
 {
 	int r = row0;
 
-	if (S >= COLI_PANEL16_MIN_S_KQ) /* the K-quants: sixteen rows a panel first */
+	if (S >= COLI_PANEL16_MIN_S_KQ) /* sixteen rows a panel first */
 		r = coli_gemm_panel16_avx512(w, x, S, y, (size_t)ldy, row0, row1);
 	if (S >= COLI_PANEL_MIN_S)
 		r = coli_gemm_panel_avx512(w, x, S, y + (r - row0), (size_t)ldy, r, row1);

@@ -5,9 +5,9 @@
  *
  *   1. every kernel ISA this CPU has gives the scalar reference's bits, in
  *      coli_gemv, coli_gemm (S = 7, each s: past COLI_PANEL_MIN_S, an odd
- *      count; S = 9 over 25 rows: AVX-512's sixteen-row panel for Q4_K and
- *      Q5_K, four activations a walk and one, then a panel of eight and a
- *      row) and row sub-ranges of both (K up to 4096, and 40960 for
+ *      count; S = 9 over 25 rows: AVX-512's sixteen-row panel, four
+ *      activations a walk and one, then a panel of eight (the K-quants) and
+ *      a row) and row sub-ranges of both (K up to 4096, and 40960 for
  *      the K-quants; for the 32-block types also K of 1-7 blocks past a
  *      multiple of 8, the vector forms' scalar tail);
  *   2. the reference is within fp32 rounding of a double dot product of the
