@@ -48,6 +48,11 @@
  * rows go sixteen to a panel first (cpu/gemv/gemm_panel16_avx512.c); this
  * panel takes the eight left over. The transposes and Q4_0's unpack are
  * cpu/gemv/panel_unpack.h's.
+ *
+ * GGUF's 32-element block types (Q4_1, Q5_0, Q5_1) take it as Q4_0 does: one
+ * unit a block, its quants unsigned (Q5_0 less 16 qsum; 5-bit quants summed
+ * four chunks at a time in int16, as Q5_K's), then Q4_1's and Q5_1's
+ * fmaf(qsum, m * dx) (kq_q32_group's steps).
  */
 #if !defined(PANEL_VNNI) || !defined(PANEL_NAME)
 #error "the includer defines PANEL_VNNI and PANEL_NAME"
@@ -60,11 +65,13 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-enum kind { Q40, Q2K, Q3K, Q4K, Q5K, Q6K };
+enum kind { Q40, Q2K, Q3K, Q4K, Q5K, Q6K, Q41, Q50, Q51 };
 
 /* signed quants (|w| by x with w's sign); two groups of 16 a unit */
 #define SIGNED(k) ((k) == Q3K || (k) == Q6K)
 #define G16(k)    ((k) == Q2K || (k) == Q3K || (k) == Q6K)
+/* a unit a 32-element block: its own d, no scale (Q4_1, Q5_1: a min) */
+#define UNIT32(k) ((k) == Q40 || (k) == Q41 || (k) == Q50 || (k) == Q51)
 
 #define PANEL_MAX_U (COLI_PANEL_MAX_K / 32)
 #define PANEL_MAX_B (COLI_PANEL_MAX_K / 256)
@@ -76,9 +83,10 @@ struct panel {
 	int16_t sc2[PANEL_MAX_U * 16]; /* Q2_K, Q3_K, Q6_K: the unit's second group of 16 */
 	uint8_t mb[PANEL_MAX_U * 64];  /* Q2_K: the groups' mins, row r's at bytes 4r..4r+3
 	                                * of each group's 32 */
-	float mn[PANEL_MAX_U * 8];     /* unit u: minus row r's group min at 8 u + r */
+	float mn[PANEL_MAX_U * 8];     /* unit u: minus row r's group min at 8 u + r (Q4_1,
+	                                * Q5_1: row r's m) */
 	float d[PANEL_MAX_B * 8];      /* block i: row r's d at 8 i + r */
-	float du[PANEL_MAX_U * 8];     /* Q4_0: unit u's d of row r at 8 u + r */
+	float du[PANEL_MAX_U * 8];     /* UNIT32: unit u's d of row r at 8 u + r */
 	float dm[PANEL_MAX_B * 8];     /* and its dmin */
 };
 
@@ -119,7 +127,7 @@ INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq,
 			if (ns > 1)
 				c1 = dots(c1, m, m, xq[1], c, kind);
 		}
-		if (c < 4 || kind == Q4K || kind == Q40) {
+		if (c < 4 || kind == Q4K || UNIT32(kind)) {
 			h00 = dots(h00, w, aw, xq[0], c, kind);
 			if (ns > 1)
 				h10 = dots(h10, w, aw, xq[1], c, kind);
@@ -129,7 +137,7 @@ INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq,
 				h11 = dots(h11, w, aw, xq[1], c, kind);
 		}
 	}
-	if (kind == Q40) { /* no scale: the nibbles' sum */
+	if (UNIT32(kind)) { /* no scale: the quants' sum */
 		A[0] = h00, A[1] = h10;
 	} else if (kind == Q4K) {
 		const __m256i s32 = _mm256_srai_epi32(sc, 16);
@@ -177,7 +185,7 @@ INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq,
 				c1 = _mm256_add_epi16(c1, pairs(m, m, xq[1], c, kind));
 		}
 
-		if (c < 4 || kind == Q4K || kind == Q40) {
+		if (c < 4 || kind == Q4K || kind == Q40 || kind == Q41) { /* 4-bit: 8 pairs */
 			h00 = _mm256_add_epi16(h00, pairs(w, aw, xq[0], c, kind));
 			if (ns > 1)
 				h10 = _mm256_add_epi16(h10, pairs(w, aw, xq[1], c, kind));
@@ -187,7 +195,7 @@ INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq,
 				h11 = _mm256_add_epi16(h11, pairs(w, aw, xq[1], c, kind));
 		}
 	}
-	if (kind == Q4K || kind == Q40) { /* Q4_0: sc = ones */
+	if (kind == Q4K || kind == Q40 || kind == Q41) { /* UNIT32: sc = ones */
 		A[0] = _mm256_madd_epi16(h00, sc);
 		A[1] = _mm256_madd_epi16(h10, sc);
 	} else {
@@ -218,7 +226,7 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 	__m256i ia[2][PANEL_MAX_U], ic[2][PANEL_MAX_U]; /* unit u's A and (Q2_K) C, per row */
 
 	for (int u = 0; u < nu; u++) {
-		const __m256i sc = kind == Q40
+		const __m256i sc = UNIT32(kind)
 		                       ? _mm256_set1_epi16(1)
 		                       : _mm256_load_si256((const __m256i *)(p->sc + 16 * u)),
 		              sc2 = G16(kind)
@@ -241,16 +249,16 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 
 		for (int u = k; u < nu; u += 16) {
 			const __m256 d =
-			    _mm256_load_ps(kind == Q40 ? p->du + 8 * u : p->d + 8 * (u / 8));
+			    _mm256_load_ps(UNIT32(kind) ? p->du + 8 * u : p->d + 8 * (u / 8));
 
 #pragma GCC unroll 2
 			for (int s = 0; s < ns; s++) {
 				const __m256 dx = _mm256_broadcast_ss(x[s]->d + u);
 				__m256i A = ia[s][u];
 
-				if (kind == Q40) /* the nibbles' - 8: s = sum nib x - 8 qsum */
-					A = _mm256_sub_epi32(A,
-					                     _mm256_set1_epi32(8 * x[s]->qsum[u]));
+				if (kind == Q40 || kind == Q50) /* the quants' - 8 or - 16 */
+					A = _mm256_sub_epi32(
+					    A, _mm256_set1_epi32((kind == Q40 ? 8 : 16) * x[s]->qsum[u]));
 
 				acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A),
 				                         _mm256_mul_ps(d, dx), acc[s]);
@@ -259,6 +267,10 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 					    _mm256_cvtepi32_ps(ic[s][u]),
 					    _mm256_mul_ps(_mm256_load_ps(p->dm + 8 * (u / 8)), dx),
 					    acc[s]);
+				if (kind == Q41 || kind == Q51) /* qsum by m * dx */
+					acc[s] = _mm256_fmadd_ps(
+					    _mm256_cvtepi32_ps(_mm256_set1_epi32(x[s]->qsum[u])),
+					    _mm256_mul_ps(_mm256_load_ps(p->mn + 8 * u), dx), acc[s]);
 				/* Q4_K, Q5_K: C = -m * qsum (|C| <= 63 x 4,064, exact) */
 				if (kind == Q4K || kind == Q5K) {
 					const __m256 cm = _mm256_mul_ps(
@@ -303,7 +315,9 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 			row[k] = (const uint8_t *)w->data + (size_t)(r + k) * rb;
 		if (kind == Q40)
 			unpack_q4_0(w, r, K / 32, p.q, 256, 32, p.du, 8);
-		for (int i = 0; kind != Q40 && i < K / 256; i++) {
+		else if (UNIT32(kind))
+			unpack_q32(w, r, K / 32, p.q, 256, 32, p.du, p.mn, 8);
+		for (int i = 0; !UNIT32(kind) && i < K / 256; i++) {
 			if (kind == Q6K)
 				unpack_q6k_block(row, i, &dst);
 			else if (kind == Q2K || kind == Q3K)
@@ -347,6 +361,12 @@ int PANEL_NAME(const struct coli_mat *w, const struct coli_act *x, int S, float 
 		return panel_rows(w, x, S, y, ldy, row0, row1, Q5K);
 	case COLI_DTYPE_Q6_K:
 		return panel_rows(w, x, S, y, ldy, row0, row1, Q6K);
+	case COLI_DTYPE_Q4_1:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q41);
+	case COLI_DTYPE_Q5_0:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q50);
+	case COLI_DTYPE_Q5_1:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q51);
 	default:
 		return row0;
 	}
