@@ -229,15 +229,21 @@ int coli_kq_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S,
                       int row0, int row1);
 int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                         int ldy, int row0, int row1);
-/* The K-quants (Q2_K ... Q6_K) and Q4_0 on AVX2 with eight rows in a
- * vector's lanes (cpu/gemv/gemm_panel.h): the rows of [row0, row1) in
- * whole panels of eight, the same bits; returns the first row not done (row0
- * for another type or K > COLI_PANEL_MAX_K). coli_kq_gemm_avx2 and _avx512 take it from
- * COLI_PANEL_MIN_S activations (its unpack costs about two activations'
- * dots), coli_gemm_avx2's Q4_0 from COLI_PANEL_MIN_S_Q4_0 (its own GEMM is
- * close behind). */
+/* GGUF's block types and Q4_0 on AVX2 with eight rows in a vector's lanes
+ * (cpu/gemv/gemm_panel.h): the rows of [row0, row1) in whole panels of
+ * eight, the same bits; returns the first row not done (row0 for another
+ * type or K > COLI_PANEL_MAX_K). coli_kq_gemm_avx2 and _avx512 take it from
+ * COLI_PANEL_MIN_S activations, coli_gemm_avx2's Q4_0 from
+ * COLI_PANEL_MIN_S_Q4_0 (its own GEMM is close behind). Below 8 the row
+ * kernels' two activations a row win once the weights come from memory, as
+ * a decode step of several sequences reads them (the Zen 4 VM, `coli bench
+ * kernels --mib 64`, S = 4, ms a pass, rows against the panel: AVX-512 q6_k
+ * 4.6 / 10.6, q4_k 5.8 / 8.7, q2_k 9.2 / 14.6; AVX2 q6_k 5.2 / 11.6, q5_0 7.4
+ * / 9.4); at 8 they were level (AVX2 q4_k 11.6-14.1 / 12.6-13.1, q5_0 15.3 /
+ * 12.5, q6_k 10.9 / 14.5); the panel wins from about 16. (A cache-resident
+ * matrix on a Zen 3 had the panel ahead from 3.) */
 #define COLI_PANEL_MAX_K      8192
-#define COLI_PANEL_MIN_S      3
+#define COLI_PANEL_MIN_S      8
 #define COLI_PANEL_MIN_S_Q4_0 12
 int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                          size_t ldy, int row0, int row1);

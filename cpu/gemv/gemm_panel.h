@@ -37,7 +37,9 @@
  * 16 0.28 / 0.35 / 0.71 / 1.25 against 0.25 / 0.40 / 0.96 / 1.94, Q6_K at
  * 16 1.45 against 2.23, Q3_K at 3 / 16 0.42 / 1.41 against 0.50 / 2.28,
  * Q2_K 0.47 / 1.79 against 0.54 / 2.65; the unpack costs about two activations' dots,
- * hence COLI_PANEL_MIN_S = 3. The small loops carry unroll pragmas:
+ * so the panel paid from 3 activations there; with the weights coming from
+ * memory it pays from about 8 (COLI_PANEL_MIN_S, cpu/cpu_internal.h). The
+ * small loops carry unroll pragmas:
  * without them GCC's generic tuning kept the transposes' arrays on the
  * stack (the unpack took 0.41 ms instead of 0.14).
  *

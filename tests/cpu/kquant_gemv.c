@@ -4,10 +4,9 @@
  * random finite halves for d / dmin / m, a block of zero scale among them),
  *
  *   1. every kernel ISA this CPU has gives the scalar reference's bits, in
- *      coli_gemv, coli_gemm (S = 7, each s: past COLI_PANEL_MIN_S, an odd
- *      count; S = 9 over 25 rows: AVX-512's sixteen-row panel, four
- *      activations a walk and one, then a panel of eight (the K-quants) and
- *      a row) and row sub-ranges of both (K up to 4096, and 40960 for
+ *      coli_gemv, coli_gemm (S = 9, each s: past COLI_PANEL_MIN_S, an odd
+ *      count; over 25 rows AVX-512's sixteen-row panel, four activations a
+ *      walk and one, then a panel of eight and a row) and row sub-ranges of both (K up to 4096, and 40960 for
  *      the K-quants; for the 32-block types also K of 1-7 blocks past a
  *      multiple of 8, the vector forms' scalar tail);
  *   2. the reference is within fp32 rounding of a double dot product of the
@@ -109,7 +108,7 @@ int main(void)
 	/* K-quants: whole 256-blocks; the 32-block types also fewer than 8
 	 * blocks, and 8k + 1..7 (the vector forms' scalar tail) */
 	/* 40960: Q2_K / Q3_K take their activations' sums of 16 in batches
-	 * (cpu/kquant/kquant_simd.h kq_rows: 4 of S = 7 at this K) */
+	 * (cpu/kquant/kquant_simd.h kq_rows: 6 of S = 9 at this K) */
 	static const int Ks_k[] = {256, 512, 768, 2048, 4096, 40960},
 	                 Ks_32[] = {32, 96, 256, 288, 544, 800, 2080, 4096};
 	/* 17: two panels of 8 and a row; 25 (with S = 9): a panel of 16, one of 8, a row */
@@ -129,7 +128,7 @@ int main(void)
 
 		for (size_t ki = 0; ki < nk; ki++) {
 			for (size_t ri = 0; ri < sizeof(rows_of) / sizeof(rows_of[0]); ri++) {
-				const int K = Ks[ki], rows = rows_of[ri], S = rows == 25 ? 9 : 7;
+				const int K = Ks[ki], rows = rows_of[ri], S = 9;
 				uint8_t *blk = rand_blocks(t, rows, K), *zq;
 				struct coli_mat m, mz;
 				struct test_act ta[9];
