@@ -4,9 +4,10 @@
  * random finite halves for d / dmin / m, a block of zero scale among them),
  *
  *   1. every kernel ISA this CPU has gives the scalar reference's bits, in
- *      coli_gemv, coli_gemm (S = 9, each s: past COLI_PANEL_MIN_S, an odd
- *      count; over 25 rows AVX-512's sixteen-row panel, four activations a
- *      walk and one, then a panel of eight and a row) and row sub-ranges of both (K up to 4096, and 40960 for
+ *      coli_gemv, coli_gemm (S = 9 over 17 and 25 rows, each s: past
+ *      COLI_PANEL_MIN_S, an odd count; over 25 AVX-512's sixteen-row panel,
+ *      four activations a walk and one, then a panel of eight and a row; S =
+ *      7 over 1 and 3 rows: the row kernels' four, two and one a row) and row sub-ranges of both (K up to 4096, and 40960 for
  *      the K-quants; for the 32-block types also K of 1-7 blocks past a
  *      multiple of 8, the vector forms' scalar tail);
  *   2. the reference is within fp32 rounding of a double dot product of the
@@ -128,7 +129,7 @@ int main(void)
 
 		for (size_t ki = 0; ki < nk; ki++) {
 			for (size_t ri = 0; ri < sizeof(rows_of) / sizeof(rows_of[0]); ri++) {
-				const int K = Ks[ki], rows = rows_of[ri], S = 9;
+				const int K = Ks[ki], rows = rows_of[ri], S = rows < 8 ? 7 : 9;
 				uint8_t *blk = rand_blocks(t, rows, K), *zq;
 				struct coli_mat m, mz;
 				struct test_act ta[9];
