@@ -108,9 +108,12 @@ void coli_moe_pairs(struct coli_engine *e, int T);
  * says which). coli_mlp_dense: out = the dense SwiGLU MLP of layer l. */
 int coli_moe_block(struct coli_engine *e, struct coli_moe_layer *ml, float *out);
 void coli_mlp_dense(struct coli_engine *e, int l, int T, float *out);
-/* moe.c: the share of a layer's RAM-tier experts the cost model streams. */
+/* assign.c: an owner for every routed expert of the call (e->moe.assign,
+ * e->moe.streamed) from its pairs (coli_moe_pairs); the share of a layer's
+ * RAM-tier experts the cost model streams. */
+void coli_moe_assign(struct coli_engine *e, const struct coli_moe_layer *ml);
 double coli_moe_stream_share(const struct coli_engine *e);
-/* A decode layer's split of n RAM-tier experts, a slab each (core/moe/moe.c
+/* A decode layer's split of n RAM-tier experts, a slab each (core/moe/assign.c
  * decode_stream_count): how many to stream, the k minimizing
  * max(k / bw_stream, (n - k) / bw_cpu); ties go to the CPU. */
 int coli_moe_decode_split(int n, double bw_stream, double bw_cpu);

@@ -584,7 +584,7 @@ static int issue_begin(struct coli_engine *e, struct coli_moe_layer *ml, int d)
 	v->cap = room >= 2 ? room / 2 : room;
 	v->r1 = wave_end(e, v, l, 0, v->cap);
 	if (v->r1 == 0)
-		return -ENOSPC; /* no slot to stream into: assign_experts counts */
+		return -ENOSPC; /* no slot to stream into: coli_moe_assign counts */
 	return v->early ? wave_copies(e, ml, d, 0, v->r1) : 0;
 }
 

@@ -22,7 +22,7 @@ struct coli_moe_sched {
 	/* a layer's experts, [n_experts] each */
 	signed char *assign;      /* device computing it, -1 CPU */
 	unsigned char *streamed;  /* 1 if copied to the device */
-	int *cand, *cand_n;       /* scratch of coli_moe_pairs, assign_experts, cpu_list */
+	int *cand, *cand_n;       /* scratch of coli_moe_pairs, coli_moe_assign, cpu_list */
 	int *pair_first, *pair_n; /* first pair, pair count */
 	int *need, *redo;         /* experts the host reads; CPU recomputes */
 	const void **slab_ptr;    /* slabs of the acquired chunk */
