@@ -616,6 +616,26 @@ KQ_INLINE int kq_rows_n(const struct coli_mat *w, int r, const struct coli_act *
 	KQ_DISPATCH(w->dtype, kq_row_any, row, x, x16, ns, w->cols, out)
 }
 
+/* A row of type t against activations s .. s + n - 1 (n 1, 2 or 4, a
+ * constant once inlined; their sums of 16 at buf from activation s0 on) into
+ * column s + j of yr, ldy apart. */
+KQ_INLINE void kq_row_at(enum coli_dtype t, const uint8_t *row, const struct coli_act *x,
+                         const int16_t *buf, int s, int s0, int K, const int n, float *yr,
+                         size_t ldy)
+{
+	const struct coli_act *xs[KQ_NS];
+	const int16_t *x16[KQ_NS];
+	float o[KQ_NS];
+
+	for (int j = 0; j < n; j++) {
+		xs[j] = &x[s + j];
+		x16[j] = buf + (size_t)(s + j - s0) * (K / 16);
+	}
+	kq_row_any(t, row, xs, x16, n, K, o);
+	for (int j = 0; j < n; j++)
+		yr[(size_t)(s + j) * ldy] = o[j];
+}
+
 /* Rows [row0, row1) of w (type t, a constant once inlined) against S >= 2
  * activations x[S] into y[s][ldy] (row r at y + s * ldy + r - row0): each
  * row unpacked once for four activations at a time (then two, then one:
@@ -644,34 +664,12 @@ KQ_INLINE void kq_rows(enum coli_dtype t, const struct coli_mat *w, const struct
 			float *yr = y + (r - row0);
 			int s = s0;
 
-			for (; s + 4 <= s1; s += 4) {
-				const struct coli_act *xs[4] = {&x[s], &x[s + 1], &x[s + 2], &x[s + 3]};
-				const int16_t *x16[4] = {buf + (size_t)(s - s0) * (K / 16),
-				                         buf + (size_t)(s + 1 - s0) * (K / 16),
-				                         buf + (size_t)(s + 2 - s0) * (K / 16),
-				                         buf + (size_t)(s + 3 - s0) * (K / 16)};
-				float o[4];
-
-				kq_row_any(t, row, xs, x16, 4, K, o);
-				for (int j = 0; j < 4; j++)
-					yr[(size_t)(s + j) * ldy] = o[j];
-			}
-			for (; s + 2 <= s1; s += 2) {
-				const struct coli_act *xs[2] = {&x[s], &x[s + 1]};
-				const int16_t *x16[2] = {buf + (size_t)(s - s0) * (K / 16),
-				                         buf + (size_t)(s + 1 - s0) * (K / 16)};
-				float o[2];
-
-				kq_row_any(t, row, xs, x16, 2, K, o);
-				yr[(size_t)s * ldy] = o[0];
-				yr[(size_t)(s + 1) * ldy] = o[1];
-			}
-			if (s < s1) {
-				const struct coli_act *xs[1] = {&x[s]};
-				const int16_t *x16[1] = {buf + (size_t)(s - s0) * (K / 16)};
-
-				kq_row_any(t, row, xs, x16, 1, K, yr + (size_t)s * ldy);
-			}
+			for (; s + 4 <= s1; s += 4)
+				kq_row_at(t, row, x, buf, s, s0, K, 4, yr, ldy);
+			for (; s + 2 <= s1; s += 2)
+				kq_row_at(t, row, x, buf, s, s0, K, 2, yr, ldy);
+			if (s < s1)
+				kq_row_at(t, row, x, buf, s, s0, K, 1, yr, ldy);
 		}
 	}
 }
