@@ -2013,6 +2013,10 @@ static void bench_attn_prefill(void)
 		a.v = kt ? dev_copy(bf + 7, 2 * (nkv - 7)) : dev_copy(buf + 7, 4 * (nkv - 7));
 		for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
 			double us[3], pairs;
+			/* an f32 cache: coli_attn_prefill at either level above OFF */
+			static const int level[2][3] = {
+			    {COLI_GPU_PREFILL_OFF, COLI_GPU_PREFILL_ROWS},
+			    {COLI_GPU_PREFILL_OFF, COLI_GPU_PREFILL_COLS, COLI_GPU_PREFILL_ROWS}};
 			const int levels = kt ? 3 : 2;
 
 			if (cs[c][5] != kt)
@@ -2022,7 +2026,7 @@ static void bench_attn_prefill(void)
 			pairs = (double)a.T * a.pos0 + (double)a.T * (a.T + 1) / 2;
 			coli_gpu_upload(g_gpu, a.pos, &a.pos0, 4);
 			for (int lv = 0; lv < levels; lv++) {
-				coli_gpu_attn_prefill(g_gpu, lv ? lv + (kt == 0) : COLI_GPU_PREFILL_OFF);
+				coli_gpu_attn_prefill(g_gpu, level[kt][lv]);
 				us[lv] = time_us(run_attn, &a, 10);
 			}
 			coli_gpu_attn_prefill(g_gpu, COLI_GPU_PREFILL_ROWS);
