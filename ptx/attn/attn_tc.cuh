@@ -92,6 +92,64 @@ static __device__ __forceinline__ void tc_widen(unsigned short *w, const char *r
 	}
 }
 
+/* Where a CTA's K/V chunks come from: one sequence's slot of the paged
+ * cache, kv head kvh, positions below nmax (the rest zero-filled). */
+struct tc_kv {
+	const void *K, *V;
+	const int *tab;
+	int nbs, slot, nmax, kvh, soff;
+	size_t krow, vrow;
+};
+
+/* Chunk c's rows into stage c % NST of sm (TcSmem or TcpSmem). */
+template <int HD, int M, class Sm>
+static __device__ __forceinline__ void tc_stage(Sm &sm, const struct tc_kv &kv, int c)
+{
+	typedef TcTile<HD, M> Tl;
+
+	kv_stage<HD, M, Tl::KS, Tl::VS, Tl::V0, Tl::S0>(
+	    sm.st[c % Tl::NST], kv.K, kv.V, kv_at(kv.tab, kv.nbs, kv.slot, c * AD_CHUNK),
+	    min(AD_CHUNK, kv.nmax - c * AD_CHUNK), kv.kvh, kv.krow, kv.vrow, kv.soff);
+}
+
+/* The chunks [c0, c1) through the stages, NST - 1 copies in flight: the
+ * first ones before the loop (tc_stage_first), then at the top of chunk c
+ * (tc_stage_next) its rows landed and seen by every thread, the copy NST - 1
+ * ahead issued and a q8 chunk widened to bf16 (sm.kw, sm.vw): returns chunk
+ * c's stage. Every thread of the CTA calls both (barriers). */
+template <int HD, int M, class Sm>
+static __device__ __forceinline__ void tc_stage_first(Sm &sm, const struct tc_kv &kv, int c0,
+                                                      int c1)
+{
+	for (int i = 0; i < TcTile<HD, M>::NST - 1; i++) {
+		if (c0 + i < c1)
+			tc_stage<HD, M>(sm, kv, c0 + i);
+		cp_commit();
+	}
+}
+
+template <int HD, int M, class Sm>
+static __device__ __forceinline__ const char *tc_stage_next(Sm &sm, const struct tc_kv &kv, int c,
+                                                            int c1)
+{
+	typedef TcTile<HD, M> Tl;
+	const char *st = sm.st[c % Tl::NST];
+
+	cp_wait<Tl::NST - 2>();
+	__syncthreads(); /* chunk c landed; every thread past chunk c - 1 */
+	if (c + Tl::NST - 1 < c1)
+		tc_stage<HD, M>(sm, kv, c + Tl::NST - 1);
+	cp_commit();
+	if (Tl::KT == 2 || Tl::VT == 2) {
+		if (Tl::KT == 2)
+			tc_widen<HD>(sm.kw, st, Tl::KS);
+		if (Tl::VT == 2)
+			tc_widen<HD>(sm.vw, st + Tl::V0, Tl::VS);
+		__syncthreads(); /* the widened rows before their ldmatrix */
+	}
+	return st;
+}
+
 template <int HD, int M>
 static __device__ __forceinline__ void
 attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp, int nh,
@@ -101,7 +159,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 {
 	typedef TcTile<HD, M> Tl;
 	typedef TcSmem<HD, M> Sm;
-	constexpr int KT = Tl::KT, VT = Tl::VT, NST = Tl::NST, KH = HD / 32; /* k-steps a half */
+	constexpr int KT = Tl::KT, VT = Tl::VT, KH = HD / 32; /* k-steps a half */
 	constexpr int NPV = HD == 128 ? 4 : 2; /* n-tiles a warp's P . V, at most */
 	extern __shared__ __align__(16) unsigned char tc_raw[];
 	Sm &sm = *(Sm *)tc_raw;
@@ -191,31 +249,11 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 		}
 	}
 
-	/* chunk c's rows into stage c % NST */
-#define TC_STAGE(c)                                                                                \
-	kv_stage<HD, M, Tl::KS, Tl::VS, Tl::V0, Tl::S0>(                                           \
-	    sm.st[(c) % NST], K, V, kv_at(tab, nbs, slot, (c)*AD_CHUNK),                           \
-	    min(AD_CHUNK, nmax - (c)*AD_CHUNK), kvh, krow, vrow, soff)
-	for (int i = 0; i < NST - 1; i++) {
-		if (c_begin + i < c_end)
-			TC_STAGE(c_begin + i);
-		cp_commit();
-	}
-	for (int c = c_begin; c < c_end; c++) {
-		const char *st = sm.st[c % NST];
+	const struct tc_kv kv = {K, V, tab, nbs, slot, nmax, kvh, soff, krow, vrow};
 
-		cp_wait<NST - 2>();
-		__syncthreads(); /* chunk c landed; every thread past chunk c - 1 */
-		if (c + NST - 1 < c_end)
-			TC_STAGE(c + NST - 1);
-		cp_commit();
-		if (KT == 2 || VT == 2) {
-			if (KT == 2)
-				tc_widen<HD>(sm.kw, st, Tl::KS);
-			if (VT == 2)
-				tc_widen<HD>(sm.vw, st + Tl::V0, Tl::VS);
-			__syncthreads(); /* the widened rows before their ldmatrix */
-		}
+	tc_stage_first<HD, M>(sm, kv, c_begin, c_end);
+	for (int c = c_begin; c < c_end; c++) {
+		const char *st = tc_stage_next<HD, M>(sm, kv, c, c_end);
 
 		/* scores: units (mt, n-tile, half) warp and warp + 8 */
 		{
@@ -381,7 +419,6 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 		}
 	}
 	cp_wait<0>();
-#undef TC_STAGE
 
 	if (zcps) { /* split z's state: one split writes its output, else a partial */
 		const int span = zcps * AD_CHUNK;

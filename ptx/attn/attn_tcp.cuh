@@ -76,7 +76,7 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 {
 	typedef TcTile<HD, M> Tl;
 	typedef TcpSmem<HD, M> Sm;
-	constexpr int KT = Tl::KT, VT = Tl::VT, NST = Tl::NST;
+	constexpr int KT = Tl::KT, VT = Tl::VT;
 	constexpr int KH = HD / 32, NK = HD / 16, ND = HD / 8; /* k-steps a half, in all; dim n-tiles */
 	extern __shared__ __align__(16) unsigned char tcp_raw[];
 	Sm &sm = *(Sm *)tcp_raw;
@@ -136,31 +136,12 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 	for (int i = tid; i < TCP_ROWS * (HD + 8); i += AT_THREADS)
 		sm.o[i] = 0.0f;
 
-	/* chunk c's rows into stage c % NST */
-#define TCP_STAGE(c)                                                                               \
-	kv_stage<HD, M, Tl::KS, Tl::VS, Tl::V0, Tl::S0>(                                           \
-	    sm.st[(c) % NST], K, V, kv_at(tab, nbs, 0, (c)*AD_CHUNK),                              \
-	    min(AD_CHUNK, nmax - (c)*AD_CHUNK), kvh, krow, vrow, soff)
-	for (int i = 0; i < NST - 1; i++) {
-		if (c_lo + i < nch)
-			TCP_STAGE(c_lo + i);
-		cp_commit();
-	}
-	for (int c = c_lo; c < nch; c++) {
-		const char *st = sm.st[c % NST];
+	const struct tc_kv kv = {K, V, tab, nbs, 0, nmax, kvh, soff, krow, vrow};
 
-		cp_wait<NST - 2>();
-		__syncthreads(); /* chunk c landed; every warp past chunk c - 1 */
-		if (c + NST - 1 < nch)
-			TCP_STAGE(c + NST - 1);
-		cp_commit();
-		if (KT == 2 || VT == 2) {
-			if (KT == 2)
-				tc_widen<HD>(sm.kw, st, Tl::KS);
-			if (VT == 2)
-				tc_widen<HD>(sm.vw, st + Tl::V0, Tl::VS);
-			__syncthreads(); /* the widened rows before their ldmatrix */
-		}
+	tc_stage_first<HD, M>(sm, kv, c_lo, nch);
+	for (int c = c_lo; c < nch; c++) {
+		const char *st = tc_stage_next<HD, M>(sm, kv, c, nch);
+
 		if (!__any_sync(0xffffffffu, rn[0] > c * AD_CHUNK || rn[1] > c * AD_CHUNK))
 			continue; /* every row of the warp has ended */
 
@@ -344,7 +325,6 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 		}
 	}
 	cp_wait<0>();
-#undef TCP_STAGE
 	__syncthreads(); /* every row's O, divisor and kind in shared memory */
 	for (int r = warp; r < ncol * (HD / 32); r += TCP_WARPS) {
 		const int j = r / (HD / 32), d = r % (HD / 32) * 32 + lane, t = t0 + j / group;
