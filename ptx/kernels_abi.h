@@ -203,6 +203,16 @@ struct coli_gpu_pairs {
 	 8 * COLI_GPU_TC_COLS * COLI_GPU_TC_SP + 4 * COLI_GPU_TC_COLS * (hd) +                     \
 	 36 * COLI_GPU_TC_COLS)
 
+/* coli_dgemm_f32_l<LB> (ptx/dense/dgemm_f32.cuh, a float matrix times a
+ * prefill chunk with the split GEMV's bits): rows x tokens a CTA of 4 warps,
+ * 16-byte units of each staged a stage, and its two stages' dynamic shared
+ * memory (rows and tokens of 4 * UNITS + 4 floats). */
+#define COLI_GPU_DGEMM_ROWS  128
+#define COLI_GPU_DGEMM_TOKS  16
+#define COLI_GPU_DGEMM_UNITS 16
+#define COLI_GPU_DGEMM_SMEM                                                                        \
+	(2 * 4 * (COLI_GPU_DGEMM_ROWS + COLI_GPU_DGEMM_TOKS) * (4 * COLI_GPU_DGEMM_UNITS + 4))
+
 /* coli_attn_tcp (ptx/attn/attn_tcp.cuh, a prompt over a bf16 or q8 cache):
  * its (query, head) rows a CTA, a warp's m-tile of 16 each, and the dynamic
  * shared memory of TcpSmem: coli_attn_tc's stages and widened rows, then O

@@ -19,6 +19,15 @@ static __device__ __forceinline__ void cp16(void *dst, const void *src, bool val
 	             "l"(src), "r"(valid ? 16 : 0));
 }
 
+/* cp16 through L1 (.ca): for a tile whose stages take alternate 16-byte
+ * pieces of the same lines (ptx/dense/dgemm_f32.cuh), so the second stage's
+ * pieces come from L1 instead of a second L2 sector read */
+static __device__ __forceinline__ void cp16_ca(void *dst, const void *src, bool valid)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+	             "l"(src), "r"(valid ? 16 : 0));
+}
+
 static __device__ __forceinline__ void cp4(void *dst, const void *src, bool valid)
 {
 	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),

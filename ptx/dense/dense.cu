@@ -26,6 +26,7 @@
 #include <cuda_fp16.h>
 
 #include "ptx/common/act_quant.cuh"
+#include "ptx/dense/dgemm_f32.cuh"
 #include "ptx/dense/dgemv.cuh"
 #include "ptx/kernels_abi.h"
 #include "ptx/attn/kv_rows.cuh"
@@ -62,6 +63,14 @@
 	{                                                                                          \
 		dgemv_joined<DT, S>(a, splits);                                                    \
 	}
+/* f32 matrices times a prefill chunk as a tiled GEMM, the joined form's
+ * bits (ptx/dense/dgemm_f32.cuh): LB leaves of a split a stage */
+#define DGEMM_F32(LB)                                                                              \
+	extern "C" __global__ void __launch_bounds__(4 * 32)                                       \
+	    coli_dgemm_f32_l##LB(const struct coli_gpu_dense_gemv a, int splits)                  \
+	{                                                                                          \
+		dgemm_f32<LB>(a, splits);                                                          \
+	}
 /* q8_0 / q4_0 times a few tokens on the tensor cores: NT chunks of 8; two
  * CTAs an SM (64 registers a thread) */
 #define DGEMM_FEW(dt, DT, NT)                                                                      \
@@ -82,6 +91,10 @@ DGEMV_S(DGEMV_Q, q4_0, 9)
 DGEMV_S(DGEMV_Q4H, q4_0h, 9)
 DGEMV_J(f32, 0, 16)
 DGEMV_J(bf16, 2, 16)
+DGEMM_F32(16)
+DGEMM_F32(8)
+DGEMM_F32(4)
+DGEMM_F32(2)
 /* clang-format on */
 
 /* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (w may be NULL).

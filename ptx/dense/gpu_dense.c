@@ -78,6 +78,15 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 		snprintf(name, sizeof(name), "coli_dgemv_%s_16", dt[d]);
 		CK(g->cu->ModuleGetFunction(&g->f_dgemv_wide[d], g->mod_dense, name), name);
 	}
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "coli_dgemm_f32_l%d", 16 >> i);
+		CK(g->cu->ModuleGetFunction(&g->f_dgemm_f32[i], g->mod_dense, name), name);
+		/* (a GPU refusing its 78 KB a block keeps the joined form) */
+		if (g->cu->FuncSetAttribute(g->f_dgemm_f32[i],
+		                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		                            COLI_GPU_DGEMM_SMEM) != CUDA_SUCCESS)
+			g->f_dgemm_f32[i] = NULL;
+	}
 	CK(g->cu->DeviceGetAttribute(&g->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
 	                             g->dev),
 	   "cuDeviceGetAttribute(multiprocessors)");
@@ -406,6 +415,20 @@ static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_
 	return rc || !n ? rc : coli_gpu_gemv(g, dtype, j, n);
 }
 
+/* The tiled f32 GEMM for a prefill chunk of a float matrix, or NULL for the
+ * joined form: a stage holds 16 / LB units of each leaf, so a split's J =
+ * span / 32 units a lane need J <= 8; and half its 128-row tile used at
+ * least (the routers: 128 experts and up; Mixtral's 8 keep the joined form). */
+static CUfunction dgemm_f32_kernel(const coli_gpu_t *g, const struct coli_gpu_dense_gemv *a,
+                                   int splits)
+{
+	const int nu = a->K / 4, J = (((nu + splits - 1) / splits + 31) & ~31) / 32;
+
+	if (a->rows < COLI_GPU_DGEMM_ROWS / 2 || J > 8)
+		return NULL;
+	return g->f_dgemm_f32[J == 1 ? 0 : J == 2 ? 1 : J <= 4 ? 2 : 3];
+}
+
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m)
 {
 	struct coli_gpu_dense_gemv a = *m;
@@ -424,6 +447,16 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 	 * 18.7 us a layer on an H200, against the split launch's few us */
 	if (di < 2 && a.T > COLI_GPU_STEP_T) {
 		void *jargs[] = {&a, &splits};
+		CUfunction tiled = di == 0 ? dgemm_f32_kernel(g, &a, splits) : NULL;
+
+		if (tiled)
+			return coli_gpu_launch(g, tiled,
+			                       (unsigned)((a.rows + COLI_GPU_DGEMM_ROWS - 1) /
+			                                  COLI_GPU_DGEMM_ROWS),
+			                       1,
+			                       (unsigned)((a.T + COLI_GPU_DGEMM_TOKS - 1) /
+			                                  COLI_GPU_DGEMM_TOKS),
+			                       4 * 32, COLI_GPU_DGEMM_SMEM, jargs, "launch dense gemm f32");
 
 		S = 16;
 		return launch3(g, g->f_dgemv_wide[di], (unsigned)groups, 1,

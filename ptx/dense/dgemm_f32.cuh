@@ -1,0 +1,200 @@
+/*
+ * ptx/dense/dgemm_f32.cuh — a float matrix times a prefill chunk as a tiled
+ * GEMM with the split GEMV's bits (ptx/dense/dgemv.cuh): the routers at
+ * prefill (128 x 2048 f32 at the qwen3-30b shape, every token of the prompt).
+ *
+ * The order every output keeps, the one a decode step's split launch gives
+ * the token alone (batch invariance): K in `splits` ranges of `span` units
+ * (4 floats; span a multiple of 32, dg_split); in each, lane l of 32 chains
+ * fmaf over units l, l + 32, ... in ascending order from +0; the 32 chains
+ * fold by the warp's shuffle butterfly (level h adds lanes l and l + h); the
+ * splits add in ascending order from +0 (one split: its fold itself).
+ *
+ * The joined form (dgemv_joined) computes this a warp a row and pays a
+ * 5-shuffle fold per token and split: 309 us a layer of a 2,048-token chunk on
+ * an H100, most of it shuffles. Here a thread holds 4 rows x 4 tokens and
+ * computes every lane's chain itself from shared memory. The butterfly is a
+ * pairwise sum over the lanes taken in bit-reversed order (its first level
+ * pairs lanes rev(2m) and rev(2m + 1) = rev(2m) + 16, and so on up), so the
+ * thread takes the leaves in that order and folds them with a binary counter
+ * of partial sums in registers (dt_push): no shuffles, the same additions.
+ *
+ * Tile: 128 rows (lane + 32 i) x 16 tokens (4 a warp, 4 warps). A stage holds
+ * DT_UNITS units of each of the tile's rows and tokens: LB leaves of a split
+ * with all J = span / 32 of their units, so a split is 32 / LB stages; two
+ * stages double-buffered with cp.async. The fold order takes every other unit
+ * of a line first (lanes rev(p), p < 16, are the even ones), so the copies go
+ * through L1 (cp16_ca) and a line's other half is there for the next stage.
+ * Units past the split's end are
+ * neither loaded nor added; rows and tokens past the matrix's are computed on
+ * zeros and not stored.
+ */
+#ifndef COLI_PTX_DGEMM_F32_CUH
+#define COLI_PTX_DGEMM_F32_CUH
+
+#include "ptx/common/cp_async.cuh"
+#include "ptx/common/pdl.cuh"
+#include "ptx/dense/dgemv.cuh"
+#include "ptx/kernels_abi.h"
+
+#define DT_ROWS  COLI_GPU_DGEMM_ROWS
+#define DT_TOKS  COLI_GPU_DGEMM_TOKS
+#define DT_UNITS COLI_GPU_DGEMM_UNITS
+#define DT_LD    (4 * DT_UNITS + 4) /* floats a staged row: +4 spreads 8 rows over the banks */
+
+struct DtStage {
+	float w[DT_ROWS][DT_LD];
+	float x[DT_TOKS][DT_LD];
+};
+static_assert(2 * sizeof(DtStage) == COLI_GPU_DGEMM_SMEM, "dgemm smem");
+
+/* the 5-bit reversal of p (a compile-time constant where p is) */
+static __device__ __forceinline__ int dt_rev5(int p)
+{
+	return (p & 1) << 4 | (p & 2) << 2 | (p & 4) | (p & 8) >> 2 | (p & 16) >> 4;
+}
+
+/* Stage b of the split [u0, u1): leaves b * LB .. b * LB + LB - 1 in fold
+ * order, lane rev5(p)'s units u0 + lane + 32 j (j < J) at column (q J + j),
+ * for the tile's rows then its tokens. */
+template <int LB>
+static __device__ __forceinline__ void dt_stage(const struct coli_gpu_dense_gemv &a, DtStage &s,
+                                                int r0, int t0, int u0, int u1, int J, int b)
+{
+	const int per = LB * J, n = (DT_ROWS + DT_TOKS) * per;
+
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		const int row = i / per, c = i - row * per, q = c / J, j = c - q * J;
+		const int u = u0 + dt_rev5(b * LB + q) + 32 * j;
+		const float *src;
+		float *dst;
+		bool ok = u < u1;
+
+		if (row < DT_ROWS) {
+			ok = ok && r0 + row < a.rows;
+			src = (const float *)a.w + (size_t)(r0 + row) * a.K + 4 * u;
+			dst = &s.w[row][4 * c];
+		} else {
+			ok = ok && t0 + row - DT_ROWS < a.T;
+			src = a.xf + (size_t)(t0 + row - DT_ROWS) * a.K + 4 * u;
+			dst = &s.x[row - DT_ROWS][4 * c];
+		}
+		cp16_ca(dst, ok ? src : a.xf, ok);
+	}
+}
+
+/* Leaf p's chains (c) into the butterfly's fold: a binary counter whose
+ * level h holds the sum of the last 2^h leaves while bit h of p is clear.
+ * p is a compile-time constant, so stk stays in registers. Returns the whole
+ * fold in c at p == 31. */
+static __device__ __forceinline__ void dt_push(int p, float (&c)[4][4], float (&stk)[5][4][4])
+{
+#pragma unroll
+	for (int h = 0; h < 5; h++) {
+		if (!(p >> h & 1)) {
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+#pragma unroll
+				for (int t = 0; t < 4; t++)
+					stk[h][i][t] = c[i][t];
+			return;
+		}
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+#pragma unroll
+			for (int t = 0; t < 4; t++)
+				c[i][t] = __fadd_rn(stk[h][i][t], c[i][t]);
+	}
+}
+
+/* y = W x for a chunk of tokens, W f32 [rows][K]; `splits` as dgemv_shape
+ * gave the decode launch. LB: leaves a stage, 32 / LB stages a split
+ * (DT_UNITS / LB >= J units a leaf). Dynamic shared memory: two DtStage. */
+template <int LB>
+static __device__ __forceinline__ void dgemm_f32(const struct coli_gpu_dense_gemv &a, int splits)
+{
+	extern __shared__ __align__(16) unsigned char dt_smem[];
+	DtStage *st = (DtStage *)dt_smem;
+	const int lane = threadIdx.x & 31, tw = 4 * (threadIdx.x >> 5);
+	const int r0 = blockIdx.x * DT_ROWS, t0 = blockIdx.z * DT_TOKS, nu = a.K / 4;
+	const int span = ((nu + splits - 1) / splits + 31) & ~31, J = span / 32;
+	float v[4][4], c[4][4], stk[5][4][4];
+	int s = 0;
+
+	pdl_entry();
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+#pragma unroll
+		for (int t = 0; t < 4; t++)
+			v[i][t] = 0.0f;
+	dt_stage<LB>(a, st[0], r0, t0, 0, min(nu, span), J, 0);
+	cp_commit();
+	for (int k = 0; k < splits; k++) {
+		const int u0 = k * span, u1 = min(nu, u0 + span);
+
+#pragma unroll
+		for (int b = 0; b < 32 / LB; b++) {
+			cp_wait<0>();
+			__syncthreads(); /* stage s is in; every thread is done with s - 1 */
+			{
+				const int nk = b + 1 < 32 / LB ? k : k + 1, nb = (b + 1) % (32 / LB);
+
+				if (nk < splits)
+					dt_stage<LB>(a, st[(s + 1) & 1], r0, t0, nk * span,
+					             min(nu, nk * span + span), J, nb);
+				cp_commit();
+			}
+			const DtStage &S = st[s++ & 1];
+
+#pragma unroll
+			for (int q = 0; q < LB; q++) {
+				const int p = b * LB + q, l = dt_rev5(p);
+
+#pragma unroll
+				for (int i = 0; i < 4; i++)
+#pragma unroll
+					for (int t = 0; t < 4; t++)
+						c[i][t] = 0.0f;
+#pragma unroll
+				for (int j = 0; j < DT_UNITS / LB; j++) {
+					if (j >= J || u0 + l + 32 * j >= u1)
+						break;
+					const int col = 4 * (q * J + j);
+					float4 w[4];
+
+#pragma unroll
+					for (int i = 0; i < 4; i++)
+						w[i] = *(const float4 *)&S.w[lane + 32 * i][col];
+#pragma unroll
+					for (int t = 0; t < 4; t++) {
+						const float4 x = *(const float4 *)&S.x[tw + t][col];
+
+#pragma unroll
+						for (int i = 0; i < 4; i++) {
+							float e = c[i][t];
+
+							e = __fmaf_rn(w[i].x, x.x, e);
+							e = __fmaf_rn(w[i].y, x.y, e);
+							e = __fmaf_rn(w[i].z, x.z, e);
+							c[i][t] = __fmaf_rn(w[i].w, x.w, e);
+						}
+					}
+				}
+				dt_push(p, c, stk);
+			}
+		}
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+#pragma unroll
+			for (int t = 0; t < 4; t++)
+				v[i][t] = splits == 1 ? c[i][t] : __fadd_rn(v[i][t], c[i][t]);
+	}
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+#pragma unroll
+		for (int t = 0; t < 4; t++)
+			if (r0 + lane + 32 * i < a.rows && t0 + tw + t < a.T)
+				*dg_out(a, t0 + tw + t, r0 + lane + 32 * i) = v[i][t];
+}
+
+#endif
