@@ -25,9 +25,8 @@
  * stages double-buffered with cp.async. The fold order takes every other unit
  * of a line first (lanes rev(p), p < 16, are the even ones), so the copies go
  * through L1 (cp16_ca) and a line's other half is there for the next stage.
- * Units past the split's end are
- * neither loaded nor added; rows and tokens past the matrix's are computed on
- * zeros and not stored.
+ * Units past the split's end are neither loaded nor added; rows and tokens
+ * past the matrix's are computed on zeros and not stored.
  */
 #ifndef COLI_PTX_DGEMM_F32_CUH
 #define COLI_PTX_DGEMM_F32_CUH
