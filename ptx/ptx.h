@@ -210,6 +210,14 @@ int coli_gpu_rope(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int pos0, ui
  * COLI_GPU_DENSE_GEMM_MIN_T tokens on the tensor-core GEMM). K % 32 == 0;
  * quantized weights read m->xq/xd/xqsum from coli_gpu_act_quantize. */
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m);
+/* Which form a prefill chunk (more than COLI_GPU_STEP_T tokens) of an f32
+ * matrix with 64 rows or more (the routers) takes, the same bits in each:
+ * COLI_GPU_DGEMM_AUTO (the default): the tiled GEMM (ptx/dense/dgemm_f32.cuh)
+ * where its grid nearly fills the GPU, else the joined GEMV;
+ * COLI_GPU_DGEMM_ALWAYS: the tiled GEMM wherever it applies (tests, the
+ * bench); COLI_GPU_DGEMM_OFF: the joined GEMV. */
+enum { COLI_GPU_DGEMM_AUTO, COLI_GPU_DGEMM_ALWAYS, COLI_GPU_DGEMM_OFF };
+void coli_gpu_dense_tiled(coli_gpu_t *g, int mode);
 /* Causal attention (ptx/attn/attention.cu): q [T][nh][hd], K/V the layer's cache
  * [ctx][nkv*hd] (rows 0..pos0+T-1 valid), out like q. Any context length; hd % 4 == 0,
  * nh / nkv <= 16 and (nh / nkv) * hd <= 2048, else -ENOTSUP. posp != 0:

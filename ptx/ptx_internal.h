@@ -177,6 +177,7 @@ struct coli_gpu {
 	CUfunction f_attn_tc[COLI_GPU_KV_MODES][2];      /* coli_attn_tc_{64,128}_mode (not f32) */
 	CUfunction f_attn_tcp[COLI_GPU_KV_MODES][2];     /* coli_attn_tcp_{64,128}_mode (not f32) */
 	int attn_prefill;                        /* coli_gpu_attn_prefill's level (tests, bench) */
+	int dgemm_tiled;                         /* coli_gpu_dense_tiled's mode (tests, bench) */
 	unsigned open_flags;                     /* coli_gpu_open's flags (fault injection) */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;

@@ -417,16 +417,28 @@ static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_
 
 /* The tiled f32 GEMM for a prefill chunk of a float matrix, or NULL for the
  * joined form: a stage holds 16 / LB units of each leaf, so a split's J =
- * span / 32 units a lane need J <= 8; and half its 128-row tile used at
- * least (the routers: 128 experts and up; Mixtral's 8 keep the joined form). */
+ * span / 32 units a lane need J <= 8; half its 128-row tile used at least
+ * (the routers: 128 experts and up; Mixtral's 8 keep the joined form); and
+ * a CTA for nearly every SM. A CTA's time is about the same at any T (169
+ * us a 128 x 2048 router on an H100, one CTA an SM), where the joined form's
+ * grows with T (309 us at 2,048 tokens, about 77 at 512): at 512 tokens the
+ * tiled GEMM's 32 CTAs made the whole prefill 9% slower. */
 static CUfunction dgemm_f32_kernel(const coli_gpu_t *g, const struct coli_gpu_dense_gemv *a,
                                    int splits)
 {
 	const int nu = a->K / 4, J = (((nu + splits - 1) / splits + 31) & ~31) / 32;
+	const long ctas = (long)((a->rows + COLI_GPU_DGEMM_ROWS - 1) / COLI_GPU_DGEMM_ROWS) *
+	                  ((a->T + COLI_GPU_DGEMM_TOKS - 1) / COLI_GPU_DGEMM_TOKS);
 
-	if (a->rows < COLI_GPU_DGEMM_ROWS / 2 || J > 8)
+	if (a->rows < COLI_GPU_DGEMM_ROWS / 2 || J > 8 || g->dgemm_tiled == COLI_GPU_DGEMM_OFF ||
+	    (g->dgemm_tiled == COLI_GPU_DGEMM_AUTO && ctas * 8 < 7L * g->sm_count))
 		return NULL;
 	return g->f_dgemm_f32[J == 1 ? 0 : J == 2 ? 1 : J <= 4 ? 2 : 3];
+}
+
+void coli_gpu_dense_tiled(coli_gpu_t *g, int mode)
+{
+	g->dgemm_tiled = mode;
 }
 
 int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_dense_gemv *m)
@@ -631,6 +643,10 @@ int coli_gpu_router_plan(coli_gpu_t *g, const struct coli_gpu_dense_gemv *r,
 
 #else
 #define NO_GPU return -ENODEV
+void coli_gpu_dense_tiled(coli_gpu_t *g, int mode)
+{
+	(void)g, (void)mode;
+}
 int coli_gpu_copy(coli_gpu_t *g, uint64_t d, uint64_t s, size_t n)
 {
 	NO_GPU;

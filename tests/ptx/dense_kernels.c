@@ -208,11 +208,13 @@ static int test_dense_gemv(enum coli_dtype t)
 	    {40000, 2048, 8},  /* (wide: the GEMM from 5 tokens) */
 	    {128, 2048, 8},    /* the router of a step of 8 sequences: split-K, not joined */
 	    {1000, 2048, 33},  /* q8/q4: three chunks of 16 on the mma, the last of one */
-	    /* f32 past COLI_GPU_STEP_T tokens: the tiled GEMM (ptx/dense/dgemm_f32.cuh),
-	     * on 132 SMs one unit a lane and split (128 x 2048, 160 x 1536: a second,
-	     * partial row tile), two with empty splits past K's end (96 x 4096),
-	     * three (128 x 6144), seven (deepseek-v3's router, 256 x 7168) */
+	    /* from here f32 takes the tiled GEMM (ptx/dense/dgemm_f32.cuh) at any
+	     * grid (COLI_GPU_DGEMM_ALWAYS): on 132 SMs one unit a lane and split
+	     * (128 x 2048, 160 x 1536: a second, partial row tile), two with empty
+	     * splits past K's end (96 x 4096), three (128 x 6144), seven
+	     * (deepseek-v3's router, 256 x 7168) */
 	    {128, 2048, 300}, {160, 1536, 20}, {96, 4096, 40}, {128, 6144, 24}, {256, 7168, 33}};
+	const size_t tiled0 = sizeof(shapes) / sizeof(shapes[0]) - 5;
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
@@ -252,6 +254,7 @@ static int test_dense_gemv(enum coli_dtype t)
 			}
 		}
 		j = job(&m, &a, dy, ldy);
+		coli_gpu_dense_tiled(g_gpu, k >= tiled0 ? COLI_GPU_DGEMM_ALWAYS : COLI_GPU_DGEMM_AUTO);
 		if (coli_gpu_dense_gemv(g_gpu, t, &j))
 			return 1;
 		download(got, dy, sizeof(float) * T * ldy);
@@ -344,6 +347,7 @@ static int test_dense_gemv(enum coli_dtype t)
 		act_free(&a);
 		free(want), free(got), free(got2), free(tol), free(row);
 	}
+	coli_gpu_dense_tiled(g_gpu, COLI_GPU_DGEMM_AUTO);
 	return rc;
 }
 
