@@ -207,9 +207,10 @@ struct coli_gpu_pairs {
  * prefill chunk with the split GEMV's bits): rows x tokens a CTA of 4 warps,
  * 16-byte units of each staged a stage, and its two stages' dynamic shared
  * memory (rows and tokens of 4 * UNITS + 4 floats). */
-#define COLI_GPU_DGEMM_ROWS  128
-#define COLI_GPU_DGEMM_TOKS  16
-#define COLI_GPU_DGEMM_UNITS 16
+#define COLI_GPU_DGEMM_ROWS    128
+#define COLI_GPU_DGEMM_TOKS    16
+#define COLI_GPU_DGEMM_UNITS   16
+#define COLI_GPU_DGEMM_THREADS (COLI_GPU_DGEMM_TOKS / 4 * 32)
 #define COLI_GPU_DGEMM_SMEM                                                                        \
 	(2 * 4 * (COLI_GPU_DGEMM_ROWS + COLI_GPU_DGEMM_TOKS) * (4 * COLI_GPU_DGEMM_UNITS + 4))
 

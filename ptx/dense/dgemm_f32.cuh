@@ -62,7 +62,7 @@ static __device__ __forceinline__ void dt_stage(const struct coli_gpu_dense_gemv
 {
 	const int per = LB * J, n = (DT_ROWS + DT_TOKS) * per;
 
-	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+	for (int i = threadIdx.x; i < n; i += COLI_GPU_DGEMM_THREADS) {
 		const int row = i / per, c = i - row * per, q = c / J, j = c - q * J;
 		const int u = u0 + dt_rev5(b * LB + q) + 32 * j;
 		const float *src;

@@ -415,23 +415,24 @@ static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_
 	return rc || !n ? rc : coli_gpu_gemv(g, dtype, j, n);
 }
 
-/* The tiled f32 GEMM for a prefill chunk of a float matrix, or NULL for the
- * joined form: a stage holds 16 / LB units of each leaf, so a split's J =
- * span / 32 units a lane need J <= 8; half its 128-row tile used at least
+/* The tiled f32 GEMM for a prefill chunk of a float matrix and its grid
+ * (gx x 1 x gz), or NULL for the joined form: a stage holds 16 / LB units
+ * of each leaf, so a split's J = span / 32 units a lane need J <= 8; half
+ * its 128-row tile used at least
  * (the routers: 128 experts and up; Mixtral's 8 keep the joined form); and
  * a CTA for nearly every SM. A CTA's time is about the same at any T (169
  * us a 128 x 2048 router on an H100, one CTA an SM), where the joined form's
  * grows with T (309 us at 2,048 tokens, about 77 at 512): at 512 tokens the
  * tiled GEMM's 32 CTAs made the whole prefill 9% slower. */
 static CUfunction dgemm_f32_kernel(const coli_gpu_t *g, const struct coli_gpu_dense_gemv *a,
-                                   int splits)
+                                   int splits, unsigned *gx, unsigned *gz)
 {
 	const int nu = a->K / 4, J = (((nu + splits - 1) / splits + 31) & ~31) / 32;
-	const long ctas = (long)((a->rows + COLI_GPU_DGEMM_ROWS - 1) / COLI_GPU_DGEMM_ROWS) *
-	                  ((a->T + COLI_GPU_DGEMM_TOKS - 1) / COLI_GPU_DGEMM_TOKS);
 
+	*gx = (unsigned)((a->rows + COLI_GPU_DGEMM_ROWS - 1) / COLI_GPU_DGEMM_ROWS);
+	*gz = (unsigned)((a->T + COLI_GPU_DGEMM_TOKS - 1) / COLI_GPU_DGEMM_TOKS);
 	if (a->rows < COLI_GPU_DGEMM_ROWS / 2 || J > 8 || g->dgemm_tiled == COLI_GPU_DGEMM_OFF ||
-	    (g->dgemm_tiled == COLI_GPU_DGEMM_AUTO && ctas * 8 < 7L * g->sm_count))
+	    (g->dgemm_tiled == COLI_GPU_DGEMM_AUTO && (long)*gx * *gz * 8 < 7L * g->sm_count))
 		return NULL;
 	return g->f_dgemm_f32[J == 1 ? 0 : J == 2 ? 1 : J <= 4 ? 2 : 3];
 }
@@ -459,16 +460,12 @@ int coli_gpu_dense_gemv(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_
 	 * 18.7 us a layer on an H200, against the split launch's few us */
 	if (di < 2 && a.T > COLI_GPU_STEP_T) {
 		void *jargs[] = {&a, &splits};
-		CUfunction tiled = di == 0 ? dgemm_f32_kernel(g, &a, splits) : NULL;
+		unsigned gx, gz;
+		CUfunction tiled = di == 0 ? dgemm_f32_kernel(g, &a, splits, &gx, &gz) : NULL;
 
 		if (tiled)
-			return coli_gpu_launch(g, tiled,
-			                       (unsigned)((a.rows + COLI_GPU_DGEMM_ROWS - 1) /
-			                                  COLI_GPU_DGEMM_ROWS),
-			                       1,
-			                       (unsigned)((a.T + COLI_GPU_DGEMM_TOKS - 1) /
-			                                  COLI_GPU_DGEMM_TOKS),
-			                       4 * 32, COLI_GPU_DGEMM_SMEM, jargs, "launch dense gemm f32");
+			return coli_gpu_launch(g, tiled, gx, 1, gz, COLI_GPU_DGEMM_THREADS,
+			                       COLI_GPU_DGEMM_SMEM, jargs, "launch dense gemm f32");
 
 		S = 16;
 		return launch3(g, g->f_dgemv_wide[di], (unsigned)groups, 1,

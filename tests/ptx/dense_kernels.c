@@ -60,7 +60,8 @@
  * tables) and each kernel at decode shapes (qwen3-30b-a3b) next to a
  * device-to-device copy of the same run (docs/perf/kernels.md; `--bench
  * ops`: the non-GEMV kernels only; `--bench prefill`: q/k/v and o at 8..256
- * tokens, the quantized ones on the GEMM from COLI_GPU_DENSE_GEMM_MIN_T;
+ * tokens, the quantized ones on the GEMM from COLI_GPU_DENSE_GEMM_MIN_T, and
+ * the routers at 512 and 2,048 tokens, joined and tiled;
  * `--bench kquant`: the experts'
  * GEMV of GGUF's block types beside q4_0 / q8_0 at qwen3-235b's shape, then
  * their prefill GEMM at 16 and 128 tokens an expert in TOPS against the
@@ -2073,6 +2074,18 @@ static void bench_prefill(double bw)
 			bench_gemv("qkv", dts[d], 5120, 2048, Ts[k], bw);
 			bench_gemv("o", dts[d], 2048, 4096, Ts[k], bw);
 		}
+	/* a prefill chunk's routers (qwen3-30b's, deepseek-v3's): the joined
+	 * GEMV against the tiled GEMM, the same bits */
+	for (int T = 512; T <= 2048; T *= 4)
+		for (int tiled = 0; tiled < 2; tiled++) {
+			coli_gpu_dense_tiled(g_gpu,
+			                     tiled ? COLI_GPU_DGEMM_ALWAYS : COLI_GPU_DGEMM_OFF);
+			bench_gemv(tiled ? "router, tiled" : "router, joined", COLI_DTYPE_F32, 128,
+			           2048, T, bw);
+			bench_gemv(tiled ? "v3 router, tiled" : "v3 router, joined", COLI_DTYPE_F32,
+			           256, 7168, T, bw);
+		}
+	coli_gpu_dense_tiled(g_gpu, COLI_GPU_DGEMM_AUTO);
 	/* a decode step of 1 to 16 sequences: qwen3's lm_head, q/k/v and o,
 	 * the dense GEMV against the tensor-core GEMM */
 	for (size_t d = 0; d < 2; d++)
