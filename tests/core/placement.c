@@ -40,6 +40,14 @@
  * coli_swiglu_oai; the down bias a bias add a row per pair) are
  * byte-identical wherever they run. Every fixture, gpt-oss's included, must
  * have had layers planned and preplanned on the dense device.
+ *
+ * On a GPU host the whole test takes minutes. Two variables narrow it (a
+ * device call's time limit; CI runs it whole): COLI_PLACEMENT_DEVS, the
+ * device arms to run among "sim sim:2 0 0,1" (space-separated: "0" for the
+ * GPU's arms alone, whose simulated ones CI runs anyway), and
+ * COLI_PLACEMENT_FIXTURES, the fixtures by name. A name that matches none is
+ * an error, not an empty pass, and so is a device list without a one-device
+ * arm (sim, or 0 on a GPU host), where the preplanned checks run.
  */
 #include <math.h>
 
@@ -164,6 +172,44 @@ static int do_run(const char *path, const char *gpu, double vram_gb, int fail_af
 	return rc;
 }
 
+/* Whether `name` is a word of the space-separated list in environment
+ * variable `var` (every name when it is unset or empty). */
+static int wanted(const char *var, const char *name)
+{
+	const char *l = getenv(var), *p;
+	size_t n = strlen(name);
+
+	if (!l || !*l)
+		return 1;
+	for (p = l; (p = strstr(p, name)); p += n)
+		if ((p == l || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return 1;
+	return 0;
+}
+
+/* Every word of `var`'s list is one of names[0..n): a typo must not pass by
+ * running nothing. */
+static int list_known(const char *var, const char *const *names, int n)
+{
+	const char *l = getenv(var);
+	char w[64];
+
+	for (const char *p = l ? l : ""; *p;) {
+		size_t k = strcspn(p, " ");
+		int found = 0;
+
+		snprintf(w, sizeof(w), "%.*s", (int)(k < sizeof(w) ? k : sizeof(w) - 1), p);
+		for (int i = 0; i < n && k; i++)
+			found |= !strcmp(w, names[i]);
+		if (k && !found) {
+			printf("FAIL: %s: '%s' is not one of its choices\n", var, w);
+			return 0;
+		}
+		p += k + (p[k] == ' ');
+	}
+	return 1;
+}
+
 int main(void)
 {
 	char names[MAX_FIXTURES][64];
@@ -187,9 +233,29 @@ int main(void)
 		printf("no fixtures under %s\n", fx_root());
 		return 1;
 	}
+	{
+		const char *fxn[MAX_FIXTURES];
+
+		for (int f = 0; f < nf; f++)
+			fxn[f] = names[f];
+		if (!list_known("COLI_PLACEMENT_DEVS", devs, 4) ||
+		    !list_known("COLI_PLACEMENT_FIXTURES", fxn, nf))
+			return 1;
+		/* the preplanned layers and their queued tails are one device's */
+		if (!wanted("COLI_PLACEMENT_DEVS", "sim") &&
+		    !(n_gpus > 0 && wanted("COLI_PLACEMENT_DEVS", "0"))) {
+			printf("FAIL: COLI_PLACEMENT_DEVS names no one-device arm this machine "
+			       "has (sim, or 0 with a GPU): the preplanned checks run there\n");
+			return 1;
+		}
+	}
 	for (int f = 0; f < nf; f++) {
 		int n, V;
-		int *ids = fx_read_ints(names[f], "ids.txt", &n);
+		int *ids;
+
+		if (!wanted("COLI_PLACEMENT_FIXTURES", names[f]))
+			continue;
+		ids = fx_read_ints(names[f], "ids.txt", &n);
 		uint64_t f_planned = 0, f_preplanned = 0; /* this fixture's */
 
 		/* the default KV type (bf16) with every weight type; f32 and q8
@@ -235,6 +301,8 @@ int main(void)
 			for (int d = 0; d < n_devs; d++) {
 				int gpu = strncmp(devs[d], "sim", 3) != 0;
 
+				if (!wanted("COLI_PLACEMENT_DEVS", devs[d]))
+					continue;
 				/* the reference for dense-on-device cases: the simulated
 				 * device must match the CPU; a GPU matches its own dense run
 				 * with every expert on the CPU */
