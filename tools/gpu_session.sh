@@ -20,6 +20,12 @@
 #                                      times, then greedy generate with each;
 #                                      STREAM=1: then `coli bench stream`'s
 #                                      overlap+stream interleaved twice
+#   tools/gpu_session.sh prefill-ab A B [C ...] [M]
+#                                      (GPU host) two coli binaries or more:
+#                                      all-resident prefill (bench prefill
+#                                      --gpu 0) of each of PROMPTS (default
+#                                      "512 2048 4096") tokens, the binaries
+#                                      alternating, ROUNDS (default 2) times
 #   tools/gpu_session.sh attn A B [C ...] [M]
 #                                      (GPU host) two coli binaries or more
 #                                      at long contexts: decode after 1k and
@@ -71,10 +77,12 @@
 # LD_LIBRARY_PATH to their .so files (Debian packages unpacked with dpkg -x).
 #
 # TESTS="..." (both steps) picks the tests: compiled ones (build/tests/...) or
-# scripts (tests/<module>/<name>.sh, run in a scratch directory with COLI_TEST_GPU=1). The device tool carries at most
-# 64 MiB with the tracked tree (~46 MB): the tarball is well under that;
-# drop tests a run does not need (placement alone takes ~5 minutes of
-# device time: every family, quantization and KV type).
+# scripts (tests/<module>/<name>.sh, run in a scratch directory with
+# COLI_TEST_GPU=1). The device tool carries at most 64 MiB with the tracked
+# tree (~57 MB): the tarball (2-4 MB) fits; drop tests a run does not need
+# (placement takes more than 5 minutes of device time, every family,
+# quantization and KV type: COLI_PLACEMENT_DEVS=0 keeps the GPU's arms,
+# COLI_PLACEMENT_FIXTURES some fixtures; the test's top comment).
 set -u
 TESTS=${TESTS:-"ptx/dense_kernels ptx/expert_kernels ptx/gemm_kernels ptx/kquant_gemm ptx/host_wait ptx/job_ring ptx/kinds ptx/kv_types ptx/mla core/no_const_h2d
 core/batch_invariance core/graph_replay core/fixture_logits core/fixture_greedy core/forward_argmax core/overlap_release
@@ -190,6 +198,28 @@ ab)
 			"$(grep '^overlap+stream ' "$tmp/st" | head -1 | cut -c1-44)" \
 			"$(grep 'x sync' "$tmp/st" | cut -c17-80)" "" \
 			"$(grep -E '^overlap\+stream +1 ' "$tmp/st")"
+	done
+	;;
+prefill-ab)
+	shift
+	[ $# -ge 2 ] || { echo "usage: tools/gpu_session.sh prefill-ab COLI_A COLI_B [COLI ...] [MODEL]"; exit 2; }
+	model=/tmp/q30-8.coli
+	bins=
+	for c in "$@"; do # a last argument ending in .coli is the model
+		case $c in *.coli) model=$c ;; *) bins="$bins $c" ;; esac
+	done
+	set -- $bins
+	need_model "$1" "$model"
+	r=0
+	while [ $r -lt "${ROUNDS:-2}" ]; do
+		r=$((r + 1))
+		for c in "$@"; do
+			for p in ${PROMPTS:-512 2048 4096}; do
+				printf '%-28s %5d %s\n' "$c" "$p" "$("$c" bench prefill -m "$model" --gpu 0 \
+					--prompt "$p" --ctx $((p + 64)) --rounds 3 --disk-mib 0 2>&1 |
+					grep '^default' | head -1 | cut -c1-60)"
+			done
+		done
 	done
 	;;
 attn | cpu-attn)
@@ -331,7 +361,7 @@ ncu-attn)
 	done
 	;;
 *)
-	sed -n '2,69p' "$0"
+	awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" # the comment at the top
 	exit 2
 	;;
 esac
