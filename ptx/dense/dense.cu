@@ -67,7 +67,7 @@
  * bits (ptx/dense/dgemm_f32.cuh): LB leaves of a split a stage */
 #define DGEMM_F32(LB)                                                                              \
 	extern "C" __global__ void __launch_bounds__(COLI_GPU_DGEMM_THREADS)                       \
-	    coli_dgemm_f32_l##LB(const struct coli_gpu_dense_gemv a, int splits)                  \
+	    coli_dgemm_f32_l##LB(const struct coli_gpu_dense_gemv a, int splits)                   \
 	{                                                                                          \
 		dgemm_f32<LB>(a, splits);                                                          \
 	}

@@ -136,7 +136,8 @@ static __device__ __forceinline__ void dgemm_f32(const struct coli_gpu_dense_gem
 			cp_wait<0>();
 			__syncthreads(); /* stage s is in; every thread is done with s - 1 */
 			{
-				const int nk = b + 1 < 32 / LB ? k : k + 1, nb = (b + 1) % (32 / LB);
+				const int nk = b + 1 < 32 / LB ? k : k + 1,
+				          nb = (b + 1) % (32 / LB);
 
 				if (nk < splits)
 					dt_stage<LB>(a, st[(s + 1) & 1], r0, t0, nk * span,
