@@ -714,8 +714,8 @@ INLINE void q8_row2(const struct coli_mat *w, const struct coli_act *x, int r, f
  * (q8_row2), an odd one out on q8_row. On the Zen 4 VM (`coli bench kernels
  * --isa avx2 --threads 2`) the tile path it replaces took 2.4x a decode
  * GEMV's time at S = 2. */
-#define Q8_RB 32
-#define Q8_TILE_MIN_S 4
+#define Q8_RB         32
+#define Q8_TILE_MIN_S 4 /* the tile path from here: level at 4, ahead at 8 (same VM) */
 
 static void gemm_q8_blocked(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                             size_t ldy, int row0, int row1)
