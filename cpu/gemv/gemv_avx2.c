@@ -676,8 +676,7 @@ static void gemv_q8(const struct coli_mat *w, const struct coli_act *x, float *y
 
 /* *y0, *y1 = row r against x[0] and x[1]: q8_row's steps for each, the
  * row's quants, their |w| and its scales loaded once for both. */
-INLINE void q8_row2(const struct coli_mat *w, const struct coli_act *x, int r, float *y0,
-                    float *y1)
+INLINE void q8_row2(const struct coli_mat *w, const struct coli_act *x, int r, float *y0, float *y1)
 {
 	const int nb = w->cols / COLI_QBLOCK, nb8 = nb & ~7;
 	const int8_t *wq = (const int8_t *)w->data + (size_t)r * nb * 32;
