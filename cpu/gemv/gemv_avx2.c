@@ -640,13 +640,17 @@ static void gemm_q4_blocked(const struct coli_mat *w, const struct coli_act *x, 
  * Nothing of the activation can be prepared once: the sign trick needs the
  * row's weights. Every fp32 operation is the tile path's. */
 
-/* y[0] = row r against x. */
-INLINE float q8_row(const struct coli_mat *w, const struct coli_act *x, int r)
+/* y[s * ldy] = row r against x[s], s < N (1 or 2): the row's quants, their
+ * |w| and its scales loaded once for the N activations; per activation the
+ * same steps. */
+INLINE void q8_row_n(const struct coli_mat *w, const struct coli_act *x, const int N, int r,
+                     float *y, size_t ldy)
 {
 	const int nb = w->cols / COLI_QBLOCK, nb8 = nb & ~7;
 	const int8_t *wq = (const int8_t *)w->data + (size_t)r * nb * 32;
 	const uint16_t *dw = w->scales + (size_t)r * nb;
-	__m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+	__m256 acc[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()},
+	                    {_mm256_setzero_ps(), _mm256_setzero_ps()}};
 	__m256i aw[8];
 	int b = 0;
 
@@ -658,59 +662,33 @@ INLINE float q8_row(const struct coli_mat *w, const struct coli_act *x, int r)
 		for (int l = 0; l < 256; l += 64)
 			_mm_prefetch(pf + l, _MM_HINT_T0);
 		q8_abs(wq + b * 32, aw);
-		__m256i sum = q8_group(wq + b * 32, aw, x->q + b * 32);
-		__m256 sc =
-		    _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + b))),
-		                  _mm256_loadu_ps(x->d + b));
-		acc[(b >> 3) & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), sc, acc[(b >> 3) & 1]);
+		const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + b)));
+
+#pragma GCC unroll 2
+		for (int s = 0; s < N; s++) {
+			const __m256i sum = q8_group(wq + b * 32, aw, x[s].q + b * 32);
+
+			acc[s][(b >> 3) & 1] = _mm256_fmadd_ps(
+			    _mm256_cvtepi32_ps(sum), _mm256_mul_ps(d, _mm256_loadu_ps(x[s].d + b)),
+			    acc[s][(b >> 3) & 1]);
+		}
 	}
-	return finish_row(COLI_DTYPE_Q8_0, acc[0], acc[1], wq, dw, x, b, nb);
+#pragma GCC unroll 2
+	for (int s = 0; s < N; s++)
+		y[s * ldy] =
+		    finish_row(COLI_DTYPE_Q8_0, acc[s][0], acc[s][1], wq, dw, &x[s], b, nb);
 }
 
 static void gemv_q8(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                     int row1)
 {
 	for (int r = row0; r < row1; r++)
-		y[r - row0] = q8_row(w, x, r);
-}
-
-/* *y0, *y1 = row r against x[0] and x[1]: q8_row's steps for each, the
- * row's quants, their |w| and its scales loaded once for both. */
-INLINE void q8_row2(const struct coli_mat *w, const struct coli_act *x, int r, float *y0, float *y1)
-{
-	const int nb = w->cols / COLI_QBLOCK, nb8 = nb & ~7;
-	const int8_t *wq = (const int8_t *)w->data + (size_t)r * nb * 32;
-	const uint16_t *dw = w->scales + (size_t)r * nb;
-	__m256 a0[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-	__m256 a1[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-	__m256i aw[8];
-	int b = 0;
-
-	for (; b < nb8; b += 8) {
-		const char *pf = (const char *)(wq + b * 32) + 2048;
-
-#pragma GCC unroll 4
-		for (int l = 0; l < 256; l += 64)
-			_mm_prefetch(pf + l, _MM_HINT_T0);
-		q8_abs(wq + b * 32, aw);
-		const __m256i s0 = q8_group(wq + b * 32, aw, x[0].q + b * 32);
-		const __m256i s1 = q8_group(wq + b * 32, aw, x[1].q + b * 32);
-		const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + b)));
-
-		a0[(b >> 3) & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0),
-		                                   _mm256_mul_ps(d, _mm256_loadu_ps(x[0].d + b)),
-		                                   a0[(b >> 3) & 1]);
-		a1[(b >> 3) & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1),
-		                                   _mm256_mul_ps(d, _mm256_loadu_ps(x[1].d + b)),
-		                                   a1[(b >> 3) & 1]);
-	}
-	*y0 = finish_row(COLI_DTYPE_Q8_0, a0[0], a0[1], wq, dw, &x[0], b, nb);
-	*y1 = finish_row(COLI_DTYPE_Q8_0, a1[0], a1[1], wq, dw, &x[1], b, nb);
+		q8_row_n(w, x, 1, r, y + (r - row0), 0);
 }
 
 /* Q8_0 at S > 1 below the panels: blocks of Q8_RB rows (64 KiB of quants at
  * K = 2048) stay in L2 while the activations pass over them two at a time
- * (q8_row2), an odd one out on q8_row. On the Zen 4 VM (`coli bench kernels
+ * (q8_row_n), an odd one out on gemv_q8. On the Zen 4 VM (`coli bench kernels
  * --isa avx2 --threads 2`) the tile path it replaces took 2.4x a decode
  * GEMV's time at S = 2. */
 #define Q8_RB         32
@@ -724,10 +702,10 @@ static void gemm_q8_blocked(const struct coli_mat *w, const struct coli_act *x, 
 		int s = 0;
 
 		for (; s + 2 <= S; s += 2) {
-			float *y0 = y + (size_t)s * ldy + (r - row0), *y1 = y0 + ldy;
+			float *y0 = y + (size_t)s * ldy + (r - row0);
 
 			for (int i = r; i < r1; i++)
-				q8_row2(w, &x[s], i, y0 + (i - r), y1 + (i - r));
+				q8_row_n(w, &x[s], 2, i, y0 + (i - r), ldy);
 		}
 		if (s < S)
 			gemv_q8(w, &x[s], y + (size_t)s * ldy + (r - row0), r, r1);
