@@ -109,6 +109,16 @@ ncu_by_kernel() {
 
 # need_model COLI MODEL: the bench model, made with COLI if absent (every
 # subcommand's default, /tmp/q30-8.coli)
+# bins_and_model ARGS...: $bins, the binaries among ARGS, and $model, an
+# argument ending in .coli (default /tmp/q30-8.coli)
+bins_and_model() {
+	model=/tmp/q30-8.coli
+	bins=
+	for c in "$@"; do
+		case $c in *.coli) model=$c ;; *) bins="$bins $c" ;; esac
+	done
+}
+
 need_model() {
 	[ -f "$2" ] || "$1" bench make-model --shape qwen3-30b-a3b --layers 8 --quant q4 \
 		-o "$2" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
@@ -203,11 +213,7 @@ ab)
 prefill-ab)
 	shift
 	[ $# -ge 2 ] || { echo "usage: tools/gpu_session.sh prefill-ab COLI_A COLI_B [COLI ...] [MODEL]"; exit 2; }
-	model=/tmp/q30-8.coli
-	bins=
-	for c in "$@"; do # a last argument ending in .coli is the model
-		case $c in *.coli) model=$c ;; *) bins="$bins $c" ;; esac
-	done
+	bins_and_model "$@"
 	set -- $bins
 	need_model "$1" "$model"
 	r=0
@@ -226,11 +232,7 @@ attn | cpu-attn)
 	mode=$1
 	shift
 	[ $# -ge 2 ] || { echo "usage: tools/gpu_session.sh $mode COLI_A COLI_B [COLI ...] [MODEL]"; exit 2; }
-	model=/tmp/q30-8.coli
-	bins=
-	for c in "$@"; do # a last argument ending in .coli is the model
-		case $c in *.coli) model=$c ;; *) bins="$bins $c" ;; esac
-	done
+	bins_and_model "$@"
 	set -- $bins
 	need_model "$1" "$model"
 	if [ "$mode" = cpu-attn ]; then
