@@ -104,6 +104,7 @@ template <bool Q4, int TILE> struct QTile {
 		ABYTES = Q4 ? 16 : 32, /* bytes of a block row */
 		STAGES = COLI_GPU_GEMM_STAGES_Q(Q4)
 	};
+	static_assert(QN % 2 == 0, "dx and qsum are read 4 tokens at a time");
 	/* p1 in shared memory too for 32 outputs a thread: acc, p1 and a
 	 * step's 8 mma results would take all of the 128 registers 512
 	 * threads may have, and the loader's addresses would be recomputed
@@ -135,6 +136,17 @@ static_assert(sizeof(QTile<true, 2>::smem) == COLI_GPU_GEMM_SMEM_Q(1, 2), "smem 
 static __device__ __forceinline__ int wperm(int r)
 {
 	return (r & ~31) | (r & 7) << 2 | (r >> 3 & 3);
+}
+
+/* Where token n of a tile sits in a slot's d[] and qs[]: a warp's WT tokens
+ * in the order its threads read them, thread t4's tokens nf * 8 + 2 t4 + k
+ * (nf < QN, k < 2) at 2 QN t4 + 2 nf + k, so each thread's are contiguous
+ * (quant_step reads them 16 bytes at a time). */
+template <int WT> static __device__ __forceinline__ int tperm(int n)
+{
+	const int r = n % WT, nf = r >> 3, t4 = (r & 7) >> 1;
+
+	return n - r + (WT / 4) * t4 + 2 * nf + (r & 1);
 }
 
 /* One thread's share of staging a block for its group: which bytes it
@@ -194,10 +206,10 @@ template <bool Q4, int TILE> struct QuantLoader {
 		if (i < T::BM) { /* the 4-byte aligned pair holding element (row, b) */
 			cp4(&sl.w[wperm(i)], scales + ((e0 + b) & ~1u), ok & OKW);
 			if (Q4 && i < T::BN)
-				cp4(&sl.qs[i], qs + b, ok & OKQ);
+				cp4(&sl.qs[tperm<T::WT>(i)], qs + b, ok & OKQ);
 		}
 		if (nd >= 0 && nd < T::BN)
-			cp4(&sl.d[nd], d + b, ok & OKD);
+			cp4(&sl.d[tperm<T::WT>(nd)], d + b, ok & OKD);
 	}
 };
 
@@ -253,13 +265,25 @@ static __device__ __forceinline__ void quant_step(const typename QTile<Q4, TILE>
 		for (int hi = 0; hi < 2; hi++)
 			dw[mf][hi] =
 			    __half2float(__ushort_as_half((unsigned short)(pr[mf * 2 + hi] >> sh)));
-	for (int nf = 0; nf < QN; nf++)
-		for (int k = 0; k < 2; k++) {
-			const int n = wn * T::WT + nf * 8 + 2 * t4 + k;
+	/* the thread's 2 QN tokens side by side (tperm): QN / 2 16-byte loads
+	 * each for dx and qsum, 4 addresses a warp */
+	const int n0 = wn * T::WT + 2 * QN * t4;
 
-			dx[nf][k] = sl.d[n];
-			c[nf][k] = Q4 ? MAGIC_BITS - 8 * sl.qs[n] : MAGIC_BITS;
+	for (int h = 0; h < QN / 2; h++) {
+		const float4 d4 = *(const float4 *)&sl.d[n0 + 4 * h];
+
+		dx[2 * h][0] = d4.x, dx[2 * h][1] = d4.y;
+		dx[2 * h + 1][0] = d4.z, dx[2 * h + 1][1] = d4.w;
+		if (Q4) {
+			const int4 q4 = *(const int4 *)&sl.qs[n0 + 4 * h];
+
+			c[2 * h][0] = MAGIC_BITS - 8 * q4.x, c[2 * h][1] = MAGIC_BITS - 8 * q4.y;
+			c[2 * h + 1][0] = MAGIC_BITS - 8 * q4.z;
+			c[2 * h + 1][1] = MAGIC_BITS - 8 * q4.w;
+		} else {
+			c[2 * h][0] = c[2 * h][1] = c[2 * h + 1][0] = c[2 * h + 1][1] = MAGIC_BITS;
 		}
+	}
 	for (int mf = 0; mf < MF; mf++)
 		for (int nf = 0; nf < QN; nf++) {
 			const int cc[4] = {c[nf][0], c[nf][1], c[nf][0], c[nf][1]};
