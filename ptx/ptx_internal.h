@@ -206,7 +206,7 @@ struct coli_gpu {
 	CUfunction f_dgemv[5][COLI_GPU_MAX_S]; /* dense GEMV [f32 bf16 q8_0 q4_0 q4_0h][S - 1] */
 	CUfunction f_dgemm_few[2][2];          /* [q8_0 q4_0][chunks of 8, 16 tokens] */
 	CUfunction f_dgemv_wide[2];            /* [f32 bf16], S = 16: prefill, joined splits */
-	CUfunction f_dgemm_f32[4];             /* prefill routers, tiled: 16/8/4/2 leaves a stage */
+	CUfunction f_dgemm_f32[8];             /* prefill routers, tiled: [units a lane - 1] */
 	int sm_count;
 	CUdeviceptr
 	    scratch; /* float [DENSE_SCRATCH_FLOATS]: split partials (gpu_dense.c, gpu_mla.c) */

@@ -64,12 +64,12 @@
 		dgemv_joined<DT, S>(a, splits);                                                    \
 	}
 /* f32 matrices times a prefill chunk as a tiled GEMM, the joined form's
- * bits (ptx/dense/dgemm_f32.cuh): LB leaves of a split a stage */
-#define DGEMM_F32(LB)                                                                              \
+ * bits (ptx/dense/dgemm_f32.cuh): J units a lane in each split */
+#define DGEMM_F32(J)                                                                               \
 	extern "C" __global__ void __launch_bounds__(COLI_GPU_DGEMM_THREADS)                       \
-	    coli_dgemm_f32_l##LB(const struct coli_gpu_dense_gemv a, int splits)                   \
+	    coli_dgemm_f32_j##J(const struct coli_gpu_dense_gemv a, int splits)                   \
 	{                                                                                          \
-		dgemm_f32<LB>(a, splits);                                                          \
+		dgemm_f32<J>(a, splits);                                                           \
 	}
 /* q8_0 / q4_0 times a few tokens on the tensor cores: NT chunks of 8; two
  * CTAs an SM (64 registers a thread) */
@@ -91,10 +91,14 @@ DGEMV_S(DGEMV_Q, q4_0, 9)
 DGEMV_S(DGEMV_Q4H, q4_0h, 9)
 DGEMV_J(f32, 0, 16)
 DGEMV_J(bf16, 2, 16)
-DGEMM_F32(16)
-DGEMM_F32(8)
-DGEMM_F32(4)
+DGEMM_F32(1)
 DGEMM_F32(2)
+DGEMM_F32(3)
+DGEMM_F32(4)
+DGEMM_F32(5)
+DGEMM_F32(6)
+DGEMM_F32(7)
+DGEMM_F32(8)
 /* clang-format on */
 
 /* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (w may be NULL).

@@ -40,6 +40,7 @@
 #define DT_TOKS  COLI_GPU_DGEMM_TOKS
 #define DT_UNITS COLI_GPU_DGEMM_UNITS
 #define DT_LD    (4 * DT_UNITS + 4) /* floats a staged row: +4 spreads 8 rows over the banks */
+#define DT_THREADS COLI_GPU_DGEMM_THREADS
 
 struct DtStage {
 	float w[DT_ROWS][DT_LD];
@@ -53,16 +54,24 @@ static __device__ __forceinline__ int dt_rev5(int p)
 	return (p & 1) << 4 | (p & 2) << 2 | (p & 4) | (p & 8) >> 2 | (p & 16) >> 4;
 }
 
+/* Leaves a stage for J units a leaf: the most whose J units each fit
+ * DT_UNITS, a power of two (so 32 / LB stages make a split) */
+template <int J> struct DtLeaves {
+	enum { LB = J == 1 ? 16 : J == 2 ? 8 : J <= 4 ? 4 : 2 };
+	static_assert(J >= 1 && J <= 8 && LB * J <= DT_UNITS, "units a leaf");
+};
+
 /* Stage b of the split [u0, u1): leaves b * LB .. b * LB + LB - 1 in fold
  * order, lane rev5(p)'s units u0 + lane + 32 j (j < J) at column (q J + j),
  * for the tile's rows then its tokens. */
-template <int LB>
+template <int J>
 static __device__ __forceinline__ void dt_stage(const struct coli_gpu_dense_gemv &a, DtStage &s,
-                                                int r0, int t0, int u0, int u1, int J, int b)
+                                                int r0, int t0, int u0, int u1, int b)
 {
-	const int per = LB * J, n = (DT_ROWS + DT_TOKS) * per;
+	constexpr int LB = DtLeaves<J>::LB, per = LB * J, n = (DT_ROWS + DT_TOKS) * per;
 
-	for (int i = threadIdx.x; i < n; i += COLI_GPU_DGEMM_THREADS) {
+#pragma unroll 2
+	for (int i = threadIdx.x; i < n; i += DT_THREADS) {
 		const int row = i / per, c = i - row * per, q = c / J, j = c - q * J;
 		const int u = u0 + dt_rev5(b * LB + q) + 32 * j;
 		const float *src;
@@ -107,16 +116,19 @@ static __device__ __forceinline__ void dt_push(int p, float (&c)[4][4], float (&
 }
 
 /* y = W x for a chunk of tokens, W f32 [rows][K]; `splits` as dgemv_shape
- * gave the decode launch. LB: leaves a stage, 32 / LB stages a split
- * (DT_UNITS / LB >= J units a leaf). Dynamic shared memory: two DtStage. */
-template <int LB>
+ * gave the decode launch, J = span / 32 its units a lane (the launcher's
+ * choice of kernel). Dynamic shared memory: two DtStage. Everything between
+ * two barriers is unrolled, so the shared loads of a leaf are issued under
+ * the FMAs of the one before. */
+template <int J>
 static __device__ __forceinline__ void dgemm_f32(const struct coli_gpu_dense_gemv &a, int splits)
 {
+	constexpr int LB = DtLeaves<J>::LB;
 	extern __shared__ __align__(16) unsigned char dt_smem[];
 	DtStage *st = (DtStage *)dt_smem;
 	const int lane = threadIdx.x & 31, tw = 4 * (threadIdx.x >> 5);
 	const int r0 = blockIdx.x * DT_ROWS, t0 = blockIdx.z * DT_TOKS, nu = a.K / 4;
-	const int span = ((nu + splits - 1) / splits + 31) & ~31, J = span / 32;
+	const int span = 32 * J;
 	float v[4][4], c[4][4], stk[5][4][4];
 	int s = 0;
 
@@ -126,7 +138,7 @@ static __device__ __forceinline__ void dgemm_f32(const struct coli_gpu_dense_gem
 #pragma unroll
 		for (int t = 0; t < 4; t++)
 			v[i][t] = 0.0f;
-	dt_stage<LB>(a, st[0], r0, t0, 0, min(nu, span), J, 0);
+	dt_stage<J>(a, st[0], r0, t0, 0, min(nu, span), 0);
 	cp_commit();
 	for (int k = 0; k < splits; k++) {
 		const int u0 = k * span, u1 = min(nu, u0 + span);
@@ -140,8 +152,8 @@ static __device__ __forceinline__ void dgemm_f32(const struct coli_gpu_dense_gem
 				          nb = (b + 1) % (32 / LB);
 
 				if (nk < splits)
-					dt_stage<LB>(a, st[(s + 1) & 1], r0, t0, nk * span,
-					             min(nu, nk * span + span), J, nb);
+					dt_stage<J>(a, st[(s + 1) & 1], r0, t0, nk * span,
+					            min(nu, nk * span + span), nb);
 				cp_commit();
 			}
 			const DtStage &S = st[s++ & 1];
@@ -156,12 +168,12 @@ static __device__ __forceinline__ void dgemm_f32(const struct coli_gpu_dense_gem
 					for (int t = 0; t < 4; t++)
 						c[i][t] = 0.0f;
 #pragma unroll
-				for (int j = 0; j < DT_UNITS / LB; j++) {
-					if (j >= J || u0 + l + 32 * j >= u1)
-						break;
+				for (int j = 0; j < J; j++) {
 					const int col = 4 * (q * J + j);
 					float4 w[4];
 
+					if (u0 + l + 32 * j >= u1) /* CTA-uniform: the split's end */
+						break;
 #pragma unroll
 					for (int i = 0; i < 4; i++)
 						w[i] = *(const float4 *)&S.w[lane + 32 * i][col];

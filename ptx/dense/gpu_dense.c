@@ -78,8 +78,8 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 		snprintf(name, sizeof(name), "coli_dgemv_%s_16", dt[d]);
 		CK(g->cu->ModuleGetFunction(&g->f_dgemv_wide[d], g->mod_dense, name), name);
 	}
-	for (int i = 0; i < 4; i++) {
-		snprintf(name, sizeof(name), "coli_dgemm_f32_l%d", 16 >> i);
+	for (int i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "coli_dgemm_f32_j%d", i + 1);
 		CK(g->cu->ModuleGetFunction(&g->f_dgemm_f32[i], g->mod_dense, name), name);
 		/* (a GPU refusing its 78 KB a block keeps the joined form) */
 		if (g->cu->FuncSetAttribute(g->f_dgemm_f32[i],
@@ -416,8 +416,8 @@ static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_
 }
 
 /* The tiled f32 GEMM for a prefill chunk of a float matrix and its grid
- * (gx x 1 x gz), or NULL for the joined form: a stage holds 16 / LB units
- * of each leaf, so a split's J = span / 32 units a lane need J <= 8; half
+ * (gx x 1 x gz), or NULL for the joined form: a kernel for each J = span /
+ * 32 units a lane up to 8; half
  * its 128-row tile used at least
  * (the routers: 128 experts and up; Mixtral's 8 keep the joined form); and
  * a CTA for nearly every SM. A CTA's time is about the same at any T (169
@@ -434,7 +434,7 @@ static CUfunction dgemm_f32_kernel(const coli_gpu_t *g, const struct coli_gpu_de
 	if (a->rows < COLI_GPU_DGEMM_ROWS / 2 || J > 8 || g->dgemm_tiled == COLI_GPU_DGEMM_OFF ||
 	    (g->dgemm_tiled == COLI_GPU_DGEMM_AUTO && (long)*gx * *gz * 8 < 7L * g->sm_count))
 		return NULL;
-	return g->f_dgemm_f32[J == 1 ? 0 : J == 2 ? 1 : J <= 4 ? 2 : 3];
+	return g->f_dgemm_f32[J - 1];
 }
 
 void coli_gpu_dense_tiled(coli_gpu_t *g, int mode)
