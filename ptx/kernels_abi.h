@@ -203,16 +203,18 @@ struct coli_gpu_pairs {
 	 8 * COLI_GPU_TC_COLS * COLI_GPU_TC_SP + 4 * COLI_GPU_TC_COLS * (hd) +                     \
 	 36 * COLI_GPU_TC_COLS)
 
-/* coli_dgemm_f32_l<LB> (ptx/dense/dgemm_f32.cuh, a float matrix times a
- * prefill chunk with the split GEMV's bits): rows x tokens a CTA of 4 warps,
- * 16-byte units of each staged a stage, and its two stages' dynamic shared
- * memory (rows and tokens of 4 * UNITS + 4 floats). */
+/* coli_dgemm_f32_j<J> (ptx/dense/dgemm_f32.cuh, a float matrix times a
+ * prefill chunk with the split GEMV's bits): rows x tokens a CTA of 16 warps
+ * (4 token groups x 4 leaf groups), 16-byte units of each row staged a stage,
+ * and the dynamic shared memory: two stages (rows and tokens of 4 * UNITS + 4
+ * floats), then the leaf groups' sums [4][threads / 4][16]. */
 #define COLI_GPU_DGEMM_ROWS    128
 #define COLI_GPU_DGEMM_TOKS    16
-#define COLI_GPU_DGEMM_UNITS   16
-#define COLI_GPU_DGEMM_THREADS (COLI_GPU_DGEMM_TOKS / 4 * 32)
+#define COLI_GPU_DGEMM_UNITS   32
+#define COLI_GPU_DGEMM_THREADS 512
 #define COLI_GPU_DGEMM_SMEM                                                                        \
-	(2 * 4 * (COLI_GPU_DGEMM_ROWS + COLI_GPU_DGEMM_TOKS) * (4 * COLI_GPU_DGEMM_UNITS + 4))
+	(2 * 4 * (COLI_GPU_DGEMM_ROWS + COLI_GPU_DGEMM_TOKS) * (4 * COLI_GPU_DGEMM_UNITS + 4) +     \
+	 4 * COLI_GPU_DGEMM_THREADS * 16)
 
 /* coli_attn_tcp (ptx/attn/attn_tcp.cuh, a prompt over a bf16 or q8 cache):
  * its (query, head) rows a CTA, a warp's m-tile of 16 each, and the dynamic

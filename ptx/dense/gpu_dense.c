@@ -81,7 +81,7 @@ int coli_gpu_dense_functions(struct coli_gpu *g)
 	for (int i = 0; i < 8; i++) {
 		snprintf(name, sizeof(name), "coli_dgemm_f32_j%d", i + 1);
 		CK(g->cu->ModuleGetFunction(&g->f_dgemm_f32[i], g->mod_dense, name), name);
-		/* (a GPU refusing its 78 KB a block keeps the joined form) */
+		/* (a GPU refusing its 185 KB a block keeps the joined form) */
 		if (g->cu->FuncSetAttribute(g->f_dgemm_f32[i],
 		                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 		                            COLI_GPU_DGEMM_SMEM) != CUDA_SUCCESS)
