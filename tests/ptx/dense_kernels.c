@@ -1909,6 +1909,63 @@ static int run_op(void *arg, int i)
 	}
 }
 
+struct bench_akv {
+	uint64_t q, K, V, out;
+	int n, t;
+};
+
+static int run_attn_kv(void *arg, int i)
+{
+	struct bench_akv *a = arg;
+
+	(void)i;
+	return coli_gpu_attention_kv(g_gpu, a->q, a->K, a->V, a->out, 1, a->n - 1, 0, 0, 32, 4, 128,
+	                             0.088f, 0, 0, 0, a->t, a->t, 0, 0, 0, 0, 0);
+}
+
+/* A decode step's attention over a bf16 and a q8 cache (qwen3-30b's 32/4 x
+ * 128) at 1k, 32k and 128k positions: the cache's bytes a launch reads
+ * against the copy's bandwidth (#41 asks 60% at long contexts; at 1k the 2
+ * MB cache stays in L2 between launches). The rows repeat a block of 1,024
+ * random ones. */
+static void bench_attn_kv(double bw)
+{
+	enum { NV = 4 * 128, BLK = 1024, NMAX = 131072 };
+	static const int ns[] = {1024, 32768, 131072};
+	float *x = xmalloc(4 * (size_t)BLK * NV), q[32 * 128];
+
+	for (size_t i = 0; i < (size_t)BLK * NV; i++)
+		x[i] = frand();
+	for (int i = 0; i < 32 * 128; i++)
+		q[i] = frand();
+	for (int t = 1; t <= 2; t++) {
+		const size_t rb = coli_kv_row_bytes(t, NV, NV / 128);
+		char *rows = xmalloc(rb * BLK);
+		struct bench_akv a = {dev_copy(q, sizeof(q)), dev_poison(rb * NMAX),
+		                       dev_poison(rb * NMAX), dev_poison(sizeof(q)), 0, t};
+
+		for (int r = 0; r < BLK; r++)
+			coli_kv_row_store(t, rows + rb * r, x + (size_t)r * NV, NV, 128);
+		for (int r = 0; r < NMAX; r += BLK) {
+			coli_gpu_upload(g_gpu, a.K + rb * r, rows, rb * BLK);
+			coli_gpu_upload(g_gpu, a.V + rb * r, rows, rb * BLK);
+		}
+		for (int k = 0; k < 3; k++) {
+			double us, mb = 2.0 * ns[k] * rb / 1e6;
+
+			a.n = ns[k];
+			us = time_us(run_attn_kv, &a, ns[k] > 32768 ? 20 : 100);
+			printf("  attention decode 32/4 x 128 %-4s at %6d positions %8.2f us  K+V %6.1f MB "
+			       "%6.0f GB/s %5.2f of copy\n",
+			       t == 1 ? "bf16" : "q8", ns[k], us, mb, mb / us * 1e3, mb / us * 1e3 / bw);
+		}
+		coli_gpu_free(g_gpu, a.q), coli_gpu_free(g_gpu, a.K), coli_gpu_free(g_gpu, a.V);
+		coli_gpu_free(g_gpu, a.out);
+		free(rows);
+	}
+	free(x);
+}
+
 static void bench_ops(double bw)
 {
 	struct bench_op o;
@@ -1958,6 +2015,7 @@ static void bench_ops(double bw)
 	for (int k = 0; k < 5; k++)
 		coli_gpu_free(g_gpu, o.p[k]);
 	free(buf);
+	bench_attn_kv(bw);
 }
 
 static double copy_bw(void)
