@@ -144,11 +144,14 @@ enum coli_cpu_isa coli_cpu_isa_best(void);
 int64_t coli_cpu_amx_peak_run(long n);
 /* Force a kernel ISA (tests, benchmarks); -ENOTSUP if the CPU lacks it. */
 int coli_cpu_isa_force(enum coli_cpu_isa isa);
-/* 1 where Q8_0 and Q4_0 take the AVX2 kernels under the AVX-512 ISA
- * (cpu/dispatch.c: Zen 4, where they run faster); set: 1 or 0 to force
- * (tests and benchmarks of one ISA's own kernels), -1 to detect again. */
+/* Which Q8_0 / Q4_0 products take the AVX2 kernels under the AVX-512 ISA
+ * (cpu/dispatch.c, where they run faster): none, both types below their
+ * panels (Zen 4), or Q4_0's batches of 2 .. COLI_PANEL_MIN_S_Q4_0 - 1 (the
+ * GPU hosts' Xeons); set: a mode to force (OFF: tests and benchmarks of one
+ * ISA's own kernels), -1 to detect again. */
+enum { COLI_INT8_AVX2_OFF, COLI_INT8_AVX2_ALL, COLI_INT8_AVX2_Q4_BATCH };
 int coli_cpu_int8_avx2(void);
-void coli_cpu_int8_avx2_set(int on);
+void coli_cpu_int8_avx2_set(int mode);
 
 /* ---- thread pool ----
  * One pool per engine. coli_cpu_pool_run calls fn(arg, task, n_tasks) for

@@ -54,30 +54,40 @@ static int has_amx(void)
 #endif
 }
 
-/* Zen 4 (AMD family 0x19; Zen 3 of that family has no AVX-512) runs a
- * 512-bit op as two 256-bit halves, and the AVX-512 Q8_0 / Q4_0 kernels'
- * cross-lane steps (vpermd, vshufi64x2, masked loads on zmm) cost it more
- * than the AVX2 kernels' forms: on a 2-core EPYC (family 0x19 model 0x11),
- * `coli bench kernels --threads 2 --isa avx2` against `--isa avx512`,
- * weight GB/s, q8_0 S = 1 36-38 vs 21-23, S = 8 8.9 vs 5.8-6.2; q4_0 S = 1
- * 33-35 vs 30-32, S = 8 6.8 vs 3.8-4.2 (2026-12-05). Those two types take
- * the AVX2 kernels there under the AVX-512 ISA. Other AMD families are
- * unmeasured (Zen 5 executes 512 bits whole) and keep the AVX-512 kernels. */
+/* Where AVX2's Q8_0 / Q4_0 kernels beat AVX-512's for the few activations
+ * below the panels, measured with `coli bench kernels --isa avx2` against
+ * `--isa avx512`:
+ *   - Zen 4 (AMD family 0x19; Zen 3 of that family has no AVX-512) runs a
+ *     512-bit op as two 256-bit halves, and the AVX-512 kernels' cross-lane
+ *     steps (vpermd, vshufi64x2, masked loads on zmm) cost it more: on a
+ *     2-core EPYC (model 0x11), weight GB/s, q8_0 S = 1 36-38 vs 21-23, S = 8
+ *     8.9 vs 5.8-6.2; q4_0 S = 1 33-35 vs 30-32, S = 8 6.8 vs 3.8-4.2
+ *     (2026-12-05). Both types, every S below the panels: COLI_INT8_AVX2_ALL.
+ *   - A GPU host's Xeon (16 cores, 2026-12-06, ms a pass, one run of each):
+ *     q4_0 S = 2 3.47 vs 5.20, S = 4 5.14 vs 8.20, S = 8 9.19 vs 14.06 (AVX-512's
+ *     gemm_q4 tile path): Q4_0 from two activations, COLI_INT8_AVX2_Q4_BATCH.
+ *     Its single GEMVs (q4_0 3.45 vs 3.79, q8_0 2.68 vs 3.13) and q8_0 at S = 2
+ *     (3.09 vs 3.55) differ by what one host's runs spread, so they stay
+ *     AVX-512's until measured interleaved.
+ * Other AMD families are unmeasured (Zen 5 executes 512 bits whole) and keep
+ * the AVX-512 kernels. */
 static int g_int8_avx2 = -1;
 
-static int zen4(void)
+static int int8_avx2_detect(void)
 {
 	unsigned a = 0, b, c = 0, d, fam;
 
 	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	if (b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e) /* "GenuineIntel" */
+		return COLI_INT8_AVX2_Q4_BATCH;
 	if (b != 0x68747541 || d != 0x69746e65 || c != 0x444d4163) /* "AuthenticAMD" */
-		return 0;
+		return COLI_INT8_AVX2_OFF;
 	a = 1, c = 0;
 	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
 	fam = (a >> 8) & 0xf;
 	if (fam == 0xf)
 		fam += (a >> 20) & 0xff;
-	return fam == 0x19;
+	return fam == 0x19 ? COLI_INT8_AVX2_ALL : COLI_INT8_AVX2_OFF;
 }
 
 int coli_cpu_int8_avx2(void)
@@ -85,15 +95,15 @@ int coli_cpu_int8_avx2(void)
 	int v = __atomic_load_n(&g_int8_avx2, __ATOMIC_RELAXED);
 
 	if (v < 0) {
-		v = zen4();
+		v = int8_avx2_detect();
 		__atomic_store_n(&g_int8_avx2, v, __ATOMIC_RELAXED);
 	}
 	return v;
 }
 
-void coli_cpu_int8_avx2_set(int on)
+void coli_cpu_int8_avx2_set(int mode)
 {
-	__atomic_store_n(&g_int8_avx2, on < 0 ? -1 : on != 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_int8_avx2, mode < 0 ? -1 : mode, __ATOMIC_RELAXED);
 }
 
 /* w's kernels for S activations under the AVX-512 ISA are AVX2's
@@ -103,9 +113,15 @@ void coli_cpu_int8_avx2_set(int on)
  * for Q4_0 and Q8_0) */
 static int int8_on_avx2(const struct coli_mat *w, int S)
 {
-	return ((w->dtype == COLI_DTYPE_Q8_0 && S < COLI_PANEL_MIN_S_Q8_0) ||
-	        (w->dtype == COLI_DTYPE_Q4_0 && S < COLI_PANEL_MIN_S_Q4_0)) &&
-	       coli_cpu_int8_avx2();
+	switch (coli_cpu_int8_avx2()) {
+	case COLI_INT8_AVX2_ALL:
+		return (w->dtype == COLI_DTYPE_Q8_0 && S < COLI_PANEL_MIN_S_Q8_0) ||
+		       (w->dtype == COLI_DTYPE_Q4_0 && S < COLI_PANEL_MIN_S_Q4_0);
+	case COLI_INT8_AVX2_Q4_BATCH:
+		return w->dtype == COLI_DTYPE_Q4_0 && S >= 2 && S < COLI_PANEL_MIN_S_Q4_0;
+	default:
+		return 0;
+	}
 }
 
 static enum coli_cpu_isa detect(void)
@@ -228,10 +244,10 @@ void coli_gemm(const struct coli_mat *w, const struct coli_act *x, int S, float 
 {
 	switch (coli_cpu_isa()) {
 	case COLI_CPU_ISA_AMX:
-		/* the tiles refuse what they do not cover: the VNNI tiles, same bits */
-		if (S < coli_amx_min_s(w->dtype) || coli_gemm_amx(w, x, S, y, ldy, row0, row1))
-			coli_gemm_avx512(w, x, S, y, ldy, row0, row1);
-		return;
+		/* the tiles refuse what they do not cover: AVX-512's kernels, same bits */
+		if (S >= coli_amx_min_s(w->dtype) && !coli_gemm_amx(w, x, S, y, ldy, row0, row1))
+			return;
+		/* fall through */
 	case COLI_CPU_ISA_AVX512:
 		if (int8_on_avx2(w, S))
 			coli_gemm_avx2(w, x, S, y, ldy, row0, row1);

@@ -413,8 +413,12 @@ int bench_kernels_main(int argc, char **argv)
 		printf("coli bench kernels: isa %s%s, %d threads, %d MiB of weights per dtype "
 		       "(768x2048 + 2048x768 experts), median of %d interleaved reps\n",
 		       coli_cpu_isa_name(coli_cpu_isa()),
-		       coli_cpu_isa() >= COLI_CPU_ISA_AVX512 && coli_cpu_int8_avx2()
-		           ? " (q8_0 and q4_0 on the avx2 kernels: faster on this CPU)"
+		       coli_cpu_isa() < COLI_CPU_ISA_AVX512 ? ""
+		       : coli_cpu_int8_avx2() == COLI_INT8_AVX2_ALL
+		           ? " (q8_0 and q4_0 below their panels on the avx2 kernels: faster on "
+		             "this CPU)"
+		       : coli_cpu_int8_avx2() == COLI_INT8_AVX2_Q4_BATCH
+		           ? " (q4_0 at S = 2 .. 11 on the avx2 kernels: faster on this CPU)"
 		           : "",
 		       threads, mib, reps);
 		printf("host read bandwidth (STREAM-like sum, %d threads, %.0f%% huge pages): %.2f "
