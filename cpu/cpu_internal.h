@@ -245,6 +245,12 @@ int coli_kq_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int 
 #define COLI_PANEL_MAX_K      8192
 #define COLI_PANEL_MIN_S      8
 #define COLI_PANEL_MIN_S_Q4_0 12
+/* Q8_0 on AVX2 takes the eight-row panel from 8 activations: on the Zen 4 VM
+ * (`coli bench kernels --isa avx2 --threads 2 --mib 128`, ms a pass, the tile
+ * path against the panel, interleaved twice) S = 4 12.4 / 13.8 against 14.9 /
+ * 13.8, S = 8 22.0 / 22.0 against 20.7 / 19.5, S = 16 41.5 / 43.7 against
+ * 35.2 / 30.9 (2026-12-06). */
+#define COLI_PANEL_MIN_S_Q8_0_AVX2 8
 int coli_gemm_panel_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                          size_t ldy, int row0, int row1);
 /* The same with AVX-512 VNNI's int32 dots (cpu/gemv/gemm_panel_avx512.c). */

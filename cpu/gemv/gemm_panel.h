@@ -1,5 +1,5 @@
 /*
- * cpu/gemv/gemm_panel.h — the K-quants (Q2_K ... Q6_K) and Q4_0 times several
+ * cpu/gemv/gemm_panel.h — the K-quants (Q2_K ... Q6_K), Q4_0 and Q8_0 times several
  * activations, eight rows in the lanes of a 256-bit vector: the canonical
  * reduction (cpu/kquant/kquant.c) without a horizontal sum. Compiled twice:
  * cpu/gemv/gemm_panel_avx2.c (PANEL_VNNI 0: vpmaddubsw pairs summed in
@@ -51,6 +51,10 @@
  * panel takes the eight left over. The transposes and Q4_0's unpack are
  * cpu/gemv/panel_unpack.h's.
  *
+ * Q8_0 takes it on AVX2 from COLI_PANEL_MIN_S_Q8_0_AVX2 activations (AVX-512
+ * has the sixteen-row panel): its signed quants as Q6_K's (|w| by x with w's
+ * sign), each chunk's pairs (up to 2 x 128 x 127) into int32 at once.
+ *
  * GGUF's 32-element block types (Q4_1, Q5_0, Q5_1) take it as Q4_0 does: one
  * unit a block, its quants unsigned (Q5_0 less 16 qsum; 5-bit quants summed
  * four chunks at a time in int16, as Q5_K's), then Q4_1's and Q5_1's
@@ -67,13 +71,13 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-enum kind { Q40, Q2K, Q3K, Q4K, Q5K, Q6K, Q41, Q50, Q51 };
+enum kind { Q40, Q80, Q2K, Q3K, Q4K, Q5K, Q6K, Q41, Q50, Q51 };
 
 /* signed quants (|w| by x with w's sign); two groups of 16 a unit */
-#define SIGNED(k) ((k) == Q3K || (k) == Q6K)
+#define SIGNED(k) ((k) == Q3K || (k) == Q6K || (k) == Q80)
 #define G16(k)    ((k) == Q2K || (k) == Q3K || (k) == Q6K)
 /* a unit a 32-element block: its own d, no scale (Q4_1, Q5_1: a min) */
-#define UNIT32(k) ((k) == Q40 || (k) == Q41 || (k) == Q50 || (k) == Q51)
+#define UNIT32(k) ((k) == Q40 || (k) == Q80 || (k) == Q41 || (k) == Q50 || (k) == Q51)
 
 #define PANEL_MAX_U (COLI_PANEL_MAX_K / 32)
 #define PANEL_MAX_B (COLI_PANEL_MAX_K / 256)
@@ -178,6 +182,15 @@ INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq,
 		const __m256i w = _mm256_load_si256((const __m256i *)(q + 32 * c)),
 		              aw = SIGNED(kind) ? _mm256_abs_epi8(w) : w;
 
+		if (kind == Q80) { /* a pair is up to 2 x 128 x 127: into int32 at once */
+			const __m256i one = _mm256_set1_epi16(1);
+
+			h00 = _mm256_add_epi32(h00, _mm256_madd_epi16(pairs(w, aw, xq[0], c, kind), one));
+			if (ns > 1)
+				h10 = _mm256_add_epi32(h10,
+				                       _mm256_madd_epi16(pairs(w, aw, xq[1], c, kind), one));
+			continue;
+		}
 		if (kind == Q2K) { /* the min term: a group's m by the chunk's x, per row
 			            * (<= 8 pairs of 2 x 15 x 127 a lane) */
 			const __m256i m = _mm256_load_si256((const __m256i *)(mb + 32 * (c / 4)));
@@ -197,7 +210,9 @@ INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq,
 				h11 = _mm256_add_epi16(h11, pairs(w, aw, xq[1], c, kind));
 		}
 	}
-	if (kind == Q4K || kind == Q40 || kind == Q41) { /* UNIT32: sc = ones */
+	if (kind == Q80) { /* the sums, in int32 already */
+		A[0] = h00, A[1] = h10;
+	} else if (kind == Q4K || kind == Q40 || kind == Q41) { /* UNIT32: sc = ones */
 		A[0] = _mm256_madd_epi16(h00, sc);
 		A[1] = _mm256_madd_epi16(h10, sc);
 	} else {
@@ -317,6 +332,8 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 			row[k] = (const uint8_t *)w->data + (size_t)(r + k) * rb;
 		if (kind == Q40)
 			unpack_q4_0(w, r, K / 32, p.q, 256, 32, p.du, 8);
+		else if (kind == Q80)
+			unpack_q8_0(w, r, K / 32, p.q, 256, 32, p.du, 8, 0);
 		else if (UNIT32(kind))
 			unpack_q32(w, r, K / 32, p.q, 256, 32, p.du, p.mn, 8);
 		for (int i = 0; !UNIT32(kind) && i < K / 256; i++) {
@@ -353,6 +370,8 @@ int PANEL_NAME(const struct coli_mat *w, const struct coli_act *x, int S, float 
 	switch (w->dtype) {
 	case COLI_DTYPE_Q4_0:
 		return panel_rows(w, x, S, y, ldy, row0, row1, Q40);
+	case COLI_DTYPE_Q8_0:
+		return panel_rows(w, x, S, y, ldy, row0, row1, Q80);
 	case COLI_DTYPE_Q2_K:
 		return panel_rows(w, x, S, y, ldy, row0, row1, Q2K);
 	case COLI_DTYPE_Q3_K:

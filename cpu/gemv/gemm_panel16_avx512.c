@@ -223,7 +223,7 @@ static void unpack16(const struct coli_mat *w, int r, enum p16_kind kind, struct
 
 	for (int h = 0; h < 2; h++) { /* rows r + 8h .. + 7: the lanes' halves */
 		if (kind == P16_Q80) {
-			unpack_q8_0(w, r + 8 * h, nu, p->q + 32 * h, 512, 64, p->du + 8 * h, 16);
+			unpack_q8_0(w, r + 8 * h, nu, p->q + 32 * h, 512, 64, p->du + 8 * h, 16, 1);
 		} else if (kind == P16_Q40) {
 			unpack_q4_0(w, r + 8 * h, nu, p->q + 32 * h, 512, 64, p->du + 8 * h, 16);
 		} else if (kind == P16_Q50 || kind == P16_Q41) {

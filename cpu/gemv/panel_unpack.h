@@ -442,12 +442,13 @@ PANEL_INLINE void unpack_q4_0(const struct coli_mat *w, int r0, int nu, uint8_t 
 }
 
 /* Units [0, nu) of Q8_0 rows r0 .. r0 + 7 into a panel as unpack_q4_0 lays
- * them out: each quant plus 128 as a byte (x ^ 0x80: vpdpbusd's unsigned
- * operand; the 128 qsum it adds is taken off the sum), its scales too. */
+ * them out, its scales too: with flip each quant plus 128 as a byte (x ^
+ * 0x80: vpdpbusd's unsigned operand; the 128 qsum it adds is taken off the
+ * sum), else the signed quants as stored (|w| by x with w's sign). */
 PANEL_INLINE void unpack_q8_0(const struct coli_mat *w, int r0, int nu, uint8_t *pq, size_t ustep,
-                              size_t cstep, float *pd, int dstep)
+                              size_t cstep, float *pd, int dstep, int flip_sign)
 {
-	const __m256i flip = _mm256_set1_epi8((char)0x80);
+	const __m256i flip = _mm256_set1_epi8(flip_sign ? (char)0x80 : 0);
 	const uint8_t *q = (const uint8_t *)w->data + (size_t)r0 * nu * 32;
 
 	for (int u = 0; u < nu; u++) {
