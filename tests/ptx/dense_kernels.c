@@ -1924,14 +1924,15 @@ static int run_attn_kv(void *arg, int i)
 }
 
 /* A decode step's attention over a bf16 and a q8 cache (qwen3-30b's 32/4 x
- * 128) at 1k, 32k and 128k positions: the cache's bytes a launch reads
- * against the copy's bandwidth (#41 asks 60% at long contexts; at 1k the 2
- * MB cache stays in L2 between launches). The rows repeat a block of 1,024
- * random ones. */
+ * 128) at 1k to 128k positions: the cache's bytes a launch reads against the
+ * copy's bandwidth (#41 asks 60% at long contexts; up to ~16k the cache stays
+ * in L2 between launches). The lengths between say how a launch's time splits
+ * into a fixed part and one a chunk. The rows repeat a block of 1,024 random
+ * ones. */
 static void bench_attn_kv(double bw)
 {
 	enum { NV = 4 * 128, BLK = 1024, NMAX = 131072 };
-	static const int ns[] = {1024, 32768, 131072};
+	static const int ns[] = {1024, 4096, 8192, 16384, 32768, 65536, 131072};
 	float *x = xmalloc(4 * (size_t)BLK * NV), q[32 * 128];
 
 	for (size_t i = 0; i < (size_t)BLK * NV; i++)
@@ -1950,7 +1951,7 @@ static void bench_attn_kv(double bw)
 			coli_gpu_upload(g_gpu, a.K + rb * r, rows, rb * BLK);
 			coli_gpu_upload(g_gpu, a.V + rb * r, rows, rb * BLK);
 		}
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < (int)(sizeof(ns) / sizeof(ns[0])); k++) {
 			double us, mb = 2.0 * ns[k] * rb / 1e6;
 
 			a.n = ns[k];
