@@ -15,8 +15,8 @@
  *   S = 2,4,8  coli_gemm_mt per matrix          (a batch / prefill chunk)
  *
  * reporting weight bytes / second (the kernels the engine would run; --isa
- * NAME: that ISA's own, cpu/dispatch.c's per-CPU exceptions off, to compare
- * ISAs run by run). In the same run, with the same threads,
+ * NAME: that ISA's own, cpu/dispatch.c's per-CPU exceptions off; --isa
+ * A,B: each kernel arm once per ISA, interleaved, to compare them in one run). In the same run, with the same threads,
  * tools/bench/bench_measure.c's STREAM-like read (sum of 64-bit words, 4 independent
  * accumulators, shared with decode/prefill) over a separate 256 MiB buffer
  * gives the bound. Arms are interleaved (every
@@ -177,6 +177,7 @@ struct arm {
 	int S;
 	double *t; /* [reps] seconds per pass */
 	double med;
+	int isa; /* the kernels' ISA (--isa A,B: each arm of every ISA, interleaved) */
 };
 
 #define POOL_ROUNDS 1000
@@ -288,8 +289,8 @@ int bench_kernels_main(int argc, char **argv)
 	int read_only = 0; /* --read-only: only the host read (tools/bench/bench_vs_fio.sh) */
 	struct wset ws[N_DT] = {0};
 	struct acts a2048 = {0}, a768 = {0};
-	struct arm arms[2 + N_DT * N_S];
-	int n_arms = 0;
+	struct arm arms[2 + N_DT * N_S * 4];
+	int n_arms = 0, isas[4], n_isa = 0;
 	coli_cpu_pool_t *pool = NULL;
 	struct bench_readbw rb;
 	float *y = malloc(sizeof(float) * MAX_S * 2048);
@@ -312,20 +313,32 @@ int bench_kernels_main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--read-only"))
 			read_only = 1;
 		else if (!strcmp(argv[i], "--isa") && i + 1 < argc) {
-			/* the kernels of one ISA this CPU has (as --cpu-isa): to compare
-			 * them, run the bench once per ISA */
+			/* the kernels of ISAs this CPU has (as --cpu-isa), each its own
+			 * (cpu/dispatch.c's per-CPU exceptions off); several (avx512,avx2)
+			 * run every kernel arm once per ISA, interleaved */
 			static const char *const names[] = {"scalar", "avx2", "avx512", "amx"};
-			int isa = 0;
+			char list[64], *save = NULL;
 
-			while (isa < 4 && strcmp(argv[i + 1], names[isa]))
-				isa++;
-			coli_cpu_int8_avx2_set(0); /* that ISA's own kernels for q8_0 / q4_0 too */
-			if (isa == 4 || coli_cpu_isa_force((enum coli_cpu_isa)isa))
-				return tool_err("bench kernels",
-				                "--isa %s: not scalar, avx2, avx512 or amx, or not "
-				                "this CPU's (best: %s)",
-				                argv[i + 1],
-				                coli_cpu_isa_name(coli_cpu_isa_best()));
+			snprintf(list, sizeof(list), "%s", argv[i + 1]);
+			n_isa = 0;
+			for (char *tok = strtok_r(list, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				int isa = 0;
+
+				while (isa < 4 && strcmp(tok, names[isa]))
+					isa++;
+				if (isa == 4 || n_isa == 4 || coli_cpu_isa_force((enum coli_cpu_isa)isa))
+					return tool_err("bench kernels",
+					                "--isa %s: not a list of up to four of scalar, "
+					                "avx2, avx512 and amx this CPU has (best: %s)",
+					                argv[i + 1],
+					                coli_cpu_isa_name(coli_cpu_isa_best()));
+				isas[n_isa++] = isa;
+			}
+			if (!n_isa)
+				return tool_err("bench kernels", "--isa: no ISA named");
+			coli_cpu_isa_force((enum coli_cpu_isa)isas[0]);
+			coli_cpu_int8_avx2_set(0); /* each ISA's own kernels for q8_0 / q4_0 too */
 			i++;
 		} else
 			return tool_err("bench kernels",
@@ -342,15 +355,16 @@ int bench_kernels_main(int argc, char **argv)
 		return tool_err("bench kernels", "cannot allocate %d MiB", mib);
 	if (acts_build(&a2048, 2048) || acts_build(&a768, 768))
 		return tool_err("bench kernels", "out of memory");
-	arms[n_arms++] = (struct arm){"read", NULL, 0, NULL, 0};
-	arms[n_arms++] = (struct arm){"pool", NULL, 0, NULL, 0};
+	arms[n_arms++] = (struct arm){"read", NULL, 0, NULL, 0, -1};
+	arms[n_arms++] = (struct arm){"pool", NULL, 0, NULL, 0, -1};
 	for (int d = 0; d < (read_only ? 0 : N_DT); d++) {
 		if (wset_build(&ws[d], dts[d], target))
 			return tool_err("bench kernels", "cannot allocate %d MiB of %s weights",
 			                mib, coli_dtype_name(dts[d]));
 		for (int s = 0; s < N_S; s++)
-			arms[n_arms++] =
-			    (struct arm){coli_dtype_name(dts[d]), &ws[d], Ss[s], NULL, 0};
+			for (int k = 0; k < (n_isa ? n_isa : 1); k++)
+				arms[n_arms++] = (struct arm){coli_dtype_name(dts[d]), &ws[d], Ss[s],
+				                              NULL, 0, n_isa ? isas[k] : -1};
 	}
 	for (int i = 0; i < n_arms; i++)
 		arms[i].t = calloc((size_t)reps, sizeof(double));
@@ -363,8 +377,11 @@ int bench_kernels_main(int argc, char **argv)
 				pass_pool(pool);
 			else if (!arms[i].ws)
 				bench_readbw_pass(&rb, pool);
-			else
+			else {
+				if (arms[i].isa >= 0)
+					coli_cpu_isa_force((enum coli_cpu_isa)arms[i].isa);
 				pass_kernels(pool, arms[i].ws, arms[i].S, &a2048, &a768, y);
+			}
 			double t = bench_now_s() - t0;
 			if (r >= 0)
 				arms[i].t[r] = t;
@@ -372,6 +389,8 @@ int bench_kernels_main(int argc, char **argv)
 	}
 	for (int i = 0; i < n_arms; i++)
 		arms[i].med = bench_median(arms[i].t, reps);
+	if (n_isa) /* the sampler and the GEMM rates: the first ISA named */
+		coli_cpu_isa_force((enum coli_cpu_isa)isas[0]);
 	/* the sampler, settings interleaved as the arms */
 	double samp[N_SAMP], st[N_SAMP][64];
 	float *sl = read_only ? NULL : sampler_logits();
@@ -398,11 +417,12 @@ int bench_kernels_main(int argc, char **argv)
 		       round_us);
 		for (int i = ARM_KERNELS; i < n_arms; i++) {
 			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
-			printf("%s{\"dtype\": \"%s\", \"S\": %d, \"weight_gbs\": %.3f, \"ratio\": "
-			       "%.3f, "
-			       "\"ms\": %.3f}",
-			       i > ARM_KERNELS ? ", " : "", arms[i].name, arms[i].S, gbs,
-			       gbs / bound, arms[i].med * 1e3);
+			printf("%s{\"dtype\": \"%s\", \"S\": %d, \"isa\": \"%s\", \"weight_gbs\": "
+			       "%.3f, \"ratio\": %.3f, \"ms\": %.3f}",
+			       i > ARM_KERNELS ? ", " : "", arms[i].name, arms[i].S,
+			       coli_cpu_isa_name(arms[i].isa >= 0 ? (enum coli_cpu_isa)arms[i].isa
+			                                          : coli_cpu_isa()),
+			       gbs, gbs / bound, arms[i].med * 1e3);
 		}
 		printf("], \"sampler\": [");
 		for (int i = 0; !read_only && i < N_SAMP; i++)
@@ -410,9 +430,14 @@ int bench_kernels_main(int argc, char **argv)
 			       g_samp[i].name, samp[i] * 1e6);
 		printf("]}\n");
 	} else {
+		char isa_list[64] = "";
+
+		for (int k = 0; k < n_isa; k++)
+			snprintf(isa_list + strlen(isa_list), sizeof(isa_list) - strlen(isa_list),
+			         "%s%s", k ? "," : "", coli_cpu_isa_name((enum coli_cpu_isa)isas[k]));
 		printf("coli bench kernels: isa %s%s, %d threads, %d MiB of weights per dtype "
 		       "(768x2048 + 2048x768 experts), median of %d interleaved reps\n",
-		       coli_cpu_isa_name(coli_cpu_isa()),
+		       n_isa > 1 ? isa_list : coli_cpu_isa_name(coli_cpu_isa()),
 		       coli_cpu_isa() < COLI_CPU_ISA_AVX512 ? ""
 		       : coli_cpu_int8_avx2() == COLI_INT8_AVX2_ALL
 		           ? " (q8_0 and q4_0 below their panels on the avx2 kernels: faster on "
@@ -428,12 +453,13 @@ int bench_kernels_main(int argc, char **argv)
 		    "thread pool round with nothing to do: %.2f us (every S = 1 pass pays it once "
 		    "a matrix)\n\n",
 		    round_us);
-		printf("%-6s %2s %10s %14s %10s %8s\n", "dtype", "S", "ms/pass", "weight GB/s",
-		       "bound GB/s", "ratio");
+		printf("%-6s %2s %10s %14s %10s %8s%s\n", "dtype", "S", "ms/pass", "weight GB/s",
+		       "bound GB/s", "ratio", n_isa > 1 ? "  isa" : "");
 		for (int i = ARM_KERNELS; i < n_arms; i++) {
 			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
-			printf("%-6s %2d %10.2f %14.2f %10.2f %8.2f\n", arms[i].name, arms[i].S,
-			       arms[i].med * 1e3, gbs, bound, gbs / bound);
+			printf("%-6s %2d %10.2f %14.2f %10.2f %8.2f%s%s\n", arms[i].name, arms[i].S,
+			       arms[i].med * 1e3, gbs, bound, gbs / bound, n_isa > 1 ? "  " : "",
+			       n_isa > 1 ? coli_cpu_isa_name((enum coli_cpu_isa)arms[i].isa) : "");
 		}
 		if (!read_only) {
 			printf(

@@ -31,11 +31,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: coli bench SUBCOMMAND [ARGS]\n\n"
-	           "  kernels [--threads N] [--mib M] [--reps R] [--isa I] [--read-only] [--json]\n"
+	           "  kernels [--threads N] [--mib M] [--reps R] [--isa LIST] [--read-only] [--json]\n"
 	           "              CPU GEMV/GEMM weight GB/s for bf16/q8/q4 and GGUF's block\n"
 	           "              types, S = 1,2,4,8,16, next to the host read bandwidth\n"
 	           "              measured in the same run; the thread pool's round with\n"
-	           "              nothing to do; --isa: one ISA's kernels (default the best)\n"
+	           "              nothing to do; --isa: that ISA's own kernels (default the\n"
+	           "              engine's choice), several (avx512,avx2) interleaved\n"
 	           "  make-model --shape NAME -o FILE [--layers N] [--quant q4|q8|bf16]\n"
 	           "              a synthetic model of a real shape, seeded random weights\n"
 	           "  decode  -m MODEL [--tokens N] [--arms A,B,..] [--json] [engine options]\n"
