@@ -15,11 +15,12 @@
  *   S = 2,4,8  coli_gemm_mt per matrix          (a batch / prefill chunk)
  *
  * reporting weight bytes / second (the kernels the engine would run; --isa
- * NAME: that ISA's own, cpu/dispatch.c's per-CPU exceptions off; --isa
- * A,B: each kernel arm once per ISA, interleaved, to compare them in one run). In the same run, with the same threads,
- * tools/bench/bench_measure.c's STREAM-like read (sum of 64-bit words, 4 independent
- * accumulators, shared with decode/prefill) over a separate 256 MiB buffer
- * gives the bound. Arms are interleaved (every
+ * NAME: that ISA's own, cpu/dispatch.c's per-CPU exceptions off; --isa A,B:
+ * each kernel arm once per ISA, interleaved, to compare them in one run). In
+ * the same run, with the same threads, tools/bench/bench_measure.c's
+ * STREAM-like read (sum of 64-bit words, 4 independent accumulators, shared
+ * with decode/prefill) over a separate 256 MiB buffer gives the bound. Arms
+ * are interleaved (every
  * repetition runs every arm once, in turn) so drift in clock or neighbours
  * hits all arms alike; the figures are medians over the repetitions.
  *
