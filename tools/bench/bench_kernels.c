@@ -328,12 +328,13 @@ int bench_kernels_main(int argc, char **argv)
 
 				while (isa < 4 && strcmp(tok, names[isa]))
 					isa++;
-				if (isa == 4 || n_isa == 4 || coli_cpu_isa_force((enum coli_cpu_isa)isa))
-					return tool_err("bench kernels",
-					                "--isa %s: not a list of up to four of scalar, "
-					                "avx2, avx512 and amx this CPU has (best: %s)",
-					                argv[i + 1],
-					                coli_cpu_isa_name(coli_cpu_isa_best()));
+				if (isa == 4 || n_isa == 4 ||
+				    coli_cpu_isa_force((enum coli_cpu_isa)isa))
+					return tool_err(
+					    "bench kernels",
+					    "--isa %s: not a list of up to four of scalar, "
+					    "avx2, avx512 and amx this CPU has (best: %s)",
+					    argv[i + 1], coli_cpu_isa_name(coli_cpu_isa_best()));
 				isas[n_isa++] = isa;
 			}
 			if (!n_isa)
@@ -364,8 +365,9 @@ int bench_kernels_main(int argc, char **argv)
 			                mib, coli_dtype_name(dts[d]));
 		for (int s = 0; s < N_S; s++)
 			for (int k = 0; k < (n_isa ? n_isa : 1); k++)
-				arms[n_arms++] = (struct arm){coli_dtype_name(dts[d]), &ws[d], Ss[s],
-				                              NULL, 0, n_isa ? isas[k] : -1};
+				arms[n_arms++] =
+				    (struct arm){coli_dtype_name(dts[d]), &ws[d], Ss[s], NULL, 0,
+				                 n_isa ? isas[k] : -1};
 	}
 	for (int i = 0; i < n_arms; i++)
 		arms[i].t = calloc((size_t)reps, sizeof(double));
@@ -435,7 +437,8 @@ int bench_kernels_main(int argc, char **argv)
 
 		for (int k = 0; k < n_isa; k++)
 			snprintf(isa_list + strlen(isa_list), sizeof(isa_list) - strlen(isa_list),
-			         "%s%s", k ? "," : "", coli_cpu_isa_name((enum coli_cpu_isa)isas[k]));
+			         "%s%s", k ? "," : "",
+			         coli_cpu_isa_name((enum coli_cpu_isa)isas[k]));
 		printf("coli bench kernels: isa %s%s, %d threads, %d MiB of weights per dtype "
 		       "(768x2048 + 2048x768 experts), median of %d interleaved reps\n",
 		       n_isa > 1 ? isa_list : coli_cpu_isa_name(coli_cpu_isa()),
