@@ -185,10 +185,11 @@ INLINE void unit_a(const uint8_t *q, const uint8_t *mb, const int8_t *const *xq,
 		if (kind == Q80) { /* a pair is up to 2 x 128 x 127: into int32 at once */
 			const __m256i one = _mm256_set1_epi16(1);
 
-			h00 = _mm256_add_epi32(h00, _mm256_madd_epi16(pairs(w, aw, xq[0], c, kind), one));
+			h00 = _mm256_add_epi32(
+			    h00, _mm256_madd_epi16(pairs(w, aw, xq[0], c, kind), one));
 			if (ns > 1)
-				h10 = _mm256_add_epi32(h10,
-				                       _mm256_madd_epi16(pairs(w, aw, xq[1], c, kind), one));
+				h10 = _mm256_add_epi32(
+				    h10, _mm256_madd_epi16(pairs(w, aw, xq[1], c, kind), one));
 			continue;
 		}
 		if (kind == Q2K) { /* the min term: a group's m by the chunk's x, per row
@@ -275,7 +276,8 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 
 				if (kind == Q40 || kind == Q50) /* the quants' - 8 or - 16 */
 					A = _mm256_sub_epi32(
-					    A, _mm256_set1_epi32((kind == Q40 ? 8 : 16) * x[s]->qsum[u]));
+					    A, _mm256_set1_epi32((kind == Q40 ? 8 : 16) *
+					                         x[s]->qsum[u]));
 
 				acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A),
 				                         _mm256_mul_ps(d, dx), acc[s]);
@@ -287,7 +289,8 @@ INLINE void panel_dot(const struct panel *p, int nu, const struct coli_act *cons
 				if (kind == Q41 || kind == Q51) /* qsum by m * dx */
 					acc[s] = _mm256_fmadd_ps(
 					    _mm256_cvtepi32_ps(_mm256_set1_epi32(x[s]->qsum[u])),
-					    _mm256_mul_ps(_mm256_load_ps(p->mn + 8 * u), dx), acc[s]);
+					    _mm256_mul_ps(_mm256_load_ps(p->mn + 8 * u), dx),
+					    acc[s]);
 				/* Q4_K, Q5_K: C = -m * qsum (|C| <= 63 x 4,064, exact) */
 				if (kind == Q4K || kind == Q5K) {
 					const __m256 cm = _mm256_mul_ps(
@@ -319,8 +322,8 @@ INLINE int panel_rows(const struct coli_mat *w, const struct coli_act *x, int S,
 	const int K = w->cols;
 	const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)K);
 	struct panel p __attribute__((aligned(32)));
-	const struct panel_dst dst = {p.q,  256, 32, p.sc, p.sc2, 16, p.mn, 8,
-	                              p.d, p.dm, 8, p.mb, 64, 32};
+	const struct panel_dst dst = {p.q, 256, 32,   p.sc, p.sc2, 16, p.mn,
+	                              8,   p.d, p.dm, 8,    p.mb,  64, 32};
 	int r = row0;
 
 	for (; r + 8 <= row1; r += 8) {
