@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cpu/cpu.h"
 
@@ -250,11 +251,31 @@ PANEL_INLINE void unpack_q6k_block(const uint8_t *const *row, int i, const struc
 			transpose8x32(v[k]);
 #pragma GCC unroll 8
 			for (int c = 0; c < 8; c++)
-				_mm256_store_si256(
-				    (__m256i *)(o->q + o->ustep * (8 * i + 4 * h + k) + o->cstep * c),
-				    v[k][c]);
+				_mm256_store_si256((__m256i *)(o->q +
+				                               o->ustep * (8 * i + 4 * h + k) +
+				                               o->cstep * c),
+				                   v[k][c]);
 		}
 	}
+}
+
+/* A Q3_K block's 16 6-bit scales (coli_kq_q3_scale) as int8: the low
+ * nibbles of bytes 96..103 (groups 0-7), then their high nibbles (8-15);
+ * bits 2 (g / 4) of byte 104 + g % 4 on top (g = 4j + k: a dword shift by
+ * 2j); minus 32. */
+PANEL_INLINE __m128i q3k_scales(const uint8_t *bp)
+{
+	int32_t h;
+
+	memcpy(&h, bp + 104, 4);
+	const __m128i v = _mm_loadl_epi64((const __m128i *)(bp + 96)),
+	              lo = _mm_and_si128(_mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4)),
+	                                 _mm_set1_epi8(0x0f)),
+	              hi = _mm_and_si128(
+	                  _mm_srlv_epi32(_mm_set1_epi32(h), _mm_set_epi32(6, 4, 2, 0)),
+	                  _mm_set1_epi8(3));
+
+	return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
 }
 
 /* Block i of rows row[0..8) (Q2_K: bb 84; Q3_K: bb 110) into a panel (o):
@@ -274,20 +295,8 @@ PANEL_INLINE void unpack_q23k_block(const uint8_t *const *row, int i, int three,
 		const uint8_t *bp = row[r] + i * bb;
 		__m128i sc;
 
-		if (three) { /* the 16 scales as bytes: low nibbles of s[0..8), then
-			      * high ones; bits 2 (g / 4) of s[8 + g % 4] on top */
-			const __m128i v = _mm_loadl_epi64((const __m128i *)(bp + 96)),
-			              hb = _mm_cvtsi32_si128(*(const int32_t *)(bp + 104)),
-			              lo =
-			                  _mm_and_si128(_mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4)),
-			                                _mm_set1_epi8(0x0f));
-			/* g = 4j + k: bits 2j of hb byte k, for j = 0..3 */
-			const __m128i hi = _mm_and_si128(
-			    _mm_srlv_epi32(_mm_shuffle_epi32(hb, 0), _mm_set_epi32(6, 4, 2, 0)),
-			    _mm_set1_epi8(3));
-
-			sc = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)),
-			                  _mm_set1_epi8(32));
+		if (three) {
+			sc = q3k_scales(bp);
 			o->d[o->bstep * i + r] = _cvtsh_ss((uint16_t)(bp[108] | bp[109] << 8));
 		} else {
 			const __m128i v = _mm_loadu_si128((const __m128i *)bp);

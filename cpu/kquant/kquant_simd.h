@@ -288,26 +288,9 @@ KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x,
 {
 	const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4), H = kq_load(bp);
 	const __m256 d = _mm256_set1_ps(kq_half(bp + 108));
-	const __m128i n4 = _mm_set1_epi8(0x0f);
+	const __m128i s16 = q3k_scales(bp); /* cpu/gemv/panel_unpack.h */
 	__m256i v[KQ_NS][8];
 
-	/* the 16 6-bit scales (coli_kq_q3_scale) in vectors: the low nibbles of
-	 * bytes 0-7 (groups 0-7) and their high nibbles (8-15), then two bits of
-	 * byte 8 + g % 4 at 2 * (g / 4) (a shift a dword of groups), minus 32.
-	 * (On scalars: ~25 instructions a block, a tenth of a Q3_K block's.) */
-	int32_t a2;
-	memcpy(&a2, bp + 104, 4);
-	const __m128i raw =
-	    _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(bp + 96)), _mm_cvtsi32_si128(a2));
-	const __m128i snib =
-	    _mm_unpacklo_epi64(_mm_and_si128(raw, n4), _mm_and_si128(_mm_srli_epi16(raw, 4), n4));
-	const __m128i shi =
-	    _mm_srlv_epi32(_mm_shuffle_epi8(raw, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10,
-	                                                       11, 8, 9, 10, 11)),
-	                   _mm_setr_epi32(0, 2, 4, 6));
-	const __m128i s16 = _mm_sub_epi8(
-	    _mm_or_si128(snib, _mm_slli_epi16(_mm_and_si128(shi, _mm_set1_epi8(3)), 4)),
-	    _mm_set1_epi8(32));
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
 		const __m256i Q = kq_load(bp + 32 + 32 * h);
