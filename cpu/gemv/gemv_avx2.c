@@ -753,18 +753,20 @@ void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, f
 	/* one activation (a decode step): the decode GEMVs, 1.6-1.8x the tile
 	 * path on a Zen 3 (docs/perf/kernels.md) */
 	if (w->dtype == COLI_DTYPE_Q8_0) {
-		/* a batch: eight rows in a vector's lanes (cpu/gemv/gemm_panel.h),
-		 * the rows past its panels on the tile path */
-		const int r = S >= COLI_PANEL_MIN_S_Q8_0_AVX2
-		                  ? coli_gemm_panel_avx2(w, x, S, y, (size_t)ldy, row0, row1)
-		                  : row0;
-
-		if (S == 1)
+		if (S == 1) {
 			gemv_q8(w, x, y, row0, row1);
-		else if (S < Q8_TILE_MIN_S)
+		} else if (S < Q8_TILE_MIN_S) {
 			gemm_q8_blocked(w, x, S, y, (size_t)ldy, row0, row1);
-		else if (r < row1)
-			gemm_q8(w, x, S, y + (r - row0), (size_t)ldy, r, row1);
+		} else { /* a batch: eight rows in a vector's lanes (cpu/gemv/gemm_panel.h),
+			  * the rows past its panels on the tile path */
+			const int r =
+			    S >= COLI_PANEL_MIN_S_Q8_0_AVX2
+			        ? coli_gemm_panel_avx2(w, x, S, y, (size_t)ldy, row0, row1)
+			        : row0;
+
+			if (r < row1)
+				gemm_q8(w, x, S, y + (r - row0), (size_t)ldy, r, row1);
+		}
 		return;
 	}
 	if (w->dtype == COLI_DTYPE_Q4_0) {

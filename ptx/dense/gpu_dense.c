@@ -416,14 +416,13 @@ static int dense_kq(coli_gpu_t *g, enum coli_dtype dtype, const struct coli_gpu_
 }
 
 /* The tiled f32 GEMM for a prefill chunk of a float matrix and its grid
- * (gx x 1 x gz), or NULL for the joined form: a kernel for each J = span /
- * 32 units a lane up to 8; half
- * its 128-row tile used at least
- * (the routers: 128 experts and up; Mixtral's 8 keep the joined form); and
- * a CTA for nearly every SM. A CTA's time is about the same at any T (169
- * us a 128 x 2048 router on an H100, one CTA an SM), where the joined form's
- * grows with T (309 us at 2,048 tokens, about 77 at 512): at 512 tokens the
- * tiled GEMM's 32 CTAs made the whole prefill 9% slower. */
+ * (gx x 1 x gz), or NULL for the joined form. Taken where there is a kernel
+ * for its J (span / 32 units a lane, up to 8), half its 128-row tile is used
+ * at least (the routers: 128 experts and up; Mixtral's 8 keep the joined
+ * form), and the grid covers 7/8 of the SMs: a CTA's time hardly depends on
+ * T, where the joined form's grows with it. On an H100 a 128 x 2048 router at
+ * 512 tokens (32 CTAs) took 70 us tiled against 58 joined (ccbdf51); at
+ * 2,048 tokens the joined form took 309 us (docs/perf/history/2026-12-06.md). */
 static CUfunction dgemm_f32_kernel(const coli_gpu_t *g, const struct coli_gpu_dense_gemv *a,
                                    int splits, unsigned *gx, unsigned *gz)
 {
