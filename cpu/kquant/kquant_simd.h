@@ -111,6 +111,16 @@ KQ_INLINE float kq_half(const uint8_t *p)
 	return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8));
 }
 
+/* the halves at p and p + 2 as floats 0 and 1 of both 128-bit lanes (one
+ * 4-byte load and one conversion where two of each had read them apart) */
+KQ_INLINE __m256 kq_halves2(const uint8_t *p)
+{
+	uint32_t w;
+
+	memcpy(&w, p, 4);
+	return _mm256_cvtph_ps(_mm_set1_epi32((int)w));
+}
+
 KQ_INLINE __m256i kq_load(const void *p)
 {
 	return _mm256_loadu_si256((const __m256i *)p);
@@ -201,7 +211,8 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 	const __m256i sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
 #endif
 	const __m256i mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo));
-	const __m256 d = _mm256_set1_ps(kq_half(bp)), dmin = _mm256_set1_ps(kq_half(bp + 2));
+	const __m256 dd = kq_halves2(bp); /* d, dmin */
+	const __m256 d = _mm256_permute_ps(dd, 0x00), dmin = _mm256_permute_ps(dd, 0x55);
 
 #pragma GCC unroll 4
 	for (int s = 0; s < ns; s++) {
@@ -210,19 +221,19 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 #else
 		const __m256i A = _mm256_mullo_epi32(kq_hsum8x8(v[s]), sc);
 #endif
+		/* M = m * qsum, the min term C = -M: fnmadd(cvt(M), ..) is
+		 * fmadd(cvt(-M), ..) bit for bit (the conversion is odd) */
 #ifdef KQ_HADD16 /* |qsum| <= 32 * 127 and the mins' high halves 0: one vpmaddwd */
-		const __m256i C = _mm256_sub_epi32(
-		    zero, _mm256_madd_epi16(
-		              mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i))));
+		const __m256i M = _mm256_madd_epi16(
+		    mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i)));
 #else
-		const __m256i C = _mm256_sub_epi32(
-		    zero, _mm256_mullo_epi32(
-		              mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i))));
+		const __m256i M = _mm256_mullo_epi32(
+		    mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i)));
 #endif
 		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
 
 		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), acc[s]);
-		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(C), _mm256_mul_ps(dmin, dxv), acc[s]);
+		acc[s] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dmin, dxv), acc[s]);
 	}
 }
 
@@ -332,11 +343,12 @@ KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x,
 KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x,
                             const int16_t *const *x16, int ns, int i, __m256 *acc)
 {
-	const __m256i m3 = _mm256_set1_epi8(3), zero = _mm256_setzero_si256();
+	const __m256i m3 = _mm256_set1_epi8(3);
 	const __m128i raw = _mm_loadu_si128((const __m128i *)bp), n4 = _mm_set1_epi8(0x0f);
 	const __m128i s16 = _mm_and_si128(raw, n4),
 	              m16 = _mm_and_si128(_mm_srli_epi16(raw, 4), n4); /* 0..15: int8 too */
-	const __m256 d = _mm256_set1_ps(kq_half(bp + 80)), dmin = _mm256_set1_ps(kq_half(bp + 82));
+	const __m256 dd = kq_halves2(bp + 80); /* d, dmin */
+	const __m256 d = _mm256_permute_ps(dd, 0x00), dmin = _mm256_permute_ps(dd, 0x55);
 	__m256i v[KQ_NS][8];
 
 #pragma GCC unroll 2
@@ -360,15 +372,14 @@ KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x,
 #pragma GCC unroll 4
 	for (int s = 0; s < ns; s++) {
 		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
-		/* C: lane u of vpmaddwd is unit u's two groups' sums (kq_sums16)
-		 * times their mins */
-		const __m256i C =
-		    _mm256_sub_epi32(zero, _mm256_madd_epi16(m16w, kq_load(x16[s] + 16 * i)));
+		/* M: lane u of vpmaddwd is unit u's two groups' sums (kq_sums16)
+		 * times their mins; the min term C = -M, by fnmadd (as Q4_K's) */
+		const __m256i M = _mm256_madd_epi16(m16w, kq_load(x16[s] + 16 * i));
 
 		acc[s] =
 		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(s16), KQ_SP47(s16))),
 		                    _mm256_mul_ps(d, dxv), acc[s]);
-		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(C), _mm256_mul_ps(dmin, dxv), acc[s]);
+		acc[s] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dmin, dxv), acc[s]);
 	}
 }
 
