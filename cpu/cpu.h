@@ -146,10 +146,10 @@ int64_t coli_cpu_amx_peak_run(long n);
 int coli_cpu_isa_force(enum coli_cpu_isa isa);
 /* Which Q8_0 / Q4_0 products take the AVX2 kernels under the AVX-512 ISA
  * (cpu/dispatch.c, where they run faster): none, both types below their
- * panels (Zen 4), or Q4_0's batches of 2 .. COLI_PANEL_MIN_S_Q4_0 - 1 (the
- * GPU hosts' Xeons); set: a mode to force (OFF: tests and benchmarks of one
+ * panels (Zen 4), or Q4_0 below its panels and Q8_0 below four activations
+ * (the GPU hosts' Xeons); set: a mode to force (OFF: tests and benchmarks of one
  * ISA's own kernels), -1 to detect again. */
-enum { COLI_INT8_AVX2_OFF, COLI_INT8_AVX2_ALL, COLI_INT8_AVX2_Q4_BATCH };
+enum { COLI_INT8_AVX2_OFF, COLI_INT8_AVX2_ALL, COLI_INT8_AVX2_XEON };
 int coli_cpu_int8_avx2(void);
 void coli_cpu_int8_avx2_set(int mode);
 

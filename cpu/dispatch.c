@@ -63,12 +63,12 @@ static int has_amx(void)
  *     2-core EPYC (model 0x11), weight GB/s, q8_0 S = 1 36-38 vs 21-23, S = 8
  *     8.9 vs 5.8-6.2; q4_0 S = 1 33-35 vs 30-32, S = 8 6.8 vs 3.8-4.2
  *     (2026-12-05). Both types, every S below the panels: COLI_INT8_AVX2_ALL.
- *   - A GPU host's Xeon (16 cores, 2026-12-06, ms a pass, one run of each):
- *     q4_0 S = 2 3.47 vs 5.20, S = 4 5.14 vs 8.20, S = 8 9.19 vs 14.06 (AVX-512's
- *     gemm_q4 tile path): Q4_0 from two activations, COLI_INT8_AVX2_Q4_BATCH.
- *     Its single GEMVs (q4_0 3.45 vs 3.79, q8_0 2.68 vs 3.13) and q8_0 at S = 2
- *     (3.09 vs 3.55) differ by what one host's runs spread, so they stay
- *     AVX-512's until measured interleaved.
+ *   - A GPU host's Xeon (16 cores, one thread each, 2026-12-06, `coli bench
+ *     kernels --isa avx512,avx2 --reps 5`: the ISAs interleaved, ms a pass):
+ *     q4_0 S = 1 3.14 vs 3.36, S = 2 3.63 vs 4.31, S = 4 5.20 vs 6.53, S = 8
+ *     8.46 vs 10.94 (AVX-512's gemm_q4 tile path); q8_0 S = 1 2.55 vs 2.70,
+ *     S = 2 2.64 vs 3.11, but S = 4 3.90 vs 3.59 and S = 8 5.81 vs 4.06:
+ *     Q4_0 below its panel and Q8_0 below four activations, COLI_INT8_AVX2_XEON.
  * Other AMD families are unmeasured (Zen 5 executes 512 bits whole) and keep
  * the AVX-512 kernels. */
 static int g_int8_avx2 = -1;
@@ -79,7 +79,7 @@ static int int8_avx2_detect(void)
 
 	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
 	if (b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e) /* "GenuineIntel" */
-		return COLI_INT8_AVX2_Q4_BATCH;
+		return COLI_INT8_AVX2_XEON;
 	if (b != 0x68747541 || d != 0x69746e65 || c != 0x444d4163) /* "AuthenticAMD" */
 		return COLI_INT8_AVX2_OFF;
 	a = 1, c = 0;
@@ -117,8 +117,9 @@ static int int8_on_avx2(const struct coli_mat *w, int S)
 	case COLI_INT8_AVX2_ALL:
 		return (w->dtype == COLI_DTYPE_Q8_0 && S < COLI_PANEL_MIN_S_Q8_0) ||
 		       (w->dtype == COLI_DTYPE_Q4_0 && S < COLI_PANEL_MIN_S_Q4_0);
-	case COLI_INT8_AVX2_Q4_BATCH:
-		return w->dtype == COLI_DTYPE_Q4_0 && S >= 2 && S < COLI_PANEL_MIN_S_Q4_0;
+	case COLI_INT8_AVX2_XEON:
+		return (w->dtype == COLI_DTYPE_Q8_0 && S < 4) ||
+		       (w->dtype == COLI_DTYPE_Q4_0 && S < COLI_PANEL_MIN_S_Q4_0);
 	default:
 		return 0;
 	}

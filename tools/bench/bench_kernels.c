@@ -446,8 +446,9 @@ int bench_kernels_main(int argc, char **argv)
 		       : coli_cpu_int8_avx2() == COLI_INT8_AVX2_ALL
 		           ? " (q8_0 and q4_0 below their panels on the avx2 kernels: faster on "
 		             "this CPU)"
-		       : coli_cpu_int8_avx2() == COLI_INT8_AVX2_Q4_BATCH
-		           ? " (q4_0 at S = 2 .. 11 on the avx2 kernels: faster on this CPU)"
+		       : coli_cpu_int8_avx2() == COLI_INT8_AVX2_XEON
+		           ? " (q4_0 below its panels and q8_0 at S = 1 .. 3 on the avx2 kernels: "
+		             "faster on this CPU)"
 		           : "",
 		       threads, mib, reps);
 		printf("host read bandwidth (STREAM-like sum, %d threads, %.0f%% huge pages): %.2f "
