@@ -241,28 +241,142 @@ static __device__ __forceinline__ void attn_fold(float &M, float &L, float m, fl
 	M = Mn;
 }
 
+/* The splits' partials of one (query, kv head) folded into its outputs, in
+ * split order (attn_fold). A thread's items (it, it + AT_THREADS, ...) go IL
+ * at a time, their chains side by side so their loads from L2 are in flight
+ * together; each item's arithmetic is the same for any IL. (IL 4 in
+ * coli_attn_tc; the fp32 kernels keep 1: with 4 ptxas spilled their loops.) */
+template <int IL>
 static __device__ __forceinline__ void attn_combine(const struct attn_out &a, const float *all,
                                                     int first, int used, int nq, int group, int hd,
                                                     const float *sink)
 {
 	const size_t stride = (size_t)nq + 2 * group;
 
-	for (int it = threadIdx.x; it < nq; it += AT_THREADS) {
-		const int g = it / hd;
-		const float s = sink ? __ldg(sink + g) : -INFINITY;
-		float M = s, O = 0.0f, L = 0.0f;
+	for (int it0 = threadIdx.x; it0 < nq; it0 += IL * AT_THREADS) {
+		float M[IL], O[IL], L[IL], s[IL];
+		int it[IL], g[IL];
 
-#pragma unroll 8
+#pragma unroll
+		for (int j = 0; j < IL; j++) {
+			/* an item past nq repeats it0's (computed, not stored) */
+			it[j] = it0 + j * AT_THREADS < nq ? it0 + j * AT_THREADS : it0;
+			g[j] = it[j] / hd;
+			s[j] = sink ? __ldg(sink + g[j]) : -INFINITY;
+			M[j] = s[j], O[j] = 0.0f, L[j] = 0.0f;
+		}
+#pragma unroll(IL == 1 ? 8 : 2)
 		for (int c = first; c < used; c++) {
 			const float *pc = all + c * stride;
-			float fo, fn;
 
-			attn_fold(M, L, __ldcg(pc + nq + g), __ldcg(pc + nq + group + g), &fo, &fn);
-			O = O * fo + __ldcg(pc + it) * fn;
+#pragma unroll
+			for (int j = 0; j < IL; j++) {
+				float fo, fn;
+
+				attn_fold(M[j], L[j], __ldcg(pc + nq + g[j]),
+				          __ldcg(pc + nq + group + g[j]), &fo, &fn);
+				O[j] = O[j] * fo + __ldcg(pc + it[j]) * fn;
+			}
 		}
-		if (sink)
-			L += expf(s - M);
-		attn_store(a, it, O / L);
+#pragma unroll
+		for (int j = 0; j < IL; j++)
+			if (it0 + j * AT_THREADS < nq) {
+				if (sink)
+					L[j] += expf(s[j] - M[j]);
+				attn_store(a, it[j], O[j] / L[j]);
+			}
+	}
+}
+
+/* attn_combine's result, bit for bit, with the CTA's threads side by side:
+ * the splits' maxima and sums of every head into shared memory, each head's
+ * running maximum (a thread a head: fmaxf only), every split's two factors
+ * (attn_fold's fo and fn) at once, each head's L as attn_fold sums it, then
+ * the items' O chains, their loads from L2 in flight together. (One thread
+ * folding a head's 66 splits at 32k positions took about as long as the
+ * splits themselves: ncu's samples, docs/perf/history/2026-12-06.md.) sb:
+ * nsb floats of shared memory free for it (5 a split and head); where the
+ * splits do not fit, attn_combine. Every thread of the CTA calls it. */
+template <int IL>
+static __device__ __forceinline__ void attn_combine_cta(const struct attn_out &a, const float *all,
+                                                        int first, int used, int nq, int group,
+                                                        int hd, const float *sink, float *sb,
+                                                        int nsb)
+{
+	const size_t stride = (size_t)nq + 2 * group;
+	const int n = used - first, ng = n * group;
+	float *const sm_m = sb, *const sm_l = sb + ng, *const sfo = sb + 2 * ng,
+	             *const sfn = sb + 3 * ng, *const sL = sb + 4 * ng;
+
+	if (5 * ng + group > nsb) {
+		attn_combine<IL>(a, all, first, used, nq, group, hd, sink);
+		return;
+	}
+	__syncthreads(); /* sb free: every thread past its earlier use */
+	for (int i = threadIdx.x; i < ng; i += AT_THREADS) {
+		const float *pc = all + (size_t)(first + i / group) * stride;
+
+		sm_m[i] = __ldcg(pc + nq + i % group);
+		sm_l[i] = __ldcg(pc + nq + group + i % group);
+	}
+	__syncthreads();
+	/* each head's running maximum M (from the sink): the one before split
+	 * c into sfo, the one after into sfn */
+	for (int g = threadIdx.x; g < group; g += AT_THREADS) {
+		float M = sink ? __ldg(sink + g) : -INFINITY;
+
+		for (int c = 0; c < n; c++) {
+			const float Mn = fmaxf(M, sm_m[c * group + g]);
+
+			sfo[c * group + g] = M;
+			sfn[c * group + g] = Mn;
+			M = Mn;
+		}
+	}
+	__syncthreads();
+	for (int i = threadIdx.x; i < ng; i += AT_THREADS) { /* attn_fold's fo, fn */
+		const float M = sfo[i], Mn = sfn[i], m = sm_m[i];
+
+		sfo[i] = M == Mn ? 1.0f : expf(M - Mn);
+		sfn[i] = m == Mn ? 1.0f : expf(m - Mn);
+	}
+	__syncthreads();
+	for (int g = threadIdx.x; g < group; g += AT_THREADS) { /* each head's L */
+		float L = 0.0f, M = sink ? __ldg(sink + g) : -INFINITY;
+
+		for (int c = 0; c < n; c++) {
+			L = L * sfo[c * group + g] + sm_l[c * group + g] * sfn[c * group + g];
+			M = fmaxf(M, sm_m[c * group + g]);
+		}
+		if (sink) /* the sink joins L last */
+			L += expf(__ldg(sink + g) - M);
+		sL[g] = L;
+	}
+	__syncthreads();
+	for (int it0 = threadIdx.x; it0 < nq; it0 += IL * AT_THREADS) {
+		float O[IL];
+		int it[IL], g[IL];
+
+#pragma unroll
+		for (int j = 0; j < IL; j++) {
+			/* an item past nq repeats it0's (computed, not stored) */
+			it[j] = it0 + j * AT_THREADS < nq ? it0 + j * AT_THREADS : it0;
+			g[j] = it[j] / hd;
+			O[j] = 0.0f;
+		}
+#pragma unroll 4
+		for (int c = 0; c < n; c++) {
+			const float *pc = all + (size_t)(first + c) * stride;
+
+#pragma unroll
+			for (int j = 0; j < IL; j++)
+				O[j] = O[j] * sfo[c * group + g[j]] +
+				       __ldcg(pc + it[j]) * sfn[c * group + g[j]];
+		}
+#pragma unroll
+		for (int j = 0; j < IL; j++)
+			if (it0 + j * AT_THREADS < nq)
+				attn_store(a, it[j], O[j] / sL[g[j]]);
 	}
 }
 

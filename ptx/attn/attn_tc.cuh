@@ -32,7 +32,7 @@
  * (COLI_GPU_ATTN_CPS chunks of its own position). With gridDim.z > 1 (a
  * decode step; a prefill's few queries after a long cache) CTA z takes split
  * z of every column and writes attention.cuh's partials, the last CTA of a
- * query combining them (attn_combine); a tile whose columns split unlike
+ * query combining them (attn_combine_cta); a tile whose columns split unlike
  * stays whole in CTA 0. Whole (gridDim.z == 1), a CTA folds a column's splits
  * as attn_combine does, at each split's end (attn_fold: a running maximum M,
  * O = O * exp(M - M') + acc * exp(m - M')), and at the last out = O / L
@@ -48,6 +48,15 @@
 
 #include "ptx/attn/attention.cuh"
 #include "ptx/attn/mma_bf16.cuh"
+
+/* A query's last CTA combines its splits with all its threads
+ * (attn_combine_cta) once a thread's own chains would hold AT_CTA_COMBINE
+ * folds (splits x outputs a thread), else a thread an output (attn_combine):
+ * the CTA's version pays five barriers and a pass a head. H100, qwen3-30b
+ * shape (`tests/ptx/dense_kernels --bench ops`): at 8, 32 and 64 folds (1k,
+ * 4k, 8k positions, two heads a CTA) the thread's chains were 1.4, 0.6 and
+ * 0.4 us a layer faster; at 256 (16k, eight heads) the CTA's 20 us. */
+#define AT_CTA_COMBINE 128
 
 #define TC_COLS COLI_GPU_TC_COLS
 /* bf16 terms of q and of P: ~16 bits, twice the bits of the cache's values
@@ -485,12 +494,20 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 		const size_t pair = (size_t)(t0 + qi - tq0) * gridDim.y + blockIdx.y;
 		const size_t head0 = (size_t)(t0 + qi) * nh + hb;
 
+		const struct attn_out ao = {out + head0 * HD, aq ? aq + head0 * HD : NULL,
+		                            aq ? ad + head0 * HD / 32 : NULL,
+		                            aq ? aqs + head0 * HD / 32 : NULL};
+
 		if (used - first < 2 || !last_arrival(&count[pair], used - first))
 			continue;
-		attn_combine({out + head0 * HD, aq ? aq + head0 * HD : NULL,
-		              aq ? ad + head0 * HD / 32 : NULL, aq ? aqs + head0 * HD / 32 : NULL},
-		             part + pair * gridDim.z * stride, first, used, nq, group, HD,
-		             sinks ? sinks + hb : NULL);
+		/* the same bits either way (AT_CTA_COMBINE) */
+		if ((used - first) * nq < AT_CTA_COMBINE * AT_THREADS)
+			attn_combine<1>(ao, part + pair * gridDim.z * stride, first, used, nq,
+			                group, HD, sinks ? sinks + hb : NULL);
+		else
+			attn_combine_cta<4>(ao, part + pair * gridDim.z * stride, first, used, nq,
+			                    group, HD, sinks ? sinks + hb : NULL, (float *)sm.st,
+			                    (int)(sizeof(sm.st) / sizeof(float)));
 	}
 }
 
