@@ -284,7 +284,7 @@ attention_tiles(const float *q, const void *K, const void *V, float *out, int po
 		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[(size_t)t * nkv + kvh], splits))
 			return;
-		attn_combine<1>({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
+		attn_combine({out + ((size_t)t * nh + (size_t)kvh * group) * hd, NULL, NULL, NULL},
 		             all, 0, min(splits, (n + span - 1) / span), nq, group, hd, sink);
 	}
 }
@@ -596,7 +596,7 @@ attn_chunks(const float *q, const void *K, const void *V, float *out, int pos0, 
 		attn_put_partial(all + split * stride, acc, s_m, s_l, nq, group);
 		if (!last_arrival(&count[pair], used - first))
 			return;
-		attn_combine<1>(ao, all, first, used, nq, group, HD, sink);
+		attn_combine(ao, all, first, used, nq, group, HD, sink);
 	}
 }
 

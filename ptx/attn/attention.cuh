@@ -241,50 +241,28 @@ static __device__ __forceinline__ void attn_fold(float &M, float &L, float m, fl
 	M = Mn;
 }
 
-/* The splits' partials of one (query, kv head) folded into its outputs, in
- * split order (attn_fold). A thread's items (it, it + AT_THREADS, ...) go IL
- * at a time, their chains side by side so their loads from L2 are in flight
- * together; each item's arithmetic is the same for any IL. (IL 4 in
- * coli_attn_tc; the fp32 kernels keep 1: with 4 ptxas spilled their loops.) */
-template <int IL>
 static __device__ __forceinline__ void attn_combine(const struct attn_out &a, const float *all,
                                                     int first, int used, int nq, int group, int hd,
                                                     const float *sink)
 {
 	const size_t stride = (size_t)nq + 2 * group;
 
-	for (int it0 = threadIdx.x; it0 < nq; it0 += IL * AT_THREADS) {
-		float M[IL], O[IL], L[IL], s[IL];
-		int it[IL], g[IL];
+	for (int it = threadIdx.x; it < nq; it += AT_THREADS) {
+		const int g = it / hd;
+		const float s = sink ? __ldg(sink + g) : -INFINITY;
+		float M = s, O = 0.0f, L = 0.0f;
 
-#pragma unroll
-		for (int j = 0; j < IL; j++) {
-			/* an item past nq repeats it0's (computed, not stored) */
-			it[j] = it0 + j * AT_THREADS < nq ? it0 + j * AT_THREADS : it0;
-			g[j] = it[j] / hd;
-			s[j] = sink ? __ldg(sink + g[j]) : -INFINITY;
-			M[j] = s[j], O[j] = 0.0f, L[j] = 0.0f;
-		}
-#pragma unroll(IL == 1 ? 8 : 2)
+#pragma unroll 8
 		for (int c = first; c < used; c++) {
 			const float *pc = all + c * stride;
+			float fo, fn;
 
-#pragma unroll
-			for (int j = 0; j < IL; j++) {
-				float fo, fn;
-
-				attn_fold(M[j], L[j], __ldcg(pc + nq + g[j]),
-				          __ldcg(pc + nq + group + g[j]), &fo, &fn);
-				O[j] = O[j] * fo + __ldcg(pc + it[j]) * fn;
-			}
+			attn_fold(M, L, __ldcg(pc + nq + g), __ldcg(pc + nq + group + g), &fo, &fn);
+			O = O * fo + __ldcg(pc + it) * fn;
 		}
-#pragma unroll
-		for (int j = 0; j < IL; j++)
-			if (it0 + j * AT_THREADS < nq) {
-				if (sink)
-					L[j] += expf(s[j] - M[j]);
-				attn_store(a, it[j], O[j] / L[j]);
-			}
+		if (sink)
+			L += expf(s - M);
+		attn_store(a, it, O / L);
 	}
 }
 
@@ -309,7 +287,7 @@ static __device__ __forceinline__ void attn_combine_cta(const struct attn_out &a
 	             *const sfn = sb + 3 * ng, *const sL = sb + 4 * ng;
 
 	if (5 * ng + group > nsb) {
-		attn_combine<IL>(a, all, first, used, nq, group, hd, sink);
+		attn_combine(a, all, first, used, nq, group, hd, sink);
 		return;
 	}
 	__syncthreads(); /* sb free: every thread past its earlier use */
@@ -321,7 +299,7 @@ static __device__ __forceinline__ void attn_combine_cta(const struct attn_out &a
 	}
 	__syncthreads();
 	/* each head's running maximum M (from the sink): the one before split
-	 * c into sfo, the one after into sfn */
+	 * c into sfo, the one after into sfn, the last into sL (for the sink) */
 	for (int g = threadIdx.x; g < group; g += AT_THREADS) {
 		float M = sink ? __ldg(sink + g) : -INFINITY;
 
@@ -332,6 +310,7 @@ static __device__ __forceinline__ void attn_combine_cta(const struct attn_out &a
 			sfn[c * group + g] = Mn;
 			M = Mn;
 		}
+		sL[g] = M;
 	}
 	__syncthreads();
 	for (int i = threadIdx.x; i < ng; i += AT_THREADS) { /* attn_fold's fo, fn */
@@ -342,14 +321,12 @@ static __device__ __forceinline__ void attn_combine_cta(const struct attn_out &a
 	}
 	__syncthreads();
 	for (int g = threadIdx.x; g < group; g += AT_THREADS) { /* each head's L */
-		float L = 0.0f, M = sink ? __ldg(sink + g) : -INFINITY;
+		float L = 0.0f;
 
-		for (int c = 0; c < n; c++) {
+		for (int c = 0; c < n; c++)
 			L = L * sfo[c * group + g] + sm_l[c * group + g] * sfn[c * group + g];
-			M = fmaxf(M, sm_m[c * group + g]);
-		}
 		if (sink) /* the sink joins L last */
-			L += expf(__ldg(sink + g) - M);
+			L += expf(__ldg(sink + g) - sL[g]);
 		sL[g] = L;
 	}
 	__syncthreads();

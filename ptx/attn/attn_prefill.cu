@@ -407,7 +407,7 @@ attn_prefill(const float *q, const void *K, const void *V, float *out, int pos0,
 
 		if (used < 2 || z >= used || !last_arrival(&count[pair], used))
 			continue;
-		attn_combine<1>({out + head0 * HD, aq ? aq + head0 * HD : NULL,
+		attn_combine({out + head0 * HD, aq ? aq + head0 * HD : NULL,
 		              aq ? ad + head0 * HD / 32 : NULL, aq ? aqs + head0 * HD / 32 : NULL},
 		             part + pair * gridDim.z * stride, 0, used, nq, group, HD, NULL);
 	}

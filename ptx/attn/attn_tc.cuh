@@ -32,8 +32,8 @@
  * (COLI_GPU_ATTN_CPS chunks of its own position). With gridDim.z > 1 (a
  * decode step; a prefill's few queries after a long cache) CTA z takes split
  * z of every column and writes attention.cuh's partials, the last CTA of a
- * query combining them (attn_combine_cta); a tile whose columns split unlike
- * stays whole in CTA 0. Whole (gridDim.z == 1), a CTA folds a column's splits
+ * query combining them (attn_combine; attn_combine_cta over many splits); a
+ * tile whose columns split unlike stays whole in CTA 0. Whole (gridDim.z == 1), a CTA folds a column's splits
  * as attn_combine does, at each split's end (attn_fold: a running maximum M,
  * O = O * exp(M - M') + acc * exp(m - M')), and at the last out = O / L
  * (sinks: attention.cuh); one pass over the cache.
@@ -500,13 +500,13 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 
 		if (used - first < 2 || !last_arrival(&count[pair], used - first))
 			continue;
+		const float *pp = part + pair * gridDim.z * stride, *sk = sinks ? sinks + hb : NULL;
+
 		/* the same bits either way (AT_CTA_COMBINE) */
 		if ((used - first) * nq < AT_CTA_COMBINE * AT_THREADS)
-			attn_combine<1>(ao, part + pair * gridDim.z * stride, first, used, nq,
-			                group, HD, sinks ? sinks + hb : NULL);
+			attn_combine(ao, pp, first, used, nq, group, HD, sk);
 		else
-			attn_combine_cta<4>(ao, part + pair * gridDim.z * stride, first, used, nq,
-			                    group, HD, sinks ? sinks + hb : NULL, (float *)sm.st,
+			attn_combine_cta<4>(ao, pp, first, used, nq, group, HD, sk, (float *)sm.st,
 			                    (int)(sizeof(sm.st) / sizeof(float)));
 	}
 }
