@@ -55,8 +55,11 @@
  * the CTA's version pays five barriers and a pass a head. H100, qwen3-30b
  * shape (`tests/ptx/dense_kernels --bench ops`): at 8, 32 and 64 folds (1k,
  * 4k, 8k positions, two heads a CTA) the thread's chains were 1.4, 0.6 and
- * 0.4 us a layer faster; at 256 (16k, eight heads) the CTA's 20 us. */
-#define AT_CTA_COMBINE 128
+ * 0.4 us a layer faster; at 256 (16k, eight heads) the CTA's 20 us. A decode
+ * step after 3,300 positions (27 splits, eight heads: 108 folds) took 1,524
+ * tok/s with the thread's chains and 1,662 after 3,968 positions with the
+ * CTA's (`coli bench decode --ctx-fill`): the line lies between 64 and 108. */
+#define AT_CTA_COMBINE 96
 
 #define TC_COLS COLI_GPU_TC_COLS
 /* bf16 terms of q and of P: ~16 bits, twice the bits of the cache's values

@@ -165,20 +165,31 @@ static int splits_of(int chunks, int msp)
 
 /* A decode launch (a query a CTA row, both decode kernels): its heads'
  * slices over CTAs (*hs), its splits (*zs) and its queries a launch (*tb).
- * Up to a few thousand positions a step's time is a CTA's latency, which
- * grows with the heads it holds: two heads a CTA, the group's slices side
- * by side (longer contexts: the whole group, each K/V row read once). A
- * prefill batch has CTAs enough: the whole group (the same bits either
- * way). Every query's used splits, ceil(chunks / cps) <= min(msp, chunks):
- * the grid covers the launch's longest. */
-static void decode_split(int T, int reach, int nkv, int group, int hd, int msp, int *hs, int *zs,
-                         int *tb)
+ * While the grid is under a wave a step's time is a CTA's latency, which
+ * grows with the heads it holds: then two heads a CTA, the group's slices
+ * side by side, as long as the grid stays within one wave (two CTAs an SM,
+ * max_splits' figure). Past that the whole group, each K/V row read once: a
+ * second wave costs more than the heads save. H100, qwen3-30b shape: a
+ * layer's attention after 8,192 positions 50.0 -> 23.1 us (4 waves of
+ * two-head CTAs before); decode with an 8,192-token span after 5,000 and
+ * 7,000 tokens 1,361 / 1,200 -> 1,608 / 1,541 tok/s. A graph's grid covers
+ * its bucket (coli_gpu_attn_reach), so early in the 4,096 bucket, where half
+ * its splits return at once, two heads a CTA were faster: after 2,048 tokens
+ * 1,702 -> 1,634 (after 3,968: 1,524 -> 1,664). A prefill batch has CTAs
+ * enough: the whole group (the same bits either way). Every query's used
+ * splits, ceil(chunks / cps) <= min(msp, chunks): the grid covers the
+ * launch's longest. */
+static void decode_split(const coli_gpu_t *g, int T, int reach, int nkv, int group, int hd,
+                         int msp, int *hs, int *zs, int *tb)
 {
 	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
 	const int chunks = (reach + AD_CHUNK - 1) / AD_CHUNK;
 
-	*hs = T <= COLI_GPU_MAX_S && reach <= 8192 && group >= 4 && group % 2 == 0 ? group / 2 : 1;
 	*zs = splits_of(chunks, msp);
+	*hs = T <= COLI_GPU_MAX_S && group >= 4 && group % 2 == 0 &&
+	              (size_t)T * *zs * nkv * (group / 2) <= 2 * (size_t)g->sm_count
+	          ? group / 2
+	          : 1;
 	*tb = *zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)*zs * per)) : T;
 	*tb = *tb < DENSE_COUNTERS / (nkv * *hs) ? *tb : DENSE_COUNTERS / (nkv * *hs);
 }
@@ -191,7 +202,7 @@ static int attention_chunks(coli_gpu_t *g, void **args, int T, int reach, int nk
 
 	while (32 << k < hd)
 		k++;
-	decode_split(T, reach, nkv, group, hd, msp, &hsplit, &splits, &tb);
+	decode_split(g, T, reach, nkv, group, hd, msp, &hsplit, &splits, &tb);
 	args[10] = &msp;
 	args[13] = &t0;
 	args[14] = &hsplit;
@@ -284,7 +295,7 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 			qt = COLI_GPU_TCP_ROWS / group;
 		}
 	} else {
-		decode_split(T, reach, nkv, group, hd, msp, &hs, &zs, &tb);
+		decode_split(g, T, reach, nkv, group, hd, msp, &hs, &zs, &tb);
 	}
 	args[9] = &msp;
 	args[10] = &end;
