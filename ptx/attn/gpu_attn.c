@@ -308,7 +308,8 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 	/* a decode step of at most 8 heads a kv head takes coli_attn_tcd, and its
 	 * occupancy sets the splits of every launch of these kernels (a query's
 	 * bits the same in a decode step and a prefill) */
-	const int dec = g->f_attn_tcd[mode][hd == 128] && group <= 8;
+	const int dec = (g->open_flags & COLI_GPU_ATTN_TCD) && g->f_attn_tcd[mode][hd == 128] &&
+	                group <= 8;
 	const int ctas = dec ? g->attn_tcd_ctas[mode][hd == 128] : 2;
 	int qt = 1, hs = 1, msp = max_splits(g, nkv, group, hd, ctas), zs, tb, tq0, end, rc = 0;
 	CUfunction f = g->f_attn_tc[mode][hd == 128];
