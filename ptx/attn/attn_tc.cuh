@@ -44,6 +44,7 @@
  * it fits 80 registers and, with fewer stages and scores and outputs for 8
  * columns (TcSmem's DEC), three CTAs an SM where two ran: more chunks in
  * flight an SM, fewer a CTA (its splits: ptx/attn/gpu_attn.c max_splits).
+ * Opt-in (COLI_ATTN_TCD) until it has run on a GPU.
  *
  * Warps: scores unit (m-tile mt, n-tile, half) w and w + 8, the query's
  * fragments of the unit held in registers the whole launch; softmax columns

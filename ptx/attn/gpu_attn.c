@@ -8,8 +8,9 @@
  * What it owns:
  *   - the kernel's choice: coli_attn_tc for a bf16 or q8 cache at hd 64 or
  *     128 (a prefill batch in tiles of queries, decode a query a tile:
- *     attention_tc; a decode step of at most 8 heads a kv head on its
- *     decode form coli_attn_tcd, three CTAs an SM; a prefill batch that does
+ *     attention_tc; with COLI_GPU_ATTN_TCD (opt-in, COLI_ATTN_TCD) a decode
+ *     step of at most 8 heads a kv head on its decode form coli_attn_tcd,
+ *     three CTAs an SM; a prefill batch that does
  *     not split over CTAs on coli_attn_tcp, ptx/attn/attn_tcp.cuh), unless
  *     the GPU cannot give a block its shared memory;
  *     otherwise coli_attn_prefill for one sequence's prefill
@@ -21,7 +22,8 @@
  *     AT_TILE positions.
  *   - the split policy: a query's positions go in chunks of AD_CHUNK over at
  *     most max_splits() CTAs (the decode kernel's CTAs an SM over the kv
- *     heads: three for coli_attn_tcd on a Hopper SM, else two; fewer where
+ *     heads: three for coli_attn_tcd on a Hopper SM when it is on, else two;
+ *     fewer where
  *     one query's partials would not fit the dense scratch), and each
  *     query's split is COLI_GPU_ATTN_CPS of its own position
  *     (ptx/kernels_abi.h): a function of the model and the device only, so a
