@@ -10,9 +10,9 @@
  *     128 (a prefill batch in tiles of queries, decode a query a tile:
  *     attention_tc; with COLI_GPU_ATTN_TCD (opt-in, COLI_ATTN_TCD) a decode
  *     step of at most 8 heads a kv head on its decode form coli_attn_tcd,
- *     three CTAs an SM; a prefill batch that does
- *     not split over CTAs on coli_attn_tcp, ptx/attn/attn_tcp.cuh), unless
- *     the GPU cannot give a block its shared memory;
+ *     three CTAs an SM; a prefill batch that does not split over CTAs on
+ *     coli_attn_tcp, ptx/attn/attn_tcp.cuh), unless the GPU cannot give a
+ *     block its shared memory;
  *     otherwise coli_attn_prefill for one sequence's prefill
  *     batch of AP_MIN_T queries or more at hd 64 or 128 (unless the GPU's
  *     shared memory a block is too small, or coli_gpu_attn_prefill(g, 0)
@@ -23,9 +23,8 @@
  *   - the split policy: a query's positions go in chunks of AD_CHUNK over at
  *     most max_splits() CTAs (the decode kernel's CTAs an SM over the kv
  *     heads: three for coli_attn_tcd on a Hopper SM when it is on, else two;
- *     fewer where
- *     one query's partials would not fit the dense scratch), and each
- *     query's split is COLI_GPU_ATTN_CPS of its own position
+ *     fewer where one query's partials would not fit the dense scratch), and
+ *     each query's split is COLI_GPU_ATTN_CPS of its own position
  *     (ptx/kernels_abi.h): a function of the model and the device only, so a
  *     query gets the same bits in a prefill batch, a decode step or a graph.
  *   - the row table: with COLI_GPU_ROWS (several sequences, a row each) the
