@@ -11,6 +11,12 @@
 #         (llama-bench -n 64 against `coli bench decode --gpu 0 --tokens 64`)
 #   cpu   no GPU (llama.cpp with CUDA_VISIBLE_DEVICES= and -ngl 0, coli
 #         --gpu off): prefill of 512 tokens, decode of 32, THREADS threads
+#   kq    (KQ=1) #38's Q4_K_M check: llama-quantize's Q4_K_M of the same
+#         checkpoint, read by `coli convert` (blocks as stored), against
+#         coli's q4 in `coli bench stream --arms overlap+stream` (a quarter
+#         of the experts in VRAM; without a GPU, --gpu sim), alternating:
+#         tok/s and routed MB/s (tok/s times the expert bytes a token read
+#         from VRAM, RAM and disk), Q4_K_M over q4
 #
 # Prints each figure as it comes, then a table: tok/s, coli / llama.cpp.
 # Asserts nothing; a failed step is reported and the next one runs.
@@ -24,7 +30,8 @@
 #              (../shared/peer/build_llama.sh)
 # Environment: COLI (default build/coli), PYTHON (python3, with torch,
 #   transformers, numpy, safetensors), THREADS (default: the cores), ROUNDS
-#   (default 2), PROMPTS (default "512 2048 4096"), SKIP ("gpu" or "cpu").
+#   (default 2), PROMPTS (default "512 2048 4096"), SKIP ("gpu" or "cpu"), KQ
+#   (default 0).
 set -u
 [ $# -eq 4 ] || {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -33,7 +40,7 @@ set -u
 SRC=$(cd "$1" && pwd) BIN=$(cd "$2" && pwd) HF=$(cd "$3" && pwd) OUT=$4
 COLI=$(realpath "${COLI:-build/coli}") PYTHON=${PYTHON:-python3}
 THREADS=${THREADS:-$(nproc)} ROUNDS=${ROUNDS:-2} PROMPTS=${PROMPTS:-512 2048 4096}
-SKIP=${SKIP:-}
+SKIP=${SKIP:-} KQ=${KQ:-0}
 mkdir -p "$OUT" && cd "$OUT" || exit 1
 T0=$(date +%s)
 say() { echo "[+$(($(date +%s) - T0))s] $*"; }
@@ -59,6 +66,11 @@ PYTHONPATH="$SRC/gguf-py" "$PYTHON" "$SRC/convert_hf_to_gguf.py" "$HF" --outtype
 	--outfile bf16.gguf >convert-gguf.log 2>&1 || { say "convert_hf_to_gguf failed"; tail -3 convert-gguf.log; exit 1; }
 LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/llama-quantize" --pure bf16.gguf q4_0.gguf Q4_0 "$THREADS" \
 	>quantize.log 2>&1 || { say "llama-quantize failed"; tail -3 quantize.log; exit 1; }
+if [ "$KQ" = 1 ]; then
+	LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/llama-quantize" bf16.gguf q4_k_m.gguf Q4_K_M \
+		"$THREADS" >>quantize.log 2>&1 && "$COLI" convert q4_k_m.gguf -o q4km.coli --quiet >>convert-coli.log 2>&1 ||
+		{ say "Q4_K_M: quantize or convert failed"; tail -3 quantize.log convert-coli.log; KQ=0; }
+fi
 rm -f bf16.gguf
 wait $cpid || { say "coli convert failed"; tail -3 convert-coli.log; exit 1; }
 say "q4.coli $(stat -c %s q4.coli) B, q4_0.gguf $(stat -c %s q4_0.gguf) B"
@@ -83,6 +95,29 @@ case " $SKIP " in *" cpu "*) ;; *)
 	done
 	;;
 esac
+if [ "$KQ" = 1 ]; then
+	# (the stream bench's row: arm, tok/s, [range], vram MB, ram MB, disk MB a token)
+	gpu=0
+	CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-} nvidia-smi -L >/dev/null 2>&1 || gpu=sim
+	: >kq.txt
+	for _ in $(seq "$ROUNDS"); do
+		for m in q4 q4km; do
+			"$COLI" bench stream -m $m.coli --gpu $gpu --tokens 32 --rounds 3 --arms overlap+stream \
+				2>>coli.err | awk -v m=$m '$1 == "overlap+stream" && $2 ~ /^[0-9.]+$/ && $3 ~ /^\[/ {
+					printf "%s %.1f %.1f %.2f\n", m, $2, $2 * ($4 + $5 + $6), $4 + $5 + $6 }' |
+				tee -a kq.txt | while read -r name tps mbs mb; do say "stream $name: $tps tok/s, $mbs routed MB/s ($mb MB a token)"; done
+		done
+	done
+	echo "=== coli bench stream (overlap+stream, --gpu $gpu): Q4_K_M over q4, medians"
+	awk 'function med(x, c,   i, j, t) { for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++)
+			if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
+			return c % 2 ? x[(c + 1) / 2] : (x[c / 2] + x[c / 2 + 1]) / 2 }
+		{ n[$1]++; if ($1 == "q4") { a[n[$1]] = $2; b[n[$1]] = $3 } else { c[n[$1]] = $2; d[n[$1]] = $3 } }
+		END { if (!n["q4"] || !n["q4km"]) { print "no figures"; exit }
+			t0 = med(a, n["q4"]); r0 = med(b, n["q4"]); t1 = med(c, n["q4km"]); r1 = med(d, n["q4km"])
+			printf "q4      %8.1f tok/s %9.1f routed MB/s\nQ4_K_M  %8.1f tok/s %9.1f routed MB/s\n", t0, r0, t1, r1
+			printf "ratio   %8.3f       %9.3f (#38: >= 0.9 per routed byte)\n", t1 / t0, r1 / r0 }' kq.txt
+fi
 
 echo "=== tok/s per run (llama.cpp: llama-bench's mean of 3; coli: median of 3), coli / llama.cpp of the medians"
 awk '{ k = $1; sub(/-(llama|coli)$/, "", k); e = ($1 ~ /-coli$/) ? "coli" : "llama"
