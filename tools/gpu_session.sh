@@ -42,6 +42,14 @@
 #                                      at 8k on 1, 2, 4, 8 and 16 threads,
 #                                      then the 8k CPU decode (bench decode
 #                                      --gpu off --ctx-fill 8192) of each
+#   tools/gpu_session.sh ops T_A T_B [T ...]
+#                                      (GPU host) two tests/ptx/dense_kernels
+#                                      binaries or more: their decode
+#                                      attention over a bf16 and a q8 cache
+#                                      at 1k to 128k positions (`--bench
+#                                      ops`), alternating twice
+#   Wherever a binary is named, VAR=VALUE@BINARY runs BINARY with VAR set
+#   (an opt-in switch against the same build: COLI_ATTN_TCD=1@DIR/coli).
 #   tools/gpu_session.sh kernels COLI [M] [N]
 #                                      (GPU host) where a decode step of N
 #                                      sequences (default 8) spends its GPU
@@ -115,8 +123,22 @@ bins_and_model() {
 	model=/tmp/q30-8.coli
 	bins=
 	for c in "$@"; do
-		case $c in *.coli) model=$c ;; *) bins="$bins $c" ;; esac
+		case $c in *.coli) model=$c ;; *) bins="$bins $(env_arm "$c")" ;; esac
 	done
+}
+
+# env_arm ARG: ARG, or for VAR=VALUE@COLI a script running COLI with VAR set
+# (an opt-in switch against the same binary: `attn build/coli
+# COLI_ATTN_TCD=1@build/coli`), named after VAR=VALUE in a folder of its own
+env_arm() {
+	case $1 in
+	*=*@*)
+		[ -n "${envdir:-}" ] || envdir=$(mktemp -d) || exit 1
+		printf '#!/bin/sh\nexport %s\nexec %s "$@"\n' "${1%%@*}" "$(realpath "${1#*@}")" \
+			>"$envdir/${1%%@*}" && chmod +x "$envdir/${1%%@*}" && echo "$envdir/${1%%@*}"
+		;;
+	*) echo "$1" ;;
+	esac
 }
 
 need_model() {
@@ -186,8 +208,8 @@ run)
 		--arms sync,overlap+stream 2>&1 | grep -E '^(sync|overlap\+stream) '
 	;;
 ab)
-	a=${2:?usage: tools/gpu_session.sh ab COLI_A COLI_B [MODEL]}
-	b=${3:?usage: tools/gpu_session.sh ab COLI_A COLI_B [MODEL]}
+	a=$(env_arm "${2:?usage: tools/gpu_session.sh ab COLI_A COLI_B [MODEL]}")
+	b=$(env_arm "${3:?usage: tools/gpu_session.sh ab COLI_A COLI_B [MODEL]}")
 	model=${4:-/tmp/q30-8.coli}
 	need_model "$a" "$model"
 	for c in "$a" "$b" "$a" "$b" "$a" "$b"; do
@@ -274,6 +296,15 @@ attn | cpu-attn)
 				--gpu 0 --ctx 33000 --ctx-override --prompt $p --rounds 2 \
 				--disk-mib 0 2>&1 | grep -E '^default +[0-9]' | cut -c1-52)"
 		done
+	done
+	;;
+ops)
+	shift
+	[ $# -ge 2 ] || { echo "usage: tools/gpu_session.sh ops T_A T_B [T ...]"; exit 2; }
+	bins=
+	for t in "$@"; do bins="$bins $(env_arm "$t")"; done
+	for t in $bins $bins; do
+		"$t" --bench ops 2>&1 | grep 'attention decode 32/4 x 128 \(bf16\|q8 \)' | sed "s|^|$t |"
 	done
 	;;
 kernels)
