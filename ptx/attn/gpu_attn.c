@@ -45,6 +45,7 @@
 
 #ifdef COLI_HAVE_PTX
 #define THREADS  256
+#define CTAS_SM  2 /* the kernels' __launch_bounds__ (coli_attn_tcd's: 3) */
 #define AT_TILE  256 /* positions per attention tile (attention.cu) */
 #define AD_CHUNK 32  /* positions per decode-attention chunk (attention.cu) */
 #define AT_MAXG  16
@@ -143,7 +144,7 @@ int coli_gpu_attn_functions(struct coli_gpu *g)
 			         g->cu->OccupancyMaxActiveBlocksPerMultiprocessor(
 			             &g->attn_tcd_ctas[m][i], g->f_attn_tcd[m][i], THREADS,
 			             (size_t)tcd_smem(64 << i, m)) != CUDA_SUCCESS)
-				g->attn_tcd_ctas[m][i] = 2;
+				g->attn_tcd_ctas[m][i] = CTAS_SM;
 			if (g->attn_tcd_ctas[m][i] < 1) /* (no block fits: keep coli_attn_tc) */
 				g->f_attn_tcd[m][i] = NULL;
 			snprintf(name, sizeof(name), "coli_attn_tcp_%d%s", 64 << i, kv_sfx[m]);
@@ -192,8 +193,8 @@ static int splits_of(int chunks, int msp)
  * slices over CTAs (*hs), its splits (*zs) and its queries a launch (*tb).
  * While the grid is under a wave a step's time is a CTA's latency, which
  * grows with the heads it holds: then two heads a CTA, the group's slices
- * side by side, as long as the grid stays within one wave (two CTAs an SM,
- * max_splits' figure). Past that the whole group, each K/V row read once: a
+ * side by side, as long as the grid stays within one wave (ctas CTAs an
+ * SM, max_splits' figure). Past that the whole group, each K/V row read once: a
  * second wave costs more than the heads save. H100, qwen3-30b shape: a
  * layer's attention after 8,192 positions 50.0 -> 23.1 us (4 waves of
  * two-head CTAs before); decode with an 8,192-token span after 5,000 and
@@ -222,12 +223,12 @@ static void decode_split(const coli_gpu_t *g, int T, int reach, int nkv, int gro
 static int attention_chunks(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group,
                             int hd, int mode)
 {
-	int msp = max_splits(g, nkv, group, hd, 2), splits, t0, tb, k = 0;
+	int msp = max_splits(g, nkv, group, hd, CTAS_SM), splits, t0, tb, k = 0;
 	int rc = 0, hsplit;
 
 	while (32 << k < hd)
 		k++;
-	decode_split(g, T, reach, nkv, group, hd, msp, 2, &hsplit, &splits, &tb);
+	decode_split(g, T, reach, nkv, group, hd, msp, CTAS_SM, &hsplit, &splits, &tb);
 	args[10] = &msp;
 	args[13] = &t0;
 	args[14] = &hsplit;
@@ -276,7 +277,7 @@ static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int n
                              int hd, int mode, int plain)
 {
 	const int qt = AP_ROWS(hd) / group;
-	int msp = max_splits(g, nkv, group, hd, 2), zs, tb, tq0, end, rc = 0;
+	int msp = max_splits(g, nkv, group, hd, CTAS_SM), zs, tb, tq0, end, rc = 0;
 
 	prefill_split(g, T, reach, qt, nkv, group, hd, msp, plain, &zs, &tb);
 	args[9] = &msp;
@@ -311,7 +312,7 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 	 * bits the same in a decode step and a prefill) */
 	const int dec = (g->open_flags & COLI_GPU_ATTN_TCD) && g->f_attn_tcd[mode][hd == 128] &&
 	                group <= 8;
-	const int ctas = dec ? g->attn_tcd_ctas[mode][hd == 128] : 2;
+	const int ctas = dec ? g->attn_tcd_ctas[mode][hd == 128] : CTAS_SM;
 	int qt = 1, hs = 1, msp = max_splits(g, nkv, group, hd, ctas), zs, tb, tq0, end, rc = 0;
 	CUfunction f = g->f_attn_tc[mode][hd == 128];
 	int smem = tc_smem(hd, mode);
