@@ -133,7 +133,7 @@ bins_and_model() {
 env_arm() {
 	case $1 in
 	*=*@*)
-		[ -n "${envdir:-}" ] || envdir=$(mktemp -d) || exit 1
+		envdir=$(mktemp -d) || exit 1 # (a subshell's: one a wrapper)
 		printf '#!/bin/sh\nexport %s\nexec %s "$@"\n' "${1%%@*}" "$(realpath "${1#*@}")" \
 			>"$envdir/${1%%@*}" && chmod +x "$envdir/${1%%@*}" && echo "$envdir/${1%%@*}"
 		;;

@@ -33,10 +33,11 @@
  * decode step; a prefill's few queries after a long cache) CTA z takes split
  * z of every column and writes attention.cuh's partials, the last CTA of a
  * query combining them (attn_combine; attn_combine_cta over many splits); a
- * tile whose columns split unlike stays whole in CTA 0. Whole (gridDim.z == 1), a CTA folds a column's splits
- * as attn_combine does, at each split's end (attn_fold: a running maximum M,
- * O = O * exp(M - M') + acc * exp(m - M')), and at the last out = O / L
- * (sinks: attention.cuh); one pass over the cache.
+ * tile whose columns split unlike stays whole in CTA 0. Whole (gridDim.z ==
+ * 1), a CTA folds a column's splits as attn_combine does, at each split's end
+ * (attn_fold: a running maximum M, O = O * exp(M - M') + acc * exp(m - M')),
+ * and at the last out = O / L (sinks: attention.cuh); one pass over the
+ * cache.
  *
  * coli_attn_tcd_<hd>_<type> is this kernel for a decode step's tile of one
  * query of at most 8 heads a CTA (DEC: one n-tile of columns): the same code

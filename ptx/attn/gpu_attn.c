@@ -91,11 +91,38 @@ static int tcp_smem(int hd, int m)
 	return COLI_GPU_TCP_SMEM(hd, kesz[m], vesz[m]);
 }
 
+/* The kernels' name suffixes, a KV mode's. */
+static const char *const kv_sfx[COLI_GPU_KV_MODES] = {"", "_bf16", "_q8", "_q8_bf16"};
+
+/* coli_attn_tcd_<64 << i> of KV mode m (COLI_GPU_ATTN_TCD): its handle and
+ * its CTAs an SM, three where its shared memory fits them (what the driver
+ * says, else its launch bounds' figure); a GPU that cannot give a block its
+ * shared memory keeps coli_attn_tc (the handle NULL). */
+static int tcd_function(struct coli_gpu *g, int m, int i)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "coli_attn_tcd_%d%s", 64 << i, kv_sfx[m]);
+	CK(g->cu->ModuleGetFunction(&g->f_attn_tcd[m][i], g->mod_attn, name), name);
+	g->attn_tcd_ctas[m][i] = 3;
+	if (g->cu->FuncSetAttribute(g->f_attn_tcd[m][i],
+	                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+	                            tcd_smem(64 << i, m)) != CUDA_SUCCESS)
+		g->f_attn_tcd[m][i] = NULL;
+	else if (g->cu->OccupancyMaxActiveBlocksPerMultiprocessor &&
+	         g->cu->OccupancyMaxActiveBlocksPerMultiprocessor(
+	             &g->attn_tcd_ctas[m][i], g->f_attn_tcd[m][i], THREADS,
+	             (size_t)tcd_smem(64 << i, m)) != CUDA_SUCCESS)
+		g->attn_tcd_ctas[m][i] = CTAS_SM;
+	if (g->attn_tcd_ctas[m][i] < 1) /* (no block fits) */
+		g->f_attn_tcd[m][i] = NULL;
+	return 0;
+}
+
 /* The attention kernels' handles, a set a KV mode (at open, before the dense
  * ones: nothing is allocated yet if one is missing). */
 int coli_gpu_attn_functions(struct coli_gpu *g)
 {
-	static const char *const kv_sfx[COLI_GPU_KV_MODES] = {"", "_bf16", "_q8", "_q8_bf16"};
 	char name[64];
 
 	for (int m = 0; m < COLI_GPU_KV_MODES; m++) { /* a kernel set a KV mode */
@@ -131,22 +158,13 @@ int coli_gpu_attn_functions(struct coli_gpu *g)
 			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 			                            tc_smem(64 << i, m)) != CUDA_SUCCESS)
 				g->f_attn_tc[m][i] = NULL;
-			/* the decode form: three CTAs an SM where its shared memory fits
-			 * them (what the driver says, else its launch bounds' figure) */
-			snprintf(name, sizeof(name), "coli_attn_tcd_%d%s", 64 << i, kv_sfx[m]);
-			CK(g->cu->ModuleGetFunction(&g->f_attn_tcd[m][i], g->mod_attn, name), name);
-			g->attn_tcd_ctas[m][i] = 3;
-			if (g->cu->FuncSetAttribute(g->f_attn_tcd[m][i],
-			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-			                            tcd_smem(64 << i, m)) != CUDA_SUCCESS)
-				g->f_attn_tcd[m][i] = NULL;
-			else if (g->cu->OccupancyMaxActiveBlocksPerMultiprocessor &&
-			         g->cu->OccupancyMaxActiveBlocksPerMultiprocessor(
-			             &g->attn_tcd_ctas[m][i], g->f_attn_tcd[m][i], THREADS,
-			             (size_t)tcd_smem(64 << i, m)) != CUDA_SUCCESS)
-				g->attn_tcd_ctas[m][i] = CTAS_SM;
-			if (g->attn_tcd_ctas[m][i] < 1) /* (no block fits: keep coli_attn_tc) */
-				g->f_attn_tcd[m][i] = NULL;
+			/* the decode form, when opted in */
+			if (g->open_flags & COLI_GPU_ATTN_TCD) {
+				int rc = tcd_function(g, m, i);
+
+				if (rc)
+					return rc;
+			}
 			snprintf(name, sizeof(name), "coli_attn_tcp_%d%s", 64 << i, kv_sfx[m]);
 			CK(g->cu->ModuleGetFunction(&g->f_attn_tcp[m][i], g->mod_attn, name), name);
 			/* (hd 128 takes ~135 KB: a GPU with less a block keeps coli_attn_tc) */
@@ -310,8 +328,7 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 	/* a decode step of at most 8 heads a kv head takes coli_attn_tcd, and its
 	 * occupancy sets the splits of every launch of these kernels (a query's
 	 * bits the same in a decode step and a prefill) */
-	const int dec = (g->open_flags & COLI_GPU_ATTN_TCD) && g->f_attn_tcd[mode][hd == 128] &&
-	                group <= 8;
+	const int dec = g->f_attn_tcd[mode][hd == 128] && group <= 8; /* (loaded when opted in) */
 	const int ctas = dec ? g->attn_tcd_ctas[mode][hd == 128] : CTAS_SM;
 	int qt = 1, hs = 1, msp = max_splits(g, nkv, group, hd, ctas), zs, tb, tq0, end, rc = 0;
 	CUfunction f = g->f_attn_tc[mode][hd == 128];

@@ -98,7 +98,7 @@ esac
 if [ "$KQ" = 1 ]; then
 	# (the stream bench's row: arm, tok/s, [range], vram MB, ram MB, disk MB a token)
 	gpu=0
-	CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-} nvidia-smi -L >/dev/null 2>&1 || gpu=sim
+	nvidia-smi -L >/dev/null 2>&1 || gpu=sim
 	: >kq.txt
 	for _ in $(seq "$ROUNDS"); do
 		for m in q4 q4km; do
