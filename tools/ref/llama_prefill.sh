@@ -16,7 +16,10 @@
 #         coli's q4 in `coli bench stream --arms overlap+stream` (a quarter
 #         of the experts in VRAM; without a GPU, --gpu sim), alternating:
 #         tok/s and routed MB/s (tok/s times the expert bytes a token read
-#         from VRAM, RAM and disk), Q4_K_M over q4
+#         from VRAM, RAM and disk), Q4_K_M over q4. KQ_ARGS: more arguments
+#         for that llama-quantize (`--output-tensor-type q4_0` keeps the
+#         output matrix at q4's size: Q4_K_M makes it Q6_K, 46% more bytes
+#         a token reads beside the routed ones)
 #
 # Prints each figure as it comes, then a table: tok/s, coli / llama.cpp.
 # Asserts nothing; a failed step is reported and the next one runs.
@@ -31,14 +34,16 @@
 # Environment: COLI (default build/coli), PYTHON (python3, with torch,
 #   transformers, numpy, safetensors), THREADS (default: the cores), ROUNDS
 #   (default 2), PROMPTS (default "512 2048 4096"), SKIP ("gpu" or "cpu"), KQ
-#   (default 0).
+#   (default 0), KQ_ARGS.
 set -u
 [ $# -eq 4 ] || {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
 	exit 2
 }
 SRC=$(cd "$1" && pwd) BIN=$(cd "$2" && pwd) HF=$(cd "$3" && pwd) OUT=$4
-COLI=$(realpath "${COLI:-build/coli}") PYTHON=${PYTHON:-python3}
+COLI=${COLI:-build/coli} PYTHON=${PYTHON:-python3}
+[ -x "$COLI" ] || { echo "no coli binary at $COLI (COLI)"; exit 1; }
+COLI=$(realpath "$COLI")
 THREADS=${THREADS:-$(nproc)} ROUNDS=${ROUNDS:-2} PROMPTS=${PROMPTS:-512 2048 4096}
 SKIP=${SKIP:-} KQ=${KQ:-0}
 mkdir -p "$OUT" && cd "$OUT" || exit 1
@@ -63,16 +68,16 @@ say "converting ($HF)"
 "$COLI" convert "$HF" --quant q4 -o q4.coli --threads "$THREADS" --quiet >convert-coli.log 2>&1 &
 cpid=$!
 PYTHONPATH="$SRC/gguf-py" "$PYTHON" "$SRC/convert_hf_to_gguf.py" "$HF" --outtype bf16 \
-	--outfile bf16.gguf >convert-gguf.log 2>&1 || { say "convert_hf_to_gguf failed"; tail -3 convert-gguf.log; exit 1; }
+	--outfile bf16.gguf >convert-gguf.log 2>&1 || { say "convert_hf_to_gguf failed"; tail -n 3 convert-gguf.log; exit 1; }
 LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/llama-quantize" --pure bf16.gguf q4_0.gguf Q4_0 "$THREADS" \
-	>quantize.log 2>&1 || { say "llama-quantize failed"; tail -3 quantize.log; exit 1; }
+	>quantize.log 2>&1 || { say "llama-quantize failed"; tail -n 3 quantize.log; exit 1; }
 if [ "$KQ" = 1 ]; then
-	LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/llama-quantize" bf16.gguf q4_k_m.gguf Q4_K_M \
+	LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/llama-quantize" ${KQ_ARGS:-} bf16.gguf q4_k_m.gguf Q4_K_M \
 		"$THREADS" >>quantize.log 2>&1 && "$COLI" convert q4_k_m.gguf -o q4km.coli --quiet >>convert-coli.log 2>&1 ||
-		{ say "Q4_K_M: quantize or convert failed"; tail -3 quantize.log convert-coli.log; KQ=0; }
+		{ say "Q4_K_M: quantize or convert failed"; tail -n 3 quantize.log convert-coli.log; KQ=0; }
 fi
 rm -f bf16.gguf
-wait $cpid || { say "coli convert failed"; tail -3 convert-coli.log; exit 1; }
+wait $cpid || { say "coli convert failed"; tail -n 3 convert-coli.log; exit 1; }
 say "q4.coli $(stat -c %s q4.coli) B, q4_0.gguf $(stat -c %s q4_0.gguf) B"
 
 case " $SKIP " in *" gpu "*) ;; *)
