@@ -407,7 +407,6 @@ struct coli_opts {
 	int dev_preplan; /* COLI_DEV_PREPLAN: partly resident layers' VRAM experts planned there */
 	int dev_graph;   /* COLI_DEV_GRAPH: decode layers replayed as captured graphs */
 	int pdl;         /* COLI_PDL: programmatic dependent launch on sm_90+ */
-	int attn_tcd;    /* COLI_ATTN_TCD: decode attention on coli_attn_tcd (opt-in) */
 	int tail_ahead;  /* COLI_TAIL_AHEAD: a layer's device tail queued before its CPU rows end */
 	int sim_latency_us;          /* COLI_SIM_LATENCY_US: the simulated device's sync */
 	enum coli_opt_stream stream; /* --stream */

@@ -315,7 +315,6 @@ static int devices_open(struct coli_engine *e, char *err, size_t errlen)
 	                                                                 : 0;
 	int rc;
 
-	gpu_flags |= e->opts.attn_tcd ? COLI_GPU_ATTN_TCD : 0;
 	rc = coli_dev_open_all(e->opts.gpu, e->opts.gpu_fail_after, e->opts.sim_latency_us,
 	                       e->opts.pdl, gpu_flags, e->vram.devs, COLI_MAX_DEVS, &e->vram.n_devs,
 	                       err, errlen);

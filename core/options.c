@@ -199,10 +199,6 @@ static const struct opt_row g_opts[] = {
      "decode: replay each layer's device work as a CUDA graph captured once (0: launch "
      "every "
      "kernel: for profilers that see kernels only as launched)"},
-    {NULL, "COLI_ATTN_TCD", SWITCH, F(attn_tcd), "0",
-     "decode attention of at most 8 heads a kv head on its decode kernel, three CTAs an SM "
-     "where two run, its splits shared with prefill (opt-in until measured on a GPU: "
-     "ptx/attn/attn_tc.cuh)"},
     {NULL, "COLI_PDL", SWITCH, F(pdl), "1",
      "sm_90+: launch kernels with programmatic dependent launch, each scheduled while the "
      "one "

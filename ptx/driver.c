@@ -101,8 +101,6 @@ static int resolve(void *h)
 	g_cu.have_graphs = have_graphs;
 	*(void **)&g_cu.LaunchKernelEx = dlsym(h, "cuLaunchKernelEx");
 	*(void **)&g_cu.StreamWaitValue32 = dlsym(h, "cuStreamWaitValue32_v2");
-	*(void **)&g_cu.OccupancyMaxActiveBlocksPerMultiprocessor =
-	    dlsym(h, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
 	return 0;
 }
 #endif

@@ -202,14 +202,6 @@ struct coli_gpu_pairs {
 	 ((kesz) == 1 ? 64 * ((hd) + 8) : 16) + ((vesz) == 1 ? 64 * ((hd) + 8) : 16) +             \
 	 8 * COLI_GPU_TC_COLS * COLI_GPU_TC_SP + 4 * COLI_GPU_TC_COLS * (hd) +                     \
 	 36 * COLI_GPU_TC_COLS)
-/* coli_attn_tcd, its decode form (a query's heads, at most 8: one n-tile of
- * columns), three CTAs an SM on a 228 KB SM: the stages (four up to 14 KB,
- * else three), q8's widened rows, the scores [2][8][SP] and O [8][hd]. */
-#define COLI_GPU_TCD_STAGES(tile) ((tile) <= 14336 ? 4 : 3)
-#define COLI_GPU_TCD_SMEM(hd, kesz, vesz)                                                          \
-	(COLI_GPU_TCD_STAGES(COLI_GPU_TC_TILE(hd, kesz, vesz)) * COLI_GPU_TC_TILE(hd, kesz, vesz) + \
-	 ((kesz) == 1 ? 64 * ((hd) + 8) : 16) + ((vesz) == 1 ? 64 * ((hd) + 8) : 16) +             \
-	 8 * 8 * COLI_GPU_TC_SP + 4 * 8 * (hd) + 36 * COLI_GPU_TC_COLS)
 
 /* coli_dgemm_f32_j<J> (ptx/dense/dgemm_f32.cuh, a float matrix times a
  * prefill chunk with the split GEMV's bits): rows x tokens a CTA of 16 warps

@@ -46,10 +46,6 @@ typedef struct coli_gpu coli_gpu_t;
  * (the open fails with the JIT log). */
 #define COLI_GPU_FAIL_JIT_90  1u
 #define COLI_GPU_FAIL_JIT_ALL 2u
-/* flags: decode attention of at most 8 heads a kv head on coli_attn_tcd, three
- * CTAs an SM (ptx/attn/attn_tc.cuh; COLI_ATTN_TCD), its splits shared with the
- * prefill kernels: opt-in until measured on a GPU */
-#define COLI_GPU_ATTN_TCD 4u
 int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size_t errlen);
 void coli_gpu_close(coli_gpu_t *g);
 const char *coli_gpu_name(const coli_gpu_t *g);

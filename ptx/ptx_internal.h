@@ -131,8 +131,6 @@ struct coli_cu {
 	int have_graphs;
 	/* optional (CUDA 12): programmatic dependent launch; NULL if absent */
 	CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
-	/* optional (NULL: a kernel's CTAs an SM taken from its launch bounds) */
-	CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
 };
 
 /* Loads libcuda.so.1 once and resolves every entry; 0 or -ENODEV (why set). */
@@ -178,8 +176,6 @@ struct coli_gpu {
 	CUfunction f_attn_prefill[COLI_GPU_KV_MODES][2]; /* coli_attn_prefill_{64,128}[_mode] */
 	CUfunction f_attn_tc[COLI_GPU_KV_MODES][2];      /* coli_attn_tc_{64,128}_mode (not f32) */
 	CUfunction f_attn_tcp[COLI_GPU_KV_MODES][2];     /* coli_attn_tcp_{64,128}_mode (not f32) */
-	CUfunction f_attn_tcd[COLI_GPU_KV_MODES][2];     /* coli_attn_tcd_{64,128}_mode (not f32) */
-	int attn_tcd_ctas[COLI_GPU_KV_MODES][2];         /* its CTAs an SM (occupancy) */
 	int attn_prefill;                        /* coli_gpu_attn_prefill's level (tests, bench) */
 	int dgemm_tiled;                         /* coli_gpu_dense_tiled's mode (tests, bench) */
 	unsigned open_flags;                     /* coli_gpu_open's flags (fault injection) */

@@ -49,7 +49,7 @@
 #                                      at 1k to 128k positions (`--bench
 #                                      ops`), alternating twice
 #   Wherever a binary is named, VAR=VALUE@BINARY runs BINARY with VAR set
-#   (an opt-in switch against the same build: COLI_ATTN_TCD=1@DIR/coli).
+#   (a switch against the same build: COLI_DEV_PREPLAN=0@DIR/coli).
 #   tools/gpu_session.sh kernels COLI [M] [N]
 #                                      (GPU host) where a decode step of N
 #                                      sequences (default 8) spends its GPU
@@ -129,7 +129,7 @@ bins_and_model() {
 
 # env_arm ARG: ARG, or for VAR=VALUE@COLI a script running COLI with VAR set
 # (an opt-in switch against the same binary: `attn build/coli
-# COLI_ATTN_TCD=1@build/coli`), named after VAR=VALUE in a folder of its own
+# COLI_DEV_PREPLAN=0@build/coli`), named after VAR=VALUE in a folder of its own
 env_arm() {
 	case $1 in
 	*=*@*)

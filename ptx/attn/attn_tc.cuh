@@ -33,19 +33,10 @@
  * decode step; a prefill's few queries after a long cache) CTA z takes split
  * z of every column and writes attention.cuh's partials, the last CTA of a
  * query combining them (attn_combine; attn_combine_cta over many splits); a
- * tile whose columns split unlike stays whole in CTA 0. Whole (gridDim.z ==
- * 1), a CTA folds a column's splits as attn_combine does, at each split's end
- * (attn_fold: a running maximum M, O = O * exp(M - M') + acc * exp(m - M')),
- * and at the last out = O / L (sinks: attention.cuh); one pass over the
- * cache.
- *
- * coli_attn_tcd_<hd>_<type> is this kernel for a decode step's tile of one
- * query of at most 8 heads a CTA (DEC: one n-tile of columns): the same code
- * and bits with one scores unit, softmax column and P . V n-tile a warp, so
- * it fits 80 registers and, with fewer stages and scores and outputs for 8
- * columns (TcSmem's DEC), three CTAs an SM where two ran: more chunks in
- * flight an SM, fewer a CTA (its splits: ptx/attn/gpu_attn.c max_splits).
- * Opt-in (COLI_ATTN_TCD) until it has run on a GPU.
+ * tile whose columns split unlike stays whole in CTA 0. Whole (gridDim.z == 1), a CTA folds a column's splits
+ * as attn_combine does, at each split's end (attn_fold: a running maximum M,
+ * O = O * exp(M - M') + acc * exp(m - M')), and at the last out = O / L
+ * (sinks: attention.cuh); one pass over the cache.
  *
  * Warps: scores unit (m-tile mt, n-tile, half) w and w + 8, the query's
  * fragments of the unit held in registers the whole launch; softmax columns
@@ -88,17 +79,13 @@ template <int HD, int M> struct TcTile {
 	static constexpr int WR = HD + 8; /* bf16 a widened row (q8), padded as KS */
 };
 
-/* DEC: the decode kernel's (coli_attn_tcd: one n-tile of columns, three CTAs
- * an SM), its stages COLI_GPU_TCD_STAGES and its scores and outputs those of
- * 8 columns */
-template <int HD, int M, bool DEC = false> struct TcSmem {
+template <int HD, int M> struct TcSmem {
 	typedef TcTile<HD, M> T;
-	enum { NST = DEC ? COLI_GPU_TCD_STAGES(T::BYTES) : T::NST, SC = DEC ? 8 : TC_COLS };
-	char st[NST][T::BYTES];
+	char st[T::NST][T::BYTES];
 	unsigned short kw[T::KT == 2 ? AD_CHUNK * T::WR : 8]; /* q8 K widened to bf16 */
 	unsigned short vw[T::VT == 2 ? AD_CHUNK * T::WR : 8];
-	float s[2][SC * TC_SP]; /* [half][col][p]: scores; s[0] then the weights */
-	float o[SC * HD];       /* [col][dim]: O of the fold, then the outputs */
+	float s[2][TC_COLS * TC_SP]; /* [half][col][p]: scores; s[0] then the weights */
+	float o[TC_COLS * HD];       /* [col][dim]: O of the fold, then the outputs */
 	float cf[TC_COLS], fo[TC_COLS], ff[TC_COLS], fl[TC_COLS], fm[TC_COLS];
 	int ev[TC_COLS], cn[TC_COLS], ck0[TC_COLS], cps[TC_COLS];
 };
@@ -133,7 +120,7 @@ static __device__ __forceinline__ void tc_stage(Sm &sm, const struct tc_kv &kv, 
 	typedef TcTile<HD, M> Tl;
 
 	kv_stage<HD, M, Tl::KS, Tl::VS, Tl::V0, Tl::S0>(
-	    sm.st[c % Sm::NST], kv.K, kv.V, kv_at(kv.tab, kv.nbs, kv.slot, c * AD_CHUNK),
+	    sm.st[c % Tl::NST], kv.K, kv.V, kv_at(kv.tab, kv.nbs, kv.slot, c * AD_CHUNK),
 	    min(AD_CHUNK, kv.nmax - c * AD_CHUNK), kv.kvh, kv.krow, kv.vrow, kv.soff);
 }
 
@@ -146,7 +133,7 @@ template <int HD, int M, class Sm>
 static __device__ __forceinline__ void tc_stage_first(Sm &sm, const struct tc_kv &kv, int c0,
                                                       int c1)
 {
-	for (int i = 0; i < Sm::NST - 1; i++) {
+	for (int i = 0; i < TcTile<HD, M>::NST - 1; i++) {
 		if (c0 + i < c1)
 			tc_stage<HD, M>(sm, kv, c0 + i);
 		cp_commit();
@@ -158,12 +145,12 @@ static __device__ __forceinline__ const char *tc_stage_next(Sm &sm, const struct
                                                             int c1)
 {
 	typedef TcTile<HD, M> Tl;
-	const char *st = sm.st[c % Sm::NST];
+	const char *st = sm.st[c % Tl::NST];
 
-	cp_wait<Sm::NST - 2>();
+	cp_wait<Tl::NST - 2>();
 	__syncthreads(); /* chunk c landed; every thread past chunk c - 1 */
-	if (c + Sm::NST - 1 < c1)
-		tc_stage<HD, M>(sm, kv, c + Sm::NST - 1);
+	if (c + Tl::NST - 1 < c1)
+		tc_stage<HD, M>(sm, kv, c + Tl::NST - 1);
 	cp_commit();
 	if (Tl::KT == 2 || Tl::VT == 2) {
 		if (Tl::KT == 2)
@@ -175,7 +162,7 @@ static __device__ __forceinline__ const char *tc_stage_next(Sm &sm, const struct
 	return st;
 }
 
-template <int HD, int M, bool DEC>
+template <int HD, int M>
 static __device__ __forceinline__ void
 attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp, int nh,
         int nkv, float scale, int max_splits, int T, signed char *aq, float *ad, int *aqs,
@@ -183,11 +170,9 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
         unsigned *count, int tq0, int qt)
 {
 	typedef TcTile<HD, M> Tl;
-	typedef TcSmem<HD, M, DEC> Sm;
+	typedef TcSmem<HD, M> Sm;
 	constexpr int KT = Tl::KT, VT = Tl::VT, KH = HD / 32; /* k-steps a half */
-	/* n-tiles a warp's P . V, softmax columns and scores units a warp, at
-	 * most: a decode kernel's CTA (DEC) holds one n-tile, ncol <= 8 */
-	constexpr int NPV = DEC ? 1 : HD == 128 ? 4 : 2, NCI = DEC ? 1 : 4, NU = DEC ? 1 : 2;
+	constexpr int NPV = HD == 128 ? 4 : 2; /* n-tiles a warp's P . V, at most */
 	extern __shared__ __align__(16) unsigned char tc_raw[];
 	Sm &sm = *(Sm *)tc_raw;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g4 = lane >> 2,
@@ -210,9 +195,9 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 	const int nmax = rows ? n_first : n_first + min(T - t0, qt) - 1;
 	const int nch = (nmax + AD_CHUNK - 1) / AD_CHUNK;
 	const int c_lo = window > 0 && n_first > window ? (n_first - window) / AD_CHUNK : 0;
-	float m[NCI], l[NCI], Mx[NCI], L[NCI]; /* softmax columns warp + 8 i */
-	float acc[NPV][4];    /* P . V: n-tile nv0 + 2 i (hd 64) or i (hd 128) */
-	unsigned qf[NU][KH][2][TC_NS]; /* scores units warp, warp + 8: k-step, word, term */
+	float m[4], l[4], Mx[4], L[4]; /* softmax columns warp + 8 i */
+	float acc[NPV][4];             /* P . V: n-tile nv0 + 2 i (hd 64) or i (hd 128) */
+	unsigned qf[2][KH][2][TC_NS];  /* scores units warp, warp + 8: k-step, word, term */
 	int zcps = 0, c_begin = c_lo, c_end = nch;
 
 	if (t0 >= T)
@@ -228,7 +213,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 		sm.cf[tid] = 0.0f; /* (a padding column's, read by P . V) */
 	}
 #pragma unroll
-	for (int uu = 0; uu < NU; uu++) { /* the query's fragments of each scores unit */
+	for (int uu = 0; uu < 2; uu++) { /* the query's fragments of each scores unit */
 		const int u = warp + 8 * uu, nti = u >> 2, h = u & 1, col = nti * 8 + g4;
 		const int t = t0 + col / group;
 		const bool ok = u < 4 * nt && col < ncol && t < T;
@@ -245,7 +230,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 		}
 	}
 #pragma unroll
-	for (int i = 0; i < NCI; i++) {
+	for (int i = 0; i < 4; i++) {
 		const int j = warp + 8 * i;
 
 		m[i] = -INFINITY;
@@ -258,7 +243,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 #pragma unroll
 		for (int e = 0; e < 4; e++)
 			acc[i][e] = 0.0f;
-	for (int i = tid; i < Sm::SC * HD; i += AT_THREADS)
+	for (int i = tid; i < TC_COLS * HD; i += AT_THREADS)
 		sm.o[i] = 0.0f;
 	__syncthreads(); /* the column table */
 
@@ -288,7 +273,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 			    KT == 2 ? sm.kw : (const unsigned short *)st; /* rows of WR */
 
 #pragma unroll
-			for (int uu = 0; uu < NU; uu++) {
+			for (int uu = 0; uu < 2; uu++) {
 				const int u = warp + 8 * uu, nti = u >> 2, mt = (u >> 1) & 1,
 				          h = u & 1;
 				float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -323,7 +308,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 
 		/* softmax: columns warp + 8 i, lane = position */
 #pragma unroll
-		for (int i = 0; i < NCI; i++) {
+		for (int i = 0; i < 4; i++) {
 			const int j = warp + 8 * i, n = j < ncol ? sm.cn[j] : 0;
 			const int k0 = sm.ck0[j], cps = sm.cps[j], np = n - c * AD_CHUNK;
 			float x;
@@ -451,7 +436,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 		const int span = zcps * AD_CHUNK;
 
 #pragma unroll
-		for (int i = 0; i < NCI; i++) {
+		for (int i = 0; i < 4; i++) {
 			const int j = warp + 8 * i;
 
 			if (j < ncol && lane == 0) {
@@ -530,29 +515,25 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 }
 
 /* coli_attn_tc_<hd>_<type>: grid (query tiles, nkv x head slices, splits), AT_THREADS
- * threads, COLI_GPU_TC_SMEM bytes of dynamic shared memory; coli_attn_tcd_<hd>_<type>
- * the same for a tile of one query of at most 8 heads a CTA (a decode step's), in
- * fewer registers and COLI_GPU_TCD_SMEM bytes: three CTAs an SM, the same bits */
-#define ATTN_TC(hd, sfx, m, name, dec, ctas, smem)                                                 \
-	extern "C" __global__ void __launch_bounds__(AT_THREADS, ctas) name##hd##sfx(              \
+ * threads, COLI_GPU_TC_SMEM bytes of dynamic shared memory */
+#define ATTN_TC(hd, sfx, m)                                                                        \
+	extern "C" __global__ void __launch_bounds__(AT_THREADS, 2) coli_attn_tc_##hd##sfx(        \
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
 	    int nh, int nkv, float scale, int msp, int T, signed char *aq, float *ad, int *aqs,    \
 	    const float *sinks, int window, const int *rows, const int *tab, int nbs, float *part, \
 	    unsigned *count, int tq0, int qt)                                                      \
 	{                                                                                          \
-		static_assert(sizeof(TcSmem<hd, m, dec>) ==                                        \
-		                  smem(hd, kv_esz<kvmode<m>::KT>(), kv_esz<kvmode<m>::VT>()),      \
-		              #smem);                                                              \
+		static_assert(sizeof(TcSmem<hd, m>) == COLI_GPU_TC_SMEM(hd,                        \
+		                                                        kv_esz<kvmode<m>::KT>(),   \
+		                                                        kv_esz<kvmode<m>::VT>()),  \
+		              "COLI_GPU_TC_SMEM");                                                 \
 		pdl_entry();                                                                       \
-		attn_tc<hd, m, dec>(q, K, V, out, pos0, posp, nh, nkv, scale, msp, T, aq, ad, aqs, \
-		                    sinks, window, rows, tab, nbs, part, count, tq0, qt);          \
+		attn_tc<hd, m>(q, K, V, out, pos0, posp, nh, nkv, scale, msp, T, aq, ad, aqs,      \
+		               sinks, window, rows, tab, nbs, part, count, tq0, qt);               \
 	}
 #define ATTN_TC_ALL(hd)                                                                            \
-	ATTN_TC(hd, _bf16, 1, coli_attn_tc_, false, 2, COLI_GPU_TC_SMEM)                           \
-	ATTN_TC(hd, _q8, 2, coli_attn_tc_, false, 2, COLI_GPU_TC_SMEM)                             \
-	ATTN_TC(hd, _q8_bf16, 3, coli_attn_tc_, false, 2, COLI_GPU_TC_SMEM)                        \
-	ATTN_TC(hd, _bf16, 1, coli_attn_tcd_, true, 3, COLI_GPU_TCD_SMEM)                          \
-	ATTN_TC(hd, _q8, 2, coli_attn_tcd_, true, 3, COLI_GPU_TCD_SMEM)                            \
-	ATTN_TC(hd, _q8_bf16, 3, coli_attn_tcd_, true, 3, COLI_GPU_TCD_SMEM)
+	ATTN_TC(hd, _bf16, 1)                                                                      \
+	ATTN_TC(hd, _q8, 2)                                                                        \
+	ATTN_TC(hd, _q8_bf16, 3)
 
 #endif

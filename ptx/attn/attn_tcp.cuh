@@ -49,8 +49,7 @@ static_assert(TCP_ROWS == 16 * TCP_WARPS, "a warp an m-tile of 16 rows");
 /* coli_attn_tc's stages (TcTile), q8's widened rows, and O [row][hd]. */
 template <int HD, int M> struct TcpSmem {
 	typedef TcTile<HD, M> T;
-	enum { NST = T::NST };
-	char st[NST][T::BYTES];
+	char st[T::NST][T::BYTES];
 	unsigned short kw[T::KT == 2 ? AD_CHUNK * T::WR : 8];
 	unsigned short vw[T::VT == 2 ? AD_CHUNK * T::WR : 8];
 	float o[TCP_ROWS * (HD + 8)];     /* a row padded: a warp's float2 in two wavefronts */

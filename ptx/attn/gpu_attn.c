@@ -8,9 +8,7 @@
  * What it owns:
  *   - the kernel's choice: coli_attn_tc for a bf16 or q8 cache at hd 64 or
  *     128 (a prefill batch in tiles of queries, decode a query a tile:
- *     attention_tc; with COLI_GPU_ATTN_TCD (opt-in, COLI_ATTN_TCD) a decode
- *     step of at most 8 heads a kv head on its decode form coli_attn_tcd,
- *     three CTAs an SM; a prefill batch that does not split over CTAs on
+ *     attention_tc; a prefill batch that does not split over CTAs on
  *     coli_attn_tcp, ptx/attn/attn_tcp.cuh), unless the GPU cannot give a
  *     block its shared memory;
  *     otherwise coli_attn_prefill for one sequence's prefill
@@ -21,10 +19,9 @@
  *     is a power of two from 32 to 256; else coli_attention's tiles of
  *     AT_TILE positions.
  *   - the split policy: a query's positions go in chunks of AD_CHUNK over at
- *     most max_splits() CTAs (the decode kernel's CTAs an SM over the kv
- *     heads: three for coli_attn_tcd on a Hopper SM when it is on, else two;
- *     fewer where one query's partials would not fit the dense scratch), and
- *     each query's split is COLI_GPU_ATTN_CPS of its own position
+ *     most max_splits() CTAs (about two CTAs an SM over the kv heads, fewer
+ *     where one query's partials would not fit the dense scratch), and each
+ *     query's split is COLI_GPU_ATTN_CPS of its own position
  *     (ptx/kernels_abi.h): a function of the model and the device only, so a
  *     query gets the same bits in a prefill batch, a decode step or a graph.
  *   - the row table: with COLI_GPU_ROWS (several sequences, a row each) the
@@ -45,7 +42,6 @@
 
 #ifdef COLI_HAVE_PTX
 #define THREADS  256
-#define CTAS_SM  2 /* the kernels' __launch_bounds__ (coli_attn_tcd's: 3) */
 #define AT_TILE  256 /* positions per attention tile (attention.cu) */
 #define AD_CHUNK 32  /* positions per decode-attention chunk (attention.cu) */
 #define AT_MAXG  16
@@ -79,50 +75,17 @@ static int tc_smem(int hd, int m)
 	return COLI_GPU_TC_SMEM(hd, kesz[m], vesz[m]);
 }
 
-/* coli_attn_tcd_<hd> of KV mode m (1..3): its dynamic shared memory. */
-static int tcd_smem(int hd, int m)
-{
-	return COLI_GPU_TCD_SMEM(hd, kesz[m], vesz[m]);
-}
-
 /* coli_attn_tcp_<hd> of KV mode m (1..3): its dynamic shared memory. */
 static int tcp_smem(int hd, int m)
 {
 	return COLI_GPU_TCP_SMEM(hd, kesz[m], vesz[m]);
 }
 
-/* The kernels' name suffixes, a KV mode's. */
-static const char *const kv_sfx[COLI_GPU_KV_MODES] = {"", "_bf16", "_q8", "_q8_bf16"};
-
-/* coli_attn_tcd_<64 << i> of KV mode m (COLI_GPU_ATTN_TCD): its handle and
- * its CTAs an SM, three where its shared memory fits them (what the driver
- * says, else its launch bounds' figure); a GPU that cannot give a block its
- * shared memory keeps coli_attn_tc (the handle NULL). */
-static int tcd_function(struct coli_gpu *g, int m, int i)
-{
-	char name[64];
-
-	snprintf(name, sizeof(name), "coli_attn_tcd_%d%s", 64 << i, kv_sfx[m]);
-	CK(g->cu->ModuleGetFunction(&g->f_attn_tcd[m][i], g->mod_attn, name), name);
-	g->attn_tcd_ctas[m][i] = 3;
-	if (g->cu->FuncSetAttribute(g->f_attn_tcd[m][i],
-	                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-	                            tcd_smem(64 << i, m)) != CUDA_SUCCESS)
-		g->f_attn_tcd[m][i] = NULL;
-	else if (g->cu->OccupancyMaxActiveBlocksPerMultiprocessor &&
-	         g->cu->OccupancyMaxActiveBlocksPerMultiprocessor(
-	             &g->attn_tcd_ctas[m][i], g->f_attn_tcd[m][i], THREADS,
-	             (size_t)tcd_smem(64 << i, m)) != CUDA_SUCCESS)
-		g->attn_tcd_ctas[m][i] = CTAS_SM;
-	if (g->attn_tcd_ctas[m][i] < 1) /* (no block fits) */
-		g->f_attn_tcd[m][i] = NULL;
-	return 0;
-}
-
 /* The attention kernels' handles, a set a KV mode (at open, before the dense
  * ones: nothing is allocated yet if one is missing). */
 int coli_gpu_attn_functions(struct coli_gpu *g)
 {
+	static const char *const kv_sfx[COLI_GPU_KV_MODES] = {"", "_bf16", "_q8", "_q8_bf16"};
 	char name[64];
 
 	for (int m = 0; m < COLI_GPU_KV_MODES; m++) { /* a kernel set a KV mode */
@@ -158,13 +121,6 @@ int coli_gpu_attn_functions(struct coli_gpu *g)
 			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 			                            tc_smem(64 << i, m)) != CUDA_SUCCESS)
 				g->f_attn_tc[m][i] = NULL;
-			/* the decode form, when opted in */
-			if (g->open_flags & COLI_GPU_ATTN_TCD) {
-				int rc = tcd_function(g, m, i);
-
-				if (rc)
-					return rc;
-			}
 			snprintf(name, sizeof(name), "coli_attn_tcp_%d%s", 64 << i, kv_sfx[m]);
 			CK(g->cu->ModuleGetFunction(&g->f_attn_tcp[m][i], g->mod_attn, name), name);
 			/* (hd 128 takes ~135 KB: a GPU with less a block keeps coli_attn_tc) */
@@ -187,10 +143,10 @@ int coli_gpu_attn_functions(struct coli_gpu *g)
  * past a query's position return at once, and splits past `reach` (the
  * positions any query of the launch sees, a graph's bucket when captured)
  * are not launched. */
-static int max_splits(const coli_gpu_t *g, int nkv, int group, int hd, int ctas)
+static int max_splits(const coli_gpu_t *g, int nkv, int group, int hd)
 {
 	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
-	int splits = (ctas * g->sm_count + nkv - 1) / nkv;
+	int splits = (2 * g->sm_count + nkv - 1) / nkv;
 
 	while (splits > 1 && (size_t)splits * per > DENSE_SCRATCH_FLOATS)
 		splits--;
@@ -211,8 +167,8 @@ static int splits_of(int chunks, int msp)
  * slices over CTAs (*hs), its splits (*zs) and its queries a launch (*tb).
  * While the grid is under a wave a step's time is a CTA's latency, which
  * grows with the heads it holds: then two heads a CTA, the group's slices
- * side by side, as long as the grid stays within one wave (ctas CTAs an
- * SM, max_splits' figure). Past that the whole group, each K/V row read once: a
+ * side by side, as long as the grid stays within one wave (two CTAs an SM,
+ * max_splits' figure). Past that the whole group, each K/V row read once: a
  * second wave costs more than the heads save. H100, qwen3-30b shape: a
  * layer's attention after 8,192 positions 50.0 -> 23.1 us (4 waves of
  * two-head CTAs before); decode with an 8,192-token span after 5,000 and
@@ -224,14 +180,14 @@ static int splits_of(int chunks, int msp)
  * splits, ceil(chunks / cps) <= min(msp, chunks): the grid covers the
  * launch's longest. */
 static void decode_split(const coli_gpu_t *g, int T, int reach, int nkv, int group, int hd,
-                         int msp, int ctas, int *hs, int *zs, int *tb)
+                         int msp, int *hs, int *zs, int *tb)
 {
 	const size_t per = (size_t)nkv * ((size_t)group * hd + 2 * group); /* a query's split */
 	const int chunks = (reach + AD_CHUNK - 1) / AD_CHUNK;
 
 	*zs = splits_of(chunks, msp);
 	*hs = T <= COLI_GPU_MAX_S && group >= 4 && group % 2 == 0 &&
-	              (size_t)T * *zs * nkv * (group / 2) <= (size_t)ctas * g->sm_count
+	              (size_t)T * *zs * nkv * (group / 2) <= 2 * (size_t)g->sm_count
 	          ? group / 2
 	          : 1;
 	*tb = *zs > 1 ? (int)(DENSE_SCRATCH_FLOATS / ((size_t)*zs * per)) : T;
@@ -241,12 +197,12 @@ static void decode_split(const coli_gpu_t *g, int T, int reach, int nkv, int gro
 static int attention_chunks(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group,
                             int hd, int mode)
 {
-	int msp = max_splits(g, nkv, group, hd, CTAS_SM), splits, t0, tb, k = 0;
+	int msp = max_splits(g, nkv, group, hd), splits, t0, tb, k = 0;
 	int rc = 0, hsplit;
 
 	while (32 << k < hd)
 		k++;
-	decode_split(g, T, reach, nkv, group, hd, msp, CTAS_SM, &hsplit, &splits, &tb);
+	decode_split(g, T, reach, nkv, group, hd, msp, &hsplit, &splits, &tb);
 	args[10] = &msp;
 	args[13] = &t0;
 	args[14] = &hsplit;
@@ -295,7 +251,7 @@ static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int n
                              int hd, int mode, int plain)
 {
 	const int qt = AP_ROWS(hd) / group;
-	int msp = max_splits(g, nkv, group, hd, CTAS_SM), zs, tb, tq0, end, rc = 0;
+	int msp = max_splits(g, nkv, group, hd), zs, tb, tq0, end, rc = 0;
 
 	prefill_split(g, T, reach, qt, nkv, group, hd, msp, plain, &zs, &tb);
 	args[9] = &msp;
@@ -325,12 +281,7 @@ static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int n
 static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group, int hd,
                         int mode, int whole, int plain)
 {
-	/* a decode step of at most 8 heads a kv head takes coli_attn_tcd, and its
-	 * occupancy sets the splits of every launch of these kernels (a query's
-	 * bits the same in a decode step and a prefill) */
-	const int dec = g->f_attn_tcd[mode][hd == 128] && group <= 8; /* (loaded when opted in) */
-	const int ctas = dec ? g->attn_tcd_ctas[mode][hd == 128] : CTAS_SM;
-	int qt = 1, hs = 1, msp = max_splits(g, nkv, group, hd, ctas), zs, tb, tq0, end, rc = 0;
+	int qt = 1, hs = 1, msp = max_splits(g, nkv, group, hd), zs, tb, tq0, end, rc = 0;
 	CUfunction f = g->f_attn_tc[mode][hd == 128];
 	int smem = tc_smem(hd, mode);
 
@@ -344,11 +295,7 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 			qt = COLI_GPU_TCP_ROWS / group;
 		}
 	} else {
-		decode_split(g, T, reach, nkv, group, hd, msp, ctas, &hs, &zs, &tb);
-		if (dec) {
-			f = g->f_attn_tcd[mode][hd == 128];
-			smem = tcd_smem(hd, mode);
-		}
+		decode_split(g, T, reach, nkv, group, hd, msp, &hs, &zs, &tb);
 	}
 	args[9] = &msp;
 	args[10] = &end;

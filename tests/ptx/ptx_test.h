@@ -38,15 +38,14 @@ static inline float frand(void) /* uniform [-1, 1) */
 /* Opens GPU 0 into g_gpu: 0, or the exit code (77 none here, 1 failed). */
 static int ptx_test_open(void)
 {
-	const char *why, *tcd = getenv("COLI_ATTN_TCD");
+	const char *why;
 	char err[512] = "";
 
 	if (coli_ptx_probe(&why) == 0) {
 		printf("no GPU: %s\n", why);
 		return 77;
 	}
-	/* COLI_ATTN_TCD=1: decode attention on its decode kernel (opt-in) */
-	if (coli_gpu_open(0, tcd && atoi(tcd) ? COLI_GPU_ATTN_TCD : 0, &g_gpu, err, sizeof(err))) {
+	if (coli_gpu_open(0, 0, &g_gpu, err, sizeof(err))) {
 		printf("GPU 0 did not open: %s\n", err);
 		return 1;
 	}
