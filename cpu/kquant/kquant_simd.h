@@ -156,6 +156,20 @@ KQ_INLINE size_t kq_block_bytes(enum coli_dtype t)
 #define KQ_NS 4 /* (four a row against two at S = 4, weights from memory on two Zen 4
                  * cores: q3_k 7.86 -> 7.08 ms a pass, q5_0 6.38 -> 5.62, q6_k 4.66 -> 4.32) */
 
+/* A Q4_K / Q5_K block's 6-bit scales and mins of its eight groups, four
+ * bytes a word (coli_kq_scale_min's fields): groups 0-3 in *sc_lo / *m_lo,
+ * 4-7 in *sc_hi / *m_hi */
+KQ_INLINE void kq_q45k_scales(const uint8_t *bp, uint32_t *sc_lo, uint32_t *sc_hi, uint32_t *m_lo,
+                              uint32_t *m_hi)
+{
+	uint32_t u0, u1, u2;
+
+	memcpy(&u0, bp + 4, 4), memcpy(&u1, bp + 8, 4), memcpy(&u2, bp + 12, 4);
+	*sc_lo = u0 & 0x3f3f3f3fu, *m_lo = u1 & 0x3f3f3f3fu;
+	*sc_hi = (u2 & 0x0f0f0f0fu) | (u0 >> 6 & 0x03030303u) << 4;
+	*m_hi = (u2 >> 4 & 0x0f0f0f0fu) | (u1 >> 6 & 0x03030303u) << 4;
+}
+
 /* One Q4_K / Q5_K block at bp: activation blocks x[s]->q + 256 i, their
  * qsum and dx (8 each), into acc[s] (8 lanes). */
 KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
@@ -164,7 +178,7 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 	const __m256i m4 = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
 	const uint8_t *qs = bp + (five ? 48 : 16);
 	__m256i v[KQ_NS][8], h = five ? kq_load(bp + 16) : zero; /* KQ_HADD16: v[s][0..3] */
-	uint32_t u[3], sc_lo, m_lo, sc_hi, m_hi;
+	uint32_t sc_lo, m_lo, sc_hi, m_hi;
 
 #pragma GCC unroll 4
 	for (int j = 0; j < 4; j++) {
@@ -197,12 +211,7 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 #endif
 		}
 	}
-	/* the 6-bit scales and mins of the eight groups, four bytes at a time
-	 * (coli_kq_scale_min's fields) */
-	memcpy(u, bp + 4, 12);
-	sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
-	sc_hi = (u[2] & 0x0f0f0f0fu) | (u[0] >> 6 & 0x03030303u) << 4;
-	m_hi = (u[2] >> 4 & 0x0f0f0f0fu) | (u[1] >> 6 & 0x03030303u) << 4;
+	kq_q45k_scales(bp, &sc_lo, &sc_hi, &m_lo, &m_hi);
 #ifdef KQ_HADD16 /* the scales (<= 63) as int16 pairs */
 	const __m128i sc8 = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
 	const __m256i sp03 = KQ_SP(sc8, 0, 1, 2, 3, 0, 1, 2, 3),
@@ -432,6 +441,98 @@ KQ_INLINE void kq_prefetch(const uint8_t *p, size_t n)
 	for (size_t o = 0; o < n; o += 64)
 		__builtin_prefetch(p + KQ_PREFETCH + o, 0, 3);
 }
+
+#ifdef KQ_Q4K_PAIRS
+/* Q4_K at S = 1 on VNNI (coli_gemv, a decode step), two units to a vector
+ * where kq_q45k_block gives each its own: a block's 32 quant bytes j hold
+ * units 2j (low nibbles) and 2j + 1 (high). Their first 16 bytes,
+ * broadcast to both lanes and masked [0x0f | 0xf0], are [unit 2j's
+ * elements 0..15 | 16 x unit 2j + 1's] (the high nibble left in place);
+ * bytes 16..31 likewise give elements 16..31, and two vpdpbusd against the
+ * activation rearranged once a call (kq_q4k_pairs_x) leave [unit 2j: 4
+ * partials | 16 x unit 2j + 1: 4]. Three vphaddd then give all eight units
+ * where kq_hsum8x8 takes six and three more; a vpermd puts them in lane
+ * order and a shift by [0 4 0 4 ..] removes the 16 (exact: the sums are
+ * multiples of 16, |.| <= 32 * 240 * 127). The integers are kq_q45k_block's,
+ * so the bits are; the scales and the fp32 steps are its own. */
+#define KQ_Q4K_PAIRS_MAX_K 32768 /* the rearranged activation on the stack */
+
+/* xr: xq with the middle 16 bytes of every 64 swapped: [0..15 32..47 16..31
+ * 48..63], the activation halves two units' pairs meet */
+KQ_INLINE void kq_q4k_pairs_x(const int8_t *xq, int K, int8_t *xr)
+{
+	for (int c = 0; c < K; c += 64) {
+		const __m256i a = kq_load(xq + c), b = kq_load(xq + c + 32);
+
+		_mm256_storeu_si256((__m256i *)(xr + c), _mm256_permute2x128_si256(a, b, 0x20));
+		_mm256_storeu_si256((__m256i *)(xr + c + 32), _mm256_permute2x128_si256(a, b, 0x31));
+	}
+}
+
+/* Block i of a Q4_K row at row against x (xr its rearranged quants) into
+ * acc (8 lanes) */
+KQ_INLINE void kq_q4k_pairs_block(const uint8_t *row, const struct coli_act *x, const int8_t *xr,
+                                  int i, __m256 *acc)
+{
+	const __m256i mask = _mm256_setr_epi64x(0x0f0f0f0f0f0f0f0fll, 0x0f0f0f0f0f0f0f0fll,
+	                                        (long long)0xf0f0f0f0f0f0f0f0ull,
+	                                        (long long)0xf0f0f0f0f0f0f0f0ull);
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7),
+	              sixteen = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
+	const uint8_t *bp = row + (size_t)i * 144, *qs = bp + 16;
+	const int8_t *xa = xr + 256 * i;
+	__m256i v[4];
+	uint32_t sc_lo, m_lo, sc_hi, m_hi;
+
+	kq_prefetch(bp, 144);
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
+		const __m256i w0 = _mm256_and_si256(
+		                  _mm256_broadcastsi128_si256(
+		                      _mm_loadu_si128((const __m128i *)(qs + 32 * j))),
+		                  mask),
+		              w1 = _mm256_and_si256(
+		                  _mm256_broadcastsi128_si256(
+		                      _mm_loadu_si128((const __m128i *)(qs + 32 * j + 16))),
+		                  mask);
+
+		v[j] = DOTACC(DOTACC(_mm256_setzero_si256(), w0, kq_load(xa + 64 * j)), w1,
+		              kq_load(xa + 64 * j + 32));
+	}
+	__m256i t =
+	    _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+
+	t = _mm256_srav_epi32(_mm256_permutevar8x32_epi32(t, order), sixteen);
+	kq_q45k_scales(bp, &sc_lo, &sc_hi, &m_lo, &m_hi);
+	const __m256i sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo)),
+	              mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo));
+	const __m256i A = _mm256_mullo_epi32(t, sc),
+	              M = _mm256_mullo_epi32(mn,
+	                                     _mm256_loadu_si256((const __m256i *)(x->qsum + 8 * i)));
+	const __m256 dd = kq_halves2(bp), dxv = _mm256_loadu_ps(x->d + 8 * i);
+	const __m256 d = _mm256_permute_ps(dd, 0x00), dmin = _mm256_permute_ps(dd, 0x55);
+
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), *acc);
+	*acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dmin, dxv), *acc);
+}
+
+/* One Q4_K row of K elements: even blocks into lanes 0-7, odd into 8-15,
+ * two a step (the accumulators in registers) */
+KQ_INLINE float kq_q4k_pairs_row(const uint8_t *row, const struct coli_act *x, const int8_t *xr,
+                                 int K)
+{
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	int i = 0;
+
+	for (; i + 2 <= K / 256; i += 2) {
+		kq_q4k_pairs_block(row, x, xr, i, &acc0);
+		kq_q4k_pairs_block(row, x, xr, i + 1, &acc1);
+	}
+	if (i < K / 256)
+		kq_q4k_pairs_block(row, x, xr, i, &acc0);
+	return kq_fold2(acc0, acc1);
+}
+#endif
 
 /* Block i of a row at row into acc[0..ns). */
 KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
@@ -696,6 +797,18 @@ KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float 
 			return -ENOTSUP;
 		kq_sums16(x, w->cols, sums);
 	}
+#ifdef KQ_Q4K_PAIRS
+	if (w->dtype == COLI_DTYPE_Q4_K && w->cols <= KQ_Q4K_PAIRS_MAX_K) {
+		int8_t xr[KQ_Q4K_PAIRS_MAX_K] __attribute__((aligned(32)));
+		const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
+
+		kq_q4k_pairs_x(x->q, w->cols, xr);
+		for (int r = row0; r < row1; r++)
+			y[r - row0] = kq_q4k_pairs_row((const uint8_t *)w->data + (size_t)r * rb, x,
+			                               xr, w->cols);
+		return 0;
+	}
+#endif
 	for (int r = row0; r < row1; r++)
 		kq_rows_n(w, r, xs, x16, 1, y + (r - row0));
 	return 0;
