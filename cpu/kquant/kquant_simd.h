@@ -534,6 +534,84 @@ KQ_INLINE float kq_q4k_pairs_row(const uint8_t *row, const struct coli_act *x, c
 }
 #endif
 
+#ifdef KQ_Q6K_DOT32
+/* Q6_K at S = 1 on VNNI (a decode step): a unit's quants (0..63, the
+ * offset not applied) into int32 by vpdpbusd, [group 2u: 4 partials |
+ * group 2u + 1: 4], where kq_q6k_block takes two vpmaddubsw and a vpsubw a
+ * unit to keep its int16 tree in range. Six vphaddd give the sixteen group
+ * sums in two vectors ([0 2 4 6 | 1 3 5 7] and [8 .. 14 | 9 .. 15]), each
+ * times its scales in that order (vpmulld), the lanes' halves added: lane
+ * u = s(2u) G(2u) + s(2u+1) G(2u+1); the offset 32 (s(2u) X(2u) +
+ * s(2u+1) X(2u+1)) is one vpmaddwd of the scales by the activation's sums
+ * of 16 (kq_sums16), shifted by 5. The same integers (|.| < 2^25 on the
+ * way, A below 2^24), so the same bits. */
+KQ_INLINE void kq_q6k_dot32_block(const uint8_t *bp, const struct coli_act *x, const int16_t *x16,
+                                  int i, __m256 *acc)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+	const __m128i sc16 = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
+	const __m128i sc_ab = _mm_shuffle_epi8(
+	    sc16, _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15));
+	const __m256 d = _mm256_set1_ps(kq_half(bp + 208));
+	const int8_t *xq = x->q + 256 * i;
+	__m256i v[8];
+
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		const __m256i A = kq_load(bp + h * 64), B = kq_load(bp + h * 64 + 32),
+		              H = kq_load(bp + 128 + h * 32);
+		const __m256i q[4] = {
+		    _mm256_or_si256(_mm256_and_si256(A, m4),
+		                    _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)),
+		    _mm256_or_si256(_mm256_and_si256(B, m4),
+		                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4)),
+		    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
+		                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4)),
+		    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
+		                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4))};
+
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++)
+			v[h * 4 + k] = DOTACC(_mm256_setzero_si256(), q[k],
+			                      kq_load(xq + 32 * (h * 4 + k)));
+	}
+	const __m256i ga = _mm256_mullo_epi32(
+	                  _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]),
+	                                    _mm256_hadd_epi32(v[2], v[3])),
+	                  _mm256_cvtepi8_epi32(sc_ab)),
+	              gb = _mm256_mullo_epi32(
+	                  _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]),
+	                                    _mm256_hadd_epi32(v[6], v[7])),
+	                  _mm256_cvtepi8_epi32(_mm_srli_si128(sc_ab, 8)));
+	const __m256i G = _mm256_add_epi32(_mm256_permute2x128_si256(ga, gb, 0x20),
+	                                   _mm256_permute2x128_si256(ga, gb, 0x31));
+	const __m256i off = _mm256_slli_epi32(
+	    _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc16), kq_load(x16 + 16 * i)), 5);
+
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(G, off)),
+	                       _mm256_mul_ps(d, _mm256_loadu_ps(x->d + 8 * i)), *acc);
+}
+
+/* One Q6_K row of K elements (x16: the activation's sums of 16) */
+KQ_INLINE float kq_q6k_dot32_row(const uint8_t *row, const struct coli_act *x, const int16_t *x16,
+                                 int K)
+{
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	int i = 0;
+
+	for (; i + 2 <= K / 256; i += 2) {
+		kq_prefetch(row + (size_t)i * 210, 420);
+		kq_q6k_dot32_block(row + (size_t)i * 210, x, x16, i, &acc0);
+		kq_q6k_dot32_block(row + (size_t)(i + 1) * 210, x, x16, i + 1, &acc1);
+	}
+	if (i < K / 256) {
+		kq_prefetch(row + (size_t)i * 210, 210);
+		kq_q6k_dot32_block(row + (size_t)i * 210, x, x16, i, &acc0);
+	}
+	return kq_fold2(acc0, acc1);
+}
+#endif
+
 /* Block i of a row at row into acc[0..ns). */
 KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
                         const int16_t *const *x16, int ns, int i, __m256 *acc)
@@ -797,6 +875,17 @@ KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float 
 			return -ENOTSUP;
 		kq_sums16(x, w->cols, sums);
 	}
+#ifdef KQ_Q6K_DOT32
+	if (w->dtype == COLI_DTYPE_Q6_K && w->cols <= KQ_SUMS16_MAX_K) {
+		const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
+
+		kq_sums16(x, w->cols, sums);
+		for (int r = row0; r < row1; r++)
+			y[r - row0] = kq_q6k_dot32_row((const uint8_t *)w->data + (size_t)r * rb, x,
+			                               sums, w->cols);
+		return 0;
+	}
+#endif
 #ifdef KQ_Q4K_PAIRS
 	if (w->dtype == COLI_DTYPE_Q4_K && w->cols <= KQ_Q4K_PAIRS_MAX_K) {
 		int8_t xr[KQ_Q4K_PAIRS_MAX_K] __attribute__((aligned(32)));
