@@ -29,6 +29,10 @@
  * Q5_0's 16 * qsum is subtracted from its unit sums. A 32-block type's last 1-7 blocks (K not a
  * multiple of 256) take the reference's steps on the stored lanes.
  *
+ * On VNNI a decode step (S = 1) takes two forms of its own, the same
+ * integers: Q4_K two units to a vector (kq_q4k_pairs_row) and Q6_K's units
+ * into int32 without the int16 tree's per-unit offset (kq_q6k_dot32_row).
+ *
  * coli_gemm (S > 1) runs each row against four activations at a time, then
  * two, then one: the weights unpacked and the scales decoded once, the dots
  * and the fp32 steps per activation (so each y is coli_gemv's).
@@ -246,35 +250,40 @@ KQ_INLINE void kq_q45k_block(const uint8_t *bp, const struct coli_act *const *x,
 	}
 }
 
-/* One Q6_K block. Unit u (0..7) of half h = u / 4: low nibbles from ql
- * bytes h*64 + (u%2)*32 .. +32 (low nibble for u%4 < 2, high otherwise),
- * two high bits from qh bytes h*32 .. +32 at shift 2*(u%4). */
+/* Units 4h .. 4h + 3 of a Q6_K block's quants (0..63, unsigned: the offset
+ * 32 not applied) into q[4]: low nibbles from ql bytes h*64 + (u%2)*32 ..
+ * +32 (low nibble for u%4 < 2, high otherwise), two high bits from qh bytes
+ * h*32 .. +32 at shift 2*(u%4) */
+KQ_INLINE void kq_q6k_quants(const uint8_t *bp, int h, __m256i *q)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+	const __m256i A = kq_load(bp + h * 64), B = kq_load(bp + h * 64 + 32),
+	              H = kq_load(bp + 128 + h * 32);
+
+	q[0] = _mm256_or_si256(_mm256_and_si256(A, m4),
+	                       _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+	q[1] = _mm256_or_si256(_mm256_and_si256(B, m4),
+	                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
+	q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
+	                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
+	q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
+	                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+}
+
+/* One Q6_K block (its units' quants: kq_q6k_quants). */
 KQ_INLINE void kq_q6k_block(const uint8_t *bp, const struct coli_act *const *x, int ns, int i,
                             __m256 *acc)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3),
-	              k32 = _mm256_set1_epi8(32);
+	const __m256i k32 = _mm256_set1_epi8(32);
 	const __m128i sc16 = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
 	const __m256 d = _mm256_set1_ps(kq_half(bp + 208));
 	__m256i v[KQ_NS][8];
 
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
-		const __m256i A = kq_load(bp + h * 64), B = kq_load(bp + h * 64 + 32),
-		              H = kq_load(bp + 128 + h * 32);
 		__m256i q[4];
 
-		q[0] = _mm256_or_si256(_mm256_and_si256(A, m4),
-		                       _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
-		q[1] = _mm256_or_si256(
-		    _mm256_and_si256(B, m4),
-		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
-		q[2] = _mm256_or_si256(
-		    _mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
-		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
-		q[3] = _mm256_or_si256(
-		    _mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
-		    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+		kq_q6k_quants(bp, h, q);
 #pragma GCC unroll 4
 		for (int k = 0; k < 4; k++) {
 			const int u = h * 4 + k;
@@ -479,12 +488,12 @@ KQ_INLINE void kq_q4k_pairs_block(const uint8_t *row, const struct coli_act *x, 
 	                                        (long long)0xf0f0f0f0f0f0f0f0ull);
 	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7),
 	              sixteen = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
-	const uint8_t *bp = row + (size_t)i * 144, *qs = bp + 16;
+	const uint8_t *bp = row + (size_t)i * kq_block_bytes(COLI_DTYPE_Q4_K), *qs = bp + 16;
 	const int8_t *xa = xr + 256 * i;
 	__m256i v[4];
 	uint32_t sc_lo, m_lo, sc_hi, m_hi;
 
-	kq_prefetch(bp, 144);
+	kq_prefetch(bp, kq_block_bytes(COLI_DTYPE_Q4_K));
 #pragma GCC unroll 4
 	for (int j = 0; j < 4; j++) {
 		const __m256i w0 = _mm256_and_si256(
@@ -548,7 +557,6 @@ KQ_INLINE float kq_q4k_pairs_row(const uint8_t *row, const struct coli_act *x, c
 KQ_INLINE void kq_q6k_dot32_block(const uint8_t *bp, const struct coli_act *x, const int16_t *x16,
                                   int i, __m256 *acc)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
 	const __m128i sc16 = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
 	const __m128i sc_ab = _mm_shuffle_epi8(
 	    sc16, _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15));
@@ -558,17 +566,9 @@ KQ_INLINE void kq_q6k_dot32_block(const uint8_t *bp, const struct coli_act *x, c
 
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
-		const __m256i A = kq_load(bp + h * 64), B = kq_load(bp + h * 64 + 32),
-		              H = kq_load(bp + 128 + h * 32);
-		const __m256i q[4] = {
-		    _mm256_or_si256(_mm256_and_si256(A, m4),
-		                    _mm256_slli_epi16(_mm256_and_si256(H, m3), 4)),
-		    _mm256_or_si256(_mm256_and_si256(B, m4),
-		                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4)),
-		    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4),
-		                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4)),
-		    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
-		                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4))};
+		__m256i q[4];
+
+		kq_q6k_quants(bp, h, q);
 
 #pragma GCC unroll 4
 		for (int k = 0; k < 4; k++)
@@ -596,17 +596,18 @@ KQ_INLINE void kq_q6k_dot32_block(const uint8_t *bp, const struct coli_act *x, c
 KQ_INLINE float kq_q6k_dot32_row(const uint8_t *row, const struct coli_act *x, const int16_t *x16,
                                  int K)
 {
+	const size_t bb = kq_block_bytes(COLI_DTYPE_Q6_K);
 	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
 	int i = 0;
 
 	for (; i + 2 <= K / 256; i += 2) {
-		kq_prefetch(row + (size_t)i * 210, 420);
-		kq_q6k_dot32_block(row + (size_t)i * 210, x, x16, i, &acc0);
-		kq_q6k_dot32_block(row + (size_t)(i + 1) * 210, x, x16, i + 1, &acc1);
+		kq_prefetch(row + i * bb, 2 * bb);
+		kq_q6k_dot32_block(row + i * bb, x, x16, i, &acc0);
+		kq_q6k_dot32_block(row + (i + 1) * bb, x, x16, i + 1, &acc1);
 	}
 	if (i < K / 256) {
-		kq_prefetch(row + (size_t)i * 210, 210);
-		kq_q6k_dot32_block(row + (size_t)i * 210, x, x16, i, &acc0);
+		kq_prefetch(row + i * bb, bb);
+		kq_q6k_dot32_block(row + i * bb, x, x16, i, &acc0);
 	}
 	return kq_fold2(acc0, acc1);
 }
