@@ -464,7 +464,8 @@ KQ_INLINE void kq_prefetch(const uint8_t *p, size_t n)
  * order and a shift by [0 4 0 4 ..] removes the 16 (exact: the sums are
  * multiples of 16, |.| <= 32 * 240 * 127). The integers are kq_q45k_block's,
  * so the bits are; the scales and the fp32 steps are its own. */
-#define KQ_Q4K_PAIRS_MAX_K 32768 /* the rearranged activation on the stack */
+#define KQ_Q4K_PAIRS_MAX_K 32768 /* the rearranged activation, on the stack (the largest K of
+                                  * the shapes: DeepSeek-V3's 18,432; past it kq_q45k_block) */
 
 /* xr: xq with the middle 16 bytes of every 64 swapped: [0..15 32..47 16..31
  * 48..63], the activation halves two units' pairs meet */
