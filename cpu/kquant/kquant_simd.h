@@ -29,9 +29,10 @@
  * Q5_0's 16 * qsum is subtracted from its unit sums. A 32-block type's last 1-7 blocks (K not a
  * multiple of 256) take the reference's steps on the stored lanes.
  *
- * On VNNI a decode step (S = 1) takes two forms of its own, the same
- * integers: Q4_K two units to a vector (kq_q4k_pairs_row) and Q6_K's units
- * into int32 without the int16 tree's per-unit offset (kq_q6k_dot32_row).
+ * On VNNI two forms of their own, the same integers: Q4_K two units to a
+ * vector (kq_q4k_pairs_rows: a decode step and batches below the panels,
+ * up to KQ_NS activations a pass) and, at S = 1, Q6_K's units into int32
+ * without the int16 tree's per-unit offset (kq_q6k_dot32_row).
  *
  * coli_gemm (S > 1) runs each row against four activations at a time, then
  * two, then one: the weights unpacked and the scales decoded once, the dots
@@ -452,8 +453,9 @@ KQ_INLINE void kq_prefetch(const uint8_t *p, size_t n)
 }
 
 #ifdef KQ_Q4K_PAIRS
-/* Q4_K at S = 1 on VNNI (coli_gemv, a decode step), two units to a vector
- * where kq_q45k_block gives each its own: a block's 32 quant bytes j hold
+/* Q4_K on VNNI below the panels (a decode step, coli_gemv, and batches of
+ * up to COLI_PANEL_MIN_S - 1 activations), two units to a vector where
+ * kq_q45k_block gives each its own: a block's 32 quant bytes j hold
  * units 2j (low nibbles) and 2j + 1 (high). Their first 16 bytes,
  * broadcast to both lanes and masked [0x0f | 0xf0], are [unit 2j's
  * elements 0..15 | 16 x unit 2j + 1's] (the high nibble left in place);
@@ -479,10 +481,11 @@ KQ_INLINE void kq_q4k_pairs_x(const int8_t *xq, int K, int8_t *xr)
 	}
 }
 
-/* Block i of a Q4_K row at row against x (xr its rearranged quants) into
- * acc (8 lanes) */
-KQ_INLINE void kq_q4k_pairs_block(const uint8_t *row, const struct coli_act *x, const int8_t *xr,
-                                  int i, __m256 *acc)
+/* Block i of a Q4_K row at row against ns activations x[s] (xr[s] their
+ * rearranged quants; ns 1 to KQ_NS, a constant once inlined) into acc[s]
+ * (8 lanes): the weights' vectors and the scales once for all of them */
+KQ_INLINE void kq_q4k_pairs_block(const uint8_t *row, const struct coli_act *const *x,
+                                  const int8_t *const *xr, int ns, int i, __m256 *acc)
 {
 	const __m256i mask = _mm256_setr_epi64x(0x0f0f0f0f0f0f0f0fll, 0x0f0f0f0f0f0f0f0fll,
 	                                        (long long)0xf0f0f0f0f0f0f0f0ull,
@@ -490,8 +493,7 @@ KQ_INLINE void kq_q4k_pairs_block(const uint8_t *row, const struct coli_act *x, 
 	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7),
 	              sixteen = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
 	const uint8_t *bp = row + (size_t)i * kq_block_bytes(COLI_DTYPE_Q4_K), *qs = bp + 16;
-	const int8_t *xa = xr + 256 * i;
-	__m256i v[4];
+	__m256i v[KQ_NS][4];
 	uint32_t sc_lo, m_lo, sc_hi, m_hi;
 
 	kq_prefetch(bp, kq_block_bytes(COLI_DTYPE_Q4_K));
@@ -506,41 +508,97 @@ KQ_INLINE void kq_q4k_pairs_block(const uint8_t *row, const struct coli_act *x, 
 		                      _mm_loadu_si128((const __m128i *)(qs + 32 * j + 16))),
 		                  mask);
 
-		v[j] = DOTACC(DOTACC(_mm256_setzero_si256(), w0, kq_load(xa + 64 * j)), w1,
-		              kq_load(xa + 64 * j + 32));
-	}
-	__m256i t =
-	    _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+#pragma GCC unroll 4
+		for (int s = 0; s < ns; s++) {
+			const int8_t *xa = xr[s] + 256 * i + 64 * j;
 
-	t = _mm256_srav_epi32(_mm256_permutevar8x32_epi32(t, order), sixteen);
+			v[s][j] = DOTACC(DOTACC(_mm256_setzero_si256(), w0, kq_load(xa)), w1,
+			                 kq_load(xa + 32));
+		}
+	}
+#pragma GCC unroll 4
+	for (int s = 0; s < ns; s++) /* v[s][0]: the eight units in lane order */
+		v[s][0] = _mm256_srav_epi32(
+		    _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(_mm256_hadd_epi32(v[s][0], v[s][1]),
+		                                                  _mm256_hadd_epi32(v[s][2], v[s][3])),
+		                                order),
+		    sixteen);
 	kq_q45k_scales(bp, &sc_lo, &sc_hi, &m_lo, &m_hi);
 	const __m256i sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo)),
 	              mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo));
-	const __m256i A = _mm256_mullo_epi32(t, sc),
-	              M = _mm256_mullo_epi32(mn,
-	                                     _mm256_loadu_si256((const __m256i *)(x->qsum + 8 * i)));
-	const __m256 dd = kq_halves2(bp), dxv = _mm256_loadu_ps(x->d + 8 * i);
+	const __m256 dd = kq_halves2(bp);
 	const __m256 d = _mm256_permute_ps(dd, 0x00), dmin = _mm256_permute_ps(dd, 0x55);
 
-	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), *acc);
-	*acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dmin, dxv), *acc);
+#pragma GCC unroll 4
+	for (int s = 0; s < ns; s++) {
+		const __m256i A = _mm256_mullo_epi32(v[s][0], sc),
+		              M = _mm256_mullo_epi32(
+		                  mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i)));
+		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
+
+		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), acc[s]);
+		acc[s] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dmin, dxv), acc[s]);
+	}
 }
 
-/* One Q4_K row of K elements: even blocks into lanes 0-7, odd into 8-15,
- * two a step (the accumulators in registers) */
-KQ_INLINE float kq_q4k_pairs_row(const uint8_t *row, const struct coli_act *x, const int8_t *xr,
-                                 int K)
+/* One Q4_K row of K elements against ns activations into out[s]: even
+ * blocks into lanes 0-7, odd into 8-15, two a step (the accumulators in
+ * registers) */
+KQ_INLINE void kq_q4k_pairs_row(const uint8_t *row, const struct coli_act *const *x,
+                                const int8_t *const *xr, int ns, int K, float *out)
 {
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	__m256 acc0[KQ_NS], acc1[KQ_NS];
 	int i = 0;
 
+	for (int s = 0; s < ns; s++)
+		acc0[s] = acc1[s] = _mm256_setzero_ps();
 	for (; i + 2 <= K / 256; i += 2) {
-		kq_q4k_pairs_block(row, x, xr, i, &acc0);
-		kq_q4k_pairs_block(row, x, xr, i + 1, &acc1);
+		kq_q4k_pairs_block(row, x, xr, ns, i, acc0);
+		kq_q4k_pairs_block(row, x, xr, ns, i + 1, acc1);
 	}
 	if (i < K / 256)
-		kq_q4k_pairs_block(row, x, xr, i, &acc0);
-	return kq_fold2(acc0, acc1);
+		kq_q4k_pairs_block(row, x, xr, ns, i, acc0);
+	for (int s = 0; s < ns; s++)
+		out[s] = kq_fold2(acc0[s], acc1[s]);
+}
+
+/* Rows [row0, row1) of a Q4_K matrix against S activations (S K <=
+ * KQ_Q4K_PAIRS_MAX_K: all of them rearranged first) into y[s][ldy]: each
+ * row against four at a time, then two, then one, as kq_rows */
+KQ_INLINE void kq_q4k_pairs_rows(const struct coli_mat *w, const struct coli_act *x, int S,
+                                 float *y, size_t ldy, int row0, int row1)
+{
+	int8_t xr[KQ_Q4K_PAIRS_MAX_K] __attribute__((aligned(32)));
+	const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
+	const int K = w->cols;
+
+	for (int s = 0; s < S; s++)
+		kq_q4k_pairs_x(x[s].q, K, xr + (size_t)s * K);
+	for (int r = row0; r < row1; r++) {
+		const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
+
+		for (int s = 0; s < S;) {
+			const int n = S - s >= 4 ? 4 : S - s >= 2 ? 2 : 1;
+			const struct coli_act *xs[KQ_NS] = {&x[s], &x[s + (n > 1)],
+			                                    &x[s + (n > 2 ? 2 : 0)],
+			                                    &x[s + (n > 2 ? 3 : 0)]};
+			const int8_t *xrs[KQ_NS] = {xr + (size_t)s * K,
+			                            xr + (size_t)(s + (n > 1)) * K,
+			                            xr + (size_t)(s + (n > 2 ? 2 : 0)) * K,
+			                            xr + (size_t)(s + (n > 2 ? 3 : 0)) * K};
+			float o[KQ_NS];
+
+			if (n == 4)
+				kq_q4k_pairs_row(row, xs, xrs, 4, K, o);
+			else if (n == 2)
+				kq_q4k_pairs_row(row, xs, xrs, 2, K, o);
+			else
+				kq_q4k_pairs_row(row, xs, xrs, 1, K, o);
+			for (int j = 0; j < n; j++)
+				y[(size_t)(s + j) * ldy + (r - row0)] = o[j];
+			s += n;
+		}
+	}
 }
 #endif
 
@@ -859,6 +917,12 @@ KQ_INLINE int kq_range(const struct coli_mat *w, const struct coli_act *x, int S
 {
 	if (kq_needs_sums16(w->dtype) && w->cols > KQ_SUMS16_MAX_K)
 		return -ENOTSUP;
+#ifdef KQ_Q4K_PAIRS
+	if (w->dtype == COLI_DTYPE_Q4_K && (size_t)S * w->cols <= KQ_Q4K_PAIRS_MAX_K) {
+		kq_q4k_pairs_rows(w, x, S, y, ldy, row0, row1);
+		return 0;
+	}
+#endif
 	KQ_DISPATCH(w->dtype, kq_rows, w, x, S, y, ldy, row0, row1)
 }
 
@@ -891,12 +955,13 @@ KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float 
 #ifdef KQ_Q4K_PAIRS
 	if (w->dtype == COLI_DTYPE_Q4_K && w->cols <= KQ_Q4K_PAIRS_MAX_K) {
 		int8_t xr[KQ_Q4K_PAIRS_MAX_K] __attribute__((aligned(32)));
+		const int8_t *xrs[1] = {xr};
 		const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
 
 		kq_q4k_pairs_x(x->q, w->cols, xr);
 		for (int r = row0; r < row1; r++)
-			y[r - row0] = kq_q4k_pairs_row((const uint8_t *)w->data + (size_t)r * rb, x,
-			                               xr, w->cols);
+			kq_q4k_pairs_row((const uint8_t *)w->data + (size_t)r * rb, xs, xrs, 1,
+			                 w->cols, y + (r - row0));
 		return 0;
 	}
 #endif
