@@ -17,8 +17,8 @@
 #include <errno.h>
 
 #define DOTACC(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
-#define KQ_Q4K_PAIRS /* Q4_K at S = 1: two units a vector (kq_q4k_pairs_row) */
-#define KQ_Q6K_DOT32 /* Q6_K at S = 1: units into int32 (kq_q6k_dot32_row) */
+#define KQ_Q4K_PAIRS /* Q4_K below the panels: two units a vector (kquant_vnni.h) */
+#define KQ_Q6K_DOT32 /* Q6_K at one activation: units into int32 (kquant_vnni.h) */
 #include "cpu/kquant/kquant_simd.h"
 
 int coli_kq_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,

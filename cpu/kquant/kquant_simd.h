@@ -29,10 +29,11 @@
  * Q5_0's 16 * qsum is subtracted from its unit sums. A 32-block type's last 1-7 blocks (K not a
  * multiple of 256) take the reference's steps on the stored lanes.
  *
- * On VNNI two forms of their own, the same integers: Q4_K two units to a
- * vector (kq_q4k_pairs_rows: a decode step and batches below the panels,
- * up to KQ_NS activations a pass) and, at S = 1, Q6_K's units into int32
- * without the int16 tree's per-unit offset (kq_q6k_dot32_row).
+ * On VNNI kq_block takes two block forms of their own (cpu/kquant/kquant_vnni.h),
+ * the same integers: Q4_K two units to a vector (kq_q4k_pairs_block, up to
+ * KQ_NS activations a pass) and, at one activation, Q6_K's units into
+ * int32 without the int16 tree's per-unit offset (kq_q6k_dot32_block),
+ * each from the activation's preparation a call makes once (kq_prep).
  *
  * coli_gemm (S > 1) runs each row against four activations at a time, then
  * two, then one: the weights unpacked and the scales decoded once, the dots
@@ -412,6 +413,10 @@ KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x,
 #define KQ_SUMS16_BUF   16384 /* int16 on the stack: the sums of 4 activations at the largest K */
 KQ_INLINE int kq_needs_sums16(enum coli_dtype t)
 {
+#ifdef KQ_Q6K_DOT32 /* (its int32 form at one activation) */
+	if (t == COLI_DTYPE_Q6_K)
+		return 1;
+#endif
 	return t == COLI_DTYPE_Q2_K || t == COLI_DTYPE_Q3_K;
 }
 
@@ -452,248 +457,47 @@ KQ_INLINE void kq_prefetch(const uint8_t *p, size_t n)
 		__builtin_prefetch(p + KQ_PREFETCH + o, 0, 3);
 }
 
-#ifdef KQ_Q4K_PAIRS
-/* Q4_K on VNNI below the panels (a decode step, coli_gemv, and batches of
- * up to COLI_PANEL_MIN_S - 1 activations), two units to a vector where
- * kq_q45k_block gives each its own: a block's 32 quant bytes j hold
- * units 2j (low nibbles) and 2j + 1 (high). Their first 16 bytes,
- * broadcast to both lanes and masked [0x0f | 0xf0], are [unit 2j's
- * elements 0..15 | 16 x unit 2j + 1's] (the high nibble left in place);
- * bytes 16..31 likewise give elements 16..31, and two vpdpbusd against the
- * activation rearranged once a call (kq_q4k_pairs_x) leave [unit 2j: 4
- * partials | 16 x unit 2j + 1: 4]. Three vphaddd then give all eight units
- * where kq_hsum8x8 takes six and three more; a vpermd puts them in lane
- * order and a shift by [0 4 0 4 ..] removes the 16 (exact: the sums are
- * multiples of 16, |.| <= 32 * 240 * 127). The integers are kq_q45k_block's,
- * so the bits are; the scales and the fp32 steps are its own. */
-#define KQ_Q4K_PAIRS_MAX_K 32768 /* the rearranged activation, on the stack (the largest K of
-                                  * the shapes: DeepSeek-V3's 18,432; past it kq_q45k_block) */
-
-/* xr: xq with the middle 16 bytes of every 64 swapped: [0..15 32..47 16..31
- * 48..63], the activation halves two units' pairs meet */
-KQ_INLINE void kq_q4k_pairs_x(const int8_t *xq, int K, int8_t *xr)
-{
-	for (int c = 0; c < K; c += 64) {
-		const __m256i a = kq_load(xq + c), b = kq_load(xq + c + 32);
-
-		_mm256_storeu_si256((__m256i *)(xr + c), _mm256_permute2x128_si256(a, b, 0x20));
-		_mm256_storeu_si256((__m256i *)(xr + c + 32), _mm256_permute2x128_si256(a, b, 0x31));
-	}
-}
-
-/* Block i of a Q4_K row at row against ns activations x[s] (xr[s] their
- * rearranged quants; ns 1 to KQ_NS, a constant once inlined) into acc[s]
- * (8 lanes): the weights' vectors and the scales once for all of them */
-KQ_INLINE void kq_q4k_pairs_block(const uint8_t *row, const struct coli_act *const *x,
-                                  const int8_t *const *xr, int ns, int i, __m256 *acc)
-{
-	const __m256i mask = _mm256_setr_epi64x(0x0f0f0f0f0f0f0f0fll, 0x0f0f0f0f0f0f0f0fll,
-	                                        (long long)0xf0f0f0f0f0f0f0f0ull,
-	                                        (long long)0xf0f0f0f0f0f0f0f0ull);
-	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7),
-	              sixteen = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
-	const uint8_t *bp = row + (size_t)i * kq_block_bytes(COLI_DTYPE_Q4_K), *qs = bp + 16;
-	__m256i v[KQ_NS][4];
-	uint32_t sc_lo, m_lo, sc_hi, m_hi;
-
-	kq_prefetch(bp, kq_block_bytes(COLI_DTYPE_Q4_K));
-#pragma GCC unroll 4
-	for (int j = 0; j < 4; j++) {
-		const __m256i w0 = _mm256_and_si256(
-		                  _mm256_broadcastsi128_si256(
-		                      _mm_loadu_si128((const __m128i *)(qs + 32 * j))),
-		                  mask),
-		              w1 = _mm256_and_si256(
-		                  _mm256_broadcastsi128_si256(
-		                      _mm_loadu_si128((const __m128i *)(qs + 32 * j + 16))),
-		                  mask);
-
-#pragma GCC unroll 4
-		for (int s = 0; s < ns; s++) {
-			const int8_t *xa = xr[s] + 256 * i + 64 * j;
-
-			v[s][j] = DOTACC(DOTACC(_mm256_setzero_si256(), w0, kq_load(xa)), w1,
-			                 kq_load(xa + 32));
-		}
-	}
-#pragma GCC unroll 4
-	for (int s = 0; s < ns; s++) /* v[s][0]: the eight units in lane order */
-		v[s][0] = _mm256_srav_epi32(
-		    _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(_mm256_hadd_epi32(v[s][0], v[s][1]),
-		                                                  _mm256_hadd_epi32(v[s][2], v[s][3])),
-		                                order),
-		    sixteen);
-	kq_q45k_scales(bp, &sc_lo, &sc_hi, &m_lo, &m_hi);
-	const __m256i sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo)),
-	              mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo));
-	const __m256 dd = kq_halves2(bp);
-	const __m256 d = _mm256_permute_ps(dd, 0x00), dmin = _mm256_permute_ps(dd, 0x55);
-
-#pragma GCC unroll 4
-	for (int s = 0; s < ns; s++) {
-		const __m256i A = _mm256_mullo_epi32(v[s][0], sc),
-		              M = _mm256_mullo_epi32(
-		                  mn, _mm256_loadu_si256((const __m256i *)(x[s]->qsum + 8 * i)));
-		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
-
-		acc[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), acc[s]);
-		acc[s] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dmin, dxv), acc[s]);
-	}
-}
-
-/* One Q4_K row of K elements against ns activations into out[s]: even
- * blocks into lanes 0-7, odd into 8-15, two a step (the accumulators in
- * registers) */
-KQ_INLINE void kq_q4k_pairs_row(const uint8_t *row, const struct coli_act *const *x,
-                                const int8_t *const *xr, int ns, int K, float *out)
-{
-	__m256 acc0[KQ_NS], acc1[KQ_NS];
-	int i = 0;
-
-	for (int s = 0; s < ns; s++)
-		acc0[s] = acc1[s] = _mm256_setzero_ps();
-	for (; i + 2 <= K / 256; i += 2) {
-		kq_q4k_pairs_block(row, x, xr, ns, i, acc0);
-		kq_q4k_pairs_block(row, x, xr, ns, i + 1, acc1);
-	}
-	if (i < K / 256)
-		kq_q4k_pairs_block(row, x, xr, ns, i, acc0);
-	for (int s = 0; s < ns; s++)
-		out[s] = kq_fold2(acc0[s], acc1[s]);
-}
-
-/* Rows [row0, row1) of a Q4_K matrix against S activations (S K <=
- * KQ_Q4K_PAIRS_MAX_K: all of them rearranged first) into y[s][ldy]: each
- * row against four at a time, then two, then one, as kq_rows */
-KQ_INLINE void kq_q4k_pairs_rows(const struct coli_mat *w, const struct coli_act *x, int S,
-                                 float *y, size_t ldy, int row0, int row1)
-{
-	int8_t xr[KQ_Q4K_PAIRS_MAX_K] __attribute__((aligned(32)));
-	const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
-	const int K = w->cols;
-
-	for (int s = 0; s < S; s++)
-		kq_q4k_pairs_x(x[s].q, K, xr + (size_t)s * K);
-	for (int r = row0; r < row1; r++) {
-		const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
-
-		for (int s = 0; s < S;) {
-			const int n = S - s >= 4 ? 4 : S - s >= 2 ? 2 : 1;
-			const struct coli_act *xs[KQ_NS] = {&x[s], &x[s + (n > 1)],
-			                                    &x[s + (n > 2 ? 2 : 0)],
-			                                    &x[s + (n > 2 ? 3 : 0)]};
-			const int8_t *xrs[KQ_NS] = {xr + (size_t)s * K,
-			                            xr + (size_t)(s + (n > 1)) * K,
-			                            xr + (size_t)(s + (n > 2 ? 2 : 0)) * K,
-			                            xr + (size_t)(s + (n > 2 ? 3 : 0)) * K};
-			float o[KQ_NS];
-
-			if (n == 4)
-				kq_q4k_pairs_row(row, xs, xrs, 4, K, o);
-			else if (n == 2)
-				kq_q4k_pairs_row(row, xs, xrs, 2, K, o);
-			else
-				kq_q4k_pairs_row(row, xs, xrs, 1, K, o);
-			for (int j = 0; j < n; j++)
-				y[(size_t)(s + j) * ldy + (r - row0)] = o[j];
-			s += n;
-		}
-	}
-}
-#endif
-
-#ifdef KQ_Q6K_DOT32
-/* Q6_K at S = 1 on VNNI (a decode step): a unit's quants (0..63, the
- * offset not applied) into int32 by vpdpbusd, [group 2u: 4 partials |
- * group 2u + 1: 4], where kq_q6k_block takes two vpmaddubsw and a vpsubw a
- * unit to keep its int16 tree in range. Six vphaddd give the sixteen group
- * sums in two vectors ([0 2 4 6 | 1 3 5 7] and [8 .. 14 | 9 .. 15]), each
- * times its scales in that order (vpmulld), the lanes' halves added: lane
- * u = s(2u) G(2u) + s(2u+1) G(2u+1); the offset 32 (s(2u) X(2u) +
- * s(2u+1) X(2u+1)) is one vpmaddwd of the scales by the activation's sums
- * of 16 (kq_sums16), shifted by 5. The same integers (|.| < 2^25 on the
- * way, A below 2^24), so the same bits. */
-KQ_INLINE void kq_q6k_dot32_block(const uint8_t *bp, const struct coli_act *x, const int16_t *x16,
-                                  int i, __m256 *acc)
-{
-	const __m128i sc16 = _mm_loadu_si128((const __m128i *)(bp + 192)); /* int8 [16] */
-	const __m128i sc_ab = _mm_shuffle_epi8(
-	    sc16, _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15));
-	const __m256 d = _mm256_set1_ps(kq_half(bp + 208));
-	const int8_t *xq = x->q + 256 * i;
-	__m256i v[8];
-
-#pragma GCC unroll 2
-	for (int h = 0; h < 2; h++) {
-		__m256i q[4];
-
-		kq_q6k_quants(bp, h, q);
-
-#pragma GCC unroll 4
-		for (int k = 0; k < 4; k++)
-			v[h * 4 + k] = DOTACC(_mm256_setzero_si256(), q[k],
-			                      kq_load(xq + 32 * (h * 4 + k)));
-	}
-	const __m256i ga = _mm256_mullo_epi32(
-	                  _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]),
-	                                    _mm256_hadd_epi32(v[2], v[3])),
-	                  _mm256_cvtepi8_epi32(sc_ab)),
-	              gb = _mm256_mullo_epi32(
-	                  _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]),
-	                                    _mm256_hadd_epi32(v[6], v[7])),
-	                  _mm256_cvtepi8_epi32(_mm_srli_si128(sc_ab, 8)));
-	const __m256i G = _mm256_add_epi32(_mm256_permute2x128_si256(ga, gb, 0x20),
-	                                   _mm256_permute2x128_si256(ga, gb, 0x31));
-	const __m256i off = _mm256_slli_epi32(
-	    _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc16), kq_load(x16 + 16 * i)), 5);
-
-	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(G, off)),
-	                       _mm256_mul_ps(d, _mm256_loadu_ps(x->d + 8 * i)), *acc);
-}
-
-/* One Q6_K row of K elements (x16: the activation's sums of 16) */
-KQ_INLINE float kq_q6k_dot32_row(const uint8_t *row, const struct coli_act *x, const int16_t *x16,
-                                 int K)
-{
-	const size_t bb = kq_block_bytes(COLI_DTYPE_Q6_K);
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-	int i = 0;
-
-	for (; i + 2 <= K / 256; i += 2) {
-		kq_prefetch(row + i * bb, 2 * bb);
-		kq_q6k_dot32_block(row + i * bb, x, x16, i, &acc0);
-		kq_q6k_dot32_block(row + (i + 1) * bb, x, x16, i + 1, &acc1);
-	}
-	if (i < K / 256) {
-		kq_prefetch(row + i * bb, bb);
-		kq_q6k_dot32_block(row + i * bb, x, x16, i, &acc0);
-	}
-	return kq_fold2(acc0, acc1);
-}
+#if defined(KQ_Q4K_PAIRS) || defined(KQ_Q6K_DOT32)
+#include "cpu/kquant/kquant_vnni.h"
 #endif
 
 /* Block i of a row at row into acc[0..ns). */
 KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
-                        const int16_t *const *x16, int ns, int i, __m256 *acc)
+                        const int16_t *const *x16, const int8_t *const *xr, int ns, int i,
+                        __m256 *acc)
 {
 	const uint8_t *bp = row + (size_t)i * kq_block_bytes(t);
 
 	kq_prefetch(bp, kq_block_bytes(t));
-	if (t == COLI_DTYPE_Q6_K)
+	if (t == COLI_DTYPE_Q6_K) {
+#ifdef KQ_Q6K_DOT32
+		if (ns == 1) {
+			kq_q6k_dot32_block(bp, x[0], x16[0], i, acc);
+			return;
+		}
+#endif
 		kq_q6k_block(bp, x, ns, i, acc);
-	else if (t == COLI_DTYPE_Q3_K)
+	} else if (t == COLI_DTYPE_Q3_K) {
 		kq_q3k_block(bp, x, x16, ns, i, acc);
-	else if (t == COLI_DTYPE_Q2_K)
+	} else if (t == COLI_DTYPE_Q2_K) {
 		kq_q2k_block(bp, x, x16, ns, i, acc);
-	else
+	} else {
+#ifdef KQ_Q4K_PAIRS
+		if (t == COLI_DTYPE_Q4_K && xr[0]) {
+			kq_q4k_pairs_block(bp, x, xr, ns, i, acc);
+			return;
+		}
+#endif
 		kq_q45k_block(bp, x, ns, i, acc, t == COLI_DTYPE_Q5_K);
+	}
 }
 
 /* One row of K (a multiple of 256) elements of type t at row against ns
  * activations, into out[s]: even blocks into acc0 (lanes 0-7), odd ones
  * into acc1 (8-15), two a step so that the accumulators stay in registers. */
 KQ_INLINE void kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
-                      const int16_t *const *x16, int ns, int K, float *out)
+                      const int16_t *const *x16, const int8_t *const *xr, int ns, int K,
+                      float *out)
 {
 	__m256 acc0[KQ_NS], acc1[KQ_NS];
 	int i = 0;
@@ -701,11 +505,11 @@ KQ_INLINE void kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_a
 	for (int s = 0; s < ns; s++)
 		acc0[s] = acc1[s] = _mm256_setzero_ps();
 	for (; i + 2 <= K / 256; i += 2) {
-		kq_block(t, row, x, x16, ns, i, acc0);
-		kq_block(t, row, x, x16, ns, i + 1, acc1);
+		kq_block(t, row, x, x16, xr, ns, i, acc0);
+		kq_block(t, row, x, x16, xr, ns, i + 1, acc1);
 	}
 	if (i < K / 256)
-		kq_block(t, row, x, x16, ns, i, acc0);
+		kq_block(t, row, x, x16, xr, ns, i, acc0);
 	for (int s = 0; s < ns; s++)
 		out[s] = kq_fold2(acc0[s], acc1[s]);
 }
@@ -801,12 +605,13 @@ KQ_INLINE void kq_row32(enum coli_dtype t, const uint8_t *row, const struct coli
 
 /* A row of type t against ns activations into out[s] */
 KQ_INLINE void kq_row_any(enum coli_dtype t, const uint8_t *row, const struct coli_act *const *x,
-                          const int16_t *const *x16, int ns, int K, float *out)
+                          const int16_t *const *x16, const int8_t *const *xr, int ns, int K,
+                          float *out)
 {
 	if (t == COLI_DTYPE_Q4_1 || t == COLI_DTYPE_Q5_0 || t == COLI_DTYPE_Q5_1)
 		kq_row32(t, row, x, ns, K, out);
 	else
-		kq_row(t, row, x, x16, ns, K, out);
+		kq_row(t, row, x, x16, xr, ns, K, out);
 }
 
 /* F(type, ...) with the type a constant in each case (so that every
@@ -842,33 +647,74 @@ KQ_INLINE void kq_row_any(enum coli_dtype t, const uint8_t *row, const struct co
 		return -ENOTSUP;                                                                   \
 	}
 
-/* Row r of w against ns activations into out[s]; -ENOTSUP for a type not
- * covered. */
-KQ_INLINE int kq_rows_n(const struct coli_mat *w, int r, const struct coli_act *const *x,
-                        const int16_t *const *x16, int ns, float *out)
+/* Rows [row0, row1) of w (type t, a constant once inlined) against one
+ * activation into y */
+KQ_INLINE void kq_rows1(enum coli_dtype t, const struct coli_mat *w,
+                        const struct coli_act *const *x, const int16_t *const *x16,
+                        const int8_t *const *xr, float *y, int row0, int row1)
 {
-	const uint8_t *row =
-	    (const uint8_t *)w->data + (size_t)r * coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
+	const size_t rb = coli_dtype_row_bytes(t, (size_t)w->cols);
 
-	KQ_DISPATCH(w->dtype, kq_row_any, row, x, x16, ns, w->cols, out)
+	for (int r = row0; r < row1; r++)
+		kq_row_any(t, (const uint8_t *)w->data + (size_t)r * rb, x, x16, xr, 1, w->cols,
+		           y + (r - row0));
+}
+
+/* What a call prepares from each activation once, for all its rows, in a
+ * buffer of KQ_PREP_BYTES: the sums of 16 (kq_needs_sums16; past
+ * KQ_SUMS16_MAX_K -ENOTSUP, the caller runs the reference), Q4_K's
+ * rearranged quants (its pairs on VNNI; past KQ_PREP_BYTES its generic
+ * block), or nothing. */
+enum { KQ_PREP_NONE, KQ_PREP_SUMS16, KQ_PREP_PAIRS };
+#define KQ_PREP_BYTES (2 * KQ_SUMS16_BUF)
+KQ_INLINE int kq_prep(enum coli_dtype t, int K)
+{
+	if (kq_needs_sums16(t))
+		return K <= KQ_SUMS16_MAX_K ? KQ_PREP_SUMS16 : -ENOTSUP;
+#ifdef KQ_Q4K_PAIRS
+	if (t == COLI_DTYPE_Q4_K && K <= KQ_PREP_BYTES)
+		return KQ_PREP_PAIRS;
+#endif
+	return KQ_PREP_NONE;
+}
+
+/* The bytes of one activation's preparation */
+KQ_INLINE size_t kq_prep_bytes(int prep, int K)
+{
+	return prep == KQ_PREP_SUMS16 ? (size_t)K / 8 : prep == KQ_PREP_PAIRS ? (size_t)K : 0;
+}
+
+/* Activation x's preparation (kq_prep) into the buffer at dst */
+KQ_INLINE void kq_prepare(int prep, const struct coli_act *x, int K, void *dst)
+{
+	if (prep == KQ_PREP_SUMS16)
+		kq_sums16(x, K, (int16_t *)dst);
+#ifdef KQ_Q4K_PAIRS
+	else if (prep == KQ_PREP_PAIRS)
+		kq_q4k_pairs_x(x->q, K, (int8_t *)dst);
+#endif
 }
 
 /* A row of type t against activations s .. s + n - 1 (n 1, 2 or 4, a
  * constant once inlined; their sums of 16 at buf from activation s0 on) into
  * column s + j of yr, ldy apart. */
 KQ_INLINE void kq_row_at(enum coli_dtype t, const uint8_t *row, const struct coli_act *x,
-                         const int16_t *buf, int s, int s0, int K, const int n, float *yr,
-                         size_t ldy)
+                         int prep, const uint8_t *buf, int s, int s0, int K, const int n,
+                         float *yr, size_t ldy)
 {
 	const struct coli_act *xs[KQ_NS];
 	const int16_t *x16[KQ_NS];
+	const int8_t *xr[KQ_NS];
 	float o[KQ_NS];
 
 	for (int j = 0; j < n; j++) {
+		const uint8_t *p = buf + (size_t)(s + j - s0) * kq_prep_bytes(prep, K);
+
 		xs[j] = &x[s + j];
-		x16[j] = buf + (size_t)(s + j - s0) * (K / 16);
+		x16[j] = prep == KQ_PREP_SUMS16 ? (const int16_t *)p : NULL;
+		xr[j] = prep == KQ_PREP_PAIRS ? (const int8_t *)p : NULL;
 	}
-	kq_row_any(t, row, xs, x16, n, K, o);
+	kq_row_any(t, row, xs, x16, xr, n, K, o);
 	for (int j = 0; j < n; j++)
 		yr[(size_t)(s + j) * ldy] = o[j];
 }
@@ -879,34 +725,36 @@ KQ_INLINE void kq_row_at(enum coli_dtype t, const uint8_t *row, const struct col
  * below COLI_PANEL_MIN_S the panels do not take them). The type's switch is
  * taken once a call (kq_range), not once a row: a batch over an expert's
  * down matrix (K = 768, three blocks a row) spent a fifth of its time on it.
- * A decode step (S = 1) keeps the row-by-row switch (kq_rows_n): the same
- * loop in kq_rows ran Q6_K's GEMV 15-25% slower in a micro-bench on a Zen 3. */
+ * A decode step (S = 1) takes it once a call too (kq_gemv, kq_rows1): on
+ * one Zen 4 core, against a switch a row, q2_k, q3_k and q5_k 7-11% less
+ * time a pass, q4_1 and q5_* 4-6%, q6_k 2-3% more (a Zen 3 micro-bench had
+ * once found Q6_K 15-25% slower this way). */
 KQ_INLINE void kq_rows(enum coli_dtype t, const struct coli_mat *w, const struct coli_act *x, int S,
                        float *y, size_t ldy, int row0, int row1)
 {
 	const size_t rb = coli_dtype_row_bytes(t, (size_t)w->cols);
-	const int K = w->cols, sums = kq_needs_sums16(t);
-	/* the sums of 16 of as many activations as the buffer holds (4 or
-	 * more: K <= KQ_SUMS16_MAX_K), each row taken once for them */
-	const int per = sums ? KQ_SUMS16_BUF / (K / 16) : S;
-	int16_t buf[sums ? KQ_SUMS16_BUF : 1];
+	const int K = w->cols, prep = kq_prep(t, K);
+	/* the preparations of as many activations as the buffer holds (one
+	 * at least: kq_prep), each row taken once for them */
+	const int per = prep ? (int)(KQ_PREP_BYTES / kq_prep_bytes(prep, K)) : S;
+	uint8_t buf[prep ? KQ_PREP_BYTES : 1] __attribute__((aligned(32)));
 
 	for (int s0 = 0; s0 < S; s0 += per) {
 		const int s1 = S - s0 < per ? S : s0 + per;
 
-		for (int s = s0; sums && s < s1; s++)
-			kq_sums16(&x[s], K, buf + (size_t)(s - s0) * (K / 16));
+		for (int s = s0; prep && s < s1; s++)
+			kq_prepare(prep, &x[s], K, buf + (size_t)(s - s0) * kq_prep_bytes(prep, K));
 		for (int r = row0; r < row1; r++) {
 			const uint8_t *row = (const uint8_t *)w->data + (size_t)r * rb;
 			float *yr = y + (r - row0);
 			int s = s0;
 
 			for (; s + 4 <= s1; s += 4)
-				kq_row_at(t, row, x, buf, s, s0, K, 4, yr, ldy);
+				kq_row_at(t, row, x, prep, buf, s, s0, K, 4, yr, ldy);
 			for (; s + 2 <= s1; s += 2)
-				kq_row_at(t, row, x, buf, s, s0, K, 2, yr, ldy);
+				kq_row_at(t, row, x, prep, buf, s, s0, K, 2, yr, ldy);
 			if (s < s1)
-				kq_row_at(t, row, x, buf, s, s0, K, 1, yr, ldy);
+				kq_row_at(t, row, x, prep, buf, s, s0, K, 1, yr, ldy);
 		}
 	}
 }
@@ -915,14 +763,8 @@ KQ_INLINE void kq_rows(enum coli_dtype t, const struct coli_mat *w, const struct
 KQ_INLINE int kq_range(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                        size_t ldy, int row0, int row1)
 {
-	if (kq_needs_sums16(w->dtype) && w->cols > KQ_SUMS16_MAX_K)
+	if (kq_prep(w->dtype, w->cols) < 0)
 		return -ENOTSUP;
-#ifdef KQ_Q4K_PAIRS
-	if (w->dtype == COLI_DTYPE_Q4_K && (size_t)S * w->cols <= KQ_Q4K_PAIRS_MAX_K) {
-		kq_q4k_pairs_rows(w, x, S, y, ldy, row0, row1);
-		return 0;
-	}
-#endif
 	KQ_DISPATCH(w->dtype, kq_rows, w, x, S, y, ldy, row0, row1)
 }
 
@@ -930,44 +772,16 @@ KQ_INLINE int kq_range(const struct coli_mat *w, const struct coli_act *x, int S
 KQ_INLINE int kq_gemv(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                       int row1)
 {
-	int16_t sums[KQ_SUMS16_MAX_K / 16];
+	uint8_t buf[KQ_PREP_BYTES] __attribute__((aligned(32)));
+	const int prep = coli_dtype_is_block(w->dtype) ? kq_prep(w->dtype, w->cols) : -ENOTSUP;
 	const struct coli_act *xs[1] = {x};
-	const int16_t *x16[1] = {sums};
+	const int16_t *x16[1] = {prep == KQ_PREP_SUMS16 ? (const int16_t *)buf : NULL};
+	const int8_t *xr[1] = {prep == KQ_PREP_PAIRS ? (const int8_t *)buf : NULL};
 
-	if (!coli_dtype_is_block(w->dtype))
+	if (prep < 0)
 		return -ENOTSUP;
-	if (kq_needs_sums16(w->dtype)) {
-		if (w->cols > KQ_SUMS16_MAX_K)
-			return -ENOTSUP;
-		kq_sums16(x, w->cols, sums);
-	}
-#ifdef KQ_Q6K_DOT32
-	if (w->dtype == COLI_DTYPE_Q6_K && w->cols <= KQ_SUMS16_MAX_K) {
-		const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
-
-		kq_sums16(x, w->cols, sums);
-		for (int r = row0; r < row1; r++)
-			y[r - row0] = kq_q6k_dot32_row((const uint8_t *)w->data + (size_t)r * rb, x,
-			                               sums, w->cols);
-		return 0;
-	}
-#endif
-#ifdef KQ_Q4K_PAIRS
-	if (w->dtype == COLI_DTYPE_Q4_K && w->cols <= KQ_Q4K_PAIRS_MAX_K) {
-		int8_t xr[KQ_Q4K_PAIRS_MAX_K] __attribute__((aligned(32)));
-		const int8_t *xrs[1] = {xr};
-		const size_t rb = coli_dtype_row_bytes(w->dtype, (size_t)w->cols);
-
-		kq_q4k_pairs_x(x->q, w->cols, xr);
-		for (int r = row0; r < row1; r++)
-			kq_q4k_pairs_row((const uint8_t *)w->data + (size_t)r * rb, xs, xrs, 1,
-			                 w->cols, y + (r - row0));
-		return 0;
-	}
-#endif
-	for (int r = row0; r < row1; r++)
-		kq_rows_n(w, r, xs, x16, 1, y + (r - row0));
-	return 0;
+	kq_prepare(prep, x, w->cols, buf);
+	KQ_DISPATCH(w->dtype, kq_rows1, w, xs, x16, xr, y, row0, row1)
 }
 
 /* S activations x[S], y[s][ldy] (row r at y + s * ldy + r - row0) */
