@@ -34,6 +34,13 @@ static __device__ __forceinline__ void cp4(void *dst, const void *src, bool vali
 	             "l"(src), "r"(valid ? 4 : 0));
 }
 
+/* cp16 to a shared-memory address already converted (smem_addr): for loops
+ * that keep their destinations as 32-bit offsets */
+static __device__ __forceinline__ void cp16_s(unsigned dst, const void *src)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+
 static __device__ __forceinline__ void cp_commit(void)
 {
 	asm volatile("cp.async.commit_group;\n" ::);

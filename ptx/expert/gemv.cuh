@@ -46,7 +46,9 @@ static_assert(ROWS_PER_CTA == COLI_GPU_GEMV_ROWS, "the launchers' grid (ptx/gpu.
  * per row, rows row0 + 16 r (r < GV_RPH) per half-warp, accumulators from +0,
  * then the canonical fold and the store. Row supplies the dtype's lane loop
  * (the units of lane `lane`, ascending, for each of the half-warp's rows;
- * rows past jb->rows are skipped). */
+ * rows past jb->rows are skipped). Row::WARP_WIDE: run is entered by every
+ * half-warp, rows or none (it syncs the whole warp); else only by those
+ * with a row. */
 template <class Row>
 static __device__ __forceinline__ void gemv(const struct coli_gpu_gemv_job *jobs)
 {
@@ -68,7 +70,7 @@ static __device__ __forceinline__ void gemv(const struct coli_gpu_gemv_job *jobs
 #pragma unroll
 		for (int s = 0; s < COLI_GPU_MAX_S; s++)
 			acc[r][s] = 0.0f;
-	if (row0 < jb->rows)
+	if (Row::WARP_WIDE || row0 < jb->rows)
 		Row::run(jb, row0, lane, acc);
 		/* every lane folds, valid or not: shfl_xor needs the whole warp */
 #pragma unroll

@@ -42,6 +42,7 @@
 
 /* ---- Q8_0 ---- */
 struct RowQ8 {
+	enum { WARP_WIDE = 0 };
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
 	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
 	{
@@ -111,6 +112,7 @@ GEMV_KERNELS(q8_0, RowQ8, 2)
 
 /* ---- Q4_0: byte j of a block holds element j (low nibble) and j+16 (high) ---- */
 struct RowQ4 {
+	enum { WARP_WIDE = 0 };
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
 	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
 	{
@@ -186,6 +188,7 @@ GEMV_KERNELS(q4_0, RowQ4, 3)
 
 /* ---- BF16: unit = element; lane j takes k = j, j+16, ... ---- */
 struct RowBF16 {
+	enum { WARP_WIDE = 0 };
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
 	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
 	{
@@ -224,6 +227,7 @@ GEMV_KERNELS(bf16, RowBF16, 3)
 
 /* ---- F32 (routers): unit = element, as bf16 ---- */
 struct RowF32 {
+	enum { WARP_WIDE = 0 };
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
 	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
 	{

@@ -38,10 +38,15 @@
  * aligned, Q6_K/Q3_K/Q5_0 2-byte aligned as in global memory, and the same
  * loader, U::load_blk<MemS>, reads them). The ring holds KQStage<U>::NST
  * steps (2-4, what KQ_SMEM_MAX allows); NST - 1 are in flight while one is
- * computed, each a commit group of cp.async, the half-warp's __syncwarp
- * ordering the copies before the reads and the reads before the slot's
- * reuse. The math is the per-lane kernel's: the weights of a unit once for
- * the S tokens and both rows, the activations from global memory.
+ * computed, each a commit group of cp.async, a __syncwarp ordering the
+ * copies before the reads and the reads before the slot's reuse (the
+ * whole warp's: both half-warps run the loop, rows or none). The math is
+ * the per-lane kernel's: the weights of a unit once for the S tokens and
+ * both rows, the activations from global memory. Q4_K and Q6_K take
+ * their pairs forms (ptx/expert/kquant.cuh KQ4KP, KQ6KP): two lanes whose
+ * units share quant bytes each read half of them, form both units' halves
+ * and swap one partial by a shuffle, so each lane reads and unpacks half
+ * the bytes for the same integers.
  *
  * RowKQ, the per-lane kernel of 2026-12-02 (each lane loading its unit and
  * its block's header from global memory), is kept as
@@ -93,33 +98,61 @@ template <class U> struct KQStage {
 		NST = FIT < KQ_STAGES_MAX ? FIT : KQ_STAGES_MAX, /* ring depth */
 	};
 	static_assert(NST >= 2, "a ring of two steps at least: one computed, one in flight");
+	static_assert((STEP + 30) / 16 <= 2 * LANES, "a step's chunks: two a lane at most");
 };
 
-/* Issue step i of the half-warp's rows into dst ([GV_RPH][SLOT] bytes):
- * lane l copies chunks l, l + 16, ... of each row's step, 16-byte cp.async
+/* Where a lane copies a half-warp row's steps from: the row's first byte
+ * less its offset from the 16-byte boundary below (`lo`), plus the lane's
+ * first chunk (16 lane); every offset below is 32-bit (a row is far below
+ * 4 GiB). */
+struct KQRow {
+	const u8 *src;
+	unsigned lo;
+};
+
+/* Issue step i of the half-warp's rows into the ring stage at shared
+ * address dst (this lane's chunk of row 0's slot; row r's is r SLOT on):
+ * lane l copies chunks l and l + 16 of each row's step, 16-byte cp.async
  * (coalesced: the half-warp's 16 lanes take 256 consecutive bytes). A
  * step's range is [i STEP, min((i + 1) STEP, rb)) of the row; the chunks
  * cover it from the 16-byte boundary below to the one above, bytes of the
  * neighbouring data that are never used (an aligned chunk holding a byte of
- * the matrix is mapped as that byte is). Rows past `rows`: nothing. */
+ * the matrix is mapped as that byte is). Rows past the matrix (r >= nr):
+ * nothing. */
 template <class U>
-static __device__ __forceinline__ void kq_issue(u8 *dst, const u8 *w, size_t rb, int row0, int rows,
+static __device__ __forceinline__ void kq_issue(unsigned dst, const KQRow *row, unsigned rb, int nr,
                                                 int i, int lane)
 {
 	typedef KQStage<U> G;
 
 #pragma unroll
 	for (int r = 0; r < GV_RPH; r++) {
-		if (row0 + 16 * r >= rows)
+		if (r >= nr)
 			continue;
-		const u8 *rp = w + (size_t)(row0 + 16 * r) * rb;
-		const size_t b0 = (size_t)i * G::STEP, b1 = b0 + G::STEP < rb ? b0 + G::STEP : rb;
-		const u8 *a = rp + b0 - ((unsigned)(unsigned long long)(rp + b0) & 15);
-		const int nch = (int)((rp + b1 - a + 15) / 16);
+		const unsigned o0 = (unsigned)i * G::STEP,
+		               o1 = min(o0 + G::STEP, rb) + row[r].lo;
+		const unsigned a = (o0 + row[r].lo) & ~15u, nch = (o1 - a + 15) >> 4;
 
-		for (int c = lane; c < nch; c += LANES)
-			cp16(dst + r * G::SLOT + 16 * c, a + 16 * c, true);
+		if ((unsigned)lane < nch)
+			cp16_s(dst + r * G::SLOT, row[r].src + a);
+		if ((unsigned)lane + LANES < nch)
+			cp16_s(dst + r * G::SLOT + 16 * LANES, row[r].src + a + 16 * LANES);
 	}
+}
+
+/* The activations unit b's integers take, x[8]: its block's 32 int8 (two
+ * 16-byte loads), or for a PAIRS type (ptx/expert/kquant.cuh KQ4KP, KQ6KP;
+ * partners b and b ^ PAIRS) the half (b & PAIRS ? 1 : 0) of unit
+ * b & ~PAIRS and the same half of unit b | PAIRS. xq: the token's
+ * activations. */
+template <class U> static __device__ __forceinline__ void kq_act(const signed char *xq, int b, int *x)
+{
+	const signed char *p =
+	    U::PAIRS ? xq + (b & ~U::PAIRS) * 32 + (b & U::PAIRS ? 16 : 0) : xq + b * 32;
+	const int4 x0 = *(const int4 *)p, x1 = *(const int4 *)(p + (U::PAIRS ? 32 * U::PAIRS : 16));
+
+	x[0] = x0.x, x[1] = x0.y, x[2] = x0.z, x[3] = x0.w;
+	x[4] = x1.x, x[5] = x1.y, x[6] = x1.z, x[7] = x1.w;
 }
 
 /* A lane's units b = lane, lane + 16, ... of the half-warp's rows, in
@@ -128,6 +161,10 @@ static __device__ __forceinline__ void kq_issue(u8 *dst, const u8 *w, size_t rb,
  * from the half-warp's ring in shared memory, filled NST - 1 steps ahead;
  * the activations from global memory as every GEMV reads them. */
 template <class U> struct RowKS {
+	/* the frame runs both half-warps of a warp, rows or none, so the
+	 * barriers below are whole-warp ones (a constant mask: one
+	 * instruction, where a half-warp's mask costs a convergence check) */
+	enum { WARP_WIDE = 1 };
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
 	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
 	{
@@ -136,41 +173,57 @@ template <class U> struct RowKS {
 		__shared__ __align__(16) u8 ring[G::NST][KQ_HALFWARPS][GV_RPH][G::SLOT];
 		const int K = jb->K, S = jb->S, nb = K / 32, rows = jb->rows;
 		const int nsteps = (nb + LANES - 1) / LANES, hw = threadIdx.x >> 4;
-		const size_t rb = (size_t)(K / U::ELEMS) * U::BYTES;
-		const u8 *w = (const u8 *)jb->w;
-		/* the half-warp's lanes: the row's loop is theirs alone (the
-		 * other half-warp may have no rows, ptx/expert/gemv.cuh) */
-		const unsigned hmask = 0xffffu << (threadIdx.x & 16);
+		const unsigned rb = (unsigned)(K / U::ELEMS) * U::BYTES;
+		/* the half-warp's rows that exist: 0 to GV_RPH */
+		const int nr = rows <= row0 ? 0 : min(GV_RPH, (rows - row0 + 15) / 16);
+		KQRow row[GV_RPH];
+		/* this lane's chunk of row 0's slot in stage 0; a stage is
+		 * STAGE bytes on */
+		const unsigned dst0 = smem_addr(&ring[0][hw][0][16 * lane]);
+		enum { STAGE = KQ_HALFWARPS * GV_RPH * G::SLOT };
+		int ist = G::NST - 1; /* the stage step i + NST - 1 is issued into */
 
+#pragma unroll
+		for (int r = 0; r < GV_RPH; r++) {
+			const u8 *rp = (const u8 *)jb->w + (size_t)(row0 + 16 * r) * rb;
+
+			row[r].lo = (unsigned)(unsigned long long)rp & 15;
+			row[r].src = rp - row[r].lo + 16 * lane;
+		}
 #pragma unroll
 		for (int p = 0; p < G::NST - 1; p++) {
 			if (p < nsteps)
-				kq_issue<U>(&ring[p][hw][0][0], w, rb, row0, rows, p, lane);
+				kq_issue<U>(dst0 + p * STAGE, row, rb, nr, p, lane);
 			cp_commit(); /* one group a step, empty or not: the wait counts them */
 		}
 		for (int i = 0; i < nsteps; i++) {
-			const int n = i + G::NST - 1, st = i % G::NST, b = i * LANES + lane;
+			const int n = i + G::NST - 1, st = ist + 1 == G::NST ? 0 : ist + 1,
+			          b = i * LANES + lane;
 
 			if (n < nsteps)
-				kq_issue<U>(&ring[n % G::NST][hw][0][0], w, rb, row0, rows, n,
-				            lane);
+				kq_issue<U>(dst0 + ist * STAGE, row, rb, nr, n, lane);
 			cp_commit();
+			ist = st; /* step i's stage: step i + NST is issued there next */
 			/* group i (step i) is complete for this lane's copies once
 			 * at most NST - 1 younger groups are pending; the barrier
 			 * then makes every lane's copies of it visible to all */
 			cp_wait<G::NST - 1>();
-			__syncwarp(hmask);
-			if (b < nb) {
+			__syncwarp();
+			/* a PAIRS type's ints() shuffles, so every lane of the
+			 * warp takes the math together: lanes without a unit (past
+			 * the row's end) or without a row compute on a unit that
+			 * is not there and keep nothing of it */
+			if (U::PAIRS || (b < nb && nr > 0)) {
+				const bool live = b < nb;
+				const int bx = live ? b : 0; /* a unit that exists */
 				U wt[GV_RPH];
 
 #pragma unroll
 				for (int r = 0; r < GV_RPH; r++) {
-					const u8 *rp =
-					    w + (size_t)(row0 + 16 * r) * rb + (size_t)i * G::STEP;
-					const int off = ((unsigned)(unsigned long long)rp & 15) +
-					                lane / G::UPB * U::BYTES;
+					const unsigned off = ((row[r].lo + (unsigned)i * G::STEP) & 15) +
+					                     lane / G::UPB * U::BYTES;
 
-					if (row0 + 16 * r < rows)
+					if (U::PAIRS || r < nr)
 						wt[r].template load_blk<MemS>(&ring[st][hw][r][off],
 						                              lane % G::UPB);
 				}
@@ -178,21 +231,21 @@ template <class U> struct RowKS {
 				for (int s = 0; s < COLI_GPU_MAX_S; s++) {
 					if (s >= S)
 						break;
-					const signed char *xq = jb->xq + (size_t)s * K + b * 32;
-					const int4 x0 = *(const int4 *)xq,
-					           x1 = *(const int4 *)(xq + 16);
-					const int x[8] = {x0.x, x0.y, x0.z, x0.w,
-					                  x1.x, x1.y, x1.z, x1.w};
-					const float xd = jb->xd[(size_t)s * nb + b];
-					const int xs = jb->xqsum[(size_t)s * nb + b];
+					int x[8];
+
+					kq_act<U>(jb->xq + (size_t)s * K, bx, x);
+					const float xd = jb->xd[(size_t)s * nb + bx];
+					const int xs = jb->xqsum[(size_t)s * nb + bx];
 
 #pragma unroll
 					for (int r = 0; r < GV_RPH; r++) {
 						int A, C;
 
-						if (row0 + 16 * r >= rows)
+						if (!U::PAIRS && r >= nr)
 							continue;
 						wt[r].ints(x, xs, A, C);
+						if (!live)
+							continue;
 						acc[r][s] = __fmaf_rn(
 						    (float)A, __fmul_rn(wt[r].fa, xd), acc[r][s]);
 						if (U::MIN)
@@ -204,7 +257,7 @@ template <class U> struct RowKS {
 			}
 			/* every lane is past its reads of slot st before the next
 			 * iteration issues step i + NST into it */
-			__syncwarp(hmask);
+			__syncwarp();
 		}
 	}
 };
@@ -216,6 +269,7 @@ template <class U> struct RowKS {
  * replaced. Only coli_gpu_gemv_kq_v0 (ptx/expert/gpu_expert.c) launches it, for
  * `tests/ptx/dense_kernels --bench kquant`'s side-by-side line. Same bits. */
 template <class U> struct RowKQ {
+	enum { WARP_WIDE = 0 };
 	static __device__ __forceinline__ void run(const struct coli_gpu_gemv_job *jb, int row0,
 	                                           int lane, float (*acc)[COLI_GPU_MAX_S])
 	{
@@ -299,9 +353,9 @@ GEMV_KERNELS(q5_0, RowKS<KQ5<0>>, KQ_MB)
 GEMV_KERNELS(q5_1, RowKQ<KQ5<1>>, KQ_MB)
 GEMV_KERNELS(q2_k, RowKS<KQ2K>, KQ_MB)
 GEMV_KERNELS(q3_k, RowKS<KQ3K>, KQ_MB)
-GEMV_KERNELS(q4_k, RowKS<KQ45K<0>>, KQ_MB)
+GEMV_KERNELS(q4_k, RowKS<KQ4KP>, KQ_MB)
 GEMV_KERNELS(q5_k, RowKS<KQ45K<1>>, KQ_MB)
-GEMV_KERNELS(q6_k, RowKS<KQ6K>, KQ_MB)
+GEMV_KERNELS(q6_k, RowKS<KQ6KP>, KQ_MB)
 
 /* ---- embedding rows of a block-type table ----
  *

@@ -6,7 +6,9 @@
  *
  * A dtype is a struct with ELEMS and BYTES (its block), MIN (has a min
  * term), HALVES (a unit is two groups of 16 with their own scales: Q2_K,
- * Q3_K, Q6_K), load(row, b, lane) (unit b's weight words and scales into
+ * Q3_K, Q6_K), PAIRS (the GEMV's pairs forms, KQ4KP and KQ6KP: the
+ * distance of a lane's partner; 0 for the others),
+ * load(row, b, lane) (unit b's weight words and scales into
  * the struct; lane % 8 must be b % 8, the unit's group in its K-quant
  * block) and then either
  *   ints(x, xs, A, C): the unit's canonical integers for one token's
@@ -153,6 +155,17 @@ static __device__ __forceinline__ int dot4(const unsigned *q, const int *x)
 	return __dp4a((int)q[3], x[3], s);
 }
 
+/* dp4a of unsigned weight bytes q (up to 255) and signed activations x */
+static __device__ __forceinline__ int dot4_us(const unsigned *q, const int *x)
+{
+	int s = 0;
+
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		asm("dp4a.u32.s32 %0, %1, %2, %0;" : "+r"(s) : "r"(q[i]), "r"(x[i]));
+	return s;
+}
+
 /* bits 0..3 of v to bit 4 of bytes 0..3 (Q5_*'s fifth bit) */
 static __device__ __forceinline__ unsigned spread4(unsigned v)
 {
@@ -173,7 +186,7 @@ template <int N> static __device__ __forceinline__ unsigned sext_bytes(unsigned 
 
 /* ---- Q4_1: d, m, qs[16]; x = d q + m; byte j: elements j (low), j + 16 ---- */
 struct KQ4_1 {
-	enum { ELEMS = 32, BYTES = 20, MIN = 1, UNROLL = 2, HALVES = 0 };
+	enum { ELEMS = 32, BYTES = 20, MIN = 1, UNROLL = 2, HALVES = 0, PAIRS = 0 };
 	unsigned q[4];
 	float fa, fc;
 	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int g)
@@ -209,7 +222,7 @@ struct KQ4_1 {
 /* ---- Q5_0 (22 B, d, qh[4], qs[16]: x = d (q - 16)) and Q5_1 (24 B, d, m,
  * qh[4], qs[16]: x = d q + m); q = nibble | bit l of qh << 4 ---- */
 template <int ONE> struct KQ5 {
-	enum { ELEMS = 32, BYTES = ONE ? 24 : 22, MIN = ONE, UNROLL = 2, HALVES = 0 };
+	enum { ELEMS = 32, BYTES = ONE ? 24 : 22, MIN = ONE, UNROLL = 2, HALVES = 0, PAIRS = 0 };
 	unsigned q[4], qh;
 	float fa, fc;
 	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int g)
@@ -262,7 +275,7 @@ template <int ONE> struct KQ5 {
 /* ---- Q2_K (84 B / 256): sc[16] (scale low, min high nibble), qs[64], d,
  * dmin; unit u = groups 2u, 2u + 1 of 16; q at qs[u / 4 * 32 + l] >> 2 (u % 4) ---- */
 struct KQ2K {
-	enum { ELEMS = 256, BYTES = 84, MIN = 1, UNROLL = KQ_U1, HALVES = 1 };
+	enum { ELEMS = 256, BYTES = 84, MIN = 1, UNROLL = KQ_U1, HALVES = 1, PAIRS = 0 };
 	unsigned q[8], scm;
 	float fa, fc;
 	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
@@ -298,7 +311,7 @@ struct KQ2K {
 /* ---- Q3_K (110 B / 256): hm[32], qs[64], sc[12] (6-bit, -32), d; q = 2 bits
  * of qs - (bit u of hm[l] ? 0 : 4), taken here as (2 bits | hbit << 2) - 4 ---- */
 struct KQ3K {
-	enum { ELEMS = 256, BYTES = 110, MIN = 0, UNROLL = 2, HALVES = 1 };
+	enum { ELEMS = 256, BYTES = 110, MIN = 0, UNROLL = 2, HALVES = 1, PAIRS = 0 };
 	unsigned q[8];
 	int s0, s1;
 	float fa, fc;
@@ -345,7 +358,7 @@ struct KQ3K {
  * mins of 8 groups of 32), [Q5_K: qh[32], bit g of qh[l]], qs[128]: group g
  * at qs[g / 2 * 32 + l], low nibble for even g. Blocks are 16-byte aligned. ---- */
 template <int FIVE> struct KQ45K {
-	enum { ELEMS = 256, BYTES = FIVE ? 176 : 144, MIN = 1, UNROLL = KQ_U1, HALVES = 0 };
+	enum { ELEMS = 256, BYTES = FIVE ? 176 : 144, MIN = 1, UNROLL = KQ_U1, HALVES = 0, PAIRS = 0 };
 	unsigned q[8];
 	int sc, m;
 	float fa, fc;
@@ -401,11 +414,62 @@ template <int FIVE> struct KQ45K {
 	}
 };
 
+/* ---- Q4_K in pairs (the GEMV only): lanes 2k and 2k + 1 hold groups 2k and
+ * 2k + 1 of a block, whose quants share the 32 bytes qs[k * 32 ..] (group
+ * 2k the low nibbles). Lane 2k + h reads half h of those bytes (16 B, not
+ * the whole 32 as KQ45K) and takes both nibbles: the low ones against
+ * elements 16h.. of group 2k's activations, the high ones (kept as 16 q,
+ * the dot shifted back: exact) against those of group 2k + 1. Each lane
+ * keeps the partial dot of its own group and sends the other to its
+ * partner (one shfl_xor), so each ends with its group's whole dot: the
+ * same integer, so the same A and C as KQ45K. ints() shuffles: every lane
+ * of the warp must call it together (RowKS runs PAIRS types warp-wide). The
+ * activations are x[0..3] elements 16h.. of group 2k and x[4..7] those
+ * of group 2k + 1 (kq_act). ---- */
+struct KQ4KP {
+	enum { ELEMS = 256, BYTES = 144, MIN = 1, HALVES = 0, PAIRS = 1 };
+	unsigned q[4];
+	int sc, m, odd;
+	float fa, fc;
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int g)
+	{
+		const int4 qv = M::v4(bp + 16 + (g >> 1) * 32 + (g & 1) * 16), hd = M::v4(bp);
+		const unsigned j = 8 * (g & 3); /* hd: d, dmin, then sc[12] */
+		const int b0 = (int)((unsigned)hd.y >> j & 0xff),
+		          b1 = (int)((unsigned)hd.z >> j & 0xff),
+		          b2 = (int)((unsigned)hd.w >> j & 0xff);
+
+		q[0] = (unsigned)qv.x, q[1] = (unsigned)qv.y, q[2] = (unsigned)qv.z,
+		q[3] = (unsigned)qv.w;
+		if (g < 4) { /* as KQ45K */
+			sc = b0 & 63, m = b1 & 63;
+		} else {
+			sc = (b2 & 0xf) | (b0 >> 6) << 4;
+			m = (b2 >> 4) | (b1 >> 6) << 4;
+		}
+		odd = g & 1;
+		fa = half_to_float((unsigned short)hd.x);
+		fc = half_to_float((unsigned short)((unsigned)hd.x >> 16));
+	}
+	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
+	{
+		unsigned lo[4], hi[4];
+
+		for (int i = 0; i < 4; i++)
+			lo[i] = q[i] & 0x0f0f0f0fu, hi[i] = q[i] & 0xf0f0f0f0u;
+		const int pl = dot4(lo, x), ph = dot4_us(hi, x + 4) >> 4;
+		const int mine = odd ? ph : pl, theirs = odd ? pl : ph;
+
+		A = sc * (mine + __shfl_xor_sync(0xffffffffu, theirs, 1));
+		C = -m * xs;
+	}
+};
+
 /* ---- Q6_K (210 B / 256): ql[128], qh[64], sc[16] (int8), d; unit u = groups
  * 2u, 2u + 1 of 16; q = (ql[u / 4 * 64 + u % 2 * 32 + l] >> 4 (u % 4 / 2) &
  * 15 | (qh[u / 4 * 32 + l] >> 2 (u % 4) & 3) << 4) - 32 ---- */
 struct KQ6K {
-	enum { ELEMS = 256, BYTES = 210, MIN = 0, UNROLL = 2, HALVES = 1 };
+	enum { ELEMS = 256, BYTES = 210, MIN = 0, UNROLL = 2, HALVES = 1, PAIRS = 0 };
 	unsigned q[8];
 	int s0, s1;
 	float fa, fc;
@@ -438,6 +502,56 @@ struct KQ6K {
 		for (int i = 0; i < 8; i++)
 			o[i] = sext_bytes<6>(q[i]);
 		rs = make_float4(fa, 0.0f, (float)s0, (float)s1), rm = make_float2(0.0f, 0.0f);
+	}
+};
+
+
+/* ---- Q6_K in pairs (the GEMV only): units u and u ^ 2 of a block (u < 8;
+ * lanes u and u ^ 2) take their quants' low bits from the same 32 bytes
+ * ql[u / 4 * 64 + u % 2 * 32 ..] (the unit with bit 1 clear the low
+ * nibbles) and their high bits from the same qh[u / 4 * 32 ..]. Lane u
+ * reads half h = u / 2 % 2 of both (16 B each, where KQ6K reads 32 + 32)
+ * and forms both units' group h (elements 16h..16h + 15): each group of 16
+ * is whole in one lane, so the lane scales both (s q x, the offset
+ * applied), keeps its own unit's and sends the other to its partner (one
+ * shfl_xor of 2): A is the same integer as KQ6K's. Activations (kq_act):
+ * x[0..3] elements 16h.. of unit u & ~2, x[4..7] those of unit u | 2.
+ * ints() shuffles: the warp calls it together (RowKS runs PAIRS types
+ * warp-wide). ---- */
+struct KQ6KP {
+	enum { ELEMS = 256, BYTES = 210, MIN = 0, HALVES = 1, PAIRS = 2 };
+	unsigned qa[4], qb[4];
+	int sa, sb, hi;
+	float fa, fc;
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
+	{
+		const int h = u >> 1 & 1, ua = u & ~2;
+		const u8 *half = bp + (u >> 2) * 64 + (u & 1) * 32 + h * 16;
+		unsigned ql[4], qh[4];
+
+		ld_words2<M, 4>(ql, half);
+		ld_words2<M, 4>(qh, bp + 128 + (u >> 2) * 32 + h * 16);
+		/* ua's high bits at 2 (ua % 4), u | 2's two bits above them */
+		const unsigned sh = 2 * (ua & 3);
+
+		for (int i = 0; i < 4; i++) {
+			qa[i] = (ql[i] & 0x0f0f0f0fu) | (qh[i] >> sh & 0x03030303u) << 4;
+			qb[i] = (ql[i] >> 4 & 0x0f0f0f0fu) | (qh[i] >> (sh + 4) & 0x03030303u) << 4;
+		}
+		/* group h of units ua and ua + 2: scales sc[2 ua + h], sc[2 ua + 4 + h] */
+		sa = (signed char)(M::u16(bp + 192 + 2 * ua) >> 8 * h);
+		sb = (signed char)(M::u16(bp + 196 + 2 * ua) >> 8 * h);
+		hi = h;
+		fa = half_to_float(M::u16(bp + 208)), fc = 0.0f;
+	}
+	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
+	{
+		const int ta = sa * (dot4(qa, x) - 32 * xsum4(x)),
+		          tb = sb * (dot4(qb, x + 4) - 32 * xsum4(x + 4));
+		const int mine = hi ? tb : ta, theirs = hi ? ta : tb;
+
+		A = mine + __shfl_xor_sync(0xffffffffu, theirs, 2);
+		C = 0;
 	}
 };
 
