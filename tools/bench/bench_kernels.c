@@ -7,11 +7,15 @@
  * and GGUF's block types kept as stored: q4_k, q5_k, q6_k, q3_k, q2_k, q4_1,
  * q5_0, q5_1),
  * a set of expert-shaped matrices larger than the last-level cache (default
- * 256 MiB: Qwen3-30B-A3B experts, gate/up 768 x 2048 and down 2048 x 768,
- * alternating), THP-advised like the engine's slot arena, and time one pass
- * over the whole set:
+ * 256 MiB of Qwen3-30B-A3B experts, gate/up 768 x 2048 and down 2048 x 768,
+ * alternating; --shape 235b: Qwen3-235B-A22B's, 1536 x 4096 and 4096 x
+ * 1536), THP-advised like the engine's slot arena, and time one pass over
+ * the whole set:
  *
- *   S = 1      coli_gemv_mt per matrix          (decode)
+ *   S = 1      coli_gemv_mt per matrix          (decode, a pool round each)
+ *   S = 1L     coli_gemm_batch_mt of LAYER_MATS matrices at a time (decode
+ *              as the engine's CPU rows run it: a layer's experts' rows in
+ *              one pool round, core/moe/moe.c)
  *   S = 2,4,8  coli_gemm_mt per matrix          (a batch / prefill chunk)
  *
  * reporting weight bytes / second (the kernels the engine would run; --isa
@@ -37,8 +41,9 @@
  * peak: tools/bench/bench_gemm.c.
  *
  * Buffers:  weights  uint8 [set bytes] per dtype, matrices back to back
- *           acts     S=8 activations per K (2048 and 768), canonical form
- *           y        float [8][2048]
+ *           acts     MAX_S activations per K (the hidden size and the
+ *                    expert's), canonical form
+ *           y        float [max(MAX_S, LAYER_MATS)][hidden]
  */
 #include <errno.h>
 #include <math.h>
@@ -53,6 +58,14 @@
 #include "tools/tools.h"
 
 #define MAX_S 16 /* the largest batch: where the AVX2 K-quant panel and AMX tiles run */
+/* S = 1L's pool round: a top-8 layer's gate, up and down matrices */
+#define LAYER_MATS 24
+
+/* the experts' matrices: gate/up are I x H, down H x I */
+struct shape {
+	const char *name;
+	int I, H;
+};
 
 struct wset {
 	enum coli_dtype dt;
@@ -101,10 +114,10 @@ const int *bench_block_halves(enum coli_dtype dt)
 
 /* Random weights with finite, normal values: quants are any byte, bf16 values
  * lie in [2^-8, 2) in magnitude, scales in [1e-3, 1e-2]. */
-static int wset_build(struct wset *s, enum coli_dtype dt, size_t target)
+static int wset_build(struct wset *s, enum coli_dtype dt, size_t target, const struct shape *sh)
 {
-	static const int shape[2][2] = {{768, 2048}, {2048, 768}};
-	size_t per = coli_dtype_mat_bytes(dt, 768, 2048), off = 0;
+	const int shape[2][2] = {{sh->I, sh->H}, {sh->H, sh->I}};
+	size_t per = coli_dtype_mat_bytes(dt, sh->I, sh->H), off = 0;
 
 	s->dt = dt;
 	s->n = (int)((target + per - 1) / per);
@@ -176,6 +189,7 @@ struct arm {
 	const char *name;
 	struct wset *ws; /* NULL: the read-bandwidth arm, or the pool's round */
 	int S;
+	int layer; /* S = 1L: LAYER_MATS matrices a pool round */
 	double *t; /* [reps] seconds per pass */
 	double med;
 	int isa; /* the kernels' ISA (--isa A,B: each arm of every ISA, interleaved) */
@@ -199,16 +213,35 @@ static void pass_pool(coli_cpu_pool_t *pool)
 		coli_cpu_pool_run(pool, nothing, NULL, coli_cpu_pool_threads(pool));
 }
 
-static void pass_kernels(coli_cpu_pool_t *pool, struct wset *ws, int S, struct acts *a2048,
-                         struct acts *a768, float *y)
+static void pass_kernels(coli_cpu_pool_t *pool, const struct arm *arm, struct acts *aH,
+                         struct acts *aI, float *y)
 {
+	const struct wset *ws = arm->ws;
+
+	if (arm->layer) {
+		struct coli_gemm_job jobs[LAYER_MATS];
+
+		for (int i = 0; i < ws->n; i += LAYER_MATS) {
+			int n = ws->n - i < LAYER_MATS ? ws->n - i : LAYER_MATS;
+
+			for (int j = 0; j < n; j++) {
+				const struct coli_mat *m = &ws->m[i + j];
+
+				jobs[j] = (struct coli_gemm_job){
+				    m, (m->cols == aH->K ? aH : aI)->a, 1, y + (size_t)j * aH->K,
+				    aH->K};
+			}
+			coli_gemm_batch_mt(pool, jobs, n);
+		}
+		return;
+	}
 	for (int i = 0; i < ws->n; i++) {
 		const struct coli_mat *m = &ws->m[i];
-		struct acts *a = m->cols == 2048 ? a2048 : a768;
-		if (S == 1)
+		struct acts *a = m->cols == aH->K ? aH : aI;
+		if (arm->S == 1)
 			coli_gemv_mt(pool, m, &a->a[0], y);
 		else
-			coli_gemm_mt(pool, m, a->a, S, y, 2048);
+			coli_gemm_mt(pool, m, a->a, arm->S, y, aH->K);
 	}
 }
 
@@ -289,12 +322,14 @@ int bench_kernels_main(int argc, char **argv)
 	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), reps = 7, json = 0, mib = 256, err;
 	int read_only = 0; /* --read-only: only the host read (tools/bench/bench_vs_fio.sh) */
 	struct wset ws[N_DT] = {0};
-	struct acts a2048 = {0}, a768 = {0};
-	struct arm arms[2 + N_DT * N_S * 4];
+	static const struct shape shapes[] = {{"30b", 768, 2048}, {"235b", 1536, 4096}};
+	const struct shape *sh = &shapes[0];
+	struct acts aH = {0}, aI = {0};
+	struct arm arms[2 + N_DT * (N_S + 1) * 4];
 	int n_arms = 0, isas[4], n_isa = 0;
 	coli_cpu_pool_t *pool = NULL;
 	struct bench_readbw rb;
-	float *y = malloc(sizeof(float) * MAX_S * 2048);
+	float *y = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -308,6 +343,17 @@ int bench_kernels_main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
 			if (tool_int("coli bench kernels", argv[i], argv[i + 1], 1, 1 << 20, &mib))
 				return 2;
+			i++;
+		} else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+			size_t k = 0;
+
+			while (k < sizeof(shapes) / sizeof(shapes[0]) && strcmp(argv[i + 1], shapes[k].name))
+				k++;
+			if (k == sizeof(shapes) / sizeof(shapes[0]))
+				return tool_err("bench kernels",
+				                "--shape %s: not 30b or 235b (qwen3's expert shapes)",
+				                argv[i + 1]);
+			sh = &shapes[k];
 			i++;
 		} else if (!strcmp(argv[i], "--json"))
 			json = 1;
@@ -346,6 +392,7 @@ int bench_kernels_main(int argc, char **argv)
 			return tool_err("bench kernels",
 			                "unknown argument '%s' (see coli bench --help)", argv[i]);
 	}
+	y = malloc(sizeof(float) * (MAX_S > LAYER_MATS ? MAX_S : LAYER_MATS) * sh->H);
 	if (threads < 1 || reps < 1 || mib < 1 || !y)
 		return tool_err("bench kernels", "--threads, --reps and --mib must be positive");
 	err = coli_cpu_pool_create(threads, &pool);
@@ -355,19 +402,24 @@ int bench_kernels_main(int argc, char **argv)
 	size_t target = (size_t)mib << 20;
 	if (bench_readbw_init(&rb, target))
 		return tool_err("bench kernels", "cannot allocate %d MiB", mib);
-	if (acts_build(&a2048, 2048) || acts_build(&a768, 768))
+	if (acts_build(&aH, sh->H) || acts_build(&aI, sh->I))
 		return tool_err("bench kernels", "out of memory");
-	arms[n_arms++] = (struct arm){"read", NULL, 0, NULL, 0, -1};
-	arms[n_arms++] = (struct arm){"pool", NULL, 0, NULL, 0, -1};
+	arms[n_arms++] = (struct arm){"read", NULL, 0, 0, NULL, 0, -1};
+	arms[n_arms++] = (struct arm){"pool", NULL, 0, 0, NULL, 0, -1};
 	for (int d = 0; d < (read_only ? 0 : N_DT); d++) {
-		if (wset_build(&ws[d], dts[d], target))
+		if (wset_build(&ws[d], dts[d], target, sh))
 			return tool_err("bench kernels", "cannot allocate %d MiB of %s weights",
 			                mib, coli_dtype_name(dts[d]));
-		for (int s = 0; s < N_S; s++)
+		/* S = 1, S = 1L (layer rounds), then the batches */
+		for (int s = 0; s <= N_S; s++)
 			for (int k = 0; k < (n_isa ? n_isa : 1); k++)
-				arms[n_arms++] =
-				    (struct arm){coli_dtype_name(dts[d]), &ws[d], Ss[s], NULL, 0,
-				                 n_isa ? isas[k] : -1};
+				arms[n_arms++] = (struct arm){coli_dtype_name(dts[d]),
+				                              &ws[d],
+				                              s < 2 ? 1 : Ss[s - 1],
+				                              s == 1,
+				                              NULL,
+				                              0,
+				                              n_isa ? isas[k] : -1};
 	}
 	for (int i = 0; i < n_arms; i++)
 		arms[i].t = calloc((size_t)reps, sizeof(double));
@@ -383,7 +435,7 @@ int bench_kernels_main(int argc, char **argv)
 			else {
 				if (arms[i].isa >= 0)
 					coli_cpu_isa_force((enum coli_cpu_isa)arms[i].isa);
-				pass_kernels(pool, arms[i].ws, arms[i].S, &a2048, &a768, y);
+				pass_kernels(pool, &arms[i], &aH, &aI, y);
 			}
 			double t = bench_now_s() - t0;
 			if (r >= 0)
@@ -420,9 +472,10 @@ int bench_kernels_main(int argc, char **argv)
 		       round_us);
 		for (int i = ARM_KERNELS; i < n_arms; i++) {
 			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
-			printf("%s{\"dtype\": \"%s\", \"S\": %d, \"isa\": \"%s\", \"weight_gbs\": "
-			       "%.3f, \"ratio\": %.3f, \"ms\": %.3f}",
+			printf("%s{\"dtype\": \"%s\", \"S\": %d, \"layer\": %s, \"isa\": \"%s\", "
+			       "\"weight_gbs\": %.3f, \"ratio\": %.3f, \"ms\": %.3f}",
 			       i > ARM_KERNELS ? ", " : "", arms[i].name, arms[i].S,
+			       arms[i].layer ? "true" : "false",
 			       coli_cpu_isa_name(arms[i].isa >= 0 ? (enum coli_cpu_isa)arms[i].isa
 			                                          : coli_cpu_isa()),
 			       gbs, gbs / bound, arms[i].med * 1e3);
@@ -440,7 +493,7 @@ int bench_kernels_main(int argc, char **argv)
 			         "%s%s", k ? "," : "",
 			         coli_cpu_isa_name((enum coli_cpu_isa)isas[k]));
 		printf("coli bench kernels: isa %s%s, %d threads, %d MiB of weights per dtype "
-		       "(768x2048 + 2048x768 experts), median of %d interleaved reps\n",
+		       "(%dx%d + %dx%d experts: %s), median of %d interleaved reps\n",
 		       n_isa > 1 ? isa_list : coli_cpu_isa_name(coli_cpu_isa()),
 		       coli_cpu_isa() < COLI_CPU_ISA_AVX512 ? ""
 		       : coli_cpu_int8_avx2() == COLI_INT8_AVX2_ALL
@@ -450,19 +503,20 @@ int bench_kernels_main(int argc, char **argv)
 		           ? " (q4_0 below its panels and q8_0 at S = 1 .. 3 on the avx2 kernels: "
 		             "faster on this CPU)"
 		           : "",
-		       threads, mib, reps);
+		       threads, mib, sh->I, sh->H, sh->H, sh->I, sh->name, reps);
 		printf("host read bandwidth (STREAM-like sum, %d threads, %.0f%% huge pages): %.2f "
 		       "GB/s  [bound]\n",
 		       threads, rb.huge_share * 100, bound);
 		printf(
 		    "thread pool round with nothing to do: %.2f us (every S = 1 pass pays it once "
-		    "a matrix)\n\n",
-		    round_us);
+		    "a matrix; 1L: once a %d-matrix layer, as the engine)\n\n",
+		    round_us, LAYER_MATS);
 		printf("%-6s %2s %10s %14s %10s %8s%s\n", "dtype", "S", "ms/pass", "weight GB/s",
 		       "bound GB/s", "ratio", n_isa > 1 ? "  isa" : "");
 		for (int i = ARM_KERNELS; i < n_arms; i++) {
 			double gbs = (double)arms[i].ws->bytes / arms[i].med / 1e9;
-			printf("%-6s %2d %10.2f %14.2f %10.2f %8.2f%s%s\n", arms[i].name, arms[i].S,
+			printf("%-6s %2d%s %9.2f %14.2f %10.2f %8.2f%s%s\n", arms[i].name, arms[i].S,
+			       arms[i].layer ? "L" : " ",
 			       arms[i].med * 1e3, gbs, bound, gbs / bound, n_isa > 1 ? "  " : "",
 			       n_isa > 1 ? coli_cpu_isa_name((enum coli_cpu_isa)arms[i].isa) : "");
 		}
@@ -486,8 +540,8 @@ int bench_kernels_main(int argc, char **argv)
 		free(ws[d].m);
 	}
 	bench_readbw_free(&rb);
-	free(a2048.x), free(a2048.q), free(a2048.d), free(a2048.qsum);
-	free(a768.x), free(a768.q), free(a768.d), free(a768.qsum);
+	free(aH.x), free(aH.q), free(aH.d), free(aH.qsum);
+	free(aI.x), free(aI.q), free(aI.d), free(aI.qsum);
 	free(y);
 	coli_cpu_pool_destroy(pool);
 	return 0;

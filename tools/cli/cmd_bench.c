@@ -31,9 +31,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: coli bench SUBCOMMAND [ARGS]\n\n"
-	           "  kernels [--threads N] [--mib M] [--reps R] [--isa LIST] [--read-only] [--json]\n"
+	           "  kernels [--threads N] [--mib M] [--reps R] [--isa LIST] [--shape 30b|235b]\n"
+	           "          [--read-only] [--json]\n"
 	           "              CPU GEMV/GEMM weight GB/s for bf16/q8/q4 and GGUF's block\n"
-	           "              types, S = 1,2,4,8,16, next to the host read bandwidth\n"
+	           "              types, S = 1 (a pool round a matrix, and 1L: a layer's\n"
+	           "              matrices a round, as the engine), 2,4,8,16, on qwen3-30b's\n"
+	           "              or 235b's expert matrices, next to the host read bandwidth\n"
 	           "              measured in the same run; the thread pool's round with\n"
 	           "              nothing to do; --isa: that ISA's own kernels (default the\n"
 	           "              engine's choice), several (avx512,avx2) interleaved\n"
