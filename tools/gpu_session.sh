@@ -48,6 +48,13 @@
 #                                      attention over a bf16 and a q8 cache
 #                                      at 1k to 128k positions (`--bench
 #                                      ops`), alternating twice
+#   tools/gpu_session.sh kquant T_A T_B [T ...]
+#                                      (GPU host) two tests/ptx/dense_kernels
+#                                      binaries or more: the block types'
+#                                      expert GEMV (`--bench kquant`, the
+#                                      235b tables' fraction of copy),
+#                                      alternating twice, a row per dtype
+#                                      and table with each binary's rounds
 #   Wherever a binary is named, VAR=VALUE@BINARY runs BINARY with VAR set
 #   (a switch against the same build: COLI_DEV_PREPLAN=0@DIR/coli).
 #   tools/gpu_session.sh kernels COLI [M] [N]
@@ -307,6 +314,30 @@ ops)
 	for t in $bins $bins; do
 		"$t" --bench ops 2>&1 | grep 'attention decode 32/4 x 128 \(bf16\|q8 \)' | sed "s|^|$t |"
 	done
+	;;
+kquant)
+	shift
+	[ $# -ge 2 ] || { echo "usage: tools/gpu_session.sh kquant T_A T_B [T ...]"; exit 2; }
+	bins=
+	for t in "$@"; do bins="$bins $(env_arm "$t")"; done
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	for t in $bins $bins; do
+		"$t" --bench kquant >"$tmp/run" 2>&1 || { cat "$tmp/run"; exit 1; }
+		grep -m1 'device-to-device copy' "$tmp/run" | sed "s|^|$t: |" >&2
+		sed -n "s#^  235b \(gate+up\|down\), top-8 *\([a-z0-9_]*\) .* \([0-9.]*\) of copy.*#\2 \1 $t \3#p" \
+			"$tmp/run"
+	done >"$tmp/all"
+	# a row per dtype and table: each binary's two rounds, in the order named
+	awk -v bins="$bins" 'BEGIN { nb = split(bins, b, " ") }
+		{ k = $1 " " $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+		  v[k, $3] = v[k, $3] (v[k, $3] == "" ? "" : " / ") $4 }
+		END { printf "%-16s", "dtype table"
+		      for (i = 1; i <= nb; i++) printf "  %-20s", substr(b[i], length(b[i]) - 19)
+		      printf "\n"
+		      for (j = 1; j <= n; j++) { printf "%-16s", order[j]
+		          for (i = 1; i <= nb; i++) printf "  %-20s", v[order[j], b[i]]
+		          printf "\n" } }' "$tmp/all"
 	;;
 kernels)
 	c=${2:?usage: tools/gpu_session.sh kernels COLI [MODEL] [SEQS]}
