@@ -354,6 +354,27 @@ struct KQ3K {
 	}
 };
 
+/* A Q4_K / Q5_K block's header hd (d, dmin, then sc[12]) for group g:
+ * its 6-bit scale and min, and d and dmin as floats. Bytes g and g + 4
+ * (g < 4), else the low and high nibble of byte g + 4 with the top bits of
+ * g - 4 and g. */
+static __device__ __forceinline__ void kq45_header(int4 hd, int g, int &sc, int &m, float &d,
+                                                   float &dmin)
+{
+	const unsigned j = 8 * (g & 3);
+	const int b0 = (int)((unsigned)hd.y >> j & 0xff), b1 = (int)((unsigned)hd.z >> j & 0xff),
+	          b2 = (int)((unsigned)hd.w >> j & 0xff);
+
+	if (g < 4) {
+		sc = b0 & 63, m = b1 & 63;
+	} else {
+		sc = (b2 & 0xf) | (b0 >> 6) << 4;
+		m = (b2 >> 4) | (b1 >> 6) << 4;
+	}
+	d = half_to_float((unsigned short)hd.x);
+	dmin = half_to_float((unsigned short)((unsigned)hd.x >> 16));
+}
+
 /* ---- Q4_K (144 B) and Q5_K (176 B) / 256: d, dmin, sc[12] (6-bit scales and
  * mins of 8 groups of 32), [Q5_K: qh[32], bit g of qh[l]], qs[128]: group g
  * at qs[g / 2 * 32 + l], low nibble for even g. Blocks are 16-byte aligned. ---- */
@@ -369,11 +390,6 @@ template <int FIVE> struct KQ45K {
 		const unsigned w[8] = {(unsigned)q0.x, (unsigned)q0.y, (unsigned)q0.z,
 		                       (unsigned)q0.w, (unsigned)q1.x, (unsigned)q1.y,
 		                       (unsigned)q1.z, (unsigned)q1.w};
-		const unsigned j = 8 * (g & 3); /* hd: d, dmin, then sc[12] */
-		const int b0 = (int)((unsigned)hd.y >> j & 0xff),
-		          b1 = (int)((unsigned)hd.z >> j & 0xff),
-		          b2 = (int)((unsigned)hd.w >> j & 0xff);
-
 		for (int i = 0; i < 8; i++)
 			q[i] = w[i] >> 4 * (g & 1) & 0x0f0f0f0fu;
 		if (FIVE) {
@@ -385,16 +401,7 @@ template <int FIVE> struct KQ45K {
 			for (int i = 0; i < 8; i++)
 				q[i] |= (hw[i] >> g & 0x01010101u) << 4;
 		}
-		/* group g's scale and min: bytes g and g + 4 (g < 4), else the low
-		 * and high nibble of byte g + 4 with the top bits of g - 4 and g */
-		if (g < 4) {
-			sc = b0 & 63, m = b1 & 63;
-		} else {
-			sc = (b2 & 0xf) | (b0 >> 6) << 4;
-			m = (b2 >> 4) | (b1 >> 6) << 4;
-		}
-		fa = half_to_float((unsigned short)hd.x);
-		fc = half_to_float((unsigned short)((unsigned)hd.x >> 16));
+		kq45_header(hd, g, sc, m, fa, fc);
 	}
 	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
 	{
@@ -434,22 +441,10 @@ struct KQ4KP {
 	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int g)
 	{
 		const int4 qv = M::v4(bp + 16 + (g >> 1) * 32 + (g & 1) * 16), hd = M::v4(bp);
-		const unsigned j = 8 * (g & 3); /* hd: d, dmin, then sc[12] */
-		const int b0 = (int)((unsigned)hd.y >> j & 0xff),
-		          b1 = (int)((unsigned)hd.z >> j & 0xff),
-		          b2 = (int)((unsigned)hd.w >> j & 0xff);
-
 		q[0] = (unsigned)qv.x, q[1] = (unsigned)qv.y, q[2] = (unsigned)qv.z,
 		q[3] = (unsigned)qv.w;
-		if (g < 4) { /* as KQ45K */
-			sc = b0 & 63, m = b1 & 63;
-		} else {
-			sc = (b2 & 0xf) | (b0 >> 6) << 4;
-			m = (b2 >> 4) | (b1 >> 6) << 4;
-		}
 		odd = g & 1;
-		fa = half_to_float((unsigned short)hd.x);
-		fc = half_to_float((unsigned short)((unsigned)hd.x >> 16));
+		kq45_header(hd, g, sc, m, fa, fc);
 	}
 	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
 	{
