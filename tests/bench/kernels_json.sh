@@ -2,9 +2,10 @@
 # tests/bench/kernels_json.sh — `coli bench kernels --isa A,B --json`: every
 # kernel arm (dtype, S, layer rounds or not) once for each ISA named, S = 1
 # both ways for every dtype, each arm's figures positive and its ratio its
-# GB/s over the run's read bound; --shape 235b names its matrices; an ISA
-# the CPU lacks, a name that is none, or an unknown shape, refused (exit 1)
-# with what is known named.
+# GB/s over the run's read bound; --shape 235b names its matrices;
+# --dtypes runs the dtypes named and no other; an ISA the CPU lacks, a name
+# that is none, an unknown shape or dtype, refused (exit 1) with what is
+# known named.
 set -u
 command -v python3 >/dev/null || { echo "python3 not installed"; exit 77; }
 isas=scalar
@@ -39,6 +40,18 @@ PY
 	{ cat out.txt; echo "--shape 235b failed"; exit 1; }
 grep -q "1536x4096 + 4096x1536" out.txt || { cat out.txt; echo "--shape 235b: not its matrices"; exit 1; }
 grep -qE "^q4_k +1L " out.txt || { cat out.txt; echo "--shape 235b: no q4_k 1L row"; exit 1; }
+"$COLI" bench kernels --dtypes q2_k,q4 --mib 2 --reps 1 --threads 1 --json >out.json ||
+	{ echo "--dtypes q2_k,q4 failed"; exit 1; }
+python3 - out.json <<'PY' || { cat out.json; exit 1; }
+import json, sys
+got = sorted({a["dtype"] for a in json.load(open(sys.argv[1]))["arms"]})
+if got != ["q2_k", "q4_0"]:
+    sys.exit("--dtypes q2_k,q4 ran %s" % got)
+PY
+"$COLI" bench kernels --dtypes q2_k,iq4_xs --mib 1 --reps 1 >out.txt 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "'iq4_xs' is not one of .*q2_k" out.txt ||
+	{ cat out.txt; echo "--dtypes iq4_xs: exit $rc, not refused naming the dtypes"; exit 1; }
 "$COLI" bench kernels --shape 7b --mib 1 --reps 1 >out.txt 2>&1
 rc=$?
 [ $rc = 1 ] && grep -q "30b or 235b" out.txt || { cat out.txt; echo "--shape 7b: exit $rc, not refused naming the shapes"; exit 1; }

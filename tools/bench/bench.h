@@ -29,8 +29,9 @@ int bench_cpu_attn_main(int argc, char **argv);
 int bench_constrain_main(int argc, char **argv);
 int bench_serve_main(int argc, char **argv); /* tools/bench/serve/bench_serve.c */
 /* `coli bench kernels`' prefill GEMM table (tools/bench/bench_gemm.c): int8 GOP/s
- * per dtype, S and ISA beside the AMX peak; 0 or -ENOMEM. */
-int bench_gemm_rates(coli_cpu_pool_t *pool, int reps);
+ * per dtype (those whose bit 1 << dtype is set in dtypes), S and ISA beside
+ * the AMX peak; 0 or -ENOMEM. */
+int bench_gemm_rates(coli_cpu_pool_t *pool, int reps, uint64_t dtypes);
 /* The byte offsets of a GGUF block type's halves (d, dmin / m), -1 ended
  * (tools/bench/bench_kernels.c). */
 const int *bench_block_halves(enum coli_dtype dt);

@@ -113,7 +113,7 @@ static void fill_scales(struct coli_mat *m)
 		}
 }
 
-int bench_gemm_rates(coli_cpu_pool_t *pool, int reps)
+int bench_gemm_rates(coli_cpu_pool_t *pool, int reps, uint64_t dtypes)
 {
 	enum coli_cpu_isa isas[2] = {COLI_CPU_ISA_AVX512, COLI_CPU_ISA_AMX};
 	const enum coli_cpu_isa best = coli_cpu_isa();
@@ -138,7 +138,11 @@ int bench_gemm_rates(coli_cpu_pool_t *pool, int reps)
 		goto out;
 	for (int d = 0; d < N_DT; d++) {
 		size_t b0 = coli_dtype_mat_bytes(g_dts[d], 768, 2048);
-		uint8_t *w = bench_alloc(2 * b0);
+		uint8_t *w;
+
+		if (!(dtypes >> g_dts[d] & 1))
+			continue;
+		w = bench_alloc(2 * b0);
 
 		if (!(wbuf[d] = w))
 			goto out;
@@ -153,7 +157,7 @@ int bench_gemm_rates(coli_cpu_pool_t *pool, int reps)
 		reps = 64;
 	for (int r = -1; r < reps; r++) {
 		for (int d = 0; d < N_DT; d++)
-			for (int s = 0; s < N_S; s++)
+			for (int s = 0; s < N_S && wbuf[d]; s++)
 				for (int i = 0; i < n_isa; i++) {
 					double t0;
 
@@ -181,7 +185,7 @@ int bench_gemm_rates(coli_cpu_pool_t *pool, int reps)
 	printf("%-6s %4s %12s %12s %8s %8s\n", "dtype", "S", "avx512",
 	       n_isa > 1 ? "avx512+amx" : "", n_isa > 1 ? "x" : "", n_isa > 1 ? "ratio" : "");
 	for (int d = 0; d < N_DT; d++)
-		for (int s = 0; s < N_S; s++) {
+		for (int s = 0; s < N_S && wbuf[d]; s++) {
 			double ops = 2.0 * 2 * 768 * 2048 * g_S[s], g[2];
 
 			for (int i = 0; i < n_isa; i++)

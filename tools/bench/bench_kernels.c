@@ -311,6 +311,39 @@ static double sampler_pass(const float *l, int i, uint64_t seed, coli_cpu_pool_t
 	return (t0 + (sink < 0)) / SAMP_PICKS;
 }
 
+/* --dtypes LIST: want[d] for each of dts[n] named (comma-separated, as
+ * coli_dtype_name spells them, or coli_dtype_parse's q4 and q8); 1 with the
+ * refusal printed for a name that is not one of them */
+static int pick_dtypes(const char *list, const enum coli_dtype *dts, int n, int *want)
+{
+	char buf[256], *save = NULL, known[256] = "";
+	int any = 0;
+
+	for (int d = 0; d < n; d++) {
+		want[d] = 0;
+		snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", d ? ", " : "",
+		         coli_dtype_name(dts[d]));
+	}
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		enum coli_dtype t;
+		const int alias = !coli_dtype_parse(tok, &t); /* q4, q8 */
+		int d = 0;
+
+		while (d < n && strcmp(tok, coli_dtype_name(dts[d])) && !(alias && dts[d] == t))
+			d++;
+		if (d == n) {
+			tool_err("bench kernels", "--dtypes %s: '%s' is not one of %s", list, tok,
+			         known);
+			return 1;
+		}
+		want[d] = any = 1;
+	}
+	if (!any)
+		tool_err("bench kernels", "--dtypes: no dtype named (%s)", known);
+	return !any;
+}
+
 int bench_kernels_main(int argc, char **argv)
 {
 	static const enum coli_dtype dts[] = {COLI_DTYPE_BF16, COLI_DTYPE_Q8_0, COLI_DTYPE_Q4_0,
@@ -321,6 +354,8 @@ int bench_kernels_main(int argc, char **argv)
 	enum { N_DT = sizeof(dts) / sizeof(dts[0]), N_S = sizeof(Ss) / sizeof(Ss[0]) };
 	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), reps = 7, json = 0, mib = 256, err;
 	int read_only = 0; /* --read-only: only the host read (tools/bench/bench_vs_fio.sh) */
+	int want[N_DT];    /* --dtypes: the dtypes whose arms run (default all) */
+	uint64_t dt_mask = 0; /* the same as bits 1 << dtype (the GEMM table's) */
 	struct wset ws[N_DT] = {0};
 	static const struct shape shapes[] = {{"30b", 768, 2048}, {"235b", 1536, 4096}};
 	const struct shape *sh = &shapes[0];
@@ -331,8 +366,14 @@ int bench_kernels_main(int argc, char **argv)
 	struct bench_readbw rb;
 	float *y = NULL;
 
+	for (int d = 0; d < N_DT; d++)
+		want[d] = 1;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+		if (!strcmp(argv[i], "--dtypes") && i + 1 < argc) {
+			if (pick_dtypes(argv[i + 1], dts, N_DT, want))
+				return 1;
+			i++;
+		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
 			if (tool_int("coli bench kernels", argv[i], argv[i + 1], 1, 4096, &threads))
 				return 2;
 			i++;
@@ -392,6 +433,8 @@ int bench_kernels_main(int argc, char **argv)
 			return tool_err("bench kernels",
 			                "unknown argument '%s' (see coli bench --help)", argv[i]);
 	}
+	for (int d = 0; d < N_DT; d++)
+		dt_mask |= want[d] ? (uint64_t)1 << dts[d] : 0;
 	y = malloc(sizeof(float) * (MAX_S > LAYER_MATS ? MAX_S : LAYER_MATS) * sh->H);
 	if (threads < 1 || reps < 1 || mib < 1 || !y)
 		return tool_err("bench kernels", "--threads, --reps and --mib must be positive");
@@ -407,6 +450,8 @@ int bench_kernels_main(int argc, char **argv)
 	arms[n_arms++] = (struct arm){"read", NULL, 0, 0, NULL, 0, -1};
 	arms[n_arms++] = (struct arm){"pool", NULL, 0, 0, NULL, 0, -1};
 	for (int d = 0; d < (read_only ? 0 : N_DT); d++) {
+		if (!want[d])
+			continue;
 		if (wset_build(&ws[d], dts[d], target, sh))
 			return tool_err("bench kernels", "cannot allocate %d MiB of %s weights",
 			                mib, coli_dtype_name(dts[d]));
@@ -530,7 +575,7 @@ int bench_kernels_main(int argc, char **argv)
 			for (int i = 0; i < N_SAMP; i++)
 				printf("%-28s %8.1f us a pick\n", g_samp[i].name, samp[i] * 1e6);
 		}
-		if (!read_only && bench_gemm_rates(pool, reps))
+		if (!read_only && bench_gemm_rates(pool, reps, dt_mask))
 			return tool_err("bench kernels", "out of memory");
 	}
 	for (int i = 0; i < n_arms; i++)
