@@ -27,14 +27,14 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *help;
 } g_cmds[] = {
-    {"convert", cmd_convert, "HF_DIR -o OUT.coli [--quant bf16|q8|q4]   convert a checkpoint"},
+    {"convert", cmd_convert, "HF_DIR|MODEL.gguf -o OUT.coli [--quant Q] convert a checkpoint"},
     {"inspect", cmd_inspect,
      "MODEL.coli                              print what a container holds"},
     {"verify", cmd_verify, "MODEL.coli                              check every checksum"},
     {"tokenize", cmd_tokenize, "-m MODEL.coli TEXT                      print token ids"},
     {"generate", cmd_generate, "-m MODEL.coli -p TEXT [-n N] ...         generate text"},
     {"logits", cmd_logits, "-m MODEL.coli (--text T | --ids I) -o F  teacher-forced logits"},
-    {"bench", cmd_bench, "kernels|decode|prefill|io|make-model ... measure against bounds"},
+    {"bench", cmd_bench, "decode|prefill|stream|kernels|serve|...  measure against bounds"},
     {"perplexity", cmd_perplexity, "-m MODEL.coli -f FILE                    perplexity of a text"},
     {"trace-diff", cmd_trace_diff, "A B                                     first differing route"},
     {"usage", cmd_usage, "snapshot|restore MODEL.coli [FILE]       save / restore expert heat"},
