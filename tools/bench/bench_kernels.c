@@ -311,16 +311,15 @@ static double sampler_pass(const float *l, int i, uint64_t seed, coli_cpu_pool_t
 	return (t0 + (sink < 0)) / SAMP_PICKS;
 }
 
-/* --dtypes LIST: want[d] for each of dts[n] named (comma-separated, as
- * coli_dtype_name spells them, or coli_dtype_parse's q4 and q8); 1 with the
- * refusal printed for a name that is not one of them */
-static int pick_dtypes(const char *list, const enum coli_dtype *dts, int n, int *want)
+/* --dtypes LIST: *mask, bit 1 << dtype for each of dts[n] named
+ * (comma-separated, as coli_dtype_name spells them, or coli_dtype_parse's q4
+ * and q8); 1 with the refusal printed for a name that is not one of them */
+static int pick_dtypes(const char *list, const enum coli_dtype *dts, int n, uint64_t *mask)
 {
 	char buf[256], *save = NULL, known[256] = "";
-	int any = 0;
 
+	*mask = 0;
 	for (int d = 0; d < n; d++) {
-		want[d] = 0;
 		snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", d ? ", " : "",
 		         coli_dtype_name(dts[d]));
 	}
@@ -337,11 +336,11 @@ static int pick_dtypes(const char *list, const enum coli_dtype *dts, int n, int 
 			         known);
 			return 1;
 		}
-		want[d] = any = 1;
+		*mask |= (uint64_t)1 << dts[d];
 	}
-	if (!any)
+	if (!*mask)
 		tool_err("bench kernels", "--dtypes: no dtype named (%s)", known);
-	return !any;
+	return !*mask;
 }
 
 int bench_kernels_main(int argc, char **argv)
@@ -354,8 +353,7 @@ int bench_kernels_main(int argc, char **argv)
 	enum { N_DT = sizeof(dts) / sizeof(dts[0]), N_S = sizeof(Ss) / sizeof(Ss[0]) };
 	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), reps = 7, json = 0, mib = 256, err;
 	int read_only = 0; /* --read-only: only the host read (tools/bench/bench_vs_fio.sh) */
-	int want[N_DT];    /* --dtypes: the dtypes whose arms run (default all) */
-	uint64_t dt_mask = 0; /* the same as bits 1 << dtype (the GEMM table's) */
+	uint64_t dt_mask = ~(uint64_t)0; /* --dtypes: bit 1 << dtype for each that runs */
 	struct wset ws[N_DT] = {0};
 	static const struct shape shapes[] = {{"30b", 768, 2048}, {"235b", 1536, 4096}};
 	const struct shape *sh = &shapes[0];
@@ -366,11 +364,9 @@ int bench_kernels_main(int argc, char **argv)
 	struct bench_readbw rb;
 	float *y = NULL;
 
-	for (int d = 0; d < N_DT; d++)
-		want[d] = 1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--dtypes") && i + 1 < argc) {
-			if (pick_dtypes(argv[i + 1], dts, N_DT, want))
+			if (pick_dtypes(argv[i + 1], dts, N_DT, &dt_mask))
 				return 1;
 			i++;
 		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -433,8 +429,6 @@ int bench_kernels_main(int argc, char **argv)
 			return tool_err("bench kernels",
 			                "unknown argument '%s' (see coli bench --help)", argv[i]);
 	}
-	for (int d = 0; d < N_DT; d++)
-		dt_mask |= want[d] ? (uint64_t)1 << dts[d] : 0;
 	y = malloc(sizeof(float) * (MAX_S > LAYER_MATS ? MAX_S : LAYER_MATS) * sh->H);
 	if (threads < 1 || reps < 1 || mib < 1 || !y)
 		return tool_err("bench kernels", "--threads, --reps and --mib must be positive");
@@ -450,7 +444,7 @@ int bench_kernels_main(int argc, char **argv)
 	arms[n_arms++] = (struct arm){"read", NULL, 0, 0, NULL, 0, -1};
 	arms[n_arms++] = (struct arm){"pool", NULL, 0, 0, NULL, 0, -1};
 	for (int d = 0; d < (read_only ? 0 : N_DT); d++) {
-		if (!want[d])
+		if (!(dt_mask >> dts[d] & 1))
 			continue;
 		if (wset_build(&ws[d], dts[d], target, sh))
 			return tool_err("bench kernels", "cannot allocate %d MiB of %s weights",
