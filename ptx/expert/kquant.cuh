@@ -6,7 +6,7 @@
  *
  * A dtype is a struct with ELEMS and BYTES (its block), MIN (has a min
  * term), HALVES (a unit is two groups of 16 with their own scales: Q2_K,
- * Q3_K, Q6_K), PAIRS (the GEMV's pairs forms, KQ4KP and KQ6KP: the
+ * Q3_K, Q6_K), PAIRS (the GEMV's pairs forms, KQ45KP and KQ6KP: the
  * distance of a lane's partner; 0 for the others),
  * load(row, b, lane) (unit b's weight words and scales into
  * the struct; lane % 8 must be b % 8, the unit's group in its K-quant
@@ -421,39 +421,56 @@ template <int FIVE> struct KQ45K {
 	}
 };
 
-/* ---- Q4_K in pairs (the GEMV only): lanes 2k and 2k + 1 hold groups 2k and
- * 2k + 1 of a block, whose quants share the 32 bytes qs[k * 32 ..] (group
- * 2k the low nibbles). Lane 2k + h reads half h of those bytes (16 B, not
- * the whole 32 as KQ45K) and takes both nibbles: the low ones against
- * elements 16h.. of group 2k's activations, the high ones (kept as 16 q,
- * the dot shifted back: exact) against those of group 2k + 1. Each lane
- * keeps the partial dot of its own group and sends the other to its
- * partner (one shfl_xor), so each ends with its group's whole dot: the
- * same integer, so the same A and C as KQ45K. ints() shuffles: every lane
- * of the warp must call it together (RowKS runs PAIRS types warp-wide). The
- * activations are x[0..3] elements 16h.. of group 2k and x[4..7] those
- * of group 2k + 1 (kq_act). ---- */
-struct KQ4KP {
-	enum { ELEMS = 256, BYTES = 144, MIN = 1, HALVES = 0, PAIRS = 1 };
-	unsigned q[4];
-	int sc, m, odd;
+/* ---- Q4_K and Q5_K in pairs (the GEMV only): lanes 2k and 2k + 1 hold
+ * groups 2k and 2k + 1 of a block, whose quants share the 32 bytes
+ * qs[k * 32 ..] (group 2k the low nibbles; Q5_K's fifth bits are bits 2k
+ * and 2k + 1 of the same qh[32]). Lane 2k + h reads half h of those bytes
+ * (16 B of qs and, for Q5_K, 16 of qh, where KQ45K reads 32 and 32) and
+ * forms both groups' elements 16h..16h + 15: the low ones against group
+ * 2k's activations, the high ones against group 2k + 1's (Q4_K's kept as
+ * 16 q, the dot shifted back: exact). Each lane keeps the partial dot of
+ * its own group and sends the other to its partner (one shfl_xor), so each
+ * ends with its group's whole dot: the same integer, so the same A and C as
+ * KQ45K. ints() shuffles: every lane of the warp must call it together
+ * (RowKS runs PAIRS types warp-wide). The activations are x[0..3] elements
+ * 16h.. of group 2k and x[4..7] those of group 2k + 1 (kq_act). ---- */
+template <int FIVE> struct KQ45KP {
+	enum { ELEMS = 256, BYTES = FIVE ? 176 : 144, MIN = 1, HALVES = 0, PAIRS = 1 };
+	unsigned q[4], qh[FIVE ? 4 : 1];
+	int sc, m, g;
 	float fa, fc;
-	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int g)
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int gi)
 	{
-		const int4 qv = M::v4(bp + 16 + (g >> 1) * 32 + (g & 1) * 16), hd = M::v4(bp);
+		const int h = gi & 1;
+		const int4 qv = M::v4(bp + (FIVE ? 48 : 16) + (gi >> 1) * 32 + h * 16),
+		           hd = M::v4(bp);
 		q[0] = (unsigned)qv.x, q[1] = (unsigned)qv.y, q[2] = (unsigned)qv.z,
 		q[3] = (unsigned)qv.w;
-		odd = g & 1;
-		kq45_header(hd, g, sc, m, fa, fc);
+		if (FIVE) {
+			const int4 hv = M::v4(bp + 16 + h * 16);
+			qh[0] = (unsigned)hv.x, qh[FIVE] = (unsigned)hv.y,
+			qh[2 * FIVE] = (unsigned)hv.z, qh[3 * FIVE] = (unsigned)hv.w;
+		}
+		g = gi;
+		kq45_header(hd, gi, sc, m, fa, fc);
 	}
 	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
 	{
+		const int e = g & ~1; /* the pair's even group: fifth bits e, e + 1 */
 		unsigned lo[4], hi[4];
+		int pl, ph;
 
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 4; i++) {
 			lo[i] = q[i] & 0x0f0f0f0fu, hi[i] = q[i] & 0xf0f0f0f0u;
-		const int pl = dot4(lo, x), ph = dot4_us(hi, x + 4) >> 4;
-		const int mine = odd ? ph : pl, theirs = odd ? pl : ph;
+			if (FIVE) {
+				lo[i] |= (qh[FIVE * i] >> e & 0x01010101u) << 4;
+				hi[i] = hi[i] >> 4 | (qh[FIVE * i] >> (e + 1) & 0x01010101u) << 4;
+			}
+		}
+		pl = dot4(lo, x);
+		/* Q4_K's high nibbles as 16 q (bytes up to 240: the unsigned dp4a) */
+		ph = FIVE ? dot4(hi, x + 4) : dot4_us(hi, x + 4) >> 4;
+		const int mine = g & 1 ? ph : pl, theirs = g & 1 ? pl : ph;
 
 		A = sc * (mine + __shfl_xor_sync(0xffffffffu, theirs, 1));
 		C = -m * xs;
