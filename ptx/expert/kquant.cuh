@@ -273,17 +273,22 @@ template <int ONE> struct KQ5 {
 };
 
 /* ---- Q2_K (84 B / 256): sc[16] (scale low, min high nibble), qs[64], d,
- * dmin; unit u = groups 2u, 2u + 1 of 16; q at qs[u / 4 * 32 + l] >> 2 (u % 4) ---- */
+ * dmin; unit u = groups 2u, 2u + 1 of 16; q at qs[u / 4 * 32 + l] >> 2 (u % 4).
+ * The quants are kept in place, 4^(u % 4) q (at most 192: unsigned bytes),
+ * and the dots' scaled sum shifted back by 2 (u % 4) bits: exact, as the sum
+ * is a multiple of 4^(u % 4); a mask a word instead of a shift and a mask ---- */
 struct KQ2K {
 	enum { ELEMS = 256, BYTES = 84, MIN = 1, UNROLL = KQ_U1, HALVES = 1, PAIRS = 0 };
 	unsigned q[8], scm;
+	int sh;
 	float fa, fc;
 	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
 	{
 		const unsigned dd = M::u32(bp + 80);
 
+		sh = 2 * (u & 3);
 		for (int i = 0; i < 8; i++)
-			q[i] = M::u32(bp + 16 + (u >> 2) * 32 + 4 * i) >> 2 * (u & 3) & 0x03030303u;
+			q[i] = M::u32(bp + 16 + (u >> 2) * 32 + 4 * i) & 0x03030303u << sh;
 		scm = M::u32(bp + (u >> 1) * 4) >> 16 * (u & 1) & 0xffff;
 		fa = half_to_float((unsigned short)dd),
 		fc = half_to_float((unsigned short)(dd >> 16));
@@ -296,13 +301,13 @@ struct KQ2K {
 	{
 		const int s0 = scm & 0xf, m0 = scm >> 4 & 0xf, s1 = scm >> 8 & 0xf, m1 = scm >> 12;
 
-		A = s0 * dot4(q, x) + s1 * dot4(q + 4, x + 4);
+		A = s0 * dot4_us(q, x) + s1 * dot4_us(q + 4, x + 4) >> sh;
 		C = -(m0 * xsum4(x) + m1 * xsum4(x + 4));
 	}
 	__device__ __forceinline__ void i8(unsigned *o, float4 &rs, float2 &rm) const
 	{
 		for (int i = 0; i < 8; i++)
-			o[i] = q[i];
+			o[i] = q[i] >> sh;
 		rs = make_float4(fa, fc, (float)(scm & 0xf), (float)(scm >> 8 & 0xf));
 		rm = make_float2(-(float)(scm >> 4 & 0xf), -(float)(scm >> 12));
 	}
