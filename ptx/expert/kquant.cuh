@@ -101,21 +101,16 @@ struct MemS {
 	}
 	template <int N> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
 	{
-		static_assert(N % 2 == 0, "whole 8-byte words");
-		const unsigned lo = (unsigned)(unsigned long long)p & 6;
+		const unsigned lo = (unsigned)(unsigned long long)p & 2;
 		const u8 *a = p - lo;
-		const unsigned sh = (lo & 2) * 8, o = lo >> 2;
-		unsigned v[N + 2];
+		unsigned v[N + 1];
 
 #pragma unroll
-		for (int i = 0; i < N / 2 + 1; i++) {
-			const uint2 t = *(const uint2 *)(a + 8 * i);
-
-			v[2 * i] = t.x, v[2 * i + 1] = t.y;
-		}
+		for (int i = 0; i < N + 1; i++)
+			v[i] = *(const unsigned *)(a + 4 * i);
 #pragma unroll
 		for (int i = 0; i < N; i++)
-			w[i] = __funnelshift_r(o ? v[i + 1] : v[i], o ? v[i + 2] : v[i + 1], sh);
+			w[i] = __funnelshift_r(v[i], v[i + 1], lo * 8);
 	}
 };
 
