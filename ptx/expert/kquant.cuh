@@ -125,12 +125,6 @@ template <class M, int N> static __device__ __forceinline__ void ld_words2(unsig
 	M::template words2<N>(w, p);
 }
 
-/* byte i (0..11) of three words */
-static __device__ __forceinline__ int byte12(unsigned w0, unsigned w1, unsigned w2, int i)
-{
-	return (int)((i < 4 ? w0 : i < 8 ? w1 : w2) >> 8 * (i & 3) & 0xff);
-}
-
 /* sum of 4 words of int8 activations */
 static __device__ __forceinline__ int xsum4(const int *x)
 {
@@ -315,14 +309,17 @@ struct KQ3K {
 	unsigned q[8];
 	int s0, s1;
 	float fa, fc;
-	/* group g's 6-bit scale from sc[12] (three words), minus 32 */
-	__device__ __forceinline__ static int scale(const unsigned *s, int g)
+	/* unit u's two 6-bit scales (groups 2u, 2u + 1; coli_kq_q3_scale) from
+	 * sc[12] as three words, minus 32: the low nibbles are bytes 2u % 8
+	 * and the next of the first two words (the high nibbles from u = 4),
+	 * the top bits the two-bit fields 2 (u / 2) of bytes 2 (u % 2) and the
+	 * next of the third */
+	__device__ __forceinline__ static void scales(const unsigned *s, int u, int &s0, int &s1)
 	{
-		const int lo = g < 8 ? byte12(s[0], s[1], s[2], g) & 0xf
-		                     : byte12(s[0], s[1], s[2], g - 8) >> 4;
-		const int hi = byte12(s[0], s[1], s[2], 8 + g % 4) >> (2 * (g / 4)) & 3;
+		const unsigned lo = (u & 2 ? s[1] : s[0]) >> 16 * (u & 1) >> 4 * (u >> 2) & 0x0f0fu,
+		               hi = s[2] >> 16 * (u & 1) >> 2 * (u >> 1) & 0x0303u, v = lo | hi << 4;
 
-		return (lo | hi << 4) - 32;
+		s0 = (int)(v & 0xff) - 32, s1 = (int)(v >> 8) - 32;
 	}
 	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
 	{
@@ -334,7 +331,7 @@ struct KQ3K {
 		for (int i = 0; i < 8; i++)
 			q[i] = (qs[i] >> 2 * (u & 3) & 0x03030303u) | (hm[i] >> u & 0x01010101u)
 			                                                  << 2;
-		s0 = scale(s, 2 * u), s1 = scale(s, 2 * u + 1);
+		scales(s, u, s0, s1);
 		fa = half_to_float((unsigned short)s[3]), fc = 0.0f;
 	}
 	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
