@@ -49,12 +49,16 @@ typedef unsigned char u8;
  * mod 16 (the GEMV's staged steps, ptx/expert/kquant.cu). The same bytes either
  * way, so the same integers.
  *
- * words2<N>(w, p): N words from a 2-byte aligned address (Q5_0, Q3_K and
- * Q6_K blocks). MemG: N + 1 aligned words and a funnel shift each (half the
- * loads of 16-bit ones, and no divergence between lanes whose blocks start
- * at 0 or 2 mod 4); reads below p + 4 N + 4. MemS: N / 2 + 1
- * aligned 8-byte words (N even), then word o = (p & 4) / 4 of them on and
- * the funnel shift: half the shared-memory loads; reads up to p + 4 N + 8.
+ * words2<N, W8>(w, p): N words from a 2-byte aligned address (Q5_0, Q3_K
+ * and Q6_K blocks). MemG: N + 1 aligned words and a funnel shift each (half
+ * the loads of 16-bit ones, and no divergence between lanes whose blocks
+ * start at 0 or 2 mod 4); reads below p + 4 N + 4. MemS the same, or with
+ * W8 N / 2 + 1 aligned 8-byte words (N even), then word o = (p & 4) / 4 of
+ * them on and the funnel shift (half the shared-memory loads, a select a
+ * word; reads up to p + 4 N + 8). H100, `tests/ptx/dense_kernels --bench
+ * kquant`, 2026-12-07, 235b gate+up as a fraction of copy: the 4-byte form
+ * (with Q3_K's scales by shifts) took q3_k 0.40 -> 0.46 and q5_0 0.70 ->
+ * 0.72, but q6_k 0.76 -> 0.73: Q6_K keeps W8.
  * The aligned address is p less its low bits by pointer arithmetic, so a
  * shared-memory p stays one (ld.shared). */
 struct MemG {
@@ -70,7 +74,7 @@ struct MemG {
 	{
 		return __ldg((const int4 *)p);
 	}
-	template <int N> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
+	template <int N, bool W8> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
 	{
 		const unsigned lo = (unsigned)(unsigned long long)p & 2;
 		const u8 *a = p - lo;
@@ -99,8 +103,26 @@ struct MemS {
 	{
 		return *(const int4 *)p;
 	}
-	template <int N> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
+	template <int N, bool W8> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
 	{
+		if (W8) {
+			static_assert(!W8 || N % 2 == 0, "whole 8-byte words");
+			const unsigned lo = (unsigned)(unsigned long long)p & 6;
+			const u8 *a = p - lo;
+			const unsigned sh = (lo & 2) * 8, o = lo >> 2;
+			unsigned v[N + 2];
+
+#pragma unroll
+			for (int i = 0; i < N / 2 + 1; i++) {
+				const uint2 t = *(const uint2 *)(a + 8 * i);
+
+				v[2 * i] = t.x, v[2 * i + 1] = t.y;
+			}
+#pragma unroll
+			for (int i = 0; i < N; i++)
+				w[i] = __funnelshift_r(o ? v[i + 1] : v[i], o ? v[i + 2] : v[i + 1], sh);
+			return;
+		}
 		const unsigned lo = (unsigned)(unsigned long long)p & 2;
 		const u8 *a = p - lo;
 		unsigned v[N + 1];
@@ -119,10 +141,11 @@ static __device__ __forceinline__ float half_at(const u8 *p)
 	return half_to_float(MemG::u16(p));
 }
 
-/* N words from a 2-byte aligned address p, as M reads them */
-template <class M, int N> static __device__ __forceinline__ void ld_words2(unsigned *w, const u8 *p)
+/* N words from a 2-byte aligned address p, as M reads them (W8: MemS's 8-byte form) */
+template <class M, int N, bool W8 = false>
+static __device__ __forceinline__ void ld_words2(unsigned *w, const u8 *p)
 {
-	M::template words2<N>(w, p);
+	M::template words2<N, W8>(w, p);
 }
 
 /* sum of 4 words of int8 activations */
@@ -488,8 +511,8 @@ struct KQ6K {
 		const unsigned short sw = M::u16(bp + 192 + 2 * u);
 		unsigned ql[8], qh[8];
 
-		ld_words2<M, 8>(ql, bp + h * 64 + (u & 1) * 32);
-		ld_words2<M, 8>(qh, bp + 128 + h * 32);
+		ld_words2<M, 8, true>(ql, bp + h * 64 + (u & 1) * 32);
+		ld_words2<M, 8, true>(qh, bp + 128 + h * 32);
 		for (int i = 0; i < 8; i++)
 			q[i] = (ql[i] >> 4 * (u >> 1 & 1) & 0x0f0f0f0fu) |
 			       (qh[i] >> 2 * (u & 3) & 0x03030303u) << 4;
@@ -538,8 +561,8 @@ struct KQ6KP {
 		const u8 *half = bp + (u >> 2) * 64 + (u & 1) * 32 + h * 16;
 		unsigned ql[4], qh[4];
 
-		ld_words2<M, 4>(ql, half);
-		ld_words2<M, 4>(qh, bp + 128 + (u >> 2) * 32 + h * 16);
+		ld_words2<M, 4, true>(ql, half);
+		ld_words2<M, 4, true>(qh, bp + 128 + (u >> 2) * 32 + h * 16);
 		/* ua's high bits at 2 (ua % 4), u | 2's two bits above them */
 		const unsigned sh = 2 * (ua & 3);
 
