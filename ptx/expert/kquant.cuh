@@ -6,7 +6,7 @@
  *
  * A dtype is a struct with ELEMS and BYTES (its block), MIN (has a min
  * term), HALVES (a unit is two groups of 16 with their own scales: Q2_K,
- * Q3_K, Q6_K), PAIRS (the GEMV's pairs forms, KQ4KP and KQ6KP: the
+ * Q3_K, Q6_K), PAIRS (the GEMV's pairs forms, KQ45KP and KQ6KP: the
  * distance of a lane's partner; 0 for the others),
  * load(row, b, lane) (unit b's weight words and scales into
  * the struct; lane % 8 must be b % 8, the unit's group in its K-quant
@@ -49,12 +49,16 @@ typedef unsigned char u8;
  * mod 16 (the GEMV's staged steps, ptx/expert/kquant.cu). The same bytes either
  * way, so the same integers.
  *
- * words2<N>(w, p): N words from a 2-byte aligned address (Q5_0, Q3_K and
- * Q6_K blocks). MemG: N + 1 aligned words and a funnel shift each (half the
- * loads of 16-bit ones, and no divergence between lanes whose blocks start
- * at 0 or 2 mod 4); reads below p + 4 N + 4. MemS: N / 2 + 1
- * aligned 8-byte words (N even), then word o = (p & 4) / 4 of them on and
- * the funnel shift: half the shared-memory loads; reads up to p + 4 N + 8.
+ * words2<N, W8>(w, p): N words from a 2-byte aligned address (Q5_0, Q3_K
+ * and Q6_K blocks). MemG: N + 1 aligned words and a funnel shift each (half
+ * the loads of 16-bit ones, and no divergence between lanes whose blocks
+ * start at 0 or 2 mod 4); reads below p + 4 N + 4. MemS the same, or with
+ * W8 N / 2 + 1 aligned 8-byte words (N even), then word o = (p & 4) / 4 of
+ * them on and the funnel shift (half the shared-memory loads, a select a
+ * word; reads up to p + 4 N + 8). H100, `tests/ptx/dense_kernels --bench
+ * kquant`, 2026-12-07, 235b gate+up as a fraction of copy: the 4-byte form
+ * (with Q3_K's scales by shifts) took q3_k 0.40 -> 0.46 and q5_0 0.70 ->
+ * 0.72, but q6_k 0.76 -> 0.73: Q6_K keeps W8.
  * The aligned address is p less its low bits by pointer arithmetic, so a
  * shared-memory p stays one (ld.shared). */
 struct MemG {
@@ -70,7 +74,7 @@ struct MemG {
 	{
 		return __ldg((const int4 *)p);
 	}
-	template <int N> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
+	template <int N, bool W8> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
 	{
 		const unsigned lo = (unsigned)(unsigned long long)p & 2;
 		const u8 *a = p - lo;
@@ -99,23 +103,36 @@ struct MemS {
 	{
 		return *(const int4 *)p;
 	}
-	template <int N> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
+	template <int N, bool W8> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
 	{
-		static_assert(N % 2 == 0, "whole 8-byte words");
-		const unsigned lo = (unsigned)(unsigned long long)p & 6;
-		const u8 *a = p - lo;
-		const unsigned sh = (lo & 2) * 8, o = lo >> 2;
-		unsigned v[N + 2];
+		if (W8) {
+			static_assert(!W8 || N % 2 == 0, "whole 8-byte words");
+			const unsigned lo = (unsigned)(unsigned long long)p & 6;
+			const u8 *a = p - lo;
+			const unsigned sh = (lo & 2) * 8, o = lo >> 2;
+			unsigned v[N + 2];
 
 #pragma unroll
-		for (int i = 0; i < N / 2 + 1; i++) {
-			const uint2 t = *(const uint2 *)(a + 8 * i);
+			for (int i = 0; i < N / 2 + 1; i++) {
+				const uint2 t = *(const uint2 *)(a + 8 * i);
 
-			v[2 * i] = t.x, v[2 * i + 1] = t.y;
+				v[2 * i] = t.x, v[2 * i + 1] = t.y;
+			}
+#pragma unroll
+			for (int i = 0; i < N; i++)
+				w[i] = __funnelshift_r(o ? v[i + 1] : v[i], o ? v[i + 2] : v[i + 1], sh);
+			return;
 		}
+		const unsigned lo = (unsigned)(unsigned long long)p & 2;
+		const u8 *a = p - lo;
+		unsigned v[N + 1];
+
+#pragma unroll
+		for (int i = 0; i < N + 1; i++)
+			v[i] = *(const unsigned *)(a + 4 * i);
 #pragma unroll
 		for (int i = 0; i < N; i++)
-			w[i] = __funnelshift_r(o ? v[i + 1] : v[i], o ? v[i + 2] : v[i + 1], sh);
+			w[i] = __funnelshift_r(v[i], v[i + 1], lo * 8);
 	}
 };
 
@@ -124,16 +141,11 @@ static __device__ __forceinline__ float half_at(const u8 *p)
 	return half_to_float(MemG::u16(p));
 }
 
-/* N words from a 2-byte aligned address p, as M reads them */
-template <class M, int N> static __device__ __forceinline__ void ld_words2(unsigned *w, const u8 *p)
+/* N words from a 2-byte aligned address p, as M reads them (W8: MemS's 8-byte form) */
+template <class M, int N, bool W8 = false>
+static __device__ __forceinline__ void ld_words2(unsigned *w, const u8 *p)
 {
-	M::template words2<N>(w, p);
-}
-
-/* byte i (0..11) of three words */
-static __device__ __forceinline__ int byte12(unsigned w0, unsigned w1, unsigned w2, int i)
-{
-	return (int)((i < 4 ? w0 : i < 8 ? w1 : w2) >> 8 * (i & 3) & 0xff);
+	M::template words2<N, W8>(w, p);
 }
 
 /* sum of 4 words of int8 activations */
@@ -273,17 +285,22 @@ template <int ONE> struct KQ5 {
 };
 
 /* ---- Q2_K (84 B / 256): sc[16] (scale low, min high nibble), qs[64], d,
- * dmin; unit u = groups 2u, 2u + 1 of 16; q at qs[u / 4 * 32 + l] >> 2 (u % 4) ---- */
+ * dmin; unit u = groups 2u, 2u + 1 of 16; q at qs[u / 4 * 32 + l] >> 2 (u % 4).
+ * The quants are kept in place, 4^(u % 4) q (at most 192: unsigned bytes),
+ * and the dots' scaled sum shifted back by 2 (u % 4) bits: exact, as the sum
+ * is a multiple of 4^(u % 4); a mask a word instead of a shift and a mask ---- */
 struct KQ2K {
 	enum { ELEMS = 256, BYTES = 84, MIN = 1, UNROLL = KQ_U1, HALVES = 1, PAIRS = 0 };
 	unsigned q[8], scm;
+	int sh;
 	float fa, fc;
 	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
 	{
 		const unsigned dd = M::u32(bp + 80);
 
+		sh = 2 * (u & 3);
 		for (int i = 0; i < 8; i++)
-			q[i] = M::u32(bp + 16 + (u >> 2) * 32 + 4 * i) >> 2 * (u & 3) & 0x03030303u;
+			q[i] = M::u32(bp + 16 + (u >> 2) * 32 + 4 * i) & 0x03030303u << sh;
 		scm = M::u32(bp + (u >> 1) * 4) >> 16 * (u & 1) & 0xffff;
 		fa = half_to_float((unsigned short)dd),
 		fc = half_to_float((unsigned short)(dd >> 16));
@@ -296,13 +313,13 @@ struct KQ2K {
 	{
 		const int s0 = scm & 0xf, m0 = scm >> 4 & 0xf, s1 = scm >> 8 & 0xf, m1 = scm >> 12;
 
-		A = s0 * dot4(q, x) + s1 * dot4(q + 4, x + 4);
+		A = s0 * dot4_us(q, x) + s1 * dot4_us(q + 4, x + 4) >> sh;
 		C = -(m0 * xsum4(x) + m1 * xsum4(x + 4));
 	}
 	__device__ __forceinline__ void i8(unsigned *o, float4 &rs, float2 &rm) const
 	{
 		for (int i = 0; i < 8; i++)
-			o[i] = q[i];
+			o[i] = q[i] >> sh;
 		rs = make_float4(fa, fc, (float)(scm & 0xf), (float)(scm >> 8 & 0xf));
 		rm = make_float2(-(float)(scm >> 4 & 0xf), -(float)(scm >> 12));
 	}
@@ -315,14 +332,17 @@ struct KQ3K {
 	unsigned q[8];
 	int s0, s1;
 	float fa, fc;
-	/* group g's 6-bit scale from sc[12] (three words), minus 32 */
-	__device__ __forceinline__ static int scale(const unsigned *s, int g)
+	/* unit u's two 6-bit scales (groups 2u, 2u + 1; coli_kq_q3_scale) from
+	 * sc[12] as three words, minus 32: the low nibbles are bytes 2u % 8
+	 * and the next of the first two words (the high nibbles from u = 4),
+	 * the top bits the two-bit fields 2 (u / 2) of bytes 2 (u % 2) and the
+	 * next of the third */
+	__device__ __forceinline__ static void scales(const unsigned *s, int u, int &s0, int &s1)
 	{
-		const int lo = g < 8 ? byte12(s[0], s[1], s[2], g) & 0xf
-		                     : byte12(s[0], s[1], s[2], g - 8) >> 4;
-		const int hi = byte12(s[0], s[1], s[2], 8 + g % 4) >> (2 * (g / 4)) & 3;
+		const unsigned lo = (u & 2 ? s[1] : s[0]) >> 16 * (u & 1) >> 4 * (u >> 2) & 0x0f0fu,
+		               hi = s[2] >> 16 * (u & 1) >> 2 * (u >> 1) & 0x0303u, v = lo | hi << 4;
 
-		return (lo | hi << 4) - 32;
+		s0 = (int)(v & 0xff) - 32, s1 = (int)(v >> 8) - 32;
 	}
 	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
 	{
@@ -334,7 +354,7 @@ struct KQ3K {
 		for (int i = 0; i < 8; i++)
 			q[i] = (qs[i] >> 2 * (u & 3) & 0x03030303u) | (hm[i] >> u & 0x01010101u)
 			                                                  << 2;
-		s0 = scale(s, 2 * u), s1 = scale(s, 2 * u + 1);
+		scales(s, u, s0, s1);
 		fa = half_to_float((unsigned short)s[3]), fc = 0.0f;
 	}
 	__device__ __forceinline__ void load(const u8 *row, int b, int lane)
@@ -421,39 +441,56 @@ template <int FIVE> struct KQ45K {
 	}
 };
 
-/* ---- Q4_K in pairs (the GEMV only): lanes 2k and 2k + 1 hold groups 2k and
- * 2k + 1 of a block, whose quants share the 32 bytes qs[k * 32 ..] (group
- * 2k the low nibbles). Lane 2k + h reads half h of those bytes (16 B, not
- * the whole 32 as KQ45K) and takes both nibbles: the low ones against
- * elements 16h.. of group 2k's activations, the high ones (kept as 16 q,
- * the dot shifted back: exact) against those of group 2k + 1. Each lane
- * keeps the partial dot of its own group and sends the other to its
- * partner (one shfl_xor), so each ends with its group's whole dot: the
- * same integer, so the same A and C as KQ45K. ints() shuffles: every lane
- * of the warp must call it together (RowKS runs PAIRS types warp-wide). The
- * activations are x[0..3] elements 16h.. of group 2k and x[4..7] those
- * of group 2k + 1 (kq_act). ---- */
-struct KQ4KP {
-	enum { ELEMS = 256, BYTES = 144, MIN = 1, HALVES = 0, PAIRS = 1 };
-	unsigned q[4];
-	int sc, m, odd;
+/* ---- Q4_K and Q5_K in pairs (the GEMV only): lanes 2k and 2k + 1 hold
+ * groups 2k and 2k + 1 of a block, whose quants share the 32 bytes
+ * qs[k * 32 ..] (group 2k the low nibbles; Q5_K's fifth bits are bits 2k
+ * and 2k + 1 of the same qh[32]). Lane 2k + h reads half h of those bytes
+ * (16 B of qs and, for Q5_K, 16 of qh, where KQ45K reads 32 and 32) and
+ * forms both groups' elements 16h..16h + 15: the low ones against group
+ * 2k's activations, the high ones against group 2k + 1's (Q4_K's kept as
+ * 16 q, the dot shifted back: exact). Each lane keeps the partial dot of
+ * its own group and sends the other to its partner (one shfl_xor), so each
+ * ends with its group's whole dot: the same integer, so the same A and C as
+ * KQ45K. ints() shuffles: every lane of the warp must call it together
+ * (RowKS runs PAIRS types warp-wide). The activations are x[0..3] elements
+ * 16h.. of group 2k and x[4..7] those of group 2k + 1 (kq_act). ---- */
+template <int FIVE> struct KQ45KP {
+	enum { ELEMS = 256, BYTES = FIVE ? 176 : 144, MIN = 1, HALVES = 0, PAIRS = 1 };
+	unsigned q[4], qh[FIVE ? 4 : 1];
+	int sc, m, g;
 	float fa, fc;
-	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int g)
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int gi)
 	{
-		const int4 qv = M::v4(bp + 16 + (g >> 1) * 32 + (g & 1) * 16), hd = M::v4(bp);
+		const int h = gi & 1;
+		const int4 qv = M::v4(bp + (FIVE ? 48 : 16) + (gi >> 1) * 32 + h * 16),
+		           hd = M::v4(bp);
 		q[0] = (unsigned)qv.x, q[1] = (unsigned)qv.y, q[2] = (unsigned)qv.z,
 		q[3] = (unsigned)qv.w;
-		odd = g & 1;
-		kq45_header(hd, g, sc, m, fa, fc);
+		if (FIVE) {
+			const int4 hv = M::v4(bp + 16 + h * 16);
+			qh[0] = (unsigned)hv.x, qh[FIVE] = (unsigned)hv.y,
+			qh[2 * FIVE] = (unsigned)hv.z, qh[3 * FIVE] = (unsigned)hv.w;
+		}
+		g = gi;
+		kq45_header(hd, gi, sc, m, fa, fc);
 	}
 	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
 	{
+		const int e = g & ~1; /* the pair's even group: fifth bits e, e + 1 */
 		unsigned lo[4], hi[4];
+		int pl, ph;
 
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 4; i++) {
 			lo[i] = q[i] & 0x0f0f0f0fu, hi[i] = q[i] & 0xf0f0f0f0u;
-		const int pl = dot4(lo, x), ph = dot4_us(hi, x + 4) >> 4;
-		const int mine = odd ? ph : pl, theirs = odd ? pl : ph;
+			if (FIVE) {
+				lo[i] |= (qh[FIVE * i] >> e & 0x01010101u) << 4;
+				hi[i] = hi[i] >> 4 | (qh[FIVE * i] >> (e + 1) & 0x01010101u) << 4;
+			}
+		}
+		pl = dot4(lo, x);
+		/* Q4_K's high nibbles as 16 q (bytes up to 240: the unsigned dp4a) */
+		ph = FIVE ? dot4(hi, x + 4) : dot4_us(hi, x + 4) >> 4;
+		const int mine = g & 1 ? ph : pl, theirs = g & 1 ? pl : ph;
 
 		A = sc * (mine + __shfl_xor_sync(0xffffffffu, theirs, 1));
 		C = -m * xs;
@@ -474,8 +511,8 @@ struct KQ6K {
 		const unsigned short sw = M::u16(bp + 192 + 2 * u);
 		unsigned ql[8], qh[8];
 
-		ld_words2<M, 8>(ql, bp + h * 64 + (u & 1) * 32);
-		ld_words2<M, 8>(qh, bp + 128 + h * 32);
+		ld_words2<M, 8, true>(ql, bp + h * 64 + (u & 1) * 32);
+		ld_words2<M, 8, true>(qh, bp + 128 + h * 32);
 		for (int i = 0; i < 8; i++)
 			q[i] = (ql[i] >> 4 * (u >> 1 & 1) & 0x0f0f0f0fu) |
 			       (qh[i] >> 2 * (u & 3) & 0x03030303u) << 4;
@@ -524,8 +561,8 @@ struct KQ6KP {
 		const u8 *half = bp + (u >> 2) * 64 + (u & 1) * 32 + h * 16;
 		unsigned ql[4], qh[4];
 
-		ld_words2<M, 4>(ql, half);
-		ld_words2<M, 4>(qh, bp + 128 + (u >> 2) * 32 + h * 16);
+		ld_words2<M, 4, true>(ql, half);
+		ld_words2<M, 4, true>(qh, bp + 128 + (u >> 2) * 32 + h * 16);
 		/* ua's high bits at 2 (ua % 4), u | 2's two bits above them */
 		const unsigned sh = 2 * (ua & 3);
 
