@@ -161,7 +161,6 @@ KQ_INLINE void kq_q6k_dot32_block(const uint8_t *bp, const struct coli_act *x, c
 KQ_INLINE void kq_q2k_zmm_block(const uint8_t *bp, const struct coli_act *x, const int16_t *x16,
                                 int i, __m256 *acc)
 {
-	const __m512i m3 = _mm512_set1_epi8(3);
 	/* group g of the folded sums sits at 4 (g % 4) + g / 4 */
 	const __m512i order =
 	    _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
@@ -181,11 +180,10 @@ KQ_INLINE void kq_q2k_zmm_block(const uint8_t *bp, const struct coli_act *x, con
 
 #pragma GCC unroll 2
 		for (int k = 0; k < 2; k++) { /* units 4h + 2k, 4h + 2k + 1 */
+			/* the fields in place, 4^(unit % 4) times the quant */
 			const __m512i q = _mm512_and_si512(
-			    _mm512_srlv_epi64(Q, _mm512_setr_epi64(4 * k, 4 * k, 4 * k, 4 * k,
-			                                           4 * k + 2, 4 * k + 2, 4 * k + 2,
-			                                           4 * k + 2)),
-			    m3);
+			    Q, _mm512_mask_blend_epi64(0xf0, _mm512_set1_epi8((char)(3 << 4 * k)),
+			                               _mm512_set1_epi8((char)(12 << 4 * k))));
 
 			z[2 * h + k] = _mm512_dpbusd_epi32(
 			    _mm512_setzero_si512(), q,
@@ -198,7 +196,10 @@ KQ_INLINE void kq_q2k_zmm_block(const uint8_t *bp, const struct coli_act *x, con
 	                                     _mm512_unpackhi_epi32(z[2], z[3]));
 	const __m512i g = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23),
 	                                   _mm512_unpackhi_epi64(s01, s23));
-	const __m512i G = _mm512_mullo_epi32(_mm512_permutexvar_epi32(order, g), sc);
+	const __m512i G = _mm512_mullo_epi32(
+	    _mm512_srav_epi32(_mm512_permutexvar_epi32(order, g),
+	                      _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6)),
+	    sc);
 	const __m256i A = _mm256_add_epi32(_mm512_castsi512_si256(G), _mm512_extracti64x4_epi64(G, 1));
 	/* the min term as kq_q2k_block's */
 	const __m256i M = _mm256_madd_epi16(_mm256_cvtepu8_epi16(m16), kq_load(x16 + 16 * i));
