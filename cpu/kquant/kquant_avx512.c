@@ -19,6 +19,7 @@
 #define DOTACC(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
 #define KQ_Q4K_PAIRS /* Q4_K below the panels: two units a vector (kquant_vnni.h) */
 #define KQ_Q6K_DOT32 /* Q6_K at one activation: units into int32 (kquant_vnni.h) */
+#define KQ_Q2K_ZMM   /* Q2_K at one activation: two units a 512-bit vector (kquant_vnni.h) */
 #include "cpu/kquant/kquant_simd.h"
 
 int coli_kq_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,

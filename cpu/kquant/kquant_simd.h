@@ -457,7 +457,7 @@ KQ_INLINE void kq_prefetch(const uint8_t *p, size_t n)
 		__builtin_prefetch(p + KQ_PREFETCH + o, 0, 3);
 }
 
-#if defined(KQ_Q4K_PAIRS) || defined(KQ_Q6K_DOT32)
+#if defined(KQ_Q4K_PAIRS) || defined(KQ_Q6K_DOT32) || defined(KQ_Q2K_ZMM)
 #include "cpu/kquant/kquant_vnni.h"
 #endif
 
@@ -480,6 +480,12 @@ KQ_INLINE void kq_block(enum coli_dtype t, const uint8_t *row, const struct coli
 	} else if (t == COLI_DTYPE_Q3_K) {
 		kq_q3k_block(bp, x, x16, ns, i, acc);
 	} else if (t == COLI_DTYPE_Q2_K) {
+#ifdef KQ_Q2K_ZMM
+		if (ns == 1) {
+			kq_q2k_zmm_block(bp, x[0], x16[0], i, acc);
+			return;
+		}
+#endif
 		kq_q2k_block(bp, x, x16, ns, i, acc);
 	} else {
 #ifdef KQ_Q4K_PAIRS

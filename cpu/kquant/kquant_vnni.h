@@ -143,3 +143,69 @@ KQ_INLINE void kq_q6k_dot32_block(const uint8_t *bp, const struct coli_act *x, c
 }
 #endif
 
+
+#ifdef KQ_Q2K_ZMM
+/* Q2_K at S = 1 on 512-bit vectors: units u and u + 1 (u even) in one
+ * register, their 32 shared quant bytes broadcast to both halves and
+ * shifted by [2k | 2k + 2] (vpsrlvq), one vpdpbusd against the two units'
+ * 64 contiguous activation bytes: [group 2u | 2u + 1 | 2u + 2 | 2u + 3], four
+ * int32 partials each. kq_q2k_block takes a vpmaddubsw a unit (256 bits)
+ * and a vphaddw tree: three-uop shuffles where this form's reduction is
+ * one-uop unpacks. The four registers of a block (64 partials) fold into
+ * the sixteen group sums by two levels of unpack and add (lane L of the
+ * result: groups L, 4 + L, 8 + L, 12 + L), one vpermd puts the even groups
+ * in the low half and the odd ones in the high, each times its scale
+ * (vpmulld, the scales in the same order), the halves added: lane u = s(2u)
+ * G(2u) + s(2u + 1) G(2u + 1), kq_q2k_block's A. The min term and the fp32
+ * steps are its own. */
+KQ_INLINE void kq_q2k_zmm_block(const uint8_t *bp, const struct coli_act *x, const int16_t *x16,
+                                int i, __m256 *acc)
+{
+	/* group g of the folded sums sits at 4 (g % 4) + g / 4 */
+	const __m512i order =
+	    _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+	const __m128i raw = _mm_loadu_si128((const __m128i *)bp), n4 = _mm_set1_epi8(0x0f);
+	const __m128i s16 = _mm_and_si128(raw, n4),
+	              m16 = _mm_and_si128(_mm_srli_epi16(raw, 4), n4);
+	const __m512i sc = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(
+	    s16, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
+	const __m256 dd = kq_halves2(bp + 80); /* d, dmin */
+	const __m256 d = _mm256_permute_ps(dd, 0x00), dmin = _mm256_permute_ps(dd, 0x55);
+	const int8_t *xq = x->q + 256 * i;
+	__m512i z[4];
+
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		const __m512i Q = _mm512_broadcast_i64x4(kq_load(bp + 16 + 32 * h));
+
+#pragma GCC unroll 2
+		for (int k = 0; k < 2; k++) { /* units 4h + 2k, 4h + 2k + 1 */
+			/* the fields in place, 4^(unit % 4) times the quant */
+			const __m512i q = _mm512_and_si512(
+			    Q, _mm512_mask_blend_epi64(0xf0, _mm512_set1_epi8((char)(3 << 4 * k)),
+			                               _mm512_set1_epi8((char)(12 << 4 * k))));
+
+			z[2 * h + k] = _mm512_dpbusd_epi32(
+			    _mm512_setzero_si512(), q,
+			    _mm512_loadu_si512((const void *)(xq + 32 * (4 * h + 2 * k))));
+		}
+	}
+	const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]),
+	                                     _mm512_unpackhi_epi32(z[0], z[1])),
+	              s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]),
+	                                     _mm512_unpackhi_epi32(z[2], z[3]));
+	const __m512i g = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23),
+	                                   _mm512_unpackhi_epi64(s01, s23));
+	const __m512i G = _mm512_mullo_epi32(
+	    _mm512_srav_epi32(_mm512_permutexvar_epi32(order, g),
+	                      _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6)),
+	    sc);
+	const __m256i A = _mm256_add_epi32(_mm512_castsi512_si256(G), _mm512_extracti64x4_epi64(G, 1));
+	/* the min term as kq_q2k_block's */
+	const __m256i M = _mm256_madd_epi16(_mm256_cvtepu8_epi16(m16), kq_load(x16 + 16 * i));
+	const __m256 dxv = _mm256_loadu_ps(x->d + 8 * i);
+
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), *acc);
+	*acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dmin, dxv), *acc);
+}
+#endif
