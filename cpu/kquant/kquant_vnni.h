@@ -1,10 +1,11 @@
 /*
- * cpu/kquant/kquant_vnni.h — two block forms of their own for AVX-512 VNNI
+ * cpu/kquant/kquant_vnni.h — block forms of their own for AVX-512 VNNI
  * (included by cpu/kquant/kquant_simd.h where cpu/kquant/kquant_avx512.c
  * asks for them; kq_block takes them): Q4_K two units to a vector, against
- * the activation rearranged once a call, and Q6_K's units into int32 at
- * S = 1. The integers are the generic blocks', so the bits are; the
- * activation's preparation (kq_prepare) is the caller's.
+ * the activation rearranged once a call, Q6_K's units into int32 at S = 1,
+ * and Q2_K at S = 1 on 512-bit vectors. The integers are the generic
+ * blocks', so the bits are; the activation's preparation (kq_prepare) is
+ * the caller's.
  */
 #ifdef KQ_Q4K_PAIRS
 /* Q4_K below the panels (a decode step, coli_gemv, and batches of up to
