@@ -73,6 +73,10 @@ static int has_amx(void)
  * the AVX-512 kernels. */
 static int g_int8_avx2 = -1;
 
+/* The Xeon's Q8_0 batches from this many activations on take AVX-512's kernels
+ * (S = 4: 3.90 ms on AVX2, 3.59 on AVX-512, above) */
+#define XEON_Q8_AVX512_FROM_S 4
+
 static int int8_avx2_detect(void)
 {
 	unsigned a = 0, b, c = 0, d, fam;
@@ -118,7 +122,7 @@ static int int8_on_avx2(const struct coli_mat *w, int S)
 		return (w->dtype == COLI_DTYPE_Q8_0 && S < COLI_PANEL_MIN_S_Q8_0) ||
 		       (w->dtype == COLI_DTYPE_Q4_0 && S < COLI_PANEL_MIN_S_Q4_0);
 	case COLI_INT8_AVX2_XEON:
-		return (w->dtype == COLI_DTYPE_Q8_0 && S < 4) ||
+		return (w->dtype == COLI_DTYPE_Q8_0 && S < XEON_Q8_AVX512_FROM_S) ||
 		       (w->dtype == COLI_DTYPE_Q4_0 && S < COLI_PANEL_MIN_S_Q4_0);
 	default:
 		return 0;
