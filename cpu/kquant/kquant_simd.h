@@ -29,11 +29,12 @@
  * Q5_0's 16 * qsum is subtracted from its unit sums. A 32-block type's last 1-7 blocks (K not a
  * multiple of 256) take the reference's steps on the stored lanes.
  *
- * On VNNI kq_block takes two block forms of their own (cpu/kquant/kquant_vnni.h),
+ * On VNNI kq_block takes three block forms of their own (cpu/kquant/kquant_vnni.h),
  * the same integers: Q4_K two units to a vector (kq_q4k_pairs_block, up to
  * KQ_NS activations a pass) and, at one activation, Q6_K's units into
- * int32 without the int16 tree's per-unit offset (kq_q6k_dot32_block),
- * each from the activation's preparation a call makes once (kq_prep).
+ * int32 without the int16 tree's per-unit offset (kq_q6k_dot32_block) and
+ * Q2_K two units to a 512-bit vector (kq_q2k_zmm_block), each from the
+ * activation's preparation a call makes once (kq_prep).
  *
  * coli_gemm (S > 1) runs each row against four activations at a time, then
  * two, then one: the weights unpacked and the scales decoded once, the dots
