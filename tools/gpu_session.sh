@@ -53,8 +53,9 @@
 #                                      binaries or more: the block types'
 #                                      expert GEMV (`--bench kquant`, the
 #                                      235b tables' fraction of copy),
-#                                      alternating twice, a row per dtype
-#                                      and table with each binary's rounds
+#                                      alternating ROUNDS (default 2) times,
+#                                      a row per dtype and table with each
+#                                      binary's rounds
 #   Wherever a binary is named, VAR=VALUE@BINARY runs BINARY with VAR set
 #   (a switch against the same build: COLI_DEV_PREPLAN=0@DIR/coli).
 #   tools/gpu_session.sh kernels COLI [M] [N]
@@ -322,7 +323,13 @@ kquant)
 	for t in "$@"; do bins="$bins $(env_arm "$t")"; done
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	for t in $bins $bins; do
+	rounds=
+	r=0
+	while [ $r -lt "${ROUNDS:-2}" ]; do
+		r=$((r + 1))
+		rounds="$rounds $bins"
+	done
+	for t in $rounds; do
 		"$t" --bench kquant >"$tmp/run" 2>&1 || { cat "$tmp/run"; exit 1; }
 		grep -m1 'device-to-device copy' "$tmp/run" | sed "s|^|$t: |" >&2
 		sed -n "s#^  235b \(gate+up\|down\), top-8 *\([a-z0-9_]*\) .* \([0-9.]*\) of copy.*#\2 \1 $t \3#p" \
