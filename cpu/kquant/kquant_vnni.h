@@ -201,7 +201,8 @@ KQ_INLINE void kq_q2k_zmm_block(const uint8_t *bp, const struct coli_act *x, con
 	    _mm512_srav_epi32(_mm512_permutexvar_epi32(order, g),
 	                      _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6)),
 	    sc);
-	const __m256i A = _mm256_add_epi32(_mm512_castsi512_si256(G), _mm512_extracti64x4_epi64(G, 1));
+	const __m256i A =
+	    _mm256_add_epi32(_mm512_castsi512_si256(G), _mm512_extracti64x4_epi64(G, 1));
 	/* the min term as kq_q2k_block's */
 	const __m256i M = _mm256_madd_epi16(_mm256_cvtepu8_epi16(m16), kq_load(x16 + 16 * i));
 	const __m256 dxv = _mm256_loadu_ps(x->d + 8 * i);

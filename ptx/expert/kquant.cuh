@@ -74,7 +74,8 @@ struct MemG {
 	{
 		return __ldg((const int4 *)p);
 	}
-	template <int N, bool W8> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
+	template <int N, bool W8>
+	static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
 	{
 		const unsigned lo = (unsigned)(unsigned long long)p & 2;
 		const u8 *a = p - lo;
@@ -103,7 +104,8 @@ struct MemS {
 	{
 		return *(const int4 *)p;
 	}
-	template <int N, bool W8> static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
+	template <int N, bool W8>
+	static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
 	{
 		if (W8) {
 			static_assert(!W8 || N % 2 == 0, "whole 8-byte words");
@@ -120,7 +122,8 @@ struct MemS {
 			}
 #pragma unroll
 			for (int i = 0; i < N; i++)
-				w[i] = __funnelshift_r(o ? v[i + 1] : v[i], o ? v[i + 2] : v[i + 1], sh);
+				w[i] = __funnelshift_r(o ? v[i + 1] : v[i], o ? v[i + 2] : v[i + 1],
+				                       sh);
 			return;
 		}
 		const unsigned lo = (unsigned)(unsigned long long)p & 2;
@@ -340,7 +343,8 @@ struct KQ3K {
 	__device__ __forceinline__ static void scales(const unsigned *s, int u, int &s0, int &s1)
 	{
 		const unsigned lo = (u & 2 ? s[1] : s[0]) >> 16 * (u & 1) >> 4 * (u >> 2) & 0x0f0fu,
-		               hi = s[2] >> 16 * (u & 1) >> 2 * (u >> 1) & 0x0303u, v = lo | hi << 4;
+		               hi = s[2] >> 16 * (u & 1) >> 2 * (u >> 1) & 0x0303u,
+		               v = lo | hi << 4;
 
 		s0 = (int)(v & 0xff) - 32, s1 = (int)(v >> 8) - 32;
 	}
