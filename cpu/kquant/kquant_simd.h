@@ -358,6 +358,40 @@ KQ_INLINE void kq_q3k_block(const uint8_t *bp, const struct coli_act *const *x,
 	}
 }
 
+/* A Q2_K block's header: its 16 scales and mins (the nibbles of sc[16],
+ * 0..15: int8 too), the mins widened to int16, and d and dmin broadcast */
+struct kq_q2k_head {
+	__m128i s16, m16;
+	__m256i m16w;
+	__m256 d, dmin;
+};
+
+KQ_INLINE struct kq_q2k_head kq_q2k_header(const uint8_t *bp)
+{
+	const __m128i raw = _mm_loadu_si128((const __m128i *)bp), n4 = _mm_set1_epi8(0x0f);
+	const __m256 dd = kq_halves2(bp + 80); /* d, dmin */
+	struct kq_q2k_head hd;
+
+	hd.s16 = _mm_and_si128(raw, n4);
+	hd.m16 = _mm_and_si128(_mm_srli_epi16(raw, 4), n4);
+	hd.m16w = _mm256_cvtepu8_epi16(hd.m16);
+	hd.d = _mm256_permute_ps(dd, 0x00), hd.dmin = _mm256_permute_ps(dd, 0x55);
+	return hd;
+}
+
+/* A Q2_K block's fp32 steps into acc from its units' scaled sums A: M, lane
+ * u of vpmaddwd, is unit u's two groups' activation sums (kq_sums16 at x16)
+ * times their mins; the min term C = -M, by fnmadd (as Q4_K's) */
+KQ_INLINE __m256 kq_q2k_steps(const struct kq_q2k_head *hd, __m256i A, const int16_t *x16,
+                              const float *dx, __m256 acc)
+{
+	const __m256 dxv = _mm256_loadu_ps(dx);
+	const __m256i M = _mm256_madd_epi16(hd->m16w, kq_load(x16));
+
+	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(hd->d, dxv), acc);
+	return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(hd->dmin, dxv), acc);
+}
+
 /* One Q2_K block: unit u's two-bit quants as Q3_K's low bits (qs at 16),
  * scale and min the nibbles of sc[2u], sc[2u+1]; A = sum s * q * x, C = -sum
  * m * x (the dot of ones with x: pairs of x a lane). */
@@ -365,11 +399,7 @@ KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x,
                             const int16_t *const *x16, int ns, int i, __m256 *acc)
 {
 	const __m256i m3 = _mm256_set1_epi8(3);
-	const __m128i raw = _mm_loadu_si128((const __m128i *)bp), n4 = _mm_set1_epi8(0x0f);
-	const __m128i s16 = _mm_and_si128(raw, n4),
-	              m16 = _mm_and_si128(_mm_srli_epi16(raw, 4), n4); /* 0..15: int8 too */
-	const __m256 dd = kq_halves2(bp + 80); /* d, dmin */
-	const __m256 d = _mm256_permute_ps(dd, 0x00), dmin = _mm256_permute_ps(dd, 0x55);
+	const struct kq_q2k_head hd = kq_q2k_header(bp);
 	__m256i v[KQ_NS][8];
 
 #pragma GCC unroll 2
@@ -388,20 +418,11 @@ KQ_INLINE void kq_q2k_block(const uint8_t *bp, const struct coli_act *const *x,
 				    _mm256_maddubs_epi16(q, kq_load(x[s]->q + 256 * i + 32 * u)));
 		}
 	}
-	const __m256i m16w = _mm256_cvtepu8_epi16(m16);
 
 #pragma GCC unroll 4
-	for (int s = 0; s < ns; s++) {
-		const __m256 dxv = _mm256_loadu_ps(x[s]->d + 8 * i);
-		/* M: lane u of vpmaddwd is unit u's two groups' sums (kq_sums16)
-		 * times their mins; the min term C = -M, by fnmadd (as Q4_K's) */
-		const __m256i M = _mm256_madd_epi16(m16w, kq_load(x16[s] + 16 * i));
-
-		acc[s] =
-		    _mm256_fmadd_ps(_mm256_cvtepi32_ps(KQ_UNITS(v[s], KQ_SP03(s16), KQ_SP47(s16))),
-		                    _mm256_mul_ps(d, dxv), acc[s]);
-		acc[s] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dmin, dxv), acc[s]);
-	}
+	for (int s = 0; s < ns; s++)
+		acc[s] = kq_q2k_steps(&hd, KQ_UNITS(v[s], KQ_SP03(hd.s16), KQ_SP47(hd.s16)),
+		                      x16[s] + 16 * i, x[s]->d + 8 * i, acc[s]);
 }
 
 /* The activation's sums of 16: out[g] = sum of xq over elements 16g ..

@@ -147,31 +147,29 @@ KQ_INLINE void kq_q6k_dot32_block(const uint8_t *bp, const struct coli_act *x, c
 
 #ifdef KQ_Q2K_ZMM
 /* Q2_K at S = 1 on 512-bit vectors: units u and u + 1 (u even) in one
- * register, their 32 shared quant bytes broadcast to both halves and
- * shifted by [2k | 2k + 2] (vpsrlvq), one vpdpbusd against the two units'
+ * register, their 32 shared quant bytes broadcast to both halves and the
+ * fields masked in place ([3 << 4k | 12 << 4k] a byte, u = 4h + 2k: 4^(unit % 4) times
+ * the quant, at most 192, unsigned), one vpdpbusd against the two units'
  * 64 contiguous activation bytes: [group 2u | 2u + 1 | 2u + 2 | 2u + 3], four
  * int32 partials each. kq_q2k_block takes a vpmaddubsw a unit (256 bits)
  * and a vphaddw tree: three-uop shuffles where this form's reduction is
  * one-uop unpacks. The four registers of a block (64 partials) fold into
  * the sixteen group sums by two levels of unpack and add (lane L of the
  * result: groups L, 4 + L, 8 + L, 12 + L), one vpermd puts the even groups
- * in the low half and the odd ones in the high, each times its scale
- * (vpmulld, the scales in the same order), the halves added: lane u = s(2u)
- * G(2u) + s(2u + 1) G(2u + 1), kq_q2k_block's A. The min term and the fp32
- * steps are its own. */
+ * in the low half and the odd ones in the high, a vpsravd takes each back
+ * by its 4^(unit % 4) (exact: the sums are multiples of it), each times its
+ * scale (vpmulld, the scales in the same order), the halves added: lane u =
+ * s(2u) G(2u) + s(2u + 1) G(2u + 1), kq_q2k_block's A. The header and the
+ * fp32 steps are kq_q2k_block's (kq_q2k_header, kq_q2k_steps). */
 KQ_INLINE void kq_q2k_zmm_block(const uint8_t *bp, const struct coli_act *x, const int16_t *x16,
                                 int i, __m256 *acc)
 {
 	/* group g of the folded sums sits at 4 (g % 4) + g / 4 */
 	const __m512i order =
 	    _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-	const __m128i raw = _mm_loadu_si128((const __m128i *)bp), n4 = _mm_set1_epi8(0x0f);
-	const __m128i s16 = _mm_and_si128(raw, n4),
-	              m16 = _mm_and_si128(_mm_srli_epi16(raw, 4), n4);
+	const struct kq_q2k_head hd = kq_q2k_header(bp);
 	const __m512i sc = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(
-	    s16, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
-	const __m256 dd = kq_halves2(bp + 80); /* d, dmin */
-	const __m256 d = _mm256_permute_ps(dd, 0x00), dmin = _mm256_permute_ps(dd, 0x55);
+	    hd.s16, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
 	const int8_t *xq = x->q + 256 * i;
 	__m512i z[4];
 
@@ -203,11 +201,7 @@ KQ_INLINE void kq_q2k_zmm_block(const uint8_t *bp, const struct coli_act *x, con
 	    sc);
 	const __m256i A =
 	    _mm256_add_epi32(_mm512_castsi512_si256(G), _mm512_extracti64x4_epi64(G, 1));
-	/* the min term as kq_q2k_block's */
-	const __m256i M = _mm256_madd_epi16(_mm256_cvtepu8_epi16(m16), kq_load(x16 + 16 * i));
-	const __m256 dxv = _mm256_loadu_ps(x->d + 8 * i);
 
-	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(d, dxv), *acc);
-	*acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dmin, dxv), *acc);
+	*acc = kq_q2k_steps(&hd, A, x16 + 16 * i, x->d + 8 * i, *acc);
 }
 #endif

@@ -107,8 +107,8 @@ struct MemS {
 	template <int N, bool W8>
 	static __device__ __forceinline__ void words2(unsigned *w, const u8 *p)
 	{
+		static_assert(!W8 || N % 2 == 0, "whole 8-byte words");
 		if (W8) {
-			static_assert(!W8 || N % 2 == 0, "whole 8-byte words");
 			const unsigned lo = (unsigned)(unsigned long long)p & 6;
 			const u8 *a = p - lo;
 			const unsigned sh = (lo & 2) * 8, o = lo >> 2;
