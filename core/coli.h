@@ -346,7 +346,7 @@ enum coli_opt_stream {                       /* --stream: RAM-tier experts */
 	               COLI_OPT_STREAM_ONLY  /* all streamed to a GPU */
 };
 enum coli_opt_dense { COLI_OPT_DENSE_AUTO, COLI_OPT_DENSE_CPU };
-/* --spec: n-gram drafts in greedy decoding (core/spec.c); auto: while the
+/* --spec: n-gram drafts verified in decoding (core/spec.c); auto: while the
  * dense part runs on the CPU (a GPU's 8-token verification measured slower
  * than its one-token graphs: docs/perf/history/2026-12-02.md) */
 enum coli_opt_spec { COLI_OPT_SPEC_OFF, COLI_OPT_SPEC_NGRAM, COLI_OPT_SPEC_AUTO };
@@ -415,7 +415,7 @@ struct coli_opts {
 	int stream_slots;            /* --stream-slots: VRAM staging slabs per device */
 	int verbose;                 /* --verbose: the startup print */
 	int prefetch;                /* --prefetch on|off: router lookahead */
-	enum coli_opt_spec spec; /* --spec: greedy decoding verifies n-gram drafts (core/spec.c) */
+	enum coli_opt_spec spec; /* --spec: decoding verifies n-gram drafts (core/spec.c) */
 	enum coli_opt_io io;     /* --io: slab streamer backend */
 	enum coli_opt_verify verify_slabs; /* --verify-slabs */
 	int usage_every; /* --usage-every N: write the usage file every N tokens (0: at close) */
@@ -775,7 +775,7 @@ struct coli_seq_gen {
 	double t0, t1;            /* begin, the first token */
 	struct coli_gen_stats st; /* n_prompt, n_cached, n_gen, prefill_s, decode_s,
 	                           * stopped_eos, decode_steps, spec_* */
-	struct coli_spec *spec;   /* --spec's drafts (greedy), or NULL */
+	struct coli_spec *spec;   /* --spec's drafts, or NULL */
 	float *vlogits;           /* a verification's [k + 1][vocab] */
 	double step_t0;           /* a plain step's start after a declined draft */
 };
@@ -786,12 +786,14 @@ int coli_seq_gen_run(const struct coli_seq_gen *g, int room, struct coli_run *ru
 int coli_seq_gen_after(coli_engine_t *e, struct coli_seq_gen *g, const struct coli_run *run,
                        const float *logits);
 void coli_seq_gen_end(coli_engine_t *e, struct coli_seq_gen *g, int rc);
-/* Speculative decoding for a greedy sequence decoding alone (--spec, as
+/* Speculative decoding for a sequence decoding alone (--spec, as
  * coli_generate does it; colid calls it while one sequence runs): drafts
- * from the slot's tokens, verifies them in one coli_engine_step of the slot
- * and streams the tokens accepted. Returns the tokens streamed, 0 when there
- * is no draft (run the plain step; its time feeds --spec auto's measure), or
- * -errno. The tokens are the plain steps' (the rows are batch-invariant). */
+ * from the slot's tokens, verifies them in one coli_engine_step of the slot,
+ * picks a token from each row in order while it is the draft's next, and
+ * streams them. Returns the tokens streamed, 0 when there is no draft (run
+ * the plain step; its time feeds --spec auto's measure), or -errno. The
+ * tokens are the plain steps' (the rows are batch-invariant, and the
+ * sampler draws from them in the order it would have). */
 int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g);
 
 /* ---- where experts came from (filled by the tier manager, read by

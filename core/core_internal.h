@@ -290,6 +290,12 @@ double coli_sampler_lse(const float *logits, int vocab, coli_cpu_pool_t *pool);
 int coli_gen_is_eos(const struct coli_model_config *c, int id);
 int coli_gen_is_end(const struct coli_sampler *s, int id);
 int coli_gen_sampler_begin(coli_engine_t *e, struct coli_sampler *s, const int *prompt, int n);
+/* --spec's drafts for this engine's generations (any sampler: a draft is
+ * kept while the sampler draws its tokens from the verification's rows);
+ * the token picked from logits as both loops pick it (greedy: the argmax,
+ * ties to the lowest id, with no logprobs; else the sampler's draw). */
+int coli_gen_spec_on(const coli_engine_t *e);
+int coli_gen_pick(coli_engine_t *e, struct coli_sampler *s, int greedy, const float *logits);
 
 /* forward.c: a call's runs as rows (run r: rows [r0, r0 + n) of the
  * scratch, positions pos0.. of its slot), built from a struct coli_batch. */

@@ -98,38 +98,58 @@ static void decode_stats(coli_engine_t *e, struct coli_gen_stats *st,
 		st->expert_bytes += e->est.bytes[x] - e0->bytes[x];
 }
 
-/* One greedy step with a draft (core/spec.c): the tokens hist[0, n) are
- * generated, the last one not forwarded yet; at most `room` tokens may follow
- * the next one. Forwards the last token and the draft, keeps in the cache the
- * inputs whose outputs were accepted, and writes the tokens now known to
- * follow into queue[]: their count, or 0 with no draft (the caller runs the
- * plain step) or an error (*rc). */
-static int spec_step(coli_engine_t *e, struct coli_spec *sp, const int *hist, int n, int room,
-                     int *queue, float **vlogits, int *rc)
+int coli_gen_spec_on(const coli_engine_t *e)
 {
-	const int V = e->m.cfg.vocab, pos = coli_engine_pos(e);
-	int ids[COLI_SPEC_KMAX + 1], k, j;
-	double t0;
+	return e->opts.spec == COLI_OPT_SPEC_NGRAM ||
+	       (e->opts.spec == COLI_OPT_SPEC_AUTO && !e->dense.dd);
+}
 
+int coli_gen_pick(coli_engine_t *e, struct coli_sampler *s, int greedy, const float *logits)
+{
+	int id;
+
+	if (!greedy)
+		return coli_sampler_pick_pool(s, logits, e->m.cfg.vocab, e->pool);
+	id = coli_argmax(logits, e->m.cfg.vocab);
+	s->out.id = id;
+	return id;
+}
+
+/* A verification (core/spec.c): the tokens hist[0, n) are generated, the
+ * last one not forwarded yet; at most `room` tokens may follow the next one.
+ * With a draft, forwards the last token and the draft (v->ids[0..k]) with
+ * every position's logits into *vlogits and returns k; 0 with no draft (the
+ * caller runs the plain step) or an error (*rc). */
+struct verify {
+	int k, row, pos; /* the draft's length, the row picked from next, ids[0]'s position */
+	int ids[COLI_SPEC_KMAX + 1];
+	double s; /* the forward's seconds */
+};
+
+static int verify(coli_engine_t *e, struct coli_spec *sp, const int *hist, int n, int room,
+                  struct verify *v, float **vlogits, int *rc)
+{
+	const int V = e->m.cfg.vocab;
+	double t0;
+	int k;
+
+	v->pos = coli_engine_pos(e);
 	k = sp->on ? coli_spec_draft(sp, hist, n, room < COLI_SPEC_KMAX ? room : COLI_SPEC_KMAX,
-	                             ids + 1)
+	                             v->ids + 1)
 	           : 0;
-	if (k <= 0 || pos + k + 1 > coli_engine_ctx(e))
+	if (k <= 0 || v->pos + k + 1 > coli_engine_ctx(e))
 		return 0;
 	if (!*vlogits && !(*vlogits = malloc(sizeof(float) * V * (COLI_SPEC_KMAX + 1)))) {
 		sp->on = 0;
 		return 0;
 	}
-	ids[0] = hist[n - 1];
+	v->ids[0] = hist[n - 1];
 	t0 = coli_now_s();
-	if ((*rc = coli_engine_forward(e, ids, k + 1, *vlogits, 1)))
+	if ((*rc = coli_engine_forward(e, v->ids, k + 1, *vlogits, 1)))
 		return 0;
-	queue[0] = coli_argmax(*vlogits, V);
-	for (j = 0; j < k && ids[j + 1] == queue[j]; j++)
-		queue[j + 1] = coli_argmax(*vlogits + (size_t)(j + 1) * V, V);
-	coli_spec_result(sp, k, j, coli_now_s() - t0);
-	*rc = coli_engine_rewind(e, pos + 1 + j);
-	return *rc ? 0 : j + 1;
+	v->s = coli_now_s() - t0;
+	v->row = 0;
+	return v->k = k;
 }
 
 int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new,
@@ -145,7 +165,8 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	char *text = NULL;
 	size_t cap = 0;
 	double t0, t1;
-	int rc = 0, id, next = 0, greedy, i, queue[COLI_SPEC_KMAX + 1], nq, qh;
+	struct verify v;
+	int rc = 0, id, next = 0, greedy, i;
 
 	memset(st, 0, sizeof(*st));
 	st->n_prompt = n_prompt;
@@ -190,26 +211,24 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	e1 = e->est;
 	prefill_stats(st, &e0, &e1);
 	coli_engine_stats(e, &s1); /* with the devices' op counts */
-	/* greedy: the tokens known to come next (one, or a verified draft's) */
-	coli_spec_init(&sp,
-	               greedy && !s->grammar &&
-	                   (e->opts.spec == COLI_OPT_SPEC_NGRAM ||
-	                    (e->opts.spec == COLI_OPT_SPEC_AUTO && !e->dense.dd)),
-	               e->opts.spec == COLI_OPT_SPEC_AUTO);
+	coli_spec_init(&sp, coli_gen_spec_on(e), e->opts.spec == COLI_OPT_SPEC_AUTO);
 	if (sp.on && !(hist = malloc(sizeof(int) * ((size_t)n_prompt + max_new))))
 		sp.on = 0;
 	if (hist)
 		memcpy(hist, prompt, sizeof(int) * (size_t)n_prompt);
-	queue[0] = next, nq = 1, qh = 0;
+	v.k = 0;
 	for (i = 0; !rc && i < max_new; i++) {
 		int n;
 
-		if (greedy) {
-			id = queue[qh++];
-			s->out.id = id;
-		} else {
+		/* the token: from a verification's row while one runs (its row is the
+		 * plain step's logits, so the sampler draws what it would have), else
+		 * from the last step */
+		if (v.k)
+			id = coli_gen_pick(e, s, greedy, vlogits + (size_t)v.row * c->vocab);
+		else if (greedy)
+			id = next, s->out.id = id;
+		else
 			id = coli_sampler_pick_pool(s, logits, c->vocab, e->pool);
-		}
 		coli_sampler_accept(s, id);
 		if (coli_gen_is_eos(c, id) || (s->grammar && coli_gen_is_end(s, id))) {
 			/* (constrained: one of its end ids, a chat turn's end among them) */
@@ -224,23 +243,35 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			n = 0;
 		if (cb && cb(arg, id, text, (size_t)n))
 			break;
-		if (i + 1 >= max_new || (greedy && qh < nq))
-			continue; /* the last token, or the next one known already */
-		if (!greedy)
-			rc = coli_engine_forward_last(e, &id, 1, &logits);
-		else if (!(nq = spec_step(e, &sp, hist, n_prompt + i + 1, max_new - i - 2, queue,
-		                          &vlogits, &rc))) {
-			const double ts = coli_now_s();
-
-			rc = rc ? rc : coli_engine_forward_argmax(e, &id, 1, &queue[0]), nq = 1;
-			if (sp.on)
-				coli_spec_step(&sp, coli_now_s() - ts);
+		if (i + 1 >= max_new)
+			continue;
+		if (v.k) {
+			if (v.row < v.k && id == v.ids[v.row + 1]) {
+				v.row++; /* the draft's token: its output is the next row */
+				continue;
+			}
+			/* the cache keeps the inputs whose outputs were used */
+			coli_spec_result(&sp, v.k, v.row, v.s);
+			rc = coli_engine_rewind(e, v.pos + 1 + v.row);
+			v.k = 0;
+			if (rc)
+				break;
 		}
-		qh = 0;
+		if (verify(e, &sp, hist, n_prompt + i + 1, max_new - i - 2, &v, &vlogits, &rc) ||
+		    rc)
+			continue;
+		const double ts = coli_now_s();
+
+		rc = greedy ? coli_engine_forward_argmax(e, &id, 1, &next)
+		            : coli_engine_forward_last(e, &id, 1, &logits);
+		if (sp.on)
+			coli_spec_step(&sp, coli_now_s() - ts);
 	}
+	if (v.k)
+		coli_spec_result(&sp, v.k, v.row, v.s);
 	/* the cache holds the inputs of the tokens used: a verified draft may have
 	 * left inputs of tokens the loop stopped before (EOS, the callback) */
-	if (!rc && sp.on && coli_engine_pos(e) > n_prompt + (i < max_new ? i : max_new - 1))
+	if (!rc && max_new > 0 && coli_engine_pos(e) > n_prompt + (i < max_new ? i : max_new - 1))
 		rc = coli_engine_rewind(e, n_prompt + (i < max_new ? i : max_new - 1));
 	st->spec_drafted = sp.drafted, st->spec_accepted = sp.accepted, st->spec_rounds = sp.rounds;
 	free(hist), free(vlogits);

@@ -158,9 +158,9 @@ static const struct opt_row g_opts[] = {
     {"--verbose", "COLI_VERBOSE", .type = OPT_FLAG, F(verbose), "0", "print the options at start",
      .max = 1},
     {"--spec", "COLI_SPEC", ENUM(k_spec), F(spec), "auto",
-     "greedy decoding: ngram verifies drafts copied from earlier text (the same tokens, "
-     "fewer steps when text repeats), off one token a step, auto ngram while the dense part "
-     "is on the CPU and verifying measures faster"},
+     "decoding: ngram verifies drafts copied from earlier text (the same tokens, greedy or "
+     "sampled with a seed, in fewer steps when text repeats), off one token a step, auto ngram "
+     "while the dense part is on the CPU and verifying measures faster"},
     {"--prefetch", "COLI_PREFETCH", .type = OPT_BOOL, F(prefetch), "on",
      "prefetch the next layer's likely experts (router lookahead)"},
     {"--io", "COLI_IO", ENUM(k_io), F(io), "auto",

@@ -241,10 +241,7 @@ int coli_seq_gen_begin(coli_engine_t *e, struct coli_seq_gen *g, int slot, int c
 	g->done = max_new <= 0;
 	/* --spec as coli_generate takes it (the dense part is on the CPU with
 	 * several slots) */
-	if (g->greedy && !s->grammar &&
-	    (e->opts.spec == COLI_OPT_SPEC_NGRAM ||
-	     (e->opts.spec == COLI_OPT_SPEC_AUTO && !e->dense.dd)) &&
-	    (g->spec = malloc(sizeof(*g->spec))))
+	if (coli_gen_spec_on(e) && (g->spec = malloc(sizeof(*g->spec))))
 		coli_spec_init(g->spec, 1, e->opts.spec == COLI_OPT_SPEC_AUTO);
 	coli_detok_init(&g->dt);
 	g->t0 = coli_now_s();
@@ -306,14 +303,7 @@ int coli_seq_gen_after(coli_engine_t *e, struct coli_seq_gen *g, const struct co
 		coli_spec_step(g->spec, coli_now_s() - g->step_t0);
 		g->step_t0 = 0;
 	}
-	/* the token, as coli_generate picks it: greedy the argmax (ties to the
-	 * lowest id), else the sampler */
-	if (g->greedy) {
-		id = coli_argmax(logits, e->m.cfg.vocab);
-		g->s->out.id = id;
-	} else {
-		id = coli_sampler_pick_pool(g->s, logits, e->m.cfg.vocab, e->pool);
-	}
+	id = coli_gen_pick(e, g->s, g->greedy, logits); /* as coli_generate picks it */
 	take(e, g, id);
 	return 0;
 }
@@ -322,11 +312,11 @@ int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g)
 {
 	struct coli_kv_seq *q = &e->kv.seq[g->slot];
 	const int V = e->m.cfg.vocab, pos = q->pos, room = g->max_new - g->st.n_gen - 1;
-	int ids[COLI_SPEC_KMAX + 1], queue[COLI_SPEC_KMAX + 1], k, j, i, rc;
+	int ids[COLI_SPEC_KMAX + 1], k, j, i, rc;
 	/* the draft and the token before it are one step's rows: at most tmax */
 	int kmax = room < COLI_SPEC_KMAX ? room : COLI_SPEC_KMAX;
 	struct coli_run run;
-	double t0;
+	double t0, t1;
 
 	if (kmax > e->s.tmax - 1)
 		kmax = e->s.tmax - 1;
@@ -349,15 +339,18 @@ int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g)
 	rc = coli_engine_step(e, &(struct coli_batch){.n_runs = 1, .runs = &run}, g->vlogits);
 	if (rc)
 		return rc;
-	queue[0] = coli_argmax(g->vlogits, V);
-	for (j = 0; j < k && ids[j + 1] == queue[j]; j++)
-		queue[j + 1] = coli_argmax(g->vlogits + (size_t)(j + 1) * V, V);
-	coli_spec_result(g->spec, k, j, coli_now_s() - t0);
-	rc = coli_engine_seq_rewind(e, g->slot, pos + 1 + j); /* the inputs whose outputs count */
-	for (i = 0; !rc && i <= j && !g->done; i++) {
-		g->s->out.id = queue[i];
-		take(e, g, queue[i]);
+	t1 = coli_now_s();
+	/* the tokens as the plain steps pick them, one a row while each is the
+	 * draft's next (the sampler draws from the rows in order) */
+	for (i = j = 0;; j++) {
+		const int id = coli_gen_pick(e, g->s, g->greedy, g->vlogits + (size_t)j * V);
+
+		take(e, g, id), i++;
+		if (g->done || j == k || id != ids[j + 1])
+			break;
 	}
+	coli_spec_result(g->spec, k, j, t1 - t0);
+	rc = coli_engine_seq_rewind(e, g->slot, pos + 1 + j); /* the inputs whose outputs count */
 	return rc ? rc : i;
 }
 

@@ -1,7 +1,8 @@
 /*
  * core/spec.c — lossless speculative decoding from n-gram drafts (prompt
- * lookup): coli_generate's greedy steps (core/generate.c) guess the next
- * tokens from the text so far and verify them in one forward pass.
+ * lookup): coli_generate's steps (core/generate.c) and a colid sequence
+ * decoding alone (core/seq.c) guess the next tokens from the text so far and
+ * verify them in one forward pass.
  *
  * Draft: the longest suffix of the history (prompt and generated tokens) of
  * SPEC_NGRAM_MAX down to SPEC_NGRAM_MIN tokens that occurred before, its most
@@ -11,16 +12,22 @@
  * one-token step).
  *
  * Verify: the last token and the k drafts go through one forward with every
- * position's logits ([k + 1][vocab]); position j's argmax (coli_argmax, the
- * engine's tie rule) is the greedy token after draft j, so drafts are
- * accepted while draft j + 1 equals it, and the first argmax past the
- * accepted ones is a free extra token. The cache keeps the inputs whose
- * outputs were used (coli_engine_rewind drops the rest). The tokens are the
- * plain greedy loop's exactly when a forward of k + 1 tokens gives each
- * position the logits a one-token step gives it: the canonical reduction
- * holds it for the experts and the CPU's dense part (tests/core/
- * spec_decode checks the text against the plain loop's, on the CPU and the
- * simulated device).
+ * position's logits ([k + 1][vocab]). The sampler picks the token after
+ * position j from row j (greedy: coli_argmax, the engine's tie rule; else
+ * its draw, after the request's penalties and grammar saw the tokens
+ * before), and drafts are accepted while the token picked from row j equals
+ * draft j + 1; the first pick that differs (or the pick past the last
+ * draft) is a token too. For a sampled token this is the speculative
+ * sampling rule for a draft that proposes x with certainty: x is kept with
+ * probability p(x), else the token comes from p without x, renormalized;
+ * drawing from p and comparing with x does exactly that. The cache keeps
+ * the inputs whose outputs were used (coli_engine_rewind drops the rest).
+ * The tokens are the plain loop's exactly, sampled ones with the same seed
+ * too (one draw a token, in the same order), when a forward of k + 1 tokens
+ * gives each position the logits a one-token step gives it: the canonical
+ * reduction holds it for the experts and the CPU's dense part (tests/core/
+ * spec_decode checks the text against the plain loop's, greedy, sampled and
+ * constrained, on the CPU and the simulated device).
  *
  * Draft length k: SPEC_K0 to start, + 2 after a draft accepted whole, halved
  * after one rejected at its first token, within 1..COLI_SPEC_KMAX. Drafts

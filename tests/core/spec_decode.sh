@@ -6,9 +6,11 @@
 # the held-out text: drafts get accepted) and one that does not (a random
 # token soup: few drafts), on the CPU and on the simulated device (sim, and
 # sim:2 with the layers split); and its stats line shows drafts were
-# verified and some accepted where the text repeats. A sampled generation
-# (temperature 0.8) never drafts. When a GPU is present (COLI_TEST_GPU=1), the
-# same comparisons run on GPU 0.
+# verified and some accepted where the text repeats. The sampler draws each
+# token from the verification's row, which is the plain step's logits: a
+# seeded sampled generation (top-p, top-k, min-p, penalties, and --json's
+# grammar) prints --spec off's text too, and drafts get accepted. When a GPU
+# is present (COLI_TEST_GPU=1), the same comparisons run on GPU 0.
 
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
@@ -44,9 +46,25 @@ for q in q8 bf16; do
 		done
 	done
 done
-"$COLI" generate -m demo-q8.coli -p "$(cat rep.txt)" -n 40 --gpu off --temperature 0.8 \
-	--seed 3 --usage off >t.out 2>t.err || { cat t.err; bad "sampled generate"; }
-grep -q "spec ngram" t.err && bad "a sampled generation drafted"
+# sampled and processed: the same seed, the same text
+for g in off sim; do
+	for a in "--temperature 0.5 --top-p 0.9 --seed 1" \
+		"--temperature 0.4 --top-k 20 --frequency-penalty 0.3 --seed 9" \
+		"--temperature 0.5 --min-p 0.1 --presence-penalty 0.5 --seed 2" \
+		"--temperature 0 --repetition-penalty 1.1" "--json --temperature 0.2 --seed 4"; do
+		for sp in off ngram; do
+			# shellcheck disable=SC2086 # $a: several options
+			"$COLI" generate -m demo-q8.coli -p "$(cat rep.txt)" -n 80 --gpu $g --spec $sp \
+				--usage off $a >$sp.out 2>$sp.err || { cat $sp.err; bad "$a $g $sp: generate"; }
+		done
+		n=$(sed -n 's/.*spec ngram: \([0-9]*\) of .*/\1/p' ngram.err)
+		if cmp -s off.out ngram.out && [ "${n:-0}" -gt 0 ]; then
+			echo "ok: $a --gpu $g: --spec ngram prints --spec off's text ($n drafts accepted)"
+		else
+			bad "$a --gpu $g: --spec ngram changed the text or accepted none (${n:-0})"
+		fi
+	done
+done
 
 [ $fail = 0 ] && echo "spec decode ok"
 exit $fail

@@ -14,6 +14,8 @@ against colid on the demo model (q8 experts):
              the same text; on --parallel 8 drafts verified while one
              sequence runs, one step for the prompt and one a token less
              the accepted drafts (/metrics' coli_spec_draft_tokens_total)
+             a sampled repeating request (seed, logprobs) drafted alone on
+             --parallel 1: the same text and logprobs as on --spec off
   cancelled  a stream read for 3 events, then dropped: its slot is free
              again at once (coli_sequence_slots in_use back to 0,
              coli_generations_cancelled_total + 1) and a new request runs
@@ -79,13 +81,20 @@ def serve(parallel):
 
 # a greedy request whose text repeats: --spec drafts it (alone, on either server)
 REP = {"prompt": " ".join("one two three four five six seven eight".split() * 4),
-       "max_tokens": 40, "temperature": 0}  # no logprobs: the greedy path, which drafts
+       "max_tokens": 40, "temperature": 0}  # no logprobs: the greedy path
+# sampled, with logprobs: drafted too, the sampler drawing from the verification's rows
+REP_S = dict(REP, temperature=0.2, seed=3, logprobs=2)
+ACC, REJ = ('coli_spec_draft_tokens_total{outcome="%s"}' % o for o in ("accepted", "rejected"))
 
 srv, cli = serve(1)
 check("1 sequence at once" in srv.log(), "start line: " + srv.log()[-400:])
 alone = [answer(cli, q) for q in REQS]
 rep_alone = cli.completions.create(model="demo", **REP)
+acc0 = metric(srv.port, ACC)
+rep_s_alone = answer(cli, REP_S)
+acc_s = metric(srv.port, ACC) - acc0
 srv.stop()
+check(acc_s > 0, "the sampled repeating request accepted no draft")
 check(sum(len(a[2]) for a in alone) > 80, "too few tokens: %r" % [len(a[2]) for a in alone])
 
 srv, cli = serve(8)
@@ -113,7 +122,6 @@ check(seqs / steps > 2, "%d steps ran %d sequences: hardly batched" % (steps, se
 print("ok  16 requests alone (--parallel 1) and together (--parallel 8, %.1f sequences a step), "
       "%s: %d tokens, text, finish reasons and logprobs identical"
       % (seqs / steps, " ".join(GPU), sum(len(a[2]) for a in alone)))
-ACC, REJ = ('coli_spec_draft_tokens_total{outcome="%s"}' % o for o in ("accepted", "rejected"))
 acc0, rej0 = metric(srv.port, ACC), metric(srv.port, REJ)
 cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
 rep = cli.completions.create(model="demo", **REP)
@@ -132,8 +140,15 @@ print("ok  a repeating greedy request alone on --parallel 8: %d tokens in %d ste
       "of %d draft tokens accepted), as on --parallel 1" % (ntok, rep_steps, acc, acc + rej))
 srv.stop()
 
-# a cancelled stream frees its slot at once
-srv = Colid(model, "--parallel", "2", "--debug-token-delay-ms", "20", "--threads", "2")
+# a cancelled stream frees its slot at once (and, --spec off, the sampled
+# repeating request's reference)
+srv = Colid(model, "--parallel", "2", "--debug-token-delay-ms", "20", "--threads", "2",
+            "--spec", "off")
+cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
+check(answer(cli, REP_S) == rep_s_alone, "the sampled repeating request differs with --spec off")
+cli.close()
+print("ok  a sampled repeating request (seed, logprobs): --spec ngram (%d drafts accepted) "
+      "gives --spec off's text and logprobs" % acc_s)
 port = srv.port
 s = socket.create_connection(("127.0.0.1", port))
 b = json.dumps({"prompt": "the cat", "max_tokens": 400, "stream": True}).encode()

@@ -14,8 +14,8 @@
  * come from its struct coli_seq_gen (core/generate.c), which picks and
  * streams tokens through colid_job_token as coli_generate does: a request's
  * tokens are those it gets alone (the engine's rows are batch-invariant).
- * While one sequence runs, a greedy one drafts and verifies as coli_generate
- * does (--spec: coli_seq_gen_spec), the same tokens in fewer steps.
+ * While one sequence runs, it drafts and verifies as coli_generate does
+ * (--spec: coli_seq_gen_spec), the same tokens in fewer steps.
  *
  * A job that finishes (EOS, max_tokens, a stop string) or is cancelled (its
  * client left: checked every step, prefilling or not) frees its slot at
