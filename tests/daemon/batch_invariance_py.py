@@ -23,7 +23,8 @@ against colid on the demo model (q8 experts):
              the repeating greedy request gives --parallel 1's text (drafts
              of one token), and 4 concurrent requests never hold more than
              2 slots
-With COLI_TEST_GPU=1 (make test-gpu) alone, together and spec run on GPU 0
+With COLI_TEST_GPU=1 (make test-gpu) alone, together, spec and the --spec off
+reference run on GPU 0
 (the dense part and the experts there: a query's attention has the same bits
 in a graph, a row table and a draft's batch); otherwise on the CPU."""
 import atexit
@@ -143,7 +144,7 @@ srv.stop()
 # a cancelled stream frees its slot at once (and, --spec off, the sampled
 # repeating request's reference)
 srv = Colid(model, "--parallel", "2", "--debug-token-delay-ms", "20", "--threads", "2",
-            "--spec", "off")
+            "--spec", "off", *GPU)
 cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
 check(answer(cli, REP_S) == rep_s_alone, "the sampled repeating request differs with --spec off")
 cli.close()
