@@ -47,7 +47,9 @@ for q in q8 bf16; do
 	done
 done
 # sampled and processed: the same seed, the same text
-for g in off sim; do
+sdevs="off sim"
+[ "${COLI_TEST_GPU:-0}" = 1 ] && sdevs="$sdevs 0"
+for g in $sdevs; do
 	for a in "--temperature 0.5 --top-p 0.9 --seed 1" \
 		"--temperature 0.4 --top-k 20 --frequency-penalty 0.3 --seed 9" \
 		"--temperature 0.5 --min-p 0.1 --presence-penalty 0.5 --seed 2" \
