@@ -176,7 +176,13 @@ static int add_slot(struct cv *v, const char *name, int ndim, uint64_t d0, uint6
 	s->ndim = ndim;
 	s->shape[0] = d0;
 	s->shape[1] = d1;
-	if (!mat || kept_dtype(v, coli_convert_slot_hf(v, name, hf, sizeof(hf)), d1, &s->dtype))
+	/* MLA's per-head matrices keep no block type (Q5_0, Q4_K, ...): the
+	 * device's per-head jobs take bf16, q8 and q4 (coli_model_dev_check), so
+	 * the dense part of a DeepSeek GGUF stays on the GPU; Q8_0 and Q4_0 are
+	 * their own twins */
+	if (!mat || kept_dtype(v, coli_convert_slot_hf(v, name, hf, sizeof(hf)), d1, &s->dtype) ||
+	    ((strstr(name, ".attn_k_b") || strstr(name, ".attn_v_b")) &&
+	     coli_dtype_is_block(s->dtype)))
 		s->dtype = mat ? mat_dtype(v, name, d1) : COLI_DTYPE_F32;
 	s->idx = coli_io_writer_plan_tensor(v->w, name, s->dtype, ndim, s->shape);
 	if (s->idx < 0) {

@@ -56,6 +56,11 @@
 #                   deepseek2 kvb+q8_0 (attn_kv_b whole in Q8_0: its W_UK half
 #                   transposed, so dequantized and requantized): top-1 equal
 #                   to the checkpoint's q8 on every position
+#   mlablk          deepseek2 with attn_k_b / attn_v_b in Q5_0, Q4_1 and Q5_1
+#                   (llama.cpp's fallbacks for 128-column rows): converted to
+#                   q8_0, which the device's per-head jobs take, so --gpu sim
+#                   runs the dense part, the CPU's logits bit for bit; top-1
+#                   of the bf16 checkpoint on all but at most one position
 #   refused         deepseek2 routed by softmax (expert_gating_func 1, or
 #                   absent: DeepSeek-V2's files), gpt-oss with an array
 #                   sliding_window_pattern, glm4moe with llama.cpp's YaRN
@@ -90,6 +95,7 @@ logits() { "$COLI" logits -m "$1" --ids "$2" -o "$3" 2>err.txt || { cat err.txt;
 	write "$FIX/glm4_moe" glm4moe-q8_0.gguf q8_0 -- \
 	write "$FIX/deepseek_v3" deepseek2-q8_0.gguf q8_0 -- \
 	write "$FIX/deepseek_v3" deepseek2-kvb-q8_0.gguf kvb+q8_0 -- \
+	write "$FIX/deepseek_v3" deepseek2-mlablk.gguf mlablk -- \
 	write l7 gptoss-q8_0.gguf q8_0 -- \
 	write "$FIX/deepseek_v3" ds-softmax.gguf softmax -- write l7 oss-pattern.gguf pattern -- \
 	write "$FIX/glm4_moe" glm-yarn.gguf yarn -- write "$FIX/glm4_moe" glm-nobias.gguf nobias -- \
@@ -206,6 +212,23 @@ kept glm4moe-q8_0 "$FIX/glm4_moe" glm4_moe
 kept deepseek2-q8_0 "$FIX/deepseek_v3" deepseek_v3
 kept deepseek2-kvb-q8_0 "$FIX/deepseek_v3" deepseek_v3
 kept gptoss-q8_0 l7 gpt_oss
+
+# MLA's per-head matrices in block types (Q5_0, Q4_1, Q5_1) become q8_0, which
+# the device's per-head jobs take: the dense part runs on the (simulated)
+# device with the CPU's bits, and top-1 is the bf16 checkpoint's
+"$COLI" convert deepseek2-mlablk.gguf -o gg-mlablk.coli 2>err.txt ||
+	{ cat err.txt; bad "mlablk: coli convert"; }
+nq8=$("$COLI" inspect -v gg-mlablk.coli 2>&1 | grep -cE "attn_[kv]_b +q8_0 ")
+logits gg-mlablk.coli "$(ids deepseek_v3)" mlablk-cpu.f32
+"$COLI" logits -m gg-mlablk.coli --ids "$(ids deepseek_v3)" -o mlablk-sim.f32 --gpu sim 2>err.txt ||
+	{ cat err.txt; bad "mlablk: coli logits --gpu sim"; }
+agree=$("$PY" "$GEN" top1 hf-deepseek2-bf16.f32 mlablk-cpu.f32 1024)
+if [ "$nq8" = 6 ] && grep -q "dense part and KV cache on sim" err.txt &&
+	cmp -s mlablk-cpu.f32 mlablk-sim.f32 && [ "${agree%% *}" -le 1 ]; then
+	echo "ok: deepseek2 with Q5_0/Q4_1/Q5_1 attn_k_b/attn_v_b: 6 of 6 as q8_0, the dense part on sim (the CPU's bits), top-1 of the bf16 checkpoint: $agree"
+else
+	bad "mlablk: $nq8 of 6 per-head matrices q8_0, top-1 $agree; $(cat err.txt)"
+fi
 
 # refused NAME WHY: NAME.gguf is refused with WHY, nothing written
 refused() {

@@ -473,7 +473,10 @@ def write_arch(hf_dir, out, mode):
     deepseek2 and gpt-oss); nobias (blk.1's exp_probs_b or router bias left
     out: refused naming it); o200k, glm4, dsv3 (tokenizer.ggml.pre "gpt-4o", "glm4",
     "deepseek-v3");
-    both (attn_kv_b beside attn_k_b / attn_v_b); joined by "+" (kvb+q8_0)."""
+    both (attn_kv_b beside attn_k_b / attn_v_b); mlablk (deepseek2 with
+    attn_k_b / attn_v_b in 32-element block types, Q5_0, Q4_1 and Q5_1 by
+    layer, as llama.cpp's fallbacks leave a 128-column k_b; the rest BF16);
+    joined by "+" (kvb+q8_0)."""
     cfg = json.load(open(f"{hf_dir}/config.json"))
     mt = cfg["model_type"]
     st = read_safetensors(f"{hf_dir}/model.safetensors")
@@ -503,6 +506,9 @@ def write_arch(hf_dir, out, mode):
             return
         if raw is not None:
             w.add_tensor(gg, raw, raw_dtype=T.MXFP4)
+        elif mode == "mlablk" and (".attn_k_b." in gg or ".attn_v_b." in gg):
+            qt = (T.Q5_0, T.Q4_1, T.Q5_1)[(int(gg.split(".")[1]) + (".attn_v_b." in gg)) % 3]
+            w.add_tensor(gg, gguf.quants.quantize(as_f32(t), qt), raw_dtype=qt)
         elif ("q8_0" in mode.split("+") and arr.ndim >= 2 and "ffn_gate_inp" not in gg
               and not gg.endswith(".bias") and arr.shape[-1] % 32 == 0):
             w.add_tensor(gg, gguf.quants.quantize(as_f32(t), T.Q8_0), raw_dtype=T.Q8_0)
