@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ptx/ptx.h"
+#include "ptx/ptx_internal.h" /* coli_gpu_job_table: tests/ptx/job_ring links it */
 
 #define NO_GPU return -ENODEV
 int coli_gpu_mem_info(coli_gpu_t *g, size_t *f, size_t *t)
@@ -140,6 +141,10 @@ void coli_gpu_gemm_tile(coli_gpu_t *g, int tokens)
 	(void)g, (void)tokens;
 }
 int coli_gpu_gemv_table(coli_gpu_t *g, enum coli_dtype t, uint64_t table, int n, int rows)
+{
+	NO_GPU;
+}
+int coli_gpu_job_table(coli_gpu_t *g, const void *jobs, size_t bytes, uint64_t *dptr)
 {
 	NO_GPU;
 }
