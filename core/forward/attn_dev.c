@@ -265,8 +265,11 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, const struct dstep *s
 	/* the norm also quantizes its rows for q, k and v (one prep for the three;
 	 * MLA: kv_a and q_a, or q) */
 	const struct dmat *xn_reader = c->kv_lora ? &D->kv_a : &D->q;
-	const struct coli_gpu_pairs p = {
-	    .y = e->vram.slot[dd->plan_dev].y, .token = dd->ptok, .w = dd->pw, .n = T * c->top_k};
+	/* (plan_dev -1: no expert of these layers on this device, no pairs to add) */
+	const struct coli_gpu_pairs p = {.y = dd->plan_dev >= 0 ? e->vram.slot[dd->plan_dev].y : 0,
+	                                 .token = dd->ptok,
+	                                 .w = dd->pw,
+	                                 .n = T * c->top_k};
 	const struct coli_dev_norm nm = {.x = dd->x,
 	                                 .add = pend == PEND_MLP ? dd->mlp : 0,
 	                                 .pairs = &p, /* read by acc_rmsnorm only */

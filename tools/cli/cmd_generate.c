@@ -153,8 +153,10 @@ int cmd_generate(int argc, char **argv)
 		int bad = 0;
 
 		rc = tool_engine_arg(&a, argc, argv, &i);
-		if (rc < 0)
+		if (rc < 0) {
+			free(bias);
 			return 2;
+		}
 		if (rc)
 			continue;
 		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
@@ -167,8 +169,10 @@ int cmd_generate(int argc, char **argv)
 			i++;
 			continue;
 		}
-		if (!v)
+		if (!v) {
+			free(bias);
 			return tool_err("generate", "%s needs a value (see --help)", o), 2;
+		}
 		if (!strcmp(o, "-p") || !strcmp(o, "--prompt"))
 			prompt = v;
 		else if (!strcmp(o, "--system"))
@@ -201,14 +205,19 @@ int cmd_generate(int argc, char **argv)
 		else if (!strcmp(o, "--logit-bias")) {
 			free(bias);
 			bad = parse_bias(v, &bias, &n_bias);
-		} else
+		} else {
+			free(bias);
 			return tool_err("generate", "unknown option '%s' (see --help)", o), 2;
-		if (bad)
+		}
+		if (bad) {
+			free(bias);
 			return 2;
+		}
 		i += 2;
 	}
 	if (!a.model || (!prompt && !ids_arg)) {
 		help(stderr);
+		free(bias);
 		return 2;
 	}
 	if (top_p == 0) {
