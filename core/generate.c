@@ -115,17 +115,19 @@ int coli_gen_pick(coli_engine_t *e, struct coli_sampler *s, int greedy, const fl
 	return id;
 }
 
-/* A verification (core/spec.c): the tokens hist[0, n) are generated, the
- * last one not forwarded yet; at most `room` tokens may follow the next one.
- * With a draft, forwards the last token and the draft (v->ids[0..k]) with
- * every position's logits into *vlogits and returns k; 0 with no draft (the
- * caller runs the plain step) or an error (*rc). */
+/* A verification in progress (core/spec.c): the token before the draft and
+ * the draft went through one forward; the loop picks from its rows in turn. */
 struct verify {
 	int k, row, pos; /* the draft's length, the row picked from next, ids[0]'s position */
 	int ids[COLI_SPEC_KMAX + 1];
 	double s; /* the forward's seconds */
 };
 
+/* The tokens hist[0, n) are generated, the last one not forwarded yet; at
+ * most `room` tokens may follow the next one. With a draft, forwards the
+ * last token and the draft (v->ids[0..k]) with every position's logits into
+ * *vlogits and returns k; 0 with no draft (the caller runs the plain step)
+ * or an error (*rc). */
 static int verify(coli_engine_t *e, struct coli_spec *sp, const int *hist, int n, int room,
                   struct verify *v, float **vlogits, int *rc)
 {
