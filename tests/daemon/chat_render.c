@@ -79,6 +79,7 @@ static void one_case(json_t *c, const char *dir)
 	printf("ok  %-10s gen=%d family=%s eot=%d bytes=%zu\n", fx, gen,
 	       coli_chat_family_name(t.family), t.eot_id, len);
 	free(text);
+	coli_chat_template_free(&t);
 	coli_engine_close(e);
 }
 
@@ -195,6 +196,7 @@ static void detect(const char *dir, const char *tpl, enum coli_chat_family fam, 
 	CHECK(!t.no_think, "%s: thinking off by default", name);
 	printf("ok  %s: detected from the template text, family=%s\n", name,
 	       coli_chat_family_name(t.family));
+	coli_chat_template_free(&t);
 	coli_engine_close(e);
 }
 

@@ -575,12 +575,12 @@ int bench_serve_main(int argc, char **argv)
 	struct run ru = {.o = &o};
 	struct figures *f = NULL;
 	char **eargv = calloc((size_t)argc + 1, sizeof(char *));
-	int n_eargs = 0, rc = 1, colid = 0;
+	int n_eargs = 0, rc = 2, colid = 0; /* 2: a usage error, until the arguments are read */
 	char *found = NULL;
 	uint64_t s;
 
 	if (!eargv || tool_engine_args_init(&ea, P))
-		return 2;
+		goto out;
 	for (int i = 1; i < argc;) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int at = i, bad = 0, r;
@@ -597,14 +597,16 @@ int bench_serve_main(int argc, char **argv)
 		}
 		r = tool_engine_arg(&ea, argc, argv, &i);
 		if (r < 0)
-			return 2;
+			goto out;
 		if (r) { /* for colid, as given */
 			while (at < i)
 				eargv[n_eargs++] = argv[at++];
 			continue;
 		}
-		if (!v)
-			return tool_err("bench serve", "%s needs a value (see --help)", a), 2;
+		if (!v) {
+			tool_err("bench serve", "%s needs a value (see --help)", a);
+			goto out;
+		}
 		if (!strcmp(a, "--url"))
 			o.url = v;
 		else if (!strcmp(a, "--colid"))
@@ -639,24 +641,28 @@ int bench_serve_main(int argc, char **argv)
 			bad = tool_int(P, a, v, 1, 64, &o.rounds);
 		else if (!strcmp(a, "--token-ids")) {
 			o.token_ids = !strcmp(v, "auto") ? -1 : !strcmp(v, "on") ? 1 : 0;
-			if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off"))
-				return tool_err("bench serve",
-				                "--token-ids '%s': expected auto, on or off", v),
-				       2;
-		} else
-			return tool_err("bench serve", "unknown option '%s' (see --help)", a), 2;
+			if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off")) {
+				tool_err("bench serve", "--token-ids '%s': expected auto, on or off", v);
+				goto out;
+			}
+		} else {
+			tool_err("bench serve", "unknown option '%s' (see --help)", a);
+			goto out;
+		}
 		if (bad)
-			return 2;
+			goto out;
 		i += 2;
 	}
 	if (!!o.url == !!ea.model) {
 		help(stderr);
-		return tool_err("bench serve", "give one of -m MODEL.coli and --url URL"), 2;
+		tool_err("bench serve", "give one of -m MODEL.coli and --url URL");
+		goto out;
 	}
-	if (o.url && (n_eargs > 0 || o.colid))
-		return tool_err("bench serve", "%s go%s with -m, not with --url",
-		                o.colid ? "--colid" : "engine options", o.colid ? "es" : ""),
-		       2;
+	if (o.url && (n_eargs > 0 || o.colid)) {
+		tool_err("bench serve", "%s go%s with -m, not with --url",
+		         o.colid ? "--colid" : "engine options", o.colid ? "es" : "");
+		goto out;
+	}
 	if (o.key_file) {
 		FILE *kf = fopen(o.key_file, "r");
 		size_t cap = 0;
@@ -666,11 +672,12 @@ int bench_serve_main(int argc, char **argv)
 			fclose(kf);
 		while (got > 0 && (o.key[got - 1] == '\n' || o.key[got - 1] == '\r'))
 			o.key[--got] = 0;
-		if (got <= 0)
-			return tool_err("bench serve", "--api-key-file: cannot read '%s'",
-			                o.key_file),
-			       2;
+		if (got <= 0) {
+			tool_err("bench serve", "--api-key-file: cannot read '%s'", o.key_file);
+			goto out;
+		}
 	}
+	rc = 1; /* the run's failures from here on */
 	signal(SIGPIPE, SIG_IGN);
 	if (o.url ? parse_url(&o) : bench_serve_daemon_start(&d, eargv, n_eargs, o.clients, &o))
 		goto out;
