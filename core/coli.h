@@ -415,8 +415,8 @@ struct coli_opts {
 	int stream_slots;            /* --stream-slots: VRAM staging slabs per device */
 	int verbose;                 /* --verbose: the startup print */
 	int prefetch;                /* --prefetch on|off: router lookahead */
-	enum coli_opt_spec spec; /* --spec: decoding verifies n-gram drafts (core/spec.c) */
-	enum coli_opt_io io;     /* --io: slab streamer backend */
+	enum coli_opt_spec spec;     /* --spec: decoding verifies n-gram drafts (core/spec.c) */
+	enum coli_opt_io io;         /* --io: slab streamer backend */
 	enum coli_opt_verify verify_slabs; /* --verify-slabs */
 	int usage_every; /* --usage-every N: write the usage file every N tokens (0: at close) */
 	enum coli_opt_cpu_isa cpu_isa; /* --cpu-isa: force the CPU kernels (process-wide) */

@@ -642,7 +642,8 @@ int bench_serve_main(int argc, char **argv)
 		else if (!strcmp(a, "--token-ids")) {
 			o.token_ids = !strcmp(v, "auto") ? -1 : !strcmp(v, "on") ? 1 : 0;
 			if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off")) {
-				tool_err("bench serve", "--token-ids '%s': expected auto, on or off", v);
+				tool_err("bench serve",
+				         "--token-ids '%s': expected auto, on or off", v);
 				goto out;
 			}
 		} else {
