@@ -225,12 +225,11 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 		/* the token: from a verification's row while one runs (its row is the
 		 * plain step's logits, so the sampler draws what it would have), else
 		 * from the last step */
-		if (v.k)
-			id = coli_gen_pick(e, s, greedy, vlogits + (size_t)v.row * c->vocab);
-		else if (greedy)
-			id = next, s->out.id = id;
+		if (v.k || !greedy)
+			id = coli_gen_pick(e, s, greedy,
+			                   v.k ? vlogits + (size_t)v.row * c->vocab : logits);
 		else
-			id = coli_sampler_pick_pool(s, logits, c->vocab, e->pool);
+			id = next, s->out.id = id;
 		coli_sampler_accept(s, id);
 		if (coli_gen_is_eos(c, id) || (s->grammar && coli_gen_is_end(s, id))) {
 			/* (constrained: one of its end ids, a chat turn's end among them) */

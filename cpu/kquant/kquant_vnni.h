@@ -144,7 +144,6 @@ KQ_INLINE void kq_q6k_dot32_block(const uint8_t *bp, const struct coli_act *x, c
 }
 #endif
 
-
 #ifdef KQ_Q2K_ZMM
 /* Q2_K at S = 1 on 512-bit vectors: units u and u + 1 (u even) in one
  * register, their 32 shared quant bytes broadcast to both halves and the
