@@ -153,14 +153,13 @@ int cmd_generate(int argc, char **argv)
 		int bad = 0;
 
 		rc = tool_engine_arg(&a, argc, argv, &i);
-		if (rc < 0) {
-			free(bias);
-			return 2;
-		}
+		if (rc < 0)
+			goto usage;
 		if (rc)
 			continue;
 		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
 			help(stdout);
+			free(bias);
 			return 0;
 		}
 		if (!strcmp(o, "--chat") || !strcmp(o, "--json")) {
@@ -170,8 +169,8 @@ int cmd_generate(int argc, char **argv)
 			continue;
 		}
 		if (!v) {
-			free(bias);
-			return tool_err("generate", "%s needs a value (see --help)", o), 2;
+			tool_err("generate", "%s needs a value (see --help)", o);
+			goto usage;
 		}
 		if (!strcmp(o, "-p") || !strcmp(o, "--prompt"))
 			prompt = v;
@@ -206,31 +205,26 @@ int cmd_generate(int argc, char **argv)
 			free(bias);
 			bad = parse_bias(v, &bias, &n_bias);
 		} else {
-			free(bias);
-			return tool_err("generate", "unknown option '%s' (see --help)", o), 2;
+			tool_err("generate", "unknown option '%s' (see --help)", o);
+			goto usage;
 		}
-		if (bad) {
-			free(bias);
-			return 2;
-		}
+		if (bad)
+			goto usage;
 		i += 2;
 	}
 	if (!a.model || (!prompt && !ids_arg)) {
 		help(stderr);
-		free(bias);
-		return 2;
+		goto usage;
 	}
 	if (top_p == 0) {
-		free(bias);
-		return tool_err("generate", "--top-p '0': expected a number in (0, 1]"), 2;
+		tool_err("generate", "--top-p '0': expected a number in (0, 1]");
+		goto usage;
 	}
 	if (json || schema_file) { /* the grammar first: a bad schema costs no model load */
 		rc = schema_file ? read_schema(schema_file, &grammar)
 		                 : coli_grammar_json_object(&grammar);
-		if (rc) {
-			free(bias);
-			return 2;
-		}
+		if (rc)
+			goto usage;
 	}
 	rc = coli_engine_open(a.model, &a.opts, &e, err, sizeof(err));
 	if (rc) {
@@ -319,4 +313,7 @@ out:
 	coli_engine_close(e);
 	coli_grammar_free(grammar);
 	return rc == 2 ? 2 : rc ? 1 : 0;
+usage: /* a bad command line, the engine not opened */
+	free(bias);
+	return 2;
 }
