@@ -29,7 +29,7 @@
  * ctx to what the host budget holds of such slots, at most opts.parallel_auto
  * (1 for coli's commands, 8 for colid), and when the dense part may go to
  * a device, without --kv-gb, what the device's budget holds of them too
- * (its copy of the pool holds N x ctx then; an MLA model: 1).
+ * (its copy of the pool holds N x ctx then).
  *
  * --kv-gb G sizes the cache as a pool of blocks that the sequences share
  * (core/forward/kv.h) instead, on the host and on the dense device alike
@@ -90,8 +90,7 @@ int coli_engine_parallel_default(const struct coli_engine *e, int ctx)
 	int most = e->opts.parallel_auto > 1 ? e->opts.parallel_auto : 1, n;
 
 	budgets(e, &host, &dev);
-	/* MLA's device attention holds one sequence (core/engine.c) */
-	if (most == 1 || (dev > 0 && e->m.cfg.kv_lora))
+	if (most == 1)
 		return 1;
 	n = host > 0 && e->opts.kv_gb <= 0 ? (int)(host / slot < most ? host / slot : most) : most;
 	if (dev > 0 && e->opts.kv_gb <= 0) /* the device's pool holds every slot full */

@@ -367,18 +367,6 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 			        e->opts.kv_type);
 			e->opts.dense = COLI_OPT_DENSE_CPU;
 		}
-	/* several slots on the dense device: each row's slot and the slots'
-	 * block tables address the pool's blocks there (ptx/attn/kv_rows.cuh kv_at);
-	 * MLA's device attention holds one sequence */
-	if (e->vram.n_devs && e->kv.n_seq > 1 && e->opts.dense != COLI_OPT_DENSE_CPU &&
-	    e->m.cfg.kv_lora) {
-		fprintf(
-		    stderr,
-		    "coli: --parallel %d: the dense part runs on the CPU (MLA's device attention "
-		    "holds one sequence; --parallel 1 puts it on the device)\n",
-		    e->kv.n_seq);
-		e->opts.dense = COLI_OPT_DENSE_CPU;
-	}
 	if (e->vram.n_devs && e->opts.dense != COLI_OPT_DENSE_CPU &&
 	    coli_model_dev_check(&e->m, 0, why, sizeof(why))) {
 		fprintf(stderr, "coli: %s: the dense part runs on the CPU\n", why);
@@ -397,9 +385,6 @@ static void devices_place(struct coli_engine *e, char *err, size_t errlen)
 		if (rc)
 			devices_off(e, "the experts' buffers", rc, err);
 	}
-	/* MLA's device attention reads its one sequence's rows by position, not
-	 * through the block table: nothing can be shared there */
-	e->kv.share = !(e->dense.dd && e->m.cfg.kv_lora);
 	if (e->dense.dd) { /* the dense devices hold every layer's KV rows */
 		fprintf(stderr,
 		        "coli: host KV rows not kept (%.3g GB of RAM): the dense device holds the "

@@ -213,7 +213,7 @@ struct coli_gpu_pairs {
 #define COLI_GPU_DGEMM_UNITS   32
 #define COLI_GPU_DGEMM_THREADS 512
 #define COLI_GPU_DGEMM_SMEM                                                                        \
-	(2 * 4 * (COLI_GPU_DGEMM_ROWS + COLI_GPU_DGEMM_TOKS) * (4 * COLI_GPU_DGEMM_UNITS + 4) +     \
+	(2 * 4 * (COLI_GPU_DGEMM_ROWS + COLI_GPU_DGEMM_TOKS) * (4 * COLI_GPU_DGEMM_UNITS + 4) +    \
 	 4 * COLI_GPU_DGEMM_THREADS * 16)
 
 /* coli_attn_tcp (ptx/attn/attn_tcp.cuh, a prompt over a bf16 or q8 cache):
@@ -350,8 +350,9 @@ struct coli_gpu_moe_plan {
 
 /* MLA's elementwise step before attention (ptx/attn/mla.cu coli_mla_prep; the CPU's
  * is core/forward/mla.c coli_mla_rope_rows), for T tokens at positions pos0..
- * (posp != NULL: pos0 is read there when the launch runs):
- *   cache row pos0 + t = [rmsnorm(kva[t][0, kl)) * w || rope(kva[t][kl, kl + r)) * f]
+ * (posp != NULL: pos0 is read there when the launch runs), or each at its
+ * own position and slot (rows):
+ *   cache row of t's position = [rmsnorm(kva[t][0, kl)) * w || rope(kva[t][kl, kl + r)) * f]
  *   qn[h][t][0, np)    = q[t][h][0, np)            (q_nope, head-major for W_UK^T)
  *   qrow[t][h][kl, kl + r) = rope(q[t][h][np, np + r)) * f
  * rope: rotate-half over the r dims at inv_freq [r / 2]; f: YaRN's cos/sin
@@ -363,12 +364,16 @@ struct coli_gpu_mla_prep {
 	const float *w;        /* [kl] kv_a_norm */
 	const float *inv_freq; /* [r / 2] */
 	const int *posp;
-	void *cache; /* [ctx] rows of [kl + r] in kt: the layer's latent cache */
+	void *cache; /* the layer's latent cache: [n_blocks][32] rows of [kl + r] in kt */
 	float *qn;   /* [nh][T][np] */
 	float *qrow; /* [T][nh][kl + r]: the absorbed query rows (q_pe part written here) */
 	int T, nh, np, r, kl, pos0;
 	float eps, f;
 	int kt; /* enum coli_kv_type (cpu/cpu.h): 0 f32, 1 bf16, 2 q8 (scales of c_kv, k_pe) */
+	/* where token t's row goes: kv_at(tab, nbs, slot, p) (ptx/attn/kv_rows.cuh),
+	 * slot and p from rows (COLI_GPU_ROWS), else slot 0 at pos0 + t */
+	const int *rows, *tab;
+	int nbs;
 };
 
 #endif

@@ -286,10 +286,10 @@ int coli_gpu_route_sigmoid(coli_gpu_t *g, uint64_t rlog, uint64_t bias, int T, i
 int coli_gpu_rope_part(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int rd, int pos0,
                        uint64_t inv_freq);
 /* Multi-head latent attention, absorbed (ptx/attn/mla.cu): q [T][nh][dk] against
- * the latent cache rows [ctx][ld] (0 .. pos0 + T - 1 valid; the values are a
- * row's first dv), out (t, h) at out + t * ldt + h * ldh (0, 0: [T][nh][dv]);
- * query t sees positions 0 .. pos0 + t. dk % 16 == 0 and <= 640, dv % 8 ==
- * 0 and <= min(dk, 512), ld >= dk and % 4 == 0, ldt and ldh % 4 == 0
+ * the latent cache rows of ld values (positions 0 .. pos0 + T - 1 valid,
+ * through tab as kv_at addresses them; the values are a row's first dv), out (t, h) at out + t *
+ * ldt + h * ldh (0, 0: [T][nh][dv]); query t sees positions 0 .. pos0 + t. dk % 16 == 0 and <= 640,
+ * dv % 8 == 0 and <= min(dk, 512), ld >= dk and % 4 == 0, ldt and ldh % 4 == 0
  * (-EINVAL). terms picks the kernel: 1..3 the bf16 decode kernel
  * (ptx/attn/mla_decode.cuh) with the query and P split in that many bf16 terms
  * (dv % 16 == 0, else -ENOTSUP); COLI_GPU_MLA_TF32 the
@@ -298,7 +298,7 @@ int coli_gpu_rope_part(coli_gpu_t *g, uint64_t x, int T, int nh, int hd, int rd,
  * tf32. A query's bytes depend on its position, not on T. posp != 0:
  * pos0 is the int there when the launch runs, and a launch being captured
  * splits the positions for coli_gpu_attn_reach(pos0 + T, span) (a graph
- * replays it while pos0 + T stays within that). */
+ * replays it while pos0 + T stays within that; with rows, of pos0). */
 struct coli_gpu_mla {
 	uint64_t q, cache, out, posp;
 	int T, pos0, span, nh, dk, dv, ld, ldt, ldh;
@@ -307,6 +307,11 @@ struct coli_gpu_mla {
 	int kt;    /* the cache's type: 0 f32 (rows of ld floats), else typed rows of dk
 	            * values (bf16, or q8 with scales of dv values and of the rest) */
 	int terms; /* 0 pick, 1..3 bf16 terms, COLI_GPU_MLA_TF32 */
+	/* several sequences (COLI_GPU_ROWS, as coli_gpu_attention's): each query's
+	 * position and slot; pos0 then the furthest position + 1. tab: the
+	 * block table of the layer's [n_blocks][32] rows (0: the identity) */
+	uint64_t rows, tab;
+	int nbs;
 };
 #define COLI_GPU_MLA_TF32       (-1)
 #define COLI_GPU_MLA_PICK_TERMS 2

@@ -150,9 +150,10 @@ struct coli_dev_attention {
 };
 
 /* Multi-head latent attention (core/forward/mla.c says the shapes): the
- * absorbed query rows q [T][nh][dk] over the layer's latent cache [ctx][ld]
- * (the values a row's first dv), head h of query t out at out + t * ldt +
- * h * ldh (floats; 0, 0: [T][nh][dv]); posp and span as for attention.
+ * absorbed query rows q [T][nh][dk] over the layer's latent cache, [n_blocks][32]
+ * rows of ld values (the values a row's first dv), head h of query t out at
+ * out + t * ldt + h * ldh (floats; 0, 0: [T][nh][dv]); posp, span, rows, tab
+ * and nbs as for attention (with rows, pos0 is the furthest position + 1).
  * The elementwise step before it is mla_prep (kernels_abi.h's struct). */
 struct coli_dev_mla {
 	uint64_t q, cache, out, posp;
@@ -160,6 +161,8 @@ struct coli_dev_mla {
 	float scale;
 	int kt; /* the latent rows' type: ld values a row (f32 as before), or a
 	         * typed row of dk values with q8 scales of dv (c_kv) and the rest */
+	uint64_t rows, tab;
+	int nbs;
 };
 
 /* h = silu(g) * u over n; q != 0: h also quantized into q/qd/qsum (n % 32 == 0).

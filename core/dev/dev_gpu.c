@@ -191,7 +191,10 @@ static int g_mla_attention(struct coli_dev *d, const struct coli_dev_mla *a)
 	                                                           .ldh = a->ldh,
 	                                                           .scale = a->scale,
 	                                                           .x3 = 1,
-	                                                           .kt = a->kt});
+	                                                           .kt = a->kt,
+	                                                           .rows = a->rows,
+	                                                           .tab = a->tab,
+	                                                           .nbs = a->nbs});
 }
 static int g_qk_rope_store(struct coli_dev *d, const struct coli_dev_qk_rope *a)
 {

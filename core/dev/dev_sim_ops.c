@@ -298,14 +298,16 @@ int coli_dev_sim_attention(struct coli_dev *d, const struct coli_dev_attention *
 }
 
 /* coli_mla_rope on copies of kva and q (the op leaves its inputs as they
- * are, as the GPU's does), then the rows to their places. */
+ * are, as the GPU's does), a token at a time at its position, then the rows
+ * to their places: the cache row through the slot's block table. */
 int coli_dev_sim_mla_prep(struct coli_dev *d, const struct coli_gpu_mla_prep *a)
 {
 	IN_ORDER(d);
 	const int T = a->T, nh = a->nh, np = a->np, r = a->r, kl = a->kl, kr = kl + r, hd = np + r;
-	const int pos0 = a->posp ? *a->posp : a->pos0;
+	const size_t rb = coli_kv_row_bytes(a->kt, kr, (kr + kl - 1) / kl);
 	float *kva = malloc(sizeof(float) * (size_t)T * kr);
 	float *q = malloc(sizeof(float) * (size_t)T * nh * hd);
+	int slot;
 
 	if (!kva || !q) {
 		free(kva), free(q);
@@ -313,13 +315,17 @@ int coli_dev_sim_mla_prep(struct coli_dev *d, const struct coli_gpu_mla_prep *a)
 	}
 	memcpy(kva, a->kva, sizeof(float) * (size_t)T * kr);
 	memcpy(q, a->q, sizeof(float) * (size_t)T * nh * hd);
-	coli_mla_rope(kva, q, a->w, a->inv_freq, T, nh, np, kl, r, pos0, a->eps, a->f);
-	for (int t = 0; t < T; t++) /* c_kv's scale and k_pe's under q8 */
+	for (int t = 0; t < T; t++) {
+		const int p = row_pos((uintptr_t)a->rows, (uintptr_t)a->posp, a->pos0, t, &slot);
+		float *kt = kva + (size_t)t * kr;
+
+		coli_mla_rope(kt, q + (size_t)t * nh * hd, a->w, a->inv_freq, 1, nh, np, kl, r, p,
+		              a->eps, a->f);
+		/* c_kv's scale and k_pe's under q8 */
 		coli_kv_row_store(a->kt,
-		                  (char *)a->cache +
-		                      (size_t)(pos0 + t) *
-		                          coli_kv_row_bytes(a->kt, kr, (kr + kl - 1) / kl),
-		                  kva + (size_t)t * kr, kr, kl);
+		                  (char *)a->cache + kv_at((uintptr_t)a->tab, a->nbs, slot, p) * rb,
+		                  kt, kr, kl);
+	}
 	for (int t = 0; t < T; t++)
 		for (int h = 0; h < nh; h++) {
 			const float *x = q + ((size_t)t * nh + h) * hd;
@@ -331,30 +337,44 @@ int coli_dev_sim_mla_prep(struct coli_dev *d, const struct coli_gpu_mla_prep *a)
 	return 0;
 }
 
-/* Each query's nh heads as one group over the shared latent rows (the CPU
+/* Each query's nh heads as one group over its slot's latent rows (the CPU
  * forward's coli_attention_groups_mt: each group's bits are
  * coli_attention_group's), then the heads to their places. */
 int coli_dev_sim_mla_attention(struct coli_dev *d, const struct coli_dev_mla *a)
 {
 	IN_ORDER(d);
 	const int T = a->T, nh = a->nh, dv = a->dv;
-	const int pos0 = a->posp ? *(const int *)(uintptr_t)a->posp : a->pos0;
 	const int ldt = a->ldt ? a->ldt : nh * dv, ldh = a->ldh ? a->ldh : dv;
-	float *sc = malloc(sizeof(float) * (size_t)(pos0 + T) * 8);
-	float *o = malloc(sizeof(float) * (size_t)nh * dv);
+	int most = 0, slot;
+	float *sc, *o;
 
+	for (int t = 0; t < T; t++) {
+		const int p = row_pos(a->rows, a->posp, a->pos0, t, &slot);
+
+		most = p + 1 > most ? p + 1 : most;
+	}
+	sc = malloc(sizeof(float) * (size_t)most * 8);
+	o = malloc(sizeof(float) * (size_t)nh * dv);
 	if (!sc || !o) {
 		free(sc), free(o);
 		return -ENOMEM;
 	}
-	/* the latent rows: ld floats apart (f32), or typed rows of dk values */
-	struct coli_kv_rows c = head_rows(a->cache, a->kt, a->dk, (a->dk + dv - 1) / dv, dv, 0);
-
-	if (a->kt == COLI_KV_F32)
-		c.stride = sizeof(float) * (size_t)a->ld;
 	for (int t = 0; t < T; t++) {
-		coli_attention_group_kv(F(a->q) + (size_t)t * nh * a->dk, nh, &c, &c, pos0 + t + 1,
-		                        a->dk, dv, a->scale, NULL, sc, o);
+		const int n = row_pos(a->rows, a->posp, a->pos0, t, &slot) + 1;
+		/* the latent rows: ld floats apart (f32), or typed rows of dk values */
+		struct coli_kv_rows c =
+		    head_rows(a->cache, a->kt, a->dk, (a->dk + dv - 1) / dv, dv, 0);
+
+		if (a->kt == COLI_KV_F32)
+			c.stride = sizeof(float) * (size_t)a->ld;
+		if (a->tab) { /* the slot's table (kv_at's) */
+			c.blk = (const int *)(uintptr_t)a->tab + (size_t)slot * a->nbs;
+			c.bshift = KV_BLOCK_SHIFT;
+		} else {
+			c.p = (const char *)c.p + kv_at(0, a->nbs, slot, 0) * c.stride;
+		}
+		coli_attention_group_kv(F(a->q) + (size_t)t * nh * a->dk, nh, &c, &c, n, a->dk, dv,
+		                        a->scale, NULL, sc, o);
 		for (int h = 0; h < nh; h++)
 			memcpy(F(a->out) + (size_t)t * ldt + (size_t)h * ldh, o + (size_t)h * dv,
 			       sizeof(float) * dv);

@@ -210,38 +210,26 @@ static struct coli_dev_attention from_row(struct coli_dev_attention a, int r0)
 }
 
 /* Attention's launches for st's rows: one sequence, one launch (pos0 read
- * from dd->ids in a graph). Several: the rows of short runs (decode tokens)
- * in one launch through the row table, each long run (a prompt's chunk,
- * never in a graph: T > COLI_GPU_MAX_S) in its own at its slot, where the
- * prefill kernel may take it; the same bits for every query either way. */
+ * from dd->ids in a graph); several, coli_dense_dev_launch_next's, where
+ * the prefill kernel may take a long run's. */
 static int attend(struct coli_engine *e, struct coli_dense_dev *dd, struct coli_dev_attention a,
                   const struct dstep *st)
 {
-	int rc = 0, r0 = -1, most = 0;
+	struct dlaunch L;
+	int rc = 0;
 
 	if (!st->rows)
 		return coli_dev_attention(dd->dev, &a);
-	for (int r = 0; !rc && r <= st->n_runs; r++) {
-		const struct coli_fwd_run *R = r < st->n_runs ? &st->run[r] : NULL;
-		struct coli_dev_attention one;
+	for (int i = 0; !rc && coli_dense_dev_launch_next(st, &i, &L);) {
+		struct coli_dev_attention one = from_row(a, L.r0);
 
-		if (R && R->n <= COLI_GPU_MAX_S) { /* joins the short rows' launch */
-			r0 = r0 < 0 ? R->r0 : r0;
-			most = R->pos0 + R->n > most ? R->pos0 + R->n : most;
-			continue;
+		one.T = L.T, one.pos0 = L.pos0;
+		if (L.rows) {
+			one.rows = dd_rows(dd, e->s.tmax) + (uint64_t)L.r0 * COLI_GPU_ROWS * 4;
+		} else {
+			one.tab = dd_tab(dd, e->kv.nbs, L.slot);
+			one.posp = 0, one.rows = 0;
 		}
-		if (r0 >= 0) { /* the short rows before: up to the furthest position */
-			one = from_row(a, r0);
-			one.T = (R ? R->r0 : st->T) - r0, one.pos0 = most;
-			one.rows = dd_rows(dd, e->s.tmax) + (uint64_t)r0 * COLI_GPU_ROWS * 4;
-			rc = coli_dev_attention(dd->dev, &one);
-		}
-		r0 = -1, most = 0;
-		if (!R || rc)
-			continue;
-		one = from_row(a, R->r0);
-		one.tab = dd_tab(dd, e->kv.nbs, R->slot);
-		one.T = R->n, one.pos0 = R->pos0, one.posp = 0, one.rows = 0;
 		rc = coli_dev_attention(dd->dev, &one);
 	}
 	return rc;
@@ -286,7 +274,7 @@ int coli_dense_dev_attention(struct coli_engine *e, int l, const struct dstep *s
 	         ? coli_dev_acc_rmsnorm(dd->dev, &nm) /* the previous layer's pairs */
 	         : coli_dev_add_rmsnorm(dd->dev, &nm);
 	if (c->kv_lora)
-		return rc ? rc : coli_dense_dev_mla(e, dd, D, l, T, st->pos0); /* (one sequence) */
+		return rc ? rc : coli_dense_dev_mla(e, dd, D, l, st);
 	if (D->qkv.rows) { /* one launch, each range of rows to its buffer */
 		struct coli_gpu_dense_gemv a = gemv_args(dd, &D->qkv, dd->xn, T, dd->q, qd);
 

@@ -17,8 +17,8 @@
  * allocates [its layers][n_blocks][32] rows, the host's n_blocks and block
  * ids, and a device block table [n_seq][nbs]; kv_pool.c alone hands blocks out,
  * and the device's table follows the host's (dd->tab_up says what it
- * holds). VRAM holds the pool (--kv-gb), not n_seq x ctx. MLA keeps its one
- * sequence's contiguous [layers][ctx] latent rows (core/forward/mla_dev.c).
+ * holds). VRAM holds the pool (--kv-gb), not n_seq x ctx; MLA's latent rows
+ * are its blocks' rows too (core/forward/mla_dev.c).
  * The forward over it is core/forward/forward_dev.c (and layer_host.c); the
  * phase timer both charge the stats with, coli_dense_dev_phase_end, is here.
  */
@@ -225,9 +225,9 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 
 #define B(f, n) (rc = rc ? rc : dalloc(dd, (n), &dd->f))
 	B(kcache, kv_bytes);
+	B(ktab, (size_t)e->kv.n_seq * e->kv.nbs * 4);
 	if (!c->kv_lora) {
 		B(vcache, v_bytes);
-		B(ktab, (size_t)e->kv.n_seq * e->kv.nbs * 4);
 	} else {
 		B(qa, T * (c->q_lora ? c->q_lora : 1) * 4);
 		B(kva, T * kr * 4);
@@ -357,9 +357,9 @@ static int fits_first(struct coli_engine *e, struct coli_dev *first)
 {
 	uint64_t off, dense, experts = 0;
 	size_t free_b = 0, total_b = 0;
-	/* its cache: the pool's blocks (MLA: one sequence's ctx rows) */
-	double kv = (double)(e->m.cfg.kv_lora ? e->kv.ctx : e->kv.n_blocks * COLI_KV_BLOCK) *
-	            e->kv.n_layers * (e->kv.krow + e->kv.vrow);
+	/* its cache: the pool's blocks */
+	double kv =
+	    (double)e->kv.n_blocks * COLI_KV_BLOCK * e->kv.n_layers * (e->kv.krow + e->kv.vrow);
 
 	coli_io_container_dense_region(e->m.c, &off, &dense);
 	for (int i = 0; i < coli_io_container_n_expert_layers(e->m.c); i++) {
@@ -396,16 +396,11 @@ static void kv_fit_hint(const struct coli_engine *e, const struct coli_dense_dev
 		return; /* not known, or not the cache's size */
 	fit = room > 0 ? (long)(room / tok) / COLI_KV_BLOCK * COLI_KV_BLOCK : 0;
 	if (fit < COLI_KV_BLOCK)
-		snprintf(out, outlen,
-		         ": its %.2f GB of weights and a %.2f GB KV cache against %.2f GB free; the "
-		         "weights alone leave no room for a cache",
-		         w / 1e9, kv / 1e9, free_b / 1e9);
-	else if (c->kv_lora) /* MLA's device rows: one sequence's ctx, not the pool */
-		snprintf(out, outlen,
-		         ": its %.2f GB of weights and a KV cache of %zu tokens (%.2f GB) against "
-		         "%.2f GB free; about %ld tokens of context fit beside the weights (--ctx "
-		         "%ld)",
-		         w / 1e9, dd->layer_rows, kv / 1e9, free_b / 1e9, fit, fit);
+		snprintf(
+		    out, outlen,
+		    ": its %.2f GB of weights and a %.2f GB KV cache against %.2f GB free; the "
+		    "weights alone leave no room for a cache",
+		    w / 1e9, kv / 1e9, free_b / 1e9);
 	else
 		snprintf(out, outlen,
 		         ": its %.2f GB of weights and a KV cache of %zu tokens (%.2f GB) against "
@@ -455,8 +450,7 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 		e->dense.dds[e->dense.n_dd++] = dd;
 		dd->dev = e->vram.devs[use[i]];
 		dd->l0 = L * i / n, dd->l1 = L * (i + 1) / n;
-		dd->layer_rows =
-		    c->kv_lora ? (size_t)e->kv.ctx : (size_t)e->kv.n_blocks * COLI_KV_BLOCK;
+		dd->layer_rows = (size_t)e->kv.n_blocks * COLI_KV_BLOCK;
 		dd->first = i == 0, dd->last = i == n - 1;
 		for (int l = dd->l0; l < dd->l1; l++)
 			e->dense.dd_of[l] = (signed char)i;
@@ -472,7 +466,7 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 				kv_fit_hint(e, dd, free_b, err + k, errlen - (size_t)k);
 			return rc;
 		}
-		/* its KV cache: the pool's blocks of its layers (MLA: one sequence's ctx) */
+		/* its KV cache: the pool's blocks of its layers */
 		double kv_gb =
 		    (double)(dd->l1 - dd->l0) * dd->layer_rows * (e->kv.krow + e->kv.vrow) / 1e9;
 
@@ -480,16 +474,14 @@ int coli_dense_dev_open(struct coli_engine *e, char *err, size_t errlen)
 			fprintf(
 			    stderr,
 			    "coli: dense part and KV cache on %s (%.2f GB uploaded; KV cache %.3g "
-			    "GB: %s)\n",
-			    dd->dev->name, (e->est.h2d_const_bytes - t0) / 1e9, kv_gb,
-			    c->kv_lora ? "one sequence's rows" : "the pool's blocks");
+			    "GB: the pool's blocks)\n",
+			    dd->dev->name, (e->est.h2d_const_bytes - t0) / 1e9, kv_gb);
 		else
 			fprintf(stderr,
 			        "coli: dense part and KV cache of layers %d-%d on %s (%.2f GB "
-			        "uploaded; KV cache %.3g GB: %s)\n",
+			        "uploaded; KV cache %.3g GB: the pool's blocks)\n",
 			        dd->l0, dd->l1 - 1, dd->dev->name,
-			        (e->est.h2d_const_bytes - t0) / 1e9, kv_gb,
-			        c->kv_lora ? "one sequence's rows" : "the pool's blocks");
+			        (e->est.h2d_const_bytes - t0) / 1e9, kv_gb);
 	}
 	e->dense.dd = e->dense.dds[0];
 	return 0;
@@ -575,19 +567,17 @@ int coli_dense_dev_copy_block(struct coli_engine *e, const struct coli_kv_cow *c
 	const size_t src = (size_t)c->src * COLI_KV_BLOCK, dst = (size_t)c->dst * COLI_KV_BLOCK;
 	int rc = 0;
 
-	if (e->m.cfg.kv_lora) /* (rows by position there: kv->share is 0, nothing shared) */
-		return -EINVAL;
 	for (int i = 0; !rc && i < e->dense.n_dd; i++) {
 		const struct coli_dense_dev *dd = e->dense.dds[i];
 
 		for (int l = 0; !rc && l < dd->l1 - dd->l0; l++) {
 			const size_t s = l * dd->layer_rows + src, d = l * dd->layer_rows + dst;
 
-			rc = coli_dev_copy(dd->dev, &(struct coli_dev_copy){
-			                                .dst = dd->kcache + d * kv->krow,
-			                                .src = dd->kcache + s * kv->krow,
-			                                .n = (size_t)c->rows * kv->krow});
-			if (!rc)
+			rc = coli_dev_copy(
+			    dd->dev, &(struct coli_dev_copy){.dst = dd->kcache + d * kv->krow,
+			                                     .src = dd->kcache + s * kv->krow,
+			                                     .n = (size_t)c->rows * kv->krow});
+			if (!rc && kv->vrow) /* (MLA: the latent rows alone) */
 				rc = coli_dev_copy(dd->dev, &(struct coli_dev_copy){
 				                                .dst = dd->vcache + d * kv->vrow,
 				                                .src = dd->vcache + s * kv->vrow,

@@ -161,13 +161,6 @@ int coli_dense_dev_moe_host(struct coli_engine *e, struct coli_moe_layer *ml, in
  * (dd->pex); nothing where the experts have none. */
 int coli_dense_dev_down_bias(struct coli_engine *e, struct coli_dense_dev *dd, int l, int n_pairs);
 
-/* MLA (core/forward/mla_dev.c): the decode job tables written, at open
- * after the buffers (kb_jobs, vb_jobs allocated); layer l's attention after
- * its norm, into dd->proj. */
-int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd);
-int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D,
-                       int l, int T, int pos0);
-
 /* Shared by core/forward/forward_dev.c and core/forward/attn_dev.c. */
 /* Whether q/k norms, RoPE and the KV store run as one launch (see
  * core/forward/attn_dev.c); a decode graph needs it. */
@@ -194,6 +187,42 @@ static inline uint64_t dd_rows(const struct coli_dense_dev *dd, int tmax)
 /* Layer l's attention on its dense device for st's rows, adding first what
  * the previous layer left (pend: PEND_*); leaves the projection in dd->proj. */
 int coli_dense_dev_attention(struct coli_engine *e, int l, const struct dstep *st, int pend);
+
+/* An attention op's launches for st's rows (several slots), one at a time
+ * (*i: 0 first; 0 returned when none is left): the short runs (decode
+ * tokens, COLI_GPU_MAX_S rows at most) between two long ones in one launch
+ * through the row table (rows 1: pos0 the furthest position + 1), each long
+ * run (a prompt's chunk, never in a graph) in one of its own at its slot
+ * and position. A query's bits are the same either way. */
+struct dlaunch {
+	int r0, T, pos0, slot, rows;
+};
+static inline int coli_dense_dev_launch_next(const struct dstep *st, int *i, struct dlaunch *L)
+{
+	const struct coli_fwd_run *R = st->run;
+	int r = *i, most = 0;
+
+	if (r >= st->n_runs)
+		return 0;
+	if (R[r].n > COLI_GPU_MAX_S) {
+		*L = (struct dlaunch){R[r].r0, R[r].n, R[r].pos0, R[r].slot, 0};
+		*i = r + 1;
+		return 1;
+	}
+	for (L->r0 = R[r].r0; r < st->n_runs && R[r].n <= COLI_GPU_MAX_S; r++)
+		most = R[r].pos0 + R[r].n > most ? R[r].pos0 + R[r].n : most;
+	L->T = (r < st->n_runs ? R[r].r0 : st->T) - L->r0;
+	L->pos0 = most, L->slot = 0, L->rows = 1;
+	*i = r;
+	return 1;
+}
+
+/* MLA (core/forward/mla_dev.c): the decode job tables written, at open
+ * after the buffers (kb_jobs, vb_jobs allocated); layer l's attention for
+ * st's rows after its norm, into dd->proj. */
+int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd);
+int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D,
+                       int l, const struct dstep *st);
 
 /* The routing of the layers planned on device dd this forward (COLI_GPU_STEP_T
  * rows each), queued into the downloads v[*n] before the forward's last

@@ -80,15 +80,15 @@ struct coli_kv_seq {
 
 /* A block's state in the pool (core/forward/kv_pool.c). */
 struct coli_kv_block {
-	int ref;        /* tables holding it; 0: free or cached */
-	uint64_t gen;   /* moves on when its rows stop being the rows they were */
-	int cached;     /* in the cache's LRU list (prev, next) */
+	int ref;      /* tables holding it; 0: free or cached */
+	uint64_t gen; /* moves on when its rows stop being the rows they were */
+	int cached;   /* in the cache's LRU list (prev, next) */
 	int prev, next;
-	int pub;        /* in the index, under key, in its bucket's list (hnext) */
+	int pub; /* in the index, under key, in its bucket's list (hnext) */
 	int hnext;
-	int parent;     /* the block before it in its chain (-1: the first) ... */
-	uint64_t pgen;  /* ... and that one's generation when it was published */
-	uint64_t key;   /* hash of its chain's token ids up to its end */
+	int parent;    /* the block before it in its chain (-1: the first) ... */
+	uint64_t pgen; /* ... and that one's generation when it was published */
+	uint64_t key;  /* hash of its chain's token ids up to its end */
 };
 
 struct coli_kv {
@@ -105,8 +105,6 @@ struct coli_kv {
 	int *btok;               /* [n_blocks][B] a published block's token ids */
 	int *bucket;             /* [n_bucket] the index's lists, -1 ended */
 	int n_bucket;            /* a power of two */
-	int share;               /* blocks are published and shared (not while a
-	                          * device holds MLA's rows by position: core/engine.c) */
 	int rebuild;             /* the rows are being written again from the slots'
 	                          * histories (a dense device failed): coli_kv_grow
 	                          * only extends, sharing stays */

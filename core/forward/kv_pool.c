@@ -28,9 +28,7 @@
  * Generations. b->gen moves on when a block's rows stop being the rows
  * they were: it is freed, evicted, or written over. A closed slot's table
  * keeps its ids with their generations (bgen): its next open keeps its own
- * history, to the token, up to its first block whose generation moved on
- * (an MLA model on a device, whose rows there are by position, shares
- * nothing and keeps only this).
+ * history, to the token, up to its first block whose generation moved on.
  *
  * Writing (coli_kv_grow). A step writes a slot's rows from its position
  * on. After a rewind, or a prompt that kept part of a block, the position
@@ -70,7 +68,6 @@ int coli_kv_pool_alloc(struct coli_kv *kv)
 		kv->free[b] = n - 1 - b;
 	kv->n_free = n;
 	kv->lru_head = kv->lru_tail = -1;
-	kv->share = 1;
 	return 0;
 }
 
@@ -122,7 +119,8 @@ static int find(const struct coli_kv *kv, int prev, const int *ids)
 	for (int b = kv->bucket[key & (uint64_t)(kv->n_bucket - 1)]; b >= 0; b = kv->b[b].hnext) {
 		const struct coli_kv_block *k = &kv->b[b];
 
-		if (k->key == key && k->parent == prev && (prev < 0 || k->pgen == kv->b[prev].gen) &&
+		if (k->key == key && k->parent == prev &&
+		    (prev < 0 || k->pgen == kv->b[prev].gen) &&
 		    !memcmp(kv->btok + (size_t)b * B, ids, sizeof(int) * B))
 			return b;
 	}
@@ -290,7 +288,8 @@ int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n,
 		if (!q->held) {
 			for (int j = 0; j < coli_kv_blocks_of(q->pos) && j < q->n_blk; j++)
 				if (kv->b[q->blk[j]].gen != q->bgen[j])
-					return -EINVAL; /* its rows are gone: coli_engine_reset first */
+					return -EINVAL; /* its rows are gone: coli_engine_reset
+					                   first */
 			rehold(kv, q, coli_kv_blocks_of(q->pos));
 		}
 	}
@@ -323,7 +322,7 @@ int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n,
 				q->blk[j] = cow[*n_cow - 1].dst;
 				drop(kv, src, 0);
 			} else if (j < q->n_blk) { /* written over, its alone: a closed
-			                            * slot's weak table may list it */
+				                    * slot's weak table may list it */
 				kv->b[q->blk[j]].gen++;
 			}
 			if (q->n_pub > j)
@@ -368,7 +367,7 @@ static void publish_slot(struct coli_kv *kv, struct coli_kv_seq *q)
 {
 	const int full = q->pos / B < q->n_blk ? q->pos / B : q->n_blk;
 
-	for (int j = q->n_pub; kv->share && j < full; j++) {
+	for (int j = q->n_pub; j < full; j++) {
 		const int *ids = q->hist + (size_t)j * B, prev = j ? q->blk[j - 1] : -1;
 		int b = q->blk[j], was = kv->b[b].pub ? -1 : find(kv, prev, ids);
 
@@ -392,7 +391,7 @@ static int index_prefix(const struct coli_kv *kv, const int *ids, int n)
 {
 	int m = 0;
 
-	for (int prev = -1; kv->share && (m + 1) * B <= n - 1; m++)
+	for (int prev = -1; (m + 1) * B <= n - 1; m++)
 		if ((prev = find(kv, prev, ids + (size_t)m * B)) < 0)
 			break;
 	return m;

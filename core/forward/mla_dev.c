@@ -8,7 +8,8 @@
  *   kva  [T][kl + r]     kv_a . xn
  *   qa   [T][ql]         rmsnorm(q_a . xn)          (without q_lora: none)
  *   q    [T][nh][hd]     q_b . qa (or attn_q . xn)
- *   mla_prep             the cache row pos0 + t = [norm(c_kv) || rope(k_pe)],
+ *   mla_prep             t's cache row = [norm(c_kv) || rope(k_pe)] (its slot's
+ *                        position, a row of the pool's blocks: attend below),
  *                        qrow[t][h][kl..] = rope(q_pe), qn = q_nope head-major
  *   qn   [nh][T][np]     head h's q_nope rows: one GEMV job input per head
  *   qrow [T][nh][kl + r] q_abs = W_UK^T[h] . q_nope[h] at [0, kl) (k_b heads)
@@ -137,15 +138,43 @@ static int heads(struct coli_engine *e, struct coli_dense_dev *dd, const struct 
 	                                  .t = m->dtype, .gemm_jobs = dd->mla_jobs, .n_jobs = nh});
 }
 
-/* Layer l's attention after its norm (dd->xn, quantized where kv_a is),
- * into dd->proj. */
+/* The latent attention's launches for st's rows (a's fields those of the
+ * whole step): one sequence, one launch; several, coli_dense_dev_launch_next's
+ * (the queries and the head-major outputs from the launch's first row on). */
+static int attend(struct coli_engine *e, struct coli_dense_dev *dd, struct coli_dev_mla a,
+                  const struct dstep *st)
+{
+	struct dlaunch L;
+	int rc = 0;
+
+	if (!st->rows)
+		return coli_dev_mla_attention(dd->dev, &a);
+	for (int i = 0; !rc && coli_dense_dev_launch_next(st, &i, &L);) {
+		struct coli_dev_mla one = a;
+
+		one.q += (uint64_t)L.r0 * a.nh * a.dk * 4, one.out += (uint64_t)L.r0 * a.ldt * 4;
+		one.T = L.T, one.pos0 = L.pos0, one.posp = 0;
+		if (L.rows)
+			one.rows = dd_rows(dd, e->s.tmax) + (uint64_t)L.r0 * COLI_GPU_ROWS * 4;
+		else
+			one.tab = dd_tab(dd, e->kv.nbs, L.slot);
+		rc = coli_dev_mla_attention(dd->dev, &one);
+	}
+	return rc;
+}
+
+/* Layer l's attention for st's rows after its norm (dd->xn, quantized where
+ * kv_a is), into dd->proj. The latent rows are the pool's blocks, as the
+ * other families' keys (core/forward/attn_dev.c): through the device block
+ * table, each row at its slot's position. */
 int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D,
-                       int l, int T, int pos0)
+                       int l, const struct dstep *st)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const int H = c->hidden, nh = c->n_heads, hd = c->head_dim, np = c->qk_nope,
-	          r = c->rope_dim, kl = c->kv_lora, kr = kl + r, ql = c->q_lora;
-	const uint64_t cache = dd->kcache + (uint64_t)(l - dd->l0) * e->kv.ctx * e->kv.krow;
+	          r = c->rope_dim, kl = c->kv_lora, kr = kl + r, ql = c->q_lora, T = st->T;
+	/* the layer's [n_blocks][32] rows */
+	const uint64_t cache = dd->kcache + (uint64_t)(l - dd->l0) * dd->layer_rows * e->kv.krow;
 	int rc;
 
 	/* xn (quantized by the norm where the matrices are) into kv_a and q_a / q */
@@ -165,43 +194,52 @@ int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const s
 		rc = rc ? rc : gemm(dd, &D->q, dd->xn, T, dd->q, nh * hd);
 	}
 	rc = rc ? rc
-	        : coli_dev_mla_prep(dd->dev, &(struct coli_gpu_mla_prep){
-	                                         .kva = (const float *)(uintptr_t)dd->kva,
-	                                         .q = (const float *)(uintptr_t)dd->q,
-	                                         .w = (const float *)(uintptr_t)D->kv_a_norm,
-	                                         .inv_freq = (const float *)(uintptr_t)dd->inv_freq,
-	                                         .posp = (const int *)(uintptr_t)dd->ids,
-	                                         .cache = (void *)(uintptr_t)cache,
-	                                         .kt = e->kv.kt,
-	                                         .qn = (float *)(uintptr_t)dd->qn,
-	                                         .qrow = (float *)(uintptr_t)dd->qrow,
-	                                         .T = T,
-	                                         .nh = nh,
-	                                         .np = np,
-	                                         .r = r,
-	                                         .kl = kl,
-	                                         .pos0 = pos0,
-	                                         .eps = c->norm_eps,
-	                                         .f = e->s.rope_attn});
+	        : coli_dev_mla_prep(
+	              dd->dev,
+	              &(struct coli_gpu_mla_prep){
+	                  .kva = (const float *)(uintptr_t)dd->kva,
+	                  .q = (const float *)(uintptr_t)dd->q,
+	                  .w = (const float *)(uintptr_t)D->kv_a_norm,
+	                  .inv_freq = (const float *)(uintptr_t)dd->inv_freq,
+	                  .posp = st->rows ? NULL : (const int *)(uintptr_t)dd->ids,
+	                  .cache = (void *)(uintptr_t)cache,
+	                  .kt = e->kv.kt,
+	                  .qn = (float *)(uintptr_t)dd->qn,
+	                  .qrow = (float *)(uintptr_t)dd->qrow,
+	                  .T = T,
+	                  .nh = nh,
+	                  .np = np,
+	                  .r = r,
+	                  .kl = kl,
+	                  .pos0 = st->pos0,
+	                  .eps = c->norm_eps,
+	                  .f = e->s.rope_attn,
+	                  .rows = st->rows ? (const int *)(uintptr_t)dd_rows(dd, e->s.tmax) : NULL,
+	                  .tab = (const int *)(uintptr_t)dd->ktab,
+	                  .nbs = e->kv.nbs});
 	/* q_abs = W_UK^T[h] . q_nope[h] beside q_pe */
 	rc = rc ? rc : prep(dd, &D->k_b, dd->qn, T * nh);
 	rc = rc ? rc : heads(e, dd, D, T, 0);
 	rc = rc ? rc
-	        : coli_dev_mla_attention(dd->dev, &(struct coli_dev_mla){.q = dd->qrow,
-	                                                                 .cache = cache,
-	                                                                 .out = dd->lat,
-	                                                                 .posp = dd->ids,
-	                                                                 .T = T,
-	                                                                 .pos0 = pos0,
-	                                                                 .span = e->kv.ctx,
-	                                                                 .nh = nh,
-	                                                                 .dk = kr,
-	                                                                 .dv = kl,
-	                                                                 .ld = kr,
-	                                                                 .ldt = kl,
-	                                                                 .ldh = T * kl,
-	                                                                 .scale = e->s.attn_scale,
-	                                                                 .kt = e->kv.kt});
+	        : attend(e, dd,
+	                 (struct coli_dev_mla){.q = dd->qrow,
+	                                       .cache = cache,
+	                                       .out = dd->lat,
+	                                       .posp = dd->ids,
+	                                       .T = T,
+	                                       .pos0 = st->pos0,
+	                                       .span = e->kv.ctx,
+	                                       .nh = nh,
+	                                       .dk = kr,
+	                                       .dv = kl,
+	                                       .ld = kr,
+	                                       .ldt = kl,
+	                                       .ldh = T * kl,
+	                                       .scale = e->s.attn_scale,
+	                                       .kt = e->kv.kt,
+	                                       .tab = dd->ktab,
+	                                       .nbs = e->kv.nbs},
+	                 st);
 	/* each head's values from the latent, W_UV[h] . lat[h], then o */
 	rc = rc ? rc : prep(dd, &D->v_b, dd->lat, T * nh);
 	rc = rc ? rc : heads(e, dd, D, T, 1);

@@ -37,8 +37,7 @@ static_assert(AD_CHUNK == KV_BLOCK, "a chunk is one block of the cache: one tabl
  * (attention.cu's AdTile, attn_tc.cuh's TcTile). */
 template <int HD, int M, int KS, int VS, int V0, int S0>
 static __device__ __forceinline__ void kv_stage(char *st, const void *K, const void *V, size_t row0,
-                                                int nv, int kvh, size_t krow, size_t vrow,
-                                                int soff)
+                                                int nv, int kvh, size_t krow, size_t vrow, int soff)
 {
 	constexpr int KT = kvmode<M>::KT, VT = kvmode<M>::VT;
 	constexpr int KB = HD * kv_esz<KT>(), VB = HD * kv_esz<VT>(); /* bytes a row's head */
@@ -49,7 +48,8 @@ static __device__ __forceinline__ void kv_stage(char *st, const void *K, const v
 	do {                                                                                       \
 		constexpr int PB = (t) == 2 ? 4 : 16, PR = (B) / PB;                               \
 		_Pragma("unroll") for (int k = 0;                                                  \
-		                       k < (AD_CHUNK * PR + AT_THREADS - 1) / AT_THREADS; k++) {   \
+		                       k < (AD_CHUNK * PR + AT_THREADS - 1) / AT_THREADS; k++)     \
+		{                                                                                  \
 			const int i = threadIdx.x + k * AT_THREADS, r = i / PR, c = i % PR;        \
 			if (i >= AD_CHUNK * PR)                                                    \
 				break;                                                             \
@@ -75,22 +75,6 @@ static __device__ __forceinline__ void kv_stage(char *st, const void *K, const v
 		cp4(st + S0 + 4 * (AD_CHUNK + r),
 		    (const char *)V + (row0 + (r < nv ? r : 0)) * vrow + soff, r < nv);
 	}
-}
-
-/* Query t's positions seen (its position + 1) and its sequence's slot
- * (*slot; the cache's rows are kv_at(tab, nbs, *slot, p), ptx/attn/kv_rows.cuh):
- * the row table's when the launch holds several sequences (rows,
- * COLI_GPU_ROWS: ptx/kernels_abi.h); else slot 0 (the caller's table
- * starts at the run's slot) at pos0 + t, pos0 read at posp when given. */
-static __device__ __forceinline__ int attn_row(int pos0, const int *posp, const int *rows, int t,
-                                               int *slot)
-{
-	if (!rows) {
-		*slot = 0;
-		return (posp ? *posp : pos0) + t + 1;
-	}
-	*slot = rows[COLI_GPU_ROWS * t + 1];
-	return rows[COLI_GPU_ROWS * t] + 1;
 }
 
 /* Both attention kernels end alike. A CTA's items are it = tid + k *
@@ -276,10 +260,9 @@ static __device__ __forceinline__ void attn_combine(const struct attn_out &a, co
  * nsb floats of shared memory free for it (5 a split and head); where the
  * splits do not fit, attn_combine. Every thread of the CTA calls it. */
 template <int IL>
-static __device__ __forceinline__ void attn_combine_cta(const struct attn_out &a, const float *all,
-                                                        int first, int used, int nq, int group,
-                                                        int hd, const float *sink, float *sb,
-                                                        int nsb)
+static __device__ __forceinline__ void
+attn_combine_cta(const struct attn_out &a, const float *all, int first, int used, int nq, int group,
+                 int hd, const float *sink, float *sb, int nsb)
 {
 	const size_t stride = (size_t)nq + 2 * group;
 	const int n = used - first, ng = n * group;

@@ -5,12 +5,11 @@
  * caller may fall back to the host.
  *
  * Two kernels: the decode kernel (ptx/attn/mla_decode.cuh: bf16 tensor cores, the
- * query and P split into 1..3 bf16 terms, 32 heads a CTA) and the tf32 one (mla.cu: 16 heads a CTA). terms (ptx.h struct
- * coli_gpu_mla) picks; 0, the dense forward's, takes the decode kernel with
- * COLI_GPU_MLA_PICK_TERMS terms wherever its shape limits allow, decode and
- * prefill alike (tests/ptx/mla measures its error against the tf32 x3's),
- * and the tf32 kernel elsewhere. Either way a query's bits depend on its
- * position only, not on the queries beside it (the split below).
+ * query and P split into 1..3 bf16 terms, 32 heads a CTA) and the tf32 one (mla.cu: 16 heads a
+ * CTA). terms (ptx.h struct coli_gpu_mla) picks; 0, the dense forward's, takes the decode kernel
+ * with COLI_GPU_MLA_PICK_TERMS terms wherever its shape limits allow, decode and prefill alike
+ * (tests/ptx/mla measures its error against the tf32 x3's), and the tf32 kernel elsewhere. Either
+ * way a query's bits depend on its position only, not on the queries beside it (the split below).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -97,16 +96,19 @@ static int mla_dec_fits(const struct coli_gpu_mla *a)
  * followed by the combine when the grid has more than one split (mla.cu). */
 int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 {
-	CUdeviceptr q = a->q, c = a->cache, o = a->out, pp = a->posp, part = g->scratch;
-	int pos0 = a->pos0, nh = a->nh, dk = a->dk, dv = a->dv, ld = a->ld, msp, splits, t0,
-	    tb;
+	CUdeviceptr q = a->q, c = a->cache, o = a->out, pp = a->posp, part = g->scratch,
+	            rows = a->rows, tab = a->tab;
+	int pos0 = a->pos0, nh = a->nh, dk = a->dk, dv = a->dv, ld = a->ld, nbs = a->nbs, msp,
+	    splits, t0, tb;
 	int ldt = a->ldt ? a->ldt : nh * dv, ldh = a->ldh ? a->ldh : dv, rc = 0;
 	float scale = a->scale;
-	void *args[] = {&q,  &c,  &o,   &pos0, &pp,    &nh,  &dk,  &dv,
-	                &ld, &ldt, &ldh, &scale, &msp,  &part, &t0};
+	void *args[] = {&q,   &c,   &o,     &pos0, &pp,   &nh, &dk,   &dv,  &ld,
+	                &ldt, &ldh, &scale, &msp,  &part, &t0, &rows, &tab, &nbs};
 	void *cargs[] = {&part, &o, &nh, &dv, &ldt, &ldh, &splits, &t0};
+	/* the furthest position seen + 1 (rows: pos0 is that already) */
+	const int last = a->rows ? pos0 : pos0 + a->T;
 	const int reach =
-	    a->posp && g->capturing ? coli_gpu_attn_reach(pos0 + a->T, a->span) : pos0 + a->T;
+	    (a->posp || a->rows) && g->capturing ? coli_gpu_attn_reach(last, a->span) : last;
 	const int ht = (nh + COLI_GPU_MLA_HEADS - 1) / COLI_GPU_MLA_HEADS,
 	          tiles = (reach + COLI_GPU_MLA_TILE - 1) / COLI_GPU_MLA_TILE;
 	/* CTAs a split of a query: its head tiles, or the decode kernel's head
@@ -119,8 +121,8 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 
 	if (a->T < 1 || nh < 1 || pos0 < 0 || dk < 16 || dk % 16 || dk > ML_MAX_DK || dv < 8 ||
 	    dv % 8 || dv > dk || dv > ML_MAX_DV || ld < dk || ld % 4 || ldt % 4 || ldh % 4 ||
-	    (a->posp && a->span < pos0 + a->T) || a->kt < 0 || a->kt > 2 ||
-	    terms < COLI_GPU_MLA_TF32 || terms > 3)
+	    ((a->posp || a->rows) && a->span < last) || a->kt < 0 || a->kt > 2 || nbs < 0 ||
+	    (a->rows && !a->tab && !nbs) || terms < COLI_GPU_MLA_TF32 || terms > 3)
 		return -EINVAL;
 	/* a typed row's scales: c_kv's (dv values) and the rest's, at most two */
 	if (a->kt && dk - dv > dv)
@@ -147,7 +149,8 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 	for (t0 = 0; !rc && t0 < a->T; t0 += tb) {
 		const unsigned nq = (unsigned)(a->T - t0 < tb ? a->T - t0 : tb);
 
-		if (terms > 0) /* grid (head groups, splits, queries): a split's groups side by side */
+		if (terms >
+		    0) /* grid (head groups, splits, queries): a split's groups side by side */
 			rc = coli_gpu_launch(g, f, (unsigned)grp, (unsigned)splits, nq,
 			                     COLI_GPU_MLA_THREADS, mla_dec_smem(dk, a->kt), args,
 			                     "launch attn_mla_dec");
@@ -156,12 +159,12 @@ int coli_gpu_mla_attention(coli_gpu_t *g, const struct coli_gpu_mla *a)
 			                     COLI_GPU_MLA_THREADS, mla_smem(dk), args,
 			                     "launch attn_mla");
 		if (!rc && splits > 1)
-			rc = coli_gpu_launch(g, g->f_mla_comb,
-			                     (unsigned)((COLI_GPU_MLA_HEADS * dv + COLI_GPU_MLA_COMB -
-			                                 1) /
-			                                COLI_GPU_MLA_COMB),
-			                     (unsigned)ht, nq, COLI_GPU_MLA_THREADS, 0, cargs,
-			                     "launch attn_mla_combine");
+			rc = coli_gpu_launch(
+			    g, g->f_mla_comb,
+			    (unsigned)((COLI_GPU_MLA_HEADS * dv + COLI_GPU_MLA_COMB - 1) /
+			               COLI_GPU_MLA_COMB),
+			    (unsigned)ht, nq, COLI_GPU_MLA_THREADS, 0, cargs,
+			    "launch attn_mla_combine");
 	}
 	return rc;
 }
@@ -172,8 +175,8 @@ int coli_gpu_mla_prep(coli_gpu_t *g, const struct coli_gpu_mla_prep *a)
 	void *args[] = {&p};
 
 	if (a->T < 1 || a->nh < 1 || a->np < 0 || a->r < 2 || a->r % 2 || a->kl < 1 ||
-	    a->pos0 < 0 || a->kt < 0 || a->kt > 2 ||
-	    (a->kt && a->kl + a->r > COLI_GPU_MLA_PREP_MAXROW))
+	    a->pos0 < 0 || a->kt < 0 || a->kt > 2 || a->nbs < 0 ||
+	    (a->rows && !a->tab && !a->nbs) || (a->kt && a->kl + a->r > COLI_GPU_MLA_PREP_MAXROW))
 		return -EINVAL;
 	return coli_gpu_launch(g, g->f_mla_prep, (unsigned)a->T, (unsigned)a->nh + 1, 1, 128, 0,
 	                       args, "launch mla_prep");

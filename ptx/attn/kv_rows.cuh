@@ -22,6 +22,8 @@
 #ifndef COLI_PTX_KV_ROWS_CUH
 #define COLI_PTX_KV_ROWS_CUH
 
+#include "ptx/kernels_abi.h" /* COLI_GPU_ROWS */
+
 #define KV_BLOCK       32 /* positions a block: COLI_KV_BLOCK (core/forward/kv.h) */
 #define KV_BLOCK_SHIFT 5
 
@@ -36,6 +38,22 @@ static __device__ __forceinline__ size_t kv_at(const int *tab, int nbs, int slot
 	const size_t b = tab ? (size_t)__ldg(tab + j) : j;
 
 	return b << KV_BLOCK_SHIFT | (size_t)(p & (KV_BLOCK - 1));
+}
+
+/* Query t's positions seen (its position + 1) and its sequence's slot
+ * (*slot; the cache's rows are kv_at(tab, nbs, *slot, p), ptx/attn/kv_rows.cuh):
+ * the row table's when the launch holds several sequences (rows,
+ * COLI_GPU_ROWS: ptx/kernels_abi.h); else slot 0 (the caller's table
+ * starts at the run's slot) at pos0 + t, pos0 read at posp when given. */
+static __device__ __forceinline__ int attn_row(int pos0, const int *posp, const int *rows, int t,
+                                               int *slot)
+{
+	if (!rows) {
+		*slot = 0;
+		return (posp ? *posp : pos0) + t + 1;
+	}
+	*slot = rows[COLI_GPU_ROWS * t + 1];
+	return rows[COLI_GPU_ROWS * t] + 1;
 }
 
 static __device__ __forceinline__ unsigned short kv_bf16(float x)

@@ -6,8 +6,12 @@
  *   q     [T][nh][dk]   the absorbed query: q_nope . W_UK folded into the
  *                       latent (kv_lora values), then the RoPE part (dk =
  *                       kv_lora + rope)
- *   C     [ctx][ld]     the latent cache: c_kv (normalized) then k_pe, rows
- *                       0..pos0+T-1 valid; the values are the first dv of a row
+ *   C     [n_blocks][32][ld] the latent cache: c_kv (normalized) then k_pe, a
+ *                       sequence's position p at row kv_at(tab, nbs, slot, p)
+ *                       (ptx/attn/kv_rows.cuh; a tile of 32 positions is one
+ *                       block), positions 0..pos0+T-1 valid, or each query's
+ *                       own position and slot from the row table (rows,
+ *                       COLI_GPU_ROWS); the values are the first dv of a row
  *                       (coli_attn_mla[_x3]_{bf16,q8}: typed rows of dk values,
  *                       ptx/attn/kv_rows.cuh, staged in shared memory as fp32)
  *   out   (t, h) at out + t * ldt + h * ldh: softmax(q . C^T * scale) . C[:, :dv],
@@ -75,6 +79,8 @@
 	(COLI_GPU_MLA_TILE +                                                                       \
 	 4) /* a row of S/P in shared memory (the shape: COLI_GPU_MLA_* in kernels_abi.h) */
 
+static_assert(COLI_GPU_MLA_TILE == KV_BLOCK, "a tile is one KV block: one kv_at");
+
 static __device__ __forceinline__ unsigned tf32_of(float x)
 {
 	unsigned r;
@@ -122,12 +128,13 @@ static __device__ __forceinline__ void mma_f32(float *d, const float *a, const f
 	mma_tf32(d, ah, bh);
 }
 
-/* The tile's rows p0 .. p0 + COLI_GPU_MLA_TILE - 1 of C into sc ([COLI_GPU_MLA_TILE][dk + 4]),
- * asynchronously (cp.async, one commit group); rows at or past n are
- * zero-filled. dk % 4 == 0, ld % 4 == 0 (16-byte copies). */
+/* The tile's positions p0 .. p0 + COLI_GPU_MLA_TILE - 1 into sc ([COLI_GPU_MLA_TILE][dk + 4]),
+ * asynchronously (cp.async, one commit group), from C's rows row0 .. (the tile
+ * is one KV block: kv_at once); positions at or past n are zero-filled.
+ * dk % 4 == 0, ld % 4 == 0 (16-byte copies). */
 template <int KT>
-static __device__ __forceinline__ void load_tile(float *sc, const void *Cv, int p0, int n, int dk,
-                                                 int dv, int ld)
+static __device__ __forceinline__ void load_tile(float *sc, const void *Cv, size_t row0, int p0,
+                                                 int n, int dk, int dv, int ld)
 {
 	const int s = dk + 4, lane = threadIdx.x & 31;
 
@@ -140,7 +147,7 @@ static __device__ __forceinline__ void load_tile(float *sc, const void *Cv, int 
 		for (int r = threadIdx.x >> 5; r < COLI_GPU_MLA_TILE;
 		     r += COLI_GPU_MLA_THREADS / 32) {
 			const bool in = p0 + r < n;
-			const char *row = (const char *)Cv + (in ? (size_t)(p0 + r) * rb : 0);
+			const char *row = (const char *)Cv + (in ? (row0 + r) * rb : 0);
 
 			for (int c = 4 * lane; c < dk; c += 128) {
 				float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -159,7 +166,7 @@ static __device__ __forceinline__ void load_tile(float *sc, const void *Cv, int 
 	/* a warp a row at a time, 16 bytes a lane (no division in the loop) */
 	for (int r = threadIdx.x >> 5; r < COLI_GPU_MLA_TILE; r += COLI_GPU_MLA_THREADS / 32) {
 		const bool in = p0 + r < n;
-		const float *src = in ? C + (size_t)(p0 + r) * ld : C;
+		const float *src = in ? C + (row0 + r) * ld : C;
 
 		for (int c = 4 * lane; c < dk; c += 128)
 			cp16(sc + r * s + c, in ? src + c : C, in);
@@ -282,16 +289,18 @@ static __device__ __forceinline__ void tile_pv(float (*o)[4], const float *ss, c
 	} while (0)
 
 /* Grid (splits, ceil(nh / COLI_GPU_MLA_HEADS), queries); dynamic shared memory as mla_smem
- * in ptx/attn/gpu_mla.c. Query t = t0 + blockIdx.z; a split covers tiles [split * tps, +tps) of
- * its positions 0 .. pos0 + t, tps = ceil(tiles / msp) of its own tiles: a query's split,
- * and so its bits, do not depend on the launch's other queries or its grid (splits past
- * the query's last tile leave empty partials). part: the scratch, [queries][head tiles]
+ * in ptx/attn/gpu_mla.c. Query t = t0 + blockIdx.z of slot s at position p
+ * (attn_row: rows, or slot 0 at pos0 + t); a split covers tiles [split * tps, +tps) of
+ * its positions 0 .. p (rows kv_at(tab, nbs, s, .)), tps = ceil(tiles / msp) of its own tiles: a
+ * query's split, and so its bits, do not depend on the launch's other queries or its grid (splits
+ * past the query's last tile leave empty partials). part: the scratch, [queries][head tiles]
  * [splits][COLI_GPU_MLA_HEADS * dv + 2 * COLI_GPU_MLA_HEADS], combined by
  * coli_attn_mla_combine. */
 template <int X3, int KT>
 static __device__ void attn_mla(const float *q, const void *C, float *out, int pos0,
                                 const int *posp, int nh, int dk, int dv, int ld, int ldt, int ldh,
-                                float scale, int msp, float *part, int t0)
+                                float scale, int msp, float *part, int t0, const int *rows,
+                                const int *tab, int nbs)
 {
 	extern __shared__ __align__(16) float sm[];
 	float *sq = sm, *sc = sq + COLI_GPU_MLA_HEADS * (dk + 4),
@@ -303,9 +312,8 @@ static __device__ void attn_mla(const float *q, const void *C, float *out, int p
 	float o[COLI_GPU_MLA_NT][4];
 
 	pdl_entry();
-	if (posp) /* a replayed graph's position: the kernel ahead may have written it */
-		pos0 = *posp;
-	const int h0 = ht * COLI_GPU_MLA_HEADS, n = pos0 + t + 1,
+	int slot; /* (posp: a replayed graph's position, which the kernel ahead may have written) */
+	const int h0 = ht * COLI_GPU_MLA_HEADS, n = attn_row(pos0, posp, rows, t, &slot),
 	          tiles = (n + COLI_GPU_MLA_TILE - 1) / COLI_GPU_MLA_TILE;
 	const int tps = (tiles + msp - 1) / msp, k0 = split * tps, k1 = min(k0 + tps, tiles);
 
@@ -323,7 +331,8 @@ static __device__ void attn_mla(const float *q, const void *C, float *out, int p
 		o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
 	/* two tile buffers: tile k + 1 streams in while tile k is computed */
 	if (k0 < k1)
-		load_tile<KT>(sc, C, k0 * COLI_GPU_MLA_TILE, n, dk, dv, ld);
+		load_tile<KT>(sc, C, kv_at(tab, nbs, slot, k0 * COLI_GPU_MLA_TILE),
+		              k0 * COLI_GPU_MLA_TILE, n, dk, dv, ld);
 	for (int k = k0; k < k1; k++) {
 		float *cur = sc + ((k - k0) & 1) * COLI_GPU_MLA_TILE * (dk + 4);
 
@@ -331,6 +340,7 @@ static __device__ void attn_mla(const float *q, const void *C, float *out, int p
 		                  */
 		if (k + 1 < k1) {
 			load_tile<KT>(sc + ((k + 1 - k0) & 1) * COLI_GPU_MLA_TILE * (dk + 4), C,
+			              kv_at(tab, nbs, slot, (k + 1) * COLI_GPU_MLA_TILE),
 			              (k + 1) * COLI_GPU_MLA_TILE, n, dk, dv, ld);
 			cp_wait<1>();
 		} else {
@@ -420,10 +430,10 @@ extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS)
 	extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)                      \
 	    name(const float *q, const void *C, float *out, int pos0, const int *posp, int nh,     \
 	         int dk, int dv, int ld, int ldt, int ldh, float scale, int msp, float *part,      \
-	         int t0)                                                                           \
+	         int t0, const int *rows, const int *tab, int nbs)                                 \
 	{                                                                                          \
 		attn_mla<x3, kt>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, msp,      \
-		                 part, t0);                                                        \
+		                 part, t0, rows, tab, nbs);                                        \
 	}
 ATTN_MLA(coli_attn_mla, 0, 0)
 ATTN_MLA(coli_attn_mla_x3, 1, 0)
@@ -433,7 +443,8 @@ ATTN_MLA(coli_attn_mla_q8, 0, 2)
 ATTN_MLA(coli_attn_mla_x3_q8, 1, 2)
 
 /* kernels_abi.h struct coli_gpu_mla_prep. Grid (T, nh + 1), 128 threads: CTA
- * (t, 0) normalizes and ropes token t's kva row into the cache, CTA (t, 1 + h)
+ * (t, 0) normalizes and ropes token t's kva row into its slot's cache row at
+ * its position (attn_row, kv_at), CTA (t, 1 + h)
  * copies head h's q_nope to qn and ropes its q_pe into qrow. The norm is
  * coli_rmsnorm's (a double sum of squares, here in a fixed tree order), the
  * rotation coli_rope_part's (angle (float)pos * inv_freq, cos and sin in
@@ -444,7 +455,9 @@ extern "C" __global__ void __launch_bounds__(128) coli_mla_prep(struct coli_gpu_
 	const int t = blockIdx.x, y = blockIdx.y, half = a.r / 2, kr = a.kl + a.r;
 
 	pdl_entry();
-	const int pos = (a.posp ? *a.posp : a.pos0) + t;
+	int slot;
+	const int pos = attn_row(a.pos0, a.posp, a.rows, t, &slot) - 1;
+	const size_t at = kv_at(a.tab, a.nbs, slot, pos); /* its cache row */
 
 	if (y == 0) {
 		const float *x = a.kva + (size_t)t * kr;
@@ -452,7 +465,7 @@ extern "C" __global__ void __launch_bounds__(128) coli_mla_prep(struct coli_gpu_
 		 * in shared memory, then stored (q8: c_kv's scale, then k_pe's) */
 		__shared__ float srow[COLI_GPU_MLA_PREP_MAXROW];
 		__shared__ float redm[32];
-		float *row = a.kt ? srow : (float *)a.cache + (size_t)pos * kr;
+		float *row = a.kt ? srow : (float *)a.cache + at * kr;
 		double ss = 0.0;
 
 		for (int i = threadIdx.x; i < a.kl; i += 128)
@@ -479,8 +492,7 @@ extern "C" __global__ void __launch_bounds__(128) coli_mla_prep(struct coli_gpu_
 		if (!a.kt)
 			return;
 		__syncthreads(); /* the row in srow */
-		char *dst =
-		    (char *)a.cache + (size_t)pos * kv_row_size(a.kt, kr, (kr + a.kl - 1) / a.kl);
+		char *dst = (char *)a.cache + at * kv_row_size(a.kt, kr, (kr + a.kl - 1) / a.kl);
 		const int soff = (kr + 3) & ~3;
 
 		for (int s0 = 0, g = 0; s0 < kr; s0 += a.kl, g++) {

@@ -60,15 +60,16 @@
 /* the softmax's 8 threads a head of 4 positions, ldmatrix's 32 rows a tile,
  * 8 warps of (m-tile, quarter) */
 static_assert(MD_P == 32 && MD_H == 32 && COLI_GPU_MLA_THREADS == 256, "mla_decode's shape");
+static_assert(MD_P == KV_BLOCK, "a tile is one KV block: one kv_at");
 
-/* The tile's rows p0 .. p0 + MD_P - 1 into dst ([planes][MD_P][dk + 8] bf16
- * bits) and, q8, their scales into qs ([MD_P][2]: c_kv's, k_pe's); rows at or
- * past n zero (scales too). One commit group (empty but for bf16's cp.async);
- * the plain stores of f32 and q8 are made visible by the __syncthreads that
- * follows the cp_wait. */
+/* The tile's positions p0 .. p0 + MD_P - 1, C's rows row0 .. (one KV block),
+ * into dst ([planes][MD_P][dk + 8] bf16 bits) and, q8, their scales into qs
+ * ([MD_P][2]: c_kv's, k_pe's); positions at or past n zero (scales too). One commit group (empty
+ * but for bf16's cp.async); the plain stores of f32 and q8 are made visible by the __syncthreads
+ * that follows the cp_wait. */
 template <int KT>
 static __device__ __forceinline__ void md_load(unsigned short *dst, float *qs, const void *Cv,
-                                               int p0, int n, int dk, int dv, int ld)
+                                               size_t row0, int p0, int n, int dk, int dv, int ld)
 {
 	const int sr = dk + 8, lane = threadIdx.x & 31;
 
@@ -79,12 +80,12 @@ static __device__ __forceinline__ void md_load(unsigned short *dst, float *qs, c
 
 		if (KT == 1) {
 			const unsigned short *src =
-			    (const unsigned short *)Cv + (size_t)(in ? p0 + r : 0) * dk;
+			    (const unsigned short *)Cv + (in ? row0 + r : 0) * dk;
 
 			for (int c = 8 * lane; c < dk; c += 256)
 				cp16(d + c, src + c, in);
 		} else if (KT == 0) {
-			const float *src = (const float *)Cv + (size_t)(in ? p0 + r : 0) * ld;
+			const float *src = (const float *)Cv + (in ? row0 + r : 0) * ld;
 
 			for (int c = 4 * lane; c < dk; c += 128) {
 				const float4 x = in ? __ldg((const float4 *)(src + c))
@@ -100,7 +101,7 @@ static __device__ __forceinline__ void md_load(unsigned short *dst, float *qs, c
 			}
 		} else {
 			const size_t rb = kv_row_size(2, dk, (dk + dv - 1) / dv);
-			const char *row = (const char *)Cv + (in ? (size_t)(p0 + r) * rb : 0);
+			const char *row = (const char *)Cv + (in ? (row0 + r) * rb : 0);
 			const int soff = (dk + 3) & ~3;
 
 			for (int c = 4 * lane; c < dk; c += 128) {
@@ -122,14 +123,16 @@ static __device__ __forceinline__ void md_load(unsigned short *dst, float *qs, c
 }
 
 /* Grid (ceil(nh / MD_H), splits, queries); dynamic shared memory as
- * mla_dec_smem in ptx/attn/gpu_mla.c. Query t = t0 + blockIdx.z; a split covers
- * tiles [split * tps, +tps) of its positions 0 .. pos0 + t, tps =
+ * mla_dec_smem in ptx/attn/gpu_mla.c. Query t = t0 + blockIdx.z of slot s at
+ * position p (attn_row, as mla.cu's); a split covers tiles [split * tps, +tps)
+ * of its positions 0 .. p (rows kv_at(tab, nbs, s, .)), tps =
  * ceil(tiles / msp) of its own tiles (mla.cu's split: a query's bits do not
  * depend on the launch); part as mla.cu's attn_mla. */
 template <int KT, int NS>
 static __device__ void attn_mla_dec(const float *q, const void *C, float *out, int pos0,
                                     const int *posp, int nh, int dk, int dv, int ld, int ldt,
-                                    int ldh, float scale, int msp, float *part, int t0)
+                                    int ldh, float scale, int msp, float *part, int t0,
+                                    const int *rows, const int *tab, int nbs)
 {
 	constexpr int PL = KT == 0 ? 2 : 1; /* bf16 planes a staged row: f32 hi, lo */
 	extern __shared__ __align__(16) unsigned char md_sm[];
@@ -146,9 +149,9 @@ static __device__ void attn_mla_dec(const float *q, const void *C, float *out, i
 	float o[MD_NT][4];         /* O: n-tile wq + 4 i */
 
 	pdl_entry();
-	if (posp) /* a replayed graph's position: the kernel ahead may have written it */
-		pos0 = *posp;
-	const int h0 = grp * MD_H, n = pos0 + t + 1, tiles = (n + MD_P - 1) / MD_P;
+	int slot; /* (posp: a replayed graph's position, which the kernel ahead may have written) */
+	const int h0 = grp * MD_H, n = attn_row(pos0, posp, rows, t, &slot),
+	          tiles = (n + MD_P - 1) / MD_P;
 	const int tps = (tiles + msp - 1) / msp, k0 = split * tps, k1 = min(k0 + tps, tiles);
 
 	{ /* rows g, g + 8 of the warp's m-tile; heads past nh are zero */
@@ -180,7 +183,8 @@ static __device__ void attn_mla_dec(const float *q, const void *C, float *out, i
 	for (int i = 0; i < MD_NT; i++)
 		o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
 	if (k0 < k1)
-		md_load<KT>(tb, s_qs, C, k0 * MD_P, n, dk, dv, ld);
+		md_load<KT>(tb, s_qs, C, kv_at(tab, nbs, slot, k0 * MD_P), k0 * MD_P, n, dk, dv,
+		            ld);
 	for (int k = k0; k < k1; k++) {
 		const int b = (k - k0) & 1, p0 = k * MD_P;
 		const unsigned short *cur = tb + b * PL * MD_P * sr;
@@ -190,7 +194,7 @@ static __device__ void attn_mla_dec(const float *q, const void *C, float *out, i
 		                  * buffer and with ss */
 		if (k + 1 < k1) {
 			md_load<KT>(tb + (b ^ 1) * PL * MD_P * sr, s_qs + (b ^ 1) * 2 * MD_P, C,
-			            p0 + MD_P, n, dk, dv, ld);
+			            kv_at(tab, nbs, slot, p0 + MD_P), p0 + MD_P, n, dk, dv, ld);
 			cp_wait<1>();
 		} else {
 			cp_wait<0>();
@@ -372,10 +376,10 @@ static __device__ void attn_mla_dec(const float *q, const void *C, float *out, i
 	extern "C" __global__ void __launch_bounds__(COLI_GPU_MLA_THREADS, 1)                      \
 	    name(const float *q, const void *C, float *out, int pos0, const int *posp, int nh,     \
 	         int dk, int dv, int ld, int ldt, int ldh, float scale, int msp, float *part,      \
-	         int t0)                                                                           \
+	         int t0, const int *rows, const int *tab, int nbs)                                 \
 	{                                                                                          \
 		attn_mla_dec<kt, ns>(q, C, out, pos0, posp, nh, dk, dv, ld, ldt, ldh, scale, msp,  \
-		                     part, t0);                                                    \
+		                     part, t0, rows, tab, nbs);                                    \
 	}
 ATTN_MLA_DEC(coli_attn_mla_dec1, 0, 1)
 ATTN_MLA_DEC(coli_attn_mla_dec2, 0, 2)

@@ -25,7 +25,9 @@
  * tokens, the sim's bits being the CPU's);
  * with a GPU, q8 and q4 with the dense part and the experts on GPU 0 (the
  * reference then alone on the GPU: its attention kernels give a query the
- * same bits alone, in a row table or in a graph). Every engine hands its
+ * same bits alone, in a row table or in a graph). The deepseek_v3 fixture
+ * (MLA: every slot's latent rows in the pool's blocks on the device) in q8
+ * on the CPU, on the simulated device (failing mid-run too) and on GPU 0. Every engine hands its
  * KV blocks out scrambled (COLI_KV_SCRAMBLE): no slot's block table is the
  * identity, so a device reader or writer off the table shows.
  */
@@ -180,13 +182,16 @@ static int verify(coli_engine_t *e, const struct seq *q, int V)
 			struct coli_run pr = {.logits = 1};
 
 			slot[n] = pr.slot = coli_engine_seq_open(e, q[s].ids, q[s].n, &cached);
-			pr.n = q[s].n - cached, pr.ids = q[s].ids + cached; /* (what the cache lacks) */
+			pr.n = q[s].n - cached,
+			pr.ids = q[s].ids + cached; /* (what the cache lacks) */
 			rc = rc || slot[n] < 0 || pr.n < 1 ||
-			     coli_engine_step(e, &(struct coli_batch){.n_runs = 1, .runs = &pr}, logits);
+			     coli_engine_step(e, &(struct coli_batch){.n_runs = 1, .runs = &pr},
+			                      logits);
 			runs[n] = (struct coli_run){
 			    .slot = slot[n], .n = GEN - 1, .ids = q[s].out, .logits = 2};
 		}
-		rc = rc || coli_engine_step(e, &(struct coli_batch){.n_runs = n, .runs = runs}, logits);
+		rc = rc ||
+		     coli_engine_step(e, &(struct coli_batch){.n_runs = n, .runs = runs}, logits);
 		if (rc) {
 			printf("verify: %s\n", coli_engine_errmsg(e));
 			bad = -1;
@@ -195,9 +200,11 @@ static int verify(coli_engine_t *e, const struct seq *q, int V)
 		for (int i = 0; i < n; i++) {
 			for (int j = 0; j < GEN - 1; j++)
 				if (memcmp(logits + (size_t)(i * (GEN - 1) + j) * V,
-				           q[s0 + i].logits + (size_t)(j + 1) * V, sizeof(float) * V) &&
+				           q[s0 + i].logits + (size_t)(j + 1) * V,
+				           sizeof(float) * V) &&
 				    bad++ < 4)
-					printf("verify: seq %d row %d: logits differ from alone's token "
+					printf("verify: seq %d row %d: logits differ from alone's "
+					       "token "
 					       "%d\n",
 					       s0 + i, j, j + 1);
 			coli_engine_seq_close(e, slot[i]);
@@ -263,14 +270,22 @@ int main(void)
 	const char *why;
 	const int gpu = coli_ptx_probe(&why) > 0; /* then the GPU's cases too */
 	const struct {
+		const char *fixture;
 		enum coli_dtype q;
 		const char *gpu, *dense;
 		int fail; /* COLI_GPU_FAIL_AFTER of the batched engine */
-	} cases[] = {
-	    {COLI_DTYPE_Q8_0, "off", "cpu", -1},     {COLI_DTYPE_Q4_0, "off", "cpu", -1},
-	    {COLI_DTYPE_Q8_0, "sim:1", "cpu", -1},   {COLI_DTYPE_Q8_0, "sim:1", "auto", -1},
-	    {COLI_DTYPE_Q8_0, "sim:1", "auto", 600}, {COLI_DTYPE_Q8_0, "0", "auto", -1},
-	    {COLI_DTYPE_Q4_0, "0", "auto", -1}};
+	} cases[] = {{"demo", COLI_DTYPE_Q8_0, "off", "cpu", -1},
+	             {"demo", COLI_DTYPE_Q4_0, "off", "cpu", -1},
+	             {"demo", COLI_DTYPE_Q8_0, "sim:1", "cpu", -1},
+	             {"demo", COLI_DTYPE_Q8_0, "sim:1", "auto", -1},
+	             {"demo", COLI_DTYPE_Q8_0, "sim:1", "auto", 600},
+	             {"demo", COLI_DTYPE_Q8_0, "0", "auto", -1},
+	             {"demo", COLI_DTYPE_Q4_0, "0", "auto", -1},
+	             /* MLA: every slot's latent rows in the pool's blocks on the device */
+	             {"deepseek_v3", COLI_DTYPE_Q8_0, "off", "cpu", -1},
+	             {"deepseek_v3", COLI_DTYPE_Q8_0, "sim:1", "auto", -1},
+	             {"deepseek_v3", COLI_DTYPE_Q8_0, "sim:1", "auto", 600},
+	             {"deepseek_v3", COLI_DTYPE_Q8_0, "0", "auto", -1}};
 	struct seq q[N_SEQ];
 	uint32_t r = 12345;
 	int fails = 0, V;
@@ -284,7 +299,7 @@ int main(void)
 			continue;
 		char err[512];
 
-		if (fx_convert("demo", cases[c].q, fx_tmpdir(), path, sizeof(path)))
+		if (fx_convert(cases[c].fixture, cases[c].q, fx_tmpdir(), path, sizeof(path)))
 			return 1;
 		if (coli_engine_open(path, &o, &e, err, sizeof(err))) {
 			printf("open %s: %s\n", path, err);

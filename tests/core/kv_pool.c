@@ -35,7 +35,8 @@
  * Cases: q8 experts on the CPU with bf16 and q8 rows, the deepseek_v3
  * fixture (MLA's latent rows), --gpu sim:1 and sim:2 (--split layers) with
  * the dense part there (its cache the pool's blocks, through the device's
- * block tables), GPU 0 when there is one (skipped without). Every engine
+ * block tables; deepseek_v3's latent rows too), GPU 0 when there is one
+ * (demo and deepseek_v3; skipped without). Every engine
  * hands its blocks out scrambled (COLI_KV_SCRAMBLE): no table is the
  * identity, so a device reader or writer off the table shows.
  */
@@ -249,6 +250,9 @@ int main(void)
 	    {"demo", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16", 0},
 	    {"demo", COLI_DTYPE_Q8_0, "sim:2", "auto", "layers", "bf16", 0},
 	    {"demo", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16", 0},
+	    {"deepseek_v3", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16", 0},
+	    {"deepseek_v3", COLI_DTYPE_Q8_0, "sim:2", "auto", "layers", "bf16", 0},
+	    {"deepseek_v3", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16", 0},
 	};
 
 	return sq_cases(cases, sizeof(cases) / sizeof(cases[0]), run_case) ? 1 : 0;

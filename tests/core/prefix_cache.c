@@ -35,8 +35,10 @@
  * device), sim:2 with --split layers (each device its layers), sim:1
  * failing after 800 ops (in the running scenario while B decodes: the
  * dense part moves to the CPU and every slot, A's and B's sharing blocks,
- * is rebuilt from its history), and with a GPU, q8 and q4 with the dense
- * part on GPU 0 (skipped without one; the reference then alone on the GPU).
+ * is rebuilt from its history), the deepseek_v3 fixture on sim:1 (MLA's
+ * latent rows in the device's blocks; failing too), and with a GPU, q8 and
+ * q4 with the dense part on GPU 0 and deepseek_v3 there (skipped without
+ * one; the reference then alone on the GPU).
  * Every engine hands its KV blocks out scrambled (COLI_KV_SCRAMBLE).
  */
 #include <stdint.h>
@@ -76,8 +78,8 @@ struct prompts {
 static int a2_beside_b(coli_engine_t *e, struct sq *q, const struct prompts *p, int V,
                        float *logits, const char *what)
 {
-	q[0] = (struct sq){.ids = p->a2, .n = NR + NX, .slot = q[0].slot, .fed = NR,
-	                   .want = GEN, .ref = &p->ra2};
+	q[0] = (struct sq){
+	    .ids = p->a2, .n = NR + NX, .slot = q[0].slot, .fed = NR, .want = GEN, .ref = &p->ra2};
 	q[1].ref = &p->rb;
 	return sq_steps(e, q, 2, V, logits, 0, what) != 0;
 }
@@ -200,8 +202,8 @@ static int run_case(const struct sq_cfg *c)
 	ok = 1;
 	for (int i = 0; i < n_ref; i++)
 		ok &= (refs[i]->logits = malloc(sizeof(float) * V * GEN)) != NULL;
-	if (ok && !sq_alone(e, p->b, NP + NX, &p->rb, V) && !sq_alone(e, p->s, NS + NX, &p->rs, V) &&
-	    !sq_alone(e, p->a2, NR + NX, &p->ra2, V) &&
+	if (ok && !sq_alone(e, p->b, NP + NX, &p->rb, V) &&
+	    !sq_alone(e, p->s, NS + NX, &p->rs, V) && !sq_alone(e, p->a2, NR + NX, &p->ra2, V) &&
 	    !sq_alone(e, p->q[0], NQ + NX, &p->rq[0], V) &&
 	    !sq_alone(e, p->q[2], NQ + NX, &p->rq[2], V)) {
 		struct coli_engine_stats st;
@@ -236,6 +238,9 @@ int main(void)
 	    {"demo", COLI_DTYPE_Q8_0, "sim:2", "auto", "layers", "bf16", 0},
 	    {"demo", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16", 800},
 	    {"demo", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16", 0},
+	    {"deepseek_v3", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16", 0},
+	    {"deepseek_v3", COLI_DTYPE_Q8_0, "sim:1", "auto", "auto", "bf16", 800},
+	    {"deepseek_v3", COLI_DTYPE_Q8_0, "0", "auto", "auto", "bf16", 0},
 	    {"demo", COLI_DTYPE_Q4_0, "0", "auto", "auto", "bf16", 0},
 	};
 

@@ -21,8 +21,14 @@
  *            memory and head-major output (its form), within 2e-5.
  * The error of each is printed, and each kernel's outputs for the batch's
  * first, middle and last query launched alone must be the batch's bytes (a
- * query's split depends on its position only). Then coli_mla_prep, the elementwise step
- * before it, against cpu/ops.c's coli_mla_rope. Outputs are poisoned (NaN)
+ * query's split depends on its position only). Paged: the same cache's rows
+ * scattered over a pool's blocks in scrambled order, as the second of two
+ * slots' (the first's blocks NaN), read through the block table with each
+ * query's position and slot from a row table, and through the slot's table
+ * row alone (a prompt's chunk), must give the contiguous launch's bytes.
+ * Then coli_mla_prep, the elementwise step before it, against cpu/ops.c's
+ * coli_mla_rope, and paged: its cache rows at their blocks' rows, the bytes
+ * of the contiguous launch's. Outputs are poisoned (NaN)
  * before each launch; cache rows past the last position are NaN too (q8: NaN
  * scales), so a read past it shows.
  */
@@ -170,12 +176,14 @@ static int alone(const struct coli_gpu_mla *a, const float *o, int hm)
 			download(one, b.out, 4 * row);
 			for (size_t i = 0; i < row; i++) { /* (h, c) */
 				const size_t h = i / a->dv, c = i % a->dv;
-				const float *got = hm ? o + (h * a->T + t) * a->dv + c : o + t * row + i;
+				const float *got =
+				    hm ? o + (h * a->T + t) * a->dv + c : o + t * row + i;
 
 				bad += memcmp(got, one + i, 4) != 0;
 			}
 			if (bad) {
-				printf("  FAIL query %d of %d alone: %zu of %zu values not the batch's "
+				printf("  FAIL query %d of %d alone: %zu of %zu values not the "
+				       "batch's "
 				       "bytes\n",
 				       t, a->T, bad, row);
 				rc = 1;
@@ -184,6 +192,93 @@ static int alone(const struct coli_gpu_mla *a, const float *o, int hm)
 		coli_gpu_free(g_gpu, b.out);
 	}
 	free(one);
+	return rc;
+}
+
+/* A pool of two slots' blocks (32 rows each, rb bytes a row) holding the
+ * contiguous rows [ctx] (NULL: none) as slot 1's, its blocks in scrambled
+ * order, every other row NaN: the pool on the device (*pool), the table [2][nbs] (*tab)
+ * and, for T queries from pos0, the row table (pos, 1) (*rows). */
+struct paged {
+	uint64_t pool, tab, rows;
+	int nbs, *htab;
+};
+
+static int gcd(int a, int b)
+{
+	return b ? gcd(b, a % b) : a;
+}
+
+static struct paged paged_open(const void *cont, size_t rb, int ctx, int T, int pos0)
+{
+	struct paged pg = {.nbs = (ctx + 31) / 32};
+	const int nb = 2 * pg.nbs;
+	unsigned char *pool = xmalloc(rb * 32 * (size_t)nb);
+	int *rows = xmalloc(sizeof(int) * 2 * (size_t)T);
+
+	int m = 7; /* block b of the flattened table is id (m b + 3) % nb: m prime to nb */
+
+	while (gcd(m, nb) != 1)
+		m += 2;
+	pg.htab = xmalloc(sizeof(int) * (size_t)nb);
+	for (int b = 0; b < nb; b++)
+		pg.htab[b] = (int)(((long)m * b + 3) % nb);
+	memset(pool, 0xff, rb * 32 * (size_t)nb); /* NaN floats, NaN q8 scales */
+	for (int p = 0; cont && p < ctx; p++)
+		memcpy(pool + ((size_t)pg.htab[pg.nbs + p / 32] * 32 + p % 32) * rb,
+		       (const unsigned char *)cont + (size_t)p * rb, rb);
+	for (int t = 0; t < T; t++)
+		rows[2 * t] = pos0 + t, rows[2 * t + 1] = 1;
+	pg.pool = dev_copy(pool, rb * 32 * (size_t)nb);
+	pg.tab = dev_copy(pg.htab, sizeof(int) * (size_t)nb);
+	pg.rows = dev_copy(rows, sizeof(int) * 2 * (size_t)T);
+	free(pool), free(rows);
+	return pg;
+}
+
+static void paged_close(struct paged *pg)
+{
+	coli_gpu_free(g_gpu, pg->pool), coli_gpu_free(g_gpu, pg->tab),
+	    coli_gpu_free(g_gpu, pg->rows);
+	free(pg->htab);
+}
+
+/* Launch a over the paged cache, through the row table and through slot
+ * 1's table row alone: each must give o's bytes. */
+static int paged_same(const struct coli_gpu_mla *a, const float *o, const struct paged *pg)
+{
+	const size_t no = (size_t)a->T * a->nh * a->dv;
+	float *got = xmalloc(4 * no);
+	int rc = 0;
+
+	for (int k = 0; k < 2 && !rc; k++) {
+		struct coli_gpu_mla b = *a;
+		size_t bad = 0;
+
+		b.cache = pg->pool, b.nbs = pg->nbs;
+		if (k == 0) /* the row table: pos0 the furthest position + 1 */
+			b.rows = pg->rows, b.tab = pg->tab, b.pos0 = a->pos0 + a->T, b.posp = 0;
+		else /* slot 1's row of the table, positions from pos0 */
+			b.tab = pg->tab + 4 * (uint64_t)pg->nbs, b.posp = 0;
+		b.out = dev_poison(4 * no);
+		if (coli_gpu_mla_attention(g_gpu, &b) || coli_gpu_sync(g_gpu)) {
+			printf("  FAIL paged (%s): launch failed\n",
+			       k ? "slot's table" : "row table");
+			rc = 1;
+		} else {
+			download(got, b.out, 4 * no);
+			for (size_t i = 0; i < no; i++)
+				bad += memcmp(got + i, o + i, 4) != 0;
+			if (bad) {
+				printf("  FAIL paged (%s): %zu of %zu values not the contiguous "
+				       "bytes\n",
+				       k ? "slot's table" : "row table", bad, no);
+				rc = 1;
+			}
+		}
+		coli_gpu_free(g_gpu, b.out);
+	}
+	free(got);
 	return rc;
 }
 
@@ -212,6 +307,8 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld, int kt)
 	dq = dev_copy(q, 4 * nq);
 	dc = dev_copy(rows, cbytes);
 	dpos = dev_copy(&pos0, sizeof(pos0));
+	struct paged pg = paged_open(rows, cbytes / ctx, ctx, T, pos0);
+
 	for (size_t k = 0; k < sizeof(g_arms) / sizeof(g_arms[0]); k++) {
 		const struct arm *m = &g_arms[k];
 		const int hm = m->hm;
@@ -257,8 +354,10 @@ static int run_case(int T, int pos0, int nh, int dk, int dv, int ld, int kt)
 		       err <= m->lim * big ? "" : "  FAIL");
 		rc |= !(err <= m->lim * big);
 		rc |= alone(&a, o, hm);
+		rc |= paged_same(&a, o, &pg);
 		coli_gpu_free(g_gpu, dout);
 	}
+	paged_close(&pg);
 	coli_gpu_free(g_gpu, dq), coli_gpu_free(g_gpu, dc), coli_gpu_free(g_gpu, dpos);
 	if (rows != C)
 		free(rows);
@@ -338,6 +437,33 @@ static int prep_case(int T, int pos0, int nh, int np, int r, int kl, float f)
 	printf("  mla_prep T=%d pos0=%d nh=%d np=%d r=%d kl=%d f=%.3f max err %.2e of %.2f "
 	       "(limit 1e-6)\n",
 	       T, pos0, nh, np, r, kl, f, err / big, big);
+	/* paged: each token's row at its slot's block row, the same bytes */
+	{
+		struct paged pg = paged_open(NULL, 4 * (size_t)kr, ctx, T, pos0);
+		struct coli_gpu_mla_prep b = a;
+		float *pool = xmalloc(4 * (size_t)kr * 64 * pg.nbs);
+		size_t bad = 0;
+
+		b.cache = (float *)(uintptr_t)pg.pool, b.posp = NULL, b.pos0 = 0;
+		b.rows = (const int *)(uintptr_t)pg.rows, b.tab = (const int *)(uintptr_t)pg.tab;
+		b.nbs = pg.nbs;
+		if (coli_gpu_mla_prep(g_gpu, &b) || coli_gpu_sync(g_gpu)) {
+			printf("  mla_prep T=%d paged: launch failed\n", T);
+			return 1;
+		}
+		download(pool, pg.pool, 4 * (size_t)kr * 64 * pg.nbs);
+		for (int t = 0; t < T; t++) {
+			const int p = pos0 + t, blk = pg.htab[pg.nbs + p / 32];
+
+			bad += memcmp(pool + ((size_t)blk * 32 + p % 32) * kr,
+			              cache + (size_t)p * kr, 4 * (size_t)kr) != 0;
+		}
+		printf("  mla_prep T=%d paged: %zu of %d rows not the contiguous bytes%s\n", T, bad,
+		       T, bad ? "  FAIL" : "");
+		err = bad ? INFINITY : err;
+		paged_close(&pg);
+		free(pool);
+	}
 	for (int i = 0; i < 8; i++)
 		coli_gpu_free(g_gpu, d[i]);
 	free(kva), free(q), free(w), free(fr), free(cache), free(qn), free(qrow);
