@@ -235,12 +235,11 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 		B(qrow, T * nh * kr * 4);
 		B(lat, nh * T * c->kv_lora * 4);
 		for (int l = dd->l0; l < dd->l1; l++) { /* the k_b / v_b heads' decode jobs */
-			rc = rc ? rc
-			        : dalloc(dd, sizeof(struct coli_gpu_gemv_job) * nh * COLI_GPU_MAX_S,
-			                 &dd->L[l].kb_jobs);
-			rc = rc ? rc
-			        : dalloc(dd, sizeof(struct coli_gpu_gemv_job) * nh * COLI_GPU_MAX_S,
-			                 &dd->L[l].vb_jobs);
+			const size_t jb = sizeof(struct coli_gpu_gemv_job) *
+			                  coli_dense_dev_mla_table((int)nh, COLI_GPU_STEP_T + 1);
+
+			rc = rc ? rc : dalloc(dd, jb, &dd->L[l].kb_jobs);
+			rc = rc ? rc : dalloc(dd, jb, &dd->L[l].vb_jobs);
 		}
 	}
 	B(ids, (T + 1 + COLI_GPU_ROWS * T) * 4); /* the position, the token ids, dd_rows */

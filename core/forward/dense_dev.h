@@ -55,8 +55,8 @@ struct dlayer {
 	/* MLA (core/forward/mla_dev.c): q is q_b (or attn_q), k and v unused */
 	struct dmat q_a, kv_a, k_b, v_b;
 	uint64_t q_a_norm, kv_a_norm;
-	uint64_t kb_jobs, vb_jobs; /* [COLI_GPU_MAX_S][nh] GEMV jobs: k_b's, v_b's heads
-	                            * for T = 1 .. COLI_GPU_MAX_S tokens */
+	uint64_t kb_jobs, vb_jobs; /* GEMV jobs: k_b's, v_b's heads for T = 1 ..
+	                            * COLI_GPU_STEP_T tokens (coli_dense_dev_mla_table) */
 };
 
 /* A decode layer's device work captured as a graph (layer_run), for one
@@ -221,6 +221,7 @@ static inline int coli_dense_dev_launch_next(const struct dstep *st, int *i, str
  * after the buffers (kb_jobs, vb_jobs allocated); layer l's attention for
  * st's rows after its norm, into dd->proj. */
 int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd);
+size_t coli_dense_dev_mla_table(int nh, int T);
 int coli_dense_dev_mla(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D,
                        int l, const struct dstep *st);
 

@@ -18,9 +18,10 @@
  *
  * The per-head matrices (k_b: nh blocks of [kl][np]; v_b: nh blocks of
  * [v][kl]) run as one grouped launch of nh jobs, a job a head, reading its
- * head-major input rows: at decode (T <= COLI_GPU_MAX_S) from job tables
- * built here at open for each T (fixed addresses: a captured graph replays
- * them), in a prefill on the GEMM from a host job list. A quantized matrix
+ * head-major input rows: at decode (T <= COLI_GPU_STEP_T, in jobs of
+ * COLI_GPU_MAX_S tokens at most) from job tables built here at open for each
+ * T (fixed addresses: a captured graph replays them), in a prefill on the
+ * GEMM from a host job list. A quantized matrix
  * reads its input quantized (act_quantize over the head-major rows: a head's
  * 32-blocks are the blocks mla.c's per-head rows quantize to).
  */
@@ -47,15 +48,16 @@ static struct dmat head_rows(const struct dmat *m, int h, int rows)
 	return v;
 }
 
-/* The job of head h of m (rows a head) over S tokens: its input rows [S][K]
- * at head h's place in the head-major x (and in aq/ad/aqs, quantized), its
- * output rows y + h * ldh floats apart by ldy. */
+/* The job of head h of m (rows a head) over the S tokens t0.. of T: their
+ * input rows [S][K] at head h's place in the head-major x ([nh][T][K]; and
+ * in aq/ad/aqs, quantized), their output rows y + h * ldh floats apart by
+ * ldy from token t0's. */
 static struct coli_gpu_gemm_job head_job(const struct coli_dense_dev *dd, const struct dmat *m,
-                                         int h, int rows, int S, uint64_t x, uint64_t y, int ldy,
-                                         int ldh)
+                                         int h, int rows, int T, int t0, int S, uint64_t x,
+                                         uint64_t y, int ldy, int ldh)
 {
 	const struct dmat w = head_rows(m, h, rows);
-	const size_t at = (size_t)h * S * m->cols; /* the head's first input value */
+	const size_t at = ((size_t)h * T + t0) * m->cols; /* the first input value */
 	const int quant = coli_dtype_is_quant(m->dtype);
 
 	return (struct coli_gpu_gemm_job){
@@ -65,7 +67,7 @@ static struct coli_gpu_gemm_job head_job(const struct coli_dense_dev *dd, const 
 	    .xd = quant ? (const float *)(uintptr_t)(dd->ad + at / COLI_QBLOCK * 4) : NULL,
 	    .xqsum = quant ? (const int *)(uintptr_t)(dd->aqs + at / COLI_QBLOCK * 4) : NULL,
 	    .xf = quant ? NULL : (const float *)(uintptr_t)(x + at * 4),
-	    .y = (float *)(uintptr_t)(y + (uint64_t)h * ldh * 4),
+	    .y = (float *)(uintptr_t)(y + ((uint64_t)h * ldh + (uint64_t)t0 * ldy) * 4),
 	    .rows = rows,
 	    .K = m->cols,
 	    .S = S,
@@ -73,17 +75,40 @@ static struct coli_gpu_gemm_job head_job(const struct coli_dense_dev *dd, const 
 	};
 }
 
-/* Layer D's k_b (which 0) or v_b (1) jobs, every head, for S tokens. */
-static void fill_jobs(const struct coli_engine *e, const struct coli_dense_dev *dd,
-                      const struct dlayer *D, int S, int which, struct coli_gpu_gemm_job *jobs)
+/* Layer D's k_b (which 0) or v_b (1) jobs, every head, for T tokens in
+ * pieces of S (the last one shorter): nh * ceil(T / S) jobs, head by head. */
+static int fill_jobs(const struct coli_engine *e, const struct coli_dense_dev *dd,
+                     const struct dlayer *D, int T, int S, int which,
+                     struct coli_gpu_gemm_job *jobs)
 {
 	const struct coli_model_config *c = &e->m.cfg;
 	const int nh = c->n_heads, kl = c->kv_lora, kr = kl + c->rope_dim, v = c->v_head;
+	int n = 0;
 
 	for (int h = 0; h < nh; h++)
-		jobs[h] = which == 0
-		              ? head_job(dd, &D->k_b, h, kl, S, dd->qn, dd->qrow, nh * kr, kr)
-		              : head_job(dd, &D->v_b, h, v, S, dd->lat, dd->att, nh * v, v);
+		for (int t0 = 0; t0 < T; t0 += S) {
+			const int s = T - t0 < S ? T - t0 : S;
+
+			jobs[n++] = which == 0 ? head_job(dd, &D->k_b, h, kl, T, t0, s, dd->qn,
+			                                  dd->qrow, nh * kr, kr)
+			                       : head_job(dd, &D->v_b, h, v, T, t0, s, dd->lat,
+			                                  dd->att, nh * v, v);
+		}
+	return n;
+}
+
+/* A decode step's T rows (one sequence's, or a token of each of several)
+ * take GEMV jobs of COLI_GPU_MAX_S tokens at most from a device table
+ * written at open: T's table starts at job coli_dense_dev_mla_table(nh, T)
+ * (T = COLI_GPU_STEP_T + 1: every table's jobs). Fixed addresses, so a
+ * captured graph replays them. */
+size_t coli_dense_dev_mla_table(int nh, int T)
+{
+	size_t at = 0;
+
+	for (int u = 1; u < T; u++)
+		at += (size_t)nh * ((u + COLI_GPU_MAX_S - 1) / COLI_GPU_MAX_S);
+	return at;
 }
 
 /* At open, after the buffers (core/forward/dense_dev.c allocates the
@@ -91,9 +116,10 @@ static void fill_jobs(const struct coli_engine *e, const struct coli_dense_dev *
  * jobs are written into. */
 int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd)
 {
-	const int nh = e->m.cfg.n_heads;
-	struct coli_gpu_gemm_job *jobs = malloc(sizeof(*jobs) * nh);
-	struct coli_gpu_gemv_job *gv = malloc(sizeof(*gv) * nh);
+	const int nh = e->m.cfg.n_heads,
+	          most = nh * ((COLI_GPU_STEP_T + COLI_GPU_MAX_S - 1) / COLI_GPU_MAX_S);
+	struct coli_gpu_gemm_job *jobs = malloc(sizeof(*jobs) * most);
+	struct coli_gpu_gemv_job *gv = malloc(sizeof(*gv) * most);
 	int rc = jobs && gv ? 0 : -ENOMEM;
 
 	dd->mla_jobs = calloc((size_t)nh, sizeof(*dd->mla_jobs));
@@ -102,15 +128,17 @@ int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd)
 		struct dlayer *D = &dd->L[l];
 
 		for (int which = 0; !rc && which < 2; which++) {
-			uint64_t *table = which ? &D->vb_jobs : &D->kb_jobs;
+			const uint64_t table = which ? D->vb_jobs : D->kb_jobs;
 
-			for (int S = 1; !rc && S <= COLI_GPU_MAX_S; S++) {
-				fill_jobs(e, dd, D, S, which, jobs);
-				for (int h = 0; h < nh;
-				     h++) /* a GEMM job starts with a GEMV job's fields */
-					memcpy(&gv[h], &jobs[h], sizeof(gv[h]));
-				rc = coli_dev_upload(dd->dev, *table + sizeof(*gv) * nh * (S - 1),
-				                     gv, sizeof(*gv) * nh);
+			for (int T = 1; !rc && T <= COLI_GPU_STEP_T; T++) {
+				const int n = fill_jobs(e, dd, D, T, COLI_GPU_MAX_S, which, jobs);
+
+				for (int j = 0; j < n;
+				     j++) /* a GEMM job starts with a GEMV job's fields */
+					memcpy(&gv[j], &jobs[j], sizeof(gv[j]));
+				rc = coli_dev_upload(
+				    dd->dev, table + sizeof(*gv) * coli_dense_dev_mla_table(nh, T),
+				    gv, sizeof(*gv) * n);
 			}
 		}
 	}
@@ -118,22 +146,24 @@ int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd)
 	return rc;
 }
 
-/* Every head of k_b (which 0) or v_b (1) over the T tokens' head-major input. */
+/* Every head of k_b (which 0) or v_b (1) over the T tokens' head-major input:
+ * a decode step's from its table, a prefill chunk's on the GEMM. */
 static int heads(struct coli_engine *e, struct coli_dense_dev *dd, const struct dlayer *D, int T,
                  int which)
 {
 	const struct dmat *m = which ? &D->v_b : &D->k_b;
 	const int nh = e->m.cfg.n_heads;
 
-	if (T <= COLI_GPU_MAX_S)
+	if (T <= COLI_GPU_STEP_T)
 		return coli_dev_gemv_table(
-		    dd->dev, &(struct coli_dev_jobs){.t = m->dtype,
-		                                     .table = (which ? D->vb_jobs : D->kb_jobs) +
-		                                              sizeof(struct coli_gpu_gemv_job) *
-		                                                  nh * (T - 1),
-		                                     .n_jobs = nh,
-		                                     .max_rows = m->rows / nh});
-	fill_jobs(e, dd, D, T, which, dd->mla_jobs);
+		    dd->dev,
+		    &(struct coli_dev_jobs){
+		        .t = m->dtype,
+		        .table = (which ? D->vb_jobs : D->kb_jobs) +
+		                 sizeof(struct coli_gpu_gemv_job) * coli_dense_dev_mla_table(nh, T),
+		        .n_jobs = nh * ((T + COLI_GPU_MAX_S - 1) / COLI_GPU_MAX_S),
+		        .max_rows = m->rows / nh});
+	fill_jobs(e, dd, D, T, T, which, dd->mla_jobs);
 	return coli_dev_gemm(dd->dev, &(struct coli_dev_jobs){
 	                                  .t = m->dtype, .gemm_jobs = dd->mla_jobs, .n_jobs = nh});
 }
