@@ -130,7 +130,7 @@ static const struct opt_row g_opts[] = {
     {"--parallel", "COLI_PARALLEL", INT(0, 64), F(parallel), "0",
      "sequences the KV cache holds at once (slots of --ctx tokens; colid decodes that many "
      "requests together); 0: 1 for coli's commands, for colid what the memory budget holds, "
-     "at most 8 (with the dense part on a GPU its memory counts too; an MLA model there: 1)"},
+     "at most 8 (with the dense part on a GPU its memory counts too)"},
     {"--usage", "COLI_USAGE", .type = OPT_PATH, F(usage), "",
      "expert usage file (default: MODEL.usage; off: none)",
      .off_word = offsetof(struct coli_opts, usage_off)},
