@@ -143,13 +143,16 @@ static __device__ __forceinline__ void kq_issue(unsigned dst, const KQRow *row, 
 /* The activations unit b's integers take, x[8]: its block's 32 int8 (two
  * 16-byte loads), or for a PAIRS type (ptx/expert/kquant.cuh KQ45KP, KQ6KP, KQ3KP;
  * partners b and b ^ PAIRS) the half (b & PAIRS ? 1 : 0) of unit
- * b & ~PAIRS and the same half of unit b | PAIRS. xq: the token's
- * activations. */
+ * b & ~PAIRS and the same half of unit b | PAIRS (XOwn: of unit b, then of
+ * unit b ^ PAIRS). xq: the token's activations. */
 template <class U> static __device__ __forceinline__ void kq_act(const signed char *xq, int b, int *x)
 {
 	const signed char *p =
-	    U::PAIRS ? xq + (b & ~U::PAIRS) * 32 + (b & U::PAIRS ? 16 : 0) : xq + b * 32;
-	const int4 x0 = *(const int4 *)p, x1 = *(const int4 *)(p + (U::PAIRS ? 32 * U::PAIRS : 16));
+	    U::PAIRS ? xq + (XOwn<U>::v ? b : b & ~U::PAIRS) * 32 + (b & U::PAIRS ? 16 : 0)
+	             : xq + b * 32;
+	const int4 x0 = *(const int4 *)p,
+	           x1 = *(const int4 *)(XOwn<U>::v ? xq + (b ^ U::PAIRS) * 32 + (b & U::PAIRS ? 16 : 0)
+	                                           : p + (U::PAIRS ? 32 * U::PAIRS : 16));
 
 	x[0] = x0.x, x[1] = x0.y, x[2] = x0.z, x[3] = x0.w;
 	x[4] = x1.x, x[5] = x1.y, x[6] = x1.z, x[7] = x1.w;

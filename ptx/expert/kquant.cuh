@@ -380,53 +380,59 @@ struct KQ3K {
 
 /* ---- Q3_K in pairs (the GEMV only): units u and u ^ 1 of a block (lanes u
  * and u ^ 1) take their two-bit fields from the same 32 bytes qs[u / 4 * 32
- * ..] (shifts 2 (u % 4) and 2 (u % 4) + 2) and their high bits from the
- * same hm[32] (bits u & ~1 and u | 1). Lane u reads half h = u % 2 of both
- * (16 B each, where KQ3K reads 32 + 32) and forms both units' group h
- * (elements 16h..16h + 15), whole in the lane: it scales both (the offset
- * applied), keeps its own unit's and sends the other to its partner (one
- * shfl_xor of 1): A is KQ3K's integer. Activations (kq_act): x[0..3]
- * elements 16h.. of unit u & ~1, x[4..7] those of unit u | 1. ints()
- * shuffles: the warp calls it together (RowKS runs PAIRS types warp-wide). ---- */
+ * ..] (shifts 2 (u % 4) and 2 (u % 4 ^ 1)) and their high bits from the
+ * same hm[32] (bits u and u ^ 1). Lane u reads half h = u % 2 of both (16 B
+ * each, where KQ3K reads 32 + 32) and forms group h (elements 16h..16h +
+ * 15) of its own unit and of its partner's, each whole in the lane: it
+ * scales both (the offset applied), keeps its own and sends the other to
+ * its partner (one shfl_xor of 1): A is KQ3K's integer. Activations
+ * (kq_act, XOwn): x[0..3] elements 16h.. of unit u, x[4..7] those of unit
+ * u ^ 1, so no lane selects between the two. ints() shuffles: the warp
+ * calls it together (RowKS runs PAIRS types warp-wide). ---- */
 struct KQ3KP {
 	enum { ELEMS = 256, BYTES = 110, MIN = 0, HALVES = 1, PAIRS = 1 };
 	unsigned qa[4], qb[4];
-	int sa, sb, hi;
+	int sa, sb;
 	float fa, fc;
 	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
 	{
-		const int h = u & 1, ua = u & ~1;
-		const unsigned sh = 2 * (ua & 3);
+		const int h = u & 1, ua = u & ~1, p = u ^ 1;
 		unsigned hm[4], qs[4], s[4];
 
 		ld_words2<M, 4>(hm, bp + 16 * h);
 		ld_words2<M, 4>(qs, bp + 32 + (u >> 2) * 32 + 16 * h);
 		ld_words2<M, 4>(s, bp + 96); /* sc[12], d */
 		for (int i = 0; i < 4; i++) {
-			qa[i] = (qs[i] >> sh & 0x03030303u) | (hm[i] >> ua & 0x01010101u) << 2;
-			qb[i] = (qs[i] >> (sh + 2) & 0x03030303u) | (hm[i] >> (ua + 1) & 0x01010101u)
-			                                                  << 2;
+			qa[i] = (qs[i] >> 2 * (u & 3) & 0x03030303u) | (hm[i] >> u & 0x01010101u) << 2;
+			qb[i] = (qs[i] >> 2 * (p & 3) & 0x03030303u) | (hm[i] >> p & 0x01010101u) << 2;
 		}
-		/* groups 2 ua + h and 2 ua + 2 + h (coli_kq_q3_scale): their low
-		 * nibbles are bytes h and h + 2 of word ua / 2 % 2 of sc, high
-		 * ones from ua = 4, their top bits fields ua / 2 of bytes 8 + h
-		 * and 10 + h; both scales in one word's bytes 0 and 2 */
+		/* groups 2 ua + h and 2 ua + 2 + h (coli_kq_q3_scale: the own
+		 * unit's group h is the first for h = 0, the second for h = 1):
+		 * their low nibbles are bytes h and h + 2 of word ua / 2 % 2 of
+		 * sc, high ones from ua = 4, their top bits fields ua / 2 of
+		 * bytes 8 + h and 10 + h; both scales in one word's bytes 0 and 2 */
 		const unsigned lo = (ua & 2 ? s[1] : s[0]) >> (8 * h + 4 * (ua >> 2)) & 0x000f000fu,
 		               top = s[2] >> (8 * h + ua) & 0x00030003u, v = lo | top << 4;
 
-		sa = (int)(v & 0xff) - 32, sb = (int)(v >> 16) - 32;
-		hi = h;
+		sa = (int)(v >> 16 * h & 0xff) - 32, sb = (int)(v >> (16 - 16 * h) & 0xff) - 32;
 		fa = half_to_float((unsigned short)s[3]), fc = 0.0f;
 	}
 	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
 	{
 		const int ta = sa * (dot4(qa, x) - 4 * xsum4(x)),
 		          tb = sb * (dot4(qb, x + 4) - 4 * xsum4(x + 4));
-		const int mine = hi ? tb : ta, theirs = hi ? ta : tb;
 
-		A = mine + __shfl_xor_sync(0xffffffffu, theirs, 1);
+		A = ta + __shfl_xor_sync(0xffffffffu, tb, 1);
 		C = 0;
 	}
+};
+
+/* A PAIRS type whose activations come own unit first (kq_act): 1 */
+template <class U> struct XOwn {
+	enum { v = 0 };
+};
+template <> struct XOwn<KQ3KP> {
+	enum { v = 1 };
 };
 
 /* A Q4_K / Q5_K block's header hd (d, dmin, then sc[12]) for group g:
