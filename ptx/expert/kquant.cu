@@ -150,9 +150,10 @@ template <class U> static __device__ __forceinline__ void kq_act(const signed ch
 	const signed char *p =
 	    U::PAIRS ? xq + (XOwn<U>::v ? b : b & ~U::PAIRS) * 32 + (b & U::PAIRS ? 16 : 0)
 	             : xq + b * 32;
-	const int4 x0 = *(const int4 *)p,
-	           x1 = *(const int4 *)(XOwn<U>::v ? xq + (b ^ U::PAIRS) * 32 + (b & U::PAIRS ? 16 : 0)
-	                                           : p + (U::PAIRS ? 32 * U::PAIRS : 16));
+	/* the second half's offset from the first: the partner unit's (XOwn:
+	 * before or after the own one), the same unit's, or the next 16 bytes */
+	const int d = XOwn<U>::v ? (b & U::PAIRS ? -32 : 32) * U::PAIRS : U::PAIRS ? 32 * U::PAIRS : 16;
+	const int4 x0 = *(const int4 *)p, x1 = *(const int4 *)(p + d);
 
 	x[0] = x0.x, x[1] = x0.y, x[2] = x0.z, x[3] = x0.w;
 	x[4] = x1.x, x[5] = x1.y, x[6] = x1.z, x[7] = x1.w;
