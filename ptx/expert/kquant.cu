@@ -42,8 +42,8 @@
  * copies before the reads and the reads before the slot's reuse (the
  * whole warp's: both half-warps run the loop, rows or none). The math is
  * the per-lane kernel's: the weights of a unit once for the S tokens and
- * both rows, the activations from global memory. Q3_K to Q6_K take
- * their pairs forms (ptx/expert/kquant.cuh KQ45KP, KQ6KP, KQ3KP): two lanes whose
+ * both rows, the activations from global memory. Q2_K to Q6_K take
+ * their pairs forms (ptx/expert/kquant.cuh KQ2KP, KQ3KP, KQ45KP, KQ6KP): two lanes whose
  * units share quant bytes each read half of them, form both units' halves
  * and swap one partial by a shuffle, so each lane reads and unpacks half
  * the bytes for the same integers.
@@ -141,7 +141,7 @@ static __device__ __forceinline__ void kq_issue(unsigned dst, const KQRow *row, 
 }
 
 /* The activations unit b's integers take, x[8]: its block's 32 int8 (two
- * 16-byte loads), or for a PAIRS type (ptx/expert/kquant.cuh KQ45KP, KQ6KP, KQ3KP;
+ * 16-byte loads), or for a PAIRS type (ptx/expert/kquant.cuh KQ2KP, KQ3KP, KQ45KP, KQ6KP;
  * partners b and b ^ PAIRS) the half (b & PAIRS ? 1 : 0) of unit
  * b & ~PAIRS and the same half of unit b | PAIRS (XOwn: of unit b, then of
  * unit b ^ PAIRS). xq: the token's activations. */
@@ -355,7 +355,7 @@ GEMV_V0(q6_k, RowKQ<KQ6K>)
 GEMV_KERNELS(q4_1, RowKQ<KQ4_1>, KQ_MB)
 GEMV_KERNELS(q5_0, RowKS<KQ5<0>>, KQ_MB)
 GEMV_KERNELS(q5_1, RowKQ<KQ5<1>>, KQ_MB)
-GEMV_KERNELS(q2_k, RowKS<KQ2K>, KQ_MB)
+GEMV_KERNELS(q2_k, RowKS<KQ2KP>, KQ_MB)
 GEMV_KERNELS(q3_k, RowKS<KQ3KP>, KQ_MB)
 GEMV_KERNELS(q4_k, RowKS<KQ45KP<0>>, KQ_MB)
 GEMV_KERNELS(q5_k, RowKS<KQ45KP<1>>, KQ_MB)

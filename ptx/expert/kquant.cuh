@@ -6,7 +6,7 @@
  *
  * A dtype is a struct with ELEMS and BYTES (its block), MIN (has a min
  * term), HALVES (a unit is two groups of 16 with their own scales: Q2_K,
- * Q3_K, Q6_K), PAIRS (the GEMV's pairs forms, KQ45KP and KQ6KP: the
+ * Q3_K, Q6_K), PAIRS (the GEMV's pairs forms, KQ2KP, KQ3KP, KQ45KP and KQ6KP: the
  * distance of a lane's partner; 0 for the others),
  * load(row, b, lane) (unit b's weight words and scales into
  * the struct; lane % 8 must be b % 8, the unit's group in its K-quant
@@ -328,6 +328,50 @@ struct KQ2K {
 	}
 };
 
+/* ---- Q2_K in pairs (the GEMV only): units u and u ^ 1 of a block (lanes u
+ * and u ^ 1) take their fields from the same 32 bytes qs[u / 4 * 32 ..]
+ * (shifts 2 (u % 4) and 2 (u % 4 ^ 1)). Lane u reads half h = u % 2 of them
+ * (16 B, where KQ2K reads 32) and forms group h of its own unit and of its
+ * partner's, in place as KQ2K keeps them; it scales each and shifts it back
+ * (exact: a multiple of 4^(u % 4)), keeps its own and sends the other to its
+ * partner (one shfl_xor of 1): A is KQ2K's integer. The min term needs no
+ * shuffle: the own unit's other group sums to the block sum xs less this
+ * half's, so C is KQ2K's integer too. Activations own unit first (XOwn), as
+ * KQ3KP's. ints() shuffles: the warp calls it together. ---- */
+struct KQ2KP {
+	enum { ELEMS = 256, BYTES = 84, MIN = 1, HALVES = 1, PAIRS = 1 };
+	unsigned qa[4], qb[4];
+	int sha, shb, sa, sb, ma, mo;
+	float fa, fc;
+	template <class M> __device__ __forceinline__ void load_blk(const u8 *bp, int u)
+	{
+		const int h = u & 1;
+		const unsigned dd = M::u32(bp + 80), sm = M::u32(bp + (u >> 1) * 4);
+
+		sha = 2 * (u & 3), shb = 2 * ((u ^ 1) & 3);
+		for (int i = 0; i < 4; i++) {
+			const unsigned w = M::u32(bp + 16 + (u >> 2) * 32 + 16 * h + 4 * i);
+
+			qa[i] = w & 0x03030303u << sha, qb[i] = w & 0x03030303u << shb;
+		}
+		/* sm = sc[4 (u / 2) ..], groups 2 ua .. 2 ua + 3 (ua = u & ~1), scale
+		 * low nibble and min high: the own unit's group h is byte 3 h, its
+		 * other group byte 1 + h, the partner's group h byte 2 - h */
+		sa = sm >> 24 * h & 0xf, ma = sm >> (24 * h + 4) & 0xf;
+		sb = sm >> 8 * (2 - h) & 0xf, mo = sm >> (8 * (1 + h) + 4) & 0xf;
+		fa = half_to_float((unsigned short)dd),
+		fc = half_to_float((unsigned short)(dd >> 16));
+	}
+	__device__ __forceinline__ void ints(const int *x, int xs, int &A, int &C) const
+	{
+		const int xh = xsum4(x), ta = sa * dot4_us(qa, x) >> sha,
+		          tb = sb * dot4_us(qb, x + 4) >> shb;
+
+		A = ta + __shfl_xor_sync(0xffffffffu, tb, 1);
+		C = -(ma * xh + mo * (xs - xh));
+	}
+};
+
 /* ---- Q3_K (110 B / 256): hm[32], qs[64], sc[12] (6-bit, -32), d; q = 2 bits
  * of qs - (bit u of hm[l] ? 0 : 4), taken here as (2 bits | hbit << 2) - 4 ---- */
 struct KQ3K {
@@ -432,6 +476,9 @@ template <class U> struct XOwn {
 	enum { v = 0 };
 };
 template <> struct XOwn<KQ3KP> {
+	enum { v = 1 };
+};
+template <> struct XOwn<KQ2KP> {
 	enum { v = 1 };
 };
 
