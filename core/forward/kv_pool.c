@@ -287,9 +287,8 @@ int coli_kv_grow(struct coli_kv *kv, const int *slot, const int *upto, int n,
 
 		if (!q->held) {
 			for (int j = 0; j < coli_kv_blocks_of(q->pos) && j < q->n_blk; j++)
-				if (kv->b[q->blk[j]].gen != q->bgen[j])
-					return -EINVAL; /* its rows are gone: coli_engine_reset
-					                   first */
+				if (kv->b[q->blk[j]].gen != q->bgen[j]) /* its rows are gone */
+					return -EINVAL; /* (coli_engine_reset first) */
 			rehold(kv, q, coli_kv_blocks_of(q->pos));
 		}
 	}

@@ -102,12 +102,17 @@ static int fill_jobs(const struct coli_engine *e, const struct coli_dense_dev *d
  * written at open: T's table starts at job coli_dense_dev_mla_table(nh, T)
  * (T = COLI_GPU_STEP_T + 1: every table's jobs). Fixed addresses, so a
  * captured graph replays them. */
+static int step_jobs(int nh, int T) /* T rows' jobs: nh a piece of COLI_GPU_MAX_S */
+{
+	return nh * ((T + COLI_GPU_MAX_S - 1) / COLI_GPU_MAX_S);
+}
+
 size_t coli_dense_dev_mla_table(int nh, int T)
 {
 	size_t at = 0;
 
 	for (int u = 1; u < T; u++)
-		at += (size_t)nh * ((u + COLI_GPU_MAX_S - 1) / COLI_GPU_MAX_S);
+		at += (size_t)step_jobs(nh, u);
 	return at;
 }
 
@@ -116,8 +121,7 @@ size_t coli_dense_dev_mla_table(int nh, int T)
  * jobs are written into. */
 int coli_dense_dev_mla_tables(struct coli_engine *e, struct coli_dense_dev *dd)
 {
-	const int nh = e->m.cfg.n_heads,
-	          most = nh * ((COLI_GPU_STEP_T + COLI_GPU_MAX_S - 1) / COLI_GPU_MAX_S);
+	const int nh = e->m.cfg.n_heads, most = step_jobs(nh, COLI_GPU_STEP_T);
 	struct coli_gpu_gemm_job *jobs = malloc(sizeof(*jobs) * most);
 	struct coli_gpu_gemv_job *gv = malloc(sizeof(*gv) * most);
 	int rc = jobs && gv ? 0 : -ENOMEM;
@@ -156,13 +160,12 @@ static int heads(struct coli_engine *e, struct coli_dense_dev *dd, const struct 
 
 	if (T <= COLI_GPU_STEP_T)
 		return coli_dev_gemv_table(
-		    dd->dev,
-		    &(struct coli_dev_jobs){
-		        .t = m->dtype,
-		        .table = (which ? D->vb_jobs : D->kb_jobs) +
-		                 sizeof(struct coli_gpu_gemv_job) * coli_dense_dev_mla_table(nh, T),
-		        .n_jobs = nh * ((T + COLI_GPU_MAX_S - 1) / COLI_GPU_MAX_S),
-		        .max_rows = m->rows / nh});
+		    dd->dev, &(struct coli_dev_jobs){.t = m->dtype,
+		                                     .table = (which ? D->vb_jobs : D->kb_jobs) +
+		                                              sizeof(struct coli_gpu_gemv_job) *
+		                                                  coli_dense_dev_mla_table(nh, T),
+		                                     .n_jobs = step_jobs(nh, T),
+		                                     .max_rows = m->rows / nh});
 	fill_jobs(e, dd, D, T, T, which, dd->mla_jobs);
 	return coli_dev_gemm(dd->dev, &(struct coli_dev_jobs){
 	                                  .t = m->dtype, .gemm_jobs = dd->mla_jobs, .n_jobs = nh});
