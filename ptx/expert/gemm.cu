@@ -35,8 +35,11 @@
  *
  * Tiling, q8/q4: a CTA of 512 threads (4 K groups of 4 warps, 2 x 2)
  * computes 64 rows x 64 tokens, warp tiles of 32 x 32 (2 x 4 mma tiles),
- * each group over its quarter of the blocks, waiting only on its own named
- * barrier (a group stages and reads its own shared memory). Runs of up to
+ * each group over its quarter of the blocks. Where K is a multiple of 128
+ * the groups step together and the CTA stages their four blocks at once,
+ * each row's bytes by adjacent lanes (LockLoader), behind the CTA's barrier;
+ * else a group stages and reads its own shared memory and waits only on its
+ * own named barrier. Runs of up to
  * 32 tokens take 64 x 32 tiles, of up to 16 128 x 16 (coli_gemm_<dtype>_n32,
  * _n16, chosen per run in ptx/gpu.c), warp tiles of 32 x 16. A K step
  * stages the next block of each group (q8: 3 stages, q4: 4), in dynamic
@@ -213,6 +216,117 @@ template <bool Q4, int TILE> struct QuantLoader {
 	}
 };
 
+/* The group loaders above read 16 bytes of a row (one block) per group and
+ * step, and the 4-byte copies (scale pair, dx, qsum) a sector per row or
+ * token per group: on an H100 (ncu, prefill of 2,048 tokens) those copies
+ * took 16-32 L1 wavefronts an instruction, 57% of the kernel's shared-memory
+ * wavefronts. When nb % 4 == 0 the four groups walk the same leaf sequence,
+ * so at every step they take the blocks x, x + 1, x + 2, x + 3 of group 0's
+ * x: LockLoader stages all four at once with the CTA's 512 threads, each
+ * row's and token's bytes by adjacent lanes (one sector for four 4-byte
+ * copies), and the step's barrier is the CTA's. The same bytes land in the
+ * same slots, so quant_step and the fold are unchanged. */
+template <bool Q4, int TILE> struct LockLoader {
+	typedef QTile<Q4, TILE> T;
+	enum {
+		WCH = Q4 ? 4 : 8, /* 16-byte weight chunks of a row's four blocks */
+		NW = T::BM * WCH, /* weight copies */
+		NX = T::BN * 8,   /* activation copies (two a token and block) */
+		NS = T::BM * 4,   /* scale pairs (a row's four blocks' pairs) */
+		NT = T::BN * 4,   /* dx and qsum (a token's four blocks) */
+		IW = (NW + QTHREADS - 1) / QTHREADS,
+		IX = (NX + QTHREADS - 1) / QTHREADS,
+		IS = (NS + QTHREADS - 1) / QTHREADS,
+		IT = (NT + QTHREADS - 1) / QTHREADS
+	};
+	const struct coli_gpu_gemm_job &jb;
+	/* byte offsets at x = 0 (os: the element of the row's scale) and a
+	 * validity bit an item (rows and tokens past the job's end: zero-fill,
+	 * from offset 0 on, a valid address) */
+	unsigned ow[IW], ox[IX], os[IS], ot[IT];
+	unsigned okw, okx, oks, okt;
+
+	__device__ __forceinline__ LockLoader(const struct coli_gpu_gemm_job &job, int row0,
+	                                      int tok0)
+	    : jb(job), okw(0), okx(0), oks(0), okt(0)
+	{
+		const int K = jb.K, nb = K / 32, tid = threadIdx.x;
+
+		for (int i = 0; i < IW; i++) {
+			const int k = tid + i * QTHREADS, r = k / WCH, c = k % WCH;
+
+			const bool ok = k < NW && row0 + r < jb.rows;
+
+			ow[i] = ok ? (unsigned)(row0 + r) * (unsigned)(Q4 ? K / 2 : K) + c * 16 : 0;
+			okw |= (unsigned)ok << i;
+		}
+		for (int i = 0; i < IX; i++) {
+			const int k = tid + i * QTHREADS, n = k >> 3;
+
+			const bool ok = k < NX && tok0 + n < jb.S;
+
+			ox[i] = ok ? (unsigned)(tok0 + n) * (unsigned)K + (k & 7) * 16 : 0;
+			okx |= (unsigned)ok << i;
+		}
+		for (int i = 0; i < IS; i++) {
+			const int k = tid + i * QTHREADS, r = k >> 2;
+
+			const bool ok = k < NS && row0 + r < jb.rows;
+
+			os[i] = ok ? (unsigned)(row0 + r) * (unsigned)nb + (k & 3) : 0;
+			oks |= (unsigned)ok << i;
+		}
+		for (int i = 0; i < IT; i++) {
+			const int k = tid + i * QTHREADS, n = k >> 2;
+
+			const bool ok = k < NT && tok0 + n < jb.S;
+
+			ot[i] = ok ? ((unsigned)(tok0 + n) * (unsigned)nb + (k & 3)) * 4 : 0;
+			okt |= (unsigned)ok << i;
+		}
+	}
+
+	/* blocks x .. x + 3 into the groups' slots st[0..3] of a stage */
+	__device__ __forceinline__ void load(typename T::slot *st, unsigned x) const
+	{
+		const int tid = threadIdx.x;
+
+		for (int i = 0; i < IW; i++) {
+			const int k = tid + i * QTHREADS, r = k / WCH, c = k % WCH;
+
+			if (k < NW)
+				cp16(&st[Q4 ? c : c >> 1].a[Q4 ? r * 16 : swz32(r, c & 1)],
+				     (const char *)jb.w + (ow[i] + x * T::ABYTES), okw >> i & 1);
+		}
+		for (int i = 0; i < IX; i++) {
+			const int k = tid + i * QTHREADS, c = k & 7;
+
+			if (k < NX)
+				cp16(&st[c >> 1].b[swz32(k >> 3, c & 1)],
+				     (const char *)jb.xq + (ox[i] + x * 32), okx >> i & 1);
+		}
+		for (int i = 0; i < IS; i++) {
+			const int k = tid + i * QTHREADS;
+
+			if (k < NS)
+				cp4(&st[k & 3].w[wperm(k >> 2)],
+				    (const char *)jb.scales + ((os[i] + x) * 2 & ~3u),
+				    oks >> i & 1);
+		}
+		for (int i = 0; i < IT; i++) {
+			const int k = tid + i * QTHREADS, n = tperm<T::WT>(k >> 2);
+
+			if (k < NT) {
+				cp4(&st[k & 3].d[n], (const char *)jb.xd + (ot[i] + x * 4),
+				    okt >> i & 1);
+				if (Q4)
+					cp4(&st[k & 3].qs[n],
+					    (const char *)jb.xqsum + (ot[i] + x * 4), okt >> i & 1);
+			}
+		}
+	}
+};
+
 /* One block b (a staged slot) into the running lane accumulators acc[].
  * With QN token tiles a warp: output o = (mf * QN + nf) * 4 + e is row
  * wm*32 + mf*16 + g + 8*(e >= 2), token wn*WT + nf*8 + 2*t4 + (e & 1) of the
@@ -300,49 +414,51 @@ static __device__ __forceinline__ void quant_step(const typename QTile<Q4, TILE>
 		}
 }
 
-template <bool Q4, int TILE>
-static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job &jb)
+/* The K steps of a group (grp) with either loader. LOCK: LockLoader, group 0's
+ * walk gives x and the CTA's barrier orders the stages; else each group
+ * loads and waits for its own (named barrier 1 + grp). */
+template <bool Q4, int TILE, bool LOCK, class L>
+static __device__ __forceinline__ void quant_steps(typename QTile<Q4, TILE>::smem &sm, const L &ld,
+                                                   int grp, int nb, int par, int wm, int wn,
+                                                   float *acc, float *p1r, float *p1, float *p2)
 {
 	typedef QTile<Q4, TILE> T;
-	typedef typename T::smem Smem;
 	constexpr int NOUT = T::NOUT;
-	extern __shared__ __align__(128) unsigned char smem_raw[];
-	Smem &sm = *(Smem *)smem_raw;
-	const int2 at = tile_origin<T::BM, T::BN>(jb);
-	const int row0 = at.x, tok0 = at.y;
-	const int warp = threadIdx.x >> 5, grp = warp >> 2, wm = warp % T::WM,
-	          wn = (warp & 3) / T::WM;
-	const int nb = jb.K / 32, ns = (nb - grp + QG - 1) / QG; /* steps: the group's blocks */
-	const QuantLoader<Q4, TILE> ld(jb, row0, tok0);
-	const int par = ((row0 + wm * 32 + ((threadIdx.x & 31) >> 2)) * nb) & 1;
-	float acc[NOUT], p1r[T::P1S ? 4 : NOUT], *p2 = &sm.p2[0][0];
-	float *p1 = T::P1S ? &sm.p1[0][0] : p1r;
-	int pk = 0, pb, ck = 0, cb; /* producer and consumer: leaf, block */
+	const int ns = (nb - grp + QG - 1) / QG; /* steps: the group's blocks */
+	const int wg = LOCK ? 0 : grp;           /* whose walk the loads follow */
+	int pk = 0, pb, ck = 0, cb;              /* producer and consumer: leaf, block */
 
-	for (int o = 0; o < NOUT; o++)
-		acc[o] = 0.0f;
-	first_block(grp, pk, pb, nb);
+	first_block(wg, pk, pb, nb);
 	while (ck < QG && leaf_lane(grp, ck) >= nb) /* lanes without blocks fold +0 */
 		fold_leaf<NOUT, T::P1S>(ck++, acc, p1r, p1, p2);
 	cb = ck < QG ? leaf_lane(grp, ck) : nb;
-	/* prologue: the first STAGES-1 steps in flight; each group loads its own */
+	/* prologue: the first STAGES-1 steps in flight */
 	for (int s = 0; s < T::STAGES - 1; s++) {
 		if (pb < nb) {
-			ld.load(sm.s[s][grp], pb);
-			next_block(grp, pk, pb, nb);
+			if constexpr (LOCK)
+				ld.load(sm.s[s], pb);
+			else
+				ld.load(sm.s[s][grp], pb);
+			next_block(wg, pk, pb, nb);
 		}
 		cp_commit();
 	}
 	for (int s = 0, sc = 0, sp = T::STAGES - 1; s < ns; s++) { /* stages: consumed, filled */
 		cp_wait<T::STAGES - 2>();
-		/* step s's stage has landed for every thread of the group, and its
-		 * warps are past step s-1, whose slot the load below overwrites:
-		 * a group stages and reads only its own slots, so it waits for its
-		 * own 4 warps (named barrier 1 + grp), not the CTA */
-		asm volatile("bar.sync %0, 128;\n" ::"r"(1 + grp) : "memory");
+		/* step s's stage has landed for every thread that loads it, and
+		 * they are past step s-1, whose slot the load below overwrites: a
+		 * group that stages its own slots waits for its own 4 warps, not
+		 * the CTA */
+		if (LOCK)
+			__syncthreads();
+		else
+			asm volatile("bar.sync %0, 128;\n" ::"r"(1 + grp) : "memory");
 		if (pb < nb) {
-			ld.load(sm.s[sp][grp], pb);
-			next_block(grp, pk, pb, nb);
+			if constexpr (LOCK)
+				ld.load(sm.s[sp], pb);
+			else
+				ld.load(sm.s[sp][grp], pb);
+			next_block(wg, pk, pb, nb);
 		}
 		cp_commit();
 		sp = sp == T::STAGES - 1 ? 0 : sp + 1;
@@ -356,6 +472,33 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 		}
 	}
 	cp_wait<0>();
+}
+
+template <bool Q4, int TILE>
+static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job &jb)
+{
+	typedef QTile<Q4, TILE> T;
+	typedef typename T::smem Smem;
+	constexpr int NOUT = T::NOUT;
+	extern __shared__ __align__(128) unsigned char smem_raw[];
+	Smem &sm = *(Smem *)smem_raw;
+	const int2 at = tile_origin<T::BM, T::BN>(jb);
+	const int row0 = at.x, tok0 = at.y;
+	const int warp = threadIdx.x >> 5, grp = warp >> 2, wm = warp % T::WM,
+	          wn = (warp & 3) / T::WM;
+	const int nb = jb.K / 32;
+	const int par = ((row0 + wm * 32 + ((threadIdx.x & 31) >> 2)) * nb) & 1;
+	float acc[NOUT], p1r[T::P1S ? 4 : NOUT], *p2 = &sm.p2[0][0];
+	float *p1 = T::P1S ? &sm.p1[0][0] : p1r;
+
+	for (int o = 0; o < NOUT; o++)
+		acc[o] = 0.0f;
+	if (nb % QG == 0) /* (uniform across the CTA) */
+		quant_steps<Q4, TILE, true>(sm, LockLoader<Q4, TILE>(jb, row0, tok0), grp, nb, par,
+		                            wm, wn, acc, p1r, p1, p2);
+	else
+		quant_steps<Q4, TILE, false>(sm, QuantLoader<Q4, TILE>(jb, row0, tok0), grp, nb,
+		                             par, wm, wn, acc, p1r, p1, p2);
 	fold_groups<NOUT, T::QN>(jb, row0, tok0, wm, wn, grp, acc, p2);
 }
 
