@@ -13,9 +13,11 @@
  *                 sum_k |w_k x_k| of the output is printed and bounded
  *
  * Shapes: Qwen3-30B-A3B experts (768 x 2048 gate/up, 2048 x 768 down) at
- * S = 5, 16, 64, 200; odd ones (rows not a multiple of the tile, K < 512 so
- * some canonical lanes are empty, an odd block count, S = 1 past a tile, a
- * run that fills the 32-token tile);
+ * S = 5, 16, 64 and 200 between them; odd ones (rows not a multiple of the
+ * tile, K < 512 so some canonical lanes are empty, an odd block count, S = 1
+ * past a tile, a run that fills the 32-token tile; K a multiple of 128, whose
+ * four K groups ptx/expert/gemm.cu stages together, with rows and tokens past
+ * a tile);
  * one Mixtral-sized pair (14336 x 4096, 4096 x 14336). Outputs are poisoned
  * (0xff bytes = NaN) with a row stride wider than the matrix; inputs are
  * fresh random draws. Skips (77) without a usable GPU.
@@ -177,8 +179,8 @@ static size_t count_bad(const struct tjob *t, const float *got, const float *wan
 }
 
 static const int g_shapes[][3] = {
-    {768, 2048, 5}, {768, 2048, 16}, {768, 2048, 64},   {768, 2048, 200},
-    {2048, 768, 5}, {2048, 768, 16}, {2048, 768, 64},   {2048, 768, 200},
+    {768, 2048, 5}, {768, 2048, 16}, {200, 384, 33},    {768, 2048, 200},
+    {100, 128, 9},  {2048, 768, 16}, {2048, 768, 64},   {2048, 768, 200},
     {17, 32, 7},    {100, 96, 65},   {130, 544, 33},    {64, 1024, 129},
     {200, 1568, 6}, {96, 352, 32},   {14336, 4096, 64}, {4096, 14336, 16},
 };
