@@ -218,9 +218,10 @@ template <bool Q4, int TILE> struct QuantLoader {
 
 /* The group loaders above read 16 bytes of a row (one block) per group and
  * step, and the 4-byte copies (scale pair, dx, qsum) a sector per row or
- * token per group: on an H100 (ncu, prefill of 2,048 tokens) those copies
- * took 16-32 L1 wavefronts an instruction, 57% of the kernel's shared-memory
- * wavefronts. When nb % 4 == 0 the four groups walk the same leaf sequence,
+ * token per group: on an H100 (ncu, prefill of 2,048 tokens, 2026-12-07)
+ * those copies took 16-32 L1 wavefronts an instruction, and 120M of the
+ * kernel's 209M shared-memory wavefronts were above the ideal, nearly all
+ * theirs. When nb % 4 == 0 the four groups walk the same leaf sequence,
  * so at every step they take the blocks x, x + 1, x + 2, x + 3 of group 0's
  * x: LockLoader stages all four at once with the CTA's 512 threads, each
  * row's and token's bytes by adjacent lanes (one sector for four 4-byte
@@ -254,7 +255,6 @@ template <bool Q4, int TILE> struct LockLoader {
 
 		for (int i = 0; i < IW; i++) {
 			const int k = tid + i * QTHREADS, r = k / WCH, c = k % WCH;
-
 			const bool ok = k < NW && row0 + r < jb.rows;
 
 			ow[i] = ok ? (unsigned)(row0 + r) * (unsigned)(Q4 ? K / 2 : K) + c * 16 : 0;
@@ -262,7 +262,6 @@ template <bool Q4, int TILE> struct LockLoader {
 		}
 		for (int i = 0; i < IX; i++) {
 			const int k = tid + i * QTHREADS, n = k >> 3;
-
 			const bool ok = k < NX && tok0 + n < jb.S;
 
 			ox[i] = ok ? (unsigned)(tok0 + n) * (unsigned)K + (k & 7) * 16 : 0;
@@ -270,7 +269,6 @@ template <bool Q4, int TILE> struct LockLoader {
 		}
 		for (int i = 0; i < IS; i++) {
 			const int k = tid + i * QTHREADS, r = k >> 2;
-
 			const bool ok = k < NS && row0 + r < jb.rows;
 
 			os[i] = ok ? (unsigned)(row0 + r) * (unsigned)nb + (k & 3) : 0;
@@ -278,7 +276,6 @@ template <bool Q4, int TILE> struct LockLoader {
 		}
 		for (int i = 0; i < IT; i++) {
 			const int k = tid + i * QTHREADS, n = k >> 2;
-
 			const bool ok = k < NT && tok0 + n < jb.S;
 
 			ot[i] = ok ? ((unsigned)(tok0 + n) * (unsigned)nb + (k & 3)) * 4 : 0;
