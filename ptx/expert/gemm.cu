@@ -163,6 +163,7 @@ template <int WT> static __device__ __forceinline__ int tperm(int n)
 template <bool Q4, int TILE> struct QuantLoader {
 	typedef QTile<Q4, TILE> T;
 	enum { ACH = Q4 ? 1 : 2, NCH = T::BM * ACH, CPT = NCH >= 128 ? NCH / 128 : 1 };
+	enum { LOCK = 0 }; /* a group's own stages (quant_steps) */
 	const char *a, *x; /* weights (first chunk) and activations at block 0 */
 	const float *d;    /* dx at block 0 */
 	const int *qs;     /* qsum at block 0 (q4) */
@@ -238,7 +239,8 @@ template <bool Q4, int TILE> struct LockLoader {
 		IW = (NW + QTHREADS - 1) / QTHREADS,
 		IX = (NX + QTHREADS - 1) / QTHREADS,
 		IS = (NS + QTHREADS - 1) / QTHREADS,
-		IT = (NT + QTHREADS - 1) / QTHREADS
+		IT = (NT + QTHREADS - 1) / QTHREADS,
+		LOCK = 1 /* the four groups' stages together (quant_steps) */
 	};
 	const struct coli_gpu_gemm_job &jb;
 	/* byte offsets at x = 0 (os: the element of the row's scale) and a
@@ -411,16 +413,17 @@ static __device__ __forceinline__ void quant_step(const typename QTile<Q4, TILE>
 		}
 }
 
-/* The K steps of a group (grp) with either loader. LOCK: LockLoader, group 0's
+/* The K steps of a group (grp) with either loader. L::LOCK (LockLoader): group 0's
  * walk gives x and the CTA's barrier orders the stages; else each group
  * loads and waits for its own (named barrier 1 + grp). */
-template <bool Q4, int TILE, bool LOCK, class L>
+template <bool Q4, int TILE, class L>
 static __device__ __forceinline__ void quant_steps(typename QTile<Q4, TILE>::smem &sm, const L &ld,
                                                    int grp, int nb, int par, int wm, int wn,
                                                    float *acc, float *p1r, float *p1, float *p2)
 {
 	typedef QTile<Q4, TILE> T;
 	constexpr int NOUT = T::NOUT;
+	constexpr bool LOCK = L::LOCK;
 	const int ns = (nb - grp + QG - 1) / QG; /* steps: the group's blocks */
 	const int wg = LOCK ? 0 : grp;           /* whose walk the loads follow */
 	int pk = 0, pb, ck = 0, cb;              /* producer and consumer: leaf, block */
@@ -491,11 +494,11 @@ static __device__ __forceinline__ void gemm_quant(const struct coli_gpu_gemm_job
 	for (int o = 0; o < NOUT; o++)
 		acc[o] = 0.0f;
 	if (nb % QG == 0) /* (uniform across the CTA) */
-		quant_steps<Q4, TILE, true>(sm, LockLoader<Q4, TILE>(jb, row0, tok0), grp, nb, par,
-		                            wm, wn, acc, p1r, p1, p2);
+		quant_steps<Q4, TILE>(sm, LockLoader<Q4, TILE>(jb, row0, tok0), grp, nb, par, wm,
+		                      wn, acc, p1r, p1, p2);
 	else
-		quant_steps<Q4, TILE, false>(sm, QuantLoader<Q4, TILE>(jb, row0, tok0), grp, nb,
-		                             par, wm, wn, acc, p1r, p1, p2);
+		quant_steps<Q4, TILE>(sm, QuantLoader<Q4, TILE>(jb, row0, tok0), grp, nb, par, wm,
+		                      wn, acc, p1r, p1, p2);
 	fold_groups<NOUT, T::QN>(jb, row0, tok0, wm, wn, grp, acc, p2);
 }
 
