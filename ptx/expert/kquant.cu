@@ -176,6 +176,12 @@ template <class U> struct RowKS {
 		/* [stage][half-warp][row of the half-warp][SLOT] */
 		__shared__ __align__(16) u8 ring[G::NST][KQ_HALFWARPS][GV_RPH][G::SLOT];
 		const int K = jb->K, S = jb->S, nb = K / 32, rows = jb->rows;
+		/* the token arrays in registers: jb is a copy in shared memory,
+		 * which the ring's cp.async writes, so its fields were read again
+		 * every step */
+		const signed char *const xq = jb->xq;
+		const float *const xdp = jb->xd;
+		const int *const xqs = jb->xqsum;
 		const int nsteps = (nb + LANES - 1) / LANES, hw = threadIdx.x >> 4;
 		const unsigned rb = (unsigned)(K / U::ELEMS) * U::BYTES;
 		/* the half-warp's rows that exist: 0 to GV_RPH */
@@ -237,9 +243,9 @@ template <class U> struct RowKS {
 						break;
 					int x[8];
 
-					kq_act<U>(jb->xq + (size_t)s * K, bx, x);
-					const float xd = jb->xd[(size_t)s * nb + bx];
-					const int xs = jb->xqsum[(size_t)s * nb + bx];
+					kq_act<U>(xq + (size_t)s * K, bx, x);
+					const float xd = xdp[(size_t)s * nb + bx];
+					const int xs = xqs[(size_t)s * nb + bx];
 
 #pragma unroll
 					for (int r = 0; r < GV_RPH; r++) {
