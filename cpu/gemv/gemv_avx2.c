@@ -148,6 +148,86 @@ INLINE void gemv_float(enum coli_dtype dt, const struct coli_mat *w, const float
 		float_rows(dt, w, x, y + (r - row0), r, 1);
 }
 
+/* Rows r, r + 1 x activations x[0], x[1] into y[t * ldy + i]: float_rows'
+ * fmadds for each pair in its order (the same bits), each weight vector
+ * widened once for both activations; the low and high eight lanes in turn,
+ * so the eight accumulators, two rows' and two activations' halves fit the
+ * sixteen registers. */
+INLINE void float_tile22(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                         float *y, size_t ldy, int r)
+{
+	const size_t K = (size_t)w->cols, K16 = K & ~(size_t)15;
+	const size_t esz = dt == COLI_DTYPE_F32 ? 4 : 2;
+	const char *base = (const char *)w->data + (size_t)r * K * esz;
+	__m256 acc[2][2][2]; /* [row][activation][half] */
+
+#pragma GCC unroll 2
+	for (int i = 0; i < 2; i++)
+#pragma GCC unroll 2
+		for (int t = 0; t < 2; t++)
+			acc[i][t][0] = acc[i][t][1] = _mm256_setzero_ps();
+	for (size_t k = 0; k < K16; k += 16) {
+		__m256 lo[2], hi[2];
+
+#pragma GCC unroll 2
+		for (int i = 0; i < 2; i++)
+			load16(dt, base + i * K * esz, k, &lo[i], &hi[i]);
+#pragma GCC unroll 2
+		for (int t = 0; t < 2; t++) {
+			const __m256 x0 = _mm256_loadu_ps(x[t].f + k);
+
+#pragma GCC unroll 2
+			for (int i = 0; i < 2; i++)
+				acc[i][t][0] = _mm256_fmadd_ps(lo[i], x0, acc[i][t][0]);
+		}
+#pragma GCC unroll 2
+		for (int t = 0; t < 2; t++) {
+			const __m256 x1 = _mm256_loadu_ps(x[t].f + k + 8);
+
+#pragma GCC unroll 2
+			for (int i = 0; i < 2; i++)
+				acc[i][t][1] = _mm256_fmadd_ps(hi[i], x1, acc[i][t][1]);
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		for (int t = 0; t < 2; t++) {
+			if (K16 == K) {
+				y[t * ldy + i] = fold2(acc[i][t][0], acc[i][t][1]);
+				continue;
+			}
+			float l[16];
+			_mm256_storeu_ps(l, acc[i][t][0]);
+			_mm256_storeu_ps(l + 8, acc[i][t][1]);
+			for (size_t k = K16; k < K; k++)
+				l[k % 16] = fmaf(widen1(dt, base + i * K * esz, k), x[t].f[k],
+				                 l[k % 16]);
+			y[t * ldy + i] = coli_lanes_fold(l);
+		}
+}
+
+/* Rows [row0, row1) x S activations: pairs of rows outermost (a pair stays
+ * in L1 while every activation passes), pairs of activations over them,
+ * float_rows for an odd row or activation left over. */
+INLINE void gemm_float(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       int S, float *y, size_t ldy, int row0, int row1)
+{
+	int r = row0;
+
+	for (; r + 2 <= row1; r += 2) {
+		int s = 0;
+
+		for (; s + 2 <= S; s += 2)
+			float_tile22(dt, w, x + s, y + (size_t)s * ldy + (r - row0), ldy, r);
+		if (s < S) {
+			float_rows(dt, w, x[s].f, y + (size_t)s * ldy + (r - row0), r, 1);
+			float_rows(dt, w, x[s].f, y + (size_t)s * ldy + (r + 1 - row0), r + 1, 1);
+		}
+	}
+	if (r < row1)
+		for (int s = 0; s < S; s++)
+			float_rows(dt, w, x[s].f, y + (size_t)s * ldy + (r - row0), r, 1);
+}
+
 /* ---------------- quantized weights ---------------- */
 
 /* A tile is R rows (1..4) x T activations (1..2). T = 4 measured slower
@@ -781,6 +861,21 @@ void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, f
 		else if (r < row1)
 			gemm_q4_blocked(w, x, S, y + (r - row0), (size_t)ldy, r, row1);
 		return;
+	}
+	if (S >= 2) { /* float weights: pairs of rows x pairs of activations */
+		switch (w->dtype) {
+		case COLI_DTYPE_F32:
+			gemm_float(COLI_DTYPE_F32, w, x, S, y, (size_t)ldy, row0, row1);
+			return;
+		case COLI_DTYPE_F16:
+			gemm_float(COLI_DTYPE_F16, w, x, S, y, (size_t)ldy, row0, row1);
+			return;
+		case COLI_DTYPE_BF16:
+			gemm_float(COLI_DTYPE_BF16, w, x, S, y, (size_t)ldy, row0, row1);
+			return;
+		default:
+			break;
+		}
 	}
 	for (int r = row0; r < row1; r += COLI_GEMM_ROWS) {
 		int r1 = r + COLI_GEMM_ROWS < row1 ? r + COLI_GEMM_ROWS : row1;
