@@ -199,8 +199,8 @@ INLINE void float_tile22(enum coli_dtype dt, const struct coli_mat *w, const str
 			_mm256_storeu_ps(l, acc[i][t][0]);
 			_mm256_storeu_ps(l + 8, acc[i][t][1]);
 			for (size_t k = K16; k < K; k++)
-				l[k % 16] = fmaf(widen1(dt, base + i * K * esz, k), x[t].f[k],
-				                 l[k % 16]);
+				l[k % 16] =
+				    fmaf(widen1(dt, base + i * K * esz, k), x[t].f[k], l[k % 16]);
 			y[t * ldy + i] = coli_lanes_fold(l);
 		}
 }

@@ -129,8 +129,8 @@ INLINE void float_tile(enum coli_dtype dt, const struct coli_mat *w, const struc
 			float l[16];
 			_mm512_storeu_ps(l, acc[i][t]);
 			for (size_t k = K16; k < K; k++)
-				l[k % 16] = fmaf(widen1(dt, base + i * K * esz, k), x[t].f[k],
-				                 l[k % 16]);
+				l[k % 16] =
+				    fmaf(widen1(dt, base + i * K * esz, k), x[t].f[k], l[k % 16]);
 			y[t * ldy + i] = coli_lanes_fold(l);
 		}
 }
