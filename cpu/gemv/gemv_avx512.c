@@ -109,8 +109,11 @@ INLINE void float_tile(enum coli_dtype dt, const struct coli_mat *w, const struc
 		__m512 wv[4];
 
 #pragma GCC unroll 4
-		for (int i = 0; i < R; i++)
+		for (int i = 0; i < R; i++) {
+			/* the next tile's row at this offset (the rows follow in memory) */
+			_mm_prefetch(base + (i + R) * K * esz + k * esz, _MM_HINT_T0);
 			wv[i] = load16(dt, base + i * K * esz, k);
+		}
 #pragma GCC unroll 4
 		for (int t = 0; t < T; t++) {
 			const __m512 xv = _mm512_loadu_ps(x[t].f + k);
