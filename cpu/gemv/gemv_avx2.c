@@ -170,8 +170,11 @@ INLINE void float_tile22(enum coli_dtype dt, const struct coli_mat *w, const str
 		__m256 lo[2], hi[2];
 
 #pragma GCC unroll 2
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < 2; i++) {
+			/* the next pair's row at this offset (the rows follow in memory) */
+			_mm_prefetch(base + (i + 2) * K * esz + k * esz, _MM_HINT_T0);
 			load16(dt, base + i * K * esz, k, &lo[i], &hi[i]);
+		}
 #pragma GCC unroll 2
 		for (int t = 0; t < 2; t++) {
 			const __m256 x0 = _mm256_loadu_ps(x[t].f + k);
