@@ -103,97 +103,48 @@ INLINE float widen1(enum coli_dtype dt, const void *w, size_t k)
 	return coli_bf16_to_f32(((const uint16_t *)w)[k]);
 }
 
-/* y[0..R) = rows r..r+R of a float-type matrix; R is 1 or 4. */
-INLINE void float_rows(enum coli_dtype dt, const struct coli_mat *w, const float *x, float *y,
-                       int r, const int R)
-{
-	const size_t K = (size_t)w->cols, K16 = K & ~(size_t)15;
-	const size_t esz = dt == COLI_DTYPE_F32 ? 4 : 2;
-	const char *base = (const char *)w->data + (size_t)r * K * esz;
-	__m256 acc[4][2];
-
-	for (int i = 0; i < R; i++)
-		acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-	for (size_t k = 0; k < K16; k += 16) {
-		__m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
-		for (int i = 0; i < R; i++) {
-			__m256 lo, hi;
-			load16(dt, base + i * K * esz, k, &lo, &hi);
-			acc[i][0] = _mm256_fmadd_ps(lo, x0, acc[i][0]);
-			acc[i][1] = _mm256_fmadd_ps(hi, x1, acc[i][1]);
-		}
-	}
-	for (int i = 0; i < R; i++) {
-		if (K16 == K) {
-			y[i] = fold2(acc[i][0], acc[i][1]);
-			continue;
-		}
-		float l[16];
-		_mm256_storeu_ps(l, acc[i][0]);
-		_mm256_storeu_ps(l + 8, acc[i][1]);
-		for (size_t k = K16; k < K; k++)
-			l[k % 16] = fmaf(widen1(dt, base + i * K * esz, k), x[k], l[k % 16]);
-		y[i] = coli_lanes_fold(l);
-	}
-}
-
-INLINE void gemv_float(enum coli_dtype dt, const struct coli_mat *w, const float *x, float *y,
-                       int row0, int row1)
-{
-	int r = row0;
-
-	for (; r + 4 <= row1; r += 4)
-		float_rows(dt, w, x, y + (r - row0), r, 4);
-	for (; r < row1; r++)
-		float_rows(dt, w, x, y + (r - row0), r, 1);
-}
-
-/* Rows r, r + 1 x activations x[0], x[1] into y[t * ldy + i]: float_rows'
- * fmadds for each pair in its order (the same bits), each weight vector
- * widened once for both activations; the low and high eight lanes in turn,
- * so the eight accumulators, two rows' and two activations' halves fit the
+/* Rows r..r+R x activations x[0..T) of a float-type matrix into y[t * ldy +
+ * i], R * T <= 4 (R 1, 2 or 4; T 1 or 2): sixteen lanes along the row, low
+ * and high eight as two fmadd chains, then the canonical fold (the
+ * reference's trailing columns into their lanes first). Each weight vector
+ * is widened once for the T activations; the eight accumulators fit the
  * sixteen registers. */
-INLINE void float_tile22(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
-                         float *y, size_t ldy, int r)
+INLINE void float_tile(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       float *y, size_t ldy, int r, const int R, const int T)
 {
 	const size_t K = (size_t)w->cols, K16 = K & ~(size_t)15;
 	const size_t esz = dt == COLI_DTYPE_F32 ? 4 : 2;
 	const char *base = (const char *)w->data + (size_t)r * K * esz;
-	__m256 acc[2][2][2]; /* [row][activation][half] */
+	__m256 acc[4][2][2]; /* [row][activation][half] */
 
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++)
 #pragma GCC unroll 2
-	for (int i = 0; i < 2; i++)
-#pragma GCC unroll 2
-		for (int t = 0; t < 2; t++)
+		for (int t = 0; t < T; t++)
 			acc[i][t][0] = acc[i][t][1] = _mm256_setzero_ps();
 	for (size_t k = 0; k < K16; k += 16) {
-		__m256 lo[2], hi[2];
+		__m256 lo[4], hi[4];
 
-#pragma GCC unroll 2
-		for (int i = 0; i < 2; i++) {
-			/* the next pair's row at this offset (the rows follow in memory) */
-			_mm_prefetch(base + (i + 2) * K * esz + k * esz, _MM_HINT_T0);
+#pragma GCC unroll 4
+		for (int i = 0; i < R; i++) {
+			/* the next tile's row at this offset (the rows follow in memory) */
+			_mm_prefetch(base + (i + R) * K * esz + k * esz, _MM_HINT_T0);
 			load16(dt, base + i * K * esz, k, &lo[i], &hi[i]);
 		}
 #pragma GCC unroll 2
-		for (int t = 0; t < 2; t++) {
-			const __m256 x0 = _mm256_loadu_ps(x[t].f + k);
+		for (int t = 0; t < T; t++) {
+			const __m256 x0 = _mm256_loadu_ps(x[t].f + k),
+			             x1 = _mm256_loadu_ps(x[t].f + k + 8);
 
-#pragma GCC unroll 2
-			for (int i = 0; i < 2; i++)
+#pragma GCC unroll 4
+			for (int i = 0; i < R; i++) {
 				acc[i][t][0] = _mm256_fmadd_ps(lo[i], x0, acc[i][t][0]);
-		}
-#pragma GCC unroll 2
-		for (int t = 0; t < 2; t++) {
-			const __m256 x1 = _mm256_loadu_ps(x[t].f + k + 8);
-
-#pragma GCC unroll 2
-			for (int i = 0; i < 2; i++)
 				acc[i][t][1] = _mm256_fmadd_ps(hi[i], x1, acc[i][t][1]);
+			}
 		}
 	}
-	for (int i = 0; i < 2; i++)
-		for (int t = 0; t < 2; t++) {
+	for (int i = 0; i < R; i++)
+		for (int t = 0; t < T; t++) {
 			if (K16 == K) {
 				y[t * ldy + i] = fold2(acc[i][t][0], acc[i][t][1]);
 				continue;
@@ -208,27 +159,35 @@ INLINE void float_tile22(enum coli_dtype dt, const struct coli_mat *w, const str
 		}
 }
 
-/* Rows [row0, row1) x S activations: pairs of rows outermost (a pair stays
- * in L1 while every activation passes), pairs of activations over them,
- * float_rows for an odd row or activation left over. */
+/* Rows r..r+R x all S activations: pairs of activations where the tile
+ * allows (R <= 2), then one at a time. */
+INLINE void float_acts(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
+                       int S, float *y, size_t ldy, int r, const int R)
+{
+	int s = 0;
+
+	if (R <= 2)
+		for (; s + 2 <= S; s += 2)
+			float_tile(dt, w, x + s, y + (size_t)s * ldy, ldy, r, R <= 2 ? R : 2, 2);
+	for (; s < S; s++)
+		float_tile(dt, w, x + s, y + (size_t)s * ldy, ldy, r, R, 1);
+}
+
+/* Rows [row0, row1) x S activations: one activation (a decode step) by
+ * tiles of 4 rows, a batch by 2 rows x 2 activations; rows outermost, so a
+ * tile's rows stay in L1 while every activation passes over them. */
 INLINE void gemm_float(enum coli_dtype dt, const struct coli_mat *w, const struct coli_act *x,
                        int S, float *y, size_t ldy, int row0, int row1)
 {
 	int r = row0;
 
-	for (; r + 2 <= row1; r += 2) {
-		int s = 0;
-
-		for (; s + 2 <= S; s += 2)
-			float_tile22(dt, w, x + s, y + (size_t)s * ldy + (r - row0), ldy, r);
-		if (s < S) {
-			float_rows(dt, w, x[s].f, y + (size_t)s * ldy + (r - row0), r, 1);
-			float_rows(dt, w, x[s].f, y + (size_t)s * ldy + (r + 1 - row0), r + 1, 1);
-		}
-	}
-	if (r < row1)
-		for (int s = 0; s < S; s++)
-			float_rows(dt, w, x[s].f, y + (size_t)s * ldy + (r - row0), r, 1);
+	if (S == 1)
+		for (; r + 4 <= row1; r += 4)
+			float_acts(dt, w, x, S, y + (r - row0), ldy, r, 4);
+	for (; r + 2 <= row1; r += 2)
+		float_acts(dt, w, x, S, y + (r - row0), ldy, r, 2);
+	for (; r < row1; r++)
+		float_acts(dt, w, x, S, y + (r - row0), ldy, r, 1);
 }
 
 /* ---------------- quantized weights ---------------- */
@@ -802,13 +761,13 @@ void coli_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y
 {
 	switch (w->dtype) {
 	case COLI_DTYPE_F32:
-		gemv_float(COLI_DTYPE_F32, w, x->f, y, row0, row1);
+		gemm_float(COLI_DTYPE_F32, w, x, 1, y, 0, row0, row1);
 		return;
 	case COLI_DTYPE_F16:
-		gemv_float(COLI_DTYPE_F16, w, x->f, y, row0, row1);
+		gemm_float(COLI_DTYPE_F16, w, x, 1, y, 0, row0, row1);
 		return;
 	case COLI_DTYPE_BF16:
-		gemv_float(COLI_DTYPE_BF16, w, x->f, y, row0, row1);
+		gemm_float(COLI_DTYPE_BF16, w, x, 1, y, 0, row0, row1);
 		return;
 	case COLI_DTYPE_Q8_0:
 		gemv_q8(w, x, y, row0, row1);
@@ -865,20 +824,18 @@ void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, f
 			gemm_q4_blocked(w, x, S, y + (r - row0), (size_t)ldy, r, row1);
 		return;
 	}
-	if (S >= 2) { /* float weights: pairs of rows x pairs of activations */
-		switch (w->dtype) {
-		case COLI_DTYPE_F32:
-			gemm_float(COLI_DTYPE_F32, w, x, S, y, (size_t)ldy, row0, row1);
-			return;
-		case COLI_DTYPE_F16:
-			gemm_float(COLI_DTYPE_F16, w, x, S, y, (size_t)ldy, row0, row1);
-			return;
-		case COLI_DTYPE_BF16:
-			gemm_float(COLI_DTYPE_BF16, w, x, S, y, (size_t)ldy, row0, row1);
-			return;
-		default:
-			break;
-		}
+	switch (w->dtype) {
+	case COLI_DTYPE_F32:
+		gemm_float(COLI_DTYPE_F32, w, x, S, y, (size_t)ldy, row0, row1);
+		return;
+	case COLI_DTYPE_F16:
+		gemm_float(COLI_DTYPE_F16, w, x, S, y, (size_t)ldy, row0, row1);
+		return;
+	case COLI_DTYPE_BF16:
+		gemm_float(COLI_DTYPE_BF16, w, x, S, y, (size_t)ldy, row0, row1);
+		return;
+	default:
+		break;
 	}
 	for (int r = row0; r < row1; r += COLI_GEMM_ROWS) {
 		int r1 = r + COLI_GEMM_ROWS < row1 ? r + COLI_GEMM_ROWS : row1;
