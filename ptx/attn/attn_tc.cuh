@@ -162,6 +162,10 @@ static __device__ __forceinline__ const char *tc_stage_next(Sm &sm, const struct
 	return st;
 }
 
+template <bool B> struct tc_bool {
+	static constexpr bool value = B;
+};
+
 template <int HD, int M>
 static __device__ __forceinline__ void
 attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp, int nh,
@@ -263,173 +267,188 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 
 	const struct tc_kv kv = {K, V, tab, nbs, slot, nmax, kvh, soff, krow, vrow};
 
-	tc_stage_first<HD, M>(sm, kv, c_begin, c_end);
-	for (int c = c_begin; c < c_end; c++) {
-		const char *st = tc_stage_next<HD, M>(sm, kv, c, c_end);
+	/* The chunk loop compiled twice, SPLIT a constant in each: a split launch's
+	 * (its own m and l, no fold) and a whole one's (a split starting and
+	 * ending inside the walk: the fold's events). One loop holding both was
+	 * ~3,800 SASS instructions, past the instruction cache (ncu: the back
+	 * edge's "no instruction" stalls); the split one alone is ~660. */
+	const auto chunks = [&](auto sp) {
+		constexpr bool SPLIT = decltype(sp)::value;
 
-		/* scores: units (mt, n-tile, half) warp and warp + 8 */
-		{
-			const unsigned short *kt =
-			    KT == 2 ? sm.kw : (const unsigned short *)st; /* rows of WR */
+		tc_stage_first<HD, M>(sm, kv, c_begin, c_end);
+		for (int c = c_begin; c < c_end; c++) {
+			const char *st = tc_stage_next<HD, M>(sm, kv, c, c_end);
+
+			/* scores: units (mt, n-tile, half) warp and warp + 8 */
+			{
+				const unsigned short *kt =
+				    KT == 2 ? sm.kw : (const unsigned short *)st; /* rows of WR */
 
 #pragma unroll
-			for (int uu = 0; uu < 2; uu++) {
-				const int u = warp + 8 * uu, nti = u >> 2, mt = (u >> 1) & 1,
-				          h = u & 1;
-				float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+				for (int uu = 0; uu < 2; uu++) {
+					const int u = warp + 8 * uu, nti = u >> 2, mt = (u >> 1) & 1,
+					          h = u & 1;
+					float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
-				if (u >= 4 * nt)
+					if (u >= 4 * nt)
+						break;
+#pragma unroll
+					for (int k = 0; k < KH; k++) {
+						unsigned a[4];
+
+						md_ldsm4(
+						    a, kt +
+						           (mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) *
+						               Tl::WR +
+						           (h * KH + k) * 16 + (lane >> 4) * 8);
+#pragma unroll
+						for (int s = TC_NS - 1; s >= 0; s--)
+							md_mma(d, a, qf[uu][k][0][s], qf[uu][k][1][s]);
+					}
+					{
+						float *S = sm.s[h];
+						const int p = mt * 16 + g4, ca = nti * 8 + 2 * c4;
+
+						S[ca * TC_SP + p] = d[0];
+						S[(ca + 1) * TC_SP + p] = d[1];
+						S[ca * TC_SP + p + 8] = d[2];
+						S[(ca + 1) * TC_SP + p + 8] = d[3];
+					}
+				}
+			}
+			__syncthreads(); /* both halves of every score before the softmax */
+
+			/* softmax: columns warp + 8 i, lane = position */
+#pragma unroll
+			for (int i = 0; i < 4; i++) {
+				const int j = warp + 8 * i, n = j < ncol ? sm.cn[j] : 0;
+				const int k0 = sm.ck0[j], cps = sm.cps[j], np = n - c * AD_CHUNK;
+				float x;
+
+				if (j >= ncol)
 					break;
-#pragma unroll
-				for (int k = 0; k < KH; k++) {
-					unsigned a[4];
-
-					md_ldsm4(
-					    a, kt +
-					           (mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) *
-					               Tl::WR +
-					           (h * KH + k) * 16 + (lane >> 4) * 8);
-#pragma unroll
-					for (int s = TC_NS - 1; s >= 0; s--)
-						md_mma(d, a, qf[uu][k][0][s], qf[uu][k][1][s]);
+				x = __fadd_rn(sm.s[0][j * TC_SP + lane], sm.s[1][j * TC_SP + lane]);
+				if (KT == 2)
+					x = x * ((const float *)(st + Tl::S0))[lane];
+				x = lane < np && c * AD_CHUNK + lane >= k0 ? x * scale : -INFINITY;
+				if (!SPLIT && (c % cps == 0 || c <= k0 / AD_CHUNK)) { /* a split starts */
+					m[i] = -INFINITY;
+					l[i] = 0.0f;
 				}
 				{
-					float *S = sm.s[h];
-					const int p = mt * 16 + g4, ca = nti * 8 + 2 * c4;
+					const float mn = fmaxf(m[i], warp_max(x));
+					const float e = expf(x - mn); /* -inf -> 0 */
+					float s = e, cf;
 
-					S[ca * TC_SP + p] = d[0];
-					S[(ca + 1) * TC_SP + p] = d[1];
-					S[ca * TC_SP + p + 8] = d[2];
-					S[(ca + 1) * TC_SP + p + 8] = d[3];
+					for (int off = 16; off; off >>= 1)
+						s += __shfl_xor_sync(0xffffffffu, s, off);
+					cf = expf(m[i] - mn); /* a split's first chunk: 0 */
+					l[i] = l[i] * cf + s;
+					m[i] = mn;
+					sm.s[0][j * TC_SP + lane] =
+					    VT == 2 ? e * ((const float *)(st + Tl::S0))[AD_CHUNK + lane]
+					            : e;
+					if (lane == 0)
+						sm.cf[j] = cf;
+				}
+				if (SPLIT || lane)
+					continue;
+				/* whole: a split's end (its last chunk, or the column's) */
+				if (np <= 0 || c < k0 / AD_CHUNK || (c % cps != cps - 1 && np > AD_CHUNK)) {
+					sm.ev[j] = 0;
+				} else if ((n - 1) / (cps * AD_CHUNK) == k0 / (cps * AD_CHUNK)) {
+					sm.ev[j] = 3; /* one split: attn_put_out's */
+					sm.fm[j] = m[i];
+					sm.fl[j] = l[i];
+				} else {
+					attn_fold(Mx[i], L[i], m[i], l[i], &sm.fo[j], &sm.ff[j]);
+					sm.ev[j] = np > AD_CHUNK ? 1 : 2;
+					if (np <= AD_CHUNK && sinks) /* the sink joins L last */
+						L[i] += expf(__ldg(sinks + hb + j % group) - Mx[i]);
+					sm.fl[j] = L[i];
 				}
 			}
-		}
-		__syncthreads(); /* both halves of every score before the softmax */
+			__syncthreads(); /* weights, corrections and the fold's events */
 
-		/* softmax: columns warp + 8 i, lane = position */
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			const int j = warp + 8 * i, n = j < ncol ? sm.cn[j] : 0;
-			const int k0 = sm.ck0[j], cps = sm.cps[j], np = n - c * AD_CHUNK;
-			float x;
-
-			if (j >= ncol)
-				break;
-			x = __fadd_rn(sm.s[0][j * TC_SP + lane], sm.s[1][j * TC_SP + lane]);
-			if (KT == 2)
-				x = x * ((const float *)(st + Tl::S0))[lane];
-			x = lane < np && c * AD_CHUNK + lane >= k0 ? x * scale : -INFINITY;
-			if (!zcps && (c % cps == 0 || c <= k0 / AD_CHUNK)) { /* a split starts */
-				m[i] = -INFINITY;
-				l[i] = 0.0f;
-			}
+			/* P . V: acc [16 dims of md][8 columns] a n-tile */
 			{
-				const float mn = fmaxf(m[i], warp_max(x));
-				const float e = expf(x - mn); /* -inf -> 0 */
-				float s = e, cf;
+				const unsigned short *vt =
+				    VT == 2 ? sm.vw : (const unsigned short *)(st + Tl::V0);
 
-				for (int off = 16; off; off >>= 1)
-					s += __shfl_xor_sync(0xffffffffu, s, off);
-				cf = expf(m[i] - mn); /* a split's first chunk: 0 */
-				l[i] = l[i] * cf + s;
-				m[i] = mn;
-				sm.s[0][j * TC_SP + lane] =
-				    VT == 2 ? e * ((const float *)(st + Tl::S0))[AD_CHUNK + lane]
-				            : e;
-				if (lane == 0)
-					sm.cf[j] = cf;
-			}
-			if (zcps || lane)
-				continue;
-			/* whole: a split's end (its last chunk, or the column's) */
-			if (np <= 0 || c < k0 / AD_CHUNK || (c % cps != cps - 1 && np > AD_CHUNK)) {
-				sm.ev[j] = 0;
-			} else if ((n - 1) / (cps * AD_CHUNK) == k0 / (cps * AD_CHUNK)) {
-				sm.ev[j] = 3; /* one split: attn_put_out's */
-				sm.fm[j] = m[i];
-				sm.fl[j] = l[i];
-			} else {
-				attn_fold(Mx[i], L[i], m[i], l[i], &sm.fo[j], &sm.ff[j]);
-				sm.ev[j] = np > AD_CHUNK ? 1 : 2;
-				if (np <= AD_CHUNK && sinks) /* the sink joins L last */
-					L[i] += expf(__ldg(sinks + hb + j % group) - Mx[i]);
-				sm.fl[j] = L[i];
-			}
-		}
-		__syncthreads(); /* weights, corrections and the fold's events */
-
-		/* P . V: acc [16 dims of md][8 columns] a n-tile */
-		{
-			const unsigned short *vt =
-			    VT == 2 ? sm.vw : (const unsigned short *)(st + Tl::V0);
-
-#pragma unroll
-			for (int i = 0; i < NPV; i++) {
-				const int nti = nv0 + (HD == 128 ? i : 2 * i),
-				          ca = nti * 8 + 2 * c4;
-
-				if (nti >= nt)
-					break;
-#pragma unroll
-				for (int e = 0; e < 4; e++) {
-					const int j = ca + (e & 1), k0 = sm.ck0[j], cps = sm.cps[j];
-
-					if (!zcps && (c % cps == 0 || c <= k0 / AD_CHUNK))
-						acc[i][e] = 0.0f; /* a split starts */
-					acc[i][e] = acc[i][e] * sm.cf[j];
-				}
-			}
-#pragma unroll
-			for (int k2 = 0; k2 < 2; k2++) {
-				unsigned a[4];
-
-				md_ldsm4t(a, vt +
-				                 (k2 * 16 + (lane & 7) + (lane >> 4) * 8) * Tl::WR +
-				                 md * 16 + ((lane >> 3) & 1) * 8);
 #pragma unroll
 				for (int i = 0; i < NPV; i++) {
-					const int nti = nv0 + (HD == 128 ? i : 2 * i);
-					const float *pr =
-					    sm.s[0] + (nti * 8 + g4) * TC_SP + k2 * 16 + 2 * c4;
-					unsigned pb[2][TC_NS];
+					const int nti = nv0 + (HD == 128 ? i : 2 * i),
+					          ca = nti * 8 + 2 * c4;
 
 					if (nti >= nt)
 						break;
-					md_split<TC_NS>(*(const float2 *)pr, pb[0], 1);
-					md_split<TC_NS>(*(const float2 *)(pr + 8), pb[1], 1);
 #pragma unroll
-					for (int s = TC_NS - 1; s >= 0; s--)
-						md_mma(acc[i], a, pb[0][s], pb[1][s]);
+					for (int e = 0; e < 4; e++) {
+						const int j = ca + (e & 1), k0 = sm.ck0[j], cps = sm.cps[j];
+
+						if (!SPLIT && (c % cps == 0 || c <= k0 / AD_CHUNK))
+							acc[i][e] = 0.0f; /* a split starts */
+						acc[i][e] = acc[i][e] * sm.cf[j];
+					}
 				}
-			}
-			/* whole: the fold's events, element by element */
 #pragma unroll
-			for (int i = 0; i < NPV; i++) {
-				const int nti = nv0 + (HD == 128 ? i : 2 * i),
-				          ca = nti * 8 + 2 * c4;
+				for (int k2 = 0; k2 < 2; k2++) {
+					unsigned a[4];
 
-				if (zcps || nti >= nt)
-					break;
+					md_ldsm4t(a, vt +
+					                 (k2 * 16 + (lane & 7) + (lane >> 4) * 8) * Tl::WR +
+					                 md * 16 + ((lane >> 3) & 1) * 8);
 #pragma unroll
-				for (int e = 0; e < 4; e++) {
-					const int j = ca + (e & 1), ev = sm.ev[j];
-					float *o = &sm.o[j * HD + md * 16 + g4 + (e >> 1) * 8];
+					for (int i = 0; i < NPV; i++) {
+						const int nti = nv0 + (HD == 128 ? i : 2 * i);
+						const float *pr =
+						    sm.s[0] + (nti * 8 + g4) * TC_SP + k2 * 16 + 2 * c4;
+						unsigned pb[2][TC_NS];
 
-					if (ev == 1) {
-						*o = *o * sm.fo[j] + acc[i][e] * sm.ff[j];
-					} else if (ev == 2) {
-						*o = (*o * sm.fo[j] + acc[i][e] * sm.ff[j]) /
-						     sm.fl[j];
-					} else if (ev == 3) {
-						*o = sinks ? attn_sink_out(
-						                 acc[i][e], sm.fm[j], sm.fl[j],
-						                 __ldg(sinks + hb + j % group))
-						           : acc[i][e] / sm.fl[j];
+						if (nti >= nt)
+							break;
+						md_split<TC_NS>(*(const float2 *)pr, pb[0], 1);
+						md_split<TC_NS>(*(const float2 *)(pr + 8), pb[1], 1);
+#pragma unroll
+						for (int s = TC_NS - 1; s >= 0; s--)
+							md_mma(acc[i], a, pb[0][s], pb[1][s]);
+					}
+				}
+				/* whole: the fold's events, element by element */
+				if constexpr (!SPLIT) {
+#pragma unroll
+					for (int i = 0; i < NPV; i++) {
+						const int nti = nv0 + (HD == 128 ? i : 2 * i),
+						          ca = nti * 8 + 2 * c4;
+
+						if (nti >= nt)
+							break;
+#pragma unroll
+						for (int e = 0; e < 4; e++) {
+							const int j = ca + (e & 1), ev = sm.ev[j];
+							float *o = &sm.o[j * HD + md * 16 + g4 + (e >> 1) * 8];
+
+							if (ev == 1) {
+								*o = *o * sm.fo[j] + acc[i][e] * sm.ff[j];
+							} else if (ev == 2) {
+								*o = (*o * sm.fo[j] + acc[i][e] * sm.ff[j]) /
+								     sm.fl[j];
+							} else if (ev == 3) {
+								*o = sinks ? attn_sink_out(
+								                 acc[i][e], sm.fm[j], sm.fl[j],
+								                 __ldg(sinks + hb + j % group))
+								           : acc[i][e] / sm.fl[j];
+							}
+						}
 					}
 				}
 			}
 		}
-	}
+	};
+	if (zcps)
+		chunks(tc_bool<true>());
+	else
+		chunks(tc_bool<false>());
 	cp_wait<0>();
 
 	if (zcps) { /* split z's state: one split writes its output, else a partial */
