@@ -475,6 +475,14 @@ int coli_engine_rewind(coli_engine_t *e, int pos);
  * ("node 1 (auto: node 1 of GPU 0000:17:00.0)"). The opening thread runs on
  * that node afterwards, so threads the caller starts after open inherit it. */
 int coli_engine_numa(const coli_engine_t *e, const char **why);
+/* Speculative decoding from a draft model (--spec: core/spec.c): coli_generate
+ * drafts the next tokens with draft's greedy steps (its own KV cache, kept in
+ * step with the text) and verifies them in one forward of e. draft must read
+ * text as e does: the same tokenizer (every token's text) or, without
+ * tokenizers, the same vocabulary size; else -EINVAL and err says why.
+ * draft stays the caller's (close it after e's last generation); NULL
+ * detaches it. coli generate --draft. */
+int coli_engine_set_draft(coli_engine_t *e, coli_engine_t *draft, char *err, size_t errlen);
 /* Why the last coli_engine_forward failed ("" if it did not). */
 const char *coli_engine_errmsg(const coli_engine_t *e);
 /* Run n tokens at positions pos..pos+n-1 (appending to the KV cache).
@@ -733,8 +741,9 @@ struct coli_gen_stats {
 	double decode_host_bytes; /* slab bytes the RAM and disk tiers served while decoding */
 	double decode_dev_ops;    /* device launches, syncs and staging copies while decoding */
 	int decode_steps;
-	/* --spec ngram: draft tokens verified, accepted, and verifying forwards */
-	int spec_drafted, spec_accepted, spec_rounds;
+	/* --spec: draft tokens verified, accepted, and verifying forwards; 1 when
+	 * the drafts came from a draft model (coli_engine_set_draft), 0 n-grams */
+	int spec_drafted, spec_accepted, spec_rounds, spec_model;
 };
 /* Called for every generated token with its decoded UTF-8 text (complete
  * characters only; may be empty). Return nonzero to stop. */

@@ -206,12 +206,17 @@ struct coli_spec {
 	int n_step, n_yield;           /* samples in each mean (capped: a running mean) */
 	int slow;                      /* pauses for verifications measured slower than steps */
 	int guard;                     /* pause where verifications measure slower (--spec auto) */
+	struct coli_engine *model;     /* drafts from this model's greedy steps, else n-grams */
+	int model_vocab;               /* the verified model's vocabulary (a draft ends past it) */
+	double draft_s;                /* the last draft's seconds (a draft model's steps) */
 };
 /* on: draft at all; guard: let the measured cost pause drafting (--spec auto;
  * --spec ngram drafts whatever it costs, deterministic for tests) */
 void coli_spec_init(struct coli_spec *sp, int on, int guard);
 /* Up to min(k, kmax) draft tokens following the history hist[n] into draft[];
- * their count (0: no match, paused or off). */
+ * their count (0: no match, paused or off). With sp->model (coli_generate
+ * sets it from the engine's draft), its greedy continuation of hist; a
+ * failing draft model turns drafting off (the plain steps go on). */
 int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int *draft);
 /* A verification's outcome: `accepted` of `drafted` drafts matched, in
  * `seconds` (the forward and its argmaxes). */
@@ -236,6 +241,7 @@ struct coli_engine {
 	char numa_why[160];           /* what it resolved to and why (coli_engine_numa) */
 	char errmsg[512];             /* why the last forward failed */
 	struct coli_vocab_trie *trie; /* the tokenizer's, at the first constrained request */
+	struct coli_engine *draft;    /* the draft model (coli_engine_set_draft), not owned */
 };
 
 /* Monotonic seconds, for the engine's timers. */

@@ -100,6 +100,8 @@ static void decode_stats(coli_engine_t *e, struct coli_gen_stats *st,
 
 int coli_gen_spec_on(const coli_engine_t *e)
 {
+	if (e->draft) /* a draft model: asked for, wherever the dense part runs */
+		return e->opts.spec != COLI_OPT_SPEC_OFF;
 	return e->opts.spec == COLI_OPT_SPEC_NGRAM ||
 	       (e->opts.spec == COLI_OPT_SPEC_AUTO && !e->dense.dd);
 }
@@ -214,6 +216,8 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	prefill_stats(st, &e0, &e1);
 	coli_engine_stats(e, &s1); /* with the devices' op counts */
 	coli_spec_init(&sp, coli_gen_spec_on(e), e->opts.spec == COLI_OPT_SPEC_AUTO);
+	sp.model = e->draft;
+	sp.model_vocab = c->vocab;
 	if (sp.on && !(hist = malloc(sizeof(int) * ((size_t)n_prompt + max_new))))
 		sp.on = 0;
 	if (hist)
@@ -275,6 +279,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	if (!rc && max_new > 0 && coli_engine_pos(e) > n_prompt + (i < max_new ? i : max_new - 1))
 		rc = coli_engine_rewind(e, n_prompt + (i < max_new ? i : max_new - 1));
 	st->spec_drafted = sp.drafted, st->spec_accepted = sp.accepted, st->spec_rounds = sp.rounds;
+	st->spec_model = sp.model != NULL;
 	free(hist), free(vlogits);
 	if (!rc && e->tok && cb) {
 		int n = coli_detok_flush(e->tok, &dt, text, cap);

@@ -1,8 +1,8 @@
 /*
  * core/spec.c — lossless speculative decoding from n-gram drafts (prompt
- * lookup): coli_generate's steps (core/generate.c) and a colid sequence
- * decoding alone (core/seq.c) guess the next tokens from the text so far and
- * verify them in one forward pass.
+ * lookup) or a draft model: coli_generate's steps (core/generate.c) and a
+ * colid sequence decoding alone (core/seq.c, n-grams only) guess the next
+ * tokens and verify them in one forward pass.
  *
  * Draft: the longest suffix of the history (prompt and generated tokens) of
  * SPEC_NGRAM_MAX down to SPEC_NGRAM_MIN tokens that occurred before, its most
@@ -28,6 +28,15 @@
  * reduction holds it for the experts and the CPU's dense part (tests/core/
  * spec_decode checks the text against the plain loop's, greedy, sampled and
  * constrained, on the CPU and the simulated device).
+ *
+ * Or from a draft model (coli_engine_set_draft: a smaller model reading text
+ * as this one does): its greedy continuation of the history, k steps of its
+ * own. Its KV cache follows the text: each draft first rewinds it to what it
+ * shares with the history (coli_kv_own_prefix: the accepted drafts stay) and
+ * forwards the rest (the prompt the first time, then the token the
+ * verification picked), so a draft costs k small steps and a rejected
+ * draft's inputs are dropped, as the verified model's are. Its seconds count
+ * in the verification's cost (--spec auto's measure).
  *
  * Draft length k: SPEC_K0 to start, + 2 after a draft accepted whole, halved
  * after one rejected at its first token, within 1..COLI_SPEC_KMAX. Drafts
@@ -59,6 +68,33 @@ void coli_spec_init(struct coli_spec *sp, int on, int guard)
 	sp->k = SPEC_K0;
 }
 
+/* Up to k tokens of the draft model's greedy continuation of hist[0, n)
+ * (the verified model's vocabulary: a draft stops before an id outside it). */
+static int model_draft(struct coli_spec *sp, const int *hist, int n, int k, int vocab, int *draft)
+{
+	struct coli_engine *d = sp->model;
+	const int keep = coli_kv_own_prefix(&d->kv, 0, hist, n);
+	const double t0 = coli_now_s();
+	int m = 0, next;
+
+	if (n + k > coli_engine_ctx(d))
+		return 0; /* past the draft model's context: plain steps */
+	if (coli_engine_rewind(d, keep) ||
+	    coli_engine_forward_argmax(d, hist + keep, n - keep, &next)) {
+		sp->on = 0; /* (the verified model's steps go on without drafts) */
+		return 0;
+	}
+	while (m < k && next >= 0 && next < vocab) {
+		draft[m++] = next;
+		if (m < k && coli_engine_forward_argmax(d, &draft[m - 1], 1, &next)) {
+			sp->on = 0;
+			break;
+		}
+	}
+	sp->draft_s = coli_now_s() - t0;
+	return m;
+}
+
 int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int *draft)
 {
 	int k = sp->k < kmax ? sp->k : kmax;
@@ -69,6 +105,8 @@ int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int 
 		sp->pause--;
 		return 0;
 	}
+	if (sp->model)
+		return model_draft(sp, hist, n, k, sp->model_vocab, draft);
 	for (int g = SPEC_NGRAM_MAX; g >= SPEC_NGRAM_MIN; g--) {
 		if (n <= g)
 			continue;
@@ -101,6 +139,8 @@ void coli_spec_step(struct coli_spec *sp, double seconds)
 
 void coli_spec_result(struct coli_spec *sp, int drafted, int accepted, double seconds)
 {
+	seconds += sp->draft_s; /* a draft model's steps are part of the cost */
+	sp->draft_s = 0;
 	mean_add(&sp->yield_s, &sp->n_yield, seconds / (accepted + 1));
 	/* measured not to pay: a verification's tokens cost more than plain
 	 * steps' (a small model whose forward grows with its tokens) */

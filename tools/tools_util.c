@@ -171,9 +171,10 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 	                                     : 0);
 	if (st->spec_rounds)
 		fprintf(stderr,
-		        "coli: spec ngram: %d of %d draft tokens accepted in %d verifying "
+		        "coli: spec %s: %d of %d draft tokens accepted in %d verifying "
 		        "forwards\n",
-		        st->spec_accepted, st->spec_drafted, st->spec_rounds);
+		        st->spec_model ? "draft" : "ngram", st->spec_accepted, st->spec_drafted,
+		        st->spec_rounds);
 	if (!loads)
 		return;
 	fprintf(stderr,

@@ -11,11 +11,14 @@
 # seeded sampled generation (top-p, top-k, min-p, penalties, and --json's
 # grammar) prints --spec off's text too, and drafts get accepted. When a GPU
 # is present (COLI_TEST_GPU=1), the same comparisons run on GPU 0.
+# Drafts from a draft model (--draft: the q4 conversion drafting for the q8
+# one, the same tokenizer) print the same text too, greedy and seeded, and
+# get accepted; a draft model with another tokenizer is refused by name.
 
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-for q in q8 bf16; do
+for q in q8 bf16 q4; do
 	"$COLI" convert "$ROOT/models/demo" -o demo-$q.coli --quant $q >/dev/null 2>&1 ||
 		{ echo "FAIL: convert $q"; exit 1; }
 done
@@ -67,6 +70,38 @@ for g in $sdevs; do
 		fi
 	done
 done
+
+# a draft model: the q4 conversion drafting for the q8 one
+for g in off sim; do
+	for a in "rep" "soup" "rep --temperature 0.5 --top-p 0.9 --seed 1"; do
+		p=${a%% *} o=${a#"$p"}
+		for d in off draft; do
+			x="--spec off"
+			[ $d = draft ] && x="--spec ngram --draft demo-q4.coli"
+			# shellcheck disable=SC2086 # $o, $x: several options
+			"$COLI" generate -m demo-q8.coli -p "$(cat $p.txt)" -n 100 --gpu $g --usage off \
+				$o $x >$d.out 2>$d.err || { cat $d.err; bad "$a $g $d: generate"; }
+		done
+		n=$(sed -n 's/.*spec draft: \([0-9]*\) of .*/\1/p' draft.err)
+		if cmp -s off.out draft.out && [ "${n:-0}" -gt 0 ]; then
+			echo "ok: $a --gpu $g: --draft prints the text without it ($n drafts accepted)"
+		else
+			bad "$a --gpu $g: --draft changed the text or accepted none (${n:-0})"
+		fi
+	done
+done
+# another tokenizer: refused, naming why
+"$COLI" convert "$ROOT/tests/fixtures/olmoe" -o other.coli >/dev/null 2>&1 ||
+	bad "convert the olmoe fixture"
+if "$COLI" generate -m demo-q8.coli -p hello -n 4 --gpu off --draft other.coli >/dev/null \
+	2>draft.err; then
+	bad "a draft model with another tokenizer was taken"
+elif grep -q "tokenizer" draft.err; then
+	echo "ok: another tokenizer's draft model refused: $(cat draft.err)"
+else
+	cat draft.err
+	bad "the refusal of another tokenizer's draft model does not say why"
+fi
 
 [ $fail = 0 ] && echo "spec decode ok"
 exit $fail

@@ -2,14 +2,16 @@
  * tools/cli/cmd_generate.c — `coli generate -m MODEL -p TEXT [-n N] [--temperature T]
  * [--top-p P] [--top-k K] [--min-p P] [--presence-penalty X]
  * [--frequency-penalty X] [--repetition-penalty R] [--logit-bias ID=B,...]
- * [--seed S] [--chat [--system S]] [--json | --json-schema FILE] [engine
- * options]`: the completion text
+ * [--seed S] [--chat [--system S]] [--json | --json-schema FILE] [--draft
+ * DRAFT.coli] [engine options]`: the completion text
  * alone on stdout (streamed as it decodes), statistics on stderr. The
  * sampling values mean what colid's fields of the same names mean
  * (core/coli.h, docs/api.md). --chat renders TEXT as a user message (after S
  * as a system one) through the model's chat template (coli_chat_render_call:
  * its Jinja template, or the family renderer; --chat-template picks).
  * --json / --json-schema constrain the completion (core/text/grammar*.c).
+ * --draft opens a second model, with the same engine options, whose greedy
+ * steps draft tokens for speculative decoding (coli_engine_set_draft).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,7 +32,7 @@ static void help(FILE *f)
 	        "                     [--top-k K] [--min-p P] [--presence-penalty X]\n"
 	        "                     [--frequency-penalty X] [--repetition-penalty R]\n"
 	        "                     [--logit-bias ID=B,...] [--seed S] [--ids 1,2,3]\n"
-	        "                     [--json | --json-schema FILE]\n"
+	        "                     [--json | --json-schema FILE] [--draft DRAFT.coli]\n"
 	        "                     [engine options]\n"
 	        "  -n N            tokens to generate, 0..16777216 (default 64; 0: prefill only)\n"
 	        "  --temperature T 0..100: 0 = greedy (default), else sampling\n"
@@ -49,7 +51,11 @@ static void help(FILE *f)
 	        "  --system S      with --chat: a system message first\n"
 	        "  --json          the completion is a JSON object (constrained decoding)\n"
 	        "  --json-schema FILE  the completion is JSON valid under FILE's schema\n"
-	        "                  (the subset of docs/api.md, Structured output)\n\n");
+	        "                  (the subset of docs/api.md, Structured output)\n"
+	        "  --draft DRAFT.coli  speculative decoding with drafts from DRAFT's greedy\n"
+	        "                  steps (a smaller model with the same tokenizer, opened with\n"
+	        "                  the same engine options), verified several tokens a forward:\n"
+	        "                  the same text; --spec off turns it off\n\n");
 	coli_opts_help(f);
 }
 
@@ -132,6 +138,8 @@ int cmd_generate(int argc, char **argv)
 	struct coli_sampler s;
 	struct coli_gen_stats st;
 	const char *prompt = NULL, *ids_arg = NULL, *system = NULL, *schema_file = NULL;
+	const char *draft_path = NULL;
+	coli_engine_t *draft = NULL;
 	struct coli_grammar *grammar = NULL;
 	int json = 0, eot = -1, eot2 = -1;
 	char *chat_text = NULL;
@@ -178,6 +186,8 @@ int cmd_generate(int argc, char **argv)
 			system = v;
 		else if (!strcmp(o, "--json-schema"))
 			schema_file = v;
+		else if (!strcmp(o, "--draft"))
+			draft_path = v;
 		else if (!strcmp(o, "--ids"))
 			ids_arg = v;
 		else if (!strcmp(o, "-n"))
@@ -231,6 +241,17 @@ int cmd_generate(int argc, char **argv)
 		coli_grammar_free(grammar);
 		free(bias);
 		return tool_err("generate", "%s", err);
+	}
+	if (draft_path) {
+		rc = coli_engine_open(draft_path, &a.opts, &draft, err, sizeof(err));
+		if (rc)
+			tool_err("generate", "--draft '%s': %s", draft_path, err);
+		else if ((rc = coli_engine_set_draft(e, draft, err, sizeof(err))))
+			tool_err("generate", "--draft '%s': %s", draft_path, err);
+		if (rc) {
+			rc = 1;
+			goto out;
+		}
 	}
 	if (chat && prompt) {
 		struct coli_chat_template t;
@@ -311,6 +332,7 @@ out:
 	free(ids);
 	free(bias);
 	coli_engine_close(e);
+	coli_engine_close(draft);
 	coli_grammar_free(grammar);
 	return rc == 2 ? 2 : rc ? 1 : 0;
 usage: /* a bad command line, the engine not opened */
