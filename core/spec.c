@@ -1,8 +1,8 @@
 /*
  * core/spec.c — lossless speculative decoding from n-gram drafts (prompt
  * lookup) or a draft model: coli_generate's steps (core/generate.c) and a
- * colid sequence decoding alone (core/seq.c, n-grams only) guess the next
- * tokens and verify them in one forward pass.
+ * colid sequence decoding alone (core/seq.c) guess the next tokens and
+ * verify them in one forward pass.
  *
  * Draft: the longest suffix of the history (prompt and generated tokens) of
  * SPEC_NGRAM_MAX down to SPEC_NGRAM_MIN tokens that occurred before, its most

@@ -19,6 +19,9 @@ against colid on the demo model (q8 experts):
   cancelled  a stream read for 3 events, then dropped: its slot is free
              again at once (coli_sequence_slots in_use back to 0,
              coli_generations_cancelled_total + 1) and a new request runs
+  draft      --parallel 2 --draft (the q4 conversion drafting for the q8
+             one): the repeating requests, greedy and sampled, give the
+             texts and logprobs above, with drafts accepted
   ubatch     --parallel 4 --ubatch 2: the start line says 2 run at once,
              the repeating greedy request gives --parallel 1's text (drafts
              of one token), and 4 concurrent requests never hold more than
@@ -170,6 +173,25 @@ check(metric(port, "coli_generations_cancelled_total") == c0 + 1, "not counted a
 st, _, data = post(port, "/v1/completions", {"prompt": "x", "max_tokens": 3})
 check(st == 200, "served after the cancel: %d" % st)
 print("ok  a dropped stream freed its slot in %.2f s (400 tokens = 8 s)" % t)
+check(srv.stop() == 0, "exit")
+
+# a draft model drafting for a sequence alone (core/seq.c)
+q4 = os.path.join(TMP, "demo.q4.coli")
+r = subprocess.run([COLI, "convert", os.path.join(FIXTURES, "demo"), "-o", q4, "--quant", "q4"],
+                   capture_output=True, text=True)
+check(r.returncode == 0, "coli convert demo q4: " + r.stderr)
+srv = Colid(model, "--parallel", "2", "--threads", "2", "--spec", "ngram", "--draft", q4, *GPU)
+cli = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
+acc0 = metric(srv.port, ACC)
+rep_d = cli.completions.create(model="demo", **REP)
+check(rep_d.choices[0].text == rep_alone.choices[0].text,
+      "the repeating request differs with --draft:\n %r\n %r" % (rep_d, rep_alone))
+check(answer(cli, REP_S) == rep_s_alone, "the sampled repeating request differs with --draft")
+acc_d = metric(srv.port, ACC) - acc0
+cli.close()
+check(acc_d > 0, "--draft: no draft accepted")
+print("ok  --draft (q4 drafting for q8, --parallel 2): the repeating requests' texts and "
+      "logprobs as without drafts, %d drafts accepted" % acc_d)
 check(srv.stop() == 0, "exit")
 
 # --ubatch 2 under --parallel 4: a step has 2 rows, so 2 sequences run at once

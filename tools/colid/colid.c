@@ -62,6 +62,9 @@ static void help(FILE *f)
 	    "0..1e9 (default 30)\n"
 	    "  --access-log FILE|-    a line per request (time, method, path, status, tokens, "
 	    "TTFT, total ms) appended to FILE, or stdout (default: none)\n"
+	    "  --draft DRAFT.coli     speculative decoding (--spec) drafts with DRAFT's greedy "
+	    "steps (a smaller model with the same tokenizer, the same engine options, one "
+	    "sequence) instead of n-grams\n"
 	    "  --debug-token-delay-ms N  sleep N ms per generated token, 0..60000 (tests "
 	    "only)\n"
 	    "  --debug-kv-no-promise 1   admit a request when its prompt fits "
@@ -195,6 +198,8 @@ int main(int argc, char **argv)
 	static struct colid_server srv; /* large; and signal-free, so static is fine */
 	struct tool_engine_args a;
 	const char *host = "127.0.0.1", *key_file = NULL, *name = NULL, *access = NULL;
+	const char *draft_path = NULL;
+	coli_engine_t *draft = NULL;
 	int port = 8080, queue = 16, rc, sig;
 	int max_conn = 64, timeout_s = 300, delay_ms = 0, no_promise = 0;
 	uint64_t max_body = 1 << 20;
@@ -243,6 +248,8 @@ int main(int argc, char **argv)
 			bad = tool_double(P, o, v, 0, 1e9, &grace);
 		else if (!strcmp(o, "--access-log"))
 			access = v;
+		else if (!strcmp(o, "--draft"))
+			draft_path = v;
 		else if (!strcmp(o, "--debug-token-delay-ms"))
 			bad = tool_int(P, o, v, 0, 60000, &delay_ms);
 		else if (!strcmp(o, "--debug-kv-no-promise"))
@@ -281,6 +288,20 @@ int main(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "colid: %s\n", err);
 		return 1;
+	}
+	if (draft_path) { /* drafts for one sequence at a time: one slot */
+		struct coli_opts d = a.opts;
+
+		d.parallel = 1;
+		rc = coli_engine_open(draft_path, &d, &draft, err, sizeof(err));
+		if (!rc)
+			rc = coli_engine_set_draft(srv.engine, draft, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "colid: --draft '%s': %s\n", draft_path, err);
+			coli_engine_close(draft);
+			coli_engine_close(srv.engine);
+			return 1;
+		}
 	}
 	{
 		const char *why;
@@ -345,6 +366,7 @@ out_queue:
 out_engine:
 	coli_chat_template_free(&srv.chat);
 	coli_engine_close(srv.engine); /* mem/'s tier map saves the usage file here */
+	coli_engine_close(draft);
 	free(srv.api_key);
 	if (srv.access_log && srv.access_log != stdout)
 		fclose(srv.access_log);
