@@ -49,6 +49,7 @@
  * its tokens (bound by compute, not by reading its weights) ends up mostly undrafted; a large one,
  * whose step reads the weights once for all its tokens, keeps drafting.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/core_internal.h"
@@ -68,6 +69,16 @@ void coli_spec_init(struct coli_spec *sp, int on, int guard)
 	sp->k = SPEC_K0;
 }
 
+/* The draft model failed: said once, and the verified model's steps go on
+ * without drafts. */
+static int draft_failed(struct coli_spec *sp)
+{
+	fprintf(stderr, "coli: the draft model failed (%s): decoding goes on without drafts\n",
+	        coli_engine_errmsg(sp->model));
+	sp->on = 0;
+	return 0;
+}
+
 /* Up to k tokens of the draft model's greedy continuation of hist[0, n)
  * (the verified model's vocabulary: a draft stops before an id outside it). */
 static int model_draft(struct coli_spec *sp, const int *hist, int n, int k, int vocab, int *draft)
@@ -80,18 +91,16 @@ static int model_draft(struct coli_spec *sp, const int *hist, int n, int k, int 
 	if (n + k > coli_engine_ctx(d))
 		return 0; /* past the draft model's context: plain steps */
 	if (coli_engine_rewind(d, keep) ||
-	    coli_engine_forward_argmax(d, hist + keep, n - keep, &next)) {
-		sp->on = 0; /* (the verified model's steps go on without drafts) */
-		return 0;
-	}
+	    coli_engine_forward_argmax(d, hist + keep, n - keep, &next))
+		return draft_failed(sp);
 	while (m < k && next >= 0 && next < vocab) {
 		draft[m++] = next;
 		if (m < k && coli_engine_forward_argmax(d, &draft[m - 1], 1, &next)) {
-			sp->on = 0;
+			draft_failed(sp); /* (the drafts so far are good) */
 			break;
 		}
 	}
-	sp->draft_s = coli_now_s() - t0;
+	sp->draft_s += coli_now_s() - t0; /* (a draft of none: the next verification's) */
 	return m;
 }
 
