@@ -732,9 +732,11 @@ static void gemv_q8(const struct coli_mat *w, const struct coli_act *x, float *y
  * K = 2048) stay in L2 while the activations pass over them two at a time
  * (q8_row_n), an odd one out on gemv_q8. On the Zen 4 VM (`coli bench kernels
  * --isa avx2 --threads 2`) the tile path it replaces took 2.4x a decode
- * GEMV's time at S = 2. */
+ * GEMV's time at S = 2; on an AVX2-only EPYC VM (`coli bench kernels --dtypes
+ * q8 --threads 2`, three runs) at S = 4 it took 2.53-3.01x, the blocks
+ * 2.03-2.19x (the tile's 4 x 2 x 2 accumulators fill AVX2's 16 registers). */
 #define Q8_RB         32
-#define Q8_TILE_MIN_S 4 /* the tile path from here: level at 4, ahead at 8 (same VM) */
+#define Q8_TILE_MIN_S 8 /* the tile path from here, where the panels start too */
 
 static void gemm_q8_blocked(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
                             size_t ldy, int row0, int row1)
