@@ -210,9 +210,10 @@ struct coli_spec {
 	int model_vocab;               /* the verified model's vocabulary (a draft ends past it) */
 	double draft_s;                /* the last draft's seconds (a draft model's steps) */
 };
-/* on: draft at all; guard: let the measured cost pause drafting (--spec auto;
- * --spec ngram drafts whatever it costs, deterministic for tests) */
-void coli_spec_init(struct coli_spec *sp, int on, int guard);
+/* From e's options and draft model: on, draft at all (coli_gen_spec_on);
+ * guard, let the measured cost pause drafting (--spec auto; --spec ngram
+ * drafts whatever it costs, deterministic for tests); model, e's draft. */
+void coli_spec_init(struct coli_spec *sp, const struct coli_engine *e);
 /* Up to min(k, kmax) draft tokens following the history hist[n] into draft[];
  * their count (0: no match, paused or off). With sp->model (coli_generate
  * sets it from the engine's draft), its greedy continuation of hist; a

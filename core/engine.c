@@ -460,51 +460,6 @@ const struct coli_vocab_trie *coli_engine_vocab_trie(coli_engine_t *e)
 	return e->trie;
 }
 
-int coli_engine_set_draft(coli_engine_t *e, coli_engine_t *draft, char *err, size_t errlen)
-{
-	const coli_tokenizer_t *a = e->tok, *b = draft ? draft->tok : NULL;
-
-	if (draft == e) {
-		snprintf(err, errlen, "the draft model is the model itself");
-		return -EINVAL;
-	}
-	if (draft && (!a) != (!b)) {
-		snprintf(err, errlen,
-		         "one of the two models has no tokenizer: they may not read "
-		         "text alike");
-		return -EINVAL;
-	}
-	if (draft && !a && draft->m.cfg.vocab != e->m.cfg.vocab) {
-		snprintf(err, errlen, "the draft model's vocabulary has %d tokens, the model's %d",
-		         draft->m.cfg.vocab, e->m.cfg.vocab);
-		return -EINVAL;
-	}
-	if (draft && a) {
-		const int n = coli_tokenizer_n_vocab(a);
-
-		if (coli_tokenizer_n_vocab(b) != n) {
-			snprintf(err, errlen,
-			         "the draft model's tokenizer has %d tokens, the model's %d",
-			         coli_tokenizer_n_vocab(b), n);
-			return -EINVAL;
-		}
-		for (int id = 0; id < n; id++) {
-			const char *x = coli_tokenizer_token_str(a, id),
-			           *y = coli_tokenizer_token_str(b, id);
-
-			if ((!x) != (!y) || (x && strcmp(x, y))) {
-				snprintf(err, errlen,
-				         "the tokenizers differ at token %d ('%.40s' against the "
-				         "model's '%.40s')",
-				         id, y ? y : "(none)", x ? x : "(none)");
-				return -EINVAL;
-			}
-		}
-	}
-	e->draft = draft;
-	return 0;
-}
-
 void coli_engine_close(coli_engine_t *e)
 {
 	if (!e)

@@ -215,9 +215,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	e1 = e->est;
 	prefill_stats(st, &e0, &e1);
 	coli_engine_stats(e, &s1); /* with the devices' op counts */
-	coli_spec_init(&sp, coli_gen_spec_on(e), e->opts.spec == COLI_OPT_SPEC_AUTO);
-	sp.model = e->draft;
-	sp.model_vocab = c->vocab;
+	coli_spec_init(&sp, e);
 	if (sp.on && !(hist = malloc(sizeof(int) * ((size_t)n_prompt + max_new))))
 		sp.on = 0;
 	if (hist)

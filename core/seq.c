@@ -241,11 +241,8 @@ int coli_seq_gen_begin(coli_engine_t *e, struct coli_seq_gen *g, int slot, int c
 	g->done = max_new <= 0;
 	/* --spec as coli_generate takes it (the dense part is on the CPU with
 	 * several slots) */
-	if (coli_gen_spec_on(e) && (g->spec = malloc(sizeof(*g->spec)))) {
-		coli_spec_init(g->spec, 1, e->opts.spec == COLI_OPT_SPEC_AUTO);
-		g->spec->model = e->draft; /* (NULL: n-grams) */
-		g->spec->model_vocab = e->m.cfg.vocab;
-	}
+	if (coli_gen_spec_on(e) && (g->spec = malloc(sizeof(*g->spec))))
+		coli_spec_init(g->spec, e);
 	coli_detok_init(&g->dt);
 	g->t0 = coli_now_s();
 	return 0;

@@ -49,6 +49,7 @@
  * its tokens (bound by compute, not by reading its weights) ends up mostly undrafted; a large one,
  * whose step reads the weights once for all its tokens, keeps drafting.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,12 +62,60 @@
 #define SPEC_PAUSE     16
 #define SPEC_MEAN      16
 
-void coli_spec_init(struct coli_spec *sp, int on, int guard)
+void coli_spec_init(struct coli_spec *sp, const struct coli_engine *e)
 {
 	memset(sp, 0, sizeof(*sp));
-	sp->on = on;
-	sp->guard = guard;
+	sp->on = coli_gen_spec_on(e);
+	sp->guard = e->opts.spec == COLI_OPT_SPEC_AUTO;
+	sp->model = e->draft; /* (NULL: n-grams) */
+	sp->model_vocab = e->m.cfg.vocab;
 	sp->k = SPEC_K0;
+}
+
+/* The draft model: it must read text as e does (coli.h). */
+int coli_engine_set_draft(coli_engine_t *e, coli_engine_t *draft, char *err, size_t errlen)
+{
+	const coli_tokenizer_t *a = e->tok, *b = draft ? draft->tok : NULL;
+
+	if (draft == e) {
+		snprintf(err, errlen, "the draft model is the model itself");
+		return -EINVAL;
+	}
+	if (draft && (!a) != (!b)) {
+		snprintf(err, errlen,
+		         "one of the two models has no tokenizer: they may not read "
+		         "text alike");
+		return -EINVAL;
+	}
+	if (draft && !a && draft->m.cfg.vocab != e->m.cfg.vocab) {
+		snprintf(err, errlen, "the draft model's vocabulary has %d tokens, the model's %d",
+		         draft->m.cfg.vocab, e->m.cfg.vocab);
+		return -EINVAL;
+	}
+	if (draft && a) {
+		const int n = coli_tokenizer_n_vocab(a);
+
+		if (coli_tokenizer_n_vocab(b) != n) {
+			snprintf(err, errlen,
+			         "the draft model's tokenizer has %d tokens, the model's %d",
+			         coli_tokenizer_n_vocab(b), n);
+			return -EINVAL;
+		}
+		for (int id = 0; id < n; id++) {
+			const char *x = coli_tokenizer_token_str(a, id),
+			           *y = coli_tokenizer_token_str(b, id);
+
+			if ((!x) != (!y) || (x && strcmp(x, y))) {
+				snprintf(err, errlen,
+				         "the tokenizers differ at token %d ('%.40s' against the "
+				         "model's '%.40s')",
+				         id, y ? y : "(none)", x ? x : "(none)");
+				return -EINVAL;
+			}
+		}
+	}
+	e->draft = draft;
+	return 0;
 }
 
 /* The draft model failed: said once, and the verified model's steps go on
