@@ -44,6 +44,8 @@ static int resolve(void *h)
 	    S(ModuleUnload, "cuModuleUnload"),
 	    S(ModuleGetFunction, "cuModuleGetFunction"),
 	    S(FuncSetAttribute, "cuFuncSetAttribute"),
+	    S(OccupancyMaxActiveBlocksPerMultiprocessor,
+	      "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
 	    S(MemAlloc, "cuMemAlloc_v2"),
 	    S(MemFree, "cuMemFree_v2"),
 	    S(MemcpyHtoD, "cuMemcpyHtoD_v2"),

@@ -394,6 +394,7 @@ int coli_gpu_open(int ordinal, unsigned flags, coli_gpu_t **out, char *err, size
 	g->cu = cu;
 	g->open_flags = flags;
 	g->attn_prefill = COLI_GPU_PREFILL_ROWS;
+	g->attn_ways = COLI_GPU_ATTN_WAYS;
 	g->dgemm_tiled = COLI_GPU_DGEMM_AUTO;
 	rc = ctx_create(g, ordinal);
 	if (!rc)

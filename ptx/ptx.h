@@ -256,6 +256,12 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
  * the bench). */
 enum { COLI_GPU_PREFILL_OFF, COLI_GPU_PREFILL_COLS, COLI_GPU_PREFILL_ROWS };
 void coli_gpu_attn_prefill(coli_gpu_t *g, int level);
+/* The CTAs, at most, that share each query's fold of its splits in a
+ * decode step over a bf16 or q8 cache (fewer where many queries split at
+ * once; the same bits whichever fold): 1 folds on the last CTA alone; 0
+ * restores the default, COLI_GPU_ATTN_WAYS (tests, the bench). */
+#define COLI_GPU_ATTN_WAYS 16
+void coli_gpu_attn_ways(coli_gpu_t *g, int ways);
 /* dst row r = src row idx[r] (idx: device ints), n rows of row_bytes (a
  * multiple of 4): device to device. */
 int coli_gpu_gather_rows(coli_gpu_t *g, uint64_t dst, uint64_t src, uint64_t idx, int n,

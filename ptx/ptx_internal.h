@@ -91,6 +91,7 @@ struct coli_cu {
 	CUresult (*ModuleUnload)(CUmodule);
 	CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
 	CUresult (*FuncSetAttribute)(CUfunction, int, int);
+	CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
 	CUresult (*MemAlloc)(CUdeviceptr *, size_t);
 	CUresult (*MemFree)(CUdeviceptr);
 	CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
@@ -176,9 +177,11 @@ struct coli_gpu {
 	CUfunction f_attn_prefill[COLI_GPU_KV_MODES][2]; /* coli_attn_prefill_{64,128}[_mode] */
 	CUfunction f_attn_tc[COLI_GPU_KV_MODES][2];      /* coli_attn_tc_{64,128}_mode (not f32) */
 	CUfunction f_attn_tcp[COLI_GPU_KV_MODES][2];     /* coli_attn_tcp_{64,128}_mode (not f32) */
-	int attn_prefill;                        /* coli_gpu_attn_prefill's level (tests, bench) */
-	int dgemm_tiled;                         /* coli_gpu_dense_tiled's mode (tests, bench) */
-	unsigned open_flags;                     /* coli_gpu_open's flags (fault injection) */
+	int tc_held[COLI_GPU_KV_MODES][2]; /* coli_attn_tc's CTAs an SM holds at once */
+	int attn_ways;                     /* coli_gpu_attn_ways: CTAs sharing a decode fold */
+	int attn_prefill;                  /* coli_gpu_attn_prefill's level (tests, bench) */
+	int dgemm_tiled;                   /* coli_gpu_dense_tiled's mode (tests, bench) */
+	unsigned open_flags;               /* coli_gpu_open's flags (fault injection) */
 	CUfunction f_dgemv_plan[COLI_GPU_MAX_S]; /* coli_dgemv_f32_plan_{1..4} */
 	CUfunction f_route, f_moe_plan, f_qk_rope, f_route_plan;
 	CUfunction f_route_sig, f_rope_part; /* ptx/dense/kinds.cu (ptx/dense/gpu_kinds.c) */

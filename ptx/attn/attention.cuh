@@ -227,11 +227,11 @@ static __device__ __forceinline__ void attn_fold(float &M, float &L, float m, fl
 
 static __device__ __forceinline__ void attn_combine(const struct attn_out &a, const float *all,
                                                     int first, int used, int nq, int group, int hd,
-                                                    const float *sink)
+                                                    const float *sink, int o0 = 0, int o1 = -1)
 {
 	const size_t stride = (size_t)nq + 2 * group;
 
-	for (int it = threadIdx.x; it < nq; it += AT_THREADS) {
+	for (int it = o0 + threadIdx.x; it < (o1 < 0 ? nq : o1); it += AT_THREADS) {
 		const int g = it / hd;
 		const float s = sink ? __ldg(sink + g) : -INFINITY;
 		float M = s, O = 0.0f, L = 0.0f;
@@ -250,84 +250,121 @@ static __device__ __forceinline__ void attn_combine(const struct attn_out &a, co
 	}
 }
 
-/* attn_combine's result, bit for bit, with the CTA's threads side by side:
- * the splits' maxima and sums of every head into shared memory, each head's
- * running maximum (a thread a head: fmaxf only), every split's two factors
- * (attn_fold's fo and fn) at once, each head's L as attn_fold sums it, then
- * the items' O chains, their loads from L2 in flight together. (One thread
- * folding a head's 66 splits at 32k positions took about as long as the
- * splits themselves: ncu's samples, docs/perf/history/2026-12-06.md.) sb:
- * nsb floats of shared memory free for it (5 a split and head); where the
- * splits do not fit, attn_combine. Every thread of the CTA calls it. */
+/* attn_combine's result, bit for bit, over the outputs [o0, o1) (whole
+ * warps: multiples of 32; several CTAs share a query's fold this way,
+ * arrival_share) with the CTA's threads side by side: the splits' maxima and
+ * sums of the slice's heads into shared memory, then a warp a head for its
+ * running maximum, every split's two factors (attn_fold's fo and fn) and L
+ * as attn_fold sums it, then the items' O chains. (One thread folding a
+ * head's 66 splits at 32k positions took about as long as the splits
+ * themselves: ncu's samples, docs/perf/history/2026-12-06.md.) Where the
+ * slice's partials fit beside the factors they are staged in shared memory
+ * first, every copy in flight at once and under the head passes; else the
+ * chains load them from L2. sb: nsb floats of shared memory free for it (5
+ * a split and head, and the staged partials); where the factors do not fit,
+ * attn_combine. Every thread of the CTA calls it. */
 template <int IL>
 static __device__ __forceinline__ void
 attn_combine_cta(const struct attn_out &a, const float *all, int first, int used, int nq, int group,
-                 int hd, const float *sink, float *sb, int nsb)
+                 int hd, const float *sink, float *sb, int nsb, int o0, int o1)
 {
 	const size_t stride = (size_t)nq + 2 * group;
-	const int n = used - first, ng = n * group;
+	const int n = used - first, no = o1 - o0, g0 = o0 / hd, gn = (o1 - 1) / hd + 1 - g0;
+	const int ng = n * gn, xo = (5 * ng + gn + 3) & ~3; /* xs: 16-byte aligned */
 	float *const sm_m = sb, *const sm_l = sb + ng, *const sfo = sb + 2 * ng,
-	             *const sfn = sb + 3 * ng, *const sL = sb + 4 * ng;
+	             *const sfn = sb + 3 * ng, *const sL = sb + 4 * ng, *const xs = sb + xo;
+	const bool staged = xo + n * no <= nsb && stride % 4 == 0 && o0 % 4 == 0;
 
-	if (5 * ng + group > nsb) {
-		attn_combine(a, all, first, used, nq, group, hd, sink);
+	if (5 * ng + gn > nsb) {
+		attn_combine(a, all, first, used, nq, group, hd, sink, o0, o1);
 		return;
 	}
 	__syncthreads(); /* sb free: every thread past its earlier use */
-	for (int i = threadIdx.x; i < ng; i += AT_THREADS) {
-		const float *pc = all + (size_t)(first + i / group) * stride;
+	if (staged) { /* xs [split][output] */
+		for (int i = threadIdx.x; i < n * (no / 4); i += AT_THREADS) {
+			const int c = i / (no / 4), k = 4 * (i % (no / 4));
 
-		sm_m[i] = __ldcg(pc + nq + i % group);
-		sm_l[i] = __ldcg(pc + nq + group + i % group);
-	}
-	__syncthreads();
-	/* each head's running maximum M (from the sink): the one before split
-	 * c into sfo, the one after into sfn, the last into sL (for the sink) */
-	for (int g = threadIdx.x; g < group; g += AT_THREADS) {
-		float M = sink ? __ldg(sink + g) : -INFINITY;
-
-		for (int c = 0; c < n; c++) {
-			const float Mn = fmaxf(M, sm_m[c * group + g]);
-
-			sfo[c * group + g] = M;
-			sfn[c * group + g] = Mn;
-			M = Mn;
+			cp16(xs + c * no + k, all + (size_t)(first + c) * stride + o0 + k, true);
 		}
-		sL[g] = M;
+		cp_commit();
+	}
+	for (int i = threadIdx.x; i < ng; i += AT_THREADS) {
+		const float *pc = all + (size_t)(first + i / gn) * stride + nq + g0 + i % gn;
+
+		sm_m[i] = __ldcg(pc);
+		sm_l[i] = __ldcg(pc + group);
 	}
 	__syncthreads();
-	for (int i = threadIdx.x; i < ng; i += AT_THREADS) { /* attn_fold's fo, fn */
-		const float M = sfo[i], Mn = sfn[i], m = sm_m[i];
+	/* a warp a head: its running maximum M (from the sink) as a prefix
+	 * maximum over 32 splits at a time (fmaxf: exact in any order), each
+	 * split's two factors (attn_fold's fo, fn), then L folded in split
+	 * order */
+	for (int g = threadIdx.x / 32; g < gn; g += AT_THREADS / 32) {
+		const int lane = threadIdx.x & 31;
+		const float s = sink ? __ldg(sink + g0 + g) : -INFINITY;
+		float M = s, L = 0.0f;
 
-		sfo[i] = M == Mn ? 1.0f : expf(M - Mn);
-		sfn[i] = m == Mn ? 1.0f : expf(m - Mn);
-	}
-	__syncthreads();
-	for (int g = threadIdx.x; g < group; g += AT_THREADS) { /* each head's L */
-		float L = 0.0f;
+		for (int c0 = 0; c0 < n; c0 += 32) {
+			const int c = c0 + lane;
+			const float m = c < n ? sm_m[c * gn + g] : -INFINITY;
+			float Mn = fmaxf(M, m), Mo, fo, fn;
 
+			for (int off = 1; off < 32; off <<= 1) {
+				const float y = __shfl_up_sync(0xffffffffu, Mn, off);
+
+				if (lane >= off)
+					Mn = fmaxf(Mn, y);
+			}
+			Mo = __shfl_up_sync(0xffffffffu, Mn, 1); /* the maximum before split c */
+			Mo = lane ? Mo : M;
+			fo = Mo == Mn ? 1.0f : expf(Mo - Mn);
+			fn = m == Mn ? 1.0f : expf(m - Mn);
+			if (c < n) {
+				sfo[c * gn + g] = fo;
+				sfn[c * gn + g] = fn;
+			}
+			M = __shfl_sync(0xffffffffu, Mn, 31);
+		}
+		__syncwarp(); /* the head's factors, then L (every lane alike: its loads
+		               * do not wait on L, only its products and sums do) */
+#pragma unroll 8
 		for (int c = 0; c < n; c++)
-			L = L * sfo[c * group + g] + sm_l[c * group + g] * sfn[c * group + g];
+			L = L * sfo[c * gn + g] + sm_l[c * gn + g] * sfn[c * gn + g];
 		if (sink) /* the sink joins L last */
-			L += expf(__ldg(sink + g) - sL[g]);
-		sL[g] = L;
+			L += expf(s - M);
+		if (lane == 0)
+			sL[g] = L;
+	}
+	if (staged) {
+		cp_wait<0>();
+		__syncthreads(); /* the partials landed, every head's L */
+		for (int it = threadIdx.x; it < no; it += AT_THREADS) { /* whole warps */
+			const int g = (o0 + it) / hd - g0;
+			float O = 0.0f;
+
+#pragma unroll 8
+			for (int c = 0; c < n; c++)
+				O = O * sfo[c * gn + g] + xs[c * no + it] * sfn[c * gn + g];
+			attn_store(a, o0 + it, O / sL[g]);
+		}
+		return;
 	}
 	__syncthreads();
-	if (nq % 128 == 0 && stride % 4 == 0) {
+	if (no % 128 == 0 && o0 % 128 == 0 && stride % 4 == 0) {
 		/* four adjacent outputs a thread (one head's: hd % 4 == 0), a float4
 		 * a split: a quarter of the load instructions, and 16 splits' loads
 		 * in flight (64 KB an SM, where a load a split and output kept 16 KB
 		 * in flight for the 270 KB a 32k step's fold reads through one SM).
 		 * A warp holds 128 outputs, so whole warps store (attn_store_v). */
-		for (int it = 4 * threadIdx.x; it < nq; it += 4 * AT_THREADS) {
-			const int g = it / hd;
+		for (int it = o0 + 4 * threadIdx.x; it < o1; it += 4 * AT_THREADS) {
+			const int g = it / hd - g0;
 			float O[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
 #pragma unroll 16
 			for (int c = 0; c < n; c++) {
 				const float4 x =
 				    __ldcg((const float4 *)(all + (size_t)(first + c) * stride + it));
-				const float fo = sfo[c * group + g], fn = sfn[c * group + g];
+				const float fo = sfo[c * gn + g], fn = sfn[c * gn + g];
 
 				O[0] = O[0] * fo + x.x * fn;
 				O[1] = O[1] * fo + x.y * fn;
@@ -341,15 +378,15 @@ attn_combine_cta(const struct attn_out &a, const float *all, int first, int used
 		}
 		return;
 	}
-	for (int it0 = threadIdx.x; it0 < nq; it0 += IL * AT_THREADS) {
+	for (int it0 = o0 + threadIdx.x; it0 < o1; it0 += IL * AT_THREADS) {
 		float O[IL];
 		int it[IL], g[IL];
 
 #pragma unroll
 		for (int j = 0; j < IL; j++) {
-			/* an item past nq repeats it0's (computed, not stored) */
-			it[j] = it0 + j * AT_THREADS < nq ? it0 + j * AT_THREADS : it0;
-			g[j] = it[j] / hd;
+			/* an item past o1 repeats it0's (computed, not stored) */
+			it[j] = it0 + j * AT_THREADS < o1 ? it0 + j * AT_THREADS : it0;
+			g[j] = it[j] / hd - g0;
 			O[j] = 0.0f;
 		}
 #pragma unroll 4
@@ -358,12 +395,11 @@ attn_combine_cta(const struct attn_out &a, const float *all, int first, int used
 
 #pragma unroll
 			for (int j = 0; j < IL; j++)
-				O[j] = O[j] * sfo[c * group + g[j]] +
-				       __ldcg(pc + it[j]) * sfn[c * group + g[j]];
+				O[j] = O[j] * sfo[c * gn + g[j]] + __ldcg(pc + it[j]) * sfn[c * gn + g[j]];
 		}
 #pragma unroll
 		for (int j = 0; j < IL; j++)
-			if (it0 + j * AT_THREADS < nq)
+			if (it0 + j * AT_THREADS < o1)
 				attn_store(a, it[j], O[j] / sL[g[j]]);
 	}
 }

@@ -60,6 +60,11 @@
  * tok/s with the thread's chains and 1,662 after 3,968 positions with the
  * CTA's (`coli bench decode --ctx-fill`): the line lies between 64 and 108. */
 #define AT_CTA_COMBINE 96
+/* ... and shares it between CTAs (up to `ways`, arrival_share) from
+ * AT_SHARE_COMBINE folds a thread: H100, the same shape and bench, shared
+ * by 8 at 32, 128 and 256 folds the fold cost 2.0 us more, 0.1 less and 1.6
+ * less a layer (1k, 4k and 8k positions). */
+#define AT_SHARE_COMBINE 192
 
 #define TC_COLS COLI_GPU_TC_COLS
 /* bf16 terms of q and of P: ~16 bits, twice the bits of the cache's values
@@ -171,7 +176,7 @@ static __device__ __forceinline__ void
 attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp, int nh,
         int nkv, float scale, int max_splits, int T, signed char *aq, float *ad, int *aqs,
         const float *sinks, int window, const int *rows, const int *tab, int nbs, float *part,
-        unsigned *count, int tq0, int qt)
+        unsigned *count, int tq0, int qt, int ways)
 {
 	typedef TcTile<HD, M> Tl;
 	typedef TcSmem<HD, M> Sm;
@@ -509,27 +514,33 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 			continue; /* (warp-uniform) no query, or a split's partial */
 		attn_store(ao, ((size_t)t * nh + hb + j % group) * HD + d, sm.o[j * HD + d]);
 	}
-	/* split z's queries counted in; the last CTA of a query combines them */
+	/* split z's queries counted in; the last CTAs of a query combine them,
+	 * `ways` of them (a decode launch's choice, ptx/attn/gpu_attn.c) each a
+	 * share of its outputs in whole 32-output blocks */
 	for (int qi = 0; zcps && qi < qt && t0 + qi < T; qi++) {
 		const int j = qi * group, n = sm.cn[j], span = zcps * AD_CHUNK;
 		const int first = sm.ck0[j] / span, used = (n + span - 1) / span;
 		const size_t pair = (size_t)(t0 + qi - tq0) * gridDim.y + blockIdx.y;
 		const size_t head0 = (size_t)(t0 + qi) * nh + hb;
-
+		const int w = (used - first) * nq < AT_SHARE_COMBINE * AT_THREADS
+		                  ? 1
+		                  : min(min(ways, used - first), nq / 32);
 		const struct attn_out ao = {out + head0 * HD, aq ? aq + head0 * HD : NULL,
 		                            aq ? ad + head0 * HD / 32 : NULL,
 		                            aq ? aqs + head0 * HD / 32 : NULL};
+		int sh;
 
-		if (used - first < 2 || !last_arrival(&count[pair], used - first))
+		if (used - first < 2 || (sh = arrival_share(&count[pair], used - first, w)) < 0)
 			continue;
 		const float *pp = part + pair * gridDim.z * stride, *sk = sinks ? sinks + hb : NULL;
 
 		/* the same bits either way (AT_CTA_COMBINE) */
-		if ((used - first) * nq < AT_CTA_COMBINE * AT_THREADS)
+		if (w == 1 && (used - first) * nq < AT_CTA_COMBINE * AT_THREADS)
 			attn_combine(ao, pp, first, used, nq, group, HD, sk);
 		else
 			attn_combine_cta<4>(ao, pp, first, used, nq, group, HD, sk, (float *)sm.st,
-			                    (int)(sizeof(sm.st) / sizeof(float)));
+			                    (int)(sizeof(sm.st) / sizeof(float)),
+			                    32 * (sh * (nq / 32) / w), 32 * ((sh + 1) * (nq / 32) / w));
 	}
 }
 
@@ -540,7 +551,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 	    const float *q, const void *K, const void *V, float *out, int pos0, const int *posp,   \
 	    int nh, int nkv, float scale, int msp, int T, signed char *aq, float *ad, int *aqs,    \
 	    const float *sinks, int window, const int *rows, const int *tab, int nbs, float *part, \
-	    unsigned *count, int tq0, int qt)                                                      \
+	    unsigned *count, int tq0, int qt, int ways)                                            \
 	{                                                                                          \
 		static_assert(sizeof(TcSmem<hd, m>) == COLI_GPU_TC_SMEM(hd,                        \
 		                                                        kv_esz<kvmode<m>::KT>(),   \
@@ -548,7 +559,7 @@ attn_tc(const float *q, const void *K, const void *V, float *out, int pos0, cons
 		              "COLI_GPU_TC_SMEM");                                                 \
 		pdl_entry();                                                                       \
 		attn_tc<hd, m>(q, K, V, out, pos0, posp, nh, nkv, scale, msp, T, aq, ad, aqs,      \
-		               sinks, window, rows, tab, nbs, part, count, tq0, qt);               \
+		               sinks, window, rows, tab, nbs, part, count, tq0, qt, ways);         \
 	}
 #define ATTN_TC_ALL(hd)                                                                            \
 	ATTN_TC(hd, _bf16, 1)                                                                      \

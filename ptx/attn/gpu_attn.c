@@ -121,6 +121,10 @@ int coli_gpu_attn_functions(struct coli_gpu *g)
 			                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 			                            tc_smem(64 << i, m)) != CUDA_SUCCESS)
 				g->f_attn_tc[m][i] = NULL;
+			else if (g->cu->OccupancyMaxActiveBlocksPerMultiprocessor(
+			             &g->tc_held[m][i], g->f_attn_tc[m][i], THREADS,
+			             (size_t)tc_smem(64 << i, m)) != CUDA_SUCCESS)
+				g->tc_held[m][i] = 0; /* (no shared folds: tc_ways) */
 			snprintf(name, sizeof(name), "coli_attn_tcp_%d%s", 64 << i, kv_sfx[m]);
 			CK(g->cu->ModuleGetFunction(&g->f_attn_tcp[m][i], g->mod_attn, name), name);
 			/* (hd 128 takes ~135 KB: a GPU with less a block keeps coli_attn_tc) */
@@ -267,6 +271,23 @@ static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int n
 	return rc;
 }
 
+/* The CTAs that share a decode launch's fold of each query's splits
+ * (arrival_share, ptx/common/last_arrival.cuh): a share waits for the
+ * query's other splits, so the shares that may wait at once (ways - 1 a
+ * (query, CTA row) pair) stay under half of the CTAs the GPU holds, and a
+ * CTA they wait for always finds an SM. (Which CTAs fold changes no bits.)
+ * H100, qwen3-30b shape: the fold of a decode step after 32k positions
+ * (66 splits of 8 heads) on one CTA was 8 of the layer's 40.6 us
+ * (docs/perf/history/2026-12-07.md). */
+static int tc_ways(const coli_gpu_t *g, int held, long pairs)
+{
+	int w = g->attn_ways;
+
+	while (w > 1 && pairs * (w - 1) * 2 > held)
+		w--;
+	return w > 1 ? w : 1;
+}
+
 /* coli_attn_tc (bf16 and q8 caches, hd 64 and 128): one kernel for decode
  * and prefill, so a query's bits are the same in either. A prefill batch of
  * one sequence (AP_MIN_T queries or more, unless COLI_GPU_PREFILL_OFF)
@@ -281,7 +302,7 @@ static int attention_prefill(coli_gpu_t *g, void **args, int T, int reach, int n
 static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, int group, int hd,
                         int mode, int whole, int plain)
 {
-	int qt = 1, hs = 1, msp = max_splits(g, nkv, group, hd), zs, tb, tq0, end, rc = 0;
+	int qt = 1, hs = 1, msp = max_splits(g, nkv, group, hd), zs, tb, tq0, end, ways = 1, rc = 0;
 	CUfunction f = g->f_attn_tc[mode][hd == 128];
 	int smem = tc_smem(hd, mode);
 
@@ -296,16 +317,19 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 		}
 	} else {
 		decode_split(g, T, reach, nkv, group, hd, msp, &hs, &zs, &tb);
+		ways = tc_ways(g, g->tc_held[mode][hd == 128] * g->sm_count,
+		               (long)(T < tb ? T : tb) * nkv * hs);
 	}
 	args[9] = &msp;
 	args[10] = &end;
 	args[21] = &tq0;
 	args[22] = &qt;
+	args[23] = &ways;
 	for (tq0 = 0; !rc && tq0 < T; tq0 += tb) {
 		end = T - tq0 < tb ? T : tq0 + tb;
 		rc = coli_gpu_launch(g, f, (unsigned)((end - tq0 + qt - 1) / qt),
-		                     (unsigned)(nkv * hs), (unsigned)zs, THREADS, (unsigned)smem, args,
-		                     "launch attention (tensor cores)");
+		                     (unsigned)(nkv * hs), (unsigned)zs, THREADS, (unsigned)smem,
+		                     args, "launch attention (tensor cores)");
 	}
 	return rc;
 }
@@ -313,6 +337,11 @@ static int attention_tc(coli_gpu_t *g, void **args, int T, int reach, int nkv, i
 void coli_gpu_attn_prefill(coli_gpu_t *g, int level)
 {
 	g->attn_prefill = level;
+}
+
+void coli_gpu_attn_ways(coli_gpu_t *g, int ways)
+{
+	g->attn_ways = ways > 0 ? ways : COLI_GPU_ATTN_WAYS;
 }
 
 /* Grid (splits, nkv, T). hd a power of two from 32 to 256: coli_attn_chunks
@@ -361,8 +390,9 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 		return -ENOTSUP; /* the shared-memory q block of attention.cu; a KV pair with
 		                  * no kernels */
 	if ((hd == 64 || hd == 128) && g->f_attn_tc[mode][hd == 128] && nh <= DENSE_COUNTERS) {
-		void *ta[] = {&a,  &b,  &c,  &d,      &pos0, &p,  &nh,  &nkv, &scale, NULL, NULL, &qa,
-		              &qd, &qs, &sk, &window, &r,    &tb, &nbs, &part, &cnt,  NULL, NULL};
+		void *ta[] = {&a,     &b,   &c,   &d,    &pos0, &p,   &nh,  &nkv,
+		              &scale, NULL, NULL, &qa,   &qd,   &qs,  &sk,  &window,
+		              &r,     &tb,  &nbs, &part, &cnt,  NULL, NULL, NULL};
 		const int whole = !rows && T >= AP_MIN_T && g->attn_prefill != COLI_GPU_PREFILL_OFF;
 
 		/* (a captured prefill does not split: its reach is not known) */
@@ -424,5 +454,9 @@ int coli_gpu_attention_kv(coli_gpu_t *g, uint64_t q, uint64_t K, uint64_t V, uin
 void coli_gpu_attn_prefill(coli_gpu_t *g, int level)
 {
 	(void)g, (void)level;
+}
+void coli_gpu_attn_ways(coli_gpu_t *g, int ways)
+{
+	(void)g, (void)ways;
 }
 #endif

@@ -31,4 +31,38 @@ static __device__ bool last_arrival(unsigned *count, unsigned n)
 	return last;
 }
 
+/* The handshake with the fold shared: the last w CTAs of n to arrive each
+ * take a share of the outputs (0 .. w - 1, the n-th arrival w - 1; -1: not
+ * one of them), a share waiting until all n have arrived. The counter counts
+ * on to n + w as the shares leave, and the last to leave resets it. Waiting
+ * on other CTAs is safe only while they can all get an SM: the launcher keeps
+ * the CTAs that may wait at once (w - 1 a group) under half of what the GPU
+ * holds of the kernel, so a waiting share never keeps out a CTA it waits for
+ * (ptx/attn/gpu_attn.c, tc_ways). w == 1 is last_arrival. */
+static __device__ int arrival_share(unsigned *count, unsigned n, unsigned w)
+{
+	__shared__ int share;
+
+	if (w <= 1)
+		return last_arrival(count, n) ? 0 : -1;
+	__threadfence(); /* release, as last_arrival */
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		const unsigned a = atomicAdd(count, 1u);
+
+		share = a + w >= n ? (int)(a + w - n) : -1;
+		if (share >= 0) {
+			/* an atomic read: the count in L2, never a stale L1 line */
+			for (unsigned v = a + 1; v < n; v = atomicAdd(count, 0u))
+				__nanosleep(128);
+			if (atomicAdd(count, 1u) == n + w - 1)
+				atomicExch(count, 0u);
+		}
+	}
+	__syncthreads();
+	if (share >= 0)
+		__threadfence(); /* acquire */
+	return share;
+}
+
 #endif

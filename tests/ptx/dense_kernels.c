@@ -2258,6 +2258,10 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (argc > 1 && !strcmp(argv[1], "--bench")) {
+		/* ATTN_WAYS=N: a decode step's fold shared by N CTAs at most (1:
+		 * the last alone), to time them against each other */
+		if (getenv("ATTN_WAYS"))
+			coli_gpu_attn_ways(g_gpu, atoi(getenv("ATTN_WAYS")));
 		rc = bench(argc < 3                      ? 0
 		           : !strcmp(argv[2], "ops")     ? 1
 		           : !strcmp(argv[2], "prefill") ? 2

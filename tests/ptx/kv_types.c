@@ -178,6 +178,27 @@ static int attention_case(int mode, int T, int pos0, int nh, int nkv, int hd, in
 		       k_mode[mode], T, e);
 		rc = 1;
 	}
+	/* a decode step's fold of its splits on the last CTA alone and shared by
+	 * three (shares of unlike sizes) gives the bytes of the default's shares
+	 * (coli_gpu_attn_ways) */
+	for (int w = 1; T < 64 && w <= 3; w += 2) {
+		coli_gpu_free(g_gpu, dout);
+		dout = dev_poison(4 * qn);
+		coli_gpu_attn_ways(g_gpu, w);
+		rc |= coli_gpu_attention_kv(g_gpu, dq, dk, dv, dout, T, pos0, 0, 0, nh, nkv, hd,
+		                            scale, 0, 0, 0, kt, vt, dsk, window, 0, 0, 0) != 0;
+		coli_gpu_attn_ways(g_gpu, 0);
+		download(got2, dout, 4 * qn);
+		size_t bad = bytes_differ(got, got2, qn);
+
+		if (bad) {
+			printf(
+			    "  FAIL attention %s T=%d pos0=%d: the fold on %d CTA(s): %zu of %zu "
+			    "values differ from the default's\n",
+			    k_mode[mode], T, pos0, w, bad, qn);
+			rc = 1;
+		}
+	}
 	/* a prefill batch (hd 64, 128; 64 queries or more), on coli_attn_tcp's
 	 * rows (got, the default) and on coli_attn_tc's columns, gives each
 	 * query the bits of its decode form (a query a CTA) */
@@ -536,12 +557,13 @@ int main(void)
 	    {300, 0, 32, 4, 128, 0, 0},   {150, 600, 64, 4, 128, 0, 0},
 	    /* the other families' groups on the tensor-core kernel, decode at
 	     * short and long reach and a prefill: 16 (qwen3-235b), 12 (GLM-4.5),
-	     * 6 (MiniMax-M2: two padding columns a tile), 1 (OLMoE) */
+	     * 6 (MiniMax-M2: two padding columns a tile), 1 (OLMoE); decode at
+	     * 32k (66 splits on an H100: the fold shared, arrival_share) */
 	    {1, 9000, 64, 4, 128, 0, 0},  {1, 700, 64, 4, 128, 0, 0},
 	    {80, 400, 64, 4, 128, 0, 0},  {1, 9000, 96, 8, 128, 0, 0},
 	    {80, 400, 96, 8, 128, 0, 0},  {1, 700, 48, 8, 128, 0, 0},
 	    {80, 400, 48, 8, 128, 0, 0},  {1, 9000, 16, 16, 128, 0, 0},
-	    {80, 400, 16, 16, 128, 0, 0},
+	    {80, 400, 16, 16, 128, 0, 0}, {1, 32767, 32, 4, 128, 0, 0},
 	    /* the demo model's shape (hd 64, groups of 4): a prompt of 54 tokens
 	     * from the start (below the whole-prompt kernel's 64), a decode step
 	     * after it, and a prompt of 111 from the start (the whole-prompt
