@@ -32,11 +32,13 @@
  * (COLI_GPU_ATTN_CPS chunks of its own position). With gridDim.z > 1 (a
  * decode step; a prefill's few queries after a long cache) CTA z takes split
  * z of every column and writes attention.cuh's partials, the last CTA of a
- * query combining them (attn_combine; attn_combine_cta over many splits); a
- * tile whose columns split unlike stays whole in CTA 0. Whole (gridDim.z == 1), a CTA folds a column's splits
- * as attn_combine does, at each split's end (attn_fold: a running maximum M,
- * O = O * exp(M - M') + acc * exp(m - M')), and at the last out = O / L
- * (sinks: attention.cuh); one pass over the cache.
+ * query combining them (attn_combine; attn_combine_cta over many splits, a
+ * decode step's long fold shared by the last `ways` CTAs: arrival_share); a
+ * tile whose columns split unlike stays whole in CTA 0. Whole (gridDim.z ==
+ * 1), a CTA folds a column's splits as attn_combine does, at each split's
+ * end (attn_fold: a running maximum M, O = O * exp(M - M') + acc * exp(m -
+ * M')), and at the last out = O / L (sinks: attention.cuh); one pass over
+ * the cache.
  *
  * Warps: scores unit (m-tile mt, n-tile, half) w and w + 8, the query's
  * fragments of the unit held in registers the whole launch; softmax columns

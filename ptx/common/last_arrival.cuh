@@ -3,7 +3,8 @@
  * a group each write their partial to a scratch, and the last to arrive,
  * counted in by an integer counter, combines them in a fixed order. Shared by
  * the split-K GEMV of ptx/dense/dgemv.cuh and the split-position attention of
- * ptx/attn/attention.cu. The scratch and the counters are ptx/dense/gpu_dense.c's (a
+ * ptx/attn/attention.cu; arrival_share lets the last few CTAs of a group
+ * share the fold. The scratch and the counters are ptx/dense/gpu_dense.c's (a
  * counter is zero between launches: the last CTA resets its own).
  */
 #ifndef COLI_PTX_LAST_ARRIVAL_CUH
