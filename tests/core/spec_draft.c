@@ -1,0 +1,140 @@
+/*
+ * tests/core/spec_draft.c — core/spec.c's n-gram drafts against a reference
+ * written here the slow, obvious way: for each length from COLI_SPEC_LMAX
+ * down to COLI_SPEC_NGRAM_MIN, the most recent earlier occurrence of the
+ * history's last tokens of that length (memcmp at every place); the first
+ * length found wins, and the draft is what followed it, at most k and at
+ * most that length, cut at the history's end. Random histories over a few
+ * token ids (long and overlapping matches, runs of one token) and every k;
+ * then cases written out: the longer match over the more recent shorter one,
+ * the cap by the match's length, the most recent of equal matches, no
+ * match, drafting off, paused and kmax.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+static int ref_draft(const int *h, int n, int k, int *d)
+{
+	for (int len = COLI_SPEC_LMAX; len >= COLI_SPEC_NGRAM_MIN; len--) {
+		if (len > n - 1)
+			continue;
+		/* the occurrence ends at e: h[e - len + 1 .. e] == h[n - len .. n - 1] */
+		for (int e = n - 2; e >= len - 1; e--) {
+			int m = 0;
+
+			if (memcmp(h + e - len + 1, h + n - len, sizeof(int) * (size_t)len))
+				continue;
+			while (m < k && m < len && e + 1 + m < n)
+				d[m] = h[e + 1 + m], m++;
+			return m;
+		}
+	}
+	return 0;
+}
+
+static int draft(const int *h, int n, int k, int kmax, int *d)
+{
+	struct coli_spec sp;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.on = 1;
+	sp.k = k;
+	return coli_spec_draft(&sp, h, n, kmax, d);
+}
+
+static int expect(const char *what, const int *h, int n, int k, const int *want, int nw)
+{
+	int d[COLI_SPEC_KMAX + 1], m = draft(h, n, k, COLI_SPEC_KMAX, d);
+
+	if (m != nw || memcmp(d, want, sizeof(int) * (size_t)nw)) {
+		printf("FAIL %s: %d draft tokens (%d expected)\n", what, m, nw);
+		return 1;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	int rc = 0, cases = 0;
+
+	srand(7);
+	for (int it = 0; it < 20000; it++) {
+		/* 2..4 ids: matches everywhere, some longer than COLI_SPEC_LMAX */
+		int h[400], n = 1 + rand() % 400, ids = 2 + rand() % 3, k = 1 + rand() % COLI_SPEC_KMAX;
+		int d[COLI_SPEC_KMAX + 1], w[COLI_SPEC_KMAX + 1], m, mw;
+
+		for (int i = 0; i < n; i++)
+			h[i] = rand() % 7 ? rand() % ids : 9; /* and a rarer one */
+		m = draft(h, n, k, COLI_SPEC_KMAX, d);
+		mw = ref_draft(h, n, k, w);
+		cases++;
+		if (m != mw || memcmp(d, w, sizeof(int) * (size_t)m)) {
+			printf("FAIL random history %d (n %d, k %d): %d draft tokens, the reference "
+			       "%d\n",
+			       it, n, k, m, mw);
+			rc = 1;
+			break;
+		}
+	}
+	{
+		/* "1 2 3 4" matched at the start beats the later "3 4" */
+		static const int h[] = {1, 2, 3, 4, 10, 11, 12, 13, 9, 3, 4, 20, 21, 1, 2, 3, 4};
+		static const int w[] = {10, 11, 12, 13};
+
+		rc |= expect("the longest match", h, 17, 7, w, 4);
+	}
+	{
+		/* a match of two drafts two, whatever k */
+		static const int h[] = {7, 8, 50, 51, 52, 53, 54, 55, 60, 7, 8};
+		static const int w[] = {50, 51};
+
+		rc |= expect("capped by the match", h, 11, 7, w, 2);
+	}
+	{
+		/* equal matches: the most recent */
+		static const int h[] = {5, 7, 8, 30, 31, 6, 7, 8, 40, 41, 4, 7, 8};
+		static const int w[] = {40, 41};
+
+		rc |= expect("the most recent of equals", h, 13, 4, w, 2);
+	}
+	{
+		/* the last token seen before, but no two: no draft */
+		static const int h[] = {1, 8, 2, 3, 4, 8};
+
+		rc |= expect("a one-token match", h, 6, 4, NULL, 0);
+	}
+	{
+		/* the continuation ends at the history's end */
+		static const int h[] = {5, 6, 5, 6};
+		static const int w[] = {5, 6};
+
+		rc |= expect("cut at the end", h, 4, 7, w, 2);
+	}
+	{
+		static const int h[] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6};
+		struct coli_spec sp;
+		int d[COLI_SPEC_KMAX + 1], m;
+
+		memset(&sp, 0, sizeof(sp));
+		sp.on = 1, sp.k = 6;
+		if ((m = coli_spec_draft(&sp, h, 14, 3, d)) != 3 || d[0] != 7 || d[2] != 1) {
+			printf("FAIL kmax 3: %d draft tokens\n", m);
+			rc = 1;
+		}
+		sp.pause = 2;
+		if (coli_spec_draft(&sp, h, 14, 7, d) || sp.pause != 1) {
+			printf("FAIL paused: drafted, or the pause did not count down\n");
+			rc = 1;
+		}
+		sp.pause = 0, sp.on = 0;
+		if (coli_spec_draft(&sp, h, 14, 7, d)) {
+			printf("FAIL off: drafted\n");
+			rc = 1;
+		}
+	}
+	printf("%d random histories against the reference; %s\n", cases, rc ? "FAIL" : "ok");
+	return rc;
+}
