@@ -197,7 +197,7 @@ void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st);
 /* Speculative decoding's state over one generation (core/spec.c). */
 #define COLI_SPEC_KMAX 7 /* k + 1 = 8 tokens a verification: the small-batch kernels */
 #define COLI_SPEC_NGRAM_MIN 2 /* an n-gram draft's shortest match (core/spec.c) */
-#define COLI_SPEC_LMAX      64 /* ... and the longest it counts: long enough */
+#define COLI_SPEC_LMAX      64 /* ... and the most it counts (evidence enough) */
 struct coli_spec {
 	int on;
 	int k;                         /* the next draft's length */
