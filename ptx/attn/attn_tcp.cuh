@@ -13,9 +13,15 @@
  * warp's registers: its query's bf16 terms (A fragments, loaded once), the
  * chunk's scores (C fragments of four n-tiles of 8 positions), the softmax
  * state, the weights (turned into P . V's A fragments in place) and the
- * accumulators of O; K and V chunks are staged as coli_attn_tc stages them,
- * one barrier a chunk (two with a q8 type, which is widened first): 93-109
- * TFLOP/s at 2,048-4,096 tokens on an H100, 4.5-4.9x coli_attn_tc's tiles.
+ * accumulators of O. K and V chunks are copied as coli_attn_tc copies them.
+ * With a bf16 cache, mbarriers track each stage: a warp waits for the chunk
+ * it reads and, before refilling a stage, for that stage's last readers two
+ * chunks back. The warps of a scheduler then drift apart, so one's softmax
+ * runs beside the other's mma: 105-124 TFLOP/s at 2,048-4,096 tokens on an
+ * H100, against 93-107 with a barrier of the whole CTA at every chunk. A q8
+ * type keeps those barriers, since its chunk is widened to bf16 by all the
+ * threads together. Both rows' softmax chains run side by side, and their
+ * fold events come after P . V has issued.
  *
  * Bits: each row takes coli_attn_tc's steps for its column, so a query
  * gets here the bits of its decode step (tests/ptx/kv_types holds every
@@ -45,6 +51,10 @@
 #define TCP_ROWS  COLI_GPU_TCP_ROWS
 #define TCP_WARPS (AT_THREADS / 32)
 static_assert(TCP_ROWS == 16 * TCP_WARPS, "a warp an m-tile of 16 rows");
+/* Chunks copied ahead of the one in use with a bf16 cache: the stage a warp
+ * refills was last read two chunks back, so warps may drift a chunk apart
+ * (one in its softmax while the other's mma run) */
+#define TCP_AHEAD 2
 
 /* coli_attn_tc's stages (TcTile), q8's widened rows, and O [row][hd]. */
 template <int HD, int M> struct TcpSmem {
@@ -77,6 +87,7 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 	typedef TcTile<HD, M> Tl;
 	typedef TcpSmem<HD, M> Sm;
 	constexpr int KT = Tl::KT, VT = Tl::VT;
+	constexpr bool BARS = KT != 2 && VT != 2 && Tl::NST >= TCP_AHEAD + 2;
 	constexpr int KH = HD / 32, NK = HD / 16, ND = HD / 8; /* k-steps a half, in all; dim n-tiles */
 	extern __shared__ __align__(16) unsigned char tcp_raw[];
 	Sm &sm = *(Sm *)tcp_raw;
@@ -137,13 +148,46 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 		sm.o[i] = 0.0f;
 
 	const struct tc_kv kv = {K, V, tab, nbs, 0, nmax, kvh, soff, krow, vrow};
+	/* bf16 rows (nothing to widen): [landed | released][stage], so that a
+	 * warp waits for the chunk it reads and for the readers of the stage
+	 * it refills, not for every warp at every chunk */
+	__shared__ unsigned long long bar[2][Tl::NST];
 
-	tc_stage_first<HD, M>(sm, kv, c_lo, nch);
+	if (BARS) {
+		if (tid == 0)
+			for (int s = 0; s < Tl::NST; s++)
+				mbar_init(&bar[0][s], AT_THREADS), mbar_init(&bar[1][s], AT_THREADS);
+		__syncthreads(); /* the barriers set up (and O zeroed) before any use */
+		for (int c = c_lo; c < c_lo + TCP_AHEAD && c < nch; c++) {
+			tc_stage<HD, M>(sm, kv, c);
+			mbar_cp_arrive(&bar[0][c % Tl::NST]);
+		}
+	} else {
+		tc_stage_first<HD, M>(sm, kv, c_lo, nch);
+	}
 	for (int c = c_lo; c < nch; c++) {
-		const char *st = tc_stage_next<HD, M>(sm, kv, c, nch);
+		const char *st;
 
-		if (!__any_sync(0xffffffffu, rn[0] > c * AD_CHUNK || rn[1] > c * AD_CHUNK))
+		if (BARS) {
+			const int u = c - c_lo, j = u + TCP_AHEAD - Tl::NST; /* j: the stage's last use */
+
+			if (c + TCP_AHEAD < nch) {
+				if (j >= 0)
+					mbar_wait(&bar[1][(c + TCP_AHEAD) % Tl::NST], (j / Tl::NST) & 1);
+				tc_stage<HD, M>(sm, kv, c + TCP_AHEAD);
+				mbar_cp_arrive(&bar[0][(c + TCP_AHEAD) % Tl::NST]);
+			}
+			mbar_wait(&bar[0][c % Tl::NST], (u / Tl::NST) & 1); /* chunk c landed */
+			st = sm.st[c % Tl::NST];
+		} else {
+			st = tc_stage_next<HD, M>(sm, kv, c, nch);
+		}
+
+		if (!__any_sync(0xffffffffu, rn[0] > c * AD_CHUNK || rn[1] > c * AD_CHUNK)) {
+			if (BARS)
+				mbar_arrive(&bar[1][c % Tl::NST]);
 			continue; /* every row of the warp has ended */
+		}
 
 		/* scores: [half of the dims][n-tile of positions][C fragment] */
 		float sc[2][4][4];
@@ -180,16 +224,18 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 			}
 		}
 
-		/* softmax: row i of the thread, positions 8j + 2c4 + e */
+		/* softmax: row i of the thread, positions 8j + 2c4 + e; both rows'
+		 * chains side by side (no branch between them), their fold events
+		 * after P . V has issued */
 		float w[2][4][2], cf[2];
-		int reset[2];
-		struct tcp_event evt[2];
+		int reset[2], np[2], ph[2];
 #pragma unroll
 		for (int i = 0; i < 2; i++) {
-			const int n = rn[i], np = n - c * AD_CHUNK, k0 = rk0[i], k0c = rk0c[i];
-			const int ph = rph[i] = rph[i] + 1 == rcps[i] ? 0 : rph[i] + 1; /* c % cps */
+			const int k0 = rk0[i];
 			float x[4][2], mx = -INFINITY;
 
+			np[i] = rn[i] - c * AD_CHUNK;
+			ph[i] = rph[i] = rph[i] + 1 == rcps[i] ? 0 : rph[i] + 1; /* c % cps */
 #pragma unroll
 			for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -199,13 +245,13 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 
 					if (KT == 2)
 						v = v * ((const float *)(st + Tl::S0))[p];
-					v = p < np && c * AD_CHUNK + p >= k0 ? v * scale : -INFINITY;
+					v = p < np[i] && c * AD_CHUNK + p >= k0 ? v * scale : -INFINITY;
 					x[j][e] = v;
 					mx = fmaxf(mx, v);
 				}
 			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
 			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-			reset[i] = ph == 0 || c <= k0c; /* a split starts */
+			reset[i] = ph[i] == 0 || c <= rk0c[i]; /* a split starts */
 			if (reset[i]) {
 				m[i] = -INFINITY;
 				l[i] = 0.0f;
@@ -235,30 +281,6 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 					    VT == 2 ? ex[j][e] * ((const float *)(st + Tl::S0))
 					                             [AD_CHUNK + 8 * j + 2 * c4 + e]
 					            : ex[j][e];
-			/* a split's end (its last chunk, or the row's) */
-			evt[i].ev = 0;
-			if (np <= 0 || c < k0c || (ph != rcps[i] - 1 && np > AD_CHUNK)) {
-			} else if (rone[i]) {
-				evt[i].ev = 3; /* one split: attn_put_out's */
-				if (c4 == 0) {
-					const int r = warp * 16 + g4 + 8 * i;
-
-					sm.fm[r] = m[i];
-					sm.fl[r] = l[i];
-					sm.one[r] = 1;
-				}
-			} else {
-				attn_fold(Mx[i], L[i], m[i], l[i], &evt[i].fo, &evt[i].ff);
-				evt[i].ev = np > AD_CHUNK ? 1 : 2;
-				if (np <= AD_CHUNK && sinks) /* the sink joins L last */
-					L[i] += expf(sk[i] - Mx[i]);
-				if (np <= AD_CHUNK && c4 == 0) {
-					const int r = warp * 16 + g4 + 8 * i;
-
-					sm.fl[r] = L[i];
-					sm.one[r] = 0;
-				}
-			}
 		}
 
 		/* P . V: acc = acc * cf (0 first where a split starts), then the
@@ -297,6 +319,39 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 						md_mma(acc[2 * pp], pa[s], b[0], b[1]);
 						md_mma(acc[2 * pp + 1], pa[s], b[2], b[3]);
 					}
+				}
+			}
+		}
+
+		if (BARS)
+			mbar_arrive(&bar[1][c % Tl::NST]); /* this thread's reads of the stage done */
+
+		/* each row's event at the chunk's end (the split's last chunk, or
+		 * the row's) */
+		struct tcp_event evt[2];
+#pragma unroll
+		for (int i = 0; i < 2; i++) {
+			evt[i].ev = 0;
+			if (np[i] <= 0 || c < rk0c[i] || (ph[i] != rcps[i] - 1 && np[i] > AD_CHUNK)) {
+			} else if (rone[i]) {
+				evt[i].ev = 3; /* one split: attn_put_out's */
+				if (c4 == 0) {
+					const int r = warp * 16 + g4 + 8 * i;
+
+					sm.fm[r] = m[i];
+					sm.fl[r] = l[i];
+					sm.one[r] = 1;
+				}
+			} else {
+				attn_fold(Mx[i], L[i], m[i], l[i], &evt[i].fo, &evt[i].ff);
+				evt[i].ev = np[i] > AD_CHUNK ? 1 : 2;
+				if (np[i] <= AD_CHUNK && sinks) /* the sink joins L last */
+					L[i] += expf(sk[i] - Mx[i]);
+				if (np[i] <= AD_CHUNK && c4 == 0) {
+					const int r = warp * 16 + g4 + 8 * i;
+
+					sm.fl[r] = L[i];
+					sm.one[r] = 0;
 				}
 			}
 		}

@@ -1,7 +1,9 @@
 /*
  * ptx/common/cp_async.cuh — asynchronous global -> shared copies (sm_80's
  * cp.async), shared by the kernels that stage tiles in shared memory: the
- * expert GEMM (ptx/expert/gemm.cu) and prefill attention (ptx/attn/attn_prefill.cu).
+ * expert GEMM (ptx/expert/gemm.cu) and prefill attention (ptx/attn/attn_prefill.cu),
+ * and the mbarriers (sm_80) that let a CTA's warps wait for a stage's copies,
+ * or for the stage's readers, without a whole-CTA barrier (ptx/attn/attn_tcp.cuh).
  */
 #ifndef COLI_PTX_CP_ASYNC_CUH
 #define COLI_PTX_CP_ASYNC_CUH
@@ -50,6 +52,54 @@ static __device__ __forceinline__ void cp_commit(void)
 template <int N> static __device__ __forceinline__ void cp_wait(void)
 {
 	asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+/* An mbarrier (8 bytes of shared memory): a phase completes when `count`
+ * arrivals have been made; the phases alternate parity 0, 1, 0, ... */
+static __device__ __forceinline__ void mbar_init(unsigned long long *b, unsigned count)
+{
+	asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(count)
+	             : "memory");
+}
+
+/* This thread's arrival, made when every cp.async it issued before has
+ * landed (not counted ahead: mbar_init's count holds it) */
+static __device__ __forceinline__ void mbar_cp_arrive(unsigned long long *b)
+{
+	asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(smem_addr(b))
+	             : "memory");
+}
+
+/* This thread's arrival now (release: its shared-memory reads and writes
+ * before it are done for whoever sees the phase complete) */
+static __device__ __forceinline__ void mbar_arrive(unsigned long long *b)
+{
+	asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(
+	                 smem_addr(b))
+	             : "memory");
+}
+
+/* Wait until the phase of this parity has completed (acquire: what the
+ * arrivals released, and the copies they tracked, are visible after it) */
+static __device__ __forceinline__ void mbar_wait(unsigned long long *b, unsigned parity)
+{
+	unsigned done;
+
+	do {
+#if __CUDA_ARCH__ >= 900
+		asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n\t"
+		             "selp.u32 %0, 1, 0, p;\n}\n"
+		             : "=r"(done)
+		             : "r"(smem_addr(b)), "r"(parity)
+		             : "memory");
+#else
+		asm volatile("{\n\t.reg .pred p;\n\tmbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n\t"
+		             "selp.u32 %0, 1, 0, p;\n}\n"
+		             : "=r"(done)
+		             : "r"(smem_addr(b)), "r"(parity)
+		             : "memory");
+#endif
+	} while (!done);
 }
 
 #endif
