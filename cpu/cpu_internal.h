@@ -30,6 +30,9 @@ void coli_gemv_avx2(const struct coli_mat *w, const struct coli_act *x, float *y
                     int row1);
 void coli_gemm_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,
                     int row0, int row1);
+/* coli_gemm_avx2's float weights (F32, F16, BF16; cpu/gemv/gemv_float_avx2.c) */
+void coli_gemm_float_avx2(const struct coli_mat *w, const struct coli_act *x, int S, float *y,
+                          size_t ldy, int row0, int row1);
 void coli_gemv_avx512(const struct coli_mat *w, const struct coli_act *x, float *y, int row0,
                       int row1);
 void coli_gemm_avx512(const struct coli_mat *w, const struct coli_act *x, int S, float *y, int ldy,

@@ -1,8 +1,9 @@
 /*
  * cpu/simd_avx2.h — AVX2 steps the *_avx2.c files share (and the *_avx512.c
  * ones, whose flags include AVX2's; include it only there): coli_expf's bits
- * eight lanes at a time, bf16 and q8 values widened to fp32, and the
- * attention's fold of eight heads' dot-product chains.
+ * eight lanes at a time, bf16 and q8 values widened to fp32, the GEMVs'
+ * canonical fold of 16 lanes, and the attention's fold of eight heads'
+ * dot-product chains.
  */
 #ifndef COLI_CPU_SIMD_AVX2_H
 #define COLI_CPU_SIMD_AVX2_H
@@ -60,6 +61,19 @@ static inline __m256 q8x8(const signed char *q, __m256 scale)
 {
 	return _mm256_mul_ps(
 	    _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q))), scale);
+}
+
+/* The canonical fold of 16 lanes held as a0 = lanes 0..7, a1 = 8..15 (cpu.h):
+ * h=8 adds a0 and a1, h=4 the 128-bit halves, h=2 and h=1 finish in one
+ * xmm. */
+static inline float fold16(__m256 a0, __m256 a1)
+{
+	__m256 v8 = _mm256_add_ps(a0, a1);
+	__m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
+	__m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+	__m128 v1 = _mm_add_ss(v2, _mm_movehdup_ps(v2));
+
+	return _mm_cvtss_f32(v1);
 }
 
 /* The eight heads' sums of eight lanes each, (q . k chains in lanes 0..7),

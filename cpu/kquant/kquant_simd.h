@@ -47,19 +47,9 @@
 
 #include "cpu/cpu_internal.h"
 #include "cpu/gemv/panel_unpack.h"
+#include "cpu/simd_avx2.h"
 
 #define KQ_INLINE static inline __attribute__((always_inline))
-
-/* the canonical fold of 16 lanes held as acc0 = 0..7, acc1 = 8..15 */
-KQ_INLINE float kq_fold2(__m256 a0, __m256 a1)
-{
-	__m256 v8 = _mm256_add_ps(a0, a1);
-	__m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
-	__m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
-	__m128 v1 = _mm_add_ss(v2, _mm_movehdup_ps(v2));
-
-	return _mm_cvtss_f32(v1);
-}
 
 /* lane g = the sum of v[g]'s eight int32 */
 KQ_INLINE __m256i kq_hsum8x8(const __m256i *v)
@@ -539,7 +529,7 @@ KQ_INLINE void kq_row(enum coli_dtype t, const uint8_t *row, const struct coli_a
 	if (i < K / 256)
 		kq_block(t, row, x, x16, xr, ns, i, acc0);
 	for (int s = 0; s < ns; s++)
-		out[s] = kq_fold2(acc0[s], acc1[s]);
+		out[s] = fold16(acc0[s], acc1[s]);
 }
 
 /* Eight halves as a vector, from registers (eight 2-byte stores read back
@@ -620,7 +610,7 @@ KQ_INLINE void kq_row32(enum coli_dtype t, const uint8_t *row, const struct coli
 		float l[COLI_LANES];
 
 		if (g == nb) {
-			out[s] = kq_fold2(acc0[s], acc1[s]);
+			out[s] = fold16(acc0[s], acc1[s]);
 			continue;
 		}
 		_mm256_storeu_ps(l, acc0[s]);
