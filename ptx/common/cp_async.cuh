@@ -74,32 +74,30 @@ static __device__ __forceinline__ void mbar_cp_arrive(unsigned long long *b)
  * before it are done for whoever sees the phase complete) */
 static __device__ __forceinline__ void mbar_arrive(unsigned long long *b)
 {
-	asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(
-	                 smem_addr(b))
-	             : "memory");
+	asm volatile(
+	    "{\n\t.reg .b64 st;\n\tmbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(smem_addr(b))
+	    : "memory");
 }
 
 /* Wait until the phase of this parity has completed (acquire: what the
- * arrivals released, and the copies they tracked, are visible after it) */
+ * arrivals released, and the copies they tracked, are visible after it);
+ * sm_90's try_wait may suspend the thread a while, sm_80 has test_wait */
+#if __CUDA_ARCH__ >= 900
+#define MBAR_WAIT_PARITY "mbarrier.try_wait.parity.shared.b64"
+#else
+#define MBAR_WAIT_PARITY "mbarrier.test_wait.parity.shared.b64"
+#endif
 static __device__ __forceinline__ void mbar_wait(unsigned long long *b, unsigned parity)
 {
 	unsigned done;
 
-	do {
-#if __CUDA_ARCH__ >= 900
-		asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n\t"
+	do
+		asm volatile("{\n\t.reg .pred p;\n\t" MBAR_WAIT_PARITY " p, [%1], %2;\n\t"
 		             "selp.u32 %0, 1, 0, p;\n}\n"
 		             : "=r"(done)
 		             : "r"(smem_addr(b)), "r"(parity)
 		             : "memory");
-#else
-		asm volatile("{\n\t.reg .pred p;\n\tmbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n\t"
-		             "selp.u32 %0, 1, 0, p;\n}\n"
-		             : "=r"(done)
-		             : "r"(smem_addr(b)), "r"(parity)
-		             : "memory");
-#endif
-	} while (!done);
+	while (!done);
 }
 
 #endif
