@@ -78,6 +78,31 @@ struct tcp_event {
 	float fo, ff;
 };
 
+/* Chunk c's K and V rows into stage st for the mbarrier stages (bf16: the
+ * rows as kv_stage lays them, rows at or past nmax zero-filled): a thread's
+ * pieces of 16 bytes are fixed for the launch, only the chunk's first row
+ * moves, so the copies cost a table read and two adds a piece. */
+template <int HD, int M>
+static __device__ __forceinline__ void tcp_stage(char *st, const struct tc_kv &kv, int c)
+{
+	typedef TcTile<HD, M> Tl;
+	constexpr int PR = HD * 2 / 16, NP = AD_CHUNK * PR / AT_THREADS; /* pieces a row, a thread */
+	static_assert(AD_CHUNK * PR % AT_THREADS == 0, "whole pieces a thread");
+	const size_t row0 = kv_at(kv.tab, kv.nbs, kv.slot, c * AD_CHUNK);
+	const int nv = kv.nmax - c * AD_CHUNK;
+	const char *kh = (const char *)kv.K + row0 * kv.krow + (size_t)kv.kvh * (HD * 2);
+	const char *vh = (const char *)kv.V + row0 * kv.vrow + (size_t)kv.kvh * (HD * 2);
+
+#pragma unroll
+	for (int k = 0; k < NP; k++) {
+		const unsigned i = threadIdx.x + k * AT_THREADS, r = i / PR, b = i % PR * 16;
+		const bool in = (int)r < nv;
+
+		cp16(st + r * Tl::KS + b, kh + (in ? r * kv.krow : 0) + b, in);
+		cp16(st + Tl::V0 + r * Tl::VS + b, vh + (in ? r * kv.vrow : 0) + b, in);
+	}
+}
+
 template <int HD, int M>
 static __device__ __forceinline__ void
 attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, const int *posp, int nh,
@@ -159,8 +184,8 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 				mbar_init(&bar[0][s], AT_THREADS), mbar_init(&bar[1][s], AT_THREADS);
 		__syncthreads(); /* the barriers set up (and O zeroed) before any use */
 		for (int c = c_lo; c < c_lo + TCP_AHEAD && c < nch; c++) {
-			tc_stage<HD, M>(sm, kv, c);
-			mbar_cp_arrive(&bar[0][c % Tl::NST]);
+			tcp_stage<HD, M>(sm.st[(unsigned)c % Tl::NST], kv, c);
+			mbar_cp_arrive(&bar[0][(unsigned)c % Tl::NST]);
 		}
 	} else {
 		tc_stage_first<HD, M>(sm, kv, c_lo, nch);
@@ -169,23 +194,27 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 		const char *st;
 
 		if (BARS) {
-			const int u = c - c_lo, j = u + TCP_AHEAD - Tl::NST; /* j: the stage's last use */
+			/* u: chunk c's use of its stage is the (u / NST)-th (its
+			 * phases' parity); the stage refilled now was last read by
+			 * the chunk NST - TCP_AHEAD back */
+			const unsigned u = c - c_lo, sa = (unsigned)(c + TCP_AHEAD) % Tl::NST;
+			constexpr unsigned back = Tl::NST - TCP_AHEAD;
 
 			if (c + TCP_AHEAD < nch) {
-				if (j >= 0)
-					mbar_wait(&bar[1][(c + TCP_AHEAD) % Tl::NST], (j / Tl::NST) & 1);
-				tc_stage<HD, M>(sm, kv, c + TCP_AHEAD);
-				mbar_cp_arrive(&bar[0][(c + TCP_AHEAD) % Tl::NST]);
+				if (u >= back)
+					mbar_wait(&bar[1][sa], ((u - back) / Tl::NST) & 1);
+				tcp_stage<HD, M>(sm.st[sa], kv, c + TCP_AHEAD);
+				mbar_cp_arrive(&bar[0][sa]);
 			}
-			mbar_wait(&bar[0][c % Tl::NST], (u / Tl::NST) & 1); /* chunk c landed */
-			st = sm.st[c % Tl::NST];
+			mbar_wait(&bar[0][(unsigned)c % Tl::NST], (u / Tl::NST) & 1); /* chunk c landed */
+			st = sm.st[(unsigned)c % Tl::NST];
 		} else {
 			st = tc_stage_next<HD, M>(sm, kv, c, nch);
 		}
 
 		if (!__any_sync(0xffffffffu, rn[0] > c * AD_CHUNK || rn[1] > c * AD_CHUNK)) {
 			if (BARS)
-				mbar_arrive(&bar[1][c % Tl::NST]);
+				mbar_arrive(&bar[1][(unsigned)c % Tl::NST]);
 			continue; /* every row of the warp has ended */
 		}
 
@@ -236,6 +265,10 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 
 			np[i] = rn[i] - c * AD_CHUNK;
 			ph[i] = rph[i] = rph[i] + 1 == rcps[i] ? 0 : rph[i] + 1; /* c % cps */
+			/* position p is seen when k0 <= c * AD_CHUNK + p < n: p - lo in
+			 * [0, span) as unsigned, one compare */
+			const int lo = k0 - c * AD_CHUNK;
+			const unsigned span = np[i] > lo ? (unsigned)(np[i] - lo) : 0u;
 #pragma unroll
 			for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -245,7 +278,7 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 
 					if (KT == 2)
 						v = v * ((const float *)(st + Tl::S0))[p];
-					v = p < np[i] && c * AD_CHUNK + p >= k0 ? v * scale : -INFINITY;
+					v = (unsigned)(p - lo) < span ? v * scale : -INFINITY;
 					x[j][e] = v;
 					mx = fmaxf(mx, v);
 				}
@@ -284,15 +317,26 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 		}
 
 		/* P . V: acc = acc * cf (0 first where a split starts), then the
-		 * weights' terms of each 16 positions against V's rows */
+		 * weights' terms of each 16 positions against V's rows; the zeroing
+		 * only in the chunks where a row of the warp starts a split (one in
+		 * COLI_GPU_ATTN_CPS(n) chunks: 15 at 31k positions on an H100),
+		 * so the others skip its 64 selects */
+		if (__any_sync(0xffffffffu, reset[0] || reset[1])) {
 #pragma unroll
-		for (int nt = 0; nt < ND; nt++)
+			for (int nt = 0; nt < ND; nt++)
 #pragma unroll
-			for (int e = 0; e < 4; e++) {
-				if (reset[e >> 1])
-					acc[nt][e] = 0.0f;
-				acc[nt][e] = acc[nt][e] * cf[e >> 1];
-			}
+				for (int e = 0; e < 4; e++) {
+					if (reset[e >> 1])
+						acc[nt][e] = 0.0f;
+					acc[nt][e] = acc[nt][e] * cf[e >> 1];
+				}
+		} else {
+#pragma unroll
+			for (int nt = 0; nt < ND; nt++)
+#pragma unroll
+				for (int e = 0; e < 4; e++)
+					acc[nt][e] = acc[nt][e] * cf[e >> 1];
+		}
 		{
 			const unsigned short *vt =
 			    VT == 2 ? sm.vw : (const unsigned short *)(st + Tl::V0);
@@ -324,7 +368,7 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 		}
 
 		if (BARS)
-			mbar_arrive(&bar[1][c % Tl::NST]); /* this thread's reads of the stage done */
+			mbar_arrive(&bar[1][(unsigned)c % Tl::NST]); /* this thread's reads of the stage done */
 
 		/* each row's event at the chunk's end (the split's last chunk, or
 		 * the row's) */
