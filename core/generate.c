@@ -98,12 +98,13 @@ static void decode_stats(coli_engine_t *e, struct coli_gen_stats *st,
 		st->expert_bytes += e->est.bytes[x] - e0->bytes[x];
 }
 
+/* auto drafts wherever the dense part runs and lets the measure decide
+ * (core/spec.c's guard): a step that streams experts over the link gains
+ * where drafts are accepted, one bound by the dense part's latency does
+ * not, and the guard pauses drafting there */
 int coli_gen_spec_on(const coli_engine_t *e)
 {
-	if (e->draft) /* a draft model: asked for, wherever the dense part runs */
-		return e->opts.spec != COLI_OPT_SPEC_OFF;
-	return e->opts.spec == COLI_OPT_SPEC_NGRAM ||
-	       (e->opts.spec == COLI_OPT_SPEC_AUTO && !e->dense.dd);
+	return e->opts.spec != COLI_OPT_SPEC_OFF;
 }
 
 int coli_gen_pick(coli_engine_t *e, struct coli_sampler *s, int greedy, const float *logits)
