@@ -169,7 +169,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	struct coli_spec sp;
 	char *text = NULL;
 	size_t cap = 0;
-	double t0, t1;
+	double t0, t1, step_s = -1; /* a sampled plain step's seconds, until its pick */
 	struct verify v;
 	int rc = 0, id, next = 0, greedy, i;
 
@@ -228,11 +228,22 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 		/* the token: from a verification's row while one runs (its row is the
 		 * plain step's logits, so the sampler draws what it would have), else
 		 * from the last step */
-		if (v.k || !greedy)
+		if (v.k || !greedy) {
+			const double tp = coli_now_s();
+
 			id = coli_gen_pick(e, s, greedy,
 			                   v.k ? vlogits + (size_t)v.row * c->vocab : logits);
-		else
+			/* --spec auto's measure: a verification's picks count in its
+			 * cost (a greedy plain step's argmax is in its forward), and
+			 * a sampled plain step's pick in the step's */
+			if (v.k)
+				v.s += coli_now_s() - tp;
+			else if (step_s >= 0)
+				coli_spec_step(&sp, step_s + (coli_now_s() - tp));
+			step_s = -1;
+		} else {
 			id = next, s->out.id = id;
+		}
 		coli_sampler_accept(s, id);
 		if (coli_gen_is_eos(c, id) || (s->grammar && coli_gen_is_end(s, id))) {
 			/* (constrained: one of its end ids, a chat turn's end among them) */
@@ -268,8 +279,10 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 
 		rc = greedy ? coli_engine_forward_argmax(e, &id, 1, &next)
 		            : coli_engine_forward_last(e, &id, 1, &logits);
-		if (sp.on)
+		if (sp.on && greedy)
 			coli_spec_step(&sp, coli_now_s() - ts);
+		else if (sp.on)
+			step_s = coli_now_s() - ts; /* measured with its pick, above */
 	}
 	if (v.k)
 		coli_spec_result(&sp, v.k, v.row, v.s);

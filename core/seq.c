@@ -299,11 +299,12 @@ int coli_seq_gen_after(coli_engine_t *e, struct coli_seq_gen *g, const struct co
 		g->t1 = coli_now_s();
 		g->st.prefill_s = g->t1 - g->t0;
 	}
-	if (g->step_t0 > 0) { /* a plain step the draft declined: --spec auto's measure */
+	id = coli_gen_pick(e, g->s, g->greedy, logits); /* as coli_generate picks it */
+	if (g->step_t0 > 0) { /* a plain step the draft declined, its pick with it:
+		               * --spec auto's measure */
 		coli_spec_step(g->spec, coli_now_s() - g->step_t0);
 		g->step_t0 = 0;
 	}
-	id = coli_gen_pick(e, g->s, g->greedy, logits); /* as coli_generate picks it */
 	take(e, g, id);
 	return 0;
 }
@@ -341,10 +342,13 @@ int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g)
 		return rc;
 	t1 = coli_now_s();
 	/* the tokens as the plain steps pick them, one a row while each is the
-	 * draft's next (the sampler draws from the rows in order) */
+	 * draft's next (the sampler draws from the rows in order); the picks
+	 * count in the verification's cost, as a plain step's pick in its own */
 	for (i = j = 0;; j++) {
+		const double tp = coli_now_s();
 		const int id = coli_gen_pick(e, g->s, g->greedy, g->vlogits + (size_t)j * V);
 
+		t1 += coli_now_s() - tp;
 		take(e, g, id), i++;
 		if (g->done || j == k || id != ids[j + 1])
 			break;
