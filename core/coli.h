@@ -346,9 +346,9 @@ enum coli_opt_stream {                       /* --stream: RAM-tier experts */
 	               COLI_OPT_STREAM_ONLY  /* all streamed to a GPU */
 };
 enum coli_opt_dense { COLI_OPT_DENSE_AUTO, COLI_OPT_DENSE_CPU };
-/* --spec: n-gram drafts verified in decoding (core/spec.c); auto: while the
- * dense part runs on the CPU (a GPU's 8-token verification measured slower
- * than its one-token graphs: docs/perf/history/2026-12-02.md) */
+/* --spec: n-gram drafts verified in decoding (core/spec.c); auto: while a
+ * verification's tokens measure cheaper than plain steps, on the CPU or a
+ * GPU (core/spec.c's guard) */
 enum coli_opt_spec { COLI_OPT_SPEC_OFF, COLI_OPT_SPEC_NGRAM, COLI_OPT_SPEC_AUTO };
 /* --cpu-isa: the CPU kernels (cpu/dispatch.c); every one gives the same
  * bits, so forcing one is for measuring (bench A/B) and tests. The value

@@ -239,8 +239,8 @@ int coli_seq_gen_begin(coli_engine_t *e, struct coli_seq_gen *g, int slot, int c
 	}
 	g->greedy = !coli_sampler_needs_logits(s);
 	g->done = max_new <= 0;
-	/* --spec as coli_generate takes it (the dense part is on the CPU with
-	 * several slots) */
+	/* --spec as coli_generate takes it (auto: the measure decides, wherever
+	 * the dense part runs) */
 	if (coli_gen_spec_on(e) && (g->spec = malloc(sizeof(*g->spec))))
 		coli_spec_init(g->spec, e);
 	coli_detok_init(&g->dt);

@@ -47,9 +47,11 @@
  * whose first token keeps failing (SPEC_MISS in a row) pause drafting for
  * SPEC_PAUSE steps: a k + 1 token forward reads more experts than a one-
  * token step, which only pays when something is accepted. And the cost is
- * measured (--spec auto): when a verification's seconds per token it yields
- * run above a plain step's (running means), drafting pauses four times as
- * long, then probes again (--spec ngram drafts regardless). A small model whose forward grows with
+ * measured (--spec auto, wherever the dense part runs): when a
+ * verification's seconds per token it yields (its picks from the rows
+ * included, as a plain step's pick or argmax is in the step's) run above a
+ * plain step's (running means), drafting pauses four times as long, then
+ * probes again (--spec ngram drafts regardless). A small model whose forward grows with
  * its tokens (bound by compute, not by reading its weights) ends up mostly undrafted; a large one,
  * whose step reads the weights once for all its tokens, keeps drafting.
  */
