@@ -184,16 +184,16 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 				mbar_init(&bar[0][s], AT_THREADS), mbar_init(&bar[1][s], AT_THREADS);
 		__syncthreads(); /* the barriers set up (and O zeroed) before any use */
 		for (int c = c_lo; c < c_lo + TCP_AHEAD && c < nch; c++) {
-			const unsigned sc = (unsigned)c % Tl::NST;
+			const unsigned si = (unsigned)c % Tl::NST;
 
-			tcp_stage<HD, M>(sm.st[sc], kv, c);
-			mbar_cp_arrive(&bar[0][sc]);
+			tcp_stage<HD, M>(sm.st[si], kv, c);
+			mbar_cp_arrive(&bar[0][si]);
 		}
 	} else {
 		tc_stage_first<HD, M>(sm, kv, c_lo, nch);
 	}
 	for (int c = c_lo; c < nch; c++) {
-		const unsigned sc = (unsigned)c % Tl::NST; /* chunk c's stage (BARS) */
+		const unsigned si = (unsigned)c % Tl::NST; /* chunk c's stage (BARS) */
 		const char *st;
 
 		if (BARS) {
@@ -209,15 +209,15 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 				tcp_stage<HD, M>(sm.st[sa], kv, c + TCP_AHEAD);
 				mbar_cp_arrive(&bar[0][sa]);
 			}
-			mbar_wait(&bar[0][sc], (u / Tl::NST) & 1); /* chunk c landed */
-			st = sm.st[sc];
+			mbar_wait(&bar[0][si], (u / Tl::NST) & 1); /* chunk c landed */
+			st = sm.st[si];
 		} else {
 			st = tc_stage_next<HD, M>(sm, kv, c, nch);
 		}
 
 		if (!__any_sync(0xffffffffu, rn[0] > c * AD_CHUNK || rn[1] > c * AD_CHUNK)) {
 			if (BARS)
-				mbar_arrive(&bar[1][sc]);
+				mbar_arrive(&bar[1][si]);
 			continue; /* every row of the warp has ended */
 		}
 
@@ -371,7 +371,7 @@ attn_tcp(const float *q, const void *K, const void *V, float *out, int pos0, con
 		}
 
 		if (BARS)
-			mbar_arrive(&bar[1][sc]); /* this thread's reads of the stage done */
+			mbar_arrive(&bar[1][si]); /* this thread's reads of the stage done */
 
 		/* each row's event at the chunk's end (the split's last chunk, or
 		 * the row's) */
