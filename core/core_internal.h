@@ -198,6 +198,7 @@ void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st);
 #define COLI_SPEC_KMAX 7 /* k + 1 = 8 tokens a verification: the small-batch kernels */
 #define COLI_SPEC_NGRAM_MIN 2 /* an n-gram draft's shortest match (core/spec.c) */
 #define COLI_SPEC_LMAX      64 /* ... and the most it counts (evidence enough) */
+#define COLI_SPEC_BUCKETS   8  /* match lengths 2..7, 8..15, 16.. (core/spec.c) */
 struct coli_spec {
 	int on;
 	int k;                         /* the next draft's length */
@@ -207,17 +208,31 @@ struct coli_spec {
 	                                * verification's seconds per token it yields */
 	int n_step, n_yield;           /* samples in each mean (capped: a running mean) */
 	int slow;                      /* pauses for verifications measured slower than steps */
-	int guard;                     /* pause where verifications measure slower (--spec auto) */
+	int guard;                     /* --spec auto: the measured cost decides */
 	struct coli_engine *model;     /* drafts from this model's greedy steps, else n-grams */
 	int model_vocab;               /* the verified model's vocabulary (a draft ends past it) */
 	double draft_s;                /* the last draft's seconds (a draft model's steps) */
+	/* --spec auto's cost model for n-gram drafts (core/spec.c) */
+	float acc[COLI_SPEC_BUCKETS][COLI_SPEC_KMAX][2]; /* decayed counts, a match-length
+	                                                  * bucket's draft token j: accepted,
+	                                                  * scored (tokens before it accepted) */
+	double extra_s;                /* running mean: a verification's seconds a draft token
+	                                * above a plain step's */
+	int n_extra;
+	int idle;                      /* drafts declined since the last verification */
+	struct coli_spec_cand {
+		int n0, m, j, b;       /* drafted after hist[n0 - 1]: m tokens, j scored, bucket */
+		int ids[COLI_SPEC_KMAX];
+	} cand;                        /* the last draft, scored against the history as it grows */
 };
 /* From e's options and draft model: on, draft at all (coli_gen_spec_on);
- * guard, let the measured cost pause drafting (--spec auto; --spec ngram
- * drafts whatever it costs, deterministic for tests); model, e's draft. */
+ * guard, let the measured cost choose the draft length (--spec auto;
+ * --spec ngram drafts on its schedule whatever it costs, deterministic for
+ * tests); model, e's draft. */
 void coli_spec_init(struct coli_spec *sp, const struct coli_engine *e);
-/* Up to min(k, kmax) draft tokens following the history hist[n] into draft[];
- * their count (0: no match, paused or off). With sp->model (coli_generate
+/* Up to kmax draft tokens (k on the schedule) following the history hist[n] into draft[];
+ * how many to verify (0: no match, paused, off, or under --spec auto none
+ * that pays; draft[] may hold more). With sp->model (coli_generate
  * sets it from the engine's draft), its greedy continuation of hist; a
  * failing draft model turns drafting off (the plain steps go on). */
 int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int *draft);

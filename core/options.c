@@ -160,7 +160,7 @@ static const struct opt_row g_opts[] = {
     {"--spec", "COLI_SPEC", ENUM(k_spec), F(spec), "auto",
      "decoding: ngram verifies drafts copied from earlier text (the same tokens, greedy or "
      "sampled with a seed, in fewer steps when text repeats), off one token a step, auto ngram "
-     "while verifying measures faster than plain steps"},
+     "drafts of the length their measured cost and record say pays"},
     {"--prefetch", "COLI_PREFETCH", .type = OPT_BOOL, F(prefetch), "on",
      "prefetch the next layer's likely experts (router lookahead)"},
     {"--io", "COLI_IO", ENUM(k_io), F(io), "auto",

@@ -42,18 +42,31 @@
  * draft's inputs are dropped, as the verified model's are. Its seconds count
  * in the verification's cost (--spec auto's measure).
  *
- * Draft length k: SPEC_K0 to start, + 2 after a draft accepted whole, halved
- * after one rejected at its first token, within 1..COLI_SPEC_KMAX. Drafts
- * whose first token keeps failing (SPEC_MISS in a row) pause drafting for
- * SPEC_PAUSE steps: a k + 1 token forward reads more experts than a one-
- * token step, which only pays when something is accepted. And the cost is
- * measured (--spec auto, wherever the dense part runs): when a
- * verification's seconds per token it yields (its picks from the rows
- * included, as a plain step's pick or argmax is in the step's) run above a
- * plain step's (running means), drafting pauses four times as long, then
- * probes again (--spec ngram drafts regardless). A small model whose forward grows with
- * its tokens (bound by compute, not by reading its weights) ends up mostly undrafted; a large one,
- * whose step reads the weights once for all its tokens, keeps drafting.
+ * Draft length k under --spec auto (n-grams): chosen each time from what
+ * the drafts have been worth and what a verification costs (auto_k). Every
+ * draft is scored against the text as it grows, verified or declined (the
+ * tokens are the plain loop's either way, so a declined draft is free
+ * evidence): counts of its token j accepted given the ones before, by the
+ * length of the match it came from (a 2-token match is a coin flip on the
+ * demo model's held-out text, 8 tokens and more right nine times in ten).
+ * The cost is measured: a plain step's seconds and a verification's extra
+ * seconds a draft token (the picks from its rows included, as a plain
+ * step's pick or argmax is in the step's). k maximizes the tokens a
+ * verification is expected to yield over its cost in steps, and no draft
+ * is verified when none beats a plain step; a one-token probe now and then
+ * keeps the cost current. A small model on the CPU, whose forward grows
+ * with its tokens (bound by compute, not by reading its weights), ends up
+ * verifying only near-certain drafts; a large one, whose step reads the
+ * weights once for all its tokens, drafts long.
+ *
+ * Under --spec ngram (deterministic: the tests' mode) and with a draft
+ * model the schedule alone: SPEC_K0 to start, + 2 after a draft accepted
+ * whole, halved after one rejected at its first token, within
+ * 1..COLI_SPEC_KMAX; drafts whose first token keeps failing (SPEC_MISS in a
+ * row) pause drafting for SPEC_PAUSE steps. With a draft model under auto,
+ * when a verification's seconds per token it yields (the draft model's
+ * steps included) run above a plain step's, drafting pauses four times as
+ * long, then probes again.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -65,6 +78,9 @@
 #define SPEC_MISS      4
 #define SPEC_PAUSE     16
 #define SPEC_MEAN      16
+#define SPEC_ACC_N     64   /* acceptance counts forget at about this many samples */
+#define SPEC_G0        0.5  /* g before a verification has measured it */
+#define SPEC_PROBE     64   /* declined drafts before a one-token probe re-measures g */
 
 void coli_spec_init(struct coli_spec *sp, const struct coli_engine *e)
 {
@@ -160,7 +176,7 @@ static int model_draft(struct coli_spec *sp, const int *hist, int n, int k, int 
 /* The n-gram draft (the top's): the place e < n - 1 whose tokens up to e
  * match hist's last ones the longest, then hist[e + 1 ..], at most k and at
  * most the match's length. */
-static int ngram_draft(const int *hist, int n, int k, int *draft)
+static int ngram_draft(const int *hist, int n, int k, int *draft, int *len_out)
 {
 	int best = 0, end = 0, m = 0;
 
@@ -178,6 +194,7 @@ static int ngram_draft(const int *hist, int n, int k, int *draft)
 		if (len > best) /* (strictly: the most recent of equals stays) */
 			best = len, end = e;
 	}
+	*len_out = best;
 	if (!best)
 		return 0;
 	k = k < best ? k : best;
@@ -186,19 +203,98 @@ static int ngram_draft(const int *hist, int n, int k, int *draft)
 	return m;
 }
 
+/* A match length's bucket in acc[]: one each for 2..7 tokens (where the
+ * demo model's held-out text shows acceptance climbing, about 0.5 at 2 to
+ * 0.85 at 7), then 8..15 and 16.. (0.9 and more). */
+static int match_bucket(int len)
+{
+	return len < 8 ? len - COLI_SPEC_NGRAM_MIN : len < 16 ? 6 : 7;
+}
+
+/* Score the last draft against the history as it grew since: its token j
+ * against hist[n0 + j] while tokens j - 1 and before matched, each a sample
+ * of its bucket's acceptance at j. Whether the draft was verified or
+ * declined makes no difference: the tokens are the plain loop's either way,
+ * so a declined draft teaches as much as a verified one, at no cost. */
+static void score_draft(struct coli_spec *sp, const int *hist, int n)
+{
+	struct coli_spec_cand *c = &sp->cand;
+
+	if (n < c->n0)
+		c->m = 0; /* the history was rewound past it */
+	while (c->j < c->m && c->n0 + c->j < n) {
+		float *a = sp->acc[c->b][c->j];
+		const int hit = hist[c->n0 + c->j] == c->ids[c->j];
+
+		if (a[1] >= SPEC_ACC_N) /* forget slowly: the text changes */
+			a[0] *= 1.0f - 1.0f / SPEC_ACC_N, a[1] *= 1.0f - 1.0f / SPEC_ACC_N;
+		a[0] += (float)hit, a[1] += 1.0f;
+		c->j++;
+		if (!hit)
+			c->m = 0;
+	}
+}
+
+/* --spec auto's draft length for an n-gram draft of m tokens from a match in
+ * bucket b: the k <= m (0: a plain step) most tokens a second. A
+ * verification of k drafts yields 1 + p1 + p1 p2 + ... + p1..pk tokens on
+ * average (pj: its bucket's acceptance of token j given the ones before,
+ * Laplace-smoothed) and costs about 1 + g k plain steps (g: the measured
+ * extra seconds a draft token, over a step's). Linear in k is the CPU's
+ * shape; a GPU's is flatter and a streamed MoE's grows with the union of
+ * the experts the tokens route to, so the mean over the k verified is what
+ * g learns. With nothing verified for SPEC_PROBE drafts a one-token draft
+ * is verified anyway, so g follows the machine (a busier host, a longer
+ * context). */
+static int auto_k(struct coli_spec *sp, int b, int m)
+{
+	const double g = sp->n_extra && sp->step_s > 0 ? sp->extra_s / sp->step_s : SPEC_G0;
+	double p = 1, yield = 1, best = 1;
+	int k = 0;
+
+	for (int j = 0; j < m; j++) {
+		const float *a = sp->acc[b][j];
+
+		p *= (a[0] + 1.0) / (a[1] + 2.0);
+		yield += p;
+		if (yield / (1 + g * (j + 1)) > best)
+			best = yield / (1 + g * (j + 1)), k = j + 1;
+	}
+	if (k)
+		sp->idle = 0;
+	else if (++sp->idle >= SPEC_PROBE)
+		sp->idle = 0, k = 1;
+	return k;
+}
+
 int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int *draft)
 {
-	int k = sp->k < kmax ? sp->k : kmax;
+	int k = sp->k < kmax ? sp->k : kmax, len = 0, m;
 
 	if (!sp->on || k <= 0)
 		return 0;
-	if (sp->pause > 0) {
-		sp->pause--;
-		return 0;
-	}
-	if (sp->model)
+	if (sp->model) {
+		if (sp->pause > 0) {
+			sp->pause--;
+			return 0;
+		}
 		return model_draft(sp, hist, n, k, sp->model_vocab, draft);
-	return ngram_draft(hist, n, k, draft);
+	}
+	if (!sp->guard) { /* --spec ngram: the schedule alone (coli_spec_result) */
+		if (sp->pause > 0) {
+			sp->pause--;
+			return 0;
+		}
+		return ngram_draft(hist, n, k, draft, &len);
+	}
+	score_draft(sp, hist, n);
+	if (!(m = ngram_draft(hist, n, kmax, draft, &len)))
+		return 0;
+	if (!sp->cand.m) { /* the next to score (one at a time: a long one may still be open) */
+		sp->cand.n0 = n, sp->cand.m = m, sp->cand.j = 0, sp->cand.b = match_bucket(len);
+		memcpy(sp->cand.ids, draft, sizeof(int) * (size_t)m);
+	}
+	return auto_k(sp, match_bucket(len), m);
 }
 
 /* a running mean over the last ~SPEC_MEAN samples */
@@ -218,6 +314,13 @@ void coli_spec_result(struct coli_spec *sp, int drafted, int accepted, double se
 	seconds += sp->draft_s; /* a draft model's steps are part of the cost */
 	sp->draft_s = 0;
 	mean_add(&sp->yield_s, &sp->n_yield, seconds / (accepted + 1));
+	if (sp->n_step && drafted > 0)
+		mean_add(&sp->extra_s, &sp->n_extra,
+		         (seconds > sp->step_s ? seconds - sp->step_s : 0) / drafted);
+	if (sp->guard && !sp->model) { /* auto_k decides (its totals only here) */
+		sp->drafted += drafted, sp->accepted += accepted, sp->rounds++;
+		return;
+	}
 	/* measured not to pay: a verification's tokens cost more than plain
 	 * steps' (a small model whose forward grows with its tokens) */
 	if (sp->guard && sp->n_yield >= 4 && sp->n_step >= 4 && sp->yield_s > sp->step_s * 1.02) {

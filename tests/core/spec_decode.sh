@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/core/spec_decode.sh — speculative decoding from n-gram drafts
 # (core/spec.c) is lossless: `coli generate` greedy with --spec ngram prints
-# the same text as --spec off, byte for byte, on the demo model (q8 and bf16
+# the same text as --spec off, byte for byte (and so does --spec auto, whose
+# measured cost picks the drafts it verifies), on the demo model (q8 and bf16
 # conversions) for a prompt that repeats itself (the first 3,000 bytes of
 # the held-out text: drafts get accepted) and one that does not (a random
 # token soup: few drafts), on the CPU and on the simulated device (sim, and
@@ -32,7 +33,7 @@ devs="off sim sim:2"
 for q in q8 bf16; do
 	for p in rep soup; do
 		for g in $devs; do
-			for sp in off ngram; do
+			for sp in off ngram auto; do
 				"$COLI" generate -m demo-$q.coli -p "$(cat $p.txt)" -n 120 --gpu $g \
 					--spec $sp --usage off >$sp.out 2>$sp.err || { cat $sp.err; bad "$q $p $g $sp: generate"; }
 			done
@@ -41,6 +42,7 @@ for q in q8 bf16; do
 			else
 				bad "$q $p --gpu $g: --spec ngram changed the text"
 			fi
+			cmp -s off.out auto.out || bad "$q $p --gpu $g: --spec auto changed the text"
 			grep -q "spec ngram" off.err && bad "$q $p $g: --spec off drafted"
 			if [ $p = rep ] && [ $q = q8 ] && [ $g = off ]; then
 				n=$(sed -n 's/.*spec ngram: \([0-9]*\) of .*/\1/p' ngram.err)

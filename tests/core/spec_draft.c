@@ -8,8 +8,10 @@
  * token ids (long and overlapping matches, runs of one token) and every k;
  * then cases written out: the longer match over the more recent shorter one,
  * the cap by the match's length, the most recent of equal matches, no
- * match, drafting off, paused and kmax. Last it prints (asserting nothing)
- * what a draft costs over a 131,072-token history without a match.
+ * match, drafting off, paused and kmax; --spec auto's cost model (its
+ * scoring of drafts, its choice of length, its probes). Last it prints
+ * (asserting nothing) what a draft costs over a 131,072-token history
+ * without a match.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,75 @@ static int expect(const char *what, const int *h, int n, int k, const int *want,
 		return 1;
 	}
 	return 0;
+}
+
+/* --spec auto's cost model (core/spec.c: score_draft, auto_k): a draft's
+ * tokens scored against the history as it grows, verified or not; the
+ * length chosen from those counts and the measured cost; a probe after
+ * drafts declined in a row. */
+static int cost_model(void)
+{
+	/* 1 2 3 4 5 6 | 1 2 3 4: the match 1 2 3 4 (4 tokens, bucket 2) drafts 5 6 */
+	int h[32] = {1, 2, 3, 4, 5, 6, 1, 2, 3, 4}, d[COLI_SPEC_KMAX + 1], m, rc = 0, probes = 0;
+	struct coli_spec sp;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.on = 1, sp.guard = 1, sp.k = 4;
+	/* nothing measured: g = 0.5 and acceptance 1/2 a token: 1 + 1/2 tokens for
+	 * 1.5 steps ties a plain step, so the smoothed counts alone draft nothing */
+	if ((m = coli_spec_draft(&sp, h, 10, COLI_SPEC_KMAX, d)) != 0 || d[0] != 5 || d[1] != 6) {
+		printf("FAIL auto, no evidence: %d draft tokens verified, or not 5 6\n", m);
+		rc = 1;
+	}
+	/* the text goes on 5 7: token 0 accepted, token 1 not, scored when the
+	 * history has them (the draft above was declined) */
+	h[10] = 5, h[11] = 7;
+	coli_spec_draft(&sp, h, 11, COLI_SPEC_KMAX, d);
+	if (sp.acc[2][0][1] != 1.0f || sp.acc[2][0][0] != 1.0f || sp.acc[2][1][1] != 0.0f) {
+		printf("FAIL scoring: bucket 2 token 0 %.0f of %.0f, token 1 scored %.0f times\n",
+		       sp.acc[2][0][0], sp.acc[2][0][1], sp.acc[2][1][1]);
+		rc = 1;
+	}
+	coli_spec_draft(&sp, h, 12, COLI_SPEC_KMAX, d);
+	if (sp.acc[2][1][1] != 1.0f || sp.acc[2][1][0] != 0.0f || sp.cand.m) {
+		printf("FAIL scoring: token 1 %.0f of %.0f, the draft still open\n", sp.acc[2][1][0],
+		       sp.acc[2][1][1]);
+		rc = 1;
+	}
+	/* measured: a step 1 ms, a verification of 2 drafts 1.2 ms (g = 0.1) */
+	coli_spec_step(&sp, 1e-3);
+	coli_spec_result(&sp, 2, 0, 1.2e-3);
+	if (sp.extra_s < 0.99e-4 || sp.extra_s > 1.01e-4) {
+		printf("FAIL measure: %.3g s a draft token above a step (1e-4 expected)\n", sp.extra_s);
+		rc = 1;
+	}
+	/* the bucket's tokens accepted 19 of 20 times: drafted whole */
+	for (int j = 0; j < COLI_SPEC_KMAX; j++)
+		sp.acc[2][j][0] = 19, sp.acc[2][j][1] = 20;
+	sp.cand.m = 0;
+	if ((m = coli_spec_draft(&sp, h, 10, COLI_SPEC_KMAX, d)) != 4) {
+		printf("FAIL cheap and likely: %d draft tokens verified (4 expected)\n", m);
+		rc = 1;
+	}
+	/* a verification as dear as its tokens' steps (g = 1): never pays but
+	 * for the probe that re-measures it */
+	sp.extra_s = 1e-3;
+	for (int i = 0; i < 200; i++) {
+		sp.cand.m = 0;
+		m = coli_spec_draft(&sp, h, 10, COLI_SPEC_KMAX, d);
+		probes += m != 0;
+		if (m > 1) {
+			printf("FAIL dear: %d draft tokens verified\n", m);
+			rc = 1;
+			break;
+		}
+	}
+	if (probes < 1 || probes > 200 / 16) {
+		printf("FAIL dear: %d probes in 200 drafts\n", probes);
+		rc = 1;
+	}
+	printf("the cost model: %s\n", rc ? "FAIL" : "ok");
+	return rc;
 }
 
 int main(void)
@@ -161,6 +232,7 @@ int main(void)
 		rc |= found != 0;
 		free(h);
 	}
+	rc |= cost_model();
 	printf("%d random histories against the reference; %s\n", cases, rc ? "FAIL" : "ok");
 	return rc;
 }
