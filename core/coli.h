@@ -494,6 +494,12 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
  * temperature 0). With the dense part on a GPU the argmax runs there and only
  * the index crosses the bus, not the vocabulary's logits. */
 int coli_engine_forward_argmax(coli_engine_t *e, const int *ids, int n, int *next);
+/* The greedy choice after each of the n tokens: next[j] = the argmax of token
+ * j's logits, as coli_engine_forward with all_logits and coli_argmax a row
+ * give it (a greedy verification of drafts, core/spec.c). With the dense part
+ * on a GPU the argmaxes run there and only the n indices cross the bus;
+ * else the logits land in buf [n][vocab] first. */
+int coli_engine_forward_argmax_all(coli_engine_t *e, const int *ids, int n, float *buf, int *next);
 /* The same, but *logits = the last token's [vocab] logits in a buffer of the
  * engine's (page-locked when a GPU holds the dense part: the logits land there
  * from the device), valid until the next call on e. Saves coli_engine_forward's

@@ -283,8 +283,9 @@ void coli_dense_dev_close(struct coli_engine *e);
  * the dense part (a range of layers, or all of it). */
 int coli_dense_dev_of(const struct coli_engine *e, int l);
 int coli_dense_dev_holds(const struct coli_engine *e, const struct coli_dev *dev);
-/* next != NULL (logits NULL): the greedy id after the last token, computed on
- * the device; only the index is downloaded */
+/* next != NULL (logits unused): the greedy id after the last token (all_logits:
+ * after each token, next[T]), computed on the device; only the indices are
+ * downloaded */
 int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
                      int *next);
 /* After expert placement: the MoE layers the dense device can plan itself. */

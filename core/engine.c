@@ -609,6 +609,13 @@ int coli_engine_dense_moved(struct coli_engine *e, int why)
 	return rc;
 }
 
+/* next[j] = the greedy id of row j of logits [n][vocab]. */
+static void argmax_rows(const struct coli_engine *e, const float *logits, int n, int *next)
+{
+	for (int j = 0; j < n; j++)
+		next[j] = coli_argmax(logits + (size_t)j * e->m.cfg.vocab, e->m.cfg.vocab);
+}
+
 /* A chunk of slot 0 on the dense device(s); with several slots open, as
  * a batch of one run. */
 static int dev_chunk(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits,
@@ -625,17 +632,19 @@ static int dev_chunk(struct coli_engine *e, const int *ids, int T, float *logits
 	if (e->kv.n_seq == 1)
 		return coli_forward_dev(e, ids, T, logits, all_logits, next);
 	rc = coli_forward_dev_batch(e, &(struct coli_batch){.n_runs = 1, .runs = &r},
-	                            next ? e->s.glogits : logits);
+	                            next && !all_logits ? e->s.glogits : logits);
 	if (!rc && next)
-		*next = coli_argmax(e->s.glogits, e->m.cfg.vocab);
+		argmax_rows(e, next && !all_logits ? e->s.glogits : logits, all_logits ? T : 1,
+		            next);
 	return rc;
 }
 
 /* One chunk on the dense device(s), or on the CPU. If a dense device fails,
  * the dense part moves (coli_engine_dense_moved) and the chunk runs again: no token is
  * lost. */
-/* next != NULL: logits NULL; *next = the greedy id after the last token
- * (on the dense device when there is one, else coli_argmax of the CPU's). */
+/* next != NULL: *next = the greedy id after the last token, next[T] after
+ * each with all_logits (on the dense device when there is one, else
+ * coli_argmax of the CPU's logits: with all_logits in logits [T][vocab]). */
 static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *logits,
                          int all_logits, int *next)
 {
@@ -652,16 +661,15 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 		if (rc)
 			return rc;
 	}
-	rc = coli_forward(e, ids, T, next ? e->s.glogits : logits, all_logits);
-	if (rc == 0) { /* (slot 0's history recorded by the forward) */
-		if (next)
-			*next = coli_argmax(e->s.glogits, e->m.cfg.vocab);
-	}
+	rc = coli_forward(e, ids, T, next && !all_logits ? e->s.glogits : logits, all_logits);
+	if (rc == 0 && next) /* (slot 0's history recorded by the forward) */
+		argmax_rows(e, all_logits ? logits : e->s.glogits, all_logits ? T : 1, next);
 	return rc;
 }
 
 /* The forward of n tokens in chunks of tmax; the logits (or with next, the
- * greedy id) of the last chunk only, unless all_logits. */
+ * greedy id) of the last token only, unless all_logits: every token's (with
+ * next, next[n], and logits a buffer [n][vocab] where they come to the host). */
 static int forward(coli_engine_t *e, const int *ids, int n, float *logits, int all_logits,
                    int *next)
 {
@@ -680,7 +688,11 @@ static int forward(coli_engine_t *e, const int *ids, int n, float *logits, int a
 			dst = logits + (size_t)i * V;
 		else if (logits && last)
 			dst = logits;
-		rc = forward_chunk(e, ids + i, chunk, dst, all_logits, last ? next : NULL);
+		rc = forward_chunk(e, ids + i, chunk, dst, all_logits,
+		                   !next        ? NULL
+		                   : all_logits ? next + i
+		                   : last       ? next
+		                                : NULL);
 		if (!rc && e->vram.n_devs)
 			coli_moe_dev_adapt(e);
 		if (rc) {
@@ -700,6 +712,11 @@ int coli_engine_forward(coli_engine_t *e, const int *ids, int n, float *logits, 
 int coli_engine_forward_argmax(coli_engine_t *e, const int *ids, int n, int *next)
 {
 	return next ? forward(e, ids, n, NULL, 0, next) : -EINVAL;
+}
+
+int coli_engine_forward_argmax_all(coli_engine_t *e, const int *ids, int n, float *buf, int *next)
+{
+	return next && buf ? forward(e, ids, n, buf, 1, next) : -EINVAL;
 }
 
 int coli_engine_forward_last(coli_engine_t *e, const int *ids, int n, const float **logits)

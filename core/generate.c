@@ -123,16 +123,18 @@ int coli_gen_pick(coli_engine_t *e, struct coli_sampler *s, int greedy, const fl
 struct verify {
 	int k, row, pos; /* the draft's length, the row picked from next, ids[0]'s position */
 	int ids[COLI_SPEC_KMAX + 1];
-	double s; /* the forward's seconds */
+	int next[COLI_SPEC_KMAX + 1]; /* greedy: each row's argmax, not its logits */
+	double s;                     /* the forward's seconds */
 };
 
 /* The tokens hist[0, n) are generated, the last one not forwarded yet; at
  * most `room` tokens may follow the next one. With a draft, forwards the
  * last token and the draft (v->ids[0..k]) with every position's logits into
- * *vlogits and returns k; 0 with no draft (the caller runs the plain step)
- * or an error (*rc). */
+ * *vlogits (greedy: their argmaxes into v->next, on the GPU when the dense
+ * part is there) and returns k; 0 with no draft (the caller runs the plain
+ * step) or an error (*rc). */
 static int verify(coli_engine_t *e, struct coli_spec *sp, const int *hist, int n, int room,
-                  struct verify *v, float **vlogits, int *rc)
+                  int greedy, struct verify *v, float **vlogits, int *rc)
 {
 	const int V = e->m.cfg.vocab;
 	double t0;
@@ -150,7 +152,8 @@ static int verify(coli_engine_t *e, struct coli_spec *sp, const int *hist, int n
 	}
 	v->ids[0] = hist[n - 1];
 	t0 = coli_now_s();
-	if ((*rc = coli_engine_forward(e, v->ids, k + 1, *vlogits, 1)))
+	if ((*rc = greedy ? coli_engine_forward_argmax_all(e, v->ids, k + 1, *vlogits, v->next)
+	                  : coli_engine_forward(e, v->ids, k + 1, *vlogits, 1)))
 		return 0;
 	v->s = coli_now_s() - t0;
 	v->row = 0;
@@ -228,7 +231,9 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 		/* the token: from a verification's row while one runs (its row is the
 		 * plain step's logits, so the sampler draws what it would have), else
 		 * from the last step */
-		if (v.k || !greedy) {
+		if (v.k && greedy) {
+			id = v.next[v.row], s->out.id = id;
+		} else if (v.k || !greedy) {
 			const double tp = coli_now_s();
 
 			id = coli_gen_pick(e, s, greedy,
@@ -272,7 +277,8 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 			if (rc)
 				break;
 		}
-		if (verify(e, &sp, hist, n_prompt + i + 1, max_new - i - 2, &v, &vlogits, &rc) ||
+		if (verify(e, &sp, hist, n_prompt + i + 1, max_new - i - 2, greedy, &v, &vlogits,
+		           &rc) ||
 		    rc)
 			continue;
 		const double ts = coli_now_s();

@@ -267,7 +267,7 @@ static int alloc_bufs(struct coli_engine *e, struct coli_dense_dev *dd, size_t I
 		B(pex, P * 4);
 	if (dd->last) { /* lm_head's rows: a chunk's logits go down in pieces */
 		B(logits, (T < COLI_DEV_LOGIT_ROWS ? T : COLI_DEV_LOGIT_ROWS) * c->vocab * 4);
-		B(next, 4);
+		B(next, (T < COLI_DEV_LOGIT_ROWS ? T : COLI_DEV_LOGIT_ROWS) * 4);
 	}
 	B(sel, P * 4);
 	B(selw, P * 4);

@@ -618,14 +618,16 @@ static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, const 
 			rc = coli_dev_add_rmsnorm(dd->dev, &nm);
 		}
 		rc = rc ? rc : gemm(dd, &dd->lm_head, dd->xn, n, hx ? hx : dd->logits, c->vocab);
-		if (next) { /* greedy: the index comes back, not the vocabulary's logits */
-			rc =
-			    rc ? rc
-			       : coli_dev_argmax(dd->dev, &(struct coli_dev_argmax){.x = dd->logits,
-			                                                            .out = dd->next,
-			                                                            .n = c->vocab});
-			down[(*nd)++] = (struct coli_dev_down){e->s.xids + e->s.tmax + 1, dd->next,
-			                                       sizeof(int)};
+		if (next) { /* greedy: the indices come back, not the vocabulary's logits */
+			for (int j = 0; !rc && j < n; j++)
+				rc = coli_dev_argmax(
+				    dd->dev,
+				    &(struct coli_dev_argmax){
+				        .x = dd->logits + sizeof(float) * (size_t)j * c->vocab,
+				        .out = dd->next + sizeof(int) * (size_t)j,
+				        .n = c->vocab});
+			down[(*nd)++] = (struct coli_dev_down){coli_scratch_next(&e->s) + j0,
+			                                       dd->next, sizeof(int) * (size_t)n};
 		} else if (!hx) {
 			/* one row (a decode step) through the registered e->s.xlogits */
 			float *dst = n_want == 1 ? e->s.xlogits : logits + (size_t)j0 * c->vocab;
@@ -639,7 +641,7 @@ static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, const 
 
 /* The forward of st's rows, their token ids (and with several slots the row
  * table) already in e->s.xids; logits of the rows want[n_want] (next: the
- * greedy id after the one row wanted). The caller advances the slots. */
+ * greedy ids after them, next[n_want]). The caller advances the slots. */
 static int forward_rows(struct coli_engine *e, const struct dstep *st, const int *want, int n_want,
                         float *logits, int *next)
 {
@@ -715,7 +717,7 @@ static int forward_rows(struct coli_engine *e, const struct dstep *st, const int
 		memcpy(logits, e->s.xlogits, sizeof(float) * c->vocab);
 	coli_dense_dev_fast_count(e);
 	if (next)
-		*next = e->s.xids[e->s.tmax + 1];
+		memcpy(next, coli_scratch_next(&e->s), sizeof(int) * (size_t)n_want);
 	if (logits || next)
 		coli_dense_dev_phase_end(dd, &e->est.lm_head_s, 0);
 	e->est.forward_s += coli_now_s() - start;

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptx/kernels_abi.h"
+
 struct coli_actbuf;
 struct coli_act;
 struct coli_attn_group;
@@ -66,9 +68,10 @@ struct coli_scratch {
 	                 * the dense device this forward, for the host's counts */
 	int *guess;     /* [tmax][top_k]: the lookahead's top-k for a layer call's guess_l,
 	                 * computed on the dense device (core/forward/forward_dev.c) */
-	int *xids;      /* [2 + tmax] position, then token ids, on their way to the dense device;
-	                 * [tmax + 1]: the greedy id coming back (coli_engine_forward_argmax);
-	                 * then [tmax][COLI_GPU_ROWS] several sequences' row table (dd_rows) */
+	int *xids;      /* [2 + tmax] position, then token ids, on their way to the dense device
+	                 * ([tmax + 1] unused); then [tmax][COLI_GPU_ROWS] several sequences'
+	                 * row table (dd_rows); then [tmax] the greedy ids coming back
+	                 * (coli_engine_forward_argmax: coli_scratch_next) */
 	size_t bytes;   /* what coli_scratch_alloc took, for the RAM budget */
 };
 
@@ -77,6 +80,12 @@ struct coli_scratch {
  * -ENOMEM: s holds what was allocated; coli_scratch_free releases it. */
 int coli_scratch_alloc(struct coli_scratch *s, const struct coli_model_config *c, int tmax, int ctx,
                        int n_seq, int threads);
+/* Where the greedy ids of a forward's rows come back from the dense device:
+ * [tmax] in the registered xids region, after the row table. */
+static inline int *coli_scratch_next(const struct coli_scratch *s)
+{
+	return s->xids + 2 + (1 + COLI_GPU_ROWS) * s->tmax;
+}
 /* Releases what coli_scratch_alloc made; call after the devices that
  * registered the transfer region are closed. s is zeroed. */
 void coli_scratch_free(struct coli_scratch *s);
