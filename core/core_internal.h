@@ -197,8 +197,9 @@ void coli_tiers_stats(struct coli_engine *e, struct coli_engine_stats *st);
 /* Speculative decoding's state over one generation (core/spec.c). */
 #define COLI_SPEC_KMAX 7 /* k + 1 = 8 tokens a verification: the small-batch kernels */
 #define COLI_SPEC_NGRAM_MIN 2 /* an n-gram draft's shortest match (core/spec.c) */
+#define COLI_SPEC_NGRAM_MIN_AUTO 1 /* ... under --spec auto, whose cost model weighs it */
 #define COLI_SPEC_LMAX      64 /* ... and the most it counts (evidence enough) */
-#define COLI_SPEC_BUCKETS   8  /* match lengths 2..7, 8..15, 16.. (core/spec.c) */
+#define COLI_SPEC_BUCKETS        9  /* match lengths 1..7, 8..15, 16.. (core/spec.c) */
 struct coli_spec {
 	int on;
 	int k;                         /* the next draft's length */

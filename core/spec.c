@@ -6,8 +6,9 @@
  *
  * Draft: the earlier place in the history (prompt and generated tokens)
  * whose tokens match the history's end the longest (at least
- * COLI_SPEC_NGRAM_MIN, counted up to COLI_SPEC_LMAX; the most recent of the
- * longest), and what followed it there: up to k tokens, and no more than
+ * COLI_SPEC_NGRAM_MIN, under --spec auto COLI_SPEC_NGRAM_MIN_AUTO: its cost
+ * model weighs a short match's drafts; counted up to COLI_SPEC_LMAX; the most
+ * recent of the longest), and what followed it there: up to k tokens, and no more than
  * the match is long, since a short match is weak evidence and a rejected
  * draft token costs a position of the verifying forward (the demo model's
  * held-out excerpts, greedy on the CPU: 783 draft tokens for 452 accepted,
@@ -174,21 +175,24 @@ static int model_draft(struct coli_spec *sp, const int *hist, int n, int k, int 
 }
 
 /* The n-gram draft (the top's): the place e < n - 1 whose tokens up to e
- * match hist's last ones the longest, then hist[e + 1 ..], at most k and at
- * most the match's length. */
-static int ngram_draft(const int *hist, int n, int k, int *draft, int *len_out)
+ * match hist's last ones the longest (at least lmin: 1 or 2), then
+ * hist[e + 1 ..], at most k and at most the match's length. */
+static int ngram_draft(const int *hist, int n, int k, int lmin, int *draft, int *len_out)
 {
 	int best = 0, end = 0, m = 0;
 
-	/* a match holds the last two tokens: the scan tests those first (a
-	 * 131,072-token history without a match: ~0.14 ms a draft on a 2-vCPU
-	 * VM, tests/core/spec_draft) */
-	_Static_assert(COLI_SPEC_NGRAM_MIN == 2, "the scan's first test is the shortest match");
-	for (int e = n - 2; e >= 1; e--) {
+	/* the last token first, then the one before (a 131,072-token history
+	 * without a match: ~0.14 ms a draft on a 2-vCPU VM, tests/core/spec_draft) */
+	for (int e = n - 2; e >= lmin - 1; e--) {
 		int len = 2;
 
-		if (hist[e] != hist[n - 1] || hist[e - 1] != hist[n - 2])
+		if (hist[e] != hist[n - 1])
 			continue;
+		if (e == 0 || hist[e - 1] != hist[n - 2]) {
+			if (lmin == 1 && !best) /* the most recent one-token match */
+				best = 1, end = e;
+			continue;
+		}
 		while (len < COLI_SPEC_LMAX && len <= e && hist[e - len] == hist[n - 1 - len])
 			len++;
 		if (len > best) /* (strictly: the most recent of equals stays) */
@@ -203,12 +207,12 @@ static int ngram_draft(const int *hist, int n, int k, int *draft, int *len_out)
 	return m;
 }
 
-/* A match length's bucket in acc[]: one each for 2..7 tokens (where the
+/* A match length's bucket in acc[]: one each for 1..7 tokens (where the
  * demo model's held-out text shows acceptance climbing, about 0.5 at 2 to
  * 0.85 at 7), then 8..15 and 16.. (0.9 and more). */
 static int match_bucket(int len)
 {
-	return len < 8 ? len - COLI_SPEC_NGRAM_MIN : len < 16 ? 6 : 7;
+	return len < 8 ? len - 1 : len < 16 ? 7 : 8;
 }
 
 /* Score the last draft against the history as it grew since: its token j
@@ -285,10 +289,10 @@ int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int 
 			sp->pause--;
 			return 0;
 		}
-		return ngram_draft(hist, n, k, draft, &len);
+		return ngram_draft(hist, n, k, COLI_SPEC_NGRAM_MIN, draft, &len);
 	}
 	score_draft(sp, hist, n);
-	if (!(m = ngram_draft(hist, n, kmax, draft, &len)))
+	if (!(m = ngram_draft(hist, n, kmax, COLI_SPEC_NGRAM_MIN_AUTO, draft, &len)))
 		return 0;
 	if (!sp->cand.m) { /* the next to score (one at a time: a long one may still be open) */
 		sp->cand.n0 = n, sp->cand.m = m, sp->cand.j = 0, sp->cand.b = match_bucket(len);

@@ -1,7 +1,8 @@
 /*
  * tests/core/spec_draft.c — core/spec.c's n-gram drafts against a reference
  * written here the slow, obvious way: for each length from COLI_SPEC_LMAX
- * down to COLI_SPEC_NGRAM_MIN, the most recent earlier occurrence of the
+ * down to COLI_SPEC_NGRAM_MIN (under --spec auto COLI_SPEC_NGRAM_MIN_AUTO),
+ * the most recent earlier occurrence of the
  * history's last tokens of that length (memcmp at every place); the first
  * length found wins, and the draft is what followed it, at most k and at
  * most that length, cut at the history's end. Random histories over a few
@@ -20,9 +21,9 @@
 
 #include "core/core_internal.h"
 
-static int ref_draft(const int *h, int n, int k, int *d)
+static int ref_draft(const int *h, int n, int k, int lmin, int *d)
 {
-	for (int len = COLI_SPEC_LMAX; len >= COLI_SPEC_NGRAM_MIN; len--) {
+	for (int len = COLI_SPEC_LMAX; len >= lmin; len--) {
 		if (len > n - 1)
 			continue;
 		/* the occurrence ends at e: h[e - len + 1 .. e] == h[n - len .. n - 1] */
@@ -66,7 +67,7 @@ static int expect(const char *what, const int *h, int n, int k, const int *want,
  * drafts declined in a row. */
 static int cost_model(void)
 {
-	/* 1 2 3 4 5 6 | 1 2 3 4: the match 1 2 3 4 (4 tokens, bucket 2) drafts 5 6 */
+	/* 1 2 3 4 5 6 | 1 2 3 4: the match 1 2 3 4 (4 tokens, bucket 3) drafts 5 6 */
 	int h[32] = {1, 2, 3, 4, 5, 6, 1, 2, 3, 4}, d[COLI_SPEC_KMAX + 1], m, rc = 0, probes = 0;
 	struct coli_spec sp;
 
@@ -82,15 +83,15 @@ static int cost_model(void)
 	 * history has them (the draft above was declined) */
 	h[10] = 5, h[11] = 7;
 	coli_spec_draft(&sp, h, 11, COLI_SPEC_KMAX, d);
-	if (sp.acc[2][0][1] != 1.0f || sp.acc[2][0][0] != 1.0f || sp.acc[2][1][1] != 0.0f) {
-		printf("FAIL scoring: bucket 2 token 0 %.0f of %.0f, token 1 scored %.0f times\n",
-		       sp.acc[2][0][0], sp.acc[2][0][1], sp.acc[2][1][1]);
+	if (sp.acc[3][0][1] != 1.0f || sp.acc[3][0][0] != 1.0f || sp.acc[3][1][1] != 0.0f) {
+		printf("FAIL scoring: bucket 3 token 0 %.0f of %.0f, token 1 scored %.0f times\n",
+		       sp.acc[3][0][0], sp.acc[3][0][1], sp.acc[3][1][1]);
 		rc = 1;
 	}
 	coli_spec_draft(&sp, h, 12, COLI_SPEC_KMAX, d);
-	if (sp.acc[2][1][1] != 1.0f || sp.acc[2][1][0] != 0.0f || sp.cand.m) {
-		printf("FAIL scoring: token 1 %.0f of %.0f, the draft still open\n", sp.acc[2][1][0],
-		       sp.acc[2][1][1]);
+	if (sp.acc[3][1][1] != 1.0f || sp.acc[3][1][0] != 0.0f || sp.cand.m) {
+		printf("FAIL scoring: token 1 %.0f of %.0f, the draft still open\n",
+		       sp.acc[3][1][0], sp.acc[3][1][1]);
 		rc = 1;
 	}
 	/* measured: a step 1 ms, a verification of 2 drafts 1.2 ms (g = 0.1) */
@@ -102,7 +103,7 @@ static int cost_model(void)
 	}
 	/* the bucket's tokens accepted 19 of 20 times: drafted whole */
 	for (int j = 0; j < COLI_SPEC_KMAX; j++)
-		sp.acc[2][j][0] = 19, sp.acc[2][j][1] = 20;
+		sp.acc[3][j][0] = 19, sp.acc[3][j][1] = 20;
 	sp.cand.m = 0;
 	if ((m = coli_spec_draft(&sp, h, 10, COLI_SPEC_KMAX, d)) != 4) {
 		printf("FAIL cheap and likely: %d draft tokens verified (4 expected)\n", m);
@@ -142,7 +143,7 @@ int main(void)
 		for (int i = 0; i < n; i++)
 			h[i] = rand() % 7 ? rand() % ids : 9; /* and a rarer one */
 		m = draft(h, n, k, COLI_SPEC_KMAX, d);
-		mw = ref_draft(h, n, k, w);
+		mw = ref_draft(h, n, k, COLI_SPEC_NGRAM_MIN, w);
 		cases++;
 		if (m != mw || memcmp(d, w, sizeof(int) * (size_t)m)) {
 			printf("FAIL random history %d (n %d, k %d): %d draft tokens, the reference "
@@ -150,6 +151,24 @@ int main(void)
 			       it, n, k, m, mw);
 			rc = 1;
 			break;
+		}
+		/* --spec auto's drafts (up to kmax = k, from a match of one token
+		 * on): the draft it scores, whatever length it verifies */
+		{
+			struct coli_spec sp;
+
+			memset(&sp, 0, sizeof(sp));
+			sp.on = 1, sp.guard = 1, sp.k = 1;
+			coli_spec_draft(&sp, h, n, k, d);
+			mw = ref_draft(h, n, k, COLI_SPEC_NGRAM_MIN_AUTO, w);
+			if (sp.cand.m != mw || memcmp(sp.cand.ids, w, sizeof(int) * (size_t)mw)) {
+				printf(
+				    "FAIL random history %d (n %d, kmax %d) under auto: %d draft "
+				    "tokens, the reference %d\n",
+				    it, n, k, sp.cand.m, mw);
+				rc = 1;
+				break;
+			}
 		}
 	}
 	{
