@@ -224,7 +224,8 @@ struct coli_spec {
 	struct coli_spec_cand {
 		int n0, m, j, b;       /* drafted after hist[n0 - 1]: m tokens, j scored, bucket */
 		int ids[COLI_SPEC_KMAX];
-	} cand;                        /* the last draft, scored against the history as it grows */
+	} cand[COLI_SPEC_KMAX + 1]; /* the last drafts (m 0: a free slot), scored against
+	                             * the history as it grows */
 };
 /* From e's options and draft model: on, draft at all (coli_gen_spec_on);
  * guard, let the measured cost choose the draft length (--spec auto;

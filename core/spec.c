@@ -220,10 +220,8 @@ static int match_bucket(int len)
  * of its bucket's acceptance at j. Whether the draft was verified or
  * declined makes no difference: the tokens are the plain loop's either way,
  * so a declined draft teaches as much as a verified one, at no cost. */
-static void score_draft(struct coli_spec *sp, const int *hist, int n)
+static void score_draft(struct coli_spec *sp, struct coli_spec_cand *c, const int *hist, int n)
 {
-	struct coli_spec_cand *c = &sp->cand;
-
 	if (n < c->n0)
 		c->m = 0; /* the history was rewound past it */
 	while (c->j < c->m && c->n0 + c->j < n) {
@@ -237,29 +235,35 @@ static void score_draft(struct coli_spec *sp, const int *hist, int n)
 		if (!hit)
 			c->m = 0;
 	}
+	if (c->j == c->m)
+		c->m = 0; /* scored whole */
 }
 
 /* --spec auto's draft length for an n-gram draft of m tokens from a match in
  * bucket b: the k <= m (0: a plain step) most tokens a second. A
  * verification of k drafts yields 1 + p1 + p1 p2 + ... + p1..pk tokens on
  * average (pj: its bucket's acceptance of token j given the ones before,
- * Laplace-smoothed) and costs about 1 + g k plain steps (g: the measured
- * extra seconds a draft token, over a step's). Linear in k is the CPU's
- * shape; a GPU's is flatter and a streamed MoE's grows with the union of
- * the experts the tokens route to, so the mean over the k verified is what
- * g learns. With nothing verified for SPEC_PROBE drafts a one-token draft
- * is verified anyway, so g follows the machine (a busier host, a longer
- * context). */
+ * its counts smoothed toward token j - 1's estimate) and costs about 1 + g k
+ * plain steps (g: the measured extra seconds a draft token, over a step's).
+ * Linear in k is the CPU's shape; a GPU's is flatter and a streamed MoE's
+ * grows with the union of the experts the tokens route to, so the mean over
+ * the k verified is what g learns. With nothing verified for SPEC_PROBE
+ * drafts a one-token draft is verified anyway, so g follows the machine (a
+ * busier host, a longer context). `coli bench spec` replays a model's text
+ * through this at a measured g and at given ones. */
 static int auto_k(struct coli_spec *sp, int b, int m)
 {
 	const double g = sp->n_extra && sp->step_s > 0 ? sp->extra_s / sp->step_s : SPEC_G0;
-	double p = 1, yield = 1, best = 1;
+	double p = 1, yield = 1, best = 1, pj = 0.5;
 	int k = 0;
 
 	for (int j = 0; j < m; j++) {
 		const float *a = sp->acc[b][j];
 
-		p *= (a[0] + 1.0) / (a[1] + 2.0);
+		/* token j's prior: token j - 1's estimate (given the ones before
+		 * right, a later token is right more often, not less) */
+		pj = (a[0] + 2.0 * pj) / (a[1] + 2.0);
+		p *= pj;
 		yield += p;
 		if (yield / (1 + g * (j + 1)) > best)
 			best = yield / (1 + g * (j + 1)), k = j + 1;
@@ -291,13 +295,18 @@ int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int 
 		}
 		return ngram_draft(hist, n, k, COLI_SPEC_NGRAM_MIN, draft, &len);
 	}
-	score_draft(sp, hist, n);
+	for (int i = 0; i < COLI_SPEC_KMAX + 1; i++)
+		score_draft(sp, &sp->cand[i], hist, n);
 	if (!(m = ngram_draft(hist, n, kmax, COLI_SPEC_NGRAM_MIN_AUTO, draft, &len)))
 		return 0;
-	if (!sp->cand.m) { /* the next to score (one at a time: a long one may still be open) */
-		sp->cand.n0 = n, sp->cand.m = m, sp->cand.j = 0, sp->cand.b = match_bucket(len);
-		memcpy(sp->cand.ids, draft, sizeof(int) * (size_t)m);
-	}
+	for (int i = 0; i < COLI_SPEC_KMAX + 1; i++)
+		if (!sp->cand[i].m) { /* (a free slot: one a step, each open k + 1 steps at most) */
+			struct coli_spec_cand *c = &sp->cand[i];
+
+			c->n0 = n, c->m = m, c->j = 0, c->b = match_bucket(len);
+			memcpy(c->ids, draft, sizeof(int) * (size_t)m);
+			break;
+		}
 	return auto_k(sp, match_bucket(len), m);
 }
 

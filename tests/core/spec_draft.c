@@ -89,7 +89,7 @@ static int cost_model(void)
 		rc = 1;
 	}
 	coli_spec_draft(&sp, h, 12, COLI_SPEC_KMAX, d);
-	if (sp.acc[3][1][1] != 1.0f || sp.acc[3][1][0] != 0.0f || sp.cand.m) {
+	if (sp.acc[3][1][1] != 1.0f || sp.acc[3][1][0] != 0.0f || sp.cand[0].m) {
 		printf("FAIL scoring: token 1 %.0f of %.0f, the draft still open\n",
 		       sp.acc[3][1][0], sp.acc[3][1][1]);
 		rc = 1;
@@ -104,7 +104,7 @@ static int cost_model(void)
 	/* the bucket's tokens accepted 19 of 20 times: drafted whole */
 	for (int j = 0; j < COLI_SPEC_KMAX; j++)
 		sp.acc[3][j][0] = 19, sp.acc[3][j][1] = 20;
-	sp.cand.m = 0;
+	memset(sp.cand, 0, sizeof(sp.cand));
 	if ((m = coli_spec_draft(&sp, h, 10, COLI_SPEC_KMAX, d)) != 4) {
 		printf("FAIL cheap and likely: %d draft tokens verified (4 expected)\n", m);
 		rc = 1;
@@ -113,7 +113,7 @@ static int cost_model(void)
 	 * for the probe that re-measures it */
 	sp.extra_s = 1e-3;
 	for (int i = 0; i < 200; i++) {
-		sp.cand.m = 0;
+		memset(sp.cand, 0, sizeof(sp.cand));
 		m = coli_spec_draft(&sp, h, 10, COLI_SPEC_KMAX, d);
 		probes += m != 0;
 		if (m > 1) {
@@ -161,11 +161,12 @@ int main(void)
 			sp.on = 1, sp.guard = 1, sp.k = 1;
 			coli_spec_draft(&sp, h, n, k, d);
 			mw = ref_draft(h, n, k, COLI_SPEC_NGRAM_MIN_AUTO, w);
-			if (sp.cand.m != mw || memcmp(sp.cand.ids, w, sizeof(int) * (size_t)mw)) {
+			if (sp.cand[0].m != mw ||
+			    memcmp(sp.cand[0].ids, w, sizeof(int) * (size_t)mw)) {
 				printf(
 				    "FAIL random history %d (n %d, kmax %d) under auto: %d draft "
 				    "tokens, the reference %d\n",
-				    it, n, k, sp.cand.m, mw);
+				    it, n, k, sp.cand[0].m, mw);
 				rc = 1;
 				break;
 			}

@@ -27,6 +27,7 @@ int bench_io_main(int argc, char **argv);
 int bench_mla_main(int argc, char **argv);
 int bench_cpu_attn_main(int argc, char **argv);
 int bench_constrain_main(int argc, char **argv);
+int bench_spec_main(int argc, char **argv);
 int bench_serve_main(int argc, char **argv); /* tools/bench/serve/bench_serve.c */
 /* `coli bench kernels`' prefill GEMM table (tools/bench/bench_gemm.c): int8 GOP/s
  * per dtype (those whose bit 1 << dtype is set in dtypes), S and ISA beside

@@ -16,6 +16,9 @@
  *                (tools/bench/bench_cpu_attn.c)
  *   constrain    a constrained step's token mask at 151936 tokens vs 5% of a
  *                decode step (tools/bench/bench_constrain.c)
+ *   spec         speculative decoding's drafts replayed on a model's greedy text
+ *                at the verification cost measured and given: modeled speedup
+ *                vs all drafts accepted (tools/bench/bench_spec.c)
  *   serve        concurrent clients against colid or any OpenAI-compatible
  *                server: requests/s, tok/s, TTFT and inter-token latency
  *                (tools/bench/serve/bench_serve.c)
@@ -65,6 +68,12 @@ static void usage(FILE *f)
 	           "  constrain [--tokenizer FILE] [--vocab N] [--decode-ms MS]\n"
 	           "              the token mask of constrained decoding (JSON schema) over a\n"
 	           "              padded 151936-token vocabulary vs 5%% of a decode step\n"
+	           "  spec    -m MODEL --text FILE [--excerpts N] [--chars C] [--tokens T]\n"
+	           "          [--g G,..] [engine options]\n"
+	           "              greedy text from N places of FILE, then --spec auto's and\n"
+	           "              ngram's drafts replayed on it at the verification cost\n"
+	           "              measured (g: extra steps a draft token) and at each --g:\n"
+	           "              modeled speedup, the bound (every draft accepted), ratio\n"
 	           "  serve   (-m MODEL [engine options] | --url URL) [--clients N,..]\n"
 	           "          [--requests R] [--prompt-tokens A:B] [--max-tokens C:D]\n"
 	           "              N streaming clients against colid (started from -m) or\n"
@@ -97,6 +106,8 @@ int cmd_bench(int argc, char **argv)
 		return bench_cpu_attn_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "constrain"))
 		return bench_constrain_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "spec"))
+		return bench_spec_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "serve"))
 		return bench_serve_main(argc - 1, argv + 1);
 	tool_err("bench", "unknown subcommand '%s' (try: coli bench --help)", argv[1]);
