@@ -583,6 +583,11 @@ int coli_engine_seq_reserve(coli_engine_t *e, int slot, int n);
  * run through coli_engine_forward. The rows' logits are copied into the
  * caller's buffer (a decode row: 30-60 us, as coli_engine_forward's). */
 int coli_engine_step(coli_engine_t *e, const struct coli_batch *b, float *logits);
+/* The same, but the rows' greedy ids: next[j] = coli_argmax of the j-th row
+ * asked (in run order), as coli_engine_step's logits give it. With the dense
+ * part on a GPU the argmaxes run there and only the ids cross the bus; else
+ * the rows land in buf [rows asked][vocab] first. */
+int coli_engine_step_argmax(coli_engine_t *e, const struct coli_batch *b, float *buf, int *next);
 /* The same, but *logits = the rows asked, in run order, in a buffer of the
  * engine's ([coli_engine_n_seq][vocab], page-locked when a GPU holds the
  * dense part: the rows land there from the device), valid until the next

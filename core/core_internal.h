@@ -344,8 +344,10 @@ int coli_forward_rows(struct coli_engine *e, const struct coli_batch *b, struct 
  * asked, in run order); each run's slot advances and records its ids. */
 int coli_forward_batch(struct coli_engine *e, const struct coli_batch *b, float *logits);
 /* The same with the dense part on the devices (core/forward/forward_dev.c),
- * several slots open (coli_forward_dev: one). */
-int coli_forward_dev_batch(struct coli_engine *e, const struct coli_batch *b, float *logits);
+ * several slots open (coli_forward_dev: one); with next, the rows' greedy ids
+ * (argmaxes on the device) instead of their logits. */
+int coli_forward_dev_batch(struct coli_engine *e, const struct coli_batch *b, float *logits,
+                           int *next);
 /* The n slots slot[] ready to write up to upto[] (coli_kv_grow), shared
  * blocks they write over copied first on the host or the dense devices
  * (core/forward/forward.c). */

@@ -534,7 +534,7 @@ static int replay(struct coli_engine *e, int s, int i, int n)
 
 	if (!e->dense.dd)
 		return coli_forward_batch(e, &b, NULL);
-	return e->kv.n_seq > 1 ? coli_forward_dev_batch(e, &b, NULL)
+	return e->kv.n_seq > 1 ? coli_forward_dev_batch(e, &b, NULL, NULL)
 	                       : coli_forward_dev(e, r.ids, n, NULL, 0, NULL);
 }
 
@@ -627,16 +627,11 @@ static int dev_chunk(struct coli_engine *e, const int *ids, int T, float *logits
 	                           .logits = all_logits       ? 2
 	                                     : logits || next ? 1
 	                                                      : 0};
-	int rc;
 
 	if (e->kv.n_seq == 1)
 		return coli_forward_dev(e, ids, T, logits, all_logits, next);
-	rc = coli_forward_dev_batch(e, &(struct coli_batch){.n_runs = 1, .runs = &r},
-	                            next && !all_logits ? e->s.glogits : logits);
-	if (!rc && next)
-		argmax_rows(e, next && !all_logits ? e->s.glogits : logits, all_logits ? T : 1,
-		            next);
-	return rc;
+	return coli_forward_dev_batch(e, &(struct coli_batch){.n_runs = 1, .runs = &r}, logits,
+	                              next);
 }
 
 /* One chunk on the dense device(s), or on the CPU. If a dense device fails,

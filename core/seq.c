@@ -143,11 +143,24 @@ int coli_engine_seq_rewind(coli_engine_t *e, int slot, int pos)
 	return 0;
 }
 
+/* The CPU's batch; with next, the rows' greedy ids from their logits. */
+static int cpu_step(coli_engine_t *e, const struct coli_batch *b, float *logits, int *next)
+{
+	const int V = e->m.cfg.vocab;
+	int rc = coli_forward_batch(e, b, logits), j = 0;
+
+	for (int r = 0; !rc && next && r < b->n_runs; r++)
+		for (int t = b->runs[r].logits == 2 ? 0 : b->runs[r].n - 1;
+		     b->runs[r].logits && t < b->runs[r].n; t++, j++)
+			next[j] = coli_argmax(logits + (size_t)j * V, V);
+	return rc;
+}
+
 /* The batch with the dense part on the device(s): one slot runs as
  * coli_engine_forward runs it; several through coli_forward_dev_batch, and
  * when a device fails the dense part moves (coli_engine_forward's path
  * rebuilds every slot's cache) and the step runs again. */
-static int step_dev(coli_engine_t *e, const struct coli_batch *b, float *logits)
+static int step_dev(coli_engine_t *e, const struct coli_batch *b, float *logits, int *next)
 {
 	const struct coli_run *R = b->runs;
 	int rc;
@@ -155,10 +168,14 @@ static int step_dev(coli_engine_t *e, const struct coli_batch *b, float *logits)
 	if (e->kv.n_seq == 1) {
 		if (b->n_runs != 1 || R->slot != 0 || R->n < 1 || R->n > e->s.tmax)
 			return -EINVAL;
+		if (next && R->logits == 2)
+			return coli_engine_forward_argmax_all(e, R->ids, R->n, logits, next);
+		if (next && R->logits == 1)
+			return coli_engine_forward_argmax(e, R->ids, R->n, next);
 		return coli_engine_forward(e, R->ids, R->n, R->logits ? logits : NULL,
 		                           R->logits == 2);
 	}
-	rc = coli_forward_dev_batch(e, b, logits);
+	rc = coli_forward_dev_batch(e, b, logits, next);
 	if (rc == 0 && e->vram.n_devs) /* between steps, as coli_engine_forward's */
 		coli_moe_dev_adapt(e);
 	if (rc == 0 || rc == -E2BIG || rc == -EINVAL || rc == -ENOSPC)
@@ -166,10 +183,11 @@ static int step_dev(coli_engine_t *e, const struct coli_batch *b, float *logits)
 	rc = coli_engine_dense_moved(e, rc);
 	if (rc)
 		return rc;
-	return e->dense.dd ? step_dev(e, b, logits) : coli_forward_batch(e, b, logits);
+	return e->dense.dd ? step_dev(e, b, logits, next) : cpu_step(e, b, logits, next);
 }
 
-int coli_engine_step(coli_engine_t *e, const struct coli_batch *b, float *logits)
+/* coli_engine_step, and with next coli_engine_step_argmax. */
+static int step(coli_engine_t *e, const struct coli_batch *b, float *logits, int *next)
 {
 	int rc;
 
@@ -183,17 +201,27 @@ int coli_engine_step(coli_engine_t *e, const struct coli_batch *b, float *logits
 			return -EINVAL;
 	}
 	if (e->dense.dd) {
-		rc = step_dev(e, b, logits);
+		rc = step_dev(e, b, logits, next);
 		if (rc && !e->errmsg[0])
 			snprintf(e->errmsg, sizeof(e->errmsg), "%s", strerror(-rc));
 		return rc;
 	}
-	rc = coli_forward_batch(e, b, logits);
+	rc = cpu_step(e, b, logits, next);
 	if (!rc && e->vram.n_devs)
 		coli_moe_dev_adapt(e);
 	if (rc && !e->errmsg[0])
 		snprintf(e->errmsg, sizeof(e->errmsg), "%s", strerror(-rc));
 	return rc;
+}
+
+int coli_engine_step(coli_engine_t *e, const struct coli_batch *b, float *logits)
+{
+	return step(e, b, logits, NULL);
+}
+
+int coli_engine_step_argmax(coli_engine_t *e, const struct coli_batch *b, float *buf, int *next)
+{
+	return next && buf ? step(e, b, buf, next) : -EINVAL;
 }
 
 int coli_engine_step_last(coli_engine_t *e, const struct coli_batch *b, const float **logits)
@@ -313,7 +341,7 @@ int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g)
 {
 	struct coli_kv_seq *q = &e->kv.seq[g->slot];
 	const int V = e->m.cfg.vocab, pos = q->pos, room = g->max_new - g->st.n_gen - 1;
-	int ids[COLI_SPEC_KMAX + 1], k, j, i, rc;
+	int ids[COLI_SPEC_KMAX + 1], nx[COLI_SPEC_KMAX + 1], k, j, i, rc;
 	/* the draft and the token before it are one step's rows: at most tmax */
 	int kmax = room < COLI_SPEC_KMAX ? room : COLI_SPEC_KMAX;
 	struct coli_run run;
@@ -337,7 +365,11 @@ int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g)
 	ids[0] = g->next;
 	run = (struct coli_run){.slot = g->slot, .n = k + 1, .ids = ids, .logits = 2};
 	t0 = coli_now_s();
-	rc = coli_engine_step(e, &(struct coli_batch){.n_runs = 1, .runs = &run}, g->vlogits);
+	/* greedy: the rows' argmaxes (on the GPU when the dense part is there) */
+	rc = g->greedy
+	         ? coli_engine_step_argmax(e, &(struct coli_batch){.n_runs = 1, .runs = &run},
+	                                   g->vlogits, nx)
+	         : coli_engine_step(e, &(struct coli_batch){.n_runs = 1, .runs = &run}, g->vlogits);
 	if (rc)
 		return rc;
 	t1 = coli_now_s();
@@ -346,7 +378,8 @@ int coli_seq_gen_spec(coli_engine_t *e, struct coli_seq_gen *g)
 	 * count in the verification's cost, as a plain step's pick in its own */
 	for (i = j = 0;; j++) {
 		const double tp = coli_now_s();
-		const int id = coli_gen_pick(e, g->s, g->greedy, g->vlogits + (size_t)j * V);
+		const int id = g->greedy ? (g->s->out.id = nx[j])
+		                         : coli_gen_pick(e, g->s, 0, g->vlogits + (size_t)j * V);
 
 		t1 += coli_now_s() - tp;
 		take(e, g, id), i++;

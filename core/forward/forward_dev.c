@@ -753,7 +753,8 @@ int coli_forward_dev(struct coli_engine *e, const int *ids, int T, float *logits
 	return rc;
 }
 
-int coli_forward_dev_batch(struct coli_engine *e, const struct coli_batch *b, float *logits)
+int coli_forward_dev_batch(struct coli_engine *e, const struct coli_batch *b, float *logits,
+                           int *next)
 {
 	struct coli_fwd_run run[COLI_MAX_SEQ];
 	struct coli_fwd f;
@@ -779,7 +780,8 @@ int coli_forward_dev_batch(struct coli_engine *e, const struct coli_batch *b, fl
 		}
 		st.reach = R->pos0 + R->n > st.reach ? R->pos0 + R->n : st.reach;
 	}
-	rc = forward_rows(e, &st, want, n_want, n_want ? logits : NULL, NULL);
+	rc = forward_rows(e, &st, want, n_want, n_want && !next ? logits : NULL,
+	                  n_want ? next : NULL);
 	if (rc)
 		return rc;
 	for (int r = 0; r < f.n_runs; r++) {

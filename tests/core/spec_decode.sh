@@ -10,7 +10,9 @@
 # verified and some accepted where the text repeats. The sampler draws each
 # token from the verification's row, which is the plain step's logits: a
 # seeded sampled generation (top-p, top-k, min-p, penalties, and --json's
-# grammar) prints --spec off's text too, and drafts get accepted. When a GPU
+# grammar) prints --spec off's text too, and drafts get accepted. A greedy
+# verification's argmaxes (the device's with the dense part there) hold with
+# several slots open too (--parallel 2: the batch path). When a GPU
 # is present (COLI_TEST_GPU=1), the same comparisons run on GPU 0.
 # Drafts from a draft model (--draft: the q4 conversion drafting for the q8
 # one, the same tokenizer) print the same text too, greedy and seeded, and
@@ -51,6 +53,18 @@ for q in q8 bf16; do
 		done
 	done
 done
+# several slots open (--parallel 2): a greedy verification's rows go through
+# the batch path, their argmaxes on the (simulated) device
+for sp in off ngram; do
+	"$COLI" generate -m demo-q8.coli -p "$(cat rep.txt)" -n 120 --gpu sim --parallel 2 \
+		--spec $sp --usage off >$sp.out 2>$sp.err || { cat $sp.err; bad "--parallel 2 $sp: generate"; }
+done
+n=$(sed -n 's/.*spec ngram: \([0-9]*\) of .*/\1/p' ngram.err)
+if cmp -s off.out ngram.out && [ "${n:-0}" -gt 0 ]; then
+	echo "ok: --gpu sim --parallel 2: --spec ngram prints --spec off's text ($n drafts accepted)"
+else
+	bad "--gpu sim --parallel 2: --spec ngram changed the text or accepted none (${n:-0})"
+fi
 # sampled and processed: the same seed, the same text
 sdevs="off sim"
 [ "${COLI_TEST_GPU:-0}" = 1 ] && sdevs="$sdevs 0"
