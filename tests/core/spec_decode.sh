@@ -53,18 +53,25 @@ for q in q8 bf16; do
 		done
 	done
 done
+# off and ngram on the repeating prompt with the options given: the same text,
+# and drafts accepted
+same_accepted() {
+	what=$1
+	shift
+	for sp in off ngram; do
+		"$COLI" generate -m demo-q8.coli -p "$(cat rep.txt)" --spec $sp --usage off "$@" \
+			>$sp.out 2>$sp.err || { cat $sp.err; bad "$what $sp: generate"; }
+	done
+	n=$(sed -n 's/.*spec ngram: \([0-9]*\) of .*/\1/p' ngram.err)
+	if cmp -s off.out ngram.out && [ "${n:-0}" -gt 0 ]; then
+		echo "ok: $what: --spec ngram prints --spec off's text ($n drafts accepted)"
+	else
+		bad "$what: --spec ngram changed the text or accepted none (${n:-0})"
+	fi
+}
 # several slots open (--parallel 2): a greedy verification's rows go through
 # the batch path, their argmaxes on the (simulated) device
-for sp in off ngram; do
-	"$COLI" generate -m demo-q8.coli -p "$(cat rep.txt)" -n 120 --gpu sim --parallel 2 \
-		--spec $sp --usage off >$sp.out 2>$sp.err || { cat $sp.err; bad "--parallel 2 $sp: generate"; }
-done
-n=$(sed -n 's/.*spec ngram: \([0-9]*\) of .*/\1/p' ngram.err)
-if cmp -s off.out ngram.out && [ "${n:-0}" -gt 0 ]; then
-	echo "ok: --gpu sim --parallel 2: --spec ngram prints --spec off's text ($n drafts accepted)"
-else
-	bad "--gpu sim --parallel 2: --spec ngram changed the text or accepted none (${n:-0})"
-fi
+same_accepted "--gpu sim --parallel 2" -n 120 --gpu sim --parallel 2
 # sampled and processed: the same seed, the same text
 sdevs="off sim"
 [ "${COLI_TEST_GPU:-0}" = 1 ] && sdevs="$sdevs 0"
@@ -73,17 +80,8 @@ for g in $sdevs; do
 		"--temperature 0.4 --top-k 20 --frequency-penalty 0.3 --seed 9" \
 		"--temperature 0.5 --min-p 0.1 --presence-penalty 0.5 --seed 2" \
 		"--temperature 0 --repetition-penalty 1.1" "--json --temperature 0.2 --seed 4"; do
-		for sp in off ngram; do
-			# shellcheck disable=SC2086 # $a: several options
-			"$COLI" generate -m demo-q8.coli -p "$(cat rep.txt)" -n 80 --gpu $g --spec $sp \
-				--usage off $a >$sp.out 2>$sp.err || { cat $sp.err; bad "$a $g $sp: generate"; }
-		done
-		n=$(sed -n 's/.*spec ngram: \([0-9]*\) of .*/\1/p' ngram.err)
-		if cmp -s off.out ngram.out && [ "${n:-0}" -gt 0 ]; then
-			echo "ok: $a --gpu $g: --spec ngram prints --spec off's text ($n drafts accepted)"
-		else
-			bad "$a --gpu $g: --spec ngram changed the text or accepted none (${n:-0})"
-		fi
+		# shellcheck disable=SC2086 # $a: several options
+		same_accepted "$a --gpu $g" -n 80 --gpu $g $a
 	done
 done
 
