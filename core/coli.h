@@ -755,6 +755,8 @@ struct coli_gen_stats {
 	/* --spec: draft tokens verified, accepted, and verifying forwards; 1 when
 	 * the drafts came from a draft model (coli_engine_set_draft), 0 n-grams */
 	int spec_drafted, spec_accepted, spec_rounds, spec_model;
+	double spec_cost; /* --spec auto: a draft token's measured cost in plain steps (0:
+	                   * not measured), which decides the drafts verified */
 };
 /* Called for every generated token with its decoded UTF-8 text (complete
  * characters only; may be empty). Return nonzero to stop. */

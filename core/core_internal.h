@@ -243,6 +243,9 @@ int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int 
 void coli_spec_result(struct coli_spec *sp, int drafted, int accepted, double seconds);
 /* A plain one-token step's seconds (the cost verifications must beat). */
 void coli_spec_step(struct coli_spec *sp, double seconds);
+/* --spec auto's measured cost of a draft token in plain steps (0: none yet,
+ * or not the cost model's drafts). */
+double coli_spec_cost(const struct coli_spec *sp);
 
 struct coli_engine {
 	struct coli_opts opts;

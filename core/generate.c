@@ -297,6 +297,7 @@ int coli_generate(coli_engine_t *e, const int *prompt, int n_prompt, int max_new
 	if (!rc && max_new > 0 && coli_engine_pos(e) > n_prompt + (i < max_new ? i : max_new - 1))
 		rc = coli_engine_rewind(e, n_prompt + (i < max_new ? i : max_new - 1));
 	st->spec_drafted = sp.drafted, st->spec_accepted = sp.accepted, st->spec_rounds = sp.rounds;
+	st->spec_cost = coli_spec_cost(&sp);
 	st->spec_model = sp.model != NULL;
 	free(hist), free(vlogits);
 	if (!rc && e->tok && cb) {

@@ -407,6 +407,7 @@ void coli_seq_gen_end(coli_engine_t *e, struct coli_seq_gen *g, int rc)
 	if (g->spec) {
 		g->st.spec_drafted = g->spec->drafted, g->st.spec_accepted = g->spec->accepted;
 		g->st.spec_rounds = g->spec->rounds;
+		g->st.spec_cost = coli_spec_cost(g->spec);
 	}
 	coli_sampler_end(g->s);
 	free(g->text), free(g->spec), free(g->vlogits);

@@ -251,9 +251,15 @@ static void score_draft(struct coli_spec *sp, struct coli_spec_cand *c, const in
  * drafts a one-token draft is verified anyway, so g follows the machine (a
  * busier host, a longer context). `coli bench spec` replays a model's text
  * through this at a measured g and at given ones. */
+double coli_spec_cost(const struct coli_spec *sp)
+{
+	return sp->guard && !sp->model && sp->n_extra && sp->step_s > 0 ? sp->extra_s / sp->step_s
+	                                                                : 0;
+}
+
 static int auto_k(struct coli_spec *sp, int b, int m)
 {
-	const double g = sp->n_extra && sp->step_s > 0 ? sp->extra_s / sp->step_s : SPEC_G0;
+	const double g = coli_spec_cost(sp) > 0 ? coli_spec_cost(sp) : SPEC_G0;
 	double p = 1, yield = 1, best = 1, pj = 0.5;
 	int k = 0;
 

@@ -169,12 +169,16 @@ void tool_print_gen_stats(coli_engine_t *e, const struct coli_gen_stats *st, int
 	        st->stopped_eos ? " (eos)" : "",
 	        st->n_prompt + st->n_gen > 0 ? (double)st->expert_calls / (st->n_prompt + st->n_gen)
 	                                     : 0);
-	if (st->spec_rounds)
+	if (st->spec_rounds) {
 		fprintf(stderr,
 		        "coli: spec %s: %d of %d draft tokens accepted in %d verifying "
-		        "forwards\n",
+		        "forwards",
 		        st->spec_model ? "draft" : "ngram", st->spec_accepted, st->spec_drafted,
 		        st->spec_rounds);
+		if (st->spec_cost > 0) /* --spec auto: what decided the drafts verified */
+			fprintf(stderr, "; a draft token cost %.2f of a step", st->spec_cost);
+		fprintf(stderr, "\n");
+	}
 	if (!loads)
 		return;
 	fprintf(stderr,
