@@ -215,7 +215,7 @@ static int match_bucket(int len)
 	return len < 8 ? len - 1 : len < 16 ? 7 : 8;
 }
 
-/* Score the last draft against the history as it grew since: its token j
+/* Score a draft against the history as it grew since: its token j
  * against hist[n0 + j] while tokens j - 1 and before matched, each a sample
  * of its bucket's acceptance at j. Whether the draft was verified or
  * declined makes no difference: the tokens are the plain loop's either way,
@@ -239,6 +239,13 @@ static void score_draft(struct coli_spec *sp, struct coli_spec_cand *c, const in
 		c->m = 0; /* scored whole */
 }
 
+/* g: a draft token's measured extra seconds over a plain step's, in steps. */
+double coli_spec_cost(const struct coli_spec *sp)
+{
+	return sp->guard && !sp->model && sp->n_extra && sp->step_s > 0 ? sp->extra_s / sp->step_s
+	                                                                : 0;
+}
+
 /* --spec auto's draft length for an n-gram draft of m tokens from a match in
  * bucket b: the k <= m (0: a plain step) most tokens a second. A
  * verification of k drafts yields 1 + p1 + p1 p2 + ... + p1..pk tokens on
@@ -251,12 +258,6 @@ static void score_draft(struct coli_spec *sp, struct coli_spec_cand *c, const in
  * drafts a one-token draft is verified anyway, so g follows the machine (a
  * busier host, a longer context). `coli bench spec` replays a model's text
  * through this at a measured g and at given ones. */
-double coli_spec_cost(const struct coli_spec *sp)
-{
-	return sp->guard && !sp->model && sp->n_extra && sp->step_s > 0 ? sp->extra_s / sp->step_s
-	                                                                : 0;
-}
-
 static int auto_k(struct coli_spec *sp, int b, int m)
 {
 	const double g = coli_spec_cost(sp) > 0 ? coli_spec_cost(sp) : SPEC_G0;
