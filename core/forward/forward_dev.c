@@ -581,6 +581,13 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *from, struct co
 	return rc ? rc : coli_dense_dev_phase_end(to, &e->est.handoff_s, e->opts.profile);
 }
 
+/* Where the greedy ids of a forward's rows come back: [tmax] in the
+ * registered xids region, after the row table (core/forward/scratch.h). */
+static int *next_ids(struct coli_engine *e)
+{
+	return e->s.xids + 2 + (1 + COLI_GPU_ROWS) * e->s.tmax;
+}
+
 /* The logits of the rows want[n_want] (ascending), in pieces of
  * COLI_DEV_LOGIT_ROWS (the stream orders each download before the next
  * piece overwrites); the last piece's come down with the planned layers'
@@ -626,8 +633,8 @@ static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, const 
 				        .x = dd->logits + sizeof(float) * (size_t)j * c->vocab,
 				        .out = dd->next + sizeof(int) * (size_t)j,
 				        .n = c->vocab});
-			down[(*nd)++] = (struct coli_dev_down){coli_scratch_next(&e->s) + j0,
-			                                       dd->next, sizeof(int) * (size_t)n};
+			down[(*nd)++] = (struct coli_dev_down){next_ids(e) + j0, dd->next,
+			                                       sizeof(int) * (size_t)n};
 		} else if (!hx) {
 			/* one row (a decode step) through the registered e->s.xlogits */
 			float *dst = n_want == 1 ? e->s.xlogits : logits + (size_t)j0 * c->vocab;
@@ -717,7 +724,7 @@ static int forward_rows(struct coli_engine *e, const struct dstep *st, const int
 		memcpy(logits, e->s.xlogits, sizeof(float) * c->vocab);
 	coli_dense_dev_fast_count(e);
 	if (next)
-		memcpy(next, coli_scratch_next(&e->s), sizeof(int) * (size_t)n_want);
+		memcpy(next, next_ids(e), sizeof(int) * (size_t)n_want);
 	if (logits || next)
 		coli_dense_dev_phase_end(dd, &e->est.lm_head_s, 0);
 	e->est.forward_s += coli_now_s() - start;

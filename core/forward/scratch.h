@@ -14,8 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ptx/kernels_abi.h"
-
 struct coli_actbuf;
 struct coli_act;
 struct coli_attn_group;
@@ -71,7 +69,8 @@ struct coli_scratch {
 	int *xids;      /* [2 + tmax] position, then token ids, on their way to the dense device
 	                 * ([tmax + 1] unused); then [tmax][COLI_GPU_ROWS] several sequences'
 	                 * row table (dd_rows); then [tmax] the greedy ids coming back
-	                 * (coli_engine_forward_argmax: coli_scratch_next) */
+	                 * (coli_engine_forward_argmax: core/forward/forward_dev.c's
+	                 * next_ids) */
 	size_t bytes;   /* what coli_scratch_alloc took, for the RAM budget */
 };
 
@@ -80,12 +79,6 @@ struct coli_scratch {
  * -ENOMEM: s holds what was allocated; coli_scratch_free releases it. */
 int coli_scratch_alloc(struct coli_scratch *s, const struct coli_model_config *c, int tmax, int ctx,
                        int n_seq, int threads);
-/* Where the greedy ids of a forward's rows come back from the dense device:
- * [tmax] in the registered xids region, after the row table. */
-static inline int *coli_scratch_next(const struct coli_scratch *s)
-{
-	return s->xids + 2 + (1 + COLI_GPU_ROWS) * s->tmax;
-}
 /* Releases what coli_scratch_alloc made; call after the devices that
  * registered the transfer region are closed. s is zeroed. */
 void coli_scratch_free(struct coli_scratch *s);
