@@ -358,6 +358,8 @@ int coli_forward_grow(struct coli_engine *e, const int *slot, const int *upto, i
 /* core/engine.c: a dense device failed with why: the dense part moves to the
  * devices left or to the CPU, every slot's cache rebuilt from its history. */
 int coli_engine_dense_moved(struct coli_engine *e, int why);
+/* core/engine.c: next[j] = the greedy id of row j of logits [n][vocab] (coli_argmax). */
+void coli_argmax_rows(const struct coli_engine *e, const float *logits, int n, int *next);
 /* The one-run case on slot 0. */
 int coli_forward(struct coli_engine *e, const int *ids, int T, float *logits, int all_logits);
 /* MLA (core/forward/mla.c): layer l's attention for f's rows, the residual

@@ -609,8 +609,7 @@ int coli_engine_dense_moved(struct coli_engine *e, int why)
 	return rc;
 }
 
-/* next[j] = the greedy id of row j of logits [n][vocab]. */
-static void argmax_rows(const struct coli_engine *e, const float *logits, int n, int *next)
+void coli_argmax_rows(const struct coli_engine *e, const float *logits, int n, int *next)
 {
 	for (int j = 0; j < n; j++)
 		next[j] = coli_argmax(logits + (size_t)j * e->m.cfg.vocab, e->m.cfg.vocab);
@@ -658,7 +657,7 @@ static int forward_chunk(struct coli_engine *e, const int *ids, int T, float *lo
 	}
 	rc = coli_forward(e, ids, T, next && !all_logits ? e->s.glogits : logits, all_logits);
 	if (rc == 0 && next) /* (slot 0's history recorded by the forward) */
-		argmax_rows(e, all_logits ? logits : e->s.glogits, all_logits ? T : 1, next);
+		coli_argmax_rows(e, all_logits ? logits : e->s.glogits, all_logits ? T : 1, next);
 	return rc;
 }
 

@@ -146,13 +146,12 @@ int coli_engine_seq_rewind(coli_engine_t *e, int slot, int pos)
 /* The CPU's batch; with next, the rows' greedy ids from their logits. */
 static int cpu_step(coli_engine_t *e, const struct coli_batch *b, float *logits, int *next)
 {
-	const int V = e->m.cfg.vocab;
-	int rc = coli_forward_batch(e, b, logits), j = 0;
+	int rc = coli_forward_batch(e, b, logits), rows = 0;
 
-	for (int r = 0; !rc && next && r < b->n_runs; r++)
-		for (int t = b->runs[r].logits == 2 ? 0 : b->runs[r].n - 1;
-		     b->runs[r].logits && t < b->runs[r].n; t++, j++)
-			next[j] = coli_argmax(logits + (size_t)j * V, V);
+	for (int r = 0; next && r < b->n_runs; r++) /* the rows asked, in run order */
+		rows += b->runs[r].logits == 2 ? b->runs[r].n : b->runs[r].logits == 1;
+	if (!rc && next)
+		coli_argmax_rows(e, logits, rows, next);
 	return rc;
 }
 
