@@ -5,7 +5,9 @@
  * setting.
  *
  * For each of --excerpts places in --text (at i / N of its bytes, from the
- * next line's start; --chars long) the model generates --tokens greedily
+ * next line's start; --chars long), or each of --excerpts prompts of --random
+ * seeded random ids (a model without a tokenizer: coli bench make-model's,
+ * where drafts are rarely right), the model generates --tokens greedily
  * with drafting off: the text every --spec setting produces (speculation is
  * lossless). Then the cost of a verification is measured here: a plain
  * greedy step (coli_engine_forward_argmax) and a forward of 8 tokens with
@@ -26,6 +28,7 @@
  * linear in k (a streamed MoE's grows with the union of its experts).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +44,11 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: coli bench spec -m MODEL --text FILE [--excerpts N] [--chars C]\n"
-	           "          [--tokens T] [--g G,G,..] [engine options]\n"
+	fprintf(f, "usage: coli bench spec -m MODEL (--text FILE | --random L) [--excerpts N]\n"
+	           "          [--chars C] [--tokens T] [--g G,G,..] [engine options]\n"
 	           "  greedy text from N places of FILE (default 4, C = 1200 chars each, T = 256\n"
-	           "  tokens), then --spec auto's and ngram's drafting replayed on it at the\n"
+	           "  tokens; --random: N prompts of L seeded random ids, for a model without a\n"
+	           "  tokenizer), then --spec auto's and ngram's drafting replayed on it at the\n"
 	           "  verification cost measured here (g: extra steps a draft token) and at\n"
 	           "  each --g: modeled speedup, the bound (all 7 drafts accepted), ratio\n");
 }
@@ -140,6 +144,19 @@ static struct replay replay(const int *hist, int n_prompt, int n, double g, int 
 	return r;
 }
 
+/* n ids in [0, vocab), xorshift from seed: a model without a tokenizer. */
+static int *random_prompt(int n, int vocab, uint64_t seed)
+{
+	int *ids = malloc(sizeof(int) * (size_t)n);
+
+	seed = seed * 0x9e3779b97f4a7c15ull + 1;
+	for (int i = 0; ids && i < n; i++) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		ids[i] = (int)(seed % (uint64_t)vocab);
+	}
+	return ids;
+}
+
 static int parse_g(const char *v, double *g, int *n)
 {
 	char *end;
@@ -157,7 +174,7 @@ int bench_spec_main(int argc, char **argv)
 {
 	struct tool_engine_args a;
 	const char *file = NULL;
-	int excerpts = 4, chars = 1200, tokens = 256, n_g = 0, rc, n_text = 0;
+	int excerpts = 4, chars = 1200, tokens = 256, n_g = 0, rc, n_text = 0, random = 0;
 	double g[MAX_G + 1], sum[MAX_G + 1][2] = {{0}};
 	char *text = NULL, err[512];
 	coli_engine_t *e = NULL;
@@ -179,7 +196,8 @@ int bench_spec_main(int argc, char **argv)
 			return tool_err(P, "%s needs a value", o), 2;
 		if (!strcmp(o, "--text"))
 			file = v;
-		else if (!strcmp(o, "--excerpts") ? tool_int(P, o, v, 1, 64, &excerpts)
+		else if (!strcmp(o, "--random")   ? tool_int(P, o, v, 2, 1 << 16, &random)
+		         : !strcmp(o, "--excerpts") ? tool_int(P, o, v, 1, 64, &excerpts)
 		         : !strcmp(o, "--chars")  ? tool_int(P, o, v, 16, 1 << 20, &chars)
 		         : !strcmp(o, "--tokens") ? tool_int(P, o, v, 2, 1 << 16, &tokens)
 		         : !strcmp(o, "--g")      ? parse_g(v, g + 1, &n_g)
@@ -187,25 +205,30 @@ int bench_spec_main(int argc, char **argv)
 			return 2;
 		i += 2;
 	}
-	if (!a.model || !file)
+	if (!a.model || !file == !random)
 		return usage(stderr), 2;
-	if (!(f = fopen(file, "rb")))
+	if (file && !(f = fopen(file, "rb")))
 		return tool_err(P, "cannot read '%s': %s", file, strerror(errno)), 1;
-	if (fseek(f, 0, SEEK_END) || (n_text = (int)ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) ||
-	    !(text = malloc((size_t)n_text + 1)) || fread(text, 1, (size_t)n_text, f) != (size_t)n_text) {
+	if (file && (fseek(f, 0, SEEK_END) || (n_text = (int)ftell(f)) <= 0 ||
+	             fseek(f, 0, SEEK_SET) || !(text = malloc((size_t)n_text + 1)) ||
+	             fread(text, 1, (size_t)n_text, f) != (size_t)n_text)) {
 		fclose(f), free(text);
 		return tool_err(P, "cannot read '%s' (empty?)", file), 1;
 	}
-	fclose(f);
-	text[n_text] = 0;
+	if (file)
+		fclose(f), text[n_text] = 0;
 	a.opts.spec = COLI_OPT_SPEC_OFF; /* the text; drafting is replayed below */
 	if (coli_engine_open(a.model, &a.opts, &e, err, sizeof(err))) {
 		free(text);
 		return tool_err(P, "%s", err), 1;
 	}
 	rc = 0;
-	printf("%s: %s, %d excerpts of %s (%d chars each), %d greedy tokens each\n", P, a.model,
-	       excerpts, file, chars, tokens);
+	if (file)
+		printf("%s: %s, %d excerpts of %s (%d chars each), %d greedy tokens each\n", P,
+		       a.model, excerpts, file, chars, tokens);
+	else
+		printf("%s: %s, %d prompts of %d seeded random ids, %d greedy tokens each\n", P,
+		       a.model, excerpts, random, tokens);
 	printf("%-8s %7s %6s %-6s %6s %9s %8s %6s %6s\n", "excerpt", "at", "g", "policy",
 	       "verify", "accepted", "speedup", "bound", "ratio");
 	for (int x = 0; !rc && x < excerpts; x++) {
@@ -220,7 +243,12 @@ int bench_spec_main(int argc, char **argv)
 			at++; /* from a line's start */
 		if (at + chars > n_text)
 			at = n_text - chars > 0 ? n_text - chars : 0;
-		{ /* the excerpt alone through the tokenizer */
+		if (random && (prompt = random_prompt(random, coli_engine_config(e)->vocab, x + 1))) {
+			n_prompt = random, at = x + 1; /* (the seed) */
+		} else if (random) {
+			rc = tool_err(P, "out of memory");
+			break;
+		} else { /* the excerpt alone through the tokenizer */
 			const long end = at + chars < n_text ? at + chars : n_text;
 			const char keep = text[end];
 
