@@ -214,15 +214,18 @@ struct coli_spec {
 	int model_vocab;               /* the verified model's vocabulary (a draft ends past it) */
 	double draft_s;                /* the last draft's seconds (a draft model's steps) */
 	/* --spec auto's cost model for n-gram drafts (core/spec.c) */
-	float acc[COLI_SPEC_BUCKETS][COLI_SPEC_KMAX][2]; /* decayed counts, a match-length
-	                                                  * bucket's draft token j: accepted,
-	                                                  * scored (tokens before it accepted) */
+	/* decayed counts [hot][match-length bucket][draft token j]: accepted, scored
+	 * (the tokens before it accepted); hot: the draft scored last was right
+	 * throughout (a loop the text is in) */
+	float acc[2][COLI_SPEC_BUCKETS][COLI_SPEC_KMAX][2];
 	double extra_s;                /* running mean: a verification's seconds a draft token
 	                                * above a plain step's */
 	int n_extra;
 	int idle;                      /* drafts declined since the last verification */
+	int hot;                       /* the last draft scored was right throughout */
 	struct coli_spec_cand {
-		int n0, m, j, b;       /* drafted after hist[n0 - 1]: m tokens, j scored, bucket */
+		int n0, m, j, b, hot; /* drafted after hist[n0 - 1]: m tokens, j scored, its
+		                       * counts' bucket and hot */
 		int ids[COLI_SPEC_KMAX];
 	} cand[COLI_SPEC_KMAX + 1]; /* the last drafts (m 0: a free slot), scored against
 	                             * the history as it grows */

@@ -49,7 +49,10 @@
  * tokens are the plain loop's either way, so a declined draft is free
  * evidence): counts of its token j accepted given the ones before, by the
  * length of the match it came from (a 2-token match is a coin flip on the
- * demo model's held-out text, 8 tokens and more right nine times in ten).
+ * demo model's held-out text, 8 tokens and more right nine times in ten)
+ * and by whether the draft scored last was right throughout (the text is
+ * in a loop: a random-weight model's greedy text falls into one after a
+ * while, and drafts that were a loss before pay there).
  * The cost is measured: a plain step's seconds and a verification's extra
  * seconds a draft token (the picks from its rows included, as a plain
  * step's pick or argmax is in the step's). k maximizes the tokens a
@@ -217,7 +220,8 @@ static int match_bucket(int len)
 
 /* Score a draft against the history as it grew since: its token j
  * against hist[n0 + j] while tokens j - 1 and before matched, each a sample
- * of its bucket's acceptance at j. Whether the draft was verified or
+ * of its bucket's acceptance at j; once it is decided, sp->hot says whether
+ * it was right throughout. Whether the draft was verified or
  * declined makes no difference: the tokens are the plain loop's either way,
  * so a declined draft teaches as much as a verified one, at no cost. */
 static void score_draft(struct coli_spec *sp, struct coli_spec_cand *c, const int *hist, int n)
@@ -225,7 +229,7 @@ static void score_draft(struct coli_spec *sp, struct coli_spec_cand *c, const in
 	if (n < c->n0)
 		c->m = 0; /* the history was rewound past it */
 	while (c->j < c->m && c->n0 + c->j < n) {
-		float *a = sp->acc[c->b][c->j];
+		float *a = sp->acc[c->hot][c->b][c->j];
 		const int hit = hist[c->n0 + c->j] == c->ids[c->j];
 
 		if (a[1] >= SPEC_ACC_N) /* forget slowly: the text changes */
@@ -233,10 +237,10 @@ static void score_draft(struct coli_spec *sp, struct coli_spec_cand *c, const in
 		a[0] += (float)hit, a[1] += 1.0f;
 		c->j++;
 		if (!hit)
-			c->m = 0;
+			c->m = 0, sp->hot = 0;
 	}
-	if (c->j == c->m)
-		c->m = 0; /* scored whole */
+	if (c->m && c->j == c->m)
+		c->m = 0, sp->hot = 1; /* scored whole */
 }
 
 /* g: a draft token's measured extra seconds over a plain step's, in steps. */
@@ -250,6 +254,7 @@ double coli_spec_cost(const struct coli_spec *sp)
  * bucket b: the k <= m (0: a plain step) most tokens a second. A
  * verification of k drafts yields 1 + p1 + p1 p2 + ... + p1..pk tokens on
  * average (pj: its bucket's acceptance of token j given the ones before,
+ * in the state sp->hot,
  * its counts smoothed toward token j - 1's estimate) and costs about 1 + g k
  * plain steps (g: the measured extra seconds a draft token, over a step's).
  * Linear in k is the CPU's shape; a GPU's is flatter and a streamed MoE's
@@ -265,7 +270,7 @@ static int auto_k(struct coli_spec *sp, int b, int m)
 	int k = 0;
 
 	for (int j = 0; j < m; j++) {
-		const float *a = sp->acc[b][j];
+		const float *a = sp->acc[sp->hot][b][j];
 
 		/* token j's prior: token j - 1's estimate (given the ones before
 		 * right, a later token is right more often, not less) */
@@ -310,7 +315,7 @@ int coli_spec_draft(struct coli_spec *sp, const int *hist, int n, int kmax, int 
 		if (!sp->cand[i].m) { /* (a free slot: one a step, each open k + 1 steps at most) */
 			struct coli_spec_cand *c = &sp->cand[i];
 
-			c->n0 = n, c->m = m, c->j = 0, c->b = match_bucket(len);
+			c->n0 = n, c->m = m, c->j = 0, c->b = match_bucket(len), c->hot = sp->hot;
 			memcpy(c->ids, draft, sizeof(int) * (size_t)m);
 			break;
 		}

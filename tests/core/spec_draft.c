@@ -10,7 +10,8 @@
  * then cases written out: the longer match over the more recent shorter one,
  * the cap by the match's length, the most recent of equal matches, no
  * match, drafting off, paused and kmax; --spec auto's cost model (its
- * scoring of drafts, its choice of length, its probes). Last it prints
+ * scoring of drafts, the hot state after a draft right throughout, its
+ * choice of length, its probes). Last it prints
  * (asserting nothing) what a draft costs over a 131,072-token history
  * without a match.
  */
@@ -83,16 +84,34 @@ static int cost_model(void)
 	 * history has them (the draft above was declined) */
 	h[10] = 5, h[11] = 7;
 	coli_spec_draft(&sp, h, 11, COLI_SPEC_KMAX, d);
-	if (sp.acc[3][0][1] != 1.0f || sp.acc[3][0][0] != 1.0f || sp.acc[3][1][1] != 0.0f) {
+	if (sp.acc[0][3][0][1] != 1.0f || sp.acc[0][3][0][0] != 1.0f ||
+	    sp.acc[0][3][1][1] != 0.0f) {
 		printf("FAIL scoring: bucket 3 token 0 %.0f of %.0f, token 1 scored %.0f times\n",
-		       sp.acc[3][0][0], sp.acc[3][0][1], sp.acc[3][1][1]);
+		       sp.acc[0][3][0][0], sp.acc[0][3][0][1], sp.acc[0][3][1][1]);
 		rc = 1;
 	}
 	coli_spec_draft(&sp, h, 12, COLI_SPEC_KMAX, d);
-	if (sp.acc[3][1][1] != 1.0f || sp.acc[3][1][0] != 0.0f || sp.cand[0].m) {
+	if (sp.acc[0][3][1][1] != 1.0f || sp.acc[0][3][1][0] != 0.0f || sp.cand[0].m) {
 		printf("FAIL scoring: token 1 %.0f of %.0f, the draft still open\n",
-		       sp.acc[3][1][0], sp.acc[3][1][1]);
+		       sp.acc[0][3][1][0], sp.acc[0][3][1][1]);
 		rc = 1;
+	}
+	/* a draft right throughout makes the state hot: the next draft's counts
+	 * are the hot ones */
+	{
+		int hh[12] = {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6};
+		struct coli_spec sh = sp;
+
+		memset(sh.cand, 0, sizeof(sh.cand));
+		sh.cand[0] = (struct coli_spec_cand){.n0 = 10, .m = 2, .b = 3, .ids = {5, 6}};
+		coli_spec_draft(&sh, hh, 12, COLI_SPEC_KMAX, d);
+		if (sp.hot || !sh.hot || sh.acc[0][3][1][1] != sp.acc[0][3][1][1] + 1.0f ||
+		    !sh.cand[0].m || !sh.cand[0].hot) {
+			printf("FAIL hot: %d before, %d after a draft right throughout; the next "
+			       "draft %s\n",
+			       sp.hot, sh.hot, sh.cand[0].hot ? "hot" : "not hot");
+			rc = 1;
+		}
 	}
 	/* measured: a step 1 ms, a verification of 2 drafts 1.2 ms (g = 0.1) */
 	coli_spec_step(&sp, 1e-3);
@@ -103,7 +122,8 @@ static int cost_model(void)
 	}
 	/* the bucket's tokens accepted 19 of 20 times: drafted whole */
 	for (int j = 0; j < COLI_SPEC_KMAX; j++)
-		sp.acc[3][j][0] = 19, sp.acc[3][j][1] = 20;
+		for (int hot = 0; hot < 2; hot++)
+			sp.acc[hot][3][j][0] = 19, sp.acc[hot][3][j][1] = 20;
 	memset(sp.cand, 0, sizeof(sp.cand));
 	if ((m = coli_spec_draft(&sp, h, 10, COLI_SPEC_KMAX, d)) != 4) {
 		printf("FAIL cheap and likely: %d draft tokens verified (4 expected)\n", m);
