@@ -266,7 +266,10 @@ double coli_spec_cost(const struct coli_spec *sp)
 static int auto_k(struct coli_spec *sp, int b, int m)
 {
 	const double g = coli_spec_cost(sp) > 0 ? coli_spec_cost(sp) : SPEC_G0;
-	double p = 1, yield = 1, best = 1, pj = 0.5;
+	/* best: a draft must gain 5% over a plain step, as g is a running mean
+	 * of noisy timings (a draft that merely breaks even costs when g reads
+	 * low) */
+	double p = 1, yield = 1, best = 1.05, pj = 0.5;
 	int k = 0;
 
 	for (int j = 0; j < m; j++) {
