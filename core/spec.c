@@ -52,13 +52,13 @@
  * demo model's held-out text, 8 tokens and more right nine times in ten)
  * and by whether the draft scored last was right throughout (the text is
  * in a loop: a random-weight model's greedy text falls into one after a
- * while, and drafts that were a loss before pay there).
- * The cost is measured: a plain step's seconds and a verification's extra
- * seconds a draft token (the picks from its rows included, as a plain
- * step's pick or argmax is in the step's). k maximizes the tokens a
- * verification is expected to yield over its cost in steps, and no draft
- * is verified when none beats a plain step; a one-token probe now and then
- * keeps the cost current. A small model on the CPU, whose forward grows
+ * while, and drafts that were a loss before pay there). The cost is
+ * measured: a plain step's seconds and a verification's extra seconds a
+ * draft token (the picks from its rows included, as a plain step's pick or
+ * argmax is in the step's). k maximizes the tokens a verification is
+ * expected to yield over its cost in steps, and no draft is verified when
+ * none beats a plain step by 5%; a one-token probe now and then keeps the
+ * cost current. A small model on the CPU, whose forward grows
  * with its tokens (bound by compute, not by reading its weights), ends up
  * verifying only near-certain drafts; a large one, whose step reads the
  * weights once for all its tokens, drafts long.
