@@ -117,14 +117,15 @@ struct replay {
 
 /* core/spec.c's drafting over hist = prompt and the greedy tokens gen[0, n)
  * (gen[0] from the prompt's forward), as coli_generate's loop calls it. */
-static struct replay replay(const int *hist, int n_prompt, int n, double g, int guard)
+static struct replay replay(const coli_engine_t *e, const int *hist, int n_prompt, int n, double g,
+                            int guard)
 {
 	struct replay r = {0};
 	struct coli_spec sp;
 	int d[COLI_SPEC_KMAX], i = 0;
 
-	memset(&sp, 0, sizeof(sp));
-	sp.on = 1, sp.guard = guard, sp.k = 4; /* (core/spec.c's SPEC_K0) */
+	coli_spec_init(&sp, e); /* (e's own --spec is off: the text is the plain loop's) */
+	sp.on = 1, sp.guard = guard;
 	while (i < n - 1) { /* gen[i] known and not yet forwarded */
 		const int room = n - i - 2, kmax = room < COLI_SPEC_KMAX ? room : COLI_SPEC_KMAX;
 		int k = kmax > 0 ? coli_spec_draft(&sp, hist, n_prompt + i + 1, kmax, d) : 0, a = 0;
@@ -279,7 +280,7 @@ int bench_spec_main(int argc, char **argv)
 		memcpy(hist + n_prompt, gen.ids, sizeof(int) * (size_t)gen.n);
 		for (int j = 0; j <= n_g; j++)
 			for (int guard = 1; guard >= 0; guard--) {
-				struct replay r = replay(hist, n_prompt, gen.n, g[j], guard);
+				struct replay r = replay(e, hist, n_prompt, gen.n, g[j], guard);
 				const double sp = r.tokens / r.cost, bound = 8 / (1 + 7 * g[j]);
 
 				sum[j][!guard] += sp;
