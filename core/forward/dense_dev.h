@@ -184,6 +184,18 @@ static inline uint64_t dd_rows(const struct coli_dense_dev *dd, int tmax)
 	return dd->ids + (uint64_t)(tmax + 1) * 4;
 }
 
+/* Their host side, in the registered e->s.xids (core/forward/scratch.h):
+ * the row table after the position and the ids, then the greedy ids coming
+ * back from the lm_head's argmaxes. */
+static inline int *dd_host_rows(struct coli_engine *e)
+{
+	return e->s.xids + e->s.tmax + 2;
+}
+static inline int *dd_host_next(struct coli_engine *e)
+{
+	return dd_host_rows(e) + COLI_GPU_ROWS * e->s.tmax;
+}
+
 /* Layer l's attention on its dense device for st's rows, adding first what
  * the previous layer left (pend: PEND_*); leaves the projection in dd->proj. */
 int coli_dense_dev_attention(struct coli_engine *e, int l, const struct dstep *st, int pend);

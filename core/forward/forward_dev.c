@@ -581,13 +581,6 @@ static int handoff(struct coli_engine *e, struct coli_dense_dev *from, struct co
 	return rc ? rc : coli_dense_dev_phase_end(to, &e->est.handoff_s, e->opts.profile);
 }
 
-/* Where the greedy ids of a forward's rows come back: [tmax] in the
- * registered xids region, after the row table (core/forward/scratch.h). */
-static int *next_ids(struct coli_engine *e)
-{
-	return e->s.xids + 2 + (1 + COLI_GPU_ROWS) * e->s.tmax;
-}
-
 /* The logits of the rows want[n_want] (ascending), in pieces of
  * COLI_DEV_LOGIT_ROWS (the stream orders each download before the next
  * piece overwrites); the last piece's come down with the planned layers'
@@ -633,7 +626,7 @@ static int logits_queue(struct coli_engine *e, struct coli_dense_dev *dd, const 
 				        .x = dd->logits + sizeof(float) * (size_t)j * c->vocab,
 				        .out = dd->next + sizeof(int) * (size_t)j,
 				        .n = c->vocab});
-			down[(*nd)++] = (struct coli_dev_down){next_ids(e) + j0, dd->next,
+			down[(*nd)++] = (struct coli_dev_down){dd_host_next(e) + j0, dd->next,
 			                                       sizeof(int) * (size_t)n};
 		} else if (!hx) {
 			/* one row (a decode step) through the registered e->s.xlogits */
@@ -670,8 +663,8 @@ static int forward_rows(struct coli_engine *e, const struct dstep *st, const int
 		if (!rc && st->rows) {
 			size_t n = sizeof(int) * COLI_GPU_ROWS * T;
 
-			rc = coli_dev_upload_async(di->dev, dd_rows(di, e->s.tmax),
-			                           e->s.xids + e->s.tmax + 2, n);
+			rc = coli_dev_upload_async(di->dev, dd_rows(di, e->s.tmax), dd_host_rows(e),
+			                           n);
 			e->est.h2d_bytes += n;
 		}
 	}
@@ -724,7 +717,7 @@ static int forward_rows(struct coli_engine *e, const struct dstep *st, const int
 		memcpy(logits, e->s.xlogits, sizeof(float) * c->vocab);
 	coli_dense_dev_fast_count(e);
 	if (next)
-		memcpy(next, next_ids(e), sizeof(int) * (size_t)n_want);
+		memcpy(next, dd_host_next(e), sizeof(int) * (size_t)n_want);
 	if (logits || next)
 		coli_dense_dev_phase_end(dd, &e->est.lm_head_s, 0);
 	e->est.forward_s += coli_now_s() - start;
@@ -765,7 +758,7 @@ int coli_forward_dev_batch(struct coli_engine *e, const struct coli_batch *b, fl
 {
 	struct coli_fwd_run run[COLI_MAX_SEQ];
 	struct coli_fwd f;
-	int pos[e->s.tmax], want[e->s.tmax], n_want = 0, *rows = e->s.xids + e->s.tmax + 2, rc;
+	int pos[e->s.tmax], want[e->s.tmax], n_want = 0, *rows = dd_host_rows(e), rc;
 	struct dstep st = {.rows = 1, .run = run};
 
 	e->errmsg[0] = 0;

@@ -69,8 +69,8 @@ struct coli_scratch {
 	int *xids;      /* [2 + tmax] position, then token ids, on their way to the dense device
 	                 * ([tmax + 1] unused); then [tmax][COLI_GPU_ROWS] several sequences'
 	                 * row table (dd_rows); then [tmax] the greedy ids coming back
-	                 * (coli_engine_forward_argmax: core/forward/forward_dev.c's
-	                 * next_ids) */
+	                 * (coli_engine_forward_argmax: dd_host_next,
+	                 * core/forward/dense_dev.h) */
 	size_t bytes;   /* what coli_scratch_alloc took, for the RAM budget */
 };
 
